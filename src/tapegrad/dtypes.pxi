@@ -1,0 +1,167 @@
+# ---------------------------------------------------------------------------------------------
+# dtypes and PyTorch's type promotion.
+#
+# Promotion (torch.result_type): operands fall in three priority groups - tensors with dimensions,
+# zero-dim tensors, Python scalars - and in three categories - bool < integer < floating.  The
+# dimensioned tensors decide the dtype; a zero-dim tensor only changes it when its category is
+# higher (then its own dtype is used); a Python scalar only when its category is higher still (then
+# the default dtype of that category: float32 for floats, int64 for ints).
+# ---------------------------------------------------------------------------------------------
+
+cdef enum:
+    CAT_BOOL = 0
+    CAT_INT = 1
+    CAT_FLOAT = 2
+
+
+cdef class dtype:
+    """A tensor element type; prints as PyTorch prints it (`torch.float32`) so scripts match."""
+    cdef readonly str name
+    cdef readonly object np_dtype        # the numpy dtype that stores it
+    cdef readonly int category
+    cdef readonly int itemsize
+
+    def __init__(self, str name, object np_dtype, int category):
+        self.name = name
+        self.np_dtype = np.dtype(np_dtype)
+        self.category = category
+        self.itemsize = self.np_dtype.itemsize
+
+    @property
+    def is_floating_point(self):
+        return self.category == CAT_FLOAT
+
+    @property
+    def is_signed(self):
+        return self.name != "bool" and self.name != "uint8"
+
+    def __repr__(self):
+        return "torch." + self.name
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self.name,))
+
+
+float16 = dtype("float16", np.float16, CAT_FLOAT)
+float32 = dtype("float32", np.float32, CAT_FLOAT)
+float64 = dtype("float64", np.float64, CAT_FLOAT)
+uint8 = dtype("uint8", np.uint8, CAT_INT)
+int8 = dtype("int8", np.int8, CAT_INT)
+int16 = dtype("int16", np.int16, CAT_INT)
+int32 = dtype("int32", np.int32, CAT_INT)
+int64 = dtype("int64", np.int64, CAT_INT)
+bool_ = dtype("bool", np.bool_, CAT_BOOL)
+
+cdef dict DTYPE_OF_NUM = {d.np_dtype.num: d for d in
+                          (float16, float32, float64, uint8, int8, int16, int32, int64, bool_)}
+cdef dict DTYPE_OF_NAME = {d.name: d for d in DTYPE_OF_NUM.values()}
+cdef object NP_FLOAT32 = np.dtype(np.float32)
+cdef object NP_INT64 = np.dtype(np.int64)
+cdef object NP_BOOL = np.dtype(np.bool_)
+
+
+def _dtype_by_name(str name):
+    return DTYPE_OF_NAME[name]
+
+
+cdef inline dtype dtype_of_array(cnp.ndarray a):
+    cdef object d = DTYPE_OF_NUM.get(cnp.PyArray_TYPE(a))
+    if d is None:
+        raise TypeError(f"tapegrad does not support numpy arrays of dtype {a.dtype}; supported: "
+                        f"{', '.join(sorted(DTYPE_OF_NAME))}")
+    return <dtype>d
+
+
+cdef object to_np_dtype(object d):
+    """Accept a tapegrad dtype, a numpy dtype or a Python type; return the numpy dtype."""
+    if isinstance(d, dtype):
+        return (<dtype>d).np_dtype
+    if d is float:
+        return NP_FLOAT32
+    if d is int:
+        return NP_INT64
+    if d is bool:
+        return NP_BOOL
+    try:
+        nd = np.dtype(d)
+    except TypeError:
+        raise TypeError(f"dtype must be a tapegrad dtype (e.g. tapegrad.float32), got {d!r}") from None
+    if nd.num not in DTYPE_OF_NUM:
+        raise TypeError(f"unsupported dtype {d!r}")
+    return nd
+
+
+cdef inline int np_category(int type_num) noexcept:
+    if type_num == cnp.NPY_BOOL:
+        return CAT_BOOL
+    if cnp.PyTypeNum_ISFLOAT(type_num):
+        return CAT_FLOAT
+    return CAT_INT
+
+
+cdef inline int scalar_category(object s) noexcept:
+    """Category of a Python scalar operand (bool is tested first: it is a subclass of int)."""
+    if isinstance(s, bool):
+        return CAT_BOOL
+    if isinstance(s, int):
+        return CAT_INT
+    return CAT_FLOAT
+
+
+cdef dict PROMOTION_CACHE = {}
+
+
+cdef inline long operand_code(object x):
+    # tensors: 2 * numpy type number + (1 if zero-dim); Python scalars: 10000 + category
+    if isinstance(x, TensorBase):
+        a = <cnp.ndarray>(<TensorBase>x)._array
+        return 2 * cnp.PyArray_TYPE(a) + (1 if cnp.PyArray_NDIM(a) == 0 else 0)
+    return 10000 + scalar_category(x)
+
+
+cdef object compute_result_dtype(long code_a, long code_b):
+    cdef object dims = None, zeros = None, out = None
+    cdef int cat = -1, sc
+    cdef long c
+    for c in (code_a, code_b):
+        if c >= 10000:
+            continue
+        nd = (<dtype>DTYPE_OF_NUM[c // 2]).np_dtype
+        if c % 2 == 0:
+            dims = nd if dims is None else np.promote_types(dims, nd)
+        else:
+            zeros = nd if zeros is None else np.promote_types(zeros, nd)
+    if dims is not None:
+        out = dims
+        cat = np_category(out.num)
+    if zeros is not None and np_category(zeros.num) > cat:
+        out = zeros
+        cat = np_category(out.num)
+    for c in (code_a, code_b):
+        if c < 10000:
+            continue
+        sc = c - 10000
+        if sc > cat:
+            out = NP_FLOAT32 if sc == CAT_FLOAT else (NP_INT64 if sc == CAT_INT else NP_BOOL)
+            cat = sc
+    return out
+
+
+cdef object result_dtype(object a, object b):
+    """The numpy dtype PyTorch gives `a (op) b` (each a TensorBase or a Python scalar)."""
+    cdef long key = operand_code(a) * 100000 + operand_code(b)
+    cdef object d = PROMOTION_CACHE.get(key)
+    if d is None:
+        d = compute_result_dtype(key // 100000, key % 100000)
+        PROMOTION_CACHE[key] = d
+    return d
+
+
+def result_type(a, b):
+    """torch.result_type: the dtype of `a (op) b` for tensors and Python scalars."""
+    return DTYPE_OF_NUM[result_dtype(a, b).num]
+
+
+def np_dtype_of(d):
+    """The numpy dtype for a tapegrad dtype, numpy dtype or Python type (TypeError otherwise)."""
+    return to_np_dtype(d)

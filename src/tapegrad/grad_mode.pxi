@@ -1,0 +1,27 @@
+# ---------------------------------------------------------------------------------------------
+# Grad mode: one C thread-local flag, read on every op.  Zero-initialised means "enabled", so every
+# new thread starts with grad mode on, as in PyTorch.
+# ---------------------------------------------------------------------------------------------
+
+cdef extern from *:
+    """
+    static _Thread_local int tapegrad_grad_disabled = 0;
+    """
+    int tapegrad_grad_disabled
+
+
+cdef inline bint grad_enabled() noexcept:
+    return not tapegrad_grad_disabled
+
+
+def is_grad_enabled():
+    """True when operations on tensors that require grad are recorded (this thread)."""
+    return not tapegrad_grad_disabled
+
+
+def _set_grad_enabled(bint mode):
+    """Set this thread's grad mode; returns the previous mode."""
+    cdef bint prev = not tapegrad_grad_disabled
+    global tapegrad_grad_disabled
+    tapegrad_grad_disabled = 0 if mode else 1
+    return prev

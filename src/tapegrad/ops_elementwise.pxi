@@ -1,0 +1,313 @@
+# ---------------------------------------------------------------------------------------------
+# Elementwise ops.  For each: forward (in binary_op / unary_op), VJP, registration, side by side.
+#
+# Broadcasting: a binary op whose inputs differ from the output in shape or dtype keeps
+# (shape_a, dtype_a, shape_b, dtype_b) in aux; its VJP sums each gradient back to its input's
+# shape and casts it to its input's dtype (fit_grad).  Python scalar operands are kept as Python
+# scalars: numpy 2 treats them as "weak", which matches PyTorch's promotion for the cases we cast.
+# ---------------------------------------------------------------------------------------------
+
+import math
+
+
+cdef object sum_to(object g, tuple shape):
+    """Sum gradient `g` over the dims that broadcasting added or stretched, to `shape`."""
+    cdef tuple gs = g.shape
+    if gs == shape:
+        return g
+    cdef Py_ssize_t lead = len(gs) - len(shape), i
+    axes = list(range(lead))
+    for i in range(len(shape)):
+        if shape[i] == 1 and gs[lead + i] != 1:
+            axes.append(lead + i)
+    if axes:
+        g = np.add.reduce(g, axis=tuple(axes), keepdims=True)
+    return nd(g).reshape(shape)
+
+
+cdef inline object fit_grad(object g, object shape, object dt):
+    """Gradient for an input of `shape`/`dt` from the output's gradient `g` (None passes)."""
+    if g is None:
+        return None
+    if shape is not None:
+        g = sum_to(g, <tuple>shape)
+    if dt is not None and g.dtype != dt:
+        g = g.astype(dt)
+    return g
+
+
+cdef inline tuple operand_shape(object x):
+    return (<TensorBase>x)._array.shape if isinstance(x, TensorBase) else ()
+
+
+cdef tuple broadcast_shapes_torch(tuple sa, tuple sb):
+    """numpy broadcasting, with PyTorch's error message on mismatch."""
+    cdef Py_ssize_t na = len(sa), nb = len(sb), n = max(na, nb), i
+    out = [0] * n
+    for i in range(1, n + 1):
+        da = sa[na - i] if i <= na else 1
+        db = sb[nb - i] if i <= nb else 1
+        if da == db or db == 1:
+            out[n - i] = da
+        elif da == 1:
+            out[n - i] = db
+        else:
+            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) "
+                               f"at non-singleton dimension {n - i}")
+    return tuple(out)
+
+
+cdef inline object operand_value(object x, object dt):
+    """The numpy operand for tensor-or-scalar `x` in an op computed in dtype `dt`."""
+    cdef cnp.ndarray a
+    if isinstance(x, TensorBase):
+        a = (<TensorBase>x)._array
+        if a.dtype is dt or a.dtype == dt:
+            return a
+        return a.astype(dt)
+    return x
+
+
+cdef object as_operand(object x):
+    """Normalise a non-tensor operand: Python scalars stay, numpy scalars become Python scalars,
+    arrays and sequences become tensors; anything else is not ours to handle."""
+    if isinstance(x, (TensorBase, float, int)):
+        return x
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return wrap(x)
+    return NotImplemented
+
+
+# -- binary ops ----------------------------------------------------------------------------------
+
+cdef object fit_binary_grads(Record* r, object ga, object gb):
+    """Apply the aux (shapes, dtypes) of a broadcasting/promoting binary op to its VJP's result."""
+    if r.aux == NULL:
+        return (ga, gb)
+    cdef tuple aux = <tuple>r.aux
+    return (fit_grad(ga, aux[0], aux[1]), fit_grad(gb, aux[2], aux[3]))
+
+
+
+cdef object vjp_add(Record* r, object g):
+    return fit_binary_grads(r, g if r.inp[0] >= 0 else None, g if r.inp[1] >= 0 else None)
+
+cdef object vjp_sub(Record* r, object g):
+    return fit_binary_grads(r, g if r.inp[0] >= 0 else None, nd(-g) if r.inp[1] >= 0 else None)
+
+cdef object vjp_mul(Record* r, object g):
+    a = <object>r.saved[0] if r.saved[0] != NULL else None
+    b = <object>r.saved[1] if r.saved[1] != NULL else None
+    return fit_binary_grads(r, nd(g * b) if r.inp[0] >= 0 else None,
+                            nd(g * a) if r.inp[1] >= 0 else None)
+
+cdef object vjp_div(Record* r, object g):
+    a = <object>r.saved[0] if r.saved[0] != NULL else None
+    b = <object>r.saved[1]
+    return fit_binary_grads(r, nd(g / b) if r.inp[0] >= 0 else None,
+                            nd(-g * a / (b * b)) if r.inp[1] >= 0 else None)
+
+cdef object vjp_pow(Record* r, object g):
+    base = <object>r.saved[0]
+    expo = <object>r.saved[1]
+    ga = gb = None
+    if r.inp[0] >= 0:
+        # d/da a**e = e * a**(e-1), defined as 0 where e == 0 (PyTorch's convention)
+        if isinstance(expo, (int, float)):
+            ga = np.zeros_like(g) if expo == 0 else nd(g * (expo * base ** (expo - 1)))
+        else:
+            ga = nd(np.where(expo == 0, 0, g * (expo * base ** (expo - 1))))
+    if r.inp[1] >= 0:
+        # d/de a**e = a**e * log(a), defined as 0 where a == 0 and e >= 0
+        out = <object>r.saved[2]
+        if isinstance(base, (int, float)):
+            gb = np.zeros_like(g) if base == 0 else nd(g * (out * math.log(base)))
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gb = nd(np.where((base == 0) & (expo >= 0), 0, g * (out * np.log(base))))
+    return fit_binary_grads(r, ga, gb)
+
+
+cdef int OP_ADD = register_op("AddBackward0", vjp_add)
+cdef int OP_SUB = register_op("SubBackward0", vjp_sub)
+cdef int OP_RSUB = register_op("RsubBackward1", vjp_sub)
+cdef int OP_MUL = register_op("MulBackward0", vjp_mul)
+cdef int OP_DIV = register_op("DivBackward0", vjp_div)
+cdef int OP_RDIV = register_op("MulBackward0", vjp_div)        # scalar / tensor (PyTorch: reciprocal * s)
+cdef int OP_POW = register_op("PowBackward0", vjp_pow)         # tensor ** scalar
+cdef int OP_POW_T = register_op("PowBackward1", vjp_pow)       # tensor ** tensor
+cdef int OP_POW_R = register_op("PowBackward2", vjp_pow)       # scalar ** tensor
+
+
+cdef object binary_forward(int op, object a, object b):
+    if op == OP_ADD:
+        return a + b
+    if op == OP_SUB or op == OP_RSUB:
+        return a - b
+    if op == OP_MUL:
+        return a * b
+    if op == OP_DIV:
+        return a / b
+    if op == OP_POW:
+        try:
+            return a ** b
+        except ValueError as e:                         # numpy: integers to negative powers
+            raise RuntimeError(str(e)) from None
+    raise AssertionError(f"binary_forward: unknown op {op}")
+
+
+cdef object binary_op(int op, object a, object b):
+    """Forward and record of a binary elementwise op; a and/or b is a TensorBase."""
+    cdef Py_ssize_t inp[2]
+    cdef Record* r
+    a = as_operand(a)
+    b = as_operand(b)
+    if a is NotImplemented or b is NotImplemented:
+        return NotImplemented
+    cdef bint a_tensor = isinstance(a, TensorBase), b_tensor = isinstance(b, TensorBase)
+    dt = result_dtype(a, b)
+    if op == OP_DIV and dt.kind != "f":
+        dt = NP_FLOAT32                                  # true division of integers gives floats
+    A = operand_value(a, dt)
+    B = operand_value(b, dt)
+    shape_a = operand_shape(a)
+    shape_b = operand_shape(b)
+    if a_tensor and b_tensor and shape_a != shape_b:
+        broadcast_shapes_torch(shape_a, shape_b)         # raises PyTorch's message on mismatch
+    with np.errstate(all="ignore"):                      # IEEE results (inf, nan) as PyTorch gives
+        out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
+                                (OP_DIV if op == OP_RDIV else op), A, B))
+    cdef TensorBase res = wrap(out)
+    if not grad_enabled():
+        return res
+    inp[0] = node_for_input(<TensorBase>a) if a_tensor else -1
+    inp[1] = node_for_input(<TensorBase>b) if b_tensor else -1
+    if not wants_record(inp, 2):
+        return res
+    if op == OP_POW:
+        op = OP_POW_R if not a_tensor else (OP_POW if not b_tensor else OP_POW_T)
+    elif op == OP_DIV and not a_tensor:
+        op = OP_RDIV
+    r = record_op(op, res, 2, inp)
+    if op == OP_MUL:
+        if inp[1] >= 0:
+            keep(&r.saved[0], A)
+        if inp[0] >= 0:
+            keep(&r.saved[1], B)
+    elif op == OP_DIV or op == OP_RDIV:
+        if inp[1] >= 0:
+            keep(&r.saved[0], A)
+        keep(&r.saved[1], B)
+    elif op == OP_POW or op == OP_POW_T or op == OP_POW_R:
+        keep(&r.saved[0], A)
+        keep(&r.saved[1], B)
+        if inp[1] >= 0:
+            keep(&r.saved[2], out)
+    out_shape = out.shape
+    da = A.dtype if a_tensor else None
+    db = B.dtype if b_tensor else None
+    if (shape_a != out_shape or shape_b != out_shape
+            or (a_tensor and (<TensorBase>a)._array.dtype != dt)
+            or (b_tensor and (<TensorBase>b)._array.dtype != dt)):
+        keep(&r.aux, (shape_a if shape_a != out_shape else None,
+                      (<TensorBase>a)._array.dtype if a_tensor else None,
+                      shape_b if shape_b != out_shape else None,
+                      (<TensorBase>b)._array.dtype if b_tensor else None))
+    return res
+
+
+# -- unary ops -----------------------------------------------------------------------------------
+
+cdef object vjp_neg(Record* r, object g):
+    return nd(-g)
+
+cdef object vjp_exp(Record* r, object g):
+    return nd(g * <object>r.saved[0])                   # d exp(x) = exp(x): reuse the output
+
+cdef object vjp_log(Record* r, object g):
+    return nd(g / <object>r.saved[0])
+
+cdef object vjp_tanh(Record* r, object g):
+    y = <object>r.saved[0]
+    return nd(g * (1 - y * y))                          # d tanh(x) = 1 - tanh(x)^2: reuse the output
+
+cdef object vjp_relu(Record* r, object g):
+    return nd(g * (<object>r.saved[0] > 0))             # 0 at x == 0, as PyTorch
+
+
+cdef int OP_NEG = register_op("NegBackward0", vjp_neg)
+cdef int OP_EXP = register_op("ExpBackward0", vjp_exp)
+cdef int OP_LOG = register_op("LogBackward0", vjp_log)
+cdef int OP_TANH = register_op("TanhBackward0", vjp_tanh)
+cdef int OP_RELU = register_op("ReluBackward0", vjp_relu)
+
+
+cdef object unary_op(int op, TensorBase x):
+    """Forward and record of a one-input elementwise op."""
+    cdef Py_ssize_t inp[1]
+    cdef Record* r
+    A = x._array
+    if op != OP_NEG and op != OP_RELU and A.dtype.kind != "f":
+        A = A.astype(NP_FLOAT32)                        # PyTorch: exp/log/tanh of ints give float32
+    with np.errstate(all="ignore"):
+        if op == OP_NEG:
+            if A.dtype.kind == "b":
+                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                                   "If you are trying to invert a mask, use the `~` or "
+                                   "`logical_not()` operator instead.")
+            out = nd(-A)
+        elif op == OP_EXP:
+            out = nd(np.exp(A))
+        elif op == OP_LOG:
+            out = nd(np.log(A))
+        elif op == OP_TANH:
+            out = nd(np.tanh(A))
+        elif op == OP_RELU:
+            out = nd(np.maximum(A, 0)) if A.dtype.kind != "b" else A.copy()
+        else:
+            raise AssertionError(f"unary_op: unknown op {op}")
+    cdef TensorBase res = wrap(out)
+    if not grad_enabled():
+        return res
+    inp[0] = node_for_input(x)
+    if inp[0] < 0:
+        return res
+    r = record_op(op, res, 1, inp)
+    if op == OP_EXP or op == OP_TANH or op == OP_RELU:
+        keep(&r.saved[0], out)
+    elif op == OP_LOG:
+        keep(&r.saved[0], A)
+    return res
+
+
+def exp(TensorBase x):
+    return unary_op(OP_EXP, x)
+
+def log(TensorBase x):
+    return unary_op(OP_LOG, x)
+
+def tanh(TensorBase x):
+    return unary_op(OP_TANH, x)
+
+def relu(TensorBase x):
+    return unary_op(OP_RELU, x)
+
+def neg(TensorBase x):
+    return unary_op(OP_NEG, x)
+
+def add(a, b):
+    return binary_op(OP_ADD, a, b)
+
+def sub(a, b):
+    return binary_op(OP_SUB, a, b)
+
+def mul(a, b):
+    return binary_op(OP_MUL, a, b)
+
+def div(a, b):
+    return binary_op(OP_DIV, a, b)
+
+def pow(a, b):
+    return binary_op(OP_POW, a, b)

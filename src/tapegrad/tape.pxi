@@ -1,0 +1,173 @@
+# ---------------------------------------------------------------------------------------------
+# The tape: a flat arena of fixed-size records in creation order.
+#
+# Creation order is a topological order (a record only refers to older records), so backward is a
+# single downward walk.  Lifetimes are reference counts on records: a record lives while its output
+# tensor lives or a live later record uses it.  Releasing is iterative (explicit stack), so a chain
+# of a million records is released without recursion.  When the topmost records are free the arena
+# shrinks, so a training loop (record, backward, drop) reuses the same slots every step.
+#
+# Thread safety: all mutation happens with the GIL held and never spans a call that can run Python
+# code or release the GIL; callers re-fetch `&tape.recs[i]` after any such call, because an append
+# from another thread may move the arena.
+# ---------------------------------------------------------------------------------------------
+
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memset
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+
+
+cdef class Tape:
+
+    def __cinit__(self):
+        self.recs = NULL
+        self.n = 0
+        self.cap = 0
+        self.live = 0
+        self.stack = NULL
+        self.stack_cap = 0
+        self.sp = 0
+        self._resize(64)
+
+    def __dealloc__(self):
+        # The module-level tape lives as long as the interpreter; free what it owns on teardown.
+        cdef Py_ssize_t i
+        cdef int j
+        if self.recs != NULL:
+            for i in range(self.n):
+                for j in range(MAX_SAVED):
+                    Py_XDECREF(self.recs[i].saved[j])
+                Py_XDECREF(self.recs[i].aux)
+            free(self.recs)
+        free(self.stack)
+
+    cdef int _resize(self, Py_ssize_t min_cap) except -1:
+        """Grow the arena (doubling) to hold at least `min_cap` records."""
+        cdef Py_ssize_t new_cap = self.cap if self.cap > 0 else 64
+        while new_cap < min_cap:
+            new_cap *= 2
+        if new_cap == self.cap:
+            return 0
+        cdef Record* grown = <Record*>realloc(self.recs, new_cap * sizeof(Record))
+        if grown == NULL:
+            raise MemoryError(f"tapegrad: cannot grow the tape to {new_cap} records")
+        cdef Py_ssize_t* stack = <Py_ssize_t*>realloc(self.stack, new_cap * sizeof(Py_ssize_t))
+        if stack == NULL:
+            self.recs = grown
+            raise MemoryError(f"tapegrad: cannot grow the tape to {new_cap} records")
+        self.recs = grown
+        self.stack = stack
+        self.cap = new_cap
+        self.stack_cap = new_cap
+        return 0
+
+    cdef Py_ssize_t append(self, int op, int n_in, Py_ssize_t* inp) except -1:
+        """Append a record for `op` with inputs `inp`; the caller's output tensor holds its one ref."""
+        cdef Py_ssize_t i, k
+        cdef int j
+        if self.n == self.cap:
+            self._resize(self.n + 1)
+        i = self.n
+        cdef Record* r = &self.recs[i]
+        memset(r, 0, sizeof(Record))
+        r.op = op
+        r.n_in = n_in
+        r.refcnt = 1
+        for j in range(MAX_IN):
+            r.inp[j] = -1
+        for j in range(n_in):
+            k = inp[j]
+            r.inp[j] = k
+            if k >= 0:
+                self.recs[k].refcnt += 1
+        self.n = i + 1
+        self.live += 1
+        return i
+
+    cdef int release_saved(self, Py_ssize_t i) except -1:
+        """Drop the values record i saved for backward (after a backward without retain_graph)."""
+        cdef PyObject* held[MAX_SAVED]
+        cdef int j
+        cdef bint had = False
+        cdef Record* r = &self.recs[i]
+        for j in range(MAX_SAVED):
+            held[j] = r.saved[j]
+            if held[j] != NULL:
+                had = True
+            r.saved[j] = NULL
+        if had:
+            r.flags |= RF_RELEASED
+        # Decrefs last: they may run arbitrary code, after which `r` may be stale.
+        for j in range(MAX_SAVED):
+            Py_XDECREF(held[j])
+        return 0
+
+    cdef int decref(self, Py_ssize_t i) except -1:
+        """Drop one reference to record i; release it, and whatever only it kept alive, at zero."""
+        cdef Py_ssize_t base = self.sp, k
+        cdef int j
+        cdef Record* r
+        cdef PyObject* held[MAX_SAVED + 1]
+        self.recs[i].refcnt -= 1
+        if self.recs[i].refcnt > 0:
+            return 0
+        # The stack pointer is a member, not a local: a decref below may run code that releases
+        # other records re-entrantly, and it must push above our pending entries, not over them.
+        self.stack[self.sp] = i
+        self.sp += 1
+        while self.sp > base:
+            self.sp -= 1
+            i = self.stack[self.sp]
+            r = &self.recs[i]
+            for j in range(MAX_SAVED):
+                held[j] = r.saved[j]
+                r.saved[j] = NULL
+            held[MAX_SAVED] = r.aux
+            r.aux = NULL
+            r.out = NULL
+            r.flags = RF_FREE
+            self.live -= 1
+            for j in range(r.n_in):
+                k = r.inp[j]
+                if k >= 0:
+                    self.recs[k].refcnt -= 1
+                    if self.recs[k].refcnt == 0:
+                        # Each record is pushed at most once (when its count reaches zero), and at
+                        # most `n` records exist, so the stack (capacity == arena capacity) suffices.
+                        self.stack[self.sp] = k
+                        self.sp += 1
+            for j in range(MAX_SAVED + 1):
+                Py_XDECREF(held[j])
+        while self.n > 0 and (self.recs[self.n - 1].flags & RF_FREE):
+            self.n -= 1
+        return 0
+
+    # -- debugging views ------------------------------------------------------------------------
+
+    @property
+    def size(self):
+        """Records in the arena, free holes included (the top of the stack-like arena)."""
+        return self.n
+
+    @property
+    def live_records(self):
+        return self.live
+
+    @property
+    def capacity(self):
+        return self.cap
+
+    def records(self):
+        """The arena as a list of (index, op name, inputs, refcount, flags) tuples, for debugging."""
+        cdef Py_ssize_t i
+        return [(i, OP_NAMES[self.recs[i].op] if not (self.recs[i].flags & RF_FREE) else "<free>",
+                 tuple(self.recs[i].inp[j] for j in range(self.recs[i].n_in)),
+                 self.recs[i].refcnt, self.recs[i].flags) for i in range(self.n)]
+
+
+cdef Tape TAPE = Tape()
+
+
+def tape():
+    """The shared tape (for inspection and tests)."""
+    return TAPE

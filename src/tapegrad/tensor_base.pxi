@@ -1,0 +1,282 @@
+# ---------------------------------------------------------------------------------------------
+# TensorBase: the compiled part of a tensor.  It holds the value (an ndarray), the gradient, the
+# requires_grad flag and the index of the tape record that produced it (or its LEAF record).
+# tapegrad.Tensor (Python) subclasses it for the conveniences; everything on the per-op path
+# (arithmetic slots, result construction, recording) is here.
+# ---------------------------------------------------------------------------------------------
+
+import warnings
+
+from cpython.object cimport PyTypeObject
+from cpython.ref cimport Py_INCREF
+
+
+cdef type TensorType = TensorBase       # replaced by tapegrad.Tensor when the package imports
+cdef tuple EMPTY_TUPLE = ()
+
+
+def _set_tensor_class(type cls):
+    """Called once by tapegrad/tensor.py: results of ops are created as instances of `cls`."""
+    global TensorType
+    if not issubclass(cls, TensorBase):
+        raise TypeError("the tensor class must subclass TensorBase")
+    TensorType = cls
+
+
+cdef inline object nd(object x):
+    """numpy returns scalars, not 0-d arrays, from operations on 0-d arrays; tensors hold arrays."""
+    if cnp.PyArray_Check(x):
+        return x
+    return np.asarray(x)
+
+
+cdef inline TensorBase wrap(object arr):
+    """A new tensor (of the registered Tensor class) holding ndarray `arr`, no grad, no node."""
+    cdef TensorBase t = <TensorBase>(<PyTypeObject*>TensorType).tp_new(
+        TensorType, <PyObject*>EMPTY_TUPLE, NULL)
+    t._array = arr
+    return t
+
+
+def wrap_array(object arr, bint requires_grad=False):
+    """Tensor creation for the facade: wrap ndarray `arr` (not copied) as a leaf tensor."""
+    arr = nd(arr)
+    cdef TensorBase t = wrap(arr)
+    if requires_grad:
+        t._set_requires_grad(True)
+    return t
+
+
+cdef inline Py_ssize_t node_for_input(TensorBase t) except -2:
+    """The record index a gradient for `t` flows to: -1 if none; creates a leaf's LEAF record."""
+    cdef Py_ssize_t i
+    if not t._requires_grad:
+        return -1
+    if t._node >= 0:
+        return t._node
+    i = TAPE.append(OP_LEAF, 0, NULL)
+    TAPE.recs[i].out = <PyObject*>t
+    t._node = i
+    return i
+
+
+cdef inline bint is_leaf_c(TensorBase t) noexcept:
+    return t._node < 0 or TAPE.recs[t._node].op == OP_LEAF
+
+
+cdef str NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field to "
+    "be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access "
+    "the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
+    "github.com/pytorch/pytorch/pull/30531 for more information.")
+
+
+cdef class GradFn:
+    """The grad_fn of a non-leaf tensor: names its backward op and keeps its record alive."""
+    cdef Py_ssize_t _node
+
+    def __cinit__(self):
+        self._node = -1
+
+    def __dealloc__(self):
+        if self._node >= 0 and TAPE is not None:
+            TAPE.decref(self._node)
+
+    def name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{type(self).__name__} object at {id(self):#x}>"
+
+
+cdef dict GRAD_FN_CLASSES = {}
+
+
+cdef object make_grad_fn(Py_ssize_t node):
+    cdef int op = TAPE.recs[node].op
+    cls = GRAD_FN_CLASSES.get(op)
+    if cls is None:
+        cls = type(OP_NAMES[op], (GradFn,), {"__module__": "tapegrad.autograd"})
+        GRAD_FN_CLASSES[op] = cls
+    cdef GradFn fn = <GradFn>cls.__new__(cls)
+    fn._node = node
+    TAPE.recs[node].refcnt += 1
+    return fn
+
+
+cdef class TensorBase:
+
+    def __cinit__(self):
+        self._grad = None
+        self._requires_grad = False
+        self._node = -1
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i = self._node
+        if i >= 0 and TAPE is not None:
+            self._node = -1
+            TAPE.recs[i].out = NULL
+            TAPE.decref(i)
+
+    # -- autograd state --------------------------------------------------------------------------
+
+    cdef int _set_requires_grad(self, bint flag) except -1:
+        if not is_leaf_c(self):
+            if flag:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        if flag and not cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(self._array)):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               f"gradients (got {self.dtype})")
+        self._requires_grad = flag
+        return 0
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self._set_requires_grad(bool(value))
+
+    def requires_grad_(self, requires_grad=True):
+        """Set requires_grad in place (leaves only) and return self."""
+        self._set_requires_grad(bool(requires_grad))
+        return self
+
+    @property
+    def is_leaf(self):
+        return is_leaf_c(self)
+
+    @property
+    def grad_fn(self):
+        if self._node < 0 or TAPE.recs[self._node].op == OP_LEAF:
+            return None
+        return make_grad_fn(self._node)
+
+    @property
+    def grad(self):
+        if (not is_leaf_c(self) and self._grad is None
+                and not (TAPE.recs[self._node].flags & RF_RETAIN_GRAD)):
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is None:
+            self._grad = None
+            return
+        if not isinstance(value, TensorBase):
+            raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                            f"{type(value).__name__}")
+        if (<TensorBase>value)._array.shape != self._array.shape:
+            raise RuntimeError(f"assigned grad has data of a different size: grad shape "
+                               f"{list((<TensorBase>value)._array.shape)}, tensor shape "
+                               f"{list(self._array.shape)}")
+        if (<TensorBase>value)._array.dtype != self._array.dtype:
+            raise RuntimeError(f"assigned grad has data of a different type: "
+                               f"{(<TensorBase>value).dtype} vs {self.dtype}")
+        self._grad = value
+
+    def retain_grad(self):
+        """Ask backward() to populate .grad of this non-leaf tensor (a no-op on leaves)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if not is_leaf_c(self):
+            TAPE.recs[self._node].flags |= RF_RETAIN_GRAD
+
+    @property
+    def retains_grad(self):
+        return (not is_leaf_c(self)) and bool(TAPE.recs[self._node].flags & RF_RETAIN_GRAD)
+
+    def detach(self):
+        """A new leaf tensor sharing this tensor's storage, cut from the graph."""
+        return wrap(self._array)
+
+    def detach_(self):
+        """Cut this tensor from the graph in place: it becomes a leaf that does not require grad."""
+        cdef Py_ssize_t i = self._node
+        if i >= 0:
+            self._node = -1
+            TAPE.recs[i].out = NULL
+            TAPE.decref(i)
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self):
+        """The value as a tensor that shares storage and is cut from the graph."""
+        return wrap(self._array)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, TensorBase):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._array = (<TensorBase>value)._array
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad."""
+        if create_graph:
+            raise NotImplementedError("backward(create_graph=True) is not supported yet")
+        if inputs is not None:
+            raise NotImplementedError("backward(inputs=...) is not supported yet")
+        run_backward(self, gradient, bool(retain_graph) if retain_graph is not None else False)
+
+    # -- metadata --------------------------------------------------------------------------------
+
+    @property
+    def dtype(self):
+        return dtype_of_array(self._array)
+
+    @property
+    def ndim(self):
+        return cnp.PyArray_NDIM(self._array)
+
+    # -- arithmetic (C number slots; forward + record in ops_elementwise.pxi) --------------------
+
+    def __add__(self, other):
+        return binary_op(OP_ADD, self, other)
+
+    def __radd__(self, other):
+        return binary_op(OP_ADD, other, self)
+
+    def __sub__(self, other):
+        return binary_op(OP_SUB, self, other)
+
+    def __rsub__(self, other):
+        return binary_op(OP_RSUB, other, self)
+
+    def __mul__(self, other):
+        return binary_op(OP_MUL, self, other)
+
+    def __rmul__(self, other):
+        return binary_op(OP_MUL, other, self)
+
+    def __truediv__(self, other):
+        return binary_op(OP_DIV, self, other)
+
+    def __rtruediv__(self, other):
+        return binary_op(OP_DIV, other, self)
+
+    def __pow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return binary_op(OP_POW, self, other)
+
+    def __rpow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return binary_op(OP_POW, other, self)
+
+    def __neg__(self):
+        return unary_op(OP_NEG, self)
+
+    def __pos__(self):
+        return self
+
+    def __getitem__(self, key):
+        return index_op(self, key)

@@ -1,0 +1,59 @@
+"""tapegrad: a small, fast, PyTorch-compatible reverse-mode autodiff library.
+
+Operations on tensors that require grad are appended to a flat Wengert tape (compiled, in creation
+order); backward() is one compiled reverse sweep over it.  `import tapegrad as torch` runs small
+PyTorch autograd scripts unchanged.
+"""
+from . import _core
+from ._core import (
+    bool_ as bool,  # noqa: A001  (PyTorch's name)
+    dtype,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    exp,
+    log,
+    tanh,
+    relu,
+    neg,
+    add,
+    sub,
+    mul,
+    div,
+    pow,
+    sum,
+    mean,
+    argmax,
+    result_type,
+)
+from .tensor import Size, Tensor
+from .creation import (
+    tensor,
+    as_tensor,
+    from_numpy,
+    zeros,
+    ones,
+    full,
+    empty,
+    zeros_like,
+    ones_like,
+    full_like,
+    arange,
+    manual_seed,
+    randn,
+    rand,
+)
+from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
+
+half = float16
+float = float32  # noqa: A001
+double = float64
+int = int32  # noqa: A001
+long = int64
+
+__version__ = "0.1.0"

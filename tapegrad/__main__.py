@@ -1,0 +1,4 @@
+"""`python -m tapegrad`: run the examples from the document tapegrad grew from."""
+from .examples import main
+
+main()

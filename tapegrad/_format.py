@@ -1,0 +1,145 @@
+"""Tensor repr, character for character as PyTorch prints it.
+
+PyTorch's rules (torch/_tensor_str.py, default print options): floats print with 4 decimals, or
+with none and a trailing '.' when every finite value is an integer ("int mode"), or in scientific
+notation when the finite non-zero magnitudes span more than 1000x, exceed 1e8, or (outside int mode)
+go below 1e-4. Every element is right-aligned to the widest; lines wrap at 80 columns; tensors of
+more than 1000 elements show the first and last 3 entries of each dimension around '...'.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+PRECISION = 4
+LINEWIDTH = 80
+THRESHOLD = 1000
+EDGEITEMS = 3
+
+# dtypes PyTorch does not name in a repr: the default float dtype and the inferred int and bool.
+_IMPLIED_DTYPES = ("float32", "int64", "bool")
+
+
+class _Formatter:
+    """Chooses one notation and one width for all the elements that will be printed."""
+
+    def __init__(self, values: np.ndarray):
+        self.floating = values.dtype.kind == "f"
+        self.int_mode = True
+        self.sci_mode = False
+        self.max_width = 1
+        if not self.floating:
+            for v in values.ravel().tolist():
+                self.max_width = max(self.max_width, len(str(v)))
+            return
+        flat = values.ravel()
+        finite = flat[np.isfinite(flat) & (flat != 0)]
+        if finite.size == 0:
+            return
+        vals = finite.tolist()
+        mags = np.abs(finite.astype(np.float64))
+        lo, hi = float(mags.min()), float(mags.max())
+        self.int_mode = all(v == math.ceil(v) for v in vals)
+        if self.int_mode:
+            if hi / lo > 1000.0 or hi > 1.0e8:
+                self.sci_mode = True
+                self.max_width = max(len(f"{v:.{PRECISION}e}") for v in vals)
+            else:
+                self.max_width = max(len(f"{v:.0f}") + 1 for v in vals)
+        elif hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4:
+            self.sci_mode = True
+            self.max_width = max(len(f"{v:.{PRECISION}e}") for v in vals)
+        else:
+            self.max_width = max(len(f"{v:.{PRECISION}f}") for v in vals)
+
+    def format(self, value) -> str:
+        if not self.floating:
+            text = str(value)
+        elif self.sci_mode:
+            text = f"{value:{self.max_width}.{PRECISION}e}"
+        elif self.int_mode:
+            text = f"{value:.0f}"
+            if not (math.isinf(value) or math.isnan(value)):
+                text += "."
+        else:
+            text = f"{value:.{PRECISION}f}"
+        return " " * (self.max_width - len(text)) + text
+
+
+def _summarized(a: np.ndarray) -> np.ndarray:
+    """The elements a summarized print shows: edge items of every dimension."""
+    if a.ndim == 0:
+        return a
+    if a.shape[0] > 2 * EDGEITEMS:
+        a = np.concatenate([a[:EDGEITEMS], a[-EDGEITEMS:]])
+    if a.ndim == 1:
+        return a
+    return np.stack([_summarized(row) for row in a])
+
+
+def _vector_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
+    element_length = fmt.max_width + 2
+    per_line = max(1, int(math.floor((LINEWIDTH - indent) / element_length)))
+    if summarize and a.shape[0] > 2 * EDGEITEMS:
+        data = ([fmt.format(v) for v in a[:EDGEITEMS].tolist()] + [" ..."]
+                + [fmt.format(v) for v in a[-EDGEITEMS:].tolist()])
+    else:
+        data = [fmt.format(v) for v in a.tolist()]
+    lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _tensor_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
+    if a.ndim == 0:
+        return fmt.format(a.item())
+    if a.ndim == 1:
+        return _vector_str(a, indent, summarize, fmt)
+    if summarize and a.shape[0] > 2 * EDGEITEMS:
+        rows = ([_tensor_str(a[i], indent + 1, summarize, fmt) for i in range(EDGEITEMS)] + ["..."]
+                + [_tensor_str(a[i], indent + 1, summarize, fmt)
+                   for i in range(a.shape[0] - EDGEITEMS, a.shape[0])])
+    else:
+        rows = [_tensor_str(a[i], indent + 1, summarize, fmt) for i in range(a.shape[0])]
+    return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
+
+
+def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
+    parts = [text]
+    last_line_len = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > LINEWIDTH:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)
+
+
+def tensor_repr(t) -> str:
+    """The repr PyTorch gives tensor `t` (a tapegrad Tensor)."""
+    a = t._array
+    prefix = "tensor("
+    indent = len(prefix)
+    suffixes = []
+    dtype_name = t.dtype.name
+    if a.size == 0:
+        if a.ndim != 1:
+            suffixes.append("size=" + str(tuple(a.shape)))
+        if dtype_name != "float32":
+            suffixes.append("dtype=" + repr(t.dtype))
+        body = "[]"
+    else:
+        if dtype_name not in _IMPLIED_DTYPES:
+            suffixes.append("dtype=" + repr(t.dtype))
+        summarize = a.size > THRESHOLD
+        fmt = _Formatter(_summarized(a) if summarize else a)
+        body = _tensor_str(a, indent, summarize, fmt)
+    grad_fn = t.grad_fn
+    if grad_fn is not None:
+        suffixes.append(f"grad_fn=<{type(grad_fn).__name__}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
+    return _add_suffixes(prefix + body, suffixes, indent)

@@ -1,0 +1,60 @@
+"""Shared test helpers: central finite differences and the optional PyTorch oracle."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+try:  # PyTorch is an optional oracle; parity tests skip cleanly without it.
+    import torch as _torch
+except Exception:  # pragma: no cover - depends on the machine
+    _torch = None
+
+
+def numeric_grad(f, arrays, eps=1e-6):
+    """Central finite differences of scalar f(*arrays) w.r.t. each float64 array."""
+    grads = []
+    for a in arrays:
+        g = np.zeros_like(a)
+        it = np.nditer(a, flags=["multi_index"])
+        for _ in it:
+            i = it.multi_index
+            old = a[i]
+            a[i] = old + eps
+            hi = f(*arrays)
+            a[i] = old - eps
+            lo = f(*arrays)
+            a[i] = old
+            g[i] = (hi - lo) / (2 * eps)
+        grads.append(g)
+    return grads
+
+
+def check_grads(fn, *arrays, atol=1e-6, rtol=1e-5):
+    """Compare tapegrad's gradient of sum(fn(*tensors)) with central differences, in float64."""
+    arrays = [np.array(a, dtype=np.float64) for a in arrays]
+    tensors = [tg.tensor(a, requires_grad=True) for a in arrays]
+    out = fn(*tensors)
+    out.sum().backward()
+
+    def scalar(*arrs):
+        return float(fn(*[tg.tensor(a) for a in arrs]).sum().item())
+
+    expected = numeric_grad(scalar, arrays)
+    for t, e in zip(tensors, expected):
+        assert t.grad is not None, "no gradient reached an input"
+        assert t.grad.shape == t.shape
+        np.testing.assert_allclose(t.grad.numpy(), e, atol=atol, rtol=rtol)
+
+
+@pytest.fixture
+def gradcheck():
+    return check_grads
+
+
+@pytest.fixture
+def torch():
+    if _torch is None:
+        pytest.skip("torch is not installed")
+    return _torch
