@@ -23,6 +23,7 @@ cdef struct Record:
     PyObject* aux                   # owned: attribute payload (shapes, axes, index key) or NULL
     double scalar                   # scalar attribute (exponent, constant factor, count)
     PyObject* out                   # borrowed: the output tensor, NULL once it has died
+    PyObject* fn                    # borrowed: the cached grad_fn object, NULL when none lives
 
 
 cdef class Tape:
@@ -33,11 +34,18 @@ cdef class Tape:
     cdef Py_ssize_t* stack          # scratch stack for iterative release
     cdef Py_ssize_t stack_cap
     cdef Py_ssize_t sp              # top of the release stack (shared by re-entrant releases)
+    cdef int sweeping               # sweeps in progress: record indices must not move meanwhile
 
     cdef int _resize(self, Py_ssize_t min_cap) except -1
+    cdef int reserve(self, Py_ssize_t k) except -1
+    cdef int compact(self) except -1
     cdef Py_ssize_t append(self, int op, int n_in, Py_ssize_t* inp) except -1
     cdef int decref(self, Py_ssize_t i) except -1
     cdef int release_saved(self, Py_ssize_t i) except -1
+
+
+cdef class GradFn:
+    cdef Py_ssize_t _node           # the record this grad_fn names (kept alive by one reference)
 
 
 cdef class TensorBase:

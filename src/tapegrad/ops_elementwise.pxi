@@ -116,17 +116,16 @@ cdef object vjp_pow(Record* r, object g):
     if r.inp[0] >= 0:
         # d/da a**e = e * a**(e-1), defined as 0 where e == 0 (PyTorch's convention)
         if isinstance(expo, (int, float)):
-            ga = np.zeros_like(g) if expo == 0 else nd(g * (expo * base ** (expo - 1)))
+            ga = np.zeros(g.shape, g.dtype) if expo == 0 else nd(g * (expo * base ** (expo - 1)))
         else:
             ga = nd(np.where(expo == 0, 0, g * (expo * base ** (expo - 1))))
     if r.inp[1] >= 0:
         # d/de a**e = a**e * log(a), defined as 0 where a == 0 and e >= 0
         out = <object>r.saved[2]
         if isinstance(base, (int, float)):
-            gb = np.zeros_like(g) if base == 0 else nd(g * (out * math.log(base)))
+            gb = np.zeros(g.shape, g.dtype) if base == 0 else nd(g * (out * math.log(base)))
         else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                gb = nd(np.where((base == 0) & (expo >= 0), 0, g * (out * np.log(base))))
+            gb = nd(np.where((base == 0) & (expo >= 0), 0, g * (out * np.log(base))))
     return fit_binary_grads(r, ga, gb)
 
 
@@ -182,6 +181,7 @@ cdef object binary_op(int op, object a, object b):
     cdef TensorBase res = wrap(out)
     if not grad_enabled():
         return res
+    begin_record(2)
     inp[0] = node_for_input(<TensorBase>a) if a_tensor else -1
     inp[1] = node_for_input(<TensorBase>b) if b_tensor else -1
     if not wants_record(inp, 2):
@@ -271,6 +271,7 @@ cdef object unary_op(int op, TensorBase x):
     cdef TensorBase res = wrap(out)
     if not grad_enabled():
         return res
+    begin_record(1)
     inp[0] = node_for_input(x)
     if inp[0] < 0:
         return res

@@ -64,6 +64,7 @@ cdef object index_op(TensorBase x, object key):
     cdef TensorBase res = wrap(out)
     if not grad_enabled():
         return res
+    begin_record(1)
     inp[0] = node_for_input(x)
     if inp[0] < 0:
         return res

@@ -34,7 +34,11 @@ cdef object expand_reduced(object g, tuple aux):
         for a in axes:
             full[a] = 1
         g = g.reshape(full)
-    return np.broadcast_to(g, shape)
+    # Materialised with C-level numpy calls (np.broadcast_to is a Python function, and the sweep
+    # makes no Python-level call per node); the result is fresh, so it can become a .grad as is.
+    out = np.empty(shape, dtype=g.dtype)
+    out[...] = g
+    return out
 
 
 cdef object vjp_sum(Record* r, object g):
@@ -73,6 +77,7 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim):
     cdef TensorBase res = wrap(out)
     if not grad_enabled():
         return res
+    begin_record(1)
     inp[0] = node_for_input(x)
     if inp[0] < 0:
         return res

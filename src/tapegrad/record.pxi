@@ -7,6 +7,12 @@
 # ---------------------------------------------------------------------------------------------
 
 
+cdef inline int begin_record(Py_ssize_t n_in) except -1:
+    """Called before an op reads its inputs' record indices: room for the record and for one
+    LEAF record per input, so no index moves until the op has appended."""
+    return TAPE.reserve(n_in + 1)
+
+
 cdef inline bint wants_record(Py_ssize_t* inp, int n_in) noexcept:
     cdef int j
     for j in range(n_in):

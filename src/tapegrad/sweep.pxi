@@ -27,8 +27,10 @@ cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
     cdef TensorBase grad
     A = t._array
     if g.shape != A.shape:
-        g = np.broadcast_to(g, A.shape)
-        owned = False
+        full = np.empty(A.shape, dtype=A.dtype)
+        full[...] = g
+        g = full
+        owned = True
     if t._grad is None:
         if owned and g.dtype == A.dtype and g.flags.c_contiguous and g.flags.writeable:
             t._grad = wrap(g)
@@ -71,6 +73,7 @@ cdef int sweep(Py_ssize_t root, object g0, bint retain_graph) except -1:
         free(adj)
         free(owned)
         raise MemoryError("tapegrad: cannot allocate the adjoint table for backward")
+    TAPE.sweeping += 1
     try:
         Py_INCREF(g0)
         adj[root] = <PyObject*>g0
@@ -125,6 +128,7 @@ cdef int sweep(Py_ssize_t root, object g0, bint retain_graph) except -1:
                 TAPE.release_saved(i)
             i -= 1
     finally:
+        TAPE.sweeping -= 1
         for i in range(n):
             Py_XDECREF(adj[i])
         free(adj)
@@ -155,4 +159,7 @@ cdef int run_backward(TensorBase root, object gradient, bint retain_graph) excep
     if is_leaf_c(root):
         deliver_grad(root, g0, False)
         return 0
-    return sweep(root._node, g0, retain_graph)
+    # One errstate for the whole sweep (not one per node): IEEE results (0 * inf = nan, ...) pass
+    # silently, as in PyTorch, instead of numpy warnings.
+    with np.errstate(all="ignore"):
+        return sweep(root._node, g0, retain_graph)

@@ -5,7 +5,13 @@
 # single downward walk.  Lifetimes are reference counts on records: a record lives while its output
 # tensor lives or a live later record uses it.  Releasing is iterative (explicit stack), so a chain
 # of a million records is released without recursion.  When the topmost records are free the arena
-# shrinks, so a training loop (record, backward, drop) reuses the same slots every step.
+# shrinks, so a training loop (record, backward, drop) reuses the same slots every step.  Lifetimes
+# overlap (the previous step's loss lives while the next step records), leaving holes under a live
+# top; when the arena is full and at most half of it is live, `compact` slides the live records
+# down in order (creation order is preserved, so the tape stays topologically sorted) and renumbers
+# every holder of an index: the output tensor, the cached grad_fn and later records' inputs.
+#
+# Indices are stable except inside `reserve`, which ops call before they read any input's index.
 #
 # Thread safety: all mutation happens with the GIL held and never spans a call that can run Python
 # code or release the GIL; callers re-fetch `&tape.recs[i]` after any such call, because an append
@@ -27,6 +33,7 @@ cdef class Tape:
         self.stack = NULL
         self.stack_cap = 0
         self.sp = 0
+        self.sweeping = 0
         self._resize(64)
 
     def __dealloc__(self):
@@ -59,6 +66,45 @@ cdef class Tape:
         self.stack = stack
         self.cap = new_cap
         self.stack_cap = new_cap
+        return 0
+
+    cdef int reserve(self, Py_ssize_t k) except -1:
+        """Make room for `k` appends that will not move any record (compacting or growing now)."""
+        if self.n + k <= self.cap:
+            return 0
+        # Never while a sweep walks indices or a release cascade holds them on its stack.
+        if self.sweeping == 0 and self.sp == 0 and self.live <= self.n // 2:
+            self.compact()
+        if self.n + k > self.cap:
+            self._resize(self.n + k)
+        return 0
+
+    cdef int compact(self) except -1:
+        """Slide live records down over the holes, keeping their order; renumber references."""
+        cdef Py_ssize_t* remap = <Py_ssize_t*>malloc(max(self.n, 1) * sizeof(Py_ssize_t))
+        cdef Py_ssize_t i, j = 0
+        cdef int q
+        cdef Record* r
+        if remap == NULL:
+            raise MemoryError("tapegrad: cannot compact the tape")
+        for i in range(self.n):
+            if self.recs[i].flags & RF_FREE:
+                remap[i] = -1
+                continue
+            remap[i] = j
+            if i != j:
+                self.recs[j] = self.recs[i]
+            r = &self.recs[j]
+            for q in range(r.n_in):
+                if r.inp[q] >= 0:
+                    r.inp[q] = remap[r.inp[q]]      # inputs are older: already renumbered
+            if r.out != NULL:
+                (<TensorBase>r.out)._node = j
+            if r.fn != NULL:
+                (<GradFn>r.fn)._node = j
+            j += 1
+        free(remap)
+        self.n = j
         return 0
 
     cdef Py_ssize_t append(self, int op, int n_in, Py_ssize_t* inp) except -1:
@@ -125,6 +171,7 @@ cdef class Tape:
             held[MAX_SAVED] = r.aux
             r.aux = NULL
             r.out = NULL
+            r.fn = NULL
             r.flags = RF_FREE
             self.live -= 1
             for j in range(r.n_in):

@@ -74,14 +74,16 @@ cdef str NON_LEAF_GRAD_WARNING = (
 
 cdef class GradFn:
     """The grad_fn of a non-leaf tensor: names its backward op and keeps its record alive."""
-    cdef Py_ssize_t _node
 
     def __cinit__(self):
         self._node = -1
 
     def __dealloc__(self):
-        if self._node >= 0 and TAPE is not None:
-            TAPE.decref(self._node)
+        cdef Py_ssize_t i = self._node
+        if i >= 0 and TAPE is not None:
+            self._node = -1
+            TAPE.recs[i].fn = NULL
+            TAPE.decref(i)
 
     def name(self):
         return type(self).__name__
@@ -94,6 +96,9 @@ cdef dict GRAD_FN_CLASSES = {}
 
 
 cdef object make_grad_fn(Py_ssize_t node):
+    """The grad_fn object of record `node`: one per record while it lives (so `is` works)."""
+    if TAPE.recs[node].fn != NULL:
+        return <object>TAPE.recs[node].fn
     cdef int op = TAPE.recs[node].op
     cls = GRAD_FN_CLASSES.get(op)
     if cls is None:
@@ -102,6 +107,7 @@ cdef object make_grad_fn(Py_ssize_t node):
     cdef GradFn fn = <GradFn>cls.__new__(cls)
     fn._node = node
     TAPE.recs[node].refcnt += 1
+    TAPE.recs[node].fn = <PyObject*>fn
     return fn
 
 
