@@ -20,7 +20,7 @@ if ASAN:
 
 core = Extension(
     "tapegrad._core",
-    sources=["src/tapegrad/_core.pyx"],
+    sources=["src/tapegrad/_core.pyx", "src/tapegrad/kernels.c"],
     include_dirs=[numpy.get_include(), "src/tapegrad"],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
     extra_compile_args=compile_args,

@@ -2,6 +2,7 @@
 #
 # One extension module, split by concern into the .pxi files included below (in dependency order):
 #   grad_mode.pxi       thread-local grad mode flag
+#   kernels.pxi         the C elementwise kernels (kernels.c) and their drivers
 #   dtypes.pxi          dtype objects and PyTorch's promotion rules
 #   tape.pxi            the flat record arena and record lifetimes
 #   ops_registry.pxi    the op table: names and VJP function pointers
@@ -18,6 +19,7 @@ import numpy as np
 cnp.import_array()
 
 include "grad_mode.pxi"
+include "kernels.pxi"
 include "dtypes.pxi"
 include "ops_registry.pxi"
 include "tape.pxi"

@@ -95,19 +95,21 @@ cdef object vjp_add(Record* r, object g):
     return fit_binary_grads(r, g if r.inp[0] >= 0 else None, g if r.inp[1] >= 0 else None)
 
 cdef object vjp_sub(Record* r, object g):
-    return fit_binary_grads(r, g if r.inp[0] >= 0 else None, nd(-g) if r.inp[1] >= 0 else None)
+    return fit_binary_grads(r, g if r.inp[0] >= 0 else None, negate(g) if r.inp[1] >= 0 else None)
 
 cdef object vjp_mul(Record* r, object g):
     a = <object>r.saved[0] if r.saved[0] != NULL else None
     b = <object>r.saved[1] if r.saved[1] != NULL else None
-    return fit_binary_grads(r, nd(g * b) if r.inp[0] >= 0 else None,
-                            nd(g * a) if r.inp[1] >= 0 else None)
+    return fit_binary_grads(r, ew(TG_MUL, g, b) if r.inp[0] >= 0 else None,
+                            ew(TG_MUL, g, a) if r.inp[1] >= 0 else None)
 
 cdef object vjp_div(Record* r, object g):
     a = <object>r.saved[0] if r.saved[0] != NULL else None
     b = <object>r.saved[1]
-    return fit_binary_grads(r, nd(g / b) if r.inp[0] >= 0 else None,
-                            nd(-g * a / (b * b)) if r.inp[1] >= 0 else None)
+    # PyTorch's formulas: grad / b and -grad * a / (b * b)
+    return fit_binary_grads(r, ew(TG_DIV, g, b) if r.inp[0] >= 0 else None,
+                            ew(TG_DIV, ew(TG_MUL, negate(g), a), ew(TG_MUL, b, b))
+                            if r.inp[1] >= 0 else None)
 
 cdef object vjp_pow(Record* r, object g):
     base = <object>r.saved[0]
@@ -140,7 +142,29 @@ cdef int OP_POW_T = register_op("PowBackward1", vjp_pow)       # tensor ** tenso
 cdef int OP_POW_R = register_op("PowBackward2", vjp_pow)       # scalar ** tensor
 
 
+cdef inline Py_ssize_t size_of(object x):
+    return cnp.PyArray_SIZE(<cnp.ndarray>x) if cnp.PyArray_Check(x) else 1
+
+
+cdef inline object negate(object g):
+    r = fast_unary(TG_NEG, g)
+    return r if r is not None else nd(-g)
+
+
+cdef inline int kernel_of(int op) noexcept:
+    if op == OP_ADD:
+        return TG_ADD
+    if op == OP_SUB or op == OP_RSUB:
+        return TG_SUB
+    if op == OP_MUL:
+        return TG_MUL
+    if op == OP_DIV or op == OP_RDIV:
+        return TG_DIV
+    return TG_POW
+
+
 cdef object binary_forward(int op, object a, object b):
+    """The numpy fallback of a binary op (called under errstate: IEEE results, no warnings)."""
     if op == OP_ADD:
         return a + b
     if op == OP_SUB or op == OP_RSUB:
@@ -175,9 +199,14 @@ cdef object binary_op(int op, object a, object b):
     shape_b = operand_shape(b)
     if a_tensor and b_tensor and shape_a != shape_b:
         broadcast_shapes_torch(shape_a, shape_b)         # raises PyTorch's message on mismatch
-    with np.errstate(all="ignore"):                      # IEEE results (inf, nan) as PyTorch gives
-        out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
-                                (OP_DIV if op == OP_RDIV else op), A, B))
+    cdef int kop = kernel_of(op)
+    out = None
+    if kop != TG_POW or size_of(A) + size_of(B) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
+        out = fast_binary(kop, A, B)
+    if out is None:
+        with np.errstate(all="ignore"):                  # IEEE results (inf, nan) as PyTorch gives
+            out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
+                                    (OP_DIV if op == OP_RDIV else op), A, B))
     cdef TensorBase res = wrap(out)
     if not grad_enabled():
         return res
@@ -221,20 +250,19 @@ cdef object binary_op(int op, object a, object b):
 # -- unary ops -----------------------------------------------------------------------------------
 
 cdef object vjp_neg(Record* r, object g):
-    return nd(-g)
+    return negate(g)
 
 cdef object vjp_exp(Record* r, object g):
-    return nd(g * <object>r.saved[0])                   # d exp(x) = exp(x): reuse the output
+    return ew(TG_MUL, g, <object>r.saved[0])            # d exp(x) = exp(x): reuse the output
 
 cdef object vjp_log(Record* r, object g):
-    return nd(g / <object>r.saved[0])
+    return ew(TG_DIV, g, <object>r.saved[0])
 
 cdef object vjp_tanh(Record* r, object g):
-    y = <object>r.saved[0]
-    return nd(g * (1 - y * y))                          # d tanh(x) = 1 - tanh(x)^2: reuse the output
+    return ew(TG_TANH_GRAD, g, <object>r.saved[0])      # 1 - tanh(x)^2: reuse the output
 
 cdef object vjp_relu(Record* r, object g):
-    return nd(g * (<object>r.saved[0] > 0))             # 0 at x == 0, as PyTorch
+    return ew(TG_RELU_GRAD, g, <object>r.saved[0])      # 0 at x == 0, as PyTorch
 
 
 cdef int OP_NEG = register_op("NegBackward0", vjp_neg)
@@ -244,6 +272,40 @@ cdef int OP_TANH = register_op("TanhBackward0", vjp_tanh)
 cdef int OP_RELU = register_op("ReluBackward0", vjp_relu)
 
 
+cdef enum:
+    SIMD_TRANSCENDENTAL_MIN_SIZE = 32
+
+
+cdef object unary_numpy(int op, object A):
+    """numpy's version of a unary op (integer, non-contiguous or large input)."""
+    if op == OP_TANH:
+        return nd(np.tanh(A))                           # cannot raise a floating point warning
+    with np.errstate(all="ignore"):                     # IEEE results, no warnings, as PyTorch
+        if op == OP_NEG:
+            return nd(-A)
+        if op == OP_EXP:
+            return nd(np.exp(A))
+        if op == OP_LOG:
+            return nd(np.log(A))
+        if op == OP_TANH:
+            return nd(np.tanh(A))
+        if op == OP_RELU:
+            return nd(np.maximum(A, 0)) if A.dtype.kind != "b" else A.copy()
+    raise AssertionError(f"unary_numpy: unknown op {op}")
+
+
+cdef inline int unary_kernel_of(int op) noexcept:
+    if op == OP_EXP:
+        return TG_EXP
+    if op == OP_LOG:
+        return TG_LOG
+    if op == OP_TANH:
+        return TG_TANH
+    if op == OP_RELU:
+        return TG_RELU
+    return TG_NEG
+
+
 cdef object unary_op(int op, TensorBase x):
     """Forward and record of a one-input elementwise op."""
     cdef Py_ssize_t inp[1]
@@ -251,23 +313,17 @@ cdef object unary_op(int op, TensorBase x):
     A = x._array
     if op != OP_NEG and op != OP_RELU and A.dtype.kind != "f":
         A = A.astype(NP_FLOAT32)                        # PyTorch: exp/log/tanh of ints give float32
-    with np.errstate(all="ignore"):
-        if op == OP_NEG:
-            if A.dtype.kind == "b":
-                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
-                                   "If you are trying to invert a mask, use the `~` or "
-                                   "`logical_not()` operator instead.")
-            out = nd(-A)
-        elif op == OP_EXP:
-            out = nd(np.exp(A))
-        elif op == OP_LOG:
-            out = nd(np.log(A))
-        elif op == OP_TANH:
-            out = nd(np.tanh(A))
-        elif op == OP_RELU:
-            out = nd(np.maximum(A, 0)) if A.dtype.kind != "b" else A.copy()
-        else:
-            raise AssertionError(f"unary_op: unknown op {op}")
+    if op == OP_NEG and A.dtype.kind == "b":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+    # Arithmetic kernels beat numpy at every size; libm's scalar exp/log/tanh lose to numpy's SIMD
+    # loops beyond a few dozen elements, where numpy's call overhead no longer dominates.
+    out = None
+    if op == OP_NEG or op == OP_RELU or cnp.PyArray_SIZE(A) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
+        out = fast_unary(unary_kernel_of(op), A)
+    if out is None:
+        out = unary_numpy(op, A)
     cdef TensorBase res = wrap(out)
     if not grad_enabled():
         return res

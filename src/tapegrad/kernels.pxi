@@ -1,0 +1,166 @@
+# ---------------------------------------------------------------------------------------------
+# The C kernels (kernels.h / kernels.c) and the two drivers that pick them: fast_binary and
+# fast_unary return a new ndarray computed in C, or None when the operands are not float32/float64
+# arrays (or Python scalars) in a layout the kernels take; callers then fall back to numpy.
+# ---------------------------------------------------------------------------------------------
+
+from libc.stddef cimport ptrdiff_t
+
+cdef extern from "kernels.h" nogil:
+    enum:
+        TG_ADD, TG_SUB, TG_MUL, TG_DIV, TG_POW, TG_MAX, TG_MIN
+        TG_TANH_GRAD, TG_RELU_GRAD, TG_SIGMOID_GRAD
+    enum:
+        TG_NEG, TG_EXP, TG_LOG, TG_TANH, TG_RELU, TG_SIGMOID, TG_SQRT, TG_ABS, TG_SIN, TG_COS
+        TG_LOG1P, TG_EXPM1, TG_RSQRT, TG_SQUARE, TG_RECIPROCAL, TG_SIGN
+    int tg_binary_f64(int op, ptrdiff_t n, const double* a, ptrdiff_t sa, const double* b,
+                      ptrdiff_t sb, double* out) noexcept
+    int tg_binary_f32(int op, ptrdiff_t n, const float* a, ptrdiff_t sa, const float* b,
+                      ptrdiff_t sb, float* out) noexcept
+    int tg_unary_f64(int op, ptrdiff_t n, const double* a, double* out) noexcept
+    int tg_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexcept
+
+cdef enum:
+    NOGIL_MIN_SIZE = 32768      # release the GIL for kernels at least this large
+
+
+cdef inline bint kernel_array(object x, int* typenum) noexcept:
+    """True when x is a C-contiguous float32/float64 ndarray (its type number in *typenum)."""
+    if not cnp.PyArray_Check(x):
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>x
+    cdef int t = cnp.PyArray_TYPE(a)
+    if (t != cnp.NPY_FLOAT64 and t != cnp.NPY_FLOAT32) or not cnp.PyArray_IS_C_CONTIGUOUS(a):
+        return False
+    typenum[0] = t
+    return True
+
+
+cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b) noexcept:
+    cdef int nd_ = cnp.PyArray_NDIM(a), i
+    if nd_ != cnp.PyArray_NDIM(b):
+        return False
+    cdef cnp.npy_intp* da = cnp.PyArray_DIMS(a)
+    cdef cnp.npy_intp* db = cnp.PyArray_DIMS(b)
+    for i in range(nd_):
+        if da[i] != db[i]:
+            return False
+    return True
+
+
+cdef inline bint kernel_scalar(object x) noexcept:
+    return (isinstance(x, float) or isinstance(x, int)) and not isinstance(x, bool)
+
+
+cdef object fast_binary(int kop, object A, object B):
+    """A (kop) B in C, or None.  Same-shape arrays, or an array with a size-1 array or scalar."""
+    cdef int ta = -1, tb = -1, t
+    cdef bint a_arr = kernel_array(A, &ta), b_arr = kernel_array(B, &tb)
+    cdef cnp.ndarray a, b, shape_src, out
+    cdef ptrdiff_t n, sa = 1, sb = 1
+    cdef double sd
+    cdef float sf
+    cdef const char* pa
+    cdef const char* pb
+    if a_arr and b_arr:
+        if ta != tb:
+            return None
+        a = <cnp.ndarray>A
+        b = <cnp.ndarray>B
+        if same_shape(a, b):
+            shape_src = a
+        elif cnp.PyArray_SIZE(b) == 1 and cnp.PyArray_NDIM(b) <= cnp.PyArray_NDIM(a):
+            shape_src = a
+            sb = 0
+        elif cnp.PyArray_SIZE(a) == 1 and cnp.PyArray_NDIM(a) <= cnp.PyArray_NDIM(b):
+            shape_src = b
+            sa = 0
+        else:
+            return None
+        t = ta
+        pa = <const char*>cnp.PyArray_DATA(a)
+        pb = <const char*>cnp.PyArray_DATA(b)
+    elif a_arr and kernel_scalar(B):
+        shape_src = <cnp.ndarray>A
+        t = ta
+        sd = B
+        sf = <float>sd
+        pa = <const char*>cnp.PyArray_DATA(shape_src)
+        pb = <const char*>&sd if t == cnp.NPY_FLOAT64 else <const char*>&sf
+        sb = 0
+    elif b_arr and kernel_scalar(A):
+        shape_src = <cnp.ndarray>B
+        t = tb
+        sd = A
+        sf = <float>sd
+        pa = <const char*>&sd if t == cnp.NPY_FLOAT64 else <const char*>&sf
+        pb = <const char*>cnp.PyArray_DATA(shape_src)
+        sa = 0
+    else:
+        return None
+    out = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(shape_src),
+                                             cnp.PyArray_DIMS(shape_src), t)
+    n = cnp.PyArray_SIZE(shape_src)
+    if t == cnp.NPY_FLOAT64:
+        if n >= NOGIL_MIN_SIZE:
+            with nogil:
+                tg_binary_f64(kop, n, <const double*>pa, sa, <const double*>pb, sb,
+                              <double*>cnp.PyArray_DATA(out))
+        else:
+            tg_binary_f64(kop, n, <const double*>pa, sa, <const double*>pb, sb,
+                          <double*>cnp.PyArray_DATA(out))
+    else:
+        if n >= NOGIL_MIN_SIZE:
+            with nogil:
+                tg_binary_f32(kop, n, <const float*>pa, sa, <const float*>pb, sb,
+                              <float*>cnp.PyArray_DATA(out))
+        else:
+            tg_binary_f32(kop, n, <const float*>pa, sa, <const float*>pb, sb,
+                          <float*>cnp.PyArray_DATA(out))
+    return out
+
+
+cdef object fast_unary(int kop, object A):
+    """kop(A) in C for a contiguous float32/float64 array, or None."""
+    cdef int t = -1
+    if not kernel_array(A, &t):
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>A
+    cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(a),
+                                                              cnp.PyArray_DIMS(a), t)
+    cdef ptrdiff_t n = cnp.PyArray_SIZE(a)
+    if t == cnp.NPY_FLOAT64:
+        if n >= NOGIL_MIN_SIZE:
+            with nogil:
+                tg_unary_f64(kop, n, <const double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(out))
+        else:
+            tg_unary_f64(kop, n, <const double*>cnp.PyArray_DATA(a), <double*>cnp.PyArray_DATA(out))
+    else:
+        if n >= NOGIL_MIN_SIZE:
+            with nogil:
+                tg_unary_f32(kop, n, <const float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(out))
+        else:
+            tg_unary_f32(kop, n, <const float*>cnp.PyArray_DATA(a), <float*>cnp.PyArray_DATA(out))
+    return out
+
+
+cdef object ew(int kop, object a, object b):
+    """Elementwise binary op for the sweep's VJPs: C kernel when possible, numpy otherwise."""
+    r = fast_binary(kop, a, b)
+    if r is not None:
+        return r
+    if kop == TG_ADD:
+        return nd(a + b)
+    if kop == TG_SUB:
+        return nd(a - b)
+    if kop == TG_MUL:
+        return nd(a * b)
+    if kop == TG_DIV:
+        return nd(a / b)
+    if kop == TG_TANH_GRAD:
+        return nd(a * (1 - b * b))
+    if kop == TG_RELU_GRAD:
+        return nd(a * (b > 0))
+    if kop == TG_SIGMOID_GRAD:
+        return nd(a * b * (1 - b))
+    raise AssertionError(f"ew: unknown kernel op {kop}")
