@@ -31,6 +31,9 @@ from ._core import (
     argmax,
     result_type,
 )
+# Functions the compiled op families register for the tapegrad.* namespace.
+globals().update(_core.TORCH_FUNCTIONS)
+
 from .tensor import Size, Tensor
 from .creation import (
     tensor,
@@ -49,6 +52,7 @@ from .creation import (
     rand,
 )
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
+from . import nn
 
 half = float16
 float = float32  # noqa: A001

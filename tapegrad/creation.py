@@ -60,7 +60,8 @@ def tensor(data, dtype=None, requires_grad: bool = False) -> Tensor:
             raise ValueError(f"expected a rectangular nested sequence of numbers: {e}") from None
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
-        arr = arr.astype(_infer_dtype(arr), copy=False)
+        if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
+            arr = arr.astype(_infer_dtype(arr), copy=False)
     target = _np_dtype(dtype)
     if target is not None:
         arr = arr.astype(target, copy=False)

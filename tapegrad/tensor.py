@@ -142,4 +142,9 @@ class Tensor(_core.TensorBase):
         return _core.argmax(self, dim, keepdim)
 
 
+# Methods the compiled op families register (each is a binding function: `t.op(...)` passes t).
+for _name, _fn in _core.TENSOR_METHODS.items():
+    if _name not in Tensor.__dict__:
+        setattr(Tensor, _name, _fn)
+
 _core._set_tensor_class(Tensor)

@@ -1,4 +1,5 @@
 """The reverse sweep is compiled: no Python call per node, no recursion, any depth."""
+import gc
 import sys
 
 import numpy as np
@@ -21,11 +22,13 @@ def _python_calls_during(fn):
         if event in ("call", "c_call"):
             calls += 1
 
+    gc.disable()            # a collection mid-backward could run unrelated Python callbacks
     sys.setprofile(profiler)
     try:
         fn()
     finally:
         sys.setprofile(None)
+        gc.enable()
     return calls
 
 

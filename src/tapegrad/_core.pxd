@@ -19,11 +19,17 @@ cdef struct Record:
     Py_ssize_t refcnt               # 1 while the output tensor lives + 1 per live later record using it
     int flags                       # RF_* bits
     Py_ssize_t inp[MAX_IN]          # record index of each input, or -1 when no gradient flows to it
+    Py_ssize_t* more                # owned: all n_in inputs when n_in > MAX_IN (cat, stack), else NULL
     PyObject* saved[MAX_SAVED]      # owned: arrays (or scalars) the VJP needs, NULL when unused
     PyObject* aux                   # owned: attribute payload (shapes, axes, index key) or NULL
     double scalar                   # scalar attribute (exponent, constant factor, count)
     PyObject* out                   # borrowed: the output tensor, NULL once it has died
     PyObject* fn                    # borrowed: the cached grad_fn object, NULL when none lives
+
+
+cdef inline Py_ssize_t* rec_inputs(Record* r) noexcept:
+    """The input indices of a record: inline, or in `more` for ops with many inputs."""
+    return r.more if r.more != NULL else r.inp
 
 
 cdef class Tape:

@@ -368,3 +368,6 @@ def div(a, b):
 
 def pow(a, b):
     return binary_op(OP_POW, a, b)
+
+
+NN_FUNCTIONS.update(relu=relu, tanh=tanh)

@@ -35,3 +35,10 @@ cdef int OP_LEAF = register_op("AccumulateGrad", NULL)
 def op_names():
     """Opcode -> grad_fn name, for debugging."""
     return list(OP_NAMES)
+
+
+# What the Python namespaces expose, filled by each op family next to its definitions:
+# Tensor methods, tapegrad.* functions and tapegrad.nn.functional functions.
+TENSOR_METHODS = {}
+TORCH_FUNCTIONS = {}
+NN_FUNCTIONS = {}

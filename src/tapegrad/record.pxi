@@ -35,3 +35,36 @@ cdef inline void keep(PyObject** slot, object value) noexcept:
     """Store an owned reference to `value` in a record slot (saved value or aux)."""
     Py_INCREF(value)
     slot[0] = <PyObject*>value
+
+
+cdef Record* record_from(int op, TensorBase result, tuple inputs) except? NULL:
+    """Record `result = op(*inputs)` when grad mode is on and some tensor input requires grad.
+
+    Non-tensor entries of `inputs` get no gradient.  Returns NULL when nothing was recorded, else
+    the record, whose saved values and aux the caller then fills with keep().  The VJP returns one
+    gradient per entry of `inputs` (a tuple; a bare array when there is one input)."""
+    if not grad_enabled():
+        return NULL
+    cdef Py_ssize_t n = len(inputs), j
+    cdef Py_ssize_t small[8]
+    cdef Py_ssize_t* inp = &small[0]
+    if n > 8:
+        inp = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+        if inp == NULL:
+            raise MemoryError()
+    try:
+        begin_record(n)
+        for j in range(n):
+            x = inputs[j]
+            inp[j] = node_for_input(<TensorBase>x) if isinstance(x, TensorBase) else -1
+        if not wants_record(inp, <int>n):
+            return NULL
+        return record_op(op, result, <int>n, inp)
+    finally:
+        if inp != &small[0]:
+            free(inp)
+
+
+cdef inline bint needs_grad(Record* r, int j) noexcept:
+    """Whether input j of record r receives a gradient (VJPs skip the others' work)."""
+    return rec_inputs(r)[j] >= 0

@@ -67,6 +67,7 @@ cdef int sweep(Py_ssize_t root, object g0, bint retain_graph) except -1:
     cdef PyObject** adj = <PyObject**>calloc(n, sizeof(PyObject*))
     cdef char* owned = <char*>calloc(n, 1)
     cdef Record rec                     # private copy: the arena may move while a VJP runs
+    cdef Py_ssize_t* ins
     cdef int j
     cdef vjp_fn vjp
     if adj == NULL or owned == NULL:
@@ -107,15 +108,16 @@ cdef int sweep(Py_ssize_t root, object g0, bint retain_graph) except -1:
                 for j in range(MAX_SAVED):
                     Py_XDECREF(rec.saved[j])
                 Py_XDECREF(rec.aux)
+            ins = rec_inputs(&rec)
             if rec.n_in == 1:
-                k = rec.inp[0]
+                k = ins[0]
                 if k >= 0 and grads is not None:
                     accumulate(adj, owned, k, grads)
                     if k < lowest:
                         lowest = k
             else:
                 for j in range(rec.n_in):
-                    k = rec.inp[j]
+                    k = ins[j]
                     if k < 0:
                         continue
                     gk = (<tuple>grads)[j]

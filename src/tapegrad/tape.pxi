@@ -45,6 +45,7 @@ cdef class Tape:
                 for j in range(MAX_SAVED):
                     Py_XDECREF(self.recs[i].saved[j])
                 Py_XDECREF(self.recs[i].aux)
+                free(self.recs[i].more)
             free(self.recs)
         free(self.stack)
 
@@ -83,6 +84,7 @@ cdef class Tape:
         """Slide live records down over the holes, keeping their order; renumber references."""
         cdef Py_ssize_t* remap = <Py_ssize_t*>malloc(max(self.n, 1) * sizeof(Py_ssize_t))
         cdef Py_ssize_t i, j = 0
+        cdef Py_ssize_t* ins
         cdef int q
         cdef Record* r
         if remap == NULL:
@@ -95,9 +97,10 @@ cdef class Tape:
             if i != j:
                 self.recs[j] = self.recs[i]
             r = &self.recs[j]
+            ins = rec_inputs(r)
             for q in range(r.n_in):
-                if r.inp[q] >= 0:
-                    r.inp[q] = remap[r.inp[q]]      # inputs are older: already renumbered
+                if ins[q] >= 0:
+                    ins[q] = remap[ins[q]]          # inputs are older: already renumbered
             if r.out != NULL:
                 (<TensorBase>r.out)._node = j
             if r.fn != NULL:
@@ -114,16 +117,23 @@ cdef class Tape:
         if self.n == self.cap:
             self._resize(self.n + 1)
         i = self.n
+        cdef Py_ssize_t* more = NULL
+        if n_in > MAX_IN:
+            more = <Py_ssize_t*>malloc(n_in * sizeof(Py_ssize_t))
+            if more == NULL:
+                raise MemoryError("tapegrad: cannot allocate a record's inputs")
         cdef Record* r = &self.recs[i]
         memset(r, 0, sizeof(Record))
         r.op = op
         r.n_in = n_in
         r.refcnt = 1
+        r.more = more
         for j in range(MAX_IN):
             r.inp[j] = -1
+        cdef Py_ssize_t* ins = rec_inputs(r)
         for j in range(n_in):
             k = inp[j]
-            r.inp[j] = k
+            ins[j] = k
             if k >= 0:
                 self.recs[k].refcnt += 1
         self.n = i + 1
@@ -153,6 +163,7 @@ cdef class Tape:
         cdef Py_ssize_t base = self.sp, k
         cdef int j
         cdef Record* r
+        cdef Py_ssize_t* ins
         cdef PyObject* held[MAX_SAVED + 1]
         self.recs[i].refcnt -= 1
         if self.recs[i].refcnt > 0:
@@ -174,8 +185,9 @@ cdef class Tape:
             r.fn = NULL
             r.flags = RF_FREE
             self.live -= 1
+            ins = rec_inputs(r)
             for j in range(r.n_in):
-                k = r.inp[j]
+                k = ins[j]
                 if k >= 0:
                     self.recs[k].refcnt -= 1
                     if self.recs[k].refcnt == 0:
@@ -183,6 +195,8 @@ cdef class Tape:
                         # most `n` records exist, so the stack (capacity == arena capacity) suffices.
                         self.stack[self.sp] = k
                         self.sp += 1
+            free(r.more)
+            r.more = NULL
             for j in range(MAX_SAVED + 1):
                 Py_XDECREF(held[j])
         while self.n > 0 and (self.recs[self.n - 1].flags & RF_FREE):
@@ -208,7 +222,7 @@ cdef class Tape:
         """The arena as a list of (index, op name, inputs, refcount, flags) tuples, for debugging."""
         cdef Py_ssize_t i
         return [(i, OP_NAMES[self.recs[i].op] if not (self.recs[i].flags & RF_FREE) else "<free>",
-                 tuple(self.recs[i].inp[j] for j in range(self.recs[i].n_in)),
+                 tuple(rec_inputs(&self.recs[i])[j] for j in range(self.recs[i].n_in)),
                  self.recs[i].refcnt, self.recs[i].flags) for i in range(self.n)]
 
 

@@ -1,0 +1,8 @@
+"""tapegrad.nn.functional: the functions PyTorch has under torch.nn.functional.
+
+They are compiled ops (forward, VJP and registration live in src/tapegrad/ops_*.pxi); this module
+exposes what those op families registered for this namespace.
+"""
+from .. import _core
+
+globals().update(_core.NN_FUNCTIONS)
