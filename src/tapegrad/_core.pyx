@@ -8,9 +8,13 @@
 #   ops_registry.pxi    the op table: names and VJP function pointers
 #   tensor_base.pxi     TensorBase: value, grad, requires_grad, node; tensor creation helpers
 #   record.pxi          how a forward op appends its record (the one place ops touch the tape)
-#   ops_elementwise.pxi elementwise ops: forward, VJP and registration side by side
+#   ops_elementwise.pxi elementwise arithmetic: forward, VJP and registration side by side
+#   ops_unary.pxi       math functions, activations, clamp, where, comparisons, conversions
 #   ops_reduce.pxi      reductions
-#   ops_index.pxi       indexing
+#   ops_linalg.pxi      matmul and friends
+#   ops_shape.pxi       reshape, transpose, cat, split, ...
+#   ops_index.pxi       indexing, gather, index_select, masked_fill
+#   ops_nn.pxi          nn.functional: softmax, losses, normalisation, ...
 #   sweep.pxi           the reverse sweep (backward)
 
 cimport numpy as cnp
@@ -26,6 +30,10 @@ include "tape.pxi"
 include "tensor_base.pxi"
 include "record.pxi"
 include "ops_elementwise.pxi"
+include "ops_unary.pxi"
 include "ops_reduce.pxi"
+include "ops_linalg.pxi"
+include "ops_shape.pxi"
 include "ops_index.pxi"
+include "ops_nn.pxi"
 include "sweep.pxi"
