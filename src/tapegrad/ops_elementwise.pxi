@@ -181,24 +181,46 @@ cdef object binary_forward(int op, object a, object b):
     raise AssertionError(f"binary_forward: unknown op {op}")
 
 
+cdef inline bint is_float_num(int t) noexcept:
+    return t == cnp.NPY_FLOAT32 or t == cnp.NPY_FLOAT64
+
+
 cdef object binary_op(int op, object a, object b):
     """Forward and record of a binary elementwise op; a and/or b is a TensorBase."""
     cdef Py_ssize_t inp[2]
     cdef Record* r
-    a = as_operand(a)
-    b = as_operand(b)
-    if a is NotImplemented or b is NotImplemented:
-        return NotImplemented
     cdef bint a_tensor = isinstance(a, TensorBase), b_tensor = isinstance(b, TensorBase)
-    dt = result_dtype(a, b)
-    if op == OP_DIV and dt.kind != "f":
-        dt = NP_FLOAT32                                  # true division of integers gives floats
-    A = operand_value(a, dt)
-    B = operand_value(b, dt)
-    shape_a = operand_shape(a)
-    shape_b = operand_shape(b)
-    if a_tensor and b_tensor and shape_a != shape_b:
-        broadcast_shapes_torch(shape_a, shape_b)         # raises PyTorch's message on mismatch
+    cdef bint promote = True, same_shapes = True
+    # Fast path (the common case): same-dtype float tensors, or a float tensor and a Python
+    # number, need no promotion or cast: skip result_dtype and every dtype object.
+    if a_tensor and b_tensor:
+        A = (<TensorBase>a)._array
+        B = (<TensorBase>b)._array
+        promote = not (cnp.PyArray_TYPE(A) == cnp.PyArray_TYPE(B)
+                       and is_float_num(cnp.PyArray_TYPE(A)))
+    elif a_tensor and kernel_scalar(b):
+        A = (<TensorBase>a)._array
+        B = b
+        promote = not is_float_num(cnp.PyArray_TYPE(A))
+    elif b_tensor and kernel_scalar(a):
+        A = a
+        B = (<TensorBase>b)._array
+        promote = not is_float_num(cnp.PyArray_TYPE(B))
+    if promote:
+        a = as_operand(a)
+        b = as_operand(b)
+        if a is NotImplemented or b is NotImplemented:
+            return NotImplemented
+        a_tensor = isinstance(a, TensorBase)
+        b_tensor = isinstance(b, TensorBase)
+        dt = result_dtype(a, b)
+        if op == OP_DIV and dt.kind != "f":
+            dt = NP_FLOAT32                              # true division of integers gives floats
+        A = operand_value(a, dt)
+        B = operand_value(b, dt)
+    if a_tensor and b_tensor and not same_shape(<cnp.ndarray>A, <cnp.ndarray>B):
+        same_shapes = False
+        broadcast_shapes_torch(A.shape, B.shape)         # raises PyTorch's message on mismatch
     cdef int kop = kernel_of(op)
     out = None
     if kop != TG_POW or size_of(A) + size_of(B) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
@@ -210,6 +232,42 @@ cdef object binary_op(int op, object a, object b):
     cdef TensorBase res = wrap(out)
     if not grad_enabled():
         return res
+    begin_record(2)
+    inp[0] = node_for_input(<TensorBase>a) if a_tensor else -1
+    inp[1] = node_for_input(<TensorBase>b) if b_tensor else -1
+    if not wants_record(inp, 2):
+        return res
+    if op == OP_POW:
+        op = OP_POW_R if not a_tensor else (OP_POW if not b_tensor else OP_POW_T)
+    elif op == OP_DIV and not a_tensor:
+        op = OP_RDIV
+    r = record_op(op, res, 2, inp)
+    if op == OP_MUL:
+        if inp[1] >= 0:
+            keep(&r.saved[0], A)
+        if inp[0] >= 0:
+            keep(&r.saved[1], B)
+    elif op == OP_DIV or op == OP_RDIV:
+        if inp[1] >= 0:
+            keep(&r.saved[0], A)
+        keep(&r.saved[1], B)
+    elif op == OP_POW or op == OP_POW_T or op == OP_POW_R:
+        keep(&r.saved[0], A)
+        keep(&r.saved[1], B)
+        if inp[1] >= 0:
+            keep(&r.saved[2], out)
+    if promote or not same_shapes:
+        # The VJP must sum each gradient back to its input's shape and cast it to its dtype.
+        out_shape = out.shape
+        shape_a = operand_shape(a)
+        shape_b = operand_shape(b)
+        da = (<TensorBase>a)._array.dtype if a_tensor else None
+        db = (<TensorBase>b)._array.dtype if b_tensor else None
+        if (shape_a != out_shape or shape_b != out_shape
+                or (a_tensor and da != out.dtype) or (b_tensor and db != out.dtype)):
+            keep(&r.aux, (shape_a if shape_a != out_shape else None, da,
+                          shape_b if shape_b != out_shape else None, db))
+    return res
     begin_record(2)
     inp[0] = node_for_input(<TensorBase>a) if a_tensor else -1
     inp[1] = node_for_input(<TensorBase>b) if b_tensor else -1
