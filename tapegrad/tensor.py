@@ -30,6 +30,8 @@ class Tensor(_core.TensorBase):
     """A multi-dimensional array that records the operations applied to it for autograd."""
 
     __module__ = "tapegrad"
+    # numpy scalars and arrays on the left defer to our reflected operators (as for torch.Tensor).
+    __array_priority__ = 1000
 
     # -- shape --------------------------------------------------------------------------------
     @property

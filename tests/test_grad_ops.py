@@ -158,9 +158,6 @@ def test_pow_tensor_tensor_exponent_zero_has_zero_base_grad():
     np.testing.assert_allclose(e.grad.numpy(), [0.0, np.log(2.0), 9.0 * np.log(3.0)])
 
 
-@pytest.mark.xfail(strict=True, reason="tapegrad bug: the VJP of `scalar ** x` calls "
-                   "math.log(base), which raises ValueError('math domain error') for a negative "
-                   "Python scalar base; PyTorch gives nan gradients")
 def test_negative_scalar_base_pow_backward_gives_nan():
     x = tg.tensor([2.0, 0.5], dtype=F64, requires_grad=True)
     y = (-2.0) ** x                                   # forward: [4, nan]

@@ -30,7 +30,7 @@
         BINARY_CASE(T, TG_MAX, (ISNAN(X) || X > Y) ? X : Y)                     \
         BINARY_CASE(T, TG_MIN, (ISNAN(X) || X < Y) ? X : Y)                     \
         BINARY_CASE(T, TG_TANH_GRAD, X * ((T)1 - Y * Y))                        \
-        BINARY_CASE(T, TG_RELU_GRAD, Y > (T)0 ? X : (T)0)                       \
+        BINARY_CASE(T, TG_RELU_GRAD, Y <= (T)0 ? (T)0 : X)                      \
         BINARY_CASE(T, TG_SIGMOID_GRAD, X * Y * ((T)1 - Y))                     \
         default: return -1;                                                     \
     }

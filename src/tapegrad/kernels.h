@@ -15,7 +15,7 @@ typedef enum {
     TG_ADD, TG_SUB, TG_MUL, TG_DIV, TG_POW, TG_MAX, TG_MIN,
     /* fused VJPs (a = upstream gradient, b = saved output y) */
     TG_TANH_GRAD,     /* a * (1 - b*b) */
-    TG_RELU_GRAD,     /* b > 0 ? a : 0 */
+    TG_RELU_GRAD,     /* b <= 0 ? 0 : a  (NaN passes the gradient, as PyTorch) */
     TG_SIGMOID_GRAD,  /* a * b * (1 - b) */
     TG_N_BINARY
 } tg_binary_op;

@@ -5,6 +5,8 @@
 # ---------------------------------------------------------------------------------------------
 
 from libc.stddef cimport ptrdiff_t
+from cpython.float cimport PyFloat_CheckExact
+from cpython.long cimport PyLong_CheckExact
 
 cdef extern from "kernels.h" nogil:
     enum:
@@ -49,7 +51,9 @@ cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b) noexcept:
 
 
 cdef inline bint kernel_scalar(object x) noexcept:
-    return (isinstance(x, float) or isinstance(x, int)) and not isinstance(x, bool)
+    # Exact Python float/int only: bool is excluded, and numpy scalars (np.float64 subclasses
+    # float) are typed for numpy, so they take the promotion path.
+    return PyFloat_CheckExact(x) or PyLong_CheckExact(x)
 
 
 cdef object fast_binary(int kop, object A, object B):
@@ -160,7 +164,7 @@ cdef object ew(int kop, object a, object b):
     if kop == TG_TANH_GRAD:
         return nd(a * (1 - b * b))
     if kop == TG_RELU_GRAD:
-        return nd(a * (b > 0))
+        return nd(np.where(b <= 0, 0, a).astype(a.dtype, copy=False))
     if kop == TG_SIGMOID_GRAD:
         return nd(a * b * (1 - b))
     raise AssertionError(f"ew: unknown kernel op {kop}")

@@ -71,10 +71,10 @@ cdef inline object operand_value(object x, object dt):
 cdef object as_operand(object x):
     """Normalise a non-tensor operand: Python scalars stay, numpy scalars become Python scalars,
     arrays and sequences become tensors; anything else is not ours to handle."""
+    if isinstance(x, np.generic):       # before float: np.float64 subclasses float, but numpy
+        return x.item()                 # treats it as a typed (not weak) scalar
     if isinstance(x, (TensorBase, float, int)):
         return x
-    if isinstance(x, np.generic):
-        return x.item()
     if isinstance(x, np.ndarray):
         return wrap(x)
     return NotImplemented
@@ -122,10 +122,14 @@ cdef object vjp_pow(Record* r, object g):
         else:
             ga = nd(np.where(expo == 0, 0, g * (expo * base ** (expo - 1))))
     if r.inp[1] >= 0:
-        # d/de a**e = a**e * log(a), defined as 0 where a == 0 and e >= 0
+        # d/de a**e = a**e * log(a), defined as 0 where a == 0 and e >= 0 (PyTorch's mask; for
+        # e < 0 it is inf * -inf = -inf; a negative base gives nan, as log does)
         out = <object>r.saved[2]
         if isinstance(base, (int, float)):
-            gb = np.zeros(g.shape, g.dtype) if base == 0 else nd(g * (out * math.log(base)))
+            log_base = math.log(base) if base > 0 else (-math.inf if base == 0 else math.nan)
+            gb = nd(g * (out * log_base))
+            if base == 0:
+                gb = nd(np.where(expo >= 0, 0, gb))
         else:
             gb = nd(np.where((base == 0) & (expo >= 0), 0, g * (out * np.log(base))))
     return fit_binary_grads(r, ga, gb)
@@ -168,6 +172,9 @@ cdef object binary_forward(int op, object a, object b):
     if op == OP_ADD:
         return a + b
     if op == OP_SUB or op == OP_RSUB:
+        if getattr(a, "dtype", None) == NP_BOOL and getattr(b, "dtype", None) == NP_BOOL:
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
         return a - b
     if op == OP_MUL:
         return a * b
@@ -320,7 +327,7 @@ cdef object vjp_tanh(Record* r, object g):
     return ew(TG_TANH_GRAD, g, <object>r.saved[0])      # 1 - tanh(x)^2: reuse the output
 
 cdef object vjp_relu(Record* r, object g):
-    return ew(TG_RELU_GRAD, g, <object>r.saved[0])      # 0 at x == 0, as PyTorch
+    return ew(TG_RELU_GRAD, g, <object>r.saved[0])      # 0 where relu(x) <= 0 (NaN passes)
 
 
 cdef int OP_NEG = register_op("NegBackward0", vjp_neg)
@@ -348,7 +355,7 @@ cdef object unary_numpy(int op, object A):
         if op == OP_TANH:
             return nd(np.tanh(A))
         if op == OP_RELU:
-            return nd(np.maximum(A, 0)) if A.dtype.kind != "b" else A.copy()
+            return nd(np.maximum(A, 0))
     raise AssertionError(f"unary_numpy: unknown op {op}")
 
 
@@ -371,6 +378,8 @@ cdef object unary_op(int op, TensorBase x):
     A = x._array
     if op != OP_NEG and op != OP_RELU and A.dtype.kind != "f":
         A = A.astype(NP_FLOAT32)                        # PyTorch: exp/log/tanh of ints give float32
+    if op == OP_RELU and A.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu")
     if op == OP_NEG and A.dtype.kind == "b":
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or "
