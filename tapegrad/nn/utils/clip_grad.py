@@ -1,0 +1,46 @@
+"""Gradient clipping, vectorised per parameter as PyTorch's."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import _core
+
+
+def _grads(parameters):
+    if isinstance(parameters, _core.TensorBase):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach=None):
+    """Scale gradients in place so their joint norm is at most max_norm; returns the norm."""
+    grads = _grads(parameters)
+    norm_type = float(norm_type)
+    if not grads:
+        return _core.wrap_array(np.asarray(0.0, dtype=np.float32))
+    dtype = grads[0]._array.dtype
+    if norm_type == math.inf:
+        norms = [np.abs(g._array).max() if g._array.size else 0.0 for g in grads]
+        total = np.asarray(max(norms), dtype=dtype)
+    else:
+        per = [np.linalg.norm(g._array.ravel(), norm_type) for g in grads]
+        total = np.asarray(np.linalg.norm(np.asarray(per, dtype=dtype), norm_type), dtype=dtype)
+    if error_if_nonfinite and not np.isfinite(total):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` "
+                           "is non-finite, so it cannot be clipped. To disable this error and "
+                           "scale the gradients by the non-finite norm anyway, set "
+                           "`error_if_nonfinite=False`")
+    clip_coef = float(max_norm) / (float(total) + 1e-6)
+    if clip_coef < 1.0:
+        for g in grads:
+            g._array *= g._array.dtype.type(clip_coef)
+    return _core.wrap_array(total)
+
+
+def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
+    """Clamp every gradient element into [-clip_value, clip_value] in place."""
+    for g in _grads(parameters):
+        np.clip(g._array, -clip_value, clip_value, out=g._array)

@@ -1,0 +1,129 @@
+"""nn.Module mechanics: registration, traversal, state dicts, modes, dtype casts, repr, init."""
+import math
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(tg.ones(2, 3))
+        self.register_buffer("steps", tg.tensor(0))
+        self.register_buffer("scratch", tg.zeros(1), persistent=False)
+        self.inner = nn.Module()
+        self.inner.v = nn.Parameter(tg.zeros(3))
+        self.plain = 5
+
+
+def test_registration_and_traversal():
+    net = Net()
+    assert [n for n, _ in net.named_parameters()] == ["w", "inner.v"]
+    assert [n for n, _ in net.named_buffers()] == ["steps", "scratch"]
+    assert [n for n, _ in net.named_modules()] == ["", "inner"]
+    assert list(net.children()) == [net.inner]
+    assert net.plain == 5 and "plain" not in net._parameters
+    with pytest.raises(AttributeError, match="has no attribute 'missing'"):
+        net.missing
+    with pytest.raises(TypeError, match="cannot assign 'int' as parameter 'w'"):
+        net.w = 3
+    net.w = None
+    assert [n for n, _ in net.named_parameters()] == ["inner.v"]
+
+
+def test_shared_parameters_are_listed_once():
+    shared = nn.Parameter(tg.ones(1))
+    a, b = nn.Module(), nn.Module()
+    a.p = shared
+    b.p = shared
+    root = nn.Sequential(a, b)
+    assert len(list(root.parameters())) == 1
+
+
+def test_state_dict_round_trip_and_strictness():
+    net = Net()
+    sd = net.state_dict()
+    assert list(sd) == ["w", "steps", "inner.v"]          # non-persistent buffers left out
+    assert not sd["w"].requires_grad
+    other = Net()
+    other.w._array[...] = 7
+    assert repr(net.load_state_dict(other.state_dict())) == "<All keys matched successfully>"
+    assert net.w._array.tolist() == [[7.0] * 3] * 2
+    bad = dict(sd)
+    del bad["w"]
+    bad["extra"] = tg.ones(1)
+    with pytest.raises(RuntimeError, match='(?s)Missing key\\(s\\) in state_dict: "w". '
+                                           '.*Unexpected key\\(s\\) in state_dict: "extra"'):
+        net.load_state_dict(bad)
+    result = net.load_state_dict(bad, strict=False)
+    assert result.missing_keys == ["w"] and result.unexpected_keys == ["extra"]
+    with pytest.raises(RuntimeError, match="size mismatch for w: copying a param with shape "
+                                           "torch.Size\\(\\[3\\]\\) from checkpoint"):
+        net.load_state_dict({**sd, "w": tg.ones(3)})
+
+
+def test_train_eval_zero_grad_and_casts():
+    net = Net()
+    net.eval()
+    assert not net.training and not net.inner.training
+    net.train()
+    assert net.inner.training
+    net.w.grad = tg.ones(2, 3)
+    net.zero_grad(set_to_none=False)
+    assert net.w.grad.tolist() == [[0.0] * 3] * 2
+    net.zero_grad()
+    assert net.w.grad is None
+    net.double()
+    assert net.w.dtype == tg.float64 and net.steps.dtype == tg.int64
+    net.to(tg.float32)
+    assert net.inner.v.dtype == tg.float32
+    seen = []
+    net.apply(lambda m: seen.append(type(m).__name__))
+    assert seen == ["Module", "Net"]
+
+
+def test_parameter_repr_and_sharing():
+    t = tg.ones(2)
+    p = nn.Parameter(t)
+    assert repr(p) == "Parameter containing:\ntensor([1., 1.], requires_grad=True)"
+    assert np.shares_memory(p.detach().numpy(), t.numpy())
+    assert p.is_leaf and p.requires_grad
+    assert not nn.Parameter(tg.ones(1), requires_grad=False).requires_grad
+
+
+def test_init_functions_follow_pytorch_bounds():
+    tg.manual_seed(0)
+    w = tg.empty(64, 32)
+    nn.init.kaiming_uniform_(w, a=math.sqrt(5))
+    bound = 1 / math.sqrt(32)
+    assert np.abs(w.numpy()).max() <= bound and np.abs(w.numpy()).max() > 0.9 * bound
+    nn.init.xavier_uniform_(w)
+    assert np.abs(w.numpy()).max() <= math.sqrt(6 / 96)
+    nn.init.constant_(w, 0.5)
+    assert (w.numpy() == 0.5).all()
+    nn.init.zeros_(w)
+    nn.init.ones_(w)
+    assert (w.numpy() == 1).all()
+    assert nn.init.calculate_gain("relu") == math.sqrt(2)
+    with pytest.raises(ValueError, match="Fan in and fan out can not be computed"):
+        nn.init.xavier_uniform_(tg.empty(3))
+
+
+def test_clip_grad_norm_and_value():
+    a, b = nn.Parameter(tg.zeros(2)), nn.Parameter(tg.zeros(1))
+    a.grad = tg.tensor([3.0, 0.0])
+    b.grad = tg.tensor([4.0])
+    total = nn.utils.clip_grad_norm_([a, b], max_norm=1.0)
+    assert abs(total.item() - 5.0) < 1e-6
+    np.testing.assert_allclose(a.grad.numpy(), [0.6, 0.0], rtol=1e-5)
+    nn.utils.clip_grad_value_([a, b], 0.1)
+    np.testing.assert_allclose(b.grad.numpy(), [0.1])
+
+
+def test_module_repr_matches_pytorch_layout():
+    m = nn.Sequential(nn.Identity(), nn.ModuleList([nn.Tanh()]))
+    assert repr(m) == ("Sequential(\n  (0): Identity()\n  (1): ModuleList(\n    (0): Tanh()\n"
+                       "  )\n)")
