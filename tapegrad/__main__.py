@@ -1,4 +1,23 @@
-"""`python -m tapegrad`: run the examples from the document tapegrad grew from."""
-from .examples import main
+"""`python -m tapegrad [demo|examples] [options]`.
 
-main()
+demo      train an MLP on the bundled handwritten digits (the main job)
+examples  run the autograd examples of the tutorial tapegrad grew from (the default)
+"""
+import sys
+
+
+def main(argv) -> int:
+    command = argv[0] if argv and not argv[0].startswith("-") else "examples"
+    rest = argv[1:] if argv and not argv[0].startswith("-") else argv
+    if command == "demo":
+        from .demo import main as demo
+        return demo(rest)
+    if command == "examples":
+        from .examples import main as examples
+        examples()
+        return 0
+    print(__doc__.strip(), file=sys.stderr)
+    return 2
+
+
+sys.exit(main(sys.argv[1:]))

@@ -27,7 +27,7 @@ True
 
 
 def test_main_job_prints_the_seed_examples():
-    out = subprocess.run([sys.executable, "-m", "tapegrad"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "tapegrad", "examples"], capture_output=True, text=True,
                          check=True)
     assert out.stdout == SEED_OUTPUT
 
