@@ -25,6 +25,8 @@ cdef struct Record:
     double scalar                   # scalar attribute (exponent, constant factor, count)
     PyObject* out                   # borrowed: the output tensor, NULL once it has died
     PyObject* fn                    # borrowed: the cached grad_fn object, NULL when none lives
+    PyObject* ver[MAX_SAVED]        # owned: Version of the storage saved[j] lives in (or NULL)
+    Py_ssize_t ver_at[MAX_SAVED]    # that Version's value when it was saved (checked by the sweep)
 
 
 cdef inline Py_ssize_t* rec_inputs(Record* r) noexcept:
@@ -54,11 +56,17 @@ cdef class GradFn:
     cdef Py_ssize_t _node           # the record this grad_fn names (kept alive by one reference)
 
 
+cdef class Version:
+    cdef readonly Py_ssize_t value  # bumped by every in-place write to the storage it guards
+
+
 cdef class TensorBase:
     cdef public object _array       # the value: a numpy ndarray (0-d for scalars), never a numpy scalar
     cdef object _grad               # accumulated gradient (a Tensor) or None
     cdef bint _requires_grad
     cdef Py_ssize_t _node           # tape record producing this tensor (or its LEAF record), -1 if none
+    cdef Version _version           # shared by every tensor viewing the same storage; None until needed
+    cdef object _base               # the tensor this one is a view of, or None
     cdef object __weakref__
 
     cdef int _set_requires_grad(self, bint flag) except -1

@@ -15,6 +15,7 @@
 #   ops_shape.pxi       reshape, transpose, cat, split, ...
 #   ops_index.pxi       indexing, gather, index_select, masked_fill
 #   ops_nn.pxi          nn.functional: softmax, losses, normalisation, ...
+#   ops_inplace.pxi     in-place ops and x[key] = value, with version counters
 #   sweep.pxi           the reverse sweep (backward)
 
 cimport numpy as cnp
@@ -36,4 +37,5 @@ include "ops_linalg.pxi"
 include "ops_shape.pxi"
 include "ops_index.pxi"
 include "ops_nn.pxi"
+include "ops_inplace.pxi"
 include "sweep.pxi"

@@ -188,6 +188,15 @@ cdef object binary_forward(int op, object a, object b):
     raise AssertionError(f"binary_forward: unknown op {op}")
 
 
+cdef inline int save_operand(Record* r, int j, object value, object operand) except -1:
+    """Save an operand's value; version-checked when it is the operand tensor's own storage
+    (a promoted copy or a Python scalar cannot be overwritten by anyone else)."""
+    if isinstance(operand, TensorBase) and value is (<TensorBase>operand)._array:
+        return keep_saved(r, j, value, <TensorBase>operand)
+    keep(&r.saved[j], value)
+    return 0
+
+
 cdef inline bint is_float_num(int t) noexcept:
     return t == cnp.NPY_FLOAT32 or t == cnp.NPY_FLOAT64
 
@@ -251,18 +260,18 @@ cdef object binary_op(int op, object a, object b):
     r = record_op(op, res, 2, inp)
     if op == OP_MUL:
         if inp[1] >= 0:
-            keep(&r.saved[0], A)
+            save_operand(r, 0, A, a)
         if inp[0] >= 0:
-            keep(&r.saved[1], B)
+            save_operand(r, 1, B, b)
     elif op == OP_DIV or op == OP_RDIV:
         if inp[1] >= 0:
-            keep(&r.saved[0], A)
-        keep(&r.saved[1], B)
+            save_operand(r, 0, A, a)
+        save_operand(r, 1, B, b)
     elif op == OP_POW or op == OP_POW_T or op == OP_POW_R:
-        keep(&r.saved[0], A)
-        keep(&r.saved[1], B)
+        save_operand(r, 0, A, a)
+        save_operand(r, 1, B, b)
         if inp[1] >= 0:
-            keep(&r.saved[2], out)
+            keep_saved(r, 2, out, res)
     if promote or not same_shapes:
         # The VJP must sum each gradient back to its input's shape and cast it to its dtype.
         out_shape = out.shape
@@ -287,18 +296,18 @@ cdef object binary_op(int op, object a, object b):
     r = record_op(op, res, 2, inp)
     if op == OP_MUL:
         if inp[1] >= 0:
-            keep(&r.saved[0], A)
+            save_operand(r, 0, A, a)
         if inp[0] >= 0:
-            keep(&r.saved[1], B)
+            save_operand(r, 1, B, b)
     elif op == OP_DIV or op == OP_RDIV:
         if inp[1] >= 0:
-            keep(&r.saved[0], A)
-        keep(&r.saved[1], B)
+            save_operand(r, 0, A, a)
+        save_operand(r, 1, B, b)
     elif op == OP_POW or op == OP_POW_T or op == OP_POW_R:
-        keep(&r.saved[0], A)
-        keep(&r.saved[1], B)
+        save_operand(r, 0, A, a)
+        save_operand(r, 1, B, b)
         if inp[1] >= 0:
-            keep(&r.saved[2], out)
+            keep_saved(r, 2, out, res)
     out_shape = out.shape
     da = A.dtype if a_tensor else None
     db = B.dtype if b_tensor else None
@@ -400,9 +409,9 @@ cdef object unary_op(int op, TensorBase x):
         return res
     r = record_op(op, res, 1, inp)
     if op == OP_EXP or op == OP_TANH or op == OP_RELU:
-        keep(&r.saved[0], out)
+        keep_saved(r, 0, out, res)
     elif op == OP_LOG:
-        keep(&r.saved[0], A)
+        save_operand(r, 0, A, x)
     return res
 
 

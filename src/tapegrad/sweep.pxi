@@ -22,6 +22,27 @@ cdef str BACKWARD_TWICE = (
     "graph a second time or if you need to access saved tensors after calling backward.")
 
 
+cdef int check_saved_versions(Record* r) except -1:
+    """Refuse to run a VJP whose saved values were overwritten in place since the forward."""
+    cdef int j
+    cdef Version v
+    for j in range(MAX_SAVED):
+        if r.ver[j] == NULL:
+            continue
+        v = <Version>r.ver[j]
+        if v.value != r.ver_at[j]:
+            saved = <object>r.saved[j] if r.saved[j] != NULL else None
+            what = (f"[torch.{type(saved).__name__ if saved is None else dtype_of_array(saved).name}"
+                    f" {list(saved.shape) if saved is not None else ''}]")
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {what}, which is saved by {OP_NAMES[r.op]}, is at version "
+                f"{v.value}; expected version {r.ver_at[j]} instead. Hint: the value was "
+                f"overwritten by an in-place operation (add_, mul_, x[i] = v, ...) after it was "
+                f"used; use the out-of-place form (x = x + y) or .clone() it first.")
+    return 0
+
+
 cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
     """Add adjoint `g` into t.grad: adopt it (or a copy) the first time, add in place afterwards."""
     cdef TensorBase grad
@@ -96,6 +117,7 @@ cdef int sweep(Py_ssize_t root, object g0, bint retain_graph) except -1:
                 deliver_grad(<TensorBase>rec.out, g, False)
             if rec.flags & RF_RELEASED:
                 raise RuntimeError(BACKWARD_TWICE)
+            check_saved_versions(&rec)
             # Hold the saved values for the duration of the VJP (a hook or another thread could
             # otherwise release them under us).
             for j in range(MAX_SAVED):

@@ -44,6 +44,7 @@ cdef class Tape:
             for i in range(self.n):
                 for j in range(MAX_SAVED):
                     Py_XDECREF(self.recs[i].saved[j])
+                    Py_XDECREF(self.recs[i].ver[j])
                 Py_XDECREF(self.recs[i].aux)
                 free(self.recs[i].more)
             free(self.recs)
@@ -142,19 +143,21 @@ cdef class Tape:
 
     cdef int release_saved(self, Py_ssize_t i) except -1:
         """Drop the values record i saved for backward (after a backward without retain_graph)."""
-        cdef PyObject* held[MAX_SAVED]
+        cdef PyObject* held[2 * MAX_SAVED]
         cdef int j
         cdef bint had = False
         cdef Record* r = &self.recs[i]
         for j in range(MAX_SAVED):
             held[j] = r.saved[j]
+            held[MAX_SAVED + j] = r.ver[j]
             if held[j] != NULL:
                 had = True
             r.saved[j] = NULL
+            r.ver[j] = NULL
         if had:
             r.flags |= RF_RELEASED
         # Decrefs last: they may run arbitrary code, after which `r` may be stale.
-        for j in range(MAX_SAVED):
+        for j in range(2 * MAX_SAVED):
             Py_XDECREF(held[j])
         return 0
 
@@ -164,7 +167,7 @@ cdef class Tape:
         cdef int j
         cdef Record* r
         cdef Py_ssize_t* ins
-        cdef PyObject* held[MAX_SAVED + 1]
+        cdef PyObject* held[2 * MAX_SAVED + 1]
         self.recs[i].refcnt -= 1
         if self.recs[i].refcnt > 0:
             return 0
@@ -178,7 +181,9 @@ cdef class Tape:
             r = &self.recs[i]
             for j in range(MAX_SAVED):
                 held[j] = r.saved[j]
+                held[MAX_SAVED + 1 + j] = r.ver[j]
                 r.saved[j] = NULL
+                r.ver[j] = NULL
             held[MAX_SAVED] = r.aux
             r.aux = NULL
             r.out = NULL
@@ -197,7 +202,7 @@ cdef class Tape:
                         self.sp += 1
             free(r.more)
             r.more = NULL
-            for j in range(MAX_SAVED + 1):
+            for j in range(2 * MAX_SAVED + 1):
                 Py_XDECREF(held[j])
         while self.n > 0 and (self.recs[self.n - 1].flags & RF_FREE):
             self.n -= 1

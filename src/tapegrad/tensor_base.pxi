@@ -47,6 +47,43 @@ def wrap_array(object arr, bint requires_grad=False):
     return t
 
 
+cdef class Version:
+    """The version counter of a storage, shared by the tensors that view it (tensor._version)."""
+
+
+cdef inline Version version_of(TensorBase t):
+    """t's version counter, created on first need (most tensors never need one)."""
+    if t._version is None:
+        t._version = Version.__new__(Version)
+    return t._version
+
+
+cdef inline TensorBase alias(TensorBase t):
+    """A graph-free tensor on t's storage that shares t's version counter (detach, .data)."""
+    cdef TensorBase a = wrap(t._array)
+    a._version = version_of(t)
+    return a
+
+
+cdef TensorBase make_view(object arr, TensorBase base):
+    """A tensor for `arr`, a numpy view of base's storage: it shares base's version counter
+    and remembers its base, so in-place writes through either are seen by the sweep's checks."""
+    cdef TensorBase v = wrap(arr)
+    v._version = version_of(base)
+    v._base = base if base._base is None else base._base
+    return v
+
+
+cdef inline int keep_saved(Record* r, int j, object value, TensorBase owner) except -1:
+    """Save `value` (owner's array or a view of it) in slot j together with owner's version, so
+    the sweep refuses to use it if it is overwritten in place before backward."""
+    cdef Version v = version_of(owner)
+    keep(&r.saved[j], value)
+    keep(&r.ver[j], v)
+    r.ver_at[j] = v.value
+    return 0
+
+
 cdef inline Py_ssize_t node_for_input(TensorBase t) except -2:
     """The record index a gradient for `t` flows to: -1 if none; creates a leaf's LEAF record."""
     cdef Py_ssize_t i
@@ -200,8 +237,9 @@ cdef class TensorBase:
         return (not is_leaf_c(self)) and bool(TAPE.recs[self._node].flags & RF_RETAIN_GRAD)
 
     def detach(self):
-        """A new leaf tensor sharing this tensor's storage, cut from the graph."""
-        return wrap(self._array)
+        """A new leaf tensor sharing this tensor's storage (and its version counter), cut from
+        the graph."""
+        return alias(self)
 
     def detach_(self):
         """Cut this tensor from the graph in place: it becomes a leaf that does not require grad."""
@@ -216,13 +254,14 @@ cdef class TensorBase:
     @property
     def data(self):
         """The value as a tensor that shares storage and is cut from the graph."""
-        return wrap(self._array)
+        return alias(self)
 
     @data.setter
     def data(self, value):
         if not isinstance(value, TensorBase):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         self._array = (<TensorBase>value)._array
+        self._version = version_of(<TensorBase>value)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad."""
@@ -286,3 +325,25 @@ cdef class TensorBase:
 
     def __getitem__(self, key):
         return index_op(self, key)
+
+    def __setitem__(self, key, value):
+        setitem_op(self, key, value)
+
+    # -- in place (ops_inplace.pxi) ----------------------------------------------------------------
+
+    def __iadd__(self, other):
+        return inplace_binary(OP_ADD, self, other)
+
+    def __isub__(self, other):
+        return inplace_binary(OP_SUB, self, other)
+
+    def __imul__(self, other):
+        return inplace_binary(OP_MUL, self, other)
+
+    def __itruediv__(self, other):
+        return inplace_binary(OP_DIV, self, other)
+
+    @property
+    def _version_value(self):
+        """How many in-place writes this tensor's storage has seen (torch: t._version)."""
+        return 0 if self._version is None else self._version.value

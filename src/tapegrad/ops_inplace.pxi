@@ -1,0 +1,221 @@
+# ---------------------------------------------------------------------------------------------
+# In-place ops: +=, -=, *=, /=, add_ sub_ mul_ div_ zero_ fill_ copy_, and x[key] = value.
+#
+# Every in-place write bumps the storage's version counter, so a record that saved the old value
+# raises PyTorch's "modified by an inplace operation" error instead of computing a wrong gradient.
+# On a leaf that requires grad they raise outside no_grad (and work inside it: the SGD idiom).  On
+# a non-leaf, the write is recorded: the op is recorded out of place on a copy of the old value,
+# the result is written into the tensor's storage, and the tensor is rebound to the new record.
+# An in-place write through a view of a tensor that requires grad is refused (tapegrad does not
+# rebase views' history; refusing is better than a silently wrong gradient).
+# ---------------------------------------------------------------------------------------------
+
+
+cdef int bump_version(TensorBase t) except -1:
+    cdef Version v = version_of(t)
+    v.value += 1
+    return 0
+
+
+cdef int check_inplace(TensorBase t, bint recording) except -1:
+    """Refuse in-place writes that PyTorch refuses, or that tapegrad cannot record correctly."""
+    if not grad_enabled():
+        return 0
+    if t._requires_grad and is_leaf_c(t):
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    if t._base is not None and recording:
+        if (<TensorBase>t._base)._requires_grad and is_leaf_c(<TensorBase>t._base):
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        raise RuntimeError("in-place operations on a view of a tensor that requires grad are not "
+                           "supported by tapegrad (its history would not be rebased); use the "
+                           "out-of-place form, e.g. y = x + 1, or write into x.clone()")
+    return 0
+
+
+cdef int write_result(TensorBase t, object value) except -1:
+    """Store `value` into t's storage (same shape; castable to t's dtype, as PyTorch requires)."""
+    A = t._array
+    if value.shape != A.shape:
+        raise RuntimeError(f"output with shape {list(A.shape)} doesn't match the broadcast shape "
+                           f"{list(value.shape)}")
+    if not np.can_cast(value.dtype, A.dtype, "same_kind"):
+        raise RuntimeError(f"result type {dtype_of_array(value).name.capitalize()} can't be cast "
+                           f"to the desired output type {t.dtype.name.capitalize()}"
+                           .replace("Float32", "Float").replace("Int64", "Long")
+                           .replace("Float64", "Double"))
+    if not A.flags.writeable:
+        raise RuntimeError("cannot write into a read-only tensor (an expanded or broadcast view); "
+                           "clone() it first")
+    np.copyto(A, value, casting="unsafe")
+    return 0
+
+
+cdef int adopt_record(TensorBase t, TensorBase result) except -1:
+    """Make t the output of result's record (the in-place op's), dropping result's claim."""
+    cdef Py_ssize_t new = result._node, old = t._node
+    if new < 0:
+        return 0
+    result._node = -1
+    result._requires_grad = False
+    TAPE.recs[new].out = <PyObject*>t
+    t._node = new
+    t._requires_grad = True
+    if old >= 0:
+        TAPE.recs[old].out = NULL
+        TAPE.decref(old)            # the new record still holds its own reference to `old`
+    return 0
+
+
+cdef inline bint records(TensorBase t, object other) noexcept:
+    return grad_enabled() and (t._requires_grad or
+                               (isinstance(other, TensorBase) and (<TensorBase>other)._requires_grad))
+
+
+cdef object inplace_binary(int op, TensorBase self, object other):
+    """self (op)= other, recorded when a gradient must flow through it."""
+    cdef bint recording = records(self, other)
+    check_inplace(self, recording)
+    orig = self._array
+    if recording:
+        # Record on a private copy of the old value: the VJP may need it (mul_, div_) and the
+        # storage is about to be overwritten.
+        # The copy gets its own version counter: it is private, later writes to self do not
+        # touch it.
+        orig_version = self._version
+        self._array = orig.copy()
+        self._version = None
+        try:
+            result = binary_op(op, self, other)
+        finally:
+            self._array = orig
+            self._version = orig_version
+    else:
+        with no_grad_scope():
+            result = binary_op(op, self, other)
+    if result is NotImplemented:
+        return NotImplemented
+    write_result(self, (<TensorBase>result)._array)
+    bump_version(self)
+    if recording:
+        adopt_record(self, <TensorBase>result)
+    return self
+
+
+cdef class no_grad_scope:
+    """Internal: pause recording for a block (the in-place ops' unrecorded path)."""
+    cdef int prev
+
+    def __enter__(self):
+        global tapegrad_grad_disabled
+        self.prev = tapegrad_grad_disabled
+        tapegrad_grad_disabled = 1
+
+    def __exit__(self, *exc):
+        global tapegrad_grad_disabled
+        tapegrad_grad_disabled = self.prev
+
+
+# -- x[key] = value ------------------------------------------------------------------------------
+
+cdef object vjp_setitem(Record* r, object g):
+    key, advanced, squeezed_shape, value_shape = <tuple>r.aux
+    gx = gv = None
+    if needs_grad(r, 0):
+        gx = np.array(g, copy=True)
+        gx[key] = 0                                     # overwritten elements get no gradient
+    if needs_grad(r, 1):
+        gv = sum_to(nd(np.asarray(g[key])), squeezed_shape).reshape(value_shape)
+    return (gx, gv)
+
+
+cdef int OP_SETITEM = register_op("CopySlices", vjp_setitem)
+
+
+cdef object setitem_op(TensorBase self, object key, object value):
+    cdef list advanced = []
+    cdef bint recording = records(self, value)
+    cdef Record* r
+    check_inplace(self, recording)
+    nkey = normalize_key(key, advanced)
+    A = self._array
+    if isinstance(value, TensorBase):
+        V = (<TensorBase>value)._array
+    else:
+        V = np.asarray(value, dtype=A.dtype)
+    value_shape = V.shape
+    try:
+        target_shape = np.shape(A[nkey])
+        # PyTorch drops leading size-1 dims of the value (x[1] = t with t.shape == (1,))
+        while V.ndim > len(target_shape) and V.shape[0] == 1:
+            V = V.reshape(V.shape[1:])
+        np.broadcast_shapes(V.shape, target_shape)
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be "
+                           f"broadcast to indexing result of shape {list(target_shape)}") from None
+    if not recording:
+        A[nkey] = V
+        bump_version(self)
+        return None
+    # Recorded: the new value of self is a function of its old value and `value`.
+    new = A.copy()
+    new[nkey] = V
+    result = wrap(new)
+    r = record_from(OP_SETITEM, result, (self, value if isinstance(value, TensorBase) else None))
+    if r != NULL:
+        keep(&r.aux, (nkey, bool(advanced), V.shape, value_shape))
+    np.copyto(A, new)
+    bump_version(self)
+    adopt_record(self, result)
+    return None
+
+
+# -- named in-place methods ----------------------------------------------------------------------
+
+def add_(TensorBase self, other, *, alpha=1):
+    """self += alpha * other, in place."""
+    return inplace_binary(OP_ADD, self, other if alpha == 1 else other * alpha)
+
+def sub_(TensorBase self, other, *, alpha=1):
+    """self -= alpha * other, in place."""
+    return inplace_binary(OP_SUB, self, other if alpha == 1 else other * alpha)
+
+def mul_(TensorBase self, other):
+    return inplace_binary(OP_MUL, self, other)
+
+def div_(TensorBase self, other):
+    return inplace_binary(OP_DIV, self, other)
+
+def fill_(TensorBase self, value):
+    """Set every element to `value` (a number or a 0-d tensor), in place."""
+    if isinstance(value, TensorBase):
+        if (<TensorBase>value)._array.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{(<TensorBase>value)._array.ndim} dimensions.")
+    setitem_op(self, Ellipsis, value)
+    return self
+
+def zero_(TensorBase self):
+    """Set every element to zero, in place."""
+    return fill_(self, 0)
+
+def copy_(TensorBase self, src, non_blocking=False):
+    """Copy src's values (broadcast to self's shape, cast to self's dtype) into self."""
+    if not isinstance(src, TensorBase):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    setitem_op(self, Ellipsis, src)
+    return self
+
+def _mark_written(TensorBase self):
+    """For code that writes a tensor's array directly (initialisers, optimizers): check that the
+    write is allowed, and bump the version so saved copies of the old value are not used."""
+    check_inplace(self, False)
+    bump_version(self)
+    return self
+
+
+TENSOR_METHODS.update(add_=add_, sub_=sub_, mul_=mul_, div_=div_, fill_=fill_, zero_=zero_,
+                      copy_=copy_)
