@@ -237,3 +237,6 @@ cdef Tape TAPE = Tape()
 def tape():
     """The shared tape (for inspection and tests)."""
     return TAPE
+
+
+RECORD_SIZE = sizeof(Record)
