@@ -181,3 +181,266 @@ def rand(*size, dtype=None, requires_grad: bool = False, generator=None) -> Tens
     gen = generator or _generator
     dt = _np_dtype(dtype) or _DEFAULT_FLOAT
     return _make(gen.random(_size_args(size)).astype(dt), requires_grad)
+
+
+# -- more creation functions -----------------------------------------------------------------------
+
+def _check_requires_grad(dt, requires_grad: bool) -> None:
+    if requires_grad and np.dtype(dt).kind != "f":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+
+
+def _scalar_arg(x):
+    """A Python number from a number or a one-element tensor (start/end/mean/std arguments)."""
+    if isinstance(x, _core.TensorBase):
+        return x.item()
+    return x
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def linspace(start, end, steps, dtype=None, requires_grad: bool = False) -> Tensor:
+    """`steps` values evenly spaced from start to end inclusive (float32 by default).
+
+    Computed as PyTorch does (in the result's precision, the first half counted up from start and
+    the second half down from end), so float32 values match PyTorch's bit for bit."""
+    if not _is_int(steps):
+        raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not "
+                        f"{type(steps).__name__}")
+    steps = int(steps)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    start, end = _scalar_arg(start), _scalar_arg(end)
+    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
+    _check_requires_grad(dt, requires_grad)
+    if steps == 0:
+        return _make(np.empty(0, dtype=dt), requires_grad)
+    if steps == 1:
+        return _make(np.full(1, start, dtype=dt), requires_grad)
+    # PyTorch computes in the result's precision (half: float; integers: double from integer
+    # start/end) with fused multiply-adds: emulated by one wider multiply-add and one rounding.
+    if dt.kind == "f":
+        ct = dt if dt.itemsize >= 4 else np.dtype(np.float32)
+    else:
+        ct = np.dtype(np.float64)
+        start, end = int(start), int(end)
+    wide = np.dtype(np.float64) if ct.itemsize == 4 else np.dtype(np.longdouble)
+    s, e = ct.type(start), ct.type(end)
+    step = (e - s) / ct.type(steps - 1)
+    idx = np.arange(steps)
+    with np.errstate(all="ignore"):
+        up = (wide.type(s) + wide.type(step) * idx).astype(ct)
+        down = (wide.type(e) - wide.type(step) * (steps - idx - 1)).astype(ct)
+    values = np.where(idx < steps // 2, up, down)
+    if dt.kind in "iu":
+        values = np.trunc(values)
+    return _make(values.astype(dt), requires_grad)
+
+
+def eye(n, m=None, dtype=None, requires_grad: bool = False) -> Tensor:
+    """The n x m (default n x n) identity matrix, float32 by default."""
+    if not _is_int(n):
+        raise TypeError(f"eye(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if m is not None and not _is_int(m):
+        raise TypeError(f"eye(): argument 'm' (position 2) must be int, not {type(m).__name__}")
+    n = int(n)
+    m = n if m is None else int(m)
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
+    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
+    _check_requires_grad(dt, requires_grad)
+    return _make(np.eye(n, m, dtype=dt), requires_grad)
+
+
+def randint(*args, size=None, low=None, high=None, generator=None, dtype=None,
+            requires_grad: bool = False) -> Tensor:
+    """randint(high, size) or randint(low, high, size): uniform integers in [low, high) (low
+    defaults to 0), int64 by default."""
+    args = list(args)
+    if size is None and args and isinstance(args[len(args) - 1], (tuple, list)):
+        size = args.pop()
+    if size is None:
+        if len(args) >= 2 and _is_int(args[len(args) - 1]):
+            raise TypeError(f"randint(): argument 'size' (position {len(args)}) must be tuple of "
+                            f"ints, not {type(args[len(args) - 1]).__name__}")
+        raise TypeError("randint() missing required argument 'size'")
+    if len(args) == 2:
+        low, high = args
+    elif len(args) == 1:
+        if high is None:
+            high = args[0]
+        else:
+            low = args[0]
+    elif len(args) > 2:
+        raise TypeError(f"randint() takes at most 3 positional arguments ({len(args) + 1} given)")
+    if low is None:
+        low = 0
+    if high is None:
+        raise TypeError("randint() missing required argument 'high'")
+    for name, v in (("low", low), ("high", high)):
+        if not _is_int(v):
+            raise TypeError(f"randint(): argument '{name}' must be int, not {type(v).__name__}")
+    low, high = int(low), int(high)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    dt = _np_dtype(dtype) or np.dtype(np.int64)
+    _check_requires_grad(dt, requires_grad)
+    gen = generator or _generator
+    return _make(gen.integers(low, high, _size_args((tuple(size),))).astype(dt), requires_grad)
+
+
+def randperm(n, generator=None, dtype=None, requires_grad: bool = False) -> Tensor:
+    """A random permutation of 0 .. n-1 (int64 by default)."""
+    if not _is_int(n):
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    dt = _np_dtype(dtype) or np.dtype(np.int64)
+    _check_requires_grad(dt, requires_grad)
+    gen = generator or _generator
+    return _make(gen.permutation(n).astype(dt), requires_grad)
+
+
+def _broadcast_shapes(a: tuple, b: tuple) -> tuple:
+    n = max(len(a), len(b))
+    out = []
+    for i in range(1, n + 1):
+        da = a[len(a) - i] if i <= len(a) else 1
+        db = b[len(b) - i] if i <= len(b) else 1
+        if da != db and da != 1 and db != 1:
+            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) "
+                               f"at non-singleton dimension {n - i}")
+        out.append(db if da == 1 else da)
+    return tuple(reversed(out))
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None,
+           requires_grad: bool = False) -> Tensor:
+    """Samples from normal distributions: normal(mean, std, size) with numbers, or elementwise
+    with tensor mean and/or std (broadcast); gradients to tensor mean/std are zero (PyTorch's
+    NormalBackward1/2/3)."""
+    gen = generator or _generator
+    mt, st = isinstance(mean, _core.TensorBase), isinstance(std, _core.TensorBase)
+    if not mt and not st:
+        if size is None:
+            raise TypeError(f"normal() received an invalid combination of arguments - got "
+                            f"({type(mean).__name__}, {type(std).__name__}), but expected a size "
+                            f"when mean and std are numbers")
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
+        dt = _np_dtype(dtype) or _DEFAULT_FLOAT
+        shape = _size_args((tuple(size),) if isinstance(size, (tuple, list)) else (size,))
+        return _make(gen.normal(mean, std, shape).astype(dt), requires_grad)
+    if size is not None:
+        raise TypeError("normal() received an invalid combination of arguments: size is only "
+                        "accepted with number mean and std")
+    M = mean._array if mt else mean
+    S = std._array if st else std
+    if st:
+        if not bool(np.all(S >= 0)):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
+    for x in (mean, std):
+        if isinstance(x, _core.TensorBase) and x._array.dtype.kind != "f":
+            raise NotImplementedError(f'"normal_kernel_cpu" not implemented for '
+                                      f"'{x.dtype.name.capitalize()}'")
+    shape = _broadcast_shapes(M.shape if mt else (), S.shape if st else ())
+    dt = M.dtype if mt else S.dtype
+    values = (M + S * gen.standard_normal(shape)).astype(dt)
+    name = "NormalBackward3" if mt and st else ("NormalBackward1" if mt else "NormalBackward2")
+    return _core._random_result(values, name, (mean, std))
+
+
+# -- in-place initialisers (Tensor methods) ---------------------------------------------------------
+
+_INT_CTYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+               "uint8": "uint8_t"}
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+                 "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _check_inplace(t) -> None:
+    """PyTorch's error for an in-place op on a leaf that requires grad (outside no_grad); checked
+    before any random draw so that a failing call leaves the generator untouched."""
+    if t.requires_grad and t.is_leaf and _core.is_grad_enabled():
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+
+
+def _require_float(t, kernel: str) -> None:
+    if t._array.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_SCALAR_NAMES[t._array.dtype.name]}'")
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill in place with samples from N(mean, std^2)."""
+    _check_inplace(self)
+    _require_float(self, "normal_kernel_cpu")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
+    gen = generator or _generator
+    return _core._overwrite_(self, gen.normal(mean, std, self._array.shape), "NormalBackward0")
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
+    """Fill in place with samples from U[a, b) (PyTorch's keywords `from`/`to` also accepted)."""
+    a = kwargs.pop("from", a)
+    b = kwargs.pop("to", b)
+    if kwargs:
+        raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    _check_inplace(self)
+    _require_float(self, "check_uniform_bounds")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={float(a):g} > to={float(b):g}")
+    gen = generator or _generator
+    dt = self._array.dtype
+    ct = np.dtype(np.float32) if dt.itemsize <= 4 else np.dtype(np.float64)
+    u = gen.random(self._array.shape, dtype=ct)
+    values = ct.type(a) + ct.type(b - a) * u
+    return _core._overwrite_(self, values, "UniformBackward0")
+
+
+def zero_(self):
+    """Fill with zeros in place."""
+    _check_inplace(self)
+    return _core._overwrite_(self, 0, "ZeroBackward0")
+
+
+def fill_(self, value):
+    """Fill with `value` (a number or a 0-d tensor) in place."""
+    _check_inplace(self)
+    dt = self._array.dtype
+    if isinstance(value, _core.TensorBase):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.ndim} dimensions.")
+        return _core._overwrite_(self, value._array, "FillBackward3", value)
+    if dt.kind in "iu" and not isinstance(value, bool):
+        info = np.iinfo(dt)
+        if not (info.min <= value <= info.max):
+            raise RuntimeError(f"value cannot be converted to type {_INT_CTYPES[dt.name]} without "
+                               f"overflow")
+        value = int(value)
+    elif dt.kind == "b":
+        value = bool(value)
+    return _core._overwrite_(self, value, "FillBackward2")
+
+
+for _name, _fn in (("normal_", normal_), ("uniform_", uniform_), ("zero_", zero_),
+                   ("fill_", fill_)):
+    if _name not in Tensor.__dict__:
+        setattr(Tensor, _name, _fn)
+del _name, _fn
+
+# dropout (compiled) draws its masks from this module's global generator.
+_core._set_generator_source(default_generator)

@@ -1,4 +1,1383 @@
 # ---------------------------------------------------------------------------------------------
 # Neural-network functional ops (tapegrad.nn.functional): softmax, log_softmax, losses, dropout,
-# embedding, layer_norm, one_hot, pad.
+# embedding, layer_norm, one_hot, pad; and the records of in-place overwrites (zero_, fill_,
+# normal_, uniform_) and of torch.normal, whose Python front ends live in tapegrad/creation.py.
+#
+# Each op works on numpy arrays directly and appends ONE record with a compiled VJP, named as
+# PyTorch names the grad_fn of its output (cross_entropy is two records, as in PyTorch:
+# log_softmax, then the loss).  Helpers of this family are prefixed nn_ (one module namespace is
+# shared by every op family).  No negative indexing on typed tuples/lists: the core is compiled
+# with wraparound off.
 # ---------------------------------------------------------------------------------------------
+
+cdef enum:
+    NN_RED_NONE = 0
+    NN_RED_MEAN = 1
+    NN_RED_SUM = 2
+
+cdef dict NN_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                             "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                             "uint8": "Byte", "bool": "Bool"}
+
+cdef str NN_LEAF_INPLACE = ("a leaf Variable that requires grad is being used in an in-place "
+                            "operation.")
+
+
+cdef str nn_scalar_name(object np_dt):
+    """PyTorch's scalar type name of a numpy dtype (Float, Long, ...)."""
+    name = np.dtype(np_dt).name
+    return NN_SCALAR_NAMES.get(name, name)
+
+
+cdef str nn_size(tuple shape):
+    return f"torch.Size({list(shape)})"
+
+
+cdef int nn_reduction(object reduction) except -1:
+    if reduction == "none":
+        return NN_RED_NONE
+    if reduction == "mean":
+        return NN_RED_MEAN
+    if reduction == "sum":
+        return NN_RED_SUM
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+cdef object nn_legacy_reduction(object size_average, object reduce, object reduction):
+    """PyTorch's handling of the deprecated size_average / reduce arguments."""
+    if size_average is None and reduce is None:
+        return reduction
+    sa = True if size_average is None else size_average
+    rd = True if reduce is None else reduce
+    ret = "mean" if (sa and rd) else ("sum" if rd else "none")
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' "
+                  "instead.", UserWarning, stacklevel=2)
+    return ret
+
+
+cdef object nn_promote(object da, object db):
+    """PyTorch's promotion of two dimensioned tensors' dtypes (numpy dtypes)."""
+    cdef int ca = np_category(da.num), cb = np_category(db.num)
+    if ca == cb:
+        return np.promote_types(da, db)
+    return da if ca > cb else db
+
+
+cdef object nn_reduce(object L, int red):
+    """Reduce per-element losses L: none (as is), mean (nan when empty) or sum; in L's dtype."""
+    if red == NN_RED_NONE:
+        return L
+    with np.errstate(all="ignore"):
+        s = np.add.reduce(L, axis=None)
+        if red == NN_RED_MEAN:
+            s = np.true_divide(s, L.dtype.type(L.size))
+    return np.asarray(s, dtype=L.dtype)
+
+
+cdef object nn_grad_scale(object g, int red, object count):
+    """The adjoint of each per-element loss: g itself (none, sum) or g / count (mean)."""
+    if red == NN_RED_MEAN:
+        return np.true_divide(g, count)
+    return g
+
+
+cdef int nn_no_weight_grad(object w, str fname, str arg) except -1:
+    if isinstance(w, TensorBase) and (<TensorBase>w)._requires_grad and grad_enabled():
+        raise RuntimeError(f"The function '{fname}' is not differentiable with respect to argument "
+                           f"'{arg}'. This input cannot have requires_grad True.")
+    return 0
+
+
+cdef int nn_check_tensor(object x, str fname, str arg, int pos) except -1:
+    if not isinstance(x, TensorBase):
+        raise TypeError(f"{fname}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return 0
+
+
+# -- in-place results ------------------------------------------------------------------------
+# An op that overwrites a tensor `t` records itself with `t` as its output: t's node moves to the
+# new record, which holds the old one as an input.  The old record no longer has an output
+# tensor (its `out` is cleared and the reference the tensor held is dropped).
+
+cdef Record* nn_record_inplace(int op, TensorBase t, tuple inputs, Py_ssize_t* old) except? NULL:
+    begin_record(len(inputs) + 1)           # indices stay put until the record is appended
+    old[0] = t._node
+    return record_from(op, t, inputs)
+
+
+cdef int nn_finish_inplace(TensorBase t, Py_ssize_t old) except -1:
+    """After nn_record_inplace returned a record (and its saved values were kept)."""
+    if old < 0 or old == t._node:
+        return 0
+    if TAPE.recs[old].flags & RF_RETAIN_GRAD:
+        TAPE.recs[t._node].flags |= RF_RETAIN_GRAD
+    if TAPE.recs[old].out == <PyObject*>t:
+        TAPE.recs[old].out = NULL
+    TAPE.decref(old)
+    return 0
+
+
+# -- softmax / log_softmax -----------------------------------------------------------------------
+
+cdef object vjp_softmax(Record* r, object g):
+    y = <object>r.saved[0]
+    axis, in_dt = <tuple>r.aux
+    if g.dtype != y.dtype:
+        g = g.astype(y.dtype)
+    gy = g * y
+    out = gy - y * np.add.reduce(gy, axis=axis, keepdims=True)
+    return out if in_dt is None else out.astype(in_dt)
+
+cdef object vjp_log_softmax(Record* r, object g):
+    y = <object>r.saved[0]
+    axis, in_dt = <tuple>r.aux
+    if g.dtype != y.dtype:
+        g = g.astype(y.dtype)
+    out = g - np.exp(y) * np.add.reduce(g, axis=axis, keepdims=True)
+    return out if in_dt is None else out.astype(in_dt)
+
+
+cdef int OP_SOFTMAX = register_op("SoftmaxBackward0", vjp_softmax)
+cdef int OP_LOG_SOFTMAX = register_op("LogSoftmaxBackward0", vjp_log_softmax)
+
+
+cdef object nn_softmax_forward(TensorBase input, object dim, object dt, bint log):
+    A = input._array
+    cdef int ndim = A.ndim
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{'log_softmax' if log else 'softmax'}(): argument 'dim' (position 2) "
+                        f"must be int, not {type(dim).__name__}")
+    axes = normalize_dims(int(dim), ndim)
+    axis = axes[0] if ndim > 0 else ()
+    if dt is not None:
+        A = A.astype(to_np_dtype(dt), copy=False)
+    if A.dtype.kind != "f":
+        last = ndim == 0 or axis == ndim - 1
+        kernel = (("log_softmax" if log else "softmax") +
+                  ("_lastdim_kernel_impl" if last else "_kernel_impl"))
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{nn_scalar_name(A.dtype)}\'')
+    C = A.astype(NP_FLOAT32) if A.dtype.itemsize < 4 else A       # half: computed in float
+    with np.errstate(all="ignore"):
+        if C.size == 0:
+            y = np.array(C, copy=True)
+        else:
+            m = np.maximum.reduce(C, axis=axis, keepdims=True)
+            shifted = C - m                                         # stable: exp(<= 0)
+            if log:
+                y = shifted - np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True))
+            else:
+                e = np.exp(shifted)
+                y = e / np.add.reduce(e, axis=axis, keepdims=True)
+    out = nd(y.astype(A.dtype, copy=False))
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(OP_LOG_SOFTMAX if log else OP_SOFTMAX, res, (input,))
+    if r != NULL:
+        keep(&r.saved[0], out)
+        keep(&r.aux, (axis, input._array.dtype if input._array.dtype != out.dtype else None))
+    return res
+
+
+cdef int nn_implicit_dim(int ndim) except -1:
+    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to "
+                  "include dim=X as an argument.", UserWarning, stacklevel=2)
+    return 0 if ndim == 0 or ndim == 1 or ndim == 3 else 1
+
+
+def softmax(TensorBase input, dim, dtype=None):
+    """softmax(input, dim, dtype=None): exp(x) / sum(exp(x)) along `dim` (max subtracted first)."""
+    return nn_softmax_forward(input, dim, dtype, False)
+
+
+def log_softmax(TensorBase input, dim, dtype=None):
+    """log_softmax(input, dim, dtype=None): x - logsumexp(x) along `dim`, computed stably."""
+    return nn_softmax_forward(input, dim, dtype, True)
+
+
+def functional_softmax(TensorBase input, dim=None, _stacklevel=3, dtype=None):
+    """F.softmax(input, dim=None, _stacklevel=3, dtype=None).  Without `dim`, PyTorch's legacy
+    choice (0 for 0-, 1- and 3-d inputs, else 1) with its deprecation warning."""
+    if dim is None:
+        dim = nn_implicit_dim(input._array.ndim)
+    return nn_softmax_forward(input, dim, dtype, False)
+
+
+def functional_log_softmax(TensorBase input, dim=None, _stacklevel=3, dtype=None):
+    """F.log_softmax(input, dim=None, _stacklevel=3, dtype=None) (see functional_softmax)."""
+    if dim is None:
+        dim = nn_implicit_dim(input._array.ndim)
+    return nn_softmax_forward(input, dim, dtype, True)
+
+
+# -- nll_loss ------------------------------------------------------------------------------------
+# Inputs are viewed as X3 (N, C, K) with targets (N, K): K = 1 for (C,) and (N, C) inputs, the
+# product of the spatial dims otherwise.  Saved: the clamped targets tc, the masked target weights
+# wv (0 where ignored) and the valid mask; aux: (X3 shape, input shape, reduction, total weight).
+
+cdef object nn_index_grids(Py_ssize_t N, Py_ssize_t K):
+    return (np.arange(N).reshape(N, 1), np.arange(K).reshape(1, K))
+
+
+cdef object nn_nll_grad(tuple aux, object tc, object wv, object valid, object g, object dt):
+    """(N, C, K) gradient of the nll part: -w[t] * g at the targets, 0 elsewhere."""
+    shape3, red, total = aux[0], aux[2], aux[3]
+    N, K = shape3[0], shape3[2]
+    if red == NN_RED_NONE:
+        gs = g.reshape(N, K)
+    elif red == NN_RED_MEAN:
+        gs = np.true_divide(g, total)
+    else:
+        gs = g
+    vals = np.multiply(np.negative(wv), gs, dtype=dt)      # fresh (N, K)
+    vals[np.logical_not(valid)] = 0                         # exact zeros where ignored
+    gx = np.zeros(shape3, dtype=dt)
+    grids = nn_index_grids(N, K)
+    gx[grids[0], tc, grids[1]] = vals
+    return gx, gs
+
+
+cdef object vjp_nll(Record* r, object g):
+    aux = <tuple>r.aux
+    wv = <object>r.saved[1]
+    gx, gs = nn_nll_grad(aux, <object>r.saved[0], wv, <object>r.saved[2], g, wv.dtype)
+    return gx.reshape(aux[1])
+
+
+cdef int OP_NLL = register_op("NllLossBackward0", vjp_nll)
+cdef int OP_NLL2D = register_op("NllLoss2DBackward0", vjp_nll)
+cdef int OP_NLL_VIEW = register_op("ViewBackward0", vjp_nll)    # N-d, reduction='none'
+
+
+cdef tuple nn_nll_prepare(TensorBase input, object target, object weight, object ignore_index):
+    """Validate as PyTorch's nll_loss_nd; returns the pieces of the loss (see the section note)."""
+    A = input._array
+    Tt = (<TensorBase>target)._array
+    cdef int ndim = A.ndim
+    if ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {ndim})")
+    tb = Tt.shape[0] if Tt.ndim > 0 else 0
+    if ndim != 1 and A.shape[0] != tb:
+        raise ValueError(f"Expected input batch_size ({A.shape[0]}) to match target batch_size "
+                         f"({tb}).")
+    if ndim <= 2:
+        if Tt.ndim > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if ndim == 1 and Tt.ndim == 1 and Tt.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{Tt.shape[0]}")
+    elif ndim == 4:
+        if Tt.ndim != 3:
+            raise RuntimeError("only batches of spatial targets supported (3D tensors) but got "
+                               f"targets of dimension: {Tt.ndim}")
+        if (Tt.shape[0] != A.shape[0] or Tt.shape[1] != A.shape[2]
+                or Tt.shape[2] != A.shape[3]):
+            raise RuntimeError(f"size mismatch (got input: {list(A.shape)} , target: "
+                               f"{list(Tt.shape)}")
+    else:
+        expected = (A.shape[0],) + tuple(A.shape)[2:]
+        if tuple(Tt.shape) != expected:
+            raise RuntimeError(f"Expected target size {list(expected)}, got {list(Tt.shape)}")
+    C = A.shape[0] if ndim == 1 else A.shape[1]
+    fname = "nll_loss_forward" if ndim <= 2 else "nll_loss2d_forward"
+    nn_no_weight_grad(weight, fname, "weight")              # PyTorch's autograd layer checks first
+    w = None
+    if weight is not None:
+        nn_check_tensor(weight, "nll_loss", "weight", 3)
+        w = (<TensorBase>weight)._array
+        if w.ndim != 1 or w.size != C:
+            raise RuntimeError(f"weight tensor should be defined either for all {C} classes or no "
+                               f"classes but got weight tensor of shape: {list(w.shape)}")
+    if Tt.dtype != NP_INT64 and Tt.dtype != np.uint8:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{nn_scalar_name(Tt.dtype)}")
+    if A.dtype.kind != "f":
+        frame = "nll_loss_out_frame" if ndim <= 2 else "nll_loss2d_forward_out_frame"
+        raise NotImplementedError(f'"{frame}" not implemented for \'{nn_scalar_name(A.dtype)}\'')
+    if w is not None and w.dtype != A.dtype:
+        raise RuntimeError(f"expected scalar type {nn_scalar_name(A.dtype)} but found "
+                           f"{nn_scalar_name(w.dtype)}")
+    N = 1 if ndim == 1 else A.shape[0]
+    K = 1
+    for s in tuple(A.shape)[2:]:
+        K *= s
+    X3 = A.reshape(N, C, K)
+    T2 = Tt.astype(NP_INT64).reshape(N, K)
+    valid = T2 != ignore_index
+    bad = valid & ((T2 < 0) | (T2 >= C))
+    if bad.any():
+        raise IndexError(f"Target {T2[bad].flat[0]} is out of bounds.")
+    tc = np.where(valid, T2, 0)
+    grids = nn_index_grids(N, K)
+    picked = X3[grids[0], tc, grids[1]]
+    if w is None:
+        wv = valid.astype(A.dtype)
+    else:
+        wv = np.where(valid, w[tc], 0).astype(A.dtype, copy=False)
+    with np.errstate(all="ignore"):
+        losses = np.where(valid, np.negative(picked) * wv, 0).astype(A.dtype, copy=False)
+        total = np.asarray(np.add.reduce(wv, axis=None), dtype=A.dtype)
+    out_shape = () if ndim == 1 else (A.shape[0],) + tuple(A.shape)[2:]
+    return X3.shape, tc, valid, wv, losses, total, out_shape, C, w
+
+
+cdef object nn_nll_value(object losses, object total, object out_shape, int red):
+    if red == NN_RED_NONE:
+        return losses.reshape(out_shape)
+    with np.errstate(all="ignore"):
+        s = np.add.reduce(losses, axis=None)
+        if red == NN_RED_MEAN:
+            s = np.true_divide(s, total)
+    return np.asarray(s, dtype=losses.dtype)
+
+
+cdef object nn_nll_loss(TensorBase input, object target, object weight, object ignore_index,
+                        int red):
+    shape3, tc, valid, wv, losses, total, out_shape, C, w = nn_nll_prepare(
+        input, target, weight, ignore_index)
+    out = nn_nll_value(losses, total, out_shape, red)
+    cdef TensorBase res = wrap(out)
+    cdef int ndim = input._array.ndim
+    cdef int op = OP_NLL if ndim <= 2 else (OP_NLL_VIEW if red == NN_RED_NONE and ndim != 4
+                                            else OP_NLL2D)
+    cdef Record* r = record_from(op, res, (input,))
+    if r != NULL:
+        keep(&r.saved[0], tc)
+        keep(&r.saved[1], wv)
+        keep(&r.saved[2], valid)
+        keep(&r.aux, (shape3, input._array.shape, red, total))
+    return res
+
+
+def nll_loss(TensorBase input, target, weight=None, size_average=None, ignore_index=-100,
+             reduce=None, reduction="mean"):
+    """Negative log likelihood of class-index targets: -weight[t] * input[n, t, ...].
+
+    input (C,), (N, C) or (N, C, d1, ...); target (), (N,) or (N, d1, ...) of int64 (or uint8).
+    Targets equal to ignore_index contribute nothing; 'mean' divides by the summed weights of the
+    other targets."""
+    nn_check_tensor(target, "nll_loss_nd", "target", 2)
+    reduction = nn_legacy_reduction(size_average, reduce, reduction)
+    return nn_nll_loss(input, target, weight, int(ignore_index), nn_reduction(reduction))
+
+
+# -- cross_entropy ---------------------------------------------------------------------------------
+# Class-index targets: log_softmax, then nll_loss (two records, as PyTorch); with label smoothing
+# the second record (PyTorch's AddBackward0) combines (1 - ls) * nll and ls / C * the smoothing
+# term.  Class-probability targets: log_softmax, then one record for -sum(target * logp * w).
+
+cdef object vjp_ce_smooth(Record* r, object g):
+    aux = <tuple>r.aux
+    shape3, in_shape, red, total, ls, C, wvec = aux
+    valid = <object>r.saved[2]
+    wv = <object>r.saved[1]
+    dt = wv.dtype
+    gx, gs = nn_nll_grad(aux, <object>r.saved[0], wv, valid, g, dt)
+    N, K = shape3[0], shape3[2]
+    base = np.zeros((N, K), dtype=dt)
+    base[...] = gs
+    base[np.logical_not(valid)] = 0
+    base = base.reshape(N, 1, K)
+    coef = dt.type(ls / C)
+    if wvec is None:
+        sm = np.negative(base * coef)
+    else:
+        sm = np.negative(base * (wvec.reshape(1, C, 1) * coef))
+    out = gx * dt.type(1 - ls) + sm
+    return out.reshape(in_shape)
+
+
+cdef object vjp_ce_probs(Record* r, object g):
+    logp = <object>r.saved[0]
+    tgt = <object>r.saved[1]
+    wb = <object>r.saved[2] if r.saved[2] != NULL else None
+    red, count, ls, gshape, dt_p, dt_t, other_axes, wshape, dt_w = <tuple>r.aux
+    if red == NN_RED_NONE:
+        gs = g.reshape(gshape)
+    elif red == NN_RED_MEAN:
+        gs = np.true_divide(g, count)
+    else:
+        gs = g
+    gsw = gs * wb if wb is not None else gs
+    gp = gt = gw = None
+    if needs_grad(r, 0):
+        gp = fit_grad(nd(np.negative(tgt * gsw)), None, dt_p)
+    if needs_grad(r, 1):
+        gt = np.negative(logp * gsw)
+        if ls > 0:
+            gt = gt * (1 - ls)
+        gt = fit_grad(nd(gt), None, dt_t)
+    if r.n_in > 2 and needs_grad(r, 2):
+        gw = np.add.reduce(np.negative(logp * tgt * gs), axis=other_axes).reshape(wshape)
+        gw = fit_grad(nd(gw), None, dt_w)
+        return (gp, gt, gw)
+    if r.n_in > 2:
+        return (gp, gt, None)
+    return (gp, gt)
+
+
+cdef int OP_CE_SMOOTH = register_op("AddBackward0", vjp_ce_smooth)
+cdef int OP_CE_PROBS_MEAN = register_op("DivBackward1", vjp_ce_probs)
+cdef int OP_CE_PROBS = register_op("NegBackward0", vjp_ce_probs)
+
+
+cdef object nn_ce_smooth(TensorBase logp, object target, object weight, object ignore_index,
+                         int red, double ls):
+    shape3, tc, valid, wv, losses, total, out_shape, C, w = nn_nll_prepare(
+        logp, target, weight, ignore_index)
+    A = logp._array
+    dt = A.dtype
+    N, K = shape3[0], shape3[2]
+    X3 = A.reshape(shape3)
+    with np.errstate(all="ignore"):
+        if w is None:
+            smooth = np.negative(np.add.reduce(X3, axis=1))
+        else:
+            smooth = np.negative(np.add.reduce(X3 * w.reshape(1, C, 1), axis=1))
+        smooth = np.where(valid, smooth, 0).astype(dt, copy=False)
+        nll = nn_nll_value(losses, total, out_shape, red)
+        sm = nn_nll_value(smooth, total, out_shape, red)
+        out = nd(np.asarray(nll * dt.type(1 - ls) + sm * dt.type(ls / C), dtype=dt))
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(OP_CE_SMOOTH, res, (logp,))
+    if r != NULL:
+        keep(&r.saved[0], tc)
+        keep(&r.saved[1], wv)
+        keep(&r.saved[2], valid)
+        keep(&r.aux, (shape3, A.shape, red, total, ls, C, w))
+    return res
+
+
+cdef object nn_ce_probs(TensorBase logp, TensorBase target, object weight, int red, double ls,
+                        int class_axis):
+    P = logp._array
+    T = target._array
+    C = P.shape[class_axis]
+    w = None
+    if weight is not None:
+        nn_check_tensor(weight, "cross_entropy", "weight", 3)
+        w = (<TensorBase>weight)._array
+        if w.ndim != 1 or w.size != C:
+            raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {C} "
+                               f"classes or no classes but got weight tensor of shape: "
+                               f"{list(w.shape)}")
+    dt = nn_promote(P.dtype, T.dtype)
+    if w is not None:
+        dt = nn_promote(dt, w.dtype)
+    Pc = P.astype(dt, copy=False)
+    with np.errstate(all="ignore"):
+        tgt = T.astype(dt, copy=False)
+        if ls > 0:
+            tgt = tgt * dt.type(1 - ls) + dt.type(ls / C)
+        wb = None
+        if w is not None:
+            bshape = [1] * P.ndim
+            bshape[class_axis] = C
+            wb = w.astype(dt, copy=False).reshape(bshape)
+        prod = Pc * tgt if wb is None else Pc * tgt * wb
+        count = dt.type(P.size // C if C > 0 else 0)
+        if red == NN_RED_NONE:
+            out = np.negative(np.add.reduce(prod, axis=class_axis))
+        elif red == NN_RED_SUM or P.size == 0:
+            out = np.negative(np.add.reduce(prod, axis=None))
+            if P.size == 0 and red == NN_RED_MEAN:
+                out = dt.type(np.nan)
+        else:
+            out = np.true_divide(np.negative(np.add.reduce(prod, axis=None)), count)
+    out = nd(np.asarray(out, dtype=dt))
+    cdef TensorBase res = wrap(out)
+    gshape = list(P.shape)
+    if P.ndim > 0:
+        gshape[class_axis] = 1
+    other_axes = tuple(a for a in range(P.ndim) if a != class_axis)
+    aux = (red, count, ls, tuple(gshape), P.dtype if P.dtype != dt else None,
+           T.dtype if T.dtype != dt else None, other_axes, w.shape if w is not None else None,
+           w.dtype if w is not None and w.dtype != dt else None)
+    cdef int op = OP_CE_PROBS_MEAN if red == NN_RED_MEAN and P.size > 0 else OP_CE_PROBS
+    inputs = (logp, target) if weight is None else (logp, target, weight)
+    cdef Record* r = record_from(op, res, inputs)
+    if r != NULL:
+        keep(&r.saved[0], Pc)
+        keep(&r.saved[1], tgt)
+        if wb is not None:
+            keep(&r.saved[2], wb)
+        keep(&r.aux, aux)
+    return res
+
+
+def cross_entropy(TensorBase input, target, weight=None, size_average=None, ignore_index=-100,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """Cross entropy of unnormalised logits `input` ((C,), (N, C) or (N, C, d1, ...)) against
+    class indices (int64 target without the class dim) or class probabilities (float target of
+    input's shape); optional class `weight`, `ignore_index` (index targets only) and
+    `label_smoothing` in [0, 1]."""
+    nn_check_tensor(target, "cross_entropy_loss", "target", 2)
+    reduction = nn_legacy_reduction(size_average, reduce, reduction)
+    cdef int red = nn_reduction(reduction)
+    A = input._array
+    T = (<TensorBase>target)._array
+    cdef int class_axis = 0 if A.ndim == 1 else 1
+    ls = float(label_smoothing)
+    ignore_index = int(ignore_index)
+    if A.shape == T.shape:
+        if T.dtype.kind != "f":
+            raise RuntimeError("Expected floating point type for target with class probabilities, "
+                               f"got {nn_scalar_name(T.dtype)}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        if A.ndim == 0:
+            raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+        if ls > 1.0:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {ls}")
+        logp = nn_softmax_forward(input, class_axis, None, True)
+        return nn_ce_probs(logp, <TensorBase>target, weight, red, ls if ls > 0 else 0.0,
+                           class_axis)
+    if ls > 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {ls}")
+    logp = nn_softmax_forward(input, class_axis, None, True)
+    if ls > 0:
+        return nn_ce_smooth(logp, target, weight, ignore_index, red, ls)
+    return nn_nll_loss(logp, target, weight, ignore_index, red)
+
+
+# -- pointwise regression losses: mse, l1, smooth_l1, huber ------------------------------------------
+# One record: saved d = input - target (broadcast shape, computation dtype), the weight (if any)
+# and, when the weight needs a gradient, the unweighted per-element loss f.
+# aux = (kind, reduction, divisor, parameter, shapes and dtypes of input/target/weight, output).
+
+cdef enum:
+    NN_MSE = 0
+    NN_L1 = 1
+    NN_SMOOTH_L1 = 2
+    NN_HUBER = 3
+
+
+cdef object nn_pointwise_deriv(int kind, object d, double param):
+    """d f / d d for each loss kind (PyTorch's values at the kinks)."""
+    if kind == NN_MSE:
+        return d * 2
+    if kind == NN_L1:
+        return np.sign(d)
+    if kind == NN_SMOOTH_L1:
+        return np.minimum(np.maximum(d / param, -1), 1)
+    return np.minimum(np.maximum(d, -param), param)
+
+
+cdef object vjp_pointwise(Record* r, object g):
+    d = <object>r.saved[0]
+    w = <object>r.saved[1] if r.saved[1] != NULL else None
+    aux = <tuple>r.aux
+    kind, red, div, param = aux[0], aux[1], aux[2], aux[3]
+    if red == NN_RED_MEAN:
+        gs = np.true_divide(g, div)
+    else:
+        gs = g
+    gi = gt = gw = None
+    if needs_grad(r, 0) or needs_grad(r, 1):
+        gd = nn_pointwise_deriv(kind, d, param) * gs
+        if w is not None:
+            gd = gd * w
+        if needs_grad(r, 0):
+            gi = fit_grad(nd(gd), aux[4], aux[5])
+        if needs_grad(r, 1):
+            gt = fit_grad(nd(np.negative(gd)), aux[6], aux[7])
+    if r.n_in > 2 and needs_grad(r, 2):
+        f = <object>r.saved[2]
+        gw = fit_grad(nd(f * gs), aux[8], None)
+        if red == NN_RED_MEAN and kind != NN_HUBER:     # sum(w f) / sum(w): also -out / sum(w)
+            gw = gw - aux[10] * gs
+        gw = fit_grad(nd(gw), None, aux[9])
+    if r.n_in > 2:
+        return (gi, gt, gw)
+    return (gi, gt)
+
+
+cdef int OP_MSE_LOSS = register_op("MseLossBackward0", vjp_pointwise)
+cdef int OP_SMOOTH_L1_LOSS = register_op("SmoothL1LossBackward0", vjp_pointwise)
+cdef int OP_HUBER_LOSS = register_op("HuberLossBackward0", vjp_pointwise)
+cdef int OP_PW_ABS = register_op("AbsBackward0", vjp_pointwise)         # l1, none
+cdef int OP_PW_MEAN = register_op("MeanBackward0", vjp_pointwise)       # l1 mean, weighted huber mean
+cdef int OP_PW_SUM = register_op("SumBackward0", vjp_pointwise)         # l1 sum, weighted sum
+cdef int OP_PW_MUL = register_op("MulBackward0", vjp_pointwise)         # weighted, none
+cdef int OP_PW_DIV = register_op("DivBackward0", vjp_pointwise)         # weighted mse/l1 mean
+
+
+cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object reduction,
+                              double param, object weight):
+    if not isinstance(target, TensorBase):
+        raise AttributeError(f"'{type(target).__name__}' object has no attribute 'size'")
+    A = input._array
+    B = (<TensorBase>target)._array
+    if A.shape != B.shape:
+        warnings.warn(f"Using a target size ({nn_size(B.shape)}) that is different to the input "
+                      f"size ({nn_size(A.shape)}). This will likely lead to incorrect results due "
+                      "to broadcasting. Please ensure they have the same size.", UserWarning,
+                      stacklevel=2)
+    cdef int red
+    if weight is None:
+        red = nn_reduction(reduction)
+    shape = broadcast_shapes_torch(A.shape, B.shape) if A.shape != B.shape else A.shape
+    w = None
+    if weight is not None:
+        nn_check_tensor(weight, "loss", "weight", 6)
+        w = (<TensorBase>weight)._array
+        if w.shape != A.shape:
+            raise ValueError("Weights and input must have the same size.")
+    if kind == NN_HUBER:
+        dt = A.dtype
+        if dt.kind != "f":
+            raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                               f"{nn_scalar_name(dt)}")
+    else:
+        dt = nn_promote(A.dtype, B.dtype)
+        if dt.kind != "f":
+            if kind == NN_MSE:
+                raise NotImplementedError(f'"mse_cpu" not implemented for \'{nn_scalar_name(dt)}\'')
+            if kind == NN_SMOOTH_L1:
+                raise NotImplementedError(
+                    f'"smooth_l1_cpu" not implemented for \'{nn_scalar_name(dt)}\'')
+            if reduction == "mean":
+                raise RuntimeError("mean(): could not infer output dtype. Input dtype must be "
+                                   "either a floating point or complex dtype. Got: "
+                                   f"{nn_scalar_name(dt)}")
+    if weight is not None:
+        if reduction == "none":
+            red = NN_RED_NONE
+        elif reduction == "sum":
+            red = NN_RED_SUM
+        elif reduction == "mean":
+            red = NN_RED_MEAN
+        else:
+            raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', "
+                             "'mean', 'sum'.")
+    with np.errstate(all="ignore"):
+        d = nd(np.subtract(A.astype(dt, copy=False), B.astype(dt, copy=False)))
+        if kind == NN_MSE:
+            f = d * d
+        elif kind == NN_L1:
+            f = np.abs(d)
+        elif kind == NN_SMOOTH_L1:
+            ad = np.abs(d)
+            f = np.where(ad < param, d * d * dt.type(0.5) / dt.type(param),
+                         ad - dt.type(0.5 * param))
+        else:
+            ad = np.abs(d)
+            f = np.where(ad < param, d * d * dt.type(0.5),
+                         dt.type(param) * (ad - dt.type(0.5 * param)))
+        f = nd(np.asarray(f, dtype=dt))
+        div = dt.type(f.size)
+        if w is None:
+            out = nn_reduce(f, red)
+        else:
+            wc = w.astype(dt, copy=False)
+            fw = nd(f * wc)
+            if red == NN_RED_MEAN and kind != NN_HUBER:
+                div = np.asarray(np.add.reduce(wc, axis=None), dtype=dt)
+                out = np.asarray(np.true_divide(np.add.reduce(fw, axis=None), div), dtype=dt)
+            else:
+                out = nn_reduce(fw, red)
+    out = nd(out)
+    cdef TensorBase res = wrap(out)
+    cdef int op
+    if w is not None:
+        op = (OP_PW_MUL if red == NN_RED_NONE else OP_PW_SUM if red == NN_RED_SUM
+              else OP_PW_MEAN if kind == NN_HUBER else OP_PW_DIV)
+    elif kind == NN_MSE:
+        op = OP_MSE_LOSS
+    elif kind == NN_SMOOTH_L1:
+        op = OP_SMOOTH_L1_LOSS
+    elif kind == NN_HUBER:
+        op = OP_HUBER_LOSS
+    else:
+        op = OP_PW_ABS if red == NN_RED_NONE else (OP_PW_MEAN if red == NN_RED_MEAN else OP_PW_SUM)
+    if dt.kind != "f":
+        return res
+    inputs = (input, target) if weight is None else (input, target, weight)
+    cdef Record* r = record_from(op, res, inputs)
+    if r != NULL:
+        keep(&r.saved[0], d)
+        if w is not None:
+            keep(&r.saved[1], wc)
+            if needs_grad(r, 2):
+                keep(&r.saved[2], f)
+        keep(&r.aux, (kind, red, div, param, A.shape, A.dtype, B.shape, B.dtype,
+                      w.shape if w is not None else None, w.dtype if w is not None else None,
+                      out))
+    return res
+
+
+def mse_loss(TensorBase input, target, size_average=None, reduce=None, reduction="mean",
+             weight=None):
+    """Mean squared error (input - target)^2, broadcasting with PyTorch's warning."""
+    reduction = nn_legacy_reduction(size_average, reduce, reduction)
+    return nn_pointwise_loss(NN_MSE, input, target, reduction, 0.0, weight)
+
+
+def l1_loss(TensorBase input, target, size_average=None, reduce=None, reduction="mean",
+            weight=None):
+    """Mean absolute error |input - target| (gradient sign(d), 0 at d == 0)."""
+    reduction = nn_legacy_reduction(size_average, reduce, reduction)
+    return nn_pointwise_loss(NN_L1, input, target, reduction, 0.0, weight)
+
+
+def smooth_l1_loss(TensorBase input, target, size_average=None, reduce=None, reduction="mean",
+                   beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta == 0: l1_loss)."""
+    reduction = nn_legacy_reduction(size_average, reduce, reduction)
+    beta = float(beta)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:
+        return nn_pointwise_loss(NN_L1, input, target, reduction, 0.0, None)
+    return nn_pointwise_loss(NN_SMOOTH_L1, input, target, reduction, beta, None)
+
+
+def huber_loss(TensorBase input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
+    delta = float(delta)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    return nn_pointwise_loss(NN_HUBER, input, target, reduction, delta, weight)
+
+
+# -- binary cross entropy -------------------------------------------------------------------------
+
+cdef object vjp_bce(Record* r, object g):
+    x = <object>r.saved[0]
+    t = <object>r.saved[1]
+    w = <object>r.saved[2] if r.saved[2] != NULL else None
+    red, count = <tuple>r.aux
+    gs = nn_grad_scale(g, red, count)
+    if w is not None:
+        gs = w * gs
+    gx = gt = None
+    if needs_grad(r, 0):
+        # PyTorch: (x - t) / max((1 - x) x, 1e-12)
+        gx = nd((x - t) / np.maximum((1 - x) * x, x.dtype.type(1e-12)) * gs)
+    if needs_grad(r, 1):
+        gt = nd((np.log1p(np.negative(x)) - np.log(x)) * gs)      # -logit(x), unclamped
+    return (gx, gt)
+
+
+cdef object vjp_bce_logits(Record* r, object g):
+    x = <object>r.saved[0]
+    t = <object>r.saved[1]
+    w, pw, red, count, xs, xd, ts, td = <tuple>r.aux
+    gs = nn_grad_scale(g, red, count)
+    if w is not None:
+        gs = w * gs
+    gx = gt = None
+    l1p = np.log1p(np.exp(np.negative(np.abs(x))))
+    ls = np.minimum(x, 0) - l1p                                 # log sigmoid(x), stable
+    if needs_grad(r, 0):
+        sig = np.exp(ls)
+        if pw is None:
+            gx = (sig - t) * gs
+        else:
+            pt = pw * t
+            gx = ((pt + 1 - t) * sig - pt) * gs
+        gx = fit_grad(nd(gx), xs, xd)
+    if needs_grad(r, 1):
+        if pw is None:
+            gt = np.negative(x) * gs
+        else:
+            gt = ((np.minimum(np.negative(x), 0) - l1p) - ls * pw) * gs   # log sigmoid(-x)
+        gt = fit_grad(nd(gt), ts, td)
+    return (gx, gt)
+
+
+cdef int OP_BCE = register_op("BinaryCrossEntropyBackward0", vjp_bce)
+cdef int OP_BCE_LOGITS = register_op("BinaryCrossEntropyWithLogitsBackward0", vjp_bce_logits)
+
+
+def binary_cross_entropy(TensorBase input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """-w (t log(x) + (1 - t) log(1 - x)) for probabilities x in [0, 1]; logs clamped at -100."""
+    nn_check_tensor(target, "binary_cross_entropy", "target", 2)
+    reduction = nn_legacy_reduction(size_average, reduce, reduction)
+    cdef int red = nn_reduction(reduction)
+    A = input._array
+    T = (<TensorBase>target)._array
+    if A.shape != T.shape:
+        raise ValueError(f"Using a target size ({nn_size(T.shape)}) that is different to the "
+                         f"input size ({nn_size(A.shape)}) is deprecated. Please ensure they have "
+                         "the same size.")
+    cdef Py_ssize_t i
+    wc = None
+    if weight is not None:
+        nn_check_tensor(weight, "binary_cross_entropy", "weight", 3)
+        W = (<TensorBase>weight)._array
+        ts, ws = tuple(T.shape), tuple(W.shape)
+        for i in range(1, min(len(ts), len(ws)) + 1):
+            if ws[len(ws) - i] != ts[len(ts) - i] and ws[len(ws) - i] != 1:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length "
+                                   f"{ws[len(ws) - i]} at -{i}! Mismatching argument at index 1 "
+                                   f"had {nn_size(ws)}; but expected shape should be broadcastable "
+                                   f"to {list(ts)}")
+        if len(ws) > len(ts):
+            raise RuntimeError(f"output with shape {list(ts)} doesn't match the broadcast shape "
+                               f"{list(broadcast_shapes_torch(ts, ws))}")
+    if T.dtype != A.dtype:
+        raise RuntimeError(f"Found dtype {nn_scalar_name(T.dtype)} but expected "
+                           f"{nn_scalar_name(A.dtype)}")
+    if A.dtype.kind != "f":
+        raise NotImplementedError(f'"binary_cross_entropy" not implemented for '
+                                  f"'{nn_scalar_name(A.dtype)}'")
+    nn_no_weight_grad(weight, "binary_cross_entropy", "weight")
+    with np.errstate(all="ignore"):
+        if not bool(np.logical_and.reduce((A >= 0) & (A <= 1), axis=None)):
+            raise RuntimeError("all elements of input should be between 0 and 1")
+        dt = A.dtype
+        lo = dt.type(-100)
+        L = np.negative(T * np.maximum(np.log(A), lo) + (1 - T) * np.maximum(np.log1p(np.negative(A)), lo))
+        if weight is not None:
+            wc = np.empty(A.shape, dtype=dt)
+            wc[...] = (<TensorBase>weight)._array
+            L = L * wc
+        L = nd(np.asarray(L, dtype=dt))
+        out = nd(nn_reduce(L, red))
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(OP_BCE, res, (input, target))
+    if r != NULL:
+        keep(&r.saved[0], A)
+        keep(&r.saved[1], T)
+        if wc is not None:
+            keep(&r.saved[2], wc)
+        keep(&r.aux, (red, dt.type(A.size)))
+    return res
+
+
+def binary_cross_entropy_with_logits(TensorBase input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    """Binary cross entropy of logits: (1 - t) x - (1 + (pos_weight - 1) t) log(sigmoid(x)),
+    times weight; computed stably for large |x|."""
+    nn_check_tensor(target, "binary_cross_entropy_with_logits", "target", 2)
+    reduction = nn_legacy_reduction(size_average, reduce, reduction)
+    A = input._array
+    T = (<TensorBase>target)._array
+    cdef int red = nn_reduction(reduction)
+    if A.shape != T.shape:
+        raise ValueError(f"Target size ({nn_size(T.shape)}) must be the same as input size "
+                         f"({nn_size(A.shape)})")
+    if A.dtype.kind != "f":
+        raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for '
+                                  f"'{nn_scalar_name(A.dtype)}'")
+    dt = nn_promote(A.dtype, T.dtype)
+    if T.dtype.kind != "f":
+        raise RuntimeError(f"result type {nn_scalar_name(dt)} can't be cast to the desired output "
+                           f"type {nn_scalar_name(T.dtype)}")
+    nn_no_weight_grad(weight, "binary_cross_entropy_with_logits", "weight")
+    nn_no_weight_grad(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
+    X = A.astype(dt, copy=False)
+    Tc = T.astype(dt, copy=False)
+    shape = A.shape
+    pw = w = None
+    if pos_weight is not None:
+        nn_check_tensor(pos_weight, "binary_cross_entropy_with_logits", "pos_weight", 7)
+        P = (<TensorBase>pos_weight)._array
+        bs = broadcast_shapes_torch(P.shape, T.shape)
+        if bs != shape:
+            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
+                               f"{list(bs)}")
+        pw = P.astype(dt, copy=False)
+    if weight is not None:
+        nn_check_tensor(weight, "binary_cross_entropy_with_logits", "weight", 3)
+        Wt = (<TensorBase>weight)._array
+        bs = broadcast_shapes_torch(shape, Wt.shape)
+        if bs != shape:
+            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
+                               f"{list(bs)}")
+        w = Wt.astype(dt, copy=False)
+    with np.errstate(all="ignore"):
+        ls = np.minimum(X, 0) - np.log1p(np.exp(np.negative(np.abs(X))))
+        if pw is not None:
+            ls = ls * ((pw - 1) * Tc + 1)
+        L = (1 - Tc) * X - ls
+        if w is not None:
+            L = L * w
+        L = nd(np.asarray(L, dtype=dt))
+        out = nd(nn_reduce(L, red))
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(OP_BCE_LOGITS, res, (input, target))
+    if r != NULL:
+        keep(&r.saved[0], X)
+        keep(&r.saved[1], Tc)
+        keep(&r.aux, (w, pw, red, dt.type(L.size), A.shape, A.dtype if A.dtype != dt else None,
+                      T.shape, T.dtype if T.dtype != dt else None))
+    return res
+
+
+# -- dropout ----------------------------------------------------------------------------------------
+
+cdef object NN_GENERATOR_SOURCE = None
+
+
+def _set_generator_source(fn):
+    """Called by tapegrad.creation: `fn()` returns the global numpy Generator (manual_seed)."""
+    global NN_GENERATOR_SOURCE
+    NN_GENERATOR_SOURCE = fn
+
+
+cdef object nn_generator():
+    if NN_GENERATOR_SOURCE is None:
+        from tapegrad.creation import default_generator     # sets the source on import
+        return default_generator()
+    return NN_GENERATOR_SOURCE()
+
+
+cdef object vjp_dropout(Record* r, object g):
+    return ew(TG_MUL, g, <object>r.saved[0])
+
+
+cdef int OP_DROPOUT = register_op("MulBackward0", vjp_dropout)
+
+
+def dropout(TensorBase input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p (mask drawn from the global generator), scale the
+    rest by 1 / (1 - p).  p == 0, training=False or an empty input return `input` itself."""
+    p = float(p)
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    A = input._array
+    if p == 0.0 or not training or A.size == 0:
+        return input
+    if A.dtype.kind != "f":
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{nn_scalar_name(A.dtype)}")
+    if inplace and input._requires_grad and grad_enabled() and is_leaf_c(input):
+        raise RuntimeError(NN_LEAF_INPLACE)
+    dt = A.dtype
+    if p == 1.0:
+        noise = np.zeros(A.shape, dtype=dt)
+    else:
+        keep_mask = nn_generator().random(A.shape) < (1.0 - p)
+        noise = keep_mask.astype(dt)
+        noise /= dt.type(1.0 - p)
+    cdef Py_ssize_t old
+    cdef Record* r
+    cdef TensorBase res
+    with np.errstate(all="ignore"):
+        if inplace and not input._requires_grad and A.flags.writeable:
+            np.multiply(A, noise, out=A)
+            return input
+        out = nd(A * noise)
+    if inplace:
+        input._array = out
+        r = nn_record_inplace(OP_DROPOUT, input, (input,), &old)
+        if r != NULL:
+            keep(&r.saved[0], noise)
+            nn_finish_inplace(input, old)
+        return input
+    res = wrap(out)
+    r = record_from(OP_DROPOUT, res, (input,))
+    if r != NULL:
+        keep(&r.saved[0], noise)
+    return res
+
+
+def torch_dropout(TensorBase input, p, train):
+    """torch.dropout(input, p, train)."""
+    return dropout(input, p, train, False)
+
+
+# -- embedding ----------------------------------------------------------------------------------
+
+cdef object vjp_embedding(Record* r, object g):
+    idx = <object>r.saved[0]
+    scale = <object>r.saved[1] if r.saved[1] != NULL else None
+    wshape, dt, padding_idx = <tuple>r.aux
+    D = wshape[1]
+    g2 = g.reshape(idx.shape[0], D)
+    if scale is not None:
+        g2 = g2 * scale
+    gw = np.zeros(wshape, dtype=dt)
+    np.add.at(gw, idx, g2)                          # repeated indices accumulate
+    if padding_idx >= 0:
+        gw[padding_idx] = 0
+    return gw
+
+
+cdef int OP_EMBEDDING = register_op("EmbeddingBackward0", vjp_embedding)
+
+cdef dict NN_TENSOR_TYPE = {"float32": "FloatTensor", "float64": "DoubleTensor",
+                            "float16": "HalfTensor", "int64": "LongTensor", "int32": "IntTensor",
+                            "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+                            "bool": "BoolTensor"}
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of `weight` (num_embeddings, dim) picked by int64/int32 indices of any shape.
+    The gradient accumulates repeated indices; the padding_idx row gets none.  max_norm renorms
+    the referenced rows of `weight` in place (no grad), as PyTorch."""
+    nn_check_tensor(input, "embedding", "indices", 2)
+    nn_check_tensor(weight, "embedding", "weight", 1)
+    W = (<TensorBase>weight)._array
+    I = (<TensorBase>input)._array
+    if padding_idx is not None:
+        padding_idx = int(padding_idx)
+        if padding_idx > 0:
+            if not padding_idx < W.shape[0]:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+        elif padding_idx < 0:
+            if not padding_idx >= -W.shape[0]:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = W.shape[0] + padding_idx
+    else:
+        padding_idx = -1
+    if sparse:
+        raise NotImplementedError("embedding(sparse=True) is not supported: tapegrad has no sparse "
+                                  "gradients")
+    if W.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    if I.dtype != NP_INT64 and I.dtype != np.int32:
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following "
+                           "scalar types: Long, Int; but got torch."
+                           f"{NN_TENSOR_TYPE.get(I.dtype.name, I.dtype.name)} instead (while "
+                           "checking arguments for embedding)")
+    idx = I.reshape(-1).astype(NP_INT64)
+    n = W.shape[0]
+    if idx.size and (int(np.minimum.reduce(idx)) < 0 or int(np.maximum.reduce(idx)) >= n):
+        raise IndexError("index out of range in self")
+    if max_norm is not None:
+        nn_embedding_renorm(<TensorBase>weight, idx, float(max_norm), float(norm_type))
+        W = (<TensorBase>weight)._array
+    out = nd(W[idx].reshape(I.shape + (W.shape[1],)))
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(OP_EMBEDDING, res, (weight,))
+    if r != NULL:
+        keep(&r.saved[0], idx)
+        if scale_grad_by_freq:
+            counts = np.bincount(idx, minlength=n)
+            keep(&r.saved[1], (1.0 / counts[idx]).astype(W.dtype).reshape(idx.shape[0], 1))
+        keep(&r.aux, (W.shape, W.dtype, padding_idx))
+    return res
+
+
+cdef int nn_embedding_renorm(TensorBase weight, object idx, double max_norm,
+                             double norm_type) except -1:
+    W = weight._array
+    rows = np.unique(idx)
+    if rows.size == 0:
+        return 0
+    sub = W[rows].astype(np.float64)
+    with np.errstate(all="ignore"):
+        if norm_type == 2.0:
+            norms = np.sqrt(np.add.reduce(sub * sub, axis=1))
+        else:
+            norms = np.add.reduce(np.abs(sub) ** norm_type, axis=1) ** (1.0 / norm_type)
+        scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+    new_rows = (sub * scale.reshape(-1, 1)).astype(W.dtype)
+    if not W.flags.writeable:
+        W = np.array(W, copy=True)
+        weight._array = W
+    W[rows] = new_rows
+    return 0
+
+
+def torch_embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """torch.embedding(weight, indices, padding_idx=-1, ...) (argument order as PyTorch)."""
+    return embedding(indices, weight, None if padding_idx is None or padding_idx < 0 else
+                     padding_idx, None, 2.0, scale_grad_by_freq, sparse)
+
+
+# -- layer_norm ------------------------------------------------------------------------------------
+
+cdef object vjp_layer_norm(Record* r, object g):
+    xhat = <object>r.saved[0]
+    rstd = <object>r.saved[1]
+    w = <object>r.saved[2] if r.saved[2] != NULL else None
+    in_shape, norm_shape, M, N, dt, wdt = <tuple>r.aux
+    g2 = g.reshape(M, N)
+    if g2.dtype != xhat.dtype:
+        g2 = g2.astype(xhat.dtype)
+    gi = gw = gb = None
+    if needs_grad(r, 0):
+        gx = g2 * w if w is not None else g2
+        a = np.true_divide(np.add.reduce(gx, axis=1, keepdims=True), N)
+        b = np.true_divide(np.add.reduce(gx * xhat, axis=1, keepdims=True), N)
+        gi = (rstd * (gx - a - xhat * b)).reshape(in_shape)
+        if gi.dtype != dt:
+            gi = gi.astype(dt)
+    if r.n_in > 1 and needs_grad(r, 1):
+        gw = np.add.reduce(g2 * xhat, axis=0).reshape(norm_shape)
+        if gw.dtype != wdt:
+            gw = gw.astype(wdt)
+    if r.n_in > 2 and needs_grad(r, 2):
+        gb = np.add.reduce(g2, axis=0).reshape(norm_shape)
+        if gb.dtype != wdt:
+            gb = gb.astype(wdt)
+    if r.n_in == 1:
+        return gi
+    if r.n_in == 2:
+        return (gi, gw)
+    return (gi, gw, gb)
+
+
+cdef int OP_LAYER_NORM = register_op("NativeLayerNormBackward0", vjp_layer_norm)
+
+
+def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the trailing `normalized_shape` dims
+    (biased variance), as one record with a compiled VJP for input, weight and bias."""
+    if isinstance(normalized_shape, (int, np.integer)) or not isinstance(normalized_shape,
+                                                                        (tuple, list)):
+        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of "
+                        f"ints, not {type(normalized_shape).__name__}")
+    norm_shape = tuple(int(s) for s in normalized_shape)
+    A = input._array
+    cdef Py_ssize_t k = len(norm_shape), ndim = A.ndim, i
+    if k == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing "
+                           "at least one element, but got normalized_shape = []")
+    w = b = None
+    if weight is not None:
+        nn_check_tensor(weight, "layer_norm", "weight", 3)
+        w = (<TensorBase>weight)._array
+        if w.shape != norm_shape:
+            raise RuntimeError("Expected weight to be of same shape as normalized_shape, but got "
+                               f"weight of shape {list(w.shape)} and normalized_shape = "
+                               f"{list(norm_shape)}")
+    if bias is not None:
+        nn_check_tensor(bias, "layer_norm", "bias", 4)
+        b = (<TensorBase>bias)._array
+        if b.shape != norm_shape:
+            raise RuntimeError("Expected bias to be of same shape as normalized_shape, but got "
+                               f"bias of shape {list(b.shape)} and normalized_shape = "
+                               f"{list(norm_shape)}")
+    if k > ndim or tuple(A.shape)[ndim - k:] != norm_shape:
+        raise RuntimeError(f"Given normalized_shape={list(norm_shape)}, expected input with shape "
+                           f"[*, {str(list(norm_shape))[1:]}, but got input of size"
+                           f"{list(A.shape)}")
+    if A.dtype.kind != "f":
+        raise NotImplementedError(f'"LayerNormKernelImpl" not implemented for '
+                                  f"'{nn_scalar_name(A.dtype)}'")
+    for p in (w, b):
+        if p is not None and p.dtype != A.dtype:
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of "
+                               f"{nn_scalar_name(A.dtype)}")
+    N = 1
+    for s in norm_shape:
+        N *= s
+    M = 1
+    for i in range(ndim - k):
+        M *= A.shape[i]
+    cdt = NP_FLOAT32 if A.dtype.itemsize < 4 else A.dtype       # half: computed in float
+    X = A.reshape(M, N).astype(cdt, copy=False)
+    with np.errstate(all="ignore"):
+        mean = np.true_divide(np.add.reduce(X, axis=1, keepdims=True), N)
+        xc = X - mean
+        var = np.true_divide(np.add.reduce(xc * xc, axis=1, keepdims=True), N)
+        rstd = 1 / np.sqrt(var + cdt.type(eps))
+        xhat = xc * rstd
+        y = xhat
+        wc = None
+        if w is not None:
+            wc = w.reshape(N).astype(cdt, copy=False)
+            y = y * wc
+        if b is not None:
+            y = y + b.reshape(N).astype(cdt, copy=False)
+    out = nd(np.asarray(y, dtype=A.dtype).reshape(A.shape))
+    cdef TensorBase res = wrap(out)
+    inputs = (input,) if w is None and b is None else ((input, weight) if b is None
+                                                       else (input, weight, bias))
+    cdef Record* r = record_from(OP_LAYER_NORM, res, inputs)
+    if r != NULL:
+        keep(&r.saved[0], xhat)
+        keep(&r.saved[1], rstd)
+        if wc is not None:
+            keep(&r.saved[2], wc)
+        keep(&r.aux, (A.shape, norm_shape, M, N, A.dtype, A.dtype))
+    return res
+
+
+def torch_layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1e-5,
+                     cudnn_enable=True):
+    """torch.layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, ...)."""
+    return layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+# -- one_hot ------------------------------------------------------------------------------------
+
+def one_hot(TensorBase tensor, num_classes=-1):
+    """int64 one-hot encoding of an int64 index tensor (new last dim of num_classes); no grad."""
+    I = tensor._array
+    if I.dtype != NP_INT64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    num_classes = int(num_classes)
+    if I.size == 0:
+        if num_classes == -1:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return wrap(np.zeros(I.shape + (max(num_classes, 0),), dtype=NP_INT64))
+    lo = int(np.minimum.reduce(I, axis=None))
+    hi = int(np.maximum.reduce(I, axis=None))
+    if lo < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = hi + 1
+    elif hi >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = (I.reshape(I.shape + (1,)) == np.arange(num_classes)).astype(NP_INT64)
+    return wrap(out)
+
+
+# -- pad ----------------------------------------------------------------------------------------------
+
+cdef object vjp_pad(Record* r, object g):
+    in_shape, dt, src, dst = <tuple>r.aux
+    gi = np.zeros(in_shape, dtype=dt)
+    gi[src] = g[dst]
+    return gi
+
+
+cdef int OP_CONSTANT_PAD = register_op("ConstantPadNdBackward0", vjp_pad)
+
+
+def pad(TensorBase input, pad, mode="constant", value=None):
+    """Constant padding: `pad` = (left, right) pairs from the last dim backwards; negative
+    amounts crop.  Only mode='constant' is supported."""
+    cdef Py_ssize_t n, ndim, j, d
+    A = input._array
+    amounts = []
+    for j, p in enumerate(pad):
+        if isinstance(p, TensorBase):
+            p = int(p)
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+            raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but found "
+                            f"element of type {type(p).__name__} at pos {j}")
+        amounts.append(int(p))
+    if mode != "constant":
+        if mode in ("reflect", "replicate", "circular"):
+            raise NotImplementedError(f"pad(mode='{mode}') is not supported by tapegrad; only "
+                                      "mode='constant'")
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    n = len(amounts)
+    ndim = A.ndim
+    if n % 2 != 0:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if n // 2 > ndim:
+        raise RuntimeError("Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {n} and input of dimension {ndim}")
+    if isinstance(value, TensorBase):
+        value = (<TensorBase>value).item()
+    if value is None:
+        value = 0
+    out_shape = list(A.shape)
+    src = [slice(None)] * ndim
+    dst = [slice(None)] * ndim
+    for j in range(n // 2):
+        d = ndim - 1 - j
+        left, right = amounts[2 * j], amounts[2 * j + 1]
+        size = A.shape[d]
+        lo = -left if left < 0 else 0
+        hi = size + right if right < 0 else size
+        length = hi - lo
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        new = size + left + right
+        out_shape[d] = new
+        src[d] = slice(lo, hi)
+        start = left if left > 0 else 0
+        dst[d] = slice(start, start + length)
+    src_t = tuple(src)
+    dst_t = tuple(dst)
+    dt = A.dtype
+    if dt.kind == "b":
+        fill = bool(value)
+    elif dt.kind in "iu":
+        fill = int(value)
+    else:
+        fill = value
+    out = np.full(out_shape, fill, dtype=dt)
+    out[dst_t] = A[src_t]
+    out = nd(out)
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(OP_CONSTANT_PAD, res, (input,))
+    if r != NULL:
+        keep(&r.aux, (A.shape, dt, src_t, dst_t))
+    return res
+
+
+# -- in-place overwrites and random ops (front ends in tapegrad/creation.py) ---------------------
+# The overwritten value does not depend on the old one: its gradient is zero (PyTorch's
+# ZeroBackward0 / FillBackward2 / NormalBackward0 / UniformBackward0); fill_ with a tensor value
+# (FillBackward3) passes the summed gradient to the value.  torch.normal(mean, std) with tensor
+# arguments has zero gradients too (NormalBackward1/2/3).  aux: per input (shape, dtype, summed).
+
+cdef object vjp_overwrite(Record* r, object g):
+    cdef tuple specs = <tuple>r.aux
+    cdef int j
+    grads = []
+    for j in range(r.n_in):
+        if not needs_grad(r, j):
+            grads.append(None)
+            continue
+        shape, dt, summed = <tuple>specs[j]
+        if summed:
+            grads.append(np.asarray(np.add.reduce(g, axis=None), dtype=dt).reshape(shape))
+        else:
+            grads.append(np.zeros(shape, dtype=dt))
+    if r.n_in == 1:
+        return grads[0]
+    return tuple(grads)
+
+
+cdef dict NN_OVERWRITE_OPS = {
+    name: register_op(name, vjp_overwrite)
+    for name in ("ZeroBackward0", "FillBackward2", "FillBackward3", "NormalBackward0",
+                 "UniformBackward0", "NormalBackward1", "NormalBackward2", "NormalBackward3")}
+
+
+cdef tuple nn_overwrite_specs(tuple inputs, tuple summed):
+    return tuple(((<TensorBase>x)._array.shape, (<TensorBase>x)._array.dtype, s)
+                 if isinstance(x, TensorBase) else None for x, s in zip(inputs, summed))
+
+
+def _overwrite_(TensorBase t, values, str name, value=None):
+    """t[...] = values in place (zero_, fill_, normal_, uniform_), for creation.py.
+
+    A leaf that requires grad may only be overwritten under no_grad (PyTorch's error otherwise).
+    A non-leaf gets a fresh array (values saved for other records' VJPs stay intact) and, in grad
+    mode, a record named `name` whose gradient is zero (or, for a tensor `value`, its sum)."""
+    cdef bint grad_on = grad_enabled()
+    cdef Py_ssize_t old
+    cdef Record* r
+    if grad_on and t._requires_grad and is_leaf_c(t):
+        raise RuntimeError(NN_LEAF_INPLACE)
+    A = t._array
+    value_grad = (isinstance(value, TensorBase) and (<TensorBase>value)._requires_grad
+                  and grad_on)
+    if (t._requires_grad and not is_leaf_c(t)) or value_grad or not A.flags.writeable:
+        new = np.empty(A.shape, dtype=A.dtype)
+        new[...] = values
+        t._array = new
+        if grad_on and (t._requires_grad or value_grad):
+            inputs = (t,) if value is None or not isinstance(value, TensorBase) else (t, value)
+            r = nn_record_inplace(<int>NN_OVERWRITE_OPS[name], t, inputs, &old)
+            if r != NULL:
+                keep(&r.aux, nn_overwrite_specs(inputs, (False, True)))
+                nn_finish_inplace(t, old)
+    else:
+        A[...] = values
+    return t
+
+
+def _random_result(out, str name, tuple inputs):
+    """A tensor holding `out`, recorded as `name` with zero gradients to the tensors among
+    `inputs` (torch.normal with tensor mean/std)."""
+    cdef TensorBase res = wrap(nd(out))
+    cdef Record* r = record_from(<int>NN_OVERWRITE_OPS[name], res, inputs)
+    if r != NULL:
+        keep(&r.aux, nn_overwrite_specs(inputs, (False,) * len(inputs)))
+    return res
+
+
+TENSOR_METHODS.update(softmax=softmax, log_softmax=log_softmax)
+TORCH_FUNCTIONS.update(softmax=softmax, log_softmax=log_softmax, dropout=torch_dropout,
+                       embedding=torch_embedding, layer_norm=torch_layer_norm)
+NN_FUNCTIONS.update(softmax=functional_softmax, log_softmax=functional_log_softmax,
+                    nll_loss=nll_loss, cross_entropy=cross_entropy, mse_loss=mse_loss,
+                    l1_loss=l1_loss, smooth_l1_loss=smooth_l1_loss, huber_loss=huber_loss,
+                    binary_cross_entropy=binary_cross_entropy,
+                    binary_cross_entropy_with_logits=binary_cross_entropy_with_logits,
+                    dropout=dropout, embedding=embedding, layer_norm=layer_norm, one_hot=one_hot,
+                    pad=pad)
