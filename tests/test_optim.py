@@ -521,3 +521,43 @@ def test_scheduler_warnings_and_errors():
         lr_scheduler.StepLR(optim.SGD([tg.tensor([1.0], requires_grad=True)]), 2, last_epoch=3)
     with pytest.raises(ValueError, match="Expected 1 lr_lambdas, but got 2"):
         lr_scheduler.LambdaLR(opt, [lambda e: 1, lambda e: 2])
+
+
+# -- a whole training loop ------------------------------------------------------------------------
+
+def _train(mod, x_np, y_np, w0, opt_name, opt_kwargs):
+    from_np = (lambda a: mod.from_numpy(a.copy()))
+    if mod is tg:
+        from tapegrad.utils.data import DataLoader, TensorDataset
+    else:
+        from torch.utils.data import DataLoader, TensorDataset
+    w = from_np(w0).requires_grad_()
+    b = mod.zeros(1, requires_grad=True)
+    opt = getattr(mod.optim, opt_name)([w, b], **opt_kwargs)
+    sched = mod.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    loader = DataLoader(TensorDataset(from_np(x_np), from_np(y_np)), batch_size=16)
+    losses = []
+    for _ in range(4):
+        for xb, yb in loader:
+            opt.zero_grad()
+            loss = (((xb * w).sum(dim=1) + b - yb) ** 2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        sched.step()
+    return losses, w.detach().numpy().copy()
+
+
+@pytest.mark.parametrize("opt_name,opt_kwargs", [("SGD", dict(lr=0.05, momentum=0.9)),
+                                                 ("Adam", dict(lr=0.05)),
+                                                 ("RMSprop", dict(lr=0.01, centered=True))])
+def test_training_loop_matches_torch(torch, opt_name, opt_kwargs):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((50, 4)).astype(np.float32)
+    y = (x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32) + 0.1).astype(np.float32)
+    w0 = rng.standard_normal(4).astype(np.float32)
+    ours = _train(tg, x, y, w0, opt_name, opt_kwargs)
+    theirs = _train(torch, x, y, w0, opt_name, opt_kwargs)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-6)
+    assert ours[0][-1] < ours[0][0]
