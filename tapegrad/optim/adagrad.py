@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _core
 from .optimizer import (Optimizer, _check_not_differentiable, _step_tensor, _to_scalar, add_scalar,
-                        addcdiv, addcmul, fma, sqrt, neg)
+                        addcdiv, addcmul, add_alpha, sqrt, neg)
 
 __all__ = ["Adagrad"]
 
@@ -76,33 +76,29 @@ class Adagrad(Optimizer):
             group.setdefault("fused", None)
         self._fix_steps()
 
-    def step(self, closure=None):
-        """Perform a single optimization step; `closure` re-evaluates the model and returns the loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            lr_decay = group["lr_decay"]
-            weight_decay = group["weight_decay"]
-            eps = group["eps"]
-            maximize = group["maximize"]
-            for p, grad in self._params_with_grad(group):
-                param = p._array
-                state = self.state[p]
-                if len(state) == 0:
-                    self._init_state(p, self.defaults["initial_accumulator_value"])
-                state_sum = state["sum"]._array
-                step_t = state["step"]._array
+    def _update_group(self, group) -> None:
+        lr = _to_scalar(group["lr"])
+        lr_decay = group["lr_decay"]
+        weight_decay = group["weight_decay"]
+        eps = group["eps"]
+        maximize = group["maximize"]
+        for p, grad in self._params_with_grad(group):
+            param = p._array
+            state = self.state[p]
+            if len(state) == 0:
+                self._init_state(p, self.defaults["initial_accumulator_value"])
+            state_sum = state["sum"]._array
+            step_t = state["step"]._array
 
-                np.add(step_t, 1, out=step_t)
-                step = step_t.item()
-                if maximize:
-                    grad = neg(grad)
-                if weight_decay != 0:
-                    grad = fma(param, weight_decay, grad)           # grad.add(param, alpha=wd)
+            np.add(step_t, 1, out=step_t)
+            step = step_t.item()
+            if maximize:
+                grad = neg(grad)
+            if weight_decay != 0:
+                grad = add_alpha(grad, param, weight_decay)
 
-                clr = lr / (1 + (step - 1) * lr_decay)
-                addcmul(state_sum, grad, grad, 1, out=state_sum)
-                std = sqrt(state_sum)
-                add_scalar(std, eps, out=std)
-                addcdiv(param, grad, std, -clr, out=param)
-        return loss
+            clr = lr / (1 + (step - 1) * lr_decay)
+            addcmul(state_sum, grad, grad, 1, out=state_sum)
+            std = sqrt(state_sum)
+            add_scalar(std, eps, out=std)
+            addcdiv(param, grad, std, -clr, out=param)

@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _core
 from .optimizer import (Optimizer, _check_not_differentiable, _step_tensor, _to_scalar, add_scalar,
-                        addcdiv, addcmul, div_scalar, lerp_scalar, mul_scalar, fma, sqrt, neg)
+                        addcdiv, addcmul, div_scalar, lerp_scalar, mul_scalar, add_alpha, sqrt, neg)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -77,60 +77,56 @@ class Adam(Optimizer):
             group.setdefault("fused", None)
         self._fix_steps()
 
-    def step(self, closure=None):
-        """Perform a single optimization step; `closure` re-evaluates the model and returns the loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            beta1, beta2 = (_to_scalar(b) for b in group["betas"])
-            lr = _to_scalar(group["lr"])
-            weight_decay = group["weight_decay"]
-            eps = group["eps"]
-            amsgrad = group["amsgrad"]
-            maximize = group["maximize"]
-            decoupled = group["decoupled_weight_decay"]
-            for p, grad in self._params_with_grad(group):
-                param = p._array
-                state = self.state[p]
-                if len(state) == 0:         # lazy state initialization
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = _core.wrap_array(np.zeros_like(param))
-                    state["exp_avg_sq"] = _core.wrap_array(np.zeros_like(param))
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _core.wrap_array(np.zeros_like(param))
-                exp_avg = state["exp_avg"]._array
-                exp_avg_sq = state["exp_avg_sq"]._array
-                step_t = state["step"]._array
-
-                if maximize:
-                    grad = neg(grad)
-                np.add(step_t, 1, out=step_t)
-
-                if weight_decay != 0:
-                    if decoupled:
-                        mul_scalar(param, 1 - lr * weight_decay, out=param)
-                    else:
-                        grad = fma(param, weight_decay, grad)       # grad.add(param, alpha=wd)
-
-                lerp_scalar(exp_avg, grad, 1 - beta1, out=exp_avg)
-                mul_scalar(exp_avg_sq, beta2, out=exp_avg_sq)
-                addcmul(exp_avg_sq, grad, grad, 1 - beta2, out=exp_avg_sq)
-
-                step = step_t.item()
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                step_size = lr / bias_correction1
-                bias_correction2_sqrt = bias_correction2 ** 0.5
-
+    def _update_group(self, group) -> None:
+        beta1, beta2 = (_to_scalar(b) for b in group["betas"])
+        lr = _to_scalar(group["lr"])
+        weight_decay = group["weight_decay"]
+        eps = group["eps"]
+        amsgrad = group["amsgrad"]
+        maximize = group["maximize"]
+        decoupled = group["decoupled_weight_decay"]
+        for p, grad in self._params_with_grad(group):
+            param = p._array
+            state = self.state[p]
+            if len(state) == 0:         # lazy state initialization
+                state["step"] = _step_tensor()
+                state["exp_avg"] = _core.wrap_array(np.zeros_like(param))
+                state["exp_avg_sq"] = _core.wrap_array(np.zeros_like(param))
                 if amsgrad:
-                    max_sq = state["max_exp_avg_sq"]._array
-                    np.maximum(max_sq, exp_avg_sq, out=max_sq)
-                    denom = sqrt(max_sq)
+                    state["max_exp_avg_sq"] = _core.wrap_array(np.zeros_like(param))
+            exp_avg = state["exp_avg"]._array
+            exp_avg_sq = state["exp_avg_sq"]._array
+            step_t = state["step"]._array
+
+            if maximize:
+                grad = neg(grad)
+            np.add(step_t, 1, out=step_t)
+
+            if weight_decay != 0:
+                if decoupled:
+                    mul_scalar(param, 1 - lr * weight_decay, out=param)
                 else:
-                    denom = sqrt(exp_avg_sq)
-                div_scalar(denom, bias_correction2_sqrt, out=denom)
-                add_scalar(denom, eps, out=denom)
-                addcdiv(param, exp_avg, denom, -step_size, out=param)
-        return loss
+                    grad = add_alpha(grad, param, weight_decay)
+
+            lerp_scalar(exp_avg, grad, 1 - beta1, out=exp_avg)
+            mul_scalar(exp_avg_sq, beta2, out=exp_avg_sq)
+            addcmul(exp_avg_sq, grad, grad, 1 - beta2, out=exp_avg_sq)
+
+            step = step_t.item()
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2 = 1 - beta2 ** step
+            step_size = lr / bias_correction1
+            bias_correction2_sqrt = bias_correction2 ** 0.5
+
+            if amsgrad:
+                max_sq = state["max_exp_avg_sq"]._array
+                np.maximum(max_sq, exp_avg_sq, out=max_sq)
+                denom = sqrt(max_sq)
+            else:
+                denom = sqrt(exp_avg_sq)
+            div_scalar(denom, bias_correction2_sqrt, out=denom)
+            add_scalar(denom, eps, out=denom)
+            addcdiv(param, exp_avg, denom, -step_size, out=param)
 
 
 class AdamW(Adam):

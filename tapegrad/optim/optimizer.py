@@ -198,15 +198,23 @@ class Optimizer:
                     g._array.fill(0)
 
     def step(self, closure=None):
-        """Perform a single optimization step (to update the parameters)."""
-        raise NotImplementedError
+        """Perform a single optimization step (to update the parameters).
 
-    @staticmethod
-    def _run_closure(closure):
-        if closure is None:
-            return None
-        with enable_grad():
-            return closure()
+        `closure`, if given, re-evaluates the model (with grad enabled) and returns the loss,
+        which step() returns.  Built-in optimizers update each param group with
+        `_update_group`; parameters whose .grad is None are skipped.
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with np.errstate(all="ignore"):     # inf/nan propagate silently, as in PyTorch
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        raise NotImplementedError
 
     # -- state dicts ------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -348,11 +356,14 @@ def _up(a: np.ndarray, op: np.dtype) -> np.ndarray:
 
 
 def fma(a: np.ndarray, b, c: np.ndarray, out=None) -> np.ndarray:
-    """a * b + c rounded once, as PyTorch's `c.add(a, alpha=b)` / `addcmul` (b array or scalar)."""
+    """a * b + c rounded once (to the opmath type, then to c's dtype), as PyTorch's fused kernels
+    compute it; `b` is an array or a scalar."""
     dt = c.dtype
     op = _opmath(dt)
     if not isinstance(b, np.ndarray):
         b = op.type(b)
+        if b == 1 and op == dt:             # a*1 + c: one rounding anyway
+            return _nd(np.add(a, c, out=out))
     if op == _F64:
         # numpy has no fused multiply-add: two roundings (differs by at most an ulp of float64).
         prod = np.multiply(a, b)
@@ -365,6 +376,12 @@ def fma(a: np.ndarray, b, c: np.ndarray, out=None) -> np.ndarray:
         return wide.astype(dt)                # ... and one to float32
     np.copyto(out, wide, casting="unsafe")
     return out
+
+
+def add_alpha(c: np.ndarray, a: np.ndarray, alpha, out=None) -> np.ndarray:
+    """PyTorch's `c.add(a, alpha=alpha)`: fma(a, alpha, c), alpha rounded to c's dtype first."""
+    dt = c.dtype
+    return fma(a, dt.type(alpha) if dt.itemsize < 4 else alpha, c, out=out)
 
 
 def mul_scalar(a: np.ndarray, s, out=None) -> np.ndarray:
@@ -409,7 +426,8 @@ def lerp_scalar(start: np.ndarray, end: np.ndarray, weight, out=None) -> np.ndar
 def addcmul(s: np.ndarray, t1: np.ndarray, t2: np.ndarray, value=1, out=None) -> np.ndarray:
     """PyTorch's `s.addcmul(t1, t2, value=v)`: fma(v * t1, t2, s)."""
     if value != 1:
-        t1 = mul_scalar(t1, value)
+        op = _opmath(s.dtype)
+        t1 = _nd(np.multiply(_up(t1, op), op.type(value)))
     return fma(t1, t2, s, out=out)
 
 

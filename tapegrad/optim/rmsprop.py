@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _core
 from .optimizer import (Optimizer, _check_not_differentiable, _step_tensor, _to_scalar, add_scalar,
-                        addcdiv, addcmul, fma, lerp_scalar, mul_scalar, sqrt, neg)
+                        addcdiv, addcmul, add_alpha, lerp_scalar, mul_scalar, sqrt, neg)
 
 __all__ = ["RMSprop"]
 
@@ -66,53 +66,49 @@ class RMSprop(Optimizer):
             group.setdefault("capturable", False)
         self._fix_steps()
 
-    def step(self, closure=None):
-        """Perform a single optimization step; `closure` re-evaluates the model and returns the loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            alpha = group["alpha"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            momentum = group["momentum"]
-            centered = group["centered"]
-            maximize = group["maximize"]
-            for p, grad in self._params_with_grad(group):
-                param = p._array
-                state = self.state[p]
-                if len(state) == 0:         # lazy state initialization
-                    state["step"] = _step_tensor()
-                    state["square_avg"] = _core.wrap_array(np.zeros_like(param))
-                    if momentum > 0:
-                        state["momentum_buffer"] = _core.wrap_array(np.zeros_like(param))
-                    if centered:
-                        state["grad_avg"] = _core.wrap_array(np.zeros_like(param))
-                square_avg = state["square_avg"]._array
-                step_t = state["step"]._array
-
-                if maximize:
-                    grad = neg(grad)
-                np.add(step_t, 1, out=step_t)
-                if weight_decay != 0:
-                    grad = fma(param, weight_decay, grad)           # grad.add(param, alpha=wd)
-
-                mul_scalar(square_avg, alpha, out=square_avg)
-                addcmul(square_avg, grad, grad, 1 - alpha, out=square_avg)
-
-                if centered:
-                    grad_avg = state["grad_avg"]._array
-                    lerp_scalar(grad_avg, grad, 1 - alpha, out=grad_avg)
-                    avg = addcmul(square_avg, grad_avg, grad_avg, -1)
-                    sqrt(avg, out=avg)
-                else:
-                    avg = sqrt(square_avg)
-                add_scalar(avg, eps, out=avg)
-
+    def _update_group(self, group) -> None:
+        lr = _to_scalar(group["lr"])
+        alpha = group["alpha"]
+        eps = group["eps"]
+        weight_decay = group["weight_decay"]
+        momentum = group["momentum"]
+        centered = group["centered"]
+        maximize = group["maximize"]
+        for p, grad in self._params_with_grad(group):
+            param = p._array
+            state = self.state[p]
+            if len(state) == 0:         # lazy state initialization
+                state["step"] = _step_tensor()
+                state["square_avg"] = _core.wrap_array(np.zeros_like(param))
                 if momentum > 0:
-                    buf = state["momentum_buffer"]._array
-                    mul_scalar(buf, momentum, out=buf)
-                    addcdiv(buf, grad, avg, out=buf)
-                    fma(buf, -lr, param, out=param)                 # param.add_(buf, alpha=-lr)
-                else:
-                    addcdiv(param, grad, avg, -lr, out=param)
-        return loss
+                    state["momentum_buffer"] = _core.wrap_array(np.zeros_like(param))
+                if centered:
+                    state["grad_avg"] = _core.wrap_array(np.zeros_like(param))
+            square_avg = state["square_avg"]._array
+            step_t = state["step"]._array
+
+            if maximize:
+                grad = neg(grad)
+            np.add(step_t, 1, out=step_t)
+            if weight_decay != 0:
+                grad = add_alpha(grad, param, weight_decay)
+
+            mul_scalar(square_avg, alpha, out=square_avg)
+            addcmul(square_avg, grad, grad, 1 - alpha, out=square_avg)
+
+            if centered:
+                grad_avg = state["grad_avg"]._array
+                lerp_scalar(grad_avg, grad, 1 - alpha, out=grad_avg)
+                avg = addcmul(square_avg, grad_avg, grad_avg, -1)
+                sqrt(avg, out=avg)
+            else:
+                avg = sqrt(square_avg)
+            add_scalar(avg, eps, out=avg)
+
+            if momentum > 0:
+                buf = state["momentum_buffer"]._array
+                mul_scalar(buf, momentum, out=buf)
+                addcdiv(buf, grad, avg, out=buf)
+                add_alpha(param, buf, -lr, out=param)
+            else:
+                addcdiv(param, grad, avg, -lr, out=param)

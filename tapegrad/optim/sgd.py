@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .optimizer import (Optimizer, _check_not_differentiable, _to_scalar, fma, mul_scalar, neg)
+from .optimizer import (Optimizer, _check_not_differentiable, _to_scalar, add_alpha, mul_scalar, neg)
 
 __all__ = ["SGD"]
 
@@ -59,35 +59,31 @@ class SGD(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("fused", False)
 
-    def step(self, closure=None):
-        """Perform a single optimization step; `closure` re-evaluates the model and returns the loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            momentum = group["momentum"]
-            dampening = group["dampening"]
-            weight_decay = _to_scalar(group["weight_decay"])
-            nesterov = group["nesterov"]
-            maximize = group["maximize"]
-            for p, grad in self._params_with_grad(group):
-                param = p._array
-                if maximize:
-                    grad = neg(grad)
-                if weight_decay != 0:
-                    grad = fma(param, weight_decay, grad)           # grad.add(param, alpha=wd)
-                if momentum != 0:
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = _core.wrap_array(np.array(grad, copy=True))
-                        state["momentum_buffer"] = buf
-                    else:
-                        b = buf._array
-                        mul_scalar(b, momentum, out=b)                 # buf.mul_(momentum)
-                        fma(grad, 1 - dampening, b, out=b)             # .add_(grad, alpha=1-d)
-                    if nesterov:
-                        grad = fma(buf._array, momentum, grad)       # grad.add(buf, alpha=m)
-                    else:
-                        grad = buf._array
-                fma(grad, -lr, param, out=param)                       # param.add_(grad, alpha=-lr)
-        return loss
+    def _update_group(self, group) -> None:
+        lr = _to_scalar(group["lr"])
+        momentum = group["momentum"]
+        dampening = group["dampening"]
+        weight_decay = _to_scalar(group["weight_decay"])
+        nesterov = group["nesterov"]
+        maximize = group["maximize"]
+        for p, grad in self._params_with_grad(group):
+            param = p._array
+            if maximize:
+                grad = neg(grad)
+            if weight_decay != 0:
+                grad = add_alpha(grad, param, weight_decay)
+            if momentum != 0:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = _core.wrap_array(np.array(grad, copy=True))
+                    state["momentum_buffer"] = buf
+                else:
+                    b = buf._array
+                    mul_scalar(b, momentum, out=b)                 # buf.mul_(momentum)
+                    add_alpha(b, grad, 1 - dampening, out=b)
+                if nesterov:
+                    grad = add_alpha(grad, buf._array, momentum)
+                else:
+                    grad = buf._array
+            add_alpha(param, grad, -lr, out=param)
