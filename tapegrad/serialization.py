@@ -77,7 +77,8 @@ class _Encoder:
 
         # containers
         if id(obj) in self.active:
-            raise ValueError(f"tapegrad.save: cannot save a self-referencing structure (at {where})")
+            raise ValueError("tapegrad.save: cannot save a self-referencing structure "
+                             f"(at {where})")
         self.active.add(id(obj))
         try:
             if isinstance(obj, dict):

@@ -93,7 +93,8 @@ def test_other_values(tmp_path):
 
 
 def test_unsupported_objects_raise_at_save(tmp_path):
-    with pytest.raises(TypeError, match=r"cannot save an object of type .*object.* \(at obj\['x'\]"):
+    with pytest.raises(TypeError,
+                       match=r"cannot save an object of type .*object.* \(at obj\['x'\]"):
         save({"x": object()}, tmp_path / "a.pt")
     with pytest.raises(TypeError, match="dtype object"):
         save([np.array([{}], dtype=object)], tmp_path / "b.pt")
@@ -168,7 +169,8 @@ def test_foreign_and_empty_files(tmp_path):
     _expect_error(tmp_path, npy.getvalue(), "not a zip archive")
     npz = io.BytesIO()
     np.savez(npz, x=np.arange(3))
-    _expect_error(tmp_path, npz.getvalue(), "not a tapegrad checkpoint: it has no tapegrad manifest")
+    _expect_error(tmp_path, npz.getvalue(),
+                  "not a tapegrad checkpoint: it has no tapegrad manifest")
     with pytest.raises(FileNotFoundError):
         load(tmp_path / "missing.pt")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .optimizer import (Optimizer, _check_not_differentiable, _step_tensor, _to_scalar, add_scalar,
-                        addcdiv, addcmul, add_alpha, sqrt, neg)
+from .optimizer import (Optimizer, _check_not_differentiable, _step_tensor, _to_scalar,
+                        add_scalar, add_alpha, addcdiv, addcmul, neg, sqrt)
 
 __all__ = ["Adagrad"]
 

@@ -416,7 +416,8 @@ class CosineAnnealingLR(LRScheduler):
                     * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
                     for base_lr in self.base_lrs]
         elif (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
-            return [group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+            return [group["lr"]
+                    + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
                     for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)]
         return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
                 / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))

@@ -3,9 +3,10 @@
 Optimizers update each parameter's numpy array in place with vectorised numpy operations.  The
 helpers at the bottom reproduce the rounding of PyTorch's CPU kernels: PyTorch evaluates
 `a.add_(b, alpha=s)`, `lerp_` and `addcmul_` with a fused multiply-add (one rounding), so for
-float32 those are computed exactly in float64 and rounded once, which makes float32 updates agree
-with PyTorch's bit for bit (up to PyTorch's own square root, see README).  float64 uses plain numpy
-arithmetic (numpy has no fused multiply-add): results then agree with PyTorch to ~1e-16 relative.
+float32 those are computed exactly in float64 and rounded once.  float32 updates then agree with
+PyTorch's bit for bit, except where PyTorch's square root (MKL's, not always correctly rounded)
+differs from numpy's by an ulp.  float64 uses plain numpy arithmetic (numpy has no fused
+multiply-add, and emulating one costs ~10x): results agree with PyTorch's to ~1e-16 relative.
 """
 from __future__ import annotations
 
@@ -124,9 +125,9 @@ class Optimizer:
         if _is_tensor(params):
             param_group["params"] = [params]
         elif isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, but "
-                            "the ordering of tensors in sets will change between runs. Please use a "
-                            "list instead.")
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. Please "
+                            "use a list instead.")
         else:
             param_group["params"] = list(params)
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .optimizer import (Optimizer, _check_not_differentiable, _to_scalar, add_alpha, mul_scalar, neg)
+from .optimizer import (Optimizer, _check_not_differentiable, _to_scalar, add_alpha, mul_scalar,
+                        neg)
 
 __all__ = ["SGD"]
 

@@ -190,7 +190,6 @@ class _SingleProcessDataLoaderIter:
 
     def __init__(self, loader: "DataLoader") -> None:
         self._loader = loader
-        self._length = None
         self._gen = loader._batches()
 
     def __iter__(self):
