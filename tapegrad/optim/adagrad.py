@@ -1,0 +1,104 @@
+"""Adagrad (PyTorch's single-tensor update, bit for bit in float32)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _core
+from .optimizer import (Optimizer, _check_not_differentiable, _step_tensor, _to_scalar,
+                        add_scalar, add_alpha, addcdiv, addcmul, neg, sqrt)
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Implements the Adagrad algorithm, as torch.optim.Adagrad.
+
+    Args:
+        params: iterable of parameters or of dicts defining parameter groups
+        lr (float): learning rate (default: 1e-2)
+        lr_decay (float): learning rate decay (default: 0)
+        weight_decay (float): weight decay (L2 penalty) (default: 0)
+        initial_accumulator_value (float): initial value of the sums of squared gradients
+            (default: 0)
+        eps (float): term added to the denominator for numerical stability (default: 1e-10)
+        maximize (bool): maximize the objective instead of minimizing it (default: False)
+    """
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False,
+                 fused=None) -> None:
+        if isinstance(lr, _core.TensorBase) and lr._array.size != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= _to_scalar(lr):
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: "
+                             f"{initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_not_differentiable(differentiable)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+        defaults = {
+            "lr": lr,
+            "lr_decay": lr_decay,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "initial_accumulator_value": initial_accumulator_value,
+            "foreach": foreach,
+            "maximize": maximize,
+            "differentiable": differentiable,
+            "fused": fused,
+        }
+        super().__init__(params, defaults)
+        # Adagrad creates the state of the constructor's parameters up front (as PyTorch does,
+        # with the constructor's initial_accumulator_value); later groups get it lazily.
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(p, initial_accumulator_value)
+
+    def _init_state(self, p, initial_accumulator_value) -> None:
+        state = self.state[p]
+        state["step"] = _step_tensor()
+        state["sum"] = _core.wrap_array(np.full_like(p._array, initial_accumulator_value))
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
+        self._fix_steps()
+
+    def _update_group(self, group) -> None:
+        lr = _to_scalar(group["lr"])
+        lr_decay = group["lr_decay"]
+        weight_decay = group["weight_decay"]
+        eps = group["eps"]
+        maximize = group["maximize"]
+        for p, grad in self._params_with_grad(group):
+            param = p._array
+            state = self.state[p]
+            if len(state) == 0:
+                self._init_state(p, self.defaults["initial_accumulator_value"])
+            state_sum = state["sum"]._array
+            step_t = state["step"]._array
+
+            np.add(step_t, 1, out=step_t)
+            step = step_t.item()
+            if maximize:
+                grad = neg(grad)
+            if weight_decay != 0:
+                grad = add_alpha(grad, param, weight_decay)
+
+            clr = lr / (1 + (step - 1) * lr_decay)
+            addcmul(state_sum, grad, grad, 1, out=state_sum)
+            std = sqrt(state_sum)
+            add_scalar(std, eps, out=std)
+            addcdiv(param, grad, std, -clr, out=param)

@@ -1,0 +1,150 @@
+"""Adam and AdamW (PyTorch's single-tensor update, bit for bit in float32)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _core
+from .optimizer import (Optimizer, _check_not_differentiable, _step_tensor, _to_scalar,
+                        add_scalar, add_alpha, addcdiv, addcmul, div_scalar, lerp_scalar,
+                        mul_scalar, neg, sqrt)
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """Implements the Adam algorithm, as torch.optim.Adam.
+
+    Args:
+        params: iterable of parameters or of dicts defining parameter groups
+        lr (float): learning rate (default: 1e-3)
+        betas (tuple[float, float]): coefficients of the running averages of the gradient and its
+            square (default: (0.9, 0.999))
+        eps (float): term added to the denominator for numerical stability (default: 1e-8)
+        weight_decay (float): weight decay (L2 penalty) (default: 0)
+        amsgrad (bool): use the AMSGrad variant (default: False)
+        maximize (bool): maximize the objective instead of minimizing it (default: False)
+        decoupled_weight_decay (bool): decay the weights directly, as AdamW (default: False)
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False) -> None:
+        if isinstance(lr, _core.TensorBase) and lr._array.size != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= _to_scalar(lr):
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= _to_scalar(betas[0]) < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= _to_scalar(betas[1]) < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        b0_tensor = isinstance(betas[0], _core.TensorBase)
+        b1_tensor = isinstance(betas[1], _core.TensorBase)
+        if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
+                or (b0_tensor and b1_tensor)):
+            raise ValueError("betas must be either both floats or both Tensors")
+        _check_not_differentiable(differentiable)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        betas = tuple(_to_scalar(b) for b in betas)
+
+        defaults = {
+            "lr": lr,
+            "betas": betas,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+            "fused": fused,
+            "decoupled_weight_decay": decoupled_weight_decay,
+        }
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("fused", None)
+        self._fix_steps()
+
+    def _update_group(self, group) -> None:
+        beta1, beta2 = (_to_scalar(b) for b in group["betas"])
+        lr = _to_scalar(group["lr"])
+        weight_decay = group["weight_decay"]
+        eps = group["eps"]
+        amsgrad = group["amsgrad"]
+        maximize = group["maximize"]
+        decoupled = group["decoupled_weight_decay"]
+        for p, grad in self._params_with_grad(group):
+            param = p._array
+            state = self.state[p]
+            if len(state) == 0:         # lazy state initialization
+                state["step"] = _step_tensor()
+                state["exp_avg"] = _core.wrap_array(np.zeros_like(param))
+                state["exp_avg_sq"] = _core.wrap_array(np.zeros_like(param))
+                if amsgrad:
+                    state["max_exp_avg_sq"] = _core.wrap_array(np.zeros_like(param))
+            exp_avg = state["exp_avg"]._array
+            exp_avg_sq = state["exp_avg_sq"]._array
+            step_t = state["step"]._array
+
+            if maximize:
+                grad = neg(grad)
+            np.add(step_t, 1, out=step_t)
+
+            if weight_decay != 0:
+                if decoupled:
+                    mul_scalar(param, 1 - lr * weight_decay, out=param)
+                else:
+                    grad = add_alpha(grad, param, weight_decay)
+
+            lerp_scalar(exp_avg, grad, 1 - beta1, out=exp_avg)
+            mul_scalar(exp_avg_sq, beta2, out=exp_avg_sq)
+            addcmul(exp_avg_sq, grad, grad, 1 - beta2, out=exp_avg_sq)
+
+            step = step_t.item()
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2 = 1 - beta2 ** step
+            step_size = lr / bias_correction1
+            bias_correction2_sqrt = bias_correction2 ** 0.5
+
+            if amsgrad:
+                max_sq = state["max_exp_avg_sq"]._array
+                np.maximum(max_sq, exp_avg_sq, out=max_sq)
+                denom = sqrt(max_sq)
+            else:
+                denom = sqrt(exp_avg_sq)
+            div_scalar(denom, bias_correction2_sqrt, out=denom)
+            add_scalar(denom, eps, out=denom)
+            addcdiv(param, exp_avg, denom, -step_size, out=param)
+
+
+class AdamW(Adam):
+    """Implements AdamW (Adam with decoupled weight decay), as torch.optim.AdamW.
+
+    Same arguments as Adam, except that weight_decay defaults to 1e-2 and is applied to the
+    parameters directly (`param *= 1 - lr * weight_decay`) rather than added to the gradient.
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable, differentiable=differentiable,
+                         fused=fused, decoupled_weight_decay=True)
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True

@@ -1,0 +1,455 @@
+"""Optimizer: the base class of tapegrad's optimizers, with PyTorch's param groups and state dicts.
+
+Optimizers update each parameter's numpy array in place with vectorised numpy operations.  The
+helpers at the bottom reproduce the rounding of PyTorch's CPU kernels: PyTorch evaluates
+`a.add_(b, alpha=s)`, `lerp_` and `addcmul_` with a fused multiply-add (one rounding), so for
+float32 those are computed exactly in float64 and rounded once.  float32 updates then agree with
+PyTorch's bit for bit, except where PyTorch's square root (MKL's, not always correctly rounded)
+differs from numpy's by an ulp.  float64 uses plain numpy arithmetic (numpy has no fused
+multiply-add, and emulating one costs ~10x): results agree with PyTorch's to ~1e-16 relative.
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+from collections import defaultdict
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from .. import _core
+from ..grad_mode import enable_grad
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    """Singleton class representing a required parameter for an Optimizer."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, _core.TensorBase)
+
+
+def _typename(x) -> str:
+    if _is_tensor(x):
+        return f"{type(x).__module__}.{type(x).__name__}"
+    t = type(x)
+    return t.__name__ if t.__module__ in ("builtins", None) else f"{t.__module__}.{t.__name__}"
+
+
+def _to_scalar(x):
+    """A hyperparameter as a Python number (a one-element tensor gives its value)."""
+    if _is_tensor(x):
+        if x._array.size != 1:
+            raise ValueError("Tensor hyperparameters must be 1-element")
+        return x._array.reshape(()).item()
+    return x
+
+
+def _copy_value(value):
+    """A deep copy of a state value: tensors get fresh arrays (same dtype and requires_grad)."""
+    if _is_tensor(value):
+        return _core.wrap_array(np.array(value._array, copy=True), value.requires_grad)
+    if isinstance(value, dict):
+        out = copy.copy(value)      # keeps the mapping type (OrderedDict, defaultdict, ...)
+        for k, v in value.items():
+            out[k] = _copy_value(v)
+        return out
+    if isinstance(value, list):
+        return [_copy_value(v) for v in value]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_copy_value(v) for v in value)
+    return copy.deepcopy(value)
+
+
+class Optimizer:
+    r"""Base class for all optimizers.
+
+    Args:
+        params (iterable): an iterable of Tensors or of dicts (parameter groups).  Specifies what
+            Tensors should be optimized.
+        defaults (dict): default values of optimization options (used when a parameter group
+            doesn't specify them).
+    """
+
+    def __init__(self, params, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        if _is_tensor(params):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got " + _typename(params))
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    # -- pickling and printing --------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.defaults.setdefault("differentiable", False)
+
+    def __repr__(self) -> str:
+        format_string = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            format_string += "\n"
+            format_string += f"Parameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    format_string += f"    {key}: {group[key]}\n"
+        format_string += ")"
+        return format_string
+
+    # -- param groups -----------------------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a param group to the Optimizer's `param_groups` (e.g. to train frozen layers)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+
+        params = param_group["params"]
+        if _is_tensor(params):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. Please "
+                            "use a list instead.")
+        else:
+            param_group["params"] = list(params)
+
+        extracted_param_tensors = []
+        extracted_param_names = []
+        for param in param_group["params"]:
+            if isinstance(param, tuple):
+                extracted_param_names.append(param[0])
+                extracted_param_tensors.append(param[1])
+            else:
+                extracted_param_tensors.append(param)
+        param_group["params"] = extracted_param_tensors
+        if len(extracted_param_names) != 0:
+            if len(extracted_param_names) == len(extracted_param_tensors):
+                param_group["param_names"] = extracted_param_names
+            else:
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
+
+        for param in param_group["params"]:
+            if not _is_tensor(param):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + _typename(param))
+            if not self.defaults.get("differentiable", None) and not (
+                    param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError("parameter group didn't specify a value of required optimization "
+                                 f"parameter {name}")
+            param_group.setdefault(name, default)
+
+        params = param_group["params"]
+        if len(params) != len({id(p) for p in params}):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; "
+                          "in future, this will cause an error; "
+                          "see github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+
+        param_set: set[int] = set()
+        for group in self.param_groups:
+            param_set.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                current_group_txt = ("with names" if "param_names" in param_group
+                                     else "without names")
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {current_group_txt} to the optimizer")
+        if not param_set.isdisjoint(id(p) for p in param_group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+
+        self.param_groups.append(param_group)
+
+    # -- gradients --------------------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized tensors (to None by default, else to zeros)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    elif g.requires_grad:
+                        g.requires_grad_(False)
+                    g._array.fill(0)
+
+    def step(self, closure=None):
+        """Perform a single optimization step (to update the parameters).
+
+        `closure`, if given, re-evaluates the model (with grad enabled) and returns the loss,
+        which step() returns.  Built-in optimizers update each param group with
+        `_update_group`; parameters whose .grad is None are skipped.
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with np.errstate(all="ignore"):     # inf/nan propagate silently, as in PyTorch
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    # -- state dicts ------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state as a dict, in PyTorch's layout.
+
+        ``state`` maps each parameter's integer index (its position across all param groups) to
+        its state; ``param_groups`` lists the groups' options with ``params`` as index lists.
+        The tensors in ``state`` are the optimizer's own (not copies), as in PyTorch.
+        """
+        param_mappings: dict[int, int] = {}
+        start_index = 0
+
+        def pack_group(group: dict[str, Any]) -> dict[str, Any]:
+            nonlocal start_index
+            packed = {k: v for k, v in group.items() if k != "params"}
+            param_mappings.update({id(p): i for i, p in enumerate(group["params"], start_index)
+                                   if id(p) not in param_mappings})
+            packed["params"] = [param_mappings[id(p)] for p in group["params"]]
+            start_index += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {(param_mappings[id(k)] if _is_tensor(k) else k): v
+                        for k, v in self.state.items()}
+        return {"state": packed_state, "param_groups": param_groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load the optimizer state (an object returned by `state_dict()`).
+
+        The state's tensors are copied (cast to the parameter's dtype, except ``step``), so the
+        optimizer never shares buffers with `state_dict`.
+        """
+        state_dict = state_dict.copy()
+        groups = self.param_groups
+        saved_groups = _copy_value(state_dict["param_groups"])
+
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        param_lens = (len(g["params"]) for g in groups)
+        saved_lens = (len(g["params"]) for g in saved_groups)
+        if any(p_len != s_len for p_len, s_len in zip(param_lens, saved_lens)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the "
+                             "size of optimizer's group")
+
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+
+        def _cast(param, value, key=None):
+            if _is_tensor(value):
+                dt = (param._array.dtype if key != "step" and param._array.dtype.kind == "f"
+                      else value._array.dtype)
+                arr = np.array(value._array, dtype=dt, order="C", copy=True)
+                return _core.wrap_array(arr, value.requires_grad)
+            if isinstance(value, dict):
+                return {k: _cast(param, v, key=k) for k, v in value.items()}
+            if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+                return type(value)(_cast(param, v) for v in value)
+            return copy.deepcopy(value)
+
+        state: defaultdict = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = _cast(param, v)
+            else:
+                state[k] = v
+
+        def update_group(group: dict[str, Any], new_group: dict[str, Any]) -> dict[str, Any]:
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            return new_group
+
+        param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        self.__setstate__({"state": state, "param_groups": param_groups})
+
+    # -- helpers for subclasses -------------------------------------------------------------------
+    def _params_with_grad(self, group):
+        """(param, grad array) for each parameter of `group` that has a gradient."""
+        out = []
+        for p in group["params"]:
+            g = p.grad
+            if g is not None:
+                if g._array.dtype.kind != "f":
+                    raise RuntimeError(f"{type(self).__name__} only supports floating point "
+                                       f"parameters, got {p.dtype}")
+                out.append((p, g._array))
+        return out
+
+    def _fix_steps(self, keys=("step",)) -> None:
+        """Loaded states may hold `step` as a plain number (old checkpoints): make it a tensor."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                p_state = self.state.get(p)
+                if p_state:
+                    for key in keys:
+                        if key in p_state and not _is_tensor(p_state[key]):
+                            p_state[key] = _step_tensor(float(p_state[key]))
+
+
+def _step_tensor(value: float = 0.0):
+    """A step counter as PyTorch keeps it: a 0-d float32 tensor."""
+    return _core.wrap_array(np.array(value, dtype=np.float32))
+
+
+def _check_not_differentiable(differentiable) -> None:
+    if differentiable:
+        raise NotImplementedError("differentiable=True is not supported by tapegrad's optimizers")
+
+
+# ---------------------------------------------------------------------------------------------
+# Numpy kernels with PyTorch's CPU rounding.  All arrays passed to one call share a float dtype;
+# `out` may alias an input (the in-place operations PyTorch's optimizers use).  Scalars are first
+# rounded to the "opmath" type (float32 for float16/float32, float64 for float64) as PyTorch does.
+# ---------------------------------------------------------------------------------------------
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+
+
+def _opmath(dt: np.dtype) -> np.dtype:
+    return _F32 if dt.itemsize < 4 else dt
+
+
+def _nd(x) -> np.ndarray:
+    """numpy returns scalars from operations on 0-d arrays: make them 0-d arrays again."""
+    return x if isinstance(x, np.ndarray) else np.asarray(x)
+
+
+def _store(result: np.ndarray, out, dt: np.dtype) -> np.ndarray:
+    if out is None:
+        return _nd(result).astype(dt, copy=False)
+    np.copyto(out, result, casting="unsafe")
+    return out
+
+
+def _up(a: np.ndarray, op: np.dtype) -> np.ndarray:
+    return a if a.dtype == op else a.astype(op)
+
+
+def fma(a: np.ndarray, b, c: np.ndarray, out=None) -> np.ndarray:
+    """a * b + c rounded once (to the opmath type, then to c's dtype), as PyTorch's fused kernels
+    compute it; `b` is an array or a scalar."""
+    dt = c.dtype
+    op = _opmath(dt)
+    if not isinstance(b, np.ndarray):
+        b = op.type(b)
+        if b == 1 and op == dt:             # a*1 + c: one rounding anyway
+            return _nd(np.add(a, c, out=out))
+    if op == _F64:
+        # numpy has no fused multiply-add: two roundings (differs by at most an ulp of float64).
+        prod = np.multiply(a, b)
+        return _nd(np.add(prod, c, out=out))
+    wide = _nd(np.multiply(a, b, dtype=_F64))  # exact: a product of two float32 fits in float64
+    np.add(wide, c, out=wide)                 # one rounding to float64 ...
+    if op != dt:
+        wide = wide.astype(op)
+    if out is None:
+        return wide.astype(dt)                # ... and one to float32
+    np.copyto(out, wide, casting="unsafe")
+    return out
+
+
+def add_alpha(c: np.ndarray, a: np.ndarray, alpha, out=None) -> np.ndarray:
+    """PyTorch's `c.add(a, alpha=alpha)`: fma(a, alpha, c), alpha rounded to c's dtype first."""
+    dt = c.dtype
+    return fma(a, dt.type(alpha) if dt.itemsize < 4 else alpha, c, out=out)
+
+
+def mul_scalar(a: np.ndarray, s, out=None) -> np.ndarray:
+    """a * s (PyTorch's `a.mul(s)`)."""
+    dt = a.dtype
+    op = _opmath(dt)
+    if op == dt:
+        return _nd(np.multiply(a, op.type(s), out=out))
+    return _store(np.multiply(_up(a, op), op.type(s)), out, dt)
+
+
+def div_scalar(a: np.ndarray, s, out=None) -> np.ndarray:
+    """a / s (PyTorch's `a / s`: a true division, not a multiplication by 1/s)."""
+    dt = a.dtype
+    op = _opmath(dt)
+    if op == dt:
+        return _nd(np.divide(a, op.type(s), out=out))
+    return _store(np.divide(_up(a, op), op.type(s)), out, dt)
+
+
+def add_scalar(a: np.ndarray, s, out=None) -> np.ndarray:
+    """a + s."""
+    dt = a.dtype
+    op = _opmath(dt)
+    if op == dt:
+        return _nd(np.add(a, op.type(s), out=out))
+    return _store(np.add(_up(a, op), op.type(s)), out, dt)
+
+
+def lerp_scalar(start: np.ndarray, end: np.ndarray, weight, out=None) -> np.ndarray:
+    """PyTorch's `start.lerp(end, weight)`: start + w*(end - start) for |w| < 0.5, else
+    end - (1 - w)*(end - start), each one fused multiply-add."""
+    dt = start.dtype
+    op = _opmath(dt)
+    w = op.type(weight)
+    diff = _nd(np.subtract(_up(end, op), _up(start, op)))
+    if abs(w) < 0.5:
+        return fma(diff, w, start, out=out)
+    return fma(diff, w - op.type(1), end, out=out)
+
+
+def addcmul(s: np.ndarray, t1: np.ndarray, t2: np.ndarray, value=1, out=None) -> np.ndarray:
+    """PyTorch's `s.addcmul(t1, t2, value=v)`: fma(v * t1, t2, s)."""
+    if value != 1:
+        op = _opmath(s.dtype)
+        t1 = _nd(np.multiply(_up(t1, op), op.type(value)))
+    return fma(t1, t2, s, out=out)
+
+
+def addcdiv(s: np.ndarray, t1: np.ndarray, t2: np.ndarray, value=1, out=None) -> np.ndarray:
+    """PyTorch's `s.addcdiv(t1, t2, value=v)`: s + (v * t1) / t2, each operation rounded."""
+    dt = s.dtype
+    op = _opmath(dt)
+    num = _nd(np.multiply(_up(t1, op), op.type(value)))
+    np.divide(num, _up(t2, op), out=num)
+    if op == dt:
+        return _nd(np.add(s, num, out=out))
+    return _store(np.add(_up(s, op), num), out, dt)
+
+
+def neg(a: np.ndarray) -> np.ndarray:
+    return _nd(np.negative(a))
+
+
+def sqrt(a: np.ndarray, out=None) -> np.ndarray:
+    dt = a.dtype
+    op = _opmath(dt)
+    if op == dt:
+        return _nd(np.sqrt(a, out=out))
+    return _store(np.sqrt(_up(a, op)), out, dt)

@@ -1,0 +1,90 @@
+"""SGD: stochastic gradient descent with optional momentum (PyTorch's update, bit for bit)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _core
+from .optimizer import (Optimizer, _check_not_differentiable, _to_scalar, add_alpha, mul_scalar,
+                        neg)
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """Implements stochastic gradient descent (optionally with momentum), as torch.optim.SGD.
+
+    Args:
+        params: iterable of parameters or of dicts defining parameter groups
+        lr (float): learning rate (default: 1e-3)
+        momentum (float): momentum factor (default: 0)
+        dampening (float): dampening for momentum (default: 0)
+        weight_decay (float): weight decay (L2 penalty) (default: 0)
+        nesterov (bool): enables Nesterov momentum (default: False)
+        maximize (bool): maximize the objective instead of minimizing it (default: False)
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
+                 fused=None) -> None:
+        if isinstance(lr, _core.TensorBase) and lr._array.size != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if _to_scalar(lr) < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if _to_scalar(weight_decay) < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_not_differentiable(differentiable)
+
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "dampening": dampening,
+            "weight_decay": weight_decay,
+            "nesterov": nesterov,
+            "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "fused": fused,
+        }
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", False)
+
+    def _update_group(self, group) -> None:
+        lr = _to_scalar(group["lr"])
+        momentum = group["momentum"]
+        dampening = group["dampening"]
+        weight_decay = _to_scalar(group["weight_decay"])
+        nesterov = group["nesterov"]
+        maximize = group["maximize"]
+        for p, grad in self._params_with_grad(group):
+            param = p._array
+            if maximize:
+                grad = neg(grad)
+            if weight_decay != 0:
+                grad = add_alpha(grad, param, weight_decay)
+            if momentum != 0:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = _core.wrap_array(np.array(grad, copy=True))
+                    state["momentum_buffer"] = buf
+                else:
+                    b = buf._array
+                    mul_scalar(b, momentum, out=b)                 # buf.mul_(momentum)
+                    add_alpha(b, grad, 1 - dampening, out=b)
+                if nesterov:
+                    grad = add_alpha(grad, buf._array, momentum)
+                else:
+                    grad = buf._array
+            add_alpha(param, grad, -lr, out=param)

@@ -1,0 +1,31 @@
+"""tapegrad.utils.data: datasets, samplers and the DataLoader, as torch.utils.data has them.
+
+Single-process only (num_workers is accepted and ignored).  Shuffling draws from tapegrad's
+seeded generator (or the numpy Generator passed as `generator=`), so `tapegrad.manual_seed`
+makes epochs repeatable; the orders differ from PyTorch's, whose random streams tapegrad does
+not reproduce.
+"""
+from .dataloader import DataLoader, default_collate, default_convert, get_worker_info
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
+                      TensorDataset, random_split)
+from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
+                      SubsetRandomSampler)
+
+__all__ = [
+    "BatchSampler",
+    "ChainDataset",
+    "ConcatDataset",
+    "DataLoader",
+    "Dataset",
+    "IterableDataset",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "Subset",
+    "SubsetRandomSampler",
+    "TensorDataset",
+    "default_collate",
+    "default_convert",
+    "get_worker_info",
+    "random_split",
+]

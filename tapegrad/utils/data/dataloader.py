@@ -1,0 +1,361 @@
+"""DataLoader and the default collate functions (single process)."""
+from __future__ import annotations
+
+import collections.abc
+import copy
+import math
+import re
+
+import numpy as np
+
+from ... import _core
+from .dataset import IterableDataset, Subset, TensorDataset
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
+
+__all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
+
+np_str_obj_array_pattern = re.compile(r"[SaUO]")
+
+default_collate_err_msg_format = ("default_collate: batch must contain tensors, numpy arrays, "
+                                  "numbers, dicts or lists; found {}")
+
+
+def get_worker_info():
+    """None: tapegrad loads data in the main process only."""
+    return None
+
+
+def _wrap(arr: np.ndarray):
+    return _core.wrap_array(arr)
+
+
+_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
+
+
+def _promote(a: np.dtype, b: np.dtype) -> np.dtype:
+    """PyTorch's promotion of two tensors' dtypes: within a category (bool < integer < floating)
+    the wider type, across categories the higher category's dtype (int64 with float32: float32)."""
+    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if ca == cb:
+        return np.promote_types(a, b)
+    return a if ca > cb else b
+
+
+def _stack_tensors(batch):
+    """torch.stack(batch, 0) on the tensors' arrays (the result does not record on the tape)."""
+    first = batch[0]._array
+    shape, dt = first.shape, first.dtype
+    arrays = []
+    for i, t in enumerate(batch):
+        a = t._array
+        if a.shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} "
+                               f"at entry 0 and {list(a.shape)} at entry {i}")
+        arrays.append(a)
+    if any(a.dtype != dt for a in arrays):         # mixed dtypes: PyTorch's type promotion
+        for a in arrays:
+            dt = _promote(dt, a.dtype)
+        return _wrap(np.stack(arrays).astype(dt, copy=False))
+    return _wrap(np.stack(arrays))
+
+
+def _as_tensor(data):
+    arr = np.asarray(data)
+    _core.np_dtype_of(arr.dtype)            # raises for dtypes tapegrad has no tensor type for
+    return _wrap(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
+
+
+def _is_numpy_value(elem) -> bool:
+    t = type(elem)
+    return t.__module__ == "numpy" and t.__name__ not in ("str_", "string_")
+
+
+def default_convert(data):
+    """Convert numpy arrays (and numpy scalars) in `data` to tensors, leaving the rest alone
+    (the collate function when automatic batching is off, i.e. batch_size=None)."""
+    elem_type = type(data)
+    if isinstance(data, _core.TensorBase):
+        return data
+    if _is_numpy_value(data):
+        if (isinstance(data, np.ndarray)
+                and np_str_obj_array_pattern.search(data.dtype.str) is not None):
+            return data
+        return _as_tensor(data)
+    if isinstance(data, collections.abc.Mapping):
+        try:
+            if isinstance(data, collections.abc.MutableMapping):
+                clone = copy.copy(data)
+                clone.update({key: default_convert(data[key]) for key in data})
+                return clone
+            return elem_type({key: default_convert(data[key]) for key in data})
+        except TypeError:
+            return {key: default_convert(data[key]) for key in data}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):       # namedtuple
+        return elem_type(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):
+        return [default_convert(d) for d in data]
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
+        try:
+            if isinstance(data, collections.abc.MutableSequence):
+                clone = copy.copy(data)
+                for i, d in enumerate(data):
+                    clone[i] = default_convert(d)
+                return clone
+            return elem_type([default_convert(d) for d in data])
+        except TypeError:
+            return [default_convert(d) for d in data]
+    return data
+
+
+def default_collate(batch):
+    """Merge a list of samples into a batch, as torch.utils.data.default_collate.
+
+    Tensors are stacked along a new first dimension; numpy arrays become stacked tensors; Python
+    floats a float64 tensor, ints an int64 tensor (bools a bool tensor); strings stay a list;
+    dicts, namedtuples, tuples and lists are collated field by field (tuples become lists).
+    """
+    elem = batch[0]
+    elem_type = type(elem)
+    if isinstance(elem, _core.TensorBase):
+        return _stack_tensors(batch)
+    if _is_numpy_value(elem):
+        if isinstance(elem, np.ndarray):
+            if np_str_obj_array_pattern.search(elem.dtype.str) is not None:
+                raise TypeError(default_collate_err_msg_format.format(elem.dtype))
+            return default_collate([_as_tensor(b) for b in batch])
+        if isinstance(elem, (np.bool_, np.number, np.object_)):
+            return _as_tensor(np.array(batch))
+    if isinstance(elem, float):
+        return _wrap(np.array(batch, dtype=np.float64))
+    if isinstance(elem, int):
+        arr = np.array(batch)
+        if arr.dtype.kind == "f":
+            arr = arr.astype(np.float32)         # mixed ints and floats: PyTorch's inference
+        elif arr.dtype.kind in "iu":
+            arr = arr.astype(np.int64)
+        return _as_tensor(arr)
+    if isinstance(elem, (str, bytes)):
+        return batch
+    if isinstance(elem, collections.abc.Mapping):
+        try:
+            if isinstance(elem, collections.abc.MutableMapping):
+                clone = copy.copy(elem)
+                clone.update({key: default_collate([d[key] for d in batch]) for key in elem})
+                return clone
+            return elem_type({key: default_collate([d[key] for d in batch]) for key in elem})
+        except TypeError:
+            return {key: default_collate([d[key] for d in batch]) for key in elem}
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):       # namedtuple
+        return elem_type(*(default_collate(samples) for samples in zip(*batch)))
+    if isinstance(elem, collections.abc.Sequence):
+        it = iter(batch)
+        elem_size = len(next(it))
+        if not all(len(e) == elem_size for e in it):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        transposed = list(zip(*batch))
+        if isinstance(elem, tuple):
+            return [default_collate(samples) for samples in transposed]
+        try:
+            if isinstance(elem, collections.abc.MutableSequence):
+                clone = copy.copy(elem)
+                for i, samples in enumerate(transposed):
+                    clone[i] = default_collate(samples)
+                return clone
+            return elem_type([default_collate(samples) for samples in transposed])
+        except TypeError:
+            return [default_collate(samples) for samples in transposed]
+    raise TypeError(default_collate_err_msg_format.format(elem_type))
+
+
+def _tensor_source(dataset):
+    """(arrays, index map) when batches of `dataset` can be cut straight from its tensors' arrays:
+    a TensorDataset, or Subsets of one.  None otherwise."""
+    index_map = None
+    while type(dataset) is Subset:
+        ind = dataset.indices
+        ind = np.asarray(ind._array if isinstance(ind, _core.TensorBase) else ind, dtype=np.intp)
+        if ind.ndim != 1:
+            return None
+        index_map = ind if index_map is None else ind[index_map]
+        dataset = dataset.dataset
+    if type(dataset) is not TensorDataset:
+        return None
+    if not all(isinstance(t, _core.TensorBase) and t._array.ndim >= 1 for t in dataset.tensors):
+        return None
+    return [t._array for t in dataset.tensors], index_map
+
+
+class _SingleProcessDataLoaderIter:
+    """An iterator over one epoch of a DataLoader's batches."""
+
+    def __init__(self, loader: "DataLoader") -> None:
+        self._loader = loader
+        self._gen = loader._batches()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._gen)
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+
+class DataLoader:
+    """Combines a dataset and a sampler and iterates over batches of samples (single process).
+
+    Args:
+        dataset: a map-style (`__getitem__` and `__len__`) or iterable-style dataset.
+        batch_size (int or None): samples per batch (default 1; None disables batching).
+        shuffle (bool): reshuffle the samples at every epoch (default False).
+        sampler: the order of the indices (mutually exclusive with shuffle).
+        batch_sampler: yields lists of indices (mutually exclusive with batch_size, shuffle,
+            sampler and drop_last).
+        num_workers (int): accepted for compatibility; data is always loaded in-process.
+        collate_fn: merges a list of samples into a batch (default: default_collate).
+        drop_last (bool): drop the last incomplete batch (default False).
+        generator: numpy Generator used to shuffle (default: tapegrad's seeded default).
+    """
+
+    def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None,
+                 sampler=None, batch_sampler=None, num_workers: int = 0, collate_fn=None,
+                 pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor: int | None = None, persistent_workers: bool = False,
+                 pin_memory_device: str = "", in_order: bool = True) -> None:
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; "
+                             "use num_workers=0 to disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                             "let num_workers > 0 to enable multiprocessing, otherwise set "
+                             "prefetch_factor to None.")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
+        self.persistent_workers = persistent_workers
+
+        self._iterable = isinstance(dataset, IterableDataset)
+        if self._iterable:
+            if shuffle not in {False, None}:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle "
+                                 f"option, but got shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified sampler "
+                                 f"option, but got sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified "
+                                 f"batch_sampler option, but got batch_sampler={batch_sampler}")
+        else:
+            shuffle = bool(shuffle)
+
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
+                                 "shuffle, sampler, and drop_last")
+            batch_size = None
+            drop_last = False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually "
+                             "exclusive with drop_last")
+
+        if sampler is None and not self._iterable:
+            sampler = (RandomSampler(dataset, generator=generator) if shuffle
+                       else SequentialSampler(dataset))
+        if batch_size is not None and batch_sampler is None and not self._iterable:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.generator = generator
+        self._user_collate = collate_fn is not None
+        if collate_fn is None:
+            collate_fn = default_collate if self._auto_collation else default_convert
+        self.collate_fn = collate_fn
+
+    @property
+    def _auto_collation(self) -> bool:
+        if self._iterable:
+            return self.batch_size is not None
+        return self.batch_sampler is not None
+
+    @property
+    def _index_sampler(self):
+        return self.batch_sampler if self._auto_collation else self.sampler
+
+    def __len__(self) -> int:
+        if self._iterable:
+            length = len(self.dataset)
+            if self.batch_size is not None:
+                length = (length // self.batch_size if self.drop_last
+                          else math.ceil(length / self.batch_size))
+            return length
+        return len(self._index_sampler)
+
+    def __iter__(self) -> _SingleProcessDataLoaderIter:
+        return _SingleProcessDataLoaderIter(self)
+
+    # -- the epoch ----------------------------------------------------------------------------
+    def _batches(self):
+        if self._iterable:
+            yield from self._iterable_batches()
+            return
+        dataset, collate_fn = self.dataset, self.collate_fn
+        if not self._auto_collation:
+            for idx in self.sampler:
+                yield collate_fn(dataset[idx])
+            return
+        source = None
+        if collate_fn is default_collate and isinstance(self.batch_sampler, BatchSampler):
+            source = _tensor_source(dataset)
+        if source is not None:
+            # Fast path: gather each batch's rows from the arrays at once (what indexing each
+            # sample and stacking them gives, without a Python call per sample).
+            arrays, index_map = source
+            for idx in self.batch_sampler._index_arrays():
+                idx = np.asarray(idx, dtype=np.intp)
+                if index_map is not None:
+                    idx = index_map[idx]
+                yield [_wrap(a[idx]) for a in arrays]
+            return
+        getitems = getattr(dataset, "__getitems__", None)
+        for indices in self.batch_sampler:
+            if callable(getitems):
+                data = getitems(indices)
+            else:
+                data = [dataset[i] for i in indices]
+            yield collate_fn(data)
+
+    def _iterable_batches(self):
+        it = iter(self.dataset)
+        if not self._auto_collation:
+            for sample in it:
+                yield self.collate_fn(sample)
+            return
+        while True:
+            data = []
+            for sample in it:
+                data.append(sample)
+                if len(data) == self.batch_size:
+                    break
+            if not data or (self.drop_last and len(data) < self.batch_size):
+                return
+            yield self.collate_fn(data)
+            if len(data) < self.batch_size:
+                return

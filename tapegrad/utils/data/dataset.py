@@ -1,0 +1,145 @@
+"""Datasets: the map-style base class, TensorDataset, Subset, ConcatDataset, random_split."""
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import warnings
+
+from .sampler import _numpy_generator
+
+__all__ = ["ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "Subset",
+           "TensorDataset", "random_split"]
+
+
+class Dataset:
+    """A map-style dataset: subclasses implement `__getitem__` (and usually `__len__`)."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+    def __add__(self, other: "Dataset") -> "ConcatDataset":
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """An iterable-style dataset: subclasses implement `__iter__`."""
+
+    def __iter__(self):
+        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+
+    def __add__(self, other: "Dataset") -> "ChainDataset":
+        return ChainDataset([self, other])
+
+
+class TensorDataset(Dataset):
+    """Samples are the tensors' rows: `dataset[i] == tuple(t[i] for t in tensors)`."""
+
+    def __init__(self, *tensors) -> None:
+        if any(tensors[0].size(0) != tensor.size(0) for tensor in tensors):
+            raise AssertionError("Size mismatch between tensors")
+        self.tensors = tensors
+
+    def __getitem__(self, index):
+        return tuple(tensor[index] for tensor in self.tensors)
+
+    def __len__(self) -> int:
+        return self.tensors[0].size(0)
+
+
+class ConcatDataset(Dataset):
+    """The concatenation of several map-style datasets."""
+
+    @staticmethod
+    def cumsum(sequence):
+        r, s = [], 0
+        for e in sequence:
+            s += len(e)
+            r.append(s)
+        return r
+
+    def __init__(self, datasets) -> None:
+        self.datasets = list(datasets)
+        if len(self.datasets) == 0:
+            raise AssertionError("datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise AssertionError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = self.cumsum(self.datasets)
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, idx):
+        if idx < 0:
+            if -idx > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            idx = len(self) + idx
+        dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
+        sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
+        return self.datasets[dataset_idx][sample_idx]
+
+
+class ChainDataset(IterableDataset):
+    """The chaining of several iterable datasets."""
+
+    def __init__(self, datasets) -> None:
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self) -> int:
+        return sum(len(d) for d in self.datasets)
+
+
+class Subset(Dataset):
+    """The samples of `dataset` at `indices`."""
+
+    def __init__(self, dataset, indices) -> None:
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, idx):
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]
+        return self.dataset[self.indices[idx]]
+
+    def __getitems__(self, indices):
+        if callable(getattr(self.dataset, "__getitems__", None)):
+            return self.dataset.__getitems__([self.indices[idx] for idx in indices])
+        return [self.dataset[self.indices[idx]] for idx in indices]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def random_split(dataset, lengths, generator=None) -> list[Subset]:
+    """Split `dataset` into non-overlapping random subsets of the given lengths.
+
+    `lengths` are sizes summing to len(dataset), or fractions summing to 1 (floors, the remainder
+    handed out one by one from the first split, as PyTorch does).  `generator`: a numpy Generator
+    (default: tapegrad's seeded default generator).
+    """
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        subset_lengths: list[int] = []
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+            subset_lengths.append(math.floor(len(dataset) * frac))
+        remainder = len(dataset) - sum(subset_lengths)
+        for i in range(remainder):
+            subset_lengths[i % len(subset_lengths)] += 1
+        lengths = subset_lengths
+        for i, length in enumerate(lengths):
+            if length == 0:
+                warnings.warn(f"Length of split at index {i} is 0. "
+                              f"This might result in an empty dataset.", stacklevel=2)
+    if sum(lengths) != len(dataset):
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    indices = _numpy_generator(generator).permutation(sum(lengths)).tolist()
+    return [Subset(dataset, indices[offset - length:offset])
+            for offset, length in zip(itertools.accumulate(lengths), lengths)]

@@ -1,0 +1,162 @@
+"""Samplers: the orders in which a DataLoader visits a map-style dataset's indices."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import creation
+
+__all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler"]
+
+
+def _numpy_generator(generator) -> np.random.Generator:
+    """The numpy Generator behind `generator` (None: tapegrad's default, seeded by manual_seed)."""
+    if generator is None:
+        return creation.default_generator()
+    if isinstance(generator, np.random.Generator):
+        return generator
+    for attr in ("_generator", "_rng", "generator"):     # a wrapper holding a numpy Generator
+        inner = getattr(generator, attr, None)
+        if isinstance(inner, np.random.Generator):
+            return inner
+    raise TypeError("generator must be a numpy.random.Generator (tapegrad.manual_seed returns the "
+                    f"default one), got {type(generator).__name__}")
+
+
+def _fresh_generator(generator) -> np.random.Generator:
+    """PyTorch's samplers without a generator seed a new one from the default stream each epoch."""
+    if generator is None:
+        seed = int(creation.default_generator().integers(0, 2 ** 63 - 1))
+        return np.random.default_rng(seed)
+    return _numpy_generator(generator)
+
+
+class Sampler:
+    """Base class for all samplers: an iterable over dataset indices (or lists of them)."""
+
+    def __init__(self, data_source=None) -> None:
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler):
+    """Samples elements sequentially, always in the same order."""
+
+    def __init__(self, data_source) -> None:
+        self.data_source = data_source
+
+    def _indices(self) -> np.ndarray:
+        return np.arange(len(self.data_source))
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self) -> int:
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """Samples elements randomly: a permutation (or `num_samples` draws with replacement)."""
+
+    def __init__(self, data_source, replacement: bool = False, num_samples: int | None = None,
+                 generator=None) -> None:
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        if not isinstance(self.replacement, bool):
+            raise TypeError("replacement should be a boolean value, but got "
+                            f"replacement={self.replacement}")
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             f"num_samples={self.num_samples}")
+
+    @property
+    def num_samples(self) -> int:
+        if self._num_samples is None:
+            return len(self.data_source)
+        return self._num_samples
+
+    def _indices(self) -> np.ndarray:
+        n = len(self.data_source)
+        rng = _fresh_generator(self.generator)
+        if self.replacement:
+            return rng.integers(0, n, size=self.num_samples)
+        parts = [rng.permutation(n) for _ in range(self.num_samples // n)]
+        parts.append(rng.permutation(n)[:self.num_samples % n])
+        return np.concatenate(parts)
+
+    def __iter__(self):
+        return iter(self._indices().tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """Samples elements randomly from a given list of indices, without replacement."""
+
+    def __init__(self, indices, generator=None) -> None:
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self):
+        for i in _numpy_generator(self.generator).permutation(len(self.indices)).tolist():
+            yield self.indices[i]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class BatchSampler(Sampler):
+    """Wraps a sampler to yield lists of `batch_size` indices (the last one shorter unless
+    `drop_last`)."""
+
+    def __init__(self, sampler, batch_size: int, drop_last: bool) -> None:
+        if (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0):
+            raise ValueError("batch_size should be a positive integer value, but got "
+                             f"batch_size={batch_size}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def _index_arrays(self):
+        """The batches as index arrays, without a Python int per index for built-in samplers."""
+        if type(self.sampler) in (SequentialSampler, RandomSampler):
+            order = self.sampler._indices()
+            n, bs = len(order), self.batch_size
+            stop = n - n % bs if self.drop_last else n
+            for start in range(0, stop, bs):
+                yield order[start:start + bs]
+        else:
+            for batch in self:
+                yield batch
+
+    def __iter__(self):
+        if self.drop_last:
+            sampler_iter = iter(self.sampler)
+            while True:
+                batch = []
+                try:
+                    for _ in range(self.batch_size):
+                        batch.append(next(sampler_iter))
+                except StopIteration:
+                    return
+                yield batch
+        else:
+            batch = []
+            for idx in self.sampler:
+                batch.append(idx)
+                if len(batch) == self.batch_size:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+
+    def __len__(self) -> int:
+        if self.drop_last:
+            return len(self.sampler) // self.batch_size
+        return (len(self.sampler) + self.batch_size - 1) // self.batch_size
