@@ -50,9 +50,15 @@ from .creation import (
     manual_seed,
     randn,
     rand,
+    linspace,
+    eye,
+    randint,
+    randperm,
+    normal,
 )
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
-from . import nn
+from . import nn, optim, utils
+from .serialization import save, load
 
 half = float16
 float = float32  # noqa: A001

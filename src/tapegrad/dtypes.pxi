@@ -119,6 +119,15 @@ cdef inline long operand_code(object x):
     return 10000 + scalar_category(x)
 
 
+cdef object promote_pair(object a, object b):
+    """PyTorch's promoteTypes: within a category numpy's rule; across categories the higher
+    category's dtype wins as it is (int64 with float32 is float32, not numpy's float64)."""
+    cdef int ca = np_category(a.num), cb = np_category(b.num)
+    if ca == cb:
+        return np.promote_types(a, b)
+    return a if ca > cb else b
+
+
 cdef object compute_result_dtype(long code_a, long code_b):
     cdef object dims = None, zeros = None, out = None
     cdef int cat = -1, sc
@@ -128,9 +137,9 @@ cdef object compute_result_dtype(long code_a, long code_b):
             continue
         nd = (<dtype>DTYPE_OF_NUM[c // 2]).np_dtype
         if c % 2 == 0:
-            dims = nd if dims is None else np.promote_types(dims, nd)
+            dims = nd if dims is None else promote_pair(dims, nd)
         else:
-            zeros = nd if zeros is None else np.promote_types(zeros, nd)
+            zeros = nd if zeros is None else promote_pair(zeros, nd)
     if dims is not None:
         out = dims
         cat = np_category(out.num)

@@ -189,19 +189,6 @@ def mul_(TensorBase self, other):
 def div_(TensorBase self, other):
     return inplace_binary(OP_DIV, self, other)
 
-def fill_(TensorBase self, value):
-    """Set every element to `value` (a number or a 0-d tensor), in place."""
-    if isinstance(value, TensorBase):
-        if (<TensorBase>value)._array.ndim != 0:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
-                               f"{(<TensorBase>value)._array.ndim} dimensions.")
-    setitem_op(self, Ellipsis, value)
-    return self
-
-def zero_(TensorBase self):
-    """Set every element to zero, in place."""
-    return fill_(self, 0)
-
 def copy_(TensorBase self, src, non_blocking=False):
     """Copy src's values (broadcast to self's shape, cast to self's dtype) into self."""
     if not isinstance(src, TensorBase):
@@ -217,5 +204,5 @@ def _mark_written(TensorBase self):
     return self
 
 
-TENSOR_METHODS.update(add_=add_, sub_=sub_, mul_=mul_, div_=div_, fill_=fill_, zero_=zero_,
-                      copy_=copy_)
+# zero_, fill_, normal_ and uniform_ live with the creation functions (tapegrad/creation.py).
+TENSOR_METHODS.update(add_=add_, sub_=sub_, mul_=mul_, div_=div_, copy_=copy_)

@@ -955,18 +955,21 @@ def dropout(TensorBase input, p=0.5, training=True, inplace=False):
     cdef Py_ssize_t old
     cdef Record* r
     cdef TensorBase res
-    with np.errstate(all="ignore"):
-        if inplace and not input._requires_grad and A.flags.writeable:
-            np.multiply(A, noise, out=A)
-            return input
-        out = nd(A * noise)
     if inplace:
-        input._array = out
+        check_inplace(input, grad_enabled() and input._requires_grad)
+        if not A.flags.writeable:
+            raise RuntimeError("cannot write into a read-only tensor (an expanded or broadcast "
+                               "view); clone() it first")
+        with np.errstate(all="ignore"):
+            np.multiply(A, noise, out=A)
+        bump_version(input)
         r = nn_record_inplace(OP_DROPOUT, input, (input,), &old)
         if r != NULL:
             keep(&r.saved[0], noise)
             nn_finish_inplace(input, old)
         return input
+    with np.errstate(all="ignore"):
+        out = nd(A * noise)
     res = wrap(out)
     r = record_from(OP_DROPOUT, res, (input,))
     if r != NULL:
@@ -1346,18 +1349,19 @@ def _overwrite_(TensorBase t, values, str name, value=None):
     A = t._array
     value_grad = (isinstance(value, TensorBase) and (<TensorBase>value)._requires_grad
                   and grad_on)
-    if (t._requires_grad and not is_leaf_c(t)) or value_grad or not A.flags.writeable:
-        new = np.empty(A.shape, dtype=A.dtype)
-        new[...] = values
-        t._array = new
-        if grad_on and (t._requires_grad or value_grad):
-            inputs = (t,) if value is None or not isinstance(value, TensorBase) else (t, value)
-            r = nn_record_inplace(<int>NN_OVERWRITE_OPS[name], t, inputs, &old)
-            if r != NULL:
-                keep(&r.aux, nn_overwrite_specs(inputs, (False, True)))
-                nn_finish_inplace(t, old)
-    else:
-        A[...] = values
+    cdef bint recording = grad_on and (t._requires_grad or value_grad)
+    check_inplace(t, recording)
+    if not A.flags.writeable:
+        raise RuntimeError("cannot write into a read-only tensor (an expanded or broadcast view); "
+                           "clone() it first")
+    A[...] = values                 # into the storage: views see it; the version bump makes
+    bump_version(t)                 # records that saved the old value refuse to use it
+    if recording:
+        inputs = (t,) if value is None or not isinstance(value, TensorBase) else (t, value)
+        r = nn_record_inplace(<int>NN_OVERWRITE_OPS[name], t, inputs, &old)
+        if r != NULL:
+            keep(&r.aux, nn_overwrite_specs(inputs, (False, True)))
+            nn_finish_inplace(t, old)
     return t
 
 
