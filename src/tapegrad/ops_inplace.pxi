@@ -197,9 +197,8 @@ def copy_(TensorBase self, src, non_blocking=False):
     return self
 
 def _mark_written(TensorBase self):
-    """For code that writes a tensor's array directly (initialisers, optimizers): check that the
-    write is allowed, and bump the version so saved copies of the old value are not used."""
-    check_inplace(self, False)
+    """For code that writes a tensor's array directly (optimizers, initialisers, under no_grad):
+    bump the version so records that saved the old value refuse to use it."""
     bump_version(self)
     return self
 

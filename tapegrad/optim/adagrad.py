@@ -84,6 +84,7 @@ class Adagrad(Optimizer):
         maximize = group["maximize"]
         for p, grad in self._params_with_grad(group):
             param = p._array
+            _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             if len(state) == 0:
                 self._init_state(p, self.defaults["initial_accumulator_value"])

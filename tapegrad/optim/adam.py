@@ -88,6 +88,7 @@ class Adam(Optimizer):
         decoupled = group["decoupled_weight_decay"]
         for p, grad in self._params_with_grad(group):
             param = p._array
+            _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             if len(state) == 0:         # lazy state initialization
                 state["step"] = _step_tensor()

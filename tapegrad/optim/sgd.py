@@ -69,6 +69,7 @@ class SGD(Optimizer):
         maximize = group["maximize"]
         for p, grad in self._params_with_grad(group):
             param = p._array
+            _core._mark_written(p)      # in-place update: saved copies are now stale
             if maximize:
                 grad = neg(grad)
             if weight_decay != 0:
