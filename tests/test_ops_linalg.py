@@ -223,6 +223,21 @@ def test_dtypes():
     assert F.linear(i, tg.tensor([[1, 1, 1]])).tolist() == [[6], [15]]
 
 
+def test_infinities_and_overflow_give_ieee_results_without_warnings():
+    # pytest turns warnings into errors: numpy's "invalid value encountered in matmul" would fail
+    inf = float("inf")
+    a = tg.tensor([[inf, 1.0]], requires_grad=True)
+    b = tg.tensor([[1.0], [-inf]], requires_grad=True)
+    assert np.isnan((a @ b).item())
+    big = tg.tensor([3e38, 3e38], requires_grad=True)
+    assert big.dot(big).item() == inf
+    assert tg.outer(big, big).detach().numpy().max() == inf
+    assert np.isnan(F.linear(a, tg.tensor([[1.0, -inf]]), tg.tensor([1.0])).item())
+    assert np.isnan(F.linear(a, tg.tensor([[1.0, -inf]])).item())
+    (a @ b).sum().backward()
+    assert a.grad is not None
+
+
 def test_no_record_without_grad_mode():
     a = tg.tensor(randn(2, 3), dtype=tg.float32, requires_grad=True)
     with tg.no_grad():

@@ -241,6 +241,18 @@ def test_logsumexp_is_stable_and_handles_infinities():
     assert tg.zeros(0, 3).logsumexp(0).tolist() == [-INF] * 3
 
 
+def test_special_values_give_ieee_results_without_warnings():
+    # pytest turns warnings into errors: numpy's "invalid value encountered in reduce" would fail
+    x = tg.tensor([[INF, -INF], [NAN, 1.0]], requires_grad=True)
+    assert math.isnan(x.sum().item()) and math.isnan(x.mean().item())
+    assert x.sum(0).tolist()[1] == -INF and math.isnan(x.prod().item())
+    assert x.amax(1).tolist()[0] == INF and math.isnan(x.var().item())
+    big = tg.tensor([3e38, 3e38], requires_grad=True)
+    assert big.sum().item() == INF and big.norm().item() == INF and big.prod().item() == INF
+    assert big.logsumexp(0).item() == pytest.approx(3e38)
+    big.sum().backward()
+
+
 # -- empty reductions -----------------------------------------------------------------------------
 
 def test_reductions_over_empty_dims():

@@ -90,6 +90,14 @@ cdef int check_bmm(Py_ssize_t b1, Py_ssize_t k, Py_ssize_t b2, Py_ssize_t m, obj
     return 0
 
 
+cdef object product(object A, object B):
+    """np.matmul(A, B) as an ndarray; IEEE results (inf, nan) without numpy's warnings."""
+    if A.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            return nd(np.matmul(A, B))
+    return nd(np.matmul(A, B))
+
+
 # -- the VJP --------------------------------------------------------------------------------------
 
 cdef object matmul_grad_a(object g, object B, tuple shape_a):
@@ -300,7 +308,7 @@ def matmul(input, other):
     A = a._array
     B = b._array
     cdef int route = matmul_route(A, B, a._requires_grad, b._requires_grad)
-    out = nd(np.matmul(A, B))
+    out = product(A, B)
     return matmul_record(route_op(route, out), out, a, b, A, B, False)
 
 
@@ -331,7 +339,7 @@ def mm(input, mat2):
     if B.ndim != 2:
         raise RuntimeError("mat2 must be a matrix")
     check_mm(A.shape[0], A.shape[1], B.shape[0], B.shape[1], A.dtype, B.dtype)
-    return matmul_record(OP_MM, nd(np.matmul(A, B)), a, b, A, B, False)
+    return matmul_record(OP_MM, product(A, B), a, b, A, B, False)
 
 
 def bmm(input, mat2):
@@ -345,7 +353,7 @@ def bmm(input, mat2):
     if B.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
     check_bmm(A.shape[0], A.shape[2], B.shape[0], B.shape[1], A.dtype, B.dtype)
-    return matmul_record(OP_BMM, nd(np.matmul(A, B)), a, b, A, B, False)
+    return matmul_record(OP_BMM, product(A, B), a, b, A, B, False)
 
 
 def mv(input, vec):
@@ -357,7 +365,7 @@ def mv(input, vec):
     if A.ndim != 2 or B.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {A.ndim}, {B.ndim}")
     check_mv(A.shape[0], A.shape[1], B.shape[0], A.dtype, B.dtype)
-    return matmul_record(OP_MV, nd(np.matmul(A, B)), a, b, A, B, False)
+    return matmul_record(OP_MV, product(A, B), a, b, A, B, False)
 
 
 def dot(input, tensor):
@@ -369,7 +377,7 @@ def dot(input, tensor):
     if A.ndim != 1 or B.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {A.ndim}D and {B.ndim}D tensors")
     check_dot(A.shape[0], B.shape[0], A.dtype, B.dtype)
-    return matmul_record(OP_DOT, nd(np.matmul(A, B)), a, b, A, B, False)
+    return matmul_record(OP_DOT, product(A, B), a, b, A, B, False)
 
 
 cdef object promote_tensor_dtypes(object dta, object dtb):
@@ -408,7 +416,11 @@ def outer(input, vec2):
     dt = promote_tensor_dtypes(a._array.dtype, b._array.dtype)
     A = operand_value(a, dt)
     B = operand_value(b, dt)
-    out = nd(np.multiply.outer(A, B))
+    if A.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            out = nd(np.multiply.outer(A, B))
+    else:
+        out = nd(np.multiply.outer(A, B))
     cdef TensorBase res = wrap(out)
     r = record_from(OP_OUTER, res, (a, b))
     if r != NULL:
@@ -455,7 +467,7 @@ def linear(input, weight, bias=None):
     Wt = W.T
     if bias is None:
         route = matmul_route(X, Wt, x._requires_grad, w._requires_grad)
-        out = nd(np.matmul(X, Wt))
+        out = product(X, Wt)
         return matmul_record(route_op(route, out), out, x, w, X, Wt, True)
     c = require_tensor(bias, "linear", "bias", 3)
     C = c._array
@@ -479,8 +491,13 @@ def linear(input, weight, bias=None):
             raise RuntimeError(f"result type {scalar_type_name(C.dtype)} can't be cast to the "
                                f"desired output type {scalar_type_name(X.dtype)}")
         op = OP_LINEAR_ADD
-    with np.errstate(all="ignore"):
-        out = nd(np.add(np.matmul(X, Wt), C, dtype=X.dtype, casting="unsafe"))
+    out = product(X, Wt)
+    if op != OP_LINEAR_ADD and out.ndim > 0:             # C expands to the product's shape
+        with np.errstate(all="ignore"):
+            np.add(out, C, out=out)                     # the product is fresh: add in place
+    else:
+        with np.errstate(all="ignore"):
+            out = nd(np.add(out, C, dtype=out.dtype, casting="unsafe"))
     return matmul_record(op, out, x, w, X, Wt, True, c)
 
 

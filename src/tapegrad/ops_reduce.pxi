@@ -159,9 +159,13 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
                 raise RuntimeError(f"Autograd not support dtype: {scalar_type_name(dt)}")
             A = A.astype(dt)
     if op == OP_SUM:
-        if A.dtype.kind in "biu" and dtype is None:
-            A = A.astype(NP_INT64)                      # PyTorch sums integers and bools as int64
-        out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
+        if A.dtype.kind in "biu":
+            if dtype is None:
+                A = A.astype(NP_INT64)                  # PyTorch sums integers and bools as int64
+            out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
+        else:
+            with np.errstate(all="ignore"):             # inf - inf, overflow: IEEE, as PyTorch
+                out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
     else:
         if A.dtype.kind != "f":
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
