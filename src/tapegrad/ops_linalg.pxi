@@ -1,3 +1,509 @@
 # ---------------------------------------------------------------------------------------------
-# Linear algebra: matmul (1-D, 2-D, batched, broadcast-batched), mm, bmm, dot, outer, linear.
+# Linear algebra: matmul / @ (1-D, 2-D, batched, broadcast-batched), mm, bmm, mv, dot, outer and
+# nn.functional.linear.
+#
+# Forward and VJP are np.matmul (a C-level ufunc, BLAS for float32/float64).  One VJP serves them
+# all: dA = g @ B^T and dB = A^T @ g, with 1-D operands lifted to matrices and batch dims that
+# broadcasting added or stretched summed away (sum_to).  When one operand is a plain matrix and
+# the other is batched (a linear layer on a batch), the matrix's gradient is one folded GEMM instead
+# of a batch of products and a reduction.
+#
+# PyTorch routes matmul through dot / mv / mm / a folded mm / bmm depending on the operands' dims
+# (and, for the folded paths, on which operand requires grad); the grad_fn name and the error
+# messages follow that route, so matmul_route() reproduces it.  Operands must share a dtype, as in
+# PyTorch (integer products are allowed, without grad).
 # ---------------------------------------------------------------------------------------------
+
+
+cdef dict CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                            "int64": "long int", "int32": "int", "int16": "short int",
+                            "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+cdef inline str cpp_type_name(object np_dt):
+    return CPP_TYPE_NAMES.get(np_dt.name, np_dt.name)
+
+
+cdef Py_ssize_t shape_prod(object shape, Py_ssize_t start, Py_ssize_t stop):
+    cdef Py_ssize_t n = 1, i
+    for i in range(start, stop):
+        n *= <Py_ssize_t>shape[i]
+    return n
+
+
+cdef inline object last(object shape):
+    return shape[len(shape) - 1]
+
+
+cdef inline object second_last(object shape):
+    return shape[len(shape) - 2]
+
+
+# -- PyTorch's shape and dtype checks, with its messages -----------------------------------------
+
+cdef int check_mm(Py_ssize_t n, Py_ssize_t k, Py_ssize_t m, Py_ssize_t p, object dta,
+                  object dtb) except -1:
+    if k != m:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {m}x{p})")
+    if dta != dtb:
+        raise RuntimeError("expected m1 and m2 to have the same dtype, but got: "
+                           f"{cpp_type_name(dta)} != {cpp_type_name(dtb)}")
+    if dta.kind == "b":
+        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+    return 0
+
+
+cdef int check_mv(Py_ssize_t n, Py_ssize_t k, Py_ssize_t m, object dtm, object dtv) except -1:
+    if k != m:
+        raise RuntimeError(f"size mismatch, got input ({n}), mat ({n}x{k}), vec ({m})")
+    if dtm != dtv:
+        raise RuntimeError("addmv input tensors must have the same dtype, but got "
+                           f"{scalar_type_name(dtv)}, {scalar_type_name(dtm)}, and "
+                           f"{scalar_type_name(dtv)}")
+    if dtm.kind == "b":
+        raise NotImplementedError("\"addmv_impl_cpu\" not implemented for 'Bool'")
+    return 0
+
+
+cdef int check_dot(Py_ssize_t n, Py_ssize_t m, object dta, object dtb) except -1:
+    if dta != dtb:
+        raise RuntimeError("dot : expected both vectors to have same dtype, but found "
+                           f"{scalar_type_name(dta)} and {scalar_type_name(dtb)}")
+    if n != m:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to "
+                           f"have the same number of elements, but got {n} and {m} elements "
+                           "respectively")
+    if dta.kind == "b":
+        raise NotImplementedError("\"dot\" not implemented for 'Bool'")
+    return 0
+
+
+cdef int check_bmm(Py_ssize_t b1, Py_ssize_t k, Py_ssize_t b2, Py_ssize_t m, object dta,
+                   object dtb) except -1:
+    if b1 != b2 or k != m:
+        raise RuntimeError("Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{b1}, {k}] but got: [{b2}, {m}].")
+    if dta != dtb:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(dta)} but found "
+                           f"{scalar_type_name(dtb)}")
+    if dta.kind == "b":
+        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
+    return 0
+
+
+cdef object product(object A, object B):
+    """np.matmul(A, B) as an ndarray; IEEE results (inf, nan) without numpy's warnings."""
+    if A.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            return nd(np.matmul(A, B))
+    return nd(np.matmul(A, B))
+
+
+# -- the VJP --------------------------------------------------------------------------------------
+
+cdef object matmul_grad_a(object g, object B, tuple shape_a):
+    """Gradient of A in A @ B (A of shape `shape_a`), from the output's adjoint g."""
+    cdef Py_ssize_t na = len(shape_a), nb = B.ndim, bc, n, k, p
+    if nb == 1:
+        if na == 1:
+            return nd(np.multiply(g, B))                # dot: g is 0-d
+        return nd(np.multiply(g[..., None], B))         # (batch, n) x (k,) -> (batch, n, k)
+    g2 = g if na > 1 else g[..., None, :]               # (batch, n, p)
+    if na <= 2 and nb > 2:
+        # A is one matrix used against every batch of B: one GEMM over the folded batch.
+        bc = shape_prod(B.shape, 0, nb - 2)
+        k = second_last(B.shape)
+        p = last(B.shape)
+        n = second_last(g2.shape)
+        g3 = g2.reshape(bc, n, p).transpose(1, 0, 2).reshape(n, bc * p)
+        b3 = B.reshape(bc, k, p).transpose(0, 2, 1).reshape(bc * p, k)
+        ga = np.matmul(g3, b3)
+    else:
+        ga = np.matmul(g2, B.swapaxes(-1, -2))
+        ga = sum_to(ga, shape_a if na > 1 else (1, last(shape_a)))
+    return ga.reshape(shape_a)
+
+
+cdef object matmul_grad_b(object g, object A, tuple shape_b):
+    """Gradient of B in A @ B (B of shape `shape_b`), from the output's adjoint g."""
+    cdef Py_ssize_t na = A.ndim, nb = len(shape_b), rows, k, p
+    if na == 1:
+        if nb == 1:
+            return nd(np.multiply(g, A))
+        k = A.shape[0]
+        return nd(np.multiply(A.reshape(k, 1), g[..., None, :]))   # (k,1) x (batch,1,p)
+    g2 = g[..., None] if nb == 1 else g                 # (batch, n, p)
+    if nb <= 2 and na > 2:
+        # B is one matrix used against every batch of A: one GEMM over the folded batch.
+        rows = shape_prod(A.shape, 0, na - 1)
+        k = last(A.shape)
+        p = last(g2.shape)
+        gb = np.matmul(A.reshape(rows, k).T, g2.reshape(rows, p))
+    else:
+        gb = np.matmul(A.swapaxes(-1, -2), g2)
+        gb = sum_to(gb, shape_b if nb > 1 else (shape_b[0], 1))
+    return gb.reshape(shape_b)
+
+
+cdef object vjp_matmul(Record* r, object g):
+    """aux = (shape of A, shape of B as multiplied, B transposed (linear's weight), bias shape,
+    bias dtype); saved = (A if B needs grad, B if A needs grad)."""
+    cdef tuple aux = <tuple>r.aux
+    shape_a, shape_b, trans_b, bias_shape, bias_dtype = aux
+    ga = gb = None
+    if needs_grad(r, 0):
+        ga = matmul_grad_a(g, <object>r.saved[1], <tuple>shape_a)
+    if needs_grad(r, 1):
+        gb = matmul_grad_b(g, <object>r.saved[0], <tuple>shape_b)
+        if trans_b:
+            gb = gb.T
+    if r.n_in == 3:
+        return (ga, gb, fit_grad(g, bias_shape, bias_dtype) if needs_grad(r, 2) else None)
+    return (ga, gb)
+
+
+cdef int OP_DOT = register_op("DotBackward0", vjp_matmul)
+cdef int OP_MV = register_op("MvBackward0", vjp_matmul)
+cdef int OP_MM = register_op("MmBackward0", vjp_matmul)
+cdef int OP_BMM = register_op("BmmBackward0", vjp_matmul)
+cdef int OP_MATMUL_VM = register_op("SqueezeBackward4", vjp_matmul)      # 1-D @ 2-D
+cdef int OP_MATMUL_VIEW = register_op("UnsafeViewBackward0", vjp_matmul)  # batched, folded
+cdef int OP_MATMUL_CLONE = register_op("CloneBackward0", vjp_matmul)     # matrix @ batch
+cdef int OP_MATMUL_T = register_op("TransposeBackward0", vjp_matmul)     # ... already contiguous
+cdef int OP_ADDMM = register_op("AddmmBackward0", vjp_matmul)            # linear, 2-D input + bias
+cdef int OP_LINEAR_VIEW = register_op("ViewBackward0", vjp_matmul)       # linear, N-D input + bias
+cdef int OP_LINEAR_ADD = register_op("AddBackward0", vjp_matmul)         # linear, other + bias
+
+
+# -- matmul's route -------------------------------------------------------------------------------
+
+cdef enum:
+    R_DOT = 0
+    R_MV = 1
+    R_VM = 2
+    R_MM = 3
+    R_FOLD = 4           # the larger operand folded into a matrix: mm / mv, then a view
+    R_FOLD_T = 5         # matrix @ batch, folded by transposing: mm, then a transposed copy
+    R_BMM = 6            # broadcast batches: bmm, then a view
+
+
+cdef bint should_fold(object A, object B, bint req_a, bint req_b):
+    """PyTorch's test for multiplying by folding the larger operand into a matrix (mm/mv)."""
+    cdef Py_ssize_t da = A.ndim, db = B.ndim, i, dim_t1, dim_t2
+    cdef bint a_larger = da >= db
+    dim_t1 = da if a_larger else db
+    dim_t2 = db if a_larger else da
+    if not (dim_t1 >= 3 and dim_t2 <= 2):
+        return False
+    if (req_b if a_larger else req_a):
+        return True
+    if da == 2:
+        return False
+    t1 = A if a_larger else B.swapaxes(-1, -2)
+    if cnp.PyArray_SIZE(t1) == 0:
+        return True
+    shape = t1.shape
+    strides = t1.strides
+    for i in range(dim_t1 - 2):
+        if strides[i] != strides[i + 1] * shape[i + 1]:
+            return False
+    return True
+
+
+cdef int matmul_route(object A, object B, bint req_a, bint req_b) except -1:
+    """The path PyTorch's matmul takes for A @ B, after its shape and dtype checks."""
+    cdef Py_ssize_t da = A.ndim, db = B.ndim, rows
+    if da == 0 or db == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{da}D and {db}D")
+    dta = A.dtype
+    dtb = B.dtype
+    if da == 1 and db == 1:
+        check_dot(A.shape[0], B.shape[0], dta, dtb)
+        return R_DOT
+    if da == 2 and db == 1:
+        check_mv(A.shape[0], A.shape[1], B.shape[0], dta, dtb)
+        return R_MV
+    if da == 1 and db == 2:
+        check_mm(1, A.shape[0], B.shape[0], B.shape[1], dta, dtb)
+        return R_VM
+    if da == 2 and db == 2:
+        check_mm(A.shape[0], A.shape[1], B.shape[0], B.shape[1], dta, dtb)
+        return R_MM
+    if should_fold(A, B, req_a, req_b):
+        if db > da:                                     # fold B^T; A (or A^T) is the right side
+            rows = shape_prod(B.shape, 0, db - 2) * last(B.shape)
+            if da == 2:
+                check_mm(rows, second_last(B.shape), A.shape[1], A.shape[0], dtb, dta)
+                return R_FOLD_T
+            check_mv(rows, second_last(B.shape), A.shape[0], dtb, dta)
+            return R_FOLD
+        rows = shape_prod(A.shape, 0, da - 1)
+        if db == 2:
+            check_mm(rows, last(A.shape), B.shape[0], B.shape[1], dta, dtb)
+        else:
+            check_mv(rows, last(A.shape), B.shape[0], dta, dtb)
+        return R_FOLD
+    if da == 3 and db == 3 and A.shape[0] != B.shape[0]:
+        # a size-1 batch of an operand that requires grad is squeezed away first
+        if A.shape[0] == 1 and req_a:
+            return matmul_route(A[0], B, req_a, req_b)
+        if B.shape[0] == 1 and req_b:
+            return matmul_route(A, B[0], req_a, req_b)
+    batch_a = tuple([A.shape[i] for i in range(da - 2)]) if da > 2 else ()
+    batch_b = tuple([B.shape[i] for i in range(db - 2)]) if db > 2 else ()
+    batch = broadcast_shapes_torch(batch_a, batch_b)
+    rows = shape_prod(batch, 0, len(batch))
+    check_bmm(rows, last(A.shape), rows, second_last(B.shape) if db > 1 else B.shape[0], dta, dtb)
+    return R_BMM
+
+
+cdef int route_op(int route, object out):
+    if route == R_DOT:
+        return OP_DOT
+    if route == R_MV:
+        return OP_MV
+    if route == R_VM:
+        return OP_MATMUL_VM
+    if route == R_MM:
+        return OP_MM
+    if route == R_FOLD_T:
+        # PyTorch copies the transposed product unless it is already contiguous
+        if (cnp.PyArray_SIZE(out) == 0 or last(out.shape) == 1 or second_last(out.shape) == 1):
+            return OP_MATMUL_T
+        return OP_MATMUL_CLONE
+    return OP_MATMUL_VIEW
+
+
+cdef TensorBase matmul_record(int op, object out, TensorBase a, TensorBase b, object A, object B,
+                              bint trans_b, object bias=None):
+    """Wrap `out` (= A @ B [+ bias]) and record it with the shared VJP."""
+    cdef Record* r
+    cdef TensorBase res = wrap(out)
+    r = record_from(op, res, (a, b) if bias is None else (a, b, bias))
+    if r != NULL:
+        if needs_grad(r, 1):
+            keep(&r.saved[0], A)
+        if needs_grad(r, 0):
+            keep(&r.saved[1], B)
+        if bias is None:
+            keep(&r.aux, (A.shape, B.shape, trans_b, None, None))
+        else:
+            keep(&r.aux, (A.shape, B.shape, trans_b, (<TensorBase>bias)._array.shape,
+                          (<TensorBase>bias)._array.dtype))
+    return res
+
+
+cdef inline TensorBase require_tensor(object x, str fn, str arg, int pos):
+    if not isinstance(x, TensorBase):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return <TensorBase>x
+
+
+def matmul(input, other):
+    """Matrix product with NumPy/PyTorch semantics: 1-D operands are vectors (dot, matrix-vector,
+    vector-matrix), N-D operands are batches of matrices whose batch dims broadcast."""
+    cdef TensorBase a = require_tensor(input, "matmul", "input", 1)
+    cdef TensorBase b = require_tensor(other, "matmul", "other", 2)
+    A = a._array
+    B = b._array
+    cdef int route = matmul_route(A, B, a._requires_grad, b._requires_grad)
+    out = product(A, B)
+    return matmul_record(route_op(route, out), out, a, b, A, B, False)
+
+
+def _matmul_op(self, other):
+    """Tensor.__matmul__: self @ other."""
+    if isinstance(other, np.ndarray):
+        other = wrap(other)
+    if not isinstance(other, TensorBase):
+        return NotImplemented
+    return matmul(self, other)
+
+
+def _rmatmul_op(self, other):
+    """Tensor.__rmatmul__: other @ self (only tensors; PyTorch refuses other operands)."""
+    if not isinstance(other, TensorBase):
+        return NotImplemented
+    return matmul(other, self)
+
+
+def mm(input, mat2):
+    """Matrix product of two 2-D tensors (no broadcasting)."""
+    cdef TensorBase a = require_tensor(input, "mm", "input", 1)
+    cdef TensorBase b = require_tensor(mat2, "mm", "mat2", 2)
+    A = a._array
+    B = b._array
+    if A.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if B.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    check_mm(A.shape[0], A.shape[1], B.shape[0], B.shape[1], A.dtype, B.dtype)
+    return matmul_record(OP_MM, product(A, B), a, b, A, B, False)
+
+
+def bmm(input, mat2):
+    """Batched matrix product of two 3-D tensors with the same batch size (no broadcasting)."""
+    cdef TensorBase a = require_tensor(input, "bmm", "input", 1)
+    cdef TensorBase b = require_tensor(mat2, "bmm", "mat2", 2)
+    A = a._array
+    B = b._array
+    if A.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if B.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    check_bmm(A.shape[0], A.shape[2], B.shape[0], B.shape[1], A.dtype, B.dtype)
+    return matmul_record(OP_BMM, product(A, B), a, b, A, B, False)
+
+
+def mv(input, vec):
+    """Product of a 2-D matrix and a 1-D vector."""
+    cdef TensorBase a = require_tensor(input, "mv", "input", 1)
+    cdef TensorBase b = require_tensor(vec, "mv", "vec", 2)
+    A = a._array
+    B = b._array
+    if A.ndim != 2 or B.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {A.ndim}, {B.ndim}")
+    check_mv(A.shape[0], A.shape[1], B.shape[0], A.dtype, B.dtype)
+    return matmul_record(OP_MV, product(A, B), a, b, A, B, False)
+
+
+def dot(input, tensor):
+    """Inner product of two 1-D tensors of the same size and dtype."""
+    cdef TensorBase a = require_tensor(input, "dot", "input", 1)
+    cdef TensorBase b = require_tensor(tensor, "dot", "tensor", 2)
+    A = a._array
+    B = b._array
+    if A.ndim != 1 or B.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {A.ndim}D and {B.ndim}D tensors")
+    check_dot(A.shape[0], B.shape[0], A.dtype, B.dtype)
+    return matmul_record(OP_DOT, product(A, B), a, b, A, B, False)
+
+
+cdef object promote_tensor_dtypes(object dta, object dtb):
+    """PyTorch's promotion of two dimensioned tensors: within a category (bool < integer <
+    floating) the wider type; across categories the higher category's type (int64 with float32
+    gives float32, where numpy would give float64)."""
+    cdef int ca = np_category(dta.num), cb = np_category(dtb.num)
+    if ca == cb:
+        return np.promote_types(dta, dtb)
+    return dta if ca > cb else dtb
+
+
+# -- outer ----------------------------------------------------------------------------------------
+
+cdef object vjp_outer(Record* r, object g):
+    """out[i, j] = a[i] * b[j]: da = g @ b, db = g^T @ a (cast back to each input's dtype)."""
+    A = <object>r.saved[0]
+    B = <object>r.saved[1]
+    dta, dtb = <tuple>r.aux
+    return (fit_grad(np.matmul(g, B), None, dta) if needs_grad(r, 0) else None,
+            fit_grad(np.matmul(A, g), None, dtb) if needs_grad(r, 1) else None)
+
+
+cdef int OP_OUTER = register_op("MulBackward0", vjp_outer)     # PyTorch: a.unsqueeze(1) * b
+
+
+def outer(input, vec2):
+    """Outer product of two 1-D tensors: out[i, j] = input[i] * vec2[j] (dtypes promote)."""
+    cdef Record* r
+    cdef TensorBase a = require_tensor(input, "outer", "input", 1)
+    cdef TensorBase b = require_tensor(vec2, "outer", "vec2", 2)
+    if a._array.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {a._array.ndim}-D")
+    if b._array.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {b._array.ndim}-D")
+    dt = promote_tensor_dtypes(a._array.dtype, b._array.dtype)
+    A = operand_value(a, dt)
+    B = operand_value(b, dt)
+    if A.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            out = nd(np.multiply.outer(A, B))
+    else:
+        out = nd(np.multiply.outer(A, B))
+    cdef TensorBase res = wrap(out)
+    r = record_from(OP_OUTER, res, (a, b))
+    if r != NULL:
+        keep(&r.saved[0], A)
+        keep(&r.saved[1], B)
+        keep(&r.aux, (a._array.dtype, b._array.dtype))
+    return res
+
+
+# -- nn.functional.linear -------------------------------------------------------------------------
+
+cdef int check_expand(tuple src, tuple target, str type_name) except -1:
+    """PyTorch's Tensor.expand check (addmm broadcasts its `self` to the product's shape)."""
+    cdef Py_ssize_t ns = len(src), nt = len(target), i
+    if ns > nt:
+        raise RuntimeError(f"expand(torch.{type_name}Tensor{{{list(src)}}}, size={list(target)}): "
+                           f"the number of sizes provided ({nt}) must be greater or equal to the "
+                           f"number of dimensions in the tensor ({ns})")
+    for i in range(1, ns + 1):
+        if src[ns - i] != 1 and src[ns - i] != target[nt - i]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[nt - i]}) must match the "
+                               f"existing size ({src[ns - i]}) at non-singleton dimension "
+                               f"{nt - i}.  Target sizes: {list(target)}.  Tensor sizes: "
+                               f"{list(src)}")
+    return 0
+
+
+def linear(input, weight, bias=None):
+    """y = input @ weight^T + bias (torch.nn.functional.linear): input (*, in), weight
+    (out, in) or (in,), bias broadcastable to the result."""
+    cdef TensorBase x = require_tensor(input, "linear", "input", 1)
+    cdef TensorBase w = require_tensor(weight, "linear", "weight", 2)
+    cdef TensorBase c
+    cdef int op
+    cdef Py_ssize_t rows, k
+    X = x._array
+    W = w._array
+    cdef Py_ssize_t dx = X.ndim, dw = W.ndim
+    if dx == 0 or dw == 0:
+        raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
+                           f"{dx}D and {dw}D")
+    if dw > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {dw}D")
+    Wt = W.T
+    if bias is None:
+        route = matmul_route(X, Wt, x._requires_grad, w._requires_grad)
+        out = product(X, Wt)
+        return matmul_record(route_op(route, out), out, x, w, X, Wt, True)
+    c = require_tensor(bias, "linear", "bias", 3)
+    C = c._array
+    if dx == 2 or (C.ndim == 1 and X.flags.c_contiguous):
+        # PyTorch's fused addmm(bias, input folded to 2-D, weight.t()) (then a view if not 2-D)
+        rows = shape_prod(X.shape, 0, dx - 1)
+        k = last(X.shape)
+        if dw != 2:
+            raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
+        check_mm(rows, k, Wt.shape[0], Wt.shape[1], X.dtype, W.dtype)
+        if C.dtype != W.dtype:
+            raise RuntimeError("self and mat2 must have the same dtype, but got "
+                               f"{scalar_type_name(C.dtype)} and {scalar_type_name(W.dtype)}")
+        check_expand(C.shape, (rows, Wt.shape[1]), scalar_type_name(C.dtype))
+        op = OP_ADDMM if dx == 2 else OP_LINEAR_VIEW
+    else:
+        matmul_route(X, Wt, x._requires_grad, w._requires_grad)
+        out_shape = tuple([X.shape[i] for i in range(dx - 1)]) + ((Wt.shape[1],) if dw == 2 else ())
+        broadcast_shapes_torch(out_shape, C.shape)
+        if np.promote_types(C.dtype, X.dtype) != X.dtype:
+            raise RuntimeError(f"result type {scalar_type_name(C.dtype)} can't be cast to the "
+                               f"desired output type {scalar_type_name(X.dtype)}")
+        op = OP_LINEAR_ADD
+    out = product(X, Wt)
+    if op != OP_LINEAR_ADD and out.ndim > 0:             # C expands to the product's shape
+        with np.errstate(all="ignore"):
+            np.add(out, C, out=out)                     # the product is fresh: add in place
+    else:
+        with np.errstate(all="ignore"):
+            out = nd(np.add(out, C, dtype=out.dtype, casting="unsafe"))
+    return matmul_record(op, out, x, w, X, Wt, True, c)
+
+
+_LINALG_OPS = dict(matmul=matmul, mm=mm, bmm=bmm, mv=mv, dot=dot, outer=outer)
+TENSOR_METHODS.update(_LINALG_OPS)
+TENSOR_METHODS.update(__matmul__=_matmul_op, __rmatmul__=_rmatmul_op)
+TORCH_FUNCTIONS.update(_LINALG_OPS)
+TORCH_FUNCTIONS.update(ger=outer)
+NN_FUNCTIONS.update(linear=linear)

@@ -1,17 +1,35 @@
 # ---------------------------------------------------------------------------------------------
-# Reductions.  aux = (input shape, axes, keepdim, count): the VJP re-inserts the reduced dims and
-# broadcasts the gradient back (a read-only view: the sweep copies before it accumulates in place).
+# Reductions: sum, mean, prod, max/min (value, or (values, indices) along a dim), amax/amin,
+# var/std, logsumexp, norm; and the non-differentiable argmax, argmin, count_nonzero.
+#
+# aux = (input shape, axes, keepdim, ...): the VJP re-inserts the reduced dims (as size 1, a view)
+# and broadcasts the gradient back with ufuncs; results are fresh arrays of the input's shape.
+# Reductions that select elements (amax, max without dim) split the gradient evenly among ties;
+# max/min along a dim send it to the index they returned, as PyTorch does.
+#
+# Python's builtins max/min/sum are shadowed in this module by `sum` (and must not be by max/min:
+# other .pxi files call the builtins), so the functions are defined as max_/min_ and registered
+# under PyTorch's names.
 # ---------------------------------------------------------------------------------------------
+
+import sys as _sys
+import types as _types
+import operator as _operator
+import warnings as _warnings
+
+from libc.math cimport INFINITY
 
 
 cdef tuple normalize_dims(object dim, int ndim):
     """dim (None, int or sequence, negatives allowed) -> sorted tuple of axes; PyTorch's errors."""
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     cdef int lo = -ndim if ndim > 0 else -1, hi = ndim - 1 if ndim > 0 else 0
     axes = []
     for d in dims:
+        if isinstance(d, np.integer):
+            d = int(d)
         if not isinstance(d, int) or isinstance(d, bool):
             raise TypeError(f"dim must be an int or a tuple of ints, got {type(d).__name__}")
         if d < lo or d > hi:
@@ -26,14 +44,61 @@ cdef tuple normalize_dims(object dim, int ndim):
     return tuple(sorted(axes)) if ndim > 0 else ()
 
 
-cdef object expand_reduced(object g, tuple aux):
-    """Broadcast the gradient of a reduction back to the input's shape."""
+cdef str invalid_args(str name, object arg):
+    return (f"{name}() received an invalid combination of arguments - got "
+            f"({type(arg).__name__}), but expected one of:\n"
+            " * (Tensor input, int dim, bool keepdim)")
+
+
+cdef tuple reduction_axes(object dim, int ndim, str name):
+    """Axes for a reduction taking an int, a sequence of ints or None; None and an empty sequence
+    reduce every dim (PyTorch's convention for sum/mean/amax/...)."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer, tuple, list)):
+        raise TypeError(invalid_args(name, dim))
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        return tuple(range(ndim))
+    return normalize_dims(dim, ndim)
+
+
+cdef int single_axis(object dim, int ndim, str name) except -2:
+    """One int dim (negative allowed) -> axis (0 for a 0-d tensor); TypeError for anything else."""
+    if isinstance(dim, np.integer):
+        dim = int(dim)
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(invalid_args(name, dim))
+    cdef tuple axes = normalize_dims(dim, ndim)
+    return axes[0] if ndim > 0 else 0
+
+
+cdef tuple keep_shape(tuple shape, tuple axes):
+    """`shape` with the reduced axes set to 1 (the keepdim shape)."""
+    full = list(shape)
+    for a in axes:
+        full[a] = 1
+    return tuple(full)
+
+
+cdef double reduced_count(tuple shape, tuple axes):
+    cdef double count = 1
+    for a in axes:
+        count *= shape[a]
+    return count
+
+
+cdef object unreduce(object g, tuple aux):
+    """The adjoint of a reduction as a view with the reduced dims re-inserted (size 1)."""
     shape, axes, keepdim = aux[0], aux[1], aux[2]
     if not keepdim and axes:
-        full = list(shape)
-        for a in axes:
-            full[a] = 1
-        g = g.reshape(full)
+        return g.reshape(keep_shape(<tuple>shape, <tuple>axes))
+    return g
+
+
+cdef object expand_reduced(object g, tuple aux):
+    """Broadcast the gradient of a reduction back to the input's shape."""
+    shape = aux[0]
+    g = unreduce(g, aux)
     # Materialised with C-level numpy calls (np.broadcast_to is a Python function, and the sweep
     # makes no Python-level call per node); the result is fresh, so it can become a .grad as is.
     out = np.empty(shape, dtype=g.dtype)
@@ -41,11 +106,32 @@ cdef object expand_reduced(object g, tuple aux):
     return out
 
 
+# torch's ScalarType names, for error messages
+cdef dict SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                               "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                               "uint8": "Byte", "bool": "Bool"}
+
+cdef inline str scalar_type_name(object np_dt):
+    return SCALAR_TYPE_NAMES.get(np_dt.name, np_dt.name)
+
+
+cdef inline bint is_float(object A):
+    return cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(<cnp.ndarray>A))
+
+
+# -- sum and mean ---------------------------------------------------------------------------------
+# aux = (shape, axes, keepdim, input dtype or None when the output has the input's dtype)
+
+cdef inline object grad_to_dtype(object gx, tuple aux):
+    if len(aux) > 3 and aux[3] is not None and gx.dtype != aux[3]:
+        return gx.astype(aux[3])
+    return gx
+
 cdef object vjp_sum(Record* r, object g):
-    return expand_reduced(g, <tuple>r.aux)
+    return grad_to_dtype(expand_reduced(g, <tuple>r.aux), <tuple>r.aux)
 
 cdef object vjp_mean(Record* r, object g):
-    return expand_reduced(nd(g / r.scalar), <tuple>r.aux)
+    return grad_to_dtype(expand_reduced(nd(g / r.scalar), <tuple>r.aux), <tuple>r.aux)
 
 
 cdef int OP_SUM = register_op("SumBackward0", vjp_sum)
@@ -54,24 +140,36 @@ cdef int OP_MEAN = register_op("MeanBackward0", vjp_mean)
 cdef int OP_MEAN_DIM = register_op("MeanBackward1", vjp_mean)
 
 
-cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim):
+cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dtype=None):
     cdef Py_ssize_t inp[1]
     cdef Record* r
     A = x._array
+    in_dt = A.dtype
     cdef int ndim = cnp.PyArray_NDIM(A)
-    cdef tuple axes = normalize_dims(dim, ndim)
-    cdef double count = 1
-    for a in axes:
-        count *= A.shape[a]
+    cdef tuple axes = reduction_axes(dim, ndim, "sum" if op == OP_SUM else "mean")
+    cdef double count = reduced_count(A.shape, axes)
+    if dtype is not None:
+        dt = to_np_dtype(dtype)
+        if op == OP_MEAN and dt.kind != "f":
+            raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be "
+                               "either a floating point or complex dtype. Got: "
+                               f"{scalar_type_name(dt)}")
+        if dt != in_dt:
+            if x._requires_grad and grad_enabled() and dt.kind != "f":
+                raise RuntimeError(f"Autograd not support dtype: {scalar_type_name(dt)}")
+            A = A.astype(dt)
     if op == OP_SUM:
         if A.dtype.kind in "biu":
-            A = A.astype(NP_INT64)                      # PyTorch sums integers and bools as int64
-        out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
+            if dtype is None:
+                A = A.astype(NP_INT64)                  # PyTorch sums integers and bools as int64
+            out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
+        else:
+            with np.errstate(all="ignore"):             # inf - inf, overflow: IEEE, as PyTorch
+                out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
     else:
         if A.dtype.kind != "f":
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                               f"floating point or complex dtype. Got: {x.dtype.name.capitalize()}"
-                               .replace("Int64", "Long").replace("Int32", "Int"))
+                               f"floating point or complex dtype. Got: {scalar_type_name(A.dtype)}")
         with np.errstate(all="ignore"):                 # mean of no elements is nan, as PyTorch
             out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim) / count)
     cdef TensorBase res = wrap(out)
@@ -85,38 +183,584 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim):
         op = OP_SUM_DIM if op == OP_SUM else OP_MEAN_DIM
     r = record_op(op, res, 1, inp)
     r.scalar = count
-    keep(&r.aux, (A.shape, axes, keepdim))
+    if out.dtype != in_dt:
+        keep(&r.aux, (x._array.shape, axes, keepdim, in_dt))
+    else:
+        keep(&r.aux, (x._array.shape, axes, keepdim))
     return res
 
 
-def sum(TensorBase input, dim=None, keepdim=False):
-    """Sum of all elements, or over `dim` (int or tuple; keepdim keeps them as size 1)."""
-    return reduce_op(OP_SUM, input, dim, keepdim)
+def sum(TensorBase input, dim=None, keepdim=False, *, dtype=None):
+    """Sum of all elements, or over `dim` (int or tuple; keepdim keeps them as size 1).  Integer
+    and bool tensors sum to int64; `dtype` casts the input first."""
+    return reduce_op(OP_SUM, input, dim, bool(keepdim), dtype)
 
 
-def mean(TensorBase input, dim=None, keepdim=False):
+def mean(TensorBase input, dim=None, keepdim=False, *, dtype=None):
     """Mean of all elements, or over `dim` (floating point tensors only, as in PyTorch)."""
-    return reduce_op(OP_MEAN, input, dim, keepdim)
+    return reduce_op(OP_MEAN, input, dim, bool(keepdim), dtype)
+
+
+# -- prod -----------------------------------------------------------------------------------------
+# saved = (input, output with the reduced dims kept); aux = (shape, axes, keepdim, axis or -1)
+
+cdef object exclusive_cumprod(object A, int axis, bint reverse):
+    """Product of the elements strictly before (after, when reverse) each one along `axis`."""
+    cdef int ndim = A.ndim
+    cdef Py_ssize_t n = A.shape[axis]
+    out = np.empty(A.shape, dtype=A.dtype)
+    first = [slice(None)] * ndim
+    rest = [slice(None)] * ndim
+    src = [slice(None)] * ndim
+    if not reverse:
+        first[axis] = slice(0, 1)
+        rest[axis] = slice(1, None)
+        src[axis] = slice(0, n - 1)
+        out[tuple(first)] = 1
+        if n > 1:
+            out[tuple(rest)] = np.multiply.accumulate(A[tuple(src)], axis=axis)
+    else:
+        first[axis] = slice(n - 1, n)
+        rest[axis] = slice(0, n - 1)
+        src[axis] = slice(n - 1, 0, -1)               # A[n-1], ..., A[1]
+        out[tuple(first)] = 1
+        if n > 1:
+            acc = np.multiply.accumulate(A[tuple(src)], axis=axis)   # products from the end
+            rev = [slice(None)] * ndim
+            rev[axis] = slice(None, None, -1)
+            out[tuple(rest)] = acc[tuple(rev)]
+    return out
+
+
+cdef object vjp_prod(Record* r, object g):
+    A = <object>r.saved[0]
+    outk = <object>r.saved[1]
+    cdef tuple aux = <tuple>r.aux
+    shape = aux[0]
+    cdef int axis = aux[3]
+    gk = unreduce(g, aux)
+    if not np.logical_or.reduce(np.equal(A, 0), axis=None):
+        # no zero: d prod / d x_i = prod / x_i (PyTorch's formula)
+        gx = np.divide(np.multiply(gk, outk), A)
+    elif axis < 0:
+        # With zeros: the product of all the other elements, from exclusive cumulative products.
+        flat = A.reshape(-1)
+        others = np.multiply(exclusive_cumprod(flat, 0, False), exclusive_cumprod(flat, 0, True))
+        gx = np.multiply(gk, others.reshape(shape))
+    else:
+        others = np.multiply(exclusive_cumprod(A, axis, False), exclusive_cumprod(A, axis, True))
+        gx = np.multiply(gk, others)
+    gx = nd(gx)
+    return gx if gx.dtype == aux[4] else gx.astype(aux[4])
+
+
+cdef int OP_PROD = register_op("ProdBackward0", vjp_prod)
+cdef int OP_PROD_DIM = register_op("ProdBackward1", vjp_prod)
+
+
+def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None):
+    """Product of all elements, or along one `dim`.  Integer and bool tensors multiply as int64.
+    The gradient is right with zeros in the input (the product of the other elements)."""
+    cdef Record* r
+    A = input._array
+    cdef int ndim = A.ndim
+    cdef int axis = -1
+    if dim is None:
+        if keepdim:
+            raise TypeError("prod() received an invalid combination of arguments - got "
+                            "(keepdim=bool, ), but expected one of:\n * (Tensor input, int dim, "
+                            "bool keepdim, *, torch.dtype dtype)")
+        axes = tuple(range(ndim))
+    else:
+        axis = single_axis(dim, ndim, "prod")
+        axes = (axis,) if ndim > 0 else ()
+    if dtype is not None:
+        A = A.astype(to_np_dtype(dtype))
+    elif A.dtype.kind in "biu":
+        A = A.astype(NP_INT64)
+    with np.errstate(all="ignore"):
+        outk = nd(np.multiply.reduce(A, axis=axes, keepdims=True))
+    out = outk if (keepdim and dim is not None) else outk.reshape(
+        tuple([A.shape[i] for i in range(ndim) if i not in axes]))
+    cdef TensorBase res = wrap(out)
+    r = record_from(OP_PROD if dim is None else OP_PROD_DIM, res, (input,))
+    if r != NULL:
+        keep(&r.saved[0], A)
+        keep(&r.saved[1], outk)
+        keep(&r.aux, (A.shape, axes, bool(keepdim) and dim is not None,
+                      axis if (dim is not None and ndim > 0) else -1, input._array.dtype))
+    return res
+
+
+# -- max / min / amax / amin ----------------------------------------------------------------------
+
+cdef object vjp_evenly(Record* r, object g):
+    """amax/amin, and max/min of all elements: the gradient split evenly among the extremal
+    elements (for max/min also among NaNs when the result is NaN, as PyTorch)."""
+    A = <object>r.saved[0]
+    outk = <object>r.saved[1]
+    cdef tuple aux = <tuple>r.aux
+    gk = unreduce(g, aux)
+    mask = np.equal(A, outk)
+    if r.op == OP_MAX_ALL or r.op == OP_MIN_ALL:
+        mask = np.logical_or(mask, np.logical_and(np.isnan(A), np.isnan(outk)))
+    count = np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype)
+    return nd(np.multiply(mask, np.divide(gk, count)))
+
+
+cdef object vjp_select_dim(Record* r, object g):
+    """max/min along a dim: the gradient goes to the index the forward returned."""
+    idxk = <object>r.saved[0]
+    cdef tuple aux = <tuple>r.aux
+    shape, axis, keepdim, dt = aux[0], aux[1], aux[2], aux[3]
+    cdef Py_ssize_t nd_ = len(shape), i
+    if nd_ == 0:
+        return nd(g.astype(dt, copy=True))
+    gk = g if keepdim else g.reshape(idxk.shape)
+    ar_shape = [1] * nd_
+    ar_shape[axis] = shape[axis]
+    mask = np.equal(np.arange(shape[axis]).reshape(ar_shape), idxk)
+    out = np.zeros(shape, dtype=dt)
+    np.add(out, gk, out=out, where=mask)
+    return out
+
+
+cdef int OP_MAX_ALL = register_op("MaxBackward1", vjp_evenly)
+cdef int OP_MIN_ALL = register_op("MinBackward1", vjp_evenly)
+cdef int OP_MAX_DIM = register_op("MaxBackward0", vjp_select_dim)
+cdef int OP_MIN_DIM = register_op("MinBackward0", vjp_select_dim)
+cdef int OP_AMAX = register_op("AmaxBackward0", vjp_evenly)
+cdef int OP_AMIN = register_op("AminBackward0", vjp_evenly)
+
+
+# torch.return_types: structseq-like named tuples (values, indices) that print as PyTorch's.
+
+class _ReturnType(tuple):
+    """A tuple with named fields, printed as PyTorch prints torch.return_types.*."""
+    __slots__ = ()
+    _fields = ()
+    n_fields = 2
+    n_sequence_fields = 2
+    n_unnamed_fields = 0
+
+    def __new__(cls, sequence):
+        sequence = tuple(sequence)
+        if len(sequence) != len(cls._fields):
+            raise TypeError(f"torch.return_types.{cls.__name__}() takes a {len(cls._fields)}-"
+                            f"sequence ({len(sequence)}-sequence given)")
+        return tuple.__new__(cls, sequence)
+
+    def __repr__(self):
+        body = ",\n".join([f"{n}={v!r}" for n, v in zip(self._fields, self)])
+        return f"torch.return_types.{type(self).__name__}(\n{body})"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (type(self), (tuple(self),))
+
+
+return_types = _types.ModuleType("tapegrad.return_types",
+                                 "Named tuples returned by ops (like torch.return_types).")
+
+
+def _make_return_type(str name, tuple fields):
+    """A torch.return_types-like class `name` with `fields`, added to tapegrad.return_types."""
+    ns = {"__slots__": (), "_fields": fields, "__module__": "tapegrad.return_types",
+          "__qualname__": name, "n_fields": len(fields), "n_sequence_fields": len(fields)}
+    for i, f in enumerate(fields):
+        ns[f] = property(_operator.itemgetter(i), doc=f"Alias for field number {i}")
+    cls = type(name, (_ReturnType,), ns)
+    setattr(return_types, name, cls)
+    return cls
+
+
+return_types.max = _make_return_type("max", ("values", "indices"))
+return_types.min = _make_return_type("min", ("values", "indices"))
+_sys.modules.setdefault("tapegrad.return_types", return_types)
+
+
+cdef object extreme_dims(int op, TensorBase x, object dim, bint keepdim, str name):
+    """amax/amin over `dim` (int, tuple or all) and max/min of all elements."""
+    cdef Record* r
+    A = x._array
+    cdef int ndim = A.ndim
+    cdef tuple axes
+    if dim is None:
+        axes = tuple(range(ndim))
+    elif isinstance(dim, bool):
+        raise TypeError(f"{name}(): argument 'dim' (position 1) must be tuple of ints, not bool")
+    else:
+        axes = reduction_axes(dim, ndim, name)
+    shape = A.shape
+    if cnp.PyArray_SIZE(A) == 0:
+        if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               "argument.")
+        for a in axes:
+            if shape[a] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {a} to have non-zero size.")
+    ufunc = np.maximum if op == OP_MAX_ALL or op == OP_AMAX else np.minimum
+    outk = nd(ufunc.reduce(A, axis=axes, keepdims=True))
+    out = outk if keepdim else outk.reshape(tuple([shape[i] for i in range(ndim) if i not in axes]))
+    cdef TensorBase res = wrap(out)
+    r = record_from(op, res, (x,))
+    if r != NULL:
+        keep(&r.saved[0], A)
+        keep(&r.saved[1], outk)
+        keep(&r.aux, (shape, axes, keepdim))
+    return res
+
+
+cdef object extreme_along(int op, TensorBase x, int axis, bint keepdim, str name):
+    """max/min along one dim: (values, indices); the values' gradient goes to the indices."""
+    cdef Record* r
+    A = x._array
+    cdef int ndim = A.ndim
+    shape = A.shape
+    if ndim == 0:
+        values = A.copy()
+        idx = np.zeros((), dtype=NP_INT64)
+        idxk = idx
+    else:
+        if shape[axis] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size.")
+        if op == OP_MAX_DIM:
+            idxk = np.argmax(A, axis=axis, keepdims=True)
+        else:
+            idxk = np.argmin(A, axis=axis, keepdims=True)
+        idxk = nd(idxk.astype(NP_INT64, copy=False))
+        values = nd(np.take_along_axis(A, idxk, axis=axis))   # NaN wins, as in PyTorch
+        if not keepdim:
+            red = tuple([shape[i] for i in range(ndim) if i != axis])
+            values = values.reshape(red)
+            idx = idxk.reshape(red)
+        else:
+            idx = idxk
+    cdef TensorBase res = wrap(values)
+    r = record_from(op, res, (x,))
+    if r != NULL:
+        keep(&r.saved[0], idxk)
+        keep(&r.aux, (shape, axis, keepdim, A.dtype))
+    cls = return_types.max if op == OP_MAX_DIM else return_types.min
+    return cls((res, wrap(idx)))
+
+
+cdef object max_min(bint is_max, TensorBase input, object dim, object keepdim):
+    cdef str name = "max" if is_max else "min"
+    if isinstance(dim, TensorBase):
+        other = TORCH_FUNCTIONS.get("maximum" if is_max else "minimum")
+        if other is None:
+            raise NotImplementedError(f"{name}(input, other) needs tapegrad.maximum/minimum")
+        return other(input, dim)
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                            "(keepdim=bool, ), but expected one of:\n * (Tensor input, int dim, "
+                            "bool keepdim)")
+        return extreme_dims(OP_MAX_ALL if is_max else OP_MIN_ALL, input, None, False, name)
+    cdef int axis = single_axis(dim, input._array.ndim, name)
+    return extreme_along(OP_MAX_DIM if is_max else OP_MIN_DIM, input, axis, bool(keepdim), name)
+
+
+def max_(TensorBase input, dim=None, keepdim=False):
+    """max(input): the largest element (gradient split evenly among ties);
+    max(input, dim, keepdim=False): tapegrad.return_types.max(values, indices) along `dim`
+    (gradient to the returned index); max(input, other): elementwise maximum."""
+    return max_min(True, input, dim, keepdim)
+
+
+def min_(TensorBase input, dim=None, keepdim=False):
+    """min(input), min(input, dim, keepdim=False) -> (values, indices), min(input, other)."""
+    return max_min(False, input, dim, keepdim)
+
+
+def amax(TensorBase input, dim=(), keepdim=False):
+    """Largest value over `dim` (int or tuple; all dims by default); ties split the gradient."""
+    return extreme_dims(OP_AMAX, input, dim, bool(keepdim), "amax")
+
+
+def amin(TensorBase input, dim=(), keepdim=False):
+    """Smallest value over `dim` (int or tuple; all dims by default); ties split the gradient."""
+    return extreme_dims(OP_AMIN, input, dim, bool(keepdim), "amin")
+
+
+# -- argmax / argmin / count_nonzero (not differentiable) ----------------------------------------
+
+cdef object arg_extreme(bint is_max, TensorBase input, object dim, bint keepdim):
+    cdef str name = "argmax" if is_max else "argmin"
+    A = input._array
+    if A.dtype.kind == "b":
+        raise RuntimeError(f"{name}(): does not support bool input")
+    if dim is None:
+        if A.size == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                             "== 0.")
+        out = np.asarray(np.argmax(A) if is_max else np.argmin(A), dtype=NP_INT64)
+        if keepdim:
+            out = out.reshape((1,) * A.ndim)
+        return wrap(out)
+    cdef int ax = single_axis(dim, A.ndim, name)
+    if A.ndim == 0:
+        return wrap(np.asarray(0, dtype=NP_INT64))
+    if A.shape[ax] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {ax} to have non-zero size.")
+    out = np.argmax(A, axis=ax, keepdims=keepdim) if is_max else np.argmin(A, axis=ax,
+                                                                          keepdims=keepdim)
+    return wrap(nd(out.astype(NP_INT64)))
 
 
 def argmax(TensorBase input, dim=None, keepdim=False):
     """Index of the largest element (flattened, or along `dim`); int64, not differentiable."""
+    return arg_extreme(True, input, dim, bool(keepdim))
+
+
+def argmin(TensorBase input, dim=None, keepdim=False):
+    """Index of the smallest element (flattened, or along `dim`); int64, not differentiable."""
+    return arg_extreme(False, input, dim, bool(keepdim))
+
+
+def count_nonzero(TensorBase input, dim=None):
+    """Number of non-zero elements (over all dims, or over `dim`: int or tuple); int64."""
     A = input._array
+    axes = reduction_axes(dim, A.ndim, "count_nonzero")
+    return wrap(nd(np.add.reduce(np.not_equal(A, 0), axis=axes, dtype=NP_INT64)))
+
+
+# -- var / std ------------------------------------------------------------------------------------
+# saved = (input - mean, the result (std only)); aux = (shape, axes, keepdim); scalar = dof
+
+cdef object vjp_var(Record* r, object g):
+    centered = <object>r.saved[0]
+    cdef tuple aux = <tuple>r.aux
+    gk = unreduce(g, aux)
+    cdef double dof = r.scalar
+    cdef double two_over = 2.0 / dof               # inf when dof == 0 (C division), as PyTorch
+    if r.op == OP_STD:
+        stdk = <object>r.saved[1]
+        # d std = d var / (2 std), defined as 0 where std == 0 (PyTorch's masked_fill)
+        gk = np.divide(gk, np.multiply(stdk, 2), out=np.zeros(stdk.shape, dtype=centered.dtype),
+                       where=np.not_equal(stdk, 0))
+    return nd(np.multiply(centered, np.multiply(gk, two_over)))
+
+
+cdef int OP_VAR = register_op("VarBackward0", vjp_var)
+cdef int OP_STD = register_op("StdBackward0", vjp_var)
+
+
+cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, object keepdim,
+                    object correction):
+    cdef Record* r
+    cdef str name = "std" if is_std else "var"
+    if isinstance(dim, bool):                           # var(input, unbiased)
+        if unbiased is not None:
+            raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                            "(bool, unbiased=bool)")
+        unbiased, dim = dim, None
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        "(unbiased=bool, correction=int), but expected one of:\n"
+                        " * (Tensor input, tuple of ints dim, bool unbiased, bool keepdim)\n"
+                        " * (Tensor input, tuple of ints dim, *, Number correction, bool keepdim)")
+    cdef double c = 1.0
+    if correction is not None:
+        c = float(correction)
+    elif unbiased is not None:
+        c = 1.0 if unbiased else 0.0
+    A = input._array
+    if A.dtype.kind != "f":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    cdef int ndim = A.ndim
+    cdef tuple axes = reduction_axes(dim, ndim, name)
+    cdef bint kd = bool(keepdim)
+    cdef double n = reduced_count(A.shape, axes)
+    cdef double dof = n - c
+    if dof <= 0:
+        dof = 0
+        _warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+                       "than the reduction factor (input numel divided by output numel).",
+                       UserWarning)
+    with np.errstate(all="ignore"):
+        meank = np.divide(np.add.reduce(A, axis=axes, keepdims=True), n)
+        centered = nd(np.subtract(A, meank))
+        outk = nd(np.divide(np.add.reduce(np.multiply(centered, centered), axis=axes,
+                                          keepdims=True), dof).astype(A.dtype, copy=False))
+        if is_std:
+            outk = nd(np.sqrt(outk))
+    out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
+    cdef TensorBase res = wrap(out)
+    r = record_from(OP_STD if is_std else OP_VAR, res, (input,))
+    if r != NULL:
+        keep(&r.saved[0], centered)
+        if is_std:
+            keep(&r.saved[1], outk)
+        keep(&r.aux, (A.shape, axes, kd))
+        r.scalar = dof
+    return res
+
+
+def var(TensorBase input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over all elements or `dim`, with Bessel's correction by default (`correction=1`;
+    `unbiased=False` or `correction=0` for the population variance)."""
+    return var_std(False, input, dim, unbiased, keepdim, correction)
+
+
+def std(TensorBase input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation (square root of var(); same arguments).  Its gradient is 0 where the
+    result is 0, as in PyTorch."""
+    return var_std(True, input, dim, unbiased, keepdim, correction)
+
+
+# -- logsumexp ------------------------------------------------------------------------------------
+# saved = (input, result with the reduced dims kept); aux = (shape, axes, keepdim)
+
+cdef object vjp_logsumexp(Record* r, object g):
+    A = <object>r.saved[0]
+    outk = <object>r.saved[1]
+    gk = unreduce(g, <tuple>r.aux)
+    return nd(np.multiply(gk, np.exp(np.subtract(A, outk))))
+
+
+cdef int OP_LOGSUMEXP = register_op("LogsumexpBackward0", vjp_logsumexp)
+
+
+def logsumexp(TensorBase input, dim, keepdim=False):
+    """log(sum(exp(input))) over `dim` (int or tuple), computed stably (shifted by the max)."""
+    cdef Record* r
     if dim is None:
-        if A.size == 0:
-            raise RuntimeError("argmax(): Expected reduction dim to be specified for input.numel() "
-                               "== 0.")
-        out = np.asarray(np.argmax(A), dtype=NP_INT64)
-        if keepdim:
-            out = out.reshape((1,) * A.ndim)
-        return wrap(out)
-    axis = normalize_dims(dim, A.ndim)
-    ax = axis[0] if axis else 0
-    if A.ndim == 0:
-        return wrap(np.asarray(0, dtype=NP_INT64))
-    return wrap(nd(np.argmax(A, axis=ax, keepdims=keepdim).astype(NP_INT64)))
+        raise TypeError("logsumexp(): argument 'dim' (position 1) must be tuple of ints, not "
+                        "NoneType")
+    A = input._array
+    if A.dtype.kind != "f":
+        A = A.astype(NP_FLOAT32)
+    cdef int ndim = A.ndim
+    cdef tuple axes = reduction_axes(dim, ndim, "logsumexp")
+    cdef bint kd = bool(keepdim)
+    with np.errstate(all="ignore"):
+        m = nd(np.maximum.reduce(A, axis=axes, keepdims=True, initial=-np.inf))
+        m[np.isinf(m)] = 0                              # all -inf (or an inf): no shift
+        outk = nd(np.add(np.log(np.add.reduce(np.exp(np.subtract(A, m)), axis=axes,
+                                              keepdims=True)), m))
+    out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
+    cdef TensorBase res = wrap(out)
+    r = record_from(OP_LOGSUMEXP, res, (input,))
+    if r != NULL:
+        keep(&r.saved[0], A)
+        keep(&r.saved[1], outk)
+        keep(&r.aux, (A.shape, axes, kd))
+    return res
+
+
+# -- norm -----------------------------------------------------------------------------------------
+# saved = (input, result with the reduced dims kept); aux = (shape, axes, keepdim); scalar = p
+
+cdef object vjp_norm(Record* r, object g):
+    A = <object>r.saved[0]
+    outk = <object>r.saved[1]
+    cdef tuple aux = <tuple>r.aux
+    cdef double p = r.scalar
+    gk = unreduce(g, aux)
+    if p == 0:
+        return None                                     # PyTorch: no gradient for the 0-"norm"
+    if p == 1:
+        return nd(np.multiply(np.sign(A), gk))
+    bshape = outk.shape                                 # gk has the same (keepdim) shape
+    if p == 2:
+        scale = np.divide(gk, outk, out=np.zeros(bshape, dtype=A.dtype),
+                          where=np.not_equal(outk, 0))
+        return nd(np.multiply(A, scale))
+    if p == INFINITY or p == -INFINITY:
+        mask = np.equal(np.abs(A), outk)
+        count = np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype)
+        return nd(np.multiply(np.multiply(np.sign(A), mask), np.divide(gk, count)))
+    # sign(x) |x|^(p-1) * g / norm^(p-1), 0 where x == 0 or norm == 0
+    scale = np.divide(gk, np.power(outk, p - 1), out=np.zeros(bshape, dtype=A.dtype),
+                      where=np.not_equal(outk, 0))
+    nz = np.not_equal(A, 0)
+    scaled = np.multiply(np.sign(A), np.power(np.abs(A), p - 1), out=np.zeros(A.shape, A.dtype),
+                         where=nz)
+    return nd(np.multiply(scaled, scale))
+
+
+cdef int OP_NORM = register_op("LinalgVectorNormBackward0", vjp_norm)
+
+
+def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
+    """Vector p-norm over all elements or `dim` (int or tuple): p = 2 ('fro', the default), 1,
+    inf, -inf, 0 (count of non-zeros) or any other number.  Gradient 0 at the zero vector."""
+    cdef Record* r
+    cdef double pv
+    A = input._array
+    if dtype is not None:
+        A = A.astype(to_np_dtype(dtype))
+    if A.dtype.kind != "f":
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {scalar_type_name(A.dtype)}")
+    cdef int ndim = A.ndim
+    cdef tuple axes = reduction_axes(dim, ndim, "norm")
+    if isinstance(p, str):
+        if p == "nuc":
+            raise NotImplementedError("norm(p='nuc') (the nuclear norm) is not supported")
+        if p != "fro":
+            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+        if dim is not None and isinstance(dim, (tuple, list)) and len(dim) > 2:
+            raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               + " ".join([str(d) for d in dim]))
+        pv = 2.0
+    elif p is None:
+        pv = 2.0
+    else:
+        pv = float(p)
+    if (pv < 0 or pv == INFINITY) and cnp.PyArray_SIZE(A) == 0:
+        # no identity for min/max-like norms: PyTorch refuses empty reductions
+        ptxt = ("inf" if pv > 0 else "-inf") if pv == INFINITY or pv == -INFINITY else (
+            str(int(pv)) if pv == int(pv) else str(pv))
+        if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ptxt} norm on an empty "
+                               "tensor because the operation does not have an identity")
+        for a in axes:
+            if A.shape[a] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {ptxt} norm on the "
+                                   f"dimension {a}because this dimension is empty and the "
+                                   "operation does not have an identity")
+    with np.errstate(all="ignore"):
+        if pv == 2:
+            outk = np.sqrt(np.add.reduce(np.multiply(A, A), axis=axes, keepdims=True))
+        elif pv == 1:
+            outk = np.add.reduce(np.abs(A), axis=axes, keepdims=True)
+        elif pv == INFINITY or pv == -INFINITY:
+            ufunc = np.maximum if pv > 0 else np.minimum
+            outk = ufunc.reduce(np.abs(A), axis=axes, keepdims=True)
+        elif pv == 0:
+            outk = np.add.reduce(np.not_equal(A, 0), axis=axes, keepdims=True, dtype=A.dtype)
+        else:
+            outk = np.power(np.add.reduce(np.power(np.abs(A), pv), axis=axes, keepdims=True),
+                            1.0 / pv)
+    outk = nd(outk.astype(A.dtype, copy=False))
+    cdef bint kd = bool(keepdim)
+    out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
+    cdef TensorBase res = wrap(out)
+    r = record_from(OP_NORM, res, (input,))
+    if r != NULL:
+        keep(&r.saved[0], A)
+        keep(&r.saved[1], outk)
+        keep(&r.aux, (A.shape, axes, kd))
+        r.scalar = pv
+    return res
 
 
 def normalize_dim(dim, int ndim):
     """One dim (negative allowed) -> its axis, with PyTorch's IndexError when out of range."""
     return normalize_dims(int(dim), ndim)[0] if ndim > 0 else normalize_dims(int(dim), ndim)
+
+
+max_.__name__ = max_.__qualname__ = "max"
+min_.__name__ = min_.__qualname__ = "min"
+
+_REDUCE_OPS = dict(sum=sum, mean=mean, prod=prod, max=max_, min=min_, amax=amax, amin=amin,
+                   argmax=argmax, argmin=argmin, count_nonzero=count_nonzero, var=var, std=std,
+                   logsumexp=logsumexp, norm=norm)
+TENSOR_METHODS.update(_REDUCE_OPS)
+TORCH_FUNCTIONS.update(_REDUCE_OPS)
+TORCH_FUNCTIONS.update(return_types=return_types)
