@@ -1,74 +1,521 @@
 # ---------------------------------------------------------------------------------------------
-# Indexing (reading).  The key is normalised to numpy form (tensors become arrays) and kept in aux
-# with the input's shape and dtype; the VJP scatters the gradient into zeros of the input's shape.
-# Advanced (integer-array or mask) keys scatter with np.add.at, which accumulates repeated indices.
+# Indexing (reading), select, narrow, gather, index_select, masked_fill, masked_select.
+#
+# x[key] follows PyTorch, which applies the basic part of the key first (ints select, slices,
+# None, ...) and then the advanced part (integer tensors/lists and boolean masks) to what is left.
+# NumPy differs when ints and arrays mix (x[0, :, [0, 1]] has shape (3, 2) in PyTorch, (2, 3) in
+# NumPy), so the key is split in two numpy keys, applied one after the other:
+#   key1  basic: ints, slices, None, ...; a bool scalar becomes None; arrays become `:`   (a view)
+#   key2  advanced, on the result of key1: integer arrays (masks as their nonzero() arrays, a bool
+#         scalar as [0] or []), `:` elsewhere                                            (a copy)
+# The VJP scatters the gradient back: np.add.at for key2 (repeated indices accumulate), a plain
+# assignment into zeros for key1.
+# aux = (shape, dtype, key1 or None, shape after key1, key2 or None).
 # ---------------------------------------------------------------------------------------------
 
 
-cdef object normalize_index_item(object item, list advanced):
-    if isinstance(item, TensorBase):
-        arr = (<TensorBase>item)._array
-        if arr.dtype.kind not in "biu":
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        advanced.append(True)
+cdef enum:
+    K_INT = 0
+    K_SLICE = 1
+    K_NONE = 2
+    K_ELLIPSIS = 3
+    K_BOOL = 4          # a bool scalar (Python bool, 0-d bool tensor)
+    K_ARRAY = 5         # an integer array (tensor, list, ndarray)
+    K_MASK = 6          # a bool array with ndim >= 1
+
+
+cdef str NON_TUPLE_WARNING = (
+    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
+    "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as "
+    "tensor index, x[torch.tensor(seq)], which will result either in an error or a different "
+    "result")
+
+cdef str BAD_INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
+
+
+cdef object classify_array(object arr, list kinds):
+    """An index array (from a tensor or ndarray): append its kind, return its numpy form."""
+    k = arr.dtype.kind
+    if arr.dtype == np.uint8:
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning, stacklevel=3)
+        arr = arr.astype(NP_BOOL)
+        k = "b"
+    if k == "b":
+        if arr.ndim == 0:
+            kinds.append(K_BOOL)
+            return bool(arr)
+        kinds.append(K_MASK)
         return arr
-    if isinstance(item, (list, np.ndarray)):
-        arr = np.asarray(item)
-        if arr.dtype.kind not in "biu" and arr.size > 0:
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        advanced.append(True)
-        return arr.astype(NP_INT64) if arr.size == 0 else arr
-    if isinstance(item, bool):
-        advanced.append(True)
-        return item
-    if item is None or item is Ellipsis or isinstance(item, (int, slice)):
-        return item
-    if isinstance(item, np.integer):
+    if k not in "iu" or arr.dtype.itemsize < 4:
+        raise IndexError(BAD_INDEX_DTYPE)
+    if arr.ndim == 0:
+        kinds.append(K_INT)
+        return int(arr)
+    kinds.append(K_ARRAY)
+    return arr.astype(np.intp, copy=False)
+
+
+cdef object classify_item(object item, list kinds):
+    """One entry of an index key: append its kind to `kinds`, return its normalised value."""
+    if isinstance(item, TensorBase):
+        return classify_array((<TensorBase>item)._array, kinds)
+    if isinstance(item, (bool, np.bool_)):
+        kinds.append(K_BOOL)
+        return bool(item)
+    if isinstance(item, (int, np.integer)):
+        kinds.append(K_INT)
         return int(item)
+    if isinstance(item, slice):
+        step = item.step
+        if step is not None:
+            step = operator.index(step)
+            if step == 0:
+                raise ValueError("slice step cannot be zero")
+            if step < 0:
+                raise ValueError("step must be greater than zero")
+        kinds.append(K_SLICE)
+        return slice(None if item.start is None else operator.index(item.start),
+                     None if item.stop is None else operator.index(item.stop), step)
+    if item is None:
+        kinds.append(K_NONE)
+        return None
+    if item is Ellipsis:
+        kinds.append(K_ELLIPSIS)
+        return Ellipsis
+    if isinstance(item, np.ndarray):
+        return classify_array(item, kinds)
+    if isinstance(item, (list, tuple)):
+        try:
+            arr = np.asarray(item)
+        except (ValueError, TypeError, RuntimeError):
+            raise IndexError(BAD_INDEX_DTYPE) from None
+        if arr.size == 0 and arr.dtype.kind not in "biu":
+            arr = arr.astype(NP_INT64)
+        if arr.dtype.kind not in "biu":
+            raise IndexError(BAD_INDEX_DTYPE)
+        if arr.dtype.kind in "iu":
+            arr = arr.astype(NP_INT64, copy=False)
+        return classify_array(arr, kinds)
     raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                      f"Variables are valid indices (got {type(item).__name__})")
 
 
-cdef object normalize_key(object key, list advanced):
-    if isinstance(key, tuple):
-        return tuple(normalize_index_item(k, advanced) for k in key)
-    return normalize_index_item(key, advanced)
+cdef bint sequence_as_tuple(list key):
+    """PyTorch's (NumPy's old) heuristic: a list holding tensors, sequences, slices, ... or None is
+    a tuple of indices (deprecated, with a warning); otherwise it is one integer/bool index."""
+    if len(key) >= 32:
+        return False
+    for e in key:
+        if (isinstance(e, (TensorBase, list, tuple, slice, np.ndarray)) or e is None
+                or e is Ellipsis):
+            warnings.warn(NON_TUPLE_WARNING, UserWarning, stacklevel=4)
+            return True
+    return False
+
+
+cdef inline bint trivial_slice(object s, Py_ssize_t length):
+    """Whether slice s (start/stop/step as given) selects a whole dim (PyTorch then skips it)."""
+    return ((s.start is None or s.start == 0) and (s.stop is None or s.stop >= length)
+            and (s.step is None or s.step == 1))
+
+
+cdef Py_ssize_t key_dims(list kinds, list vals) except -1:
+    """How many dims of the indexed tensor a classified key names (`...` excluded)."""
+    cdef Py_ssize_t consumed = 0, i
+    for i in range(len(kinds)):
+        k = kinds[i]
+        if k == K_INT or k == K_SLICE or k == K_ARRAY:
+            consumed += 1
+        elif k == K_MASK:
+            consumed += vals[i].ndim
+    return consumed
 
 
 cdef object vjp_index(Record* r, object g):
-    shape, dt, key, advanced = <tuple>r.aux
+    shape, dt, key1, bshape, key2 = <tuple>r.aux
+    if key2 is None:
+        z = np.zeros(shape, dtype=dt)
+        z[key1] = g
+        return z
+    zb = np.zeros(bshape, dtype=dt)
+    np.add.at(zb, key2, g)                          # repeated indices accumulate
+    if key1 is None:
+        return zb
     z = np.zeros(shape, dtype=dt)
-    if advanced:
-        np.add.at(z, key, g)                            # repeated indices accumulate
-    else:
-        z[key] = g
+    z[key1] = zb
     return z
 
 
 cdef int OP_SELECT = register_op("SelectBackward0", vjp_index)
 cdef int OP_SLICE = register_op("SliceBackward0", vjp_index)
 cdef int OP_INDEX = register_op("IndexBackward0", vjp_index)
+cdef int OP_ALIAS = register_op("AliasBackward0", vjp_index)
+cdef int OP_INDEX_UNSQUEEZE = register_op("UnsqueezeBackward0", vjp_index)
+
+
+cdef str numpy_index_message(str msg):
+    return msg.replace("axis", "dimension")
 
 
 cdef object index_op(TensorBase x, object key):
-    cdef Py_ssize_t inp[1]
-    cdef Record* r
-    cdef list advanced = []
-    nkey = normalize_key(key, advanced)
     A = x._array
+    shape = A.shape
+    cdef Py_ssize_t ndim = A.ndim, i, k, n
+    cdef TensorBase res
+    cdef Record* r
+    # fast paths: x[i] and x[a:b] (a step of 1) on a tensor with dims
+    if ndim > 0 and (type(key) is int or (type(key) is slice and key.step is None)):
+        key1 = (key, Ellipsis)
+        try:
+            out = A[key1]
+        except IndexError as e:
+            raise IndexError(numpy_index_message(str(e))) from None
+        res = wrap(out)
+        r = record_from(OP_SELECT if type(key) is int else OP_SLICE, res, (x,))
+        if r != NULL:
+            keep(&r.aux, (shape, A.dtype, key1, None, None))
+        return res
+    cdef bint single = not isinstance(key, tuple)
+    if isinstance(key, list) and sequence_as_tuple(<list>key):
+        key = tuple(key)
+        single = False
+    items = (key,) if not isinstance(key, tuple) else key
+    cdef list kinds = []
+    vals = [classify_item(it, kinds) for it in items]
+    n = len(vals)
+
+    # dims the key consumes; PyTorch's errors for too many
+    cdef Py_ssize_t consumed = key_dims(kinds, vals), n_ellipsis = kinds.count(K_ELLIPSIS)
+    if n_ellipsis > 1:
+        # PyTorch moves its dim pointer past ndim - (dims the key names) dims at every `...`, so
+        # the first one covers that many dims and a later one runs off the end; only `...` and
+        # `:` may follow it (no-ops).  Rewrite the first `...` as that many `:`.
+        first = kinds.index(K_ELLIPSIS)
+        second = kinds.index(K_ELLIPSIS, first + 1)
+        for i in range(second, n):
+            if kinds[i] != K_ELLIPSIS and not (kinds[i] == K_SLICE and vals[i] == slice(None)):
+                raise IndexError("an index can only have a single ellipsis ('...')")
+        if consumed <= ndim:
+            kinds = kinds[:first] + [K_SLICE] * (ndim - consumed) + kinds[first + 1:second]
+            vals = vals[:first] + [slice(None)] * (ndim - consumed) + vals[first + 1:second]
+            n = len(kinds)
+            n_ellipsis = 0
+            consumed = key_dims(kinds, vals)
+    if consumed > ndim:
+        if ndim == 0 and single and kinds[0] == K_INT:
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        if ndim == 0 and single and kinds[0] == K_SLICE:
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    cdef Py_ssize_t ell = ndim - consumed
+
+    # the two numpy keys, and the name PyTorch gives the last view op of the basic part
+    key1 = []
+    key2 = []
+    cdef bint advanced = False, basic = False
+    cdef int op = OP_ALIAS
+    cdef Py_ssize_t adim = 0, bdim = 0
+    masks = []                                      # (mask, dim in A, dim after key1)
+    for i in range(n):
+        k = kinds[i]
+        v = vals[i]
+        if k == K_INT:
+            key1.append(v)
+            op = OP_SELECT
+            basic = True
+            adim += 1
+        elif k == K_SLICE:
+            key1.append(v)
+            key2.append(slice(None))
+            if single or not trivial_slice(v, shape[adim]):
+                op = OP_SLICE
+                basic = True
+            adim += 1
+            bdim += 1
+        elif k == K_NONE:
+            key1.append(None)
+            key2.append(slice(None))
+            op = OP_INDEX_UNSQUEEZE
+            basic = True
+            bdim += 1
+        elif k == K_ELLIPSIS:
+            key1.append(Ellipsis)
+            key2.append(Ellipsis)
+            adim += ell
+            bdim += ell
+        elif k == K_BOOL:
+            key1.append(None)
+            key2.append(np.zeros(1 if v else 0, dtype=np.intp))
+            advanced = basic = True
+            bdim += 1
+        elif k == K_ARRAY:
+            key1.append(slice(None))
+            key2.append(v)
+            advanced = True
+            adim += 1
+            bdim += 1
+        else:                                       # K_MASK
+            key1.extend([slice(None)] * v.ndim)
+            masks.append((v, adim, bdim))
+            key2.extend(v.nonzero())
+            advanced = True
+            adim += v.ndim
+            bdim += v.ndim
+    if n_ellipsis == 0:
+        key1.append(Ellipsis)                       # numpy then gives 0-d views, not scalars
+    tkey1 = tuple(key1)
     try:
-        out = A[nkey]
+        B = A[tkey1] if basic else A
     except IndexError as e:
-        raise IndexError(str(e).replace("axis", "dimension")) from None
-    out = nd(out)
-    cdef TensorBase res = wrap(out)
-    if not grad_enabled():
-        return res
-    begin_record(1)
-    inp[0] = node_for_input(x)
-    if inp[0] < 0:
-        return res
-    op = OP_INDEX if advanced else (OP_SELECT if isinstance(nkey, int) else OP_SLICE)
-    r = record_op(op, res, 1, inp)
-    keep(&r.aux, (A.shape, A.dtype, nkey, bool(advanced)))
+        raise IndexError(numpy_index_message(str(e))) from None
+    if not advanced:
+        out = B if basic else A.view()              # a new view object, as PyTorch's alias
+        aux = (shape, A.dtype, tkey1, None, None)
+    else:
+        op = OP_INDEX
+        for m, ad, bd in masks:
+            for i in range(m.ndim):
+                if m.shape[i] != B.shape[bd + i]:
+                    raise IndexError(f"The shape of the mask {list(m.shape)} at index {i} does not "
+                                     f"match the shape of the indexed tensor {list(B.shape)} at "
+                                     f"index {bd + i}")
+        tkey2 = tuple(key2)
+        try:
+            out = B[tkey2]
+        except IndexError as e:
+            msg = str(e)
+            if msg.startswith("shape mismatch"):
+                shapes = ", ".join(str(list(a.shape)) for a in tkey2 if isinstance(a, np.ndarray))
+                msg = ("shape mismatch: indexing tensors could not be broadcast together with "
+                       f"shapes {shapes}")
+            raise IndexError(numpy_index_message(msg)) from None
+        aux = (shape, A.dtype, tkey1 if basic else None, B.shape, tkey2)
+    res = wrap(nd(out))
+    r = record_from(op, res, (x,))
+    if r != NULL:
+        keep(&r.aux, aux)
     return res
+
+
+def select(TensorBase input, dim, index):
+    """input[..., index, ...] at dim `dim`: a view without that dim."""
+    A = input._array
+    if A.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "select", "dim", 1)
+    i = int_arg(index, "select", "index", 2)
+    size = A.shape[d]
+    if i < -size or i >= size:
+        raise IndexError(f"select(): index {i} out of range for tensor of size {list(A.shape)} at "
+                         f"dimension {d}")
+    key = (slice(None),) * d + (i, Ellipsis)
+    return shape_result(OP_SELECT, input, A[key], (A.shape, A.dtype, key, None, None))
+
+
+def narrow(TensorBase input, dim, start, length):
+    """input[..., start:start+length, ...] at dim `dim`: a view."""
+    A = input._array
+    if A.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "narrow", "dim", 1)
+    s = int_arg(start, "narrow", "start", 2)
+    n = int_arg(length, "narrow", "length", 3)
+    size = A.shape[d]
+    if s < -size or s > size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but "
+                         f"got {s})")
+    if s < 0:
+        s += size
+    if n < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if s + n > size:
+        raise RuntimeError(f"start ({s}) + length ({n}) exceeds dimension size ({size}).")
+    key = (slice(None),) * d + (slice(s, s + n), Ellipsis)
+    return shape_result(OP_SLICE, input, A[key], (A.shape, A.dtype, key, None, None))
+
+
+# -- gather, index_select ------------------------------------------------------------------------
+
+cdef object vjp_take(Record* r, object g):
+    """gather / index_select: add g at the gathered positions of zeros (np.add.at accumulates)."""
+    shape, shape1, dt, idx, gshape = <tuple>r.aux
+    z = np.zeros(shape1, dtype=dt)
+    np.add.at(z, idx, g.reshape(gshape))
+    return z.reshape(shape)
+
+
+cdef int OP_GATHER = register_op("GatherBackward0", vjp_take)
+cdef int OP_INDEX_SELECT = register_op("IndexSelectBackward0", vjp_take)
+
+
+cdef object index_tensor_arg(object index, str fname, int pos):
+    if not isinstance(index, TensorBase):
+        raise TypeError(f"{fname}(): argument 'index' (position {pos}) must be Tensor, not "
+                        f"{type(index).__name__}")
+    return (<TensorBase>index)._array
+
+
+def gather(TensorBase input, dim, index, *, sparse_grad=False):
+    """out[i][j][k] = input[index[i][j][k]][j][k] (for dim 0; likewise for the other dims)."""
+    A = input._array
+    I = index_tensor_arg(index, "gather", 3)
+    cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "gather", "dim", 2), k
+    if I.dtype != NP_INT64 and I.dtype != np.int32:
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    if (A.ndim if A.ndim > 0 else 1) != (I.ndim if I.ndim > 0 else 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    A1 = A.reshape(1) if A.ndim == 0 else A
+    I1 = I.reshape(1) if I.ndim == 0 else I
+    cdef Py_ssize_t ndim = A1.ndim
+    for k in range(ndim):
+        if k != d and I1.shape[k] > A1.shape[k]:
+            raise RuntimeError(f"Size does not match at dimension {k} expected index "
+                               f"{list(I.shape)} to be no larger than self {list(A.shape)} apart "
+                               f"from dimension {d}")
+    size = A1.shape[d]
+    if I1.size:
+        bad = I1[(I1 < 0) | (I1 >= size)]
+        if bad.size:
+            raise RuntimeError(f"index {int(bad[0])} is out of bounds for dimension {d} with size "
+                               f"{size}")
+    idx = []
+    for k in range(ndim):
+        if k == d:
+            idx.append(I1.astype(np.intp))
+        else:
+            sh = [1] * ndim
+            sh[k] = I1.shape[k]
+            idx.append(np.arange(I1.shape[k], dtype=np.intp).reshape(sh))
+    idx = tuple(idx)
+    out = A1[idx].reshape(I.shape)
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(OP_GATHER, res, (input,))
+    if r != NULL:
+        keep(&r.aux, (A.shape, A1.shape, A.dtype, idx, I1.shape))
+    return res
+
+
+def index_select(TensorBase input, dim, index):
+    """The entries of `input` at positions `index` (a 1-d integer tensor) along `dim`."""
+    A = input._array
+    I = index_tensor_arg(index, "index_select", 3)
+    cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "index_select", "dim", 2)
+    if I.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if I.dtype != NP_INT64 and I.dtype != np.int32:
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    A1 = A.reshape(1) if A.ndim == 0 else A
+    I1 = I.reshape(-1).astype(np.intp)
+    size = A1.shape[d]
+    if I1.size and (I1.min() < 0 or I1.max() >= size):
+        raise IndexError("index out of range in self")
+    out = A1.take(I1, axis=d)
+    if A.ndim == 0:
+        out = out.reshape(())
+    key = (slice(None),) * d + (I1, Ellipsis)
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(OP_INDEX_SELECT, res, (input,))
+    if r != NULL:
+        keep(&r.aux, (A.shape, A1.shape, A.dtype, key, A1.shape[:d] + I1.shape + A1.shape[d + 1:]))
+    return res
+
+
+# -- masked_fill, masked_select ------------------------------------------------------------------
+
+cdef dict C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                          "int64": "long int", "int32": "int", "int16": "short int",
+                          "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
+cdef object vjp_masked_fill(Record* r, object g):
+    M = <object>r.saved[0]                          # the mask, broadcast to the output's shape
+    shape, vdt = <tuple>r.aux
+    gi = gv = None
+    if needs_grad(r, 0):
+        gi = g.copy()
+        gi[M] = 0
+        gi = sum_to(gi, shape)
+    if r.n_in == 1:
+        return gi
+    if needs_grad(r, 1):
+        gv = np.add.reduce(g[M], keepdims=True).reshape(()).astype(vdt)
+    return (gi, gv)
+
+
+cdef int OP_MASKED_FILL = register_op("MaskedFillBackward0", vjp_masked_fill)     # scalar value
+cdef int OP_MASKED_FILL_T = register_op("MaskedFillBackward1", vjp_masked_fill)   # tensor value
+
+
+def masked_fill(TensorBase input, mask, value):
+    """`input` with `value` (a number or 0-d tensor) where the bool `mask` (broadcast) is True."""
+    A = input._array
+    if not isinstance(mask, TensorBase):
+        raise TypeError(f"masked_fill(): argument 'mask' (position 1) must be Tensor, not "
+                        f"{type(mask).__name__}")
+    M = (<TensorBase>mask)._array
+    if M.dtype != NP_BOOL:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{C_TYPE_NAMES.get(dtype_of_array(M).name, str(M.dtype))}")
+    cdef bint tensor_value = isinstance(value, TensorBase)
+    if tensor_value:
+        V = (<TensorBase>value)._array
+        if V.ndim != 0:
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {V.ndim} dimension(s).")
+        fill = V
+    elif isinstance(value, (bool, int, float, np.generic)):
+        fill = np.asarray(value)
+    else:
+        raise TypeError("masked_fill() received an invalid combination of arguments - got "
+                        f"(Tensor, {type(value).__name__})")
+    out_shape = broadcast_shapes_torch(M.shape, A.shape)
+    with np.errstate(all="ignore"):
+        fill = fill.astype(A.dtype)
+    out = np.where(M, fill, A)
+    cdef TensorBase res = wrap(nd(out))
+    cdef Record* r = record_from(OP_MASKED_FILL_T if tensor_value else OP_MASKED_FILL, res,
+                                 (input, value) if tensor_value else (input,))
+    if r != NULL:
+        keep(&r.saved[0], M if M.shape == out_shape else np.broadcast_to(M, out_shape))
+        keep(&r.aux, (A.shape, V.dtype if tensor_value else None))
+    return res
+
+
+cdef object vjp_masked_select(Record* r, object g):
+    M = <object>r.saved[0]
+    shape, dt = <tuple>r.aux
+    z = np.zeros(M.shape, dtype=dt)
+    z[M] = g
+    return sum_to(z, shape)
+
+
+cdef int OP_MASKED_SELECT = register_op("MaskedSelectBackward0", vjp_masked_select)
+
+
+def masked_select(TensorBase input, mask):
+    """The entries of `input` where the bool `mask` is True (both broadcast), as a 1-d tensor."""
+    A = input._array
+    if not isinstance(mask, TensorBase):
+        raise TypeError(f"masked_select(): argument 'mask' (position 1) must be Tensor, not "
+                        f"{type(mask).__name__}")
+    M = (<TensorBase>mask)._array
+    if M.dtype != NP_BOOL:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    out_shape = broadcast_shapes_torch(M.shape, A.shape)
+    Mb = M if M.shape == out_shape else np.broadcast_to(M, out_shape)
+    Ab = A if A.shape == out_shape else np.broadcast_to(A, out_shape)
+    out = Ab[Mb]
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(OP_MASKED_SELECT, res, (input,))
+    if r != NULL:
+        keep(&r.saved[0], Mb)
+        keep(&r.aux, (A.shape, A.dtype))
+    return res
+
+
+TENSOR_METHODS.update(select=select, narrow=narrow, gather=gather, index_select=index_select,
+                      masked_fill=masked_fill, masked_select=masked_select)
+TORCH_FUNCTIONS.update(select=select, narrow=narrow, gather=gather, index_select=index_select,
+                       masked_fill=masked_fill, masked_select=masked_select)

@@ -1,4 +1,819 @@
 # ---------------------------------------------------------------------------------------------
-# Shape ops: reshape, view, flatten, transpose, permute, squeeze, unsqueeze, expand, repeat, cat,
-# stack, split, chunk, contiguous, clone.
+# Shape ops: reshape, view, flatten, unflatten, transpose, t, T, mT, permute, movedim, squeeze,
+# unsqueeze, expand, repeat, tile, cat, stack, split, chunk, unbind, contiguous, clone.
+#
+# Views share memory with their input (numpy views), as PyTorch's do; reshape copies only when no
+# view can express the new shape (UnsafeViewBackward0, as PyTorch names it).  VJPs:
+#   reshape family (view, squeeze, unsqueeze, flatten)  g.reshape(input shape)        aux: shape
+#   permute family (transpose, t, T, mT, movedim)       g.transpose(inverse perm)     aux: perm
+#   expand                                              sum over the expanded dims    aux: shape
+#   repeat / tile                                       sum over the repetitions      aux
+#   cat / stack                                         slices of g, cast back        aux
+#   split / chunk / unbind (one record per output)      zeros with g at the slice     aux
 # ---------------------------------------------------------------------------------------------
+
+import operator
+
+
+cdef str VIEW_ERROR = (
+    "view size is not compatible with input tensor's size and stride (at least one dimension "
+    "spans across two contiguous subspaces). Use .reshape(...) instead.")
+
+
+# -- argument helpers ----------------------------------------------------------------------------
+
+cdef object int_arg(object v, str fname, str argname, int pos):
+    """An int argument (Python or numpy int, or an integer tensor of one element); PyTorch's
+    TypeError otherwise (bools and floats are not ints)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if not isinstance(v, (bool, np.bool_, float, np.floating)):
+        try:
+            return operator.index(v)
+        except TypeError:
+            pass
+    raise TypeError(f"{fname}(): argument '{argname}' (position {pos}) must be int, not "
+                    f"{type(v).__name__}")
+
+
+cdef tuple int_list_arg(tuple args, str fname, str argname):
+    """Sizes or dims given as varargs (x.f(2, 3)) or as one sequence (x.f((2, 3)), x.f([2, 3]))."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    out = []
+    for i, v in enumerate(args):
+        if isinstance(v, int) and not isinstance(v, bool):
+            out.append(v)
+            continue
+        if not isinstance(v, (bool, np.bool_, float, np.floating)):
+            try:
+                out.append(operator.index(v))
+                continue
+            except TypeError:
+                pass
+        raise TypeError(f"{fname}(): argument '{argname}' (position 1) must be tuple of ints, but "
+                        f"found element of type {type(v).__name__} at pos {i}")
+    return tuple(out)
+
+
+cdef Py_ssize_t wrap_dim(object dim, Py_ssize_t ndim, str fname="dim", str argname="dim",
+                         int pos=1) except -1:
+    """PyTorch's maybe_wrap_dim: a dim in [-ndim, ndim-1] (a 0-d tensor counts as 1-d) -> axis."""
+    cdef Py_ssize_t n = ndim if ndim > 0 else 1
+    d = int_arg(dim, fname, argname, pos)
+    if d < -n or d >= n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {d})")
+    return d + n if d < 0 else d
+
+
+cdef tuple infer_size(tuple shape, Py_ssize_t numel):
+    """PyTorch's infer_size: resolve one -1 in `shape` for a tensor of `numel` elements."""
+    cdef Py_ssize_t newsize = 1, infer = -1, i
+    for i in range(len(shape)):
+        s = shape[i]
+        if s == -1:
+            if infer >= 0:
+                raise RuntimeError("only one dimension can be inferred")
+            infer = i
+        elif s >= 0:
+            newsize *= s
+        else:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
+    if numel == newsize or (infer >= 0 and newsize > 0 and numel % newsize == 0):
+        if infer >= 0:
+            if newsize == 0:
+                raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} "
+                                   "because the unspecified dimension size -1 can be any value and "
+                                   "is ambiguous")
+            out = list(shape)
+            out[infer] = numel // newsize
+            return tuple(out)
+        return shape
+    raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+
+
+cdef object try_view(object A, tuple shape):
+    """A view of A with `shape`, or None when its strides cannot express it without a copy."""
+    try:
+        return A.reshape(shape, copy=False)         # numpy >= 2.1
+    except ValueError:
+        return None
+    except TypeError:                               # older numpy: no copy= keyword
+        pass
+    v = A.view()
+    try:
+        v.shape = shape
+    except AttributeError:
+        return None
+    return v
+
+
+cdef inline TensorBase shape_result(int op, TensorBase x, object out, object aux):
+    """Wrap `out` and record the one-input shape op `op` with `aux` for its VJP."""
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(op, res, (x,))
+    if r != NULL and aux is not None:
+        keep(&r.aux, aux)
+    return res
+
+
+# -- reshape family ------------------------------------------------------------------------------
+
+cdef object vjp_reshape(Record* r, object g):
+    return g.reshape(<tuple>r.aux)
+
+
+cdef int OP_VIEW = register_op("ViewBackward0", vjp_reshape)
+cdef int OP_RESHAPE_ALIAS = register_op("ReshapeAliasBackward0", vjp_reshape)
+cdef int OP_UNSAFE_VIEW = register_op("UnsafeViewBackward0", vjp_reshape)
+cdef int OP_SQUEEZE = register_op("SqueezeBackward0", vjp_reshape)      # squeeze()
+cdef int OP_SQUEEZE_DIM = register_op("SqueezeBackward1", vjp_reshape)  # squeeze(dim)
+cdef int OP_SQUEEZE_DIMS = register_op("SqueezeBackward2", vjp_reshape) # squeeze((d0, d1))
+cdef int OP_UNSQUEEZE = register_op("UnsqueezeBackward0", vjp_reshape)
+
+
+cdef TensorBase reshape_to(TensorBase x, tuple shape):
+    """reshape with a resolved shape: a view when the strides allow it, else a copy."""
+    A = x._array
+    out = try_view(A, shape)
+    if out is not None:
+        op = OP_VIEW if A.flags.c_contiguous else OP_RESHAPE_ALIAS
+    else:
+        out = A.reshape(shape)                      # copies (C order)
+        op = OP_UNSAFE_VIEW
+    return shape_result(op, x, out, A.shape)
+
+
+cdef TensorBase view_to(TensorBase x, tuple shape):
+    A = x._array
+    out = try_view(A, shape)
+    if out is None:
+        raise RuntimeError(VIEW_ERROR)
+    return shape_result(OP_VIEW, x, out, A.shape)
+
+
+def reshape(TensorBase input, *shape_args, shape=None):
+    """A tensor with the same elements in `shape` (one dim may be -1): a view when possible."""
+    if shape is not None:
+        if shape_args:
+            raise TypeError("reshape() got multiple values for argument 'shape'")
+        shape_args = (shape,)
+    if not shape_args:
+        raise TypeError('reshape() missing 1 required positional arguments: "shape"')
+    cdef tuple sh = int_list_arg(shape_args, "reshape", "shape")
+    return reshape_to(input, infer_size(sh, input._array.size))
+
+
+def view(TensorBase input, *size_args, size=None):
+    """A view with shape `size` sharing memory with `input` (RuntimeError when the strides do not
+    allow one: use reshape).  view(dtype) reinterprets the bytes (not differentiable)."""
+    if size is not None:
+        if size_args:
+            raise TypeError("view() got multiple values for argument 'size'")
+        size_args = (size,)
+    if len(size_args) == 1 and isinstance(size_args[0], dtype):
+        return view_dtype(input, <dtype>size_args[0])
+    if not size_args:
+        raise TypeError('view() missing 1 required positional arguments: "size"')
+    cdef tuple sh = int_list_arg(size_args, "view", "size")
+    return view_to(input, infer_size(sh, input._array.size))
+
+
+cdef dict SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                               "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                               "uint8": "Byte", "bool": "Bool"}
+
+
+cdef TensorBase view_dtype(TensorBase x, dtype dt):
+    """The bytes of x reinterpreted as dtype `dt` (PyTorch: not differentiable, no grad_fn)."""
+    A = x._array
+    cdef Py_ssize_t a = A.dtype.itemsize, b = dt.itemsize
+    if a != b:
+        what = (f"to view {SCALAR_TYPE_NAMES[x.dtype.name]} as {SCALAR_TYPE_NAMES[dt.name]} "
+                "(different element sizes)")
+        if A.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        last = A.shape[A.ndim - 1]
+        if b > a and last % (b // a) != 0:
+            raise RuntimeError(f"self.size(-1) must be divisible by {b // a} {what}, but got "
+                               f"{last}")
+        if last != 1 and A.strides[A.ndim - 1] != a:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got "
+                               f"{A.strides[A.ndim - 1] // a}")
+        if last == 1 and A.strides[A.ndim - 1] != a:
+            A = A.reshape(A.shape[:A.ndim - 1] + (1,))  # numpy wants the size-1 axis contiguous
+    return wrap(A.view(dt.np_dtype))
+
+
+def view_as(TensorBase input, TensorBase other):
+    """input.view(other.shape)."""
+    return view_to(input, infer_size(other._array.shape, input._array.size))
+
+
+def reshape_as(TensorBase input, TensorBase other):
+    """input.reshape(other.shape)."""
+    return reshape_to(input, infer_size(other._array.shape, input._array.size))
+
+
+def flatten(TensorBase input, start_dim=0, end_dim=-1):
+    """Merge dims start_dim..end_dim into one (input itself when there is nothing to merge)."""
+    A = input._array
+    cdef Py_ssize_t ndim = A.ndim
+    cdef Py_ssize_t s = wrap_dim(start_dim, ndim, "flatten", "start_dim", 1)
+    cdef Py_ssize_t e = wrap_dim(end_dim, ndim, "flatten", "end_dim", 2)
+    if ndim == 0:
+        return reshape_to(input, (1,))
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    shape = A.shape
+    n = 1
+    for i in range(s, e + 1):
+        n *= shape[i]
+    return reshape_to(input, shape[:s] + (n,) + shape[e + 1:])
+
+
+def unflatten(TensorBase input, dim, sizes):
+    """Split dim `dim` into `sizes` (one may be -1): a view."""
+    A = input._array
+    cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "unflatten", "dim", 1)
+    cdef tuple sz = int_list_arg((sizes,), "unflatten", "sizes")
+    if len(sz) == 0:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    size = A.shape[d] if A.ndim > 0 else 1
+    try:
+        resolved = infer_size(sz, size)
+    except RuntimeError:
+        resolved = None
+    if resolved is None or (-1 not in sz and resolved != sz):
+        raise RuntimeError(f"unflatten: Provided sizes {list(sz)} don't multiply up to the size of "
+                           f"dim {dim} ({size}) in the input tensor")
+    return view_to(input, A.shape[:d] + resolved + A.shape[d + 1:])
+
+
+def squeeze(TensorBase input, *dims, dim=None):
+    """Remove size-1 dims: all of them, or those among `dim` (int or tuple) that have size 1."""
+    A = input._array
+    shape = A.shape
+    cdef Py_ssize_t ndim = A.ndim
+    if dim is not None:
+        if dims:
+            raise TypeError("squeeze() got multiple values for argument 'dim'")
+        dims = (dim,)
+    if not dims:
+        op = OP_SQUEEZE
+        axes = tuple(i for i in range(ndim) if shape[i] == 1)
+    else:
+        if len(dims) == 1 and not isinstance(dims[0], (tuple, list)):
+            op = OP_SQUEEZE_DIM
+            ds = (wrap_dim(dims[0], ndim, "squeeze", "dim", 1),)
+        else:
+            op = OP_SQUEEZE_DIMS
+            ds = tuple(wrap_dim(d, ndim, "squeeze", "dim", 1)
+                       for d in int_list_arg(dims, "squeeze", "dim"))
+            for i in range(len(ds)):
+                if ds[i] in ds[:i]:
+                    raise RuntimeError(f"dim {ds[i]} appears multiple times in the list of dims")
+        axes = tuple(d for d in ds if ndim > 0 and shape[d] == 1)
+    out = A.squeeze(axis=axes) if axes else A.view()
+    return shape_result(op, input, out, shape)
+
+
+def unsqueeze(TensorBase input, dim):
+    """A view with a new size-1 dim inserted at `dim` (in [-ndim-1, ndim])."""
+    A = input._array
+    cdef Py_ssize_t d = wrap_dim(dim, A.ndim + 1, "unsqueeze", "dim", 1)
+    out = A[(slice(None),) * d + (None, Ellipsis)]
+    return shape_result(OP_UNSQUEEZE, input, out, A.shape)
+
+
+# -- permute family ------------------------------------------------------------------------------
+
+cdef object vjp_permute(Record* r, object g):
+    return g.transpose(<tuple>r.aux)               # aux: the inverse permutation
+
+
+cdef int OP_TRANSPOSE = register_op("TransposeBackward0", vjp_permute)
+cdef int OP_T = register_op("TBackward0", vjp_permute)
+cdef int OP_PERMUTE = register_op("PermuteBackward0", vjp_permute)
+
+
+cdef TensorBase permuted(int op, TensorBase x, list perm):
+    A = x._array
+    cdef Py_ssize_t n = len(perm), i
+    inv = [0] * n
+    for i in range(n):
+        inv[<Py_ssize_t>perm[i]] = i
+    return shape_result(op, x, A.transpose(perm), tuple(inv))
+
+
+def transpose(TensorBase input, dim0, dim1):
+    """A view with dims dim0 and dim1 swapped."""
+    cdef Py_ssize_t ndim = input._array.ndim
+    cdef Py_ssize_t a = wrap_dim(dim0, ndim, "transpose", "dim0", 1)
+    cdef Py_ssize_t b = wrap_dim(dim1, ndim, "transpose", "dim1", 2)
+    perm = list(range(ndim))
+    if ndim > 0:
+        perm[a], perm[b] = perm[b], perm[a]
+    return permuted(OP_TRANSPOSE, input, perm)
+
+
+def t(TensorBase input):
+    """Transpose of a tensor of at most 2 dims (0-d and 1-d tensors are returned as they are)."""
+    cdef Py_ssize_t ndim = input._array.ndim
+    if ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {ndim}D")
+    return permuted(OP_T, input, [1, 0] if ndim == 2 else list(range(ndim)))
+
+
+def _T(TensorBase input):
+    """All dims reversed (PyTorch deprecates it for tensors that are not 2-D)."""
+    cdef Py_ssize_t ndim = input._array.ndim
+    if ndim == 0:
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in "
+                      "these cases.", UserWarning, stacklevel=2)
+    elif ndim != 2:
+        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their "
+                      "shape is deprecated and it will throw an error in a future release. "
+                      "Consider `x.mT` to transpose batches of matrices or "
+                      "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions "
+                      "of a tensor.", UserWarning, stacklevel=2)
+    return permuted(OP_PERMUTE, input, list(range(ndim - 1, -1, -1)))
+
+
+def _mT(TensorBase input):
+    """The last two dims swapped (a batch of matrices transposed)."""
+    cdef Py_ssize_t ndim = input._array.ndim
+    if ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {ndim}-D tensor.")
+    perm = list(range(ndim))
+    perm[ndim - 2], perm[ndim - 1] = perm[ndim - 1], perm[ndim - 2]
+    return permuted(OP_TRANSPOSE, input, perm)
+
+
+def permute(TensorBase input, *dims_args, dims=None):
+    """A view with the dims reordered: output dim i is input dim dims[i]."""
+    if dims is not None:
+        if dims_args:
+            raise TypeError("permute() got multiple values for argument 'dims'")
+        dims_args = (dims,)
+    if not dims_args:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
+    cdef tuple ds = int_list_arg(dims_args, "permute", "dims")
+    cdef Py_ssize_t ndim = input._array.ndim
+    if len(ds) != ndim:
+        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does not "
+                           "match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {ndim} is not equal to len(dims) = {len(ds)}")
+    perm = [wrap_dim(d, ndim, "permute", "dims", 1) for d in ds]
+    if len(set(perm)) != len(perm):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return permuted(OP_PERMUTE, input, perm)
+
+
+def movedim(TensorBase input, source, destination):
+    """Move dims `source` (int or sequence) to positions `destination`; the others keep their
+    order."""
+    cdef Py_ssize_t ndim = input._array.ndim
+    src = int_list_arg((source,), "movedim", "source")
+    dst = int_list_arg((destination,), "movedim", "destination")
+    if len(src) != len(dst):
+        raise RuntimeError("movedim: Invalid source or destination dims: source "
+                           f"({list(src)} dims) should contain the same number of dims as "
+                           f"destination ({list(dst)} dims)")
+    s = [wrap_dim(d, ndim, "movedim", "source", 1) for d in src]
+    e = [wrap_dim(d, ndim, "movedim", "destination", 2) for d in dst]
+    if len(set(s)) != len(s):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(src)})")
+    if len(set(e)) != len(e):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dst)})")
+    if ndim == 0:
+        return permuted(OP_PERMUTE, input, [])
+    perm = [-1] * ndim
+    for a, b in zip(s, e):
+        perm[b] = a
+    rest = iter(d for d in range(ndim) if d not in s)
+    for i in range(ndim):
+        if perm[i] < 0:
+            perm[i] = next(rest)
+    return permuted(OP_PERMUTE, input, perm)
+
+
+def swapaxes(TensorBase input, axis0, axis1):
+    """transpose(axis0, axis1) (NumPy's name)."""
+    return transpose(input, axis0, axis1)
+
+
+def swapdims(TensorBase input, dim0, dim1):
+    """transpose(dim0, dim1)."""
+    return transpose(input, dim0, dim1)
+
+
+# -- expand, repeat ------------------------------------------------------------------------------
+
+cdef object vjp_expand(Record* r, object g):
+    return sum_to(g, <tuple>r.aux)                 # sums the added and the stretched dims
+
+
+cdef int OP_EXPAND = register_op("ExpandBackward0", vjp_expand)
+
+
+def expand(TensorBase input, *sizes, size=None):
+    """A read-only view with size-1 dims stretched (and new leading dims) to `sizes` (-1 keeps a
+    dim); its gradient sums over the expanded dims."""
+    if size is not None:
+        if sizes:
+            raise TypeError("expand() got multiple values for argument 'size'")
+        sizes = (size,)
+    A = input._array
+    cdef tuple sz = int_list_arg(sizes, "expand", "size")
+    cdef Py_ssize_t ndim = A.ndim, n = len(sz), lead = n - ndim, i
+    shape = A.shape
+    if n < ndim:
+        raise RuntimeError(f"expand({x_type_name(input)}{{{list(shape)}}}, size={list(sz)}): the "
+                           f"number of sizes provided ({n}) must be greater or equal to the number "
+                           f"of dimensions in the tensor ({ndim})")
+    target = list(sz)
+    for i in range(n):
+        s = sz[i]
+        if i < lead:
+            if s == -1:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
+            if s < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                                   f"{list(sz)}")
+            continue
+        have = shape[i - lead]
+        if s == -1:
+            target[i] = have
+        elif s != have:
+            if have != 1 or s < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
+                                   f"size ({have}) at non-singleton dimension {i}.  Target sizes: "
+                                   f"{list(sz)}.  Tensor sizes: {list(shape)}")
+    out = np.broadcast_to(A, tuple(target))
+    return shape_result(OP_EXPAND, input, out, shape)
+
+
+def expand_as(TensorBase input, TensorBase other):
+    """input.expand(other.shape)."""
+    return expand(input, other._array.shape)
+
+
+cdef str x_type_name(TensorBase x):
+    """PyTorch's legacy type name (torch.FloatTensor) used in some messages."""
+    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
+            "float16": "torch.HalfTensor", "int64": "torch.LongTensor", "int32": "torch.IntTensor",
+            "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
+            "bool": "torch.BoolTensor"}.get(x.dtype.name, "torch.Tensor")
+
+
+cdef object vjp_repeat(Record* r, object g):
+    padded, reps, shape = <tuple>r.aux
+    cdef Py_ssize_t n = len(padded), i
+    inter = []
+    for i in range(n):
+        inter.append(reps[i])
+        inter.append(padded[i])
+    gr = g.reshape(tuple(inter))
+    return nd(np.add.reduce(gr, axis=tuple(range(0, 2 * n, 2)))).reshape(shape)
+
+
+cdef int OP_REPEAT = register_op("RepeatBackward0", vjp_repeat)
+
+
+cdef TensorBase repeat_impl(TensorBase x, tuple reps):
+    A = x._array
+    cdef Py_ssize_t ndim = A.ndim, n = len(reps), i
+    if n < ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                           "dimensions of tensor")
+    padded = (1,) * (n - ndim) + A.shape
+    out_shape = [padded[i] * reps[i] for i in range(n)]
+    for i in range(n):
+        if reps[i] < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {out_shape[i]}: "
+                               f"{out_shape}")
+    out = np.tile(A.reshape(padded), reps) if n > 0 else A.copy()
+    return shape_result(OP_REPEAT, x, out, (padded, reps, A.shape))
+
+
+def repeat(TensorBase input, *sizes, repeats=None):
+    """A copy of `input` repeated sizes[i] times along dim i (new leading dims allowed)."""
+    if repeats is not None:
+        if sizes:
+            raise TypeError("repeat() got multiple values for argument 'repeats'")
+        sizes = (repeats,)
+    if not sizes:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+    return repeat_impl(input, int_list_arg(sizes, "repeat", "repeats"))
+
+
+def tile(TensorBase input, *dims_args, dims=None):
+    """repeat(), with `dims` padded with leading 1s when shorter than input's dims."""
+    if dims is not None:
+        if dims_args:
+            raise TypeError("tile() got multiple values for argument 'dims'")
+        dims_args = (dims,)
+    cdef tuple ds = int_list_arg(dims_args, "tile", "dims")
+    cdef Py_ssize_t ndim = input._array.ndim
+    if len(ds) < ndim:
+        ds = (1,) * (ndim - len(ds)) + ds
+    return repeat_impl(input, ds)
+
+
+# -- cat, stack ----------------------------------------------------------------------------------
+
+cdef object promote_tensor_dtypes(tuple arrays):
+    """PyTorch's result type of several dimensioned tensors: the highest category (bool < int <
+    float) decides, promoted among the tensors of that category."""
+    out = None
+    cdef int cat = -1, c
+    for A in arrays:
+        dt = A.dtype
+        c = np_category(dt.num)
+        if c > cat:
+            out = dt
+            cat = c
+        elif c == cat and dt != out:
+            out = np.promote_types(out, dt)
+    return out
+
+
+cdef tuple tensor_list_arg(object tensors, str fname):
+    if isinstance(tensors, TensorBase) or not isinstance(tensors, (tuple, list)):
+        raise TypeError(f"{fname}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {type(tensors).__name__}")
+    tensors = tuple(tensors)
+    for j in range(len(tensors)):
+        if not isinstance(tensors[j], TensorBase):
+            raise TypeError(f"expected Tensor as element {j} in argument 0, but got "
+                            f"{type(tensors[j]).__name__}")
+    return tensors
+
+
+cdef object vjp_cat(Record* r, object g):
+    d, offsets, sizes, dtypes = <tuple>r.aux
+    cdef Py_ssize_t n = r.n_in, j
+    pre = (slice(None),) * <Py_ssize_t>d
+    grads = []
+    for j in range(n):
+        if not needs_grad(r, j):
+            grads.append(None)
+            continue
+        o = offsets[j]
+        if o < 0:                                   # a skipped empty 1-d tensor
+            grads.append(np.zeros((0,), dtype=dtypes[j]))
+            continue
+        gj = g[pre + (slice(o, o + sizes[j]),)]
+        if gj.dtype != dtypes[j]:
+            gj = gj.astype(dtypes[j])
+        grads.append(gj)
+    if n == 1:
+        return grads[0]
+    return tuple(grads)
+
+
+cdef int OP_CAT = register_op("CatBackward0", vjp_cat)
+
+
+def cat(tensors, dim=0):
+    """Concatenate tensors along `dim` (promoting dtypes as PyTorch does; 1-d empty tensors are
+    skipped, PyTorch's legacy behaviour)."""
+    cdef tuple ts = tensor_list_arg(tensors, "cat")
+    cdef Py_ssize_t n = len(ts), j, k
+    if n == 0:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    arrays = tuple((<TensorBase>t)._array for t in ts)
+    for j in range(n):
+        if arrays[j].ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {j}) cannot be concatenated")
+    dt = promote_tensor_dtypes(arrays)
+    skipped = [a.ndim == 1 and a.shape[0] == 0 for a in arrays]
+    ref = -1
+    for j in range(n):
+        if not skipped[j]:
+            ref = j
+            break
+    offsets = [-1] * n
+    sizes = [0] * n
+    cdef Py_ssize_t d = 0
+    if ref < 0:                                     # only empty 1-d tensors
+        d = wrap_dim(dim, 1, "cat", "dim", 2)
+        out = np.zeros((0,), dtype=dt)
+    else:
+        rshape = arrays[ref].shape
+        d = wrap_dim(dim, len(rshape), "cat", "dim", 2)
+        o = 0
+        parts = []
+        for j in range(n):
+            if skipped[j]:
+                continue
+            s = arrays[j].shape
+            if len(s) != len(rshape):
+                raise RuntimeError(f"Tensors must have same number of dimensions: got "
+                                   f"{len(rshape)} and {len(s)}")
+            for k in range(len(s)):
+                if k != d and s[k] != rshape[k]:
+                    raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
+                                       f"Expected size {rshape[k]} but got size {s[k]} for tensor "
+                                       f"number {j} in the list.")
+            offsets[j] = o
+            sizes[j] = s[d]
+            o += s[d]
+            parts.append(arrays[j] if arrays[j].dtype == dt else arrays[j].astype(dt))
+        out = np.concatenate(parts, axis=d)
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(OP_CAT, res, ts)
+    if r != NULL:
+        keep(&r.aux, (d, tuple(offsets), tuple(sizes), tuple(a.dtype for a in arrays)))
+    return res
+
+
+def concatenate(tensors, axis=0):
+    """cat(tensors, axis) (NumPy's name)."""
+    return cat(tensors, axis)
+
+
+cdef object vjp_stack(Record* r, object g):
+    d, dtypes = <tuple>r.aux
+    cdef Py_ssize_t n = r.n_in, j
+    pre = (slice(None),) * <Py_ssize_t>d
+    grads = []
+    for j in range(n):
+        if not needs_grad(r, j):
+            grads.append(None)
+            continue
+        gj = g[pre + (j, Ellipsis)]
+        if gj.dtype != dtypes[j]:
+            gj = gj.astype(dtypes[j])
+        grads.append(gj)
+    if n == 1:
+        return grads[0]
+    return tuple(grads)
+
+
+cdef int OP_STACK = register_op("StackBackward0", vjp_stack)
+
+
+def stack(tensors, dim=0):
+    """Stack equally shaped tensors along a new dim `dim`."""
+    cdef tuple ts = tensor_list_arg(tensors, "stack")
+    cdef Py_ssize_t n = len(ts), j
+    if n == 0:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    arrays = tuple((<TensorBase>t)._array for t in ts)
+    s0 = arrays[0].shape
+    cdef Py_ssize_t d = wrap_dim(dim, len(s0) + 1, "stack", "dim", 2)
+    for j in range(1, n):
+        if arrays[j].shape != s0:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at "
+                               f"entry 0 and {list(arrays[j].shape)} at entry {j}")
+    dt = promote_tensor_dtypes(arrays)
+    out = np.stack([a if a.dtype == dt else a.astype(dt) for a in arrays], axis=d)
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(OP_STACK, res, ts)
+    if r != NULL:
+        keep(&r.aux, (d, tuple(a.dtype for a in arrays)))
+    return res
+
+
+# -- split, chunk, unbind: one record per output -------------------------------------------------
+
+cdef object vjp_scatter_basic(Record* r, object g):
+    """The VJP of a basic-indexing view: zeros of the input's shape with g where the view was."""
+    shape, dt, key = <tuple>r.aux
+    z = np.zeros(shape, dtype=dt)
+    z[key] = g
+    return z
+
+
+cdef int OP_SPLIT = register_op("SplitBackward0", vjp_scatter_basic)
+cdef int OP_SPLIT_SIZES = register_op("SplitWithSizesBackward0", vjp_scatter_basic)
+cdef int OP_UNBIND = register_op("UnbindBackward0", vjp_scatter_basic)
+
+
+cdef TensorBase basic_view(int op, TensorBase x, tuple key):
+    """A view x[key] (key: basic indexing ending in Ellipsis) recorded with the scatter VJP."""
+    A = x._array
+    return shape_result(op, x, A[key], (A.shape, A.dtype, key))
+
+
+cdef tuple split_with_sizes(int op, TensorBase x, Py_ssize_t d, sizes):
+    pre = (slice(None),) * d
+    outs = []
+    o = 0
+    for s in sizes:
+        outs.append(basic_view(op, x, pre + (slice(o, o + s), Ellipsis)))
+        o += s
+    return tuple(outs)
+
+
+def split(TensorBase tensor, split_size_or_sections=None, dim=0, *, split_size=None):
+    """Split along `dim` into pieces of split_size (the last may be smaller) or of the sizes in a
+    list; a tuple of views."""
+    if split_size is not None:
+        split_size_or_sections = split_size
+    if split_size_or_sections is None:
+        raise TypeError('split() missing 1 required positional argument: "split_size"')
+    A = tensor._array
+    cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "split", "dim", 2)
+    if A.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    size = A.shape[d]
+    if isinstance(split_size_or_sections, (tuple, list)):
+        sizes = int_list_arg((split_size_or_sections,), "split", "split_size")
+        total = 0
+        negative = False
+        for s in sizes:
+            total += s
+            negative = negative or s < 0
+        if negative:
+            raise RuntimeError("split_with_sizes expects split_sizes have only non-negative "
+                               f"entries, but got split_sizes={list(sizes)}")
+        if total != size:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
+                               f"(input tensor's size at dimension {d}), but got "
+                               f"split_sizes={list(sizes)}")
+        return split_with_sizes(OP_SPLIT_SIZES, tensor, d, sizes)
+    ss = int_arg(split_size_or_sections, "split", "split_size", 1)
+    if ss < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={ss}")
+    if ss == 0 and size != 0:
+        raise RuntimeError("split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {size}")
+    nsplit = (size + ss - 1) // ss if ss > 0 and size > 0 else 1
+    sizes = [ss] * nsplit
+    sizes[nsplit - 1] = ss - (ss * nsplit - size)
+    return split_with_sizes(OP_SPLIT, tensor, d, sizes)
+
+
+def chunk(TensorBase input, chunks, dim=0):
+    """Split into `chunks` pieces of ceil(size / chunks) along `dim` (possibly fewer pieces)."""
+    A = input._array
+    if A.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    c = int_arg(chunks, "chunk", "chunks", 1)
+    if c <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {c}")
+    cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "chunk", "dim", 2)
+    size = A.shape[d]
+    ss = (size + c - 1) // c
+    if ss == 0 and size == 0:
+        return split_with_sizes(OP_SPLIT_SIZES, input, d, [0] * c)
+    return split(input, ss, d)
+
+
+def unbind(TensorBase input, dim=0):
+    """The slices along `dim`, as a tuple of views without that dim."""
+    A = input._array
+    if A.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "unbind", "dim", 1)
+    pre = (slice(None),) * d
+    return tuple(basic_view(OP_UNBIND, input, pre + (j, Ellipsis)) for j in range(A.shape[d]))
+
+
+# -- copies --------------------------------------------------------------------------------------
+
+cdef object vjp_identity(Record* r, object g):
+    return g
+
+
+cdef int OP_CLONE = register_op("CloneBackward0", vjp_identity)
+
+
+def clone(TensorBase input, *, memory_format=None):
+    """A copy (same layout, as PyTorch's preserve_format) that gradients flow through."""
+    return shape_result(OP_CLONE, input, input._array.copy(order="K"), None)
+
+
+def contiguous(TensorBase input, memory_format=None):
+    """`input` itself when C-contiguous, else a C-contiguous copy (CloneBackward0)."""
+    A = input._array
+    if A.flags.c_contiguous:
+        return input
+    return shape_result(OP_CLONE, input, np.ascontiguousarray(A), None)
+
+
+def is_contiguous(TensorBase input, memory_format=None):
+    """Whether the elements are laid out in C order without gaps."""
+    return bool(input._array.flags.c_contiguous)
+
+
+TENSOR_METHODS.update(
+    reshape=reshape, view=view, view_as=view_as, reshape_as=reshape_as, flatten=flatten,
+    unflatten=unflatten, squeeze=squeeze, unsqueeze=unsqueeze, transpose=transpose, t=t,
+    T=property(_T), mT=property(_mT), permute=permute, movedim=movedim, moveaxis=movedim,
+    swapaxes=swapaxes, swapdims=swapdims, expand=expand, expand_as=expand_as, repeat=repeat,
+    tile=tile, split=split, chunk=chunk, unbind=unbind, clone=clone, contiguous=contiguous,
+    is_contiguous=is_contiguous)
+TORCH_FUNCTIONS.update(
+    reshape=reshape, flatten=flatten, unflatten=unflatten, squeeze=squeeze, unsqueeze=unsqueeze,
+    transpose=transpose, t=t, permute=permute, movedim=movedim, moveaxis=movedim,
+    swapaxes=swapaxes, swapdims=swapdims, tile=tile, cat=cat, concat=cat,
+    concatenate=concatenate, stack=stack, split=split, chunk=chunk, unbind=unbind, clone=clone)
