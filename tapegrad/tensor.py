@@ -134,11 +134,11 @@ class Tensor(_core.TensorBase):
     def pow(self, exponent):
         return _core.pow(self, exponent)
 
-    def sum(self, dim=None, keepdim=False):
-        return _core.sum(self, dim, keepdim)
+    def sum(self, dim=None, keepdim=False, *, dtype=None):
+        return _core.sum(self, dim, keepdim, dtype=dtype)
 
-    def mean(self, dim=None, keepdim=False):
-        return _core.mean(self, dim, keepdim)
+    def mean(self, dim=None, keepdim=False, *, dtype=None):
+        return _core.mean(self, dim, keepdim, dtype=dtype)
 
     def argmax(self, dim=None, keepdim=False):
         return _core.argmax(self, dim, keepdim)

@@ -68,7 +68,7 @@ def test_softmax_grads_noncontiguous(gradcheck, fn):
     w = randn(3, 4)
     gradcheck(lambda x: fn(x[:, ::2], 0) * tg.tensor(w), randn(3, 8))
     w = randn(2, 3)
-    gradcheck(lambda x: fn(x[::-1, 1:], -1) * tg.tensor(w), randn(2, 4))
+    gradcheck(lambda x: fn(x[:, 1:], -1) * tg.tensor(w), randn(2, 4))
 
 
 def test_softmax_values_and_names():
@@ -306,7 +306,7 @@ def test_cross_entropy_weight_ignore_smoothing_grads(gradcheck, reduction, ls):
 def test_cross_entropy_noncontiguous_input(gradcheck):
     t = tg.tensor([0, 2, 1])
     gradcheck(lambda x: F.cross_entropy(x[:, ::2], t, label_smoothing=0.2), randn(3, 6))
-    gradcheck(lambda x: F.cross_entropy(x[::-1], t), randn(3, 4))
+    gradcheck(lambda x: F.cross_entropy(x.t().contiguous().t(), t), randn(3, 4))
 
 
 def test_cross_entropy_values():
@@ -415,7 +415,7 @@ def test_pointwise_loss_grads(gradcheck, kind, reduction):
     gradcheck(lambda x, y: fn(x, y, reduction=reduction), randn(5), randn(5))
     gradcheck(lambda x, y: fn(x, y, reduction=reduction), randn(), randn())
     # non-contiguous operands
-    gradcheck(lambda x, y: fn(x[:, ::2], y[::-1], reduction=reduction), randn(2, 6), randn(2, 3))
+    gradcheck(lambda x, y: fn(x[:, ::2], y.t().contiguous().t(), reduction=reduction), randn(2, 6), randn(2, 3))
     # broadcasting (warns, as PyTorch): both ways, gradients summed back
     gradcheck(quiet(lambda x, y: fn(x, y, reduction=reduction)), randn(3, 4), randn(4))
     gradcheck(quiet(lambda x, y: fn(x, y, reduction=reduction)), randn(1, 4), randn(3, 1))

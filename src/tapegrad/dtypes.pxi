@@ -119,6 +119,16 @@ cdef inline long operand_code(object x):
     return 10000 + scalar_category(x)
 
 
+# torch's ScalarType names, for error messages
+cdef dict SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                               "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                               "uint8": "Byte", "bool": "Bool"}
+
+
+cdef inline str scalar_type_name(object np_dt):
+    return SCALAR_TYPE_NAMES.get(np_dt.name, np_dt.name)
+
+
 cdef object promote_pair(object a, object b):
     """PyTorch's promoteTypes: within a category numpy's rule; across categories the higher
     category's dtype wins as it is (int64 with float32 is float32, not numpy's float64)."""

@@ -41,10 +41,8 @@ cdef int write_result(TensorBase t, object value) except -1:
         raise RuntimeError(f"output with shape {list(A.shape)} doesn't match the broadcast shape "
                            f"{list(value.shape)}")
     if not np.can_cast(value.dtype, A.dtype, "same_kind"):
-        raise RuntimeError(f"result type {dtype_of_array(value).name.capitalize()} can't be cast "
-                           f"to the desired output type {t.dtype.name.capitalize()}"
-                           .replace("Float32", "Float").replace("Int64", "Long")
-                           .replace("Float64", "Double"))
+        raise RuntimeError(f"result type {scalar_type_name(value.dtype)} can't be cast to the "
+                           f"desired output type {scalar_type_name(A.dtype)}")
     if not A.flags.writeable:
         raise RuntimeError("cannot write into a read-only tensor (an expanded or broadcast view); "
                            "clone() it first")
@@ -133,12 +131,35 @@ cdef object vjp_setitem(Record* r, object g):
 cdef int OP_SETITEM = register_op("CopySlices", vjp_setitem)
 
 
+cdef object setitem_key_item(object item, list advanced):
+    if isinstance(item, TensorBase):
+        item = (<TensorBase>item)._array
+    elif isinstance(item, list):
+        item = np.asarray(item)
+    elif isinstance(item, np.integer):
+        return int(item)
+    if isinstance(item, np.ndarray):
+        if item.dtype.kind not in "biu":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        advanced.append(True)
+    elif isinstance(item, bool):
+        advanced.append(True)
+    return item
+
+
+cdef object setitem_key(object key, list advanced):
+    """The numpy key for x[key] = v (tensors and lists become index arrays)."""
+    if isinstance(key, tuple):
+        return tuple(setitem_key_item(k, advanced) for k in key)
+    return setitem_key_item(key, advanced)
+
+
 cdef object setitem_op(TensorBase self, object key, object value):
     cdef list advanced = []
     cdef bint recording = records(self, value)
     cdef Record* r
     check_inplace(self, recording)
-    nkey = normalize_key(key, advanced)
+    nkey = setitem_key(key, advanced)
     A = self._array
     if isinstance(value, TensorBase):
         V = (<TensorBase>value)._array

@@ -380,16 +380,6 @@ def dot(input, tensor):
     return matmul_record(OP_DOT, product(A, B), a, b, A, B, False)
 
 
-cdef object promote_tensor_dtypes(object dta, object dtb):
-    """PyTorch's promotion of two dimensioned tensors: within a category (bool < integer <
-    floating) the wider type; across categories the higher category's type (int64 with float32
-    gives float32, where numpy would give float64)."""
-    cdef int ca = np_category(dta.num), cb = np_category(dtb.num)
-    if ca == cb:
-        return np.promote_types(dta, dtb)
-    return dta if ca > cb else dtb
-
-
 # -- outer ----------------------------------------------------------------------------------------
 
 cdef object vjp_outer(Record* r, object g):
@@ -413,7 +403,7 @@ def outer(input, vec2):
         raise RuntimeError(f"outer: Expected 1-D argument self, but got {a._array.ndim}-D")
     if b._array.ndim != 1:
         raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {b._array.ndim}-D")
-    dt = promote_tensor_dtypes(a._array.dtype, b._array.dtype)
+    dt = promote_pair(a._array.dtype, b._array.dtype)
     A = operand_value(a, dt)
     B = operand_value(b, dt)
     if A.dtype.kind == "f":

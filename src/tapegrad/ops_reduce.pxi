@@ -106,13 +106,6 @@ cdef object expand_reduced(object g, tuple aux):
     return out
 
 
-# torch's ScalarType names, for error messages
-cdef dict SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-                               "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                               "uint8": "Byte", "bool": "Bool"}
-
-cdef inline str scalar_type_name(object np_dt):
-    return SCALAR_TYPE_NAMES.get(np_dt.name, np_dt.name)
 
 
 cdef inline bint is_float(object A):

@@ -180,9 +180,6 @@ def view(TensorBase input, *size_args, size=None):
     return view_to(input, infer_size(sh, input._array.size))
 
 
-cdef dict SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-                               "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                               "uint8": "Byte", "bool": "Bool"}
 
 
 cdef TensorBase view_dtype(TensorBase x, dtype dt):
@@ -528,19 +525,11 @@ def tile(TensorBase input, *dims_args, dims=None):
 
 # -- cat, stack ----------------------------------------------------------------------------------
 
-cdef object promote_tensor_dtypes(tuple arrays):
-    """PyTorch's result type of several dimensioned tensors: the highest category (bool < int <
-    float) decides, promoted among the tensors of that category."""
+cdef object promote_arrays_dtype(tuple arrays):
+    """PyTorch's result type of several dimensioned tensors (see promote_pair)."""
     out = None
-    cdef int cat = -1, c
     for A in arrays:
-        dt = A.dtype
-        c = np_category(dt.num)
-        if c > cat:
-            out = dt
-            cat = c
-        elif c == cat and dt != out:
-            out = np.promote_types(out, dt)
+        out = A.dtype if out is None else promote_pair(out, A.dtype)
     return out
 
 
@@ -592,7 +581,7 @@ def cat(tensors, dim=0):
     for j in range(n):
         if arrays[j].ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {j}) cannot be concatenated")
-    dt = promote_tensor_dtypes(arrays)
+    dt = promote_arrays_dtype(arrays)
     skipped = [a.ndim == 1 and a.shape[0] == 0 for a in arrays]
     ref = -1
     for j in range(n):
@@ -673,7 +662,7 @@ def stack(tensors, dim=0):
         if arrays[j].shape != s0:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at "
                                f"entry 0 and {list(arrays[j].shape)} at entry {j}")
-    dt = promote_tensor_dtypes(arrays)
+    dt = promote_arrays_dtype(arrays)
     out = np.stack([a if a.dtype == dt else a.astype(dt) for a in arrays], axis=d)
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_STACK, res, ts)
