@@ -112,3 +112,26 @@ def test_setitem_shape_and_index_errors():
         t[0:2] = tg.ones(3)
     with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 3"):
         t[5] = 1.0
+
+
+def test_views_share_the_version_counter():
+    x = tg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x.exp()                    # saves its output
+    v = y.reshape(-1)              # a view of y's storage
+    row = y[0]                     # another view
+    with tg.no_grad():
+        v.mul_(2)
+    assert y._version_value == v._version_value == row._version_value == 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_inplace_through_a_view_of_a_tensor_requiring_grad_is_refused():
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is being "
+                                           "used in an in-place operation."):
+        x[:2].add_(1)
+    y = x * 2
+    with pytest.raises(RuntimeError, match="view of a tensor that requires grad"):
+        y.t()[0].mul_(2) if False else y[1:].mul_(2)
+    assert y.detach().tolist() == [2.0, 4.0, 6.0]

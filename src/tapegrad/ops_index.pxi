@@ -171,7 +171,7 @@ cdef object index_op(TensorBase x, object key):
             out = A[key1]
         except IndexError as e:
             raise IndexError(numpy_index_message(str(e))) from None
-        res = wrap(out)
+        res = wrap_result(out, x)
         r = record_from(OP_SELECT if type(key) is int else OP_SLICE, res, (x,))
         if r != NULL:
             keep(&r.aux, (shape, A.dtype, key1, None, None))
@@ -292,7 +292,7 @@ cdef object index_op(TensorBase x, object key):
                        f"shapes {shapes}")
             raise IndexError(numpy_index_message(msg)) from None
         aux = (shape, A.dtype, tkey1 if basic else None, B.shape, tkey2)
-    res = wrap(nd(out))
+    res = wrap_result(nd(out), x)
     r = record_from(op, res, (x,))
     if r != NULL:
         keep(&r.aux, aux)

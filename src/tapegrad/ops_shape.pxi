@@ -111,7 +111,7 @@ cdef object try_view(object A, tuple shape):
 
 cdef inline TensorBase shape_result(int op, TensorBase x, object out, object aux):
     """Wrap `out` and record the one-input shape op `op` with `aux` for its VJP."""
-    cdef TensorBase res = wrap(out)
+    cdef TensorBase res = wrap_result(out, x)
     cdef Record* r = record_from(op, res, (x,))
     if r != NULL and aux is not None:
         keep(&r.aux, aux)
@@ -200,7 +200,7 @@ cdef TensorBase view_dtype(TensorBase x, dtype dt):
                                f"{A.strides[A.ndim - 1] // a}")
         if last == 1 and A.strides[A.ndim - 1] != a:
             A = A.reshape(A.shape[:A.ndim - 1] + (1,))  # numpy wants the size-1 axis contiguous
-    return wrap(A.view(dt.np_dtype))
+    return wrap_result(A.view(dt.np_dtype), x)
 
 
 def view_as(TensorBase input, TensorBase other):

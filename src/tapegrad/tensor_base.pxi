@@ -74,6 +74,20 @@ cdef TensorBase make_view(object arr, TensorBase base):
     return v
 
 
+cdef TensorBase wrap_result(object out, TensorBase x):
+    """wrap(out) for an op on x; when out is a numpy view of x's storage (reshape, transpose,
+    basic indexing, ...) the result is a view tensor: it shares x's version counter."""
+    cdef PyObject* b
+    cdef PyObject* xb
+    if cnp.PyArray_Check(out):
+        b = cnp.PyArray_BASE(<cnp.ndarray>out)
+        if b != NULL:
+            xb = cnp.PyArray_BASE(<cnp.ndarray>x._array)
+            if b == <PyObject*>x._array or (xb != NULL and b == xb):
+                return make_view(out, x)
+    return wrap(out)
+
+
 cdef inline int keep_saved(Record* r, int j, object value, TensorBase owner) except -1:
     """Save `value` (owner's array or a view of it) in slot j together with owner's version, so
     the sweep refuses to use it if it is overwritten in place before backward."""
