@@ -5,6 +5,12 @@
 
 #include <math.h>
 
+/* PyTorch's constants for gelu (sqrt(2/pi), the cubic coefficient) and the normal density. */
+#define TG_SQRT1_2 0.70710678118654752440
+#define TG_GELU_BETA 0.79788456080286535588
+#define TG_GELU_KAPPA 0.044715
+#define TG_INV_SQRT_2PI 0.39894228040143267794
+
 /* Binary: one macro per element type.  X and Y name the operands in EXPR. */
 #define BINARY_CASE(T, CODE, EXPR)                                              \
     case CODE:                                                                  \
@@ -19,8 +25,9 @@
         }                                                                       \
         return 0;
 
-/* max/min propagate NaN, as PyTorch's maximum/minimum do. */
-#define BINARY_BODY(T, POW, ISNAN)                                              \
+/* max/min propagate NaN, as PyTorch's maximum/minimum do.  The exact gelu's gradient is PyTorch's
+ * cdf + x * pdf; the tanh form's is written with sigmoid (see gelu_tanh_grad). */
+#define BINARY_BODY(T, POW, ISNAN, EXP, ERF)                                    \
     switch (op) {                                                               \
         BINARY_CASE(T, TG_ADD, X + Y)                                           \
         BINARY_CASE(T, TG_SUB, X - Y)                                           \
@@ -32,19 +39,43 @@
         BINARY_CASE(T, TG_TANH_GRAD, X * ((T)1 - Y * Y))                        \
         BINARY_CASE(T, TG_RELU_GRAD, Y <= (T)0 ? (T)0 : X)                      \
         BINARY_CASE(T, TG_SIGMOID_GRAD, X * Y * ((T)1 - Y))                     \
+        BINARY_CASE(T, TG_GELU_GRAD,                                            \
+                    X * ((T)0.5 * ((T)1 + ERF(Y * (T)TG_SQRT1_2))                 \
+                         + Y * (T)TG_INV_SQRT_2PI * EXP((T)-0.5 * Y * Y)))        \
+        BINARY_CASE(T, TG_GELU_TANH_GRAD, gelu_tanh_grad_##T(X, Y))             \
+        BINARY_CASE(T, TG_SILU_GRAD, silu_grad_##T(X, Y))                       \
         default: return -1;                                                     \
     }
+
+/* Helpers of the fused gradients, one per element type. */
+#define FUSED_HELPERS(T, EXP)                                                   \
+    static inline T gelu_tanh_grad_##T(T g, T x)                                \
+    {                                                                           \
+        /* 0.5 x (1 + tanh u) = x s with s = sigmoid(2u): no cancellation in 1 + tanh u */ \
+        T x2 = x * x;                                                           \
+        T s = (T)1 / ((T)1 + EXP((T)(-2 * TG_GELU_BETA) * (x + (T)TG_GELU_KAPPA * x2 * x))); \
+        return g * (s + (T)2 * x * s * ((T)1 - s) * (T)TG_GELU_BETA              \
+                        * ((T)1 + (T)(3 * TG_GELU_KAPPA) * x2));                 \
+    }                                                                           \
+    static inline T silu_grad_##T(T g, T x)                                     \
+    {                                                                           \
+        T s = (T)1 / ((T)1 + EXP(-x));                                          \
+        return g * s * ((T)1 + x * ((T)1 - s));                                 \
+    }
+
+FUSED_HELPERS(double, exp)
+FUSED_HELPERS(float, expf)
 
 int tg_binary_f64(int op, ptrdiff_t n, const double *a, ptrdiff_t sa, const double *b,
                   ptrdiff_t sb, double *out)
 {
-    BINARY_BODY(double, pow, isnan)
+    BINARY_BODY(double, pow, isnan, exp, erf)
 }
 
 int tg_binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const float *b,
                   ptrdiff_t sb, float *out)
 {
-    BINARY_BODY(float, powf, isnan)
+    BINARY_BODY(float, powf, isnan, expf, erff)
 }
 
 #define UNARY_CASE(T, CODE, EXPR)                                               \
@@ -52,7 +83,8 @@ int tg_binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const float
         for (ptrdiff_t i = 0; i < n; i++) { T X = a[i]; out[i] = (EXPR); }      \
         return 0;
 
-#define UNARY_BODY(T, EXP, LOG, TANH, SQRT, FABS, SIN, COS, LOG1P, EXPM1)       \
+/* sign is PyTorch's (0 < x) - (x < 0): 0 for NaN and for -0 (branch-free, so it vectorises). */
+#define UNARY_BODY(T, EXP, LOG, TANH, SQRT, FABS, SIN, COS, LOG1P, EXPM1, ERF)  \
     switch (op) {                                                               \
         UNARY_CASE(T, TG_NEG, -X)                                               \
         UNARY_CASE(T, TG_EXP, EXP(X))                                           \
@@ -70,16 +102,69 @@ int tg_binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const float
         UNARY_CASE(T, TG_RSQRT, (T)1 / SQRT(X))                                 \
         UNARY_CASE(T, TG_SQUARE, X * X)                                         \
         UNARY_CASE(T, TG_RECIPROCAL, (T)1 / X)                                  \
-        UNARY_CASE(T, TG_SIGN, X > (T)0 ? (T)1 : (X < (T)0 ? (T)-1 : X * (T)0)) \
+        UNARY_CASE(T, TG_SIGN, (T)(X > (T)0) - (T)(X < (T)0))                   \
+        UNARY_CASE(T, TG_ERF, ERF(X))                                           \
+        UNARY_CASE(T, TG_GELU, (T)0.5 * X * ((T)1 + ERF(X * (T)TG_SQRT1_2)))    \
+        UNARY_CASE(T, TG_GELU_TANH, X / ((T)1 + EXP((T)(-2 * TG_GELU_BETA)      \
+                                    * (X + (T)TG_GELU_KAPPA * X * X * X))))      \
+        UNARY_CASE(T, TG_SILU, X / ((T)1 + EXP(-X)))                            \
         default: return -1;                                                     \
     }
 
 int tg_unary_f64(int op, ptrdiff_t n, const double *a, double *out)
 {
-    UNARY_BODY(double, exp, log, tanh, sqrt, fabs, sin, cos, log1p, expm1)
+    UNARY_BODY(double, exp, log, tanh, sqrt, fabs, sin, cos, log1p, expm1, erf)
 }
 
 int tg_unary_f32(int op, ptrdiff_t n, const float *a, float *out)
 {
-    UNARY_BODY(float, expf, logf, tanhf, sqrtf, fabsf, sinf, cosf, log1pf, expm1f)
+    UNARY_BODY(float, expf, logf, tanhf, sqrtf, fabsf, sinf, cosf, log1pf, expm1f, erff)
+}
+
+/* Parameterised ops.  X is the input x (forward) or the saved input (gradients), G the upstream
+ * gradient, P0 and P1 the parameters; expressions mirror PyTorch's CPU kernels. */
+#define PARAM_CASE(T, CODE, EXPR)                                               \
+    case CODE:                                                                  \
+        for (ptrdiff_t i = 0; i < n; i++) { T X = a[i]; out[i] = (EXPR); }      \
+        return 0;
+#define PARAM_GRAD_CASE(T, CODE, EXPR)                                          \
+    case CODE:                                                                  \
+        for (ptrdiff_t i = 0; i < n; i++) { T G = a[i], X = b[i]; out[i] = (EXPR); } \
+        return 0;
+
+/* min(max(x, lo), hi) as TG_MAX then TG_MIN: a NaN x or bound gives NaN; lo > hi gives hi. */
+#define CLAMP_HELPER(T)                                                         \
+    static inline T clamp_##T(T x, T lo, T hi)                                  \
+    {                                                                           \
+        T m = (isnan(x) || x > lo) ? x : lo;                                    \
+        return (isnan(m) || m < hi) ? m : hi;                                   \
+    }
+
+CLAMP_HELPER(double)
+CLAMP_HELPER(float)
+
+#define PARAM_BODY(T, EXP, EXPM1, LOG1P)                                        \
+    switch (op) {                                                               \
+        PARAM_CASE(T, TG_LEAKY_RELU, X > (T)0 ? X : X * P0)                     \
+        PARAM_GRAD_CASE(T, TG_LEAKY_RELU_GRAD, X > (T)0 ? G : G * P0)           \
+        PARAM_CASE(T, TG_ELU, X <= (T)0 ? P0 * EXPM1(X) : X)                    \
+        PARAM_GRAD_CASE(T, TG_ELU_GRAD, X <= (T)0 ? G * P0 * EXP(X) : G)        \
+        PARAM_CASE(T, TG_SOFTPLUS, X * P0 > P1 ? X : LOG1P(EXP(X * P0)) / P0)   \
+        PARAM_GRAD_CASE(T, TG_SOFTPLUS_GRAD,                                    \
+                        X * P0 > P1 ? G : G * EXP(X * P0) / (EXP(X * P0) + (T)1)) \
+        PARAM_CASE(T, TG_CLAMP, clamp_##T(X, P0, P1))                           \
+        PARAM_GRAD_CASE(T, TG_CLAMP_GRAD, (P0 <= X && X <= P1) ? G : (T)0)      \
+        default: return -1;                                                     \
+    }
+
+int tg_param_f64(int op, ptrdiff_t n, const double *a, const double *b, double P0, double P1,
+                 double *out)
+{
+    PARAM_BODY(double, exp, expm1, log1p)
+}
+
+int tg_param_f32(int op, ptrdiff_t n, const float *a, const float *b, float P0, float P1,
+                 float *out)
+{
+    PARAM_BODY(float, expf, expm1f, log1pf)
 }

@@ -15,16 +15,38 @@ typedef enum {
     TG_ADD, TG_SUB, TG_MUL, TG_DIV, TG_POW, TG_MAX, TG_MIN,
     /* fused VJPs (a = upstream gradient, b = saved output y) */
     TG_TANH_GRAD,     /* a * (1 - b*b) */
-    TG_RELU_GRAD,     /* b <= 0 ? 0 : a  (NaN passes the gradient, as PyTorch) */
+    TG_RELU_GRAD,     /* b <= 0 ? 0 : a (PyTorch's threshold_backward: NaN passes a) */
     TG_SIGMOID_GRAD,  /* a * b * (1 - b) */
+    /* fused VJPs (a = upstream gradient, b = saved input x) */
+    TG_GELU_GRAD,       /* a * (Phi(b) + b * phi(b)): exact gelu */
+    TG_GELU_TANH_GRAD,  /* a * d/db [0.5 b (1 + tanh(k0 (b + k1 b^3)))] */
+    TG_SILU_GRAD,       /* a * s (1 + b (1 - s)), s = sigmoid(b) */
     TG_N_BINARY
 } tg_binary_op;
 
 typedef enum {
     TG_NEG, TG_EXP, TG_LOG, TG_TANH, TG_RELU, TG_SIGMOID, TG_SQRT, TG_ABS, TG_SIN, TG_COS,
     TG_LOG1P, TG_EXPM1, TG_RSQRT, TG_SQUARE, TG_RECIPROCAL, TG_SIGN,
+    TG_ERF,           /* erf(x) */
+    TG_GELU,          /* 0.5 x (1 + erf(x / sqrt 2)) */
+    TG_GELU_TANH,     /* 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), as x sigmoid(2u) */
+    TG_SILU,          /* x / (1 + exp(-x)) */
     TG_N_UNARY
 } tg_unary_op;
+
+/* Ops with scalar parameters p0, p1 (forward: a = x, b unused; *_GRAD: a = upstream gradient,
+ * b = saved input x). */
+typedef enum {
+    TG_LEAKY_RELU,       /* x > 0 ? x : x * p0                       (p0 = negative slope) */
+    TG_LEAKY_RELU_GRAD,  /* x > 0 ? a : a * p0 */
+    TG_ELU,              /* x <= 0 ? p0 * expm1(x) : x               (p0 = alpha) */
+    TG_ELU_GRAD,         /* x <= 0 ? a * p0 * exp(x) : a */
+    TG_SOFTPLUS,         /* x * p0 > p1 ? x : log1p(exp(x * p0)) / p0 (p0 = beta, p1 = threshold) */
+    TG_SOFTPLUS_GRAD,    /* z = exp(x * p0); x * p0 > p1 ? a : a * z / (z + 1) */
+    TG_CLAMP,            /* min(max(x, p0), p1), NaN propagating     (absent bounds: -inf, +inf) */
+    TG_CLAMP_GRAD,       /* p0 <= x && x <= p1 ? a : 0 */
+    TG_N_PARAM
+} tg_param_op;
 
 /* out[i] = a[i*sa] (op) b[i*sb] for i < n; sa, sb in {0, 1}.  Returns 0, or -1 for an unknown op. */
 int tg_binary_f64(int op, ptrdiff_t n, const double *a, ptrdiff_t sa, const double *b,
@@ -35,5 +57,12 @@ int tg_binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const float
 /* out[i] = op(a[i]) for contiguous a.  Returns 0, or -1 for an unknown op. */
 int tg_unary_f64(int op, ptrdiff_t n, const double *a, double *out);
 int tg_unary_f32(int op, ptrdiff_t n, const float *a, float *out);
+
+/* out[i] = op(a[i], b[i]; p0, p1) for contiguous a (and b for the *_GRAD ops; NULL otherwise).
+ * Returns 0, or -1 for an unknown op. */
+int tg_param_f64(int op, ptrdiff_t n, const double *a, const double *b, double p0, double p1,
+                 double *out);
+int tg_param_f32(int op, ptrdiff_t n, const float *a, const float *b, float p0, float p1,
+                 float *out);
 
 #endif

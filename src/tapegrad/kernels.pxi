@@ -12,15 +12,24 @@ cdef extern from "kernels.h" nogil:
     enum:
         TG_ADD, TG_SUB, TG_MUL, TG_DIV, TG_POW, TG_MAX, TG_MIN
         TG_TANH_GRAD, TG_RELU_GRAD, TG_SIGMOID_GRAD
+        TG_GELU_GRAD, TG_GELU_TANH_GRAD, TG_SILU_GRAD
     enum:
         TG_NEG, TG_EXP, TG_LOG, TG_TANH, TG_RELU, TG_SIGMOID, TG_SQRT, TG_ABS, TG_SIN, TG_COS
         TG_LOG1P, TG_EXPM1, TG_RSQRT, TG_SQUARE, TG_RECIPROCAL, TG_SIGN
+        TG_ERF, TG_GELU, TG_GELU_TANH, TG_SILU
     int tg_binary_f64(int op, ptrdiff_t n, const double* a, ptrdiff_t sa, const double* b,
                       ptrdiff_t sb, double* out) noexcept
     int tg_binary_f32(int op, ptrdiff_t n, const float* a, ptrdiff_t sa, const float* b,
                       ptrdiff_t sb, float* out) noexcept
     int tg_unary_f64(int op, ptrdiff_t n, const double* a, double* out) noexcept
     int tg_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexcept
+    enum:
+        TG_LEAKY_RELU, TG_LEAKY_RELU_GRAD, TG_ELU, TG_ELU_GRAD, TG_SOFTPLUS, TG_SOFTPLUS_GRAD
+        TG_CLAMP, TG_CLAMP_GRAD
+    int tg_param_f64(int op, ptrdiff_t n, const double* a, const double* b, double p0, double p1,
+                     double* out) noexcept
+    int tg_param_f32(int op, ptrdiff_t n, const float* a, const float* b, float p0, float p1,
+                     float* out) noexcept
 
 cdef enum:
     NOGIL_MIN_SIZE = 32768      # release the GIL for kernels at least this large
@@ -148,11 +157,101 @@ cdef object fast_unary(int kop, object A):
     return out
 
 
+cdef inline object kernel_work_dtype(object dt):
+    """The dtype a C kernel computes `dt` in: float64 stays, everything else goes via float32."""
+    return dt if dt.num == cnp.NPY_FLOAT64 else np.dtype(np.float32)
+
+
+cdef object unary_c(int kop, object A):
+    """kop(A) in C whatever A's layout or floating dtype: for kernels numpy has no ufunc for (erf).
+    Non-contiguous or float16 input is copied to a contiguous float32/float64 array first, and the
+    result cast back to A's dtype (float16 computes in float32, as PyTorch's CPU kernels do)."""
+    r = fast_unary(kop, A)
+    if r is not None:
+        return r
+    dt = A.dtype
+    wt = kernel_work_dtype(dt)
+    r = fast_unary(kop, np.array(A, dtype=wt, order="C"))
+    return r if wt == dt else r.astype(dt)
+
+
+cdef object binary_c(int kop, object a, object b):
+    """A same-shape fused binary kernel in C whatever the layout or floating dtype (see unary_c)."""
+    r = fast_binary(kop, a, b)
+    if r is not None:
+        return r
+    dt = a.dtype
+    wt = kernel_work_dtype(dt)
+    r = fast_binary(kop, np.array(a, dtype=wt, order="C"), np.array(b, dtype=wt, order="C"))
+    return r if wt == dt else r.astype(dt)
+
+
+cdef double GELU_BETA = 0.79788456080286535588     # sqrt(2 / pi)
+cdef double GELU_KAPPA = 0.044715
+
+
+cdef object gelu_tanh_sigmoid(object x):
+    """sigmoid(2u) for the tanh gelu, u = sqrt(2/pi) (x + 0.044715 x^3): 1 + tanh(u) = 2 sigmoid(2u)
+    without tanh's cancellation for negative x (0-d arrays give scalars: no out=)."""
+    return 1 / (np.exp((x + x * x * x * GELU_KAPPA) * (-2 * GELU_BETA)) + 1)
+
+
+cdef object gelu_tanh_grad_numpy(object g, object x):
+    """The tanh gelu's gradient with numpy ufuncs: d/dx [x s] = s + 2 x s (1 - s) u'."""
+    s = gelu_tanh_sigmoid(x)
+    return nd(g * (s + x * 2 * s * (1 - s) * ((x * x * (3 * GELU_KAPPA) + 1) * GELU_BETA)))
+
+
+cdef object silu_grad_numpy(object g, object x):
+    s = 1 / (np.exp(-x) + 1)                            # (0-d arrays give scalars: no out=)
+    return nd(g * s * (x * (1 - s) + 1))
+
+
+cdef object fast_param(int kop, object A, object B, double p0, double p1):
+    """kop(A[, B]; p0, p1) in C (the tg_param ops), or None unless A (and B, for the gradient ops)
+    are contiguous float32/float64 arrays of one dtype and shape."""
+    cdef int t = -1, tb = -1
+    if not kernel_array(A, &t):
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>A, b
+    cdef const char* pb = NULL
+    if B is not None:
+        if not kernel_array(B, &tb) or tb != t or not same_shape(a, <cnp.ndarray>B):
+            return None
+        b = <cnp.ndarray>B
+        pb = <const char*>cnp.PyArray_DATA(b)
+    cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(a),
+                                                              cnp.PyArray_DIMS(a), t)
+    cdef ptrdiff_t n = cnp.PyArray_SIZE(a)
+    cdef const char* pa = <const char*>cnp.PyArray_DATA(a)
+    cdef char* po = <char*>cnp.PyArray_DATA(out)
+    cdef float f0 = <float>p0, f1 = <float>p1
+    if t == cnp.NPY_FLOAT64:
+        if n >= NOGIL_MIN_SIZE:
+            with nogil:
+                tg_param_f64(kop, n, <const double*>pa, <const double*>pb, p0, p1, <double*>po)
+        else:
+            tg_param_f64(kop, n, <const double*>pa, <const double*>pb, p0, p1, <double*>po)
+    else:
+        if n >= NOGIL_MIN_SIZE:
+            with nogil:
+                tg_param_f32(kop, n, <const float*>pa, <const float*>pb, f0, f1, <float*>po)
+        else:
+            tg_param_f32(kop, n, <const float*>pa, <const float*>pb, f0, f1, <float*>po)
+    return out
+
+
 cdef object ew(int kop, object a, object b):
     """Elementwise binary op for the sweep's VJPs: C kernel when possible, numpy otherwise."""
     r = fast_binary(kop, a, b)
     if r is not None:
         return r
+    if kop == TG_GELU_GRAD:
+        return binary_c(kop, a, b)
+    if kop == TG_GELU_TANH_GRAD:
+        return gelu_tanh_grad_numpy(a, b)
+    if kop == TG_SILU_GRAD:
+        return silu_grad_numpy(a, b)
     if kop == TG_ADD:
         return nd(a + b)
     if kop == TG_SUB:
@@ -163,8 +262,10 @@ cdef object ew(int kop, object a, object b):
         return nd(a / b)
     if kop == TG_TANH_GRAD:
         return nd(a * (1 - b * b))
-    if kop == TG_RELU_GRAD:
-        return nd(np.where(b <= 0, 0, a).astype(a.dtype, copy=False))
+    if kop == TG_RELU_GRAD:                             # b <= 0 ? 0 : a, without 0 * inf = nan
+        out = np.zeros(a.shape, a.dtype)
+        np.positive(a, out=out, where=np.logical_not(b <= 0))
+        return out
     if kop == TG_SIGMOID_GRAD:
         return nd(a * b * (1 - b))
     raise AssertionError(f"ew: unknown kernel op {kop}")

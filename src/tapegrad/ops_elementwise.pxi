@@ -393,6 +393,8 @@ cdef object unary_op(int op, TensorBase x):
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or "
                            "`logical_not()` operator instead.")
+    if op == OP_RELU and A.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu")
     # Arithmetic kernels beat numpy at every size; libm's scalar exp/log/tanh lose to numpy's SIMD
     # loops beyond a few dozen elements, where numpy's call overhead no longer dominates.
     out = None
