@@ -1,13 +1,13 @@
 """`python -m tapegrad [demo|examples] [options]`.
 
-demo      train an MLP on the bundled handwritten digits (the main job)
-examples  run the autograd examples of the tutorial tapegrad grew from (the default)
+demo      train an MLP on the bundled handwritten digits (the main job; the default)
+examples  run the autograd examples of the tutorial tapegrad grew from
 """
 import sys
 
 
 def main(argv) -> int:
-    command = argv[0] if argv and not argv[0].startswith("-") else "examples"
+    command = argv[0] if argv and not argv[0].startswith("-") else "demo"
     rest = argv[1:] if argv and not argv[0].startswith("-") else argv
     if command == "demo":
         from .demo import main as demo

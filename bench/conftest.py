@@ -1,0 +1,127 @@
+"""Benchmark environment: one thread everywhere, and an optional PyTorch comparison.
+
+Thread pinning.  The environment variables OMP_NUM_THREADS / OPENBLAS_NUM_THREADS /
+MKL_NUM_THREADS are only read when a BLAS or OpenMP runtime first loads, which is usually before
+this conftest runs (pytest plugins, or the test modules' imports, may already have imported numpy).
+So this file does what still works at this point:
+
+* sets those variables with ``os.environ.setdefault`` (effective for anything that has not been
+  loaded yet, e.g. torch when it is imported below, and for any subprocess);
+* limits already-loaded BLAS/OpenMP pools with ``threadpoolctl`` when it is installed;
+* calls ``torch.set_num_threads(1)`` (and ``set_num_interop_threads(1)``) when torch imports.
+
+For a fully pinned run independent of import order, export the variables in the shell:
+``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 pytest bench``.
+The settings in effect are recorded in the benchmark's machine_info (``--benchmark-json``).
+
+PyTorch.  Use the ``torch`` fixture in a benchmark that needs PyTorch: it returns the module, or
+skips the benchmark cleanly when torch is not importable.  ``HAVE_TORCH`` is the same as a flag.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+_NUMPY_ALREADY_IMPORTED = "numpy" in sys.modules
+for _var in _THREAD_VARS:
+    os.environ.setdefault(_var, "1")
+
+# Limit pools that are already loaded (numpy's BLAS, OpenMP).  Keep the limiter object alive for
+# the whole session: threadpool_limits restores the old limits when it is garbage collected.
+try:
+    from threadpoolctl import threadpool_limits as _threadpool_limits
+except Exception:  # pragma: no cover - depends on the machine
+    _THREADPOOL_LIMITER = None
+    THREADPOOLCTL = "not installed (thread pinning relies on the environment variables only)"
+else:
+    _THREADPOOL_LIMITER = _threadpool_limits(limits=1)
+    THREADPOOLCTL = "limits=1"
+
+try:  # PyTorch is an optional comparison; its benchmarks skip cleanly without it.
+    import torch as _torch
+except Exception:  # pragma: no cover - depends on the machine
+    _torch = None
+else:
+    _torch.set_num_threads(1)
+    try:
+        _torch.set_num_interop_threads(1)
+    except RuntimeError:  # already set, or parallel work has already started
+        pass
+
+HAVE_TORCH = _torch is not None
+
+
+@pytest.fixture(scope="session")
+def torch():
+    """The torch module; skips the benchmark when PyTorch is not installed."""
+    if _torch is None:
+        pytest.skip("torch is not installed")
+    return _torch
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    """Record the thread settings and library versions next to the timings."""
+    import numpy
+
+    info = {
+        "env": {v: os.environ.get(v) for v in _THREAD_VARS},
+        "numpy_imported_before_conftest": _NUMPY_ALREADY_IMPORTED,
+        "threadpoolctl": THREADPOOLCTL,
+        "numpy": numpy.__version__,
+    }
+    try:
+        import tapegrad
+
+        info["tapegrad"] = f"{tapegrad.__version__} ({os.path.dirname(tapegrad.__file__)})"
+    except Exception as e:  # pragma: no cover - reported, not fatal
+        info["tapegrad"] = f"import failed: {e!r}"
+    if _torch is not None:
+        info["torch"] = _torch.__version__
+        info["torch_num_threads"] = _torch.get_num_threads()
+        info["torch_num_interop_threads"] = _torch.get_num_interop_threads()
+    machine_info["tapegrad_bench"] = info
+
+
+def pytest_report_header(config):
+    torch_line = (f"torch {_torch.__version__}, {_torch.get_num_threads()} thread(s)"
+                  if _torch is not None else "torch not installed: torch benchmarks skip")
+    return [f"bench: threads pinned to 1 (threadpoolctl: {THREADPOOLCTL}); {torch_line}"]
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """After the timing tables: per-op medians and the headline ratios, per workload.
+
+    Reads the benchmarks that ran (benchmarks tagged with extra_info kind/workload/n_ops by
+    test_chain.py).  Nothing is printed with --benchmark-disable or when no timings exist.
+    """
+    session = getattr(config, "_benchmarksession", None)    # pytest-benchmark's session object
+    runs = [b for b in getattr(session, "benchmarks", None) or [] if b]    # falsy: no timings
+    table: dict[str, dict[str, float]] = {}
+    n_ops: dict[str, int] = {}
+    for b in runs:
+        info = getattr(b, "extra_info", None) or {}
+        if "kind" not in info or "workload" not in info:
+            continue
+        table.setdefault(info["workload"], {})[info["kind"]] = b.stats.median
+        n_ops[info["workload"]] = info["n_ops"]
+    if not table:
+        return
+    tr = terminalreporter
+    tr.write_sep("-", "tapegrad chain summary (medians)")
+    for wl, med in table.items():
+        per_op = "  ".join(f"{k} {v / n_ops[wl] * 1e6:.3g}" for k, v in med.items())
+        tr.write_line(f"{wl}: us/op  {per_op}")
+        ratios = []
+        if "total" in med:
+            for other in ("numpy", "torch"):
+                if other in med:
+                    ratios.append(f"tapegrad total / {other} = {med['total'] / med[other]:.2f}")
+            if "record" in med and "sweep" in med:
+                ratios.append(f"(record + sweep) / total = "
+                              f"{(med['record'] + med['sweep']) / med['total']:.2f}")
+        if ratios:
+            tr.write_line("    " + ";  ".join(ratios))
