@@ -168,3 +168,50 @@ int tg_param_f32(int op, ptrdiff_t n, const float *a, const float *b, float P0, 
 {
     PARAM_BODY(float, expf, expm1f, log1pf)
 }
+
+/* Fused multiply-add out[i] = a[i] * b[i*sb] + c[i], rounded once (as PyTorch's vectorised CPU
+ * kernels compute add(alpha=), lerp and addcmul).  The hardware FMA version is compiled for the
+ * "fma" target and chosen at run time; elsewhere libm's fma (correctly rounded, slower). */
+#define FMA_LOOP(FMA)                                                           \
+    if (sb == 0) {                                                              \
+        const T bb = b[0];                                                      \
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = FMA(a[i], bb, c[i]);         \
+    } else {                                                                    \
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = FMA(a[i], b[i], c[i]);       \
+    }
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define TG_HAVE_FMA_DISPATCH 1
+#define T float
+__attribute__((target("fma"))) static void fma_f32_hw(ptrdiff_t n, const T *a, const T *b,
+                                                      ptrdiff_t sb, const T *c, T *out)
+{ FMA_LOOP(__builtin_fmaf) }
+#undef T
+#define T double
+__attribute__((target("fma"))) static void fma_f64_hw(ptrdiff_t n, const T *a, const T *b,
+                                                      ptrdiff_t sb, const T *c, T *out)
+{ FMA_LOOP(__builtin_fma) }
+#undef T
+#endif
+
+void tg_fma_f32(ptrdiff_t n, const float *a, const float *b, ptrdiff_t sb, const float *c,
+                float *out)
+{
+#ifdef TG_HAVE_FMA_DISPATCH
+    if (__builtin_cpu_supports("fma")) { fma_f32_hw(n, a, b, sb, c, out); return; }
+#endif
+#define T float
+    FMA_LOOP(fmaf)
+#undef T
+}
+
+void tg_fma_f64(ptrdiff_t n, const double *a, const double *b, ptrdiff_t sb, const double *c,
+                double *out)
+{
+#ifdef TG_HAVE_FMA_DISPATCH
+    if (__builtin_cpu_supports("fma")) { fma_f64_hw(n, a, b, sb, c, out); return; }
+#endif
+#define T double
+    FMA_LOOP(fma)
+#undef T
+}

@@ -65,4 +65,10 @@ int tg_param_f64(int op, ptrdiff_t n, const double *a, const double *b, double p
 int tg_param_f32(int op, ptrdiff_t n, const float *a, const float *b, float p0, float p1,
                  float *out);
 
+/* out[i] = a[i] * b[i*sb] + c[i] with one rounding (sb in {0, 1}); out may alias c. */
+void tg_fma_f32(ptrdiff_t n, const float *a, const float *b, ptrdiff_t sb, const float *c,
+                float *out);
+void tg_fma_f64(ptrdiff_t n, const double *a, const double *b, ptrdiff_t sb, const double *c,
+                double *out);
+
 #endif

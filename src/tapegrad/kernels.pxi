@@ -22,6 +22,10 @@ cdef extern from "kernels.h" nogil:
     int tg_binary_f32(int op, ptrdiff_t n, const float* a, ptrdiff_t sa, const float* b,
                       ptrdiff_t sb, float* out) noexcept
     int tg_unary_f64(int op, ptrdiff_t n, const double* a, double* out) noexcept
+    void tg_fma_f32(ptrdiff_t n, const float* a, const float* b, ptrdiff_t sb, const float* c,
+                    float* out) noexcept
+    void tg_fma_f64(ptrdiff_t n, const double* a, const double* b, ptrdiff_t sb, const double* c,
+                    double* out) noexcept
     int tg_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexcept
     enum:
         TG_LEAKY_RELU, TG_LEAKY_RELU_GRAD, TG_ELU, TG_ELU_GRAD, TG_SOFTPLUS, TG_SOFTPLUS_GRAD
@@ -269,3 +273,39 @@ cdef object ew(int kop, object a, object b):
     if kop == TG_SIGMOID_GRAD:
         return nd(a * b * (1 - b))
     raise AssertionError(f"ew: unknown kernel op {kop}")
+
+
+def fused_multiply_add(object a, object b, object c, object out):
+    """out = a * b + c rounded once, for C-contiguous float32/float64 arrays of one dtype and
+    shape (b may also be a Python number).  Returns out, or None when the layout does not fit
+    (the caller then computes it another way)."""
+    cdef int ta = -1, tc = -1, to = -1, tb = -1
+    if not (kernel_array(a, &ta) and kernel_array(c, &tc) and kernel_array(out, &to)):
+        return None
+    if ta != tc or ta != to or not same_shape(<cnp.ndarray>a, <cnp.ndarray>c) \
+            or not same_shape(<cnp.ndarray>a, <cnp.ndarray>out):
+        return None
+    if not (<cnp.ndarray>out).flags.writeable:
+        return None
+    cdef ptrdiff_t n = cnp.PyArray_SIZE(<cnp.ndarray>a), sb = 1
+    cdef double bd
+    cdef float bf
+    cdef const void* pb
+    if kernel_scalar(b):
+        bd = b
+        bf = <float>bd
+        pb = <const void*>&bd if ta == cnp.NPY_FLOAT64 else <const void*>&bf
+        sb = 0
+    elif kernel_array(b, &tb) and tb == ta and same_shape(<cnp.ndarray>a, <cnp.ndarray>b):
+        pb = cnp.PyArray_DATA(<cnp.ndarray>b)
+    else:
+        return None
+    if ta == cnp.NPY_FLOAT64:
+        tg_fma_f64(n, <const double*>cnp.PyArray_DATA(<cnp.ndarray>a), <const double*>pb, sb,
+                   <const double*>cnp.PyArray_DATA(<cnp.ndarray>c),
+                   <double*>cnp.PyArray_DATA(<cnp.ndarray>out))
+    else:
+        tg_fma_f32(n, <const float*>cnp.PyArray_DATA(<cnp.ndarray>a), <const float*>pb, sb,
+                   <const float*>cnp.PyArray_DATA(<cnp.ndarray>c),
+                   <float*>cnp.PyArray_DATA(<cnp.ndarray>out))
+    return out

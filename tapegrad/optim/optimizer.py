@@ -360,6 +360,12 @@ def fma(a: np.ndarray, b, c: np.ndarray, out=None) -> np.ndarray:
     """a * b + c rounded once (to the opmath type, then to c's dtype), as PyTorch's fused kernels
     compute it; `b` is an array or a scalar."""
     dt = c.dtype
+    if dt.kind == "f" and dt.itemsize >= 4:
+        # The C kernel: a hardware (or libm) fused multiply-add, one rounding, no temporaries.
+        target = out if out is not None else np.empty_like(c)
+        if _core.fused_multiply_add(a, b if isinstance(b, np.ndarray) else float(b), c,
+                                    target) is not None:
+            return target
     op = _opmath(dt)
     if not isinstance(b, np.ndarray):
         b = op.type(b)
