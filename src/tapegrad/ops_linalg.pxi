@@ -153,9 +153,16 @@ cdef object vjp_matmul(Record* r, object g):
     if needs_grad(r, 0):
         ga = matmul_grad_a(g, <object>r.saved[1], <tuple>shape_a)
     if needs_grad(r, 1):
-        gb = matmul_grad_b(g, <object>r.saved[0], <tuple>shape_b)
-        if trans_b:
-            gb = gb.T
+        A = <object>r.saved[0]
+        if trans_b and len(<tuple>shape_b) == 2 and A.ndim >= 2:
+            # linear's weight W (out, in) multiplies as W^T: its gradient g^T @ A comes out in
+            # W's own layout, contiguous (no transposed copy when it becomes W.grad)
+            rows = shape_prod(A.shape, 0, A.ndim - 1)
+            gb = np.matmul(g.reshape(rows, last(g.shape)).T, A.reshape(rows, last(A.shape)))
+        else:
+            gb = matmul_grad_b(g, A, <tuple>shape_b)
+            if trans_b:
+                gb = gb.T
     if r.n_in == 3:
         return (ga, gb, fit_grad(g, bias_shape, bias_dtype) if needs_grad(r, 2) else None)
     return (ga, gb)
