@@ -8,6 +8,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 (cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$work")
 cd "$work"
+# The build needs Cython and setuptools in this environment (pip's isolated builds do not leave
+# them behind).
+python -c "import Cython, setuptools" 2>/dev/null || python -m pip install -q "Cython>=3.0,<4" setuptools
 TAPEGRAD_ASAN=1 python setup.py -q build_ext --inplace > build.log 2>&1 || { cat build.log; exit 1; }
 libasan=$(gcc -print-file-name=libasan.so)
 # pymalloc hides Python allocations from ASan; interpreter-lifetime allocations are not leaks.
