@@ -33,10 +33,15 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                            "is non-finite, so it cannot be clipped. To disable this error and "
                            "scale the gradients by the non-finite norm anyway, set "
                            "`error_if_nonfinite=False`")
-    clip_coef = float(max_norm) / (float(total) + 1e-6)
-    if clip_coef < 1.0:
-        for g in grads:
-            g._array *= g._array.dtype.type(clip_coef)
+    # PyTorch: clip_coef = max_norm / (total_norm + 1e-6) in the norm's dtype (its scalar
+    # division is reciprocal() * max_norm), clamped to 1 and multiplied into every gradient.  A
+    # NaN coefficient (a NaN norm) survives the clamp, so the gradients become NaN.
+    dt = total.dtype.type
+    with np.errstate(all="ignore"):                 # inf/nan propagate silently, as in PyTorch
+        clip_coef = (dt(1) / (total + dt(1e-6))) * dt(max_norm)
+        if not clip_coef >= 1.0:
+            for g in grads:
+                g._array *= g._array.dtype.type(clip_coef)
     return _core.wrap_array(total)
 
 
