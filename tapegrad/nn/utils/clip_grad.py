@@ -23,8 +23,9 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         return _core.wrap_array(np.asarray(0.0, dtype=np.float32))
     dtype = grads[0]._array.dtype
     if norm_type == math.inf:
+        # np.max propagates NaN (Python's max() would drop it depending on the order)
         norms = [np.abs(g._array).max() if g._array.size else 0.0 for g in grads]
-        total = np.asarray(max(norms), dtype=dtype)
+        total = np.asarray(np.max(np.asarray(norms, dtype=dtype)), dtype=dtype)
     else:
         per = [np.linalg.norm(g._array.ravel(), norm_type) for g in grads]
         total = np.asarray(np.linalg.norm(np.asarray(per, dtype=dtype), norm_type), dtype=dtype)
