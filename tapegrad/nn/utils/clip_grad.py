@@ -27,8 +27,11 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         norms = [np.abs(g._array).max() if g._array.size else 0.0 for g in grads]
         total = np.asarray(np.max(np.asarray(norms, dtype=dtype)), dtype=dtype)
     else:
-        per = [np.linalg.norm(g._array.ravel(), norm_type) for g in grads]
-        total = np.asarray(np.linalg.norm(np.asarray(per, dtype=dtype), norm_type), dtype=dtype)
+        # PyTorch accumulates float16 norms in float32 and rounds each norm to float16
+        acc = np.float32 if dtype.itemsize < 4 else dtype
+        per = np.asarray([np.linalg.norm(g._array.ravel().astype(acc, copy=False), norm_type)
+                          for g in grads], dtype=dtype)
+        total = np.asarray(np.linalg.norm(per.astype(acc), norm_type), dtype=dtype)
     if error_if_nonfinite and not np.isfinite(total):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` "
                            "is non-finite, so it cannot be clipped. To disable this error and "
