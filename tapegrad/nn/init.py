@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 from .. import creation
 
@@ -41,8 +42,10 @@ def _calculate_fan_in_and_fan_out(tensor):
 
 
 def _fan(tensor, mode: str) -> int:
-    if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    mode = mode.lower()
+    valid_modes = ["fan_in", "fan_out"]
+    if mode not in valid_modes:
+        raise ValueError(f"Mode {mode} not supported, please use one of {valid_modes}")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -82,6 +85,9 @@ def xavier_normal_(tensor, gain: float = 1.0, generator=None):
 
 def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu", generator=None):
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     bound = math.sqrt(3.0) * std
     return uniform_(tensor, -bound, bound, generator)
@@ -89,5 +95,8 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in",
 
 def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator=None):
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator)

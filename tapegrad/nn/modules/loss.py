@@ -32,10 +32,18 @@ class SmoothL1Loss(_Loss):
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
-class NLLLoss(_Loss):
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean") -> None:
+class _WeightedLoss(_Loss):
+    """A loss with a per-class `weight`, registered as a buffer (in the state dict, cast by
+    .double() and friends), as PyTorch's."""
+
+    def __init__(self, weight=None, reduction: str = "mean") -> None:
         super().__init__(reduction)
-        self.weight = weight
+        self.register_buffer("weight", weight)
+
+
+class NLLLoss(_WeightedLoss):
+    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean") -> None:
+        super().__init__(weight, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input, target):
@@ -43,11 +51,10 @@ class NLLLoss(_Loss):
                           reduction=self.reduction)
 
 
-class CrossEntropyLoss(_Loss):
+class CrossEntropyLoss(_WeightedLoss):
     def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean",
                  label_smoothing: float = 0.0) -> None:
-        super().__init__(reduction)
-        self.weight = weight
+        super().__init__(weight, reduction)
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
@@ -56,10 +63,9 @@ class CrossEntropyLoss(_Loss):
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
-class BCELoss(_Loss):
+class BCELoss(_WeightedLoss):
     def __init__(self, weight=None, reduction: str = "mean") -> None:
-        super().__init__(reduction)
-        self.weight = weight
+        super().__init__(weight, reduction)
 
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, weight=self.weight,
@@ -69,8 +75,8 @@ class BCELoss(_Loss):
 class BCEWithLogitsLoss(_Loss):
     def __init__(self, weight=None, reduction: str = "mean", pos_weight=None) -> None:
         super().__init__(reduction)
-        self.weight = weight
-        self.pos_weight = pos_weight
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):
         return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,

@@ -76,7 +76,7 @@ class BatchNorm1d(Module):
             count = input.numel() // self.num_features
             if self.training and count <= 1:
                 raise ValueError(f"Expected more than 1 value per channel when training, got "
-                                 f"input size {list(input.shape)}")
+                                 f"input size {input.shape}")
             mean = input.mean(dims, keepdim=True)
             var = ((input - mean) ** 2).mean(dims, keepdim=True)
             if self.training and self.track_running_stats:

@@ -23,20 +23,29 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         return _core.wrap_array(np.asarray(0.0, dtype=np.float32))
     dtype = grads[0]._array.dtype
     if norm_type == math.inf:
+        # np.max propagates NaN (Python's max() would drop it depending on the order)
         norms = [np.abs(g._array).max() if g._array.size else 0.0 for g in grads]
-        total = np.asarray(max(norms), dtype=dtype)
+        total = np.asarray(np.max(np.asarray(norms, dtype=dtype)), dtype=dtype)
     else:
-        per = [np.linalg.norm(g._array.ravel(), norm_type) for g in grads]
-        total = np.asarray(np.linalg.norm(np.asarray(per, dtype=dtype), norm_type), dtype=dtype)
+        # PyTorch accumulates float16 norms in float32 and rounds each norm to float16
+        acc = np.float32 if dtype.itemsize < 4 else dtype
+        per = np.asarray([np.linalg.norm(g._array.ravel().astype(acc, copy=False), norm_type)
+                          for g in grads], dtype=dtype)
+        total = np.asarray(np.linalg.norm(per.astype(acc), norm_type), dtype=dtype)
     if error_if_nonfinite and not np.isfinite(total):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` "
                            "is non-finite, so it cannot be clipped. To disable this error and "
                            "scale the gradients by the non-finite norm anyway, set "
                            "`error_if_nonfinite=False`")
-    clip_coef = float(max_norm) / (float(total) + 1e-6)
-    if clip_coef < 1.0:
-        for g in grads:
-            g._array *= g._array.dtype.type(clip_coef)
+    # PyTorch: clip_coef = max_norm / (total_norm + 1e-6) in the norm's dtype (its scalar
+    # division is reciprocal() * max_norm), clamped to 1 and multiplied into every gradient.  A
+    # NaN coefficient (a NaN norm) survives the clamp, so the gradients become NaN.
+    dt = total.dtype.type
+    with np.errstate(all="ignore"):                 # inf/nan propagate silently, as in PyTorch
+        clip_coef = (dt(1) / (total + dt(1e-6))) * dt(max_norm)
+        if not clip_coef >= 1.0:
+            for g in grads:
+                g._array *= g._array.dtype.type(clip_coef)
     return _core.wrap_array(total)
 
 
