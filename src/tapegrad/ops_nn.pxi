@@ -741,6 +741,9 @@ def huber_loss(TensorBase input, target, reduction="mean", delta=1.0, weight=Non
 
 # -- binary cross entropy -------------------------------------------------------------------------
 
+cdef double BCE_EPSILON = <float>1e-12
+
+
 cdef object vjp_bce(Record* r, object g):
     x = <object>r.saved[0]
     t = <object>r.saved[1]
@@ -751,8 +754,9 @@ cdef object vjp_bce(Record* r, object g):
         gs = w * gs
     gx = gt = None
     if needs_grad(r, 0):
-        # PyTorch: (x - t) / max((1 - x) x, 1e-12)
-        gx = nd((x - t) / np.maximum((1 - x) * x, x.dtype.type(1e-12)) * gs)
+        # PyTorch: (x - t) / max((1 - x) x, EPSILON), its EPSILON being the float 1e-12 (so
+        # 9.99999996e-13 in float64 too)
+        gx = nd((x - t) / np.maximum((1 - x) * x, x.dtype.type(BCE_EPSILON)) * gs)
     if needs_grad(r, 1):
         gt = nd((np.log1p(np.negative(x)) - np.log(x)) * gs)      # -logit(x), unclamped
     return (gx, gt)
