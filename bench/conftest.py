@@ -7,7 +7,9 @@ So this file does what still works at this point:
 
 * sets those variables with ``os.environ.setdefault`` (effective for anything that has not been
   loaded yet, e.g. torch when it is imported below, and for any subprocess);
-* limits already-loaded BLAS/OpenMP pools with ``threadpoolctl`` when it is installed;
+* limits already-loaded BLAS/OpenMP pools with ``threadpoolctl`` when it is installed, and
+  otherwise numpy's OpenBLAS through its own ``openblas_set_num_threads`` (ctypes;
+  ``tapegrad.bench.limit_threads``);
 * calls ``torch.set_num_threads(1)`` (and ``set_num_interop_threads(1)``) when torch imports.
 
 For a fully pinned run independent of import order, export the variables in the shell:
@@ -16,6 +18,12 @@ The settings in effect are recorded in the benchmark's machine_info (``--benchma
 
 PyTorch.  Use the ``torch`` fixture in a benchmark that needs PyTorch: it returns the module, or
 skips the benchmark cleanly when torch is not importable.  ``HAVE_TORCH`` is the same as a flag.
+
+Reporting.  Every benchmark's extra_info gets ``blas`` and ``threads`` (autouse fixture below).
+After the timing tables, a summary prints per workload the medians of each kind (numpy, record,
+sweep, total, torch: from extra_info ``kind``/``workload``), µs per op where ``n_ops`` is known,
+and the ratios; then the lines that plain tests handed to the ``bench_report`` fixture (import
+time, peak RSS).
 """
 from __future__ import annotations
 
@@ -36,7 +44,7 @@ try:
     from threadpoolctl import threadpool_limits as _threadpool_limits
 except Exception:  # pragma: no cover - depends on the machine
     _THREADPOOL_LIMITER = None
-    THREADPOOLCTL = "not installed (thread pinning relies on the environment variables only)"
+    THREADPOOLCTL = "not installed"        # completed below (OpenBLAS limited through ctypes)
 else:
     _THREADPOOL_LIMITER = _threadpool_limits(limits=1)
     THREADPOOLCTL = "limits=1"
@@ -53,6 +61,45 @@ else:
         pass
 
 HAVE_TORCH = _torch is not None
+
+from tapegrad import bench as _tgbench  # noqa: E402  (after torch, so BLAS info includes it)
+
+if _THREADPOOL_LIMITER is None:
+    # Without threadpoolctl, numpy's already-loaded OpenBLAS would keep its default pool (one
+    # thread per core): limit it through OpenBLAS's own openblas_set_num_threads instead.
+    THREADPOOLCTL = f"not installed; numpy's BLAS limited with {_tgbench.limit_threads(1)}"
+_BLAS = _tgbench.blas_info()
+_REPORT_KEY = pytest.StashKey[list]()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "footprint: import-time and peak-RSS measurements "
+                                       "(subprocesses; deselect with -m 'not footprint')")
+    config.stash[_REPORT_KEY] = []
+
+
+@pytest.fixture(autouse=True)
+def _record_environment(request):
+    """Every benchmark records the BLAS in use and the thread settings in its extra_info."""
+    if "benchmark" in request.fixturenames:
+        benchmark = request.getfixturevalue("benchmark")
+        benchmark.extra_info["blas"] = _tgbench.blas_line(_BLAS)
+        benchmark.extra_info["threads"] = {
+            **_tgbench.thread_env(), "threadpoolctl": THREADPOOLCTL,
+            "torch": _torch.get_num_threads() if _torch is not None else None}
+    yield
+
+
+@pytest.fixture
+def bench_report(request):
+    """Call with a line of text: printed in the summary after the run (not captured)."""
+    return request.config.stash[_REPORT_KEY].append
+
+
+@pytest.fixture(scope="session")
+def benchmark_disabled(request) -> bool:
+    """True under --benchmark-disable (the smoke test): footprint tests take fewer samples."""
+    return bool(request.config.getoption("benchmark_disable", False))
 
 
 @pytest.fixture(scope="session")
@@ -72,6 +119,7 @@ def pytest_benchmark_update_machine_info(config, machine_info):
         "numpy_imported_before_conftest": _NUMPY_ALREADY_IMPORTED,
         "threadpoolctl": THREADPOOLCTL,
         "numpy": numpy.__version__,
+        "blas": _BLAS,
     }
     try:
         import tapegrad
@@ -89,39 +137,57 @@ def pytest_benchmark_update_machine_info(config, machine_info):
 def pytest_report_header(config):
     torch_line = (f"torch {_torch.__version__}, {_torch.get_num_threads()} thread(s)"
                   if _torch is not None else "torch not installed: torch benchmarks skip")
-    return [f"bench: threads pinned to 1 (threadpoolctl: {THREADPOOLCTL}); {torch_line}"]
+    return [f"bench: threads pinned to 1 (threadpoolctl: {THREADPOOLCTL}); {torch_line}",
+            f"bench: BLAS {_tgbench.blas_line(_BLAS)}"]
 
 
+@pytest.hookimpl(trylast=True)      # after pytest-benchmark's tables
 def pytest_terminal_summary(terminalreporter, config):
-    """After the timing tables: per-op medians and the headline ratios, per workload.
+    """After the timing tables: per workload, the medians of each kind and the headline ratios.
 
-    Reads the benchmarks that ran (benchmarks tagged with extra_info kind/workload/n_ops by
-    test_chain.py).  Nothing is printed with --benchmark-disable or when no timings exist.
+    Reads the benchmarks that ran (tagged with extra_info kind/workload, and n_ops for chains).
+    Nothing timed is printed with --benchmark-disable; the bench_report lines print regardless.
     """
     session = getattr(config, "_benchmarksession", None)    # pytest-benchmark's session object
     runs = [b for b in getattr(session, "benchmarks", None) or [] if b]    # falsy: no timings
     table: dict[str, dict[str, float]] = {}
-    n_ops: dict[str, int] = {}
+    n_ops: dict[str, int | None] = {}
     for b in runs:
         info = getattr(b, "extra_info", None) or {}
         if "kind" not in info or "workload" not in info:
             continue
         table.setdefault(info["workload"], {})[info["kind"]] = b.stats.median
-        n_ops[info["workload"]] = info["n_ops"]
-    if not table:
-        return
+        n_ops[info["workload"]] = info.get("n_ops")
     tr = terminalreporter
-    tr.write_sep("-", "tapegrad chain summary (medians)")
-    for wl, med in table.items():
-        per_op = "  ".join(f"{k} {v / n_ops[wl] * 1e6:.3g}" for k, v in med.items())
-        tr.write_line(f"{wl}: us/op  {per_op}")
-        ratios = []
-        if "total" in med:
-            for other in ("numpy", "torch"):
-                if other in med:
-                    ratios.append(f"tapegrad total / {other} = {med['total'] / med[other]:.2f}")
-            if "record" in med and "sweep" in med:
-                ratios.append(f"(record + sweep) / total = "
-                              f"{(med['record'] + med['sweep']) / med['total']:.2f}")
-        if ratios:
-            tr.write_line("    " + ";  ".join(ratios))
+    if table:
+        tr.write_sep("-", "tapegrad summary (medians; ratios < 1: tapegrad faster)")
+        width = max(len(w) for w in table)
+        for wl, med in table.items():
+            times = "  ".join(f"{k} {_us(v)}" for k, v in med.items())
+            line = f"{wl:<{width}}  us: {times}"
+            if n_ops[wl]:
+                line += "   us/op: " + "  ".join(f"{k} {v / n_ops[wl] * 1e6:.3g}"
+                                                for k, v in med.items())
+            tr.write_line(line)
+            ratios = []
+            if "total" in med:
+                for other in ("numpy", "torch"):
+                    if other in med:
+                        ratios.append(f"tapegrad total / {other} = "
+                                      f"{med['total'] / med[other]:.2f}")
+                if "record" in med and "sweep" in med:
+                    ratios.append(f"(record + sweep) / total = "
+                                  f"{(med['record'] + med['sweep']) / med['total']:.2f}")
+            if ratios:
+                tr.write_line(" " * width + "  " + ";  ".join(ratios))
+    lines = config.stash.get(_REPORT_KEY, [])
+    if lines:
+        tr.write_sep("-", "tapegrad footprint")
+        for line in lines:
+            tr.write_line(line)
+        tr.write_line(f"BLAS: {_tgbench.blas_line(_BLAS)}")
+
+
+def _us(seconds: float) -> str:
+    us = seconds * 1e6
+    return f"{us:,.0f}" if us >= 100 else f"{us:.3g}"

@@ -11,11 +11,13 @@ its own), one chain is timed five ways, each its own benchmark, grouped by workl
   test_tapegrad_total    tapegrad forward + backward
   test_torch_total       PyTorch eager forward + backward (skips when torch is not installed)
 
-Workloads (float64 vectors):
+Workloads:
 
-  size 1, 1000 ops          pure per-op overhead
-  size 1e6, 100 ops         the chain is shortened from 1000 to 100 ops to keep the suite fast;
-                            here numpy's kernels (and memory traffic) dominate
+  size 1, 1000 ops, float64         pure per-op overhead
+  size 1e6, 100 ops, float64        the chain is shortened from 1000 to 100 ops to keep the suite
+                                    fast; here numpy's kernels (and memory traffic) dominate
+  300 ops at sizes 1, 16, 256, 4096, float32 and float64
+                                    where per-op overhead gives way to the kernels
 
 Every benchmark checks, once and outside the timed function, that the work it timed produced the
 reference gradient (np.testing.assert_allclose), so it cannot silently measure the wrong work.
@@ -38,64 +40,13 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.bench import OPS_PER_CYCLE, chain
+from tapegrad.bench import numpy_chain as numpy_forward_backward
 
 # -- the chain ---------------------------------------------------------------------------------
-
-OPS_PER_CYCLE = 10
-C_MUL = 1.0001
-C_ADD = 0.001
-
-
-def chain(x, cycles, tanh, exp, log):
-    """`cycles` x 10 elementwise ops; values stay in (-1, 1) (tanh) and exp's input is bounded.
-
-    Generic over the library: tanh/exp/log are the library's functions; the rest are operators.
-    """
-    for _ in range(cycles):
-        x = x * C_MUL
-        x = x + C_ADD
-        x = tanh(x)
-        x = exp(x)
-        x = log(x)
-        x = x - C_ADD
-        x = -x
-        x = x / C_MUL
-        x = tanh(x)
-        x = -x
-    return x
-
-
-def numpy_forward_backward(x, cycles, g):
-    """Hand-written reverse mode of `chain` in numpy: (value, d(sum(g * value))/dx).
-
-    The forward stores only what the derivatives need (tanh and exp outputs; exp's output is log's
-    input); the reverse loop applies each op's derivative, last op first.
-    """
-    saved = []
-    for _ in range(cycles):
-        x = x * C_MUL
-        x = x + C_ADD
-        t1 = x = np.tanh(x)
-        e = x = np.exp(x)
-        x = np.log(x)
-        x = x - C_ADD
-        x = -x
-        x = x / C_MUL
-        t2 = x = np.tanh(x)
-        x = -x
-        saved.append((t1, e, t2))
-    for t1, e, t2 in reversed(saved):
-        g = -g                      # neg
-        g = g * (1 - t2 * t2)       # tanh
-        g = g / C_MUL               # div by constant
-        g = -g                      # neg
-        #                             sub constant: identity
-        g = g / e                   # log (its input is exp's output)
-        g = g * e                   # exp
-        g = g * (1 - t1 * t1)       # tanh
-        #                             add constant: identity
-        g = g * C_MUL               # mul by constant
-    return x, g
+# chain() (generic over the library: the library's tanh/exp/log are passed in, the rest are
+# operators) and numpy_forward_backward() (its hand-written reverse mode in numpy) are defined in
+# tapegrad.bench, shared with `python -m tapegrad bench`.
 
 
 # -- workloads -----------------------------------------------------------------------------------
@@ -108,6 +59,7 @@ class Workload:
     rounds: int
     warmup_rounds: int
     group: str
+    dtype: str = "float64"
 
     @property
     def cycles(self) -> int:
@@ -128,6 +80,12 @@ WORKLOADS = [
     Workload("size1e6-100ops", size=10**6, n_ops=100, rounds=_rounds(7), warmup_rounds=1,
              group="chain size=1e6 x100 ops (chain shortened from 1000 to keep the suite fast)"),
 ]
+# 300 ops from size 1 (overhead) to 4096 (kernels start to matter), both float dtypes.
+for _size, _rounds_n in ((1, 100), (16, 100), (256, 60), (4096, 30)):
+    for _dtype in ("float32", "float64"):
+        WORKLOADS.append(Workload(f"size{_size}-300ops-{_dtype}", size=_size, n_ops=300,
+                                  rounds=_rounds(_rounds_n), warmup_rounds=3,
+                                  group=f"chain size={_size} x300 ops {_dtype}", dtype=_dtype))
 for _w in WORKLOADS:
     assert _w.n_ops % OPS_PER_CYCLE == 0
 
@@ -142,17 +100,24 @@ class Reference:
 
 @lru_cache(maxsize=None)
 def reference(w: Workload) -> Reference:
-    """Input, seed and the numpy reference's value and gradient (checked by finite differences)."""
-    x0 = np.random.default_rng(0).uniform(-1.0, 1.0, w.size)
+    """Input, seed and the numpy reference's value and gradient (checked by finite differences;
+    a float32 reference is checked against the float64 one, itself checked that way)."""
+    x64 = np.random.default_rng(0).uniform(-1.0, 1.0, w.size)
     seed = np.ones(w.size)
-    value, grad = numpy_forward_backward(x0, w.cycles, seed)
+    value, grad = numpy_forward_backward(x64, w.cycles, seed)
     h = 1e-6
     plain = lambda x: chain(x, w.cycles, np.tanh, np.exp, np.log)  # noqa: E731
-    fd = (plain(x0 + h) - plain(x0 - h)) / (2 * h)
-    np.testing.assert_allclose(value, plain(x0), rtol=0, atol=0)
+    fd = (plain(x64 + h) - plain(x64 - h)) / (2 * h)
+    np.testing.assert_allclose(value, plain(x64), rtol=0, atol=0)
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8 * np.abs(grad).max())
     assert np.all(np.isfinite(grad)) and np.abs(grad).min() > 0
-    return Reference(x0=x0, seed=seed, value=value, grad=grad)
+    if w.dtype == "float64":
+        return Reference(x0=x64, seed=seed, value=value, grad=grad)
+    x32, seed32 = x64.astype(np.float32), seed.astype(np.float32)
+    value32, grad32 = numpy_forward_backward(x32, w.cycles, seed32)
+    assert value32.dtype == grad32.dtype == np.float32
+    np.testing.assert_allclose(grad32, grad, rtol=1e-4)
+    return Reference(x0=x32, seed=seed32, value=value32, grad=grad32)
 
 
 @pytest.fixture(params=WORKLOADS, ids=[w.id for w in WORKLOADS])
@@ -169,7 +134,7 @@ def describe(benchmark, w: Workload, kind: str, method: str) -> None:
     """Group by workload; extra_info (kind, size, n_ops) also feeds conftest's ratio summary."""
     benchmark.group = w.group
     benchmark.extra_info.update(kind=kind, workload=w.id, size=w.size, n_ops=w.n_ops,
-                                method=method)
+                                dtype=w.dtype, method=method)
 
 
 def note_per_op(benchmark, w: Workload) -> None:
@@ -182,14 +147,17 @@ def note_per_op(benchmark, w: Workload) -> None:
 def assert_grad(got, ref: Reference, rtol=1e-10):
     """Equal to the reference gradient up to rounding.  The tolerance allows last-ulp differences
     between exp/log/tanh implementations (numpy's SIMD loops, libm) compounded over the chain; a
-    real error (e.g. one dropped factor of 1.0001) is many orders of magnitude larger."""
+    real error (e.g. one dropped factor of 1.0001) is many orders of magnitude larger.  In
+    float32 the same last-ulp differences compound to ~1e-5 over 300 ops: rtol is 5e-5 there."""
     got = np.asarray(got)
-    assert got.shape == ref.grad.shape and got.dtype == np.float64
+    assert got.shape == ref.grad.shape and got.dtype == ref.grad.dtype
+    if got.dtype == np.float32:
+        rtol = max(rtol, 5e-5)
     np.testing.assert_allclose(got, ref.grad, rtol=rtol, atol=0)
 
 
 def tg_leaf(ref: Reference):
-    return tg.tensor(ref.x0, dtype=tg.float64, requires_grad=True)
+    return tg.tensor(ref.x0, requires_grad=True)        # dtype follows the array's
 
 
 def tg_chain(x, w: Workload):
@@ -236,7 +204,8 @@ def test_tapegrad_record(benchmark, workload, ref):
     if live is not None:
         assert tape.live_records - live == workload.n_ops + 1    # + the leaf's record
     assert y.requires_grad and not y.is_leaf
-    np.testing.assert_allclose(y.detach().numpy(), ref.value, rtol=1e-10,
+    np.testing.assert_allclose(y.detach().numpy(), ref.value,
+                               rtol=1e-10 if workload.dtype == "float64" else 5e-5,
                                atol=1e-12 * np.abs(ref.value).max())
     y.backward(tg.from_numpy(ref.seed))
     assert_grad(x.grad.numpy(), ref)
@@ -286,12 +255,12 @@ def test_tapegrad_total(benchmark, workload, ref):
 
 
 def test_torch_total(benchmark, torch, workload, ref):
-    """(e) PyTorch eager forward + backward (CPU, float64, one thread)."""
+    """(e) PyTorch eager forward + backward (CPU, one thread)."""
     describe(benchmark, workload, "torch", "torch eager total")
     seed = torch.from_numpy(ref.seed)
 
     def setup():
-        return (torch.tensor(ref.x0, dtype=torch.float64, requires_grad=True),), {}
+        return (torch.tensor(ref.x0, requires_grad=True),), {}      # dtype of the array
 
     def total(x):
         chain(x, workload.cycles, torch.tanh, torch.exp, torch.log).backward(seed)

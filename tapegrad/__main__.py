@@ -1,7 +1,9 @@
-"""`python -m tapegrad [demo|examples] [options]`.
+"""`python -m tapegrad [demo|examples|bench] [options]`.
 
 demo      train an MLP on the bundled handwritten digits (the main job; the default)
 examples  run the autograd examples of the tutorial tapegrad grew from
+bench     time tapegrad against hand-written numpy (and PyTorch) on a few workloads
+          (--quick, --repeat N; see bench/README.md)
 """
 import sys
 
@@ -12,6 +14,9 @@ def main(argv) -> int:
     if command == "demo":
         from .demo import main as demo
         return demo(rest)
+    if command == "bench":
+        from .bench import main as bench
+        return bench(rest)
     if command == "examples":
         from .examples import main as examples
         examples()
