@@ -78,6 +78,7 @@ def test_training_loop_keeps_the_tape_and_memory_flat():
 
 
 def test_compaction_keeps_graphs_and_grad_fns_correct():
+    start_capacity = tape().capacity        # earlier tests may have grown it; it never shrinks
     x = tg.tensor([1.0, 2.0], requires_grad=True, dtype=tg.float64)
     kept = []
     fns = []
@@ -95,4 +96,4 @@ def test_compaction_keeps_graphs_and_grad_fns_correct():
         xs = np.array([1.0, 2.0])
         expected = c * np.exp(c * xs) if i % 2 else c * (1 - np.tanh(c * xs) ** 2)
         np.testing.assert_allclose(x.grad.numpy(), expected)
-    assert tape().capacity <= 256
+    assert tape().capacity <= max(start_capacity, 256)   # 2,000 graphs, holes reused

@@ -25,6 +25,18 @@
         }                                                                       \
         return 0;
 
+/* x ** y with PyTorch's special cases for common exponents (pow_tensor_scalar_optimized):
+ * they are exact products/roots, so the results match PyTorch's, not libm pow's. */
+#define POW_FAST(T, POW, X, Y)                                                  \
+    ((Y) == (T)2 ? (X) * (X) :                                                  \
+     (Y) == (T)3 ? (X) * (X) * (X) :                                            \
+     (Y) == (T)1 ? (X) :                                                        \
+     (Y) == (T)0.5 ? SQRT_OF(T, X) :                                            \
+     (Y) == (T)-0.5 ? (T)1 / SQRT_OF(T, X) :                                    \
+     (Y) == (T)-1 ? (T)1 / (X) :                                                \
+     (Y) == (T)-2 ? (T)1 / ((X) * (X)) : POW(X, Y))
+#define SQRT_OF(T, X) (sizeof(T) == sizeof(float) ? (T)sqrtf((float)(X)) : (T)sqrt((double)(X)))
+
 /* max/min propagate NaN, as PyTorch's maximum/minimum do.  The exact gelu's gradient is PyTorch's
  * cdf + x * pdf; the tanh form's is written with sigmoid (see gelu_tanh_grad). */
 #define BINARY_BODY(T, POW, ISNAN, EXP, ERF)                                    \
@@ -33,7 +45,7 @@
         BINARY_CASE(T, TG_SUB, X - Y)                                           \
         BINARY_CASE(T, TG_MUL, X * Y)                                           \
         BINARY_CASE(T, TG_DIV, X / Y)                                           \
-        BINARY_CASE(T, TG_POW, (Y == (T)2 ? X * X : POW(X, Y)))                 \
+        BINARY_CASE(T, TG_POW, POW_FAST(T, POW, X, Y))                          \
         BINARY_CASE(T, TG_MAX, (ISNAN(X) || X > Y) ? X : Y)                     \
         BINARY_CASE(T, TG_MIN, (ISNAN(X) || X < Y) ? X : Y)                     \
         BINARY_CASE(T, TG_TANH_GRAD, X * ((T)1 - Y * Y))                        \

@@ -118,7 +118,14 @@ cdef object vjp_pow(Record* r, object g):
     if r.inp[0] >= 0:
         # d/da a**e = e * a**(e-1), defined as 0 where e == 0 (PyTorch's convention)
         if isinstance(expo, (int, float)):
-            ga = np.zeros(g.shape, g.dtype) if expo == 0 else nd(g * (expo * base ** (expo - 1)))
+            if expo == 0:
+                ga = np.zeros(g.shape, g.dtype)
+            else:
+                # e * a**(e-1) * g; the C kernels take the common exponents without numpy calls
+                t = fast_binary(TG_POW, base, expo - 1) if special_exponent(expo - 1) else None
+                if t is None:
+                    t = nd(base ** (expo - 1))
+                ga = ew(TG_MUL, g, ew(TG_MUL, t, expo))
         else:
             ga = nd(np.where(expo == 0, 0, g * (expo * base ** (expo - 1))))
     if r.inp[1] >= 0:
@@ -144,6 +151,12 @@ cdef int OP_RDIV = register_op("MulBackward0", vjp_div)        # scalar / tensor
 cdef int OP_POW = register_op("PowBackward0", vjp_pow)         # tensor ** scalar
 cdef int OP_POW_T = register_op("PowBackward1", vjp_pow)       # tensor ** tensor
 cdef int OP_POW_R = register_op("PowBackward2", vjp_pow)       # scalar ** tensor
+
+
+cdef inline bint special_exponent(object e) noexcept:
+    """Exponents the C kernel computes by products/roots (no pow call) at any size."""
+    return kernel_scalar(e) and (e == 2 or e == 3 or e == 1 or e == 0.5 or e == -0.5 or e == -1
+                                 or e == -2)
 
 
 cdef inline Py_ssize_t size_of(object x):
@@ -239,7 +252,8 @@ cdef object binary_op(int op, object a, object b):
         broadcast_shapes_torch(A.shape, B.shape)         # raises PyTorch's message on mismatch
     cdef int kop = kernel_of(op)
     out = None
-    if kop != TG_POW or size_of(A) + size_of(B) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
+    if (kop != TG_POW or size_of(A) + size_of(B) <= SIMD_TRANSCENDENTAL_MIN_SIZE
+            or special_exponent(B)):
         out = fast_binary(kop, A, B)
     if out is None:
         with np.errstate(all="ignore"):                  # IEEE results (inf, nan) as PyTorch gives
