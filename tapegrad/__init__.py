@@ -57,8 +57,26 @@ from .creation import (
     normal,
 )
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
-from . import nn, optim, utils
-from .serialization import save, load
+# Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
+_LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization")
+_LAZY_ATTRS = {"save": "serialization", "load": "serialization"}
+
+
+def __getattr__(name):
+    import importlib
+    if name in _LAZY_MODULES:
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    if name in _LAZY_ATTRS:
+        value = getattr(importlib.import_module(f".{_LAZY_ATTRS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tapegrad' has no attribute '{name}'")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY_MODULES) + list(_LAZY_ATTRS))
 
 half = float16
 float = float32  # noqa: A001

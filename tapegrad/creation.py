@@ -155,7 +155,9 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False) -> 
 
 # -- random ----------------------------------------------------------------------------------------
 
-_generator = np.random.default_rng()
+# Created on first use: numpy.random costs ~10 ms of import time that a script without random
+# numbers need not pay.
+_generator = None
 
 
 def manual_seed(seed: int):
@@ -166,19 +168,22 @@ def manual_seed(seed: int):
 
 
 def default_generator() -> np.random.Generator:
+    global _generator
+    if _generator is None:
+        _generator = np.random.default_rng()
     return _generator
 
 
 def randn(*size, dtype=None, requires_grad: bool = False, generator=None) -> Tensor:
     """Samples from the standard normal distribution."""
-    gen = generator or _generator
+    gen = generator or default_generator()
     dt = _np_dtype(dtype) or _DEFAULT_FLOAT
     return _make(gen.standard_normal(_size_args(size)).astype(dt), requires_grad)
 
 
 def rand(*size, dtype=None, requires_grad: bool = False, generator=None) -> Tensor:
     """Samples from the uniform distribution on [0, 1)."""
-    gen = generator or _generator
+    gen = generator or default_generator()
     dt = _np_dtype(dtype) or _DEFAULT_FLOAT
     return _make(gen.random(_size_args(size)).astype(dt), requires_grad)
 
@@ -290,7 +295,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, dtype=None,
                            f"to={high}")
     dt = _np_dtype(dtype) or np.dtype(np.int64)
     _check_requires_grad(dt, requires_grad)
-    gen = generator or _generator
+    gen = generator or default_generator()
     return _make(gen.integers(low, high, _size_args((tuple(size),))).astype(dt), requires_grad)
 
 
@@ -304,7 +309,7 @@ def randperm(n, generator=None, dtype=None, requires_grad: bool = False) -> Tens
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = _np_dtype(dtype) or np.dtype(np.int64)
     _check_requires_grad(dt, requires_grad)
-    gen = generator or _generator
+    gen = generator or default_generator()
     return _make(gen.permutation(n).astype(dt), requires_grad)
 
 
@@ -326,7 +331,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None,
     """Samples from normal distributions: normal(mean, std, size) with numbers, or elementwise
     with tensor mean and/or std (broadcast); gradients to tensor mean/std are zero (PyTorch's
     NormalBackward1/2/3)."""
-    gen = generator or _generator
+    gen = generator or default_generator()
     mt, st = isinstance(mean, _core.TensorBase), isinstance(std, _core.TensorBase)
     if not mt and not st:
         if size is None:
@@ -387,7 +392,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     _require_float(self, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
-    gen = generator or _generator
+    gen = generator or default_generator()
     return _core._overwrite_(self, gen.normal(mean, std, self._array.shape), "NormalBackward0")
 
 
@@ -402,7 +407,7 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={float(a):g} > to={float(b):g}")
-    gen = generator or _generator
+    gen = generator or default_generator()
     dt = self._array.dtype
     ct = np.dtype(np.float32) if dt.itemsize <= 4 else np.dtype(np.float64)
     u = gen.random(self._array.shape, dtype=ct)
