@@ -1,5 +1,7 @@
 """Bad input across the public API: PyTorch's exception type and message, never a crash or a
 half-recorded tape.  The same calls run against PyTorch when it is installed."""
+import gc
+
 import pytest
 
 import tapegrad as tg
@@ -56,12 +58,13 @@ CASES = {
 def test_bad_input_raises_pytorchs_error_and_keeps_the_tape(name):
     call, exc, message = CASES[name]
     x = tg.ones(2, requires_grad=True)
+    gc.collect()                       # earlier tests' garbage must not be freed mid-measurement
     live = tg._core.tape().live_records
     with pytest.raises(exc) as info:
         call(tg, tg.nn.functional)
     if message is not None:
         assert str(info.value).startswith(message)
-    assert tg._core.tape().live_records == live        # nothing half-recorded
+    assert tg._core.tape().live_records <= live        # nothing half-recorded
     (x * 2).sum().backward()                            # and the tape still works
     assert x.grad.tolist() == [2.0, 2.0]
 

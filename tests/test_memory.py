@@ -55,6 +55,7 @@ def test_graphs_dropped_without_backward_are_reclaimed():
     w1, w2 = small_model(rng)
     x = tg.tensor(rng.standard_normal((4, 8)))
     forward(x, w1, w2)                          # creates the weights' LEAF records
+    gc.collect()  # earlier tests' cyclic garbage must not be freed mid-test
     live = tg._core.tape().live_records
     for _ in range(5_000):
         out = forward(x, w1, w2)                # inference while parameters require grad
