@@ -456,9 +456,6 @@ def test_grad_fn_name_parity(torch, name, fn):
 
 # -- second backward without retain_graph ----------------------------------------------------------
 
-INDEX_SAVES = xfail("torch's IndexBackward0 saves the index tensors, so a second backward through "
-                    "x[list] / x[mask] raises; tapegrad keeps the key in aux and allows it")
-
 TWICE = [
     ("add", lambda L, x: x + 1.0),
     ("sub", lambda L, x: 1 - x),
@@ -478,8 +475,8 @@ TWICE = [
     ("log", lambda L, x: x.log()),
     ("tanh", lambda L, x: x.tanh()),
     ("relu", lambda L, x: x.relu()),
-    ("index list", lambda L, x: x[[0, 0, 1]], INDEX_SAVES),
-    ("index mask", lambda L, x: x[L.tensor([True, False, True])], INDEX_SAVES),
+    ("index list", lambda L, x: x[[0, 0, 1]]),
+    ("index mask", lambda L, x: x[L.tensor([True, False, True])]),
 ]
 
 

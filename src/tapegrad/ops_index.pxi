@@ -134,6 +134,8 @@ cdef Py_ssize_t key_dims(list kinds, list vals) except -1:
 
 cdef object vjp_index(Record* r, object g):
     shape, dt, key1, bshape, key2 = <tuple>r.aux
+    if r.saved[0] != NULL:
+        key2 = <object>r.saved[0]           # index tensors are saved values, as in PyTorch
     if key2 is None:
         z = np.zeros(shape, dtype=dt)
         z[key1] = g
@@ -291,11 +293,15 @@ cdef object index_op(TensorBase x, object key):
                 msg = ("shape mismatch: indexing tensors could not be broadcast together with "
                        f"shapes {shapes}")
             raise IndexError(numpy_index_message(msg)) from None
-        aux = (shape, A.dtype, tkey1 if basic else None, B.shape, tkey2)
+        aux = (shape, A.dtype, tkey1 if basic else None, B.shape, None)
     res = wrap_result(nd(out), x)
     r = record_from(op, res, (x,))
     if r != NULL:
         keep(&r.aux, aux)
+        if advanced:
+            # Saved (not aux): freed by backward, so a second backward raises, as PyTorch's
+            # IndexBackward0 does.
+            keep(&r.saved[0], tkey2)
     return res
 
 
