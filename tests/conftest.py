@@ -5,30 +5,12 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.testing import numeric_grad
 
 try:  # PyTorch is an optional oracle; parity tests skip cleanly without it.
     import torch as _torch
 except Exception:  # pragma: no cover - depends on the machine
     _torch = None
-
-
-def numeric_grad(f, arrays, eps=1e-6):
-    """Central finite differences of scalar f(*arrays) w.r.t. each float64 array."""
-    grads = []
-    for a in arrays:
-        g = np.zeros_like(a)
-        it = np.nditer(a, flags=["multi_index"])
-        for _ in it:
-            i = it.multi_index
-            old = a[i]
-            a[i] = old + eps
-            hi = f(*arrays)
-            a[i] = old - eps
-            lo = f(*arrays)
-            a[i] = old
-            g[i] = (hi - lo) / (2 * eps)
-        grads.append(g)
-    return grads
 
 
 def check_grads(fn, *arrays, atol=1e-6, rtol=1e-5):

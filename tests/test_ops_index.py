@@ -1,12 +1,12 @@
 """Indexing (x[key]), select, narrow, gather, index_select, masked_fill, masked_select -
 gradients, views, errors and PyTorch parity."""
 import gc
-import sys
 
 import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.testing import count_python_calls
 
 RNG = np.random.default_rng(1)
 
@@ -284,25 +284,10 @@ def test_backward_through_index_ops_makes_no_python_call_per_node():
             y = tg.cat([a, y[m][:1]]) + c + d + b.sum() + e + y[not_m].sum()
         return y.sum()
 
-    def calls(fn):
-        count = 0
-
-        def prof(frame, event, arg):
-            nonlocal count
-            if event in ("call", "c_call"):
-                count += 1
-        gc.disable()
-        sys.setprofile(prof)
-        try:
-            fn()
-        finally:
-            sys.setprofile(None)
-            gc.enable()
-        return count
 
     x = tg.tensor(arr(6), requires_grad=True)
     small, big = chain(x, 2), chain(x, 20)
-    assert calls(small.backward) == calls(big.backward)
+    assert count_python_calls(small.backward) == count_python_calls(big.backward)
 
 
 # -- bad input -----------------------------------------------------------------------------------

@@ -2,38 +2,20 @@
 nn.functional.linear.  Finite differences (float64, contiguous and non-contiguous inputs), bad
 input, and parity with PyTorch (values, dtypes, gradients, grad_fn names)."""
 import gc
-import sys
 import warnings
 
 import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.testing import numeric_grad
+from tapegrad.testing import count_python_calls as _python_calls_during
 
 F = tg.nn.functional
 RNG = np.random.default_rng(7)
 
 
 # -- helpers --------------------------------------------------------------------------------------
-
-def numeric_grad(f, arrays, eps=1e-6):
-    """Central finite differences of scalar f(*arrays) w.r.t. each float64 array."""
-    grads = []
-    for a in arrays:
-        g = np.zeros_like(a)
-        it = np.nditer(a, flags=["multi_index"])
-        for _ in it:
-            i = it.multi_index
-            old = a[i]
-            a[i] = old + eps
-            hi = f(*arrays)
-            a[i] = old - eps
-            lo = f(*arrays)
-            a[i] = old
-            g[i] = (hi - lo) / (2 * eps)
-        grads.append(g)
-    return grads
-
 
 def layout_view(a, layout):
     """The values of `a` stored C-contiguous ("C"), transposed in memory ("T") or strided ("S")."""
@@ -336,24 +318,6 @@ def test_failed_op_leaves_no_record():
 
 
 # -- the sweep stays compiled ---------------------------------------------------------------------
-
-def _python_calls_during(fn):
-    calls = 0
-
-    def profiler(frame, event, arg):
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    gc.disable()
-    sys.setprofile(profiler)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-        gc.enable()
-    return calls
-
 
 W = tg.tensor(np.eye(4) * 0.9 + 0.01, dtype=tg.float64, requires_grad=True)
 B = tg.tensor(np.full(4, 0.01), requires_grad=True)

@@ -7,14 +7,13 @@ exception types and messages), the compiled VJPs (no Python call per node), PyTo
 (values, gradients, grad_fn names)."""
 from __future__ import annotations
 
-import gc
-import sys
 import warnings
 
 import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.testing import count_python_calls as _python_calls
 import tapegrad.nn.functional as F
 from tapegrad.creation import manual_seed
 
@@ -930,24 +929,6 @@ def test_pad_bad_input():
 # =============================================================================================
 # The VJPs are compiled: backward through these ops makes no Python-level call
 # =============================================================================================
-
-def _python_calls(fn):
-    calls = 0
-
-    def profiler(frame, event, arg):
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    gc.disable()
-    sys.setprofile(profiler)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-        gc.enable()
-    return calls
-
 
 def _graphs():
     x = tg.tensor(randn(4, 5), requires_grad=True)

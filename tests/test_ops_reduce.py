@@ -4,13 +4,14 @@ empty reductions, bad input, and parity with PyTorch (values, dtypes, gradients,
 import gc
 import math
 import pickle
-import sys
 import warnings
 
 import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.testing import numeric_grad
+from tapegrad.testing import count_python_calls as _python_calls_during
 
 RNG = np.random.default_rng(20240601)
 INF = float("inf")
@@ -18,25 +19,6 @@ NAN = float("nan")
 
 
 # -- helpers --------------------------------------------------------------------------------------
-
-def numeric_grad(f, arrays, eps=1e-6):
-    """Central finite differences of scalar f(*arrays) w.r.t. each float64 array."""
-    grads = []
-    for a in arrays:
-        g = np.zeros_like(a)
-        it = np.nditer(a, flags=["multi_index"])
-        for _ in it:
-            i = it.multi_index
-            old = a[i]
-            a[i] = old + eps
-            hi = f(*arrays)
-            a[i] = old - eps
-            lo = f(*arrays)
-            a[i] = old
-            g[i] = (hi - lo) / (2 * eps)
-        grads.append(g)
-    return grads
-
 
 def layout_view(a, layout):
     """The same values as `a`, stored C-contiguous ("C"), transposed in memory ("T": Fortran order)
@@ -474,24 +456,6 @@ def test_failed_op_leaves_no_record():
 
 
 # -- the sweep stays compiled ---------------------------------------------------------------------
-
-def _python_calls_during(fn):
-    calls = 0
-
-    def profiler(frame, event, arg):
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    gc.disable()
-    sys.setprofile(profiler)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-        gc.enable()
-    return calls
-
 
 CHAIN_STEPS = {
     "amax": lambda y: y + y.amax(1, keepdim=True) * 0.01,

@@ -2,13 +2,13 @@
 split, chunk, unbind, contiguous, clone - gradients, views, errors and PyTorch parity."""
 import gc
 import re
-import sys
 import warnings
 
 import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.testing import count_python_calls
 
 RNG = np.random.default_rng(0)
 
@@ -258,25 +258,10 @@ def test_backward_through_shape_ops_makes_no_python_call_per_node():
             y = y.clone().contiguous().view(6).unbind()[0].expand(6) * 0.5
         return y.sum()
 
-    def calls(fn):
-        count = 0
-
-        def prof(frame, event, arg):
-            nonlocal count
-            if event in ("call", "c_call"):
-                count += 1
-        gc.disable()
-        sys.setprofile(prof)
-        try:
-            fn()
-        finally:
-            sys.setprofile(None)
-            gc.enable()
-        return count
 
     x = tg.tensor(arr(6), requires_grad=True)
     small, big = chain(x, 2), chain(x, 20)
-    assert calls(small.backward) == calls(big.backward)
+    assert count_python_calls(small.backward) == count_python_calls(big.backward)
 
 
 # -- grad_fn names -------------------------------------------------------------------------------

@@ -4,13 +4,12 @@ Sections: finite-difference gradient checks (float64, several shapes, non-contig
 C-kernel vs numpy size paths, semantics PyTorch defines (kinks, ties, NaN, dtypes, hashing), bad
 input, the no-Python-call sweep, and parity with PyTorch (values, gradients, grad_fn names, dtypes).
 """
-import gc
-import sys
 
 import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.testing import count_python_calls as _python_calls_during
 import tapegrad.nn.functional as F
 
 RNG = np.random.default_rng(1234)
@@ -485,24 +484,6 @@ def test_no_grad_records_nothing():
 
 
 # -- the sweep makes no Python-level call per node -------------------------------------------------
-
-def _python_calls_during(fn):
-    calls = 0
-
-    def profiler(frame, event, arg):
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    gc.disable()
-    sys.setprofile(profiler)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-        gc.enable()
-    return calls
-
 
 def _family_chain(x, n):
     lo = tg.tensor([-3.0], dtype=tg.float64, requires_grad=True)

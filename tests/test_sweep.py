@@ -1,10 +1,9 @@
 """The reverse sweep is compiled: no Python call per node, no recursion, any depth."""
-import gc
-import sys
 
 import numpy as np
 
 import tapegrad as tg
+from tapegrad.testing import count_python_calls as _python_calls_during
 
 
 def _chain(x, n):
@@ -12,24 +11,6 @@ def _chain(x, n):
     for i in range(n):
         y = y * 1.0001 if i % 3 == 0 else (y + 0.5 if i % 3 == 1 else y.tanh())
     return y.sum()
-
-
-def _python_calls_during(fn):
-    calls = 0
-
-    def profiler(frame, event, arg):
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    gc.disable()            # a collection mid-backward could run unrelated Python callbacks
-    sys.setprofile(profiler)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-        gc.enable()
-    return calls
 
 
 def test_backward_makes_no_python_call_per_node():
