@@ -58,6 +58,7 @@ from .creation import (
 )
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 from . import nn, optim, utils
+from . import autograd
 from .serialization import save, load
 
 half = float16
