@@ -449,3 +449,567 @@ def test_unused_input_message():
     with pytest.raises(RuntimeError, match="One of the differentiated Tensors does not require "
                                            "grad"):
         tg.autograd.grad((x * 2).sum(), [tg.tensor([1.0])])
+
+
+# -- custom Functions --------------------------------------------------------------------------------
+
+
+def make_functions(L):
+    """The same custom Functions, defined against library L."""
+    F = L.autograd.Function
+
+    class Cube(F):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.save_for_backward(x)
+            ctx.k = k
+            return x * x * x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x * x * ctx.k, None
+
+    class MulAdd(F):              # two tensor inputs, two tensor outputs and a non-tensor one
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b, a + b.exp(), "tag"
+
+        @staticmethod
+        def backward(ctx, g1, g2, g3):
+            a, b = ctx.saved_tensors
+            return g1 * b + g2, g1 * a + g2 * b.exp()
+
+    class Exp(F):                 # saves its own output
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return g * y
+
+    class Scale(F):               # new style: forward without ctx, plus setup_context
+        @staticmethod
+        def forward(x, k):
+            return x * k
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.k = inputs[1]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+    return Cube, MulAdd, Exp, Scale
+
+
+def test_function_gradients_match_finite_differences():
+    Cube, MulAdd, Exp, Scale = make_functions(tg)
+    a0, b0 = RNG.uniform(0.5, 1.5, (2, 3)), RNG.uniform(0.5, 1.5, (2, 3))
+    w1, w2 = RNG.uniform(size=(2, 3)), RNG.uniform(size=(2, 3))
+
+    def f(a, b):
+        p, q, _ = MulAdd.apply(Cube.apply(a, 2.0), Scale.apply(b, 3.0))
+        return (Exp.apply(p) * tg.tensor(w1)).sum() + (q * tg.tensor(w2)).sum()
+
+    a, b = tg.tensor(a0, requires_grad=True), tg.tensor(b0, requires_grad=True)
+    f(a, b).backward()
+    ea, eb = numeric_grad(lambda x, y: f(tg.tensor(x), tg.tensor(y)).item(), [a0.copy(), b0.copy()])
+    np.testing.assert_allclose(a.grad.numpy(), ea, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(b.grad.numpy(), eb, rtol=1e-6, atol=1e-8)
+    ga, gb = tg.autograd.grad(f(a, b), [a, b])
+    np.testing.assert_allclose(ga.numpy(), ea, rtol=1e-6, atol=1e-8)
+
+
+def test_function_outputs_share_one_grad_fn_and_it_is_the_ctx():
+    Cube, MulAdd, Exp, Scale = make_functions(tg)
+    a, b = tg.tensor(A, requires_grad=True), tg.tensor(A, requires_grad=True)
+    p, q, tag = MulAdd.apply(a, b)
+    assert p.grad_fn is q.grad_fn and type(p.grad_fn).__name__ == "MulAddBackward"
+    assert tag == "tag" and p.grad_fn.needs_input_grad == (True, True)
+    assert "grad_fn=<MulAddBackward>" in repr(p)
+    y = Cube.apply(a, 2.5)
+    assert y.grad_fn.k == 2.5 and y.grad_fn.name() == "CubeBackward"
+    assert isinstance(y.grad_fn, tg.autograd.function.BackwardCFunction)
+    assert not y.is_leaf and y.requires_grad
+
+
+def test_function_records_and_ctx_are_released_with_their_outputs():
+    Cube, MulAdd, Exp, Scale = make_functions(tg)
+    x = tg.tensor(B, requires_grad=True)
+    x * 1.0                                     # x's LEAF record exists from here on
+    live = tg._core.tape().live_records
+    y = Exp.apply(x)                            # saves its own output: no reference cycle
+    p, q, _ = MulAdd.apply(y, x)
+    ref = weakref.ref(y.grad_fn)
+    ref2 = weakref.ref(p.grad_fn)
+    assert tg._core.tape().live_records > live
+    del y, p, q
+    gc.collect()
+    assert ref() is None and ref2() is None
+    assert tg._core.tape().live_records == live
+
+
+def test_function_saved_tensors_are_freed_by_backward():
+    Cube, MulAdd, Exp, Scale = make_functions(tg)
+    x = tg.tensor(B, requires_grad=True)
+    y = Cube.apply(x, 1.0)
+    y.sum().backward(retain_graph=True)
+    assert len(y.grad_fn.saved_tensors) == 1
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 6 * B * B)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.grad_fn.saved_tensors
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.sum().backward()
+
+
+def test_function_makes_python_calls_only_for_itself():
+    Cube, MulAdd, Exp, Scale = make_functions(tg)
+    x = tg.tensor(np.linspace(-1, 1, 8), requires_grad=True)
+    calls = []
+    for n in (10, 80):
+        out = chain(Scale.apply(chain(x, n) * x, 2.0) * x, n)
+        calls.append(python_calls_during(out.backward))
+    assert calls[0] == calls[1]
+
+
+def test_deep_chain_of_functions():
+    out = run_isolated("""
+        import tapegrad as tg
+
+        class Twice(tg.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        x = tg.tensor([1.0], dtype=tg.float64, requires_grad=True)
+        y = x
+        for i in range(20_000):
+            y = Twice.apply(y) * 0.5
+        y.backward()
+        print(x.grad.tolist(), tg._core.tape().live_records)
+        del y
+        print(tg._core.tape().live_records)
+    """)
+    first, second = out.split("\n")[:2]
+    assert first.startswith("[1.0]") and int(second) <= 1
+
+
+def _F(L):
+    return L.autograd.Function
+
+
+def _f_basic(L):
+    Cube, *_ = make_functions(L)
+    x = f64(L, [1.0, 2.0])
+    y = Cube.apply(x, 3.0)
+    y.sum().backward()
+    return y, x.grad, type(y.grad_fn).__name__, y.grad_fn.needs_input_grad
+
+
+def _f_kwargs(L):
+    Cube, *_ = make_functions(L)
+    return Cube.apply(f64(L, [1.0, 2.0]), k=3.0)
+
+
+def _f_multi_one_output_used(L):
+    _, MulAdd, *_ = make_functions(L)
+    a, b = f64(L, [1.0, 2.0]), f64(L, [0.5, 0.25])
+    p, q, tag = MulAdd.apply(a, b)
+    q.sum().backward()
+    return a.grad, b.grad, tag, p.grad_fn is q.grad_fn
+
+
+def _f_saved_output(L):
+    *_, Exp, _ = make_functions(L)
+    x = f64(L, [1.0, 2.0])
+    Exp.apply(x).sum().backward()
+    y = Exp.apply(x)
+    return x.grad, y.grad_fn.saved_tensors
+
+
+def _f_new_style(L):
+    *_, Scale = make_functions(L)
+    x = f64(L, [1.0, 2.0])
+    Scale.apply(x, 4.0).sum().backward()
+    return x.grad
+
+
+def _f_wrong_count(L):
+    class Bad(_F(L)):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x + y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = f64(L, [1.0, 2.0])
+    Bad.apply(x, x).sum().backward()
+
+
+def _f_extra_nones_are_fine(L):
+    class Extra(_F(L)):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x + y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g * 2, None, None
+
+    x, y = f64(L, [1.0, 2.0]), f64(L, [1.0, 2.0])
+    Extra.apply(x, y).sum().backward()
+    return x.grad, y.grad
+
+
+def _f_too_many(L):
+    class Bad(_F(L)):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x + y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g, g
+
+    x = f64(L, [1.0, 2.0])
+    Bad.apply(x, x).sum().backward()
+
+
+def _f_grad_for_non_tensor(L):
+    class Bad(_F(L)):
+        @staticmethod
+        def forward(ctx, x, k):
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g
+
+    Bad.apply(f64(L, [1.0, 2.0]), 2.0).sum().backward()
+
+
+def _make_returning(L, make_grad):
+    class Ret(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return make_grad(L, g)
+
+    x = f64(L, [1.0, 2.0])
+    Ret.apply(x).sum().backward()
+    return x.grad
+
+
+def _f_bad_shape(L):
+    return _make_returning(L, lambda L, g: L.ones(3, dtype=L.float64))
+
+
+def _f_bad_shape_0d(L):
+    return _make_returning(L, lambda L, g: L.ones((), dtype=L.float64))
+
+
+def _f_bad_shape_2d(L):
+    return _make_returning(L, lambda L, g: L.ones(2, 1, dtype=L.float64))
+
+
+def _f_bigger_grad_is_summed(L):
+    return _make_returning(L, lambda L, g: g.expand(3, 2))
+
+
+def _f_dtype_is_cast(L):
+    return _make_returning(L, lambda L, g: L.ones(2, dtype=L.float32))
+
+
+def _f_non_tensor_grad(L):
+    return _make_returning(L, lambda L, g: 3.0)
+
+
+def _f_none_grad(L):
+    return _make_returning(L, lambda L, g: None)
+
+
+def _f_error_in_backward(L):
+    def boom(L, g):
+        raise ValueError("boom")
+    return _make_returning(L, boom)
+
+
+def _f_materialize(L):
+    seen = []
+
+    class Two(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            seen.append((g1, g2))
+            return g1 * 2 + g2 * 3
+
+    class TwoLazy(Two):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            seen.append((g1, g2))
+            return g1 * 2
+
+    x = f64(L, [1.0, 2.0])
+    Two.apply(x)[1].sum().backward()
+    TwoLazy.apply(x)[0].sum().backward()
+    return x.grad, seen
+
+
+def _f_non_differentiable(L):
+    seen = []
+
+    class MaxArg(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            i = x.argmax()
+            v = x.max()
+            s = x * 1
+            ctx.mark_non_differentiable(s)
+            ctx.save_for_backward(x)
+            return v, i, s
+
+        @staticmethod
+        def backward(ctx, gv, gi, gs):
+            seen.append((gv, gi, gs))
+            (x,) = ctx.saved_tensors
+            return (x == x.max()).to(x.dtype) * gv
+
+    x = f64(L, [1.0, 3.0, 2.0])
+    v, i, s = MaxArg.apply(x)
+    v.backward()
+    return v.requires_grad, i.requires_grad, s.requires_grad, i.grad_fn, x.grad, seen
+
+
+def _f_identity_output(L):
+    class Id(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 5
+
+    x = f64(L, [1.0, 2.0])
+    y = Id.apply(x)
+    y.sum().backward()
+    shares = np.shares_memory(y.detach().numpy(), x.detach().numpy())   # a view of x
+    return y is x, shares, type(y.grad_fn).__name__, x.grad, y
+
+
+def _f_needs_input_grad(L):
+    seen = []
+
+    class N(_F(L)):
+        @staticmethod
+        def forward(ctx, x, y, k):
+            seen.append(("fwd", ctx.needs_input_grad, L.is_grad_enabled()))
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(("bwd", ctx.needs_input_grad, L.is_grad_enabled()))
+            return g, None, None
+
+    x = f64(L, [1.0, 2.0])
+    N.apply(x, f64(L, [1.0, 1.0], False), 3).sum().backward()
+    with L.no_grad():
+        r = N.apply(x, f64(L, [1.0, 1.0], False), 3)
+    r2 = N.apply(f64(L, [1.0], False), f64(L, [1.0], False), 3)
+    return seen, r.requires_grad, r2.requires_grad, r2.grad_fn
+
+
+def _f_save_non_tensor(L):
+    class S(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, 3)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    S.apply(f64(L, [1.0]))
+
+
+def _saving_input(L):
+    class SaveIn(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x
+    return SaveIn
+
+
+def _f_saved_leaf_modified(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    y = _saving_input(L).apply(x)
+    with L.no_grad():
+        x.mul_(2)
+    y.sum().backward()
+
+
+def _f_saved_nonleaf_modified(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    w = x.exp()
+    y = _saving_input(L).apply(w)
+    w.add_(1)
+    y.sum().backward()
+
+
+def _f_no_backward(L):
+    class NoBw(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+    NoBw.apply(f64(L, [1.0])).sum().backward()
+
+
+def _f_legacy_call(L):
+    Cube, *_ = make_functions(L)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        f = Cube()
+    return f(f64(L, [1.0]))
+
+
+def _f_returns_list_or_none(L):
+    class R(_F(L)):
+        @staticmethod
+        def forward(ctx, x, kind):
+            return [x * 2] if kind else None
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+
+    x = f64(L, [1.0])
+    return R.apply(x, True), R.apply(x, False)
+
+
+def _f_one_tuple(L):
+    class T(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            return (x * 2,)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = f64(L, [1.0])
+    (y,) = T.apply(x)
+    y.sum().backward()
+    return type(T.apply(x)).__name__, x.grad
+
+
+def _f_dirty(L):
+    class Dbl(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = f64(L, [1.0, 2.0])
+    w = x * 1
+    r = Dbl.apply(w)
+    (w * w).sum().backward()
+    return r is w, type(w.grad_fn).__name__, w, x.grad
+
+
+def _f_dirty_leaf(L):
+    class Dbl(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    Dbl.apply(f64(L, [1.0, 2.0]))
+
+
+def _f_grad_through_function_output(L):
+    _, MulAdd, *_ = make_functions(L)
+    a, b = f64(L, [1.0, 2.0]), f64(L, [0.5, 0.25])
+    p, q, _ = MulAdd.apply(a, b)
+    z = (p * q).sum()
+    return L.autograd.grad(z, [p, a], retain_graph=True), L.autograd.grad(z, [q])
+
+
+def _f_once_differentiable(L):
+    class O(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        @L.autograd.function.once_differentiable
+        def backward(ctx, g):
+            return g * 2
+
+    x = f64(L, [1.0])
+    O.apply(x).sum().backward()
+    return x.grad
+
+
+FUNCTION_PARITY = [
+    _f_basic, _f_kwargs, _f_multi_one_output_used, _f_saved_output, _f_new_style, _f_wrong_count,
+    _f_extra_nones_are_fine, _f_too_many, _f_grad_for_non_tensor, _f_bad_shape, _f_bad_shape_0d,
+    _f_bad_shape_2d, _f_bigger_grad_is_summed, _f_dtype_is_cast, _f_non_tensor_grad,
+    _f_none_grad, _f_error_in_backward, _f_materialize, _f_non_differentiable,
+    _f_identity_output, _f_needs_input_grad, _f_save_non_tensor, _f_saved_leaf_modified,
+    _f_saved_nonleaf_modified, _f_no_backward, _f_legacy_call, _f_returns_list_or_none,
+    _f_one_tuple, _f_dirty, _f_dirty_leaf, _f_grad_through_function_output,
+    _f_once_differentiable]
+
+
+@pytest.mark.parametrize("scenario", FUNCTION_PARITY, ids=lambda f: f.__name__[1:])
+def test_function_parity(torch, scenario):
+    same(torch, scenario)
+
+
+@pytest.mark.parametrize("scenario", FUNCTION_PARITY, ids=lambda f: f.__name__[1:])
+def test_function_scenarios_run_without_torch(scenario):
+    outcome(scenario, tg)
