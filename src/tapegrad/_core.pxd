@@ -27,6 +27,7 @@ cdef struct Record:
     PyObject* fn                    # borrowed: the cached grad_fn object, NULL when none lives
     PyObject* ver[MAX_SAVED]        # owned: Version of the storage saved[j] lives in (or NULL)
     Py_ssize_t ver_at[MAX_SAVED]    # that Version's value when it was saved (checked by the sweep)
+    PyObject* extra                 # owned: RecordExtra (tensor hooks, anomaly trace) or NULL
 
 
 cdef inline Py_ssize_t* rec_inputs(Record* r) noexcept:

@@ -16,6 +16,7 @@
 #   ops_index.pxi       indexing, gather, index_select, masked_fill
 #   ops_nn.pxi          nn.functional: softmax, losses, normalisation, ...
 #   ops_inplace.pxi     in-place ops and x[key] = value, with version counters
+#   ops_function.pxi    custom autograd.Function records, tensor hooks, anomaly mode
 #   sweep.pxi           the reverse sweep (backward)
 
 cimport numpy as cnp
@@ -38,4 +39,5 @@ include "ops_shape.pxi"
 include "ops_index.pxi"
 include "ops_nn.pxi"
 include "ops_inplace.pxi"
+include "ops_function.pxi"
 include "sweep.pxi"

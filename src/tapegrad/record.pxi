@@ -24,6 +24,8 @@ cdef inline bint wants_record(Py_ssize_t* inp, int n_in) noexcept:
 cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) except NULL:
     """Append the record of `result` (which then requires grad and is no longer a leaf)."""
     cdef Py_ssize_t i = TAPE.append(op, n_in, inp)
+    if ANOMALY_MODE:                    # anomaly mode: remember where the forward ran (taken in C)
+        attach_anomaly_trace(i, anomaly_trace())
     cdef Record* r = &TAPE.recs[i]
     r.out = <PyObject*>result
     result._node = i

@@ -1,10 +1,23 @@
 # ---------------------------------------------------------------------------------------------
 # The reverse sweep.
 #
-# One downward walk of the arena from the root's record.  Adjoints live in a C array indexed by
-# record (owned references to ndarrays).  A record with no pending adjoint is skipped; the walk
-# stops below the lowest record that received one.  No recursion, no per-node Python call for
-# built-in ops: each step is a call through the op table's C function pointer.
+# One downward walk of the arena from the highest root's record (several roots are seeded at
+# once: backward([y1, y2]) and grad([y1, y2], ...) sum their contributions).  Adjoints live in a C
+# array indexed by record (owned references to ndarrays).  A record with no pending adjoint is
+# skipped; the walk stops below the lowest record that received one.  No recursion, no per-node
+# Python call for built-in ops: each step is a call through the op table's C function pointer.
+# The only records whose step calls Python are those with tensor hooks (Record.extra) and custom
+# autograd.Functions (OP_FUNCTION, ops_function.pxi).
+#
+# Three modes:
+#   SWEEP_ACCUMULATE  backward(): every leaf reached receives its total in .grad
+#   SWEEP_INPUTS      backward(inputs=...): only the given tensors' .grad (non-leaf ones are
+#                     retain_grad()ed first, as PyTorch does)
+#   SWEEP_CAPTURE     autograd.grad(): the total adjoint arriving at each requested record (a
+#                     non-leaf's own record, a leaf's LEAF record) is returned; no .grad changes
+# With targets (the last two modes) a forward scan over [lowest target, top] first marks the
+# records that lead to a target; the walk ignores the others (PyTorch runs only the nodes needed
+# for the inputs) and stops at the lowest target.
 #
 # Accumulation follows HIPS autograd: the first contribution to an adjoint is kept by reference;
 # the second creates a fresh sum, which the sweep then owns and may add later contributions into in
@@ -82,54 +95,166 @@ cdef inline int accumulate(PyObject** adj, char* owned, Py_ssize_t k, object gk)
     return 0
 
 
-cdef int sweep(Py_ssize_t root, object g0, bint retain_graph) except -1:
-    """Propagate adjoint `g0` of record `root` down the tape into leaf and retained grads."""
-    cdef Py_ssize_t n = root + 1, i, k, lowest = root
-    cdef PyObject** adj = <PyObject**>calloc(n, sizeof(PyObject*))
-    cdef char* owned = <char*>calloc(n, 1)
+cdef enum:
+    SWEEP_ACCUMULATE = 0
+    SWEEP_INPUTS = 1
+    SWEEP_CAPTURE = 2
+
+
+cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targets):
+    """Propagate seeds[j] (ndarrays) from records roots[j] down the tape.
+
+    SWEEP_CAPTURE returns a list with one entry per target: the total adjoint that reached it
+    (an ndarray) or None; the other modes return None."""
+    cdef Py_ssize_t nr = len(roots), nt = 0 if targets is None else len(targets)
+    cdef Py_ssize_t top = -1, lowest, stop = 0, i, k, j, lo
+    cdef PyObject** adj = NULL
+    cdef char* owned = NULL
+    cdef char* need = NULL
+    cdef Py_ssize_t* slot = NULL
     cdef Record rec                     # private copy: the arena may move while a VJP runs
     cdef Py_ssize_t* ins
-    cdef int j
+    cdef int q, prev_disabled
+    cdef char own
+    cdef bint any_needed
     cdef vjp_fn vjp
-    if adj == NULL or owned == NULL:
+    cdef list captured = None
+    for j in range(nr):
+        k = roots[j]
+        if k > top:
+            top = k
+    lowest = top
+    for j in range(nr):
+        k = roots[j]
+        if k < lowest:
+            lowest = k
+    cdef Py_ssize_t n = top + 1
+    if n <= 0:
+        return [None] * nt if mode == SWEEP_CAPTURE else None
+    adj = <PyObject**>calloc(n, sizeof(PyObject*))
+    owned = <char*>calloc(n, 1)
+    if targets is not None:
+        need = <char*>calloc(n, 1)
+        slot = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    if adj == NULL or owned == NULL or (targets is not None and (need == NULL or slot == NULL)):
         free(adj)
         free(owned)
+        free(need)
+        free(slot)
         raise MemoryError("tapegrad: cannot allocate the adjoint table for backward")
+    if targets is not None:
+        # Which records lead to a target: creation order is topological, so one upward scan.
+        for i in range(n):
+            slot[i] = -1
+        lo = n
+        for j in range(nt):
+            k = targets[j]
+            if 0 <= k < n:
+                need[k] = 1
+                if slot[k] < 0:
+                    slot[k] = j
+                if k < lo:
+                    lo = k
+        for i in range(lo + 1, n):
+            if need[i] or (TAPE.recs[i].flags & RF_FREE):
+                continue
+            ins = rec_inputs(&TAPE.recs[i])
+            for q in range(TAPE.recs[i].n_in):
+                k = ins[q]
+                if k >= lo and need[k]:
+                    need[i] = 1
+                    break
+        stop = lo
+        if mode == SWEEP_CAPTURE:
+            captured = [None] * nt
     TAPE.sweeping += 1
+    for j in range(nr):                 # the roots stay alive whatever hooks and Functions do
+        TAPE.recs[<Py_ssize_t>roots[j]].refcnt += 1
+    global tapegrad_grad_disabled
+    prev_disabled = tapegrad_grad_disabled
+    tapegrad_grad_disabled = 1          # hooks and Function backwards run without recording
     try:
-        Py_INCREF(g0)
-        adj[root] = <PyObject*>g0
-        i = root
-        while i >= lowest:
+        for j in range(nr):
+            accumulate(adj, owned, <Py_ssize_t>roots[j], seeds[j])
+        i = top
+        while i >= lowest and i >= stop:
             if adj[i] == NULL:
                 i -= 1
                 continue
             g = <object>adj[i]
             Py_DECREF(g)                # `g` (a local) keeps it alive; the table slot is emptied
             adj[i] = NULL
+            own = owned[i]
+            if need != NULL and not need[i]:
+                i -= 1
+                continue
+            if TAPE.recs[i].extra != NULL:
+                h = run_tensor_hooks(i, g)
+                if h is not g:
+                    g = h
+                    own = 0
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
-                if rec.out != NULL and (<TensorBase>rec.out)._requires_grad:
-                    deliver_grad(<TensorBase>rec.out, g, owned[i])
+                if mode == SWEEP_CAPTURE:
+                    if slot[i] >= 0:
+                        captured[slot[i]] = g
+                elif rec.out != NULL and (<TensorBase>rec.out)._requires_grad:
+                    deliver_grad(<TensorBase>rec.out, g, own)
+                    if rec.extra != NULL:
+                        run_post_accumulate_hooks(i)
                 i -= 1
                 continue
             if (rec.flags & RF_RETAIN_GRAD) and rec.out != NULL:
                 deliver_grad(<TensorBase>rec.out, g, False)
+            if slot != NULL and mode == SWEEP_CAPTURE and slot[i] >= 0:
+                captured[slot[i]] = g
+            if rec.op == OP_FN_OUTPUT:
+                # Output j of a custom Function: its total joins slot j of the Function record's
+                # adjoint (a list with one entry per output).
+                k = rec.inp[0]
+                if need == NULL or need[k]:
+                    route_function_output(adj, k, <Py_ssize_t>rec.scalar, g, i)
+                    if k < lowest:
+                        lowest = k
+                i -= 1
+                continue
+            if need != NULL:
+                # Inputs that lead to no target get no gradient: VJPs skip their work.
+                any_needed = False
+                for q in range(rec.n_in):
+                    k = rec_inputs(&rec)[q]
+                    if k < 0:
+                        continue
+                    if need[k]:
+                        any_needed = True
+                    elif rec.more == NULL:
+                        rec.inp[q] = -1
+                if not any_needed:
+                    i -= 1
+                    continue
             if rec.flags & RF_RELEASED:
                 raise RuntimeError(BACKWARD_TWICE)
             check_saved_versions(&rec)
             # Hold the saved values for the duration of the VJP (a hook or another thread could
             # otherwise release them under us).
-            for j in range(MAX_SAVED):
-                Py_XINCREF(rec.saved[j])
+            for q in range(MAX_SAVED):
+                Py_XINCREF(rec.saved[q])
             Py_XINCREF(rec.aux)
+            Py_XINCREF(rec.extra)
             try:
                 vjp = OP_VJP[rec.op]
                 grads = vjp(&rec, g)
+                if ANOMALY_MODE:
+                    anomaly_check_nan(&rec, grads)
+            except BaseException as e:
+                if ANOMALY_MODE:
+                    anomaly_reraise(&rec, e)
+                raise
             finally:
-                for j in range(MAX_SAVED):
-                    Py_XDECREF(rec.saved[j])
+                for q in range(MAX_SAVED):
+                    Py_XDECREF(rec.saved[q])
                 Py_XDECREF(rec.aux)
+                Py_XDECREF(rec.extra)
             ins = rec_inputs(&rec)
             if rec.n_in == 1:
                 k = ins[0]
@@ -138,11 +263,11 @@ cdef int sweep(Py_ssize_t root, object g0, bint retain_graph) except -1:
                     if k < lowest:
                         lowest = k
             else:
-                for j in range(rec.n_in):
-                    k = ins[j]
-                    if k < 0:
+                for q in range(rec.n_in):
+                    k = ins[q]
+                    if k < 0 or (need != NULL and not need[k]):
                         continue
-                    gk = (<tuple>grads)[j]
+                    gk = (<tuple>grads)[q]
                     if gk is None:
                         continue
                     accumulate(adj, owned, k, gk)
@@ -150,40 +275,210 @@ cdef int sweep(Py_ssize_t root, object g0, bint retain_graph) except -1:
                         lowest = k
             if not retain_graph:
                 TAPE.release_saved(i)
+                if rec.op == OP_FUNCTION:
+                    release_function_ctx(i)
             i -= 1
+        if captured is not None:
+            for j in range(nt):
+                k = targets[j]
+                if 0 <= k < n and slot[k] != j:
+                    captured[j] = captured[slot[k]]
     finally:
+        tapegrad_grad_disabled = prev_disabled
         TAPE.sweeping -= 1
         for i in range(n):
             Py_XDECREF(adj[i])
         free(adj)
         free(owned)
-    return 0
+        free(need)
+        free(slot)
+        for j in range(nr):
+            TAPE.decref(<Py_ssize_t>roots[j])
+    return captured
 
 
-cdef int run_backward(TensorBase root, object gradient, bint retain_graph) except -1:
-    """Tensor.backward(): validate the seed gradient, then sweep (or deliver straight to a leaf)."""
-    A = root._array
-    if not root._requires_grad:
-        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-    if gradient is None:
-        if A.size != 1:
-            raise RuntimeError("grad can be implicitly created only for scalar outputs")
-        g0 = np.ones(A.shape, dtype=A.dtype)
-    else:
-        if isinstance(gradient, TensorBase):
-            g0 = (<TensorBase>gradient)._array
+# -- the engine: PyTorch's torch.autograd.backward / grad front ends ----------------------------
+
+cdef tuple as_tensor_tuple(object x):
+    if isinstance(x, TensorBase):
+        return (x,)
+    return tuple(x)
+
+
+cdef list make_grads(tuple outputs, tuple grads):
+    """PyTorch's _make_grads: check each given grad_output against its output; create ones for
+    scalar outputs given None.  Returns one TensorBase / ndarray / None per (output, grad) pair."""
+    cdef list new = []
+    cdef Py_ssize_t i
+    for i in range(min(len(outputs), len(grads))):
+        out = outputs[i]
+        grad = grads[i]
+        if not isinstance(out, TensorBase):
+            raise TypeError(f"outputs must be Tensors, but got {type(out).__name__}")
+        A = (<TensorBase>out)._array
+        if isinstance(grad, TensorBase):
+            G = (<TensorBase>grad)._array
+            if G.shape != A.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                   f"torch.Size({list(G.shape)}) and output[{i}] has a shape of "
+                                   f"torch.Size({list(A.shape)}).")
+            new.append(grad)
+        elif grad is None:
+            if (<TensorBase>out)._requires_grad:
+                if A.size != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if A.dtype.kind != "f":
+                    raise RuntimeError("grad can be implicitly created only for real scalar "
+                                       f"outputs but got {dtype_of_array(A)}")
+                new.append(np.ones(A.shape, dtype=A.dtype))
+            else:
+                new.append(None)
         else:
-            raise TypeError(f"gradient must be a Tensor or None, got {type(gradient).__name__}")
-        if g0.shape != A.shape:
-            raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of "
-                               f"torch.Size({list(g0.shape)}) and output[0] has a shape of "
-                               f"torch.Size({list(A.shape)}).")
-        if g0.dtype != A.dtype:
-            g0 = g0.astype(A.dtype)
-    if is_leaf_c(root):
-        deliver_grad(root, g0, False)
-        return 0
+            raise TypeError(f"gradients can be either Tensors or None, but got "
+                            f"{type(grad).__name__}")
+    return new
+
+
+cdef tuple normalize_inputs(object inputs, str fname):
+    if isinstance(inputs, TensorBase):
+        return (inputs,)
+    if type(inputs) is dict:
+        return tuple(inputs.values())
+    if isinstance(inputs, dict):
+        raise TypeError(f"`inputs` argument to `{fname}()` must be a dict, not "
+                        f"{type(inputs).__name__}. Other Mapping types are not supported.")
+    return tuple(inputs)
+
+
+cdef object engine_run(tuple outputs, list grads, bint retain_graph, bint create_graph,
+                       tuple inputs, bint allow_unused, bint accumulate_grad):
+    """PyTorch's engine entry: roots, seeds and targets, then one sweep.  With accumulate_grad,
+    leaves' (or only `inputs`') .grad receive the gradients; otherwise the gradients of `inputs`
+    are returned (a tuple of tensors / None)."""
+    cdef Py_ssize_t i, n = len(outputs)
+    cdef TensorBase t
+    cdef list roots = [], seeds = [], targets = None
+    if n != len(grads):
+        raise RuntimeError(f"got {n} tensors and {len(grads)} gradients")
+    for i in range(n):
+        t = <TensorBase>outputs[i]
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               "a grad_fn")
+    if inputs is not None:
+        targets = []
+        for x in inputs:
+            if not isinstance(x, TensorBase):
+                raise RuntimeError("all inputs have to be Tensors or GradientEdges, but got "
+                                   f"{type(x).__name__}")
+            t = <TensorBase>x
+            if accumulate_grad:
+                t.retain_grad()         # PyTorch: the inputs' .grad are populated, leaf or not
+            elif not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if create_graph:
+        return graph_engine_run(outputs, grads, retain_graph, inputs, allow_unused,
+                                accumulate_grad)
+    for i in range(n):
+        t = <TensorBase>outputs[i]
+        g = grads[i]
+        if isinstance(g, TensorBase):
+            g = (<TensorBase>g)._array
+        if g.dtype != t._array.dtype:
+            g = g.astype(t._array.dtype)
+        roots.append(node_for_input(t))     # a leaf output gets its LEAF record
+        seeds.append(g)
+    if inputs is not None:
+        for x in inputs:
+            targets.append((<TensorBase>x)._node)
+    mode = SWEEP_ACCUMULATE if inputs is None else (SWEEP_INPUTS if accumulate_grad
+                                                    else SWEEP_CAPTURE)
     # One errstate for the whole sweep (not one per node): IEEE results (0 * inf = nan, ...) pass
     # silently, as in PyTorch, instead of numpy warnings.
     with np.errstate(all="ignore"):
-        return sweep(root._node, g0, retain_graph)
+        captured = sweep(roots, seeds, retain_graph, mode, targets)
+    if accumulate_grad:
+        return None
+    return captured_results(inputs, captured, allow_unused)
+
+
+cdef tuple captured_results(tuple inputs, list captured, bint allow_unused):
+    cdef list out = []
+    cdef Py_ssize_t j
+    cdef TensorBase t
+    for j in range(len(inputs)):
+        g = captured[j]
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {j} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
+            out.append(None)
+            continue
+        t = <TensorBase>inputs[j]
+        A = t._array
+        if isinstance(g, TensorBase):
+            out.append(g)
+            continue
+        if g.shape != A.shape or g.dtype != A.dtype:
+            full = np.empty(A.shape, dtype=A.dtype)
+            full[...] = g
+            g = full
+        out.append(wrap(g))
+    return tuple(out)
+
+
+def _backward(tensors, grad_tensors=None, retain_graph=None, bint create_graph=False,
+              inputs=None):
+    """torch.autograd.backward: accumulate into leaves' .grad."""
+    backward_impl(tensors, grad_tensors, retain_graph, create_graph, inputs)
+
+
+cdef int backward_impl(object tensors, object grad_tensors, object retain_graph,
+                       bint create_graph, object inputs) except -1:
+    cdef tuple inputs_tuple = None
+    if inputs is not None:
+        inputs_tuple = normalize_inputs(inputs, "backward")
+        if len(inputs_tuple) == 0:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    cdef tuple outs = as_tensor_tuple(tensors)
+    cdef tuple gts = (None,) * len(outs) if grad_tensors is None else as_tensor_tuple(grad_tensors)
+    cdef list grads = make_grads(outs, gts)
+    cdef bint retain = create_graph if retain_graph is None else bool(retain_graph)
+    engine_run(outs, grads, retain, create_graph, inputs_tuple, True, True)
+    return 0
+
+
+def _grad(outputs, inputs, grad_outputs=None, retain_graph=None, bint create_graph=False,
+          allow_unused=None, bint materialize_grads=False):
+    """torch.autograd.grad: the gradients of `outputs` with respect to `inputs`, as a tuple."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    cdef bint allow = materialize_grads if allow_unused is None else bool(allow_unused)
+    cdef tuple outs = as_tensor_tuple(outputs)
+    cdef tuple inputs_tuple = normalize_inputs(inputs, "grad")
+    if len(inputs_tuple) == 0:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    cdef tuple gos = (None,) * len(outs) if grad_outputs is None else as_tensor_tuple(grad_outputs)
+    cdef list grads = make_grads(outs, gos)
+    cdef bint retain = create_graph if retain_graph is None else bool(retain_graph)
+    result = engine_run(outs, grads, retain, create_graph, inputs_tuple, allow, False)
+    if materialize_grads:
+        result = tuple(r if r is not None else zeros_grad_like(<TensorBase>x, create_graph)
+                       for r, x in zip(result, inputs_tuple))
+    if type(inputs) is dict:
+        return dict(zip(inputs.keys(), result))
+    return result
+
+
+cdef object zeros_grad_like(TensorBase x, bint requires_grad):
+    cdef TensorBase z = wrap(np.zeros(x._array.shape, dtype=x._array.dtype))
+    if requires_grad:
+        z._set_requires_grad(True)
+    return z
+
+
+cdef object graph_engine_run(tuple outputs, list grads, bint retain_graph, tuple inputs,
+                             bint allow_unused, bint accumulate_grad):
+    raise NotImplementedError("create_graph=True is not supported yet")

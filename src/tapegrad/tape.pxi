@@ -46,6 +46,7 @@ cdef class Tape:
                     Py_XDECREF(self.recs[i].saved[j])
                     Py_XDECREF(self.recs[i].ver[j])
                 Py_XDECREF(self.recs[i].aux)
+                Py_XDECREF(self.recs[i].extra)
                 free(self.recs[i].more)
             free(self.recs)
         free(self.stack)
@@ -167,7 +168,7 @@ cdef class Tape:
         cdef int j
         cdef Record* r
         cdef Py_ssize_t* ins
-        cdef PyObject* held[2 * MAX_SAVED + 1]
+        cdef PyObject* held[2 * MAX_SAVED + 2]
         self.recs[i].refcnt -= 1
         if self.recs[i].refcnt > 0:
             return 0
@@ -186,6 +187,8 @@ cdef class Tape:
                 r.ver[j] = NULL
             held[MAX_SAVED] = r.aux
             r.aux = NULL
+            held[2 * MAX_SAVED + 1] = r.extra
+            r.extra = NULL
             r.out = NULL
             r.fn = NULL
             r.flags = RF_FREE
@@ -202,7 +205,7 @@ cdef class Tape:
                         self.sp += 1
             free(r.more)
             r.more = NULL
-            for j in range(2 * MAX_SAVED + 1):
+            for j in range(2 * MAX_SAVED + 2):
                 Py_XDECREF(held[j])
         while self.n > 0 and (self.recs[self.n - 1].flags & RF_FREE):
             self.n -= 1

@@ -151,6 +151,8 @@ cdef object make_grad_fn(Py_ssize_t node):
     if TAPE.recs[node].fn != NULL:
         return <object>TAPE.recs[node].fn
     cdef int op = TAPE.recs[node].op
+    if op == OP_FN_OUTPUT or op == OP_FUNCTION:
+        return function_ctx_of(node)    # a custom Function's grad_fn is its ctx (ops_function)
     cls = GRAD_FN_CLASSES.get(op)
     if cls is None:
         cls = type(OP_NAMES[op], (GradFn,), {"__module__": "tapegrad.autograd"})
@@ -278,12 +280,9 @@ cdef class TensorBase:
         self._version = version_of(<TensorBase>value)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad."""
-        if create_graph:
-            raise NotImplementedError("backward(create_graph=True) is not supported yet")
-        if inputs is not None:
-            raise NotImplementedError("backward(inputs=...) is not supported yet")
-        run_backward(self, gradient, bool(retain_graph) if retain_graph is not None else False)
+        """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad (or only of
+        `inputs`), as torch.autograd.backward(self, gradient, ...)."""
+        backward_impl(self, gradient, retain_graph, bool(create_graph), inputs)
 
     # -- metadata --------------------------------------------------------------------------------
 

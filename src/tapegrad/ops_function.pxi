@@ -1,0 +1,436 @@
+# ---------------------------------------------------------------------------------------------
+# The parts of autograd that call Python from the sweep: custom Functions, tensor hooks, anomaly
+# mode.  Built-in ops never come here; the sweep tests one pointer (Record.extra) or one opcode.
+#
+# Custom autograd.Function (the Python side is tapegrad/autograd/function.py):
+#   One OP_FUNCTION record per call: its inputs are the forward's positional arguments (-1 for
+#   non-tensors and tensors that need no gradient), its aux is the ctx (which is also the outputs'
+#   grad_fn, as in PyTorch), its scalar the number of outputs.  No tensor is its output.
+#   Each differentiable output j gets a cheap OP_FN_OUTPUT record whose only input is the
+#   OP_FUNCTION record and whose scalar is j: it is what the output tensor's _node names, so
+#   retain_grad, hooks, autograd.grad captures and lifetimes work per output exactly as for
+#   built-in ops.  The sweep routes an OP_FN_OUTPUT record's total adjoint into slot j of the
+#   OP_FUNCTION record's adjoint, a list with one entry per output, so the Function's backward
+#   runs once, with every output's gradient, after all of them are known (creation order: the
+#   output records are younger than the Function record).  The OP_FUNCTION record lives while
+#   any output record does (they hold references to it); when the last output dies it is
+#   released and with it the ctx and its saved tensors.
+#
+# Tensor hooks: Record.extra holds a RecordExtra whose dicts map a handle id to the hook.  A
+# non-leaf's hooks live on its record (they fire even after the tensor died, as PyTorch's live on
+# its grad_fn); a leaf's on its LEAF record (created on register_hook).  The record moves with its
+# struct when the tape compacts, so nothing is keyed by a record index.
+#
+# Anomaly mode: when on, every recorded op remembers the Python stack that created it (a list of
+# (code, line) pairs, taken in C without running Python code); an error inside a VJP is re-raised
+# naming the op and that stack, and VJPs that return NaN raise.
+# ---------------------------------------------------------------------------------------------
+
+import weakref
+
+cdef extern from "Python.h":
+    ctypedef struct PyFrameObject:
+        pass
+    ctypedef struct PyCodeObject:
+        pass
+    PyFrameObject* PyEval_GetFrame()
+    PyCodeObject* PyFrame_GetCode(PyFrameObject* frame)
+    PyFrameObject* PyFrame_GetBack(PyFrameObject* frame)
+    int PyFrame_GetLineNumber(PyFrameObject* frame)
+
+
+cdef class RecordExtra:
+    """What a record carries besides its op: tensor hooks and the anomaly-mode forward trace."""
+    cdef public dict hooks              # handle id -> fn(grad) -> grad or None (pre-hooks)
+    cdef public dict post_hooks         # handle id -> fn(tensor) (leaves, after accumulation)
+    cdef public object trace            # anomaly mode: [(code, line), ...], innermost first
+
+    def __cinit__(self):
+        self.hooks = {}
+        self.post_hooks = {}
+        self.trace = None
+
+
+cdef RecordExtra extra_of(Py_ssize_t i):
+    """Record i's RecordExtra, created on first need."""
+    cdef RecordExtra ex
+    if TAPE.recs[i].extra != NULL:
+        return <RecordExtra>TAPE.recs[i].extra
+    ex = RecordExtra.__new__(RecordExtra)
+    keep(&TAPE.recs[i].extra, ex)
+    return ex
+
+
+# -- hooks ---------------------------------------------------------------------------------------
+
+cdef Py_ssize_t NEXT_HOOK_ID = 0
+
+
+cdef class RemovableHandle:
+    """What register_hook returns: .remove() unregisters the hook (also usable with `with`)."""
+    cdef object _hooks                  # the dict the hook lives in
+    cdef readonly Py_ssize_t id
+
+    def remove(self):
+        if self._hooks is not None:
+            (<dict>self._hooks).pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+    def __repr__(self):
+        return f"<tapegrad.utils.hooks.RemovableHandle object at {id(self):#x}>"
+
+
+cdef RemovableHandle add_hook(dict hooks, object fn):
+    global NEXT_HOOK_ID
+    cdef RemovableHandle h = RemovableHandle.__new__(RemovableHandle)
+    NEXT_HOOK_ID += 1
+    h.id = NEXT_HOOK_ID
+    h._hooks = hooks
+    hooks[h.id] = fn
+    return h
+
+
+def register_hook(TensorBase self, hook):
+    """Register hook(grad) -> Tensor or None, called with this tensor's gradient every backward
+    (before it flows on or is accumulated into .grad); a returned tensor replaces the gradient."""
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    cdef Py_ssize_t i = node_for_input(self)     # a leaf's hooks live on its LEAF record
+    return add_hook(extra_of(i).hooks, hook)
+
+
+def register_post_accumulate_grad_hook(TensorBase self, hook):
+    """Register hook(tensor), called after this leaf's .grad was accumulated by backward()."""
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if not is_leaf_c(self):
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    cdef Py_ssize_t i = node_for_input(self)
+    return add_hook(extra_of(i).post_hooks, hook)
+
+
+cdef str hook_name(object fn):
+    return getattr(fn, "__name__", None) or repr(fn)
+
+
+cdef object run_tensor_hooks(Py_ssize_t i, object g):
+    """Run record i's tensor hooks on its total adjoint `g`; returns the gradient to use."""
+    cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
+    cdef PyObject* out = TAPE.recs[i].out
+    if not ex.hooks:
+        return g
+    if out != NULL and g.shape != (<TensorBase>out)._array.shape:
+        full = np.empty((<TensorBase>out)._array.shape, dtype=g.dtype)
+        full[...] = g
+        g = full
+    for fn in list(ex.hooks.values()):  # a hook may remove itself (or others) meanwhile
+        res = fn(wrap(g))
+        if res is None:
+            continue
+        if not isinstance(res, TensorBase):
+            raise TypeError(f"expected Variable, but hook returned '{type(res).__name__}'")
+        R = (<TensorBase>res)._array
+        if R.shape != g.shape:
+            raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
+        if R.dtype != g.dtype:
+            raise RuntimeError(f"hook '{hook_name(fn)}' has changed the type of value (was "
+                               f"torch.{scalar_type_name(g.dtype)}Tensor got "
+                               f"torch.{scalar_type_name(R.dtype)}Tensor)")
+        g = R
+    return g
+
+
+cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1:
+    cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
+    cdef PyObject* out = TAPE.recs[i].out
+    if not ex.post_hooks or out == NULL:
+        return 0
+    t = <object>out
+    for fn in list(ex.post_hooks.values()):
+        fn(t)
+    return 0
+
+
+# -- custom autograd.Function --------------------------------------------------------------------
+
+cdef object FUNCTION_BACKWARD = None    # tapegrad.autograd.function._backward(ctx, grads)
+cdef object FUNCTION_RELEASE = None     # tapegrad.autograd.function._release(ctx)
+
+
+def _set_function_runtime(backward, release):
+    """Called once by tapegrad/autograd/function.py."""
+    global FUNCTION_BACKWARD, FUNCTION_RELEASE
+    FUNCTION_BACKWARD = backward
+    FUNCTION_RELEASE = release
+
+
+cdef object vjp_function(Record* r, object g):
+    """g: a list with one entry (ndarray or None) per output of the forward."""
+    res = FUNCTION_BACKWARD(<object>r.aux, g)
+    return res[0] if r.n_in == 1 else res
+
+
+cdef object vjp_function_output(Record* r, object g):
+    return g                            # never called: the sweep routes these records itself
+
+
+cdef int OP_FUNCTION = register_op("FunctionBackward", vjp_function)
+cdef int OP_FN_OUTPUT = register_op("FunctionOutput", vjp_function_output)
+
+
+cdef int route_function_output(PyObject** adj, Py_ssize_t k, Py_ssize_t j, object g,
+                               Py_ssize_t i) except -1:
+    """Put output j's total adjoint `g` into slot j of Function record k's adjoint list (whose
+    second half holds the output records' indices, so backward can revive dead saved outputs)."""
+    cdef list lst
+    cdef Py_ssize_t n_out = <Py_ssize_t>TAPE.recs[k].scalar
+    if adj[k] == NULL:
+        lst = [None] * n_out + [-1] * n_out
+        Py_INCREF(lst)
+        adj[k] = <PyObject*>lst
+    else:
+        lst = <list>adj[k]
+    prev = lst[j]
+    lst[j] = g if prev is None else nd(prev + g)
+    lst[n_out + j] = i
+    return 0
+
+
+def _resurrect(Py_ssize_t node, TensorBase like):
+    """The output tensor of record `node`: the live one, or (when it died) a new tensor on
+    like's storage that is that record's output again (so it has its grad_fn and graph)."""
+    if node < 0 or node >= TAPE.n or (TAPE.recs[node].flags & RF_FREE):
+        return like
+    if TAPE.recs[node].out != NULL:
+        return <object>TAPE.recs[node].out
+    cdef TensorBase t = alias(like)
+    t._node = node
+    t._requires_grad = True
+    TAPE.recs[node].refcnt += 1
+    TAPE.recs[node].out = <PyObject*>t
+    return t
+
+
+cdef int release_function_ctx(Py_ssize_t i) except -1:
+    """After a backward without retain_graph: the ctx drops its saved tensors."""
+    if TAPE.recs[i].aux != NULL and FUNCTION_RELEASE is not None:
+        ctx = <object>TAPE.recs[i].aux
+        FUNCTION_RELEASE(ctx)
+    return 0
+
+
+cdef object function_ctx_of(Py_ssize_t node):
+    """The grad_fn of a custom Function's output: its ctx (kept in the Function record's aux)."""
+    cdef Py_ssize_t k = TAPE.recs[node].inp[0] if TAPE.recs[node].op == OP_FN_OUTPUT else node
+    if k < 0 or TAPE.recs[k].aux == NULL:
+        return None
+    return <object>TAPE.recs[k].aux
+
+
+def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_differentiable):
+    """Link the outputs of a custom Function's forward (`result`: a tensor, or a tuple that may
+    hold non-tensors) into the tape; returns what apply() gives the caller."""
+    cdef bint is_tuple = isinstance(result, tuple)
+    cdef tuple outs = <tuple>result if is_tuple else (result,)
+    cdef Py_ssize_t n_in = len(args), n_out = len(outs), j, fi, si, old
+    cdef list final = list(outs), olds = []
+    cdef TensorBase t
+    cdef Py_ssize_t* inp = NULL
+    cdef bint recording = False
+    if grad_enabled():
+        for a in args:
+            if isinstance(a, TensorBase) and (<TensorBase>a)._requires_grad:
+                recording = True
+                break
+    for j in range(n_out):
+        o = outs[j]
+        if not isinstance(o, TensorBase):
+            continue
+        if any(o is d for d in dirty):
+            if recording and (<TensorBase>o)._requires_grad and is_leaf_c(<TensorBase>o):
+                raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                                   "in-place operation.")
+            continue
+        if (any(o is a for a in args) or (<TensorBase>o)._node >= 0
+                or (<TensorBase>o)._requires_grad):
+            final[j] = make_view((<TensorBase>o)._array, <TensorBase>o)  # PyTorch: a view of it
+    if not recording:
+        return tuple(final) if is_tuple else final[0]
+    ctx._input_meta = tuple(((<TensorBase>a)._array.shape, (<TensorBase>a)._array.dtype)
+                            if isinstance(a, TensorBase) else None for a in args)
+    ctx._output_meta = tuple(((<TensorBase>o)._array.shape, (<TensorBase>o)._array.dtype)
+                             if isinstance(o, TensorBase) else None for o in final)
+    trace = anomaly_trace() if ANOMALY_MODE else None
+    inp = <Py_ssize_t*>malloc(max(n_in, 1) * sizeof(Py_ssize_t))
+    if inp == NULL:
+        raise MemoryError()
+    try:
+        begin_record(n_in + n_out + 1)
+        for j in range(n_in):
+            a = args[j]
+            inp[j] = node_for_input(<TensorBase>a) if isinstance(a, TensorBase) else -1
+        fi = TAPE.append(OP_FUNCTION, <int>n_in, inp)
+    finally:
+        free(inp)
+    keep(&TAPE.recs[fi].aux, ctx)
+    TAPE.recs[fi].scalar = <double>n_out
+    for j in range(n_out):
+        o = final[j]
+        if not isinstance(o, TensorBase) or any(o is d for d in non_differentiable):
+            continue
+        t = <TensorBase>o
+        if not cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(t._array)):
+            continue                    # integer and bool outputs are never differentiable
+        si = TAPE.append(OP_FN_OUTPUT, 1, &fi)
+        TAPE.recs[si].scalar = <double>j
+        TAPE.recs[si].out = <PyObject*>t
+        old = t._node                   # a dirty (modified in place) output is rebound
+        if old >= 0:
+            TAPE.recs[old].out = NULL
+            olds.append(old)
+        t._node = si
+        t._requires_grad = True
+    if trace is not None:
+        extra_of(fi).trace = trace
+    # Decrefs last: they may free records and run arbitrary code.
+    TAPE.decref(fi)                     # the output records hold the Function record
+    for old in olds:
+        TAPE.decref(old)
+    return tuple(final) if is_tuple else final[0]
+
+
+def _version_of(TensorBase t):
+    """The Version object (shared by views and aliases) of t's storage."""
+    return version_of(t)
+
+
+def _grad_fn_name_of(TensorBase t):
+    """The name of t's grad_fn for messages (None for leaves)."""
+    if t._node < 0 or TAPE.recs[t._node].op == OP_LEAF:
+        return None
+    return type(make_grad_fn(t._node)).__name__
+
+
+# -- anomaly mode --------------------------------------------------------------------------------
+
+cdef int ANOMALY_MODE = 0
+cdef int ANOMALY_CHECK_NAN = 1
+
+
+def _set_anomaly_enabled(bint enabled, bint check_nan=True):
+    """Returns the previous (enabled, check_nan)."""
+    global ANOMALY_MODE, ANOMALY_CHECK_NAN
+    prev = (bool(ANOMALY_MODE), bool(ANOMALY_CHECK_NAN))
+    ANOMALY_MODE = 1 if enabled else 0
+    ANOMALY_CHECK_NAN = 1 if check_nan else 0
+    return prev
+
+
+def _anomaly_enabled():
+    return bool(ANOMALY_MODE)
+
+
+def _anomaly_check_nan_enabled():
+    return bool(ANOMALY_CHECK_NAN)
+
+
+cdef list anomaly_trace():
+    """The current Python stack as [(code, line), ...], innermost first; taken in C, so it runs
+    no Python code (it may be called between reserving tape room and appending)."""
+    cdef list out = []
+    cdef PyFrameObject* f = PyEval_GetFrame()
+    cdef PyFrameObject* back
+    cdef PyObject* code
+    if f == NULL:
+        return out
+    Py_INCREF(<object><PyObject*>f)
+    while f != NULL:
+        code = <PyObject*>PyFrame_GetCode(f)
+        out.append((<object>code, PyFrame_GetLineNumber(f)))
+        Py_DECREF(<object>code)         # the list's tuple holds it now
+        back = PyFrame_GetBack(f)
+        Py_DECREF(<object><PyObject*>f)
+        f = back
+    return out
+
+
+cdef int attach_anomaly_trace(Py_ssize_t i, object trace) except -1:
+    extra_of(i).trace = trace
+    return 0
+
+
+cdef str record_name(Record* r):
+    if r.op == OP_FUNCTION and r.aux != NULL:
+        return type(<object>r.aux).__name__
+    return OP_NAMES[r.op]
+
+
+cdef str format_trace(object trace):
+    import linecache
+    lines = []
+    for code, line in reversed(trace):
+        lines.append(f'  File "{code.co_filename}", line {line}, in {code.co_name}\n')
+        src = linecache.getline(code.co_filename, line).strip()
+        if src:
+            lines.append(f"    {src}\n")
+    return "".join(lines)
+
+
+cdef object anomaly_reraise(Record* r, object e):
+    """Re-raise error `e` from record r's VJP naming the op and where the forward created it."""
+    name = record_name(r)
+    trace = (<RecordExtra>r.extra).trace if r.extra != NULL else None
+    if trace is None:
+        where = "(no forward trace: the op was recorded while anomaly mode was off)\n"
+        origin = ""
+    else:
+        where = format_trace(trace)
+        code, line = trace[0]
+        for c, l in trace:              # the innermost frame outside tapegrad's own Python code
+            fname = c.co_filename.replace("\\", "/")
+            if "/tapegrad/" not in fname or "/tests/" in fname:
+                code, line = c, l
+                break
+        origin = f' (forward call at {code.co_filename}:{line})'
+    warnings.warn(f"Error detected in {name}. Traceback of forward call that caused the error:\n"
+                  f"{where}", UserWarning, stacklevel=2)
+    msg = f"{e}\n\nError detected in {name}{origin}. Traceback of forward call that caused the error:\n{where}"
+    try:
+        new = type(e)(msg)
+    except Exception:
+        new = None
+    if new is None or type(new) is not type(e):
+        raise e
+    raise new from e
+
+
+cdef int anomaly_check_nan(Record* r, object grads) except -1:
+    if not ANOMALY_CHECK_NAN:
+        return 0
+    gs = (grads,) if r.n_in == 1 else grads
+    for j, g in enumerate(gs):
+        if g is None or not isinstance(g, np.ndarray) or g.dtype.kind not in "fc":
+            continue
+        if np.isnan(g).any():
+            raise RuntimeError(f"Function '{record_name(r)}' returned nan values in its {j}th "
+                               "output.")
+    return 0
+
+
+TENSOR_METHODS.update(register_hook=register_hook,
+                      register_post_accumulate_grad_hook=register_post_accumulate_grad_hook)
+
+
+def scalar_type_name_of(object np_dt):
+    """PyTorch's ScalarType name ("Float", "Double", ...) of a numpy dtype, for messages."""
+    return scalar_type_name(np.dtype(np_dt))
+
+
+def _sum_to(object arr, object shape):
+    """Sum `arr` over broadcast dims down to `shape` (a gradient for an input of that shape)."""
+    return sum_to(nd(arr), tuple(shape))

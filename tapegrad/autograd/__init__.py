@@ -1,0 +1,56 @@
+"""tapegrad.autograd: PyTorch's functional autograd API on the compiled tape.
+
+- grad(outputs, inputs, ...)      gradients of outputs w.r.t. inputs, returned (no .grad touched)
+- backward(tensors, ...)          accumulate into leaves' .grad (Tensor.backward's engine)
+- Function                        custom differentiable operations (forward/backward in Python)
+- gradcheck                       compare analytical gradients with finite differences
+- functional                      vjp, jacobian (and, with create_graph, hvp/vhp/hessian/jvp)
+- detect_anomaly / set_detect_anomaly
+"""
+from __future__ import annotations
+
+from .. import _core
+from ..grad_mode import no_grad, enable_grad, set_grad_enabled
+from .function import Function, once_differentiable
+from .anomaly import detect_anomaly, set_detect_anomaly
+from . import function, anomaly
+
+__all__ = ["grad", "backward", "Function", "once_differentiable", "detect_anomaly",
+           "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled"]
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The sum of the gradients of `outputs` with respect to each of `inputs`, as a tuple (a
+    dict when `inputs` is a dict).  Leaves' .grad are not touched.
+
+    grad_outputs: the vector of the vector-Jacobian product, one per output (None for a scalar
+    output: ones).  allow_unused: return None (zeros with materialize_grads) for inputs the
+    outputs do not depend on instead of raising.  retain_graph defaults to create_graph.
+    """
+    if is_grads_batched:
+        raise NotImplementedError("tapegrad.autograd.grad: is_grads_batched=True is not "
+                                  "supported (loop over the batch of grad_outputs instead)")
+    if not only_inputs:
+        import warnings
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
+                      "To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    return _core._grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                       materialize_grads)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Accumulate the gradients of `tensors` into the .grad of the leaves they depend on (only
+    into `inputs`' .grad when given).  grad_tensors: one per tensor (None for scalars)."""
+    if grad_variables is not None:
+        import warnings
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.",
+                      FutureWarning, stacklevel=2)
+        if grad_tensors is None:
+            grad_tensors = grad_variables
+        else:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both "
+                               "passed to `backward()`. Please only use `grad_tensors`.")
+    _core._backward(tensors, grad_tensors, retain_graph, create_graph, inputs)

@@ -1,0 +1,63 @@
+"""Anomaly detection: torch.autograd.detect_anomaly / set_detect_anomaly.
+
+When on, every recorded op remembers the Python stack of the forward call that created it, and an
+error raised while computing an op's gradient is re-raised naming the op and where its forward
+ran (a UserWarning with the full forward traceback is also emitted, as PyTorch does).  With
+check_nan (the default), a backward op that returns NaN raises
+"Function 'XBackward0' returned nan values in its 0th output."
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+
+from .. import _core
+
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled"]
+
+
+def is_anomaly_enabled() -> bool:
+    return _core._anomaly_enabled()
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return _core._anomaly_check_nan_enabled()
+
+
+class detect_anomaly:
+    """Context manager (and decorator) that enables anomaly detection inside it."""
+
+    def __init__(self, check_nan: bool = True) -> None:
+        self.check_nan = check_nan
+        self.prev = is_anomaly_enabled()
+        self.prev_check_nan = is_anomaly_check_nan_enabled()
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
+                      "and should only be enabled for debugging.", stacklevel=2)
+
+    def __enter__(self) -> None:
+        _core._set_anomaly_enabled(True, self.check_nan)
+
+    def __exit__(self, *args) -> None:
+        _core._set_anomaly_enabled(self.prev, self.prev_check_nan)
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.__class__(self.check_nan):
+                return func(*args, **kwargs)
+
+        return wrapper
+
+
+class set_detect_anomaly:
+    """Turn anomaly detection on or off now (and back when used as a context manager)."""
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self.prev, self.prev_check_nan = _core._set_anomaly_enabled(bool(mode), bool(check_nan))
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *args) -> None:
+        _core._set_anomaly_enabled(self.prev, self.prev_check_nan)

@@ -1,0 +1,356 @@
+"""Custom differentiable operations: tapegrad.autograd.Function, as torch.autograd.Function.
+
+    class Square(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, = ctx.saved_tensors
+            return 2 * x * grad
+
+    y = Square.apply(x)
+
+`apply` runs `forward` without recording, then links its outputs into the tape with one record for
+the call (whose backward is this class's `backward`) and one small record per differentiable
+output (see src/tapegrad/ops_function.pxi).  The ctx is the outputs' grad_fn, an instance of
+`<Name>Backward`, as in PyTorch.  The sweep calls `_backward` below (the one place the compiled
+sweep calls Python for a built-in mechanism): it materialises missing output gradients, calls the
+user's backward and checks what it returns as PyTorch's engine does.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+import weakref
+
+import numpy as np
+
+from .. import _core
+from ..grad_mode import no_grad
+
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
+           "InplaceFunction", "NestedIOFunction"]
+
+_BACKWARD_TWICE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward.")
+
+
+def _legacy_type(arr) -> str:
+    return f"torch.{_core.scalar_type_name_of(arr.dtype)}Tensor"
+
+
+class _SavedOutput:
+    """A saved output of the Function itself.  Holding the output tensor would make a cycle
+    through the tape (output -> its record -> the Function record -> ctx -> output) that nothing
+    could collect, so the ctx keeps a weak reference and a graph-free alias of its storage."""
+
+    __slots__ = ("ref", "alias", "index")
+
+    def __init__(self, out, index):
+        self.ref = weakref.ref(out)
+        self.alias = out.detach()
+        self.index = index
+
+    def get(self, ctx):
+        out = self.ref()
+        if out is not None:
+            return out
+        # Dead: during backward, revive it from its record (it then has its grad_fn again).
+        nodes = ctx.__dict__.get("_output_nodes")
+        if nodes is not None and nodes[self.index] >= 0:
+            out = _core._resurrect(nodes[self.index], self.alias)
+            self.ref = weakref.ref(out)
+            return out
+        return self.alias
+
+
+class FunctionCtx:
+    """The context a Function's forward and backward share (PyTorch's FunctionCtx)."""
+
+    def save_for_backward(self, *tensors):
+        """Save tensors (or None) for backward; read them back with ctx.saved_tensors."""
+        from ..tensor import Tensor
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{i} is of type {type(t).__name__}")
+        self.to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        self.saved_for_forward = tensors
+
+    def mark_dirty(self, *args):
+        """Declare input tensors that forward modified in place (and returns)."""
+        self.dirty_tensors = args
+
+    def mark_non_differentiable(self, *args):
+        """Declare outputs that get no gradient (they do not require grad)."""
+        self.non_differentiable = args
+
+    def set_materialize_grads(self, value: bool):
+        """Whether backward receives zeros (True, default) or None for outputs that got no
+        gradient."""
+        self.materialize_grads = bool(value)
+
+    mark_shared_storage = None
+
+    @property
+    def saved_tensors(self):
+        """The tensors given to save_for_backward (each checked against in-place changes)."""
+        saved = self.__dict__.get("_saved")
+        if saved is None:
+            if self.__dict__.get("_released"):
+                raise RuntimeError(_BACKWARD_TWICE)
+            return tuple(self.__dict__.get("to_save", ()))
+        out = []
+        for entry in saved:
+            if entry is None:
+                out.append(None)
+                continue
+            holder, version, expected = entry
+            t = holder.get(self) if isinstance(holder, _SavedOutput) else holder
+            if version.value != expected:
+                name = _core._grad_fn_name_of(t)
+                which = "" if name is None else (
+                    f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', name)},")
+                hint = ("Hint: the backtrace further above shows the operation that failed to "
+                        "compute its gradient. The variable in question was changed in there or "
+                        "anywhere later. Good luck!" if _core._anomaly_enabled() else
+                        "Hint: enable anomaly detection to find the operation that failed to "
+                        "compute its gradient, with torch.autograd.set_detect_anomaly(True, "
+                        "check_nan=False).")
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an "
+                    f"inplace operation: [{_legacy_type(t._array)} {list(t._array.shape)}]{which} "
+                    f"is at version {version.value}; expected version {expected} instead. {hint}")
+            out.append(t)
+        return tuple(out)
+
+    @property
+    def saved_variables(self):
+        return self.saved_tensors
+
+
+class BackwardCFunction(FunctionCtx):
+    """Base of the `<Name>Backward` classes: a custom Function's ctx, which is also its outputs'
+    grad_fn (PyTorch: `y.grad_fn.some_attribute` reads what forward stored on ctx)."""
+
+    _forward_cls: type
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def apply(self, *grads):
+        """Call the Function's backward directly (torch: grad_fn.apply)."""
+        return self._forward_cls.backward(self, *grads)
+
+    def __repr__(self):
+        return f"<tapegrad.autograd.function.{type(self).__name__} object at {id(self):#x}>"
+
+
+class FunctionMeta(type):
+    """Creates each Function's `<Name>Backward` ctx class."""
+
+    def __init__(cls, name, bases, attrs):
+        backward_cls = type(name + "Backward", (BackwardCFunction,), {"_forward_cls": cls})
+        backward_cls.__module__ = "tapegrad.autograd.function"
+        backward_cls.__qualname__ = name + "Backward"
+        cls._backward_cls = backward_cls
+        super().__init__(name, bases, attrs)
+
+
+def _is_overridden(cls, name, base_fn) -> bool:
+    fn = getattr(cls, name, None)
+    return getattr(fn, "__func__", fn) is not base_fn
+
+
+class Function(metaclass=FunctionMeta):
+    """Base class of custom differentiable operations: subclass it with static `forward(ctx,
+    *args)` and `backward(ctx, *grad_outputs)` (or `forward(*args)` plus `setup_context(ctx,
+    inputs, output)`), then call `YourFunction.apply(*args)`."""
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd functions "
+                      "are all static, so you should invoke them on the class itself. "
+                      "Instantiating an autograd function will raise an error in a future "
+                      "version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
+    # Whether forward takes ctx (classic style) or setup_context is used.
+    @staticmethod
+    def forward(*args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode "
+                                  "AD.")
+
+    vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run forward (without recording) and link its outputs into the tape."""
+        from ..tensor import Tensor
+        ctx = cls._backward_cls()
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        ctx.materialize_grads = True
+        new_style = _is_overridden(cls, "setup_context", Function.setup_context)
+        with no_grad():
+            if new_style:
+                result = cls.forward(*args, **kwargs)
+            else:
+                result = cls.forward(ctx, *args, **kwargs)
+        if new_style:
+            cls.setup_context(ctx, args, result)
+        dirty = tuple(getattr(ctx, "dirty_tensors", ()) or ())
+        non_diff = tuple(getattr(ctx, "non_differentiable", ()) or ())
+        out = _core._function_record(ctx, args, result, dirty, non_diff)
+        _finish_saved(ctx, result, out)
+        return out
+
+
+def _finish_saved(ctx, result, out) -> None:
+    """Turn ctx.to_save into version-checked entries (PyTorch saves after forward returns)."""
+    to_save = ctx.__dict__.pop("to_save", None)
+    if to_save is None:
+        ctx._saved = ()
+        return
+    outs = result if isinstance(result, tuple) else (result,)
+    finals = out if isinstance(out, tuple) else (out,)
+    saved = []
+    for t in to_save:
+        if t is None:
+            saved.append(None)
+            continue
+        holder = t
+        for j, (o, f) in enumerate(zip(outs, finals)):
+            if t is o and f is not None and f.requires_grad:
+                holder = _SavedOutput(f, j)
+                break
+        version = _core._version_of(t)
+        saved.append((holder, version, version.value))
+    ctx._saved = tuple(saved)
+
+
+class InplaceFunction(Function):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+
+class NestedIOFunction(Function):
+    pass
+
+
+def once_differentiable(fn):
+    """Decorator for a backward that is not itself differentiable: it runs without recording."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            return fn(ctx, *args)
+
+    return wrapper
+
+
+# -- called by the compiled sweep ------------------------------------------------------------------
+
+def _backward(ctx, grads):
+    """Run ctx's Function backward on `grads` (one ndarray or None per forward output); return
+    one ndarray or None per forward positional argument, checked as PyTorch's engine does."""
+    from ..tensor import Tensor
+    wrap = _core.wrap_array
+    cls = ctx._forward_cls
+    name = type(ctx).__name__
+    n_out = len(ctx._output_meta)
+    grad_outputs = []
+    for g, meta in zip(grads[:n_out], ctx._output_meta):
+        if meta is None:
+            grad_outputs.append(None)
+        elif g is not None:
+            if g.shape != meta[0]:
+                full = np.empty(meta[0], dtype=meta[1])
+                full[...] = g
+                g = full
+            grad_outputs.append(wrap(g))
+        elif ctx.materialize_grads:
+            grad_outputs.append(wrap(np.zeros(meta[0], dtype=meta[1])))
+        else:
+            grad_outputs.append(None)
+    ctx._output_nodes = grads[n_out:]
+    try:
+        result = cls.backward(ctx, *grad_outputs)
+    finally:
+        ctx._output_nodes = None
+    if not isinstance(result, tuple):
+        result = (result,)
+    n = len(ctx._input_meta)
+    if len(result) != n:
+        if len(result) > n and all(r is None for r in result[n:]):
+            result = result[:n]
+        else:
+            raise RuntimeError(f"function {name} returned an incorrect number of gradients "
+                               f"(expected {n}, got {len(result)})")
+    out = []
+    for i, (g, meta) in enumerate(zip(result, ctx._input_meta)):
+        if meta is None:
+            if g is not None:
+                raise RuntimeError(f"function {name} returned a gradient different than None at "
+                                   f"position {i + 1}, but the corresponding forward input was "
+                                   "not a Variable")
+            out.append(None)
+            continue
+        if g is None:
+            out.append(None)
+            continue
+        if not isinstance(g, Tensor):
+            raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
+        arr = g._array
+        shape, dtype = meta
+        if arr.shape != shape:
+            try:
+                expandable = np.broadcast_shapes(shape, arr.shape) == arr.shape
+            except ValueError:
+                expandable = False
+            if not expandable:
+                raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - "
+                                   f"got {list(arr.shape)} but expected shape compatible with "
+                                   f"{list(shape)}")
+            arr = _core._sum_to(arr, shape)
+        if arr.dtype != dtype:
+            arr = arr.astype(dtype)
+        out.append(arr)
+    return tuple(out)
+
+
+def _release(ctx):
+    """The graph was freed (backward without retain_graph): drop the saved tensors."""
+    ctx._saved = None
+    ctx._released = True
+
+
+_core._set_function_runtime(_backward, _release)

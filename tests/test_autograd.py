@@ -1,0 +1,1015 @@
+"""Functional autograd: autograd.grad, autograd.backward, backward(inputs=...), custom Functions,
+gradcheck, autograd.functional and anomaly mode.
+
+Gradients are checked against central finite differences in float64; behaviour (values, errors and
+their messages) against PyTorch, the oracle, by running the same scenario with L = tapegrad and
+L = torch (those tests skip when torch is absent).
+"""
+from __future__ import annotations
+
+import gc
+import sys
+import warnings
+import weakref
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def numeric_grad(f, arrays, eps=1e-6):
+    """Central finite differences of scalar f(*arrays) w.r.t. each float64 array."""
+    grads = []
+    for a in arrays:
+        g = np.zeros_like(a)
+        for i in np.ndindex(a.shape):
+            old = a[i]
+            a[i] = old + eps
+            hi = f(*arrays)
+            a[i] = old - eps
+            lo = f(*arrays)
+            a[i] = old
+            g[i] = (hi - lo) / (2 * eps)
+        grads.append(g)
+    return grads
+
+
+
+def describe(v):
+    """A library-neutral description of a result: tensors as (dtype, shape, values, requires_grad)."""
+    if isinstance(v, (tuple, list)):
+        return type(v).__name__, [describe(x) for x in v]
+    if isinstance(v, dict):
+        return "dict", {k: describe(x) for k, x in v.items()}
+    if hasattr(v, "detach") and hasattr(v, "dtype"):
+        a = np.asarray(v.detach().numpy(), dtype=np.float64)
+        return ("T", repr(v.dtype), tuple(v.shape), np.round(a, 9).tolist(), bool(v.requires_grad))
+    return v
+
+
+def outcome(fn, L):
+    try:
+        return "ok", describe(fn(L))
+    except Exception as e:  # noqa: BLE001 - the exception *is* the result being compared
+        return "raise", type(e).__name__, str(e)
+
+
+def same(torch, fn):
+    """Run scenario fn(L) with both libraries; results or (exception type, message) must match."""
+    a, b = outcome(fn, tg), outcome(fn, torch)
+    assert a == b, f"\ntapegrad: {a}\ntorch:    {b}"
+    return a
+
+
+def f64(L, values, requires_grad=True):
+    return L.tensor(np.asarray(values, dtype=np.float64), dtype=L.float64,
+                    requires_grad=requires_grad)
+
+
+def python_calls_during(fn):
+    calls = 0
+
+    def profiler(frame, event, arg):
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    gc.disable()
+    sys.setprofile(profiler)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+        gc.enable()
+    return calls
+
+
+def chain(x, n):
+    y = x
+    for i in range(n):
+        y = y * 1.0001 if i % 3 == 0 else (y + 0.5 if i % 3 == 1 else y.tanh())
+    return y.sum()
+
+
+RNG = np.random.default_rng(0)
+A = RNG.uniform(0.5, 1.5, size=(3, 4))
+B = RNG.uniform(0.5, 1.5, size=(4,))
+
+
+# -- autograd.grad: values ---------------------------------------------------------------------------
+
+
+def composite(x, w):
+    h = (x * w).tanh()
+    return (h * h + (x / w).exp()).sum()
+
+
+def test_grad_matches_finite_differences():
+    x, w = tg.tensor(A, requires_grad=True), tg.tensor(B, requires_grad=True)
+    gx, gw = tg.autograd.grad(composite(x, w), (x, w))
+    ex, ew = numeric_grad(lambda a, b: composite(tg.tensor(a), tg.tensor(b)).item(),
+                          [A.copy(), B.copy()])
+    np.testing.assert_allclose(gx.numpy(), ex, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gw.numpy(), ew, rtol=1e-6, atol=1e-8)
+    assert x.grad is None and w.grad is None          # grad() never touches .grad
+
+
+def test_grad_with_respect_to_a_non_leaf():
+    x = tg.tensor(A, requires_grad=True)
+    h = x.exp()
+    out = (h * h).sum()
+    (gh,) = tg.autograd.grad(out, h)
+    np.testing.assert_allclose(gh.numpy(), 2 * np.exp(A))
+    assert not gh.requires_grad and x.grad is None
+
+
+def test_grad_of_several_outputs_sums_their_contributions():
+    x = tg.tensor(B, requires_grad=True)
+    y1, y2 = (x * x).sum(), (x * 3).sum()
+    (g,) = tg.autograd.grad([y1, y2], [x])
+    np.testing.assert_allclose(g.numpy(), 2 * B + 3)
+
+
+def test_grad_outputs_give_the_vector_of_the_vjp():
+    x = tg.tensor(A, requires_grad=True)
+    y = x * x
+    v = RNG.uniform(size=A.shape)
+    (g,) = tg.autograd.grad(y, x, grad_outputs=tg.tensor(v))
+    np.testing.assert_allclose(g.numpy(), 2 * A * v)
+
+
+def run_isolated(code):
+    """Run `code` in a fresh interpreter: big graphs grow the shared tape's capacity for good,
+    and other tests (test_lifetime) check that it stays small."""
+    import subprocess
+    import textwrap
+    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def test_grad_through_a_deep_chain_has_no_recursion():
+    out = run_isolated("""
+        import tapegrad as tg
+        x = tg.tensor([0.5], requires_grad=True)
+        y = x
+        for _ in range(100_000):
+            y = y + 1e-6
+        (g,) = tg.autograd.grad(y, x, grad_outputs=tg.ones(1))
+        y.backward(tg.ones(1), inputs=[x])
+        print(g.tolist(), x.grad.tolist())
+    """)
+    assert out.strip() == "[1.0] [1.0]"
+
+
+def test_grad_runs_only_the_records_the_inputs_need():
+    # ExpBackward's saved value is freed by the first backward; a grad() that does not need to go
+    # through it still works (PyTorch runs only the nodes between the outputs and the inputs).
+    x = tg.tensor(B, requires_grad=True)
+    w = tg.tensor(B * 2, requires_grad=True)
+    h = x.exp()
+    h.sum().backward()
+    y = (h * w).sum()
+    (gw,) = tg.autograd.grad(y, w, retain_graph=True)
+    np.testing.assert_allclose(gw.numpy(), np.exp(B))
+    (gh,) = tg.autograd.grad(y, h)
+    np.testing.assert_allclose(gh.numpy(), 2 * B)
+
+
+def test_grad_and_backward_make_no_python_call_per_node():
+    x = tg.tensor(np.linspace(-1, 1, 8), requires_grad=True)
+    calls = []
+    for n in (20, 150):
+        out = chain(x, n)
+        calls.append(python_calls_during(lambda: tg.autograd.grad(out, x)))
+    assert calls[0] == calls[1] and calls[0] < 60
+    calls = []
+    for n in (20, 150):
+        out = chain(x, n)
+        calls.append(python_calls_during(lambda: out.backward(inputs=[x])))
+    assert calls[0] == calls[1] and calls[0] < 60
+    calls = []
+    for n in (20, 150):
+        out = chain(x, n)
+        calls.append(python_calls_during(lambda: tg.autograd.backward([out, out * 2])))
+    assert calls[0] == calls[1] and calls[0] < 60
+
+
+def test_grad_of_a_leaf_output():
+    x = tg.tensor(B, requires_grad=True)
+    (g,) = tg.autograd.grad(x, x, grad_outputs=tg.tensor(B))
+    np.testing.assert_allclose(g.numpy(), B)
+
+
+def test_grad_keeps_the_graph_only_when_asked():
+    x = tg.tensor(B, requires_grad=True)
+    y = x.exp().sum()
+    tg.autograd.grad(y, x, retain_graph=True)
+    tg.autograd.grad(y, x)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        tg.autograd.grad(y, x)
+
+
+# -- autograd.grad and backward: PyTorch parity ------------------------------------------------------
+
+
+def _g_nonleaf(L):
+    x = f64(L, [1.0, 2.0])
+    y = x * 2
+    z = (y * y).sum()
+    return L.autograd.grad(z, [y, x])
+
+
+def _g_dup(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad((x * x).sum(), [x, x])
+
+
+def _g_dict(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad((x * x).sum(), {"a": x})
+
+
+def _g_unused(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad((x * 2).sum(), [x, f64(L, [1.0])])
+
+
+def _g_unused_nonleaf(L):
+    x = f64(L, [1.0, 2.0])
+    z = (x * 2).sum()
+    return L.autograd.grad(z, [x * 5])
+
+
+def _g_allow_unused(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad((x * 2).sum(), [x, f64(L, [1.0])], allow_unused=True)
+
+
+def _g_materialize(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad((x * 2).sum(), [x, f64(L, [1.0, 3.0])], materialize_grads=True)
+
+
+def _g_materialize_disallowed(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad((x * 2).sum(), [x], allow_unused=False, materialize_grads=True)
+
+
+def _g_noreq(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad((x * 2).sum(), [x, f64(L, [1.0], requires_grad=False)])
+
+
+def _g_nonscalar(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad(x * 2, x)
+
+
+def _g_output_noreq(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad([(x * 2).sum(), f64(L, 1.0, requires_grad=False)], x)
+
+
+def _g_shape_mismatch(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad(x * 2, x, grad_outputs=f64(L, [1.0, 2.0, 3.0], False))
+
+
+def _g_too_few_grad_outputs(L):
+    x = f64(L, [1.0, 2.0])
+    y = x * 2
+    return L.autograd.grad([y.sum(), y.sum()], x, grad_outputs=[None])
+
+
+def _g_grad_outputs_int_and_none(L):
+    x = f64(L, [1.0, 2.0])
+    y = x * 2
+    return L.autograd.grad([y, y.sum()], x, grad_outputs=[L.tensor([1, 3]), None])
+
+
+def _g_bad_grad_output_type(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad([(x * 2).sum()], x, grad_outputs=[3.0])
+
+
+def _g_empty_inputs(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad((x * 2).sum(), [])
+
+
+def _g_input_not_tensor(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad((x * 2).sum(), [1.0])
+
+
+def _g_second_time(L):
+    x = f64(L, [1.0, 2.0])
+    y = (x * x).sum()
+    L.autograd.grad(y, x)
+    return L.autograd.grad(y, x)
+
+
+def _g_retain_grad_is_populated(L):
+    x = f64(L, [1.0, 2.0])
+    h = x * 3
+    h.retain_grad()
+    g = L.autograd.grad((h * h).sum(), x)
+    return g, h.grad, x.grad
+
+
+def _g_zero_dim(L):
+    z = f64(L, 3.0)
+    return L.autograd.grad(z * z, z)
+
+
+def _g_numel_one_output(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.grad((x.sum() * 2).reshape(1, 1), x)
+
+
+def _g_float32(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    return L.autograd.grad((x * x).sum(), x, grad_outputs=L.tensor(2.0, dtype=L.float64))
+
+
+def _g_broadcast(L):
+    x = f64(L, [[1.0, 2.0, 3.0]])
+    w = f64(L, [[1.0], [2.0]])
+    return L.autograd.grad((x * w).sum(), [x, w])
+
+
+def _b_inputs_leaf(L):
+    a, b = f64(L, [1.0]), f64(L, [2.0])
+    h = a * b
+    h.retain_grad()
+    (h * h).sum().backward(inputs=[a])
+    return a.grad, b.grad, h.grad
+
+
+def _b_inputs_nonleaf(L):
+    a, b = f64(L, [1.0]), f64(L, [2.0])
+    h = a * b
+    (h * h).sum().backward(inputs=[h])
+    return a.grad, h.grad, h.retains_grad
+
+
+def _b_inputs_tensor_and_accumulate(L):
+    a, b = f64(L, [1.0]), f64(L, [2.0])
+    (a * b).sum().backward(inputs=a)
+    (a * b * 3).sum().backward(inputs=(a, b))
+    return a.grad, b.grad
+
+
+def _b_inputs_unused(L):
+    a, b = f64(L, [1.0]), f64(L, [2.0])
+    (a * 2).sum().backward(inputs=[b])
+    return a.grad, b.grad
+
+
+def _b_inputs_empty(L):
+    a = f64(L, [1.0])
+    (a * 2).sum().backward(inputs=[])
+
+
+def _b_inputs_noreq(L):
+    a = f64(L, [1.0])
+    (a * 2).sum().backward(inputs=[f64(L, [1.0], requires_grad=False)])
+
+
+def _b_several(L):
+    a, b = f64(L, [1.0]), f64(L, [2.0])
+    L.autograd.backward([(a * 2).sum(), (b * 3).sum(), a * b], grad_tensors=[None, None,
+                                                                             f64(L, [5.0], False)])
+    return a.grad, b.grad
+
+
+def _b_tensor_grad_tensor(L):
+    a = f64(L, [1.0, 2.0])
+    L.autograd.backward(a * a, f64(L, [1.0, 0.5], False))
+    return a.grad
+
+
+def _b_nonscalar(L):
+    a = f64(L, [1.0, 2.0])
+    L.autograd.backward([a * 2])
+
+
+def _b_noreq(L):
+    a = f64(L, [1.0, 2.0])
+    L.autograd.backward([(a * 2).sum(), L.ones(())])
+
+
+def _b_count_mismatch(L):
+    a = f64(L, [1.0, 2.0])
+    L.autograd.backward([(a * 2).sum(), a.sum()], grad_tensors=[None])
+
+
+def _b_gradient_list(L):
+    a = f64(L, [1.0, 2.0])
+    (a * 2).backward([1.0, 2.0])
+
+
+def _b_leaf_output(L):
+    a = f64(L, [1.0, 2.0])
+    a.backward(f64(L, [3.0, 4.0], False))
+    a.sum().backward()
+    return a.grad
+
+
+PARITY = [_g_nonleaf, _g_dup, _g_dict, _g_unused, _g_unused_nonleaf, _g_allow_unused,
+          _g_materialize, _g_materialize_disallowed, _g_noreq, _g_nonscalar, _g_output_noreq,
+          _g_shape_mismatch, _g_too_few_grad_outputs, _g_grad_outputs_int_and_none,
+          _g_bad_grad_output_type, _g_empty_inputs, _g_input_not_tensor, _g_second_time,
+          _g_retain_grad_is_populated, _g_zero_dim, _g_numel_one_output, _g_float32, _g_broadcast,
+          _b_inputs_leaf, _b_inputs_nonleaf, _b_inputs_tensor_and_accumulate, _b_inputs_unused,
+          _b_inputs_empty, _b_inputs_noreq, _b_several, _b_tensor_grad_tensor, _b_nonscalar,
+          _b_noreq, _b_count_mismatch, _b_gradient_list, _b_leaf_output]
+
+
+@pytest.mark.parametrize("scenario", PARITY, ids=lambda f: f.__name__[1:])
+def test_grad_and_backward_parity(torch, scenario):
+    same(torch, scenario)
+
+
+@pytest.mark.parametrize("scenario", PARITY, ids=lambda f: f.__name__[1:])
+def test_grad_and_backward_run_without_torch(scenario):
+    outcome(scenario, tg)              # no crash, whatever the oracle says
+
+
+def test_unused_input_message():
+    x = tg.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"The differentiated Tensor at index 1 appears to not "
+                                           r"have been used in the graph. Set allow_unused=True"):
+        tg.autograd.grad((x * 2).sum(), [x, tg.tensor([1.0], requires_grad=True)])
+    with pytest.raises(RuntimeError, match="One of the differentiated Tensors does not require "
+                                           "grad"):
+        tg.autograd.grad((x * 2).sum(), [tg.tensor([1.0])])
+
+
+# -- custom Functions --------------------------------------------------------------------------------
+
+
+def make_functions(L):
+    """The same custom Functions, defined against library L."""
+    F = L.autograd.Function
+
+    class Cube(F):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.save_for_backward(x)
+            ctx.k = k
+            return x * x * x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x * x * ctx.k, None
+
+    class MulAdd(F):              # two tensor inputs, two tensor outputs and a non-tensor one
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b, a + b.exp(), "tag"
+
+        @staticmethod
+        def backward(ctx, g1, g2, g3):
+            a, b = ctx.saved_tensors
+            return g1 * b + g2, g1 * a + g2 * b.exp()
+
+    class Exp(F):                 # saves its own output
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return g * y
+
+    class Scale(F):               # new style: forward without ctx, plus setup_context
+        @staticmethod
+        def forward(x, k):
+            return x * k
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.k = inputs[1]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+    return Cube, MulAdd, Exp, Scale
+
+
+def test_function_gradients_match_finite_differences():
+    Cube, MulAdd, Exp, Scale = make_functions(tg)
+    a0, b0 = RNG.uniform(0.5, 1.5, (2, 3)), RNG.uniform(0.5, 1.5, (2, 3))
+    w1, w2 = RNG.uniform(size=(2, 3)), RNG.uniform(size=(2, 3))
+
+    def f(a, b):
+        p, q, _ = MulAdd.apply(Cube.apply(a, 2.0), Scale.apply(b, 3.0))
+        return (Exp.apply(p) * tg.tensor(w1)).sum() + (q * tg.tensor(w2)).sum()
+
+    a, b = tg.tensor(a0, requires_grad=True), tg.tensor(b0, requires_grad=True)
+    f(a, b).backward()
+    ea, eb = numeric_grad(lambda x, y: f(tg.tensor(x), tg.tensor(y)).item(), [a0.copy(), b0.copy()])
+    np.testing.assert_allclose(a.grad.numpy(), ea, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(b.grad.numpy(), eb, rtol=1e-6, atol=1e-8)
+    ga, gb = tg.autograd.grad(f(a, b), [a, b])
+    np.testing.assert_allclose(ga.numpy(), ea, rtol=1e-6, atol=1e-8)
+
+
+def test_function_outputs_share_one_grad_fn_and_it_is_the_ctx():
+    Cube, MulAdd, Exp, Scale = make_functions(tg)
+    a, b = tg.tensor(A, requires_grad=True), tg.tensor(A, requires_grad=True)
+    p, q, tag = MulAdd.apply(a, b)
+    assert p.grad_fn is q.grad_fn and type(p.grad_fn).__name__ == "MulAddBackward"
+    assert tag == "tag" and p.grad_fn.needs_input_grad == (True, True)
+    assert "grad_fn=<MulAddBackward>" in repr(p)
+    y = Cube.apply(a, 2.5)
+    assert y.grad_fn.k == 2.5 and y.grad_fn.name() == "CubeBackward"
+    assert isinstance(y.grad_fn, tg.autograd.function.BackwardCFunction)
+    assert not y.is_leaf and y.requires_grad
+
+
+def test_function_records_and_ctx_are_released_with_their_outputs():
+    Cube, MulAdd, Exp, Scale = make_functions(tg)
+    x = tg.tensor(B, requires_grad=True)
+    x * 1.0                                     # x's LEAF record exists from here on
+    live = tg._core.tape().live_records
+    y = Exp.apply(x)                            # saves its own output: no reference cycle
+    p, q, _ = MulAdd.apply(y, x)
+    ref = weakref.ref(y.grad_fn)
+    ref2 = weakref.ref(p.grad_fn)
+    assert tg._core.tape().live_records > live
+    del y, p, q
+    gc.collect()
+    assert ref() is None and ref2() is None
+    assert tg._core.tape().live_records == live
+
+
+def test_function_saved_tensors_are_freed_by_backward():
+    Cube, MulAdd, Exp, Scale = make_functions(tg)
+    x = tg.tensor(B, requires_grad=True)
+    y = Cube.apply(x, 1.0)
+    y.sum().backward(retain_graph=True)
+    assert len(y.grad_fn.saved_tensors) == 1
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 6 * B * B)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.grad_fn.saved_tensors
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.sum().backward()
+
+
+def test_function_makes_python_calls_only_for_itself():
+    Cube, MulAdd, Exp, Scale = make_functions(tg)
+    x = tg.tensor(np.linspace(-1, 1, 8), requires_grad=True)
+    calls = []
+    for n in (10, 80):
+        out = chain(Scale.apply(chain(x, n) * x, 2.0) * x, n)
+        calls.append(python_calls_during(out.backward))
+    assert calls[0] == calls[1]
+
+
+def test_deep_chain_of_functions():
+    out = run_isolated("""
+        import tapegrad as tg
+
+        class Twice(tg.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        x = tg.tensor([1.0], dtype=tg.float64, requires_grad=True)
+        y = x
+        for i in range(20_000):
+            y = Twice.apply(y) * 0.5
+        y.backward()
+        print(x.grad.tolist(), tg._core.tape().live_records)
+        del y
+        print(tg._core.tape().live_records)
+    """)
+    first, second = out.split("\n")[:2]
+    assert first.startswith("[1.0]") and int(second) <= 1
+
+
+def _F(L):
+    return L.autograd.Function
+
+
+def _f_basic(L):
+    Cube, *_ = make_functions(L)
+    x = f64(L, [1.0, 2.0])
+    y = Cube.apply(x, 3.0)
+    y.sum().backward()
+    return y, x.grad, type(y.grad_fn).__name__, y.grad_fn.needs_input_grad
+
+
+def _f_kwargs(L):
+    Cube, *_ = make_functions(L)
+    return Cube.apply(f64(L, [1.0, 2.0]), k=3.0)
+
+
+def _f_multi_one_output_used(L):
+    _, MulAdd, *_ = make_functions(L)
+    a, b = f64(L, [1.0, 2.0]), f64(L, [0.5, 0.25])
+    p, q, tag = MulAdd.apply(a, b)
+    q.sum().backward()
+    return a.grad, b.grad, tag, p.grad_fn is q.grad_fn
+
+
+def _f_saved_output(L):
+    *_, Exp, _ = make_functions(L)
+    x = f64(L, [1.0, 2.0])
+    Exp.apply(x).sum().backward()
+    y = Exp.apply(x)
+    return x.grad, y.grad_fn.saved_tensors
+
+
+def _f_new_style(L):
+    *_, Scale = make_functions(L)
+    x = f64(L, [1.0, 2.0])
+    Scale.apply(x, 4.0).sum().backward()
+    return x.grad
+
+
+def _f_wrong_count(L):
+    class Bad(_F(L)):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x + y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = f64(L, [1.0, 2.0])
+    Bad.apply(x, x).sum().backward()
+
+
+def _f_extra_nones_are_fine(L):
+    class Extra(_F(L)):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x + y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g * 2, None, None
+
+    x, y = f64(L, [1.0, 2.0]), f64(L, [1.0, 2.0])
+    Extra.apply(x, y).sum().backward()
+    return x.grad, y.grad
+
+
+def _f_too_many(L):
+    class Bad(_F(L)):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x + y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g, g
+
+    x = f64(L, [1.0, 2.0])
+    Bad.apply(x, x).sum().backward()
+
+
+def _f_grad_for_non_tensor(L):
+    class Bad(_F(L)):
+        @staticmethod
+        def forward(ctx, x, k):
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g
+
+    Bad.apply(f64(L, [1.0, 2.0]), 2.0).sum().backward()
+
+
+def _make_returning(L, make_grad):
+    class Ret(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return make_grad(L, g)
+
+    x = f64(L, [1.0, 2.0])
+    Ret.apply(x).sum().backward()
+    return x.grad
+
+
+def _f_bad_shape(L):
+    return _make_returning(L, lambda L, g: L.ones(3, dtype=L.float64))
+
+
+def _f_bad_shape_0d(L):
+    return _make_returning(L, lambda L, g: L.ones((), dtype=L.float64))
+
+
+def _f_bad_shape_2d(L):
+    return _make_returning(L, lambda L, g: L.ones(2, 1, dtype=L.float64))
+
+
+def _f_bigger_grad_is_summed(L):
+    return _make_returning(L, lambda L, g: g.expand(3, 2))
+
+
+def _f_dtype_is_cast(L):
+    return _make_returning(L, lambda L, g: L.ones(2, dtype=L.float32))
+
+
+def _f_non_tensor_grad(L):
+    return _make_returning(L, lambda L, g: 3.0)
+
+
+def _f_none_grad(L):
+    return _make_returning(L, lambda L, g: None)
+
+
+def _f_error_in_backward(L):
+    def boom(L, g):
+        raise ValueError("boom")
+    return _make_returning(L, boom)
+
+
+def _f_materialize(L):
+    seen = []
+
+    class Two(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            seen.append((g1, g2))
+            return g1 * 2 + g2 * 3
+
+    class TwoLazy(Two):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            seen.append((g1, g2))
+            return g1 * 2
+
+    x = f64(L, [1.0, 2.0])
+    Two.apply(x)[1].sum().backward()
+    TwoLazy.apply(x)[0].sum().backward()
+    return x.grad, seen
+
+
+def _f_non_differentiable(L):
+    seen = []
+
+    class MaxArg(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            i = x.argmax()
+            v = x.max()
+            s = x * 1
+            ctx.mark_non_differentiable(s)
+            ctx.save_for_backward(x)
+            return v, i, s
+
+        @staticmethod
+        def backward(ctx, gv, gi, gs):
+            seen.append((gv, gi, gs))
+            (x,) = ctx.saved_tensors
+            return (x == x.max()).to(x.dtype) * gv
+
+    x = f64(L, [1.0, 3.0, 2.0])
+    v, i, s = MaxArg.apply(x)
+    v.backward()
+    return v.requires_grad, i.requires_grad, s.requires_grad, i.grad_fn, x.grad, seen
+
+
+def _f_identity_output(L):
+    class Id(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 5
+
+    x = f64(L, [1.0, 2.0])
+    y = Id.apply(x)
+    y.sum().backward()
+    shares = np.shares_memory(y.detach().numpy(), x.detach().numpy())   # a view of x
+    return y is x, shares, type(y.grad_fn).__name__, x.grad, y
+
+
+def _f_needs_input_grad(L):
+    seen = []
+
+    class N(_F(L)):
+        @staticmethod
+        def forward(ctx, x, y, k):
+            seen.append(("fwd", ctx.needs_input_grad, L.is_grad_enabled()))
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(("bwd", ctx.needs_input_grad, L.is_grad_enabled()))
+            return g, None, None
+
+    x = f64(L, [1.0, 2.0])
+    N.apply(x, f64(L, [1.0, 1.0], False), 3).sum().backward()
+    with L.no_grad():
+        r = N.apply(x, f64(L, [1.0, 1.0], False), 3)
+    r2 = N.apply(f64(L, [1.0], False), f64(L, [1.0], False), 3)
+    return seen, r.requires_grad, r2.requires_grad, r2.grad_fn
+
+
+def _f_save_non_tensor(L):
+    class S(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, 3)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    S.apply(f64(L, [1.0]))
+
+
+def _saving_input(L):
+    class SaveIn(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x
+    return SaveIn
+
+
+def _f_saved_leaf_modified(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    y = _saving_input(L).apply(x)
+    with L.no_grad():
+        x.mul_(2)
+    y.sum().backward()
+
+
+def _f_saved_nonleaf_modified(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    w = x.exp()
+    y = _saving_input(L).apply(w)
+    w.add_(1)
+    y.sum().backward()
+
+
+def _f_no_backward(L):
+    class NoBw(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+    NoBw.apply(f64(L, [1.0])).sum().backward()
+
+
+def _f_legacy_call(L):
+    Cube, *_ = make_functions(L)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        f = Cube()
+    return f(f64(L, [1.0]))
+
+
+def _f_returns_list_or_none(L):
+    class R(_F(L)):
+        @staticmethod
+        def forward(ctx, x, kind):
+            return [x * 2] if kind else None
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+
+    x = f64(L, [1.0])
+    return R.apply(x, True), R.apply(x, False)
+
+
+def _f_one_tuple(L):
+    class T(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            return (x * 2,)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = f64(L, [1.0])
+    (y,) = T.apply(x)
+    y.sum().backward()
+    return type(T.apply(x)).__name__, x.grad
+
+
+def _f_dirty(L):
+    class Dbl(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = f64(L, [1.0, 2.0])
+    w = x * 1
+    r = Dbl.apply(w)
+    (w * w).sum().backward()
+    return r is w, type(w.grad_fn).__name__, w, x.grad
+
+
+def _f_dirty_leaf(L):
+    class Dbl(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    Dbl.apply(f64(L, [1.0, 2.0]))
+
+
+def _f_grad_through_function_output(L):
+    _, MulAdd, *_ = make_functions(L)
+    a, b = f64(L, [1.0, 2.0]), f64(L, [0.5, 0.25])
+    p, q, _ = MulAdd.apply(a, b)
+    z = (p * q).sum()
+    return L.autograd.grad(z, [p, a], retain_graph=True), L.autograd.grad(z, [q])
+
+
+def _f_once_differentiable(L):
+    class O(_F(L)):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        @L.autograd.function.once_differentiable
+        def backward(ctx, g):
+            return g * 2
+
+    x = f64(L, [1.0])
+    O.apply(x).sum().backward()
+    return x.grad
+
+
+FUNCTION_PARITY = [
+    _f_basic, _f_kwargs, _f_multi_one_output_used, _f_saved_output, _f_new_style, _f_wrong_count,
+    _f_extra_nones_are_fine, _f_too_many, _f_grad_for_non_tensor, _f_bad_shape, _f_bad_shape_0d,
+    _f_bad_shape_2d, _f_bigger_grad_is_summed, _f_dtype_is_cast, _f_non_tensor_grad,
+    _f_none_grad, _f_error_in_backward, _f_materialize, _f_non_differentiable,
+    _f_identity_output, _f_needs_input_grad, _f_save_non_tensor, _f_saved_leaf_modified,
+    _f_saved_nonleaf_modified, _f_no_backward, _f_legacy_call, _f_returns_list_or_none,
+    _f_one_tuple, _f_dirty, _f_dirty_leaf, _f_grad_through_function_output,
+    _f_once_differentiable]
+
+
+@pytest.mark.parametrize("scenario", FUNCTION_PARITY, ids=lambda f: f.__name__[1:])
+def test_function_parity(torch, scenario):
+    same(torch, scenario)
+
+
+@pytest.mark.parametrize("scenario", FUNCTION_PARITY, ids=lambda f: f.__name__[1:])
+def test_function_scenarios_run_without_torch(scenario):
+    outcome(scenario, tg)
