@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.testing import count_python_calls as python_calls_during
 
 # -- helpers ---------------------------------------------------------------------------------------
 
@@ -67,24 +68,6 @@ def same(torch, fn):
 def f64(L, values, requires_grad=True):
     return L.tensor(np.asarray(values, dtype=np.float64), dtype=L.float64,
                     requires_grad=requires_grad)
-
-
-def python_calls_during(fn):
-    calls = 0
-
-    def profiler(frame, event, arg):
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    gc.disable()
-    sys.setprofile(profiler)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-        gc.enable()
-    return calls
 
 
 def chain(x, n):
