@@ -279,8 +279,8 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
         free(inp)
     keep(&TAPE.recs[fi].aux, ctx)
     TAPE.recs[fi].scalar = <double>n_out
-    for j in range(n_out):
-        o = final[j]
+    for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest: the sweep
+        o = final[j]                        # meets the outputs (and their hooks) in order
         if not isinstance(o, TensorBase) or any(o is d for d in non_differentiable):
             continue
         t = <TensorBase>o

@@ -13,6 +13,7 @@ from .. import _core
 from ..grad_mode import no_grad, enable_grad, set_grad_enabled
 from .function import Function, once_differentiable
 from .anomaly import detect_anomaly, set_detect_anomaly
+from .._core import RemovableHandle
 from . import function, anomaly
 
 __all__ = ["grad", "backward", "Function", "once_differentiable", "detect_anomaly",
