@@ -996,3 +996,230 @@ def test_function_parity(torch, scenario):
 @pytest.mark.parametrize("scenario", FUNCTION_PARITY, ids=lambda f: f.__name__[1:])
 def test_function_scenarios_run_without_torch(scenario):
     outcome(scenario, tg)
+
+
+# -- gradcheck ----------------------------------------------------------------------------------------
+
+
+def _bad_double(L):
+    class BadDouble(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    return BadDouble
+
+
+def _gc_passes(L):
+    x, y = f64(L, [1.0, 2.0]), f64(L, [1.0, 2.0, 3.0])
+    return (L.autograd.gradcheck(lambda a: (a * a).sum(), (x,)),
+            L.autograd.gradcheck(lambda a, b: (a[:, None] * b, a.exp()), (x, y)),
+            L.autograd.gradcheck(lambda a: a * 2, x))
+
+
+def _gc_mismatch(L):
+    return L.autograd.gradcheck(_bad_double(L).apply, (f64(L, [1.0, 2.0]),))
+
+
+def _gc_mismatch_second_output(L):
+    x, y = f64(L, [1.0, 2.0]), f64(L, [1.0, 2.0, 3.0])
+    bad = _bad_double(L)
+    return L.autograd.gradcheck(lambda a, b: (a[:, None] * b, bad.apply(b)), (x, y))
+
+
+def _gc_no_raise(L):
+    return L.autograd.gradcheck(_bad_double(L).apply, (f64(L, [1.0, 2.0]),),
+                                raise_exception=False)
+
+
+def _gc_float32(L):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        try:
+            L.autograd.gradcheck(lambda a: a * 2, (L.tensor([1.0, 2.0], requires_grad=True),))
+            err = None
+        except RuntimeError as e:
+            err = str(e)
+    return err, [str(x.message) for x in w]
+
+
+def _gc_nothing_requires_grad(L):
+    return L.autograd.gradcheck(lambda a: a * 2, (f64(L, [1.0], requires_grad=False),))
+
+
+def _gc_error_type(L):
+    try:
+        _gc_mismatch(L)
+    except L.autograd.gradcheck.__globals__["GradcheckError"] as e:
+        return type(e).__name__, isinstance(e, RuntimeError)
+
+
+GRADCHECK_PARITY = [_gc_passes, _gc_mismatch, _gc_mismatch_second_output, _gc_no_raise,
+                    _gc_float32, _gc_nothing_requires_grad, _gc_error_type]
+
+
+@pytest.mark.parametrize("scenario", GRADCHECK_PARITY, ids=lambda f: f.__name__[1:])
+def test_gradcheck_parity(torch, scenario):
+    same(torch, scenario)
+
+
+@pytest.mark.parametrize("scenario", GRADCHECK_PARITY, ids=lambda f: f.__name__[1:])
+def test_gradcheck_scenarios_run_without_torch(scenario):
+    outcome(scenario, tg)
+
+
+GRADCHECK_OPS = {
+    "matmul": (lambda a, b: a @ b, [(3, 4), (4, 2)]),
+    "softmax": (lambda a: tg.nn.functional.softmax(a, dim=1), [(3, 4)]),
+    "log_softmax": (lambda a: tg.nn.functional.log_softmax(a, dim=0), [(3, 4)]),
+    "broadcast div": (lambda a, b: a / (b * b + 1), [(3, 4), (4,)]),
+    "pow": (lambda a: (a * a + 1) ** 1.5, [(5,)]),
+    "reductions": (lambda a: (a.sum(0) * a.mean(1, keepdim=True)).max(), [(3, 4)]),
+    "index": (lambda a: a[[0, 2, 0]].tanh() * a[1:, ::2].sum(), [(3, 4)]),
+    "shape": (lambda a: a.transpose(0, 1).reshape(2, 6).exp(), [(3, 4)]),
+    "cat/split": (lambda a, b: tg.cat(a.split(2, 1) + (b,), 1).sigmoid(), [(3, 4), (3, 2)]),
+    "function": (lambda a: make_functions(tg)[1].apply(a, a.exp())[:2], [(2, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", GRADCHECK_OPS)
+def test_gradcheck_accepts_correct_gradients(name):
+    fn, shapes = GRADCHECK_OPS[name]
+    rng = np.random.default_rng(5)
+    inputs = tuple(tg.tensor(rng.uniform(0.5, 1.5, s), requires_grad=True) for s in shapes)
+    assert tg.autograd.gradcheck(fn, inputs)
+
+
+def test_gradcheck_does_not_touch_grad_and_restores_inputs():
+    x = tg.tensor(A.copy(), requires_grad=True)
+    assert tg.autograd.gradcheck(lambda a: a.exp(), (x,))
+    assert x.grad is None
+    np.testing.assert_array_equal(x.detach().numpy(), A)
+
+
+# -- autograd.functional ------------------------------------------------------------------------------
+
+
+def _fn_vjp(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.functional.vjp(lambda a: a.exp() * 2, x, f64(L, [1.0, 0.5], False))
+
+
+def _fn_vjp_tuple(L):
+    x, y = f64(L, [1.0, 2.0]), f64(L, [1.0, 2.0, 3.0])
+    return L.autograd.functional.vjp(lambda a, b: (a * b[:2]).sum(), (x, y))
+
+
+def _fn_vjp_errors(L):
+    F = L.autograd.functional
+    x = f64(L, [1.0, 2.0])
+    res = []
+    for call in (lambda: F.vjp(lambda a: a * 2, x),
+                 lambda: F.vjp(lambda a: a * 2, x, f64(L, [1.0, 2.0, 3.0], False)),
+                 lambda: F.vjp(lambda a: a * 2, 3.0),
+                 lambda: F.vjp(lambda a, b: a * b, [x, x]),
+                 lambda: F.vjp(lambda a: (a * 2, a), x, (f64(L, [1.0, 1.0], False),)),
+                 lambda: F.vjp(lambda a: 3, x)):
+        try:
+            call()
+            res.append(None)
+        except (RuntimeError, TypeError) as e:
+            res.append((type(e).__name__, str(e)))
+    return res
+
+
+def _fn_vjp_strict(L):
+    x, y = f64(L, [1.0, 2.0]), f64(L, [1.0, 2.0])
+    return L.autograd.functional.vjp(lambda a, b: (a * 2).sum(), (x, y), strict=True)
+
+
+def _fn_vjp_independent(L):
+    x, y = f64(L, [1.0, 2.0]), f64(L, [1.0, 2.0])
+    return L.autograd.functional.vjp(lambda a, b: (a * 2).sum(), (x, y))
+
+
+def _fn_vjp_no_grad_inputs(L):
+    return L.autograd.functional.vjp(lambda a: a * 2, L.tensor([1.0, 2.0]), L.ones(2))
+
+
+def _fn_jacobian(L):
+    x = f64(L, [1.0, 2.0])
+    return L.autograd.functional.jacobian(lambda a: a.exp() * 2, x)
+
+
+def _fn_jacobian_tuples(L):
+    x, y = f64(L, [1.0, 2.0]), f64(L, [1.0, 2.0, 3.0])
+    return L.autograd.functional.jacobian(lambda a, b: (a[:, None] * b, a.exp()), (x, y))
+
+
+def _fn_jacobian_scalar_and_2d(L):
+    x = f64(L, [1.0, 2.0])
+    J = L.autograd.functional.jacobian
+    return (J(lambda a: a.sum(), x),
+            J(lambda a: a.reshape(2, 1) * L.ones(1, 3, dtype=L.float64), x),
+            J(lambda a: L.ones(2), x))
+
+
+def _fn_jacobian_independent(L):
+    x, y = f64(L, [1.0, 2.0]), f64(L, [1.0, 2.0, 3.0])
+    J = L.autograd.functional.jacobian
+    res = [J(lambda a, b: a * 2, (x, y))]
+    try:
+        J(lambda a, b: a * 2, (x, y), strict=True)
+    except RuntimeError as e:
+        res.append(str(e))
+    return res
+
+
+def _fn_jacobian_errors(L):
+    J = L.autograd.functional.jacobian
+    x = f64(L, [1.0, 2.0])
+    res = []
+    for call in (lambda: J(lambda a: 3, x), lambda: J(lambda a, b: a * b, [x, x]),
+                 lambda: J(lambda a: a, x, strategy="sideways")):
+        try:
+            call()
+            res.append(None)
+        except (RuntimeError, TypeError, AssertionError) as e:
+            res.append((type(e).__name__, str(e)))
+    return res
+
+
+def _fn_jacobian_of_no_grad_input(L):
+    return L.autograd.functional.jacobian(lambda a: a * 2, L.tensor([1.0, 2.0]))
+
+
+FUNCTIONAL_PARITY = [_fn_vjp, _fn_vjp_tuple, _fn_vjp_errors, _fn_vjp_strict, _fn_vjp_independent,
+                     _fn_vjp_no_grad_inputs, _fn_jacobian, _fn_jacobian_tuples,
+                     _fn_jacobian_scalar_and_2d, _fn_jacobian_independent, _fn_jacobian_errors,
+                     _fn_jacobian_of_no_grad_input]
+
+
+@pytest.mark.parametrize("scenario", FUNCTIONAL_PARITY, ids=lambda f: f.__name__[1:])
+def test_functional_parity(torch, scenario):
+    same(torch, scenario)
+
+
+@pytest.mark.parametrize("scenario", FUNCTIONAL_PARITY, ids=lambda f: f.__name__[1:])
+def test_functional_scenarios_run_without_torch(scenario):
+    outcome(scenario, tg)
+
+
+def test_jacobian_matches_finite_differences():
+    W = RNG.uniform(-1, 1, (3, 4))
+
+    def f(a):
+        return (tg.tensor(W) @ a).tanh() * a[:3]
+
+    x0 = RNG.uniform(-1, 1, 4)
+    J = tg.autograd.functional.jacobian(f, tg.tensor(x0))
+    assert tuple(J.shape) == (3, 4)
+    for r in range(3):
+        (row,) = numeric_grad(lambda a: f(tg.tensor(a))[r].item(), [x0.copy()])
+        np.testing.assert_allclose(J[r].numpy(), row, rtol=1e-6, atol=1e-8)
+    out, v = tg.autograd.functional.vjp(f, tg.tensor(x0), tg.tensor(np.array([1.0, -2.0, 0.5])))
+    np.testing.assert_allclose(v.numpy(), np.array([1.0, -2.0, 0.5]) @ J.numpy())

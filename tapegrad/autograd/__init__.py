@@ -14,10 +14,12 @@ from ..grad_mode import no_grad, enable_grad, set_grad_enabled
 from .function import Function, once_differentiable
 from .anomaly import detect_anomaly, set_detect_anomaly
 from .._core import RemovableHandle
-from . import function, anomaly
+from .gradcheck import gradcheck, gradgradcheck, GradcheckError
+from . import function, anomaly, functional
 
 __all__ = ["grad", "backward", "Function", "once_differentiable", "detect_anomaly",
-           "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled"]
+           "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled", "gradcheck",
+           "gradgradcheck", "functional"]
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

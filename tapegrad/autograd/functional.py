@@ -1,0 +1,247 @@
+"""Higher-level functional autograd, as torch.autograd.functional: vjp and jacobian (reverse
+mode: repeated reverse sweeps over one recorded forward, with retain_graph).
+
+The helpers and error messages follow PyTorch's module, so results and failures match.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _core
+from ..grad_mode import enable_grad, set_grad_enabled, is_grad_enabled
+
+__all__ = ["vjp", "jacobian"]
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, _core.TensorBase)
+
+
+def _as_tuple(inp, arg_name, fn_name):
+    is_inp_tuple = True
+    if not isinstance(inp, tuple):
+        inp = (inp,)
+        is_inp_tuple = False
+    for i, el in enumerate(inp):
+        if not _is_tensor(el):
+            if is_inp_tuple:
+                raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a "
+                                f"tuple of Tensors but the value at index {i} has type "
+                                f"{type(el)}.")
+            raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a "
+                            f"tuple of Tensors but the given {arg_name} has type {type(el)}.")
+    return is_inp_tuple, inp
+
+
+def _tuple_postprocess(res, to_unpack):
+    if isinstance(to_unpack, tuple):
+        if not to_unpack[1]:
+            res = tuple(el[0] for el in res)
+        if not to_unpack[0]:
+            res = res[0]
+    elif not to_unpack:
+        res = res[0]
+    return res
+
+
+def _grad_preprocess(inputs, create_graph, need_graph):
+    res = []
+    for inp in inputs:
+        if create_graph and inp.requires_grad:
+            res.append(inp.view_as(inp))
+        else:
+            res.append(inp.detach().requires_grad_(need_graph))
+    return tuple(res)
+
+
+def _grad_postprocess(inputs, create_graph):
+    if _is_tensor(inputs[0]):
+        if not create_graph:
+            return tuple(inp.detach() for inp in inputs)
+        return inputs
+    return tuple(_grad_postprocess(inp, create_graph) for inp in inputs)
+
+
+def _validate_v(v, other, is_other_tuple):
+    if len(other) != len(v):
+        if is_other_tuple:
+            raise RuntimeError(f"v is a tuple of invalid length: should be {len(other)} but got "
+                               f"{len(v)}.")
+        raise RuntimeError("The given v should contain a single Tensor.")
+    for idx, (el_v, el_other) in enumerate(zip(v, other)):
+        if el_v.size() != el_other.size():
+            prepend = f"Entry {idx} in " if is_other_tuple else ""
+            raise RuntimeError(f"{prepend}v has invalid size: should be {el_other.size()} but "
+                               f"got {el_v.size()}.")
+
+
+def _check_requires_grad(inputs, input_type, strict):
+    if not strict:
+        return
+    for i, inp in enumerate(inputs):
+        if inp is None:
+            raise RuntimeError(f"The output of the user-provided function is independent of "
+                               f"input {i}. This is not allowed in strict mode.")
+        if not inp.requires_grad:
+            if input_type == "hessian":
+                raise RuntimeError(
+                    f"The hessian of the user-provided function with respect to input {i} is "
+                    "independent of the input. This is not allowed in strict mode. You should "
+                    "ensure that your function is thrice differentiable and that the hessian "
+                    "depends on the inputs.")
+            if input_type == "jacobian":
+                raise RuntimeError(
+                    "While computing the hessian, found that the jacobian of the user-provided "
+                    f"function with respect to input {i} is independent of the input. This is "
+                    "not allowed in strict mode. You should ensure that your function is twice "
+                    "differentiable and that the jacobian depends on the inputs (this would be "
+                    "violated by a linear function for example).")
+            if input_type == "grad_inputs":
+                raise RuntimeError(
+                    f"The gradient with respect to input {i} is independent of the inputs of the "
+                    "user-provided function. This is not allowed in strict mode.")
+            raise RuntimeError(
+                f"Output {i} of the user-provided function does not require gradients. The "
+                "outputs must be computed in a differentiable manner from the input when running "
+                "in strict mode.")
+
+
+def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
+    from . import grad
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    new_outputs, new_grad_outputs = (), ()
+    for out, grad_out in zip(outputs, grad_outputs):
+        if out is not None and out.requires_grad:
+            new_outputs += (out,)
+            new_grad_outputs += (grad_out,)
+    if len(new_outputs) == 0:
+        return (None,) * len(inputs)
+    return grad(new_outputs, inputs, new_grad_outputs, allow_unused=True,
+                create_graph=create_graph, retain_graph=retain_graph)
+
+
+def _zeros_like(t, requires_grad=False):
+    return _core.wrap_array(np.zeros(t._array.shape, dtype=t._array.dtype), requires_grad)
+
+
+_STAGE_MESSAGES = {
+    "back": "The output of the user-provided function is independent of input {i}. This is not "
+            "allowed in strict mode.",
+    "back_trick": "The gradient with respect to the input is independent of entry {i} in the "
+                  "grad_outputs when using the double backward trick to compute forward mode "
+                  "gradients. This is not allowed in strict mode.",
+    "double_back": "The jacobian of the user-provided function is independent of input {i}. This "
+                   "is not allowed in strict mode.",
+    "double_back_trick": "The hessian of the user-provided function is independent of entry {i} "
+                         "in the grad_jacobian. This is not allowed in strict mode as it "
+                         "prevents from using the double backward trick to replace forward mode "
+                         "AD.",
+}
+
+
+def _fill_in_zeros(grads, refs, strict, create_graph, stage):
+    res = ()
+    for i, grads_i in enumerate(grads):
+        if grads_i is None:
+            if strict:
+                raise RuntimeError(_STAGE_MESSAGES[stage].format(i=i))
+            grads_i = _zeros_like(refs[i])
+        elif strict and create_graph and not grads_i.requires_grad:
+            what = "hessian" if "double" in stage else "jacobian"
+            raise RuntimeError(f"The {what} of the user-provided function is independent of "
+                               f"input {i}. This is not allowed in strict mode when "
+                               "create_graph=True.")
+        res += (grads_i,)
+    return res
+
+
+def vjp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(*inputs), v^T J): the vector-Jacobian product of func at inputs.  v may be omitted
+    when func returns a single one-element tensor."""
+    with enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                              "vjp")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+        if v is not None:
+            _, v = _as_tuple(v, "v", "vjp")
+            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+            _validate_v(v, outputs, is_outputs_tuple)
+        elif len(outputs) != 1 or outputs[0].numel() != 1:
+            raise RuntimeError("The vector v can only be None if the user-provided function "
+                               "returns a single Tensor with a single element.")
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(result, is_inputs_tuple))
+
+
+def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
+             strategy="reverse-mode"):
+    """The Jacobian of func at inputs: for output i and input j a tensor of shape
+    output_i.shape + input_j.shape (nested tuples when func takes / returns tuples).  One reverse
+    sweep per output element over a single recorded forward."""
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". '
+                             'Hint: If your function has more outputs than inputs, '
+                             '"forward-mode" tends to be more performant. Otherwise, prefer to '
+                             'use "reverse-mode".')
+    if strategy == "forward-mode":
+        raise NotImplementedError("tapegrad.autograd.functional.jacobian: "
+                                  'strategy="forward-mode" is not supported (tapegrad has no '
+                                  "forward-mode AD); use the default reverse-mode")
+    if vectorize and strict:
+        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                           "`vectorized=True` are not supported together. Please either set "
+                           "`strict=False` or `vectorize=False`.")
+    from . import grad
+    with enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                              "jacobian")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+        jac = ()
+        for i, out in enumerate(outputs):
+            per_input = tuple([] for _ in inputs)
+            n = out.numel()
+            for j in range(n):
+                if out.requires_grad:
+                    onehot = np.zeros(n, dtype=out._array.dtype)
+                    onehot[j] = 1
+                    vj = grad(out, inputs, _core.wrap_array(onehot.reshape(out._array.shape)),
+                              retain_graph=True, create_graph=create_graph, allow_unused=True)
+                else:
+                    vj = (None,) * len(inputs)
+                for k, (rows, vj_el, inp) in enumerate(zip(per_input, vj, inputs)):
+                    if vj_el is not None:
+                        if strict and create_graph and not vj_el.requires_grad:
+                            raise RuntimeError(
+                                "The jacobian of the user-provided function is independent of "
+                                f"input {i}. This is not allowed in strict mode when "
+                                "create_graph=True.")
+                        rows.append(vj_el)
+                    else:
+                        if strict:
+                            raise RuntimeError(
+                                f"Output {i} of the user-provided function is independent of "
+                                f"input {k}. This is not allowed in strict mode.")
+                        rows.append(_zeros_like(inp))
+            jac += (tuple(_stack_rows(rows, tuple(out.shape) + tuple(inp.shape), inp)
+                          for rows, inp in zip(per_input, inputs)),)
+        jac = _grad_postprocess(jac, create_graph)
+        return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
+
+
+def _stack_rows(rows, shape, like):
+    from .. import stack
+    if not rows:
+        return _core.wrap_array(np.zeros(shape, dtype=like._array.dtype))
+    return stack(rows, 0).reshape(shape)
