@@ -17,26 +17,9 @@ import pytest
 
 import tapegrad as tg
 from tapegrad.testing import count_python_calls as python_calls_during
+from tapegrad.testing import numeric_grad
 
 # -- helpers ---------------------------------------------------------------------------------------
-
-
-def numeric_grad(f, arrays, eps=1e-6):
-    """Central finite differences of scalar f(*arrays) w.r.t. each float64 array."""
-    grads = []
-    for a in arrays:
-        g = np.zeros_like(a)
-        for i in np.ndindex(a.shape):
-            old = a[i]
-            a[i] = old + eps
-            hi = f(*arrays)
-            a[i] = old - eps
-            lo = f(*arrays)
-            a[i] = old
-            g[i] = (hi - lo) / (2 * eps)
-        grads.append(g)
-    return grads
-
 
 
 def describe(v):

@@ -3,13 +3,12 @@ register_post_accumulate_grad_hook.  Call counts, order, arguments and errors ar
 PyTorch (the oracle) by running each scenario with L = tapegrad and L = torch."""
 from __future__ import annotations
 
-import gc
-import sys
 
 import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.testing import count_python_calls as _python_calls
 
 
 def describe(v):
@@ -362,24 +361,6 @@ def test_hooks_survive_tape_compaction():
     expected = (2 * np.exp([1.0, 2.0])).tolist()
     assert seen == [[1.0, 1.0], ("x", expected)]
     np.testing.assert_allclose(x.grad.numpy(), expected)
-
-
-def _python_calls(fn):
-    calls = 0
-
-    def profiler(frame, event, arg):
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    gc.disable()
-    sys.setprofile(profiler)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-        gc.enable()
-    return calls
 
 
 def test_only_hooked_records_call_python():
