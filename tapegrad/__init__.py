@@ -59,6 +59,7 @@ from .creation import (
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 from . import nn, optim, utils
 from . import autograd
+from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .serialization import save, load
 
 half = float16

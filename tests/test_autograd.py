@@ -1240,3 +1240,125 @@ def test_jacobian_matches_finite_differences():
         np.testing.assert_allclose(J[r].numpy(), row, rtol=1e-6, atol=1e-8)
     out, v = tg.autograd.functional.vjp(f, tg.tensor(x0), tg.tensor(np.array([1.0, -2.0, 0.5])))
     np.testing.assert_allclose(v.numpy(), np.array([1.0, -2.0, 0.5]) @ J.numpy())
+
+
+# -- anomaly mode ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def anomaly():
+    """Anomaly mode on for the test (restored afterwards, whatever happens)."""
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+        guard = tg.autograd.detect_anomaly()
+    with guard:
+        yield
+
+
+def test_anomaly_error_names_the_op_and_the_forward_line(anomaly):
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    line = sys._getframe().f_lineno - 1
+    y.add_(1)                                       # overwrites ExpBackward0's saved output
+    with pytest.warns(UserWarning, match="Error detected in ExpBackward0. Traceback of forward "
+                                         "call that caused the error"):
+        with pytest.raises(RuntimeError) as info:
+            y.sum().backward()
+    msg = str(info.value)
+    assert "modified by an inplace operation" in msg
+    assert f"Error detected in ExpBackward0 (forward call at {__file__}:{line})" in msg
+    assert "y = x.exp()" in msg
+
+
+def test_anomaly_in_a_custom_function_backward(anomaly):
+    class Boom(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("boom")
+
+    x = tg.tensor([1.0], requires_grad=True)
+    y = Boom.apply(x).sum()
+    line = sys._getframe().f_lineno - 1
+    with pytest.warns(UserWarning, match="Error detected in BoomBackward"):
+        with pytest.raises(ValueError, match="boom") as info:
+            y.backward()
+    assert f"BoomBackward (forward call at {__file__}:{line})" in str(info.value)
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_anomaly_nan_check(anomaly):
+    x = tg.tensor([0.0], requires_grad=True)
+    y = (x.log() * 0).sum()
+    with pytest.warns(UserWarning, match="Error detected in LogBackward0"):
+        with pytest.raises(RuntimeError, match="Function 'LogBackward0' returned nan values in "
+                                               "its 0th output."):
+            y.backward()
+
+
+def test_anomaly_nan_check_can_be_off():
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+        guard = tg.autograd.detect_anomaly(check_nan=False)
+    with guard:
+        assert tg.is_anomaly_enabled() and not tg.is_anomaly_check_nan_enabled()
+        x = tg.tensor([0.0], requires_grad=True)
+        (x.log() * 0).sum().backward()
+    assert np.isnan(x.grad.item())
+    assert not tg.is_anomaly_enabled() and tg.is_anomaly_check_nan_enabled()
+
+
+def test_anomaly_backward_twice_names_the_op(anomaly):
+    x = tg.tensor([1.0], requires_grad=True)
+    y = x.exp().sum()
+    y.backward()
+    with pytest.warns(UserWarning, match="Error detected in ExpBackward0"):
+        with pytest.raises(RuntimeError, match="second time"):
+            y.backward()
+
+
+def test_set_detect_anomaly_and_off_by_default():
+    assert not tg.is_anomaly_enabled()
+    tg.autograd.set_detect_anomaly(True)
+    try:
+        assert tg.is_anomaly_enabled()
+    finally:
+        tg.autograd.set_detect_anomaly(False)
+    assert not tg.is_anomaly_enabled()
+    with tg.autograd.set_detect_anomaly(True):
+        assert tg.is_anomaly_enabled()
+    assert not tg.is_anomaly_enabled()
+    # Off: errors are raised unchanged.
+    x = tg.tensor([1.0], requires_grad=True)
+    y = x.exp().sum()
+    y.backward()
+    with pytest.raises(RuntimeError) as info:
+        y.backward()
+    assert "Error detected" not in str(info.value)
+
+
+def _an_parity_nan(L):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        x = L.tensor([0.0], requires_grad=True)
+        try:
+            with L.autograd.detect_anomaly():
+                (x.log() * 0).sum().backward()
+        except RuntimeError as e:
+            first_line = str(e).split("\n")[0]
+        return first_line, [str(m.message).split("\n")[0] for m in w], L.is_anomaly_enabled()
+
+
+def _an_parity_set(L):
+    prev = L.is_anomaly_enabled()
+    L.autograd.set_detect_anomaly(True, check_nan=False)
+    state = (L.is_anomaly_enabled(), L.is_anomaly_check_nan_enabled())
+    L.autograd.set_detect_anomaly(False)
+    return prev, state, L.is_anomaly_enabled(), L.is_anomaly_check_nan_enabled()
+
+
+@pytest.mark.parametrize("scenario", [_an_parity_nan, _an_parity_set],
+                         ids=lambda f: f.__name__[1:])
+def test_anomaly_parity(torch, scenario):
+    same(torch, scenario)

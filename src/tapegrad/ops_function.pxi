@@ -370,10 +370,27 @@ cdef str record_name(Record* r):
     return OP_NAMES[r.op]
 
 
-cdef str format_trace(object trace):
+cdef object PACKAGE_DIR = None
+
+
+cdef list user_frames(object trace):
+    """The trace's frames, outermost first, without tapegrad's own innermost frames (the Tensor
+    method or Function.apply that recorded the op): the user's forward call comes last."""
+    global PACKAGE_DIR
+    import os
+    if PACKAGE_DIR is None:
+        PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    cdef list frames = list(reversed(trace))   # (no negative indices: wraparound is off)
+    while (len(frames) > 1 and
+           os.path.abspath(frames[len(frames) - 1][0].co_filename).startswith(PACKAGE_DIR)):
+        frames.pop()
+    return frames
+
+
+cdef str format_trace(list frames):
     import linecache
     lines = []
-    for code, line in reversed(trace):
+    for code, line in frames:
         lines.append(f'  File "{code.co_filename}", line {line}, in {code.co_name}\n')
         src = linecache.getline(code.co_filename, line).strip()
         if src:
@@ -382,24 +399,22 @@ cdef str format_trace(object trace):
 
 
 cdef object anomaly_reraise(Record* r, object e):
-    """Re-raise error `e` from record r's VJP naming the op and where the forward created it."""
+    """Re-raise error `e` from record r's VJP naming the op and where the forward created it
+    (PyTorch only warns with the forward traceback; tapegrad also puts it in the message)."""
     name = record_name(r)
     trace = (<RecordExtra>r.extra).trace if r.extra != NULL else None
     if trace is None:
-        where = "(no forward trace: the op was recorded while anomaly mode was off)\n"
+        where = "  (no forward trace: the op was recorded while anomaly mode was off)\n"
         origin = ""
     else:
-        where = format_trace(trace)
-        code, line = trace[0]
-        for c, l in trace:              # the innermost frame outside tapegrad's own Python code
-            fname = c.co_filename.replace("\\", "/")
-            if "/tapegrad/" not in fname or "/tests/" in fname:
-                code, line = c, l
-                break
-        origin = f' (forward call at {code.co_filename}:{line})'
+        frames = user_frames(trace)
+        where = format_trace(frames)
+        code, line = frames[len(frames) - 1]
+        origin = f" (forward call at {code.co_filename}:{line})"
     warnings.warn(f"Error detected in {name}. Traceback of forward call that caused the error:\n"
                   f"{where}", UserWarning, stacklevel=2)
-    msg = f"{e}\n\nError detected in {name}{origin}. Traceback of forward call that caused the error:\n{where}"
+    msg = (f"{e}\n\nError detected in {name}{origin}. Traceback of forward call that caused "
+           f"the error:\n{where}")
     try:
         new = type(e)(msg)
     except Exception:
@@ -434,3 +449,14 @@ def scalar_type_name_of(object np_dt):
 def _sum_to(object arr, object shape):
     """Sum `arr` over broadcast dims down to `shape` (a gradient for an input of that shape)."""
     return sum_to(nd(arr), tuple(shape))
+
+
+def _anomaly_trace_of(Py_ssize_t i):
+    """Record i's forward trace in anomaly mode (for tests and debugging), or None."""
+    if i < 0 or i >= TAPE.n or TAPE.recs[i].extra == NULL:
+        return None
+    return (<RecordExtra>TAPE.recs[i].extra).trace
+
+
+def _current_trace():
+    return anomaly_trace()

@@ -232,9 +232,6 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 if not any_needed:
                     i -= 1
                     continue
-            if rec.flags & RF_RELEASED:
-                raise RuntimeError(BACKWARD_TWICE)
-            check_saved_versions(&rec)
             # Hold the saved values for the duration of the VJP (a hook or another thread could
             # otherwise release them under us).
             for q in range(MAX_SAVED):
@@ -242,6 +239,9 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             Py_XINCREF(rec.aux)
             Py_XINCREF(rec.extra)
             try:
+                if rec.flags & RF_RELEASED:
+                    raise RuntimeError(BACKWARD_TWICE)
+                check_saved_versions(&rec)
                 vjp = OP_VJP[rec.op]
                 grads = vjp(&rec, g)
                 if ANOMALY_MODE:
