@@ -1362,3 +1362,285 @@ def _an_parity_set(L):
                          ids=lambda f: f.__name__[1:])
 def test_anomaly_parity(torch, scenario):
     same(torch, scenario)
+
+
+# -- create_graph: higher-order derivatives -------------------------------------------------------
+
+
+def hessian_by_double_backward(f, arrays):
+    xs = [tg.tensor(a, requires_grad=True) for a in arrays]
+    gs = tg.autograd.grad(f(*xs), xs, create_graph=True)
+    rows = []
+    for g in gs:
+        for k in range(g.numel()):
+            onehot = np.zeros(g.numel())
+            onehot[k] = 1
+            row = tg.autograd.grad(g, xs, grad_outputs=tg.tensor(onehot.reshape(tuple(g.shape))),
+                                   retain_graph=True, allow_unused=True)
+            rows.append(np.concatenate([(r.numpy() if r is not None else np.zeros(a.shape))
+                                        .ravel() for r, a in zip(row, arrays)]))
+    return np.array(rows)
+
+
+def hessian_by_finite_differences(f, arrays, eps=1e-5):
+    def grad_at(values):
+        ts = [tg.tensor(v, requires_grad=True) for v in values]
+        g = tg.autograd.grad(f(*ts), ts, allow_unused=True)
+        return np.concatenate([(gg.numpy() if gg is not None else np.zeros(v.shape)).ravel()
+                               for gg, v in zip(g, values)])
+
+    cols = []
+    for ai, a in enumerate(arrays):
+        for k in range(a.size):
+            hi = [x.copy() for x in arrays]
+            lo = [x.copy() for x in arrays]
+            hi[ai].ravel()[k] += eps
+            lo[ai].ravel()[k] -= eps
+            cols.append((grad_at(hi) - grad_at(lo)) / (2 * eps))
+    return np.array(cols).T
+
+
+F = tg.nn.functional
+SECOND_ORDER = {
+    "mul/add": (lambda a, b: (a * b + a * a * b).sum(), [(3,), (3,)]),
+    "sub/neg/rsub": (lambda a, b: ((1 - a) * (a - b) * -b).sum(), [(3,), (3,)]),
+    "div/rdiv": (lambda a, b: (a / b + 2.0 / a).sum(), [(3,), (3,)]),
+    "pow scalar": (lambda a: (a ** 3.0 + a ** 0.5).sum(), [(3,)]),
+    "pow tensor": (lambda a, b: (a ** b).sum(), [(3,), (3,)]),
+    "scalar ** tensor": (lambda a: (2.0 ** a).sum(), [(3,)]),
+    "exp/log/tanh": (lambda a: (a.exp() * a.log() + a.tanh()).sum(), [(4,)]),
+    "sigmoid": (lambda a: a.sigmoid().sum() * a.sum(), [(4,)]),
+    "relu/abs": (lambda a: (a.relu() * a + (a - 1).abs() * a).sum(), [(4,)]),
+    "sqrt/sin/cos": (lambda a: (a.sqrt() * a.sin() + a.cos()).sum(), [(4,)]),
+    "matmul": (lambda a, b: ((a @ b) ** 2).sum(), [(2, 3), (3, 2)]),
+    "mv": (lambda a, b: ((a @ b) ** 2).sum(), [(2, 3), (3,)]),
+    "vm": (lambda a, b: ((a @ b) ** 2).sum(), [(3,), (3, 2)]),
+    "dot": (lambda a, b: (a @ b) ** 2, [(3,), (3,)]),
+    "batched @ matrix": (lambda a, b: ((a @ b) ** 2).sum(), [(2, 2, 3), (3, 2)]),
+    "bmm": (lambda a, b: (tg.bmm(a, b) ** 2).sum(), [(2, 2, 3), (2, 3, 2)]),
+    "outer": (lambda a, b: (tg.outer(a, b) ** 2).sum(), [(2,), (3,)]),
+    "linear": (lambda x, w, b: (F.linear(x, w, b).tanh() ** 2).sum(), [(2, 3), (4, 3), (4,)]),
+    "linear 3-d": (lambda x, w, b: (F.linear(x, w, b) ** 2).sum(), [(2, 2, 3), (4, 3), (4,)]),
+    "mean/reshape/t": (lambda a: (a.reshape(3, 2).t() ** 2).mean(), [(6,)]),
+    "permute/unsqueeze/squeeze": (lambda a: (a.permute(1, 0).unsqueeze(0).squeeze(0) ** 3)
+                                  .sum(), [(2, 3)]),
+    "index": (lambda a: (a[[0, 2, 0]] ** 3).sum() + (a[1:] ** 2).sum() + a[3] ** 4, [(4,)]),
+    "expand/sum dim": (lambda a: (a.expand(3, 4) * a.sum(0, keepdim=True)).sum(1).pow(2).sum(),
+                       [(1, 4)]),
+    "mean dim": (lambda a: (a.mean(1) ** 3).sum(), [(2, 3)]),
+    "softmax": (lambda a: (F.softmax(a, dim=1) ** 2).sum(), [(2, 3)]),
+    "log_softmax": (lambda a: (F.log_softmax(a, dim=1) ** 2).sum(), [(2, 3)]),
+    "broadcast": (lambda a, b: ((a * b) ** 2).sum(), [(2, 3), (3,)]),
+    "where": (lambda a: tg.where(a > 1.0, a * a, a * 3).pow(2).sum(), [(4,)]),
+    "custom Function": (lambda a, b: (make_functions(tg)[1].apply(a, b)[0] ** 2).sum()
+                        + make_functions(tg)[0].apply(a, 2.0).sum(), [(3,), (3,)]),
+}
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER)
+def test_second_derivatives_match_finite_differences_of_the_first(name):
+    f, shapes = SECOND_ORDER[name]
+    rng = np.random.default_rng(3)
+    arrays = [rng.uniform(0.5, 1.5, s) for s in shapes]
+    H = hessian_by_double_backward(f, arrays)
+    Hn = hessian_by_finite_differences(f, arrays)
+    np.testing.assert_allclose(H, Hn, rtol=1e-6, atol=1e-6)
+
+
+def test_second_derivative_through_dtype_conversions():
+    a = tg.tensor(B, requires_grad=True)
+    (g,) = tg.autograd.grad((a.float() ** 3).sum(), a, create_graph=True)
+    assert g.dtype == tg.float64 and g.requires_grad
+    (h,) = tg.autograd.grad(g.sum(), a)
+    np.testing.assert_allclose(h.numpy(), 6 * B, rtol=1e-6)
+
+
+def test_fourth_derivative():
+    a = tg.tensor([1.5], dtype=tg.float64, requires_grad=True)
+    g = (a ** 4).sum()
+    values = []
+    for _ in range(4):
+        (g,) = tg.autograd.grad(g.sum(), a, create_graph=True)
+        values.append(g.item())
+    assert values == pytest.approx([4 * 1.5 ** 3, 12 * 1.5 ** 2, 24 * 1.5, 24])
+
+
+def test_create_graph_unsupported_op_names_it():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(NotImplementedError, match="backward of ProdBackward0"):
+        tg.autograd.grad(x.prod(), x, create_graph=True)
+    assert "MulBackward0" in tg._core._graph_vjp_ops()
+
+
+def test_create_graph_releases_everything():
+    x = tg.tensor(B, requires_grad=True)
+    w = tg.tensor(B[::-1].copy(), requires_grad=True)
+    (x * w).sum()                                  # LEAF records exist from here on
+    gc.collect()
+    live = tg._core.tape().live_records
+    y = ((x * w).exp() * x).sum()
+    (g,) = tg.autograd.grad(y, x, create_graph=True)
+    del y                                          # the gradient's graph keeps what it needs
+    hx, hw = tg.autograd.grad(g.sum(), [x, w])
+    np.testing.assert_allclose(hx.numpy(), np.exp(B * B[::-1]) * (B[::-1] ** 2 * B
+                                                                  + 2 * B[::-1]))
+    del g
+    gc.collect()
+    assert tg._core.tape().live_records == live
+
+
+def test_backward_create_graph_accumulates_graph_gradients():
+    a = tg.tensor([1.0, 2.0], dtype=tg.float64, requires_grad=True)
+    with pytest.warns(UserWarning, match="Using backward\\(\\) with create_graph=True"):
+        (a ** 3).sum().backward(create_graph=True)
+    with pytest.warns(UserWarning, match="Using backward\\(\\) with create_graph=True"):
+        (a ** 2).sum().backward(create_graph=True)
+    g = a.grad
+    assert g.requires_grad and g.tolist() == [5.0, 16.0]
+    a.grad = None
+    g.sum().backward()
+    assert a.grad.tolist() == [8.0, 14.0]           # 6a + 2
+
+
+def _cg_grad_of_grad(L):
+    b = f64(L, [1.0, 2.0])
+    (g,) = L.autograd.grad((b * b * b).sum(), b, create_graph=True)
+    return g, L.autograd.grad(g.sum(), b)
+
+
+def _cg_no_graph_needed(L):
+    c = f64(L, [1.0, 2.0])
+    (g,) = L.autograd.grad((c * 2).sum(), c, create_graph=True)
+    return g, g.requires_grad
+
+
+def _cg_grad_outputs_with_graph(L):
+    c = f64(L, [1.0, 2.0])
+    v = f64(L, [1.0, 3.0])
+    (g,) = L.autograd.grad(c * c, c, grad_outputs=v, create_graph=True)
+    return g, L.autograd.grad(g.sum(), [v, c])
+
+
+def _cg_materialize(L):
+    c = f64(L, [1.0, 2.0])
+    return L.autograd.grad((c * 2).sum(), [c, f64(L, [1.0])], create_graph=True,
+                           materialize_grads=True)
+
+
+def _cg_retain_grad(L):
+    a = f64(L, [1.0, 2.0])
+    h = a * a
+    h.retain_grad()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (h * h).sum().backward(create_graph=True)
+    return h.grad, a.grad
+
+
+def _cg_hook(L):
+    a = f64(L, [1.0, 2.0])
+    h = a * a
+    seen = []
+    h.register_hook(lambda g: seen.append(g.requires_grad) or g * h)
+    (g,) = L.autograd.grad((h * 3).sum(), a, create_graph=True)
+    return g, L.autograd.grad(g.sum(), a), seen
+
+
+def _cg_function(L):
+    Cube, *_ = make_functions(L)
+    x = f64(L, [1.0, 2.0])
+    (g,) = L.autograd.grad(Cube.apply(x, 2.0).sum(), x, create_graph=True)
+    return g, L.autograd.grad(g.sum(), x)
+
+
+def _cg_gradient_penalty(L):
+    w = f64(L, [[1.0, -2.0], [0.5, 1.0]])
+    inp = f64(L, [[0.3, 0.2]])
+    out = L.nn.functional.linear(inp, w).tanh().sum()
+    (gi,) = L.autograd.grad(out, inp, create_graph=True)
+    pen = ((gi.pow(2).sum() + 1e-12).sqrt() - 1) ** 2
+    pen.backward()
+    return gi, pen, w.grad, inp.grad
+
+
+def _fn2(L):
+    return (L.autograd.functional, f64(L, [1.0, 2.0]), f64(L, [0.5, 1.5, 3.0]),
+            f64(L, [1.0, -1.0], False))
+
+
+def _fn_hessian(L):
+    F2, x, y, v = _fn2(L)
+    return (F2.hessian(lambda a: (a.exp() * a).sum(), x),
+            F2.hessian(lambda a, b: (a[:, None] * b).pow(2).sum(), (x, y)))
+
+
+def _fn_hessian_errors(L):
+    F2, x, y, v = _fn2(L)
+    res = []
+    for call in (lambda: F2.hessian(lambda a: (a * 2).sum(), x),
+                 lambda: F2.hessian(lambda a: (a * 2).sum(), x, strict=True),
+                 lambda: F2.hessian(lambda a: a * 2, x)):
+        try:
+            res.append(call())
+        except RuntimeError as e:
+            res.append(str(e))
+    return res
+
+
+def _fn_hvp_vhp(L):
+    F2, x, y, v = _fn2(L)
+    f = lambda a: (a.exp() * a).sum()  # noqa: E731
+    g = lambda a, b: (a[:, None] * b).pow(2).sum()  # noqa: E731
+    return (F2.hvp(f, x, v), F2.vhp(f, x, v),
+            F2.hvp(g, (x, y), (v, L.ones(3, dtype=L.float64))),
+            F2.hvp(f, x, v, create_graph=True))
+
+
+def _fn_hvp_errors(L):
+    F2, x, y, v = _fn2(L)
+    res = []
+    for call in (lambda: F2.vhp(lambda a: (a.exp() * a).sum(), x),
+                 lambda: F2.hvp(lambda a: (a.sum(),), x, v),
+                 lambda: F2.hvp(lambda a: a * a, x, v)):
+        try:
+            res.append(call())
+        except RuntimeError as e:
+            res.append(str(e))
+    return res
+
+
+def _fn_jvp(L):
+    F2, x, y, v = _fn2(L)
+    return (F2.jvp(lambda a: a.exp() * 2, x, v),
+            F2.jvp(lambda a, b: (a[:, None] * b, b.sum()), (x, y),
+                   (v, L.ones(3, dtype=L.float64))))
+
+
+def _fn_jacobian_create_graph(L):
+    F2, x, y, v = _fn2(L)
+    J = F2.jacobian(lambda a: a * a, x, create_graph=True)
+    return J, L.autograd.grad(J.sum(), x)
+
+
+def _gg_check(L):
+    F2, x, y, v = _fn2(L)
+    Cube, *_ = make_functions(L)
+    return (L.autograd.gradgradcheck(lambda a, b: (a[:, None] * b).tanh(), (x, y)),
+            L.autograd.gradgradcheck(lambda a: Cube.apply(a, 2.0), (x,)))
+
+
+CREATE_GRAPH_PARITY = [_cg_grad_of_grad, _cg_no_graph_needed, _cg_grad_outputs_with_graph,
+                       _cg_materialize, _cg_retain_grad, _cg_hook, _cg_function,
+                       _cg_gradient_penalty, _fn_hessian, _fn_hessian_errors, _fn_hvp_vhp,
+                       _fn_hvp_errors, _fn_jvp, _fn_jacobian_create_graph, _gg_check]
+
+
+@pytest.mark.parametrize("scenario", CREATE_GRAPH_PARITY, ids=lambda f: f.__name__[1:])
+def test_create_graph_parity(torch, scenario):
+    same(torch, scenario)
+
+
+@pytest.mark.parametrize("scenario", CREATE_GRAPH_PARITY, ids=lambda f: f.__name__[1:])
+def test_create_graph_scenarios_run_without_torch(scenario):
+    result = outcome(scenario, tg)
+    assert result[0] == "ok", result

@@ -145,6 +145,29 @@ cdef object run_tensor_hooks(Py_ssize_t i, object g):
     return g
 
 
+cdef object run_graph_hooks(Py_ssize_t i, object g):
+    """run_tensor_hooks with create_graph: the gradient is a tensor (with a graph)."""
+    cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
+    if not ex.hooks:
+        return g
+    cdef TensorBase G = <TensorBase>g
+    for fn in list(ex.hooks.values()):
+        res = fn(G)
+        if res is None:
+            continue
+        if not isinstance(res, TensorBase):
+            raise TypeError(f"expected Variable, but hook returned '{type(res).__name__}'")
+        R = (<TensorBase>res)._array
+        if R.shape != G._array.shape:
+            raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
+        if R.dtype != G._array.dtype:
+            raise RuntimeError(f"hook '{hook_name(fn)}' has changed the type of value (was "
+                               f"torch.{scalar_type_name(G._array.dtype)}Tensor got "
+                               f"torch.{scalar_type_name(R.dtype)}Tensor)")
+        G = <TensorBase>res
+    return G
+
+
 cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1:
     cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
     cdef PyObject* out = TAPE.recs[i].out
@@ -171,7 +194,7 @@ def _set_function_runtime(backward, release):
 
 cdef object vjp_function(Record* r, object g):
     """g: a list with one entry (ndarray or None) per output of the forward."""
-    res = FUNCTION_BACKWARD(<object>r.aux, g)
+    res = FUNCTION_BACKWARD(<object>r.aux, g, False)
     return res[0] if r.n_in == 1 else res
 
 
@@ -460,3 +483,8 @@ def _anomaly_trace_of(Py_ssize_t i):
 
 def _current_trace():
     return anomaly_trace()
+
+
+def np_dtype_to_dtype(object np_dt):
+    """The tapegrad dtype of a numpy dtype."""
+    return DTYPE_OF_NUM[np.dtype(np_dt).num]
