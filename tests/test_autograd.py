@@ -610,6 +610,32 @@ def _F(L):
     return L.autograd.Function
 
 
+def make_many(L):
+    """A Function with more tensor inputs than a record holds inline (and a non-tensor one)."""
+    class Many(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b, c, d, k, e):
+            ctx.save_for_backward(a, b, c, d, e)
+            ctx.k = k
+            return a * b + c * d * e * k
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b, c, d, e = ctx.saved_tensors
+            k = ctx.k
+            return g * b, g * a, g * d * e * k, g * c * e * k, None, g * c * d * k
+
+    return Many
+
+
+def _f_many_inputs(L):
+    a, b, c, d, e = (f64(L, [1.0 + i, 2.0 + i]) for i in range(5))
+    y = make_many(L).apply(a, b, c, d, 2.0, e)
+    gs = L.autograd.grad(y.sum(), [a, c, e], retain_graph=True)
+    y.sum().backward(inputs=[b, d])
+    return gs, b.grad, d.grad, a.grad
+
+
 def _f_basic(L):
     Cube, *_ = make_functions(L)
     x = f64(L, [1.0, 2.0])
@@ -1002,7 +1028,7 @@ FUNCTION_PARITY = [
     _f_identity_output, _f_needs_input_grad, _f_save_non_tensor, _f_saved_leaf_modified,
     _f_saved_nonleaf_modified, _f_no_backward, _f_legacy_call, _f_returns_list_or_none,
     _f_one_tuple, _f_dirty, _f_dirty_leaf, _f_grad_through_function_output,
-    _f_once_differentiable]
+    _f_once_differentiable, _f_many_inputs]
 
 
 @pytest.mark.parametrize("scenario", FUNCTION_PARITY, ids=lambda f: f.__name__[1:])
@@ -1432,6 +1458,14 @@ SECOND_ORDER = {
     "log_softmax": (lambda a: (F.log_softmax(a, dim=1) ** 2).sum(), [(2, 3)]),
     "broadcast": (lambda a, b: ((a * b) ** 2).sum(), [(2, 3), (3,)]),
     "where": (lambda a: tg.where(a > 1.0, a * a, a * 3).pow(2).sum(), [(4,)]),
+    "cat/stack": (lambda a, b: (tg.cat([a, b * b]) ** 3).sum()
+                  + (tg.stack([a, b]) ** 2).unbind(0)[0].dot(tg.stack([b, a], 1)[:, 0]),
+                  [(3,), (3,)]),
+    "split/chunk/unbind": (lambda a: sum((p ** 3).sum() * j for j, p in enumerate(a.split(2)))
+                           + a.unbind(0)[1] * a.chunk(3)[0].sum(), [(6,)]),
+    "function with 5 tensor inputs": (lambda a, b, c, d, e: (make_many(tg).apply(a, b, c, d, 2.0, e)
+                                                             ** 2).sum(),
+                                      [(2,), (2,), (2,), (2,), (2,)]),
     "custom Function": (lambda a, b: (make_functions(tg)[1].apply(a, b)[0] ** 2).sum()
                         + make_functions(tg)[0].apply(a, 2.0).sum(), [(3,), (3,)]),
 }

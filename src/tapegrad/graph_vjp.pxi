@@ -18,7 +18,8 @@
 # add, sub, mul, div, pow, neg, exp, log, tanh, sigmoid, relu, sqrt, sin, cos, abs, sum, mean,
 # matmul / mm / bmm / mv / dot / linear, reshape / view / squeeze / unsqueeze / flatten,
 # transpose / t / permute, expand, clone, dtype conversion, indexing (select, slice, advanced)
-# and its transpose (the scatter below), where, softmax, log_softmax, custom Functions.
+# and its transpose (the scatter below), cat, stack, split / chunk / unbind, where, softmax,
+# log_softmax, outer, dropout, custom Functions.
 # ---------------------------------------------------------------------------------------------
 
 
@@ -338,10 +339,11 @@ cdef int OP_INDEX_SCATTER = register_op("IndexBackwardBackward0", vjp_index_scat
 
 cdef object recorded_index(object G, tuple aux):
     """G[key] for the numpy keys of an indexing record's aux, recorded (IndexBackward0)."""
+    aux = (tuple((<TensorBase>G)._array.shape), (<TensorBase>G)._array.dtype) + aux[2:]
     cdef TensorBase res = wrap(index_array((<TensorBase>G)._array, aux))
     cdef Record* rr = record_from(OP_INDEX, res, (G,))
     if rr != NULL:
-        keep(&rr.aux, (tuple((<TensorBase>G)._array.shape), (<TensorBase>G)._array.dtype) + aux[2:])
+        keep(&rr.aux, aux)
     return res
 
 
@@ -353,6 +355,38 @@ cdef object recorded_index_scatter(object G, tuple aux):
     if rr != NULL:
         keep(&rr.aux, aux)
     return res
+
+cdef object gv_cat(Py_ssize_t i, Record* r, object G, char* want):
+    d, offsets, sizes, dtypes = <tuple>r.aux
+    cdef Py_ssize_t n = r.n_in, j
+    pre = (slice(None),) * <Py_ssize_t>d
+    grads = []
+    for j in range(n):
+        if not want[j]:
+            grads.append(None)
+        elif offsets[j] < 0:                        # a skipped empty 1-d tensor
+            grads.append(wrap(np.zeros((0,), dtype=dtypes[j])))
+        else:
+            key = pre + (slice(offsets[j], offsets[j] + sizes[j]),)
+            grads.append(t_cast(recorded_index(G, (None, None, key, None, None)), dtypes[j]))
+    return grads[0] if n == 1 else tuple(grads)
+
+cdef object gv_stack(Py_ssize_t i, Record* r, object G, char* want):
+    d, dtypes = <tuple>r.aux
+    cdef Py_ssize_t n = r.n_in, j
+    pre = (slice(None),) * <Py_ssize_t>d
+    grads = []
+    for j in range(n):
+        if not want[j]:
+            grads.append(None)
+        else:
+            key = pre + (j, Ellipsis)
+            grads.append(t_cast(recorded_index(G, (None, None, key, None, None)), dtypes[j]))
+    return grads[0] if n == 1 else tuple(grads)
+
+cdef object gv_scatter_basic(Py_ssize_t i, Record* r, object G, char* want):
+    shape, dt, key = <tuple>r.aux
+    return recorded_index_scatter(G, (shape, dt, key, None, None))
 
 cdef object gv_index(Py_ssize_t i, Record* r, object G, char* want):
     return recorded_index_scatter(G, <tuple>r.aux)
@@ -407,6 +441,10 @@ cdef int register_graph_vjps() except -1:
     for op in (OP_SELECT, OP_SLICE, OP_INDEX, OP_ALIAS, OP_INDEX_UNSQUEEZE):
         GRAPH_VJP[op] = gv_index
     GRAPH_VJP[OP_INDEX_SCATTER] = gv_index_scatter
+    GRAPH_VJP[OP_CAT] = gv_cat
+    GRAPH_VJP[OP_STACK] = gv_stack
+    for op in (OP_SPLIT, OP_SPLIT_SIZES, OP_UNBIND):
+        GRAPH_VJP[op] = gv_scatter_basic
     return 0
 
 
