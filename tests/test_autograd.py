@@ -39,7 +39,8 @@ def numeric_grad(f, arrays, eps=1e-6):
 
 
 def describe(v):
-    """A library-neutral description of a result: tensors as (dtype, shape, values, requires_grad)."""
+    """A library-neutral description of a result; tensors as (dtype, shape, values,
+    requires_grad)."""
     if isinstance(v, (tuple, list)):
         return type(v).__name__, [describe(x) for x in v]
     if isinstance(v, dict):
@@ -99,7 +100,7 @@ A = RNG.uniform(0.5, 1.5, size=(3, 4))
 B = RNG.uniform(0.5, 1.5, size=(4,))
 
 
-# -- autograd.grad: values ---------------------------------------------------------------------------
+# -- autograd.grad: values -------------------------------------------------------------------------
 
 
 def composite(x, w):
@@ -214,7 +215,7 @@ def test_grad_keeps_the_graph_only_when_asked():
         tg.autograd.grad(y, x)
 
 
-# -- autograd.grad and backward: PyTorch parity ------------------------------------------------------
+# -- autograd.grad and backward: PyTorch parity ----------------------------------------------------
 
 
 def _g_nonleaf(L):
@@ -451,7 +452,7 @@ def test_unused_input_message():
         tg.autograd.grad((x * 2).sum(), [tg.tensor([1.0])])
 
 
-# -- custom Functions --------------------------------------------------------------------------------
+# -- custom Functions ------------------------------------------------------------------------------
 
 
 def make_functions(L):
@@ -1041,7 +1042,7 @@ def test_function_scenarios_run_without_torch(scenario):
     outcome(scenario, tg)
 
 
-# -- gradcheck ----------------------------------------------------------------------------------------
+# -- gradcheck -------------------------------------------------------------------------------------
 
 
 def _bad_double(L):
@@ -1144,7 +1145,7 @@ def test_gradcheck_does_not_touch_grad_and_restores_inputs():
     np.testing.assert_array_equal(x.detach().numpy(), A)
 
 
-# -- autograd.functional ------------------------------------------------------------------------------
+# -- autograd.functional ---------------------------------------------------------------------------
 
 
 def _fn_vjp(L):

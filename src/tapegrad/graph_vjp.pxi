@@ -35,8 +35,9 @@ cdef object node_tensor(Py_ssize_t k, object value):
     if TAPE.recs[k].out != NULL:
         return <object>TAPE.recs[k].out
     if value is None:
-        raise RuntimeError(f"tapegrad: create_graph needs the value of a {OP_NAMES[TAPE.recs[k].op]}"
-                           " output whose tensor no longer exists and that was not saved")
+        raise RuntimeError(f"tapegrad: create_graph needs the value of a "
+                           f"{OP_NAMES[TAPE.recs[k].op]} output whose tensor no longer exists "
+                           "and that was not saved")
     t = wrap(nd(value))
     t._node = k
     t._requires_grad = True

@@ -97,9 +97,9 @@ def _analytical_jacobian(inputs, outputs):
             for k in range(out._array.size):
                 onehot = np.zeros(out._array.size, dtype=out._array.dtype)
                 onehot[k] = 1
-                grads = autograd_grad(out, diff_inputs,
-                                      grad_outputs=_core.wrap_array(onehot.reshape(out._array.shape)),
-                                      retain_graph=True, allow_unused=True)
+                seed = _core.wrap_array(onehot.reshape(out._array.shape))
+                grads = autograd_grad(out, diff_inputs, grad_outputs=seed, retain_graph=True,
+                                      allow_unused=True)
                 for i, g in zip(diff_idx, grads):
                     if g is None:
                         continue
