@@ -23,7 +23,8 @@ from tapegrad.testing import numeric_grad
 
 
 def describe(v):
-    """A library-neutral description of a result: tensors as (dtype, shape, values, requires_grad)."""
+    """A library-neutral description of a result; tensors as (dtype, shape, values,
+    requires_grad)."""
     if isinstance(v, (tuple, list)):
         return type(v).__name__, [describe(x) for x in v]
     if isinstance(v, dict):
@@ -65,7 +66,7 @@ A = RNG.uniform(0.5, 1.5, size=(3, 4))
 B = RNG.uniform(0.5, 1.5, size=(4,))
 
 
-# -- autograd.grad: values ---------------------------------------------------------------------------
+# -- autograd.grad: values -------------------------------------------------------------------------
 
 
 def composite(x, w):
@@ -180,7 +181,7 @@ def test_grad_keeps_the_graph_only_when_asked():
         tg.autograd.grad(y, x)
 
 
-# -- autograd.grad and backward: PyTorch parity ------------------------------------------------------
+# -- autograd.grad and backward: PyTorch parity ----------------------------------------------------
 
 
 def _g_nonleaf(L):
@@ -417,7 +418,7 @@ def test_unused_input_message():
         tg.autograd.grad((x * 2).sum(), [tg.tensor([1.0])])
 
 
-# -- custom Functions --------------------------------------------------------------------------------
+# -- custom Functions ------------------------------------------------------------------------------
 
 
 def make_functions(L):
@@ -574,6 +575,32 @@ def test_deep_chain_of_functions():
 
 def _F(L):
     return L.autograd.Function
+
+
+def make_many(L):
+    """A Function with more tensor inputs than a record holds inline (and a non-tensor one)."""
+    class Many(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b, c, d, k, e):
+            ctx.save_for_backward(a, b, c, d, e)
+            ctx.k = k
+            return a * b + c * d * e * k
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b, c, d, e = ctx.saved_tensors
+            k = ctx.k
+            return g * b, g * a, g * d * e * k, g * c * e * k, None, g * c * d * k
+
+    return Many
+
+
+def _f_many_inputs(L):
+    a, b, c, d, e = (f64(L, [1.0 + i, 2.0 + i]) for i in range(5))
+    y = make_many(L).apply(a, b, c, d, 2.0, e)
+    gs = L.autograd.grad(y.sum(), [a, c, e], retain_graph=True)
+    y.sum().backward(inputs=[b, d])
+    return gs, b.grad, d.grad, a.grad
 
 
 def _f_basic(L):
@@ -968,7 +995,7 @@ FUNCTION_PARITY = [
     _f_identity_output, _f_needs_input_grad, _f_save_non_tensor, _f_saved_leaf_modified,
     _f_saved_nonleaf_modified, _f_no_backward, _f_legacy_call, _f_returns_list_or_none,
     _f_one_tuple, _f_dirty, _f_dirty_leaf, _f_grad_through_function_output,
-    _f_once_differentiable]
+    _f_once_differentiable, _f_many_inputs]
 
 
 @pytest.mark.parametrize("scenario", FUNCTION_PARITY, ids=lambda f: f.__name__[1:])
@@ -981,7 +1008,7 @@ def test_function_scenarios_run_without_torch(scenario):
     outcome(scenario, tg)
 
 
-# -- gradcheck ----------------------------------------------------------------------------------------
+# -- gradcheck -------------------------------------------------------------------------------------
 
 
 def _bad_double(L):
@@ -1084,7 +1111,7 @@ def test_gradcheck_does_not_touch_grad_and_restores_inputs():
     np.testing.assert_array_equal(x.detach().numpy(), A)
 
 
-# -- autograd.functional ------------------------------------------------------------------------------
+# -- autograd.functional ---------------------------------------------------------------------------
 
 
 def _fn_vjp(L):
@@ -1206,3 +1233,415 @@ def test_jacobian_matches_finite_differences():
         np.testing.assert_allclose(J[r].numpy(), row, rtol=1e-6, atol=1e-8)
     out, v = tg.autograd.functional.vjp(f, tg.tensor(x0), tg.tensor(np.array([1.0, -2.0, 0.5])))
     np.testing.assert_allclose(v.numpy(), np.array([1.0, -2.0, 0.5]) @ J.numpy())
+
+
+# -- anomaly mode ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def anomaly():
+    """Anomaly mode on for the test (restored afterwards, whatever happens)."""
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+        guard = tg.autograd.detect_anomaly()
+    with guard:
+        yield
+
+
+def test_anomaly_error_names_the_op_and_the_forward_line(anomaly):
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    line = sys._getframe().f_lineno - 1
+    y.add_(1)                                       # overwrites ExpBackward0's saved output
+    with pytest.warns(UserWarning, match="Error detected in ExpBackward0. Traceback of forward "
+                                         "call that caused the error"):
+        with pytest.raises(RuntimeError) as info:
+            y.sum().backward()
+    msg = str(info.value)
+    assert "modified by an inplace operation" in msg
+    assert f"Error detected in ExpBackward0 (forward call at {__file__}:{line})" in msg
+    assert "y = x.exp()" in msg
+
+
+def test_anomaly_in_a_custom_function_backward(anomaly):
+    class Boom(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("boom")
+
+    x = tg.tensor([1.0], requires_grad=True)
+    y = Boom.apply(x).sum()
+    line = sys._getframe().f_lineno - 1
+    with pytest.warns(UserWarning, match="Error detected in BoomBackward"):
+        with pytest.raises(ValueError, match="boom") as info:
+            y.backward()
+    assert f"BoomBackward (forward call at {__file__}:{line})" in str(info.value)
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_anomaly_nan_check(anomaly):
+    x = tg.tensor([0.0], requires_grad=True)
+    y = (x.log() * 0).sum()
+    with pytest.warns(UserWarning, match="Error detected in LogBackward0"):
+        with pytest.raises(RuntimeError, match="Function 'LogBackward0' returned nan values in "
+                                               "its 0th output."):
+            y.backward()
+
+
+def test_anomaly_nan_check_can_be_off():
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+        guard = tg.autograd.detect_anomaly(check_nan=False)
+    with guard:
+        assert tg.is_anomaly_enabled() and not tg.is_anomaly_check_nan_enabled()
+        x = tg.tensor([0.0], requires_grad=True)
+        (x.log() * 0).sum().backward()
+    assert np.isnan(x.grad.item())
+    assert not tg.is_anomaly_enabled() and tg.is_anomaly_check_nan_enabled()
+
+
+def test_anomaly_backward_twice_names_the_op(anomaly):
+    x = tg.tensor([1.0], requires_grad=True)
+    y = x.exp().sum()
+    y.backward()
+    with pytest.warns(UserWarning, match="Error detected in ExpBackward0"):
+        with pytest.raises(RuntimeError, match="second time"):
+            y.backward()
+
+
+def test_set_detect_anomaly_and_off_by_default():
+    assert not tg.is_anomaly_enabled()
+    tg.autograd.set_detect_anomaly(True)
+    try:
+        assert tg.is_anomaly_enabled()
+    finally:
+        tg.autograd.set_detect_anomaly(False)
+    assert not tg.is_anomaly_enabled()
+    with tg.autograd.set_detect_anomaly(True):
+        assert tg.is_anomaly_enabled()
+    assert not tg.is_anomaly_enabled()
+    # Off: errors are raised unchanged.
+    x = tg.tensor([1.0], requires_grad=True)
+    y = x.exp().sum()
+    y.backward()
+    with pytest.raises(RuntimeError) as info:
+        y.backward()
+    assert "Error detected" not in str(info.value)
+
+
+def _an_parity_nan(L):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        x = L.tensor([0.0], requires_grad=True)
+        try:
+            with L.autograd.detect_anomaly():
+                (x.log() * 0).sum().backward()
+        except RuntimeError as e:
+            first_line = str(e).split("\n")[0]
+        return first_line, [str(m.message).split("\n")[0] for m in w], L.is_anomaly_enabled()
+
+
+def _an_parity_set(L):
+    prev = L.is_anomaly_enabled()
+    L.autograd.set_detect_anomaly(True, check_nan=False)
+    state = (L.is_anomaly_enabled(), L.is_anomaly_check_nan_enabled())
+    L.autograd.set_detect_anomaly(False)
+    return prev, state, L.is_anomaly_enabled(), L.is_anomaly_check_nan_enabled()
+
+
+@pytest.mark.parametrize("scenario", [_an_parity_nan, _an_parity_set],
+                         ids=lambda f: f.__name__[1:])
+def test_anomaly_parity(torch, scenario):
+    same(torch, scenario)
+
+
+# -- create_graph: higher-order derivatives -------------------------------------------------------
+
+
+def hessian_by_double_backward(f, arrays):
+    xs = [tg.tensor(a, requires_grad=True) for a in arrays]
+    gs = tg.autograd.grad(f(*xs), xs, create_graph=True)
+    rows = []
+    for g in gs:
+        for k in range(g.numel()):
+            onehot = np.zeros(g.numel())
+            onehot[k] = 1
+            row = tg.autograd.grad(g, xs, grad_outputs=tg.tensor(onehot.reshape(tuple(g.shape))),
+                                   retain_graph=True, allow_unused=True)
+            rows.append(np.concatenate([(r.numpy() if r is not None else np.zeros(a.shape))
+                                        .ravel() for r, a in zip(row, arrays)]))
+    return np.array(rows)
+
+
+def hessian_by_finite_differences(f, arrays, eps=1e-5):
+    def grad_at(values):
+        ts = [tg.tensor(v, requires_grad=True) for v in values]
+        g = tg.autograd.grad(f(*ts), ts, allow_unused=True)
+        return np.concatenate([(gg.numpy() if gg is not None else np.zeros(v.shape)).ravel()
+                               for gg, v in zip(g, values)])
+
+    cols = []
+    for ai, a in enumerate(arrays):
+        for k in range(a.size):
+            hi = [x.copy() for x in arrays]
+            lo = [x.copy() for x in arrays]
+            hi[ai].ravel()[k] += eps
+            lo[ai].ravel()[k] -= eps
+            cols.append((grad_at(hi) - grad_at(lo)) / (2 * eps))
+    return np.array(cols).T
+
+
+F = tg.nn.functional
+SECOND_ORDER = {
+    "mul/add": (lambda a, b: (a * b + a * a * b).sum(), [(3,), (3,)]),
+    "sub/neg/rsub": (lambda a, b: ((1 - a) * (a - b) * -b).sum(), [(3,), (3,)]),
+    "div/rdiv": (lambda a, b: (a / b + 2.0 / a).sum(), [(3,), (3,)]),
+    "pow scalar": (lambda a: (a ** 3.0 + a ** 0.5).sum(), [(3,)]),
+    "pow tensor": (lambda a, b: (a ** b).sum(), [(3,), (3,)]),
+    "scalar ** tensor": (lambda a: (2.0 ** a).sum(), [(3,)]),
+    "exp/log/tanh": (lambda a: (a.exp() * a.log() + a.tanh()).sum(), [(4,)]),
+    "sigmoid": (lambda a: a.sigmoid().sum() * a.sum(), [(4,)]),
+    "relu/abs": (lambda a: (a.relu() * a + (a - 1).abs() * a).sum(), [(4,)]),
+    "sqrt/sin/cos": (lambda a: (a.sqrt() * a.sin() + a.cos()).sum(), [(4,)]),
+    "matmul": (lambda a, b: ((a @ b) ** 2).sum(), [(2, 3), (3, 2)]),
+    "mv": (lambda a, b: ((a @ b) ** 2).sum(), [(2, 3), (3,)]),
+    "vm": (lambda a, b: ((a @ b) ** 2).sum(), [(3,), (3, 2)]),
+    "dot": (lambda a, b: (a @ b) ** 2, [(3,), (3,)]),
+    "batched @ matrix": (lambda a, b: ((a @ b) ** 2).sum(), [(2, 2, 3), (3, 2)]),
+    "bmm": (lambda a, b: (tg.bmm(a, b) ** 2).sum(), [(2, 2, 3), (2, 3, 2)]),
+    "outer": (lambda a, b: (tg.outer(a, b) ** 2).sum(), [(2,), (3,)]),
+    "linear": (lambda x, w, b: (F.linear(x, w, b).tanh() ** 2).sum(), [(2, 3), (4, 3), (4,)]),
+    "linear 3-d": (lambda x, w, b: (F.linear(x, w, b) ** 2).sum(), [(2, 2, 3), (4, 3), (4,)]),
+    "mean/reshape/t": (lambda a: (a.reshape(3, 2).t() ** 2).mean(), [(6,)]),
+    "permute/unsqueeze/squeeze": (lambda a: (a.permute(1, 0).unsqueeze(0).squeeze(0) ** 3)
+                                  .sum(), [(2, 3)]),
+    "index": (lambda a: (a[[0, 2, 0]] ** 3).sum() + (a[1:] ** 2).sum() + a[3] ** 4, [(4,)]),
+    "expand/sum dim": (lambda a: (a.expand(3, 4) * a.sum(0, keepdim=True)).sum(1).pow(2).sum(),
+                       [(1, 4)]),
+    "mean dim": (lambda a: (a.mean(1) ** 3).sum(), [(2, 3)]),
+    "softmax": (lambda a: (F.softmax(a, dim=1) ** 2).sum(), [(2, 3)]),
+    "log_softmax": (lambda a: (F.log_softmax(a, dim=1) ** 2).sum(), [(2, 3)]),
+    "broadcast": (lambda a, b: ((a * b) ** 2).sum(), [(2, 3), (3,)]),
+    "where": (lambda a: tg.where(a > 1.0, a * a, a * 3).pow(2).sum(), [(4,)]),
+    "cat/stack": (lambda a, b: (tg.cat([a, b * b]) ** 3).sum()
+                  + (tg.stack([a, b]) ** 2).unbind(0)[0].dot(tg.stack([b, a], 1)[:, 0]),
+                  [(3,), (3,)]),
+    "split/chunk/unbind": (lambda a: sum((p ** 3).sum() * j for j, p in enumerate(a.split(2)))
+                           + a.unbind(0)[1] * a.chunk(3)[0].sum(), [(6,)]),
+    "function with 5 tensor inputs": (lambda a, b, c, d, e: (make_many(tg).apply(a, b, c, d, 2.0, e)
+                                                             ** 2).sum(),
+                                      [(2,), (2,), (2,), (2,), (2,)]),
+    "custom Function": (lambda a, b: (make_functions(tg)[1].apply(a, b)[0] ** 2).sum()
+                        + make_functions(tg)[0].apply(a, 2.0).sum(), [(3,), (3,)]),
+}
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER)
+def test_second_derivatives_match_finite_differences_of_the_first(name):
+    f, shapes = SECOND_ORDER[name]
+    rng = np.random.default_rng(3)
+    arrays = [rng.uniform(0.5, 1.5, s) for s in shapes]
+    H = hessian_by_double_backward(f, arrays)
+    Hn = hessian_by_finite_differences(f, arrays)
+    np.testing.assert_allclose(H, Hn, rtol=1e-6, atol=1e-6)
+
+
+def test_second_derivative_through_dtype_conversions():
+    a = tg.tensor(B, requires_grad=True)
+    (g,) = tg.autograd.grad((a.float() ** 3).sum(), a, create_graph=True)
+    assert g.dtype == tg.float64 and g.requires_grad
+    (h,) = tg.autograd.grad(g.sum(), a)
+    np.testing.assert_allclose(h.numpy(), 6 * B, rtol=1e-6)
+
+
+def test_fourth_derivative():
+    a = tg.tensor([1.5], dtype=tg.float64, requires_grad=True)
+    g = (a ** 4).sum()
+    values = []
+    for _ in range(4):
+        (g,) = tg.autograd.grad(g.sum(), a, create_graph=True)
+        values.append(g.item())
+    assert values == pytest.approx([4 * 1.5 ** 3, 12 * 1.5 ** 2, 24 * 1.5, 24])
+
+
+def test_create_graph_unsupported_op_names_it():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(NotImplementedError, match="backward of ProdBackward0"):
+        tg.autograd.grad(x.prod(), x, create_graph=True)
+    assert "MulBackward0" in tg._core._graph_vjp_ops()
+
+
+def test_create_graph_releases_everything():
+    x = tg.tensor(B, requires_grad=True)
+    w = tg.tensor(B[::-1].copy(), requires_grad=True)
+    (x * w).sum()                                  # LEAF records exist from here on
+    gc.collect()
+    live = tg._core.tape().live_records
+    y = ((x * w).exp() * x).sum()
+    (g,) = tg.autograd.grad(y, x, create_graph=True)
+    del y                                          # the gradient's graph keeps what it needs
+    hx, hw = tg.autograd.grad(g.sum(), [x, w])
+    np.testing.assert_allclose(hx.numpy(), np.exp(B * B[::-1]) * (B[::-1] ** 2 * B
+                                                                  + 2 * B[::-1]))
+    del g
+    gc.collect()
+    assert tg._core.tape().live_records == live
+
+
+def test_backward_create_graph_accumulates_graph_gradients():
+    a = tg.tensor([1.0, 2.0], dtype=tg.float64, requires_grad=True)
+    with pytest.warns(UserWarning, match="Using backward\\(\\) with create_graph=True"):
+        (a ** 3).sum().backward(create_graph=True)
+    with pytest.warns(UserWarning, match="Using backward\\(\\) with create_graph=True"):
+        (a ** 2).sum().backward(create_graph=True)
+    g = a.grad
+    assert g.requires_grad and g.tolist() == [5.0, 16.0]
+    a.grad = None
+    g.sum().backward()
+    assert a.grad.tolist() == [8.0, 14.0]           # 6a + 2
+
+
+def _cg_grad_of_grad(L):
+    b = f64(L, [1.0, 2.0])
+    (g,) = L.autograd.grad((b * b * b).sum(), b, create_graph=True)
+    return g, L.autograd.grad(g.sum(), b)
+
+
+def _cg_no_graph_needed(L):
+    c = f64(L, [1.0, 2.0])
+    (g,) = L.autograd.grad((c * 2).sum(), c, create_graph=True)
+    return g, g.requires_grad
+
+
+def _cg_grad_outputs_with_graph(L):
+    c = f64(L, [1.0, 2.0])
+    v = f64(L, [1.0, 3.0])
+    (g,) = L.autograd.grad(c * c, c, grad_outputs=v, create_graph=True)
+    return g, L.autograd.grad(g.sum(), [v, c])
+
+
+def _cg_materialize(L):
+    c = f64(L, [1.0, 2.0])
+    return L.autograd.grad((c * 2).sum(), [c, f64(L, [1.0])], create_graph=True,
+                           materialize_grads=True)
+
+
+def _cg_retain_grad(L):
+    a = f64(L, [1.0, 2.0])
+    h = a * a
+    h.retain_grad()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (h * h).sum().backward(create_graph=True)
+    return h.grad, a.grad
+
+
+def _cg_hook(L):
+    a = f64(L, [1.0, 2.0])
+    h = a * a
+    seen = []
+    h.register_hook(lambda g: seen.append(g.requires_grad) or g * h)
+    (g,) = L.autograd.grad((h * 3).sum(), a, create_graph=True)
+    return g, L.autograd.grad(g.sum(), a), seen
+
+
+def _cg_function(L):
+    Cube, *_ = make_functions(L)
+    x = f64(L, [1.0, 2.0])
+    (g,) = L.autograd.grad(Cube.apply(x, 2.0).sum(), x, create_graph=True)
+    return g, L.autograd.grad(g.sum(), x)
+
+
+def _cg_gradient_penalty(L):
+    w = f64(L, [[1.0, -2.0], [0.5, 1.0]])
+    inp = f64(L, [[0.3, 0.2]])
+    out = L.nn.functional.linear(inp, w).tanh().sum()
+    (gi,) = L.autograd.grad(out, inp, create_graph=True)
+    pen = ((gi.pow(2).sum() + 1e-12).sqrt() - 1) ** 2
+    pen.backward()
+    return gi, pen, w.grad, inp.grad
+
+
+def _fn2(L):
+    return (L.autograd.functional, f64(L, [1.0, 2.0]), f64(L, [0.5, 1.5, 3.0]),
+            f64(L, [1.0, -1.0], False))
+
+
+def _fn_hessian(L):
+    F2, x, y, v = _fn2(L)
+    return (F2.hessian(lambda a: (a.exp() * a).sum(), x),
+            F2.hessian(lambda a, b: (a[:, None] * b).pow(2).sum(), (x, y)))
+
+
+def _fn_hessian_errors(L):
+    F2, x, y, v = _fn2(L)
+    res = []
+    for call in (lambda: F2.hessian(lambda a: (a * 2).sum(), x),
+                 lambda: F2.hessian(lambda a: (a * 2).sum(), x, strict=True),
+                 lambda: F2.hessian(lambda a: a * 2, x)):
+        try:
+            res.append(call())
+        except RuntimeError as e:
+            res.append(str(e))
+    return res
+
+
+def _fn_hvp_vhp(L):
+    F2, x, y, v = _fn2(L)
+    f = lambda a: (a.exp() * a).sum()  # noqa: E731
+    g = lambda a, b: (a[:, None] * b).pow(2).sum()  # noqa: E731
+    return (F2.hvp(f, x, v), F2.vhp(f, x, v),
+            F2.hvp(g, (x, y), (v, L.ones(3, dtype=L.float64))),
+            F2.hvp(f, x, v, create_graph=True))
+
+
+def _fn_hvp_errors(L):
+    F2, x, y, v = _fn2(L)
+    res = []
+    for call in (lambda: F2.vhp(lambda a: (a.exp() * a).sum(), x),
+                 lambda: F2.hvp(lambda a: (a.sum(),), x, v),
+                 lambda: F2.hvp(lambda a: a * a, x, v)):
+        try:
+            res.append(call())
+        except RuntimeError as e:
+            res.append(str(e))
+    return res
+
+
+def _fn_jvp(L):
+    F2, x, y, v = _fn2(L)
+    return (F2.jvp(lambda a: a.exp() * 2, x, v),
+            F2.jvp(lambda a, b: (a[:, None] * b, b.sum()), (x, y),
+                   (v, L.ones(3, dtype=L.float64))))
+
+
+def _fn_jacobian_create_graph(L):
+    F2, x, y, v = _fn2(L)
+    J = F2.jacobian(lambda a: a * a, x, create_graph=True)
+    return J, L.autograd.grad(J.sum(), x)
+
+
+def _gg_check(L):
+    F2, x, y, v = _fn2(L)
+    Cube, *_ = make_functions(L)
+    return (L.autograd.gradgradcheck(lambda a, b: (a[:, None] * b).tanh(), (x, y)),
+            L.autograd.gradgradcheck(lambda a: Cube.apply(a, 2.0), (x,)))
+
+
+CREATE_GRAPH_PARITY = [_cg_grad_of_grad, _cg_no_graph_needed, _cg_grad_outputs_with_graph,
+                       _cg_materialize, _cg_retain_grad, _cg_hook, _cg_function,
+                       _cg_gradient_penalty, _fn_hessian, _fn_hessian_errors, _fn_hvp_vhp,
+                       _fn_hvp_errors, _fn_jvp, _fn_jacobian_create_graph, _gg_check]
+
+
+@pytest.mark.parametrize("scenario", CREATE_GRAPH_PARITY, ids=lambda f: f.__name__[1:])
+def test_create_graph_parity(torch, scenario):
+    same(torch, scenario)
+
+
+@pytest.mark.parametrize("scenario", CREATE_GRAPH_PARITY, ids=lambda f: f.__name__[1:])
+def test_create_graph_scenarios_run_without_torch(scenario):
+    result = outcome(scenario, tg)
+    assert result[0] == "ok", result

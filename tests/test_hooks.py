@@ -46,7 +46,7 @@ def rec(log, name, transform=None):
     return hook
 
 
-# -- scenarios ---------------------------------------------------------------------------------------
+# -- scenarios -------------------------------------------------------------------------------------
 
 
 def _nonleaf_hooks_and_retain_grad(L, log):
@@ -321,7 +321,7 @@ def test_hook_scenarios_run_without_torch(scenario):
     outcome(scenario, tg)
 
 
-# -- tapegrad-specific: values, compaction, cost ------------------------------------------------------
+# -- tapegrad-specific: values, compaction, cost ---------------------------------------------------
 
 
 def test_hook_replaces_the_gradient_that_flows_on():

@@ -17,6 +17,7 @@
 #   ops_nn.pxi          nn.functional: softmax, losses, normalisation, ...
 #   ops_inplace.pxi     in-place ops and x[key] = value, with version counters
 #   ops_function.pxi    custom autograd.Function records, tensor hooks, anomaly mode
+#   graph_vjp.pxi       recorded (differentiable) VJPs for create_graph=True
 #   sweep.pxi           the reverse sweep (backward)
 
 cimport numpy as cnp
@@ -40,4 +41,5 @@ include "ops_index.pxi"
 include "ops_nn.pxi"
 include "ops_inplace.pxi"
 include "ops_function.pxi"
+include "graph_vjp.pxi"
 include "sweep.pxi"

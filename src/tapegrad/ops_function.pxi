@@ -145,6 +145,29 @@ cdef object run_tensor_hooks(Py_ssize_t i, object g):
     return g
 
 
+cdef object run_graph_hooks(Py_ssize_t i, object g):
+    """run_tensor_hooks with create_graph: the gradient is a tensor (with a graph)."""
+    cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
+    if not ex.hooks:
+        return g
+    cdef TensorBase G = <TensorBase>g
+    for fn in list(ex.hooks.values()):
+        res = fn(G)
+        if res is None:
+            continue
+        if not isinstance(res, TensorBase):
+            raise TypeError(f"expected Variable, but hook returned '{type(res).__name__}'")
+        R = (<TensorBase>res)._array
+        if R.shape != G._array.shape:
+            raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
+        if R.dtype != G._array.dtype:
+            raise RuntimeError(f"hook '{hook_name(fn)}' has changed the type of value (was "
+                               f"torch.{scalar_type_name(G._array.dtype)}Tensor got "
+                               f"torch.{scalar_type_name(R.dtype)}Tensor)")
+        G = <TensorBase>res
+    return G
+
+
 cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1:
     cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
     cdef PyObject* out = TAPE.recs[i].out
@@ -171,7 +194,7 @@ def _set_function_runtime(backward, release):
 
 cdef object vjp_function(Record* r, object g):
     """g: a list with one entry (ndarray or None) per output of the forward."""
-    res = FUNCTION_BACKWARD(<object>r.aux, g)
+    res = FUNCTION_BACKWARD(<object>r.aux, g, False)
     return res[0] if r.n_in == 1 else res
 
 
@@ -370,10 +393,27 @@ cdef str record_name(Record* r):
     return OP_NAMES[r.op]
 
 
-cdef str format_trace(object trace):
+cdef object PACKAGE_DIR = None
+
+
+cdef list user_frames(object trace):
+    """The trace's frames, outermost first, without tapegrad's own innermost frames (the Tensor
+    method or Function.apply that recorded the op): the user's forward call comes last."""
+    global PACKAGE_DIR
+    import os
+    if PACKAGE_DIR is None:
+        PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    cdef list frames = list(reversed(trace))   # (no negative indices: wraparound is off)
+    while (len(frames) > 1 and
+           os.path.abspath(frames[len(frames) - 1][0].co_filename).startswith(PACKAGE_DIR)):
+        frames.pop()
+    return frames
+
+
+cdef str format_trace(list frames):
     import linecache
     lines = []
-    for code, line in reversed(trace):
+    for code, line in frames:
         lines.append(f'  File "{code.co_filename}", line {line}, in {code.co_name}\n')
         src = linecache.getline(code.co_filename, line).strip()
         if src:
@@ -382,24 +422,22 @@ cdef str format_trace(object trace):
 
 
 cdef object anomaly_reraise(Record* r, object e):
-    """Re-raise error `e` from record r's VJP naming the op and where the forward created it."""
+    """Re-raise error `e` from record r's VJP naming the op and where the forward created it
+    (PyTorch only warns with the forward traceback; tapegrad also puts it in the message)."""
     name = record_name(r)
     trace = (<RecordExtra>r.extra).trace if r.extra != NULL else None
     if trace is None:
-        where = "(no forward trace: the op was recorded while anomaly mode was off)\n"
+        where = "  (no forward trace: the op was recorded while anomaly mode was off)\n"
         origin = ""
     else:
-        where = format_trace(trace)
-        code, line = trace[0]
-        for c, l in trace:              # the innermost frame outside tapegrad's own Python code
-            fname = c.co_filename.replace("\\", "/")
-            if "/tapegrad/" not in fname or "/tests/" in fname:
-                code, line = c, l
-                break
-        origin = f' (forward call at {code.co_filename}:{line})'
+        frames = user_frames(trace)
+        where = format_trace(frames)
+        code, line = frames[len(frames) - 1]
+        origin = f" (forward call at {code.co_filename}:{line})"
     warnings.warn(f"Error detected in {name}. Traceback of forward call that caused the error:\n"
                   f"{where}", UserWarning, stacklevel=2)
-    msg = f"{e}\n\nError detected in {name}{origin}. Traceback of forward call that caused the error:\n{where}"
+    msg = (f"{e}\n\nError detected in {name}{origin}. Traceback of forward call that caused "
+           f"the error:\n{where}")
     try:
         new = type(e)(msg)
     except Exception:
@@ -434,3 +472,19 @@ def scalar_type_name_of(object np_dt):
 def _sum_to(object arr, object shape):
     """Sum `arr` over broadcast dims down to `shape` (a gradient for an input of that shape)."""
     return sum_to(nd(arr), tuple(shape))
+
+
+def _anomaly_trace_of(Py_ssize_t i):
+    """Record i's forward trace in anomaly mode (for tests and debugging), or None."""
+    if i < 0 or i >= TAPE.n or TAPE.recs[i].extra == NULL:
+        return None
+    return (<RecordExtra>TAPE.recs[i].extra).trace
+
+
+def _current_trace():
+    return anomaly_trace()
+
+
+def np_dtype_to_dtype(object np_dt):
+    """The tapegrad dtype of a numpy dtype."""
+    return DTYPE_OF_NUM[np.dtype(np_dt).num]

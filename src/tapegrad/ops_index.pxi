@@ -132,10 +132,18 @@ cdef Py_ssize_t key_dims(list kinds, list vals) except -1:
     return consumed
 
 
-cdef object vjp_index(Record* r, object g):
-    shape, dt, key1, bshape, key2 = <tuple>r.aux
+cdef tuple index_aux(Record* r):
+    """An indexing record's aux with its index arrays filled in (they are kept as a saved value,
+    released with the record's other saved values, as in PyTorch)."""
+    cdef tuple aux = <tuple>r.aux
     if r.saved[0] != NULL:
-        key2 = <object>r.saved[0]           # index tensors are saved values, as in PyTorch
+        return aux[:4] + (<object>r.saved[0],)
+    return aux
+
+
+cdef object scatter_index(tuple aux, object g):
+    """The transpose of x[key]: g scattered into zeros of x's shape (repeated indices add)."""
+    shape, dt, key1, bshape, key2 = aux
     if key2 is None:
         z = np.zeros(shape, dtype=dt)
         z[key1] = g
@@ -147,6 +155,10 @@ cdef object vjp_index(Record* r, object g):
     z = np.zeros(shape, dtype=dt)
     z[key1] = zb
     return z
+
+
+cdef object vjp_index(Record* r, object g):
+    return scatter_index(index_aux(r), g)
 
 
 cdef int OP_SELECT = register_op("SelectBackward0", vjp_index)

@@ -279,9 +279,11 @@ def once_differentiable(fn):
 
 # -- called by the compiled sweep ------------------------------------------------------------------
 
-def _backward(ctx, grads):
-    """Run ctx's Function backward on `grads` (one ndarray or None per forward output); return
-    one ndarray or None per forward positional argument, checked as PyTorch's engine does."""
+def _backward(ctx, grads, create_graph=False):
+    """Run ctx's Function backward on `grads` (one gradient or None per forward output, then the
+    output records' indices); return one gradient or None per forward positional argument,
+    checked as PyTorch's engine does.  Gradients are ndarrays, or tensors with create_graph
+    (then backward runs in grad mode and what it returns keeps its graph)."""
     from ..tensor import Tensor
     wrap = _core.wrap_array
     cls = ctx._forward_cls
@@ -292,6 +294,11 @@ def _backward(ctx, grads):
         if meta is None:
             grad_outputs.append(None)
         elif g is not None:
+            if create_graph:
+                if tuple(g.shape) != meta[0]:
+                    g = g.expand(meta[0])
+                grad_outputs.append(g)
+                continue
             if g.shape != meta[0]:
                 full = np.empty(meta[0], dtype=meta[1])
                 full[...] = g
@@ -329,21 +336,28 @@ def _backward(ctx, grads):
             continue
         if not isinstance(g, Tensor):
             raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
-        arr = g._array
         shape, dtype = meta
-        if arr.shape != shape:
+        gshape = tuple(g._array.shape)
+        if gshape != shape:
             try:
-                expandable = np.broadcast_shapes(shape, arr.shape) == arr.shape
+                expandable = np.broadcast_shapes(shape, gshape) == gshape
             except ValueError:
                 expandable = False
             if not expandable:
                 raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - "
-                                   f"got {list(arr.shape)} but expected shape compatible with "
+                                   f"got {list(gshape)} but expected shape compatible with "
                                    f"{list(shape)}")
-            arr = _core._sum_to(arr, shape)
-        if arr.dtype != dtype:
-            arr = arr.astype(dtype)
-        out.append(arr)
+            if create_graph:
+                lead = len(gshape) - len(shape)
+                dims = tuple(range(lead)) + tuple(lead + d for d, s in enumerate(shape)
+                                                  if s == 1 and gshape[lead + d] != 1)
+                g = g.sum(dims, keepdim=True).reshape(shape)
+            else:
+                g = wrap(_core._sum_to(g._array, shape))
+        if g._array.dtype != dtype:
+            g = g.to(_core.np_dtype_to_dtype(dtype)) if create_graph else wrap(
+                g._array.astype(dtype))
+        out.append(g if create_graph else g._array)
     return tuple(out)
 
 

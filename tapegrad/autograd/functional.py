@@ -1,5 +1,8 @@
-"""Higher-level functional autograd, as torch.autograd.functional: vjp and jacobian (reverse
-mode: repeated reverse sweeps over one recorded forward, with retain_graph).
+"""Higher-level functional autograd, as torch.autograd.functional: vjp, jacobian (reverse mode:
+repeated reverse sweeps over one recorded forward, with retain_graph), and, built on
+create_graph=True, hessian, vhp, hvp and jvp (jvp and hvp with PyTorch's double-backward trick:
+tapegrad has no forward mode).  Every op the function uses must support create_graph for the
+second-order ones (see tapegrad._core._graph_vjp_ops()).
 
 The helpers and error messages follow PyTorch's module, so results and failures match.
 """
@@ -10,7 +13,7 @@ import numpy as np
 from .. import _core
 from ..grad_mode import enable_grad, set_grad_enabled, is_grad_enabled
 
-__all__ = ["vjp", "jacobian"]
+__all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
 
 
 def _is_tensor(x) -> bool:
@@ -245,3 +248,126 @@ def _stack_rows(rows, shape, like):
     if not rows:
         return _core.wrap_array(np.zeros(shape, dtype=like._array.dtype))
     return stack(rows, 0).reshape(shape)
+
+
+def jvp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(*inputs), J v): the Jacobian-vector product, by the double-backward trick."""
+    with enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        if v is not None:
+            _, v = _as_tuple(v, "v", "jvp")
+            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+            _validate_v(v, inputs, is_inputs_tuple)
+        elif len(inputs) != 1 or inputs[0].numel() != 1:
+            raise RuntimeError("The vector v can only be None if the input to the user-provided "
+                               "function is a single Tensor with a single element.")
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                              "jvp")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+        grad_outputs = tuple(_zeros_like(out, requires_grad=True) for out in outputs)
+        grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
+        _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(result, is_outputs_tuple))
+
+
+def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
+            outer_jacobian_strategy="reverse-mode"):
+    """The Hessian of scalar func at inputs (nested tuples for several inputs)."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+
+    def ensure_single_output_function(*inp):
+        out = func(*inp)
+        is_out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function", "hessian")
+        _check_requires_grad(t_out, "outputs", strict=strict)
+        if is_out_tuple or not _is_tensor(out):
+            raise RuntimeError("The function given to hessian should return a single Tensor")
+        if out.numel() != 1:
+            raise RuntimeError("The Tensor returned by the function given to hessian should "
+                               "contain a single element")
+        return out.squeeze()
+
+    def jac_func(*inp):
+        jac = jacobian(ensure_single_output_function, inp, create_graph=True)
+        _check_requires_grad(jac, "jacobian", strict=strict)
+        return jac
+
+    res = jacobian(jac_func, inputs, create_graph=create_graph, strict=strict,
+                   vectorize=vectorize, strategy=outer_jacobian_strategy)
+    return _tuple_postprocess(res, (is_inputs_tuple, is_inputs_tuple))
+
+
+def _single_scalar_output(outputs, is_outputs_tuple, fn_name):
+    if is_outputs_tuple or not _is_tensor(outputs[0]):
+        raise RuntimeError(f"The function given to {fn_name} should return a single Tensor")
+    if outputs[0].numel() != 1:
+        raise RuntimeError(f"The Tensor returned by the function given to {fn_name} should "
+                           "contain a single element")
+
+
+def vhp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(*inputs), v^T H): vector-Hessian product of scalar func."""
+    with enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        if v is not None:
+            _, v = _as_tuple(v, "v", "vhp")
+            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+            _validate_v(v, inputs, is_inputs_tuple)
+        elif len(inputs) != 1 or inputs[0].numel() != 1:
+            raise RuntimeError("The vector v can only be None if the input to the user-provided "
+                               "function is a single Tensor with a single element.")
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                              "vhp")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+        _single_scalar_output(outputs, is_outputs_tuple, "vhp")
+        jac = _autograd_grad(outputs, inputs, create_graph=True)
+        _check_requires_grad(jac, "jacobian", strict=strict)
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(result, is_inputs_tuple))
+
+
+def hvp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(*inputs), H v): Hessian-vector product of scalar func (double-backward trick)."""
+    with enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        if v is not None:
+            _, v = _as_tuple(v, "v", "hvp")
+            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+            _validate_v(v, inputs, is_inputs_tuple)
+        elif len(inputs) != 1 or inputs[0].numel() != 1:
+            raise RuntimeError("The vector v can only be None if the input to the user-provided "
+                               "function is a single Tensor with a single element.")
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                              "hvp")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+        _single_scalar_output(outputs, is_outputs_tuple, "hvp")
+        jac = _autograd_grad(outputs, inputs, create_graph=True)
+        _check_requires_grad(jac, "jacobian", strict=strict)
+        grad_jac = tuple(_zeros_like(inp, requires_grad=True) for inp in inputs)
+        double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
+        _check_requires_grad(jac, "hessian", strict=strict)
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(result, is_inputs_tuple))
