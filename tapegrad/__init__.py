@@ -59,7 +59,7 @@ from .creation import (
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 # Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization")
-_LAZY_ATTRS = {"save": "serialization", "load": "serialization",
+_LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
                "is_anomaly_enabled": "autograd.anomaly_mode",
                "is_anomaly_check_nan_enabled": "autograd.anomaly_mode"}
 

@@ -63,27 +63,35 @@ class Tensor(_core.TensorBase):
     def item(self):
         if self._array.size != 1:
             raise RuntimeError(f"a Tensor with {self._array.size} elements cannot be converted to Scalar")
-        return self._array.reshape(()).item()
+        value = self._array.reshape(()).item()
+        _core._capture_read(self, "item", value)
+        return value
 
     def tolist(self):
-        return self._array.tolist()
+        value = self._array.tolist()
+        _core._capture_read(self, "tolist", value)
+        return value
 
     def numpy(self) -> np.ndarray:
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
+        _core._capture_read(self, "numpy", None)
         return self._array
 
     def __array__(self, dtype=None, copy=None):
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
+        _core._capture_read(self, "numpy", None)
         return self._array if dtype is None else self._array.astype(dtype)
 
     def __bool__(self) -> bool:
         if self._array.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
-        return bool(self._array.reshape(()).item())
+        value = bool(self._array.reshape(()).item())
+        _core._capture_read(self, "bool", value)
+        return value
 
     def __float__(self) -> float:
         return float(self.item())

@@ -19,6 +19,8 @@
 #   ops_function.pxi    custom autograd.Function records, tensor hooks, anomaly mode
 #   graph_vjp.pxi       recorded (differentiable) VJPs for create_graph=True
 #   sweep.pxi           the reverse sweep (backward)
+#   capture.pxi         what tapegrad.compile records of an eager call
+#   replay.pxi          replaying a captured call in C (tapegrad.compile)
 
 cimport numpy as cnp
 import numpy as np
@@ -30,6 +32,7 @@ include "kernels.pxi"
 include "dtypes.pxi"
 include "ops_registry.pxi"
 include "tape.pxi"
+include "capture.pxi"
 include "tensor_base.pxi"
 include "record.pxi"
 include "ops_elementwise.pxi"
@@ -43,3 +46,4 @@ include "ops_inplace.pxi"
 include "ops_function.pxi"
 include "graph_vjp.pxi"
 include "sweep.pxi"
+include "replay.pxi"

@@ -255,11 +255,14 @@ cdef object binary_op(int op, object a, object b):
     if (kop != TG_POW or size_of(A) + size_of(B) <= SIMD_TRANSCENDENTAL_MIN_SIZE
             or special_exponent(B)):
         out = fast_binary(kop, A, B)
+    cdef bint in_c = out is not None
     if out is None:
         with np.errstate(all="ignore"):                  # IEEE results (inf, nan) as PyTorch gives
             out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
                                     (OP_DIV if op == OP_RDIV else op), A, B))
     cdef TensorBase res = wrap(out)
+    if CAPTURE is not None and capturing():
+        capture_binary(kop, a, b, promote, in_c, res)
     if not grad_enabled():
         return res
     begin_record(2)
@@ -297,41 +300,6 @@ cdef object binary_op(int op, object a, object b):
                 or (a_tensor and da != out.dtype) or (b_tensor and db != out.dtype)):
             keep(&r.aux, (shape_a if shape_a != out_shape else None, da,
                           shape_b if shape_b != out_shape else None, db))
-    return res
-    begin_record(2)
-    inp[0] = node_for_input(<TensorBase>a) if a_tensor else -1
-    inp[1] = node_for_input(<TensorBase>b) if b_tensor else -1
-    if not wants_record(inp, 2):
-        return res
-    if op == OP_POW:
-        op = OP_POW_R if not a_tensor else (OP_POW if not b_tensor else OP_POW_T)
-    elif op == OP_DIV and not a_tensor:
-        op = OP_RDIV
-    r = record_op(op, res, 2, inp)
-    if op == OP_MUL:
-        if inp[1] >= 0:
-            save_operand(r, 0, A, a)
-        if inp[0] >= 0:
-            save_operand(r, 1, B, b)
-    elif op == OP_DIV or op == OP_RDIV:
-        if inp[1] >= 0:
-            save_operand(r, 0, A, a)
-        save_operand(r, 1, B, b)
-    elif op == OP_POW or op == OP_POW_T or op == OP_POW_R:
-        save_operand(r, 0, A, a)
-        save_operand(r, 1, B, b)
-        if inp[1] >= 0:
-            keep_saved(r, 2, out, res)
-    out_shape = out.shape
-    da = A.dtype if a_tensor else None
-    db = B.dtype if b_tensor else None
-    if (shape_a != out_shape or shape_b != out_shape
-            or (a_tensor and (<TensorBase>a)._array.dtype != dt)
-            or (b_tensor and (<TensorBase>b)._array.dtype != dt)):
-        keep(&r.aux, (shape_a if shape_a != out_shape else None,
-                      (<TensorBase>a)._array.dtype if a_tensor else None,
-                      shape_b if shape_b != out_shape else None,
-                      (<TensorBase>b)._array.dtype if b_tensor else None))
     return res
 
 
@@ -414,9 +382,12 @@ cdef object unary_op(int op, TensorBase x):
     out = None
     if op == OP_NEG or op == OP_RELU or cnp.PyArray_SIZE(A) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
         out = fast_unary(unary_kernel_of(op), A)
+    cdef bint in_c = out is not None
     if out is None:
         out = unary_numpy(op, A)
     cdef TensorBase res = wrap(out)
+    if CAPTURE is not None and capturing():
+        capture_unary(op, unary_kernel_of(op), x, A, in_c, res)
     if not grad_enabled():
         return res
     begin_record(1)

@@ -166,6 +166,8 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
         with np.errstate(all="ignore"):                 # mean of no elements is nan, as PyTorch
             out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim) / count)
     cdef TensorBase res = wrap(out)
+    if CAPTURE is not None and capturing():
+        capture_reduce(op, x, A, axes, keepdim, count, res)
     if not grad_enabled():
         return res
     begin_record(1)

@@ -35,6 +35,8 @@ cdef inline TensorBase wrap(object arr):
     cdef TensorBase t = <TensorBase>(<PyTypeObject*>TensorType).tp_new(
         TensorType, <PyObject*>EMPTY_TUPLE, NULL)
     t._array = arr
+    if CAPTURE is not None:
+        capture_created(t)
     return t
 
 

@@ -1,0 +1,83 @@
+# ---------------------------------------------------------------------------------------------
+# Capture: what tapegrad.compile sees of an eager call (the replay itself is replay.pxi).
+#
+# While a Capture is active (on the thread that started it) the ops that replay.pxi can replay
+# describe themselves with capture_step: (kind, op, operands..., result).  Every tensor any op
+# creates goes through wrap() and is noted in `created`; a created tensor that no step claims was
+# made by an op the replay does not know, so the call is not replayable (it keeps running eagerly).
+# That check is what makes the list of supported ops safe to extend one op at a time: an op
+# without a capture hook can never be replayed with stale values.
+#
+# Other things that would make a replay differ from an eager run are noted too: in-place writes
+# (version bumps), and Python-level reads of tensor values (item, bool, float, ...), which become
+# value guards checked after each replayed forward.
+# ---------------------------------------------------------------------------------------------
+
+cdef extern from "pythread.h":
+    unsigned long PyThread_get_thread_ident()
+
+
+cdef class Capture:
+    """The trace of one eager call (see tapegrad/compile.py for how it becomes a plan)."""
+    cdef public list created        # every tensor an op made during the call
+    cdef public list steps          # (kind, op, operands..., result) of the replayable ops
+    cdef public set claimed         # id() of the tensors a step produced
+    cdef public list reads          # (tensor, kind, value): Python-level reads of tensor values
+    cdef public list unsupported    # why the call cannot be replayed (empty: it can)
+    cdef unsigned long thread
+
+    def __cinit__(self):
+        self.created = []
+        self.steps = []
+        self.claimed = set()
+        self.reads = []
+        self.unsupported = []
+        self.thread = PyThread_get_thread_ident()
+
+
+cdef Capture CAPTURE = None     # the active capture, or None (then every hook is one test)
+
+
+cdef inline bint capturing() noexcept:
+    return CAPTURE is not None and CAPTURE.thread == PyThread_get_thread_ident()
+
+
+cdef int capture_created(object t) except -1:
+    if capturing():
+        CAPTURE.created.append(t)
+    return 0
+
+
+cdef int capture_step(tuple step) except -1:
+    """Note a replayable op; step[len(step) - 1] is its result tensor."""
+    CAPTURE.steps.append(step)
+    CAPTURE.claimed.add(id(step[len(step) - 1]))
+    return 0
+
+
+cdef int capture_unsupported(str why) except -1:
+    if capturing():
+        CAPTURE.unsupported.append(why)
+    return 0
+
+
+def _capture_begin():
+    """Start capturing this thread's ops; returns the Capture."""
+    global CAPTURE
+    if CAPTURE is not None:
+        raise RuntimeError("tapegrad.compile: a compiled function is already being captured "
+                           "(nested or concurrent captures are not supported)")
+    CAPTURE = Capture.__new__(Capture)
+    return CAPTURE
+
+
+def _capture_end():
+    global CAPTURE
+    CAPTURE = None
+
+
+def _capture_read(TensorBase t, str kind, value):
+    """Called by the facade's item/bool/tolist/numpy (float/int go through item): a Python-level
+    read of t's values, which a replay must re-check (kind: "item", "bool", "tolist", "numpy")."""
+    if capturing():
+        CAPTURE.reads.append((t, kind, value))

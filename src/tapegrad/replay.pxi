@@ -1,0 +1,431 @@
+# ---------------------------------------------------------------------------------------------
+# Replay: a captured call (capture.pxi) run again on new values, forward and backward, in C.
+#
+# tapegrad/compile.py turns a Capture into a Program: numbered value slots (the external tensors
+# first: arguments and tensors the function closed over, read in place at each replay; then one
+# slot per intermediate) and a list of steps in creation order, already pruned to what reaches the
+# outputs.  A BufferSet holds one replay's values: every intermediate and adjoint buffer is
+# allocated once and reused by later replays (a set whose graph is still alive is never reused:
+# the next replay takes another set).
+#
+# Each step repeats exactly what the eager op computes (the same C kernels on the same operands,
+# the same numpy calls where eager uses numpy), and its backward repeats the eager VJP's formula
+# term by term, so replayed values and gradients equal eager ones bit for bit.  The common steps
+# (elementwise ops on contiguous float buffers) run without touching a Python object.
+# ---------------------------------------------------------------------------------------------
+
+from libc.stdlib cimport calloc, free
+from libc.string cimport memcpy, memset
+
+
+cdef enum:
+    SK_BINARY = 0       # out = a (kop) b; a/b are slots (size n or 1) or scalars (slot -1)
+    SK_UNARY = 1        # out = kop(a) in C
+    SK_UNARY_NUMPY = 2  # out = numpy ufunc(a) (large transcendental inputs, as eager does)
+    SK_REDUCE = 3       # out = sum/mean of a over axes (numpy, as eager does)
+
+
+cdef struct Step:
+    int kind
+    int op              # OP_* code (unary / reduce)
+    int kop             # TG_* kernel code
+    int a, b, out       # slots; -1: a Python scalar operand (ca / cb)
+    double ca, cb
+    float fa, fb        # the scalars as float32 (what the float32 kernels read)
+    Py_ssize_t n        # elements of the output
+    bint grad_a, grad_b # whether a / b receive a gradient
+    bint bcast_a, bcast_b   # a / b has one element broadcast over n > 1 (sum_to in backward)
+
+
+# -- capture hooks (called by the ops; see capture.pxi) --------------------------------------
+
+cdef int capture_binary(int kop, object a, object b, bint promote, bint in_c,
+                        TensorBase res) except -1:
+    if promote or not in_c:
+        return capture_unsupported(f"{TG_BINARY_NAMES[kop]} with mixed dtypes, a non-contiguous "
+                                   "operand or a broadcast other than of one element")
+    if kop == TG_POW and not (isinstance(a, TensorBase) and not isinstance(b, TensorBase)
+                              and (b == 0 or special_exponent(b - 1))):
+        return capture_unsupported("pow other than tensor ** e with e in 0, -1, 0.5, 1.5, 2, 3, 4 "
+                                   "(eager computes the others' derivative with numpy)")
+    return capture_step(("binary", kop, a, b, res))
+
+
+cdef int capture_unary(int op, int kop, TensorBase x, object A, bint in_c,
+                       TensorBase res) except -1:
+    if A is not x._array or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A):
+        return capture_unsupported(f"{OP_NAMES[op]} of a non-float or non-contiguous tensor")
+    return capture_step(("unary", op, kop, in_c, op == OP_LOG, x, res))
+
+
+cdef int capture_reduce(int op, TensorBase x, object A, tuple axes, bint keepdim, double count,
+                        TensorBase res) except -1:
+    if A is not x._array or A.dtype.kind != "f":
+        return capture_unsupported(f"{OP_NAMES[op]} with a dtype argument or of integers")
+    return capture_step(("reduce", op, x, axes, keepdim, count, res))
+
+
+cdef list TG_BINARY_NAMES = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
+
+
+# -- kernels on raw buffers ----------------------------------------------------------------------
+
+cdef inline void k_binary(bint f64, int kop, Py_ssize_t n, const void* a, Py_ssize_t sa,
+                          const void* b, Py_ssize_t sb, void* out) noexcept nogil:
+    if f64:
+        tg_binary_f64(kop, n, <const double*>a, sa, <const double*>b, sb, <double*>out)
+    else:
+        tg_binary_f32(kop, n, <const float*>a, sa, <const float*>b, sb, <float*>out)
+
+
+cdef inline void k_unary(bint f64, int kop, Py_ssize_t n, const void* a,
+                         void* out) noexcept nogil:
+    if f64:
+        tg_unary_f64(kop, n, <const double*>a, <double*>out)
+    else:
+        tg_unary_f32(kop, n, <const float*>a, <float*>out)
+
+
+cdef class BufferSet:
+    """One replay's values and adjoints (see the top of this file)."""
+    cdef list arrays            # slot -> ndarray (externals: the tensors' arrays at forward)
+    cdef void** ptr             # slot -> data pointer of arrays[slot]
+    cdef list adj               # slot -> adjoint buffer (None for slots that get no gradient)
+    cdef void** aptr
+    cdef char* touched          # slot -> whether its adjoint holds a value in this backward
+    cdef object scratch0, scratch1
+    cdef void* s0
+    cdef void* s1
+    cdef public bint in_use
+    cdef public list versions   # externals' version counters and values at forward
+
+    def __dealloc__(self):
+        free(self.ptr)
+        free(self.aptr)
+        free(self.touched)
+
+
+cdef class Lease:
+    """Held by a replay's backward node: the BufferSet is free again when this dies or when
+    the graph is released."""
+    cdef public BufferSet buffers
+
+    def array(self, Py_ssize_t k):
+        """Slot k's value in this replay."""
+        return self.buffers.arrays[k]
+
+    def release(self):
+        if self.buffers is not None:
+            self.buffers.in_use = False
+            self.buffers = None
+
+    def __dealloc__(self):
+        if self.buffers is not None:
+            self.buffers.in_use = False
+
+
+cdef class Program:
+    """A captured call as steps over slots (built by tapegrad/compile.py)."""
+    cdef Step* steps
+    cdef Py_ssize_t n_steps, n_slots, n_ext, max_n
+    cdef bint f64
+    cdef object dtype
+    cdef list shapes            # slot -> shape
+    cdef list sizes             # slot -> size
+    cdef list grad              # slot -> bool: receives a gradient
+    cdef list aux               # step -> Python data (reduce axes ...)
+    cdef list outputs           # slots returned by the call
+    cdef set fresh              # slots given a new array at every replay (outputs, reductions)
+    cdef list pool
+
+    def __cinit__(self):
+        self.steps = NULL
+
+    def __dealloc__(self):
+        free(self.steps)
+
+    def __init__(self, dtype, list shapes, list grad, Py_ssize_t n_ext, list steps,
+                 list outputs):
+        """steps: (kind, op, kop, a, b, out, ca, cb, aux) tuples in forward order."""
+        cdef Py_ssize_t i
+        cdef Step* s
+        self.dtype = np.dtype(dtype)
+        self.f64 = self.dtype.num == cnp.NPY_FLOAT64
+        self.shapes = [tuple(sh) for sh in shapes]
+        self.sizes = [shape_prod(sh, 0, len(sh)) for sh in self.shapes]
+        self.grad = list(grad)
+        self.n_slots = len(shapes)
+        self.n_ext = n_ext
+        self.outputs = list(outputs)
+        self.max_n = max(self.sizes + [1])
+        self.n_steps = len(steps)
+        self.steps = <Step*>calloc(max(self.n_steps, 1), sizeof(Step))
+        if self.steps == NULL:
+            raise MemoryError()
+        self.aux = []
+        self.fresh = set(outputs)
+        for i in range(self.n_steps):
+            kind, op, kop, a, b, out, ca, cb, aux = steps[i]
+            s = &self.steps[i]
+            s.kind = kind
+            s.op = op
+            s.kop = kop
+            s.a = a
+            s.b = b
+            s.out = out
+            s.ca = ca
+            s.cb = cb
+            s.fa = <float>s.ca
+            s.fb = <float>s.cb
+            s.n = self.sizes[out]
+            s.grad_a = a >= 0 and self.grad[a]
+            s.grad_b = b >= 0 and self.grad[b]
+            s.bcast_a = a >= 0 and self.shapes[a] != self.shapes[out]
+            s.bcast_b = b >= 0 and self.shapes[b] != self.shapes[out]
+            self.aux.append(aux)
+            if kind == SK_REDUCE:
+                self.fresh.add(out)
+        self.pool = []
+
+    cdef BufferSet new_buffers(self):
+        cdef BufferSet bs = BufferSet.__new__(BufferSet)
+        cdef Py_ssize_t k
+        bs.ptr = <void**>calloc(self.n_slots, sizeof(void*))
+        bs.aptr = <void**>calloc(self.n_slots, sizeof(void*))
+        bs.touched = <char*>calloc(self.n_slots, sizeof(char))
+        if bs.ptr == NULL or bs.aptr == NULL or bs.touched == NULL:
+            raise MemoryError()
+        bs.arrays = [None] * self.n_slots
+        bs.adj = [None] * self.n_slots
+        for k in range(self.n_slots):
+            if k >= self.n_ext and k not in self.fresh:
+                arr = np.empty(self.shapes[k], self.dtype)
+                bs.arrays[k] = arr
+                bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
+            if self.grad[k]:
+                arr = np.empty(self.shapes[k], self.dtype)
+                bs.adj[k] = arr
+                bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
+        bs.scratch0 = np.empty(self.max_n, self.dtype)
+        bs.scratch1 = np.empty(self.max_n, self.dtype)
+        bs.s0 = cnp.PyArray_DATA(<cnp.ndarray>bs.scratch0)
+        bs.s1 = cnp.PyArray_DATA(<cnp.ndarray>bs.scratch1)
+        return bs
+
+    cdef BufferSet take_buffers(self):
+        cdef BufferSet bs
+        for bs in self.pool:
+            if not bs.in_use:
+                bs.in_use = True
+                return bs
+        bs = self.new_buffers()
+        bs.in_use = True
+        if len(self.pool) < 4:          # more live graphs than that: extra sets are not kept
+            self.pool.append(bs)
+        return bs
+
+    cdef inline int set_slot(self, BufferSet bs, Py_ssize_t k, object arr) except -1:
+        bs.arrays[k] = arr
+        bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
+        return 0
+
+    def forward(self, list externals):
+        """Run the steps on the externals' arrays (checked by the caller: shapes, dtype,
+        C-contiguous); returns (Lease, [output arrays])."""
+        cdef BufferSet bs = self.take_buffers()
+        cdef Lease lease = Lease.__new__(Lease)
+        lease.buffers = bs
+        cdef Py_ssize_t i, k
+        cdef Step* s
+        cdef bint f64 = self.f64
+        cdef const void* pa
+        cdef const void* pb
+        for k in range(self.n_ext):
+            self.set_slot(bs, k, externals[k])
+        for k in self.fresh:
+            if k >= self.n_ext:
+                self.set_slot(bs, k, np.empty(self.shapes[k], self.dtype))
+        for i in range(self.n_steps):
+            s = &self.steps[i]
+            if s.kind == SK_BINARY:
+                pa = bs.ptr[s.a] if s.a >= 0 else (<void*>&s.ca if f64 else <void*>&s.fa)
+                pb = bs.ptr[s.b] if s.b >= 0 else (<void*>&s.cb if f64 else <void*>&s.fb)
+                k_binary(f64, s.kop, s.n, pa, 0 if s.a < 0 or s.bcast_a else 1,
+                         pb, 0 if s.b < 0 or s.bcast_b else 1, bs.ptr[s.out])
+            elif s.kind == SK_UNARY:
+                k_unary(f64, s.kop, s.n, bs.ptr[s.a], bs.ptr[s.out])
+            else:
+                self.forward_numpy(bs, i)
+        return lease, [bs.arrays[k] for k in self.outputs]
+
+    cdef int forward_numpy(self, BufferSet bs, Py_ssize_t i) except -1:
+        cdef Step* s = &self.steps[i]
+        A = bs.arrays[s.a]
+        if s.kind == SK_UNARY_NUMPY:
+            np.copyto(bs.arrays[s.out], unary_numpy(s.op, A))
+            return 0
+        axes, keepdim, count = self.aux[i]
+        with np.errstate(all="ignore"):
+            if s.op == OP_SUM:
+                out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
+            else:
+                out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim) / count)
+        return self.set_slot(bs, s.out, out)
+
+    # -- backward ----------------------------------------------------------------------------
+
+    cdef int give(self, BufferSet bs, Py_ssize_t k, const void* src, Py_ssize_t stride,
+                  Py_ssize_t n) except -1:
+        """Add a gradient (n elements, stride 0 or 1) to slot k's adjoint: the first one is
+        copied, later ones summed in place, as the eager sweep does."""
+        cdef Py_ssize_t item = 8 if self.f64 else 4, j
+        if bs.touched[k]:
+            k_binary(self.f64, TG_ADD, n, bs.aptr[k], 1, src, stride, bs.aptr[k])
+        elif stride == 1:
+            memcpy(bs.aptr[k], src, n * item)
+            bs.touched[k] = 1
+        else:
+            for j in range(n):
+                memcpy(<char*>bs.aptr[k] + j * item, src, item)
+            bs.touched[k] = 1
+        return 0
+
+    cdef int give_array(self, BufferSet bs, Py_ssize_t k, object g) except -1:
+        """give() for a gradient computed by numpy (any layout) of slot k's shape."""
+        g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]))
+        return self.give(bs, k, cnp.PyArray_DATA(<cnp.ndarray>g), 1, self.sizes[k])
+
+    cdef int give_full(self, BufferSet bs, Py_ssize_t k, void* full, Py_ssize_t out,
+                       bint bcast) except -1:
+        """Slot k's share of a gradient `full` of the output's shape: as is, or summed down to
+        k's one element (eager's sum_to)."""
+        cdef Py_ssize_t n = self.sizes[out]
+        if not bcast:
+            return self.give(bs, k, full, 1, n)
+        view = np.asarray(bs.scratch0 if full == bs.s0 else bs.scratch1)[:n]
+        return self.give_array(bs, k, sum_to(view.reshape(self.shapes[out]), self.shapes[k]))
+
+    def backward(self, Lease lease, list out_grads):
+        """Gradients of the externals (None where none flows) given the outputs' gradients."""
+        cdef BufferSet bs = lease.buffers
+        if bs is None:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or if "
+                "you need to access saved tensors after calling backward.")
+        cdef Py_ssize_t i, k, j
+        for k in range(self.n_slots):
+            bs.touched[k] = 0
+        for j in range(len(self.outputs)):
+            g = out_grads[j]
+            k = self.outputs[j]
+            if g is not None and self.grad[k]:
+                self.give_array(bs, k, g)
+        for i in range(self.n_steps - 1, -1, -1):
+            if bs.touched[self.steps[i].out]:
+                self.backward_step(bs, i)
+        res = []
+        for k in range(self.n_ext):
+            res.append(np.array(bs.adj[k], copy=True) if self.grad[k] and bs.touched[k] else None)
+        return res
+
+    cdef int backward_step(self, BufferSet bs, Py_ssize_t i) except -1:
+        cdef Step* s = &self.steps[i]
+        cdef bint f64 = self.f64
+        cdef Py_ssize_t n = s.n, sa, sb
+        cdef void* g = bs.aptr[s.out]
+        cdef const void* pa
+        cdef const void* pb
+        cdef int kop
+        if s.kind == SK_BINARY:
+            kop = s.kop
+            pa = bs.ptr[s.a] if s.a >= 0 else (<void*>&s.ca if f64 else <void*>&s.fa)
+            pb = bs.ptr[s.b] if s.b >= 0 else (<void*>&s.cb if f64 else <void*>&s.fb)
+            sa = 0 if s.a < 0 or s.bcast_a else 1
+            sb = 0 if s.b < 0 or s.bcast_b else 1
+            if kop == TG_ADD or kop == TG_SUB:
+                if s.grad_a:
+                    if s.bcast_a:
+                        memcpy(bs.s0, g, n * (8 if f64 else 4))
+                        self.give_full(bs, s.a, bs.s0, s.out, True)
+                    else:
+                        self.give(bs, s.a, g, 1, n)
+                if s.grad_b:
+                    if kop == TG_SUB:
+                        k_unary(f64, TG_NEG, n, g, bs.s0)
+                    else:
+                        memcpy(bs.s0, g, n * (8 if f64 else 4))
+                    self.give_full(bs, s.b, bs.s0, s.out, s.bcast_b)
+            elif kop == TG_MUL:
+                if s.grad_a:
+                    k_binary(f64, TG_MUL, n, g, 1, pb, sb, bs.s0)
+                    self.give_full(bs, s.a, bs.s0, s.out, s.bcast_a)
+                if s.grad_b:
+                    k_binary(f64, TG_MUL, n, g, 1, pa, sa, bs.s0)
+                    self.give_full(bs, s.b, bs.s0, s.out, s.bcast_b)
+            elif kop == TG_DIV:
+                # grad / b and -grad * a / (b * b), as vjp_div
+                if s.grad_a:
+                    k_binary(f64, TG_DIV, n, g, 1, pb, sb, bs.s0)
+                    self.give_full(bs, s.a, bs.s0, s.out, s.bcast_a)
+                if s.grad_b:
+                    k_unary(f64, TG_NEG, n, g, bs.s0)
+                    k_binary(f64, TG_MUL, n, bs.s0, 1, pa, sa, bs.s0)
+                    k_binary(f64, TG_MUL, 1 if sb == 0 else n, pb, sb, pb, sb, bs.s1)
+                    k_binary(f64, TG_DIV, n, bs.s0, 1, bs.s1, sb, bs.s0)
+                    self.give_full(bs, s.b, bs.s0, s.out, s.bcast_b)
+            else:
+                # tensor ** e: g * (a ** (e - 1) * e), 0 for e == 0, as vjp_pow
+                if s.grad_a:
+                    if s.cb == 0:
+                        self.zero_fill(bs.s0, n)
+                    else:
+                        self.pow_minus_one(s, pa, sa, bs.s1)
+                        k_binary(f64, TG_MUL, 1 if sa == 0 else n, bs.s1, 1,
+                                 <void*>&s.cb if f64 else <void*>&s.fb, 0, bs.s1)
+                        k_binary(f64, TG_MUL, n, g, 1, bs.s1, sa, bs.s0)
+                    self.give_full(bs, s.a, bs.s0, s.out, s.bcast_a)
+            return 0
+        if s.kind == SK_UNARY or s.kind == SK_UNARY_NUMPY:
+            if s.op == OP_NEG:
+                k_unary(f64, TG_NEG, n, g, bs.s0)
+            elif s.op == OP_EXP:
+                k_binary(f64, TG_MUL, n, g, 1, bs.ptr[s.out], 1, bs.s0)
+            elif s.op == OP_LOG:
+                k_binary(f64, TG_DIV, n, g, 1, bs.ptr[s.a], 1, bs.s0)
+            elif s.op == OP_TANH:
+                k_binary(f64, TG_TANH_GRAD, n, g, 1, bs.ptr[s.out], 1, bs.s0)
+            else:
+                k_binary(f64, TG_RELU_GRAD, n, g, 1, bs.ptr[s.out], 1, bs.s0)
+            return self.give(bs, s.a, bs.s0, 1, n)
+        # reductions: the gradient expanded back over the reduced dims, as vjp_sum / vjp_mean
+        axes, keepdim, count = self.aux[i]
+        G = bs.adj[s.out]
+        if s.op == OP_MEAN:
+            G = nd(G / count)
+        shape = self.shapes[s.a]
+        if not keepdim:
+            kshape = list(shape)
+            for ax in axes:
+                kshape[ax] = 1
+            G = G.reshape(kshape)
+        return self.give_array(bs, s.a, G)
+
+    cdef int pow_minus_one(self, Step* s, const void* pa, Py_ssize_t sa, void* dst) except -1:
+        """a ** (e - 1) by the C kernel, as vjp_pow's fast path (e - 1 is a special exponent)."""
+        cdef double e1 = s.cb - 1
+        cdef float f1 = <float>e1
+        k_binary(self.f64, TG_POW, 1 if sa == 0 else s.n, pa, 1,
+                 <void*>&e1 if self.f64 else <void*>&f1, 0, dst)
+        return 0
+
+    cdef int zero_fill(self, void* dst, Py_ssize_t n) except -1:
+        memset(dst, 0, n * (8 if self.f64 else 4))
+        return 0
+
+    @property
+    def n_steps(self):
+        return self.n_steps
+

@@ -1,0 +1,442 @@
+"""`tapegrad.compile(fn)`: record a call once, replay it in C on new values.
+
+    @tapegrad.compile
+    def loss_fn(x, y):
+        return ((model_w * x + model_b - y) ** 2).mean()
+
+    for x, y in batches:
+        opt.zero_grad()
+        loss = loss_fn(x, y)        # first call: eager, captured; later calls: replayed
+        loss.backward()             # the captured reverse sweep, .grad as eager gives it
+        opt.step()                  # stays outside: parameters are read in place each call
+
+The first call with a given signature (the tensor arguments' shapes, dtypes and requires_grad,
+which arguments are the same tensor, the other arguments' values, grad mode) runs `fn` eagerly
+and captures its ops (src/tapegrad/capture.pxi).  When every op it ran can be replayed, the
+capture becomes a Program (src/tapegrad/replay.pxi): the steps that reach the outputs, over
+buffers allocated once.  Later calls run the Program's forward in C and return tensors whose
+backward runs the Program's reverse sweep (one node on the tape, whose backward is the only
+Python the tape runs for it) - values and gradients equal the eager ones bit for bit.
+
+Guards - what would make a replay differ from an eager run - send the call back to eager
+capture (or raise, with on_guard_failure="raise"):
+  - the signature above (a different signature has its own capture);
+  - the tensors `fn` reads from its closure or globals (parameters): their shapes, dtypes,
+    layout and requires_grad are checked at every call; their values are read in place;
+  - Python decisions on tensor values: every item() / bool() / float() / int() / tolist() of a
+    captured value is re-checked after the replayed forward;
+  - ops the replay does not support (random draws, in-place writes, views, matmul, ...): the
+    function then runs eagerly at every call (`.explain()` says why) - never a stale replay.
+
+Not guarded: rebinding a closure variable to a different tensor object (e.g. assigning a new
+Parameter to a module attribute) - call `.reset()` after doing that.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import _core
+from .autograd.function import Function
+from .grad_mode import is_grad_enabled
+from .tensor import Tensor
+
+__all__ = ["compile", "CompiledFunction", "GuardFailure"]
+
+_BINARY_KERNELS = {0: "add", 1: "sub", 2: "mul", 3: "div", 4: "pow"}
+SK_BINARY, SK_UNARY, SK_UNARY_NUMPY, SK_REDUCE = 0, 1, 2, 3
+_TG_MUL, _TG_DIV, _TG_POW = 2, 3, 4
+
+
+class GuardFailure(RuntimeError):
+    """A replay would differ from an eager run (raised with on_guard_failure="raise")."""
+
+
+class _Unsupported(Exception):
+    pass
+
+
+class _Replayed(Function):
+    """The tape node of one replayed call: forward/backward are the Program's."""
+
+    @staticmethod
+    def forward(ctx, plan, *tensors):
+        arrays = [t._array for t in tensors]
+        lease, outs = plan.program.forward(arrays)
+        if not plan.guards_hold(outs, lease):
+            lease.release()
+            raise _GuardMiss()
+        ctx.plan = plan
+        ctx.lease = lease
+        ctx.versions = [(v, v.value) for v in (_core._version_of(tensors[k])
+                                               for k in plan.saved_ext)]
+        results = [_core.wrap_array(o) for o in outs]
+        ctx.set_materialize_grads(False)
+        ctx.mark_non_differentiable(*[r for r, g in zip(results, plan.output_grad) if not g])
+        return tuple(results) if len(results) > 1 else results[0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        plan = ctx.plan
+        plan.check_versions(ctx.versions)
+        res = plan.program.backward(ctx.lease, [None if g is None else g._array for g in grads])
+        return (None,) + tuple(None if r is None else _core.wrap_array(r) for r in res)
+
+    @staticmethod
+    def _on_release(ctx):
+        """The graph was freed (backward without retain_graph): its buffers can be reused."""
+        lease = ctx.__dict__.get("lease")
+        if lease is not None:
+            lease.release()
+
+
+class _GuardMiss(Exception):
+    pass
+
+
+class _Plan:
+    """One captured signature: a Program and how to feed it, or why it runs eagerly."""
+
+    def __init__(self, reason=None):
+        self.program = None
+        self.reason = reason            # None: replayable
+        self.sources = []               # external slot -> ("arg", index) or ("tensor", tensor)
+        self.ext_meta = []              # external slot -> (shape, dtype, requires_grad)
+        self.guards = []                # (output position or -1, slot, kind, value)
+        self.output_grad = []
+        self.output_slots = []
+        self.saved_ext = []             # externals whose values the backward reads
+        self.structure = None           # how to rebuild fn's return value
+        self.grad = False
+
+    # -- replay --------------------------------------------------------------------------------
+    def externals(self, args):
+        """The external tensors for this call, or None if one no longer matches its capture."""
+        tensors = []
+        for (kind, ref), (shape, dtype, requires_grad) in zip(self.sources, self.ext_meta):
+            t = args[ref] if kind == "arg" else ref
+            a = t._array
+            if (a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous
+                    or t.requires_grad != requires_grad):
+                return None
+            tensors.append(t)
+        return tensors
+
+    def guards_hold(self, outs, lease):
+        for slot, kind, value in self.guards:
+            if _read(lease.array(slot), kind) != value:
+                return False
+        return True
+
+    @staticmethod
+    def check_versions(versions):
+        for v, at in versions:
+            if v.value != at:
+                raise RuntimeError("one of the variables needed for gradient computation has been "
+                                   f"modified by an inplace operation: is at version {v.value}; "
+                                   f"expected version {at} instead.")
+
+    def rebuild(self, outs):
+        if self.structure is None:
+            return outs[0] if outs else None
+        return type(self.structure)(outs[i] if isinstance(i, int) else None
+                                    for i in self.structure)
+
+
+def _tensor_operands(step):
+    """The tensors a captured step reads (its result, the last item, excluded)."""
+    return [o for o in step[1:len(step) - 1] if isinstance(o, Tensor)]
+
+
+def _read(arr, kind):
+    if kind == "tolist":
+        return arr.tolist()
+    value = arr.reshape(()).item()
+    return bool(value) if kind == "bool" else value
+
+
+class CompiledFunction:
+    """What tapegrad.compile returns; call it as the function it wraps."""
+
+    def __init__(self, fn, on_guard_failure="recapture", cache_size=8):
+        if on_guard_failure not in ("recapture", "raise"):
+            raise ValueError("on_guard_failure must be 'recapture' or 'raise', got "
+                             f"{on_guard_failure!r}")
+        self.fn = fn
+        self.on_guard_failure = on_guard_failure
+        self.cache_size = int(cache_size)
+        self._plans = {}
+        self.stats = {"captures": 0, "replays": 0, "eager": 0, "guard_failures": 0}
+        functools.update_wrapper(self, fn)
+
+    def reset(self):
+        """Forget every capture (the next call captures again)."""
+        self._plans.clear()
+
+    def explain(self):
+        """One line per captured signature: replayed, or why it runs eagerly."""
+        lines = []
+        for plan in self._plans.values():
+            if plan.program is not None:
+                lines.append(f"replayed: {plan.program.n_steps} steps")
+            else:
+                lines.append(f"eager: {plan.reason}")
+        return "\n".join(lines)
+
+    def __call__(self, *args, **kwargs):
+        key = _signature(args, kwargs)
+        plan = self._plans.get(key) if key is not None else None
+        if plan is not None:
+            if plan.program is None:
+                self.stats["eager"] += 1
+                return self.fn(*args, **kwargs)
+            out = _replay(plan, args)
+            if out is not _MISS:
+                self.stats["replays"] += 1
+                return out
+            self.stats["guard_failures"] += 1
+            if self.on_guard_failure == "raise":
+                raise GuardFailure(f"tapegrad.compile({getattr(self.fn, '__name__', self.fn)}): "
+                                   "a guard failed (a closure tensor changed shape, dtype or "
+                                   "requires_grad, or a value the function branched on changed)")
+        return self._capture(key, args, kwargs)
+
+    def _capture(self, key, args, kwargs):
+        capture = _core._capture_begin()
+        try:
+            result = self.fn(*args, **kwargs)
+        finally:
+            _core._capture_end()
+        self.stats["captures"] += 1
+        if key is not None:
+            if len(self._plans) >= self.cache_size:
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[key] = _build_plan(capture, args, kwargs, result)
+        return result
+
+
+def compile(fn=None, *, on_guard_failure="recapture", cache_size=8):
+    """Capture `fn` on its first call and replay it in C on later calls (see the module docs).
+
+    Usable as @compile or @compile(on_guard_failure="raise")."""
+    if fn is None:
+        return lambda f: CompiledFunction(f, on_guard_failure, cache_size)
+    if not callable(fn):
+        raise TypeError(f"tapegrad.compile expects a callable, got {type(fn).__name__}")
+    return CompiledFunction(fn, on_guard_failure, cache_size)
+
+
+# -- signature -----------------------------------------------------------------------------------
+
+def _signature(args, kwargs):
+    """The part of a call a capture depends on, or None when it cannot be a dict key."""
+    parts = [is_grad_enabled()]
+    seen = {}
+    for a in list(args) + [kwargs[k] for k in sorted(kwargs)]:
+        if isinstance(a, Tensor):
+            arr = a._array
+            parts.append((arr.shape, arr.dtype.num, a.requires_grad, arr.flags.c_contiguous,
+                          seen.setdefault(id(a), len(seen))))
+        else:
+            parts.append((type(a), a))
+    if kwargs:
+        parts.append(tuple(sorted(kwargs)))
+    key = tuple(parts)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+_MISS = object()
+
+
+def _replay(plan, args):
+    tensors = plan.externals(args)
+    if tensors is None:
+        return _MISS
+    if plan.grad:
+        try:
+            out = _Replayed.apply(plan, *tensors)
+        except _GuardMiss:
+            return _MISS
+        outs = list(out) if isinstance(out, tuple) else [out]
+    else:
+        lease, arrays = plan.program.forward([t._array for t in tensors])
+        ok = plan.guards_hold(arrays, lease)
+        lease.release()
+        if not ok:
+            return _MISS
+        outs = [_core.wrap_array(a) for a in arrays]
+    return plan.rebuild([outs[k] if k >= 0 else tensors[~k] for k in plan.output_map])
+
+
+# -- building a plan from a capture --------------------------------------------------------------
+
+def _build_plan(capture, args, kwargs, result):
+    try:
+        return _plan_from(capture, args, kwargs, result)
+    except _Unsupported as e:
+        return _Plan(reason=str(e))
+
+
+def _plan_from(capture, args, kwargs, result):
+    if capture.unsupported:
+        raise _Unsupported(capture.unsupported[0])
+    claimed = capture.claimed
+    for t in capture.created:
+        if id(t) not in claimed:
+            raise _Unsupported("it runs an op the replay does not support"
+                               + (f" ({t.grad_fn.name()})" if t.grad_fn is not None else
+                                  " (a tensor creation, conversion or view)"))
+    plan = _Plan()
+    plan.grad = is_grad_enabled()
+    arg_index = {}
+    all_args = list(args) + [kwargs[k] for k in sorted(kwargs)]
+    for i, a in enumerate(all_args):
+        if isinstance(a, Tensor):
+            arg_index.setdefault(id(a), i)
+
+    # outputs: a tensor, or a tuple/list of tensors (and None)
+    if isinstance(result, Tensor):
+        outputs = [result]
+    elif isinstance(result, (tuple, list)) and all(r is None or isinstance(r, Tensor)
+                                                   for r in result):
+        outputs = [r for r in result if r is not None]
+        positions, j = [], 0
+        for r in result:
+            positions.append(j if r is not None else None)
+            j += r is not None
+        plan.structure = type(result)(positions)
+    else:
+        raise _Unsupported("it returns something other than a tensor or a tuple/list of tensors")
+
+    slots = {}          # id(tensor) -> slot
+    keep = []           # the tensors behind the ids, alive while building
+    ext = []
+
+    def external(t):
+        if id(t) not in slots:
+            slots[id(t)] = ("ext", len(ext))
+            ext.append(t)
+            keep.append(t)
+        return slots[id(t)]
+
+    steps = []
+    for step in capture.steps:
+        res = step[len(step) - 1]
+        for operand in _tensor_operands(step):
+            if id(operand) not in claimed:
+                external(operand)
+        slots[id(res)] = ("step", len(steps))
+        keep.append(res)
+        steps.append(step)
+    guard_reads = []
+    for t, kind, value in capture.reads:
+        if kind == "numpy":
+            raise _Unsupported("it reads a tensor's values with .numpy() (a guard cannot re-check "
+                               "what Python does with them)")
+        if id(t) not in slots:
+            external(t)
+        guard_reads.append((t, kind, value))
+    for t in outputs:
+        if id(t) not in slots:
+            external(t)
+
+    # slot numbers: externals first, then the steps' results that are needed
+    needed = set()
+    for t in outputs:
+        needed.add(slots[id(t)])
+    for t, _, _ in guard_reads:
+        needed.add(slots[id(t)])
+    live = [False] * len(steps)
+    for j in range(len(steps) - 1, -1, -1):
+        if ("step", j) in needed:
+            live[j] = True
+            step = steps[j]
+            for operand in _tensor_operands(step):
+                needed.add(slots[id(operand)])
+    dtypes = set()
+    number = {}
+    shapes, grad = [], []
+    grad_mode = plan.grad
+    for k, t in enumerate(ext):
+        number[("ext", k)] = k
+        a = t._array
+        if not a.flags.c_contiguous:
+            raise _Unsupported("it reads a non-contiguous tensor")
+        dtypes.add(a.dtype)
+        shapes.append(a.shape)
+        grad.append(grad_mode and t.requires_grad)
+        if id(t) in arg_index:
+            plan.sources.append(("arg", arg_index[id(t)]))
+        else:
+            plan.sources.append(("tensor", t))
+        plan.ext_meta.append((a.shape, a.dtype, t.requires_grad))
+    program_steps = []
+    saved_ext = set()
+    for j, step in enumerate(steps):
+        if not live[j]:
+            continue
+        res = step[len(step) - 1]
+        out = len(shapes)
+        number[("step", j)] = out
+        shapes.append(res._array.shape)
+        dtypes.add(res._array.dtype)
+        kind = step[0]
+        if kind == "binary":
+            _, kop, a, b, _ = step
+            sa = number[slots[id(a)]] if isinstance(a, Tensor) else -1
+            sb = number[slots[id(b)]] if isinstance(b, Tensor) else -1
+            ca = 0.0 if isinstance(a, Tensor) else float(a)
+            cb = 0.0 if isinstance(b, Tensor) else float(b)
+            needs = (sa >= 0 and grad[sa]) or (sb >= 0 and grad[sb])
+            grad.append(needs)
+            if needs:
+                # the values the backward reads (saved by the eager op)
+                if kop == _TG_MUL:
+                    reads = [sa if sb >= 0 and grad[sb] else -1, sb if sa >= 0 and grad[sa] else -1]
+                elif kop == _TG_DIV:
+                    reads = [sa if sb >= 0 and grad[sb] else -1, sb]
+                elif kop == _TG_POW:
+                    reads = [sa]
+                else:
+                    reads = []
+                saved_ext.update(k for k in reads if 0 <= k < len(ext))
+            program_steps.append((SK_BINARY, 0, kop, sa, sb, out, ca, cb, None))
+        elif kind == "unary":
+            _, op, kop, in_c, reads_input, x, _ = step
+            sx = number[slots[id(x)]]
+            grad.append(grad[sx])
+            if grad[sx] and reads_input and sx < len(ext):
+                saved_ext.add(sx)
+            program_steps.append((SK_UNARY if in_c else SK_UNARY_NUMPY, op, kop, sx, -1, out,
+                                  0.0, 0.0, None))
+        else:
+            _, op, x, axes, keepdim, count, _ = step
+            sx = number[slots[id(x)]]
+            grad.append(grad[sx])
+            program_steps.append((SK_REDUCE, op, 0, sx, -1, out, 0.0, 0.0,
+                                  (axes, keepdim, count)))
+    if len(dtypes) > 1 or (dtypes and not all(d.kind == "f" and d.itemsize in (4, 8)
+                                              for d in dtypes)):
+        raise _Unsupported("its tensors are not all float32 or all float64")
+    dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
+
+    plan.output_map = []
+    plan.output_slots = []
+    for t in outputs:
+        k = number[slots[id(t)]]
+        if k < len(ext):
+            plan.output_map.append(~k)
+        else:
+            plan.output_map.append(len(plan.output_slots))
+            plan.output_slots.append(k)
+            plan.output_grad.append(grad[k])
+    plan.guards = [(number[slots[id(t)]], kind, value) for t, kind, value in guard_reads]
+    plan.saved_ext = sorted(saved_ext)
+    plan.program = _core.Program(dtype, shapes, grad, len(ext), program_steps,
+                                 plan.output_slots)
+    return plan
