@@ -38,7 +38,6 @@ import functools
 import numpy as np
 
 from . import _core
-from .autograd.function import Function
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
@@ -57,52 +56,14 @@ class _Unsupported(Exception):
     pass
 
 
-class _Replayed(Function):
-    """The tape node of one replayed call: forward/backward are the Program's."""
-
-    @staticmethod
-    def forward(ctx, plan, *tensors):
-        arrays = [t._array for t in tensors]
-        lease, outs = plan.program.forward(arrays)
-        if not plan.guards_hold(outs, lease):
-            lease.release()
-            raise _GuardMiss()
-        ctx.plan = plan
-        ctx.lease = lease
-        ctx.versions = [(v, v.value) for v in (_core._version_of(tensors[k])
-                                               for k in plan.saved_ext)]
-        results = [_core.wrap_array(o) for o in outs]
-        ctx.set_materialize_grads(False)
-        ctx.mark_non_differentiable(*[r for r, g in zip(results, plan.output_grad) if not g])
-        return tuple(results) if len(results) > 1 else results[0]
-
-    @staticmethod
-    def backward(ctx, *grads):
-        plan = ctx.plan
-        plan.check_versions(ctx.versions)
-        res = plan.program.backward(ctx.lease, [None if g is None else g._array for g in grads])
-        return (None,) + tuple(None if r is None else _core.wrap_array(r) for r in res)
-
-    @staticmethod
-    def _on_release(ctx):
-        """The graph was freed (backward without retain_graph): its buffers can be reused."""
-        lease = ctx.__dict__.get("lease")
-        if lease is not None:
-            lease.release()
-
-
-class _GuardMiss(Exception):
-    pass
-
-
 class _Plan:
     """One captured signature: a Program and how to feed it, or why it runs eagerly."""
 
     def __init__(self, reason=None):
         self.program = None
         self.reason = reason            # None: replayable
-        self.sources = []               # external slot -> ("arg", index) or ("tensor", tensor)
-        self.ext_meta = []              # external slot -> (shape, dtype, requires_grad)
+        self.sources = []               # external slot -> index into the flat arguments, or tensor
+        self.ext_meta = []              # external slot -> (shape, dtype number, requires_grad)
         self.guards = []                # (output position or -1, slot, kind, value)
         self.output_grad = []
         self.output_slots = []
@@ -111,31 +72,16 @@ class _Plan:
         self.grad = False
 
     # -- replay --------------------------------------------------------------------------------
-    def externals(self, args):
-        """The external tensors for this call, or None if one no longer matches its capture."""
-        tensors = []
-        for (kind, ref), (shape, dtype, requires_grad) in zip(self.sources, self.ext_meta):
-            t = args[ref] if kind == "arg" else ref
-            a = t._array
-            if (a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous
-                    or t.requires_grad != requires_grad):
-                return None
-            tensors.append(t)
-        return tensors
+    def externals(self, flat):
+        """The external tensors for this call (`flat`: its flattened arguments), or None if a
+        tensor the function closed over no longer matches its capture."""
+        return _core._call_externals(self.sources, self.ext_meta, flat)
 
-    def guards_hold(self, outs, lease):
+    def guards_hold(self, lease):
         for slot, kind, value in self.guards:
             if _read(lease.array(slot), kind) != value:
                 return False
         return True
-
-    @staticmethod
-    def check_versions(versions):
-        for v, at in versions:
-            if v.value != at:
-                raise RuntimeError("one of the variables needed for gradient computation has been "
-                                   f"modified by an inplace operation: is at version {v.value}; "
-                                   f"expected version {at} instead.")
 
     def rebuild(self, outs):
         if self.structure is None:
@@ -185,13 +131,14 @@ class CompiledFunction:
         return "\n".join(lines)
 
     def __call__(self, *args, **kwargs):
-        key = _signature(args, kwargs)
+        flat, nesting = _flat_args(args, kwargs)
+        key = _signature(flat, nesting)
         plan = self._plans.get(key) if key is not None else None
         if plan is not None:
             if plan.program is None:
                 self.stats["eager"] += 1
                 return self.fn(*args, **kwargs)
-            out = _replay(plan, args)
+            out = _replay(plan, flat)
             if out is not _MISS:
                 self.stats["replays"] += 1
                 return out
@@ -229,20 +176,31 @@ def compile(fn=None, *, on_guard_failure="recapture", cache_size=8):
 
 # -- signature -----------------------------------------------------------------------------------
 
-def _signature(args, kwargs):
-    """The part of a call a capture depends on, or None when it cannot be a dict key."""
-    parts = [is_grad_enabled()]
-    seen = {}
-    for a in list(args) + [kwargs[k] for k in sorted(kwargs)]:
-        if isinstance(a, Tensor):
-            arr = a._array
-            parts.append((arr.shape, arr.dtype.num, a.requires_grad, arr.flags.c_contiguous,
-                          seen.setdefault(id(a), len(seen))))
-        else:
-            parts.append((type(a), a))
+def _flat_args(args, kwargs):
+    """The call's arguments with lists and tuples flattened (a list of parameters is common),
+    and their nesting as a hashable description."""
+    if not kwargs and not any(type(a) is list or type(a) is tuple for a in args):
+        return list(args), None
+    flat, nesting = [], []
+    _flatten(list(args) + [kwargs[k] for k in sorted(kwargs)], flat, nesting)
     if kwargs:
-        parts.append(tuple(sorted(kwargs)))
-    key = tuple(parts)
+        nesting.append(tuple(sorted(kwargs)))
+    return flat, tuple(nesting)
+
+
+def _flatten(items, flat, nesting):
+    for a in items:
+        if type(a) is list or type(a) is tuple:
+            nesting.append((type(a).__name__, len(a)))
+            _flatten(a, flat, nesting)
+        else:
+            flat.append(a)
+
+
+def _signature(flat, nesting):
+    """The part of a call a capture depends on (_call_signature), or None when it cannot be a
+    dict key (an unhashable argument: such calls always run eagerly)."""
+    key = _core._call_signature(flat, nesting)
     try:
         hash(key)
     except TypeError:
@@ -253,23 +211,13 @@ def _signature(args, kwargs):
 _MISS = object()
 
 
-def _replay(plan, args):
-    tensors = plan.externals(args)
+def _replay(plan, flat):
+    tensors = plan.externals(flat)
     if tensors is None:
         return _MISS
-    if plan.grad:
-        try:
-            out = _Replayed.apply(plan, *tensors)
-        except _GuardMiss:
-            return _MISS
-        outs = list(out) if isinstance(out, tuple) else [out]
-    else:
-        lease, arrays = plan.program.forward([t._array for t in tensors])
-        ok = plan.guards_hold(arrays, lease)
-        lease.release()
-        if not ok:
-            return _MISS
-        outs = [_core.wrap_array(a) for a in arrays]
+    outs = plan.program.run(tensors, plan.saved_ext, plan.guards_hold if plan.guards else None)
+    if outs is None:
+        return _MISS
     return plan.rebuild([outs[k] if k >= 0 else tensors[~k] for k in plan.output_map])
 
 
@@ -294,8 +242,7 @@ def _plan_from(capture, args, kwargs, result):
     plan = _Plan()
     plan.grad = is_grad_enabled()
     arg_index = {}
-    all_args = list(args) + [kwargs[k] for k in sorted(kwargs)]
-    for i, a in enumerate(all_args):
+    for i, a in enumerate(_flat_args(args, kwargs)[0]):
         if isinstance(a, Tensor):
             arg_index.setdefault(id(a), i)
 
@@ -371,10 +318,11 @@ def _plan_from(capture, args, kwargs, result):
         shapes.append(a.shape)
         grad.append(grad_mode and t.requires_grad)
         if id(t) in arg_index:
-            plan.sources.append(("arg", arg_index[id(t)]))
+            plan.sources.append(arg_index[id(t)])
+            plan.ext_meta.append(None)
         else:
-            plan.sources.append(("tensor", t))
-        plan.ext_meta.append((a.shape, a.dtype, t.requires_grad))
+            plan.sources.append(t)
+            plan.ext_meta.append((a.shape, a.dtype.num, t.requires_grad))
     program_steps = []
     saved_ext = set()
     for j, step in enumerate(steps):

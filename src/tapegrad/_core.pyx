@@ -5,6 +5,7 @@
 #   kernels.pxi         the C elementwise kernels (kernels.c) and their drivers
 #   dtypes.pxi          dtype objects and PyTorch's promotion rules
 #   tape.pxi            the flat record arena and record lifetimes
+#   capture.pxi         what tapegrad.compile notes of an eager call
 #   ops_registry.pxi    the op table: names and VJP function pointers
 #   tensor_base.pxi     TensorBase: value, grad, requires_grad, node; tensor creation helpers
 #   record.pxi          how a forward op appends its record (the one place ops touch the tape)
@@ -16,11 +17,10 @@
 #   ops_index.pxi       indexing, gather, index_select, masked_fill
 #   ops_nn.pxi          nn.functional: softmax, losses, normalisation, ...
 #   ops_inplace.pxi     in-place ops and x[key] = value, with version counters
+#   replay.pxi          tapegrad.compile: a captured call replayed in C (capture.pxi: capturing)
 #   ops_function.pxi    custom autograd.Function records, tensor hooks, anomaly mode
 #   graph_vjp.pxi       recorded (differentiable) VJPs for create_graph=True
 #   sweep.pxi           the reverse sweep (backward)
-#   capture.pxi         what tapegrad.compile records of an eager call
-#   replay.pxi          replaying a captured call in C (tapegrad.compile)
 
 cimport numpy as cnp
 import numpy as np
@@ -43,7 +43,7 @@ include "ops_shape.pxi"
 include "ops_index.pxi"
 include "ops_nn.pxi"
 include "ops_inplace.pxi"
+include "replay.pxi"
 include "ops_function.pxi"
 include "graph_vjp.pxi"
 include "sweep.pxi"
-include "replay.pxi"

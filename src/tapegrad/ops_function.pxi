@@ -194,7 +194,11 @@ def _set_function_runtime(backward, release):
 
 cdef object vjp_function(Record* r, object g):
     """g: a list with one entry (ndarray or None) per output of the forward."""
-    res = FUNCTION_BACKWARD(<object>r.aux, g, False)
+    ctx = <object>r.aux
+    if isinstance(ctx, CompiledFunctionBackward):     # a tapegrad.compile'd call (replay.pxi): no Python
+        res = (<CompiledFunctionBackward>ctx).backward(<list>g)
+    else:
+        res = FUNCTION_BACKWARD(ctx, g, False)
     return res[0] if r.n_in == 1 else res
 
 
@@ -241,8 +245,12 @@ def _resurrect(Py_ssize_t node, TensorBase like):
 
 cdef int release_function_ctx(Py_ssize_t i) except -1:
     """After a backward without retain_graph: the ctx drops its saved tensors."""
-    if TAPE.recs[i].aux != NULL and FUNCTION_RELEASE is not None:
-        ctx = <object>TAPE.recs[i].aux
+    if TAPE.recs[i].aux == NULL:
+        return 0
+    ctx = <object>TAPE.recs[i].aux
+    if isinstance(ctx, CompiledFunctionBackward):
+        (<CompiledFunctionBackward>ctx).release()
+    elif FUNCTION_RELEASE is not None:
         FUNCTION_RELEASE(ctx)
     return 0
 

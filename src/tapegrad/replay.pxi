@@ -292,7 +292,10 @@ cdef class Program:
 
     cdef int give_array(self, BufferSet bs, Py_ssize_t k, object g) except -1:
         """give() for a gradient computed by numpy (any layout) of slot k's shape."""
-        g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]))
+        cdef int t = -1
+        if not (kernel_array(g, &t) and t == self.dtype.num
+                and cnp.PyArray_SIZE(<cnp.ndarray>g) == self.sizes[k]):
+            g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), self.dtype)
         return self.give(bs, k, cnp.PyArray_DATA(<cnp.ndarray>g), 1, self.sizes[k])
 
     cdef int give_full(self, BufferSet bs, Py_ssize_t k, void* full, Py_ssize_t out,
@@ -411,6 +414,9 @@ cdef class Program:
             for ax in axes:
                 kshape[ax] = 1
             G = G.reshape(kshape)
+        if cnp.PyArray_SIZE(<cnp.ndarray>G) == 1:       # a full reduction: one value for all
+            G = np.ascontiguousarray(G, self.dtype)
+            return self.give(bs, s.a, cnp.PyArray_DATA(<cnp.ndarray>G), 0, self.sizes[s.a])
         return self.give_array(bs, s.a, G)
 
     cdef int pow_minus_one(self, Step* s, const void* pa, Py_ssize_t sa, void* dst) except -1:
@@ -429,3 +435,103 @@ cdef class Program:
     def n_steps(self):
         return self.n_steps
 
+    def run(self, list tensors, list saved_ext, object guards_hold):
+        """Replay on `tensors` (the externals, checked by the caller): the outputs as tensors
+        (linked into the tape as one node when a gradient flows), or None when guards_hold
+        (a callable given the Lease, or None) says the replay differs from an eager run."""
+        cdef TensorBase t
+        cdef Py_ssize_t k
+        lease, outs = self.forward([(<TensorBase>t)._array for t in tensors])
+        if guards_hold is not None and not guards_hold(lease):
+            (<Lease>lease).release()
+            return None
+        results = tuple([wrap(o) for o in outs])
+        cdef bint any_grad = False
+        for k in range(self.n_ext):
+            if self.grad[k]:
+                any_grad = True
+                break
+        if not any_grad or not grad_enabled():
+            (<Lease>lease).release()
+            return results
+        cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(CompiledFunctionBackward)
+        node.program = self
+        node.lease = <Lease>lease
+        node.n_out = len(outs)
+        node.versions = [(version_of(<TensorBase>tensors[k]),
+                          version_of(<TensorBase>tensors[k]).value) for k in saved_ext]
+        non_diff = tuple([results[k] for k in range(len(outs)) if not self.grad[self.outputs[k]]])
+        out = _function_record(node, tuple(tensors), results, (), non_diff)
+        return out if isinstance(out, tuple) else (out,)
+
+
+cdef class CompiledFunctionBackward:
+    """The grad_fn of a replayed call's outputs: the aux of its OP_FUNCTION record, whose
+    backward the sweep runs through here without calling Python (ops_function.pxi)."""
+    cdef Program program
+    cdef Lease lease
+    cdef Py_ssize_t n_out
+    cdef list versions          # (Version, value at forward) of the externals backward reads
+    cdef public object _input_meta, _output_meta    # set by _function_record
+
+    def name(self):
+        return "CompiledFunctionBackward"
+
+    def __repr__(self):
+        return f"<CompiledFunctionBackward object at {id(self):#x}>"
+
+    cdef object backward(self, list g):
+        cdef Version v
+        for v, at in self.versions:
+            if v.value != at:
+                raise RuntimeError("one of the variables needed for gradient computation has "
+                                   "been modified by an inplace operation: is at version "
+                                   f"{v.value}; expected version {at} instead.")
+        return tuple(self.program.backward(self.lease, g[:self.n_out]))
+
+    cdef release(self):
+        """The graph was freed (backward without retain_graph): the buffers can be reused."""
+        self.lease.release()
+
+
+
+# -- the per-call checks of tapegrad.compile, in C (they run at every replayed call) ---------------
+
+def _call_signature(list flat, object nesting):
+    """What a capture depends on in a call (`flat`: its flattened arguments): grad mode, the
+    nesting of the arguments, each tensor's shape, dtype, requires_grad, layout and which
+    arguments are the same tensor, the other arguments' values."""
+    cdef list parts = [grad_enabled(), nesting]
+    cdef dict seen = {}
+    cdef object A
+    for a in flat:
+        if isinstance(a, TensorBase):
+            A = (<TensorBase>a)._array
+            parts.append((A.shape, cnp.PyArray_TYPE(A), (<TensorBase>a)._requires_grad,
+                          cnp.PyArray_IS_C_CONTIGUOUS(A), seen.setdefault(id(a), len(seen))))
+        else:
+            parts.append((type(a), a))
+    return tuple(parts)
+
+
+def _call_externals(list sources, list metas, list flat):
+    """The external tensors of a replay: sources[k] is an index into `flat` (an argument, already
+    checked by the signature) or a tensor the function closed over, which must still match its
+    capture (metas[k]: shape, dtype number, requires_grad, or None for arguments); None if not."""
+    cdef list out = []
+    cdef TensorBase t
+    cdef object A
+    cdef Py_ssize_t k
+    for k in range(len(sources)):
+        src = sources[k]
+        if type(src) is int:
+            out.append(flat[<Py_ssize_t>src])
+            continue
+        t = <TensorBase>src
+        A = t._array
+        shape, typenum, requires_grad = <tuple>metas[k]
+        if (A.shape != shape or cnp.PyArray_TYPE(A) != <int>typenum
+                or not cnp.PyArray_IS_C_CONTIGUOUS(A) or t._requires_grad != requires_grad):
+            return None
+        out.append(t)
+    return out

@@ -665,6 +665,11 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                         raise RuntimeError(BACKWARD_TWICE)
                     check_saved_versions(&rec)
                     if rec.op == OP_FUNCTION:
+                        if isinstance(<object>rec.aux, CompiledFunctionBackward):
+                            raise RuntimeError(
+                                "create_graph=True through a tapegrad.compile'd call is not "
+                                "supported: call the original function (compiled.fn) for "
+                                "higher-order derivatives")
                         grads = FUNCTION_BACKWARD(<object>rec.aux, g, True)
                         if rec.n_in == 1:
                             grads = grads[0]

@@ -365,9 +365,6 @@ def _release(ctx):
     """The graph was freed (backward without retain_graph): drop the saved tensors."""
     ctx._saved = None
     ctx._released = True
-    on_release = getattr(ctx._forward_cls, "_on_release", None)
-    if on_release is not None:
-        on_release(ctx)
 
 
 _core._set_function_runtime(_backward, _release)

@@ -1,0 +1,330 @@
+"""tapegrad.compile: a captured call replayed in C equals the eager call, values and gradients,
+bit for bit; every guard sends a call that would differ back to eager capture."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+F = tg.nn.functional
+
+
+def same(a, b):
+    """Bitwise equality of two tensors/arrays (NaNs in the same places count as equal)."""
+    a = a.detach().numpy() if isinstance(a, tg.Tensor) else np.asarray(a)
+    b = b.detach().numpy() if isinstance(b, tg.Tensor) else np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+
+
+# Functions of (x, w): x data, w a parameter (both shaped by the case), covering every op the
+# replay supports, Python-scalar operands on either side and one-element broadcasts.
+OPS = {
+    "add sub": lambda x, w: (x + w) - (w - 2.0) + (1.5 - x) + w.sum(),
+    "mul div": lambda x, w: (x * w) / (w * w + 1.0) + 2.0 / (w + 3.0) - w / 4.0,
+    "rsub rdiv": lambda x, w: (1.0 - w) * (3.0 / (w + 2.0)),
+    "pow": lambda x, w: (w + 2.0) ** 2 + (w + 2.0) ** 3 + (w + 2.0) ** 0.5 + (w + 2.0) ** -1,
+    "neg exp log": lambda x, w: -(w.exp() + (w * w + 1.0).log()),
+    "tanh relu": lambda x, w: (w * x).tanh() + (w - 0.1).relu(),
+    "sum mean": lambda x, w: (w * x).sum() + (w * w).mean() * x,
+    "reductions with dims": lambda x, w: (w * x).sum(0, keepdim=True) + (w * w).mean(-1).sum(),
+    "one-element broadcast": lambda x, w: w.sum() * x + x * w.mean() - w.sum() / (x + 3.0),
+    "reuse": lambda x, w: (lambda h: h * h + h.tanh() * h)(w * x + w),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 50)])
+@pytest.mark.parametrize("name", OPS)
+def test_replay_equals_eager_values_and_gradients(name, shape, dtype):
+    fn = OPS[name]
+    rng = np.random.default_rng(0)
+    compiled = tg.compile(fn)
+    w_c = tg.tensor(rng.uniform(0.2, 1.0, shape).astype(dtype), requires_grad=True)
+    w_e = tg.tensor(w_c.detach().numpy().copy(), requires_grad=True)
+    for it in range(4):
+        x = tg.tensor(rng.uniform(-1.0, 1.0, shape).astype(dtype))
+        out_c = compiled(x, w_c)
+        out_e = fn(x, w_e)
+        assert same(out_c, out_e), (it, out_c, out_e)
+        seed = tg.tensor(rng.uniform(-1, 1, tuple(out_e.shape)).astype(out_e.numpy().dtype)
+                         if out_e.requires_grad is False else
+                         rng.uniform(-1, 1, tuple(out_e.shape)).astype(dtype))
+        out_c.backward(seed)
+        out_e.backward(seed)
+        assert same(w_c.grad, w_e.grad), (it, w_c.grad, w_e.grad)
+    # later calls replayed (the first captured), and gradients accumulated as eager ones do
+    assert compiled.stats["captures"] == 1 and compiled.stats["replays"] == 3, compiled.explain()
+
+
+def test_pow_exponents_eager_computes_by_numpy_are_replayed_only_where_eager_uses_c():
+    fn = lambda x: (x ** 1.5 + x ** 4 + x ** 0).sum()
+    for size, replayed in ((3, True), (100, False)):
+        f = tg.compile(fn)
+        x = tg.tensor(np.linspace(0.5, 2, size), requires_grad=True)
+        f(x)
+        y = f(x)
+        y.backward()
+        xe = tg.tensor(np.linspace(0.5, 2, size), requires_grad=True)
+        fn(xe).backward()
+        assert same(y, fn(xe)) and same(x.grad, xe.grad)
+        assert f.explain().startswith("replayed" if replayed else "eager: pow")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [1, 16, 100])
+def test_chain_replay_equals_eager(size, dtype):
+    from tapegrad.bench import chain
+    fn = tg.compile(lambda x: chain(x, 5, tg.tanh, tg.exp, tg.log))
+    for it in range(3):
+        base = np.linspace(-1, 1, size).astype(dtype) * (it + 1) / 3
+        xc = tg.tensor(base, requires_grad=True)
+        xe = tg.tensor(base, requires_grad=True)
+        yc = fn(xc)
+        ye = chain(xe, 5, tg.tanh, tg.exp, tg.log)
+        assert same(yc, ye)
+        g = tg.tensor(np.cos(np.arange(size)).astype(dtype))
+        yc.backward(g)
+        ye.backward(g)
+        assert same(xc.grad, xe.grad)
+    assert "replayed: 50 steps" in fn.explain()
+
+
+def test_training_loop_with_an_optimizer_matches_eager():
+    """A compiled loss in a loop with SGD (momentum) stepping between calls: parameters are read
+    in place, so no recapture; the trajectory equals the eager one bit for bit."""
+    rng = np.random.default_rng(1)
+    xs = [rng.uniform(-1, 1, 64).astype(np.float32) for _ in range(8)]
+    ys = [np.sin(3 * x) for x in xs]
+
+    def run(compiled):
+        a = tg.tensor(0.1, requires_grad=True)
+        b = tg.tensor(-0.2, requires_grad=True)
+        c = tg.tensor(0.3, requires_grad=True)
+
+        def loss_fn(x, y):
+            pred = a + b * x + c * x ** 3
+            return ((pred - y) ** 2).mean()
+
+        f = tg.compile(loss_fn) if compiled else loss_fn
+        opt = tg.optim.SGD([a, b, c], lr=0.1, momentum=0.9)
+        losses = []
+        for step in range(40):
+            x, y = xs[step % 8], ys[step % 8]
+            opt.zero_grad()
+            loss = f(tg.from_numpy(x), tg.from_numpy(y))
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.detach().numpy().copy() for p in (a, b, c)], f
+
+    losses_c, params_c, f = run(True)
+    losses_e, params_e, _ = run(False)
+    assert losses_c == losses_e
+    assert all(np.array_equal(p, q) for p, q in zip(params_c, params_e))
+    assert losses_c[len(losses_c) - 1] < losses_c[0]
+    assert f.stats["captures"] == 1 and f.stats["replays"] == 39
+
+
+def test_accumulation_retain_graph_and_backward_twice():
+    w = tg.tensor([0.5, 1.5], requires_grad=True)
+    f = tg.compile(lambda x: (w * x).exp().sum())
+    x = tg.tensor([1.0, 2.0])
+    f(x).backward()                         # capture (eager)
+    w.grad = None
+    loss = f(x)                             # replay
+    loss.backward(retain_graph=True)
+    first = w.grad.clone()
+    loss.backward()                         # kept graph: accumulates
+    assert same(w.grad, first * 2)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+
+
+def test_two_live_replays_keep_their_own_buffers():
+    w = tg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    f = tg.compile(lambda x: (w * x).tanh().sum())
+    f(tg.ones(3))
+    xs = [tg.tensor([1.0, 2.0, 3.0]), tg.tensor([-3.0, 0.5, 0.25])]
+    losses = [f(x) for x in xs]             # two graphs alive at once
+    grads = []
+    for loss in reversed(losses):
+        w.grad = None
+        loss.backward()
+        grads.append(w.grad.clone())
+    for x, g in zip(reversed(xs), grads):
+        w.grad = None
+        (w * x).tanh().sum().backward()
+        assert same(g, w.grad)
+
+
+def test_no_grad_call_has_its_own_capture_and_records_nothing():
+    w = tg.tensor([1.0, 2.0], requires_grad=True)
+    f = tg.compile(lambda x: (w * x).exp())
+    x = tg.tensor([0.5, 0.25])
+    with tg.no_grad():
+        f(x)
+        y = f(x)
+    assert not y.requires_grad and y.grad_fn is None
+    z = f(x)
+    assert z.requires_grad
+    assert f.stats["captures"] == 2 and f.stats["replays"] == 1
+
+
+def test_outputs_several_non_differentiable_and_an_input_passed_through():
+    w = tg.tensor([1.0, 2.0], requires_grad=True)
+
+    def fn(x):
+        return [w * x, x * 2.0, x, None]
+
+    f = tg.compile(fn)
+    x = tg.tensor([3.0, 4.0])
+    f(x)
+    a, b, c, d = f(x)
+    assert a.requires_grad and not b.requires_grad and c is x and d is None
+    assert a.grad_fn.name() == "CompiledFunctionBackward"
+    a.sum().backward()
+    assert same(w.grad, x)
+
+
+def test_ops_that_reach_no_output_are_dropped():
+    f = tg.compile(lambda x: ((x * 2.0).exp(), (x + 1.0).tanh())[0])
+    x = tg.tensor([1.0], requires_grad=True)
+    f(x)
+    assert f.explain() == "replayed: 2 steps"
+
+
+# -- guards ----------------------------------------------------------------------------------
+
+def branching(x, w):
+    s = (w * x).sum()
+    if s.item() > 0:                        # a Python decision on a tensor value
+        return s * 2.0
+    return -s
+
+
+def test_value_guard_recaptures_when_a_decision_changes():
+    w = tg.tensor([1.0, 1.0], requires_grad=True)
+    f = tg.compile(branching)
+    pos, neg = tg.tensor([1.0, 2.0]), tg.tensor([-1.0, -2.0])
+    assert f(pos, w).item() == 6.0
+    assert f(pos, w).item() == 6.0          # replayed
+    assert f(neg, w).item() == 3.0          # guard failed: eager again, right branch
+    assert f.stats["guard_failures"] == 1 and f.stats["captures"] == 2
+    w.grad = None
+    f(neg, w).backward()
+    assert same(w.grad, tg.tensor([1.0, 2.0]))
+
+
+def test_bool_guard():
+    f = tg.compile(lambda x: x * 2.0 if bool((x * 1.0).sum()) else x * 3.0)
+    f(tg.tensor([1.0]))
+    assert f(tg.tensor([1.0])).item() == 2.0
+    assert f(tg.tensor([0.0])).item() == 0.0
+    assert f.stats["guard_failures"] == 1
+
+
+def test_guard_failure_can_raise():
+    w = tg.tensor([1.0, 1.0], requires_grad=True)
+    f = tg.compile(branching, on_guard_failure="raise")
+    f(tg.tensor([1.0, 2.0]), w)
+    with pytest.raises(tg.replay.GuardFailure, match="guard failed"):
+        f(tg.tensor([-1.0, -2.0]), w)
+
+
+def test_signature_guards_shape_dtype_requires_grad_and_aliasing():
+    f = tg.compile(lambda a, b: a * b + a)
+    a, b = tg.ones(3), tg.ones(3)
+    f(a, b)
+    f(tg.ones(4), tg.ones(4))
+    f(tg.ones(3, dtype=tg.float64), tg.ones(3, dtype=tg.float64))
+    f(tg.ones(3, requires_grad=True), b)
+    r = f(a, a)                             # the same tensor twice: another capture
+    assert same(r, tg.full((3,), 2.0))
+    assert f.stats["captures"] == 5 and f.stats["replays"] == 0
+    f(tg.ones(3), tg.ones(3))
+    assert f.stats["replays"] == 1
+
+
+def test_closure_tensor_guard():
+    w = tg.ones(3, requires_grad=True)
+    holder = {"w": w}
+    f = tg.compile(lambda x: holder["w"] * x)
+    f(tg.ones(3))
+    with tg.no_grad():
+        w.mul_(2.0)                         # read in place: no recapture, new value used
+    assert same(f(tg.ones(3)), tg.full((3,), 2.0))
+    w.requires_grad_(False)                 # requires_grad changed: recapture
+    y = f(tg.ones(3))
+    assert not y.requires_grad
+    assert f.stats["guard_failures"] == 1
+
+
+def test_random_ops_run_eagerly_with_fresh_draws():
+    f = tg.compile(lambda x: x * tg.rand(3))
+    x = tg.ones(3)
+    draws = [f(x) for _ in range(3)]
+    assert not same(draws[0], draws[1])
+    assert f.explain().startswith("eager: it runs an op the replay does not support")
+    g = tg.compile(lambda x: F.dropout(x, 0.5, training=True))
+    assert not all(same(g(tg.ones(100)), g(tg.ones(100))) for _ in range(3))
+
+
+def test_inplace_write_inside_the_function_runs_eagerly():
+    def fn(x):
+        y = x * 2.0
+        y += 1.0
+        return y
+
+    f = tg.compile(fn)
+    x = tg.tensor([1.0])
+    f(x)
+    assert same(f(tg.tensor([2.0])), tg.tensor([5.0]))
+    assert "in-place" in f.explain()
+
+
+def test_inplace_change_of_a_saved_input_before_backward_raises():
+    w = tg.tensor([1.0, 2.0], requires_grad=True)
+    f = tg.compile(lambda x: (w * x).sum())
+    x = tg.tensor([3.0, 4.0])
+    f(x)
+    loss = f(x)
+    x.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_numpy_read_and_unsupported_ops_run_eagerly():
+    f = tg.compile(lambda x: x * float(x.numpy().sum()))
+    f(tg.ones(2))
+    assert "numpy()" in f.explain()
+    m = tg.compile(lambda a, b: (a @ b).sum())
+    a = tg.ones(2, 2, requires_grad=True)
+    m(a, tg.ones(2, 2))
+    m(a, tg.ones(2, 2)).backward()
+    assert same(a.grad, tg.full((2, 2), 2.0))
+    assert m.explain().startswith("eager:") and m.stats["eager"] == 1
+
+
+def test_create_graph_through_a_replay_raises():
+    w = tg.tensor([1.0], requires_grad=True)
+    f = tg.compile(lambda x: (w * x) ** 2)
+    f(tg.ones(1))
+    y = f(tg.ones(1))
+    with pytest.raises(RuntimeError, match="create_graph=True through a tapegrad.compile"):
+        tg.autograd.grad(y.sum(), w, create_graph=True)
+
+
+def test_decorator_forms_and_bad_arguments():
+    @tg.compile
+    def f(x):
+        return x * 2.0
+
+    @tg.compile(on_guard_failure="raise")
+    def g(x):
+        return x + 1.0
+
+    assert f.__name__ == "f" and same(f(tg.ones(1)), tg.full((1,), 2.0))
+    assert same(g(tg.ones(1)), tg.full((1,), 2.0))
+    with pytest.raises(TypeError, match="expects a callable"):
+        tg.compile(3)
+    with pytest.raises(ValueError, match="on_guard_failure"):
+        tg.compile(lambda x: x, on_guard_failure="ignore")
