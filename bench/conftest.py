@@ -175,6 +175,13 @@ def pytest_terminal_summary(terminalreporter, config):
                     if other in med:
                         ratios.append(f"tapegrad total / {other} = "
                                       f"{med['total'] / med[other]:.2f}")
+                if "replay" in med:
+                    for other in ("total", "torch"):
+                        if other in med:
+                            ratios.append(f"replay / {'eager' if other == 'total' else other} = "
+                                          f"{med['replay'] / med[other]:.3f}")
+                    if "capture" in med:
+                        ratios.append(f"capture / eager = {med['capture'] / med['total']:.2f}")
                 if "record" in med and "sweep" in med:
                     ratios.append(f"(record + sweep) / total = "
                                   f"{(med['record'] + med['sweep']) / med['total']:.2f}")

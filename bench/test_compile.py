@@ -1,0 +1,113 @@
+"""tapegrad.compile: eager vs replay vs PyTorch eager, and the cost of the capturing call.
+
+Workloads (one group each; kinds in the summary: total = tapegrad eager, replay = the compiled
+call replayed, capture = the capturing call (a fresh tapegrad.compile each round), torch =
+PyTorch eager):
+
+  chain    300 elementwise ops (tapegrad.bench.chain, 30 cycles) at size 1, float64, forward +
+           backward of sum-weighted output: the per-op overhead (issue target: replay <= 0.1 us
+           per op, PyTorch eager ~6.5 us per op)
+  poly     the polynomial fit iteration of test_training.py (forward + backward compiled, the
+           manual SGD update outside), 2,000 points, float32
+
+Each benchmark first checks that the replayed values and gradients equal the eager ones.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad import bench as B
+
+CHAIN_CYCLES = 30
+CHAIN_GROUP = "compile: chain of 300 elementwise ops, size 1, float64"
+POLY_GROUP = f"compile: poly fit iteration, {B.POLY_POINTS} points, float32"
+
+
+def describe(benchmark, group, workload, kind, n_ops=None):
+    benchmark.group = group
+    benchmark.extra_info.update(kind=kind, workload=workload)
+    if n_ops:
+        benchmark.extra_info["n_ops"] = n_ops
+
+
+def chain_fn(lib):
+    return lambda x: B.chain(x, CHAIN_CYCLES, lib.tanh, lib.exp, lib.log)
+
+
+def chain_step(lib, fn, x, g):
+    y = fn(x)
+    y.backward(g)
+    x.grad = None
+    return y
+
+
+@pytest.mark.parametrize("kind", ["total", "replay", "capture"])
+def test_chain(benchmark, kind):
+    describe(benchmark, CHAIN_GROUP, "compile chain 300 x size 1", kind, 10 * CHAIN_CYCLES)
+    x = tg.tensor([0.3], dtype=tg.float64, requires_grad=True)
+    g = tg.ones(1, dtype=tg.float64)
+    eager = chain_fn(tg)
+    compiled = tg.compile(eager)
+    ye = chain_step(tg, eager, x, g)
+    chain_step(tg, compiled, x, g)
+    y = compiled(x)
+    y.backward(g)
+    want = tg.tensor([0.3], dtype=tg.float64, requires_grad=True)
+    eager(want).backward(g)
+    assert np.array_equal(y.detach().numpy(), ye.detach().numpy())
+    assert np.array_equal(x.grad.numpy(), want.grad.numpy())
+    x.grad = None
+    if kind == "total":
+        benchmark(chain_step, tg, eager, x, g)
+    elif kind == "replay":
+        benchmark(chain_step, tg, compiled, x, g)
+        assert compiled.stats["captures"] == 1
+    else:
+        benchmark(lambda: chain_step(tg, tg.compile(eager), x, g))
+
+
+def test_chain_torch(benchmark, torch):
+    describe(benchmark, CHAIN_GROUP, "compile chain 300 x size 1", "torch", 10 * CHAIN_CYCLES)
+    x = torch.tensor([0.3], dtype=torch.float64, requires_grad=True)
+    g = torch.ones(1, dtype=torch.float64)
+    benchmark(chain_step, torch, chain_fn(torch), x, g)
+
+
+def poly_iteration(lib, forward, params, x, y):
+    loss = forward(params, x, y)
+    loss.backward()
+    B.lib_poly_update(lib, params)
+    return loss
+
+
+@pytest.mark.parametrize("kind", ["total", "replay", "capture"])
+def test_poly(benchmark, kind):
+    describe(benchmark, POLY_GROUP, "compile poly fit", kind)
+    x, y, coeffs = B.poly_problem()
+    tx, ty = tg.from_numpy(x), tg.from_numpy(y)
+    compiled = tg.compile(B.lib_poly_forward)
+    # the replayed iterations follow the eager ones exactly
+    pe, pc = B.lib_poly_params(tg, coeffs), B.lib_poly_params(tg, coeffs)
+    for _ in range(3):
+        le = poly_iteration(tg, B.lib_poly_forward, pe, tx, ty)
+        lc = poly_iteration(tg, compiled, pc, tx, ty)
+        assert le.item() == lc.item()
+        assert [p.item() for p in pe] == [p.item() for p in pc]
+    assert compiled.stats["replays"] == 2
+    params = B.lib_poly_params(tg, coeffs)
+    if kind == "total":
+        benchmark(poly_iteration, tg, B.lib_poly_forward, params, tx, ty)
+    elif kind == "replay":
+        benchmark(poly_iteration, tg, compiled, params, tx, ty)
+    else:
+        benchmark(lambda: poly_iteration(tg, tg.compile(B.lib_poly_forward), params, tx, ty))
+
+
+def test_poly_torch(benchmark, torch):
+    describe(benchmark, POLY_GROUP, "compile poly fit", "torch")
+    x, y, coeffs = B.poly_problem()
+    params = B.lib_poly_params(torch, coeffs)
+    benchmark(poly_iteration, torch, B.lib_poly_forward, params, torch.from_numpy(x),
+              torch.from_numpy(y))
