@@ -788,11 +788,15 @@ cdef object gv_embedding(Py_ssize_t i, Record* r, object G, char* want):
     scale = saved_value(r, 1)
     wshape, dt, padding_idx = <tuple>r.aux
     G2 = reshape_to(<TensorBase>G, (idx.shape[0], wshape[1]))
-    if scale is not None:
-        G2 = g_mul(G2, wrap(scale))
     if padding_idx >= 0:                                # the padding row gets no gradient
         G2 = g_where((idx == padding_idx).reshape(idx.shape[0], 1), 0, G2)
-    return recorded_index_scatter(G2, (tuple(wshape), dt, None, tuple(wshape), idx))
+    gw = recorded_index_scatter(G2, (tuple(wshape), dt, None, tuple(wshape), idx))
+    if scale is None:
+        return gw
+    # scale_grad_by_freq: the values scaled, the derivative not (PyTorch's
+    # embedding_dense_double_backward gathers unscaled: the outer backward through the
+    # embedding scales once more), which also makes it the derivative of the first derivative
+    return exact(OP_VJP[r.op](r, (<TensorBase>G)._array), gw)
 
 cdef tuple t_nll_grad(tuple aux, object tc, object wv, object valid, object G):
     """(N, C, K) gradient of nll_loss, recorded (see nn_nll_grad); and the scaled adjoint."""
