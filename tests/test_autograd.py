@@ -1552,10 +1552,12 @@ SECOND_ORDER = {
         a * b, b - 0.5, pos_weight=tg.tensor([0.5, 2.0, 1.0, 3.0]), weight=tg.tensor(2.0),
         reduction="sum"), [(4,), (4,)]),
     "nll_loss/cross_entropy": (lambda a: F.nll_loss(F.log_softmax(a, 1), tg.tensor([0, 2, 1]))
-                               ** 2 + F.cross_entropy(a * a, tg.tensor([1, 1, 2]), weight=CLASS_W.to(a.dtype),
-                                                      ignore_index=2, reduction="sum") * a[0, 0]
+                               ** 2 + F.cross_entropy(a * a, tg.tensor([1, 1, 2]),
+                                                      weight=CLASS_W.to(a.dtype), ignore_index=2,
+                                                      reduction="sum") * a[0, 0]
                                + F.cross_entropy(a, tg.tensor([2, 0, 1]), label_smoothing=0.2)
-                               ** 2 + F.cross_entropy(a, tg.tensor([2, 0, 1]), weight=CLASS_W.to(a.dtype),
+                               ** 2 + F.cross_entropy(a, tg.tensor([2, 0, 1]),
+                                                      weight=CLASS_W.to(a.dtype),
                                                       label_smoothing=0.3, reduction="sum") ** 2,
                                [(3, 3)]),
     "nll_loss 2d and n-d": (lambda a: F.nll_loss(F.log_softmax(a, 1), tg.tensor([[[0, 1], [1, 0]]]))
@@ -1632,8 +1634,8 @@ def test_second_order_table_covers_every_op():
     assert names - seen == set()
 
 
-THIRD_ORDER = ["sign/log1p/expm1", "rsqrt/reciprocal/erf", "softplus/silu", "gelu", "elu (numpy path)",
-               "prod", "prod with zeros", "var/std", "logsumexp", "vector norms", "layer_norm",
+THIRD_ORDER = ["sign/log1p/expm1", "rsqrt/reciprocal/erf", "softplus/silu", "gelu",
+               "elu (numpy path)", "prod", "prod with zeros", "var/std", "logsumexp", "vector norms", "layer_norm",
                "binary_cross_entropy_with_logits", "nll_loss/cross_entropy",
                "cross_entropy with probabilities", "mse/l1/smooth_l1/huber", "maximum/minimum"]
 

@@ -1025,7 +1025,7 @@ cdef object gv_layer_norm(Py_ssize_t i, Record* r, object G, char* want):
     rstd = <object>r.saved[1]
     wc = saved_value(r, 2)
     cdef tuple aux = <tuple>r.aux
-    in_shape, norm_shape, M, N, dt, wdt, eps = aux[0], aux[1], aux[2], aux[3], aux[4], aux[5], aux[6]
+    in_shape, norm_shape, M, N, dt, wdt, eps = aux
     cdt = xhat.dtype
     cdef list phantoms = []
     try:
