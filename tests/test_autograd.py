@@ -2019,6 +2019,27 @@ def test_create_graph_releases_everything():
     assert tg._core.tape().live_records == live
 
 
+def test_create_graph_through_derived_saved_values_releases_everything():
+    """var, layer_norm and the losses save values derived from inputs that are gone by the
+    time of backward: their graph VJPs use phantom stand-ins, which must leave no record alive
+    and must not become those records' outputs."""
+    x = tg.tensor(A, requires_grad=True)
+    w = tg.tensor(B, requires_grad=True)
+    (x * w).sum()
+    gc.collect()
+    live = tg._core.tape().live_records
+    y = (F.layer_norm(x * w, (4,)) ** 3).sum() + (x * w).var(1).sum() \
+        + F.mse_loss(x * w, x.detach()) + F.smooth_l1_loss(x * 2, w.expand(3, 4))
+    gx, gw = tg.autograd.grad(y, [x, w], create_graph=True)
+    del y
+    gc.collect()
+    hx, hw = tg.autograd.grad((gx * gx).sum() + gw.sum(), [x, w])
+    assert np.isfinite(hx.numpy()).all() and np.isfinite(hw.numpy()).all()
+    del gx, gw, hx, hw
+    gc.collect()
+    assert tg._core.tape().live_records == live
+
+
 def test_backward_create_graph_accumulates_graph_gradients():
     a = tg.tensor([1.0, 2.0], dtype=tg.float64, requires_grad=True)
     with pytest.warns(UserWarning, match="Using backward\\(\\) with create_graph=True"):
