@@ -185,6 +185,11 @@ def pytest_terminal_summary(terminalreporter, config):
                 if "record" in med and "sweep" in med:
                     ratios.append(f"(record + sweep) / total = "
                                   f"{(med['record'] + med['sweep']) / med['total']:.2f}")
+            if "hvp" in med and "grad" in med:          # bench/test_hvp.py
+                ratios.append(f"tapegrad hvp / grad = {med['hvp'] / med['grad']:.2f}")
+                if "torch" in med and "torch grad" in med:
+                    ratios.append(f"torch hvp / grad = {med['torch'] / med['torch grad']:.2f}")
+                    ratios.append(f"tapegrad hvp / torch hvp = {med['hvp'] / med['torch']:.2f}")
             if ratios:
                 tr.write_line(" " * width + "  " + ";  ".join(ratios))
     lines = config.stash.get(_REPORT_KEY, [])

@@ -7,8 +7,9 @@ library, run on tapegrad and on torch (`lib` is the `tapegrad` or the `torch` mo
 speaks PyTorch's API, so the same code builds both graphs).
 
 Workloads: chains of elementwise ops (`chain`), a wide graph, fan-out/fan-in, reductions with
-axes, indexing, softmax cross-entropy (`graph_cases`), an MLP 784-256-10 training step
-(`mlp_*`), the cubic polynomial fit of sin from the PyTorch tutorial (`poly_*`); and footprints:
+axes, indexing, softmax cross-entropy (`graph_cases`), a Hessian-vector product against a
+gradient of the same function (`hvp_*`), an MLP 784-256-10 training step (`mlp_*`), the cubic
+polynomial fit of sin from the PyTorch tutorial (`poly_*`); and footprints:
 import time (`import_times`) and peak RSS of the MLP step (`peak_rss`).
 
 The module imports only numpy at the top: tapegrad and torch are imported where used, so the
@@ -460,6 +461,120 @@ def graph_cases(rounds_scale: float = 1.0) -> list[GraphCase]:
     ]
 
 
+# -- second order: a Hessian-vector product against a gradient of the same function --------------
+# hvp(x, v) = d/dx (grad f(x) . v): a create_graph=True sweep (recording the backward) then a
+# sweep of that recorded backward.  Two functions: an elementwise tanh/exp one on a vector, and
+# the MSE loss of a small Linear-tanh-Linear MLP in its parameters.  The interesting number is the
+# ratio hvp time / gradient time (an HVP costs a small constant number of gradients).
+
+HVP_SIZE = 1000
+HVP_MLP = (32, 64, 1)
+HVP_BATCH = 128
+
+
+def hvp_elementwise(lib, x):
+    """sum(exp(tanh(x)) * x): elementwise, so its Hessian is diagonal (checked by hand)."""
+    return (lib.exp(lib.tanh(x)) * x).sum()
+
+
+def hvp_elementwise_numpy(x, v):
+    """(f, grad f, H v) of hvp_elementwise by hand."""
+    t = np.tanh(x)
+    e = np.exp(t)
+    dt = 1 - t * t
+    g = e * dt * x + e
+    h = (e * dt * dt - 2 * e * t * dt) * x + 2 * e * dt
+    return (e * x).sum(), g, h * v
+
+
+def hvp_mlp_problem(seed: int = 0):
+    """Parameters (W1, b1, W2, b2), data and a direction v, float64."""
+    rng = np.random.default_rng(seed)
+    n_in, n_hidden, n_out = HVP_MLP
+    shapes = [(n_hidden, n_in), (n_hidden,), (n_out, n_hidden), (n_out,)]
+    params = [rng.uniform(-0.3, 0.3, s) for s in shapes]
+    x = rng.standard_normal((HVP_BATCH, n_in))
+    y = rng.standard_normal((HVP_BATCH, n_out))
+    v = [rng.standard_normal(s) for s in shapes]
+    return params, x, y, v
+
+
+def hvp_mlp_loss(lib, params, x, y):
+    w1, b1, w2, b2 = params
+    F = lib.nn.functional
+    return F.mse_loss(F.linear(lib.tanh(F.linear(x, w1, b1)), w2, b2), y)
+
+
+def lib_gradient(lib, f, leaves):
+    """The gradient of f(*leaves) (one plain sweep)."""
+    return lib.autograd.grad(f(*leaves), leaves)
+
+
+def lib_hvp(lib, f, leaves, vs):
+    """H v for f at leaves: the gradient with create_graph=True, then the gradient of g . v."""
+    gs = lib.autograd.grad(f(*leaves), leaves, create_graph=True)
+    return lib.autograd.grad(gs, leaves, grad_outputs=vs)
+
+
+@dataclass
+class HvpCase:
+    """One function, its point and direction, for timing grad and hvp (tapegrad, torch)."""
+    id: str
+    group: str
+    arrays: list                  # the point (float64 arrays)
+    vs: list                      # the direction
+    fn: Callable                  # fn(lib, *leaves) -> scalar tensor
+    numpy_hvp: Callable | None = None    # arrays, vs -> H v (a hand-written reference)
+
+    def leaves(self, lib):
+        return [lib.tensor(a, dtype=lib.float64, requires_grad=True) for a in self.arrays]
+
+    def directions(self, lib):
+        return [lib.tensor(v, dtype=lib.float64) for v in self.vs]
+
+    def f(self, lib):
+        return lambda *ts: self.fn(lib, *ts)
+
+    def gradient(self, lib, leaves):
+        return lib_gradient(lib, self.f(lib), leaves)
+
+    def hvp(self, lib, leaves, vs):
+        return lib_hvp(lib, self.f(lib), leaves, vs)
+
+    def check(self, lib, rtol=1e-6) -> None:
+        """lib's H v against central differences of lib's gradient along v (and the hand-written
+        reference when there is one)."""
+        hv = [h.numpy() for h in self.hvp(lib, self.leaves(lib), self.directions(lib))]
+        eps = 1e-6
+
+        def grad_at(sign):
+            pts = [a + sign * eps * v for a, v in zip(self.arrays, self.vs)]
+            ts = [lib.tensor(a, dtype=lib.float64, requires_grad=True) for a in pts]
+            return [g.numpy() for g in self.gradient(lib, ts)]
+
+        for h, hi, lo in zip(hv, grad_at(1), grad_at(-1)):
+            np.testing.assert_allclose(h, (hi - lo) / (2 * eps), rtol=rtol, atol=1e-7)
+        if self.numpy_hvp is not None:
+            np.testing.assert_allclose(hv[0], self.numpy_hvp(self.arrays, self.vs), rtol=1e-10)
+
+
+def hvp_cases() -> list[HvpCase]:
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-2.0, 2.0, HVP_SIZE)
+    v = rng.standard_normal(HVP_SIZE)
+    params, mx, my, mv = hvp_mlp_problem()
+    n_in, n_hidden, n_out = HVP_MLP
+    return [
+        HvpCase("hvp_elementwise", f"hvp vs grad: sum(exp(tanh(x)) * x), {HVP_SIZE} float64",
+                [x], [v], hvp_elementwise,
+                lambda arrays, vs: hvp_elementwise_numpy(arrays[0], vs[0])[2]),
+        HvpCase("hvp_mlp", f"hvp vs grad: MLP {n_in}-{n_hidden}-{n_out} tanh MSE loss, batch "
+                           f"{HVP_BATCH}, float64",
+                params, mv, lambda lib, *ps: hvp_mlp_loss(lib, ps, lib.tensor(mx),
+                                                          lib.tensor(my))),
+    ]
+
+
 # -- MLP 784-256-10 training step (Linear, ReLU, Linear, CrossEntropyLoss, SGD) ------------------
 
 MLP_SIZES = (784, 256, 10)
@@ -776,7 +891,21 @@ def cli_workloads(libs: dict[str, Any]):
     rows.append((f"poly fit of sin, {POLY_POINTS} points, per iteration", None,
                  lambda: _poly_contenders(libs),
                  lambda: [check_poly(lib) for lib in libs.values()]))
+    hvp = hvp_cases()[0]
+    rows.append((f"Hessian-vector product, tanh/exp, {HVP_SIZE}", None,
+                 lambda: _hvp_contenders(hvp, libs),
+                 lambda: [hvp.check(lib) for lib in libs.values()]))
     return rows
+
+
+def _hvp_contenders(case: HvpCase, libs) -> dict[str, Contender]:
+    """numpy: the hand-written H v; each library: its H v, and (" grad") its gradient alone."""
+    ways = {"numpy": Contender(lambda: (case.arrays, case.vs), case.numpy_hvp)}
+    for name, lib in libs.items():
+        ways[name] = Contender(lambda lib=lib: (lib, case.leaves(lib), case.directions(lib)),
+                               case.hvp)
+        ways[name + " grad"] = Contender(lambda lib=lib: (lib, case.leaves(lib)), case.gradient)
+    return ways
 
 
 def time_contenders(ways: dict[str, Contender], repeat: int | None, budget: float,
@@ -856,6 +985,7 @@ def main(argv=None) -> int:
               f"{'tg/numpy':>9} {'tg/torch':>9} {'tg us/op':>9} {'rounds':>7}")
     print(header)
     print("-" * len(header))
+    notes = []
     for label, n_ops, make, check in cli_workloads(libs):
         check()
         med, n = time_contenders(make(), args.repeat, budget, warmup)
@@ -864,6 +994,12 @@ def main(argv=None) -> int:
         print(f"{label:<46} {_fmt_us(npy):>11} {_fmt_us(tg):>12} {_fmt_us(th):>11} "
               f"{_fmt_ratio(tg, npy):>9} {_fmt_ratio(tg, th):>9} {per_op:>9} {n:>7}",
               flush=True)
+        if "tapegrad grad" in med:
+            notes.append(f"{label}: hvp / gradient of the same function = tapegrad "
+                         f"{_fmt_ratio(tg, med['tapegrad grad'])}, torch "
+                         f"{_fmt_ratio(th, med.get('torch grad'))} (numpy: hand-written H v)")
+    for note in notes:
+        print(f"\n{note}")
     print(f"\ntotal time {time.perf_counter() - start:.1f} s. Ratios below 1 mean tapegrad "
           f"is faster. Full suite: pytest bench (bench/README.md).")
     return 0

@@ -14,12 +14,10 @@
 # Records without a graph VJP raise NotImplementedError naming the op, rather than returning a
 # gradient whose own derivative would silently be wrong.
 #
-# Ops that the graph VJPs use are themselves supported, so gradients of any order work:
-# add, sub, mul, div, pow, neg, exp, log, tanh, sigmoid, relu, sqrt, sin, cos, abs, sum, mean,
-# matmul / mm / bmm / mv / dot / linear, reshape / view / squeeze / unsqueeze / flatten,
-# transpose / t / permute, expand, clone, dtype conversion, indexing (select, slice, advanced)
-# and its transpose (the scatter below), cat, stack, split / chunk / unbind, where, softmax,
-# log_softmax, outer, dropout, custom Functions.
+# Every differentiable op has one (_graph_vjp_missing() lists none), and the ops the graph VJPs
+# use are themselves among them, so gradients of any order work.  A graph VJP gives the same
+# values as the compiled VJP; at ties and kinks it keeps the compiled VJP's (PyTorch's)
+# conventions, and the masks, indices and random draws it uses are constants.
 # ---------------------------------------------------------------------------------------------
 
 
@@ -128,6 +126,90 @@ cdef inline object mask_like(object cond, object G):
     return wrap(nd(cond).astype((<TensorBase>G)._array.dtype))
 
 
+# -- values derived from the inputs ------------------------------------------------------------
+# Some records save a value derived from their inputs (var saves x - mean, layer_norm xhat and
+# rstd, the regression losses input - target) rather than the inputs themselves.  Their graph
+# VJPs recompute that value with recorded ops (F below) for its derivative, and take its value
+# from the saved array, bit for bit: `exact(saved, F)` = saved + (F - F.detach()).  When the input
+# tensor no longer exists, F is computed on a stand-in ("phantom") tensor of record k: it feeds
+# the recorded ops with index k as their input but is never made record k's output, and is
+# released (no longer referring to k) before the graph VJP returns.  F's derivative must not
+# depend on the stand-in's value: it is linear in the input, or invariant to a shift of it (its
+# value is then the saved centered input).
+
+cdef object exact(object value, object F):
+    """A tensor with the value of array `value` and the graph (the derivatives) of tensor F."""
+    V = wrap(nd(value))
+    if F is None or not (<TensorBase>F)._requires_grad:
+        return V
+    FA = (<TensorBase>F)._array
+    D = g_sub(F, wrap(FA))                              # 0, with F's derivative
+    if not np.logical_and.reduce(np.isfinite(FA), axis=None):
+        D = where(wrap(nd(np.isfinite(FA))), D, 0)      # inf - inf would be nan
+    return g_add(D, V)
+
+
+cdef object input_or_phantom(Record* r, int j, object value, list phantoms):
+    """Input j of record r as a graph operand: its live tensor, a phantom on `value` (whose
+    derivative-only role is described above) when the tensor is gone, None without gradient."""
+    cdef Py_ssize_t k = rec_inputs(r)[j]
+    cdef TensorBase t
+    if k < 0:
+        return None
+    if TAPE.recs[k].out != NULL:
+        return <object>TAPE.recs[k].out
+    t = wrap(nd(value))
+    t._node = k
+    t._requires_grad = True
+    TAPE.recs[k].refcnt += 1
+    phantoms.append(t)
+    return t
+
+
+cdef int release_phantoms(list phantoms) except -1:
+    """Detach the phantoms from their records (the recorded ops keep their own references)."""
+    cdef TensorBase t
+    cdef Py_ssize_t k
+    for p in phantoms:
+        t = <TensorBase>p
+        k = t._node
+        if k >= 0:
+            t._node = -1
+            t._requires_grad = False
+            TAPE.decref(k)
+    del phantoms[:]
+    return 0
+
+
+cdef inline object g_where(object cond, object a, object b):
+    """where(cond, a, b) with a constant (numpy) condition."""
+    return where(wrap(nd(cond)), a, b)
+
+
+cdef object t_unreduce(object G, tuple aux):
+    """A reduction's adjoint with the reduced dims re-inserted (size 1), as unreduce."""
+    shape, axes, keepdim = aux[0], aux[1], aux[2]
+    if not keepdim and axes:
+        return reshape_to(<TensorBase>G, keep_shape(<tuple>shape, <tuple>axes))
+    return G
+
+
+cdef object own_output_kept(Py_ssize_t i, Record* r, int j, tuple aux):
+    """A reduction's own output (saved in slot j with the reduced dims kept) as a graph operand
+    with the reduced dims kept."""
+    outk = saved_value(r, j)
+    shape, axes, keepdim = aux[0], aux[1], aux[2]
+    if keepdim or not axes:
+        return node_tensor(i, outk)
+    red = tuple([shape[a] for a in range(len(shape)) if a not in axes])
+    Y = node_tensor(i, None if outk is None else outk.reshape(red))
+    return reshape_to(<TensorBase>Y, keep_shape(<tuple>shape, <tuple>axes))
+
+
+cdef object zeros_for(object shape, object dt):
+    return wrap(np.zeros(tuple(shape), dtype=dt))
+
+
 # -- elementwise ---------------------------------------------------------------------------------
 
 cdef object gv_add(Py_ssize_t i, Record* r, object G, char* want):
@@ -194,7 +276,7 @@ cdef object gv_tanh(Py_ssize_t i, Record* r, object G, char* want):
 
 cdef object gv_sigmoid(Py_ssize_t i, Record* r, object G, char* want):
     Y = own_output(i, r, 0)
-    return g_mul(G, g_mul(Y, binary_op(OP_RSUB, 1, Y)))
+    return g_mul(g_mul(G, Y), binary_op(OP_RSUB, 1, Y))     # the compiled kernel's order
 
 cdef object gv_relu(Py_ssize_t i, Record* r, object G, char* want):
     return g_mul(G, mask_like(nd(<object>r.saved[0]) > 0, G))
@@ -217,6 +299,122 @@ cdef object gv_where(Py_ssize_t i, Record* r, object G, char* want):
     gb = where(wrap(C), 0, G) if want[1] else None
     return t_fit_binary(r, ga, gb)
 
+cdef object gv_sign(Py_ssize_t i, Record* r, object G, char* want):
+    return zeros_for(G.shape, (<TensorBase>G)._array.dtype)     # zero everywhere, as compiled
+
+cdef object gv_log1p(Py_ssize_t i, Record* r, object G, char* want):
+    return g_div(G, g_add(in_value(r, 0, saved_value(r, 0)), 1.0))
+
+cdef object gv_expm1(Py_ssize_t i, Record* r, object G, char* want):
+    return g_mul(G, g_add(own_output(i, r, 0), 1.0))
+
+cdef object gv_rsqrt(Py_ssize_t i, Record* r, object G, char* want):
+    Y = own_output(i, r, 0)
+    return g_mul(g_mul(G, -0.5), g_mul(g_mul(Y, Y), Y))
+
+cdef object gv_reciprocal(Py_ssize_t i, Record* r, object G, char* want):
+    Y = own_output(i, r, 0)
+    return g_mul(g_neg(G), g_mul(Y, Y))
+
+cdef object gv_erf(Py_ssize_t i, Record* r, object G, char* want):
+    X = in_value(r, 0, saved_value(r, 0))
+    return g_mul(g_mul(G, M_2_SQRTPI), unary_op(OP_EXP, <TensorBase>g_neg(g_mul(X, X))))
+
+cdef object gv_clamp_scalar(Py_ssize_t i, Record* r, object G, char* want):
+    x = <object>r.saved[0]
+    lo, hi = <tuple>r.aux
+    if lo is None:                                      # gradient where min <= x <= max
+        m = x <= hi
+    elif hi is None:
+        m = x >= lo
+    else:
+        m = np.logical_and(x >= lo, x <= hi)
+    return g_where(m, G, 0)
+
+cdef object gv_clamp_tensor(Py_ssize_t i, Record* r, object G, char* want):
+    x = <object>r.saved[0]
+    lo = saved_value(r, 1)
+    hi = saved_value(r, 2)
+    cdef tuple aux = <tuple>r.aux
+    gx = glo = ghi = None
+    if want[0]:
+        if lo is None:
+            m = x <= hi
+        elif hi is None:
+            m = x >= lo
+        else:
+            m = np.logical_and(x >= lo, x <= hi)
+        gx = t_fit(g_where(m, G, 0), aux[0], aux[1])
+    if lo is not None and want[1]:                      # PyTorch's clamp_backward_min_max
+        m = np.logical_and(x < lo, lo < hi) if hi is not None else x < lo
+        glo = t_fit(g_where(m, G, 0), aux[2], aux[3])
+    if hi is not None and want[2]:
+        m = np.logical_or(x > hi, hi < lo) if lo is not None else x > hi
+        ghi = t_fit(g_where(m, G, 0), aux[4], aux[5])
+    return (gx, glo, ghi)
+
+cdef object gv_maximum(Py_ssize_t i, Record* r, object G, char* want):
+    A = <object>r.saved[0]
+    B = <object>r.saved[1]
+    tie = A == B                                        # ties split the gradient evenly
+    cdef bint is_max = r.op == OP_MAXIMUM
+    ga = gb = None
+    if want[0]:
+        ga = g_where(tie, g_mul(G, 0.5), g_where(np.logical_not(A < B if is_max else A > B), G, 0))
+    if want[1]:
+        gb = g_where(tie, g_mul(G, 0.5), g_where(np.logical_not(A > B if is_max else A < B), G, 0))
+    return t_fit_binary(r, ga, gb)
+
+
+# -- activations (the same formulas as the compiled kernels; the unused branch of a where is fed a
+# harmless value, so no inf * 0 appears in its derivative) --
+
+cdef object gv_leaky_relu(Py_ssize_t i, Record* r, object G, char* want):
+    return g_where(<object>r.saved[0] > 0, G, g_mul(G, r.scalar))
+
+cdef object gv_elu(Py_ssize_t i, Record* r, object G, char* want):
+    x = <object>r.saved[0]
+    neg = x <= 0
+    E = unary_op(OP_EXP, <TensorBase>g_where(neg, in_value(r, 0, x), 0))
+    if cnp.PyArray_SIZE(x) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
+        V = g_mul(g_mul(G, r.scalar), E)                # the C kernel's order
+    else:
+        V = g_mul(G, g_mul(E, r.scalar))                # numpy's
+    return g_where(neg, V, G)
+
+cdef object gv_softplus(Py_ssize_t i, Record* r, object G, char* want):
+    x = <object>r.saved[0]
+    beta, threshold = <tuple>r.aux
+    lin = x * beta > threshold
+    E = unary_op(OP_EXP, <TensorBase>g_where(lin, 0, g_mul(in_value(r, 0, x), beta)))
+    if cnp.PyArray_SIZE(x) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
+        V = g_div(g_mul(G, E), g_add(E, 1))
+    else:
+        V = g_mul(G, g_div(E, g_add(E, 1)))
+    return g_where(lin, G, V)
+
+cdef object gv_silu(Py_ssize_t i, Record* r, object G, char* want):
+    X = in_value(r, 0, saved_value(r, 0))
+    S = binary_op(OP_DIV, 1, g_add(unary_op(OP_EXP, <TensorBase>g_neg(X)), 1))
+    return g_mul(g_mul(G, S), g_add(g_mul(X, binary_op(OP_RSUB, 1, S)), 1))
+
+cdef double SQRT1_2 = 0.70710678118654752440
+cdef double INV_SQRT_2PI = 0.39894228040143267794
+
+cdef object gv_gelu(Py_ssize_t i, Record* r, object G, char* want):
+    X = in_value(r, 0, saved_value(r, 0))
+    if r.scalar == 0:       # g (Phi(x) + x phi(x))
+        P = g_mul(0.5, g_add(1, erf(g_mul(X, SQRT1_2))))
+        Q = g_mul(g_mul(X, INV_SQRT_2PI),
+                  unary_op(OP_EXP, <TensorBase>g_mul(g_mul(X, -0.5), X)))
+        return g_mul(G, g_add(P, Q))
+    # tanh form: s = sigmoid(2u), d/dx [x s] = s + 2 x s (1 - s) u'
+    U = g_mul(g_add(X, g_mul(g_mul(g_mul(X, X), X), GELU_KAPPA)), -2 * GELU_BETA)
+    S = binary_op(OP_DIV, 1, g_add(unary_op(OP_EXP, <TensorBase>U), 1))
+    T = g_mul(g_mul(g_mul(g_mul(X, 2), S), binary_op(OP_RSUB, 1, S)),
+              g_mul(g_add(g_mul(g_mul(X, X), 3 * GELU_KAPPA), 1), GELU_BETA))
+    return g_mul(G, g_add(S, T))
+
 
 # -- reductions, linear algebra, shapes ----------------------------------------------------------
 
@@ -238,6 +436,129 @@ cdef object gv_sum(Py_ssize_t i, Record* r, object G, char* want):
 
 cdef object gv_mean(Py_ssize_t i, Record* r, object G, char* want):
     return expand_back(g_div(G, r.scalar), <tuple>r.aux)
+
+cdef object gv_evenly(Py_ssize_t i, Record* r, object G, char* want):
+    """amax/amin, max/min of all elements: the gradient split evenly among the extremal elements
+    (a constant mask: its derivative is zero)."""
+    A = <object>r.saved[0]
+    outk = <object>r.saved[1]
+    cdef tuple aux = <tuple>r.aux
+    mask = np.equal(A, outk)
+    if r.op == OP_MAX_ALL or r.op == OP_MIN_ALL:
+        mask = np.logical_or(mask, np.logical_and(np.isnan(A), np.isnan(outk)))
+    count = np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype)
+    return g_mul(wrap(nd(mask)), g_div(t_unreduce(G, aux), wrap(nd(count))))
+
+cdef object gv_select_dim(Py_ssize_t i, Record* r, object G, char* want):
+    """max/min along a dim: the gradient to the index the forward returned."""
+    idxk = <object>r.saved[0]
+    shape, axis, keepdim, dt = <tuple>r.aux
+    cdef Py_ssize_t n = len(shape)
+    if n == 0:
+        return t_cast(G, dt)
+    Gk = G if keepdim else reshape_to(<TensorBase>G, tuple(idxk.shape))
+    ar_shape = [1] * n
+    ar_shape[axis] = shape[axis]
+    mask = np.equal(np.arange(shape[axis]).reshape(ar_shape), idxk)
+    return t_cast(g_where(mask, Gk, 0), dt)
+
+cdef object others_product(object X, int axis):
+    """For each element of X (along `axis`, or over all elements when axis < 0), the product of
+    the other elements, recorded: prod over a copy with that element replaced by 1."""
+    shape = tuple(X.shape)
+    if axis < 0:
+        Xf = reshape_to(<TensorBase>X, (1, int(np.prod(shape, dtype=np.int64))))
+        n = Xf.shape[1]
+        M = where(wrap(np.eye(n, dtype=bool)), 1, expand(Xf, (n, n)))
+        return reshape_to(<TensorBase>prod(M, 1), shape)
+    cdef Py_ssize_t last = len(shape) - 1
+    Xt = transpose(<TensorBase>X, axis, last) if axis != last else X
+    n = shape[axis]
+    tshape = tuple(Xt.shape)
+    Xe = expand(unsqueeze(<TensorBase>Xt, -2), tshape[:last] + (n, n))
+    M = where(wrap(np.eye(n, dtype=bool)), 1, Xe)
+    P = prod(M, -1)
+    return transpose(<TensorBase>P, axis, last) if axis != last else P
+
+cdef object gv_prod(Py_ssize_t i, Record* r, object G, char* want):
+    A = <object>r.saved[0]
+    cdef tuple aux = <tuple>r.aux
+    in_dt = aux[4]
+    X = t_cast(in_value(r, 0, A if A.dtype == in_dt else A.astype(in_dt)), A.dtype)
+    Gk = t_unreduce(G, aux)
+    if not np.logical_or.reduce(np.equal(A, 0), axis=None):
+        return t_cast(g_div(g_mul(Gk, own_output_kept(i, r, 1, aux)), X), in_dt)  # prod / x
+    # With zeros: the product of the other elements (its value from the compiled VJP).
+    F = t_cast(g_mul(Gk, others_product(X, aux[3])), in_dt)
+    return exact(OP_VJP[r.op](r, (<TensorBase>G)._array), F)
+
+cdef object gv_var(Py_ssize_t i, Record* r, object G, char* want):
+    centered = <object>r.saved[0]
+    cdef tuple aux = <tuple>r.aux
+    cdef double dof = r.scalar
+    two_over = 2.0 / dof if dof != 0 else math.inf
+    cdef list phantoms = []
+    try:
+        # x - mean(x), its derivative independent of x: a phantom on the centered value will do
+        X = input_or_phantom(r, 0, centered, phantoms)
+        C = exact(centered, g_sub(X, reduce_op(OP_MEAN, <TensorBase>X, aux[1], True)))
+        Gk = t_unreduce(G, aux)
+        if r.op == OP_STD:
+            stdk = <object>r.saved[1]
+            nz = np.not_equal(stdk, 0)                  # 0 where std == 0 (PyTorch)
+            S = own_output_kept(i, r, 1, aux)
+            Gk = g_where(nz, g_div(Gk, g_where(nz, g_mul(S, 2), 1)), 0)
+        return g_mul(C, g_mul(Gk, two_over))
+    finally:
+        release_phantoms(phantoms)
+
+cdef object gv_logsumexp(Py_ssize_t i, Record* r, object G, char* want):
+    cdef tuple aux = <tuple>r.aux
+    X = in_value(r, 0, saved_value(r, 0))
+    Y = own_output_kept(i, r, 1, aux)
+    E = exact(np.exp(np.subtract(<object>r.saved[0], <object>r.saved[1])),    # numpy's exp
+              unary_op(OP_EXP, <TensorBase>g_sub(X, Y)))
+    return g_mul(t_unreduce(G, aux), E)
+
+cdef object gv_norm(Py_ssize_t i, Record* r, object G, char* want):
+    A = <object>r.saved[0]
+    outk = <object>r.saved[1]
+    cdef tuple aux = <tuple>r.aux
+    cdef double p = r.scalar
+    if p == 0:
+        return None
+    Gk = t_unreduce(G, aux)
+    if p == 1:
+        return g_mul(wrap(nd(np.sign(A))), Gk)
+    if p == INFINITY or p == -INFINITY:
+        mask = np.equal(np.abs(A), outk)
+        count = np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype)
+        return g_mul(wrap(nd(np.multiply(np.sign(A), mask))), g_div(Gk, wrap(nd(count))))
+    X = t_cast(in_value(r, 0, A), A.dtype)
+    Y = own_output_kept(i, r, 1, aux)
+    nzo = np.not_equal(outk, 0)                         # 0 at the zero vector
+    Ys = g_where(nzo, Y, 1)
+    if p == 2:
+        return g_mul(X, g_where(nzo, g_div(Gk, Ys), 0))
+    scale = g_where(nzo, g_div(Gk, binary_op(OP_POW, Ys, p - 1)), 0)
+    nz = np.not_equal(A, 0)
+    scaled = g_where(nz, g_mul(wrap(nd(np.sign(A))),
+                               binary_op(OP_POW, abs_(g_where(nz, X, 1)), p - 1)), 0)
+    return g_mul(scaled, scale)
+
+cdef object gv_repeat(Py_ssize_t i, Record* r, object G, char* want):
+    padded, reps, shape = <tuple>r.aux
+    cdef Py_ssize_t n = len(padded), j
+    if n == 0:
+        return reshape_to(<TensorBase>G, tuple(shape))
+    inter = []
+    for j in range(n):
+        inter.append(reps[j])
+        inter.append(padded[j])
+    S = reduce_op(OP_SUM, reshape_to(<TensorBase>G, tuple(inter)), tuple(range(0, 2 * n, 2)),
+                  False)
+    return reshape_to(<TensorBase>S, tuple(shape))
+
 
 cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
     shape_a, shape_b, trans_b, bias_shape, bias_dtype = <tuple>r.aux
@@ -313,8 +634,8 @@ cdef object gv_log_softmax(Py_ssize_t i, Record* r, object G, char* want):
     Y = own_output(i, r, 0)
     axis, in_dt = <tuple>r.aux
     G = t_cast(G, (<TensorBase>Y)._array.dtype)
-    return t_cast(g_sub(G, g_mul(unary_op(OP_EXP, <TensorBase>Y),
-                             reduce_op(OP_SUM, <TensorBase>G, axis, True))), in_dt)
+    E = exact(np.exp((<TensorBase>Y)._array), unary_op(OP_EXP, <TensorBase>Y))  # numpy's exp
+    return t_cast(g_sub(G, g_mul(E, reduce_op(OP_SUM, <TensorBase>G, axis, True))), in_dt)
 
 
 # -- indexing and its transpose ------------------------------------------------------------------
@@ -394,6 +715,364 @@ cdef object gv_index_scatter(Py_ssize_t i, Record* r, object G, char* want):
     return recorded_index(G, <tuple>r.aux)
 
 
+cdef object gv_pad(Py_ssize_t i, Record* r, object G, char* want):
+    in_shape, dt, src, dst = <tuple>r.aux
+    cropped = recorded_index(G, (None, None, dst, None, None))
+    return recorded_index_scatter(cropped, (tuple(in_shape), dt, src, None, None))
+
+cdef object gv_take(Py_ssize_t i, Record* r, object G, char* want):
+    """gather / index_select: G added at the gathered positions (the pair is closed)."""
+    shape, shape1, dt, idx, gshape = <tuple>r.aux
+    Z = recorded_index_scatter(reshape_to(<TensorBase>G, tuple(gshape)),
+                               (tuple(shape1), dt, None, tuple(shape1), idx))
+    return reshape_to(<TensorBase>Z, tuple(shape))
+
+cdef object gv_masked_fill(Py_ssize_t i, Record* r, object G, char* want):
+    M = <object>r.saved[0]
+    shape, vdt = <tuple>r.aux
+    gi = t_sum_to(g_where(M, 0, G), shape) if want[0] else None
+    if r.n_in == 1:
+        return gi
+    gv = None
+    if want[1]:
+        picked = recorded_index(G, (None, None, None, tuple(G.shape), M))
+        gv = t_cast(reduce_op(OP_SUM, <TensorBase>picked, None, False), vdt)
+    return (gi, gv)
+
+cdef object gv_masked_select(Py_ssize_t i, Record* r, object G, char* want):
+    M = <object>r.saved[0]
+    shape, dt = <tuple>r.aux
+    return t_sum_to(recorded_index_scatter(G, (tuple(M.shape), dt, None, tuple(M.shape), M)),
+                    shape)
+
+cdef object gv_setitem(Py_ssize_t i, Record* r, object G, char* want):
+    key, advanced, squeezed_shape, value_shape = <tuple>r.aux
+    gx = gv = None
+    if want[0]:
+        kept = np.ones(tuple(G.shape), dtype=bool)
+        kept[key] = False                               # overwritten elements get no gradient
+        gx = g_where(kept, G, 0)
+    if want[1]:
+        if advanced:
+            picked = recorded_index(G, (None, None, None, tuple(G.shape), key))
+        else:
+            picked = recorded_index(G, (None, None, key, None, None))
+        gv = reshape_to(<TensorBase>t_sum_to(picked, squeezed_shape), tuple(value_shape))
+    return (gx, gv)
+
+cdef object gv_overwrite(Py_ssize_t i, Record* r, object G, char* want):
+    """zero_, fill_, normal_, uniform_, normal(mean, std): zero gradients (constants); a tensor
+    fill_ value gets the sum of G."""
+    cdef tuple specs = <tuple>r.aux
+    cdef int j
+    grads = []
+    for j in range(r.n_in):
+        if not want[j]:
+            grads.append(None)
+            continue
+        shape, dt, summed = <tuple>specs[j]
+        if summed:
+            S = reduce_op(OP_SUM, <TensorBase>G, None, False)
+            grads.append(t_cast(reshape_to(<TensorBase>S, tuple(shape)), dt))
+        else:
+            grads.append(zeros_for(shape, dt))
+    if r.n_in == 1:
+        return grads[0]
+    return tuple(grads)
+
+
+# -- nn: embedding, losses, layer_norm ----------------------------------------------------------
+
+cdef object gv_embedding(Py_ssize_t i, Record* r, object G, char* want):
+    idx = <object>r.saved[0]
+    scale = saved_value(r, 1)
+    wshape, dt, padding_idx = <tuple>r.aux
+    G2 = reshape_to(<TensorBase>G, (idx.shape[0], wshape[1]))
+    if padding_idx >= 0:                                # the padding row gets no gradient
+        G2 = g_where((idx == padding_idx).reshape(idx.shape[0], 1), 0, G2)
+    gw = recorded_index_scatter(G2, (tuple(wshape), dt, None, tuple(wshape), idx))
+    if scale is None:
+        return gw
+    # scale_grad_by_freq: the values scaled, the derivative not (PyTorch's
+    # embedding_dense_double_backward gathers unscaled: the outer backward through the
+    # embedding scales once more), which also makes it the derivative of the first derivative
+    return exact(OP_VJP[r.op](r, (<TensorBase>G)._array), gw)
+
+cdef tuple t_nll_grad(tuple aux, object tc, object wv, object valid, object G):
+    """(N, C, K) gradient of nll_loss, recorded (see nn_nll_grad); and the scaled adjoint."""
+    shape3, red, total = aux[0], aux[2], aux[3]
+    N, K = shape3[0], shape3[2]
+    if red == NN_RED_NONE:
+        GS = reshape_to(<TensorBase>G, (N, K))
+    elif red == NN_RED_MEAN:
+        GS = g_div(G, wrap(nd(total)))
+    else:
+        GS = G
+    V = g_where(valid, g_mul(wrap(nd(np.negative(wv))), GS), 0)     # exact zeros where ignored
+    grids = nn_index_grids(N, K)
+    GX = recorded_index_scatter(V, (tuple(shape3), wv.dtype, None, tuple(shape3),
+                                    (grids[0], tc, grids[1])))
+    return GX, GS
+
+cdef object gv_nll(Py_ssize_t i, Record* r, object G, char* want):
+    aux = <tuple>r.aux
+    GX, GS = t_nll_grad(aux, <object>r.saved[0], <object>r.saved[1], <object>r.saved[2], G)
+    return reshape_to(<TensorBase>GX, tuple(aux[1]))
+
+cdef object gv_ce_smooth(Py_ssize_t i, Record* r, object G, char* want):
+    aux = <tuple>r.aux
+    shape3, in_shape, red, total, ls, C, wvec = aux
+    valid = <object>r.saved[2]
+    wv = <object>r.saved[1]
+    dt = wv.dtype
+    GX, GS = t_nll_grad(aux, <object>r.saved[0], wv, valid, G)
+    N, K = shape3[0], shape3[2]
+    base = reshape_to(<TensorBase>g_where(valid, GS, 0), (N, 1, K))
+    coef = dt.type(ls / C)
+    if wvec is None:
+        sm = g_neg(g_mul(base, float(coef)))
+    else:
+        sm = g_neg(g_mul(base, wrap(nd(wvec.reshape(1, C, 1) * coef))))
+    return reshape_to(<TensorBase>g_add(g_mul(GX, float(dt.type(1 - ls))), sm), tuple(in_shape))
+
+cdef object gv_ce_probs(Py_ssize_t i, Record* r, object G, char* want):
+    logp = <object>r.saved[0]
+    tgt = <object>r.saved[1]
+    wb = saved_value(r, 2)
+    red, count, ls, gshape, dt_p, dt_t, other_axes, wshape, dt_w = <tuple>r.aux
+    dt = logp.dtype
+    cdef list phantoms = []
+    try:
+        P = t_cast(in_value(r, 0, logp if dt_p is None else logp.astype(dt_p)), dt)
+        if rec_inputs(r)[1] < 0:
+            T = wrap(tgt)
+        elif ls == 0:
+            T = t_cast(in_value(r, 1, tgt if dt_t is None else tgt.astype(dt_t)), dt)
+        else:                                           # smoothed: affine in the target
+            Tp = input_or_phantom(r, 1, np.zeros(tgt.shape, dt if dt_t is None else dt_t),
+                                  phantoms)
+            T = exact(tgt, g_add(g_mul(t_cast(Tp, dt), float(dt.type(1 - ls))),
+                                 float(dt.type(ls / tgt.shape[[a for a in range(tgt.ndim)
+                                                         if a not in other_axes][0]]))))
+        W = None
+        if wb is not None:
+            if r.n_in > 2 and rec_inputs(r)[2] >= 0:
+                wval = wb.reshape(wshape)
+                W = reshape_to(<TensorBase>t_cast(in_value(r, 2, wval if dt_w is None else
+                                                           wval.astype(dt_w)), dt),
+                               tuple(wb.shape))
+            else:
+                W = wrap(wb)
+        if red == NN_RED_NONE:
+            GS = reshape_to(<TensorBase>G, tuple(gshape))
+        elif red == NN_RED_MEAN:
+            GS = g_div(G, float(count))
+        else:
+            GS = G
+        GSW = g_mul(GS, W) if W is not None else GS
+        gp = gt = gw = None
+        if want[0]:
+            gp = t_cast(g_neg(g_mul(T, GSW)), dt_p)
+        if want[1]:
+            gt = g_neg(g_mul(P, GSW))
+            if ls > 0:
+                gt = g_mul(gt, 1 - ls)
+            gt = t_cast(gt, dt_t)
+        if r.n_in > 2 and want[2]:
+            gw = g_neg(g_mul(g_mul(P, T), GS))
+            if other_axes:
+                gw = reduce_op(OP_SUM, <TensorBase>gw, other_axes, False)
+            gw = t_cast(reshape_to(<TensorBase>gw, tuple(wshape)), dt_w)
+        if r.n_in > 2:
+            return (gp, gt, gw)
+        return (gp, gt)
+    finally:
+        release_phantoms(phantoms)
+
+cdef object t_pointwise_deriv(int kind, object D, object d, double param):
+    """d f / d d, recorded (nn_pointwise_deriv's values; piecewise constant parts constant)."""
+    if kind == NN_MSE:
+        return g_mul(D, 2)
+    if kind == NN_L1:
+        return wrap(nd(np.sign(d)))
+    if kind == NN_SMOOTH_L1:
+        q = d / param
+        return g_where(np.logical_and(q > -1, q < 1), g_div(D, param),
+                       wrap(nd(np.minimum(np.maximum(q, -1), 1))))
+    return g_where(np.logical_and(d > -param, d < param), D,
+                   wrap(nd(np.minimum(np.maximum(d, -param), param))))
+
+cdef object t_pointwise_loss(int kind, object D, object d, double param):
+    """The unweighted per-element loss f(d), recorded."""
+    if kind == NN_MSE:
+        return g_mul(D, D)
+    if kind == NN_L1:
+        return abs_(D)
+    inside = np.abs(d) < param
+    if kind == NN_SMOOTH_L1:
+        return g_where(inside, g_div(g_mul(g_mul(D, D), 0.5), param), g_sub(abs_(D), 0.5 * param))
+    return g_where(inside, g_mul(g_mul(D, D), 0.5), g_mul(param, g_sub(abs_(D), 0.5 * param)))
+
+cdef object gv_pointwise(Py_ssize_t i, Record* r, object G, char* want):
+    """mse / l1 / smooth_l1 / huber losses: saved d = input - target (recomputed for its
+    derivative: linear, so a phantom input may stand in), the weight, the loss per element."""
+    d = <object>r.saved[0]
+    w = saved_value(r, 1)
+    aux = <tuple>r.aux
+    kind, red, div, param = aux[0], aux[1], aux[2], aux[3]
+    dt = d.dtype
+    cdef list phantoms = []
+    try:
+        Xp = input_or_phantom(r, 0, np.zeros(aux[4], aux[5]), phantoms)
+        Tp = input_or_phantom(r, 1, np.zeros(aux[6], aux[7]), phantoms)
+        F = None
+        if Xp is not None:
+            F = t_cast(Xp, dt)
+        if Tp is not None:
+            F = g_neg(t_cast(Tp, dt)) if F is None else g_sub(F, t_cast(Tp, dt))
+        D = exact(d, F)
+        W = None
+        if w is not None:
+            if rec_inputs(r)[2] >= 0:
+                W = t_cast(in_value(r, 2, w if aux[9] is None else w.astype(aux[9])), dt)
+            else:
+                W = wrap(w)
+        if red == NN_RED_MEAN:
+            DIV = wrap(nd(np.asarray(div)))
+            if W is not None and kind != NN_HUBER and (<TensorBase>W)._requires_grad:
+                DIV = exact(np.asarray(div), reduce_op(OP_SUM, <TensorBase>W, None, False))
+            GS = g_div(G, DIV)
+        else:
+            GS = G
+        gi = gt = gw = None
+        if want[0] or want[1]:
+            GD = g_mul(t_pointwise_deriv(kind, D, d, param), GS)
+            if W is not None:
+                GD = g_mul(GD, W)
+            if want[0]:
+                gi = t_fit(GD, aux[4], aux[5])
+            if want[1]:
+                gt = t_fit(g_neg(GD), aux[6], aux[7])
+        if r.n_in > 2 and want[2]:
+            f = <object>r.saved[2]
+            gw = t_fit(g_mul(exact(f, t_pointwise_loss(kind, D, d, param)), GS), aux[8], None)
+            if red == NN_RED_MEAN and kind != NN_HUBER:     # sum(w f) / sum(w): also -out / sum(w)
+                gw = g_sub(gw, g_mul(node_tensor(i, aux[10]), GS))
+            gw = t_fit(gw, None, aux[9])
+        if r.n_in > 2:
+            return (gi, gt, gw)
+        return (gi, gt)
+    finally:
+        release_phantoms(phantoms)
+
+cdef object gv_bce(Py_ssize_t i, Record* r, object G, char* want):
+    x = <object>r.saved[0]
+    t = <object>r.saved[1]
+    w = saved_value(r, 2)
+    red, count = <tuple>r.aux
+    GS = g_div(G, float(count)) if red == NN_RED_MEAN else G
+    if w is not None:
+        GS = g_mul(wrap(w), GS)
+    X = in_value(r, 0, x)
+    gx = gt = None
+    if want[0]:
+        # (x - t) / max((1 - x) x, EPSILON) * g: the clamped denominator is constant
+        eps = x.dtype.type(BCE_EPSILON)
+        den = g_where(np.logical_not((1 - x) * x < eps), g_mul(binary_op(OP_RSUB, 1, X), X),
+                      float(eps))
+        gx = g_mul(g_div(g_sub(X, in_value(r, 1, t)), den), GS)
+    if want[1]:                                         # -logit(x), numpy's values
+        L = exact(np.log1p(np.negative(x)) - np.log(x),
+                  g_sub(log1p(g_neg(X)), unary_op(OP_LOG, <TensorBase>X)))
+        gt = g_mul(L, GS)
+    return (gx, gt)
+
+cdef object gv_bce_logits(Py_ssize_t i, Record* r, object G, char* want):
+    x = <object>r.saved[0]
+    t = <object>r.saved[1]
+    w, pw, red, count, xs, xd, ts, td = <tuple>r.aux
+    GS = g_div(G, float(count)) if red == NN_RED_MEAN else G
+    if w is not None:
+        GS = g_mul(wrap(nd(w)), GS)
+    X = t_cast(in_value(r, 0, x if xd is None else x.astype(xd)), x.dtype)
+    T = t_cast(in_value(r, 1, t if td is None else t.astype(td)), t.dtype)
+    # the compiled VJP's numpy values, with the derivatives of the same recorded formulas
+    l1p_v = np.log1p(np.exp(np.negative(np.abs(x))))
+    ls_v = np.minimum(x, 0) - l1p_v
+    l1p = exact(l1p_v, log1p(unary_op(OP_EXP, <TensorBase>g_neg(abs_(X)))))
+    ls = exact(ls_v, g_sub(g_where(np.logical_or(x < 0, np.isnan(x)), X, 0), l1p))  # log sigmoid
+    gx = gt = None
+    if want[0]:
+        sig = exact(np.exp(ls_v), unary_op(OP_EXP, <TensorBase>ls))
+        if pw is None:
+            gx = g_mul(g_sub(sig, T), GS)
+        else:
+            pt = g_mul(wrap(nd(pw)), T)
+            gx = g_mul(g_sub(g_mul(g_sub(g_add(pt, 1), T), sig), pt), GS)
+        gx = t_fit(gx, xs, xd)
+    if want[1]:
+        if pw is None:
+            gt = g_mul(g_neg(X), GS)
+        else:
+            nx = np.negative(x)
+            mn = g_where(np.logical_or(nx < 0, np.isnan(nx)), g_neg(X), 0)    # min(-x, 0)
+            gt = g_mul(g_sub(g_sub(mn, l1p), g_mul(ls, wrap(nd(pw)))), GS)
+        gt = t_fit(gt, ts, td)
+    return (gx, gt)
+
+cdef object gv_layer_norm(Py_ssize_t i, Record* r, object G, char* want):
+    xhat = <object>r.saved[0]
+    rstd = <object>r.saved[1]
+    wc = saved_value(r, 2)
+    cdef tuple aux = <tuple>r.aux
+    in_shape, norm_shape, M, N, dt, wdt, eps = aux
+    cdt = xhat.dtype
+    cdef list phantoms = []
+    try:
+        # xhat and rstd recomputed for their derivatives (invariant to a shift of the input: a
+        # phantom on xhat / rstd will do), their values the saved ones
+        X = input_or_phantom(r, 0, (xhat / rstd).astype(dt).reshape(in_shape), phantoms)
+        if X is not None:
+            X2 = t_cast(reshape_to(<TensorBase>X, (M, N)), cdt)
+            XC = g_sub(X2, reduce_op(OP_MEAN, <TensorBase>X2, 1, True))
+            VAR = reduce_op(OP_MEAN, <TensorBase>g_mul(XC, XC), 1, True)
+            RS = binary_op(OP_DIV, 1, sqrt(g_add(VAR, eps)))
+            XHAT = exact(xhat, g_mul(XC, RS))
+            RSTD = exact(rstd, RS)
+        else:
+            XHAT = wrap(xhat)
+            RSTD = wrap(rstd)
+        G2 = t_cast(reshape_to(<TensorBase>G, (M, N)), cdt)
+        W = None
+        if wc is not None:
+            if rec_inputs(r)[1] >= 0:
+                wval = wc.reshape(norm_shape)
+                W = t_cast(reshape_to(<TensorBase>in_value(r, 1, wval if wval.dtype == wdt else
+                                                           wval.astype(wdt)), (N,)), cdt)
+            else:
+                W = wrap(wc)
+        gi = gw = gb = None
+        if want[0]:
+            GX = g_mul(G2, W) if W is not None else G2
+            a = g_div(reduce_op(OP_SUM, <TensorBase>GX, 1, True), N)
+            b = g_div(reduce_op(OP_SUM, <TensorBase>g_mul(GX, XHAT), 1, True), N)
+            gi = g_mul(RSTD, g_sub(g_sub(GX, a), g_mul(XHAT, b)))
+            gi = t_cast(reshape_to(<TensorBase>gi, tuple(in_shape)), dt)
+        if r.n_in > 1 and want[1]:
+            gw = reduce_op(OP_SUM, <TensorBase>g_mul(G2, XHAT), 0, False)
+            gw = t_cast(reshape_to(<TensorBase>gw, tuple(norm_shape)), wdt)
+        if r.n_in > 2 and want[2]:
+            gb = reduce_op(OP_SUM, <TensorBase>G2, 0, False)
+            gb = t_cast(reshape_to(<TensorBase>gb, tuple(norm_shape)), wdt)
+        if r.n_in == 1:
+            return gi
+        if r.n_in == 2:
+            return (gi, gw)
+        return (gi, gw, gb)
+    finally:
+        release_phantoms(phantoms)
+
+
 cdef int register_graph_vjps() except -1:
     cdef int j
     for j in range(MAX_OPS):
@@ -418,10 +1097,37 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_COS] = gv_cos
     GRAPH_VJP[OP_ABS] = gv_abs
     GRAPH_VJP[OP_WHERE] = gv_where
+    GRAPH_VJP[OP_SIGN] = gv_sign
+    GRAPH_VJP[OP_LOG1P] = gv_log1p
+    GRAPH_VJP[OP_EXPM1] = gv_expm1
+    GRAPH_VJP[OP_RSQRT] = gv_rsqrt
+    GRAPH_VJP[OP_RECIPROCAL] = gv_reciprocal
+    GRAPH_VJP[OP_ERF] = gv_erf
+    for op in (OP_CLAMP, OP_CLAMP_MIN, OP_CLAMP_MAX):
+        GRAPH_VJP[op] = gv_clamp_scalar
+    for op in (OP_CLAMP_T, OP_CLAMP_MIN_T, OP_CLAMP_MAX_T):
+        GRAPH_VJP[op] = gv_clamp_tensor
+    for op in (OP_MAXIMUM, OP_MINIMUM):
+        GRAPH_VJP[op] = gv_maximum
+    GRAPH_VJP[OP_LEAKY_RELU] = gv_leaky_relu
+    GRAPH_VJP[OP_ELU] = gv_elu
+    GRAPH_VJP[OP_SOFTPLUS] = gv_softplus
+    GRAPH_VJP[OP_SILU] = gv_silu
+    GRAPH_VJP[OP_GELU] = gv_gelu
     for op in (OP_SUM, OP_SUM_DIM):
         GRAPH_VJP[op] = gv_sum
     for op in (OP_MEAN, OP_MEAN_DIM):
         GRAPH_VJP[op] = gv_mean
+    for op in (OP_MAX_ALL, OP_MIN_ALL, OP_AMAX, OP_AMIN):
+        GRAPH_VJP[op] = gv_evenly
+    for op in (OP_MAX_DIM, OP_MIN_DIM):
+        GRAPH_VJP[op] = gv_select_dim
+    for op in (OP_PROD, OP_PROD_DIM):
+        GRAPH_VJP[op] = gv_prod
+    for op in (OP_VAR, OP_STD):
+        GRAPH_VJP[op] = gv_var
+    GRAPH_VJP[OP_LOGSUMEXP] = gv_logsumexp
+    GRAPH_VJP[OP_NORM] = gv_norm
     for op in (OP_DOT, OP_MV, OP_MM, OP_BMM, OP_MATMUL_VM, OP_MATMUL_VIEW, OP_MATMUL_CLONE,
                OP_MATMUL_T, OP_ADDMM, OP_LINEAR_VIEW, OP_LINEAR_ADD):
         GRAPH_VJP[op] = gv_matmul
@@ -444,6 +1150,28 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_STACK] = gv_stack
     for op in (OP_SPLIT, OP_SPLIT_SIZES, OP_UNBIND):
         GRAPH_VJP[op] = gv_scatter_basic
+    GRAPH_VJP[OP_REPEAT] = gv_repeat
+    GRAPH_VJP[OP_CONSTANT_PAD] = gv_pad
+    for op in (OP_GATHER, OP_INDEX_SELECT):
+        GRAPH_VJP[op] = gv_take
+    for op in (OP_MASKED_FILL, OP_MASKED_FILL_T):
+        GRAPH_VJP[op] = gv_masked_fill
+    GRAPH_VJP[OP_MASKED_SELECT] = gv_masked_select
+    GRAPH_VJP[OP_SETITEM] = gv_setitem
+    for op in NN_OVERWRITE_OPS.values():
+        GRAPH_VJP[<int>op] = gv_overwrite
+    GRAPH_VJP[OP_EMBEDDING] = gv_embedding
+    for op in (OP_NLL, OP_NLL2D, OP_NLL_VIEW):
+        GRAPH_VJP[op] = gv_nll
+    GRAPH_VJP[OP_CE_SMOOTH] = gv_ce_smooth
+    for op in (OP_CE_PROBS, OP_CE_PROBS_MEAN):
+        GRAPH_VJP[op] = gv_ce_probs
+    for op in (OP_MSE_LOSS, OP_SMOOTH_L1_LOSS, OP_HUBER_LOSS, OP_PW_ABS, OP_PW_MEAN, OP_PW_SUM,
+               OP_PW_MUL, OP_PW_DIV):
+        GRAPH_VJP[op] = gv_pointwise
+    GRAPH_VJP[OP_BCE] = gv_bce
+    GRAPH_VJP[OP_BCE_LOGITS] = gv_bce_logits
+    GRAPH_VJP[OP_LAYER_NORM] = gv_layer_norm
     return 0
 
 
@@ -453,3 +1181,11 @@ register_graph_vjps()
 def _graph_vjp_ops():
     """The grad_fn names whose backward can be recorded (create_graph=True), for docs and tests."""
     return sorted({OP_NAMES[j] for j in range(len(OP_NAMES)) if GRAPH_VJP[j] != NULL})
+
+
+def _graph_vjp_missing():
+    """(opcode, grad_fn name) of the differentiable ops without a graph VJP (several opcodes may
+    share a name, so _graph_vjp_ops() alone cannot tell); custom Functions are handled apart."""
+    return [(j, OP_NAMES[j]) for j in range(len(OP_NAMES))
+            if OP_VJP[j] != NULL and GRAPH_VJP[j] == NULL
+            and j != OP_FUNCTION and j != OP_FN_OUTPUT]

@@ -1093,7 +1093,7 @@ cdef object vjp_layer_norm(Record* r, object g):
     xhat = <object>r.saved[0]
     rstd = <object>r.saved[1]
     w = <object>r.saved[2] if r.saved[2] != NULL else None
-    in_shape, norm_shape, M, N, dt, wdt = <tuple>r.aux
+    in_shape, norm_shape, M, N, dt, wdt = (<tuple>r.aux)[:6]      # aux[6]: eps (graph VJP)
     g2 = g.reshape(M, N)
     if g2.dtype != xhat.dtype:
         g2 = g2.astype(xhat.dtype)
@@ -1193,7 +1193,7 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
         keep(&r.saved[1], rstd)
         if wc is not None:
             keep(&r.saved[2], wc)
-        keep(&r.aux, (A.shape, norm_shape, M, N, A.dtype, A.dtype))
+        keep(&r.aux, (A.shape, norm_shape, M, N, A.dtype, A.dtype, float(eps)))
     return res
 
 

@@ -1,8 +1,8 @@
 """Higher-level functional autograd, as torch.autograd.functional: vjp, jacobian (reverse mode:
 repeated reverse sweeps over one recorded forward, with retain_graph), and, built on
 create_graph=True, hessian, vhp, hvp and jvp (jvp and hvp with PyTorch's double-backward trick:
-tapegrad has no forward mode).  Every op the function uses must support create_graph for the
-second-order ones (see tapegrad._core._graph_vjp_ops()).
+tapegrad has no forward mode).  Every differentiable op supports create_graph (see
+tapegrad._core._graph_vjp_ops()).
 
 The helpers and error messages follow PyTorch's module, so results and failures match.
 """
