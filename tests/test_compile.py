@@ -328,3 +328,24 @@ def test_decorator_forms_and_bad_arguments():
         tg.compile(3)
     with pytest.raises(ValueError, match="on_guard_failure"):
         tg.compile(lambda x: x, on_guard_failure="ignore")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_replayed_sums_equal_numpys_at_every_size(dtype):
+    """The replay sums in C in numpy's pairwise order: equal to the eager (numpy) sums and to
+    their gradients' one-element reductions, below and above numpy's block sizes."""
+    rng = np.random.default_rng(5)
+    for n in list(range(1, 140)) + [255, 256, 257, 1000, 2000, 8191, 8192, 8193, 20000]:
+        base = rng.standard_normal(n).astype(dtype) * 10.0 ** rng.integers(-3, 4, n)
+        w = tg.tensor(base[:1].copy(), requires_grad=True)
+        fn = lambda x: ((x * w).sum() + (x * x).mean() + w * x).sum()
+        f = tg.compile(fn)
+        x = tg.tensor(base)
+        f(x)
+        y = f(x)
+        y.backward()
+        we = tg.tensor(base[:1].copy(), requires_grad=True)
+        ye = ((x * we).sum() + (x * x).mean() + we * x).sum()
+        ye.backward()
+        assert same(y, ye) and same(w.grad, we.grad), n
+        assert f.explain().startswith("replayed")

@@ -227,3 +227,37 @@ void tg_fma_f64(ptrdiff_t n, const double *a, const double *b, ptrdiff_t sb, con
     FMA_LOOP(fma)
 #undef T
 }
+
+/* Pairwise summation in numpy's order (its pairwise_sum: sequential below 8 elements, eight
+ * running sums up to a block of 128, halves rounded to a multiple of 8 above), then added to the
+ * identity 0, as np.add.reduce of a contiguous array does: the replay (replay.pxi) sums in C and
+ * still equals the eager op's numpy sum bit for bit.  Callers keep n <= TG_SUM_MAX_N (numpy
+ * reduces larger arrays in buffered chunks, a different order). */
+#define PAIRWISE_SUM(T, NAME)                                                                  \
+static T NAME(const T *a, ptrdiff_t n)                                                        \
+{                                                                                             \
+    ptrdiff_t i;                                                                              \
+    if (n < 8) {                                                                              \
+        T res = 0;                                                                            \
+        for (i = 0; i < n; i++) res += a[i];                                                  \
+        return res;                                                                           \
+    }                                                                                         \
+    if (n <= 128) {                                                                           \
+        T r[8], res;                                                                          \
+        int j;                                                                                \
+        for (j = 0; j < 8; j++) r[j] = a[j];                                                  \
+        for (i = 8; i < n - (n % 8); i += 8)                                                  \
+            for (j = 0; j < 8; j++) r[j] += a[i + j];                                         \
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));             \
+        for (; i < n; i++) res += a[i];                                                       \
+        return res;                                                                           \
+    }                                                                                         \
+    ptrdiff_t n2 = n / 2;                                                                     \
+    n2 -= n2 % 8;                                                                             \
+    return NAME(a, n2) + NAME(a + n2, n - n2);                                                \
+}
+PAIRWISE_SUM(float, pairwise_f32)
+PAIRWISE_SUM(double, pairwise_f64)
+
+float tg_sum_f32(ptrdiff_t n, const float *a) { float zero = 0; return zero + pairwise_f32(a, n); }
+double tg_sum_f64(ptrdiff_t n, const double *a) { double zero = 0; return zero + pairwise_f64(a, n); }

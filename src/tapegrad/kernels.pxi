@@ -28,6 +28,10 @@ cdef extern from "kernels.h" nogil:
                     double* out) noexcept
     int tg_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexcept
     enum:
+        TG_SUM_MAX_N
+    float tg_sum_f32(ptrdiff_t n, const float* a) noexcept
+    double tg_sum_f64(ptrdiff_t n, const double* a) noexcept
+    enum:
         TG_LEAKY_RELU, TG_LEAKY_RELU_GRAD, TG_ELU, TG_ELU_GRAD, TG_SOFTPLUS, TG_SOFTPLUS_GRAD
         TG_CLAMP, TG_CLAMP_GRAD
     int tg_param_f64(int op, ptrdiff_t n, const double* a, const double* b, double p0, double p1,

@@ -23,6 +23,7 @@ cdef enum:
     SK_UNARY = 1        # out = kop(a) in C
     SK_UNARY_NUMPY = 2  # out = numpy ufunc(a) (large transcendental inputs, as eager does)
     SK_REDUCE = 3       # out = sum/mean of a over axes (numpy, as eager does)
+    SK_SUM_ALL = 4      # out = sum/mean of all of a, in C in numpy's summation order
 
 
 cdef struct Step:
@@ -35,6 +36,7 @@ cdef struct Step:
     Py_ssize_t n        # elements of the output
     bint grad_a, grad_b # whether a / b receive a gradient
     bint bcast_a, bcast_b   # a / b has one element broadcast over n > 1 (sum_to in backward)
+    double count        # SK_SUM_ALL: the divisor of a mean (0 for a sum)
 
 
 # -- capture hooks (called by the ops; see capture.pxi) --------------------------------------
@@ -184,7 +186,13 @@ cdef class Program:
             s.bcast_b = b >= 0 and self.shapes[b] != self.shapes[out]
             self.aux.append(aux)
             if kind == SK_REDUCE:
-                self.fresh.add(out)
+                axes, keepdim, count = aux
+                if (len(axes) == len(self.shapes[a]) and self.sizes[a] <= TG_SUM_MAX_N
+                        and self.sizes[a] > 0):
+                    s.kind = SK_SUM_ALL         # all dims: the C sum equals numpy's
+                    s.count = count if op == OP_MEAN else 0
+                else:
+                    self.fresh.add(out)
         self.pool = []
 
     cdef BufferSet new_buffers(self):
@@ -254,9 +262,23 @@ cdef class Program:
                          pb, 0 if s.b < 0 or s.bcast_b else 1, bs.ptr[s.out])
             elif s.kind == SK_UNARY:
                 k_unary(f64, s.kop, s.n, bs.ptr[s.a], bs.ptr[s.out])
+            elif s.kind == SK_SUM_ALL:
+                self.sum_all(s, bs.ptr[s.a], bs.ptr[s.out])
             else:
                 self.forward_numpy(bs, i)
         return lease, [bs.arrays[k] for k in self.outputs]
+
+    cdef inline void sum_all(self, Step* s, const void* src, void* dst) noexcept:
+        """dst[0] = sum (or mean) of the input slot, as eager's np.add.reduce [/ count]."""
+        cdef Py_ssize_t n = self.sizes[s.a]
+        cdef double d
+        cdef float f
+        if self.f64:
+            d = tg_sum_f64(n, <const double*>src)
+            (<double*>dst)[0] = d / s.count if s.count != 0 else d
+        else:
+            f = tg_sum_f32(n, <const float*>src)
+            (<float*>dst)[0] = f / <float>s.count if s.count != 0 else f
 
     cdef int forward_numpy(self, BufferSet bs, Py_ssize_t i) except -1:
         cdef Step* s = &self.steps[i]
@@ -303,8 +325,16 @@ cdef class Program:
         """Slot k's share of a gradient `full` of the output's shape: as is, or summed down to
         k's one element (eager's sum_to)."""
         cdef Py_ssize_t n = self.sizes[out]
+        cdef double d
+        cdef float f
         if not bcast:
             return self.give(bs, k, full, 1, n)
+        if n <= TG_SUM_MAX_N:               # the C sum equals eager's numpy sum_to here
+            if self.f64:
+                d = tg_sum_f64(n, <const double*>full)
+                return self.give(bs, k, &d, 1, 1)
+            f = tg_sum_f32(n, <const float*>full)
+            return self.give(bs, k, &f, 1, 1)
         view = np.asarray(bs.scratch0 if full == bs.s0 else bs.scratch1)[:n]
         return self.give_array(bs, k, sum_to(view.reshape(self.shapes[out]), self.shapes[k]))
 
@@ -404,6 +434,18 @@ cdef class Program:
                 k_binary(f64, TG_RELU_GRAD, n, g, 1, bs.ptr[s.out], 1, bs.s0)
             return self.give(bs, s.a, bs.s0, 1, n)
         # reductions: the gradient expanded back over the reduced dims, as vjp_sum / vjp_mean
+        cdef double d
+        cdef float f
+        if s.kind == SK_SUM_ALL:
+            if f64:
+                d = (<double*>g)[0]
+                if s.count != 0:
+                    d = d / s.count
+                return self.give(bs, s.a, &d, 0, self.sizes[s.a])
+            f = (<float*>g)[0]
+            if s.count != 0:
+                f = f / <float>s.count
+            return self.give(bs, s.a, &f, 0, self.sizes[s.a])
         axes, keepdim, count = self.aux[i]
         G = bs.adj[s.out]
         if s.op == OP_MEAN:
