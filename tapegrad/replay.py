@@ -131,8 +131,7 @@ class CompiledFunction:
         return "\n".join(lines)
 
     def __call__(self, *args, **kwargs):
-        flat, nesting = _flat_args(args, kwargs)
-        key = _signature(flat, nesting)
+        flat, key = _core._call_key(args, kwargs)
         plan = self._plans.get(key) if key is not None else None
         if plan is not None:
             if plan.program is None:
@@ -177,35 +176,8 @@ def compile(fn=None, *, on_guard_failure="recapture", cache_size=8):
 # -- signature -----------------------------------------------------------------------------------
 
 def _flat_args(args, kwargs):
-    """The call's arguments with lists and tuples flattened (a list of parameters is common),
-    and their nesting as a hashable description."""
-    if not kwargs and not any(type(a) is list or type(a) is tuple for a in args):
-        return list(args), None
-    flat, nesting = [], []
-    _flatten(list(args) + [kwargs[k] for k in sorted(kwargs)], flat, nesting)
-    if kwargs:
-        nesting.append(tuple(sorted(kwargs)))
-    return flat, tuple(nesting)
-
-
-def _flatten(items, flat, nesting):
-    for a in items:
-        if type(a) is list or type(a) is tuple:
-            nesting.append((type(a).__name__, len(a)))
-            _flatten(a, flat, nesting)
-        else:
-            flat.append(a)
-
-
-def _signature(flat, nesting):
-    """The part of a call a capture depends on (_call_signature), or None when it cannot be a
-    dict key (an unhashable argument: such calls always run eagerly)."""
-    key = _core._call_signature(flat, nesting)
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    """The call's arguments with lists and tuples flattened (see _core._call_key)."""
+    return _core._call_key(args, kwargs)[0]
 
 
 _MISS = object()
@@ -242,7 +214,7 @@ def _plan_from(capture, args, kwargs, result):
     plan = _Plan()
     plan.grad = is_grad_enabled()
     arg_index = {}
-    for i, a in enumerate(_flat_args(args, kwargs)[0]):
+    for i, a in enumerate(_flat_args(args, kwargs)):
         if isinstance(a, Tensor):
             arg_index.setdefault(id(a), i)
 

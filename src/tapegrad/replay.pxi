@@ -539,13 +539,32 @@ cdef class CompiledFunctionBackward:
 
 # -- the per-call checks of tapegrad.compile, in C (they run at every replayed call) ---------------
 
-def _call_signature(list flat, object nesting):
-    """What a capture depends on in a call (`flat`: its flattened arguments): grad mode, the
-    nesting of the arguments, each tensor's shape, dtype, requires_grad, layout and which
-    arguments are the same tensor, the other arguments' values."""
-    cdef list parts = [grad_enabled(), nesting]
+cdef int flatten_into(object items, list flat, list nesting) except -1:
+    for a in items:
+        if type(a) is list or type(a) is tuple:
+            nesting.append((type(a) is list, len(<object>a)))
+            flatten_into(a, flat, nesting)
+        else:
+            flat.append(a)
+    return 0
+
+
+def _call_key(tuple args, dict kwargs):
+    """(flat, key) for a call: its arguments with lists and tuples flattened (a list of
+    parameters is common), and what a capture depends on: grad mode, the nesting, each tensor's
+    shape, dtype, requires_grad, layout and which arguments are the same tensor, the other
+    arguments' values.  key is None when it cannot be a dict key (an unhashable argument)."""
+    cdef list flat = [], nesting = []
+    cdef list parts
     cdef dict seen = {}
     cdef object A
+    if kwargs:
+        names = tuple(sorted(kwargs))
+        flatten_into(args + tuple([kwargs[k] for k in names]), flat, nesting)
+        nesting.append(names)
+    else:
+        flatten_into(args, flat, nesting)
+    parts = [grad_enabled(), tuple(nesting)]
     for a in flat:
         if isinstance(a, TensorBase):
             A = (<TensorBase>a)._array
@@ -553,7 +572,12 @@ def _call_signature(list flat, object nesting):
                           cnp.PyArray_IS_C_CONTIGUOUS(A), seen.setdefault(id(a), len(seen))))
         else:
             parts.append((type(a), a))
-    return tuple(parts)
+    key = tuple(parts)
+    try:
+        hash(key)
+    except TypeError:
+        return flat, None
+    return flat, key
 
 
 def _call_externals(list sources, list metas, list flat):
