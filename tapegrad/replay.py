@@ -43,10 +43,6 @@ from .tensor import Tensor
 
 __all__ = ["compile", "CompiledFunction", "GuardFailure"]
 
-_BINARY_KERNELS = {0: "add", 1: "sub", 2: "mul", 3: "div", 4: "pow"}
-SK_BINARY, SK_UNARY, SK_UNARY_NUMPY, SK_REDUCE = 0, 1, 2, 3
-_TG_MUL, _TG_DIV, _TG_POW = 2, 3, 4
-
 
 class GuardFailure(RuntimeError):
     """A replay would differ from an eager run (raised with on_guard_failure="raise")."""
@@ -65,7 +61,6 @@ class _Plan:
         self.sources = []               # external slot -> index into the flat arguments, or tensor
         self.ext_meta = []              # external slot -> (shape, dtype number, requires_grad)
         self.guards = []                # (output position or -1, slot, kind, value)
-        self.output_grad = []
         self.output_slots = []
         self.saved_ext = []             # externals whose values the backward reads
         self.structure = None           # how to rebuild fn's return value
@@ -88,11 +83,6 @@ class _Plan:
             return outs[0] if outs else None
         return type(self.structure)(outs[i] if isinstance(i, int) else None
                                     for i in self.structure)
-
-
-def _tensor_operands(step):
-    """The tensors a captured step reads (its result, the last item, excluded)."""
-    return [o for o in step[1:len(step) - 1] if isinstance(o, Tensor)]
 
 
 def _read(arr, kind):
@@ -206,17 +196,12 @@ def _plan_from(capture, args, kwargs, result):
     if capture.unsupported:
         raise _Unsupported(capture.unsupported[0])
     claimed = capture.claimed
-    for t in capture.created:
-        if id(t) not in claimed:
-            raise _Unsupported("it runs an op the replay does not support"
+    for t in [t for t in capture.created if id(t) not in claimed][:1]:
+        raise _Unsupported("it runs an op the replay does not support"
                                + (f" ({t.grad_fn.name()})" if t.grad_fn is not None else
                                   " (a tensor creation, conversion or view)"))
     plan = _Plan()
     plan.grad = is_grad_enabled()
-    arg_index = {}
-    for i, a in enumerate(_flat_args(args, kwargs)):
-        if isinstance(a, Tensor):
-            arg_index.setdefault(id(a), i)
 
     # outputs: a tensor, or a tuple/list of tensors (and None)
     if isinstance(result, Tensor):
@@ -232,131 +217,43 @@ def _plan_from(capture, args, kwargs, result):
     else:
         raise _Unsupported("it returns something other than a tensor or a tuple/list of tensors")
 
-    slots = {}          # id(tensor) -> slot
-    keep = []           # the tensors behind the ids, alive while building
-    ext = []
-
-    def external(t):
-        if id(t) not in slots:
-            slots[id(t)] = ("ext", len(ext))
-            ext.append(t)
-            keep.append(t)
-        return slots[id(t)]
-
-    steps = []
-    for step in capture.steps:
-        res = step[len(step) - 1]
-        for operand in _tensor_operands(step):
-            if id(operand) not in claimed:
-                external(operand)
-        slots[id(res)] = ("step", len(steps))
-        keep.append(res)
-        steps.append(step)
     guard_reads = []
     for t, kind, value in capture.reads:
         if kind == "numpy":
             raise _Unsupported("it reads a tensor's values with .numpy() (a guard cannot re-check "
                                "what Python does with them)")
-        if id(t) not in slots:
-            external(t)
         guard_reads.append((t, kind, value))
-    for t in outputs:
-        if id(t) not in slots:
-            external(t)
-
-    # slot numbers: externals first, then the steps' results that are needed
-    needed = set()
-    for t in outputs:
-        needed.add(slots[id(t)])
-    for t, _, _ in guard_reads:
-        needed.add(slots[id(t)])
-    live = [False] * len(steps)
-    for j in range(len(steps) - 1, -1, -1):
-        if ("step", j) in needed:
-            live[j] = True
-            step = steps[j]
-            for operand in _tensor_operands(step):
-                needed.add(slots[id(operand)])
-    dtypes = set()
-    number = {}
-    shapes, grad = [], []
-    grad_mode = plan.grad
-    for k, t in enumerate(ext):
-        number[("ext", k)] = k
+    roots = outputs + [t for t, _, _ in guard_reads]
+    ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes = _core._plan_steps(
+        capture.steps, claimed, roots, plan.grad)
+    if not all(d.kind == "f" and d.itemsize in (4, 8) for d in dtypes) or len(dtypes) > 1:
+        raise _Unsupported("its tensors are not all float32 or all float64")
+    dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
+    arg_index = {}
+    for i, a in enumerate(_flat_args(args, kwargs)):
+        if isinstance(a, Tensor):
+            arg_index.setdefault(id(a), i)
+    for t in ext:
         a = t._array
         if not a.flags.c_contiguous:
             raise _Unsupported("it reads a non-contiguous tensor")
-        dtypes.add(a.dtype)
-        shapes.append(a.shape)
-        grad.append(grad_mode and t.requires_grad)
         if id(t) in arg_index:
             plan.sources.append(arg_index[id(t)])
             plan.ext_meta.append(None)
         else:
             plan.sources.append(t)
             plan.ext_meta.append((a.shape, a.dtype.num, t.requires_grad))
-    program_steps = []
-    saved_ext = set()
-    for j, step in enumerate(steps):
-        if not live[j]:
-            continue
-        res = step[len(step) - 1]
-        out = len(shapes)
-        number[("step", j)] = out
-        shapes.append(res._array.shape)
-        dtypes.add(res._array.dtype)
-        kind = step[0]
-        if kind == "binary":
-            _, kop, a, b, _ = step
-            sa = number[slots[id(a)]] if isinstance(a, Tensor) else -1
-            sb = number[slots[id(b)]] if isinstance(b, Tensor) else -1
-            ca = 0.0 if isinstance(a, Tensor) else float(a)
-            cb = 0.0 if isinstance(b, Tensor) else float(b)
-            needs = (sa >= 0 and grad[sa]) or (sb >= 0 and grad[sb])
-            grad.append(needs)
-            if needs:
-                # the values the backward reads (saved by the eager op)
-                if kop == _TG_MUL:
-                    reads = [sa if sb >= 0 and grad[sb] else -1, sb if sa >= 0 and grad[sa] else -1]
-                elif kop == _TG_DIV:
-                    reads = [sa if sb >= 0 and grad[sb] else -1, sb]
-                elif kop == _TG_POW:
-                    reads = [sa]
-                else:
-                    reads = []
-                saved_ext.update(k for k in reads if 0 <= k < len(ext))
-            program_steps.append((SK_BINARY, 0, kop, sa, sb, out, ca, cb, None))
-        elif kind == "unary":
-            _, op, kop, in_c, reads_input, x, _ = step
-            sx = number[slots[id(x)]]
-            grad.append(grad[sx])
-            if grad[sx] and reads_input and sx < len(ext):
-                saved_ext.add(sx)
-            program_steps.append((SK_UNARY if in_c else SK_UNARY_NUMPY, op, kop, sx, -1, out,
-                                  0.0, 0.0, None))
-        else:
-            _, op, x, axes, keepdim, count, _ = step
-            sx = number[slots[id(x)]]
-            grad.append(grad[sx])
-            program_steps.append((SK_REDUCE, op, 0, sx, -1, out, 0.0, 0.0,
-                                  (axes, keepdim, count)))
-    if len(dtypes) > 1 or (dtypes and not all(d.kind == "f" and d.itemsize in (4, 8)
-                                              for d in dtypes)):
-        raise _Unsupported("its tensors are not all float32 or all float64")
-    dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
-
     plan.output_map = []
     plan.output_slots = []
     for t in outputs:
-        k = number[slots[id(t)]]
+        k = root_slot[id(t)]
         if k < len(ext):
             plan.output_map.append(~k)
         else:
             plan.output_map.append(len(plan.output_slots))
             plan.output_slots.append(k)
-            plan.output_grad.append(grad[k])
-    plan.guards = [(number[slots[id(t)]], kind, value) for t, kind, value in guard_reads]
-    plan.saved_ext = sorted(saved_ext)
+    plan.guards = [(root_slot[id(t)], kind, value) for t, kind, value in guard_reads]
+    plan.saved_ext = saved_ext
     plan.program = _core.Program(dtype, shapes, grad, len(ext), program_steps,
                                  plan.output_slots)
     return plan

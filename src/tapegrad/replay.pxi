@@ -50,21 +50,22 @@ cdef int capture_binary(int kop, object a, object b, bint promote, bint in_c,
                               and (b == 0 or special_exponent(b - 1))):
         return capture_unsupported("pow other than tensor ** e with e in 0, -1, 0.5, 1.5, 2, 3, 4 "
                                    "(eager computes the others' derivative with numpy)")
-    return capture_step(("binary", kop, a, b, res))
+    return capture_step((SK_BINARY, 0, kop, a, b, None, res))
 
 
 cdef int capture_unary(int op, int kop, TensorBase x, object A, bint in_c,
                        TensorBase res) except -1:
     if A is not x._array or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A):
         return capture_unsupported(f"{OP_NAMES[op]} of a non-float or non-contiguous tensor")
-    return capture_step(("unary", op, kop, in_c, op == OP_LOG, x, res))
+    return capture_step((SK_UNARY if in_c else SK_UNARY_NUMPY, op, kop, x, None, op == OP_LOG,
+                         res))
 
 
 cdef int capture_reduce(int op, TensorBase x, object A, tuple axes, bint keepdim, double count,
                         TensorBase res) except -1:
     if A is not x._array or A.dtype.kind != "f":
         return capture_unsupported(f"{OP_NAMES[op]} with a dtype argument or of integers")
-    return capture_step(("reduce", op, x, axes, keepdim, count, res))
+    return capture_step((SK_REDUCE, op, 0, x, None, (axes, keepdim, count), res))
 
 
 cdef list TG_BINARY_NAMES = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
@@ -535,6 +536,103 @@ cdef class CompiledFunctionBackward:
         """The graph was freed (backward without retain_graph): the buffers can be reused."""
         self.lease.release()
 
+
+
+# -- building a Program from a capture --------------------------------------------------------
+
+def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
+    """The slots and steps of a Program from a Capture's steps ((kind, op, kop, a, b, aux,
+    result) tuples; a, b: tensors, Python scalars or None): the tensors the steps read but no
+    step made become the externals (slots 0..), then one slot per step that reaches a root (the
+    outputs and the values Python read).  Returns (externals, shapes, grad, program steps,
+    {id(root): slot}, externals the backward reads, dtypes)."""
+    cdef dict where = {}            # id(tensor) -> external k (>= 0) or step j as -(j + 1)
+    cdef list ext = []
+    cdef Py_ssize_t n = len(steps), j, k, out
+    cdef tuple st
+    for j in range(n):
+        st = <tuple>steps[j]
+        for o in (st[3], st[4]):
+            if isinstance(o, TensorBase) and id(o) not in claimed and id(o) not in where:
+                where[id(o)] = len(ext)
+                ext.append(o)
+        where[id(st[6])] = -(j + 1)
+    for t in roots:
+        if id(t) not in where:
+            where[id(t)] = len(ext)
+            ext.append(t)
+    cdef bytearray live = bytearray(n)
+    for t in roots:
+        k = where[id(t)]
+        if k < 0:
+            live[-k - 1] = 1
+    for j in range(n - 1, -1, -1):
+        if live[j]:
+            st = <tuple>steps[j]
+            for o in (st[3], st[4]):
+                if isinstance(o, TensorBase):
+                    k = where[id(o)]
+                    if k < 0:
+                        live[-k - 1] = 1
+    cdef Py_ssize_t n_ext = len(ext)
+    cdef list shapes = [], grad = [], program = [], number = list(range(n_ext))
+    cdef set saved = set(), dtypes = set()
+    for t in ext:
+        shapes.append((<TensorBase>t)._array.shape)
+        grad.append(grad_mode and (<TensorBase>t)._requires_grad)
+        dtypes.add((<TensorBase>t)._array.dtype)
+    cdef list step_slot = [-1] * n
+    cdef Py_ssize_t sa, sb, kind, kop
+    cdef bint ga, gb
+    for j in range(n):
+        if not live[j]:
+            continue
+        st = <tuple>steps[j]
+        kind = st[0]
+        kop = st[2]
+        a, b, aux, res = st[3], st[4], st[5], st[6]
+        sa = -1
+        sb = -1
+        if isinstance(a, TensorBase):
+            k = where[id(a)]
+            sa = k if k >= 0 else step_slot[-k - 1]
+        if isinstance(b, TensorBase):
+            k = where[id(b)]
+            sb = k if k >= 0 else step_slot[-k - 1]
+        ga = sa >= 0 and grad[sa]
+        gb = sb >= 0 and grad[sb]
+        out = len(shapes)
+        step_slot[j] = out
+        shapes.append((<TensorBase>res)._array.shape)
+        dtypes.add((<TensorBase>res)._array.dtype)
+        grad.append(ga or gb)
+        if kind == SK_BINARY:
+            if ga or gb:            # the operands the backward reads (the eager op saves them)
+                if kop == TG_MUL:
+                    if gb:
+                        saved.add(sa)
+                    if ga:
+                        saved.add(sb)
+                elif kop == TG_DIV:
+                    if gb:
+                        saved.add(sa)
+                    saved.add(sb)
+                elif kop == TG_POW:
+                    saved.add(sa)
+            program.append((SK_BINARY, 0, kop, sa, sb, out,
+                            0.0 if sa >= 0 else float(a), 0.0 if sb >= 0 else float(b), None))
+        elif kind == SK_REDUCE:
+            program.append((SK_REDUCE, st[1], 0, sa, -1, out, 0.0, 0.0, aux))
+        else:
+            if ga and aux:
+                saved.add(sa)
+            program.append((kind, st[1], kop, sa, -1, out, 0.0, 0.0, None))
+    cdef dict root_slot = {}
+    for t in roots:
+        k = where[id(t)]
+        root_slot[id(t)] = k if k >= 0 else step_slot[-k - 1]
+    return (ext, shapes, grad, program, root_slot,
+            sorted([k for k in saved if 0 <= k < n_ext]), dtypes)
 
 
 # -- the per-call checks of tapegrad.compile, in C (they run at every replayed call) ---------------
