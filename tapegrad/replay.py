@@ -44,6 +44,10 @@ from .tensor import Tensor
 __all__ = ["compile", "CompiledFunction", "GuardFailure"]
 
 
+_FLOAT_TYPENUMS = {np.dtype(np.float32).num: np.dtype(np.float32),
+                   np.dtype(np.float64).num: np.dtype(np.float64)}
+
+
 class GuardFailure(RuntimeError):
     """A replay would differ from an eager run (raised with on_guard_failure="raise")."""
 
@@ -196,7 +200,9 @@ def _plan_from(capture, args, kwargs, result):
     if capture.unsupported:
         raise _Unsupported(capture.unsupported[0])
     claimed = capture.claimed
-    for t in [t for t in capture.created if id(t) not in claimed][:1]:
+    # every tensor an op made must be a step's result (a claimed one was created by wrap)
+    for t in ([t for t in capture.created if id(t) not in claimed][:1]
+              if len(claimed) != len(capture.created) else ()):
         raise _Unsupported("it runs an op the replay does not support"
                                + (f" ({t.grad_fn.name()})" if t.grad_fn is not None else
                                   " (a tensor creation, conversion or view)"))
@@ -226,9 +232,9 @@ def _plan_from(capture, args, kwargs, result):
     roots = outputs + [t for t, _, _ in guard_reads]
     ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes = _core._plan_steps(
         capture.steps, claimed, roots, plan.grad)
-    if not all(d.kind == "f" and d.itemsize in (4, 8) for d in dtypes) or len(dtypes) > 1:
+    if len(dtypes) > 1 or not dtypes <= _FLOAT_TYPENUMS.keys():
         raise _Unsupported("its tensors are not all float32 or all float64")
-    dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
+    dtype = _FLOAT_TYPENUMS[dtypes.pop()] if dtypes else np.dtype(np.float32)
     arg_index = {}
     for i, a in enumerate(_flat_args(args, kwargs)):
         if isinstance(a, Tensor):

@@ -51,7 +51,7 @@ cdef int capture_created(object t) except -1:
 cdef int capture_step(tuple step) except -1:
     """Note a replayable op; step[len(step) - 1] is its result tensor."""
     CAPTURE.steps.append(step)
-    CAPTURE.claimed.add(id(step[len(step) - 1]))
+    CAPTURE.claimed.add(<Py_ssize_t><PyObject*>step[len(step) - 1])
     return 0
 
 

@@ -540,30 +540,35 @@ cdef class CompiledFunctionBackward:
 
 # -- building a Program from a capture --------------------------------------------------------
 
+cdef inline Py_ssize_t oid(object o) noexcept:
+    """id(o) without the builtin call (the capture holds every object it names)."""
+    return <Py_ssize_t><PyObject*>o
+
+
 def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
     """The slots and steps of a Program from a Capture's steps ((kind, op, kop, a, b, aux,
     result) tuples; a, b: tensors, Python scalars or None): the tensors the steps read but no
     step made become the externals (slots 0..), then one slot per step that reaches a root (the
     outputs and the values Python read).  Returns (externals, shapes, grad, program steps,
-    {id(root): slot}, externals the backward reads, dtypes)."""
-    cdef dict where = {}            # id(tensor) -> external k (>= 0) or step j as -(j + 1)
+    {id(root): slot}, externals the backward reads, dtype numbers)."""
+    cdef dict where = {}            # oid(tensor) -> external k (>= 0) or step j as -(j + 1)
     cdef list ext = []
     cdef Py_ssize_t n = len(steps), j, k, out
     cdef tuple st
     for j in range(n):
         st = <tuple>steps[j]
         for o in (st[3], st[4]):
-            if isinstance(o, TensorBase) and id(o) not in claimed and id(o) not in where:
-                where[id(o)] = len(ext)
+            if isinstance(o, TensorBase) and oid(o) not in claimed and oid(o) not in where:
+                where[oid(o)] = len(ext)
                 ext.append(o)
-        where[id(st[6])] = -(j + 1)
+        where[oid(st[6])] = -(j + 1)
     for t in roots:
-        if id(t) not in where:
-            where[id(t)] = len(ext)
+        if oid(t) not in where:
+            where[oid(t)] = len(ext)
             ext.append(t)
     cdef bytearray live = bytearray(n)
     for t in roots:
-        k = where[id(t)]
+        k = where[oid(t)]
         if k < 0:
             live[-k - 1] = 1
     for j in range(n - 1, -1, -1):
@@ -571,7 +576,7 @@ def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
             st = <tuple>steps[j]
             for o in (st[3], st[4]):
                 if isinstance(o, TensorBase):
-                    k = where[id(o)]
+                    k = where[oid(o)]
                     if k < 0:
                         live[-k - 1] = 1
     cdef Py_ssize_t n_ext = len(ext)
@@ -580,7 +585,7 @@ def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
     for t in ext:
         shapes.append((<TensorBase>t)._array.shape)
         grad.append(grad_mode and (<TensorBase>t)._requires_grad)
-        dtypes.add((<TensorBase>t)._array.dtype)
+        dtypes.add(cnp.PyArray_TYPE((<TensorBase>t)._array))
     cdef list step_slot = [-1] * n
     cdef Py_ssize_t sa, sb, kind, kop
     cdef bint ga, gb
@@ -594,17 +599,17 @@ def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
         sa = -1
         sb = -1
         if isinstance(a, TensorBase):
-            k = where[id(a)]
+            k = where[oid(a)]
             sa = k if k >= 0 else step_slot[-k - 1]
         if isinstance(b, TensorBase):
-            k = where[id(b)]
+            k = where[oid(b)]
             sb = k if k >= 0 else step_slot[-k - 1]
         ga = sa >= 0 and grad[sa]
         gb = sb >= 0 and grad[sb]
         out = len(shapes)
         step_slot[j] = out
         shapes.append((<TensorBase>res)._array.shape)
-        dtypes.add((<TensorBase>res)._array.dtype)
+        dtypes.add(cnp.PyArray_TYPE((<TensorBase>res)._array))
         grad.append(ga or gb)
         if kind == SK_BINARY:
             if ga or gb:            # the operands the backward reads (the eager op saves them)
@@ -629,8 +634,8 @@ def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
             program.append((kind, st[1], kop, sa, -1, out, 0.0, 0.0, None))
     cdef dict root_slot = {}
     for t in roots:
-        k = where[id(t)]
-        root_slot[id(t)] = k if k >= 0 else step_slot[-k - 1]
+        k = where[oid(t)]
+        root_slot[oid(t)] = k if k >= 0 else step_slot[-k - 1]
     return (ext, shapes, grad, program, root_slot,
             sorted([k for k in saved if 0 <= k < n_ext]), dtypes)
 
