@@ -17,6 +17,18 @@ cdef extern from "pythread.h":
     unsigned long PyThread_get_thread_ident()
 
 
+# The kinds of captured steps (and of the replay's steps, replay.pxi).
+cdef enum:
+    SK_BINARY = 0       # out = a (kop) b; a/b are slots (size n or 1) or scalars (slot -1)
+    SK_UNARY = 1        # out = kop(a) in C
+    SK_UNARY_NUMPY = 2  # out = numpy ufunc(a) (large transcendental inputs, as eager does)
+    SK_REDUCE = 3       # out = sum/mean of a over axes (numpy, as eager does)
+    SK_SUM_ALL = 4      # out = sum/mean of all of a, in C in numpy's summation order
+    SK_CALL = 5         # out = the eager op re-run on the slots' values (matmul, losses, ...);
+                        # its backward is that op's own, by a nested sweep of its records
+
+
+
 cdef class Capture:
     """The trace of one eager call (see tapegrad/compile.py for how it becomes a plan)."""
     cdef public list created        # every tensor an op made during the call
@@ -25,6 +37,7 @@ cdef class Capture:
     cdef public list reads          # (tensor, kind, value): Python-level reads of tensor values
     cdef public list unsupported    # why the call cannot be replayed (empty: it can)
     cdef unsigned long thread
+    cdef Py_ssize_t depth           # > 0 inside a captured op call (capture_call)
 
     def __cinit__(self):
         self.created = []
@@ -59,6 +72,38 @@ cdef int capture_unsupported(str why) except -1:
     if capturing():
         CAPTURE.unsupported.append(why)
     return 0
+
+
+cdef object capture_call(object fn, tuple args, dict kwargs):
+    """fn(*args, **kwargs) for an op the replay re-runs as a whole (matmul, linear, losses, ...):
+    one step whose result is claimed; what the op does inside is its own business (the tensors
+    it makes, the steps of the ops it calls are dropped from the capture)."""
+    cdef Capture cap = CAPTURE
+    if kwargs is None:
+        kwargs = {}
+    if cap.depth > 0:
+        return fn(*args, **kwargs)
+    cdef Py_ssize_t n_created = len(cap.created), n_steps = len(cap.steps)
+    cdef Py_ssize_t n_unsupported = len(cap.unsupported)
+    cap.depth += 1
+    try:
+        res = fn(*args, **kwargs)
+    finally:
+        cap.depth -= 1
+    for st in cap.steps[n_steps:]:
+        cap.claimed.discard(<Py_ssize_t><PyObject*>st[len(st) - 1])
+    del cap.steps[n_steps:]
+    del cap.created[n_created:]
+    del cap.unsupported[n_unsupported:]
+    if not isinstance(res, TensorBase):
+        cap.unsupported.append(f"{getattr(fn, '__name__', fn)} returning several tensors")
+        return res
+    cdef list tensors = [a for a in args if isinstance(a, TensorBase)]
+    if kwargs:
+        tensors += [v for v in kwargs.values() if isinstance(v, TensorBase)]
+    cap.created.append(res)
+    capture_step((SK_CALL, 0, 0, None, None, (fn, args, kwargs, tuple(tensors)), res))
+    return res
 
 
 def _capture_begin():

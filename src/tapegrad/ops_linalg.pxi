@@ -308,6 +308,12 @@ cdef inline TensorBase require_tensor(object x, str fn, str arg, int pos):
 
 
 def matmul(input, other):
+    if CAPTURE is not None and capturing():     # tapegrad.compile re-runs it whole
+        return capture_call(_matmul_eager, (input, other), None)
+    return _matmul_eager(input, other)
+
+
+def _matmul_eager(input, other):
     """Matrix product with NumPy/PyTorch semantics: 1-D operands are vectors (dot, matrix-vector,
     vector-matrix), N-D operands are batches of matrices whose batch dims broadcast."""
     cdef TensorBase a = require_tensor(input, "matmul", "input", 1)
@@ -446,6 +452,12 @@ cdef int check_expand(tuple src, tuple target, str type_name) except -1:
 
 
 def linear(input, weight, bias=None):
+    if CAPTURE is not None and capturing():     # tapegrad.compile re-runs it whole
+        return capture_call(_linear_eager, (input, weight, bias), None)
+    return _linear_eager(input, weight, bias)
+
+
+def _linear_eager(input, weight, bias=None):
     """y = input @ weight^T + bias (torch.nn.functional.linear): input (*, in), weight
     (out, in) or (in,), bias broadcastable to the result."""
     cdef TensorBase x = require_tensor(input, "linear", "input", 1)

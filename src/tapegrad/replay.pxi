@@ -18,14 +18,6 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy, memset
 
 
-cdef enum:
-    SK_BINARY = 0       # out = a (kop) b; a/b are slots (size n or 1) or scalars (slot -1)
-    SK_UNARY = 1        # out = kop(a) in C
-    SK_UNARY_NUMPY = 2  # out = numpy ufunc(a) (large transcendental inputs, as eager does)
-    SK_REDUCE = 3       # out = sum/mean of a over axes (numpy, as eager does)
-    SK_SUM_ALL = 4      # out = sum/mean of all of a, in C in numpy's summation order
-
-
 cdef struct Step:
     int kind
     int op              # OP_* code (unary / reduce)
@@ -100,7 +92,7 @@ cdef class BufferSet:
     cdef void* s0
     cdef void* s1
     cdef public bint in_use
-    cdef public list versions   # externals' version counters and values at forward
+    cdef list calls             # step -> (result tensor, {slot: proxy tensor}) of re-run ops
 
     def __dealloc__(self):
         free(self.ptr)
@@ -186,7 +178,9 @@ cdef class Program:
             s.bcast_a = a >= 0 and self.shapes[a] != self.shapes[out]
             s.bcast_b = b >= 0 and self.shapes[b] != self.shapes[out]
             self.aux.append(aux)
-            if kind == SK_REDUCE:
+            if kind == SK_CALL:
+                self.fresh.add(out)
+            elif kind == SK_REDUCE:
                 axes, keepdim, count = aux
                 if (len(axes) == len(self.shapes[a]) and self.sizes[a] <= TG_SUM_MAX_N
                         and self.sizes[a] > 0):
@@ -206,6 +200,7 @@ cdef class Program:
             raise MemoryError()
         bs.arrays = [None] * self.n_slots
         bs.adj = [None] * self.n_slots
+        bs.calls = [None] * self.n_steps
         for k in range(self.n_slots):
             if k >= self.n_ext and k not in self.fresh:
                 arr = np.empty(self.shapes[k], self.dtype)
@@ -238,9 +233,10 @@ cdef class Program:
         bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
         return 0
 
-    def forward(self, list externals):
+    def forward(self, list externals, list tensors=None):
         """Run the steps on the externals' arrays (checked by the caller: shapes, dtype,
-        C-contiguous); returns (Lease, [output arrays])."""
+        C-contiguous; `tensors`: the external tensors, whose version counters re-run ops share);
+        returns (Lease, [output arrays])."""
         cdef BufferSet bs = self.take_buffers()
         cdef Lease lease = Lease.__new__(Lease)
         lease.buffers = bs
@@ -265,9 +261,41 @@ cdef class Program:
                 k_unary(f64, s.kop, s.n, bs.ptr[s.a], bs.ptr[s.out])
             elif s.kind == SK_SUM_ALL:
                 self.sum_all(s, bs.ptr[s.a], bs.ptr[s.out])
+            elif s.kind == SK_CALL:
+                self.forward_call(bs, i, tensors)
             else:
                 self.forward_numpy(bs, i)
         return lease, [bs.arrays[k] for k in self.outputs]
+
+    cdef int forward_call(self, BufferSet bs, Py_ssize_t i, list tensors) except -1:
+        """Re-run an eager op on proxies of its operand slots: tensors on the slots' arrays (an
+        external's proxy shares its version counter, so the op's own saved-value checks see
+        in-place writes to it), leaves requiring grad where a gradient flows."""
+        cdef Step* s = &self.steps[i]
+        cdef TensorBase p
+        fn, template, kw_template, slots = self.aux[i]
+        cdef dict proxies = {}
+        cdef bint recording = grad_enabled()
+        for k in slots:
+            p = wrap(bs.arrays[k])
+            if tensors is not None and k < self.n_ext:
+                p._version = version_of(<TensorBase>tensors[k])
+            if recording and self.grad[k]:
+                p._requires_grad = True
+            proxies[k] = p
+        args = tuple([proxies[(<SlotRef>v).k] if isinstance(v, SlotRef) else v for v in template])
+        if kw_template:
+            kwargs = {name: proxies[(<SlotRef>v).k] if isinstance(v, SlotRef) else v
+                      for name, v in (<dict>kw_template).items()}
+            res = fn(*args, **kwargs)
+        else:
+            res = fn(*args)
+        out = (<TensorBase>res)._array
+        if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out):
+            out = np.ascontiguousarray(out)
+        self.set_slot(bs, s.out, out)
+        bs.calls[i] = (res, proxies) if recording else None
+        return 0
 
     cdef inline void sum_all(self, Step* s, const void* src, void* dst) noexcept:
         """dst[0] = sum (or mean) of the input slot, as eager's np.add.reduce [/ count]."""
@@ -362,11 +390,70 @@ cdef class Program:
                 self.backward_step(bs, i)
         res = []
         for k in range(self.n_ext):
-            res.append(np.array(bs.adj[k], copy=True) if self.grad[k] and bs.touched[k] else None)
+            if self.grad[k] and bs.touched[k]:
+                # hand the buffer itself out (it may become a .grad) and take a new one
+                res.append(bs.adj[k])
+                arr = np.empty(self.shapes[k], self.dtype)
+                bs.adj[k] = arr
+                bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
+            else:
+                res.append(None)
         return res
+
+    cdef int backward_call(self, BufferSet bs, Py_ssize_t i) except -1:
+        """A re-run op's gradients: its own records swept (as in the eager graph) from its
+        result to the proxies of the slots that need a gradient."""
+        cdef Step* s = &self.steps[i]
+        res, proxies = bs.calls[i]
+        cdef list ks = [k for k in self.aux[i][3] if self.grad[k]]
+        if self.backward_one_record(bs, <TensorBase>res, <dict>proxies, ks, bs.adj[s.out]):
+            return 0
+        grads = _grad((res,), tuple([proxies[k] for k in ks]), (wrap(bs.adj[s.out]),), True,
+                      False, True, False)
+        for j in range(len(ks)):
+            if grads[j] is not None:
+                self.give_array(bs, ks[j], (<TensorBase>grads[j])._array)
+        return 0
+
+    cdef bint backward_one_record(self, BufferSet bs, TensorBase res, dict proxies, list ks,
+                                  object g) except -1:
+        """The common case of backward_call without a nested sweep: the op made one record
+        whose inputs are the proxies' leaves (linear, matmul): its VJP, as the sweep calls it."""
+        cdef Record rec                 # a private copy, as the sweep takes
+        cdef Py_ssize_t q, node = res._node
+        cdef dict slot_of_node = {}
+        cdef TensorBase p
+        if node < 0:
+            return False
+        for k in ks:
+            p = <TensorBase>proxies[k]
+            if p._node < 0:
+                return False
+            slot_of_node[p._node] = k
+        rec = TAPE.recs[node]
+        if rec.op == OP_FUNCTION or rec.op == OP_FN_OUTPUT or rec.extra != NULL:
+            return False
+        cdef Py_ssize_t* ins = rec_inputs(&rec)
+        for q in range(rec.n_in):
+            if ins[q] >= 0 and ins[q] not in slot_of_node:
+                return False                # an input made inside the op: sweep it
+        if rec.flags & RF_RELEASED:
+            raise RuntimeError(BACKWARD_TWICE)
+        check_saved_versions(&rec)
+        grads = OP_VJP[rec.op](&rec, g)
+        if rec.n_in == 1:
+            if ins[0] >= 0 and grads is not None:
+                self.give_array(bs, slot_of_node[ins[0]], grads)
+            return True
+        for q in range(rec.n_in):
+            if ins[q] >= 0 and (<tuple>grads)[q] is not None:
+                self.give_array(bs, slot_of_node[ins[q]], (<tuple>grads)[q])
+        return True
 
     cdef int backward_step(self, BufferSet bs, Py_ssize_t i) except -1:
         cdef Step* s = &self.steps[i]
+        if s.kind == SK_CALL:
+            return self.backward_call(bs, i)
         cdef bint f64 = self.f64
         cdef Py_ssize_t n = s.n, sa, sb
         cdef void* g = bs.aptr[s.out]
@@ -484,7 +571,7 @@ cdef class Program:
         (a callable given the Lease, or None) says the replay differs from an eager run."""
         cdef TensorBase t
         cdef Py_ssize_t k
-        lease, outs = self.forward([(<TensorBase>t)._array for t in tensors])
+        lease, outs = self.forward([(<TensorBase>t)._array for t in tensors], tensors)
         if guards_hold is not None and not guards_hold(lease):
             (<Lease>lease).release()
             return None
@@ -540,6 +627,21 @@ cdef class CompiledFunctionBackward:
 
 # -- building a Program from a capture --------------------------------------------------------
 
+cdef inline tuple step_operands(tuple st):
+    """The tensors (or scalars, None) a captured step reads."""
+    if <Py_ssize_t>st[0] == SK_CALL:
+        return <tuple>(<tuple>st[5])[3]
+    return (st[3], st[4])
+
+
+cdef class SlotRef:
+    """Stands for slot k's value in the arguments of a re-run op (SK_CALL)."""
+    cdef readonly Py_ssize_t k
+
+    def __cinit__(self, Py_ssize_t k):
+        self.k = k
+
+
 cdef inline Py_ssize_t oid(object o) noexcept:
     """id(o) without the builtin call (the capture holds every object it names)."""
     return <Py_ssize_t><PyObject*>o
@@ -557,7 +659,7 @@ def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
     cdef tuple st
     for j in range(n):
         st = <tuple>steps[j]
-        for o in (st[3], st[4]):
+        for o in step_operands(st):
             if isinstance(o, TensorBase) and oid(o) not in claimed and oid(o) not in where:
                 where[oid(o)] = len(ext)
                 ext.append(o)
@@ -574,7 +676,7 @@ def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
     for j in range(n - 1, -1, -1):
         if live[j]:
             st = <tuple>steps[j]
-            for o in (st[3], st[4]):
+            for o in step_operands(st):
                 if isinstance(o, TensorBase):
                     k = where[oid(o)]
                     if k < 0:
@@ -582,10 +684,13 @@ def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
     cdef Py_ssize_t n_ext = len(ext)
     cdef list shapes = [], grad = [], program = [], number = list(range(n_ext))
     cdef set saved = set(), dtypes = set()
+    cdef list typenum = []          # slot -> dtype number
     for t in ext:
         shapes.append((<TensorBase>t)._array.shape)
         grad.append(grad_mode and (<TensorBase>t)._requires_grad)
-        dtypes.add(cnp.PyArray_TYPE((<TensorBase>t)._array))
+        typenum.append(cnp.PyArray_TYPE((<TensorBase>t)._array))
+        if grad[len(grad) - 1]:
+            dtypes.add(typenum[len(typenum) - 1])     # adjoints are in the program's dtype
     cdef list step_slot = [-1] * n
     cdef Py_ssize_t sa, sb, kind, kop
     cdef bint ga, gb
@@ -609,8 +714,32 @@ def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
         out = len(shapes)
         step_slot[j] = out
         shapes.append((<TensorBase>res)._array.shape)
-        dtypes.add(cnp.PyArray_TYPE((<TensorBase>res)._array))
+        typenum.append(cnp.PyArray_TYPE((<TensorBase>res)._array))
+        if kind == SK_CALL:
+            # re-run whole: any dtypes; a slot that gets a gradient is in the program's dtype
+            fn, args, kwargs, tensors = aux
+            slots_of = {}
+            ga = False
+            for o in tensors:
+                k = where[oid(o)]
+                slots_of[oid(o)] = k if k >= 0 else step_slot[-k - 1]
+                ga = ga or grad[slots_of[oid(o)]]
+            grad.append(ga)
+            if ga:
+                dtypes.add(typenum[out])
+            template = tuple([SlotRef(slots_of[oid(v)]) if isinstance(v, TensorBase) else v
+                              for v in args])
+            kw_template = {name: SlotRef(slots_of[oid(v)]) if isinstance(v, TensorBase) else v
+                           for name, v in (<dict>kwargs).items()}
+            program.append((SK_CALL, 0, 0, -1, -1, out, 0.0, 0.0,
+                            (fn, template, kw_template, tuple(sorted(set(slots_of.values()))))))
+            continue
         grad.append(ga or gb)
+        dtypes.add(typenum[out])            # C steps: one float dtype for every slot they touch
+        if sa >= 0:
+            dtypes.add(typenum[sa])
+        if sb >= 0:
+            dtypes.add(typenum[sb])
         if kind == SK_BINARY:
             if ga or gb:            # the operands the backward reads (the eager op saves them)
                 if kop == TG_MUL:
