@@ -2195,3 +2195,107 @@ def test_create_graph_parity(torch, scenario):
 def test_create_graph_scenarios_run_without_torch(scenario):
     result = outcome(scenario, tg)
     assert result[0] == "ok", result
+
+
+# -- second derivatives at exact points: logit 0, large negative activations ----------------------
+
+def bce_logits_derivatives(L, x0, t0, pos_weight=None, weight=None):
+    """d(sum of dL/dx)/dx and d(sum of dL/dt)/dx of a summed BCE-with-logits loss."""
+    x = L.tensor(x0, dtype=L.float64, requires_grad=True)
+    t = L.tensor(t0, dtype=L.float64, requires_grad=True)
+    kw = {}
+    if pos_weight is not None:
+        kw["pos_weight"] = L.tensor(pos_weight, dtype=L.float64)
+    if weight is not None:
+        kw["weight"] = L.tensor(weight, dtype=L.float64)
+    loss = L.nn.functional.binary_cross_entropy_with_logits(x, t, reduction="sum", **kw)
+    gx, gt = L.autograd.grad(loss, [x, t], create_graph=True)
+    hxx, = L.autograd.grad(gx.sum(), x, retain_graph=True)
+    htx, = L.autograd.grad(gt.sum(), x)
+    return hxx.detach().numpy(), htx.detach().numpy()
+
+
+BCE_LOGITS_CASES = [(None, None), ([2.0, 2.0, 2.0], None), ([2.0, 0.5, 3.0], [1.0, 2.0, 3.0])]
+
+
+@pytest.mark.parametrize("pos_weight,weight", BCE_LOGITS_CASES)
+def test_bce_with_logits_second_derivatives_at_a_zero_logit(pos_weight, weight):
+    """The graph VJP used to rebuild log sigmoid as where(x < 0, x, 0) - log1p(exp(-|x|)),
+    whose derivative at x = 0 is 0 instead of 1/2; checked against differences of the first
+    derivatives (the compiled VJP) and PyTorch's values."""
+    x0, t0 = np.zeros(3), np.array([0.0, 1.0, 0.5])
+    hxx, htx = bce_logits_derivatives(tg, x0, t0, pos_weight, weight)
+    pw = np.ones(3) if pos_weight is None else np.array(pos_weight)
+    w = np.ones(3) if weight is None else np.array(weight)
+    # d/dx (sigmoid(x) (pw t + 1 - t) - pw t) w = s (1 - s) (pw t + 1 - t) w;  s = 1/2
+    np.testing.assert_allclose(hxx, 0.25 * (pw * t0 + 1 - t0) * w, rtol=1e-14)
+    # d/dx (log sigmoid(-x) - pw log sigmoid(x)) w = (-s - pw (1 - s)) w
+    np.testing.assert_allclose(htx, (-0.5 - 0.5 * pw) * w, rtol=1e-14)
+
+    def first(xv):
+        x = tg.tensor(xv, dtype=tg.float64, requires_grad=True)
+        t = tg.tensor(t0, dtype=tg.float64, requires_grad=True)
+        kw = {k: tg.tensor(v, dtype=tg.float64) for k, v in
+              (("pos_weight", pos_weight), ("weight", weight)) if v is not None}
+        loss = F.binary_cross_entropy_with_logits(x, t, reduction="sum", **kw)
+        return [g.numpy().sum() for g in tg.autograd.grad(loss, [x, t])]
+    h = 1e-6
+    for i in range(3):
+        e = np.zeros(3)
+        e[i] = h
+        up, down = first(x0 + e), first(x0 - e)
+        np.testing.assert_allclose((up[0] - down[0]) / (2 * h), hxx[i], rtol=1e-6)
+        np.testing.assert_allclose((up[1] - down[1]) / (2 * h), htx[i], rtol=1e-6)
+
+
+@pytest.mark.parametrize("pos_weight,weight", BCE_LOGITS_CASES)
+def test_bce_with_logits_second_derivatives_match_torch(torch, pos_weight, weight):
+    for x0 in ([0.0, 0.0, 0.0], [-0.0, 1e-300, -1e-300], [-40.0, 0.0, 45.0], [-800.0, 3.0, 800.0]):
+        t0 = [0.0, 1.0, 0.5]
+        mine = bce_logits_derivatives(tg, x0, t0, pos_weight, weight)
+        theirs = bce_logits_derivatives(torch, x0, t0, pos_weight, weight)
+        for m, t in zip(mine, theirs):
+            np.testing.assert_allclose(m, t, rtol=1e-12, atol=1e-300)
+
+
+ACTIVATION_SECOND_ORDER = {
+    "silu": lambda L, x: L.nn.functional.silu(x),
+    "gelu tanh": lambda L, x: L.nn.functional.gelu(x, approximate="tanh"),
+}
+LARGE_NEGATIVE = [-1000.0, -800.0, -89.0, -90.0, -30.0, -12.0, -11.0, -5.0, 0.0, 3.0, 800.0]
+
+
+def activation_second_derivative(L, f, dtype):
+    x = L.tensor(LARGE_NEGATIVE, dtype=dtype, requires_grad=True)
+    g, = L.autograd.grad(f(L, x).sum(), x, create_graph=True)
+    return L.autograd.grad(g.sum(), x)[0].detach().numpy()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ACTIVATION_SECOND_ORDER)
+def test_activation_second_derivatives_stay_finite_for_large_negative_inputs(name, dtype):
+    """1 / (exp(-x) + 1) overflowed to 1/inf in the recorded graph VJP, and its derivative was
+    0 * inf = NaN; now sigmoid's own derivative s (1 - s) is used."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h = activation_second_derivative(tg, ACTIVATION_SECOND_ORDER[name], getattr(tg, dtype))
+    assert np.isfinite(h).all()
+    assert np.all(np.abs(h[:2]) == 0)                   # -1000, -800: exactly 0, as PyTorch
+    x = np.array(LARGE_NEGATIVE)
+    if name == "silu":                                  # s (2 + x (1 - 2 s)) (1 - s)
+        s = np.exp(-np.logaddexp(0, -x))
+        expect = s * (1 - s) * (2 + x * (1 - 2 * s))
+        np.testing.assert_allclose(h, expect, rtol=1e-4 if dtype == "float32" else 1e-10,
+                                   atol=1e-30)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ACTIVATION_SECOND_ORDER)
+def test_activation_second_derivatives_match_torch(torch, name, dtype):
+    f = ACTIVATION_SECOND_ORDER[name]
+    mine = activation_second_derivative(tg, f, getattr(tg, dtype))
+    theirs = activation_second_derivative(torch, f, getattr(torch, dtype))
+    assert np.isfinite(mine).all() and np.isfinite(theirs).all()
+    # (formulas differ in rounding: PyTorch's float32 gelu-tanh is itself ~3e-7 off at x = -5)
+    np.testing.assert_allclose(mine, theirs, rtol=1e-5 if dtype == "float32" else 1e-10,
+                               atol=1e-6 if dtype == "float32" else 1e-15)

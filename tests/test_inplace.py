@@ -135,3 +135,103 @@ def test_inplace_through_a_view_of_a_tensor_requiring_grad_is_refused():
     with pytest.raises(RuntimeError, match="view of a tensor that requires grad"):
         y.t()[0].mul_(2) if False else y[1:].mul_(2)
     assert y.detach().tolist() == [2.0, 4.0, 6.0]
+
+
+# Every op whose backward reads an input's or its output's storage version-checks it: an in-place
+# write between forward and backward raises (PyTorch raises for each of these too).  Entries:
+# (name, f(x, y) -> output, which tensor is then modified: "x", "y" (inputs) or "out").
+F = tg.nn.functional
+_X = [[0.7, 1.3, 2.1], [0.4, 1.9, 0.9]]
+_Y = [[1.1, 0.6, 1.7], [0.8, 0.5, 1.4]]
+SAVED_STORAGE_CASES = [
+    ("sigmoid", lambda x, y: x.sigmoid(), "out"), ("sqrt", lambda x, y: x.sqrt(), "out"),
+    ("rsqrt", lambda x, y: x.rsqrt(), "out"), ("reciprocal", lambda x, y: x.reciprocal(), "out"),
+    ("expm1", lambda x, y: x.expm1(), "out"), ("exp", lambda x, y: x.exp(), "out"),
+    ("tanh", lambda x, y: x.tanh(), "out"), ("relu", lambda x, y: x.relu(), "out"),
+    ("softmax", lambda x, y: x.softmax(1), "out"),
+    ("log_softmax", lambda x, y: x.log_softmax(1), "out"),
+    ("log", lambda x, y: x.log(), "x"), ("log1p", lambda x, y: x.log1p(), "x"),
+    ("abs", lambda x, y: x.abs(), "x"), ("sin", lambda x, y: x.sin(), "x"),
+    ("cos", lambda x, y: x.cos(), "x"), ("erf", lambda x, y: tg.erf(x), "x"),
+    ("leaky_relu", lambda x, y: F.leaky_relu(x, 0.1), "x"), ("elu", lambda x, y: F.elu(x), "x"),
+    ("softplus", lambda x, y: F.softplus(x), "x"), ("silu", lambda x, y: F.silu(x), "x"),
+    ("gelu", lambda x, y: F.gelu(x), "x"),
+    ("gelu_tanh", lambda x, y: F.gelu(x, approximate="tanh"), "x"),
+    ("clamp", lambda x, y: x.clamp(0.5, 1.5), "x"),
+    ("clamp_tensor", lambda x, y: tg.clamp(x, min=y), "x"),
+    ("clamp_tensor_bound", lambda x, y: tg.clamp(x, min=y), "y"),
+    ("maximum", lambda x, y: tg.maximum(x, y), "x"),
+    ("maximum_other", lambda x, y: tg.maximum(x, y), "y"),
+    ("minimum", lambda x, y: tg.minimum(x, y), "y"),
+    ("mul", lambda x, y: x * y, "y"), ("pow", lambda x, y: x ** y, "out"),
+    ("matmul", lambda x, y: x @ y.t(), "x"), ("matmul_other", lambda x, y: x @ y.t(), "y"),
+    ("mm", lambda x, y: tg.mm(x, y.t()), "y"), ("linear", lambda x, y: F.linear(x, y), "y"),
+    ("bmm", lambda x, y: tg.bmm(x.unsqueeze(0), y.t().unsqueeze(0)), "x"),
+    ("dot", lambda x, y: tg.dot(x[0], y[0]), "x"),
+    ("outer", lambda x, y: tg.outer(x[0], y[0]), "y"),
+    ("prod", lambda x, y: x.prod(), "x"), ("prod_out", lambda x, y: x.prod(), "out"),
+    ("prod_dim_out", lambda x, y: x.prod(1), "out"),
+    ("max", lambda x, y: x.max(), "x"), ("max_out", lambda x, y: x.max(), "out"),
+    ("amax_out", lambda x, y: x.amax(1), "out"), ("min", lambda x, y: x.min(), "x"),
+    ("norm", lambda x, y: x.norm(), "x"), ("norm_out", lambda x, y: x.norm(), "out"),
+    ("std_out", lambda x, y: x.std(), "out"),
+    ("logsumexp", lambda x, y: x.logsumexp(1), "x"),
+    ("logsumexp_out", lambda x, y: x.logsumexp(1), "out"),
+    ("bce", lambda x, y: F.binary_cross_entropy(x.sigmoid(), y), "y"),
+    ("bce_logits", lambda x, y: F.binary_cross_entropy_with_logits(x, y), "x"),
+    ("bce_logits_target", lambda x, y: F.binary_cross_entropy_with_logits(x, y), "y"),
+    ("cross_entropy_probs", lambda x, y: F.cross_entropy(x, y), "y"),
+    ("layer_norm_weight", lambda x, y: F.layer_norm(x, (3,), y[0], y[1]), "y"),
+]
+
+
+def _modify_saved_then_grad(f, target, create_graph):
+    x = tg.tensor(_X, dtype=F64, requires_grad=True)
+    y = tg.tensor(_Y, dtype=F64, requires_grad=True)
+    out = f(x, y)
+    with tg.no_grad():
+        {"x": x, "y": y, "out": out}[target].add_(0.25)
+    tg.autograd.grad(out.sum(), [x, y], allow_unused=True, create_graph=create_graph)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("name,f,target", SAVED_STORAGE_CASES,
+                         ids=[c[0] for c in SAVED_STORAGE_CASES])
+def test_inplace_write_to_a_saved_input_or_output_raises(name, f, target, create_graph):
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _modify_saved_then_grad(f, target, create_graph)
+
+
+def test_inplace_write_to_saved_masks_weights_and_indices_raises():
+    x = tg.tensor(_X, dtype=F64, requires_grad=True)
+    for make in (lambda m: x.masked_fill(m, 0.0), lambda m: x.masked_select(m),
+                 lambda m: tg.where(m, x, 0.0)):
+        m = tg.tensor([[True, False, True], [False, True, False]])
+        out = make(m)
+        m.copy_(~m)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+    values, indices = x.max(1)
+    indices.zero_()                # max(dim)'s backward scatters through these indices
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        values.sum().backward()
+    w = tg.tensor([1.0, 2.0, 3.0], dtype=F64)
+    loss = F.binary_cross_entropy_with_logits(x, tg.ones(2, 3, dtype=F64), weight=w)
+    w.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_inplace_write_to_weights_read_from_aux_keeps_the_gradient():
+    def grads(modify):
+        x = tg.tensor(_X, dtype=F64, requires_grad=True)
+        pw = tg.tensor([2.0, 1.0, 3.0], dtype=F64)
+        cw = tg.tensor([0.5, 1.0, 2.0], dtype=F64)
+        losses = [F.binary_cross_entropy_with_logits(x, tg.ones(2, 3, dtype=F64), pos_weight=pw),
+                  F.cross_entropy(x, tg.tensor([0, 2]), weight=cw, label_smoothing=0.1)]
+        if modify:
+            pw.mul_(3)
+            cw.mul_(3)
+        total = sum(losses)
+        return tg.autograd.grad(total, x)[0].numpy()
+    np.testing.assert_allclose(grads(True), grads(False))

@@ -393,9 +393,17 @@ cdef object gv_softplus(Py_ssize_t i, Record* r, object G, char* want):
         V = g_mul(G, g_div(E, g_add(E, 1)))
     return g_where(lin, G, V)
 
+cdef object sigmoid_of(object Z):
+    """sigmoid(Z) with the values of the compiled kernels' 1 / (exp(-z) + 1) and the derivatives
+    of the recorded sigmoid op: s (1 - s) stays finite where exp(-z) overflows (a recorded
+    1 / (exp(-z) + 1) would give 0 * inf = NaN there)."""
+    cdef TensorBase Zd = wrap((<TensorBase>Z)._array)  # no graph: the values only
+    V = binary_op(OP_DIV, 1, g_add(unary_op(OP_EXP, <TensorBase>g_neg(Zd)), 1))
+    return exact((<TensorBase>V)._array, sigmoid(<TensorBase>Z))
+
 cdef object gv_silu(Py_ssize_t i, Record* r, object G, char* want):
     X = in_value(r, 0, saved_value(r, 0))
-    S = binary_op(OP_DIV, 1, g_add(unary_op(OP_EXP, <TensorBase>g_neg(X)), 1))
+    S = sigmoid_of(X)
     return g_mul(g_mul(G, S), g_add(g_mul(X, binary_op(OP_RSUB, 1, S)), 1))
 
 cdef double SQRT1_2 = 0.70710678118654752440
@@ -409,8 +417,8 @@ cdef object gv_gelu(Py_ssize_t i, Record* r, object G, char* want):
                   unary_op(OP_EXP, <TensorBase>g_mul(g_mul(X, -0.5), X)))
         return g_mul(G, g_add(P, Q))
     # tanh form: s = sigmoid(2u), d/dx [x s] = s + 2 x s (1 - s) u'
-    U = g_mul(g_add(X, g_mul(g_mul(g_mul(X, X), X), GELU_KAPPA)), -2 * GELU_BETA)
-    S = binary_op(OP_DIV, 1, g_add(unary_op(OP_EXP, <TensorBase>U), 1))
+    U = g_mul(g_add(X, g_mul(g_mul(g_mul(X, X), X), GELU_KAPPA)), 2 * GELU_BETA)
+    S = sigmoid_of(U)
     T = g_mul(g_mul(g_mul(g_mul(X, 2), S), binary_op(OP_RSUB, 1, S)),
               g_mul(g_add(g_mul(g_mul(X, X), 3 * GELU_KAPPA), 1), GELU_BETA))
     return g_mul(G, g_add(S, T))
@@ -996,14 +1004,16 @@ cdef object gv_bce_logits(Py_ssize_t i, Record* r, object G, char* want):
         GS = g_mul(wrap(nd(w)), GS)
     X = t_cast(in_value(r, 0, x if xd is None else x.astype(xd)), x.dtype)
     T = t_cast(in_value(r, 1, t if td is None else t.astype(td)), t.dtype)
-    # the compiled VJP's numpy values, with the derivatives of the same recorded formulas
+    # the compiled VJP's numpy values (exact()), with the derivatives of recorded ops
     l1p_v = np.log1p(np.exp(np.negative(np.abs(x))))
     ls_v = np.minimum(x, 0) - l1p_v
-    l1p = exact(l1p_v, log1p(unary_op(OP_EXP, <TensorBase>g_neg(abs_(X)))))
-    ls = exact(ls_v, g_sub(g_where(np.logical_or(x < 0, np.isnan(x)), X, 0), l1p))  # log sigmoid
+    # log sigmoid(x) = -softplus(-x) and log sigmoid(-x) = -softplus(x): derivatives sigmoid(-x)
+    # and -sigmoid(x), right at x = 0 too (a rebuilt min(x, 0) - log1p(exp(-|x|)) has derivative
+    # 0 there).  The threshold only keeps exp() finite: beyond it sigmoid rounds to 1 anyway.
+    cdef double thr = 40.0 if x.dtype.itemsize >= 8 else 20.0
     gx = gt = None
     if want[0]:
-        sig = exact(np.exp(ls_v), unary_op(OP_EXP, <TensorBase>ls))
+        sig = exact(np.exp(ls_v), sigmoid(<TensorBase>X))
         if pw is None:
             gx = g_mul(g_sub(sig, T), GS)
         else:
@@ -1014,9 +1024,10 @@ cdef object gv_bce_logits(Py_ssize_t i, Record* r, object G, char* want):
         if pw is None:
             gt = g_mul(g_neg(X), GS)
         else:
-            nx = np.negative(x)
-            mn = g_where(np.logical_or(nx < 0, np.isnan(nx)), g_neg(X), 0)    # min(-x, 0)
-            gt = g_mul(g_sub(g_sub(mn, l1p), g_mul(ls, wrap(nd(pw)))), GS)
+            lsn = exact(np.minimum(np.negative(x), 0) - l1p_v,             # log sigmoid(-x)
+                        g_neg(softplus(<TensorBase>X, 1.0, thr)))
+            ls = exact(ls_v, g_neg(softplus(<TensorBase>g_neg(X), 1.0, thr)))  # log sigmoid(x)
+            gt = g_mul(g_sub(lsn, g_mul(ls, wrap(nd(pw)))), GS)
         gt = t_fit(gt, ts, td)
     return (gx, gt)
 

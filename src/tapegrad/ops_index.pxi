@@ -496,7 +496,7 @@ def masked_fill(TensorBase input, mask, value):
     cdef Record* r = record_from(OP_MASKED_FILL_T if tensor_value else OP_MASKED_FILL, res,
                                  (input, value) if tensor_value else (input,))
     if r != NULL:
-        keep(&r.saved[0], M if M.shape == out_shape else np.broadcast_to(M, out_shape))
+        save_value(r, 0, M if M.shape == out_shape else np.broadcast_to(M, out_shape), mask)
         keep(&r.aux, (A.shape, V.dtype if tensor_value else None))
     return res
 
@@ -528,7 +528,7 @@ def masked_select(TensorBase input, mask):
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_MASKED_SELECT, res, (input,))
     if r != NULL:
-        keep(&r.saved[0], Mb)
+        save_value(r, 0, Mb, mask)
         keep(&r.aux, (A.shape, A.dtype))
     return res
 

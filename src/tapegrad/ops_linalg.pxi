@@ -289,9 +289,9 @@ cdef TensorBase matmul_record(int op, object out, TensorBase a, TensorBase b, ob
     r = record_from(op, res, (a, b) if bias is None else (a, b, bias))
     if r != NULL:
         if needs_grad(r, 1):
-            keep(&r.saved[0], A)
+            save_value(r, 0, A, a)
         if needs_grad(r, 0):
-            keep(&r.saved[1], B)
+            save_value(r, 1, B, b)
         if bias is None:
             keep(&r.aux, (A.shape, B.shape, trans_b, None, None))
         else:
@@ -427,8 +427,8 @@ def outer(input, vec2):
     cdef TensorBase res = wrap(out)
     r = record_from(OP_OUTER, res, (a, b))
     if r != NULL:
-        keep(&r.saved[0], A)
-        keep(&r.saved[1], B)
+        save_value(r, 0, A, a)
+        save_value(r, 1, B, b)
         keep(&r.aux, (a._array.dtype, b._array.dtype))
     return res
 

@@ -173,7 +173,7 @@ cdef object nn_softmax_forward(TensorBase input, object dim, object dt, bint log
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_LOG_SOFTMAX if log else OP_SOFTMAX, res, (input,))
     if r != NULL:
-        keep(&r.saved[0], out)
+        keep_saved(r, 0, out, res)
         keep(&r.aux, (axis, input._array.dtype if input._array.dtype != out.dtype else None))
     return res
 
@@ -455,7 +455,9 @@ cdef object nn_ce_smooth(TensorBase logp, object target, object weight, object i
         keep(&r.saved[0], tc)
         keep(&r.saved[1], wv)
         keep(&r.saved[2], valid)
-        keep(&r.aux, (shape3, A.shape, red, total, ls, C, w))
+        # w (C class weights, read by the VJP) copied: a later in-place write to `weight`
+        # must not change this gradient
+        keep(&r.aux, (shape3, A.shape, red, total, ls, C, None if w is None else np.array(w)))
     return res
 
 
@@ -508,10 +510,10 @@ cdef object nn_ce_probs(TensorBase logp, TensorBase target, object weight, int r
     inputs = (logp, target) if weight is None else (logp, target, weight)
     cdef Record* r = record_from(op, res, inputs)
     if r != NULL:
-        keep(&r.saved[0], Pc)
-        keep(&r.saved[1], tgt)
+        save_value(r, 0, Pc, logp)
+        save_value(r, 1, tgt, target)
         if wb is not None:
-            keep(&r.saved[2], wb)
+            save_value(r, 2, wb, weight)
         keep(&r.aux, aux)
     return res
 
@@ -717,12 +719,14 @@ cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object 
     if r != NULL:
         keep(&r.saved[0], d)
         if w is not None:
-            keep(&r.saved[1], wc)
+            save_value(r, 1, wc, weight)
             if needs_grad(r, 2):
                 keep(&r.saved[2], f)
         keep(&r.aux, (kind, red, div, param, A.shape, A.dtype, B.shape, B.dtype,
                       w.shape if w is not None else None, w.dtype if w is not None else None,
-                      out))
+                      # the weighted mean's VJP reads the loss value: a copy, not the output's
+                      # storage (an in-place write to the output must not change the gradient)
+                      out if red != NN_RED_MEAN or w is None else np.array(out)))
     return res
 
 
@@ -870,8 +874,8 @@ def binary_cross_entropy(TensorBase input, target, weight=None, size_average=Non
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_BCE, res, (input, target))
     if r != NULL:
-        keep(&r.saved[0], A)
-        keep(&r.saved[1], T)
+        save_value(r, 0, A, input)
+        save_value(r, 1, T, target)
         if wc is not None:
             keep(&r.saved[2], wc)
         keep(&r.aux, (red, dt.type(A.size)))
@@ -910,7 +914,7 @@ def binary_cross_entropy_with_logits(TensorBase input, target, weight=None, size
         if bs != shape:
             raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
                                f"{list(bs)}")
-        pw = P.astype(dt, copy=False)
+        pw = P.astype(dt)               # a copy: the VJP reads it from aux, unversioned
     if weight is not None:
         nn_check_tensor(weight, "binary_cross_entropy_with_logits", "weight", 3)
         Wt = (<TensorBase>weight)._array
@@ -931,8 +935,10 @@ def binary_cross_entropy_with_logits(TensorBase input, target, weight=None, size
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_BCE_LOGITS, res, (input, target))
     if r != NULL:
-        keep(&r.saved[0], X)
-        keep(&r.saved[1], Tc)
+        save_value(r, 0, X, input)
+        save_value(r, 1, Tc, target)
+        if w is not None:               # read by the VJP from aux: version-checked here
+            save_value(r, 2, w, weight)
         keep(&r.aux, (w, pw, red, dt.type(L.size), A.shape, A.dtype if A.dtype != dt else None,
                       T.shape, T.dtype if T.dtype != dt else None))
     return res
@@ -1220,7 +1226,7 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
         keep(&r.saved[0], xhat)
         keep(&r.saved[1], rstd)
         if wc is not None:
-            keep(&r.saved[2], wc)
+            save_value(r, 2, wc, weight)
         keep(&r.aux, (A.shape, norm_shape, M, N, A.dtype, A.dtype, float(eps)))
     return res
 

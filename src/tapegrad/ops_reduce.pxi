@@ -280,8 +280,8 @@ def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None):
     cdef TensorBase res = wrap(out)
     r = record_from(OP_PROD if dim is None else OP_PROD_DIM, res, (input,))
     if r != NULL:
-        keep(&r.saved[0], A)
-        keep(&r.saved[1], outk)
+        save_value(r, 0, A, input)
+        keep_saved(r, 1, outk, res)
         keep(&r.aux, (A.shape, axes, bool(keepdim) and dim is not None,
                       axis if (dim is not None and ndim > 0) else -1, input._array.dtype))
     return res
@@ -402,8 +402,8 @@ cdef object extreme_dims(int op, TensorBase x, object dim, bint keepdim, str nam
     cdef TensorBase res = wrap(out)
     r = record_from(op, res, (x,))
     if r != NULL:
-        keep(&r.saved[0], A)
-        keep(&r.saved[1], outk)
+        save_value(r, 0, A, x)
+        keep_saved(r, 1, outk, res)
         keep(&r.aux, (shape, axes, keepdim))
     return res
 
@@ -434,12 +434,13 @@ cdef object extreme_along(int op, TensorBase x, int axis, bint keepdim, str name
         else:
             idx = idxk
     cdef TensorBase res = wrap(values)
+    cdef TensorBase indices = wrap(idx)
     r = record_from(op, res, (x,))
     if r != NULL:
-        keep(&r.saved[0], idxk)
+        keep_saved(r, 0, idxk, indices)           # the returned indices share its storage
         keep(&r.aux, (shape, axis, keepdim, A.dtype))
     cls = return_types.max if op == OP_MAX_DIM else return_types.min
-    return cls((res, wrap(idx)))
+    return cls((res, indices))
 
 
 cdef object max_min(bint is_max, TensorBase input, object dim, object keepdim):
@@ -589,7 +590,7 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
     if r != NULL:
         keep(&r.saved[0], centered)
         if is_std:
-            keep(&r.saved[1], outk)
+            keep_saved(r, 1, outk, res)
         keep(&r.aux, (A.shape, axes, kd))
         r.scalar = dof
     return res
@@ -641,8 +642,8 @@ def logsumexp(TensorBase input, dim, keepdim=False):
     cdef TensorBase res = wrap(out)
     r = record_from(OP_LOGSUMEXP, res, (input,))
     if r != NULL:
-        keep(&r.saved[0], A)
-        keep(&r.saved[1], outk)
+        save_value(r, 0, A, input)
+        keep_saved(r, 1, outk, res)
         keep(&r.aux, (A.shape, axes, kd))
     return res
 
@@ -738,8 +739,8 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     cdef TensorBase res = wrap(out)
     r = record_from(OP_NORM, res, (input,))
     if r != NULL:
-        keep(&r.saved[0], A)
-        keep(&r.saved[1], outk)
+        save_value(r, 0, A, input)
+        keep_saved(r, 1, outk, res)
         keep(&r.aux, (A.shape, axes, kd))
         r.scalar = pv
     return res

@@ -255,7 +255,10 @@ cdef object math_op(int op, int kop, TensorBase x, bint save_output):
     cdef TensorBase res = wrap(out)
     r = record1(op, res, x)
     if r != NULL and op != OP_SIGN:
-        keep(&r.saved[0], out if save_output else A)
+        if save_output:
+            keep_saved(r, 0, out, res)
+        else:
+            save_value(r, 0, A, x)
     return res
 
 
@@ -411,7 +414,7 @@ def leaky_relu(TensorBase input, negative_slope=0.01, bint inplace=False):
     cdef TensorBase res = wrap(out)
     r = record1(OP_LEAKY_RELU, res, input)
     if r != NULL:
-        keep(&r.saved[0], A)
+        save_value(r, 0, A, input)
         r.scalar = slope
     return res
 
@@ -436,7 +439,7 @@ def elu(TensorBase input, alpha=1.0, bint inplace=False):
     cdef TensorBase res = wrap(out)
     r = record1(OP_ELU, res, input)
     if r != NULL:
-        keep(&r.saved[0], A)
+        save_value(r, 0, A, input)
         r.scalar = a
     return res
 
@@ -456,7 +459,7 @@ def softplus(TensorBase input, beta=1.0, threshold=20.0):
     cdef TensorBase res = wrap(out)
     r = record1(OP_SOFTPLUS, res, input)
     if r != NULL:
-        keep(&r.saved[0], A)
+        save_value(r, 0, A, input)
         keep(&r.aux, (b, t))
     return res
 
@@ -473,7 +476,7 @@ def silu(TensorBase input, bint inplace=False):
     cdef TensorBase res = wrap(out)
     r = record1(OP_SILU, res, input)
     if r != NULL:
-        keep(&r.saved[0], A)
+        save_value(r, 0, A, input)
     return res
 
 
@@ -488,7 +491,7 @@ def gelu(TensorBase input, *, str approximate="none"):
     cdef TensorBase res = wrap(out)
     r = record1(OP_GELU, res, input)
     if r != NULL:
-        keep(&r.saved[0], A)
+        save_value(r, 0, A, input)
         r.scalar = 1 if tanh_form else 0
     return res
 
@@ -633,7 +636,7 @@ cdef object clamp_op(TensorBase input, object lo, object hi, int variant):
         OP_CLAMP_MAX if variant == CLAMP_MAX_ONLY else OP_CLAMP)
     r = record1(op, res, input)
     if r != NULL:
-        keep(&r.saved[0], X)
+        save_value(r, 0, X, input)
         keep(&r.aux, (lo, hi))
     return res
 
@@ -660,11 +663,11 @@ cdef object clamp_tensor(TensorBase input, object lo, object hi, int variant):
         OP_CLAMP_MAX_T if variant == CLAMP_MAX_ONLY else OP_CLAMP_T)
     r = record_from(op, res, (input, lo, hi))
     if r != NULL:
-        keep(&r.saved[0], X)
+        save_value(r, 0, X, input)
         if L is not None:
-            keep(&r.saved[1], L)
+            save_value(r, 1, L, lo)
         if H is not None:
-            keep(&r.saved[2], H)
+            save_value(r, 2, H, hi)
         keep(&r.aux, (A.shape, A.dtype,
                       (<TensorBase>lo)._array.shape if L is not None else None,
                       (<TensorBase>lo)._array.dtype if L is not None else None,
@@ -733,8 +736,8 @@ cdef object maximum_op(int op, TensorBase input, object other):
     cdef TensorBase res = wrap(out)
     r = record_from(op, res, (input, other))
     if r != NULL:
-        keep(&r.saved[0], A)
-        keep(&r.saved[1], B)
+        save_value(r, 0, A, input)
+        save_value(r, 1, B, other)
         oshape = out.shape
         keep(&r.aux, (sa if sa != oshape else None,
                       input._array.dtype if input._array.dtype != dt else None,
@@ -813,7 +816,7 @@ def where(condition, input=None, other=None):
     cdef TensorBase res = wrap(out)
     r = record_from(OP_WHERE, res, (x, y))
     if r != NULL:
-        keep(&r.saved[0], C)
+        save_value(r, 0, C, condition)
         keep(&r.aux, (sx if sx != shape else None,
                       (<TensorBase>x)._array.dtype
                       if isinstance(x, TensorBase) and (<TensorBase>x)._array.dtype != dt else None,

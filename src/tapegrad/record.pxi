@@ -39,6 +39,26 @@ cdef inline void keep(PyObject** slot, object value) noexcept:
     slot[0] = <PyObject*>value
 
 
+cdef int save_value(Record* r, int j, object value, object owner) except -1:
+    """Save `value`, an array the VJP reads, derived from tensor `owner` (an input or the output):
+    version-checked when it lives in owner's storage (the array itself or a numpy view of it),
+    so an in-place write before backward raises instead of giving a wrong gradient.  A promoted
+    copy, or a value of a non-tensor operand, cannot be overwritten by anyone else."""
+    cdef PyObject* b
+    cdef PyObject* ob
+    if isinstance(owner, TensorBase) and cnp.PyArray_Check(value):
+        arr = (<TensorBase>owner)._array
+        if value is arr:
+            return keep_saved(r, j, value, <TensorBase>owner)
+        b = cnp.PyArray_BASE(<cnp.ndarray>value)
+        if b != NULL:
+            ob = cnp.PyArray_BASE(<cnp.ndarray>arr)
+            if b == <PyObject*>arr or (ob != NULL and b == ob):
+                return keep_saved(r, j, value, <TensorBase>owner)
+    keep(&r.saved[j], value)
+    return 0
+
+
 cdef Record* record_from(int op, TensorBase result, tuple inputs) except? NULL:
     """Record `result = op(*inputs)` when grad mode is on and some tensor input requires grad.
 
