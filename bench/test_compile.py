@@ -9,6 +9,8 @@ PyTorch eager):
            per op, PyTorch eager ~6.5 us per op)
   poly     the polynomial fit iteration of test_training.py (forward + backward compiled, the
            manual SGD update outside), 2,000 points, float32
+  mlp      the MLP 784-256-10 SGD step of test_training.py (model + loss compiled, zero_grad and
+           the optimizer step outside), batch 64, float32; numpy = the hand-written step
 
 Each benchmark first checks that the replayed values and gradients equal the eager ones.
 """
@@ -111,3 +113,36 @@ def test_poly_torch(benchmark, torch):
     params = B.lib_poly_params(torch, coeffs)
     benchmark(poly_iteration, torch, B.lib_poly_forward, params, torch.from_numpy(x),
               torch.from_numpy(y))
+
+
+MLP_GROUP = "compile: MLP 784-256-10 SGD step, batch 64, float32"
+
+
+@pytest.mark.parametrize("kind", ["total", "replay", "numpy"])
+def test_mlp(benchmark, kind):
+    describe(benchmark, MLP_GROUP, "compile mlp step", kind)
+    params, x, y = B.mlp_problem()
+    if kind == "numpy":
+        p = {k: v.copy() for k, v in params.items()}
+        benchmark(B.numpy_mlp_step, p, x, y)
+        return
+    model, loss_fn, opt = B.lib_mlp(tg, params)
+    forward = (lambda x, y: loss_fn(model(x), y))
+    compiled = tg.compile(forward)
+    tx, ty = tg.from_numpy(x), tg.from_numpy(y)
+    fn = compiled if kind == "replay" else forward
+    for _ in range(2):
+        opt.zero_grad()
+        fn(tx, ty).backward()
+        opt.step()
+    if kind == "replay":
+        assert compiled.stats["replays"] == 1, compiled.explain()
+
+    def step():
+        opt.zero_grad()
+        loss = fn(tx, ty)
+        loss.backward()
+        opt.step()
+        return loss
+
+    benchmark(step)
