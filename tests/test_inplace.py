@@ -235,3 +235,26 @@ def test_inplace_write_to_weights_read_from_aux_keeps_the_gradient():
         total = sum(losses)
         return tg.autograd.grad(total, x)[0].numpy()
     np.testing.assert_allclose(grads(True), grads(False))
+
+
+@pytest.mark.parametrize("key", ["tensor", "tensor pair", "bool mask"])
+def test_inplace_write_to_an_index_tensor_keeps_the_gradient(key):
+    """Advanced indexing saves a copy of its index arrays: writing to the index tensor after the
+    forward does not move the gradient (PyTorch raises instead; either way no wrong gradient)."""
+    x = tg.arange(6.0, requires_grad=True)
+    if key == "tensor":
+        idx = tg.tensor([0, 1, 1])
+        y = x[idx]
+    elif key == "tensor pair":
+        x2 = x.reshape(2, 3)
+        idx = tg.tensor([0, 1])
+        y = x2[idx, idx]
+    else:
+        idx = tg.tensor([True, False, True, False, False, True])
+        y = x[idx]
+    want = np.zeros(6)
+    np.add.at(want, {"tensor": [0, 1, 1], "tensor pair": [0, 4], "bool mask": [0, 2, 5]}[key], 1)
+    with tg.no_grad():
+        idx.zero_()
+    (y * 1.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), want)

@@ -312,8 +312,10 @@ cdef object index_op(TensorBase x, object key):
         keep(&r.aux, aux)
         if advanced:
             # Saved (not aux): freed by backward, so a second backward raises, as PyTorch's
-            # IndexBackward0 does.
-            keep(&r.saved[0], tkey2)
+            # IndexBackward0 does.  Copies: an index tensor written in place before backward
+            # must not change where the gradient goes.
+            keep(&r.saved[0], tuple([np.array(part, copy=True) if cnp.PyArray_Check(part)
+                                     else part for part in tkey2]))
     return res
 
 
