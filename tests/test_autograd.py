@@ -2299,3 +2299,19 @@ def test_activation_second_derivatives_match_torch(torch, name, dtype):
     # (formulas differ in rounding: PyTorch's float32 gelu-tanh is itself ~3e-7 off at x = -5)
     np.testing.assert_allclose(mine, theirs, rtol=1e-5 if dtype == "float32" else 1e-10,
                                atol=1e-6 if dtype == "float32" else 1e-15)
+
+
+def test_prod_second_derivative_with_a_zero_is_linear_in_memory():
+    """prod's graph VJP with zeros records running products (O(n log n)), not an n x n matrix:
+    20,000 elements with one zero, second derivative against its closed form."""
+    rng = np.random.default_rng(11)
+    a = rng.uniform(0.999, 1.001, 20000)
+    a[123] = 0.0
+    x = tg.tensor(a, requires_grad=True)
+    g, = tg.autograd.grad(x.prod(), x, create_graph=True)
+    h, = tg.autograd.grad(g.sum(), x)
+    nz = np.delete(a, 123)
+    p_nz = np.prod(nz)
+    want = p_nz / np.where(a == 0, 1.0, a)
+    want[123] = np.sum(p_nz / nz)
+    np.testing.assert_allclose(h.numpy(), want, rtol=1e-9)

@@ -470,22 +470,48 @@ cdef object gv_select_dim(Py_ssize_t i, Record* r, object G, char* want):
     mask = np.equal(np.arange(shape[axis]).reshape(ar_shape), idxk)
     return t_cast(g_where(mask, Gk, 0), dt)
 
+cdef object running_products(object X, bint from_left):
+    """Inclusive running products of X along its last dim (from the left, or from the right),
+    recorded: Hillis-Steele doubling, log2(n) steps of n elements each."""
+    cdef Py_ssize_t n = X.shape[len(X.shape) - 1], s = 1
+    E = Ellipsis
+    P = X
+    while s < n:
+        head = index_op(<TensorBase>P, (E, slice(0, n - s)))
+        tail = index_op(<TensorBase>P, (E, slice(s, n)))
+        if from_left:
+            P = cat([index_op(<TensorBase>P, (E, slice(0, s))), g_mul(tail, head)], -1)
+        else:
+            P = cat([g_mul(head, tail), index_op(<TensorBase>P, (E, slice(n - s, n)))], -1)
+        s *= 2
+    return P
+
+
+cdef object others_product_last(object X):
+    """For each element of X along its last dim, the product of the others there, recorded in
+    O(n log n): the running product from the left (shifted by one) times the one from the right
+    (shifted by one); valid with any number of zeros, to any order."""
+    shape = tuple(X.shape)
+    cdef Py_ssize_t n = shape[len(shape) - 1]
+    ones = wrap(np.ones(shape[:len(shape) - 1] + (1,), dtype=(<TensorBase>X)._array.dtype))
+    if n == 1:
+        return ones
+    E = Ellipsis
+    left = cat([ones, index_op(<TensorBase>running_products(X, True), (E, slice(0, n - 1)))], -1)
+    right = cat([index_op(<TensorBase>running_products(X, False), (E, slice(1, n))), ones], -1)
+    return g_mul(left, right)
+
+
 cdef object others_product(object X, int axis):
     """For each element of X (along `axis`, or over all elements when axis < 0), the product of
-    the other elements, recorded: prod over a copy with that element replaced by 1."""
+    the other elements, recorded (others_product_last along the last dim)."""
     shape = tuple(X.shape)
     if axis < 0:
         Xf = reshape_to(<TensorBase>X, (1, int(np.prod(shape, dtype=np.int64))))
-        n = Xf.shape[1]
-        M = where(wrap(np.eye(n, dtype=bool)), 1, expand(Xf, (n, n)))
-        return reshape_to(<TensorBase>prod(M, 1), shape)
+        return reshape_to(<TensorBase>others_product_last(Xf), shape)
     cdef Py_ssize_t last = len(shape) - 1
     Xt = transpose(<TensorBase>X, axis, last) if axis != last else X
-    n = shape[axis]
-    tshape = tuple(Xt.shape)
-    Xe = expand(unsqueeze(<TensorBase>Xt, -2), tshape[:last] + (n, n))
-    M = where(wrap(np.eye(n, dtype=bool)), 1, Xe)
-    P = prod(M, -1)
+    P = others_product_last(Xt)
     return transpose(<TensorBase>P, axis, last) if axis != last else P
 
 cdef object gv_prod(Py_ssize_t i, Record* r, object G, char* want):
