@@ -159,30 +159,51 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
     return res
 
 
+def _run_function(func, inputs, strict, name):
+    """func(*inputs) as (is_outputs_tuple, outputs), checked as PyTorch's functional API does."""
+    is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function",
+                                          name)
+    _check_requires_grad(outputs, "outputs", strict=strict)
+    return is_outputs_tuple, outputs
+
+
+def _prepare_v(v, create_graph, against, is_against_tuple, name, none_message):
+    """v as a checked tuple matching `against`, or None where that is allowed."""
+    if v is not None:
+        _, v = _as_tuple(v, "v", name)
+        v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+        _validate_v(v, against, is_against_tuple)
+    elif len(against) != 1 or against[0].numel() != 1:
+        raise RuntimeError(none_message)
+    return v
+
+
+def _results(outputs, is_outputs_tuple, result, is_result_tuple, create_graph):
+    """The (outputs, result) pair every product returns, detached unless create_graph."""
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return (_tuple_postprocess(outputs, is_outputs_tuple),
+            _tuple_postprocess(result, is_result_tuple))
+
+
+_V_NONE_OUTPUT = ("The vector v can only be None if the user-provided function returns a single "
+                  "Tensor with a single element.")
+_V_NONE_INPUT = ("The vector v can only be None if the input to the user-provided function is a "
+                 "single Tensor with a single element.")
+
+
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(*inputs), v^T J): the vector-Jacobian product of func at inputs.  v may be omitted
     when func returns a single one-element tensor."""
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "vjp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "vjp")
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, outputs, is_outputs_tuple)
-        elif len(outputs) != 1 or outputs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the user-provided function "
-                               "returns a single Tensor with a single element.")
+        is_outputs_tuple, outputs = _run_function(func, inputs, strict, "vjp")
+        v = _prepare_v(v, create_graph, outputs, is_outputs_tuple, "vjp", _V_NONE_OUTPUT)
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    return _results(outputs, is_outputs_tuple, result, is_inputs_tuple, create_graph)
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
@@ -207,10 +228,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "jacobian")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_outputs_tuple, outputs = _run_function(func, inputs, strict, "jacobian")
         jac = ()
         for i, out in enumerate(outputs):
             per_input = tuple([] for _ in inputs)
@@ -255,27 +273,15 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "jvp")
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
-        elif len(inputs) != 1 or inputs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the input to the user-provided "
-                               "function is a single Tensor with a single element.")
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "jvp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        v = _prepare_v(v, create_graph, inputs, is_inputs_tuple, "jvp", _V_NONE_INPUT)
+        is_outputs_tuple, outputs = _run_function(func, inputs, strict, "jvp")
         grad_outputs = tuple(_zeros_like(out, requires_grad=True) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_outputs_tuple))
+    return _results(outputs, is_outputs_tuple, result, is_outputs_tuple, create_graph)
 
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
@@ -319,16 +325,8 @@ def _scalar_function_gradient(func, inputs, v, create_graph, strict, name):
     Returns (is_inputs_tuple, inputs, v, outputs, is_outputs_tuple, jac)."""
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", name)
     inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-    if v is not None:
-        _, v = _as_tuple(v, "v", name)
-        v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-        _validate_v(v, inputs, is_inputs_tuple)
-    elif len(inputs) != 1 or inputs[0].numel() != 1:
-        raise RuntimeError("The vector v can only be None if the input to the user-provided "
-                           "function is a single Tensor with a single element.")
-    outputs = func(*inputs)
-    is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", name)
-    _check_requires_grad(outputs, "outputs", strict=strict)
+    v = _prepare_v(v, create_graph, inputs, is_inputs_tuple, name, _V_NONE_INPUT)
+    is_outputs_tuple, outputs = _run_function(func, inputs, strict, name)
     _single_scalar_output(outputs, is_outputs_tuple, name)
     jac = _autograd_grad(outputs, inputs, create_graph=True)
     _check_requires_grad(jac, "jacobian", strict=strict)
@@ -343,10 +341,7 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    return _results(outputs, is_outputs_tuple, result, is_inputs_tuple, create_graph)
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -360,7 +355,4 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    return _results(outputs, is_outputs_tuple, result, is_inputs_tuple, create_graph)
