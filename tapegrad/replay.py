@@ -64,11 +64,10 @@ class _Plan:
         self.reason = reason            # None: replayable
         self.sources = []               # external slot -> index into the flat arguments, or tensor
         self.ext_meta = []              # external slot -> (shape, dtype number, requires_grad)
-        self.guards = []                # (output position or -1, slot, kind, value)
-        self.output_slots = []
+        self.guards = []                # (slot, kind, value) of the values Python read
+        self.output_map = []            # fn's tensor outputs: Program output j, or ~external
         self.saved_ext = []             # externals whose values the backward reads
         self.structure = None           # how to rebuild fn's return value
-        self.grad = False
 
     # -- replay --------------------------------------------------------------------------------
     def externals(self, flat):
@@ -140,9 +139,9 @@ class CompiledFunction:
                 raise GuardFailure(f"tapegrad.compile({getattr(self.fn, '__name__', self.fn)}): "
                                    "a guard failed (a closure tensor changed shape, dtype or "
                                    "requires_grad, or a value the function branched on changed)")
-        return self._capture(key, args, kwargs)
+        return self._capture(key, flat, args, kwargs)
 
-    def _capture(self, key, args, kwargs):
+    def _capture(self, key, flat, args, kwargs):
         capture = _core._capture_begin()
         try:
             result = self.fn(*args, **kwargs)
@@ -152,7 +151,7 @@ class CompiledFunction:
         if key is not None:
             if len(self._plans) >= self.cache_size:
                 self._plans.pop(next(iter(self._plans)))
-            self._plans[key] = _build_plan(capture, args, kwargs, result)
+            self._plans[key] = _build_plan(capture, flat, result)
         return result
 
 
@@ -165,13 +164,6 @@ def compile(fn=None, *, on_guard_failure="recapture", cache_size=8):
     if not callable(fn):
         raise TypeError(f"tapegrad.compile expects a callable, got {type(fn).__name__}")
     return CompiledFunction(fn, on_guard_failure, cache_size)
-
-
-# -- signature -----------------------------------------------------------------------------------
-
-def _flat_args(args, kwargs):
-    """The call's arguments with lists and tuples flattened (see _core._call_key)."""
-    return _core._call_key(args, kwargs)[0]
 
 
 _MISS = object()
@@ -189,14 +181,15 @@ def _replay(plan, flat):
 
 # -- building a plan from a capture --------------------------------------------------------------
 
-def _build_plan(capture, args, kwargs, result):
+def _build_plan(capture, flat, result):
+    """`flat`: the call's flattened arguments (_core._call_key)."""
     try:
-        return _plan_from(capture, args, kwargs, result)
+        return _plan_from(capture, flat, result)
     except _Unsupported as e:
         return _Plan(reason=str(e))
 
 
-def _plan_from(capture, args, kwargs, result):
+def _plan_from(capture, flat, result):
     if capture.unsupported:
         raise _Unsupported(capture.unsupported[0])
     claimed = capture.claimed
@@ -207,7 +200,6 @@ def _plan_from(capture, args, kwargs, result):
                                + (f" ({t.grad_fn.name()})" if t.grad_fn is not None else
                                   " (a tensor creation, conversion or view)"))
     plan = _Plan()
-    plan.grad = is_grad_enabled()
 
     # outputs: a tensor, or a tuple/list of tensors (and None)
     if isinstance(result, Tensor):
@@ -231,12 +223,12 @@ def _plan_from(capture, args, kwargs, result):
         guard_reads.append((t, kind, value))
     roots = outputs + [t for t, _, _ in guard_reads]
     ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes = _core._plan_steps(
-        capture.steps, claimed, roots, plan.grad)
+        capture.steps, claimed, roots, is_grad_enabled())
     if len(dtypes) > 1 or not dtypes <= _FLOAT_TYPENUMS.keys():
         raise _Unsupported("its tensors are not all float32 or all float64")
     dtype = _FLOAT_TYPENUMS[dtypes.pop()] if dtypes else np.dtype(np.float32)
     arg_index = {}
-    for i, a in enumerate(_flat_args(args, kwargs)):
+    for i, a in enumerate(flat):
         if isinstance(a, Tensor):
             arg_index.setdefault(id(a), i)
     for t in ext:
@@ -249,17 +241,16 @@ def _plan_from(capture, args, kwargs, result):
         else:
             plan.sources.append(t)
             plan.ext_meta.append((a.shape, a.dtype.num, t.requires_grad))
-    plan.output_map = []
-    plan.output_slots = []
+    output_slots = []
     for t in outputs:
         k = root_slot[id(t)]
         if k < len(ext):
             plan.output_map.append(~k)
         else:
-            plan.output_map.append(len(plan.output_slots))
-            plan.output_slots.append(k)
+            plan.output_map.append(len(output_slots))
+            output_slots.append(k)
     plan.guards = [(root_slot[id(t)], kind, value) for t, kind, value in guard_reads]
     plan.saved_ext = saved_ext
     plan.program = _core.Program(dtype, shapes, grad, len(ext), program_steps,
-                                 plan.output_slots)
+                                 output_slots)
     return plan

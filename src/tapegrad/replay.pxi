@@ -378,8 +378,7 @@ cdef class Program:
                 "retain_graph=True if you need to backward through the graph a second time or if "
                 "you need to access saved tensors after calling backward.")
         cdef Py_ssize_t i, k, j
-        for k in range(self.n_slots):
-            bs.touched[k] = 0
+        memset(bs.touched, 0, self.n_slots)
         for j in range(len(self.outputs)):
             g = out_grads[j]
             k = self.outputs[j]
