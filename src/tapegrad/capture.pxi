@@ -77,7 +77,8 @@ cdef int capture_unsupported(str why) except -1:
 cdef object capture_call(object fn, tuple args, dict kwargs):
     """fn(*args, **kwargs) for an op the replay re-runs as a whole (matmul, linear, losses, ...):
     one step whose result is claimed; what the op does inside is its own business (the tensors
-    it makes, the steps of the ops it calls are dropped from the capture)."""
+    it makes, the steps of the ops it calls are dropped from the capture).  fn is the public op
+    itself: called here (depth > 0) or by a replay (no capture), it runs its eager body."""
     cdef Capture cap = CAPTURE
     if kwargs is None:
         kwargs = {}

@@ -308,14 +308,14 @@ cdef inline TensorBase require_tensor(object x, str fn, str arg, int pos):
 
 
 def matmul(input, other):
-    if CAPTURE is not None and capturing():     # tapegrad.compile re-runs it whole
-        return capture_call(_matmul_eager, (input, other), None)
-    return _matmul_eager(input, other)
-
-
-def _matmul_eager(input, other):
     """Matrix product with NumPy/PyTorch semantics: 1-D operands are vectors (dot, matrix-vector,
     vector-matrix), N-D operands are batches of matrices whose batch dims broadcast."""
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+        return capture_call(matmul, (input, other), None)
+    return matmul_eager(input, other)
+
+
+cdef object matmul_eager(input, other):
     cdef TensorBase a = require_tensor(input, "matmul", "input", 1)
     cdef TensorBase b = require_tensor(other, "matmul", "other", 2)
     A = a._array
@@ -452,14 +452,14 @@ cdef int check_expand(tuple src, tuple target, str type_name) except -1:
 
 
 def linear(input, weight, bias=None):
-    if CAPTURE is not None and capturing():     # tapegrad.compile re-runs it whole
-        return capture_call(_linear_eager, (input, weight, bias), None)
-    return _linear_eager(input, weight, bias)
-
-
-def _linear_eager(input, weight, bias=None):
     """y = input @ weight^T + bias (torch.nn.functional.linear): input (*, in), weight
     (out, in) or (in,), bias broadcastable to the result."""
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+        return capture_call(linear, (input, weight, bias), None)
+    return linear_eager(input, weight, bias)
+
+
+cdef object linear_eager(input, weight, bias=None):
     cdef TensorBase x = require_tensor(input, "linear", "input", 1)
     cdef TensorBase w = require_tensor(weight, "linear", "weight", 2)
     cdef TensorBase c

@@ -185,24 +185,24 @@ cdef int nn_implicit_dim(int ndim) except -1:
 
 
 def softmax(TensorBase input, dim, dtype=None):
-    if CAPTURE is not None and capturing():     # tapegrad.compile re-runs it whole
-        return capture_call(_softmax_eager, (input, dim, dtype), None)
-    return _softmax_eager(input, dim, dtype)
-
-
-def _softmax_eager(TensorBase input, dim, dtype=None):
     """softmax(input, dim, dtype=None): exp(x) / sum(exp(x)) along `dim` (max subtracted first)."""
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+        return capture_call(softmax, (input, dim, dtype), None)
+    return softmax_eager(input, dim, dtype)
+
+
+cdef object softmax_eager(TensorBase input, dim, dtype=None):
     return nn_softmax_forward(input, dim, dtype, False)
 
 
 def log_softmax(TensorBase input, dim, dtype=None):
-    if CAPTURE is not None and capturing():     # tapegrad.compile re-runs it whole
-        return capture_call(_log_softmax_eager, (input, dim, dtype), None)
-    return _log_softmax_eager(input, dim, dtype)
-
-
-def _log_softmax_eager(TensorBase input, dim, dtype=None):
     """log_softmax(input, dim, dtype=None): x - logsumexp(x) along `dim`, computed stably."""
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+        return capture_call(log_softmax, (input, dim, dtype), None)
+    return log_softmax_eager(input, dim, dtype)
+
+
+cdef object log_softmax_eager(TensorBase input, dim, dtype=None):
     return nn_softmax_forward(input, dim, dtype, True)
 
 
@@ -520,19 +520,21 @@ cdef object nn_ce_probs(TensorBase logp, TensorBase target, object weight, int r
 
 def cross_entropy(TensorBase input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
-    if CAPTURE is not None and capturing():     # tapegrad.compile re-runs it whole
-        return capture_call(_cross_entropy_eager, (input, target, weight, size_average,
-                                                   ignore_index, reduce, reduction,
-                                                   label_smoothing), None)
-    return _cross_entropy_eager(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
-
-
-def _cross_entropy_eager(TensorBase input, target, weight=None, size_average=None, ignore_index=-100,
-                  reduce=None, reduction="mean", label_smoothing=0.0):
     """Cross entropy of unnormalised logits `input` ((C,), (N, C) or (N, C, d1, ...)) against
     class indices (int64 target without the class dim) or class probabilities (float target of
     input's shape); optional class `weight`, `ignore_index` (index targets only) and
     `label_smoothing` in [0, 1]."""
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+        return capture_call(cross_entropy, (input, target, weight, size_average,
+                                                   ignore_index, reduce, reduction,
+                                                   label_smoothing), None)
+    return cross_entropy_eager(input, target, weight, size_average, ignore_index, reduce,
+                               reduction, label_smoothing)
+
+
+cdef object cross_entropy_eager(TensorBase input, target, weight=None, size_average=None,
+                                ignore_index=-100, reduce=None, reduction="mean",
+                                label_smoothing=0.0):
     nn_check_tensor(target, "cross_entropy_loss", "target", 2)
     reduction = nn_legacy_reduction(size_average, reduce, reduction)
     cdef int red = nn_reduction(reduction)
@@ -732,14 +734,15 @@ cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object 
 
 def mse_loss(TensorBase input, target, size_average=None, reduce=None, reduction="mean",
              weight=None):
-    if CAPTURE is not None and capturing():     # tapegrad.compile re-runs it whole
-        return capture_call(_mse_loss_eager, (input, target, size_average, reduce, reduction, weight), None)
-    return _mse_loss_eager(input, target, size_average, reduce, reduction, weight)
-
-
-def _mse_loss_eager(TensorBase input, target, size_average=None, reduce=None, reduction="mean",
-             weight=None):
     """Mean squared error (input - target)^2, broadcasting with PyTorch's warning."""
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+        return capture_call(mse_loss, (input, target, size_average, reduce, reduction,
+                                       weight), None)
+    return mse_loss_eager(input, target, size_average, reduce, reduction, weight)
+
+
+cdef object mse_loss_eager(TensorBase input, target, size_average=None, reduce=None,
+                           reduction="mean", weight=None):
     reduction = nn_legacy_reduction(size_average, reduce, reduction)
     return nn_pointwise_loss(NN_MSE, input, target, reduction, 0.0, weight)
 

@@ -583,7 +583,8 @@ cdef class Program:
         if not any_grad or not grad_enabled():
             (<Lease>lease).release()
             return results
-        cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(CompiledFunctionBackward)
+        cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
+            CompiledFunctionBackward)
         node.program = self
         node.lease = <Lease>lease
         node.n_out = len(outs)
@@ -833,9 +834,3 @@ def _call_externals(list sources, list metas, list flat):
         out.append(t)
     return out
 
-
-# The public op functions that capture_call wraps keep their eager versions' documentation.
-for _public, _eager in ((linear, _linear_eager), (matmul, _matmul_eager),
-                        (softmax, _softmax_eager), (log_softmax, _log_softmax_eager),
-                        (cross_entropy, _cross_entropy_eager), (mse_loss, _mse_loss_eager)):
-    _public.__doc__ = _eager.__doc__.replace(_eager.__name__ + "(", _public.__name__ + "(", 1)
