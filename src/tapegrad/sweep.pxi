@@ -26,7 +26,7 @@
 # ---------------------------------------------------------------------------------------------
 
 from libc.stdlib cimport calloc
-from cpython.ref cimport Py_DECREF, Py_XINCREF
+from cpython.ref cimport Py_DECREF, Py_XINCREF, Py_REFCNT
 
 cdef str BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -74,6 +74,15 @@ cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
         grad = <TensorBase>t._grad
         np.add(grad._array, g, out=grad._array, casting="unsafe")
     return 0
+
+
+cdef inline bint sole_reference(object a):
+    """True when the caller's one local reference is the only one to ndarray `a` and `a` owns
+    its memory: no tensor, saved value, seed, view or user variable can see it, so handing it over
+    as a .grad cannot alias anything.  (The caller must have dropped its other references: the
+    VJP's result tuple and the table slot.)"""
+    return (Py_REFCNT(a) == 1 and cnp.PyArray_CheckExact(a)
+            and cnp.PyArray_CHKFLAGS(<cnp.ndarray>a, cnp.NPY_ARRAY_OWNDATA))
 
 
 cdef inline int accumulate(PyObject** adj, char* owned, Py_ssize_t k, object gk) except -1:
@@ -193,13 +202,16 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 if h is not g:
                     g = h
                     own = 0
+                h = None
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
                 if mode == SWEEP_CAPTURE:
                     if slot[i] >= 0:
                         captured[slot[i]] = g
                 elif rec.out != NULL and (<TensorBase>rec.out)._requires_grad:
-                    deliver_grad(<TensorBase>rec.out, g, own)
+                    # A fresh VJP result nobody else holds (a linear layer's weight gradient) is
+                    # adopted as .grad rather than copied.
+                    deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g))
                     if rec.extra != NULL:
                         run_post_accumulate_hooks(i)
                 i -= 1
@@ -273,6 +285,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     accumulate(adj, owned, k, gk)
                     if k < lowest:
                         lowest = k
+                gk = None
+            grads = None                # the adjoint table holds the results now (sole_reference)
             if not retain_graph:
                 TAPE.release_saved(i)
                 if rec.op == OP_FUNCTION:
