@@ -657,19 +657,25 @@ cdef object gv_identity(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_to_copy(Py_ssize_t i, Record* r, object G, char* want):
     return t_cast(G, <object>r.aux)
 
-cdef object gv_softmax(Py_ssize_t i, Record* r, object G, char* want):
+cdef object gv_softmax_family(Py_ssize_t i, Record* r, object G, bint log):
     Y = own_output(i, r, 0)
     axis, in_dt = <tuple>r.aux
     G = t_cast(G, (<TensorBase>Y)._array.dtype)
-    GY = g_mul(G, Y)
-    return t_cast(g_sub(GY, g_mul(Y, reduce_op(OP_SUM, <TensorBase>GY, axis, True))), in_dt)
+    if log:
+        graph = g_sub(G, g_mul(unary_op(OP_EXP, <TensorBase>Y),
+                               reduce_op(OP_SUM, <TensorBase>G, axis, True)))
+    else:
+        GY = g_mul(G, Y)
+        graph = g_sub(GY, g_mul(Y, reduce_op(OP_SUM, <TensorBase>GY, axis, True)))
+    # the compiled VJP's values (its C row kernels round differently from this numpy graph)
+    value = nn_softmax_grad_value((<TensorBase>G)._array, (<TensorBase>Y)._array, axis, log)
+    return t_cast(exact(value, graph), in_dt)
+
+cdef object gv_softmax(Py_ssize_t i, Record* r, object G, char* want):
+    return gv_softmax_family(i, r, G, False)
 
 cdef object gv_log_softmax(Py_ssize_t i, Record* r, object G, char* want):
-    Y = own_output(i, r, 0)
-    axis, in_dt = <tuple>r.aux
-    G = t_cast(G, (<TensorBase>Y)._array.dtype)
-    E = exact(np.exp((<TensorBase>Y)._array), unary_op(OP_EXP, <TensorBase>Y))  # numpy's exp
-    return t_cast(g_sub(G, g_mul(E, reduce_op(OP_SUM, <TensorBase>G, axis, True))), in_dt)
+    return gv_softmax_family(i, r, G, True)
 
 
 # -- indexing and its transpose ------------------------------------------------------------------

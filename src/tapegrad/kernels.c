@@ -261,3 +261,46 @@ PAIRWISE_SUM(double, pairwise_f64)
 
 float tg_sum_f32(ptrdiff_t n, const float *a) { float zero = 0; return zero + pairwise_f32(a, n); }
 double tg_sum_f64(ptrdiff_t n, const double *a) { double zero = 0; return zero + pairwise_f64(a, n); }
+
+/* Row-wise softmax / log_softmax of a C-contiguous rows x cols matrix, the numpy formula of the
+ * general path: m = max(x) (NaN propagating), s = sum(exp(x - m)) in np.add.reduce's order, then
+ * exp(x - m) / s or (x - m) - log(s).  The exponentials are staged in `out`. */
+#define SOFTMAX_ROWS(T, NAME, SUM, EXP, LOG)                                                   \
+void NAME(int log_, ptrdiff_t rows, ptrdiff_t cols, const T *x, T *out)                       \
+{                                                                                             \
+    for (ptrdiff_t r = 0; r < rows; r++, x += cols, out += cols) {                            \
+        T m = x[0];                                                                           \
+        for (ptrdiff_t j = 1; j < cols; j++)                                                  \
+            if (x[j] > m || x[j] != x[j]) m = (m != m) ? m : x[j];                            \
+        for (ptrdiff_t j = 0; j < cols; j++) out[j] = EXP(x[j] - m);                          \
+        T s = SUM(cols, out);                                                                 \
+        if (log_) {                                                                           \
+            T ls = LOG(s);                                                                    \
+            for (ptrdiff_t j = 0; j < cols; j++) out[j] = (x[j] - m) - ls;                    \
+        } else {                                                                              \
+            for (ptrdiff_t j = 0; j < cols; j++) out[j] = out[j] / s;                         \
+        }                                                                                     \
+    }                                                                                         \
+}
+SOFTMAX_ROWS(float, tg_softmax_rows_f32, tg_sum_f32, expf, logf)
+SOFTMAX_ROWS(double, tg_softmax_rows_f64, tg_sum_f64, exp, log)
+
+/* Their VJPs, row by row (g the output's adjoint, y the saved output):
+ *   softmax      out = g y - y sum(g y)        (g y staged in `out`)
+ *   log_softmax  out = g - exp(y) sum(g) */
+#define SOFTMAX_GRAD_ROWS(T, NAME, SUM, EXP)                                                   \
+void NAME(int log_, ptrdiff_t rows, ptrdiff_t cols, const T *g, const T *y, T *out)           \
+{                                                                                             \
+    for (ptrdiff_t r = 0; r < rows; r++, g += cols, y += cols, out += cols) {                 \
+        if (log_) {                                                                           \
+            T s = SUM(cols, g);                                                               \
+            for (ptrdiff_t j = 0; j < cols; j++) out[j] = g[j] - EXP(y[j]) * s;               \
+        } else {                                                                              \
+            for (ptrdiff_t j = 0; j < cols; j++) out[j] = g[j] * y[j];                        \
+            T s = SUM(cols, out);                                                             \
+            for (ptrdiff_t j = 0; j < cols; j++) out[j] = out[j] - y[j] * s;                  \
+        }                                                                                     \
+    }                                                                                         \
+}
+SOFTMAX_GRAD_ROWS(float, tg_softmax_grad_rows_f32, tg_sum_f32, expf)
+SOFTMAX_GRAD_ROWS(double, tg_softmax_grad_rows_f64, tg_sum_f64, exp)

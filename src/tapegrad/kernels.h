@@ -76,4 +76,13 @@ void tg_fma_f64(ptrdiff_t n, const double *a, const double *b, ptrdiff_t sb, con
 float tg_sum_f32(ptrdiff_t n, const float *a);
 double tg_sum_f64(ptrdiff_t n, const double *a);
 
+/* Row-wise softmax (log_ = 0) or log_softmax (log_ = 1) of a C-contiguous rows x cols matrix
+ * (1 <= cols <= TG_SUM_MAX_N), and the VJP of each from the adjoint g and the saved output y. */
+void tg_softmax_rows_f32(int log_, ptrdiff_t rows, ptrdiff_t cols, const float *x, float *out);
+void tg_softmax_rows_f64(int log_, ptrdiff_t rows, ptrdiff_t cols, const double *x, double *out);
+void tg_softmax_grad_rows_f32(int log_, ptrdiff_t rows, ptrdiff_t cols, const float *g,
+                              const float *y, float *out);
+void tg_softmax_grad_rows_f64(int log_, ptrdiff_t rows, ptrdiff_t cols, const double *g,
+                              const double *y, double *out);
+
 #endif

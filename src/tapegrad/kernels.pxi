@@ -31,6 +31,14 @@ cdef extern from "kernels.h" nogil:
         TG_SUM_MAX_N
     float tg_sum_f32(ptrdiff_t n, const float* a) noexcept
     double tg_sum_f64(ptrdiff_t n, const double* a) noexcept
+    void tg_softmax_rows_f32(int log_, ptrdiff_t rows, ptrdiff_t cols, const float* x,
+                             float* out) noexcept
+    void tg_softmax_rows_f64(int log_, ptrdiff_t rows, ptrdiff_t cols, const double* x,
+                             double* out) noexcept
+    void tg_softmax_grad_rows_f32(int log_, ptrdiff_t rows, ptrdiff_t cols, const float* g,
+                                  const float* y, float* out) noexcept
+    void tg_softmax_grad_rows_f64(int log_, ptrdiff_t rows, ptrdiff_t cols, const double* g,
+                                  const double* y, double* out) noexcept
     enum:
         TG_LEAKY_RELU, TG_LEAKY_RELU_GRAD, TG_ELU, TG_ELU_GRAD, TG_SOFTPLUS, TG_SOFTPLUS_GRAD
         TG_CLAMP, TG_CLAMP_GRAD
