@@ -712,6 +712,24 @@ def test_init_functions_have_the_expected_statistics(shape):
     assert t.is_leaf and t.requires_grad and t.grad_fn is None and t.grad is None
 
 
+@pytest.mark.parametrize("init,draw", [
+    (lambda t: nn.init.uniform_(t, -0.5, 2.0), lambda g, shape: g.uniform(-0.5, 2.0, shape)),
+    (lambda t: nn.init.normal_(t, 1.0, 3.0), lambda g, shape: g.normal(1.0, 3.0, shape))],
+    ids=["uniform_", "normal_"])
+def test_init_draws_in_chunks_the_values_of_one_whole_draw(init, draw):
+    # The initialisers fill large tensors a chunk at a time (no float64 temporary of the whole
+    # tensor); the values are those of one draw of the whole shape, rounded to float32.
+    shape = (300, 400)                                  # several chunks, the last one partial
+    tg.manual_seed(7)
+    t = init(tg.empty(*shape))
+    want = draw(np.random.default_rng(7), shape).astype(np.float32)
+    assert np.array_equal(t.numpy(), want)
+    tg.manual_seed(7)
+    strided = tg.empty(400, 300).t()                    # not contiguous: one draw, as before
+    init(strided)
+    assert np.array_equal(strided.numpy(), want)
+
+
 def test_init_edge_cases():
     with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
         lin = nn.Linear(0, 3)                              # fan_in 0: was a ZeroDivisionError
