@@ -386,6 +386,11 @@ RERUN = {
     "log_softmax": lambda x, w: (F.log_softmax(x * w.sum(), dim=0) ** 2).mean(),
     "cross_entropy kwargs": lambda x, w: F.cross_entropy(x @ w, TARGETS, label_smoothing=0.1),
     "mse_loss": lambda x, w: F.mse_loss(x @ w, x @ w * 0.5 + 1.0, reduction="sum"),
+    # the first gradient a slot gets from a re-run op is adopted, not copied; a second one must
+    # not be added into the adopted array
+    "weight in two layers": lambda x, w: ((F.linear(x, w) * 2.0).sum()
+                                          + F.linear(x * 0.5, w, w.sum(0) * 1.0).tanh().sum()),
+    "re-run result used twice": lambda x, w: (lambda h: (h * h).sum() + (h @ w).sum())(x @ w),
 }
 
 

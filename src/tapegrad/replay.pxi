@@ -86,7 +86,10 @@ cdef class BufferSet:
     cdef list arrays            # slot -> ndarray (externals: the tensors' arrays at forward)
     cdef void** ptr             # slot -> data pointer of arrays[slot]
     cdef list adj               # slot -> adjoint buffer (None for slots that get no gradient)
-    cdef void** aptr
+    cdef list given             # slot -> an array a re-run op's VJP returned, adopted in this
+                                # backward as the slot's adjoint instead of copying it into adj
+                                # (read only: a second contribution moves it into adj first)
+    cdef void** aptr            # slot -> data of the current adjoint (given[k], else adj[k])
     cdef char* touched          # slot -> whether its adjoint holds a value in this backward
     cdef object scratch0, scratch1
     cdef void* s0
@@ -200,6 +203,7 @@ cdef class Program:
             raise MemoryError()
         bs.arrays = [None] * self.n_slots
         bs.adj = [None] * self.n_slots
+        bs.given = [None] * self.n_slots
         bs.calls = [None] * self.n_steps
         for k in range(self.n_slots):
             if k >= self.n_ext and k not in self.fresh:
@@ -330,7 +334,13 @@ cdef class Program:
         """Add a gradient (n elements, stride 0 or 1) to slot k's adjoint: the first one is
         copied, later ones summed in place, as the eager sweep does."""
         cdef Py_ssize_t item = 8 if self.f64 else 4, j
+        cdef void* own
         if bs.touched[k]:
+            if bs.given[k] is not None:     # not ours to write: its value moves into adj[k]
+                own = cnp.PyArray_DATA(<cnp.ndarray>bs.adj[k])
+                memcpy(own, bs.aptr[k], self.sizes[k] * item)
+                bs.aptr[k] = own
+                bs.given[k] = None
             k_binary(self.f64, TG_ADD, n, bs.aptr[k], 1, src, stride, bs.aptr[k])
         elif stride == 1:
             memcpy(bs.aptr[k], src, n * item)
@@ -342,12 +352,34 @@ cdef class Program:
         return 0
 
     cdef int give_array(self, BufferSet bs, Py_ssize_t k, object g) except -1:
-        """give() for a gradient computed by numpy (any layout) of slot k's shape."""
+        """give() for a gradient computed by numpy (any layout) of slot k's shape.  The first
+        one is adopted, not copied (a weight gradient from a re-run linear layer is large)."""
         cdef int t = -1
         if not (kernel_array(g, &t) and t == self.dtype.num
                 and cnp.PyArray_SIZE(<cnp.ndarray>g) == self.sizes[k]):
             g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), self.dtype)
-        return self.give(bs, k, cnp.PyArray_DATA(<cnp.ndarray>g), 1, self.sizes[k])
+        if bs.touched[k]:
+            return self.give(bs, k, cnp.PyArray_DATA(<cnp.ndarray>g), 1, self.sizes[k])
+        bs.given[k] = g
+        bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>g)
+        bs.touched[k] = 1
+        return 0
+
+    cdef object adjoint(self, BufferSet bs, Py_ssize_t k):
+        """Slot k's adjoint in this backward, as an array of the slot's shape."""
+        g = bs.given[k]
+        if g is None:
+            return bs.adj[k]
+        return g if g.shape == self.shapes[k] else g.reshape(self.shapes[k])
+
+    cdef int drop_given(self, BufferSet bs) except -1:
+        """Forget the adopted adjoints (the set keeps no reference to arrays it handed out)."""
+        cdef Py_ssize_t k
+        for k in range(self.n_slots):
+            if bs.given[k] is not None:
+                bs.given[k] = None
+                bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.adj[k])
+        return 0
 
     cdef int give_full(self, BufferSet bs, Py_ssize_t k, void* full, Py_ssize_t out,
                        bint bcast) except -1:
@@ -379,6 +411,7 @@ cdef class Program:
                 "you need to access saved tensors after calling backward.")
         cdef Py_ssize_t i, k, j
         memset(bs.touched, 0, self.n_slots)
+        self.drop_given(bs)                 # left by a backward that raised
         for j in range(len(self.outputs)):
             g = out_grads[j]
             k = self.outputs[j]
@@ -390,6 +423,9 @@ cdef class Program:
         res = []
         for k in range(self.n_ext):
             if self.grad[k] and bs.touched[k]:
+                if bs.given[k] is not None:
+                    res.append(self.adjoint(bs, k))
+                    continue
                 # hand the buffer itself out (it may become a .grad) and take a new one
                 res.append(bs.adj[k])
                 arr = np.empty(self.shapes[k], self.dtype)
@@ -397,6 +433,7 @@ cdef class Program:
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             else:
                 res.append(None)
+        self.drop_given(bs)
         return res
 
     cdef int backward_call(self, BufferSet bs, Py_ssize_t i) except -1:
@@ -405,9 +442,10 @@ cdef class Program:
         cdef Step* s = &self.steps[i]
         res, proxies = bs.calls[i]
         cdef list ks = [k for k in self.aux[i][3] if self.grad[k]]
-        if self.backward_one_record(bs, <TensorBase>res, <dict>proxies, ks, bs.adj[s.out]):
+        G = self.adjoint(bs, s.out)
+        if self.backward_one_record(bs, <TensorBase>res, <dict>proxies, ks, G):
             return 0
-        grads = _grad((res,), tuple([proxies[k] for k in ks]), (wrap(bs.adj[s.out]),), True,
+        grads = _grad((res,), tuple([proxies[k] for k in ks]), (wrap(G),), True,
                       False, True, False)
         for j in range(len(ks)):
             if grads[j] is not None:
@@ -534,7 +572,7 @@ cdef class Program:
                 f = f / <float>s.count
             return self.give(bs, s.a, &f, 0, self.sizes[s.a])
         axes, keepdim, count = self.aux[i]
-        G = bs.adj[s.out]
+        G = self.adjoint(bs, s.out)
         if s.op == OP_MEAN:
             G = nd(G / count)
         shape = self.shapes[s.a]
