@@ -22,6 +22,9 @@ class CompiledFunctionBackward:
 class GradFn:
     def name(self) -> Any: ...
 
+class GradModeGuard:
+    ...
+
 class Lease:
     def array(self, k: Any) -> Any: ...
     buffers: Any

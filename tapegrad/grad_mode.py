@@ -12,17 +12,11 @@ from . import _core
 is_grad_enabled = _core.is_grad_enabled
 
 
-class _GradModeGuard:
-    """Base: sets grad mode to `self._mode` on enter, restores the previous mode on exit."""
+class _GradModeGuard(_core.GradModeGuard):
+    """Base: sets grad mode to `self._mode` on enter, restores the previous mode on exit (both
+    compiled, in the core); also usable as a decorator."""
 
     _mode: bool
-
-    def __enter__(self):
-        self._prev = _core._set_grad_enabled(self._mode)
-        return None
-
-    def __exit__(self, *exc_info) -> None:
-        _core._set_grad_enabled(self._prev)
 
     def __call__(self, func):
         mode = self._mode

@@ -258,3 +258,39 @@ def test_inplace_write_to_an_index_tensor_keeps_the_gradient(key):
         idx.zero_()
     (y * 1.0).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), want)
+
+
+def test_unrecorded_inplace_arithmetic_in_c_equals_numpy():
+    """Unrecorded +=, -=, *=, /= on float tensors run in C straight into the storage; they give
+    numpy's results, overlapping operands included, and still bump the version counter."""
+    rng = np.random.default_rng(5)
+    for dt in (np.float32, np.float64):
+        a = rng.standard_normal(7).astype(dt)
+        b = rng.standard_normal(7).astype(dt)
+        for op, npop in [("__iadd__", np.add), ("__isub__", np.subtract),
+                         ("__imul__", np.multiply), ("__itruediv__", np.divide)]:
+            x = tg.tensor(a)
+            getattr(x, op)(tg.tensor(b))
+            assert np.array_equal(x.numpy(), npop(a, b))
+            x = tg.tensor(a)
+            getattr(x, op)(0.1)                      # a Python number, in the tensor's dtype
+            assert np.array_equal(x.numpy(), npop(a, dt(0.1))) and x.dtype == tg.tensor(a).dtype
+            x = tg.tensor(a)
+            getattr(x, op)(x[2])                     # one element of itself: its old value
+            assert np.array_equal(x.numpy(), npop(a, a[2]))
+            x = tg.tensor(a)
+            view = x[1:]
+            getattr(view, op)(x[:-1])                # partly overlapping storage
+            want = a.copy()
+            want[1:] = npop(a[1:], a[:-1])
+            assert np.array_equal(x.numpy(), want)
+    p = tg.tensor([1.0, 2.0], requires_grad=True)
+    loss = (p * p).sum()
+    with tg.no_grad():
+        p -= 0.5 * tg.ones(2)                        # the SGD idiom on a leaf
+    assert p.tolist() == [0.5, 1.5]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+    frozen = tg.ones(1).expand(3)
+    with pytest.raises(RuntimeError, match="read-only"):
+        frozen += 1.0

@@ -25,3 +25,20 @@ def _set_grad_enabled(bint mode):
     global tapegrad_grad_disabled
     tapegrad_grad_disabled = 0 if mode else 1
     return prev
+
+
+cdef class GradModeGuard:
+    """The base of no_grad / enable_grad / set_grad_enabled (tapegrad/grad_mode.py): entering
+    sets this thread's grad mode to the class's `_mode`, leaving restores the mode it found.
+    Compiled because training loops enter `with no_grad():` once per step."""
+    cdef int saved_disabled
+
+    def __enter__(self):
+        global tapegrad_grad_disabled
+        self.saved_disabled = tapegrad_grad_disabled
+        tapegrad_grad_disabled = 0 if self._mode else 1
+        return None
+
+    def __exit__(self, *exc_info):
+        global tapegrad_grad_disabled
+        tapegrad_grad_disabled = self.saved_disabled
