@@ -81,6 +81,18 @@ cdef inline void k_unary(bint f64, int kop, Py_ssize_t n, const void* a,
         tg_unary_f32(kop, n, <const float*>a, <float*>out)
 
 
+cdef inline void fill_f64(double* dst, Py_ssize_t n, double v) noexcept:
+    cdef Py_ssize_t j
+    for j in range(n):
+        dst[j] = v
+
+
+cdef inline void fill_f32(float* dst, Py_ssize_t n, float v) noexcept:
+    cdef Py_ssize_t j
+    for j in range(n):
+        dst[j] = v
+
+
 cdef class BufferSet:
     """One replay's values and adjoints (see the top of this file)."""
     cdef list arrays            # slot -> ndarray (externals: the tensors' arrays at forward)
@@ -345,9 +357,11 @@ cdef class Program:
         elif stride == 1:
             memcpy(bs.aptr[k], src, n * item)
             bs.touched[k] = 1
-        else:
-            for j in range(n):
-                memcpy(<char*>bs.aptr[k] + j * item, src, item)
+        else:                               # one value broadcast to all n
+            if self.f64:
+                fill_f64(<double*>bs.aptr[k], n, (<const double*>src)[0])
+            else:
+                fill_f32(<float*>bs.aptr[k], n, (<const float*>src)[0])
             bs.touched[k] = 1
         return 0
 
@@ -497,6 +511,7 @@ cdef class Program:
         cdef const void* pa
         cdef const void* pb
         cdef int kop
+        cdef void* dst
         if s.kind == SK_BINARY:
             kop = s.kop
             pa = bs.ptr[s.a] if s.a >= 0 else (<void*>&s.ca if f64 else <void*>&s.fa)
@@ -505,59 +520,66 @@ cdef class Program:
             sb = 0 if s.b < 0 or s.bcast_b else 1
             if kop == TG_ADD or kop == TG_SUB:
                 if s.grad_a:
-                    if s.bcast_a:
+                    if s.bcast_a and n > TG_SUM_MAX_N:      # summed by numpy, from scratch
                         memcpy(bs.s0, g, n * (8 if f64 else 4))
                         self.give_full(bs, s.a, bs.s0, s.out, True)
                     else:
-                        self.give(bs, s.a, g, 1, n)
+                        self.give_full(bs, s.a, g, s.out, s.bcast_a)
                 if s.grad_b:
+                    dst = self.grad_dest(bs, s.b, s.bcast_b)
                     if kop == TG_SUB:
-                        k_unary(f64, TG_NEG, n, g, bs.s0)
+                        k_unary(f64, TG_NEG, n, g, dst)
                     else:
-                        memcpy(bs.s0, g, n * (8 if f64 else 4))
-                    self.give_full(bs, s.b, bs.s0, s.out, s.bcast_b)
+                        memcpy(dst, g, n * (8 if f64 else 4))
+                    self.took(bs, s.b, dst, s.out, s.bcast_b)
             elif kop == TG_MUL:
                 if s.grad_a:
-                    k_binary(f64, TG_MUL, n, g, 1, pb, sb, bs.s0)
-                    self.give_full(bs, s.a, bs.s0, s.out, s.bcast_a)
+                    dst = self.grad_dest(bs, s.a, s.bcast_a)
+                    k_binary(f64, TG_MUL, n, g, 1, pb, sb, dst)
+                    self.took(bs, s.a, dst, s.out, s.bcast_a)
                 if s.grad_b:
-                    k_binary(f64, TG_MUL, n, g, 1, pa, sa, bs.s0)
-                    self.give_full(bs, s.b, bs.s0, s.out, s.bcast_b)
+                    dst = self.grad_dest(bs, s.b, s.bcast_b)
+                    k_binary(f64, TG_MUL, n, g, 1, pa, sa, dst)
+                    self.took(bs, s.b, dst, s.out, s.bcast_b)
             elif kop == TG_DIV:
                 # grad / b and -grad * a / (b * b), as vjp_div
                 if s.grad_a:
-                    k_binary(f64, TG_DIV, n, g, 1, pb, sb, bs.s0)
-                    self.give_full(bs, s.a, bs.s0, s.out, s.bcast_a)
+                    dst = self.grad_dest(bs, s.a, s.bcast_a)
+                    k_binary(f64, TG_DIV, n, g, 1, pb, sb, dst)
+                    self.took(bs, s.a, dst, s.out, s.bcast_a)
                 if s.grad_b:
-                    k_unary(f64, TG_NEG, n, g, bs.s0)
-                    k_binary(f64, TG_MUL, n, bs.s0, 1, pa, sa, bs.s0)
+                    dst = self.grad_dest(bs, s.b, s.bcast_b)
+                    k_unary(f64, TG_NEG, n, g, dst)
+                    k_binary(f64, TG_MUL, n, dst, 1, pa, sa, dst)
                     k_binary(f64, TG_MUL, 1 if sb == 0 else n, pb, sb, pb, sb, bs.s1)
-                    k_binary(f64, TG_DIV, n, bs.s0, 1, bs.s1, sb, bs.s0)
-                    self.give_full(bs, s.b, bs.s0, s.out, s.bcast_b)
+                    k_binary(f64, TG_DIV, n, dst, 1, bs.s1, sb, dst)
+                    self.took(bs, s.b, dst, s.out, s.bcast_b)
             else:
                 # tensor ** e: g * (a ** (e - 1) * e), 0 for e == 0, as vjp_pow
                 if s.grad_a:
+                    dst = self.grad_dest(bs, s.a, s.bcast_a)
                     if s.cb == 0:
-                        self.zero_fill(bs.s0, n)
+                        self.zero_fill(dst, n)
                     else:
                         self.pow_minus_one(s, pa, sa, bs.s1)
                         k_binary(f64, TG_MUL, 1 if sa == 0 else n, bs.s1, 1,
                                  <void*>&s.cb if f64 else <void*>&s.fb, 0, bs.s1)
-                        k_binary(f64, TG_MUL, n, g, 1, bs.s1, sa, bs.s0)
-                    self.give_full(bs, s.a, bs.s0, s.out, s.bcast_a)
+                        k_binary(f64, TG_MUL, n, g, 1, bs.s1, sa, dst)
+                    self.took(bs, s.a, dst, s.out, s.bcast_a)
             return 0
         if s.kind == SK_UNARY or s.kind == SK_UNARY_NUMPY:
+            dst = self.grad_dest(bs, s.a, False)
             if s.op == OP_NEG:
-                k_unary(f64, TG_NEG, n, g, bs.s0)
+                k_unary(f64, TG_NEG, n, g, dst)
             elif s.op == OP_EXP:
-                k_binary(f64, TG_MUL, n, g, 1, bs.ptr[s.out], 1, bs.s0)
+                k_binary(f64, TG_MUL, n, g, 1, bs.ptr[s.out], 1, dst)
             elif s.op == OP_LOG:
-                k_binary(f64, TG_DIV, n, g, 1, bs.ptr[s.a], 1, bs.s0)
+                k_binary(f64, TG_DIV, n, g, 1, bs.ptr[s.a], 1, dst)
             elif s.op == OP_TANH:
-                k_binary(f64, TG_TANH_GRAD, n, g, 1, bs.ptr[s.out], 1, bs.s0)
+                k_binary(f64, TG_TANH_GRAD, n, g, 1, bs.ptr[s.out], 1, dst)
             else:
-                k_binary(f64, TG_RELU_GRAD, n, g, 1, bs.ptr[s.out], 1, bs.s0)
-            return self.give(bs, s.a, bs.s0, 1, n)
+                k_binary(f64, TG_RELU_GRAD, n, g, 1, bs.ptr[s.out], 1, dst)
+            return self.took(bs, s.a, dst, s.out, False)
         # reductions: the gradient expanded back over the reduced dims, as vjp_sum / vjp_mean
         cdef double d
         cdef float f
@@ -585,6 +607,21 @@ cdef class Program:
             G = np.ascontiguousarray(G, self.dtype)
             return self.give(bs, s.a, cnp.PyArray_DATA(<cnp.ndarray>G), 0, self.sizes[s.a])
         return self.give_array(bs, s.a, G)
+
+    cdef inline void* grad_dest(self, BufferSet bs, Py_ssize_t k, bint bcast) noexcept:
+        """Where a step writes its contribution to slot k: straight into k's own adjoint when it
+        is the first one and needs no summing down (no copy), else scratch s0 (see took)."""
+        if not bcast and not bs.touched[k]:     # untouched: aptr[k] is the set's own buffer
+            return bs.aptr[k]
+        return bs.s0
+
+    cdef inline int took(self, BufferSet bs, Py_ssize_t k, void* dst, Py_ssize_t out,
+                         bint bcast) except -1:
+        """Finish a contribution written at grad_dest(bs, k, bcast)."""
+        if dst != bs.s0:
+            bs.touched[k] = 1
+            return 0
+        return self.give_full(bs, k, bs.s0, out, bcast)
 
     cdef int pow_minus_one(self, Step* s, const void* pa, Py_ssize_t sa, void* dst) except -1:
         """a ** (e - 1) by the C kernel, as vjp_pow's fast path (e - 1 is a special exponent)."""
