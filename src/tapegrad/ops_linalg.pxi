@@ -500,12 +500,11 @@ cdef object linear_eager(input, weight, bias=None):
             raise RuntimeError(f"result type {scalar_type_name(C.dtype)} can't be cast to the "
                                f"desired output type {scalar_type_name(X.dtype)}")
         op = OP_LINEAR_ADD
-    out = product(X, Wt)
-    if op != OP_LINEAR_ADD and out.ndim > 0:             # C expands to the product's shape
-        with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):                     # one errstate for product and add
+        out = nd(np.matmul(X, Wt))
+        if op != OP_LINEAR_ADD and out.ndim > 0:         # C expands to the product's shape
             np.add(out, C, out=out)                     # the product is fresh: add in place
-    else:
-        with np.errstate(all="ignore"):
+        else:
             out = nd(np.add(out, C, dtype=out.dtype, casting="unsafe"))
     return matmul_record(op, out, x, w, X, Wt, True, c)
 
