@@ -435,11 +435,12 @@ def outer(input, vec2):
 
 # -- nn.functional.linear -------------------------------------------------------------------------
 
-cdef int check_expand(tuple src, tuple target, str type_name) except -1:
+cdef int check_expand(tuple src, tuple target, object dt) except -1:
     """PyTorch's Tensor.expand check (addmm broadcasts its `self` to the product's shape)."""
     cdef Py_ssize_t ns = len(src), nt = len(target), i
     if ns > nt:
-        raise RuntimeError(f"expand(torch.{type_name}Tensor{{{list(src)}}}, size={list(target)}): "
+        raise RuntimeError(f"expand(torch.{scalar_type_name(dt)}Tensor{{{list(src)}}}, "
+                           f"size={list(target)}): "
                            f"the number of sizes provided ({nt}) must be greater or equal to the "
                            f"number of dimensions in the tensor ({ns})")
     for i in range(1, ns + 1):
@@ -490,7 +491,7 @@ cdef object linear_eager(input, weight, bias=None):
         if C.dtype != W.dtype:
             raise RuntimeError("self and mat2 must have the same dtype, but got "
                                f"{scalar_type_name(C.dtype)} and {scalar_type_name(W.dtype)}")
-        check_expand(C.shape, (rows, Wt.shape[1]), scalar_type_name(C.dtype))
+        check_expand(C.shape, (rows, Wt.shape[1]), C.dtype)   # names it only on error
         op = OP_ADDMM if dx == 2 else OP_LINEAR_VIEW
     else:
         matmul_route(X, Wt, x._requires_grad, w._requires_grad)
