@@ -447,3 +447,34 @@ def test_error_parity_with_torch(torch, exc, match, fn):
     x = torch.randn(2, 3, 4, requires_grad=True)
     with pytest.raises(exc, match=match):
         fn(x, torch)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_repeated_index_gradients_equal_numpys_add_at(dtype):
+    """The scatter-add of x[idx], x[rows, cols], index_select and embedding backward runs in C
+    for 1-D integer keys: the same additions in the same order as np.add.at, so the same bits
+    (float32 accumulation included), negative indices included."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((50, 3, 4)).astype(dtype)
+    idx = rng.integers(-50, 50, 400)
+    rows, cols = rng.integers(0, 50, 300), rng.integers(-3, 3, 300)
+    w1 = rng.standard_normal((400, 3, 4)).astype(dtype)
+    w2 = rng.standard_normal((300, 4)).astype(dtype)
+    cases = [(lambda x: (x[tg.tensor(idx)] * tg.tensor(w1)).sum(), idx, w1),
+             (lambda x: (x[tg.tensor(rows), tg.tensor(cols)] * tg.tensor(w2)).sum(),
+              (rows, cols), w2),
+             (lambda x: (x.index_select(0, tg.tensor(idx % 50)) * tg.tensor(w1)).sum(),
+              idx % 50, w1)]
+    for f, key, w in cases:
+        x = tg.tensor(a, requires_grad=True)
+        f(x).backward()
+        want = np.zeros_like(a)
+        np.add.at(want, key, w)
+        assert np.array_equal(x.grad.numpy(), want)
+    table = tg.tensor(rng.standard_normal((10, 4)).astype(dtype), requires_grad=True)
+    ids = rng.integers(0, 10, (6, 7))
+    g = rng.standard_normal((6, 7, 4)).astype(dtype)
+    (tg.nn.functional.embedding(tg.tensor(ids), table) * tg.tensor(g)).sum().backward()
+    want = np.zeros((10, 4), dtype)
+    np.add.at(want, ids.ravel(), g.reshape(-1, 4))
+    assert np.array_equal(table.grad.numpy(), want)

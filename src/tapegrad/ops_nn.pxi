@@ -1213,7 +1213,8 @@ cdef object vjp_embedding(Record* r, object g):
     if scale is not None:
         g2 = g2 * scale
     gw = np.zeros(wshape, dtype=dt)
-    np.add.at(gw, idx, g2)                          # repeated indices accumulate
+    if not scatter_add_c(gw, idx, g2):
+        np.add.at(gw, idx, g2)                      # repeated indices accumulate
     if padding_idx >= 0:
         gw[padding_idx] = 0
     return gw
