@@ -648,3 +648,28 @@ def test_parity_of_empty_norm_error_on_a_later_dim(torch):
     lambda m, x: x.sum(5), lambda m, x: x.mean((0, 7)), lambda m, x: x.count_nonzero((0, 0))])
 def test_parity_of_errors(torch, fn):
     assert_parity(torch, fn, np.ones((2, 3), np.float32), req=[False])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["amax", "amin"])
+def test_split_among_ties_in_c_equals_the_numpy_formula(dtype, name):
+    """amax/amin over trailing dims of a contiguous input split the gradient among ties in C;
+    over a leading dim the numpy formula does it.  Same values to the bit, NaN rows included."""
+    rng = np.random.default_rng(8)
+    a = rng.integers(0, 3, (7, 5)).astype(dtype)             # many ties
+    a[2, 3] = np.nan                                          # a NaN row: NaN gradients
+    w = rng.standard_normal(7).astype(dtype)
+    rows = tg.tensor(a, requires_grad=True)
+    (getattr(rows, name)(1) * tg.tensor(w)).sum().backward()  # trailing dim: C
+    cols = tg.tensor(np.ascontiguousarray(a.T), requires_grad=True)
+    (getattr(cols, name)(0) * tg.tensor(w)).sum().backward()  # leading dim: numpy
+    g_c, g_np = rows.grad.numpy(), cols.grad.numpy().T
+    assert np.array_equal(g_c, g_np, equal_nan=True)
+    assert np.isnan(g_c[2]).all() and not np.isnan(np.delete(g_c, 2, 0)).any()
+    keep = np.delete(a, 2, 0)
+    ext = getattr(np, name)(keep, 1, keepdims=True)
+    want = (keep == ext) * (np.delete(w, 2)[:, None] / (keep == ext).sum(1, keepdims=True))
+    np.testing.assert_allclose(np.delete(g_c, 2, 0), want, rtol=1e-6)
+    x = tg.tensor(a, requires_grad=True)                      # max of all: NaN is the result
+    x.max().backward()
+    assert x.grad.numpy()[2, 3] == 1.0 and np.count_nonzero(x.grad.numpy()) == 1

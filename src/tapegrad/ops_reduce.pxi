@@ -289,6 +289,63 @@ def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None):
 
 # -- max / min / amax / amin ----------------------------------------------------------------------
 
+cdef object evenly_rows_c(object A, object outk, object gk, tuple axes, bint nan_ties):
+    """vjp_evenly for a C-contiguous float32/float64 input reduced over trailing dims (rows x
+    cols), in one C pass per row: the same count, quotient and mask product as the numpy
+    formula below (bit for bit, NaN and inf adjoints included), or None for other layouts."""
+    cdef int ta = -1, to = -1, tg_ = -1
+    if not (kernel_array(A, &ta) and kernel_array(outk, &to) and kernel_array(gk, &tg_)
+            and ta == to and ta == tg_):
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>A
+    cdef Py_ssize_t nd_ = cnp.PyArray_NDIM(a), na = len(axes), j, rows = 1, cols = 1, i, c, n
+    if na == 0:
+        return None
+    for j in range(na):
+        if <Py_ssize_t>axes[j] != nd_ - na + j:
+            return None                         # not the trailing dims
+    for j in range(nd_):
+        if j < nd_ - na:
+            rows *= cnp.PyArray_DIMS(a)[j]
+        else:
+            cols *= cnp.PyArray_DIMS(a)[j]
+    if (cols == 0 or cols > (1 << 24) or cnp.PyArray_SIZE(<cnp.ndarray>outk) != rows
+            or cnp.PyArray_SIZE(<cnp.ndarray>gk) != rows):
+        return None
+    cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(nd_, cnp.PyArray_DIMS(a), ta)
+    cdef const double* ad = <const double*>cnp.PyArray_DATA(a)
+    cdef const double* md = <const double*>cnp.PyArray_DATA(<cnp.ndarray>outk)
+    cdef const double* gd = <const double*>cnp.PyArray_DATA(<cnp.ndarray>gk)
+    cdef double* od = <double*>cnp.PyArray_DATA(out)
+    cdef const float* af = <const float*>cnp.PyArray_DATA(a)
+    cdef const float* mf = <const float*>cnp.PyArray_DATA(<cnp.ndarray>outk)
+    cdef const float* gf = <const float*>cnp.PyArray_DATA(<cnp.ndarray>gk)
+    cdef float* of = <float*>cnp.PyArray_DATA(out)
+    cdef double qd, m
+    cdef float qf, mm
+    for i in range(rows):
+        n = 0
+        if ta == cnp.NPY_FLOAT64:
+            m = md[i]
+            for c in range(cols):
+                n += ad[i * cols + c] == m or (nan_ties and ad[i * cols + c] != ad[i * cols + c]
+                                               and m != m)
+            qd = gd[i] / <double>n
+            for c in range(cols):
+                od[i * cols + c] = <double>(ad[i * cols + c] == m or (
+                    nan_ties and ad[i * cols + c] != ad[i * cols + c] and m != m)) * qd
+        else:
+            mm = mf[i]
+            for c in range(cols):
+                n += af[i * cols + c] == mm or (nan_ties and af[i * cols + c] != af[i * cols + c]
+                                                and mm != mm)
+            qf = gf[i] / <float>n
+            for c in range(cols):
+                of[i * cols + c] = <float>(af[i * cols + c] == mm or (
+                    nan_ties and af[i * cols + c] != af[i * cols + c] and mm != mm)) * qf
+    return out
+
+
 cdef object vjp_evenly(Record* r, object g):
     """amax/amin, and max/min of all elements: the gradient split evenly among the extremal
     elements (for max/min also among NaNs when the result is NaN, as PyTorch)."""
@@ -296,6 +353,9 @@ cdef object vjp_evenly(Record* r, object g):
     outk = <object>r.saved[1]
     cdef tuple aux = <tuple>r.aux
     gk = unreduce(g, aux)
+    fast = evenly_rows_c(A, outk, gk, <tuple>aux[1], r.op == OP_MAX_ALL or r.op == OP_MIN_ALL)
+    if fast is not None:
+        return fast
     mask = np.equal(A, outk)
     if r.op == OP_MAX_ALL or r.op == OP_MIN_ALL:
         mask = np.logical_or(mask, np.logical_and(np.isnan(A), np.isnan(outk)))
