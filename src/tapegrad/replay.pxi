@@ -14,7 +14,7 @@
 # (elementwise ops on contiguous float buffers) run without touching a Python object.
 # ---------------------------------------------------------------------------------------------
 
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy, memset
 
 
@@ -722,42 +722,94 @@ cdef inline Py_ssize_t oid(object o) noexcept:
     return <Py_ssize_t><PyObject*>o
 
 
+cdef extern from *:
+    """
+    #define TG_NO_TENSOR PY_SSIZE_T_MIN
+    """
+    const Py_ssize_t TG_NO_TENSOR   # an operand code (_plan_steps): a Python number or None
+
+
 def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
     """The slots and steps of a Program from a Capture's steps ((kind, op, kop, a, b, aux,
     result) tuples; a, b: tensors, Python scalars or None): the tensors the steps read but no
     step made become the externals (slots 0..), then one slot per step that reaches a root (the
     outputs and the values Python read).  Returns (externals, shapes, grad, program steps,
     {id(root): slot}, externals the backward reads, dtype numbers)."""
+    cdef Py_ssize_t n = len(steps), j, k, out
+    cdef char* live = <char*>calloc(max(n, 1), 1)
+    cdef Py_ssize_t* step_slot = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* code = <Py_ssize_t*>malloc(max(2 * n, 1) * sizeof(Py_ssize_t))
+    if live == NULL or step_slot == NULL or code == NULL:
+        free(live)
+        free(step_slot)
+        free(code)
+        raise MemoryError()
+    try:
+        return plan_steps(steps, claimed, roots, grad_mode, n, live, step_slot, code)
+    finally:
+        free(live)
+        free(step_slot)
+        free(code)
+
+
+cdef inline Py_ssize_t plan_operand(dict where, set claimed, list ext, object o) except? -2:
+    """An operand's code for _plan_steps: external k (>= 0, a new one for a tensor no step made),
+    step j's result as -(j + 1), or TG_NO_TENSOR."""
+    if not isinstance(o, TensorBase):
+        return TG_NO_TENSOR
+    key = oid(o)
+    c = where.get(key)
+    if c is not None:
+        return <Py_ssize_t>c
+    if key in claimed:              # made by a later step: cannot happen in a forward trace
+        raise AssertionError("a captured step reads a tensor made after it")
+    where[key] = len(ext)
+    ext.append(o)
+    return len(ext) - 1
+
+
+cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ssize_t n,
+                      char* live, Py_ssize_t* step_slot, Py_ssize_t* code):
+    """_plan_steps' work; code[2j], code[2j + 1]: the codes of step j's operands a and b."""
     cdef dict where = {}            # oid(tensor) -> external k (>= 0) or step j as -(j + 1)
     cdef list ext = []
-    cdef Py_ssize_t n = len(steps), j, k, out
+    cdef Py_ssize_t k, j, out
+    cdef int q
     cdef tuple st
     for j in range(n):
         st = <tuple>steps[j]
-        for o in step_operands(st):
-            if isinstance(o, TensorBase) and oid(o) not in claimed and oid(o) not in where:
-                where[oid(o)] = len(ext)
-                ext.append(o)
+        if <Py_ssize_t>st[0] == SK_CALL:
+            for o in <tuple>(<tuple>st[5])[3]:
+                plan_operand(where, claimed, ext, o)
+            code[2 * j] = code[2 * j + 1] = TG_NO_TENSOR
+        else:
+            code[2 * j] = plan_operand(where, claimed, ext, st[3])
+            code[2 * j + 1] = plan_operand(where, claimed, ext, st[4])
         where[oid(st[6])] = -(j + 1)
     for t in roots:
         if oid(t) not in where:
             where[oid(t)] = len(ext)
             ext.append(t)
-    cdef bytearray live = bytearray(n)
     for t in roots:
         k = where[oid(t)]
         if k < 0:
             live[-k - 1] = 1
-    for j in range(n - 1, -1, -1):
-        if live[j]:
-            st = <tuple>steps[j]
-            for o in step_operands(st):
-                if isinstance(o, TensorBase):
-                    k = where[oid(o)]
-                    if k < 0:
-                        live[-k - 1] = 1
+    for j in range(n - 1, -1, -1):           # a live step's operands are live
+        if not live[j]:
+            continue
+        st = <tuple>steps[j]
+        if <Py_ssize_t>st[0] == SK_CALL:
+            for o in <tuple>(<tuple>st[5])[3]:
+                k = where[oid(o)]
+                if k < 0:
+                    live[-k - 1] = 1
+        else:
+            for q in range(2):
+                k = code[2 * j + q]
+                if k != TG_NO_TENSOR and k < 0:
+                    live[-k - 1] = 1
     cdef Py_ssize_t n_ext = len(ext)
-    cdef list shapes = [], grad = [], program = [], number = list(range(n_ext))
+    cdef list shapes = [], grad = [], program = []
     cdef set saved = set(), dtypes = set()
     cdef list typenum = []          # slot -> dtype number
     for t in ext:
@@ -766,24 +818,20 @@ def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
         typenum.append(cnp.PyArray_TYPE((<TensorBase>t)._array))
         if grad[len(grad) - 1]:
             dtypes.add(typenum[len(typenum) - 1])     # adjoints are in the program's dtype
-    cdef list step_slot = [-1] * n
     cdef Py_ssize_t sa, sb, kind, kop
     cdef bint ga, gb
     for j in range(n):
+        step_slot[j] = -1
         if not live[j]:
             continue
         st = <tuple>steps[j]
         kind = st[0]
         kop = st[2]
         a, b, aux, res = st[3], st[4], st[5], st[6]
-        sa = -1
-        sb = -1
-        if isinstance(a, TensorBase):
-            k = where[oid(a)]
-            sa = k if k >= 0 else step_slot[-k - 1]
-        if isinstance(b, TensorBase):
-            k = where[oid(b)]
-            sb = k if k >= 0 else step_slot[-k - 1]
+        k = code[2 * j]
+        sa = -1 if k == TG_NO_TENSOR else (k if k >= 0 else step_slot[-k - 1])
+        k = code[2 * j + 1]
+        sb = -1 if k == TG_NO_TENSOR else (k if k >= 0 else step_slot[-k - 1])
         ga = sa >= 0 and grad[sa]
         gb = sb >= 0 and grad[sb]
         out = len(shapes)
