@@ -702,13 +702,6 @@ cdef class CompiledFunctionBackward:
 
 # -- building a Program from a capture --------------------------------------------------------
 
-cdef inline tuple step_operands(tuple st):
-    """The tensors (or scalars, None) a captured step reads."""
-    if <Py_ssize_t>st[0] == SK_CALL:
-        return <tuple>(<tuple>st[5])[3]
-    return (st[3], st[4])
-
-
 cdef class SlotRef:
     """Stands for slot k's value in the arguments of a re-run op (SK_CALL)."""
     cdef readonly Py_ssize_t k
