@@ -81,71 +81,94 @@ cdef inline bint kernel_scalar(object x) noexcept:
     return PyFloat_CheckExact(x) or PyLong_CheckExact(x)
 
 
-cdef object fast_binary(int kop, object A, object B):
-    """A (kop) B in C, or None.  Same-shape arrays, or an array with a size-1 array or scalar."""
-    cdef int ta = -1, tb = -1, t
+cdef struct KernelOperands:
+    # Two operands as the binary kernels take them: type number, data and element stride (0: one
+    # value for all n) of each; a Python number is held converted in sd / sf.
+    int t
+    const char* pa
+    ptrdiff_t sa
+    const char* pb
+    ptrdiff_t sb
+    double sd
+    float sf
+
+
+cdef object kernel_operands(object A, object B, KernelOperands* ko):
+    """Fill *ko for A (op) B and return the array whose shape the result takes, or None when the
+    kernels do not take the pair: same-shape float32/float64 arrays of one dtype, or such an
+    array with a size-1 array (of no more dims) or a Python number."""
+    cdef int ta = -1, tb = -1
     cdef bint a_arr = kernel_array(A, &ta), b_arr = kernel_array(B, &tb)
-    cdef cnp.ndarray a, b, shape_src, out
-    cdef ptrdiff_t n, sa = 1, sb = 1
-    cdef double sd
-    cdef float sf
-    cdef const char* pa
-    cdef const char* pb
+    cdef cnp.ndarray a, b
+    ko.sa = 1
+    ko.sb = 1
     if a_arr and b_arr:
         if ta != tb:
             return None
         a = <cnp.ndarray>A
         b = <cnp.ndarray>B
+        ko.t = ta
+        ko.pa = <const char*>cnp.PyArray_DATA(a)
+        ko.pb = <const char*>cnp.PyArray_DATA(b)
         if same_shape(a, b):
-            shape_src = a
-        elif cnp.PyArray_SIZE(b) == 1 and cnp.PyArray_NDIM(b) <= cnp.PyArray_NDIM(a):
-            shape_src = a
-            sb = 0
-        elif cnp.PyArray_SIZE(a) == 1 and cnp.PyArray_NDIM(a) <= cnp.PyArray_NDIM(b):
-            shape_src = b
-            sa = 0
-        else:
-            return None
-        t = ta
-        pa = <const char*>cnp.PyArray_DATA(a)
-        pb = <const char*>cnp.PyArray_DATA(b)
-    elif a_arr and kernel_scalar(B):
-        shape_src = <cnp.ndarray>A
-        t = ta
-        sd = B
-        sf = <float>sd
-        pa = <const char*>cnp.PyArray_DATA(shape_src)
-        pb = <const char*>&sd if t == cnp.NPY_FLOAT64 else <const char*>&sf
-        sb = 0
-    elif b_arr and kernel_scalar(A):
-        shape_src = <cnp.ndarray>B
-        t = tb
-        sd = A
-        sf = <float>sd
-        pa = <const char*>&sd if t == cnp.NPY_FLOAT64 else <const char*>&sf
-        pb = <const char*>cnp.PyArray_DATA(shape_src)
-        sa = 0
-    else:
+            return a
+        if cnp.PyArray_SIZE(b) == 1 and cnp.PyArray_NDIM(b) <= cnp.PyArray_NDIM(a):
+            ko.sb = 0
+            return a
+        if cnp.PyArray_SIZE(a) == 1 and cnp.PyArray_NDIM(a) <= cnp.PyArray_NDIM(b):
+            ko.sa = 0
+            return b
         return None
-    out = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(shape_src),
-                                             cnp.PyArray_DIMS(shape_src), t)
-    n = cnp.PyArray_SIZE(shape_src)
-    if t == cnp.NPY_FLOAT64:
+    if a_arr and kernel_scalar(B):
+        ko.t = ta
+        ko.sd = B
+        ko.sf = <float>ko.sd
+        ko.pa = <const char*>cnp.PyArray_DATA(<cnp.ndarray>A)
+        ko.pb = <const char*>&ko.sd if ta == cnp.NPY_FLOAT64 else <const char*>&ko.sf
+        ko.sb = 0
+        return A
+    if b_arr and kernel_scalar(A):
+        ko.t = tb
+        ko.sd = A
+        ko.sf = <float>ko.sd
+        ko.pa = <const char*>&ko.sd if tb == cnp.NPY_FLOAT64 else <const char*>&ko.sf
+        ko.pb = <const char*>cnp.PyArray_DATA(<cnp.ndarray>B)
+        ko.sa = 0
+        return B
+    return None
+
+
+cdef void run_binary(int kop, ptrdiff_t n, KernelOperands* ko, void* out) noexcept:
+    """The binary kernel on operands from kernel_operands, n elements into out (which may be
+    operand a's storage: element i is read before it is written)."""
+    if ko.t == cnp.NPY_FLOAT64:
         if n >= NOGIL_MIN_SIZE:
             with nogil:
-                tg_binary_f64(kop, n, <const double*>pa, sa, <const double*>pb, sb,
-                              <double*>cnp.PyArray_DATA(out))
+                tg_binary_f64(kop, n, <const double*>ko.pa, ko.sa, <const double*>ko.pb, ko.sb,
+                              <double*>out)
         else:
-            tg_binary_f64(kop, n, <const double*>pa, sa, <const double*>pb, sb,
-                          <double*>cnp.PyArray_DATA(out))
+            tg_binary_f64(kop, n, <const double*>ko.pa, ko.sa, <const double*>ko.pb, ko.sb,
+                          <double*>out)
     else:
         if n >= NOGIL_MIN_SIZE:
             with nogil:
-                tg_binary_f32(kop, n, <const float*>pa, sa, <const float*>pb, sb,
-                              <float*>cnp.PyArray_DATA(out))
+                tg_binary_f32(kop, n, <const float*>ko.pa, ko.sa, <const float*>ko.pb, ko.sb,
+                              <float*>out)
         else:
-            tg_binary_f32(kop, n, <const float*>pa, sa, <const float*>pb, sb,
-                          <float*>cnp.PyArray_DATA(out))
+            tg_binary_f32(kop, n, <const float*>ko.pa, ko.sa, <const float*>ko.pb, ko.sb,
+                          <float*>out)
+
+
+cdef object fast_binary(int kop, object A, object B):
+    """A (op) B in C as a new array, or None (see kernel_operands)."""
+    cdef KernelOperands ko
+    shape_src = kernel_operands(A, B, &ko)
+    if shape_src is None:
+        return None
+    cdef cnp.ndarray src = <cnp.ndarray>shape_src
+    cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(src),
+                                                              cnp.PyArray_DIMS(src), ko.t)
+    run_binary(kop, cnp.PyArray_SIZE(src), &ko, cnp.PyArray_DATA(out))
     return out
 
 

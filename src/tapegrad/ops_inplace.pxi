@@ -76,42 +76,28 @@ cdef inline bint records(TensorBase t, object other) noexcept:
 cdef bint inplace_in_c(int op, TensorBase self, object other) except -1:
     """Unrecorded self (op)= other straight into self's storage by a C kernel (the SGD update
     `p -= lr * p.grad` under no_grad), or False when numpy's path is needed: +, -, *, / only
-    (correctly rounded, so C and numpy agree to the bit), a writeable C-contiguous float32/float64
-    self, and a same-dtype operand of self's shape, of one element, or a Python number."""
+    (correctly rounded, so C and numpy agree to the bit), a writeable self that the kernels take
+    with `other` (kernel_operands) and that gives the result its shape, and no partial overlap."""
     if op != OP_ADD and op != OP_SUB and op != OP_MUL and op != OP_DIV:
         return False
-    cdef int ta = -1, tb = -1
     A = self._array
-    if not kernel_array(A, &ta) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>A):
+    if not cnp.PyArray_Check(A) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>A):
         return False
-    cdef cnp.ndarray a = <cnp.ndarray>A, b
-    cdef Py_ssize_t n = cnp.PyArray_SIZE(a), sb = 1
-    cdef char* pa = <char*>cnp.PyArray_DATA(a)
-    cdef const char* pb
-    cdef double d
-    cdef float f
+    cdef KernelOperands ko
     if isinstance(other, TensorBase):
-        if not kernel_array((<TensorBase>other)._array, &tb) or tb != ta:
-            return False
-        b = <cnp.ndarray>(<TensorBase>other)._array
-        pb = <const char*>cnp.PyArray_DATA(b)
-        if not same_shape(a, b):
-            if cnp.PyArray_SIZE(b) != 1 or cnp.PyArray_NDIM(b) > cnp.PyArray_NDIM(a):
-                return False
-            sb = 0                      # read once before the loop: may lie inside self
-        elif pb != pa and pb < pa + cnp.PyArray_NBYTES(a) and pa < pb + cnp.PyArray_NBYTES(b):
-            return False                # partly overlapping storage: numpy buffers it
+        B = (<TensorBase>other)._array
     elif kernel_scalar(other):
-        d = other
-        f = <float>d
-        pb = <const char*>&d if ta == cnp.NPY_FLOAT64 else <const char*>&f
-        sb = 0
+        B = other
     else:
         return False
-    if ta == cnp.NPY_FLOAT64:
-        tg_binary_f64(kernel_of(op), n, <const double*>pa, 1, <const double*>pb, sb, <double*>pa)
-    else:
-        tg_binary_f32(kernel_of(op), n, <const float*>pa, 1, <const float*>pb, sb, <float*>pa)
+    if kernel_operands(A, B, &ko) is not A:
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>A
+    if ko.sb == 1 and ko.pb != ko.pa and ko.pb < ko.pa + cnp.PyArray_NBYTES(a) and (
+            ko.pa < ko.pb + cnp.PyArray_NBYTES(<cnp.ndarray>B)):
+        return False                    # partly overlapping storage: numpy buffers it
+    # (a one-element operand is read once before the loop, so it may lie inside self)
+    run_binary(kernel_of(op), cnp.PyArray_SIZE(a), &ko, <void*>ko.pa)
     return True
 
 
