@@ -235,7 +235,7 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False) -> Tens
     s, e = ct.type(start), ct.type(end)
     step = (e - s) / ct.type(steps - 1)
     idx = np.arange(steps)
-    with np.errstate(all="ignore"):
+    with _core.IeeeResults():
         up = (wide.type(s) + wide.type(step) * idx).astype(ct)
         down = (wide.type(e) - wide.type(step) * (steps - idx - 1)).astype(ct)
     values = np.where(idx < steps // 2, up, down)

@@ -2,6 +2,7 @@
 #
 # One extension module, split by concern into the .pxi files included below (in dependency order):
 #   grad_mode.pxi       thread-local grad mode flag
+#   fp_errors.pxi       IeeeResults: numpy's errstate(all="ignore") at C cost
 #   kernels.pxi         the C elementwise kernels (kernels.c) and their drivers
 #   dtypes.pxi          dtype objects and PyTorch's promotion rules
 #   tape.pxi            the flat record arena and record lifetimes
@@ -28,6 +29,7 @@ import numpy as np
 cnp.import_array()
 
 include "grad_mode.pxi"
+include "fp_errors.pxi"
 include "kernels.pxi"
 include "dtypes.pxi"
 include "ops_registry.pxi"

@@ -257,7 +257,7 @@ cdef object binary_op(int op, object a, object b):
         out = fast_binary(kop, A, B)
     cdef bint in_c = out is not None
     if out is None:
-        with np.errstate(all="ignore"):                  # IEEE results (inf, nan) as PyTorch gives
+        with IeeeResults():                              # IEEE results (inf, nan) as PyTorch gives
             out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
                                     (OP_DIV if op == OP_RDIV else op), A, B))
     cdef TensorBase res = wrap(out)
@@ -336,7 +336,7 @@ cdef object unary_numpy(int op, object A):
     """numpy's version of a unary op (integer, non-contiguous or large input)."""
     if op == OP_TANH:
         return nd(np.tanh(A))                           # cannot raise a floating point warning
-    with np.errstate(all="ignore"):                     # IEEE results, no warnings, as PyTorch
+    with IeeeResults():                                 # IEEE results, no warnings, as PyTorch
         if op == OP_NEG:
             return nd(-A)
         if op == OP_EXP:

@@ -562,7 +562,7 @@ def masked_fill(TensorBase input, mask, value):
         raise TypeError("masked_fill() received an invalid combination of arguments - got "
                         f"(Tensor, {type(value).__name__})")
     out_shape = broadcast_shapes_torch(M.shape, A.shape)
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         fill = fill.astype(A.dtype)
     out = np.where(M, fill, A)
     cdef TensorBase res = wrap(nd(out))

@@ -93,7 +93,7 @@ cdef int check_bmm(Py_ssize_t b1, Py_ssize_t k, Py_ssize_t b2, Py_ssize_t m, obj
 cdef object product(object A, object B):
     """np.matmul(A, B) as an ndarray; IEEE results (inf, nan) without numpy's warnings."""
     if A.dtype.kind == "f":
-        with np.errstate(all="ignore"):
+        with IeeeResults():
             return nd(np.matmul(A, B))
     return nd(np.matmul(A, B))
 
@@ -420,7 +420,7 @@ def outer(input, vec2):
     A = operand_value(a, dt)
     B = operand_value(b, dt)
     if A.dtype.kind == "f":
-        with np.errstate(all="ignore"):
+        with IeeeResults():
             out = nd(np.multiply.outer(A, B))
     else:
         out = nd(np.multiply.outer(A, B))
@@ -501,7 +501,7 @@ cdef object linear_eager(input, weight, bias=None):
             raise RuntimeError(f"result type {scalar_type_name(C.dtype)} can't be cast to the "
                                f"desired output type {scalar_type_name(X.dtype)}")
         op = OP_LINEAR_ADD
-    with np.errstate(all="ignore"):                     # one errstate for product and add
+    with IeeeResults():                                 # one errstate for product and add
         out = nd(np.matmul(X, Wt))
         if op != OP_LINEAR_ADD and out.ndim > 0:         # C expands to the product's shape
             np.add(out, C, out=out)                     # the product is fresh: add in place

@@ -69,7 +69,7 @@ cdef object nn_reduce(object L, int red):
     """Reduce per-element losses L: none (as is), mean (nan when empty) or sum; in L's dtype."""
     if red == NN_RED_NONE:
         return L
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         s = np.add.reduce(L, axis=None)
         if red == NN_RED_MEAN:
             s = np.true_divide(s, L.dtype.type(L.size))
@@ -208,7 +208,7 @@ cdef int OP_LOG_SOFTMAX = register_op("LogSoftmaxBackward0", vjp_log_softmax)
 
 cdef object nn_softmax_numpy(object C, object axis, bint log):
     """(log_)softmax of a floating array along `axis` (any layout): the max is subtracted first."""
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         if C.size == 0:
             return np.array(C, copy=True)
         m = np.maximum.reduce(C, axis=axis, keepdims=True)
@@ -492,7 +492,7 @@ cdef tuple nn_nll_prepare(TensorBase input, object target, object weight, object
         wv = valid.astype(A.dtype)
     else:
         wv = np.where(valid, w[tc], 0).astype(A.dtype, copy=False)
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         losses = np.where(valid, np.negative(picked) * wv, 0).astype(A.dtype, copy=False)
         total = np.asarray(np.add.reduce(wv, axis=None), dtype=A.dtype)
     out_shape = () if ndim == 1 else (A.shape[0],) + tuple(A.shape)[2:]
@@ -514,7 +514,7 @@ cdef object nn_nll_value(object losses, object total, object out_shape, int red)
             return np.asarray(sd / <double>total if red == NN_RED_MEAN else sd, dtype=losses.dtype)
         sf = tg_sum_f32(n, <const float*>cnp.PyArray_DATA(<cnp.ndarray>losses))
         return np.asarray(sf / <float>total if red == NN_RED_MEAN else sf, dtype=losses.dtype)
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         s = np.add.reduce(losses, axis=None)
         if red == NN_RED_MEAN:
             s = np.true_divide(s, total)
@@ -619,7 +619,7 @@ cdef object nn_ce_smooth(TensorBase logp, object target, object weight, object i
     dt = A.dtype
     N, K = shape3[0], shape3[2]
     X3 = A.reshape(shape3)
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         if w is None:
             smooth = np.negative(np.add.reduce(X3, axis=1))
         else:
@@ -657,7 +657,7 @@ cdef object nn_ce_probs(TensorBase logp, TensorBase target, object weight, int r
     if w is not None:
         dt = nn_promote(dt, w.dtype)
     Pc = P.astype(dt, copy=False)
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         tgt = T.astype(dt, copy=False)
         if ls > 0:
             tgt = tgt * dt.type(1 - ls) + dt.type(ls / C)
@@ -853,7 +853,7 @@ cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object 
         else:
             raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', "
                              "'mean', 'sum'.")
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         d = nd(np.subtract(A.astype(dt, copy=False), B.astype(dt, copy=False)))
         if kind == NN_MSE:
             f = d * d
@@ -1041,7 +1041,7 @@ def binary_cross_entropy(TensorBase input, target, weight=None, size_average=Non
         raise NotImplementedError(f'"binary_cross_entropy" not implemented for '
                                   f"'{nn_scalar_name(A.dtype)}'")
     nn_no_weight_grad(weight, "binary_cross_entropy", "weight")
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         if not bool(np.logical_and.reduce((A >= 0) & (A <= 1), axis=None)):
             raise RuntimeError("all elements of input should be between 0 and 1")
         dt = A.dtype
@@ -1105,7 +1105,7 @@ def binary_cross_entropy_with_logits(TensorBase input, target, weight=None, size
             raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
                                f"{list(bs)}")
         w = Wt.astype(dt, copy=False)
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         ls = np.minimum(X, 0) - np.log1p(np.exp(np.negative(np.abs(X))))
         if pw is not None:
             ls = ls * ((pw - 1) * Tc + 1)
@@ -1180,7 +1180,7 @@ def dropout(TensorBase input, p=0.5, training=True, inplace=False):
         if not A.flags.writeable:
             raise RuntimeError("cannot write into a read-only tensor (an expanded or broadcast "
                                "view); clone() it first")
-        with np.errstate(all="ignore"):
+        with IeeeResults():
             np.multiply(A, noise, out=A)
         bump_version(input)
         r = nn_record_inplace(OP_DROPOUT, input, (input,), &old)
@@ -1188,7 +1188,7 @@ def dropout(TensorBase input, p=0.5, training=True, inplace=False):
             keep(&r.saved[0], noise)
             nn_finish_inplace(input, old)
         return input
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         out = nd(A * noise)
     res = wrap(out)
     r = record_from(OP_DROPOUT, res, (input,))
@@ -1284,7 +1284,7 @@ cdef int nn_embedding_renorm(TensorBase weight, object idx, double max_norm,
     if rows.size == 0:
         return 0
     sub = W[rows].astype(np.float64)
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         if norm_type == 2.0:
             norms = np.sqrt(np.add.reduce(sub * sub, axis=1))
         else:
@@ -1387,7 +1387,7 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
         M *= A.shape[i]
     cdt = NP_FLOAT32 if A.dtype.itemsize < 4 else A.dtype       # half: computed in float
     X = A.reshape(M, N).astype(cdt, copy=False)
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         mean = np.true_divide(np.add.reduce(X, axis=1, keepdims=True), N)
         xc = X - mean
         var = np.true_divide(np.add.reduce(xc * xc, axis=1, keepdims=True), N)

@@ -157,13 +157,13 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
                 A = A.astype(NP_INT64)                  # PyTorch sums integers and bools as int64
             out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
         else:
-            with np.errstate(all="ignore"):             # inf - inf, overflow: IEEE, as PyTorch
+            with IeeeResults():                         # inf - inf, overflow: IEEE, as PyTorch
                 out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
     else:
         if A.dtype.kind != "f":
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                                f"floating point or complex dtype. Got: {scalar_type_name(A.dtype)}")
-        with np.errstate(all="ignore"):                 # mean of no elements is nan, as PyTorch
+        with IeeeResults():                             # mean of no elements is nan, as PyTorch
             out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim) / count)
     cdef TensorBase res = wrap(out)
     if CAPTURE is not None and capturing():
@@ -273,7 +273,7 @@ def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None):
         A = A.astype(to_np_dtype(dtype))
     elif A.dtype.kind in "biu":
         A = A.astype(NP_INT64)
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         outk = nd(np.multiply.reduce(A, axis=axes, keepdims=True))
     out = outk if (keepdim and dim is not None) else outk.reshape(
         tuple([A.shape[i] for i in range(ndim) if i not in axes]))
@@ -637,7 +637,7 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
         _warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
                        "than the reduction factor (input numel divided by output numel).",
                        UserWarning)
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         meank = np.divide(np.add.reduce(A, axis=axes, keepdims=True), n)
         centered = nd(np.subtract(A, meank))
         outk = nd(np.divide(np.add.reduce(np.multiply(centered, centered), axis=axes,
@@ -693,7 +693,7 @@ def logsumexp(TensorBase input, dim, keepdim=False):
     cdef int ndim = A.ndim
     cdef tuple axes = reduction_axes(dim, ndim, "logsumexp")
     cdef bint kd = bool(keepdim)
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         m = nd(np.maximum.reduce(A, axis=axes, keepdims=True, initial=-np.inf))
         m[np.isinf(m)] = 0                              # all -inf (or an inf): no shift
         outk = nd(np.add(np.log(np.add.reduce(np.exp(np.subtract(A, m)), axis=axes,
@@ -780,7 +780,7 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
                 raise RuntimeError(f"linalg.vector_norm cannot compute the {ptxt} norm on the "
                                    f"dimension {a}because this dimension is empty and the "
                                    "operation does not have an identity")
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         if pv == 2:
             outk = np.sqrt(np.add.reduce(np.multiply(A, A), axis=axes, keepdims=True))
         elif pv == 1:

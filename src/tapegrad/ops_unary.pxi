@@ -178,7 +178,7 @@ cdef object ucall_forward(int kop, object A):
         r = fast_unary(kop, A)
         if r is not None:
             return r
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         return kernel_numpy(kop, A)
 
 
@@ -406,7 +406,7 @@ def leaky_relu(TensorBase input, negative_slope=0.01, bint inplace=False):
         if -1 <= slope <= 1:                            # cannot overflow: no errstate needed
             out = nd(A * slope)
         else:
-            with np.errstate(all="ignore"):
+            with IeeeResults():
                 out = nd(A * slope)
         np.positive(A, out=out, where=A > 0)
     if inplace:
@@ -453,7 +453,7 @@ def softplus(TensorBase input, beta=1.0, threshold=20.0):
     if cnp.PyArray_SIZE(A) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
         out = fast_param(TG_SOFTPLUS, A, None, b, t)
     if out is None:
-        with np.errstate(all="ignore"):
+        with IeeeResults():
             z = A * b
             out = nd(np.where(z > t, A, np.log1p(np.exp(z)) / b)).astype(A.dtype, copy=False)
     cdef TensorBase res = wrap(out)
@@ -1055,7 +1055,7 @@ cdef object convert(TensorBase x, object np_dt, bint copy):
     A = x._array
     if A.dtype == np_dt and not copy:
         return x
-    with np.errstate(all="ignore"):                     # overflow to inf, NaN to int: as PyTorch
+    with IeeeResults():                                 # overflow to inf, NaN to int: as PyTorch
         out = A.astype(np_dt)
     cdef TensorBase res = wrap(out)
     if np_dt.kind == "f":

@@ -332,7 +332,7 @@ cdef class Program:
             np.copyto(bs.arrays[s.out], unary_numpy(s.op, A))
             return 0
         axes, keepdim, count = self.aux[i]
-        with np.errstate(all="ignore"):
+        with IeeeResults():
             if s.op == OP_SUM:
                 out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
             else:

@@ -409,7 +409,7 @@ cdef object engine_run(tuple outputs, list grads, bint retain_graph, bint create
                                                     else SWEEP_CAPTURE)
     # One errstate for the whole sweep (not one per node): IEEE results (0 * inf = nan, ...) pass
     # silently, as in PyTorch, instead of numpy warnings.
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         captured = sweep(roots, seeds, retain_graph, mode, targets)
     if accumulate_grad:
         return None
@@ -521,7 +521,7 @@ cdef object graph_engine_run(tuple outputs, list grads, bint retain_graph, tuple
             "autograd.grad when creating the graph to avoid this. If you have to use this "
             "function, make sure to reset the .grad fields of your parameters to None after use to "
             "break the cycle and avoid the leak.", UserWarning, stacklevel=1)
-    with np.errstate(all="ignore"):
+    with IeeeResults():
         captured = graph_sweep(roots, seeds, retain_graph, mode, targets)
     if accumulate_grad:
         return None

@@ -209,7 +209,7 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        with np.errstate(all="ignore"):     # inf/nan propagate silently, as in PyTorch
+        with _core.IeeeResults():            # inf/nan propagate silently, as in PyTorch
             for group in self.param_groups:
                 self._update_group(group)
         return loss

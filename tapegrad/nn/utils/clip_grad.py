@@ -41,7 +41,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     # division is reciprocal() * max_norm), clamped to 1 and multiplied into every gradient.  A
     # NaN coefficient (a NaN norm) survives the clamp, so the gradients become NaN.
     dt = total.dtype.type
-    with np.errstate(all="ignore"):                 # inf/nan propagate silently, as in PyTorch
+    with _core.IeeeResults():                        # inf/nan propagate silently, as in PyTorch
         clip_coef = (dt(1) / (total + dt(1e-6))) * dt(max_norm)
         if not clip_coef >= 1.0:
             for g in grads:
