@@ -13,6 +13,7 @@
 #   ops_elementwise.pxi elementwise arithmetic: forward, VJP and registration side by side
 #   ops_unary.pxi       math functions, activations, clamp, where, comparisons, conversions
 #   ops_reduce.pxi      reductions
+#   matmul_layout.pxi   A @ W^T: the faster of two bit-identical BLAS layouts, per shape
 #   ops_linalg.pxi      matmul and friends
 #   ops_shape.pxi       reshape, transpose, cat, split, ...
 #   ops_index.pxi       indexing, gather, index_select, masked_fill
@@ -40,6 +41,7 @@ include "record.pxi"
 include "ops_elementwise.pxi"
 include "ops_unary.pxi"
 include "ops_reduce.pxi"
+include "matmul_layout.pxi"
 include "ops_linalg.pxi"
 include "ops_shape.pxi"
 include "ops_index.pxi"

@@ -85,4 +85,9 @@ void tg_softmax_grad_rows_f32(int log_, ptrdiff_t rows, ptrdiff_t cols, const fl
 void tg_softmax_grad_rows_f64(int log_, ptrdiff_t rows, ptrdiff_t cols, const double *g,
                               const double *y, double *out);
 
+/* dst = the transpose of src: src is a C-contiguous rows x cols matrix of 4-byte (or 8-byte)
+ * elements, dst a C-contiguous cols x rows one.  Elements are copied as bits. */
+void tg_transpose_4(ptrdiff_t rows, ptrdiff_t cols, const uint32_t *src, uint32_t *dst);
+void tg_transpose_8(ptrdiff_t rows, ptrdiff_t cols, const uint64_t *src, uint64_t *dst);
+
 #endif

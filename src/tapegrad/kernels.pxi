@@ -5,6 +5,7 @@
 # ---------------------------------------------------------------------------------------------
 
 from libc.stddef cimport ptrdiff_t
+from libc.stdint cimport uint32_t, uint64_t
 from cpython.float cimport PyFloat_CheckExact
 from cpython.long cimport PyLong_CheckExact
 
@@ -46,6 +47,10 @@ cdef extern from "kernels.h" nogil:
                      double* out) noexcept
     int tg_param_f32(int op, ptrdiff_t n, const float* a, const float* b, float p0, float p1,
                      float* out) noexcept
+    void tg_transpose_4(ptrdiff_t rows, ptrdiff_t cols, const uint32_t* src,
+                        uint32_t* dst) noexcept
+    void tg_transpose_8(ptrdiff_t rows, ptrdiff_t cols, const uint64_t* src,
+                        uint64_t* dst) noexcept
 
 cdef enum:
     NOGIL_MIN_SIZE = 32768      # release the GIL for kernels at least this large

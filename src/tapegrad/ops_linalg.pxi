@@ -94,7 +94,7 @@ cdef object product(object A, object B):
     """np.matmul(A, B) as an ndarray; IEEE results (inf, nan) without numpy's warnings."""
     if A.dtype.kind == "f":
         with IeeeResults():
-            return nd(np.matmul(A, B))
+            return product_a_bt(A, B)
     return nd(np.matmul(A, B))
 
 
@@ -502,7 +502,7 @@ cdef object linear_eager(input, weight, bias=None):
                                f"desired output type {scalar_type_name(X.dtype)}")
         op = OP_LINEAR_ADD
     with IeeeResults():                                 # one errstate for product and add
-        out = nd(np.matmul(X, Wt))
+        out = product_a_bt(X, Wt)
         if op != OP_LINEAR_ADD and out.ndim > 0:         # C expands to the product's shape
             np.add(out, C, out=out)                     # the product is fresh: add in place
         else:
