@@ -75,3 +75,19 @@ def test_the_test_hook_rejects_what_the_kernel_cannot_take():
         _core._matmul_transposed(np.zeros((2, 3), np.int64), np.zeros((4, 3), np.int64))
     with pytest.raises(ValueError, match="float32"):
         _core._matmul_transposed(np.zeros((2, 3), np.float32), np.zeros((4, 2), np.float32))
+
+
+def test_calls_with_a_zero_initialised_weight_do_not_count_as_trials():
+    # All-zero products agree whatever the summation order, so they prove nothing about it.
+    rng = np.random.default_rng(9)
+    n, k, m = 48, 600, 96
+    x = tg.from_numpy(rng.standard_normal((n, k)).astype(np.float32))
+    w = tg.zeros(m, k)
+    for _ in range(12):
+        F.linear(x, w)
+    assert _core._matmul_layouts()[(n, k, m, "float32")][0] == "probing"
+    with tg.no_grad():
+        w.copy_(tg.from_numpy(rng.standard_normal((m, k)).astype(np.float32)))
+    for _ in range(12):
+        np.testing.assert_array_equal(F.linear(x, w).numpy(), x.numpy() @ w.numpy().T)
+    assert _core._matmul_layouts()[(n, k, m, "float32")][0] in ("direct", "transposed")
