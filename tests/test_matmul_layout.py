@@ -31,8 +31,8 @@ def test_linear_equals_numpys_product_to_the_bit_before_and_after_the_choice(n, 
         no_bias = tg.from_numpy(x) @ w.t()
         np.testing.assert_array_equal(no_bias.detach().numpy(), np.matmul(x, w.detach().numpy().T))
     choice, direct_ns, transposed_ns = _core._matmul_layouts()[(n, k, m, np.dtype(dtype).name)]
-    assert choice in ("direct", "transposed")
-    if direct_ns < 2**62 and transposed_ns < 2**62:         # timed: the faster one was kept
+    assert choice in ("direct", "transposed", "differs")
+    if choice != "differs":                                 # chosen by speed: the faster one
         assert choice == ("transposed" if transposed_ns < direct_ns else "direct")
 
 
@@ -90,4 +90,4 @@ def test_calls_with_a_zero_initialised_weight_do_not_count_as_trials():
         w.copy_(tg.from_numpy(rng.standard_normal((m, k)).astype(np.float32)))
     for _ in range(12):
         np.testing.assert_array_equal(F.linear(x, w).numpy(), x.numpy() @ w.numpy().T)
-    assert _core._matmul_layouts()[(n, k, m, "float32")][0] in ("direct", "transposed")
+    assert _core._matmul_layouts()[(n, k, m, "float32")][0] in ("direct", "transposed", "differs")

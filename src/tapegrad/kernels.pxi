@@ -52,6 +52,13 @@ cdef extern from "kernels.h" nogil:
     void tg_transpose_8(ptrdiff_t rows, ptrdiff_t cols, const uint64_t* src,
                         uint64_t* dst) noexcept
 
+# The two floating dtypes the C paths take: a Cython loop written once over real_t compiles to a
+# float and a double version, where the caller picks one by the array's type number.
+ctypedef fused real_t:
+    float
+    double
+
+
 cdef enum:
     NOGIL_MIN_SIZE = 32768      # release the GIL for kernels at least this large
 

@@ -29,8 +29,9 @@ cdef enum:
 
 cdef enum:
     LAYOUT_PROBING, LAYOUT_DIRECT, LAYOUT_TRANSPOSED
+    LAYOUT_DIFFERS              # direct for good: the two ways gave different bits
 
-cdef tuple LAYOUT_NAMES = ("probing", "direct", "transposed")
+cdef tuple LAYOUT_NAMES = ("probing", "direct", "transposed", "differs")
 
 
 @cython.final
@@ -92,7 +93,7 @@ cdef object probe_layouts(LayoutPlan plan, cnp.ndarray A, object B, cnp.ndarray 
     plan.best[1 - first] = min(plan.best[1 - first], t2 - t1)
     if memcmp(cnp.PyArray_DATA(<cnp.ndarray>direct), cnp.PyArray_DATA(<cnp.ndarray>other),
               cnp.PyArray_NBYTES(<cnp.ndarray>direct)) != 0:
-        plan.choice = LAYOUT_DIRECT                         # a different order: never transposed
+        plan.choice = LAYOUT_DIFFERS                        # a different order: never transposed
         return direct
     plan.trials += 1
     if plan.trials == LAYOUT_TRIALS:
@@ -124,7 +125,7 @@ cdef object product_a_bt(object A, object B):
         plan.choice = LAYOUT_PROBING
         plan.best[0] = plan.best[1] = INT64_MAX
         LAYOUT_PLANS[key] = plan
-    if plan.choice == LAYOUT_DIRECT:
+    if plan.choice == LAYOUT_DIRECT or plan.choice == LAYOUT_DIFFERS:
         return nd(np.matmul(A, B))
     if plan.choice == LAYOUT_TRANSPOSED:
         return product_transposed(a, <cnp.ndarray>b.T)
@@ -133,7 +134,8 @@ cdef object product_a_bt(object A, object B):
 
 def _matmul_layouts():
     """{(n, k, m, dtype name): (choice, fastest direct ns, fastest transposed ns)} of the shapes
-    measured so far (for tests and benchmarks)."""
+    measured so far (for tests and benchmarks); choice is "probing", "direct", "transposed" or
+    "differs" (direct because the two ways gave different bits)."""
     cdef LayoutPlan plan
     out = {}
     for (n, k, m, t), p in LAYOUT_PLANS.items():

@@ -327,29 +327,34 @@ cdef object nn_nll_grad_rows_c(tuple aux, object tc, object wv, object valid, ob
     if (red == NN_RED_NONE or len(in_shape) != 2 or not kernel_array(wv, &t)
             or not kernel_array(g, &tgd) or tgd != t or cnp.PyArray_SIZE(<cnp.ndarray>g) != 1):
         return None
-    cdef Py_ssize_t N = in_shape[0], C = in_shape[1], n
+    cdef Py_ssize_t N = in_shape[0], C = in_shape[1]
     cdef cnp.ndarray gx = <cnp.ndarray>np.zeros(in_shape, dtype=wv.dtype)
     cdef const int64_t* tp = <const int64_t*>cnp.PyArray_DATA(<cnp.ndarray>tc)
     cdef const char* vp = <const char*>cnp.PyArray_DATA(<cnp.ndarray>valid)
-    cdef const double* wd = <const double*>cnp.PyArray_DATA(<cnp.ndarray>wv)
-    cdef const float* wf = <const float*>cnp.PyArray_DATA(<cnp.ndarray>wv)
     cdef double gd
     cdef float gf
     if t == cnp.NPY_FLOAT64:
         gd = (<const double*>cnp.PyArray_DATA(<cnp.ndarray>g))[0]
         if red == NN_RED_MEAN:
             gd = gd / <double>(aux[3])
-        for n in range(N):
-            if vp[n]:
-                (<double*>cnp.PyArray_DATA(gx))[n * C + tp[n]] = -wd[n] * gd
+        nll_grad_rows(tp, vp, <const double*>cnp.PyArray_DATA(<cnp.ndarray>wv), gd, N, C,
+                      <double*>cnp.PyArray_DATA(gx))
     else:
         gf = (<const float*>cnp.PyArray_DATA(<cnp.ndarray>g))[0]
         if red == NN_RED_MEAN:
             gf = gf / <float>(aux[3])
-        for n in range(N):
-            if vp[n]:
-                (<float*>cnp.PyArray_DATA(gx))[n * C + tp[n]] = -wf[n] * gf
+        nll_grad_rows(tp, vp, <const float*>cnp.PyArray_DATA(<cnp.ndarray>wv), gf, N, C,
+                      <float*>cnp.PyArray_DATA(gx))
     return gx
+
+
+cdef void nll_grad_rows(const int64_t* target, const char* valid, const real_t* w, real_t g,
+                        Py_ssize_t N, Py_ssize_t C, real_t* gx) noexcept nogil:
+    """-w[n] * g at each valid row's target in the zeroed (N, C) gradient gx."""
+    cdef Py_ssize_t n
+    for n in range(N):
+        if valid[n]:
+            gx[n * C + target[n]] = -w[n] * g
 
 
 cdef object vjp_nll(Record* r, object g):
@@ -378,8 +383,8 @@ cdef object nn_nll_rows_c(object X, object T, object ignore_index):
             or not cnp.PyArray_IS_C_CONTIGUOUS(tt)):
         return None
     cdef cnp.npy_intp dims[2]
-    cdef Py_ssize_t N = cnp.PyArray_DIMS(x)[0], C = cnp.PyArray_DIMS(x)[1], n, count = 0
-    cdef int64_t k, ignore = ignore_index
+    cdef Py_ssize_t N = cnp.PyArray_DIMS(x)[0], C = cnp.PyArray_DIMS(x)[1], count = 0, bad
+    cdef int64_t ignore = ignore_index
     dims[0] = N
     dims[1] = 1
     cdef cnp.ndarray tc = <cnp.ndarray>cnp.PyArray_SimpleNew(2, dims, cnp.NPY_INT64)
@@ -389,38 +394,42 @@ cdef object nn_nll_rows_c(object X, object T, object ignore_index):
     cdef const int64_t* tp = <const int64_t*>cnp.PyArray_DATA(tt)
     cdef int64_t* tcp = <int64_t*>cnp.PyArray_DATA(tc)
     cdef char* vp = <char*>cnp.PyArray_DATA(valid)
-    cdef bint f64 = t == cnp.NPY_FLOAT64
-    cdef const double* xd = <const double*>cnp.PyArray_DATA(x)
-    cdef const float* xf = <const float*>cnp.PyArray_DATA(x)
-    cdef double* wd = <double*>cnp.PyArray_DATA(wv)
-    cdef float* wf = <float*>cnp.PyArray_DATA(wv)
-    cdef double* ld = <double*>cnp.PyArray_DATA(losses)
-    cdef float* lf = <float*>cnp.PyArray_DATA(losses)
-    for n in range(N):
-        k = tp[n]
-        if k == ignore:
-            tcp[n] = 0
-            vp[n] = 0
-            if f64:
-                wd[n] = 0
-                ld[n] = 0
-            else:
-                wf[n] = 0
-                lf[n] = 0
-            continue
-        if k < 0 or k >= C:
-            raise IndexError(f"Target {k} is out of bounds.")
-        tcp[n] = k
-        vp[n] = 1
-        count += 1
-        if f64:
-            wd[n] = 1
-            ld[n] = -xd[n * C + k]
-        else:
-            wf[n] = 1
-            lf[n] = -xf[n * C + k]
+    if t == cnp.NPY_FLOAT64:
+        bad = nll_rows(<const double*>cnp.PyArray_DATA(x), tp, N, C, ignore, tcp, vp,
+                       <double*>cnp.PyArray_DATA(wv), <double*>cnp.PyArray_DATA(losses), &count)
+    else:
+        bad = nll_rows(<const float*>cnp.PyArray_DATA(x), tp, N, C, ignore, tcp, vp,
+                       <float*>cnp.PyArray_DATA(wv), <float*>cnp.PyArray_DATA(losses), &count)
+    if bad >= 0:
+        raise IndexError(f"Target {tp[bad]} is out of bounds.")
     total = np.asarray(count, dtype=x.dtype)        # the summed weights: the valid count
     return (N, C, 1), tc, valid, wv, losses, total, (N,), C, None
+
+
+cdef Py_ssize_t nll_rows(const real_t* x, const int64_t* target, Py_ssize_t N, Py_ssize_t C,
+                         int64_t ignore, int64_t* tc, char* valid, real_t* w, real_t* losses,
+                         Py_ssize_t* count) noexcept nogil:
+    """The rows of nn_nll_rows_c: each row's target (0 where ignored), validity, weight (1 or 0)
+    and loss -x[n, target]; *count = the valid rows.  Returns the first row whose target is out
+    of bounds, or -1."""
+    cdef Py_ssize_t n
+    cdef int64_t k
+    for n in range(N):
+        k = target[n]
+        if k == ignore:
+            tc[n] = 0
+            valid[n] = 0
+            w[n] = 0
+            losses[n] = 0
+            continue
+        if k < 0 or k >= C:
+            return n
+        tc[n] = k
+        valid[n] = 1
+        w[n] = 1
+        losses[n] = -x[n * C + k]
+        count[0] += 1
+    return -1
 
 
 cdef tuple nn_nll_prepare(TensorBase input, object target, object weight, object ignore_index):

@@ -298,7 +298,7 @@ cdef object evenly_rows_c(object A, object outk, object gk, tuple axes, bint nan
             and ta == to and ta == tg_):
         return None
     cdef cnp.ndarray a = <cnp.ndarray>A
-    cdef Py_ssize_t nd_ = cnp.PyArray_NDIM(a), na = len(axes), j, rows = 1, cols = 1, i, c, n
+    cdef Py_ssize_t nd_ = cnp.PyArray_NDIM(a), na = len(axes), j, rows = 1, cols = 1, i
     if na == 0:
         return None
     for j in range(na):
@@ -313,37 +313,35 @@ cdef object evenly_rows_c(object A, object outk, object gk, tuple axes, bint nan
             or cnp.PyArray_SIZE(<cnp.ndarray>gk) != rows):
         return None
     cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(nd_, cnp.PyArray_DIMS(a), ta)
-    cdef const double* ad = <const double*>cnp.PyArray_DATA(a)
-    cdef const double* md = <const double*>cnp.PyArray_DATA(<cnp.ndarray>outk)
-    cdef const double* gd = <const double*>cnp.PyArray_DATA(<cnp.ndarray>gk)
-    cdef double* od = <double*>cnp.PyArray_DATA(out)
-    cdef const float* af = <const float*>cnp.PyArray_DATA(a)
-    cdef const float* mf = <const float*>cnp.PyArray_DATA(<cnp.ndarray>outk)
-    cdef const float* gf = <const float*>cnp.PyArray_DATA(<cnp.ndarray>gk)
-    cdef float* of = <float*>cnp.PyArray_DATA(out)
-    cdef double qd, m
-    cdef float qf, mm
     for i in range(rows):
-        n = 0
         if ta == cnp.NPY_FLOAT64:
-            m = md[i]
-            for c in range(cols):
-                n += ad[i * cols + c] == m or (nan_ties and ad[i * cols + c] != ad[i * cols + c]
-                                               and m != m)
-            qd = gd[i] / <double>n
-            for c in range(cols):
-                od[i * cols + c] = <double>(ad[i * cols + c] == m or (
-                    nan_ties and ad[i * cols + c] != ad[i * cols + c] and m != m)) * qd
+            evenly_row(<const double*>cnp.PyArray_DATA(a) + i * cols,
+                       (<const double*>cnp.PyArray_DATA(<cnp.ndarray>outk))[i],
+                       (<const double*>cnp.PyArray_DATA(<cnp.ndarray>gk))[i], cols, nan_ties,
+                       <double*>cnp.PyArray_DATA(out) + i * cols)
         else:
-            mm = mf[i]
-            for c in range(cols):
-                n += af[i * cols + c] == mm or (nan_ties and af[i * cols + c] != af[i * cols + c]
-                                                and mm != mm)
-            qf = gf[i] / <float>n
-            for c in range(cols):
-                of[i * cols + c] = <float>(af[i * cols + c] == mm or (
-                    nan_ties and af[i * cols + c] != af[i * cols + c] and mm != mm)) * qf
+            evenly_row(<const float*>cnp.PyArray_DATA(a) + i * cols,
+                       (<const float*>cnp.PyArray_DATA(<cnp.ndarray>outk))[i],
+                       (<const float*>cnp.PyArray_DATA(<cnp.ndarray>gk))[i], cols, nan_ties,
+                       <float*>cnp.PyArray_DATA(out) + i * cols)
     return out
+
+
+cdef inline bint is_tie(real_t x, real_t m, bint nan_ties) noexcept nogil:
+    """x takes a share of the extremum m's gradient: it equals m, or both are NaN where NaNs tie
+    (max/min of all elements)."""
+    return x == m or (nan_ties and x != x and m != m)
+
+
+cdef void evenly_row(const real_t* a, real_t m, real_t g, Py_ssize_t cols, bint nan_ties,
+                     real_t* out) noexcept nogil:
+    """One row of vjp_evenly: g / (number of ties) at each tie, 0 elsewhere."""
+    cdef Py_ssize_t c, n = 0
+    for c in range(cols):
+        n += is_tie(a[c], m, nan_ties)
+    cdef real_t q = g / <real_t>n
+    for c in range(cols):
+        out[c] = <real_t>is_tie(a[c], m, nan_ties) * q
 
 
 cdef object vjp_evenly(Record* r, object g):
