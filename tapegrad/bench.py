@@ -639,6 +639,15 @@ def lib_mlp_step(model, loss_fn, opt, x, y):
     return loss
 
 
+def compiled_mlp_step(forward, opt, x, y):
+    """One training step with the model and loss in one (tapegrad.compile'd) call `forward`."""
+    opt.zero_grad()
+    loss = forward(x, y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
 def check_mlp_step(lib, rtol=1e-5, atol=1e-6) -> None:
     """One step of `lib` from the shared initial weights equals the numpy step: same loss, same
     gradients, same updated weights."""
@@ -701,8 +710,9 @@ def lib_poly_update(lib, params, lr=POLY_LR):
     return grads
 
 
-def lib_poly_iteration(lib, params, x, y, lr=POLY_LR):
-    loss = lib_poly_forward(params, x, y)
+def lib_poly_iteration(lib, params, x, y, lr=POLY_LR, forward=lib_poly_forward):
+    """One iteration: forward (`forward`: lib_poly_forward or a compiled one), backward, update."""
+    loss = forward(params, x, y)
     loss.backward()
     return loss, lib_poly_update(lib, params, lr)
 
@@ -854,23 +864,38 @@ def _chain_case(size: int, n_ops: int) -> GraphCase:
                      graph, reference, seed=np.ones(size), n_ops=n_ops)
 
 
-def _mlp_contenders(libs) -> dict[str, Contender]:
+def mlp_contenders(libs, compiled: bool = False) -> dict[str, Contender]:
+    """The MLP step of numpy and of each library in `libs`; with `compiled`, also tapegrad's with
+    the model and loss in one tapegrad.compile'd call ("tapegrad replay")."""
     params, x, y = mlp_problem()
     np_params = {k: v.copy() for k, v in params.items()}
     ways = {"numpy": Contender(lambda: (np_params, x, y), numpy_mlp_step)}
     for name, lib in libs.items():
         state = lib_mlp(lib, params) + (lib.from_numpy(x), lib.from_numpy(y))
         ways[name] = Contender(lambda state=state: state, lib_mlp_step)
+    if compiled and "tapegrad" in libs:
+        tg = libs["tapegrad"]
+        model, loss_fn, opt = lib_mlp(tg, params)
+        forward = tg.compile(lambda a, b: loss_fn(model(a), b))
+        state = (forward, opt, tg.from_numpy(x), tg.from_numpy(y))
+        ways["tapegrad replay"] = Contender(lambda: state, compiled_mlp_step)
     return ways
 
 
-def _poly_contenders(libs) -> dict[str, Contender]:
+def poly_contenders(libs, compiled: bool = False) -> dict[str, Contender]:
+    """The polynomial-fit iteration of numpy and of each library in `libs`; with `compiled`, also
+    tapegrad's with the forward tapegrad.compile'd ("tapegrad replay")."""
     x, y, coeffs = poly_problem()
     c = coeffs.copy()
     ways = {"numpy": Contender(lambda: (c, x, y), numpy_poly_iteration)}
     for name, lib in libs.items():
         state = (lib, lib_poly_params(lib, coeffs), lib.from_numpy(x), lib.from_numpy(y))
         ways[name] = Contender(lambda state=state: state, lib_poly_iteration)
+    if compiled and "tapegrad" in libs:
+        tg = libs["tapegrad"]
+        state = (tg, lib_poly_params(tg, coeffs), tg.from_numpy(x), tg.from_numpy(y), POLY_LR,
+                 tg.compile(lib_poly_forward))
+        ways["tapegrad replay"] = Contender(lambda: state, lib_poly_iteration)
     return ways
 
 
@@ -886,10 +911,10 @@ def cli_workloads(libs: dict[str, Any]):
     rows.append((f"wide graph {WIDE_BRANCHES}x{WIDE_OPS} ops, size 64, float64", wide.n_ops,
                  lambda: _graph_contenders(wide, libs), lambda: _check_graph(wide, libs)))
     rows.append(("MLP 784-256-10 SGD step, batch 64, float32", None,
-                 lambda: _mlp_contenders(libs),
+                 lambda: mlp_contenders(libs),
                  lambda: [check_mlp_step(lib) for lib in libs.values()]))
     rows.append((f"poly fit of sin, {POLY_POINTS} points, per iteration", None,
-                 lambda: _poly_contenders(libs),
+                 lambda: poly_contenders(libs),
                  lambda: [check_poly(lib) for lib in libs.values()]))
     hvp = hvp_cases()[0]
     rows.append((f"Hessian-vector product, tanh/exp, {HVP_SIZE}", None,
@@ -909,9 +934,11 @@ def _hvp_contenders(case: HvpCase, libs) -> dict[str, Contender]:
 
 
 def time_contenders(ways: dict[str, Contender], repeat: int | None, budget: float,
-                    warmup: int = 3) -> tuple[dict[str, float], int]:
-    """Median seconds per call of each contender, timed round-robin (one call each per round, so
-    that the machine's noise hits all alike).  repeat=None: as many rounds as fit `budget` s."""
+                    warmup: int = 3, block: int = 1) -> tuple[dict[str, float], int]:
+    """Median seconds per call of each contender, timed round-robin: each round runs `block`
+    calls of each contender in turn (each call timed), so that the machine's noise hits all
+    alike, while a block > 1 lets each contender run with its own data in cache, as in a loop.
+    repeat=None: as many rounds as fit `budget` s."""
     def once(way: Contender) -> float:
         args = way.setup()
         t0 = time.perf_counter()
@@ -922,13 +949,13 @@ def time_contenders(ways: dict[str, Contender], repeat: int | None, budget: floa
         for _ in range(warmup):
             once(way)
     if repeat is None:
-        per_round = sum(min(once(w) for _ in range(3)) for w in ways.values())
+        per_round = sum(min(once(w) for _ in range(3)) for w in ways.values()) * block
         repeat = int(min(1000, max(10, budget / max(per_round, 1e-9))))
     samples: dict[str, list[float]] = {k: [] for k in ways}
     gc.collect()
     for _ in range(repeat):
         for name, way in ways.items():
-            samples[name].append(once(way))
+            samples[name].extend(once(way) for _ in range(block))
     return {k: statistics.median(v) for k, v in samples.items()}, repeat
 
 

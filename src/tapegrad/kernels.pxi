@@ -47,6 +47,8 @@ cdef extern from "kernels.h" nogil:
                      double* out) noexcept
     int tg_param_f32(int op, ptrdiff_t n, const float* a, const float* b, float p0, float p1,
                      float* out) noexcept
+    void tg_sum_rows_f32(ptrdiff_t rows, ptrdiff_t cols, const float* a, float* out) noexcept
+    void tg_sum_rows_f64(ptrdiff_t rows, ptrdiff_t cols, const double* a, double* out) noexcept
     void tg_transpose_4(ptrdiff_t rows, ptrdiff_t cols, const uint32_t* src,
                         uint32_t* dst) noexcept
     void tg_transpose_8(ptrdiff_t rows, ptrdiff_t cols, const uint64_t* src,
