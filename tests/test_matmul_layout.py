@@ -91,3 +91,13 @@ def test_calls_with_a_zero_initialised_weight_do_not_count_as_trials():
     for _ in range(12):
         np.testing.assert_array_equal(F.linear(x, w).numpy(), x.numpy() @ w.numpy().T)
     assert _core._matmul_layouts()[(n, k, m, "float32")][0] in ("direct", "transposed", "differs")
+
+
+def test_a_shape_seen_once_is_not_probed():
+    # A last partial batch or a one-off length must not pay for computing both ways.
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((29, 700)).astype(np.float32)
+    w = rng.standard_normal((70, 700)).astype(np.float32)
+    F.linear(tg.from_numpy(x), tg.from_numpy(w))
+    choice, direct_ns, transposed_ns = _core._matmul_layouts()[(29, 700, 70, "float32")]
+    assert choice == "probing" and direct_ns == transposed_ns == 2**63 - 1

@@ -7,7 +7,8 @@
 # dtype and the BLAS build.  On OpenBLAS 0.3.31 (SkylakeX kernels), 64x784 @ (256x784)^T in
 # float32 (the MLP benchmark's first layer) takes 290 us directly and 210 us the other way, while
 # 1000x64 @ (64x64)^T is faster directly.  No fixed rule holds across dtypes, so each shape is
-# measured: its first calls alternate the two ways, timed, and later calls take the faster.
+# measured: its first calls after the first compute both ways, timed, and later calls take the
+# faster.
 #
 # The choice must never change a value.  Each probing call computes both ways on the caller's
 # operands, and the shape stays direct for good the first time their bits differ; it is only
@@ -26,6 +27,7 @@ from libc.string cimport memcmp
 cdef enum:
     LAYOUT_MIN_WORK = 1 << 18   # n*k*m below this: direct (the timing would not pay for itself)
     LAYOUT_TRIALS = 5           # agreeing probing calls before choosing (fastest of each)
+    LAYOUT_MAX_PLANS = 1024     # shapes measured at most; later new shapes stay direct
 
 cdef enum:
     LAYOUT_PROBING, LAYOUT_DIRECT, LAYOUT_TRANSPOSED
@@ -121,10 +123,15 @@ cdef object product_a_bt(object A, object B):
     key = (n, k, m, t)
     cdef LayoutPlan plan = <LayoutPlan>LAYOUT_PLANS.get(key)
     if plan is None:
-        plan = LayoutPlan.__new__(LayoutPlan)
-        plan.choice = LAYOUT_PROBING
-        plan.best[0] = plan.best[1] = INT64_MAX
-        LAYOUT_PLANS[key] = plan
+        # First sight of the shape: direct.  Probing (each way computed) starts at its second
+        # call, so shapes seen once (a last partial batch, varying lengths) never pay for it, and
+        # the table stops growing at LAYOUT_MAX_PLANS shapes.
+        if len(LAYOUT_PLANS) < LAYOUT_MAX_PLANS:
+            plan = LayoutPlan.__new__(LayoutPlan)
+            plan.choice = LAYOUT_PROBING
+            plan.best[0] = plan.best[1] = INT64_MAX
+            LAYOUT_PLANS[key] = plan
+        return nd(np.matmul(A, B))
     if plan.choice == LAYOUT_DIRECT or plan.choice == LAYOUT_DIFFERS:
         return nd(np.matmul(A, B))
     if plan.choice == LAYOUT_TRANSPOSED:
