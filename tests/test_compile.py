@@ -379,12 +379,17 @@ def test_mlp_training_with_modules_matches_eager():
 
 
 TARGETS = tg.tensor([0, 2, 1])
+CLASS_WEIGHTS = tg.tensor([1.0, 2.0, 0.5], dtype=tg.float64)
 RERUN = {
     "matmul": lambda x, w: ((x @ w).tanh() * 2.0).sum(),
     "linear no bias": lambda x, w: F.linear(x, w * 1.0).sum(),
     "softmax": lambda x, w: (F.softmax(x @ w, dim=1) * x.sum()).sum(),
     "log_softmax": lambda x, w: (F.log_softmax(x * w.sum(), dim=0) ** 2).mean(),
     "cross_entropy kwargs": lambda x, w: F.cross_entropy(x @ w, TARGETS, label_smoothing=0.1),
+    # two records (log_softmax, nll): the replay runs their VJPs itself, without a nested sweep
+    "cross_entropy": lambda x, w: F.cross_entropy(x @ w, TARGETS),
+    "cross_entropy weighted, ignore_index": lambda x, w: F.cross_entropy(
+        (x @ w).tanh(), TARGETS, weight=CLASS_WEIGHTS, ignore_index=1, reduction="sum"),
     "mse_loss": lambda x, w: F.mse_loss(x @ w, x @ w * 0.5 + 1.0, reduction="sum"),
     # the first gradient a slot gets from a re-run op is adopted, not copied; a second one must
     # not be added into the adopted array

@@ -28,6 +28,7 @@ cdef enum:
     LAYOUT_MIN_WORK = 1 << 18   # n*k*m below this: direct (the timing would not pay for itself)
     LAYOUT_TRIALS = 5           # agreeing probing calls before choosing (fastest of each)
     LAYOUT_MAX_PLANS = 1024     # shapes measured at most; later new shapes stay direct
+    LAYOUT_MAX_SKIPS = 64       # degenerate calls before a shape stays direct without trials
 
 cdef enum:
     LAYOUT_PROBING, LAYOUT_DIRECT, LAYOUT_TRANSPOSED
@@ -61,10 +62,6 @@ cdef object product_transposed(cnp.ndarray A, cnp.ndarray W):
     else:
         tg_transpose_8(m, n, <const uint64_t*>cnp.PyArray_DATA(t), <uint64_t*>cnp.PyArray_DATA(out))
     return out
-
-
-cdef enum:
-    LAYOUT_MAX_SKIPS = 64       # degenerate calls before a shape stays direct without trials
 
 
 cdef bint mostly_nonzero(cnp.ndarray x):

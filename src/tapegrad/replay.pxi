@@ -457,7 +457,7 @@ cdef class Program:
         res, proxies = bs.calls[i]
         cdef list ks = [k for k in self.aux[i][3] if self.grad[k]]
         G = self.adjoint(bs, s.out)
-        if self.backward_one_record(bs, <TensorBase>res, <dict>proxies, ks, G):
+        if self.backward_records(bs, <TensorBase>res, <dict>proxies, ks, G):
             return 0
         grads = _grad((res,), tuple([proxies[k] for k in ks]), (wrap(G),), True,
                       False, True, False)
@@ -466,14 +466,21 @@ cdef class Program:
                 self.give_array(bs, ks[j], (<TensorBase>grads[j])._array)
         return 0
 
-    cdef bint backward_one_record(self, BufferSet bs, TensorBase res, dict proxies, list ks,
-                                  object g) except -1:
-        """The common case of backward_call without a nested sweep: the op made one record
-        whose inputs are the proxies' leaves (linear, matmul): its VJP, as the sweep calls it."""
-        cdef Record rec                 # a private copy, as the sweep takes
-        cdef Py_ssize_t q, node = res._node
+    cdef bint backward_records(self, BufferSet bs, TensorBase res, dict proxies, list ks,
+                               object g) except -1:
+        """backward_call without a nested sweep, for the common records of a re-run op: a chain
+        from its result back to the proxies' leaves in which every record has at most one input
+        made inside the op (linear and matmul make one record; cross_entropy two, log_softmax
+        then nll).  Runs their VJPs as the sweep does, each record's adjoint being the one
+        gradient the next record gave it; False (nothing done) for anything else (custom
+        Functions, hooks, a record that uses an inner value twice), which takes the nested
+        sweep."""
+        cdef Record rec                 # private copies, as the sweep takes
+        cdef Py_ssize_t q, k, node = res._node, inner
+        cdef Py_ssize_t* ins
         cdef dict slot_of_node = {}
         cdef TensorBase p
+        cdef list chain = []
         if node < 0:
             return False
         for k in ks:
@@ -481,24 +488,38 @@ cdef class Program:
             if p._node < 0:
                 return False
             slot_of_node[p._node] = k
-        rec = TAPE.recs[node]
-        if rec.op == OP_FUNCTION or rec.op == OP_FN_OUTPUT or rec.extra != NULL:
-            return False
-        cdef Py_ssize_t* ins = rec_inputs(&rec)
-        for q in range(rec.n_in):
-            if ins[q] >= 0 and ins[q] not in slot_of_node:
-                return False                # an input made inside the op: sweep it
-        if rec.flags & RF_RELEASED:
-            raise RuntimeError(BACKWARD_TWICE)
-        check_saved_versions(&rec)
-        grads = OP_VJP[rec.op](&rec, g)
-        if rec.n_in == 1:
-            if ins[0] >= 0 and grads is not None:
-                self.give_array(bs, slot_of_node[ins[0]], grads)
-            return True
-        for q in range(rec.n_in):
-            if ins[q] >= 0 and (<tuple>grads)[q] is not None:
-                self.give_array(bs, slot_of_node[ins[q]], (<tuple>grads)[q])
+        while node >= 0:                # walk the chain from the result to the leaves
+            rec = TAPE.recs[node]
+            if (rec.op == OP_FUNCTION or rec.op == OP_FN_OUTPUT or rec.extra != NULL
+                    or rec.flags & RF_RETAIN_GRAD or len(chain) == 8):
+                return False
+            chain.append(node)
+            ins = rec_inputs(&rec)
+            inner = -1
+            for q in range(rec.n_in):
+                if ins[q] >= 0 and ins[q] not in slot_of_node:
+                    if inner >= 0:
+                        return False        # two inner inputs (or one used twice): sweep it
+                    inner = ins[q]
+            node = inner
+        for node in chain:
+            rec = TAPE.recs[node]
+            if rec.flags & RF_RELEASED:
+                raise RuntimeError(BACKWARD_TWICE)
+            check_saved_versions(&rec)
+            grads = OP_VJP[rec.op](&rec, g)
+            ins = rec_inputs(&rec)
+            g = None
+            for q in range(rec.n_in):
+                gq = grads if rec.n_in == 1 else (<tuple>grads)[q]
+                if ins[q] < 0 or gq is None:
+                    continue
+                if ins[q] in slot_of_node:
+                    self.give_array(bs, slot_of_node[ins[q]], gq)
+                else:
+                    g = gq                  # the next record's adjoint
+            if g is None:
+                break                       # no gradient flows further down
         return True
 
     cdef int backward_step(self, BufferSet bs, Py_ssize_t i) except -1:
