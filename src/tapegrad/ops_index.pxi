@@ -193,20 +193,22 @@ cdef bint scatter_add_c(object Z, object key, object G) except -1:
                 return False
             off[i] += v * row_stride
         row_stride *= d
-    cdef Py_ssize_t t
-    cdef double* zd = <double*>cnp.PyArray_DATA(z)
-    cdef const double* gd = <const double*>cnp.PyArray_DATA(g)
-    cdef float* zf = <float*>cnp.PyArray_DATA(z)
-    cdef const float* gf = <const float*>cnp.PyArray_DATA(g)
     if tz == cnp.NPY_FLOAT64:
-        for i in range(m):
-            for t in range(inner):
-                zd[off[i] + t] += gd[i * inner + t]
+        scatter_rows(off, m, inner, <const double*>cnp.PyArray_DATA(g),
+                     <double*>cnp.PyArray_DATA(z))
     else:
-        for i in range(m):
-            for t in range(inner):
-                zf[off[i] + t] += gf[i * inner + t]
+        scatter_rows(off, m, inner, <const float*>cnp.PyArray_DATA(g),
+                     <float*>cnp.PyArray_DATA(z))
     return True
+
+
+cdef void scatter_rows(const int64_t* off, Py_ssize_t m, Py_ssize_t inner, const real_t* g,
+                       real_t* z) noexcept nogil:
+    """z[off[i] + t] += g[i, t], rows in order (repeated offsets accumulate as np.add.at)."""
+    cdef Py_ssize_t i, t
+    for i in range(m):
+        for t in range(inner):
+            z[off[i] + t] += g[i * inner + t]
 
 
 cdef object scatter_index(tuple aux, object g):

@@ -454,9 +454,10 @@ cdef int check_expand(tuple src, tuple target, object dt) except -1:
 
 cdef bint add_rows_c(object out, object bias):
     """out += bias in place for a C-contiguous float32/float64 `out` and a contiguous bias of its
-    dtype with as many elements as out's last dim (a bias vector) or one: one C kernel call per
-    row, the same IEEE additions as numpy's.  False (nothing done) for other operands: numpy's
-    ufunc costs about 2 us a call, more than the additions of a small layer."""
+    dtype with as many elements as out's last dim (a bias vector) or one: the binary kernel
+    (run_binary) once per row, the same IEEE additions as numpy's.  False (nothing done) for
+    other operands: numpy's ufunc costs about 2 us a call, more than the additions of a small
+    layer."""
     cdef int to = -1, tb = -1
     if not (kernel_array(out, &to) and kernel_array(bias, &tb)) or to != tb:
         return False
@@ -468,16 +469,17 @@ cdef bint add_rows_c(object out, object bias):
     cols = cnp.PyArray_DIMS(o)[nd_ - 1]
     if nb != cols and nb != 1:
         return False
-    cdef ptrdiff_t sb = 1 if nb == cols and cols > 1 else 0
+    cdef KernelOperands ko
+    ko.t = to
+    ko.sa = 1
+    ko.pb = <const char*>cnp.PyArray_DATA(b)
+    ko.sb = 1 if nb == cols and cols > 1 else 0
+    cdef char* row = <char*>cnp.PyArray_DATA(o)
+    cdef Py_ssize_t row_bytes = cols * cnp.PyArray_ITEMSIZE(o)
     for i in range(size // cols):
-        if to == cnp.NPY_FLOAT64:
-            tg_binary_f64(TG_ADD, cols, <const double*>cnp.PyArray_DATA(o) + i * cols, 1,
-                          <const double*>cnp.PyArray_DATA(b), sb,
-                          <double*>cnp.PyArray_DATA(o) + i * cols)
-        else:
-            tg_binary_f32(TG_ADD, cols, <const float*>cnp.PyArray_DATA(o) + i * cols, 1,
-                          <const float*>cnp.PyArray_DATA(b), sb,
-                          <float*>cnp.PyArray_DATA(o) + i * cols)
+        ko.pa = row
+        run_binary(TG_ADD, cols, &ko, row)
+        row += row_bytes
     return True
 
 

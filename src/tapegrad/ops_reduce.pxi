@@ -298,7 +298,7 @@ cdef object evenly_rows_c(object A, object outk, object gk, tuple axes, bint nan
             and ta == to and ta == tg_):
         return None
     cdef cnp.ndarray a = <cnp.ndarray>A
-    cdef Py_ssize_t nd_ = cnp.PyArray_NDIM(a), na = len(axes), j, rows = 1, cols = 1, i
+    cdef Py_ssize_t nd_ = cnp.PyArray_NDIM(a), na = len(axes), j, rows = 1, cols = 1
     if na == 0:
         return None
     for j in range(na):
@@ -313,17 +313,16 @@ cdef object evenly_rows_c(object A, object outk, object gk, tuple axes, bint nan
             or cnp.PyArray_SIZE(<cnp.ndarray>gk) != rows):
         return None
     cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(nd_, cnp.PyArray_DIMS(a), ta)
-    for i in range(rows):
-        if ta == cnp.NPY_FLOAT64:
-            evenly_row(<const double*>cnp.PyArray_DATA(a) + i * cols,
-                       (<const double*>cnp.PyArray_DATA(<cnp.ndarray>outk))[i],
-                       (<const double*>cnp.PyArray_DATA(<cnp.ndarray>gk))[i], cols, nan_ties,
-                       <double*>cnp.PyArray_DATA(out) + i * cols)
-        else:
-            evenly_row(<const float*>cnp.PyArray_DATA(a) + i * cols,
-                       (<const float*>cnp.PyArray_DATA(<cnp.ndarray>outk))[i],
-                       (<const float*>cnp.PyArray_DATA(<cnp.ndarray>gk))[i], cols, nan_ties,
-                       <float*>cnp.PyArray_DATA(out) + i * cols)
+    if ta == cnp.NPY_FLOAT64:
+        evenly_rows(<const double*>cnp.PyArray_DATA(a),
+                    <const double*>cnp.PyArray_DATA(<cnp.ndarray>outk),
+                    <const double*>cnp.PyArray_DATA(<cnp.ndarray>gk), rows, cols, nan_ties,
+                    <double*>cnp.PyArray_DATA(out))
+    else:
+        evenly_rows(<const float*>cnp.PyArray_DATA(a),
+                    <const float*>cnp.PyArray_DATA(<cnp.ndarray>outk),
+                    <const float*>cnp.PyArray_DATA(<cnp.ndarray>gk), rows, cols, nan_ties,
+                    <float*>cnp.PyArray_DATA(out))
     return out
 
 
@@ -333,15 +332,19 @@ cdef inline bint is_tie(real_t x, real_t m, bint nan_ties) noexcept nogil:
     return x == m or (nan_ties and x != x and m != m)
 
 
-cdef void evenly_row(const real_t* a, real_t m, real_t g, Py_ssize_t cols, bint nan_ties,
-                     real_t* out) noexcept nogil:
-    """One row of vjp_evenly: g / (number of ties) at each tie, 0 elsewhere."""
-    cdef Py_ssize_t c, n = 0
-    for c in range(cols):
-        n += is_tie(a[c], m, nan_ties)
-    cdef real_t q = g / <real_t>n
-    for c in range(cols):
-        out[c] = <real_t>is_tie(a[c], m, nan_ties) * q
+cdef void evenly_rows(const real_t* a, const real_t* m, const real_t* g, Py_ssize_t rows,
+                      Py_ssize_t cols, bint nan_ties, real_t* out) noexcept nogil:
+    """vjp_evenly row by row: in row i, g[i] / (number of ties with m[i]) at each tie, 0
+    elsewhere."""
+    cdef Py_ssize_t i, c, n
+    cdef real_t q
+    for i in range(rows):
+        n = 0
+        for c in range(cols):
+            n += is_tie(a[i * cols + c], m[i], nan_ties)
+        q = g[i] / <real_t>n
+        for c in range(cols):
+            out[i * cols + c] = <real_t>is_tie(a[i * cols + c], m[i], nan_ties) * q
 
 
 cdef object vjp_evenly(Record* r, object g):
