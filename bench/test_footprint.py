@@ -14,6 +14,10 @@ peak RSS      10 MLP 784-256-10 SGD steps (batch 64, float32; tapegrad.bench.rss
               process's VmHWM, the high-water mark of its resident set; after setup (imports,
               data, model) and after the steps.  (Not ru_maxrss: on Linux a subprocess started by
               vfork + exec inherits its launcher's ru_maxrss when that is larger, here pytest's.)
+Both footprints take the libraries as installed, from bytecode: numpy's .pyc files come with its
+install; tapegrad's are compiled first (tapegrad.bench._ensure_bytecode), because a checkout run
+with PYTHONDONTWRITEBYTECODE=1 would otherwise parse its sources in every probe (about 1 MiB more
+peak heap, none of it the library's steady cost).
 """
 from __future__ import annotations
 

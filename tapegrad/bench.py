@@ -741,6 +741,20 @@ def _package_parent() -> str:
     return os.path.dirname(here)
 
 
+def _ensure_bytecode() -> None:
+    """Compile this tapegrad's modules to bytecode, as `pip install` does, before a footprint probe.
+
+    The footprints compare libraries as installed: numpy's site-packages holds its .pyc files.  A
+    source checkout run where PYTHONDONTWRITEBYTECODE=1 (these machines set it) would instead
+    parse every tapegrad module in every probe, and the parser's transient memory (about 1 MiB of
+    heap that glibc keeps) would be counted as the MLP step's.  compileall writes __pycache__
+    next to the sources whatever that variable says; where it cannot write (a read-only install)
+    the bytecode pip wrote is used.
+    """
+    import compileall
+    compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=2)
+
+
 def _subprocess_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_parent(), env.get("PYTHONPATH"))
@@ -754,6 +768,7 @@ def import_times(repeat: int = 5, modules=("numpy", "tapegrad")) -> dict[str, fl
     """Median wall time (s) of `python -c "import M"` in a fresh interpreter, per module, and of
     `python -c "pass"` (key "python": the interpreter's own start-up).  Runs are interleaved."""
     stmts = {"python": "pass", **{m: f"import {m}" for m in modules}}
+    _ensure_bytecode()
     env = _subprocess_env()
     times: dict[str, list[float]] = {k: [] for k in stmts}
     for _ in range(repeat):
@@ -816,8 +831,10 @@ def peak_rss(modes=("numpy", "tapegrad"), steps: int = 10) -> dict[str, dict]:
     """Peak RSS of `steps` MLP training steps per mode, each in its own fresh interpreter.
 
     This file runs as a script there (runpy), so the numpy probe imports numpy only, not tapegrad.
+    Both libraries are imported from bytecode (`_ensure_bytecode`).
     """
     out = {}
+    _ensure_bytecode()
     for mode in modes:
         run = subprocess.run([sys.executable, "-c", _PROBE, os.path.abspath(__file__), mode,
                               str(steps)], env=_subprocess_env(), check=True,
