@@ -78,3 +78,106 @@ def test_linear_on_a_batch_of_matrices_adds_the_bias_to_every_row():
     got = F.linear(tg.from_numpy(x), tg.from_numpy(w), tg.from_numpy(bias)).numpy()
     want = np.matmul(x, w.T) + bias
     np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+# -- binary ops with a row or a per-row value broadcast (kernel_operands' row mode) -------------
+
+_ROW_CASES = [((64, 10), (10,)), ((3, 4, 5), (5,)), ((3, 4, 5), (1, 1, 5)), ((2, 7), (1, 7)),
+              ((1, 6), (6,)), ((6, 5), (6, 1)), ((2, 3, 4), (2, 3, 1)), ((0, 4), (4,)),
+              ((33000, 2), (2,))]                   # the last one runs without the GIL
+
+
+def _values(rng, shape, dtype):
+    v = rng.standard_normal(shape) * rng.choice([1e-3, 1.0, 1e3], size=shape)
+    flat = v.reshape(-1)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan]
+    flat[: min(len(flat), len(specials))] = specials[: len(flat)]
+    return v.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("full_shape,part_shape", _ROW_CASES)
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "maximum", "minimum"])
+@pytest.mark.parametrize("part_first", [False, True])
+def test_row_broadcast_binary_is_numpys_to_the_bit(full_shape, part_shape, op, part_first, dtype):
+    rng = np.random.default_rng(len(full_shape) * 10 + part_shape[-1])
+    full = _values(rng, full_shape, dtype)
+    part = _values(rng, part_shape, dtype)
+    a, b = (part, full) if part_first else (full, part)
+    ta, tb = tg.from_numpy(a), tg.from_numpy(b)
+    got = {"add": lambda: ta + tb, "sub": lambda: ta - tb, "mul": lambda: ta * tb,
+           "div": lambda: ta / tb, "maximum": lambda: tg.maximum(ta, tb),
+           "minimum": lambda: tg.minimum(ta, tb)}[op]().numpy()
+    with np.errstate(all="ignore"):
+        want = getattr(np, {"div": "true_divide", "sub": "subtract", "mul": "multiply"}.get(op, op))(a, b)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_broadcast_gradients_match_numpys_formulas(dtype):
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((6, 4)).astype(dtype)
+    rv = (rng.random(4) + 0.5).astype(dtype)
+    cv = (rng.random((6, 1)) + 0.5).astype(dtype)
+    gv = rng.standard_normal((6, 4)).astype(dtype)
+    x, r, c = (tg.tensor(v, requires_grad=True) for v in (xv, rv, cv))
+    ((x - r) / c * r).backward(tg.from_numpy(gv))
+    np.testing.assert_allclose(x.grad.numpy(), gv * rv / cv, rtol=1e-6)
+    np.testing.assert_allclose(r.grad.numpy(),
+                               (gv * ((xv - rv) / cv - rv / cv)).sum(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c.grad.numpy(),
+                               (-gv * (xv - rv) * rv / cv ** 2).sum(1, keepdims=True),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_in_place_row_broadcast_under_no_grad_is_numpys(op):
+    rng = np.random.default_rng(7)
+    xv = rng.standard_normal((5, 3))
+    rv = rng.standard_normal(3)
+    cv = rng.standard_normal((5, 1))
+    x = tg.from_numpy(xv.copy())
+    with tg.no_grad():
+        getattr(x, f"{op}_")(tg.from_numpy(rv))
+        getattr(x, f"{op}_")(tg.from_numpy(cv))
+    ufunc = getattr(np, {"div": "true_divide", "sub": "subtract", "mul": "multiply"}.get(op, op))
+    np.testing.assert_array_equal(x.numpy(), ufunc(ufunc(xv, rv), cv))
+
+
+@pytest.mark.parametrize("pick", [lambda t: t[0], lambda t: t[2], lambda t: t[1:2],
+                                  lambda t: t[-1]])
+def test_in_place_with_a_row_of_itself_reads_the_row_before_any_write(pick):
+    # x += x[0]: every row gets the old first row (numpy buffers the overlap); a kernel run row
+    # by row in place would add the already doubled first row to the later rows.
+    xv = np.arange(12.0).reshape(4, 3)
+    x = tg.from_numpy(xv.copy())
+    with tg.no_grad():
+        x += pick(x)
+        x *= pick(x)
+    want = xv.copy()
+    want += pick(want).copy()
+    want *= pick(want).copy()
+    np.testing.assert_array_equal(x.numpy(), want)
+
+
+def test_a_compiled_function_with_a_bias_broadcast_equals_eager():
+    rng = np.random.default_rng(11)
+    xv = rng.standard_normal((8, 5)).astype(np.float32)
+    bv = rng.standard_normal(5).astype(np.float32)
+
+    def f(x, b):
+        return ((x + b) * b).tanh().sum()
+
+    compiled = tg.compile(f)
+    for _ in range(3):
+        x = tg.tensor(xv, requires_grad=True)
+        b = tg.tensor(bv, requires_grad=True)
+        out = compiled(x, b)
+        out.backward()
+        xe = tg.tensor(xv, requires_grad=True)
+        be = tg.tensor(bv, requires_grad=True)
+        f(xe, be).backward()
+        np.testing.assert_array_equal(out.detach().numpy(), f(tg.from_numpy(xv), tg.from_numpy(bv)).numpy())
+        np.testing.assert_array_equal(x.grad.numpy(), xe.grad.numpy())
+        np.testing.assert_array_equal(b.grad.numpy(), be.grad.numpy())

@@ -105,17 +105,58 @@ cdef struct KernelOperands:
     ptrdiff_t sb
     double sd
     float sf
+    # A broadcast over rows (x + bias, x - x.amax(-1, keepdim=True)): the kernel runs once per row
+    # of `cols` elements, and a / b move on by da / db bytes between rows (0: the repeated row,
+    # or one value per row with its stride 0 and a step of one element).  cols 0: one call for all.
+    ptrdiff_t cols
+    ptrdiff_t da
+    ptrdiff_t db
+
+
+cdef bint repeats_over_rows(cnp.ndarray full, cnp.ndarray part, ptrdiff_t* stride,
+                            ptrdiff_t* step) noexcept:
+    """True when `part` broadcast against `full` gives full's shape as a row repeated over full's
+    rows of at least 2 elements (part's shape (1, ..., 1, cols), no more dims than full), or as
+    one value per row (full's shape with a last dim of 1); then *stride and *step are part's
+    element stride within a row and its byte step from row to row."""
+    cdef int nf = cnp.PyArray_NDIM(full), npart = cnp.PyArray_NDIM(part), i
+    if nf < 2 or npart == 0 or npart > nf:
+        return False
+    cdef cnp.npy_intp* df = cnp.PyArray_DIMS(full)
+    cdef cnp.npy_intp* dp = cnp.PyArray_DIMS(part)
+    cdef cnp.npy_intp cols = df[nf - 1]
+    if cols < 2:
+        return False
+    if dp[npart - 1] == cols:
+        for i in range(npart - 1):
+            if dp[i] != 1:
+                return False
+        stride[0] = 1
+        step[0] = 0
+        return True
+    if dp[npart - 1] == 1 and npart == nf:
+        for i in range(nf - 1):
+            if dp[i] != df[i]:
+                return False
+        stride[0] = 0
+        step[0] = cnp.PyArray_ITEMSIZE(part)
+        return True
+    return False
 
 
 cdef object kernel_operands(object A, object B, KernelOperands* ko):
     """Fill *ko for A (op) B and return the array whose shape the result takes, or None when the
     kernels do not take the pair: same-shape float32/float64 arrays of one dtype, or such an
-    array with a size-1 array (of no more dims) or a Python number."""
+    array with a size-1 array (of no more dims), a row repeated over its rows, one value per
+    row (repeats_over_rows) or a Python number."""
     cdef int ta = -1, tb = -1
     cdef bint a_arr = kernel_array(A, &ta), b_arr = kernel_array(B, &tb)
     cdef cnp.ndarray a, b
     ko.sa = 1
     ko.sb = 1
+    ko.cols = 0
+    ko.da = 0
+    ko.db = 0
     if a_arr and b_arr:
         if ta != tb:
             return None
@@ -131,6 +172,14 @@ cdef object kernel_operands(object A, object B, KernelOperands* ko):
             return a
         if cnp.PyArray_SIZE(a) == 1 and cnp.PyArray_NDIM(a) <= cnp.PyArray_NDIM(b):
             ko.sa = 0
+            return b
+        if repeats_over_rows(a, b, &ko.sb, &ko.db):
+            ko.cols = cnp.PyArray_DIMS(a)[cnp.PyArray_NDIM(a) - 1]
+            ko.da = ko.cols * cnp.PyArray_ITEMSIZE(a)
+            return a
+        if repeats_over_rows(b, a, &ko.sa, &ko.da):
+            ko.cols = cnp.PyArray_DIMS(b)[cnp.PyArray_NDIM(b) - 1]
+            ko.db = ko.cols * cnp.PyArray_ITEMSIZE(b)
             return b
         return None
     if a_arr and kernel_scalar(B):
@@ -155,22 +204,35 @@ cdef object kernel_operands(object A, object B, KernelOperands* ko):
 cdef void run_binary(int kop, ptrdiff_t n, KernelOperands* ko, void* out) noexcept:
     """The binary kernel on operands from kernel_operands, n elements into out (which may be
     operand a's storage: element i is read before it is written)."""
-    if ko.t == cnp.NPY_FLOAT64:
-        if n >= NOGIL_MIN_SIZE:
-            with nogil:
-                tg_binary_f64(kop, n, <const double*>ko.pa, ko.sa, <const double*>ko.pb, ko.sb,
-                              <double*>out)
-        else:
-            tg_binary_f64(kop, n, <const double*>ko.pa, ko.sa, <const double*>ko.pb, ko.sb,
-                          <double*>out)
+    if n >= NOGIL_MIN_SIZE:
+        with nogil:
+            binary_rows(kop, n, ko, <char*>out)
     else:
-        if n >= NOGIL_MIN_SIZE:
-            with nogil:
-                tg_binary_f32(kop, n, <const float*>ko.pa, ko.sa, <const float*>ko.pb, ko.sb,
-                              <float*>out)
+        binary_rows(kop, n, ko, <char*>out)
+
+
+cdef void binary_rows(int kop, ptrdiff_t n, const KernelOperands* ko, char* out) noexcept nogil:
+    # One kernel call for all n elements, or one per row of ko.cols (n is a multiple of it).
+    cdef ptrdiff_t cols = ko.cols if ko.cols > 0 else n
+    cdef bint f64 = ko.t == cnp.NPY_FLOAT64
+    cdef ptrdiff_t row_bytes = cols * (8 if f64 else 4), done = 0
+    cdef const char* pa = ko.pa
+    cdef const char* pb = ko.pb
+    if n <= 0:
+        return
+    while True:
+        if f64:
+            tg_binary_f64(kop, cols, <const double*>pa, ko.sa, <const double*>pb, ko.sb,
+                          <double*>out)
         else:
-            tg_binary_f32(kop, n, <const float*>ko.pa, ko.sa, <const float*>ko.pb, ko.sb,
+            tg_binary_f32(kop, cols, <const float*>pa, ko.sa, <const float*>pb, ko.sb,
                           <float*>out)
+        done += cols
+        if done >= n:
+            return
+        pa += ko.da
+        pb += ko.db
+        out += row_bytes
 
 
 cdef object fast_binary(int kop, object A, object B):
@@ -184,6 +246,19 @@ cdef object fast_binary(int kop, object A, object B):
                                                               cnp.PyArray_DIMS(src), ko.t)
     run_binary(kop, cnp.PyArray_SIZE(src), &ko, cnp.PyArray_DATA(out))
     return out
+
+
+cdef int add_into(object out, object C) except -1:
+    """out += C in place, for a fresh `out` (no storage shared with C) that C broadcasts to: the C
+    kernel when it takes the pair (a bias row: numpy's IEEE additions), else numpy's ufunc, which
+    costs about 2 us a call, more than the additions of a small layer."""
+    cdef KernelOperands ko
+    if kernel_operands(out, C, &ko) is out:
+        run_binary(TG_ADD, cnp.PyArray_SIZE(<cnp.ndarray>out), &ko,
+                   cnp.PyArray_DATA(<cnp.ndarray>out))
+    else:
+        np.add(out, C, out=out)
+    return 0
 
 
 cdef object fast_unary(int kop, object A):

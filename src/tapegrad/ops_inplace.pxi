@@ -93,10 +93,13 @@ cdef bint inplace_in_c(int op, TensorBase self, object other) except -1:
     if kernel_operands(A, B, &ko) is not A:
         return False
     cdef cnp.ndarray a = <cnp.ndarray>A
-    if ko.sb == 1 and ko.pb != ko.pa and ko.pb < ko.pa + cnp.PyArray_NBYTES(a) and (
+    if cnp.PyArray_Check(B) and ko.pb < ko.pa + cnp.PyArray_NBYTES(a) and (
             ko.pa < ko.pb + cnp.PyArray_NBYTES(<cnp.ndarray>B)):
-        return False                    # partly overlapping storage: numpy buffers it
-    # (a one-element operand is read once before the loop, so it may lie inside self)
+        # Overlapping storage.  Safe in one kernel call when other is self's very elements or
+        # one value (read once before the loop); otherwise numpy buffers it: a row or column of
+        # self broadcast over self's rows would be read after the first rows were written.
+        if ko.cols != 0 or (ko.sb != 0 and ko.pb != ko.pa):
+            return False
     run_binary(kernel_of(op), cnp.PyArray_SIZE(a), &ko, <void*>ko.pa)
     return True
 

@@ -452,37 +452,6 @@ cdef int check_expand(tuple src, tuple target, object dt) except -1:
     return 0
 
 
-cdef bint add_rows_c(object out, object bias):
-    """out += bias in place for a C-contiguous float32/float64 `out` and a contiguous bias of its
-    dtype with as many elements as out's last dim (a bias vector) or one: the binary kernel
-    (run_binary) once per row, the same IEEE additions as numpy's.  False (nothing done) for
-    other operands: numpy's ufunc costs about 2 us a call, more than the additions of a small
-    layer."""
-    cdef int to = -1, tb = -1
-    if not (kernel_array(out, &to) and kernel_array(bias, &tb)) or to != tb:
-        return False
-    cdef cnp.ndarray o = <cnp.ndarray>out, b = <cnp.ndarray>bias
-    cdef int nd_ = cnp.PyArray_NDIM(o)
-    cdef Py_ssize_t size = cnp.PyArray_SIZE(o), nb = cnp.PyArray_SIZE(b), cols, i
-    if nd_ == 0 or cnp.PyArray_NDIM(b) > 1 or size == 0:
-        return False
-    cols = cnp.PyArray_DIMS(o)[nd_ - 1]
-    if nb != cols and nb != 1:
-        return False
-    cdef KernelOperands ko
-    ko.t = to
-    ko.sa = 1
-    ko.pb = <const char*>cnp.PyArray_DATA(b)
-    ko.sb = 1 if nb == cols and cols > 1 else 0
-    cdef char* row = <char*>cnp.PyArray_DATA(o)
-    cdef Py_ssize_t row_bytes = cols * cnp.PyArray_ITEMSIZE(o)
-    for i in range(size // cols):
-        ko.pa = row
-        run_binary(TG_ADD, cols, &ko, row)
-        row += row_bytes
-    return True
-
-
 def linear(input, weight, bias=None):
     """y = input @ weight^T + bias (torch.nn.functional.linear): input (*, in), weight
     (out, in) or (in,), bias broadcastable to the result."""
@@ -535,8 +504,7 @@ cdef object linear_eager(input, weight, bias=None):
     with IeeeResults():                                 # one errstate for product and add
         out = product_a_bt(X, Wt)
         if op != OP_LINEAR_ADD and out.ndim > 0:         # C expands to the product's shape
-            if not add_rows_c(out, C):                  # the product is fresh: add in place
-                np.add(out, C, out=out)
+            add_into(out, C)                            # the product is fresh: add in place
         else:
             out = nd(np.add(out, C, dtype=out.dtype, casting="unsafe"))
     return matmul_record(op, out, x, w, X, Wt, True, c)

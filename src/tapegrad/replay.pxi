@@ -35,7 +35,7 @@ cdef struct Step:
 
 cdef int capture_binary(int kop, object a, object b, bint promote, bint in_c,
                         TensorBase res) except -1:
-    if promote or not in_c:
+    if promote or not in_c or not (replay_operand(a, res) and replay_operand(b, res)):
         return capture_unsupported(f"{TG_BINARY_NAMES[kop]} with mixed dtypes, a non-contiguous "
                                    "operand or a broadcast other than of one element")
     if kop == TG_POW and not (isinstance(a, TensorBase) and not isinstance(b, TensorBase)
@@ -43,6 +43,15 @@ cdef int capture_binary(int kop, object a, object b, bint promote, bint in_c,
         return capture_unsupported("pow other than tensor ** e with e in 0, -1, 0.5, 1.5, 2, 3, 4 "
                                    "(eager computes the others' derivative with numpy)")
     return capture_step((SK_BINARY, 0, kop, a, b, None, res))
+
+
+cdef inline bint replay_operand(object x, TensorBase res):
+    # A replayed binary step takes operands of the result's size or of one element (the eager C
+    # kernels also take a row broadcast over rows, which the replay does not).
+    if not isinstance(x, TensorBase):
+        return True
+    cdef Py_ssize_t n = size_of((<TensorBase>x)._array)
+    return n == 1 or n == size_of(res._array)
 
 
 cdef int capture_unary(int op, int kop, TensorBase x, object A, bint in_c,
