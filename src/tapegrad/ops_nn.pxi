@@ -128,24 +128,35 @@ cdef enum:
     NN_SOFTMAX_C_MAX_SIZE = 2048
 
 
+cdef bint softmax_rows_layout(object X, int* t, ptrdiff_t* rows, ptrdiff_t* cols) noexcept:
+    """True when the C softmax rows take X: a C-contiguous float32/float64 array of at least one
+    dim with 1 to TG_SUM_MAX_N columns (its type number, rows and columns in *t, *rows, *cols)."""
+    if not kernel_array(X, t) or cnp.PyArray_NDIM(<cnp.ndarray>X) == 0:
+        return False
+    cdef cnp.ndarray x = <cnp.ndarray>X
+    cols[0] = cnp.PyArray_DIMS(x)[cnp.PyArray_NDIM(x) - 1]
+    if cols[0] < 1 or cols[0] > TG_SUM_MAX_N:
+        return False
+    rows[0] = cnp.PyArray_SIZE(x) // cols[0]
+    return True
+
+
 cdef object nn_softmax_rows_c(object X, bint log):
-    """(log_)softmax over the last axis in C (kernels.c), or None unless X is a C-contiguous
-    float32/float64 array of 1 to TG_SUM_MAX_N columns and at most NN_SOFTMAX_C_MAX_SIZE elements
-    (then the numpy formula, nn_softmax_numpy)."""
+    """(log_)softmax over the last axis in C (kernels.c), or None unless the rows take X
+    (softmax_rows_layout) and it has at most NN_SOFTMAX_C_MAX_SIZE elements (then the numpy
+    formula, nn_softmax_numpy)."""
     cdef int t = -1
-    if not kernel_array(X, &t) or cnp.PyArray_NDIM(<cnp.ndarray>X) == 0:
+    cdef ptrdiff_t rows, cols
+    if not softmax_rows_layout(X, &t, &rows, &cols) or rows * cols > NN_SOFTMAX_C_MAX_SIZE:
         return None
     cdef cnp.ndarray x = <cnp.ndarray>X
-    cdef int nd_ = cnp.PyArray_NDIM(x)
-    cdef ptrdiff_t cols = cnp.PyArray_DIMS(x)[nd_ - 1], n = cnp.PyArray_SIZE(x)
-    if cols < 1 or cols > TG_SUM_MAX_N or n > NN_SOFTMAX_C_MAX_SIZE:
-        return None
-    cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(nd_, cnp.PyArray_DIMS(x), t)
+    cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(x),
+                                                              cnp.PyArray_DIMS(x), t)
     if t == cnp.NPY_FLOAT64:
-        tg_softmax_rows_f64(log, n // cols, cols, <const double*>cnp.PyArray_DATA(x),
+        tg_softmax_rows_f64(log, rows, cols, <const double*>cnp.PyArray_DATA(x),
                             <double*>cnp.PyArray_DATA(out))
     else:
-        tg_softmax_rows_f32(log, n // cols, cols, <const float*>cnp.PyArray_DATA(x),
+        tg_softmax_rows_f32(log, rows, cols, <const float*>cnp.PyArray_DATA(x),
                             <float*>cnp.PyArray_DATA(out))
     return out
 
@@ -154,21 +165,19 @@ cdef object nn_softmax_grad_rows_c(object G, object Y, bint log):
     """The VJP of (log_)softmax over the last axis in C, or None (see nn_softmax_rows_c; softmax's
     VJP has no exp, so any size)."""
     cdef int tg_ = -1, ty = -1
-    if not kernel_array(G, &tg_) or not kernel_array(Y, &ty) or tg_ != ty:
+    cdef ptrdiff_t rows, cols
+    if not softmax_rows_layout(Y, &ty, &rows, &cols) or not kernel_array(G, &tg_) or tg_ != ty:
         return None
     cdef cnp.ndarray g = <cnp.ndarray>G, y = <cnp.ndarray>Y
-    cdef int nd_ = cnp.PyArray_NDIM(y)
-    if nd_ == 0 or not same_shape(g, y):
+    if not same_shape(g, y) or (log and rows * cols > NN_SOFTMAX_C_MAX_SIZE):
         return None
-    cdef ptrdiff_t cols = cnp.PyArray_DIMS(y)[nd_ - 1], n = cnp.PyArray_SIZE(y)
-    if cols < 1 or cols > TG_SUM_MAX_N or (log and n > NN_SOFTMAX_C_MAX_SIZE):
-        return None
-    cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(nd_, cnp.PyArray_DIMS(y), ty)
+    cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(y),
+                                                              cnp.PyArray_DIMS(y), ty)
     if ty == cnp.NPY_FLOAT64:
-        tg_softmax_grad_rows_f64(log, n // cols, cols, <const double*>cnp.PyArray_DATA(g),
+        tg_softmax_grad_rows_f64(log, rows, cols, <const double*>cnp.PyArray_DATA(g),
                                  <const double*>cnp.PyArray_DATA(y), <double*>cnp.PyArray_DATA(out))
     else:
-        tg_softmax_grad_rows_f32(log, n // cols, cols, <const float*>cnp.PyArray_DATA(g),
+        tg_softmax_grad_rows_f32(log, rows, cols, <const float*>cnp.PyArray_DATA(g),
                                  <const float*>cnp.PyArray_DATA(y), <float*>cnp.PyArray_DATA(out))
     return out
 
