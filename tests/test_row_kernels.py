@@ -161,7 +161,7 @@ def test_in_place_with_a_row_of_itself_reads_the_row_before_any_write(pick):
     np.testing.assert_array_equal(x.numpy(), want)
 
 
-def test_a_compiled_function_with_a_bias_broadcast_equals_eager():
+def test_a_compiled_function_with_a_bias_broadcast_replays_and_equals_eager():
     rng = np.random.default_rng(11)
     xv = rng.standard_normal((8, 5)).astype(np.float32)
     bv = rng.standard_normal(5).astype(np.float32)
@@ -181,3 +181,29 @@ def test_a_compiled_function_with_a_bias_broadcast_equals_eager():
         np.testing.assert_array_equal(out.detach().numpy(), f(tg.from_numpy(xv), tg.from_numpy(bv)).numpy())
         np.testing.assert_array_equal(x.grad.numpy(), xe.grad.numpy())
         np.testing.assert_array_equal(b.grad.numpy(), be.grad.numpy())
+    # the broadcast add is re-run as an eager op inside the replayed program
+    assert compiled.stats["replays"] == 2 and compiled.explain().startswith("replayed")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_compiled_mlp_with_bias_rows_and_row_scaling_replays_bit_for_bit(dtype):
+    rng = np.random.default_rng(12)
+    xv = rng.standard_normal((16, 6)).astype(dtype)
+    params = [rng.standard_normal(s).astype(dtype) for s in [(6, 5), (5,), (16, 1), (5, 3), (3,)]]
+
+    def f(x, w1, b1, c, w2, b2):
+        h = ((x @ w1 + b1) / c).tanh()
+        return ((h @ w2 - b2) * b2).sum()
+
+    compiled = tg.compile(f)
+    for _ in range(3):
+        ts = [tg.tensor(p, requires_grad=True) for p in params]
+        te = [tg.tensor(p, requires_grad=True) for p in params]
+        out = compiled(tg.from_numpy(xv), *ts)
+        out.backward()
+        ref = f(tg.from_numpy(xv), *te)
+        ref.backward()
+        np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
+        for t, e in zip(ts, te):
+            np.testing.assert_array_equal(_bits(t.grad.numpy()), _bits(e.grad.numpy()))
+    assert compiled.stats["replays"] == 2

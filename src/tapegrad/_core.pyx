@@ -26,6 +26,7 @@
 
 cimport numpy as cnp
 import numpy as np
+import operator
 
 cnp.import_array()
 

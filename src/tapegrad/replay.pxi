@@ -35,14 +35,24 @@ cdef struct Step:
 
 cdef int capture_binary(int kop, object a, object b, bint promote, bint in_c,
                         TensorBase res) except -1:
-    if promote or not in_c or not (replay_operand(a, res) and replay_operand(b, res)):
+    if promote or not in_c:
         return capture_unsupported(f"{TG_BINARY_NAMES[kop]} with mixed dtypes, a non-contiguous "
-                                   "operand or a broadcast other than of one element")
+                                   "operand or a broadcast the C kernels do not take")
     if kop == TG_POW and not (isinstance(a, TensorBase) and not isinstance(b, TensorBase)
                               and (b == 0 or special_exponent(b - 1))):
         return capture_unsupported("pow other than tensor ** e with e in 0, -1, 0.5, 1.5, 2, 3, 4 "
                                    "(eager computes the others' derivative with numpy)")
+    if not (replay_operand(a, res) and replay_operand(b, res)):
+        # A row broadcast (x + bias; both operands are tensors): the replay re-runs the eager op
+        # on its operands' slots, as it does matmul.  a and b are in the op's order (a kop b).
+        return capture_step((SK_CALL, 0, 0, None, None,
+                             (REPLAYED_BINARY[kop], (a, b), {}, (a, b)), res))
     return capture_step((SK_BINARY, 0, kop, a, b, None, res))
+
+
+# The Python operator whose eager path computes a (kop) b for two tensors (see capture_binary).
+cdef dict REPLAYED_BINARY = {TG_ADD: operator.add, TG_SUB: operator.sub, TG_MUL: operator.mul,
+                             TG_DIV: operator.truediv}
 
 
 cdef inline bint replay_operand(object x, TensorBase res):
