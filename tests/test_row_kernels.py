@@ -207,3 +207,25 @@ def test_a_compiled_mlp_with_bias_rows_and_row_scaling_replays_bit_for_bit(dtype
         for t, e in zip(ts, te):
             np.testing.assert_array_equal(_bits(t.grad.numpy()), _bits(e.grad.numpy()))
     assert compiled.stats["replays"] == 2
+
+
+@pytest.mark.parametrize("x_shape,b_shape", [((1, 6), (6,)), ((6,), (1, 6)), ((1, 1, 4), (1, 4)),
+                                             ((2, 1), (2, 1)), ((1, 1), (1,))])
+def test_a_compiled_broadcast_between_operands_of_one_size_keeps_every_gradient(x_shape, b_shape):
+    # (1, 6) + (6,): the same number of elements in other shapes.  The replay's one-element
+    # broadcast step must not take b, or b's gradient is summed down to one element.
+    rng = np.random.default_rng(13)
+    xv = rng.standard_normal(x_shape)
+    bv = rng.standard_normal(b_shape)
+
+    def f(x, b):
+        return ((x + b) * b).sum()
+
+    compiled = tg.compile(f)
+    for _ in range(3):
+        x, b = tg.tensor(xv, requires_grad=True), tg.tensor(bv, requires_grad=True)
+        xe, be = tg.tensor(xv, requires_grad=True), tg.tensor(bv, requires_grad=True)
+        compiled(x, b).backward()
+        f(xe, be).backward()
+        np.testing.assert_array_equal(x.grad.numpy(), xe.grad.numpy())
+        np.testing.assert_array_equal(b.grad.numpy(), be.grad.numpy())

@@ -56,12 +56,13 @@ cdef dict REPLAYED_BINARY = {TG_ADD: operator.add, TG_SUB: operator.sub, TG_MUL:
 
 
 cdef inline bint replay_operand(object x, TensorBase res):
-    # A replayed binary step takes operands of the result's size or of one element (the eager C
-    # kernels also take a row broadcast over rows, which the replay does not).
+    # A replayed binary step takes operands of the result's shape or of one element (the eager C
+    # kernels also take a row broadcast over rows, which the replay does not).  Not merely of the
+    # result's size: the backward sums an operand of another shape down to one element.
     if not isinstance(x, TensorBase):
         return True
-    cdef Py_ssize_t n = size_of((<TensorBase>x)._array)
-    return n == 1 or n == size_of(res._array)
+    cdef cnp.ndarray a = <cnp.ndarray>(<TensorBase>x)._array
+    return cnp.PyArray_SIZE(a) == 1 or same_shape(a, <cnp.ndarray>res._array)
 
 
 cdef int capture_unary(int op, int kop, TensorBase x, object A, bint in_c,
