@@ -26,7 +26,6 @@
 
 cimport numpy as cnp
 import numpy as np
-import operator
 
 cnp.import_array()
 

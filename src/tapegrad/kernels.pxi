@@ -113,17 +113,15 @@ cdef struct KernelOperands:
     ptrdiff_t db
 
 
-cdef bint repeats_over_rows(cnp.ndarray full, cnp.ndarray part, ptrdiff_t* stride,
-                            ptrdiff_t* step) noexcept:
-    """True when `part` broadcast against `full` gives full's shape as a row repeated over full's
-    rows of at least 2 elements (part's shape (1, ..., 1, cols), no more dims than full), or as
-    one value per row (full's shape with a last dim of 1); then *stride and *step are part's
-    element stride within a row and its byte step from row to row."""
-    cdef int nf = cnp.PyArray_NDIM(full), npart = cnp.PyArray_NDIM(part), i
+cdef bint rows_layout(int nf, const cnp.npy_intp* df, int npart, const cnp.npy_intp* dp,
+                      ptrdiff_t* stride, ptrdiff_t* step) noexcept:
+    """True when an operand of dims dp broadcast against one of dims df gives df as a row
+    repeated over df's rows of at least 2 elements (dp = (1, ..., 1, cols), no more dims than df)
+    or as one value per row (df with a last dim of 1); then *stride and *step are the part's
+    element stride within a row and its step, in elements, from row to row."""
+    cdef int i
     if nf < 2 or npart == 0 or npart > nf:
         return False
-    cdef cnp.npy_intp* df = cnp.PyArray_DIMS(full)
-    cdef cnp.npy_intp* dp = cnp.PyArray_DIMS(part)
     cdef cnp.npy_intp cols = df[nf - 1]
     if cols < 2:
         return False
@@ -139,9 +137,19 @@ cdef bint repeats_over_rows(cnp.ndarray full, cnp.ndarray part, ptrdiff_t* strid
             if dp[i] != df[i]:
                 return False
         stride[0] = 0
-        step[0] = cnp.PyArray_ITEMSIZE(part)
+        step[0] = 1
         return True
     return False
+
+
+cdef inline bint repeats_over_rows(cnp.ndarray full, cnp.ndarray part, ptrdiff_t* stride,
+                                   ptrdiff_t* step) noexcept:
+    """rows_layout for two arrays, *step in bytes."""
+    if not rows_layout(cnp.PyArray_NDIM(full), cnp.PyArray_DIMS(full), cnp.PyArray_NDIM(part),
+                       cnp.PyArray_DIMS(part), stride, step):
+        return False
+    step[0] *= cnp.PyArray_ITEMSIZE(part)
+    return True
 
 
 cdef object kernel_operands(object A, object B, KernelOperands* ko):

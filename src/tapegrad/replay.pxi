@@ -27,7 +27,11 @@ cdef struct Step:
     float fa, fb        # the scalars as float32 (what the float32 kernels read)
     Py_ssize_t n        # elements of the output
     bint grad_a, grad_b # whether a / b receive a gradient
-    bint bcast_a, bcast_b   # a / b has one element broadcast over n > 1 (sum_to in backward)
+    bint bcast_a, bcast_b   # a / b has another shape than out (summed down in backward)
+    # SK_BINARY: the operands as the C kernels read them (KernelOperands): element stride within
+    # a row (0: one value), the bytes they move on by between rows, and the row length (0: no
+    # operand repeats over rows, one kernel call for all n).
+    ptrdiff_t stride_a, stride_b, step_a, step_b, cols
     double count        # SK_SUM_ALL: the divisor of a mean (0 for a sum)
 
 
@@ -42,27 +46,7 @@ cdef int capture_binary(int kop, object a, object b, bint promote, bint in_c,
                               and (b == 0 or special_exponent(b - 1))):
         return capture_unsupported("pow other than tensor ** e with e in 0, -1, 0.5, 1.5, 2, 3, 4 "
                                    "(eager computes the others' derivative with numpy)")
-    if not (replay_operand(a, res) and replay_operand(b, res)):
-        # A row broadcast (x + bias; both operands are tensors): the replay re-runs the eager op
-        # on its operands' slots, as it does matmul.  a and b are in the op's order (a kop b).
-        return capture_step((SK_CALL, 0, 0, None, None,
-                             (REPLAYED_BINARY[kop], (a, b), {}, (a, b)), res))
     return capture_step((SK_BINARY, 0, kop, a, b, None, res))
-
-
-# The Python operator whose eager path computes a (kop) b for two tensors (see capture_binary).
-cdef dict REPLAYED_BINARY = {TG_ADD: operator.add, TG_SUB: operator.sub, TG_MUL: operator.mul,
-                             TG_DIV: operator.truediv}
-
-
-cdef inline bint replay_operand(object x, TensorBase res):
-    # A replayed binary step takes operands of the result's shape or of one element (the eager C
-    # kernels also take a row broadcast over rows, which the replay does not).  Not merely of the
-    # result's size: the backward sums an operand of another shape down to one element.
-    if not isinstance(x, TensorBase):
-        return True
-    cdef cnp.ndarray a = <cnp.ndarray>(<TensorBase>x)._array
-    return cnp.PyArray_SIZE(a) == 1 or same_shape(a, <cnp.ndarray>res._array)
 
 
 cdef int capture_unary(int op, int kop, TensorBase x, object A, bint in_c,
@@ -91,6 +75,22 @@ cdef inline void k_binary(bint f64, int kop, Py_ssize_t n, const void* a, Py_ssi
         tg_binary_f64(kop, n, <const double*>a, sa, <const double*>b, sb, <double*>out)
     else:
         tg_binary_f32(kop, n, <const float*>a, sa, <const float*>b, sb, <float*>out)
+
+
+cdef inline void k_rows(bint f64, int kop, Py_ssize_t n, Py_ssize_t cols,
+                        const void* a, Py_ssize_t sa, Py_ssize_t da,
+                        const void* b, Py_ssize_t sb, Py_ssize_t db, void* out) noexcept nogil:
+    """k_binary with an operand repeated over rows of `cols` elements (see binary_rows)."""
+    cdef KernelOperands ko
+    ko.t = cnp.NPY_FLOAT64 if f64 else cnp.NPY_FLOAT32
+    ko.pa = <const char*>a
+    ko.sa = sa
+    ko.da = da
+    ko.pb = <const char*>b
+    ko.sb = sb
+    ko.db = db
+    ko.cols = cols
+    binary_rows(kop, n, &ko, <char*>out)
 
 
 cdef inline void k_unary(bint f64, int kop, Py_ssize_t n, const void* a,
@@ -213,7 +213,9 @@ cdef class Program:
             s.bcast_a = a >= 0 and self.shapes[a] != self.shapes[out]
             s.bcast_b = b >= 0 and self.shapes[b] != self.shapes[out]
             self.aux.append(aux)
-            if kind == SK_CALL:
+            if kind == SK_BINARY:
+                self.set_layout(s)
+            elif kind == SK_CALL:
                 self.fresh.add(out)
             elif kind == SK_REDUCE:
                 axes, keepdim, count = aux
@@ -224,6 +226,46 @@ cdef class Program:
                 else:
                     self.fresh.add(out)
         self.pool = []
+
+    cdef int set_layout(self, Step* s) except -1:
+        """A binary step's operands as the kernels read them: the result's shape at stride 1,
+        one value (a scalar, a one-element slot) at stride 0, or a row or one value per row
+        repeated over the result's rows: the layouts kernel_operands took in the eager op."""
+        cdef Py_ssize_t item = 8 if self.f64 else 4
+        cdef bint rows_a = self.operand_layout(s.a, s.out, &s.stride_a, &s.step_a)
+        cdef bint rows_b = self.operand_layout(s.b, s.out, &s.stride_b, &s.step_b)
+        s.cols = 0
+        if rows_a or rows_b:
+            s.cols = self.shapes[s.out][len(self.shapes[s.out]) - 1]
+        s.step_a = s.step_a * item if rows_a else (s.cols * item if s.stride_a == 1 else 0)
+        s.step_b = s.step_b * item if rows_b else (s.cols * item if s.stride_b == 1 else 0)
+        return 0
+
+    cdef bint operand_layout(self, Py_ssize_t k, Py_ssize_t out, ptrdiff_t* stride,
+                             ptrdiff_t* step) except -1:
+        """Slot k's layout against slot out (see set_layout); True for a repeated row or value
+        per row (*step then in elements)."""
+        cdef cnp.npy_intp dk[64]
+        cdef cnp.npy_intp do[64]
+        stride[0] = 0
+        step[0] = 0
+        if k < 0:
+            return False
+        shape_k, shape_out = self.shapes[k], self.shapes[out]
+        if shape_k == shape_out:
+            stride[0] = 1
+            return False
+        if self.sizes[k] == 1:
+            return False
+        if len(shape_k) <= 64 and len(shape_out) <= 64:
+            for i in range(len(shape_k)):
+                dk[i] = shape_k[i]
+            for i in range(len(shape_out)):
+                do[i] = shape_out[i]
+            if rows_layout(len(shape_out), do, len(shape_k), dk, stride, step):
+                return True
+        raise RuntimeError(f"tapegrad.compile: a binary step's operand of shape {shape_k} does "
+                           f"not broadcast to {shape_out} as the C kernels read it")
 
     cdef BufferSet new_buffers(self):
         cdef BufferSet bs = BufferSet.__new__(BufferSet)
@@ -291,8 +333,8 @@ cdef class Program:
             if s.kind == SK_BINARY:
                 pa = bs.ptr[s.a] if s.a >= 0 else (<void*>&s.ca if f64 else <void*>&s.fa)
                 pb = bs.ptr[s.b] if s.b >= 0 else (<void*>&s.cb if f64 else <void*>&s.fb)
-                k_binary(f64, s.kop, s.n, pa, 0 if s.a < 0 or s.bcast_a else 1,
-                         pb, 0 if s.b < 0 or s.bcast_b else 1, bs.ptr[s.out])
+                k_rows(f64, s.kop, s.n, s.cols, pa, s.stride_a, s.step_a,
+                       pb, s.stride_b, s.step_b, bs.ptr[s.out])
             elif s.kind == SK_UNARY:
                 k_unary(f64, s.kop, s.n, bs.ptr[s.a], bs.ptr[s.out])
             elif s.kind == SK_SUM_ALL:
@@ -415,16 +457,20 @@ cdef class Program:
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.adj[k])
         return 0
 
+    cdef inline bint c_summable(self, Py_ssize_t k, Py_ssize_t out) noexcept:
+        # A gradient of out's shape sums down to slot k in C: k has one element, out few.
+        return self.sizes[k] == 1 and self.sizes[out] <= TG_SUM_MAX_N
+
     cdef int give_full(self, BufferSet bs, Py_ssize_t k, void* full, Py_ssize_t out,
                        bint bcast) except -1:
         """Slot k's share of a gradient `full` of the output's shape: as is, or summed down to
-        k's one element (eager's sum_to)."""
+        k's shape (eager's sum_to; numpy's reduction reads `full` from scratch s0 or s1 then)."""
         cdef Py_ssize_t n = self.sizes[out]
         cdef double d
         cdef float f
         if not bcast:
             return self.give(bs, k, full, 1, n)
-        if n <= TG_SUM_MAX_N:               # the C sum equals eager's numpy sum_to here
+        if self.c_summable(k, out):         # the C sum equals eager's numpy sum_to here
             if self.f64:
                 d = tg_sum_f64(n, <const double*>full)
                 return self.give(bs, k, &d, 1, 1)
@@ -547,21 +593,22 @@ cdef class Program:
         if s.kind == SK_CALL:
             return self.backward_call(bs, i)
         cdef bint f64 = self.f64
-        cdef Py_ssize_t n = s.n, sa, sb
+        cdef Py_ssize_t n = s.n, fs
         cdef void* g = bs.aptr[s.out]
         cdef const void* pa
         cdef const void* pb
         cdef int kop
         cdef void* dst
         if s.kind == SK_BINARY:
+            # g, dst and the scratch buffers have the result's layout (stride 1, a row of cols
+            # elements after another: fs bytes); a and b keep theirs (set_layout).
             kop = s.kop
             pa = bs.ptr[s.a] if s.a >= 0 else (<void*>&s.ca if f64 else <void*>&s.fa)
             pb = bs.ptr[s.b] if s.b >= 0 else (<void*>&s.cb if f64 else <void*>&s.fb)
-            sa = 0 if s.a < 0 or s.bcast_a else 1
-            sb = 0 if s.b < 0 or s.bcast_b else 1
+            fs = s.cols * (8 if f64 else 4)
             if kop == TG_ADD or kop == TG_SUB:
                 if s.grad_a:
-                    if s.bcast_a and n > TG_SUM_MAX_N:      # summed by numpy, from scratch
+                    if s.bcast_a and not self.c_summable(s.a, s.out):   # numpy sums scratch
                         memcpy(bs.s0, g, n * (8 if f64 else 4))
                         self.give_full(bs, s.a, bs.s0, s.out, True)
                     else:
@@ -576,36 +623,37 @@ cdef class Program:
             elif kop == TG_MUL:
                 if s.grad_a:
                     dst = self.grad_dest(bs, s.a, s.bcast_a)
-                    k_binary(f64, TG_MUL, n, g, 1, pb, sb, dst)
+                    k_rows(f64, TG_MUL, n, s.cols, g, 1, fs, pb, s.stride_b, s.step_b, dst)
                     self.took(bs, s.a, dst, s.out, s.bcast_a)
                 if s.grad_b:
                     dst = self.grad_dest(bs, s.b, s.bcast_b)
-                    k_binary(f64, TG_MUL, n, g, 1, pa, sa, dst)
+                    k_rows(f64, TG_MUL, n, s.cols, g, 1, fs, pa, s.stride_a, s.step_a, dst)
                     self.took(bs, s.b, dst, s.out, s.bcast_b)
             elif kop == TG_DIV:
-                # grad / b and -grad * a / (b * b), as vjp_div
+                # grad / b and -grad * a / (b * b), as vjp_div (b * b in b's own shape)
                 if s.grad_a:
                     dst = self.grad_dest(bs, s.a, s.bcast_a)
-                    k_binary(f64, TG_DIV, n, g, 1, pb, sb, dst)
+                    k_rows(f64, TG_DIV, n, s.cols, g, 1, fs, pb, s.stride_b, s.step_b, dst)
                     self.took(bs, s.a, dst, s.out, s.bcast_a)
                 if s.grad_b:
                     dst = self.grad_dest(bs, s.b, s.bcast_b)
                     k_unary(f64, TG_NEG, n, g, dst)
-                    k_binary(f64, TG_MUL, n, dst, 1, pa, sa, dst)
-                    k_binary(f64, TG_MUL, 1 if sb == 0 else n, pb, sb, pb, sb, bs.s1)
-                    k_binary(f64, TG_DIV, n, dst, 1, bs.s1, sb, dst)
+                    k_rows(f64, TG_MUL, n, s.cols, dst, 1, fs, pa, s.stride_a, s.step_a, dst)
+                    k_binary(f64, TG_MUL, self.sizes[s.b], pb, 1, pb, 1, bs.s1)
+                    k_rows(f64, TG_DIV, n, s.cols, dst, 1, fs, bs.s1, s.stride_b, s.step_b, dst)
                     self.took(bs, s.b, dst, s.out, s.bcast_b)
             else:
-                # tensor ** e: g * (a ** (e - 1) * e), 0 for e == 0, as vjp_pow
+                # tensor ** e: g * (a ** (e - 1) * e), 0 for e == 0, as vjp_pow (a has the
+                # result's shape or one element: e is a number)
                 if s.grad_a:
                     dst = self.grad_dest(bs, s.a, s.bcast_a)
                     if s.cb == 0:
                         self.zero_fill(dst, n)
                     else:
-                        self.pow_minus_one(s, pa, sa, bs.s1)
-                        k_binary(f64, TG_MUL, 1 if sa == 0 else n, bs.s1, 1,
+                        self.pow_minus_one(s, pa, s.stride_a, bs.s1)
+                        k_binary(f64, TG_MUL, 1 if s.stride_a == 0 else n, bs.s1, 1,
                                  <void*>&s.cb if f64 else <void*>&s.fb, 0, bs.s1)
-                        k_binary(f64, TG_MUL, n, g, 1, bs.s1, sa, dst)
+                        k_binary(f64, TG_MUL, n, g, 1, bs.s1, s.stride_a, dst)
                     self.took(bs, s.a, dst, s.out, s.bcast_a)
             return 0
         if s.kind == SK_UNARY or s.kind == SK_UNARY_NUMPY:
