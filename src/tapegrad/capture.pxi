@@ -19,7 +19,8 @@ cdef extern from "pythread.h":
 
 # The kinds of captured steps (and of the replay's steps, replay.pxi).
 cdef enum:
-    SK_BINARY = 0       # out = a (kop) b; a/b are slots (size n or 1) or scalars (slot -1)
+    SK_BINARY = 0       # out = a (kop) b; a/b are slots (out's shape, one element, a row or one value
+                        # per row repeated over out's rows: Program.set_layout) or scalars (slot -1)
     SK_UNARY = 1        # out = kop(a) in C
     SK_UNARY_NUMPY = 2  # out = numpy ufunc(a) (large transcendental inputs, as eager does)
     SK_REDUCE = 3       # out = sum/mean of a over axes (numpy, as eager does)
