@@ -416,6 +416,36 @@ def test_rerun_ops_equal_eager(name):
     assert f.explain().startswith("replayed") and f.stats["replays"] == 2
 
 
+MATMUL_PROGRAMS = {
+    "x @ x": lambda x, w: ((x @ x) * w).sum(),
+    "chain of products": lambda x, w: ((x @ w).tanh() @ (w @ x)).sum(),
+    "product with a bias row": lambda x, w: ((x @ w + w.sum(0)) ** 2).mean(),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", MATMUL_PROGRAMS)
+def test_replayed_matrix_products_equal_eager_for_both_operands(name, dtype):
+    # Two matrices multiply as a replay step of their own (SK_MATMUL): eager's product and
+    # matmul_grad_a / matmul_grad_b, so values and both gradients are eager's bits.
+    fn = MATMUL_PROGRAMS[name]
+    rng = np.random.default_rng(23)
+    f = tg.compile(fn)
+    for _ in range(3):
+        xv = rng.standard_normal((4, 4)).astype(dtype)
+        wv = rng.standard_normal((4, 4)).astype(dtype)
+        xc, wc = tg.tensor(xv, requires_grad=True), tg.tensor(wv, requires_grad=True)
+        xe, we = tg.tensor(xv, requires_grad=True), tg.tensor(wv, requires_grad=True)
+        yc, ye = f(xc, wc), fn(xe, we)
+        assert same(yc, ye)
+        yc.backward()
+        ye.backward()
+        assert same(xc.grad, xe.grad) and same(wc.grad, we.grad)
+    assert f.explain().startswith("replayed") and f.stats["replays"] == 2
+    with tg.no_grad():
+        assert same(f(xc, wc), fn(xe, we))
+
+
 def test_rerun_op_sees_inplace_writes_to_its_inputs_before_backward():
     w = tg.ones(3, 3, requires_grad=True)
     f = tg.compile(lambda x: (x @ w).sum())

@@ -27,6 +27,8 @@ cdef enum:
     SK_SUM_ALL = 4      # out = sum/mean of all of a, in C in numpy's summation order
     SK_CALL = 5         # out = the eager op re-run on the slots' values (matmul, losses, ...);
                         # its backward is that op's own, by a nested sweep of its records
+    SK_MATMUL = 6       # out = a @ b of two matrices by eager's product(); backward: eager's
+                        # matmul_grad_a / matmul_grad_b (ops_linalg.pxi)
 
 
 

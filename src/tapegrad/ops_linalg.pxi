@@ -311,8 +311,24 @@ def matmul(input, other):
     """Matrix product with NumPy/PyTorch semantics: 1-D operands are vectors (dot, matrix-vector,
     vector-matrix), N-D operands are batches of matrices whose batch dims broadcast."""
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+        if replayable_mm(input, other):
+            res = matmul_eager(input, other)
+            capture_step((SK_MATMUL, 0, 0, input, other, None, res))
+            return res
         return capture_call(matmul, (input, other), None)
     return matmul_eager(input, other)
+
+
+cdef bint replayable_mm(object a, object b):
+    # Two float matrices of one dtype: the replay runs their product and its VJP itself
+    # (SK_MATMUL); other shapes re-run matmul whole (SK_CALL).
+    if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)):
+        return False
+    A = (<TensorBase>a)._array
+    B = (<TensorBase>b)._array
+    return (cnp.PyArray_NDIM(<cnp.ndarray>A) == 2 and cnp.PyArray_NDIM(<cnp.ndarray>B) == 2
+            and cnp.PyArray_TYPE(<cnp.ndarray>A) == cnp.PyArray_TYPE(<cnp.ndarray>B)
+            and is_float_num(cnp.PyArray_TYPE(<cnp.ndarray>A)))
 
 
 cdef object matmul_eager(input, other):

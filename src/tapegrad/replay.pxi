@@ -215,7 +215,7 @@ cdef class Program:
             self.aux.append(aux)
             if kind == SK_BINARY:
                 self.set_layout(s)
-            elif kind == SK_CALL:
+            elif kind == SK_CALL or kind == SK_MATMUL:
                 self.fresh.add(out)
             elif kind == SK_REDUCE:
                 axes, keepdim, count = aux
@@ -339,6 +339,11 @@ cdef class Program:
                 k_unary(f64, s.kop, s.n, bs.ptr[s.a], bs.ptr[s.out])
             elif s.kind == SK_SUM_ALL:
                 self.sum_all(s, bs.ptr[s.a], bs.ptr[s.out])
+            elif s.kind == SK_MATMUL:
+                out = product(bs.arrays[s.a], bs.arrays[s.b])
+                if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out):
+                    out = np.ascontiguousarray(out)
+                self.set_slot(bs, s.out, out)
             elif s.kind == SK_CALL:
                 self.forward_call(bs, i, tensors)
             else:
@@ -592,6 +597,13 @@ cdef class Program:
         cdef Step* s = &self.steps[i]
         if s.kind == SK_CALL:
             return self.backward_call(bs, i)
+        if s.kind == SK_MATMUL:                         # as vjp_matmul, gradient of a first
+            G = self.adjoint(bs, s.out)
+            if s.grad_a:
+                self.give_array(bs, s.a, matmul_grad_a(G, bs.arrays[s.b], self.shapes[s.a]))
+            if s.grad_b:
+                self.give_array(bs, s.b, matmul_grad_b(G, bs.arrays[s.a], self.shapes[s.b]))
+            return 0
         cdef bint f64 = self.f64
         cdef Py_ssize_t n = s.n, fs
         cdef void* g = bs.aptr[s.out]
@@ -960,6 +972,12 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
                     saved.add(sa)
             program.append((SK_BINARY, 0, kop, sa, sb, out,
                             0.0 if sa >= 0 else float(a), 0.0 if sb >= 0 else float(b), None))
+        elif kind == SK_MATMUL:
+            if gb:                  # the operands the backward reads (the eager op saves them)
+                saved.add(sa)
+            if ga:
+                saved.add(sb)
+            program.append((SK_MATMUL, 0, 0, sa, sb, out, 0.0, 0.0, None))
         elif kind == SK_REDUCE:
             program.append((SK_REDUCE, st[1], 0, sa, -1, out, 0.0, 0.0, aux))
         else:
