@@ -279,8 +279,10 @@ cdef object binary_op(int op, object a, object b):
         broadcast_shapes_torch(A.shape, B.shape)         # raises PyTorch's message on mismatch
     cdef int kop = kernel_of(op)
     out = None
-    if (kop != TG_POW or size_of(A) + size_of(B) <= SIMD_TRANSCENDENTAL_MIN_SIZE
-            or special_exponent(B)):
+    # pow in C only for a number exponent: its kernel takes x*x*x, sqrt, ... for the special
+    # ones, as PyTorch does for a scalar exponent only (a tensor exponent is std::pow, numpy's).
+    if (kop != TG_POW or (kernel_scalar(B) and (
+            size_of(A) + 1 <= SIMD_TRANSCENDENTAL_MIN_SIZE or special_exponent(B)))):
         out = fast_binary(kop, A, B)
     cdef bint in_c = out is not None
     if out is None:

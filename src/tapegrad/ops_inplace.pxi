@@ -77,7 +77,8 @@ cdef bint inplace_in_c(int op, TensorBase self, object other) except -1:
     """Unrecorded self (op)= other straight into self's storage by a C kernel (the SGD update
     `p -= lr * p.grad` under no_grad), or False when numpy's path is needed: +, -, *, / only
     (correctly rounded, so C and numpy agree to the bit), a writeable self that the kernels take
-    with `other` (kernel_operands) and that gives the result its shape, and no partial overlap."""
+    with `other` (kernel_operands) and that gives the result its shape, and no storage shared
+    with a broadcast `other` that the kernel would read after writing it (see below)."""
     if op != OP_ADD and op != OP_SUB and op != OP_MUL and op != OP_DIV:
         return False
     A = self._array

@@ -469,7 +469,8 @@ cdef class Program:
     cdef int give_full(self, BufferSet bs, Py_ssize_t k, void* full, Py_ssize_t out,
                        bint bcast) except -1:
         """Slot k's share of a gradient `full` of the output's shape: as is, or summed down to
-        k's shape (eager's sum_to; numpy's reduction reads `full` from scratch s0 or s1 then)."""
+        k's shape (eager's sum_to; numpy's reduction reads `full` from a scratch array then,
+        copied to s0 unless it is one)."""
         cdef Py_ssize_t n = self.sizes[out]
         cdef double d
         cdef float f
@@ -481,6 +482,9 @@ cdef class Program:
                 return self.give(bs, k, &d, 1, 1)
             f = tg_sum_f32(n, <const float*>full)
             return self.give(bs, k, &f, 1, 1)
+        if full != bs.s0 and full != bs.s1:     # numpy reads a scratch array: copy there
+            memcpy(bs.s0, full, n * (8 if self.f64 else 4))
+            full = bs.s0
         view = np.asarray(bs.scratch0 if full == bs.s0 else bs.scratch1)[:n]
         return self.give_array(bs, k, sum_to(view.reshape(self.shapes[out]), self.shapes[k]))
 
@@ -620,11 +624,7 @@ cdef class Program:
             fs = s.cols * (8 if f64 else 4)
             if kop == TG_ADD or kop == TG_SUB:
                 if s.grad_a:
-                    if s.bcast_a and not self.c_summable(s.a, s.out):   # numpy sums scratch
-                        memcpy(bs.s0, g, n * (8 if f64 else 4))
-                        self.give_full(bs, s.a, bs.s0, s.out, True)
-                    else:
-                        self.give_full(bs, s.a, g, s.out, s.bcast_a)
+                    self.give_full(bs, s.a, g, s.out, s.bcast_a)
                 if s.grad_b:
                     dst = self.grad_dest(bs, s.b, s.bcast_b)
                     if kop == TG_SUB:
@@ -655,18 +655,18 @@ cdef class Program:
                     k_rows(f64, TG_DIV, n, s.cols, dst, 1, fs, bs.s1, s.stride_b, s.step_b, dst)
                     self.took(bs, s.b, dst, s.out, s.bcast_b)
             else:
-                # tensor ** e: g * (a ** (e - 1) * e), 0 for e == 0, as vjp_pow (a has the
-                # result's shape or one element: e is a number)
+                # tensor ** e: g * (a ** (e - 1) * e), 0 for e == 0, as vjp_pow (e is a
+                # number, so a has the result's shape: capture_binary)
                 if s.grad_a:
-                    dst = self.grad_dest(bs, s.a, s.bcast_a)
+                    dst = self.grad_dest(bs, s.a, False)
                     if s.cb == 0:
                         self.zero_fill(dst, n)
                     else:
-                        self.pow_minus_one(s, pa, s.stride_a, bs.s1)
-                        k_binary(f64, TG_MUL, 1 if s.stride_a == 0 else n, bs.s1, 1,
+                        self.pow_minus_one(s, pa, bs.s1)
+                        k_binary(f64, TG_MUL, n, bs.s1, 1,
                                  <void*>&s.cb if f64 else <void*>&s.fb, 0, bs.s1)
-                        k_binary(f64, TG_MUL, n, g, 1, bs.s1, s.stride_a, dst)
-                    self.took(bs, s.a, dst, s.out, s.bcast_a)
+                        k_binary(f64, TG_MUL, n, g, 1, bs.s1, 1, dst)
+                    self.took(bs, s.a, dst, s.out, False)
             return 0
         if s.kind == SK_UNARY or s.kind == SK_UNARY_NUMPY:
             dst = self.grad_dest(bs, s.a, False)
@@ -724,12 +724,11 @@ cdef class Program:
             return 0
         return self.give_full(bs, k, bs.s0, out, bcast)
 
-    cdef int pow_minus_one(self, Step* s, const void* pa, Py_ssize_t sa, void* dst) except -1:
+    cdef int pow_minus_one(self, Step* s, const void* pa, void* dst) except -1:
         """a ** (e - 1) by the C kernel, as vjp_pow's fast path (e - 1 is a special exponent)."""
         cdef double e1 = s.cb - 1
         cdef float f1 = <float>e1
-        k_binary(self.f64, TG_POW, 1 if sa == 0 else s.n, pa, 1,
-                 <void*>&e1 if self.f64 else <void*>&f1, 0, dst)
+        k_binary(self.f64, TG_POW, s.n, pa, 1, <void*>&e1 if self.f64 else <void*>&f1, 0, dst)
         return 0
 
     cdef int zero_fill(self, void* dst, Py_ssize_t n) except -1:
