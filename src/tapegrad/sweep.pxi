@@ -339,12 +339,17 @@ cdef list make_grads(tuple outputs, tuple grads):
             new.append(grad)
         elif grad is None:
             if (<TensorBase>out)._requires_grad:
-                if A.size != 1:
+                if cnp.PyArray_SIZE(<cnp.ndarray>A) != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if A.dtype.kind != "f":
+                if not cnp.PyArray_ISFLOAT(<cnp.ndarray>A):
                     raise RuntimeError("grad can be implicitly created only for real scalar "
                                        f"outputs but got {dtype_of_array(A)}")
-                new.append(np.ones(A.shape, dtype=A.dtype))
+                # the seed of loss.backward(): through the C API (np.ones costs 1.5 us)
+                seed = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(<cnp.ndarray>A),
+                                         cnp.PyArray_DIMS(<cnp.ndarray>A),
+                                         cnp.PyArray_TYPE(<cnp.ndarray>A), 0)
+                cnp.PyArray_FillWithScalar(<cnp.ndarray>seed, 1.0)
+                new.append(seed)
             else:
                 new.append(None)
         else:
