@@ -21,7 +21,7 @@ cdef object sum_to(object g, tuple shape):
         if shape[i] == 1 and gs[lead + i] != 1:
             axes.append(lead + i)
     if len(axes) == lead and lead > 0:                  # only leading dims: column sums
-        out = sum_rows_c(g, shape)
+        out = sum_rows_c(g, lead)
         if out is not None:
             return out
     if axes:
@@ -29,26 +29,29 @@ cdef object sum_to(object g, tuple shape):
     return nd(g).reshape(shape)
 
 
-cdef object sum_rows_c(object g, tuple shape):
-    """g (C-contiguous float32/float64) summed over its leading dims down to `shape` (its
-    trailing dims) in C, in np.add.reduce's order (bit for bit); None for other layouts."""
+cdef object sum_rows_c(object g, Py_ssize_t lead):
+    """g (C-contiguous float32/float64) summed over its first `lead` dims in C, in
+    np.add.reduce's order (bit for bit); None for other layouts.  The result has g's trailing
+    dims and is made through the C API: this runs in every broadcast operand's VJP."""
     cdef int t = -1
     if not kernel_array(g, &t):
         return None
     cdef cnp.ndarray a = <cnp.ndarray>g
-    cdef Py_ssize_t size = cnp.PyArray_SIZE(a), cols = 1, i
-    for i in range(len(shape)):
-        cols *= <Py_ssize_t>shape[i]
+    cdef int nd_ = cnp.PyArray_NDIM(a), i
+    cdef Py_ssize_t size = cnp.PyArray_SIZE(a), cols = 1
+    for i in range(lead, nd_):
+        cols *= cnp.PyArray_DIMS(a)[i]
     if cols < 2 or size == 0:
         # One column: numpy's reduction runs along the contiguous axis, summing pairwise.
         return None
-    out = np.empty(shape, dtype=a.dtype)
+    cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_EMPTY(nd_ - <int>lead,
+                                                          cnp.PyArray_DIMS(a) + lead, t, 0)
     if t == cnp.NPY_FLOAT64:
         tg_sum_rows_f64(size // cols, cols, <const double*>cnp.PyArray_DATA(a),
-                        <double*>cnp.PyArray_DATA(<cnp.ndarray>out))
+                        <double*>cnp.PyArray_DATA(out))
     else:
         tg_sum_rows_f32(size // cols, cols, <const float*>cnp.PyArray_DATA(a),
-                        <float*>cnp.PyArray_DATA(<cnp.ndarray>out))
+                        <float*>cnp.PyArray_DATA(out))
     return out
 
 

@@ -311,6 +311,13 @@ cdef class Program:
         bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
         return 0
 
+    cdef inline int set_result(self, BufferSet bs, Py_ssize_t k, object arr) except -1:
+        """Slot k takes an array a step computed outside the set's buffers (numpy, an eager op):
+        C-contiguous, as the kernels read every slot."""
+        if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>arr):
+            arr = np.ascontiguousarray(arr)
+        return self.set_slot(bs, k, arr)
+
     def forward(self, list externals, list tensors=None):
         """Run the steps on the externals' arrays (checked by the caller: shapes, dtype,
         C-contiguous; `tensors`: the external tensors, whose version counters re-run ops share);
@@ -340,10 +347,7 @@ cdef class Program:
             elif s.kind == SK_SUM_ALL:
                 self.sum_all(s, bs.ptr[s.a], bs.ptr[s.out])
             elif s.kind == SK_MATMUL:
-                out = product(bs.arrays[s.a], bs.arrays[s.b])
-                if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out):
-                    out = np.ascontiguousarray(out)
-                self.set_slot(bs, s.out, out)
+                self.set_result(bs, s.out, product(bs.arrays[s.a], bs.arrays[s.b]))
             elif s.kind == SK_CALL:
                 self.forward_call(bs, i, tensors)
             else:
@@ -373,10 +377,7 @@ cdef class Program:
             res = fn(*args, **kwargs)
         else:
             res = fn(*args)
-        out = (<TensorBase>res)._array
-        if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out):
-            out = np.ascontiguousarray(out)
-        self.set_slot(bs, s.out, out)
+        self.set_result(bs, s.out, (<TensorBase>res)._array)
         bs.calls[i] = (res, proxies) if recording else None
         return 0
 
@@ -404,7 +405,7 @@ cdef class Program:
                 out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
             else:
                 out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim) / count)
-        return self.set_slot(bs, s.out, out)
+        return self.set_result(bs, s.out, out)
 
     # -- backward ----------------------------------------------------------------------------
 
