@@ -1,0 +1,124 @@
+"""torch.device for a CPU-only library: device objects, and the one check every `device=` takes.
+
+tapegrad computes on the CPU only.  Scripts still name devices (`device = "cuda" if
+torch.cuda.is_available() else "cpu"`, `x.to(device)`), so `device` objects parse, print and
+compare as PyTorch's do, and asking for an accelerator fails the way a PyTorch build without that
+backend fails: CUDA with AssertionError "Torch not compiled with CUDA enabled", the others with
+the error PyTorch raises for a backend that is not built in.
+"""
+from __future__ import annotations
+
+# The device types PyTorch's parser accepts, in the order its error message lists them.
+_KNOWN_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+                "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                "privateuseone")
+
+_NO_CUDA = "Torch not compiled with CUDA enabled"
+
+
+class device:
+    """A device: `device('cpu')`, `device('cpu:0')`, `device('cpu', 0)`, `device(other)`.
+
+    Immutable and hashable; equal when type and index are equal (`device('cpu') != 'cpu'`, as in
+    PyTorch: compare `t.device.type == 'cpu'` instead)."""
+
+    __slots__ = ("_type", "_index")
+    __module__ = "tapegrad"
+
+    def __init__(self, type, index=None):  # noqa: A002  (PyTorch's parameter name)
+        if isinstance(type, device):
+            if index is not None:
+                raise TypeError("device(): a device object cannot take an index")
+            object.__setattr__(self, "_type", type._type)
+            object.__setattr__(self, "_index", type._index)
+            return
+        if isinstance(type, int) and not isinstance(type, bool):
+            # device(0) means the current accelerator's device 0: there is none.
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        if not isinstance(type, str):
+            raise TypeError(f"device() received an invalid combination of arguments - got "
+                            f"({_type_name(type)})")
+        kind, sep, ordinal = type.partition(":")
+        if kind not in _KNOWN_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(_KNOWN_TYPES)} device type at start "
+                               f"of device string: {type}")
+        if sep:
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index was "
+                                   f"passed explicitly: {type}")
+            if not ordinal.isdigit() or (len(ordinal) > 1 and ordinal[0] == "0"):
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            index = int(ordinal)
+        if index is not None:
+            if isinstance(index, bool) or not isinstance(index, int):
+                raise TypeError(f"device(): argument 'index' must be int, not {_type_name(index)}")
+            if index < 0:
+                raise RuntimeError(f"Device index must not be negative")
+        object.__setattr__(self, "_type", kind)
+        object.__setattr__(self, "_index", index)
+
+    @property
+    def type(self) -> str:
+        return self._type
+
+    @property
+    def index(self):
+        return self._index
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"attribute '{name}' of 'torch.device' objects is not writable")
+
+    def __eq__(self, other):
+        if not isinstance(other, device):
+            return NotImplemented
+        return self._type == other._type and self._index == other._index
+
+    def __hash__(self):
+        return hash((self._type, self._index))
+
+    def __repr__(self):
+        if self._index is None:
+            return f"device(type='{self._type}')"
+        return f"device(type='{self._type}', index={self._index})"
+
+    def __str__(self):
+        return self._type if self._index is None else f"{self._type}:{self._index}"
+
+    def __reduce__(self):
+        return (device, (self._type, self._index))
+
+    def __enter__(self):
+        # `with torch.device('cpu'):` sets the default device for factories; CPU is the only one.
+        check_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _type_name(x) -> str:
+    return type(x).__name__
+
+
+CPU = device("cpu")
+
+
+def as_device(spec) -> device:
+    """The device object for a `device=` argument (a device, a string, or an int ordinal)."""
+    return spec if isinstance(spec, device) else device(spec)
+
+
+def check_device(spec) -> None:
+    """Accept None and any CPU device; raise as a PyTorch build without the backend would."""
+    if spec is None:
+        return
+    d = as_device(spec)
+    if d._type == "cpu":
+        return
+    if d._type == "cuda":
+        raise AssertionError(_NO_CUDA)
+    if d._type == "xpu":
+        raise AssertionError("Torch not compiled with XPU enabled")
+    # PyTorch's message for the other backends (mps, meta, ...) in a build without them.
+    raise RuntimeError(f"PyTorch is not linked with support for {d._type} devices "
+                       f"(tapegrad runs on the CPU only)")
