@@ -28,8 +28,13 @@ capture (or raise, with on_guard_failure="raise"):
   - ops the replay does not support (random draws, in-place writes, views, matmul, ...): the
     function then runs eagerly at every call (`.explain()` says why) - never a stale replay.
 
-Not guarded: rebinding a closure variable to a different tensor object (e.g. assigning a new
-Parameter to a module attribute) - call `.reset()` after doing that.
+  - the function's environment: every Python number and every tensor it reads by name from its
+    closure cells or its globals (and those of functions it defines inside); a changed number (a
+    learning rate, a temperature) or a name rebound to another tensor sends the call back to
+    capture, because the capture baked the number in / reads the old tensor.
+
+Not guarded: numbers and tensors reached through attributes (`self.scale`, rebinding
+`model.weight` to a new Parameter) - call `.reset()` after changing those.
 """
 from __future__ import annotations
 
@@ -68,6 +73,7 @@ class _Plan:
         self.output_map = []            # fn's tensor outputs: Program output j, or ~external
         self.saved_ext = []             # externals whose values the backward reads
         self.structure = None           # how to rebuild fn's return value
+        self.env = ()                   # (namespace, name, value) the capture read by name
 
     # -- replay --------------------------------------------------------------------------------
     def externals(self, flat):
@@ -130,7 +136,7 @@ class CompiledFunction:
             if plan.program is None:
                 self.stats["eager"] += 1
                 return self.fn(*args, **kwargs)
-            out = _replay(plan, flat)
+            out = _replay(plan, flat) if _env_holds(plan.env) else _MISS
             if out is not _MISS:
                 self.stats["replays"] += 1
                 return out
@@ -142,6 +148,7 @@ class CompiledFunction:
         return self._capture(key, flat, args, kwargs)
 
     def _capture(self, key, flat, args, kwargs):
+        env = _environment(self.fn)
         capture = _core._capture_begin()
         try:
             result = self.fn(*args, **kwargs)
@@ -151,7 +158,9 @@ class CompiledFunction:
         if key is not None:
             if len(self._plans) >= self.cache_size:
                 self._plans.pop(next(iter(self._plans)))
-            self._plans[key] = _build_plan(capture, flat, result)
+            plan = _build_plan(capture, flat, result)
+            plan.env = env
+            self._plans[key] = plan
         return result
 
 
@@ -167,6 +176,75 @@ def compile(fn=None, *, on_guard_failure="recapture", cache_size=8):
 
 
 _MISS = object()
+
+
+# -- the environment guard ------------------------------------------------------------------------
+# A capture bakes in the Python numbers the function combined with tensors (`x * lr`) and holds
+# the tensor objects it read.  Both can come from names the function looks up at each call: its
+# closure cells and its globals.  The guard remembers what those names held at capture and
+# compares at every replay (identity first, then equality, so 0.0 and -0.0 differ too).
+
+def _is_guarded_value(v) -> bool:
+    return isinstance(v, (int, float, complex, np.number, Tensor))
+
+
+def _same(a, b) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, Tensor) or isinstance(b, Tensor) or type(a) is not type(b):
+        return False
+    if isinstance(a, (float, np.floating)) and a == 0 and b == 0:
+        return np.signbit(a) == np.signbit(b)
+    return a == b
+
+
+def _code_objects(code):
+    yield code
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            yield from _code_objects(c)
+
+
+def _environment(fn):
+    """(namespace, name, value) for each number or tensor `fn` reads from a closure cell or a
+    global, where namespace is the cell (name None) or the globals dict."""
+    fn = getattr(fn, "__func__", fn)        # bound methods: their function
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ()
+    env = []
+    for cell in fn.__closure__ or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:                  # an empty cell: assigned later
+            continue
+        if _is_guarded_value(v):
+            env.append((cell, None, v))
+    glb = fn.__globals__
+    seen = set()
+    for c in _code_objects(code):
+        for name in c.co_names:
+            if name in seen:
+                continue
+            seen.add(name)
+            v = glb.get(name, _MISS)
+            if v is not _MISS and _is_guarded_value(v):
+                env.append((glb, name, v))
+    return tuple(env)
+
+
+def _env_holds(env) -> bool:
+    for ns, name, value in env:
+        if name is None:
+            try:
+                now = ns.cell_contents
+            except ValueError:
+                return False
+        else:
+            now = ns.get(name, _MISS)
+        if not _same(now, value):
+            return False
+    return True
 
 
 def _replay(plan, flat):

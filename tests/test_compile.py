@@ -258,6 +258,53 @@ def test_closure_tensor_guard():
     assert f.stats["guard_failures"] == 1
 
 
+SCALE = 2.0
+
+
+def test_closure_and_global_numbers_are_guarded():
+    """A number read by name is baked into the capture: changing it must not replay stale."""
+    lr = 0.5
+    f = tg.compile(lambda x: x * lr)
+    x = tg.tensor([3.0, 4.0])
+    assert same(f(x), x * 0.5) and same(f(x), x * 0.5)
+    lr = 2.0                                # the closure cell now holds another number
+    assert same(f(x), x * 2.0)
+    assert f.stats["guard_failures"] == 1
+
+    global SCALE
+    g = tg.compile(lambda x: x * SCALE)
+    g(x)
+    g(x)
+    try:
+        SCALE = 3.0
+        assert same(g(x), x * 3.0)
+    finally:
+        SCALE = 2.0
+    assert same(g(x), x * 2.0)
+
+
+def test_signed_zero_in_the_closure_is_guarded():
+    c = 0.0
+    f = tg.compile(lambda x: x / c)
+    one = tg.tensor([1.0])
+    assert f(one).item() == float("inf") and f(one).item() == float("inf")
+    c = -0.0
+    assert f(one).item() == float("-inf")
+
+
+def test_closure_rebound_to_another_tensor_is_detected():
+    w = tg.ones(2, requires_grad=True)
+    f = tg.compile(lambda x: (w * x).sum())
+    x = tg.tensor([1.0, 2.0])
+    f(x)
+    f(x)
+    w = tg.full((2,), 10.0, requires_grad=True)     # same shape and dtype: only identity differs
+    out = f(x)
+    assert out.item() == 30.0
+    out.backward()
+    assert same(w.grad, x)
+
+
 def test_random_ops_run_eagerly_with_fresh_draws():
     f = tg.compile(lambda x: x * tg.rand(3))
     x = tg.ones(3)
