@@ -145,14 +145,16 @@ def test_float16_updates_match_torch(torch, name, kwargs):
 
 
 def test_float32_almost_always_bit_for_bit(torch):
-    # Adam on 10,000 float32 values: at most a handful of one-ulp differences (from PyTorch's sqrt).
+    # Adam on 10,000 float32 values: at most a few percent of one- or two-ulp differences, from
+    # PyTorch's vectorised sqrt/div, whose rounding depends on the CPU's SIMD level (123 of 10,000
+    # on one AVX-512 machine, fewer elsewhere).
     rng = np.random.default_rng(1)
     p0 = rng.standard_normal(10_000).astype(np.float32)
     grads = [[rng.standard_normal(10_000).astype(np.float32)] for _ in range(3)]
     ours, _, _ = _tg_run(optim.Adam, dict(lr=0.01), [p0], grads)
     theirs = _torch_run(torch, "Adam", dict(lr=0.01), [p0], grads)
     differ = np.count_nonzero(ours[-1][0] != theirs[-1][0])
-    assert differ < 100
+    assert differ < 300
     np.testing.assert_array_max_ulp(ours[-1][0], theirs[-1][0], maxulp=2)
 
 
