@@ -213,16 +213,17 @@ def _compute_dtype(dt) -> np.dtype:
 
 
 def _uniform01(rng: np.random.Generator, shape, dt) -> np.ndarray:
-    """Samples in [0, 1) in dtype `dt` (never 1.0 after the cast, as PyTorch guarantees)."""
-    ct = _compute_dtype(dt)
-    u = rng.random(shape, dtype=ct)
-    if np.dtype(dt) != ct:
+    """Samples in [0, 1) in dtype `dt`: float64 draws rounded to dt (the stream tapegrad has always
+    drawn, so seeded scripts keep their values), never 1.0 after rounding, as PyTorch
+    guarantees."""
+    u = rng.random(shape)
+    if np.dtype(dt) != u.dtype:
         u = np.minimum(u.astype(dt), np.nextafter(np.dtype(dt).type(1), np.dtype(dt).type(0)))
     return u
 
 
 def _standard_normal(rng: np.random.Generator, shape, dt) -> np.ndarray:
-    return rng.standard_normal(shape, dtype=_compute_dtype(dt)).astype(dt, copy=False)
+    return rng.standard_normal(shape).astype(dt, copy=False)
 
 
 def _float_dtype(dtype, kernel: str) -> np.dtype:
@@ -430,7 +431,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         dt = _float_dtype(_out_dtype(out, dtype, "normal"), "normal_kernel_cpu")
         shape = _size_args((tuple(size),))
         rng = _numpy_rng(generator, "normal")
-        values = (dt.type(mean) + dt.type(std) * _standard_normal(rng, shape, dt)).astype(dt)
+        values = rng.normal(mean, std, shape).astype(dt)
         return _finish(values, requires_grad, out, device)
     if size is not None:
         raise TypeError("normal() received an invalid combination of arguments: size is only "
@@ -560,7 +561,7 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
                                       f"'{_scalar_name(A.dtype)}'")
         if not bool(np.all((A >= 0) & (A <= 1))):
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
-        values = (_uniform01(rng, A.shape, _compute_dtype(A.dtype)) < A).astype(A.dtype)
+        values = (rng.random(A.shape) < A).astype(A.dtype)
     else:
         p = float(p)
         if not 0 <= p <= 1:
@@ -620,10 +621,8 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     _check_float_input(self, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
-    dt = self._array.dtype
-    z = _standard_normal(_numpy_rng(generator, "normal_"), self._array.shape, _compute_dtype(dt))
-    ct = z.dtype.type
-    return _fill(self, ct(mean) + ct(std) * z, "NormalBackward0")
+    values = _numpy_rng(generator, "normal_").normal(mean, std, self._array.shape)
+    return _fill(self, values, "NormalBackward0")
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
