@@ -189,8 +189,9 @@ def _numpy_rng(generator, fn: str = "sampling function") -> np.random.Generator:
         return generator._rng
     if isinstance(generator, np.random.Generator):
         return generator
-    raise TypeError(f"{fn}(): argument 'generator' must be torch.Generator, not "
-                    f"{type(generator).__name__}")
+    raise TypeError(f"{fn}() received an invalid combination of arguments - got (generator="
+                    f"{type(generator).__name__}), but expected one of: (..., *, torch.Generator "
+                    f"generator, ...)")
 
 
 # -- helpers shared by the sampling functions -------------------------------------------------------
@@ -235,7 +236,8 @@ def _float_dtype(dtype, kernel: str) -> np.dtype:
 
 def _check_no_grad_out(out, fn: str) -> None:
     if out.requires_grad and _core.is_grad_enabled():
-        raise RuntimeError(f"{fn}(): functions with out=... arguments don't support automatic "
+        # PyTorch names the factories by their aten op, the tensor-argument overloads plainly.
+        raise RuntimeError(f"aten::{fn}(): functions with out=... arguments don't support automatic "
                            f"differentiation, but one of the arguments requires grad.")
 
 
@@ -258,11 +260,16 @@ def _finish(values: np.ndarray, requires_grad: bool, out, device=None):
     check_device(device)
     if out is None:
         _check_requires_grad(values.dtype, requires_grad)
-        return _make(np.ascontiguousarray(values), requires_grad)
+        return _make(_c_order(values), requires_grad)
     if out._array.shape == values.shape and out._array.flags.writeable:
         return _core._overwrite_(out, values, "FillBackward2")
-    out._array = np.ascontiguousarray(values, dtype=out._array.dtype)
+    out._array = _c_order(values.astype(out._array.dtype, copy=False))
     return out
+
+
+def _c_order(values: np.ndarray) -> np.ndarray:
+    # not np.ascontiguousarray: it turns a 0-d result into shape (1,)
+    return values if values.flags.c_contiguous else values.copy(order="C")
 
 
 def _zero_grad_function(name: str):
@@ -543,7 +550,10 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
     if P.ndim == 1:
         idx = idx[0]
     if out is not None:
-        _out_dtype(out, np.int64, "multinomial")
+        _out_dtype(out, None, "multinomial")
+        if out._array.dtype != np.int64:
+            raise RuntimeError(f"multinomial expects Long tensor out, got: "
+                               f"{_scalar_name(out._array.dtype)}")
     return _finish(idx, False, out)
 
 

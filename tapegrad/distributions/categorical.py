@@ -93,7 +93,7 @@ class Categorical(Distribution):
             drawn = _random.multinomial(probs_2d, max(count, 1), True)._array
         # (batch, count) -> sample_shape + batch_shape
         drawn = drawn[:, :count].T.reshape(tuple(self._extended_shape(sample_shape)))
-        return _make(np.ascontiguousarray(drawn), False)
+        return _make(drawn.copy(order="C"), False)
 
     def log_prob(self, value):
         if self._validate_args:
