@@ -198,6 +198,8 @@ def _numpy_rng(generator, fn: str = "sampling function") -> np.random.Generator:
 
 _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
                  "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+_INT_CTYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+               "uint8": "uint8_t"}
 # C type names PyTorch's bound checks print.
 _C_NAMES = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "long int",
             "uint8": "unsigned char", "bool": "bool", "float16": "c10::Half", "float32": "float",
@@ -354,11 +356,20 @@ def _check_int_range(low: int, high: int, dt) -> None:
         info = np.iinfo(dt)
         lo, hi = int(info.min), int(info.max)
     else:
-        return
+        hi = float(np.finfo(dt).max)
+        lo = -hi
     if not lo <= low <= hi:
         raise RuntimeError(f"from is out of bounds for {_C_NAMES[dt.name]}")
     if not lo <= high - 1 <= hi:
         raise RuntimeError(f"to - 1 is out of bounds for {_C_NAMES[dt.name]}")
+
+
+def _as_long(v) -> int:
+    """A user's bound as PyTorch reads it: a C long long."""
+    v = int(v)
+    if not -(1 << 63) <= v < (1 << 63):
+        raise ValueError("Overflow when unpacking long long")
+    return v
 
 
 def _integers(rng: np.random.Generator, low: int, high: int, shape, dt) -> np.ndarray:
@@ -396,7 +407,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     for name, v in (("low", low), ("high", high)):
         if not _is_int(v):
             raise TypeError(f"randint(): argument '{name}' must be int, not {type(v).__name__}")
-    low, high = int(low), int(high)
+    low, high = _as_long(low), _as_long(high)
     dt = _np_dtype(_out_dtype(out, dtype, "randint")) or np.dtype(np.int64)
     _check_int_range(low, high, dt)
     shape = _size_args((tuple(size),))
@@ -414,6 +425,13 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = _np_dtype(_out_dtype(out, dtype, "randperm")) or np.dtype(np.int64)
+    if dt.kind == "b":
+        raise NotImplementedError("\"randperm\" not implemented for 'Bool'")
+    if dt.kind in "iu" and n > 0 and n - 1 > np.iinfo(dt).max:
+        raise RuntimeError(f"value cannot be converted to type {_INT_CTYPES[dt.name]} without "
+                           f"overflow")
+    if dt == np.float16 and n > 2049:       # beyond it, half cannot hold distinct integers
+        raise RuntimeError("n cannot be greater than 2049 for Half type.")
     return _finish(_numpy_rng(generator, "randperm").permutation(n).astype(dt), requires_grad,
                    out, device)
 
@@ -681,8 +699,8 @@ def random_(self, *args, generator=None, **kwargs):
     _check_inplace(self)
     dt = self._array.dtype
     default_low, default_high = _random_default_bounds(dt)
-    low = default_low if low is None else int(low)
-    high = default_high if high is None else int(high)
+    low = default_low if low is None else _as_long(low)
+    high = default_high if high is None else _as_long(high)
     _check_int_range(low, high, dt)
     values = _integers(_numpy_rng(generator, "random_"), low, high, self._array.shape, dt)
     return _fill(self, values, "FillBackward2")
@@ -725,6 +743,8 @@ def bernoulli_(self, p=0.5, *, generator=None):
 def geometric_(self, p, *, generator=None):
     """Fill in place with the number of Bernoulli(p) trials up to the first success (>= 1)."""
     _check_inplace(self)
+    if self._array.dtype.kind == "b":
+        raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
     counts = _numpy_rng(generator, "geometric_").geometric(p, self._array.shape)
