@@ -477,6 +477,10 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     dt = np.result_type(M, S) if mt and st else (M.dtype if mt else S.dtype)
     values = (M + S * _standard_normal(_numpy_rng(generator, "normal"), shape, dt)).astype(dt)
     if out is not None:
+        if out.requires_grad and _core.is_grad_enabled():   # this overload's message: no aten::
+            raise RuntimeError("normal(): functions with out=... arguments don't support "
+                               "automatic differentiation, but one of the arguments requires "
+                               "grad.")
         _out_dtype(out, None, "normal")
         return _finish(values.astype(out._array.dtype), False, out)
     name = "NormalBackward3" if mt and st else ("NormalBackward1" if mt else "NormalBackward2")

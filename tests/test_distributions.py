@@ -384,3 +384,12 @@ def test_randomized_log_prob_parity(torch):
         scale = rng.random(batch) + 0.1
         x = rng.standard_normal(batch)
         _parity(torch, lambda m, l, s: _dist(m, "Normal")(l, s).log_prob(_t(m, x)), [loc, scale])
+
+
+def test_sample_shape_must_be_a_shape(torch):
+    for m in (tg, torch):
+        with pytest.raises(TypeError):
+            m.distributions.Normal(m.zeros(2), 1.0).sample(3)
+        with pytest.raises(TypeError):
+            m.distributions.Categorical(logits=m.zeros(2)).sample(3)
+    assert D.Categorical(logits=tg.zeros(3)).sample(tg.Size([2, 2])).shape == (2, 2)

@@ -85,14 +85,13 @@ class Categorical(Distribution):
         return new
 
     def sample(self, sample_shape=Size()):
-        if not isinstance(sample_shape, (tuple, list)):
-            sample_shape = (sample_shape,)
+        shape = self._extended_shape(sample_shape)        # also refuses a bare int, as PyTorch
         count = int(np.prod(sample_shape, dtype=np.int64))
         with no_grad():
             probs_2d = self.probs.reshape(-1, self._num_events)
             drawn = _random.multinomial(probs_2d, max(count, 1), True)._array
         # (batch, count) -> sample_shape + batch_shape
-        drawn = drawn[:, :count].T.reshape(tuple(self._extended_shape(sample_shape)))
+        drawn = drawn[:, :count].T.reshape(tuple(shape))
         return _make(drawn.copy(order="C"), False)
 
     def log_prob(self, value):

@@ -111,9 +111,8 @@ class Distribution:
         raise NotImplementedError
 
     def _extended_shape(self, sample_shape=Size()) -> Size:
-        if not isinstance(sample_shape, (tuple, list)):
-            sample_shape = (sample_shape,)
-        return Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
+        return Size(tuple(Size(sample_shape)) + tuple(self._batch_shape)
+                    + tuple(self._event_shape))
 
     def _validate_sample(self, value) -> None:
         """PyTorch's checks of a log_prob argument: a tensor, event shape on the right,
