@@ -256,12 +256,16 @@ def _out_dtype(out, dtype, fn: str):
     return out.dtype
 
 
-def _finish(values: np.ndarray, requires_grad: bool, out, device=None):
+def _check_factory(dt, requires_grad: bool, device) -> None:
+    """The checks a factory makes before it draws, so a refused call leaves the stream alone."""
+    check_device(device)
+    _check_requires_grad(dt, requires_grad)
+
+
+def _finish(values: np.ndarray, requires_grad: bool, out):
     """The result tensor of a factory, or `out` holding the values (resized to their shape, as
     PyTorch resizes outputs)."""
-    check_device(device)
     if out is None:
-        _check_requires_grad(values.dtype, requires_grad)
         return _make(_c_order(values), requires_grad)
     if out._array.shape == values.shape and out._array.flags.writeable:
         return _core._overwrite_(out, values, "FillBackward2")
@@ -324,8 +328,8 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     shape = _shape_of(size, kwargs.pop("size", None), "rand")
     _no_extra(kwargs, "rand")
     dt = _float_dtype(_out_dtype(out, dtype, "rand"), "check_uniform_bounds")
-    return _finish(_uniform01(_numpy_rng(generator, "rand"), shape, dt), requires_grad, out,
-                   device)
+    _check_factory(dt, requires_grad, device)
+    return _finish(_uniform01(_numpy_rng(generator, "rand"), shape, dt), requires_grad, out)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -334,8 +338,9 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     shape = _shape_of(size, kwargs.pop("size", None), "randn")
     _no_extra(kwargs, "randn")
     dt = _float_dtype(_out_dtype(out, dtype, "randn"), "normal_kernel_cpu")
+    _check_factory(dt, requires_grad, device)
     return _finish(_standard_normal(_numpy_rng(generator, "randn"), shape, dt), requires_grad,
-                   out, device)
+                   out)
 
 
 def _no_extra(kwargs: dict, fn: str) -> None:
@@ -411,8 +416,9 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     dt = _np_dtype(_out_dtype(out, dtype, "randint")) or np.dtype(np.int64)
     _check_int_range(low, high, dt)
     shape = _size_args((tuple(size),))
+    _check_factory(dt, requires_grad, device)
     return _finish(_integers(_numpy_rng(generator, "randint"), low, high, shape, dt),
-                   requires_grad, out, device)
+                   requires_grad, out)
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -432,8 +438,9 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
                            f"overflow")
     if dt == np.float16 and n > 2049:       # beyond it, half cannot hold distinct integers
         raise RuntimeError("n cannot be greater than 2049 for Half type.")
+    _check_factory(dt, requires_grad, device)
     return _finish(_numpy_rng(generator, "randperm").permutation(n).astype(dt), requires_grad,
-                   out, device)
+                   out)
 
 
 def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
@@ -455,9 +462,9 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
             raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
         dt = _float_dtype(_out_dtype(out, dtype, "normal"), "normal_kernel_cpu")
         shape = _size_args((tuple(size),))
-        rng = _numpy_rng(generator, "normal")
-        values = rng.normal(mean, std, shape).astype(dt)
-        return _finish(values, requires_grad, out, device)
+        _check_factory(dt, requires_grad, device)
+        values = _numpy_rng(generator, "normal").normal(mean, std, shape).astype(dt)
+        return _finish(values, requires_grad, out)
     if size is not None:
         raise TypeError("normal() received an invalid combination of arguments: size is only "
                         "accepted with number mean and std")

@@ -519,3 +519,16 @@ def test_geometric_mean_formula():
     tg.manual_seed(9)
     x = tg.zeros(30000, dtype=tg.float64).geometric_(p).numpy()
     assert math.isclose(x.mean(), 1 / p, rel_tol=0.03)
+
+
+def test_refused_calls_leave_the_stream_alone():
+    tg.manual_seed(6)
+    expected = tg.rand(3).tolist()
+    tg.manual_seed(6)
+    for bad in (lambda: tg.rand(2, device="cuda"), lambda: tg.randint(5, (2,), requires_grad=True),
+                lambda: tg.randperm(3, requires_grad=True), lambda: tg.zeros(2).normal_(0, -1),
+                lambda: tg.zeros(2, requires_grad=True).uniform_(),
+                lambda: tg.multinomial(tg.tensor([0.5, -1.0]), 1)):
+        with pytest.raises((RuntimeError, AssertionError)):
+            bad()
+    assert tg.rand(3).tolist() == expected
