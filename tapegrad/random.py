@@ -16,8 +16,9 @@ import numpy as np
 
 from . import _core
 from ._device import as_device, check_device
-from .creation import (_DEFAULT_FLOAT, _broadcast_shapes, _check_requires_grad, _is_int, _make,
-                       _np_dtype, _size_args)
+from .creation import (_DEFAULT_FLOAT, _INT_CTYPES, _SCALAR_NAMES, _broadcast_shapes,
+                       _check_inplace, _check_requires_grad, _is_int, _make, _np_dtype,
+                       _size_args)
 from .tensor import Tensor
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
@@ -196,10 +197,6 @@ def _numpy_rng(generator, fn: str = "sampling function") -> np.random.Generator:
 
 # -- helpers shared by the sampling functions -------------------------------------------------------
 
-_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-                 "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-_INT_CTYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
-               "uint8": "uint8_t"}
 # C type names PyTorch's bound checks print.
 _C_NAMES = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "long int",
             "uint8": "unsigned char", "bool": "bool", "float16": "c10::Half", "float32": "float",
@@ -638,14 +635,6 @@ def poisson(input, generator=None) -> Tensor:
 
 
 # -- in-place samplers (Tensor methods) -------------------------------------------------------------
-
-def _check_inplace(t) -> None:
-    """PyTorch's error for an in-place op on a leaf that requires grad (outside no_grad); checked
-    before any random draw so that a failing call leaves the generator untouched."""
-    if t.requires_grad and t.is_leaf and _core.is_grad_enabled():
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                           "operation.")
-
 
 def _fill(t, values: np.ndarray, record: str):
     # The core names zero-gradient overwrite records NormalBackward0 and UniformBackward0 only;

@@ -393,3 +393,15 @@ def test_sample_shape_must_be_a_shape(torch):
         with pytest.raises(TypeError):
             m.distributions.Categorical(logits=m.zeros(2)).sample(3)
     assert D.Categorical(logits=tg.zeros(3)).sample(tg.Size([2, 2])).shape == (2, 2)
+
+
+def test_kl_and_uniform_gradcheck(gradcheck):
+    gradcheck(lambda p, q: D.kl_divergence(D.Categorical(logits=p), D.Categorical(logits=q)),
+              _LOGITS, [[0.0, 0.0, 0.0, 1.0], [2.0, -1.0, 0.0, 0.0]])
+    gradcheck(lambda p, q: D.kl_divergence(D.Bernoulli(logits=p), D.Bernoulli(logits=q)),
+              [0.3, -1.2], [1.0, 0.5])
+    gradcheck(lambda lo, hi: D.kl_divergence(D.Uniform(lo, hi), D.Uniform(-2.0, 4.0)),
+              [0.0, -1.0], [1.0, 3.0])
+    v = tg.tensor([0.5, 2.0], dtype=tg.float64)
+    gradcheck(lambda lo, hi: D.Uniform(lo, hi).log_prob(v), [0.0, -1.0], [1.0, 3.0])
+    gradcheck(lambda p: D.OneHotCategorical(logits=p).entropy(), _LOGITS)
