@@ -56,9 +56,25 @@ from .creation import (
     randperm,
     normal,
 )
+from . import random
+from .random import (
+    Generator,
+    default_generator,
+    seed,
+    initial_seed,
+    get_rng_state,
+    set_rng_state,
+    multinomial,
+    bernoulli,
+    poisson,
+    rand_like,
+    randn_like,
+    randint_like,
+)
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 # Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
-_LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization")
+_LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
+                 "distributions")
 _LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
                "is_anomaly_enabled": "autograd.anomaly_mode",
                "is_anomaly_check_nan_enabled": "autograd.anomaly_mode"}

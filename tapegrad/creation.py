@@ -1,4 +1,5 @@
-"""Tensor creation functions (tensor, zeros, ones, randn, arange, ...) and the seeded generator."""
+"""Tensor creation functions (tensor, zeros, ones, arange, linspace, eye, ...); the random ones live in
+tapegrad.random and are re-exported here."""
 from __future__ import annotations
 
 import warnings
@@ -153,41 +154,6 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False) -> 
     return _make(values.astype(_np_dtype(dtype)), requires_grad)
 
 
-# -- random ----------------------------------------------------------------------------------------
-
-# Created on first use: numpy.random costs ~10 ms of import time that a script without random
-# numbers need not pay.
-_generator = None
-
-
-def manual_seed(seed: int):
-    """Seed the global generator (tapegrad's streams differ from PyTorch's; seeding repeats them)."""
-    global _generator
-    _generator = np.random.default_rng(int(seed))
-    return _generator
-
-
-def default_generator() -> np.random.Generator:
-    global _generator
-    if _generator is None:
-        _generator = np.random.default_rng()
-    return _generator
-
-
-def randn(*size, dtype=None, requires_grad: bool = False, generator=None) -> Tensor:
-    """Samples from the standard normal distribution."""
-    gen = generator or default_generator()
-    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
-    return _make(gen.standard_normal(_size_args(size)).astype(dt), requires_grad)
-
-
-def rand(*size, dtype=None, requires_grad: bool = False, generator=None) -> Tensor:
-    """Samples from the uniform distribution on [0, 1)."""
-    gen = generator or default_generator()
-    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
-    return _make(gen.random(_size_args(size)).astype(dt), requires_grad)
-
-
 # -- more creation functions -----------------------------------------------------------------------
 
 def _check_requires_grad(dt, requires_grad: bool) -> None:
@@ -261,58 +227,6 @@ def eye(n, m=None, dtype=None, requires_grad: bool = False) -> Tensor:
     return _make(np.eye(n, m, dtype=dt), requires_grad)
 
 
-def randint(*args, size=None, low=None, high=None, generator=None, dtype=None,
-            requires_grad: bool = False) -> Tensor:
-    """randint(high, size) or randint(low, high, size): uniform integers in [low, high) (low
-    defaults to 0), int64 by default."""
-    args = list(args)
-    if size is None and args and isinstance(args[len(args) - 1], (tuple, list)):
-        size = args.pop()
-    if size is None:
-        if len(args) >= 2 and _is_int(args[len(args) - 1]):
-            raise TypeError(f"randint(): argument 'size' (position {len(args)}) must be tuple of "
-                            f"ints, not {type(args[len(args) - 1]).__name__}")
-        raise TypeError("randint() missing required argument 'size'")
-    if len(args) == 2:
-        low, high = args
-    elif len(args) == 1:
-        if high is None:
-            high = args[0]
-        else:
-            low = args[0]
-    elif len(args) > 2:
-        raise TypeError(f"randint() takes at most 3 positional arguments ({len(args) + 1} given)")
-    if low is None:
-        low = 0
-    if high is None:
-        raise TypeError("randint() missing required argument 'high'")
-    for name, v in (("low", low), ("high", high)):
-        if not _is_int(v):
-            raise TypeError(f"randint(): argument '{name}' must be int, not {type(v).__name__}")
-    low, high = int(low), int(high)
-    if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
-                           f"to={high}")
-    dt = _np_dtype(dtype) or np.dtype(np.int64)
-    _check_requires_grad(dt, requires_grad)
-    gen = generator or default_generator()
-    return _make(gen.integers(low, high, _size_args((tuple(size),))).astype(dt), requires_grad)
-
-
-def randperm(n, generator=None, dtype=None, requires_grad: bool = False) -> Tensor:
-    """A random permutation of 0 .. n-1 (int64 by default)."""
-    if not _is_int(n):
-        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
-                        f"{type(n).__name__}")
-    n = int(n)
-    if n < 0:
-        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    dt = _np_dtype(dtype) or np.dtype(np.int64)
-    _check_requires_grad(dt, requires_grad)
-    gen = generator or default_generator()
-    return _make(gen.permutation(n).astype(dt), requires_grad)
-
-
 def _broadcast_shapes(a: tuple, b: tuple) -> tuple:
     n = max(len(a), len(b))
     out = []
@@ -324,44 +238,6 @@ def _broadcast_shapes(a: tuple, b: tuple) -> tuple:
                                f"at non-singleton dimension {n - i}")
         out.append(db if da == 1 else da)
     return tuple(reversed(out))
-
-
-def normal(mean, std=1.0, size=None, *, generator=None, dtype=None,
-           requires_grad: bool = False) -> Tensor:
-    """Samples from normal distributions: normal(mean, std, size) with numbers, or elementwise
-    with tensor mean and/or std (broadcast); gradients to tensor mean/std are zero (PyTorch's
-    NormalBackward1/2/3)."""
-    gen = generator or default_generator()
-    mt, st = isinstance(mean, _core.TensorBase), isinstance(std, _core.TensorBase)
-    if not mt and not st:
-        if size is None:
-            raise TypeError(f"normal() received an invalid combination of arguments - got "
-                            f"({type(mean).__name__}, {type(std).__name__}), but expected a size "
-                            f"when mean and std are numbers")
-        if std < 0:
-            raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
-        dt = _np_dtype(dtype) or _DEFAULT_FLOAT
-        shape = _size_args((tuple(size),) if isinstance(size, (tuple, list)) else (size,))
-        return _make(gen.normal(mean, std, shape).astype(dt), requires_grad)
-    if size is not None:
-        raise TypeError("normal() received an invalid combination of arguments: size is only "
-                        "accepted with number mean and std")
-    M = mean._array if mt else mean
-    S = std._array if st else std
-    if st:
-        if not bool(np.all(S >= 0)):
-            raise RuntimeError("normal expects all elements of std >= 0.0")
-    elif std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
-    for x in (mean, std):
-        if isinstance(x, _core.TensorBase) and x._array.dtype.kind != "f":
-            raise NotImplementedError(f'"normal_kernel_cpu" not implemented for '
-                                      f"'{x.dtype.name.capitalize()}'")
-    shape = _broadcast_shapes(M.shape if mt else (), S.shape if st else ())
-    dt = M.dtype if mt else S.dtype
-    values = (M + S * gen.standard_normal(shape)).astype(dt)
-    name = "NormalBackward3" if mt and st else ("NormalBackward1" if mt else "NormalBackward2")
-    return _core._random_result(values, name, (mean, std))
 
 
 # -- in-place initialisers (Tensor methods) ---------------------------------------------------------
@@ -378,41 +254,6 @@ def _check_inplace(t) -> None:
     if t.requires_grad and t.is_leaf and _core.is_grad_enabled():
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
-
-
-def _require_float(t, kernel: str) -> None:
-    if t._array.dtype.kind != "f":
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{_SCALAR_NAMES[t._array.dtype.name]}'")
-
-
-def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    """Fill in place with samples from N(mean, std^2)."""
-    _check_inplace(self)
-    _require_float(self, "normal_kernel_cpu")
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
-    gen = generator or default_generator()
-    return _core._overwrite_(self, gen.normal(mean, std, self._array.shape), "NormalBackward0")
-
-
-def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
-    """Fill in place with samples from U[a, b) (PyTorch's keywords `from`/`to` also accepted)."""
-    a = kwargs.pop("from", a)
-    b = kwargs.pop("to", b)
-    if kwargs:
-        raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    _check_inplace(self)
-    _require_float(self, "check_uniform_bounds")
-    if a > b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
-                           f"from={float(a):g} > to={float(b):g}")
-    gen = generator or default_generator()
-    dt = self._array.dtype
-    ct = np.dtype(np.float32) if dt.itemsize <= 4 else np.dtype(np.float64)
-    u = gen.random(self._array.shape, dtype=ct)
-    values = ct.type(a) + ct.type(b - a) * u
-    return _core._overwrite_(self, values, "UniformBackward0")
 
 
 def zero_(self):
@@ -441,11 +282,21 @@ def fill_(self, value):
     return _core._overwrite_(self, value, "FillBackward2")
 
 
-for _name, _fn in (("normal_", normal_), ("uniform_", uniform_), ("zero_", zero_),
-                   ("fill_", fill_)):
+for _name, _fn in (("zero_", zero_), ("fill_", fill_)):
     if _name not in Tensor.__dict__:
         setattr(Tensor, _name, _fn)
 del _name, _fn
 
-# dropout (compiled) draws its masks from this module's global generator.
-_core._set_generator_source(default_generator)
+# The random functions live in tapegrad.random; these names stay importable from here (the compiled
+# core's dropout looks up `default_generator` here: a function returning the global numpy Generator).
+from .random import (  # noqa: E402,F401  (re-exports)
+    _global_numpy_generator as default_generator,
+    manual_seed,
+    normal,
+    normal_,
+    rand,
+    randint,
+    randn,
+    randperm,
+    uniform_,
+)

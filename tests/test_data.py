@@ -115,7 +115,7 @@ def test_shuffle_with_explicit_generator():
     tg.manual_seed(0)                           # the default generator is not used
     b = _orders(DataLoader(ds, batch_size=5, shuffle=True, generator=np.random.default_rng(7)))
     assert a == b
-    with pytest.raises(TypeError, match="generator must be a numpy.random.Generator"):
+    with pytest.raises(TypeError, match="generator must be a tapegrad.Generator"):
         list(DataLoader(ds, shuffle=True, generator=42))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from .. import creation
+from ..random import _numpy_rng
 
 
 def _fill(tensor, values):
@@ -70,12 +70,12 @@ def _fill_drawn(tensor, draw):
 
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
-    gen = generator or creation.default_generator()
+    gen = _numpy_rng(generator, "uniform_")
     return _fill_drawn(tensor, lambda n: gen.uniform(a, b, n))
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
-    gen = generator or creation.default_generator()
+    gen = _numpy_rng(generator, "normal_")
     return _fill_drawn(tensor, lambda n: gen.normal(mean, std, n))
 
 

@@ -1,7 +1,7 @@
 """tapegrad.utils.data: datasets, samplers and the DataLoader, as torch.utils.data has them.
 
 Single-process only (num_workers is accepted and ignored).  Shuffling draws from tapegrad's
-seeded generator (or the numpy Generator passed as `generator=`), so `tapegrad.manual_seed`
+seeded generator (or the tapegrad.Generator passed as `generator=`), so `tapegrad.manual_seed`
 makes epochs repeatable; the orders differ from PyTorch's, whose random streams tapegrad does
 not reproduce.
 """

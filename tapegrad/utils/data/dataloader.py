@@ -215,7 +215,8 @@ class DataLoader:
         num_workers (int): accepted for compatibility; data is always loaded in-process.
         collate_fn: merges a list of samples into a batch (default: default_collate).
         drop_last (bool): drop the last incomplete batch (default False).
-        generator: numpy Generator used to shuffle (default: tapegrad's seeded default).
+        generator: tapegrad.Generator (or numpy Generator) used to shuffle (default: the global
+            stream, seeded by manual_seed).
     """
 
     def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None,

@@ -121,8 +121,8 @@ def random_split(dataset, lengths, generator=None) -> list[Subset]:
     """Split `dataset` into non-overlapping random subsets of the given lengths.
 
     `lengths` are sizes summing to len(dataset), or fractions summing to 1 (floors, the remainder
-    handed out one by one from the first split, as PyTorch does).  `generator`: a numpy Generator
-    (default: tapegrad's seeded default generator).
+    handed out one by one from the first split, as PyTorch does).  `generator`: a tapegrad.Generator
+    or a numpy Generator (default: the global stream, seeded by manual_seed).
     """
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         subset_lengths: list[int] = []

@@ -3,29 +3,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import creation
+from ... import random
 
 __all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler"]
 
 
 def _numpy_generator(generator) -> np.random.Generator:
-    """The numpy Generator behind `generator` (None: tapegrad's default, seeded by manual_seed)."""
-    if generator is None:
-        return creation.default_generator()
-    if isinstance(generator, np.random.Generator):
-        return generator
+    """The numpy Generator behind `generator`: a tapegrad.Generator's stream, a numpy Generator,
+    or None for tapegrad's global stream (seeded by manual_seed)."""
+    if generator is None or isinstance(generator, (random.Generator, np.random.Generator)):
+        return random._numpy_rng(generator)
     for attr in ("_generator", "_rng", "generator"):     # a wrapper holding a numpy Generator
         inner = getattr(generator, attr, None)
         if isinstance(inner, np.random.Generator):
             return inner
-    raise TypeError("generator must be a numpy.random.Generator (tapegrad.manual_seed returns the "
-                    f"default one), got {type(generator).__name__}")
+    raise TypeError("generator must be a tapegrad.Generator (or a numpy.random.Generator), got "
+                    f"{type(generator).__name__}")
 
 
 def _fresh_generator(generator) -> np.random.Generator:
     """PyTorch's samplers without a generator seed a new one from the default stream each epoch."""
     if generator is None:
-        seed = int(creation.default_generator().integers(0, 2 ** 63 - 1))
+        seed = int(random._numpy_rng(None).integers(0, 2 ** 63 - 1))
         return np.random.default_rng(seed)
     return _numpy_generator(generator)
 

@@ -1,0 +1,19 @@
+"""tapegrad.distributions: probability distributions as torch.distributions has them.
+
+Distribution, Normal, Uniform, Bernoulli, Categorical, OneHotCategorical: sample (and rsample for
+Normal and Uniform, differentiable with respect to the parameters), log_prob and entropy built
+from tapegrad's differentiable ops (so `-(dist.log_prob(action) * reward).sum().backward()`
+trains a policy), mean / variance / stddev, PyTorch's argument validation, and kl_divergence for
+pairs of the same family.  Samples come from tapegrad's global stream (manual_seed).
+"""
+from . import constraints
+from .bernoulli import Bernoulli
+from .categorical import Categorical
+from .distribution import Distribution
+from .kl import kl_divergence, register_kl
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
+from .uniform import Uniform
+
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "OneHotCategorical", "Uniform",
+           "constraints", "kl_divergence", "register_kl"]

@@ -1,0 +1,97 @@
+"""Bernoulli(probs=|logits=): 0/1 outcomes, 1 with probability probs."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import random as _random
+from ..creation import _make
+from ..grad_mode import no_grad
+from ..nn import functional as F
+from ..tensor import Size
+from . import constraints
+from .distribution import Distribution
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+
+__all__ = ["Bernoulli"]
+
+
+class Bernoulli(Distribution):
+    """1 with probability `probs` (or sigmoid(`logits`)), else 0; samples in the parameter's
+    dtype."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            (self.probs,) = broadcast_all(probs)
+            param = self.probs
+        else:
+            (self.logits,) = broadcast_all(logits)
+            param = self.logits
+        self._param = param
+        super().__init__(param.shape, validate_args=validate_args)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self) -> Size:
+        return self._param.shape
+
+    @property
+    def mean(self):
+        return self.probs
+
+    @property
+    def mode(self):
+        mode = (self.probs >= 0.5).type_as(self.probs)
+        return mode.masked_fill(self.probs == 0.5, float("nan"))
+
+    @property
+    def variance(self):
+        return self.probs * (1 - self.probs)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Bernoulli, _instance)
+        batch_shape = Size(batch_shape)
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(*batch_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(*batch_shape)
+            new._param = new.logits
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def sample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        with no_grad():
+            probs = np.broadcast_to(self.probs._array, shape)
+            drawn = _random._numpy_rng(None).random(shape) < probs
+        return _make(drawn.astype(self.probs._array.dtype), False)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        return -F.binary_cross_entropy_with_logits(logits, value, reduction="none")
+
+    def entropy(self):
+        return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    def enumerate_support(self, expand: bool = True):
+        values = np.arange(2, dtype=self._param._array.dtype).reshape(
+            (2,) + (1,) * len(self._batch_shape))
+        if expand:
+            values = np.broadcast_to(values, (2,) + tuple(self._batch_shape)).copy()
+        return _make(values, False)

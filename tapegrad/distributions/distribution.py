@@ -1,0 +1,155 @@
+"""Distribution: the base class (shapes, argument and sample validation, sample via rsample)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _core
+from ..grad_mode import no_grad
+from ..tensor import Size
+from . import constraints
+from .utils import lazy_property
+
+__all__ = ["Distribution"]
+
+
+class Distribution:
+    """A probability distribution with `batch_shape` independent members, each over events of
+    `event_shape`.  With validation on (the default, as in PyTorch), parameters are checked
+    against `arg_constraints` at construction and values against `support` in log_prob."""
+
+    has_rsample = False
+    has_enumerate_support = False
+    _validate_args = True
+
+    @staticmethod
+    def set_default_validate_args(value: bool) -> None:
+        if value not in (True, False):
+            raise ValueError
+        Distribution._validate_args = value
+
+    def __init__(self, batch_shape=Size(), event_shape=Size(), validate_args=None):
+        self._batch_shape = Size(batch_shape)
+        self._event_shape = Size(event_shape)
+        if validate_args is not None:
+            self._validate_args = validate_args
+        if self._validate_args:
+            for param, constraint in self.arg_constraints.items():
+                if isinstance(constraint, constraints._Dependent):
+                    continue
+                # Only the parameter given (probs or logits) is checked, not the lazy other one.
+                if param not in self.__dict__ and isinstance(getattr(type(self), param, None),
+                                                             lazy_property):
+                    continue
+                value = getattr(self, param)
+                if not bool(np.all(constraint.check(value))):
+                    raise ValueError(
+                        f"Expected parameter {param} ({type(value).__name__} of shape "
+                        f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
+                        f"constraint {constraint!r}, but found invalid values:\n"
+                        f"{_shown(value)}")
+
+    @property
+    def batch_shape(self) -> Size:
+        return self._batch_shape
+
+    @property
+    def event_shape(self) -> Size:
+        return self._event_shape
+
+    @property
+    def arg_constraints(self) -> dict:
+        raise NotImplementedError
+
+    @property
+    def support(self):
+        raise NotImplementedError
+
+    @property
+    def mean(self):
+        raise NotImplementedError(f"{type(self)} does not implement mean")
+
+    @property
+    def mode(self):
+        raise NotImplementedError(f"{type(self)} does not implement mode")
+
+    @property
+    def variance(self):
+        raise NotImplementedError(f"{type(self)} does not implement variance")
+
+    @property
+    def stddev(self):
+        return self.variance.sqrt()
+
+    def sample(self, sample_shape=Size()):
+        """Samples of shape sample_shape + batch_shape + event_shape, without gradient."""
+        with no_grad():
+            return self.rsample(sample_shape)
+
+    def rsample(self, sample_shape=Size()):
+        """Reparameterised samples: differentiable with respect to the parameters."""
+        raise NotImplementedError
+
+    def sample_n(self, n: int):
+        return self.sample(Size((n,)))
+
+    def log_prob(self, value):
+        raise NotImplementedError
+
+    def cdf(self, value):
+        raise NotImplementedError
+
+    def icdf(self, value):
+        raise NotImplementedError
+
+    def entropy(self):
+        raise NotImplementedError
+
+    def perplexity(self):
+        return self.entropy().exp()
+
+    def enumerate_support(self, expand: bool = True):
+        raise NotImplementedError
+
+    def _extended_shape(self, sample_shape=Size()) -> Size:
+        return Size(tuple(Size(sample_shape)) + tuple(self._batch_shape)
+                    + tuple(self._event_shape))
+
+    def _validate_sample(self, value) -> None:
+        """PyTorch's checks of a log_prob argument: a tensor, event shape on the right,
+        broadcastable with the batch, inside the support."""
+        if not isinstance(value, _core.TensorBase):
+            raise ValueError("The value argument to log_prob must be a Tensor")
+        actual = tuple(value.shape)
+        event = tuple(self._event_shape)
+        if actual[len(actual) - len(event):] != event:
+            raise ValueError(f"The right-most size of value must match event_shape: "
+                             f"{Size(actual)} vs {Size(event)}.")
+        expected = tuple(self._batch_shape) + event
+        for i, j in zip(reversed(actual), reversed(expected)):
+            if i != 1 and j != 1 and i != j:
+                raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: "
+                                 f"{Size(actual)} vs {Size(expected)}.")
+        support = self.support
+        if not bool(np.all(support.check(value))):
+            raise ValueError(f"Expected value argument ({type(value).__name__} of shape "
+                             f"{actual}) to be within the support ({support!r}) of the "
+                             f"distribution {self!r}, but found invalid values:\n"
+                             f"{_shown(value)}")
+
+    def _get_checked_instance(self, cls, instance):
+        if instance is None and type(self).__init__ != cls.__init__:
+            raise NotImplementedError(f"Subclass {type(self).__name__} of {cls.__name__} that "
+                                      f"defines a custom __init__ method must also define a "
+                                      f"custom .expand() method.")
+        return cls.__new__(type(self)) if instance is None else instance
+
+    def __repr__(self) -> str:
+        names = [k for k in self.arg_constraints if k in self.__dict__]
+        shown = ", ".join(f"{k}: {self.__dict__[k].item() if self.__dict__[k].numel() == 1 else self.__dict__[k].size()}"
+                          for k in names)
+        return f"{type(self).__name__}({shown})"
+
+
+def _shown(value):
+    """How PyTorch's messages show offending values: a number for one element, else the tensor."""
+    return value.item() if value.numel() == 1 and value.ndim == 0 else value

@@ -1,0 +1,88 @@
+"""OneHotCategorical(probs=|logits=): a Categorical whose samples are one-hot vectors."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..creation import _make
+from ..tensor import Size
+from . import constraints
+from .categorical import Categorical
+from .distribution import Distribution
+
+__all__ = ["OneHotCategorical"]
+
+
+class OneHotCategorical(Distribution):
+    """Events are one-hot vectors of length K (event_shape (K,)), in the parameter's dtype."""
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.one_hot
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
+                         validate_args=validate_args)
+
+    @property
+    def _param(self):
+        return self._categorical._param
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self) -> Size:
+        return self._categorical.param_shape
+
+    @property
+    def mean(self):
+        return self._categorical.probs
+
+    @property
+    def mode(self):
+        probs = self._categorical.probs
+        index = probs.argmax(dim=-1)._array
+        hot = np.eye(probs.shape[-1], dtype=probs._array.dtype)[index]
+        return _make(hot, False)
+
+    @property
+    def variance(self):
+        probs = self._categorical.probs
+        return probs * (1 - probs)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(OneHotCategorical, _instance)
+        new._categorical = self._categorical.expand(batch_shape)
+        Distribution.__init__(new, Size(batch_shape), self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def sample(self, sample_shape=Size()):
+        index = self._categorical.sample(sample_shape)._array
+        n = self._categorical._num_events
+        return _make(np.eye(n, dtype=self._param._array.dtype)[index], False)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return self._categorical.log_prob(value.argmax(-1))
+
+    def entropy(self):
+        return self._categorical.entropy()
+
+    def enumerate_support(self, expand: bool = True):
+        n = self._categorical._num_events
+        values = np.eye(n, dtype=self._param._array.dtype).reshape(
+            (n,) + (1,) * len(self._batch_shape) + (n,))
+        if expand:
+            values = np.broadcast_to(values, (n,) + tuple(self._batch_shape) + (n,)).copy()
+        return _make(values, False)
+
+    def __repr__(self) -> str:
+        return "OneHotCategorical()"

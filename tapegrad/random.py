@@ -1,0 +1,799 @@
+"""Random numbers as PyTorch scripts use them: Generator objects, the global default generator and
+its seeding functions (torch.random's names), and every sampling function and in-place sampler.
+
+Each Generator wraps a numpy PCG64 bit generator.  Streams differ from PyTorch's (they cannot be
+equal), but the same seed always repeats the same stream, a Generator's stream is independent of
+the global one, and get_state()/set_state() round-trip exactly.  The global stream
+(`default_generator`) is seeded from the operating system at start-up, as PyTorch's is; a new
+`Generator()` starts from PyTorch's fixed default seed.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+import numpy as np
+
+from . import _core
+from ._device import as_device, check_device
+from .creation import (_DEFAULT_FLOAT, _INT_CTYPES, _SCALAR_NAMES, _broadcast_shapes,
+                       _check_inplace, _check_requires_grad, _is_int, _make, _np_dtype,
+                       _size_args)
+from .tensor import Tensor
+
+__all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
+           "get_rng_state", "set_rng_state", "fork_rng"]
+
+# The seed a new torch.Generator() starts from (PyTorch's default_rng_seed_val).
+_DEFAULT_SEED = 67280421310721
+_U64 = 1 << 64
+_MASK64 = _U64 - 1
+# get_state(): initial seed, PCG64 state (128 bits), increment (128 bits), has_uint32, uinteger,
+# each little-endian; 8 + 16 + 16 + 4 + 4 bytes.
+_STATE_BYTES = 48
+
+
+def _seed_value(seed) -> int:
+    """PyTorch's seed rules: any int in [-2**63, 2**64), negatives taken modulo 2**64."""
+    if isinstance(seed, _core.TensorBase):
+        seed = seed.item()
+    if not isinstance(seed, (int, np.integer)):
+        raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
+    seed = int(seed)
+    if not -(1 << 63) <= seed < _U64:
+        raise ValueError("Overflow when unpacking long long")
+    return seed & _MASK64
+
+
+class Generator:
+    """A random number generator: `Generator(device='cpu')`, seeded by `manual_seed(seed)`.
+
+    Pass it as `generator=` to any sampling function to draw from a stream independent of the
+    global one (`tapegrad.default_generator`)."""
+
+    __module__ = "tapegrad"
+
+    def __init__(self, device="cpu"):
+        dev = as_device(device)
+        if dev.type == "cuda":
+            raise RuntimeError("Cannot get CUDA generator without ATen_cuda library. (tapegrad runs "
+                               "on the CPU only)")
+        check_device(dev)
+        self._device = dev
+        self._initial_seed = _DEFAULT_SEED
+        self._numpy = None          # created on first draw: numpy.random costs import time
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def _rng(self) -> np.random.Generator:
+        """The numpy Generator drawing this stream (one object for the Generator's lifetime, so
+        code holding it keeps following seeding and set_state)."""
+        if self._numpy is None:
+            self._numpy = np.random.Generator(np.random.PCG64(self._initial_seed))
+        return self._numpy
+
+    def manual_seed(self, seed) -> "Generator":
+        """Restart the stream from `seed`; returns the generator itself."""
+        value = _seed_value(seed)
+        self._initial_seed = value
+        if self._numpy is not None:
+            self._numpy.bit_generator.state = np.random.PCG64(value).state
+        return self
+
+    def seed(self) -> int:
+        """Seed from the operating system's entropy; returns the seed used."""
+        value = int.from_bytes(os.urandom(8), "little")
+        self.manual_seed(value)
+        return value
+
+    def initial_seed(self) -> int:
+        return self._initial_seed
+
+    def get_state(self) -> Tensor:
+        """The stream's full state as a uint8 tensor (a copy: later draws do not change it)."""
+        inner = self._rng.bit_generator.state
+        words = (self._initial_seed.to_bytes(8, "little")
+                 + inner["state"]["state"].to_bytes(16, "little")
+                 + inner["state"]["inc"].to_bytes(16, "little")
+                 + int(inner["has_uint32"]).to_bytes(4, "little")
+                 + int(inner["uinteger"]).to_bytes(4, "little"))
+        return _make(np.frombuffer(words, dtype=np.uint8).copy(), False)
+
+    def set_state(self, new_state) -> "Generator":
+        """Restore a state returned by get_state(); the stream continues exactly from there."""
+        if not isinstance(new_state, _core.TensorBase):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        arr = new_state._array
+        if arr.dtype != np.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        if arr.size != _STATE_BYTES:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_BYTES} but found "
+                               f"the input RNG state size to be {arr.size}")
+        raw = arr.reshape(-1).tobytes()
+        inc = int.from_bytes(raw[24:40], "little")
+        if inc % 2 == 0:        # PCG64 increments are odd: an even one is not a state we wrote
+            raise RuntimeError("Invalid RNG state: not produced by Generator.get_state()")
+        self._rng.bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": int.from_bytes(raw[8:24], "little"), "inc": inc},
+            "has_uint32": int.from_bytes(raw[40:44], "little"),
+            "uinteger": int.from_bytes(raw[44:48], "little")}
+        self._initial_seed = int.from_bytes(raw[0:8], "little")
+        return self
+
+    def __repr__(self) -> str:
+        return f"<tapegrad.Generator object at {hex(id(self))}>"
+
+
+# The global stream: seeded from the operating system, as PyTorch's default generator is.
+default_generator = Generator()
+default_generator._initial_seed = int.from_bytes(os.urandom(8), "little")
+
+
+def manual_seed(seed) -> Generator:
+    """Seed the global generator; returns it (tapegrad's streams differ from PyTorch's; seeding
+    repeats them)."""
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    """Seed the global generator from the operating system; returns the seed."""
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    """The seed the global generator was last seeded with."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> Tensor:
+    """The global generator's state as a uint8 tensor."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state) -> None:
+    """Restore the global generator's state from get_rng_state()."""
+    default_generator.set_state(new_state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
+             device_type=None):
+    """Within the block, draws from the global stream are undone on exit: the state saved on entry
+    is restored (CPU only: there are no accelerator generators to fork)."""
+    if device_type is not None:
+        check_device(device_type)
+    if not enabled:
+        yield
+        return
+    saved = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(saved)
+
+
+def _global_numpy_generator() -> np.random.Generator:
+    """The numpy Generator behind the global stream (dropout's masks, nn.init, samplers)."""
+    return default_generator._rng
+
+
+def _numpy_rng(generator, fn: str = "sampling function") -> np.random.Generator:
+    """The numpy Generator to draw from for a `generator=` argument (None: the global stream).  A
+    numpy Generator is accepted as well, as tapegrad accepted before it had its own class."""
+    if generator is None:
+        return default_generator._rng
+    if isinstance(generator, Generator):
+        return generator._rng
+    if isinstance(generator, np.random.Generator):
+        return generator
+    raise TypeError(f"{fn}() received an invalid combination of arguments - got (generator="
+                    f"{type(generator).__name__}), but expected one of: (..., *, torch.Generator "
+                    f"generator, ...)")
+
+
+# -- helpers shared by the sampling functions -------------------------------------------------------
+
+# C type names PyTorch's bound checks print.
+_C_NAMES = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "long int",
+            "uint8": "unsigned char", "bool": "bool", "float16": "c10::Half", "float32": "float",
+            "float64": "double"}
+
+
+def _scalar_name(dt) -> str:
+    return _SCALAR_NAMES[np.dtype(dt).name]
+
+
+def _compute_dtype(dt) -> np.dtype:
+    """Draw float16 samples in float32, others in their own precision."""
+    return np.dtype(np.float64) if np.dtype(dt).itemsize == 8 else np.dtype(np.float32)
+
+
+def _uniform01(rng: np.random.Generator, shape, dt) -> np.ndarray:
+    """Samples in [0, 1) in dtype `dt`: float64 draws rounded to dt (the stream tapegrad has always
+    drawn, so seeded scripts keep their values), never 1.0 after rounding, as PyTorch
+    guarantees."""
+    u = rng.random(shape)
+    if np.dtype(dt) != u.dtype:
+        u = np.minimum(u.astype(dt), np.nextafter(np.dtype(dt).type(1), np.dtype(dt).type(0)))
+    return u
+
+
+def _standard_normal(rng: np.random.Generator, shape, dt) -> np.ndarray:
+    return rng.standard_normal(shape).astype(dt, copy=False)
+
+
+def _float_dtype(dtype, kernel: str) -> np.dtype:
+    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
+    if dt.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_name(dt)}\'')
+    return dt
+
+
+def _check_no_grad_out(out, fn: str) -> None:
+    if out.requires_grad and _core.is_grad_enabled():
+        # PyTorch names the factories by their aten op, the tensor-argument overloads plainly.
+        raise RuntimeError(f"aten::{fn}(): functions with out=... arguments don't support automatic "
+                           f"differentiation, but one of the arguments requires grad.")
+
+
+def _out_dtype(out, dtype, fn: str):
+    """The dtype a call with `out=` produces: out's own, which an explicit dtype must equal."""
+    if out is None:
+        return dtype
+    if not isinstance(out, _core.TensorBase):
+        raise TypeError(f"{fn}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    _check_no_grad_out(out, fn)
+    if dtype is not None and _np_dtype(dtype) != out._array.dtype:
+        raise RuntimeError(f"dtype {_scalar_name(_np_dtype(dtype))} does not match dtype of out "
+                           f"parameter ({_scalar_name(out._array.dtype)})")
+    return out.dtype
+
+
+def _check_factory(dt, requires_grad: bool, device) -> None:
+    """The checks a factory makes before it draws, so a refused call leaves the stream alone."""
+    check_device(device)
+    _check_requires_grad(dt, requires_grad)
+
+
+def _finish(values: np.ndarray, requires_grad: bool, out):
+    """The result tensor of a factory, or `out` holding the values (resized to their shape, as
+    PyTorch resizes outputs)."""
+    if out is None:
+        return _make(_c_order(values), requires_grad)
+    if out._array.shape == values.shape and out._array.flags.writeable:
+        return _core._overwrite_(out, values, "FillBackward2")
+    out._array = _c_order(values.astype(out._array.dtype, copy=False))
+    return out
+
+
+def _c_order(values: np.ndarray) -> np.ndarray:
+    # not np.ascontiguousarray: it turns a 0-d result into shape (1,)
+    return values if values.flags.c_contiguous else values.copy(order="C")
+
+
+def _zero_grad_function(name: str):
+    """An autograd.Function passing drawn values through with a zero gradient to the parameters
+    they were drawn from: PyTorch records such samples (BernoulliBackward0, PoissonBackward0) and
+    the core has no record of those names."""
+    fn_class = _ZERO_GRAD_FUNCTIONS.get(name)
+    if fn_class is None:
+        from .autograd import Function
+
+        def forward(ctx, params, values):
+            ctx.params_shape, ctx.params_dtype = params._array.shape, params._array.dtype
+            return _make(values, False)
+
+        def backward(ctx, grad):
+            return _make(np.zeros(ctx.params_shape, dtype=ctx.params_dtype), False), None
+
+        fn_class = type(name, (Function,), {"forward": staticmethod(forward),
+                                            "backward": staticmethod(backward)})
+        _ZERO_GRAD_FUNCTIONS[name] = fn_class
+    return fn_class
+
+
+_ZERO_GRAD_FUNCTIONS: dict = {}
+
+
+def _maybe_zero_grad(values: np.ndarray, params, name: str):
+    if params.requires_grad and _core.is_grad_enabled():
+        return _zero_grad_function(name).apply(params, values)
+    return _make(values, False)
+
+
+# -- factories --------------------------------------------------------------------------------------
+
+def _shape_of(size, kw_size, fn: str) -> tuple:
+    if kw_size is not None:
+        if size:
+            raise TypeError(f"{fn}() got multiple values for argument 'size'")
+        size = (tuple(kw_size),)
+    if not size:
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got (), but "
+                        f"expected one of: (tuple of ints size, *, torch.Generator generator, ...)")
+    return _size_args(size)
+
+
+def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+         requires_grad: bool = False, pin_memory: bool = False, **kwargs) -> Tensor:
+    """Samples from the uniform distribution on [0, 1): rand(2, 3) or rand((2, 3)); float32 by
+    default."""
+    shape = _shape_of(size, kwargs.pop("size", None), "rand")
+    _no_extra(kwargs, "rand")
+    dt = _float_dtype(_out_dtype(out, dtype, "rand"), "check_uniform_bounds")
+    _check_factory(dt, requires_grad, device)
+    return _finish(_uniform01(_numpy_rng(generator, "rand"), shape, dt), requires_grad, out)
+
+
+def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+          requires_grad: bool = False, pin_memory: bool = False, **kwargs) -> Tensor:
+    """Samples from the standard normal distribution: randn(2, 3) or randn((2, 3))."""
+    shape = _shape_of(size, kwargs.pop("size", None), "randn")
+    _no_extra(kwargs, "randn")
+    dt = _float_dtype(_out_dtype(out, dtype, "randn"), "normal_kernel_cpu")
+    _check_factory(dt, requires_grad, device)
+    return _finish(_standard_normal(_numpy_rng(generator, "randn"), shape, dt), requires_grad,
+                   out)
+
+
+def _no_extra(kwargs: dict, fn: str) -> None:
+    if kwargs:
+        raise TypeError(f"{fn}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+
+
+def _check_int_range(low: int, high: int, dt) -> None:
+    """PyTorch's bound checks of random_/randint for the result dtype: [low, high - 1] must be
+    representable (floats: a warning past the exactly representable integers is not raised)."""
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    dt = np.dtype(dt)
+    if dt.kind == "b":
+        lo, hi = 0, 1
+    elif dt.kind in "iu":
+        info = np.iinfo(dt)
+        lo, hi = int(info.min), int(info.max)
+    else:
+        hi = float(np.finfo(dt).max)
+        lo = -hi
+    if not lo <= low <= hi:
+        raise RuntimeError(f"from is out of bounds for {_C_NAMES[dt.name]}")
+    if not lo <= high - 1 <= hi:
+        raise RuntimeError(f"to - 1 is out of bounds for {_C_NAMES[dt.name]}")
+
+
+def _as_long(v) -> int:
+    """A user's bound as PyTorch reads it: a C long long."""
+    v = int(v)
+    if not -(1 << 63) <= v < (1 << 63):
+        raise ValueError("Overflow when unpacking long long")
+    return v
+
+
+def _integers(rng: np.random.Generator, low: int, high: int, shape, dt) -> np.ndarray:
+    if high - 1 > np.iinfo(np.int64).max:       # [low, 2**64): uint64 draws
+        return rng.integers(low, high, shape, dtype=np.uint64).astype(dt)
+    return rng.integers(low, high, shape, dtype=np.int64).astype(dt)
+
+
+def randint(*args, size=None, low=None, high=None, generator=None, out=None, dtype=None,
+            layout=None, device=None, requires_grad: bool = False, pin_memory: bool = False
+            ) -> Tensor:
+    """randint(high, size) or randint(low, high, size): uniform integers in [low, high) (low
+    defaults to 0), int64 by default."""
+    args = list(args)
+    if size is None and args and isinstance(args[len(args) - 1], (tuple, list)):
+        size = args.pop()
+    if size is None:
+        if len(args) >= 2 and _is_int(args[len(args) - 1]):
+            raise TypeError(f"randint(): argument 'size' (position {len(args)}) must be tuple of "
+                            f"ints, not {type(args[len(args) - 1]).__name__}")
+        raise TypeError("randint() missing required argument 'size'")
+    if len(args) == 2:
+        low, high = args
+    elif len(args) == 1:
+        if high is None:
+            high = args[0]
+        else:
+            low = args[0]
+    elif len(args) > 2:
+        raise TypeError(f"randint() takes at most 3 positional arguments ({len(args) + 1} given)")
+    if low is None:
+        low = 0
+    if high is None:
+        raise TypeError("randint() missing required argument 'high'")
+    for name, v in (("low", low), ("high", high)):
+        if not _is_int(v):
+            raise TypeError(f"randint(): argument '{name}' must be int, not {type(v).__name__}")
+    low, high = _as_long(low), _as_long(high)
+    dt = _np_dtype(_out_dtype(out, dtype, "randint")) or np.dtype(np.int64)
+    _check_int_range(low, high, dt)
+    shape = _size_args((tuple(size),))
+    _check_factory(dt, requires_grad, device)
+    return _finish(_integers(_numpy_rng(generator, "randint"), low, high, shape, dt),
+                   requires_grad, out)
+
+
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,
+             requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A random permutation of 0 .. n-1 (int64 by default)."""
+    if not _is_int(n):
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    dt = _np_dtype(_out_dtype(out, dtype, "randperm")) or np.dtype(np.int64)
+    if dt.kind == "b":
+        raise NotImplementedError("\"randperm\" not implemented for 'Bool'")
+    if dt.kind in "iu" and n > 0 and n - 1 > np.iinfo(dt).max:
+        raise RuntimeError(f"value cannot be converted to type {_INT_CTYPES[dt.name]} without "
+                           f"overflow")
+    if dt == np.float16 and n > 2049:       # beyond it, half cannot hold distinct integers
+        raise RuntimeError("n cannot be greater than 2049 for Half type.")
+    _check_factory(dt, requires_grad, device)
+    return _finish(_numpy_rng(generator, "randperm").permutation(n).astype(dt), requires_grad,
+                   out)
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
+           device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Samples from normal distributions, PyTorch's four overloads: normal(mean, std, size) with
+    numbers, or elementwise with tensor mean and/or std (broadcast).  Gradients to tensor
+    mean/std are zero (PyTorch's NormalBackward1/2/3)."""
+    mt, st = isinstance(mean, _core.TensorBase), isinstance(std, _core.TensorBase)
+    if not mt and not st:
+        if size is None:
+            raise TypeError(f"normal() received an invalid combination of arguments - got "
+                            f"({type(mean).__name__}, {type(std).__name__}), but expected a size "
+                            f"when mean and std are numbers")
+        if not isinstance(size, (tuple, list)):
+            raise TypeError(f"normal() received an invalid combination of arguments - got "
+                            f"({type(mean).__name__}, {type(std).__name__}, "
+                            f"{type(size).__name__}), but expected size as a tuple of ints")
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
+        dt = _float_dtype(_out_dtype(out, dtype, "normal"), "normal_kernel_cpu")
+        shape = _size_args((tuple(size),))
+        _check_factory(dt, requires_grad, device)
+        values = _numpy_rng(generator, "normal").normal(mean, std, shape).astype(dt)
+        return _finish(values, requires_grad, out)
+    if size is not None:
+        raise TypeError("normal() received an invalid combination of arguments: size is only "
+                        "accepted with number mean and std")
+    check_device(device)
+    M = mean._array if mt else mean
+    S = std._array if st else std
+    for x in (mean, std):
+        if isinstance(x, _core.TensorBase) and x._array.dtype.kind != "f":
+            raise NotImplementedError(f'"normal_kernel_cpu" not implemented for '
+                                      f"'{_scalar_name(x._array.dtype)}'")
+    if st:
+        if not bool(np.all(S >= 0)):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
+    shape = _broadcast_shapes(M.shape if mt else (), S.shape if st else ())
+    dt = np.result_type(M, S) if mt and st else (M.dtype if mt else S.dtype)
+    values = (M + S * _standard_normal(_numpy_rng(generator, "normal"), shape, dt)).astype(dt)
+    if out is not None:
+        if out.requires_grad and _core.is_grad_enabled():   # this overload's message: no aten::
+            raise RuntimeError("normal(): functions with out=... arguments don't support "
+                               "automatic differentiation, but one of the arguments requires "
+                               "grad.")
+        _out_dtype(out, None, "normal")
+        return _finish(values.astype(out._array.dtype), False, out)
+    name = "NormalBackward3" if mt and st else ("NormalBackward1" if mt else "NormalBackward2")
+    return _core._random_result(values, name, (mean, std))
+
+
+def _check_float_input(t, kernel: str) -> None:
+    if t._array.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_scalar_name(t._array.dtype)}'")
+
+
+def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
+              memory_format=None, generator=None) -> Tensor:
+    """rand() with input's shape (and dtype, unless given)."""
+    return rand(tuple(input.shape), dtype=dtype or input.dtype, device=device,
+                requires_grad=requires_grad, generator=generator)
+
+
+def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
+               memory_format=None, generator=None) -> Tensor:
+    """randn() with input's shape (and dtype, unless given)."""
+    return randn(tuple(input.shape), dtype=dtype or input.dtype, device=device,
+                 requires_grad=requires_grad, generator=generator)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None,
+                 requires_grad: bool = False, memory_format=None, generator=None) -> Tensor:
+    """randint_like(input, high) or randint_like(input, low, high): randint() with input's shape
+    (and dtype, unless given)."""
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device,
+                   requires_grad=requires_grad, generator=generator)
+
+
+# -- sampling from tensors of parameters ------------------------------------------------------------
+
+def multinomial(input, num_samples, replacement: bool = False, *, generator=None, out=None
+                ) -> Tensor:
+    """Indices drawn from the categorical distributions in the rows of `input` (non-negative
+    weights, not necessarily normalised): (num_samples,) for a 1-D input, (rows, num_samples)
+    for a 2-D one, int64."""
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"multinomial(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if not _is_int(num_samples):
+        raise TypeError(f"multinomial(): argument 'num_samples' (position 2) must be int, not "
+                        f"{type(num_samples).__name__}")
+    P = input._array
+    if P.dtype.kind != "f":
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{_scalar_name(P.dtype)}")
+    if P.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    k = int(num_samples)
+    n = P.shape[-1]
+    if k <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and k > n:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    if n == 0:
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    W = np.atleast_2d(P).astype(np.float64)
+    if not bool(np.all(np.isfinite(W))) or bool(np.any(W < 0)):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    totals = W.sum(axis=1)
+    if bool(np.any(totals <= 0)):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rng = _numpy_rng(generator, "multinomial")
+    if replacement:
+        # Inverse CDF per row; the last bound is exactly 1, and a zero weight gives an empty
+        # interval, so it is never drawn.
+        cdf = np.cumsum(W, axis=1)
+        cdf /= cdf[:, -1:]
+        u = rng.random((W.shape[0], k))
+        idx = np.stack([np.searchsorted(cdf[i], u[i], side="right") for i in range(W.shape[0])])
+        idx = np.minimum(idx, n - 1)
+    else:
+        # Exponential races: category j finishes at E_j / w_j; the first k to finish are a draw
+        # without replacement in proportion to the weights (zero weights never finish, so they
+        # come last, in random order, as PyTorch fills with them once the rest is exhausted).
+        with np.errstate(divide="ignore"):
+            clocks = rng.standard_exponential(W.shape) / W
+        ties = rng.random(W.shape)      # orders the zero-weight categories among themselves
+        idx = np.lexsort((ties, clocks), axis=1)[:, :k]
+    idx = idx.astype(np.int64)
+    if P.ndim == 1:
+        idx = idx[0]
+    if out is not None:
+        _out_dtype(out, None, "multinomial")
+        if out._array.dtype != np.int64:
+            raise RuntimeError(f"multinomial expects Long tensor out, got: "
+                               f"{_scalar_name(out._array.dtype)}")
+    return _finish(idx, False, out)
+
+
+def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
+    """0/1 samples: each element is 1 with probability input[i] (or with probability `p` for
+    every element when p is given), in input's dtype."""
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    rng = _numpy_rng(generator, "bernoulli")
+    A = input._array
+    if p is None:
+        if A.dtype.kind != "f":
+            raise NotImplementedError(f'"bernoulli_tensor_cpu_p_" not implemented for '
+                                      f"'{_scalar_name(A.dtype)}'")
+        if not bool(np.all((A >= 0) & (A <= 1))):
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        values = (rng.random(A.shape) < A).astype(A.dtype)
+    else:
+        p = float(p)
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+        values = (rng.random(A.shape) < p).astype(A.dtype)
+    if out is not None:
+        _out_dtype(out, None, "bernoulli")
+        if input.requires_grad and _core.is_grad_enabled():
+            raise RuntimeError("bernoulli(): functions with out=... arguments don't support "
+                               "automatic differentiation, but one of the arguments requires "
+                               "grad.")
+        return _finish(values.astype(out._array.dtype), False, out)
+    return _maybe_zero_grad(values, input, "Bernoulli")
+
+
+# numpy's Poisson sampler refuses rates above this.
+_POISSON_MAX_RATE = float(np.iinfo(np.int64).max - 10 * np.sqrt(np.iinfo(np.int64).max))
+
+
+def poisson(input, generator=None) -> Tensor:
+    """Counts drawn from Poisson distributions with the rates in `input`, in input's dtype."""
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"poisson(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    A = input._array
+    _check_float_input(input, "poisson_cpu")
+    if not bool(np.all(A >= 0)):        # also refuses nan, as PyTorch does
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    rates = A.astype(np.float64)
+    huge = rates > _POISSON_MAX_RATE
+    counts = _numpy_rng(generator, "poisson").poisson(np.where(huge, 0.0, rates)).astype(
+        np.float64)
+    counts[huge] = rates[huge]          # past numpy's range the relative spread is below 1e-9
+    return _maybe_zero_grad(counts.astype(A.dtype), input, "Poisson")
+
+
+# -- in-place samplers (Tensor methods) -------------------------------------------------------------
+
+def _fill(t, values: np.ndarray, record: str):
+    # The core names zero-gradient overwrite records NormalBackward0 and UniformBackward0 only;
+    # the other samplers' records (ExponentialBackward0, ...) appear as FillBackward2 until the
+    # core registers their names.  The gradient (zero) is the same.
+    return _core._overwrite_(t, values, record)
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill in place with samples from N(mean, std^2)."""
+    _check_inplace(self)
+    _check_float_input(self, "normal_kernel_cpu")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
+    values = _numpy_rng(generator, "normal_").normal(mean, std, self._array.shape)
+    return _fill(self, values, "NormalBackward0")
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
+    """Fill in place with samples from U[a, b) (PyTorch's keywords `from`/`to` also accepted)."""
+    a = kwargs.pop("from", a)
+    b = kwargs.pop("to", b)
+    _no_extra(kwargs, "uniform_")
+    _check_inplace(self)
+    _check_float_input(self, "check_uniform_bounds")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={float(a):g} > to={float(b):g}")
+    ct = _compute_dtype(self._array.dtype)
+    u = _numpy_rng(generator, "uniform_").random(self._array.shape, dtype=ct)
+    return _fill(self, ct.type(a) + ct.type(b - a) * u, "UniformBackward0")
+
+
+def _random_default_bounds(dt) -> tuple:
+    """random_()'s range without bounds: [0, 2**mantissa] for floats (every integer exactly
+    representable), [0, max] for integers, {0, 1} for bool."""
+    dt = np.dtype(dt)
+    if dt.kind == "f":
+        return 0, (1 << (np.finfo(dt).nmant + 1)) + 1
+    if dt.kind == "b":
+        return 0, 2
+    return 0, int(np.iinfo(dt).max) + 1
+
+
+def random_(self, *args, generator=None, **kwargs):
+    """random_(), random_(to) or random_(from, to): integers drawn uniformly from [from, to), in
+    the tensor's dtype (without bounds: every integer the dtype represents exactly, from 0)."""
+    if "from" in kwargs:
+        args = (kwargs.pop("from"),) + args
+    if "to" in kwargs:
+        args = args + (kwargs.pop("to"),) if args else (0, kwargs.pop("to"))
+    _no_extra(kwargs, "random_")
+    if len(args) > 2:
+        raise TypeError(f"random_() takes at most 2 positional arguments ({len(args)} given)")
+    low, high = (None, None) if not args else ((None, args[0]) if len(args) == 1 else args)
+    for name, v in (("from", low), ("to", high)):
+        if v is not None and not _is_int(v):
+            raise TypeError(f"random_() received an invalid combination of arguments - got "
+                            f"({type(v).__name__}), but expected one of: (*, torch.Generator "
+                            f"generator), (int from, int to, *, torch.Generator generator), "
+                            f"(int to, *, torch.Generator generator)")
+    _check_inplace(self)
+    dt = self._array.dtype
+    default_low, default_high = _random_default_bounds(dt)
+    low = default_low if low is None else _as_long(low)
+    high = default_high if high is None else _as_long(high)
+    _check_int_range(low, high, dt)
+    values = _integers(_numpy_rng(generator, "random_"), low, high, self._array.shape, dt)
+    return _fill(self, values, "FillBackward2")
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    """Fill in place with samples from the exponential distribution of rate `lambd`."""
+    _check_inplace(self)
+    if self._array.dtype.kind != "f":
+        raise RuntimeError(f"Exponential distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified "
+                           f"{_scalar_name(self._array.dtype)}")
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
+    ct = _compute_dtype(self._array.dtype)
+    e = _numpy_rng(generator, "exponential_").standard_exponential(self._array.shape, dtype=ct)
+    return _fill(self, e / ct.type(lambd), "FillBackward2")
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    """Fill in place with 0/1 samples equal to 1 with probability p (a number, or a tensor
+    broadcast to self's shape); any dtype."""
+    _check_inplace(self)
+    rng = _numpy_rng(generator, "bernoulli_")
+    shape = self._array.shape
+    if isinstance(p, _core.TensorBase):
+        P = p._array
+        if not bool(np.all((P >= 0) & (P <= 1))):
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        P = np.broadcast_to(P, shape)
+        values = rng.random(shape) < P
+    else:
+        p = float(p)
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+        values = rng.random(shape) < p
+    return _fill(self, values.astype(self._array.dtype), "FillBackward2")
+
+
+def geometric_(self, p, *, generator=None):
+    """Fill in place with the number of Bernoulli(p) trials up to the first success (>= 1)."""
+    _check_inplace(self)
+    if self._array.dtype.kind == "b":
+        raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
+    counts = _numpy_rng(generator, "geometric_").geometric(p, self._array.shape)
+    return _fill(self, counts.astype(self._array.dtype), "FillBackward2")
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """Fill in place with exp(N(mean, std^2)) samples."""
+    _check_inplace(self)
+    _check_float_input(self, "log_normal_cpu")
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
+    ct = _compute_dtype(self._array.dtype)
+    z = _numpy_rng(generator, "log_normal_").standard_normal(self._array.shape, dtype=ct)
+    with np.errstate(over="ignore"):
+        return _fill(self, np.exp(ct.type(mean) + ct.type(std) * z), "FillBackward2")
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """Fill in place with samples from the Cauchy distribution (median, scale sigma)."""
+    _check_inplace(self)
+    if self._array.dtype.kind != "f":
+        raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified "
+                           f"{_C_NAMES[self._array.dtype.name]}")
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
+    ct = _compute_dtype(self._array.dtype)
+    u = _numpy_rng(generator, "cauchy_").random(self._array.shape, dtype=ct)
+    with np.errstate(over="ignore"):
+        return _fill(self, ct.type(median) + ct.type(sigma) * np.tan(ct.type(np.pi) * (u - ct.type(0.5))),
+                     "FillBackward2")
+
+
+def _multinomial_method(self, num_samples, replacement=False, *, generator=None):
+    return multinomial(self, num_samples, replacement, generator=generator)
+
+
+def _bernoulli_method(self, p=None, *, generator=None):
+    return bernoulli(self, p, generator=generator)
+
+
+for _name, _fn in (("normal_", normal_), ("uniform_", uniform_), ("random_", random_),
+                   ("exponential_", exponential_), ("bernoulli_", bernoulli_),
+                   ("geometric_", geometric_), ("log_normal_", log_normal_), ("cauchy_", cauchy_),
+                   ("multinomial", _multinomial_method), ("bernoulli", _bernoulli_method)):
+    if _name not in Tensor.__dict__:
+        setattr(Tensor, _name, _fn)
+del _name, _fn
+
+# dropout (compiled) draws its masks from the global stream.
+_core._set_generator_source(_global_numpy_generator)
