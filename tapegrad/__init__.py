@@ -71,6 +71,7 @@ from .random import (
     randn_like,
     randint_like,
 )
+from ._dlpack import from_dlpack
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 # Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",

@@ -5,10 +5,16 @@ class adds the conveniences PyTorch users expect: shape and size queries, conver
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from . import _core
+from . import _core, _dlpack
 from ._format import tensor_repr
+
+
+_NUMPY_REQUIRES_GRAD = ("Can't call numpy() on Tensor that requires grad. "
+                        "Use tensor.detach().numpy() instead.")
 
 
 class Size(tuple):
@@ -72,37 +78,76 @@ class Tensor(_core.TensorBase):
         _core._capture_read(self, "tolist", value)
         return value
 
-    def numpy(self) -> np.ndarray:
-        if self.requires_grad:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
-                               "Use tensor.detach().numpy() instead.")
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The tensor's values as an ndarray sharing its memory.  force=True detaches first, so it
+        also works on a tensor that requires grad (on a CPU-only build that needs no copy)."""
+        if self.requires_grad and not force:
+            raise RuntimeError(_NUMPY_REQUIRES_GRAD)
         _core._capture_read(self, "numpy", None)
         return self._array
 
     def __array__(self, dtype=None, copy=None):
+        # numpy 2's protocol: copy=None shares when it can (np.asarray), copy=True must return a
+        # fresh array (np.array), copy=False must share or raise.
         if self.requires_grad:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
-                               "Use tensor.detach().numpy() instead.")
+            raise RuntimeError(_NUMPY_REQUIRES_GRAD)
         _core._capture_read(self, "numpy", None)
-        return self._array if dtype is None else self._array.astype(dtype)
+        arr = self._array
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError(f"Unable to avoid copy while creating an array as requested: "
+                                 f"the tensor's dtype {self.dtype} differs from {np.dtype(dtype)}")
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return _dlpack.export_tensor(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        return _dlpack.CPU_DEVICE
+
+    # Python scalars.  PyTorch raises ValueError for a size mismatch here, RuntimeError in item().
+    def _scalar(self):
+        if self._array.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
 
     def __bool__(self) -> bool:
         if self._array.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            amount = "no values" if self._array.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {amount} is ambiguous")
         value = bool(self._array.reshape(()).item())
         _core._capture_read(self, "bool", value)
         return value
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar())
 
     def __index__(self) -> int:
         if self._array.dtype.kind not in "iub" or self._array.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
+
+    def __format__(self, format_spec: str) -> str:
+        # A 0-d tensor formats as its Python scalar (f"{loss:.4f}"); any other tensor only
+        # accepts the empty spec, as object.__format__ does.
+        if self._array.ndim == 0:
+            return self.item().__format__(format_spec)
+        if format_spec:
+            raise TypeError(f"unsupported format string passed to {type(self).__name__}.__format__")
+        return str(self)
+
+    def __contains__(self, element) -> bool:
+        if not isinstance(element, (_core.TensorBase, numbers.Number)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
+                               f"passed in a {type(element)}.")
+        return bool((self == element).any())
 
     __hash__ = object.__hash__
 

@@ -1,4 +1,4 @@
 """tapegrad.utils: data loading utilities (tapegrad.utils.data), as torch.utils has them."""
-from . import data
+from . import data, dlpack
 
-__all__ = ["data"]
+__all__ = ["data", "dlpack"]
