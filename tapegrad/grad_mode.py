@@ -1,15 +1,56 @@
-"""Grad mode guards: no_grad, enable_grad, set_grad_enabled (context managers and decorators).
+"""Grad mode guards: no_grad, enable_grad, set_grad_enabled, inference_mode (context managers and
+decorators, with or without parentheses where PyTorch allows it).
 
-The flag itself is a C thread-local in the core, read on every op; these classes only flip it and
-restore it, so grad mode is per thread, as in PyTorch.
+The grad-mode flag itself is a C thread-local in the core, read on every op; these classes only
+flip it and restore it, so grad mode is per thread, as in PyTorch.  Inference mode adds a second
+per-thread flag, kept here (only is_inference_mode_enabled() reads it).
 """
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
+import threading
 
 from . import _core
 
 is_grad_enabled = _core.is_grad_enabled
+
+_inference_state = threading.local()
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside `with inference_mode():` on this thread."""
+    return getattr(_inference_state, "enabled", False)
+
+
+def _wrap_generator(func, make_guard):
+    """A generator function whose body runs under a fresh guard at every resumption (and not while
+    it is suspended at a yield), as PyTorch's decorators treat generators."""
+
+    @functools.wraps(func)
+    def generator(*args, **kwargs):
+        gen = func(*args, **kwargs)
+        try:
+            with make_guard():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with make_guard():
+                        gen.close()
+                    raise
+                except BaseException:
+                    with make_guard():
+                        response = gen.throw(*sys.exc_info())
+                else:
+                    with make_guard():
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value
+
+    return generator
 
 
 class _GradModeGuard(_core.GradModeGuard):
@@ -18,7 +59,13 @@ class _GradModeGuard(_core.GradModeGuard):
 
     _mode: bool
 
+    def _clone(self):
+        """A fresh guard with the same effect, entered by each call of a decorated function."""
+        return type(self)()
+
     def __call__(self, func):
+        if inspect.isgeneratorfunction(func):
+            return _wrap_generator(func, self._clone)
         mode = self._mode
 
         @functools.wraps(func)
@@ -32,13 +79,22 @@ class _GradModeGuard(_core.GradModeGuard):
         return wrapper
 
 
-class no_grad(_GradModeGuard):
+class _NoParamGuard(_GradModeGuard):
+    """A guard that also decorates without parentheses: `@no_grad` means `@no_grad()`."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return super().__new__(cls)(orig_func)
+
+
+class no_grad(_NoParamGuard):
     """Operations inside do not record; results do not require grad."""
 
     _mode = False
 
 
-class enable_grad(_GradModeGuard):
+class enable_grad(_NoParamGuard):
     """Re-enables recording inside a no_grad region."""
 
     _mode = True
@@ -57,7 +113,62 @@ class set_grad_enabled(_GradModeGuard):
     def __exit__(self, *exc_info) -> None:
         _core._set_grad_enabled(self._prev)
 
+    def _clone(self):
+        return _SetGradModeScope(self._mode)
+
     def __call__(self, func):
         # Used as a decorator: constructing it already switched the mode; undo that first.
         _core._set_grad_enabled(self._prev)
         return super().__call__(func)
+
+
+class _SetGradModeScope(_GradModeGuard):
+    """set_grad_enabled(mode) as a plain scope: switches only when entered."""
+
+    def __init__(self, mode: bool) -> None:
+        self._mode = mode
+
+
+class inference_mode(_GradModeGuard):
+    """inference_mode(mode=True): like no_grad, and is_inference_mode_enabled() is True inside.
+    inference_mode(False) turns both off again (grad mode on).  Usable as `with`, as `@inference_mode`
+    and as `@inference_mode(mode)`.
+
+    Tensors made inside are ordinary tensors here: PyTorch's inference tensors (is_inference(), and
+    their errors outside the mode) need a flag the compiled core does not carry yet."""
+
+    def __new__(cls, mode=True):
+        guard = super().__new__(cls)
+        if mode is None or isinstance(mode, bool):
+            return guard
+        guard.__init__()           # bare decorator: `mode` is the function
+        return guard(mode)
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = bool(mode)
+        self._mode = not self.mode
+
+    def _clone(self):
+        return inference_mode(self.mode)
+
+    def __enter__(self):
+        super().__enter__()
+        self._prev_inference = is_inference_mode_enabled()
+        _inference_state.enabled = self.mode
+        return None
+
+    def __exit__(self, *exc_info) -> None:
+        _inference_state.enabled = self._prev_inference
+        super().__exit__(*exc_info)
+
+    def __call__(self, func):
+        if inspect.isgeneratorfunction(func):
+            return _wrap_generator(func, self._clone)
+        make_guard = self._clone
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with make_guard():
+                return func(*args, **kwargs)
+
+        return wrapper

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from .. import _core
-from ..grad_mode import no_grad, enable_grad, set_grad_enabled
+from ..grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode
 from .function import Function, once_differentiable
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .._core import RemovableHandle
@@ -18,7 +18,8 @@ from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from . import function, anomaly_mode, functional
 
 __all__ = ["grad", "backward", "Function", "once_differentiable", "detect_anomaly",
-           "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled", "gradcheck",
+           "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+           "gradcheck",
            "gradgradcheck", "functional"]
 
 
