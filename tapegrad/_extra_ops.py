@@ -1,0 +1,596 @@
+"""Ops PyTorch scripts use that the compiled core does not provide, built in Python.
+
+Differentiable ones are composites of recorded ops (sort/topk values are a gather, flip/roll an
+index_select, diag a where and a cat, meshgrid a view and an expand), or a small
+autograd.Function where PyTorch's values need a numpy kernel (cumsum and log10/log2, whose
+float32 results PyTorch computes at higher precision) and the backward is itself made of
+differentiable ops (so create_graph works); those live in _extra_functions.py, imported on first
+use so that `import tapegrad` does not load autograd.  The others (comparisons, histograms, counting,
+unique) return tensors that do not require grad, as in PyTorch.
+
+Every function is registered in the tapegrad namespace and, where PyTorch has one, as a Tensor
+method (see `register`, called by tapegrad/__init__.py); names that already exist are left alone.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import warnings
+
+import numpy as np
+
+from . import _core
+from .grad_mode import is_grad_enabled
+
+TensorBase = _core.TensorBase
+
+inf = math.inf
+nan = math.nan
+pi = math.pi
+e = math.e
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+def _wrap(arr) -> TensorBase:
+    arr = np.asarray(arr)
+    return _core.wrap_array(arr if arr.flags.c_contiguous else arr.copy(), False)
+
+
+def _index_tensor(arr) -> TensorBase:
+    return _wrap(np.asarray(arr, dtype=np.int64))
+
+
+def _check_tensor(x, fn: str, arg: str = "input", position: int = 1) -> None:
+    if not isinstance(x, TensorBase):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {position}) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def _dim(dim, ndim: int) -> int:
+    """`dim` normalised for a tensor of `ndim` dims; a 0-d tensor takes dim 0 or -1 (axis 0 of
+    its one-element view)."""
+    _core.normalize_dim(dim, ndim)          # raises PyTorch's IndexError when out of range
+    return 0 if ndim == 0 else dim % ndim
+
+
+def _records(*tensors) -> bool:
+    """True when an op on `tensors` would be recorded (grad mode on, some input requires grad)."""
+    return is_grad_enabled() and builtins.any(t.requires_grad for t in tensors)
+
+
+def _dtype_name(arr: np.ndarray) -> str:
+    """PyTorch's C++ scalar-type name (Float, Long, ...) used in its dtype error messages."""
+    return _core.scalar_type_name_of(arr.dtype)
+
+
+# -- comparisons --------------------------------------------------------------------------------
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise |input - other| <= atol + rtol * |other| (and exact equality, for infinities)."""
+    _check_tensor(input, "isclose")
+    _check_tensor(other, "isclose", "other", 2)
+    a, b = input._array, other._array
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{_dtype_name(a)} did not match {_dtype_name(b)}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    _broadcast_shapes(a.shape, b.shape)
+    close = a == b
+    if equal_nan and a.dtype.kind == "f":
+        close = close | (np.isnan(a) & np.isnan(b))
+    if rtol != 0 or atol != 0:
+        if a.dtype.kind != "f":     # integers and bools are compared in the default float dtype
+            a, b = a.astype(np.float32), b.astype(np.float32)
+        with np.errstate(invalid="ignore", over="ignore"):
+            error = np.abs(a - b)
+            allowed = atol + np.abs(rtol * b)
+            close = close | (np.isfinite(error) & (error <= allowed))
+    return _wrap(close)
+
+
+def _broadcast_shapes(sa, sb) -> None:
+    """PyTorch's size-mismatch error for shapes that do not broadcast."""
+    n = max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
+    for i in range(n - 1, -1, -1):
+        if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+            raise RuntimeError(f"The size of tensor a ({pa[i]}) must match the size of tensor b "
+                               f"({pb[i]}) at non-singleton dimension {i}")
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """True when isclose(input, other, ...) holds everywhere."""
+    _check_tensor(input, "allclose")
+    _check_tensor(other, "allclose", "other", 2)
+    return bool(isclose(input, other, rtol, atol, equal_nan)._array.all())
+
+
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and the same values (NaN is never equal)."""
+    _check_tensor(input, "equal")
+    _check_tensor(other, "equal", "other", 2)
+    a, b = input._array, other._array
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+# -- counting and histograms ---------------------------------------------------------------------
+
+def bincount(input, weights=None, minlength=0):
+    """Occurrences of each value 0..max(input) of a 1-d non-negative integer tensor (summed
+    weights, when given)."""
+    _check_tensor(input, "bincount")
+    arr = input._array
+    if arr.dtype.kind not in "iu":
+        name = "Bool" if arr.dtype.kind == "b" else _dtype_name(arr)
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{name}'")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if arr.ndim != 1 or (arr.size and arr.min() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is None:
+        return _wrap(np.bincount(arr, minlength=minlength).astype(np.int64))
+    w = weights._array
+    if w.ndim != 1 or w.shape[0] != arr.shape[0]:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    # PyTorch keeps float32 weights' dtype and counts every other weight dtype in float64.
+    out_dtype = np.float32 if w.dtype == np.float32 else np.float64
+    counts = np.bincount(arr, weights=w.astype(np.float64), minlength=minlength)
+    return _wrap(counts.astype(out_dtype))
+
+
+def _check_histogram_input(arr, kernel: str) -> None:
+    if arr.dtype.kind != "f":
+        name = "Bool" if arr.dtype.kind == "b" else _dtype_name(arr)
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
+
+
+def _finite_range(lo, hi, fn: str):
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"{fn}: range of [{_c_float(lo)}, {_c_float(hi)}] is not finite")
+
+
+def _c_float(v) -> str:
+    # PyTorch formats the bounds with C's %f-like output: nan prints as -nan from a min/max.
+    return "-nan" if math.isnan(v) else repr(float(v))
+
+
+def histc(input, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's parameter names)
+    """Histogram of all elements in `bins` equal bins over [min, max] (the data's range when both
+    are 0); elements outside are ignored.  Same dtype as input."""
+    _check_tensor(input, "histc")
+    arr = input._array
+    _check_histogram_input(arr, "histogram_cpu")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    flat = arr.reshape(-1)
+    lo, hi = float(min), float(max)
+    if lo == hi and flat.size:
+        lo, hi = float(flat.min()), float(flat.max())
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    _finite_range(lo, hi, "torch.histc")
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    dt = arr.dtype.type
+    lo_t, hi_t = dt(lo), dt(hi)
+    inside = flat[(flat >= lo_t) & (flat <= hi_t)]
+    # PyTorch's arithmetic, in the input's dtype: bin = (x - min) * bins / (max - min), with x ==
+    # max counted in the last bin.
+    pos = ((inside - lo_t) * dt(bins) / (hi_t - lo_t)).astype(np.int64)
+    pos = np.minimum(pos, bins - 1)
+    return _wrap(np.bincount(pos, minlength=bins).astype(arr.dtype))
+
+
+def histogram(input, bins, *, range=None, weight=None, density=False):  # noqa: A002
+    """(hist, bin_edges) of all elements: `bins` equal bins over `range` (default: the data's
+    range), or the given increasing bin edges (a 1-d tensor)."""
+    _check_tensor(input, "histogram")
+    arr = input._array
+    _check_histogram_input(arr, "histogramdd")
+    flat = arr.reshape(-1)
+    if weight is not None:
+        w = weight._array
+        if w.dtype != arr.dtype:
+            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and "
+                               f"weight tensor should have the same dtype, but got "
+                               f"input({_c_type(arr)}), and weight({_c_type(w)})")
+        if w.shape != arr.shape:
+            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have "
+                               f"the same shape as the input tensor excluding its innermost "
+                               f"dimension, but got input with shape {tuple(arr.shape)} and "
+                               f"weight with shape {tuple(w.shape)}")
+        w = w.reshape(-1)
+    else:
+        w = None
+    if isinstance(bins, TensorBase):
+        edges = bins._array.astype(arr.dtype, copy=False)
+        if edges.ndim != 1 or edges.size < 2:
+            raise RuntimeError(f"torch.histogramdd(): bins tensor should have one dimension and "
+                               f"at least 2 elements, but got {edges.ndim} dimensions and "
+                               f"{edges.size} elements")
+        if np.any(np.diff(edges) < 0):
+            raise RuntimeError("torch.histogramdd(): bin edges must be non-decreasing")
+    else:
+        bins = int(bins)
+        if bins <= 0:
+            raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {bins} for "
+                               f"dimension 0")
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+            if lo > hi:
+                raise RuntimeError(f"torch.histogramdd(): for dimension 0, min should not exceed "
+                                   f"max, but got min {lo} max {hi}")
+        elif flat.size:
+            lo, hi = float(flat.min()), float(flat.max())
+        else:
+            lo, hi = 0.0, 0.0
+        _finite_range(lo, hi, "torch.histogramdd()")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        from .creation import linspace
+        edges = linspace(lo, hi, bins + 1, dtype=_core.np_dtype_to_dtype(arr.dtype))._array
+    # Bin i holds edges[i] <= x < edges[i+1]; the last bin also holds x == its right edge.
+    n_bins = edges.size - 1
+    keep = (flat >= edges[0]) & (flat <= edges[-1])
+    values = flat[keep]
+    pos = np.searchsorted(edges, values, side="right") - 1
+    pos = np.minimum(pos, n_bins - 1)
+    kept_w = None if w is None else w[keep].astype(np.float64)
+    hist = np.bincount(pos, weights=kept_w, minlength=n_bins).astype(arr.dtype)
+    if density:
+        widths = np.diff(edges)
+        total = hist.sum()
+        hist = (hist / (total * widths)).astype(arr.dtype)
+    return _core.return_types.histogram((_wrap(hist), _wrap(edges)))
+
+
+def _c_type(arr) -> str:
+    return {"float32": "float", "float64": "double", "float16": "c10::Half"}.get(
+        arr.dtype.name, arr.dtype.name)
+
+
+# -- unique ---------------------------------------------------------------------------------------
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """The distinct values (sorted; along `dim`, the distinct slices), optionally with the inverse
+    indices and the counts.  NaNs are all distinct, as in PyTorch."""
+    _check_tensor(input, "unique")
+    arr = input._array
+    if dim is None:
+        values, inverse, counts = np.unique(arr.reshape(-1), return_inverse=True,
+                                            return_counts=True, equal_nan=False)
+        inverse = inverse.reshape(arr.shape)
+    else:
+        axis = _dim(dim, arr.ndim)
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True,
+                                            axis=axis, equal_nan=False)
+        inverse = inverse.reshape(-1)
+    out = _wrap(values)
+    if not (return_inverse or return_counts):
+        return out
+    result = [out]
+    if return_inverse:
+        result.append(_index_tensor(inverse))
+    if return_counts:
+        result.append(_index_tensor(counts))
+    return tuple(result)
+
+
+# -- sorting ---------------------------------------------------------------------------------------
+
+def _sort_order(arr: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """Stable sort indices along `axis`, NaN last ascending and first descending (PyTorch's
+    order; ties keep their input order both ways)."""
+    if not descending:
+        return np.argsort(arr, axis=axis, kind="stable")
+    # Stable descending: sort the reversed array ascending, then read that order backwards.
+    order = np.argsort(np.flip(arr, axis), axis=axis, kind="stable")
+    return (arr.shape[axis] - 1) - np.flip(order, axis)
+
+
+def _take(input, dim: int, order: np.ndarray):
+    """input's values at `order` along dim: a gather, so that the values are differentiable."""
+    from . import gather
+    if input.ndim == 0:
+        return input.clone()
+    return gather(input, dim, _index_tensor(order))
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    """(values, indices) of input sorted along dim (stably: equal values keep their order)."""
+    _check_tensor(input, "sort")
+    d = _dim(dim, input.ndim)
+    order = _sort_order(input._array.reshape(input._array.shape or (1,)), d, bool(descending))
+    order = order.reshape(input._array.shape)
+    return _core.return_types.sort((_take(input, d, order), _index_tensor(order)))
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    """The indices that sort input along dim (stably)."""
+    _check_tensor(input, "argsort")
+    return sort(input, dim, descending, stable)[1]
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+    """(values, indices) of the k largest (smallest) elements along dim, largest first."""
+    _check_tensor(input, "topk")
+    d = _dim(dim, input.ndim)
+    arr = input._array.reshape(input._array.shape or (1,))
+    if k < 0 or k > arr.shape[d]:
+        raise RuntimeError("selected index k out of range")
+    order = np.take(_sort_order(arr, d, bool(largest)), np.arange(k), axis=d)
+    if input.ndim == 0 and order.size == 1:
+        order = order.reshape(())
+    return _core.return_types.topk((_take(input, d, order), _index_tensor(order)))
+
+
+# -- cumulative sums and products ------------------------------------------------------------------
+
+def _cumulative_dtype(arr: np.ndarray, dtype):
+    """The result dtype (integers and bools accumulate to int64) and the accumulator dtype
+    (PyTorch accumulates float32 in float64 and float16 in float32)."""
+    if dtype is not None:
+        out = np.dtype(_core.np_dtype_of(dtype))
+    elif arr.dtype.kind in "biu":
+        out = np.dtype(np.int64)
+    else:
+        out = arr.dtype
+    acc = {np.dtype(np.float16): np.float32, np.dtype(np.float32): np.float64}.get(out, out)
+    return out, np.dtype(acc)
+
+
+def _cumsum_array(arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
+    out, acc = _cumulative_dtype(arr, dtype)
+    if arr.ndim == 0:
+        return arr.astype(out)
+    return np.cumsum(arr.astype(acc, copy=False), axis=axis).astype(out)
+
+
+def cumsum(input, dim, *, dtype=None):
+    """Running sums along dim (integers and bools sum to int64)."""
+    _check_tensor(input, "cumsum")
+    d = _dim(dim, input.ndim)
+    if dtype is not None and _records(input):
+        input = input.to(dtype)
+    if _records(input):
+        from ._extra_functions import Cumsum
+        return Cumsum.apply(input, d)
+    return _wrap(_cumsum_array(input._array, d, dtype))
+
+
+def cumprod(input, dim, *, dtype=None):
+    """Running products along dim (integers and bools multiply to int64)."""
+    _check_tensor(input, "cumprod")
+    d = _dim(dim, input.ndim)
+    out, acc = _cumulative_dtype(input._array, dtype)
+    if not _records(input):
+        arr = input._array
+        if arr.ndim == 0:
+            return _wrap(arr.astype(out))
+        return _wrap(np.cumprod(arr.astype(acc, copy=False), axis=d).astype(out))
+    if input.ndim == 0:
+        return input.to(_core.np_dtype_to_dtype(out))
+    # A chain of recorded products, one per position: exact gradients even through zeros,
+    # accumulated at PyTorch's precision.
+    from . import stack
+    running = []
+    for part in input.to(_core.np_dtype_to_dtype(acc)).unbind(d):
+        running.append(part if not running else running[-1] * part)
+    return stack(running, d).to(_core.np_dtype_to_dtype(out))
+
+
+# -- logarithms ------------------------------------------------------------------------------------
+
+def _log_values(ufunc, arr: np.ndarray) -> np.ndarray:
+    """log to a fixed base computed in float64 and rounded to the result dtype (integers give
+    float32): closer to PyTorch's float32 values than float32 arithmetic."""
+    out = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ufunc(arr.astype(np.float64)).astype(out)
+
+
+def log10(input):
+    """Base-10 logarithm, elementwise (integers give float32)."""
+    _check_tensor(input, "log10")
+    if _records(input):
+        from ._extra_functions import Log10
+        return Log10.apply(input)
+    return _wrap(_log_values(np.log10, input._array))
+
+
+def log2(input):
+    """Base-2 logarithm, elementwise (integers give float32)."""
+    _check_tensor(input, "log2")
+    if _records(input):
+        from ._extra_functions import Log2
+        return Log2.apply(input)
+    return _wrap(_log_values(np.log2, input._array))
+
+
+# -- shape and index composites ------------------------------------------------------------------
+
+def _dims_list(dims, fn: str):
+    if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
+        raise TypeError(f"{fn}(): argument 'dims' (position 2) must be tuple of ints, not int")
+    return list(dims)
+
+
+def flip(input, dims):
+    """input with the order of elements reversed along each of dims (a copy)."""
+    _check_tensor(input, "flip")
+    dims = _dims_list(dims, "flip")
+    seen = set()
+    out = input
+    for dim in dims:
+        d = _dim(dim, input.ndim)
+        if d in seen:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        seen.add(d)
+    if input.ndim == 0 or not seen:
+        return input.clone()
+    for d in sorted(seen):
+        n = input._array.shape[d]
+        out = out.index_select(d, _index_tensor(np.arange(n - 1, -1, -1)))
+    return out
+
+
+def roll(input, shifts, dims=None):
+    """input with elements shifted along dims, wrapping around (flattened when dims is None)."""
+    _check_tensor(input, "roll")
+    shifts = [shifts] if isinstance(shifts, (int, np.integer)) else list(shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        if input.ndim == 0:
+            return input.clone()
+        return roll(input.flatten(), shifts, 0).reshape(input.shape)
+    dims = [dims] if isinstance(dims, (int, np.integer)) else list(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    out = input
+    if input.ndim == 0:
+        for dim in dims:
+            _dim(dim, 0)
+        return input.clone()
+    for shift, dim in zip(shifts, dims):
+        d = _dim(dim, input.ndim)
+        n = input._array.shape[d]
+        if n == 0:
+            continue
+        out = out.index_select(d, _index_tensor((np.arange(n) - int(shift)) % n))
+    return out if out is not input else input.clone()
+
+
+def diag(input, diagonal=0):
+    """A 1-d input becomes the `diagonal`-th diagonal of a square matrix; a 2-d input gives its
+    `diagonal`-th diagonal as a 1-d tensor."""
+    _check_tensor(input, "diag")
+    if input.ndim == 1:
+        return _diag_embed(input, int(diagonal))
+    if input.ndim == 2:
+        return _diagonal(input, int(diagonal))
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+
+
+def _diag_embed(v, k: int):
+    from . import cat, where, zeros
+    n = v._array.shape[0]
+    mask = _wrap(np.eye(n, dtype=bool))
+    square = where(mask, v.unsqueeze(0).expand(n, n), zeros((), dtype=v.dtype))
+    if k == 0:
+        return square
+    pad = abs(k)
+    side = zeros(n, pad, dtype=v.dtype)
+    rows = cat([side, square], 1) if k > 0 else cat([square, side], 1)
+    band = zeros(pad, n + pad, dtype=v.dtype)
+    return cat([rows, band], 0) if k > 0 else cat([band, rows], 0)
+
+
+def _diagonal(m, k: int):
+    rows, cols = m._array.shape
+    start_row, start_col = max(-k, 0), max(k, 0)
+    length = max(min(rows - start_row, cols - start_col), 0)
+    positions = (np.arange(length) + start_row) * cols + np.arange(length) + start_col
+    return m.reshape(-1).index_select(0, _index_tensor(positions))
+
+
+def trace(input):
+    """The sum of the main diagonal of a matrix (integers sum to int64)."""
+    _check_tensor(input, "trace")
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    if input._array.dtype.kind == "b":
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    return _diagonal(input, 0).sum()
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 0-d/1-d tensors: 'ij' (matrix) or 'xy' (Cartesian) indexing; the
+    outputs are expanded views of the inputs."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                           f"received: {indexing}")
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for i, t in enumerate(tensors):
+        _check_tensor(t, "meshgrid", "tensors", 1)
+        if t.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got: {t.ndim}D tensor")
+        if t.dtype != tensors[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    # 'xy' is 'ij' with the first two inputs (and the first two output dims) swapped.
+    swap = indexing == "xy" and len(tensors) >= 2
+    order = list(tensors)
+    if swap:
+        order[0], order[1] = order[1], order[0]
+    sizes = [t.numel() for t in order]
+    grids = []
+    for i, t in enumerate(order):
+        view = [1] * len(order)
+        view[i] = -1
+        grids.append(t.reshape(view).expand(*sizes))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def numel(input) -> int:
+    """The number of elements of input."""
+    _check_tensor(input, "numel")
+    return input._array.size
+
+
+# -- registration --------------------------------------------------------------------------------
+
+# Functions: the tapegrad namespace; methods: Tensor methods with the tensor as first argument.
+FUNCTIONS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
+             "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
+             "trace", "meshgrid", "numel")
+METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
+           "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
+           "trace")
+CONSTANTS = {"inf": inf, "nan": nan, "pi": pi, "e": e}
+
+
+def _method(fn):
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+def _tensor_method_flip(self, *dims):
+    """Tensor.flip(dims) and Tensor.flip(*dims), as PyTorch's method accepts both."""
+    if len(dims) == 1 and not isinstance(dims[0], (int, np.integer)):
+        dims = dims[0]
+    return flip(self, dims)
+
+
+def register(namespace: dict, tensor_cls) -> None:
+    """Add the functions and constants PyTorch has and tapegrad lacks to `namespace` (the
+    tapegrad module's globals) and the methods to `tensor_cls`; existing names win."""
+    _core.return_types.sort = _core._make_return_type("sort", ("values", "indices"))
+    _core.return_types.topk = _core._make_return_type("topk", ("values", "indices"))
+    _core.return_types.histogram = _core._make_return_type("histogram", ("hist", "bin_edges"))
+    g = globals()
+    for name in FUNCTIONS:
+        namespace.setdefault(name, g[name])
+    for name, value in CONSTANTS.items():
+        namespace.setdefault(name, value)
+    for name in METHODS:
+        if name not in dir(tensor_cls):
+            setattr(tensor_cls, name, _tensor_method_flip if name == "flip" else _method(g[name]))
