@@ -130,7 +130,8 @@ def bincount(input, weights=None, minlength=0):
         raise RuntimeError("minlength should be >= 0")
     if arr.ndim != 1 or (arr.size and arr.min() < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-    if weights is None:
+    if weights is None or arr.size == 0:
+        # (PyTorch ignores the weights of an empty input: its counts are int64 zeros.)
         return _wrap(np.bincount(arr, minlength=minlength).astype(np.int64))
     w = weights._array
     if w.ndim != 1 or w.shape[0] != arr.shape[0]:
@@ -243,7 +244,8 @@ def histogram(input, bins, *, range=None, weight=None, density=False):  # noqa: 
     if density:
         widths = np.diff(edges)
         total = hist.sum()
-        hist = (hist / (total * widths)).astype(arr.dtype)
+        with np.errstate(invalid="ignore", divide="ignore"):   # nothing counted: NaN, as torch
+            hist = (hist / (total * widths)).astype(arr.dtype)
     return _core.return_types.histogram((_wrap(hist), _wrap(edges)))
 
 
@@ -301,7 +303,7 @@ def _take(input, dim: int, order: np.ndarray):
     return gather(input, dim, _index_tensor(order))
 
 
-def sort(input, dim=-1, descending=False, stable=False):
+def sort(input, dim=-1, descending=False, *, stable=False):
     """(values, indices) of input sorted along dim (stably: equal values keep their order)."""
     _check_tensor(input, "sort")
     d = _dim(dim, input.ndim)
@@ -310,10 +312,10 @@ def sort(input, dim=-1, descending=False, stable=False):
     return _core.return_types.sort((_take(input, d, order), _index_tensor(order)))
 
 
-def argsort(input, dim=-1, descending=False, stable=False):
+def argsort(input, dim=-1, descending=False, *, stable=False):
     """The indices that sort input along dim (stably)."""
     _check_tensor(input, "argsort")
-    return sort(input, dim, descending, stable)[1]
+    return sort(input, dim, descending, stable=stable)[1]
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
