@@ -585,9 +585,10 @@ def _tensor_method_flip(self, *dims):
 def register(namespace: dict, tensor_cls) -> None:
     """Add the functions and constants PyTorch has and tapegrad lacks to `namespace` (the
     tapegrad module's globals) and the methods to `tensor_cls`; existing names win."""
-    _core.return_types.sort = _core._make_return_type("sort", ("values", "indices"))
-    _core.return_types.topk = _core._make_return_type("topk", ("values", "indices"))
-    _core.return_types.histogram = _core._make_return_type("histogram", ("hist", "bin_edges"))
+    for name, fields in (("sort", ("values", "indices")), ("topk", ("values", "indices")),
+                         ("histogram", ("hist", "bin_edges"))):
+        if not hasattr(_core.return_types, name):
+            _core._make_return_type(name, fields)     # adds tapegrad.return_types.<name>
     g = globals()
     for name in FUNCTIONS:
         namespace.setdefault(name, g[name])

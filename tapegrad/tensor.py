@@ -135,9 +135,10 @@ class Tensor(_core.TensorBase):
         return int(self.item())
 
     def __format__(self, format_spec: str) -> str:
-        # A 0-d tensor formats as its Python scalar (f"{loss:.4f}"); any other tensor only
-        # accepts the empty spec, as object.__format__ does.
-        if self._array.ndim == 0:
+        # A 0-d tensor formats as its Python scalar (f"{loss:.4f}"); any other tensor, and any
+        # subclass (a 0-d nn.Parameter too, as in PyTorch), only accepts the empty spec, as
+        # object.__format__ does.
+        if self._array.ndim == 0 and type(self) is Tensor:
             return self.item().__format__(format_spec)
         if format_spec:
             raise TypeError(f"unsupported format string passed to {type(self).__name__}.__format__")

@@ -48,6 +48,14 @@ def test_format_values():
         f"{tg.tensor([1.0]):.2f}"
 
 
+def test_format_of_a_subclass_is_object_format(torch):
+    for lib in (tg, torch):
+        param = lib.nn.Parameter(lib.tensor(1.5))
+        assert format(param, "") == str(param)
+        with pytest.raises(TypeError, match="unsupported format string passed to Parameter"):
+            format(param, ".2f")
+
+
 # -- scalar conversions -----------------------------------------------------------------------
 
 CONVERSION_INPUTS = [[1.0, 2.0], [[1.0]], [], [1.5], 2.5, [3], [True], -4]
