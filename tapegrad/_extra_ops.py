@@ -5,15 +5,14 @@ index_select, diag a where and a cat, meshgrid a view and an expand), or a small
 autograd.Function where PyTorch's values need a numpy kernel (cumsum and log10/log2, whose
 float32 results PyTorch computes at higher precision) and the backward is itself made of
 differentiable ops (so create_graph works); those live in _extra_functions.py, imported on first
-use so that `import tapegrad` does not load autograd.  The others (comparisons, histograms, counting,
-unique) return tensors that do not require grad, as in PyTorch.
+use so that `import tapegrad` does not load autograd.  The others (comparisons, histograms,
+counting, unique) return tensors that do not require grad, as in PyTorch.
 
 Every function is registered in the tapegrad namespace and, where PyTorch has one, as a Tensor
 method (see `register`, called by tapegrad/__init__.py); names that already exist are left alone.
 """
 from __future__ import annotations
 
-import builtins
 import math
 import warnings
 
@@ -56,7 +55,7 @@ def _dim(dim, ndim: int) -> int:
 
 def _records(*tensors) -> bool:
     """True when an op on `tensors` would be recorded (grad mode on, some input requires grad)."""
-    return is_grad_enabled() and builtins.any(t.requires_grad for t in tensors)
+    return is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
 def _dtype_name(arr: np.ndarray) -> str:

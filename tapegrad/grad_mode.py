@@ -131,8 +131,8 @@ class _SetGradModeScope(_GradModeGuard):
 
 class inference_mode(_GradModeGuard):
     """inference_mode(mode=True): like no_grad, and is_inference_mode_enabled() is True inside.
-    inference_mode(False) turns both off again (grad mode on).  Usable as `with`, as `@inference_mode`
-    and as `@inference_mode(mode)`.
+    inference_mode(False) turns both off again (grad mode on).  Usable as `with`, as
+    `@inference_mode` and as `@inference_mode(mode)`.
 
     Tensors made inside are ordinary tensors here: PyTorch's inference tensors (is_inference(), and
     their errors outside the mode) need a flag the compiled core does not carry yet."""
