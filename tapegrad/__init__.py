@@ -35,6 +35,18 @@ from ._core import (
 globals().update(_core.TORCH_FUNCTIONS)
 
 from .tensor import Size, Tensor
+from ._device import device, set_default_device, get_default_device
+from ._legacy import (
+    FloatTensor,
+    DoubleTensor,
+    HalfTensor,
+    LongTensor,
+    IntTensor,
+    ShortTensor,
+    CharTensor,
+    ByteTensor,
+    BoolTensor,
+)
 from .creation import (
     tensor,
     as_tensor,
@@ -46,7 +58,9 @@ from .creation import (
     zeros_like,
     ones_like,
     full_like,
+    empty_like,
     arange,
+    logspace,
     manual_seed,
     randn,
     rand,
@@ -77,10 +91,35 @@ from ._type_info import finfo, iinfo
 _extra_ops.register(globals(), Tensor)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled)
+
+
+def is_tensor(obj) -> bool:
+    """Whether obj is a tapegrad tensor."""
+    return isinstance(obj, _core.TensorBase)
+
+
+def _tensor_arg(fn: str, input):
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input
+
+
+def is_floating_point(input) -> bool:
+    return _tensor_arg("is_floating_point", input)._array.dtype.kind == "f"
+
+
+def is_complex(input) -> bool:
+    _tensor_arg("is_complex", input)
+    return False
+
+
 # Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
-                 "distributions")
+                 "distributions", "cuda", "backends", "accelerator", "version")
 _LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
+               "get_num_threads": "_threads", "set_num_threads": "_threads",
+               "get_num_interop_threads": "_threads", "set_num_interop_threads": "_threads",
                "is_anomaly_enabled": "autograd.anomaly_mode",
                "is_anomaly_check_nan_enabled": "autograd.anomaly_mode"}
 

@@ -88,11 +88,16 @@ class device:
         return (device, (self._type, self._index))
 
     def __enter__(self):
-        # `with torch.device('cpu'):` sets the default device for factories; CPU is the only one.
-        check_device(self)
+        # `with torch.device(d):` makes d the default device of factories inside the block.  As in
+        # PyTorch, entering never fails: a factory that would use an unavailable device raises.
+        global _default
+        _entered.append(_default)
+        _default = self
         return self
 
     def __exit__(self, *exc):
+        global _default
+        _default = _entered.pop()
         return False
 
 
@@ -102,16 +107,47 @@ def _type_name(x) -> str:
 
 CPU = device("cpu")
 
+# The device factories use when given none (set_default_device, `with device:`); None means the
+# CPU, so the common case costs one comparison.  Process-wide (PyTorch's is per thread).
+_default = None
+_entered: list = []     # the defaults that enclosing `with device:` blocks restore on exit
+
+
+def set_default_device(spec) -> None:
+    """torch.set_default_device: accepted for any known device type (PyTorch checks availability
+    only when a factory uses it); None restores the CPU."""
+    global _default
+    _default = None         # as in PyTorch, a failing call leaves the CPU as the default
+    _default = None if spec is None else as_device(spec)
+
+
+def get_default_device() -> device:
+    """The device factories use by default: the CPU, or the error an unavailable device gives."""
+    if _default is None:
+        return CPU
+    check_device(_default)
+    return _default
+
 
 def as_device(spec) -> device:
     """The device object for a `device=` argument (a device, a string, or an int ordinal)."""
     return spec if isinstance(spec, device) else device(spec)
 
 
-def check_device(spec) -> None:
-    """Accept None and any CPU device; raise as a PyTorch build without the backend would."""
+def is_device_like(x) -> bool:
+    """Whether `x` can name a device: a device, a string, or an int ordinal (not a bool)."""
+    return isinstance(x, (device, str)) or (isinstance(x, int) and not isinstance(x, bool))
+
+
+def check_device(spec, fn: str = "device") -> None:
+    """Accept any CPU device (None: the default device, normally the CPU); raise as a PyTorch
+    build without the backend would.  `fn` names the function in the wrong-type message."""
     if spec is None:
-        return
+        if _default is None or _default._type == "cpu":
+            return
+        spec = _default
+    elif not is_device_like(spec):
+        raise TypeError(f"{fn}(): argument 'device' must be torch.device, not {_type_name(spec)}")
     d = as_device(spec)
     if d._type == "cpu":
         return

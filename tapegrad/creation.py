@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._device import check_device
 from .tensor import Tensor
 
 _DEFAULT_FLOAT = np.dtype(np.float32)
@@ -18,6 +19,21 @@ def _np_dtype(dtype):
 
 def _make(arr: np.ndarray, requires_grad: bool) -> Tensor:
     return _core.wrap_array(arr, requires_grad)
+
+
+def _check_placement(fn: str, device, pin_memory: bool = False) -> None:
+    """The `device=` and `pin_memory=` arguments of factory `fn`: the CPU, unpinned, is all there
+    is (pinned memory needs an accelerator, as in a PyTorch build without one)."""
+    check_device(device, fn)
+    if pin_memory:
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no "
+                           "pinned memory allocator is available on this system.")
+
+
+def _check_like_input(fn: str, input) -> None:
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
 
 
 def _size_args(size) -> tuple:
@@ -44,8 +60,10 @@ def _infer_dtype(arr: np.ndarray):
     raise TypeError(f"Could not infer dtype of {arr.dtype}")
 
 
-def tensor(data, dtype=None, requires_grad: bool = False) -> Tensor:
+def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
+           pin_memory: bool = False) -> Tensor:
     """A new leaf tensor holding a copy of `data` (nested lists, scalars, arrays or tensors)."""
+    _check_placement("tensor", device, pin_memory)
     if isinstance(data, _core.TensorBase):
         warnings.warn("To copy construct from a tensor, it is recommended to use "
                       "sourceTensor.clone().detach() or sourceTensor.clone().detach()."
@@ -78,8 +96,9 @@ def tensor(data, dtype=None, requires_grad: bool = False) -> Tensor:
     return _make(arr, requires_grad)
 
 
-def as_tensor(data, dtype=None) -> Tensor:
+def as_tensor(data, dtype=None, device=None) -> Tensor:
     """Like tensor(), but shares memory with a numpy array or tensor when no conversion is needed."""
+    check_device(device, "as_tensor")
     if isinstance(data, _core.TensorBase) and dtype is None:
         return data
     if isinstance(data, np.ndarray) and (dtype is None or _np_dtype(dtype) == data.dtype):
@@ -103,15 +122,21 @@ def _filled(size, value, dtype, requires_grad) -> Tensor:
     return _make(np.full(shape, value, dtype=dt), requires_grad)
 
 
-def zeros(*size, dtype=None, requires_grad: bool = False) -> Tensor:
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False,
+          pin_memory: bool = False) -> Tensor:
+    _check_placement("zeros", device, pin_memory)
     return _filled(size, 0, dtype, requires_grad)
 
 
-def ones(*size, dtype=None, requires_grad: bool = False) -> Tensor:
+def ones(*size, dtype=None, device=None, requires_grad: bool = False,
+         pin_memory: bool = False) -> Tensor:
+    _check_placement("ones", device, pin_memory)
     return _filled(size, 1, dtype, requires_grad)
 
 
-def full(size, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:
+def full(size, fill_value, dtype=None, requires_grad: bool = False, *, device=None,
+         pin_memory: bool = False) -> Tensor:
+    _check_placement("full", device, pin_memory)
     if dtype is None:
         dtype = (np.bool_ if isinstance(fill_value, bool) else
                  np.int64 if isinstance(fill_value, int) else _DEFAULT_FLOAT)
@@ -119,25 +144,51 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:
                    fill_value, dtype, requires_grad)
 
 
-def empty(*size, dtype=None, requires_grad: bool = False) -> Tensor:
+def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False,
+          memory_format=None) -> Tensor:
+    _check_placement("empty", device, pin_memory)
     shape = _size_args(size)
-    return _make(np.empty(shape, dtype=_np_dtype(dtype) or _DEFAULT_FLOAT), requires_grad)
+    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
+    _check_requires_grad(dt, requires_grad)
+    return _make(np.empty(shape, dtype=dt), requires_grad)
 
 
-def zeros_like(input: Tensor, dtype=None, requires_grad: bool = False) -> Tensor:
+# The *_like factories: input's shape, and its dtype unless given (memory_format is accepted for
+# PyTorch's signature: every tapegrad tensor is contiguous).
+def zeros_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
+               memory_format=None) -> Tensor:
+    _check_like_input("zeros_like", input)
+    check_device(device, "zeros_like")
     return _filled(input.shape, 0, dtype or input.dtype, requires_grad)
 
 
-def ones_like(input: Tensor, dtype=None, requires_grad: bool = False) -> Tensor:
+def ones_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
+              memory_format=None) -> Tensor:
+    _check_like_input("ones_like", input)
+    check_device(device, "ones_like")
     return _filled(input.shape, 1, dtype or input.dtype, requires_grad)
 
 
-def full_like(input: Tensor, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:
+def full_like(input: Tensor, fill_value, dtype=None, *, device=None, requires_grad: bool = False,
+              memory_format=None) -> Tensor:
+    _check_like_input("full_like", input)
+    check_device(device, "full_like")
     return _filled(input.shape, fill_value, dtype or input.dtype, requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False) -> Tensor:
+def empty_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
+               memory_format=None) -> Tensor:
+    _check_like_input("empty_like", input)
+    check_device(device, "empty_like")
+    dt = _np_dtype(dtype or input.dtype)
+    _check_requires_grad(dt, requires_grad)
+    return _make(np.empty(input._array.shape, dtype=dt), requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, device=None,
+           pin_memory: bool = False) -> Tensor:
     """Values from start (default 0) up to but excluding end, every step; int64 for ints."""
+    _check_placement("arange", device, pin_memory)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -172,11 +223,12 @@ def _is_int(x) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
-def linspace(start, end, steps, dtype=None, requires_grad: bool = False) -> Tensor:
+def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, device=None) -> Tensor:
     """`steps` values evenly spaced from start to end inclusive (float32 by default).
 
     Computed as PyTorch does (in the result's precision, the first half counted up from start and
     the second half down from end), so float32 values match PyTorch's bit for bit."""
+    check_device(device, "linspace")
     if not _is_int(steps):
         raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not "
                         f"{type(steps).__name__}")
@@ -210,8 +262,48 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False) -> Tens
     return _make(values.astype(dt), requires_grad)
 
 
-def eye(n, m=None, dtype=None, requires_grad: bool = False) -> Tensor:
+def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: bool = False, *,
+             device=None) -> Tensor:
+    """`steps` values base**e for e evenly spaced from start to end inclusive (float32 default).
+
+    As PyTorch: exponents counted up from start for the first half and down from end for the
+    second, in the result's precision (double from integer start/end for integer results), then
+    raised to `base`.  float64 and integer values match PyTorch's exactly; float32 and float16
+    ones may differ in the last place (PyTorch's vectorised pow rounds differently)."""
+    check_device(device, "logspace")
+    if not _is_int(steps):
+        raise TypeError(f"logspace(): argument 'steps' (position 3) must be int, not "
+                        f"{type(steps).__name__}")
+    steps = int(steps)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    start, end = _scalar_arg(start), _scalar_arg(end)
+    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
+    _check_requires_grad(dt, requires_grad)
+    if dt.kind == "f":
+        ct = dt if dt.itemsize >= 4 else np.dtype(np.float32)
+    else:
+        ct = np.dtype(np.float64)
+        start, end = int(start), int(end)
+    if steps == 0:
+        return _make(np.empty(0, dtype=dt), requires_grad)
+    with _core.IeeeResults():
+        if steps == 1:
+            values = np.power(ct.type(base), np.full(1, start, dtype=ct))
+        else:
+            s, e = ct.type(start), ct.type(end)
+            step = (e - s) / ct.type(steps - 1)
+            idx = np.arange(steps)
+            exps = np.where(idx < steps // 2, s + step * idx.astype(ct),
+                            e - step * (steps - idx - 1).astype(ct)).astype(ct)
+            values = np.power(ct.type(base), exps)
+    return _make(values.astype(dt), requires_grad)
+
+
+def eye(n, m=None, dtype=None, requires_grad: bool = False, *, device=None,
+        pin_memory: bool = False) -> Tensor:
     """The n x m (default n x n) identity matrix, float32 by default."""
+    _check_placement("eye", device, pin_memory)
     if not _is_int(n):
         raise TypeError(f"eye(): argument 'n' (position 1) must be int, not {type(n).__name__}")
     if m is not None and not _is_int(m):

@@ -10,6 +10,7 @@ import numbers
 import numpy as np
 
 from . import _core, _dlpack
+from ._device import CPU, check_device, is_device_like
 from ._format import tensor_repr
 
 
@@ -32,12 +33,104 @@ class Size(tuple):
         return n
 
 
+_TO_SIGNATURES = (
+    "\n * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = False, "
+    "bool copy = False, *, torch.memory_format memory_format = None)"
+    "\n * (torch.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)"
+    "\n * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)\n")
+
+
+def _is_dtype(x) -> bool:
+    # Python's float, int and bool name float64, int64 and bool, as in PyTorch.
+    return isinstance(x, _core.dtype) or x is float or x is int or x is bool
+
+
+def _arg_label(x) -> str:
+    if isinstance(x, _core.TensorBase):
+        return "Tensor"
+    if isinstance(x, _core.dtype):
+        return "torch.dtype"
+    if is_device_like(x) and not isinstance(x, (str, int)):
+        return "torch.device"
+    return type(x).__name__
+
+
+def parse_to(args: tuple, kwargs: dict):
+    """The (device, dtype, non_blocking, copy) of a `to(...)` call (Tensor.to and Module.to), by
+    PyTorch's three overloads: to(device=None, dtype=None, non_blocking=False, copy=False),
+    to(dtype, non_blocking=False, copy=False), to(tensor, non_blocking=False, copy=False); each
+    also takes memory_format= (every tapegrad tensor is contiguous).  dtype is None when the
+    call keeps the dtype; a dtype given as Python float/int/bool is returned as is."""
+    if len(args) > 4:
+        raise TypeError(f"to() takes from 0 to 4 positional arguments but {len(args)} were given")
+    kw = dict(kwargs)
+    kw.pop("memory_format", None)
+    first = args[0] if args else None
+    if args and (isinstance(first, _core.TensorBase) or _is_dtype(first)):
+        device, dtype, flags = None, (first.dtype if isinstance(first, _core.TensorBase) else
+                                      first), list(args[1:])
+        ok = len(flags) <= 2 and "device" not in kw and "dtype" not in kw
+    else:
+        ok = first is None or is_device_like(first)
+        device = first if args else kw.pop("device", None)
+        if args and "device" in kw:
+            ok = False
+        flags = list(args[2:])
+        if len(args) > 1:
+            dtype = args[1]
+            ok = ok and "dtype" not in kw
+        else:
+            dtype = kw.pop("dtype", None)
+        ok = ok and (dtype is None or _is_dtype(dtype)) and (device is None or
+                                                             is_device_like(device))
+    for i, name in enumerate(("non_blocking", "copy")):
+        if i < len(flags):
+            ok = ok and name not in kw
+        elif name in kw:
+            flags.append(kw.pop(name))
+        else:
+            flags.append(False)
+        ok = ok and isinstance(flags[i], int)       # bools (ints pass PyTorch's parser too)
+    if not ok or kw:
+        got = [_arg_label(a) for a in args] + [f"{k}={_arg_label(v)}" for k, v in kwargs.items()]
+        raise TypeError(f"to() received an invalid combination of arguments - got "
+                        f"({', '.join(got)}{'' if args or not kwargs else ', '}), but expected one of:"
+                        + _TO_SIGNATURES)
+    return device, dtype, bool(flags[0]), bool(flags[1])
+
+
+def _size_kwarg(size: tuple, kwargs: dict) -> tuple:
+    """new_zeros(2, 3), new_zeros((2, 3)) and new_zeros(size=(2, 3)) name the same shape."""
+    if "size" in kwargs:
+        if size:
+            raise TypeError("new_*() got multiple values for argument 'size'")
+        size = (tuple(kwargs.pop("size")),)
+    if kwargs:
+        raise TypeError(f"new_*() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    return size
+
+
 class Tensor(_core.TensorBase):
     """A multi-dimensional array that records the operations applied to it for autograd."""
 
     __module__ = "tapegrad"
     # numpy scalars and arrays on the left defer to our reflected operators (as for torch.Tensor).
     __array_priority__ = 1000
+
+    def __init__(self, *args, **kwargs):
+        """PyTorch's legacy constructor: Tensor(data), Tensor(*sizes), Tensor(size=...),
+        Tensor(other) (other's storage), Tensor() (empty); device= must name the CPU.
+
+        Only a call of the class runs this: ops create their results through TensorBase's own
+        allocator, which does not call __init__ (a Python __new__ here would instead put a
+        Python call on every op's path).  It raises or leaves self initialised."""
+        from ._legacy import legacy_value
+        value = legacy_value(None, args, kwargs)
+        # Tensor(other) shares other's storage (a view of its data: not differentiable through
+        # this object, whose identity is already fixed; FloatTensor(other) & co. are).
+        self._array = value._array if isinstance(value, _core.TensorBase) else value
 
     # -- shape --------------------------------------------------------------------------------
     @property
@@ -157,6 +250,128 @@ class Tensor(_core.TensorBase):
 
     __str__ = __repr__
 
+    # -- device (tapegrad computes on the CPU only) -------------------------------------------
+    @property
+    def device(self):
+        return CPU
+
+    is_cuda = False
+    is_cpu = True
+    is_meta = False
+    is_mps = False
+    is_xpu = False
+    is_sparse = False
+    is_quantized = False
+
+    def get_device(self) -> int:
+        """-1: the index PyTorch reports for a CPU tensor."""
+        return -1
+
+    def to(self, *args, **kwargs):
+        """Tensor.to(device), to(dtype), to(device, dtype), to(other), with non_blocking= and
+        copy=: self when nothing changes (unless copy=True), else a converted copy."""
+        device, dtype, _, copy = parse_to(args, kwargs)
+        check_device(device, "to")
+        if dtype is None:
+            return _core_to(self, copy=copy)
+        return _core_to(self, dtype, copy=copy)
+
+    def cpu(self, *, memory_format=None):
+        return self
+
+    def cuda(self, device=None, non_blocking: bool = False, memory_format=None):
+        """Raises as a PyTorch build without CUDA does (an ordinal: its no-accelerator error)."""
+        if isinstance(device, int) and not isinstance(device, bool):
+            check_device(device, "cuda")
+        check_device("cuda", "cuda")
+
+    def pin_memory(self, device=None):
+        """Raises as PyTorch on a machine without an accelerator: pinned memory needs one."""
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
+    def is_pinned(self, device=None) -> bool:
+        return False
+
+    # -- storage queries ------------------------------------------------------------------------
+    def element_size(self) -> int:
+        return self._array.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._array.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._array.nbytes
+
+    def nelement(self) -> int:
+        return self._array.size
+
+    def data_ptr(self) -> int:
+        """The address of the first element (numpy's data pointer)."""
+        return self._array.__array_interface__["data"][0]
+
+    def is_floating_point(self) -> bool:
+        return self._array.dtype.kind == "f"
+
+    def is_complex(self) -> bool:
+        return False
+
+    # -- new tensors with self's dtype (Tensor.new_*) --------------------------------------------
+    def new_tensor(self, data, dtype=None, device=None, requires_grad: bool = False,
+                   layout=None, pin_memory: bool = False):
+        """A new leaf tensor holding a copy of `data`, of self's dtype unless `dtype` is given."""
+        from . import creation
+        if isinstance(data, _core.TensorBase):
+            import warnings
+            warnings.warn("To copy construct from a tensor, it is recommended to use "
+                          "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
+                          "requires_grad_(True), rather than tensor.new_tensor(sourceTensor).",
+                          UserWarning, stacklevel=2)
+            data = data._array
+        creation._check_placement("new_tensor", device, pin_memory)
+        arr = np.array(data)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"new_tensor(): could not infer dtype of {type(data).__name__}")
+        return creation.tensor(arr, dtype=self.dtype if dtype is None else dtype,
+                               requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False,
+                  layout=None, pin_memory: bool = False, **kwargs):
+        return self._new_filled("new_zeros", _size_kwarg(size, kwargs), 0, dtype, device,
+                                requires_grad, pin_memory)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False,
+                 layout=None, pin_memory: bool = False, **kwargs):
+        return self._new_filled("new_ones", _size_kwarg(size, kwargs), 1, dtype, device,
+                                requires_grad, pin_memory)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False,
+                  layout=None, pin_memory: bool = False, **kwargs):
+        return self._new_filled("new_empty", _size_kwarg(size, kwargs), None, dtype, device,
+                                requires_grad, pin_memory)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad: bool = False,
+                 layout=None, pin_memory: bool = False):
+        if not isinstance(size, (tuple, list)):
+            raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, "
+                            f"not {type(size).__name__}")
+        return self._new_filled("new_full", (tuple(size),), fill_value, dtype, device,
+                                requires_grad, pin_memory)
+
+    def _new_filled(self, fn, size, value, dtype, device, requires_grad, pin_memory):
+        """new_zeros / new_ones / new_empty / new_full: `value` (None: uninitialised) in
+        shape `size`, of self's dtype unless `dtype` is given."""
+        from . import creation
+        if not size:
+            raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
+        creation._check_placement(fn, device, pin_memory)
+        shape = creation._size_args(size)
+        dt = _core.np_dtype_of(self.dtype if dtype is None else dtype)
+        creation._check_requires_grad(dt, requires_grad)
+        arr = np.empty(shape, dtype=dt) if value is None else np.full(shape, value, dtype=dt)
+        return _core.wrap_array(arr, requires_grad)
+
     # -- ops as methods -------------------------------------------------------------------------
     def exp(self):
         return _core.exp(self)
@@ -197,6 +412,9 @@ class Tensor(_core.TensorBase):
     def argmax(self, dim=None, keepdim=False):
         return _core.argmax(self, dim, keepdim)
 
+
+# The compiled dtype conversion behind Tensor.to (which parses the device part first).
+_core_to = _core.TENSOR_METHODS["to"]
 
 # Methods the compiled op families register (each is a binding function: `t.op(...)` passes t).
 for _name, _fn in _core.TENSOR_METHODS.items():

@@ -6,6 +6,7 @@
 - gradcheck                       compare analytical gradients with finite differences
 - functional                      vjp, jacobian (and, with create_graph, hvp/vhp/hessian/jvp)
 - detect_anomaly / set_detect_anomaly
+- Variable                        the legacy constructor (returns a tensor)
 """
 from __future__ import annotations
 
@@ -15,12 +16,12 @@ from .function import Function, once_differentiable
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .._core import RemovableHandle
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
+from .variable import Variable
 from . import function, anomaly_mode, functional
 
 __all__ = ["grad", "backward", "Function", "once_differentiable", "detect_anomaly",
            "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "gradcheck",
-           "gradgradcheck", "functional"]
+           "gradcheck", "gradgradcheck", "functional", "Variable"]
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

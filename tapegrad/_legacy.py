@@ -1,0 +1,191 @@
+"""PyTorch's legacy constructors: `Tensor(data)`, `Tensor(*sizes)`, `FloatTensor(...)` and the
+other typed tensor classes, and `autograd.Variable`.
+
+`Tensor(...)` reaches `legacy_value` through Tensor.__init__ (tensor.py): results of ops are
+made by the compiled core with TensorBase's own allocator, which does not call __init__, so the
+op path pays nothing for these constructors.  Every path below either returns a fully
+initialised tensor or raises: none leaves an empty object behind.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+from ._device import as_device, is_device_like
+
+# The C types PyTorch names in its legacy constructor's dtype-mismatch message.
+_C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                 "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                 "uint8": "unsigned char", "bool": "bool"}
+
+_SIGNATURES = ("\n * (*, torch.device device = None)\n * (torch.Storage storage)\n"
+               " * (Tensor other)\n * (tuple of ints size, *, torch.device device = None)\n"
+               " * (object data, *, torch.device device = None)\n")
+
+
+def _type_label(x) -> str:
+    if isinstance(x, _core.TensorBase):
+        return "Tensor"
+    if isinstance(x, _core.dtype):
+        return "torch.dtype"
+    return type(x).__name__
+
+
+def _invalid_combination(args, kwargs) -> TypeError:
+    got = [_type_label(a) for a in args] + [f"{k}={_type_label(v)}" for k, v in kwargs.items()]
+    return TypeError(f"new() received an invalid combination of arguments - got "
+                     f"({', '.join(got)}{'' if args or not kwargs else ', '}), but expected one of:"
+                     + _SIGNATURES)
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _default_float() -> np.dtype:
+    """Tensor(...)'s dtype: the default dtype (float32 unless the package lets scripts set it)."""
+    import tapegrad
+    get_default_dtype = getattr(tapegrad, "get_default_dtype", None)
+    return np.dtype(np.float32) if get_default_dtype is None else get_default_dtype().np_dtype
+
+
+def _check_legacy_device(device) -> None:
+    if device is None:
+        return
+    if not is_device_like(device):
+        raise TypeError(f"new(): argument 'device' must be torch.device, not "
+                        f"{type(device).__name__}")
+    d = as_device(device)
+    if d.type != "cpu":
+        raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
+                           f"{d.type} was passed")
+
+
+def _sized(shape, np_dt) -> np.ndarray:
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{list(shape)}")
+    return np.empty(tuple(int(s) for s in shape), dtype=np_dt)
+
+
+def _check_int_range(values: np.ndarray, np_dt) -> None:
+    """Python numbers bound for an integer tensor must fit it: PyTorch checks each value (an
+    unsigned type also takes negatives down to -max, stored modulo 2**bits, as C converts)."""
+    if values.size == 0 or np_dt.kind not in "iu":
+        return
+    if values.dtype.kind == "b":
+        return
+    info = np.iinfo(np_dt)
+    low = -int(info.max) if np_dt.kind == "u" else int(info.min)
+    if values.dtype.kind == "f" and bool(np.isnan(values).any()):
+        fits = False
+    else:
+        fits = low <= values.min() and values.max() <= info.max
+    if not fits:
+        raise RuntimeError(f"value cannot be converted to type {np_dt.name} without overflow")
+
+
+def _from_data(data, np_dt) -> np.ndarray:
+    """A new array of dtype np_dt from nested Python sequences or a numpy array (copied)."""
+    if isinstance(data, np.ndarray):
+        if data.dtype.kind not in "biuf":
+            raise TypeError(f"can't convert np.ndarray of type {data.dtype}")
+        return np.array(data, dtype=np_dt, copy=True, order="C")
+    try:
+        values = np.array(data)
+    except ValueError as e:
+        raise ValueError(f"expected a rectangular nested sequence of numbers: {e}") from None
+    if values.dtype.kind not in "biuf":
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    _check_int_range(values, np_dt)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.array(values, dtype=np_dt, order="C")
+
+
+def _check_alias_dtype(other: _core.TensorBase, np_dt) -> None:
+    """FloatTensor(other) & co. share other's storage, so other must already have their dtype."""
+    if np_dt is not None and other._array.dtype != np_dt:
+        opts = ("TensorOptions(dtype={}, device=cpu, layout=Strided, requires_grad=false "
+                "(default), pinned_memory=false (default), memory_format=(nullopt))")
+        raise TypeError(f"expected {opts.format(_C_TYPE_NAMES[np_dt.name])} (got "
+                        f"{opts.format(_C_TYPE_NAMES[other._array.dtype.name])})")
+
+
+def legacy_value(np_dt, args: tuple, kwargs: dict):
+    """What the legacy constructor call `cls(*args, **kwargs)` holds: a new ndarray, or the tensor
+    whose storage it shares (Tensor(other)).  np_dt is the typed class's dtype (None for Tensor:
+    default-dtype data, any dtype for a shared tensor)."""
+    kw = dict(kwargs)
+    device = kw.pop("device", None)
+    size = kw.pop("size", None)
+    if kw or (size is not None and args):
+        raise _invalid_combination(args, kwargs)
+    _check_legacy_device(device)
+    data_dt = _default_float() if np_dt is None else np_dt
+    if size is not None:
+        if not isinstance(size, (tuple, list)) or not all(_is_int(s) for s in size):
+            raise _invalid_combination(args, kwargs)
+        return _sized(size, data_dt)
+    if not args:
+        return np.empty(0, dtype=data_dt)
+    if _is_int(args[0]):
+        for i, s in enumerate(args):
+            if not _is_int(s):
+                raise TypeError(f"new(): argument 'size' failed to unpack the object at pos "
+                                f"{i + 1} with error \"type must be tuple of ints,but got "
+                                f"{type(s).__name__}\"")
+        return _sized(args, data_dt)
+    if len(args) > 1:
+        raise _invalid_combination(args, kwargs)
+    data = args[0]
+    from .tensor import Size
+    if isinstance(data, Size):
+        return _sized(data, data_dt)
+    if isinstance(data, _core.TensorBase):
+        _check_alias_dtype(data, np_dt)
+        return data
+    if isinstance(data, str):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    if isinstance(data, (list, tuple, np.ndarray)):
+        return _from_data(data, data_dt)
+    raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+
+
+class TypedTensorMeta(type):
+    """The metaclass of FloatTensor, LongTensor, ...: calling one builds a tensor of its dtype;
+    isinstance(t, FloatTensor) asks whether t is a float32 tensor (none of them is a subclass of
+    Tensor: as in PyTorch, every tensor's class is Tensor)."""
+
+    dtype = None
+    is_cuda = False
+    is_sparse = False
+
+    def __call__(cls, *args, **kwargs):
+        value = legacy_value(cls.dtype.np_dtype, args, kwargs)
+        if isinstance(value, _core.TensorBase):
+            # The same storage; differentiable (a view) when the source records, as PyTorch's.
+            return value.view(value._array.shape) if value.requires_grad else value.detach()
+        return _core.wrap_array(value)
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, _core.TensorBase) and obj._array.dtype == cls.dtype.np_dtype
+
+
+def _typed_tensor_class(name: str, dt) -> type:
+    cls = TypedTensorMeta(name, (), {"__module__": "tapegrad", "__doc__":
+                                     f"Legacy constructor of {dt} tensors: {name}(data), "
+                                     f"{name}(*sizes), {name}(size=...)."})
+    cls.dtype = dt
+    return cls
+
+
+FloatTensor = _typed_tensor_class("FloatTensor", _core.float32)
+DoubleTensor = _typed_tensor_class("DoubleTensor", _core.float64)
+HalfTensor = _typed_tensor_class("HalfTensor", _core.float16)
+LongTensor = _typed_tensor_class("LongTensor", _core.int64)
+IntTensor = _typed_tensor_class("IntTensor", _core.int32)
+ShortTensor = _typed_tensor_class("ShortTensor", _core.int16)
+CharTensor = _typed_tensor_class("CharTensor", _core.int8)
+ByteTensor = _typed_tensor_class("ByteTensor", _core.uint8)
+BoolTensor = _typed_tensor_class("BoolTensor", _core.bool_)

@@ -1,0 +1,60 @@
+"""torch.set_num_threads and friends: the size of the CPU thread pools.
+
+tapegrad's parallel work happens inside numpy's BLAS.  When threadpoolctl is importable,
+set_num_threads limits the BLAS/OpenMP pools through it; otherwise the setting is recorded and
+reported back but does not change numpy's pools (set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS before
+starting Python for that).  tapegrad has no inter-op pool: its size is recorded only.
+"""
+from __future__ import annotations
+
+import os
+
+
+def _available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+_num_threads = None
+_num_interop_threads = None
+_limiter = None     # the threadpoolctl limiter in force (kept alive so the limit stays)
+
+
+def _check_count(fn: str, n) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise RuntimeError(f"{fn} expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError(f"{fn} expects a positive integer")
+    return n
+
+
+def get_num_threads() -> int:
+    return _available_cores() if _num_threads is None else _num_threads
+
+
+def set_num_threads(n: int) -> None:
+    global _num_threads, _limiter
+    n = _check_count("set_num_threads", n)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        threadpool_limits = None
+    if threadpool_limits is not None:
+        _limiter = threadpool_limits(limits=n)
+    _num_threads = n
+
+
+def get_num_interop_threads() -> int:
+    return _available_cores() if _num_interop_threads is None else _num_interop_threads
+
+
+def set_num_interop_threads(n: int) -> None:
+    """Settable once, as in PyTorch (its pool starts with the first parallel work)."""
+    global _num_interop_threads
+    n = _check_count("set_num_interop_threads", n)
+    if _num_interop_threads is not None:
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work has "
+                           "started or set_num_interop_threads called")
+    _num_interop_threads = n

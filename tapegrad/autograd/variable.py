@@ -1,0 +1,38 @@
+"""autograd.Variable: the pre-0.4 wrapper, which PyTorch keeps as a constructor of tensors.
+
+`Variable(t, requires_grad=...)` returns a new tensor sharing t's storage, detached from t's
+graph, with the requested requires_grad; `isinstance(x, Variable)` holds for every tensor."""
+from __future__ import annotations
+
+import warnings
+
+from .. import _core
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, _core.TensorBase)
+
+    def __call__(cls, data=None, requires_grad: bool = False, volatile: bool = False, **kwargs):
+        if kwargs:
+            raise TypeError(f"'{next(iter(kwargs))}' is an invalid keyword argument for this "
+                            f"function")
+        if volatile:
+            warnings.warn("volatile was removed and now has no effect. Use `with "
+                          "torch.no_grad():` instead.", UserWarning, stacklevel=2)
+        if data is None:
+            from ..creation import empty
+            data = empty(0)
+        elif not isinstance(data, _core.TensorBase):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        result = data.detach()
+        if requires_grad:
+            if not result.is_floating_point():
+                raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                                   "gradients")
+            result.requires_grad_(True)
+        return result
+
+
+class Variable(metaclass=_VariableMeta):
+    """Variable(data=None, requires_grad=False): a tensor (see the module docstring)."""

@@ -1,0 +1,143 @@
+"""tapegrad.cuda: the torch.cuda API of a PyTorch build without CUDA.
+
+Scripts probe it (`torch.cuda.is_available()`), seed it (`torch.cuda.manual_seed_all(0)`) and tidy
+it (`torch.cuda.empty_cache()`) whatever machine they run on, so those calls answer or do nothing
+exactly as they do in PyTorch's CPU build; the calls that need a GPU raise its AssertionError.
+"""
+from __future__ import annotations
+
+from ._device import _NO_CUDA, check_device
+
+
+def _no_cuda():
+    raise AssertionError(_NO_CUDA)
+
+
+def is_available() -> bool:
+    return False
+
+
+def is_initialized() -> bool:
+    return False
+
+
+def device_count() -> int:
+    return 0
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return False
+
+
+def get_arch_list() -> list:
+    return []
+
+
+# Seeding the CUDA generators is a no-op without CUDA (PyTorch queues it for a lazy init that
+# never comes); the seed must still be an integer.
+def manual_seed(seed) -> None:
+    int(seed)
+
+
+def manual_seed_all(seed) -> None:
+    int(seed)
+
+
+def seed() -> None:
+    return None
+
+
+def seed_all() -> None:
+    return None
+
+
+def empty_cache() -> None:
+    """Releasing cached GPU memory: nothing is cached without CUDA."""
+    return None
+
+
+# Memory statistics of a device that was never used are zero.
+def memory_allocated(device=None) -> int:
+    return 0
+
+
+def max_memory_allocated(device=None) -> int:
+    return 0
+
+
+def memory_reserved(device=None) -> int:
+    return 0
+
+
+def max_memory_reserved(device=None) -> int:
+    return 0
+
+
+# Everything below needs a CUDA device.
+def init() -> None:
+    _no_cuda()
+
+
+def synchronize(device=None) -> None:
+    _no_cuda()
+
+
+def current_device() -> int:
+    _no_cuda()
+
+
+def get_device_name(device=None) -> str:
+    _no_cuda()
+
+
+def get_device_capability(device=None):
+    _no_cuda()
+
+
+def get_device_properties(device=None):
+    _no_cuda()
+
+
+def initial_seed() -> int:
+    _no_cuda()
+
+
+def get_rng_state(device="cuda"):
+    _no_cuda()
+
+
+def get_rng_state_all():
+    _no_cuda()
+
+
+def set_rng_state(new_state, device="cuda") -> None:
+    _no_cuda()
+
+
+def mem_get_info(device=None):
+    _no_cuda()
+
+
+def ipc_collect() -> None:
+    _no_cuda()
+
+
+def current_stream(device=None):
+    _no_cuda()
+
+
+def set_device(device) -> None:
+    """Selecting a CUDA device: there is none (a non-CUDA device is a ValueError, as in PyTorch)."""
+    from ._device import as_device
+    if isinstance(device, int) and not isinstance(device, bool):
+        if device < 0:
+            return None     # PyTorch ignores negative ordinals
+        _no_cuda()
+    d = as_device(device)
+    if d.type != "cuda":
+        raise ValueError(f"Expected a cuda device, but got: {d}")
+    check_device(d)
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    _no_cuda()
