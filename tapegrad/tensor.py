@@ -47,6 +47,13 @@ def _is_dtype(x) -> bool:
     return isinstance(x, _core.dtype) or x is float or x is int or x is bool
 
 
+def as_dtype(x):
+    """The tapegrad dtype of a dtype argument given as a dtype or as Python's float/int/bool."""
+    if isinstance(x, _core.dtype):
+        return x
+    return {float: _core.float64, int: _core.int64, bool: _core.bool_}[x]
+
+
 def _arg_label(x) -> str:
     if isinstance(x, _core.TensorBase):
         return "Tensor"

@@ -26,9 +26,10 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(creation.empty(out_features, in_features, dtype=dtype))
+        self.weight = Parameter(creation.empty(out_features, in_features, device=device,
+                                               dtype=dtype))
         if bias:
-            self.bias = Parameter(creation.empty(out_features, dtype=dtype))
+            self.bias = Parameter(creation.empty(out_features, device=device, dtype=dtype))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -7,8 +7,9 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ... import _core
+from ..._device import as_device, check_device, is_device_like
 from ...grad_mode import no_grad
-from ...tensor import Tensor
+from ...tensor import Tensor, as_dtype, parse_to
 from ..parameter import Parameter
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
@@ -21,6 +22,23 @@ class _IncompatibleKeys(IncompatibleKeys):
         return super().__repr__()
 
     __str__ = __repr__
+
+
+def _type_arg_np_dtype(dst_type) -> np.dtype:
+    """The numpy dtype Module.type(dst_type) converts to: a dtype, a tensor type class
+    (FloatTensor) or its name ('torch.FloatTensor')."""
+    from ... import _legacy
+    if isinstance(dst_type, str):
+        cls = getattr(_legacy, dst_type.rpartition(".")[2], None)
+        if dst_type.rpartition(".")[0] in ("torch", "tapegrad") and \
+                isinstance(cls, _legacy.TypedTensorMeta):
+            return cls.dtype.np_dtype
+        raise ValueError(f"invalid type: '{dst_type}'")
+    if isinstance(dst_type, _legacy.TypedTensorMeta):
+        return dst_type.dtype.np_dtype
+    if isinstance(dst_type, _core.dtype):
+        return dst_type.np_dtype
+    raise ValueError(f"invalid type: '{getattr(dst_type, '__name__', dst_type)}'")
 
 
 def _addindent(text: str, spaces: int) -> str:
@@ -209,34 +227,60 @@ class Module:
             fn(m)
         return self
 
-    # -- dtype --------------------------------------------------------------------------------
-    def _cast(self, np_dtype) -> "Module":
+    # -- dtype and device ---------------------------------------------------------------------
+    def _tensors(self):
+        """Every parameter and buffer of every submodule (a shared one once)."""
+        seen = set()
         for m in self.modules():
             for store in (m._parameters, m._buffers):
-                for name, t in store.items():
-                    if t is None or t._array.dtype.kind != "f":
-                        continue
-                    t._array = t._array.astype(np_dtype)
-                    if t.is_leaf and t.grad is not None:
-                        t.grad = _core.wrap_array(t.grad._array.astype(np_dtype))
+                for t in store.values():
+                    if t is not None and id(t) not in seen:
+                        seen.add(id(t))
+                        yield t
+
+    def _cast(self, np_dtype, floating_only: bool = True) -> "Module":
+        """Convert parameters and buffers (only the floating ones unless told) in place: each
+        keeps its identity (optimizers hold them), as PyTorch's conversions do; so do grads."""
+        np_dtype = np.dtype(np_dtype)
+        for t in self._tensors():
+            if floating_only and t._array.dtype.kind != "f":
+                continue
+            t._array = t._array.astype(np_dtype, copy=False)
+            if t.is_leaf and t.grad is not None:
+                t.grad = _core.wrap_array(t.grad._array.astype(np_dtype))
         return self
 
+    def _check_move(self, device, fn: str) -> None:
+        """A device string must parse; an unavailable device raises only when there is a tensor
+        to move (PyTorch's ReLU().cuda() succeeds on a machine without CUDA)."""
+        if device is None:
+            return
+        if is_device_like(device) and not isinstance(device, int):
+            as_device(device)
+        if next(self._tensors(), None) is not None:
+            check_device(device, fn)
+
     def to(self, *args, **kwargs) -> "Module":
-        """Cast floating parameters and buffers to a dtype; devices other than cpu are refused."""
-        dtype = kwargs.get("dtype")
-        for a in args:
-            if isinstance(a, _core.dtype):
-                dtype = a
-            elif isinstance(a, Tensor):
-                dtype = a.dtype
-            elif isinstance(a, str) and a.split(":")[0] != "cpu":
-                raise RuntimeError(f"tapegrad runs on the CPU only (got device {a!r})")
+        """Module.to(device), to(dtype), to(device, dtype), to(tensor): floating parameters and
+        buffers converted in place to the dtype; the CPU is the only device."""
+        device, dtype, _, _ = parse_to(args, kwargs)
+        self._check_move(device, "to")
         if dtype is None:
             return self
-        if not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired "
-                            f"dtype={dtype}")
-        return self._cast(dtype.np_dtype)
+        dt = as_dtype(dtype)
+        if not dt.is_floating_point:
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got "
+                            f"desired dtype={dt}")
+        return self._cast(dt.np_dtype)
+
+    def type(self, dst_type) -> "Module":
+        """Convert every parameter and buffer (integer ones too) to dst_type: a dtype or a
+        tensor type (FloatTensor, 'torch.DoubleTensor')."""
+        np_dt = _type_arg_np_dtype(dst_type)
+        if np_dt.kind != "f" and any(p.requires_grad for p in self.parameters()):
+            raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                               "point or complex dtype")
+        return self._cast(np_dt, floating_only=False)
 
     def float(self) -> "Module":
         return self._cast(np.float32)
@@ -244,7 +288,18 @@ class Module:
     def double(self) -> "Module":
         return self._cast(np.float64)
 
+    def half(self) -> "Module":
+        return self._cast(np.float16)
+
     def cpu(self) -> "Module":
+        return self
+
+    def cuda(self, device=None) -> "Module":
+        """Raises as a PyTorch build without CUDA does (when there is a tensor to move)."""
+        if next(self._tensors(), None) is not None:
+            if isinstance(device, int) and not isinstance(device, bool):
+                check_device(device, "cuda")
+            check_device("cuda", "cuda")
         return self
 
     # -- state --------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ class LayerNorm(Module):
     """Normalises over the trailing `normalized_shape` dims, then scales and shifts."""
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True, dtype=None) -> None:
+                 bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
@@ -20,9 +20,11 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(creation.ones(*self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(creation.ones(*self.normalized_shape, device=device,
+                                                  dtype=dtype))
             if bias:
-                self.bias = Parameter(creation.zeros(*self.normalized_shape, dtype=dtype))
+                self.bias = Parameter(creation.zeros(*self.normalized_shape, device=device,
+                                                     dtype=dtype))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -41,7 +43,8 @@ class BatchNorm1d(Module):
     """Batch normalisation over (N, C) or (N, C, L) inputs, with running statistics."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, dtype=None) -> None:
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None) -> None:
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -49,15 +52,17 @@ class BatchNorm1d(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
-            self.weight = Parameter(creation.ones(num_features, dtype=dtype))
-            self.bias = Parameter(creation.zeros(num_features, dtype=dtype))
+            self.weight = Parameter(creation.ones(num_features, device=device, dtype=dtype))
+            self.bias = Parameter(creation.zeros(num_features, device=device, dtype=dtype))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", creation.zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", creation.ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", creation.tensor(0))
+            self.register_buffer("running_mean", creation.zeros(num_features, device=device,
+                                                                dtype=dtype))
+            self.register_buffer("running_var", creation.ones(num_features, device=device,
+                                                              dtype=dtype))
+            self.register_buffer("num_batches_tracked", creation.tensor(0, device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)

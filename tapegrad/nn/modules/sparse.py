@@ -12,7 +12,7 @@ class Embedding(Module):
     """A lookup table of `num_embeddings` vectors of size `embedding_dim` (N(0, 1) initialised)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 _weight=None, dtype=None) -> None:
+                 _weight=None, device=None, dtype=None) -> None:
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -22,7 +22,8 @@ class Embedding(Module):
             padding_idx = padding_idx % num_embeddings
         self.padding_idx = padding_idx
         if _weight is None:
-            self.weight = Parameter(creation.empty(num_embeddings, embedding_dim, dtype=dtype))
+            self.weight = Parameter(creation.empty(num_embeddings, embedding_dim, device=device,
+                                                   dtype=dtype))
             init.normal_(self.weight)
             if padding_idx is not None:
                 self.weight._array[padding_idx] = 0
