@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from . import _core, _dlpack
-from ._device import CPU, check_device, is_device_like
+from ._device import CPU, as_device, check_device, is_device_like
 from ._format import tensor_repr
 
 
@@ -279,6 +279,9 @@ class Tensor(_core.TensorBase):
         copy=: self when nothing changes (unless copy=True), else a converted copy."""
         device, dtype, _, copy = parse_to(args, kwargs)
         check_device(device, "to")
+        if device is not None and not isinstance(device, int) and as_device(device).index \
+                is not None:
+            copy = True     # PyTorch: 'cpu:0' is not the device of a CPU tensor ('cpu'): a copy
         if dtype is None:
             return _core_to(self, copy=copy)
         return _core_to(self, dtype, copy=copy)

@@ -329,7 +329,7 @@ def test_conversions():
     x = tg.tensor([1.5, -2.0], dtype=tg.float64, requires_grad=True)
     assert x.double() is x and x.to(tg.float64) is x and x.to("cpu") is x and x.to(x) is x
     assert x.type(tg.float64) is x and x.type_as(x) is x and x.to() is x
-    assert x.to("cpu:0") is x and x.to(tg.float64, copy=True) is not x
+    assert x.to("cpu:0") is not x and x.to(tg.float64, copy=True) is not x
     assert x.to(float).dtype == tg.float64 and x.to(int).dtype == tg.int64
     assert x.to(bool).dtype == tg.bool
     assert x.to(tg.float64, copy=True).grad_fn is not None
