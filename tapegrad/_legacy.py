@@ -70,20 +70,39 @@ def _sized(shape, np_dt) -> np.ndarray:
 
 
 def _check_int_range(values: np.ndarray, np_dt) -> None:
-    """Python numbers bound for an integer tensor must fit it: PyTorch checks each value (an
-    unsigned type also takes negatives down to -max, stored modulo 2**bits, as C converts)."""
-    if values.size == 0 or np_dt.kind not in "iu":
-        return
-    if values.dtype.kind == "b":
+    """Python numbers bound for an integer tensor must fit it, as PyTorch checks each one: a
+    float within [min, max] of the type (it is then truncated); an int too, except that an
+    unsigned type also takes ints down to -max, stored modulo 2**bits as C converts them."""
+    if values.size == 0 or np_dt.kind not in "iu" or values.dtype.kind == "b":
         return
     info = np.iinfo(np_dt)
-    low = -int(info.max) if np_dt.kind == "u" else int(info.min)
+    low = -int(info.max) if np_dt.kind == "u" and values.dtype.kind in "iu" else int(info.min)
     if values.dtype.kind == "f" and bool(np.isnan(values).any()):
         fits = False
     else:
         fits = low <= values.min() and values.max() <= info.max
     if not fits:
         raise RuntimeError(f"value cannot be converted to type {np_dt.name} without overflow")
+
+
+def _ragged_error(data, dim: int = 0):
+    """PyTorch's error for nested sequences that do not form a box (None when they do)."""
+    if not isinstance(data, (list, tuple)) or not data:
+        return None
+    lengths = [len(d) if isinstance(d, (list, tuple)) else None for d in data]
+    first = lengths[0]
+    for d, n in zip(data, lengths):
+        if n != first:
+            if first is None:
+                return TypeError(f"must be real number, not {type(d).__name__}")
+            if n is None:
+                return TypeError("not a sequence")
+            return ValueError(f"expected sequence of length {first} at dim {dim + 1} (got {n})")
+    for d in data:
+        error = _ragged_error(d, dim + 1)
+        if error is not None:
+            return error
+    return None
 
 
 def _from_data(data, np_dt) -> np.ndarray:
@@ -95,7 +114,8 @@ def _from_data(data, np_dt) -> np.ndarray:
     try:
         values = np.array(data)
     except ValueError as e:
-        raise ValueError(f"expected a rectangular nested sequence of numbers: {e}") from None
+        raise (_ragged_error(data) or ValueError(f"expected a rectangular nested sequence of "
+                                                 f"numbers: {e}")) from None
     if values.dtype.kind not in "biuf":
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     _check_int_range(values, np_dt)
