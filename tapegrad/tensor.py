@@ -286,6 +286,17 @@ class Tensor(_core.TensorBase):
             return _core_to(self, copy=copy)
         return _core_to(self, dtype, copy=copy)
 
+    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+        """Tensor.type(): the type string ('torch.FloatTensor'); type(t): self converted to t, a
+        dtype, a tensor type (DoubleTensor) or its name (self when it already has that type)."""
+        from ._legacy import TypedTensorMeta
+        if isinstance(dtype, TypedTensorMeta):
+            dtype = dtype.dtype
+        elif isinstance(dtype, str) and dtype.startswith("torch.cuda."):
+            raise RuntimeError("Cannot initialize CUDA without ATen_cuda library. tapegrad runs "
+                               "on the CPU only.")
+        return _core_type(self, dtype, non_blocking, **kwargs)
+
     def cpu(self, *, memory_format=None):
         return self
 
@@ -425,6 +436,7 @@ class Tensor(_core.TensorBase):
 
 # The compiled dtype conversion behind Tensor.to (which parses the device part first).
 _core_to = _core.TENSOR_METHODS["to"]
+_core_type = _core.TENSOR_METHODS["type"]
 
 # Methods the compiled op families register (each is a binding function: `t.op(...)` passes t).
 for _name, _fn in _core.TENSOR_METHODS.items():

@@ -30,7 +30,7 @@ def _same(fn, torch):
     if expected[0] == "err":
         assert got[0] == "err", (expected, got)
         assert got[1] == expected[1], (expected, got)
-        phrase = expected[2].split(" (")[0][:60]
+        phrase = expected[2].split(" (")[0].split(". ")[0][:60]
         assert phrase.lower() in got[2].lower(), (expected, got)
     else:
         assert got == expected
@@ -188,6 +188,12 @@ NEW_AND_QUERY_CASES = {
     "type_dtype": lambda T: _x(T).type(T.float64),
     "type_name": lambda T: _x(T).type("torch.LongTensor"),
     "type_same_is_self": lambda T: (lambda x: x.type(T.float32) is x)(_x(T)),
+    "type_class": lambda T: (lambda x: (str(x.type(T.DoubleTensor).dtype),
+                                        x.type(T.FloatTensor) is x))(_x(T)),
+    "type_cuda_name": lambda T: _x(T).type("torch.cuda.FloatTensor"),
+    "type_bad_name": lambda T: _x(T).type("foo"),
+    "type_python_float": lambda T: _x(T).type(float),
+    "type_dtype_kw": lambda T: _x(T).type(dtype=T.float64, non_blocking=True),
     "is_contiguous": lambda T: (_x(T).is_contiguous(), _x(T).t().is_contiguous()),
     "data_ptr_int": lambda T: isinstance(_x(T).data_ptr(), int),
     "parameter": lambda T: T.nn.Parameter(T.ones(2)),
