@@ -91,18 +91,12 @@ from ._type_info import finfo, iinfo
 _extra_ops.register(globals(), Tensor)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled)
+from .creation import tensor_arg as _tensor_arg
 
 
 def is_tensor(obj) -> bool:
     """Whether obj is a tapegrad tensor."""
     return isinstance(obj, _core.TensorBase)
-
-
-def _tensor_arg(fn: str, input):
-    if not isinstance(input, _core.TensorBase):
-        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
-    return input
 
 
 def is_floating_point(input) -> bool:

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _core
 from ._device import as_device, is_device_like
+from .tensor import Size, invalid_arguments
 
 # The C types PyTorch names in its legacy constructor's dtype-mismatch message.
 _C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
@@ -21,21 +22,6 @@ _C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half"
 _SIGNATURES = ("\n * (*, torch.device device = None)\n * (torch.Storage storage)\n"
                " * (Tensor other)\n * (tuple of ints size, *, torch.device device = None)\n"
                " * (object data, *, torch.device device = None)\n")
-
-
-def _type_label(x) -> str:
-    if isinstance(x, _core.TensorBase):
-        return "Tensor"
-    if isinstance(x, _core.dtype):
-        return "torch.dtype"
-    return type(x).__name__
-
-
-def _invalid_combination(args, kwargs) -> TypeError:
-    got = [_type_label(a) for a in args] + [f"{k}={_type_label(v)}" for k, v in kwargs.items()]
-    return TypeError(f"new() received an invalid combination of arguments - got "
-                     f"({', '.join(got)}{'' if args or not kwargs else ', '}), but expected one of:"
-                     + _SIGNATURES)
 
 
 def _is_int(x) -> bool:
@@ -140,12 +126,12 @@ def legacy_value(np_dt, args: tuple, kwargs: dict):
     device = kw.pop("device", None)
     size = kw.pop("size", None)
     if kw or (size is not None and args):
-        raise _invalid_combination(args, kwargs)
+        raise invalid_arguments("new", args, kwargs, _SIGNATURES)
     _check_legacy_device(device)
     data_dt = _default_float() if np_dt is None else np_dt
     if size is not None:
         if not isinstance(size, (tuple, list)) or not all(_is_int(s) for s in size):
-            raise _invalid_combination(args, kwargs)
+            raise invalid_arguments("new", args, kwargs, _SIGNATURES)
         return _sized(size, data_dt)
     if not args:
         return np.empty(0, dtype=data_dt)
@@ -157,9 +143,8 @@ def legacy_value(np_dt, args: tuple, kwargs: dict):
                                 f"{type(s).__name__}\"")
         return _sized(args, data_dt)
     if len(args) > 1:
-        raise _invalid_combination(args, kwargs)
+        raise invalid_arguments("new", args, kwargs, _SIGNATURES)
     data = args[0]
-    from .tensor import Size
     if isinstance(data, Size):
         return _sized(data, data_dt)
     if isinstance(data, _core.TensorBase):

@@ -30,10 +30,12 @@ def _check_placement(fn: str, device, pin_memory: bool = False) -> None:
                            "pinned memory allocator is available on this system.")
 
 
-def _check_like_input(fn: str, input) -> None:
+def tensor_arg(fn: str, input):
+    """`input` when it is a tensor, else PyTorch's TypeError for function `fn`."""
     if not isinstance(input, _core.TensorBase):
         raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
+    return input
 
 
 def _size_args(size) -> tuple:
@@ -157,28 +159,28 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memor
 # PyTorch's signature: every tapegrad tensor is contiguous).
 def zeros_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
-    _check_like_input("zeros_like", input)
+    tensor_arg("zeros_like", input)
     check_device(device, "zeros_like")
     return _filled(input.shape, 0, dtype or input.dtype, requires_grad)
 
 
 def ones_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
-    _check_like_input("ones_like", input)
+    tensor_arg("ones_like", input)
     check_device(device, "ones_like")
     return _filled(input.shape, 1, dtype or input.dtype, requires_grad)
 
 
 def full_like(input: Tensor, fill_value, dtype=None, *, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
-    _check_like_input("full_like", input)
+    tensor_arg("full_like", input)
     check_device(device, "full_like")
     return _filled(input.shape, fill_value, dtype or input.dtype, requires_grad)
 
 
 def empty_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
-    _check_like_input("empty_like", input)
+    tensor_arg("empty_like", input)
     check_device(device, "empty_like")
     dt = _np_dtype(dtype or input.dtype)
     _check_requires_grad(dt, requires_grad)

@@ -64,6 +64,14 @@ def _arg_label(x) -> str:
     return type(x).__name__
 
 
+def invalid_arguments(fn: str, args: tuple, kwargs: dict, signatures: str) -> TypeError:
+    """PyTorch's error for a call that matches none of a function's overloads."""
+    got = [_arg_label(a) for a in args] + [f"{k}={_arg_label(v)}" for k, v in kwargs.items()]
+    tail = "" if args or not kwargs else ", "    # PyTorch prints "(foo=int, )"
+    return TypeError(f"{fn}() received an invalid combination of arguments - got "
+                     f"({', '.join(got)}{tail}), but expected one of:" + signatures)
+
+
 def parse_to(args: tuple, kwargs: dict):
     """The (device, dtype, non_blocking, copy) of a `to(...)` call (Tensor.to and Module.to), by
     PyTorch's three overloads: to(device=None, dtype=None, non_blocking=False, copy=False),
@@ -101,10 +109,7 @@ def parse_to(args: tuple, kwargs: dict):
             flags.append(False)
         ok = ok and isinstance(flags[i], int)       # bools (ints pass PyTorch's parser too)
     if not ok or kw:
-        got = [_arg_label(a) for a in args] + [f"{k}={_arg_label(v)}" for k, v in kwargs.items()]
-        raise TypeError(f"to() received an invalid combination of arguments - got "
-                        f"({', '.join(got)}{'' if args or not kwargs else ', '}), but expected one of:"
-                        + _TO_SIGNATURES)
+        raise invalid_arguments("to", args, kwargs, _TO_SIGNATURES)
     return device, dtype, bool(flags[0]), bool(flags[1])
 
 
