@@ -138,6 +138,8 @@ class Tensor(_core.TensorBase):
         Only a call of the class runs this: ops create their results through TensorBase's own
         allocator, which does not call __init__ (a Python __new__ here would instead put a
         Python call on every op's path).  It raises or leaves self initialised."""
+        if self._array is not None:
+            return      # made by a subclass's own __new__: its arguments are not ours
         from ._legacy import legacy_value
         value = legacy_value(None, args, kwargs)
         # Tensor(other) shares other's storage (a view of its data: not differentiable through

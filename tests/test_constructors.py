@@ -262,6 +262,18 @@ def test_tensor_subclass_constructor():
     assert type(m) is Mine and m.tolist() == [1.0, 2.0]
 
 
+def test_subclass_with_its_own_new_keeps_its_arguments():
+    class Tagged(tg.Tensor):
+        def __new__(cls, base, tag):
+            obj = _core.TensorBase.__new__(cls)
+            obj._array = base._array
+            obj.tag = tag
+            return obj
+
+    t = Tagged(tg.ones(2), "x")
+    assert t.tag == "x" and t.tolist() == [1.0, 1.0]
+
+
 def test_parameter_still_constructs():
     p = tg.nn.Parameter(tg.ones(2))
     assert type(p) is tg.nn.Parameter and p.requires_grad and p.tolist() == [1.0, 1.0]
