@@ -91,7 +91,6 @@ from ._type_info import finfo, iinfo
 _extra_ops.register(globals(), Tensor)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled)
-from .creation import tensor_arg as _tensor_arg
 
 
 def is_tensor(obj) -> bool:
@@ -100,11 +99,12 @@ def is_tensor(obj) -> bool:
 
 
 def is_floating_point(input) -> bool:
-    return _tensor_arg("is_floating_point", input)._array.dtype.kind == "f"
+    _extra_ops._check_tensor(input, "is_floating_point")
+    return input._array.dtype.kind == "f"
 
 
 def is_complex(input) -> bool:
-    _tensor_arg("is_complex", input)
+    _extra_ops._check_tensor(input, "is_complex")
     return False
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from . import _core
 from ._device import check_device
+from ._extra_ops import _check_tensor
 from .tensor import Tensor
 
 _DEFAULT_FLOAT = np.dtype(np.float32)
@@ -28,14 +29,6 @@ def _check_placement(fn: str, device, pin_memory: bool = False) -> None:
     if pin_memory:
         raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no "
                            "pinned memory allocator is available on this system.")
-
-
-def tensor_arg(fn: str, input):
-    """`input` when it is a tensor, else PyTorch's TypeError for function `fn`."""
-    if not isinstance(input, _core.TensorBase):
-        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
-    return input
 
 
 def _size_args(size) -> tuple:
@@ -159,28 +152,28 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memor
 # PyTorch's signature: every tapegrad tensor is contiguous).
 def zeros_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
-    tensor_arg("zeros_like", input)
+    _check_tensor(input, "zeros_like")
     check_device(device, "zeros_like")
     return _filled(input.shape, 0, dtype or input.dtype, requires_grad)
 
 
 def ones_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
-    tensor_arg("ones_like", input)
+    _check_tensor(input, "ones_like")
     check_device(device, "ones_like")
     return _filled(input.shape, 1, dtype or input.dtype, requires_grad)
 
 
 def full_like(input: Tensor, fill_value, dtype=None, *, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
-    tensor_arg("full_like", input)
+    _check_tensor(input, "full_like")
     check_device(device, "full_like")
     return _filled(input.shape, fill_value, dtype or input.dtype, requires_grad)
 
 
 def empty_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
-    tensor_arg("empty_like", input)
+    _check_tensor(input, "empty_like")
     check_device(device, "empty_like")
     dt = _np_dtype(dtype or input.dtype)
     _check_requires_grad(dt, requires_grad)
