@@ -15,3 +15,7 @@ __all__ = ["Module", "ModuleDict", "ModuleList", "Sequential", "Flatten", "Ident
            "Softmax", "Softplus", "Tanh", "Dropout", "Embedding", "BatchNorm1d", "LayerNorm",
            "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
            "SmoothL1Loss"]
+
+# Recurrent layers and attention (issue 17, parts 2 and 3).
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+__all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]

@@ -1,4 +1,5 @@
-"""nn.utils: gradient clipping."""
+"""nn.utils: gradient clipping; rnn (padding and packing of sequences)."""
 from .clip_grad import clip_grad_norm_, clip_grad_value_
+from . import rnn
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "rnn"]

@@ -1,0 +1,494 @@
+"""Recurrent layers: RNN, LSTM, GRU and their single-step cells, with PyTorch's parameters.
+
+Built from tapegrad's differentiable ops, so gradients (also create_graph and higher order) come
+from the ops' own VJPs.  Per layer and direction the input projection of every time step is one
+matmul; the Python loop over time does only the hidden projection and the gate nonlinearities.
+(A compiled time loop, one tape record per layer and direction, is the eventual goal.)
+
+Gate layouts are PyTorch's, so state dicts interchange: LSTM rows (i, f, g, o), GRU rows (r, z, n)
+with n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+from ... import _core
+from ... import creation
+from ..._device import check_device
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+# -- one time step per mode ---------------------------------------------------------------------
+# Each takes the input projection of this step (bias included where it can be folded in), the
+# state tuple and the hidden-side weights, and returns the new state tuple; state[0] is the output.
+
+def _rnn_tanh_step(gi, state, w_hh, b_hh, w_hr):
+    return (_core.tanh(gi + F.linear(state[0], w_hh, b_hh)),)
+
+
+def _rnn_relu_step(gi, state, w_hh, b_hh, w_hr):
+    return (_core.relu(gi + F.linear(state[0], w_hh, b_hh)),)
+
+
+def _lstm_step(gi, state, w_hh, b_hh, w_hr):
+    h, c = state
+    i, f, g, o = (gi + F.linear(h, w_hh, b_hh)).chunk(4, -1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    h = o.sigmoid() * c.tanh()
+    if w_hr is not None:
+        h = F.linear(h, w_hr)
+    return (h, c)
+
+
+def _gru_step(gi, state, w_hh, b_hh, w_hr):
+    h = state[0]
+    i_r, i_z, i_n = gi.chunk(3, -1)
+    h_r, h_z, h_n = F.linear(h, w_hh, b_hh).chunk(3, -1)
+    r = (i_r + h_r).sigmoid()
+    z = (i_z + h_z).sigmoid()
+    n = (i_n + r * h_n).tanh()
+    return (n + z * (h - n),)
+
+
+_STEPS = {"LSTM": _lstm_step, "GRU": _gru_step, "RNN_TANH": _rnn_tanh_step,
+          "RNN_RELU": _rnn_relu_step}
+
+
+def _input_projection(mode, x, w_ih, b_ih, b_hh):
+    """W_ih x + b_ih for all steps at once; b_hh is folded in too unless GRU needs it inside r*()."""
+    if b_ih is not None and b_hh is not None and mode != "GRU":
+        return F.linear(x, w_ih, b_ih + b_hh)
+    return F.linear(x, w_ih, b_ih)
+
+
+def _hidden_bias(mode, b_ih, b_hh):
+    return b_hh if (mode == "GRU" or b_ih is None) else None
+
+
+def _run_direction(mode, steps, state, weights, reverse, batch_sizes):
+    """Run one layer in one direction over `steps` (a list of per-step input projections).
+
+    state: tuple of (B, *) tensors.  batch_sizes: None for equal-length sequences, else the
+    non-increasing active batch size per step (a packed batch, sequences sorted by length).
+    Returns (list of per-step outputs in time order, final state tuple)."""
+    step = _STEPS[mode]
+    w_hh, b_hh, w_hr = weights
+    T = len(steps)
+    outputs = [None] * T
+    if batch_sizes is None:
+        order = range(T - 1, -1, -1) if reverse else range(T)
+        for t in order:
+            state = step(steps[t], state, w_hh, b_hh, w_hr)
+            outputs[t] = state[0]
+        return outputs, state
+    full = state
+    if not reverse:
+        # Sequences end from the bottom of the batch upward; keep each one's state as it ends.
+        finished = []
+        for t in range(T):
+            bs = batch_sizes[t]
+            if bs < state[0].shape[0]:
+                finished.append(tuple(s[bs:] for s in state))
+                state = tuple(s[:bs] for s in state)
+            state = step(steps[t], state, w_hh, b_hh, w_hr)
+            outputs[t] = state[0]
+        finished.append(state)
+        finished.reverse()
+        final = tuple(_core_cat([f[k] for f in finished]) for k in range(len(state)))
+        return outputs, final
+    # Backwards in time the batch grows: a sequence joins at its own last step with its h0.
+    state = tuple(s[:batch_sizes[T - 1]] for s in full)
+    for t in range(T - 1, -1, -1):
+        bs = batch_sizes[t]
+        have = state[0].shape[0]
+        if bs > have:
+            state = tuple(_core_cat([s, f[have:bs]]) for s, f in zip(state, full))
+        state = step(steps[t], state, w_hh, b_hh, w_hr)
+        outputs[t] = state[0]
+    return outputs, state
+
+
+_cat = _core.TORCH_FUNCTIONS["cat"]
+_stack = _core.TORCH_FUNCTIONS["stack"]
+
+
+def _core_cat(parts):
+    return parts[0] if len(parts) == 1 else _cat(parts, 0)
+
+
+def _shape_str(shape):
+    return "(" + ", ".join(str(s) for s in shape) + (",)" if len(shape) == 1 else ")")
+
+
+# -- the multi-layer modules --------------------------------------------------------------------
+
+class RNNBase(Module):
+    """The shared machinery of RNN, LSTM and GRU: parameters, checks, layers and directions."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        check_device(device)
+        if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
+                or not 0 <= dropout <= 1):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
+                          "non-zero dropout expects num_layers greater than 1, but got "
+                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=3)
+        if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
+            raise TypeError(f"hidden_size should be of type int, got: "
+                            f"{type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        num_directions = 2 if bidirectional else 1
+        gate_size = _GATES[mode] * hidden_size
+        real_hidden = proj_size if proj_size > 0 else hidden_size
+        self._flat_weights_names = []
+        self._all_weights = []
+        for layer in range(num_layers):
+            layer_input = input_size if layer == 0 else real_hidden * num_directions
+            for direction in range(num_directions):
+                suffix = "_reverse" if direction == 1 else ""
+                shapes = [("weight_ih", (gate_size, layer_input)),
+                          ("weight_hh", (gate_size, real_hidden))]
+                if bias:
+                    shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                if proj_size > 0:
+                    shapes.append(("weight_hr", (proj_size, hidden_size)))
+                names = []
+                for kind, shape in shapes:
+                    name = f"{kind}_l{layer}{suffix}"
+                    setattr(self, name, Parameter(creation.empty(*shape, dtype=dtype)))
+                    names.append(name)
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
+
+    def _direction_weights(self, layer, direction):
+        suffix = "_reverse" if direction == 1 else ""
+        get = lambda kind: getattr(self, f"{kind}_l{layer}{suffix}", None)  # noqa: E731
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+    # -- forward ------------------------------------------------------------------------------
+    def _state_shapes(self, batch):
+        num_directions = 2 if self.bidirectional else 1
+        out = self.proj_size if self.proj_size > 0 else self.hidden_size
+        h_shape = (self.num_layers * num_directions, batch, out)
+        if self.mode == "LSTM":
+            return [h_shape, (self.num_layers * num_directions, batch, self.hidden_size)]
+        return [h_shape]
+
+    def _check_input(self, input, batch_sizes):
+        name = "RNN" if self.mode.startswith("RNN") else self.mode
+        expected = 2 if batch_sizes is not None else 3
+        if batch_sizes is None and input.dim() not in (2, 3):
+            tail = " tensor instead" if name == "RNN" else " instead"
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D{tail}")
+        if batch_sizes is not None and input.dim() != expected:
+            raise RuntimeError(f"input must have {expected} dimensions, got {input.dim()}")
+        w = self.weight_ih_l0
+        if input.dtype != w.dtype:
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
+                             f"({w.dtype}). Convert input: input.to({w.dtype}), or convert "
+                             f"model: model.to({input.dtype})")
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.shape[-1]}")
+
+    def forward(self, input, hx=None):
+        from ..utils.rnn import PackedSequence
+        packed = isinstance(input, PackedSequence)
+        is_lstm = self.mode == "LSTM"
+        if packed:
+            data, batch_sizes_t, sorted_indices, unsorted_indices = input
+            batch_sizes = [int(b) for b in batch_sizes_t.tolist()]
+            self._check_input(data, batch_sizes)
+            batch = batch_sizes[0]
+            batched = True
+        else:
+            self._check_input(input, None)
+            batched = input.dim() == 3
+            data = input if batched else input.unsqueeze(1)
+            if self.batch_first and batched:
+                data = data.transpose(0, 1)
+            batch_sizes = None
+            batch = data.shape[1]
+        state = self._initial_state(hx, data, batch, batched, is_lstm)
+        if packed and sorted_indices is not None:
+            state = [s.index_select(1, sorted_indices) for s in state]
+
+        num_directions = 2 if self.bidirectional else 1
+        layer_input = data
+        finals = [[] for _ in state]
+        for layer in range(self.num_layers):
+            direction_outputs = []
+            for direction in range(num_directions):
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._direction_weights(layer, direction)
+                proj = _input_projection(self.mode, layer_input, w_ih, b_ih, b_hh)
+                steps = (proj.split(batch_sizes, 0) if packed else proj.unbind(0))
+                idx = layer * num_directions + direction
+                init_state = tuple(s[idx] for s in state)
+                outs, last = _run_direction(self.mode, steps, init_state,
+                                            (w_hh, _hidden_bias(self.mode, b_ih, b_hh), w_hr),
+                                            direction == 1, batch_sizes)
+                direction_outputs.append(_cat(outs, 0) if packed else _stack(outs, 0))
+                for k, s in enumerate(last):
+                    finals[k].append(s)
+            layer_input = (direction_outputs[0] if num_directions == 1
+                           else _cat(direction_outputs, -1))
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        output = layer_input
+        final = [_stack(f, 0) for f in finals]
+        if packed:
+            if unsorted_indices is not None:
+                final = [s.index_select(1, unsorted_indices) for s in final]
+            output = PackedSequence(output, batch_sizes_t, sorted_indices, unsorted_indices)
+        else:
+            if self.batch_first and batched:
+                output = output.transpose(0, 1)
+            if not batched:
+                output = output.squeeze(1)
+                final = [s.squeeze(1) for s in final]
+        return (output, tuple(final)) if is_lstm else (output, final[0])
+
+    def _initial_state(self, hx, data, batch, batched, is_lstm):
+        shapes = self._state_shapes(batch)
+        if hx is None:
+            return [creation.zeros(*shape, dtype=data.dtype) for shape in shapes]
+        parts = list(hx) if is_lstm else [hx]
+        want = 3 if batched else 2
+        if is_lstm:
+            if any(p.dim() != want for p in parts):
+                kind = "batched 3-D" if batched else "unbatched 2-D"
+                raise RuntimeError(f"For {kind} input, hx and cx should also be {want}-D but got "
+                                   f"({parts[0].dim()}-D, {parts[1].dim()}-D) tensors")
+        elif parts[0].dim() != want:
+            kind = "batched 3-D" if batched else "unbatched 2-D"
+            raise RuntimeError(f"For {kind} input, hx should also be {want}-D but got "
+                               f"{parts[0].dim()}-D tensor")
+        if not batched:
+            parts = [p.unsqueeze(1) for p in parts]
+        for k, (p, shape) in enumerate(zip(parts, shapes)):
+            if tuple(p.shape) != shape:
+                label = f"hidden[{k}]" if is_lstm else "hidden"
+                raise RuntimeError(f"Expected {label} size {_shape_str(shape)}, got "
+                                   f"{list(p.shape)}")
+        return parts
+
+
+class RNN(RNNBase):
+    """Elman RNN: h_t = act(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh), act tanh or relu."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, device=None,
+                 dtype=None, **kwargs) -> None:
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if kwargs:
+            raise TypeError(f"RNN.__init__() got an unexpected keyword argument "
+                            f"'{next(iter(kwargs))}'")
+        if nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
+                             f"'relu'.")
+        super().__init__(mode, input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, 0, device, dtype)
+        # Module.__setattr__ exists only after Module.__init__: keep the name as PyTorch does.
+        self.nonlinearity = nonlinearity
+
+
+class LSTM(RNNBase):
+    """Long short-term memory, PyTorch's gate order (i, f, g, o); optional output projection."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None) -> None:
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, proj_size, device, dtype)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit, PyTorch's gate order (r, z, n)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, device=None, dtype=None, **kwargs) -> None:
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if kwargs:
+            raise TypeError(f"GRU.__init__() got an unexpected keyword argument "
+                            f"'{next(iter(kwargs))}'")
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, 0, device, dtype)
+
+
+# -- single-step cells --------------------------------------------------------------------------
+
+class RNNCellBase(Module):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        check_device(device)
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(creation.empty(num_chunks * hidden_size, input_size,
+                                                  dtype=dtype))
+        self.weight_hh = Parameter(creation.empty(num_chunks * hidden_size, hidden_size,
+                                                  dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(creation.empty(num_chunks * hidden_size, dtype=dtype))
+            self.bias_hh = Parameter(creation.empty(num_chunks * hidden_size, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        nonlinearity = getattr(self, "nonlinearity", "tanh")
+        if nonlinearity != "tanh":
+            s += f", nonlinearity={nonlinearity}"
+        return s
+
+    def _prepare(self, input, hx, n_states):
+        """Checks as PyTorch's cells do; returns (2-D input, list of 2-D states, batched)."""
+        name = type(self).__name__
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D "
+                             f"instead")
+        states = [] if hx is None else (list(hx) if n_states == 2 else [hx])
+        for s in states:
+            if s.dim() not in (1, 2):
+                raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {s.dim()}D "
+                                 f"instead")
+        batched = input.dim() == 2
+        if not batched:
+            input = input.unsqueeze(0)
+            states = [s.unsqueeze(0) for s in states]
+        if input.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
+                               f"expected {self.input_size}")
+        if not states:
+            zeros = creation.zeros(input.shape[0], self.hidden_size, dtype=input.dtype)
+            states = [zeros] * n_states
+        for k, s in enumerate(states):
+            if s.shape[0] != input.shape[0]:
+                raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match "
+                                   f"hidden{k} batch size {s.shape[0]}")
+            if s.dim() != 2 or s.shape[1] != self.hidden_size:
+                got = s.shape[1] if s.dim() == 2 else s.shape[0]
+                raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {got}, "
+                                   f"expected {self.hidden_size}")
+        return input, states, batched
+
+    def _step(self, mode, input, states):
+        gi = F.linear(input, self.weight_ih, self.bias_ih)
+        return _STEPS[mode](gi, tuple(states), self.weight_hh, self.bias_hh, None)
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        input, states, batched = self._prepare(input, hx, 1)
+        if self.nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif self.nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        h = self._step(mode, input, states)[0]
+        return h if batched else h.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input, hx=None):
+        input, states, batched = self._prepare(input, hx, 2)
+        h, c = self._step("LSTM", input, states)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input, hx=None):
+        input, states, batched = self._prepare(input, hx, 1)
+        h = self._step("GRU", input, states)[0]
+        return h if batched else h.squeeze(0)

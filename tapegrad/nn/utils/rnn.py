@@ -1,0 +1,206 @@
+"""Variable-length batches for recurrent layers: padding, packing and PackedSequence.
+
+A packed batch stores the sequences sorted by decreasing length, time-major: `data` holds, for
+each step t, the rows of the `batch_sizes[t]` sequences still running.  Packing and unpacking are
+built from differentiable ops (select, slice, cat, stack, index_select), so gradients flow through.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ... import _core
+from ... import creation
+from ...tensor import Tensor
+
+_cat = _core.TORCH_FUNCTIONS["cat"]
+_stack = _core.TORCH_FUNCTIONS["stack"]
+
+_PackedSequenceBase = namedtuple("PackedSequence_",
+                                 ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])
+
+
+def _invert_permutation(permutation):
+    if permutation is None:
+        return None
+    inverse = np.empty_like(permutation._array)
+    inverse[permutation._array] = np.arange(permutation._array.size)
+    return creation.from_numpy(inverse)
+
+
+class PackedSequence(_PackedSequenceBase):
+    """The packed form of a batch of sequences (see the module docstring).  Build it with
+    pack_padded_sequence or pack_sequence, not by hand."""
+
+    __slots__ = ()
+
+    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+        if unsorted_indices is None:
+            unsorted_indices = _invert_permutation(sorted_indices)
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+
+    def to(self, *args, **kwargs):
+        data = self.data.to(*args, **kwargs)
+        return self if data is self.data else type(self)(data, self.batch_sizes,
+                                                         self.sorted_indices,
+                                                         self.unsorted_indices)
+
+    def double(self):
+        return self.to(_core.float64)
+
+    def float(self):
+        return self.to(_core.float32)
+
+    def cpu(self):
+        return self
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+
+def _lengths_array(lengths) -> np.ndarray:
+    if isinstance(lengths, Tensor):
+        arr = lengths.detach()._array
+    else:
+        arr = np.asarray(lengths)
+    return arr.astype(np.int64)
+
+
+def pack_padded_sequence(input, lengths, batch_first: bool = False,
+                         enforce_sorted: bool = True) -> PackedSequence:
+    """Pack a padded (T, B, *) batch (or (B, T, *) with batch_first) given each sequence's length."""
+    lengths = _lengths_array(lengths)
+    if lengths.ndim != 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if enforce_sorted:
+        if np.any(lengths[:-1] < lengths[1:]):
+            raise RuntimeError(
+                "`lengths` array must be sorted in decreasing order when `enforce_sorted` is "
+                "True. You can pass `enforce_sorted=False` to pack_padded_sequence and/or "
+                "pack_sequence to sidestep this requirement if you do not need ONNX "
+                "exportability.")
+        sorted_indices = None
+    else:
+        order = np.argsort(-lengths, kind="stable")
+        lengths = lengths[order]
+        sorted_indices = creation.from_numpy(order.astype(np.int64))
+        input = input.index_select(0 if batch_first else 1, sorted_indices)
+    if batch_first:
+        input = input.transpose(0, 1)
+    steps, batch = input.shape[0], input.shape[1]
+    if lengths.size != batch:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
+                           f"{lengths.size} (batch_size={batch})")
+    if lengths.size and lengths.min() <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an "
+                           "element in 'lengths' that is <= 0")
+    if lengths.size and lengths.max() > steps:
+        # PyTorch reads past the input here; a clear error is the only safe answer.
+        raise RuntimeError(f"Expected sequence lengths to be at most the padded length "
+                           f"{steps}, but got a length of {int(lengths.max())}")
+    max_len = int(lengths[0]) if lengths.size else 0
+    batch_sizes = np.array([(lengths > t).sum() for t in range(max_len)], dtype=np.int64)
+    pieces = [input[t] if bs == batch else input[t][:bs]
+              for t, bs in enumerate(batch_sizes.tolist())]
+    data = _cat(pieces, 0)
+    return PackedSequence(data, creation.from_numpy(batch_sizes), sorted_indices, None)
+
+
+def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
+                        padding_value: float = 0.0, total_length=None):
+    """The inverse of pack_padded_sequence: (padded batch, lengths in the original order)."""
+    data, batch_sizes_t, sorted_indices, unsorted_indices = sequence
+    batch_sizes = batch_sizes_t.tolist()
+    max_len = len(batch_sizes)
+    if total_length is not None:
+        if total_length < max_len:
+            raise ValueError(f"Expected total_length to be at least the length of the longest "
+                             f"sequence in input, but got total_length={total_length} and max "
+                             f"sequence length being {max_len}")
+    else:
+        total_length = max_len
+    batch = batch_sizes[0]
+    tail = tuple(data.shape[1:])
+    rows = []
+    offset = 0
+    for bs in batch_sizes:
+        piece = data[offset:offset + bs]
+        offset += bs
+        if bs < batch:
+            pad = creation.full((batch - bs,) + tail, padding_value, dtype=data.dtype)
+            piece = _cat([piece, pad], 0)
+        rows.append(piece)
+    if total_length > max_len:
+        pad = creation.full((batch,) + tail, padding_value, dtype=data.dtype)
+        rows.extend([pad] * (total_length - max_len))
+    padded = _stack(rows, 0)
+    counts = np.array(batch_sizes, dtype=np.int64)
+    lengths = (counts[None, :] > np.arange(batch)[:, None]).sum(axis=1).astype(np.int64)
+    if unsorted_indices is not None:
+        padded = padded.index_select(1, unsorted_indices)
+        lengths = lengths[unsorted_indices._array]
+    if batch_first:
+        padded = padded.transpose(0, 1)
+    return padded, creation.from_numpy(lengths)
+
+
+def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,
+                 padding_side: str = "right"):
+    """Stack sequences of shapes (L_i, *) into (L_max, B, *) (or (B, L_max, *)), padded."""
+    if padding_side not in ("left", "right"):
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got "
+                           f"{padding_side}.")
+    if isinstance(sequences, Tensor):
+        sequences = list(sequences.unbind(0))
+    sequences = list(sequences)
+    if not sequences:
+        raise RuntimeError("received an empty list of sequences")
+    for s in sequences:
+        if s.dim() == 0:
+            raise RuntimeError("pad_sequence: every sequence needs at least one dimension "
+                               "(got a 0-d tensor)")
+    tail = tuple(sequences[0].shape[1:])
+    dtype = sequences[0].dtype
+    for s in sequences[1:]:
+        other = tuple(s.shape[1:])
+        if other != tail:
+            if len(other) != len(tail):
+                raise RuntimeError(f"pad_sequence: sequences must have the same number of "
+                                   f"dimensions, got {sequences[0].dim()} and {s.dim()}")
+            d = next(k for k in range(len(tail)) if tail[k] != other[k])
+            raise RuntimeError(f"The size of tensor a ({tail[d]}) must match the size of "
+                               f"tensor b ({other[d]}) at non-singleton dimension {d + 1}")
+        dtype = _core.TORCH_FUNCTIONS["result_type"](creation.empty(0, dtype=dtype), s)
+    max_len = max(s.shape[0] for s in sequences)
+    padded = []
+    for s in sequences:
+        missing = max_len - s.shape[0]
+        if s.dtype != dtype:
+            s = s.to(dtype)
+        if missing:
+            pad = creation.full((missing,) + tail, padding_value, dtype=dtype)
+            s = _cat([s, pad] if padding_side == "right" else [pad, s], 0)
+        padded.append(s)
+    return _stack(padded, 0 if batch_first else 1)
+
+
+def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:
+    """Pack a list of (L_i, *) sequences (sorted by decreasing length unless enforce_sorted=False)."""
+    lengths = [s.shape[0] for s in sequences]
+    return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
+
+
+def unpad_sequence(padded_sequences, lengths, batch_first: bool = False):
+    """Split a padded batch back into its list of sequences."""
+    if not batch_first:
+        padded_sequences = padded_sequences.transpose(0, 1)
+    return [seq[:int(n)] for seq, n in zip(padded_sequences.unbind(0),
+                                           _lengths_array(lengths).tolist())]
+
+
+def unpack_sequence(packed_sequences: PackedSequence):
+    """Split a PackedSequence back into its list of sequences (original order)."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
