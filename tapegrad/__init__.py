@@ -108,6 +108,8 @@ def is_complex(input) -> bool:
     return False
 
 
+# einsum, addmm, baddbmm: composed from the compiled ops (issue 17).
+from .contractions import addmm, baddbmm, einsum  # noqa: E402
 # Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
                  "distributions", "cuda", "backends", "accelerator", "version")

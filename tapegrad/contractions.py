@@ -1,0 +1,355 @@
+"""einsum, addmm and baddbmm, composed from tapegrad's differentiable ops.
+
+einsum reduces every equation to the ops the tape already differentiates: index_select for a
+repeated subscript (a diagonal), sum for a subscript nobody else needs, and per pair of operands
+one permute + reshape + (b)mm.  Gradients, create_graph and higher order come from those ops.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+from .tensor import Tensor
+
+_mm = _core.TORCH_FUNCTIONS["mm"]
+_bmm = _core.TORCH_FUNCTIONS["bmm"]
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _type_name(t) -> str:
+    return _TYPE_NAMES.get(t._array.dtype.name, t._array.dtype.name)
+
+
+# -- addmm / baddbmm ----------------------------------------------------------------------------
+
+def _expand_error(target, input):
+    """PyTorch's message when `input` cannot broadcast to the product's shape."""
+    shape = tuple(input.shape)
+    if len(shape) > len(target):
+        return RuntimeError(f"expand(torch.{_type_name(input)}Tensor{{{list(shape)}}}, "
+                            f"size={list(target)}): the number of sizes provided "
+                            f"({len(target)}) must be greater or equal to the number of "
+                            f"dimensions in the tensor ({len(shape)})")
+    offset = len(target) - len(shape)
+    for k, s in enumerate(shape):
+        if s != 1 and s != target[offset + k]:
+            return RuntimeError(f"The expanded size of the tensor ({target[offset + k]}) must "
+                                f"match the existing size ({s}) at non-singleton dimension "
+                                f"{offset + k}.  Target sizes: {list(target)}.  Tensor sizes: "
+                                f"{list(shape)}")
+    return None
+
+
+def _scaled_sum(input, product, beta, alpha):
+    """beta * input + alpha * product, with input only broadcast when beta == 0 (as PyTorch:
+    NaN/inf in input do not leak through a zero beta)."""
+    error = _expand_error(tuple(product.shape), input)
+    if error is not None:
+        raise error
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    return product + (input if beta == 1 else input * beta)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2); input broadcasts to (n, p)."""
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if m.dim() != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {m.dim()}-D tensor")
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if input.dtype != m.dtype:
+            raise RuntimeError(f"self and {name} must have the same dtype, but got "
+                               f"{_type_name(input)} and {_type_name(m)}")
+    return _scaled_sum(input, _mm(mat1, mat2), beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * (batch1 @ batch2) per batch; input broadcasts to (b, n, p)."""
+    if batch1.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if batch2.dim() != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    b, n, m = batch1.shape
+    target = (b, n, batch2.shape[2])
+    error = _expand_error(target, input)
+    if error is not None:
+        raise error
+    if tuple(batch2.shape[:2]) != (b, m):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{b}, {m}] but got: [{batch2.shape[0]}, {batch2.shape[1]}].")
+    for name, t in (("batch1", batch1), ("batch2", batch2)):
+        if input.dtype != t.dtype:
+            raise RuntimeError(f"self and {name} must have the same dtype, but got "
+                               f"{_type_name(input)} and {_type_name(t)}")
+    return _scaled_sum(input, _bmm(batch1, batch2), beta, alpha)
+
+
+# -- einsum: parsing ----------------------------------------------------------------------------
+
+def _einsum_error(msg):
+    return RuntimeError(f"einsum(): {msg}")
+
+
+def _parse_term(term, start, operand_index):
+    """Subscripts of one term: a list of letters with at most one "..." marker."""
+    labels, k, has_ellipsis = [], 0, False
+    while k < len(term):
+        ch = term[k]
+        if ch == ".":
+            if term[k:k + 3] != "...":
+                raise _einsum_error(f"found '.' for operand {operand_index} that is not part "
+                                    f"of any ellipsis")
+            if has_ellipsis:
+                raise _einsum_error(f"found '.' for operand {operand_index} for which an "
+                                    f"ellipsis was already found")
+            labels.append("...")
+            has_ellipsis = True
+            k += 3
+            continue
+        if ch == " ":
+            k += 1
+            continue
+        if not ch.isascii() or not ch.isalpha():
+            raise _einsum_error(f"invalid subscript given at index {start + k} in the equation "
+                                f"string, subscripts must be in [a-zA-Z]")
+        labels.append(ch)
+        k += 1
+    return labels
+
+
+def _parse_equation(equation, n_operands):
+    lhs, arrow, rhs = equation.partition("->")
+    terms, starts, pos = [], [], 0
+    for term in lhs.split(","):
+        terms.append(term)
+        starts.append(pos)
+        pos += len(term) + 1
+    if len(terms) > n_operands:
+        raise _einsum_error("fewer operands were provided than specified in the equation")
+    if len(terms) < n_operands:
+        raise _einsum_error("more operands were provided than specified in the equation")
+    inputs = [_parse_term(t, s, i) for i, (t, s) in enumerate(zip(terms, starts))]
+    if not arrow:
+        return inputs, None
+    if "->" in rhs:
+        bad = len(lhs) + 2 + rhs.index("->")
+        raise _einsum_error(f"invalid subscript given at index {bad} in the equation string, "
+                            f"subscripts must be in [a-zA-Z]")
+    output = _parse_term(rhs, len(lhs) + 2, "output")
+    return inputs, output
+
+
+def _from_sublists(args):
+    """einsum(op1, sublist1, op2, sublist2, ..., [sublist_out]) as an equation string."""
+    def letter(v):
+        if v is Ellipsis:
+            return "..."
+        if not isinstance(v, int) or not 0 <= v < 52:
+            raise ValueError(f"einsum(): expected subscript to be within the range [0, 52), "
+                             f"but got {v}")
+        return chr(ord("A") + v) if v < 26 else chr(ord("a") + v - 26)
+    operands = list(args[0::2][: len(args) // 2])
+    sublists = list(args[1::2][: len(args) // 2])
+    equation = ",".join("".join(letter(v) for v in s) for s in sublists)
+    if len(args) % 2:
+        equation += "->" + "".join(letter(v) for v in args[-1])
+    return equation, operands
+
+
+# -- einsum: evaluation -------------------------------------------------------------------------
+
+def _take_diagonals(t, labels):
+    """Collapse repeated subscripts of one operand into one dim (their diagonal)."""
+    while True:
+        seen = {}
+        repeat = None
+        for k, lab in enumerate(labels):
+            if lab in seen:
+                repeat = (seen[lab], k)
+                break
+            seen[lab] = k
+        if repeat is None:
+            return t, labels
+        i, j = repeat
+        others = [k for k in range(len(labels)) if k not in (i, j)]
+        n = t.shape[i]
+        t = t.permute(*others, i, j).reshape(*[t.shape[k] for k in others], n * n)
+        t = t.index_select(t.dim() - 1, _index(np.arange(0, n * n, n + 1)))
+        labels = [labels[k] for k in others] + [labels[i]]
+
+
+def _index(arr):
+    from .creation import from_numpy
+    return from_numpy(np.ascontiguousarray(arr, dtype=np.int64))
+
+
+def _sum_out(t, labels, keep):
+    """Sum over the dims whose labels are not in `keep`."""
+    dims = [k for k, lab in enumerate(labels) if lab not in keep]
+    if not dims:
+        return t, labels
+    t = t.sum(dim=tuple(dims))
+    return t, [lab for k, lab in enumerate(labels) if k not in dims]
+
+
+def _contract_pair(a, la, b, lb, needed):
+    """Contract two operands with unique labels; labels in `needed` survive, shared others sum."""
+    size_a = dict(zip(la, a.shape))
+    size_b = dict(zip(lb, b.shape))
+    common = [lab for lab in la if lab in size_b]
+    batch = [lab for lab in common if lab in needed]
+    contract = [lab for lab in common if lab not in needed]
+    # A contracted subscript of size 1 on one side broadcasts: sum the other side first.
+    for lab in contract:
+        if size_a[lab] != size_b[lab]:
+            if size_a[lab] == 1:
+                b = b.sum(dim=lb.index(lab), keepdim=True)
+                size_b[lab] = 1
+            else:
+                a = a.sum(dim=la.index(lab), keepdim=True)
+                size_a[lab] = 1
+    a_only = [lab for lab in la if lab not in size_b]
+    b_only = [lab for lab in lb if lab not in size_a]
+    batch_sizes = [max(size_a[lab], size_b[lab]) for lab in batch]
+    a = a.permute(*[la.index(lab) for lab in batch + a_only + contract])
+    b = b.permute(*[lb.index(lab) for lab in batch + contract + b_only])
+    if any(size_a[lab] != s for lab, s in zip(batch, batch_sizes)):
+        a = a.expand(*batch_sizes, *a.shape[len(batch):])
+    if any(size_b[lab] != s for lab, s in zip(batch, batch_sizes)):
+        b = b.expand(*batch_sizes, *b.shape[len(batch):])
+    M = int(np.prod([size_a[lab] for lab in a_only], dtype=np.int64))
+    K = int(np.prod([size_a[lab] for lab in contract], dtype=np.int64))
+    N = int(np.prod([size_b[lab] for lab in b_only], dtype=np.int64))
+    if batch:
+        nb = int(np.prod(batch_sizes, dtype=np.int64))
+        out = _bmm(a.reshape(nb, M, K), b.reshape(nb, K, N))
+    else:
+        out = _mm(a.reshape(M, K), b.reshape(K, N))
+    shape = batch_sizes + [size_a[lab] for lab in a_only] + [size_b[lab] for lab in b_only]
+    return out.reshape(tuple(shape)), batch + a_only + b_only
+
+
+def einsum(*args):
+    """Einstein summation, PyTorch's einsum: `einsum('ij,jk->ik', a, b)`, the list form
+    `einsum(eq, [a, b])`, and the sublist form `einsum(a, [0, 1], b, [1, 2], [0, 2])`."""
+    if not args:
+        raise TypeError("einsum(): must specify the equation string and at least one operand, "
+                        "or at least one operand and its subscripts list")
+    if isinstance(args[0], str):
+        equation = args[0]
+        operands = list(args[1]) if len(args) == 2 and isinstance(args[1], (list, tuple)) \
+            else list(args[1:])
+    else:
+        equation, operands = _from_sublists(args)
+    inputs, output = _parse_equation(equation, len(operands))
+    for t in operands[1:]:
+        if t.dtype != operands[0].dtype:
+            raise RuntimeError(f"expected scalar type {_type_name(operands[0])} but found "
+                               f"{_type_name(t)}")
+
+    # Name the dims an ellipsis covers by their distance from the right, so they align.
+    n_ellipsis = 0
+    expanded = []
+    for i, (labels, t) in enumerate(zip(inputs, operands)):
+        named = len(labels) - ("..." in labels)
+        if "..." in labels:
+            if t.dim() < named:
+                raise _einsum_error(f"the number of subscripts in the equation ({named}) is more "
+                                    f"than the number of dimensions ({t.dim()}) for operand {i}")
+            covered = t.dim() - named
+            n_ellipsis = max(n_ellipsis, covered)
+            k = labels.index("...")
+            labels = labels[:k] + [("...", covered - j) for j in range(covered)] + labels[k + 1:]
+        elif named != t.dim():
+            raise _einsum_error(f"the number of subscripts in the equation ({named}) does not "
+                                f"match the number of dimensions ({t.dim()}) for operand {i} "
+                                f"and no ellipsis was given")
+        expanded.append(labels)
+    ellipsis_labels = [("...", n_ellipsis - j) for j in range(n_ellipsis)]
+
+    # Sizes: a subscript repeated in one operand must match; across operands sizes broadcast.
+    sizes = {}
+    for i, (labels, t) in enumerate(zip(expanded, operands)):
+        own = {}
+        for lab, s in zip(labels, t.shape):
+            if lab in own and own[lab] != s:
+                raise _einsum_error(f"subscript {lab} is repeated for operand {i} but the sizes "
+                                    f"don't match, {own[lab]} != {s}")
+            own[lab] = s
+        for lab, s in own.items():
+            prev = sizes.get(lab)
+            if prev is not None and prev != s and prev != 1 and s != 1:
+                name = lab if isinstance(lab, str) else "..."
+                raise _einsum_error(f"subscript {name} has size {s} for operand {i} which does "
+                                    f"not broadcast with previously seen size {prev}")
+            sizes[lab] = s if prev is None or prev == 1 else prev
+
+    if output is None:
+        counts = {}
+        for labels in inputs:
+            for lab in labels:
+                counts[lab] = counts.get(lab, 0) + 1
+        out_labels = ellipsis_labels + sorted(lab for lab, c in counts.items()
+                                              if c == 1 and lab != "...")
+    else:
+        out_labels = []
+        for lab in output:
+            if lab == "...":
+                out_labels.extend(ellipsis_labels)
+                continue
+            if lab in out_labels:
+                raise _einsum_error(f"output subscript {lab} appears more than once in the "
+                                    f"output")
+            if lab not in sizes:
+                raise _einsum_error(f"output subscript {lab} does not appear in the equation "
+                                    f"for any input operand")
+            out_labels.append(lab)
+
+    terms = []
+    for labels, t in zip(expanded, operands):
+        t, labels = _take_diagonals(t, labels)
+        terms.append((t, labels))
+    keep_out = set(out_labels)
+    result, res_labels = terms[0]
+    for idx in range(len(terms)):
+        if idx > 0:
+            later = set().union(*[set(l) for _, l in terms[idx + 1:]]) if idx + 1 < len(terms) \
+                else set()
+            t, labels = terms[idx]
+            t, labels = _sum_out(t, labels, keep_out | later | set(res_labels))
+            result, res_labels = _contract_pair(result, res_labels, t, labels, keep_out | later)
+        else:
+            rest = set().union(*[set(l) for _, l in terms[1:]]) if len(terms) > 1 else set()
+            result, res_labels = _sum_out(result, res_labels, keep_out | rest)
+    result, res_labels = _sum_out(result, res_labels, keep_out)
+    # Output subscripts of size 1 here but larger elsewhere cannot occur after the contraction;
+    # a label kept in the output always has its broadcast size.
+    perm = [res_labels.index(lab) for lab in out_labels]
+    if perm != list(range(len(perm))):
+        result = result.permute(*perm)
+    target = [sizes[lab] for lab in out_labels]
+    if list(result.shape) != target:
+        result = result.expand(tuple(target))
+    return result
+
+
+def _register():
+    """Tensor methods PyTorch has for these."""
+    def addmm_method(self, mat1, mat2, *, beta=1, alpha=1):
+        return addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def baddbmm_method(self, batch1, batch2, *, beta=1, alpha=1):
+        return baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    addmm_method.__name__ = "addmm"
+    baddbmm_method.__name__ = "baddbmm"
+    for name, fn in (("addmm", addmm_method), ("baddbmm", baddbmm_method)):
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, fn)
+
+
+_register()
