@@ -259,6 +259,21 @@ class Tensor(_core.TensorBase):
 
     __hash__ = object.__hash__
 
+    def __deepcopy__(self, memo):
+        # copy.deepcopy(model) (and nn.TransformerEncoder's layer clones) copy leaves, as PyTorch.
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        if id(self) in memo:
+            return memo[id(self)]
+        new = _core.TensorBase.__new__(type(self))
+        new._array = self._array.copy()
+        new.requires_grad = self.requires_grad
+        memo[id(self)] = new
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        return new
+
     def __repr__(self) -> str:
         return tensor_repr(self)
 

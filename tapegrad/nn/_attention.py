@@ -1,0 +1,332 @@
+"""Attention, functional form: scaled_dot_product_attention and multi_head_attention_forward.
+
+Composed from differentiable ops (matmul, softmax, masked_fill, dropout, linear), so gradients,
+create_graph and higher order come from those ops.  Masks are constants: they are built with numpy
+and enter the graph only as masked_fill positions or added tensors.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _core
+from .. import creation
+
+_F = _core.NN_FUNCTIONS
+_T = _core.TORCH_FUNCTIONS
+
+# PyTorch's C++ spelling of dtypes in attention error messages.
+_C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                 "int64": "long int", "int32": "int", "int16": "short int",
+                 "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
+def _c_name(t) -> str:
+    name = t._array.dtype.name
+    return _C_TYPE_NAMES.get(name, name)
+
+
+def causal_mask_array(L: int, S: int) -> np.ndarray:
+    """Boolean (L, S): True where query i may attend key j (j <= i, aligned top-left)."""
+    return np.tri(L, S, dtype=bool)
+
+
+def _broadcast_batch(*shapes):
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        return None
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """softmax(Q K^T * scale + mask) V over the last two dims; leading dims broadcast.
+
+    attn_mask: bool (True = may attend) or float (added to the scores), broadcast to (..., L, S).
+    A query row that may attend nothing gives zeros (as PyTorch's math kernel), not NaN."""
+    if query.dtype != key.dtype or query.dtype != value.dtype:
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
+                           f"query.dtype: {_c_name(query)} key.dtype: {_c_name(key)} and "
+                           f"value.dtype: {_c_name(value)} instead.")
+    if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
+        raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, "
+                           f"but got query.dim: {query.dim()} key.dim: {key.dim()} and "
+                           f"value.dim: {value.dim()} instead.")
+    if attn_mask is not None and attn_mask.dtype.name != "bool" \
+            and attn_mask.dtype != query.dtype:
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
+                           f"dtype, but got attn_mask.dtype: {_c_name(attn_mask)} and  "
+                           f"query.dtype: {_c_name(query)} instead.")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    L, E = query.shape[-2], query.shape[-1]
+    S = key.shape[-2]
+    if enable_gqa and query.dim() >= 3 and key.dim() >= 3:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hq % hk or hq % hv:
+            raise RuntimeError("Number of heads in key and value must divide the number of "
+                               "heads in ")
+        key = _repeat_heads(key, hq // hk)
+        value = _repeat_heads(value, hq // hv)
+    batch = _broadcast_batch(tuple(query.shape[:-2]), tuple(key.shape[:-2]),
+                             tuple(value.shape[:-2]))
+    nb = int(np.prod(batch)) if batch is not None else 0
+    if key.shape[-1] != E:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{nb}, {E}] but got: [{nb}, {key.shape[-1]}].")
+    if value.shape[-2] != S:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{nb}, {S}] but got: [{nb}, {value.shape[-2]}].")
+    scale_factor = 1.0 / math.sqrt(E) if scale is None else scale
+    scores = _T["matmul"](query * scale_factor, key.transpose(-2, -1))
+    if is_causal:
+        scores = scores.masked_fill(_constant(~causal_mask_array(L, S)), float("-inf"))
+    elif attn_mask is not None:
+        if attn_mask.dtype.name == "bool":
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = _safe_softmax(scores)
+    if dropout_p > 0.0:
+        weights = _F["dropout"](weights, dropout_p, True)
+    return _T["matmul"](weights, value)
+
+
+def _repeat_heads(t, repeats):
+    """Each head `repeats` times in a row along dim -3 (repeat_interleave, as views + reshape)."""
+    if repeats == 1:
+        return t
+    shape = tuple(t.shape)
+    expanded = t.unsqueeze(-3).expand(*shape[:-2], repeats, *shape[-2:])
+    return expanded.reshape(shape[:-3] + (shape[-3] * repeats,) + shape[-2:])
+
+
+def _constant(arr):
+    return creation.from_numpy(np.ascontiguousarray(arr))
+
+
+def _safe_softmax(scores):
+    """softmax over the last dim; rows that are entirely -inf give zeros (and zero gradient)."""
+    dead = np.isneginf(scores._array).all(axis=-1, keepdims=True)
+    if not dead.any():
+        return _F["softmax"](scores, -1)
+    # Unmask the dead rows so softmax stays finite, then zero them by a constant factor.
+    scores = scores.masked_fill(_constant(np.broadcast_to(dead, scores.shape)), 0.0)
+    keep = _constant((~dead).astype(scores._array.dtype))
+    return _F["softmax"](scores, -1) * keep
+
+
+# -- multi-head attention -----------------------------------------------------------------------
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type):
+    """Bool masks become float masks (-inf where True); float masks pass; others fail."""
+    if mask is None:
+        return None
+    kind = mask._array.dtype.kind
+    if kind != "b" and kind != "f":
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if other_type is not None and other_type != mask.dtype:
+        import warnings
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
+                      f"same type for both instead.", stacklevel=4)
+    if kind == "b":
+        arr = np.where(mask._array, -np.inf, 0.0).astype(target_type.np_dtype)
+        return _constant(arr)
+    return mask
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    if query.dim() == 3:
+        if key.dim() != 3 or value.dim() != 3:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key` and `value` to be "
+                                 f"3-D but found {key.dim()}-D and {value.dim()}-D tensors "
+                                 f"respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be "
+                                 f"`None` or 2-D but found {key_padding_mask.dim()}-D tensor "
+                                 f"instead")
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be `None`, "
+                                 f"2-D or 3-D but found {attn_mask.dim()}-D tensor instead")
+        return True
+    if query.dim() == 2:
+        if key.dim() != 2 or value.dim() != 2:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key` and `value` to be "
+                                 f"2-D but found {key.dim()}-D and {value.dim()}-D tensors "
+                                 f"respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key_padding_mask` to "
+                                 f"be `None` or 1-D but found {key_padding_mask.dim()}-D tensor "
+                                 f"instead")
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError(f"For unbatched (2-D) `query`, expected `attn_mask` to be "
+                                     f"`None`, 2-D or 3-D but found {attn_mask.dim()}-D tensor "
+                                     f"instead")
+            if attn_mask.dim() == 3:
+                expected = (num_heads, query.shape[0], key.shape[0])
+                if tuple(attn_mask.shape) != expected:
+                    raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                         f"{attn_mask.shape}")
+        return False
+    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                         f"{query.dim()}-D query tensor")
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """PyTorch's F.multi_head_attention_forward: sequence-first (L, N, E) or unbatched (L, E)."""
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                       None if attn_mask is None else attn_mask.dtype,
+                                       "attn_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to "
+                           "create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        # The hint lets attention build the causal mask itself.
+        attn_mask = None
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype)
+        if key_padding_mask is not None:
+            is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not "
+                                 f"match value's {tuple(value.shape[:2])}")
+    elif tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+
+    linear = _F["linear"]
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        w_q, w_k, w_v = in_proj_weight.chunk(3, 0)
+    else:
+        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+    b_q = b_k = b_v = None
+    if in_proj_bias is not None:
+        b_q, b_k, b_v = in_proj_bias.chunk(3, 0)
+    if not use_separate_proj_weight and query is key and key is value:
+        q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
+    else:
+        q = linear(query, w_q, b_q)
+        k = linear(key, w_k, b_k)
+        v = linear(value, w_v, b_v)
+
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise AssertionError("bias cannot be added to static key." if static_k is not None
+                                 else "bias cannot be added to static value.")
+        k = _T["cat"]([k, bias_k.reshape(1, 1, embed_dim).expand(1, bsz, embed_dim)], 0)
+        v = _T["cat"]([v, bias_v.reshape(1, 1, embed_dim).expand(1, bsz, embed_dim)], 0)
+        attn_mask = _pad_last(attn_mask)
+        key_padding_mask = _pad_last(key_padding_mask)
+
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None \
+        else _check_static(static_k, "static_k", bsz * num_heads, head_dim)
+    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None \
+        else _check_static(static_v, "static_v", bsz * num_heads, head_dim)
+
+    if add_zero_attn:
+        zeros = creation.zeros(bsz * num_heads, 1, head_dim, dtype=q.dtype)
+        k = _T["cat"]([k, zeros], 1)
+        v = _T["cat"]([v, zeros], 1)
+        attn_mask = _pad_last(attn_mask)
+        key_padding_mask = _pad_last(key_padding_mask)
+
+    src_len = k.shape[1]
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                                 f"{tuple(key_padding_mask.shape)}")
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
+        kpm = kpm.reshape(bsz * num_heads, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        q_scaled = q * math.sqrt(1.0 / float(head_dim))
+        scores = _T["bmm"](q_scaled, k.transpose(-2, -1))
+        if attn_mask is not None:
+            scores = attn_mask + scores
+        weights = _F["softmax"](scores, -1)
+        if dropout_p > 0.0:
+            weights = _F["dropout"](weights, dropout_p, True)
+        out = _T["bmm"](weights, v)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+
+    if attn_mask is not None:
+        if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+    k = k.reshape(bsz, num_heads, src_len, head_dim)
+    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None
+
+
+def _pad_last(mask):
+    """One more key column that may be attended (mask value 0)."""
+    if mask is None:
+        return None
+    pad = creation.zeros(*mask.shape[:-1], 1, dtype=mask.dtype)
+    return _T["cat"]([mask, pad], -1)
+
+
+def _check_static(t, name, rows, head_dim):
+    if t.shape[0] != rows:
+        raise AssertionError(f"expecting {name}.size(0) of {rows}, but got {t.shape[0]}")
+    if t.shape[2] != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got {t.shape[2]}")
+    return t
