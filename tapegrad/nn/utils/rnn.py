@@ -172,7 +172,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
             d = next(k for k in range(len(tail)) if tail[k] != other[k])
             raise RuntimeError(f"The size of tensor a ({tail[d]}) must match the size of "
                                f"tensor b ({other[d]}) at non-singleton dimension {d + 1}")
-        dtype = _core.TORCH_FUNCTIONS["result_type"](creation.empty(0, dtype=dtype), s)
+        dtype = _core.result_type(creation.empty(0, dtype=dtype), s)
     max_len = max(s.shape[0] for s in sequences)
     padded = []
     for s in sequences:

@@ -1,0 +1,488 @@
+"""Recurrent layers and sequence packing: PyTorch parity of outputs and of every gradient, finite
+differences, error parity, and a tiny char-level LSTM trained in lock-step with PyTorch."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad.nn.utils import rnn as R
+
+
+def _tg(t, requires_grad=False):
+    return tg.tensor(t.detach().numpy().copy(), requires_grad=requires_grad)
+
+
+def _copy_state(tmod, gmod):
+    gmod.load_state_dict({k: tg.from_numpy(v.detach().numpy().copy())
+                          for k, v in tmod.state_dict().items()})
+
+
+def _close(a, b, tol):
+    a = a.detach().numpy()
+    b = b.detach().numpy()
+    assert a.shape == b.shape
+    np.testing.assert_allclose(b, a, atol=tol, rtol=tol)
+
+
+def _quiet(fn):
+    # PyTorch warns that LSTM projections bypass oneDNN; the values are what we compare.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+# kind, extra constructor arguments, input layout
+RNN_CONFIGS = [
+    ("RNN", {}, {}),
+    ("RNN", {"nonlinearity": "relu", "num_layers": 2, "bidirectional": True}, {}),
+    ("RNN", {"bias": False, "batch_first": True}, {"hx": True}),
+    ("LSTM", {}, {}),
+    ("LSTM", {"num_layers": 2, "bidirectional": True}, {"hx": True}),
+    ("LSTM", {"batch_first": True, "bias": False}, {"hx": True}),
+    ("LSTM", {"proj_size": 2, "num_layers": 2, "bidirectional": True}, {"hx": True}),
+    ("LSTM", {"num_layers": 2}, {"unbatched": True, "hx": True}),
+    ("LSTM", {"bidirectional": True, "batch_first": True}, {"packed": True, "hx": True}),
+    ("LSTM", {"num_layers": 2, "proj_size": 3}, {"packed": True}),
+    ("GRU", {}, {}),
+    ("GRU", {"num_layers": 2, "bidirectional": True, "batch_first": True}, {"hx": True}),
+    ("GRU", {"bias": False}, {"unbatched": True}),
+    ("GRU", {"num_layers": 2, "bidirectional": True}, {"packed": True, "hx": True}),
+    ("RNN", {"bidirectional": True}, {"packed": True, "sorted": True}),
+]
+
+
+def _run_pair(torch, kind, cfg, layout, dtype_name="float64", I=3, H=4, T=5, B=3):
+    tdtype = getattr(torch, dtype_name)
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, kind)(I, H, dtype=tdtype, **cfg)
+    gm = getattr(tg.nn, kind)(I, H, dtype=getattr(tg, dtype_name), **cfg)
+    _copy_state(tm, gm)
+    bf = cfg.get("batch_first", False)
+    D = 2 if cfg.get("bidirectional") else 1
+    L = cfg.get("num_layers", 1)
+    h_out = cfg.get("proj_size", 0) or H
+    unbatched = layout.get("unbatched", False)
+    shape = (T, I) if unbatched else ((B, T, I) if bf else (T, B, I))
+    x = torch.randn(*shape, dtype=tdtype, requires_grad=True)
+    gx = _tg(x, True)
+    states = []
+    if layout.get("hx"):
+        lead = (L * D,) if unbatched else (L * D, B)
+        states.append(torch.randn(*lead, h_out, dtype=tdtype, requires_grad=True))
+        if kind == "LSTM":
+            states.append(torch.randn(*lead, H, dtype=tdtype, requires_grad=True))
+    gstates = [_tg(s, True) for s in states]
+    t_in, g_in = x, gx
+    if layout.get("packed"):
+        lengths = [5, 4, 2] if layout.get("sorted") else [4, 5, 2]
+        t_in = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=bf,
+                                                       enforce_sorted=layout.get("sorted", False))
+        g_in = R.pack_padded_sequence(gx, tg.tensor(lengths), batch_first=bf,
+                                      enforce_sorted=layout.get("sorted", False))
+
+    def call(m, inp, st):
+        if not st:
+            return m(inp)
+        return m(inp, tuple(st)) if kind == "LSTM" else m(inp, st[0])
+
+    t_out, t_h = _quiet(lambda: call(tm, t_in, states))
+    g_out, g_h = call(gm, g_in, gstates)
+    if layout.get("packed"):
+        assert isinstance(g_out, R.PackedSequence)
+        np.testing.assert_array_equal(g_out.batch_sizes.numpy(), t_out.batch_sizes.numpy())
+        t_out = torch.nn.utils.rnn.pad_packed_sequence(t_out, batch_first=bf)[0]
+        g_out = R.pad_packed_sequence(g_out, batch_first=bf)[0]
+    t_hs = list(t_h) if kind == "LSTM" else [t_h]
+    g_hs = list(g_h) if kind == "LSTM" else [g_h]
+    return tm, gm, x, gx, states, gstates, t_out, g_out, t_hs, g_hs
+
+
+@pytest.mark.parametrize("kind,cfg,layout", RNN_CONFIGS)
+@pytest.mark.parametrize("dtype_name", ["float64", "float32"])
+def test_recurrent_parity_values_and_all_gradients(torch, kind, cfg, layout, dtype_name):
+    tol = 1e-10 if dtype_name == "float64" else 1e-5
+    tm, gm, x, gx, states, gstates, t_out, g_out, t_hs, g_hs = _run_pair(
+        torch, kind, cfg, layout, dtype_name)
+    _close(t_out, g_out, tol)
+    for a, b in zip(t_hs, g_hs):
+        _close(a, b, tol)
+    torch.manual_seed(1)
+    weights = [torch.randn(t.shape, dtype=t.dtype) for t in [t_out] + t_hs]
+    loss = sum((t * w).sum() for t, w in zip([t_out] + t_hs, weights))
+    _quiet(loss.backward)
+    g_loss = None
+    for t, w in zip([g_out] + g_hs, weights):
+        term = (t * _tg(w)).sum()
+        g_loss = term if g_loss is None else g_loss + term
+    g_loss.backward()
+    _close(x.grad, gx.grad, tol)
+    for a, b in zip(states, gstates):
+        _close(a.grad, b.grad, tol)
+    t_named = list(tm.named_parameters())
+    g_named = list(gm.named_parameters())
+    assert [n for n, _ in t_named] == [n for n, _ in g_named]
+    for (_, p), (_, q) in zip(t_named, g_named):
+        _close(p.grad, q.grad, tol)
+
+
+@pytest.mark.parametrize("kind", ["RNNCell", "LSTMCell", "GRUCell"])
+@pytest.mark.parametrize("batched,with_hx,bias", [(True, True, True), (True, False, False),
+                                                  (False, True, True), (False, False, True)])
+def test_cell_parity(torch, kind, batched, with_hx, bias):
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, kind)(3, 4, bias=bias, dtype=torch.float64)
+    gm = getattr(tg.nn, kind)(3, 4, bias=bias, dtype=tg.float64)
+    _copy_state(tm, gm)
+    lead = (2,) if batched else ()
+    x = torch.randn(*lead, 3, dtype=torch.float64, requires_grad=True)
+    n_states = 2 if kind == "LSTMCell" else 1
+    hx = [torch.randn(*lead, 4, dtype=torch.float64, requires_grad=True)
+          for _ in range(n_states)] if with_hx else []
+    gx, ghx = _tg(x, True), [_tg(h, True) for h in hx]
+
+    def call(m, inp, st):
+        if not st:
+            return m(inp)
+        return m(inp, tuple(st)) if n_states == 2 else m(inp, st[0])
+
+    t_res, g_res = call(tm, x, hx), call(gm, gx, ghx)
+    t_res = list(t_res) if n_states == 2 else [t_res]
+    g_res = list(g_res) if n_states == 2 else [g_res]
+    for a, b in zip(t_res, g_res):
+        _close(a, b, 1e-12)
+    sum(((k + 1) * r).sum() for k, r in enumerate(t_res)).backward()
+    total = None
+    for k, r in enumerate(g_res):
+        term = ((k + 1) * r).sum()
+        total = term if total is None else total + term
+    total.backward()
+    _close(x.grad, gx.grad, 1e-12)
+    for a, b in zip(hx, ghx):
+        _close(a.grad, b.grad, 1e-12)
+    for p, q in zip(tm.parameters(), gm.parameters()):
+        _close(p.grad, q.grad, 1e-12)
+
+
+def test_rnn_cell_relu_and_second_order(torch):
+    torch.manual_seed(0)
+    tm = torch.nn.GRUCell(2, 3, dtype=torch.float64)
+    gm = tg.nn.GRUCell(2, 3, dtype=tg.float64)
+    _copy_state(tm, gm)
+    x = torch.randn(2, 2, dtype=torch.float64, requires_grad=True)
+    gx = _tg(x, True)
+    (tg_x,) = torch.autograd.grad(tm(x).pow(2).sum(), x, create_graph=True)
+    (gg_x,) = tg.autograd.grad(gm(gx).pow(2).sum(), gx, create_graph=True)
+    _close(tg_x, gg_x, 1e-12)
+    tg_x.sum().backward()
+    gg_x.sum().backward()
+    _close(x.grad, gx.grad, 1e-10)
+    for p, q in zip(tm.parameters(), gm.parameters()):
+        _close(p.grad, q.grad, 1e-10)
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_finite_differences(gradcheck, kind):
+    tg.manual_seed(0)
+    m = getattr(tg.nn, kind)(2, 3, num_layers=2, bidirectional=True, dtype=tg.float64)
+    rng = np.random.default_rng(0)
+
+    def fn(x, h0):
+        hx = (h0, h0 * 0.5) if kind == "LSTM" else h0
+        out, h = m(x, hx)
+        last = h[0] if kind == "LSTM" else h
+        return out.sum() + (last * last).sum()
+
+    gradcheck(fn, rng.standard_normal((4, 2, 2)), rng.standard_normal((4, 2, 3)))
+
+
+def test_finite_differences_packed(gradcheck):
+    tg.manual_seed(0)
+    m = tg.nn.GRU(2, 3, bidirectional=True, dtype=tg.float64)
+    rng = np.random.default_rng(1)
+
+    def fn(x):
+        packed = R.pack_padded_sequence(x, [2, 4, 3], enforce_sorted=False)
+        out, h = m(packed)
+        padded, _ = R.pad_packed_sequence(out, padding_value=0.0)
+        return (padded * padded).sum() + h.sum()
+
+    gradcheck(fn, rng.standard_normal((4, 3, 2)))
+
+
+def test_known_values_without_torch():
+    m = tg.nn.RNN(1, 1, dtype=tg.float64)
+    with tg.no_grad():
+        m.weight_ih_l0.fill_(1.0)
+        m.weight_hh_l0.fill_(0.5)
+        m.bias_ih_l0.fill_(0.0)
+        m.bias_hh_l0.fill_(0.25)
+    out, h = m(tg.tensor([[[1.0]], [[1.0]]], dtype=tg.float64))
+    h1 = math.tanh(1.25)
+    h2 = math.tanh(1.25 + 0.5 * h1)
+    np.testing.assert_allclose(out.detach().numpy().ravel(), [h1, h2], rtol=1e-14)
+    np.testing.assert_allclose(h.detach().numpy().ravel(), [h2], rtol=1e-14)
+    # LSTM, one step, zero weights: every gate is sigmoid(0) = 0.5, g = tanh(0) = 0.
+    lstm = tg.nn.LSTM(2, 3)
+    for p in lstm.parameters():
+        with tg.no_grad():
+            p.zero_()
+    out, (h, c) = lstm(tg.ones(1, 1, 2), (tg.zeros(1, 1, 3), tg.ones(1, 1, 3)))
+    np.testing.assert_allclose(c.detach().numpy(), np.full((1, 1, 3), 0.5), rtol=1e-6)
+    np.testing.assert_allclose(h.detach().numpy(), np.full((1, 1, 3), 0.5 * math.tanh(0.5)), rtol=1e-6)
+
+
+def test_parameters_shapes_and_init_without_torch():
+    m = tg.nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2)
+    names = [n for n, _ in m.named_parameters()]
+    assert names[:5] == ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0",
+                         "weight_hr_l0"]
+    assert "weight_ih_l1_reverse" in names
+    assert m.weight_ih_l0.shape == (16, 3)
+    assert m.weight_hh_l0.shape == (16, 2)
+    assert m.weight_hr_l0.shape == (2, 4)
+    assert m.weight_ih_l1.shape == (16, 4)
+    bound = 1 / math.sqrt(4)
+    for p in m.parameters():
+        assert np.all(np.abs(p.detach().numpy()) <= bound)
+    assert tg.nn.GRU(3, 5).weight_hh_l0.shape == (15, 5)
+    out, (h, c) = m(tg.randn(6, 2, 3))
+    assert out.shape == (6, 2, 4) and h.shape == (4, 2, 2) and c.shape == (4, 2, 4)
+
+
+def test_repr_matches_torch(torch):
+    cases = [("RNN", (3, 4, 2), {"nonlinearity": "relu", "batch_first": True, "bias": False}),
+             ("LSTM", (3, 4), {"proj_size": 2, "bidirectional": True}),
+             ("GRU", (3, 4, 3), {"dropout": 0.5}),
+             ("RNNCell", (3, 4), {"nonlinearity": "relu"}),
+             ("LSTMCell", (3, 4), {"bias": False}),
+             ("GRUCell", (3, 4), {})]
+    for kind, args, kwargs in cases:
+        assert repr(getattr(tg.nn, kind)(*args, **kwargs)) == \
+            repr(getattr(torch.nn, kind)(*args, **kwargs))
+
+
+def _raises_like(torch_fn, tg_fn):
+    with pytest.raises(Exception) as expected:
+        _quiet(torch_fn)
+    with pytest.raises(type(expected.value)) as got:
+        tg_fn()
+    assert str(got.value) == str(expected.value)
+
+
+def test_errors_match_torch(torch):
+    tl, gl = torch.nn.LSTM(3, 4, 2), tg.nn.LSTM(3, 4, 2)
+    tgr, ggr = torch.nn.GRU(3, 4), tg.nn.GRU(3, 4)
+    T, G = torch.randn, tg.randn
+    cases = [
+        (lambda: tl(T(5)), lambda: gl(G(5))),
+        (lambda: tgr(T(2, 2, 2, 2)), lambda: ggr(G(2, 2, 2, 2))),
+        (lambda: torch.nn.RNN(3, 4)(T(2, 2, 2, 2)), lambda: tg.nn.RNN(3, 4)(G(2, 2, 2, 2))),
+        (lambda: tl(T(5, 2, 4)), lambda: gl(G(5, 2, 4))),
+        (lambda: tl(T(5, 2, 3).double()), lambda: gl(G(5, 2, 3).double())),
+        (lambda: tl(T(5, 2, 3), (T(2, 3, 4), T(2, 2, 4))),
+         lambda: gl(G(5, 2, 3), (G(2, 3, 4), G(2, 2, 4)))),
+        (lambda: tl(T(5, 2, 3), (T(2, 2, 4), T(2, 3, 4))),
+         lambda: gl(G(5, 2, 3), (G(2, 2, 4), G(2, 3, 4)))),
+        (lambda: tl(T(5, 2, 3), (T(2, 4), T(2, 2, 4))),
+         lambda: gl(G(5, 2, 3), (G(2, 4), G(2, 2, 4)))),
+        (lambda: tl(T(5, 3), (T(2, 2, 4), T(2, 2, 4))),
+         lambda: gl(G(5, 3), (G(2, 2, 4), G(2, 2, 4)))),
+        (lambda: tgr(T(5, 2, 3), T(1, 3, 4)), lambda: ggr(G(5, 2, 3), G(1, 3, 4))),
+        (lambda: tgr(T(5, 2, 3), T(3, 4)), lambda: ggr(G(5, 2, 3), G(3, 4))),
+        (lambda: tgr(T(5, 3), T(1, 1, 4)), lambda: ggr(G(5, 3), G(1, 1, 4))),
+        (lambda: torch.nn.LSTM(3, 4, dropout=1.5), lambda: tg.nn.LSTM(3, 4, dropout=1.5)),
+        (lambda: torch.nn.LSTM(3, 4, dropout=True), lambda: tg.nn.LSTM(3, 4, dropout=True)),
+        (lambda: torch.nn.LSTM(3, 4.0), lambda: tg.nn.LSTM(3, 4.0)),
+        (lambda: torch.nn.LSTM(3, 0), lambda: tg.nn.LSTM(3, 0)),
+        (lambda: torch.nn.LSTM(3, 4, 0), lambda: tg.nn.LSTM(3, 4, 0)),
+        (lambda: torch.nn.LSTM(3, 4, proj_size=4), lambda: tg.nn.LSTM(3, 4, proj_size=4)),
+        (lambda: torch.nn.LSTM(3, 4, proj_size=-1), lambda: tg.nn.LSTM(3, 4, proj_size=-1)),
+        (lambda: torch.nn.RNN(3, 4, nonlinearity="sig"),
+         lambda: tg.nn.RNN(3, 4, nonlinearity="sig")),
+        (lambda: torch.nn.GRU(3, 4, proj_size=2), lambda: tg.nn.GRU(3, 4, proj_size=2)),
+    ]
+    tc, gc = torch.nn.LSTMCell(3, 4), tg.nn.LSTMCell(3, 4)
+    trc, grc = torch.nn.RNNCell(3, 4), tg.nn.RNNCell(3, 4)
+    cases += [
+        (lambda: tc(T(2, 2, 3)), lambda: gc(G(2, 2, 3))),
+        (lambda: tc(T(2, 5)), lambda: gc(G(2, 5))),
+        (lambda: tc(T(2, 3), (T(3, 4), T(3, 4))), lambda: gc(G(2, 3), (G(3, 4), G(3, 4)))),
+        (lambda: tc(T(2, 3), (T(2, 5), T(2, 4))), lambda: gc(G(2, 3), (G(2, 5), G(2, 4)))),
+        (lambda: trc(T(2, 3), T(2, 2, 4)), lambda: grc(G(2, 3), G(2, 2, 4))),
+        (lambda: trc(T(2, 3), T(4)), lambda: grc(G(2, 3), G(4))),
+        (lambda: torch.nn.GRUCell(3, 4)(T(2, 3), T(2, 5)),
+         lambda: tg.nn.GRUCell(3, 4)(G(2, 3), G(2, 5))),
+    ]
+    for torch_fn, tg_fn in cases:
+        _raises_like(torch_fn, tg_fn)
+
+
+def test_dropout_warning_and_training_only():
+    with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
+        tg.nn.GRU(3, 4, dropout=0.5)
+    m = tg.nn.LSTM(3, 4, num_layers=2, dropout=0.5)
+    x = tg.randn(5, 2, 3)
+    m.eval()
+    with tg.no_grad():
+        a, _ = m(x)
+        b, _ = m(x)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        m.train()
+        tg.manual_seed(0)
+        c, _ = m(x)
+        assert not np.allclose(a.numpy(), c.numpy())
+
+
+def test_device_and_dtype_arguments():
+    m = tg.nn.LSTM(3, 4, device="cpu", dtype=tg.float64)
+    assert m.weight_ih_l0.dtype == tg.float64
+    with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+        tg.nn.GRU(3, 4, device="cuda")
+    with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+        tg.nn.GRUCell(3, 4, device="cuda")
+
+
+# -- padding and packing ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+def test_pad_sequence_parity(torch, batch_first, padding_side):
+    seqs = [torch.randn(n, 2, dtype=torch.float64, requires_grad=True) for n in (3, 5, 1)]
+    gseqs = [_tg(s, True) for s in seqs]
+    t = torch.nn.utils.rnn.pad_sequence(seqs, batch_first=batch_first, padding_value=-1.5,
+                                        padding_side=padding_side)
+    g = R.pad_sequence(gseqs, batch_first=batch_first, padding_value=-1.5,
+                       padding_side=padding_side)
+    _close(t, g, 0)
+    w = torch.randn(t.shape, dtype=torch.float64)
+    (t * w).sum().backward()
+    (g * _tg(w)).sum().backward()
+    for a, b in zip(seqs, gseqs):
+        _close(a.grad, b.grad, 0)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("enforce_sorted,lengths", [(True, [5, 3, 3, 1]),
+                                                    (False, [2, 5, 2, 4])])
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_pack_and_unpack_parity(torch, batch_first, enforce_sorted, lengths, as_tensor):
+    shape = (4, 5, 2) if batch_first else (5, 4, 2)
+    x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    gx = _tg(x, True)
+    t_len = torch.tensor(lengths) if as_tensor else lengths
+    g_len = tg.tensor(lengths) if as_tensor else lengths
+    tp = torch.nn.utils.rnn.pack_padded_sequence(x, t_len, batch_first=batch_first,
+                                                 enforce_sorted=enforce_sorted)
+    gp = R.pack_padded_sequence(gx, g_len, batch_first=batch_first,
+                                enforce_sorted=enforce_sorted)
+    _close(tp.data, gp.data, 0)
+    np.testing.assert_array_equal(gp.batch_sizes.numpy(), tp.batch_sizes.numpy())
+    assert gp.batch_sizes.dtype == tg.int64
+    for a, b in ((tp.sorted_indices, gp.sorted_indices),
+                 (tp.unsorted_indices, gp.unsorted_indices)):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_array_equal(b.numpy(), a.numpy())
+    tpad, tl = torch.nn.utils.rnn.pad_packed_sequence(tp, batch_first=batch_first,
+                                                      padding_value=7.0, total_length=6)
+    gpad, gl = R.pad_packed_sequence(gp, batch_first=batch_first, padding_value=7.0,
+                                     total_length=6)
+    _close(tpad, gpad, 0)
+    np.testing.assert_array_equal(gl.numpy(), tl.numpy())
+    assert gl.dtype == tg.int64
+    w = torch.randn(tpad.shape, dtype=torch.float64)
+    (tpad * w).sum().backward()
+    (gpad * _tg(w)).sum().backward()
+    _close(x.grad, gx.grad, 0)
+
+
+def test_pack_sequence_and_unpack(torch):
+    seqs = [torch.randn(n, 3) for n in (2, 4, 3)]
+    tp = torch.nn.utils.rnn.pack_sequence(seqs, enforce_sorted=False)
+    gp = R.pack_sequence([_tg(s) for s in seqs], enforce_sorted=False)
+    _close(tp.data, gp.data, 0)
+    back = R.unpack_sequence(gp)
+    for s, b in zip(seqs, back):
+        _close(s, b, 0)
+    assert repr(gp).startswith("PackedSequence(data=tensor(")
+
+
+def test_packing_errors_match_torch(torch):
+    x = torch.randn(4, 3, 2)
+    gx = _tg(x)
+    U = torch.nn.utils.rnn
+    cases = [
+        (lambda: U.pack_padded_sequence(x, [2, 3, 1]),
+         lambda: R.pack_padded_sequence(gx, [2, 3, 1])),
+        (lambda: U.pack_padded_sequence(x, [3, 0, 0]),
+         lambda: R.pack_padded_sequence(gx, [3, 0, 0])),
+        (lambda: U.pack_padded_sequence(x, [3, 1]), lambda: R.pack_padded_sequence(gx, [3, 1])),
+        (lambda: U.pad_sequence([]), lambda: R.pad_sequence([])),
+        (lambda: U.pad_sequence([torch.ones(2, 3), torch.ones(1, 4)]),
+         lambda: R.pad_sequence([tg.ones(2, 3), tg.ones(1, 4)])),
+        (lambda: U.pad_sequence([torch.ones(2)], padding_side="middle"),
+         lambda: R.pad_sequence([tg.ones(2)], padding_side="middle")),
+        (lambda: U.pack_sequence([torch.ones(2), torch.ones(3)]),
+         lambda: R.pack_sequence([tg.ones(2), tg.ones(3)])),
+    ]
+    p = U.pack_padded_sequence(x, [2, 3, 1], enforce_sorted=False)
+    gp = R.pack_padded_sequence(gx, [2, 3, 1], enforce_sorted=False)
+    cases.append((lambda: U.pad_packed_sequence(p, total_length=2),
+                  lambda: R.pad_packed_sequence(gp, total_length=2)))
+    for torch_fn, tg_fn in cases:
+        _raises_like(torch_fn, tg_fn)
+    with pytest.raises(RuntimeError, match="at most the padded length"):
+        R.pack_padded_sequence(gx, [5, 3, 1])
+
+
+# -- a tiny character-level model trained in lock-step with PyTorch ------------------------------
+
+def test_char_lstm_training_matches_torch(torch):
+    text = "hello tapegrad, hello torch. "
+    vocab = sorted(set(text))
+    ids = [vocab.index(c) for c in text]
+    V, E, H = len(vocab), 6, 8
+    seq = np.array(ids[:-1]).reshape(4, 7)  # batch 4, time 7
+    tgt = np.array(ids[1:]).reshape(4, 7)
+
+    def build(lib, dtype):
+        class CharLSTM(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = lib.nn.Embedding(V, E, dtype=dtype)
+                self.lstm = lib.nn.LSTM(E, H, num_layers=2, batch_first=True, dtype=dtype)
+                self.head = lib.nn.Linear(H, V, dtype=dtype)
+
+            def forward(self, x):
+                out, _ = self.lstm(self.embed(x))
+                return self.head(out)
+        return CharLSTM()
+
+    torch.manual_seed(0)
+    tm = build(torch, torch.float64)
+    gm = build(tg, tg.float64)
+    _copy_state(tm, gm)
+    # Plain SGD by hand: importing torch.optim costs seconds (dynamo) and adds nothing here.
+    def step(lib, model):
+        with lib.no_grad():
+            for p in model.parameters():
+                p.sub_(0.5 * p.grad)
+                p.grad = None
+    tx, ty = torch.tensor(seq), torch.tensor(tgt)
+    gx, gy = tg.tensor(seq), tg.tensor(tgt)
+    t_losses, g_losses = [], []
+    for _ in range(6):
+        loss = torch.nn.functional.cross_entropy(tm(tx).reshape(-1, V), ty.reshape(-1))
+        loss.backward()
+        step(torch, tm)
+        t_losses.append(loss.item())
+        gloss = tg.nn.functional.cross_entropy(gm(gx).reshape(-1, V), gy.reshape(-1))
+        gloss.backward()
+        step(tg, gm)
+        g_losses.append(gloss.item())
+    np.testing.assert_allclose(g_losses, t_losses, rtol=1e-9)
+    assert g_losses[-1] < g_losses[0]
