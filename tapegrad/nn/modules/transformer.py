@@ -181,6 +181,8 @@ class TransformerEncoderLayer(Module):
         self.activation = activation
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        src_key_padding_mask, src_mask = _canonical_pair(
+            src_key_padding_mask, "src_key_padding_mask", src_mask, "src_mask", src)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -218,6 +220,8 @@ class TransformerEncoder(Module):
             self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        src_key_padding_mask, mask = _canonical_pair(src_key_padding_mask, "src_key_padding_mask",
+                                                     mask, "mask", src)
         first = self.layers[0]
         is_causal = _detect_is_causal_mask(mask, is_causal,
                                            _seq_len(src, first.self_attn.batch_first))
@@ -244,6 +248,13 @@ class TransformerEncoder(Module):
         pad = _mask_bool(key_padding_mask)
         # Only left-aligned padding (each row: tokens, then padding) takes that path.
         return not self.mask_check or bool(np.all(pad[:, :-1] <= pad[:, 1:]))
+
+
+def _canonical_pair(key_padding_mask, kpm_name, mask, mask_name, src):
+    """Both masks as float masks, warning (as PyTorch) when their types differ."""
+    kpm = _attention._canonical_mask(key_padding_mask, kpm_name,
+                                     None if mask is None else mask.dtype, mask_name, src.dtype)
+    return kpm, _attention._canonical_mask(mask, mask_name, None, "", src.dtype)
 
 
 def _mask_bool(mask):
