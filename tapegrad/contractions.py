@@ -22,6 +22,11 @@ def _type_name(t) -> str:
     return _TYPE_NAMES.get(t._array.dtype.name, t._array.dtype.name)
 
 
+def _c_name(t) -> str:
+    from .nn._attention import _c_name as c_name
+    return c_name(t)
+
+
 # -- addmm / baddbmm ----------------------------------------------------------------------------
 
 def _expand_error(target, input):
@@ -60,10 +65,12 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     for name, m in (("mat1", mat1), ("mat2", mat2)):
         if m.dim() != 2:
             raise RuntimeError(f"{name} must be a matrix, got {m.dim()}-D tensor")
-    for name, m in (("mat1", mat1), ("mat2", mat2)):
-        if input.dtype != m.dtype:
-            raise RuntimeError(f"self and {name} must have the same dtype, but got "
-                               f"{_type_name(input)} and {_type_name(m)}")
+    if mat1.dtype != mat2.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_type_name(mat1)} and {_type_name(mat2)}")
+    if input.dtype != mat2.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{_type_name(input)} and {_type_name(mat2)}")
     return _scaled_sum(input, _mm(mat1, mat2), beta, alpha)
 
 
@@ -81,10 +88,12 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     if tuple(batch2.shape[:2]) != (b, m):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{b}, {m}] but got: [{batch2.shape[0]}, {batch2.shape[1]}].")
-    for name, t in (("batch1", batch1), ("batch2", batch2)):
-        if input.dtype != t.dtype:
-            raise RuntimeError(f"self and {name} must have the same dtype, but got "
-                               f"{_type_name(input)} and {_type_name(t)}")
+    if input.dtype != batch1.dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input {_c_name(input)}, "
+                           f"batch1: {_c_name(batch1)}, batch2: {_c_name(batch2)}")
+    if batch1.dtype != batch2.dtype:
+        raise RuntimeError(f"expected scalar type {_type_name(batch1)} but found "
+                           f"{_type_name(batch2)}")
     return _scaled_sum(input, _bmm(batch1, batch2), beta, alpha)
 
 
@@ -278,7 +287,7 @@ def einsum(*args):
         for lab, s in zip(labels, t.shape):
             if lab in own and own[lab] != s:
                 raise _einsum_error(f"subscript {lab} is repeated for operand {i} but the sizes "
-                                    f"don't match, {own[lab]} != {s}")
+                                    f"don't match, {s} != {own[lab]}")
             own[lab] = s
         for lab, s in own.items():
             prev = sizes.get(lab)

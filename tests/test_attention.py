@@ -13,6 +13,20 @@ import tapegrad as tg
 import tapegrad.nn.functional as F
 
 
+@pytest.fixture(autouse=True)
+def _torch_single_thread():
+    """PyTorch's thread pool on a shared 2-core machine turns millisecond ops into seconds."""
+    try:
+        import torch
+    except Exception:  # pragma: no cover - torch is optional
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _tg(t, requires_grad=False):
     return tg.tensor(t.detach().numpy().copy(),
                      requires_grad=requires_grad and t.dtype.is_floating_point)
