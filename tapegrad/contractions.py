@@ -224,8 +224,8 @@ def _contract_pair(a, la, b, lb, needed):
     a_only = [lab for lab in la if lab not in size_b]
     b_only = [lab for lab in lb if lab not in size_a]
     batch_sizes = [max(size_a[lab], size_b[lab]) for lab in batch]
-    a = a.permute(*[la.index(lab) for lab in batch + a_only + contract])
-    b = b.permute(*[lb.index(lab) for lab in batch + contract + b_only])
+    a = a.permute(tuple(la.index(lab) for lab in batch + a_only + contract))
+    b = b.permute(tuple(lb.index(lab) for lab in batch + contract + b_only))
     if any(size_a[lab] != s for lab, s in zip(batch, batch_sizes)):
         a = a.expand(*batch_sizes, *a.shape[len(batch):])
     if any(size_b[lab] != s for lab, s in zip(batch, batch_sizes)):

@@ -37,6 +37,8 @@ EINSUM_CASES = [
     ("ij,ij->ij", [(2, 3), (2, 3)]),
     ("i j , j k -> i k", [(2, 3), (3, 4)]),
     ("ij,jk->...", [(2, 3), (3, 4)]),
+    ("i,->i", [(3,), ()]),
+    (",->", [(), ()]),
 ]
 
 
@@ -59,7 +61,7 @@ def test_einsum_parity(torch, equation, shapes, dtype_name):
     dt = getattr(torch, dtype_name)
     tol = 1e-12 if dtype_name == "float64" else 1e-5
     torch.manual_seed(0)
-    ops = [torch.randn(*s, dtype=dt, requires_grad=True) for s in shapes]
+    ops = [torch.randn(s, dtype=dt, requires_grad=True) for s in shapes]
     gops = [_tg(o, True) for o in ops]
     r = torch.einsum(equation, *ops)
     g = tg.einsum(equation, *gops)
