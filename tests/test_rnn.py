@@ -246,7 +246,8 @@ def test_known_values_without_torch():
             p.zero_()
     out, (h, c) = lstm(tg.ones(1, 1, 2), (tg.zeros(1, 1, 3), tg.ones(1, 1, 3)))
     np.testing.assert_allclose(c.detach().numpy(), np.full((1, 1, 3), 0.5), rtol=1e-6)
-    np.testing.assert_allclose(h.detach().numpy(), np.full((1, 1, 3), 0.5 * math.tanh(0.5)), rtol=1e-6)
+    np.testing.assert_allclose(h.detach().numpy(), np.full((1, 1, 3), 0.5 * math.tanh(0.5)),
+                               rtol=1e-6)
 
 
 def test_parameters_shapes_and_init_without_torch():

@@ -62,7 +62,7 @@ _STEPS = {"LSTM": _lstm_step, "GRU": _gru_step, "RNN_TANH": _rnn_tanh_step,
 
 
 def _input_projection(mode, x, w_ih, b_ih, b_hh):
-    """W_ih x + b_ih for all steps at once; b_hh is folded in too unless GRU needs it inside r*()."""
+    """W_ih x + b_ih for all steps at once; b_hh folds in too, except for GRU (inside r * ())."""
     if b_ih is not None and b_hh is not None and mode != "GRU":
         return F.linear(x, w_ih, b_ih + b_hh)
     return F.linear(x, w_ih, b_ih)

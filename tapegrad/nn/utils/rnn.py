@@ -70,7 +70,7 @@ def _lengths_array(lengths) -> np.ndarray:
 
 def pack_padded_sequence(input, lengths, batch_first: bool = False,
                          enforce_sorted: bool = True) -> PackedSequence:
-    """Pack a padded (T, B, *) batch (or (B, T, *) with batch_first) given each sequence's length."""
+    """Pack a padded (T, B, *) batch ((B, T, *) with batch_first) given each sequence's length."""
     lengths = _lengths_array(lengths)
     if lengths.ndim != 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
@@ -187,7 +187,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
 
 
 def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:
-    """Pack a list of (L_i, *) sequences (sorted by decreasing length unless enforce_sorted=False)."""
+    """Pack (L_i, *) sequences (sorted by decreasing length unless enforce_sorted=False)."""
     lengths = [s.shape[0] for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
