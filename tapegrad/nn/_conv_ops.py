@@ -24,6 +24,7 @@ not replay custom Functions, so a compiled function that calls these runs eagerl
 from __future__ import annotations
 
 import math
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -38,7 +39,7 @@ _wrap = _core.wrap_array
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold",
            "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "interpolate",
-           "batch_norm", "dropout1d", "dropout2d", "pad"]
+           "dropout1d", "dropout2d", "pad"]
 
 
 # -- geometry ---------------------------------------------------------------------------------------
@@ -471,3 +472,527 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """The adjoint of conv2d in its input; weight is (C_in, C_out/groups, kh, kw)."""
     return _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups,
                               dilation, 2)
+
+
+# -- unfold / fold ----------------------------------------------------------------------------------
+
+def _fold_args(kernel_size, dilation, padding, stride):
+    return (_tuple(kernel_size, 2, "kernel_size", "fold"), _tuple(dilation, 2, "dilation", "fold"),
+            _tuple(padding, 2, "padding", "fold"), _tuple(stride, 2, "stride", "fold"))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Sliding local blocks of a (N, C, H, W) input as columns (N, C*kh*kw, L) (im2col)."""
+    _check_tensor(input)
+    kernel, dilation, padding, stride = _fold_args(kernel_size, dilation, padding, stride)
+    if input.dim() not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
+                                  f"(got {input.dim()}D)")
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
+    H, W = x.shape[2:]
+    out_hw = tuple(_out_size(s, 2 * p, k, st, d)
+                   for s, p, k, st, d in zip((H, W), padding, kernel, stride, dilation))
+    if any(o <= 0 for o in out_hw):
+        raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size={kernel}, "
+                           f"dilation={dilation}, padding={padding}, calculated shape of the "
+                           f"array of sliding blocks as {out_hw}, but its components must be at "
+                           f"least one.")
+    geom = Geometry((H, W), out_hw, kernel, stride,
+                    (padding[0], padding[0], padding[1], padding[1]), dilation)
+    out = _Unfold.apply(x, geom)
+    return out.squeeze(0) if unbatched else out
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sum columns (N, C*kh*kw, L) back into a (N, C, H, W) tensor (col2im, unfold's adjoint)."""
+    _check_tensor(input)
+    out_size = _tuple(output_size, 2, "output_size", "fold")
+    kernel, dilation, padding, stride = _fold_args(kernel_size, dilation, padding, stride)
+    if input.dim() not in (2, 3):
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input "
+                                  f"Tensors are supported (got {input.dim()}D)")
+    unbatched = input.dim() == 2
+    cols = input.unsqueeze(0) if unbatched else input
+    K = kernel[0] * kernel[1]
+    if cols.shape[1] % K:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
+                           f"of kernel_size, but got input.size(1)={cols.shape[1]} and "
+                           f"kernel_size={kernel}.")
+    out_hw = tuple(_out_size(s, 2 * p, k, st, d)
+                   for s, p, k, st, d in zip(out_size, padding, kernel, stride, dilation))
+    if cols.shape[2] != out_hw[0] * out_hw[1]:
+        raise RuntimeError(f"Given output_size={out_size}, kernel_size={kernel}, "
+                           f"dilation={dilation}, padding={padding}, stride={stride}, expected "
+                           f"size of input's dimension 2 to match the calculated number of "
+                           f"sliding blocks {out_hw[0]} * {out_hw[1]} = {out_hw[0] * out_hw[1]}, "
+                           f"but got input.size(2)={cols.shape[2]}.")
+    geom = Geometry(out_size, out_hw, kernel, stride,
+                    (padding[0], padding[0], padding[1], padding[1]), dilation)
+    out = _Fold.apply(cols, geom, cols.shape[1] // K)
+    return out.squeeze(0) if unbatched else out
+
+
+# -- pooling ----------------------------------------------------------------------------------------
+
+def _pool_input(input, nd, name):
+    _check_tensor(input)
+    if input.dim() not in (nd + 1, nd + 2) or any(s == 0 for s in input.shape[1:]):
+        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for "
+                           f"input" if nd == 2 else
+                           f"{name}() Expected {nd + 1}D or {nd + 2}D input tensor, but got "
+                           f"{list(input.shape)}")
+    unbatched = input.dim() == nd + 1
+    x = input.unsqueeze(0) if unbatched else input
+    if nd == 1:
+        x = x.unsqueeze(2)
+    return x, unbatched
+
+
+def _pool_output(out, nd, unbatched):
+    if nd == 1:
+        out = out.squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode):
+    """The window geometry of a max/avg pool (1-d pools are 2-d pools of height 1)."""
+    what = "pooling"
+    kernel = _tuple(kernel_size, nd, "kernel_size", what)
+    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
+        else _tuple(stride, nd, "stride", what)
+    padding = _tuple(padding, nd, "padding", what)
+    dilation = _tuple(dilation, nd, "dilation", what)
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel size should be greater than zero, but got "
+                           + ("kH: %d kW: %d" % ((1,) * (2 - nd) + kernel)
+                              if nd == 2 else f"kW: {kernel[0]}"))
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"{name}() stride must be greater than zero, but got {stride[0]}"
+                           if nd == 1 else "stride should not be zero")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: "
+                           f"{dilation[0]} dilationW: {dilation[-1]}")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("pad must be non-negative")
+    if any(p > k // 2 for p, k in zip(padding, kernel)):
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                           f"pad={padding[-1] if nd == 1 else padding[0]}, kernel_size="
+                           f"{kernel[-1] if nd == 1 else kernel[0]} and dilation="
+                           f"{dilation[-1] if nd == 1 else dilation[0]}")
+    spatial = tuple(x.shape[2:])[-nd:]
+    out_sp = tuple(_out_size(s, 2 * p, k, st, d, ceil_mode, p)
+                   for s, p, k, st, d in zip(spatial, padding, kernel, stride, dilation))
+    if any(o <= 0 for o in out_sp):
+        C = x.shape[1]
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (C,) + spatial))}). "
+                           f"Calculated output size: ({'x'.join(map(str, (C,) + out_sp))}). "
+                           f"Output size is too small")
+    if nd == 1:
+        return Geometry((1,) + spatial, (1,) + out_sp, (1,) + kernel, (1,) + stride,
+                        (0, 0, padding[0], padding[0]), (1,) + dilation)
+    return Geometry(spatial, out_sp, kernel, stride,
+                    (padding[0], padding[0], padding[1], padding[1]), dilation)
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _max_by_index(x, idx, out_shape, return_indices):
+    """The max-pool result: a differentiable gather of the chosen elements (idx: flat positions
+    in each (n, c) plane, as PyTorch's return_indices gives them)."""
+    N, C = x.shape[:2]
+    out = _Gather.apply(x, idx.reshape(N * C, -1), out_shape)
+    if return_indices:
+        return out, _wrap(idx.reshape(out_shape))
+    return out
+
+
+def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
+              return_indices):
+    x, unbatched = _pool_input(input, nd, name)
+    if x._array.dtype == np.bool_:
+        raise RuntimeError(f'"max_pool{nd}d" not implemented for \'Bool\'')
+    g = _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode)
+    N, C, H, W = x.shape
+    (Ho, Wo), (kh, kw) = g.out_hw, g.kernel
+    cols = im2col(x._array, g, fill=_lowest(x._array.dtype)).reshape(N, C, kh * kw, Ho * Wo)
+    k = cols.argmax(axis=2)                                     # (N, C, L): first max (NaN wins)
+    rows = (np.arange(Ho) * g.stride[0] - g.pad[0]).repeat(Wo)  # window origin of each output
+    cols_ = np.tile(np.arange(Wo) * g.stride[1] - g.pad[2], Ho)
+    h = rows + (k // kw) * g.dilation[0]
+    w = cols_ + (k % kw) * g.dilation[1]
+    idx = (h * W + w).astype(np.int64)
+    out_shape = (N, C, Ho, Wo)
+    res = _max_by_index(x, idx, out_shape, return_indices)
+    if return_indices:
+        out, ind = res
+        if nd == 1:
+            ind = _wrap(ind._array.reshape(N, C, Wo))
+            ind = _wrap(ind._array[0]) if unbatched else ind
+            return _pool_output(out, nd, unbatched), ind
+        return _pool_output(out, nd, unbatched), (_wrap(ind._array[0]) if unbatched else ind)
+    return _pool_output(res, nd, unbatched)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """1-d max pooling over (N, C, L) or (C, L)."""
+    return _max_pool(input, 1, "max_pool1d", kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """2-d max pooling over (N, C, H, W) or (C, H, W); stride defaults to kernel_size."""
+    return _max_pool(input, 2, "max_pool2d", kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+def _avg_divisor(g: Geometry, count_include_pad):
+    """Each window's divisor (Ho, Wo): PyTorch counts the padding but not the ceil_mode overhang
+    when count_include_pad, and only the real input otherwise."""
+    def per_axis(size, n, k, s, p):
+        start = np.arange(n) * s - p
+        end = np.minimum(start + k, size + p)
+        if count_include_pad:
+            return end - start
+        return np.minimum(end, size) - np.maximum(start, 0)
+    (H, W), (Ho, Wo) = g.in_hw, g.out_hw
+    dh = per_axis(H, Ho, g.kernel[0], g.stride[0], g.pad[0])
+    dw = per_axis(W, Wo, g.kernel[1], g.stride[1], g.pad[2])
+    return np.outer(dh, dw)
+
+
+def _avg_pool(input, nd, name, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override):
+    x, unbatched = _pool_input(input, nd, name)
+    if x._array.dtype.kind != "f":
+        raise RuntimeError(f'"avg_pool{nd}d" not implemented for '
+                           f"'{_core.scalar_type_name_of(x._array.dtype)}'")
+    g = _pool_geometry(x, nd, name, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    N, C, H, W = x.shape
+    Ho, Wo = g.out_hw
+    # A window sum is unfold then a sum over the window axis: differentiable through the
+    # unfold/fold pair.
+    sums = _Unfold.apply(x.reshape((N * C, 1, H, W)), g).sum(1)
+    if divisor_override is not None:
+        out = sums / float(divisor_override)
+    else:
+        inv = 1.0 / _avg_divisor(g, count_include_pad).reshape(-1).astype(x._array.dtype)
+        out = sums * _wrap(inv)
+    return _pool_output(out.reshape((N, C, Ho, Wo)), nd, unbatched)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """1-d average pooling over (N, C, L) or (C, L)."""
+    return _avg_pool(input, 1, "avg_pool1d", kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """2-d average pooling over (N, C, H, W) or (C, H, W)."""
+    return _avg_pool(input, 2, "avg_pool2d", kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def _adaptive_bounds(size, n):
+    i = np.arange(n)
+    return (i * size) // n, -((-(i + 1) * size) // n)
+
+
+def _adaptive_sizes(input, output_size, nd, name):
+    _check_tensor(input)
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    sizes = output_size if isinstance(output_size, (list, tuple)) else (output_size,) * nd
+    if len(sizes) != nd:
+        raise RuntimeError(f"{name}: output_size must be {nd}")
+    spatial = tuple(input.shape[-nd:])
+    out = tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
+    batch_dims = input.dim() - nd - 1          # the batch dim may be empty, the others not
+    empty = [i for i, s in enumerate(input.shape) if s == 0 and i >= batch_dims]
+    if empty:
+        raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {list(input.shape)} with dimension "
+                           f"{empty[0]} being empty")
+    return spatial, out
+
+
+def _pool_matrix(size, n, dtype):
+    """(n, size) averaging matrix of adaptive pooling along one axis."""
+    start, end = _adaptive_bounds(size, n)
+    pos = np.arange(size)
+    inside = (pos >= start[:, None]) & (pos < end[:, None])
+    return (inside / (end - start)[:, None]).astype(dtype)
+
+
+def _right_matmul(x, m, dim):
+    """x with axis `dim` (of the last two) multiplied by m (new, old): x @ m^T along that axis."""
+    mt = _wrap(np.ascontiguousarray(m.T))
+    if dim == -1:
+        return x.matmul(mt)
+    return x.transpose(-1, -2).matmul(mt).transpose(-1, -2)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average pooling to `output_size` positions (each window spans floor..ceil of its share)."""
+    (L,), (Lo,) = _adaptive_sizes(input, output_size, 1, "adaptive_avg_pool1d")
+    return _right_matmul(input, _pool_matrix(L, Lo, input._array.dtype), -1)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to an (H_out, W_out) grid (None keeps that dimension)."""
+    (H, W), (Ho, Wo) = _adaptive_sizes(input, output_size, 2, "adaptive_avg_pool2d")
+    dtype = input._array.dtype
+    if dtype.kind != "f":
+        raise RuntimeError(f'"adaptive_avg_pool2d" not implemented for '
+                           f"'{_core.scalar_type_name_of(dtype)}'")
+    out = _right_matmul(input, _pool_matrix(W, Wo, dtype), -1)
+    return _right_matmul(out, _pool_matrix(H, Ho, dtype), -2)
+
+
+def _adaptive_max(input, output_size, return_indices, nd, name):
+    spatial, out_sp = _adaptive_sizes(input, output_size, nd, name)
+    unbatched = input.dim() == nd + 1
+    x = input.unsqueeze(0) if unbatched else input
+    if nd == 1:
+        x = x.unsqueeze(2)
+        spatial, out_sp = (1,) + spatial, (1,) + out_sp
+    N, C, H, W = x.shape
+    (Ho, Wo) = out_sp
+
+    def window_index(size, n):
+        # Each window padded to the longest one by repeating its last element (max unchanged).
+        start, end = _adaptive_bounds(size, n)
+        k = int((end - start).max())
+        return np.minimum(start[:, None] + np.arange(k), end[:, None] - 1)
+    ih, iw = window_index(H, Ho), window_index(W, Wo)
+    vals = x._array[:, :, ih[:, None, :, None], iw[None, :, None, :]]    # N,C,Ho,Wo,kh,kw
+    k = vals.reshape(N, C, Ho, Wo, -1).argmax(axis=-1)
+    kw = iw.shape[1]
+    idx = (ih[np.arange(Ho)[:, None], k // kw] * W
+           + iw[np.arange(Wo)[None, :], k % kw]).astype(np.int64).reshape(N, C, -1)
+    out = _Gather.apply(x, idx.reshape(N * C, -1), (N, C, Ho, Wo))
+    out = _pool_output(out, nd, unbatched)
+    if return_indices:
+        ind = idx.reshape(out.shape)
+        return out, _wrap(ind)
+    return out
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max pooling to an (H_out, W_out) grid; return_indices gives flat positions per plane."""
+    return _adaptive_max(input, output_size, return_indices, 2, "adaptive_max_pool2d")
+
+
+# -- interpolation ----------------------------------------------------------------------------------
+
+_INTERP_DIMS = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2}
+
+
+def _interp_sizes(x, nd, size, scale_factor):
+    spatial = tuple(x.shape[2:])
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        out = tuple(int(s) for s in size) if isinstance(size, (list, tuple)) else (int(size),) * nd
+        if len(out) != nd:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions,"
+                             f" but got input with spatial dimensions of {list(spatial)} and "
+                             f"output size of {list(out)}. Please provide input tensor in "
+                             f"(N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK)"
+                             f" format.")
+        return out, (None,) * nd
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    scales = tuple(float(s) for s in scale_factor) if isinstance(scale_factor, (list, tuple)) \
+        else (float(scale_factor),) * nd
+    if len(scales) != nd:
+        raise ValueError(f"Input and scale_factor must have the same number of spatial "
+                         f"dimensions, but got input with spatial dimensions of {list(spatial)} "
+                         f"and scale_factor of shape {list(scales)}. Please provide input tensor "
+                         f"in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK)"
+                         f" format.")
+    return tuple(int(math.floor(s * f)) for s, f in zip(spatial, scales)), scales
+
+
+def _source_scale(size, n, scale, align_corners):
+    """The input step per output step along one axis, as PyTorch computes it."""
+    if align_corners:
+        return (size - 1) / (n - 1) if n > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else size / n
+
+
+def _nearest_index(size, n, scale, exact):
+    step = np.float32(_source_scale(size, n, scale, False))
+    pos = np.arange(n, dtype=np.float32)
+    src = np.floor((pos + np.float32(0.5)) * step if exact else pos * step)
+    return np.minimum(src.astype(np.int64), size - 1)
+
+
+def _linear_matrix(size, n, scale, align_corners, dtype):
+    """(n, size) matrix of linear interpolation weights along one axis."""
+    step = _source_scale(size, n, scale, align_corners)
+    pos = np.arange(n, dtype=np.float64)
+    src = pos * step if align_corners else np.maximum((pos + 0.5) * step - 0.5, 0.0)
+    lo = np.minimum(np.floor(src).astype(np.int64), size - 1)
+    hi = np.minimum(lo + 1, size - 1)
+    frac = src - lo
+    grid = np.arange(size)
+    m = (1 - frac)[:, None] * (grid == lo[:, None]) + frac[:, None] * (grid == hi[:, None])
+    return m.astype(dtype)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resample (N, C, L) or (N, C, H, W) input: mode 'nearest', 'nearest-exact', 'linear' (3-D)
+    or 'bilinear' (4-D), to `size` or by `scale_factor`."""
+    _check_tensor(input)
+    if mode not in _INTERP_DIMS:
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+            f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
+            f" (got {mode})" if input.dim() not in (3, 4) else
+            f"tapegrad's interpolate supports modes nearest, nearest-exact, linear, bilinear "
+            f"(got {mode})")
+    if align_corners is not None and mode in ("nearest", "nearest-exact"):
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if antialias:
+        raise NotImplementedError("tapegrad's interpolate does not support antialias=True")
+    nd = input.dim() - 2
+    want = _INTERP_DIMS[mode]
+    if nd not in (1, 2) or (want is not None and want != nd):
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
+                                  f"{(want or 1) + 2}D input")
+    out_sp, scales = _interp_sizes(input, nd, size, scale_factor)
+    if recompute_scale_factor:
+        scales = (None,) * nd
+    if any(o <= 0 for o in out_sp):
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({', '.join(map(str, input.shape[2:]))}) and output "
+                           f"({', '.join(map(str, out_sp))})")
+    spatial = tuple(input.shape[2:])
+    out = input
+    for axis, (s, n, f) in enumerate(zip(spatial, out_sp, scales)):
+        dim = 2 + axis
+        if mode in ("nearest", "nearest-exact"):
+            idx = _nearest_index(s, n, f, mode == "nearest-exact")
+            out = out.index_select(dim, _wrap(idx))
+        else:
+            m = _linear_matrix(s, n, f, bool(align_corners), input._array.dtype)
+            out = _right_matmul(out, m, -1 if dim == input.dim() - 1 else -2)
+    return out
+
+
+# -- padding modes ----------------------------------------------------------------------------------
+
+def _pad_index(n, before, after, mode):
+    pos = np.arange(-before, n + after)
+    if mode == "reflect":
+        period = 2 * (n - 1)
+        pos = np.abs(pos) % period if period else np.zeros_like(pos)
+        return np.where(pos >= n, period - pos, pos)
+    if mode == "replicate":
+        return np.clip(pos, 0, n - 1)
+    return pos % n                                              # circular
+
+
+def pad(input, pad, mode="constant", value=None):
+    """torch.nn.functional.pad: 'constant' (the core op), and 'reflect', 'replicate', 'circular'
+    as index selections along each padded dim (differentiable, gradients add up at the
+    repeated positions)."""
+    if mode == "constant":
+        return _core.NN_FUNCTIONS["pad"](input, pad, mode, value)
+    _check_tensor(input)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    n_dims = len(pad) // 2
+    if input.dim() not in (n_dims + 1, n_dims + 2) or n_dims > 3:
+        raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are "
+                                  f"supported for now" if n_dims > 3 else
+                                  f"Padding length should be less than or equal to two times "
+                                  f"the input dimension but got padding length {len(pad)} and "
+                                  f"input of dimension {input.dim()}")
+    if value is not None and value != 0:
+        raise ValueError(f"Padding mode \"{mode}\"\" doesn't take in value argument")
+    out = input
+    for i in range(n_dims):
+        dim = input.dim() - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        n = input.shape[dim]
+        if mode == "reflect" and (before >= n or after >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({before}, {after}) at "
+                               f"dimension {dim} of input {list(input.shape)}")
+        if mode == "circular" and (before > n or after > n):
+            raise ValueError("Padding value causes wrapping around more than once.")
+        if before or after:
+            out = out.index_select(dim, _wrap(_pad_index(n, before, after, mode)))
+    return out
+
+
+# -- channel dropout and batch norm -----------------------------------------------------------------
+
+def _channel_dropout(input, p, training, inplace, batched_dim):
+    from ..creation import default_generator
+    _check_tensor(input)
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    # Mask one value per (sample, channel), broadcast over the feature map; unbatched input
+    # (one dim fewer) masks per channel.
+    n_keep = 2 if input.dim() == batched_dim else 1
+    keep_shape = tuple(input.shape[:n_keep]) + (1,) * (input.dim() - n_keep)
+    if p == 1.0:
+        mask = np.zeros(keep_shape, dtype=input._array.dtype)
+    else:
+        keep = default_generator().random(keep_shape) < (1.0 - p)
+        mask = (keep / (1.0 - p)).astype(input._array.dtype)
+    if inplace:
+        return input.mul_(_wrap(mask))
+    return input * _wrap(mask)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) (or (C, L)) input with probability p, scale by 1/(1-p)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D "
+                           f"input. Note that dropout1d exists to provide channel-wise dropout "
+                           f"on inputs with 1 spatial dimension, a channel dimension, and an "
+                           f"optional batch dimension (i.e. 2D or 3D inputs).")
+    return _channel_dropout(input, p, training, inplace, 3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) input with probability p, scale by 1/(1-p)."""
+    if input.dim() not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is "
+                      f"deprecated and will result in an error in a future release. To retain "
+                      f"the behavior and silence this warning, please use dropout instead. Note "
+                      f"that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension "
+                      f"(i.e. 3D or 4D inputs).", UserWarning, stacklevel=2)
+    if input.dim() == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+                      "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
+                      "where C is the channel dim. This behavior will change in a future release "
+                      "to interpret the input as one without a batch dimension, i.e. shape "
+                      "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch"
+                      " to using dropout1d instead.", UserWarning, stacklevel=2)
+    return _channel_dropout(input, p, training, inplace, 4 if input.dim() != 3 else 3)
