@@ -33,6 +33,7 @@ from numpy.lib.stride_tricks import as_strided
 from .. import _core
 from ..autograd.function import Function
 from ..tensor import Tensor
+from .. import where as _where
 
 _wrap = _core.wrap_array
 
@@ -59,9 +60,9 @@ class Geometry(NamedTuple):
 
 def _out_size(size, pad_total, k, s, d, ceil_mode=False, pad_before=0):
     span = size + pad_total - d * (k - 1) - 1
-    if span < 0:
-        return 0
-    n = (-(-span // s) if ceil_mode else span // s) + 1
+    # Floor division rounds towards -inf, so a too-short input gives 0 (or less) windows, and
+    # ceil_mode still gives one window over a partial span.
+    n = (span + (s - 1 if ceil_mode else 0)) // s + 1
     # A last window that would start inside the right padding is dropped (PyTorch's rule).
     if ceil_mode and (n - 1) * s >= size + pad_before:
         n -= 1
@@ -305,6 +306,8 @@ def _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups, tra
         raise RuntimeError(f"expected stride to be a single integer value or a list of "
                            f"{weight.dim() - 2} values to match the convolution dimensions, "
                            f"but got stride={list(stride)}")
+    if input._array.dtype == np.float64 and weight._array.dtype == np.float32:
+        raise RuntimeError("expected scalar type Double but found Float")
     if input._array.dtype != weight._array.dtype:
         raise RuntimeError(f"Input type ({_legacy(input._array)}) and weight type "
                            f"({_legacy(weight._array)}) should be the same or input should be a "
@@ -312,7 +315,7 @@ def _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups, tra
     if bias is not None and bias._array.dtype != input._array.dtype:
         raise RuntimeError(f"Input type ({_ctype(input._array)}) and bias type "
                            f"({_ctype(bias._array)}) should be the same")
-    if input._array.dtype.kind != "f":
+    if input._array.dtype.kind not in "fiu":
         raise RuntimeError(f'"slow_conv2d_cpu" not implemented for '
                            f"'{_core.scalar_type_name_of(input._array.dtype)}'")
     if any(s <= 0 for s in stride):
@@ -352,7 +355,7 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
     kernel = tuple(weight.shape[2:])
     if O % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
+                           f"at dimension 0, but got weight of size [{list(weight.shape)}] instead")
     if C != weight.shape[1] * groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
                            f"input{list(input.shape)} to have {weight.shape[1] * groups} "
@@ -486,6 +489,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     _check_tensor(input)
     kernel, dilation, padding, stride = _fold_args(kernel_size, dilation, padding, stride)
     if input.dim() not in (3, 4):
+        if input.dim() < 3:
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-max(input.dim(), 1)}, {max(input.dim(), 1) - 1}], but got 2)")
         raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
                                   f"(got {input.dim()}D)")
     unbatched = input.dim() == 3
@@ -538,10 +544,17 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 def _pool_input(input, nd, name):
     _check_tensor(input)
     if input.dim() not in (nd + 1, nd + 2) or any(s == 0 for s in input.shape[1:]):
+        if name.startswith("avg") and input.dim() < nd + 1:
+            raise (IndexError(f"Dimension out of range (expected to be in range of "
+                              f"[{-max(input.dim(), 1)}, {max(input.dim(), 1) - 1}], but got "
+                              f"{-(nd + 1)})") if nd == 2 else
+                   RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional "
+                                f"tensor for argument #1 'self' (while checking arguments for "
+                                f"{name})"))
         raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for "
                            f"input" if nd == 2 else
-                           f"{name}() Expected {nd + 1}D or {nd + 2}D input tensor, but got "
-                           f"{list(input.shape)}")
+                           f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim "
+                           f"batch size for input, but got:{list(input.shape)}")
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
     if nd == 1:
@@ -563,13 +576,13 @@ def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mod
         else _tuple(stride, nd, "stride", what)
     padding = _tuple(padding, nd, "padding", what)
     dilation = _tuple(dilation, nd, "dilation", what)
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"{name}() stride must be greater than zero, but got {stride[0]}"
+                           if nd == 1 else "stride should not be zero")
     if any(k <= 0 for k in kernel):
         raise RuntimeError(f"kernel size should be greater than zero, but got "
                            + ("kH: %d kW: %d" % ((1,) * (2 - nd) + kernel)
                               if nd == 2 else f"kW: {kernel[0]}"))
-    if any(s <= 0 for s in stride):
-        raise RuntimeError(f"{name}() stride must be greater than zero, but got {stride[0]}"
-                           if nd == 1 else "stride should not be zero")
     if any(d <= 0 for d in dilation):
         raise RuntimeError(f"dilation should be greater than zero, but got dilationH: "
                            f"{dilation[0]} dilationW: {dilation[-1]}")
@@ -625,7 +638,18 @@ def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode
     w = cols_ + (k % kw) * g.dilation[1]
     idx = (h * W + w).astype(np.int64)
     out_shape = (N, C, Ho, Wo)
-    res = _max_by_index(x, idx, out_shape, return_indices)
+    # A window that lies wholly in the padding (possible with dilation) has max -inf and no
+    # input position; it gathers any position and is overwritten.
+    outside = (h < 0) | (h >= H) | (w < 0) | (w >= W)
+    if outside.any():
+        idx = np.where(outside, 0, idx)
+        res = _max_by_index(x, idx, out_shape, return_indices)
+        out = res[0] if return_indices else res
+        lowest = np.full(out_shape, _lowest(x._array.dtype), dtype=x._array.dtype)
+        out = _where(_wrap(~outside.reshape(out_shape)), out, _wrap(lowest))
+        res = (out, res[1]) if return_indices else out
+    else:
+        res = _max_by_index(x, idx, out_shape, return_indices)
     if return_indices:
         out, ind = res
         if nd == 1:
@@ -798,7 +822,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 # -- interpolation ----------------------------------------------------------------------------------
 
-_INTERP_DIMS = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2}
+_INTERP_DIMS = {"nearest": None, "nearest-exact": None, "area": None, "linear": 1,
+                "bilinear": 2}
 
 
 def _interp_sizes(x, nd, size, scale_factor):
@@ -810,7 +835,7 @@ def _interp_sizes(x, nd, size, scale_factor):
         if len(out) != nd:
             raise ValueError(f"Input and output must have the same number of spatial dimensions,"
                              f" but got input with spatial dimensions of {list(spatial)} and "
-                             f"output size of {list(out)}. Please provide input tensor in "
+                             f"output size of {size}. Please provide input tensor in "
                              f"(N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK)"
                              f" format.")
         return out, (None,) * nd
@@ -860,13 +885,14 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     or 'bilinear' (4-D), to `size` or by `scale_factor`."""
     _check_tensor(input)
     if mode not in _INTERP_DIMS:
+        if mode in ("bicubic", "trilinear", "lanczos"):
+            raise NotImplementedError(f"tapegrad's interpolate does not support mode={mode!r} "
+                                      f"(nearest, nearest-exact, linear, bilinear, area)")
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
-            f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
-            f" (got {mode})" if input.dim() not in (3, 4) else
-            f"tapegrad's interpolate supports modes nearest, nearest-exact, linear, bilinear "
-            f"(got {mode})")
-    if align_corners is not None and mode in ("nearest", "nearest-exact"):
+            f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+            f"nearest-exact (got {mode})")
+    if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
     if antialias:
@@ -887,7 +913,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     out = input
     for axis, (s, n, f) in enumerate(zip(spatial, out_sp, scales)):
         dim = 2 + axis
-        if mode in ("nearest", "nearest-exact"):
+        if mode == "area":          # area is adaptive average pooling, axis by axis
+            m = _pool_matrix(s, n, input._array.dtype)
+            out = _right_matmul(out, m, -1 if dim == input.dim() - 1 else -2)
+        elif mode in ("nearest", "nearest-exact"):
             idx = _nearest_index(s, n, f, mode == "nearest-exact")
             out = out.index_select(dim, _wrap(idx))
         else:
@@ -923,11 +952,12 @@ def pad(input, pad, mode="constant", value=None):
         raise RuntimeError("Padding length must be divisible by 2")
     n_dims = len(pad) // 2
     if input.dim() not in (n_dims + 1, n_dims + 2) or n_dims > 3:
-        raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are "
-                                  f"supported for now" if n_dims > 3 else
-                                  f"Padding length should be less than or equal to two times "
-                                  f"the input dimension but got padding length {len(pad)} and "
-                                  f"input of dimension {input.dim()}")
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     if value is not None and value != 0:
         raise ValueError(f"Padding mode \"{mode}\"\" doesn't take in value argument")
     out = input
@@ -940,7 +970,7 @@ def pad(input, pad, mode="constant", value=None):
                                f"input dimension, but got: padding ({before}, {after}) at "
                                f"dimension {dim} of input {list(input.shape)}")
         if mode == "circular" and (before > n or after > n):
-            raise ValueError("Padding value causes wrapping around more than once.")
+            raise RuntimeError("Padding value causes wrapping around more than once.")
         if before or after:
             out = out.index_select(dim, _wrap(_pad_index(n, before, after, mode)))
     return out

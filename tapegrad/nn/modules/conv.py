@@ -41,8 +41,8 @@ class _ConvNd(Module):
             if padding == "same" and any(s != 1 for s in _ntuple(stride, nd)):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         if padding_mode not in _PADDING_MODES:
-            raise ValueError(f"padding_mode must be one of {list(_PADDING_MODES)}, but got "
-                             f"padding_mode='{padding_mode}'")
+            raise ValueError("padding_mode must be one of {'zeros', 'replicate', 'reflect', "
+                             f"'circular'}}, but got padding_mode='{padding_mode}'")
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = _ntuple(kernel_size, nd)
@@ -148,24 +148,21 @@ class _ConvTransposeNd(_ConvNd):
         if output_size is None:
             return self.output_padding
         nd = self._nd
+        requested = output_size
         output_size = list(output_size)
         if len(output_size) == nd + 2 or len(output_size) == nd + 1:
             output_size = output_size[-nd:]
         if len(output_size) != nd:
             raise ValueError(f"ConvTranspose{nd}D: for {input.dim()}D input, output_size must "
                              f"have {nd} or {input.dim()} elements (got {len(output_size)})")
-        result = []
-        for d in range(nd):
-            size_in = input.shape[input.dim() - nd + d]
-            min_size = ((size_in - 1) * self.stride[d] - 2 * self.padding[d]
-                        + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
-            max_size = min_size + self.stride[d] - 1
-            if not min_size <= output_size[d] <= max_size:
-                raise ValueError(f"requested an output size of {output_size}, but valid sizes "
-                                 f"range from {[min_size]} to {[max_size]} (for an input of "
-                                 f"{list(input.shape[2:])})")
-            result.append(output_size[d] - min_size)
-        return tuple(result)
+        spatial = type(input.shape)(input.shape[input.dim() - nd:])
+        min_sizes = [(s - 1) * st - 2 * p + d * (k - 1) + 1 for s, st, p, d, k in
+                     zip(spatial, self.stride, self.padding, self.dilation, self.kernel_size)]
+        max_sizes = [m + st - 1 for m, st in zip(min_sizes, self.stride)]
+        if any(not lo <= o <= hi for o, lo, hi in zip(output_size, min_sizes, max_sizes)):
+            raise ValueError(f"requested an output size of {requested}, but valid sizes range "
+                             f"from {min_sizes} to {max_sizes} (for an input of {spatial})")
+        return tuple(o - lo for o, lo in zip(output_size, min_sizes))
 
     def forward(self, input, output_size=None):
         fn = _conv_ops.conv_transpose1d if self._nd == 1 else _conv_ops.conv_transpose2d
