@@ -240,15 +240,17 @@ class _Gather(Function):
     """out = x.view(B, plane)[b, idx[b, k]] reshaped to `out_shape` (idx: int64 ndarray)."""
 
     @staticmethod
-    def forward(ctx, x, idx, out_shape):
+    def forward(ctx, x, idx, out_shape, values=None):
         B = idx.shape[0]
         ctx.idx, ctx.in_shape = idx, tuple(x.shape)
+        if values is not None:          # the caller already has x at idx (max-pool's maxima)
+            return _wrap(values.reshape(out_shape))
         xa = x._array.reshape(B, -1)
         return _wrap(np.take_along_axis(xa, idx.reshape(B, -1), 1).reshape(out_shape))
 
     @staticmethod
     def backward(ctx, g):
-        return _ScatterAdd.apply(g, ctx.idx, ctx.in_shape), None, None
+        return _ScatterAdd.apply(g, ctx.idx, ctx.in_shape), None, None, None
 
 
 class _ScatterAdd(Function):
@@ -612,14 +614,22 @@ def _lowest(dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _max_by_index(x, idx, out_shape, return_indices):
-    """The max-pool result: a differentiable gather of the chosen elements (idx: flat positions
-    in each (n, c) plane, as PyTorch's return_indices gives them)."""
-    N, C = x.shape[:2]
-    out = _Gather.apply(x, idx.reshape(N * C, -1), out_shape)
-    if return_indices:
-        return out, _wrap(idx.reshape(out_shape))
-    return out
+def _window_max(xp: np.ndarray, g: Geometry):
+    """Max of each window of a padded input and the kernel offset it came from, as a running max
+    over the kh*kw offsets (one vectorised compare per offset; no window copy).  Ties keep the
+    first offset and a NaN wins over numbers, as PyTorch's kernel does."""
+    win = _windows(xp, g)                                    # (N, C, kh, kw, Ho, Wo)
+    kh, kw = g.kernel
+    best = win[:, :, 0, 0].copy()
+    arg = np.zeros(best.shape, dtype=np.int64)
+    for k in range(1, kh * kw):
+        v = win[:, :, k // kw, k % kw]
+        take = v > best
+        if xp.dtype.kind == "f":
+            take |= np.isnan(v)
+        np.copyto(best, v, where=take)
+        arg[take] = k
+    return best, arg
 
 
 def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
@@ -630,34 +640,38 @@ def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode
     g = _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode)
     N, C, H, W = x.shape
     (Ho, Wo), (kh, kw) = g.out_hw, g.kernel
-    cols = im2col(x._array, g, fill=_lowest(x._array.dtype)).reshape(N, C, kh * kw, Ho * Wo)
-    k = cols.argmax(axis=2)                                     # (N, C, L): first max (NaN wins)
-    rows = (np.arange(Ho) * g.stride[0] - g.pad[0]).repeat(Wo)  # window origin of each output
-    cols_ = np.tile(np.arange(Wo) * g.stride[1] - g.pad[2], Ho)
-    h = rows + (k // kw) * g.dilation[0]
-    w = cols_ + (k % kw) * g.dilation[1]
-    idx = (h * W + w).astype(np.int64)
-    out_shape = (N, C, Ho, Wo)
-    # A window that lies wholly in the padding (possible with dilation) has max -inf and no
-    # input position; it gathers any position and is overwritten.
+    best, k = _window_max(_padded(x._array, g, _lowest(x._array.dtype)), g)
+    # Flat position in each (n, c) plane of every chosen element (PyTorch's indices).
+    h = (np.arange(Ho) * g.stride[0] - g.pad[0])[:, None] + (k // kw) * g.dilation[0]
+    w = (np.arange(Wo) * g.stride[1] - g.pad[2]) + (k % kw) * g.dilation[1]
+    idx = h * W + w
+    # A window with no real element above the padding's -inf (one wholly in the padding, which
+    # dilation allows) keeps -inf; PyTorch then reports (and sends the gradient to) the first
+    # window position at or after the top-left corner of the input, wherever it lands.
     outside = (h < 0) | (h >= H) | (w < 0) | (w >= W)
+    drop = None
     if outside.any():
-        idx = np.where(outside, 0, idx)
-        res = _max_by_index(x, idx, out_shape, return_indices)
-        out = res[0] if return_indices else res
-        lowest = np.full(out_shape, _lowest(x._array.dtype), dtype=x._array.dtype)
-        out = _where(_wrap(~outside.reshape(out_shape)), out, _wrap(lowest))
-        res = (out, res[1]) if return_indices else out
+        def first_inside(n, s, p, d):
+            start = np.arange(n) * s - p
+            return start + (-(np.minimum(start, 0) // d)) * d
+        corner = (first_inside(Ho, g.stride[0], g.pad[0], g.dilation[0])[:, None] * W
+                  + first_inside(Wo, g.stride[1], g.pad[2], g.dilation[1]))
+        idx = np.where(outside, corner, idx)
+        drop = (idx < 0) | (idx >= H * W)
+        if drop.any():
+            gather_idx = np.where(drop, 0, idx)
+        else:
+            gather_idx, drop = idx, None
     else:
-        res = _max_by_index(x, idx, out_shape, return_indices)
+        gather_idx = idx
+    out = _Gather.apply(x, gather_idx.reshape(N * C, -1), (N, C, Ho, Wo), best)
+    if drop is not None:
+        out = _where(_wrap(~drop), out, _wrap(best))
+    out = _pool_output(out, nd, unbatched)
     if return_indices:
-        out, ind = res
-        if nd == 1:
-            ind = _wrap(ind._array.reshape(N, C, Wo))
-            ind = _wrap(ind._array[0]) if unbatched else ind
-            return _pool_output(out, nd, unbatched), ind
-        return _pool_output(out, nd, unbatched), (_wrap(ind._array[0]) if unbatched else ind)
-    return _pool_output(res, nd, unbatched)
+        ind = idx.reshape(out.shape)
+        return out, _wrap(ind)
+    return out
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
