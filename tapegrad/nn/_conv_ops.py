@@ -754,8 +754,11 @@ def _adaptive_sizes(input, output_size, nd, name):
         raise RuntimeError(f"{name}: output_size must be {nd}")
     spatial = tuple(input.shape[-nd:])
     out = tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
-    batch_dims = input.dim() - nd - 1          # the batch dim may be empty, the others not
-    empty = [i for i, s in enumerate(input.shape) if s == 0 and i >= batch_dims]
+    # Average pooling allows empty batch and channel dims, max pooling only an empty dim 0; 1-d
+    # pooling reports itself as the 2-d op, as PyTorch (which runs it as 2-d) does.
+    first_checked = input.dim() - nd if "avg" in name else 1
+    name = name.replace("1d", "2d")
+    empty = [i for i, s in enumerate(input.shape) if s == 0 and i >= first_checked]
     if empty:
         raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
                            f"dimensions, but input has sizes {list(input.shape)} with dimension "
