@@ -120,30 +120,130 @@ def col2im(cols: np.ndarray, g: Geometry, channels: int) -> np.ndarray:
 
 # -- the convolution family: three bilinear maps, each the others' derivatives ---------------------
 
+# The three maps share one layout: the columns of all N samples side by side, (G, Cg*kh*kw,
+# N*L), so each call is ONE matmul per group (one BLAS gemm when groups=1) rather than N small
+# ones.  With stride 1 the columns are "wide": each output row runs over the whole padded width
+# Wp (the last Wp - Wo entries of a row are junk and dropped), which makes every column row one
+# contiguous slice of the flattened padded input - im2col becomes a copy with long inner runs and
+# col2im kh*kw adds of long contiguous slices.
+
+def _is_wide(g: Geometry) -> bool:
+    return g.stride == (1, 1)
+
+
+def _padded_flat(x: np.ndarray, g: Geometry) -> tuple:
+    """x zero-padded to (N, C, Hp, Wp), flattened, with (kw-1)*dw spare zeros at the end (the
+    last sample's junk columns read up to there)."""
+    N, C, H, W = x.shape
+    (Ho, Wo), (kh, kw), (dh, dw) = g.out_hw, g.kernel, g.dilation
+    pt, pb, pl, pr = g.pad
+    Hp = max(H + pt + pb, Ho + dh * (kh - 1))
+    Wp = max(W + pl + pr, Wo + dw * (kw - 1))
+    flat = np.zeros(N * C * Hp * Wp + dw * (kw - 1), dtype=x.dtype)
+    flat[:N * C * Hp * Wp].reshape(N, C, Hp, Wp)[:, :, pt:pt + H, pl:pl + W] = x
+    return flat, Hp, Wp
+
+
+def _columns(x: np.ndarray, g: Geometry) -> np.ndarray:
+    """The im2col matrix (G, Cg*kh*kw, N*L) of x (L = Ho*Wp when wide, else Ho*Wo)."""
+    N, C = x.shape[:2]
+    (Ho, Wo), (kh, kw), (dh, dw) = g.out_hw, g.kernel, g.dilation
+    if _is_wide(g):
+        flat, Hp, Wp = _padded_flat(x, g)
+        e = flat.itemsize
+        view = as_strided(flat, (C, kh, kw, N, Ho * Wp),
+                          (Hp * Wp * e, dh * Wp * e, dw * e, C * Hp * Wp * e, e), writeable=False)
+    else:
+        view = _windows(_padded(x, g), g).transpose(1, 2, 3, 0, 4, 5)     # C,kh,kw,N,Ho,Wo
+    return np.ascontiguousarray(view).reshape(g.groups, -1, N * _row_len(g, x.shape[3]) * Ho)
+
+
+def _row_len(g: Geometry, W: int) -> int:
+    """Columns per output row: the padded width when wide, else Wo."""
+    if not _is_wide(g):
+        return g.out_hw[1]
+    (kw, dw), (pl, pr) = (g.kernel[1], g.dilation[1]), (g.pad[2], g.pad[3])
+    return max(W + pl + pr, g.out_hw[1] + dw * (kw - 1))
+
+
+def _grad_to_columns(gy: np.ndarray, g: Geometry, W: int) -> np.ndarray:
+    """An output-shaped (N, O, Ho, Wo) array in the column layout (G, Og, N*L), zero in the
+    junk columns."""
+    N, O, Ho, Wo = gy.shape
+    row = _row_len(g, W)
+    out = np.zeros((O, N, Ho, row), dtype=gy.dtype)
+    out[..., :Wo] = gy.transpose(1, 0, 2, 3)
+    return out.reshape(g.groups, O // g.groups, -1)
+
+
+def _columns_to_output(y: np.ndarray, g: Geometry, N: int, W: int) -> np.ndarray:
+    """(G, Og, N*L) back to a contiguous (N, O, Ho, Wo)."""
+    Ho, Wo = g.out_hw
+    y = y.reshape(-1, N, Ho, _row_len(g, W))[..., :Wo]
+    return np.ascontiguousarray(y.transpose(1, 0, 2, 3))
+
+
+def _columns_to_input(cols: np.ndarray, g: Geometry, N: int, C: int) -> np.ndarray:
+    """col2im of (G, Cg*kh*kw, N*L) columns into a contiguous (N, C, H, W) input gradient: one
+    vectorised add per kernel offset."""
+    (H, W), (Ho, Wo) = g.in_hw, g.out_hw
+    (kh, kw), (sh, sw), (dh, dw) = g.kernel, g.stride, g.dilation
+    pt, pl = g.pad[0], g.pad[2]
+    if _is_wide(g):
+        Wp = _row_len(g, W)
+        Hp = max(H + g.pad[0] + g.pad[1], Ho + dh * (kh - 1))
+        c = cols.reshape(C, kh, kw, N, Ho * Wp)
+        acc = np.zeros((C, N * Hp * Wp + dw * (kw - 1)), dtype=cols.dtype)
+        # Sample n's plane starts at n*Hp*Wp; a junk column (zero) may spill into the next one.
+        planes = as_strided(acc, (C, N, Ho * Wp + dw * (kw - 1) + (kh - 1) * dh * Wp),
+                            (acc.strides[0], Hp * Wp * acc.itemsize, acc.itemsize))
+        n_cols = Ho * Wp
+        for i in range(kh):
+            for j in range(kw):
+                off = i * dh * Wp + j * dw
+                planes[:, :, off:off + n_cols] += c[:, i, j]
+        full = acc[:, :N * Hp * Wp].reshape(C, N, Hp, Wp)
+    else:
+        Hp = max(H + g.pad[0] + g.pad[1], (Ho - 1) * sh + dh * (kh - 1) + 1)
+        Wp = max(W + g.pad[2] + g.pad[3], (Wo - 1) * sw + dw * (kw - 1) + 1)
+        c = cols.reshape(C, kh, kw, N, Ho, Wo)
+        full = np.zeros((C, N, Hp, Wp), dtype=cols.dtype)
+        for i in range(kh):
+            rows = slice(i * dh, i * dh + sh * (Ho - 1) + 1, sh)
+            for j in range(kw):
+                full[:, :, rows, j * dw: j * dw + sw * (Wo - 1) + 1: sw] += c[:, i, j]
+    return np.ascontiguousarray(full[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3))
+
+
 def _conv_np(x, w, g: Geometry):
-    N = x.shape[0]
-    O = w.shape[0]
-    cols = im2col(x, g)                                     # (N, G, K, L)
-    wm = w.reshape(g.groups, O // g.groups, -1)             # (G, Og, K)
-    out = np.matmul(wm, cols)                               # (N, G, Og, L)
-    return out.reshape(N, O, *g.out_hw)
-
-
-def _conv_input_grad_np(gy, w, g: Geometry):
-    N, O = gy.shape[:2]
     G = g.groups
-    wm = w.reshape(G, O // G, -1)
-    cols = np.matmul(wm.transpose(0, 2, 1), gy.reshape(N, G, O // G, -1))     # (N, G, K, L)
-    return np.ascontiguousarray(col2im(cols, g, G * w.shape[1]))
+    y = np.matmul(w.reshape(G, w.shape[0] // G, -1), _columns(x, g))    # (G, Og, N*L)
+    return _columns_to_output(y, g, x.shape[0], x.shape[3])
+
+
+def _conv_input_grad_np(gy, w, g: Geometry, n):
+    G = g.groups
+    W = g.in_hw[1]
+    wm = w.reshape(G, w.shape[0] // G, -1)
+    cols = np.matmul(wm.transpose(0, 2, 1), _grad_to_columns(gy, g, W))  # (G, Cg*kh*kw, N*L)
+    return _columns_to_input(cols, g, n, G * w.shape[1])
 
 
 def _conv_weight_grad_np(x, gy, g: Geometry, wshape):
+    if _is_wide(g) and not np.isfinite(x).all():
+        # A junk column could hold an inf or NaN of the next row, and 0 * inf is NaN: use the
+        # exact (per-sample) layout for such inputs.
+        return _conv_weight_grad_narrow(x, gy, g, wshape)
+    gw = np.matmul(_grad_to_columns(gy, g, x.shape[3]), _columns(x, g).transpose(0, 2, 1))
+    return gw.reshape(wshape)
+
+
+def _conv_weight_grad_narrow(x, gy, g: Geometry, wshape):
     N, O = gy.shape[:2]
     G = g.groups
-    cols = im2col(x, g)                                     # (N, G, K, L)
+    cols = im2col(x, g)                                     # (N, G, K, Ho*Wo)
     gm = gy.reshape(N, G, O // G, -1)
-    gw = np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(0)   # (G, Og, K)
-    return gw.reshape(wshape)
+    return np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(0).reshape(wshape)
 
 
 class _Conv(Function):
@@ -171,7 +271,7 @@ class _ConvInputGrad(Function):
     def forward(ctx, gy, w, geom, n):
         ctx.geom = geom
         ctx.save_for_backward(gy, w)
-        return _wrap(_conv_input_grad_np(gy._array, w._array, geom))
+        return _wrap(_conv_input_grad_np(gy._array, w._array, geom, n))
 
     @staticmethod
     def backward(ctx, gx):
@@ -621,14 +721,17 @@ def _window_max(xp: np.ndarray, g: Geometry):
     win = _windows(xp, g)                                    # (N, C, kh, kw, Ho, Wo)
     kh, kw = g.kernel
     best = win[:, :, 0, 0].copy()
-    arg = np.zeros(best.shape, dtype=np.int64)
+    arg = np.zeros(best.shape, dtype=np.intp)
+    # One sum tells whether NaN handling is needed at all (inf - inf also says yes: harmless).
+    nan_aware = xp.dtype.kind == "f" and bool(np.isnan(np.sum(xp)))
+    take = np.empty(best.shape, dtype=bool)
     for k in range(1, kh * kw):
         v = win[:, :, k // kw, k % kw]
-        take = v > best
-        if xp.dtype.kind == "f":
+        np.greater(v, best, out=take)
+        if nan_aware:
             take |= np.isnan(v)
         np.copyto(best, v, where=take)
-        arg[take] = k
+        np.copyto(arg, k, where=take)
     return best, arg
 
 
@@ -639,12 +742,21 @@ def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode
         raise RuntimeError(f'"max_pool{nd}d" not implemented for \'Bool\'')
     g = _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode)
     N, C, H, W = x.shape
-    (Ho, Wo), (kh, kw) = g.out_hw, g.kernel
+    (Ho, Wo), (kh, kw), (sh, sw), (dh, dw) = g.out_hw, g.kernel, g.stride, g.dilation
     best, k = _window_max(_padded(x._array, g, _lowest(x._array.dtype)), g)
-    # Flat position in each (n, c) plane of every chosen element (PyTorch's indices).
-    h = (np.arange(Ho) * g.stride[0] - g.pad[0])[:, None] + (k // kw) * g.dilation[0]
-    w = (np.arange(Wo) * g.stride[1] - g.pad[2]) + (k % kw) * g.dilation[1]
-    idx = h * W + w
+    # Flat position in each (n, c) plane of every chosen element (PyTorch's indices): the
+    # window's corner plus the chosen offset's displacement.
+    corner0 = (np.arange(Ho) * sh - g.pad[0])[:, None] * W + (np.arange(Wo) * sw - g.pad[2])
+    shift = (np.arange(kh * kw) // kw) * dh * W + (np.arange(kh * kw) % kw) * dw
+    idx = corner0 + shift[k]
+    reaches_padding = any(g.pad) or (Ho - 1) * sh + dh * (kh - 1) >= H \
+        or (Wo - 1) * sw + dw * (kw - 1) >= W
+    if not reaches_padding:
+        out = _Gather.apply(x, idx.reshape(N * C, -1), (N, C, Ho, Wo), best)
+        out = _pool_output(out, nd, unbatched)
+        return (out, _wrap(idx.reshape(out.shape))) if return_indices else out
+    h = (np.arange(Ho) * sh - g.pad[0])[:, None] + (k // kw) * dh
+    w = (np.arange(Wo) * sw - g.pad[2]) + (k % kw) * dw
     # A window with no real element above the padding's -inf (one wholly in the padding, which
     # dilation allows) keeps -inf; PyTorch then reports (and sends the gradient to) the first
     # window position at or after the top-left corner of the input, wherever it lands.
