@@ -340,3 +340,35 @@ def test_dropout2d_zeroes_whole_channels_and_scales():
 def test_unused_dims_warn_like_torch():
     with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
         F.dropout2d(tg.ones(2, 3, 4), 0.5)
+
+
+def test_max_unpool_matches_torch(torch):
+    x = _x(2, 3, 5, 7)
+    yt, it = torch.nn.functional.max_pool2d(torch.tensor(x), 2, return_indices=True)
+    yg, ig = F.max_pool2d(tg.tensor(x), 2, return_indices=True)
+    vt = yt.detach().clone().requires_grad_(True)
+    vg = tg.tensor(yg.numpy(), requires_grad=True)
+    ut = torch.nn.functional.max_unpool2d(vt, it, 2, output_size=(5, 7))
+    ug = F.max_unpool2d(vg, ig, 2, output_size=(5, 7))
+    np.testing.assert_array_equal(ug.detach().numpy(), ut.detach().numpy())
+    up = _x(2, 3, 5, 7, seed=1)
+    ut.backward(torch.tensor(up))
+    (ug * tg.tensor(up)).sum().backward()
+    np.testing.assert_array_equal(vg.grad.numpy(), vt.grad.numpy())
+    y1, i1 = F.max_pool1d(tg.tensor(_x(2, 3, 7)), 2, return_indices=True)
+    assert nn.MaxUnpool1d(2)(y1, i1).shape == (2, 3, 6)
+    assert repr(nn.MaxUnpool2d(2)) == repr(torch.nn.MaxUnpool2d(2))
+
+
+@pytest.mark.parametrize("call,exc,phrase", [
+    (lambda m, y, i: m.nn.functional.max_unpool2d(y, i * 10, 2), RuntimeError,
+     "Found an invalid max index"),
+    (lambda m, y, i: m.nn.functional.max_unpool2d(y, i, 2, output_size=(9, 9)), ValueError,
+     "must be between 2 and 6"),
+    (lambda m, y, i: m.nn.functional.max_unpool2d(y, i[..., :1], 2), RuntimeError,
+     "Expected shape of indices to be same as that of the input tensor"),
+])
+def test_max_unpool_errors(call, exc, phrase):
+    y, i = F.max_pool2d(tg.randn(1, 2, 4, 5), 2, return_indices=True)
+    with pytest.raises(exc, match=phrase):
+        call(tg, y, i)

@@ -40,7 +40,7 @@ _wrap = _core.wrap_array
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold",
            "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "interpolate",
-           "dropout1d", "dropout2d", "pad"]
+           "dropout1d", "dropout2d", "pad", "max_unpool1d", "max_unpool2d"]
 
 
 # -- geometry ---------------------------------------------------------------------------------------
@@ -1155,3 +1155,48 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch"
                       " to using dropout1d instead.", UserWarning, stacklevel=2)
     return _channel_dropout(input, p, training, inplace, 4 if input.dim() != 3 else 3)
+
+
+# -- max unpooling ----------------------------------------------------------------------------------
+
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
+    """Put each input value at its index (from max_pool's return_indices) in a zero output: the
+    scatter-add adjoint of max pooling's gather."""
+    _check_tensor(input)
+    _check_tensor(indices, "indices")
+    kernel = _tuple(kernel_size, nd, "kernel_size", "pooling")
+    stride = kernel if stride is None else _tuple(stride, nd, "stride", "pooling")
+    padding = _tuple(padding, nd, "padding", "pooling")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    spatial = tuple(input.shape[-nd:])
+    default = [(s - 1) * st - 2 * p + k for s, st, p, k in zip(spatial, stride, padding, kernel)]
+    if output_size is None:
+        out_sp = tuple(default)
+    else:
+        out_sp = tuple(int(v) for v in output_size)[-nd:]
+        for d, (o, lo, st) in enumerate(zip(out_sp, default, stride)):
+            if not lo - st < o < lo + st:
+                raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {d} must be '
+                                 f"between {lo - st} and {lo + st})")
+    lead = tuple(input.shape[:-nd])
+    planes = math.prod(lead)
+    plane = math.prod(out_sp)
+    idx = indices._array.astype(np.int64, copy=False).reshape(planes, -1)
+    bad = (idx < 0) | (idx >= plane)
+    if bad.any():
+        raise RuntimeError(f"Found an invalid max index: {int(idx[bad][0])} (output volumes are "
+                           f"of size {'x'.join(map(str, out_sp))})")
+    return _ScatterAdd.apply(input, idx, lead + out_sp)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool1d: values back at their indices, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool2d: values back at their indices, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)

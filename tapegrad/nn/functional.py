@@ -13,4 +13,5 @@ from ._batch_norm import batch_norm  # noqa: E402
 from ._conv_ops import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402
                         adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d,
                         conv_transpose1d, conv_transpose2d, dropout1d, dropout2d, fold,
-                        interpolate, max_pool1d, max_pool2d, pad, unfold)
+                        interpolate, max_pool1d, max_pool2d, max_unpool1d, max_unpool2d,
+                        pad, unfold)

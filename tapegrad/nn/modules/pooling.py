@@ -141,3 +141,32 @@ class Upsample(Module):
         else:
             info = f"size={self.size!r}"
         return info + f", mode={self.mode!r}"
+
+
+class _MaxUnpoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        n = self._nd
+
+        def tup(v):
+            return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+        self.kernel_size = tup(kernel_size)
+        self.stride = tup(stride if stride is not None else kernel_size)
+        self.padding = tup(padding)
+
+    def forward(self, input, indices, output_size=None):
+        fn = _conv_ops.max_unpool1d if self._nd == 1 else _conv_ops.max_unpool2d
+        return fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _nd = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _nd = 2
