@@ -532,15 +532,15 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
                            f"bias to be 1-dimensional with {O} elements, but got bias of size "
                            f"{list(bias.shape)} instead")
     if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
-        names = "hw" if nd == 2 else "w"
-        raise RuntimeError(
-            "output padding must be smaller than either stride or dilation, but got "
-            + " ".join(f"output_padding_{n}: {v}" for n, v in zip(("height", "width")[-nd:],
-                                                                   output_padding)).replace(
-                "output_padding_height", "output_padding_height") + " "
-            + " ".join(f"stride_{n}: {v}" for n, v in zip(("height", "width")[-nd:], stride))
-            + " " + " ".join(f"dilation_{n}: {v}" for n, v in zip(("height", "width")[-nd:],
-                                                                  dilation)))
+        # PyTorch runs 1-d as 2-d (height 1) and reports both axes.
+        lead = (2 - nd) * (0,), (2 - nd) * (1,), (2 - nd) * (1,)
+
+        def listed(what, values):
+            return " ".join(f"{what}_{a}: {v}" for a, v in zip(("height", "width"), values))
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
+                           f"got {listed('output_padding', lead[0] + output_padding)} "
+                           f"{listed('stride', lead[1] + stride)} "
+                           f"{listed('dilation', lead[2] + dilation)}")
     kernel = tuple(weight.shape[2:])
     spatial = tuple(input.shape[2:])
     out_sp = tuple((s - 1) * st - 2 * p + d * (k - 1) + op + 1 for s, st, p, d, k, op in
