@@ -372,3 +372,9 @@ def test_max_unpool_errors(call, exc, phrase):
     y, i = F.max_pool2d(tg.randn(1, 2, 4, 5), 2, return_indices=True)
     with pytest.raises(exc, match=phrase):
         call(tg, y, i)
+
+
+def test_linear_interpolation_keeps_an_unchanged_axis(torch):
+    # PyTorch copies an axis whose size stays the same, whatever scale_factor says.
+    parity(torch, "interpolate", _x(1, 2, 3, 4), dict(scale_factor=(1.3, 1.5), mode="bilinear"))
+    parity(torch, "interpolate", _x(1, 2, 3), dict(scale_factor=1.3, mode="linear"))

@@ -1048,7 +1048,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         elif mode in ("nearest", "nearest-exact"):
             idx = _nearest_index(s, n, f, mode == "nearest-exact")
             out = out.index_select(dim, _wrap(idx))
-        else:
+        elif n != s:            # PyTorch copies an axis whose size does not change
             m = _linear_matrix(s, n, f, bool(align_corners), input._array.dtype)
             out = _right_matmul(out, m, -1 if dim == input.dim() - 1 else -2)
     return out
