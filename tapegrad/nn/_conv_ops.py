@@ -1076,6 +1076,10 @@ def pad(input, pad, mode="constant", value=None):
     _check_tensor(input)
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    for i, p in enumerate(pad):
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+            raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but "
+                            f"found element of type {type(p).__name__} at pos {i}")
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
