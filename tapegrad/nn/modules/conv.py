@@ -5,7 +5,8 @@ import math
 
 from ... import creation
 from ..._device import check_device
-from .. import _conv_ops, init
+from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .module import Module
 
@@ -83,7 +84,7 @@ class _ConvNd(Module):
         else:
             pairs = [(p, p) for p in self.padding]
         flat = [a for pair in reversed(pairs) for a in pair]
-        return _conv_ops.pad(input, flat, mode=self.padding_mode)
+        return F.pad(input, flat, mode=self.padding_mode)
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, " \
@@ -110,7 +111,7 @@ class _Conv(_ConvNd):
                          groups, bias, padding_mode, device, dtype)
 
     def _conv_forward(self, input, weight, bias):
-        fn = _conv_ops.conv1d if self._nd == 1 else _conv_ops.conv2d
+        fn = F.conv1d if self._nd == 1 else F.conv2d
         if self.padding_mode != "zeros":
             return fn(self._explicit_padding(input), weight, bias, self.stride, 0,
                       self.dilation, self.groups)
@@ -165,7 +166,7 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(o - lo for o, lo in zip(output_size, min_sizes))
 
     def forward(self, input, output_size=None):
-        fn = _conv_ops.conv_transpose1d if self._nd == 1 else _conv_ops.conv_transpose2d
+        fn = F.conv_transpose1d if self._nd == 1 else F.conv_transpose2d
         return fn(input, self.weight, self.bias, self.stride, self.padding,
                   self._output_padding(input, output_size), self.groups, self.dilation)
 
@@ -189,7 +190,7 @@ class Unfold(Module):
         self.padding, self.stride = padding, stride
 
     def forward(self, input):
-        return _conv_ops.unfold(input, self.kernel_size, self.dilation, self.padding,
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding,
                                 self.stride)
 
     def extra_repr(self) -> str:
@@ -206,7 +207,7 @@ class Fold(Module):
         self.dilation, self.padding, self.stride = dilation, padding, stride
 
     def forward(self, input):
-        return _conv_ops.fold(input, self.output_size, self.kernel_size, self.dilation,
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation,
                               self.padding, self.stride)
 
     def extra_repr(self) -> str:

@@ -1,7 +1,7 @@
 """Max, average and adaptive pooling layers, and Upsample."""
 from __future__ import annotations
 
-from .. import _conv_ops
+from .. import functional as F
 from .module import Module
 
 
@@ -28,11 +28,11 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
-    _fn = staticmethod(_conv_ops.max_pool1d)
+    _fn = staticmethod(F.max_pool1d)
 
 
 class MaxPool2d(_MaxPoolNd):
-    _fn = staticmethod(_conv_ops.max_pool2d)
+    _fn = staticmethod(F.max_pool2d)
 
 
 def _single(value):
@@ -50,7 +50,7 @@ class AvgPool1d(Module):
         self.count_include_pad = count_include_pad
 
     def forward(self, input):
-        return _conv_ops.avg_pool1d(input, self.kernel_size, self.stride, self.padding,
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding,
                                     self.ceil_mode, self.count_include_pad)
 
     def extra_repr(self) -> str:
@@ -69,7 +69,7 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, input):
-        return _conv_ops.avg_pool2d(input, self.kernel_size, self.stride, self.padding,
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding,
                                     self.ceil_mode, self.count_include_pad,
                                     self.divisor_override)
 
@@ -94,7 +94,7 @@ class AdaptiveAvgPool1d(_AdaptivePool):
         super().__init__(output_size)
 
     def forward(self, input):
-        return _conv_ops.adaptive_avg_pool1d(input, self.output_size)
+        return F.adaptive_avg_pool1d(input, self.output_size)
 
 
 class AdaptiveAvgPool2d(_AdaptivePool):
@@ -102,17 +102,17 @@ class AdaptiveAvgPool2d(_AdaptivePool):
         super().__init__(output_size)
 
     def forward(self, input):
-        return _conv_ops.adaptive_avg_pool2d(input, self.output_size)
+        return F.adaptive_avg_pool2d(input, self.output_size)
 
 
 class AdaptiveMaxPool1d(_AdaptivePool):
     def forward(self, input):
-        return _conv_ops.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool2d(_AdaptivePool):
     def forward(self, input):
-        return _conv_ops.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
 class Upsample(Module):
@@ -132,7 +132,7 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input):
-        return _conv_ops.interpolate(input, self.size, self.scale_factor, self.mode,
+        return F.interpolate(input, self.size, self.scale_factor, self.mode,
                                      self.align_corners, self.recompute_scale_factor)
 
     def extra_repr(self) -> str:
@@ -157,7 +157,7 @@ class _MaxUnpoolNd(Module):
         self.padding = tup(padding)
 
     def forward(self, input, indices, output_size=None):
-        fn = _conv_ops.max_unpool1d if self._nd == 1 else _conv_ops.max_unpool2d
+        fn = F.max_unpool1d if self._nd == 1 else F.max_unpool2d
         return fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
     def extra_repr(self) -> str:
