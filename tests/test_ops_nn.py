@@ -961,8 +961,12 @@ def test_pad_bad_input():
         F.pad(x, (1, 1, 1, 1, 1, 1))
     with pytest.raises(NotImplementedError, match="Unrecognised padding mode foo"):
         F.pad(x, (1, 1), mode="foo")
-    with pytest.raises(NotImplementedError, match="reflect"):
-        F.pad(x, (1, 1), mode="reflect")
+    with pytest.raises(TypeError, match="must be tuple of ints, but found element of type float "
+                                        "at pos 0"):
+        F.pad(x, (1.0, 1), mode="reflect")
+    # reflect/replicate/circular are supported (tests/test_pool.py checks them against torch).
+    np.testing.assert_array_equal(F.pad(tg.arange(4.0).reshape(1, 4), (1, 2), mode="reflect")
+                                  .numpy(), [[1, 0, 1, 2, 3, 2, 1]])
     with pytest.raises(TypeError, match="must be tuple of ints, but found element of type float "
                                         "at pos 0"):
         F.pad(x, (1.0, 1))

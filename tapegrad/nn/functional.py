@@ -9,3 +9,13 @@ globals().update(_core.NN_FUNCTIONS)
 
 # Attention (issue 17, part 3): composed from the compiled ops above.
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402
+
+# Convolution, pooling, resampling, padding modes, channel dropout, batch norm: numpy-backed
+# Python ops until the core has compiled window kernels.
+from ._batch_norm import batch_norm  # noqa: E402
+from ._conv_ops import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold,  # noqa: E402
+                        unfold)
+from ._pool_ops import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402
+                        adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
+                        max_unpool1d, max_unpool2d)
+from ._spatial_ops import dropout1d, dropout2d, interpolate, pad  # noqa: E402

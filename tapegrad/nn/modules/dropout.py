@@ -20,3 +20,17 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    """Zeroes whole channels of (N, C, L) input with probability p in training mode."""
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels of (N, C, H, W) input with probability p in training mode."""
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)

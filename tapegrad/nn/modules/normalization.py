@@ -1,9 +1,11 @@
-"""LayerNorm and BatchNorm1d."""
+"""LayerNorm, BatchNorm1d and BatchNorm2d."""
 from __future__ import annotations
 
-from ... import _core, creation
+from ... import creation
+from ..._device import check_device
 from ...grad_mode import no_grad
 from .. import functional as F
+from .._batch_norm import batch_norm
 from ..parameter import Parameter
 from .module import Module
 
@@ -39,13 +41,17 @@ class LayerNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
-class BatchNorm1d(Module):
-    """Batch normalisation over (N, C) or (N, C, L) inputs, with running statistics."""
+class _BatchNorm(Module):
+    """Batch normalisation over dim 1 with running statistics; subclasses name the input ranks
+    they accept (PyTorch's _BatchNorm)."""
+
+    _ranks: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
                  dtype=None) -> None:
         super().__init__()
+        check_device(device)
         self.num_features = num_features
         self.eps = eps
         self.momentum = momentum
@@ -68,45 +74,38 @@ class BatchNorm1d(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
 
-    def forward(self, input):
-        if input.dim() not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
-        if input.shape[1] != self.num_features:
-            raise ValueError(f"running_mean should contain {input.shape[1]} elements not "
-                             f"{self.num_features}")
-        dims = (0,) if input.dim() == 2 else (0, 2)
-        shape = (1, self.num_features) if input.dim() == 2 else (1, self.num_features, 1)
-        use_batch_stats = self.training or not self.track_running_stats
-        if use_batch_stats:
-            count = input.numel() // self.num_features
-            if self.training and count <= 1:
-                raise ValueError(f"Expected more than 1 value per channel when training, got "
-                                 f"input size {input.shape}")
-            mean = input.mean(dims, keepdim=True)
-            var = ((input - mean) ** 2).mean(dims, keepdim=True)
-            if self.training and self.track_running_stats:
-                self._update_running_stats(mean, var, count)
-        else:
-            mean = _core.wrap_array(self.running_mean._array.reshape(shape))
-            var = _core.wrap_array(self.running_var._array.reshape(shape))
-        out = (input - mean) / (var + self.eps).sqrt()
-        if self.affine:
-            out = out * self.weight.reshape(shape) + self.bias.reshape(shape)
-        return out
+    def _check_input_dim(self, input) -> None:
+        if input.dim() not in self._ranks:
+            ranks = " or ".join(f"{r}D" for r in self._ranks)
+            raise ValueError(f"expected {ranks} input (got {input.dim()}D input)")
 
-    def _update_running_stats(self, mean, var, count: int) -> None:
-        with no_grad():
-            self.num_batches_tracked._array[...] += 1
-            momentum = (1.0 / float(self.num_batches_tracked.item()) if self.momentum is None
-                        else self.momentum)
-            batch_mean = mean.detach()._array.reshape(-1)
-            unbiased = var.detach()._array.reshape(-1) * (count / (count - 1))
-            rm, rv = self.running_mean._array, self.running_var._array
-            rm[...] = (1 - momentum) * rm + momentum * batch_mean.astype(rm.dtype)
-            rv[...] = (1 - momentum) * rv + momentum * unbiased.astype(rv.dtype)
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with no_grad():
+                self.num_batches_tracked._array[...] += 1
+            # momentum=None: a cumulative moving average over the batches seen.
+            factor = (1.0 / float(self.num_batches_tracked.item()) if self.momentum is None
+                      else self.momentum)
+        use_batch_stats = self.training or (self.running_mean is None
+                                            and self.running_var is None)
+        keep_running = not self.training or self.track_running_stats
+        return batch_norm(input, self.running_mean if keep_running else None,
+                          self.running_var if keep_running else None, self.weight, self.bias,
+                          use_batch_stats, factor, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, bias={self.affine}, "
                 f"track_running_stats={self.track_running_stats}")
 
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation over (N, C) or (N, C, L) inputs."""
+    _ranks = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation over (N, C, H, W) inputs, per channel."""
+    _ranks = (4,)

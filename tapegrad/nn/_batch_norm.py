@@ -1,0 +1,59 @@
+"""torch.nn.functional.batch_norm, shared by the BatchNorm1d/2d modules.
+
+Composed of the core's differentiable ops (mean, sub, mul, rsqrt), so gradients and
+create_graph come for free; the running statistics are updated in place outside the graph.
+"""
+from __future__ import annotations
+
+from .. import _core
+
+_wrap = _core.wrap_array
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) of input with its batch statistics (training) or the
+    running ones; in training, running_mean/var (when given) move towards the batch mean and
+    unbiased variance by `momentum`."""
+    if input.dim() < 2:
+        raise ValueError(f"Expected 2D or higher input (got {input.dim()}D input)")
+    C = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != C:
+            raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
+    dims = (0,) + tuple(range(2, input.dim()))
+    shape = (1, C) + (1,) * (input.dim() - 2)
+    if training:
+        count = input.numel() // C if C else 0
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {input.shape}")
+        mean = input.mean(dims, keepdim=True)
+        centred = input - mean
+        var = (centred * centred).mean(dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            _update_running(running_mean, running_var, mean, var, count, momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean must be defined in evaluation mode")
+        mean = _wrap(running_mean._array.reshape(shape).astype(input._array.dtype, copy=False))
+        centred = input - mean
+        var = _wrap(running_var._array.reshape(shape).astype(input._array.dtype, copy=False))
+    out = centred * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def _update_running(running_mean, running_var, mean, var, count, momentum):
+    batch_mean = mean._array.reshape(-1)
+    unbiased = var._array.reshape(-1) * (count / (count - 1))
+    if running_mean is not None:
+        rm = running_mean._array
+        rm[...] = (1 - momentum) * rm + momentum * batch_mean.astype(rm.dtype)
+    if running_var is not None:
+        rv = running_var._array
+        rv[...] = (1 - momentum) * rv + momentum * unbiased.astype(rv.dtype)

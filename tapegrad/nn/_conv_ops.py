@@ -1,0 +1,638 @@
+"""Convolution and fold/unfold for tapegrad.nn.functional, and the sliding-window machinery
+(geometry, im2col/col2im, gather/scatter) that _pool_ops.py and _spatial_ops.py share.
+
+The compiled core has no window ops yet, so these run numpy's compiled routines from Python, one
+numpy call per op and never a Python loop per element, window or output position:
+
+- im2col is a strided view of the (padded) input (`as_strided`) copied once into a column
+  matrix; a convolution is then one batched BLAS matmul;
+- col2im (the adjoint, for input gradients and transposed convolutions) is one strided add per
+  kernel offset (kh*kw vectorised adds).
+
+Autograd goes through custom Functions whose backward is written with differentiable ops only,
+so `create_graph=True` works to any order:
+
+- the convolution family is three bilinear maps over one geometry - `conv(x, w)`, its adjoint in
+  x `conv_input_grad(g, w)` (which is also the transposed convolution) and its adjoint in w
+  `conv_weight_grad(x, g)` - and each one's derivatives are the other two;
+- `unfold` and `fold` are each other's adjoints;
+- max-pooling picks input elements: a gather whose adjoint is a scatter-add, and vice versa.
+Everything else (bias, average pooling, adaptive average pooling, interpolation) is built from
+these and the core's differentiable ops (sum, mul, matmul, index_select).  tapegrad.compile does
+not replay custom Functions, so a compiled function that calls these runs eagerly (its
+`explain()` names the Function).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .. import _core
+from ..autograd.function import Function
+from ..tensor import Tensor
+
+_wrap = _core.wrap_array
+
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
+
+
+# -- geometry --------------------------------------------------------------------------------------
+
+class Geometry(NamedTuple):
+    """Where the windows of a 2-d sliding-window op lie.  `in_hw` is the unpadded input's spatial
+    size, `out_hw` the number of window positions (given, not recomputed, so that a transposed
+    convolution whose output_padding leaves rows no window reaches stays consistent)."""
+    in_hw: tuple
+    out_hw: tuple
+    kernel: tuple
+    stride: tuple
+    pad: tuple          # (top, bottom, left, right)
+    dilation: tuple
+    groups: int = 1
+
+
+def _out_size(size, pad_total, k, s, d, ceil_mode=False, pad_before=0):
+    span = size + pad_total - d * (k - 1) - 1
+    # Floor division rounds towards -inf, so a too-short input gives 0 (or less) windows, and
+    # ceil_mode still gives one window over a partial span.
+    n = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    # A last window that would start inside the right padding is dropped (PyTorch's rule).
+    if ceil_mode and (n - 1) * s >= size + pad_before:
+        n -= 1
+    return n
+
+
+def _padded(x: np.ndarray, g: Geometry, fill=0.0) -> np.ndarray:
+    """x with the geometry's padding (and enough extra zero rows on the bottom/right that every
+    window fits, which ceil_mode pooling needs)."""
+    (H, W), (Ho, Wo) = g.in_hw, g.out_hw
+    (kh, kw), (sh, sw), (dh, dw) = g.kernel, g.stride, g.dilation
+    pt, pb, pl, pr = g.pad
+    pb = max(pb, (Ho - 1) * sh + dh * (kh - 1) + 1 - H - pt, 0)
+    pr = max(pr, (Wo - 1) * sw + dw * (kw - 1) + 1 - W - pl, 0)
+    if not (pt or pb or pl or pr):
+        return x
+    return np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=fill)
+
+
+def _windows(xp: np.ndarray, g: Geometry) -> np.ndarray:
+    """Read-only view (N, C, kh, kw, Ho, Wo) of a padded input's windows."""
+    N, C = xp.shape[:2]
+    s = xp.strides
+    (kh, kw), (sh, sw), (dh, dw) = g.kernel, g.stride, g.dilation
+    Ho, Wo = g.out_hw
+    return as_strided(xp, (N, C, kh, kw, Ho, Wo),
+                      (s[0], s[1], s[2] * dh, s[3] * dw, s[2] * sh, s[3] * sw), writeable=False)
+
+
+def im2col(x: np.ndarray, g: Geometry, fill=0.0) -> np.ndarray:
+    """Columns (N, groups, C/groups*kh*kw, Ho*Wo): one copy of the windows."""
+    N, C = x.shape[:2]
+    win = _windows(_padded(x, g, fill), g)
+    Ho, Wo = g.out_hw
+    return np.ascontiguousarray(win).reshape(N, g.groups, -1, Ho * Wo)
+
+
+def col2im(cols: np.ndarray, g: Geometry, channels: int) -> np.ndarray:
+    """The adjoint of im2col: add each column entry back to the input position it was read from
+    (one vectorised strided add per kernel offset)."""
+    N = cols.shape[0]
+    (H, W), (Ho, Wo) = g.in_hw, g.out_hw
+    (kh, kw), (sh, sw), (dh, dw) = g.kernel, g.stride, g.dilation
+    pt, pb, pl, pr = g.pad
+    Hp = max(H + pt + pb, (Ho - 1) * sh + dh * (kh - 1) + 1)
+    Wp = max(W + pl + pr, (Wo - 1) * sw + dw * (kw - 1) + 1)
+    acc = np.zeros((N, channels, Hp, Wp), dtype=cols.dtype)
+    c = cols.reshape(N, channels, kh, kw, Ho, Wo)
+    for i in range(kh):
+        rows = slice(i * dh, i * dh + sh * (Ho - 1) + 1, sh)
+        for j in range(kw):
+            acc[:, :, rows, j * dw: j * dw + sw * (Wo - 1) + 1: sw] += c[:, :, i, j]
+    return acc[:, :, pt:pt + H, pl:pl + W]
+
+
+# -- the convolution family: three bilinear maps, each the others' derivatives ---------------------
+
+# The three maps share one layout: the columns of all N samples side by side, (G, Cg*kh*kw,
+# N*L), so each call is ONE matmul per group (one BLAS gemm when groups=1) rather than N small
+# ones.  With stride 1 the columns are "wide": each output row runs over the whole padded width
+# Wp (the last Wp - Wo entries of a row are junk and dropped), which makes every column row one
+# contiguous slice of the flattened padded input - im2col becomes a copy with long inner runs and
+# col2im kh*kw adds of long contiguous slices.
+
+def _is_wide(g: Geometry) -> bool:
+    return g.stride == (1, 1)
+
+
+def _padded_flat(x: np.ndarray, g: Geometry) -> tuple:
+    """x zero-padded to (N, C, Hp, Wp), flattened, with (kw-1)*dw spare zeros at the end (the
+    last sample's junk columns read up to there)."""
+    N, C, H, W = x.shape
+    (Ho, Wo), (kh, kw), (dh, dw) = g.out_hw, g.kernel, g.dilation
+    pt, pb, pl, pr = g.pad
+    Hp = max(H + pt + pb, Ho + dh * (kh - 1))
+    Wp = max(W + pl + pr, Wo + dw * (kw - 1))
+    flat = np.zeros(N * C * Hp * Wp + dw * (kw - 1), dtype=x.dtype)
+    flat[:N * C * Hp * Wp].reshape(N, C, Hp, Wp)[:, :, pt:pt + H, pl:pl + W] = x
+    return flat, Hp, Wp
+
+
+def _columns(x: np.ndarray, g: Geometry) -> np.ndarray:
+    """The im2col matrix (G, Cg*kh*kw, N*L) of x (L = Ho*Wp when wide, else Ho*Wo)."""
+    N, C = x.shape[:2]
+    (Ho, Wo), (kh, kw), (dh, dw) = g.out_hw, g.kernel, g.dilation
+    if _is_wide(g):
+        flat, Hp, Wp = _padded_flat(x, g)
+        e = flat.itemsize
+        view = as_strided(flat, (C, kh, kw, N, Ho * Wp),
+                          (Hp * Wp * e, dh * Wp * e, dw * e, C * Hp * Wp * e, e), writeable=False)
+    else:
+        view = _windows(_padded(x, g), g).transpose(1, 2, 3, 0, 4, 5)     # C,kh,kw,N,Ho,Wo
+    return np.ascontiguousarray(view).reshape(g.groups, -1, N * _row_len(g, x.shape[3]) * Ho)
+
+
+def _row_len(g: Geometry, W: int) -> int:
+    """Columns per output row: the padded width when wide, else Wo."""
+    if not _is_wide(g):
+        return g.out_hw[1]
+    (kw, dw), (pl, pr) = (g.kernel[1], g.dilation[1]), (g.pad[2], g.pad[3])
+    return max(W + pl + pr, g.out_hw[1] + dw * (kw - 1))
+
+
+def _grad_to_columns(gy: np.ndarray, g: Geometry, W: int) -> np.ndarray:
+    """An output-shaped (N, O, Ho, Wo) array in the column layout (G, Og, N*L), zero in the
+    junk columns."""
+    N, O, Ho, Wo = gy.shape
+    row = _row_len(g, W)
+    out = np.zeros((O, N, Ho, row), dtype=gy.dtype)
+    out[..., :Wo] = gy.transpose(1, 0, 2, 3)
+    return out.reshape(g.groups, O // g.groups, -1)
+
+
+def _columns_to_output(y: np.ndarray, g: Geometry, N: int, W: int) -> np.ndarray:
+    """(G, Og, N*L) back to a contiguous (N, O, Ho, Wo)."""
+    Ho, Wo = g.out_hw
+    y = y.reshape(-1, N, Ho, _row_len(g, W))[..., :Wo]
+    return np.ascontiguousarray(y.transpose(1, 0, 2, 3))
+
+
+def _columns_to_input(cols: np.ndarray, g: Geometry, N: int, C: int) -> np.ndarray:
+    """col2im of (G, Cg*kh*kw, N*L) columns into a contiguous (N, C, H, W) input gradient: one
+    vectorised add per kernel offset."""
+    (H, W), (Ho, Wo) = g.in_hw, g.out_hw
+    (kh, kw), (sh, sw), (dh, dw) = g.kernel, g.stride, g.dilation
+    pt, pl = g.pad[0], g.pad[2]
+    if _is_wide(g):
+        Wp = _row_len(g, W)
+        Hp = max(H + g.pad[0] + g.pad[1], Ho + dh * (kh - 1))
+        c = cols.reshape(C, kh, kw, N, Ho * Wp)
+        acc = np.zeros((C, N * Hp * Wp + dw * (kw - 1)), dtype=cols.dtype)
+        # Sample n's plane starts at n*Hp*Wp; a junk column (zero) may spill into the next one.
+        planes = as_strided(acc, (C, N, Ho * Wp + dw * (kw - 1) + (kh - 1) * dh * Wp),
+                            (acc.strides[0], Hp * Wp * acc.itemsize, acc.itemsize))
+        n_cols = Ho * Wp
+        for i in range(kh):
+            for j in range(kw):
+                off = i * dh * Wp + j * dw
+                planes[:, :, off:off + n_cols] += c[:, i, j]
+        full = acc[:, :N * Hp * Wp].reshape(C, N, Hp, Wp)
+    else:
+        Hp = max(H + g.pad[0] + g.pad[1], (Ho - 1) * sh + dh * (kh - 1) + 1)
+        Wp = max(W + g.pad[2] + g.pad[3], (Wo - 1) * sw + dw * (kw - 1) + 1)
+        c = cols.reshape(C, kh, kw, N, Ho, Wo)
+        full = np.zeros((C, N, Hp, Wp), dtype=cols.dtype)
+        for i in range(kh):
+            rows = slice(i * dh, i * dh + sh * (Ho - 1) + 1, sh)
+            for j in range(kw):
+                full[:, :, rows, j * dw: j * dw + sw * (Wo - 1) + 1: sw] += c[:, i, j]
+    return np.ascontiguousarray(full[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3))
+
+
+def _conv_np(x, w, g: Geometry):
+    G = g.groups
+    y = np.matmul(w.reshape(G, w.shape[0] // G, -1), _columns(x, g))    # (G, Og, N*L)
+    return _columns_to_output(y, g, x.shape[0], x.shape[3])
+
+
+def _conv_input_grad_np(gy, w, g: Geometry, n):
+    G = g.groups
+    W = g.in_hw[1]
+    wm = w.reshape(G, w.shape[0] // G, -1)
+    cols = np.matmul(wm.transpose(0, 2, 1), _grad_to_columns(gy, g, W))  # (G, Cg*kh*kw, N*L)
+    return _columns_to_input(cols, g, n, G * w.shape[1])
+
+
+def _conv_weight_grad_np(x, gy, g: Geometry, wshape):
+    if _is_wide(g) and not np.isfinite(x).all():
+        # A junk column could hold an inf or NaN of the next row, and 0 * inf is NaN: use the
+        # exact (per-sample) layout for such inputs.
+        return _conv_weight_grad_narrow(x, gy, g, wshape)
+    gw = np.matmul(_grad_to_columns(gy, g, x.shape[3]), _columns(x, g).transpose(0, 2, 1))
+    return gw.reshape(wshape)
+
+
+def _conv_weight_grad_narrow(x, gy, g: Geometry, wshape):
+    N, O = gy.shape[:2]
+    G = g.groups
+    cols = im2col(x, g)                                     # (N, G, K, Ho*Wo)
+    gm = gy.reshape(N, G, O // G, -1)
+    return np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(0).reshape(wshape)
+
+
+class _Conv(Function):
+    """y = conv(x, w) over a Geometry (no bias: the bias is a differentiable add)."""
+
+    @staticmethod
+    def forward(ctx, x, w, geom):
+        ctx.geom = geom
+        ctx.save_for_backward(x, w)
+        return _wrap(_conv_np(x._array, w._array, geom))
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, w = ctx.saved_tensors
+        gx = _ConvInputGrad.apply(gy, w, ctx.geom, x.shape[0]) if ctx.needs_input_grad[0] else None
+        gw = _ConvWeightGrad.apply(x, gy, ctx.geom, tuple(w.shape)) \
+            if ctx.needs_input_grad[1] else None
+        return gx, gw, None
+
+
+class _ConvInputGrad(Function):
+    """x' = conv_input_grad(g, w), the adjoint of conv in x (= the transposed convolution)."""
+
+    @staticmethod
+    def forward(ctx, gy, w, geom, n):
+        ctx.geom = geom
+        ctx.save_for_backward(gy, w)
+        return _wrap(_conv_input_grad_np(gy._array, w._array, geom, n))
+
+    @staticmethod
+    def backward(ctx, gx):
+        gy, w = ctx.saved_tensors
+        dgy = _Conv.apply(gx, w, ctx.geom) if ctx.needs_input_grad[0] else None
+        dw = _ConvWeightGrad.apply(gx, gy, ctx.geom, tuple(w.shape)) \
+            if ctx.needs_input_grad[1] else None
+        return dgy, dw, None, None
+
+
+class _ConvWeightGrad(Function):
+    """w' = conv_weight_grad(x, g), the adjoint of conv in w."""
+
+    @staticmethod
+    def forward(ctx, x, gy, geom, wshape):
+        ctx.geom = geom
+        ctx.save_for_backward(x, gy)
+        return _wrap(_conv_weight_grad_np(x._array, gy._array, geom, wshape))
+
+    @staticmethod
+    def backward(ctx, gw):
+        x, gy = ctx.saved_tensors
+        dx = _ConvInputGrad.apply(gy, gw, ctx.geom, x.shape[0]) \
+            if ctx.needs_input_grad[0] else None
+        dgy = _Conv.apply(x, gw, ctx.geom) if ctx.needs_input_grad[1] else None
+        return dx, dgy, None, None
+
+
+# -- unfold / fold: each the other's adjoint -------------------------------------------------------
+
+class _Unfold(Function):
+    @staticmethod
+    def forward(ctx, x, geom):
+        ctx.geom = geom
+        ctx.channels = x.shape[1]
+        cols = im2col(x._array, geom)
+        return _wrap(cols.reshape(cols.shape[0], -1, cols.shape[-1]))
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Fold.apply(g, ctx.geom, ctx.channels), None
+
+
+class _Fold(Function):
+    @staticmethod
+    def forward(ctx, cols, geom, channels):
+        ctx.geom = geom
+        return _wrap(np.ascontiguousarray(col2im(cols._array, geom, channels)))
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Unfold.apply(g, ctx.geom), None, None
+
+
+# -- gather / scatter-add along the flattened trailing dims: each the other's adjoint --------------
+
+def _scatter_add_np(g, idx, plane):
+    """out[b, idx[b, k]] += g[b, k] over (B, plane) planes, by one bincount."""
+    B = idx.shape[0]
+    flat = (idx.reshape(B, -1) + (np.arange(B, dtype=np.int64) * plane)[:, None]).ravel()
+    out = np.bincount(flat, weights=g.reshape(-1), minlength=B * plane)
+    return out.astype(g.dtype, copy=False)
+
+
+class _Gather(Function):
+    """out = x.view(B, plane)[b, idx[b, k]] reshaped to `out_shape` (idx: int64 ndarray)."""
+
+    @staticmethod
+    def forward(ctx, x, idx, out_shape, values=None):
+        B = idx.shape[0]
+        ctx.idx, ctx.in_shape = idx, tuple(x.shape)
+        if values is not None:          # the caller already has x at idx (max-pool's maxima)
+            return _wrap(values.reshape(out_shape))
+        xa = x._array.reshape(B, -1)
+        return _wrap(np.take_along_axis(xa, idx.reshape(B, -1), 1).reshape(out_shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        return _ScatterAdd.apply(g, ctx.idx, ctx.in_shape), None, None, None
+
+
+class _ScatterAdd(Function):
+    @staticmethod
+    def forward(ctx, g, idx, in_shape):
+        ctx.idx, ctx.out_shape = idx, tuple(g.shape)
+        plane = math.prod(in_shape) // idx.shape[0] if idx.shape[0] else 0
+        return _wrap(_scatter_add_np(g._array, idx, plane).reshape(in_shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Gather.apply(g, ctx.idx, ctx.out_shape), None, None
+
+
+# -- argument parsing and checks, with PyTorch's messages ------------------------------------------
+
+def _tuple(value, n, name, what="convolution"):
+    if isinstance(value, (list, tuple)):
+        if len(value) == 1 and n > 1 and what != "convolution":
+            return tuple(int(value[0]) for _ in range(n))
+        if len(value) != n:
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
+                               f"values to match the {what} dimensions, but got "
+                               f"{name}={list(value)}")
+        return tuple(int(v) for v in value)
+    return (int(value),) * n
+
+
+def _check_tensor(x, name="input"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a Tensor, not {type(x).__name__}")
+
+
+def _ctype(arr):
+    """The C name PyTorch's messages use for a dtype (float, double, long...)."""
+    return {"f": "float", "d": "double", "e": "c10::Half", "l": "long", "i": "int",
+            "h": "short", "b": "signed char", "B": "unsigned char", "?": "bool"}.get(
+        arr.dtype.char, str(arr.dtype))
+
+
+def _legacy(arr):
+    return f"torch.{_core.scalar_type_name_of(arr.dtype)}Tensor"
+
+
+def _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups, transposed=False):
+    """Validate a conv call as PyTorch does; return (batched input, unbatched?)."""
+    _check_tensor(input)
+    _check_tensor(weight, "weight")
+    name = f"conv{'_transpose' if transposed else ''}{nd}d"
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                           f"{name}, but got input of size: {list(input.shape)}")
+    if weight.dim() != nd + 2:
+        # PyTorch infers the dimensionality from the weight, so it reports the stride.
+        raise RuntimeError(f"expected stride to be a single integer value or a list of "
+                           f"{weight.dim() - 2} values to match the convolution dimensions, "
+                           f"but got stride={list(stride)}")
+    if input._array.dtype == np.float64 and weight._array.dtype == np.float32:
+        raise RuntimeError("expected scalar type Double but found Float")
+    if input._array.dtype != weight._array.dtype:
+        raise RuntimeError(f"Input type ({_legacy(input._array)}) and weight type "
+                           f"({_legacy(weight._array)}) should be the same or input should be a "
+                           "MKLDNN tensor and weight is a dense tensor")
+    if bias is not None and bias._array.dtype != input._array.dtype:
+        raise RuntimeError(f"Input type ({_ctype(input._array)}) and bias type "
+                           f"({_ctype(bias._array)}) should be the same")
+    if input._array.dtype.kind not in "fiu":
+        raise RuntimeError(f'"slow_conv2d_cpu" not implemented for '
+                           f"'{_core.scalar_type_name_of(input._array.dtype)}'")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("non-positive dilation is not supported")
+    if not isinstance(padding, str) and any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    unbatched = input.dim() == nd + 1
+    if unbatched:
+        input = input.unsqueeze(0)
+    return input, unbatched
+
+
+def _same_padding(kernel, dilation):
+    pads = []
+    for k, d in zip(kernel, dilation):
+        total = d * (k - 1)
+        pads.append((total // 2, total - total // 2))
+    return pads
+
+
+def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
+    stride = _tuple(stride, nd, "stride")
+    dilation = _tuple(dilation, nd, "dilation")
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+        pad_arg = padding
+    else:
+        pad_arg = _tuple(padding, nd, "padding")
+    input, unbatched = _conv_checks(input, weight, bias, nd, stride, pad_arg, dilation, groups)
+    N, C = input.shape[:2]
+    O = weight.shape[0]
+    kernel = tuple(weight.shape[2:])
+    if O % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{list(weight.shape)}] instead")
+    if C != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {weight.shape[1] * groups} "
+                           f"channels, but got {C} channels instead")
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != O):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
+                           f"1-dimensional with {O} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+    if pad_arg == "same":
+        if any(s != 1 for s in stride):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+        pads = _same_padding(kernel, dilation)
+    elif pad_arg == "valid":
+        pads = [(0, 0)] * nd
+    else:
+        pads = [(p, p) for p in pad_arg]
+    spatial = tuple(input.shape[2:])
+    padded = tuple(s + a + b for s, (a, b) in zip(spatial, pads))
+    reach = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    if any(p < r for p, r in zip(padded, reach)):
+        raise RuntimeError(f"Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, reach))}). Kernel size can't be greater than "
+                           f"actual input size")
+    out_sp = tuple(_out_size(s, a + b, k, st, d)
+                   for s, (a, b), k, st, d in zip(spatial, pads, kernel, stride, dilation))
+    if nd == 1:
+        x4 = input.unsqueeze(2)
+        w4 = weight.unsqueeze(2)
+        geom = Geometry((1, spatial[0]), (1, out_sp[0]), (1, kernel[0]), (1, stride[0]),
+                        (0, 0) + pads[0], (1, dilation[0]), groups)
+    else:
+        x4, w4 = input, weight
+        geom = Geometry(spatial, out_sp, kernel, stride, pads[0] + pads[1], dilation, groups)
+    out = _Conv.apply(x4, w4, geom)
+    if bias is not None:
+        out = out + bias.reshape((1, O, 1, 1))
+    if nd == 1:
+        out = out.squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-d cross-correlation over (N, C, L) (or unbatched (C, L)) input."""
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d cross-correlation over (N, C, H, W) (or unbatched (C, H, W)) input; padding is an
+    int, a pair, 'valid' or 'same' (stride 1 only)."""
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation,
+                       nd):
+    stride = _tuple(stride, nd, "stride")
+    dilation = _tuple(dilation, nd, "dilation")
+    padding = _tuple(padding, nd, "padding")
+    output_padding = _tuple(output_padding, nd, "output_padding")
+    input, unbatched = _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups,
+                                    transposed=True)
+    N, C = input.shape[:2]
+    if C != weight.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {weight.shape[0]} channels, but "
+                           f"got {C} channels instead")
+    if C % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
+    O = weight.shape[1] * groups
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != O):
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"bias to be 1-dimensional with {O} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        # PyTorch runs 1-d as 2-d (height 1) and reports both axes.
+        lead = (2 - nd) * (0,), (2 - nd) * (1,), (2 - nd) * (1,)
+
+        def listed(what, values):
+            return " ".join(f"{what}_{a}: {v}" for a, v in zip(("height", "width"), values))
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
+                           f"got {listed('output_padding', lead[0] + output_padding)} "
+                           f"{listed('stride', lead[1] + stride)} "
+                           f"{listed('dilation', lead[2] + dilation)}")
+    kernel = tuple(weight.shape[2:])
+    spatial = tuple(input.shape[2:])
+    out_sp = tuple((s - 1) * st - 2 * p + d * (k - 1) + op + 1 for s, st, p, d, k, op in
+                   zip(spatial, stride, padding, dilation, kernel, output_padding))
+    if any(o <= 0 for o in out_sp):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). "
+                           f"Calculated output size per channel: "
+                           f"({' x '.join(map(str, out_sp))}). Output size is too small")
+    if nd == 1:
+        x4, w4 = input.unsqueeze(2), weight.unsqueeze(2)
+        geom = Geometry((1, out_sp[0]), (1, spatial[0]), (1, kernel[0]), (1, stride[0]),
+                        (0, 0, padding[0], padding[0]), (1, dilation[0]), groups)
+    else:
+        x4, w4 = input, weight
+        geom = Geometry(out_sp, spatial, kernel, stride,
+                        (padding[0], padding[0], padding[1], padding[1]), dilation, groups)
+    out = _ConvInputGrad.apply(x4, w4, geom, N)
+    if bias is not None:
+        out = out + bias.reshape((1, O, 1, 1))
+    if nd == 1:
+        out = out.squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """The adjoint of conv1d in its input ("deconvolution"); weight is (C_in, C_out/groups, k)."""
+    return _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups,
+                              dilation, 1)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """The adjoint of conv2d in its input; weight is (C_in, C_out/groups, kh, kw)."""
+    return _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups,
+                              dilation, 2)
+
+
+# -- unfold / fold ---------------------------------------------------------------------------------
+
+def _fold_args(kernel_size, dilation, padding, stride):
+    return (_tuple(kernel_size, 2, "kernel_size", "fold"), _tuple(dilation, 2, "dilation", "fold"),
+            _tuple(padding, 2, "padding", "fold"), _tuple(stride, 2, "stride", "fold"))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Sliding local blocks of a (N, C, H, W) input as columns (N, C*kh*kw, L) (im2col)."""
+    _check_tensor(input)
+    kernel, dilation, padding, stride = _fold_args(kernel_size, dilation, padding, stride)
+    if input.dim() not in (3, 4):
+        if input.dim() < 3:
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-max(input.dim(), 1)}, {max(input.dim(), 1) - 1}], but got 2)")
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
+                                  f"(got {input.dim()}D)")
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
+    H, W = x.shape[2:]
+    out_hw = tuple(_out_size(s, 2 * p, k, st, d)
+                   for s, p, k, st, d in zip((H, W), padding, kernel, stride, dilation))
+    if any(o <= 0 for o in out_hw):
+        raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size={kernel}, "
+                           f"dilation={dilation}, padding={padding}, calculated shape of the "
+                           f"array of sliding blocks as {out_hw}, but its components must be at "
+                           f"least one.")
+    geom = Geometry((H, W), out_hw, kernel, stride,
+                    (padding[0], padding[0], padding[1], padding[1]), dilation)
+    out = _Unfold.apply(x, geom)
+    return out.squeeze(0) if unbatched else out
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sum columns (N, C*kh*kw, L) back into a (N, C, H, W) tensor (col2im, unfold's adjoint)."""
+    _check_tensor(input)
+    out_size = _tuple(output_size, 2, "output_size", "fold")
+    kernel, dilation, padding, stride = _fold_args(kernel_size, dilation, padding, stride)
+    if input.dim() not in (2, 3):
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input "
+                                  f"Tensors are supported (got {input.dim()}D)")
+    unbatched = input.dim() == 2
+    cols = input.unsqueeze(0) if unbatched else input
+    K = kernel[0] * kernel[1]
+    if cols.shape[1] % K:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
+                           f"of kernel_size, but got input.size(1)={cols.shape[1]} and "
+                           f"kernel_size={kernel}.")
+    out_hw = tuple(_out_size(s, 2 * p, k, st, d)
+                   for s, p, k, st, d in zip(out_size, padding, kernel, stride, dilation))
+    if cols.shape[2] != out_hw[0] * out_hw[1]:
+        raise RuntimeError(f"Given output_size={out_size}, kernel_size={kernel}, "
+                           f"dilation={dilation}, padding={padding}, stride={stride}, expected "
+                           f"size of input's dimension 2 to match the calculated number of "
+                           f"sliding blocks {out_hw[0]} * {out_hw[1]} = {out_hw[0] * out_hw[1]}, "
+                           f"but got input.size(2)={cols.shape[2]}.")
+    geom = Geometry(out_size, out_hw, kernel, stride,
+                    (padding[0], padding[0], padding[1], padding[1]), dilation)
+    out = _Fold.apply(cols, geom, cols.shape[1] // K)
+    return out.squeeze(0) if unbatched else out

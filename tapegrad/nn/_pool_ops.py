@@ -1,0 +1,374 @@
+"""Max, average, adaptive pooling and max unpooling for tapegrad.nn.functional.
+
+Numpy-backed like the convolutions (see _conv_ops.py): max pooling is a running max over the
+kernel offsets whose result is a differentiable gather of the chosen elements (its adjoint a
+scatter-add); average pooling is unfold then a sum; adaptive average pooling is a product with
+an averaging matrix on each axis (core matmul).  No Python loop per element or window.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _core
+from .. import where as _where
+from ._conv_ops import (Geometry, _check_tensor, _Gather, _out_size, _padded, _ScatterAdd,
+                        _tuple, _Unfold, _windows, _wrap)
+
+__all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
+           "max_unpool2d"]
+
+
+# -- pooling ---------------------------------------------------------------------------------------
+
+def _pool_input(input, nd, name):
+    _check_tensor(input)
+    if input.dim() not in (nd + 1, nd + 2) or any(s == 0 for s in input.shape[1:]):
+        if name.startswith("avg") and input.dim() < nd + 1:
+            raise (IndexError(f"Dimension out of range (expected to be in range of "
+                              f"[{-max(input.dim(), 1)}, {max(input.dim(), 1) - 1}], but got "
+                              f"{-(nd + 1)})") if nd == 2 else
+                   RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional "
+                                f"tensor for argument #1 'self' (while checking arguments for "
+                                f"{name})"))
+        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for "
+                           f"input" if nd == 2 else
+                           f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim "
+                           f"batch size for input, but got:{list(input.shape)}")
+    unbatched = input.dim() == nd + 1
+    x = input.unsqueeze(0) if unbatched else input
+    if nd == 1:
+        x = x.unsqueeze(2)
+    return x, unbatched
+
+
+def _pool_output(out, nd, unbatched):
+    if nd == 1:
+        out = out.squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode):
+    """The window geometry of a max/avg pool (1-d pools are 2-d pools of height 1)."""
+    what = "pooling"
+    kernel = _tuple(kernel_size, nd, "kernel_size", what)
+    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
+        else _tuple(stride, nd, "stride", what)
+    padding = _tuple(padding, nd, "padding", what)
+    dilation = _tuple(dilation, nd, "dilation", what)
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"{name}() stride must be greater than zero, but got {stride[0]}"
+                           if nd == 1 else "stride should not be zero")
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel size should be greater than zero, but got "
+                           + ("kH: %d kW: %d" % ((1,) * (2 - nd) + kernel)
+                              if nd == 2 else f"kW: {kernel[0]}"))
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: "
+                           f"{dilation[0]} dilationW: {dilation[-1]}")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("pad must be non-negative")
+    if any(p > k // 2 for p, k in zip(padding, kernel)):
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                           f"pad={padding[-1] if nd == 1 else padding[0]}, kernel_size="
+                           f"{kernel[-1] if nd == 1 else kernel[0]} and dilation="
+                           f"{dilation[-1] if nd == 1 else dilation[0]}")
+    spatial = tuple(x.shape[2:])[-nd:]
+    out_sp = tuple(_out_size(s, 2 * p, k, st, d, ceil_mode, p)
+                   for s, p, k, st, d in zip(spatial, padding, kernel, stride, dilation))
+    if any(o <= 0 for o in out_sp):
+        C = x.shape[1]
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (C,) + spatial))}). "
+                           f"Calculated output size: ({'x'.join(map(str, (C,) + out_sp))}). "
+                           f"Output size is too small")
+    if nd == 1:
+        return Geometry((1,) + spatial, (1,) + out_sp, (1,) + kernel, (1,) + stride,
+                        (0, 0, padding[0], padding[0]), (1,) + dilation)
+    return Geometry(spatial, out_sp, kernel, stride,
+                    (padding[0], padding[0], padding[1], padding[1]), dilation)
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _window_max(xp: np.ndarray, g: Geometry):
+    """Max of each window of a padded input and the kernel offset it came from, as a running max
+    over the kh*kw offsets (one vectorised compare per offset; no window copy).  Ties keep the
+    first offset and a NaN wins over numbers, as PyTorch's kernel does."""
+    win = _windows(xp, g)                                    # (N, C, kh, kw, Ho, Wo)
+    kh, kw = g.kernel
+    best = win[:, :, 0, 0].copy()
+    arg = np.zeros(best.shape, dtype=np.intp)
+    # One sum tells whether NaN handling is needed at all (inf - inf also says yes: harmless).
+    nan_aware = xp.dtype.kind == "f" and bool(np.isnan(np.sum(xp)))
+    take = np.empty(best.shape, dtype=bool)
+    for k in range(1, kh * kw):
+        v = win[:, :, k // kw, k % kw]
+        np.greater(v, best, out=take)
+        if nan_aware:
+            take |= np.isnan(v)
+        np.copyto(best, v, where=take)
+        np.copyto(arg, k, where=take)
+    return best, arg
+
+
+def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
+              return_indices):
+    x, unbatched = _pool_input(input, nd, name)
+    if x._array.dtype == np.bool_:
+        raise RuntimeError(f'"max_pool{nd}d" not implemented for \'Bool\'')
+    g = _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode)
+    N, C, H, W = x.shape
+    (Ho, Wo), (kh, kw), (sh, sw), (dh, dw) = g.out_hw, g.kernel, g.stride, g.dilation
+    best, k = _window_max(_padded(x._array, g, _lowest(x._array.dtype)), g)
+    # Flat position in each (n, c) plane of every chosen element (PyTorch's indices): the
+    # window's corner plus the chosen offset's displacement.
+    corner0 = (np.arange(Ho) * sh - g.pad[0])[:, None] * W + (np.arange(Wo) * sw - g.pad[2])
+    shift = (np.arange(kh * kw) // kw) * dh * W + (np.arange(kh * kw) % kw) * dw
+    idx = corner0 + shift[k]
+    reaches_padding = any(g.pad) or (Ho - 1) * sh + dh * (kh - 1) >= H \
+        or (Wo - 1) * sw + dw * (kw - 1) >= W
+    if not reaches_padding:
+        out = _Gather.apply(x, idx.reshape(N * C, -1), (N, C, Ho, Wo), best)
+        out = _pool_output(out, nd, unbatched)
+        return (out, _wrap(idx.reshape(out.shape))) if return_indices else out
+    h = (np.arange(Ho) * sh - g.pad[0])[:, None] + (k // kw) * dh
+    w = (np.arange(Wo) * sw - g.pad[2]) + (k % kw) * dw
+    # A window with no real element above the padding's -inf (one wholly in the padding, which
+    # dilation allows) keeps -inf; PyTorch then reports (and sends the gradient to) the first
+    # window position at or after the top-left corner of the input, wherever it lands.
+    outside = (h < 0) | (h >= H) | (w < 0) | (w >= W)
+    drop = None
+    if outside.any():
+        def first_inside(n, s, p, d):
+            start = np.arange(n) * s - p
+            return start + (-(np.minimum(start, 0) // d)) * d
+        corner = (first_inside(Ho, g.stride[0], g.pad[0], g.dilation[0])[:, None] * W
+                  + first_inside(Wo, g.stride[1], g.pad[2], g.dilation[1]))
+        idx = np.where(outside, corner, idx)
+        drop = (idx < 0) | (idx >= H * W)
+        if drop.any():
+            gather_idx = np.where(drop, 0, idx)
+        else:
+            gather_idx, drop = idx, None
+    else:
+        gather_idx = idx
+    out = _Gather.apply(x, gather_idx.reshape(N * C, -1), (N, C, Ho, Wo), best)
+    if drop is not None:
+        out = _where(_wrap(~drop), out, _wrap(best))
+    out = _pool_output(out, nd, unbatched)
+    if return_indices:
+        ind = idx.reshape(out.shape)
+        return out, _wrap(ind)
+    return out
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """1-d max pooling over (N, C, L) or (C, L)."""
+    return _max_pool(input, 1, "max_pool1d", kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """2-d max pooling over (N, C, H, W) or (C, H, W); stride defaults to kernel_size."""
+    return _max_pool(input, 2, "max_pool2d", kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+def _avg_divisor(g: Geometry, count_include_pad):
+    """Each window's divisor (Ho, Wo): PyTorch counts the padding but not the ceil_mode overhang
+    when count_include_pad, and only the real input otherwise."""
+    def per_axis(size, n, k, s, p):
+        start = np.arange(n) * s - p
+        end = np.minimum(start + k, size + p)
+        if count_include_pad:
+            return end - start
+        return np.minimum(end, size) - np.maximum(start, 0)
+    (H, W), (Ho, Wo) = g.in_hw, g.out_hw
+    dh = per_axis(H, Ho, g.kernel[0], g.stride[0], g.pad[0])
+    dw = per_axis(W, Wo, g.kernel[1], g.stride[1], g.pad[2])
+    return np.outer(dh, dw)
+
+
+def _avg_pool(input, nd, name, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override):
+    x, unbatched = _pool_input(input, nd, name)
+    if x._array.dtype.kind != "f":
+        raise RuntimeError(f'"avg_pool{nd}d" not implemented for '
+                           f"'{_core.scalar_type_name_of(x._array.dtype)}'")
+    g = _pool_geometry(x, nd, name, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    N, C, H, W = x.shape
+    Ho, Wo = g.out_hw
+    # A window sum is unfold then a sum over the window axis: differentiable through the
+    # unfold/fold pair.
+    sums = _Unfold.apply(x.reshape((N * C, 1, H, W)), g).sum(1)
+    if divisor_override is not None:
+        out = sums / float(divisor_override)
+    else:
+        inv = 1.0 / _avg_divisor(g, count_include_pad).reshape(-1).astype(x._array.dtype)
+        out = sums * _wrap(inv)
+    return _pool_output(out.reshape((N, C, Ho, Wo)), nd, unbatched)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """1-d average pooling over (N, C, L) or (C, L)."""
+    return _avg_pool(input, 1, "avg_pool1d", kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """2-d average pooling over (N, C, H, W) or (C, H, W)."""
+    return _avg_pool(input, 2, "avg_pool2d", kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def _adaptive_bounds(size, n):
+    i = np.arange(n)
+    return (i * size) // n, -((-(i + 1) * size) // n)
+
+
+def _adaptive_sizes(input, output_size, nd, name):
+    _check_tensor(input)
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    sizes = output_size if isinstance(output_size, (list, tuple)) else (output_size,) * nd
+    if len(sizes) != nd:
+        raise RuntimeError(f"{name}: output_size must be {nd}")
+    spatial = tuple(input.shape[-nd:])
+    out = tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
+    # Average pooling allows empty batch and channel dims, max pooling only an empty dim 0; 1-d
+    # pooling reports itself as the 2-d op, as PyTorch (which runs it as 2-d) does.
+    first_checked = input.dim() - nd if "avg" in name else 1
+    name = name.replace("1d", "2d")
+    empty = [i for i, s in enumerate(input.shape) if s == 0 and i >= first_checked]
+    if empty:
+        raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {list(input.shape)} with dimension "
+                           f"{empty[0]} being empty")
+    return spatial, out
+
+
+def _pool_matrix(size, n, dtype):
+    """(n, size) averaging matrix of adaptive pooling along one axis."""
+    start, end = _adaptive_bounds(size, n)
+    pos = np.arange(size)
+    inside = (pos >= start[:, None]) & (pos < end[:, None])
+    return (inside / (end - start)[:, None]).astype(dtype)
+
+
+def _right_matmul(x, m, dim):
+    """x with axis `dim` (of the last two) multiplied by m (new, old): x @ m^T along that axis."""
+    mt = _wrap(np.ascontiguousarray(m.T))
+    if dim == -1:
+        return x.matmul(mt)
+    return x.transpose(-1, -2).matmul(mt).transpose(-1, -2)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average pooling to `output_size` positions (each window spans floor..ceil of its share)."""
+    (L,), (Lo,) = _adaptive_sizes(input, output_size, 1, "adaptive_avg_pool1d")
+    return _right_matmul(input, _pool_matrix(L, Lo, input._array.dtype), -1)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to an (H_out, W_out) grid (None keeps that dimension)."""
+    (H, W), (Ho, Wo) = _adaptive_sizes(input, output_size, 2, "adaptive_avg_pool2d")
+    dtype = input._array.dtype
+    if dtype.kind != "f":
+        raise RuntimeError(f'"adaptive_avg_pool2d" not implemented for '
+                           f"'{_core.scalar_type_name_of(dtype)}'")
+    out = _right_matmul(input, _pool_matrix(W, Wo, dtype), -1)
+    return _right_matmul(out, _pool_matrix(H, Ho, dtype), -2)
+
+
+def _adaptive_max(input, output_size, return_indices, nd, name):
+    spatial, out_sp = _adaptive_sizes(input, output_size, nd, name)
+    unbatched = input.dim() == nd + 1
+    x = input.unsqueeze(0) if unbatched else input
+    if nd == 1:
+        x = x.unsqueeze(2)
+        spatial, out_sp = (1,) + spatial, (1,) + out_sp
+    N, C, H, W = x.shape
+    (Ho, Wo) = out_sp
+
+    def window_index(size, n):
+        # Each window padded to the longest one by repeating its last element (max unchanged).
+        start, end = _adaptive_bounds(size, n)
+        k = int((end - start).max())
+        return np.minimum(start[:, None] + np.arange(k), end[:, None] - 1)
+    ih, iw = window_index(H, Ho), window_index(W, Wo)
+    vals = x._array[:, :, ih[:, None, :, None], iw[None, :, None, :]]    # N,C,Ho,Wo,kh,kw
+    k = vals.reshape(N, C, Ho, Wo, -1).argmax(axis=-1)
+    kw = iw.shape[1]
+    idx = (ih[np.arange(Ho)[:, None], k // kw] * W
+           + iw[np.arange(Wo)[None, :], k % kw]).astype(np.int64).reshape(N, C, -1)
+    out = _Gather.apply(x, idx.reshape(N * C, -1), (N, C, Ho, Wo))
+    out = _pool_output(out, nd, unbatched)
+    if return_indices:
+        ind = idx.reshape(out.shape)
+        return out, _wrap(ind)
+    return out
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max pooling to an (H_out, W_out) grid; return_indices gives flat positions per plane."""
+    return _adaptive_max(input, output_size, return_indices, 2, "adaptive_max_pool2d")
+
+
+# -- max unpooling ---------------------------------------------------------------------------------
+
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
+    """Put each input value at its index (from max_pool's return_indices) in a zero output: the
+    scatter-add adjoint of max pooling's gather."""
+    _check_tensor(input)
+    _check_tensor(indices, "indices")
+    kernel = _tuple(kernel_size, nd, "kernel_size", "pooling")
+    stride = kernel if stride is None else _tuple(stride, nd, "stride", "pooling")
+    padding = _tuple(padding, nd, "padding", "pooling")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    spatial = tuple(input.shape[-nd:])
+    default = [(s - 1) * st - 2 * p + k for s, st, p, k in zip(spatial, stride, padding, kernel)]
+    if output_size is None:
+        out_sp = tuple(default)
+    else:
+        out_sp = tuple(int(v) for v in output_size)[-nd:]
+        for d, (o, lo, st) in enumerate(zip(out_sp, default, stride)):
+            if not lo - st < o < lo + st:
+                raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {d} must be '
+                                 f"between {lo - st} and {lo + st})")
+    lead = tuple(input.shape[:-nd])
+    planes = math.prod(lead)
+    plane = math.prod(out_sp)
+    idx = indices._array.astype(np.int64, copy=False).reshape(planes, -1)
+    bad = (idx < 0) | (idx >= plane)
+    if bad.any():
+        raise RuntimeError(f"Found an invalid max index: {int(idx[bad][0])} (output volumes are "
+                           f"of size {'x'.join(map(str, out_sp))})")
+    return _ScatterAdd.apply(input, idx, lead + out_sp)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool1d: values back at their indices, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool2d: values back at their indices, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)

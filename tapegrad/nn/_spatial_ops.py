@@ -1,0 +1,231 @@
+"""Resampling, padding modes and channel dropout for tapegrad.nn.functional.
+
+interpolate is separable: nearest modes are an index_select per axis, linear modes and 'area' a
+product with an interpolation (or averaging) matrix per axis; the non-constant F.pad modes are an
+index_select per padded dim.  All of it is the core's differentiable ops, so gradients (and
+create_graph) come from the core.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import _core
+from ._conv_ops import _check_tensor, _wrap
+from ._pool_ops import _pool_matrix, _right_matmul
+
+__all__ = ["interpolate", "pad", "dropout1d", "dropout2d"]
+
+
+# -- interpolation ---------------------------------------------------------------------------------
+
+_INTERP_DIMS = {"nearest": None, "nearest-exact": None, "area": None, "linear": 1,
+                "bilinear": 2}
+
+
+def _interp_sizes(x, nd, size, scale_factor):
+    spatial = tuple(x.shape[2:])
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        out = tuple(int(s) for s in size) if isinstance(size, (list, tuple)) else (int(size),) * nd
+        if len(out) != nd:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions,"
+                             f" but got input with spatial dimensions of {list(spatial)} and "
+                             f"output size of {size}. Please provide input tensor in "
+                             f"(N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK)"
+                             f" format.")
+        return out, (None,) * nd
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    scales = tuple(float(s) for s in scale_factor) if isinstance(scale_factor, (list, tuple)) \
+        else (float(scale_factor),) * nd
+    if len(scales) != nd:
+        raise ValueError(f"Input and scale_factor must have the same number of spatial "
+                         f"dimensions, but got input with spatial dimensions of {list(spatial)} "
+                         f"and scale_factor of shape {list(scales)}. Please provide input tensor "
+                         f"in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK)"
+                         f" format.")
+    return tuple(int(math.floor(s * f)) for s, f in zip(spatial, scales)), scales
+
+
+def _source_scale(size, n, scale, align_corners):
+    """The input step per output step along one axis, as PyTorch computes it."""
+    if align_corners:
+        return (size - 1) / (n - 1) if n > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else size / n
+
+
+def _nearest_index(size, n, scale, exact):
+    step = np.float32(_source_scale(size, n, scale, False))
+    pos = np.arange(n, dtype=np.float32)
+    src = np.floor((pos + np.float32(0.5)) * step if exact else pos * step)
+    return np.minimum(src.astype(np.int64), size - 1)
+
+
+def _linear_matrix(size, n, scale, align_corners, dtype):
+    """(n, size) matrix of linear interpolation weights along one axis."""
+    step = _source_scale(size, n, scale, align_corners)
+    pos = np.arange(n, dtype=np.float64)
+    src = pos * step if align_corners else np.maximum((pos + 0.5) * step - 0.5, 0.0)
+    lo = np.minimum(np.floor(src).astype(np.int64), size - 1)
+    hi = np.minimum(lo + 1, size - 1)
+    frac = src - lo
+    grid = np.arange(size)
+    m = (1 - frac)[:, None] * (grid == lo[:, None]) + frac[:, None] * (grid == hi[:, None])
+    return m.astype(dtype)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resample (N, C, L) or (N, C, H, W) input: mode 'nearest', 'nearest-exact', 'linear' (3-D)
+    or 'bilinear' (4-D), to `size` or by `scale_factor`."""
+    _check_tensor(input)
+    if mode not in _INTERP_DIMS:
+        if mode in ("bicubic", "trilinear", "lanczos"):
+            raise NotImplementedError(f"tapegrad's interpolate does not support mode={mode!r} "
+                                      f"(nearest, nearest-exact, linear, bilinear, area)")
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+            f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+            f"nearest-exact (got {mode})")
+    if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if antialias:
+        raise NotImplementedError("tapegrad's interpolate does not support antialias=True")
+    nd = input.dim() - 2
+    want = _INTERP_DIMS[mode]
+    if nd not in (1, 2) or (want is not None and want != nd):
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
+                                  f"{(want or 1) + 2}D input")
+    out_sp, scales = _interp_sizes(input, nd, size, scale_factor)
+    if recompute_scale_factor:
+        scales = (None,) * nd
+    if any(o <= 0 for o in out_sp):
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({', '.join(map(str, input.shape[2:]))}) and output "
+                           f"({', '.join(map(str, out_sp))})")
+    spatial = tuple(input.shape[2:])
+    out = input
+    for axis, (s, n, f) in enumerate(zip(spatial, out_sp, scales)):
+        dim = 2 + axis
+        if mode == "area":          # area is adaptive average pooling, axis by axis
+            m = _pool_matrix(s, n, input._array.dtype)
+            out = _right_matmul(out, m, -1 if dim == input.dim() - 1 else -2)
+        elif mode in ("nearest", "nearest-exact"):
+            idx = _nearest_index(s, n, f, mode == "nearest-exact")
+            out = out.index_select(dim, _wrap(idx))
+        elif n != s:            # PyTorch copies an axis whose size does not change
+            m = _linear_matrix(s, n, f, bool(align_corners), input._array.dtype)
+            out = _right_matmul(out, m, -1 if dim == input.dim() - 1 else -2)
+    return out
+
+
+# -- padding modes ---------------------------------------------------------------------------------
+
+def _pad_index(n, before, after, mode):
+    pos = np.arange(-before, n + after)
+    if mode == "reflect":
+        period = 2 * (n - 1)
+        pos = np.abs(pos) % period if period else np.zeros_like(pos)
+        return np.where(pos >= n, period - pos, pos)
+    if mode == "replicate":
+        return np.clip(pos, 0, n - 1)
+    return pos % n                                              # circular
+
+
+def pad(input, pad, mode="constant", value=None):
+    """torch.nn.functional.pad: 'constant' (the core op), and 'reflect', 'replicate', 'circular'
+    as index selections along each padded dim (differentiable, gradients add up at the
+    repeated positions)."""
+    if mode == "constant":
+        return _core.NN_FUNCTIONS["pad"](input, pad, mode, value)
+    _check_tensor(input)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    for i, p in enumerate(pad):
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+            raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but "
+                            f"found element of type {type(p).__name__} at pos {i}")
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    n_dims = len(pad) // 2
+    if input.dim() not in (n_dims + 1, n_dims + 2) or n_dims > 3:
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if value is not None and value != 0:
+        raise ValueError(f"Padding mode \"{mode}\"\" doesn't take in value argument")
+    out = input
+    for i in range(n_dims):
+        dim = input.dim() - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        n = input.shape[dim]
+        if mode == "reflect" and (before >= n or after >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({before}, {after}) at "
+                               f"dimension {dim} of input {list(input.shape)}")
+        if mode == "circular" and (before > n or after > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if before or after:
+            out = out.index_select(dim, _wrap(_pad_index(n, before, after, mode)))
+    return out
+
+
+# -- channel dropout -------------------------------------------------------------------------------
+
+def _channel_dropout(input, p, training, inplace, batched_dim):
+    from ..creation import default_generator
+    _check_tensor(input)
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    # Mask one value per (sample, channel), broadcast over the feature map; unbatched input
+    # (one dim fewer) masks per channel.
+    n_keep = 2 if input.dim() == batched_dim else 1
+    keep_shape = tuple(input.shape[:n_keep]) + (1,) * (input.dim() - n_keep)
+    if p == 1.0:
+        mask = np.zeros(keep_shape, dtype=input._array.dtype)
+    else:
+        keep = default_generator().random(keep_shape) < (1.0 - p)
+        mask = (keep / (1.0 - p)).astype(input._array.dtype)
+    if inplace:
+        return input.mul_(_wrap(mask))
+    return input * _wrap(mask)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) (or (C, L)) input with probability p, scale by 1/(1-p)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D "
+                           f"input. Note that dropout1d exists to provide channel-wise dropout "
+                           f"on inputs with 1 spatial dimension, a channel dimension, and an "
+                           f"optional batch dimension (i.e. 2D or 3D inputs).")
+    return _channel_dropout(input, p, training, inplace, 3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) input with probability p, scale by 1/(1-p)."""
+    if input.dim() not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is "
+                      f"deprecated and will result in an error in a future release. To retain "
+                      f"the behavior and silence this warning, please use dropout instead. Note "
+                      f"that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension "
+                      f"(i.e. 3D or 4D inputs).", UserWarning, stacklevel=2)
+    if input.dim() == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+                      "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
+                      "where C is the channel dim. This behavior will change in a future release "
+                      "to interpret the input as one without a batch dimension, i.e. shape "
+                      "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch"
+                      " to using dropout1d instead.", UserWarning, stacklevel=2)
+    return _channel_dropout(input, p, training, inplace, 4 if input.dim() != 3 else 3)
