@@ -5,6 +5,7 @@ class adds the conveniences PyTorch users expect: shape and size queries, conver
 """
 from __future__ import annotations
 
+import copy as _copy
 import numbers
 
 import numpy as np
@@ -259,19 +260,31 @@ class Tensor(_core.TensorBase):
 
     __hash__ = object.__hash__
 
+    # -- pickle and copy ------------------------------------------------------------------------
+    # A tensor is saved as (storage, byte offset, shape, strides), as torch saves its storage and
+    # view geometry: a view survives with its offset and strides, and copy.copy (which rebuilds from
+    # the same arguments without copying them) shares the original's memory, as torch's does.
+    def __reduce_ex__(self, protocol):
+        storage, offset, strides = _storage_and_geometry(self._array)
+        state = dict(self.__dict__) if self.__dict__ else None
+        return (_rebuild_tensor,
+                (type(self), storage, offset, self._array.shape, strides, self.requires_grad, state))
+
     def __deepcopy__(self, memo):
-        # copy.deepcopy(model) (and nn.TransformerEncoder's layer clones) copy leaves, as PyTorch.
         if not self.is_leaf:
-            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
-                               "support the deepcopy protocol at the moment.")
+            raise RuntimeError(_DEEPCOPY_NON_LEAF)
         if id(self) in memo:
             return memo[id(self)]
-        new = _core.TensorBase.__new__(type(self))
-        new._array = self._array.copy()
-        new.requires_grad = self.requires_grad
+        storage, offset, strides = _storage_and_geometry(self._array)
+        # Going through the memo keeps tensors that view one storage aliased in the copy.
+        new_storage = _copy.deepcopy(storage, memo)
+        new = _rebuild_tensor(type(self), new_storage, offset, self._array.shape, strides,
+                              self.requires_grad, None)
         memo[id(self)] = new
         if self.grad is not None:
-            new.grad = self.grad.__deepcopy__(memo)
+            new.grad = _copy.deepcopy(self.grad, memo)
+        if self.__dict__:
+            new.__dict__.update(_copy.deepcopy(self.__dict__, memo))
         return new
 
     def __repr__(self) -> str:
@@ -459,6 +472,42 @@ class Tensor(_core.TensorBase):
 # The compiled dtype conversion behind Tensor.to (which parses the device part first).
 _core_to = _core.TENSOR_METHODS["to"]
 _core_type = _core.TENSOR_METHODS["type"]
+_DEEPCOPY_NON_LEAF = (
+    "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
+    "the moment.  If you were attempting to deepcopy a module, this may be because of a "
+    "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+
+
+def _storage_and_geometry(arr: np.ndarray):
+    """(storage, byte offset, byte strides) of arr: the storage is the outermost ndarray whose
+    memory arr views, so two views of one buffer name the same storage object."""
+    root = arr
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root is arr:
+        return arr, 0, arr.strides
+    if not (root.flags.c_contiguous or root.flags.f_contiguous) or root.dtype != arr.dtype:
+        # A buffer numpy built with stride tricks or a reinterpreting view: keep the values only.
+        dense = np.ascontiguousarray(arr)
+        return dense, 0, dense.strides
+    offset = arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return root, offset, arr.strides
+
+
+def _rebuild_tensor(cls, storage, offset, shape, strides, requires_grad, state):
+    """Inverse of Tensor.__reduce_ex__: a leaf of type cls viewing `storage` with that geometry."""
+    if offset == 0 and tuple(shape) == storage.shape and tuple(strides) == storage.strides:
+        arr = storage
+    else:
+        arr = np.ndarray(shape, storage.dtype, buffer=storage, offset=offset, strides=strides)
+    t = _core.TensorBase.__new__(cls)
+    t._array = arr
+    if requires_grad:
+        t.requires_grad = True
+    if state:
+        t.__dict__.update(state)
+    return t
+
 
 # Methods the compiled op families register (each is a binding function: `t.op(...)` passes t).
 for _name, _fn in _core.TENSOR_METHODS.items():

@@ -1,6 +1,8 @@
 """nn.Parameter: a leaf tensor that a Module registers as one of its parameters."""
 from __future__ import annotations
 
+import copy
+
 from .. import _core
 from ..tensor import Tensor
 
@@ -25,5 +27,13 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
-    def __reduce_ex__(self, protocol):
-        return (Parameter, (Tensor.detach(self), self.requires_grad))
+    # Pickling is Tensor.__reduce_ex__ (it rebuilds type(self) with requires_grad). A deep copy
+    # is a fresh Parameter on cloned data without .grad, as torch's Parameter.__deepcopy__ makes.
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(Tensor.detach(self).clone(), self.requires_grad)
+        memo[id(self)] = result
+        if self.__dict__:
+            result.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return result
