@@ -1,279 +1,292 @@
-"""tapegrad.save / tapegrad.load: checkpoints in a format that cannot run code when loaded.
+"""tapegrad.save / tapegrad.load: whole-object checkpoints, loaded weights-only by default.
 
-A checkpoint is one numpy .npz archive (a zip of .npy files): one entry per tensor or numpy array,
-plus a JSON manifest (stored as a uint8 array) describing the saved object's structure and each
-tensor's dtype, shape and requires_grad.  Loading reads the arrays with `allow_pickle=False` and
-rebuilds the structure from the JSON alone, so no pickle is ever loaded: a checkpoint is data,
-never code.  Saved objects may nest dicts (OrderedDict, Counter), lists, tuples and sets of
-tensors, numpy arrays and scalars, Python numbers, strings, bytes, None and bools; optimizer,
-scheduler and module state dicts are of this kind.
+The format (as PyTorch's since 1.6, in spirit): a zip archive holding
+
+    archive/format          b"tapegrad-pickle 1": tells this format from the others
+    archive/data.pkl        the pickled object, in which every numpy array (a tensor's storage,
+                            or an array the object holds) is a persistent id ("ndarray", key)
+    archive/data/<key>.npy  those arrays, written by np.save without pickling
+
+`load` defaults to `weights_only=True` (PyTorch 2.6+): the pickle is read by an unpickler that
+resolves only an allowlist of globals (tensors, Parameters, dtypes, devices, Size, containers,
+numpy scalars), so a checkpoint from an untrusted source cannot run code.  Anything else (a whole
+model, an optimizer) fails with pickle.UnpicklingError "Weights only load failed ..." and loads
+with `weights_only=False`, which runs the pickle as Python's unpickler does.
+
+Checkpoints in the first tapegrad format (a pickle-free .npz, see _checkpoint_npz.py) still load.
 """
 from __future__ import annotations
 
+import contextlib
 import io
-import json
 import os
+import pickle
 import zipfile
 from collections import Counter, OrderedDict
 
 import numpy as np
 
 from . import _core
+from ._checkpoint_npz import CheckpointError, load_npz
+from ._device import as_device, check_device, device
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
+           "safe_globals", "CheckpointError", "WeightsOnlyLoadError"]
 
-_MANIFEST = "__tapegrad_manifest__"
-_FORMAT = "tapegrad"
-_VERSION = 1
-_ZIP_MAGIC = b"PK\x03\x04"
-_ARRAY_KINDS = "biufcUS"         # numpy dtypes that .npy stores without pickling
+_PREFIX = "archive/"
+_FORMAT_ENTRY = _PREFIX + "format"
+_FORMAT_TAG = b"tapegrad-pickle 1"
+_PICKLE_ENTRY = _PREFIX + "data.pkl"
+_ARRAY_KINDS = "biufc"          # dtypes np.save stores as raw bytes (no pickling)
 _TENSOR_DTYPES = {"float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64",
                   "bool"}
-_DICT_KINDS = {"dict": dict, "OrderedDict": OrderedDict, "Counter": Counter}
+
+
+class WeightsOnlyLoadError(pickle.UnpicklingError, RuntimeError):
+    """A weights-only load met something that is not on the allowlist (PyTorch raises
+    pickle.UnpicklingError; this is one, and a RuntimeError like every other load failure)."""
 
 
 # -- saving ---------------------------------------------------------------------------------------
 
-class _Encoder:
-    def __init__(self) -> None:
-        self.arrays: dict[str, np.ndarray] = {}
-        self.tensor_keys: dict[int, str] = {}
-        self.keep_alive: list = []
-        self.active: set[int] = set()
+class _ArrayPersistingPickler(pickle.Pickler):
+    """Pickles the object with each plain numeric ndarray replaced by a key; the arrays are
+    written beside the pickle (raw .npy), so tensor data never passes through pickle."""
 
-    def _store(self, arr: np.ndarray, prefix: str) -> str:
-        key = f"{prefix}{len(self.arrays)}"
-        self.arrays[key] = arr
-        return key
+    def __init__(self, file, protocol):
+        super().__init__(file, protocol)
+        self.arrays: list[np.ndarray] = []
+        self.keys: dict[int, str] = {}
 
-    def encode(self, obj, where: str):
-        t = type(obj)
-        if obj is None or t is bool or t is int or t is float or t is str:
-            return obj
-        if isinstance(obj, _core.TensorBase):
-            return {"tensor": self._tensor(obj, where)}
-        if isinstance(obj, np.ndarray):
-            self._check_array(obj, where)
-            return {"ndarray": {"key": self._store(obj, "a"), "dtype": obj.dtype.str,
-                                "shape": list(obj.shape)}}
-        if isinstance(obj, np.generic):
-            arr = np.asarray(obj)
-            self._check_array(arr, where)
-            return {"npscalar": {"key": self._store(arr, "a"), "dtype": arr.dtype.str}}
-        if isinstance(obj, _core.dtype):
-            return {"dtype": obj.np_dtype.name}
-        if isinstance(obj, bool):
-            return bool(obj)
-        if isinstance(obj, int):
-            return int(obj)
-        if isinstance(obj, float):
-            return float(obj)
-        if isinstance(obj, str):
-            return str(obj)
-        if isinstance(obj, complex):
-            return {"complex": [obj.real, obj.imag]}
-        if isinstance(obj, (bytes, bytearray)):
-            return {"bytes": self._store(np.frombuffer(bytes(obj), dtype=np.uint8), "b")}
-
-        # containers
-        if id(obj) in self.active:
-            raise ValueError("tapegrad.save: cannot save a self-referencing structure "
-                             f"(at {where})")
-        self.active.add(id(obj))
-        try:
-            if isinstance(obj, dict):
-                kind = ("Counter" if isinstance(obj, Counter) else
-                        "OrderedDict" if isinstance(obj, OrderedDict) else "dict")
-                items = [[self.encode(k, f"{where} key {k!r}"), self.encode(v, f"{where}[{k!r}]")]
-                         for k, v in obj.items()]
-                return {kind: items}
-            if isinstance(obj, tuple):
-                from .tensor import Size
-                tag = "size" if isinstance(obj, Size) else "tuple"
-                return {tag: [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]}
-            if isinstance(obj, list):
-                return {"list": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]}
-            if isinstance(obj, (set, frozenset)):
-                tag = "frozenset" if isinstance(obj, frozenset) else "set"
-                return {tag: [self.encode(v, f"{where} element") for v in obj]}
-        finally:
-            self.active.discard(id(obj))
-        raise TypeError(f"tapegrad.save: cannot save an object of type {t.__module__}."
-                        f"{t.__qualname__} (at {where}); a checkpoint holds tensors, numpy "
-                        "arrays, numbers, strings, bytes, None and bools, in dicts, lists, tuples "
-                        "and sets")
-
-    @staticmethod
-    def _check_array(arr: np.ndarray, where: str) -> None:
-        if arr.dtype.kind not in _ARRAY_KINDS or arr.dtype.fields is not None:
-            raise TypeError(f"tapegrad.save: cannot save a numpy array of dtype {arr.dtype} (at "
-                            f"{where}): only numeric, bool and string arrays can be stored "
-                            "without pickling")
-
-    def _tensor(self, t, where: str) -> dict:
-        arr = t._array
-        if arr.dtype.name not in _TENSOR_DTYPES:
-            raise TypeError(f"tapegrad.save: unsupported tensor dtype {arr.dtype} (at {where})")
-        key = self.tensor_keys.get(id(t))
-        if key is None:          # a tensor saved twice is stored once and loads as one tensor
-            key = self._store(arr, "t")
-            self.tensor_keys[id(t)] = key
-            self.keep_alive.append(t)
-        cls = type(t)
-        kind = ("Parameter" if cls.__name__ == "Parameter" and cls.__module__.startswith("tapegrad")
-                else "Tensor")
-        return {"key": key, "dtype": arr.dtype.name, "shape": list(arr.shape),
-                "requires_grad": bool(t.requires_grad), "class": kind}
+    def persistent_id(self, obj):
+        if type(obj) is not np.ndarray or obj.dtype.kind not in _ARRAY_KINDS or obj.dtype.fields:
+            return None
+        key = self.keys.get(id(obj))
+        if key is None:        # the list keeps obj alive, so its id stays unique while we pickle
+            key = str(len(self.arrays))
+            self.keys[id(obj)] = key
+            self.arrays.append(obj)
+        return ("ndarray", key)
 
 
-def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
+def save(obj, f, pickle_module=pickle, pickle_protocol=None, _use_new_zipfile_serialization=True,
          _disable_byteorder_record=False) -> None:
-    """Save `obj` (tensors, numbers, strings, ... nested in dicts/lists/tuples) to `f`.
+    """Save any picklable `obj` (a state dict, a whole model, an optimizer, ...) to `f`.
 
-    `f` is a path (str or os.PathLike) or a binary file object open for writing.  The other
-    arguments exist for PyTorch compatibility and are ignored.
+    `f` is a path (str or os.PathLike) or a binary file object open for writing.  Load it back
+    with `tapegrad.load`; objects other than tensors and plain containers need
+    `weights_only=False` there.
     """
-    enc = _Encoder()
-    root = enc.encode(obj, "obj")
-    manifest = {"format": _FORMAT, "version": _VERSION, "root": root}
-    blob = json.dumps(manifest, separators=(",", ":")).encode("utf-8")
-    arrays = dict(enc.arrays)
-    arrays[_MANIFEST] = np.frombuffer(blob, dtype=np.uint8)
+    protocol = pickle_protocol if pickle_protocol is not None else pickle.DEFAULT_PROTOCOL
+    buf = io.BytesIO()
+    pickler_cls = getattr(pickle_module, "Pickler", pickle.Pickler)
+    if pickler_cls is pickle.Pickler:
+        pickler = _ArrayPersistingPickler(buf, protocol)
+    else:                                  # a user's pickle module: persist through it as well
+        pickler = type("_Persisting", (pickler_cls,),
+                       {"persistent_id": _ArrayPersistingPickler.persistent_id})(buf, protocol)
+        pickler.arrays, pickler.keys = [], {}
+    pickler.dump(obj)
     if hasattr(f, "write"):
-        np.savez(f, **arrays)
+        _write_archive(f, buf.getvalue(), pickler.arrays)
     else:
-        with open(os.fspath(f), "wb") as fh:     # (np.savez would append .npz to a path)
-            np.savez(fh, **arrays)
+        with open(os.fspath(f), "wb") as fh:
+            _write_archive(fh, buf.getvalue(), pickler.arrays)
+
+
+def _write_archive(fh, pickled: bytes, arrays: list) -> None:
+    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr(_FORMAT_ENTRY, _FORMAT_TAG)
+        zf.writestr(_PICKLE_ENTRY, pickled)
+        for key, arr in enumerate(arrays):
+            with zf.open(f"{_PREFIX}data/{key}.npy", "w", force_zip64=arr.nbytes > 2**30) as out:
+                np.save(out, arr, allow_pickle=False)
+
+
+# -- the weights-only allowlist -------------------------------------------------------------------
+
+_user_safe_globals: dict[tuple[str, str], object] = {}
+
+
+def _qualified(obj) -> tuple[str, str]:
+    return getattr(obj, "__module__", None) or "builtins", obj.__qualname__
+
+
+def add_safe_globals(safe_globals) -> None:
+    """Allow these classes/functions in weights-only loads (only if you trust them)."""
+    for g in safe_globals:
+        if isinstance(g, tuple):           # (obj, "module.name") as PyTorch accepts
+            obj, name = g
+            module, _, qualname = name.rpartition(".")
+            _user_safe_globals[(module, qualname)] = obj
+        else:
+            _user_safe_globals[_qualified(g)] = g
+
+
+def clear_safe_globals() -> None:
+    _user_safe_globals.clear()
+
+
+def get_safe_globals() -> list:
+    return list(_user_safe_globals.values())
+
+
+@contextlib.contextmanager
+def safe_globals(globals_list):
+    """`with safe_globals([...]):` allows those globals for the loads inside the block."""
+    saved = dict(_user_safe_globals)
+    add_safe_globals(globals_list)
+    try:
+        yield
+    finally:
+        _user_safe_globals.clear()
+        _user_safe_globals.update(saved)
+
+
+def _checked_rebuild_tensor(cls, storage, offset, shape, strides, requires_grad, state):
+    """_rebuild_tensor for untrusted input: every argument is checked before numpy sees it."""
+    from .nn.parameter import Parameter
+    from .tensor import Tensor, _rebuild_tensor
+    if cls is not Tensor and cls is not Parameter:
+        raise WeightsOnlyLoadError(f"tensor of class {cls!r} is not allowed")
+    if type(storage) is not np.ndarray or storage.dtype.name not in _TENSOR_DTYPES:
+        raise CheckpointError(f"tensor storage is not an array of a tensor dtype")
+    ints = (type(offset) is int and isinstance(shape, tuple) and isinstance(strides, tuple)
+            and len(shape) == len(strides) and all(type(v) is int for v in shape + strides))
+    if not ints or type(requires_grad) is not bool or (state is not None and type(state) is not dict):
+        raise CheckpointError("malformed tensor record")
+    if requires_grad and storage.dtype.kind != "f":
+        raise CheckpointError(f"a {storage.dtype} tensor cannot require grad")
+    return _rebuild_tensor(cls, storage, offset, shape, strides, requires_grad, state)
+
+
+def _default_safe_globals() -> dict[tuple[str, str], object]:
+    from . import tensor as tensor_module
+    from .nn.parameter import Parameter
+    from .tensor import Size, Tensor
+    allowed = {
+        ("tapegrad.tensor", "_rebuild_tensor"): _checked_rebuild_tensor,
+        _qualified(Tensor): Tensor,
+        _qualified(Parameter): Parameter,
+        ("tapegrad.tensor", "Size"): Size,
+        _qualified(device): device,
+        ("tapegrad._core", "_dtype_by_name"): _core._dtype_by_name,
+        ("collections", "OrderedDict"): OrderedDict,
+        ("collections", "Counter"): Counter,
+        ("builtins", "set"): set,
+        ("builtins", "frozenset"): frozenset,
+        ("builtins", "complex"): complex,
+        # numpy scalars (np.float64(0.1) in a scheduler's state): a dtype and the value's bytes
+        ("numpy", "dtype"): np.dtype,
+        ("numpy._core.multiarray", "scalar"): _numpy_scalar,
+        ("numpy.core.multiarray", "scalar"): _numpy_scalar,
+    }
+    del tensor_module
+    return allowed
+
+
+def _numpy_scalar(dtype, data=None):
+    if type(dtype) is not np.dtype and not isinstance(dtype, np.dtype):
+        raise CheckpointError("malformed numpy scalar")
+    if dtype.kind not in _ARRAY_KINDS or not isinstance(data, bytes) or len(data) != dtype.itemsize:
+        raise CheckpointError(f"malformed numpy scalar of dtype {dtype}")
+    return np.frombuffer(data, dtype=dtype)[0]
+
+
+_WEIGHTS_ONLY_HELP = (
+    "Weights only load failed. This file can still be loaded, to do so you have two options, do "
+    "those steps only if you trust the source of the checkpoint. \n\t(1) In PyTorch 2.6, we "
+    "changed the default value of the `weights_only` argument in `torch.load` from `False` to "
+    "`True`. Re-running `torch.load` with `weights_only` set to `False` will likely succeed, but "
+    "it can result in arbitrary code execution. Do it only if you got the file from a trusted "
+    "source.\n\t(2) Alternatively, to load with `weights_only=True` please check the recommended "
+    "steps in the following error message.\n\tWeightsUnpickler error: ")
+
+
+class _ArchiveReading:
+    """Unpickler behaviour for data.pkl: persisted arrays come from the archive (through
+    map_location), and globals from the allowlist when `allowed` is not None (weights_only)."""
+
+    archive: zipfile.ZipFile
+    name: str
+    allowed: dict | None
+
+    def setup(self, archive, name, map_storage, allowed):
+        self.archive = archive
+        self.name = name
+        self.map_storage = map_storage
+        self.allowed = allowed
+        self.loaded: dict[str, np.ndarray] = {}
+        return self
+
+    def find_class(self, module, name):
+        if self.allowed is None:
+            return super().find_class(module, name)    # weights_only=False: any global
+        found = self.allowed.get((module, name))
+        if found is None:
+            found = _user_safe_globals.get((module, name))
+        if found is None:
+            raise WeightsOnlyLoadError(
+                f"{_WEIGHTS_ONLY_HELP}Unsupported global: GLOBAL {module}.{name} was not an "
+                f"allowed global by default. Please use `tapegrad.serialization.add_safe_globals"
+                f"([{module}.{name}])` or the `tapegrad.serialization.safe_globals([{module}."
+                f"{name}])` context manager to allowlist this global if you trust this "
+                f"class/function.\n\nCheck the documentation of tapegrad.load to learn more "
+                f"about types accepted by default with weights_only (loading {self.name}).")
+        return found
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "ndarray"
+                and isinstance(pid[1], str) and pid[1].isdigit()):
+            raise CheckpointError(f"unknown persistent id {pid!r:.80}")
+        key = pid[1]
+        arr = self.loaded.get(key)
+        if arr is None:
+            try:
+                with self.archive.open(f"{_PREFIX}data/{key}.npy") as entry:
+                    arr = np.load(io.BytesIO(entry.read()), allow_pickle=False)
+            except KeyError:
+                raise CheckpointError(f"the pickle refers to a missing array {key!r}") from None
+            if type(arr) is not np.ndarray or arr.dtype.kind not in _ARRAY_KINDS:
+                raise CheckpointError(f"array {key!r} is not a numeric array")
+            if not arr.dtype.isnative:
+                arr = arr.astype(arr.dtype.newbyteorder("="))
+            arr = self.map_storage(arr)
+            self.loaded[key] = arr
+        return arr
 
 
 # -- loading --------------------------------------------------------------------------------------
 
-class CheckpointError(RuntimeError):
-    """A file tapegrad.load cannot read: corrupt, truncated, or not a tapegrad checkpoint."""
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
+         **pickle_load_args):
+    """Load an object saved by `tapegrad.save` from a path or a binary file object.
 
+    weights_only: True by default (as PyTorch 2.6+; False when a pickle_module is given). Only tensors, Parameters, dtypes, devices,
+        Size, numbers, strings, bytes, None, numpy arrays and scalars, in dicts, OrderedDicts,
+        lists, tuples, sets and Counters are accepted (plus what `add_safe_globals` allowed);
+        anything else raises pickle.UnpicklingError "Weights only load failed".
+        `weights_only=False` unpickles any object (a whole model, an optimizer). WARNING: that
+        runs the pickle, which can execute arbitrary code: use it only for files you trust.
+    map_location: None, 'cpu', a device, a dict {saved location: location}, or a callable
+        `fn(storage, location)` returning the storage to use (or None); tapegrad is CPU-only, so
+        every target must be the CPU.
 
-class _Decoder:
-    def __init__(self, npz, name: str) -> None:
-        self.npz = npz
-        self.name = name
-        self.tensors: dict[str, object] = {}
-
-    def fail(self, what: str):
-        return CheckpointError(f"tapegrad.load: {self.name} is corrupt: {what}")
-
-    def array(self, key) -> np.ndarray:
-        if not isinstance(key, str) or key == _MANIFEST or key not in self.npz.files:
-            raise self.fail(f"the manifest refers to a missing array entry {key!r}")
-        arr = self.npz[key]
-        if not isinstance(arr, np.ndarray):
-            raise self.fail(f"entry {key!r} is not an array")
-        if not arr.dtype.isnative:
-            arr = arr.astype(arr.dtype.newbyteorder("="))
-        if not arr.flags.c_contiguous:
-            arr = np.array(arr, order="C")
-        return arr
-
-    def checked(self, spec, fields: tuple) -> dict:
-        if not isinstance(spec, dict) or any(k not in spec for k in fields):
-            raise self.fail(f"malformed entry {spec!r}")
-        return spec
-
-    def decode(self, node):
-        if node is None or isinstance(node, (bool, int, float, str)):
-            return node
-        if not isinstance(node, dict) or len(node) != 1:
-            raise self.fail(f"unexpected manifest node {node!r:.80}")
-        (tag, body), = node.items()
-        if tag == "tensor":
-            return self.tensor(self.checked(body, ("key", "dtype", "shape", "requires_grad")))
-        if tag in ("ndarray", "npscalar"):
-            spec = self.checked(body, ("key", "dtype"))
-            arr = self.array(spec["key"])
-            if arr.dtype.kind not in _ARRAY_KINDS or arr.dtype != np.dtype(spec["dtype"]):
-                raise self.fail(f"array {spec['key']!r} has dtype {arr.dtype}, the manifest says "
-                                f"{spec['dtype']}")
-            if tag == "npscalar":
-                if arr.ndim != 0:
-                    raise self.fail(f"scalar entry {spec['key']!r} has shape {arr.shape}")
-                return arr[()]
-            if list(arr.shape) != spec.get("shape"):
-                raise self.fail(f"array {spec['key']!r} has shape {list(arr.shape)}, the manifest "
-                                f"says {spec.get('shape')}")
-            return arr
-        if tag == "dtype":
-            if body not in _TENSOR_DTYPES:
-                raise self.fail(f"unknown dtype {body!r}")
-            return getattr(_core, "bool_" if body == "bool" else body)
-        if tag == "complex":
-            if (not isinstance(body, list) or len(body) != 2
-                    or not all(isinstance(v, (int, float)) for v in body)):
-                raise self.fail(f"malformed complex {body!r}")
-            return complex(body[0], body[1])
-        if tag == "bytes":
-            arr = self.array(body)
-            if arr.dtype != np.uint8 or arr.ndim != 1:
-                raise self.fail(f"bytes entry {body!r} is not a uint8 vector")
-            return arr.tobytes()
-        if tag in _DICT_KINDS:
-            if not isinstance(body, list):
-                raise self.fail(f"malformed {tag}")
-            out = _DICT_KINDS[tag]()
-            for item in body:
-                if not isinstance(item, list) or len(item) != 2:
-                    raise self.fail(f"malformed {tag} item")
-                key = self.decode(item[0])
-                try:
-                    out[key] = self.decode(item[1])
-                except TypeError:           # an unhashable key
-                    raise self.fail(f"unhashable {tag} key") from None
-            return out
-        if tag in ("list", "tuple", "size", "set", "frozenset"):
-            if not isinstance(body, list):
-                raise self.fail(f"malformed {tag}")
-            items = [self.decode(v) for v in body]
-            if tag == "list":
-                return items
-            if tag == "tuple":
-                return tuple(items)
-            if tag == "size":
-                from .tensor import Size
-                if not all(type(v) is int for v in items):
-                    raise self.fail("malformed size")
-                return Size(items)
-            try:
-                return set(items) if tag == "set" else frozenset(items)
-            except TypeError:
-                raise self.fail(f"unhashable {tag} element") from None
-        raise self.fail(f"unknown manifest tag {tag!r}")
-
-    def tensor(self, spec: dict):
-        key = spec["key"]
-        if key in self.tensors:
-            return self.tensors[key]
-        arr = self.array(key)
-        if arr.dtype.name != spec["dtype"] or arr.dtype.name not in _TENSOR_DTYPES:
-            raise self.fail(f"tensor {key!r} has dtype {arr.dtype}, the manifest says "
-                            f"{spec['dtype']}")
-        if list(arr.shape) != spec["shape"]:
-            raise self.fail(f"tensor {key!r} has shape {list(arr.shape)}, the manifest says "
-                            f"{spec['shape']}")
-        requires_grad = spec["requires_grad"]
-        if not isinstance(requires_grad, bool) or (requires_grad and arr.dtype.kind != "f"):
-            raise self.fail(f"tensor {key!r} has an invalid requires_grad {requires_grad!r}")
-        t = _core.wrap_array(arr, requires_grad)
-        if spec.get("class") == "Parameter":
-            t = _as_parameter(t, requires_grad)
-        self.tensors[key] = t
-        return t
-
-
-def _as_parameter(t, requires_grad: bool):
-    """A Parameter around t's array when tapegrad.nn.Parameter exists (else t itself)."""
-    try:
-        from .nn import Parameter
-    except ImportError:
-        return t
-    return Parameter(t.detach(), requires_grad=requires_grad)
+    Files in the first tapegrad format (.npz) load as before.  A file that is not a tapegrad
+    checkpoint, or is corrupt or truncated, raises RuntimeError naming the file and the problem.
+    """
+    if weights_only is None:          # as PyTorch: a custom pickle module means a trusted file
+        weights_only = pickle_module is None
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    map_storage = _storage_mapper(map_location)
+    name = _describe(f)
+    if hasattr(f, "read"):
+        if not (hasattr(f, "seek") and getattr(f, "seekable", lambda: True)()):
+            f = io.BytesIO(f.read())
+        return _load_from(f, name, map_storage, weights_only, pickle_module)
+    with open(os.fspath(f), "rb") as fh:
+        return _load_from(fh, name, map_storage, weights_only, pickle_module)
 
 
 def _describe(f) -> str:
@@ -283,63 +296,76 @@ def _describe(f) -> str:
     return repr(os.fspath(f))
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
-         **pickle_load_args):
-    """Load an object saved by `tapegrad.save` from a path or a binary file object.
+def _storage_mapper(map_location):
+    """A function applied to each loaded array, after checking map_location names the CPU."""
+    def keep(arr):
+        return arr
+    if map_location is None:
+        return keep
+    if isinstance(map_location, (str, device)):
+        _check_target(map_location)
+        return keep
+    if isinstance(map_location, dict):
+        for target in map_location.values():
+            _check_target(target)
+        return keep
+    if callable(map_location):
+        def mapped(arr):
+            from .tensor import Tensor
+            result = map_location(_core.wrap_array(arr), "cpu")
+            if result is None:
+                return arr
+            if isinstance(result, Tensor):
+                result = result._array
+            if type(result) is not np.ndarray or result.shape != arr.shape:
+                raise TypeError("map_location callable must return the storage it was given "
+                                f"(or None), got {type(result).__name__}")
+            return result
+        return mapped
+    raise TypeError(f"map_location must be a str, a device, a dict or a callable, got "
+                    f"{type(map_location).__name__}")
 
-    Never unpickles: a file that is not a tapegrad checkpoint, or is corrupt or truncated, raises
-    RuntimeError naming the file and the problem.  `map_location`, `weights_only` and the other
-    arguments exist for PyTorch compatibility and are ignored (loading is always weights-only).
-    """
-    name = _describe(f)
-    if hasattr(f, "read"):
-        if not (hasattr(f, "seek") and getattr(f, "seekable", lambda: True)()):
-            f = io.BytesIO(f.read())
-        return _load_from(f, name)
-    with open(os.fspath(f), "rb") as fh:
-        return _load_from(fh, name)
+
+def _check_target(target) -> None:
+    if as_device(target).type == "cuda":
+        raise RuntimeError("Attempting to deserialize object on a CUDA device but "
+                           "torch.cuda.is_available() is False. If you are running on a CPU-only "
+                           "machine, please use torch.load with map_location=torch.device('cpu') "
+                           "to map your storages to the CPU.")
+    check_device(target)
 
 
-def _load_from(fh, name: str):
+def _load_from(fh, name: str, map_storage, weights_only: bool, pickle_module):
     start = fh.tell()
-    head = fh.read(len(_ZIP_MAGIC))
-    fh.seek(start)
-    if len(head) == 0:
-        raise CheckpointError(f"tapegrad.load: {name} is empty (not a tapegrad checkpoint)")
-    if head != _ZIP_MAGIC:
-        raise CheckpointError(f"tapegrad.load: {name} is not a tapegrad checkpoint: not a zip "
-                              "archive (tapegrad.save writes a numpy .npz archive)")
     try:
-        npz = np.load(fh, allow_pickle=False)
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
-        raise CheckpointError(f"tapegrad.load: {name} is corrupt or truncated: {e}") from e
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise CheckpointError(f"tapegrad.load: {name} is not a tapegrad checkpoint")
-    with npz:
-        if _MANIFEST not in npz.files:
-            if any(n.endswith("data.pkl") for n in npz.zip.namelist()):
-                what = ("it was written by torch.save, whose pickle-based format tapegrad does not "
-                        "load (re-save the state dict with tapegrad.save)")
-            else:
-                what = "it has no tapegrad manifest"
-            raise CheckpointError(f"tapegrad.load: {name} is not a tapegrad checkpoint: {what}")
+        archive = zipfile.ZipFile(fh)
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError):
+        archive = None
+    if archive is None or _FORMAT_ENTRY not in archive.namelist():
+        fh.seek(start)                     # the first format (npz), a torch file, or foreign
+        if archive is not None:
+            archive.close()
+        return load_npz(fh, name)
+    with archive:
         try:
-            raw = npz[_MANIFEST]
-            if not isinstance(raw, np.ndarray) or raw.dtype != np.uint8 or raw.ndim != 1:
-                raise CheckpointError(f"tapegrad.load: {name} is corrupt: malformed manifest")
-            manifest = json.loads(raw.tobytes().decode("utf-8"))
-            if (not isinstance(manifest, dict) or manifest.get("format") != _FORMAT
-                    or "root" not in manifest):
-                raise CheckpointError(f"tapegrad.load: {name} is not a tapegrad checkpoint: "
-                                      "malformed manifest")
-            if manifest.get("version") != _VERSION:
-                raise CheckpointError(f"tapegrad.load: {name} has checkpoint format version "
-                                      f"{manifest.get('version')!r}; this tapegrad reads version "
-                                      f"{_VERSION}")
-            return _Decoder(npz, name).decode(manifest["root"])
-        except CheckpointError:
+            tag = archive.read(_FORMAT_ENTRY)
+            if tag != _FORMAT_TAG:
+                raise CheckpointError(f"unknown format {tag[:40]!r}")
+            pickled = archive.read(_PICKLE_ENTRY)
+            base = pickle.Unpickler if pickle_module is None else pickle_module.Unpickler
+            unpickler = type("_CheckpointUnpickler", (_ArchiveReading, base), {})(
+                io.BytesIO(pickled)).setup(archive, name, map_storage,
+                                           _default_safe_globals() if weights_only else None)
+            return unpickler.load()
+        except WeightsOnlyLoadError:
             raise
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, UnicodeDecodeError,
-                RecursionError) as e:
+        except CheckpointError as e:
+            raise CheckpointError(f"tapegrad.load: {name} is corrupt: {e}") from e
+        except (zipfile.BadZipFile, pickle.UnpicklingError, ValueError, OSError, EOFError,
+                KeyError, IndexError, TypeError, UnicodeDecodeError, RecursionError,
+                MemoryError, OverflowError) as e:
+            if not weights_only and not isinstance(e, (zipfile.BadZipFile, pickle.UnpicklingError,
+                                                       EOFError)):
+                raise                       # an error raised by the user's own classes
             raise CheckpointError(f"tapegrad.load: {name} is corrupt or truncated: "
                                   f"{type(e).__name__}: {e}") from e

@@ -14,6 +14,7 @@ import pytest
 
 import tapegrad as tg
 from tapegrad import _core, optim
+from tapegrad._checkpoint_npz import save_npz
 from tapegrad.serialization import load, save
 
 
@@ -92,16 +93,28 @@ def test_other_values(tmp_path):
     assert out["view"].tolist() == [2.0, 4.0]
 
 
-def test_unsupported_objects_raise_at_save(tmp_path):
+def test_npz_format_refuses_unsupported_objects_at_save(tmp_path):
     with pytest.raises(TypeError,
                        match=r"cannot save an object of type .*object.* \(at obj\['x'\]"):
-        save({"x": object()}, tmp_path / "a.pt")
+        save_npz({"x": object()}, tmp_path / "a.pt")
     with pytest.raises(TypeError, match="dtype object"):
-        save([np.array([{}], dtype=object)], tmp_path / "b.pt")
+        save_npz([np.array([{}], dtype=object)], tmp_path / "b.pt")
     cyc = []
     cyc.append(cyc)
     with pytest.raises(ValueError, match="self-referencing"):
-        save(cyc, tmp_path / "c.pt")
+        save_npz(cyc, tmp_path / "c.pt")
+
+
+@pytest.mark.parametrize("how", ["str", "fileobj"])
+def test_npz_format_still_loads(tmp_path, how):
+    w = tg.tensor([[1.5, -2.0]], requires_grad=True)
+    obj = {"w": w, "meta": [1, "x", None], "np": np.arange(3), "c": Counter("aab")}
+    path = tmp_path / "old.pt"
+    save_npz(obj, str(path))
+    out = load(str(path)) if how == "str" else load(io.BytesIO(path.read_bytes()))
+    assert out["w"].tolist() == [[1.5, -2.0]] and out["w"].requires_grad
+    assert out["meta"] == [1, "x", None] and out["np"].tolist() == [0, 1, 2]
+    assert out["c"] == Counter("aab")
 
 
 def test_optimizer_and_scheduler_state_round_trip(tmp_path):
@@ -169,6 +182,7 @@ def test_foreign_and_empty_files(tmp_path):
     _expect_error(tmp_path, npy.getvalue(), "not a zip archive")
     npz = io.BytesIO()
     np.savez(npz, x=np.arange(3))
+    # (an npz that is not a checkpoint: the loader looks for either format's marker)
     _expect_error(tmp_path, npz.getvalue(),
                   "not a tapegrad checkpoint: it has no tapegrad manifest")
     with pytest.raises(FileNotFoundError):
@@ -248,8 +262,8 @@ def test_torch_files_are_recognised(torch, tmp_path):
         load(tmp_path / "bad.pt")
 
 
-def test_format_is_a_plain_npz(tmp_path):
-    save({"w": tg.tensor([1.0, 2.0])}, tmp_path / "c.pt")
+def test_npz_format_is_a_plain_npz(tmp_path):
+    save_npz({"w": tg.tensor([1.0, 2.0])}, tmp_path / "c.pt")
     with zipfile.ZipFile(tmp_path / "c.pt") as z:
         assert sorted(z.namelist()) == ["__tapegrad_manifest__.npy", "t0.npy"]
     with np.load(tmp_path / "c.pt", allow_pickle=False) as z:
