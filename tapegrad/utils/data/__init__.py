@@ -1,11 +1,12 @@
 """tapegrad.utils.data: datasets, samplers and the DataLoader, as torch.utils.data has them.
 
-Single-process only (num_workers is accepted and ignored).  Shuffling draws from tapegrad's
-seeded generator (or the tapegrad.Generator passed as `generator=`), so `tapegrad.manual_seed`
+Batches load in the main process or in `num_workers` worker processes.  Shuffling draws from
+tapegrad's seeded generator (or the tapegrad.Generator passed as `generator=`), so `tapegrad.manual_seed`
 makes epochs repeatable; the orders differ from PyTorch's, whose random streams tapegrad does
 not reproduce.
 """
-from .dataloader import DataLoader, default_collate, default_convert, get_worker_info
+from ._worker import WorkerInfo, get_worker_info
+from .dataloader import DataLoader, default_collate, default_convert
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
                       TensorDataset, random_split)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,

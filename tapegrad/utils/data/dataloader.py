@@ -1,16 +1,20 @@
-"""DataLoader and the default collate functions (single process)."""
+"""DataLoader and the default collate functions; batches load in the main process
+(num_workers=0) or in worker processes (_multiprocessing.py, _worker.py)."""
 from __future__ import annotations
 
 import collections.abc
 import copy
+import functools
 import math
 import re
+import warnings
 
 import numpy as np
 
 from ... import _core
+from ._worker import get_worker_info
 from .dataset import IterableDataset, Subset, TensorDataset
-from .sampler import BatchSampler, RandomSampler, SequentialSampler
+from .sampler import BatchSampler, RandomSampler, SequentialSampler, _numpy_generator
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
@@ -18,11 +22,6 @@ np_str_obj_array_pattern = re.compile(r"[SaUO]")
 
 default_collate_err_msg_format = ("default_collate: batch must contain tensors, numpy arrays, "
                                   "numbers, dicts or lists; found {}")
-
-
-def get_worker_info():
-    """None: tapegrad loads data in the main process only."""
-    return None
 
 
 def _wrap(arr: np.ndarray):
@@ -185,11 +184,70 @@ def _tensor_source(dataset):
     return [t._array for t in dataset.tensors], index_map
 
 
+class _MapFetcher:
+    """Turns what the index sampler yields (a list of indices, or one index without automatic
+    batching) into a batch of a map-style dataset: the same code in the main process and in
+    workers, so both produce the same batches."""
+
+    def __init__(self, dataset, auto_collation: bool, collate_fn, fast: bool) -> None:
+        self.dataset = dataset
+        self.auto_collation = auto_collation
+        self.collate_fn = collate_fn
+        self.source = _tensor_source(dataset) if fast else None
+
+    def fetch(self, index):
+        if not self.auto_collation:
+            return self.collate_fn(self.dataset[index])
+        if self.source is not None:
+            # Fast path: gather the batch's rows from the arrays at once (what indexing each
+            # sample and stacking them gives, without a Python call per sample).
+            arrays, index_map = self.source
+            idx = np.asarray(index, dtype=np.intp)
+            if index_map is not None:
+                idx = index_map[idx]
+            return [_wrap(a[idx]) for a in arrays]
+        getitems = getattr(self.dataset, "__getitems__", None)
+        if callable(getitems):
+            return self.collate_fn(getitems(index))
+        return self.collate_fn([self.dataset[i] for i in index])
+
+
+class _IterableFetcher:
+    """The next batch (or sample) of one iterator over an iterable-style dataset; raises
+    StopIteration when it is exhausted (or only a partial batch is left and drop_last)."""
+
+    def __init__(self, dataset, auto_collation: bool, collate_fn, batch_size, drop_last) -> None:
+        self.iterator = iter(dataset)
+        self.auto_collation = auto_collation
+        self.collate_fn = collate_fn
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.ended = False
+
+    def fetch(self, index=None):
+        if self.ended:
+            raise StopIteration
+        if not self.auto_collation:
+            return self.collate_fn(next(self.iterator))
+        data = []
+        for sample in self.iterator:
+            data.append(sample)
+            if len(data) == self.batch_size:
+                break
+        else:
+            self.ended = True
+        if not data or (self.drop_last and len(data) < self.batch_size):
+            self.ended = True
+            raise StopIteration
+        return self.collate_fn(data)
+
+
 class _SingleProcessDataLoaderIter:
-    """An iterator over one epoch of a DataLoader's batches."""
+    """An iterator over one epoch of a DataLoader's batches, loaded in the main process."""
 
     def __init__(self, loader: "DataLoader") -> None:
         self._loader = loader
+        self._base_seed = loader._new_iterator_seed()
         self._gen = loader._batches()
 
     def __iter__(self):
@@ -212,7 +270,13 @@ class DataLoader:
         sampler: the order of the indices (mutually exclusive with shuffle).
         batch_sampler: yields lists of indices (mutually exclusive with batch_size, shuffle,
             sampler and drop_last).
-        num_workers (int): accepted for compatibility; data is always loaded in-process.
+        num_workers (int): how many worker processes load batches (0: the main process).
+        pin_memory (bool): accepted; tapegrad is CPU-only (warns as PyTorch without a GPU).
+        timeout (float): seconds to wait for a worker's batch before RuntimeError (0: forever).
+        worker_init_fn: called as fn(worker_id) in each worker after seeding.
+        multiprocessing_context: a context or start method name (default 'fork' on Linux).
+        prefetch_factor (int): batches loaded in advance per worker (default 2 with workers).
+        persistent_workers (bool): keep the workers alive between epochs.
         collate_fn: merges a list of samples into a batch (default: default_collate).
         drop_last (bool): drop the last incomplete batch (default False).
         generator: tapegrad.Generator (or numpy Generator) used to shuffle (default: the global
@@ -247,6 +311,11 @@ class DataLoader:
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
         self.persistent_workers = persistent_workers
+        self._iterator = None            # the persistent workers' iterator, kept across epochs
+        if num_workers > 0 and prefetch_factor is None:
+            self.prefetch_factor = 2
+        if prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
 
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
@@ -309,54 +378,62 @@ class DataLoader:
             return length
         return len(self._index_sampler)
 
-    def __iter__(self) -> _SingleProcessDataLoaderIter:
-        return _SingleProcessDataLoaderIter(self)
+    def __iter__(self):
+        if self.num_workers == 0:
+            return _SingleProcessDataLoaderIter(self)
+        from ._multiprocessing import MultiProcessingDataLoaderIter
+        if self.persistent_workers and self._iterator is not None:
+            self._iterator._reset()          # the same workers (and seeds) for the next epoch
+            return self._iterator
+        iterator = MultiProcessingDataLoaderIter(self, self._new_iterator_seed())
+        if self.persistent_workers:
+            self._iterator = iterator
+        return iterator
+
+    def _new_iterator_seed(self) -> int:
+        """What PyTorch does when an epoch's iterator is created, for any num_workers: warn about
+        pin_memory without an accelerator, and draw the workers' base seed from the loader's
+        generator (before the sampler draws, so the shuffle order ignores num_workers)."""
+        if self.pin_memory and self.pin_memory_device:
+            warnings.warn("pin_memory_device is deprecated, the current accelerator will be used "
+                          f"as the device,ignore pin_memory_device='{self.pin_memory_device}'.",
+                          UserWarning, stacklevel=3)
+        if self.pin_memory:
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then "
+                          "device pinned memory won't be used.", UserWarning, stacklevel=3)
+        return int(_numpy_generator(self.generator).integers(0, 2 ** 63 - 1))
 
     # -- the epoch ----------------------------------------------------------------------------
-    def _batches(self):
-        if self._iterable:
-            yield from self._iterable_batches()
-            return
-        dataset, collate_fn = self.dataset, self.collate_fn
-        if not self._auto_collation:
-            for idx in self.sampler:
-                yield collate_fn(dataset[idx])
-            return
-        source = None
-        if collate_fn is default_collate and isinstance(self.batch_sampler, BatchSampler):
-            source = _tensor_source(dataset)
-        if source is not None:
-            # Fast path: gather each batch's rows from the arrays at once (what indexing each
-            # sample and stacking them gives, without a Python call per sample).
-            arrays, index_map = source
-            for idx in self.batch_sampler._index_arrays():
-                idx = np.asarray(idx, dtype=np.intp)
-                if index_map is not None:
-                    idx = index_map[idx]
-                yield [_wrap(a[idx]) for a in arrays]
-            return
-        getitems = getattr(dataset, "__getitems__", None)
-        for indices in self.batch_sampler:
-            if callable(getitems):
-                data = getitems(indices)
-            else:
-                data = [dataset[i] for i in indices]
-            yield collate_fn(data)
+    def _fast_path(self) -> bool:
+        return (self.collate_fn is default_collate and isinstance(self.batch_sampler, BatchSampler)
+                and self._auto_collation)
 
-    def _iterable_batches(self):
-        it = iter(self.dataset)
-        if not self._auto_collation:
-            for sample in it:
-                yield self.collate_fn(sample)
-            return
-        while True:
-            data = []
-            for sample in it:
-                data.append(sample)
-                if len(data) == self.batch_size:
-                    break
-            if not data or (self.drop_last and len(data) < self.batch_size):
+    def _fetcher_factory(self):
+        """A picklable callable making this loader's fetcher (in the main process or a worker)."""
+        if self._iterable:
+            return functools.partial(_IterableFetcher, self.dataset, self._auto_collation,
+                                     self.collate_fn, self.batch_size, self.drop_last)
+        return functools.partial(_MapFetcher, self.dataset, self._auto_collation,
+                                 self.collate_fn, self._fast_path())
+
+    def _index_stream(self):
+        """What the fetchers are given, one item per batch (None for iterable-style datasets)."""
+        if self._iterable:
+            return _infinite_none()
+        if self._fast_path():
+            return iter(self.batch_sampler._index_arrays())
+        return iter(self._index_sampler)
+
+    def _batches(self):
+        fetcher = self._fetcher_factory()()
+        for index in self._index_stream():
+            try:
+                batch = fetcher.fetch(index)
+            except StopIteration:
                 return
-            yield self.collate_fn(data)
-            if len(data) < self.batch_size:
-                return
+            yield batch
+
+
+def _infinite_none():
+    while True:
+        yield None
