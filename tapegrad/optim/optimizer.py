@@ -321,6 +321,20 @@ def _step_tensor(value: float = 0.0):
     return _core.wrap_array(np.array(value, dtype=np.float32))
 
 
+def _check_lr(lr) -> None:
+    if isinstance(lr, _core.TensorBase) and lr._array.size != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= _to_scalar(lr):
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _check_betas(betas) -> None:
+    if not 0.0 <= _to_scalar(betas[0]) < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= _to_scalar(betas[1]) < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+
+
 def _check_not_differentiable(differentiable) -> None:
     if differentiable:
         raise NotImplementedError("differentiable=True is not supported by tapegrad's optimizers")

@@ -1,0 +1,86 @@
+"""ASGD, averaged SGD (PyTorch's single-tensor update, operation for operation)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _core
+from .optimizer import (Optimizer, _check_lr, _check_not_differentiable, _step_tensor,
+                        _nd, _to_scalar, add_alpha, mul_scalar, neg)
+
+__all__ = ["ASGD"]
+
+
+class ASGD(Optimizer):
+    """Implements averaged stochastic gradient descent, as torch.optim.ASGD.
+
+    Args:
+        params: iterable of parameters or of dicts defining parameter groups
+        lr (float): learning rate (default: 1e-2)
+        lambd (float): decay term (default: 1e-4)
+        alpha (float): power for the eta update (default: 0.75)
+        t0 (float): the step at which averaging starts (default: 1e6)
+        weight_decay (float): weight decay (L2 penalty) (default: 0)
+        maximize (bool): maximize the objective instead of minimizing it (default: False)
+
+    The running average of the parameters is `state['ax']`.
+    """
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
+                 foreach=None, maximize=False, differentiable=False, capturable=False) -> None:
+        _check_lr(lr)
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_not_differentiable(differentiable)
+        defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0,
+                    "weight_decay": weight_decay, "foreach": foreach, "maximize": maximize,
+                    "differentiable": differentiable, "capturable": capturable}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+        self._fix_steps(("step", "eta", "mu"))
+
+    def _update_group(self, group) -> None:
+        lr = _to_scalar(group["lr"])
+        lambd, alpha, t0 = group["lambd"], group["alpha"], group["t0"]
+        weight_decay, maximize = group["weight_decay"], group["maximize"]
+        for p, grad in self._params_with_grad(group):
+            param = p._array
+            _core._mark_written(p)      # in-place update: saved copies are now stale
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = _step_tensor()
+                state["eta"] = _step_tensor(lr)         # float32 scalars, as in PyTorch
+                state["mu"] = _step_tensor(1.0)
+                state["ax"] = _core.wrap_array(np.zeros_like(param))
+            step_t = state["step"]._array
+            eta_t, mu_t = state["eta"]._array, state["mu"]._array
+            ax = state["ax"]._array
+
+            if maximize:
+                grad = neg(grad)
+            np.add(step_t, 1, out=step_t)
+            if weight_decay != 0:
+                grad = add_alpha(grad, param, weight_decay)
+
+            eta = eta_t.item()
+            mul_scalar(param, 1 - lambd * eta, out=param)      # decay term
+            add_alpha(param, grad, -eta, out=param)
+            mu = mu_t.item()
+            if mu != 1:
+                diff = _nd(np.subtract(param, ax))
+                mul_scalar(diff, mu, out=diff)
+                np.add(ax, diff, out=ax)
+            else:
+                np.copyto(ax, param)
+
+            # PyTorch makes the new values float32 tensors before copying them into the state
+            # (which is float64 after a float64 model's load_state_dict)
+            step = step_t.item()
+            eta_t[...] = np.float32(lr / ((1 + lambd * lr * step) ** alpha))
+            mu_t[...] = np.float32(1 / max(1, step - t0))
