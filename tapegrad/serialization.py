@@ -17,6 +17,7 @@ Checkpoints in the first tapegrad format (a pickle-free .npz, see _checkpoint_np
 """
 from __future__ import annotations
 
+import _compat_pickle
 import contextlib
 import io
 import os
@@ -180,9 +181,17 @@ def _default_safe_globals() -> dict[tuple[str, str], object]:
         ("numpy", "dtype"): np.dtype,
         ("numpy._core.multiarray", "scalar"): _numpy_scalar,
         ("numpy.core.multiarray", "scalar"): _numpy_scalar,
+        # pickle protocols < 3 store bytes as _codecs.encode(text, "latin1")
+        ("_codecs", "encode"): _latin1_encode,
     }
     del tensor_module
     return allowed
+
+
+def _latin1_encode(text, encoding="utf-8"):
+    if type(text) is not str or encoding != "latin1":
+        raise CheckpointError("malformed bytes record")
+    return text.encode("latin1")
 
 
 def _numpy_scalar(dtype, data=None):
@@ -222,6 +231,11 @@ class _ArchiveReading:
     def find_class(self, module, name):
         if self.allowed is None:
             return super().find_class(module, name)    # weights_only=False: any global
+        # protocols < 3 name Python 2's modules (__builtin__.set): map them as pickle does
+        if (module, name) in _compat_pickle.NAME_MAPPING:
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        elif module in _compat_pickle.IMPORT_MAPPING:
+            module = _compat_pickle.IMPORT_MAPPING[module]
         found = self.allowed.get((module, name))
         if found is None:
             found = _user_safe_globals.get((module, name))

@@ -192,3 +192,14 @@ def test_torch_parity_of_weights_only_refusal(torch, tmp_path):
     for phrase in ("Weights only load failed", "Unsupported global: GLOBAL",
                    "nn.modules.linear.Linear was not an allowed global by default"):
         assert phrase in str(expected.value) and phrase in str(got.value)
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_every_pickle_protocol_loads_weights_only(protocol):
+    obj = {"b": b"\x00\xff", "w": tg.ones(2), "n": np.float32(1.5), "s": {1},
+           "o": OrderedDict(a=tg.float16), "c": 1 + 2j}
+    buf = io.BytesIO()
+    tg.save(obj, buf, pickle_protocol=protocol)
+    out = tg.load(io.BytesIO(buf.getvalue()))
+    assert out["b"] == b"\x00\xff" and out["w"].tolist() == [1.0, 1.0] and out["s"] == {1}
+    assert out["o"]["a"] is tg.float16 and out["c"] == 1 + 2j and out["n"] == np.float32(1.5)
