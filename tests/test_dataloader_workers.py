@@ -261,3 +261,20 @@ def test_parity_with_torch_iterable_order(torch):
                                                                 num_workers=2)]
     assert _as_lists(DataLoader(Sharded(), batch_size=2, num_workers=2)) == expected
     np.testing.assert_equal(expected[:2], [[0, 1], [100, 101]])
+
+
+class SlowFirst(Dataset):
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        if i == 0:
+            time.sleep(0.5)
+        return i
+
+
+def test_in_order_false_yields_batches_as_they_arrive():
+    got = [b.item() for b in DataLoader(SlowFirst(), num_workers=2, in_order=False)]
+    assert sorted(got) == list(range(6)) and got[0] != 0
+    got = [b.item() for b in DataLoader(SlowFirst(), num_workers=2)]
+    assert got == list(range(6))

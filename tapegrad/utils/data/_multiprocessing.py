@@ -2,7 +2,8 @@
 
 The main process walks the index sampler and hands the indices out round-robin, keeping at most
 `prefetch_factor` tasks outstanding per worker; results come back on one queue, possibly out of
-order, and are yielded in task order, so the batches equal those of num_workers=0.  For an
+order, and are yielded in task order (unless in_order=False), so the batches equal those of
+num_workers=0.  For an
 iterable-style dataset every worker iterates its own copy and the batches interleave worker by
 worker (PyTorch's behaviour: without get_worker_info() the data is duplicated).
 
@@ -48,6 +49,7 @@ class MultiProcessingDataLoaderIter:
         self._timeout = loader.timeout
         self._persistent = loader.persistent_workers
         self._iterable = loader._iterable
+        self._in_order = loader.in_order
         self._epoch = 0
         ctx = _context(loader.multiprocessing_context)
         self._pool = _WorkerPool(ctx, loader, base_seed)
@@ -132,6 +134,11 @@ class MultiProcessingDataLoaderIter:
                 self._try_put_index()
                 continue
             if task != self._rcvd_idx:
+                if not self._in_order:
+                    # in_order=False: yield what arrives; its entry's absence lets the loop
+                    # above skip the task when rcvd_idx reaches it
+                    del self._task_info[task]
+                    return self._process(data)
                 self._task_info[task].append(data)
                 continue
             del self._task_info[task]
