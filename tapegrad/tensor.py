@@ -488,7 +488,7 @@ def _storage_and_geometry(arr: np.ndarray):
         return arr, 0, arr.strides
     if not (root.flags.c_contiguous or root.flags.f_contiguous) or root.dtype != arr.dtype:
         # A buffer numpy built with stride tricks or a reinterpreting view: keep the values only.
-        dense = np.ascontiguousarray(arr)
+        dense = arr.copy(order="C")     # (np.ascontiguousarray would make a 0-d array 1-d)
         return dense, 0, dense.strides
     offset = arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
     return root, offset, arr.strides

@@ -278,3 +278,13 @@ def test_in_order_false_yields_batches_as_they_arrive():
     assert sorted(got) == list(range(6)) and got[0] != 0
     got = [b.item() for b in DataLoader(SlowFirst(), num_workers=2)]
     assert got == list(range(6))
+
+
+def test_samples_viewing_a_big_tensor_cross_the_queue_compactly():
+    from multiprocessing.reduction import ForkingPickler
+    big = tg.arange(40000.0).reshape(400, 100)
+    assert len(ForkingPickler.dumps(big[3])) < 2000          # not the whole 160 kB storage
+    row = ForkingPickler.loads(ForkingPickler.dumps(big[3]))
+    assert row.tolist() == big[3].tolist()
+    got = list(DataLoader(TensorDataset(big), batch_size=None, num_workers=1))
+    assert len(got) == 400 and got[7][0].tolist() == big[7].tolist()

@@ -238,3 +238,13 @@ def test_parity_with_torch_copy_semantics(torch):
     g = tg.arange(12.0).view(3, 4).t()[1:]
     assert pickle.loads(pickle.dumps(t)).stride() == \
         tuple(s // 4 for s in roundtrip(g).numpy().strides)
+
+
+def test_pickle_zero_dim_views_and_reinterpreted_buffers():
+    x = tg.arange(3.0)[1]
+    for y in (roundtrip(x), copy.deepcopy(x), copy.copy(x)):
+        assert y.shape == () and y.item() == 1.0
+    raw = np.arange(4, dtype=np.float32)
+    z = tg.from_numpy(raw.view(np.int32))          # a view that reinterprets another dtype
+    assert roundtrip(z).tolist() == z.tolist() and roundtrip(z[2]).shape == ()
+    assert roundtrip(z).dtype == tg.int32
