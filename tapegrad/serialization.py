@@ -144,31 +144,61 @@ def safe_globals(globals_list):
         _user_safe_globals.update(saved)
 
 
+class _TensorClass:
+    """What a weights-only load resolves `tapegrad.Tensor` / `nn.Parameter` to: a token that only
+    _checked_rebuild_tensor accepts.  Handing out the class itself would let a pickle call it
+    or build a bare instance (NEWOBJ) whose missing array the compiled core cannot survive."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def resolve(self):
+        if self.name == "Parameter":
+            from .nn.parameter import Parameter
+            return Parameter
+        from .tensor import Tensor
+        return Tensor
+
+
+class _DtypeSpec:
+    """What a weights-only load makes of `numpy.dtype(spec, ...)`: the spec, checked, and a
+    __setstate__ that only takes the byte order, so numpy's own dtype __setstate__ never sees
+    untrusted state."""
+
+    def __init__(self, spec, align=False, copy=False) -> None:
+        if type(spec) is not str or np.dtype(spec).kind not in _ARRAY_KINDS:
+            raise CheckpointError(f"numpy dtype {spec!r:.40} is not a plain numeric dtype")
+        self.dtype = np.dtype(spec)
+
+    def __setstate__(self, state) -> None:
+        if not (isinstance(state, tuple) and len(state) > 1 and state[1] in ("<", ">", "|", "=")):
+            raise CheckpointError("malformed numpy dtype state")
+        if state[1] in "<>":
+            self.dtype = self.dtype.newbyteorder(state[1])
+
+
 def _checked_rebuild_tensor(cls, storage, offset, shape, strides, requires_grad, state):
     """_rebuild_tensor for untrusted input: every argument is checked before numpy sees it."""
-    from .nn.parameter import Parameter
-    from .tensor import Tensor, _rebuild_tensor
-    if cls is not Tensor and cls is not Parameter:
-        raise WeightsOnlyLoadError(f"tensor of class {cls!r} is not allowed")
+    from .tensor import _rebuild_tensor
+    if not isinstance(cls, _TensorClass):
+        raise WeightsOnlyLoadError(f"tensor of class {cls!r:.60} is not allowed")
     if type(storage) is not np.ndarray or storage.dtype.name not in _TENSOR_DTYPES:
-        raise CheckpointError(f"tensor storage is not an array of a tensor dtype")
-    ints = (type(offset) is int and isinstance(shape, tuple) and isinstance(strides, tuple)
+        raise CheckpointError("tensor storage is not an array of a tensor dtype")
+    ints = (type(offset) is int and type(shape) is tuple and type(strides) is tuple
             and len(shape) == len(strides) and all(type(v) is int for v in shape + strides))
     if not ints or type(requires_grad) is not bool or (state is not None and type(state) is not dict):
         raise CheckpointError("malformed tensor record")
     if requires_grad and storage.dtype.kind != "f":
         raise CheckpointError(f"a {storage.dtype} tensor cannot require grad")
-    return _rebuild_tensor(cls, storage, offset, shape, strides, requires_grad, state)
+    return _rebuild_tensor(cls.resolve(), storage, offset, shape, strides, requires_grad, state)
 
 
 def _default_safe_globals() -> dict[tuple[str, str], object]:
-    from . import tensor as tensor_module
-    from .nn.parameter import Parameter
     from .tensor import Size, Tensor
-    allowed = {
+    return {
         ("tapegrad.tensor", "_rebuild_tensor"): _checked_rebuild_tensor,
-        _qualified(Tensor): Tensor,
-        _qualified(Parameter): Parameter,
+        _qualified(Tensor): _TensorClass("Tensor"),
+        ("tapegrad.nn.parameter", "Parameter"): _TensorClass("Parameter"),
         ("tapegrad.tensor", "Size"): Size,
         _qualified(device): device,
         ("tapegrad._core", "_dtype_by_name"): _core._dtype_by_name,
@@ -178,14 +208,12 @@ def _default_safe_globals() -> dict[tuple[str, str], object]:
         ("builtins", "frozenset"): frozenset,
         ("builtins", "complex"): complex,
         # numpy scalars (np.float64(0.1) in a scheduler's state): a dtype and the value's bytes
-        ("numpy", "dtype"): np.dtype,
+        ("numpy", "dtype"): _DtypeSpec,
         ("numpy._core.multiarray", "scalar"): _numpy_scalar,
         ("numpy.core.multiarray", "scalar"): _numpy_scalar,
         # pickle protocols < 3 store bytes as _codecs.encode(text, "latin1")
         ("_codecs", "encode"): _latin1_encode,
     }
-    del tensor_module
-    return allowed
 
 
 def _latin1_encode(text, encoding="utf-8"):
@@ -194,10 +222,11 @@ def _latin1_encode(text, encoding="utf-8"):
     return text.encode("latin1")
 
 
-def _numpy_scalar(dtype, data=None):
-    if type(dtype) is not np.dtype and not isinstance(dtype, np.dtype):
+def _numpy_scalar(spec, data=None):
+    if not isinstance(spec, _DtypeSpec):
         raise CheckpointError("malformed numpy scalar")
-    if dtype.kind not in _ARRAY_KINDS or not isinstance(data, bytes) or len(data) != dtype.itemsize:
+    dtype = spec.dtype
+    if not isinstance(data, bytes) or len(data) != dtype.itemsize:
         raise CheckpointError(f"malformed numpy scalar of dtype {dtype}")
     return np.frombuffer(data, dtype=dtype)[0]
 
@@ -268,6 +297,26 @@ class _ArchiveReading:
             arr = self.map_storage(arr)
             self.loaded[key] = arr
         return arr
+
+
+class _WeightsOnlyUnpickler(_ArchiveReading, pickle._Unpickler):
+    """The unpickler of weights-only loads: Python's pure-Python unpickler (its opcodes can be
+    overridden one by one), globals from the allowlist, and BUILD (which sets attributes or calls
+    __setstate__ on an object) only for the numpy dtype specs that need it and for instances of
+    classes the user allowed: it could otherwise overwrite a tensor's array with anything."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def load_build(self):
+        target = self.stack[-2]
+        user_classes = tuple(g for g in _user_safe_globals.values() if isinstance(g, type))
+        if not isinstance(target, (_DtypeSpec,) + user_classes):
+            raise WeightsOnlyLoadError(
+                f"{_WEIGHTS_ONLY_HELP}BUILD of a {type(target).__name__} object is not "
+                f"allowed (loading {self.name}).")
+        pickle._Unpickler.load_build(self)
+
+    dispatch[pickle.BUILD[0]] = load_build
 
 
 # -- loading --------------------------------------------------------------------------------------
@@ -366,18 +415,19 @@ def _load_from(fh, name: str, map_storage, weights_only: bool, pickle_module):
             if tag != _FORMAT_TAG:
                 raise CheckpointError(f"unknown format {tag[:40]!r}")
             pickled = archive.read(_PICKLE_ENTRY)
-            base = pickle.Unpickler if pickle_module is None else pickle_module.Unpickler
-            unpickler = type("_CheckpointUnpickler", (_ArchiveReading, base), {})(
-                io.BytesIO(pickled)).setup(archive, name, map_storage,
-                                           _default_safe_globals() if weights_only else None)
+            if weights_only:
+                cls = _WeightsOnlyUnpickler
+            else:
+                base = pickle.Unpickler if pickle_module is None else pickle_module.Unpickler
+                cls = type("_CheckpointUnpickler", (_ArchiveReading, base), {})
+            unpickler = cls(io.BytesIO(pickled)).setup(
+                archive, name, map_storage, _default_safe_globals() if weights_only else None)
             return unpickler.load()
         except WeightsOnlyLoadError:
             raise
         except CheckpointError as e:
             raise CheckpointError(f"tapegrad.load: {name} is corrupt: {e}") from e
-        except (zipfile.BadZipFile, pickle.UnpicklingError, ValueError, OSError, EOFError,
-                KeyError, IndexError, TypeError, UnicodeDecodeError, RecursionError,
-                MemoryError, OverflowError) as e:
+        except Exception as e:
             if not weights_only and not isinstance(e, (zipfile.BadZipFile, pickle.UnpicklingError,
                                                        EOFError)):
                 raise                       # an error raised by the user's own classes

@@ -203,3 +203,36 @@ def test_every_pickle_protocol_loads_weights_only(protocol):
     out = tg.load(io.BytesIO(buf.getvalue()))
     assert out["b"] == b"\x00\xff" and out["w"].tolist() == [1.0, 1.0] and out["s"] == {1}
     assert out["o"]["a"] is tg.float16 and out["c"] == 1 + 2j and out["n"] == np.float32(1.5)
+
+
+def _archive_with_pickle(payload: bytes, arrays=()) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("archive/format", b"tapegrad-pickle 1")
+        zf.writestr("archive/data.pkl", payload)
+        for key, arr in enumerate(arrays):
+            with zf.open(f"archive/data/{key}.npy", "w") as f:
+                np.save(f, arr)
+    return buf.getvalue()
+
+
+def test_weights_only_refuses_hand_made_attacks():
+    # a tensor whose array a BUILD would replace (the core would then read a non-array)
+    buf = io.BytesIO()
+    pickler = serialization._ArrayPersistingPickler(buf, 2)
+    pickler.dump(tg.ones(2))
+    # then ({}, {"_array": "boom"}) and BUILD
+    attack = buf.getvalue()[:-1] + b"}}X\x06\x00\x00\x00_arrayX\x04\x00\x00\x00boom" \
+        + b"s\x86b."
+    with pytest.raises(pickle.UnpicklingError, match="BUILD of a Tensor object is not allowed"):
+        tg.load(io.BytesIO(_archive_with_pickle(attack, pickler.arrays)))
+    with pytest.raises(RuntimeError):
+        tg.load(io.BytesIO(_archive_with_pickle(attack, pickler.arrays)))
+    # the class itself is never handed out: calling it fails instead of making a bare tensor
+    bare = b"\x80\x04ctapegrad\nTensor\n)\x81."
+    with pytest.raises(RuntimeError, match="corrupt"):
+        tg.load(io.BytesIO(_archive_with_pickle(bare)))
+    # numpy dtypes other than plain numeric ones (here object) are refused
+    bad_dtype = b"\x80\x04cnumpy\ndtype\nX\x02\x00\x00\x00O8\x89\x88\x87R."
+    with pytest.raises(RuntimeError, match="not a plain numeric dtype"):
+        tg.load(io.BytesIO(_archive_with_pickle(bad_dtype)))
