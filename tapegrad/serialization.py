@@ -310,7 +310,8 @@ class _WeightsOnlyUnpickler(_ArchiveReading, pickle._Unpickler):
     def load_build(self):
         target = self.stack[-2]
         user_classes = tuple(g for g in _user_safe_globals.values() if isinstance(g, type))
-        if not isinstance(target, (_DtypeSpec,) + user_classes):
+        if (isinstance(target, _core.TensorBase)        # never, even for allowed subclasses
+                or not isinstance(target, (_DtypeSpec,) + user_classes)):
             raise WeightsOnlyLoadError(
                 f"{_WEIGHTS_ONLY_HELP}BUILD of a {type(target).__name__} object is not "
                 f"allowed (loading {self.name}).")
@@ -325,9 +326,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
          **pickle_load_args):
     """Load an object saved by `tapegrad.save` from a path or a binary file object.
 
-    weights_only: True by default (as PyTorch 2.6+; False when a pickle_module is given). Only tensors, Parameters, dtypes, devices,
-        Size, numbers, strings, bytes, None, numpy arrays and scalars, in dicts, OrderedDicts,
-        lists, tuples, sets and Counters are accepted (plus what `add_safe_globals` allowed);
+    weights_only: True by default (as PyTorch 2.6+; False when a pickle_module is given).
+        Only tensors, Parameters, dtypes, devices, Size, numbers, strings, bytes, None, numpy
+        arrays and scalars, in dicts, OrderedDicts, lists, tuples, sets and Counters are
+        accepted (plus what `add_safe_globals` allowed);
         anything else raises pickle.UnpicklingError "Weights only load failed".
         `weights_only=False` unpickles any object (a whole model, an optimizer). WARNING: that
         runs the pickle, which can execute arbitrary code: use it only for files you trust.
