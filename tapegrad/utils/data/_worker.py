@@ -105,10 +105,10 @@ class ExceptionWrapper:
 def seed_worker(base_seed: int, worker_id: int) -> int:
     """Seed this worker's random streams as PyTorch does: tapegrad's generator and `random` with
     base_seed + worker_id, numpy's global state with a hash of both."""
-    from ... import creation
+    from ...random import manual_seed
     seed = base_seed + worker_id
     random.seed(seed)
-    creation.manual_seed(seed)
+    manual_seed(seed)
     np.random.seed(np.random.SeedSequence([worker_id, base_seed]).generate_state(4))
     return seed
 
