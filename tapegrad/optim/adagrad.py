@@ -67,14 +67,8 @@ class Adagrad(Optimizer):
         state["step"] = _step_tensor()
         state["sum"] = _core.wrap_array(np.full_like(p._array, initial_accumulator_value))
 
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
-        self._fix_steps()
+    _GROUP_DEFAULTS = {"foreach": None, "maximize": False, "differentiable": False, "fused": None}
+    _STEP_KEYS = ("step",)
 
     def _update_group(self, group) -> None:
         lr = _to_scalar(group["lr"])

@@ -66,17 +66,9 @@ class Adam(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
-        self._fix_steps()
+    _GROUP_DEFAULTS = {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False,
+                       "differentiable": False, "decoupled_weight_decay": False, "fused": None}
+    _STEP_KEYS = ("step",)
 
     def _update_group(self, group) -> None:
         beta1, beta2 = (_to_scalar(b) for b in group["betas"])

@@ -36,14 +36,9 @@ class ASGD(Optimizer):
                     "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        self._fix_steps(("step", "eta", "mu"))
+    _GROUP_DEFAULTS = {"foreach": None, "maximize": False, "differentiable": False,
+                       "capturable": False}
+    _STEP_KEYS = ("step", "eta", "mu")
 
     def _update_group(self, group) -> None:
         lr = _to_scalar(group["lr"])

@@ -45,15 +45,9 @@ class NAdam(Optimizer):
                     "differentiable": differentiable}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-        self._fix_steps(("step", "mu_product"))
+    _GROUP_DEFAULTS = {"maximize": False, "foreach": None, "capturable": False,
+                       "differentiable": False, "decoupled_weight_decay": False}
+    _STEP_KEYS = ("step", "mu_product")
 
     def _update_group(self, group) -> None:
         beta1, beta2 = group["betas"]

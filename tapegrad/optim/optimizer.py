@@ -100,9 +100,19 @@ class Optimizer:
     def __getstate__(self) -> dict[str, Any]:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
+    # What an older checkpoint's param groups may lack (each optimizer lists its own flags), and
+    # which per-parameter state entries are step counters that PyTorch keeps as 0-d tensors.
+    _GROUP_DEFAULTS: dict[str, Any] = {}
+    _STEP_KEYS: tuple[str, ...] = ()
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.defaults.setdefault("differentiable", False)
+        for group in self.param_groups:
+            for key, value in self._GROUP_DEFAULTS.items():
+                group.setdefault(key, value)
+        if self._STEP_KEYS:
+            self._fix_steps(self._STEP_KEYS)
 
     def __repr__(self) -> str:
         format_string = self.__class__.__name__ + " ("

@@ -56,16 +56,9 @@ class RMSprop(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        self._fix_steps()
+    _GROUP_DEFAULTS = {"momentum": 0, "centered": False, "foreach": None, "maximize": False,
+                       "differentiable": False, "capturable": False}
+    _STEP_KEYS = ("step",)
 
     def _update_group(self, group) -> None:
         lr = _to_scalar(group["lr"])

@@ -51,14 +51,8 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
+    _GROUP_DEFAULTS = {"nesterov": False, "maximize": False, "foreach": None,
+                       "differentiable": False, "fused": False}
 
     def _update_group(self, group) -> None:
         lr = _to_scalar(group["lr"])
