@@ -1,0 +1,55 @@
+"""Makes `import torch` (and `import torch.x.y`) load tapegrad (and `tapegrad.x.y`).
+
+tools/run_corpus.py puts this directory on PYTHONPATH when it runs a corpus script "under
+tapegrad", so the script runs unchanged: Python imports `sitecustomize` at start-up, before the
+script's first line.  The finder sits first on sys.meta_path, so an installed PyTorch is never
+reached.  A submodule tapegrad lacks fails as a missing torch submodule would
+(ModuleNotFoundError naming `torch.x`), which is what a script run against it should see.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
+_SOURCE = "torch"
+_TARGET = "tapegrad"
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Hands back the already-imported tapegrad module, so torch.X and tapegrad.X are one object."""
+
+    def __init__(self, target: str):
+        self.target = target
+
+    def create_module(self, spec):
+        return importlib.import_module(self.target)
+
+    def exec_module(self, module):
+        # The target module executed when create_module imported it; nothing is left to run.
+        pass
+
+
+class TorchToTapegradFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _SOURCE and not fullname.startswith(_SOURCE + "."):
+            return None
+        target_name = _TARGET + fullname[len(_SOURCE):]
+        try:
+            found = importlib.util.find_spec(target_name)
+        except ModuleNotFoundError:  # a missing parent package of the target
+            return None
+        if found is None:
+            return None
+        return importlib.util.spec_from_loader(
+            fullname, _AliasLoader(target_name), is_package=found.submodule_search_locations is not None
+        )
+
+
+def install() -> None:
+    if not any(isinstance(f, TorchToTapegradFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, TorchToTapegradFinder())
+
+
+install()
