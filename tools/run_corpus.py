@@ -5,6 +5,7 @@
     python tools/run_corpus.py --verbose       # also print both outputs around the first difference
     python tools/run_corpus.py --regen         # rerun under real PyTorch and rewrite the cache
     python tools/run_corpus.py --strict        # exit 1 unless every script passes
+    python tools/run_corpus.py --check-seeds   # PyTorch with shifted seeds must print the cache
 
 Each script in tools/corpus/*.py is a plain PyTorch program (`import torch`).  Under tapegrad it
 runs UNCHANGED: tools/corpus_hook/ goes on PYTHONPATH, and its sitecustomize.py maps `torch` and
@@ -24,6 +25,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -35,6 +37,7 @@ CORPUS = ROOT / "tools" / "corpus"
 EXPECTED = CORPUS / "expected"
 STATUS_FILE = EXPECTED / "status.json"
 HOOK_DIR = ROOT / "tools" / "corpus_hook"
+RESEED_DIR = ROOT / "tools" / "corpus_reseed"
 
 RTOL = 1e-3
 TIMEOUT_S = 120
@@ -52,6 +55,7 @@ class Outcome:
     exception: str | None  # the exception's class name (without its module), if the script raised
     seconds: float
     stderr_tail: str = ""
+    cpu_seconds: float = 0.0
 
 
 def corpus_scripts() -> list[Path]:
@@ -66,11 +70,14 @@ def _exception_type(stderr: str) -> str | None:
     return None
 
 
-def run_script(script: Path, use_tapegrad: bool, timeout: float = TIMEOUT_S) -> Outcome:
+def run_script(script: Path, use_tapegrad: bool, timeout: float = TIMEOUT_S, seed_offset: int = 0) -> Outcome:
     env = dict(os.environ)
     paths = [str(ROOT)]
     if use_tapegrad:
         paths.insert(0, str(HOOK_DIR))
+    elif seed_offset:
+        paths.insert(0, str(RESEED_DIR))
+        env["CORPUS_SEED_OFFSET"] = str(seed_offset)
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -79,6 +86,7 @@ def run_script(script: Path, use_tapegrad: bool, timeout: float = TIMEOUT_S) -> 
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = "1"
     start = time.perf_counter()
+    cpu_before = _children_cpu()
     try:
         proc = subprocess.run(
             [sys.executable, script.name], cwd=script.parent, env=env,
@@ -88,9 +96,16 @@ def run_script(script: Path, use_tapegrad: bool, timeout: float = TIMEOUT_S) -> 
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         return Outcome(out, -1, "Timeout", time.perf_counter() - start, f"timed out after {timeout:.0f} s")
     seconds = time.perf_counter() - start
+    cpu_seconds = _children_cpu() - cpu_before
     exception = _exception_type(proc.stderr) if proc.returncode != 0 else None
     tail = "\n".join(proc.stderr.strip().splitlines()[-1:])
-    return Outcome(proc.stdout, proc.returncode, exception, seconds, tail)
+    return Outcome(proc.stdout, proc.returncode, exception, seconds, tail, cpu_seconds)
+
+
+def _children_cpu() -> float:
+    # CPU time says how heavy a script is even when the shared machine stretches wall time.
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _numbers_match(a: str, b: str) -> bool:
@@ -140,8 +155,9 @@ def compare(expected: Outcome, actual: Outcome) -> tuple[bool, str]:
     if (expected.returncode == 0) != (actual.returncode == 0) or expected.exception != actual.exception:
         if actual.returncode != 0:
             diff = first_difference(expected.stdout, actual.stdout)
-            where = f" after {diff[0] - 1} matching lines" if diff else ""
-            return False, f"raised{where}: {actual.stderr_tail or actual.exception}"
+            total = len(expected.stdout.splitlines())
+            matched = diff[0] - 1 if diff else total
+            return False, f"raised after {matched} of {total} lines: {actual.stderr_tail or actual.exception}"
         return False, f"exit {actual.returncode}, PyTorch raised {expected.exception}"
     diff = first_difference(expected.stdout, actual.stdout)
     if diff:
@@ -170,9 +186,9 @@ def regenerate(scripts: list[Path]) -> None:
         name = script.stem
         (EXPECTED / f"{name}.txt").write_text(outcome.stdout)
         status[name] = {"returncode": outcome.returncode, "exception": outcome.exception,
-                        "seconds": round(outcome.seconds, 2)}
+                        "seconds": round(outcome.seconds, 2), "cpu_seconds": round(outcome.cpu_seconds, 2)}
         flag = "" if outcome.returncode == 0 else f"  (exit {outcome.returncode}: {outcome.stderr_tail})"
-        print(f"{name:<40} {outcome.seconds:6.1f} s under PyTorch{flag}")
+        print(f"{name:<40} {outcome.seconds:6.1f} s ({outcome.cpu_seconds:.1f} s CPU) under PyTorch{flag}")
     STATUS_FILE.write_text(json.dumps(dict(sorted(status.items())), indent=1) + "\n")
 
 
@@ -184,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--regen", action="store_true", help="rerun under PyTorch and rewrite expected/")
     parser.add_argument("--strict", action="store_true", help="exit 1 unless every script passes")
     parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds per script run")
+    parser.add_argument("--check-seeds", type=int, nargs="?", const=2, default=0, metavar="K",
+                        help="instead of tapegrad, run PyTorch K times with every seed shifted, to "
+                             "check the corpus prints nothing that depends on the random stream")
     args = parser.parse_args(argv)
 
     scripts = corpus_scripts()
@@ -196,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         regenerate(scripts)
 
     status = json.loads(STATUS_FILE.read_text()) if STATUS_FILE.exists() else {}
+    if args.check_seeds:
+        return check_seeds(scripts, status, args.check_seeds, args.timeout)
     passed = 0
     print(f"{'script':<40} {'result':<6} {'torch s':>7} {'tg s':>6}  first difference / exception")
     for script in scripts:
@@ -211,6 +232,25 @@ def main(argv: list[str] | None = None) -> int:
             _show_context(expected, actual)
     print(f"\n{passed} of {len(scripts)} pass")
     return 1 if args.strict and passed != len(scripts) else 0
+
+
+def check_seeds(scripts: list[Path], status: dict, runs: int, timeout: float) -> int:
+    """Rerun PyTorch with shifted seeds; any difference from the cache is a flaw of the script."""
+    stable = 0
+    for script in scripts:
+        expected = load_expected(script.stem, status)
+        if expected is None:
+            print(f"{script.stem:<40} SKIP   no cached PyTorch output (run with --regen)")
+            continue
+        problems = []
+        for offset in range(1, runs + 1):
+            ok, why = compare(expected, run_script(script, use_tapegrad=False, timeout=timeout, seed_offset=offset))
+            if not ok:
+                problems.append(f"seed+{offset}: {why}")
+        stable += not problems
+        print(f"{script.stem:<40} {'stable' if not problems else 'DEPENDS ON SEED':<15} {'; '.join(problems)}")
+    print(f"\n{stable} of {len(scripts)} scripts print the same under {runs} shifted seeds")
+    return 0
 
 
 def _show_context(expected: Outcome, actual: Outcome, around: int = 3) -> None:
