@@ -187,9 +187,10 @@ def regenerate(scripts: list[Path]) -> None:
         (EXPECTED / f"{name}.txt").write_text(outcome.stdout)
         status[name] = {"returncode": outcome.returncode, "exception": outcome.exception,
                         "seconds": round(outcome.seconds, 2), "cpu_seconds": round(outcome.cpu_seconds, 2)}
+        # Written after every script, so an interrupted regeneration keeps what it finished.
+        STATUS_FILE.write_text(json.dumps(dict(sorted(status.items())), indent=1) + "\n")
         flag = "" if outcome.returncode == 0 else f"  (exit {outcome.returncode}: {outcome.stderr_tail})"
-        print(f"{name:<40} {outcome.seconds:6.1f} s ({outcome.cpu_seconds:.1f} s CPU) under PyTorch{flag}")
-    STATUS_FILE.write_text(json.dumps(dict(sorted(status.items())), indent=1) + "\n")
+        print(f"{name:<40} {outcome.seconds:6.1f} s ({outcome.cpu_seconds:.1f} s CPU) under PyTorch{flag}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
