@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the compiled core with AddressSanitizer (in a scratch copy of the tracked files) and run
 # the test suite under it.  Exits non-zero on any ASan report or test failure.
-#   bash tools/asan.sh [pytest args...]      (default: the fast tests, -m "not slow")
+#   bash tools/asan.sh [pytest args...]      (default: the fast tests, -m "not slow and not corpus")
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -16,7 +16,7 @@ libasan=$(gcc -print-file-name=libasan.so)
 # pymalloc hides Python allocations from ASan; interpreter-lifetime allocations are not leaks.
 export PYTHONMALLOC=malloc
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1
-if [ $# -eq 0 ]; then set -- tests -m "not slow"; fi
+if [ $# -eq 0 ]; then set -- tests -m "not slow and not corpus"; fi
 # PyTorch's libraries abort under an LD_PRELOADed ASan runtime: hide torch (an import of it
 # fails, so the parity tests skip) - the sanitizer is for tapegrad's C code.
 mkdir -p "$work/no_torch/torch"
