@@ -67,7 +67,7 @@ model = TextClassificationModel(len(vocab), 16, num_class).to(device)
 bag = nn.EmbeddingBag(5, 2, mode='sum')
 with torch.no_grad():
     bag.weight.copy_(torch.arange(10.0).reshape(5, 2))
-print(bag(torch.tensor([0, 1, 2, 4]), torch.tensor([0, 2])))
+print(bag(torch.tensor([0, 1, 2, 4]), torch.tensor([0, 2])).detach())
 print(nn.EmbeddingBag(5, 2, mode='max')(torch.tensor([[0, 1], [2, 3]])).shape)
 
 EPOCHS = 4
