@@ -19,7 +19,9 @@ for t in range(2000):
     y_pred = model(xx)
     loss = loss_fn(y_pred, y)
     if t % 400 == 99:
-        print(t, f"{loss.item():.2f}")
+        # One decimal: RMSprop's per-coordinate scaling amplifies float32 rounding, and the
+        # second decimal differs between two correct float32 implementations after ~900 steps.
+        print(t, f"{loss.item():.1f}")
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
