@@ -23,8 +23,8 @@ for i in range(300):
     train_iter.append((label, ' '.join(words[j] for j in picks.tolist())))
 
 vocab = {'<unk>': 0}
-for _, text in train_iter:
-    for tok in text.split():
+for label in sorted(topics):
+    for tok in topics[label].split():
         vocab.setdefault(tok, len(vocab))
 text_pipeline = lambda x: [vocab.get(tok, 0) for tok in x.split()]
 label_pipeline = lambda x: int(x) - 1
