@@ -30,6 +30,8 @@ from ._core import (
     mean,
     argmax,
     result_type,
+    set_default_dtype,
+    get_default_dtype,
 )
 # Functions the compiled op families register for the tapegrad.* namespace.
 globals().update(_core.TORCH_FUNCTIONS)
@@ -85,6 +87,7 @@ from .random import (
     randn_like,
     randint_like,
 )
+from ._default_tensor_type import set_default_tensor_type
 from ._dlpack import from_dlpack
 from . import _extra_ops
 from ._type_info import finfo, iinfo

@@ -12,13 +12,16 @@ import math
 
 import numpy as np
 
+from . import _core
+
 PRECISION = 4
 LINEWIDTH = 80
 THRESHOLD = 1000
 EDGEITEMS = 3
 
 # dtypes PyTorch does not name in a repr: the default float dtype and the inferred int and bool.
-_IMPLIED_DTYPES = ("float32", "int64", "bool")
+def _implied_dtypes() -> tuple:
+    return (_core.get_default_dtype().name, "int64", "bool")
 
 
 class _Formatter:
@@ -128,11 +131,11 @@ def tensor_repr(t) -> str:
     if a.size == 0:
         if a.ndim != 1:
             suffixes.append("size=" + str(tuple(a.shape)))
-        if dtype_name != "float32":
+        if dtype_name != _core.get_default_dtype().name:
             suffixes.append("dtype=" + repr(t.dtype))
         body = "[]"
     else:
-        if dtype_name not in _IMPLIED_DTYPES:
+        if dtype_name not in _implied_dtypes():
             suffixes.append("dtype=" + repr(t.dtype))
         summarize = a.size > THRESHOLD
         fmt = _Formatter(_summarized(a) if summarize else a)

@@ -11,7 +11,10 @@ from ._device import check_device
 from ._extra_ops import _check_tensor
 from .tensor import Tensor
 
-_DEFAULT_FLOAT = np.dtype(np.float32)
+
+def _default_float() -> np.dtype:
+    """The default float dtype (set_default_dtype), read at each call: the core holds it."""
+    return _core.get_default_dtype().np_dtype
 
 
 def _np_dtype(dtype):
@@ -44,10 +47,10 @@ def _size_args(size) -> tuple:
 
 
 def _infer_dtype(arr: np.ndarray):
-    """PyTorch's inference for Python data: floats -> float32, ints -> int64, bools -> bool."""
+    """PyTorch's inference for Python data: floats -> the default dtype, ints -> int64, bools -> bool."""
     kind = arr.dtype.kind
     if kind == "f":
-        return _DEFAULT_FLOAT
+        return _default_float()
     if kind in "iu":
         return np.dtype(np.int64)
     if kind == "b":
@@ -111,7 +114,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 def _filled(size, value, dtype, requires_grad) -> Tensor:
     shape = _size_args(size)
-    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
+    dt = _np_dtype(dtype) or _default_float()
     if requires_grad and dt.kind != "f":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     return _make(np.full(shape, value, dtype=dt), requires_grad)
@@ -134,7 +137,7 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, device=No
     _check_placement("full", device, pin_memory)
     if dtype is None:
         dtype = (np.bool_ if isinstance(fill_value, bool) else
-                 np.int64 if isinstance(fill_value, int) else _DEFAULT_FLOAT)
+                 np.int64 if isinstance(fill_value, int) else _default_float())
     return _filled((size,) if not isinstance(size, (tuple, list)) else (tuple(size),),
                    fill_value, dtype, requires_grad)
 
@@ -143,7 +146,7 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memor
           memory_format=None) -> Tensor:
     _check_placement("empty", device, pin_memory)
     shape = _size_args(size)
-    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
+    dt = _np_dtype(dtype) or _default_float()
     _check_requires_grad(dt, requires_grad)
     return _make(np.empty(shape, dtype=dt), requires_grad)
 
@@ -190,7 +193,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, 
         raise RuntimeError("step must be nonzero")
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
-        dtype = np.int64 if is_int else _DEFAULT_FLOAT
+        dtype = np.int64 if is_int else _default_float()
     if (end - start) * step < 0:
         raise RuntimeError(f"upper bound and larger bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
@@ -231,7 +234,7 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, devi
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = _scalar_arg(start), _scalar_arg(end)
-    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
+    dt = _np_dtype(dtype) or _default_float()
     _check_requires_grad(dt, requires_grad)
     if steps == 0:
         return _make(np.empty(0, dtype=dt), requires_grad)
@@ -273,7 +276,7 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = _scalar_arg(start), _scalar_arg(end)
-    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
+    dt = _np_dtype(dtype) or _default_float()
     _check_requires_grad(dt, requires_grad)
     if dt.kind == "f":
         ct = dt if dt.itemsize >= 4 else np.dtype(np.float32)
@@ -309,7 +312,7 @@ def eye(n, m=None, dtype=None, requires_grad: bool = False, *, device=None,
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
-    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
+    dt = _np_dtype(dtype) or _default_float()
     _check_requires_grad(dt, requires_grad)
     return _make(np.eye(n, m, dtype=dt), requires_grad)
 

@@ -444,11 +444,11 @@ class Tensor(_core.TensorBase):
     def neg(self):
         return _core.neg(self)
 
-    def add(self, other):
-        return _core.add(self, other)
+    def add(self, other, *, alpha=1):
+        return _core.add(self, other, alpha=alpha)
 
-    def sub(self, other):
-        return _core.sub(self, other)
+    def sub(self, other, *, alpha=1):
+        return _core.sub(self, other, alpha=alpha)
 
     def mul(self, other):
         return _core.mul(self, other)
@@ -459,14 +459,14 @@ class Tensor(_core.TensorBase):
     def pow(self, exponent):
         return _core.pow(self, exponent)
 
-    def sum(self, dim=None, keepdim=False, *, dtype=None):
-        return _core.sum(self, dim, keepdim, dtype=dtype)
+    def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        return _core.sum(self, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
 
-    def mean(self, dim=None, keepdim=False, *, dtype=None):
-        return _core.mean(self, dim, keepdim, dtype=dtype)
+    def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        return _core.mean(self, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
 
-    def argmax(self, dim=None, keepdim=False):
-        return _core.argmax(self, dim, keepdim)
+    def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return _core.argmax(self, dim, keepdim, axis=axis, keepdims=keepdims)
 
 
 # The compiled dtype conversion behind Tensor.to (which parses the device part first).

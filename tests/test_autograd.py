@@ -1498,6 +1498,17 @@ SECOND_ORDER = {
                          [(2, 3)]),
     "maximum/minimum": (lambda a, b: (tg.maximum(a, b) ** 3 + tg.minimum(a * a, b) ** 2 * a)
                         .sum(), [(5,), (5,)]),
+    "log10/log2/sinh/cosh": (lambda a: (a.log10() * a.log2() + a.sinh() * a.cosh() ** 2).sum(),
+                             [(4,)]),
+    "asin/acos/atan": (lambda a: ((a * 0.5).asin() ** 2 + (a * 0.5).acos() * a + a.atan() ** 3)
+                       .sum(), [(4,)]),
+    "rounding": (lambda a: (a.floor() * a + a.ceil() * a * a + (a * 3).round() * a
+                            + a.round(decimals=1) * a + a.trunc() * a + (a * 3).frac() ** 2).sum(),
+                 [(4,)]),
+    "atan2/fmod/remainder": (lambda a, b: (tg.atan2(a, b) ** 2 + tg.fmod(a * 3, b) ** 2
+                                           + tg.fmod(a * 3, 0.7) ** 2 + (a * 3 % b) ** 2
+                                           + (a * 3 % 0.7) ** 2).sum(), [(4,), (4,)]),
+    "tril/triu": (lambda a: (a.tril(-1) ** 2 * a + tg.triu(a, 1) ** 3).sum(), [(3, 3)]),
     "amax/amin": (lambda a: (a.amax(1) ** 2).sum() + (a.amin(0) ** 3 * a.amax()).sum(),
                   [(3, 4)]),
     "max/min": (lambda a: a.max() ** 3 + a.min() ** 2 + (a.max(1).values ** 2).sum()
@@ -1629,8 +1640,9 @@ def test_second_order_table_covers_every_op():
         seen |= {rec[1] for rec in tg._core.tape().records()}
         del out
     # (IndexBackwardBackward0 is the recorded transpose of indexing: only graph VJPs make it)
+    # (NotImplemented is the grad_fn of ops without a derivative, floor_divide: backward raises)
     names = set(tg._core.op_names()) - {"AccumulateGrad", "FunctionOutput",
-                                        "IndexBackwardBackward0"}
+                                        "IndexBackwardBackward0", "NotImplemented"}
     assert names - seen == set()
 
 
@@ -2315,3 +2327,69 @@ def test_prod_second_derivative_with_a_zero_is_linear_in_memory():
     want = p_nz / np.where(a == 0, 1.0, a)
     want[123] = np.sum(p_nz / nz)
     np.testing.assert_allclose(h.numpy(), want, rtol=1e-9)
+
+
+# -- .grad assignment checks, grad_fn.next_functions / name() / AccumulateGrad.variable -----------
+
+def test_grad_assignment_errors():
+    x = tg.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="can't assign Variable as its own grad"):
+        x.grad = x
+    with pytest.raises(RuntimeError, match="attempting to assign a gradient of size '\\[4\\]' to "
+                                           "a tensor of size '\\[3\\]'"):
+        x.grad = tg.ones(4)
+    with pytest.raises(RuntimeError, match="attempting to assign a gradient with dtype 'double' "
+                                           "to a tensor with grad_dtype 'Float'"):
+        x.grad = tg.ones(4, dtype=tg.float64)          # the dtype is checked first
+    with pytest.raises(RuntimeError, match="dtype 'long int'"):
+        x.grad = tg.ones(3, dtype=tg.int64)
+    with pytest.raises(TypeError, match="expected to be a Tensor or None"):
+        x.grad = 5
+    x.grad = tg.full((3,), 2.0)
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_grad_assignment_errors_match_torch(torch):
+    messages = []
+    for m in (tg, torch):
+        x = m.ones(3, requires_grad=True)
+        found = []
+        for bad in (x, m.ones(4), m.ones(3, dtype=m.float64), m.ones(3, dtype=m.float16)):
+            with pytest.raises(RuntimeError) as info:
+                x.grad = bad
+            found.append(str(info.value).split(". ")[0])
+        messages.append(found)
+    assert messages[0] == messages[1]
+
+
+def test_next_functions_name_and_variable():
+    x = tg.ones(3, requires_grad=True)
+    c = tg.ones(3)
+    y = (x * 2 + c).sum()
+    fn = y.grad_fn
+    assert fn.name() == "SumBackward0"
+    (add, k), = fn.next_functions
+    assert k == 0 and type(add).__name__ == "AddBackward0"
+    (mul, _), (none, _) = add.next_functions
+    assert none is None                                 # c requires no grad
+    (acc, _), = [p for p in mul.next_functions if p[0] is not None]
+    assert type(acc).__name__ == "AccumulateGrad"
+    assert acc.name() == "torch::autograd::AccumulateGrad"
+    assert acc.variable is x and acc.next_functions == ()
+    assert mul.next_functions[0][0] is acc              # one node per leaf while it lives
+    with pytest.raises(AttributeError):
+        mul.variable
+
+
+def test_next_functions_match_torch(torch):
+    def walk(fn):
+        if fn is None:
+            return None
+        return (fn.name(), tuple((walk(f), i) for f, i in fn.next_functions))
+    graphs = []
+    for m in (tg, torch):
+        a = m.ones(2, 3, requires_grad=True)
+        b = m.ones(3, requires_grad=True)
+        y = (m.tanh(a * b) @ m.ones(3)).exp().mean()
+        graphs.append(walk(y.grad_fn))
+    assert graphs[0] == graphs[1]

@@ -292,3 +292,67 @@ def test_parity_inplace_names_and_errors(torch):
     m = torch.zeros(3, requires_grad=True)
     assert type(torch.normal(m, 1.0).grad_fn).__name__ == \
         type(normal(tg.zeros(3, requires_grad=True), 1.0).grad_fn).__name__
+
+
+# -- the default dtype -----------------------------------------------------------------------------
+
+@pytest.fixture
+def float64_default():
+    tg.set_default_dtype(tg.float64)
+    try:
+        yield
+    finally:
+        tg.set_default_dtype(tg.float32)
+
+
+def test_default_dtype_float64(float64_default):
+    assert tg.get_default_dtype() == tg.float64
+    assert tg.tensor([1.5]).dtype == tg.float64
+    assert tg.zeros(2).dtype == tg.ones(2).dtype == tg.empty(2).dtype == tg.float64
+    assert tg.full((2,), 1.5).dtype == tg.arange(0.0, 1.0, 0.5).dtype == tg.float64
+    assert tg.linspace(0, 1, 3).dtype == tg.eye(2).dtype == tg.randn(2).dtype == tg.float64
+    assert (tg.tensor([1, 2]) * 1.5).dtype == tg.float64  # int tensor with a Python float
+    assert (tg.arange(3) / 2).dtype == tg.float64
+    assert tg.tensor([1, 4]).sqrt().dtype == tg.float64
+    assert tg.nn.Linear(2, 2).weight.dtype == tg.float64
+    assert repr(tg.tensor([1.5])) == "tensor([1.5000])"
+    assert repr(tg.tensor([1.5], dtype=tg.float32)) == "tensor([1.5000], dtype=torch.float32)"
+    assert tg.tensor([1.5]).float().dtype == tg.float32
+
+
+def test_default_dtype_errors_and_restore():
+    with pytest.raises(TypeError, match="only floating-point types"):
+        tg.set_default_dtype(tg.int64)
+    assert tg.get_default_dtype() == tg.float32
+    assert (tg.tensor([1, 2]) * 1.5).dtype == tg.float32
+    assert tg.tensor([1.0], dtype=float).dtype == tg.float64  # Python's float is double
+
+
+def test_set_default_tensor_type():
+    try:
+        with pytest.warns(UserWarning, match="set_default_tensor_type\\(\\) is deprecated"):
+            tg.set_default_tensor_type("torch.DoubleTensor")
+        assert tg.get_default_dtype() == tg.float64
+        with pytest.warns(UserWarning):
+            tg.set_default_tensor_type(tg.FloatTensor)
+        assert tg.get_default_dtype() == tg.float32
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="only floating-point"):
+            tg.set_default_tensor_type("torch.IntTensor")
+        assert isinstance(tg.ones(2, dtype=tg.float64), tg.DoubleTensor)
+        assert not isinstance(tg.ones(2), tg.DoubleTensor)
+    finally:
+        tg.set_default_dtype(tg.float32)
+
+
+def test_default_dtype_matches_torch(torch, float64_default):
+    torch.set_default_dtype(torch.float64)
+    try:
+        for make in (lambda m: m.tensor([1.5, 2.0]), lambda m: m.zeros(2), lambda m: m.arange(3) / 2,
+                     lambda m: m.tensor([1, 2]) * 0.5, lambda m: m.tensor([1.5], dtype=m.float32),
+                     lambda m: m.nn.Linear(2, 2).bias.detach()):
+            ours, theirs = make(tg), make(torch)
+            assert str(ours.dtype) == str(theirs.dtype)
+            if ours.shape != (2,) or ours.tolist() == theirs.tolist():   # (not the random bias)
+                assert repr(ours) == repr(theirs)
+    finally:
+        torch.set_default_dtype(torch.float32)

@@ -132,9 +132,14 @@ def test_inplace_through_a_view_of_a_tensor_requiring_grad_is_refused():
                                            "used in an in-place operation."):
         x[:2].add_(1)
     y = x * 2
+    stale = y[:2]                                       # taken before y's history changes
+    y[1:].mul_(2)                                       # a fresh view: recorded on y (CopySlices)
+    assert y.detach().tolist() == [2.0, 8.0, 12.0]
+    assert type(y.grad_fn).__name__ == "CopySlices"
     with pytest.raises(RuntimeError, match="view of a tensor that requires grad"):
-        y.t()[0].mul_(2) if False else y[1:].mul_(2)
-    assert y.detach().tolist() == [2.0, 4.0, 6.0]
+        stale.mul_(2)                                   # its history would not be rebased
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 4.0, 4.0]
 
 
 # Every op whose backward reads an input's or its output's storage version-checks it: an in-place
@@ -294,3 +299,115 @@ def test_unrecorded_inplace_arithmetic_in_c_equals_numpy():
     frozen = tg.ones(1).expand(3)
     with pytest.raises(RuntimeError, match="read-only"):
         frozen += 1.0
+
+
+# -- in-place writes into a view of a tensor outside the graph (PyTorch's CopySlices) ------------
+
+def test_write_into_view_of_constant_records_copyslices():
+    demb = tg.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    dC = tg.zeros(5, 3)
+    dC[1] += demb[0]                                    # a basic view: recorded on dC
+    dC[2:4] = demb * 2
+    dC[4] += demb[1] * demb[1]
+    assert not dC.is_leaf and dC.requires_grad
+    assert type(dC.grad_fn).__name__ == "CopySlices"
+    assert dC.tolist() == [[0, 0, 0], [0, 1, 2], [0, 2, 4], [6, 8, 10], [9, 16, 25]]
+    w = tg.tensor(np.arange(15.0).reshape(5, 3))
+    (dC * w).sum().backward()
+    wn = w.numpy()
+    expected = np.stack([wn[1] + 2 * wn[2], 2 * wn[3] + 2 * np.arange(3.0, 6.0) * wn[4]])
+    np.testing.assert_allclose(demb.grad.numpy(), expected)
+
+
+def test_write_into_view_of_constant_sees_later_writes():
+    v = tg.tensor([1.0, 2.0], requires_grad=True)
+    c = tg.zeros(4)
+    view = c[1:3]
+    view *= v                                           # zeros times v: the value stays 0
+    view += v                                           # the view now reads c's new history
+    y = (c * c).sum()
+    c.add_(1.0)                                         # y saved c: its backward must refuse
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_write_into_view_of_constant_errors():
+    v = tg.tensor([1.0, 2.0], requires_grad=True)
+    ints = tg.zeros(4, dtype=tg.int64)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ints[1:3] += v
+    c = tg.zeros(4)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        c[1:3] += v.reshape(2, 1)
+    leaf = tg.zeros(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable"):
+        leaf[1:3] += v
+
+
+def test_write_into_view_of_constant_matches_torch(torch):
+    rng = np.random.default_rng(1)
+    emb = rng.standard_normal((6, 3))
+    ix = [2, 0, 2, 5]
+    w = rng.standard_normal((7, 3))
+    results = []
+    for m in (tg, torch):
+        demb = m.tensor(emb, requires_grad=True)
+        dC = m.zeros(7, 3, dtype=m.float64)
+        for k, i in enumerate(ix):
+            dC[i] += demb[k] * demb[k + 1]
+        dC[5:7] = demb[:2]
+        dC[0][1] = demb[3, 2]                           # a view of a view
+        (dC * m.tensor(w)).sum().backward()
+        results.append((dC.detach().numpy(), demb.grad.numpy(), type(dC.grad_fn).__name__))
+    np.testing.assert_allclose(results[0][0], results[1][0])
+    np.testing.assert_allclose(results[0][1], results[1][1])
+    assert results[0][2] == results[1][2] == "CopySlices"
+
+
+# -- out= on add / sub / mul / div / matmul --------------------------------------------------------
+
+def test_out_argument():
+    a, b = tg.ones(2, 3), tg.tensor([1.0, 2.0, 3.0])
+    out = tg.empty(0)
+    assert tg.add(a, b, out=out) is out and out.shape == (2, 3)
+    assert out.tolist() == [[2, 3, 4], [2, 3, 4]]
+    keep = tg.zeros(2, 3)
+    view = keep[:, :]
+    tg.mul(a, b, out=view)                              # written into the storage
+    assert keep.tolist() == [[1, 2, 3], [1, 2, 3]]
+    tg.sub(a, b, alpha=2, out=out)
+    assert out.tolist() == [[-1, -3, -5], [-1, -3, -5]]
+    out64 = tg.zeros(2, 3, dtype=tg.float64)
+    tg.div(a, 2, out=out64)
+    assert out64.dtype == tg.float64 and out64[0, 0].item() == 0.5
+    m = tg.zeros(2, 2)
+    tg.matmul(a, tg.ones(3, 2), out=m)
+    assert m.tolist() == [[3, 3], [3, 3]]
+    with pytest.warns(UserWarning, match="was resized"):
+        tg.add(a, b, out=tg.zeros(5))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        tg.add(a, b, out=tg.zeros(2, 3, dtype=tg.int64))
+    w = tg.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="add\\(\\): functions with out=... arguments don't "
+                                           "support automatic differentiation"):
+        tg.add(a, w, out=tg.zeros(2, 3))
+    with tg.no_grad():
+        o = tg.zeros(2, 3, requires_grad=True)
+        tg.add(a, w, out=o)
+    assert o.grad_fn is None and o.tolist() == [[2, 2, 2], [2, 2, 2]]
+
+
+def test_out_argument_matches_torch(torch):
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4,))
+    for name in ("add", "sub", "mul", "div"):
+        o, to = tg.zeros(3, 4, dtype=tg.float64), torch.zeros(3, 4, dtype=torch.float64)
+        getattr(tg, name)(tg.tensor(a), tg.tensor(b), out=o)
+        getattr(torch, name)(torch.tensor(a), torch.tensor(b), out=to)
+        assert np.array_equal(o.numpy(), to.numpy())
+    o, to = tg.empty(0, dtype=tg.float64), torch.empty(0, dtype=torch.float64)
+    tg.matmul(tg.tensor(a), tg.tensor(b), out=o)
+    torch.matmul(torch.tensor(a), torch.tensor(b), out=to)
+    assert o.shape == tuple(to.shape)
+    np.testing.assert_allclose(o.numpy(), to.numpy())

@@ -478,3 +478,61 @@ def test_repeated_index_gradients_equal_numpys_add_at(dtype):
     want = np.zeros((10, 4), dtype)
     np.add.at(want, ids.ravel(), g.reshape(-1, 4))
     assert np.array_equal(table.grad.numpy(), want)
+
+
+# -- Python ranges, numpy integer arrays and scalars as indices ------------------------------------
+
+def test_range_and_numpy_indices_values_and_grads():
+    a = np.arange(24.0).reshape(4, 6)
+    target = [5, 0, 2]
+    x = tg.tensor(a, requires_grad=True)
+    y = x[range(3), target]                             # the cross-entropy idiom
+    assert y.tolist() == [5.0, 6.0, 14.0]
+    y.sum().backward()
+    expected = np.zeros_like(a)
+    expected[[0, 1, 2], target] = 1
+    assert np.array_equal(x.grad.numpy(), expected)
+    assert x[range(3)].shape == (3, 6)
+    assert x[range(0)].shape == (0, 6)
+    assert x[np.int64(1)].tolist() == a[1].tolist()
+    assert x[np.int32(1), np.int64(2)].item() == 8.0
+    assert x[np.array([0, 2]), np.array([1, 1])].tolist() == [1.0, 13.0]
+    assert x[np.array([True, False, True, False])].shape == (2, 6)
+    assert x[[True, False, True, False]].shape == (2, 6)
+    with pytest.raises(IndexError, match="only integers"):
+        x[np.bool_(True)]
+
+
+def test_range_and_numpy_indices_setitem():
+    x = tg.zeros(3, 4)
+    x[range(3), [0, 1, 2]] = 1.0
+    assert np.array_equal(x.numpy(), np.eye(3, 4))
+    x[np.int64(0)] = 5.0
+    assert x[0].tolist() == [5.0] * 4
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        x[[[1, 2], [0, 0]]] = -1.0                      # a list holding lists is a tuple of indices
+    assert x[1, 0].item() == -1.0 and x[2, 0].item() == -1.0 and x[1, 1].item() == 1.0
+    with pytest.raises(IndexError, match="only integers"):
+        x[np.bool_(True)] = 0.0
+
+
+def test_range_and_numpy_indices_match_torch(torch):
+    a = np.random.default_rng(0).standard_normal((4, 6))
+    keys = [lambda m: (range(3), [1, 2, 0]), lambda m: range(3), lambda m: (range(4), slice(None)),
+            lambda m: ([0, 1], [2, 3]), lambda m: np.array([0, 2]),
+            lambda m: (np.array([0, 2]), np.array([1, 1])), lambda m: np.int64(1),
+            lambda m: (m.tensor([0, 1]), range(2)), lambda m: (slice(1, 3), np.array([0, 5])),
+            lambda m: np.array([True, False, True, False]), lambda m: [True, False, True, False]]
+    for key in keys:
+        x = tg.tensor(a, requires_grad=True)
+        tx = torch.tensor(a, requires_grad=True)
+        y, ty = x[key(tg)], tx[key(torch)]
+        assert np.array_equal(y.detach().numpy(), ty.detach().numpy())
+        w = np.arange(ty.numel(), dtype=np.float64).reshape(tuple(ty.shape))
+        (y * tg.tensor(w)).sum().backward()
+        (ty * torch.tensor(w)).sum().backward()
+        assert np.array_equal(x.grad.numpy(), tx.grad.numpy())
+        z, tz = tg.tensor(a), torch.tensor(a)
+        z[key(tg)] = -1.0
+        tz[key(torch)] = -1.0
+        assert np.array_equal(z.numpy(), tz.numpy())

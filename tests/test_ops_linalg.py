@@ -521,3 +521,49 @@ ERRORS = [
 @pytest.mark.parametrize("fn,a,b", ERRORS)
 def test_error_parity(torch, fn, a, b):
     assert_parity(torch, fn, a, b, req=[False, False])
+
+
+# -- tril / triu ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (2, 3, 4)], ids=str)
+@pytest.mark.parametrize("k", [-1, 0, 2])
+def test_tril_triu_gradients(gradcheck, shape, k):
+    a = np.random.default_rng(7).standard_normal(shape)
+    gradcheck(lambda t: tg.tril(t, k) * t, a)
+    gradcheck(lambda t: t.triu(diagonal=k) * t, a)
+
+
+def test_tril_triu_values_inplace_and_errors():
+    x = tg.ones(3, 3)
+    assert x.tril().tolist() == [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
+    assert tg.triu(x, 1).tolist() == [[0, 1, 1], [0, 0, 1], [0, 0, 0]]
+    assert x.tril_(-1) is x and x.tolist() == [[0, 0, 0], [1, 0, 0], [1, 1, 0]]
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        tg.tril(tg.ones(3))
+    w = tg.ones(2, 2, requires_grad=True)
+    h = w * 3
+    h.triu_()
+    h.sum().backward()
+    assert w.grad.tolist() == [[3, 3], [0, 3]]
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        w.tril_()
+
+
+def test_tril_triu_match_torch(torch):
+    a = np.random.default_rng(8).standard_normal((2, 3, 4))
+    g = np.random.default_rng(9).standard_normal((2, 3, 4))
+    for name in ("tril", "triu"):
+        for k in (-2, 0, 1, 5):
+            x = tg.tensor(a, requires_grad=True)
+            tx = torch.tensor(a, requires_grad=True)
+            y, ty = getattr(tg, name)(x, k), getattr(torch, name)(tx, k)
+            assert np.array_equal(y.detach().numpy(), ty.detach().numpy())
+            assert type(y.grad_fn).__name__ == type(ty.grad_fn).__name__
+            y.backward(tg.tensor(g))
+            ty.backward(torch.tensor(g))
+            assert np.array_equal(x.grad.numpy(), tx.grad.numpy())
+            gg, = tg.autograd.grad((getattr(tg, name)(x, k) ** 2).sum(), x, create_graph=True)
+            tgg, = torch.autograd.grad((getattr(torch, name)(tx, k) ** 2).sum(), tx,
+                                       create_graph=True)
+            np.testing.assert_allclose(tg.autograd.grad(gg.sum(), x)[0].numpy(),
+                                       torch.autograd.grad(tgg.sum(), tx)[0].numpy())

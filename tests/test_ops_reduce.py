@@ -673,3 +673,43 @@ def test_split_among_ties_in_c_equals_the_numpy_formula(dtype, name):
     x = tg.tensor(a, requires_grad=True)                      # max of all: NaN is the result
     x.max().backward()
     assert x.grad.numpy()[2, 3] == 1.0 and np.count_nonzero(x.grad.numpy()) == 1
+
+
+# -- numpy's spellings: axis= for dim, keepdims= for keepdim ---------------------------------------
+
+def test_axis_and_keepdims_aliases():
+    counts = tg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    assert counts.sum(1, keepdims=True).tolist() == [[6.0], [15.0]]
+    assert counts.sum(axis=0).tolist() == [5.0, 7.0, 9.0]
+    assert tg.sum(counts, axis=1).tolist() == [6.0, 15.0]
+    assert counts.mean(axis=1, keepdims=True).tolist() == [[2.0], [5.0]]
+    assert counts.max(axis=1).values.tolist() == [3.0, 6.0]
+    assert counts.argmax(axis=1, keepdims=True).tolist() == [[2], [2]]
+    assert counts.amax(axis=0).tolist() == [4.0, 5.0, 6.0]
+    assert tg.prod(counts, axis=1).tolist() == [6.0, 120.0]
+    assert counts.count_nonzero(axis=0).tolist() == [2, 2, 2]
+    with pytest.raises(TypeError, match="multiple values for argument 'dim'"):
+        counts.sum(1, axis=1)
+    with pytest.raises(TypeError, match="multiple values for argument 'keepdim'"):
+        counts.sum(1, True, keepdims=True)
+
+
+def test_axis_and_keepdims_aliases_match_torch(torch):
+    a = np.random.default_rng(3).standard_normal((3, 4))
+    names = ["sum", "mean", "max", "min", "argmax", "argmin", "std", "var", "prod", "amax",
+             "amin", "logsumexp", "all", "any"]
+    for name in names:
+        for kw in ({"axis": 1}, {"dim": 0, "keepdims": True}, {"axis": -1, "keepdims": True}):
+            for form in ("method", "function"):
+                x = tg.tensor(a, requires_grad=name not in ("argmax", "argmin", "all", "any"))
+                tx = torch.tensor(a, requires_grad=x.requires_grad)
+                y = getattr(x, name)(**kw) if form == "method" else getattr(tg, name)(x, **kw)
+                ty = getattr(tx, name)(**kw) if form == "method" else getattr(torch, name)(tx, **kw)
+                if isinstance(ty, tuple):
+                    y, ty = y[0], ty[0]
+                assert y.shape == tuple(ty.shape), (name, kw)
+                np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-12)
+                if x.requires_grad:
+                    y.sum().backward()
+                    ty.sum().backward()
+                    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)

@@ -12,6 +12,7 @@
 #   record.pxi          how a forward op appends its record (the one place ops touch the tape)
 #   ops_elementwise.pxi elementwise arithmetic: forward, VJP and registration side by side
 #   ops_unary.pxi       math functions, activations, clamp, where, comparisons, conversions
+#   ops_math.pxi        log10, sinh, asin, ..., rounding, atan2, fmod, remainder, floor_divide
 #   ops_reduce.pxi      reductions
 #   matmul_layout.pxi   A @ W^T: the faster of two bit-identical BLAS layouts, per shape
 #   ops_linalg.pxi      matmul and friends
@@ -40,6 +41,7 @@ include "tensor_base.pxi"
 include "record.pxi"
 include "ops_elementwise.pxi"
 include "ops_unary.pxi"
+include "ops_math.pxi"
 include "ops_reduce.pxi"
 include "matmul_layout.pxi"
 include "ops_linalg.pxi"

@@ -58,6 +58,30 @@ cdef dict DTYPE_OF_NAME = {d.name: d for d in DTYPE_OF_NUM.values()}
 cdef object NP_FLOAT32 = np.dtype(np.float32)
 cdef object NP_INT64 = np.dtype(np.int64)
 cdef object NP_BOOL = np.dtype(np.bool_)
+cdef object NP_FLOAT64 = np.dtype(np.float64)
+
+# PyTorch's default dtype: what Python floats, float creation functions and the float results of
+# integer inputs (true division, exp, sqrt, ...) get.  The one source of truth (creation functions
+# and repr read it through get_default_dtype()).
+cdef object DEFAULT_FLOAT = NP_FLOAT32
+
+
+def set_default_dtype(d):
+    """Set the default floating point dtype (float32 at start; float64 or float16 allowed)."""
+    global DEFAULT_FLOAT
+    if not isinstance(d, dtype):
+        raise TypeError(f"set_default_dtype(): argument 'd' must be torch.dtype, not "
+                        f"{type(d).__name__}")
+    if (<dtype>d).category != CAT_FLOAT:
+        raise TypeError("only floating-point types are supported as the default type")
+    DEFAULT_FLOAT = (<dtype>d).np_dtype
+    PROMOTION_CACHE.clear()                             # cached promotions used the old default
+    return None
+
+
+def get_default_dtype():
+    """The default floating point dtype (see set_default_dtype)."""
+    return DTYPE_OF_NUM[DEFAULT_FLOAT.num]
 
 
 def _dtype_by_name(str name):
@@ -76,8 +100,8 @@ cdef object to_np_dtype(object d):
     """Accept a tapegrad dtype, a numpy dtype or a Python type; return the numpy dtype."""
     if isinstance(d, dtype):
         return (<dtype>d).np_dtype
-    if d is float:
-        return NP_FLOAT32
+    if d is float:                                      # PyTorch: Python's float is double
+        return NP_FLOAT64
     if d is int:
         return NP_INT64
     if d is bool:
@@ -161,7 +185,7 @@ cdef object compute_result_dtype(long code_a, long code_b):
             continue
         sc = c - 10000
         if sc > cat:
-            out = NP_FLOAT32 if sc == CAT_FLOAT else (NP_INT64 if sc == CAT_INT else NP_BOOL)
+            out = DEFAULT_FLOAT if sc == CAT_FLOAT else (NP_INT64 if sc == CAT_INT else NP_BOOL)
             cat = sc
     return out
 

@@ -279,7 +279,8 @@ cdef object gv_sigmoid(Py_ssize_t i, Record* r, object G, char* want):
     return g_mul(g_mul(G, Y), binary_op(OP_RSUB, 1, Y))     # the compiled kernel's order
 
 cdef object gv_relu(Py_ssize_t i, Record* r, object G, char* want):
-    return g_mul(G, mask_like(nd(<object>r.saved[0]) > 0, G))
+    # the eager kernel's y <= 0 ? 0 : g: a NaN output passes the gradient, as PyTorch's
+    return g_mul(G, mask_like(np.logical_not(nd(<object>r.saved[0]) <= 0), G))
 
 cdef object gv_sqrt(Py_ssize_t i, Record* r, object G, char* want):
     return g_div(G, g_mul(own_output(i, r, 0), 2.0))
@@ -366,6 +367,56 @@ cdef object gv_maximum(Py_ssize_t i, Record* r, object G, char* want):
     return t_fit_binary(r, ga, gb)
 
 
+# -- ops_math: the same formulas as vjp_math1 / vjp_math2 ---------------------------------------
+
+cdef object gv_math1(Py_ssize_t i, Record* r, object G, char* want):
+    cdef int op = r.op
+    if op == OP_FRAC:
+        return G
+    if r.saved[0] == NULL:                              # floor, ceil, round, trunc: zero
+        return zeros_for(G.shape, (<TensorBase>G)._array.dtype)
+    X = in_value(r, 0, saved_value(r, 0))
+    if op == OP_LOG10:
+        return g_div(G, g_mul(X, LN10))
+    if op == OP_LOG2:
+        return g_div(G, g_mul(X, LN2))
+    if op == OP_SINH:
+        return g_mul(G, cosh(<TensorBase>X))
+    if op == OP_COSH:
+        return g_mul(G, sinh(<TensorBase>X))
+    if op == OP_ATAN:
+        return g_div(G, g_add(g_mul(X, X), 1))
+    root = sqrt(<TensorBase>binary_op(OP_RSUB, 1, g_mul(X, X)))    # asin / acos
+    return g_div(G, root) if op == OP_ASIN else g_div(g_neg(G), root)
+
+cdef object gv_math2(Py_ssize_t i, Record* r, object G, char* want):
+    A = in_value(r, 0, saved_value(r, 0))
+    B = in_value(r, 1, saved_value(r, 1))
+    ga = gb = None
+    if r.op == OP_ATAN2:
+        recip = reciprocal(<TensorBase>g_add(g_mul(A, A), g_mul(B, B)))
+        if want[0]:
+            ga = g_mul(g_mul(G, B), recip)
+        if want[1]:
+            gb = g_mul(g_mul(G, g_neg(A)), recip)
+        return t_fit_binary(r, ga, gb)
+    if want[0]:
+        ga = G
+    if want[1]:                                         # the quotient is piecewise constant
+        with IeeeResults():
+            q = np.divide(<object>r.saved[0], <object>r.saved[1])
+            q = np.trunc(q) if r.op == OP_FMOD or r.op == OP_FMOD_T else np.floor(q)
+        gb = g_mul(g_neg(G), wrap(nd(np.asarray(q))))
+    return t_fit_binary(r, ga, gb)
+
+cdef object gv_not_implemented(Py_ssize_t i, Record* r, object G, char* want):
+    raise RuntimeError(f"derivative for {<object>r.aux} is not implemented")
+
+cdef object gv_triangle(Py_ssize_t i, Record* r, object G, char* want):
+    k = <Py_ssize_t>r.scalar
+    return tril(<TensorBase>G, k) if r.op == OP_TRIL else triu(<TensorBase>G, k)
+
+
 # -- activations (the same formulas as the compiled kernels; the unused branch of a where is fed a
 # harmless value, so no inf * 0 appears in its derivative) --
 
@@ -374,7 +425,7 @@ cdef object gv_leaky_relu(Py_ssize_t i, Record* r, object G, char* want):
 
 cdef object gv_elu(Py_ssize_t i, Record* r, object G, char* want):
     x = <object>r.saved[0]
-    neg = x <= 0
+    neg = np.logical_not(x > 0)                         # NaN takes the exp branch: NaN gradient
     E = unary_op(OP_EXP, <TensorBase>g_where(neg, in_value(r, 0, x), 0))
     if cnp.PyArray_SIZE(x) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
         V = g_mul(g_mul(G, r.scalar), E)                # the C kernel's order
@@ -563,11 +614,11 @@ cdef object gv_norm(Py_ssize_t i, Record* r, object G, char* want):
         return None
     Gk = t_unreduce(G, aux)
     if p == 1:
-        return g_mul(wrap(nd(np.sign(A))), Gk)
+        return g_mul(wrap(sign_numpy(A)), Gk)
     if p == INFINITY or p == -INFINITY:
         mask = np.equal(np.abs(A), outk)
-        count = np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype)
-        return g_mul(wrap(nd(np.multiply(np.sign(A), mask))), g_div(Gk, wrap(nd(count))))
+        count = np.maximum(np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype), 1)
+        return g_mul(wrap(nd(np.multiply(sign_numpy(A), mask))), g_div(Gk, wrap(nd(count))))
     X = t_cast(in_value(r, 0, A), A.dtype)
     Y = own_output_kept(i, r, 1, aux)
     nzo = np.not_equal(outk, 0)                         # 0 at the zero vector
@@ -934,7 +985,7 @@ cdef object t_pointwise_deriv(int kind, object D, object d, double param):
     if kind == NN_MSE:
         return g_mul(D, 2)
     if kind == NN_L1:
-        return wrap(nd(np.sign(d)))
+        return wrap(sign_numpy(d))
     if kind == NN_SMOOTH_L1:
         q = d / param
         return g_where(np.logical_and(q > -1, q < 1), g_div(D, param),
@@ -1215,6 +1266,14 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_BCE] = gv_bce
     GRAPH_VJP[OP_BCE_LOGITS] = gv_bce_logits
     GRAPH_VJP[OP_LAYER_NORM] = gv_layer_norm
+    for op in (OP_LOG10, OP_LOG2, OP_SINH, OP_COSH, OP_ASIN, OP_ACOS, OP_ATAN, OP_FLOOR, OP_CEIL,
+               OP_ROUND, OP_ROUND_DECIMALS, OP_TRUNC, OP_FRAC):
+        GRAPH_VJP[op] = gv_math1
+    for op in (OP_ATAN2, OP_FMOD, OP_FMOD_T, OP_REMAINDER, OP_REMAINDER_T):
+        GRAPH_VJP[op] = gv_math2
+    GRAPH_VJP[OP_NOT_IMPLEMENTED] = gv_not_implemented
+    GRAPH_VJP[OP_TRIL] = gv_triangle
+    GRAPH_VJP[OP_TRIU] = gv_triangle
     return 0
 
 

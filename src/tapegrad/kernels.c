@@ -160,7 +160,7 @@ CLAMP_HELPER(float)
         PARAM_CASE(T, TG_LEAKY_RELU, X > (T)0 ? X : X * P0)                     \
         PARAM_GRAD_CASE(T, TG_LEAKY_RELU_GRAD, X > (T)0 ? G : G * P0)           \
         PARAM_CASE(T, TG_ELU, X <= (T)0 ? P0 * EXPM1(X) : X)                    \
-        PARAM_GRAD_CASE(T, TG_ELU_GRAD, X <= (T)0 ? G * P0 * EXP(X) : G)        \
+        PARAM_GRAD_CASE(T, TG_ELU_GRAD, X > (T)0 ? G : G * P0 * EXP(X))  /* NaN: NaN */        \
         PARAM_CASE(T, TG_SOFTPLUS, X * P0 > P1 ? X : LOG1P(EXP(X * P0)) / P0)   \
         PARAM_GRAD_CASE(T, TG_SOFTPLUS_GRAD,                                    \
                         X * P0 > P1 ? G : G * EXP(X * P0) / (EXP(X * P0) + (T)1)) \

@@ -274,7 +274,7 @@ cdef object binary_op(int op, object a, object b):
         b_tensor = isinstance(b, TensorBase)
         dt = result_dtype(a, b)
         if op == OP_DIV and dt.kind != "f":
-            dt = NP_FLOAT32                              # true division of integers gives floats
+            dt = DEFAULT_FLOAT                           # true division of integers: the default
         A = operand_value(a, dt)
         B = operand_value(b, dt)
     if a_tensor and b_tensor and not same_shape(<cnp.ndarray>A, <cnp.ndarray>B):
@@ -400,7 +400,7 @@ cdef object unary_op(int op, TensorBase x):
     cdef Record* r
     A = x._array
     if op != OP_NEG and op != OP_RELU and A.dtype.kind != "f":
-        A = A.astype(NP_FLOAT32)                        # PyTorch: exp/log/tanh of ints give float32
+        A = A.astype(DEFAULT_FLOAT)                     # PyTorch: exp/log/tanh of ints: the default
     if op == OP_RELU and A.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
     if op == OP_NEG and A.dtype.kind == "b":
@@ -449,17 +449,29 @@ def relu(TensorBase x):
 def neg(TensorBase x):
     return unary_op(OP_NEG, x)
 
-def add(a, b):
-    return binary_op(OP_ADD, a, b)
+def add(input, other, *, alpha=1, out=None):
+    """input + alpha * other (out=: written into `out`, not differentiable)."""
+    if out is not None:
+        return write_out("add", out, (input, other), add, {"alpha": alpha})
+    return binary_op(OP_ADD, input, other if alpha == 1 else other * alpha)
 
-def sub(a, b):
-    return binary_op(OP_SUB, a, b)
+def sub(input, other, *, alpha=1, out=None):
+    """input - alpha * other (out=: written into `out`, not differentiable)."""
+    if out is not None:
+        return write_out("sub", out, (input, other), sub, {"alpha": alpha})
+    return binary_op(OP_SUB, input, other if alpha == 1 else other * alpha)
 
-def mul(a, b):
-    return binary_op(OP_MUL, a, b)
+def mul(input, other, *, out=None):
+    """input * other (out=: written into `out`, not differentiable)."""
+    if out is not None:
+        return write_out("mul", out, (input, other), mul, None)
+    return binary_op(OP_MUL, input, other)
 
-def div(a, b):
-    return binary_op(OP_DIV, a, b)
+def div(input, other, *, out=None):
+    """input / other, true division (out=: written into `out`, not differentiable)."""
+    if out is not None:
+        return write_out("div", out, (input, other), div, None)
+    return binary_op(OP_DIV, input, other)
 
 def pow(a, b):
     return binary_op(OP_POW, a, b)

@@ -62,7 +62,7 @@ cdef object classify_item(object item, list kinds):
     """One entry of an index key: append its kind to `kinds`, return its normalised value."""
     if isinstance(item, TensorBase):
         return classify_array((<TensorBase>item)._array, kinds)
-    if isinstance(item, (bool, np.bool_)):
+    if isinstance(item, bool):                      # (PyTorch refuses a numpy bool scalar)
         kinds.append(K_BOOL)
         return bool(item)
     if isinstance(item, (int, np.integer)):
@@ -87,7 +87,7 @@ cdef object classify_item(object item, list kinds):
         return Ellipsis
     if isinstance(item, np.ndarray):
         return classify_array(item, kinds)
-    if isinstance(item, (list, tuple)):
+    if isinstance(item, (list, tuple, range)):     # x[range(n), target]: a sequence of ints
         try:
             arr = np.asarray(item)
         except (ValueError, TypeError, RuntimeError):
@@ -109,7 +109,7 @@ cdef bint sequence_as_tuple(list key):
     if len(key) >= 32:
         return False
     for e in key:
-        if (isinstance(e, (TensorBase, list, tuple, slice, np.ndarray)) or e is None
+        if (isinstance(e, (TensorBase, list, tuple, range, slice, np.ndarray)) or e is None
                 or e is Ellipsis):
             warnings.warn(NON_TUPLE_WARNING, UserWarning, stacklevel=4)
             return True

@@ -6,8 +6,11 @@
 # On a leaf that requires grad they raise outside no_grad (and work inside it: the SGD idiom).  On
 # a non-leaf, the write is recorded: the op is recorded out of place on a copy of the old value,
 # the result is written into the tensor's storage, and the tensor is rebound to the new record.
-# An in-place write through a view of a tensor that requires grad is refused (tapegrad does not
-# rebase views' history; refusing is better than a silently wrong gradient).
+# An in-place write through a view whose base does not require grad, of a value that does (the
+# `dC[i] += v` idiom), is recorded on the base as PyTorch's CopySlices: the base takes the new
+# history and the view is rebound to an index of it.  A write through a view of a tensor that
+# requires grad is refused (tapegrad does not rebase the other views' histories; refusing is
+# better than a silently wrong gradient).
 # ---------------------------------------------------------------------------------------------
 
 
@@ -19,8 +22,9 @@ cdef int bump_version(TensorBase t) except -1:
     return 0
 
 
-cdef int check_inplace(TensorBase t, bint recording) except -1:
-    """Refuse in-place writes that PyTorch refuses, or that tapegrad cannot record correctly."""
+cdef int check_inplace(TensorBase t, bint recording, bint via_base=False) except -1:
+    """Refuse in-place writes that PyTorch refuses, or that tapegrad cannot record correctly
+    (via_base: the caller records a write into a view on its base when writes_through_view)."""
     if not grad_enabled():
         return 0
     if t._requires_grad and is_leaf_c(t):
@@ -30,14 +34,63 @@ cdef int check_inplace(TensorBase t, bint recording) except -1:
         if (<TensorBase>t._base)._requires_grad and is_leaf_c(<TensorBase>t._base):
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                                "in-place operation.")
-        raise RuntimeError("in-place operations on a view of a tensor that requires grad are not "
-                           "supported by tapegrad (its history would not be rebased); use the "
-                           "out-of-place form, e.g. y = x + 1, or write into x.clone()")
+        if not (via_base and writes_through_view(t)):
+            raise RuntimeError("in-place operations on a view of a tensor that requires grad are "
+                               "not supported by tapegrad (the history of its other views would "
+                               "not be rebased); use the out-of-place form, e.g. y = x + 1, or "
+                               "write into x.clone()")
     return 0
 
 
-cdef int write_result(TensorBase t, object value) except -1:
-    """Store `value` into t's storage (same shape; castable to t's dtype, as PyTorch requires)."""
+cdef inline bint writes_through_view(TensorBase t) noexcept:
+    """Whether a recorded in-place write into view t can go to its base as a CopySlices record:
+    the view's history, if any, reads the base's current history (a view taken before the base
+    was last written would carry a stale one), and the base is no leaf that requires grad."""
+    if t._base is None:
+        return False
+    cdef TensorBase b = <TensorBase>t._base
+    if not t._requires_grad:
+        return not b._requires_grad
+    if not b._requires_grad or b._node < 0 or is_leaf_c(b) or t._node < 0:
+        return False
+    cdef Record* r = &TAPE.recs[t._node]
+    return r.n_in >= 1 and rec_inputs(r)[0] == b._node
+
+
+cdef object element_addresses(object arr):
+    """The address of each element of numpy array `arr` (its shape)."""
+    cdef Py_ssize_t k, nd_ = arr.ndim
+    addr = np.full(arr.shape, arr.__array_interface__["data"][0], dtype=np.intp)
+    for k in range(nd_):
+        step = np.arange(arr.shape[k], dtype=np.intp) * arr.strides[k]
+        addr += step.reshape((-1,) + (1,) * (nd_ - 1 - k))
+    return addr
+
+
+cdef tuple view_key(TensorBase view):
+    """The advanced-index key (one int64 array per base dim, each of the view's shape) of the
+    base elements that `view`, a numpy view of its base's storage, covers."""
+    B = (<TensorBase>view._base)._array
+    base_addr = element_addresses(B).ravel()
+    order = np.argsort(base_addr, kind="stable")
+    ordered = base_addr[order]
+    view_addr = element_addresses(view._array)
+    pos = np.minimum(np.searchsorted(ordered, view_addr), ordered.size - 1)
+    if ordered.size == 0 or not np.array_equal(ordered[pos], view_addr):
+        raise RuntimeError("in-place write into a view that does not cover whole elements of its "
+                           "base: not supported by tapegrad")
+    return tuple(k.astype(NP_INT64, copy=False)
+                 for k in np.unravel_index(order[pos], B.shape))
+
+
+cdef int rebind_view(TensorBase view, tuple key) except -1:
+    """After a recorded write into view's base: the view becomes an index of the new base."""
+    adopt_record(view, <TensorBase>index_op(<TensorBase>view._base, key))
+    return 0
+
+
+cdef int check_result(TensorBase t, object value) except -1:
+    """PyTorch's checks before an in-place op stores `value` into t: t's shape, castable dtype."""
     A = t._array
     if value.shape != A.shape:
         raise RuntimeError(f"output with shape {list(A.shape)} doesn't match the broadcast shape "
@@ -48,7 +101,13 @@ cdef int write_result(TensorBase t, object value) except -1:
     if not A.flags.writeable:
         raise RuntimeError("cannot write into a read-only tensor (an expanded or broadcast view); "
                            "clone() it first")
-    np.copyto(A, value, casting="unsafe")
+    return 0
+
+
+cdef int write_result(TensorBase t, object value) except -1:
+    """Store `value` into t's storage (same shape; castable to t's dtype, as PyTorch requires)."""
+    check_result(t, value)
+    np.copyto(t._array, value, casting="unsafe")
     return 0
 
 
@@ -108,7 +167,9 @@ cdef bint inplace_in_c(int op, TensorBase self, object other) except -1:
 cdef object inplace_binary(int op, TensorBase self, object other):
     """self (op)= other, recorded when a gradient must flow through it."""
     cdef bint recording = records(self, other)
-    check_inplace(self, recording)
+    check_inplace(self, recording, True)
+    if recording and writes_through_view(self):
+        return inplace_binary_on_view(op, self, other)
     if not recording and inplace_in_c(op, self, other):
         bump_version(self)
         return self
@@ -131,6 +192,51 @@ cdef object inplace_binary(int op, TensorBase self, object other):
             result = binary_op(op, self, other)
     if result is NotImplemented:
         return NotImplemented
+    write_result(self, (<TensorBase>result)._array)
+    bump_version(self)
+    if recording:
+        adopt_record(self, <TensorBase>result)
+    return self
+
+
+cdef object inplace_binary_on_view(int op, TensorBase view, object other):
+    """view (op)= other, recorded as base[key] = view_old (op) other (CopySlices on the base, as
+    PyTorch's); the op reads a private copy of the old value (see inplace_binary)."""
+    orig = view._array
+    orig_version = view._version
+    view._array = orig.copy()
+    view._version = None
+    try:
+        result = binary_op(op, view, other)
+    finally:
+        view._array = orig
+        view._version = orig_version
+    if result is NotImplemented:
+        return NotImplemented
+    check_result(view, (<TensorBase>result)._array)
+    cdef tuple key = view_key(view)
+    setitem_op(<TensorBase>view._base, key, result)
+    rebind_view(view, key)
+    return view
+
+
+cdef object inplace_apply(TensorBase self, object fn, tuple args):
+    """self = fn(self, *args) in place (tril_, triu_), recorded like inplace_binary."""
+    cdef bint recording = grad_enabled() and self._requires_grad
+    check_inplace(self, recording)
+    if recording:
+        orig = self._array
+        orig_version = self._version
+        self._array = orig.copy()
+        self._version = None
+        try:
+            result = fn(self, *args)
+        finally:
+            self._array = orig
+            self._version = orig_version
+    else:
+        with no_grad_scope():
+            result = fn(self, *args)
     write_result(self, (<TensorBase>result)._array)
     bump_version(self)
     if recording:
@@ -171,10 +277,15 @@ cdef int OP_SETITEM = register_op("CopySlices", vjp_setitem)
 cdef object setitem_key_item(object item, list advanced):
     if isinstance(item, TensorBase):
         item = (<TensorBase>item)._array
-    elif isinstance(item, list):
+    elif isinstance(item, (list, range)):
         item = np.asarray(item)
+        if item.size == 0 and item.dtype.kind not in "biu":
+            item = item.astype(NP_INT64)
     elif isinstance(item, np.integer):
         return int(item)
+    elif isinstance(item, np.bool_):
+        raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                         "Variables are valid indices (got numpy.bool)")
     if isinstance(item, np.ndarray):
         if item.dtype.kind not in "biu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
@@ -186,6 +297,8 @@ cdef object setitem_key_item(object item, list advanced):
 
 cdef object setitem_key(object key, list advanced):
     """The numpy key for x[key] = v (tensors and lists become index arrays)."""
+    if isinstance(key, list) and sequence_as_tuple(<list>key):
+        key = tuple(key)
     if isinstance(key, tuple):
         return tuple(setitem_key_item(k, advanced) for k in key)
     return setitem_key_item(key, advanced)
@@ -195,8 +308,19 @@ cdef object setitem_op(TensorBase self, object key, object value):
     cdef list advanced = []
     cdef bint recording = records(self, value)
     cdef Record* r
-    check_inplace(self, recording)
+    cdef tuple vkey
+    check_inplace(self, recording, True)
     nkey = setitem_key(key, advanced)
+    if recording and writes_through_view(self):
+        # view[key] = value as base[the base positions of view[key]] = value (CopySlices)
+        vkey = view_key(self)
+        try:
+            bkey = tuple(k[nkey] for k in vkey)
+        except IndexError as e:
+            raise IndexError(str(e).replace("axis", "dimension")) from None
+        setitem_op(<TensorBase>self._base, bkey, value)
+        rebind_view(self, vkey)
+        return None
     A = self._array
     if isinstance(value, TensorBase):
         V = (<TensorBase>value)._array
@@ -229,6 +353,49 @@ cdef object setitem_op(TensorBase self, object key, object value):
     bump_version(self)
     adopt_record(self, result)
     return None
+
+
+# -- out= ----------------------------------------------------------------------------------------
+
+cdef object write_out(str name, object out, tuple operands, object fn, dict kwargs):
+    """fn(*operands, **kwargs) written into `out`, PyTorch's out= semantics: not differentiable
+    (refused when grad mode is on and out or an operand requires grad), the result cast to out's
+    dtype if it can be, and out resized (with PyTorch's warning unless it was empty) to the
+    result's shape.  Returns out."""
+    if not isinstance(out, TensorBase):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    cdef TensorBase o = <TensorBase>out
+    if grad_enabled() and (o._requires_grad or any(
+            isinstance(t, TensorBase) and (<TensorBase>t)._requires_grad for t in operands)):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    with no_grad_scope():
+        res = fn(*operands, **(kwargs or {}))
+    R = (<TensorBase>res)._array
+    A = o._array
+    if not np.can_cast(R.dtype, A.dtype, "same_kind"):
+        raise RuntimeError(f"result type {scalar_type_name(R.dtype)} can't be cast to the "
+                           f"desired output type {scalar_type_name(A.dtype)}")
+    if A.shape != R.shape:
+        if A.size:
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(A.shape)}, which does not match the required output shape "
+                f"{list(R.shape)}. This behavior is deprecated, and in a future PyTorch release "
+                "outputs will not be resized unless they have zero elements. You can explicitly "
+                "reuse an out tensor t by resizing it, inplace, to zero elements with "
+                "t.resize_(0).", UserWarning, stacklevel=3)
+        if o._base is not None:
+            raise RuntimeError("tapegrad cannot resize a view given as out=; pass a tensor of "
+                               f"shape {list(R.shape)}")
+        o._array = R.astype(A.dtype, copy=True)
+    else:
+        if not A.flags.writeable:
+            raise RuntimeError("cannot write into a read-only tensor (an expanded or broadcast "
+                               "view); clone() it first")
+        np.copyto(A, R, casting="unsafe")
+    bump_version(o)
+    return out
 
 
 # -- named in-place methods ----------------------------------------------------------------------

@@ -307,9 +307,12 @@ cdef inline TensorBase require_tensor(object x, str fn, str arg, int pos):
     return <TensorBase>x
 
 
-def matmul(input, other):
+def matmul(input, other, *, out=None):
     """Matrix product with NumPy/PyTorch semantics: 1-D operands are vectors (dot, matrix-vector,
-    vector-matrix), N-D operands are batches of matrices whose batch dims broadcast."""
+    vector-matrix), N-D operands are batches of matrices whose batch dims broadcast.  out=: the
+    result is written into `out` (not differentiable)."""
+    if out is not None:
+        return write_out("matmul", out, (input, other), matmul, None)
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         if replayable_mm(input, other):
             res = matmul_eager(input, other)
@@ -527,6 +530,59 @@ cdef object linear_eager(input, weight, bias=None):
 
 
 _LINALG_OPS = dict(matmul=matmul, mm=mm, bmm=bmm, mv=mv, dot=dot, outer=outer)
+# -- tril / triu ---------------------------------------------------------------------------------
+# The lower / upper triangle (of the last two dims) from diagonal `diagonal` on; the gradient is
+# the same triangle of the output's gradient.  scalar = diagonal.
+
+cdef object vjp_triangle(Record* r, object g):
+    k = <Py_ssize_t>r.scalar
+    return nd(np.tril(g, k) if r.op == OP_TRIL else np.triu(g, k))
+
+
+cdef int OP_TRIL = register_op("TrilBackward0", vjp_triangle)
+cdef int OP_TRIU = register_op("TriuBackward0", vjp_triangle)
+
+
+cdef object triangle(int op, TensorBase input, object diagonal):
+    cdef str name = "tril" if op == OP_TRIL else "triu"
+    A = input._array
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    k = operator.index(diagonal)
+    cdef TensorBase res = wrap(nd(np.tril(A, k) if op == OP_TRIL else np.triu(A, k)))
+    cdef Record* r = record1(op, res, input)
+    if r != NULL:
+        r.scalar = k
+    return res
+
+
+def tril(TensorBase input, diagonal=0):
+    """The lower triangle of the last two dims: elements on and below diagonal `diagonal`
+    (0: the main one, > 0 above it, < 0 below), zeros elsewhere; batched over leading dims."""
+    if capturing():
+        return capture_call(tril, (input, diagonal), None)
+    return triangle(OP_TRIL, input, diagonal)
+
+
+def triu(TensorBase input, diagonal=0):
+    """The upper triangle of the last two dims: elements on and above diagonal `diagonal`."""
+    if capturing():
+        return capture_call(triu, (input, diagonal), None)
+    return triangle(OP_TRIU, input, diagonal)
+
+
+def tril_(TensorBase self, diagonal=0):
+    """tril in place."""
+    return inplace_apply(self, tril, (diagonal,))
+
+
+def triu_(TensorBase self, diagonal=0):
+    """triu in place."""
+    return inplace_apply(self, triu, (diagonal,))
+
+
+_LINALG_OPS.update(tril=tril, triu=triu)
+TENSOR_METHODS.update(tril_=tril_, triu_=triu_)
 TENSOR_METHODS.update(_LINALG_OPS)
 TENSOR_METHODS.update(__matmul__=_matmul_op, __rmatmul__=_rmatmul_op)
 TORCH_FUNCTIONS.update(_LINALG_OPS)

@@ -778,7 +778,7 @@ cdef object nn_pointwise_deriv(int kind, object d, double param):
     if kind == NN_MSE:
         return d * 2
     if kind == NN_L1:
-        return np.sign(d)
+        return sign_numpy(d)                            # PyTorch's sign: 0 at NaN
     if kind == NN_SMOOTH_L1:
         return np.minimum(np.maximum(d / param, -1), 1)
     return np.minimum(np.maximum(d, -param), param)

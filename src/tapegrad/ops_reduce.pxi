@@ -20,6 +20,27 @@ import warnings as _warnings
 from libc.math cimport INFINITY
 
 
+# -- numpy's spellings PyTorch accepts on reductions: axis= for dim, keepdims= for keepdim ----------
+
+cdef object dim_alias(str fname, object dim, object axis):
+    """dim, or its alias `axis` (given at most once, as PyTorch's argument parser requires)."""
+    if axis is None:
+        return dim
+    if dim is not None:
+        raise TypeError(f"{fname}() got multiple values for argument 'dim' (alias 'axis')")
+    return axis
+
+
+cdef bint keepdim_alias(str fname, object keepdim, object keepdims) except -1:
+    """keepdim, or its alias `keepdims`."""
+    if keepdims is None:
+        return bool(keepdim)
+    if keepdim:
+        raise TypeError(f"{fname}() got multiple values for argument 'keepdim' (alias "
+                        "'keepdims')")
+    return bool(keepdims)
+
+
 cdef tuple normalize_dims(object dim, int ndim):
     """dim (None, int or sequence, negatives allowed) -> sorted tuple of axes; PyTorch's errors."""
     if dim is None:
@@ -185,15 +206,17 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
     return res
 
 
-def sum(TensorBase input, dim=None, keepdim=False, *, dtype=None):
+def sum(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Sum of all elements, or over `dim` (int or tuple; keepdim keeps them as size 1).  Integer
     and bool tensors sum to int64; `dtype` casts the input first."""
-    return reduce_op(OP_SUM, input, dim, bool(keepdim), dtype)
+    return reduce_op(OP_SUM, input, dim_alias("sum", dim, axis),
+                     keepdim_alias("sum", keepdim, keepdims), dtype)
 
 
-def mean(TensorBase input, dim=None, keepdim=False, *, dtype=None):
+def mean(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean of all elements, or over `dim` (floating point tensors only, as in PyTorch)."""
-    return reduce_op(OP_MEAN, input, dim, bool(keepdim), dtype)
+    return reduce_op(OP_MEAN, input, dim_alias("mean", dim, axis),
+                     keepdim_alias("mean", keepdim, keepdims), dtype)
 
 
 # -- prod -----------------------------------------------------------------------------------------
@@ -253,13 +276,15 @@ cdef int OP_PROD = register_op("ProdBackward0", vjp_prod)
 cdef int OP_PROD_DIM = register_op("ProdBackward1", vjp_prod)
 
 
-def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None):
+def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Product of all elements, or along one `dim`.  Integer and bool tensors multiply as int64.
     The gradient is right with zeros in the input (the product of the other elements)."""
     cdef Record* r
+    dim = dim_alias("prod", dim, axis)
+    keepdim = keepdim_alias("prod", keepdim, keepdims)
     A = input._array
     cdef int ndim = A.ndim
-    cdef int axis = -1
+    cdef int ax = -1
     if dim is None:
         if keepdim:
             raise TypeError("prod() received an invalid combination of arguments - got "
@@ -267,8 +292,8 @@ def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None):
                             "bool keepdim, *, torch.dtype dtype)")
         axes = tuple(range(ndim))
     else:
-        axis = single_axis(dim, ndim, "prod")
-        axes = (axis,) if ndim > 0 else ()
+        ax = single_axis(dim, ndim, "prod")
+        axes = (ax,) if ndim > 0 else ()
     if dtype is not None:
         A = A.astype(to_np_dtype(dtype))
     elif A.dtype.kind in "biu":
@@ -283,7 +308,7 @@ def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None):
         save_value(r, 0, A, input)
         keep_saved(r, 1, outk, res)
         keep(&r.aux, (A.shape, axes, bool(keepdim) and dim is not None,
-                      axis if (dim is not None and ndim > 0) else -1, input._array.dtype))
+                      ax if (dim is not None and ndim > 0) else -1, input._array.dtype))
     return res
 
 
@@ -521,26 +546,28 @@ cdef object max_min(bint is_max, TensorBase input, object dim, object keepdim):
     return extreme_along(OP_MAX_DIM if is_max else OP_MIN_DIM, input, axis, bool(keepdim), name)
 
 
-def max_(TensorBase input, dim=None, keepdim=False):
+def max_(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """max(input): the largest element (gradient split evenly among ties);
     max(input, dim, keepdim=False): tapegrad.return_types.max(values, indices) along `dim`
     (gradient to the returned index); max(input, other): elementwise maximum."""
-    return max_min(True, input, dim, keepdim)
+    return max_min(True, input, dim_alias("max", dim, axis), keepdim_alias("max", keepdim, keepdims))
 
 
-def min_(TensorBase input, dim=None, keepdim=False):
+def min_(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """min(input), min(input, dim, keepdim=False) -> (values, indices), min(input, other)."""
-    return max_min(False, input, dim, keepdim)
+    return max_min(False, input, dim_alias("min", dim, axis), keepdim_alias("min", keepdim, keepdims))
 
 
-def amax(TensorBase input, dim=(), keepdim=False):
+def amax(TensorBase input, dim=(), keepdim=False, *, axis=None, keepdims=None):
     """Largest value over `dim` (int or tuple; all dims by default); ties split the gradient."""
-    return extreme_dims(OP_AMAX, input, dim, bool(keepdim), "amax")
+    return extreme_dims(OP_AMAX, input, dim_alias("amax", None if dim == () else dim, axis),
+                        keepdim_alias("amax", keepdim, keepdims), "amax")
 
 
-def amin(TensorBase input, dim=(), keepdim=False):
+def amin(TensorBase input, dim=(), keepdim=False, *, axis=None, keepdims=None):
     """Smallest value over `dim` (int or tuple; all dims by default); ties split the gradient."""
-    return extreme_dims(OP_AMIN, input, dim, bool(keepdim), "amin")
+    return extreme_dims(OP_AMIN, input, dim_alias("amin", None if dim == () else dim, axis),
+                        keepdim_alias("amin", keepdim, keepdims), "amin")
 
 
 # -- argmax / argmin / count_nonzero (not differentiable) ----------------------------------------
@@ -568,20 +595,22 @@ cdef object arg_extreme(bint is_max, TensorBase input, object dim, bint keepdim)
     return wrap(nd(out.astype(NP_INT64)))
 
 
-def argmax(TensorBase input, dim=None, keepdim=False):
+def argmax(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Index of the largest element (flattened, or along `dim`); int64, not differentiable."""
-    return arg_extreme(True, input, dim, bool(keepdim))
+    return arg_extreme(True, input, dim_alias("argmax", dim, axis),
+                       keepdim_alias("argmax", keepdim, keepdims))
 
 
-def argmin(TensorBase input, dim=None, keepdim=False):
+def argmin(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Index of the smallest element (flattened, or along `dim`); int64, not differentiable."""
-    return arg_extreme(False, input, dim, bool(keepdim))
+    return arg_extreme(False, input, dim_alias("argmin", dim, axis),
+                       keepdim_alias("argmin", keepdim, keepdims))
 
 
-def count_nonzero(TensorBase input, dim=None):
+def count_nonzero(TensorBase input, dim=None, *, axis=None):
     """Number of non-zero elements (over all dims, or over `dim`: int or tuple); int64."""
     A = input._array
-    axes = reduction_axes(dim, A.ndim, "count_nonzero")
+    axes = reduction_axes(dim_alias("count_nonzero", dim, axis), A.ndim, "count_nonzero")
     return wrap(nd(np.add.reduce(np.not_equal(A, 0), axis=axes, dtype=NP_INT64)))
 
 
@@ -657,16 +686,20 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
     return res
 
 
-def var(TensorBase input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var(TensorBase input, dim=None, unbiased=None, keepdim=False, *, correction=None,
+        axis=None, keepdims=None):
     """Variance over all elements or `dim`, with Bessel's correction by default (`correction=1`;
     `unbiased=False` or `correction=0` for the population variance)."""
-    return var_std(False, input, dim, unbiased, keepdim, correction)
+    return var_std(False, input, dim_alias("var", dim, axis), unbiased,
+                   keepdim_alias("var", keepdim, keepdims), correction)
 
 
-def std(TensorBase input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std(TensorBase input, dim=None, unbiased=None, keepdim=False, *, correction=None,
+        axis=None, keepdims=None):
     """Standard deviation (square root of var(); same arguments).  Its gradient is 0 where the
     result is 0, as in PyTorch."""
-    return var_std(True, input, dim, unbiased, keepdim, correction)
+    return var_std(True, input, dim_alias("std", dim, axis), unbiased,
+                   keepdim_alias("std", keepdim, keepdims), correction)
 
 
 # -- logsumexp ------------------------------------------------------------------------------------
@@ -682,15 +715,17 @@ cdef object vjp_logsumexp(Record* r, object g):
 cdef int OP_LOGSUMEXP = register_op("LogsumexpBackward0", vjp_logsumexp)
 
 
-def logsumexp(TensorBase input, dim, keepdim=False):
+def logsumexp(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """log(sum(exp(input))) over `dim` (int or tuple), computed stably (shifted by the max)."""
     cdef Record* r
+    dim = dim_alias("logsumexp", dim, axis)
+    keepdim = keepdim_alias("logsumexp", keepdim, keepdims)
     if dim is None:
         raise TypeError("logsumexp(): argument 'dim' (position 1) must be tuple of ints, not "
                         "NoneType")
     A = input._array
     if A.dtype.kind != "f":
-        A = A.astype(NP_FLOAT32)
+        A = A.astype(DEFAULT_FLOAT)
     cdef int ndim = A.ndim
     cdef tuple axes = reduction_axes(dim, ndim, "logsumexp")
     cdef bint kd = bool(keepdim)
@@ -721,7 +756,7 @@ cdef object vjp_norm(Record* r, object g):
     if p == 0:
         return None                                     # PyTorch: no gradient for the 0-"norm"
     if p == 1:
-        return nd(np.multiply(np.sign(A), gk))
+        return nd(np.multiply(sign_numpy(A), gk))          # PyTorch's sign: 0 at NaN
     bshape = outk.shape                                 # gk has the same (keepdim) shape
     if p == 2:
         scale = np.divide(gk, outk, out=np.zeros(bshape, dtype=A.dtype),
@@ -729,8 +764,9 @@ cdef object vjp_norm(Record* r, object g):
         return nd(np.multiply(A, scale))
     if p == INFINITY or p == -INFINITY:
         mask = np.equal(np.abs(A), outk)
-        count = np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype)
-        return nd(np.multiply(np.multiply(np.sign(A), mask), np.divide(gk, count)))
+        # a NaN norm matches no element: a zero gradient, as PyTorch's (not 0 * (g / 0))
+        count = np.maximum(np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype), 1)
+        return nd(np.multiply(np.multiply(sign_numpy(A), mask), np.divide(gk, count)))
     # sign(x) |x|^(p-1) * g / norm^(p-1), 0 where x == 0 or norm == 0
     scale = np.divide(gk, np.power(outk, p - 1), out=np.zeros(bshape, dtype=A.dtype),
                       where=np.not_equal(outk, 0))

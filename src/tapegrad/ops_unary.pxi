@@ -68,7 +68,7 @@ cdef object promote_operands(tuple ops):
         out = zeros
         cat = np_category(out.num)
     if sc > cat:
-        out = NP_FLOAT32 if sc == CAT_FLOAT else (NP_INT64 if sc == CAT_INT else NP_BOOL)
+        out = DEFAULT_FLOAT if sc == CAT_FLOAT else (NP_INT64 if sc == CAT_INT else NP_BOOL)
     return out
 
 
@@ -250,7 +250,7 @@ cdef object math_op(int op, int kop, TensorBase x, bint save_output):
             out = ucall_forward(kop, A)
     else:
         if kind != "f":
-            A = A.astype(NP_FLOAT32)
+            A = A.astype(DEFAULT_FLOAT)
         out = ucall_forward(kop, A)
     cdef TensorBase res = wrap(out)
     r = record1(op, res, x)
@@ -354,8 +354,9 @@ cdef object vjp_elu(Record* r, object g):
         out = fast_param(TG_ELU_GRAD, g, x, r.scalar, 0)
         if out is not None:
             return out
-    out = np.array(g, dtype=g.dtype, copy=True)         # PyTorch: x <= 0 ? grad*alpha*e^x : grad
-    np.multiply(g, np.exp(x) * r.scalar, out=out, where=x <= 0)
+    # PyTorch: x > 0 ? grad : grad*alpha*e^x (its vectorized loop: NaN where x is NaN)
+    out = np.array(g, dtype=g.dtype, copy=True)
+    np.multiply(g, np.exp(x) * r.scalar, out=out, where=np.logical_not(x > 0))
     return out
 
 cdef object vjp_softplus(Record* r, object g):
@@ -1029,14 +1030,16 @@ cdef object any_all(TensorBase input, object dim, bint keepdim, bint is_any):
     return wrap(out)
 
 
-def any_(TensorBase input, dim=None, keepdim=False):
+def any_(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Whether any element (over `dim`, an int or tuple, if given) is nonzero; bool tensor."""
-    return any_all(input, dim, keepdim, True)
+    return any_all(input, dim_alias("any", dim, axis), keepdim_alias("any", keepdim, keepdims),
+                   True)
 
 
-def all_(TensorBase input, dim=None, keepdim=False):
+def all_(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     """Whether all elements (over `dim`, an int or tuple, if given) are nonzero; bool tensor."""
-    return any_all(input, dim, keepdim, False)
+    return any_all(input, dim_alias("all", dim, axis), keepdim_alias("all", keepdim, keepdims),
+                   False)
 
 
 # -- dtype conversions -----------------------------------------------------------------------------

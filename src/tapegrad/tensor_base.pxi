@@ -139,7 +139,32 @@ cdef class GradFn:
             TAPE.decref(i)
 
     def name(self):
+        if TAPE.recs[self._node].op == OP_LEAF:
+            return "torch::autograd::AccumulateGrad"
         return type(self).__name__
+
+    @property
+    def next_functions(self):
+        """((node, 0), ...) per recorded input, as PyTorch's: the input's grad_fn, the
+        AccumulateGrad node of a leaf that requires grad, or None where no gradient flows
+        (tapegrad records one output per node, so the index is always 0)."""
+        cdef Record* r = &TAPE.recs[self._node]
+        if r.op == OP_LEAF:
+            return ()
+        cdef Py_ssize_t* inp = rec_inputs(r)
+        cdef Py_ssize_t j
+        cdef list out = []
+        for j in range(r.n_in):
+            out.append((None if inp[j] < 0 else make_grad_fn(inp[j]), 0))
+        return tuple(out)
+
+    @property
+    def variable(self):
+        """The leaf tensor an AccumulateGrad node delivers its gradient to."""
+        cdef Record* r = &TAPE.recs[self._node]
+        if r.op != OP_LEAF:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute 'variable'")
+        return None if r.out == NULL else <object>r.out
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {id(self):#x}>"
@@ -234,13 +259,19 @@ cdef class TensorBase:
         if not isinstance(value, TensorBase):
             raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                             f"{type(value).__name__}")
+        if value is self:
+            raise RuntimeError("can't assign Variable as its own grad")
+        gdt = (<TensorBase>value)._array.dtype
+        if gdt != self._array.dtype:                    # PyTorch checks the dtype before the size
+            raise RuntimeError(
+                f"attempting to assign a gradient with dtype '{C_TYPE_NAMES[gdt.name]}' to a "
+                f"tensor with grad_dtype '{scalar_type_name(self._array.dtype)}'. The gradient "
+                "must match the tensor's grad_dtype (defaults to the tensor's dtype).")
         if (<TensorBase>value)._array.shape != self._array.shape:
-            raise RuntimeError(f"assigned grad has data of a different size: grad shape "
-                               f"{list((<TensorBase>value)._array.shape)}, tensor shape "
-                               f"{list(self._array.shape)}")
-        if (<TensorBase>value)._array.dtype != self._array.dtype:
-            raise RuntimeError(f"assigned grad has data of a different type: "
-                               f"{(<TensorBase>value).dtype} vs {self.dtype}")
+            raise RuntimeError(f"attempting to assign a gradient of size "
+                               f"'{list((<TensorBase>value)._array.shape)}' to a tensor of size "
+                               f"'{list(self._array.shape)}'. Please ensure that the gradient and "
+                               "the tensor are the same size")
         self._grad = value
 
     def retain_grad(self):

@@ -1,0 +1,323 @@
+# ---------------------------------------------------------------------------------------------
+# Math functions beyond ops_unary's C kernels: log10, log2, sinh, cosh, asin, acos, atan; the
+# rounding family floor, ceil, round (decimals=), trunc, frac; and the two-input atan2, fmod,
+# remainder (%) and floor_divide (//).
+#
+# Forwards are numpy ufuncs under IeeeResults (inf and NaN as PyTorch gives them, no warnings);
+# each VJP is PyTorch's derivative formula, next to its forward.  Integer inputs of the
+# transcendental functions give the default float dtype; the rounding functions keep integer
+# dtypes (as PyTorch), and their gradient is zero.  tapegrad.compile replays these ops by running
+# each again as a whole (capture_call).
+# ---------------------------------------------------------------------------------------------
+
+cdef double LN10 = 2.302585092994045684017991454684364208
+cdef double LN2 = 0.693147180559945309417232121458176568
+
+
+# -- one-input functions -------------------------------------------------------------------------
+
+cdef object vjp_math1(Record* r, object g):
+    cdef int op = r.op
+    if op == OP_FRAC:
+        return g
+    if r.saved[0] == NULL:                              # floor, ceil, round, trunc
+        return np.zeros(g.shape, g.dtype)
+    x = <object>r.saved[0]
+    with IeeeResults():
+        if op == OP_LOG10:
+            return nd(np.divide(g, np.multiply(x, LN10)))       # grad / (x ln 10)
+        if op == OP_LOG2:
+            return nd(np.divide(g, np.multiply(x, LN2)))        # grad / (x ln 2)
+        if op == OP_SINH:
+            return nd(np.multiply(g, np.cosh(x)))
+        if op == OP_COSH:
+            return nd(np.multiply(g, np.sinh(x)))
+        if op == OP_ASIN:                                       # grad / sqrt(1 - x^2)
+            return nd(np.divide(g, np.sqrt(np.subtract(1, np.multiply(x, x)))))
+        if op == OP_ACOS:                                       # -grad / sqrt(1 - x^2)
+            return nd(np.divide(np.negative(g), np.sqrt(np.subtract(1, np.multiply(x, x)))))
+        return nd(np.divide(g, np.add(np.multiply(x, x), 1)))  # atan: grad / (1 + x^2)
+
+
+cdef int OP_LOG10 = register_op("Log10Backward0", vjp_math1)
+cdef int OP_LOG2 = register_op("Log2Backward0", vjp_math1)
+cdef int OP_SINH = register_op("SinhBackward0", vjp_math1)
+cdef int OP_COSH = register_op("CoshBackward0", vjp_math1)
+cdef int OP_ASIN = register_op("AsinBackward0", vjp_math1)
+cdef int OP_ACOS = register_op("AcosBackward0", vjp_math1)
+cdef int OP_ATAN = register_op("AtanBackward0", vjp_math1)
+cdef int OP_FLOOR = register_op("FloorBackward0", vjp_math1)
+cdef int OP_CEIL = register_op("CeilBackward0", vjp_math1)
+cdef int OP_ROUND = register_op("RoundBackward0", vjp_math1)
+cdef int OP_ROUND_DECIMALS = register_op("RoundBackward1", vjp_math1)
+cdef int OP_TRUNC = register_op("TruncBackward0", vjp_math1)
+cdef int OP_FRAC = register_op("FracBackward0", vjp_math1)
+
+
+cdef object transcendental(int op, object ufunc, TensorBase x):
+    """A one-input function of the float value of x (integers give the default float dtype)."""
+    A = x._array
+    if A.dtype.kind != "f":
+        A = A.astype(DEFAULT_FLOAT)
+    with IeeeResults():
+        out = nd(ufunc(A))
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record1(op, res, x)
+    if r != NULL:
+        save_value(r, 0, A, x)
+    return res
+
+
+cdef object rounding(int op, TensorBase x, object fn, str kernel):
+    """floor / ceil / round / trunc / frac: integer dtypes kept (frac refuses them); the
+    derivative is zero (frac: one)."""
+    A = x._array
+    if A.dtype.kind != "f":
+        if op == OP_FRAC or op == OP_ROUND_DECIMALS or A.dtype.kind == "b":
+            raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                      f"'{scalar_type_name(A.dtype)}'")
+        out = A.copy()
+    else:
+        with IeeeResults():
+            out = nd(fn(A))
+    cdef TensorBase res = wrap(out)
+    record1(op, res, x)                                 # no saved value: the VJP needs none
+    return res
+
+
+def log10(TensorBase input):
+    """Base-10 logarithm."""
+    if capturing():
+        return capture_call(log10, (input,), None)
+    return transcendental(OP_LOG10, np.log10, input)
+
+def log2(TensorBase input):
+    """Base-2 logarithm."""
+    if capturing():
+        return capture_call(log2, (input,), None)
+    return transcendental(OP_LOG2, np.log2, input)
+
+def sinh(TensorBase input):
+    """Hyperbolic sine."""
+    if capturing():
+        return capture_call(sinh, (input,), None)
+    return transcendental(OP_SINH, np.sinh, input)
+
+def cosh(TensorBase input):
+    """Hyperbolic cosine."""
+    if capturing():
+        return capture_call(cosh, (input,), None)
+    return transcendental(OP_COSH, np.cosh, input)
+
+def asin(TensorBase input):
+    """Inverse sine (NaN outside [-1, 1])."""
+    if capturing():
+        return capture_call(asin, (input,), None)
+    return transcendental(OP_ASIN, np.arcsin, input)
+
+def acos(TensorBase input):
+    """Inverse cosine (NaN outside [-1, 1])."""
+    if capturing():
+        return capture_call(acos, (input,), None)
+    return transcendental(OP_ACOS, np.arccos, input)
+
+def atan(TensorBase input):
+    """Inverse tangent."""
+    if capturing():
+        return capture_call(atan, (input,), None)
+    return transcendental(OP_ATAN, np.arctan, input)
+
+
+def floor(TensorBase input):
+    """Largest integer <= input (integer dtypes kept); zero gradient."""
+    if capturing():
+        return capture_call(floor, (input,), None)
+    return rounding(OP_FLOOR, input, np.floor, "floor_cpu")
+
+def ceil(TensorBase input):
+    """Smallest integer >= input (integer dtypes kept); zero gradient."""
+    if capturing():
+        return capture_call(ceil, (input,), None)
+    return rounding(OP_CEIL, input, np.ceil, "ceil_cpu")
+
+def trunc(TensorBase input):
+    """input rounded toward zero (integer dtypes kept); zero gradient."""
+    if capturing():
+        return capture_call(trunc, (input,), None)
+    return rounding(OP_TRUNC, input, np.trunc, "trunc_cpu")
+
+def frac(TensorBase input):
+    """input - trunc(input) (floating point only); gradient one."""
+    if capturing():
+        return capture_call(frac, (input,), None)
+    return rounding(OP_FRAC, input, lambda A: A - np.trunc(A), "frac_cpu")
+
+def round_(TensorBase input, *, decimals=0):
+    """Round half to even, to `decimals` decimal places (PyTorch: x * 10^d rounded, / 10^d;
+    for d < 0, x / 10^-d rounded, * 10^-d); zero gradient."""
+    if capturing():
+        return capture_call(round_, (input,), {"decimals": decimals})
+    d = operator.index(decimals)
+    if d == 0:
+        return rounding(OP_ROUND, input, np.rint, "round_cpu")
+    if d > 0:
+        scale = 10.0 ** d
+        return rounding(OP_ROUND_DECIMALS, input, lambda A: np.rint(A * scale) / scale,
+                        "round_cpu")
+    scale = 10.0 ** (-d)
+    return rounding(OP_ROUND_DECIMALS, input, lambda A: np.rint(A / scale) * scale, "round_cpu")
+
+
+# -- two-input functions -------------------------------------------------------------------------
+# saved = (a, b) in the computation dtype (a scalar operand as itself); aux as binary_op's.
+
+cdef object vjp_math2(Record* r, object g):
+    A = <object>r.saved[0]
+    B = <object>r.saved[1]
+    cdef int op = r.op
+    ga = gb = None
+    with IeeeResults():
+        if op == OP_ATAN2:                              # (grad b, -grad a) / (a^2 + b^2)
+            recip = np.reciprocal(np.add(np.multiply(A, A), np.multiply(B, B)))
+            if needs_grad(r, 0):
+                ga = nd(np.multiply(np.multiply(g, B), recip))
+            if needs_grad(r, 1):
+                gb = nd(np.multiply(np.multiply(g, np.negative(A)), recip))
+        else:                                           # fmod: trunc(a / b); remainder: floor
+            if needs_grad(r, 0):
+                ga = g
+            if needs_grad(r, 1):
+                q = np.divide(A, B)
+                q = np.trunc(q) if op == OP_FMOD or op == OP_FMOD_T else np.floor(q)
+                gb = nd(np.multiply(np.negative(g), q))
+    return fit_binary_grads(r, ga, gb)
+
+
+cdef object vjp_not_implemented(Record* r, object g):
+    raise RuntimeError(f"derivative for {<object>r.aux} is not implemented")
+
+
+cdef int OP_ATAN2 = register_op("Atan2Backward0", vjp_math2)
+cdef int OP_FMOD = register_op("FmodBackward0", vjp_math2)          # scalar other
+cdef int OP_FMOD_T = register_op("FmodBackward1", vjp_math2)        # tensor other
+cdef int OP_REMAINDER = register_op("RemainderBackward0", vjp_math2)
+cdef int OP_REMAINDER_T = register_op("RemainderBackward1", vjp_math2)
+# floor_divide, and remainder(number, tensor): PyTorch records a node whose backward raises
+cdef int OP_NOT_IMPLEMENTED = register_op("NotImplemented", vjp_not_implemented)
+cdef int OP_FLOOR_DIVIDE = -1                           # (binary_math's selector only)
+
+
+cdef object integer_division(object ufunc, object A, object B):
+    """An integer fmod / remainder / floor_divide: PyTorch's error for a zero divisor."""
+    if np.any(np.equal(B, 0)):
+        raise RuntimeError("ZeroDivisionError")
+    return nd(np.asarray(ufunc(A, B)))
+
+
+cdef object binary_math(int op, object a, object b, str name):
+    """Forward and record of atan2 / fmod / remainder / floor_divide (a or b may be a number)."""
+    cdef Record* r
+    a = as_operand(a)
+    b = as_operand(b)
+    if a is NotImplemented or b is NotImplemented:
+        return NotImplemented
+    cdef bint a_tensor = isinstance(a, TensorBase), b_tensor = isinstance(b, TensorBase)
+    if op == OP_ATAN2 and not b_tensor:
+        raise TypeError(f"atan2(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(b).__name__}")
+    dt = result_dtype(a, b)
+    if op == OP_ATAN2 and dt.kind != "f":
+        dt = DEFAULT_FLOAT
+    A = operand_value(a, dt)
+    B = operand_value(b, dt)
+    sa, sb = operand_shape(a), operand_shape(b)
+    if a_tensor and b_tensor and sa != sb:
+        broadcast_shapes_torch(sa, sb)
+    if dt.kind == "b" and op != OP_ATAN2:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+    if op == OP_ATAN2:
+        with IeeeResults():
+            out = nd(np.asarray(np.arctan2(A, B)))
+    elif dt.kind != "f":
+        out = integer_division(np.fmod if op == OP_FMOD else
+                               (np.remainder if op == OP_REMAINDER else np.floor_divide), A, B)
+    else:
+        with IeeeResults():
+            if op == OP_FMOD:
+                out = nd(np.asarray(np.fmod(A, B)))
+            elif op == OP_REMAINDER:
+                out = nd(np.asarray(np.remainder(A, B)))
+            else:                                       # Python's float //, as PyTorch's
+                out = nd(np.asarray(np.floor_divide(A, B)))
+    out = np.asarray(out, dtype=dt)
+    cdef TensorBase res = wrap(out)
+    cdef str aten = None
+    if op == OP_FLOOR_DIVIDE or (op == OP_REMAINDER and not a_tensor):
+        aten = "aten::" + name
+        op = OP_NOT_IMPLEMENTED
+    elif (op == OP_FMOD or op == OP_REMAINDER) and b_tensor:
+        op = OP_FMOD_T if op == OP_FMOD else OP_REMAINDER_T
+    r = record_from(op, res, (a if a_tensor else None, b if b_tensor else None))
+    if r != NULL and aten is not None:
+        keep(&r.aux, aten)
+    elif r != NULL:
+        save_value(r, 0, A, a)
+        save_value(r, 1, B, b)
+        oshape = out.shape
+        keep(&r.aux, (sa if sa != oshape else None,
+                      (<TensorBase>a)._array.dtype if a_tensor else None,
+                      sb if sb != oshape else None,
+                      (<TensorBase>b)._array.dtype if b_tensor else None))
+    return res
+
+
+def atan2(TensorBase input, other):
+    """Angle of the point (other, input): arctan(input / other) in the right quadrant."""
+    if capturing():
+        return capture_call(atan2, (input, other), None)
+    return binary_math(OP_ATAN2, input, other, "atan2")
+
+def fmod(TensorBase input, other):
+    """C's fmod: input - trunc(input / other) * other (the sign of input)."""
+    if capturing():
+        return capture_call(fmod, (input, other), None)
+    return binary_math(OP_FMOD, input, other, "fmod")
+
+def remainder(input, other):
+    """Python's modulus: input - floor(input / other) * other (the sign of other)."""
+    if capturing():
+        return capture_call(remainder, (input, other), None)
+    return binary_math(OP_REMAINDER, input, other, "remainder")
+
+def floor_divide(input, other):
+    """floor(input / other) (integer dtypes kept); not differentiable, as in PyTorch."""
+    if capturing():
+        return capture_call(floor_divide, (input, other), None)
+    return binary_math(OP_FLOOR_DIVIDE, input, other, "floor_divide")
+
+def tensor_mod(self, other):
+    return binary_math(OP_REMAINDER, self, other, "remainder")
+
+def tensor_rmod(self, other):
+    return binary_math(OP_REMAINDER, other, self, "remainder")
+
+def tensor_floordiv(self, other):
+    return binary_math(OP_FLOOR_DIVIDE, self, other, "floor_divide")
+
+def tensor_rfloordiv(self, other):
+    return binary_math(OP_FLOOR_DIVIDE, other, self, "floor_divide")
+
+
+round_.__name__ = round_.__qualname__ = "round"
+for _fn, _name in ((tensor_mod, "__mod__"), (tensor_rmod, "__rmod__"),
+                   (tensor_floordiv, "__floordiv__"), (tensor_rfloordiv, "__rfloordiv__")):
+    _fn.__name__ = _name
+    _fn.__qualname__ = "Tensor." + _name
+
+_MATH_FUNCTIONS = dict(log10=log10, log2=log2, sinh=sinh, cosh=cosh, asin=asin, arcsin=asin,
+                       acos=acos, arccos=acos, atan=atan, arctan=atan, floor=floor, ceil=ceil,
+                       round=round_, trunc=trunc, fix=trunc, frac=frac, atan2=atan2, arctan2=atan2,
+                       fmod=fmod, remainder=remainder, floor_divide=floor_divide)
+TORCH_FUNCTIONS.update(_MATH_FUNCTIONS)
+TENSOR_METHODS.update(_MATH_FUNCTIONS, __mod__=tensor_mod, __rmod__=tensor_rmod,
+                      __floordiv__=tensor_floordiv, __rfloordiv__=tensor_rfloordiv)
