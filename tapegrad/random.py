@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _core
 from ._device import as_device, check_device
-from .creation import (_DEFAULT_FLOAT, _INT_CTYPES, _SCALAR_NAMES, _broadcast_shapes,
+from .creation import (_default_float, _INT_CTYPES, _SCALAR_NAMES, _broadcast_shapes,
                        _check_inplace, _check_requires_grad, _is_int, _make, _np_dtype,
                        _size_args)
 from .tensor import Tensor
@@ -227,7 +227,7 @@ def _standard_normal(rng: np.random.Generator, shape, dt) -> np.ndarray:
 
 
 def _float_dtype(dtype, kernel: str) -> np.dtype:
-    dt = _np_dtype(dtype) or _DEFAULT_FLOAT
+    dt = _np_dtype(dtype) or _default_float()
     if dt.kind != "f":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_name(dt)}\'')
     return dt
