@@ -559,14 +559,14 @@ cdef object triangle(int op, TensorBase input, object diagonal):
 def tril(TensorBase input, diagonal=0):
     """The lower triangle of the last two dims: elements on and below diagonal `diagonal`
     (0: the main one, > 0 above it, < 0 below), zeros elsewhere; batched over leading dims."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(tril, (input, diagonal), None)
     return triangle(OP_TRIL, input, diagonal)
 
 
 def triu(TensorBase input, diagonal=0):
     """The upper triangle of the last two dims: elements on and above diagonal `diagonal`."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(triu, (input, diagonal), None)
     return triangle(OP_TRIU, input, diagonal)
 

@@ -87,75 +87,75 @@ cdef object rounding(int op, TensorBase x, object fn, str kernel):
 
 def log10(TensorBase input):
     """Base-10 logarithm."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(log10, (input,), None)
     return transcendental(OP_LOG10, np.log10, input)
 
 def log2(TensorBase input):
     """Base-2 logarithm."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(log2, (input,), None)
     return transcendental(OP_LOG2, np.log2, input)
 
 def sinh(TensorBase input):
     """Hyperbolic sine."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(sinh, (input,), None)
     return transcendental(OP_SINH, np.sinh, input)
 
 def cosh(TensorBase input):
     """Hyperbolic cosine."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(cosh, (input,), None)
     return transcendental(OP_COSH, np.cosh, input)
 
 def asin(TensorBase input):
     """Inverse sine (NaN outside [-1, 1])."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(asin, (input,), None)
     return transcendental(OP_ASIN, np.arcsin, input)
 
 def acos(TensorBase input):
     """Inverse cosine (NaN outside [-1, 1])."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(acos, (input,), None)
     return transcendental(OP_ACOS, np.arccos, input)
 
 def atan(TensorBase input):
     """Inverse tangent."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(atan, (input,), None)
     return transcendental(OP_ATAN, np.arctan, input)
 
 
 def floor(TensorBase input):
     """Largest integer <= input (integer dtypes kept); zero gradient."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(floor, (input,), None)
     return rounding(OP_FLOOR, input, np.floor, "floor_cpu")
 
 def ceil(TensorBase input):
     """Smallest integer >= input (integer dtypes kept); zero gradient."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(ceil, (input,), None)
     return rounding(OP_CEIL, input, np.ceil, "ceil_cpu")
 
 def trunc(TensorBase input):
     """input rounded toward zero (integer dtypes kept); zero gradient."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(trunc, (input,), None)
     return rounding(OP_TRUNC, input, np.trunc, "trunc_cpu")
 
 def frac(TensorBase input):
     """input - trunc(input) (floating point only); gradient one."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(frac, (input,), None)
     return rounding(OP_FRAC, input, lambda A: A - np.trunc(A), "frac_cpu")
 
 def round_(TensorBase input, *, decimals=0):
     """Round half to even, to `decimals` decimal places (PyTorch: x * 10^d rounded, / 10^d;
     for d < 0, x / 10^-d rounded, * 10^-d); zero gradient."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(round_, (input,), {"decimals": decimals})
     d = operator.index(decimals)
     if d == 0:
@@ -273,25 +273,25 @@ cdef object binary_math(int op, object a, object b, str name):
 
 def atan2(TensorBase input, other):
     """Angle of the point (other, input): arctan(input / other) in the right quadrant."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(atan2, (input, other), None)
     return binary_math(OP_ATAN2, input, other, "atan2")
 
 def fmod(TensorBase input, other):
     """C's fmod: input - trunc(input / other) * other (the sign of input)."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(fmod, (input, other), None)
     return binary_math(OP_FMOD, input, other, "fmod")
 
 def remainder(input, other):
     """Python's modulus: input - floor(input / other) * other (the sign of other)."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(remainder, (input, other), None)
     return binary_math(OP_REMAINDER, input, other, "remainder")
 
 def floor_divide(input, other):
     """floor(input / other) (integer dtypes kept); not differentiable, as in PyTorch."""
-    if capturing():
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(floor_divide, (input, other), None)
     return binary_math(OP_FLOOR_DIVIDE, input, other, "floor_divide")
 
