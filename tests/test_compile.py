@@ -292,6 +292,14 @@ def test_signed_zero_in_the_closure_is_guarded():
     assert f(one).item() == float("-inf")
 
 
+def test_signed_zero_arguments_have_their_own_signature():
+    f = tg.compile(lambda x, c: x / c)
+    one = tg.tensor([1.0])
+    assert f(one, 0.0).item() == float("inf") and f(one, 0.0).item() == float("inf")
+    assert f(one, -0.0).item() == float("-inf")
+    assert f(one, -0.0).item() == float("-inf")
+
+
 def test_closure_rebound_to_another_tensor_is_detected():
     w = tg.ones(2, requires_grad=True)
     f = tg.compile(lambda x: (w * x).sum())

@@ -14,6 +14,7 @@
 # (elementwise ops on contiguous float buffers) run without touching a Python object.
 # ---------------------------------------------------------------------------------------------
 
+from libc.math cimport copysign
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy, memset
 
@@ -1025,6 +1026,10 @@ def _call_key(tuple args, dict kwargs):
             A = (<TensorBase>a)._array
             parts.append((A.shape, cnp.PyArray_TYPE(A), (<TensorBase>a)._requires_grad,
                           cnp.PyArray_IS_C_CONTIGUOUS(A), seen.setdefault(id(a), len(seen))))
+        elif type(a) is float and a == 0.0:
+            # 0.0 == -0.0 (and they hash alike), but `x / c` captured at one of them gives the
+            # other's infinities: the sign is part of the signature.
+            parts.append((float, a, copysign(1.0, a)))
         else:
             parts.append((type(a), a))
     key = tuple(parts)
