@@ -42,10 +42,10 @@ def test_digits_data_ship_with_the_package():
 
 def test_cnn_on_a_training_subset_learns_and_reports():
     out = io.StringIO()
-    acc = demo.train(epochs=2, seed=0, stream=out, model="cnn", train_subset=256)
-    assert acc > 0.5                             # 256 digits, 2 epochs; chance is 0.10
+    acc = demo.train(epochs=2, seed=0, stream=out, model="cnn", train_subset=512)
+    assert acc > 0.35            # 512 digits, 2 epochs (0.54..0.67 over seeds 0-3); chance is 0.10
     text = out.getvalue()
-    assert "CNN conv3x3(16)-conv3x3(32)-maxpool-64-10 on 256 UCI digits (359 held out)" in text
+    assert "CNN conv3x3(16)-conv3x3(32)-maxpool-64-10 on 512 UCI digits (359 held out)" in text
     assert "epoch   2/2" in text and "test accuracy" in text
 
 
