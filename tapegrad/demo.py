@@ -140,8 +140,8 @@ def train(epochs: int | None = None, lr: float | None = None, batch_size: int | 
     scheduler = (torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * len(loader))
                  if defaults["anneal"] else None)
     print(f"tapegrad {torch.__version__}: {description} on {len(x_train)} UCI digits "
-          f"({len(x_test)} held out), {epochs} epochs, batch {batch_size}, Adam lr {lr}",
-          file=stream)
+          f"({len(x_test)} held out), {epochs} epochs, batch {batch_size}, Adam lr {lr}"
+          f"{' cosine-annealed' if scheduler is not None else ''}", file=stream)
     progress = Progress(epochs, len(loader), stream)
     losses, accs = [], []
     for epoch in range(1, epochs + 1):
