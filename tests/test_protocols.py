@@ -263,3 +263,34 @@ def test_torch_constructors_accept_views(torch):
     assert torch.tensor(ours).tolist() == ours.tolist()
     wide = tg.ones(3).expand(2, 3)
     assert torch.tensor(wide).tolist() == [[1.0] * 3] * 2
+
+
+# -- abs() and reversed() ---------------------------------------------------------------------
+
+def test_builtin_abs_values_and_gradient(gradcheck):
+    assert abs(tg.tensor([-1, 2])).tolist() == [1, 2]
+    assert abs(tg.tensor([-1, 2])).dtype == tg.int64
+    x = tg.tensor([-2.0, 3.0], requires_grad=True)
+    abs(x).sum().backward()
+    assert x.grad.tolist() == [-1.0, 1.0]
+    gradcheck(lambda t: abs(t), [[-1.5, 0.25], [2.0, -0.75]])
+
+
+def test_builtin_abs_matches_torch(torch):
+    for data in ([-1.5, 2.0], [[-3, 4]], -7):
+        ours, theirs = abs(tg.tensor(data)), abs(torch.tensor(data))
+        assert ours.tolist() == theirs.tolist() and str(ours.dtype) == str(theirs.dtype)
+    ours, theirs = _outcome(lambda: abs(tg.tensor([True]))), _outcome(lambda: abs(torch.tensor([True])))
+    assert ours == theirs
+    x, xt = tg.tensor(-1.5, requires_grad=True), torch.tensor(-1.5, requires_grad=True)
+    assert repr(abs(x)) == repr(abs(xt))
+
+
+def test_builtin_reversed_flips_first_dim_as_torch(torch):
+    for data in ([[0, 1, 2], [3, 4, 5]], [1.5, 2.5, 3.5], 4.0):
+        ours, theirs = reversed(tg.tensor(data)), reversed(torch.tensor(data))
+        assert isinstance(ours, tg.Tensor)
+        assert ours.tolist() == theirs.tolist()
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    (reversed(x) * tg.tensor([10.0, 20.0])).sum().backward()
+    assert x.grad.tolist() == [20.0, 10.0]
