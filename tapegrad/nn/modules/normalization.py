@@ -46,6 +46,8 @@ class _BatchNorm(Module):
     they accept (PyTorch's _BatchNorm)."""
 
     _ranks: tuple = ()
+    # Version 2 added num_batches_tracked.
+    _version = 2
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
@@ -73,6 +75,14 @@ class _BatchNorm(Module):
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
+
+    def _upgrade_state_dict(self, state_dict, prefix: str, version) -> None:
+        # A dict from before num_batches_tracked existed (version < 2, or no versions at all, as
+        # for a hand-built dict) loads keeping the current count instead of reporting it missing.
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
+            state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                               else creation.tensor(0))
 
     def _check_input_dim(self, input) -> None:
         if input.dim() not in self._ranks:
