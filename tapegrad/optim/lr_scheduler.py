@@ -32,6 +32,7 @@ __all__ = [
     "PolynomialLR",
     "CosineAnnealingLR",
     "ReduceLROnPlateau",
+    "OneCycleLR",
 ]
 
 EPOCH_DEPRECATION_WARNING = (
@@ -528,3 +529,130 @@ class ReduceLROnPlateau(LRScheduler):
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold,
                              threshold_mode=self.threshold_mode)
+
+
+def _per_group(name: str, optimizer: Optimizer, value) -> list:
+    """One value per param group: a list/tuple must have one per group, a scalar is repeated
+    (tensors copied, never aliased)."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(optimizer.param_groups):
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. "
+                             f"{name} has {len(value)} values, param_groups has "
+                             f"{len(optimizer.param_groups)}.")
+        values = list(value)
+    else:
+        values = [value] * len(optimizer.param_groups)
+    return [_clone(v) for v in values]
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (Smith & Topin): the lr rises from max_lr/div_factor to max_lr over the
+    first pct_start of total_steps, then falls to initial_lr/final_div_factor (three_phase: back
+    down to the initial lr first, then to the minimum); with cycle_momentum the momentum (or
+    Adam's beta1) moves the opposite way between max_momentum and base_momentum.  Call step()
+    after every batch."""
+
+    def __init__(self, optimizer: Optimizer, max_lr, total_steps: int | None = None,
+                 epochs: int | None = None, steps_per_epoch: int | None = None,
+                 pct_start: float = 0.3, anneal_strategy: str = "cos",
+                 cycle_momentum: bool = True, base_momentum=0.85, max_momentum=0.95,
+                 div_factor: float = 25.0, final_div_factor: float = 1e4,
+                 three_phase: bool = False, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        self.total_steps = self._count_steps(total_steps, epochs, steps_per_epoch)
+        self._schedule_phases = self._phases(pct_start, self.total_steps, three_phase)
+        if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
+                             f"{anneal_strategy}")
+        self._anneal_func_type = anneal_strategy
+
+        max_lrs = _per_group("max_lr", optimizer, max_lr)
+        if last_epoch == -1:
+            for group, top in zip(optimizer.param_groups, max_lrs):
+                group["initial_lr"] = top / div_factor
+                group["max_lr"] = top
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
+                                 "option enabled")
+            # Adam-like optimizers cycle beta1 instead of a momentum.
+            self.use_beta1 = "betas" in optimizer.defaults
+            highs = _per_group("max_momentum", optimizer, max_momentum)
+            lows = _per_group("base_momentum", optimizer, base_momentum)
+            if last_epoch == -1:
+                for group, high, low in zip(optimizer.param_groups, highs, lows):
+                    self._set_momentum(group, high)
+                    group["max_momentum"] = high
+                    group["base_momentum"] = low
+        super().__init__(optimizer, last_epoch)
+
+    @staticmethod
+    def _count_steps(total_steps, epochs, steps_per_epoch) -> int:
+        if total_steps is not None:
+            if total_steps <= 0 or not isinstance(total_steps, int):
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+            return total_steps
+        if epochs is None or steps_per_epoch is None:
+            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+        if not isinstance(epochs, int) or epochs <= 0:
+            raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+        if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
+            raise ValueError(f"Expected positive integer steps_per_epoch, but got "
+                             f"{steps_per_epoch}")
+        return epochs * steps_per_epoch
+
+    @staticmethod
+    def _phases(pct_start: float, total_steps: int, three_phase: bool) -> list:
+        """Each phase: the step it ends on and the param-group keys of the values it moves
+        between (lr and momentum)."""
+        def phase(end_step, lr_from, lr_to, momentum_from, momentum_to):
+            return {"end_step": end_step, "start_lr": lr_from, "end_lr": lr_to,
+                    "start_momentum": momentum_from, "end_momentum": momentum_to}
+        warmup_end = float(pct_start * total_steps) - 1
+        if three_phase:
+            return [phase(warmup_end, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                    phase(float(2 * pct_start * total_steps) - 2, "max_lr", "initial_lr",
+                          "base_momentum", "max_momentum"),
+                    phase(total_steps - 1, "initial_lr", "min_lr", "max_momentum",
+                          "max_momentum")]
+        return [phase(warmup_end, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                phase(total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+
+    def _set_momentum(self, group: dict, value) -> None:
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def _anneal(self, start, end, pct):
+        if self._anneal_func_type == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"Tried to step {step} times. The specified number of total steps "
+                             f"is {self.total_steps}")
+        lrs = []
+        for group in self.optimizer.param_groups:
+            # The phase holding this step (the last one takes any step past its end).
+            phase_start = 0.0
+            for i, phase in enumerate(self._schedule_phases):
+                if step <= phase["end_step"] or i == len(self._schedule_phases) - 1:
+                    pct = (step - phase_start) / (phase["end_step"] - phase_start)
+                    break
+                phase_start = phase["end_step"]
+            lrs.append(self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct))
+            if self.cycle_momentum:
+                self._set_momentum(group, self._anneal(group[phase["start_momentum"]],
+                                                       group[phase["end_momentum"]], pct))
+        return lrs
