@@ -118,3 +118,79 @@ def test_one_cycle_state_dict_round_trip():
             lrs.append(sched.get_last_lr())
         return lrs
     assert run(resume_at=7) == run(resume_at=-1)
+
+
+# -- CosineAnnealingWarmRestarts, SequentialLR, ChainedScheduler --------------------------------
+
+COMPOSED = [
+    lambda L, o: L.CosineAnnealingWarmRestarts(o, T_0=5),
+    lambda L, o: L.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.01),
+    lambda L, o: L.CosineAnnealingWarmRestarts(o, T_0=0),
+    lambda L, o: L.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=0),
+    lambda L, o: L.SequentialLR(o, [L.LinearLR(o, 0.1, total_iters=4), L.ExponentialLR(o, 0.9)],
+                                milestones=[5]),
+    lambda L, o: L.SequentialLR(o, [L.ConstantLR(o, 0.5, total_iters=2), L.CosineAnnealingLR(o, 6),
+                                    L.StepLR(o, 3, 0.5)], milestones=[3, 9]),
+    lambda L, o: L.SequentialLR(o, [L.ConstantLR(o, 0.5, total_iters=2)], milestones=[3]),
+    lambda L, o: L.ChainedScheduler([L.ConstantLR(o, 0.5, total_iters=4), L.ExponentialLR(o, 0.9)]),
+    lambda L, o: L.ChainedScheduler([L.LinearLR(o, 0.2, total_iters=5), L.MultiStepLR(o, [3, 7], 0.5)],
+                                    optimizer=o),
+    lambda L, o: L.ChainedScheduler([]),
+    lambda L, o: L.ChainedScheduler([L.ReduceLROnPlateau(o)]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(COMPOSED)))
+def test_composed_and_restart_schedulers_match_torch(torch, case):
+    make = COMPOSED[case]
+    assert _trace(tg, make, 30) == _trace(torch, make, 30)
+
+
+def test_warm_restarts_fractional_epochs_match_torch(torch):
+    def run(lib):
+        opt = _optimizer(lib, groups=1)
+        sched = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=2)
+        out = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for epoch in (0.5, 1.25, 3.0, 7.5, 9.0, 22.0, 2.0):
+                opt.step()
+                sched.step(epoch)
+                out.append((sched.get_last_lr(), sched.T_i, sched.T_cur, sched.last_epoch))
+        return out
+    assert run(tg) == run(torch)
+
+
+def test_warm_restarts_values_and_sequential_state_round_trip():
+    opt = _optimizer(tg, groups=1)
+    sched = tg.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=2)
+    lrs = []
+    for _ in range(6):
+        opt.step()
+        sched.step()
+        lrs.append(sched.get_last_lr()[0])
+    # periods of 2 then 4 epochs: restart to the initial lr at epochs 2 and 6
+    assert lrs == pytest.approx([0.05, 0.1, 0.1 * (1 + math.cos(math.pi / 4)) / 2, 0.05,
+                                 0.1 * (1 + math.cos(3 * math.pi / 4)) / 2, 0.1])
+    with pytest.raises(ValueError, match="Expected non-negative epoch, but got -1"):
+        sched.step(-1)
+
+    def build():
+        opt = _optimizer(tg, groups=1)
+        L = tg.optim.lr_scheduler
+        return opt, L.SequentialLR(opt, [L.ConstantLR(opt, 0.5, total_iters=2),
+                                         L.ExponentialLR(opt, 0.9)], milestones=[3])
+    opt, seq = build()
+    for _ in range(4):
+        opt.step()
+        seq.step()
+    state = seq.state_dict()
+    assert [type(s) for s in state["_schedulers"]] == [dict, dict]
+    opt2, seq2 = build()
+    seq2.load_state_dict(state)
+    opt2.param_groups[0]["lr"] = opt.param_groups[0]["lr"]
+    for _ in range(3):
+        for o, s in ((opt, seq), (opt2, seq2)):
+            o.step()
+            s.step()
+    assert seq2.get_last_lr() == seq.get_last_lr()

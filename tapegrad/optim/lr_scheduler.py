@@ -33,6 +33,9 @@ __all__ = [
     "CosineAnnealingLR",
     "ReduceLROnPlateau",
     "OneCycleLR",
+    "CosineAnnealingWarmRestarts",
+    "SequentialLR",
+    "ChainedScheduler",
 ]
 
 EPOCH_DEPRECATION_WARNING = (
@@ -656,3 +659,167 @@ class OneCycleLR(LRScheduler):
                 self._set_momentum(group, self._anneal(group[phase["start_momentum"]],
                                                        group[phase["end_momentum"]], pct))
         return lrs
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """SGDR: cosine annealing from the initial lr to eta_min over T_0 epochs, then a restart;
+    each period is T_mult times longer than the one before.  step(epoch) may take a fractional
+    epoch (stepping within an epoch, batch by batch)."""
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
+                             f"{type(eta_min)}")
+        self.T_0 = T_0
+        self.T_i = T_0          # the current period's length
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch  # epochs since the last restart
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
+        return [self.eta_min + (base_lr - self.eta_min)
+                * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base_lr in self.base_lrs]
+
+    def step(self, epoch=None) -> None:
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            self._place(epoch)
+        self.last_epoch = math.floor(epoch)
+        self._get_lr_called_within_step = True
+        try:
+            values = self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        for group, lr in zip(self.optimizer.param_groups, values):
+            _update_param_group_val(group, "lr", lr)
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
+
+    def _place(self, epoch) -> None:
+        """T_i and T_cur for an absolute epoch: which period it falls in (periods grow as a
+        geometric series when T_mult > 1) and how far into it."""
+        if epoch < self.T_0:
+            self.T_i = self.T_0
+            self.T_cur = epoch
+        elif self.T_mult == 1:
+            self.T_cur = epoch % self.T_0
+        else:
+            n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+            self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+            self.T_i = self.T_0 * self.T_mult ** n
+
+
+def _check_composed(owner: str, optimizer, schedulers) -> None:
+    for i, scheduler in enumerate(schedulers):
+        if not hasattr(scheduler, "optimizer"):
+            raise TypeError(f"{owner} at index {i} should have `optimizer` as its attribute.")
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise ValueError(f"{owner} does not support `ReduceLROnPlateau` scheduler as it "
+                             "requires additional kwargs to be specified when calling `step`, "
+                             f"but got one at index {i} in the given schedulers sequence.")
+        if optimizer != scheduler.optimizer:
+            raise ValueError(f"{owner} expects all schedulers to belong to the same optimizer, "
+                             f"but got scheduler {type(scheduler).__name__} at index {i} has "
+                             f"{scheduler.optimizer}, which is different from "
+                             f"{type(optimizer).__name__}.")
+
+
+class _ComposedStateMixin:
+    """state_dict/load_state_dict of schedulers made of schedulers: each inner scheduler's own
+    state, nested, instead of the scheduler objects."""
+
+    def state_dict(self) -> dict:
+        state = {key: value for key, value in self.__dict__.items()
+                 if key not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        inner = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        state_dict["_schedulers"] = inner
+        for scheduler, state in zip(self._schedulers, inner):
+            scheduler.load_state_dict(state)
+
+
+class SequentialLR(_ComposedStateMixin, LRScheduler):
+    """Run schedulers one after another, switching to the next at each milestone (the new one
+    then starts its own schedule from epoch 0)."""
+
+    def __init__(self, optimizer: Optimizer, schedulers, milestones, last_epoch: int = -1) -> None:
+        owner = type(self).__name__
+        if len(schedulers) < 1:
+            raise ValueError(f"{owner} expects at least one scheduler, but got no scheduler.")
+        _check_composed(owner, optimizer, schedulers)
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError("Sequential Schedulers expects number of schedulers provided to be "
+                             "one more than the number of milestone points, but got number of "
+                             f"schedulers {len(schedulers)} and the number of milestones to be "
+                             f"equal to {len(milestones)}")
+        self._schedulers = schedulers
+        self._milestones = milestones
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        # The inner schedulers each took an initial step when built; undo them and start
+        # the first one afresh from the initial lrs.
+        for group in optimizer.param_groups:
+            _update_param_group_val(group, "lr", group["initial_lr"])
+        self.recursive_undo()
+        first = bisect_right(self._milestones, 0)
+        self._schedulers[first]._initial_step()
+        self._last_lr = schedulers[first].get_last_lr()
+
+    def recursive_undo(self, sched=None) -> None:
+        """Step every (nested) scheduler's last_epoch back by one."""
+        target = self if sched is None else sched
+        if hasattr(target, "_schedulers"):
+            for inner in target._schedulers:
+                self.recursive_undo(inner)
+        elif hasattr(target, "last_epoch"):
+            target.last_epoch -= 1
+
+    def step(self) -> None:
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            scheduler._update_lr(0)     # a milestone: the next scheduler starts at its epoch 0
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+
+class ChainedScheduler(_ComposedStateMixin, LRScheduler):
+    """Step several schedulers together, each applying its change to the lr in turn."""
+
+    def __init__(self, schedulers, optimizer: Optimizer | None = None) -> None:
+        owner = type(self).__name__
+        if len(schedulers) < 1:
+            raise ValueError(f"{owner} expects at least one scheduler to be chained, but got no "
+                             "scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        _check_composed(owner, optimizer, schedulers)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
+
+    def step(self) -> None:
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
