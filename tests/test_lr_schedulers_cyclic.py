@@ -194,3 +194,38 @@ def test_warm_restarts_values_and_sequential_state_round_trip():
             o.step()
             s.step()
     assert seq2.get_last_lr() == seq.get_last_lr()
+
+
+# -- CyclicLR -------------------------------------------------------------------------------------
+
+CYCLIC = [
+    ("SGD", {"momentum": 0.9}, lambda L, o: L.CyclicLR(o, 0.01, 0.1, step_size_up=4)),
+    ("SGD", {"momentum": 0.9}, lambda L, o: L.CyclicLR(o, [0.01, 0.02], [0.1, 0.3], step_size_up=3,
+                                                       step_size_down=5, mode="triangular2")),
+    ("Adam", {}, lambda L, o: L.CyclicLR(o, 0.01, 0.1, step_size_up=3, mode="exp_range",
+                                         gamma=0.95)),
+    ("SGD", {}, lambda L, o: L.CyclicLR(o, 0.01, 0.1, step_size_up=3, cycle_momentum=False,
+                                        scale_fn=lambda x: 0.5 ** x, scale_mode="iterations")),
+    ("SGD", {}, lambda L, o: L.CyclicLR(o, 0.01, 0.1)),
+    ("SGD", {"momentum": 0.9}, lambda L, o: L.CyclicLR(o, 0.01, 0.1, mode="foo")),
+    ("SGD", {"momentum": 0.9}, lambda L, o: L.CyclicLR(o, [0.01], 0.1)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CYCLIC)))
+def test_cyclic_matches_torch(torch, case):
+    name, kwargs, make = CYCLIC[case]
+    assert _trace(tg, make, 40, name, **kwargs) == _trace(torch, make, 40, name, **kwargs)
+
+
+def test_cyclic_triangle_values():
+    opt = _optimizer(tg, groups=1, momentum=0.9)
+    sched = tg.optim.lr_scheduler.CyclicLR(opt, 0.0, 1.0, step_size_up=2, step_size_down=2,
+                                           mode="triangular2")
+    lrs = [sched.get_last_lr()[0]]
+    for _ in range(8):
+        opt.step()
+        sched.step()
+        lrs.append(sched.get_last_lr()[0])
+    assert lrs == pytest.approx([0.0, 0.5, 1.0, 0.5, 0.0, 0.25, 0.5, 0.25, 0.0])
+    assert opt.param_groups[0]["momentum"] == pytest.approx(0.9)
