@@ -29,11 +29,11 @@ from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  # noqa: E402
                       AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d,
                       MaxUnpool1d, MaxUnpool2d, Upsample)
-from .normalization import BatchNorm2d  # noqa: E402
+from .normalization import BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d  # noqa: E402
 from .dropout import Dropout1d, Dropout2d  # noqa: E402
 
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Fold", "Unfold",
             "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
             "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d", "MaxUnpool1d", "MaxUnpool2d",
-            "Upsample", "BatchNorm2d",
+            "Upsample", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
             "Dropout1d", "Dropout2d"]
