@@ -5,14 +5,14 @@ from .linear import Flatten, Identity, Linear, Unflatten
 from .activation import (ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus,
                          Tanh)
 from .dropout import Dropout
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .normalization import BatchNorm1d, LayerNorm
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss,
                    SmoothL1Loss)
 
 __all__ = ["Module", "ModuleDict", "ModuleList", "Sequential", "Flatten", "Identity", "Linear",
            "Unflatten", "ELU", "GELU", "LeakyReLU", "LogSoftmax", "ReLU", "Sigmoid", "SiLU",
-           "Softmax", "Softplus", "Tanh", "Dropout", "Embedding", "BatchNorm1d", "LayerNorm",
+           "Softmax", "Softplus", "Tanh", "Dropout", "Embedding", "EmbeddingBag", "BatchNorm1d", "LayerNorm",
            "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
            "SmoothL1Loss"]
 
