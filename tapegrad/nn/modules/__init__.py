@@ -7,14 +7,14 @@ from .activation import (ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, 
 from .dropout import Dropout
 from .sparse import Embedding, EmbeddingBag
 from .normalization import BatchNorm1d, LayerNorm
-from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss,
-                   SmoothL1Loss)
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
+                   NLLLoss, SmoothL1Loss)
 
 __all__ = ["Module", "ModuleDict", "ModuleList", "Sequential", "Flatten", "Identity", "Linear",
            "Unflatten", "ELU", "GELU", "LeakyReLU", "LogSoftmax", "ReLU", "Sigmoid", "SiLU",
-           "Softmax", "Softplus", "Tanh", "Dropout", "Embedding", "EmbeddingBag", "BatchNorm1d", "LayerNorm",
-           "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
-           "SmoothL1Loss"]
+           "Softmax", "Softplus", "Tanh", "Dropout", "Embedding", "EmbeddingBag", "BatchNorm1d",
+           "LayerNorm", "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "L1Loss",
+           "MSELoss", "NLLLoss", "SmoothL1Loss"]
 
 # Recurrent layers and attention (issue 17, parts 2 and 3).
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
