@@ -92,6 +92,10 @@ from ._dlpack import from_dlpack
 from . import _extra_ops
 from ._type_info import finfo, iinfo
 _extra_ops.register(globals(), Tensor)
+from . import _scatter_ops
+_scatter_ops.register(globals(), Tensor)
+from . import _shift_ops
+_shift_ops.register(globals(), Tensor)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled)
 

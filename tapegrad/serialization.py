@@ -308,7 +308,14 @@ class _WeightsOnlyUnpickler(_ArchiveReading, pickle._Unpickler):
     dispatch = dict(pickle._Unpickler.dispatch)
 
     def load_build(self):
-        target = self.stack[-2]
+        target, state = self.stack[-2], self.stack[-1]
+        # A module state_dict is an OrderedDict carrying its layout versions as the attribute
+        # _metadata (as PyTorch's): plain attributes of an exact OrderedDict are data, not code.
+        if (type(target) is OrderedDict and type(state) is dict
+                and all(type(k) is str for k in state)):
+            self.stack.pop()
+            target.__dict__.update(state)
+            return
         user_classes = tuple(g for g in _user_safe_globals.values() if isinstance(g, type))
         if (isinstance(target, _core.TensorBase)        # never, even for allowed subclasses
                 or not isinstance(target, (_DtypeSpec,) + user_classes)):

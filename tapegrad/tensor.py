@@ -260,6 +260,17 @@ class Tensor(_core.TensorBase):
 
     __hash__ = object.__hash__
 
+    # Builtins that PyTorch routes to tensor ops: abs(t) is t.abs() (recorded, differentiable), and
+    # reversed(t) flips the first dimension as one tensor (a 0-d tensor is its own reverse) rather
+    # than iterating rows backwards.
+    def __abs__(self):
+        return self.abs()
+
+    def __reversed__(self):
+        if self._array.ndim == 0:
+            return self
+        return self.flip(0)
+
     # -- pickle and copy ------------------------------------------------------------------------
     # A tensor is saved as (storage, byte offset, shape, strides), as torch saves its storage and
     # view geometry: a view survives with its offset and strides, and copy.copy (which rebuilds from

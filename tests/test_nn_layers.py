@@ -938,3 +938,21 @@ def test_clip_grad_norm_by_hand():
     total = nn.utils.clip_grad_norm_([h], 1e4, norm_type=3)     # accumulated in float32
     assert total.dtype == tg.float16
     assert total.item() == np.float16(np.linalg.norm(g.astype(np.float32), 3))
+
+
+def test_huber_loss_module(torch):
+    import numpy as np
+    x = np.array([[0.2, -1.5, 3.0], [0.0, 0.7, -0.1]])
+    t = np.array([[0.0, 0.0, 1.0], [2.0, 0.5, 0.4]])
+    for reduction in ("mean", "sum", "none"):
+        for delta in (1.0, 0.5):
+            ours_in = tg.tensor(x, requires_grad=True)
+            theirs_in = torch.tensor(x, requires_grad=True)
+            ours = tg.nn.HuberLoss(reduction, delta)(ours_in, tg.tensor(t))
+            theirs = torch.nn.HuberLoss(reduction, delta)(theirs_in, torch.tensor(t))
+            ours.sum().backward()
+            theirs.sum().backward()
+            np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
+            np.testing.assert_allclose(ours_in.grad.numpy(), theirs_in.grad.numpy(), rtol=1e-12)
+    assert repr(tg.nn.HuberLoss(delta=0.5)) == "HuberLoss()"
+    assert tg.nn.HuberLoss(delta=2.0)(tg.tensor([3.0]), tg.tensor([0.0])).item() == 2.0 * (3.0 - 1.0)

@@ -127,3 +127,58 @@ def test_module_repr_matches_pytorch_layout():
     m = nn.Sequential(nn.Identity(), nn.ModuleList([nn.Tanh()]))
     assert repr(m) == ("Sequential(\n  (0): Identity()\n  (1): ModuleList(\n    (0): Tanh()\n"
                        "  )\n)")
+
+
+# -- state_dict layout versions (_metadata) ----------------------------------------------------
+
+def _bn_model(lib):
+    return lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.BatchNorm1d(3))
+
+
+def test_state_dict_records_layout_versions():
+    sd = _bn_model(tg).state_dict()
+    assert sd._metadata == {"": {"version": 1}, "0": {"version": 1}, "1": {"version": 2}}
+    assert not hasattr(_bn_model(tg).state_dict(destination={}), "_metadata")
+
+
+def test_batchnorm_loads_an_unversioned_dict_without_num_batches_tracked():
+    model = _bn_model(tg)
+    model[1].num_batches_tracked.fill_(7)
+    plain = {k: v for k, v in model.state_dict().items() if k != "1.num_batches_tracked"}
+    result = model.load_state_dict(plain)
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    assert model[1].num_batches_tracked.item() == 7      # kept, not reset
+    assert "1.num_batches_tracked" not in plain          # the caller's dict is untouched
+    # A current (version 2) dict that lost the key is still reported.
+    current = model.state_dict()
+    del current["1.num_batches_tracked"]
+    with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: "1.num_batches_tracked"'):
+        model.load_state_dict(current)
+    assert model.load_state_dict(current, strict=False).missing_keys == ["1.num_batches_tracked"]
+    with pytest.raises(TypeError, match="Expected state_dict to be dict-like"):
+        model.load_state_dict([("0.weight", tg.zeros(3, 2))])
+
+
+def test_old_batchnorm_dicts_match_torch(torch):
+    def observe(lib):
+        model = _bn_model(lib)
+        sd = model.state_dict()
+        out = [dict(sd._metadata)]
+        plain = {k: v for k, v in sd.items() if k != "1.num_batches_tracked"}
+        res = model.load_state_dict(plain, strict=False)
+        out.append((res.missing_keys, res.unexpected_keys, int(model[1].num_batches_tracked)))
+        sd._metadata["1"] = {"version": 1}
+        del sd["1.num_batches_tracked"]
+        out.append(model.load_state_dict(sd, strict=False).missing_keys)
+        off = lib.nn.BatchNorm1d(3, track_running_stats=False)
+        out.append(off.load_state_dict({"weight": lib.ones(3), "bias": lib.zeros(3)}).missing_keys)
+        return out
+    assert observe(tg) == observe(torch)
+
+
+def test_state_dict_metadata_survives_save_and_weights_only_load(tmp_path):
+    sd = _bn_model(tg).state_dict()
+    tg.save(sd, tmp_path / "sd.pt")
+    for weights_only in (True, False):
+        back = tg.load(tmp_path / "sd.pt", weights_only=weights_only)
+        assert back._metadata == sd._metadata and list(back) == list(sd)

@@ -263,3 +263,89 @@ def test_torch_constructors_accept_views(torch):
     assert torch.tensor(ours).tolist() == ours.tolist()
     wide = tg.ones(3).expand(2, 3)
     assert torch.tensor(wide).tolist() == [[1.0] * 3] * 2
+
+
+# -- abs() and reversed() ---------------------------------------------------------------------
+
+def test_builtin_abs_values_and_gradient(gradcheck):
+    assert abs(tg.tensor([-1, 2])).tolist() == [1, 2]
+    assert abs(tg.tensor([-1, 2])).dtype == tg.int64
+    x = tg.tensor([-2.0, 3.0], requires_grad=True)
+    abs(x).sum().backward()
+    assert x.grad.tolist() == [-1.0, 1.0]
+    gradcheck(lambda t: abs(t), [[-1.5, 0.25], [2.0, -0.75]])
+
+
+def test_builtin_abs_matches_torch(torch):
+    for data in ([-1.5, 2.0], [[-3, 4]], -7):
+        ours, theirs = abs(tg.tensor(data)), abs(torch.tensor(data))
+        assert ours.tolist() == theirs.tolist() and str(ours.dtype) == str(theirs.dtype)
+    ours, theirs = _outcome(lambda: abs(tg.tensor([True]))), _outcome(lambda: abs(torch.tensor([True])))
+    assert ours == theirs
+    x, xt = tg.tensor(-1.5, requires_grad=True), torch.tensor(-1.5, requires_grad=True)
+    assert repr(abs(x)) == repr(abs(xt))
+
+
+def test_builtin_reversed_flips_first_dim_as_torch(torch):
+    for data in ([[0, 1, 2], [3, 4, 5]], [1.5, 2.5, 3.5], 4.0):
+        ours, theirs = reversed(tg.tensor(data)), reversed(torch.tensor(data))
+        assert isinstance(ours, tg.Tensor)
+        assert ours.tolist() == theirs.tolist()
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    (reversed(x) * tg.tensor([10.0, 20.0])).sum().backward()
+    assert x.grad.tolist() == [20.0, 10.0]
+
+
+# -- shifts and the in-place operators (<<, >>, &=, |=, ^=, <<=, >>=, **=) ------------------------
+
+def test_shift_values():
+    x = tg.tensor([1, -3, 5])
+    assert (x << 2).tolist() == [4, -12, 20] and (x >> 1).tolist() == [0, -2, 2]
+    assert (x << tg.tensor([1, 2, 70])).tolist() == [2, -12, 0]
+    assert (x >> tg.tensor([1, 2, 70])).tolist() == [0, -1, 0]
+    assert (2 << x).tolist() == [4, 0, 64]
+    assert (tg.tensor([1], dtype=tg.uint8) << 9).tolist() == [0]
+    assert tg.bitwise_right_shift(tg.tensor([-8], dtype=tg.int8), 10).tolist() == [-1]
+    with pytest.raises(NotImplementedError, match="\"lshift_cpu\" not implemented for 'Float'"):
+        tg.tensor([1.5]) << 1
+
+
+def test_inplace_operators_write_into_self():
+    y = tg.tensor([1, 2])
+    z = y
+    y ^= 3
+    y |= 4
+    y <<= 1
+    y >>= 2
+    assert z is y and y.tolist() == [3, 2]
+    base = tg.tensor([1, 2])
+    view = base[1:]
+    view <<= 3
+    assert base.tolist() == [1, 16]
+    b = tg.tensor([True, False])
+    with pytest.raises(RuntimeError, match="result type Long can't be cast to the desired output type Bool"):
+        b &= tg.tensor([1, 1])
+    a = tg.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        a **= 2
+    c = a * 1
+    c **= 3
+    c.sum().backward()
+    assert a.grad.tolist() == [3.0, 12.0]
+
+
+def test_shifts_and_inplace_operators_match_torch(torch):
+    for lib_pair in ((tg, torch),):
+        ours, theirs = [], []
+        for lib, out in zip(lib_pair, (ours, theirs)):
+            x = lib.tensor([1, -3, 5, 7])
+            out.append((x << lib.tensor([1, 2, 64, -1])).tolist())
+            out.append((lib.tensor([-8, 8], dtype=lib.int8) >> lib.tensor([1, 9])).tolist())
+            out.append(str((lib.tensor([True]) << 1).dtype).split(".")[-1])
+            y = lib.tensor([6, 5])
+            y &= 3
+            out.append(y.tolist())
+            z = lib.tensor([2, 3])
+            z **= 2
+            out.append(z.tolist())
+        assert ours == theirs

@@ -13,6 +13,8 @@ from ._attention import multi_head_attention_forward, scaled_dot_product_attenti
 # Convolution, pooling, resampling, padding modes, channel dropout, batch norm: numpy-backed
 # Python ops until the core has compiled window kernels.
 from ._batch_norm import batch_norm  # noqa: E402
+from ._group_norm import group_norm, instance_norm  # noqa: E402
+from ._embedding_bag import embedding_bag  # noqa: E402
 from ._conv_ops import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold,  # noqa: E402
                         unfold)
 from ._pool_ops import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402

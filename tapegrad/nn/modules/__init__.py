@@ -5,16 +5,16 @@ from .linear import Flatten, Identity, Linear, Unflatten
 from .activation import (ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus,
                          Tanh)
 from .dropout import Dropout
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .normalization import BatchNorm1d, LayerNorm
-from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss,
-                   SmoothL1Loss)
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
+                   NLLLoss, SmoothL1Loss)
 
 __all__ = ["Module", "ModuleDict", "ModuleList", "Sequential", "Flatten", "Identity", "Linear",
            "Unflatten", "ELU", "GELU", "LeakyReLU", "LogSoftmax", "ReLU", "Sigmoid", "SiLU",
-           "Softmax", "Softplus", "Tanh", "Dropout", "Embedding", "BatchNorm1d", "LayerNorm",
-           "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss",
-           "SmoothL1Loss"]
+           "Softmax", "Softplus", "Tanh", "Dropout", "Embedding", "EmbeddingBag", "BatchNorm1d",
+           "LayerNorm", "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "L1Loss",
+           "MSELoss", "NLLLoss", "SmoothL1Loss"]
 
 # Recurrent layers and attention (issue 17, parts 2 and 3).
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
@@ -29,11 +29,11 @@ from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  # noqa: E402
                       AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d,
                       MaxUnpool1d, MaxUnpool2d, Upsample)
-from .normalization import BatchNorm2d  # noqa: E402
+from .normalization import BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d  # noqa: E402
 from .dropout import Dropout1d, Dropout2d  # noqa: E402
 
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Fold", "Unfold",
             "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
             "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d", "MaxUnpool1d", "MaxUnpool2d",
-            "Upsample", "BatchNorm2d",
+            "Upsample", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
             "Dropout1d", "Dropout2d"]

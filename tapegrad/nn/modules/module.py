@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -51,6 +52,10 @@ def _addindent(text: str, spaces: int) -> str:
 class Module:
     """Base class of all layers: subclasses assign parameters and submodules in __init__ and
     define forward(); calling the module calls forward."""
+
+    # The layout version of this class's state_dict entries (PyTorch's Module._version); a class
+    # whose layout changed raises it and upgrades older dicts in _upgrade_state_dict.
+    _version: int = 1
 
     training: bool
 
@@ -304,9 +309,16 @@ class Module:
 
     # -- state --------------------------------------------------------------------------------
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False):
-        out = OrderedDict() if destination is None else destination
+        out = destination
+        if out is None:
+            out = OrderedDict()
+            out._metadata = OrderedDict()
         for mod_prefix, m in self.named_modules(prefix=prefix.rstrip(".")):
             base = f"{mod_prefix}." if mod_prefix else ""
+            # Each module's layout version travels with the dict (as PyTorch's _metadata), so a
+            # later load can tell a dict written before a layout change from a current one.
+            if hasattr(out, "_metadata"):
+                out._metadata[mod_prefix] = {"version": m._version}
             for name, p in m._parameters.items():
                 if p is not None:
                     out[base + name] = p if keep_vars else p.detach()
@@ -316,6 +328,14 @@ class Module:
         return out
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        metadata = getattr(state_dict, "_metadata", None)
+        # A private copy: upgrading an old layout adds keys, never to the caller's dict.
+        state_dict = OrderedDict(state_dict)
+        for mod_prefix, m in self.named_modules():
+            version = (metadata or {}).get(mod_prefix, {}).get("version")
+            m._upgrade_state_dict(state_dict, f"{mod_prefix}." if mod_prefix else "", version)
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
@@ -343,6 +363,10 @@ class Module:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                                + "\n\t".join(errors))
         return _IncompatibleKeys(missing, unexpected)
+
+    def _upgrade_state_dict(self, state_dict, prefix: str, version) -> None:
+        """Brings entries written under an older `version` of this module's layout (None: the
+        dict carries no versions) up to the current one, in place.  Nothing changed for most."""
 
     # -- repr ---------------------------------------------------------------------------------
     def extra_repr(self) -> str:

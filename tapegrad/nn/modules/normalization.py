@@ -1,11 +1,14 @@
-"""LayerNorm, BatchNorm1d and BatchNorm2d."""
+"""LayerNorm, BatchNorm1d/2d, GroupNorm and InstanceNorm1d/2d."""
 from __future__ import annotations
+
+import warnings
 
 from ... import creation
 from ..._device import check_device
 from ...grad_mode import no_grad
 from .. import functional as F
 from .._batch_norm import batch_norm
+from .._group_norm import group_norm, instance_norm
 from ..parameter import Parameter
 from .module import Module
 
@@ -46,6 +49,8 @@ class _BatchNorm(Module):
     they accept (PyTorch's _BatchNorm)."""
 
     _ranks: tuple = ()
+    # Version 2 added num_batches_tracked.
+    _version = 2
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
@@ -73,6 +78,14 @@ class _BatchNorm(Module):
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
+
+    def _upgrade_state_dict(self, state_dict, prefix: str, version) -> None:
+        # A dict from before num_batches_tracked existed (version < 2, or no versions at all, as
+        # for a hand-built dict) loads keeping the current count instead of reporting it missing.
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
+            state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                               else creation.tensor(0))
 
     def _check_input_dim(self, input) -> None:
         if input.dim() not in self._ranks:
@@ -109,3 +122,110 @@ class BatchNorm1d(_BatchNorm):
 class BatchNorm2d(_BatchNorm):
     """Batch normalisation over (N, C, H, W) inputs, per channel."""
     _ranks = (4,)
+
+
+class GroupNorm(Module):
+    """Group normalisation: the channels split into num_groups groups, each normalised over its
+    channels and the spatial dims, then a per-channel scale and shift (affine)."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
+        super().__init__()
+        check_device(device)
+        if num_channels % num_groups != 0:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(creation.ones(num_channels, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(creation.zeros(num_channels, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
+
+
+class _InstanceNorm(Module):
+    """Instance normalisation: each channel of each sample normalised over its spatial dims;
+    optional per-channel affine and running statistics (used in eval mode when tracked).
+    Subclasses name the batched rank; one less is an unbatched input."""
+
+    _rank: int = 0
+    _version = 2
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None, *, bias: bool = True) -> None:
+        super().__init__()
+        check_device(device)
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(creation.ones(num_features, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(creation.zeros(num_features, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", creation.zeros(num_features, device=device,
+                                                                dtype=dtype))
+            self.register_buffer("running_var", creation.ones(num_features, device=device,
+                                                              dtype=dtype))
+            self.register_buffer("num_batches_tracked", creation.tensor(0, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, input):
+        if input.dim() not in (self._rank - 1, self._rank):
+            raise ValueError(f"expected {self._rank - 1}D or {self._rank}D input (got "
+                             f"{input.dim()}D input)")
+        feature_dim = input.dim() - (self._rank - 1)      # 0 when unbatched
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match "
+                                 f"num_features ({self.num_features}), but got: "
+                                 f"{input.shape[feature_dim]}.")
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You "
+                          "can silence this warning by not passing in num_features, which is "
+                          "not used because affine=False", UserWarning, stacklevel=2)
+        unbatched = input.dim() == self._rank - 1
+        x = input.unsqueeze(0) if unbatched else input
+        out = instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            self.training or not self.track_running_stats, self.momentum,
+                            self.eps)
+        return out.squeeze(0) if unbatched else out
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of (N, C, L) or unbatched (C, L) inputs."""
+    _rank = 3
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of (N, C, H, W) or unbatched (C, H, W) inputs."""
+    _rank = 4

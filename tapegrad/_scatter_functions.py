@@ -1,0 +1,191 @@
+"""The autograd.Functions behind _scatter_ops' accumulating writes (loaded on first use).
+
+`accumulate` (scatter_add, index_add, index_put with accumulate=True): numpy's np.add.at into a
+copy of self, in index order as PyTorch's CPU kernel adds; its backward is the gradient itself
+for self and the gradient read at the written positions for the values, both recorded ops (so
+create_graph works).  `scatter_reduce_apply` follows PyTorch's derivative formulas for each
+reduction; its backward is computed in numpy, so it is once-differentiable.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+from .autograd.function import Function, once_differentiable
+
+
+def _wrap(arr):
+    return _core.wrap_array(np.ascontiguousarray(arr), False)
+
+
+def _tensor_key(key):
+    """key with its index arrays as tensors, to index a tensor (recorded) with it."""
+    return tuple(_wrap(k) if isinstance(k, np.ndarray) else k for k in key)
+
+
+def _sum_to(t, shape):
+    """t summed over the dims broadcasting added or stretched to reach `shape` (recorded)."""
+    shape = tuple(shape)
+    lead = t.ndim - len(shape)
+    if lead:
+        t = t.sum(dim=tuple(range(lead)))
+    stretched = tuple(d for d, n in enumerate(shape) if n == 1 and t.shape[d] != 1)
+    if stretched:
+        t = t.sum(dim=stretched, keepdim=True)
+    return t
+
+
+class _Accumulate(Function):
+    """self with `values` added at `key` (repeated positions accumulate)."""
+
+    @staticmethod
+    def forward(ctx, x, values, key):
+        ctx.key, ctx.values_shape = key, values.shape
+        out = x._array.copy()
+        target_shape = out[key].shape
+        np.add.at(out, key, np.broadcast_to(values._array, target_shape))
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, _sum_to(grad[_tensor_key(ctx.key)], ctx.values_shape), None
+
+
+def _named(name: str):
+    cls = type(name.replace("Backward0", ""), (_Accumulate,), {})
+    cls._backward_cls.__name__ = cls._backward_cls.__qualname__ = name
+    return cls
+
+
+_ACCUMULATE_BY_NAME = {name: _named(name) for name in
+                       ("ScatterAddBackward0", "IndexAddBackward0", "IndexPutBackward0")}
+
+
+def accumulate(x, key, values, grad_fn_name: str):
+    return _ACCUMULATE_BY_NAME[grad_fn_name].apply(x, values, key)
+
+
+# -- scatter_reduce -------------------------------------------------------------------------------
+
+_UFUNCS = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
+           "amin": np.minimum}
+
+
+def _identity(reduce: str, dtype):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind == "f":
+        return -np.inf if reduce == "amax" else np.inf
+    info = np.iinfo(dtype) if dtype.kind in "iu" else None
+    if info is None:            # bool
+        return reduce == "amin"
+    return info.min if reduce == "amax" else info.max
+
+
+def _reduce_values(x, key, src, reduce, include_self):
+    """(result, mask of the positions written, count of the values each reduces) in numpy."""
+    out = x.copy()
+    mask = np.zeros(x.shape, dtype=bool)
+    mask[key] = True
+    if not include_self:
+        out[mask] = _identity(reduce, x.dtype)
+    _UFUNCS[reduce].at(out, key, src)
+    count = np.zeros(x.shape, dtype=np.int64)
+    np.add.at(count, key, 1)
+    if include_self:
+        count += 1
+    count = np.maximum(count, 1)        # positions nothing lands on keep self (count 1)
+    if reduce == "mean":
+        if out.dtype.kind == "f":
+            out = np.where(mask | include_self, out / count.astype(out.dtype), out)
+        else:
+            out = np.where(mask, np.floor_divide(out, count.astype(out.dtype)), out)
+    return out.astype(x.dtype, copy=False), mask, count
+
+
+class ScatterReduce(Function):
+    @staticmethod
+    def forward(ctx, x, src, key, reduce, include_self):
+        out, mask, count = _reduce_values(x._array, key, src._array, reduce, include_self)
+        ctx.key, ctx.reduce, ctx.include_self = key, reduce, include_self
+        ctx.mask, ctx.count = mask, count
+        ctx.x, ctx.src, ctx.out = x._array.copy(), src._array, out
+        return _wrap(out)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        g = grad._array
+        key, reduce, mask, count = ctx.key, ctx.reduce, ctx.mask, ctx.count
+        x, src, out = ctx.x, ctx.src, ctx.out
+        if reduce == "sum":
+            gx, gs = g, g[key]
+        elif reduce == "mean":
+            scaled = g / count.astype(g.dtype)
+            gx, gs = scaled, scaled[key]
+        elif reduce in ("amax", "amin"):
+            # The gradient is shared evenly by every value equal to the result.  As in
+            # PyTorch, self's value counts among the ties even when include_self=False (its own
+            # share is then dropped below).
+            x_hits = x == out
+            src_hits = src == out[key]
+            ties = x_hits.astype(g.dtype)
+            np.add.at(ties, key, src_hits.astype(g.dtype))
+            share = g / np.maximum(ties, 1)
+            gx, gs = share * x_hits, share[key] * src_hits
+        else:
+            gx, gs = _prod_grads(g, x, src, out, key, ctx.include_self)
+        if not ctx.include_self:
+            gx = np.where(mask, 0, gx)
+        return _wrap(np.asarray(gx, dtype=g.dtype)), _wrap(np.asarray(gs, dtype=g.dtype)), \
+            None, None, None
+
+
+def _prod_grads(g, x, src, out, key, include_self):
+    """d prod / d each factor = the product of the other factors, computed without dividing by
+    a zero factor."""
+    x_nonzero = np.where(x == 0, 1, x)
+    others_of_x, _, _ = _reduce_values(x_nonzero, key, src, "prod", include_self)
+    gx = g * others_of_x / x_nonzero
+    src_zero = src == 0
+    zeros_at = np.zeros(x.shape, dtype=np.int64)
+    np.add.at(zeros_at, key, src_zero.astype(np.int64))
+    single_zero = src_zero & (zeros_at[key] == 1)
+    gs = (g * out)[key] / np.where(src_zero, 1, src)
+    if single_zero.any():
+        src_unzeroed = np.where(single_zero, 1, src)
+        others_of_src, _, _ = _reduce_values(x, key, src_unzeroed, "prod", include_self)
+        gs = np.where(single_zero, (g * others_of_src)[key], gs)
+    return gx, gs
+
+
+ScatterReduce._backward_cls.__name__ = "ScatterReduceBackward0"
+ScatterReduce._backward_cls.__qualname__ = "ScatterReduceBackward0"
+
+
+def scatter_reduce_apply(x, key, src, reduce, include_self):
+    return ScatterReduce.apply(x, src, key, reduce, include_self)
+
+
+class _NoDerivative(Function):
+    """Passes a computed value through, recorded, and raises if a gradient reaches it (for
+    ops PyTorch records but has no derivative for)."""
+
+    @staticmethod
+    def forward(ctx, value, op_name, *inputs):
+        ctx.op_name = op_name
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError(f"derivative for {ctx.op_name} is not implemented")
+
+
+_NoDerivative._backward_cls.__name__ = _NoDerivative._backward_cls.__qualname__ = "ScatterBackward0"
+
+
+def no_derivative(value, self, src, op_name: str):
+    inputs = [t for t in (self, src) if isinstance(t, _core.TensorBase)]
+    return _NoDerivative.apply(value, op_name, *inputs)

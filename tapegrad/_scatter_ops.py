@@ -1,0 +1,393 @@
+"""The scatter family: scatter / scatter_add / scatter_reduce, index_put / index_add /
+index_copy / index_fill, their in-place forms, built on the compiled core.
+
+Writes that overwrite (scatter with src or value, index_put without accumulate, index_copy,
+index_fill) are a clone and the core's recorded `x[key] = v` (CopySlices): the overwritten
+elements get no gradient and the written values get the gradient at their positions, as in
+PyTorch.  Writes that accumulate (scatter_add, index_add, index_put with accumulate=True,
+scatter_reduce) need np.*.at, so they are small autograd.Functions (_scatter_functions.py, loaded
+on first use).  An in-place form computes the out-of-place result and copies it into self with
+copy_, which applies the project's rules for in-place writes (leaf, view and version checks) and
+records the copy when a gradient must flow through it.
+
+Every op turns its arguments into one numpy advanced-index key into self (see _scatter_key and
+_index_dim_key) after checking them as PyTorch does, with its exception types and messages.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from . import _core
+from .grad_mode import is_grad_enabled
+
+TensorBase = _core.TensorBase
+
+
+def _type_name(arr) -> str:
+    return _core.scalar_type_name_of(arr.dtype)
+
+
+def _records(*tensors) -> bool:
+    return is_grad_enabled() and any(isinstance(t, TensorBase) and t.requires_grad
+                                     for t in tensors)
+
+
+def _norm_dim(dim: int, ndim: int) -> int:
+    rank = max(ndim, 1)
+    if not -rank <= dim < rank:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, "
+                         f"{rank - 1}], but got {dim})")
+    return dim % rank
+
+
+def _check_bounds(idx: np.ndarray, size: int, dim: int, wrap: bool, prefix: str = "",
+                  error=RuntimeError) -> np.ndarray:
+    """idx with negative entries wrapped (only where PyTorch wraps them), or PyTorch's error
+    naming the first index out of range."""
+    if idx.size:
+        low = -size if wrap else 0
+        bad = (idx < low) | (idx >= size)
+        if bad.any():
+            raise error(f"{prefix}index {int(idx[bad].flat[0])} is out of bounds for dimension "
+                        f"{dim} with size {size}")
+    return np.where(idx < 0, idx + size, idx) if wrap else idx
+
+
+def _wrap(arr) -> TensorBase:
+    arr = np.ascontiguousarray(arr)
+    return _core.wrap_array(arr, False)
+
+
+# -- scatter --------------------------------------------------------------------------------------
+
+def _scatter_key(self, dim: int, index, src, fname: str):
+    """(normalised dim, numpy key into self for index's positions, the slice of src that is
+    read) after PyTorch's checks of scatter/scatter_add/scatter_reduce."""
+    if not isinstance(index, TensorBase):
+        raise TypeError(f"{fname}(): argument 'index' (position 2) must be Tensor, not "
+                        f"{type(index).__name__}")
+    idx = index._array
+    if idx.dtype not in (np.int64, np.int32):
+        # PyTorch names scatter() here for the whole family.
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    shape = self._array.shape
+    dim = _norm_dim(dim, len(shape))
+    if idx.ndim != len(shape) and not (idx.ndim <= 1 and len(shape) <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if src is not None and src._array.ndim != idx.ndim and not (idx.ndim <= 1
+                                                                 and src._array.ndim <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    ishape = idx.shape if idx.ndim else (1,) * min(len(shape), 1)
+    sshape = shape if len(shape) else (1,)
+    srcshape = None if src is None else (src._array.shape or (1,))
+    too_big = any(ishape[d] > sshape[d] for d in range(len(ishape)) if d != dim) or (
+        srcshape is not None and any(ishape[d] > srcshape[d] for d in range(len(ishape))))
+    if too_big:
+        msg = (f"Expected index {list(idx.shape)} to be no larger than self {list(shape)} "
+               f"apart from dimension {dim}")
+        if src is not None:
+            msg += f" and to be no larger size than src {list(src._array.shape)}"
+        raise RuntimeError(msg)
+    flat = idx.astype(np.int64).reshape(ishape)
+    _check_bounds(flat, sshape[dim], dim, wrap=False)
+    grids = np.indices(ishape, sparse=True)
+    key = tuple(flat if d == dim else grids[d] for d in range(len(ishape)))
+    if not shape:                       # a 0-d self: its one element
+        key = ()
+    src_part = None
+    if src is not None:
+        src_part = src if src._array.ndim == 0 else src[tuple(slice(0, n) for n in ishape)]
+    return dim, key, src_part
+
+
+def _check_same_dtype(self, src, fname: str) -> None:
+    if src._array.dtype != self._array.dtype:
+        raise RuntimeError(f"{fname}(): Expected self.dtype to be equal to src.dtype")
+
+
+def _overwrite(self, key, value):
+    """A copy of self with self[key] = value (recorded as the core's CopySlices)."""
+    out = self.clone()
+    if key is not None:
+        out[key] = value
+    return out
+
+
+_warned_reduce_with_tensor_src = False
+
+
+def _scatter_reduce_two(self, dim, index, src, reduce, fname):
+    """scatter/scatter_ with reduce='add' or 'multiply' (PyTorch's older API, no gradient)."""
+    if reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    is_tensor = isinstance(src, TensorBase)
+    global _warned_reduce_with_tensor_src
+    if is_tensor and not _warned_reduce_with_tensor_src:
+        # Once per process, as PyTorch's TORCH_WARN_ONCE.
+        _warned_reduce_with_tensor_src = True
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and "
+                      "will be removed in a future PyTorch release. Use torch.scatter_reduce "
+                      "instead for more reduction options.", UserWarning, stacklevel=3)
+    if is_tensor:
+        _check_same_dtype(self, src, fname)
+    dim, key, part = _scatter_key(self, dim, index, src if is_tensor else None, fname)
+    out = self._array.copy()
+    if key is not None:
+        values = part._array if is_tensor else np.asarray(src).astype(out.dtype)
+        ufunc = np.add if reduce == "add" else np.multiply
+        ufunc.at(out, key, np.broadcast_to(values, out[key].shape).astype(out.dtype))
+    if _records(self, src):
+        # PyTorch records the op and refuses in backward; so does the Function.
+        from ._scatter_functions import no_derivative
+        return no_derivative(_wrap(out), self, src, "aten::scatter")
+    return _wrap(out)
+
+
+def scatter(input, dim, index, src=None, reduce=None, *, value=None):
+    """input with src's values (or one value) written at index along dim."""
+    if src is None and value is None:
+        raise TypeError("scatter() missing required argument 'src' or 'value'")
+    if src is None:
+        src = value
+    if reduce is not None:
+        return _scatter_reduce_two(input, dim, index, src, reduce, "scatter")
+    if isinstance(src, TensorBase):
+        _check_same_dtype(input, src, "scatter")
+        _, key, part = _scatter_key(input, dim, index, src, "scatter")
+        return _overwrite(input, key, part)
+    if not isinstance(src, numbers.Number):
+        raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not "
+                        f"{type(src).__name__}")
+    _, key, _ = _scatter_key(input, dim, index, None, "scatter")
+    return _overwrite(input, key, src)
+
+
+def scatter_(self, dim, index, src=None, reduce=None, *, value=None):
+    return self.copy_(scatter(self, dim, index, src, reduce, value=value))
+
+
+def scatter_add(input, dim, index, src):
+    """input plus src's values added at index along dim (repeated indices accumulate)."""
+    if not isinstance(src, TensorBase):
+        raise TypeError(f"scatter_add(): argument 'src' (position 3) must be Tensor, not "
+                        f"{type(src).__name__}")
+    _check_same_dtype(input, src, "scatter_add")
+    _, key, part = _scatter_key(input, dim, index, src, "scatter_add")
+    from ._scatter_functions import accumulate
+    return accumulate(input, key, part, "ScatterAddBackward0")
+
+
+def scatter_add_(self, dim, index, src):
+    return self.copy_(scatter_add(self, dim, index, src))
+
+
+_SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+# Spellings PyTorch also accepts (undocumented).
+_REDUCTION_ALIASES = {"max": "amax", "min": "amin"}
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """input with src's values reduced into it at index along dim ('sum', 'prod', 'mean',
+    'amax', 'amin'); include_self=False leaves input's own value out where anything lands."""
+    reduce = _REDUCTION_ALIASES.get(reduce, reduce)
+    if reduce not in _SCATTER_REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    if not isinstance(src, TensorBase):
+        raise TypeError(f"scatter_reduce(): argument 'src' (position 3) must be Tensor, not "
+                        f"{type(src).__name__}")
+    _check_same_dtype(input, src, "scatter_reduce")
+    _, key, part = _scatter_key(input, dim, index, src, "scatter_reduce")
+    from ._scatter_functions import scatter_reduce_apply
+    return scatter_reduce_apply(input, key, part, reduce, include_self)
+
+
+def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    return self.copy_(scatter_reduce(self, dim, index, src, reduce, include_self=include_self))
+
+
+# -- index_put ------------------------------------------------------------------------------------
+
+def _index_put_key(self, indices):
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' (position 1) must be tuple of Tensors, "
+                        f"not {type(indices).__name__}")
+    shape = self._array.shape
+    if len(indices) > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got "
+                         f"{len(indices)})")
+    key = []
+    for d, ind in enumerate(indices):
+        if ind is None:
+            key.append(slice(None))
+            continue
+        if not isinstance(ind, TensorBase):
+            raise TypeError("index_put(): argument 'indices' must be tuple of Tensors")
+        arr = ind._array
+        if arr.dtype == np.bool_ or arr.dtype == np.uint8:
+            key.append(arr.astype(bool))
+            continue
+        if arr.dtype.kind not in "iu":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        key.append(arr.astype(np.int64))
+    return tuple(key)
+
+
+def _check_index_put(self, key, values):
+    """PyTorch's order: the values must broadcast to the indexed shape, then the indices must
+    be in range; returns the key with negative indices wrapped."""
+    shape = self._array.shape
+    if all(n > 0 for n in shape):
+        probe_key = tuple(np.clip(k, -n, n - 1) if isinstance(k, np.ndarray) and k.dtype != bool
+                          else k for k, n in zip(key, shape))
+        try:
+            target = np.broadcast_to(np.empty((), np.int8), shape)[probe_key].shape
+        except IndexError as e:
+            raise IndexError(str(e).replace("axis", "dimension")) from None
+        vshape = values._array.shape
+        while len(vshape) > len(target) and vshape[0] == 1:
+            vshape = vshape[1:]
+        try:
+            fits = np.broadcast_shapes(vshape, target) == tuple(target)
+        except ValueError:
+            fits = False
+        if not fits:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(values._array.shape)} "
+                               f"cannot be broadcast to indexing result of shape "
+                               f"{list(target)}") from None
+    return tuple(_check_bounds(k, shape[d], d, wrap=True, error=IndexError)
+                 if isinstance(k, np.ndarray) and k.dtype != bool else k
+                 for d, k in enumerate(key))
+
+
+def _check_values(self, values, fname):
+    if not isinstance(values, TensorBase):
+        raise TypeError(f"{fname}(): argument 'values' (position 2) must be Tensor, not "
+                        f"{type(values).__name__}")
+    if values._array.dtype != self._array.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_type_name(self._array)} for the destination and "
+                           f"{_type_name(values._array)} for the source.")
+
+
+def index_put(input, indices, values, accumulate=False):
+    """input with values written (or, accumulate=True, added) at the advanced index `indices`."""
+    _check_values(input, values, "index_put")
+    key = _check_index_put(input, _index_put_key(input, indices), values)
+    if not accumulate:
+        return _overwrite(input, key, values)
+    from ._scatter_functions import accumulate as accumulate_at
+    return accumulate_at(input, key, values, "IndexPutBackward0")
+
+
+def index_put_(self, indices, values, accumulate=False):
+    return self.copy_(index_put(self, indices, values, accumulate))
+
+
+# -- index_add / index_copy / index_fill -----------------------------------------------------------
+
+def _index_dim_key(self, dim, index, fname: str, wrap: bool, error=RuntimeError,
+                   prefix: str = ""):
+    """(dim, key) selecting the slices `index` names along dim, after PyTorch's checks."""
+    if not isinstance(index, TensorBase):
+        raise TypeError(f"{fname}(): argument 'index' (position 2) must be Tensor, not "
+                        f"{type(index).__name__}")
+    idx = index._array
+    if idx.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"{fname}(): Expected dtype int32/int64 for index")
+    if idx.ndim > 1:
+        raise IndexError(f"{fname}(): Index is supposed to be a vector")
+    shape = self._array.shape
+    dim = _norm_dim(dim, len(shape))
+    size = shape[dim] if shape else 1
+    flat = _check_bounds(idx.astype(np.int64).reshape(-1), size, dim, wrap, prefix, error)
+    if not shape:
+        return dim, () if flat.size else None
+    return dim, (slice(None),) * dim + (flat,)
+
+
+def _check_source(self, source, dim, n_index, fname):
+    if not isinstance(source, TensorBase):
+        raise TypeError(f"{fname}(): argument 'source' (position 3) must be Tensor, not "
+                        f"{type(source).__name__}")
+    shape, sshape = self._array.shape, source._array.shape
+    if shape:
+        fits = tuple(sshape) == shape[:dim] + (n_index,) + shape[dim + 1:]
+    else:       # a 0-d self: index_copy takes any one-element source, index_add a 0-d one
+        fits = source._array.size == n_index and (fname == "index_copy" or not sshape)
+    if not fits:
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(shape)} "
+                           f"source.shape = {list(sshape)}")
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """input plus alpha * source's slices added at index along dim (repeats accumulate)."""
+    if isinstance(source, TensorBase) and source._array.dtype != input._array.dtype:
+        raise RuntimeError(f"index_add_(): self ({_type_name(input._array)}) and source "
+                           f"({_type_name(source._array)}) must have the same scalar type")
+    dim, key = _index_dim_key(input, dim, index, "index_add", wrap=False)
+    _check_source(input, source, dim, index._array.size, "index_add")
+    if key is None:
+        return input.clone()
+    from ._scatter_functions import accumulate
+    values = source if alpha == 1 else source * alpha
+    return accumulate(input, key, values, "IndexAddBackward0")
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    return self.copy_(index_add(self, dim, index, source, alpha=alpha))
+
+
+def index_copy(input, dim, index, source):
+    """input with source's slices written at index along dim."""
+    if isinstance(source, TensorBase) and source._array.dtype != input._array.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {_type_name(input._array)} and (source) "
+                           f"{_type_name(source._array)}")
+    dim, key = _index_dim_key(input, dim, index, "index_copy", wrap=False, error=IndexError,
+                              prefix="index_copy_(): ")
+    _check_source(input, source, dim, index._array.size, "index_copy")
+    return _overwrite(input, key, source)
+
+
+def index_copy_(self, dim, index, source):
+    return self.copy_(index_copy(self, dim, index, source))
+
+
+def index_fill(input, dim, index, value):
+    """input with the slices index names along dim set to value (a number or a 0-d tensor)."""
+    if isinstance(value, TensorBase) and value._array.ndim != 0:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value._array.ndim} dimension(s).")
+    dim, key = _index_dim_key(input, dim, index, "index_fill", wrap=True, error=IndexError)
+    if key:
+        # Each slice is filled once however often index names it: a tensor value's gradient
+        # sums each filled position once.
+        key = key[:-1] + (np.unique(key[-1]),)
+    return _overwrite(input, key, value)
+
+
+def index_fill_(self, dim, index, value):
+    return self.copy_(index_fill(self, dim, index, value))
+
+
+FUNCTIONS = ("scatter", "scatter_add", "scatter_reduce", "index_put", "index_put_", "index_add",
+             "index_copy", "index_fill")
+METHODS = ("scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
+           "scatter_reduce_", "index_put", "index_put_", "index_add", "index_add_", "index_copy",
+           "index_copy_", "index_fill", "index_fill_")
+
+
+def register(namespace: dict, tensor_cls) -> None:
+    """Add the functions to the tapegrad namespace and the methods to Tensor (existing names
+    win)."""
+    g = globals()
+    for name in FUNCTIONS:
+        namespace.setdefault(name, g[name])
+    for name in METHODS:
+        if name not in dir(tensor_cls):
+            setattr(tensor_cls, name, g[name])

@@ -1,0 +1,113 @@
+"""Bit shifts (<<, >>, bitwise_left_shift, bitwise_right_shift) and the in-place operator forms
+the compiled core lacks (&=, |=, ^=, <<=, >>=, **=).
+
+Shifts follow PyTorch's integer rules: the operands promote as for arithmetic, a shift by a
+negative amount or by at least the type's width gives 0 (a right shift of a negative value gives
+-1), floating types are refused.  They never require grad (integer results).
+
+An in-place operator computes the out-of-place result and writes it into self with copy_, after
+PyTorch's check that the result type casts to self's dtype, so the project's in-place rules
+(leaf, view and version checks, recording on non-leaves) apply; **= first clones self so the
+power's saved input is not the tensor being overwritten.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+
+TensorBase = _core.TensorBase
+
+
+def _result_dtype(input, other) -> np.dtype:
+    """Arithmetic promotion's dtype for input and other (one may be a Python number); bool with a
+    Python int is int64, as in PyTorch."""
+    from .grad_mode import no_grad
+    with no_grad():
+        dt = (input * 0 + other * 0)._array.dtype
+    both_tensors = isinstance(input, TensorBase) and isinstance(other, TensorBase)
+    return np.dtype(np.int64) if dt.kind == "b" and not both_tensors else dt
+
+
+def _shift(input, other, left: bool, name: str):
+    if not isinstance(input, TensorBase) and not isinstance(other, TensorBase):
+        raise TypeError(f"{name}(): expected a Tensor")
+    dt = _result_dtype(input, other)
+    if dt.kind not in "iu":
+        raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(dt)}'")
+    a = np.asarray(input._array if isinstance(input, TensorBase) else input).astype(dt)
+    b = np.asarray(other._array if isinstance(other, TensorBase) else other).astype(dt)
+    # C leaves shifts by a negative amount or by the width undefined; PyTorch defines them.
+    valid = (b >= 0) & (b < dt.itemsize * 8)
+    amount = np.where(valid, b, 0).astype(dt)
+    if left:
+        out = np.where(valid, np.left_shift(a, amount), 0)
+    else:
+        out = np.where(valid, np.right_shift(a, amount), np.where(a < 0, -1, 0))
+    return _core.wrap_array(np.ascontiguousarray(np.asarray(out, dtype=dt)), False)
+
+
+def bitwise_left_shift(input, other):
+    """input shifted left by other bits (integer tensors)."""
+    return _shift(input, other, True, "bitwise_left_shift")
+
+
+def bitwise_right_shift(input, other):
+    """input shifted right by other bits, sign-filling (integer tensors)."""
+    return _shift(input, other, False, "bitwise_right_shift")
+
+
+def _write_back(self, result):
+    """self's values replaced by result's, refused as PyTorch when result's type does not
+    cast to self's dtype (`t &= long_tensor` on a bool t)."""
+    if result is NotImplemented:
+        return NotImplemented
+    res_dt, own_dt = result._array.dtype, self._array.dtype
+    if not np.can_cast(res_dt, own_dt, "same_kind"):
+        raise RuntimeError(f"result type {_core.scalar_type_name_of(res_dt)} can't be cast to the "
+                           f"desired output type {_core.scalar_type_name_of(own_dt)}")
+    return self.copy_(result)
+
+
+def _iand(self, other):
+    return _write_back(self, self & other)
+
+
+def _ior(self, other):
+    return _write_back(self, self | other)
+
+
+def _ixor(self, other):
+    return _write_back(self, self ^ other)
+
+
+def _ilshift(self, other):
+    return _write_back(self, bitwise_left_shift(self, other))
+
+
+def _irshift(self, other):
+    return _write_back(self, bitwise_right_shift(self, other))
+
+
+def _ipow(self, other):
+    return _write_back(self, self.clone() ** other)
+
+
+def register(namespace: dict, tensor_cls) -> None:
+    """The functions in the tapegrad namespace, the operators on Tensor (existing names win)."""
+    namespace.setdefault("bitwise_left_shift", bitwise_left_shift)
+    namespace.setdefault("bitwise_right_shift", bitwise_right_shift)
+    methods = {
+        "bitwise_left_shift": bitwise_left_shift,
+        "bitwise_right_shift": bitwise_right_shift,
+        "__lshift__": bitwise_left_shift,
+        "__rshift__": bitwise_right_shift,
+        "__rlshift__": lambda self, other: bitwise_left_shift(other, self),
+        "__rrshift__": lambda self, other: bitwise_right_shift(other, self),
+        "__iand__": _iand, "__ior__": _ior, "__ixor__": _ixor,
+        "__ilshift__": _ilshift, "__irshift__": _irshift, "__ipow__": _ipow,
+    }
+    for name, fn in methods.items():
+        if name not in dir(tensor_cls):
+            setattr(tensor_cls, name, fn)

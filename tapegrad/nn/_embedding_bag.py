@@ -1,0 +1,108 @@
+"""torch.nn.functional.embedding_bag, used by nn.EmbeddingBag.
+
+A bag's rows are looked up with F.embedding (its gradient accumulates repeated indices, its
+max_norm renorms the rows it reads) and reduced per bag with index_add (sum, mean) or
+scatter_reduce's amax (max), all recorded, so gradients and weights follow PyTorch's.  Entries
+equal to padding_idx are left out of their bag (a mean divides by the rest); an empty bag is
+zeros.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _core
+from .. import creation
+
+_MODES = ("sum", "mean", "max")
+
+
+def _bags(input, offsets, include_last_offset: bool):
+    """(flat indices as a tensor, the bag number of each entry, the number of bags)."""
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences. However, found offsets "
+                             f"of type {type(offsets)}")
+        n_bags, length = input.shape
+        return input.reshape(-1), np.repeat(np.arange(n_bags), length), n_bags
+    if input.dim() != 1:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
+    if offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    if offsets.dim() != 1:
+        raise ValueError("offsets has to be a 1D Tensor")
+    starts = offsets._array.astype(np.int64)
+    length = input.shape[0]
+    if starts.size and starts[0] != 0:
+        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
+                           f"has to start from position 0. However, got {int(starts[0])}")
+    if starts.size and starts[-1] > length:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {length} but "
+                           f"got offsets[-1] of {int(starts[-1])}")
+    if np.any(np.diff(starts) < 0):
+        raise RuntimeError("offsets must be monotonically non-decreasing")
+    # include_last_offset: the last offset only closes the list; as in PyTorch, the last bag
+    # still runs to the end of input.
+    n_bags = max(starts.size - 1, 0) if include_last_offset else starts.size
+    bounds = np.append(starts[:n_bags], length)
+    bag_of = np.repeat(np.arange(n_bags), np.diff(bounds)) if n_bags else np.zeros(0, np.int64)
+    used = length if n_bags else 0
+    return input[:used] if used != length else input, bag_of, n_bags
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights=None, include_last_offset: bool = False, padding_idx=None):
+    """Sums, means or maxima of bags of embedding rows: input (B, N) is B bags of N indices;
+    a 1-D input is split into bags at `offsets`."""
+    from .functional import embedding
+    if not isinstance(input, _core.TensorBase) or input._array.dtype.kind not in "iu":
+        dtype = input.dtype if isinstance(input, _core.TensorBase) else type(input).__name__
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                           "following scalar types: Long, Int; but got "
+                           f"{dtype} instead (while checking arguments for embedding_bag)")
+    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
+                         f"not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if mode not in _MODES:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq=True is not supported by "
+                                  "tapegrad")
+    flat, bag_of, n_bags = _bags(input, offsets, include_last_offset)
+    num_rows = weight.shape[0]
+    values = flat._array.astype(np.int64)
+    bad = (values < 0) | (values >= num_rows)
+    if bad.any():
+        at = int(np.argmax(bad))
+        raise RuntimeError(f"Index {at} of input takes value {int(values[at])} which is not in "
+                           f"the valid range [0, {num_rows})")
+    keep = np.ones(values.shape, dtype=bool)
+    if padding_idx is not None:
+        keep = values != (padding_idx % num_rows)
+    kept = np.nonzero(keep)[0]
+    rows = embedding(flat[_core.wrap_array(kept, False)] if not keep.all() else flat, weight,
+                     None, max_norm, norm_type)
+    bag_index = _core.wrap_array(np.ascontiguousarray(bag_of[kept]), False)
+    zeros = creation.zeros(n_bags, weight.shape[1], dtype=weight.dtype)
+    if mode == "max":
+        index = bag_index.unsqueeze(1).expand(-1, weight.shape[1])
+        return zeros.scatter_reduce(0, index, rows, "amax", include_self=False)
+    if per_sample_weights is not None:
+        weights = per_sample_weights.reshape(-1)
+        if weights.shape[0] != values.shape[0]:     # entries past the last bag are unused
+            weights = weights[:values.shape[0]]
+        if not keep.all():
+            weights = weights[_core.wrap_array(kept, False)]
+        rows = rows * weights.unsqueeze(1)
+    summed = zeros.index_add(0, bag_index, rows)
+    if mode == "sum":
+        return summed
+    counts = np.maximum(np.bincount(bag_of[kept], minlength=n_bags), 1)
+    return summed / _core.wrap_array(counts.astype(weight._array.dtype)[:, None], False)

@@ -1,0 +1,101 @@
+"""torch.nn.functional.group_norm and instance_norm, shared by GroupNorm and InstanceNorm1d/2d.
+
+Composed of the core's differentiable ops (reshape, mean, sub, mul, rsqrt), so gradients and
+create_graph come for free; instance_norm's running statistics are updated in place outside the
+graph, as batch_norm's are.
+"""
+from __future__ import annotations
+
+from .. import _core
+from ..grad_mode import no_grad
+from ._batch_norm import batch_norm
+
+
+def _normalise_groups(input, groups: int, eps: float):
+    """input (N, C, *) normalised over each of `groups` runs of channels and the spatial dims."""
+    n = input.shape[0]
+    grouped = input.reshape(n, groups, -1)
+    mean = grouped.mean(2, keepdim=True)
+    centred = grouped - mean
+    var = (centred * centred).mean(2, keepdim=True)
+    return (centred * (var + eps).rsqrt()).reshape(input.shape)
+
+
+def _affine(out, weight, bias):
+    shape = (1, out.shape[1]) + (1,) * (out.dim() - 2)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
+    """Normalise input (N, C, *) over groups of C // num_groups channels (and the spatial
+    dims), then scale and shift each channel by weight and bias."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.dim()}")
+    channels = input.shape[1]
+    if num_groups <= 0 or channels % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.dim() != 1 or t.numel() != channels):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
+                               f"channels in input, but got {name} of shape {list(t.shape)} and "
+                               f"input of shape {list(input.shape)}")
+    # PyTorch refuses groups of one value, naming the (N*C/G, G, *spatial) grouping.
+    grouping = [input.shape[0] * channels // num_groups, num_groups] + list(input.shape[2:])
+    per_group = grouping[0]
+    for n in grouping[2:]:
+        per_group *= n
+    if per_group == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {grouping}")
+    if not input.is_floating_point():
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    if input.numel() == 0:
+        return _affine(input * 1, weight, bias)
+    return _affine(_normalise_groups(input, num_groups, eps), weight, bias)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5):
+    """Normalise each channel of each sample over its spatial dims (use_input_stats), moving
+    running_mean/var (when given) towards the batch average of the per-instance statistics;
+    without use_input_stats, the running statistics normalise instead (as batch_norm in eval)."""
+    if input.dim() < 2:
+        raise ValueError(f"Expected 2D or higher input (got {input.dim()}D input)")
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    spatial = input.numel() // max(input.shape[0] * input.shape[1], 1)
+    if spatial <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{input.shape}")
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != channels:
+            raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+    if running_mean is not None or running_var is not None:
+        _update_running(input, running_mean, running_var, momentum, spatial)
+    return _affine(_normalise_groups(input.reshape((1, -1) + tuple(input.shape[2:])),
+                                     input.shape[0] * channels, eps).reshape(input.shape),
+                   weight, bias)
+
+
+def _update_running(input, running_mean, running_var, momentum, spatial) -> None:
+    """running <- (1 - momentum) running + momentum * (the batch mean of the per-instance mean,
+    and of the per-instance unbiased variance)."""
+    with no_grad():
+        flat = input.detach().reshape(input.shape[0], input.shape[1], -1)
+        mean = flat.mean(2)
+        var = ((flat - mean.unsqueeze(2)) ** 2).sum(2) / (spatial - 1)
+        for running, stat in ((running_mean, mean), (running_var, var)):
+            if running is not None:
+                arr = running._array
+                arr[...] = ((1 - momentum) * arr + momentum * stat.mean(0)._array).astype(
+                    arr.dtype, copy=False)
+                _core._mark_written(running)      # saved copies are now stale
