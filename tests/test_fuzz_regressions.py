@@ -1,0 +1,83 @@
+"""Regressions found by tools/fuzz_surface.py (the differential fuzzer against PyTorch).
+
+Each test names the fuzz finding it pins; each asserts the right values without torch, and
+compares with torch when it is installed.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+F = tg.nn.functional
+nan, inf = math.nan, math.inf
+
+
+# -- non-finite values stay inside their windows (adaptive pooling, area and linear resampling) ----
+# A dense averaging / interpolation matrix spread one NaN or inf over the whole axis (0 * nan).
+
+def test_adaptive_avg_pool1d_nan_stays_in_its_window():
+    x = tg.tensor([[[1.0, nan, 3.0, 5.0, 7.0, 9.0]]])
+    np.testing.assert_array_equal(F.adaptive_avg_pool1d(x, 3).numpy(), [[[nan, 4.0, 8.0]]])
+    np.testing.assert_array_equal(F.adaptive_avg_pool1d(x, 4).numpy(),   # unequal windows
+                                  [[[nan, nan, 6.0, 8.0]]])
+
+
+def test_adaptive_avg_pool2d_inf_stays_in_its_window():
+    x = np.arange(16.0).reshape(1, 1, 4, 4)
+    x[0, 0, 0, 0] = inf
+    out = F.adaptive_avg_pool2d(tg.tensor(x), (2, 3)).numpy()
+    assert np.isinf(out[0, 0, 0, 0]) and np.isfinite(out[0, 0, 0, 1:]).all()
+    assert np.isfinite(out[0, 0, 1]).all()
+
+
+def test_adaptive_avg_pool_gradient_nan_reaches_only_its_window():
+    x = tg.tensor([[[1.0, 2.0, 3.0, 4.0, 5.0]]], requires_grad=True)
+    y = F.adaptive_avg_pool1d(x, 2)             # windows [0, 3) and [2, 5)
+    (y * tg.tensor([[[nan, 1.0]]])).sum().backward()
+    g = x.grad.numpy()[0, 0]
+    assert np.isnan(g[:3]).all()
+    np.testing.assert_allclose(g[3:], [1 / 3, 1 / 3])
+
+
+@pytest.mark.parametrize("mode", ["linear", "area"])
+def test_interpolate_nan_stays_local(mode):
+    x = tg.tensor([[[1.0, 2.0, 3.0, 4.0, 5.0, nan]]])
+    out = F.interpolate(x, size=3, mode=mode).numpy()[0, 0]
+    assert np.isfinite(out[:2]).all() and np.isnan(out[2])
+
+
+def test_interpolate_linear_same_size_reads_x_times_one_plus_x_times_zero():
+    # PyTorch: an unchanged axis is x[i] * 1 + x[i] * 0 (finite values copied, inf -> NaN)
+    x = tg.tensor([[[1.0, inf, 3.0]]])
+    np.testing.assert_array_equal(F.interpolate(x, size=3, mode="linear").numpy(),
+                                  [[[1.0, nan, 3.0]]])
+    np.testing.assert_array_equal(F.interpolate(x, scale_factor=1.2, mode="linear").numpy(),
+                                  [[[1.0, nan, 3.0]]])
+
+
+def test_resampling_non_finite_against_torch(torch):
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        shape = (2, 2) + tuple(rng.integers(1, 7, size=1 + trial % 2))
+        x = rng.standard_normal(shape)
+        x.flat[rng.integers(x.size)] = [nan, inf, -inf][trial % 3]
+        size = tuple(int(v) for v in rng.integers(1, 8, size=len(shape) - 2))
+        g = rng.standard_normal((2, 2) + size)
+        if trial % 4 == 0:
+            g.flat[rng.integers(g.size)] = nan
+        linear = "linear" if len(size) == 1 else "bilinear"
+        for fn in (lambda L, t: L.nn.functional.interpolate(t, size=size, mode="area"),
+                   lambda L, t: L.nn.functional.interpolate(t, size=size, mode=linear,
+                                                            align_corners=trial % 2 == 0),
+                   lambda L, t: getattr(L.nn.functional,
+                                        f"adaptive_avg_pool{len(size)}d")(t, size)):
+            a = torch.tensor(x, requires_grad=True)
+            b = tg.tensor(x, requires_grad=True)
+            ya, yb = fn(torch, a), fn(tg, b)
+            (ya * torch.tensor(g)).sum().backward()
+            (yb * tg.tensor(g)).sum().backward()
+            np.testing.assert_allclose(yb.detach().numpy(), ya.detach().numpy(), rtol=1e-12,
+                                       atol=1e-12)
+            np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-12, atol=1e-12)
