@@ -81,3 +81,32 @@ def test_resampling_non_finite_against_torch(torch):
             np.testing.assert_allclose(yb.detach().numpy(), ya.detach().numpy(), rtol=1e-12,
                                        atol=1e-12)
             np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+# -- F.pad circular with a negative pad ----------------------------------------------------------
+# PyTorch crops first and wraps around the cropped input; tapegrad wrapped the uncropped one.
+
+def test_pad_circular_negative_pad_wraps_the_cropped_input():
+    x = tg.tensor([[1.0, 2.0, 3.0, 4.0]])
+    np.testing.assert_array_equal(F.pad(x, (-1, 2), mode="circular").numpy(),
+                                  [[2.0, 3.0, 4.0, 2.0, 3.0]])
+    np.testing.assert_array_equal(F.pad(x, (2, -1), mode="circular").numpy(),
+                                  [[2.0, 3.0, 1.0, 2.0, 3.0]])
+    with pytest.raises(RuntimeError, match="empty dimension"):
+        F.pad(x, (-3, -1), mode="circular")
+    with pytest.raises(RuntimeError):       # pads wider than the cropped input
+        F.pad(x, (-2, 3), mode="circular")
+
+
+def test_pad_circular_negative_pads_against_torch(torch):
+    x = np.arange(20.0).reshape(1, 4, 5)
+    for pads in [(-1, 2), (2, -1), (1, -2, -1, 1), (-2, 2, 3, -1), (0, -3, 1, 0)]:
+        a = torch.tensor(x, requires_grad=True)
+        b = tg.tensor(x, requires_grad=True)
+        ya = torch.nn.functional.pad(a, pads, mode="circular")
+        yb = F.pad(b, pads, mode="circular")
+        np.testing.assert_array_equal(yb.detach().numpy(), ya.detach().numpy())
+        w = np.random.default_rng(len(pads)).standard_normal(tuple(ya.shape))
+        (ya * torch.tensor(w)).sum().backward()
+        (yb * tg.tensor(w)).sum().backward()
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy())

@@ -145,7 +145,10 @@ def _pad_index(n, before, after, mode):
         return np.where(pos >= n, period - pos, pos)
     if mode == "replicate":
         return np.clip(pos, 0, n - 1)
-    return pos % n                                              # circular
+    # circular: PyTorch first crops the negative pads, then wraps around what is left
+    start = max(-before, 0)
+    kept = n - start - max(-after, 0)
+    return np.arange(-max(before, 0), kept + max(after, 0)) % kept + start
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -185,6 +188,14 @@ def pad(input, pad, mode="constant", value=None):
                                f"dimension {dim} of input {list(input.shape)}")
         if mode == "circular" and (before > n or after > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
+        if mode == "circular" and n - max(-before, 0) - max(-after, 0) <= 0:
+            # (PyTorch returns uninitialised memory for some of these: never a spec to follow)
+            raise RuntimeError("Negative padding value is resulting in an empty dimension")
+        if mode == "circular" and max(before, after) > n - max(-before, 0) - max(-after, 0):
+            # (PyTorch's copy of the cropped input onto itself fails with this message)
+            raise RuntimeError("unsupported operation: some elements of the input tensor and the "
+                               "written-to tensor refer to a single memory location. Please "
+                               "clone() the tensor before performing the operation.")
         if before or after:
             out = out.index_select(dim, _wrap(_pad_index(n, before, after, mode)))
     return out
