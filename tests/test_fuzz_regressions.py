@@ -110,3 +110,30 @@ def test_pad_circular_negative_pads_against_torch(torch):
         (ya * torch.tensor(w)).sum().backward()
         (yb * tg.tensor(w)).sum().backward()
         np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy())
+
+
+# -- scaled_dot_product_attention: a NaN score at a masked position stays NaN --------------------
+# PyTorch adds the mask as a 0 / -inf bias (nan + -inf = nan); masked_fill hid the NaN.
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_nan_key_under_mask_propagates(causal):
+    q = tg.ones(1, 2, 2)
+    k = tg.tensor([[[1.0, 0.0], [nan, 0.0]]])
+    v = tg.tensor([[[1.0, 2.0], [3.0, 4.0]]])
+    mask = None if causal else tg.tensor([[True, False], [True, False]])
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+    assert np.isnan(out.numpy()).all()
+
+
+def test_sdpa_masks_against_torch(torch):
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        q, k, v = (rng.standard_normal((2, 3, 4)) for _ in range(3))
+        if trial % 2:
+            k[0, 2, 1] = nan
+        mask = rng.random((3, 3)) < 0.6
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            *(torch.tensor(a) for a in (q, k, v)), attn_mask=torch.tensor(mask))
+        got = F.scaled_dot_product_attention(*(tg.tensor(a) for a in (q, k, v)),
+                                             attn_mask=tg.tensor(mask))
+        np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-12, atol=1e-12)

@@ -1044,6 +1044,7 @@ def run_program(L, prog, torch_modules=None):
                 if idx is None:
                     break
                 name, f = chain_step(cr, tuple(outs[idx].shape))
+                res.extra.setdefault("chain", []).append(f"{name} of output {idx}")
                 outs = outs + [f(L, outs[idx])]
             return outs
 
@@ -1263,6 +1264,7 @@ def check_seed(seed, op_filter=None, verbose=False):
     findings = compare(prog, t_res, g_res)
     if verbose:
         print(prog.describe())
+        print("  chain:", t_res.extra.get("chain"))
         for name, res in (("torch", t_res), ("tapegrad", g_res)):
             if res.error:
                 print(f"--- {name} error: {res.error}")
