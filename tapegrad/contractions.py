@@ -230,6 +230,15 @@ def _contract_pair(a, la, b, lb, needed):
         a = a.expand(*batch_sizes, *a.shape[len(batch):])
     if any(size_b[lab] != s for lab, s in zip(batch, batch_sizes)):
         b = b.expand(*batch_sizes, *b.shape[len(batch):])
+    if a.dtype != b.dtype:
+        if contract:
+            raise RuntimeError(f"expected scalar type {_type_name(a)} but found {_type_name(b)}")
+        # No summed subscript: PyTorch multiplies (with type promotion) instead of a bmm.
+        sa = [size_a[lab] for lab in a_only]
+        sb = [size_b[lab] for lab in b_only]
+        out = a.reshape(tuple(batch_sizes + sa + [1] * len(sb))) \
+            * b.reshape(tuple(batch_sizes + [1] * len(sa) + sb))
+        return out, batch + a_only + b_only
     M = int(np.prod([size_a[lab] for lab in a_only], dtype=np.int64))
     K = int(np.prod([size_a[lab] for lab in contract], dtype=np.int64))
     N = int(np.prod([size_b[lab] for lab in b_only], dtype=np.int64))
@@ -255,10 +264,8 @@ def einsum(*args):
     else:
         equation, operands = _from_sublists(args)
     inputs, output = _parse_equation(equation, len(operands))
-    for t in operands[1:]:
-        if t.dtype != operands[0].dtype:
-            raise RuntimeError(f"expected scalar type {_type_name(operands[0])} but found "
-                               f"{_type_name(t)}")
+    # (Mixed dtypes: a pair with a summed subscript raises as PyTorch's bmm; one without is a
+    # promoting product - see _contract_pair.)
 
     # Name the dims an ellipsis covers by their distance from the right, so they align.
     n_ellipsis = 0

@@ -137,3 +137,40 @@ def test_sdpa_masks_against_torch(torch):
         got = F.scaled_dot_product_attention(*(tg.tensor(a) for a in (q, k, v)),
                                              attn_mask=tg.tensor(mask))
         np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-12, atol=1e-12)
+
+
+# -- einsum with mixed dtypes ---------------------------------------------------------------------
+# PyTorch multiplies (promoting) a pair with no summed subscript and raises only for a bmm.
+
+def test_einsum_mixed_dtypes_promote_without_summed_subscripts():
+    a = tg.tensor([1.0, 2.0], dtype=tg.float32, requires_grad=True)
+    b = tg.tensor([3.0, 4.0, 5.0], dtype=tg.float64, requires_grad=True)
+    out = tg.einsum("a,b->ab", a, b)
+    assert out.dtype == tg.float64
+    np.testing.assert_array_equal(out.detach().numpy(), [[3, 4, 5], [6, 8, 10]])
+    out.sum().backward()
+    assert a.grad.dtype == tg.float32 and b.grad.dtype == tg.float64
+    np.testing.assert_array_equal(a.grad.numpy(), [12, 12])
+    assert tg.einsum(",->", tg.tensor(2.0), tg.tensor(3.0, dtype=tg.float64)).dtype == tg.float64
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        tg.einsum("a,a->", a, tg.ones(2, dtype=tg.float64))
+
+
+def test_einsum_mixed_dtypes_against_torch(torch):
+    cases = [(",,->", [(), (), ()]), ("a,->a", [(2,), ()]), ("a,a->a", [(2,), (2,)]),
+             ("a,a->", [(2,), (2,)]), ("ab,b->a", [(2, 2), (2,)]), ("a,b->", [(2,), (3,)]),
+             ("a,b,ab->ab", [(2,), (3,), (2, 3)])]
+    for eq, shapes in cases:
+        for k in range(2 ** len(shapes)):
+            dts = ["float64" if k >> i & 1 else "float32" for i in range(len(shapes))]
+            arrays = [np.arange(1, 1 + int(np.prod(s))).reshape(s).astype(d)
+                      for s, d in zip(shapes, dts)]
+            try:
+                ref = torch.einsum(eq, *[torch.tensor(a) for a in arrays])
+            except RuntimeError:
+                with pytest.raises(RuntimeError):
+                    tg.einsum(eq, *[tg.tensor(a) for a in arrays])
+                continue
+            got = tg.einsum(eq, *[tg.tensor(a) for a in arrays])
+            assert str(got.dtype) == str(ref.dtype)
+            np.testing.assert_array_equal(got.numpy(), ref.numpy())
