@@ -325,8 +325,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     if k < 0 or k > arr.shape[d]:
         raise RuntimeError("selected index k out of range")
     order = np.take(_sort_order(arr, d, bool(largest)), np.arange(k), axis=d)
-    if input.ndim == 0 and order.size == 1:
-        order = order.reshape(())
+    if input.ndim == 0:         # PyTorch returns the element and index 0 for k = 0 and 1 alike
+        order = np.zeros((), dtype=np.int64)
     return _core.return_types.topk((_take(input, d, order), _index_tensor(order)))
 
 

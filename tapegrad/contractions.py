@@ -47,16 +47,26 @@ def _expand_error(target, input):
     return None
 
 
-def _scaled_sum(input, product, beta, alpha):
-    """beta * input + alpha * product, with input only broadcast when beta == 0 (as PyTorch:
-    NaN/inf in input do not leak through a zero beta)."""
+def _zeroed(t):
+    """Zeros of t's shape that stay in t's graph (t receives a zero gradient, as PyTorch's
+    input does through a zero beta), with no NaN/inf of t leaking into them (0 * nan)."""
+    from .creation import from_numpy
+    return t.masked_fill(from_numpy(np.ones((), dtype=bool)), 0.0)
+
+
+def _scaled_sum(input, product, beta, alpha, drop_zero_alpha=False):
+    """beta * input + alpha * product.  A zero beta ignores input's values (as PyTorch: NaN/inf
+    in input do not leak) but keeps it in the graph; so does a zero alpha for the product when
+    `drop_zero_alpha` (PyTorch's addmm, unlike its baddbmm)."""
     error = _expand_error(tuple(product.shape), input)
     if error is not None:
         raise error
-    if alpha != 1:
+    if alpha == 0 and drop_zero_alpha:
+        product = _zeroed(product)
+    elif alpha != 1:
         product = product * alpha
     if beta == 0:
-        return product
+        return product + _zeroed(input)
     return product + (input if beta == 1 else input * beta)
 
 
@@ -71,7 +81,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if input.dtype != mat2.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "
                            f"{_type_name(input)} and {_type_name(mat2)}")
-    return _scaled_sum(input, _mm(mat1, mat2), beta, alpha)
+    return _scaled_sum(input, _mm(mat1, mat2), beta, alpha, drop_zero_alpha=True)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):

@@ -174,3 +174,49 @@ def test_einsum_mixed_dtypes_against_torch(torch):
             got = tg.einsum(eq, *[tg.tensor(a) for a in arrays])
             assert str(got.dtype) == str(ref.dtype)
             np.testing.assert_array_equal(got.numpy(), ref.numpy())
+
+
+# -- addmm / baddbmm with a zero beta or alpha ----------------------------------------------------
+# PyTorch keeps input in the graph under beta=0 (a zero gradient, not None) and addmm ignores the
+# product's NaN/inf under alpha=0.
+
+@pytest.mark.parametrize("op", ["addmm", "baddbmm"])
+def test_zero_beta_input_gets_zero_gradient_and_no_nan(op):
+    a = tg.tensor([[nan, 1.0]], requires_grad=True)
+    m = tg.tensor([[2.0, 1.0], [1.0, 1.0]], requires_grad=True)
+    y = tg.addmm(a, m, m, beta=0) if op == "addmm" else tg.baddbmm(a, m[None], m[None], beta=0)
+    np.testing.assert_array_equal(y.detach().numpy().reshape(2, 2), [[5, 3], [3, 2]])
+    y.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [[0.0, 0.0]])
+
+
+def test_addmm_zero_alpha_ignores_the_product():
+    a = tg.tensor([[1.0, 2.0]])
+    m = tg.tensor([[inf, 1.0], [1.0, 1.0]])
+    np.testing.assert_array_equal(tg.addmm(a, m, m, alpha=0).numpy(), [[1, 2], [1, 2]])
+    # (baddbmm multiplies: PyTorch's baddbmm gives NaN there too)
+    assert np.isnan(tg.baddbmm(a, m[None], m[None], alpha=0).numpy()).any()
+
+
+def test_zero_beta_alpha_against_torch(torch):
+    a = np.array([[nan, 1.0]])
+    m = np.array([[inf, 1.0], [1.0, 1.0]])
+    for beta, alpha in [(0, 1), (1, 0), (0, 0), (0.5, 2)]:
+        for op in ("addmm", "baddbmm"):
+            res = []
+            for L in (torch, tg):
+                ta, tm = L.tensor(a, requires_grad=True), L.tensor(m, requires_grad=True)
+                mats = (tm, tm) if op == "addmm" else (tm[None], tm[None])
+                y = getattr(L, op)(ta, *mats, beta=beta, alpha=alpha)
+                y.sum().backward()
+                res.append((y.detach().numpy(), ta.grad.numpy(), tm.grad.numpy()))
+            for got, ref in zip(res[1], res[0]):
+                np.testing.assert_array_equal(got, ref)
+
+
+def test_topk_of_a_0d_tensor_returns_the_element_for_k_0_and_1():
+    x = tg.tensor(2.5)
+    for k in (0, 1):
+        values, indices = tg.topk(x, k)
+        assert values.shape == () and indices.shape == ()
+        assert values.item() == 2.5 and indices.item() == 0

@@ -1102,11 +1102,13 @@ def run_program(L, prog, torch_modules=None):
         res.grads = [None if g is None else to_np(g) for g in gs]
         if cg:
             stage = "double-backward"
-            pairs = [(g, p) for g, p in zip(gs, leaves) if g is not None and g.requires_grad]
+            pairs = [(j, g) for j, g in enumerate(gs) if g is not None and g.requires_grad]
             if pairs:
                 s = None
-                for g, _ in pairs:
-                    w = L.tensor(wr.standard_normal(tuple(g.shape)).astype(to_np(g).dtype))
+                for j, g in pairs:
+                    # weights per leaf index: the same whichever leaves have a first gradient
+                    wj = np.random.default_rng([prog.weight_seed, j])
+                    w = L.tensor(wj.standard_normal(tuple(g.shape)).astype(to_np(g).dtype))
                     t = (g * w).sum()
                     s = t if s is None else s + t
                 g2 = L.autograd.grad(s, leaves, allow_unused=True)
