@@ -220,3 +220,36 @@ def test_topk_of_a_0d_tensor_returns_the_element_for_k_0_and_1():
         values, indices = tg.topk(x, k)
         assert values.shape == () and indices.shape == ()
         assert values.item() == 2.5 and indices.item() == 0
+
+
+# -- max_unpool with overlapping pooling windows ---------------------------------------------------
+# Two windows choosing the same maximum give one index twice: PyTorch assigns (the value once),
+# a scatter-add summed it (twice the value).
+
+def test_max_unpool_duplicate_indices_assign_once():
+    x = tg.tensor([[[1.0, 5.0, 2.0]]], requires_grad=True)
+    y, idx = F.max_pool1d(x, 2, 1, return_indices=True)        # both windows pick the 5
+    np.testing.assert_array_equal(idx.numpy(), [[[1, 1]]])
+    out = F.max_unpool1d(y, idx, 2, 1, output_size=[3])
+    np.testing.assert_array_equal(out.detach().numpy(), [[[0.0, 5.0, 0.0]]])
+    (out * tg.tensor([[[1.0, 3.0, 1.0]]])).sum().backward()
+    # each pooled value receives the gradient at its index; both reach x[1]
+    np.testing.assert_array_equal(x.grad.numpy(), [[[0.0, 6.0, 0.0]]])
+
+
+def test_max_unpool_overlapping_windows_against_torch(torch):
+    rng = np.random.default_rng(5)
+    for trial in range(30):
+        nd = 1 + trial % 2
+        x = rng.standard_normal((2, 2) + tuple(rng.integers(3, 6, size=nd)))
+        res = []
+        for L in (torch, tg):
+            t = L.tensor(x, requires_grad=True)
+            y, i = getattr(L.nn.functional, f"max_pool{nd}d")(t, 3, 1, return_indices=True)
+            z = getattr(L.nn.functional, f"max_unpool{nd}d")(y * 2, i, 3, 1,
+                                                            output_size=t.shape[-nd:])
+            (z * L.tensor(np.arange(z.numel(), dtype=float).reshape(tuple(z.shape)))).sum() \
+                .backward()
+            res.append((z.detach().numpy(), t.grad.numpy()))
+        np.testing.assert_allclose(res[1][0], res[0][0])
+        np.testing.assert_allclose(res[1][1], res[0][1])

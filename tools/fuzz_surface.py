@@ -1213,6 +1213,8 @@ def compare(prog, t_res, g_res):
         n = len(t_res.grads)
         t2 = t2 if t2 is not None else [None] * n
         g2 = g2 if g2 is not None else [None] * n
+    if te or ge:
+        t2 = g2 = None          # a side raised in (or before) the double backward
     for label, tg_, gg_ in (("grad", t_res.grads, g_res.grads), ("grad2", t2, g2)):
         if tg_ is None or gg_ is None:
             if (tg_ is None) != (gg_ is None) and not (te or ge):

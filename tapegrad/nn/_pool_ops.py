@@ -14,8 +14,9 @@ import numpy as np
 from .. import _core
 from .. import cat as _cat
 from .. import where as _where
-from ._conv_ops import (Geometry, _check_tensor, _Gather, _out_size, _padded, _ScatterAdd,
-                        _tuple, _Unfold, _windows, _wrap)
+from ..autograd.function import Function
+from ._conv_ops import (Geometry, _check_tensor, _Gather, _out_size, _padded, _tuple,
+                        _Unfold, _windows, _wrap)
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
@@ -346,9 +347,28 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 # -- max unpooling ---------------------------------------------------------------------------------
 
+class _Scatter(Function):
+    """out = zeros(out_shape) with out.view(B, plane)[b, idx[b, k]] = x[b, k]: an assignment, so
+    an index that occurs twice (overlapping pooling windows choose the same maximum) holds the
+    value once, the last written, as PyTorch's max_unpool; the backward gathers the gradient
+    at each index for every input element that names it, as PyTorch's."""
+
+    @staticmethod
+    def forward(ctx, x, idx, out_shape):
+        B = idx.shape[0]
+        ctx.idx, ctx.in_shape = idx, tuple(x.shape)
+        out = np.zeros((B, math.prod(out_shape) // B if B else 0), dtype=x._array.dtype)
+        rows = np.arange(B, dtype=np.int64)[:, None]
+        out[rows, idx] = x._array.reshape(B, -1)
+        return _wrap(out.reshape(out_shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Gather.apply(g, ctx.idx, ctx.in_shape), None, None
+
+
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
-    """Put each input value at its index (from max_pool's return_indices) in a zero output: the
-    scatter-add adjoint of max pooling's gather."""
+    """Put each input value at its index (from max_pool's return_indices) in a zero output."""
     _check_tensor(input)
     _check_tensor(indices, "indices")
     kernel = _tuple(kernel_size, nd, "kernel_size", "pooling")
@@ -376,7 +396,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     if bad.any():
         raise RuntimeError(f"Found an invalid max index: {int(idx[bad][0])} (output volumes are "
                            f"of size {'x'.join(map(str, out_sp))})")
-    return _ScatterAdd.apply(input, idx, lead + out_sp)
+    return _Scatter.apply(input, idx, lead + out_sp)
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
