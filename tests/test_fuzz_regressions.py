@@ -253,3 +253,28 @@ def test_max_unpool_overlapping_windows_against_torch(torch):
             res.append((z.detach().numpy(), t.grad.numpy()))
         np.testing.assert_allclose(res[1][0], res[0][0])
         np.testing.assert_allclose(res[1][1], res[0][1])
+
+
+# -- tensor() of numpy scalars -----------------------------------------------------------------------
+# A numpy scalar kept its value but not its dtype: np.float64 became float32 (rounded), np.int32
+# int64.  PyTorch infers from the numpy dtype, in sequences too.
+
+def test_tensor_of_numpy_scalars_keeps_their_dtype():
+    x = tg.tensor(np.float64(0.1))
+    assert x.dtype == tg.float64 and x.item() == 0.1
+    assert tg.tensor(np.int32(3)).dtype == tg.int32
+    assert tg.tensor(np.float16(1.0)).dtype == tg.float16
+    assert tg.tensor([np.float64(0.1), 0.2]).dtype == tg.float64
+    assert tg.tensor([np.float32(1.0), 2.0]).dtype == tg.float32
+    assert tg.tensor([np.float32(1.0), np.int64(2)]).dtype == tg.float32
+    assert tg.tensor([np.int32(1), 2]).dtype == tg.int64
+    assert tg.tensor([1.5, 2.5]).dtype == tg.float32
+    assert tg.as_tensor(np.float64(0.1)).dtype == tg.float64
+
+
+def test_tensor_of_numpy_scalars_against_torch(torch):
+    cases = [np.float64(1.5), np.float32(1.5), np.int32(3), np.bool_(True), [np.float64(2.5), 1.5],
+             [np.float32(1), 2.0], [np.int32(1), 2], [np.float32(1), np.int64(2)],
+             [[np.float64(1)], [2.0]], [np.int32(1), np.int32(2)], (np.float64(1),), [1, 2]]
+    for v in cases:
+        assert str(tg.tensor(v).dtype) == str(torch.tensor(v).dtype), v

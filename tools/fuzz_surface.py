@@ -868,7 +868,8 @@ def g_to(r):
         return Case([x], lambda L, v: v[0].type(getattr(L, target)), f"x.type({target})")
     if kind == "legacy":
         cls = r.choice(["FloatTensor", "DoubleTensor", "LongTensor"])
-        return Case([x], lambda L, v: getattr(L, cls)(v[0].detach().tolist()) if v[0].dim() else getattr(L, cls)(3),
+        return Case([x], lambda L, v: getattr(L, cls)(v[0].detach().tolist()) if v[0].dim()
+                    else tuple(getattr(L, cls)(3).shape),
                     f"torch.{cls}(x.tolist())")
     m = r.choice(["new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"])
     shp = rand_shape(r, r.randint(0, 2))
@@ -1202,6 +1203,8 @@ def compare(prog, t_res, g_res):
                                  f"{_maxdiff(gv2, tv2)}; torch {_short(tv2)} vs tapegrad {_short(gv2)}"))
     if "second" in t_res.extra and "second" in g_res.extra:
         for i, (a, b) in enumerate(zip(t_res.extra["second"], g_res.extra["second"])):
+            if prog.case.skip_indices and isinstance(a, np.ndarray) and a.dtype.kind in "iu":
+                continue
             if isinstance(a, np.ndarray) and not close(np.asarray(b), a, *tolerances(a.dtype)):
                 out.append(("compile", f"second (compiled) call output {i} differs: "
                                        f"torch {_short(a)} vs tapegrad {_short(np.asarray(b))}"))
