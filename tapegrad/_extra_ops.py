@@ -374,8 +374,8 @@ def cumprod(input, dim, *, dtype=None):
         if arr.ndim == 0:
             return _wrap(arr.astype(out))
         return _wrap(np.cumprod(arr.astype(acc, copy=False), axis=d).astype(out))
-    if input.ndim == 0:
-        return input.to(_core.np_dtype_to_dtype(out))
+    if input.ndim == 0 or input.shape[d] == 0:      # nothing to multiply (no parts to stack)
+        return input.to(_core.np_dtype_to_dtype(out)) * 1
     # A chain of recorded products, one per position: exact gradients even through zeros,
     # accumulated at PyTorch's precision.
     from . import stack

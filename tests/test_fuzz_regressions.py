@@ -278,3 +278,34 @@ def test_tensor_of_numpy_scalars_against_torch(torch):
              [[np.float64(1)], [2.0]], [np.int32(1), np.int32(2)], (np.float64(1),), [1, 2]]
     for v in cases:
         assert str(tg.tensor(v).dtype) == str(torch.tensor(v).dtype), v
+
+
+# -- empty batches and empty dims (PyTorch accepts them; the numpy kernels crashed) --------------
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda x: F.conv1d(x, tg.ones(3, 2, 2, dtype=tg.float64)), (0, 2, 4)),
+    (lambda x: F.conv2d(x, tg.ones(3, 2, 2, 2, dtype=tg.float64), padding=1), (0, 2, 4, 4)),
+    (lambda x: F.conv_transpose1d(x, tg.ones(2, 3, 2, dtype=tg.float64), stride=2), (0, 2, 4)),
+    (lambda x: F.max_pool1d(x, 2), (0, 2, 4)),
+    (lambda x: F.max_pool2d(x, 2, return_indices=True)[0], (0, 2, 4, 4)),
+    (lambda x: F.adaptive_max_pool2d(x, 2), (0, 2, 4, 4)),
+    (lambda x: F.avg_pool1d(x, 2), (0, 2, 4)),
+    (lambda x: F.unfold(x, 2), (0, 2, 4, 4)),
+    (lambda x: tg.cumprod(x, 0), (0, 2)),
+])
+def test_empty_batch_runs_and_backpropagates(fn, shape):
+    x = tg.zeros(*shape, dtype=tg.float64, requires_grad=True)
+    y = fn(x)
+    assert y.shape[0] == 0
+    y.sum().backward()
+    assert x.grad.shape == x.shape
+
+
+def test_uniform_icdf():
+    lo = tg.tensor([0.0, 1.0], requires_grad=True)
+    hi = tg.tensor([2.0, 5.0], requires_grad=True)
+    v = tg.distributions.Uniform(lo, hi).icdf(tg.tensor([0.25, 0.5]))
+    np.testing.assert_allclose(v.detach().numpy(), [0.5, 3.0])
+    v.sum().backward()
+    np.testing.assert_allclose(lo.grad.numpy(), [0.75, 0.5])
+    np.testing.assert_allclose(hi.grad.numpy(), [0.25, 0.5])

@@ -16,7 +16,7 @@ from .. import cat as _cat
 from .. import where as _where
 from ..autograd.function import Function
 from ._conv_ops import (Geometry, _check_tensor, _Gather, _out_size, _padded, _tuple,
-                        _Unfold, _windows, _wrap)
+                        _Unfold, _windows, _wrap, empty_batch_safe)
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
@@ -168,6 +168,7 @@ def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode
     return out
 
 
+@empty_batch_safe(1)
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """1-d max pooling over (N, C, L) or (C, L)."""
@@ -175,6 +176,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      return_indices)
 
 
+@empty_batch_safe(2)
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """2-d max pooling over (N, C, H, W) or (C, H, W); stride defaults to kernel_size."""
@@ -336,10 +338,12 @@ def _adaptive_max(input, output_size, return_indices, nd, name):
     return out
 
 
+@empty_batch_safe(1)
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
 
 
+@empty_batch_safe(2)
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Max pooling to an (H_out, W_out) grid; return_indices gives flat positions per plane."""
     return _adaptive_max(input, output_size, return_indices, 2, "adaptive_max_pool2d")
