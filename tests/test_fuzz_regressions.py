@@ -309,3 +309,25 @@ def test_uniform_icdf():
     v.sum().backward()
     np.testing.assert_allclose(lo.grad.numpy(), [0.75, 0.5])
     np.testing.assert_allclose(hi.grad.numpy(), [0.25, 0.5])
+
+
+# -- exception parity (type and key phrase) ---------------------------------------------------------
+
+@pytest.mark.parametrize("call, exc, phrase", [
+    (lambda: tg.cumprod(tg.ones(3, requires_grad=True), 0, dtype=tg.int64), RuntimeError,
+     "Autograd not support dtype: Long"),
+    (lambda: tg.cumsum(tg.ones(3, requires_grad=True), 0, dtype=tg.int64), RuntimeError,
+     "Autograd not support dtype: Long"),
+    (lambda: tg.trace(tg.tensor(True)), NotImplementedError, "not implemented for 'Bool'"),
+    (lambda: tg.ones(2).flip(), TypeError, "dims"),
+    (lambda: tg.roll(tg.tensor(1.0), 1, 0), IndexError, "tensor has no dimensions"),
+    (lambda: tg.unique(tg.tensor(1.0), dim=0), IndexError, "tensor has no dimensions"),
+])
+def test_error_parity(call, exc, phrase):
+    with pytest.raises(exc, match=phrase):
+        call()
+
+
+def test_integer_cumsum_without_grad_still_works():
+    assert tg.cumsum(tg.ones(3), 0, dtype=tg.int32).tolist() == [1, 2, 3]
+    assert tg.roll(tg.tensor(1.0), 1).item() == 1.0
