@@ -331,3 +331,14 @@ def test_error_parity(call, exc, phrase):
 def test_integer_cumsum_without_grad_still_works():
     assert tg.cumsum(tg.ones(3), 0, dtype=tg.int32).tolist() == [1, 2, 3]
     assert tg.roll(tg.tensor(1.0), 1).item() == 1.0
+
+
+def test_fold_with_no_blocks_and_batch_norm_momentum_type():
+    with pytest.raises(RuntimeError, match="non-zero dimensions for input"):
+        F.fold(tg.ones(2, 6, 0), (3, 1), (2, 3), 1, 0, 2)
+    with pytest.raises(TypeError, match="'momentum' \\(position 7\\) must be float"):
+        F.batch_norm(tg.ones(3, 2), None, None, training=True, momentum=None)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):  # checked first
+        F.batch_norm(tg.ones(1, 2), None, None, training=True, momentum=None)
+    m = tg.nn.BatchNorm1d(2, momentum=None)          # the module's cumulative average still works
+    m(tg.randn(4, 2))

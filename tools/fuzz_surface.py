@@ -963,6 +963,7 @@ class Program:
         self.mode = r.choices(["grad", "grad2", "inplace", "no_grad", "compile", "plain"],
                               [5, 2, 1.5, 1, 1.5, 1])[0]
         self.chain_seed = r.randrange(2 ** 32)
+        self.chain_names = []           # filled while running (the same steps in both libraries)
         self.n_chain = r.choices([0, 1, 2], [5, 3, 1])[0]
         self.weight_seed = r.randrange(2 ** 32)
         self.inplace_kind = r.choice(["add_", "mul_"])
@@ -1046,6 +1047,7 @@ def run_program(L, prog, torch_modules=None):
                     break
                 name, f = chain_step(cr, tuple(outs[idx].shape))
                 res.extra.setdefault("chain", []).append(f"{name} of output {idx}")
+                prog.chain_names.append(name)
                 outs = outs + [f(L, outs[idx])]
             return outs
 
@@ -1245,6 +1247,46 @@ def compare(prog, t_res, g_res):
     return out
 
 
+# Differences triaged as deliberate, torch-side, or known core issues (see the report in the
+# commit history): `known(...)` tells them apart so that a run shows what is new.
+KNOWN = [
+    # torch cannot double-backward its CPU flash attention; tapegrad can
+    ("missing-error", "_scaled_dot_product_flash_attention_for_cpu_backward is not implemented"),
+    # torch's own batch_norm double-backward bug
+    ("missing-error", "Expected a proper Tensor but got None"),
+    # core limitation: no in-place on a view of a tensor that requires grad (loud, not silent)
+    ("spurious-error", "in-place operations on a view of a tensor that requires grad"),
+    ("spurious-error", "a leaf Variable that requires grad is being used in an in-place"),
+    # torch marks bincount(weights)/unique outputs as requiring grad and fails in backward;
+    # tapegrad returns constants
+    ("missing-error", "derivative for aten::bincount is not implemented"),
+    ("missing-error", "the derivative for '_unique2' is not implemented"),
+    ("missing-error", "the derivative for 'unique_dim' is not implemented"),
+    # torch saved a value tapegrad's backward does not need: torch's version check fires, the
+    # tapegrad gradient is still right
+    ("missing-error", "torch raised at backward 'RuntimeError: one of the variables needed"),
+]
+
+
+def known(prog, cat, msg):
+    import re
+    if any(c == cat and re.search(re.escape(m), msg) for c, m in KNOWN):
+        return True
+    if cat == "requires_grad" and prog.op in ("unique", "hist"):
+        return True
+    # CORE BUG (src/): a view taken before an in-place write to its base keeps its old history,
+    # so its gradient misses the write (torch rebases the view).  Filtered only where the chain
+    # took a view of an output that the in-place step then modified.
+    views = {"t[::2]", "mT", "einsum('...->...')"}
+    if prog.mode == "inplace" and cat in ("grad", "grad2") and views & set(prog.chain_names):
+        return True
+    # torch's input gradient under beta=0 is 0 * upstream (NaN where upstream is NaN); tapegrad's
+    # is an exact zero
+    if prog.op == "addmm" and cat in ("grad", "grad2") and "beta=0," in prog.case.desc:
+        return True
+    return False
+
+
 def _maxdiff(a, b):
     try:
         d = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
@@ -1258,7 +1300,7 @@ def _short(a):
     return s.replace("\n", " ")
 
 
-def check_seed(seed, op_filter=None, verbose=False):
+def check_seed(seed, op_filter=None, verbose=False, show_known=False):
     import torch
 
     import tapegrad
@@ -1269,6 +1311,8 @@ def check_seed(seed, op_filter=None, verbose=False):
         t_res = run_program(torch, prog)
         g_res = run_program(tapegrad, prog, torch_modules=t_res.extra.get("state"))
     findings = compare(prog, t_res, g_res)
+    if not show_known:
+        findings = [(c, m) for c, m in findings if not known(prog, c, m)]
     if verbose:
         print(prog.describe())
         print("  chain:", t_res.extra.get("chain"))
@@ -1281,12 +1325,12 @@ def check_seed(seed, op_filter=None, verbose=False):
 
 # -- driver -------------------------------------------------------------------------------------------
 
-def worker(start, stop, op_filter, progress_path):
+def worker(start, stop, op_filter, progress_path, show_known=False):
     for seed in range(start, stop):
         with open(progress_path, "w") as f:
             f.write(str(seed))
         try:
-            prog, findings = check_seed(seed, op_filter)
+            prog, findings = check_seed(seed, op_filter, show_known=show_known)
         except Exception as e:  # noqa: BLE001 - a fuzzer bug: report, keep going
             print(json.dumps({"seed": seed, "op": "?", "cat": "fuzzer-error", "msg": repr(e)[:300]}), flush=True)
             continue
@@ -1296,7 +1340,7 @@ def worker(start, stop, op_filter, progress_path):
     print(json.dumps({"done": stop}), flush=True)
 
 
-def drive(first, seconds, batch, op_filter, out_path, timeout):
+def drive(first, seconds, batch, op_filter, out_path, timeout, show_known=False):
     import tempfile
     seed = first
     t_end = time.time() + seconds
@@ -1308,6 +1352,8 @@ def drive(first, seconds, batch, op_filter, out_path, timeout):
                 "--progress", prog_file]
         if op_filter:
             args += ["--op", ",".join(op_filter)]
+        if show_known:
+            args += ["--all"]
         try:
             p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
             rc, stdout = p.returncode, p.stdout
@@ -1360,14 +1406,15 @@ def main(argv=None):
     ap.add_argument("--seeds", default=None, help="A:B, in process")
     ap.add_argument("--worker", default=None)
     ap.add_argument("--progress", default=None)
+    ap.add_argument("--all", action="store_true", help="also report the KNOWN differences")
     a = ap.parse_args(argv)
     op_filter = a.op.split(",") if a.op else None
     if a.worker:
         s, e = map(int, a.worker.split(":"))
-        worker(s, e, op_filter, a.progress)
+        worker(s, e, op_filter, a.progress, a.all)
         return 0
     if a.repro is not None:
-        prog, findings = check_seed(a.repro, op_filter, verbose=True)
+        prog, findings = check_seed(a.repro, op_filter, verbose=True, show_known=True)
         for cat, msg in findings:
             print(f"[{cat}] {msg}")
         return 1 if findings else 0
@@ -1375,14 +1422,14 @@ def main(argv=None):
         s, e = map(int, a.seeds.split(":"))
         n = 0
         for seed in range(s, e):
-            prog, findings = check_seed(seed, op_filter)
+            prog, findings = check_seed(seed, op_filter, show_known=a.all)
             n += 1
             if findings:
                 cats = sorted({c for c, _ in findings})
                 print(f"seed {seed} {cats} {prog.op}/{prog.mode}/chain{prog.n_chain}: {prog.case.desc}"
                       f"\n    {findings[0][1][:400]}")
         return 0
-    drive(a.first, a.seconds, a.batch, op_filter, a.out, a.timeout)
+    drive(a.first, a.seconds, a.batch, op_filter, a.out, a.timeout, a.all)
     return 0
 
 

@@ -644,6 +644,10 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if input.dim() not in (2, 3):
         raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input "
                                   f"Tensors are supported (got {input.dim()}D)")
+    if any(s == 0 for s in input.shape[input.dim() - 2:]):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           f"batch size and non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
     unbatched = input.dim() == 2
     cols = input.unsqueeze(0) if unbatched else input
     K = kernel[0] * kernel[1]
