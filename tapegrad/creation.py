@@ -81,7 +81,7 @@ def _sequence_dtype(data, arr: np.ndarray):
         elif isinstance(item, np.generic):
             (floats if item.dtype.kind == "f" else others).append(item.dtype)
         elif isinstance(item, float):
-            floats.append(_DEFAULT_FLOAT)
+            floats.append(_default_float())
         else:
             others.append(np.dtype(np.bool_) if isinstance(item, bool) else np.dtype(np.int64))
     if floats:
