@@ -188,10 +188,15 @@ def pad(input, pad, mode="constant", value=None):
                                f"dimension {dim} of input {list(input.shape)}")
         if mode == "circular" and (before > n or after > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        if mode == "circular" and n - max(-before, 0) - max(-after, 0) <= 0:
-            # (PyTorch returns uninitialised memory for some of these: never a spec to follow)
+        kept = n - max(-before, 0) - max(-after, 0)
+        if mode == "circular" and n + before + after == 0:
+            out = out.index_select(dim, _wrap(np.zeros(0, dtype=np.int64)))    # empty, as PyTorch
+            continue
+        if mode == "circular" and kept <= 0:
+            # (cropped away: PyTorch raises this when the size goes negative, and returns
+            # uninitialised memory otherwise - never a spec to follow)
             raise RuntimeError("Negative padding value is resulting in an empty dimension")
-        if mode == "circular" and max(before, after) > n - max(-before, 0) - max(-after, 0):
+        if mode == "circular" and max(before, after) > kept:
             # (PyTorch's copy of the cropped input onto itself fails with this message)
             raise RuntimeError("unsupported operation: some elements of the input tensor and the "
                                "written-to tensor refer to a single memory location. Please "
