@@ -53,6 +53,17 @@ def _dim(dim, ndim: int) -> int:
     return 0 if ndim == 0 else dim % ndim
 
 
+def _no_dims(dim) -> None:
+    """PyTorch's error for an op that takes a dim of a 0-d tensor as an error (roll, unique)."""
+    raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+
+
+def _check_autograd_dtype(input, out_dtype) -> None:
+    """A recorded op cannot produce an integer result (PyTorch's check on dtype=)."""
+    if _records(input) and np.dtype(out_dtype).kind not in "fc":
+        raise RuntimeError(f"Autograd not support dtype: {_core.scalar_type_name_of(out_dtype)}")
+
+
 def _records(*tensors) -> bool:
     """True when an op on `tensors` would be recorded (grad mode on, some input requires grad)."""
     return is_grad_enabled() and any(t.requires_grad for t in tensors)
@@ -265,9 +276,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
                                             return_counts=True, equal_nan=False)
         inverse = inverse.reshape(arr.shape)
     else:
-        axis = _dim(dim, arr.ndim)
         if arr.ndim == 0:
-            arr = arr.reshape(1)
+            _no_dims(dim)
+        axis = _dim(dim, arr.ndim)
         values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True,
                                             axis=axis, equal_nan=False)
         inverse = inverse.reshape(-1)
@@ -325,8 +336,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     if k < 0 or k > arr.shape[d]:
         raise RuntimeError("selected index k out of range")
     order = np.take(_sort_order(arr, d, bool(largest)), np.arange(k), axis=d)
-    if input.ndim == 0 and order.size == 1:
-        order = order.reshape(())
+    if input.ndim == 0:         # PyTorch returns the element and index 0 for k = 0 and 1 alike
+        order = np.zeros((), dtype=np.int64)
     return _core.return_types.topk((_take(input, d, order), _index_tensor(order)))
 
 
@@ -356,6 +367,8 @@ def cumsum(input, dim, *, dtype=None):
     """Running sums along dim (integers and bools sum to int64)."""
     _check_tensor(input, "cumsum")
     d = _dim(dim, input.ndim)
+    if dtype is not None:
+        _check_autograd_dtype(input, _core.np_dtype_of(dtype))
     if dtype is not None and _records(input):
         input = input.to(dtype)
     if _records(input):
@@ -369,13 +382,15 @@ def cumprod(input, dim, *, dtype=None):
     _check_tensor(input, "cumprod")
     d = _dim(dim, input.ndim)
     out, acc = _cumulative_dtype(input._array, dtype)
+    if dtype is not None:
+        _check_autograd_dtype(input, out)
     if not _records(input):
         arr = input._array
         if arr.ndim == 0:
             return _wrap(arr.astype(out))
         return _wrap(np.cumprod(arr.astype(acc, copy=False), axis=d).astype(out))
-    if input.ndim == 0:
-        return input.to(_core.np_dtype_to_dtype(out))
+    if input.ndim == 0 or input.shape[d] == 0:      # nothing to multiply (no parts to stack)
+        return input.to(_core.np_dtype_to_dtype(out)) * 1
     # A chain of recorded products, one per position: exact gradients even through zeros,
     # accumulated at PyTorch's precision.
     from . import stack
@@ -456,9 +471,8 @@ def roll(input, shifts, dims=None):
                            f"dims:{len(dims)}")
     out = input
     if input.ndim == 0:
-        for dim in dims:
-            _dim(dim, 0)
-        return input.clone()
+        _no_dims(dims[0])
+
     for shift, dim in zip(shifts, dims):
         d = _dim(dim, input.ndim)
         n = input._array.shape[d]
@@ -504,10 +518,10 @@ def _diagonal(m, k: int):
 def trace(input):
     """The sum of the main diagonal of a matrix (integers sum to int64)."""
     _check_tensor(input, "trace")
+    if input._array.dtype.kind == "b":         # (PyTorch checks the dtype first)
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
-    if input._array.dtype.kind == "b":
-        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     return _diagonal(input, 0).sum()
 
 
@@ -576,6 +590,8 @@ def _method(fn):
 
 def _tensor_method_flip(self, *dims):
     """Tensor.flip(dims) and Tensor.flip(*dims), as PyTorch's method accepts both."""
+    if not dims:
+        raise TypeError('flip() missing 1 required positional arguments: "dims"')
     if len(dims) == 1 and not isinstance(dims[0], (int, np.integer)):
         dims = dims[0]
     return flip(self, dims)

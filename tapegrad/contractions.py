@@ -47,16 +47,26 @@ def _expand_error(target, input):
     return None
 
 
-def _scaled_sum(input, product, beta, alpha):
-    """beta * input + alpha * product, with input only broadcast when beta == 0 (as PyTorch:
-    NaN/inf in input do not leak through a zero beta)."""
+def _zeroed(t):
+    """Zeros of t's shape that stay in t's graph (t receives a zero gradient, as PyTorch's
+    input does through a zero beta), with no NaN/inf of t leaking into them (0 * nan)."""
+    from .creation import from_numpy
+    return t.masked_fill(from_numpy(np.ones((), dtype=bool)), 0.0)
+
+
+def _scaled_sum(input, product, beta, alpha, drop_zero_alpha=False):
+    """beta * input + alpha * product.  A zero beta ignores input's values (as PyTorch: NaN/inf
+    in input do not leak) but keeps it in the graph; so does a zero alpha for the product when
+    `drop_zero_alpha` (PyTorch's addmm, unlike its baddbmm)."""
     error = _expand_error(tuple(product.shape), input)
     if error is not None:
         raise error
-    if alpha != 1:
+    if alpha == 0 and drop_zero_alpha:
+        product = _zeroed(product)
+    elif alpha != 1:
         product = product * alpha
     if beta == 0:
-        return product
+        return product + _zeroed(input)
     return product + (input if beta == 1 else input * beta)
 
 
@@ -71,7 +81,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if input.dtype != mat2.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "
                            f"{_type_name(input)} and {_type_name(mat2)}")
-    return _scaled_sum(input, _mm(mat1, mat2), beta, alpha)
+    return _scaled_sum(input, _mm(mat1, mat2), beta, alpha, drop_zero_alpha=True)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
@@ -230,6 +240,15 @@ def _contract_pair(a, la, b, lb, needed):
         a = a.expand(*batch_sizes, *a.shape[len(batch):])
     if any(size_b[lab] != s for lab, s in zip(batch, batch_sizes)):
         b = b.expand(*batch_sizes, *b.shape[len(batch):])
+    if a.dtype != b.dtype:
+        if contract:
+            raise RuntimeError(f"expected scalar type {_type_name(a)} but found {_type_name(b)}")
+        # No summed subscript: PyTorch multiplies (with type promotion) instead of a bmm.
+        sa = [size_a[lab] for lab in a_only]
+        sb = [size_b[lab] for lab in b_only]
+        out = a.reshape(tuple(batch_sizes + sa + [1] * len(sb))) \
+            * b.reshape(tuple(batch_sizes + [1] * len(sa) + sb))
+        return out, batch + a_only + b_only
     M = int(np.prod([size_a[lab] for lab in a_only], dtype=np.int64))
     K = int(np.prod([size_a[lab] for lab in contract], dtype=np.int64))
     N = int(np.prod([size_b[lab] for lab in b_only], dtype=np.int64))
@@ -255,10 +274,8 @@ def einsum(*args):
     else:
         equation, operands = _from_sublists(args)
     inputs, output = _parse_equation(equation, len(operands))
-    for t in operands[1:]:
-        if t.dtype != operands[0].dtype:
-            raise RuntimeError(f"expected scalar type {_type_name(operands[0])} but found "
-                               f"{_type_name(t)}")
+    # (Mixed dtypes: a pair with a summed subscript raises as PyTorch's bmm; one without is a
+    # promoting product - see _contract_pair.)
 
     # Name the dims an ellipsis covers by their distance from the right, so they align.
     n_ellipsis = 0

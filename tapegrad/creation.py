@@ -58,6 +58,40 @@ def _infer_dtype(arr: np.ndarray):
     raise TypeError(f"Could not infer dtype of {arr.dtype}")
 
 
+def _first_leaf(data):
+    while isinstance(data, (list, tuple)) and data:
+        data = data[0]
+    return data
+
+
+def _sequence_dtype(data, arr: np.ndarray):
+    """PyTorch's dtype for a nested sequence: each element counts with its own type - a numpy
+    scalar with its dtype, a Python float as the default float, an int as int64, a bool as bool
+    - and floats win over ints (torch.promote_types, not numpy's float32 + int64 = float64).
+    The elements are walked only when numpy scalars are in play (the first element is one, or
+    numpy's dtype is not what Python numbers give)."""
+    if not isinstance(_first_leaf(data), np.generic) and arr.dtype in _PYTHON_RESULT_DTYPES:
+        return _infer_dtype(arr)
+    floats, others = [], []
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, np.generic):
+            (floats if item.dtype.kind == "f" else others).append(item.dtype)
+        elif isinstance(item, float):
+            floats.append(_default_float())
+        else:
+            others.append(np.dtype(np.bool_) if isinstance(item, bool) else np.dtype(np.int64))
+    if floats:
+        return max(floats, key=lambda d: d.itemsize)
+    return np.result_type(*others) if others else _infer_dtype(arr)
+
+
+_PYTHON_RESULT_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
+
+
 def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
            pin_memory: bool = False) -> Tensor:
     """A new leaf tensor holding a copy of `data` (nested lists, scalars, arrays or tensors)."""
@@ -68,7 +102,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
                       "requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
         arr = np.array(data._array, copy=True)
-    elif isinstance(data, np.ndarray):
+    elif isinstance(data, (np.ndarray, np.generic)):     # a numpy scalar keeps its dtype too
         arr = np.array(data, copy=True)
     else:
         try:
@@ -78,7 +112,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
-            arr = arr.astype(_infer_dtype(arr), copy=False)
+            arr = arr.astype(_sequence_dtype(data, arr), copy=False)
     target = _np_dtype(dtype)
     if target is not None:
         arr = arr.astype(target, copy=False)

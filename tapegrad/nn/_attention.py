@@ -2,7 +2,7 @@
 
 Composed from differentiable ops (matmul, softmax, masked_fill, dropout, linear), so gradients,
 create_graph and higher order come from those ops.  Masks are constants: they are built with numpy
-and enter the graph only as masked_fill positions or added tensors.
+and enter the graph as added tensors (a bool mask as a 0 / -inf bias, as PyTorch adds it).
 """
 from __future__ import annotations
 
@@ -83,11 +83,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            f"[{nb}, {S}] but got: [{nb}, {value.shape[-2]}].")
     scale_factor = 1.0 / math.sqrt(E) if scale is None else scale
     scores = _T["matmul"](query * scale_factor, key.transpose(-2, -1))
+    # Masks are added as a 0 / -inf bias, as PyTorch does: a NaN score at a masked position
+    # stays NaN (nan + -inf), it is not overwritten as masked_fill would.
     if is_causal:
-        scores = scores.masked_fill(_constant(~causal_mask_array(L, S)), float("-inf"))
+        scores = scores + _bias(causal_mask_array(L, S), scores._array.dtype)
     elif attn_mask is not None:
         if attn_mask.dtype.name == "bool":
-            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+            scores = scores + _bias(attn_mask._array, scores._array.dtype)
         else:
             scores = scores + attn_mask
     weights = _safe_softmax(scores)
@@ -107,6 +109,11 @@ def _repeat_heads(t, repeats):
 
 def _constant(arr):
     return creation.from_numpy(np.ascontiguousarray(arr))
+
+
+def _bias(allowed, dtype):
+    """The additive form of a bool mask (True = may attend): 0 where allowed, -inf elsewhere."""
+    return _constant(np.where(allowed, 0.0, -np.inf).astype(dtype))
 
 
 def _safe_softmax(scores):

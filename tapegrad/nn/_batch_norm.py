@@ -18,6 +18,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if input.dim() < 2:
         raise ValueError(f"Expected 2D or higher input (got {input.dim()}D input)")
     C = input.shape[1]
+    count = input.numel() // C if C else 0
+    # PyTorch's order: the batch-size check (Python), the argument types, then the shapes
+    if training and count <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {input.shape}")
+    for position, (name, v) in ((7, ("momentum", momentum)), (8, ("eps", eps))):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"batch_norm(): argument '{name}' (position {position}) must be "
+                            f"float, not {type(v).__name__}")
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != C:
@@ -25,10 +34,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     dims = (0,) + tuple(range(2, input.dim()))
     shape = (1, C) + (1,) * (input.dim() - 2)
     if training:
-        count = input.numel() // C if C else 0
-        if count <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input "
-                             f"size {input.shape}")
         mean = input.mean(dims, keepdim=True)
         centred = input - mean
         var = (centred * centred).mean(dims, keepdim=True)

@@ -24,6 +24,7 @@ not replay custom Functions, so a compiled function that calls these runs eagerl
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -93,7 +94,9 @@ def im2col(x: np.ndarray, g: Geometry, fill=0.0) -> np.ndarray:
     N, C = x.shape[:2]
     win = _windows(_padded(x, g, fill), g)
     Ho, Wo = g.out_hw
-    return np.ascontiguousarray(win).reshape(N, g.groups, -1, Ho * Wo)
+    # (sizes spelled out, not -1: an empty batch must reshape too)
+    kh, kw = g.kernel
+    return np.ascontiguousarray(win).reshape(N, g.groups, C // g.groups * kh * kw, Ho * Wo)
 
 
 def col2im(cols: np.ndarray, g: Geometry, channels: int) -> np.ndarray:
@@ -151,7 +154,8 @@ def _columns(x: np.ndarray, g: Geometry) -> np.ndarray:
                           (Hp * Wp * e, dh * Wp * e, dw * e, C * Hp * Wp * e, e), writeable=False)
     else:
         view = _windows(_padded(x, g), g).transpose(1, 2, 3, 0, 4, 5)     # C,kh,kw,N,Ho,Wo
-    return np.ascontiguousarray(view).reshape(g.groups, -1, N * _row_len(g, x.shape[3]) * Ho)
+    return np.ascontiguousarray(view).reshape(g.groups, C // g.groups * kh * kw,
+                                              N * _row_len(g, x.shape[3]) * Ho)
 
 
 def _row_len(g: Geometry, W: int) -> int:
@@ -304,7 +308,7 @@ class _Unfold(Function):
         ctx.geom = geom
         ctx.channels = x.shape[1]
         cols = im2col(x._array, geom)
-        return _wrap(cols.reshape(cols.shape[0], -1, cols.shape[-1]))
+        return _wrap(cols.reshape(cols.shape[0], cols.shape[1] * cols.shape[2], cols.shape[-1]))
 
     @staticmethod
     def backward(ctx, g):
@@ -438,6 +442,25 @@ def _same_padding(kernel, dilation):
     return pads
 
 
+
+def empty_batch_safe(nd):
+    """Decorator for a window op whose numpy kernels reshape per sample: an input with an empty
+    batch (N = 0, which PyTorch accepts) runs with one zero sample appended and keeps the
+    first 0 rows of every output - PyTorch's shapes and dtypes, zero gradients for weights."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(input, *args, **kwargs):
+            if not (isinstance(input, _core.TensorBase) and input.dim() == nd + 2
+                    and input.shape[0] == 0):
+                return fn(input, *args, **kwargs)
+            from .. import cat
+            dummy = _wrap(np.zeros((1,) + tuple(input.shape[1:]), dtype=input._array.dtype))
+            out = fn(cat([input, dummy], 0), *args, **kwargs)
+            return tuple(o[:0] for o in out) if isinstance(out, tuple) else out[:0]
+        return run
+    return wrap
+
+
 def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
     stride = _tuple(stride, nd, "stride")
     dilation = _tuple(dilation, nd, "dilation")
@@ -496,11 +519,13 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
     return out.squeeze(0) if unbatched else out
 
 
+@empty_batch_safe(1)
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-d cross-correlation over (N, C, L) (or unbatched (C, L)) input."""
     return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
+@empty_batch_safe(2)
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d cross-correlation over (N, C, H, W) (or unbatched (C, H, W)) input; padding is an
     int, a pair, 'valid' or 'same' (stride 1 only)."""
@@ -562,6 +587,7 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
     return out.squeeze(0) if unbatched else out
 
 
+@empty_batch_safe(1)
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The adjoint of conv1d in its input ("deconvolution"); weight is (C_in, C_out/groups, k)."""
@@ -569,6 +595,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                               dilation, 1)
 
 
+@empty_batch_safe(2)
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The adjoint of conv2d in its input; weight is (C_in, C_out/groups, kh, kw)."""
@@ -617,6 +644,10 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if input.dim() not in (2, 3):
         raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input "
                                   f"Tensors are supported (got {input.dim()}D)")
+    if any(s == 0 for s in input.shape[input.dim() - 2:]):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           f"batch size and non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
     unbatched = input.dim() == 2
     cols = input.unsqueeze(0) if unbatched else input
     K = kernel[0] * kernel[1]

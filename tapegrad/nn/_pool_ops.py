@@ -2,8 +2,8 @@
 
 Numpy-backed like the convolutions (see _conv_ops.py): max pooling is a running max over the
 kernel offsets whose result is a differentiable gather of the chosen elements (its adjoint a
-scatter-add); average pooling is unfold then a sum; adaptive average pooling is a product with
-an averaging matrix on each axis (core matmul).  No Python loop per element or window.
+scatter-add); average pooling is unfold then a sum; adaptive average pooling is a sum of
+index_select taps per axis (a loop over the longest window's length, never per element).
 """
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ import math
 import numpy as np
 
 from .. import _core
+from .. import cat as _cat
 from .. import where as _where
-from ._conv_ops import (Geometry, _check_tensor, _Gather, _out_size, _padded, _ScatterAdd,
-                        _tuple, _Unfold, _windows, _wrap)
+from ..autograd.function import Function
+from ._conv_ops import (Geometry, _check_tensor, _Gather, _out_size, _padded, _tuple,
+                        _Unfold, _windows, _wrap, empty_batch_safe)
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
@@ -166,6 +168,7 @@ def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode
     return out
 
 
+@empty_batch_safe(1)
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """1-d max pooling over (N, C, L) or (C, L)."""
@@ -173,6 +176,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      return_indices)
 
 
+@empty_batch_safe(2)
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """2-d max pooling over (N, C, H, W) or (C, H, W); stride defaults to kernel_size."""
@@ -258,26 +262,41 @@ def _adaptive_sizes(input, output_size, nd, name):
     return spatial, out
 
 
-def _pool_matrix(size, n, dtype):
-    """(n, size) averaging matrix of adaptive pooling along one axis."""
+def _shape_along(ndim, dim, n):
+    shape = [1] * ndim
+    shape[dim] = n
+    return shape
+
+
+def _window_average(x, dim, n):
+    """Adaptive average pooling of x along `dim` to n positions: each output is the sum of its
+    window divided by the window's length, as PyTorch computes it.  Only the window's own
+    elements enter an output (and only its output's gradient reaches them), so a NaN or inf
+    stays inside its windows - a product with a dense averaging matrix would spread it (0 * nan)
+    over the whole axis, forward and backward."""
+    dim = dim % x.dim()
+    size = x.shape[dim]
+    if size % n == 0:           # equal windows (global pooling, 2x downsampling): one mean
+        shape = tuple(x.shape[:dim]) + (n, size // n) + tuple(x.shape[dim + 1:])
+        return x.reshape(shape).mean(dim + 1)
     start, end = _adaptive_bounds(size, n)
-    pos = np.arange(size)
-    inside = (pos >= start[:, None]) & (pos < end[:, None])
-    return (inside / (end - start)[:, None]).astype(dtype)
-
-
-def _right_matmul(x, m, dim):
-    """x with axis `dim` (of the last two) multiplied by m (new, old): x @ m^T along that axis."""
-    mt = _wrap(np.ascontiguousarray(m.T))
-    if dim == -1:
-        return x.matmul(mt)
-    return x.transpose(-1, -2).matmul(mt).transpose(-1, -2)
+    # Windows are shorter than the longest one: their missing taps read an appended zero.
+    pad_shape = list(x.shape)
+    pad_shape[dim] = 1
+    padded = _cat([x, _wrap(np.zeros(pad_shape, dtype=x._array.dtype))], dim)
+    total = None
+    for k in range(int((end - start).max())):
+        idx = np.where(start + k < end, start + k, size)
+        tap = padded.index_select(dim, _wrap(idx))
+        total = tap if total is None else total + tap
+    counts = (end - start).astype(x._array.dtype).reshape(_shape_along(x.dim(), dim, n))
+    return total / _wrap(counts)
 
 
 def adaptive_avg_pool1d(input, output_size):
     """Average pooling to `output_size` positions (each window spans floor..ceil of its share)."""
     (L,), (Lo,) = _adaptive_sizes(input, output_size, 1, "adaptive_avg_pool1d")
-    return _right_matmul(input, _pool_matrix(L, Lo, input._array.dtype), -1)
+    return _window_average(input, -1, Lo)
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -287,8 +306,7 @@ def adaptive_avg_pool2d(input, output_size):
     if dtype.kind != "f":
         raise RuntimeError(f'"adaptive_avg_pool2d" not implemented for '
                            f"'{_core.scalar_type_name_of(dtype)}'")
-    out = _right_matmul(input, _pool_matrix(W, Wo, dtype), -1)
-    return _right_matmul(out, _pool_matrix(H, Ho, dtype), -2)
+    return _window_average(_window_average(input, -1, Wo), -2, Ho)
 
 
 def _adaptive_max(input, output_size, return_indices, nd, name):
@@ -320,10 +338,12 @@ def _adaptive_max(input, output_size, return_indices, nd, name):
     return out
 
 
+@empty_batch_safe(1)
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
 
 
+@empty_batch_safe(2)
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Max pooling to an (H_out, W_out) grid; return_indices gives flat positions per plane."""
     return _adaptive_max(input, output_size, return_indices, 2, "adaptive_max_pool2d")
@@ -331,9 +351,28 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 # -- max unpooling ---------------------------------------------------------------------------------
 
+class _Scatter(Function):
+    """out = zeros(out_shape) with out.view(B, plane)[b, idx[b, k]] = x[b, k]: an assignment, so
+    an index that occurs twice (overlapping pooling windows choose the same maximum) holds the
+    value once, the last written, as PyTorch's max_unpool; the backward gathers the gradient
+    at each index for every input element that names it, as PyTorch's."""
+
+    @staticmethod
+    def forward(ctx, x, idx, out_shape):
+        B = idx.shape[0]
+        ctx.idx, ctx.in_shape = idx, tuple(x.shape)
+        out = np.zeros((B, math.prod(out_shape) // B if B else 0), dtype=x._array.dtype)
+        rows = np.arange(B, dtype=np.int64)[:, None]
+        out[rows, idx] = x._array.reshape(B, -1)
+        return _wrap(out.reshape(out_shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Gather.apply(g, ctx.idx, ctx.in_shape), None, None
+
+
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
-    """Put each input value at its index (from max_pool's return_indices) in a zero output: the
-    scatter-add adjoint of max pooling's gather."""
+    """Put each input value at its index (from max_pool's return_indices) in a zero output."""
     _check_tensor(input)
     _check_tensor(indices, "indices")
     kernel = _tuple(kernel_size, nd, "kernel_size", "pooling")
@@ -361,7 +400,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     if bad.any():
         raise RuntimeError(f"Found an invalid max index: {int(idx[bad][0])} (output volumes are "
                            f"of size {'x'.join(map(str, out_sp))})")
-    return _ScatterAdd.apply(input, idx, lead + out_sp)
+    return _Scatter.apply(input, idx, lead + out_sp)
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):

@@ -1,7 +1,7 @@
 """Resampling, padding modes and channel dropout for tapegrad.nn.functional.
 
-interpolate is separable: nearest modes are an index_select per axis, linear modes and 'area' a
-product with an interpolation (or averaging) matrix per axis; the non-constant F.pad modes are an
+interpolate is separable: nearest modes are an index_select per axis, linear modes two weighted
+index_select taps per axis and 'area' adaptive average pooling per axis; the non-constant F.pad modes are an
 index_select per padded dim.  All of it is the core's differentiable ops, so gradients (and
 create_graph) come from the core.
 """
@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _core
 from ._conv_ops import _check_tensor, _wrap
-from ._pool_ops import _pool_matrix, _right_matmul
+from ._pool_ops import _shape_along, _window_average
 
 __all__ = ["interpolate", "pad", "dropout1d", "dropout2d"]
 
@@ -65,17 +65,30 @@ def _nearest_index(size, n, scale, exact):
     return np.minimum(src.astype(np.int64), size - 1)
 
 
-def _linear_matrix(size, n, scale, align_corners, dtype):
-    """(n, size) matrix of linear interpolation weights along one axis."""
+def _linear_taps(size, n, scale, align_corners):
+    """Per output position along one axis: the two source positions and their weights."""
     step = _source_scale(size, n, scale, align_corners)
     pos = np.arange(n, dtype=np.float64)
     src = pos * step if align_corners else np.maximum((pos + 0.5) * step - 0.5, 0.0)
     lo = np.minimum(np.floor(src).astype(np.int64), size - 1)
     hi = np.minimum(lo + 1, size - 1)
     frac = src - lo
-    grid = np.arange(size)
-    m = (1 - frac)[:, None] * (grid == lo[:, None]) + frac[:, None] * (grid == hi[:, None])
-    return m.astype(dtype)
+    if n == size:
+        # PyTorch reads x[i] * 1 + x[i] * 0 for an axis whose size does not change, whatever
+        # the scale (finite values are copied exactly, an inf becomes NaN as in PyTorch)
+        lo = hi = np.arange(n)
+        frac = np.zeros(n)
+    return lo, hi, 1 - frac, frac
+
+
+def _linear_along(x, dim, lo, hi, w_lo, w_hi):
+    """Linear interpolation of x along `dim`: w_lo * x[lo] + w_hi * x[hi], two taps per output
+    as PyTorch computes it, so a NaN or inf reaches only the outputs (and its gradient only the
+    inputs) whose taps touch it; a dense interpolation matrix would spread it along the axis."""
+    shape = _shape_along(x.dim(), dim, len(lo))
+    dtype = x._array.dtype
+    return (x.index_select(dim, _wrap(lo)) * _wrap(w_lo.astype(dtype).reshape(shape))
+            + x.index_select(dim, _wrap(hi)) * _wrap(w_hi.astype(dtype).reshape(shape)))
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
@@ -113,14 +126,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     for axis, (s, n, f) in enumerate(zip(spatial, out_sp, scales)):
         dim = 2 + axis
         if mode == "area":          # area is adaptive average pooling, axis by axis
-            m = _pool_matrix(s, n, input._array.dtype)
-            out = _right_matmul(out, m, -1 if dim == input.dim() - 1 else -2)
+            out = _window_average(out, dim, n)
         elif mode in ("nearest", "nearest-exact"):
             idx = _nearest_index(s, n, f, mode == "nearest-exact")
             out = out.index_select(dim, _wrap(idx))
-        elif n != s:            # PyTorch copies an axis whose size does not change
-            m = _linear_matrix(s, n, f, bool(align_corners), input._array.dtype)
-            out = _right_matmul(out, m, -1 if dim == input.dim() - 1 else -2)
+        else:
+            out = _linear_along(out, dim, *_linear_taps(s, n, f, bool(align_corners)))
     return out
 
 
@@ -134,7 +145,10 @@ def _pad_index(n, before, after, mode):
         return np.where(pos >= n, period - pos, pos)
     if mode == "replicate":
         return np.clip(pos, 0, n - 1)
-    return pos % n                                              # circular
+    # circular: PyTorch first crops the negative pads, then wraps around what is left
+    start = max(-before, 0)
+    kept = n - start - max(-after, 0)
+    return np.arange(-max(before, 0), kept + max(after, 0)) % kept + start
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -174,6 +188,19 @@ def pad(input, pad, mode="constant", value=None):
                                f"dimension {dim} of input {list(input.shape)}")
         if mode == "circular" and (before > n or after > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
+        kept = n - max(-before, 0) - max(-after, 0)
+        if mode == "circular" and n + before + after == 0:
+            out = out.index_select(dim, _wrap(np.zeros(0, dtype=np.int64)))    # empty, as PyTorch
+            continue
+        if mode == "circular" and kept <= 0:
+            # (cropped away: PyTorch raises this when the size goes negative, and returns
+            # uninitialised memory otherwise - never a spec to follow)
+            raise RuntimeError("Negative padding value is resulting in an empty dimension")
+        if mode == "circular" and max(before, after) > kept:
+            # (PyTorch's copy of the cropped input onto itself fails with this message)
+            raise RuntimeError("unsupported operation: some elements of the input tensor and the "
+                               "written-to tensor refer to a single memory location. Please "
+                               "clone() the tensor before performing the operation.")
         if before or after:
             out = out.index_select(dim, _wrap(_pad_index(n, before, after, mode)))
     return out

@@ -1,0 +1,345 @@
+"""Regressions found by tools/fuzz_surface.py (the differential fuzzer against PyTorch).
+
+Each test names the fuzz finding it pins; each asserts the right values without torch, and
+compares with torch when it is installed.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+F = tg.nn.functional
+nan, inf = math.nan, math.inf
+
+
+# -- non-finite values stay inside their windows (adaptive pooling, area and linear resampling) ----
+# A dense averaging / interpolation matrix spread one NaN or inf over the whole axis (0 * nan).
+
+def test_adaptive_avg_pool1d_nan_stays_in_its_window():
+    x = tg.tensor([[[1.0, nan, 3.0, 5.0, 7.0, 9.0]]])
+    np.testing.assert_array_equal(F.adaptive_avg_pool1d(x, 3).numpy(), [[[nan, 4.0, 8.0]]])
+    np.testing.assert_array_equal(F.adaptive_avg_pool1d(x, 4).numpy(),   # unequal windows
+                                  [[[nan, nan, 6.0, 8.0]]])
+
+
+def test_adaptive_avg_pool2d_inf_stays_in_its_window():
+    x = np.arange(16.0).reshape(1, 1, 4, 4)
+    x[0, 0, 0, 0] = inf
+    out = F.adaptive_avg_pool2d(tg.tensor(x), (2, 3)).numpy()
+    assert np.isinf(out[0, 0, 0, 0]) and np.isfinite(out[0, 0, 0, 1:]).all()
+    assert np.isfinite(out[0, 0, 1]).all()
+
+
+def test_adaptive_avg_pool_gradient_nan_reaches_only_its_window():
+    x = tg.tensor([[[1.0, 2.0, 3.0, 4.0, 5.0]]], requires_grad=True)
+    y = F.adaptive_avg_pool1d(x, 2)             # windows [0, 3) and [2, 5)
+    (y * tg.tensor([[[nan, 1.0]]])).sum().backward()
+    g = x.grad.numpy()[0, 0]
+    assert np.isnan(g[:3]).all()
+    np.testing.assert_allclose(g[3:], [1 / 3, 1 / 3])
+
+
+@pytest.mark.parametrize("mode", ["linear", "area"])
+def test_interpolate_nan_stays_local(mode):
+    x = tg.tensor([[[1.0, 2.0, 3.0, 4.0, 5.0, nan]]])
+    out = F.interpolate(x, size=3, mode=mode).numpy()[0, 0]
+    assert np.isfinite(out[:2]).all() and np.isnan(out[2])
+
+
+def test_interpolate_linear_same_size_reads_x_times_one_plus_x_times_zero():
+    # PyTorch: an unchanged axis is x[i] * 1 + x[i] * 0 (finite values copied, inf -> NaN)
+    x = tg.tensor([[[1.0, inf, 3.0]]])
+    np.testing.assert_array_equal(F.interpolate(x, size=3, mode="linear").numpy(),
+                                  [[[1.0, nan, 3.0]]])
+    np.testing.assert_array_equal(F.interpolate(x, scale_factor=1.2, mode="linear").numpy(),
+                                  [[[1.0, nan, 3.0]]])
+
+
+def test_resampling_non_finite_against_torch(torch):
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        shape = (2, 2) + tuple(rng.integers(1, 7, size=1 + trial % 2))
+        x = rng.standard_normal(shape)
+        x.flat[rng.integers(x.size)] = [nan, inf, -inf][trial % 3]
+        size = tuple(int(v) for v in rng.integers(1, 8, size=len(shape) - 2))
+        g = rng.standard_normal((2, 2) + size)
+        if trial % 4 == 0:
+            g.flat[rng.integers(g.size)] = nan
+        linear = "linear" if len(size) == 1 else "bilinear"
+        for fn in (lambda L, t: L.nn.functional.interpolate(t, size=size, mode="area"),
+                   lambda L, t: L.nn.functional.interpolate(t, size=size, mode=linear,
+                                                            align_corners=trial % 2 == 0),
+                   lambda L, t: getattr(L.nn.functional,
+                                        f"adaptive_avg_pool{len(size)}d")(t, size)):
+            a = torch.tensor(x, requires_grad=True)
+            b = tg.tensor(x, requires_grad=True)
+            ya, yb = fn(torch, a), fn(tg, b)
+            (ya * torch.tensor(g)).sum().backward()
+            (yb * tg.tensor(g)).sum().backward()
+            np.testing.assert_allclose(yb.detach().numpy(), ya.detach().numpy(), rtol=1e-12,
+                                       atol=1e-12)
+            np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+# -- F.pad circular with a negative pad ----------------------------------------------------------
+# PyTorch crops first and wraps around the cropped input; tapegrad wrapped the uncropped one.
+
+def test_pad_circular_negative_pad_wraps_the_cropped_input():
+    x = tg.tensor([[1.0, 2.0, 3.0, 4.0]])
+    np.testing.assert_array_equal(F.pad(x, (-1, 2), mode="circular").numpy(),
+                                  [[2.0, 3.0, 4.0, 2.0, 3.0]])
+    np.testing.assert_array_equal(F.pad(x, (2, -1), mode="circular").numpy(),
+                                  [[2.0, 3.0, 1.0, 2.0, 3.0]])
+    assert F.pad(x, (-3, -1), mode="circular").shape == (1, 0)
+    with pytest.raises(RuntimeError, match="empty dimension"):    # (PyTorch: garbage values)
+        F.pad(x, (-4, 1), mode="circular")
+    with pytest.raises(RuntimeError):       # pads wider than the cropped input
+        F.pad(x, (-2, 3), mode="circular")
+
+
+def test_pad_circular_negative_pads_against_torch(torch):
+    x = np.arange(20.0).reshape(1, 4, 5)
+    for pads in [(-1, 2), (2, -1), (1, -2, -1, 1), (-2, 2, 3, -1), (0, -3, 1, 0)]:
+        a = torch.tensor(x, requires_grad=True)
+        b = tg.tensor(x, requires_grad=True)
+        ya = torch.nn.functional.pad(a, pads, mode="circular")
+        yb = F.pad(b, pads, mode="circular")
+        np.testing.assert_array_equal(yb.detach().numpy(), ya.detach().numpy())
+        w = np.random.default_rng(len(pads)).standard_normal(tuple(ya.shape))
+        (ya * torch.tensor(w)).sum().backward()
+        (yb * tg.tensor(w)).sum().backward()
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy())
+
+
+# -- scaled_dot_product_attention: a NaN score at a masked position stays NaN --------------------
+# PyTorch adds the mask as a 0 / -inf bias (nan + -inf = nan); masked_fill hid the NaN.
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_nan_key_under_mask_propagates(causal):
+    q = tg.ones(1, 2, 2)
+    k = tg.tensor([[[1.0, 0.0], [nan, 0.0]]])
+    v = tg.tensor([[[1.0, 2.0], [3.0, 4.0]]])
+    mask = None if causal else tg.tensor([[True, False], [True, False]])
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+    assert np.isnan(out.numpy()).all()
+
+
+def test_sdpa_masks_against_torch(torch):
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        q, k, v = (rng.standard_normal((2, 3, 4)) for _ in range(3))
+        if trial % 2:
+            k[0, 2, 1] = nan
+        mask = rng.random((3, 3)) < 0.6
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            *(torch.tensor(a) for a in (q, k, v)), attn_mask=torch.tensor(mask))
+        got = F.scaled_dot_product_attention(*(tg.tensor(a) for a in (q, k, v)),
+                                             attn_mask=tg.tensor(mask))
+        np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-12, atol=1e-12)
+
+
+# -- einsum with mixed dtypes ---------------------------------------------------------------------
+# PyTorch multiplies (promoting) a pair with no summed subscript and raises only for a bmm.
+
+def test_einsum_mixed_dtypes_promote_without_summed_subscripts():
+    a = tg.tensor([1.0, 2.0], dtype=tg.float32, requires_grad=True)
+    b = tg.tensor([3.0, 4.0, 5.0], dtype=tg.float64, requires_grad=True)
+    out = tg.einsum("a,b->ab", a, b)
+    assert out.dtype == tg.float64
+    np.testing.assert_array_equal(out.detach().numpy(), [[3, 4, 5], [6, 8, 10]])
+    out.sum().backward()
+    assert a.grad.dtype == tg.float32 and b.grad.dtype == tg.float64
+    np.testing.assert_array_equal(a.grad.numpy(), [12, 12])
+    assert tg.einsum(",->", tg.tensor(2.0), tg.tensor(3.0, dtype=tg.float64)).dtype == tg.float64
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        tg.einsum("a,a->", a, tg.ones(2, dtype=tg.float64))
+
+
+def test_einsum_mixed_dtypes_against_torch(torch):
+    cases = [(",,->", [(), (), ()]), ("a,->a", [(2,), ()]), ("a,a->a", [(2,), (2,)]),
+             ("a,a->", [(2,), (2,)]), ("ab,b->a", [(2, 2), (2,)]), ("a,b->", [(2,), (3,)]),
+             ("a,b,ab->ab", [(2,), (3,), (2, 3)])]
+    for eq, shapes in cases:
+        for k in range(2 ** len(shapes)):
+            dts = ["float64" if k >> i & 1 else "float32" for i in range(len(shapes))]
+            arrays = [np.arange(1, 1 + int(np.prod(s))).reshape(s).astype(d)
+                      for s, d in zip(shapes, dts)]
+            try:
+                ref = torch.einsum(eq, *[torch.tensor(a) for a in arrays])
+            except RuntimeError:
+                with pytest.raises(RuntimeError):
+                    tg.einsum(eq, *[tg.tensor(a) for a in arrays])
+                continue
+            got = tg.einsum(eq, *[tg.tensor(a) for a in arrays])
+            assert str(got.dtype) == str(ref.dtype)
+            np.testing.assert_array_equal(got.numpy(), ref.numpy())
+
+
+# -- addmm / baddbmm with a zero beta or alpha ----------------------------------------------------
+# PyTorch keeps input in the graph under beta=0 (a zero gradient, not None) and addmm ignores the
+# product's NaN/inf under alpha=0.
+
+@pytest.mark.parametrize("op", ["addmm", "baddbmm"])
+def test_zero_beta_input_gets_zero_gradient_and_no_nan(op):
+    a = tg.tensor([[nan, 1.0]], requires_grad=True)
+    m = tg.tensor([[2.0, 1.0], [1.0, 1.0]], requires_grad=True)
+    y = tg.addmm(a, m, m, beta=0) if op == "addmm" else tg.baddbmm(a, m[None], m[None], beta=0)
+    np.testing.assert_array_equal(y.detach().numpy().reshape(2, 2), [[5, 3], [3, 2]])
+    y.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [[0.0, 0.0]])
+
+
+def test_addmm_zero_alpha_ignores_the_product():
+    a = tg.tensor([[1.0, 2.0]])
+    m = tg.tensor([[inf, 1.0], [1.0, 1.0]])
+    np.testing.assert_array_equal(tg.addmm(a, m, m, alpha=0).numpy(), [[1, 2], [1, 2]])
+    # (baddbmm multiplies: PyTorch's baddbmm gives NaN there too)
+    assert np.isnan(tg.baddbmm(a, m[None], m[None], alpha=0).numpy()).any()
+
+
+def test_zero_beta_alpha_against_torch(torch):
+    a = np.array([[nan, 1.0]])
+    m = np.array([[inf, 1.0], [1.0, 1.0]])
+    for beta, alpha in [(0, 1), (1, 0), (0, 0), (0.5, 2)]:
+        for op in ("addmm", "baddbmm"):
+            res = []
+            for L in (torch, tg):
+                ta, tm = L.tensor(a, requires_grad=True), L.tensor(m, requires_grad=True)
+                mats = (tm, tm) if op == "addmm" else (tm[None], tm[None])
+                y = getattr(L, op)(ta, *mats, beta=beta, alpha=alpha)
+                y.sum().backward()
+                res.append((y.detach().numpy(), ta.grad.numpy(), tm.grad.numpy()))
+            for got, ref in zip(res[1], res[0]):
+                np.testing.assert_array_equal(got, ref)
+
+
+def test_topk_of_a_0d_tensor_returns_the_element_for_k_0_and_1():
+    x = tg.tensor(2.5)
+    for k in (0, 1):
+        values, indices = tg.topk(x, k)
+        assert values.shape == () and indices.shape == ()
+        assert values.item() == 2.5 and indices.item() == 0
+
+
+# -- max_unpool with overlapping pooling windows ---------------------------------------------------
+# Two windows choosing the same maximum give one index twice: PyTorch assigns (the value once),
+# a scatter-add summed it (twice the value).
+
+def test_max_unpool_duplicate_indices_assign_once():
+    x = tg.tensor([[[1.0, 5.0, 2.0]]], requires_grad=True)
+    y, idx = F.max_pool1d(x, 2, 1, return_indices=True)        # both windows pick the 5
+    np.testing.assert_array_equal(idx.numpy(), [[[1, 1]]])
+    out = F.max_unpool1d(y, idx, 2, 1, output_size=[3])
+    np.testing.assert_array_equal(out.detach().numpy(), [[[0.0, 5.0, 0.0]]])
+    (out * tg.tensor([[[1.0, 3.0, 1.0]]])).sum().backward()
+    # each pooled value receives the gradient at its index; both reach x[1]
+    np.testing.assert_array_equal(x.grad.numpy(), [[[0.0, 6.0, 0.0]]])
+
+
+def test_max_unpool_overlapping_windows_against_torch(torch):
+    rng = np.random.default_rng(5)
+    for trial in range(30):
+        nd = 1 + trial % 2
+        x = rng.standard_normal((2, 2) + tuple(rng.integers(3, 6, size=nd)))
+        res = []
+        for L in (torch, tg):
+            t = L.tensor(x, requires_grad=True)
+            y, i = getattr(L.nn.functional, f"max_pool{nd}d")(t, 3, 1, return_indices=True)
+            z = getattr(L.nn.functional, f"max_unpool{nd}d")(y * 2, i, 3, 1,
+                                                            output_size=t.shape[-nd:])
+            (z * L.tensor(np.arange(z.numel(), dtype=float).reshape(tuple(z.shape)))).sum() \
+                .backward()
+            res.append((z.detach().numpy(), t.grad.numpy()))
+        np.testing.assert_allclose(res[1][0], res[0][0])
+        np.testing.assert_allclose(res[1][1], res[0][1])
+
+
+# -- tensor() of numpy scalars -----------------------------------------------------------------------
+# A numpy scalar kept its value but not its dtype: np.float64 became float32 (rounded), np.int32
+# int64.  PyTorch infers from the numpy dtype, in sequences too.
+
+def test_tensor_of_numpy_scalars_keeps_their_dtype():
+    x = tg.tensor(np.float64(0.1))
+    assert x.dtype == tg.float64 and x.item() == 0.1
+    assert tg.tensor(np.int32(3)).dtype == tg.int32
+    assert tg.tensor(np.float16(1.0)).dtype == tg.float16
+    assert tg.tensor([np.float64(0.1), 0.2]).dtype == tg.float64
+    assert tg.tensor([np.float32(1.0), 2.0]).dtype == tg.float32
+    assert tg.tensor([np.float32(1.0), np.int64(2)]).dtype == tg.float32
+    assert tg.tensor([np.int32(1), 2]).dtype == tg.int64
+    assert tg.tensor([1.5, 2.5]).dtype == tg.float32
+    assert tg.as_tensor(np.float64(0.1)).dtype == tg.float64
+
+
+def test_tensor_of_numpy_scalars_against_torch(torch):
+    cases = [np.float64(1.5), np.float32(1.5), np.int32(3), np.bool_(True), [np.float64(2.5), 1.5],
+             [np.float32(1), 2.0], [np.int32(1), 2], [np.float32(1), np.int64(2)],
+             [[np.float64(1)], [2.0]], [np.int32(1), np.int32(2)], (np.float64(1),), [1, 2]]
+    for v in cases:
+        assert str(tg.tensor(v).dtype) == str(torch.tensor(v).dtype), v
+
+
+# -- empty batches and empty dims (PyTorch accepts them; the numpy kernels crashed) --------------
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda x: F.conv1d(x, tg.ones(3, 2, 2, dtype=tg.float64)), (0, 2, 4)),
+    (lambda x: F.conv2d(x, tg.ones(3, 2, 2, 2, dtype=tg.float64), padding=1), (0, 2, 4, 4)),
+    (lambda x: F.conv_transpose1d(x, tg.ones(2, 3, 2, dtype=tg.float64), stride=2), (0, 2, 4)),
+    (lambda x: F.max_pool1d(x, 2), (0, 2, 4)),
+    (lambda x: F.max_pool2d(x, 2, return_indices=True)[0], (0, 2, 4, 4)),
+    (lambda x: F.adaptive_max_pool2d(x, 2), (0, 2, 4, 4)),
+    (lambda x: F.avg_pool1d(x, 2), (0, 2, 4)),
+    (lambda x: F.unfold(x, 2), (0, 2, 4, 4)),
+    (lambda x: tg.cumprod(x, 0), (0, 2)),
+])
+def test_empty_batch_runs_and_backpropagates(fn, shape):
+    x = tg.zeros(*shape, dtype=tg.float64, requires_grad=True)
+    y = fn(x)
+    assert y.shape[0] == 0
+    y.sum().backward()
+    assert x.grad.shape == x.shape
+
+
+def test_uniform_icdf():
+    lo = tg.tensor([0.0, 1.0], requires_grad=True)
+    hi = tg.tensor([2.0, 5.0], requires_grad=True)
+    v = tg.distributions.Uniform(lo, hi).icdf(tg.tensor([0.25, 0.5]))
+    np.testing.assert_allclose(v.detach().numpy(), [0.5, 3.0])
+    v.sum().backward()
+    np.testing.assert_allclose(lo.grad.numpy(), [0.75, 0.5])
+    np.testing.assert_allclose(hi.grad.numpy(), [0.25, 0.5])
+
+
+# -- exception parity (type and key phrase) ---------------------------------------------------------
+
+@pytest.mark.parametrize("call, exc, phrase", [
+    (lambda: tg.cumprod(tg.ones(3, requires_grad=True), 0, dtype=tg.int64), RuntimeError,
+     "Autograd not support dtype: Long"),
+    (lambda: tg.cumsum(tg.ones(3, requires_grad=True), 0, dtype=tg.int64), RuntimeError,
+     "Autograd not support dtype: Long"),
+    (lambda: tg.trace(tg.tensor(True)), NotImplementedError, "not implemented for 'Bool'"),
+    (lambda: tg.ones(2).flip(), TypeError, "dims"),
+    (lambda: tg.roll(tg.tensor(1.0), 1, 0), IndexError, "tensor has no dimensions"),
+    (lambda: tg.unique(tg.tensor(1.0), dim=0), IndexError, "tensor has no dimensions"),
+])
+def test_error_parity(call, exc, phrase):
+    with pytest.raises(exc, match=phrase):
+        call()
+
+
+def test_integer_cumsum_without_grad_still_works():
+    assert tg.cumsum(tg.ones(3), 0, dtype=tg.int32).tolist() == [1, 2, 3]
+    assert tg.roll(tg.tensor(1.0), 1).item() == 1.0
+
+
+def test_fold_with_no_blocks_and_batch_norm_momentum_type():
+    with pytest.raises(RuntimeError, match="non-zero dimensions for input"):
+        F.fold(tg.ones(2, 6, 0), (3, 1), (2, 3), 1, 0, 2)
+    with pytest.raises(TypeError, match="'momentum' \\(position 7\\) must be float"):
+        F.batch_norm(tg.ones(3, 2), None, None, training=True, momentum=None)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):  # checked first
+        F.batch_norm(tg.ones(1, 2), None, None, training=True, momentum=None)
+    m = tg.nn.BatchNorm1d(2, momentum=None)          # the module's cumulative average still works
+    m(tg.randn(4, 2))
