@@ -68,9 +68,10 @@ def _sequence_dtype(data, arr: np.ndarray):
     """PyTorch's dtype for a nested sequence: each element counts with its own type - a numpy
     scalar with its dtype, a Python float as the default float, an int as int64, a bool as bool
     - and floats win over ints (torch.promote_types, not numpy's float32 + int64 = float64).
-    The elements are walked only when numpy scalars are in play (the first element is one, or
-    numpy's dtype is not what Python numbers give)."""
-    if not isinstance(_first_leaf(data), np.generic) and arr.dtype in _PYTHON_RESULT_DTYPES:
+    The elements are walked only when numpy values or tensors are in play (the first element is
+    one, or numpy's dtype is not what Python numbers give)."""
+    if (not isinstance(_first_leaf(data), (np.generic, np.ndarray, _core.TensorBase))
+            and arr.dtype in _PYTHON_RESULT_DTYPES):
         return _infer_dtype(arr)
     floats, others = [], []
     stack = [data]
@@ -78,8 +79,11 @@ def _sequence_dtype(data, arr: np.ndarray):
         item = stack.pop()
         if isinstance(item, (list, tuple)):
             stack.extend(item)
-        elif isinstance(item, np.generic):
-            (floats if item.dtype.kind == "f" else others).append(item.dtype)
+        elif isinstance(item, (np.generic, np.ndarray, _core.TensorBase)):
+            # numpy scalars, arrays and tensors (torch.tensor([t0, t1]) of 0-d tensors) count
+            # with their own dtype: a float tensor must never be read as an int.
+            dt = item._array.dtype if isinstance(item, _core.TensorBase) else item.dtype
+            (floats if dt.kind == "f" else others).append(dt)
         elif isinstance(item, float):
             floats.append(_default_float())
         else:

@@ -304,3 +304,35 @@ def test_new_methods_values():
     assert x.new_zeros(2, dtype=tg.int8).tolist() == [0, 0]
     assert tg.numel(tg.zeros(3, 4)) == 12 and tg.is_tensor(x) and not tg.is_tensor(1.0)
     assert x.element_size() == 8 and x.type() == "torch.DoubleTensor"
+
+
+# -- tensor() of sequences holding tensors: their values and dtypes, never an int reading --------
+
+_TENSOR_LIST_CASES = [
+    lambda M: [M.tensor(-0.9), M.tensor(2.5)],
+    lambda M: [M.tensor(1.5, dtype=M.float64)],
+    lambda M: [M.tensor(3), 2],
+    lambda M: [M.tensor(3), 2.5],
+    lambda M: [[M.tensor(1.5)], [M.tensor(2.0)]],
+    lambda M: [M.tensor(True), M.tensor(False)],
+    lambda M: [M.tensor(2, dtype=M.int32), 1],
+]
+
+
+def test_list_of_float_tensors_keeps_their_values():
+    # A float 0-d tensor in a list was read as int64 (tensor([t]) of -0.93 gave tensor([0])):
+    # the normalised-returns idiom of actor-critic scripts, torch.tensor([R]).
+    r = tg.tensor([1.0, 2.0, 3.5])
+    r = (r - r.mean()) / r.std()
+    for R in r:
+        out = tg.tensor([R])
+        assert out.dtype == tg.float32
+        assert out.item() == R.item()
+
+
+@pytest.mark.parametrize("case", range(len(_TENSOR_LIST_CASES)))
+def test_list_of_tensors_parity(torch, case):
+    ours = tg.tensor(_TENSOR_LIST_CASES[case](tg))
+    theirs = torch.tensor(_TENSOR_LIST_CASES[case](torch))
+    assert str(ours.dtype) == str(theirs.dtype)
+    assert ours.tolist() == theirs.tolist()

@@ -33,10 +33,10 @@ X = torch.rand(128, 1, 28, 28) * 0.3
 X[y == 0, :, :14, :] += 0.7
 X[y == 1, :, 14:, :] += 0.7
 
-optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
+optimizer = torch.optim.Adam(net.parameters(), lr=3e-3)
 loss = nn.CrossEntropyLoss()
 first = None
-for epoch in range(10):
+for epoch in range(30):
     net.train()
     for i in range(0, 128, 32):
         optimizer.zero_grad()
