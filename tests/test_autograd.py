@@ -2393,3 +2393,41 @@ def test_next_functions_match_torch(torch):
         y = (m.tanh(a * b) @ m.ones(3)).exp().mean()
         graphs.append(walk(y.grad_fn))
     assert graphs[0] == graphs[1]
+
+
+class _ExpAndSquare(tg.autograd.Function):
+    """Two outputs, both saved; the backward reads the one the loss may not use."""
+
+    @staticmethod
+    def forward(ctx, x):
+        a, b = x.exp(), x * x
+        ctx.save_for_backward(a, b)
+        return a, b
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        a, b = ctx.saved_tensors
+        return ga * a * b + gb * 2
+
+
+def test_function_saved_output_second_derivative_never_silently_drops_terms():
+    x = tg.tensor([0.5, 1.0], dtype=tg.float64, requires_grad=True)
+    # Outputs alive: the second derivative of sum(exp(x)) read through b = x*x is exact.
+    a, b = _ExpAndSquare.apply(x)
+    g, = tg.autograd.grad(a.sum(), x, create_graph=True)
+    h, = tg.autograd.grad(g.sum(), x)
+    xs = np.array([0.5, 1.0])
+    np.testing.assert_allclose(h.numpy(), np.exp(xs) * xs ** 2 + 2 * xs * np.exp(xs))
+    # The unused output died before the backward: its graph is gone, so refuse (it used to give
+    # exp(x) * x**2 alone, silently missing the 2 x exp(x) term).
+    a, b = _ExpAndSquare.apply(x)
+    s = a.sum()
+    del a, b
+    with pytest.raises(RuntimeError, match="create_graph=True needs saved output 1"):
+        tg.autograd.grad(s, x, create_graph=True)
+    # A first-order backward does not need the graph: it still works.
+    a, b = _ExpAndSquare.apply(x)
+    s = a.sum()
+    del a, b
+    s.backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(xs) * xs ** 2)

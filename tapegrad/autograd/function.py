@@ -68,6 +68,16 @@ class _SavedOutput:
             out = _core._resurrect(nodes[self.index], self.alias)
             self.ref = weakref.ref(out)
             return out
+        if nodes is not None and _core.is_grad_enabled():
+            # A backward with create_graph=True reads a saved output that died without receiving a
+            # gradient (an output the loss did not use): its record is gone, so the alias would
+            # carry no graph and a second derivative would silently miss its terms.  PyTorch
+            # rebuilds it from the Function node; until tapegrad can, refuse loudly.
+            raise RuntimeError(
+                f"{type(ctx).__name__}: backward with create_graph=True needs saved output "
+                f"{self.index} of the Function, which is no longer referenced and received no "
+                "gradient, so its graph is gone (tapegrad cannot rebuild it yet). Keep a "
+                "reference to that output until the backward has run.")
         return self.alias
 
 
