@@ -1,0 +1,469 @@
+"""tapegrad.linalg: PyTorch's torch.linalg over numpy.linalg.
+
+Forwards run in numpy on the (batched) arrays; each factorisation is an autograd Function whose
+backward is written with tapegrad's own differentiable ops, so gradients of gradients
+(create_graph=True) go through the same rules.  Norms are composites of existing reductions.
+Errors mirror PyTorch's: shape and dtype problems are RuntimeError, numerical failures (singular,
+not positive-definite) are LinAlgError, a RuntimeError subclass.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _core
+from .autograd.function import Function
+from .grad_mode import is_grad_enabled
+
+__all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet",
+           "solve", "cholesky", "eigh", "eigvalsh"]
+
+
+class LinAlgError(RuntimeError):
+    """A numerical failure of a linear-algebra routine (singular or not positive-definite
+    input), as torch.linalg.LinAlgError."""
+
+
+# ---------------------------------------------------------------------------------------------
+# argument checks (PyTorch's wording)
+
+def _as_tensor(x, name):
+    from .tensor import Tensor
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return x
+
+
+def _check_float(A, name, what="input"):
+    if A._array.dtype.kind != "f":
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as {what}. Got "
+                           f"{_core.scalar_type_name_of(A._array.dtype)}")
+
+
+def _check_square(A, name, arg="A"):
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor {arg} must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{name}: {arg} must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+
+
+def _batch_prefix(batch_index, batched):
+    return f"(Batch element {batch_index}): " if batched else ""
+
+
+def _lu_first_zero_pivot(matrix):
+    """The 1-based index of the first exactly-zero pivot of the partially pivoted LU (what
+    LAPACK's getrf reports and PyTorch's message names), or 0 when there is none."""
+    a = np.array(matrix, dtype=np.float64)
+    n = a.shape[0]
+    first = 0
+    for k in range(n):
+        pivot_row = k + int(np.argmax(np.abs(a[k:, k])))
+        if a[pivot_row, k] == 0:
+            if first == 0:
+                first = k + 1
+            continue
+        a[[k, pivot_row]] = a[[pivot_row, k]]
+        a[k + 1:, k] /= a[k, k]
+        a[k + 1:, k + 1:] -= np.outer(a[k + 1:, k], a[k, k + 1:])
+    return first
+
+
+def _raise_singular_inv(arr, name):
+    """Raise the LinAlgError PyTorch gives for a singular batch element of `arr`."""
+    flat = arr.reshape((-1,) + arr.shape[-2:])
+    for index, matrix in enumerate(flat):
+        pivot = _lu_first_zero_pivot(matrix)
+        if pivot:
+            raise LinAlgError(
+                f"{name}: {_batch_prefix(index, arr.ndim > 2)}The diagonal element {pivot} is "
+                "zero, the inversion could not be completed because the input matrix is "
+                "singular.")
+    raise LinAlgError(f"{name}: The input matrix is singular.")
+
+
+def _tensor(array, like):
+    from . import from_numpy
+    # np.array, not ascontiguousarray: the latter turns a 0-d result (det of one matrix) 1-d.
+    return from_numpy(np.array(array, dtype=like._array.dtype, order="C"))
+
+
+# ---------------------------------------------------------------------------------------------
+# inverse, determinant, solve
+
+class _Inverse(Function):
+    @staticmethod
+    def forward(ctx, A):
+        arr = A._array
+        try:
+            out = np.linalg.inv(arr) if arr.size else np.empty_like(arr)
+        except np.linalg.LinAlgError:
+            _raise_singular_inv(arr, "linalg.inv")
+        out = _tensor(out, A)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        # d(A^-1) = -A^-1 dA A^-1, so the adjoint is -A^-T G A^-T.
+        inverse, = ctx.saved_tensors
+        inverse_t = inverse.mT
+        return -(inverse_t @ grad @ inverse_t)
+
+
+def inv(A):
+    """The inverse of each square matrix of A (torch.linalg.inv)."""
+    A = _as_tensor(A, "linalg_inv")
+    _check_square(A, "linalg.inv")
+    _check_float(A, "linalg.inv")
+    return _Inverse.apply(A)
+
+
+class _Determinant(Function):
+    @staticmethod
+    def forward(ctx, A):
+        ctx.save_for_backward(A)
+        return _tensor(np.linalg.det(A._array), A)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # d det(A) = det(A) tr(A^-1 dA): the adjoint is G det(A) A^-T.  Through inv and det
+        # themselves, so create_graph gives the second derivative.
+        A, = ctx.saved_tensors
+        scale = (grad * det(A)).unsqueeze(-1).unsqueeze(-1)
+        return scale * inv(A).mT
+
+
+def det(A):
+    """The determinant of each square matrix of A (torch.linalg.det)."""
+    A = _as_tensor(A, "linalg_det")
+    _check_square(A, "linalg.det")
+    _check_float(A, "linalg.det")
+    return _Determinant.apply(A)
+
+
+class _LogAbsDet(Function):
+    @staticmethod
+    def forward(ctx, A):
+        sign, logabsdet = np.linalg.slogdet(A._array)
+        sign = _tensor(sign, A)
+        ctx.save_for_backward(A)
+        ctx.mark_non_differentiable(sign)
+        return sign, _tensor(logabsdet, A)
+
+    @staticmethod
+    def backward(ctx, grad_sign, grad_logabsdet):
+        # The sign is piecewise constant; d log|det A| = tr(A^-1 dA).
+        A, = ctx.saved_tensors
+        return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
+
+
+def slogdet(A):
+    """(sign, log|det|) of each square matrix of A (torch.linalg.slogdet)."""
+    A = _as_tensor(A, "linalg_slogdet")
+    _check_square(A, "linalg.slogdet")
+    _check_float(A, "linalg.slogdet")
+    return _SlogdetResult(_LogAbsDet.apply(A))
+
+
+class _SlogdetResult(tuple):
+    """torch.return_types.linalg_slogdet: a tuple with .sign and .logabsdet."""
+
+    @property
+    def sign(self):
+        return self[0]
+
+    @property
+    def logabsdet(self):
+        return self[1]
+
+    def __repr__(self):
+        return f"torch.return_types.linalg_slogdet(\nsign={self[0]!r},\nlogabsdet={self[1]!r})"
+
+
+class _Solve(Function):
+    """X = A^-1 B for matrices with equal batch shapes (the caller broadcasts)."""
+
+    @staticmethod
+    def forward(ctx, A, B):
+        try:
+            X = np.linalg.solve(A._array, B._array)
+        except np.linalg.LinAlgError:
+            raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix "
+                              "is singular.") from None
+        X = _tensor(X, A)
+        ctx.save_for_backward(A, X)
+        return X
+
+    @staticmethod
+    def backward(ctx, grad):
+        # A X = B: gB = A^-T G and gA = -gB X^T.
+        A, X = ctx.saved_tensors
+        grad_B = solve(A.mT, grad)
+        return -(grad_B @ X.mT), grad_B
+
+
+def _broadcast_batch(A, B):
+    batch = np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+    return (A.expand(*batch, *A.shape[-2:]), B.expand(*batch, *B.shape[-2:]))
+
+
+def solve(A, B, *, left=True, out=None):
+    """The solution X of A X = B (left=True) or X A = B (torch.linalg.solve).  B is a batch of
+    vectors when it is 1-D or has exactly A's batch shape plus one dimension."""
+    A = _as_tensor(A, "linalg_solve")
+    _check_square(A, "linalg.solve")
+    _check_float(A, "linalg.solve")
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
+                           f"A of type {_core.scalar_type_name_of(A._array.dtype)} and B of type "
+                           f"{_core.scalar_type_name_of(B._array.dtype)} instead")
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    B_matrix = B.unsqueeze(-1) if vector else B
+    if not left:
+        if vector:
+            # A vector B is a column, which X A = B cannot take.
+            raise RuntimeError(
+                f"linalg.solve: Incompatible shapes of A and B for the equation XA = B "
+                f"({A.shape[-2]}x{A.shape[-1]} and {B_matrix.shape[-2]}x{B_matrix.shape[-1]})")
+        return solve(A.mT, B.mT).mT
+    n = A.shape[-1]
+    if B_matrix.shape[-2] != n:
+        raise RuntimeError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+            f"({A.shape[-2]}x{A.shape[-1]} and {B_matrix.shape[-2]}x{B_matrix.shape[-1]})")
+    A_b, B_b = _broadcast_batch(A, B_matrix)
+    X = _Solve.apply(A_b, B_b)
+    return X.squeeze(-1) if vector else X
+
+
+# ---------------------------------------------------------------------------------------------
+# Cholesky and the symmetric eigendecomposition
+
+def _not_positive_definite_order(matrix):
+    """The order of the first leading minor of `matrix` that is not positive-definite."""
+    for order in range(1, matrix.shape[0] + 1):
+        try:
+            np.linalg.cholesky(matrix[:order, :order])
+        except np.linalg.LinAlgError:
+            return order
+    return matrix.shape[0]
+
+
+class _Cholesky(Function):
+    @staticmethod
+    def forward(ctx, A):
+        arr = A._array
+        # PyTorch reads only the lower triangle.
+        lower = np.tril(arr)
+        symmetric = lower + np.swapaxes(np.tril(arr, -1), -1, -2)
+        try:
+            L = np.linalg.cholesky(symmetric)
+        except np.linalg.LinAlgError:
+            flat = symmetric.reshape((-1,) + symmetric.shape[-2:])
+            for index, matrix in enumerate(flat):
+                try:
+                    np.linalg.cholesky(matrix)
+                except np.linalg.LinAlgError:
+                    order = _not_positive_definite_order(matrix)
+                    raise LinAlgError(
+                        f"linalg.cholesky: {_batch_prefix(index, arr.ndim > 2)}The "
+                        "factorization could not be completed because the input is not "
+                        f"positive-definite (the leading minor of order {order} is not "
+                        "positive-definite).") from None
+            raise
+        L = _tensor(L, A)
+        ctx.save_for_backward(L)
+        return L
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Murray (2016): gA = L^-T Phi(L^T gL) L^-1 with Phi keeping the lower triangle and
+        # halving the diagonal, then spread symmetrically over both triangles.
+        L, = ctx.saved_tensors
+        middle = (L.mT @ grad).tril()
+        middle = 0.5 * (middle + middle.tril(-1).mT)
+        L_inv = inv(L)
+        return L_inv.mT @ middle @ L_inv
+
+
+def cholesky(A, *, upper=False, out=None):
+    """The lower (or upper) Cholesky factor of each symmetric positive-definite matrix of A."""
+    A = _as_tensor(A, "linalg_cholesky")
+    _check_square(A, "linalg.cholesky")
+    _check_float(A, "linalg.cholesky")
+    L = _Cholesky.apply(A)
+    return L.mT if upper else L
+
+
+class _Eigh(Function):
+    @staticmethod
+    def forward(ctx, A, uplo):
+        arr = A._array
+        values, vectors = np.linalg.eigh(arr, UPLO=uplo)
+        values, vectors = _tensor(values, A), _tensor(vectors, A)
+        ctx.save_for_backward(A, values, vectors)
+        ctx.uplo = uplo
+        return values, vectors
+
+    @staticmethod
+    def backward(ctx, grad_values, grad_vectors):
+        # gA = V (diag(gλ) + sym(V^T gV) / E) V^T with E_ij = λj - λi off the diagonal.
+        A, values, vectors = ctx.saved_tensors
+        if is_grad_enabled():
+            # create_graph: the saved outputs of a two-output Function do not carry their graph
+            # into this backward (the second derivative came out wrong), so recompute them
+            # through the Function itself.
+            values, vectors = _Eigh.apply(A, ctx.uplo)
+        core = vectors.mT @ grad_vectors
+        core = 0.5 * (core - core.mT)
+        n = values.shape[-1]
+        from . import eye
+        identity = eye(n, dtype=values.dtype)
+        gaps = values.unsqueeze(-2) - values.unsqueeze(-1) + identity
+        core = core / gaps * (1 - identity) + identity * grad_values.unsqueeze(-2)
+        return vectors @ core @ vectors.mT, None
+
+
+def _check_uplo(UPLO):
+    if UPLO not in ("L", "U", "l", "u"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO.upper()
+
+
+def _check_eigh_dtype(A):
+    # eigh has no dtype check of its own in PyTorch: the CPU kernel's dispatch refuses.
+    if A._array.dtype.kind != "f":
+        raise NotImplementedError('"linalg_eigh_cpu" not implemented for '
+                                  f"'{_core.scalar_type_name_of(A._array.dtype)}'")
+
+
+class _EighResult(tuple):
+    """torch.return_types.linalg_eigh: (eigenvalues, eigenvectors)."""
+
+    @property
+    def eigenvalues(self):
+        return self[0]
+
+    @property
+    def eigenvectors(self):
+        return self[1]
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric matrix of A,
+    reading only the UPLO triangle (torch.linalg.eigh)."""
+    A = _as_tensor(A, "linalg_eigh")
+    uplo = _check_uplo(UPLO)
+    _check_square(A, "linalg.eigh")
+    _check_eigh_dtype(A)
+    return _EighResult(_Eigh.apply(A, uplo))
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """The ascending eigenvalues of each symmetric matrix of A (torch.linalg.eigvalsh)."""
+    A = _as_tensor(A, "linalg_eigvalsh")
+    uplo = _check_uplo(UPLO)
+    _check_square(A, "linalg.eigvalsh")
+    _check_eigh_dtype(A)
+    return _Eigh.apply(A, uplo)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# norms (composites of differentiable reductions)
+
+def _normalize_dims(dim, ndim):
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return tuple(d % max(ndim, 1) for d in dims)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """The ord-norm of x over dim (all elements when None), as torch.linalg.vector_norm."""
+    x = _as_tensor(x, "linalg_vector_norm")
+    _check_float(x, "linalg.vector_norm")
+    if dtype is not None:
+        x = x.to(dtype)
+    if isinstance(ord, str):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not str")
+    ord = float(ord)
+    dims = _normalize_dims(dim, x.ndim)
+    if math.isinf(ord) and x.numel() == 0:
+        if dim is None:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an empty "
+                               "tensor because the operation does not have an identity")
+        for d in dims:
+            if x.shape[d] == 0:
+                # PyTorch's message has no space before "because".
+                raise RuntimeError(
+                    f"linalg.vector_norm cannot compute the {ord:g} norm on the dimension {d}"
+                    "because this dimension is empty and the operation does not have an "
+                    "identity")
+    magnitude = x.abs()
+    reduce = dict(dim=dims, keepdim=keepdim)
+    if x.ndim == 0:
+        reduce = {}
+    if ord == math.inf:
+        return magnitude.amax(**reduce) if reduce else magnitude
+    if ord == -math.inf:
+        return magnitude.amin(**reduce) if reduce else magnitude
+    if ord == 0:
+        # sign(|x|) counts the non-zeros and, as in PyTorch, keeps the result in the graph with
+        # a zero gradient.
+        return magnitude.sign().sum(**reduce)
+    if ord == 1:
+        return magnitude.sum(**reduce)
+    if ord == 2:
+        return (magnitude * magnitude).sum(**reduce).sqrt()
+    return magnitude.pow(ord).sum(**reduce).pow(1.0 / ord)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """The ord-norm of the matrices of A over the two dims (torch.linalg.matrix_norm): 'fro',
+    inf, -inf, 1, -1."""
+    A = _as_tensor(A, "linalg_matrix_norm")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                           "dimensions.")
+    _check_float(A, "linalg.matrix_norm")
+    if dtype is not None:
+        A = A.to(dtype)
+    rows, cols = _normalize_dims(dim, A.ndim)
+    if ord == "fro":
+        return vector_norm(A, 2, (rows, cols), keepdim)
+    if isinstance(ord, str) or ord not in (math.inf, -math.inf, 1, -1):
+        if isinstance(ord, str):
+            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+        if ord in (2, -2):
+            raise NotImplementedError("tapegrad.linalg.matrix_norm: ord=2 and ord=-2 (singular "
+                                      "values) are not implemented yet")
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord:g} not supported.")
+    # inf sums along rows (over columns) and takes the max over rows; 1 the reverse.
+    sum_dim, pick_dim = (cols, rows) if abs(ord) == math.inf else (rows, cols)
+    sums = A.abs().sum(dim=sum_dim, keepdim=True)
+    picked = sums.amax(dim=pick_dim, keepdim=True) if ord > 0 else sums.amin(dim=pick_dim,
+                                                                             keepdim=True)
+    return picked if keepdim else picked.squeeze(max(rows, cols)).squeeze(min(rows, cols))
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+    """torch.linalg.norm: a vector norm over one dim (or the flattened input when neither ord
+    nor dim is given), a matrix norm over two."""
+    A = _as_tensor(A, "linalg_norm")
+    if dim is not None and not isinstance(dim, int) and len(dim) not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
+                           f"{list(dim)}")
+    if dim is None and ord is not None and A.ndim not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
+                           f"1D or 2D. Got {A.ndim}D.")
+    matrix = (isinstance(ord, str) or (dim is not None and not isinstance(dim, int)
+                                       and len(dim) == 2)
+              or (dim is None and ord is not None and A.ndim == 2))
+    if matrix:
+        return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim,
+                           keepdim, dtype=dtype)
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
