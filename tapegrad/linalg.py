@@ -17,7 +17,8 @@ from .autograd.function import Function
 from .grad_mode import is_grad_enabled
 
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet",
-           "solve", "cholesky", "eigh", "eigvalsh"]
+           "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "matrix_rank", "pinv",
+           "matrix_power", "multi_dot", "cross"]
 
 
 class LinAlgError(RuntimeError):
@@ -435,12 +436,19 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     rows, cols = _normalize_dims(dim, A.ndim)
     if ord == "fro":
         return vector_norm(A, 2, (rows, cols), keepdim)
-    if isinstance(ord, str) or ord not in (math.inf, -math.inf, 1, -1):
-        if isinstance(ord, str):
-            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-        if ord in (2, -2):
-            raise NotImplementedError("tapegrad.linalg.matrix_norm: ord=2 and ord=-2 (singular "
-                                      "values) are not implemented yet")
+    if isinstance(ord, str) and ord != "nuc":
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if ord == "nuc" or ord in (2, -2):
+        # Norms of the singular values: move the two dims last, reduce, put them back.
+        moved = A.movedim((rows, cols), (-2, -1))
+        values = svdvals(moved)
+        result = (values.sum(dim=-1) if ord == "nuc" else
+                  values.amax(dim=-1) if ord == 2 else values.amin(dim=-1))
+        if keepdim:
+            for d in sorted((rows, cols)):
+                result = result.unsqueeze(d)
+        return result
+    if ord not in (math.inf, -math.inf, 1, -1):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord:g} not supported.")
     # inf sums along rows (over columns) and takes the max over rows; 1 the reverse.
     sum_dim, pick_dim = (cols, rows) if abs(ord) == math.inf else (rows, cols)
@@ -467,3 +475,224 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
         return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim,
                            keepdim, dtype=dtype)
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# singular value decomposition
+
+class _SVD(Function):
+    @staticmethod
+    def forward(ctx, A, full_matrices):
+        arr = A._array
+        U, S, Vh = np.linalg.svd(arr, full_matrices=full_matrices)
+        U, S, Vh = _tensor(U, A), _tensor(S, A), _tensor(Vh, A)
+        ctx.save_for_backward(A, U, S, Vh)
+        ctx.full_matrices = full_matrices
+        return U, S, Vh
+
+    @staticmethod
+    def backward(ctx, grad_U, grad_S, grad_Vh):
+        # For distinct non-zero singular values, with k = min(m, n) and the thin factors:
+        #   gA = U [sym-part terms + diag(gS)] Vh + (I - U U^T) gU S^-1 Vh
+        #        + U S^-1 gV^T (I - V V^T)
+        # where the k x k core is (skew(U^T gU) / E) S + S (skew(V^T gV) / E), skew(X) = X - X^T
+        # and E_ij = S_j^2 - S_i^2.  Full matrices only contribute through their first k
+        # columns (the rest is an arbitrary basis).
+        A, U, S, Vh = ctx.saved_tensors
+        if is_grad_enabled():
+            # create_graph: see _Eigh.backward.
+            U, S, Vh = _SVD.apply(A, ctx.full_matrices)
+        m, n = A.shape[-2], A.shape[-1]
+        k = min(m, n)
+        U, Vh = U[..., :, :k], Vh[..., :k, :]
+        grad_U, grad_Vh = grad_U[..., :, :k], grad_Vh[..., :k, :]
+        V, grad_V = Vh.mT, grad_Vh.mT
+        from . import eye
+        identity = eye(k, dtype=S.dtype)
+        squares = S * S
+        gaps = squares.unsqueeze(-2) - squares.unsqueeze(-1) + identity
+        off_diagonal = 1 - identity
+        UtgU = U.mT @ grad_U
+        VtgV = V.mT @ grad_V
+        core = ((UtgU - UtgU.mT) / gaps * off_diagonal) * S.unsqueeze(-2)
+        core = core + S.unsqueeze(-1) * ((VtgV - VtgV.mT) / gaps * off_diagonal)
+        core = core + identity * grad_S.unsqueeze(-2)
+        grad_A = U @ core @ Vh
+        inverse_S = 1 / S
+        if m > k:
+            projected = grad_U - U @ UtgU
+            grad_A = grad_A + (projected * inverse_S.unsqueeze(-2)) @ Vh
+        if n > k:
+            projected = grad_V - V @ VtgV
+            grad_A = grad_A + (U * inverse_S.unsqueeze(-2)) @ projected.mT
+        return grad_A, None
+
+
+class _SVDResult(tuple):
+    """torch.return_types.linalg_svd: (U, S, Vh)."""
+
+    @property
+    def U(self):  # noqa: N802 - PyTorch's field name
+        return self[0]
+
+    @property
+    def S(self):  # noqa: N802
+        return self[1]
+
+    @property
+    def Vh(self):  # noqa: N802
+        return self[2]
+
+
+def _check_matrix(A, name):
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """A = U diag(S) Vh for each matrix of A (torch.linalg.svd); singular vectors are defined
+    up to sign, as in PyTorch."""
+    A = _as_tensor(A, "linalg_svd")
+    _check_matrix(A, "linalg.svd")
+    _check_float(A, "linalg.svd")
+    return _SVDResult(_SVD.apply(A, bool(full_matrices)))
+
+
+def svdvals(A, *, driver=None, out=None):
+    """The singular values of each matrix of A, descending (torch.linalg.svdvals)."""
+    A = _as_tensor(A, "linalg_svdvals")
+    _check_matrix(A, "linalg.svdvals")
+    _check_float(A, "linalg.svdvals")
+    return _SVD.apply(A, False)[1]
+
+
+def _count_tolerance(S, atol, rtol, shape):
+    """PyTorch's cut-off for matrix_rank and pinv: max(atol, rtol * largest singular value),
+    with rtol defaulting to eps * max(m, n) when neither is given."""
+    eps = np.finfo(S._array.dtype).eps
+    if atol is None and rtol is None:
+        rtol = eps * max(shape[-2], shape[-1])
+    atol = 0.0 if atol is None else float(atol)
+    rtol = 0.0 if rtol is None else float(rtol)
+    # amax refuses an empty dim; an empty matrix has no singular value to compare anyway.
+    largest = S.amax(dim=-1, keepdim=True) if S.shape[-1] else S.sum(dim=-1, keepdim=True)
+    return (largest * rtol).clamp(min=atol)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The number of singular values above the tolerance, per matrix (int64)."""
+    A = _as_tensor(A, "linalg_matrix_rank")
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least "
+                           "2 dimensions.")
+    _check_float(A, "torch.linalg.matrix_rank")
+    from .grad_mode import no_grad
+    with no_grad():
+        S = eigvalsh(A).abs() if hermitian else svdvals(A)
+        tolerance = _count_tolerance(S, atol, rtol, A.shape)
+        return (S > tolerance).sum(dim=-1)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The Moore-Penrose pseudo-inverse through the SVD (torch.linalg.pinv); singular values at
+    or below the tolerance count as zero."""
+    A = _as_tensor(A, "linalg_pinv")
+    if A.ndim < 2 or A._array.dtype.kind != "f":
+        raise RuntimeError(
+            f"linalg.pinv({_core.scalar_type_name_of(A._array.dtype)}{{{list(A.shape)}}}): "
+            "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble "
+            "types")
+    from . import where, zeros_like
+    if hermitian:
+        values, vectors = eigh(A)
+        magnitude = values.abs()
+        keep = magnitude > _count_tolerance(magnitude, atol, rtol, A.shape)
+        safe = where(keep, values, 1 + zeros_like(values))
+        inverse = where(keep, 1 / safe, zeros_like(values))
+        return (vectors * inverse.unsqueeze(-2)) @ vectors.mT
+    U, S, Vh = svd(A, full_matrices=False)
+    keep = S > _count_tolerance(S, atol, rtol, A.shape)
+    # The division runs on safe values so a dropped zero gives no inf (nor a nan gradient).
+    safe = where(keep, S, 1 + zeros_like(S))
+    inverse = where(keep, 1 / safe, zeros_like(S))
+    return (Vh.mT * inverse.unsqueeze(-2)) @ U.mT
+
+
+def matrix_power(A, n, *, out=None):
+    """A to the integer power n by repeated squaring (n < 0 inverts first; n = 0 gives the
+    identity), as torch.linalg.matrix_power."""
+    A = _as_tensor(A, "linalg_matrix_power")
+    _check_square(A, "linalg.matrix_power")
+    if n == 0:
+        # As PyTorch: the identity copied into a tensor that stays in A's graph (zero
+        # gradient), not a fresh constant.
+        from . import eye
+        return A.clone().copy_(eye(A.shape[-1], dtype=A.dtype).expand(*A.shape))
+    if n == 1:
+        return A.clone()
+    if n < 0:
+        A = inv(A)
+        n = -n
+    result = None
+    power = A
+    while n:
+        if n & 1:
+            result = power if result is None else result @ power
+        n >>= 1
+        if n:
+            power = power @ power
+    return result
+
+
+def multi_dot(tensors, *, out=None):
+    """The product of a chain of matrices; the first may be a row vector and the last a column
+    vector (1-D), as torch.linalg.multi_dot."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    first, last = tensors[0], tensors[-1]
+    if first.ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got "
+                           f"{first.ndim}D")
+    if last.ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last.ndim}D")
+    for i, t in enumerate(tensors[1:-1], start=1):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    matrices = list(tensors)
+    if first.ndim == 1:
+        matrices[0] = first.unsqueeze(0)
+    if last.ndim == 1:
+        matrices[-1] = last.unsqueeze(-1)
+    for i in range(len(matrices) - 1):
+        if matrices[i].shape[1] != matrices[i + 1].shape[0]:
+            raise RuntimeError(
+                f"multi_dot(): tensors {i} and {i + 1} with shapes {list(matrices[i].shape)} "
+                f"and {list(matrices[i + 1].shape)} cannot be multiplied")
+    result = matrices[0]
+    for matrix in matrices[1:]:
+        result = result @ matrix
+    if last.ndim == 1:
+        result = result.squeeze(-1)
+    if first.ndim == 1:
+        result = result.squeeze(0)
+    return result
+
+
+def cross(input, other, *, dim=-1, out=None):
+    """The cross product of 3-vectors along dim, broadcasting the rest (torch.linalg.cross)."""
+    if input.ndim != other.ndim:
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+    if input.shape[dim] != 3 or other.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{input.shape[dim]} and {other.shape[dim]}")
+    from . import stack
+    axis = dim if dim < 0 else dim - input.ndim
+
+    def part(t, i):
+        return t[(Ellipsis, i) + (slice(None),) * (-axis - 1)]
+
+    a = [part(input, i) for i in range(3)]
+    b = [part(other, i) for i in range(3)]
+    return stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                  a[0] * b[1] - a[1] * b[0]], dim=axis)

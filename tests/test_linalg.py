@@ -13,6 +13,16 @@ RNG = np.random.default_rng(20261201)
 SQUARE = RNG.standard_normal((2, 3, 3))
 SPD = SQUARE @ np.swapaxes(SQUARE, -1, -2) + 3 * np.eye(3)
 RHS = RNG.standard_normal((2, 3, 2))
+WIDE = RNG.standard_normal((2, 3, 4))
+
+
+def _svd_gauge_free(m, a, full_matrices):
+    # u_i v_i^T does not depend on the sign of a singular-vector pair: a gauge-free function of
+    # all three factors.
+    U, S, Vh = m.linalg.svd(a, full_matrices=full_matrices)
+    k = min(a.shape[-2:])
+    return (U[..., :, :k] * S.sqrt().unsqueeze(-2)) @ Vh[..., :k, :]
+
 
 
 def _weights(shape):
@@ -75,9 +85,29 @@ CASES = {
     "norm_vector_ord": (lambda m, a: m.linalg.norm(a, 1), (SQUARE[0, 0],)),
     "norm_dim_pair": (lambda m, a: m.linalg.norm(a, dim=(1, 2)), (SQUARE,)),
     "norm_fro_str": (lambda m, a: m.linalg.norm(a, "fro"), (SQUARE[0],)),
+    "svdvals": (lambda m, a: m.linalg.svdvals(a), (WIDE,)),
+    "svd_wide": (lambda m, a: _svd_gauge_free(m, a, False), (WIDE,)),
+    "svd_tall_full": (lambda m, a: _svd_gauge_free(m, a.mT, True), (WIDE,)),
+    "svd_square": (lambda m, a: _svd_gauge_free(m, a, True), (SQUARE,)),
+    "matrix_norm_2": (lambda m, a: m.linalg.matrix_norm(a, 2), (WIDE,)),
+    "matrix_norm_-2_dims": (lambda m, a: m.linalg.matrix_norm(a, -2, dim=(2, 0),
+                                                              keepdim=True), (WIDE,)),
+    "matrix_norm_nuc": (lambda m, a: m.linalg.norm(a, "nuc", dim=(0, 1)), (WIDE,)),
+    "pinv": (lambda m, a: m.linalg.pinv(a), (WIDE,)),
+    "pinv_hermitian": (lambda m, a: m.linalg.pinv(a + a.mT, hermitian=True), (SQUARE,)),
+    "matrix_power_0": (lambda m, a: m.linalg.matrix_power(a, 0), (SQUARE,)),
+    "matrix_power_5": (lambda m, a: m.linalg.matrix_power(a, 5), (SQUARE,)),
+    "matrix_power_-2": (lambda m, a: m.linalg.matrix_power(a, -2), (SQUARE,)),
+    "multi_dot": (lambda m, a, b, c: m.linalg.multi_dot([a, b, c]),
+                  (WIDE[0], WIDE[1].T, SQUARE[0])),
+    "multi_dot_vectors": (lambda m, a, b, c: m.linalg.multi_dot([a, b, c]),
+                          (WIDE[0, 0], WIDE[1].T, SQUARE[0, 0])),
+    "cross": (lambda m, a, b: m.linalg.cross(a, b), (SQUARE, SQUARE[:1] + 1)),
+    "cross_dim": (lambda m, a, b: m.linalg.cross(a, b, dim=1), (SQUARE, SQUARE[1:] * 2)),
 }
 SECOND_ORDER = ["inv", "det", "slogdet", "solve", "cholesky", "eigvalsh", "eigh_vectors",
-                "vector_norm_3_dim", "matrix_norm_fro"]
+                "vector_norm_3_dim", "matrix_norm_fro", "svd_wide", "svd_tall_full", "pinv",
+                "matrix_power_-2", "cross"]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -99,7 +129,9 @@ def test_second_derivative_matches_torch(torch, name):
 
 
 @pytest.mark.parametrize("name", ["inv", "det", "slogdet", "solve", "solve_1d_vector",
-                                  "solve_right", "vector_norm_3_dim", "matrix_norm_1"])
+                                  "solve_right", "vector_norm_3_dim", "matrix_norm_1",
+                                  "svdvals", "svd_wide", "matrix_norm_nuc", "pinv",
+                                  "matrix_power_-2", "multi_dot_vectors", "cross_dim"])
 def test_gradient_matches_finite_differences(gradcheck, name):
     fn, arrays = CASES[name]
     gradcheck(lambda *xs: fn(tg, *xs) * tg.tensor(_weights(tuple(fn(tg, *xs).shape))),
@@ -143,6 +175,40 @@ def test_known_values():
     assert tg.linalg.det(tg.ones(2, 0, 0)).tolist() == [1.0, 1.0]
     assert tg.linalg.det(A).dtype == tg.float32
     assert tg.linalg.inv(A.double()).dtype == tg.float64
+
+
+def test_svd_factors_reconstruct_and_are_orthonormal():
+    for full in (True, False):
+        U, S, Vh = tg.linalg.svd(tg.tensor(WIDE), full_matrices=full)
+        assert (U.shape, S.shape, Vh.shape) == (
+            (2, 3, 3), (2, 3), (2, 4, 4) if full else (2, 3, 4))
+        rebuilt = (U * S.unsqueeze(-2)) @ Vh[..., :3, :]
+        np.testing.assert_allclose(rebuilt.numpy(), WIDE, atol=1e-12)
+        np.testing.assert_allclose((Vh @ Vh.mT).numpy(), np.broadcast_to(
+            np.eye(Vh.shape[-2]), Vh.shape[:-1] + (Vh.shape[-2],)), atol=1e-12)
+    assert tg.linalg.svd(tg.tensor(WIDE)).S is not None
+
+
+def test_rank_and_powers():
+    assert tg.linalg.matrix_rank(tg.ones(2, 3, 3)).tolist() == [1, 1]
+    assert tg.linalg.matrix_rank(tg.tensor(WIDE)).dtype == tg.int64
+    assert tg.linalg.matrix_rank(tg.tensor(WIDE), atol=1.0, rtol=0.1).tolist() == [
+        int(x) for x in (np.linalg.svd(WIDE, compute_uv=False) > np.maximum(
+            1.0, 0.1 * np.linalg.svd(WIDE, compute_uv=False).max(-1, keepdims=True))).sum(-1)]
+    A = tg.tensor([[1.0, 1.0], [0.0, 1.0]])
+    assert tg.linalg.matrix_power(A, 3).tolist() == [[1.0, 3.0], [0.0, 1.0]]
+    assert tg.linalg.matrix_power(A, -2).tolist() == [[1.0, -2.0], [0.0, 1.0]]
+    assert tg.linalg.matrix_power(tg.ones(2, 2, dtype=tg.int64), 2).tolist() == [[2, 2], [2, 2]]
+    assert tg.linalg.cross(tg.tensor([1.0, 0, 0]), tg.tensor([0.0, 1, 0])).tolist() == [0, 0, 1]
+
+
+def test_rank_matches_torch(torch):
+    for hermitian in (False, True):
+        for kwargs in ({}, {"atol": 0.5}, {"rtol": 0.3}, {"atol": 2.0, "rtol": 0.1}):
+            a = SQUARE + np.swapaxes(SQUARE, -1, -2) if hermitian else WIDE
+            ours = tg.linalg.matrix_rank(tg.tensor(a), hermitian=hermitian, **kwargs)
+            theirs = torch.linalg.matrix_rank(torch.tensor(a), hermitian=hermitian, **kwargs)
+            assert ours.tolist() == theirs.tolist()
 
 
 def _raises(exc, phrase, fn):
@@ -203,6 +269,15 @@ def test_errors_match_torch(torch):
         lambda m: m.linalg.vector_norm(m.zeros(2, 0), -math.inf),
         lambda m: m.linalg.matrix_norm(m.zeros(3)),
         lambda m: m.linalg.norm(m.zeros(2, 2, 2), dim=(0, 1, 2)),
+        lambda m: m.linalg.matrix_power(m.ones(2, 3), 2),
+        lambda m: m.linalg.matrix_power(m.ones(2, 2, dtype=m.int64), -1),
+        lambda m: m.linalg.multi_dot([m.ones(2, 3)]),
+        lambda m: m.linalg.multi_dot([m.ones(2, 3), m.ones(4, 2)]),
+        lambda m: m.linalg.multi_dot([m.ones(2, 3, 3), m.ones(3, 2)]),
+        lambda m: m.linalg.cross(m.ones(2, 4), m.ones(2, 4)),
+        lambda m: m.linalg.matrix_rank(m.ones(3)),
+        lambda m: m.linalg.pinv(m.ones(3)),
+        lambda m: m.linalg.svd(m.ones(3)),
     ]
     for case in cases:
         with pytest.raises(RuntimeError) as theirs:
