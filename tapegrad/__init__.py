@@ -96,6 +96,8 @@ from . import _scatter_ops
 _scatter_ops.register(globals(), Tensor)
 from . import _shift_ops
 _shift_ops.register(globals(), Tensor)
+from . import _linalg_aliases
+_linalg_aliases.register(globals(), Tensor)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled)
 

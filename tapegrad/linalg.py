@@ -86,6 +86,12 @@ def _raise_singular_inv(arr, name):
     raise LinAlgError(f"{name}: The input matrix is singular.")
 
 
+def _return_type(name, fields):
+    """tapegrad.return_types.<name> (printed as torch.return_types.<name>), made once."""
+    existing = getattr(_core.return_types, name, None)
+    return existing if existing is not None else _core._make_return_type(name, fields)
+
+
 def _tensor(array, like):
     from . import from_numpy
     # np.array, not ascontiguousarray: the latter turns a 0-d result (det of one matrix) 1-d.
@@ -167,22 +173,8 @@ def slogdet(A):
     A = _as_tensor(A, "linalg_slogdet")
     _check_square(A, "linalg.slogdet")
     _check_float(A, "linalg.slogdet")
-    return _SlogdetResult(_LogAbsDet.apply(A))
+    return _return_type("linalg_slogdet", ("sign", "logabsdet"))(_LogAbsDet.apply(A))
 
-
-class _SlogdetResult(tuple):
-    """torch.return_types.linalg_slogdet: a tuple with .sign and .logabsdet."""
-
-    @property
-    def sign(self):
-        return self[0]
-
-    @property
-    def logabsdet(self):
-        return self[1]
-
-    def __repr__(self):
-        return f"torch.return_types.linalg_slogdet(\nsign={self[0]!r},\nlogabsdet={self[1]!r})"
 
 
 class _Solve(Function):
@@ -256,7 +248,7 @@ def _not_positive_definite_order(matrix):
 
 class _Cholesky(Function):
     @staticmethod
-    def forward(ctx, A):
+    def forward(ctx, A, name):
         arr = A._array
         # PyTorch reads only the lower triangle.
         lower = np.tril(arr)
@@ -271,7 +263,7 @@ class _Cholesky(Function):
                 except np.linalg.LinAlgError:
                     order = _not_positive_definite_order(matrix)
                     raise LinAlgError(
-                        f"linalg.cholesky: {_batch_prefix(index, arr.ndim > 2)}The "
+                        f"{name}: {_batch_prefix(index, arr.ndim > 2)}The "
                         "factorization could not be completed because the input is not "
                         f"positive-definite (the leading minor of order {order} is not "
                         "positive-definite).") from None
@@ -288,15 +280,19 @@ class _Cholesky(Function):
         middle = (L.mT @ grad).tril()
         middle = 0.5 * (middle + middle.tril(-1).mT)
         L_inv = inv(L)
-        return L_inv.mT @ middle @ L_inv
+        return L_inv.mT @ middle @ L_inv, None
 
 
 def cholesky(A, *, upper=False, out=None):
     """The lower (or upper) Cholesky factor of each symmetric positive-definite matrix of A."""
-    A = _as_tensor(A, "linalg_cholesky")
-    _check_square(A, "linalg.cholesky")
-    _check_float(A, "linalg.cholesky")
-    L = _Cholesky.apply(A)
+    return _cholesky(A, upper, "linalg.cholesky")
+
+
+def _cholesky(A, upper, name):
+    A = _as_tensor(A, name.replace(".", "_"))
+    _check_square(A, name)
+    _check_float(A, name)
+    L = _Cholesky.apply(A, name)
     return L.mT if upper else L
 
 
@@ -342,17 +338,6 @@ def _check_eigh_dtype(A):
                                   f"'{_core.scalar_type_name_of(A._array.dtype)}'")
 
 
-class _EighResult(tuple):
-    """torch.return_types.linalg_eigh: (eigenvalues, eigenvectors)."""
-
-    @property
-    def eigenvalues(self):
-        return self[0]
-
-    @property
-    def eigenvectors(self):
-        return self[1]
-
 
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric matrix of A,
@@ -361,7 +346,7 @@ def eigh(A, UPLO="L", *, out=None):
     uplo = _check_uplo(UPLO)
     _check_square(A, "linalg.eigh")
     _check_eigh_dtype(A)
-    return _EighResult(_Eigh.apply(A, uplo))
+    return _return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))(_Eigh.apply(A, uplo))
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
@@ -528,21 +513,6 @@ class _SVD(Function):
         return grad_A, None
 
 
-class _SVDResult(tuple):
-    """torch.return_types.linalg_svd: (U, S, Vh)."""
-
-    @property
-    def U(self):  # noqa: N802 - PyTorch's field name
-        return self[0]
-
-    @property
-    def S(self):  # noqa: N802
-        return self[1]
-
-    @property
-    def Vh(self):  # noqa: N802
-        return self[2]
-
 
 def _check_matrix(A, name):
     if A.ndim < 2:
@@ -555,7 +525,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     A = _as_tensor(A, "linalg_svd")
     _check_matrix(A, "linalg.svd")
     _check_float(A, "linalg.svd")
-    return _SVDResult(_SVD.apply(A, bool(full_matrices)))
+    return _return_type("linalg_svd", ("U", "S", "Vh"))(_SVD.apply(A, bool(full_matrices)))
 
 
 def svdvals(A, *, driver=None, out=None):

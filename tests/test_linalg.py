@@ -104,6 +104,17 @@ CASES = {
                           (WIDE[0, 0], WIDE[1].T, SQUARE[0, 0])),
     "cross": (lambda m, a, b: m.linalg.cross(a, b), (SQUARE, SQUARE[:1] + 1)),
     "cross_dim": (lambda m, a, b: m.linalg.cross(a, b, dim=1), (SQUARE, SQUARE[1:] * 2)),
+    "torch.inverse": (lambda m, a: m.inverse(a), (SQUARE,)),
+    "Tensor.det": (lambda m, a: a.det(), (SQUARE,)),
+    "torch.logdet": (lambda m, a: m.logdet(a), (SPD,)),
+    "Tensor.logdet": (lambda m, a: a.logdet(), (SPD,)),
+    "torch.slogdet": (lambda m, a: m.slogdet(a).logabsdet, (SQUARE,)),
+    "torch.pinverse": (lambda m, a: m.pinverse(a), (WIDE,)),
+    "torch.matrix_power": (lambda m, a: m.matrix_power(a, 3), (SQUARE,)),
+    "torch.svd_some": (lambda m, a: (lambda r: (r.U * r.S.unsqueeze(-2)) @ r.V.mT)(m.svd(a)),
+                       (WIDE,)),
+    "torch.svd_full": (lambda m, a: (lambda r: (r.U[..., :3] * r.S.unsqueeze(-2))
+                                     @ r.V[..., :3].mT)(m.svd(a, some=False)), (WIDE,)),
 }
 SECOND_ORDER = ["inv", "det", "slogdet", "solve", "cholesky", "eigvalsh", "eigh_vectors",
                 "vector_norm_3_dim", "matrix_norm_fro", "svd_wide", "svd_tall_full", "pinv",
@@ -209,6 +220,26 @@ def test_rank_matches_torch(torch):
             ours = tg.linalg.matrix_rank(tg.tensor(a), hermitian=hermitian, **kwargs)
             theirs = torch.linalg.matrix_rank(torch.tensor(a), hermitian=hermitian, **kwargs)
             assert ours.tolist() == theirs.tolist()
+
+
+def test_old_api():
+    assert tg.logdet(tg.tensor([[0.0, 0.0], [0.0, 1.0]])).item() == -math.inf
+    assert math.isnan(tg.logdet(tg.tensor([[-1.0, 0.0], [0.0, 1.0]])).item())
+    result = tg.svd(tg.tensor(WIDE), compute_uv=False)
+    assert (result.U.shape, result.V.shape) == ((2, 3, 3), (2, 4, 4))
+    assert result.U.abs().sum().item() == 0.0
+    assert type(tg.svd(tg.eye(2))).__name__ == "svd"
+    assert type(tg.slogdet(tg.eye(2))).__name__ == "slogdet"
+    with pytest.warns(UserWarning, match="torch.cholesky is deprecated"):
+        L = tg.cholesky(tg.tensor(SPD), True)
+    np.testing.assert_allclose(L.numpy(), np.swapaxes(np.linalg.cholesky(SPD), -1, -2))
+    with pytest.warns(UserWarning), pytest.raises(tg.linalg.LinAlgError,
+                                                  match="^cholesky: The factorization"):
+        tg.cholesky(-tg.eye(2))
+    _raises(RuntimeError, "logdet: A must be batches of square matrices",
+            lambda: tg.logdet(tg.ones(2, 3)))
+    _raises(RuntimeError, "linalg.svd: input should have at least 2 dimensions, but has 1 "
+            "dimensions instead", lambda: tg.svd(tg.ones(3)))
 
 
 def _raises(exc, phrase, fn):
