@@ -18,7 +18,7 @@ from .grad_mode import is_grad_enabled
 
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet",
            "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "matrix_rank", "pinv",
-           "matrix_power", "multi_dot", "cross"]
+           "matrix_power", "multi_dot", "cross", "qr", "lstsq"]
 
 
 class LinAlgError(RuntimeError):
@@ -666,3 +666,90 @@ def cross(input, other, *, dim=-1, out=None):
     b = [part(other, i) for i in range(3)]
     return stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
                   a[0] * b[1] - a[1] * b[0]], dim=axis)
+
+
+# ---------------------------------------------------------------------------------------------
+# QR and least squares
+
+def _qr_backward_tall(Q, R, grad_Q, grad_R):
+    """The adjoint of A = Q R for m >= n (reduced Q): with M = R gR^T - gQ^T Q and copyltu(M)
+    the symmetric matrix built from M's lower triangle, gA = (gQ + Q copyltu(M)) R^-T."""
+    M = R @ grad_R.mT - grad_Q.mT @ Q
+    symmetric = M.tril() + M.tril(-1).mT
+    return (grad_Q + Q @ symmetric) @ inv(R).mT
+
+
+class _QR(Function):
+    @staticmethod
+    def forward(ctx, A, mode):
+        Q, R = np.linalg.qr(A._array, mode="complete" if mode == "complete" else "reduced")
+        Q, R = _tensor(Q, A), _tensor(R, A)
+        ctx.save_for_backward(A, Q, R)
+        ctx.mode = mode
+        return Q, R
+
+    @staticmethod
+    def backward(ctx, grad_Q, grad_R):
+        A, Q, R = ctx.saved_tensors
+        m, n = A.shape[-2], A.shape[-1]
+        if ctx.mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                               "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
+                               "going to differentiate through linalg.qr.")
+        if ctx.mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
+                               "and nrows > ncols.")
+        if is_grad_enabled():
+            # create_graph: see _Eigh.backward.
+            Q, R = _QR.apply(A, ctx.mode)
+        if m >= n:
+            return _qr_backward_tall(Q, R, grad_Q, grad_R), None
+        # Wide: A = Q [R1 R2] with X = A[:, :m] = Q R1 square; Y = A[:, m:] = Q R2 moves Q's
+        # cotangent by Y gR2^T.
+        Y, grad_R2 = A[..., :, m:], grad_R[..., :, m:]
+        grad_X = _qr_backward_tall(Q, R[..., :, :m], grad_Q + Y @ grad_R2.mT,
+                                   grad_R[..., :, :m])
+        from . import cat
+        return cat([grad_X, Q @ grad_R2], dim=-1), None
+
+
+def qr(A, mode="reduced", *, out=None):
+    """A = Q R per matrix (torch.linalg.qr): mode 'reduced', 'complete' or 'r' (an empty Q)."""
+    A = _as_tensor(A, "linalg_qr")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           "'reduced' (default), 'r', or 'complete'")
+    _check_matrix(A, "linalg.qr")
+    _check_float(A, "linalg.qr")
+    Q, R = _QR.apply(A, mode)
+    if mode == "r":
+        from . import empty
+        Q = empty(0, dtype=A.dtype)
+    return _return_type("linalg_qr", ("Q", "R"))((Q, R))
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares solution of A X = B (torch.linalg.lstsq, CPU default driver 'gelsy'):
+    the solution through the pseudo-inverse, the numerical rank; residuals and singular values
+    are empty as with that driver.  B is a batch of vectors when it has one dimension fewer."""
+    A = _as_tensor(A, "linalg_lstsq")
+    _check_float(A, "torch.linalg.lstsq")
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if not (A.ndim >= B.ndim and A.ndim - B.ndim <= 1):
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to "
+                           "other.dim() and (input.dim() - other.dim()) <= 1")
+    vector = B.ndim == A.ndim - 1
+    if vector and B.shape[-1] != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-1)")
+    if not vector and B.shape[-2] != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    eps = np.finfo(A._array.dtype).eps
+    rtol = eps * max(A.shape[-2], A.shape[-1]) if rcond is None else rcond
+    solution = pinv(A, rtol=rtol) @ (B.unsqueeze(-1) if vector else B)
+    if vector:
+        solution = solution.squeeze(-1)
+    from . import empty
+    rank = matrix_rank(A, rtol=rtol)
+    result = _return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+    return result((solution, empty(0, dtype=A.dtype), rank, empty(0, dtype=A.dtype)))

@@ -115,10 +115,19 @@ CASES = {
                        (WIDE,)),
     "torch.svd_full": (lambda m, a: (lambda r: (r.U[..., :3] * r.S.unsqueeze(-2))
                                      @ r.V[..., :3].mT)(m.svd(a, some=False)), (WIDE,)),
+    "qr_tall": (lambda m, a: (lambda q: q.Q.sum(-1, keepdim=True) * q.R.sum(-2).unsqueeze(-2)
+                              .sum(-1, keepdim=True) + q.Q)(m.linalg.qr(a.mT)), (WIDE,)),
+    "qr_wide_R": (lambda m, a: m.linalg.qr(a).R, (WIDE,)),
+    "qr_wide_Q": (lambda m, a: m.linalg.qr(a).Q, (WIDE,)),
+    "qr_complete_square": (lambda m, a: m.linalg.qr(a, mode="complete").Q, (SQUARE,)),
+    "lstsq": (lambda m, a, b: m.linalg.lstsq(a, b).solution,
+              (np.swapaxes(WIDE, -1, -2), RNG.standard_normal((2, 4, 2)))),
+    "lstsq_vector": (lambda m, a, b: m.linalg.lstsq(a, b).solution,
+                     (np.swapaxes(WIDE, -1, -2), RNG.standard_normal((2, 4)))),
 }
 SECOND_ORDER = ["inv", "det", "slogdet", "solve", "cholesky", "eigvalsh", "eigh_vectors",
                 "vector_norm_3_dim", "matrix_norm_fro", "svd_wide", "svd_tall_full", "pinv",
-                "matrix_power_-2", "cross"]
+                "matrix_power_-2", "cross", "qr_tall", "qr_wide_R", "lstsq"]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -142,7 +151,8 @@ def test_second_derivative_matches_torch(torch, name):
 @pytest.mark.parametrize("name", ["inv", "det", "slogdet", "solve", "solve_1d_vector",
                                   "solve_right", "vector_norm_3_dim", "matrix_norm_1",
                                   "svdvals", "svd_wide", "matrix_norm_nuc", "pinv",
-                                  "matrix_power_-2", "multi_dot_vectors", "cross_dim"])
+                                  "matrix_power_-2", "multi_dot_vectors", "cross_dim",
+                                  "qr_tall", "qr_wide_Q", "lstsq_vector"])
 def test_gradient_matches_finite_differences(gradcheck, name):
     fn, arrays = CASES[name]
     gradcheck(lambda *xs: fn(tg, *xs) * tg.tensor(_weights(tuple(fn(tg, *xs).shape))),
@@ -220,6 +230,29 @@ def test_rank_matches_torch(torch):
             ours = tg.linalg.matrix_rank(tg.tensor(a), hermitian=hermitian, **kwargs)
             theirs = torch.linalg.matrix_rank(torch.tensor(a), hermitian=hermitian, **kwargs)
             assert ours.tolist() == theirs.tolist()
+
+
+def test_qr_and_lstsq_shapes_and_values():
+    Q, R = tg.linalg.qr(tg.tensor(WIDE.swapaxes(-1, -2)))
+    assert (Q.shape, R.shape) == ((2, 4, 3), (2, 3, 3))
+    np.testing.assert_allclose((Q @ R).numpy(), WIDE.swapaxes(-1, -2), atol=1e-12)
+    np.testing.assert_allclose((Q.mT @ Q).numpy(), np.broadcast_to(np.eye(3), (2, 3, 3)),
+                               atol=1e-12)
+    assert (R.numpy() == np.triu(R.numpy())).all()
+    only_R = tg.linalg.qr(tg.tensor(WIDE), mode="r")
+    assert (only_R.Q.shape, only_R.R.shape) == ((0,), (2, 3, 4))
+    assert tg.linalg.qr(tg.tensor(WIDE.swapaxes(-1, -2)), mode="complete").Q.shape == (2, 4, 4)
+    x = tg.tensor(WIDE, requires_grad=True)
+    with pytest.raises(RuntimeError, match="not computed when mode='r'"):
+        tg.linalg.qr(x, mode="r").R.sum().backward()
+    result = tg.linalg.lstsq(tg.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
+                             tg.tensor([1.0, 2.0, 4.0]))
+    np.testing.assert_allclose(result.solution.numpy(), [4 / 3, 7 / 3], rtol=1e-6)
+    assert result.rank.item() == 2 and result.residuals.shape == (0,)
+    _raises(RuntimeError, "qr received unrecognized mode 'x'",
+            lambda: tg.linalg.qr(tg.eye(2), mode="x"))
+    _raises(RuntimeError, "torch.linalg.lstsq: input.size(-2) should match other.size(-2)",
+            lambda: tg.linalg.lstsq(tg.ones(2, 4, 3), tg.ones(2, 3, 2)))
 
 
 def test_old_api():
