@@ -438,8 +438,14 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     # inf sums along rows (over columns) and takes the max over rows; 1 the reverse.
     sum_dim, pick_dim = (cols, rows) if abs(ord) == math.inf else (rows, cols)
     sums = A.abs().sum(dim=sum_dim, keepdim=True)
-    picked = sums.amax(dim=pick_dim, keepdim=True) if ord > 0 else sums.amin(dim=pick_dim,
-                                                                             keepdim=True)
+    if A.shape[pick_dim] == 0 and ord > 0:
+        # PyTorch gives 0 for an empty max (norms are non-negative); an empty min raises
+        # amin's IndexError there as here.
+        picked = sums.sum(dim=pick_dim, keepdim=True)
+    elif ord > 0:
+        picked = sums.amax(dim=pick_dim, keepdim=True)
+    else:
+        picked = sums.amin(dim=pick_dim, keepdim=True)
     return picked if keepdim else picked.squeeze(max(rows, cols)).squeeze(min(rows, cols))
 
 

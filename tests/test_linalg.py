@@ -323,6 +323,16 @@ def test_errors():
             "1D or 2D. Got 3D.", lambda: tg.linalg.norm(tg.zeros(2, 2, 2), 1))
 
 
+def test_empty_inputs_match_torch(torch):
+    for shape in [(0, 3, 3), (2, 0, 0), (0, 0)]:
+        for fn in (lambda m, a: m.linalg.inv(a), lambda m, a: m.linalg.det(a),
+                   lambda m, a: m.linalg.cholesky(a), lambda m, a: m.linalg.svdvals(a),
+                   lambda m, a: m.linalg.pinv(a), lambda m, a: m.linalg.matrix_rank(a),
+                   lambda m, a: m.linalg.matrix_norm(a, 1)):
+            ours, theirs = fn(tg, tg.zeros(shape)), fn(torch, torch.zeros(shape))
+            assert (tuple(ours.shape), ours.tolist()) == (tuple(theirs.shape), theirs.tolist())
+
+
 def test_errors_match_torch(torch):
     cases = [
         lambda m: m.linalg.inv(m.tensor([[1.0, 2.0], [2.0, 4.0]])),
