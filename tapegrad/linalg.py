@@ -368,6 +368,30 @@ def _normalize_dims(dim, ndim):
     return tuple(d % max(ndim, 1) for d in dims)
 
 
+class _EuclideanNorm(Function):
+    """sqrt(sum(x^2)) over dims, whose gradient x / norm is 0 (not nan) where the norm is 0,
+    as PyTorch's."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        arr = x._array
+        out = _tensor(np.sqrt(np.sum(arr * arr, axis=dims, keepdims=keepdim)), x)
+        ctx.save_for_backward(x, out)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        if not ctx.keepdim:
+            for d in sorted(ctx.dims):
+                grad, out = grad.unsqueeze(d), out.unsqueeze(d)
+        from . import where, zeros_like
+        zero = out == 0
+        safe = where(zero, 1 + zeros_like(out), out)
+        return where(zero, zeros_like(x), x * (grad / safe)), None, None
+
+
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The ord-norm of x over dim (all elements when None), as torch.linalg.vector_norm."""
     x = _as_tensor(x, "linalg_vector_norm")
@@ -404,7 +428,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if ord == 1:
         return magnitude.sum(**reduce)
     if ord == 2:
-        return (magnitude * magnitude).sum(**reduce).sqrt()
+        return _EuclideanNorm.apply(x, dims, keepdim) if reduce else magnitude
     return magnitude.pow(ord).sum(**reduce).pow(1.0 / ord)
 
 

@@ -177,6 +177,13 @@ def test_symmetric_rules_match_finite_differences_along_symmetric_directions():
                                                                   rel=1e-6)
 
 
+def test_euclidean_norm_of_zero_has_zero_gradient(torch):
+    for module in (tg, torch):
+        x = module.tensor([[0.0, 0.0], [3.0, 4.0]], requires_grad=True)
+        module.linalg.vector_norm(x, dim=1).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), [[0.0, 0.0], [0.6, 0.8]], rtol=1e-6)
+
+
 def test_known_values():
     A = tg.tensor([[4.0, 2.0], [2.0, 3.0]])
     np.testing.assert_allclose(tg.linalg.inv(A).numpy(), [[0.375, -0.25], [-0.25, 0.5]])
