@@ -96,6 +96,8 @@ from . import _scatter_ops
 _scatter_ops.register(globals(), Tensor)
 from . import _shift_ops
 _shift_ops.register(globals(), Tensor)
+from . import _linalg_aliases
+_linalg_aliases.register(globals(), Tensor)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled)
 
@@ -119,7 +121,7 @@ def is_complex(input) -> bool:
 from .contractions import addmm, baddbmm, einsum  # noqa: E402
 # Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
-                 "distributions", "cuda", "backends", "accelerator", "version")
+                 "distributions", "cuda", "backends", "accelerator", "version", "linalg")
 _LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
                "get_num_threads": "_threads", "set_num_threads": "_threads",
                "get_num_interop_threads": "_threads", "set_num_interop_threads": "_threads",

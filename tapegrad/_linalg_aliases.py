@@ -1,0 +1,103 @@
+"""PyTorch's older top-level spellings of linear algebra (torch.inverse, torch.det,
+torch.logdet, torch.slogdet, torch.cholesky, torch.pinverse, torch.matrix_power, torch.svd) and
+the matching Tensor methods, all forwarding to tapegrad.linalg.
+
+tapegrad.linalg is imported on the first call, not here, so that `import tapegrad` stays free of
+the autograd machinery linalg needs.
+"""
+from __future__ import annotations
+
+import warnings
+
+_CHOLESKY_DEPRECATED = (
+    "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a "
+    "future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\n"
+    "L = torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced "
+    "with\nU = torch.linalg.cholesky(A).mH\nThis transform will produce equivalent results for "
+    "all valid (symmetric positive definite) inputs.")
+
+
+def _linalg():
+    from . import linalg
+    return linalg
+
+
+def inverse(input, *, out=None):
+    """torch.inverse: torch.linalg.inv."""
+    return _linalg().inv(input)
+
+
+def det(input):
+    """torch.det: torch.linalg.det."""
+    return _linalg().det(input)
+
+
+def slogdet(input):
+    """torch.slogdet: (sign, logabsdet) as torch.return_types.slogdet."""
+    sign, logabsdet = _linalg().slogdet(input)
+    return _linalg()._return_type("slogdet", ("sign", "logabsdet"))((sign, logabsdet))
+
+
+def logdet(input):
+    """log det(A): nan for a negative determinant, -inf for a zero one (torch.logdet)."""
+    linalg = _linalg()
+    linalg._as_tensor(input, "logdet")
+    linalg._check_square(input, "logdet")
+    linalg._check_float(input, "logdet")
+    sign, logabsdet = linalg.slogdet(input)
+    # log(sign) is 0, -inf or nan: adding it gives PyTorch's results, and the sign carries no
+    # gradient.
+    return logabsdet + sign.log()
+
+
+def cholesky(input, upper=False, *, out=None):
+    """The deprecated torch.cholesky (upper as a positional flag)."""
+    warnings.warn(_CHOLESKY_DEPRECATED, UserWarning, stacklevel=2)
+    return _linalg()._cholesky(input, upper, "cholesky")
+
+
+def pinverse(input, rcond=1e-15):
+    """torch.pinverse: the pseudo-inverse, dropping singular values below rcond * largest."""
+    return _linalg().pinv(input, rtol=rcond)
+
+
+def matrix_power(input, n):
+    """torch.matrix_power: torch.linalg.matrix_power."""
+    return _linalg().matrix_power(input, n)
+
+
+def svd(input, some=True, compute_uv=True, *, out=None):
+    """The old torch.svd: returns V (not Vh); some=False gives full square factors and
+    compute_uv=False zero-filled square U and V."""
+    linalg = _linalg()
+    if input.ndim < 2:
+        raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has "
+                           f"{input.ndim} dimensions instead")
+    result_type = linalg._return_type("svd", ("U", "S", "V"))
+    if not compute_uv:
+        from . import zeros
+        m, n = input.shape[-2], input.shape[-1]
+        batch = tuple(input.shape[:-2])
+        U = zeros(*batch, m, m, dtype=input.dtype)
+        V = zeros(*batch, n, n, dtype=input.dtype)
+        return result_type((U, linalg.svdvals(input), V))
+    U, S, Vh = linalg.svd(input, full_matrices=not some)
+    return result_type((U, S, Vh.mT))
+
+
+FUNCTIONS = ("inverse", "det", "slogdet", "logdet", "cholesky", "pinverse", "matrix_power", "svd")
+METHODS = FUNCTIONS
+
+
+def register(namespace: dict, tensor_cls) -> None:
+    """Add the functions to the tapegrad namespace and the methods to Tensor (existing names
+    win)."""
+    g = globals()
+    for name in FUNCTIONS:
+        namespace.setdefault(name, g[name])
+    for name in METHODS:
+        if name not in dir(tensor_cls):
+            setattr(tensor_cls, name, g[name])
+
+
+__all__ = list(FUNCTIONS)

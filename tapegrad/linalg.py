@@ -1,0 +1,785 @@
+"""tapegrad.linalg: PyTorch's torch.linalg over numpy.linalg.
+
+Forwards run in numpy on the (batched) arrays; each factorisation is an autograd Function whose
+backward is written with tapegrad's own differentiable ops, so gradients of gradients
+(create_graph=True) go through the same rules.  Norms are composites of existing reductions.
+Errors mirror PyTorch's: shape and dtype problems are RuntimeError, numerical failures (singular,
+not positive-definite) are LinAlgError, a RuntimeError subclass.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _core
+from .autograd.function import Function
+from .grad_mode import is_grad_enabled
+
+__all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet",
+           "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "matrix_rank", "pinv",
+           "matrix_power", "multi_dot", "cross", "qr", "lstsq"]
+
+
+class LinAlgError(RuntimeError):
+    """A numerical failure of a linear-algebra routine (singular or not positive-definite
+    input), as torch.linalg.LinAlgError."""
+
+
+# ---------------------------------------------------------------------------------------------
+# argument checks (PyTorch's wording)
+
+def _as_tensor(x, name):
+    from .tensor import Tensor
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return x
+
+
+def _check_float(A, name, what="input"):
+    if A._array.dtype.kind != "f":
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as {what}. Got "
+                           f"{_core.scalar_type_name_of(A._array.dtype)}")
+
+
+def _check_square(A, name, arg="A"):
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor {arg} must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{name}: {arg} must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+
+
+def _batch_prefix(batch_index, batched):
+    return f"(Batch element {batch_index}): " if batched else ""
+
+
+def _lu_first_zero_pivot(matrix):
+    """The 1-based index of the first exactly-zero pivot of the partially pivoted LU (what
+    LAPACK's getrf reports and PyTorch's message names), or 0 when there is none."""
+    a = np.array(matrix, dtype=np.float64)
+    n = a.shape[0]
+    first = 0
+    for k in range(n):
+        pivot_row = k + int(np.argmax(np.abs(a[k:, k])))
+        if a[pivot_row, k] == 0:
+            if first == 0:
+                first = k + 1
+            continue
+        a[[k, pivot_row]] = a[[pivot_row, k]]
+        a[k + 1:, k] /= a[k, k]
+        a[k + 1:, k + 1:] -= np.outer(a[k + 1:, k], a[k, k + 1:])
+    return first
+
+
+def _raise_singular_inv(arr, name):
+    """Raise the LinAlgError PyTorch gives for a singular batch element of `arr`."""
+    flat = arr.reshape((-1,) + arr.shape[-2:])
+    for index, matrix in enumerate(flat):
+        pivot = _lu_first_zero_pivot(matrix)
+        if pivot:
+            raise LinAlgError(
+                f"{name}: {_batch_prefix(index, arr.ndim > 2)}The diagonal element {pivot} is "
+                "zero, the inversion could not be completed because the input matrix is "
+                "singular.")
+    raise LinAlgError(f"{name}: The input matrix is singular.")
+
+
+def _return_type(name, fields):
+    """tapegrad.return_types.<name> (printed as torch.return_types.<name>), made once."""
+    existing = getattr(_core.return_types, name, None)
+    return existing if existing is not None else _core._make_return_type(name, fields)
+
+
+def _tensor(array, like):
+    from . import from_numpy
+    # np.array, not ascontiguousarray: the latter turns a 0-d result (det of one matrix) 1-d.
+    return from_numpy(np.array(array, dtype=like._array.dtype, order="C"))
+
+
+# ---------------------------------------------------------------------------------------------
+# inverse, determinant, solve
+
+class _Inverse(Function):
+    @staticmethod
+    def forward(ctx, A):
+        arr = A._array
+        try:
+            out = np.linalg.inv(arr) if arr.size else np.empty_like(arr)
+        except np.linalg.LinAlgError:
+            _raise_singular_inv(arr, "linalg.inv")
+        out = _tensor(out, A)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        # d(A^-1) = -A^-1 dA A^-1, so the adjoint is -A^-T G A^-T.
+        inverse, = ctx.saved_tensors
+        inverse_t = inverse.mT
+        return -(inverse_t @ grad @ inverse_t)
+
+
+def inv(A):
+    """The inverse of each square matrix of A (torch.linalg.inv)."""
+    A = _as_tensor(A, "linalg_inv")
+    _check_square(A, "linalg.inv")
+    _check_float(A, "linalg.inv")
+    return _Inverse.apply(A)
+
+
+class _Determinant(Function):
+    @staticmethod
+    def forward(ctx, A):
+        ctx.save_for_backward(A)
+        return _tensor(np.linalg.det(A._array), A)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # d det(A) = det(A) tr(A^-1 dA): the adjoint is G det(A) A^-T.  Through inv and det
+        # themselves, so create_graph gives the second derivative.
+        A, = ctx.saved_tensors
+        scale = (grad * det(A)).unsqueeze(-1).unsqueeze(-1)
+        return scale * inv(A).mT
+
+
+def det(A):
+    """The determinant of each square matrix of A (torch.linalg.det)."""
+    A = _as_tensor(A, "linalg_det")
+    _check_square(A, "linalg.det")
+    _check_float(A, "linalg.det")
+    return _Determinant.apply(A)
+
+
+class _LogAbsDet(Function):
+    @staticmethod
+    def forward(ctx, A):
+        sign, logabsdet = np.linalg.slogdet(A._array)
+        sign = _tensor(sign, A)
+        ctx.save_for_backward(A)
+        ctx.mark_non_differentiable(sign)
+        return sign, _tensor(logabsdet, A)
+
+    @staticmethod
+    def backward(ctx, grad_sign, grad_logabsdet):
+        # The sign is piecewise constant; d log|det A| = tr(A^-1 dA).
+        A, = ctx.saved_tensors
+        return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
+
+
+def slogdet(A):
+    """(sign, log|det|) of each square matrix of A (torch.linalg.slogdet)."""
+    A = _as_tensor(A, "linalg_slogdet")
+    _check_square(A, "linalg.slogdet")
+    _check_float(A, "linalg.slogdet")
+    return _return_type("linalg_slogdet", ("sign", "logabsdet"))(_LogAbsDet.apply(A))
+
+
+
+class _Solve(Function):
+    """X = A^-1 B for matrices with equal batch shapes (the caller broadcasts)."""
+
+    @staticmethod
+    def forward(ctx, A, B):
+        try:
+            X = np.linalg.solve(A._array, B._array)
+        except np.linalg.LinAlgError:
+            raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix "
+                              "is singular.") from None
+        X = _tensor(X, A)
+        ctx.save_for_backward(A, X)
+        return X
+
+    @staticmethod
+    def backward(ctx, grad):
+        # A X = B: gB = A^-T G and gA = -gB X^T.
+        A, X = ctx.saved_tensors
+        grad_B = solve(A.mT, grad)
+        return -(grad_B @ X.mT), grad_B
+
+
+def _broadcast_batch(A, B):
+    batch = np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+    return (A.expand(*batch, *A.shape[-2:]), B.expand(*batch, *B.shape[-2:]))
+
+
+def solve(A, B, *, left=True, out=None):
+    """The solution X of A X = B (left=True) or X A = B (torch.linalg.solve).  B is a batch of
+    vectors when it is 1-D or has exactly A's batch shape plus one dimension."""
+    A = _as_tensor(A, "linalg_solve")
+    _check_square(A, "linalg.solve")
+    _check_float(A, "linalg.solve")
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
+                           f"A of type {_core.scalar_type_name_of(A._array.dtype)} and B of type "
+                           f"{_core.scalar_type_name_of(B._array.dtype)} instead")
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    B_matrix = B.unsqueeze(-1) if vector else B
+    if not left:
+        if vector:
+            # A vector B is a column, which X A = B cannot take.
+            raise RuntimeError(
+                f"linalg.solve: Incompatible shapes of A and B for the equation XA = B "
+                f"({A.shape[-2]}x{A.shape[-1]} and {B_matrix.shape[-2]}x{B_matrix.shape[-1]})")
+        return solve(A.mT, B.mT).mT
+    n = A.shape[-1]
+    if B_matrix.shape[-2] != n:
+        raise RuntimeError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+            f"({A.shape[-2]}x{A.shape[-1]} and {B_matrix.shape[-2]}x{B_matrix.shape[-1]})")
+    A_b, B_b = _broadcast_batch(A, B_matrix)
+    X = _Solve.apply(A_b, B_b)
+    return X.squeeze(-1) if vector else X
+
+
+# ---------------------------------------------------------------------------------------------
+# Cholesky and the symmetric eigendecomposition
+
+def _not_positive_definite_order(matrix):
+    """The order of the first leading minor of `matrix` that is not positive-definite."""
+    for order in range(1, matrix.shape[0] + 1):
+        try:
+            np.linalg.cholesky(matrix[:order, :order])
+        except np.linalg.LinAlgError:
+            return order
+    return matrix.shape[0]
+
+
+class _Cholesky(Function):
+    @staticmethod
+    def forward(ctx, A, name):
+        arr = A._array
+        # PyTorch reads only the lower triangle.
+        lower = np.tril(arr)
+        symmetric = lower + np.swapaxes(np.tril(arr, -1), -1, -2)
+        try:
+            L = np.linalg.cholesky(symmetric)
+        except np.linalg.LinAlgError:
+            flat = symmetric.reshape((-1,) + symmetric.shape[-2:])
+            for index, matrix in enumerate(flat):
+                try:
+                    np.linalg.cholesky(matrix)
+                except np.linalg.LinAlgError:
+                    order = _not_positive_definite_order(matrix)
+                    raise LinAlgError(
+                        f"{name}: {_batch_prefix(index, arr.ndim > 2)}The "
+                        "factorization could not be completed because the input is not "
+                        f"positive-definite (the leading minor of order {order} is not "
+                        "positive-definite).") from None
+            raise
+        L = _tensor(L, A)
+        ctx.save_for_backward(L)
+        return L
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Murray (2016): gA = L^-T Phi(L^T gL) L^-1 with Phi keeping the lower triangle and
+        # halving the diagonal, then spread symmetrically over both triangles.
+        L, = ctx.saved_tensors
+        middle = (L.mT @ grad).tril()
+        middle = 0.5 * (middle + middle.tril(-1).mT)
+        L_inv = inv(L)
+        return L_inv.mT @ middle @ L_inv, None
+
+
+def cholesky(A, *, upper=False, out=None):
+    """The lower (or upper) Cholesky factor of each symmetric positive-definite matrix of A."""
+    return _cholesky(A, upper, "linalg.cholesky")
+
+
+def _cholesky(A, upper, name):
+    A = _as_tensor(A, name.replace(".", "_"))
+    _check_square(A, name)
+    _check_float(A, name)
+    L = _Cholesky.apply(A, name)
+    return L.mT if upper else L
+
+
+class _Eigh(Function):
+    @staticmethod
+    def forward(ctx, A, uplo):
+        arr = A._array
+        values, vectors = np.linalg.eigh(arr, UPLO=uplo)
+        values, vectors = _tensor(values, A), _tensor(vectors, A)
+        ctx.save_for_backward(A, values, vectors)
+        ctx.uplo = uplo
+        return values, vectors
+
+    @staticmethod
+    def backward(ctx, grad_values, grad_vectors):
+        # gA = V (diag(gλ) + sym(V^T gV) / E) V^T with E_ij = λj - λi off the diagonal.
+        A, values, vectors = ctx.saved_tensors
+        if is_grad_enabled():
+            # create_graph: the saved outputs of a two-output Function do not carry their graph
+            # into this backward (the second derivative came out wrong), so recompute them
+            # through the Function itself.
+            values, vectors = _Eigh.apply(A, ctx.uplo)
+        core = vectors.mT @ grad_vectors
+        core = 0.5 * (core - core.mT)
+        n = values.shape[-1]
+        from . import eye
+        identity = eye(n, dtype=values.dtype)
+        gaps = values.unsqueeze(-2) - values.unsqueeze(-1) + identity
+        core = core / gaps * (1 - identity) + identity * grad_values.unsqueeze(-2)
+        return vectors @ core @ vectors.mT, None
+
+
+def _check_uplo(UPLO):
+    if UPLO not in ("L", "U", "l", "u"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO.upper()
+
+
+def _check_eigh_dtype(A):
+    # eigh has no dtype check of its own in PyTorch: the CPU kernel's dispatch refuses.
+    if A._array.dtype.kind != "f":
+        raise NotImplementedError('"linalg_eigh_cpu" not implemented for '
+                                  f"'{_core.scalar_type_name_of(A._array.dtype)}'")
+
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric matrix of A,
+    reading only the UPLO triangle (torch.linalg.eigh)."""
+    A = _as_tensor(A, "linalg_eigh")
+    uplo = _check_uplo(UPLO)
+    _check_square(A, "linalg.eigh")
+    _check_eigh_dtype(A)
+    return _return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))(_Eigh.apply(A, uplo))
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """The ascending eigenvalues of each symmetric matrix of A (torch.linalg.eigvalsh)."""
+    A = _as_tensor(A, "linalg_eigvalsh")
+    uplo = _check_uplo(UPLO)
+    _check_square(A, "linalg.eigvalsh")
+    _check_eigh_dtype(A)
+    return _Eigh.apply(A, uplo)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# norms (composites of differentiable reductions)
+
+def _normalize_dims(dim, ndim):
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return tuple(d % max(ndim, 1) for d in dims)
+
+
+class _EuclideanNorm(Function):
+    """sqrt(sum(x^2)) over dims, whose gradient x / norm is 0 (not nan) where the norm is 0,
+    as PyTorch's."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        arr = x._array
+        out = _tensor(np.sqrt(np.sum(arr * arr, axis=dims, keepdims=keepdim)), x)
+        ctx.save_for_backward(x, out)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        if not ctx.keepdim:
+            for d in sorted(ctx.dims):
+                grad, out = grad.unsqueeze(d), out.unsqueeze(d)
+        from . import where, zeros_like
+        zero = out == 0
+        safe = where(zero, 1 + zeros_like(out), out)
+        return where(zero, zeros_like(x), x * (grad / safe)), None, None
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """The ord-norm of x over dim (all elements when None), as torch.linalg.vector_norm."""
+    x = _as_tensor(x, "linalg_vector_norm")
+    _check_float(x, "linalg.vector_norm")
+    if dtype is not None:
+        x = x.to(dtype)
+    if isinstance(ord, str):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not str")
+    ord = float(ord)
+    dims = _normalize_dims(dim, x.ndim)
+    if math.isinf(ord) and x.numel() == 0:
+        if dim is None:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an empty "
+                               "tensor because the operation does not have an identity")
+        for d in dims:
+            if x.shape[d] == 0:
+                # PyTorch's message has no space before "because".
+                raise RuntimeError(
+                    f"linalg.vector_norm cannot compute the {ord:g} norm on the dimension {d}"
+                    "because this dimension is empty and the operation does not have an "
+                    "identity")
+    magnitude = x.abs()
+    reduce = dict(dim=dims, keepdim=keepdim)
+    if x.ndim == 0:
+        reduce = {}
+    if ord == math.inf:
+        return magnitude.amax(**reduce) if reduce else magnitude
+    if ord == -math.inf:
+        return magnitude.amin(**reduce) if reduce else magnitude
+    if ord == 0:
+        # sign(|x|) counts the non-zeros and, as in PyTorch, keeps the result in the graph with
+        # a zero gradient.
+        return magnitude.sign().sum(**reduce)
+    if ord == 1:
+        return magnitude.sum(**reduce)
+    if ord == 2:
+        return _EuclideanNorm.apply(x, dims, keepdim) if reduce else magnitude
+    return magnitude.pow(ord).sum(**reduce).pow(1.0 / ord)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """The ord-norm of the matrices of A over the two dims (torch.linalg.matrix_norm): 'fro',
+    inf, -inf, 1, -1."""
+    A = _as_tensor(A, "linalg_matrix_norm")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                           "dimensions.")
+    _check_float(A, "linalg.matrix_norm")
+    if dtype is not None:
+        A = A.to(dtype)
+    rows, cols = _normalize_dims(dim, A.ndim)
+    if ord == "fro":
+        return vector_norm(A, 2, (rows, cols), keepdim)
+    if isinstance(ord, str) and ord != "nuc":
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if ord == "nuc" or ord in (2, -2):
+        # Norms of the singular values: move the two dims last, reduce, put them back.
+        moved = A.movedim((rows, cols), (-2, -1))
+        values = svdvals(moved)
+        result = (values.sum(dim=-1) if ord == "nuc" else
+                  values.amax(dim=-1) if ord == 2 else values.amin(dim=-1))
+        if keepdim:
+            for d in sorted((rows, cols)):
+                result = result.unsqueeze(d)
+        return result
+    if ord not in (math.inf, -math.inf, 1, -1):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord:g} not supported.")
+    # inf sums along rows (over columns) and takes the max over rows; 1 the reverse.
+    sum_dim, pick_dim = (cols, rows) if abs(ord) == math.inf else (rows, cols)
+    sums = A.abs().sum(dim=sum_dim, keepdim=True)
+    if A.shape[pick_dim] == 0 and ord > 0:
+        # PyTorch gives 0 for an empty max (norms are non-negative); an empty min raises
+        # amin's IndexError there as here.
+        picked = sums.sum(dim=pick_dim, keepdim=True)
+    elif ord > 0:
+        picked = sums.amax(dim=pick_dim, keepdim=True)
+    else:
+        picked = sums.amin(dim=pick_dim, keepdim=True)
+    return picked if keepdim else picked.squeeze(max(rows, cols)).squeeze(min(rows, cols))
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+    """torch.linalg.norm: a vector norm over one dim (or the flattened input when neither ord
+    nor dim is given), a matrix norm over two."""
+    A = _as_tensor(A, "linalg_norm")
+    if dim is not None and not isinstance(dim, int) and len(dim) not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
+                           f"{list(dim)}")
+    if dim is None and ord is not None and A.ndim not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
+                           f"1D or 2D. Got {A.ndim}D.")
+    matrix = (isinstance(ord, str) or (dim is not None and not isinstance(dim, int)
+                                       and len(dim) == 2)
+              or (dim is None and ord is not None and A.ndim == 2))
+    if matrix:
+        return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim,
+                           keepdim, dtype=dtype)
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# singular value decomposition
+
+class _SVD(Function):
+    @staticmethod
+    def forward(ctx, A, full_matrices):
+        arr = A._array
+        U, S, Vh = np.linalg.svd(arr, full_matrices=full_matrices)
+        U, S, Vh = _tensor(U, A), _tensor(S, A), _tensor(Vh, A)
+        ctx.save_for_backward(A, U, S, Vh)
+        ctx.full_matrices = full_matrices
+        return U, S, Vh
+
+    @staticmethod
+    def backward(ctx, grad_U, grad_S, grad_Vh):
+        # For distinct non-zero singular values, with k = min(m, n) and the thin factors:
+        #   gA = U [sym-part terms + diag(gS)] Vh + (I - U U^T) gU S^-1 Vh
+        #        + U S^-1 gV^T (I - V V^T)
+        # where the k x k core is (skew(U^T gU) / E) S + S (skew(V^T gV) / E), skew(X) = X - X^T
+        # and E_ij = S_j^2 - S_i^2.  Full matrices only contribute through their first k
+        # columns (the rest is an arbitrary basis).
+        A, U, S, Vh = ctx.saved_tensors
+        if is_grad_enabled():
+            # create_graph: see _Eigh.backward.
+            U, S, Vh = _SVD.apply(A, ctx.full_matrices)
+        m, n = A.shape[-2], A.shape[-1]
+        k = min(m, n)
+        U, Vh = U[..., :, :k], Vh[..., :k, :]
+        grad_U, grad_Vh = grad_U[..., :, :k], grad_Vh[..., :k, :]
+        V, grad_V = Vh.mT, grad_Vh.mT
+        from . import eye
+        identity = eye(k, dtype=S.dtype)
+        squares = S * S
+        gaps = squares.unsqueeze(-2) - squares.unsqueeze(-1) + identity
+        off_diagonal = 1 - identity
+        UtgU = U.mT @ grad_U
+        VtgV = V.mT @ grad_V
+        core = ((UtgU - UtgU.mT) / gaps * off_diagonal) * S.unsqueeze(-2)
+        core = core + S.unsqueeze(-1) * ((VtgV - VtgV.mT) / gaps * off_diagonal)
+        core = core + identity * grad_S.unsqueeze(-2)
+        grad_A = U @ core @ Vh
+        inverse_S = 1 / S
+        if m > k:
+            projected = grad_U - U @ UtgU
+            grad_A = grad_A + (projected * inverse_S.unsqueeze(-2)) @ Vh
+        if n > k:
+            projected = grad_V - V @ VtgV
+            grad_A = grad_A + (U * inverse_S.unsqueeze(-2)) @ projected.mT
+        return grad_A, None
+
+
+
+def _check_matrix(A, name):
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """A = U diag(S) Vh for each matrix of A (torch.linalg.svd); singular vectors are defined
+    up to sign, as in PyTorch."""
+    A = _as_tensor(A, "linalg_svd")
+    _check_matrix(A, "linalg.svd")
+    _check_float(A, "linalg.svd")
+    return _return_type("linalg_svd", ("U", "S", "Vh"))(_SVD.apply(A, bool(full_matrices)))
+
+
+def svdvals(A, *, driver=None, out=None):
+    """The singular values of each matrix of A, descending (torch.linalg.svdvals)."""
+    A = _as_tensor(A, "linalg_svdvals")
+    _check_matrix(A, "linalg.svdvals")
+    _check_float(A, "linalg.svdvals")
+    return _SVD.apply(A, False)[1]
+
+
+def _count_tolerance(S, atol, rtol, shape):
+    """PyTorch's cut-off for matrix_rank and pinv: max(atol, rtol * largest singular value),
+    with rtol defaulting to eps * max(m, n) when neither is given."""
+    eps = np.finfo(S._array.dtype).eps
+    if atol is None and rtol is None:
+        rtol = eps * max(shape[-2], shape[-1])
+    atol = 0.0 if atol is None else float(atol)
+    rtol = 0.0 if rtol is None else float(rtol)
+    # amax refuses an empty dim; an empty matrix has no singular value to compare anyway.
+    largest = S.amax(dim=-1, keepdim=True) if S.shape[-1] else S.sum(dim=-1, keepdim=True)
+    return (largest * rtol).clamp(min=atol)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The number of singular values above the tolerance, per matrix (int64)."""
+    A = _as_tensor(A, "linalg_matrix_rank")
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least "
+                           "2 dimensions.")
+    _check_float(A, "torch.linalg.matrix_rank")
+    from .grad_mode import no_grad
+    with no_grad():
+        S = eigvalsh(A).abs() if hermitian else svdvals(A)
+        tolerance = _count_tolerance(S, atol, rtol, A.shape)
+        return (S > tolerance).sum(dim=-1)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The Moore-Penrose pseudo-inverse through the SVD (torch.linalg.pinv); singular values at
+    or below the tolerance count as zero."""
+    A = _as_tensor(A, "linalg_pinv")
+    if A.ndim < 2 or A._array.dtype.kind != "f":
+        raise RuntimeError(
+            f"linalg.pinv({_core.scalar_type_name_of(A._array.dtype)}{{{list(A.shape)}}}): "
+            "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble "
+            "types")
+    from . import where, zeros_like
+    if hermitian:
+        values, vectors = eigh(A)
+        magnitude = values.abs()
+        keep = magnitude > _count_tolerance(magnitude, atol, rtol, A.shape)
+        safe = where(keep, values, 1 + zeros_like(values))
+        inverse = where(keep, 1 / safe, zeros_like(values))
+        return (vectors * inverse.unsqueeze(-2)) @ vectors.mT
+    U, S, Vh = svd(A, full_matrices=False)
+    keep = S > _count_tolerance(S, atol, rtol, A.shape)
+    # The division runs on safe values so a dropped zero gives no inf (nor a nan gradient).
+    safe = where(keep, S, 1 + zeros_like(S))
+    inverse = where(keep, 1 / safe, zeros_like(S))
+    return (Vh.mT * inverse.unsqueeze(-2)) @ U.mT
+
+
+def matrix_power(A, n, *, out=None):
+    """A to the integer power n by repeated squaring (n < 0 inverts first; n = 0 gives the
+    identity), as torch.linalg.matrix_power."""
+    A = _as_tensor(A, "linalg_matrix_power")
+    _check_square(A, "linalg.matrix_power")
+    if n == 0:
+        # As PyTorch: the identity copied into a tensor that stays in A's graph (zero
+        # gradient), not a fresh constant.
+        from . import eye
+        return A.clone().copy_(eye(A.shape[-1], dtype=A.dtype).expand(*A.shape))
+    if n == 1:
+        return A.clone()
+    if n < 0:
+        A = inv(A)
+        n = -n
+    result = None
+    power = A
+    while n:
+        if n & 1:
+            result = power if result is None else result @ power
+        n >>= 1
+        if n:
+            power = power @ power
+    return result
+
+
+def multi_dot(tensors, *, out=None):
+    """The product of a chain of matrices; the first may be a row vector and the last a column
+    vector (1-D), as torch.linalg.multi_dot."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    first, last = tensors[0], tensors[-1]
+    if first.ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got "
+                           f"{first.ndim}D")
+    if last.ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last.ndim}D")
+    for i, t in enumerate(tensors[1:-1], start=1):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    matrices = list(tensors)
+    if first.ndim == 1:
+        matrices[0] = first.unsqueeze(0)
+    if last.ndim == 1:
+        matrices[-1] = last.unsqueeze(-1)
+    for i in range(len(matrices) - 1):
+        if matrices[i].shape[1] != matrices[i + 1].shape[0]:
+            raise RuntimeError(
+                f"multi_dot(): tensors {i} and {i + 1} with shapes {list(matrices[i].shape)} "
+                f"and {list(matrices[i + 1].shape)} cannot be multiplied")
+    result = matrices[0]
+    for matrix in matrices[1:]:
+        result = result @ matrix
+    if last.ndim == 1:
+        result = result.squeeze(-1)
+    if first.ndim == 1:
+        result = result.squeeze(0)
+    return result
+
+
+def cross(input, other, *, dim=-1, out=None):
+    """The cross product of 3-vectors along dim, broadcasting the rest (torch.linalg.cross)."""
+    if input.ndim != other.ndim:
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+    if input.shape[dim] != 3 or other.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{input.shape[dim]} and {other.shape[dim]}")
+    from . import stack
+    axis = dim if dim < 0 else dim - input.ndim
+
+    def part(t, i):
+        return t[(Ellipsis, i) + (slice(None),) * (-axis - 1)]
+
+    a = [part(input, i) for i in range(3)]
+    b = [part(other, i) for i in range(3)]
+    return stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                  a[0] * b[1] - a[1] * b[0]], dim=axis)
+
+
+# ---------------------------------------------------------------------------------------------
+# QR and least squares
+
+def _qr_backward_tall(Q, R, grad_Q, grad_R):
+    """The adjoint of A = Q R for m >= n (reduced Q): with M = R gR^T - gQ^T Q and copyltu(M)
+    the symmetric matrix built from M's lower triangle, gA = (gQ + Q copyltu(M)) R^-T."""
+    M = R @ grad_R.mT - grad_Q.mT @ Q
+    symmetric = M.tril() + M.tril(-1).mT
+    return (grad_Q + Q @ symmetric) @ inv(R).mT
+
+
+class _QR(Function):
+    @staticmethod
+    def forward(ctx, A, mode):
+        Q, R = np.linalg.qr(A._array, mode="complete" if mode == "complete" else "reduced")
+        Q, R = _tensor(Q, A), _tensor(R, A)
+        ctx.save_for_backward(A, Q, R)
+        ctx.mode = mode
+        return Q, R
+
+    @staticmethod
+    def backward(ctx, grad_Q, grad_R):
+        A, Q, R = ctx.saved_tensors
+        m, n = A.shape[-2], A.shape[-1]
+        if ctx.mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                               "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
+                               "going to differentiate through linalg.qr.")
+        if ctx.mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
+                               "and nrows > ncols.")
+        if is_grad_enabled():
+            # create_graph: see _Eigh.backward.
+            Q, R = _QR.apply(A, ctx.mode)
+        if m >= n:
+            return _qr_backward_tall(Q, R, grad_Q, grad_R), None
+        # Wide: A = Q [R1 R2] with X = A[:, :m] = Q R1 square; Y = A[:, m:] = Q R2 moves Q's
+        # cotangent by Y gR2^T.
+        Y, grad_R2 = A[..., :, m:], grad_R[..., :, m:]
+        grad_X = _qr_backward_tall(Q, R[..., :, :m], grad_Q + Y @ grad_R2.mT,
+                                   grad_R[..., :, :m])
+        from . import cat
+        return cat([grad_X, Q @ grad_R2], dim=-1), None
+
+
+def qr(A, mode="reduced", *, out=None):
+    """A = Q R per matrix (torch.linalg.qr): mode 'reduced', 'complete' or 'r' (an empty Q)."""
+    A = _as_tensor(A, "linalg_qr")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           "'reduced' (default), 'r', or 'complete'")
+    _check_matrix(A, "linalg.qr")
+    _check_float(A, "linalg.qr")
+    Q, R = _QR.apply(A, mode)
+    if mode == "r":
+        from . import empty
+        Q = empty(0, dtype=A.dtype)
+    return _return_type("linalg_qr", ("Q", "R"))((Q, R))
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares solution of A X = B (torch.linalg.lstsq, CPU default driver 'gelsy'):
+    the solution through the pseudo-inverse, the numerical rank; residuals and singular values
+    are empty as with that driver.  B is a batch of vectors when it has one dimension fewer."""
+    A = _as_tensor(A, "linalg_lstsq")
+    _check_float(A, "torch.linalg.lstsq")
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if not (A.ndim >= B.ndim and A.ndim - B.ndim <= 1):
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to "
+                           "other.dim() and (input.dim() - other.dim()) <= 1")
+    vector = B.ndim == A.ndim - 1
+    if vector and B.shape[-1] != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-1)")
+    if not vector and B.shape[-2] != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    eps = np.finfo(A._array.dtype).eps
+    rtol = eps * max(A.shape[-2], A.shape[-1]) if rcond is None else rcond
+    solution = pinv(A, rtol=rtol) @ (B.unsqueeze(-1) if vector else B)
+    if vector:
+        solution = solution.squeeze(-1)
+    from . import empty
+    rank = matrix_rank(A, rtol=rtol)
+    result = _return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+    return result((solution, empty(0, dtype=A.dtype), rank, empty(0, dtype=A.dtype)))
