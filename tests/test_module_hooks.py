@@ -109,3 +109,22 @@ def test_handles_context_manager_and_copies():
     clone(tg.ones(1, 2))
     assert calls == [1, 2]
     assert "_forward_hooks" not in lin.state_dict()
+
+
+@pytest.mark.parametrize("lib", ["tg", "torch"])
+def test_get_submodule_parameter_buffer(lib, request):
+    M = tg if lib == "tg" else request.getfixturevalue("torch")
+    s = M.nn.Sequential(M.nn.Linear(2, 2))
+    s.register_buffer("b", M.ones(1))
+    assert s.get_submodule("") is s and s.get_submodule("0") is s[0]
+    assert s.get_parameter("0.bias") is s[0].bias
+    assert s.get_buffer("b").tolist() == [1.0]
+    cases = [(s.get_submodule, "1", "Sequential has no attribute `1`"),
+             (s.get_submodule, "0.weight", "`weight` is not an nn.Module"),
+             (s.get_parameter, "0.x", "Linear has no attribute `x`"),
+             (s.get_parameter, "b", "`b` is not an nn.Parameter"),
+             (s.get_buffer, "0.weight", "`weight` is not a buffer"),
+             (s.get_buffer, "zz", "Sequential has no attribute `zz`")]
+    for fn, target, phrase in cases:
+        with pytest.raises(AttributeError, match=phrase):
+            fn(target)

@@ -194,6 +194,40 @@ class Module:
                         if m is not None]
             stack.extend(reversed(children))
 
+    def get_submodule(self, target: str) -> "Module":
+        """The submodule at a dotted path ("" is self)."""
+        mod = self
+        if target == "":
+            return mod
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod
+
+    def _get_leaf(self, target: str):
+        # The owning module and the attribute a dotted path ends in (get_parameter/get_buffer).
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        return mod, name
+
+    def get_parameter(self, target: str) -> Parameter:
+        mod, name = self._get_leaf(target)
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        mod, name = self._get_leaf(target)
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return getattr(mod, name)
+
     def modules(self) -> Iterator["Module"]:
         for _, m in self.named_modules():
             yield m
