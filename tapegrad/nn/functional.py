@@ -21,3 +21,8 @@ from ._pool_ops import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_p
                         adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
                         max_unpool1d, max_unpool2d)
 from ._spatial_ops import dropout1d, dropout2d, interpolate, pad  # noqa: E402
+
+# Activations composed of differentiable ops (hardtanh ... glu, normalize).
+from ._extra_activations import (celu, glu, hardshrink, hardsigmoid, hardswish,  # noqa: E402
+                                 hardtanh, logsigmoid, mish, normalize, prelu, relu6, rrelu,
+                                 selu, softmin, softshrink, softsign, tanhshrink, threshold)

@@ -37,3 +37,11 @@ __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Fold", "U
             "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d", "MaxUnpool1d", "MaxUnpool2d",
             "Upsample", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
             "Dropout1d", "Dropout2d"]
+
+# Activations composed of differentiable ops.
+from .activation_extra import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish,  # noqa: E402
+                               Hardtanh, LogSigmoid, Mish, PReLU, ReLU6, RReLU, Softmax2d,
+                               Softmin, Softshrink, Softsign, Tanhshrink, Threshold)
+__all__ += ["CELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
+            "LogSigmoid", "Mish", "PReLU", "ReLU6", "RReLU", "Softmax2d", "Softmin", "Softshrink",
+            "Softsign", "Tanhshrink", "Threshold"]
