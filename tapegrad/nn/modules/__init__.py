@@ -45,3 +45,12 @@ from .activation_extra import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswi
 __all__ += ["CELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
             "LogSigmoid", "Mish", "PReLU", "ReLU6", "RReLU", "Softmax2d", "Softmin", "Softshrink",
             "Softsign", "Tanhshrink", "Threshold"]
+
+# Losses and distances composed of differentiable ops.
+from .loss_extra import (CosineEmbeddingLoss, CosineSimilarity, GaussianNLLLoss,  # noqa: E402
+                         HingeEmbeddingLoss, KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss,
+                         MultiMarginLoss, PairwiseDistance, PoissonNLLLoss, SoftMarginLoss,
+                         TripletMarginLoss)
+__all__ += ["CosineEmbeddingLoss", "CosineSimilarity", "GaussianNLLLoss", "HingeEmbeddingLoss",
+            "KLDivLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
+            "PairwiseDistance", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss"]
