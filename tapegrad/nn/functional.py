@@ -32,3 +32,6 @@ from ._extra_losses import (cosine_embedding_loss, cosine_similarity,  # noqa: E
                             gaussian_nll_loss, hinge_embedding_loss, kl_div, margin_ranking_loss,
                             multi_margin_loss, multilabel_soft_margin_loss, pairwise_distance,
                             poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
+
+# Channel rearrangements and the bilinear form (reshape / permute / matmul composites).
+from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402

@@ -54,3 +54,12 @@ from .loss_extra import (CosineEmbeddingLoss, CosineSimilarity, GaussianNLLLoss,
 __all__ += ["CosineEmbeddingLoss", "CosineSimilarity", "GaussianNLLLoss", "HingeEmbeddingLoss",
             "KLDivLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
             "PairwiseDistance", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss"]
+
+# Padding modules over F.pad, pixel / channel shuffles, Bilinear.
+from .padding_shuffle import (Bilinear, ChannelShuffle, CircularPad1d,  # noqa: E402
+                              CircularPad2d, ConstantPad1d, ConstantPad2d, PixelShuffle,
+                              PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d,
+                              ReplicationPad2d, ZeroPad1d, ZeroPad2d)
+__all__ += ["Bilinear", "ChannelShuffle", "CircularPad1d", "CircularPad2d", "ConstantPad1d",
+            "ConstantPad2d", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d",
+            "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d"]
