@@ -173,4 +173,20 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
 
 __all__ = ["hardtanh", "relu6", "selu", "celu", "mish", "hardswish", "hardsigmoid", "logsigmoid",
            "softsign", "tanhshrink", "threshold", "hardshrink", "softshrink", "prelu", "rrelu",
-           "softmin", "glu", "normalize"]
+           "softmin", "glu", "normalize", "alpha_dropout"]
+
+
+def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
+    """Dropout that keeps SELU's zero mean / unit variance: dropped entries take SELU's
+    negative saturation value and the result is re-affined (a * x + b)."""
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return _finish(input, input * 0, inplace)
+    saturation = _SELU_ALPHA * _SELU_SCALE
+    a = 1.0 / math.sqrt((saturation * saturation * p + 1) * (1 - p))
+    keep = (_tg.rand(input.shape, dtype=input.dtype) >= p).to(input.dtype)
+    b = (keep - 1) * (saturation * a) + saturation * a * p
+    return _finish(input, input * (keep * a) + b, inplace)

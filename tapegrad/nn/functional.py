@@ -35,3 +35,5 @@ from ._extra_losses import (cosine_embedding_loss, cosine_similarity,  # noqa: E
 
 # Channel rearrangements and the bilinear form (reshape / permute / matmul composites).
 from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402
+
+from ._extra_activations import alpha_dropout  # noqa: E402

@@ -63,3 +63,6 @@ from .padding_shuffle import (Bilinear, ChannelShuffle, CircularPad1d,  # noqa: 
 __all__ += ["Bilinear", "ChannelShuffle", "CircularPad1d", "CircularPad2d", "ConstantPad1d",
             "ConstantPad2d", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d",
             "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d"]
+
+from .activation_extra import AlphaDropout  # noqa: E402
+__all__ += ["AlphaDropout"]

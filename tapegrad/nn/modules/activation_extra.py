@@ -203,3 +203,20 @@ class PReLU(Module):
 __all__ = ["Hardtanh", "ReLU6", "SELU", "CELU", "Mish", "Hardswish", "Hardsigmoid", "LogSigmoid",
            "Softsign", "Tanhshrink", "Threshold", "Hardshrink", "Softshrink", "Softmin",
            "Softmax2d", "GLU", "RReLU", "PReLU"]
+
+
+class AlphaDropout(Module):
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, input):
+        return A.alpha_dropout(input, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+__all__ += ["AlphaDropout"]
