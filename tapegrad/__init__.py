@@ -152,3 +152,6 @@ int = int32  # noqa: A001
 long = int64
 
 __version__ = "0.1.0"
+
+# torch.cdist lives with the nn distances (composed of differentiable ops).
+_LAZY_ATTRS.update(cdist="nn._extra_losses")

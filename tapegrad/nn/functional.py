@@ -21,3 +21,19 @@ from ._pool_ops import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_p
                         adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
                         max_unpool1d, max_unpool2d)
 from ._spatial_ops import dropout1d, dropout2d, interpolate, pad  # noqa: E402
+
+# Activations composed of differentiable ops (hardtanh ... glu, normalize).
+from ._extra_activations import (celu, glu, hardshrink, hardsigmoid, hardswish,  # noqa: E402
+                                 hardtanh, logsigmoid, mish, normalize, prelu, relu6, rrelu,
+                                 selu, softmin, softshrink, softsign, tanhshrink, threshold)
+
+# Losses and distances composed of differentiable ops (kl_div ... gaussian_nll_loss).
+from ._extra_losses import (cosine_embedding_loss, cosine_similarity,  # noqa: E402
+                            gaussian_nll_loss, hinge_embedding_loss, kl_div, margin_ranking_loss,
+                            multi_margin_loss, multilabel_soft_margin_loss, pairwise_distance,
+                            poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
+
+# Channel rearrangements and the bilinear form (reshape / permute / matmul composites).
+from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402
+
+from ._extra_activations import alpha_dropout  # noqa: E402

@@ -37,3 +37,32 @@ __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Fold", "U
             "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d", "MaxUnpool1d", "MaxUnpool2d",
             "Upsample", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
             "Dropout1d", "Dropout2d"]
+
+# Activations composed of differentiable ops.
+from .activation_extra import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish,  # noqa: E402
+                               Hardtanh, LogSigmoid, Mish, PReLU, ReLU6, RReLU, Softmax2d,
+                               Softmin, Softshrink, Softsign, Tanhshrink, Threshold)
+__all__ += ["CELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
+            "LogSigmoid", "Mish", "PReLU", "ReLU6", "RReLU", "Softmax2d", "Softmin", "Softshrink",
+            "Softsign", "Tanhshrink", "Threshold"]
+
+# Losses and distances composed of differentiable ops.
+from .loss_extra import (CosineEmbeddingLoss, CosineSimilarity, GaussianNLLLoss,  # noqa: E402
+                         HingeEmbeddingLoss, KLDivLoss, MarginRankingLoss, MultiLabelSoftMarginLoss,
+                         MultiMarginLoss, PairwiseDistance, PoissonNLLLoss, SoftMarginLoss,
+                         TripletMarginLoss)
+__all__ += ["CosineEmbeddingLoss", "CosineSimilarity", "GaussianNLLLoss", "HingeEmbeddingLoss",
+            "KLDivLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
+            "PairwiseDistance", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss"]
+
+# Padding modules over F.pad, pixel / channel shuffles, Bilinear.
+from .padding_shuffle import (Bilinear, ChannelShuffle, CircularPad1d,  # noqa: E402
+                              CircularPad2d, ConstantPad1d, ConstantPad2d, PixelShuffle,
+                              PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d,
+                              ReplicationPad2d, ZeroPad1d, ZeroPad2d)
+__all__ += ["Bilinear", "ChannelShuffle", "CircularPad1d", "CircularPad2d", "ConstantPad1d",
+            "ConstantPad2d", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d",
+            "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d"]
+
+from .activation_extra import AlphaDropout  # noqa: E402
+__all__ += ["AlphaDropout"]

@@ -12,6 +12,10 @@ from ..._device import as_device, check_device, is_device_like
 from ...grad_mode import no_grad
 from ...tensor import Tensor, as_dtype, parse_to
 from ..parameter import Parameter
+from ._hooks import RemovableHandle, add_hook, call_with_hooks
+
+_HOOK_TABLES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
+                "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -65,13 +69,40 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        for table in _HOOK_TABLES:
+            object.__setattr__(self, table, OrderedDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                   f'"forward" function')
 
     def __call__(self, *args, **kwargs):
+        d = self.__dict__
+        if d.get("_forward_pre_hooks") or d.get("_forward_hooks"):
+            return call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # -- forward hooks ------------------------------------------------------------------------
+    def _hook_table(self, name: str) -> OrderedDict:
+        # Modules unpickled from an older layout lack the tables: create them on first use.
+        if name not in self.__dict__:
+            object.__setattr__(self, name, OrderedDict())
+        return self.__dict__[name]
+
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """hook(module, args) -> None or new args (a non-tuple is wrapped in one); with
+        with_kwargs, hook(module, args, kwargs) -> None or (new_args, new_kwargs)."""
+        return add_hook(self._hook_table("_forward_pre_hooks"), hook, prepend,
+                        [(self._hook_table("_forward_pre_hooks_with_kwargs"), with_kwargs)])
+
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """hook(module, args, output) (or (module, args, kwargs, output) with with_kwargs)
+        -> None or a replacement output."""
+        return add_hook(self._hook_table("_forward_hooks"), hook, prepend,
+                        [(self._hook_table("_forward_hooks_with_kwargs"), with_kwargs),
+                         (self._hook_table("_forward_hooks_always_called"), always_call)])
 
     # -- registration -------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
@@ -162,6 +193,40 @@ class Module:
             children = [(f"{name}.{n}" if name else n, m) for n, m in module._modules.items()
                         if m is not None]
             stack.extend(reversed(children))
+
+    def get_submodule(self, target: str) -> "Module":
+        """The submodule at a dotted path ("" is self)."""
+        mod = self
+        if target == "":
+            return mod
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod
+
+    def _get_leaf(self, target: str):
+        # The owning module and the attribute a dotted path ends in (get_parameter/get_buffer).
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        return mod, name
+
+    def get_parameter(self, target: str) -> Parameter:
+        mod, name = self._get_leaf(target)
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        mod, name = self._get_leaf(target)
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return getattr(mod, name)
 
     def modules(self) -> Iterator["Module"]:
         for _, m in self.named_modules():

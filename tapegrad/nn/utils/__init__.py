@@ -3,3 +3,6 @@ from .clip_grad import clip_grad_norm_, clip_grad_value_
 from . import rnn
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "rnn"]
+
+from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: E402
+__all__ += ["parameters_to_vector", "vector_to_parameters"]

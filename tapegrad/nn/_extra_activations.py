@@ -1,0 +1,192 @@
+"""Activation functions PyTorch has in torch.nn.functional beyond the compiled ones, composed of
+differentiable ops. Each piecewise function is built with where() so that the gradient at a
+breakpoint is the one PyTorch's own backward formula gives there (not the one a clamp would)."""
+from __future__ import annotations
+
+import math
+import warnings
+
+from .. import _core  # noqa: F401  (keeps import order with functional.py)
+from ..tensor import Tensor
+import tapegrad as _tg
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _compiled(name):
+    return _core.NN_FUNCTIONS[name]
+
+
+def _finish(input, out, inplace: bool):
+    # In-place variants write the result back into the caller's tensor, as PyTorch's do.
+    if inplace:
+        input.copy_(out)
+        return input
+    return out
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    # PyTorch's backward passes the gradient only strictly inside (min_val, max_val).
+    out = _tg.where(input <= min_val, _tg.full_like(input, min_val),
+                    _tg.where(input >= max_val, _tg.full_like(input, max_val), input))
+    return _finish(input, out, inplace)
+
+
+def relu6(input, inplace: bool = False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def selu(input, inplace: bool = False):
+    return _finish(input, _compiled("elu")(input, alpha=_SELU_ALPHA) * _SELU_SCALE, inplace)
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _finish(input, _compiled("elu")(input / alpha, alpha=1.0) * alpha, inplace)
+
+
+def mish(input, inplace: bool = False):
+    return _finish(input, input * _tg.tanh(_compiled("softplus")(input)), inplace)
+
+
+def hardswish(input, inplace: bool = False):
+    # Gradient x/3 + 1/2 strictly inside (-3, 3), 0 at -3 and 1 at 3, as PyTorch 2.13 gives.
+    zero = _tg.zeros_like(input)
+    out = _tg.where(input <= -3.0, zero, _tg.where(input < 3.0, input * (input + 3.0) / 6.0,
+                                                   input))
+    return _finish(input, out, inplace)
+
+
+def hardsigmoid(input, inplace: bool = False):
+    out = _tg.where(input <= -3.0, _tg.zeros_like(input),
+                    _tg.where(input >= 3.0, _tg.ones_like(input), input / 6.0 + 0.5))
+    return _finish(input, out, inplace)
+
+
+def logsigmoid(input):
+    # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), written as two branches that each only
+    # see their own half of the inputs, so neither overflows and each carries the exact slope.
+    zero = _tg.zeros_like(input)
+    negative = input < 0
+    x_neg = _tg.where(negative, input, zero)
+    x_pos = _tg.where(negative, zero, input)
+    return _tg.where(negative, x_neg - _tg.log1p(_tg.exp(x_neg)),
+                     -_tg.log1p(_tg.exp(-x_pos)))
+
+
+def softsign(input):
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):
+    return input - _tg.tanh(input)
+
+
+def threshold(input, threshold: float, value: float, inplace: bool = False):
+    out = _tg.where(input > threshold, input, _tg.full_like(input, value))
+    return _finish(input, out, inplace)
+
+
+def _check_lambd(input, lambd: float) -> None:
+    if lambd < 0:
+        kind = {"float32": "Float", "float64": "Double"}.get(str(input.dtype).split(".")[-1], "Float")
+        raise RuntimeError(f"lambda must be in range [0, 3.40282e+38] for input dtype {kind}, "
+                           f"but found {lambd:g}")
+
+
+def hardshrink(input, lambd: float = 0.5):
+    _check_lambd(input, lambd)
+    return _tg.where((input > lambd) | (input < -lambd), input, _tg.zeros_like(input))
+
+
+def softshrink(input, lambd: float = 0.5):
+    _check_lambd(input, lambd)
+    return _tg.where(input > lambd, input - lambd,
+                     _tg.where(input < -lambd, input + lambd, _tg.zeros_like(input)))
+
+
+def prelu(input, weight):
+    """x if x > 0 else weight * x, with one weight per channel (dim 1) or one shared weight."""
+    n = weight.numel()
+    if n != 1:
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if n != channels:
+            raise RuntimeError("Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {n} and channel size = {channels}.")
+        weight = weight.reshape((1, n) + (1,) * (input.dim() - 2))
+    elif weight.dim() > 0 and input.dim() > 0:
+        weight = weight.reshape(())
+    return _tg.where(input > 0, input, weight * input)
+
+
+def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False):
+    """Randomized leaky ReLU: in training each non-positive entry gets a slope drawn from
+    U(lower, upper); in evaluation the slope is their mean."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        out = _compiled("leaky_relu")(input, (lower + upper) / 2)
+    else:
+        slope = _tg.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
+        out = _tg.where(input > 0, input, input * slope)
+    return _finish(input, out, inplace)
+
+
+def _legacy_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
+    if dim is None:
+        dim = _legacy_softmax_dim("softmin", input.dim(), _stacklevel)
+    if dtype is not None:
+        input = input.to(dtype)
+    return _compiled("softmax")(-input, dim)
+
+
+def glu(input, dim: int = -1):
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    size = input.shape[dim]
+    if size % 2:
+        wrapped = dim % input.dim()
+        raise RuntimeError(f"Halving dimension must be even, but dimension {wrapped} is size "
+                           f"{size}")
+    a, b = input.chunk(2, dim)
+    return a * _tg.sigmoid(b)
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
+    """input / max(||input||_p along dim, eps)."""
+    denom = _tg.clamp(input.norm(p, dim, keepdim=True), min=eps).expand_as(input)
+    result = input / denom
+    if out is not None:
+        out.copy_(result)
+        return out
+    return result
+
+
+__all__ = ["hardtanh", "relu6", "selu", "celu", "mish", "hardswish", "hardsigmoid", "logsigmoid",
+           "softsign", "tanhshrink", "threshold", "hardshrink", "softshrink", "prelu", "rrelu",
+           "softmin", "glu", "normalize", "alpha_dropout"]
+
+
+def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
+    """Dropout that keeps SELU's zero mean / unit variance: dropped entries take SELU's
+    negative saturation value and the result is re-affined (a * x + b)."""
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return _finish(input, input * 0, inplace)
+    saturation = _SELU_ALPHA * _SELU_SCALE
+    a = 1.0 / math.sqrt((saturation * saturation * p + 1) * (1 - p))
+    keep = (_tg.rand(input.shape, dtype=input.dtype) >= p).to(input.dtype)
+    b = (keep - 1) * (saturation * a) + saturation * a * p
+    return _finish(input, input * (keep * a) + b, inplace)

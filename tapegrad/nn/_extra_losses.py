@@ -1,0 +1,251 @@
+"""Losses and distances PyTorch has in torch.nn.functional beyond the compiled ones, composed of
+differentiable ops: kl_div, margin / embedding / triplet losses, Poisson and Gaussian NLL,
+cosine_similarity, pairwise_distance, cdist."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+import tapegrad as _tg
+
+from ._extra_activations import logsigmoid
+
+_KL_MEAN_WARNING = (
+    "reduction: 'mean' divides the total loss by both the batch size and the support size."
+    "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+    "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
+
+
+def _reduction(size_average, reduce, reduction: str) -> str:
+    # The legacy size_average / reduce flags override reduction, as in PyTorch.
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    result = "none" if not reduce else ("mean" if size_average else "sum")
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  f"reduction='{result}' instead.", stacklevel=3)
+    return result
+
+
+def _reduce(loss, reduction: str):
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _check_reduction(reduction: str, extra=()) -> None:
+    if reduction not in ("none", "mean", "sum") + tuple(extra):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _xlogy(x, y):
+    # x * log(y) with 0 where x == 0 (the 0 log 0 = 0 convention of the KL divergence).
+    is_zero = x == 0
+    safe_y = _tg.where(is_zero, _tg.ones_like(y), y)
+    return _tg.where(is_zero, _tg.zeros_like(x), x * _tg.log(safe_y))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",
+           log_target: bool = False):
+    """KL(target || exp(input)) pointwise: input is log-probabilities; target is probabilities
+    (or log-probabilities with log_target)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, ("batchmean",))
+    if reduction == "mean":
+        warnings.warn(_KL_MEAN_WARNING, stacklevel=2)
+    if log_target:
+        pointwise = _tg.exp(target) * (target - input)
+    else:
+        pointwise = _xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        total = pointwise.sum()
+        return total / input.shape[0] if input.dim() > 0 else total
+    return _reduce(pointwise, reduction)
+
+
+def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
+    """Sum over dim of (x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps))."""
+    try:
+        shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+    except ValueError:
+        raise RuntimeError(f"The size of tensor a ({tuple(x1.shape)}) must match the size of "
+                           f"tensor b ({tuple(x2.shape)})") from None
+    x1, x2 = x1.expand(shape), x2.expand(shape)
+    n1 = _tg.clamp(x1.norm(2, dim, keepdim=True), min=eps)
+    n2 = _tg.clamp(x2.norm(2, dim, keepdim=True), min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+    """||x1 - x2 + eps||_p over the last dimension (eps keeps the gradient finite at 0)."""
+    diff = x1 - x2 + eps
+    dim = -1 if diff.dim() > 0 else 0
+    return diff.norm(p, dim, keepdim=keepdim)
+
+
+def cdist(x1, x2, p: float = 2.0, compute_mode=None):
+    """p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M): (..., P, R)."""
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X{1 if x1.dim() < 2 else 2}"
+                           f" got: {min(x1.dim(), x2.dim())}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError("X1 and X2 must have the same number of columns. "
+                           f"X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return diff.norm(p, -1)
+
+
+def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None,
+                          reduce=None, reduction: str = "mean"):
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    eps = 1e-12  # PyTorch's EPSILON inside cosine_embedding_loss
+    dim = input1.dim() - 1
+    prod = (input1 * input2).sum(dim)
+    mag1 = (input1 * input1).sum(dim) + eps
+    mag2 = (input2 * input2).sum(dim) + eps
+    cos = prod / _tg.sqrt(mag1 * mag2)
+    zeros = _tg.zeros_like(cos)
+    pos = _tg.where(target == 1, 1 - cos, zeros)
+    neg = _tg.where(target == -1, _tg.clamp(cos - margin, min=0), zeros)
+    return _reduce(pos + neg, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_average=None,
+                        reduce=None, reduction: str = "mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not (input1.dim() == input2.dim() == target.dim()):
+        raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {tuple(input1.shape)}, input2: "
+                           f"{tuple(input2.shape)}, target: {tuple(target.shape)} ")
+    return _reduce(_tg.clamp(-target * (input1 - input2) + margin, min=0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None,
+                         reduction: str = "mean"):
+    """x where target is 1, max(0, margin - x) where target is -1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    zeros = _tg.zeros_like(input)
+    margin_part = _tg.where(target != 1, _tg.clamp(margin - input, min=0), zeros)
+    self_part = _tg.where(target != -1, input, zeros)
+    return _reduce(margin_part + self_part, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    return _reduce(_tg.log1p(_tg.exp(-target * input)), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction: str = "mean"):
+    """Per-sample mean over classes of the binary logistic loss."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    loss = loss.sum(class_dim) / input.shape[class_dim]
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None,
+                      size_average=None, reduce=None, reduction: str = "mean"):
+    """Per sample: sum over classes j != y of max(0, margin - x[y] + x[j])^p / C."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    squeeze = input.dim() <= 1
+    x = input.reshape(1, -1) if squeeze else input
+    y = target.reshape(-1)
+    n_classes = x.shape[1]
+    if y.shape[0] != x.shape[0]:
+        raise RuntimeError(f"inconsistent target size, expected {x.shape[0]} but got "
+                           f"{tuple(target.shape)}")
+    x_y = x.gather(1, y.unsqueeze(1))
+    z = _tg.clamp(margin - x_y + x, min=0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight[y].unsqueeze(1)
+    # The j == y term is max(0, margin)^p, not part of the loss.
+    not_target = _tg.arange(n_classes).unsqueeze(0) != y.unsqueeze(1)
+    loss = _tg.where(not_target, z, _tg.zeros_like(z)).sum(1) / n_classes
+    if squeeze:
+        loss = loss.reshape(target.shape)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, size_average=None, reduce=None,
+                        reduction: str = "mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError("The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {dims[0]}D, positive "
+                           f"{dims[1]}D, and negative {dims[2]}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _tg.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(_tg.clamp(margin + d_pos - d_neg, min=0), reduction)
+
+
+def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
+                     size_average=None, eps: float = 1e-8, reduce=None, reduction: str = "mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if log_input:
+        loss = _tg.exp(input) - target * input
+    else:
+        loss = input - target * _tg.log(input + eps)
+    if full:
+        # Stirling's approximation of log(target!), used where target > 1 as in PyTorch.
+        safe = _tg.where(target > 1, target, _tg.ones_like(target))
+        stirling = safe * _tg.log(safe) - safe + 0.5 * _tg.log(2 * math.pi * safe)
+        loss = loss + _tg.where(target > 1, stirling, _tg.zeros_like(stirling))
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean"):
+    """0.5 (log(var) + (input - target)^2 / var), var clamped to eps without altering its
+    gradient (PyTorch clamps in place under no_grad)."""
+    if isinstance(var, (int, float)):
+        var = _tg.full_like(input, float(var))
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    _check_reduction(reduction)
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    held = var.detach()
+    var = var + (_tg.clamp(held, min=eps) - held)
+    loss = 0.5 * (_tg.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+__all__ = ["kl_div", "cosine_similarity", "pairwise_distance", "cdist", "cosine_embedding_loss",
+           "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
+           "multilabel_soft_margin_loss", "multi_margin_loss", "triplet_margin_loss",
+           "poisson_nll_loss", "gaussian_nll_loss"]

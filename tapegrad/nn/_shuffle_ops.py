@@ -1,0 +1,88 @@
+"""Channel rearrangements composed of reshape / permute: pixel_shuffle, pixel_unshuffle,
+channel_shuffle, plus the bilinear form F.bilinear."""
+from __future__ import annotations
+
+import tapegrad as _tg
+
+
+def _check_rank(input, name: str, factor_name: str, factor: int) -> None:
+    if input.dim() < 3:
+        raise RuntimeError(f"{name} expects input to have at least 3 dimensions, but got input "
+                           f"with {input.dim()} dimension(s)")
+    if factor <= 0:
+        raise RuntimeError(f"{name} expects a positive {factor_name}, but got {factor}")
+
+
+def pixel_shuffle(input, upscale_factor: int):
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
+    r = upscale_factor
+    _check_rank(input, "pixel_shuffle", "upscale_factor", r)
+    *batch, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be "
+                           "divisible by the square of upscale_factor, but input.size(-3)="
+                           f"{c} is not divisible by {r * r}")
+    nb = len(batch)
+    x = input.reshape(*batch, c // (r * r), r, r, h, w)
+    order = list(range(nb)) + [nb, nb + 3, nb + 1, nb + 4, nb + 2]
+    return x.permute(*order).reshape(*batch, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor: int):
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W)."""
+    r = downscale_factor
+    _check_rank(input, "pixel_unshuffle", "downscale_factor", r)
+    *batch, c, h, w = input.shape
+    for label, size, dim in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise RuntimeError(f"pixel_unshuffle expects {label} to be divisible by "
+                               f"downscale_factor, but input.size({dim})={size} is not "
+                               f"divisible by {r}")
+    nb = len(batch)
+    x = input.reshape(*batch, c, h // r, r, w // r, r)
+    order = list(range(nb)) + [nb, nb + 2, nb + 4, nb + 1, nb + 3]
+    return x.permute(*order).reshape(*batch, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups: int):
+    """(N, g*k, *) -> the channels regrouped as k groups of g (ShuffleNet's interleave)."""
+    if input.dim() < 3:
+        raise RuntimeError("channel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.dim()} dimension(s)")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
+    n, c, *rest = input.shape
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    x = input.reshape(n, groups, c // groups, *rest)
+    return x.transpose(1, 2).reshape(n, c, *rest)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """out[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]."""
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3D, got {weight.dim()}D")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError("bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError("bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {weight.shape[2]}")
+    if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
+        raise RuntimeError("bilinear(): input batch dimensions do not match: got "
+                           f"{tuple(input1.shape[:-1])} and {tuple(input2.shape[:-1])}")
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, weight.shape[1])
+    x2 = input2.reshape(-1, weight.shape[2])
+    # (B, i) @ (i, o*j) then contract j with x2: two matmuls instead of an einsum.
+    o, i, j = weight.shape
+    left = (x1 @ weight.permute(1, 0, 2).reshape(i, o * j)).reshape(-1, o, j)
+    out = (left * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, o)
+
+
+__all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "bilinear"]

@@ -1,0 +1,222 @@
+"""Activation modules over tapegrad.nn._extra_activations (Hardtanh ... Softmax2d, PReLU)."""
+from __future__ import annotations
+
+from .. import _extra_activations as A
+from ..parameter import Parameter
+from .module import Module
+
+
+def _inplace_suffix(inplace: bool) -> str:
+    return ", inplace=True" if inplace else ""
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        if max_val <= min_val:
+            raise ValueError("max_val must be greater than min_val")
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, input):
+        return A.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}" + _inplace_suffix(self.inplace)
+
+
+class ReLU6(Hardtanh):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class _InplaceActivation(Module):
+    """An activation with only the inplace flag: subclasses name their function in _fn."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return type(self)._fn(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class SELU(_InplaceActivation):
+    _fn = staticmethod(A.selu)
+
+
+class Mish(_InplaceActivation):
+    _fn = staticmethod(A.mish)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class Hardswish(Mish):
+    _fn = staticmethod(A.hardswish)
+
+
+class Hardsigmoid(Mish):
+    _fn = staticmethod(A.hardsigmoid)
+
+
+class CELU(Module):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return A.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + _inplace_suffix(self.inplace)
+
+
+class _Stateless(Module):
+    _fn = None
+
+    def forward(self, input):
+        return type(self)._fn(input)
+
+
+class LogSigmoid(_Stateless):
+    _fn = staticmethod(A.logsigmoid)
+
+
+class Softsign(_Stateless):
+    _fn = staticmethod(A.softsign)
+
+
+class Tanhshrink(_Stateless):
+    _fn = staticmethod(A.tanhshrink)
+
+
+class Threshold(Module):
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):
+        return A.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return (f"threshold={self.threshold}, value={self.value}"
+                + _inplace_suffix(self.inplace))
+
+
+class _Shrink(Module):
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return type(self)._fn(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
+    _fn = staticmethod(A.hardshrink)
+
+
+class Softshrink(_Shrink):
+    _fn = staticmethod(A.softshrink)
+
+
+class Softmin(Module):
+    def __init__(self, dim=None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return A.softmin(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channel dimension (-3) of a (C, H, W) or (N, C, H, W) input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError("Softmax2d: expected input to be 3D or 4D, got "
+                             f"{input.dim()}D instead")
+        from .. import functional as F
+        return F.softmax(input, -3)
+
+
+class GLU(Module):
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return A.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class RReLU(Module):
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return A.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + _inplace_suffix(self.inplace)
+
+
+class PReLU(Module):
+    """x if x > 0 else a * x with a learnable slope a (one, or one per channel)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        import tapegrad as tg
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(tg.full((num_parameters,), float(init), dtype=dtype))
+
+    def reset_parameters(self) -> None:
+        from ...grad_mode import no_grad
+        with no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input):
+        return A.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+__all__ = ["Hardtanh", "ReLU6", "SELU", "CELU", "Mish", "Hardswish", "Hardsigmoid", "LogSigmoid",
+           "Softsign", "Tanhshrink", "Threshold", "Hardshrink", "Softshrink", "Softmin",
+           "Softmax2d", "GLU", "RReLU", "PReLU"]
+
+
+class AlphaDropout(Module):
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, input):
+        return A.alpha_dropout(input, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+__all__ += ["AlphaDropout"]

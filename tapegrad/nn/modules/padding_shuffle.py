@@ -1,0 +1,159 @@
+"""Padding modules over F.pad, the pixel / channel shuffles and nn.Bilinear."""
+from __future__ import annotations
+
+import math
+
+from .. import _shuffle_ops as S
+from .. import functional as F
+from ..parameter import Parameter
+from .module import Module
+
+
+def _pad_tuple(padding, n_sides: int) -> tuple:
+    if isinstance(padding, int):
+        return (padding,) * n_sides
+    return tuple(padding)
+
+
+class _PadNd(Module):
+    _mode = "constant"
+    _sides = 2
+
+    def __init__(self, padding) -> None:
+        super().__init__()
+        self.padding = _pad_tuple(padding, self._sides)
+
+    def forward(self, input):
+        if self._mode == "constant":
+            return F.pad(input, self.padding, "constant", self.value)
+        return F.pad(input, self.padding, self._mode)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class _ConstantPadNd(_PadNd):
+    def __init__(self, padding, value: float) -> None:
+        super().__init__(padding)
+        self.value = value
+
+    def extra_repr(self) -> str:
+        return f"padding={self.padding}, value={self.value}"
+
+
+class ConstantPad1d(_ConstantPadNd):
+    pass
+
+
+class ConstantPad2d(_ConstantPadNd):
+    _sides = 4
+
+
+class ZeroPad1d(_ConstantPadNd):
+    def __init__(self, padding) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ZeroPad2d(ZeroPad1d):
+    _sides = 4
+
+
+class ReflectionPad1d(_PadNd):
+    _mode = "reflect"
+
+
+class ReflectionPad2d(ReflectionPad1d):
+    _sides = 4
+
+
+class ReplicationPad1d(_PadNd):
+    _mode = "replicate"
+
+
+class ReplicationPad2d(ReplicationPad1d):
+    _sides = 4
+
+
+class CircularPad1d(_PadNd):
+    _mode = "circular"
+
+
+class CircularPad2d(CircularPad1d):
+    _sides = 4
+
+
+class PixelShuffle(Module):
+    def __init__(self, upscale_factor: int) -> None:
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input):
+        return S.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    def __init__(self, downscale_factor: int) -> None:
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input):
+        return S.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return S.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+
+class Bilinear(Module):
+    """y = x1^T A x2 + b, A of shape (out, in1, in2), initialised U(-1/sqrt(in1), 1/sqrt(in1))
+    as PyTorch."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        import tapegrad as tg
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        self.weight = Parameter(tg.empty((out_features, in1_features, in2_features),
+                                         dtype=dtype))
+        if bias:
+            self.bias = Parameter(tg.empty((out_features,), dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        from .. import init
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return S.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+__all__ = ["ConstantPad1d", "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d",
+           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
+           "CircularPad2d", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Bilinear"]

@@ -1,0 +1,21 @@
+"""Flatten parameters into one vector and write a vector back (torch.nn.utils's pair)."""
+from __future__ import annotations
+
+import tapegrad as _tg
+from ...tensor import Tensor
+
+
+def parameters_to_vector(parameters) -> Tensor:
+    """The parameters, each flattened, concatenated in iteration order (differentiable)."""
+    return _tg.cat([p.reshape(-1) for p in parameters])
+
+
+def vector_to_parameters(vec, parameters) -> None:
+    """Overwrite each parameter's data with its consecutive slice of vec."""
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    offset = 0
+    for param in parameters:
+        n = param.numel()
+        param.data = vec[offset:offset + n].view_as(param).data
+        offset += n
