@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _core
 from .autograd.function import Function
-from .grad_mode import is_grad_enabled
+from .grad_mode import is_grad_enabled, no_grad
 
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet",
            "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "matrix_rank", "pinv",
@@ -309,11 +309,12 @@ class _Eigh(Function):
     @staticmethod
     def backward(ctx, grad_values, grad_vectors):
         # gA = V (diag(gλ) + sym(V^T gV) / E) V^T with E_ij = λj - λi off the diagonal.
-        A, values, vectors = ctx.saved_tensors
+        with no_grad():     # the outputs are re-derived below when the graph is needed
+            A, values, vectors = ctx.saved_tensors
         if is_grad_enabled():
-            # create_graph: the saved outputs of a two-output Function do not carry their graph
-            # into this backward (the second derivative came out wrong), so recompute them
-            # through the Function itself.
+            # create_graph: a saved output the loss did not use has no graph left (tapegrad
+            # refuses to hand it out under grad mode), so recompute the factors through the
+            # Function itself; reading them under no_grad above still checks their versions.
             values, vectors = _Eigh.apply(A, ctx.uplo)
         core = vectors.mT @ grad_vectors
         core = 0.5 * (core - core.mT)
@@ -513,7 +514,8 @@ class _SVD(Function):
         # where the k x k core is (skew(U^T gU) / E) S + S (skew(V^T gV) / E), skew(X) = X - X^T
         # and E_ij = S_j^2 - S_i^2.  Full matrices only contribute through their first k
         # columns (the rest is an arbitrary basis).
-        A, U, S, Vh = ctx.saved_tensors
+        with no_grad():     # the outputs are re-derived below when the graph is needed
+            A, U, S, Vh = ctx.saved_tensors
         if is_grad_enabled():
             # create_graph: see _Eigh.backward.
             U, S, Vh = _SVD.apply(A, ctx.full_matrices)
@@ -586,7 +588,6 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least "
                            "2 dimensions.")
     _check_float(A, "torch.linalg.matrix_rank")
-    from .grad_mode import no_grad
     with no_grad():
         S = eigvalsh(A).abs() if hermitian else svdvals(A)
         tolerance = _count_tolerance(S, atol, rtol, A.shape)
@@ -720,7 +721,8 @@ class _QR(Function):
 
     @staticmethod
     def backward(ctx, grad_Q, grad_R):
-        A, Q, R = ctx.saved_tensors
+        with no_grad():     # the outputs are re-derived below when the graph is needed
+            A, Q, R = ctx.saved_tensors
         m, n = A.shape[-2], A.shape[-1]
         if ctx.mode == "r":
             raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
