@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._format import set_printoptions
 from .grad_mode import is_grad_enabled
 
 TensorBase = _core.TensorBase
@@ -573,7 +574,7 @@ def numel(input) -> int:
 # Functions: the tapegrad namespace; methods: Tensor methods with the tensor as first argument.
 FUNCTIONS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
              "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
-             "trace", "meshgrid", "numel")
+             "trace", "meshgrid", "numel", "set_printoptions")
 METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
            "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
            "trace")
