@@ -429,6 +429,80 @@ def log2(input):
     return _wrap(_log_values(np.log2, input._array))
 
 
+# -- tangent and inverse hyperbolic functions ------------------------------------------------------
+
+def _unary_float(name: str, ufunc, input):
+    """`ufunc` of input's values in float64, rounded to input's float dtype (integers and bools
+    give float32); recorded through the Function of the same name when input records."""
+    _check_tensor(input, name)
+    if _records(input):
+        from . import _extra_functions
+        return getattr(_extra_functions, name.capitalize()).apply(input)
+    return _wrap(_log_values(ufunc, input._array))
+
+
+def tan(input):
+    """Tangent, elementwise."""
+    return _unary_float("tan", np.tan, input)
+
+
+def asinh(input):
+    """Inverse hyperbolic sine, elementwise."""
+    return _unary_float("asinh", np.arcsinh, input)
+
+
+def acosh(input):
+    """Inverse hyperbolic cosine, elementwise (nan below 1)."""
+    return _unary_float("acosh", np.arccosh, input)
+
+
+def atanh(input):
+    """Inverse hyperbolic tangent, elementwise (nan outside [-1, 1], infinite at +-1)."""
+    return _unary_float("atanh", np.arctanh, input)
+
+
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+
+# -- in-place forms -------------------------------------------------------------------------------
+
+# Elementwise methods whose in-place form `name_` PyTorch has; the ones in IN_PLACE_FUNCTIONS are
+# also torch-level functions (torch.exp_(t)).
+IN_PLACE = ("abs", "absolute", "acos", "arccos", "asin", "arcsin", "atan", "arctan", "atan2",
+            "arctan2", "tan", "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "sin",
+            "cos", "sinh", "cosh", "tanh", "sigmoid", "relu", "exp", "expm1", "log", "log1p",
+            "log2", "log10", "sqrt", "rsqrt", "square", "reciprocal", "neg", "sign", "erf",
+            "ceil", "floor", "round", "trunc", "fix", "frac", "clamp", "clamp_min", "clamp_max",
+            "clip", "pow", "fmod", "remainder", "floor_divide", "addmm", "baddbmm", "cumsum",
+            "cumprod", "masked_fill", "eq", "ne", "not_equal", "lt", "less", "le", "less_equal",
+            "gt", "greater", "ge", "greater_equal", "logical_and", "logical_or", "logical_xor",
+            "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+            "bitwise_left_shift", "bitwise_right_shift")
+IN_PLACE_FUNCTIONS = ("abs", "acos", "arccos", "asin", "arcsin", "atan", "arctan", "tan", "asinh",
+                      "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "cos", "cosh", "sin",
+                      "sinh", "tanh", "sigmoid", "relu", "exp", "expm1", "log", "log1p", "log2",
+                      "log10", "sqrt", "rsqrt", "square", "reciprocal", "neg", "erf", "ceil",
+                      "floor", "round", "trunc", "fix", "frac", "clamp", "clamp_min", "clamp_max",
+                      "clip")
+
+
+def _in_place(name: str):
+    """Tensor.<name>_: the out-of-place result written into self with copy_, so the project's
+    in-place rules (leaf, view, version counter) apply.  When self records, the op reads a
+    clone: the op may save its input for backward, and copy_ is about to overwrite self."""
+    def method(self, *args, **kwargs):
+        source = self.clone() if _records(self) else self
+        result = getattr(source, name)(*args, **kwargs)
+        if tuple(result.shape) != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(result.shape)}")
+        from ._shift_ops import _write_back
+        return _write_back(self, result)
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In-place form of Tensor.{name}."
+    return method
+
+
 # -- shape and index composites ------------------------------------------------------------------
 
 def _dims_list(dims, fn: str):
@@ -574,10 +648,11 @@ def numel(input) -> int:
 # Functions: the tapegrad namespace; methods: Tensor methods with the tensor as first argument.
 FUNCTIONS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
              "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
-             "trace", "meshgrid", "numel", "set_printoptions")
+             "trace", "meshgrid", "numel", "set_printoptions",
+             "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh")
 METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
            "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
-           "trace")
+           "trace", "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh")
 CONSTANTS = {"inf": inf, "nan": nan, "pi": pi, "e": e}
 
 
@@ -613,3 +688,8 @@ def register(namespace: dict, tensor_cls) -> None:
     for name in METHODS:
         if name not in dir(tensor_cls):
             setattr(tensor_cls, name, _tensor_method_flip if name == "flip" else _method(g[name]))
+    for name in IN_PLACE:
+        if name + "_" not in dir(tensor_cls):
+            setattr(tensor_cls, name + "_", _in_place(name))
+    for name in IN_PLACE_FUNCTIONS:
+        namespace.setdefault(name + "_", getattr(tensor_cls, name + "_"))
