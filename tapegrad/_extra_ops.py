@@ -464,6 +464,209 @@ def atanh(input):
 arcsinh, arccosh, arctanh = asinh, acosh, atanh
 
 
+# -- aliases and rounding division ------------------------------------------------------------------
+
+def divide(input, other, *, rounding_mode=None):
+    """input / other; rounding_mode 'trunc' rounds toward zero, 'floor' down (integer inputs
+    keep an integer result, as PyTorch's div)."""
+    _check_tensor(input, "divide")
+    if rounding_mode is None:
+        return input.div(other)
+    if rounding_mode == "floor":
+        if _records(input, *([other] if isinstance(other, TensorBase) else [])):
+            # floor_divide records no derivative; PyTorch's floor mode has a zero gradient,
+            # which floor() of the quotient gives (values can differ from floor_divide only
+            # where the quotient rounds onto an integer, e.g. 1 / 0.1)
+            return input.div(other).floor()
+        return input.floor_divide(other)
+    if rounding_mode != "trunc":
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                           f"found '{rounding_mode}'")
+    other_arr = other._array if isinstance(other, TensorBase) else other
+    out_dtype = np.result_type(input._array, other_arr) if isinstance(other, TensorBase) else None
+    if out_dtype is None or out_dtype.kind in "fc":
+        quotient = input.div(other)
+        return quotient.trunc() if quotient.is_floating_point() else quotient
+    # integers: exact truncating division (float division would round above 2**53)
+    a, b = np.broadcast_arrays(input._array, np.asarray(other_arr))
+    if (b == 0).any():
+        raise RuntimeError("ZeroDivisionError")
+    floor = a // b
+    return _wrap((floor + ((a % b != 0) & ((a < 0) != (b < 0)))).astype(out_dtype))
+
+
+def true_divide(input, other):
+    """input / other, always true division (the alias PyTorch keeps for div)."""
+    _check_tensor(input, "true_divide")
+    return input.div(other)
+
+
+def multiply(input, other):
+    """input * other (PyTorch's alias of mul)."""
+    _check_tensor(input, "multiply")
+    return input.mul(other)
+
+
+def subtract(input, other, *, alpha=1):
+    """input - alpha * other (PyTorch's alias of sub)."""
+    _check_tensor(input, "subtract")
+    return input.sub(other, alpha=alpha)
+
+
+def negative(input):
+    """-input (PyTorch's alias of neg)."""
+    _check_tensor(input, "negative")
+    return input.neg()
+
+
+def positive(input):
+    """input itself (PyTorch refuses bool tensors)."""
+    _check_tensor(input, "positive")
+    if input._array.dtype == np.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+# -- broadcasting and stacking ---------------------------------------------------------------------
+
+def broadcast_shapes(*shapes):
+    """The shape PyTorch broadcasting gives `shapes` (ints count as 1-d shapes)."""
+    from . import Size
+    result = []
+    for index, shape in enumerate(shapes):
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        if len(shape) > len(result):
+            result = [1] * (len(shape) - len(result)) + result
+        for i in range(1, len(shape) + 1):
+            size = shape[-i]
+            if size != result[-i] and size != 1:
+                if result[-i] != 1:
+                    raise RuntimeError(
+                        f"Attempting to broadcast a dimension of length {size} at {-i}! "
+                        f"Mismatching argument at index {index} had {shape}; but expected shape "
+                        f"should be broadcastable to {result}")
+                result[-i] = size
+    return Size(result)
+
+
+def broadcast_to(input, size):
+    """input expanded (a view) to `size`."""
+    _check_tensor(input, "broadcast_to")
+    return input.expand(*size)
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common broadcast shape."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    for i, t in enumerate(tensors):
+        _check_tensor(t, "broadcast_tensors", "tensors", i + 1)
+    shape = ()
+    for t in tensors:
+        try:
+            shape = np.broadcast_shapes(shape, tuple(t.shape))
+        except ValueError:
+            # PyTorch names the first disagreeing dimension, counted from the left of the result
+            n = max(len(shape), t.ndim)
+            a, b = (1,) * (n - len(shape)) + tuple(shape), (1,) * (n - t.ndim) + tuple(t.shape)
+            d = next(i for i in range(n - 1, -1, -1) if a[i] != b[i] and 1 not in (a[i], b[i]))
+            raise RuntimeError(f"The size of tensor a ({a[d]}) must match the size of tensor b "
+                               f"({b[d]}) at non-singleton dimension {d}") from None
+    return tuple(t.expand(*shape) for t in tensors)
+
+
+def _tensor_sequence(tensors, fn: str) -> list:
+    if isinstance(tensors, TensorBase) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError(f"{fn} expects a non-empty TensorList")
+    return list(tensors)
+
+
+def hstack(tensors):
+    """Concatenation along dim 1 (dim 0 for 1-d tensors) after atleast_1d."""
+    from . import cat
+    parts = [t.reshape(1) if t.ndim == 0 else t for t in _tensor_sequence(tensors, "hstack")]
+    return cat(parts, 0 if parts[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """Concatenation along dim 0 after atleast_2d (1-d tensors become rows)."""
+    from . import cat
+    parts = [t.reshape(1, -1) if t.ndim < 2 else t for t in _tensor_sequence(tensors, "vstack")]
+    return cat(parts, 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    """Concatenation along dim 2 after atleast_3d (n -> 1 x n x 1, r x c -> r x c x 1)."""
+    from . import cat
+
+    def at_least_3d(t):
+        if t.ndim == 0:
+            return t.reshape(1, 1, 1)
+        if t.ndim == 1:
+            return t.reshape(1, -1, 1)
+        return t.unsqueeze(-1) if t.ndim == 2 else t
+    return cat([at_least_3d(t) for t in _tensor_sequence(tensors, "dstack")], 2)
+
+
+def column_stack(tensors):
+    """Tensors of 0 or 1 dims become columns, then concatenation along dim 1."""
+    from . import cat
+    parts = [t.reshape(-1, 1) if t.ndim < 2 else t
+             for t in _tensor_sequence(tensors, "column_stack")]
+    return cat(parts, 1)
+
+
+def ravel(input):
+    """input flattened to 1-d."""
+    _check_tensor(input, "ravel")
+    return input.reshape(-1)
+
+
+def fliplr(input):
+    """input with its columns (dim 1) reversed; needs at least 2 dims."""
+    _check_tensor(input, "fliplr")
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+def flipud(input):
+    """input with its rows (dim 0) reversed; needs at least 1 dim."""
+    _check_tensor(input, "flipud")
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+def is_same_size(input, other):
+    """True when both tensors have the same shape."""
+    _check_tensor(input, "is_same_size")
+    _check_tensor(other, "is_same_size", "other", 2)
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_signed(input):
+    """True unless the dtype is unsigned (uint8) or bool."""
+    _check_tensor(input, "is_signed")
+    return input._array.dtype.kind not in "ub"
+
+
+def is_nonzero(input):
+    """The truth of a one-element tensor; PyTorch refuses any other size."""
+    _check_tensor(input, "is_nonzero")
+    if input._array.size == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if input._array.size > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input._array.reshape(-1)[0])
+
+
 # -- in-place forms -------------------------------------------------------------------------------
 
 # Elementwise methods whose in-place form `name_` PyTorch has; the ones in IN_PLACE_FUNCTIONS are
@@ -477,13 +680,14 @@ IN_PLACE = ("abs", "absolute", "acos", "arccos", "asin", "arcsin", "atan", "arct
             "cumprod", "masked_fill", "eq", "ne", "not_equal", "lt", "less", "le", "less_equal",
             "gt", "greater", "ge", "greater_equal", "logical_and", "logical_or", "logical_xor",
             "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-            "bitwise_left_shift", "bitwise_right_shift")
+            "bitwise_left_shift", "bitwise_right_shift", "divide", "true_divide", "multiply",
+            "subtract", "negative")
 IN_PLACE_FUNCTIONS = ("abs", "acos", "arccos", "asin", "arcsin", "atan", "arctan", "tan", "asinh",
                       "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "cos", "cosh", "sin",
                       "sinh", "tanh", "sigmoid", "relu", "exp", "expm1", "log", "log1p", "log2",
                       "log10", "sqrt", "rsqrt", "square", "reciprocal", "neg", "erf", "ceil",
                       "floor", "round", "trunc", "fix", "frac", "clamp", "clamp_min", "clamp_max",
-                      "clip")
+                      "clip", "negative")
 
 
 def _in_place(name: str):
@@ -649,10 +853,17 @@ def numel(input) -> int:
 FUNCTIONS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
              "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
              "trace", "meshgrid", "numel", "set_printoptions",
-             "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh")
+             "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "divide",
+             "true_divide", "multiply", "subtract", "negative", "positive", "broadcast_shapes",
+             "broadcast_to", "broadcast_tensors", "hstack", "vstack", "row_stack", "dstack",
+             "column_stack", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
+             "is_nonzero")
 METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
            "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
-           "trace", "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh")
+           "trace", "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh",
+           "divide", "true_divide", "multiply", "subtract", "negative", "positive",
+           "broadcast_to", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
+           "is_nonzero")
 CONSTANTS = {"inf": inf, "nan": nan, "pi": pi, "e": e}
 
 

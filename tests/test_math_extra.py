@@ -131,3 +131,119 @@ def test_in_place_inverse_hyperbolic_values(torch):
         getattr(ours, method)()
         getattr(theirs, method)()
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=2e-7)
+
+
+# -- aliases, rounding division, broadcasting, stacking ---------------------------------------------
+
+A23 = RNG.standard_normal((2, 3)) * 4
+B3 = RNG.standard_normal(3) * 2
+
+
+def _same(ours, theirs):
+    assert str(ours.dtype) == str(theirs.dtype)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_allclose(_np(ours), theirs.detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+COMPOSITES = [
+    ("divide", lambda m, x: m.divide(x, m.tensor(B3))),
+    ("divide-trunc", lambda m, x: m.divide(x, 1.5, rounding_mode="trunc") + x),
+    ("divide-floor", lambda m, x: x.divide(m.tensor(B3), rounding_mode="floor") + x),
+    ("true_divide", lambda m, x: m.true_divide(x, 3)),
+    ("multiply", lambda m, x: m.multiply(x, x)),
+    ("subtract", lambda m, x: m.subtract(x, m.tensor(B3), alpha=2) * x),
+    ("negative", lambda m, x: x.negative() * x),
+    ("broadcast_to", lambda m, x: m.broadcast_to(x, (4, 2, 3)) * m.arange(4.0).reshape(4, 1, 1)),
+    ("broadcast_tensors", lambda m, x: m.stack(m.broadcast_tensors(x, m.tensor(B3)))),
+    ("hstack", lambda m, x: m.hstack([x, x * 2])),
+    ("vstack", lambda m, x: m.vstack([x, x[0]])),
+    ("dstack", lambda m, x: m.dstack([x, x * x])),
+    ("column_stack", lambda m, x: m.column_stack([x, x[:, 0]])),
+    ("row_stack", lambda m, x: m.row_stack([x[1], x])),
+    ("ravel", lambda m, x: x.ravel() * m.arange(6.0)),
+    ("fliplr", lambda m, x: m.fliplr(x) * m.arange(3.0)),
+    ("flipud", lambda m, x: x.flipud() * m.arange(2.0).reshape(2, 1)),
+]
+
+
+@pytest.mark.parametrize("name,fn", COMPOSITES, ids=[c[0] for c in COMPOSITES])
+def test_composites_match_torch(torch, name, fn):
+    ours = tg.tensor(A23, dtype=tg.float64, requires_grad=True)
+    theirs = torch.tensor(A23, dtype=torch.float64, requires_grad=True)
+    y1, y2 = fn(tg, ours), fn(torch, theirs)
+    _same(y1, y2)
+    (y1 * y1).sum().backward()
+    (y2 * y2).sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-6, atol=1e-9)
+
+
+SMOOTH = [c for c in COMPOSITES if "trunc" not in c[0] and "floor" not in c[0]]
+
+
+@pytest.mark.parametrize("name,fn", SMOOTH, ids=[c[0] for c in SMOOTH])
+def test_composites_gradient_matches_finite_differences(gradcheck, name, fn):
+    gradcheck(lambda t: fn(tg, t), A23)
+
+
+def test_divide_rounding_modes_on_integers(torch):
+    a = [7, -7, 7, -7, 0, 2 ** 62 + 1]
+    b = [2, 2, -2, -2, 3, 3]
+    for mode in ("trunc", "floor"):
+        ours = tg.divide(tg.tensor(a), tg.tensor(b), rounding_mode=mode)
+        theirs = torch.divide(torch.tensor(a), torch.tensor(b), rounding_mode=mode)
+        assert ours.dtype == tg.int64 and ours.tolist() == theirs.tolist()
+    assert tg.tensor([7, -7]).divide(2, rounding_mode="trunc").tolist() == [3, -3]
+    assert tg.tensor([7.0, -7.0]).divide(2, rounding_mode="floor").tolist() == [3.0, -4.0]
+
+
+def test_alias_in_place_forms():
+    t = tg.tensor([6.0, -3.0])
+    assert t.multiply_(2) is t and t.tolist() == [12.0, -6.0]
+    t.subtract_(1, alpha=2).divide_(5).true_divide_(2)
+    assert t.tolist() == pytest.approx([1.0, -0.8])
+    assert tg.negative_(t) is t and t.tolist() == pytest.approx([-1.0, 0.8])
+
+
+def test_broadcast_shapes_and_predicates():
+    assert tg.broadcast_shapes((2, 1), (3,), 1) == tg.Size([2, 3])
+    assert tg.broadcast_shapes() == tg.Size([])
+    x = tg.ones(2, 3)
+    assert tg.is_same_size(x, tg.zeros(2, 3)) and not x.is_same_size(tg.zeros(3, 2))
+    assert x.is_signed() and tg.tensor([1]).is_signed()
+    assert not tg.tensor([1], dtype=tg.uint8).is_signed() and not tg.tensor([True]).is_signed()
+    assert tg.tensor([2.0]).is_nonzero() and not tg.is_nonzero(tg.tensor(0))
+    assert tg.hstack([tg.tensor(1.0), tg.tensor([2.0, 3.0])]).tolist() == [1.0, 2.0, 3.0]
+    assert tuple(tg.dstack([tg.tensor(1.0), tg.tensor(2.0)]).shape) == (1, 1, 2)
+    assert tg.ravel(tg.arange(6).reshape(2, 3)).tolist() == list(range(6))
+    assert tg.positive(tg.tensor([-1])).tolist() == [-1]
+
+
+def test_errors_match_torch(torch):
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="div expected rounding_mode to be one of None, "
+                                               "'trunc', or 'floor' but found 'x'"):
+            lib.divide(lib.ones(2), 2, rounding_mode="x")
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            lib.divide(lib.tensor([1]), lib.tensor([0]), rounding_mode="trunc")
+        with pytest.raises(RuntimeError, match="Attempting to broadcast a dimension of length 2"):
+            lib.broadcast_shapes((3,), (2,))
+        with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of "
+                                               r"tensor b \(2\) at non-singleton dimension 1"):
+            lib.broadcast_tensors(lib.ones(4, 3), lib.ones(2))
+        with pytest.raises(RuntimeError, match="The expanded size of the tensor"):
+            lib.broadcast_to(lib.ones(3), (2, 2))
+        with pytest.raises(TypeError, match=r"hstack\(\): argument 'tensors' \(position 1\) must "
+                                            r"be tuple of Tensors, not Tensor"):
+            lib.hstack(lib.ones(2))
+        with pytest.raises(RuntimeError, match="vstack expects a non-empty TensorList"):
+            lib.vstack([])
+        with pytest.raises(RuntimeError, match=r"Input must be >= 2-d."):
+            lib.fliplr(lib.ones(2))
+        with pytest.raises(RuntimeError, match=r"Input must be >= 1-d."):
+            lib.flipud(lib.tensor(1.0))
+        with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+            lib.ones(2).is_nonzero()
+        with pytest.raises(RuntimeError, match="with no values is ambiguous"):
+            lib.ones(0).is_nonzero()
+        with pytest.raises(RuntimeError, match="on a bool tensor is not supported"):
+            lib.positive(lib.tensor([True]))
