@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ._extra_ops import _cumsum_array, _log_values, _wrap, cumsum, flip
+from ._extra_ops import _cumsum_array, _log_values, _wrap, _xlogy_values, cumsum, flip, xlogy
 from .autograd.function import Function
 
 
@@ -122,3 +122,26 @@ class Atanh(_UnaryFloat):
 
 for _cls in (Tan, Asinh, Acosh, Atanh):
     _torch_grad_fn_name(_cls, _cls.__name__ + "Backward0")
+
+
+class Xlogy(Function):
+    """x * log(y), 0 where x is 0 (values: _extra_ops._xlogy_values); PyTorch's gradients:
+    xlogy(grad, y) for x, except 0 where x is 0 and y <= 0, and x / y for y."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return _wrap(_xlogy_values(x._array, y._array))
+
+    @staticmethod
+    def backward(ctx, grad):
+        from . import where
+        from ._scatter_functions import _sum_to
+        x, y = ctx.saved_tensors
+        grad_x = (_sum_to(where((x == 0) & (y <= 0), 0, xlogy(grad, y)), x.shape)
+                  if ctx.needs_input_grad[0] else None)
+        grad_y = _sum_to(grad * x / y, y.shape) if ctx.needs_input_grad[1] else None
+        return grad_x, grad_y
+
+
+_torch_grad_fn_name(Xlogy, "XlogyBackward0")

@@ -667,6 +667,133 @@ def is_nonzero(input):
     return bool(input._array.reshape(-1)[0])
 
 
+# -- pointwise combinations ------------------------------------------------------------------------
+
+def _as_tensor_like(value, like):
+    """A Python number as a 0-d tensor of `like`'s dtype (tensors pass through)."""
+    return value if isinstance(value, TensorBase) else _wrap(np.asarray(value, like._array.dtype))
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input), computed from the nearer end as PyTorch does (weight
+    >= 0.5 interpolates back from `end`), so lerp(a, b, 1) is exactly b."""
+    _check_tensor(input, "lerp")
+    _check_tensor(end, "lerp", "end", 2)
+    if end.dtype != input.dtype:
+        raise RuntimeError(f"expected dtype {_short(input)} for "
+                           f"`end` but got dtype {_short(end)}")
+    from . import where
+    diff = end - input
+    if not isinstance(weight, TensorBase):
+        return input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+    return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
+
+
+def _short(t) -> str:
+    """PyTorch's short dtype word in messages (float, double, long, ...)."""
+    return {"float32": "float", "float64": "double", "int64": "long", "int32": "int",
+            "float16": "half", "bool": "bool", "int16": "short", "int8": "signed char",
+            "uint8": "unsigned char"}.get(t._array.dtype.name, t._array.dtype.name)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2."""
+    _check_tensor(input, "addcmul")
+    return input + value * (tensor1 * tensor2)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2 (PyTorch refuses two integer tensors)."""
+    _check_tensor(input, "addcdiv")
+    if tensor1._array.dtype.kind in "biu" and tensor2._array.dtype.kind in "biu":
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
+                           " release addcdiv will perform a true division of tensor1 and tensor2.")
+    return input + value * (tensor1 / tensor2)
+
+
+def logaddexp(input, other):
+    """log(exp(input) + exp(other)) without overflow: max + log1p(exp(-|input - other|)); equal
+    infinities give themselves."""
+    _check_tensor(input, "logaddexp")
+    _check_tensor(other, "logaddexp", "other", 2)
+    for t in (input, other):
+        if t._array.dtype.kind not in "fc":
+            raise NotImplementedError(f'"logaddexp_cpu" not implemented for '
+                                      f"'{_dtype_name(t._array)}'")
+    from . import maximum, where
+    same_inf = (input == other) & input.isinf()
+    gap = where(same_inf, 0.0, input - other)
+    return where(same_inf, input, maximum(input, other) + (-gap.abs()).exp().log1p())
+
+
+def _xlogy_values(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x * log(y) in the promoted float dtype, 0 where x is 0 and y is not nan."""
+    out = np.result_type(x, y)
+    out = out if out.kind == "f" else np.dtype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        product = x.astype(out) * np.log(y.astype(out))
+    return np.where((x == 0) & ~np.isnan(y), out.type(0), product).astype(out)
+
+
+def xlogy(input, other):
+    """input * log(other), 0 where input is 0 (unless other is nan)."""
+    from . import tensor
+    if not isinstance(input, TensorBase):
+        input = tensor(input, dtype=other.dtype if other.is_floating_point() else None)
+    if not isinstance(other, TensorBase):
+        other = tensor(other, dtype=input.dtype if input.is_floating_point() else None)
+    if _records(input, other):
+        from ._extra_functions import Xlogy
+        return Xlogy.apply(input, other)
+    return _wrap(_xlogy_values(input._array, other._array))
+
+
+def sgn(input):
+    """The sign of each element (for real tensors, sign)."""
+    _check_tensor(input, "sgn")
+    return input.sign()
+
+
+def signbit(input):
+    """True where the sign bit is set (including -0.0)."""
+    _check_tensor(input, "signbit")
+    return _wrap(np.signbit(input._array))
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """nan, +inf and -inf replaced (infinities by the dtype's extremes unless given)."""
+    _check_tensor(input, "nan_to_num")
+    if input._array.dtype.kind not in "fc":
+        return input.clone()
+    from . import where
+    info = np.finfo(input._array.dtype)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    out = where(input.isnan(), nan, input)
+    out = where(input.isposinf(), posinf, out)
+    return where(input.isneginf(), neginf, out)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """sum with nan elements counted as 0."""
+    _check_tensor(input, "nansum")
+    from . import where
+    x = where(input.isnan(), 0, input) if input._array.dtype.kind in "fc" else input
+    if dim is None:
+        return x.sum(dtype=dtype) if dtype is not None else x.sum()
+    return x.sum(dim, keepdim=keepdim, dtype=dtype) if dtype is not None else x.sum(dim, keepdim)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """mean over the non-nan elements (nan where all are nan)."""
+    _check_tensor(input, "nanmean")
+    if input._array.dtype.kind not in "fc":
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
+                           f"but got {_dtype_name(input._array)}")
+    count = nansum((~input.isnan()).to(input.dtype), dim, keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / count
+
+
 # -- in-place forms -------------------------------------------------------------------------------
 
 # Elementwise methods whose in-place form `name_` PyTorch has; the ones in IN_PLACE_FUNCTIONS are
@@ -681,13 +808,14 @@ IN_PLACE = ("abs", "absolute", "acos", "arccos", "asin", "arcsin", "atan", "arct
             "gt", "greater", "ge", "greater_equal", "logical_and", "logical_or", "logical_xor",
             "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
             "bitwise_left_shift", "bitwise_right_shift", "divide", "true_divide", "multiply",
-            "subtract", "negative")
+            "subtract", "negative", "lerp", "addcmul", "addcdiv", "xlogy", "sgn",
+            "nan_to_num")
 IN_PLACE_FUNCTIONS = ("abs", "acos", "arccos", "asin", "arcsin", "atan", "arctan", "tan", "asinh",
                       "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "cos", "cosh", "sin",
                       "sinh", "tanh", "sigmoid", "relu", "exp", "expm1", "log", "log1p", "log2",
                       "log10", "sqrt", "rsqrt", "square", "reciprocal", "neg", "erf", "ceil",
                       "floor", "round", "trunc", "fix", "frac", "clamp", "clamp_min", "clamp_max",
-                      "clip", "negative")
+                      "clip", "negative", "xlogy", "nan_to_num")
 
 
 def _in_place(name: str):
@@ -857,13 +985,15 @@ FUNCTIONS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "
              "true_divide", "multiply", "subtract", "negative", "positive", "broadcast_shapes",
              "broadcast_to", "broadcast_tensors", "hstack", "vstack", "row_stack", "dstack",
              "column_stack", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
-             "is_nonzero")
+             "is_nonzero", "lerp", "addcmul", "addcdiv", "logaddexp", "xlogy", "sgn",
+             "signbit", "nan_to_num", "nansum", "nanmean")
 METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
            "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
            "trace", "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh",
            "divide", "true_divide", "multiply", "subtract", "negative", "positive",
            "broadcast_to", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
-           "is_nonzero")
+           "is_nonzero", "lerp", "addcmul", "addcdiv", "logaddexp", "xlogy", "sgn",
+           "signbit", "nan_to_num", "nansum", "nanmean")
 CONSTANTS = {"inf": inf, "nan": nan, "pi": pi, "e": e}
 
 
