@@ -794,6 +794,47 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     return nansum(input, dim, keepdim, dtype=dtype) / count
 
 
+# -- dtype questions and index grids ----------------------------------------------------------------
+
+def can_cast(from_, to):
+    """True when PyTorch's type promotion lets a value of dtype `from_` be written into `to`
+    (no float to integer, no non-bool to bool)."""
+    for arg, position in ((from_, 1), (to, 2)):
+        if not isinstance(arg, _core.dtype):
+            raise TypeError(f"can_cast(): argument '{'from_' if position == 1 else 'to'}' "
+                            f"(position {position}) must be torch.dtype, not "
+                            f"{type(arg).__name__}")
+    # PyTorch orders the kinds bool < integer (signed or not) < float < complex and refuses
+    # only a cast down that order; any width within a kind is allowed
+    rank = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+    return rank[np.dtype(from_.np_dtype).kind] <= rank[np.dtype(to.np_dtype).kind]
+
+
+def _triangle_indices(row, col, offset, upper: bool, fn: str, dtype):
+    if dtype is not None and not isinstance(dtype, _core.dtype):
+        raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not "
+                        f"{type(dtype).__name__}")
+    for name, value in (("row", row), ("col", col)):
+        if value < 0:
+            raise RuntimeError(f"{name} must be non-negative, got{value}")
+    if upper:
+        rows, cols = np.triu_indices(row, offset, col)
+    else:
+        rows, cols = np.tril_indices(row, offset, col)
+    out = np.stack([rows, cols]).astype(np.int64 if dtype is None else dtype.np_dtype)
+    return _wrap(out.reshape(2, -1))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The 2 x N (row, column) coordinates of the lower triangle of a row x col matrix."""
+    return _triangle_indices(row, col, offset, False, "tril_indices", dtype)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The 2 x N (row, column) coordinates of the upper triangle of a row x col matrix."""
+    return _triangle_indices(row, col, offset, True, "triu_indices", dtype)
+
+
 # -- in-place forms -------------------------------------------------------------------------------
 
 # Elementwise methods whose in-place form `name_` PyTorch has; the ones in IN_PLACE_FUNCTIONS are
@@ -986,7 +1027,8 @@ FUNCTIONS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "
              "broadcast_to", "broadcast_tensors", "hstack", "vstack", "row_stack", "dstack",
              "column_stack", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
              "is_nonzero", "lerp", "addcmul", "addcdiv", "logaddexp", "xlogy", "sgn",
-             "signbit", "nan_to_num", "nansum", "nanmean")
+             "signbit", "nan_to_num", "nansum", "nanmean", "can_cast", "tril_indices",
+             "triu_indices")
 METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
            "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
            "trace", "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh",

@@ -347,3 +347,44 @@ def test_pointwise_in_place_forms(torch):
         results.append(t.tolist())
     assert results[0] == pytest.approx(results[1])
     assert tg.xlogy_(tg.tensor([2.0]), tg.tensor([np.e])).tolist() == pytest.approx([2.0])
+
+
+# -- dtype questions and index grids ----------------------------------------------------------------
+
+DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"]
+
+
+def test_can_cast_matches_torch(torch):
+    for a in DTYPES:
+        for b in DTYPES:
+            assert tg.can_cast(getattr(tg, a), getattr(tg, b)) == \
+                torch.can_cast(getattr(torch, a), getattr(torch, b)), (a, b)
+
+
+def test_can_cast_values_and_errors():
+    assert tg.can_cast(tg.int64, tg.float16) and not tg.can_cast(tg.float32, tg.int64)
+    assert tg.can_cast(tg.int8, tg.uint8) and not tg.can_cast(tg.uint8, tg.bool)
+    with pytest.raises(TypeError, match=r"can_cast\(\): argument 'from_' \(position 1\) must be "
+                                        r"torch.dtype, not int"):
+        tg.can_cast(1, tg.float32)
+
+
+def test_triangle_indices_match_torch(torch):
+    for row in range(5):
+        for col in range(5):
+            for offset in range(-5, 6):
+                for fn in ("tril_indices", "triu_indices"):
+                    ours = getattr(tg, fn)(row, col, offset)
+                    theirs = getattr(torch, fn)(row, col, offset)
+                    assert tuple(ours.shape) == tuple(theirs.shape)
+                    assert ours.tolist() == theirs.tolist()
+    assert tg.tril_indices(3, 3, dtype=tg.int32).dtype == tg.int32
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="row must be non-negative, got-1"):
+            lib.tril_indices(-1, 2)
+
+
+def test_triangle_indices_values():
+    assert tg.tril_indices(3, 3).tolist() == [[0, 1, 1, 2, 2, 2], [0, 0, 1, 0, 1, 2]]
+    assert tg.triu_indices(2, 3, 1).tolist() == [[0, 0, 1], [1, 2, 2]]
+    assert tg.tril_indices(3, 3).dtype == tg.int64
