@@ -464,7 +464,7 @@ def atanh(input):
 arcsinh, arccosh, arctanh = asinh, acosh, atanh
 
 
-# -- aliases and rounding division ------------------------------------------------------------------
+# -- aliases and rounding division -----------------------------------------------------------------
 
 def divide(input, other, *, rounding_mode=None):
     """input / other; rounding_mode 'trunc' rounds toward zero, 'floor' down (integer inputs
@@ -794,7 +794,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     return nansum(input, dim, keepdim, dtype=dtype) / count
 
 
-# -- dtype questions and index grids ----------------------------------------------------------------
+# -- dtype questions and index grids ---------------------------------------------------------------
 
 def can_cast(from_, to):
     """True when PyTorch's type promotion lets a value of dtype `from_` be written into `to`
@@ -833,6 +833,54 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The 2 x N (row, column) coordinates of the upper triangle of a row x col matrix."""
     return _triangle_indices(row, col, offset, True, "triu_indices", dtype)
+
+
+# -- rotation and differences ---------------------------------------------------------------------
+
+def rot90(input, k=1, dims=(0, 1)):
+    """input rotated by 90 degrees k times in the plane of `dims`, from the first dim towards
+    the second (a flip and a transpose, so the result records)."""
+    _check_tensor(input, "rot90")
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = (_dim(d, input.ndim) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} "
+                           f"and dim1 = {dims[1]}")
+    turns = k % 4
+    if turns == 1:
+        return flip(input, (d1,)).transpose(d0, d1)
+    if turns == 2:
+        return flip(input, (d0, d1))
+    if turns == 3:
+        return flip(input, (d0,)).transpose(d0, d1)
+    return input.clone()
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim (after prepend / append are attached); bool
+    tensors differ by xor, as in PyTorch."""
+    _check_tensor(input, "diff")
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    if n == 0:          # PyTorch returns a copy of input, ignoring prepend and append
+        return input.clone()
+    from . import cat
+    d = _dim(dim, input.ndim)
+    parts = [t for t in (prepend, input, append) if t is not None]
+    x = cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        length = x.shape[d]
+        if length == 0:
+            break
+        ahead, behind = x.narrow(d, 1, length - 1), x.narrow(d, 0, length - 1)
+        x = ahead.logical_xor(behind) if x._array.dtype == np.bool_ else ahead - behind
+    return x
 
 
 # -- in-place forms -------------------------------------------------------------------------------
@@ -1028,14 +1076,14 @@ FUNCTIONS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "
              "column_stack", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
              "is_nonzero", "lerp", "addcmul", "addcdiv", "logaddexp", "xlogy", "sgn",
              "signbit", "nan_to_num", "nansum", "nanmean", "can_cast", "tril_indices",
-             "triu_indices")
+             "triu_indices", "rot90", "diff")
 METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
            "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
            "trace", "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh",
            "divide", "true_divide", "multiply", "subtract", "negative", "positive",
            "broadcast_to", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
            "is_nonzero", "lerp", "addcmul", "addcdiv", "logaddexp", "xlogy", "sgn",
-           "signbit", "nan_to_num", "nansum", "nanmean")
+           "signbit", "nan_to_num", "nansum", "nanmean", "rot90", "diff")
 CONSTANTS = {"inf": inf, "nan": nan, "pi": pi, "e": e}
 
 

@@ -73,7 +73,8 @@ IN_PLACE = [("exp_", (), RNG.standard_normal(4)), ("log_", (), RNG.uniform(0.5, 
             ("abs_", (), RNG.standard_normal(4)), ("relu_", (), RNG.standard_normal(4)),
             ("clamp_", (-0.5, 0.5), RNG.standard_normal(4)), ("pow_", (3,), RNG.standard_normal(4)),
             ("tan_", (), RNG.uniform(-1, 1, 4)), ("cosh_", (), RNG.standard_normal(4)),
-            ("reciprocal_", (), RNG.uniform(0.5, 2, 4)), ("clamp_min_", (0.1,), RNG.standard_normal(4))]
+            ("reciprocal_", (), RNG.uniform(0.5, 2, 4)),
+            ("clamp_min_", (0.1,), RNG.standard_normal(4))]
 
 
 @pytest.mark.parametrize("method,args,x", IN_PLACE, ids=[c[0] for c in IN_PLACE])
@@ -133,7 +134,7 @@ def test_in_place_inverse_hyperbolic_values(torch):
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=2e-7)
 
 
-# -- aliases, rounding division, broadcasting, stacking ---------------------------------------------
+# -- aliases, rounding division, broadcasting, stacking --------------------------------------------
 
 A23 = RNG.standard_normal((2, 3)) * 4
 B3 = RNG.standard_normal(3) * 2
@@ -349,7 +350,7 @@ def test_pointwise_in_place_forms(torch):
     assert tg.xlogy_(tg.tensor([2.0]), tg.tensor([np.e])).tolist() == pytest.approx([2.0])
 
 
-# -- dtype questions and index grids ----------------------------------------------------------------
+# -- dtype questions and index grids ---------------------------------------------------------------
 
 DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"]
 
@@ -388,3 +389,54 @@ def test_triangle_indices_values():
     assert tg.tril_indices(3, 3).tolist() == [[0, 1, 1, 2, 2, 2], [0, 0, 1, 0, 1, 2]]
     assert tg.triu_indices(2, 3, 1).tolist() == [[0, 0, 1], [1, 2, 2]]
     assert tg.tril_indices(3, 3).dtype == tg.int64
+
+
+# -- rotation and differences ---------------------------------------------------------------------
+
+X234 = RNG.standard_normal((2, 3, 4))
+SHAPED = [
+    ("rot90", lambda m, x: m.rot90(x) * m.arange(12.0).reshape(3, 2, 2)[:, :, :1]),
+    ("rot90-k2", lambda m, x: x.rot90(2, [2, 0]) * m.arange(24.0).reshape(2, 3, 4)),
+    ("rot90-k-1", lambda m, x: m.rot90(x, -1, (-1, 1)) * m.arange(24.0).reshape(2, 4, 3)),
+    ("diff", lambda m, x: m.diff(x) * x[..., :3]),
+    ("diff-n2-prepend", lambda m, x: x.diff(2, 1, prepend=x[:, :1] * 2, append=x[:, :2]) * 3),
+]
+
+
+@pytest.mark.parametrize("name,fn", SHAPED, ids=[c[0] for c in SHAPED])
+def test_rotation_and_differences_match_torch(torch, name, fn):
+    ours = tg.tensor(X234, dtype=tg.float64, requires_grad=True)
+    theirs = torch.tensor(X234, dtype=torch.float64, requires_grad=True)
+    y1, y2 = fn(tg, ours), fn(torch, theirs)
+    _same(y1, y2)
+    (y1 * y1).sum().backward()
+    (y2 * y2).sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("name,fn", SHAPED, ids=[c[0] for c in SHAPED])
+def test_rotation_and_differences_gradcheck(gradcheck, name, fn):
+    gradcheck(lambda t: fn(tg, t), X234)
+
+
+def test_rotation_and_differences_values_and_errors(torch):
+    assert tg.rot90(tg.tensor([[1, 2], [3, 4]])).tolist() == [[2, 4], [1, 3]]
+    assert tg.diff(tg.tensor([1, 4, 9, 16]), 2).tolist() == [2, 2]
+    assert tg.diff(tg.tensor([True, False, False])).tolist() == [True, False]
+    x = tg.ones(3)
+    assert tg.diff(x, 0) is not x and tg.diff(x, 0, prepend=x).tolist() == [1.0] * 3
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="expected total dims >= 2, but got total dims = 1"):
+            lib.rot90(lib.ones(2))
+        with pytest.raises(RuntimeError, match="expected total rotation dims == 2, but got dims "
+                                               "= 1"):
+            lib.rot90(lib.ones(2, 2), 1, [0])
+        with pytest.raises(RuntimeError, match="expected rotation dims to be different, but got "
+                                               "dim0 = 0 and dim1 = 0"):
+            lib.rot90(lib.ones(2, 2), 1, [0, 0])
+        with pytest.raises(IndexError, match="Dimension out of range"):
+            lib.rot90(lib.ones(2, 2), 1, [0, 2])
+        with pytest.raises(RuntimeError, match="diff expects input to be at least one-dimensional"):
+            lib.diff(lib.tensor(1.0))
+        with pytest.raises(RuntimeError, match="order must be non-negative but got -1"):
+            lib.diff(lib.ones(3), -1)
