@@ -883,6 +883,32 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
+# -- extremes and scalars --------------------------------------------------------------------------
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """(min, max) of input, overall or along dim: amin and amax, which share a tie's gradient
+    evenly as PyTorch's aminmax."""
+    _check_tensor(input, "aminmax")
+    if input._array.size == 0:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    result_type = _core.return_types.aminmax
+    if dim is None:
+        low, high = input.amin(), input.amax()
+        if keepdim:
+            low, high = low.reshape([1] * input.ndim), high.reshape([1] * input.ndim)
+        return result_type((low, high))
+    return result_type((input.amin(dim, keepdim), input.amax(dim, keepdim)))
+
+
+def scalar_tensor(s, *, dtype=None, device=None, layout=None, requires_grad=False,
+                  pin_memory=False):
+    """A 0-d tensor holding s, of the default float dtype unless dtype is given."""
+    from . import get_default_dtype, tensor
+    return tensor(float(s) if dtype is None else s, dtype=dtype or get_default_dtype(),
+                  requires_grad=requires_grad)
+
+
 # -- in-place forms -------------------------------------------------------------------------------
 
 # Elementwise methods whose in-place form `name_` PyTorch has; the ones in IN_PLACE_FUNCTIONS are
@@ -1076,14 +1102,16 @@ FUNCTIONS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "
              "column_stack", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
              "is_nonzero", "lerp", "addcmul", "addcdiv", "logaddexp", "xlogy", "sgn",
              "signbit", "nan_to_num", "nansum", "nanmean", "can_cast", "tril_indices",
-             "triu_indices", "rot90", "diff")
+             "triu_indices", "rot90", "diff", "aminmax",
+             "scalar_tensor")
 METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
            "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
            "trace", "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh",
            "divide", "true_divide", "multiply", "subtract", "negative", "positive",
            "broadcast_to", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
            "is_nonzero", "lerp", "addcmul", "addcdiv", "logaddexp", "xlogy", "sgn",
-           "signbit", "nan_to_num", "nansum", "nanmean", "rot90", "diff")
+           "signbit", "nan_to_num", "nansum", "nanmean", "rot90", "diff",
+           "aminmax")
 CONSTANTS = {"inf": inf, "nan": nan, "pi": pi, "e": e}
 
 
@@ -1108,7 +1136,7 @@ def register(namespace: dict, tensor_cls) -> None:
     """Add the functions and constants PyTorch has and tapegrad lacks to `namespace` (the
     tapegrad module's globals) and the methods to `tensor_cls`; existing names win."""
     for name, fields in (("sort", ("values", "indices")), ("topk", ("values", "indices")),
-                         ("histogram", ("hist", "bin_edges"))):
+                         ("histogram", ("hist", "bin_edges")), ("aminmax", ("min", "max"))):
         if not hasattr(_core.return_types, name):
             _core._make_return_type(name, fields)     # adds tapegrad.return_types.<name>
     g = globals()

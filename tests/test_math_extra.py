@@ -440,3 +440,42 @@ def test_rotation_and_differences_values_and_errors(torch):
             lib.diff(lib.tensor(1.0))
         with pytest.raises(RuntimeError, match="order must be non-negative but got -1"):
             lib.diff(lib.ones(3), -1)
+
+
+# -- extremes and scalars ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs", [{}, {"keepdim": True}, {"dim": 1},
+                                    {"dim": -1, "keepdim": True}, {"dim": 0}])
+def test_aminmax_matches_torch(torch, kwargs):
+    x = np.array([[1.0, 3.0, 3.0], [3.0, 0.0, -2.0]])     # ties share the gradient
+    results = []
+    for lib in (tg, torch):
+        t = lib.tensor(x, requires_grad=True)
+        out = lib.aminmax(t, **kwargs)
+        assert type(out).__name__ == "aminmax" and out.min is out[0] and out.max is out[1]
+        (out.min * 2 + out.max * 3).sum().backward()
+        results.append((out.min.detach().numpy(), out.max.detach().numpy(), t.grad.numpy()))
+        method = t.aminmax(**kwargs)
+        np.testing.assert_array_equal(method.max.detach().numpy(), results[-1][1])
+    for ours, theirs in zip(*results):
+        assert ours.shape == theirs.shape
+        np.testing.assert_allclose(ours, theirs)
+
+
+def test_aminmax_gradcheck_and_errors(gradcheck, torch):
+    gradcheck(lambda t: tg.aminmax(t, dim=1).max - tg.aminmax(t, dim=0).min[:2, None], X234[0, :2])
+    assert tg.aminmax(tg.tensor([2, 7, 1])).max.item() == 7
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="cannot compute aminmax over an empty dimension"):
+            lib.aminmax(lib.ones(0))
+
+
+def test_scalar_tensor_matches_torch(torch):
+    for args, kwargs in (((3,), {}), ((3,), {"dtype": "int64"}), ((True,), {}),
+                         ((2.5,), {"dtype": "float64", "requires_grad": True})):
+        kw = dict(kwargs)
+        ours = tg.scalar_tensor(*args, **{k: getattr(tg, v) if k == "dtype" else v
+                                           for k, v in kw.items()})
+        theirs = torch.scalar_tensor(*args, **{k: getattr(torch, v) if k == "dtype" else v
+                                               for k, v in kw.items()})
+        assert repr(ours) == repr(theirs)
