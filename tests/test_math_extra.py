@@ -442,7 +442,7 @@ def test_rotation_and_differences_values_and_errors(torch):
             lib.diff(lib.ones(3), -1)
 
 
-# -- extremes and scalars ---------------------------------------------------------------------------
+# -- extremes and scalars -----------------------------
 
 @pytest.mark.parametrize("kwargs", [{}, {"keepdim": True}, {"dim": 1},
                                     {"dim": -1, "keepdim": True}, {"dim": 0}])
