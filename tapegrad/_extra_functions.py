@@ -1,4 +1,5 @@
-"""The autograd.Functions behind _extra_ops' cumsum, log10 and log2 (loaded on first recorded use).
+"""The autograd.Functions behind _extra_ops' cumsum, log10, log2 and the inverse hyperbolic and
+tangent functions (loaded on first recorded use).
 
 Each forward is the numpy kernel _extra_ops uses when nothing records, so recorded and unrecorded
 calls give the same values; each backward is made of recorded ops, so create_graph works.
@@ -9,7 +10,7 @@ import math
 
 import numpy as np
 
-from ._extra_ops import _cumsum_array, _log_values, _wrap, cumsum, flip
+from ._extra_ops import _cumsum_array, _log_values, _wrap, _xlogy_values, cumsum, flip, xlogy
 from .autograd.function import Function
 
 
@@ -67,3 +68,80 @@ class Log2(_LogBase):
 
 _torch_grad_fn_name(Log10, "Log10Backward0")
 _torch_grad_fn_name(Log2, "Log2Backward0")
+
+
+class _UnaryFloat(Function):
+    """An elementwise function whose values come from a float64 numpy ufunc (_extra_ops.
+    _log_values) and whose gradient `derivative(x, y)` is made of recorded ops."""
+
+    ufunc = None
+
+    @classmethod
+    def forward(cls, ctx, x):
+        y = _wrap(_log_values(cls.ufunc, x._array))
+        ctx.save_for_backward(x, y)
+        return y
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        x, y = ctx.saved_tensors
+        return grad * cls.derivative(x, y)
+
+
+class Tan(_UnaryFloat):
+    ufunc = np.tan
+
+    @staticmethod
+    def derivative(x, y):
+        return 1 + y * y
+
+
+class Asinh(_UnaryFloat):
+    ufunc = np.arcsinh
+
+    @staticmethod
+    def derivative(x, y):
+        return (x * x + 1).rsqrt()
+
+
+class Acosh(_UnaryFloat):
+    ufunc = np.arccosh
+
+    @staticmethod
+    def derivative(x, y):
+        return (x * x - 1).rsqrt()
+
+
+class Atanh(_UnaryFloat):
+    ufunc = np.arctanh
+
+    @staticmethod
+    def derivative(x, y):
+        return 1 / (1 - x * x)
+
+
+for _cls in (Tan, Asinh, Acosh, Atanh):
+    _torch_grad_fn_name(_cls, _cls.__name__ + "Backward0")
+
+
+class Xlogy(Function):
+    """x * log(y), 0 where x is 0 (values: _extra_ops._xlogy_values); PyTorch's gradients:
+    xlogy(grad, y) for x, except 0 where x is 0 and y <= 0, and x / y for y."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return _wrap(_xlogy_values(x._array, y._array))
+
+    @staticmethod
+    def backward(ctx, grad):
+        from . import where
+        from ._scatter_functions import _sum_to
+        x, y = ctx.saved_tensors
+        grad_x = (_sum_to(where((x == 0) & (y <= 0), 0, xlogy(grad, y)), x.shape)
+                  if ctx.needs_input_grad[0] else None)
+        grad_y = _sum_to(grad * x / y, y.shape) if ctx.needs_input_grad[1] else None
+        return grad_x, grad_y
+
+
+_torch_grad_fn_name(Xlogy, "XlogyBackward0")

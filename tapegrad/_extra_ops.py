@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._format import set_printoptions
 from .grad_mode import is_grad_enabled
 
 TensorBase = _core.TensorBase
@@ -428,6 +429,527 @@ def log2(input):
     return _wrap(_log_values(np.log2, input._array))
 
 
+# -- tangent and inverse hyperbolic functions ------------------------------------------------------
+
+def _unary_float(name: str, ufunc, input):
+    """`ufunc` of input's values in float64, rounded to input's float dtype (integers and bools
+    give float32); recorded through the Function of the same name when input records."""
+    _check_tensor(input, name)
+    if _records(input):
+        from . import _extra_functions
+        return getattr(_extra_functions, name.capitalize()).apply(input)
+    return _wrap(_log_values(ufunc, input._array))
+
+
+def tan(input):
+    """Tangent, elementwise."""
+    return _unary_float("tan", np.tan, input)
+
+
+def asinh(input):
+    """Inverse hyperbolic sine, elementwise."""
+    return _unary_float("asinh", np.arcsinh, input)
+
+
+def acosh(input):
+    """Inverse hyperbolic cosine, elementwise (nan below 1)."""
+    return _unary_float("acosh", np.arccosh, input)
+
+
+def atanh(input):
+    """Inverse hyperbolic tangent, elementwise (nan outside [-1, 1], infinite at +-1)."""
+    return _unary_float("atanh", np.arctanh, input)
+
+
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+
+# -- aliases and rounding division -----------------------------------------------------------------
+
+def divide(input, other, *, rounding_mode=None):
+    """input / other; rounding_mode 'trunc' rounds toward zero, 'floor' down (integer inputs
+    keep an integer result, as PyTorch's div)."""
+    _check_tensor(input, "divide")
+    if rounding_mode is None:
+        return input.div(other)
+    if rounding_mode == "floor":
+        if _records(input, *([other] if isinstance(other, TensorBase) else [])):
+            # floor_divide records no derivative; PyTorch's floor mode has a zero gradient,
+            # which floor() of the quotient gives (values can differ from floor_divide only
+            # where the quotient rounds onto an integer, e.g. 1 / 0.1)
+            return input.div(other).floor()
+        return input.floor_divide(other)
+    if rounding_mode != "trunc":
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                           f"found '{rounding_mode}'")
+    other_arr = other._array if isinstance(other, TensorBase) else other
+    out_dtype = np.result_type(input._array, other_arr) if isinstance(other, TensorBase) else None
+    if out_dtype is None or out_dtype.kind in "fc":
+        quotient = input.div(other)
+        return quotient.trunc() if quotient.is_floating_point() else quotient
+    # integers: exact truncating division (float division would round above 2**53)
+    a, b = np.broadcast_arrays(input._array, np.asarray(other_arr))
+    if (b == 0).any():
+        raise RuntimeError("ZeroDivisionError")
+    floor = a // b
+    return _wrap((floor + ((a % b != 0) & ((a < 0) != (b < 0)))).astype(out_dtype))
+
+
+def true_divide(input, other):
+    """input / other, always true division (the alias PyTorch keeps for div)."""
+    _check_tensor(input, "true_divide")
+    return input.div(other)
+
+
+def multiply(input, other):
+    """input * other (PyTorch's alias of mul)."""
+    _check_tensor(input, "multiply")
+    return input.mul(other)
+
+
+def subtract(input, other, *, alpha=1):
+    """input - alpha * other (PyTorch's alias of sub)."""
+    _check_tensor(input, "subtract")
+    return input.sub(other, alpha=alpha)
+
+
+def negative(input):
+    """-input (PyTorch's alias of neg)."""
+    _check_tensor(input, "negative")
+    return input.neg()
+
+
+def positive(input):
+    """input itself (PyTorch refuses bool tensors)."""
+    _check_tensor(input, "positive")
+    if input._array.dtype == np.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+# -- broadcasting and stacking ---------------------------------------------------------------------
+
+def broadcast_shapes(*shapes):
+    """The shape PyTorch broadcasting gives `shapes` (ints count as 1-d shapes)."""
+    from . import Size
+    result = []
+    for index, shape in enumerate(shapes):
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        if len(shape) > len(result):
+            result = [1] * (len(shape) - len(result)) + result
+        for i in range(1, len(shape) + 1):
+            size = shape[-i]
+            if size != result[-i] and size != 1:
+                if result[-i] != 1:
+                    raise RuntimeError(
+                        f"Attempting to broadcast a dimension of length {size} at {-i}! "
+                        f"Mismatching argument at index {index} had {shape}; but expected shape "
+                        f"should be broadcastable to {result}")
+                result[-i] = size
+    return Size(result)
+
+
+def broadcast_to(input, size):
+    """input expanded (a view) to `size`."""
+    _check_tensor(input, "broadcast_to")
+    return input.expand(*size)
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common broadcast shape."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    for i, t in enumerate(tensors):
+        _check_tensor(t, "broadcast_tensors", "tensors", i + 1)
+    shape = ()
+    for t in tensors:
+        try:
+            shape = np.broadcast_shapes(shape, tuple(t.shape))
+        except ValueError:
+            # PyTorch names the first disagreeing dimension, counted from the left of the result
+            n = max(len(shape), t.ndim)
+            a, b = (1,) * (n - len(shape)) + tuple(shape), (1,) * (n - t.ndim) + tuple(t.shape)
+            d = next(i for i in range(n - 1, -1, -1) if a[i] != b[i] and 1 not in (a[i], b[i]))
+            raise RuntimeError(f"The size of tensor a ({a[d]}) must match the size of tensor b "
+                               f"({b[d]}) at non-singleton dimension {d}") from None
+    return tuple(t.expand(*shape) for t in tensors)
+
+
+def _tensor_sequence(tensors, fn: str) -> list:
+    if isinstance(tensors, TensorBase) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError(f"{fn} expects a non-empty TensorList")
+    return list(tensors)
+
+
+def hstack(tensors):
+    """Concatenation along dim 1 (dim 0 for 1-d tensors) after atleast_1d."""
+    from . import cat
+    parts = [t.reshape(1) if t.ndim == 0 else t for t in _tensor_sequence(tensors, "hstack")]
+    return cat(parts, 0 if parts[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """Concatenation along dim 0 after atleast_2d (1-d tensors become rows)."""
+    from . import cat
+    parts = [t.reshape(1, -1) if t.ndim < 2 else t for t in _tensor_sequence(tensors, "vstack")]
+    return cat(parts, 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    """Concatenation along dim 2 after atleast_3d (n -> 1 x n x 1, r x c -> r x c x 1)."""
+    from . import cat
+
+    def at_least_3d(t):
+        if t.ndim == 0:
+            return t.reshape(1, 1, 1)
+        if t.ndim == 1:
+            return t.reshape(1, -1, 1)
+        return t.unsqueeze(-1) if t.ndim == 2 else t
+    return cat([at_least_3d(t) for t in _tensor_sequence(tensors, "dstack")], 2)
+
+
+def column_stack(tensors):
+    """Tensors of 0 or 1 dims become columns, then concatenation along dim 1."""
+    from . import cat
+    parts = [t.reshape(-1, 1) if t.ndim < 2 else t
+             for t in _tensor_sequence(tensors, "column_stack")]
+    return cat(parts, 1)
+
+
+def ravel(input):
+    """input flattened to 1-d."""
+    _check_tensor(input, "ravel")
+    return input.reshape(-1)
+
+
+def fliplr(input):
+    """input with its columns (dim 1) reversed; needs at least 2 dims."""
+    _check_tensor(input, "fliplr")
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+def flipud(input):
+    """input with its rows (dim 0) reversed; needs at least 1 dim."""
+    _check_tensor(input, "flipud")
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+def is_same_size(input, other):
+    """True when both tensors have the same shape."""
+    _check_tensor(input, "is_same_size")
+    _check_tensor(other, "is_same_size", "other", 2)
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_signed(input):
+    """True unless the dtype is unsigned (uint8) or bool."""
+    _check_tensor(input, "is_signed")
+    return input._array.dtype.kind not in "ub"
+
+
+def is_nonzero(input):
+    """The truth of a one-element tensor; PyTorch refuses any other size."""
+    _check_tensor(input, "is_nonzero")
+    if input._array.size == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if input._array.size > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input._array.reshape(-1)[0])
+
+
+# -- pointwise combinations ------------------------------------------------------------------------
+
+def _as_tensor_like(value, like):
+    """A Python number as a 0-d tensor of `like`'s dtype (tensors pass through)."""
+    return value if isinstance(value, TensorBase) else _wrap(np.asarray(value, like._array.dtype))
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input), computed from the nearer end as PyTorch does (weight
+    >= 0.5 interpolates back from `end`), so lerp(a, b, 1) is exactly b."""
+    _check_tensor(input, "lerp")
+    _check_tensor(end, "lerp", "end", 2)
+    if end.dtype != input.dtype:
+        raise RuntimeError(f"expected dtype {_short(input)} for "
+                           f"`end` but got dtype {_short(end)}")
+    from . import where
+    diff = end - input
+    if not isinstance(weight, TensorBase):
+        return input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+    return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
+
+
+def _short(t) -> str:
+    """PyTorch's short dtype word in messages (float, double, long, ...)."""
+    return {"float32": "float", "float64": "double", "int64": "long", "int32": "int",
+            "float16": "half", "bool": "bool", "int16": "short", "int8": "signed char",
+            "uint8": "unsigned char"}.get(t._array.dtype.name, t._array.dtype.name)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2."""
+    _check_tensor(input, "addcmul")
+    return input + value * (tensor1 * tensor2)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2 (PyTorch refuses two integer tensors)."""
+    _check_tensor(input, "addcdiv")
+    if tensor1._array.dtype.kind in "biu" and tensor2._array.dtype.kind in "biu":
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
+                           " release addcdiv will perform a true division of tensor1 and tensor2.")
+    return input + value * (tensor1 / tensor2)
+
+
+def logaddexp(input, other):
+    """log(exp(input) + exp(other)) without overflow: max + log1p(exp(-|input - other|)); equal
+    infinities give themselves."""
+    _check_tensor(input, "logaddexp")
+    _check_tensor(other, "logaddexp", "other", 2)
+    for t in (input, other):
+        if t._array.dtype.kind not in "fc":
+            raise NotImplementedError(f'"logaddexp_cpu" not implemented for '
+                                      f"'{_dtype_name(t._array)}'")
+    from . import maximum, where
+    same_inf = (input == other) & input.isinf()
+    gap = where(same_inf, 0.0, input - other)
+    return where(same_inf, input, maximum(input, other) + (-gap.abs()).exp().log1p())
+
+
+def _xlogy_values(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x * log(y) in the promoted float dtype, 0 where x is 0 and y is not nan."""
+    out = np.result_type(x, y)
+    out = out if out.kind == "f" else np.dtype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        product = x.astype(out) * np.log(y.astype(out))
+    return np.where((x == 0) & ~np.isnan(y), out.type(0), product).astype(out)
+
+
+def xlogy(input, other):
+    """input * log(other), 0 where input is 0 (unless other is nan)."""
+    from . import tensor
+    if not isinstance(input, TensorBase):
+        input = tensor(input, dtype=other.dtype if other.is_floating_point() else None)
+    if not isinstance(other, TensorBase):
+        other = tensor(other, dtype=input.dtype if input.is_floating_point() else None)
+    if _records(input, other):
+        from ._extra_functions import Xlogy
+        return Xlogy.apply(input, other)
+    return _wrap(_xlogy_values(input._array, other._array))
+
+
+def sgn(input):
+    """The sign of each element (for real tensors, sign)."""
+    _check_tensor(input, "sgn")
+    return input.sign()
+
+
+def signbit(input):
+    """True where the sign bit is set (including -0.0)."""
+    _check_tensor(input, "signbit")
+    return _wrap(np.signbit(input._array))
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """nan, +inf and -inf replaced (infinities by the dtype's extremes unless given)."""
+    _check_tensor(input, "nan_to_num")
+    if input._array.dtype.kind not in "fc":
+        return input.clone()
+    from . import where
+    info = np.finfo(input._array.dtype)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    out = where(input.isnan(), nan, input)
+    out = where(input.isposinf(), posinf, out)
+    return where(input.isneginf(), neginf, out)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """sum with nan elements counted as 0."""
+    _check_tensor(input, "nansum")
+    from . import where
+    x = where(input.isnan(), 0, input) if input._array.dtype.kind in "fc" else input
+    if dim is None:
+        return x.sum(dtype=dtype) if dtype is not None else x.sum()
+    return x.sum(dim, keepdim=keepdim, dtype=dtype) if dtype is not None else x.sum(dim, keepdim)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """mean over the non-nan elements (nan where all are nan)."""
+    _check_tensor(input, "nanmean")
+    if input._array.dtype.kind not in "fc":
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
+                           f"but got {_dtype_name(input._array)}")
+    count = nansum((~input.isnan()).to(input.dtype), dim, keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / count
+
+
+# -- dtype questions and index grids ---------------------------------------------------------------
+
+def can_cast(from_, to):
+    """True when PyTorch's type promotion lets a value of dtype `from_` be written into `to`
+    (no float to integer, no non-bool to bool)."""
+    for arg, position in ((from_, 1), (to, 2)):
+        if not isinstance(arg, _core.dtype):
+            raise TypeError(f"can_cast(): argument '{'from_' if position == 1 else 'to'}' "
+                            f"(position {position}) must be torch.dtype, not "
+                            f"{type(arg).__name__}")
+    # PyTorch orders the kinds bool < integer (signed or not) < float < complex and refuses
+    # only a cast down that order; any width within a kind is allowed
+    rank = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+    return rank[np.dtype(from_.np_dtype).kind] <= rank[np.dtype(to.np_dtype).kind]
+
+
+def _triangle_indices(row, col, offset, upper: bool, fn: str, dtype):
+    if dtype is not None and not isinstance(dtype, _core.dtype):
+        raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not "
+                        f"{type(dtype).__name__}")
+    for name, value in (("row", row), ("col", col)):
+        if value < 0:
+            raise RuntimeError(f"{name} must be non-negative, got{value}")
+    if upper:
+        rows, cols = np.triu_indices(row, offset, col)
+    else:
+        rows, cols = np.tril_indices(row, offset, col)
+    out = np.stack([rows, cols]).astype(np.int64 if dtype is None else dtype.np_dtype)
+    return _wrap(out.reshape(2, -1))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The 2 x N (row, column) coordinates of the lower triangle of a row x col matrix."""
+    return _triangle_indices(row, col, offset, False, "tril_indices", dtype)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The 2 x N (row, column) coordinates of the upper triangle of a row x col matrix."""
+    return _triangle_indices(row, col, offset, True, "triu_indices", dtype)
+
+
+# -- rotation and differences ---------------------------------------------------------------------
+
+def rot90(input, k=1, dims=(0, 1)):
+    """input rotated by 90 degrees k times in the plane of `dims`, from the first dim towards
+    the second (a flip and a transpose, so the result records)."""
+    _check_tensor(input, "rot90")
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = (_dim(d, input.ndim) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} "
+                           f"and dim1 = {dims[1]}")
+    turns = k % 4
+    if turns == 1:
+        return flip(input, (d1,)).transpose(d0, d1)
+    if turns == 2:
+        return flip(input, (d0, d1))
+    if turns == 3:
+        return flip(input, (d0,)).transpose(d0, d1)
+    return input.clone()
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim (after prepend / append are attached); bool
+    tensors differ by xor, as in PyTorch."""
+    _check_tensor(input, "diff")
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    if n == 0:          # PyTorch returns a copy of input, ignoring prepend and append
+        return input.clone()
+    from . import cat
+    d = _dim(dim, input.ndim)
+    parts = [t for t in (prepend, input, append) if t is not None]
+    x = cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        length = x.shape[d]
+        if length == 0:
+            break
+        ahead, behind = x.narrow(d, 1, length - 1), x.narrow(d, 0, length - 1)
+        x = ahead.logical_xor(behind) if x._array.dtype == np.bool_ else ahead - behind
+    return x
+
+
+# -- extremes and scalars --------------------------------------------------------------------------
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """(min, max) of input, overall or along dim: amin and amax, which share a tie's gradient
+    evenly as PyTorch's aminmax."""
+    _check_tensor(input, "aminmax")
+    if input._array.size == 0:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    result_type = _core.return_types.aminmax
+    if dim is None:
+        low, high = input.amin(), input.amax()
+        if keepdim:
+            low, high = low.reshape([1] * input.ndim), high.reshape([1] * input.ndim)
+        return result_type((low, high))
+    return result_type((input.amin(dim, keepdim), input.amax(dim, keepdim)))
+
+
+def scalar_tensor(s, *, dtype=None, device=None, layout=None, requires_grad=False,
+                  pin_memory=False):
+    """A 0-d tensor holding s, of the default float dtype unless dtype is given."""
+    from . import get_default_dtype, tensor
+    return tensor(float(s) if dtype is None else s, dtype=dtype or get_default_dtype(),
+                  requires_grad=requires_grad)
+
+
+# -- in-place forms -------------------------------------------------------------------------------
+
+# Elementwise methods whose in-place form `name_` PyTorch has; the ones in IN_PLACE_FUNCTIONS are
+# also torch-level functions (torch.exp_(t)).
+IN_PLACE = ("abs", "absolute", "acos", "arccos", "asin", "arcsin", "atan", "arctan", "atan2",
+            "arctan2", "tan", "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "sin",
+            "cos", "sinh", "cosh", "tanh", "sigmoid", "relu", "exp", "expm1", "log", "log1p",
+            "log2", "log10", "sqrt", "rsqrt", "square", "reciprocal", "neg", "sign", "erf",
+            "ceil", "floor", "round", "trunc", "fix", "frac", "clamp", "clamp_min", "clamp_max",
+            "clip", "pow", "fmod", "remainder", "floor_divide", "addmm", "baddbmm", "cumsum",
+            "cumprod", "masked_fill", "eq", "ne", "not_equal", "lt", "less", "le", "less_equal",
+            "gt", "greater", "ge", "greater_equal", "logical_and", "logical_or", "logical_xor",
+            "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+            "bitwise_left_shift", "bitwise_right_shift", "divide", "true_divide", "multiply",
+            "subtract", "negative", "lerp", "addcmul", "addcdiv", "xlogy", "sgn",
+            "nan_to_num")
+IN_PLACE_FUNCTIONS = ("abs", "acos", "arccos", "asin", "arcsin", "atan", "arctan", "tan", "asinh",
+                      "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "cos", "cosh", "sin",
+                      "sinh", "tanh", "sigmoid", "relu", "exp", "expm1", "log", "log1p", "log2",
+                      "log10", "sqrt", "rsqrt", "square", "reciprocal", "neg", "erf", "ceil",
+                      "floor", "round", "trunc", "fix", "frac", "clamp", "clamp_min", "clamp_max",
+                      "clip", "negative", "xlogy", "nan_to_num")
+
+
+def _in_place(name: str):
+    """Tensor.<name>_: the out-of-place result written into self with copy_, so the project's
+    in-place rules (leaf, view, version counter) apply.  When self records, the op reads a
+    clone: the op may save its input for backward, and copy_ is about to overwrite self."""
+    def method(self, *args, **kwargs):
+        source = self.clone() if _records(self) else self
+        result = getattr(source, name)(*args, **kwargs)
+        if tuple(result.shape) != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(result.shape)}")
+        from ._shift_ops import _write_back
+        return _write_back(self, result)
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In-place form of Tensor.{name}."
+    return method
+
+
 # -- shape and index composites ------------------------------------------------------------------
 
 def _dims_list(dims, fn: str):
@@ -573,10 +1095,23 @@ def numel(input) -> int:
 # Functions: the tapegrad namespace; methods: Tensor methods with the tensor as first argument.
 FUNCTIONS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
              "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
-             "trace", "meshgrid", "numel")
+             "trace", "meshgrid", "numel", "set_printoptions",
+             "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "divide",
+             "true_divide", "multiply", "subtract", "negative", "positive", "broadcast_shapes",
+             "broadcast_to", "broadcast_tensors", "hstack", "vstack", "row_stack", "dstack",
+             "column_stack", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
+             "is_nonzero", "lerp", "addcmul", "addcdiv", "logaddexp", "xlogy", "sgn",
+             "signbit", "nan_to_num", "nansum", "nanmean", "can_cast", "tril_indices",
+             "triu_indices", "rot90", "diff", "aminmax",
+             "scalar_tensor")
 METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
            "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
-           "trace")
+           "trace", "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh",
+           "divide", "true_divide", "multiply", "subtract", "negative", "positive",
+           "broadcast_to", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
+           "is_nonzero", "lerp", "addcmul", "addcdiv", "logaddexp", "xlogy", "sgn",
+           "signbit", "nan_to_num", "nansum", "nanmean", "rot90", "diff",
+           "aminmax")
 CONSTANTS = {"inf": inf, "nan": nan, "pi": pi, "e": e}
 
 
@@ -601,7 +1136,7 @@ def register(namespace: dict, tensor_cls) -> None:
     """Add the functions and constants PyTorch has and tapegrad lacks to `namespace` (the
     tapegrad module's globals) and the methods to `tensor_cls`; existing names win."""
     for name, fields in (("sort", ("values", "indices")), ("topk", ("values", "indices")),
-                         ("histogram", ("hist", "bin_edges"))):
+                         ("histogram", ("hist", "bin_edges")), ("aminmax", ("min", "max"))):
         if not hasattr(_core.return_types, name):
             _core._make_return_type(name, fields)     # adds tapegrad.return_types.<name>
     g = globals()
@@ -612,3 +1147,8 @@ def register(namespace: dict, tensor_cls) -> None:
     for name in METHODS:
         if name not in dir(tensor_cls):
             setattr(tensor_cls, name, _tensor_method_flip if name == "flip" else _method(g[name]))
+    for name in IN_PLACE:
+        if name + "_" not in dir(tensor_cls):
+            setattr(tensor_cls, name + "_", _in_place(name))
+    for name in IN_PLACE_FUNCTIONS:
+        namespace.setdefault(name + "_", getattr(tensor_cls, name + "_"))

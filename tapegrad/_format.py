@@ -5,6 +5,8 @@ with none and a trailing '.' when every finite value is an integer ("int mode"),
 notation when the finite non-zero magnitudes span more than 1000x, exceed 1e8, or (outside int mode)
 go below 1e-4. Every element is right-aligned to the widest; lines wrap at 80 columns; tensors of
 more than 1000 elements show the first and last 3 entries of each dimension around '...'.
+`set_printoptions` changes those numbers (and can force or forbid scientific notation), as
+torch.set_printoptions does.
 """
 from __future__ import annotations
 
@@ -14,10 +16,43 @@ import numpy as np
 
 from . import _core
 
-PRECISION = 4
-LINEWIDTH = 80
-THRESHOLD = 1000
-EDGEITEMS = 3
+
+
+class _PrintOptions:
+    """The current print options; one shared instance, changed by set_printoptions."""
+
+    def __init__(self):
+        self.precision = 4
+        self.threshold = 1000
+        self.edgeitems = 3
+        self.linewidth = 80
+        self.sci_mode = None        # None: chosen from the values; True/False: forced
+
+
+PRINT_OPTS = _PrintOptions()
+
+# PyTorch's named profiles: (precision, threshold, edgeitems, linewidth).
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, math.inf, 3, 80)}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
+                     sci_mode=None) -> None:
+    """torch.set_printoptions: a profile first, then the explicit options over it.  As in
+    PyTorch an unknown profile name is ignored, and sci_mode is always reset (None restores the
+    automatic choice)."""
+    opts = PRINT_OPTS
+    if profile in _PROFILES:
+        opts.precision, opts.threshold, opts.edgeitems, opts.linewidth = _PROFILES[profile]
+    if precision is not None:
+        opts.precision = precision
+    if threshold is not None:
+        opts.threshold = threshold
+    if edgeitems is not None:
+        opts.edgeitems = edgeitems
+    if linewidth is not None:
+        opts.linewidth = linewidth
+    opts.sci_mode = sci_mode
+
 
 # dtypes PyTorch does not name in a repr: the default float dtype and the inferred int and bool.
 def _implied_dtypes() -> tuple:
@@ -44,29 +79,31 @@ class _Formatter:
         mags = np.abs(finite.astype(np.float64))
         lo, hi = float(mags.min()), float(mags.max())
         self.int_mode = all(v == math.ceil(v) for v in vals)
-        if self.int_mode:
-            if hi / lo > 1000.0 or hi > 1.0e8:
-                self.sci_mode = True
-                self.max_width = max(len(f"{v:.{PRECISION}e}") for v in vals)
-            else:
-                self.max_width = max(len(f"{v:.0f}") + 1 for v in vals)
-        elif hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4:
-            self.sci_mode = True
-            self.max_width = max(len(f"{v:.{PRECISION}e}") for v in vals)
+        # One notation for all elements: forced by the print options, or chosen from the range.
+        if PRINT_OPTS.sci_mode is None:
+            self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
         else:
-            self.max_width = max(len(f"{v:.{PRECISION}f}") for v in vals)
+            self.sci_mode = bool(PRINT_OPTS.sci_mode)
+        precision = PRINT_OPTS.precision
+        if self.sci_mode:
+            self.max_width = max(len(f"{v:.{precision}e}") for v in vals)
+        elif self.int_mode:
+            # the trailing '.' that marks an integral float counts in the width
+            self.max_width = max(len(f"{v:.0f}") + 1 for v in vals)
+        else:
+            self.max_width = max(len(f"{v:.{precision}f}") for v in vals)
 
     def format(self, value) -> str:
         if not self.floating:
             text = str(value)
         elif self.sci_mode:
-            text = f"{value:{self.max_width}.{PRECISION}e}"
+            text = f"{value:{self.max_width}.{PRINT_OPTS.precision}e}"
         elif self.int_mode:
             text = f"{value:.0f}"
             if not (math.isinf(value) or math.isnan(value)):
                 text += "."
         else:
-            text = f"{value:.{PRECISION}f}"
+            text = f"{value:.{PRINT_OPTS.precision}f}"
         return " " * (self.max_width - len(text)) + text
 
 
@@ -74,19 +111,23 @@ def _summarized(a: np.ndarray) -> np.ndarray:
     """The elements a summarized print shows: edge items of every dimension."""
     if a.ndim == 0:
         return a
-    if a.shape[0] > 2 * EDGEITEMS:
-        a = np.concatenate([a[:EDGEITEMS], a[-EDGEITEMS:]])
+    if a.shape[0] > 2 * PRINT_OPTS.edgeitems:
+        a = np.concatenate([a[:PRINT_OPTS.edgeitems], a[-PRINT_OPTS.edgeitems:]])
     if a.ndim == 1:
         return a
+    if not PRINT_OPTS.edgeitems:
+        return a[(slice(0, 0),) * a.ndim]
     return np.stack([_summarized(row) for row in a])
 
 
 def _vector_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
     element_length = fmt.max_width + 2
-    per_line = max(1, int(math.floor((LINEWIDTH - indent) / element_length)))
-    if summarize and a.shape[0] > 2 * EDGEITEMS:
-        data = ([fmt.format(v) for v in a[:EDGEITEMS].tolist()] + [" ..."]
-                + [fmt.format(v) for v in a[-EDGEITEMS:].tolist()])
+    per_line = max(1, int(math.floor((PRINT_OPTS.linewidth - indent) / element_length)))
+    if summarize and not PRINT_OPTS.edgeitems:
+        data = ["..."]
+    elif summarize and a.shape[0] > 2 * PRINT_OPTS.edgeitems:
+        data = ([fmt.format(v) for v in a[:PRINT_OPTS.edgeitems].tolist()] + [" ..."]
+                + [fmt.format(v) for v in a[-PRINT_OPTS.edgeitems:].tolist()])
     else:
         data = [fmt.format(v) for v in a.tolist()]
     lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
@@ -98,10 +139,11 @@ def _tensor_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) ->
         return fmt.format(a.item())
     if a.ndim == 1:
         return _vector_str(a, indent, summarize, fmt)
-    if summarize and a.shape[0] > 2 * EDGEITEMS:
-        rows = ([_tensor_str(a[i], indent + 1, summarize, fmt) for i in range(EDGEITEMS)] + ["..."]
+    if summarize and a.shape[0] > 2 * PRINT_OPTS.edgeitems:
+        edge = PRINT_OPTS.edgeitems
+        rows = ([_tensor_str(a[i], indent + 1, summarize, fmt) for i in range(edge)] + ["..."]
                 + [_tensor_str(a[i], indent + 1, summarize, fmt)
-                   for i in range(a.shape[0] - EDGEITEMS, a.shape[0])])
+                   for i in range(a.shape[0] - edge, a.shape[0])])
     else:
         rows = [_tensor_str(a[i], indent + 1, summarize, fmt) for i in range(a.shape[0])]
     return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
@@ -111,7 +153,7 @@ def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
     parts = [text]
     last_line_len = len(text) - text.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > LINEWIDTH:
+        if last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
             parts.append(",\n" + " " * indent + suffix)
             last_line_len = indent + len(suffix)
         else:
@@ -135,9 +177,12 @@ def tensor_repr(t) -> str:
             suffixes.append("dtype=" + repr(t.dtype))
         body = "[]"
     else:
+        if not PRINT_OPTS.edgeitems:
+            # PyTorch names the size when edgeitems=0, whose print shows no element
+            suffixes.append("size=" + str(tuple(a.shape)))
         if dtype_name not in _implied_dtypes():
             suffixes.append("dtype=" + repr(t.dtype))
-        summarize = a.size > THRESHOLD
+        summarize = a.size > PRINT_OPTS.threshold
         fmt = _Formatter(_summarized(a) if summarize else a)
         body = _tensor_str(a, indent, summarize, fmt)
     grad_fn = t.grad_fn
