@@ -1414,6 +1414,13 @@ def setitem_scenario(a, b):
     return (y ** 3).sum() + (z * a).sum()
 
 
+def stale_view_scenario(a, b):
+    y = a * 1
+    v = y[1:4]                                     # taken before the write: AsStridedBackward0
+    y[2] = b[0] * b[1]
+    return (v ** 3).sum() + (y * a).sum()
+
+
 def overwrite_scenario(a, b):
     """In-place overwrites of non-leaves (zero gradient to the old value) and random draws."""
     tg.manual_seed(0)
@@ -1537,6 +1544,7 @@ SECOND_ORDER = {
                                   + (a.masked_select(tg.tensor(MASK)) ** 3).sum(),
                                   [(2, 3), (2,)]),
     "setitem (CopySlices)": (lambda a, b: setitem_scenario(a, b), [(5,), (2,)]),
+    "stale view (AsStrided)": (lambda a, b: stale_view_scenario(a, b), [(5,), (2,)]),
     "embedding": (lambda w: (F.embedding(tg.tensor([[0, 2], [2, 3]]), w, padding_idx=3) ** 3)
                   .sum() + (F.embedding(tg.tensor([1, 1, 0]), w) ** 2 * w[0]).sum()
                   + (F.embedding(tg.tensor([1, 1, 0]), w, scale_grad_by_freq=True) ** 3).sum(),

@@ -68,6 +68,9 @@ cdef class TensorBase:
     cdef Py_ssize_t _node           # tape record producing this tensor (or its LEAF record), -1 if none
     cdef Version _version           # shared by every tensor viewing the same storage; None until needed
     cdef object _base               # the tensor this one is a view of, or None
+    cdef Py_ssize_t _gen            # a base: how often a recorded in-place write gave it a new
+                                    # history; a view: 2 * its base's _gen when the view's history
+                                    # was taken, + 1 if it was taken in no_grad (ops_inplace.pxi)
     cdef object __weakref__
 
     cdef int _set_requires_grad(self, bint flag) except -1

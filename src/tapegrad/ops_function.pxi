@@ -98,6 +98,7 @@ cdef RemovableHandle add_hook(dict hooks, object fn):
 def register_hook(TensorBase self, hook):
     """Register hook(grad) -> Tensor or None, called with this tensor's gradient every backward
     (before it flows on or is accumulated into .grad); a returned tensor replaces the gradient."""
+    fresh(self)
     if not self._requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     cdef Py_ssize_t i = node_for_input(self)     # a leaf's hooks live on its LEAF record
@@ -106,6 +107,7 @@ def register_hook(TensorBase self, hook):
 
 def register_post_accumulate_grad_hook(TensorBase self, hook):
     """Register hook(tensor), called after this leaf's .grad was accumulated by backward()."""
+    fresh(self)
     if not self._requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if not is_leaf_c(self):
@@ -275,7 +277,8 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
     cdef bint recording = False
     if grad_enabled():
         for a in args:
-            if isinstance(a, TensorBase) and (<TensorBase>a)._requires_grad:
+            if isinstance(a, TensorBase) and fresh(<TensorBase>a) == 0 and (
+                    <TensorBase>a)._requires_grad:
                 recording = True
                 break
     for j in range(n_out):
@@ -326,6 +329,7 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
             olds.append(old)
         t._node = si
         t._requires_grad = True
+        history_rewritten(t)            # a dirty base: its views taken before are stale
     if trace is not None:
         extra_of(fi).trace = trace
     # Decrefs last: they may free records and run arbitrary code.

@@ -237,6 +237,8 @@ cdef int OP_SLICE = register_op("SliceBackward0", vjp_index)
 cdef int OP_INDEX = register_op("IndexBackward0", vjp_index)
 cdef int OP_ALIAS = register_op("AliasBackward0", vjp_index)
 cdef int OP_INDEX_UNSQUEEZE = register_op("UnsqueezeBackward0", vjp_index)
+# a view rebased onto its base's new history (ops_inplace.pxi, refresh_view): an index of the base
+cdef int OP_AS_STRIDED = register_op("AsStridedBackward0", vjp_index)
 
 
 cdef str numpy_index_message(str msg):

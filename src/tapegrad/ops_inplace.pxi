@@ -8,10 +8,75 @@
 # the result is written into the tensor's storage, and the tensor is rebound to the new record.
 # An in-place write through a view whose base does not require grad, of a value that does (the
 # `dC[i] += v` idiom), is recorded on the base as PyTorch's CopySlices: the base takes the new
-# history and the view is rebound to an index of it.  A write through a view of a tensor that
-# requires grad is refused (tapegrad does not rebase the other views' histories; refusing is
-# better than a silently wrong gradient).
+# history and the view is rebased onto it.  A write through a view of a tensor that
+# requires grad goes to the base the same way when the view reads the base's current history;
+# other writes through views of a tensor that requires grad are refused.
+#
+# Other views of a base whose history a recorded write replaced still carry the old history.  As
+# in PyTorch, such a stale view is rebased when next used (as an op input, or when its autograd
+# state is read): it becomes an AsStridedBackward0 view of the base's current history, so its
+# gradient flows through the write.  Staleness costs nothing on the per-op path of non-views: a
+# base counts its rewritten histories (_gen), a view remembers the count it was derived at, and
+# only a view (t._base set) compares the two (refresh_view).
 # ---------------------------------------------------------------------------------------------
+
+
+cdef str NO_GRAD_VIEW_REBASED = (
+    "A view was created in no_grad mode and its base or another view of its base has been "
+    "modified inplace with grad mode enabled. Given that this use case is ambiguous and "
+    "error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) "
+    "or both outside (if you want the inplace to be tracked).")
+
+
+cdef str NO_GRAD_VIEW_WRITTEN = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+    "code by moving both the view and the inplace either both inside the no_grad block (if you "
+    "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked).")
+
+
+cdef inline void history_rewritten(TensorBase t) noexcept:
+    """A recorded in-place write gave t a new history: t's views taken before are now stale."""
+    if t._base is None:
+        t._gen += 1
+
+
+cdef int refresh_view(TensorBase t) except -1:
+    """If view t is older than its base's last recorded in-place write, make it a view of the
+    base's current history (AsStridedBackward0: the base's elements t covers, so its gradient
+    is scattered into the base's shape at t's position)."""
+    cdef TensorBase b = <TensorBase>t._base
+    if (t._gen >> 1) == b._gen:
+        return 0
+    if t._gen & 1:
+        raise RuntimeError(NO_GRAD_VIEW_REBASED)
+    return rebase_view(t, view_key(t))
+
+
+cdef int rebase_view(TensorBase t, tuple key) except -1:
+    """Make view t (covering base elements `key`, see view_key) an AsStridedBackward0 view of its
+    base's current history, replacing the history it had."""
+    cdef TensorBase b = <TensorBase>t._base
+    t._gen = b._gen << 1
+    cdef Py_ssize_t old = t._node
+    cdef Py_ssize_t inp[1]
+    cdef Record* r
+    # No begin_record here: it may compact the tape, and this can run while an op is collecting
+    # its inputs' record indices (node_for_input).  Plain appends only ever grow the tape.
+    inp[0] = node_for_input(b)
+    if inp[0] < 0:                       # the base no longer requires grad (detach_)
+        t._requires_grad = False
+        t._node = -1
+    else:
+        r = record_op(OP_AS_STRIDED, t, 1, inp)
+        keep(&r.aux, (b._array.shape, b._array.dtype, None, b._array.shape, key))
+    if old >= 0:
+        if TAPE.recs[old].out == <PyObject*>t:
+            TAPE.recs[old].out = NULL
+        TAPE.decref(old)
+    return 0
 
 
 cdef int bump_version(TensorBase t) except -1:
@@ -30,6 +95,9 @@ cdef int check_inplace(TensorBase t, bint recording, bint via_base=False) except
     if t._requires_grad and is_leaf_c(t):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
+    if t._base is not None and (t._gen & 1) and (
+            recording or (<TensorBase>t._base)._requires_grad):
+        raise RuntimeError(NO_GRAD_VIEW_WRITTEN)    # a view taken in no_grad: PyTorch's rule
     if t._base is not None and recording:
         if (<TensorBase>t._base)._requires_grad and is_leaf_c(<TensorBase>t._base):
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
@@ -83,12 +151,6 @@ cdef tuple view_key(TensorBase view):
                  for k in np.unravel_index(order[pos], B.shape))
 
 
-cdef int rebind_view(TensorBase view, tuple key) except -1:
-    """After a recorded write into view's base: the view becomes an index of the new base."""
-    adopt_record(view, <TensorBase>index_op(<TensorBase>view._base, key))
-    return 0
-
-
 cdef int check_result(TensorBase t, object value) except -1:
     """PyTorch's checks before an in-place op stores `value` into t: t's shape, castable dtype."""
     A = t._array
@@ -121,10 +183,41 @@ cdef int adopt_record(TensorBase t, TensorBase result) except -1:
     TAPE.recs[new].out = <PyObject*>t
     t._node = new
     t._requires_grad = True
+    history_rewritten(t)
     if old >= 0:
         TAPE.recs[old].out = NULL
         TAPE.decref(old)            # the new record still holds its own reference to `old`
     return 0
+
+
+cdef inline int fresh_operands(TensorBase t, object other) except -1:
+    """Rebase the operands of an in-place op that are stale views (refresh_view).  PyTorch's
+    quirk first: a stale view that had no history (taken while its base did not require grad)
+    counts as a leaf that requires grad until its history is read, so writing into it raises."""
+    if (t._base is not None and t._node < 0 and grad_enabled()
+            and (<TensorBase>t._base)._requires_grad
+            and (t._gen >> 1) != (<TensorBase>t._base)._gen and not (t._gen & 1)):
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    fresh(t)
+    if isinstance(other, TensorBase):
+        fresh(<TensorBase>other)
+    return 0
+
+
+cdef int view_reads_base(TensorBase t) except -1:
+    """Before a recorded write through view t of a tensor that requires grad: make t's history
+    read the base's directly (a view of a view becomes one AsStridedBackward0 of the base, as in
+    PyTorch), so the write can go to the base (writes_through_view)."""
+    if t._base is None or t._node < 0:
+        return 0
+    cdef TensorBase b = <TensorBase>t._base
+    if not b._requires_grad or b._node < 0 or is_leaf_c(b):
+        return 0
+    cdef Record* r = &TAPE.recs[t._node]
+    if r.n_in >= 1 and rec_inputs(r)[0] == b._node:
+        return 0
+    return rebase_view(t, view_key(t))
 
 
 cdef inline bint records(TensorBase t, object other) noexcept:
@@ -166,7 +259,10 @@ cdef bint inplace_in_c(int op, TensorBase self, object other) except -1:
 
 cdef object inplace_binary(int op, TensorBase self, object other):
     """self (op)= other, recorded when a gradient must flow through it."""
+    fresh_operands(self, other)
     cdef bint recording = records(self, other)
+    if recording:
+        view_reads_base(self)
     check_inplace(self, recording, True)
     if recording and writes_through_view(self):
         return inplace_binary_on_view(op, self, other)
@@ -216,12 +312,13 @@ cdef object inplace_binary_on_view(int op, TensorBase view, object other):
     check_result(view, (<TensorBase>result)._array)
     cdef tuple key = view_key(view)
     setitem_op(<TensorBase>view._base, key, result)
-    rebind_view(view, key)
+    rebase_view(view, key)                 # the view reads the base's new history
     return view
 
 
 cdef object inplace_apply(TensorBase self, object fn, tuple args):
     """self = fn(self, *args) in place (tril_, triu_), recorded like inplace_binary."""
+    fresh_operands(self, None)
     cdef bint recording = grad_enabled() and self._requires_grad
     check_inplace(self, recording)
     if recording:
@@ -306,9 +403,16 @@ cdef object setitem_key(object key, list advanced):
 
 cdef object setitem_op(TensorBase self, object key, object value):
     cdef list advanced = []
+    # PyTorch indexes first (reading self's history, so no leaf quirk as in fresh_operands)
+    fresh(self)
+    if isinstance(value, TensorBase):
+        fresh(<TensorBase>value)
+    cdef bint had_history = self._node >= 0
     cdef bint recording = records(self, value)
     cdef Record* r
     cdef tuple vkey
+    if recording:
+        view_reads_base(self)
     check_inplace(self, recording, True)
     nkey = setitem_key(key, advanced)
     if recording and writes_through_view(self):
@@ -319,7 +423,10 @@ cdef object setitem_op(TensorBase self, object key, object value):
         except IndexError as e:
             raise IndexError(str(e).replace("axis", "dimension")) from None
         setitem_op(<TensorBase>self._base, bkey, value)
-        rebind_view(self, vkey)
+        if had_history:
+            rebase_view(self, vkey)
+        # else: as in PyTorch the view stays without a history of its own until it is read
+        # (refresh_view); an in-place op on it before that raises (fresh_operands)
         return None
     A = self._array
     if isinstance(value, TensorBase):

@@ -339,6 +339,8 @@ cdef object matmul_eager(input, other):
     cdef TensorBase b = require_tensor(other, "matmul", "other", 2)
     A = a._array
     B = b._array
+    fresh(a)
+    fresh(b)
     cdef int route = matmul_route(A, B, a._requires_grad, b._requires_grad)
     out = product(A, B)
     return matmul_record(route_op(route, out), out, a, b, A, B, False)
@@ -494,6 +496,8 @@ cdef object linear_eager(input, weight, bias=None):
     if dw > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {dw}D")
     Wt = W.T
+    fresh(x)
+    fresh(w)
     if bias is None:
         route = matmul_route(X, Wt, x._requires_grad, w._requires_grad)
         out = product(X, Wt)

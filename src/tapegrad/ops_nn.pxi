@@ -84,7 +84,8 @@ cdef object nn_grad_scale(object g, int red, object count):
 
 
 cdef int nn_no_weight_grad(object w, str fname, str arg) except -1:
-    if isinstance(w, TensorBase) and (<TensorBase>w)._requires_grad and grad_enabled():
+    if isinstance(w, TensorBase) and fresh(<TensorBase>w) == 0 and (<TensorBase>w)._requires_grad \
+            and grad_enabled():
         raise RuntimeError(f"The function '{fname}' is not differentiable with respect to argument "
                            f"'{arg}'. This input cannot have requires_grad True.")
     return 0
@@ -105,7 +106,10 @@ cdef int nn_check_tensor(object x, str fname, str arg, int pos) except -1:
 cdef Record* nn_record_inplace(int op, TensorBase t, tuple inputs, Py_ssize_t* old) except? NULL:
     begin_record(len(inputs) + 1)           # indices stay put until the record is appended
     old[0] = t._node
-    return record_from(op, t, inputs)
+    cdef Record* r = record_from(op, t, inputs)
+    if r != NULL:
+        history_rewritten(t)
+    return r
 
 
 cdef int nn_finish_inplace(TensorBase t, Py_ssize_t old) except -1:
@@ -1181,6 +1185,7 @@ def dropout(TensorBase input, p=0.5, training=True, inplace=False):
     if A.dtype.kind != "f":
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{nn_scalar_name(A.dtype)}")
+    fresh(input)
     if inplace and input._requires_grad and grad_enabled() and is_leaf_c(input):
         raise RuntimeError(NN_LEAF_INPLACE)
     dt = A.dtype
@@ -1583,6 +1588,7 @@ def _overwrite_(TensorBase t, values, str name, value=None):
     cdef bint grad_on = grad_enabled()
     cdef Py_ssize_t old
     cdef Record* r
+    fresh_operands(t, value)
     if grad_on and t._requires_grad and is_leaf_c(t):
         raise RuntimeError(NN_LEAF_INPLACE)
     A = t._array

@@ -169,6 +169,7 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
                                "either a floating point or complex dtype. Got: "
                                f"{scalar_type_name(dt)}")
         if dt != in_dt:
+            fresh(x)
             if x._requires_grad and grad_enabled() and dt.kind != "f":
                 raise RuntimeError(f"Autograd not support dtype: {scalar_type_name(dt)}")
             A = A.astype(dt)

@@ -325,6 +325,7 @@ cdef int check_activation_inplace(TensorBase x) except -1:
     """inplace=True: PyTorch's leaf rule; on a non-leaf that requires grad tapegrad refuses (the
     activation would have to be recorded in place)."""
     check_inplace(x, False)
+    fresh(x)
     if x._requires_grad and grad_enabled():
         raise NotImplementedError("tapegrad does not support inplace=True on a tensor that "
                                   "requires grad; use inplace=False")

@@ -908,6 +908,7 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
     cdef set saved = set(), dtypes = set()
     cdef list typenum = []          # slot -> dtype number
     for t in ext:
+        fresh(<TensorBase>t)
         shapes.append((<TensorBase>t)._array.shape)
         grad.append(grad_mode and (<TensorBase>t)._requires_grad)
         typenum.append(cnp.PyArray_TYPE((<TensorBase>t)._array))

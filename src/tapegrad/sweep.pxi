@@ -381,6 +381,7 @@ cdef object engine_run(tuple outputs, list grads, bint retain_graph, bint create
         raise RuntimeError(f"got {n} tensors and {len(grads)} gradients")
     for i in range(n):
         t = <TensorBase>outputs[i]
+        fresh(t)
         if not t._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
                                "a grad_fn")
@@ -391,6 +392,7 @@ cdef object engine_run(tuple outputs, list grads, bint retain_graph, bint create
                 raise RuntimeError("all inputs have to be Tensors or GradientEdges, but got "
                                    f"{type(x).__name__}")
             t = <TensorBase>x
+            fresh(t)
             if accumulate_grad:
                 t.retain_grad()         # PyTorch: the inputs' .grad are populated, leaf or not
             elif not t._requires_grad:

@@ -73,6 +73,7 @@ cdef TensorBase make_view(object arr, TensorBase base):
     cdef TensorBase v = wrap(arr)
     v._version = version_of(base)
     v._base = base if base._base is None else base._base
+    v._gen = ((<TensorBase>v._base)._gen << 1) | (not grad_enabled())
     return v
 
 
@@ -103,6 +104,8 @@ cdef inline int keep_saved(Record* r, int j, object value, TensorBase owner) exc
 cdef inline Py_ssize_t node_for_input(TensorBase t) except -2:
     """The record index a gradient for `t` flows to: -1 if none; creates a leaf's LEAF record."""
     cdef Py_ssize_t i
+    if t._base is not None:
+        refresh_view(t)                 # a view whose base was rewritten in place (ops_inplace)
     if not t._requires_grad:
         return -1
     if t._node >= 0:
@@ -111,6 +114,13 @@ cdef inline Py_ssize_t node_for_input(TensorBase t) except -2:
     TAPE.recs[i].out = <PyObject*>t
     t._node = i
     return i
+
+
+cdef inline int fresh(TensorBase t) except -1:
+    """Before reading t's autograd state: rebase t if it is a stale view (see refresh_view)."""
+    if t._base is not None:
+        refresh_view(t)
+    return 0
 
 
 cdef inline bint is_leaf_c(TensorBase t) noexcept:
@@ -223,6 +233,7 @@ cdef class TensorBase:
 
     @property
     def requires_grad(self):
+        fresh(self)
         return self._requires_grad
 
     @requires_grad.setter
@@ -236,16 +247,19 @@ cdef class TensorBase:
 
     @property
     def is_leaf(self):
+        fresh(self)
         return is_leaf_c(self)
 
     @property
     def grad_fn(self):
+        fresh(self)
         if self._node < 0 or TAPE.recs[self._node].op == OP_LEAF:
             return None
         return make_grad_fn(self._node)
 
     @property
     def grad(self):
+        fresh(self)
         if (not is_leaf_c(self) and self._grad is None
                 and not (TAPE.recs[self._node].flags & RF_RETAIN_GRAD)):
             warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
@@ -276,6 +290,7 @@ cdef class TensorBase:
 
     def retain_grad(self):
         """Ask backward() to populate .grad of this non-leaf tensor (a no-op on leaves)."""
+        fresh(self)
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if not is_leaf_c(self):
@@ -283,6 +298,7 @@ cdef class TensorBase:
 
     @property
     def retains_grad(self):
+        fresh(self)
         return (not is_leaf_c(self)) and bool(TAPE.recs[self._node].flags & RF_RETAIN_GRAD)
 
     def detach(self):
