@@ -18,9 +18,10 @@ export PYTHONMALLOC=malloc
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1
 if [ $# -eq 0 ]; then set -- tests -m "not slow and not corpus"; fi
 # PyTorch's libraries abort under an LD_PRELOADed ASan runtime: hide torch (an import of it
-# fails, so the parity tests skip) - the sanitizer is for tapegrad's C code.
+# fails, so the parity tests skip; ModuleNotFoundError, which pytest.importorskip skips on) - the
+# sanitizer is for tapegrad's C code.
 mkdir -p "$work/no_torch/torch"
-echo 'raise ImportError("torch is hidden while running under AddressSanitizer")' \
+echo 'raise ModuleNotFoundError("torch is hidden while running under AddressSanitizer")' \
     > "$work/no_torch/torch/__init__.py"
 PYTHONPATH="$work/no_torch${PYTHONPATH:+:$PYTHONPATH}" LD_PRELOAD="$libasan" \
     python -m pytest -q -p no:cacheprovider "$@"
