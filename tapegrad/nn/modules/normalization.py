@@ -124,6 +124,21 @@ class BatchNorm2d(_BatchNorm):
     _ranks = (4,)
 
 
+
+def _register_affine(module, n: int, affine: bool, bias: bool, device, dtype) -> None:
+    """The per-channel scale (ones) and shift (zeros) of a norm layer, or None entries when the
+    layer has no affine part (or no bias), registered as PyTorch names them."""
+    if affine:
+        module.weight = Parameter(creation.ones(n, device=device, dtype=dtype))
+        if bias:
+            module.bias = Parameter(creation.zeros(n, device=device, dtype=dtype))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
 class GroupNorm(Module):
     """Group normalisation: the channels split into num_groups groups, each normalised over its
     channels and the spatial dims, then a per-channel scale and shift (affine)."""
@@ -139,15 +154,7 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(creation.ones(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(creation.zeros(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, num_channels, affine, bias, device, dtype)
 
     def forward(self, input):
         return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -175,15 +182,7 @@ class _InstanceNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(creation.ones(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(creation.zeros(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, num_features, affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", creation.zeros(num_features, device=device,
                                                                 dtype=dtype))
