@@ -294,6 +294,9 @@ def index_put(input, indices, values, accumulate=False):
 
 
 def index_put_(self, indices, values, accumulate=False):
+    """In place: ``self[indices] = values`` where ``indices`` is a tuple of index tensors (advanced
+    indexing), or ``+=`` with ``accumulate=True`` (repeated indices then add up). Returns self.
+    """
     return self.copy_(index_put(self, indices, values, accumulate))
 
 

@@ -65,6 +65,7 @@ class Generator:
 
     @property
     def device(self):
+        """The generator's device: always ``device(type='cpu')``."""
         return self._device
 
     @property
@@ -90,6 +91,7 @@ class Generator:
         return value
 
     def initial_seed(self) -> int:
+        """The seed the generator was last seeded with (``manual_seed`` or ``seed``)."""
         return self._initial_seed
 
     def get_state(self) -> Tensor:
