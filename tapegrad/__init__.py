@@ -108,11 +108,15 @@ def is_tensor(obj) -> bool:
 
 
 def is_floating_point(input) -> bool:
+    """Whether ``input``'s dtype is a floating-point one (float16, float32, float64)."""
     _extra_ops._check_tensor(input, "is_floating_point")
     return input._array.dtype.kind == "f"
 
 
 def is_complex(input) -> bool:
+    """Always False for a tensor: tapegrad has no complex dtypes. ``input`` must be a tensor
+    (``TypeError`` otherwise).
+    """
     _extra_ops._check_tensor(input, "is_complex")
     return False
 

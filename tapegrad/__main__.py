@@ -48,4 +48,5 @@ def main(argv) -> int:
     return 0
 
 
-sys.exit(main(sys.argv[1:]))
+if __name__ == "__main__":      # importing the module (docs tools do) must not run a command
+    sys.exit(main(sys.argv[1:]))

@@ -59,10 +59,12 @@ class device:
 
     @property
     def type(self) -> str:
+        """The device type as a string: ``'cpu'``, ``'cuda'``, ``'meta'``..."""
         return self._type
 
     @property
     def index(self):
+        """The device ordinal, or None when the device was given without one (``device('cpu')``)."""
         return self._index
 
     def __setattr__(self, name, value):

@@ -166,6 +166,10 @@ def scatter(input, dim, index, src=None, reduce=None, *, value=None):
 
 
 def scatter_(self, dim, index, src=None, reduce=None, *, value=None):
+    """In place: write ``src`` (a tensor or a number; or ``value=``) into self at ``index`` along
+    ``dim``, as ``tapegrad.scatter``; ``reduce='add'|'multiply'`` combines instead of writing.
+    Returns self.
+    """
     return self.copy_(scatter(self, dim, index, src, reduce, value=value))
 
 
@@ -181,6 +185,9 @@ def scatter_add(input, dim, index, src):
 
 
 def scatter_add_(self, dim, index, src):
+    """In place: add ``src``'s values into self at ``index`` along ``dim`` (repeated indices
+    accumulate), as ``tapegrad.scatter_add``. Returns self.
+    """
     return self.copy_(scatter_add(self, dim, index, src))
 
 
@@ -206,6 +213,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
 
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    """In place: reduce ``src``'s values into self at ``index`` along ``dim`` with ``reduce`` ('sum',
+    'prod', 'mean', 'amax', 'amin'), as ``tapegrad.scatter_reduce``. Returns self.
+    """
     return self.copy_(scatter_reduce(self, dim, index, src, reduce, include_self=include_self))
 
 
@@ -284,6 +294,9 @@ def index_put(input, indices, values, accumulate=False):
 
 
 def index_put_(self, indices, values, accumulate=False):
+    """In place: ``self[indices] = values`` where ``indices`` is a tuple of index tensors (advanced
+    indexing), or ``+=`` with ``accumulate=True`` (repeated indices then add up). Returns self.
+    """
     return self.copy_(index_put(self, indices, values, accumulate))
 
 
@@ -339,6 +352,9 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
+    """In place: add ``alpha * source`` into self at the positions ``index`` along ``dim``, as
+    ``tapegrad.index_add``. Returns self.
+    """
     return self.copy_(index_add(self, dim, index, source, alpha=alpha))
 
 
@@ -355,6 +371,9 @@ def index_copy(input, dim, index, source):
 
 
 def index_copy_(self, dim, index, source):
+    """In place: copy ``source``'s slices into self at the positions ``index`` along ``dim``, as
+    ``tapegrad.index_copy``. Returns self.
+    """
     return self.copy_(index_copy(self, dim, index, source))
 
 
@@ -372,6 +391,9 @@ def index_fill(input, dim, index, value):
 
 
 def index_fill_(self, dim, index, value):
+    """In place: fill the slices of self at ``index`` along ``dim`` with ``value``, as
+    ``tapegrad.index_fill``. Returns self.
+    """
     return self.copy_(index_fill(self, dim, index, value))
 
 

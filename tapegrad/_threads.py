@@ -31,10 +31,17 @@ def _check_count(fn: str, n) -> int:
 
 
 def get_num_threads() -> int:
+    """The number of threads used for intra-op parallelism (BLAS): the value last given to
+    ``set_num_threads``, else the number of cores available to the process.
+    """
     return _available_cores() if _num_threads is None else _num_threads
 
 
 def set_num_threads(n: int) -> None:
+    """Set the number of threads for intra-op parallelism (a positive int). Applied to the BLAS and
+    OpenMP pools through ``threadpoolctl`` when it is installed; otherwise only recorded (then set
+    ``OMP_NUM_THREADS`` before starting Python).
+    """
     global _num_threads, _limiter
     n = _check_count("set_num_threads", n)
     try:
@@ -47,6 +54,9 @@ def set_num_threads(n: int) -> None:
 
 
 def get_num_interop_threads() -> int:
+    """The number of inter-op threads: the value set once by ``set_num_interop_threads``, else the
+    number of cores available. tapegrad runs ops one at a time; the value is recorded only.
+    """
     return _available_cores() if _num_interop_threads is None else _num_interop_threads
 
 

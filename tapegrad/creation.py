@@ -160,18 +160,56 @@ def _filled(size, value, dtype, requires_grad) -> Tensor:
 
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False,
           pin_memory: bool = False) -> Tensor:
+    """A tensor of zeros of the given shape.
+
+    Parameters
+    ----------
+    *size : int, or one sequence of ints
+        The shape: ``zeros(2, 3)`` or ``zeros((2, 3))``; ``zeros()`` is a 0-d tensor.
+    dtype : tapegrad.dtype, optional
+        Default: the default float dtype (float32, see ``set_default_dtype``).
+    device : optional
+        Only the CPU is accepted (a CUDA device raises as PyTorch without CUDA).
+    requires_grad : bool, default False
+        Make the result a leaf that records operations (floating dtypes only).
+
+    Examples
+    --------
+    >>> tapegrad.zeros(2, 3).shape
+    torch.Size([2, 3])
+    >>> tapegrad.zeros(2, dtype=tapegrad.int64)
+    tensor([0, 0])
+    """
     _check_placement("zeros", device, pin_memory)
     return _filled(size, 0, dtype, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad: bool = False,
          pin_memory: bool = False) -> Tensor:
+    """A tensor of ones of the given shape (``ones(2, 3)`` or ``ones((2, 3))``); ``dtype``, ``device``
+    and ``requires_grad`` as for ``zeros``.
+
+    Examples
+    --------
+    >>> tapegrad.ones(2, requires_grad=True)
+    tensor([1., 1.], requires_grad=True)
+    """
     _check_placement("ones", device, pin_memory)
     return _filled(size, 1, dtype, requires_grad)
 
 
 def full(size, fill_value, dtype=None, requires_grad: bool = False, *, device=None,
          pin_memory: bool = False) -> Tensor:
+    """A tensor of shape ``size`` (an int or a sequence) filled with ``fill_value``.
+
+    Without ``dtype``, the dtype follows the value as in PyTorch: bool for a bool, int64 for an
+    int, the default float dtype for a float.
+
+    Examples
+    --------
+    >>> tapegrad.full((2,), 7), tapegrad.full((2,), 7.)
+    (tensor([7, 7]), tensor([7., 7.]))
+    """
     _check_placement("full", device, pin_memory)
     if dtype is None:
         dtype = (np.bool_ if isinstance(fill_value, bool) else
@@ -182,6 +220,9 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, device=No
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False,
           memory_format=None) -> Tensor:
+    """An uninitialised tensor of the given shape: its values are whatever the memory held, so write
+    them before reading. ``dtype`` defaults to the default float dtype.
+    """
     _check_placement("empty", device, pin_memory)
     shape = _size_args(size)
     dt = _np_dtype(dtype) or _default_float()
@@ -193,6 +234,9 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memor
 # PyTorch's signature: every tapegrad tensor is contiguous).
 def zeros_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
+    """Zeros with ``input``'s shape and (unless ``dtype`` is given) its dtype; a new leaf, not
+    connected to ``input``'s graph.
+    """
     _check_tensor(input, "zeros_like")
     check_device(device, "zeros_like")
     return _filled(input.shape, 0, dtype or input.dtype, requires_grad)
@@ -200,6 +244,7 @@ def zeros_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = 
 
 def ones_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
+    """Ones with ``input``'s shape and (unless ``dtype`` is given) its dtype."""
     _check_tensor(input, "ones_like")
     check_device(device, "ones_like")
     return _filled(input.shape, 1, dtype or input.dtype, requires_grad)
@@ -207,6 +252,9 @@ def ones_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = F
 
 def full_like(input: Tensor, fill_value, dtype=None, *, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
+    """``fill_value`` in ``input``'s shape and (unless ``dtype`` is given) its dtype (the value is
+    cast to it: ``full_like(int_tensor, 2.7)`` holds 2).
+    """
     _check_tensor(input, "full_like")
     check_device(device, "full_like")
     return _filled(input.shape, fill_value, dtype or input.dtype, requires_grad)
@@ -214,6 +262,7 @@ def full_like(input: Tensor, fill_value, dtype=None, *, device=None, requires_gr
 
 def empty_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
+    """An uninitialised tensor with ``input``'s shape and (unless ``dtype`` is given) its dtype."""
     _check_tensor(input, "empty_like")
     check_device(device, "empty_like")
     dt = _np_dtype(dtype or input.dtype)

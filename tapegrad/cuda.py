@@ -14,40 +14,51 @@ def _no_cuda():
 
 
 def is_available() -> bool:
+    """Always False: tapegrad runs on the CPU only, as a PyTorch build without CUDA."""
     return False
 
 
 def is_initialized() -> bool:
+    """Always False: there is no CUDA state to initialise."""
     return False
 
 
 def device_count() -> int:
+    """Always 0: no CUDA devices."""
     return 0
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Always False: no CUDA device supports bfloat16 here."""
     return False
 
 
 def get_arch_list() -> list:
+    """Always ``[]``: no CUDA architectures are compiled in."""
     return []
 
 
 # Seeding the CUDA generators is a no-op without CUDA (PyTorch queues it for a lazy init that
 # never comes); the seed must still be an integer.
 def manual_seed(seed) -> None:
+    """Accept a seed for the (absent) CUDA generator: a no-op, as in PyTorch without CUDA; ``seed``
+    must still convert to an integer.
+    """
     int(seed)
 
 
 def manual_seed_all(seed) -> None:
+    """Accept a seed for all (absent) CUDA generators: a no-op; ``seed`` must convert to an integer."""
     int(seed)
 
 
 def seed() -> None:
+    """No-op: there is no CUDA generator to reseed."""
     return None
 
 
 def seed_all() -> None:
+    """No-op: there are no CUDA generators to reseed."""
     return None
 
 
@@ -58,71 +69,96 @@ def empty_cache() -> None:
 
 # Memory statistics of a device that was never used are zero.
 def memory_allocated(device=None) -> int:
+    """Always 0: no CUDA memory is ever allocated."""
     return 0
 
 
 def max_memory_allocated(device=None) -> int:
+    """Always 0: no CUDA memory is ever allocated."""
     return 0
 
 
 def memory_reserved(device=None) -> int:
+    """Always 0: no CUDA memory is ever reserved."""
     return 0
 
 
 def max_memory_reserved(device=None) -> int:
+    """Always 0: no CUDA memory is ever reserved."""
     return 0
 
 
 # Everything below needs a CUDA device.
 def init() -> None:
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
 
 
 def synchronize(device=None) -> None:
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled`` (there is no device
+    to wait for).
+    """
     _no_cuda()
 
 
 def current_device() -> int:
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
 
 
 def get_device_name(device=None) -> str:
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
 
 
 def get_device_capability(device=None):
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
 
 
 def get_device_properties(device=None):
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
 
 
 def initial_seed() -> int:
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled`` (use
+    ``tapegrad.initial_seed()`` for the CPU generator).
+    """
     _no_cuda()
 
 
 def get_rng_state(device="cuda"):
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled`` (use
+    ``tapegrad.get_rng_state()`` for the CPU generator).
+    """
     _no_cuda()
 
 
 def get_rng_state_all():
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
 
 
 def set_rng_state(new_state, device="cuda") -> None:
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled`` (use
+    ``tapegrad.set_rng_state()`` for the CPU generator).
+    """
     _no_cuda()
 
 
 def mem_get_info(device=None):
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
 
 
 def ipc_collect() -> None:
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
 
 
 def current_stream(device=None):
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
 
 
@@ -140,4 +176,5 @@ def set_device(device) -> None:
 
 
 def reset_peak_memory_stats(device=None) -> None:
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()

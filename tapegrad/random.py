@@ -65,6 +65,7 @@ class Generator:
 
     @property
     def device(self):
+        """The generator's device: always ``device(type='cpu')``."""
         return self._device
 
     @property
@@ -90,6 +91,7 @@ class Generator:
         return value
 
     def initial_seed(self) -> int:
+        """The seed the generator was last seeded with (``manual_seed`` or ``seed``)."""
         return self._initial_seed
 
     def get_state(self) -> Tensor:
@@ -780,10 +782,16 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 
 
 def _multinomial_method(self, num_samples, replacement=False, *, generator=None):
+    """``tapegrad.multinomial(self, num_samples, replacement, generator=...)``: indices sampled from
+    the rows of self, read as unnormalised probabilities.
+    """
     return multinomial(self, num_samples, replacement, generator=generator)
 
 
 def _bernoulli_method(self, p=None, *, generator=None):
+    """``tapegrad.bernoulli(self, generator=...)``: 0/1 draws with the probabilities in self, of
+    self's dtype.
+    """
     return bernoulli(self, p, generator=generator)
 
 

@@ -28,6 +28,7 @@ class Size(tuple):
     __str__ = __repr__
 
     def numel(self) -> int:
+        """The number of elements a tensor of this shape holds (the product of the sizes; 1 for ``()``)."""
         n = 1
         for s in self:
             n *= s
@@ -150,17 +151,29 @@ class Tensor(_core.TensorBase):
     # -- shape --------------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
+        """The tensor's shape as a ``torch.Size`` (a tuple of ints); the same as ``size()``."""
         return Size(self._array.shape)
 
     def size(self, dim: int | None = None):
+        """The shape as a ``torch.Size``, or with ``dim`` the size of that dimension as an int (negative
+        ``dim`` counts from the end; out of range raises ``IndexError``).
+
+        Examples
+        --------
+        >>> x = tapegrad.zeros(2, 3)
+        >>> x.size(), x.size(-1)
+        (torch.Size([2, 3]), 3)
+        """
         if dim is None:
             return Size(self._array.shape)
         return self._array.shape[_core.normalize_dim(dim, self._array.ndim)]
 
     def dim(self) -> int:
+        """The number of dimensions (0 for a scalar tensor); also ``ndim``."""
         return self._array.ndim
 
     def numel(self) -> int:
+        """The number of elements: the product of the shape (1 for a 0-d tensor)."""
         return self._array.size
 
     def __len__(self) -> int:
@@ -175,6 +188,14 @@ class Tensor(_core.TensorBase):
 
     # -- conversions ----------------------------------------------------------------------------
     def item(self):
+        """The value of a one-element tensor (any shape) as a Python number (``float``, ``int`` or
+        ``bool`` by dtype); more than one element raises ``RuntimeError``.
+
+        Examples
+        --------
+        >>> tapegrad.tensor([[2.5]]).item()
+        2.5
+        """
         if self._array.size != 1:
             raise RuntimeError(f"a Tensor with {self._array.size} elements cannot be converted to Scalar")
         value = self._array.reshape(()).item()
@@ -182,6 +203,13 @@ class Tensor(_core.TensorBase):
         return value
 
     def tolist(self):
+        """The values as (nested) Python lists of Python numbers; a 0-d tensor gives a number.
+
+        Examples
+        --------
+        >>> tapegrad.arange(4).reshape(2, 2).tolist()
+        [[0, 1], [2, 3]]
+        """
         value = self._array.tolist()
         _core._capture_read(self, "tolist", value)
         return value
@@ -306,6 +334,7 @@ class Tensor(_core.TensorBase):
     # -- device (tapegrad computes on the CPU only) -------------------------------------------
     @property
     def device(self):
+        """The tensor's device: always ``device(type='cpu')``."""
         return CPU
 
     is_cuda = False
@@ -344,6 +373,7 @@ class Tensor(_core.TensorBase):
         return _core_type(self, dtype, non_blocking, **kwargs)
 
     def cpu(self, *, memory_format=None):
+        """Return self: tapegrad tensors always live on the CPU."""
         return self
 
     def cuda(self, device=None, non_blocking: bool = False, memory_format=None):
@@ -357,21 +387,26 @@ class Tensor(_core.TensorBase):
         raise RuntimeError("Cannot access accelerator device when none is available.")
 
     def is_pinned(self, device=None) -> bool:
+        """Always False: pinned memory needs an accelerator."""
         return False
 
     # -- storage queries ------------------------------------------------------------------------
     def element_size(self) -> int:
+        """The size of one element in bytes (4 for float32, 8 for int64, 1 for bool)."""
         return self._array.itemsize
 
     @property
     def itemsize(self) -> int:
+        """The size of one element in bytes, as ``element_size()``."""
         return self._array.itemsize
 
     @property
     def nbytes(self) -> int:
+        """The bytes the tensor's elements occupy: ``numel() * element_size()``."""
         return self._array.nbytes
 
     def nelement(self) -> int:
+        """The number of elements, as ``numel()``."""
         return self._array.size
 
     def data_ptr(self) -> int:
@@ -379,9 +414,11 @@ class Tensor(_core.TensorBase):
         return self._array.__array_interface__["data"][0]
 
     def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating-point one (float16, float32, float64)."""
         return self._array.dtype.kind == "f"
 
     def is_complex(self) -> bool:
+        """Always False: tapegrad has no complex dtypes."""
         return False
 
     # -- new tensors with self's dtype (Tensor.new_*) --------------------------------------------
@@ -405,21 +442,37 @@ class Tensor(_core.TensorBase):
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False,
                   layout=None, pin_memory: bool = False, **kwargs):
+        """A new tensor of zeros with shape ``size`` (ints, a sequence or ``size=``), of self's dtype
+        unless ``dtype`` is given; not connected to self's graph.
+
+        Examples
+        --------
+        >>> x = tapegrad.ones(2, dtype=tapegrad.float64)
+        >>> x.new_zeros(3)
+        tensor([0., 0., 0.], dtype=torch.float64)
+        """
         return self._new_filled("new_zeros", _size_kwarg(size, kwargs), 0, dtype, device,
                                 requires_grad, pin_memory)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False,
                  layout=None, pin_memory: bool = False, **kwargs):
+        """A new tensor of ones with shape ``size``, of self's dtype unless ``dtype`` is given."""
         return self._new_filled("new_ones", _size_kwarg(size, kwargs), 1, dtype, device,
                                 requires_grad, pin_memory)
 
     def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False,
                   layout=None, pin_memory: bool = False, **kwargs):
+        """A new uninitialised tensor with shape ``size``, of self's dtype unless ``dtype`` is given:
+        its values are arbitrary until written.
+        """
         return self._new_filled("new_empty", _size_kwarg(size, kwargs), None, dtype, device,
                                 requires_grad, pin_memory)
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad: bool = False,
                  layout=None, pin_memory: bool = False):
+        """A new tensor of shape ``size`` filled with ``fill_value``, of self's dtype unless ``dtype`` is
+        given (``fill_value`` is cast to it).
+        """
         if not isinstance(size, (tuple, list)):
             raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, "
                             f"not {type(size).__name__}")
@@ -441,42 +494,81 @@ class Tensor(_core.TensorBase):
 
     # -- ops as methods -------------------------------------------------------------------------
     def exp(self):
+        """Elementwise ``e ** self``; the same as ``tapegrad.exp(self)`` (recorded, gradient
+        ``grad * exp(self)``).
+        """
         return _core.exp(self)
 
     def log(self):
+        """Elementwise natural logarithm (``nan`` below 0, ``-inf`` at 0); the same as
+        ``tapegrad.log(self)``.
+        """
         return _core.log(self)
 
     def tanh(self):
+        """Elementwise hyperbolic tangent; the same as ``tapegrad.tanh(self)``."""
         return _core.tanh(self)
 
     def relu(self):
+        """Elementwise ``max(self, 0)``; the gradient at 0 is 0, as PyTorch's."""
         return _core.relu(self)
 
     def neg(self):
+        """Elementwise ``-self``; the same as ``tapegrad.neg(self)``."""
         return _core.neg(self)
 
     def add(self, other, *, alpha=1):
+        """``self + alpha * other`` with broadcasting and PyTorch's type promotion (``other`` may be a
+        Python number).
+
+        Examples
+        --------
+        >>> tapegrad.tensor([1., 2.]).add(tapegrad.tensor([10., 20.]), alpha=2)
+        tensor([21., 42.])
+        """
         return _core.add(self, other, alpha=alpha)
 
     def sub(self, other, *, alpha=1):
+        """``self - alpha * other`` with broadcasting and PyTorch's type promotion."""
         return _core.sub(self, other, alpha=alpha)
 
     def mul(self, other):
+        """``self * other`` elementwise, with broadcasting and PyTorch's type promotion."""
         return _core.mul(self, other)
 
     def div(self, other):
+        """``self / other`` elementwise (true division: integer inputs give the default float dtype)."""
         return _core.div(self, other)
 
     def pow(self, exponent):
+        """``self ** exponent`` elementwise; ``exponent`` is a number or a broadcastable tensor."""
         return _core.pow(self, exponent)
 
     def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        """The sum of all elements (a 0-d tensor), or over ``dim`` (an int or a tuple of ints; negative
+        counts from the end), keeping reduced dims as size 1 with ``keepdim=True``.
+
+        Integer and bool inputs sum to int64, as in PyTorch; ``dtype`` casts before summing.
+        numpy's ``axis=``/``keepdims=`` spellings are accepted too.
+
+        Examples
+        --------
+        >>> x = tapegrad.tensor([[1., 2.], [3., 4.]])
+        >>> x.sum(), x.sum(0), x.sum(1, keepdim=True).shape
+        (tensor(10.), tensor([4., 6.]), torch.Size([2, 1]))
+        """
         return _core.sum(self, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
 
     def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        """The mean of all elements, or over ``dim`` (int or tuple) with ``keepdim``; the input must be
+        floating point (or ``dtype`` given), as in PyTorch.
+        """
         return _core.mean(self, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
 
     def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The index of the largest element of the flattened tensor (int64, 0-d), or along ``dim``; not
+        differentiable (the result never requires grad).
+        """
         return _core.argmax(self, dim, keepdim, axis=axis, keepdims=keepdims)
 
 

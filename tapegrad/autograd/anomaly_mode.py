@@ -18,10 +18,12 @@ __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
 
 
 def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection (``autograd.detect_anomaly`` / ``set_detect_anomaly``) is on."""
     return _core._anomaly_enabled()
 
 
 def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection also checks every backward result for NaN."""
     return _core._anomaly_check_nan_enabled()
 
 

@@ -201,15 +201,42 @@ class Function(metaclass=FunctionMeta):
     # Whether forward takes ctx (classic style) or setup_context is used.
     @staticmethod
     def forward(*args, **kwargs):
+        """Compute the outputs from the inputs (static; no recording inside).
+
+        Either ``forward(ctx, *args)`` saving what backward needs on ``ctx``
+        (``ctx.save_for_backward(...)``), or ``forward(*args)`` together with ``setup_context``.
+        """
         raise NotImplementedError("You must implement the forward function for custom "
                                   "autograd.Function.")
 
     @staticmethod
     def setup_context(ctx, inputs, output):
+        """Store on ``ctx`` what backward needs, given ``inputs`` and ``output`` (static); used when
+        ``forward`` does not take ``ctx``.
+        """
         raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        """The vector-Jacobian product (static): given ``ctx`` and one gradient per output, return one
+        gradient per input of ``forward`` (``None`` for inputs that need none).
+
+        Examples
+        --------
+        >>> class Square(tapegrad.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x * x
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         x, = ctx.saved_tensors
+        ...         return 2 * x * g
+        >>> x = tapegrad.tensor([3.], requires_grad=True)
+        >>> Square.apply(x).backward()
+        >>> x.grad
+        tensor([6.])
+        """
         raise NotImplementedError("You must implement either the backward or vjp method for "
                                   "your custom autograd.Function to use it with backward mode "
                                   "AD.")
@@ -218,6 +245,9 @@ class Function(metaclass=FunctionMeta):
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
+        """Forward-mode derivative (not supported by tapegrad: forward-mode AD is not implemented; the
+        base raises ``NotImplementedError`` as PyTorch's does when a Function lacks it).
+        """
         raise NotImplementedError("You must implement the jvp function for custom "
                                   "autograd.Function to use it with forward mode AD.")
 

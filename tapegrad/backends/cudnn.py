@@ -10,14 +10,17 @@ from contextlib import contextmanager
 
 
 def is_available() -> bool:
+    """Always False: cuDNN is not available (its flags exist and are remembered, with no effect)."""
     return False
 
 
 def version():
+    """Always None: no cuDNN library is loaded."""
     return None
 
 
 def is_acceptable(tensor) -> bool:
+    """Always False: no tensor can use cuDNN."""
     return False
 
 

@@ -45,6 +45,7 @@ class Bernoulli(Distribution):
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter given at construction (``probs`` or ``logits``)."""
         return self._param.shape
 
     @property
@@ -61,6 +62,7 @@ class Bernoulli(Distribution):
         return self.probs * (1 - self.probs)
 
     def expand(self, batch_shape, _instance=None):
+        """A Bernoulli with the same parameters broadcast to ``batch_shape`` (no copy of the data)."""
         new = self._get_checked_instance(Bernoulli, _instance)
         batch_shape = Size(batch_shape)
         if "probs" in self.__dict__:

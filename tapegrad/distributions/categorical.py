@@ -50,6 +50,7 @@ class Categorical(Distribution):
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter given at construction: ``batch_shape + (num_classes,)``."""
         return self._param.shape
 
     @property
@@ -70,6 +71,7 @@ class Categorical(Distribution):
         return self.probs.argmax(dim=-1)
 
     def expand(self, batch_shape, _instance=None):
+        """A Categorical with the same parameters broadcast to ``batch_shape`` (no copy of the data)."""
         new = self._get_checked_instance(Categorical, _instance)
         batch_shape = Size(batch_shape)
         param_shape = tuple(batch_shape) + (self._num_events,)

@@ -33,6 +33,9 @@ class Constraint:
     event_dim = 0
 
     def check(self, value) -> np.ndarray:
+        """A bool tensor (or array) that is True where ``value`` satisfies the constraint (one entry per
+        event: ``event_dim`` trailing dims are reduced).
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -65,6 +68,7 @@ class _Boolean(Constraint):
 
 
 class _GreaterThan(Constraint):
+    """The constraint ``value > lower_bound`` (``positive`` is ``greater_than(0.)``)."""
     def __init__(self, lower_bound):
         self.lower_bound = lower_bound
 
@@ -76,6 +80,7 @@ class _GreaterThan(Constraint):
 
 
 class _GreaterThanEq(_GreaterThan):
+    """The constraint ``value >= lower_bound`` (``nonnegative`` is ``greater_than_eq(0.)``)."""
     def check(self, value):
         return _values(value) >= _values(self.lower_bound)
 
@@ -84,6 +89,7 @@ class _GreaterThanEq(_GreaterThan):
 
 
 class _LessThan(Constraint):
+    """The constraint ``value < upper_bound``."""
     def __init__(self, upper_bound):
         self.upper_bound = upper_bound
 
@@ -95,6 +101,9 @@ class _LessThan(Constraint):
 
 
 class _Interval(Constraint):
+    """The constraint ``lower_bound <= value <= upper_bound`` (``unit_interval`` is
+    ``interval(0., 1.)``).
+    """
     def __init__(self, lower_bound, upper_bound):
         self.lower_bound = lower_bound
         self.upper_bound = upper_bound
@@ -109,12 +118,16 @@ class _Interval(Constraint):
 
 
 class _HalfOpenInterval(_Interval):
+    """The constraint ``lower_bound <= value < upper_bound``."""
     def check(self, value):
         v = _values(value)
         return (_values(self.lower_bound) <= v) & (v < _values(self.upper_bound))
 
 
 class _IntegerInterval(_Interval):
+    """The constraint: ``value`` is an integer (in value) with ``lower_bound <= value <=
+    upper_bound``.
+    """
     is_discrete = True
 
     def check(self, value):

@@ -23,6 +23,9 @@ class Distribution:
 
     @staticmethod
     def set_default_validate_args(value: bool) -> None:
+        """Turn argument and sample validation on (the default) or off for every distribution created
+        afterwards that is not given ``validate_args=``. ``value`` must be a bool.
+        """
         if value not in (True, False):
             raise ValueError
         Distribution._validate_args = value
@@ -50,34 +53,48 @@ class Distribution:
 
     @property
     def batch_shape(self) -> Size:
+        """The shape of the batch of independent distributions this object holds (``torch.Size``)."""
         return self._batch_shape
 
     @property
     def event_shape(self) -> Size:
+        """The shape of one sample of one member of the batch (``torch.Size([])`` for scalar
+        distributions, ``(K,)`` for OneHotCategorical over K classes).
+        """
         return self._event_shape
 
     @property
     def arg_constraints(self) -> dict:
+        """A dict mapping each parameter name to the constraint its values must satisfy, checked at
+        construction when validation is on.
+        """
         raise NotImplementedError
 
     @property
     def support(self):
+        """The constraint describing the valid values of samples; ``log_prob`` checks its argument
+        against it when validation is on.
+        """
         raise NotImplementedError
 
     @property
     def mean(self):
+        """The mean of each member of the batch, shape ``batch_shape + event_shape``."""
         raise NotImplementedError(f"{type(self)} does not implement mean")
 
     @property
     def mode(self):
+        """The most likely value of each member of the batch, shape ``batch_shape + event_shape``."""
         raise NotImplementedError(f"{type(self)} does not implement mode")
 
     @property
     def variance(self):
+        """The variance of each member of the batch, shape ``batch_shape + event_shape``."""
         raise NotImplementedError(f"{type(self)} does not implement variance")
 
     @property
     def stddev(self):
+        """The standard deviation, ``variance.sqrt()``; differentiable in the parameters."""
         return self.variance.sqrt()
 
     def sample(self, sample_shape=Size()):
@@ -90,24 +107,48 @@ class Distribution:
         raise NotImplementedError
 
     def sample_n(self, n: int):
+        """``n`` samples: ``sample((n,))``, shape ``(n,) + batch_shape + event_shape``."""
         return self.sample(Size((n,)))
 
     def log_prob(self, value):
+        """The log of the probability density (or mass) at ``value``, differentiable in the parameters.
+
+        ``value`` must be a tensor whose trailing dims match ``event_shape`` and that broadcasts
+        with ``batch_shape``; the result has the broadcast batch shape (event dims reduced).
+        With validation on, values outside ``support`` raise ``ValueError``.
+
+        Examples
+        --------
+        >>> d = tapegrad.distributions.Normal(tapegrad.tensor(0.), tapegrad.tensor(1.))
+        >>> round(d.log_prob(tapegrad.tensor(0.)).item(), 4)
+        -0.9189
+        """
         raise NotImplementedError
 
     def cdf(self, value):
+        """The cumulative distribution function at ``value`` (same shape rules as ``log_prob``)."""
         raise NotImplementedError
 
     def icdf(self, value):
+        """The inverse of ``cdf``: the value below which a fraction ``value`` of the mass lies."""
         raise NotImplementedError
 
     def entropy(self):
+        """The entropy of each member of the batch (shape ``batch_shape``), in nats, differentiable in
+        the parameters.
+        """
         raise NotImplementedError
 
     def perplexity(self):
+        """``exp(entropy())``, shape ``batch_shape``."""
         return self.entropy().exp()
 
     def enumerate_support(self, expand: bool = True):
+        """Every value of a discrete distribution's support, along a new leading dimension.
+
+        With ``expand=True`` the result has shape ``(n,) + batch_shape + event_shape``; with ``False``
+        the batch dims are 1 (broadcastable). Only discrete distributions implement it.
+        """
         raise NotImplementedError
 
     def _extended_shape(self, sample_shape=Size()) -> Size:

@@ -43,6 +43,7 @@ class Normal(Distribution):
         return self.scale.pow(2)
 
     def expand(self, batch_shape, _instance=None):
+        """A Normal with ``loc`` and ``scale`` broadcast to ``batch_shape`` (no copy of the data)."""
         new = self._get_checked_instance(Normal, _instance)
         batch_shape = Size(batch_shape)
         new.loc = self.loc.expand(*batch_shape)

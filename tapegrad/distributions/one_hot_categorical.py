@@ -30,14 +30,17 @@ class OneHotCategorical(Distribution):
 
     @property
     def probs(self):
+        """The class probabilities, shape ``batch_shape + (num_classes,)``, normalised to sum to 1."""
         return self._categorical.probs
 
     @property
     def logits(self):
+        """The log-probabilities of the classes (normalised: ``logsumexp`` over the last dim is 0)."""
         return self._categorical.logits
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter given at construction: ``batch_shape + (num_classes,)``."""
         return self._categorical.param_shape
 
     @property
@@ -57,6 +60,7 @@ class OneHotCategorical(Distribution):
         return probs * (1 - probs)
 
     def expand(self, batch_shape, _instance=None):
+        """A OneHotCategorical with the same parameters broadcast to ``batch_shape``."""
         new = self._get_checked_instance(OneHotCategorical, _instance)
         new._categorical = self._categorical.expand(batch_shape)
         Distribution.__init__(new, Size(batch_shape), self.event_shape, validate_args=False)

@@ -46,6 +46,7 @@ class Uniform(Distribution):
         return (self.high - self.low).pow(2) / 12
 
     def expand(self, batch_shape, _instance=None):
+        """A Uniform with ``low`` and ``high`` broadcast to ``batch_shape`` (no copy of the data)."""
         new = self._get_checked_instance(Uniform, _instance)
         batch_shape = Size(batch_shape)
         new.low = self.low.expand(*batch_shape)

@@ -28,31 +28,41 @@ def _finish(input, out, inplace: bool):
 
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
     # PyTorch's backward passes the gradient only strictly inside (min_val, max_val).
+    """Elementwise ``clamp(x, min_val, max_val)`` (default -1, 1), with PyTorch's zero gradient at
+    the bounds.
+    """
     out = _tg.where(input <= min_val, _tg.full_like(input, min_val),
                     _tg.where(input >= max_val, _tg.full_like(input, max_val), input))
     return _finish(input, out, inplace)
 
 
 def relu6(input, inplace: bool = False):
+    """Elementwise ``min(max(0, x), 6)``."""
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def selu(input, inplace: bool = False):
+    """Elementwise ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with PyTorch's constants
+    alpha = 1.6733 and scale = 1.0507.
+    """
     return _finish(input, _compiled("elu")(input, alpha=_SELU_ALPHA) * _SELU_SCALE, inplace)
 
 
 def celu(input, alpha: float = 1.0, inplace: bool = False):
+    """Elementwise ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _finish(input, _compiled("elu")(input / alpha, alpha=1.0) * alpha, inplace)
 
 
 def mish(input, inplace: bool = False):
+    """Elementwise ``x * tanh(softplus(x))``."""
     return _finish(input, input * _tg.tanh(_compiled("softplus")(input)), inplace)
 
 
 def hardswish(input, inplace: bool = False):
     # Gradient x/3 + 1/2 strictly inside (-3, 3), 0 at -3 and 1 at 3, as PyTorch 2.13 gives.
+    """Elementwise ``x * clamp(x + 3, 0, 6) / 6``."""
     zero = _tg.zeros_like(input)
     out = _tg.where(input <= -3.0, zero, _tg.where(input < 3.0, input * (input + 3.0) / 6.0,
                                                    input))
@@ -60,6 +70,7 @@ def hardswish(input, inplace: bool = False):
 
 
 def hardsigmoid(input, inplace: bool = False):
+    """Elementwise ``clamp(x / 6 + 1 / 2, 0, 1)``."""
     out = _tg.where(input <= -3.0, _tg.zeros_like(input),
                     _tg.where(input >= 3.0, _tg.ones_like(input), input / 6.0 + 0.5))
     return _finish(input, out, inplace)
@@ -68,6 +79,7 @@ def hardsigmoid(input, inplace: bool = False):
 def logsigmoid(input):
     # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), written as two branches that each only
     # see their own half of the inputs, so neither overflows and each carries the exact slope.
+    """Elementwise ``log(sigmoid(x))``, computed stably as ``-softplus(-x)``."""
     zero = _tg.zeros_like(input)
     negative = input < 0
     x_neg = _tg.where(negative, input, zero)
@@ -77,14 +89,17 @@ def logsigmoid(input):
 
 
 def softsign(input):
+    """Elementwise ``x / (1 + |x|)``."""
     return input / (input.abs() + 1)
 
 
 def tanhshrink(input):
+    """Elementwise ``x - tanh(x)``."""
     return input - _tg.tanh(input)
 
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
+    """Elementwise ``x`` where ``x > threshold``, else ``value``."""
     out = _tg.where(input > threshold, input, _tg.full_like(input, value))
     return _finish(input, out, inplace)
 
@@ -97,11 +112,13 @@ def _check_lambd(input, lambd: float) -> None:
 
 
 def hardshrink(input, lambd: float = 0.5):
+    """Elementwise ``x`` where ``|x| > lambd`` (default 0.5), else 0."""
     _check_lambd(input, lambd)
     return _tg.where((input > lambd) | (input < -lambd), input, _tg.zeros_like(input))
 
 
 def softshrink(input, lambd: float = 0.5):
+    """Elementwise ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
     _check_lambd(input, lambd)
     return _tg.where(input > lambd, input - lambd,
                      _tg.where(input < -lambd, input + lambd, _tg.zeros_like(input)))
@@ -142,6 +159,7 @@ def _legacy_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
 
 
 def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
+    """``softmax(-input, dim)``: along ``dim``, weights that sum to 1, largest for the smallest value."""
     if dim is None:
         dim = _legacy_softmax_dim("softmin", input.dim(), _stacklevel)
     if dtype is not None:
@@ -150,6 +168,9 @@ def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
 
 
 def glu(input, dim: int = -1):
+    """Gated linear unit: split ``input`` in two halves ``a, b`` along ``dim`` (even size) and return
+    ``a * sigmoid(b)``; the result has half the size along ``dim``.
+    """
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     size = input.shape[dim]

@@ -123,6 +123,9 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
 
 def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_average=None,
                         reduce=None, reduction: str = "mean"):
+    """``max(0, -target * (input1 - input2) + margin)`` per element (target is 1 or -1), reduced by
+    ``reduction`` ('mean', 'sum' or 'none').
+    """
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not (input1.dim() == input2.dim() == target.dim()):
@@ -144,6 +147,7 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, 
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    """``log(1 + exp(-target * input))`` per element (target 1 or -1), reduced by ``reduction``."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     return _reduce(_tg.log1p(_tg.exp(-target * input)), reduction)
@@ -193,6 +197,10 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2,
                         eps: float = 1e-6, swap: bool = False, size_average=None, reduce=None,
                         reduction: str = "mean"):
+    """``max(d(anchor, positive) - d(anchor, negative) + margin, 0)`` with ``d`` the p-norm pairwise
+    distance over the last dim (``swap=True`` uses the smaller of d(a, n) and d(p, n)), reduced by
+    ``reduction``.
+    """
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     dims = (anchor.dim(), positive.dim(), negative.dim())
@@ -209,6 +217,9 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
 
 def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
                      size_average=None, eps: float = 1e-8, reduce=None, reduction: str = "mean"):
+    """Poisson negative log likelihood: ``exp(input) - target * input`` with ``log_input=True``, else
+    ``input - target * log(input + eps)``; ``full=True`` adds Stirling's term for targets > 1.
+    """
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if log_input:

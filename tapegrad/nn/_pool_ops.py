@@ -340,6 +340,8 @@ def _adaptive_max(input, output_size, return_indices, nd, name):
 
 @empty_batch_safe(1)
 def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Max pooling over the last dim of an (N, C, L) or (C, L) input into ``output_size``
+    windows of (near) equal size; ``return_indices=True`` also returns the argmax positions."""
     return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
 
 

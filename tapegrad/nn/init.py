@@ -13,6 +13,10 @@ def _fill(tensor, values):
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
+    """The recommended gain for a nonlinearity (PyTorch's table): 1 for linear/conv/sigmoid, 5/3 for
+    tanh, sqrt(2) for relu, sqrt(2 / (1 + slope**2)) for leaky_relu (``param`` is the slope,
+    default 0.01), 3/4 for selu.
+    """
     linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
               "conv_transpose3d", "sigmoid")
     if nonlinearity in linear:
@@ -70,40 +74,55 @@ def _fill_drawn(tensor, draw):
 
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
+    """Fill ``tensor`` in place with draws from U(a, b), without recording; returns it."""
     gen = _numpy_rng(generator, "uniform_")
     return _fill_drawn(tensor, lambda n: gen.uniform(a, b, n))
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
+    """Fill ``tensor`` in place with draws from N(mean, std**2), without recording; returns it."""
     gen = _numpy_rng(generator, "normal_")
     return _fill_drawn(tensor, lambda n: gen.normal(mean, std, n))
 
 
 def constant_(tensor, val: float):
+    """Fill ``tensor`` in place with ``val``, without recording; returns it."""
     return _fill(tensor, val)
 
 
 def zeros_(tensor):
+    """Fill ``tensor`` in place with zeros, without recording; returns it."""
     return _fill(tensor, 0)
 
 
 def ones_(tensor):
+    """Fill ``tensor`` in place with ones, without recording; returns it."""
     return _fill(tensor, 1)
 
 
 def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
+    """Glorot initialisation: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)), in place.
+
+    fan_in/fan_out are ``tensor.shape[1]``/``shape[0]`` times the receptive field (the product of
+    the remaining dims); the tensor needs at least 2 dims.
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
     return uniform_(tensor, -bound, bound, generator)
 
 
 def xavier_normal_(tensor, gain: float = 1.0, generator=None):
+    """Glorot initialisation: N(0, std**2) with std = gain * sqrt(2 / (fan_in + fan_out)), in place."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
 
 def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu", generator=None):
+    """He initialisation: U(-b, b) with b = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity,
+    a), fan = fan_in (``mode='fan_in'``) or fan_out; in place. ``nn.Linear`` uses it with
+    ``a=sqrt(5)``. A zero-element tensor warns and is returned unchanged, as PyTorch.
+    """
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
@@ -114,6 +133,9 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in",
 
 def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator=None):
+    """He initialisation: N(0, std**2) with std = gain / sqrt(fan), gain and fan as
+    ``kaiming_uniform_``; in place.
+    """
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor

@@ -508,6 +508,7 @@ class ReduceLROnPlateau(LRScheduler):
 
     @property
     def in_cooldown(self) -> bool:
+        """Whether the scheduler is in its cooldown period after a reduction (no reduction then)."""
         return self.cooldown_counter > 0
 
     def _is_better(self, a, best) -> bool:
@@ -883,6 +884,9 @@ class CyclicLR(LRScheduler):
             self.scale_mode = "iterations"
 
     def scale_fn(self, x) -> float:
+        """The amplitude factor at cycle (or iteration) ``x``: the custom ``scale_fn`` if one was given,
+        else 1 (triangular), 1 / 2**(x - 1) (triangular2) or gamma**x (exp_range).
+        """
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
         if self.mode == "triangular":

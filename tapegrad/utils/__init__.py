@@ -1,4 +1,4 @@
-"""tapegrad.utils: data loading utilities (tapegrad.utils.data), as torch.utils has them."""
-from . import data, dlpack
+"""tapegrad.utils: data loading (utils.data), DLPack exchange (utils.dlpack), graph drawing (utils.viz)."""
+from . import data, dlpack, viz
 
-__all__ = ["data", "dlpack"]
+__all__ = ["data", "dlpack", "viz"]

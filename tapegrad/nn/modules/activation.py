@@ -6,6 +6,9 @@ from .module import Module
 
 
 class ReLU(Module):
+    """Elementwise ``max(0, x)`` (``F.relu``; ``inplace=True`` writes into the input). Input of any
+    shape; the output has the same shape.
+    """
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
@@ -18,16 +21,21 @@ class ReLU(Module):
 
 
 class Tanh(Module):
+    """Elementwise hyperbolic tangent. Input of any shape; the output has the same shape."""
     def forward(self, input):
         return F.tanh(input)
 
 
 class Sigmoid(Module):
+    """Elementwise ``1 / (1 + exp(-x))``. Input of any shape; the output has the same shape."""
     def forward(self, input):
         return F.sigmoid(input)
 
 
 class GELU(Module):
+    """Elementwise ``x * Phi(x)`` (Phi: the standard normal CDF), or its tanh approximation with
+    ``approximate='tanh'`` (``F.gelu``). Input of any shape; the output has the same shape.
+    """
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         self.approximate = approximate
@@ -40,6 +48,9 @@ class GELU(Module):
 
 
 class LeakyReLU(Module):
+    """Elementwise ``x`` if ``x > 0`` else ``negative_slope * x`` (default 0.01)
+    (``F.leaky_relu``). Input of any shape; the output has the same shape.
+    """
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
         self.negative_slope = negative_slope
@@ -53,6 +64,9 @@ class LeakyReLU(Module):
 
 
 class SiLU(Module):
+    """Elementwise ``x * sigmoid(x)`` (swish) (``F.silu``). Input of any shape; the output has the
+    same shape.
+    """
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
@@ -65,6 +79,9 @@ class SiLU(Module):
 
 
 class Softplus(Module):
+    """Elementwise ``log(1 + exp(beta * x)) / beta``, linear above ``threshold`` (``F.softplus``).
+    Input of any shape; the output has the same shape.
+    """
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
         self.beta = beta
@@ -78,6 +95,9 @@ class Softplus(Module):
 
 
 class ELU(Module):
+    """Elementwise ``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)`` (``F.elu``). Input of any
+    shape; the output has the same shape.
+    """
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha = alpha
@@ -91,6 +111,9 @@ class ELU(Module):
 
 
 class Softmax(Module):
+    """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (``F.softmax``): the outputs along
+    ``dim`` sum to 1.
+    """
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
@@ -103,6 +126,7 @@ class Softmax(Module):
 
 
 class LogSoftmax(Module):
+    """``log(softmax(x))`` along ``dim``, computed stably (``F.log_softmax``)."""
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim

@@ -11,6 +11,9 @@ def _inplace_suffix(inplace: bool) -> str:
 
 
 class Hardtanh(Module):
+    """Elementwise ``clamp(x, min_val, max_val)`` (default -1, 1) (``F.hardtanh``). Input of any
+    shape; the output has the same shape.
+    """
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         if max_val <= min_val:
@@ -25,6 +28,9 @@ class Hardtanh(Module):
 
 
 class ReLU6(Hardtanh):
+    """Elementwise ``min(max(0, x), 6)`` (``F.relu6``). Input of any shape; the output has the same
+    shape.
+    """
     def __init__(self, inplace: bool = False) -> None:
         super().__init__(0.0, 6.0, inplace)
 
@@ -47,10 +53,16 @@ class _InplaceActivation(Module):
 
 
 class SELU(_InplaceActivation):
+    """Elementwise ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))``, alpha = 1.6733, scale =
+    1.0507 (``F.selu``). Input of any shape; the output has the same shape.
+    """
     _fn = staticmethod(A.selu)
 
 
 class Mish(_InplaceActivation):
+    """Elementwise ``x * tanh(softplus(x))`` (``F.mish``). Input of any shape; the output has the
+    same shape.
+    """
     _fn = staticmethod(A.mish)
 
     def extra_repr(self) -> str:
@@ -58,14 +70,23 @@ class Mish(_InplaceActivation):
 
 
 class Hardswish(Mish):
+    """Elementwise ``x * clamp(x + 3, 0, 6) / 6`` (``F.hardswish``). Input of any shape; the output
+    has the same shape.
+    """
     _fn = staticmethod(A.hardswish)
 
 
 class Hardsigmoid(Mish):
+    """Elementwise ``clamp(x / 6 + 1 / 2, 0, 1)`` (``F.hardsigmoid``). Input of any shape; the
+    output has the same shape.
+    """
     _fn = staticmethod(A.hardsigmoid)
 
 
 class CELU(Module):
+    """Elementwise ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (``F.celu``). Input of any
+    shape; the output has the same shape.
+    """
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
@@ -85,18 +106,30 @@ class _Stateless(Module):
 
 
 class LogSigmoid(_Stateless):
+    """Elementwise ``log(sigmoid(x))``, computed stably (``F.logsigmoid``). Input of any shape; the
+    output has the same shape.
+    """
     _fn = staticmethod(A.logsigmoid)
 
 
 class Softsign(_Stateless):
+    """Elementwise ``x / (1 + |x|)`` (``F.softsign``). Input of any shape; the output has the same
+    shape.
+    """
     _fn = staticmethod(A.softsign)
 
 
 class Tanhshrink(_Stateless):
+    """Elementwise ``x - tanh(x)`` (``F.tanhshrink``). Input of any shape; the output has the same
+    shape.
+    """
     _fn = staticmethod(A.tanhshrink)
 
 
 class Threshold(Module):
+    """Elementwise ``x`` where ``x > threshold``, else ``value`` (``F.threshold``). Input of any
+    shape; the output has the same shape.
+    """
     def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
         super().__init__()
         self.threshold, self.value, self.inplace = threshold, value, inplace
@@ -122,14 +155,21 @@ class _Shrink(Module):
 
 
 class Hardshrink(_Shrink):
+    """Elementwise ``x`` where ``|x| > lambd`` (default 0.5), else 0 (``F.hardshrink``). Input of
+    any shape; the output has the same shape.
+    """
     _fn = staticmethod(A.hardshrink)
 
 
 class Softshrink(_Shrink):
+    """Elementwise ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0
+    (``F.softshrink``). Input of any shape; the output has the same shape.
+    """
     _fn = staticmethod(A.softshrink)
 
 
 class Softmin(Module):
+    """``softmax(-x)`` along ``dim`` (``F.softmin``)."""
     def __init__(self, dim=None) -> None:
         super().__init__()
         self.dim = dim
@@ -153,6 +193,9 @@ class Softmax2d(Module):
 
 
 class GLU(Module):
+    """Gated linear unit along ``dim`` (default -1): halves ``a, b``, output ``a * sigmoid(b)``
+    with half the size along ``dim`` (``F.glu``).
+    """
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
         self.dim = dim
@@ -165,6 +208,10 @@ class GLU(Module):
 
 
 class RReLU(Module):
+    """Randomized leaky ReLU: in training, negative inputs are scaled by a slope drawn from
+    U(lower, upper) per element; in eval, by ``(lower + upper) / 2`` (``F.rrelu``). Input of any
+    shape; the output has the same shape.
+    """
     def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
                  inplace: bool = False) -> None:
         super().__init__()
@@ -189,6 +236,7 @@ class PReLU(Module):
         self.weight = Parameter(tg.full((num_parameters,), float(init), dtype=dtype))
 
     def reset_parameters(self) -> None:
+        """Reset the slopes to the ``init`` value given at construction (default 0.25)."""
         from ...grad_mode import no_grad
         with no_grad():
             self.weight.fill_(self.init)
@@ -206,6 +254,9 @@ __all__ = ["Hardtanh", "ReLU6", "SELU", "CELU", "Mish", "Hardswish", "Hardsigmoi
 
 
 class AlphaDropout(Module):
+    """Dropout that keeps the mean and variance of SELU activations (``F.alpha_dropout``) in
+    training mode; identity in eval mode. Input of any shape; the output has the same shape.
+    """
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if p < 0 or p > 1:

@@ -38,6 +38,7 @@ class Sequential(Module):
         return items[idx]
 
     def append(self, module: Module) -> "Sequential":
+        """Add ``module`` at the end of the sequence (registered under the next index); returns self."""
         self.add_module(str(len(self)), module)
         return self
 
@@ -69,10 +70,12 @@ class ModuleList(Module):
         self.add_module(keys[idx], module)
 
     def append(self, module: Module) -> "ModuleList":
+        """Add ``module`` at the end (registered under its index); returns the list."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules) -> "ModuleList":
+        """Append each module of an iterable; returns the list."""
         for m in modules:
             self.append(m)
         return self
@@ -105,15 +108,19 @@ class ModuleDict(Module):
         return key in self._modules
 
     def keys(self):
+        """The module names, in insertion order."""
         return self._modules.keys()
 
     def items(self):
+        """``(name, module)`` pairs, in insertion order."""
         return self._modules.items()
 
     def values(self):
+        """The modules, in insertion order."""
         return self._modules.values()
 
     def update(self, modules) -> None:
+        """Add or replace modules from a mapping or an iterable of ``(name, module)`` pairs."""
         items = modules.items() if hasattr(modules, "items") else modules
         for k, m in items:
             self[k] = m

@@ -11,6 +11,7 @@ from .module import Module
 
 
 class Identity(Module):
+    """Return the input unchanged (any constructor arguments are ignored): a placeholder layer."""
     def __init__(self, *args, **kwargs) -> None:
         super().__init__()
 
@@ -35,6 +36,9 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draw the weight with ``kaiming_uniform_(a=sqrt(5))`` and the bias from U(-1/sqrt(in),
+        1/sqrt(in)), as PyTorch.
+        """
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in = self.in_features
@@ -50,6 +54,9 @@ class Linear(Module):
 
 
 class Flatten(Module):
+    """Flatten dims ``start_dim`` (default 1) to ``end_dim`` (default -1) into one: (N, C, H, W)
+    becomes (N, C*H*W).
+    """
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
         self.start_dim = start_dim
@@ -63,6 +70,9 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
+    """Expand dim ``dim`` into the shape ``unflattened_size`` (whose product must equal its size):
+    the inverse of ``Flatten``.
+    """
     def __init__(self, dim: int, unflattened_size) -> None:
         super().__init__()
         self.dim = dim

@@ -14,16 +14,23 @@ class _Loss(Module):
 
 
 class MSELoss(_Loss):
+    """Mean (``reduction``: 'mean', 'sum' or 'none') of ``(input - target)**2`` (``F.mse_loss``)."""
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
+    """Mean (``reduction``: 'mean', 'sum' or 'none') of ``|input - target|``, broadcasting as
+    PyTorch with a warning on mismatched shapes (``F.l1_loss``).
+    """
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
+    """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta``, for d = input -
+    target (``F.smooth_l1_loss``).
+    """
     def __init__(self, reduction: str = "mean", beta: float = 1.0) -> None:
         super().__init__(reduction)
         self.beta = beta
@@ -53,6 +60,10 @@ class _WeightedLoss(_Loss):
 
 
 class NLLLoss(_WeightedLoss):
+    """Negative log likelihood: ``-input[n, target[n]]`` (times ``weight[target[n]]``) for log-
+    probabilities (N, C) (or (N, C, d1, ...)) and class indices; ``ignore_index`` skips targets;
+    'mean' divides by the total weight (``F.nll_loss``).
+    """
     def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean") -> None:
         super().__init__(weight, reduction)
         self.ignore_index = ignore_index
@@ -63,6 +74,10 @@ class NLLLoss(_WeightedLoss):
 
 
 class CrossEntropyLoss(_WeightedLoss):
+    """Cross entropy between logits (N, C) (or (N, C, d1, ...), or (C,)) and class indices (N,) or
+    class probabilities of the input's shape: ``log_softmax`` then ``nll_loss``, with
+    ``weight``, ``ignore_index``, ``label_smoothing`` and ``reduction`` (``F.cross_entropy``).
+    """
     def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean",
                  label_smoothing: float = 0.0) -> None:
         super().__init__(weight, reduction)
@@ -75,6 +90,10 @@ class CrossEntropyLoss(_WeightedLoss):
 
 
 class BCELoss(_WeightedLoss):
+    """Binary cross entropy ``-w * (y * log(x) + (1 - y) * log(1 - x))`` between probabilities
+    ``x`` and targets ``y`` of the same shape, logs clamped at -100 as PyTorch; ``reduction``
+    'mean', 'sum' or 'none' (``F.binary_cross_entropy``).
+    """
     def __init__(self, weight=None, reduction: str = "mean") -> None:
         super().__init__(weight, reduction)
 
@@ -84,6 +103,9 @@ class BCELoss(_WeightedLoss):
 
 
 class BCEWithLogitsLoss(_Loss):
+    """Binary cross entropy of ``sigmoid(x)``, computed stably from the logits ``x``;
+    ``pos_weight`` weights the positive term per class (``F.binary_cross_entropy_with_logits``).
+    """
     def __init__(self, weight=None, reduction: str = "mean", pos_weight=None) -> None:
         super().__init__(reduction)
         self.register_buffer("weight", weight)

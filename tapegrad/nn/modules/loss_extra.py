@@ -15,6 +15,10 @@ class _ReducedLoss(Module):
 
 
 class KLDivLoss(_ReducedLoss):
+    """Kullback-Leibler divergence ``target * (log(target) - input)`` with ``input`` given as log-
+    probabilities (``log_target=True``: target too); ``reduction='batchmean'`` divides the sum
+    by the batch size, the mathematically correct mean (``F.kl_div``).
+    """
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
                  log_target: bool = False) -> None:
         super().__init__(size_average, reduce, reduction)
@@ -32,18 +36,27 @@ class _MarginLoss(_ReducedLoss):
 
 
 class CosineEmbeddingLoss(_MarginLoss):
+    """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for target -1, per row;
+    ``reduction`` as the other losses (``F.cosine_embedding_loss``).
+    """
     def forward(self, input1, input2, target):
         return L.cosine_embedding_loss(input1, input2, target, self.margin,
                                        reduction=self.reduction)
 
 
 class MarginRankingLoss(_MarginLoss):
+    """``max(0, -y * (x1 - x2) + margin)`` per element with y = 1 or -1
+    (``F.margin_ranking_loss``).
+    """
     def forward(self, input1, input2, target):
         return L.margin_ranking_loss(input1, input2, target, self.margin,
                                      reduction=self.reduction)
 
 
 class HingeEmbeddingLoss(_MarginLoss):
+    """``x`` for target 1 and ``max(0, margin - x)`` for target -1, per element; ``reduction`` as
+    the other losses (``F.hinge_embedding_loss``).
+    """
     def __init__(self, margin: float = 1.0, size_average=None, reduce=None,
                  reduction: str = "mean") -> None:
         super().__init__(margin, size_average, reduce, reduction)
@@ -53,11 +66,15 @@ class HingeEmbeddingLoss(_MarginLoss):
 
 
 class SoftMarginLoss(_ReducedLoss):
+    """``log(1 + exp(-y * x))`` per element with y = 1 or -1 (``F.soft_margin_loss``)."""
     def forward(self, input, target):
         return L.soft_margin_loss(input, target, reduction=self.reduction)
 
 
 class MultiLabelSoftMarginLoss(_ReducedLoss):
+    """Multi-label one-versus-all loss: the mean over the C classes of the binary cross entropy of
+    ``sigmoid(x)`` against targets in {0, 1} (N, C) (``F.multilabel_soft_margin_loss``).
+    """
     def __init__(self, weight=None, size_average=None, reduce=None,
                  reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
@@ -69,6 +86,9 @@ class MultiLabelSoftMarginLoss(_ReducedLoss):
 
 
 class MultiMarginLoss(_ReducedLoss):
+    """Multi-class hinge loss: ``sum_i max(0, margin - x[y] + x[i])**p / C`` over i != y, per
+    sample (``F.multi_margin_loss``).
+    """
     def __init__(self, p: int = 1, margin: float = 1.0, weight=None, size_average=None,
                  reduce=None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
@@ -86,6 +106,9 @@ class MultiMarginLoss(_ReducedLoss):
 
 
 class TripletMarginLoss(_ReducedLoss):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with d the p-norm distance
+    (``F.triplet_margin_loss``).
+    """
     def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
                  swap: bool = False, size_average=None, reduce=None,
                  reduction: str = "mean") -> None:
@@ -101,6 +124,9 @@ class TripletMarginLoss(_ReducedLoss):
 
 
 class PoissonNLLLoss(_ReducedLoss):
+    """Poisson negative log likelihood, ``exp(x) - y * x`` for log-rate inputs (``log_input=True``)
+    (``F.poisson_nll_loss``).
+    """
     def __init__(self, log_input: bool = True, full: bool = False, size_average=None,
                  eps: float = 1e-8, reduce=None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
@@ -112,6 +138,9 @@ class PoissonNLLLoss(_ReducedLoss):
 
 
 class GaussianNLLLoss(_ReducedLoss):
+    """Gaussian negative log likelihood ``0.5 * (log(max(var, eps)) + (input - target)**2 /
+    max(var, eps))`` (``full=True`` adds ``0.5 * log(2 pi)``) (``F.gaussian_nll_loss``).
+    """
     def __init__(self, *, full: bool = False, eps: float = 1e-6,
                  reduction: str = "mean") -> None:
         super().__init__(None, None, reduction)
@@ -122,6 +151,9 @@ class GaussianNLLLoss(_ReducedLoss):
 
 
 class CosineSimilarity(Module):
+    """``x1 . x2 / max(|x1| |x2|, eps)`` along ``dim`` (default 1), after broadcasting
+    (``F.cosine_similarity``); the output drops ``dim``.
+    """
     def __init__(self, dim: int = 1, eps: float = 1e-8) -> None:
         super().__init__()
         self.dim, self.eps = dim, eps
@@ -131,6 +163,7 @@ class CosineSimilarity(Module):
 
 
 class PairwiseDistance(Module):
+    """``||x1 - x2 + eps||_p`` along the last dim, after broadcasting (``F.pairwise_distance``)."""
     def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:
         super().__init__()
         self.norm, self.eps, self.keepdim = p, eps, keepdim

@@ -73,6 +73,11 @@ class Module:
             object.__setattr__(self, table, OrderedDict())
 
     def forward(self, *args, **kwargs):
+        """The computation of the layer: override it in every subclass.
+
+        Call the module (``module(x)``) rather than ``forward`` directly: ``__call__`` runs the forward
+        pre-hooks and hooks around it. The base implementation raises ``NotImplementedError``.
+        """
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                   f'"forward" function')
 
@@ -154,6 +159,23 @@ class Module:
         object.__delattr__(self, name)
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Register ``param`` as the parameter ``name`` (same as assigning a Parameter attribute).
+
+        Parameters
+        ----------
+        name : str
+            The attribute name; it replaces a parameter, buffer or submodule of that name.
+        param : Parameter or None
+            ``None`` registers the name without a value (it is skipped by ``parameters()`` and
+            ``state_dict()``). Anything else but a Parameter raises ``TypeError``.
+
+        Examples
+        --------
+        >>> m = tapegrad.nn.Module()
+        >>> m.register_parameter("scale", tapegrad.nn.Parameter(tapegrad.ones(3)))
+        >>> [name for name, _ in m.named_parameters()]
+        ['scale']
+        """
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
                             f"'{name}' (torch.nn.Parameter or None required)")
@@ -161,6 +183,27 @@ class Module:
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Register a tensor that is part of the module's state but is not a parameter (running means).
+
+        Buffers are returned by ``buffers()``, moved and cast with the module and saved in
+        ``state_dict()`` unless ``persistent=False``.
+
+        Parameters
+        ----------
+        name : str
+            Must be non-empty and contain no ``"."`` (``KeyError``).
+        tensor : Tensor or None
+            The value; ``None`` registers the name without a value.
+        persistent : bool, default True
+            Whether ``state_dict()`` includes the buffer.
+
+        Examples
+        --------
+        >>> m = tapegrad.nn.Module()
+        >>> m.register_buffer("count", tapegrad.zeros(()))
+        >>> list(m.state_dict())
+        ['count']
+        """
         if "." in name or name == "":
             raise KeyError(f'buffer name can\'t contain "." or be empty (got "{name}")')
         if tensor is not None and not isinstance(tensor, Tensor):
@@ -172,6 +215,11 @@ class Module:
             self._non_persistent_buffers.add(name)
 
     def add_module(self, name: str, module: "Module | None") -> None:
+        """Register ``module`` as the submodule ``name`` (same as assigning it as an attribute).
+
+        ``None`` registers the name without a module; anything but a Module raises ``TypeError``.
+        ``register_module`` is the same method.
+        """
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self._discard(name)
@@ -181,6 +229,18 @@ class Module:
 
     # -- traversal ----------------------------------------------------------------------------
     def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+        """Iterate over ``(dotted name, module)`` for this module (name ``prefix``) and every submodule,
+        depth first in registration order.
+
+        A module reachable twice is yielded once unless ``remove_duplicate=False``. Deep nestings are
+        walked with an explicit stack (no recursion limit).
+
+        Examples
+        --------
+        >>> net = tapegrad.nn.Sequential(tapegrad.nn.Linear(2, 2), tapegrad.nn.ReLU())
+        >>> [name for name, _ in net.named_modules()]
+        ['', '0', '1']
+        """
         memo = set() if memo is None else memo
         stack = [(prefix, self)]
         while stack:                                  # explicit stack: no recursion limit
@@ -216,6 +276,11 @@ class Module:
         return mod, name
 
     def get_parameter(self, target: str) -> Parameter:
+        """The Parameter at a dotted path such as ``"encoder.0.weight"``.
+
+        Raises ``AttributeError`` (with PyTorch's phrases) when a step of the path does not exist or the
+        last one is not a Parameter.
+        """
         mod, name = self._get_leaf(target)
         param = getattr(mod, name)
         if not isinstance(param, Parameter):
@@ -223,16 +288,23 @@ class Module:
         return param
 
     def get_buffer(self, target: str) -> Tensor:
+        """The buffer at a dotted path such as ``"bn.running_mean"``; ``AttributeError`` if it is not a
+        registered buffer.
+        """
         mod, name = self._get_leaf(target)
         if name not in mod._buffers:
             raise AttributeError(f"`{name}` is not a buffer")
         return getattr(mod, name)
 
     def modules(self) -> Iterator["Module"]:
+        """Iterate over this module and all its submodules (each once), as ``named_modules()`` without
+        the names.
+        """
         for _, m in self.named_modules():
             yield m
 
     def named_children(self):
+        """Iterate over ``(name, module)`` of the direct submodules (not their children), each once."""
         seen = set()
         for name, m in self._modules.items():
             if m is not None and id(m) not in seen:
@@ -240,6 +312,7 @@ class Module:
                 yield name, m
 
     def children(self):
+        """Iterate over the direct submodules, as ``named_children()`` without the names."""
         for _, m in self.named_children():
             yield m
 
@@ -254,21 +327,49 @@ class Module:
                 yield (f"{mod_prefix}.{name}" if mod_prefix else name), value
 
     def named_parameters(self, prefix: str = "", recurse: bool = True):
+        """Iterate over ``(dotted name, Parameter)`` of this module and, with ``recurse=True``, of every
+        submodule; a Parameter shared by two modules is yielded once.
+
+        Examples
+        --------
+        >>> lin = tapegrad.nn.Linear(3, 2)
+        >>> [(n, tuple(p.shape)) for n, p in lin.named_parameters()]
+        [('weight', (2, 3)), ('bias', (2,))]
+        """
         return self._named_members("_parameters", prefix, recurse)
 
     def parameters(self, recurse: bool = True):
+        """Iterate over the module's Parameters (and, with ``recurse=True``, its submodules'), each
+        once: what an optimizer is given.
+
+        Examples
+        --------
+        >>> model = tapegrad.nn.Linear(3, 2)
+        >>> opt = tapegrad.optim.SGD(model.parameters(), lr=0.1)
+        >>> sum(p.numel() for p in model.parameters())
+        8
+        """
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix: str = "", recurse: bool = True):
+        """Iterate over ``(dotted name, buffer)`` of this module and, with ``recurse=True``, of every
+        submodule (non-persistent buffers included).
+        """
         return self._named_members("_buffers", prefix, recurse)
 
     def buffers(self, recurse: bool = True):
+        """Iterate over the module's buffers (and, with ``recurse=True``, its submodules'), each once."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     # -- modes and grads ----------------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":
+        """Set training mode (``mode=True``) or evaluation mode on this module and every submodule.
+
+        Dropout and batch normalisation behave differently in the two modes. ``mode`` must be a bool
+        (``ValueError`` otherwise). Returns the module.
+        """
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         for m in self.modules():
@@ -276,14 +377,19 @@ class Module:
         return self
 
     def eval(self) -> "Module":
+        """Set evaluation mode on this module and every submodule (``train(False)``); returns the module."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Set ``requires_grad`` on every parameter (to freeze a part of a model); returns the module."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters: to ``None`` (default, as PyTorch 2) or, with
+        ``set_to_none=False``, to zeros in place.
+        """
         for p in self.parameters():
             if p.grad is None:
                 continue
@@ -293,6 +399,18 @@ class Module:
                 p.grad._array[...] = 0
 
     def apply(self, fn: Callable[["Module"], None]) -> "Module":
+        """Call ``fn(m)`` on every submodule, children before parents, then on this module; returns the
+        module. The usual way to run a custom initialisation.
+
+        Examples
+        --------
+        >>> def init(m):
+        ...     if isinstance(m, tapegrad.nn.Linear):
+        ...         tapegrad.nn.init.zeros_(m.bias)
+        >>> net = tapegrad.nn.Sequential(tapegrad.nn.Linear(2, 2)).apply(init)
+        >>> net[0].bias.tolist()
+        [0.0, 0.0]
+        """
         for m in reversed(list(self.modules())):     # children first, as PyTorch
             fn(m)
         return self
@@ -353,15 +471,19 @@ class Module:
         return self._cast(np_dt, floating_only=False)
 
     def float(self) -> "Module":
+        """Cast every floating-point parameter and buffer to float32, in place; returns the module."""
         return self._cast(np.float32)
 
     def double(self) -> "Module":
+        """Cast every floating-point parameter and buffer to float64, in place; returns the module."""
         return self._cast(np.float64)
 
     def half(self) -> "Module":
+        """Cast every floating-point parameter and buffer to float16, in place; returns the module."""
         return self._cast(np.float16)
 
     def cpu(self) -> "Module":
+        """Return the module: its tensors are always on the CPU."""
         return self
 
     def cuda(self, device=None) -> "Module":
@@ -374,6 +496,18 @@ class Module:
 
     # -- state --------------------------------------------------------------------------------
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False):
+        """The module's state: an ordered dict of dotted names to parameters and persistent buffers.
+
+        Values are detached from the graph unless ``keep_vars=True``; they share storage with the
+        module. The dict carries each module's layout version (``_metadata``), so that
+        ``load_state_dict`` can upgrade a dict saved by an older layout. ``prefix`` is prepended to
+        every key; ``destination`` is filled instead of a new dict.
+
+        Examples
+        --------
+        >>> list(tapegrad.nn.Linear(3, 2).state_dict())
+        ['weight', 'bias']
+        """
         out = destination
         if out is None:
             out = OrderedDict()
@@ -393,6 +527,29 @@ class Module:
         return out
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Copy parameters and buffers from ``state_dict`` into the module's tensors (in place).
+
+        Parameters
+        ----------
+        state_dict : mapping
+            Dotted names to tensors (or arrays) of the same shapes; a shape mismatch raises
+            ``RuntimeError`` naming both shapes, after all keys are checked.
+        strict : bool, default True
+            Missing or unexpected keys raise ``RuntimeError``; with ``False`` they are only reported.
+        assign : bool, default False
+            Accepted for compatibility; values are always copied into the existing tensors (their
+            dtype is kept).
+
+        Returns
+        -------
+        namedtuple (missing_keys, unexpected_keys)
+
+        Examples
+        --------
+        >>> a, b = tapegrad.nn.Linear(3, 2), tapegrad.nn.Linear(3, 2)
+        >>> b.load_state_dict(a.state_dict())
+        <All keys matched successfully>
+        """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         metadata = getattr(state_dict, "_metadata", None)
@@ -435,6 +592,10 @@ class Module:
 
     # -- repr ---------------------------------------------------------------------------------
     def extra_repr(self) -> str:
+        """The layer's settings shown inside its repr, e.g. ``in_features=4, out_features=2, bias=True``.
+
+        Override it to add a line to ``repr(module)``; the base returns ``""``.
+        """
         return ""
 
     def _get_name(self) -> str:

@@ -42,14 +42,19 @@ class _ConstantPadNd(_PadNd):
 
 
 class ConstantPad1d(_ConstantPadNd):
+    """Pad the last dim with ``value`` (``F.pad``); ``padding`` is an int or (left, right)."""
     pass
 
 
 class ConstantPad2d(_ConstantPadNd):
+    """Pad the last two dims with ``value`` (``F.pad``); ``padding`` is an int or (left, right,
+    top, bottom).
+    """
     _sides = 4
 
 
 class ZeroPad1d(_ConstantPadNd):
+    """Pad the last dim with zeros (``F.pad``); ``padding`` is an int or (left, right)."""
     def __init__(self, padding) -> None:
         super().__init__(padding, 0.0)
 
@@ -58,34 +63,54 @@ class ZeroPad1d(_ConstantPadNd):
 
 
 class ZeroPad2d(ZeroPad1d):
+    """Pad the last two dims with zeros (``F.pad``); ``padding`` is an int or (left, right, top,
+    bottom).
+    """
     _sides = 4
 
 
 class ReflectionPad1d(_PadNd):
+    """Pad the last dim by reflecting the input at its border, without repeating the edge
+    (``F.pad(mode='reflect')``).
+    """
     _mode = "reflect"
 
 
 class ReflectionPad2d(ReflectionPad1d):
+    """Pad the last two dims by reflection (``F.pad(mode='reflect')``); ``padding`` is an int or
+    (left, right, top, bottom).
+    """
     _sides = 4
 
 
 class ReplicationPad1d(_PadNd):
+    """Pad the last dim by repeating the edge value (``F.pad(mode='replicate')``)."""
     _mode = "replicate"
 
 
 class ReplicationPad2d(ReplicationPad1d):
+    """Pad the last two dims by repeating the edge values (``F.pad(mode='replicate')``)."""
     _sides = 4
 
 
 class CircularPad1d(_PadNd):
+    """Pad the last dim of (N, C, L) or (C, L) by wrapping around (``F.pad(mode='circular')``);
+    ``padding`` is an int or (left, right).
+    """
     _mode = "circular"
 
 
 class CircularPad2d(CircularPad1d):
+    """Pad the last two dims by wrapping around (``F.pad(mode='circular')``); ``padding`` is an int
+    or (left, right, top, bottom).
+    """
     _sides = 4
 
 
 class PixelShuffle(Module):
+    """Rearrange (N, C*r*r, H, W) into (N, C, H*r, W*r) with r = ``upscale_factor``
+    (``F.pixel_shuffle``).
+    """
     def __init__(self, upscale_factor: int) -> None:
         super().__init__()
         self.upscale_factor = upscale_factor
@@ -98,6 +123,9 @@ class PixelShuffle(Module):
 
 
 class PixelUnshuffle(Module):
+    """Rearrange (N, C, H*r, W*r) into (N, C*r*r, H, W), the inverse of ``PixelShuffle``
+    (``F.pixel_unshuffle``).
+    """
     def __init__(self, downscale_factor: int) -> None:
         super().__init__()
         self.downscale_factor = downscale_factor
@@ -110,6 +138,9 @@ class PixelUnshuffle(Module):
 
 
 class ChannelShuffle(Module):
+    """Split the C channels of (N, C, *) into ``groups`` and interleave them
+    (``F.channel_shuffle``).
+    """
     def __init__(self, groups: int) -> None:
         super().__init__()
         self.groups = groups
@@ -140,6 +171,7 @@ class Bilinear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draw weight and bias from U(-1/sqrt(in1_features), 1/sqrt(in1_features)), as PyTorch."""
         from .. import init
         bound = 1 / math.sqrt(self.weight.shape[1])
         init.uniform_(self.weight, -bound, bound)

@@ -28,10 +28,16 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
+    """Max over ``kernel_size`` windows along the last dim of (N, C, L) or (C, L)
+    (``F.max_pool1d``: stride, padding, dilation, ceil_mode, return_indices).
+    """
     _fn = staticmethod(F.max_pool1d)
 
 
 class MaxPool2d(_MaxPoolNd):
+    """Max over ``kernel_size`` windows of (N, C, H, W) or (C, H, W) (``F.max_pool2d``: stride,
+    padding, dilation, ceil_mode, return_indices).
+    """
     _fn = staticmethod(F.max_pool2d)
 
 
@@ -40,6 +46,9 @@ def _single(value):
 
 
 class AvgPool1d(Module):
+    """Average pooling over windows of ``kernel_size`` along the last dim of (N, C, L) or (C, L)
+    (``F.avg_pool1d``: stride, padding, ceil_mode, count_include_pad).
+    """
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:
         super().__init__()
@@ -58,6 +67,9 @@ class AvgPool1d(Module):
 
 
 class AvgPool2d(Module):
+    """Average pooling over ``kernel_size`` windows of (N, C, H, W) or (C, H, W) (``F.avg_pool2d``:
+    stride, padding, ceil_mode, count_include_pad, divisor_override).
+    """
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override=None) -> None:
         super().__init__()
@@ -90,6 +102,9 @@ class _AdaptivePool(Module):
 
 
 class AdaptiveAvgPool1d(_AdaptivePool):
+    """Average pooling of an (N, C, L) or (C, L) input to length ``output_size``
+    (``F.adaptive_avg_pool1d``).
+    """
     def __init__(self, output_size) -> None:
         super().__init__(output_size)
 
@@ -98,6 +113,9 @@ class AdaptiveAvgPool1d(_AdaptivePool):
 
 
 class AdaptiveAvgPool2d(_AdaptivePool):
+    """Average pooling of an (N, C, H, W) or (C, H, W) input to ``output_size`` (an int or (h, w);
+    None keeps a size) (``F.adaptive_avg_pool2d``).
+    """
     def __init__(self, output_size) -> None:
         super().__init__(output_size)
 
@@ -106,11 +124,17 @@ class AdaptiveAvgPool2d(_AdaptivePool):
 
 
 class AdaptiveMaxPool1d(_AdaptivePool):
+    """Max pooling of an (N, C, L) or (C, L) input to length ``output_size``; ``return_indices``
+    also returns the argmax positions (``F.adaptive_max_pool1d``).
+    """
     def forward(self, input):
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool2d(_AdaptivePool):
+    """Max pooling of an (N, C, H, W) or (C, H, W) input to ``output_size``
+    (``F.adaptive_max_pool2d``).
+    """
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
@@ -165,8 +189,14 @@ class _MaxUnpoolNd(Module):
 
 
 class MaxUnpool1d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool1d``: put each value at the index
+    ``MaxPool1d(return_indices=True)`` gave, zeros elsewhere (``F.max_unpool1d``).
+    """
     _nd = 1
 
 
 class MaxUnpool2d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool2d``: put each value at its pooling index, zeros elsewhere
+    (``F.max_unpool2d``).
+    """
     _nd = 2

@@ -194,6 +194,7 @@ class RNNBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draw every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as PyTorch."""
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
@@ -204,6 +205,9 @@ class RNNBase(Module):
 
     @property
     def all_weights(self):
+        """The parameters per layer and direction, as lists in PyTorch's order (w_ih, w_hh, b_ih, b_hh,
+        then w_hr with ``proj_size``).
+        """
         return [[getattr(self, name) for name in names] for names in self._all_weights]
 
     def _direction_weights(self, layer, direction):
@@ -385,6 +389,10 @@ class GRU(RNNBase):
 # -- single-step cells --------------------------------------------------------------------------
 
 class RNNCellBase(Module):
+    """Base of ``RNNCell``, ``LSTMCell`` and ``GRUCell``: holds ``weight_ih`` (gates*hidden_size,
+    input_size), ``weight_hh``, and the biases, drawn from U(-1/sqrt(hidden_size),
+    1/sqrt(hidden_size)).
+    """
     def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
                  device=None, dtype=None) -> None:
         super().__init__()
@@ -405,6 +413,7 @@ class RNNCellBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draw every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as PyTorch."""
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
@@ -455,6 +464,9 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
+    """One Elman RNN step: ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)``
+    (``nonlinearity='relu'`` uses relu), x (N, input_size) or (input_size,).
+    """
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  nonlinearity: str = "tanh", device=None, dtype=None) -> None:
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
@@ -473,6 +485,9 @@ class RNNCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
+    """One LSTM step: ``h', c' = LSTMCell(x, (h, c))`` for x (N, input_size) or (input_size,);
+    zeros when the state is omitted; PyTorch's gate order (i, f, g, o) and parameter names.
+    """
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
                  dtype=None) -> None:
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
@@ -484,6 +499,10 @@ class LSTMCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
+    """One GRU step: ``h' = GRUCell(x, h)`` for x (N, input_size) or (input_size,) and h of
+    hidden_size (zeros when omitted), PyTorch's gate order (r, z, n) and parameter names
+    ``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``.
+    """
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
                  dtype=None) -> None:
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)

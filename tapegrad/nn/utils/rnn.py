@@ -41,22 +41,29 @@ class PackedSequence(_PackedSequenceBase):
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs):
+        """A PackedSequence whose ``data`` is converted with ``Tensor.to(*args, **kwargs)``; the batch
+        sizes and sorting indices are kept. Self when nothing changes.
+        """
         data = self.data.to(*args, **kwargs)
         return self if data is self.data else type(self)(data, self.batch_sizes,
                                                          self.sorted_indices,
                                                          self.unsorted_indices)
 
     def double(self):
+        """The PackedSequence with its data cast to float64."""
         return self.to(_core.float64)
 
     def float(self):
+        """The PackedSequence with its data cast to float32."""
         return self.to(_core.float32)
 
     def cpu(self):
+        """Self: the data is on the CPU."""
         return self
 
     @property
     def is_cuda(self) -> bool:
+        """Always False: the data is on the CPU."""
         return False
 
 

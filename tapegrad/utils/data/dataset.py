@@ -52,6 +52,9 @@ class ConcatDataset(Dataset):
 
     @staticmethod
     def cumsum(sequence):
+        """The running totals of the lengths of ``sequence``'s datasets (``[3, 5]`` for lengths 3 and
+        2): where each dataset ends in the concatenation.
+        """
         r, s = [], 0
         for e in sequence:
             s += len(e)

@@ -73,6 +73,7 @@ class RandomSampler(Sampler):
 
     @property
     def num_samples(self) -> int:
+        """How many indices one pass yields: ``num_samples`` if given, else ``len(data_source)``."""
         if self._num_samples is None:
             return len(self.data_source)
         return self._num_samples
