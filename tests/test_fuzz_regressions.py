@@ -4,6 +4,7 @@ Each test names the fuzz finding it pins; each asserts the right values without 
 compares with torch when it is installed.
 """
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -431,3 +432,34 @@ def test_retain_grad_survives_an_inplace_write_through_a_view():
 def test_index_select_on_an_empty_dim_raises_runtime_error():
     with pytest.raises(RuntimeError):
         tg.index_select(tg.zeros(2, 0), 1, tg.tensor([0, 0]))
+
+
+# -- issue 16: arrays of non-native byte order (the C kernels read native bytes only) ------------
+
+BIG_ENDIAN = ">f4" if np.little_endian else "<f4"
+
+
+@pytest.mark.parametrize("make", [lambda a: tg.tensor(a), lambda a: tg.from_numpy(a),
+                                  lambda a: tg.as_tensor(a), lambda a: tg.tensor(a, dtype=tg.float64)])
+def test_non_native_byte_order_arrays_are_refused(make):
+    with pytest.raises(ValueError, match="byte order different from the native byte order"):
+        make(np.arange(3, dtype=BIG_ENDIAN))
+
+
+def test_list_of_non_native_arrays_is_converted_by_value():
+    t = tg.tensor([np.arange(2, dtype=BIG_ENDIAN)]) * 2
+    assert t.dtype == tg.float32
+    np.testing.assert_array_equal(t.numpy(), [[0.0, 2.0]])
+
+
+def test_non_native_byte_order_against_torch(torch):
+    a = np.arange(3, dtype=BIG_ENDIAN)
+    for name in ("tensor", "from_numpy", "as_tensor"):
+        with pytest.raises(ValueError, match="byte order"):
+            getattr(torch, name)(a)
+        with pytest.raises(ValueError, match="byte order"):
+            getattr(tg, name)(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = torch.tensor([a[:2]]) * 2
+    np.testing.assert_array_equal((tg.tensor([a[:2]]) * 2).numpy(), want.numpy())
