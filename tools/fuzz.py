@@ -202,7 +202,7 @@ class Generator:
             if re.fullmatch(r"v\d+", k) and is_tensor(v):
                 try:
                     self.meta[k] = Meta(v)
-                except RuntimeError:    # torch: a view whose base was written (unusable)
+                except Exception:  # noqa: BLE001 - torch: a view whose base was written
                     pass
         return out if ok and not stmt else None
 
