@@ -337,7 +337,7 @@ def g_binary(g):
         f"torch.maximum({x}, {y})" if y.startswith("v") else f"torch.clamp({x}, min={y})",
         f"torch.minimum({x}, {y})" if y.startswith("v") else f"torch.clamp({x}, max={y})",
         f"torch.where({x} > 0, {x}, {y})",
-        f"{x}.abs() ** {y}" if r.random() < 0.5 else f"{x} ** 2",
+        f"{x}.abs() ** {y}" if x.startswith("v") and r.random() < 0.5 else f"{x} ** 2",
         f"torch.atan2({x}, {y})" if y.startswith("v") and x.startswith("v") else f"{x} * {y}",
     ])
     g.add(code, nograd=r.random() < 0.08)
