@@ -95,6 +95,16 @@ def _sequence_dtype(data, arr: np.ndarray):
 
 _PYTHON_RESULT_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
 
+_FOREIGN_BYTE_ORDER = ("given numpy array has byte order different from the native byte order. "
+                       "Conversion between byte orders is currently not supported.")
+
+
+def _check_byte_order(array: np.ndarray) -> None:
+    """PyTorch refuses a numpy array of non-native byte order (it would share or copy its bytes
+    as they are); the C kernels read native bytes only, so such an array must never get in."""
+    if not array.dtype.isnative:
+        raise ValueError(_FOREIGN_BYTE_ORDER)
+
 
 def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
            pin_memory: bool = False) -> Tensor:
@@ -107,6 +117,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
                       UserWarning, stacklevel=2)
         arr = np.array(data._array, copy=True)
     elif isinstance(data, (np.ndarray, np.generic)):     # a numpy scalar keeps its dtype too
+        _check_byte_order(np.asarray(data))
         arr = np.array(data, copy=True)
     else:
         try:
@@ -117,6 +128,9 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
             arr = arr.astype(_sequence_dtype(data, arr), copy=False)
+        if not arr.dtype.isnative:
+            # a list of big-endian arrays: PyTorch converts their values element by element
+            arr = arr.astype(arr.dtype.newbyteorder("="))
     target = _np_dtype(dtype)
     if target is not None:
         arr = arr.astype(target, copy=False)
@@ -146,6 +160,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with numpy array `array`."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    _check_byte_order(array)
     _core.np_dtype_of(array.dtype)
     return _make(array, False)
 

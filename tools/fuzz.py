@@ -1,0 +1,1208 @@
+"""Differential fuzzer of random PROGRAMS over tapegrad's core op library, against PyTorch.
+
+    python tools/fuzz.py --seconds 600                # subprocess-isolated batches, both kinds
+    python tools/fuzz.py --kind programs --seconds 600
+    python tools/fuzz.py --repro 1234                 # one program: its findings, then a
+                                                      # minimal program printing the failure
+    python tools/fuzz.py --seeds 0:200                # in process, one line per failing seed
+
+One mechanism, two program generators: this file generates multi-step programs (`programs`);
+tools/fuzz_surface.py generates one op of the wide surface plus a short chain (`surface`).  Both
+share the leaf values, the comparison, the known-difference filter and the subprocess driver
+(crash and hang detection by seed).
+
+A program here is Python source, one statement per step, over variables v0, v1, ...:
+
+  - leaves: literal arrays (float32/float64, shapes with 0-, 1-size dims and 0-d, values with
+    -0.0, ties, and now and then NaN/inf), requires_grad or not, integer index and bool mask
+    leaves where an op needs them;
+  - ops: elementwise binary with broadcasting and Python scalars, unary math, activations,
+    reductions with dims / keepdim, shape ops and views (transpose, permute, expand, slicing,
+    select, view/reshape, squeeze), indexing (gather, index_select, masks, integer lists),
+    the matmul family, nn.functional losses / softmax / log_softmax / layer_norm, dtype casts,
+    detach, in-place ops on non-leaves and on views (and on leaves, for the error), setitem,
+    retain_grad, and any step now and then under no_grad;
+  - a tail: backward of a weighted sum of the float outputs that require grad (leaf and
+    retained .grad compared), or first and second derivatives via autograd.grad(create_graph).
+
+The program is generated while it runs in PyTorch (so the shapes it draws fit), then run in
+tapegrad; after every step the two must agree on raising (same builtin exception type) or on
+value, dtype, shape and requires_grad; after the body every variable is compared again (in-place
+writes through views); then the gradients.  `compile` programs are also run as one function
+under tapegrad.compile on several calls with fresh leaf values: compiled and eager tapegrad must
+agree bit for bit (outputs and gradients).
+
+A failing seed is shrunk (steps dropped, with the steps that use them, while the same kind of
+finding remains) and printed as a runnable script: `import torch` or `import tapegrad as torch`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+
+import numpy as np
+
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TOOLS)
+for _p in (ROOT, TOOLS):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+import fuzz_surface as surface  # noqa: E402  (the shared values, comparison and known list)
+
+FLOATS = ("float32", "float64")
+MAX_STEPS = 14
+
+
+# -- program text -------------------------------------------------------------------------------
+
+def literal(arr):
+    """Python source for `arr` (exact: float32 values round-trip through their double repr)."""
+    def fmt(x):
+        if arr.dtype.kind == "b":
+            return "True" if x else "False"
+        if arr.dtype.kind in "iu":
+            return str(int(x))
+        x = float(x)
+        if x != x:
+            return "nan"
+        if x in (float("inf"), float("-inf")):
+            return "inf" if x > 0 else "-inf"
+        return repr(x)
+    flat = ", ".join(fmt(x) for x in arr.reshape(-1))
+    return f"np.array([{flat}], dtype='{arr.dtype}').reshape({tuple(arr.shape)})"
+
+
+class Step:
+    """One statement.  `out`: the variable it defines (None for a pure statement);
+    `nograd`: runs under no_grad; `uses`: the variables it reads (for shrinking)."""
+
+    def __init__(self, code, out=None, nograd=False, stmt=False):
+        self.code, self.out, self.nograd, self.stmt = code, out, nograd, stmt
+        self.uses = set(re.findall(r"\bv\d+\b", code)) - {out}
+        self.compiled = compile(code, "<fuzz>", "exec" if stmt else "eval")
+
+    def source(self):
+        line = self.code if self.stmt else f"{self.out} = {self.code}"
+        return f"with torch.no_grad():\n    {line}" if self.nograd else line
+
+
+class Program:
+    def __init__(self, seed, steps, mode, loss_vars, retained, weight_seed):
+        self.seed, self.steps, self.mode = seed, steps, mode
+        self.loss_vars, self.retained, self.weight_seed = loss_vars, retained, weight_seed
+
+    def leaves(self):
+        return [s.out for s in self.steps if s.code.startswith("torch.tensor(")]
+
+    def grad_leaves(self):
+        return [s.out for s in self.steps
+                if s.code.startswith("torch.tensor(") and "requires_grad=True" in s.code]
+
+    def tail(self, live):
+        """The tail's statements, over the loss variables that exist (`live`)."""
+        terms = [v for v in self.loss_vars if v in live]
+        if not terms or self.mode == "plain":
+            return []
+        lines = [f"loss = {' + '.join(f'({v} * W{v[1:]}).sum()' for v in terms)}"]
+        leaves = self.grad_leaves()
+        if self.mode == "grad2" and leaves:
+            lines.append(f"G = torch.autograd.grad(loss, [{', '.join(leaves)}], "
+                         "create_graph=True, allow_unused=True)")
+            lines.append("S = sum((g * W2[i]).sum() for i, g in enumerate(G) "
+                         "if g is not None and g.requires_grad)")
+            lines.append(f"G2 = torch.autograd.grad(S, [{', '.join(leaves)}], allow_unused=True)"
+                         " if isinstance(S, torch.Tensor) and S.requires_grad else None")
+        else:
+            lines.append("loss.backward()")
+        return lines
+
+    def weights(self, name, shape, dtype):
+        rng = np.random.default_rng([self.weight_seed, int(name[1:])])
+        return rng.standard_normal(shape).astype(dtype)
+
+    def script(self, live=None):
+        live = live if live is not None else {s.out for s in self.steps if s.out}
+        out = ["import numpy as np", "import torch            # or: import tapegrad as torch",
+               "F = torch.nn.functional", "nan, inf = float('nan'), float('inf')"]
+        out += [s.source() for s in self.steps]
+        tail = self.tail(live)
+        if tail:
+            out.append(f"# W<k>: weights of the loss terms, np.random.default_rng"
+                       f"([{self.weight_seed}, k]).standard_normal(v<k>.shape) in v<k>'s dtype")
+            out += tail
+        return "\n".join(out)
+
+
+# -- generation ---------------------------------------------------------------------------------
+
+class Meta:
+    def __init__(self, t):
+        self.shape = tuple(t.shape)
+        self.dtype = str(t.dtype).split(".")[-1]
+        self.rg = t.requires_grad
+        self.leaf = t.is_leaf
+        self.float = t.is_floating_point()
+
+    @property
+    def nd(self):
+        return len(self.shape)
+
+
+_TENSOR_TYPES = None
+
+
+def is_tensor(x):
+    global _TENSOR_TYPES
+    if _TENSOR_TYPES is None:
+        import tapegrad
+        import torch
+        _TENSOR_TYPES = (torch.Tensor, tapegrad.Tensor)
+    return isinstance(x, _TENSOR_TYPES)
+
+
+class Generator:
+    """Draws steps that fit the shapes the program has so far (run in torch as they are drawn)."""
+
+    def __init__(self, seed):
+        import torch
+        self.torch = torch
+        self.r = random.Random(seed)
+        self.seed = seed
+        self.steps = []
+        self.ns = namespace(torch)
+        self.meta = {}
+        self.counter = 0
+
+    # variables
+    def fresh(self):
+        name = f"v{self.counter}"
+        self.counter += 1
+        return name
+
+    def add(self, code, stmt=False, nograd=False, out=None):
+        """Append a step, run it in torch, refresh the metadata; returns its variable or None
+        when torch raised (the step stays: the error is compared too)."""
+        if not stmt and out is None:
+            out = self.fresh()
+        step = Step(code, out, nograd, stmt)
+        self.steps.append(step)
+        ok = run_step(self.torch, self.ns, step)[0] == "ok"
+        self.meta = {}
+        for k, v in self.ns.items():
+            if re.fullmatch(r"v\d+", k) and is_tensor(v):
+                try:
+                    self.meta[k] = Meta(v)
+                except Exception:  # noqa: BLE001 - torch: a view whose base was written
+                    pass
+        return out if ok and not stmt else None
+
+    def vars(self, pred=lambda m: True):
+        return [k for k, m in self.meta.items() if pred(m)]
+
+    def pick(self, pred=lambda m: True):
+        c = self.vars(pred)
+        if not c:
+            return None
+        # later variables more often: programs grow deep rather than wide
+        w = [1 + i for i in range(len(c))]
+        return self.r.choices(c, w)[0]
+
+    def pick_float(self, pred=lambda m: True):
+        return self.pick(lambda m: m.float and pred(m))
+
+    def leaf(self, shape, dtype=None, rg=None, kind="float", lo=0, hi=5, style=None):
+        r = self.r
+        if kind == "float":
+            dtype = dtype or r.choice(FLOATS)
+            if style is None:
+                style = r.choices(["normal", "ties", "special", "zeros", "positive", "negzero"],
+                                  [8, 1, 0.6, 1, 1, 1])[0]
+            if style == "negzero":
+                arr = surface.make_values(r, shape, dtype, "normal")
+                if arr.size:
+                    arr.reshape(-1)[r.randrange(arr.size)] = -0.0
+            else:
+                arr = surface.make_values(r, shape, dtype, style)
+            if rg is None:
+                rg = r.random() < 0.8
+        elif kind == "int":
+            arr = np.random.default_rng(r.randrange(2 ** 32)).integers(lo, max(hi, lo + 1),
+                                                                       size=shape)
+            dtype, rg = "int64", False
+        else:
+            arr = np.random.default_rng(r.randrange(2 ** 32)).random(shape) < 0.5
+            dtype, rg = "bool", False
+        arr = np.asarray(arr, dtype=dtype)
+        code = f"torch.tensor({literal(arr)}" + (", requires_grad=True)" if rg else ")")
+        return self.add(code)
+
+    def shape(self, nd=None, lo=0, hi=4):
+        nd = self.r.choice([0, 1, 2, 2, 3, 3]) if nd is None else nd
+        return surface.rand_shape(self.r, nd, lo, hi)
+
+    def dim(self, nd, invalid=0.03):
+        return surface.rdim(self.r, nd, invalid)
+
+
+def namespace(L):
+    return {"torch": L, "F": L.nn.functional, "np": np, "nan": float("nan"),
+            "inf": float("inf")}
+
+
+def run_step(L, ns, step):
+    try:
+        if step.nograd:
+            with L.no_grad():
+                value = _exec(step, ns)
+        else:
+            value = _exec(step, ns)
+    except Exception as e:  # noqa: BLE001 - an error is a result here
+        return ("err", surface.err_kind(e), f"{type(e).__name__}: {str(e)[:200]}")
+    return ("ok", value)
+
+
+def _exec(step, ns):
+    if step.stmt:
+        exec(step.compiled, ns)
+        return None
+    value = eval(step.compiled, ns)
+    ns[step.out] = value
+    return value
+
+
+# The op generators: each draws one step from the program so far (or returns without adding).
+
+OPS = []
+
+
+def gen(weight):
+    def deco(fn):
+        OPS.append((fn, weight))
+        return fn
+    return deco
+
+
+def broadcast_partner(g, a):
+    """A variable or a new leaf whose shape broadcasts with a's (now and then one that does
+    not, or a Python number)."""
+    r, m = g.r, g.meta[a]
+    u = r.random()
+    if u < 0.15:
+        return repr(r.choice([2.5, -1.5, 0.5, 3, -2, 0.0, -0.0]))
+    if u < 0.45:
+        same = g.vars(lambda x: x.float and _broadcasts(x.shape, m.shape))
+        if same:
+            return r.choice(same)
+    if u < 0.48:
+        return g.leaf(tuple(d + 1 for d in m.shape) or (2,), m.dtype)
+    shape = list(m.shape[r.randint(0, m.nd):]) if m.nd else []
+    shape = [1 if r.random() < 0.3 else d for d in shape]
+    if r.random() < 0.2:
+        shape = [1] * r.randint(0, 1) + shape
+    dt = m.dtype if r.random() < 0.85 else r.choice(FLOATS)
+    return g.leaf(tuple(shape), dt)
+
+
+def _broadcasts(s1, s2):
+    try:
+        np.broadcast_shapes(s1, s2)
+        return True
+    except ValueError:
+        return False
+
+
+@gen(6)
+def g_binary(g):
+    a = g.pick_float()
+    if a is None:
+        return
+    b = broadcast_partner(g, a)
+    if b is None:
+        return
+    r = g.r
+    x, y = (a, b) if r.random() < 0.8 or b.startswith("v") else (b, a)
+    code = r.choice([
+        f"{x} + {y}", f"{x} - {y}", f"{x} * {y}", f"{x} / {y}",
+        f"torch.add({x}, {y}, alpha={r.choice([2, -0.5])})" if y.startswith("v") else f"{x} + {y}",
+        f"torch.maximum({x}, {y})" if y.startswith("v") else f"torch.clamp({x}, min={y})",
+        f"torch.minimum({x}, {y})" if y.startswith("v") else f"torch.clamp({x}, max={y})",
+        f"torch.where({x} > 0, {x}, {y})",
+        f"{x}.abs() ** {y}" if x.startswith("v") and r.random() < 0.5 else f"{x} ** 2",
+        f"torch.atan2({x}, {y})" if y.startswith("v") and x.startswith("v") else f"{x} * {y}",
+    ])
+    g.add(code, nograd=r.random() < 0.08)
+
+
+UNARY = ["-{0}", "{0}.abs()", "{0}.exp()", "torch.log({0}.abs() + 0.5)", "{0}.log()",
+         "{0}.sqrt()", "{0}.abs().sqrt()", "{0}.sin()", "{0}.cos()", "{0}.tanh()",
+         "{0}.sigmoid()", "torch.relu({0})", "F.gelu({0})", "F.silu({0})", "F.softplus({0})",
+         "F.elu({0})", "F.leaky_relu({0}, 0.1)", "F.hardtanh({0})", "{0}.clamp(-0.5, 0.7)",
+         "{0}.clamp(min=0.0)", "{0}.sign()", "{0}.reciprocal()", "{0}.rsqrt()", "{0}.square()",
+         "{0}.log1p()", "{0}.expm1()", "torch.erf({0})", "{0}.floor()", "{0}.round()",
+         "{0} * {0}", "{0}.pow(3)", "{0}.pow(0.5)", "F.relu6({0})", "torch.atan({0})",
+         "{0}.sinh()", "torch.asin({0}.clamp(-1, 1))", "F.logsigmoid({0})", "F.mish({0})",
+         "{0}.trunc()", "{0}.frac()", "torch.nan_to_num({0})", "{0}.clamp(max=-0.0)",
+         "torch.isfinite({0})", "{0} > 0", "{0} == {0}"]
+
+
+@gen(6)
+def g_unary(g):
+    a = g.pick_float()
+    if a is not None:
+        g.add(g.r.choice(UNARY).format(a), nograd=g.r.random() < 0.08)
+
+
+@gen(5)
+def g_reduce(g):
+    r = g.r
+    a = g.pick_float()
+    if a is None:
+        return
+    m = g.meta[a]
+    kd = r.random() < 0.4
+    if r.random() < 0.3 or m.nd == 0:
+        name = r.choice(["sum", "mean", "prod", "amax", "amin", "max", "min", "var", "std",
+                         "norm", "logsumexp", "nansum"])
+        if name == "logsumexp":
+            code = f"{a}.logsumexp({r.randrange(-m.nd, m.nd) if m.nd else 0})"
+        elif name in ("var", "std"):
+            code = f"{a}.{name}(correction={r.choice([0, 1, 2])})" if r.random() < 0.5 \
+                else f"{a}.{name}()"
+        elif name == "norm":
+            pn = r.choice([1, 2, 3, "float('inf')"])
+            code = f"{a}.norm(p={pn})"
+        else:
+            code = f"{a}.{name}()"
+    else:
+        nd = m.nd
+        dims = sorted({g.dim(nd) for _ in range(r.randint(1, min(nd, 2)))})
+        d = dims[0]
+        dims_s = f"({', '.join(map(str, dims))},)"
+        code = r.choice([
+            f"{a}.sum({dims_s}, keepdim={kd})", f"{a}.mean({d}, keepdim={kd})",
+            f"{a}.amax({dims_s}, keepdim={kd})", f"{a}.amin({d}, keepdim={kd})",
+            f"{a}.max({d}, keepdim={kd}).values", f"{a}.min({d}).values",
+            f"{a}.max({d}, keepdim={kd}).indices", f"{a}.argmax({d})",
+            f"{a}.var({d}, keepdim={kd}, correction={r.choice([0, 1])})",
+            f"{a}.std({dims_s}, keepdim={kd})", f"{a}.prod({d}, keepdim={kd})",
+            f"{a}.logsumexp({d}, keepdim={kd})", f"{a}.norm(dim={d}, keepdim={kd})",
+            f"{a}.norm(p=1, dim={dims_s})", f"torch.cumsum({a}, {d})",
+            f"{a}.sum({d}, dtype=torch.float64)", f"torch.mean({a}, dim={dims_s})",
+            f"{a}.cumprod({d})",
+        ])
+    g.add(code, nograd=r.random() < 0.05)
+
+
+@gen(7)
+def g_shape(g):
+    r = g.r
+    a = g.pick()
+    if a is None:
+        return
+    m = g.meta[a]
+    nd, sh = m.nd, m.shape
+    c = []
+    if nd >= 2:
+        i, j = g.dim(nd), g.dim(nd)
+        c += [f"{a}.transpose({i}, {j})", f"{a}.mT", f"{a}.permute{tuple(r.sample(range(nd), nd))}",
+              f"{a}.flatten({r.choice([0, 1])})", f"{a}.movedim(0, -1)"]
+    if nd == 2:
+        c += [f"{a}.T", f"{a}.t()"]
+    if nd >= 1:
+        d = g.dim(nd)
+        n = sh[d] if -nd <= d < nd else 0
+        lo = r.randint(-n - 1, n)
+        c += [f"{a}[{lo}:{r.randint(lo, n + 1)}:{r.choice([1, 1, 2, 3])}]",
+              f"{a}[..., {r.randint(-1, max(sh[-1] - 1, 0))}]" if sh[-1] else f"{a}[..., 0:0]",
+              f"{a}[{r.randint(-sh[0], max(sh[0] - 1, 0))}]" if sh[0] else f"{a}[0:]",
+              f"{a}.narrow({d}, 0, {r.randint(0, n)})", f"{a}.flip({d})",
+              f"{a}.unbind({d})[0]" if n else f"{a}.unsqueeze(0)",
+              f"{a}.split({r.randint(1, 3)}, {d})[-1]", f"{a}.chunk(2, {d})[0]",
+              f"{a}.roll(1, {d})", f"{a}[None, ..., None]", f"{a}[:, None]" if nd else f"{a}",
+              f"{a}.repeat({', '.join(str(r.randint(1, 2)) for _ in range(nd))})"]
+    ones = [i for i, s in enumerate(sh) if s == 1]
+    new_shape = tuple(r.randint(1, 3) if s == 1 else s for s in sh)
+    c += [f"{a}.unsqueeze({r.randint(-nd - 1, nd)})", f"{a}.squeeze()",
+          f"{a}.squeeze({ones[0] if ones and r.random() < 0.8 else g.dim(nd)})",
+          f"{a}.expand{(r.randint(1, 2),) + new_shape}", f"{a}.expand_as(torch.empty({(2,) + new_shape}))",
+          f"{a}.reshape(-1)", f"{a}.view(-1)", f"{a}.reshape({_reshape(r, sh)})",
+          f"{a}.view({_reshape(r, sh)})", f"{a}.contiguous()", f"{a}.clone()",
+          f"{a}.detach()", f"{a}.detach().requires_grad_()" if m.float and m.leaf is False
+          else f"{a}.detach()", f"{a}.double()", f"{a}.float()", f"{a}.to(torch.float64)",
+          f"{a}[...]", f"{a}.flatten()", f"torch.cat([{a}, {a}], {g.dim(nd) if nd else 0})",
+          f"torch.stack([{a}, {a}], {r.randint(-nd - 1, nd)})", f"{a}.view_as({a})",
+          f"{a}.expand({', '.join('-1' for _ in sh)})" if sh else f"{a}.expand(())"]
+    g.add(r.choice(c), nograd=r.random() < 0.08)
+
+
+def _reshape(r, shape):
+    n = int(np.prod(shape)) if shape else 1
+    divisors = [d for d in range(1, n + 1) if n % d == 0] or [0]
+    d = r.choice(divisors)
+    if n == 0:
+        return r.choice(["(0, 2)", "(2, 0, -1)", "(-1, 3)", "(0,)"])
+    return r.choice([f"({d}, -1)", f"(-1, {d}, 1)", f"({n},)", f"({d}, {n // d})" if d else "(-1,)"])
+
+
+@gen(4)
+def g_index(g):
+    r = g.r
+    a = g.pick_float(lambda m: m.nd >= 1)
+    if a is None:
+        return
+    m = g.meta[a]
+    nd, sh = m.nd, m.shape
+    d = g.dim(nd, 0)
+    n = sh[d]
+    kind = r.choice(["gather", "index_select", "mask", "masked_fill", "list",
+                     "where_mask", "tensor_index", "masked_select"])
+    if kind == "gather":
+        ishape = tuple(r.randint(0, s) if i == d % nd else r.randint(0, s) for i, s in enumerate(sh))
+        hi = n + (1 if r.random() < 0.03 else 0)
+        idx = g.leaf(ishape, kind="int", lo=-(n if r.random() < 0.1 else 0), hi=max(hi, 1))
+        if idx:
+            g.add(f"torch.gather({a}, {d}, {idx})")
+    elif kind == "index_select":
+        idx = g.leaf((r.randint(0, 4),), kind="int", lo=0, hi=max(n, 1))
+        if idx:
+            g.add(f"torch.index_select({a}, {d}, {idx})")
+    elif kind in ("mask", "masked_select"):
+        mask = g.leaf(sh if r.random() < 0.8 else sh[r.randint(0, nd - 1):], kind="bool")
+        if mask:
+            g.add(f"{a}[{mask}]" if kind == "mask" else f"torch.masked_select({a}, {mask})")
+    elif kind == "masked_fill":
+        mask = f"{a} > 0" if r.random() < 0.5 else g.leaf(sh[r.randint(0, nd):], kind="bool")
+        if mask:
+            fill = r.choice([0.0, -1.5, "-inf"])
+            g.add(f"{a}.masked_fill({mask}, {fill})")
+    elif kind == "where_mask":
+        g.add(f"torch.where({a} < 0.5, {a} * 2, torch.zeros_like({a}))")
+    elif kind == "tensor_index":
+        idx = g.leaf((r.randint(0, 3),) * r.randint(1, 2), kind="int", lo=-n, hi=max(n, 1))
+        if idx:
+            g.add(f"{a}[{idx}]")
+    else:
+        k = [r.randint(-n, max(n - 1, 0)) for _ in range(r.randint(0, 3))] if n else []
+        g.add(f"{a}[{k}]" if r.random() < 0.6 else f"{a}[:, {k}]" if nd >= 2 else f"{a}[{k}]")
+
+
+@gen(4)
+def g_matmul(g):
+    r = g.r
+    a = g.pick_float(lambda m: 1 <= m.nd <= 3)
+    if a is None:
+        return
+    m = g.meta[a]
+    sh, dt = m.shape, m.dtype
+    k = sh[-1]
+    kind = r.choice(["matmul", "at", "mm", "bmm", "linear", "outer", "dot", "addmm", "einsum"])
+    p = r.randint(0, 3)
+    if kind in ("matmul", "at"):
+        bshape = r.choice([(k,), (k, p), (2, k, p) if m.nd < 3 else (sh[0], k, p),
+                           (1, k, p), (k + 1, p) if r.random() < 0.1 else (k, p)])
+        b = g.leaf(bshape, dt)
+        if b:
+            g.add(f"torch.matmul({a}, {b})" if kind == "matmul" else f"{a} @ {b}")
+    elif kind == "mm" and m.nd == 2:
+        b = g.leaf((k, p), dt)
+        if b:
+            g.add(f"torch.mm({a}, {b})")
+    elif kind == "bmm" and m.nd == 3:
+        b = g.leaf((sh[0], k, p), dt)
+        if b:
+            g.add(f"torch.bmm({a}, {b})")
+    elif kind == "outer" and m.nd == 1:
+        b = g.leaf((p,), dt)
+        if b:
+            g.add(f"torch.outer({a}, {b})")
+    elif kind == "dot" and m.nd == 1:
+        b = g.leaf((k,), dt)
+        if b:
+            g.add(f"torch.dot({a}, {b})")
+    elif kind == "addmm" and m.nd == 2:
+        b = g.leaf((k, p), dt)
+        c = g.leaf(r.choice([(sh[0], p), (p,), ()]), dt)
+        if b and c:
+            g.add(f"torch.addmm({c}, {a}, {b}, beta={r.choice([1, 0.5])}, alpha={r.choice([1, 2])})")
+    elif kind == "einsum" and m.nd == 2:
+        b = g.leaf((k, p), dt)
+        if b:
+            g.add(f"torch.einsum('ij,jk->ik', {a}, {b})")
+    else:
+        w = g.leaf((p, k), dt)
+        bias = g.leaf((p,), dt) if r.random() < 0.6 else None
+        if w:
+            g.add(f"F.linear({a}, {w}{', ' + bias if bias else ''})")
+
+
+@gen(4)
+def g_nn(g):
+    r = g.r
+    a = g.pick_float()
+    if a is None:
+        return
+    m = g.meta[a]
+    sh, dt, nd = m.shape, m.dtype, m.nd
+    red = r.choice(["mean", "sum", "none"])
+    kind = r.choice(["softmax", "log_softmax", "layer_norm", "mse", "l1", "smooth_l1", "huber",
+                     "bce_logits", "bce", "ce", "nll", "kl", "normalize", "dropout0"])
+    if kind in ("softmax", "log_softmax"):
+        g.add(f"F.{kind}({a}, dim={g.dim(nd)})" if r.random() < 0.8
+              else f"torch.{kind}({a}, {g.dim(nd)}, dtype=torch.float64)")
+    elif kind == "layer_norm" and nd >= 1:
+        k = r.randint(1, min(nd, 2))
+        ns = sh[nd - k:]
+        w = g.leaf(ns, dt) if r.random() < 0.6 else None
+        b = g.leaf(ns, dt) if w and r.random() < 0.7 else None
+        g.add(f"F.layer_norm({a}, {ns}" + (f", {w}" if w else "") + (f", {b}" if b else "")
+              + f", eps={r.choice([1e-5, 1e-3])})")
+    elif kind in ("mse", "l1", "smooth_l1", "huber"):
+        t = g.leaf(sh if r.random() < 0.9 else sh[1:], dt, rg=r.random() < 0.3)
+        if t:
+            name = {"mse": "mse_loss", "l1": "l1_loss", "smooth_l1": "smooth_l1_loss",
+                    "huber": "huber_loss"}[kind]
+            extra = {"smooth_l1": f", beta={r.choice([1.0, 0.5, 0.0])}",
+                     "huber": f", delta={r.choice([1.0, 0.3])}"}.get(kind, "")
+            g.add(f"F.{name}({a}, {t}, reduction='{red}'{extra})")
+    elif kind in ("bce_logits", "bce"):
+        t = g.leaf(sh, dt, rg=False, style="positive")
+        if t:
+            tt = f"({t} % 1.0)"
+            if kind == "bce":
+                g.add(f"F.binary_cross_entropy({a}.sigmoid(), {tt}, reduction='{red}')")
+            else:
+                pw = g.leaf(sh[-1:], dt, rg=False, style="positive") if nd and r.random() < 0.3 else None
+                g.add(f"F.binary_cross_entropy_with_logits({a}, {tt}, reduction='{red}'"
+                      + (f", pos_weight={pw}" if pw else "") + ")")
+    elif kind in ("ce", "nll") and 1 <= nd <= 3:
+        C = sh[1] if nd >= 2 else sh[0]
+        tshape = (sh[0],) + sh[2:] if nd >= 2 else ()
+        tgt = g.leaf(tshape, kind="int", lo=-100 if r.random() < 0.1 else 0,
+                     hi=max(C + (1 if r.random() < 0.03 else 0), 1))
+        if tgt is None:
+            return
+        opts = f", reduction='{red}'"
+        if r.random() < 0.3:
+            opts += f", ignore_index={r.choice([0, -100, 1])}"
+        if r.random() < 0.3:
+            w = g.leaf((C,), dt, rg=False, style="positive")
+            opts += f", weight={w}"
+        if kind == "ce":
+            if r.random() < 0.3:
+                opts += f", label_smoothing={r.choice([0.1, 0.5])}"
+            g.add(f"F.cross_entropy({a}, {tgt}{opts})")
+        else:
+            g.add(f"F.nll_loss(F.log_softmax({a}, {1 if nd >= 2 else 0}), {tgt}{opts})")
+    elif kind == "kl" and nd >= 1:
+        t = g.leaf(sh, dt, rg=False)
+        if t:
+            g.add(f"F.kl_div(F.log_softmax({a}, -1), F.softmax({t}, -1), "
+                  f"reduction='{r.choice(['batchmean', 'sum', 'mean', 'none'])}')")
+    elif kind == "normalize" and nd >= 1:
+        g.add(f"F.normalize({a}, dim={g.dim(nd)})")
+    else:
+        g.add(f"F.dropout({a}, p=0.5, training=False)")
+
+
+@gen(4)
+def g_inplace(g):
+    r = g.r
+    # mostly non-leaves (and views of them); leaves that require grad now and then, for the error
+    a = g.pick_float(lambda m: not (m.leaf and m.rg) or r.random() < 0.1)
+    if a is None:
+        return
+    m = g.meta[a]
+    sh, nd = m.shape, m.nd
+    tgt = a
+    if nd and r.random() < 0.4:
+        tgt = r.choice([f"{a}[0:1]" if sh[0] else f"{a}[0:0]", f"{a}.mT" if nd >= 2 else f"{a}[:]",
+                        f"{a}[..., ::2]", f"{a}.view(-1)" if r.random() < 0.5 else f"{a}[0]" if sh[0]
+                        else f"{a}[:]", f"{a}.unsqueeze(0)", f"{a}.select(0, -1)" if sh[0] else f"{a}"])
+    b = None
+    if r.random() < 0.5:
+        b = broadcast_partner(g, a)
+        if b is None:
+            return
+    val = b or repr(r.choice([1.5, -2.0, 0.0, -0.0, 0.5]))
+    code = r.choice([f"{tgt}.add_({val})", f"{tgt}.mul_({val})", f"{tgt}.sub_({val})",
+                     f"{tgt}.div_({val})", f"{tgt}.clamp_(min=-0.5)", f"{tgt}.relu_()",
+                     f"{tgt}.exp_()", f"{tgt}.sigmoid_()", f"{tgt}.tanh_()", f"{tgt}.zero_()",
+                     f"{tgt}.fill_({r.choice([1.0, -0.0])})", f"{tgt}.copy_({val})"
+                     if b else f"{tgt}.neg_()", f"{tgt}.masked_fill_({a} > 0, 0.0)",
+                     f"{tgt}.pow_(2)", f"{tgt}.abs_()", f"{tgt}.sqrt_()"])
+    if r.random() < 0.25:
+        key = r.choice(["0", "...", "0:1", "::2", f"{a} > 0"]) if nd else "..."
+        code = f"{a}[{key}] = {val}"
+        g.add(code, stmt=True, nograd=r.random() < 0.1)
+        return
+    g.add(code, nograd=r.random() < 0.15)
+
+
+@gen(1)
+def g_retain(g):
+    a = g.pick(lambda m: not m.leaf or g.r.random() < 0.1)
+    if a is not None:
+        g.add(f"{a}.retain_grad()", stmt=True)
+
+
+@gen(1)
+def g_grad_ops(g):
+    r = g.r
+    a = g.pick_float()
+    if a is None:
+        return
+    g.add(r.choice([f"{a}.detach()", f"{a}.detach() * 2", f"{a}.requires_grad_(False)"
+                    if g.meta[a].leaf else f"{a}.detach()", f"torch.zeros_like({a})",
+                    f"torch.ones_like({a}).mul({a})", f"{a}.type_as(torch.ones((), dtype=torch.float64))",
+                    f"{a}.new_zeros({a}.shape)", f"{a}.clone().detach_()"]))
+
+
+def generate(seed):
+    g = Generator(seed)
+    r = g.r
+    for _ in range(r.randint(1, 3)):
+        g.leaf(g.shape())
+    n = r.randint(1, MAX_STEPS)
+    fns = [f for f, _ in OPS]
+    weights = [w for _, w in OPS]
+    for _ in range(n):
+        r.choices(fns, weights)[0](g)
+    mode = r.choices(["backward", "grad2", "compile", "plain"], [6, 2, 2, 0.5])[0]
+    # the loss terms: float outputs that require grad, decided from torch's run
+    loss_vars = [k for k, m in g.meta.items() if m.float and m.rg and not m.leaf]
+    if not loss_vars:
+        loss_vars = [k for k, m in g.meta.items() if m.float and m.rg][-1:]
+    loss_vars = [v for v in loss_vars if r.random() < 0.7] or loss_vars[-1:]
+    retained = [s.code.split(".")[0] for s in g.steps if s.code.endswith(".retain_grad()")]
+    return Program(seed, g.steps, mode, loss_vars, retained, r.randrange(2 ** 32))
+
+
+# -- running and comparing --------------------------------------------------------------------------
+
+def snap(x):
+    if is_tensor(x):
+        try:
+            return ("t", x.detach().numpy().copy(), str(x.dtype).split(".")[-1],
+                    tuple(x.shape), x.requires_grad)
+        except Exception as e:  # noqa: BLE001 - torch refuses to read some invalidated views
+            return ("unreadable", surface.err_kind(e), str(e)[:120])
+    if isinstance(x, (tuple, list)):
+        return ("seq", [snap(e) for e in x])
+    if x is None:
+        return ("none",)
+    return ("py", x)
+
+
+class Run:
+    def __init__(self):
+        self.steps = []         # per body step: ("ok", snap) / ("err", kind, msg)
+        self.final = {}         # variable -> snap after the body
+        self.tail = None        # ("ok",) / ("err", kind, msg)
+        self.grads = {}         # "v3.grad" / "G" / "G2" -> snap
+        self.live = set()
+
+
+def execute(L, prog, live=None):
+    """Run prog's body and tail with library L.  `live`: the loss variables to use (torch's)."""
+    res = Run()
+    ns = namespace(L)
+    for step in prog.steps:
+        out = run_step(L, ns, step)
+        if out[0] == "ok":
+            res.steps.append(("ok", snap(out[1]) if not step.stmt else ("none",)))
+        else:
+            res.steps.append(out)
+    for k, v in ns.items():
+        if re.fullmatch(r"v\d+", k) and is_tensor(v):
+            res.final[k] = snap(v)
+    if live is None:
+        live = {k for k, v in ns.items() if re.fullmatch(r"v\d+", k) and is_tensor(v)
+                and v.is_floating_point() and v.requires_grad}
+    res.live = live
+    tail = prog.tail(live)
+    for v in prog.loss_vars:
+        if v in live and v in res.final and res.final[v][0] == "t":
+            ns[f"W{v[1:]}"] = L.tensor(prog.weights(v, res.final[v][3], res.final[v][2]))
+    leaves = prog.grad_leaves()
+    ns["W2"] = [L.tensor(prog.weights(f"v{1000 + i}", res.final[v][3], res.final[v][2]))
+                if v in res.final and res.final[v][0] == "t" else None
+                for i, v in enumerate(leaves)]
+    try:
+        for line in tail:
+            exec(line, ns)
+        res.tail = ("ok",)
+    except Exception as e:  # noqa: BLE001
+        res.tail = ("err", surface.err_kind(e), f"{type(e).__name__}: {str(e)[:200]}")
+    if tail:
+        for v in leaves + prog.retained:
+            if v in ns and is_tensor(ns[v]):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    label = f"{v}.grad" if v in leaves else f"retained {v}.grad"
+                    res.grads[label] = snap(ns[v].grad)
+        for k in ("G", "G2"):
+            if k in ns:
+                res.grads[k] = snap(ns[k])
+    return res
+
+
+def tolerances(dtype):
+    return (2e-3, 2e-4) if dtype in ("float32", "float16", "bfloat16") else (1e-6, 1e-8)
+
+
+def compare_snaps(label, t, g, out, grad=False):
+    if t[0] != g[0]:
+        if {t[0], g[0]} == {"none", "t"} and grad and label.startswith("G"):
+            # allow_unused: None vs zeros is fine, a nonzero where torch has None is not
+            z = t if t[0] == "t" else g
+            if not np.any(z[1] != 0):
+                return
+        out.append(("grad-none" if grad else "structure",
+                    f"{label}: torch {_kind(t)} vs tapegrad {_kind(g)}"))
+        return
+    if t[0] == "seq":
+        if len(t[1]) != len(g[1]):
+            out.append(("structure", f"{label}: {len(t[1])} vs {len(g[1])} elements"))
+            return
+        for i, (a, b) in enumerate(zip(t[1], g[1])):
+            compare_snaps(f"{label}[{i}]", a, b, out, grad)
+        return
+    if t[0] == "py":
+        if t[1] != g[1] and not (isinstance(t[1], float) and np.isclose(t[1], g[1], equal_nan=True)):
+            out.append(("value", f"{label}: torch {t[1]!r} vs tapegrad {g[1]!r}"))
+        return
+    if t[0] != "t":
+        return
+    _, tv, tdt, tsh, trg = t
+    _, gv, gdt, gsh, grg = g
+    if tdt != gdt:
+        out.append(("dtype", f"{label}: torch {tdt} vs tapegrad {gdt}"))
+    if tsh != gsh:
+        out.append(("shape", f"{label}: torch {tsh} vs tapegrad {gsh}"))
+        return
+    if trg != grg and not grad:
+        out.append(("requires_grad", f"{label}: torch {trg} vs tapegrad {grg}"))
+    rtol, atol = tolerances(tdt)
+    if grad:
+        rtol, atol = rtol * 5, atol * 5
+    if not surface.close(gv, tv, rtol, atol):
+        out.append(("grad" if grad else "value",
+                    f"{label} ({tdt}{tsh}): max|diff| {surface._maxdiff(gv, tv)}; torch "
+                    f"{surface._short(tv)} vs tapegrad {surface._short(gv)}"))
+    elif tv.dtype.kind == "f" and tv.size:
+        # NaN where torch has a number (or the reverse) hides inside allclose(equal_nan) only
+        # when both are NaN; the sign of zero is a value too
+        tz, gz = (tv == 0), (gv == 0)
+        if np.any(tz & gz & (np.signbit(tv) != np.signbit(gv))) and not grad:
+            out.append(("signed-zero", f"{label}: torch {surface._short(tv)} vs tapegrad "
+                                       f"{surface._short(gv)}"))
+
+
+def _kind(s):
+    if s[0] == "unreadable":
+        return f"an unreadable tensor ({s[2]})"
+    return {"t": "a tensor", "none": "None", "seq": "a sequence", "py": "a number",
+            "unreadable": "an unreadable tensor"}[s[0]]
+
+
+def compare_runs(prog, t, g):
+    out = []
+    for i, (step, a, b) in enumerate(zip(prog.steps, t.steps, g.steps)):
+        label = f"step {i} `{step.source()[:120]}`"
+        if a[0] == "err" or b[0] == "err":
+            if a[0] != b[0]:
+                out.append(("missing-error" if a[0] == "err" else "spurious-error",
+                            f"{label}: torch {a[2] if a[0] == 'err' else 'ran'}; tapegrad "
+                            f"{b[2] if b[0] == 'err' else 'ran'}"))
+                return out
+            if a[1] != b[1]:
+                out.append(("exception-type", f"{label}: torch {a[2]!r} vs tapegrad {b[2]!r}"))
+            continue
+        n = len(out)
+        compare_snaps(label, a[1], b[1], out)
+        if len(out) > n:
+            return out
+    for k in sorted(t.final, key=lambda s: int(s[1:])):
+        if k in g.final:
+            compare_snaps(f"final {k}", t.final[k], g.final[k], out)
+    if out:
+        return out
+    if (t.tail[0] == "err") != (g.tail[0] == "err"):
+        out.append(("missing-error" if t.tail[0] == "err" else "spurious-error",
+                    f"tail: torch {t.tail[-1]}; tapegrad {g.tail[-1]}"))
+        return out
+    if t.tail[0] == "err":
+        if t.tail[1] != g.tail[1]:
+            out.append(("exception-type", f"tail: torch {t.tail[2]!r} vs tapegrad {g.tail[2]!r}"))
+        return out
+    for k, s in t.grads.items():
+        if k in g.grads:
+            compare_snaps(k, s, g.grads[k], out, grad=True)
+        else:
+            out.append(("grad-none", f"{k}: missing in tapegrad"))
+    return out
+
+
+# -- compiled vs eager ------------------------------------------------------------------------------
+
+def compile_check(prog, t_run, n_calls=3):
+    """The body as one function of its leaves, under tapegrad.compile, on fresh leaf values each
+    call: outputs and gradients must equal eager tapegrad's bit for bit."""
+    import tapegrad as tg
+    if any(s[0] == "err" for s in t_run.steps) or t_run.tail[0] == "err":
+        return []
+    leaves = prog.leaves()
+    grad_leaves = set(prog.grad_leaves())
+    body = [s for s in prog.steps if s.out not in leaves]
+    outs = [v for v in prog.loss_vars if v in t_run.live]
+    if not outs:
+        return []
+    src = [f"def program({', '.join(leaves)}):"]
+    for s in body:
+        src += ["    " + line for line in s.source().split("\n")]
+    src.append(f"    return ({', '.join(outs)},)")
+    ns = namespace(tg)
+    exec("\n".join(src), ns)
+    fn = ns["program"]
+    compiled = tg.compile(fn)
+    rng = np.random.default_rng([prog.seed, 7])
+    findings = []
+    for call in range(n_calls):
+        arrays = []
+        for v in leaves:
+            s0 = prog.steps[[s.out for s in prog.steps].index(v)]
+            arr = eval(_leaf_array(s0), {"np": np, "nan": np.nan, "inf": np.inf})
+            if arr.dtype.kind == "f" and call:
+                arr = (arr + rng.standard_normal(arr.shape)).astype(arr.dtype)
+            arrays.append(arr)
+        results = []
+        for f in (fn, compiled):
+            args = [tg.tensor(a.copy(), requires_grad=(v in grad_leaves))
+                    for v, a in zip(leaves, arrays)]
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    o = f(*args)
+                    loss = None
+                    for v, t in zip(outs, o):
+                        term = (t * tg.tensor(prog.weights(v, tuple(t.shape),
+                                                           str(t.dtype).split(".")[-1]))).sum()
+                        loss = term if loss is None else loss + term
+                    if loss is not None and loss.requires_grad:
+                        loss.backward()
+                results.append(("ok", [snap(t) for t in o],
+                                [snap(a.grad) for a in args]))
+            except Exception as e:  # noqa: BLE001
+                results.append(("err", surface.err_kind(e), f"{type(e).__name__}: {str(e)[:200]}"))
+        (e_res, c_res) = results
+        if e_res[0] != c_res[0] or (e_res[0] == "err" and e_res[1] != c_res[1]):
+            findings.append(("compile", f"call {call}: eager {e_res[-1] if e_res[0] == 'err' else 'ran'}"
+                                        f", compiled {c_res[-1] if c_res[0] == 'err' else 'ran'}"))
+            break
+        if e_res[0] == "err":
+            continue
+        for what, es, cs in (("output", e_res[1], c_res[1]), ("grad", e_res[2], c_res[2])):
+            for j, (a, b) in enumerate(zip(es, cs)):
+                if not _bit_equal(a, b):
+                    findings.append(("compile", f"call {call}: {what} {j} differs: eager "
+                                                f"{_desc(a)} vs compiled {_desc(b)} "
+                                                f"({compiled.explain()})"))
+        if findings:
+            break
+    return findings
+
+
+def _leaf_array(step):
+    m = re.search(r"np\.array\(.*?\)\.reshape\([^)]*\)\)", step.code)
+    return m.group(0)
+
+
+def _bit_equal(a, b):
+    if a[0] != b[0]:
+        return False
+    if a[0] != "t":
+        return True
+    return (a[2] == b[2] and a[3] == b[3] and a[4] == b[4]
+            and a[1].tobytes() == b[1].tobytes())
+
+
+def _desc(s):
+    if s[0] != "t":
+        return _kind(s)
+    return f"{s[2]}{s[3]} rg={s[4]} {surface._short(s[1])}"
+
+
+# -- a seed: generate, run, compare ---------------------------------------------------------------
+
+# Differences triaged as known core-level bugs (each has an xfail repro in
+# tests/test_fuzz_regressions.py) or deliberate; `known` filters them so a run shows what is new.
+KNOWN = [
+    # core: an in-place write into an empty view (of an empty base) is refused, and reading a
+    # view rebased on such a write raises
+    ("*", "does not cover whole elements of its base"),
+    # core: a view taken under no_grad of a tensor that requires grad does not require grad
+    ("requires_grad", r"(?s)with torch\.no_grad\(\):.*torch True vs tapegrad False"),
+    # core: clamp(min=0) / relu of -0.0 give +0.0
+    ("signed-zero", r"clamp|relu|hardtanh"),
+    # deliberate: the sign of a zero sum depends on the accumulation order (BLAS, pairwise sums)
+    ("signed-zero", r"linear|matmul|mm\(|einsum| @ |layer_norm|addmm|dot|sum|mean|norm|var|std|"
+                    r"softmax|cumsum|cumprod|prod|logsumexp"),
+    # minor: a zero loss term's sign (-(w * 0) vs 0) in cross_entropy / nll_loss
+    ("signed-zero", r"cross_entropy|nll_loss"),
+    # core: expand() to the same shape is read-only
+    ("spurious-error", "cannot write into a read-only tensor|assignment destination is read-only"),
+    # core: copy_ of a Python number
+    ("spurious-error", r"copy_\(\): argument 'src' must be Tensor, not"),
+    # core: setitem / copy_ shape errors surface numpy's ValueError / TypeError (PyTorch:
+    # RuntimeError)
+    ("exception-type", r"vs tapegrad '(ValueError|TypeError): (could not broadcast|shape mismatch"
+                       r"|NumPy boolean array indexing)"),
+    # core: repeat() of an empty tensor is a view of its input
+    ("spurious-error", r"(?s)a view of a leaf Variable that requires grad is being used in an "
+                       r"in-place operation"),
+    # deliberate (README): fill_/zero_ directly on a view of a tensor that requires grad
+    ("spurious-error", "in-place operations on a view of a tensor that requires grad are not "
+                       "supported"),
+    # core: create_graph gradients of piecewise-linear ops do not require grad, so the second
+    # autograd.grad is skipped (torch: zeros / None); var of one element likewise
+    ("grad-none", r"^G2"),
+    # core: retain_grad() is lost when an in-place write through a view rebases the tensor
+    ("grad-none", r"^retained v\d+\.grad: torch a tensor vs tapegrad None"),
+    # core: index_select on a size-0 dim with indices raises IndexError (PyTorch RuntimeError)
+    ("exception-type", "self indexing axis dim should be positive"),
+]
+
+
+def known(cat, msg):
+    return any(c in (cat, "*") and re.search(p, msg) for c, p in KNOWN)
+
+
+def check_program(prog):
+    import tapegrad
+    import torch
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t_run = execute(torch, prog)
+        g_run = execute(tapegrad, prog, live=t_run.live)
+        if (t_run.tail[0] == "err" and "modified by an inplace operation" in t_run.tail[2]
+                and g_run.tail[0] == "ok"):
+            # torch saved a value that a later in-place op overwrote, tapegrad's backward did not
+            # need it (or kept its own copy): its gradients must then be what torch computes
+            # when it keeps the saved values (allow_mutation_on_saved_tensors)
+            with torch.autograd.graph.allow_mutation_on_saved_tensors():
+                t_run = execute(torch, prog)
+        findings = compare_runs(prog, t_run, g_run)
+        if prog.mode == "compile" and not findings:
+            findings += compile_check(prog, t_run)
+    return findings
+
+
+def check_seed(seed, show_known=False):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = generate(seed)
+    findings = check_program(prog)
+    if not show_known:
+        findings = [(c, m) for c, m in findings if not known(c, m)]
+    return prog, findings
+
+
+def shrink(prog, category):
+    """Drop steps (and the steps that read what they define) while a finding of `category`
+    remains; returns the smallest program found."""
+    def without(p, i):
+        gone = {p.steps[i].out} if p.steps[i].out else set()
+        keep = []
+        for j, s in enumerate(p.steps):
+            if j == i or (s.uses & gone):
+                if s.out:
+                    gone.add(s.out)
+                continue
+            keep.append(s)
+        return Program(p.seed, keep, p.mode, [v for v in p.loss_vars if v not in gone],
+                       [v for v in p.retained if v not in gone], p.weight_seed)
+
+    def fails(p):
+        try:
+            return any(c == category for c, _ in check_program(p))
+        except Exception:  # noqa: BLE001 - a shrunk program the checker cannot run
+            return False
+
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(len(prog.steps))):
+            cand = without(prog, i)
+            if len(cand.steps) < len(prog.steps) and fails(cand):
+                prog, changed = cand, True
+                break
+    # the tail too: fewer loss terms, then a plain backward instead of the double one
+    for v in list(prog.loss_vars):
+        cand = Program(prog.seed, prog.steps, prog.mode, [x for x in prog.loss_vars if x != v],
+                       prog.retained, prog.weight_seed)
+        if cand.loss_vars and fails(cand):
+            prog = cand
+    return prog
+
+
+# -- driver (shared with tools/fuzz_surface.py) ---------------------------------------------------
+
+def checker(kind):
+    if kind == "programs":
+        return lambda seed: _summary(*check_seed(seed))
+    return lambda seed: _summary_surface(*surface.check_seed(seed))
+
+
+def _summary(prog, findings):
+    return [{"op": "program", "mode": prog.mode, "cat": c, "msg": m} for c, m in findings]
+
+
+def _summary_surface(prog, findings):
+    return [{"op": prog.op, "mode": prog.mode, "cat": c, "msg": m, "desc": prog.case.desc}
+            for c, m in findings]
+
+
+def worker(kind, start, stop, progress_path):
+    check = checker(kind)
+    for seed in range(start, stop):
+        with open(progress_path, "w") as f:
+            f.write(str(seed))
+        try:
+            recs = check(seed)
+        except Exception as e:  # noqa: BLE001 - a fuzzer bug: report, keep going
+            recs = [{"op": "?", "cat": "fuzzer-error", "msg": repr(e)[:300]}]
+        for rec in recs:
+            print(json.dumps(dict(rec, seed=seed, kind=kind)), flush=True)
+    print(json.dumps({"done": stop}), flush=True)
+
+
+def drive(kinds, first, seconds, batch, out_path, timeout):
+    """Run batches of seeds in subprocesses (alternating the kinds) until `seconds` pass; a
+    worker that dies or hangs is reported with the seed it was running."""
+    t_end = time.time() + seconds
+    seeds = {k: first for k in kinds}
+    n = {k: 0 for k in kinds}
+    findings = []
+    progress = tempfile.mktemp(prefix="fuzz_progress_")
+    turn = 0
+    while time.time() < t_end:
+        kind = kinds[turn % len(kinds)]
+        turn += 1
+        seed = seeds[kind]
+        args = [sys.executable, os.path.abspath(__file__), "--worker", f"{seed}:{seed + batch}",
+                "--kind", kind, "--progress", progress]
+        try:
+            p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+            rc, stdout = p.returncode, p.stdout
+        except subprocess.TimeoutExpired as e:
+            rc = "timeout"
+            stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        done = None
+        for line in stdout.splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if "done" in rec:
+                done = rec["done"]
+            else:
+                findings.append(rec)
+        if done is None:
+            try:
+                crashed = int(open(progress).read())
+            except (OSError, ValueError):
+                crashed = seed
+            findings.append({"seed": crashed, "kind": kind, "op": "?", "cat": "process-crash",
+                             "msg": f"worker exit {rc} (crash or hang)"})
+            n[kind] += crashed - seed + 1
+            seeds[kind] = crashed + 1
+        else:
+            n[kind] += batch
+            seeds[kind] = seed + batch
+    with open(out_path, "w") as f:
+        for rec in findings:
+            f.write(json.dumps(rec) + "\n")
+    summary = {}
+    for rec in findings:
+        key = (rec.get("kind"), rec["cat"], rec.get("op"), rec["msg"][:70])
+        summary.setdefault(key, []).append(rec["seed"])
+    runs = ", ".join(f"{n[k]} {k} programs (seeds {first}..{seeds[k] - 1})" for k in kinds)
+    print(f"{runs}; {len(findings)} findings, {len(summary)} distinct; written to {out_path}")
+    for (kind, cat, op_, msg), ss in sorted(summary.items(), key=lambda kv: -len(kv[1])):
+        print(f"  {kind} [{cat}] {op_}: {msg} ... x{len(ss)} seeds {ss[:5]}")
+    return n, findings
+
+
+def repro(seed, do_shrink=True):
+    prog, findings = check_seed(seed, show_known=True)
+    print(f"seed {seed}: mode={prog.mode}, {len(prog.steps)} steps")
+    for c, m in findings:
+        print(f"[{c}] {m}")
+    if not findings:
+        print("no findings")
+        return 0
+    small = shrink(prog, findings[0][0]) if do_shrink else prog
+    print(f"\n# minimal program ({len(small.steps)} steps) for [{findings[0][0]}]:")
+    for c, m in check_program(small):
+        print(f"# [{c}] {m[:300]}")
+    print(small.script())
+    if small.mode == "compile":
+        print("# ... and the body above as a function of its leaves under tapegrad.compile, "
+              "called with fresh leaf values (see compile_check)")
+    return 1
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--kind", default="programs,surface",
+                    help="programs, surface, or both (comma-separated)")
+    ap.add_argument("--first", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--out", default="fuzz_findings.jsonl")
+    ap.add_argument("--repro", type=int, default=None)
+    ap.add_argument("--no-shrink", action="store_true")
+    ap.add_argument("--seeds", default=None, help="A:B, in process")
+    ap.add_argument("--all", action="store_true", help="also report the KNOWN differences")
+    ap.add_argument("--worker", default=None)
+    ap.add_argument("--progress", default=None)
+    a = ap.parse_args(argv)
+    kinds = a.kind.split(",")
+    if a.worker:
+        s, e = map(int, a.worker.split(":"))
+        worker(kinds[0], s, e, a.progress)
+        return 0
+    if a.repro is not None:
+        if kinds == ["surface"]:
+            return surface.main(["--repro", str(a.repro)])
+        return repro(a.repro, not a.no_shrink)
+    if a.seeds:
+        s, e = map(int, a.seeds.split(":"))
+        for seed in range(s, e):
+            try:
+                prog, findings = check_seed(seed, show_known=a.all)
+            except Exception:  # noqa: BLE001 - a fuzzer bug: show it, keep going
+                print(f"seed {seed} fuzzer-error\n{traceback.format_exc()}")
+                continue
+            if findings:
+                cats = sorted({c for c, _ in findings})
+                print(f"seed {seed} {cats} {prog.mode} {len(prog.steps)} steps: "
+                      f"{findings[0][1][:400]}", flush=True)
+        return 0
+    drive(kinds, a.first, a.seconds, a.batch, a.out, a.timeout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
