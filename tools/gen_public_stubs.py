@@ -170,13 +170,8 @@ def public_names(module: types.ModuleType) -> list[str]:
     """The names a user may import from module: its __all__, or else its public attributes minus
     what it only imported for its own use."""
     explicit = getattr(module, "__all__", None)
-    if explicit is not None:
-        names = list(explicit)
-        if is_package(module):      # submodules are attributes a user reaches (torch.nn.functional)
-            names += [n for n in dir(module) if isinstance(getattr(module, n), types.ModuleType)
-                      and getattr(module, n).__name__ == f"{module.__name__}.{n}"
-                      and is_public_module(f"{module.__name__}.{n}") and n not in names]
-        return names
+    if explicit is not None and not is_package(module):
+        return list(explicit)
     imported = _imported_names(module)
     facade = is_package(module) or module.__name__ in FACADE_MODULES
     names = []
@@ -203,6 +198,8 @@ def public_names(module: types.ModuleType) -> list[str]:
                                        and not is_package(module))):
             continue
         names.append(name)
+    if explicit is not None:    # a package's __all__ first; its other public names after
+        names = list(explicit) + [n for n in names if n not in explicit]
     return names
 
 
@@ -588,7 +585,7 @@ class Renderer:
         out += sorted(imports.values())
         out.append("")
         out.append("__all__ = [")
-        out += [f"    {n!r}," for n in names]
+        out += [f"    {n!r}," for n in getattr(module, "__all__", names)]
         out.append("]")
         out.append("")
         out.append(text.rstrip("\n"))

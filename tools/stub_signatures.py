@@ -251,3 +251,9 @@ for _legacy in ("Bool", "Byte", "Char", "Double", "Float", "Half", "Int", "Long"
     CLASS_BASES[f"tapegrad.{_legacy}Tensor"] = ["%Tensor%"]
     SIGNATURES[f"tapegrad.{_legacy}Tensor.__new__"] = (
         "def __new__(cls, *args: Any, **kwargs: Any) -> %Tensor%: ...  # type: ignore[misc]")
+
+# autograd.Variable(data, requires_grad=...) makes a Tensor; every tensor is a Variable.
+CLASS_BASES["tapegrad.autograd.variable.Variable"] = ["%Tensor%"]
+SIGNATURES["tapegrad.autograd.variable.Variable.__new__"] = (
+    "def __new__(cls, data: %Tensor% | None = None, requires_grad: _bool = False, "
+    "volatile: _bool = False) -> %Tensor%: ...  # type: ignore[misc]")

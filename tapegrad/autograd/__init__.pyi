@@ -26,6 +26,7 @@ from tapegrad.autograd.anomaly_mode import detect_anomaly as detect_anomaly
 from tapegrad.autograd.anomaly_mode import set_detect_anomaly as set_detect_anomaly
 from tapegrad.autograd.function import Function as Function
 from tapegrad.autograd.function import once_differentiable as once_differentiable
+from tapegrad.autograd.gradcheck import GradcheckError as GradcheckError
 from tapegrad.autograd.gradcheck import gradcheck as gradcheck
 from tapegrad.autograd.gradcheck import gradgradcheck as gradgradcheck
 from tapegrad.autograd.variable import Variable as Variable
@@ -49,11 +50,15 @@ __all__ = [
     'gradgradcheck',
     'functional',
     'Variable',
-    'anomaly_mode',
-    'function',
-    'variable',
 ]
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = ..., retain_graph: Any = ..., create_graph: Any = ..., only_inputs: Any = ..., allow_unused: Any = ..., is_grads_batched: Any = ..., materialize_grads: Any = ...) -> Any: ...
 
 def backward(tensors: Any, grad_tensors: Any = ..., retain_graph: Any = ..., create_graph: Any = ..., grad_variables: Any = ..., inputs: Any = ...) -> None: ...
+
+class RemovableHandle:
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: Any) -> Any: ...
+    def __repr__(self) -> Any: ...
+    id: Any
+    def remove(self) -> Any: ...

@@ -18,10 +18,11 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad import Tensor as _Tensor
 
 __all__ = [
     'Variable',
 ]
 
-class Variable:
-    ...
+class Variable(_Tensor):
+    def __new__(cls, data: _Tensor | None = None, requires_grad: _bool = False, volatile: _bool = False) -> _Tensor: ...  # type: ignore[misc]

@@ -46,12 +46,4 @@ __all__ = [
     'constraints',
     'kl_divergence',
     'register_kl',
-    'bernoulli',
-    'categorical',
-    'distribution',
-    'kl',
-    'normal',
-    'one_hot_categorical',
-    'uniform',
-    'utils',
 ]

@@ -32,6 +32,4 @@ __all__ = [
     'rnn',
     'parameters_to_vector',
     'vector_to_parameters',
-    'clip_grad',
-    'convert_parameters',
 ]

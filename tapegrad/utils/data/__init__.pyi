@@ -54,9 +54,11 @@ __all__ = [
     'default_convert',
     'get_worker_info',
     'random_split',
-    'dataloader',
-    'dataset',
-    'sampler',
 ]
 
 def get_worker_info() -> Any: ...
+
+class WorkerInfo:
+    def __init__(self, **kwargs: Any) -> None: ...
+    def __repr__(self) -> _str: ...
+    def __setattr__(self, key: Any, val: Any) -> Any: ...
