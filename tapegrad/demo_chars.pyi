@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 class CharGRU(_Module):
-    def __init__(self, vocab_size: _int, embed: _int = ..., hidden: _int = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, vocab_size: _int, embed: _int = ..., hidden: _int = ...) -> None: ...
     def forward(self, ids: Any, state: Any = ...) -> Any: ...  # type: ignore[override]
     embed: Any
     gru: Any

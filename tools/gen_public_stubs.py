@@ -384,6 +384,8 @@ def _instance_attributes(cls) -> list[str]:
 
 def _overrides_differently(cls, attr: str, value) -> bool:
     """Whether value overrides a tapegrad base class's attr with another signature."""
+    if attr in ("__init__", "__new__"):     # constructors are not checked against the base's
+        return False
     for base in cls.__mro__[1:]:
         if attr in vars(base) and is_tapegrad_object(base):
             try:

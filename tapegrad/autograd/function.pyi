@@ -67,7 +67,7 @@ class BackwardCFunction(FunctionCtx):
 def once_differentiable(fn: Any) -> Any: ...
 
 class InplaceFunction(Function):
-    def __init__(self, inplace: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, inplace: Any = ...) -> None: ...
     inplace: Any
 
 class NestedIOFunction(Function):

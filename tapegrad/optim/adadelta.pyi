@@ -25,4 +25,4 @@ __all__ = [
 ]
 
 class Adadelta(_Optimizer):
-    def __init__(self, params: Any, lr: Any = ..., rho: Any = ..., eps: Any = ..., weight_decay: Any = ..., foreach: Any = ..., *, capturable: Any = ..., maximize: Any = ..., differentiable: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, params: Any, lr: Any = ..., rho: Any = ..., eps: Any = ..., weight_decay: Any = ..., foreach: Any = ..., *, capturable: Any = ..., maximize: Any = ..., differentiable: Any = ...) -> None: ...

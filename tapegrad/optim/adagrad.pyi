@@ -25,4 +25,4 @@ __all__ = [
 ]
 
 class Adagrad(_Optimizer):
-    def __init__(self, params: Any, lr: Any = ..., lr_decay: Any = ..., weight_decay: Any = ..., initial_accumulator_value: Any = ..., eps: Any = ..., foreach: Any = ..., *, maximize: Any = ..., differentiable: Any = ..., fused: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, params: Any, lr: Any = ..., lr_decay: Any = ..., weight_decay: Any = ..., initial_accumulator_value: Any = ..., eps: Any = ..., foreach: Any = ..., *, maximize: Any = ..., differentiable: Any = ..., fused: Any = ...) -> None: ...

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 class Adam(_Optimizer):
-    def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., amsgrad: Any = ..., *, foreach: Any = ..., maximize: Any = ..., capturable: Any = ..., differentiable: Any = ..., fused: Any = ..., decoupled_weight_decay: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., amsgrad: Any = ..., *, foreach: Any = ..., maximize: Any = ..., capturable: Any = ..., differentiable: Any = ..., fused: Any = ..., decoupled_weight_decay: Any = ...) -> None: ...
 
 class AdamW(Adam):
-    def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., amsgrad: Any = ..., *, maximize: Any = ..., foreach: Any = ..., capturable: Any = ..., differentiable: Any = ..., fused: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., amsgrad: Any = ..., *, maximize: Any = ..., foreach: Any = ..., capturable: Any = ..., differentiable: Any = ..., fused: Any = ...) -> None: ...

@@ -25,4 +25,4 @@ __all__ = [
 ]
 
 class Adamax(_Optimizer):
-    def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., foreach: Any = ..., *, maximize: Any = ..., differentiable: Any = ..., capturable: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., foreach: Any = ..., *, maximize: Any = ..., differentiable: Any = ..., capturable: Any = ...) -> None: ...

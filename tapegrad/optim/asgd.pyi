@@ -25,4 +25,4 @@ __all__ = [
 ]
 
 class ASGD(_Optimizer):
-    def __init__(self, params: Any, lr: Any = ..., lambd: Any = ..., alpha: Any = ..., t0: Any = ..., weight_decay: Any = ..., foreach: Any = ..., maximize: Any = ..., differentiable: Any = ..., capturable: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, params: Any, lr: Any = ..., lambd: Any = ..., alpha: Any = ..., t0: Any = ..., weight_decay: Any = ..., foreach: Any = ..., maximize: Any = ..., differentiable: Any = ..., capturable: Any = ...) -> None: ...

@@ -25,5 +25,5 @@ __all__ = [
 ]
 
 class LBFGS(_Optimizer):
-    def __init__(self, params: Any, lr: Any = ..., max_iter: Any = ..., max_eval: Any = ..., tolerance_grad: Any = ..., tolerance_change: Any = ..., history_size: Any = ..., line_search_fn: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, params: Any, lr: Any = ..., max_iter: Any = ..., max_eval: Any = ..., tolerance_grad: Any = ..., tolerance_change: Any = ..., history_size: Any = ..., line_search_fn: Any = ...) -> None: ...
     def step(self, closure: Any) -> Any: ...  # type: ignore[override]

@@ -25,4 +25,4 @@ __all__ = [
 ]
 
 class NAdam(_Optimizer):
-    def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., momentum_decay: Any = ..., decoupled_weight_decay: Any = ..., *, foreach: Any = ..., maximize: Any = ..., capturable: Any = ..., differentiable: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., momentum_decay: Any = ..., decoupled_weight_decay: Any = ..., *, foreach: Any = ..., maximize: Any = ..., capturable: Any = ..., differentiable: Any = ...) -> None: ...

@@ -25,4 +25,4 @@ __all__ = [
 ]
 
 class RAdam(_Optimizer):
-    def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., decoupled_weight_decay: Any = ..., *, foreach: Any = ..., maximize: Any = ..., capturable: Any = ..., differentiable: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., decoupled_weight_decay: Any = ..., *, foreach: Any = ..., maximize: Any = ..., capturable: Any = ..., differentiable: Any = ...) -> None: ...

@@ -25,4 +25,4 @@ __all__ = [
 ]
 
 class RMSprop(_Optimizer):
-    def __init__(self, params: Any, lr: Any = ..., alpha: Any = ..., eps: Any = ..., weight_decay: Any = ..., momentum: Any = ..., centered: Any = ..., capturable: Any = ..., foreach: Any = ..., maximize: Any = ..., differentiable: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, params: Any, lr: Any = ..., alpha: Any = ..., eps: Any = ..., weight_decay: Any = ..., momentum: Any = ..., centered: Any = ..., capturable: Any = ..., foreach: Any = ..., maximize: Any = ..., differentiable: Any = ...) -> None: ...

@@ -25,4 +25,4 @@ __all__ = [
 ]
 
 class SGD(_Optimizer):
-    def __init__(self, params: Any, lr: Any = ..., momentum: Any = ..., dampening: Any = ..., weight_decay: Any = ..., nesterov: Any = ..., *, maximize: Any = ..., foreach: Any = ..., differentiable: Any = ..., fused: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, params: Any, lr: Any = ..., momentum: Any = ..., dampening: Any = ..., weight_decay: Any = ..., nesterov: Any = ..., *, maximize: Any = ..., foreach: Any = ..., differentiable: Any = ..., fused: Any = ...) -> None: ...

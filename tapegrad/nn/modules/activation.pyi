@@ -34,39 +34,39 @@ __all__ = [
 ]
 
 class ELU(_Module):
-    def __init__(self, alpha: _float = ..., inplace: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, alpha: _float = ..., inplace: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     alpha: Any
     inplace: Any
 
 class GELU(_Module):
-    def __init__(self, approximate: _str = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, approximate: _str = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     approximate: Any
 
 class LeakyReLU(_Module):
-    def __init__(self, negative_slope: _float = ..., inplace: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, negative_slope: _float = ..., inplace: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     negative_slope: Any
     inplace: Any
 
 class LogSoftmax(_Module):
-    def __init__(self, dim: _int | None = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, dim: _int | None = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     dim: Any
 
 class ReLU(_Module):
-    def __init__(self, inplace: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, inplace: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     inplace: Any
 
 class SiLU(_Module):
-    def __init__(self, inplace: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, inplace: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     inplace: Any
@@ -75,13 +75,13 @@ class Sigmoid(_Module):
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
 
 class Softmax(_Module):
-    def __init__(self, dim: _int | None = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, dim: _int | None = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     dim: Any
 
 class Softplus(_Module):
-    def __init__(self, beta: _float = ..., threshold: _float = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, beta: _float = ..., threshold: _float = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     beta: Any

@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 class Hardtanh(_Module):
-    def __init__(self, min_val: _float = ..., max_val: _float = ..., inplace: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, min_val: _float = ..., max_val: _float = ..., inplace: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     min_val: Any
@@ -51,7 +51,7 @@ class Hardtanh(_Module):
     inplace: Any
 
 class ReLU6(Hardtanh):
-    def __init__(self, inplace: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, inplace: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
 
 class SELU(_Module):
@@ -61,7 +61,7 @@ class SELU(_Module):
     inplace: Any
 
 class CELU(_Module):
-    def __init__(self, alpha: _float = ..., inplace: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, alpha: _float = ..., inplace: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     alpha: Any
@@ -89,7 +89,7 @@ class Tanhshrink(_Module):
     def forward(self, input: Any) -> Any: ...
 
 class Threshold(_Module):
-    def __init__(self, threshold: _float, value: _float, inplace: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, threshold: _float, value: _float, inplace: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     threshold: Any
@@ -109,7 +109,7 @@ class Softshrink(_Module):
     lambd: Any
 
 class Softmin(_Module):
-    def __init__(self, dim: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, dim: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     dim: Any
@@ -118,13 +118,13 @@ class Softmax2d(_Module):
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
 
 class GLU(_Module):
-    def __init__(self, dim: _int = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, dim: _int = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     dim: Any
 
 class RReLU(_Module):
-    def __init__(self, lower: _float = ..., upper: _float = ..., inplace: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, lower: _float = ..., upper: _float = ..., inplace: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     lower: Any
@@ -132,7 +132,7 @@ class RReLU(_Module):
     inplace: Any
 
 class PReLU(_Module):
-    def __init__(self, num_parameters: _int = ..., init: _float = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, num_parameters: _int = ..., init: _float = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     def reset_parameters(self) -> None: ...
@@ -141,7 +141,7 @@ class PReLU(_Module):
     weight: Any
 
 class AlphaDropout(_Module):
-    def __init__(self, p: _float = ..., inplace: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, p: _float = ..., inplace: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     p: Any

@@ -102,7 +102,7 @@ class ConvTranspose2d(_Module):
     bias: Any
 
 class Fold(_Module):
-    def __init__(self, output_size: Any, kernel_size: Any, dilation: Any = ..., padding: Any = ..., stride: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, output_size: Any, kernel_size: Any, dilation: Any = ..., padding: Any = ..., stride: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     output_size: Any
@@ -112,7 +112,7 @@ class Fold(_Module):
     stride: Any
 
 class Unfold(_Module):
-    def __init__(self, kernel_size: Any, dilation: Any = ..., padding: Any = ..., stride: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, kernel_size: Any, dilation: Any = ..., padding: Any = ..., stride: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     kernel_size: Any

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 class Dropout(_Module):
-    def __init__(self, p: _float = ..., inplace: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, p: _float = ..., inplace: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     p: Any

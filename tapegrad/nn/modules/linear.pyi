@@ -29,18 +29,18 @@ __all__ = [
 ]
 
 class Flatten(_Module):
-    def __init__(self, start_dim: _int = ..., end_dim: _int = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, start_dim: _int = ..., end_dim: _int = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     start_dim: Any
     end_dim: Any
 
 class Identity(_Module):
-    def __init__(self, *args: Any, **kwargs: Any) -> None: ...  # type: ignore[override]
+    def __init__(self, *args: Any, **kwargs: Any) -> None: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
 
 class Linear(_Module):
-    def __init__(self, in_features: _int, out_features: _int, bias: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, in_features: _int, out_features: _int, bias: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     def reset_parameters(self) -> None: ...
@@ -50,7 +50,7 @@ class Linear(_Module):
     bias: Any
 
 class Unflatten(_Module):
-    def __init__(self, dim: _int, unflattened_size: Any) -> None: ...  # type: ignore[override]
+    def __init__(self, dim: _int, unflattened_size: Any) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     dim: Any

@@ -37,19 +37,19 @@ class BCELoss(_Module):
     reduction: Any
 
 class BCEWithLogitsLoss(_Module):
-    def __init__(self, weight: Any = ..., reduction: _str = ..., pos_weight: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, weight: Any = ..., reduction: _str = ..., pos_weight: Any = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     reduction: Any
 
 class CrossEntropyLoss(_Module):
-    def __init__(self, weight: Any = ..., ignore_index: _int = ..., reduction: _str = ..., label_smoothing: _float = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, weight: Any = ..., ignore_index: _int = ..., reduction: _str = ..., label_smoothing: _float = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     ignore_index: Any
     label_smoothing: Any
     reduction: Any
 
 class HuberLoss(_Module):
-    def __init__(self, reduction: _str = ..., delta: _float = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, reduction: _str = ..., delta: _float = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     delta: Any
     reduction: Any
@@ -65,13 +65,13 @@ class MSELoss(_Module):
     reduction: Any
 
 class NLLLoss(_Module):
-    def __init__(self, weight: Any = ..., ignore_index: _int = ..., reduction: _str = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, weight: Any = ..., ignore_index: _int = ..., reduction: _str = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     ignore_index: Any
     reduction: Any
 
 class SmoothL1Loss(_Module):
-    def __init__(self, reduction: _str = ..., beta: _float = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, reduction: _str = ..., beta: _float = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     beta: Any
     reduction: Any

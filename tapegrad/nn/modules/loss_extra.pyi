@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 class KLDivLoss(_Module):
-    def __init__(self, size_average: Any = ..., reduce: Any = ..., reduction: _str = ..., log_target: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, size_average: Any = ..., reduce: Any = ..., reduction: _str = ..., log_target: _bool = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     log_target: Any
     reduction: Any
@@ -54,7 +54,7 @@ class MarginRankingLoss(_Module):
     reduction: Any
 
 class HingeEmbeddingLoss(_Module):
-    def __init__(self, margin: _float = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, margin: _float = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     margin: Any
     reduction: Any
@@ -65,19 +65,19 @@ class SoftMarginLoss(_Module):
     reduction: Any
 
 class MultiLabelSoftMarginLoss(_Module):
-    def __init__(self, weight: Any = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, weight: Any = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     reduction: Any
 
 class MultiMarginLoss(_Module):
-    def __init__(self, p: _int = ..., margin: _float = ..., weight: Any = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, p: _int = ..., margin: _float = ..., weight: Any = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     p: Any
     margin: Any
     reduction: Any
 
 class TripletMarginLoss(_Module):
-    def __init__(self, margin: _float = ..., p: _float = ..., eps: _float = ..., swap: _bool = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, margin: _float = ..., p: _float = ..., eps: _float = ..., swap: _bool = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
     def forward(self, anchor: Any, positive: Any, negative: Any) -> Any: ...  # type: ignore[override]
     margin: Any
     p: Any
@@ -86,7 +86,7 @@ class TripletMarginLoss(_Module):
     reduction: Any
 
 class PoissonNLLLoss(_Module):
-    def __init__(self, log_input: _bool = ..., full: _bool = ..., size_average: Any = ..., eps: _float = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, log_input: _bool = ..., full: _bool = ..., size_average: Any = ..., eps: _float = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
     def forward(self, log_input: Any, target: Any) -> Any: ...  # type: ignore[override]
     log_input: Any
     full: Any
@@ -94,20 +94,20 @@ class PoissonNLLLoss(_Module):
     reduction: Any
 
 class GaussianNLLLoss(_Module):
-    def __init__(self, *, full: _bool = ..., eps: _float = ..., reduction: _str = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, *, full: _bool = ..., eps: _float = ..., reduction: _str = ...) -> None: ...
     def forward(self, input: Any, target: Any, var: Any) -> Any: ...  # type: ignore[override]
     full: Any
     eps: Any
     reduction: Any
 
 class CosineSimilarity(_Module):
-    def __init__(self, dim: _int = ..., eps: _float = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, dim: _int = ..., eps: _float = ...) -> None: ...
     def forward(self, x1: Any, x2: Any) -> Any: ...  # type: ignore[override]
     dim: Any
     eps: Any
 
 class PairwiseDistance(_Module):
-    def __init__(self, p: _float = ..., eps: _float = ..., keepdim: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, p: _float = ..., eps: _float = ..., keepdim: _bool = ...) -> None: ...
     def forward(self, x1: Any, x2: Any) -> Any: ...  # type: ignore[override]
     norm: Any
     eps: Any

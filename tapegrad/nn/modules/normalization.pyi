@@ -56,7 +56,7 @@ class BatchNorm2d(_Module):
     num_batches_tracked: Any
 
 class GroupNorm(_Module):
-    def __init__(self, num_groups: _int, num_channels: _int, eps: _float = ..., affine: _bool = ..., device: Any = ..., dtype: Any = ..., *, bias: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, num_groups: _int, num_channels: _int, eps: _float = ..., affine: _bool = ..., device: Any = ..., dtype: Any = ..., *, bias: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     num_groups: Any
@@ -85,7 +85,7 @@ class InstanceNorm2d(_Module):
     track_running_stats: Any
 
 class LayerNorm(_Module):
-    def __init__(self, normalized_shape: Any, eps: _float = ..., elementwise_affine: _bool = ..., bias: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, normalized_shape: Any, eps: _float = ..., elementwise_affine: _bool = ..., bias: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     normalized_shape: Any

@@ -35,14 +35,14 @@ __all__ = [
 ]
 
 class AdaptiveAvgPool1d(_Module):
-    def __init__(self, output_size: Any) -> None: ...  # type: ignore[override]
+    def __init__(self, output_size: Any) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     output_size: Any
     return_indices: Any
 
 class AdaptiveAvgPool2d(_Module):
-    def __init__(self, output_size: Any) -> None: ...  # type: ignore[override]
+    def __init__(self, output_size: Any) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     output_size: Any
@@ -63,7 +63,7 @@ class AdaptiveMaxPool2d(_Module):
     return_indices: Any
 
 class AvgPool1d(_Module):
-    def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: _bool = ..., count_include_pad: _bool = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: _bool = ..., count_include_pad: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     kernel_size: Any
@@ -73,7 +73,7 @@ class AvgPool1d(_Module):
     count_include_pad: Any
 
 class AvgPool2d(_Module):
-    def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: _bool = ..., count_include_pad: _bool = ..., divisor_override: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: _bool = ..., count_include_pad: _bool = ..., divisor_override: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     kernel_size: Any
@@ -122,7 +122,7 @@ class MaxUnpool2d(_Module):
     padding: Any
 
 class Upsample(_Module):
-    def __init__(self, size: Any = ..., scale_factor: Any = ..., mode: _str = ..., align_corners: Any = ..., recompute_scale_factor: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, size: Any = ..., scale_factor: Any = ..., mode: _str = ..., align_corners: Any = ..., recompute_scale_factor: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     name: Any

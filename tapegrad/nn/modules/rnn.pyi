@@ -32,25 +32,25 @@ __all__ = [
 ]
 
 class GRU(RNNBase):
-    def __init__(self, input_size: Any, hidden_size: Any, num_layers: Any = ..., bias: Any = ..., batch_first: Any = ..., dropout: Any = ..., bidirectional: Any = ..., device: Any = ..., dtype: Any = ..., **kwargs: Any) -> None: ...  # type: ignore[override]
+    def __init__(self, input_size: Any, hidden_size: Any, num_layers: Any = ..., bias: Any = ..., batch_first: Any = ..., dropout: Any = ..., bidirectional: Any = ..., device: Any = ..., dtype: Any = ..., **kwargs: Any) -> None: ...
 
 class GRUCell(RNNCellBase):
-    def __init__(self, input_size: _int, hidden_size: _int, bias: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, input_size: _int, hidden_size: _int, bias: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def forward(self, input: Any, hx: Any = ...) -> Any: ...  # type: ignore[override]
 
 class LSTM(RNNBase):
-    def __init__(self, input_size: Any, hidden_size: Any, num_layers: Any = ..., bias: Any = ..., batch_first: Any = ..., dropout: Any = ..., bidirectional: Any = ..., proj_size: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, input_size: Any, hidden_size: Any, num_layers: Any = ..., bias: Any = ..., batch_first: Any = ..., dropout: Any = ..., bidirectional: Any = ..., proj_size: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
 
 class LSTMCell(RNNCellBase):
-    def __init__(self, input_size: _int, hidden_size: _int, bias: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, input_size: _int, hidden_size: _int, bias: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def forward(self, input: Any, hx: Any = ...) -> Any: ...  # type: ignore[override]
 
 class RNN(RNNBase):
-    def __init__(self, input_size: Any, hidden_size: Any, num_layers: Any = ..., nonlinearity: Any = ..., bias: Any = ..., batch_first: Any = ..., dropout: Any = ..., bidirectional: Any = ..., device: Any = ..., dtype: Any = ..., **kwargs: Any) -> None: ...  # type: ignore[override]
+    def __init__(self, input_size: Any, hidden_size: Any, num_layers: Any = ..., nonlinearity: Any = ..., bias: Any = ..., batch_first: Any = ..., dropout: Any = ..., bidirectional: Any = ..., device: Any = ..., dtype: Any = ..., **kwargs: Any) -> None: ...
     nonlinearity: Any
 
 class RNNBase(_Module):
-    def __init__(self, mode: _str, input_size: _int, hidden_size: _int, num_layers: _int = ..., bias: _bool = ..., batch_first: _bool = ..., dropout: _float = ..., bidirectional: _bool = ..., proj_size: _int = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, mode: _str, input_size: _int, hidden_size: _int, num_layers: _int = ..., bias: _bool = ..., batch_first: _bool = ..., dropout: _float = ..., bidirectional: _bool = ..., proj_size: _int = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     all_weights: Any
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any, hx: Any = ...) -> Any: ...  # type: ignore[override]
@@ -66,12 +66,12 @@ class RNNBase(_Module):
     proj_size: Any
 
 class RNNCell(RNNCellBase):
-    def __init__(self, input_size: _int, hidden_size: _int, bias: _bool = ..., nonlinearity: _str = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, input_size: _int, hidden_size: _int, bias: _bool = ..., nonlinearity: _str = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def forward(self, input: Any, hx: Any = ...) -> Any: ...  # type: ignore[override]
     nonlinearity: Any
 
 class RNNCellBase(_Module):
-    def __init__(self, input_size: _int, hidden_size: _int, bias: _bool, num_chunks: _int, device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, input_size: _int, hidden_size: _int, bias: _bool, num_chunks: _int, device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def reset_parameters(self) -> None: ...
     input_size: Any

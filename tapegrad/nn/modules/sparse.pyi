@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 class Embedding(_Module):
-    def __init__(self, num_embeddings: _int, embedding_dim: _int, padding_idx: _int | None = ..., _weight: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, num_embeddings: _int, embedding_dim: _int, padding_idx: _int | None = ..., _weight: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     num_embeddings: Any
@@ -35,7 +35,7 @@ class Embedding(_Module):
     weight: Any
 
 class EmbeddingBag(_Module):
-    def __init__(self, num_embeddings: _int, embedding_dim: _int, max_norm: _float | None = ..., norm_type: _float = ..., scale_grad_by_freq: _bool = ..., mode: _str = ..., sparse: _bool = ..., _weight: Any = ..., include_last_offset: _bool = ..., padding_idx: _int | None = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, num_embeddings: _int, embedding_dim: _int, max_norm: _float | None = ..., norm_type: _float = ..., scale_grad_by_freq: _bool = ..., mode: _str = ..., sparse: _bool = ..., _weight: Any = ..., include_last_offset: _bool = ..., padding_idx: _int | None = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any, offsets: Any = ..., per_sample_weights: Any = ...) -> Any: ...  # type: ignore[override]
     num_embeddings: Any

@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 class MultiheadAttention(_Module):
-    def __init__(self, embed_dim: Any, num_heads: Any, dropout: Any = ..., bias: Any = ..., add_bias_kv: Any = ..., add_zero_attn: Any = ..., kdim: Any = ..., vdim: Any = ..., batch_first: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, embed_dim: Any, num_heads: Any, dropout: Any = ..., bias: Any = ..., add_bias_kv: Any = ..., add_zero_attn: Any = ..., kdim: Any = ..., vdim: Any = ..., batch_first: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def forward(self, query: Any, key: Any, value: Any, key_padding_mask: Any = ..., need_weights: Any = ..., attn_mask: Any = ..., average_attn_weights: Any = ..., is_causal: Any = ...) -> Any: ...  # type: ignore[override]
     embed_dim: Any
     kdim: Any
@@ -55,7 +55,7 @@ class NonDynamicallyQuantizableLinear(_Linear):
     ...
 
 class Transformer(_Module):
-    def __init__(self, d_model: Any = ..., nhead: Any = ..., num_encoder_layers: Any = ..., num_decoder_layers: Any = ..., dim_feedforward: Any = ..., dropout: Any = ..., activation: Any = ..., custom_encoder: Any = ..., custom_decoder: Any = ..., layer_norm_eps: Any = ..., batch_first: Any = ..., norm_first: Any = ..., bias: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, d_model: Any = ..., nhead: Any = ..., num_encoder_layers: Any = ..., num_decoder_layers: Any = ..., dim_feedforward: Any = ..., dropout: Any = ..., activation: Any = ..., custom_encoder: Any = ..., custom_decoder: Any = ..., layer_norm_eps: Any = ..., batch_first: Any = ..., norm_first: Any = ..., bias: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def forward(self, src: Any, tgt: Any, src_mask: Any = ..., tgt_mask: Any = ..., memory_mask: Any = ..., src_key_padding_mask: Any = ..., tgt_key_padding_mask: Any = ..., memory_key_padding_mask: Any = ..., src_is_causal: Any = ..., tgt_is_causal: Any = ..., memory_is_causal: Any = ...) -> Any: ...  # type: ignore[override]
     @staticmethod
     def generate_square_subsequent_mask(sz: Any, device: Any = ..., dtype: Any = ...) -> Any: ...
@@ -66,14 +66,14 @@ class Transformer(_Module):
     decoder: Any
 
 class TransformerDecoder(_Module):
-    def __init__(self, decoder_layer: Any, num_layers: Any, norm: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, decoder_layer: Any, num_layers: Any, norm: Any = ...) -> None: ...
     def forward(self, tgt: Any, memory: Any, tgt_mask: Any = ..., memory_mask: Any = ..., tgt_key_padding_mask: Any = ..., memory_key_padding_mask: Any = ..., tgt_is_causal: Any = ..., memory_is_causal: Any = ...) -> Any: ...  # type: ignore[override]
     layers: Any
     num_layers: Any
     norm: Any
 
 class TransformerDecoderLayer(_Module):
-    def __init__(self, d_model: Any, nhead: Any, dim_feedforward: Any = ..., dropout: Any = ..., activation: Any = ..., layer_norm_eps: Any = ..., batch_first: Any = ..., norm_first: Any = ..., bias: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, d_model: Any, nhead: Any, dim_feedforward: Any = ..., dropout: Any = ..., activation: Any = ..., layer_norm_eps: Any = ..., batch_first: Any = ..., norm_first: Any = ..., bias: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def forward(self, tgt: Any, memory: Any, tgt_mask: Any = ..., memory_mask: Any = ..., tgt_key_padding_mask: Any = ..., memory_key_padding_mask: Any = ..., tgt_is_causal: Any = ..., memory_is_causal: Any = ...) -> Any: ...  # type: ignore[override]
     self_attn: Any
     multihead_attn: Any
@@ -90,7 +90,7 @@ class TransformerDecoderLayer(_Module):
     activation: Any
 
 class TransformerEncoder(_Module):
-    def __init__(self, encoder_layer: Any, num_layers: Any, norm: Any = ..., enable_nested_tensor: Any = ..., mask_check: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, encoder_layer: Any, num_layers: Any, norm: Any = ..., enable_nested_tensor: Any = ..., mask_check: Any = ...) -> None: ...
     def forward(self, src: Any, mask: Any = ..., src_key_padding_mask: Any = ..., is_causal: Any = ...) -> Any: ...  # type: ignore[override]
     layers: Any
     num_layers: Any
@@ -100,7 +100,7 @@ class TransformerEncoder(_Module):
     mask_check: Any
 
 class TransformerEncoderLayer(_Module):
-    def __init__(self, d_model: Any, nhead: Any, dim_feedforward: Any = ..., dropout: Any = ..., activation: Any = ..., layer_norm_eps: Any = ..., batch_first: Any = ..., norm_first: Any = ..., bias: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...  # type: ignore[override]
+    def __init__(self, d_model: Any, nhead: Any, dim_feedforward: Any = ..., dropout: Any = ..., activation: Any = ..., layer_norm_eps: Any = ..., batch_first: Any = ..., norm_first: Any = ..., bias: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def forward(self, src: Any, src_mask: Any = ..., src_key_padding_mask: Any = ..., is_causal: Any = ...) -> Any: ...  # type: ignore[override]
     self_attn: Any
     linear1: Any
