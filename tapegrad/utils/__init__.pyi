@@ -20,8 +20,10 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.utils import data as data
 from tapegrad.utils import dlpack as dlpack
+from tapegrad.utils import viz as viz
 
 __all__ = [
     'data',
     'dlpack',
+    'viz',
 ]
