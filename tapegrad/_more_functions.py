@@ -1,0 +1,39 @@
+"""The autograd.Functions behind _more_stats (loaded on first recorded use, so that
+`import tapegrad` does not load autograd).  Each forward is the numpy kernel _more_stats uses
+when nothing records; each backward is made of recorded ops, so create_graph works."""
+from __future__ import annotations
+
+from ._extra_functions import _torch_grad_fn_name
+from ._extra_ops import _wrap, flip
+from ._more_stats import _logcumsumexp_array, logcumsumexp
+from .autograd.function import Function
+
+
+class LogCumSumExp(Function):
+    """y = log(cumsum(exp(x))) along dim.  dL/dx_j = sum over i >= j of g_i * exp(x_j - y_i),
+    summed in log space (a reversed logcumsumexp), the positive and negative parts of g apart,
+    so that nothing overflows where y is large."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        y = _wrap(_logcumsumexp_array(x._array, dim))
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        if x.ndim == 0:
+            return grad, None
+        d = ctx.dim
+
+        def reversed_logcumsumexp(t):
+            return flip(logcumsumexp(flip(t, (d,)), d), (d,))
+
+        positive = reversed_logcumsumexp(grad.clamp(min=0).log() - y)
+        negative = reversed_logcumsumexp((-grad).clamp(min=0).log() - y)
+        return (x + positive).exp() - (x + negative).exp(), None
+
+
+_torch_grad_fn_name(LogCumSumExp, "LogcumsumexpBackward0")
