@@ -37,3 +37,22 @@ class LogCumSumExp(Function):
 
 
 _torch_grad_fn_name(LogCumSumExp, "LogcumsumexpBackward0")
+
+
+class EvenlyDistributed(Function):
+    """A reduction to one element whose value was chosen in numpy (the global median) and whose
+    gradient PyTorch shares evenly among the elements equal to it (NaNs, for a NaN result)."""
+
+    @staticmethod
+    def forward(ctx, x, value, mask):
+        ctx.mask = mask
+        return _wrap(value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        count = max(int(ctx.mask.sum()), 1)
+        share = _wrap((ctx.mask / count).astype(grad._array.dtype))
+        return grad * share, None, None
+
+
+_torch_grad_fn_name(EvenlyDistributed, "MedianBackward0")

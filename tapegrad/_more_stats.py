@@ -49,10 +49,17 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
             return compute_then_write(name, out, (input,),
                                       lambda: _median(name, input, None, False, None, ignore_nan))
         if arr.size == 0:
-            return _wrap(np.array(np.nan, dtype=arr.dtype))
-        flat = input.reshape(-1)
-        position = _median_order(arr.reshape(-1), ignore_nan).reshape(1)
-        return flat.index_select(0, _index_tensor(position)).reshape(())
+            # (an integer tensor's "NaN" is PyTorch's lowest value of the type)
+            empty = np.nan if arr.dtype.kind == "f" else np.iinfo(arr.dtype).min
+            value, mask = np.array(empty, dtype=arr.dtype), np.zeros(arr.shape, dtype=bool)
+        else:
+            value = arr.reshape(-1)[_median_order(arr.reshape(-1), ignore_nan)]
+            mask = (arr == value) | (np.isnan(arr) & np.isnan(value) if arr.dtype.kind == "f"
+                                     else False)
+        if not _records(input):
+            return _wrap(np.asarray(value))
+        from ._more_functions import EvenlyDistributed
+        return EvenlyDistributed.apply(input, np.asarray(value), mask)
     result_type = getattr(_core.return_types, name)
     if out is not None:
         if not isinstance(out, (tuple, list)) or len(out) != 2:
@@ -67,7 +74,7 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
     if input.ndim == 0:
         return result_type((input.clone(), _index_tensor(0)))
     if arr.shape[d] == 0:
-        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     rows = np.moveaxis(arr, d, -1)
     position = np.expand_dims(_median_order(rows, ignore_nan), d)
     values = input.gather(d, _index_tensor(position))
@@ -97,29 +104,29 @@ def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, out,
               ignore_nan: bool):
     _check_tensor(input, name)
     arr = input._array
+    if arr.size == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
     if arr.dtype.kind != "f" or arr.dtype == np.float16:
-        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
     if isinstance(q, TensorBase):
         qs = q._array
         if qs.dtype != arr.dtype:
-            raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
         if qs.ndim > 1:
-            raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
         if not bool(np.all((qs >= 0) & (qs <= 1))):
-            raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
     elif isinstance(q, (int, float, np.floating, np.integer)) and not isinstance(q, bool):
         if not 0 <= q <= 1:
-            raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
         qs = np.array(q, dtype=arr.dtype)
     else:
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
                         f"(Tensor, {type(q).__name__}), but expected one of: (Tensor input, "
                         f"Tensor q, ...), (Tensor input, float q, ...)")
     if interpolation not in _INTERPOLATIONS:
-        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
+        raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest, but got {interpolation}")
-    if arr.size == 0:
-        raise RuntimeError(f"{name}() input tensor must be non-empty")
     if out is not None:
         return compute_then_write(name, out, (input, q), lambda: _quantile(
             name, input, q, dim, keepdim, interpolation, None, ignore_nan))
@@ -318,8 +325,8 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     d = _dim(dim, y.ndim)
     spacing = _integration_spacing("trapezoid", y, x, dx, d)
     n = y.shape[d]
-    if n == 0:
-        return y.sum(d) if isinstance(spacing, TensorBase) else (y * spacing).sum(d)
+    if n == 0:      # PyTorch's zeros here do not require grad
+        return y.sum(d).detach() * 0
     pair_sums = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
     if isinstance(spacing, TensorBase):
         return (spacing * pair_sums).sum(d) / 2
@@ -384,9 +391,12 @@ def _binary_search(name: str, boundaries, values, out_int32: bool, right: bool, 
     if b.ndim == 1:
         found = np.searchsorted(b, v, side=side)
     else:
-        rows_b = b.reshape(-1, b.shape[-1])
-        rows_v = v.reshape(-1, v.shape[-1])
-        found = np.stack([np.searchsorted(rb, rv, side=side) for rb, rv in zip(rows_b, rows_v)])
+        count = int(np.prod(b.shape[:-1]))
+        rows_b = b.reshape(count, b.shape[-1])
+        rows_v = v.reshape(count, v.shape[-1])
+        found = np.zeros(rows_v.shape, dtype=np.int64)
+        for i, (rb, rv) in enumerate(zip(rows_b, rows_v)):
+            found[i] = np.searchsorted(rb, rv, side=side)
         found = found.reshape(v.shape)
     result = _wrap(np.asarray(found, dtype=np.int32 if out_int32 else np.int64))
     if out is not None:
