@@ -3,6 +3,8 @@
 when nothing records; each backward is made of recorded ops, so create_graph works."""
 from __future__ import annotations
 
+import numpy as np
+
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import _wrap, flip
 from ._more_stats import _logcumsumexp_array, logcumsumexp
@@ -31,8 +33,13 @@ class LogCumSumExp(Function):
         def reversed_logcumsumexp(t):
             return flip(logcumsumexp(flip(t, (d,)), d), (d,))
 
-        positive = reversed_logcumsumexp(grad.clamp(min=0).log() - y)
-        negative = reversed_logcumsumexp((-grad).clamp(min=0).log() - y)
+        # log|g| where g has the sign, the lowest finite value elsewhere: `where` keeps log's
+        # derivative at g = 0 out of the graph, so create_graph stays finite.
+        from . import where
+        lowest = float(np.finfo(grad._array.dtype).min)
+        log_abs = grad.abs().log()
+        positive = reversed_logcumsumexp(where(grad > 0, log_abs, lowest) - y)
+        negative = reversed_logcumsumexp(where(grad < 0, log_abs, lowest) - y)
         return (x + positive).exp() - (x + negative).exp(), None
 
 
