@@ -223,6 +223,26 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     return input.expand(*input_shape).gather(d, indices.expand(*index_shape))
 
 
+def take(input, index):
+    """input's elements at the flat (row-major) positions of an int64 index, shaped like index;
+    negative positions count from the end."""
+    _check_tensor(input, "take")
+    _check_tensor(index, "take", "index", 2)
+    positions = index._array
+    if positions.dtype != np.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got "
+                           f"{_dtype_name(positions)}")
+    n = input._array.size
+    if n == 0 and positions.size:
+        raise IndexError("take(): tried to take from an empty tensor")
+    bad = positions[(positions >= n) | (positions < -n)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {int(bad.reshape(-1)[0])} on a "
+                         f"tensor of {n} elements.")
+    flat = _index_tensor(positions.reshape(-1) % max(n, 1))
+    return input.reshape(-1).index_select(0, flat).reshape(tuple(positions.shape))
+
+
 # -- diagonals ---------------------------------------------------------------------------------
 
 def _distinct_dims(dim1, dim2, ndim: int):
@@ -310,10 +330,12 @@ def tensordot(a, b, dims=2, out=None):
                                f"in dim {gb}")
     free_a = [d for d in range(a.ndim) if d not in contract_a]
     free_b = [d for d in range(b.ndim) if d not in contract_b]
-    inner = math.prod(a.shape[d] for d in contract_a)
-    left = a.permute(tuple(free_a + contract_a)).reshape(math.prod(a.shape[d] for d in free_a), inner)
-    right = b.permute(tuple(contract_b + free_b)).reshape(inner, math.prod(b.shape[d] for d in free_b))
-    return left.mm(right).reshape(tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b))
+    # One matrix product: a as (free, contracted) times b as (contracted, free).
+    shape_a, shape_b = [a.shape[d] for d in free_a], [b.shape[d] for d in free_b]
+    contracted = math.prod(a.shape[d] for d in contract_a)
+    left = a.permute(tuple(free_a + contract_a)).reshape(math.prod(shape_a), contracted)
+    right = b.permute(tuple(contract_b + free_b)).reshape(contracted, math.prod(shape_b))
+    return left.mm(right).reshape(tuple(shape_a + shape_b))
 
 
 def _tensordot_dims(a, b, dims):
@@ -357,6 +379,27 @@ def kron(input, other, *, out=None):
     spread_b = other.reshape(tuple(itertools.chain.from_iterable((1, n) for n in sb)))
     product = spread_a * spread_b
     return product.reshape(tuple(x * y for x, y in zip(sa, sb)))
+
+
+def inner(input, other, *, out=None):
+    """The dot product over the last dims of input and other (a product, for a 0-d one)."""
+    _check_tensor(input, "inner")
+    _check_tensor(other, "inner", "other", 2)
+    if out is not None:
+        return compute_then_write("inner", out, (input, other), lambda: inner(input, other))
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, ([-1], [-1]))
+
+
+def diagflat(input, offset=0):
+    """A square matrix with the flattened input on its offset-th diagonal."""
+    _check_tensor(input, "diagflat")
+    from . import diag
+    return diag(input.reshape(-1), offset)
 
 
 def block_diag(*tensors):
@@ -468,10 +511,12 @@ def frexp(input, *, out=None):
 # -- registration ------------------------------------------------------------------------------
 
 FUNCTIONS = ("nonzero", "argwhere", "isin", "repeat_interleave", "tensor_split", "hsplit",
-             "vsplit", "dsplit", "take_along_dim", "diagonal", "diag_embed", "tensordot", "kron",
+             "vsplit", "dsplit", "take_along_dim", "take", "diagonal", "diag_embed", "diagflat",
+             "tensordot", "inner", "kron",
              "block_diag", "cartesian_prod", "combinations", "vander", "promote_types", "frexp")
 METHODS = ("nonzero", "argwhere", "repeat_interleave", "tensor_split", "hsplit", "vsplit",
-           "dsplit", "take_along_dim", "diagonal", "diag_embed", "fill_diagonal_", "kron",
+           "dsplit", "take_along_dim", "take", "diagonal", "diag_embed", "diagflat",
+           "fill_diagonal_", "inner", "kron",
            "frexp")
 RETURN_TYPES = {"frexp": ("mantissa", "exponent")}
 

@@ -95,6 +95,39 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
     return _median("nanmedian", input, dim, keepdim, out, ignore_nan=True)
 
 
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    """(values, indices) of the k-th smallest element (k from 1) along dim; NaN sorts last."""
+    _check_tensor(input, "kthvalue")
+    arr = input._array
+    if arr.dtype == np.bool_:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
+    d = _dim(dim, input.ndim)
+    size = arr.shape[d] if arr.ndim else 1
+    if size == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
+    if not 1 <= k <= size:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if out is not None:
+        return compute_then_write("kthvalue", tuple(out), (input,),
+                                  lambda: kthvalue(input, k, dim, keepdim))
+    result_type = _core.return_types.kthvalue
+    if input.ndim == 0:
+        return result_type((input.clone(), _index_tensor(0)))
+    order = np.argsort(arr, axis=d, kind="stable")
+    position = np.take(order, [k - 1], axis=d)
+    values, indices = input.gather(d, _index_tensor(position)), _index_tensor(position)
+    if not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return result_type((values, indices))
+
+
+def msort(input):
+    """input sorted along its first dim (the values of sort(input, 0))."""
+    _check_tensor(input, "msort")
+    from . import sort
+    return sort(input, 0).values
+
+
 # -- quantiles -----------------------------------------------------------------------------------
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -442,12 +475,13 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 
 # -- registration --------------------------------------------------------------------------------
 
-FUNCTIONS = ("median", "nanmedian", "quantile", "nanquantile", "var_mean", "std_mean", "cummax",
-             "cummin", "logcumsumexp", "trapezoid", "trapz", "cumulative_trapezoid",
-             "searchsorted", "bucketize")
-METHODS = ("median", "nanmedian", "quantile", "nanquantile", "cummax", "cummin", "logcumsumexp")
-RETURN_TYPES = {"median": ("values", "indices"), "nanmedian": ("values", "indices"),
-                "cummax": ("values", "indices"), "cummin": ("values", "indices")}
+FUNCTIONS = ("median", "nanmedian", "kthvalue", "msort", "quantile", "nanquantile", "var_mean",
+             "std_mean", "cummax", "cummin", "logcumsumexp", "trapezoid", "trapz",
+             "cumulative_trapezoid", "searchsorted", "bucketize")
+METHODS = ("median", "nanmedian", "kthvalue", "msort", "quantile", "nanquantile", "cummax",
+           "cummin", "logcumsumexp")
+RETURN_TYPES = {name: ("values", "indices")
+                for name in ("kthvalue", "median", "nanmedian", "cummax", "cummin")}
 
 
 def register(namespace: dict, tensor_cls) -> None:

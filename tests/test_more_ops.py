@@ -55,8 +55,9 @@ def _parity(torch, name, args, kwargs=None, grad=True, method=False):
         assert len(differentiable) == sum(b.requires_grad for b in rg)
         if differentiable:
             weights = [RNG.standard_normal(tuple(a.shape)) for a, _ in differentiable]
-            sum((a * torch.tensor(w)).sum() for (a, _), w in zip(differentiable, weights)).backward()
-            sum((b * tg.tensor(w)).sum() for (_, b), w in zip(differentiable, weights)).backward()
+            pairs = list(zip(differentiable, weights))
+            sum((a * torch.tensor(w)).sum() for (a, _), w in pairs).backward()
+            sum((b * tg.tensor(w)).sum() for (_, b), w in pairs).backward()
             np.testing.assert_allclose(xg.grad.numpy(), xt.grad.numpy(), rtol=1e-6, atol=1e-9)
 
 
@@ -109,6 +110,11 @@ PARITY = [
     ("trapezoid", (_data(3, 5), np.array([0.0, 0.5, 1.5, 2.0, 4.0])), {}),
     ("trapz", (_data(3, 5), _data(3, 5).cumsum(1)), {"dim": 1}),
     ("cumulative_trapezoid", (_data(3, 5),), {"dim": 0}),
+    ("kthvalue", (_data(3, 5), 2, 1, True), {}),
+    ("msort", (_data(4, 3),), {}),
+    ("take", (_data(3, 4), np.array([[0, -1], [11, 5]])), {}),
+    ("inner", (_data(2, 3), _data(4, 3)), {}),
+    ("diagflat", (_data(2, 2), -1), {}),
 ]
 
 
@@ -167,6 +173,9 @@ GRADCHECK = [
     ("trapezoid", lambda x: tg.trapezoid(x ** 2, dx=0.3), (3, 4)),
     ("trapezoid_x", lambda x: tg.trapezoid(x, x ** 2), (6,)),
     ("cumulative_trapezoid", lambda x: tg.cumulative_trapezoid(x ** 2, dim=0), (3, 4)),
+    ("kthvalue", lambda x: tg.kthvalue(x, 3, 0).values ** 2, (4, 3)),
+    ("take", lambda x: tg.take(x, tg.tensor([[0, 0], [-1, 3]])) ** 2, (2, 3)),
+    ("inner", lambda x: tg.inner(x, x * x), (2, 3)),
 ]
 
 
@@ -527,6 +536,34 @@ def test_searchsorted_and_bucketize():
             out=tg.zeros(1))
 
 
+def test_kthvalue_take_inner_diagflat_msort():
+    result = tg.kthvalue(tg.tensor([3.0, math.nan, 2.0]), 3)
+    assert math.isnan(result.values.item()) and result.indices.item() == 1
+    assert type(result).__name__ == "kthvalue"
+    assert tg.tensor([[3, 1, 2]]).kthvalue(2, 1, keepdim=True).values.tolist() == [[2]]
+    _raises(RuntimeError, "kthvalue(): selected number k out of range for dimension 0",
+            tg.kthvalue, tg.tensor([1.0]), 2)
+    _raises(IndexError, "kthvalue(): Expected reduction dim 0 to have non-zero size.",
+            tg.kthvalue, tg.tensor([]), 1)
+    _raises(NotImplementedError, "\"kthvalue_cpu\" not implemented for 'Bool'", tg.kthvalue,
+            tg.tensor([True]), 1)
+    assert tg.msort(tg.tensor([[3, 1], [0, 2]])).tolist() == [[0, 1], [3, 2]]
+    x = tg.tensor([[1, 2], [3, 4]])
+    assert tg.take(x, tg.tensor([[3, 0]])).tolist() == [[4, 1]]
+    assert x.take(tg.tensor([-1])).tolist() == [4]
+    _raises(IndexError, "out of range: tried to access index 4 on a tensor of 4 elements.",
+            tg.take, x, tg.tensor([4]))
+    _raises(RuntimeError, "take(): Expected a long tensor for index, but got Float", tg.take, x,
+            tg.tensor([1.0]))
+    _raises(IndexError, "take(): tried to take from an empty tensor", tg.take, tg.ones(0),
+            tg.tensor([0]))
+    assert tg.inner(tg.tensor(2.0), tg.tensor([1.0, 2.0])).tolist() == [2.0, 4.0]
+    assert tg.inner(tg.ones(2, 3), tg.ones(4, 3)).shape == (2, 4)
+    _raises(RuntimeError, "inner() the last dimension must match on both input tensors but got "
+            "shapes [2] and [3]", tg.inner, tg.ones(2), tg.ones(3))
+    assert tg.diagflat(tg.ones(2, 2), 1).shape == (5, 5)
+
+
 def test_out_argument_resizes_with_warning_and_checks_dtype():
     out = tg.zeros(1)
     with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
@@ -545,7 +582,8 @@ def test_out_argument_resizes_with_warning_and_checks_dtype():
 
 
 def test_methods_registered_where_torch_has_them():
-    for name in ("nonzero", "argwhere", "repeat_interleave", "tensor_split", "hsplit", "vsplit",
+    for name in ("kthvalue", "msort", "take", "inner", "diagflat", "nonzero", "argwhere",
+                 "repeat_interleave", "tensor_split", "hsplit", "vsplit",
                  "dsplit", "take_along_dim", "diagonal", "diag_embed", "fill_diagonal_", "kron",
                  "frexp", "median", "nanmedian", "quantile", "nanquantile", "cummax", "cummin",
                  "logcumsumexp"):
