@@ -132,41 +132,51 @@ class ParameterDict(Module):
         return key in self._keys
 
     def keys(self):
+        """The keys, in order."""
         return self._keys.keys()
 
     def items(self):
+        """(key, parameter) pairs, in order."""
         return ((k, self[k]) for k in self._keys)
 
     def values(self):
+        """The parameters, in key order."""
         return (self[k] for k in self._keys)
 
     def get(self, key: str, default=None):
+        """self[key], or default when key is absent."""
         return self[key] if key in self else default
 
     def pop(self, key: str):
+        """Remove key and return its parameter."""
         value = self[key]
         del self[key]
         return value
 
     def popitem(self):
+        """Remove and return the last (key, parameter) pair."""
         if not self._keys:
             raise KeyError("popitem(): dictionary is empty")
         key = list(self._keys)[-1]
         return key, self.pop(key)
 
     def setdefault(self, key: str, default=None):
+        """self[key], set to default first when key is absent."""
         if key not in self:
             self[key] = default
         return self[key]
 
     def clear(self) -> None:
+        """Remove every entry."""
         for key in list(self._keys):
             del self[key]
 
     def copy(self) -> "ParameterDict":
+        """A new ParameterDict holding the same parameters."""
         return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
 
     def fromkeys(self, keys, default=None) -> "ParameterDict":
+        """A new ParameterDict with `keys`, each holding default."""
         return ParameterDict((k, default) for k in keys)
 
     def update(self, parameters) -> None:
