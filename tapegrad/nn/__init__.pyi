@@ -109,6 +109,8 @@ from tapegrad.nn.modules.padding_shuffle import ReplicationPad1d as ReplicationP
 from tapegrad.nn.modules.padding_shuffle import ReplicationPad2d as ReplicationPad2d
 from tapegrad.nn.modules.padding_shuffle import ZeroPad1d as ZeroPad1d
 from tapegrad.nn.modules.padding_shuffle import ZeroPad2d as ZeroPad2d
+from tapegrad.nn.modules.param_containers import ParameterDict as ParameterDict
+from tapegrad.nn.modules.param_containers import ParameterList as ParameterList
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
 from tapegrad.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
@@ -213,6 +215,8 @@ __all__ = [
     'PReLU',
     'PairwiseDistance',
     'Parameter',
+    'ParameterDict',
+    'ParameterList',
     'PixelShuffle',
     'PixelUnshuffle',
     'PoissonNLLLoss',

@@ -27,6 +27,9 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    # print(param) shows the same as repr, as in PyTorch (Tensor has its own __str__).
+    __str__ = __repr__
+
     # Pickling is Tensor.__reduce_ex__ (it rebuilds type(self) with requires_grad). A deep copy
     # is a fresh Parameter on cloned data without .grad, as torch's Parameter.__deepcopy__ makes.
     def __deepcopy__(self, memo):

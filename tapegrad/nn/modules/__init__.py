@@ -66,3 +66,7 @@ __all__ += ["Bilinear", "ChannelShuffle", "CircularPad1d", "CircularPad2d", "Con
 
 from .activation_extra import AlphaDropout  # noqa: E402
 __all__ += ["AlphaDropout"]
+
+# Parameter containers (issue 15).
+from .param_containers import ParameterDict, ParameterList  # noqa: E402
+__all__ += ["ParameterDict", "ParameterList"]

@@ -29,6 +29,7 @@ from tapegrad.nn.modules import loss_extra as loss_extra
 from tapegrad.nn.modules import module as module
 from tapegrad.nn.modules import normalization as normalization
 from tapegrad.nn.modules import padding_shuffle as padding_shuffle
+from tapegrad.nn.modules import param_containers as param_containers
 from tapegrad.nn.modules import pooling as pooling
 from tapegrad.nn.modules import rnn as rnn
 from tapegrad.nn.modules import sparse as sparse
@@ -119,6 +120,8 @@ from tapegrad.nn.modules.padding_shuffle import ReplicationPad1d as ReplicationP
 from tapegrad.nn.modules.padding_shuffle import ReplicationPad2d as ReplicationPad2d
 from tapegrad.nn.modules.padding_shuffle import ZeroPad1d as ZeroPad1d
 from tapegrad.nn.modules.padding_shuffle import ZeroPad2d as ZeroPad2d
+from tapegrad.nn.modules.param_containers import ParameterDict as ParameterDict
+from tapegrad.nn.modules.param_containers import ParameterList as ParameterList
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
 from tapegrad.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
@@ -261,4 +264,6 @@ __all__ = [
     'ZeroPad1d',
     'ZeroPad2d',
     'AlphaDropout',
+    'ParameterDict',
+    'ParameterList',
 ]

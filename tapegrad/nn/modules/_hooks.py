@@ -41,11 +41,14 @@ def add_hook(hooks: OrderedDict, hook, prepend: bool, flags: list) -> RemovableH
 
 def call_with_hooks(module, args: tuple, kwargs: dict):
     """Module.__call__ when hooks are registered: pre-hooks may replace the inputs, forward
-    hooks may replace the output, always_call hooks run even when forward raises."""
+    hooks may replace the output, always_call hooks run even when forward raises; backward
+    hooks see the gradients through identities around the inputs and the output
+    (_backward_hooks.py)."""
     d = module.__dict__
     pre, pre_kw = d["_forward_pre_hooks"], d["_forward_pre_hooks_with_kwargs"]
     post, post_kw = d["_forward_hooks"], d["_forward_hooks_with_kwargs"]
     always = d["_forward_hooks_always_called"]
+    backward_hooked = bool(d.get("_backward_hooks") or d.get("_backward_pre_hooks"))
     called = set()
     try:
         for hid, hook in list(pre.items()):
@@ -60,6 +63,9 @@ def call_with_hooks(module, args: tuple, kwargs: dict):
                 result = hook(module, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        if backward_hooked:
+            from ._backward_hooks import wrap_inputs, wrap_outputs
+            args, backward_call = wrap_inputs(module, args)
         output = module.forward(*args, **kwargs)
         for hid, hook in list(post.items()):
             called.add(hid)
@@ -69,6 +75,8 @@ def call_with_hooks(module, args: tuple, kwargs: dict):
                 result = hook(module, args, output)
             if result is not None:
                 output = result
+        if backward_hooked:
+            output = wrap_outputs(backward_call, output)
         return output
     except Exception:
         # PyTorch runs the always_call hooks it has not run yet and re-raises forward's error.

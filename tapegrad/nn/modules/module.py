@@ -15,7 +15,8 @@ from ..parameter import Parameter
 from ._hooks import RemovableHandle, add_hook, call_with_hooks
 
 _HOOK_TABLES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
-                "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+                "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_hooks",
+                "_backward_pre_hooks")
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -83,7 +84,8 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         d = self.__dict__
-        if d.get("_forward_pre_hooks") or d.get("_forward_hooks"):
+        if (d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks")
+                or d.get("_backward_pre_hooks")):
             return call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
 
@@ -108,6 +110,17 @@ class Module:
         return add_hook(self._hook_table("_forward_hooks"), hook, prepend,
                         [(self._hook_table("_forward_hooks_with_kwargs"), with_kwargs),
                          (self._hook_table("_forward_hooks_always_called"), always_call)])
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """hook(module, grad_output) -> None or a replacement grad_output, called when the
+        gradients w.r.t. the module's outputs are known."""
+        return add_hook(self._hook_table("_backward_pre_hooks"), hook, prepend, [])
+
+    def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """hook(module, grad_input, grad_output) -> None or a replacement grad_input, called when
+        the gradients w.r.t. the module's positional inputs are computed (grad_input holds None
+        for inputs that are not tensors requiring grad)."""
+        return add_hook(self._hook_table("_backward_hooks"), hook, prepend, [])
 
     # -- registration -------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:

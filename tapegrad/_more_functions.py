@@ -1,0 +1,65 @@
+"""The autograd.Functions behind _more_stats (loaded on first recorded use, so that
+`import tapegrad` does not load autograd).  Each forward is the numpy kernel _more_stats uses
+when nothing records; each backward is made of recorded ops, so create_graph works."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._extra_functions import _torch_grad_fn_name
+from ._extra_ops import _wrap, flip
+from ._more_stats import _logcumsumexp_array, logcumsumexp
+from .autograd.function import Function
+
+
+class LogCumSumExp(Function):
+    """y = log(cumsum(exp(x))) along dim.  dL/dx_j = sum over i >= j of g_i * exp(x_j - y_i),
+    summed in log space (a reversed logcumsumexp), the positive and negative parts of g apart,
+    so that nothing overflows where y is large."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        y = _wrap(_logcumsumexp_array(x._array, dim))
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        if x.ndim == 0:
+            return grad, None
+        d = ctx.dim
+
+        def reversed_logcumsumexp(t):
+            return flip(logcumsumexp(flip(t, (d,)), d), (d,))
+
+        # log|g| where g has the sign, the lowest finite value elsewhere: `where` keeps log's
+        # derivative at g = 0 out of the graph, so create_graph stays finite.
+        from . import where
+        lowest = float(np.finfo(grad._array.dtype).min)
+        log_abs = grad.abs().log()
+        positive = reversed_logcumsumexp(where(grad > 0, log_abs, lowest) - y)
+        negative = reversed_logcumsumexp(where(grad < 0, log_abs, lowest) - y)
+        return (x + positive).exp() - (x + negative).exp(), None
+
+
+_torch_grad_fn_name(LogCumSumExp, "LogcumsumexpBackward0")
+
+
+class EvenlyDistributed(Function):
+    """A reduction to one element whose value was chosen in numpy (the global median) and whose
+    gradient PyTorch shares evenly among the elements equal to it (NaNs, for a NaN result)."""
+
+    @staticmethod
+    def forward(ctx, x, value, mask):
+        ctx.mask = mask
+        return _wrap(value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        count = max(int(ctx.mask.sum()), 1)
+        share = _wrap((ctx.mask / count).astype(grad._array.dtype))
+        return grad * share, None, None
+
+
+_torch_grad_fn_name(EvenlyDistributed, "MedianBackward0")

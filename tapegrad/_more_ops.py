@@ -1,0 +1,541 @@
+"""Indexing, splitting, diagonal and product ops PyTorch scripts use (issue 15), built in Python.
+
+Differentiable results are composites of recorded ops (index_select, gather, mm, mul, cat,
+movedim), so gradients and create_graph come from the core; the index arithmetic that decides
+which elements go where is numpy.  Index results (nonzero, argwhere, isin) are int64 / bool
+tensors that do not require grad, as in PyTorch.
+
+Functions are registered in the tapegrad namespace and, where PyTorch has one, as Tensor
+methods by `register` (called from tapegrad/__init__.py); names that already exist are left
+alone.  Statistics (median, quantile, ...) live in _more_stats.py.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from . import _core
+from ._extra_ops import _check_tensor, _dim, _dtype_name, _index_tensor, _method, _wrap
+from ._out_arg import compute_then_write, require_dtype, write_into
+
+TensorBase = _core.TensorBase
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _slice_along(input, dim: int, start, stop):
+    """input[..., start:stop, ...] along dim (Python slice rules, a differentiable view)."""
+    return input[(slice(None),) * dim + (slice(start, stop),)]
+
+
+# -- nonzero, argwhere, isin -------------------------------------------------------------------
+
+def nonzero(input, *, out=None, as_tuple=False):
+    """The coordinates of input's non-zero elements: an int64 (count, ndim) tensor, or with
+    as_tuple one int64 vector per dim (a 0-d input counts as 1-d)."""
+    _check_tensor(input, "nonzero")
+    arr = input._array
+    if as_tuple:
+        if out is not None:
+            raise RuntimeError("nonzero does not support the out kwarg when as_tuple is True")
+        return tuple(_index_tensor(c) for c in np.nonzero(arr.reshape(arr.shape or (1,))))
+    result = _index_tensor(np.argwhere(arr))
+    if out is not None:
+        require_dtype("nonzero", out, np.int64)
+        return write_into("nonzero", out, result)
+    return result
+
+
+def argwhere(input):
+    """nonzero(input): the (count, ndim) coordinates of the non-zero elements."""
+    _check_tensor(input, "argwhere")
+    return nonzero(input)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """A bool tensor shaped like `elements`: whether each element occurs in test_elements (NaN
+    never does).  Either argument may be a Python number, not both."""
+    if not isinstance(elements, TensorBase) and not isinstance(test_elements, TensorBase):
+        raise TypeError(f"isin() received an invalid combination of arguments - got "
+                        f"({type(elements).__name__}, {type(test_elements).__name__}), but "
+                        f"expected one of: (Tensor elements, Tensor test_elements), (Number "
+                        f"element, Tensor test_elements), (Tensor elements, Number test_element)")
+    values = elements._array if isinstance(elements, TensorBase) else np.asarray(elements)
+    tests = (test_elements._array if isinstance(test_elements, TensorBase)
+             else np.asarray(test_elements))
+    for arr in (values, tests):
+        if arr.dtype == np.bool_:
+            raise RuntimeError("Unsupported input type encountered for isin(): Bool")
+    return _wrap(np.isin(values, tests, invert=bool(invert)))
+
+
+# -- repeating and splitting -------------------------------------------------------------------
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element (each slice along dim) of input repeated `repeats` times in place; with
+    only a tensor of counts, the indices 0..n-1 repeated by those counts."""
+    _check_tensor(input, "repeat_interleave")
+    if repeats is None:       # torch.repeat_interleave(counts)
+        counts = _repeat_counts(input, None)
+        return _index_tensor(_checked_output(np.repeat(np.arange(counts.size), counts),
+                                             output_size, counts_given=True))
+    if dim is not None and input.ndim == 0:
+        # (PyTorch's two overloads fail differently on a 0-d input with a dim)
+        if isinstance(repeats, TensorBase):
+            from ._extra_ops import _no_dims
+            _no_dims(dim)
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    source = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else _dim(dim, input.ndim)
+    length = source._array.shape[d]
+    if isinstance(repeats, TensorBase):
+        counts = _repeat_counts(repeats, length)
+        counts_given = True
+    else:
+        if not _is_int(repeats):
+            raise TypeError(f"repeat_interleave(): argument 'repeats' (position 2) must be "
+                            f"Tensor, not {type(repeats).__name__}")
+        if repeats < 0:
+            raise RuntimeError("Repeats must be non-negative")
+        counts = np.full(length, int(repeats), dtype=np.int64)
+        counts_given = False
+    positions = _checked_output(np.repeat(np.arange(length), counts), output_size, counts_given)
+    return source.index_select(d, _index_tensor(positions))
+
+
+def _repeat_counts(repeats, length):
+    """repeats as an int64 vector of `length` counts (a 0-d or 1-element tensor broadcasts)."""
+    arr = repeats._array
+    if arr.dtype.kind not in "iu":
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for "
+                                  f"'{_dtype_name(arr)}'")
+    if arr.ndim > 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    if arr.size and arr.min() < 0:
+        raise RuntimeError("repeats can not be negative")
+    if length is None:
+        return arr.reshape(-1).astype(np.int64)
+    if arr.size == 1:
+        return np.full(length, int(arr.reshape(-1)[0]), dtype=np.int64)
+    if arr.shape[0] != length:
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {arr.shape[0]} and input.size(0) = {length}")
+    return arr.astype(np.int64)
+
+
+def _checked_output(positions, output_size, counts_given: bool):
+    if output_size is not None and output_size != positions.size:
+        if counts_given:
+            raise RuntimeError("allocated size does not match required size")
+        raise RuntimeError(f"repeat_interleave: Invalid output_size, expected "
+                           f"{positions.size} but got {output_size}")
+    return positions
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """input split along dim into `sections` near-equal parts (the first size % sections are
+    one longer), or at the given indices (Python slice rules); a tuple of views."""
+    _check_tensor(input, "tensor_split")
+    if input.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    d = _dim(dim, input.ndim)
+    split = indices_or_sections
+    if isinstance(split, TensorBase):
+        arr = split._array
+        if arr.dtype != np.int64:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have dtype "
+                               f"of long, but got {_dtype_name(arr)}")
+        if arr.ndim > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a "
+                               f"zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {arr.ndim} dims")
+        split = int(arr) if arr.ndim == 0 else [int(i) for i in arr]
+    size = input._array.shape[d]
+    if _is_int(split):
+        if split <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {split}")
+        base, extra = divmod(size, int(split))
+        lengths = [base + 1] * extra + [base] * (int(split) - extra)
+        bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+    else:
+        bounds = [0, *[int(i) for i in split], size]
+    return tuple(_slice_along(input, d, start, stop) for start, stop in zip(bounds, bounds[1:]))
+
+
+def _directional_split(name: str, dim: int, min_ndim: int):
+    def split(input, indices_or_sections):
+        _check_tensor(input, name)
+        if input.ndim < min_ndim:
+            raise RuntimeError(f"torch.{name} requires a tensor with at least {min_ndim} "
+                               f"dimension, but got a tensor with {input.ndim} dimensions!")
+        d = 0 if (name == "hsplit" and input.ndim == 1) else dim
+        if _is_int(indices_or_sections):
+            size = input._array.shape[d]
+            if indices_or_sections == 0 or size % indices_or_sections:
+                raise RuntimeError(f"torch.{name} attempted to split along dimension {d}, but "
+                                   f"the size of the dimension {size} is not divisible by the "
+                                   f"split_size {indices_or_sections}!")
+        return tensor_split(input, indices_or_sections, d)
+    split.__name__ = split.__qualname__ = name
+    split.__doc__ = (f"tensor_split along dim {dim} ({'dim 0 for 1-d input; ' if dim == 1 else ''}"
+                     f"an int must divide the size evenly).")
+    return split
+
+
+hsplit = _directional_split("hsplit", 1, 1)
+vsplit = _directional_split("vsplit", 0, 2)
+dsplit = _directional_split("dsplit", 2, 3)
+
+
+def take_along_dim(input, indices, dim=None, *, out=None):
+    """input's values at `indices` along dim (a gather, input and indices broadcast over the
+    other dims); without dim, over the flattened input."""
+    _check_tensor(input, "take_along_dim")
+    _check_tensor(indices, "take_along_dim", "indices", 2)
+    if indices._array.dtype != np.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{_dtype_name(indices._array)}")
+    if out is not None:
+        return compute_then_write("take_along_dim", out, (input, indices),
+                                  lambda: take_along_dim(input, indices, dim))
+    if dim is None:
+        return input.reshape(-1).gather(0, indices.reshape(-1))
+    if input.ndim == 0:
+        from ._extra_ops import _no_dims
+        _no_dims(dim)
+    d = _dim(dim, input.ndim)
+    if input.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
+                           f"number of dimensions, but got {input.ndim} dimensions for input, "
+                           f"and {indices.ndim} dimensions for indices")
+    others_in = list(input.shape)
+    others_ix = list(indices.shape)
+    others_in[d] = others_ix[d] = 1
+    from ._extra_ops import broadcast_shapes
+    common = list(broadcast_shapes(others_in, others_ix))
+    input_shape, index_shape = list(common), list(common)
+    input_shape[d], index_shape[d] = input.shape[d], indices.shape[d]
+    return input.expand(*input_shape).gather(d, indices.expand(*index_shape))
+
+
+def take(input, index):
+    """input's elements at the flat (row-major) positions of an int64 index, shaped like index;
+    negative positions count from the end."""
+    _check_tensor(input, "take")
+    _check_tensor(index, "take", "index", 2)
+    positions = index._array
+    if positions.dtype != np.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got "
+                           f"{_dtype_name(positions)}")
+    n = input._array.size
+    if n == 0 and positions.size:
+        raise IndexError("take(): tried to take from an empty tensor")
+    bad = positions[(positions >= n) | (positions < -n)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {int(bad.reshape(-1)[0])} on a "
+                         f"tensor of {n} elements.")
+    flat = _index_tensor(positions.reshape(-1) % max(n, 1))
+    return input.reshape(-1).index_select(0, flat).reshape(tuple(positions.shape))
+
+
+# -- diagonals ---------------------------------------------------------------------------------
+
+def _distinct_dims(dim1, dim2, ndim: int):
+    d1, d2 = _dim(dim1, ndim), _dim(dim2, ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return d1, d2
+
+
+def _diagonal_positions(rows: int, cols: int, offset: int) -> np.ndarray:
+    """Flat positions, in a row-major rows x cols matrix, of its offset-th diagonal."""
+    first_row, first_col = max(-offset, 0), max(offset, 0)
+    length = max(min(rows - first_row, cols - first_col), 0)
+    steps = np.arange(length)
+    return (steps + first_row) * cols + steps + first_col
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The offset-th diagonal of the (dim1, dim2) matrices of input, as its last dim (a copy
+    made by index_select, where PyTorch returns a view)."""
+    _check_tensor(input, "diagonal")
+    d1, d2 = _distinct_dims(dim1, dim2, input.ndim)
+    from . import movedim
+    moved = movedim(input, (d1, d2), (-2, -1))
+    *batch, rows, cols = moved.shape
+    positions = _diagonal_positions(rows, cols, int(offset))
+    return moved.reshape(*batch, rows * cols).index_select(-1, _index_tensor(positions))
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """A tensor one dim larger whose (dim1, dim2) matrices hold input's last dim on their
+    offset-th diagonal and zeros elsewhere."""
+    _check_tensor(input, "diag_embed")
+    d1, d2 = _distinct_dims(dim1, dim2, input.ndim + 1)
+    from . import cat, movedim
+    *batch, n = input.shape
+    offset = int(offset)
+    size = n + abs(offset)
+    # Every output position reads input's last dim at an index: its diagonal element, or the
+    # zero appended at index n.
+    with_zero = cat([input, input.new_zeros(*batch, 1)], -1)
+    source = np.full(size * size, n, dtype=np.int64)
+    source[_diagonal_positions(size, size, offset)] = np.arange(n)
+    square = with_zero.index_select(-1, _index_tensor(source)).reshape(*batch, size, size)
+    return movedim(square, (-2, -1), (d1, d2))
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Writes fill_value on the main diagonal of self (all dims equal beyond 2-d); with wrap, a
+    tall matrix's diagonal restarts every (columns + 1) rows, as numpy's fill_diagonal."""
+    _check_tensor(self, "fill_diagonal_")
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.ndim > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(self._array.shape, dtype=bool)
+    np.fill_diagonal(mask, True, wrap=bool(wrap))
+    return self.masked_fill_(_wrap(mask), fill_value)
+
+
+# -- products ----------------------------------------------------------------------------------
+
+def tensordot(a, b, dims=2, out=None):
+    """The sum of products of a's and b's elements over the given dims: the last `dims` of a with
+    the first of b, or the pairs of lists ([dims of a], [dims of b])."""
+    _check_tensor(a, "tensordot", "a", 1)
+    _check_tensor(b, "tensordot", "b", 2)
+    dims_a, dims_b = _tensordot_dims(a, b, dims)
+    if out is not None:
+        return compute_then_write("tensordot", out, (a, b), lambda: tensordot(a, b, dims))
+    if a._array.dtype != b._array.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    if a._array.dtype == np.bool_:
+        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+    contract_a = [_dim(d, a.ndim) for d in dims_a]
+    contract_b = [_dim(d, b.ndim) for d in dims_b]
+    for given, seen, owner in ((dims_a, contract_a, a), (dims_b, contract_b, b)):
+        for i, d in enumerate(seen):
+            if d in seen[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    for da, db, ga, gb in zip(contract_a, contract_b, dims_a, dims_b):
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[da]} in dim {ga} and second has size {b.shape[db]} "
+                               f"in dim {gb}")
+    free_a = [d for d in range(a.ndim) if d not in contract_a]
+    free_b = [d for d in range(b.ndim) if d not in contract_b]
+    # One matrix product: a as (free, contracted) times b as (contracted, free).
+    shape_a, shape_b = [a.shape[d] for d in free_a], [b.shape[d] for d in free_b]
+    contracted = math.prod(a.shape[d] for d in contract_a)
+    left = a.permute(tuple(free_a + contract_a)).reshape(math.prod(shape_a), contracted)
+    right = b.permute(tuple(contract_b + free_b)).reshape(contracted, math.prod(shape_b))
+    return left.mm(right).reshape(tuple(shape_a + shape_b))
+
+
+def _tensordot_dims(a, b, dims):
+    """([dims of a], [dims of b]) as given (negative dims kept, for the error messages)."""
+    if isinstance(dims, TensorBase):
+        arr = dims._array
+        dims = int(arr) if arr.ndim == 0 else [list(map(int, row)) for row in arr]
+    if _is_int(dims):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > a.ndim or dims > b.ndim:
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got "
+                               f"dims={dims}")
+        return list(range(-dims, 0)), list(range(dims))
+    if not isinstance(dims, (list, tuple)) or len(dims) != 2:
+        raise TypeError(f"tensordot(): argument 'dims' must be int or a pair of lists of ints, "
+                        f"not {type(dims).__name__}")
+    dims_a, dims_b = dims
+    for part in (dims_a, dims_b):
+        if _is_int(part):
+            raise TypeError("tensordot(): argument 'dims_self' (position 3) must be tuple of "
+                            "ints, not int")
+    dims_a, dims_b = [int(d) for d in dims_a], [int(d) for d in dims_b]
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length")
+    return dims_a, dims_b
+
+
+def kron(input, other, *, out=None):
+    """The Kronecker product: each element of input times the whole of other, tiled in input's
+    layout (shapes padded with leading 1s to the same number of dims)."""
+    _check_tensor(input, "kron")
+    _check_tensor(other, "kron", "other", 2)
+    if out is not None:
+        return compute_then_write("kron", out, (input, other), lambda: kron(input, other))
+    ndim = max(input.ndim, other.ndim)
+    sa = (1,) * (ndim - input.ndim) + tuple(input.shape)
+    sb = (1,) * (ndim - other.ndim) + tuple(other.shape)
+    # a[i] * b[j] lands at i * len(b) + j along each dim: interleave the dims, multiply, merge.
+    spread_a = input.reshape(tuple(itertools.chain.from_iterable((n, 1) for n in sa)))
+    spread_b = other.reshape(tuple(itertools.chain.from_iterable((1, n) for n in sb)))
+    product = spread_a * spread_b
+    return product.reshape(tuple(x * y for x, y in zip(sa, sb)))
+
+
+def inner(input, other, *, out=None):
+    """The dot product over the last dims of input and other (a product, for a 0-d one)."""
+    _check_tensor(input, "inner")
+    _check_tensor(other, "inner", "other", 2)
+    if out is not None:
+        return compute_then_write("inner", out, (input, other), lambda: inner(input, other))
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, ([-1], [-1]))
+
+
+def diagflat(input, offset=0):
+    """A square matrix with the flattened input on its offset-th diagonal."""
+    _check_tensor(input, "diagflat")
+    from . import diag
+    return diag(input.reshape(-1), offset)
+
+
+def block_diag(*tensors):
+    """A matrix with the given tensors (0-d: 1x1, 1-d: one row) down its diagonal and zeros
+    elsewhere, in the promoted dtype."""
+    from . import cat, zeros
+    from . import result_type
+    mats = []
+    for i, t in enumerate(tensors):
+        _check_tensor(t, "block_diag", "tensors", 1)
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {i} has {t.ndim} dimensions")
+        mats.append(t.reshape(1, 1) if t.ndim == 0 else t.reshape(1, -1) if t.ndim == 1 else t)
+    if not mats:
+        return zeros(1, 0)
+    dtype = mats[0].dtype
+    for m in mats[1:]:
+        dtype = result_type(zeros(0, dtype=dtype), m)
+    width = sum(m.shape[1] for m in mats)
+    bands, left = [], 0
+    for m in mats:
+        rows, cols = m.shape
+        parts = [zeros(rows, left, dtype=dtype), m.to(dtype),
+                 zeros(rows, width - left - cols, dtype=dtype)]
+        bands.append(cat(parts, 1))
+        left += cols
+    return cat(bands, 0)
+
+
+def _check_vector(t, fn: str) -> None:
+    _check_tensor(t, fn, "tensors", 1)
+    if t.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+
+
+def cartesian_prod(*tensors):
+    """All tuples (a, b, ...) of elements of the 1-d tensors, in row-major order, as a
+    (count, len(tensors)) tensor (a single tensor is returned as it is)."""
+    for t in tensors:
+        _check_vector(t, "cartesian_prod")
+    if len(tensors) == 1:
+        return tensors[0]
+    from . import meshgrid, stack
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.reshape(-1) for g in grids], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """All length-r combinations of input's elements (in input order, as itertools), as a
+    (count, r) tensor; r = 0 gives an empty vector."""
+    _check_vector(input, "combinations")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input.new_empty(0)
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = np.array(list(pick(range(input.shape[0]), r)), dtype=np.int64).reshape(-1, r)
+    return input.index_select(0, _index_tensor(rows.reshape(-1))).reshape(rows.shape[0], r)
+
+
+def vander(x, N=None, increasing=False):  # noqa: N803  (PyTorch's parameter name)
+    """The Vandermonde matrix of a vector: columns x**(N-1), ..., x, 1 (reversed with
+    increasing); integers and bools give int64."""
+    _check_tensor(x, "vander", "x", 1)
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    from . import cat, int64
+    if x._array.dtype.kind in "biu":
+        x = x.to(int64)
+    if n == 0:
+        return x.new_empty(x.shape[0], 0)
+    ones = x.new_ones(x.shape[0], 1)
+    powers = ones if n == 1 else cat([ones, x.unsqueeze(1).expand(-1, n - 1).cumprod(1)], 1)
+    return powers if increasing else powers.flip(1)
+
+
+# -- dtype questions and float decomposition ---------------------------------------------------
+
+def promote_types(type1, type2):
+    """The dtype PyTorch's type promotion gives two tensors of these dtypes."""
+    for arg, position in ((type1, 1), (type2, 2)):
+        if not isinstance(arg, _core.dtype):
+            raise TypeError(f"promote_types(): argument 'type{position}' (position {position}) "
+                            f"must be torch.dtype, not {type(arg).__name__}")
+    from . import empty, result_type
+    return result_type(empty(0, dtype=type1), empty(0, dtype=type2))
+
+
+def frexp(input, *, out=None):
+    """(mantissa, exponent) with input = mantissa * 2**exponent and |mantissa| in [0.5, 1); the
+    mantissa is input times a power of two, so its gradient is grad / 2**exponent."""
+    _check_tensor(input, "frexp")
+    if input._array.dtype.kind != "f":
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    if out is not None:
+        return compute_then_write("frexp", out, (input,), lambda: frexp(input))
+    arr = input._array
+    _, exponent = np.frexp(arr)
+    with np.errstate(over="ignore"):
+        scale = np.ldexp(np.ones_like(arr), -exponent)
+    mantissa = input * _wrap(scale)
+    return _core.return_types.frexp((mantissa, _wrap(exponent.astype(np.int32))))
+
+
+# -- registration ------------------------------------------------------------------------------
+
+FUNCTIONS = ("nonzero", "argwhere", "isin", "repeat_interleave", "tensor_split", "hsplit",
+             "vsplit", "dsplit", "take_along_dim", "take", "diagonal", "diag_embed", "diagflat",
+             "tensordot", "inner", "kron",
+             "block_diag", "cartesian_prod", "combinations", "vander", "promote_types", "frexp")
+METHODS = ("nonzero", "argwhere", "repeat_interleave", "tensor_split", "hsplit", "vsplit",
+           "dsplit", "take_along_dim", "take", "diagonal", "diag_embed", "diagflat",
+           "fill_diagonal_", "inner", "kron",
+           "frexp")
+RETURN_TYPES = {"frexp": ("mantissa", "exponent")}
+
+
+def _nonzero_method(self, *, as_tuple=False):
+    """Tensor.nonzero: the coordinates of the non-zero elements."""
+    return nonzero(self, as_tuple=as_tuple)
+
+
+def register(namespace: dict, tensor_cls) -> None:
+    """Add the functions to `namespace` (tapegrad's globals) and the methods to `tensor_cls`;
+    existing names win."""
+    for name, fields in RETURN_TYPES.items():
+        if not hasattr(_core.return_types, name):
+            _core._make_return_type(name, fields)
+    g = globals()
+    for name in FUNCTIONS:
+        namespace.setdefault(name, g[name])
+    for name in METHODS:
+        if name not in dir(tensor_cls):
+            method = _nonzero_method if name == "nonzero" else _method(g[name])
+            setattr(tensor_cls, name, method)

@@ -1,0 +1,498 @@
+"""Order statistics, moments, running extremes, integration and binning (issue 15), in Python.
+
+Which element answers (the median's index, a quantile's two neighbours, the running maximum's
+position) is decided in numpy; the values are then gathered from the input by recorded ops, so
+gradients flow to exactly the elements PyTorch's backward sends them to.  logcumsumexp is an
+autograd.Function (_more_functions.py): its values need numpy's exact running logaddexp.
+
+Functions are registered in the tapegrad namespace and, where PyTorch has one, as Tensor
+methods by `register` (called from tapegrad/__init__.py); names that already exist are left
+alone.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+from ._extra_ops import (_check_tensor, _dim, _dtype_name, _index_tensor, _method, _no_dims,
+                         _records, _wrap)
+from ._out_arg import compute_then_write, write_into
+
+TensorBase = _core.TensorBase
+
+
+# -- median --------------------------------------------------------------------------------------
+
+def _median_order(arr: np.ndarray, ignore_nan: bool) -> np.ndarray:
+    """Index, along the last axis of arr, of each row's lower median.  NaN sorts last; median
+    answers a NaN (the first one) for a row holding any, nanmedian skips them (a row of NaNs
+    answers its first element)."""
+    order = np.argsort(arr, axis=-1, kind="stable")
+    n = arr.shape[-1]
+    valid = (~np.isnan(arr)).sum(-1) if arr.dtype.kind == "f" else np.full(arr.shape[:-1], n)
+    if ignore_nan:
+        rank = np.maximum(valid - 1, 0) // 2
+    else:
+        rank = np.where(valid < n, valid, (n - 1) // 2)
+    return np.take_along_axis(order, rank[..., None], -1)[..., 0]
+
+
+def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
+    _check_tensor(input, name)
+    arr = input._array
+    if arr.dtype == np.bool_:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{name}() missing 1 required positional arguments: \"dim\"")
+        if out is not None:
+            return compute_then_write(name, out, (input,),
+                                      lambda: _median(name, input, None, False, None, ignore_nan))
+        if arr.size == 0:
+            # (an integer tensor's "NaN" is PyTorch's lowest value of the type)
+            empty = np.nan if arr.dtype.kind == "f" else np.iinfo(arr.dtype).min
+            value, mask = np.array(empty, dtype=arr.dtype), np.zeros(arr.shape, dtype=bool)
+        else:
+            value = arr.reshape(-1)[_median_order(arr.reshape(-1), ignore_nan)]
+            mask = (arr == value) | (np.isnan(arr) & np.isnan(value) if arr.dtype.kind == "f"
+                                     else False)
+        if not _records(input):
+            return _wrap(np.asarray(value))
+        from ._more_functions import EvenlyDistributed
+        return EvenlyDistributed.apply(input, np.asarray(value), mask)
+    result_type = getattr(_core.return_types, name)
+    if out is not None:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors")
+        if isinstance(out[1], TensorBase) and out[1]._array.dtype != np.int64:
+            raise RuntimeError(f"Expected tensor for argument #1 'indices' to have scalar type "
+                               f"Long; but got torch.{out[1].type().split('.')[-1]} instead "
+                               f"(while checking arguments for {name})")
+        return compute_then_write(name, tuple(out), (input,),
+                                  lambda: _median(name, input, dim, keepdim, None, ignore_nan))
+    d = _dim(dim, input.ndim)
+    if input.ndim == 0:
+        return result_type((input.clone(), _index_tensor(0)))
+    if arr.shape[d] == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+    rows = np.moveaxis(arr, d, -1)
+    position = np.expand_dims(_median_order(rows, ignore_nan), d)
+    values = input.gather(d, _index_tensor(position))
+    indices = _index_tensor(position)
+    if not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return result_type((values, indices))
+
+
+def median(input, dim=None, keepdim=False, *, out=None):
+    """The lower median of all elements (NaN if any is NaN), or (values, indices) of the lower
+    median along dim."""
+    return _median("median", input, dim, keepdim, out, ignore_nan=False)
+
+
+def nanmedian(input, dim=None, keepdim=False, *, out=None):
+    """median ignoring NaNs (NaN only where every element is NaN)."""
+    return _median("nanmedian", input, dim, keepdim, out, ignore_nan=True)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    """(values, indices) of the k-th smallest element (k from 1) along dim; NaN sorts last."""
+    _check_tensor(input, "kthvalue")
+    arr = input._array
+    if arr.dtype == np.bool_:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
+    d = _dim(dim, input.ndim)
+    size = arr.shape[d] if arr.ndim else 1
+    if size == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
+    if not 1 <= k <= size:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if out is not None:
+        return compute_then_write("kthvalue", tuple(out), (input,),
+                                  lambda: kthvalue(input, k, dim, keepdim))
+    result_type = _core.return_types.kthvalue
+    if input.ndim == 0:
+        return result_type((input.clone(), _index_tensor(0)))
+    order = np.argsort(arr, axis=d, kind="stable")
+    position = np.take(order, [k - 1], axis=d)
+    values, indices = input.gather(d, _index_tensor(position)), _index_tensor(position)
+    if not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return result_type((values, indices))
+
+
+def msort(input):
+    """input sorted along its first dim (the values of sort(input, 0))."""
+    _check_tensor(input, "msort")
+    from . import sort
+    return sort(input, 0).values
+
+
+# -- quantiles -----------------------------------------------------------------------------------
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, out,
+              ignore_nan: bool):
+    _check_tensor(input, name)
+    arr = input._array
+    if arr.size == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    if arr.dtype.kind != "f" or arr.dtype == np.float16:
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if isinstance(q, TensorBase):
+        qs = q._array
+        if qs.dtype != arr.dtype:
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+        if qs.ndim > 1:
+            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+        if not bool(np.all((qs >= 0) & (qs <= 1))):
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    elif isinstance(q, (int, float, np.floating, np.integer)) and not isinstance(q, bool):
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
+        qs = np.array(q, dtype=arr.dtype)
+    else:
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"(Tensor, {type(q).__name__}), but expected one of: (Tensor input, "
+                        f"Tensor q, ...), (Tensor input, float q, ...)")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest, but got {interpolation}")
+    if out is not None:
+        return compute_then_write(name, out, (input, q), lambda: _quantile(
+            name, input, q, dim, keepdim, interpolation, None, ignore_nan))
+    from . import sort
+    from ._extra_ops import lerp
+    if dim is None:
+        rows = input.reshape(-1)
+        kept_shape = [1] * input.ndim
+    else:
+        d = _dim(dim, input.ndim)
+        rows = (input.reshape(1) if input.ndim == 0 else input).movedim(d, -1)
+        kept_shape = list(input.shape)
+        if input.ndim:
+            kept_shape[d] = 1
+    ordered = sort(rows, -1).values                 # NaN last; a differentiable gather
+    values = ordered._array
+    n = values.shape[-1]
+    # Ranks in the input's dtype, as PyTorch computes them (float32 rounding included).
+    if ignore_nan:
+        count = (~np.isnan(values)).sum(-1, keepdims=True).astype(arr.dtype)
+        ranks = np.maximum(qs.reshape(-1) * (count - 1), 0)
+    else:
+        ranks = qs.reshape(-1) * np.array(n - 1, dtype=arr.dtype)
+        ranks = np.broadcast_to(ranks, values.shape[:-1] + ranks.shape)
+        ranks = np.where(np.isnan(values).any(-1, keepdims=True), arr.dtype.type(n - 1), ranks)
+    ranks = ranks.astype(arr.dtype)
+    if interpolation in ("lower", "higher", "nearest"):
+        pick = {"lower": np.floor, "higher": np.ceil, "nearest": np.round}[interpolation]
+        result = ordered.gather(-1, _index_tensor(pick(ranks)))
+    else:
+        below = np.floor(ranks)
+        weights = ranks - below if interpolation == "linear" else np.where(ranks > below, 0.5, 0)
+        low = ordered.gather(-1, _index_tensor(below))
+        high = ordered.gather(-1, _index_tensor(np.ceil(ranks)))
+        result = lerp(low, high, _wrap(weights.astype(arr.dtype)))
+    # result: (..., len(q)) -> (len(q), ...) with the reduced dim kept or dropped.
+    result = result.movedim(-1, 0)
+    if keepdim:
+        result = result.reshape(result.shape[0], *kept_shape)
+    return result[0] if qs.ndim == 0 else result
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    """The q-th quantiles of input (all elements, or along dim); NaN where a row holds a NaN.
+    A 1-d q adds a leading dim of its length."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, out, ignore_nan=False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    """quantile ignoring NaNs (NaN only where a row is all NaN)."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, out, ignore_nan=True)
+
+
+# -- moments ------------------------------------------------------------------------------------
+
+def _moment_mean(name: str, reducer: str, input, dim, unbiased, keepdim, correction, out):
+    _check_tensor(input, name)
+    if input._array.dtype.kind not in "fc":
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+    if isinstance(dim, bool):           # the (input, unbiased) overload
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError(f"{name}: can't specify both unbiased and correction")
+    if correction is None:
+        correction = 1 if unbiased is None else int(bool(unbiased))
+    if out is not None:
+        return compute_then_write(name, tuple(out), (input,), lambda: _moment_mean(
+            name, reducer, input, dim, None, keepdim, correction, None))
+    if dim is not None and not isinstance(dim, (list, tuple)):
+        dim = (dim,)
+    spread = getattr(input, reducer)(dim, keepdim=keepdim, correction=correction)
+    centre = input.mean(dim, keepdim) if dim is not None else input.mean()
+    if dim is None and keepdim:
+        centre = centre.reshape([1] * input.ndim)
+    return spread, centre
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    """(variance, mean) of input over dim (all elements by default); correction (or unbiased)
+    as in var."""
+    return _moment_mean("var_mean", "var", input, dim, unbiased, keepdim, correction, out)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    """(standard deviation, mean) of input over dim (all elements by default)."""
+    return _moment_mean("std_mean", "std", input, dim, unbiased, keepdim, correction, out)
+
+
+# -- running extremes and log-sum-exp ------------------------------------------------------------
+
+def _running_extreme_positions(arr: np.ndarray, axis: int, maximum: bool) -> np.ndarray:
+    """For each position along axis, the index of the running max (min) so far: a later tie
+    takes over, and a NaN takes over and then holds (later NaNs take over from it)."""
+    rows = np.moveaxis(arr, axis, 0)
+    positions = np.zeros(rows.shape, dtype=np.int64)
+    if rows.shape[0] == 0:
+        return np.moveaxis(positions, 0, axis)
+    best = rows[0].copy()
+    best_at = np.zeros(rows.shape[1:], dtype=np.int64)
+    floating = arr.dtype.kind == "f"
+    for i in range(rows.shape[0]):
+        x = rows[i]
+        with np.errstate(invalid="ignore"):
+            takes = x >= best if maximum else x <= best
+        if floating:
+            takes = (takes & ~np.isnan(best)) | np.isnan(x)
+        best = np.where(takes, x, best)
+        best_at = np.where(takes, i, best_at)
+        positions[i] = best_at
+    return np.moveaxis(positions, 0, axis)
+
+
+def _cumulative_extreme(name: str, input, dim, out, maximum: bool):
+    _check_tensor(input, name)
+    d = _dim(dim, input.ndim)
+    if out is not None:
+        return compute_then_write(name, tuple(out), (input,),
+                                  lambda: _cumulative_extreme(name, input, dim, None, maximum))
+    result_type = getattr(_core.return_types, name)
+    if input.ndim == 0:
+        return result_type((input.clone(), _index_tensor(0)))
+    positions = _index_tensor(_running_extreme_positions(input._array, d, maximum))
+    return result_type((input.gather(d, positions), positions))
+
+
+def cummax(input, dim, *, out=None):
+    """(values, indices) of the running maximum along dim (the latest position of a tie; NaN
+    propagates)."""
+    return _cumulative_extreme("cummax", input, dim, out, maximum=True)
+
+
+def cummin(input, dim, *, out=None):
+    """(values, indices) of the running minimum along dim."""
+    return _cumulative_extreme("cummin", input, dim, out, maximum=False)
+
+
+def _logcumsumexp_array(arr: np.ndarray, axis: int) -> np.ndarray:
+    """log(cumsum(exp(arr))) along axis, exact for any range (a running logaddexp in float64)."""
+    if arr.ndim == 0:
+        return arr.copy()
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.logaddexp.accumulate(arr.astype(np.float64), axis=axis).astype(arr.dtype)
+
+
+def logcumsumexp(input, dim, *, out=None):
+    """log(cumsum(exp(input))) along dim, computed without overflow or underflow."""
+    _check_tensor(input, "logcumsumexp")
+    arr = input._array
+    if arr.dtype.kind != "f":
+        raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
+                                  f"'{_dtype_name(arr)}'")
+    d = _dim(dim, input.ndim)
+    if out is not None:
+        return compute_then_write("logcumsumexp", out, (input,),
+                                  lambda: logcumsumexp(input, dim))
+    if _records(input):
+        from ._more_functions import LogCumSumExp
+        return LogCumSumExp.apply(input, d)
+    return _wrap(_logcumsumexp_array(arr, d))
+
+
+# -- integration ---------------------------------------------------------------------------------
+
+def _integration_spacing(name: str, y, x, dx, d: int):
+    """The spacing between samples along dim d: a number, or a tensor of differences of x
+    (1-d x runs along d; otherwise x broadcasts with y)."""
+    if x is not None and dx is not None:
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"(Tensor, Tensor, dx={type(dx).__name__}), but expected one of: "
+                        f"(Tensor y, Tensor x, *, int dim), (Tensor y, *, Number dx, int dim)")
+    if x is None:
+        return 1 if dx is None else dx
+    if isinstance(x, TensorBase):
+        _check_tensor(x, name, "x", 2)
+    else:
+        raise TypeError(f"{name}(): argument 'x' (position 2) must be Tensor, not "
+                        f"{type(x).__name__}")
+    if x.ndim == 1:
+        if x.shape[0] != y.shape[d]:
+            raise RuntimeError(f"{'trapezoid' if name == 'trapz' else name}: There must be one "
+                               f"`x` value for each sample point")
+        steps = x.diff()
+        view = [1] * y.ndim
+        view[d] = -1
+        return steps.reshape(view)
+    from ._extra_ops import diff
+    return diff(x, dim=d - y.ndim)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoid rule's integral of y along dim, with sample points x or spacing dx
+    (default 1)."""
+    _check_tensor(y, "trapezoid", "y", 1)
+    if y.ndim == 0:
+        _no_dims(dim)
+    d = _dim(dim, y.ndim)
+    spacing = _integration_spacing("trapezoid", y, x, dx, d)
+    n = y.shape[d]
+    if n == 0:      # PyTorch's zeros here do not require grad
+        return y.sum(d).detach() * 0
+    pair_sums = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
+    if isinstance(spacing, TensorBase):
+        return (spacing * pair_sums).sum(d) / 2
+    # Constant spacing: PyTorch's form (sum minus half the ends) keeps integers integral.
+    ends = (y.select(d, 0) + y.select(d, n - 1)) * 0.5
+    return (y.sum(d) - ends) * spacing
+
+
+def trapz(y, x=None, *, dx=None, dim=-1):
+    """The older name of trapezoid."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoid-rule integral of y along dim (one fewer element than y)."""
+    _check_tensor(y, "cumulative_trapezoid", "y", 1)
+    if y.ndim == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    d = _dim(dim, y.ndim)
+    spacing = _integration_spacing("cumulative_trapezoid", y, x, dx, d)
+    n = y.shape[d]
+    if n == 0:
+        return y.narrow(d, 0, 0) * 1.0 if y._array.dtype.kind in "biu" else y.narrow(d, 0, 0) * 1
+    pair_sums = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
+    return (spacing * pair_sums / 2).cumsum(d)
+
+
+# -- binning ------------------------------------------------------------------------------------
+
+def _binary_search(name: str, boundaries, values, out_int32: bool, right: bool, sorter, out,
+                   values_is_scalar: bool):
+    b = boundaries._array
+    v = np.asarray(values._array if isinstance(values, TensorBase) else values)
+    if b.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
+                           "dimension, but got 0 dimension")
+    if b.dtype == np.bool_ or v.dtype == np.bool_:
+        raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'")
+    if b.ndim > 1:
+        if values_is_scalar:
+            raise RuntimeError(f"torch.searchsorted(): input value can be a scalar only when "
+                               f"boundaries tensor dimension is 1, but we got boundaries tensor "
+                               f"dim({b.ndim}) and input value's dim({v.ndim}) numel({v.size})")
+        if b.shape[:-1] != v.shape[:-1]:
+            raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or "
+                               f"the first N-1 dimensions of boundaries tensor and input value "
+                               f"tensor must match, but we got boundaries tensor "
+                               f"{list(b.shape)} and input value tensor {list(v.shape)}")
+    if sorter is not None:
+        s = sorter._array
+        if s.dtype != np.int64:
+            raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but "
+                               f"got dtype {_dtype_name(s)}")
+        if s.shape != b.shape:
+            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same "
+                               f"size, but got boundary tensor {list(b.shape)}and got sorter "
+                               f"tensor {list(s.shape)}")
+        if s.size and (s.min() < 0 or s.max() >= b.shape[-1]):
+            raise RuntimeError("torch.searchsorted(): sorter index out of range")
+        b = np.take_along_axis(b, s, -1)
+    side = "right" if right else "left"
+    if b.ndim == 1:
+        found = np.searchsorted(b, v, side=side)
+    else:
+        count = int(np.prod(b.shape[:-1]))
+        rows_b = b.reshape(count, b.shape[-1])
+        rows_v = v.reshape(count, v.shape[-1])
+        found = np.zeros(rows_v.shape, dtype=np.int64)
+        for i, (rb, rv) in enumerate(zip(rows_b, rows_v)):
+            found[i] = np.searchsorted(rb, rv, side=side)
+        found = found.reshape(v.shape)
+    result = _wrap(np.asarray(found, dtype=np.int32 if out_int32 else np.int64))
+    if out is not None:
+        wanted = np.int32 if out_int32 else np.int64
+        if not isinstance(out, TensorBase) or out._array.dtype != wanted:
+            got = _dtype_name(out._array) if isinstance(out, TensorBase) else type(out).__name__
+            raise RuntimeError(f"torch.searchsorted(): output tensor's dtype is wrong, it can "
+                               f"only be Int(int32) or Long(int64) depending on whether "
+                               f"out_int32 flag is True, but we got output tensor's dtype {got} "
+                               f"and out_int32 flag is {out_int32}")
+        return write_into(name, out, result)
+    return result
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
+                 sorter=None, out=None):
+    """For each value of input, the index where it would be inserted into the innermost dim of
+    sorted_sequence to keep it sorted (after equal values with right / side='right')."""
+    _check_tensor(sorted_sequence, "searchsorted", "sorted_sequence", 1)
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
+                               f"got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, "
+                               "got side of left while right was True")
+        right = side == "right"
+    scalar = not isinstance(input, TensorBase)
+    return _binary_search("searchsorted", sorted_sequence, input, bool(out_int32), bool(right),
+                          sorter, out, scalar)
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    """The index of the bucket of each value of input among the 1-d boundaries: i with
+    boundaries[i-1] < x <= boundaries[i] (or boundaries[i-1] <= x < boundaries[i] with right)."""
+    _check_tensor(boundaries, "bucketize", "boundaries", 2)
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries.ndim})")
+    return _binary_search("bucketize", boundaries, input, bool(out_int32), bool(right), None,
+                          out, not isinstance(input, TensorBase))
+
+
+# -- registration --------------------------------------------------------------------------------
+
+FUNCTIONS = ("median", "nanmedian", "kthvalue", "msort", "quantile", "nanquantile", "var_mean",
+             "std_mean", "cummax", "cummin", "logcumsumexp", "trapezoid", "trapz",
+             "cumulative_trapezoid", "searchsorted", "bucketize")
+METHODS = ("median", "nanmedian", "kthvalue", "msort", "quantile", "nanquantile", "cummax",
+           "cummin", "logcumsumexp")
+RETURN_TYPES = {name: ("values", "indices")
+                for name in ("kthvalue", "median", "nanmedian", "cummax", "cummin")}
+
+
+def register(namespace: dict, tensor_cls) -> None:
+    """Add the functions to `namespace` (tapegrad's globals) and the methods to `tensor_cls`;
+    existing names win."""
+    for name, fields in RETURN_TYPES.items():
+        if not hasattr(_core.return_types, name):
+            _core._make_return_type(name, fields)
+    g = globals()
+    for name in FUNCTIONS:
+        namespace.setdefault(name, g[name])
+    for name in METHODS:
+        if name not in dir(tensor_cls):
+            setattr(tensor_cls, name, _method(g[name]))

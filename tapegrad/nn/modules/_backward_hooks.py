@@ -1,0 +1,147 @@
+"""Module backward hooks (register_full_backward_hook / register_full_backward_pre_hook).
+
+As in PyTorch, a module call with backward hooks passes the tensors of its positional inputs
+through one identity autograd.Function and the tensors of its output through another:
+
+  * the output identity's backward receives the gradients w.r.t. the outputs (grad_output); the
+    backward pre-hooks run there and may replace them;
+  * the input identity's backward receives the gradients w.r.t. the inputs (grad_input), once
+    everything inside the module has been differentiated; the full backward hooks run there,
+    hook(module, grad_input, grad_output), and may return a replacement grad_input.
+
+When no input requires grad there is no input identity: the hooks run from the output
+identity's backward with grad_input all None, and may not replace it.
+"""
+from __future__ import annotations
+
+import warnings
+
+from ...autograd.function import Function
+from ...grad_mode import is_grad_enabled
+from ...tensor import Tensor
+
+
+_OUTPUT_SIDE_WARNING = (
+    "Full backward hook is firing when gradients are computed with respect to module outputs "
+    "since no inputs require gradients. See https://docs.pytorch.org/docs/main/generated/"
+    "torch.nn.Module.html#torch.nn.Module.register_full_backward_hook for more details.")
+
+
+def _needs_grad(x) -> bool:
+    return isinstance(x, Tensor) and x.requires_grad
+
+
+class _HookCall:
+    """The state one module call shares between its output and input identities."""
+
+    def __init__(self, module, n_args: int) -> None:
+        self.module = module
+        self.n_args = n_args
+        self.grad_positions = None      # which positional args went through the input identity
+        self.grad_output = None
+
+    def run_pre_hooks(self, grad_output: tuple) -> tuple:
+        for hook in list(self.module.__dict__.get("_backward_pre_hooks", {}).values()):
+            result = hook(self.module, grad_output)
+            if result is None:
+                continue
+            result = result if isinstance(result, tuple) else (result,)
+            if len(result) != len(grad_output):
+                raise RuntimeError(f"Backward pre hook returned an invalid number of "
+                                   f"grad_output, got {len(result)}, but expected "
+                                   f"{len(grad_output)}")
+            grad_output = result
+        return grad_output
+
+    def run_hooks(self, grad_input: tuple, replaceable: bool) -> tuple:
+        for hook in list(self.module.__dict__.get("_backward_hooks", {}).values()):
+            result = hook(self.module, grad_input, self.grad_output)
+            if result is None:
+                continue
+            result = result if isinstance(result, tuple) else (result,)
+            if not replaceable:
+                if any(r is not None for r in result):
+                    raise RuntimeError("Backward hook for Modules where no input requires "
+                                       "gradient should always return None or None for all "
+                                       "gradients.")
+                continue
+            if len(result) != len(grad_input):
+                raise RuntimeError(f"Backward hook returned an invalid number of grad_input, "
+                                   f"got {len(result)}, but expected {len(grad_input)}")
+            grad_input = result
+        return grad_input
+
+
+class BackwardHookFunction(Function):
+    """Identity on the tensors it is given; its backward hands their gradients to `on_grads`
+    (the module's hooks), whose result it returns in their place.  PyTorch hands the hooks
+    zeros for an input whose gradient is missing and None for such an output: `materialize`."""
+
+    @staticmethod
+    def forward(ctx, on_grads, materialize, *tensors):
+        ctx.on_grads = on_grads
+        ctx.set_materialize_grads(materialize)
+        return tensors if len(tensors) > 1 else tensors[0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, None, *ctx.on_grads(grads))
+
+
+def wrap_inputs(module, args: tuple):
+    """args with each tensor that requires grad passed through the input identity, and the
+    call's state (None when nothing records, so no hook can fire)."""
+    if not is_grad_enabled():
+        return args, None
+    call = _HookCall(module, len(args))
+    positions = [i for i, a in enumerate(args) if _needs_grad(a)]
+    if not positions:
+        return args, call
+    call.grad_positions = positions
+
+    def on_grads(grads):
+        grad_input = [None] * call.n_args
+        for i, g in zip(positions, grads):
+            grad_input[i] = g
+        grad_input = call.run_hooks(tuple(grad_input), replaceable=True)
+        return tuple(grad_input[i] for i in positions)
+
+    passed = BackwardHookFunction.apply(on_grads, True, *(args[i] for i in positions))
+    passed = passed if isinstance(passed, tuple) else (passed,)
+    new_args = list(args)
+    for i, t in zip(positions, passed):
+        new_args[i] = t
+    return tuple(new_args), call
+
+
+def wrap_outputs(call, output):
+    """output with its tensors passed through the output identity (same structure)."""
+    if call is None:
+        return output
+    single = isinstance(output, Tensor)
+    items = [output] if single else list(output) if isinstance(output, (tuple, list)) else None
+    if items is None:
+        return output
+    positions = [i for i, o in enumerate(items) if _needs_grad(o)]
+    if not positions:
+        return output
+
+    def on_grads(grads):
+        grad_output = [None] * len(items)
+        for i, g in zip(positions, grads):
+            grad_output[i] = g
+        grad_output = call.run_pre_hooks(tuple(grad_output))
+        call.grad_output = grad_output
+        if call.grad_positions is None:     # no input identity will run: the hooks run here
+            if call.module.__dict__.get("_backward_hooks"):
+                warnings.warn(_OUTPUT_SIDE_WARNING, UserWarning, stacklevel=2)
+            call.run_hooks((None,) * call.n_args, replaceable=False)
+        return tuple(grad_output[i] for i in positions)
+
+    passed = BackwardHookFunction.apply(on_grads, False, *(items[i] for i in positions))
+    passed = passed if isinstance(passed, tuple) else (passed,)
+    for i, t in zip(positions, passed):
+        items[i] = t
+    if single:
+        return items[0]
+    return type(output)(items) if not hasattr(output, "_fields") else type(output)(*items)
