@@ -161,6 +161,7 @@ __all__ = [
     'cartesian_prod',
     'cat',
     'cdist',
+    'cdist',
     'ceil',
     'ceil_',
     'cholesky',
@@ -176,6 +177,7 @@ __all__ = [
     'clone',
     'column_stack',
     'combinations',
+    'compile',
     'compile',
     'concat',
     'concatenate',
@@ -258,6 +260,8 @@ __all__ = [
     'get_default_device',
     'get_default_dtype',
     'get_num_interop_threads',
+    'get_num_interop_threads',
+    'get_num_threads',
     'get_num_threads',
     'get_rng_state',
     'grad_mode',
@@ -287,6 +291,8 @@ __all__ = [
     'int8',
     'inverse',
     'is_anomaly_check_nan_enabled',
+    'is_anomaly_check_nan_enabled',
+    'is_anomaly_enabled',
     'is_anomaly_enabled',
     'is_complex',
     'is_floating_point',
@@ -313,6 +319,7 @@ __all__ = [
     'linalg',
     'linalg',
     'linspace',
+    'load',
     'load',
     'log',
     'log10',
@@ -416,6 +423,7 @@ __all__ = [
     'rsqrt',
     'rsqrt_',
     'save',
+    'save',
     'scalar_tensor',
     'scatter',
     'scatter_add',
@@ -430,6 +438,8 @@ __all__ = [
     'set_default_tensor_type',
     'set_grad_enabled',
     'set_num_interop_threads',
+    'set_num_interop_threads',
+    'set_num_threads',
     'set_num_threads',
     'set_printoptions',
     'set_rng_state',
@@ -1153,6 +1163,8 @@ def cat(tensors: Any, dim: Any = ...) -> Tensor: ...
 
 def cdist(x1: Any, x2: Any, p: _float = ..., compute_mode: Any = ...) -> Tensor: ...
 
+def cdist(x1: Any, x2: Any, p: _float = ..., compute_mode: Any = ...) -> Tensor: ...
+
 def ceil(input: Any) -> Tensor: ...
 
 def ceil_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
@@ -1319,6 +1331,10 @@ def get_default_device() -> Any: ...
 def get_default_dtype() -> dtype: ...
 
 def get_num_interop_threads() -> _int: ...
+
+def get_num_interop_threads() -> _int: ...
+
+def get_num_threads() -> _int: ...
 
 def get_num_threads() -> _int: ...
 
@@ -1595,6 +1611,10 @@ def set_default_dtype(d: Any) -> None: ...
 def set_default_tensor_type(t: Any) -> None: ...
 
 def set_num_interop_threads(n: _int) -> None: ...
+
+def set_num_interop_threads(n: _int) -> None: ...
+
+def set_num_threads(n: _int) -> None: ...
 
 def set_num_threads(n: _int) -> None: ...
 

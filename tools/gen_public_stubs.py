@@ -174,6 +174,11 @@ def public_names(module: types.ModuleType) -> list[str]:
         return list(explicit)
     imported = _imported_names(module)
     facade = is_package(module) or module.__name__ in FACADE_MODULES
+    # Touch every name first: loading a lazy attribute (tapegrad.compile) imports its submodule
+    # (tapegrad.replay), which then is an attribute too; without this the result would depend on
+    # what the process happened to load before.
+    for name in dir(module):
+        getattr(module, name)
     names = []
     for name in dir(module):
         if name.startswith("_"):
