@@ -309,6 +309,15 @@ class Tensor(_core.TensorBase):
         return (_rebuild_tensor,
                 (type(self), storage, offset, self._array.shape, strides, self.requires_grad, state))
 
+    def share_memory_(self):
+        """Move the values into shared memory, for worker processes to update in place."""
+        from . import _shared_memory
+        return _shared_memory.share_memory_(self)
+
+    def is_shared(self) -> bool:
+        from . import _shared_memory
+        return _shared_memory.is_shared(self)
+
     def __deepcopy__(self, memo):
         if not self.is_leaf:
             raise RuntimeError(_DEEPCOPY_NON_LEAF)
