@@ -338,7 +338,10 @@ class Tensor(_core.TensorBase):
     def __repr__(self) -> str:
         return tensor_repr(self)
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        # type(self)'s repr, as object.__str__ gives in PyTorch: print(parameter) says
+        # "Parameter containing:" and a subclass's own __repr__ is what print shows.
+        return type(self).__repr__(self)
 
     # -- device (tapegrad computes on the CPU only) -------------------------------------------
     @property

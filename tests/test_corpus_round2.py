@@ -222,3 +222,31 @@ def test_sharing_strategy_names():
     assert mp.get_all_sharing_strategies() == {"file_descriptor", "file_system"}
     assert mp.get_sharing_strategy() == "file_descriptor"
     assert mp.Process is multiprocessing.Process
+
+
+# -- factories and printing ---------------------------------------------------------------------
+
+def test_factories_take_the_shape_as_size_keyword():
+    assert tg.zeros(size=(2, 3)).shape == (2, 3) and tg.ones(size=[2]).tolist() == [1.0, 1.0]
+    assert tg.empty(size=(1, 2)).shape == (1, 2) and tg.zeros(size=()).shape == ()
+    with pytest.raises(TypeError, match="got multiple values for argument 'size'"):
+        tg.zeros((2,), size=(3,))
+    with pytest.raises(TypeError, match="argument 'size' must be tuple of ints, not int"):
+        tg.ones(size=3)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
+        tg.empty(2, foo=1)
+
+
+def test_size_keyword_against_torch(torch):
+    for fn in ("zeros", "ones", "empty"):
+        assert tuple(getattr(tg, fn)(size=(2, 1)).shape) == tuple(getattr(torch, fn)(size=(2, 1)).shape)
+
+
+def test_print_of_a_parameter_says_parameter_containing():
+    p = nn.Parameter(tg.tensor([0.5, 1.0]))
+    assert str(p) == repr(p) == "Parameter containing:\ntensor([0.5000, 1.0000], requires_grad=True)"
+    assert str(tg.tensor([1, 2])) == "tensor([1, 2])"
+
+
+def test_parameter_print_against_torch(torch):
+    assert str(nn.Parameter(tg.tensor([[0.85, 0.75]]))) == str(torch.nn.Parameter(torch.tensor([[0.85, 0.75]])))
