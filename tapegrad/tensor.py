@@ -315,6 +315,7 @@ class Tensor(_core.TensorBase):
         return _shared_memory.share_memory_(self)
 
     def is_shared(self) -> bool:
+        """Whether the values are in shared memory (after share_memory_)."""
         from . import _shared_memory
         return _shared_memory.is_shared(self)
 

@@ -177,6 +177,7 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
 
 
 def eye_(tensor):
+    """Fill a 2-D tensor with the identity matrix (ones on the diagonal of a non-square one)."""
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     return _fill(tensor, np.eye(*tensor.shape))

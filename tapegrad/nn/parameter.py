@@ -72,6 +72,8 @@ class UninitializedParameter(Parameter):
 
 
 class UninitializedBuffer(UninitializedParameter):
+    """A lazy module's buffer whose shape is not known yet (e.g. LazyBatchNorm's running_mean)."""
+
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
         return super().__new__(cls, requires_grad, device, dtype)
 

@@ -78,11 +78,13 @@ class Sequential(Module):
         return self
 
     def extend(self, sequential) -> "Sequential":
+        """Append each module of `sequential` (any iterable of modules)."""
         for m in sequential:
             self.append(m)
         return self
 
     def insert(self, index: int, module: Module) -> "Sequential":
+        """Put `module` at position `index`; the children are numbered 0..n-1 again."""
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
         n = len(self)
@@ -96,6 +98,7 @@ class Sequential(Module):
         return self
 
     def pop(self, key) -> Module:
+        """Remove and return the module at position `key`."""
         module = self[key]
         del self[key]
         return module
@@ -142,11 +145,13 @@ class ModuleList(Module):
         return self.extend(modules)
 
     def insert(self, index: int, module: Module) -> None:
+        """Put `module` at position `index` (list.insert's rules); renumbers the children."""
         modules = list(self._modules.values())
         modules.insert(index, module)
         _renumber(self, modules)
 
     def pop(self, key) -> Module:
+        """Remove and return the module at position `key`."""
         module = self[key]
         del self[key]
         return module

@@ -45,10 +45,12 @@ class LazyModuleMixin:
         self._lazy_hook = self.register_forward_pre_hook(LazyModuleMixin._infer_parameters)
 
     def has_uninitialized_params(self) -> bool:
+        """Whether some parameter or buffer is still a placeholder (no forward call yet)."""
         return any(isinstance(t, UninitializedParameter)
                    for t in list(self._parameters.values()) + list(self._buffers.values()))
 
     def initialize_parameters(self, input) -> None:
+        """Build the real parameters and buffers for `input`'s size (called by the first forward)."""
         args, kwargs = self._lazy_args
         size = input.shape[self._lazy_input_dim]
         built = self.cls_to_become(size, *args, **kwargs)
@@ -93,10 +95,14 @@ class _LazyConv(LazyModuleMixin):
 
 
 class LazyConv1d(_LazyConv, Conv1d):
+    """Conv1d whose in_channels is read from the first input's dim 1."""
+
     cls_to_become = Conv1d
 
 
 class LazyConv2d(_LazyConv, Conv2d):
+    """Conv2d whose in_channels is read from the first input's dim 1."""
+
     cls_to_become = Conv2d
 
 
@@ -113,10 +119,14 @@ class _LazyBatchNorm(LazyModuleMixin):
 
 
 class LazyBatchNorm1d(_LazyBatchNorm, BatchNorm1d):
+    """BatchNorm1d whose num_features is read from the first input's dim 1."""
+
     cls_to_become = BatchNorm1d
 
 
 class LazyBatchNorm2d(_LazyBatchNorm, BatchNorm2d):
+    """BatchNorm2d whose num_features is read from the first input's dim 1."""
+
     cls_to_become = BatchNorm2d
 
 
