@@ -1,12 +1,16 @@
-"""Tensors in shared memory: Tensor.share_memory_, Tensor.is_shared, and how a shared tensor
-travels to another process (the Hogwild idiom: model.share_memory(), then worker processes
-train the same parameters in place).
+"""Tensors in shared memory (Tensor.share_memory_, Tensor.is_shared) and how any tensor travels
+to another process through multiprocessing (Process arguments, DataLoader worker queues).
 
 share_memory_ moves a tensor's values into a named shared-memory segment and points the tensor
 at it. Pickled by multiprocessing (its ForkingPickler, used for Process arguments and queues), a
 shared tensor sends the segment's name instead of its values, and the receiving process maps the
 same segment, so in-place updates in either process are seen by both. Segments live until the
 process that created them exits (it unlinks them then); a receiving process only maps them.
+This is the Hogwild idiom: model.share_memory(), then worker processes train it in place.
+
+Any other tensor travels as a copy of its own elements: a view of a larger buffer (a sample of a
+big dataset tensor) does not drag the whole buffer along, as plain pickling (which keeps the
+storage, for tapegrad.save) would.
 """
 from __future__ import annotations
 
@@ -50,7 +54,7 @@ def share_memory_(tensor):
     root = np.ndarray(arr.shape, arr.dtype, buffer=segment.buf)
     root[...] = arr
     _ROOTS[id(root)] = (segment.name, root)
-    _register_reducers()
+    register_transport_reducers()
     tensor._array = root
     return tensor
 
@@ -75,13 +79,19 @@ def _rebuild_shared(cls, name, dtype, root_shape, offset, shape, strides, requir
 
 
 def _reduce_tensor(tensor):
+    from .tensor import _rebuild_tensor, _storage_and_geometry
     arr = tensor._array
     name = segment_of(arr)
+    state = dict(tensor.__dict__) if tensor.__dict__ else None
     if name is None:
-        return tensor.__reduce_ex__(2)
+        storage, offset, strides = _storage_and_geometry(arr)
+        if storage.nbytes > arr.nbytes:
+            storage = arr.copy(order="C")
+            offset, strides = 0, storage.strides
+        return (_rebuild_tensor,
+                (type(tensor), storage, offset, arr.shape, strides, tensor.requires_grad, state))
     root = _root(arr)
     offset = arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    state = dict(tensor.__dict__) if tensor.__dict__ else None
     return (_rebuild_shared, (type(tensor), name, root.dtype.str, root.shape, offset, arr.shape,
                               arr.strides, tensor.requires_grad, state))
 
@@ -89,8 +99,9 @@ def _reduce_tensor(tensor):
 _registered: set = set()
 
 
-def _register_reducers() -> None:
-    """ForkingPickler looks reducers up by exact type: register Tensor and its subclasses."""
+def register_transport_reducers() -> None:
+    """Make multiprocessing pickle tensors with _reduce_tensor. ForkingPickler looks reducers up
+    by exact type: Tensor and the subclasses defined so far (Parameter) are registered."""
     from .tensor import Tensor
     pending = [Tensor]
     while pending:

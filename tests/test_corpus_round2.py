@@ -250,3 +250,18 @@ def test_print_of_a_parameter_says_parameter_containing():
 
 def test_parameter_print_against_torch(torch):
     assert str(nn.Parameter(tg.tensor([[0.85, 0.75]]))) == str(torch.nn.Parameter(torch.tensor([[0.85, 0.75]])))
+
+
+def test_one_transport_reducer_for_shared_and_plain_tensors():
+    from multiprocessing.reduction import ForkingPickler
+    import tapegrad.multiprocessing  # noqa: F401  (registers the reducer, as the DataLoader does)
+    big = tg.arange(40000.0).reshape(400, 100)
+    assert len(ForkingPickler.dumps(big[3])) < 2000          # a view travels as its own elements
+    assert ForkingPickler.loads(ForkingPickler.dumps(big[3])).tolist() == big[3].tolist()
+    shared = tg.arange(40000.0).share_memory_()
+    assert len(ForkingPickler.dumps(shared)) < 2000          # a shared tensor travels as a handle
+    back = ForkingPickler.loads(ForkingPickler.dumps(shared[10:20]))
+    assert back.is_shared() and back.tolist() == list(range(10, 20))
+    with tg.no_grad():
+        back.fill_(-1.0)
+    assert shared[10].item() == -1.0 and shared[9].item() == 9.0

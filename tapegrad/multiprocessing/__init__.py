@@ -32,4 +32,4 @@ def get_all_sharing_strategies() -> set:
     return set(_SHARING_STRATEGIES)
 
 
-_shared_memory._register_reducers()
+_shared_memory.register_transport_reducers()
