@@ -13,6 +13,7 @@ method (see `register`, called by tapegrad/__init__.py); names that already exis
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -52,6 +53,22 @@ def _dim(dim, ndim: int) -> int:
     its one-element view)."""
     _core.normalize_dim(dim, ndim)          # raises PyTorch's IndexError when out of range
     return 0 if ndim == 0 else dim % ndim
+
+
+def _numpy_dim_names(fn):
+    """Let fn also take numpy's spelling of its arguments, `axis` for `dim` and `keepdims` for
+    `keepdim`, as PyTorch's argument parser accepts them for every op with a `dim`."""
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if kwargs:
+            for numpy_name, torch_name in (("axis", "dim"), ("keepdims", "keepdim")):
+                if numpy_name in kwargs:
+                    if torch_name in kwargs:
+                        raise TypeError(f"{fn.__name__}() received an invalid combination of "
+                                        f"arguments: both '{torch_name}' and '{numpy_name}' given")
+                    kwargs[torch_name] = kwargs.pop(numpy_name)
+        return fn(*args, **kwargs)
+    return op
 
 
 def _no_dims(dim) -> None:
@@ -314,6 +331,7 @@ def _take(input, dim: int, order: np.ndarray):
     return gather(input, dim, _index_tensor(order))
 
 
+@_numpy_dim_names
 def sort(input, dim=-1, descending=False, *, stable=False):
     """(values, indices) of input sorted along dim (stably: equal values keep their order)."""
     _check_tensor(input, "sort")
@@ -323,12 +341,14 @@ def sort(input, dim=-1, descending=False, *, stable=False):
     return _core.return_types.sort((_take(input, d, order), _index_tensor(order)))
 
 
+@_numpy_dim_names
 def argsort(input, dim=-1, descending=False, *, stable=False):
     """The indices that sort input along dim (stably)."""
     _check_tensor(input, "argsort")
     return sort(input, dim, descending, stable=stable)[1]
 
 
+@_numpy_dim_names
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     """(values, indices) of the k largest (smallest) elements along dim, largest first."""
     _check_tensor(input, "topk")
@@ -364,6 +384,7 @@ def _cumsum_array(arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
     return np.cumsum(arr.astype(acc, copy=False), axis=axis).astype(out)
 
 
+@_numpy_dim_names
 def cumsum(input, dim, *, dtype=None):
     """Running sums along dim (integers and bools sum to int64)."""
     _check_tensor(input, "cumsum")
@@ -378,6 +399,7 @@ def cumsum(input, dim, *, dtype=None):
     return _wrap(_cumsum_array(input._array, d, dtype))
 
 
+@_numpy_dim_names
 def cumprod(input, dim, *, dtype=None):
     """Running products along dim (integers and bools multiply to int64)."""
     _check_tensor(input, "cumprod")
@@ -774,6 +796,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     return where(input.isneginf(), neginf, out)
 
 
+@_numpy_dim_names
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """sum with nan elements counted as 0."""
     _check_tensor(input, "nansum")
@@ -784,6 +807,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     return x.sum(dim, keepdim=keepdim, dtype=dtype) if dtype is not None else x.sum(dim, keepdim)
 
 
+@_numpy_dim_names
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """mean over the non-nan elements (nan where all are nan)."""
     _check_tensor(input, "nanmean")
@@ -860,6 +884,7 @@ def rot90(input, k=1, dims=(0, 1)):
     return input.clone()
 
 
+@_numpy_dim_names
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along dim (after prepend / append are attached); bool
     tensors differ by xor, as in PyTorch."""
@@ -885,6 +910,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 # -- extremes and scalars --------------------------------------------------------------------------
 
+@_numpy_dim_names
 def aminmax(input, *, dim=None, keepdim=False):
     """(min, max) of input, overall or along dim: amin and amax, which share a tie's gradient
     evenly as PyTorch's aminmax."""
@@ -1123,8 +1149,13 @@ def _method(fn):
     return method
 
 
-def _tensor_method_flip(self, *dims):
+def _tensor_method_flip(self, *dims, **kwargs):
     """Tensor.flip(dims) and Tensor.flip(*dims), as PyTorch's method accepts both."""
+    if kwargs:
+        if dims or set(kwargs) != {"dims"}:
+            raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kwargs))}'"
+                            if set(kwargs) != {"dims"} else "flip() got multiple values for argument 'dims'")
+        dims = (kwargs["dims"],)
     if not dims:
         raise TypeError('flip() missing 1 required positional arguments: "dims"')
     if len(dims) == 1 and not isinstance(dims[0], (int, np.integer)):

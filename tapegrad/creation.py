@@ -173,14 +173,27 @@ def _filled(size, value, dtype, requires_grad) -> Tensor:
     return _make(np.full(shape, value, dtype=dt), requires_grad)
 
 
+def _keyword_size(size: tuple, kw_size, fn: str) -> tuple:
+    """The shape given positionally (zeros(2, 3), zeros((2, 3))) or as size=(2, 3)."""
+    if kw_size is None:
+        return size
+    if size:
+        raise TypeError(f"{fn}() got multiple values for argument 'size'")
+    if not isinstance(kw_size, (tuple, list)):
+        raise TypeError(f"{fn}(): argument 'size' must be tuple of ints, not "
+                        f"{type(kw_size).__name__}")
+    return (tuple(kw_size),)
+
+
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False,
-          pin_memory: bool = False) -> Tensor:
+          pin_memory: bool = False, **kwargs) -> Tensor:
     """A tensor of zeros of the given shape.
 
     Parameters
     ----------
     *size : int, or one sequence of ints
-        The shape: ``zeros(2, 3)`` or ``zeros((2, 3))``; ``zeros()`` is a 0-d tensor.
+        The shape: ``zeros(2, 3)`` or ``zeros((2, 3))``; ``zeros()`` is a 0-d tensor. It may
+        instead be given as the keyword ``size=(2, 3)``.
     dtype : tapegrad.dtype, optional
         Default: the default float dtype (float32, see ``set_default_dtype``).
     device : optional
@@ -196,11 +209,12 @@ def zeros(*size, dtype=None, device=None, requires_grad: bool = False,
     tensor([0, 0])
     """
     _check_placement("zeros", device, pin_memory)
-    return _filled(size, 0, dtype, requires_grad)
+    return _filled(_keyword_size(size, _only_size(kwargs, "zeros"), "zeros"), 0, dtype,
+                   requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad: bool = False,
-         pin_memory: bool = False) -> Tensor:
+         pin_memory: bool = False, **kwargs) -> Tensor:
     """A tensor of ones of the given shape (``ones(2, 3)`` or ``ones((2, 3))``); ``dtype``, ``device``
     and ``requires_grad`` as for ``zeros``.
 
@@ -210,7 +224,16 @@ def ones(*size, dtype=None, device=None, requires_grad: bool = False,
     tensor([1., 1.], requires_grad=True)
     """
     _check_placement("ones", device, pin_memory)
-    return _filled(size, 1, dtype, requires_grad)
+    return _filled(_keyword_size(size, _only_size(kwargs, "ones"), "ones"), 1, dtype,
+                   requires_grad)
+
+
+def _only_size(kwargs: dict, fn: str):
+    """`size` from **kwargs; any other name is an unexpected keyword, as Python would say."""
+    size = kwargs.pop("size", None)
+    if kwargs:
+        raise TypeError(f"{fn}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    return size
 
 
 def full(size, fill_value, dtype=None, requires_grad: bool = False, *, device=None,
@@ -234,12 +257,12 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, device=No
 
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False,
-          memory_format=None) -> Tensor:
+          memory_format=None, **kwargs) -> Tensor:
     """An uninitialised tensor of the given shape: its values are whatever the memory held, so write
     them before reading. ``dtype`` defaults to the default float dtype.
     """
     _check_placement("empty", device, pin_memory)
-    shape = _size_args(size)
+    shape = _size_args(_keyword_size(size, _only_size(kwargs, "empty"), "empty"))
     dt = _np_dtype(dtype) or _default_float()
     _check_requires_grad(dt, requires_grad)
     return _make(np.empty(shape, dtype=dt), requires_grad)

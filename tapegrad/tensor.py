@@ -309,6 +309,16 @@ class Tensor(_core.TensorBase):
         return (_rebuild_tensor,
                 (type(self), storage, offset, self._array.shape, strides, self.requires_grad, state))
 
+    def share_memory_(self):
+        """Move the values into shared memory, for worker processes to update in place."""
+        from . import _shared_memory
+        return _shared_memory.share_memory_(self)
+
+    def is_shared(self) -> bool:
+        """Whether the values are in shared memory (after share_memory_)."""
+        from . import _shared_memory
+        return _shared_memory.is_shared(self)
+
     def __deepcopy__(self, memo):
         if not self.is_leaf:
             raise RuntimeError(_DEEPCOPY_NON_LEAF)
@@ -329,7 +339,10 @@ class Tensor(_core.TensorBase):
     def __repr__(self) -> str:
         return tensor_repr(self)
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        # type(self)'s repr, as object.__str__ gives in PyTorch: print(parameter) says
+        # "Parameter containing:" and a subclass's own __repr__ is what print shows.
+        return type(self).__repr__(self)
 
     # -- device (tapegrad computes on the CPU only) -------------------------------------------
     @property

@@ -64,6 +64,12 @@ from tapegrad.nn.modules.conv import Unfold as Unfold
 from tapegrad.nn.modules.dropout import Dropout as Dropout
 from tapegrad.nn.modules.dropout import Dropout1d as Dropout1d
 from tapegrad.nn.modules.dropout import Dropout2d as Dropout2d
+from tapegrad.nn.modules.lazy import LazyBatchNorm1d as LazyBatchNorm1d
+from tapegrad.nn.modules.lazy import LazyBatchNorm2d as LazyBatchNorm2d
+from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
+from tapegrad.nn.modules.lazy import LazyConv2d as LazyConv2d
+from tapegrad.nn.modules.lazy import LazyLinear as LazyLinear
+from tapegrad.nn.modules.lazy import LazyModuleMixin as LazyModuleMixin
 from tapegrad.nn.modules.linear import Flatten as Flatten
 from tapegrad.nn.modules.linear import Identity as Identity
 from tapegrad.nn.modules.linear import Linear as Linear
@@ -139,6 +145,8 @@ from tapegrad.nn.modules.transformer import TransformerDecoderLayer as Transform
 from tapegrad.nn.modules.transformer import TransformerEncoder as TransformerEncoder
 from tapegrad.nn.modules.transformer import TransformerEncoderLayer as TransformerEncoderLayer
 from tapegrad.nn.parameter import Parameter as Parameter
+from tapegrad.nn.parameter import UninitializedBuffer as UninitializedBuffer
+from tapegrad.nn.parameter import UninitializedParameter as UninitializedParameter
 
 __all__ = [
     'AdaptiveAvgPool1d',
@@ -194,6 +202,12 @@ __all__ = [
     'LSTM',
     'LSTMCell',
     'LayerNorm',
+    'LazyBatchNorm1d',
+    'LazyBatchNorm2d',
+    'LazyConv1d',
+    'LazyConv2d',
+    'LazyLinear',
+    'LazyModuleMixin',
     'LeakyReLU',
     'Linear',
     'LogSigmoid',
@@ -254,6 +268,8 @@ __all__ = [
     'TripletMarginLoss',
     'Unflatten',
     'Unfold',
+    'UninitializedBuffer',
+    'UninitializedParameter',
     'Upsample',
     'ZeroPad1d',
     'ZeroPad2d',

@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from ..random import _numpy_rng
 
 
@@ -141,3 +143,41 @@ def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in",
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor, gain: float = 1, generator=None):
+    """Fill with a (semi-)orthogonal matrix: the Q of a Gaussian matrix's QR, signs fixed by R's
+    diagonal so Q is uniformly distributed; dims after the first are flattened."""
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _numpy_rng(generator, "orthogonal_").normal(0.0, 1.0, (rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, gain * q.reshape(tensor.shape))
+
+
+def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator=None):
+    """Fill from N(mean, std^2) restricted to [a, b]: samples outside are drawn again."""
+    gen = _numpy_rng(generator, "trunc_normal_")
+    values = gen.normal(mean, std, tensor.numel())
+    outside = (values < a) | (values > b)
+    while outside.any():
+        values[outside] = gen.normal(mean, std, int(outside.sum()))
+        outside = (values < a) | (values > b)
+    return _fill(tensor, values.reshape(tensor.shape))
+
+
+def eye_(tensor):
+    """Fill a 2-D tensor with the identity matrix (ones on the diagonal of a non-square one)."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(tensor, np.eye(*tensor.shape))

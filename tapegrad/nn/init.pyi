@@ -22,10 +22,13 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 __all__ = [
     'calculate_gain',
     'constant_',
+    'eye_',
     'kaiming_normal_',
     'kaiming_uniform_',
     'normal_',
     'ones_',
+    'orthogonal_',
+    'trunc_normal_',
     'uniform_',
     'xavier_normal_',
     'xavier_uniform_',
@@ -36,6 +39,8 @@ def calculate_gain(nonlinearity: _str, param: Any = ...) -> _float: ...
 
 def constant_(tensor: Any, val: _float) -> Any: ...
 
+def eye_(tensor: Any) -> Any: ...
+
 def kaiming_normal_(tensor: Any, a: _float = ..., mode: _str = ..., nonlinearity: _str = ..., generator: Any = ...) -> Any: ...
 
 def kaiming_uniform_(tensor: Any, a: _float = ..., mode: _str = ..., nonlinearity: _str = ..., generator: Any = ...) -> Any: ...
@@ -43,6 +48,10 @@ def kaiming_uniform_(tensor: Any, a: _float = ..., mode: _str = ..., nonlinearit
 def normal_(tensor: Any, mean: _float = ..., std: _float = ..., generator: Any = ...) -> Any: ...
 
 def ones_(tensor: Any) -> Any: ...
+
+def orthogonal_(tensor: Any, gain: _float = ..., generator: Any = ...) -> Any: ...
+
+def trunc_normal_(tensor: Any, mean: _float = ..., std: _float = ..., a: _float = ..., b: _float = ..., generator: Any = ...) -> Any: ...
 
 def uniform_(tensor: Any, a: _float = ..., b: _float = ..., generator: Any = ...) -> Any: ...
 

@@ -1,4 +1,5 @@
-"""nn.Parameter: a leaf tensor that a Module registers as one of its parameters."""
+"""nn.Parameter: a leaf tensor that a Module registers as one of its parameters; the lazy
+modules' placeholders, UninitializedParameter and UninitializedBuffer."""
 from __future__ import annotations
 
 import copy
@@ -40,3 +41,48 @@ class Parameter(Tensor):
         if self.__dict__:
             result.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return result
+
+
+_UNINITIALIZED_MESSAGE = (
+    "Can't access the shape of an uninitialized parameter or buffer. This error usually happens "
+    "in `load_state_dict` when trying to load an uninitialized parameter into an initialized one. "
+    "Call `forward` to initialize the parameters before accessing their attributes.")
+
+
+class UninitializedParameter(Parameter):
+    """A parameter whose shape is not known yet; reading its shape raises, as in PyTorch."""
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        return super().__new__(cls, _empty(dtype), requires_grad)
+
+    @property
+    def shape(self):
+        raise RuntimeError(_UNINITIALIZED_MESSAGE)
+
+    def size(self, dim=None):
+        raise RuntimeError(_UNINITIALIZED_MESSAGE)
+
+    def numel(self):
+        raise RuntimeError(_UNINITIALIZED_MESSAGE)
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
+
+    __str__ = __repr__
+
+
+class UninitializedBuffer(UninitializedParameter):
+    """A lazy module's buffer whose shape is not known yet (e.g. LazyBatchNorm's running_mean)."""
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
+        return super().__new__(cls, requires_grad, device, dtype)
+
+    def __repr__(self) -> str:
+        return "<UninitializedBuffer>"
+
+    __str__ = __repr__
+
+
+def _empty(dtype):
+    from ..creation import empty
+    return empty(0, dtype=dtype)

@@ -22,6 +22,8 @@ from tapegrad import Tensor as _Tensor
 
 __all__ = [
     'Parameter',
+    'UninitializedBuffer',
+    'UninitializedParameter',
 ]
 
 class Parameter(_Tensor):
@@ -29,3 +31,14 @@ class Parameter(_Tensor):
     def __init__(self, data: Any = ..., requires_grad: _bool = ...) -> None: ...
     def __repr__(self) -> _str: ...
     def __str__(self) -> _str: ...
+
+class UninitializedBuffer(UninitializedParameter):
+    def __repr__(self) -> _str: ...
+    def __str__(self) -> _str: ...
+
+class UninitializedParameter(Parameter):
+    def __repr__(self) -> _str: ...
+    def __str__(self) -> _str: ...
+    def numel(self) -> None: ...  # type: ignore[override]
+    shape: Any
+    def size(self, dim: Any = ...) -> None: ...  # type: ignore[override]

@@ -23,6 +23,7 @@ from tapegrad.nn.modules import activation_extra as activation_extra
 from tapegrad.nn.modules import container as container
 from tapegrad.nn.modules import conv as conv
 from tapegrad.nn.modules import dropout as dropout
+from tapegrad.nn.modules import lazy as lazy
 from tapegrad.nn.modules import linear as linear
 from tapegrad.nn.modules import loss as loss
 from tapegrad.nn.modules import loss_extra as loss_extra
@@ -75,6 +76,12 @@ from tapegrad.nn.modules.conv import Unfold as Unfold
 from tapegrad.nn.modules.dropout import Dropout as Dropout
 from tapegrad.nn.modules.dropout import Dropout1d as Dropout1d
 from tapegrad.nn.modules.dropout import Dropout2d as Dropout2d
+from tapegrad.nn.modules.lazy import LazyBatchNorm1d as LazyBatchNorm1d
+from tapegrad.nn.modules.lazy import LazyBatchNorm2d as LazyBatchNorm2d
+from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
+from tapegrad.nn.modules.lazy import LazyConv2d as LazyConv2d
+from tapegrad.nn.modules.lazy import LazyLinear as LazyLinear
+from tapegrad.nn.modules.lazy import LazyModuleMixin as LazyModuleMixin
 from tapegrad.nn.modules.linear import Flatten as Flatten
 from tapegrad.nn.modules.linear import Identity as Identity
 from tapegrad.nn.modules.linear import Linear as Linear
@@ -219,6 +226,12 @@ __all__ = [
     'InstanceNorm2d',
     'Dropout1d',
     'Dropout2d',
+    'LazyLinear',
+    'LazyConv1d',
+    'LazyConv2d',
+    'LazyBatchNorm1d',
+    'LazyBatchNorm2d',
+    'LazyModuleMixin',
     'CELU',
     'GLU',
     'SELU',

@@ -1,9 +1,26 @@
 """Containers: Sequential, ModuleList, ModuleDict."""
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 
 from .module import Module
+
+
+def _absolute_index(idx, length: int) -> int:
+    """idx as a position in 0..length-1 (negative counts from the end), as PyTorch's containers
+    resolve it: a non-integer raises TypeError, a position outside raises IndexError."""
+    idx = operator.index(idx)
+    if not -length <= idx < length:
+        raise IndexError(f"index {idx} is out of range")
+    return idx % length if length else idx
+
+
+def _renumber(container: Module, modules) -> None:
+    # After a deletion or insertion the children are keyed 0..n-1 again, as PyTorch does.
+    container._modules.clear()
+    for i, m in enumerate(modules):
+        container._modules[str(i)] = m
 
 
 class Sequential(Module):
@@ -37,10 +54,54 @@ class Sequential(Module):
             raise IndexError(f"index {idx} is out of range")
         return items[idx]
 
+    def __setitem__(self, idx, module: Module) -> None:
+        key = list(self._modules)[_absolute_index(idx, len(self))]
+        setattr(self, key, module)
+
+    def __delitem__(self, idx) -> None:
+        modules = list(self._modules.values())
+        if isinstance(idx, slice):
+            del modules[idx]
+        else:
+            del modules[_absolute_index(idx, len(modules))]
+        _renumber(self, modules)
+
+    def __add__(self, other: "Sequential") -> "Sequential":
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, "
+                             f"but {type(other)} is given.")
+        return Sequential(*self, *other)
+
     def append(self, module: Module) -> "Sequential":
         """Add ``module`` at the end of the sequence (registered under the next index); returns self."""
         self.add_module(str(len(self)), module)
         return self
+
+    def extend(self, sequential) -> "Sequential":
+        """Append each module of `sequential` (any iterable of modules)."""
+        for m in sequential:
+            self.append(m)
+        return self
+
+    def insert(self, index: int, module: Module) -> "Sequential":
+        """Put `module` at position `index`; the children are numbered 0..n-1 again."""
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        if index < 0:
+            index += n
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        _renumber(self, modules)
+        return self
+
+    def pop(self, key) -> Module:
+        """Remove and return the module at position `key`."""
+        module = self[key]
+        del self[key]
+        return module
 
 
 class ModuleList(Module):
@@ -66,8 +127,34 @@ class ModuleList(Module):
         return items[idx]
 
     def __setitem__(self, idx: int, module: Module) -> None:
-        keys = list(self._modules)
-        self.add_module(keys[idx], module)
+        key = list(self._modules)[_absolute_index(idx, len(self))]
+        setattr(self, key, module)
+
+    def __delitem__(self, idx) -> None:
+        modules = list(self._modules.values())
+        if isinstance(idx, slice):
+            del modules[idx]
+        else:
+            del modules[_absolute_index(idx, len(modules))]
+        _renumber(self, modules)
+
+    def __add__(self, other) -> "ModuleList":
+        return ModuleList([*self, *other])
+
+    def __iadd__(self, modules) -> "ModuleList":
+        return self.extend(modules)
+
+    def insert(self, index: int, module: Module) -> None:
+        """Put `module` at position `index` (list.insert's rules); renumbers the children."""
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        _renumber(self, modules)
+
+    def pop(self, key) -> Module:
+        """Remove and return the module at position `key`."""
+        module = self[key]
+        del self[key]
+        return module
 
     def append(self, module: Module) -> "ModuleList":
         """Add ``module`` at the end (registered under its index); returns the list."""

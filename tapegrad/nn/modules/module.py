@@ -128,10 +128,10 @@ class Module:
             raise AttributeError("cannot assign to a Module before Module.__init__() call")
         params, buffers, modules = self._parameters, self._buffers, self._modules
         if isinstance(value, Parameter):
-            self._discard(name)
+            self._discard(name, keep=params)
             params[name] = value
         elif isinstance(value, Module):
-            self._discard(name)
+            self._discard(name, keep=modules)
             modules[name] = value
         elif name in params:
             if value is not None:
@@ -151,9 +151,12 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _discard(self, name: str) -> None:
+    def _discard(self, name: str, keep: dict | None = None) -> None:
+        # `keep` is the store about to receive `name`: replacing an entry there keeps its
+        # position, so a replaced layer prints and iterates where it was (as in PyTorch).
         for store in (self.__dict__, self._parameters, self._buffers, self._modules):
-            store.pop(name, None)
+            if store is not keep:
+                store.pop(name, None)
         self._non_persistent_buffers.discard(name)
 
     def __getattr__(self, name: str):
@@ -192,7 +195,7 @@ class Module:
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
                             f"'{name}' (torch.nn.Parameter or None required)")
-        self._discard(name)
+        self._discard(name, keep=self._parameters)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -222,7 +225,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
-        self._discard(name)
+        self._discard(name, keep=self._buffers)
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent_buffers.add(name)
@@ -235,7 +238,7 @@ class Module:
         """
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._discard(name)
+        self._discard(name, keep=self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -375,6 +378,14 @@ class Module:
         """Iterate over the module's buffers (and, with ``recurse=True``, its submodules'), each once."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
+
+    def share_memory(self) -> "Module":
+        """Move every parameter, buffer and gradient into shared memory (Hogwild training)."""
+        for t in list(self.parameters()) + list(self.buffers()):
+            t.share_memory_()
+            if t.grad is not None:
+                t.grad.share_memory_()
+        return self
 
     # -- modes and grads ----------------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":

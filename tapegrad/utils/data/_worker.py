@@ -11,29 +11,14 @@ import queue
 import random
 import sys
 import traceback
-from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
-from ...tensor import Tensor, _rebuild_tensor, _storage_and_geometry
+from ..._shared_memory import register_transport_reducers
 
-def _reduce_for_transport(t):
-    """How a tensor crosses a multiprocessing queue: a view of a larger buffer (a sample of a
-    big dataset tensor, without automatic batching) travels as a compact copy of its own
-    elements, not with the whole buffer as plain pickling (which keeps the storage) would."""
-    arr = t._array
-    storage, offset, strides = _storage_and_geometry(arr)
-    if storage.nbytes > arr.nbytes:
-        storage = arr.copy(order="C")
-        offset, strides = 0, storage.strides
-    state = dict(t.__dict__) if t.__dict__ else None
-    return (_rebuild_tensor,
-            (type(t), storage, offset, arr.shape, strides, t.requires_grad, state))
-
-
-# Only multiprocessing's pickler uses this (pickle.dumps and tapegrad.save keep storages whole).
-# It dispatches on the exact type: Parameters (rare in batches) pickle as usual.
-ForkingPickler.register(Tensor, _reduce_for_transport)
+# How a tensor crosses a multiprocessing queue (a compact copy of a view, or a handle to shared
+# memory) is tapegrad/_shared_memory.py's job; only multiprocessing's pickler uses it.
+register_transport_reducers()
 
 # How often (seconds) a waiting worker checks that its parent is still alive.
 STATUS_CHECK_INTERVAL = 1.0

@@ -1,0 +1,134 @@
+"""Lazy modules (nn.LazyLinear, nn.LazyConv1d/2d, nn.LazyBatchNorm1d/2d): the input size is left
+open at construction and read from the first input, as d2l.ai's models are written.
+
+A lazy module holds UninitializedParameter placeholders. Its first forward builds the module it
+becomes (`cls_to_become`, e.g. Linear) with the size it read, takes that module's freshly
+initialised parameters and buffers and its size attributes, and changes its own class to it, as
+PyTorch does; hooks and submodule registrations on the lazy module stay where they are. The
+parameters are drawn at that moment, so the random stream is consumed where PyTorch consumes it.
+"""
+from __future__ import annotations
+
+from ... import creation, random
+from ..parameter import UninitializedBuffer, UninitializedParameter
+from .conv import Conv1d, Conv2d
+from .linear import Linear
+from .module import Module
+from .normalization import BatchNorm1d, BatchNorm2d
+
+def _without_drawing(build) -> None:
+    """Run build() (a constructor with a placeholder size) and give back the random numbers its
+    initialisation drew: a lazy module draws its parameters on first forward, not before."""
+    state = random.get_rng_state()
+    try:
+        build()
+    finally:
+        random.set_rng_state(state)
+
+
+class LazyModuleMixin:
+    """Shared by the lazy modules: `_lazy_setup` replaces the size-dependent parameters and
+    buffers with placeholders; the first call materialises them from the input."""
+
+    cls_to_become: type | None = None
+    _lazy_size_attr = ""        # the constructor argument read from the input ("in_features")
+    _lazy_input_dim = 1         # which input dim holds it
+
+    def _lazy_setup(self, args: tuple, kwargs: dict, placeholders) -> None:
+        self._lazy_args = (args, kwargs)
+        setattr(self, self._lazy_size_attr, 0)
+        for name in placeholders:
+            if name in self._parameters and self._parameters[name] is not None:
+                self._parameters[name] = UninitializedParameter()
+            elif name in self._buffers and self._buffers[name] is not None:
+                self._buffers[name] = UninitializedBuffer()
+        self._lazy_hook = self.register_forward_pre_hook(LazyModuleMixin._infer_parameters)
+
+    def has_uninitialized_params(self) -> bool:
+        """Whether some parameter or buffer is still a placeholder (no forward call yet)."""
+        return any(isinstance(t, UninitializedParameter)
+                   for t in list(self._parameters.values()) + list(self._buffers.values()))
+
+    def initialize_parameters(self, input) -> None:
+        """Build the real parameters and buffers for `input`'s size (called by the first forward)."""
+        args, kwargs = self._lazy_args
+        size = input.shape[self._lazy_input_dim]
+        built = self.cls_to_become(size, *args, **kwargs)
+        self._parameters.update(built._parameters)
+        self._buffers.update(built._buffers)
+        for key, value in built.__dict__.items():
+            if not key.startswith("_") and key != "training":
+                object.__setattr__(self, key, value)
+
+    @staticmethod
+    def _infer_parameters(module, args):
+        module.initialize_parameters(*args)
+        module._lazy_hook.remove()
+        for key in ("_lazy_hook", "_lazy_args"):
+            module.__dict__.pop(key, None)
+        module.__class__ = module.cls_to_become
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """Linear whose in_features is read from the first input's last dim."""
+
+    cls_to_become = Linear
+    _lazy_size_attr = "in_features"
+    _lazy_input_dim = -1
+
+    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
+        _without_drawing(lambda: Linear.__init__(self, 1, out_features, bias, device=device,
+                                                 dtype=dtype))
+        self._lazy_setup((out_features, bias), {"device": device, "dtype": dtype},
+                         ("weight", "bias"))
+
+
+class _LazyConv(LazyModuleMixin):
+    _lazy_size_attr = "in_channels"
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None) -> None:
+        args = (out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode)
+        _without_drawing(lambda: self.cls_to_become.__init__(self, groups, *args, device=device,
+                                                             dtype=dtype))
+        self._lazy_setup(args, {"device": device, "dtype": dtype}, ("weight", "bias"))
+
+
+class LazyConv1d(_LazyConv, Conv1d):
+    """Conv1d whose in_channels is read from the first input's dim 1."""
+
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConv, Conv2d):
+    """Conv2d whose in_channels is read from the first input's dim 1."""
+
+    cls_to_become = Conv2d
+
+
+class _LazyBatchNorm(LazyModuleMixin):
+    _lazy_size_attr = "num_features"
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None) -> None:
+        args = (eps, momentum, affine, track_running_stats)
+        _without_drawing(lambda: self.cls_to_become.__init__(self, 1, *args, device=device,
+                                                             dtype=dtype))
+        self._lazy_setup(args, {"device": device, "dtype": dtype},
+                         ("weight", "bias", "running_mean", "running_var"))
+
+
+class LazyBatchNorm1d(_LazyBatchNorm, BatchNorm1d):
+    """BatchNorm1d whose num_features is read from the first input's dim 1."""
+
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyBatchNorm, BatchNorm2d):
+    """BatchNorm2d whose num_features is read from the first input's dim 1."""
+
+    cls_to_become = BatchNorm2d
+
+
+__all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyModuleMixin", "LazyLinear",
+           "LazyConv1d", "LazyConv2d", "LazyBatchNorm1d", "LazyBatchNorm2d"]
