@@ -149,11 +149,12 @@ def _tensor_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) ->
     return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
 
 
-def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
+def _add_suffixes(text: str, suffixes: list[str], indent: int, force_newline: bool = False) -> str:
     parts = [text]
     last_line_len = len(text) - text.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
+        if force_newline or last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
+            force_newline = False
             parts.append(",\n" + " " * indent + suffix)
             last_line_len = indent + len(suffix)
         else:
@@ -216,4 +217,5 @@ def sparse_coo_repr(indices, values, size: tuple, suffixes: list[str]) -> str:
     if values.dtype.name not in _implied_dtypes():
         head.append("dtype=" + repr(values.dtype))
     head.append("layout=torch.sparse_coo")
-    return _add_suffixes(text, head + suffixes, indent)
+    # PyTorch starts the size on its own line, then wraps the suffixes as for a dense tensor.
+    return _add_suffixes(text, head + suffixes, indent, force_newline=True)

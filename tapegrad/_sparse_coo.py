@@ -328,7 +328,10 @@ class SparseTensor:
                                f"dimensions")
         if self.sparse_dim() < 2:
             return self
-        return self.transpose(0, 1)
+        result = self.transpose(0, 1)
+        if result._grad_fn_name is not None:
+            result._grad_fn_name = "TBackward0"
+        return result
 
     @property
     def T(self):
@@ -519,10 +522,60 @@ class SparseTensor:
         return result
 
     def __add__(self, other):
-        if isinstance(other, _core.TensorBase):
+        if isinstance(other, SparseTensor):
+            return self._add_sparse(other, 1)
+        if isinstance(other, (_core.TensorBase, numbers.Number)):
             raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                                "instead.")
         return NotImplemented
+
+    def __sub__(self, other):
+        if isinstance(other, SparseTensor):
+            return self._add_sparse(other, -1)
+        if isinstance(other, (_core.TensorBase, numbers.Number)):
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead.")
+        return NotImplemented
+
+    def add(self, other, *, alpha=1):
+        """``self + alpha * other`` for a sparse ``other`` (sparse result); a dense ``other``
+        raises as in PyTorch (write ``dense + sparse``)."""
+        if isinstance(other, SparseTensor):
+            return self._add_sparse(other, alpha)
+        return self.__add__(other)
+
+    def _add_sparse(self, other, alpha):
+        """Sparse + sparse as PyTorch forms it: one pass merging the two entry lists in their
+        stored order, taking the smaller index first and summing entries whose indices are equal
+        (so coalesced inputs give a coalesced result, and other inputs keep their order)."""
+        from .creation import tensor, zeros
+        if self._size != other._size:
+            raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self "
+                               f"has size {list(self._size)} while other has size "
+                               f"{list(other._size)}")
+        sparse_shape = self._size[:self.sparse_dim()]
+        keys_a = np.ravel_multi_index(tuple(self._idx._array), sparse_shape).tolist()
+        keys_b = np.ravel_multi_index(tuple(other._idx._array), sparse_shape).tolist()
+        pos_a, pos_b, merged = [], [], []
+        i = j = 0
+        while i < len(keys_a) or j < len(keys_b):
+            take_a = j == len(keys_b) or (i < len(keys_a) and keys_a[i] <= keys_b[j])
+            take_b = i == len(keys_a) or (j < len(keys_b) and keys_b[j] <= keys_a[i])
+            if take_a:
+                pos_a.append(len(merged))
+                i += 1
+            if take_b:
+                pos_b.append(len(merged))
+                j += 1
+            merged.append(keys_a[i - 1] if take_a else keys_b[j - 1])
+        dense_shape = tuple(self._vals.shape[1:])
+        scaled = other._vals if alpha == 1 else other._vals * alpha
+        vals = zeros((len(merged),) + dense_shape, dtype=self.dtype)
+        vals = vals.index_add(0, tensor(pos_a, dtype=_core.int64), self._vals)
+        vals = vals.index_add(0, tensor(pos_b, dtype=_core.int64), scaled.to(self.dtype))
+        return self._derived(self._unravel(np.asarray(merged, dtype=np.int64)), vals,
+                             coalesced=self._coalesced and other._coalesced,
+                             grad_fn_name="AddBackward0")
 
     def __radd__(self, other):
         if isinstance(other, _core.TensorBase):
@@ -551,12 +604,19 @@ class SparseTensor:
         return sparse_mm(self, vec.unsqueeze(1)).squeeze(1)
 
     def sum(self, dim=None, keepdim: bool = False, dtype=None):
-        """The sum of all stored values as a dense 0-d tensor (``dim`` not supported: use
-        ``tapegrad.sparse.sum``)."""
-        if dim is not None or keepdim:
-            raise NotImplementedError("tapegrad: sum(dim) of a sparse tensor; use "
-                                      "tapegrad.sparse.sum(input, dim)")
-        return self._vals.sum(dtype=dtype)
+        """The sum of all elements (a dense 0-d tensor), or over ``dim`` as
+        ``tapegrad.sparse.sum`` (``keepdim`` is not supported)."""
+        if keepdim:
+            raise NotImplementedError("tapegrad: sum(keepdim=True) of a sparse tensor is not "
+                                      "supported")
+        return sparse_sum(self, dim, dtype)
+
+    def t_(self):
+        """Transpose a 2-D sparse tensor in place (swaps the rows of its index tensor)."""
+        transposed = self.t()
+        self._idx, self._size, self._coalesced = (transposed._idx, transposed._size,
+                                                  transposed._coalesced)
+        return self
 
     def __repr__(self) -> str:
         from ._format import sparse_coo_repr
