@@ -93,10 +93,15 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
         raise RuntimeError("Cannot access accelerator device when none is available.")
     idx = _as_index_tensor(indices)
     vals = _as_values_tensor(values, dtype)
-    if idx.dim() != 2:
-        raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(idx.shape)}")
     if vals.dim() == 0:
         vals = vals.reshape(1)      # PyTorch reads a 0-d values tensor as one value
+    # PyTorch checks the length of the size before the shape of the indices.
+    if size is not None and idx.dim() >= 1 and len(size) != idx.shape[0] + vals.dim() - 1:
+        raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: "
+                           f"len(size) = {len(size)}, sparse_dim = {idx.shape[0]}, "
+                           f"dense_dim = {vals.dim() - 1}")
+    if idx.dim() != 2:
+        raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(idx.shape)}")
     sparse_dim, nnz = idx.shape
     if vals.shape[0] != nnz:
         raise RuntimeError(f"indices and values must have same nnz, but got nnz from indices: "
