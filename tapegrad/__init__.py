@@ -37,6 +37,9 @@ from ._core import (
 globals().update(_core.TORCH_FUNCTIONS)
 
 from .tensor import Size, Tensor
+from ._layout import layout, strided, sparse_coo
+# Sparse COO tensors: a Python-level class over the recorded dense ops (tapegrad._sparse_coo).
+from ._sparse_coo import SparseTensor as _SparseTensor, sparse_coo_tensor, spmm
 from ._device import device, set_default_device, get_default_device
 from ._legacy import (
     FloatTensor,
@@ -106,8 +109,9 @@ from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,
 
 
 def is_tensor(obj) -> bool:
-    """Whether obj is a tapegrad tensor."""
-    return isinstance(obj, _core.TensorBase)
+    """Whether obj is a tapegrad tensor, dense or sparse (a sparse COO tensor is not a
+    ``tapegrad.Tensor`` instance, but PyTorch calls it a tensor)."""
+    return isinstance(obj, (_core.TensorBase, _SparseTensor))
 
 
 def is_floating_point(input) -> bool:
@@ -129,7 +133,7 @@ from .contractions import addmm, baddbmm, einsum  # noqa: E402
 # Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
                  "distributions", "cuda", "backends", "accelerator", "version", "linalg",
-                 "multiprocessing")
+                 "multiprocessing", "sparse")
 _LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
                "get_num_threads": "_threads", "set_num_threads": "_threads",
                "get_num_interop_threads": "_threads", "set_num_interop_threads": "_threads",

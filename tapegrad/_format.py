@@ -149,11 +149,12 @@ def _tensor_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) ->
     return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
 
 
-def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
+def _add_suffixes(text: str, suffixes: list[str], indent: int, force_newline: bool = False) -> str:
     parts = [text]
     last_line_len = len(text) - text.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
+        if force_newline or last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
+            force_newline = False
             parts.append(",\n" + " " * indent + suffix)
             last_line_len = indent + len(suffix)
         else:
@@ -191,3 +192,30 @@ def tensor_repr(t) -> str:
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)
+
+
+def _body(a: np.ndarray, indent: int) -> str:
+    """The bracketed elements of `a` as tensor_repr prints them, continuation lines at `indent`;
+    an empty array names its size (PyTorch's sparse repr does so for any empty part)."""
+    if a.size == 0:
+        return "[], size=" + str(tuple(a.shape))
+    summarize = a.size > PRINT_OPTS.threshold
+    fmt = _Formatter(_summarized(a) if summarize else a)
+    return _tensor_str(a, indent, summarize, fmt)
+
+
+def sparse_coo_repr(indices, values, size: tuple, suffixes: list[str]) -> str:
+    """The repr PyTorch gives a sparse COO tensor: its indices and values (each printed without
+    a dtype), then size, nnz, the dtype when not implied, the layout and the autograd suffixes."""
+    prefix = "tensor("
+    indent = len(prefix)
+    indices_prefix, values_prefix = "indices=tensor(", "values=tensor("
+    text = (prefix + indices_prefix + _body(indices._array, indent + len(indices_prefix)) + "),\n"
+            + " " * indent + values_prefix
+            + _body(values._array, indent + len(values_prefix)) + ")")
+    head = ["size=" + str(tuple(size)), "nnz=" + str(indices._array.shape[1])]
+    if values.dtype.name not in _implied_dtypes():
+        head.append("dtype=" + repr(values.dtype))
+    head.append("layout=torch.sparse_coo")
+    # PyTorch starts the size on its own line, then wraps the suffixes as for a dense tensor.
+    return _add_suffixes(text, head + suffixes, indent, force_newline=True)

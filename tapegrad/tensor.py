@@ -13,6 +13,7 @@ import numpy as np
 from . import _core, _dlpack
 from ._device import CPU, as_device, check_device, is_device_like
 from ._format import tensor_repr
+from ._layout import sparse_coo, strided
 
 
 _NUMPY_REQUIRES_GRAD = ("Can't call numpy() on Tensor that requires grad. "
@@ -356,7 +357,32 @@ class Tensor(_core.TensorBase):
     is_mps = False
     is_xpu = False
     is_sparse = False
+    is_sparse_csr = False
     is_quantized = False
+    layout = strided
+
+    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+        """The sparse COO form of this tensor (its non-zero elements; the first ``sparse_dim``
+        dimensions sparse, default all), coalesced; differentiable.
+
+        Examples
+        --------
+        >>> tapegrad.tensor([[0., 2.], [3., 0.]]).to_sparse()._nnz()
+        2
+        """
+        from ._sparse_coo import to_sparse
+        if layout is not None and layout is not sparse_coo:
+            raise NotImplementedError(f"tapegrad: to_sparse(layout={layout}) is not supported; "
+                                      f"only torch.sparse_coo")
+        return to_sparse(self, sparse_dim)
+
+    def to_sparse_coo(self):
+        """The sparse COO form of this tensor, as ``to_sparse()``."""
+        return self.to_sparse()
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        """Self (a dense tensor), or a copy converted to ``dtype``."""
+        return self if dtype is None else self.to(dtype)
 
     def get_device(self) -> int:
         """-1: the index PyTorch reports for a CPU tensor."""

@@ -18,7 +18,7 @@ NAMESPACES = (
     "tapegrad.autograd.functional", "tapegrad.utils.data", "tapegrad.utils.dlpack",
     "tapegrad.utils.viz", "tapegrad.linalg", "tapegrad.distributions",
     "tapegrad.distributions.constraints", "tapegrad.random", "tapegrad.testing", "tapegrad.cuda",
-    "tapegrad.backends.cudnn", "tapegrad.backends.mps", "tapegrad.accelerator",
+    "tapegrad.backends.cudnn", "tapegrad.backends.mps", "tapegrad.accelerator", "tapegrad.sparse",
 )
 
 # Compiled functions (tapegrad._core) whose docstring is only Cython's embedded signature: they

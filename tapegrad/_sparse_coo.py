@@ -1,0 +1,762 @@
+"""Sparse COO tensors (torch.sparse_coo_tensor) built on tapegrad's dense, recorded ops.
+
+A SparseTensor holds an int64 index tensor (sparse_dim x nnz), a values tensor (nnz x dense dims)
+and a size.  Every computation on it is written with the dense ops the tape already records
+(index_select, mul, index_add), so gradients reach the values -- and through them whatever the
+values were computed from -- with no new op in the compiled core.
+
+Why SparseTensor is not a subclass of Tensor: a Tensor *is* its dense ndarray to the compiled
+core, which reads ``_array`` directly in every op.  A sparse tensor posing as a Tensor would be
+silently misread by any op that does not know it (``dense + sparse`` broadcasting the values
+against the dense operand).  As its own class, an op that does not know it raises TypeError, and
+the ops that do (``dense + sparse``, ``dense @ sparse`` through the reflected dunders,
+``tapegrad.spmm``, ``tapegrad.sparse.mm``) give PyTorch's results.  The price:
+``isinstance(s, tapegrad.Tensor)`` is False (``tapegrad.is_tensor(s)`` is True, as in PyTorch).
+
+Gradients: a leaf sparse tensor (``requires_grad=True``) keeps a leaf values tensor; its ``.grad``
+is a coalesced sparse tensor on its own (coalesced) pattern, as PyTorch gives for torch.sparse.mm,
+to_dense and torch.sparse.sum.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _core
+from ._device import CPU, check_device
+from ._layout import sparse_coo
+
+
+def _np_dtype(t) -> np.dtype:
+    return t._array.dtype
+
+
+def _scalar_name(t) -> str:
+    return _core.scalar_type_name_of(_np_dtype(t))
+
+
+def _as_index_tensor(indices):
+    from .creation import tensor
+    if isinstance(indices, _core.TensorBase):
+        arr = indices.detach()._array
+    else:
+        arr = np.asarray(indices)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"sparse_coo_tensor(): indices must be an integer tensor, got {arr.dtype}")
+    return tensor(np.asarray(arr, dtype=np.int64))
+
+
+def _as_values_tensor(values, dtype):
+    from .creation import tensor
+    if isinstance(values, _core.TensorBase):
+        return values if dtype is None or values.dtype == dtype else values.to(dtype)
+    return tensor(values, dtype=dtype)
+
+
+def _check_index_bounds(idx: np.ndarray, sparse_shape: tuple) -> None:
+    """PyTorch checks these only with check_invariants=True; an out-of-range index would make any
+    later op read or write outside the dense extent, so tapegrad always checks."""
+    if idx.shape[1] == 0:
+        return
+    lo, hi = idx.min(axis=1), idx.max(axis=1)
+    for d in range(idx.shape[0]):
+        if lo[d] < 0:
+            raise RuntimeError(f"found negative index {int(lo[d])} for dim {d}")
+        if hi[d] >= sparse_shape[d]:
+            raise RuntimeError(f"size is inconsistent with indices: for dim {d}, size is "
+                               f"{sparse_shape[d]} but found index {int(hi[d])}")
+
+
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
+                      pin_memory: bool = False, requires_grad: bool = False,
+                      check_invariants=None, is_coalesced=None):
+    """A sparse tensor in COO format: element ``values[k]`` sits at ``indices[:, k]``.
+
+    ``indices`` is an integer tensor of shape ``(sparse_dim, nnz)``; ``values`` has shape
+    ``(nnz, *dense_dims)``; ``size`` (inferred from the largest index when omitted) has
+    ``sparse_dim + len(dense_dims)`` entries.  Duplicate indices are allowed and sum (see
+    ``coalesce``).  Indices are always checked against ``size`` (PyTorch only checks them with
+    ``check_invariants=True``).  When ``values`` requires grad, gradients flow to it through
+    every sparse op; ``requires_grad=True`` makes the sparse tensor a leaf whose ``.grad`` is
+    sparse.
+
+    Examples
+    --------
+    >>> s = tapegrad.sparse_coo_tensor([[0, 1], [1, 0]], [3., 4.], (2, 2))
+    >>> s.to_dense()
+    tensor([[0., 3.],
+            [4., 0.]])
+    """
+    check_device(device, "sparse_coo_tensor")
+    if pin_memory:
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    idx = _as_index_tensor(indices)
+    vals = _as_values_tensor(values, dtype)
+    if vals.dim() == 0:
+        vals = vals.reshape(1)      # PyTorch reads a 0-d values tensor as one value
+    # PyTorch checks the length of the size before the shape of the indices.
+    if size is not None and idx.dim() >= 1 and len(size) != idx.shape[0] + vals.dim() - 1:
+        raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: "
+                           f"len(size) = {len(size)}, sparse_dim = {idx.shape[0]}, "
+                           f"dense_dim = {vals.dim() - 1}")
+    if idx.dim() != 2:
+        raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(idx.shape)}")
+    sparse_dim, nnz = idx.shape
+    if vals.shape[0] != nnz:
+        raise RuntimeError(f"indices and values must have same nnz, but got nnz from indices: "
+                           f"{nnz}, nnz from values: {vals.shape[0]}")
+    dense_shape = tuple(vals.shape[1:])
+    if size is None:
+        sparse_shape = tuple(int(m) + 1 for m in idx._array.max(axis=1)) if nnz else \
+            (0,) * sparse_dim
+        _check_index_bounds(idx._array, (np.iinfo(np.int64).max,) * sparse_dim)
+        size = sparse_shape + dense_shape
+    else:
+        size = tuple(int(s) for s in size)
+        if len(size) != sparse_dim + len(dense_shape):
+            raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: "
+                               f"len(size) = {len(size)}, sparse_dim = {sparse_dim}, "
+                               f"dense_dim = {len(dense_shape)}")
+        if any(s < 0 for s in size):
+            raise RuntimeError(f"Trying to create tensor with negative dimension "
+                               f"{min(size)}: {list(size)}")
+        if size[sparse_dim:] != dense_shape:
+            raise RuntimeError(f"values has incorrect size, expected {[nnz, *size[sparse_dim:]]}, "
+                               f"got {[nnz, *dense_shape]}")
+        _check_index_bounds(idx._array, size[:sparse_dim])
+    leaf = not vals.requires_grad
+    if requires_grad:
+        if _np_dtype(vals).kind != "f":
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        vals = vals.detach().requires_grad_(True)
+        leaf = True
+    coalesced = nnz <= 1 or bool(is_coalesced)
+    grad_fn_name = None if leaf else "SparseCooTensorWithDimsAndTensorsBackward0"
+    return SparseTensor._make(idx, vals, size, coalesced, leaf, grad_fn_name)
+
+
+class SparseTensor:
+    """A sparse COO tensor, as ``torch.sparse_coo_tensor`` makes (layout ``torch.sparse_coo``).
+
+    Not a subclass of ``tapegrad.Tensor`` (see the module docstring): dense ops that do not know
+    sparse tensors raise TypeError instead of misreading them.
+    """
+
+    __module__ = "tapegrad"
+    layout = sparse_coo
+    is_sparse = True
+    is_sparse_csr = False
+    is_cuda = False
+    is_cpu = True
+    is_quantized = False
+    is_meta = False
+    # numpy arrays on the left defer to the reflected operators, as for Tensor.
+    __array_priority__ = 1000
+
+    def __init__(self, *args, **kwargs):
+        """``SparseTensor(indices, values, size)``: the same as ``tapegrad.sparse_coo_tensor``."""
+        made = sparse_coo_tensor(*args, **kwargs)
+        self.__dict__.update(made.__dict__)
+
+    @classmethod
+    def _make(cls, indices, values, size, coalesced, leaf, grad_fn_name):
+        s = cls.__new__(cls)
+        s._idx = indices
+        s._vals = values
+        s._size = tuple(size)
+        s._coalesced = coalesced
+        s._leaf = leaf
+        s._grad_fn_name = grad_fn_name
+        return s
+
+    def _derived(self, indices, values, size=None, coalesced=None, grad_fn_name=None):
+        """A result of an op on self: a leaf only when nothing requires grad."""
+        requires = values.requires_grad
+        return SparseTensor._make(indices, values, self._size if size is None else size,
+                                  self._coalesced if coalesced is None else coalesced,
+                                  not requires, grad_fn_name if requires else None)
+
+    # -- structure ------------------------------------------------------------------------------
+    @property
+    def shape(self):
+        """The dense shape as a ``torch.Size``."""
+        from .tensor import Size
+        return Size(self._size)
+
+    def size(self, dim: int | None = None):
+        """The dense shape, or the size of dimension ``dim``."""
+        if dim is None:
+            return self.shape
+        return self._size[_core.normalize_dim(dim, len(self._size))]
+
+    def dim(self) -> int:
+        """The number of dimensions (sparse plus dense)."""
+        return len(self._size)
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions, as ``dim()``."""
+        return len(self._size)
+
+    def numel(self) -> int:
+        """The number of elements of the dense tensor this one represents."""
+        return int(np.prod(self._size, dtype=np.int64))
+
+    def __len__(self) -> int:
+        if not self._size:
+            raise TypeError("len() of a 0-d tensor")
+        return self._size[0]
+
+    def sparse_dim(self) -> int:
+        """The number of sparse dimensions (rows of the index tensor)."""
+        return self._idx.shape[0]
+
+    def dense_dim(self) -> int:
+        """The number of dense dimensions (trailing dimensions of each value)."""
+        return self._vals.dim() - 1
+
+    def _nnz(self) -> int:
+        """The number of stored entries (duplicates counted until ``coalesce``)."""
+        return self._idx.shape[1]
+
+    @property
+    def dtype(self):
+        """The dtype of the values."""
+        return self._vals.dtype
+
+    @property
+    def device(self):
+        """Always the CPU."""
+        return CPU
+
+    def get_device(self) -> int:
+        """-1, PyTorch's index for a CPU tensor."""
+        return -1
+
+    def is_floating_point(self) -> bool:
+        """Whether the values are floating point."""
+        return _np_dtype(self._vals).kind == "f"
+
+    def element_size(self) -> int:
+        """The size of one value element in bytes."""
+        return _np_dtype(self._vals).itemsize
+
+    def is_coalesced(self) -> bool:
+        """Whether the tensor is known coalesced: made by ``coalesce()``, with fewer than two
+        entries, or declared with ``is_coalesced=True`` (sorted unique indices are not detected,
+        as in PyTorch)."""
+        return self._coalesced
+
+    def _indices(self):
+        """The index tensor (sparse_dim x nnz, int64) as stored, duplicates included."""
+        return self._idx
+
+    def _values(self):
+        """The values as stored, detached from the graph (as PyTorch's ``_values()``)."""
+        return self._vals.detach()
+
+    def indices(self):
+        """The index tensor of a coalesced tensor (``RuntimeError`` if not coalesced)."""
+        if not self._coalesced:
+            raise RuntimeError("Cannot get indices on an uncoalesced tensor, please call "
+                               ".coalesce() first")
+        return self._idx
+
+    def values(self):
+        """The values of a coalesced tensor, differentiable (``RuntimeError`` if not coalesced)."""
+        if not self._coalesced:
+            raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
+                               ".coalesce() first")
+        return self._vals.view(self._vals.shape) if self._vals.requires_grad else self._vals
+
+    def _coalesce_plan(self):
+        """(sorted unique linear index, inverse map, first occurrence) of the sparse indices."""
+        sparse_shape = self._size[:self.sparse_dim()]
+        linear = np.ravel_multi_index(tuple(self._idx._array), sparse_shape)
+        return np.unique(linear, return_index=True, return_inverse=True)
+
+    def _unravel(self, linear: np.ndarray):
+        from .creation import tensor
+        sparse_shape = self._size[:self.sparse_dim()]
+        rows = np.unravel_index(linear, sparse_shape)
+        return tensor(np.stack(rows).reshape(len(sparse_shape), -1).astype(np.int64))
+
+    def coalesce(self):
+        """The same tensor with indices sorted and duplicates summed (self when already
+        coalesced); differentiable in the values.
+
+        Examples
+        --------
+        >>> s = tapegrad.sparse_coo_tensor([[1, 0, 1]], [1., 2., 3.])
+        >>> s.coalesce().values()
+        tensor([2., 4.])
+        """
+        if self._coalesced:
+            return self
+        from .creation import tensor, zeros
+        unique, _, inverse = self._coalesce_plan()
+        summed = zeros((len(unique),) + tuple(self._vals.shape[1:]), dtype=self.dtype)
+        summed = summed.index_add(0, tensor(inverse.astype(np.int64)), self._vals)
+        return self._derived(self._unravel(unique), summed, coalesced=True,
+                             grad_fn_name="CoalesceBackward0")
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        """The dense tensor this one represents (duplicates summed); differentiable in the
+        values."""
+        from .creation import tensor, zeros
+        sd = self.sparse_dim()
+        sparse_shape = self._size[:sd]
+        flat = zeros((int(np.prod(sparse_shape, dtype=np.int64)),) + self._size[sd:],
+                     dtype=self.dtype)
+        if self._nnz():
+            linear = np.ravel_multi_index(tuple(self._idx._array), sparse_shape)
+            flat = flat.index_add(0, tensor(linear.astype(np.int64)), self._vals)
+        dense = flat.reshape(self._size)
+        return dense if dtype is None else dense.to(dtype)
+
+    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+        """Self: already sparse COO (a different ``sparse_dim`` is not supported)."""
+        if sparse_dim is not None and sparse_dim != self.sparse_dim():
+            raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim "
+                               f"argument !=self.sparse_dim() is not supported")
+        return self
+
+    to_sparse_coo = to_sparse
+
+    def t(self):
+        """The transpose of a 2-D (or 1-D) sparse tensor with no dense dimensions."""
+        if self.sparse_dim() > 2 or self.dense_dim() > 0:
+            raise RuntimeError(f"t() expects a tensor with <= 2 sparse and 0 dense dimensions, "
+                               f"but got {self.sparse_dim()} sparse and {self.dense_dim()} dense "
+                               f"dimensions")
+        if self.sparse_dim() < 2:
+            return self
+        result = self.transpose(0, 1)
+        if result._grad_fn_name is not None:
+            result._grad_fn_name = "TBackward0"
+        return result
+
+    @property
+    def T(self):
+        """The transpose of a 2-D sparse tensor, as ``t()``."""
+        return self.t()
+
+    def transpose(self, dim0: int, dim1: int):
+        """Swap two sparse dimensions (swaps rows of the index tensor; values unchanged)."""
+        from .creation import tensor
+        n = self.dim()
+        d0, d1 = _core.normalize_dim(dim0, n), _core.normalize_dim(dim1, n)
+        sd = self.sparse_dim()
+        if (d0 < sd) != (d1 < sd):
+            raise RuntimeError("transpose(): cannot transpose a sparse dimension with a dense "
+                               "dimension")
+        if d0 >= sd:
+            raise NotImplementedError("transpose of dense dimensions of a sparse tensor is not "
+                                      "supported in tapegrad")
+        order = list(range(sd))
+        order[d0], order[d1] = order[d1], order[d0]
+        size = list(self._size)
+        size[d0], size[d1] = size[d1], size[d0]
+        return self._derived(tensor(self._idx._array[order]), self._vals, tuple(size),
+                             coalesced=False if d0 != d1 else None,
+                             grad_fn_name="TransposeBackward0")
+
+    # -- autograd -------------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        """Whether gradients flow to the values."""
+        return self._vals.requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True):
+        """Make a leaf sparse tensor require grad (its ``.grad`` will be sparse)."""
+        if not self._leaf:
+            if not requires_grad:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables. "
+                                   "If you want to use a computed variable in a subgraph that "
+                                   "doesn't require differentiation use "
+                                   "var_no_grad = var.detach().")
+            return self
+        if requires_grad and _np_dtype(self._vals).kind != "f":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if self._vals.requires_grad != requires_grad:
+            # A fresh leaf sharing the memory: the caller's values tensor keeps its own flag.
+            self._vals = self._vals.detach().requires_grad_(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        """True unless the values come from an op that requires grad."""
+        return self._leaf
+
+    @property
+    def grad_fn(self):
+        """The recorded op that produced the values (None for a leaf).  PyTorch names it after
+        the sparse op; here it is the dense op the sparse one was built from."""
+        return None if self._leaf else self._vals.grad_fn
+
+    @property
+    def grad(self):
+        """A leaf's gradient: a coalesced sparse tensor on this tensor's (coalesced) pattern."""
+        if not self._leaf or self._vals.grad is None:
+            return None
+        from .creation import tensor
+        unique, first, _ = self._coalesce_plan()
+        vals = self._vals.grad.detach()
+        return SparseTensor._make(self._unravel(unique), vals[tensor(first.astype(np.int64))],
+                                  self._size, True, True, None)
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            raise RuntimeError("tapegrad: only None can be assigned to a sparse tensor's grad")
+        self._vals.grad = None
+
+    def detach(self):
+        """The same indices and values, cut from the graph (sharing memory)."""
+        return SparseTensor._make(self._idx, self._vals.detach(), self._size, self._coalesced,
+                                  True, None)
+
+    def clone(self):
+        """A copy of the indices and values (differentiable in the values)."""
+        return self._derived(self._idx.clone(), self._vals.clone(), grad_fn_name="CloneBackward0")
+
+    # -- conversions ----------------------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``: self when nothing changes, else
+        a sparse tensor with converted values."""
+        from .tensor import parse_to, as_dtype
+        device, dtype, _, copy = parse_to(args, kwargs)
+        check_device(device, "to")
+        if dtype is None or as_dtype(dtype) == self.dtype:
+            return self.clone() if copy else self
+        return self._derived(self._idx, self._vals.to(as_dtype(dtype)),
+                             grad_fn_name="ToCopyBackward0")
+
+    def type(self, dtype=None):
+        """The type name (``'torch.sparse.FloatTensor'``), or self converted to ``dtype``."""
+        if dtype is None:
+            return f"torch.sparse.{_scalar_name(self._vals)}Tensor"
+        return self.to(dtype)
+
+    def float(self):
+        """Values converted to float32."""
+        return self.to(_core.float32)
+
+    def double(self):
+        """Values converted to float64."""
+        return self.to(_core.float64)
+
+    def half(self):
+        """Values converted to float16."""
+        return self.to(_core.float16)
+
+    def long(self):
+        """Values converted to int64."""
+        return self.to(_core.int64)
+
+    def int(self):
+        """Values converted to int32."""
+        return self.to(_core.int32)
+
+    def bool(self):
+        """Values converted to bool."""
+        return self.to(_core.bool_)
+
+    def cpu(self):
+        """Self: tapegrad runs on the CPU."""
+        return self
+
+    def cuda(self, device=None, non_blocking: bool = False):
+        """Raises as a PyTorch build without CUDA does."""
+        check_device("cuda", "cuda")
+
+    def numpy(self, *, force: bool = False):
+        """Raises ``TypeError`` as PyTorch does: convert with ``to_dense()`` first."""
+        raise TypeError("can't convert Sparse layout tensor to numpy. Use Tensor.to_dense() first.")
+
+    def item(self):
+        """The value of a one-element sparse tensor."""
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
+                               f"Scalar")
+        return self.to_dense().item()
+
+    # -- arithmetic -----------------------------------------------------------------------------
+    def _scaled(self, other, op, grad_fn_name):
+        if isinstance(other, SparseTensor) or not (
+                isinstance(other, numbers.Number) or
+                (isinstance(other, _core.TensorBase) and other.dim() == 0)):
+            return NotImplemented
+        return self._derived(self._idx, op(self._vals, other), grad_fn_name=grad_fn_name)
+
+    def __mul__(self, other):
+        return self._scaled(other, lambda v, o: v * o, "MulBackward0")
+
+    __rmul__ = __mul__
+
+    def mul(self, other):
+        """Multiply the values by a number or a 0-d tensor."""
+        return self._checked(self._scaled(other, lambda v, o: v * o, "MulBackward0"), "mul",
+                             other)
+
+    def __truediv__(self, other):
+        return self._scaled(other, lambda v, o: v / o, "DivBackward0")
+
+    def div(self, other):
+        """Divide the values by a number or a 0-d tensor."""
+        return self._checked(self._scaled(other, lambda v, o: v / o, "DivBackward0"), "div",
+                             other)
+
+    def __neg__(self):
+        return self._derived(self._idx, -self._vals, grad_fn_name="NegBackward0")
+
+    def neg(self):
+        """Negate the values."""
+        return -self
+
+    def _checked(self, result, name, other):
+        if result is NotImplemented:
+            raise NotImplementedError(f"tapegrad: {name}(sparse, {type(other).__name__}) is only "
+                                      f"supported with a number or a 0-d tensor")
+        return result
+
+    def __add__(self, other):
+        if isinstance(other, SparseTensor):
+            return self._add_sparse(other, 1)
+        if isinstance(other, (_core.TensorBase, numbers.Number)):
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead.")
+        return NotImplemented
+
+    def __sub__(self, other):
+        if isinstance(other, SparseTensor):
+            return self._add_sparse(other, -1)
+        if isinstance(other, (_core.TensorBase, numbers.Number)):
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead.")
+        return NotImplemented
+
+    def add(self, other, *, alpha=1):
+        """``self + alpha * other`` for a sparse ``other`` (sparse result); a dense ``other``
+        raises as in PyTorch (write ``dense + sparse``)."""
+        if isinstance(other, SparseTensor):
+            return self._add_sparse(other, alpha)
+        return self.__add__(other)
+
+    def _add_sparse(self, other, alpha):
+        """Sparse + sparse as PyTorch forms it: one pass merging the two entry lists in their
+        stored order, taking the smaller index first and summing entries whose indices are equal
+        (so coalesced inputs give a coalesced result, and other inputs keep their order)."""
+        from .creation import tensor, zeros
+        if self._size != other._size:
+            raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self "
+                               f"has size {list(self._size)} while other has size "
+                               f"{list(other._size)}")
+        sparse_shape = self._size[:self.sparse_dim()]
+        keys_a = np.ravel_multi_index(tuple(self._idx._array), sparse_shape).tolist()
+        keys_b = np.ravel_multi_index(tuple(other._idx._array), sparse_shape).tolist()
+        pos_a, pos_b, merged = [], [], []
+        i = j = 0
+        while i < len(keys_a) or j < len(keys_b):
+            take_a = j == len(keys_b) or (i < len(keys_a) and keys_a[i] <= keys_b[j])
+            take_b = i == len(keys_a) or (j < len(keys_b) and keys_b[j] <= keys_a[i])
+            if take_a:
+                pos_a.append(len(merged))
+                i += 1
+            if take_b:
+                pos_b.append(len(merged))
+                j += 1
+            merged.append(keys_a[i - 1] if take_a else keys_b[j - 1])
+        dense_shape = tuple(self._vals.shape[1:])
+        scaled = other._vals if alpha == 1 else other._vals * alpha
+        vals = zeros((len(merged),) + dense_shape, dtype=self.dtype)
+        vals = vals.index_add(0, tensor(pos_a, dtype=_core.int64), self._vals)
+        vals = vals.index_add(0, tensor(pos_b, dtype=_core.int64), scaled.to(self.dtype))
+        return self._derived(self._unravel(np.asarray(merged, dtype=np.int64)), vals,
+                             coalesced=self._coalesced and other._coalesced,
+                             grad_fn_name="AddBackward0")
+
+    def __radd__(self, other):
+        if isinstance(other, _core.TensorBase):
+            return other + self.to_dense()
+        return NotImplemented
+
+    def __rsub__(self, other):
+        if isinstance(other, _core.TensorBase):
+            return other - self.to_dense()
+        return NotImplemented
+
+    def __matmul__(self, other):
+        return sparse_mm(self, other)
+
+    def __rmatmul__(self, other):
+        return sparse_mm(other, self)
+
+    def mm(self, mat2):
+        """Matrix product with a dense (or sparse) 2-D tensor, as ``tapegrad.sparse.mm``."""
+        return sparse_mm(self, mat2)
+
+    matmul = mm
+
+    def mv(self, vec):
+        """Matrix-vector product with a dense 1-D tensor (a dense 1-D result)."""
+        return sparse_mm(self, vec.unsqueeze(1)).squeeze(1)
+
+    def sum(self, dim=None, keepdim: bool = False, dtype=None):
+        """The sum of all elements (a dense 0-d tensor), or over ``dim`` as
+        ``tapegrad.sparse.sum`` (``keepdim`` is not supported)."""
+        if keepdim:
+            raise NotImplementedError("tapegrad: sum(keepdim=True) of a sparse tensor is not "
+                                      "supported")
+        return sparse_sum(self, dim, dtype)
+
+    def t_(self):
+        """Transpose a 2-D sparse tensor in place (swaps the rows of its index tensor)."""
+        transposed = self.t()
+        self._idx, self._size, self._coalesced = (transposed._idx, transposed._size,
+                                                  transposed._coalesced)
+        return self
+
+    def __repr__(self) -> str:
+        from ._format import sparse_coo_repr
+        suffixes = []
+        if self._grad_fn_name is not None:
+            suffixes.append(f"grad_fn=<{self._grad_fn_name}>")
+        elif self.requires_grad:
+            suffixes.append("requires_grad=True")
+        return sparse_coo_repr(self._idx, self._vals.detach(), self._size, suffixes)
+
+    __str__ = __repr__
+
+    def __getattr__(self, name):
+        # A dense Tensor method this class does not implement: PyTorch raises NotImplementedError
+        # when such an op is called on a sparse tensor; so does tapegrad (at the call).
+        from .tensor import Tensor
+        if not name.startswith("__") and hasattr(Tensor, name):
+            def unsupported(*args, **kwargs):
+                raise NotImplementedError(
+                    f"Could not run 'aten::{name}' with arguments from the 'SparseCPU' backend "
+                    f"(tapegrad supports only a subset of operations on sparse tensors)")
+            return unsupported
+        raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+
+    def __reduce__(self):
+        return (_rebuild_sparse, (self._idx.detach(), self._vals.detach(), self._size,
+                                  self._coalesced, self.requires_grad and self._leaf))
+
+
+def _rebuild_sparse(indices, values, size, coalesced, requires_grad):
+    """Inverse of SparseTensor.__reduce__."""
+    return sparse_coo_tensor(indices, values, size, requires_grad=requires_grad,
+                             is_coalesced=coalesced)
+
+
+def _check_2d_dense(dense, sparse_rows: int):
+    if dense.dim() < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    if dense.dim() > 2:
+        raise RuntimeError(f"sparse.mm: expected a 2-D dense matrix, got a {dense.dim()}-D "
+                           f"tensor of shape {list(dense.shape)}")
+
+
+def sparse_mm(mat1, mat2):
+    """``mat1 @ mat2`` where either may be sparse COO (2-D, no dense dimensions).
+
+    sparse @ dense and dense @ sparse give a dense result, sparse @ sparse a sparse one, dense
+    @ dense the ordinary product.  Differentiable in both operands (the sparse operand's
+    gradient reaches its values)."""
+    s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
+    if not s1 and not s2:
+        return mat1.mm(mat2)
+    if not s1:
+        # dense @ sparse = (sparse^T @ dense^T)^T
+        if mat1.dim() != 2:
+            raise RuntimeError(f"sparse.mm: expected a 2-D dense matrix, got a {mat1.dim()}-D "
+                               f"tensor of shape {list(mat1.shape)}")
+        return sparse_mm(mat2.t(), mat1.t()).t()
+    if s2:
+        return to_sparse(sparse_mm(mat1, mat2.to_dense()))
+    if not isinstance(mat2, _core.TensorBase):
+        raise TypeError(f"mm(): argument 'mat2' (position 2) must be Tensor, not "
+                        f"{type(mat2).__name__}")
+    if mat1.dim() < 2:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -2)")
+    if mat1.sparse_dim() != 2 or mat1.dense_dim() != 0:
+        raise RuntimeError(f"sparse.mm: expected a 2-D sparse matrix with no dense dimensions, "
+                           f"got {mat1.sparse_dim()} sparse and {mat1.dense_dim()} dense "
+                           f"dimensions")
+    _check_2d_dense(mat2, mat1._size[0])
+    if mat2.shape[0] != mat1._size[1]:
+        raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {mat1._size[1]}, "
+                           f"got {mat2.shape[0]}")
+    if mat2.dtype != mat1.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_name(mat1._vals)} but found "
+                           f"{_scalar_name(mat2)}")
+    from .creation import zeros
+    rows, cols = mat1._idx[0], mat1._idx[1]
+    # Each stored entry (r, c, v) adds v * mat2[c] to row r of the result.
+    contributions = mat2.index_select(0, cols) * mat1._vals.unsqueeze(1)
+    out = zeros((mat1._size[0], mat2.shape[1]), dtype=mat1.dtype)
+    return out.index_add(0, rows, contributions)
+
+
+def spmm(input, mat2):
+    """``torch.spmm``: the product of a sparse (or dense) matrix and a dense one, as
+    ``tapegrad.sparse.mm``."""
+    return sparse_mm(input, mat2)
+
+
+def sparse_sum(input, dim=None, dtype=None):
+    """``torch.sparse.sum``: the sum of a sparse tensor's elements, over all dimensions (a dense
+    0-d tensor) or over ``dim`` (an int or a sequence): reducing every sparse dimension gives a
+    dense tensor, otherwise a coalesced sparse tensor."""
+    if not isinstance(input, SparseTensor):
+        raise RuntimeError("coalesce expected sparse coordinate tensor layout but got Strided")
+    vals = input._vals if dtype is None else input._vals.to(dtype)
+    if dim is None:
+        return vals.sum()
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    n = input.dim()
+    dims = sorted({_core.normalize_dim(d, n) for d in dims})
+    sd = input.sparse_dim()
+    dense_dims = [d - sd + 1 for d in dims if d >= sd]
+    if dense_dims:
+        vals = vals.sum(tuple(dense_dims))
+    kept_sparse = [d for d in range(sd) if d not in dims]
+    if not kept_sparse:
+        return vals.sum(0)
+    from .creation import tensor
+    size = tuple(input._size[d] for d in range(n) if d not in dims)
+    reduced = SparseTensor._make(tensor(input._idx._array[kept_sparse]), vals, size, False,
+                                 not vals.requires_grad, None)
+    result = reduced.coalesce()
+    if result._grad_fn_name is not None:
+        result._grad_fn_name = "SparseSumBackward0"
+    return result
+
+
+def to_sparse(dense, sparse_dim=None):
+    """``Tensor.to_sparse``: the coalesced sparse COO form of a dense tensor, storing its
+    non-zero elements (the first ``sparse_dim`` dimensions sparse, default all; a dense row
+    is stored when any of its elements is non-zero).  Differentiable."""
+    from .creation import tensor
+    n = dense.dim()
+    sd = n if sparse_dim is None else int(sparse_dim)
+    if not 0 < sd <= n:
+        raise RuntimeError(f"sparse_dim argument must be in [1, {n}] range, but got {sd}")
+    arr = dense._array
+    mask = arr != 0
+    if sd < n:
+        mask = mask.any(axis=tuple(range(sd, n)))
+    where = np.nonzero(mask)
+    idx = tensor(np.stack(where).reshape(sd, -1).astype(np.int64))
+    values = dense[tuple(tensor(w.astype(np.int64)) for w in where)]
+    requires = values.requires_grad
+    return SparseTensor._make(idx, values, tuple(dense.shape), True, not requires,
+                              "ToSparseBackward1" if requires else None)
