@@ -155,7 +155,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_LAZY_MODULES) + list(_LAZY_ATTRS))
+    return sorted(set(globals()) | set(_LAZY_MODULES) | set(_LAZY_ATTRS))
 
 half = float16
 float = float32  # noqa: A001

@@ -94,7 +94,6 @@ __all__ = [
     'abs_',
     'absolute',
     'accelerator',
-    'accelerator',
     'acos',
     'acos_',
     'acosh',
@@ -138,11 +137,8 @@ __all__ = [
     'atanh',
     'atanh_',
     'autograd',
-    'autograd',
-    'backends',
     'backends',
     'baddbmm',
-    'bench',
     'bench',
     'bernoulli',
     'bincount',
@@ -163,7 +159,6 @@ __all__ = [
     'cartesian_prod',
     'cat',
     'cdist',
-    'cdist',
     'ceil',
     'ceil_',
     'cholesky',
@@ -180,7 +175,6 @@ __all__ = [
     'column_stack',
     'combinations',
     'compile',
-    'compile',
     'concat',
     'concatenate',
     'contractions',
@@ -191,14 +185,12 @@ __all__ = [
     'count_nonzero',
     'creation',
     'cuda',
-    'cuda',
     'cummax',
     'cummin',
     'cumprod',
     'cumsum',
     'cumulative_trapezoid',
     'default_generator',
-    'demo',
     'demo',
     'demo_chars',
     'det',
@@ -208,7 +200,6 @@ __all__ = [
     'diagflat',
     'diagonal',
     'diff',
-    'distributions',
     'distributions',
     'div',
     'divide',
@@ -262,8 +253,6 @@ __all__ = [
     'get_default_device',
     'get_default_dtype',
     'get_num_interop_threads',
-    'get_num_interop_threads',
-    'get_num_threads',
     'get_num_threads',
     'get_rng_state',
     'grad_mode',
@@ -293,8 +282,6 @@ __all__ = [
     'int8',
     'inverse',
     'is_anomaly_check_nan_enabled',
-    'is_anomaly_check_nan_enabled',
-    'is_anomaly_enabled',
     'is_anomaly_enabled',
     'is_complex',
     'is_floating_point',
@@ -320,9 +307,7 @@ __all__ = [
     'less',
     'less_equal',
     'linalg',
-    'linalg',
     'linspace',
-    'load',
     'load',
     'log',
     'log10',
@@ -364,7 +349,6 @@ __all__ = [
     'multinomial',
     'multiply',
     'multiprocessing',
-    'multiprocessing',
     'mv',
     'nan',
     'nan_to_num',
@@ -380,7 +364,6 @@ __all__ = [
     'negative',
     'negative_',
     'nn',
-    'nn',
     'no_grad',
     'nonzero',
     'norm',
@@ -389,7 +372,6 @@ __all__ = [
     'numel',
     'ones',
     'ones_like',
-    'optim',
     'optim',
     'outer',
     'permute',
@@ -428,7 +410,6 @@ __all__ = [
     'rsqrt',
     'rsqrt_',
     'save',
-    'save',
     'scalar_tensor',
     'scatter',
     'scatter_add',
@@ -437,14 +418,11 @@ __all__ = [
     'seed',
     'select',
     'serialization',
-    'serialization',
     'set_default_device',
     'set_default_dtype',
     'set_default_tensor_type',
     'set_grad_enabled',
     'set_num_interop_threads',
-    'set_num_interop_threads',
-    'set_num_threads',
     'set_num_threads',
     'set_printoptions',
     'set_rng_state',
@@ -460,7 +438,6 @@ __all__ = [
     'slogdet',
     'softmax',
     'sort',
-    'sparse',
     'sparse',
     'sparse_coo',
     'sparse_coo_tensor',
@@ -511,11 +488,9 @@ __all__ = [
     'unique',
     'unsqueeze',
     'utils',
-    'utils',
     'vander',
     'var',
     'var_mean',
-    'version',
     'version',
     'vsplit',
     'vstack',
@@ -1181,8 +1156,6 @@ def cat(tensors: Any, dim: Any = ...) -> Tensor: ...
 
 def cdist(x1: Any, x2: Any, p: _float = ..., compute_mode: Any = ...) -> Tensor: ...
 
-def cdist(x1: Any, x2: Any, p: _float = ..., compute_mode: Any = ...) -> Tensor: ...
-
 def ceil(input: Any) -> Tensor: ...
 
 def ceil_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
@@ -1349,10 +1322,6 @@ def get_default_device() -> Any: ...
 def get_default_dtype() -> dtype: ...
 
 def get_num_interop_threads() -> _int: ...
-
-def get_num_interop_threads() -> _int: ...
-
-def get_num_threads() -> _int: ...
 
 def get_num_threads() -> _int: ...
 
@@ -1634,10 +1603,6 @@ def set_default_dtype(d: Any) -> None: ...
 def set_default_tensor_type(t: Any) -> None: ...
 
 def set_num_interop_threads(n: _int) -> None: ...
-
-def set_num_interop_threads(n: _int) -> None: ...
-
-def set_num_threads(n: _int) -> None: ...
 
 def set_num_threads(n: _int) -> None: ...
 
