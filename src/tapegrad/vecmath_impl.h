@@ -1,0 +1,289 @@
+/* The algorithms of tapegrad's vectorised math kernels, written once over a small vector
+ * abstraction and instantiated per level: a translation unit defines the abstraction (VM_W lanes
+ * of double `vd`, 64-bit integer lanes `vi`, lane masks `vm`, the operations below and
+ * VM_LEVEL_NAME) and then includes this file.  See vecmath_scalar.c and vecmath_avx2.c.
+ *
+ * Every kernel computes in double.  float32 kernels convert to double, evaluate a polynomial of
+ * lower degree (accurate to ~2^-36) and round once, which keeps them within 1 ulp; float64
+ * kernels use polynomials accurate to ~2^-57 and argument reductions that carry the low-order
+ * bits, to stay within 2 ulp.
+ *
+ * Abstraction: vd_set vd_load vd_store vd_load_f32 vd_store_f32 vd_add vd_sub vd_mul vd_div
+ * vd_fma(a,b,c)=a*b+c (fused or not) vd_min vd_max (NaN in the first operand gives the second)
+ * vd_and vd_or vd_xor vd_andnot(a,b)=~a&b, comparisons vd_lt vd_le vd_gt vd_ge vd_eq vd_isnan
+ * returning vm, vm_and vm_or vm_not vm_any, vd_select(m,a,b)=m?a:b, vd_as_vi vi_as_vd vi_set
+ * vi_add vi_sub vi_and vi_shl vi_shr (logical) vi_eq. */
+#include "vecmath_consts.h"
+
+#define VM_CAT3(a, b, c) a##b##c
+#define VM_XCAT3(a, b, c) VM_CAT3(a, b, c)
+
+static const double exp_p_f64[] = VM_EXP_P_F64;
+static const double exp_p_f32[] = VM_EXP_P_F32;
+static const double log_q_f64[] = VM_LOG_Q_F64;
+static const double log_q_f32[] = VM_LOG_Q_F32;
+static const double sin_s_f64[] = VM_SIN_S_F64;
+static const double sin_s_f32[] = VM_SIN_S_F32;
+static const double cos_c_f64[] = VM_COS_C_F64;
+static const double cos_c_f32[] = VM_COS_C_F32;
+#define VM_NCOEF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Adding 1.5 * 2^52 rounds a double of magnitude < 2^51 to an integer (in the current rounding
+ * mode, nearest) and leaves that integer in the low bits of the sum's representation. */
+#define VM_MAGIC 0x1.8p52
+
+static inline vd poly(vd x, const double *c, int n)
+{
+    vd acc = vd_set(c[0]);
+    for (int i = 1; i < n; i++) acc = vd_fma(acc, x, vd_set(c[i]));
+    return acc;
+}
+
+/* 2^k for integral k in [-1022, 1023] held as a double: k + MAGIC has k in its low bits, and
+ * (bits + 1023) << 52 moves the biased exponent into place (MAGIC's own bits shift out). */
+static inline vd pow2i(vd k)
+{
+    vi b = vd_as_vi(vd_add(k, vd_set(VM_MAGIC)));
+    return vi_as_vd(vi_shl(vi_add(b, vi_set(1023)), 52));
+}
+
+static inline vd nan_passthrough(vd x, vd y) { return vd_select(vd_isnan(x), x, y); }
+
+/* ---- exp, expm1 ----------------------------------------------------------------------------
+ * x = n ln2 + r, |r| <= ln2/2 (Cody-Waite: n * LN2_HI is exact for |n| < 2^11);
+ * e^r - 1 = r + r^2 P(r).  exp scales by 2^n in two steps so that results in the subnormal range
+ * are rounded once and overflow gives inf without a special case. */
+static inline vd exp_reduce(vd x, vd *n)
+{
+    vd t = vd_fma(x, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
+    *n = vd_sub(t, vd_set(VM_MAGIC));
+    vd r = vd_fma(*n, vd_set(-VM_LN2_HI), x);
+    return vd_fma(*n, vd_set(-VM_LN2_LO), r);
+}
+
+static inline vd expm1_reduced(vd r, const double *p, int np)
+{
+    return vd_fma(vd_mul(r, r), poly(r, p, np), r);
+}
+
+static inline vd scale_pow2(vd e, vd n)
+{
+    vd n1 = vd_sub(vd_add(vd_mul(n, vd_set(0.5)), vd_set(VM_MAGIC)), vd_set(VM_MAGIC));
+    vd n2 = vd_sub(n, n1);
+    return vd_mul(vd_mul(e, pow2i(n1)), pow2i(n2));
+}
+
+static inline vd exp_core(vd x, const double *p, int np)
+{
+    /* Beyond these bounds the result is 0 or inf anyway; clamping keeps n in pow2i's range.
+     * NaN clamps to -750 and is restored at the end. */
+    vd xc = vd_min(vd_max(x, vd_set(-750.0)), vd_set(710.0));
+    vd n;
+    vd r = exp_reduce(xc, &n);
+    vd e = vd_add(vd_set(1.0), expm1_reduced(r, p, np));
+    return nan_passthrough(x, scale_pow2(e, n));
+}
+
+static inline vd expm1_core(vd x, const double *p, int np)
+{
+    vd xc = vd_min(vd_max(x, vd_set(-50.0)), vd_set(710.0));
+    vd n;
+    vd r = exp_reduce(xc, &n);
+    vd q = expm1_reduced(r, p, np);
+    /* 2^n e^r - 1 = 2^n q + (2^n - 1): 2^n q is exact and 2^n - 1 exact for n <= 53, so one
+     * rounding; below x = -50 it rounds to -1.  Above 40, e^x - 1 rounds like e^x. */
+    vd s = pow2i(vd_min(n, vd_set(60.0)));
+    vd small = vd_fma(s, q, vd_sub(s, vd_set(1.0)));
+    vd big = scale_pow2(vd_add(vd_set(1.0), q), n);
+    vd y = vd_select(vd_gt(x, vd_set(40.0)), big, small);
+    /* |x| < 2^-54: expm1(x) rounds to x (and keeps the sign of zero). */
+    y = vd_select(vd_lt(vd_abs(x), vd_set(0x1p-54)), x, y);
+    return nan_passthrough(x, y);
+}
+
+/* ---- log, log1p ----------------------------------------------------------------------------
+ * u = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f):
+ * log(1 + f) = 2 atanh(s) = f - (f^2/2 - s (f^2/2 + R)), R = s^2 Q(s^2), which keeps the
+ * leading term f exact.  For positive finite u only; callers patch the special values. */
+#define VM_SQRT_HALF_BITS UINT64_C(0x3fe6a09e667f3bcd)
+
+/* corr: a small term added to the result (log1p's c / u); 0 for log. */
+static inline vd log_positive(vd u, vd corr, const double *q, int nq)
+{
+    /* Subnormals: scale into the normal range first. */
+    vm sub = vd_lt(u, vd_set(0x1p-1022));
+    u = vd_select(sub, vd_mul(u, vd_set(0x1p54)), u);
+    vd kadj = vd_select(sub, vd_set(-54.0), vd_set(0.0));
+    /* Shift the exponent boundary from 1 to sqrt(1/2) so that m lands in [sqrt(1/2), sqrt 2). */
+    vi b = vi_add(vd_as_vi(u), vi_set(UINT64_C(0x3ff0000000000000) - VM_SQRT_HALF_BITS));
+    vi m_bits = vi_add(vi_and(b, vi_set(UINT64_C(0x000fffffffffffff))), vi_set(VM_SQRT_HALF_BITS));
+    /* The biased exponent (0..2047) OR-ed into 2^52's bits is 2^52 + k + 1023 as a double. */
+    vd k = vd_sub(vi_as_vd(vi_or(vi_shr(b, 52), vi_set(UINT64_C(0x4330000000000000)))),
+                  vd_set(0x1p52 + 1023.0));
+    k = vd_add(k, kadj);
+    vd f = vd_sub(vi_as_vd(m_bits), vd_set(1.0));
+    vd s = vd_div(f, vd_add(vd_set(2.0), f));
+    vd z = vd_mul(s, s);
+    vd hfsq = vd_mul(vd_set(0.5), vd_mul(f, f));
+    vd r = vd_mul(z, poly(z, q, nq));
+    vd t = vd_fma(s, vd_add(hfsq, r), vd_fma(k, vd_set(VM_LN2_LO), corr));
+    return vd_fma(k, vd_set(VM_LN2_HI), vd_sub(f, vd_sub(hfsq, t)));
+}
+
+static inline vd log_core(vd x, const double *q, int nq)
+{
+    vd y = log_positive(x, vd_set(0.0), q, nq);
+    y = vd_select(vd_eq(x, vd_set(INFINITY)), x, y);
+    y = vd_select(vd_eq(x, vd_set(0.0)), vd_set(-INFINITY), y);
+    y = vd_select(vd_lt(x, vd_set(0.0)), vd_set(NAN), y);
+    return nan_passthrough(x, y);
+}
+
+static inline vd log1p_core(vd x, const double *q, int nq)
+{
+    /* u = 1 + x exactly as u + c (TwoSum). */
+    vd one = vd_set(1.0);
+    vd u = vd_add(one, x);
+    vd bb = vd_sub(u, one);
+    vd c = vd_add(vd_sub(one, vd_sub(u, bb)), vd_sub(x, bb));
+    /* log(u + c) = log u + c / u to first order (|c| <= ulp(u) / 2). */
+    vd y = log_positive(u, vd_div(c, u), q, nq);
+    y = vd_select(vd_eq(x, vd_set(INFINITY)), x, y);
+    y = vd_select(vd_eq(x, vd_set(-1.0)), vd_set(-INFINITY), y);
+    y = vd_select(vd_lt(x, vd_set(-1.0)), vd_set(NAN), y);
+    y = vd_select(vd_lt(vd_abs(x), vd_set(0x1p-54)), x, y);
+    return nan_passthrough(x, y);
+}
+
+/* ---- sin, cos ------------------------------------------------------------------------------
+ * x = n pi/2 + r, |r| <= pi/4, r carried as rh + rl.  |x| <= 2^24: Cody-Waite with pi/2 in four
+ * parts (the first three of 28 bits, so n * part is exact), tracking the rounding errors of the
+ * subtractions; larger |x|: Payne-Hanek (tg_vm_rem_pio2_huge), lane by lane. */
+static inline vd trig_reduce(vd x, vd *rh, vd *rl)
+{
+    vd t = vd_fma(x, vd_set(VM_TWO_OVER_PI), vd_set(VM_MAGIC));
+    vd n = vd_sub(t, vd_set(VM_MAGIC));
+    vd r1 = vd_fma(n, vd_set(-VM_PIO2_1), x);              /* exact */
+    vd w2 = vd_mul(n, vd_set(VM_PIO2_2));                  /* exact */
+    vd r2 = vd_sub(r1, w2);
+    vd lo = vd_sub(vd_sub(r1, r2), w2);                    /* r2's rounding error */
+    vd w3 = vd_mul(n, vd_set(VM_PIO2_3));                  /* exact */
+    vd h = vd_sub(r2, w3);
+    lo = vd_add(lo, vd_sub(vd_sub(r2, h), w3));
+    lo = vd_fma(n, vd_set(-VM_PIO2_4), lo);
+    /* Renormalise so that |rl| <= ulp(rh) / 2. */
+    *rh = vd_add(h, lo);
+    *rl = vd_sub(lo, vd_sub(*rh, h));
+
+    vm huge = vd_gt(vd_abs(x), vd_set(TG_VM_TRIG_HUGE));
+    if (vm_any(huge)) {
+        double xs[VM_W], ns[VM_W], hs[VM_W], ls[VM_W];
+        vd_store(xs, x);
+        vd_store(ns, n);
+        vd_store(hs, *rh);
+        vd_store(ls, *rl);
+        for (int j = 0; j < VM_W; j++)
+            if (fabs(xs[j]) > TG_VM_TRIG_HUGE) tg_vm_rem_pio2_huge(xs[j], &ns[j], &hs[j], &ls[j]);
+        n = vd_load(ns);
+        *rh = vd_load(hs);
+        *rl = vd_load(ls);
+    }
+    return n;
+}
+
+/* sin(rh + rl) ~ sin rh + rl cos rh, with cos rh ~ 1 - z/2 (rl is below ulp(rh)). */
+static inline vd sin_reduced(vd rh, vd rl, vd z, const double *s, int ns)
+{
+    vd tail = vd_fma(vd_mul(rh, z), poly(z, s, ns), vd_mul(rl, vd_fma(z, vd_set(-0.5), vd_set(1.0))));
+    return vd_add(rh, tail);
+}
+
+/* cos(rh + rl) ~ cos rh - rl rh; 1 - z/2 is split as w + ((1 - w) - z/2) to keep its rounding
+ * error. */
+static inline vd cos_reduced(vd rh, vd rl, vd z, const double *c, int nc)
+{
+    vd hz = vd_mul(z, vd_set(0.5));
+    vd w = vd_sub(vd_set(1.0), hz);
+    vd err = vd_sub(vd_sub(vd_set(1.0), w), hz);
+    vd tail = vd_fma(vd_mul(z, z), poly(z, c, nc), vd_fma(vd_set(-1.0), vd_mul(rh, rl), err));
+    return vd_add(w, tail);
+}
+
+/* which = 0: sin, 1: cos (cos x = sin(x + pi/2): the quadrant shifts by one). */
+static inline vd sincos_core(vd x, int which, const double *s, int ns, const double *c, int nc)
+{
+    vd rh, rl;
+    vd n = trig_reduce(x, &rh, &rl);
+    vd z = vd_mul(rh, rh);
+    vd sr = sin_reduced(rh, rl, z, s, ns);
+    vd cr = cos_reduced(rh, rl, z, c, nc);
+    vi q = vi_add(vd_as_vi(vd_add(n, vd_set(VM_MAGIC))), vi_set((uint64_t)which));
+    vm odd = vi_eq(vi_and(q, vi_set(1)), vi_set(1));
+    vd sign = vi_as_vd(vi_shl(vi_and(q, vi_set(2)), 62));
+    vd y = vd_xor(vd_select(odd, cr, sr), sign);
+    if (which == 0) y = vd_select(vd_eq(x, vd_set(0.0)), x, y);    /* sin(-0) = -0 */
+    /* inf gives NaN through the reduction; NaN keeps its payload. */
+    return nan_passthrough(x, y);
+}
+
+/* ---- tanh, sigmoid -------------------------------------------------------------------------
+ * tanh|x| = e / (e + 2), e = expm1(2|x|) (no cancellation near 0); tanh 20 rounds to 1 already.
+ * sigmoid x = 1 / (1 + t) for x >= 0 and t / (1 + t) for x < 0, t = exp(-|x|) <= 1. */
+static inline vd tanh_core(vd x, const double *p, int np)
+{
+    vd a = vd_min(vd_abs(x), vd_set(20.0));
+    vd e = expm1_core(vd_add(a, a), p, np);
+    vd t = vd_div(e, vd_add(e, vd_set(2.0)));
+    vd sign = vd_and(x, vd_set(-0.0));
+    return nan_passthrough(x, vd_or(t, sign));
+}
+
+static inline vd sigmoid_core(vd x, const double *p, int np)
+{
+    vd t = exp_core(vd_sub(vd_set(0.0), vd_abs(x)), p, np);
+    vd num = vd_select(vd_lt(x, vd_set(0.0)), t, vd_set(1.0));
+    return nan_passthrough(x, vd_div(num, vd_add(vd_set(1.0), t)));
+}
+
+/* ---- per-element entry points and loops ----------------------------------------------------- */
+#define VM_UNARY(name, expr64, expr32)                                                        \
+    static inline vd name##_v64(vd x) { return expr64; }                                       \
+    static inline vd name##_v32(vd x) { return expr32; }
+#define VM_P(arr) arr, VM_NCOEF(arr)
+VM_UNARY(exp, exp_core(x, VM_P(exp_p_f64)), exp_core(x, VM_P(exp_p_f32)))
+VM_UNARY(expm1, expm1_core(x, VM_P(exp_p_f64)), expm1_core(x, VM_P(exp_p_f32)))
+VM_UNARY(log, log_core(x, VM_P(log_q_f64)), log_core(x, VM_P(log_q_f32)))
+VM_UNARY(log1p, log1p_core(x, VM_P(log_q_f64)), log1p_core(x, VM_P(log_q_f32)))
+VM_UNARY(sin, sincos_core(x, 0, VM_P(sin_s_f64), VM_P(cos_c_f64)),
+         sincos_core(x, 0, VM_P(sin_s_f32), VM_P(cos_c_f32)))
+VM_UNARY(cos, sincos_core(x, 1, VM_P(sin_s_f64), VM_P(cos_c_f64)),
+         sincos_core(x, 1, VM_P(sin_s_f32), VM_P(cos_c_f32)))
+VM_UNARY(tanh, tanh_core(x, VM_P(exp_p_f64)), tanh_core(x, VM_P(exp_p_f32)))
+VM_UNARY(sigmoid, sigmoid_core(x, VM_P(exp_p_f64)), sigmoid_core(x, VM_P(exp_p_f32)))
+
+/* Full vectors, then the tail padded into one more vector (same code path, so an element's
+ * result does not depend on its position). */
+#define VM_LOOPS(name)                                                                         \
+    void VM_XCAT3(tg_vm_##name, _f64_, VM_LEVEL_NAME)(const double *x, double *y, size_t n)    \
+    {                                                                                          \
+        size_t i = 0;                                                                          \
+        for (; i + VM_W <= n; i += VM_W) vd_store(y + i, name##_v64(vd_load(x + i)));          \
+        if (i < n) {                                                                           \
+            double buf[VM_W] = {0};                                                            \
+            for (size_t k = 0; k < n - i; k++) buf[k] = x[i + k];                              \
+            vd_store(buf, name##_v64(vd_load(buf)));                                           \
+            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+        }                                                                                      \
+    }                                                                                          \
+    void VM_XCAT3(tg_vm_##name, _f32_, VM_LEVEL_NAME)(const float *x, float *y, size_t n)      \
+    {                                                                                          \
+        size_t i = 0;                                                                          \
+        for (; i + VM_W <= n; i += VM_W) vd_store_f32(y + i, name##_v32(vd_load_f32(x + i)));  \
+        if (i < n) {                                                                           \
+            float buf[VM_W] = {0};                                                             \
+            for (size_t k = 0; k < n - i; k++) buf[k] = x[i + k];                              \
+            vd_store_f32(buf, name##_v32(vd_load_f32(buf)));                                   \
+            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+        }                                                                                      \
+    }
+TG_VM_KERNELS(VM_LOOPS)
