@@ -9,9 +9,9 @@
  * bits, to stay within 2 ulp.
  *
  * Abstraction: vd_set vd_load vd_store vd_load_f32 vd_store_f32 vd_add vd_sub vd_mul vd_div
- * vd_fma(a,b,c)=a*b+c (fused or not) vd_min vd_max (NaN in the first operand gives the second)
- * vd_and vd_or vd_xor vd_andnot(a,b)=~a&b, comparisons vd_lt vd_le vd_gt vd_ge vd_eq vd_isnan
- * returning vm, vm_and vm_or vm_not vm_any, vd_select(m,a,b)=m?a:b, vd_as_vi vi_as_vd vi_set
+ * vd_fma(a,b,c)=a*b+c (fused or not) vd_fma_exact (always fused) vd_min vd_max (NaN in the first
+ * operand gives the second) vd_abs vd_and vd_or vd_xor, comparisons vd_lt vd_gt vd_eq vd_isnan
+ * returning vm, vm_any, vd_select(m,a,b)=m?a:b, vd_as_vi vi_as_vd vi_set
  * vi_add vi_sub vi_and vi_shl vi_shr (logical) vi_eq. */
 #include "vecmath_consts.h"
 
@@ -50,20 +50,22 @@ static inline vd pow2i(vd k)
 static inline vd nan_passthrough(vd x, vd y) { return vd_select(vd_isnan(x), x, y); }
 
 /* ---- exp, expm1 ----------------------------------------------------------------------------
- * x = n ln2 + r, |r| <= ln2/2 (Cody-Waite: n * LN2_HI is exact for |n| < 2^11);
- * e^r - 1 = r + r^2 P(r).  exp scales by 2^n in two steps so that results in the subnormal range
- * are rounded once and overflow gives inf without a special case. */
-static inline vd exp_reduce(vd x, vd *n)
+ * x = n ln2 + rh + rl, |rh| <= ln2/2 (Cody-Waite: n * LN2_HI is exact for |n| < 2^11, so rh is
+ * exact and rl = -n LN2_LO carries the rest; |rl| < 2^-34).  e^r - 1 = rh + tail with
+ * tail = u + rl e^rh, u = rh^2 P(rh), e^rh = 1 + rh + u (first order in rl).  exp scales by 2^n in two steps so that
+ * results in the subnormal range are rounded once and overflow gives inf without a special case. */
+static inline vd exp_reduce(vd x, vd *n, vd *rl)
 {
     vd t = vd_fma(x, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
     *n = vd_sub(t, vd_set(VM_MAGIC));
-    vd r = vd_fma(*n, vd_set(-VM_LN2_HI), x);
-    return vd_fma(*n, vd_set(-VM_LN2_LO), r);
+    *rl = vd_mul(*n, vd_set(-VM_LN2_LO));
+    return vd_fma(*n, vd_set(-VM_LN2_HI), x);
 }
 
-static inline vd expm1_reduced(vd r, const double *p, int np)
+static inline vd expm1_tail(vd rh, vd rl, const double *p, int np)
 {
-    return vd_fma(vd_mul(r, r), poly(r, p, np), r);
+    vd u = vd_mul(vd_mul(rh, rh), poly(rh, p, np));
+    return vd_add(u, vd_fma(rl, vd_add(rh, u), rl));
 }
 
 static inline vd scale_pow2(vd e, vd n)
@@ -78,23 +80,28 @@ static inline vd exp_core(vd x, const double *p, int np)
     /* Beyond these bounds the result is 0 or inf anyway; clamping keeps n in pow2i's range.
      * NaN clamps to -750 and is restored at the end. */
     vd xc = vd_min(vd_max(x, vd_set(-750.0)), vd_set(710.0));
-    vd n;
-    vd r = exp_reduce(xc, &n);
-    vd e = vd_add(vd_set(1.0), expm1_reduced(r, p, np));
+    vd n, rl;
+    vd rh = exp_reduce(xc, &n, &rl);
+    vd e = vd_add(vd_set(1.0), vd_add(rh, expm1_tail(rh, rl, p, np)));
     return nan_passthrough(x, scale_pow2(e, n));
 }
 
 static inline vd expm1_core(vd x, const double *p, int np)
 {
     vd xc = vd_min(vd_max(x, vd_set(-50.0)), vd_set(710.0));
-    vd n;
-    vd r = exp_reduce(xc, &n);
-    vd q = expm1_reduced(r, p, np);
-    /* 2^n e^r - 1 = 2^n q + (2^n - 1): 2^n q is exact and 2^n - 1 exact for n <= 53, so one
-     * rounding; below x = -50 it rounds to -1.  Above 40, e^x - 1 rounds like e^x. */
+    vd n, rl;
+    vd rh = exp_reduce(xc, &n, &rl);
+    vd tail = expm1_tail(rh, rl, p, np);
+    /* 2^n e^r - 1 = ((2^n - 1) + 2^n rh) + 2^n tail.  2^n rh is exact, 2^n - 1 exact for n <= 53
+     * and at least as large as 2^n rh when n != 0, so Fast2Sum keeps the first sum's rounding
+     * error; below x = -50 the result rounds to -1.  Above 40, e^x - 1 rounds like e^x. */
     vd s = pow2i(vd_min(n, vd_set(60.0)));
-    vd small = vd_fma(s, q, vd_sub(s, vd_set(1.0)));
-    vd big = scale_pow2(vd_add(vd_set(1.0), q), n);
+    vd a = vd_sub(s, vd_set(1.0));
+    vd b = vd_mul(s, rh);
+    vd hi = vd_add(a, b);
+    vd lo = vd_add(vd_sub(a, hi), b);
+    vd small = vd_add(hi, vd_fma(s, tail, lo));
+    vd big = scale_pow2(vd_add(vd_set(1.0), vd_add(rh, tail)), n);
     vd y = vd_select(vd_gt(x, vd_set(40.0)), big, small);
     /* |x| < 2^-54: expm1(x) rounds to x (and keeps the sign of zero). */
     y = vd_select(vd_lt(vd_abs(x), vd_set(0x1p-54)), x, y);
@@ -228,21 +235,36 @@ static inline vd sincos_core(vd x, int which, const double *s, int ns, const dou
 
 /* ---- tanh, sigmoid -------------------------------------------------------------------------
  * tanh|x| = e / (e + 2), e = expm1(2|x|) (no cancellation near 0); tanh 20 rounds to 1 already.
- * sigmoid x = 1 / (1 + t) for x >= 0 and t / (1 + t) for x < 0, t = exp(-|x|) <= 1. */
-static inline vd tanh_core(vd x, const double *p, int np)
+ * sigmoid x = 1 / (1 + t) for x >= 0 and t / (1 + t) for x < 0, t = exp(-|x|) <= 1.
+ * The rounding of the denominator alone can cost 1 ulp of the quotient, so the float64 kernels
+ * (precise = 1) keep it (Fast2Sum) and correct the quotient by one Newton step. */
+static inline vd div_sum(vd num, vd a, vd b, int precise)
+{
+    vd d = vd_add(a, b);
+    if (!precise) return vd_div(num, d);
+    vd big = vd_max(a, b), small = vd_min(a, b);   /* a, b >= 0 here */
+    vd dl = vd_add(vd_sub(big, d), small);         /* d + dl = a + b exactly */
+    vd r = vd_div(vd_set(1.0), d);
+    vd y = vd_mul(num, r);
+    /* num - y (d + dl), the first product exactly (fused multiply-add). */
+    vd residual = vd_sub(vd_fma_exact(vd_sub(vd_set(0.0), y), d, num), vd_mul(y, dl));
+    return vd_fma(residual, r, y);
+}
+
+static inline vd tanh_core(vd x, int precise, const double *p, int np)
 {
     vd a = vd_min(vd_abs(x), vd_set(20.0));
     vd e = expm1_core(vd_add(a, a), p, np);
-    vd t = vd_div(e, vd_add(e, vd_set(2.0)));
+    vd t = div_sum(e, e, vd_set(2.0), precise);
     vd sign = vd_and(x, vd_set(-0.0));
     return nan_passthrough(x, vd_or(t, sign));
 }
 
-static inline vd sigmoid_core(vd x, const double *p, int np)
+static inline vd sigmoid_core(vd x, int precise, const double *p, int np)
 {
     vd t = exp_core(vd_sub(vd_set(0.0), vd_abs(x)), p, np);
     vd num = vd_select(vd_lt(x, vd_set(0.0)), t, vd_set(1.0));
-    return nan_passthrough(x, vd_div(num, vd_add(vd_set(1.0), t)));
+    return nan_passthrough(x, div_sum(num, vd_set(1.0), t, precise));
 }
 
 /* ---- per-element entry points and loops ----------------------------------------------------- */
@@ -258,8 +280,8 @@ VM_UNARY(sin, sincos_core(x, 0, VM_P(sin_s_f64), VM_P(cos_c_f64)),
          sincos_core(x, 0, VM_P(sin_s_f32), VM_P(cos_c_f32)))
 VM_UNARY(cos, sincos_core(x, 1, VM_P(sin_s_f64), VM_P(cos_c_f64)),
          sincos_core(x, 1, VM_P(sin_s_f32), VM_P(cos_c_f32)))
-VM_UNARY(tanh, tanh_core(x, VM_P(exp_p_f64)), tanh_core(x, VM_P(exp_p_f32)))
-VM_UNARY(sigmoid, sigmoid_core(x, VM_P(exp_p_f64)), sigmoid_core(x, VM_P(exp_p_f32)))
+VM_UNARY(tanh, tanh_core(x, 1, VM_P(exp_p_f64)), tanh_core(x, 0, VM_P(exp_p_f32)))
+VM_UNARY(sigmoid, sigmoid_core(x, 1, VM_P(exp_p_f64)), sigmoid_core(x, 0, VM_P(exp_p_f32)))
 
 /* Full vectors, then the tail padded into one more vector (same code path, so an element's
  * result does not depend on its position). */
