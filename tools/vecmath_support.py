@@ -128,11 +128,16 @@ def mpmath_reference(name: str, x: np.ndarray) -> np.ndarray:
     with mp.workprec(120):
         for i, v in enumerate(x.astype(np.float64).tolist()):
             if not np.isfinite(v) or (name in ("log",) and v <= 0) or (name == "log1p" and v <= -1):
-                out[i] = _LD_FUNCS[name](np.longdouble(v))
+                with np.errstate(all="ignore"):
+                    out[i] = _LD_FUNCS[name](np.longdouble(v))
                 continue
             r = f(mp.mpf(v))
-            # mpf -> decimal string -> long double keeps the long double's precision.
-            out[i] = np.longdouble(mp.nstr(r, 25, strip_zeros=False)) if r != 0 else 0
+            if r == 0 or mp.mag(r) < -16450:    # below the long double range
+                out[i] = np.copysign(np.longdouble(0), float(mp.sign(r)) or 1.0)
+            elif mp.mag(r) > 16383:             # above it
+                out[i] = np.longdouble(np.inf) * int(mp.sign(r))
+            else:  # mpf -> decimal string -> long double keeps the long double's precision
+                out[i] = np.longdouble(mp.nstr(r, 25, strip_zeros=False))
     return out
 
 
