@@ -27,6 +27,7 @@ static const double sin_s_f32[] = VM_SIN_S_F32;
 static const double cos_c_f64[] = VM_COS_C_F64;
 static const double cos_c_f32[] = VM_COS_C_F32;
 #define VM_NCOEF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define VM_P(arr) arr, VM_NCOEF(arr)
 
 /* Adding 1.5 * 2^52 rounds a double of magnitude < 2^51 to an integer (in the current rounding
  * mode, nearest) and leaves that integer in the low bits of the sum's representation. */
@@ -267,21 +268,125 @@ static inline vd sigmoid_core(vd x, int precise, const double *p, int np)
     return nan_passthrough(x, div_sum(num, vd_set(1.0), t, precise));
 }
 
+/* ---- float32 kernels -------------------------------------------------------------------------
+ * A float32 result needs ~2^-30 relative accuracy before its final rounding, and every float (even
+ * subnormal) is a normal double whose exp/log stay far inside double's range.  So these drop what
+ * the float64 kernels need for the last bits or the range ends: low-order parts of reductions,
+ * two-step scaling, subnormal rescaling, most special-case selects (NaN and infinities flow
+ * through the arithmetic: vd_max / vd_min return their second operand, x, when it is NaN). */
+static inline vd exp_f32_core(vd x)
+{
+    vd xc = vd_min(vd_set(200.0), vd_max(vd_set(-200.0), x));   /* float exp saturates well before */
+    vd t = vd_fma(xc, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
+    vd n = vd_sub(t, vd_set(VM_MAGIC));
+    vd r = vd_fma(n, vd_set(-VM_LN2_HI), xc);
+    r = vd_fma(n, vd_set(-VM_LN2_LO), r);
+    vd e = vd_add(vd_set(1.0), vd_fma(vd_mul(r, r), poly(r, VM_P(exp_p_f32)), r));
+    /* 2^n straight from t's low bits (|n| <= 289: a normal double). */
+    return vd_mul(e, vi_as_vd(vi_shl(vi_add(vd_as_vi(t), vi_set(1023)), 52)));
+}
+
+static inline vd expm1_f32_core(vd x)
+{
+    vd xc = vd_min(vd_set(200.0), vd_max(vd_set(-200.0), x));
+    vd t = vd_fma(xc, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
+    vd n = vd_sub(t, vd_set(VM_MAGIC));
+    vd r = vd_fma(n, vd_set(-VM_LN2_HI), xc);
+    r = vd_fma(n, vd_set(-VM_LN2_LO), r);
+    vd q = vd_fma(vd_mul(r, r), poly(r, VM_P(exp_p_f32)), r);        /* e^r - 1 */
+    vd s = vi_as_vd(vi_shl(vi_add(vd_as_vi(t), vi_set(1023)), 52));  /* 2^n */
+    vd y = vd_fma(s, q, vd_sub(s, vd_set(1.0)));
+    return vd_select(vd_eq(x, vd_set(0.0)), x, y);                   /* expm1(-0) = -0 */
+}
+
+/* log of a double that holds a float: positive finite values need no rescaling. */
+static inline vd log_f32_positive(vd u)
+{
+    vi b = vi_add(vd_as_vi(u), vi_set(UINT64_C(0x3ff0000000000000) - VM_SQRT_HALF_BITS));
+    vi m_bits = vi_add(vi_and(b, vi_set(UINT64_C(0x000fffffffffffff))), vi_set(VM_SQRT_HALF_BITS));
+    vd k = vd_sub(vi_as_vd(vi_or(vi_shr(b, 52), vi_set(UINT64_C(0x4330000000000000)))),
+                  vd_set(0x1p52 + 1023.0));
+    vd f = vd_sub(vi_as_vd(m_bits), vd_set(1.0));
+    vd s = vd_div(f, vd_add(vd_set(2.0), f));
+    vd z = vd_mul(s, s);
+    vd hfsq = vd_mul(vd_set(0.5), vd_mul(f, f));
+    vd t = vd_mul(s, vd_fma(z, poly(z, VM_P(log_q_f32)), hfsq));
+    return vd_fma(k, vd_set(VM_LN2_HI + VM_LN2_LO), vd_sub(f, vd_sub(hfsq, t)));
+}
+
+static inline vd log_specials(vd u, vd y)
+{
+    y = vd_select(vd_eq(u, vd_set(INFINITY)), u, y);
+    y = vd_select(vd_eq(u, vd_set(0.0)), vd_set(-INFINITY), y);
+    y = vd_select(vd_lt(u, vd_set(0.0)), vd_set(NAN), y);
+    return nan_passthrough(u, y);
+}
+
+static inline vd log_f32_core(vd x) { return log_specials(x, log_f32_positive(x)); }
+
+static inline vd log1p_f32_core(vd x)
+{
+    /* u + c = 1 + x exactly for |x| < 1 (Fast2Sum), and log(u + c) ~ log u + c / u ~ log u + c
+     * to far below float's ulp: c != 0 needs |x| < 2^-29 (u ~ 1) or |x| >= 1/2 (c tiny against
+     * the result).  For floats x >= 1, 1 + x is exact in double up to 2^53, and beyond that the
+     * missing 1 is below the result's precision: c = 0. */
+    vd one = vd_set(1.0);
+    vd u = vd_add(one, x);
+    vd c = vd_select(vd_lt(x, one), vd_add(vd_sub(one, u), x), vd_set(0.0));
+    vd y = vd_add(log_f32_positive(u), c);
+    y = log_specials(u, y);                       /* x = -1: -inf, x < -1: NaN, inf, NaN */
+    return vd_select(vd_eq(x, vd_set(0.0)), x, y);  /* log1p(-0) = -0 */
+}
+
+static inline vd sincos_f32_core(vd x, int which)
+{
+    vd t = vd_fma(x, vd_set(VM_TWO_OVER_PI), vd_set(VM_MAGIC));
+    vd n = vd_sub(t, vd_set(VM_MAGIC));
+    /* |x| <= 2^24: n < 2^24, so n * part is exact for the 28-bit parts; the rounding of the
+     * second subtraction is < 2^-58, negligible against the smallest |r| of a float (~2^-27). */
+    vd r = vd_fma(n, vd_set(-VM_PIO2_1), x);
+    r = vd_fma(n, vd_set(-VM_PIO2_2), r);
+    r = vd_fma(n, vd_set(-VM_PIO2_3), r);
+    vm huge = vd_gt(vd_abs(x), vd_set(TG_VM_TRIG_HUGE));
+    if (vm_any(huge)) {
+        double xs[VM_W], ns[VM_W], rs[VM_W], ls[VM_W];
+        vd_store(xs, x);
+        vd_store(ns, n);
+        vd_store(rs, r);
+        for (int j = 0; j < VM_W; j++)
+            if (fabs(xs[j]) > TG_VM_TRIG_HUGE) tg_vm_rem_pio2_huge(xs[j], &ns[j], &rs[j], &ls[j]);
+        n = vd_load(ns);
+        r = vd_load(rs);
+    }
+    vd z = vd_mul(r, r);
+    vd sr = vd_fma(vd_mul(r, z), poly(z, VM_P(sin_s_f32)), r);
+    vd cr = vd_fma(vd_mul(z, z), poly(z, VM_P(cos_c_f32)), vd_fma(z, vd_set(-0.5), vd_set(1.0)));
+    vi q = vi_add(vd_as_vi(vd_add(n, vd_set(VM_MAGIC))), vi_set((uint64_t)which));
+    vm odd = vi_eq(vi_and(q, vi_set(1)), vi_set(1));
+    vd sign = vi_as_vd(vi_shl(vi_and(q, vi_set(2)), 62));
+    vd y = vd_xor(vd_select(odd, cr, sr), sign);
+    if (which == 0) y = vd_select(vd_eq(x, vd_set(0.0)), x, y);    /* sin(-0) = -0 */
+    return y;  /* NaN and inf give NaN through the arithmetic */
+}
+
+/* sigmoid = 1 / (1 + e^-x): with x clamped to +-200 in exp, e^-x stays finite in double. */
+static inline vd sigmoid_f32_core(vd x)
+{
+    return vd_div(vd_set(1.0), vd_add(vd_set(1.0), exp_f32_core(vd_sub(vd_set(0.0), x))));
+}
+
 /* ---- per-element entry points and loops ----------------------------------------------------- */
 #define VM_UNARY(name, expr64, expr32)                                                        \
     static inline vd name##_v64(vd x) { return expr64; }                                       \
     static inline vd name##_v32(vd x) { return expr32; }
-#define VM_P(arr) arr, VM_NCOEF(arr)
-VM_UNARY(exp, exp_core(x, VM_P(exp_p_f64)), exp_core(x, VM_P(exp_p_f32)))
-VM_UNARY(expm1, expm1_core(x, VM_P(exp_p_f64)), expm1_core(x, VM_P(exp_p_f32)))
-VM_UNARY(log, log_core(x, VM_P(log_q_f64)), log_core(x, VM_P(log_q_f32)))
-VM_UNARY(log1p, log1p_core(x, VM_P(log_q_f64)), log1p_core(x, VM_P(log_q_f32)))
-VM_UNARY(sin, sincos_core(x, 0, VM_P(sin_s_f64), VM_P(cos_c_f64)),
-         sincos_core(x, 0, VM_P(sin_s_f32), VM_P(cos_c_f32)))
-VM_UNARY(cos, sincos_core(x, 1, VM_P(sin_s_f64), VM_P(cos_c_f64)),
-         sincos_core(x, 1, VM_P(sin_s_f32), VM_P(cos_c_f32)))
+VM_UNARY(exp, exp_core(x, VM_P(exp_p_f64)), exp_f32_core(x))
+VM_UNARY(expm1, expm1_core(x, VM_P(exp_p_f64)), expm1_f32_core(x))
+VM_UNARY(log, log_core(x, VM_P(log_q_f64)), log_f32_core(x))
+VM_UNARY(log1p, log1p_core(x, VM_P(log_q_f64)), log1p_f32_core(x))
+VM_UNARY(sin, sincos_core(x, 0, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_core(x, 0))
+VM_UNARY(cos, sincos_core(x, 1, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_core(x, 1))
 VM_UNARY(tanh, tanh_core(x, 1, VM_P(exp_p_f64)), tanh_core(x, 0, VM_P(exp_p_f32)))
-VM_UNARY(sigmoid, sigmoid_core(x, 1, VM_P(exp_p_f64)), sigmoid_core(x, 0, VM_P(exp_p_f32)))
+VM_UNARY(sigmoid, sigmoid_core(x, 1, VM_P(exp_p_f64)), sigmoid_f32_core(x))
 
 /* Two vectors per iteration (their dependency chains -- a polynomial is one long chain -- overlap
  * in the out-of-order window), then one, then the tail padded into one more vector (same code
