@@ -3,9 +3,10 @@
     python tools/bench_vecmath.py [--n 1000000] [--rounds 31] [--level avx2|scalar] [--ops exp,sin]
 
 For each op and dtype, the contenders run interleaved round by round (so load changes on a shared
-machine hit them alike) and the table gives the medians in ms and the ratio to PyTorch.  Two
-modes: "out" writes into a preallocated array (pure compute), "alloc" returns a new array each call
-(what an eager op does: torch.exp(x), np.exp(x), ours into np.empty_like(x)).
+machine hit them alike).  The table gives medians and minima in ms, and the ratio ours / PyTorch as
+the median of the per-round ratios (robust when other processes steal the CPU) and as the ratio of
+the minima.  Two modes: "out" writes into a preallocated array (pure compute), "alloc" returns a
+new array each call (what an eager op does: torch.exp(x), np.exp(x), ours into np.empty_like(x)).
 """
 from __future__ import annotations
 
@@ -54,8 +55,9 @@ def main() -> None:
         torch = None
     print(f"vecmath level {vm.level()}, n = {args.n}, {args.rounds} rounds, torch "
           f"{torch.__version__ if torch else 'absent'} (1 thread), numpy {np.__version__}")
-    header = (f"{'op':8s} {'dtype':7s} | {'ours out':>8s} {'torch out':>9s} {'ratio':>6s} | "
-              f"{'ours':>7s} {'torch':>7s} {'numpy':>7s} {'ratio':>6s}")
+    header = (f"{'op':8s} {'dtype':7s} | out: {'ours':>6s} {'torch':>6s} {'ratio':>5s} "
+              f"{'min':>6s} {'tmin':>6s} {'ratio':>5s} | alloc: {'ours':>6s} {'torch':>6s} "
+              f"{'numpy':>6s} {'ratio':>5s} {'ratio of min':>12s}")
     print(header)
     print("-" * len(header))
     rng = np.random.default_rng(0)
@@ -82,13 +84,20 @@ def main() -> None:
                     t0 = time.perf_counter()
                     f()
                     times[k].append(time.perf_counter() - t0)
-            med = {k: float(np.median(v)) * 1e3 for k, v in times.items()}
-            t_out = med.get("torch_out", float("nan"))
-            t_alloc = med.get("torch", float("nan"))
-            print(f"{name:8s} {np.dtype(dtype).name:7s} | {med['ours_out']:8.3f} {t_out:9.3f} "
-                  f"{med['ours_out'] / t_out:6.2f} | {med['ours']:7.3f} {t_alloc:7.3f} "
-                  f"{med['numpy']:7.3f} {med['ours'] / t_alloc:6.2f}")
-
+            t = {k: np.array(v) * 1e3 for k, v in times.items()}
+            med = {k: float(np.median(v)) for k, v in t.items()}
+            low = {k: float(v.min()) for k, v in t.items()}
+            if torch is None:
+                print(f"{name:8s} {np.dtype(dtype).name:7s} | out: {med['ours_out']:6.3f} | alloc: "
+                      f"{med['ours']:6.3f} numpy {med['numpy']:6.3f}")
+                continue
+            r_out = float(np.median(t["ours_out"] / t["torch_out"]))
+            r_alloc = float(np.median(t["ours"] / t["torch"]))
+            print(f"{name:8s} {np.dtype(dtype).name:7s} | out: {med['ours_out']:6.3f} "
+                  f"{med['torch_out']:6.3f} {r_out:5.2f} {low['ours_out']:6.3f} "
+                  f"{low['torch_out']:6.3f} {low['ours_out'] / low['torch_out']:5.2f} | alloc: "
+                  f"{med['ours']:6.3f} {med['torch']:6.3f} {med['numpy']:6.3f} {r_alloc:5.2f} "
+                  f"{low['ours'] / low['torch']:12.2f}", flush=True)
 
 if __name__ == "__main__":
     main()
