@@ -388,17 +388,20 @@ VM_UNARY(cos, sincos_core(x, 1, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_co
 VM_UNARY(tanh, tanh_core(x, 1, VM_P(exp_p_f64)), tanh_core(x, 0, VM_P(exp_p_f32)))
 VM_UNARY(sigmoid, sigmoid_core(x, 1, VM_P(exp_p_f64)), sigmoid_f32_core(x))
 
-/* Two vectors per iteration (their dependency chains -- a polynomial is one long chain -- overlap
+/* Four vectors per iteration (their dependency chains -- a polynomial is one long chain -- overlap
  * in the out-of-order window), then one, then the tail padded into one more vector (same code
  * path, so an element's result does not depend on its position). */
 #define VM_LOOPS(name)                                                                         \
     void VM_XCAT3(tg_vm_##name, _f64_, VM_LEVEL_NAME)(const double *x, double *y, size_t n)    \
     {                                                                                          \
         size_t i = 0;                                                                          \
-        for (; i + 2 * VM_W <= n; i += 2 * VM_W) {                                             \
+        for (; i + 4 * VM_W <= n; i += 4 * VM_W) {                                             \
             vd a = name##_v64(vd_load(x + i)), b = name##_v64(vd_load(x + i + VM_W));          \
+            vd c = name##_v64(vd_load(x + i + 2 * VM_W)), d = name##_v64(vd_load(x + i + 3 * VM_W)); \
             vd_store(y + i, a);                                                                \
             vd_store(y + i + VM_W, b);                                                         \
+            vd_store(y + i + 2 * VM_W, c);                                                     \
+            vd_store(y + i + 3 * VM_W, d);                                                     \
         }                                                                                      \
         for (; i + VM_W <= n; i += VM_W) vd_store(y + i, name##_v64(vd_load(x + i)));          \
         if (i < n) {                                                                           \
@@ -411,10 +414,14 @@ VM_UNARY(sigmoid, sigmoid_core(x, 1, VM_P(exp_p_f64)), sigmoid_f32_core(x))
     void VM_XCAT3(tg_vm_##name, _f32_, VM_LEVEL_NAME)(const float *x, float *y, size_t n)      \
     {                                                                                          \
         size_t i = 0;                                                                          \
-        for (; i + 2 * VM_W <= n; i += 2 * VM_W) {                                             \
+        for (; i + 4 * VM_W <= n; i += 4 * VM_W) {                                             \
             vd a = name##_v32(vd_load_f32(x + i)), b = name##_v32(vd_load_f32(x + i + VM_W));  \
+            vd c = name##_v32(vd_load_f32(x + i + 2 * VM_W));                                  \
+            vd d = name##_v32(vd_load_f32(x + i + 3 * VM_W));                                  \
             vd_store_f32(y + i, a);                                                            \
             vd_store_f32(y + i + VM_W, b);                                                     \
+            vd_store_f32(y + i + 2 * VM_W, c);                                                 \
+            vd_store_f32(y + i + 3 * VM_W, d);                                                 \
         }                                                                                      \
         for (; i + VM_W <= n; i += VM_W) vd_store_f32(y + i, name##_v32(vd_load_f32(x + i)));  \
         if (i < n) {                                                                           \
