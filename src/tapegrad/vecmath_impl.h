@@ -11,7 +11,7 @@
  * Abstraction: vd_set vd_load vd_store vd_load_f32 vd_store_f32 vd_add vd_sub vd_mul vd_div
  * vd_fma(a,b,c)=a*b+c (fused or not) vd_fma_exact (always fused) vd_min vd_max (NaN in the first
  * operand gives the second) vd_abs vd_and vd_or vd_xor, comparisons vd_lt vd_gt vd_eq vd_isnan
- * returning vm, vm_any, vd_select(m,a,b)=m?a:b, vd_as_vi vi_as_vd vi_set
+ * returning vm, vm_or vm_any, vd_select(m,a,b)=m?a:b, vd_as_vi vi_as_vd vi_set
  * vi_add vi_sub vi_and vi_shl vi_shr (logical) vi_eq. */
 #include "vecmath_consts.h"
 
@@ -79,12 +79,18 @@ static inline vd scale_pow2(vd e, vd n)
 static inline vd exp_core(vd x, const double *p, int np)
 {
     /* Beyond these bounds the result is 0 or inf anyway; clamping keeps n in pow2i's range.
-     * NaN clamps to -750 and is restored at the end. */
-    vd xc = vd_min(vd_max(x, vd_set(-750.0)), vd_set(710.0));
-    vd n, rl;
-    vd rh = exp_reduce(xc, &n, &rl);
+     * x is the second operand, so NaN passes through (and the whole computation keeps it). */
+    vd xc = vd_min(vd_set(710.0), vd_max(vd_set(-750.0), x));
+    vd t = vd_fma(xc, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
+    vd n = vd_sub(t, vd_set(VM_MAGIC));
+    vd rl = vd_mul(n, vd_set(-VM_LN2_LO));
+    vd rh = vd_fma(n, vd_set(-VM_LN2_HI), xc);
     vd e = vd_add(vd_set(1.0), vd_add(rh, expm1_tail(rh, rl, p, np)));
-    return nan_passthrough(x, scale_pow2(e, n));
+    /* Results that overflow or fall below the normal range (rare) take the two-step scaling;
+     * otherwise 2^n comes straight from t's low bits. */
+    if (vm_any(vm_or(vd_lt(xc, vd_set(-708.0)), vd_gt(xc, vd_set(709.0)))))
+        return scale_pow2(e, n);
+    return vd_mul(e, vi_as_vd(vi_shl(vi_add(vd_as_vi(t), vi_set(1023)), 52)));
 }
 
 static inline vd expm1_core(vd x, const double *p, int np)
