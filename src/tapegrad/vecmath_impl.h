@@ -242,7 +242,7 @@ static inline vd sincos_core(vd x, int which, const double *s, int ns, const dou
 
 /* ---- tanh, sigmoid -------------------------------------------------------------------------
  * tanh|x| = e / (e + 2), e = expm1(2|x|) (no cancellation near 0); tanh 20 rounds to 1 already.
- * sigmoid x = 1 / (1 + t) for x >= 0 and t / (1 + t) for x < 0, t = exp(-|x|) <= 1.
+ * sigmoid x = n / (1 + t), t = exp(-|x|) <= 1, n = 1 for x >= 0 and t for x < 0.
  * The rounding of the denominator alone can cost 1 ulp of the quotient, so the float64 kernels
  * (precise = 1) keep it (Fast2Sum) and correct the quotient by one Newton step. */
 static inline vd div_sum(vd num, vd a, vd b, int precise)
@@ -267,11 +267,21 @@ static inline vd tanh_core(vd x, int precise, const double *p, int np)
     return nan_passthrough(x, vd_or(t, sign));
 }
 
-static inline vd sigmoid_core(vd x, int precise, const double *p, int np)
+/* float64: y0 = n / d, then one Newton step on n / (d + dl) with d's rounding error dl (Fast2Sum,
+ * 1 >= t).  The step needs 1 / d, which is y0 itself for x >= 0 (n = 1) and 1 - y0 for x < 0
+ * (y0 = t / (1 + t)): no second division. */
+static inline vd sigmoid_core(vd x, const double *p, int np)
 {
-    vd t = exp_core(vd_sub(vd_set(0.0), vd_abs(x)), p, np);
-    vd num = vd_select(vd_lt(x, vd_set(0.0)), t, vd_set(1.0));
-    return nan_passthrough(x, div_sum(num, vd_set(1.0), t, precise));
+    vd t = exp_core(vd_or(x, vd_set(-0.0)) /* -|x| */, p, np);
+    vm neg = vd_lt(x, vd_set(0.0));
+    vd num = vd_select(neg, t, vd_set(1.0));
+    vd one = vd_set(1.0);
+    vd d = vd_add(one, t);
+    vd dl = vd_add(vd_sub(one, d), t);
+    vd y = vd_div(num, d);
+    vd r = vd_select(neg, vd_sub(one, y), y);
+    vd residual = vd_fma(vd_sub(vd_set(0.0), y), dl, vd_fma_exact(vd_sub(vd_set(0.0), y), d, num));
+    return vd_fma(residual, r, y);  /* NaN flows through */
 }
 
 /* ---- float32 kernels -------------------------------------------------------------------------
@@ -392,7 +402,7 @@ VM_UNARY(log1p, log1p_core(x, VM_P(log_q_f64)), log1p_f32_core(x))
 VM_UNARY(sin, sincos_core(x, 0, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_core(x, 0))
 VM_UNARY(cos, sincos_core(x, 1, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_core(x, 1))
 VM_UNARY(tanh, tanh_core(x, 1, VM_P(exp_p_f64)), tanh_core(x, 0, VM_P(exp_p_f32)))
-VM_UNARY(sigmoid, sigmoid_core(x, 1, VM_P(exp_p_f64)), sigmoid_f32_core(x))
+VM_UNARY(sigmoid, sigmoid_core(x, VM_P(exp_p_f64)), sigmoid_f32_core(x))
 
 /* Four vectors per iteration (their dependency chains -- a polynomial is one long chain -- overlap
  * in the out-of-order window), then one, then the tail padded into one more vector (same code
