@@ -20,17 +20,24 @@ def hexd(v) -> str:
     return float(v).hex()
 
 
-def fit(name, f, interval, target, weight, max_terms=24):
-    """Fit f; the kernel multiplies the polynomial by at most `weight` relative to its result."""
+def to_float32(c) -> float:
+    import numpy as np
+
+    return float(np.float32(float(c)))
+
+
+def fit(name, f, interval, target, weight, max_terms=24, rnd=float, suffix=""):
+    """Fit f; the kernel multiplies the polynomial by at most `weight` relative to its result.
+    rnd rounds the coefficients (to double, or to float for the native float32 kernels)."""
     target = target / weight
     for n in range(2, max_terms):
         poly, err = mp.chebyfit(f, interval, n, error=True)
-        # Rounding the coefficients to doubles adds error too: measure it on a dense grid.
-        rounded = [mp.mpf(float(c)) for c in poly]
+        # Rounding the coefficients adds error too: measure it on a dense grid.
+        rounded = [mp.mpf(rnd(c)) for c in poly]
         grid = mp.linspace(interval[0], interval[1], 400)
         rerr = max(abs(mp.polyval(rounded, t) - f(t)) for t in grid)
         if err < target and rerr < 4 * target:  # rounding the leading coefficient costs ~2^-55
-            coeffs = ", ".join(hexd(c) for c in rounded)
+            coeffs = ", ".join(hexd(c) + suffix for c in rounded)
             print(f"/* {name}: degree {n - 1} on [{mp.nstr(interval[0], 6)}, "
                   f"{mp.nstr(interval[1], 6)}], max error {mp.nstr(max(err, rerr), 3)} */")
             print(f"#define {name} {{ {coeffs} }}")
@@ -64,6 +71,13 @@ for suffix, target in (("F64", mp.mpf(2) ** -57), ("F32", mp.mpf(2) ** -36)):
     fit(f"VM_SIN_S_{suffix}", S_sin, [0, Z_TRIG * 1.0001], target, Z_TRIG)
     fit(f"VM_COS_C_{suffix}", C_cos, [0, Z_TRIG * 1.0001], target, Z_TRIG ** 2 / mp.cos(mp.pi / 4))
 
+# Native float32 kernels (AVX2, 8 float lanes): coefficients rounded to float, target 2^-27.
+T32 = mp.mpf(2) ** -27
+fit("VM_EXP_P_F32N", P_exp, [-R_EXP * 1.0001, R_EXP * 1.0001], T32, R_EXP ** 2 / mp.exp(-R_EXP),
+    rnd=to_float32, suffix="f")
+fit("VM_LOG_Q_F32N", Q_log, [0, S_LOG ** 2 * 1.0001], T32, S_LOG ** 2 / 2, rnd=to_float32,
+    suffix="f")
+
 
 def split(v, bits):
     """v rounded to `bits` significant bits (the leading part of a Cody-Waite split)."""
@@ -75,6 +89,8 @@ def split(v, bits):
 ln2_hi = split(LN2, 42)            # n * ln2_hi exact for |n| < 2^11
 ln2_lo = LN2 - ln2_hi
 print(f"#define VM_LN2_HI {hexd(ln2_hi)}\n#define VM_LN2_LO {hexd(ln2_lo)}")
+ln2_hi_f = split(LN2, 16)          # float: n * ln2_hi exact for |n| < 2^8
+print(f"#define VM_LN2_HI_F {hexd(ln2_hi_f)}f\n#define VM_LN2_LO_F {hexd(to_float32(LN2 - ln2_hi_f))}f")
 print(f"#define VM_INV_LN2 {hexd(1 / LN2)}")
 pio2 = mp.pi / 2
 parts, rest = [], pio2

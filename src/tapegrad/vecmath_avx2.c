@@ -60,6 +60,142 @@ static inline vm vi_eq(vi a, vi b) { return _mm256_castsi256_pd(_mm256_cmpeq_epi
 
 #include "vecmath_impl.h"
 
+/* ---- native float32 kernels ------------------------------------------------------------------
+ * exp, log and log1p evaluate in float on 8 lanes (twice the lanes of the double evaluation the
+ * other float32 kernels use).  They stay within 1 ulp by the same means as the float64 kernels,
+ * scaled down: Cody-Waite reduction with FMA, the result's leading term kept exact and the
+ * polynomial only in a correction of weight <= 0.17 (exp) or 0.03 (log), one final rounding;
+ * tests/test_vecmath.py and tools/ulp_check.py hold them to the bound. */
+typedef __m256 vf;
+typedef __m256i vfi;
+
+static const float exp_p_f32n[] = VM_EXP_P_F32N;
+static const float log_q_f32n[] = VM_LOG_Q_F32N;
+#define VF_MAGIC 0x1.8p23f /* float's round-to-integer constant (see VM_MAGIC) */
+
+static inline vf vf_set(float c) { return _mm256_set1_ps(c); }
+static inline vf vf_bits(vfi v) { return _mm256_castsi256_ps(v); }
+static inline vfi vf_as_int(vf v) { return _mm256_castps_si256(v); }
+static inline vf vf_select(vf m, vf a, vf b) { return _mm256_blendv_ps(b, a, m); }
+static inline vf vf_lt(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+static inline vf vf_eq(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
+
+static inline vf vf_poly(vf x, const float *c, int n)
+{
+    vf acc = vf_set(c[0]);
+    for (int i = 1; i < n; i++) acc = _mm256_fmadd_ps(acc, x, vf_set(c[i]));
+    return acc;
+}
+
+/* 2^k for integral k in [-126, 127] held as a float (k + VF_MAGIC has k in its low bits). */
+static inline vf vf_pow2i(vf k)
+{
+    vfi b = vf_as_int(_mm256_add_ps(k, vf_set(VF_MAGIC)));
+    return vf_bits(_mm256_slli_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(127)), 23));
+}
+
+static inline vf exp_f32n(vf x)
+{
+    /* Outside [-110, 89] the result is 0 or inf anyway; NaN passes (x is the second operand). */
+    vf xc = _mm256_min_ps(vf_set(89.0f), _mm256_max_ps(vf_set(-110.0f), x));
+    vf t = _mm256_fmadd_ps(xc, vf_set(0x1.715476p+0f), vf_set(VF_MAGIC));
+    vf n = _mm256_sub_ps(t, vf_set(VF_MAGIC));
+    vf r = _mm256_fnmadd_ps(n, vf_set(VM_LN2_HI_F), xc);   /* exact: n * LN2_HI_F has 24 bits */
+    r = _mm256_fnmadd_ps(n, vf_set(VM_LN2_LO_F), r);
+    vf q = _mm256_fmadd_ps(_mm256_mul_ps(r, r), vf_poly(r, exp_p_f32n, VM_NCOEF(exp_p_f32n)), r);
+    vf e = _mm256_add_ps(vf_set(1.0f), q);
+    vf out = _mm256_or_ps(vf_lt(n, vf_set(-125.0f)), _mm256_cmp_ps(n, vf_set(127.0f), _CMP_GT_OQ));
+    if (_mm256_movemask_ps(out)) {
+        /* Subnormal or overflowing results: scale in two exact steps, round once. */
+        vf n1 = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(n, vf_set(0.5f)), vf_set(VF_MAGIC)),
+                              vf_set(VF_MAGIC));
+        return _mm256_mul_ps(_mm256_mul_ps(e, vf_pow2i(n1)), vf_pow2i(_mm256_sub_ps(n, n1)));
+    }
+    return _mm256_mul_ps(e, vf_bits(_mm256_slli_epi32(
+                                _mm256_add_epi32(vf_as_int(t), _mm256_set1_epi32(127)), 23)));
+}
+
+/* log of u > 0 plus a small correction `corr` (log1p's c / u), as in log_positive. */
+#define VF_SQRT_HALF_BITS 0x3f3504f3
+static inline vf log_f32n_positive(vf u, vf corr)
+{
+    vf sub = vf_lt(u, vf_set(0x1p-126f));
+    u = vf_select(sub, _mm256_mul_ps(u, vf_set(0x1p23f)), u);
+    vfi b = _mm256_add_epi32(vf_as_int(u), _mm256_set1_epi32(0x3f800000 - VF_SQRT_HALF_BITS));
+    vf k = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(b, 23), _mm256_set1_epi32(127)));
+    k = _mm256_sub_ps(k, _mm256_and_ps(sub, vf_set(23.0f)));
+    vf m = vf_bits(_mm256_add_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x007fffff)),
+                                    _mm256_set1_epi32(VF_SQRT_HALF_BITS)));
+    vf f = _mm256_sub_ps(m, vf_set(1.0f));
+    vf s = _mm256_div_ps(f, _mm256_add_ps(vf_set(2.0f), f));
+    vf z = _mm256_mul_ps(s, s);
+    vf hfsq = _mm256_mul_ps(vf_set(0.5f), _mm256_mul_ps(f, f));
+    vf r = _mm256_mul_ps(z, vf_poly(z, log_q_f32n, VM_NCOEF(log_q_f32n)));
+    vf t = _mm256_fmadd_ps(s, _mm256_add_ps(hfsq, r), _mm256_fmadd_ps(k, vf_set(VM_LN2_LO_F), corr));
+    return _mm256_fmadd_ps(k, vf_set(VM_LN2_HI_F), _mm256_sub_ps(f, _mm256_sub_ps(hfsq, t)));
+}
+
+static inline vf log_f32n_specials(vf u, vf y)
+{
+    y = vf_select(vf_eq(u, vf_set(INFINITY)), u, y);
+    y = vf_select(vf_eq(u, vf_set(0.0f)), vf_set(-INFINITY), y);
+    y = vf_select(vf_lt(u, vf_set(0.0f)), vf_set(NAN), y);
+    return vf_select(_mm256_cmp_ps(u, u, _CMP_UNORD_Q), u, y);
+}
+
+static inline vf log_f32n(vf x)
+{
+    return log_f32n_specials(x, log_f32n_positive(x, _mm256_setzero_ps()));
+}
+
+static inline vf log1p_f32n(vf x)
+{
+    /* u + c = 1 + x exactly (Fast2Sum on the larger and the smaller of 1 and x; x >= -1
+     * wherever the result is a number).  |c / u| <= 2^-24 and the result
+     * is c itself for |x| < 2^-24, so c / u must be correctly rounded (a division); its rounding
+     * then costs at most 1/4 ulp of the result. */
+    vf one = vf_set(1.0f);
+    vf u = _mm256_add_ps(one, x);
+    vf c = _mm256_add_ps(_mm256_sub_ps(_mm256_max_ps(one, x), u), _mm256_min_ps(one, x));
+    vf y = log_f32n_positive(u, _mm256_div_ps(c, u));
+    y = log_f32n_specials(u, y);                             /* x = -1, x < -1, inf, NaN */
+    return vf_select(vf_eq(x, _mm256_setzero_ps()), x, y);   /* log1p(-0) = -0 */
+}
+
+/* 8 floats at a time (two vectors per iteration), the tail padded into one more vector. */
+#define VF_LOOP(name, core)                                                                    \
+    void tg_vm_##name##_f32_avx2(const float *x, float *y, size_t n)                          \
+    {                                                                                          \
+        size_t i = 0;                                                                          \
+        for (; i + 16 <= n; i += 16) {                                                         \
+            vf a = core(_mm256_loadu_ps(x + i)), b = core(_mm256_loadu_ps(x + i + 8));         \
+            _mm256_storeu_ps(y + i, a);                                                        \
+            _mm256_storeu_ps(y + i + 8, b);                                                    \
+        }                                                                                      \
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, core(_mm256_loadu_ps(x + i)));     \
+        if (i < n) {                                                                           \
+            float buf[8] = {0};                                                                \
+            for (size_t k = 0; k < n - i; k++) buf[k] = x[i + k];                              \
+            _mm256_storeu_ps(buf, core(_mm256_loadu_ps(buf)));                                 \
+            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+        }                                                                                      \
+    }
+VF_LOOP(exp, exp_f32n)
+VF_LOOP(log, log_f32n)
+VF_LOOP(log1p, log1p_f32n)
+
+/* The other float32 kernels evaluate in double (vecmath_impl.h). */
+#define VM_EXPORT_F32(name)                                                      \
+    void tg_vm_##name##_f32_avx2(const float *x, float *y, size_t n)             \
+    {                                                                            \
+        name##_f32_via_f64(x, y, n);                                             \
+    }
+VM_EXPORT_F32(expm1)
+VM_EXPORT_F32(sin)
+VM_EXPORT_F32(cos)
+VM_EXPORT_F32(tanh)
+VM_EXPORT_F32(sigmoid)
+
 #if defined(__clang__)
 #pragma clang attribute pop
 #endif

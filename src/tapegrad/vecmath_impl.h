@@ -281,7 +281,7 @@ static inline vd sigmoid_core(vd x, const double *p, int np)
     vd y = vd_div(num, d);
     vd r = vd_select(neg, vd_sub(one, y), y);
     vd residual = vd_fma(vd_sub(vd_set(0.0), y), dl, vd_fma_exact(vd_sub(vd_set(0.0), y), d, num));
-    return vd_fma(residual, r, y);  /* NaN flows through */
+    return nan_passthrough(x, vd_fma(residual, r, y));
 }
 
 /* ---- float32 kernels -------------------------------------------------------------------------
@@ -406,7 +406,9 @@ VM_UNARY(sigmoid, sigmoid_core(x, VM_P(exp_p_f64)), sigmoid_f32_core(x))
 
 /* Four vectors per iteration (their dependency chains -- a polynomial is one long chain -- overlap
  * in the out-of-order window), then one, then the tail padded into one more vector (same code
- * path, so an element's result does not depend on its position). */
+ * path, so an element's result does not depend on its position).  The float64 loops are the
+ * level's exported kernels; the float32 ones (name_f32_via_f64) are exported by the level's
+ * translation unit, which may replace some by native float code. */
 #define VM_LOOPS(name)                                                                         \
     void VM_XCAT3(tg_vm_##name, _f64_, VM_LEVEL_NAME)(const double *x, double *y, size_t n)    \
     {                                                                                          \
@@ -427,7 +429,7 @@ VM_UNARY(sigmoid, sigmoid_core(x, VM_P(exp_p_f64)), sigmoid_f32_core(x))
             for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
         }                                                                                      \
     }                                                                                          \
-    void VM_XCAT3(tg_vm_##name, _f32_, VM_LEVEL_NAME)(const float *x, float *y, size_t n)      \
+    static inline void name##_f32_via_f64(const float *x, float *y, size_t n)                  \
     {                                                                                          \
         size_t i = 0;                                                                          \
         for (; i + 4 * VM_W <= n; i += 4 * VM_W) {                                             \

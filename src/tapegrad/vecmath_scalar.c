@@ -51,3 +51,10 @@ static inline vi vi_shr(vi a, int k) { return a >> k; }
 static inline vm vi_eq(vi a, vi b) { return a == b; }
 
 #include "vecmath_impl.h"
+
+#define VM_EXPORT_F32(name)                                                      \
+    void tg_vm_##name##_f32_scalar(const float *x, float *y, size_t n)           \
+    {                                                                            \
+        name##_f32_via_f64(x, y, n);                                             \
+    }
+TG_VM_KERNELS(VM_EXPORT_F32)
