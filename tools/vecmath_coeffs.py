@@ -89,8 +89,11 @@ def split(v, bits):
 ln2_hi = split(LN2, 42)            # n * ln2_hi exact for |n| < 2^11
 ln2_lo = LN2 - ln2_hi
 print(f"#define VM_LN2_HI {hexd(ln2_hi)}\n#define VM_LN2_LO {hexd(ln2_lo)}")
-ln2_hi_f = split(LN2, 24)          # float kernels use FMA: x - n ln2_hi_f is exact anyway
+ln2_hi_f = split(LN2, 24)          # float exp uses FMA: x - n ln2_hi_f is exact anyway
 print(f"#define VM_LN2_HI_F {hexd(ln2_hi_f)}f\n#define VM_LN2_LO_F {hexd(to_float32(LN2 - ln2_hi_f))}f")
+ln2_hi16 = split(LN2, 16)          # float log: k * ln2_hi16 exact for |k| < 2^8
+print(f"#define VM_LN2_HI16_F {hexd(ln2_hi16)}f\n"
+      f"#define VM_LN2_LO16_F {hexd(to_float32(LN2 - ln2_hi16))}f")
 print(f"#define VM_INV_LN2 {hexd(1 / LN2)}")
 pio2 = mp.pi / 2
 parts, rest = [], pio2

@@ -138,8 +138,13 @@ static inline vf log_f32n_positive(vf u, vf corr)
     vf z = _mm256_mul_ps(s, s);
     vf hfsq = _mm256_mul_ps(vf_set(0.5f), _mm256_mul_ps(f, f));
     vf r = _mm256_mul_ps(z, vf_poly(z, log_q_f32n, VM_NCOEF(log_q_f32n)));
-    vf t = _mm256_fmadd_ps(s, _mm256_add_ps(hfsq, r), _mm256_fmadd_ps(k, vf_set(VM_LN2_LO_F), corr));
-    return _mm256_fmadd_ps(k, vf_set(VM_LN2_HI_F), _mm256_sub_ps(f, _mm256_sub_ps(hfsq, t)));
+    vf t = _mm256_fmadd_ps(s, _mm256_add_ps(hfsq, r), _mm256_fmadd_ps(k, vf_set(VM_LN2_LO16_F), corr));
+    /* k ln2 + f as hi + lo exactly (k * LN2_HI16_F is exact and at least |f| unless k = 0), so
+     * that only the final sum rounds: near u = sqrt(1/2) the two halves nearly cancel. */
+    vf a = _mm256_mul_ps(k, vf_set(VM_LN2_HI16_F));
+    vf hi = _mm256_add_ps(a, f);
+    vf lo = _mm256_add_ps(_mm256_sub_ps(a, hi), f);
+    return _mm256_add_ps(hi, _mm256_sub_ps(lo, _mm256_sub_ps(hfsq, t)));
 }
 
 static inline vf log_f32n_specials(vf u, vf y)
