@@ -87,6 +87,16 @@ static inline vf vf_poly(vf x, const float *c, int n)
     return acc;
 }
 
+/* c[0] x^5 + ... + c[5] by Estrin's scheme (x2 = x^2): three multiply-adds deep instead of five,
+ * so that more independent vectors fit in the out-of-order window. */
+static inline vf vf_estrin6(vf x, vf x2, const float *c)
+{
+    vf q0 = _mm256_fmadd_ps(vf_set(c[4]), x, vf_set(c[5]));
+    vf q1 = _mm256_fmadd_ps(vf_set(c[2]), x, vf_set(c[3]));
+    vf q2 = _mm256_fmadd_ps(vf_set(c[0]), x, vf_set(c[1]));
+    return _mm256_fmadd_ps(_mm256_fmadd_ps(q2, x2, q1), x2, q0);
+}
+
 /* 2^k for integral k in [-126, 127] held as a float (k + VF_MAGIC has k in its low bits). */
 static inline vf vf_pow2i(vf k)
 {
@@ -94,32 +104,79 @@ static inline vf vf_pow2i(vf k)
     return vf_bits(_mm256_slli_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(127)), 23));
 }
 
-static inline vf exp_f32n(vf x)
+/* e^xc = 2^n (s1 + w) with xc in [-110, 89], the pair s1 + w unrounded; t = n + VF_MAGIC. */
+static inline void exp_f32n_parts(vf xc, vf *t, vf *n, vf *s1, vf *w)
 {
-    /* Outside [-110, 89] the result is 0 or inf anyway; NaN passes (x is the second operand). */
-    vf xc = _mm256_min_ps(vf_set(89.0f), _mm256_max_ps(vf_set(-110.0f), x));
-    vf t = _mm256_fmadd_ps(xc, vf_set(0x1.715476p+0f), vf_set(VF_MAGIC));
-    vf n = _mm256_sub_ps(t, vf_set(VF_MAGIC));
+    *t = _mm256_fmadd_ps(xc, vf_set(0x1.715476p+0f), vf_set(VF_MAGIC));
+    *n = _mm256_sub_ps(*t, vf_set(VF_MAGIC));
     /* x = n ln2 + rh + rl: rh = x - n LN2_HI_F is exact (a multiple of x's or LN2_HI_F's last
      * bit, below 1/2: it fits 24 bits; the FMA rounds nothing), rl = -n LN2_LO_F < 2^-21. */
-    vf rh = _mm256_fnmadd_ps(n, vf_set(VM_LN2_HI_F), xc);
-    vf rl = _mm256_mul_ps(n, vf_set(-VM_LN2_LO_F));
+    vf rh = _mm256_fnmadd_ps(*n, vf_set(VM_LN2_HI_F), xc);
+    vf rl = _mm256_mul_ps(*n, vf_set(-VM_LN2_LO_F));
     /* e^r = 1 + rh + tail, tail = u + rl e^rh, u = rh^2 P(rh); 1 + rh's rounding error is kept
-     * (Fast2Sum), so e is rounded once: ~0.55 ulp instead of ~0.95. */
-    vf u = _mm256_mul_ps(_mm256_mul_ps(rh, rh), vf_poly(rh, exp_p_f32n, VM_NCOEF(exp_p_f32n)));
+     * (Fast2Sum), so the sum is rounded once: ~0.55 ulp instead of ~0.95. */
+    vf r2 = _mm256_mul_ps(rh, rh);
+    vf u = _mm256_mul_ps(r2, vf_estrin6(rh, r2, exp_p_f32n));
     vf tail = _mm256_add_ps(u, _mm256_fmadd_ps(rl, _mm256_add_ps(rh, u), rl));
-    vf s1 = _mm256_add_ps(vf_set(1.0f), rh);
-    vf err1 = _mm256_add_ps(_mm256_sub_ps(vf_set(1.0f), s1), rh);
-    vf e = _mm256_add_ps(s1, _mm256_add_ps(tail, err1));
+    *s1 = _mm256_add_ps(vf_set(1.0f), rh);
+    vf err1 = _mm256_add_ps(_mm256_sub_ps(vf_set(1.0f), *s1), rh);
+    *w = _mm256_add_ps(tail, err1);
+}
+
+/* e * 2^n; lanes whose result is subnormal or overflows are scaled in two exact steps so that
+ * they round once.  (t = n + VF_MAGIC has n in its low bits.) */
+static inline vf scale_f32n(vf e, vf t, vf n)
+{
     vf out = _mm256_or_ps(vf_lt(n, vf_set(-125.0f)), _mm256_cmp_ps(n, vf_set(127.0f), _CMP_GT_OQ));
     if (_mm256_movemask_ps(out)) {
-        /* Subnormal or overflowing results: scale in two exact steps, round once. */
         vf n1 = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(n, vf_set(0.5f)), vf_set(VF_MAGIC)),
                               vf_set(VF_MAGIC));
         return _mm256_mul_ps(_mm256_mul_ps(e, vf_pow2i(n1)), vf_pow2i(_mm256_sub_ps(n, n1)));
     }
     return _mm256_mul_ps(e, vf_bits(_mm256_slli_epi32(
                                 _mm256_add_epi32(vf_as_int(t), _mm256_set1_epi32(127)), 23)));
+}
+
+static inline vf exp_f32n(vf x)
+{
+    /* Outside [-110, 89] the result is 0 or inf anyway; NaN passes (x is the second operand). */
+    vf xc = _mm256_min_ps(vf_set(89.0f), _mm256_max_ps(vf_set(-110.0f), x));
+    vf t, n, s1, w;
+    exp_f32n_parts(xc, &t, &n, &s1, &w);
+    return scale_f32n(_mm256_add_ps(s1, w), t, n);
+}
+
+/* sigmoid x = num / (1 + t), t = e^-|x| = th + tl (float-float), num = 1 or t by the sign of x.
+ * The quotient comes from the reciprocal estimate with one Newton step (2^-23), then one
+ * correction step on num / (d + dl) with d = 1 + th's rounding error dl: one final rounding. */
+static inline vf sigmoid_f32n(vf x)
+{
+    vf xc = _mm256_max_ps(vf_set(-110.0f), _mm256_or_ps(x, vf_set(-0.0f)));  /* -|x| */
+    vf t, n, s1, w;
+    exp_f32n_parts(xc, &t, &n, &s1, &w);
+    vf e = _mm256_add_ps(s1, w);
+    vf el = _mm256_add_ps(_mm256_sub_ps(s1, e), w);
+    /* 2^n from t's bits, valid for n >= -126; below, th is scaled in two steps and the result is
+     * th itself (tl, meaningless there, is dropped). */
+    vf pow2n = vf_bits(_mm256_slli_epi32(_mm256_add_epi32(vf_as_int(t), _mm256_set1_epi32(127)), 23));
+    vf th = _mm256_mul_ps(e, pow2n);
+    vf tl = _mm256_mul_ps(el, pow2n);
+    vf tiny = vf_lt(n, vf_set(-125.0f));
+    if (_mm256_movemask_ps(tiny)) {
+        th = scale_f32n(e, t, n);
+        tl = _mm256_andnot_ps(tiny, tl);
+    }
+    vf neg = vf_lt(x, _mm256_setzero_ps());
+    vf one = vf_set(1.0f);
+    vf num = vf_select(neg, th, one);
+    vf numl = _mm256_and_ps(neg, tl);
+    vf d = _mm256_add_ps(one, th);
+    vf dl = _mm256_add_ps(_mm256_add_ps(_mm256_sub_ps(one, d), th), tl);
+    vf r = _mm256_rcp_ps(d);
+    r = _mm256_fmadd_ps(r, _mm256_fnmadd_ps(d, r, one), r);
+    vf y = _mm256_mul_ps(num, r);
+    vf res = _mm256_fnmadd_ps(y, dl, _mm256_add_ps(_mm256_fnmadd_ps(y, d, num), numl));
+    return _mm256_fmadd_ps(res, r, y);  /* NaN flows through */
 }
 
 /* log of u > 0 plus a small correction `corr` (log1p's c / u), as in log_positive. */
@@ -195,6 +252,7 @@ static inline vf log1p_f32n(vf x)
 VF_LOOP(exp, exp_f32n)
 VF_LOOP(log, log_f32n)
 VF_LOOP(log1p, log1p_f32n)
+VF_LOOP(sigmoid, sigmoid_f32n)
 
 /* The other float32 kernels evaluate in double (vecmath_impl.h). */
 #define VM_EXPORT_F32(name)                                                      \
@@ -206,7 +264,6 @@ VM_EXPORT_F32(expm1)
 VM_EXPORT_F32(sin)
 VM_EXPORT_F32(cos)
 VM_EXPORT_F32(tanh)
-VM_EXPORT_F32(sigmoid)
 
 #if defined(__clang__)
 #pragma clang attribute pop
