@@ -76,11 +76,13 @@ static inline vd scale_pow2(vd e, vd n)
     return vd_mul(vd_mul(e, pow2i(n1)), pow2i(n2));
 }
 
-static inline vd exp_core(vd x, const double *p, int np)
+/* nonpositive: the caller guarantees x <= 0 (or NaN), which drops the upper clamp and check. */
+static inline vd exp_core_ext(vd x, int nonpositive, const double *p, int np)
 {
     /* Beyond these bounds the result is 0 or inf anyway; clamping keeps n in pow2i's range.
      * x is the second operand, so NaN passes through (and the whole computation keeps it). */
-    vd xc = vd_min(vd_set(710.0), vd_max(vd_set(-750.0), x));
+    vd xc = vd_max(vd_set(-750.0), x);
+    if (!nonpositive) xc = vd_min(vd_set(710.0), xc);
     vd t = vd_fma(xc, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
     vd n = vd_sub(t, vd_set(VM_MAGIC));
     vd rl = vd_mul(n, vd_set(-VM_LN2_LO));
@@ -88,10 +90,13 @@ static inline vd exp_core(vd x, const double *p, int np)
     vd e = vd_add(vd_set(1.0), vd_add(rh, expm1_tail(rh, rl, p, np)));
     /* Results that overflow or fall below the normal range (rare) take the two-step scaling;
      * otherwise 2^n comes straight from t's low bits. */
-    if (vm_any(vm_or(vd_lt(xc, vd_set(-708.0)), vd_gt(xc, vd_set(709.0)))))
-        return scale_pow2(e, n);
+    vm out = vd_lt(xc, vd_set(-708.0));
+    if (!nonpositive) out = vm_or(out, vd_gt(xc, vd_set(709.0)));
+    if (vm_any(out)) return scale_pow2(e, n);
     return vd_mul(e, vi_as_vd(vi_shl(vi_add(vd_as_vi(t), vi_set(1023)), 52)));
 }
+
+static inline vd exp_core(vd x, const double *p, int np) { return exp_core_ext(x, 0, p, np); }
 
 static inline vd expm1_core(vd x, const double *p, int np)
 {
@@ -272,7 +277,8 @@ static inline vd tanh_core(vd x, int precise, const double *p, int np)
  * (y0 = t / (1 + t)): no second division. */
 static inline vd sigmoid_core(vd x, const double *p, int np)
 {
-    vd t = exp_core(vd_or(x, vd_set(-0.0)) /* -|x| */, p, np);
+    /* 0 - |x|: keeps a NaN's payload (and makes it positive). */
+    vd t = exp_core_ext(vd_sub(vd_set(0.0), vd_abs(x)), 1, p, np);
     vm neg = vd_lt(x, vd_set(0.0));
     vd num = vd_select(neg, t, vd_set(1.0));
     vd one = vd_set(1.0);
@@ -281,7 +287,7 @@ static inline vd sigmoid_core(vd x, const double *p, int np)
     vd y = vd_div(num, d);
     vd r = vd_select(neg, vd_sub(one, y), y);
     vd residual = vd_fma(vd_sub(vd_set(0.0), y), dl, vd_fma_exact(vd_sub(vd_set(0.0), y), d, num));
-    return nan_passthrough(x, vd_fma(residual, r, y));
+    return vd_fma(residual, r, y);  /* NaN flows through */
 }
 
 /* ---- float32 kernels -------------------------------------------------------------------------
