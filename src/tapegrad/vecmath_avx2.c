@@ -147,8 +147,8 @@ static inline vf exp_f32n(vf x)
 }
 
 /* sigmoid x = num / (1 + t), t = e^-|x| = th + tl (float-float), num = 1 or t by the sign of x.
- * The quotient comes from the reciprocal estimate with one Newton step (2^-23), then one
- * correction step on num / (d + dl) with d = 1 + th's rounding error dl: one final rounding. */
+ * One division, then one correction step on num / (d + dl) with d = 1 + th's rounding error dl
+ * (the step needs 1/d only to 2^-12: the reciprocal estimate): one final rounding. */
 static inline vf sigmoid_f32n(vf x)
 {
     vf xc = _mm256_max_ps(vf_set(-110.0f), _mm256_or_ps(x, vf_set(-0.0f)));  /* -|x| */
@@ -172,9 +172,8 @@ static inline vf sigmoid_f32n(vf x)
     vf numl = _mm256_and_ps(neg, tl);
     vf d = _mm256_add_ps(one, th);
     vf dl = _mm256_add_ps(_mm256_add_ps(_mm256_sub_ps(one, d), th), tl);
-    vf r = _mm256_rcp_ps(d);
-    r = _mm256_fmadd_ps(r, _mm256_fnmadd_ps(d, r, one), r);
-    vf y = _mm256_mul_ps(num, r);
+    vf y = _mm256_div_ps(num, d);
+    vf r = _mm256_rcp_ps(d);  /* 1/d to 2^-12 suffices for the correction step */
     vf res = _mm256_fnmadd_ps(y, dl, _mm256_add_ps(_mm256_fnmadd_ps(y, d, num), numl));
     return _mm256_fmadd_ps(res, r, y);  /* NaN flows through */
 }
