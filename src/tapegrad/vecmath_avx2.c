@@ -235,10 +235,13 @@ static inline vf log1p_f32n(vf x)
     void tg_vm_##name##_f32_avx2(const float *x, float *y, size_t n)                          \
     {                                                                                          \
         size_t i = 0;                                                                          \
-        for (; i + 16 <= n; i += 16) {                                                         \
+        for (; i + 32 <= n; i += 32) {                                                         \
             vf a = core(_mm256_loadu_ps(x + i)), b = core(_mm256_loadu_ps(x + i + 8));         \
+            vf c = core(_mm256_loadu_ps(x + i + 16)), d = core(_mm256_loadu_ps(x + i + 24));   \
             _mm256_storeu_ps(y + i, a);                                                        \
             _mm256_storeu_ps(y + i + 8, b);                                                    \
+            _mm256_storeu_ps(y + i + 16, c);                                                   \
+            _mm256_storeu_ps(y + i + 24, d);                                                   \
         }                                                                                      \
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, core(_mm256_loadu_ps(x + i)));     \
         if (i < n) {                                                                           \
