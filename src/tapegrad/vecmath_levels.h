@@ -11,6 +11,10 @@
 #error "vecmath must be compiled without -ffast-math"
 #endif
 
+#if defined(_MSC_VER) && !defined(__cplusplus) && !defined(inline)
+#define inline __inline /* MSVC's C mode before C11 */
+#endif
+
 /* The AVX2 level is built on x86-64 with compilers whose intrinsics we use (GCC, Clang, MSVC);
  * define TG_VM_NO_AVX2 to build the portable level only. */
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(TG_VM_NO_AVX2) && \
