@@ -9,10 +9,10 @@
  * bits, to stay within 2 ulp.
  *
  * Abstraction: vd_set vd_load vd_store vd_load_f32 vd_store_f32 vd_add vd_sub vd_mul vd_div
- * vd_fma(a,b,c)=a*b+c (fused or not) vd_fma_exact (always fused) vd_min vd_max (NaN in the first
- * operand gives the second) vd_abs vd_and vd_or vd_xor, comparisons vd_lt vd_gt vd_eq vd_isnan
- * returning vm, vm_or vm_any, vd_select(m,a,b)=m?a:b, vd_as_vi vi_as_vd vi_set
- * vi_add vi_sub vi_and vi_shl vi_shr (logical) vi_eq. */
+ * vd_fma(a,b,c)=a*b+c and vd_fnma(a,b,c)=c-a*b (fused or not), vd_fnma_exact (always fused),
+ * vd_min vd_max (NaN in the first operand gives the second), vd_abs vd_and vd_or vd_xor,
+ * comparisons vd_lt vd_gt vd_eq vd_isnan returning vm, vm_or vm_any, vd_select(m,a,b)=m?a:b,
+ * vd_as_vi vi_as_vd vi_set vi_add vi_and vi_or vi_shl vi_shr (logical) vi_eq. */
 #include "vecmath_consts.h"
 
 #define VM_CAT3(a, b, c) a##b##c
@@ -259,7 +259,7 @@ static inline vd div_sum(vd num, vd a, vd b, int precise)
     vd r = vd_div(vd_set(1.0), d);
     vd y = vd_mul(num, r);
     /* num - y (d + dl), the first product exactly (fused multiply-add). */
-    vd residual = vd_sub(vd_fma_exact(vd_sub(vd_set(0.0), y), d, num), vd_mul(y, dl));
+    vd residual = vd_fnma(y, dl, vd_fnma_exact(y, d, num));
     return vd_fma(residual, r, y);
 }
 
@@ -286,7 +286,7 @@ static inline vd sigmoid_core(vd x, const double *p, int np)
     vd dl = vd_add(vd_sub(one, d), t);
     vd y = vd_div(num, d);
     vd r = vd_select(neg, vd_sub(one, y), y);
-    vd residual = vd_fma(vd_sub(vd_set(0.0), y), dl, vd_fma_exact(vd_sub(vd_set(0.0), y), d, num));
+    vd residual = vd_fnma(y, dl, vd_fnma_exact(y, d, num));
     return vd_fma(residual, r, y);  /* NaN flows through */
 }
 

@@ -24,9 +24,11 @@ static inline vd vd_sub(vd a, vd b) { return a - b; }
 static inline vd vd_mul(vd a, vd b) { return a * b; }
 static inline vd vd_div(vd a, vd b) { return a / b; }
 static inline vd vd_fma(vd a, vd b, vd c) { return a * b + c; }
-/* Only where a correction step needs the exact residual a*b - c (float64 tanh, sigmoid):
- * hardware on CPUs that have it (glibc and MSVC's CRT dispatch at run time), software otherwise. */
-static inline vd vd_fma_exact(vd a, vd b, vd c) { return fma(a, b, c); }
+static inline vd vd_fnma(vd a, vd b, vd c) { return c - a * b; }
+/* Only where a correction step needs the exact residual c - a*b (float64 tanh, sigmoid): C99's
+ * fma(), in hardware where the CPU has it (glibc and MSVC's CRT dispatch at run time), in
+ * software otherwise. */
+static inline vd vd_fnma_exact(vd a, vd b, vd c) { return fma(-a, b, c); }
 static inline vd vd_min(vd a, vd b) { return a < b ? a : b; }
 static inline vd vd_max(vd a, vd b) { return a > b ? a : b; }
 static inline vd vd_abs(vd a) { return fabs(a); }
