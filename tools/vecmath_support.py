@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "tapegrad"
 SOURCES = ["vecmath.c", "vecmath_scalar.c", "vecmath_avx2.c"]
 HEADERS = ["vecmath.h", "vecmath_levels.h", "vecmath_impl.h", "vecmath_consts.h"]
-KERNELS = ["exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid"]
+KERNELS = ["exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "erf"]
 LEVELS = {"scalar": 0, "avx2": 1}
 CFLAGS = ["-std=c99", "-O3", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror"]
 ULP_BOUND = {np.float32: 1.0, np.float64: 2.0}
@@ -110,13 +110,15 @@ def _sigmoid_ld(x):
 
 _LD_FUNCS = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin,
              "cos": np.cos, "tanh": np.tanh, "sigmoid": _sigmoid_ld}
+LONG_DOUBLE_KERNELS = [k for k in KERNELS if k in _LD_FUNCS]
 
 
 def _mp_func(name):
     import mpmath as mp
 
     return {"exp": mp.exp, "log": mp.log, "log1p": mp.log1p, "expm1": mp.expm1, "sin": mp.sin,
-            "cos": mp.cos, "tanh": mp.tanh, "sigmoid": lambda v: 1 / (1 + mp.exp(-v))}[name]
+            "cos": mp.cos, "tanh": mp.tanh, "sigmoid": lambda v: 1 / (1 + mp.exp(-v)),
+            "erf": mp.erf}[name]
 
 
 def mpmath_reference(name: str, x: np.ndarray) -> np.ndarray:
@@ -127,12 +129,18 @@ def mpmath_reference(name: str, x: np.ndarray) -> np.ndarray:
     out = np.empty(x.shape, dtype=np.longdouble)
     with mp.workprec(120):
         for i, v in enumerate(x.astype(np.float64).tolist()):
-            if not np.isfinite(v) or (name in ("log",) and v <= 0) or (name == "log1p" and v <= -1):
+            outside = (not np.isfinite(v) or (name in ("log",) and v <= 0)
+                       or (name == "log1p" and v <= -1))
+            if outside and name in _LD_FUNCS:
                 with np.errstate(all="ignore"):
                     out[i] = _LD_FUNCS[name](np.longdouble(v))
                 continue
             r = f(mp.mpf(v))
-            if r == 0 or mp.mag(r) < -16450:    # below the long double range
+            if mp.isnan(r):
+                out[i] = np.nan
+            elif mp.isinf(r):
+                out[i] = np.longdouble(np.inf) * int(mp.sign(r))
+            elif r == 0 or mp.mag(r) < -16450:    # below the long double range
                 out[i] = np.copysign(np.longdouble(0), float(mp.sign(r)) or 1.0)
             elif mp.mag(r) > 16383:             # above it
                 out[i] = np.longdouble(np.inf) * int(mp.sign(r))
@@ -142,8 +150,9 @@ def mpmath_reference(name: str, x: np.ndarray) -> np.ndarray:
 
 
 def reference(name: str, x: np.ndarray) -> np.ndarray:
-    """f(x) as long doubles, accurate to far below a double's ulp."""
-    if LONGDOUBLE_IS_WIDE:
+    """f(x) as long doubles, accurate to far below a double's ulp.  numpy has no erf: mpmath (slow:
+    keep erf's samples small)."""
+    if LONGDOUBLE_IS_WIDE and name in _LD_FUNCS:
         with np.errstate(all="ignore"):
             return _LD_FUNCS[name](x.astype(np.longdouble))
     return mpmath_reference(name, x)
@@ -177,7 +186,7 @@ def random_inputs(name: str, dtype, n: int, rng: np.random.Generator) -> np.ndar
     spread = np.ldexp(rng.uniform(1.0, 2.0, size=k), exps.astype(int))
     signs = rng.choice([-1.0, 1.0], size=k)
     dense_range = {"exp": 120.0, "expm1": 120.0, "sigmoid": 60.0, "tanh": 25.0,
-                   "sin": 100.0, "cos": 100.0, "log": 10.0, "log1p": 3.0}[name]
+                   "sin": 100.0, "cos": 100.0, "log": 10.0, "log1p": 3.0, "erf": 7.0}[name]
     dense = rng.uniform(-dense_range, dense_range, size=n - k)
     if name == "log":
         x = np.concatenate([spread, np.abs(dense) + 0.0])
@@ -206,7 +215,8 @@ def edge_inputs(name: str, dtype) -> np.ndarray:
             2.0 ** 24 + 2, 1e6, 1e15, 1e22, 1e300, -1e300, 1.7976931348623157e308,
             3.0e38, 6381956970095103 * 2.0 ** 797, 5.319372648326541e255,
             np.pi / 4, np.pi / 2, np.pi, 3 * np.pi / 2, 2 * np.pi, 355.0, 103993.0, 104348.0,
-            -0.9999999999, -1 + 2.0 ** -52, -1 + 2.0 ** -23, 2.0 ** -53, 2.0 ** -54, -(2.0 ** -55)]
+            -0.9999999999, -1 + 2.0 ** -52, -1 + 2.0 ** -23, 2.0 ** -53, 2.0 ** -54, -(2.0 ** -55),
+            0.9999999999999999, 2.5, 2.4999999999999996, 3.9, 4.0, 5.9, 5.93, 6.0, 6.1, -6.1]
     near = [np.nextafter(v, w) for v in (1.0, -1.0, 0.5) for w in (0.0, 10.0)]
     with np.errstate(over="ignore"):
         x = np.array(base + near, dtype=np.float64).astype(dtype)

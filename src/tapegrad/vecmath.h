@@ -38,7 +38,7 @@ typedef enum {
 
 /* X(name): the kernels, each defined for float64 (tg_vm_<name>_f64) and float32 (..._f32). */
 #define TG_VM_KERNELS(X) \
-    X(exp) X(log) X(log1p) X(expm1) X(sin) X(cos) X(tanh) X(sigmoid)
+    X(exp) X(log) X(log1p) X(expm1) X(sin) X(cos) X(tanh) X(sigmoid) X(erf)
 
 #define TG_VM_DECLARE(name)                                                      \
     void tg_vm_##name##_f64(const double *x, double *y, size_t n);               \

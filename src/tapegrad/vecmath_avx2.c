@@ -49,6 +49,8 @@ static inline vm vd_gt(vd a, vd b) { return _mm256_cmp_pd(a, b, _CMP_GT_OQ); }
 static inline vm vd_eq(vd a, vd b) { return _mm256_cmp_pd(a, b, _CMP_EQ_OQ); }
 static inline vm vd_isnan(vd a) { return _mm256_cmp_pd(a, a, _CMP_UNORD_Q); }
 static inline vm vm_or(vm a, vm b) { return _mm256_or_pd(a, b); }
+static inline vm vm_and(vm a, vm b) { return _mm256_and_pd(a, b); }
+static inline vm vm_andnot(vm a, vm b) { return _mm256_andnot_pd(a, b); }
 static inline int vm_any(vm m) { return _mm256_movemask_pd(m) != 0; }
 static inline vd vd_select(vm m, vd a, vd b) { return _mm256_blendv_pd(b, a, m); }
 static inline vi vi_set(uint64_t c) { return _mm256_set1_epi64x((long long)c); }
@@ -267,6 +269,7 @@ VM_EXPORT_F32(expm1)
 VM_EXPORT_F32(sin)
 VM_EXPORT_F32(cos)
 VM_EXPORT_F32(tanh)
+VM_EXPORT_F32(erf)
 
 #if defined(__clang__)
 #pragma clang attribute pop

@@ -11,7 +11,8 @@
  * Abstraction: vd_set vd_load vd_store vd_load_f32 vd_store_f32 vd_add vd_sub vd_mul vd_div
  * vd_fma(a,b,c)=a*b+c and vd_fnma(a,b,c)=c-a*b (fused or not), vd_fnma_exact (always fused),
  * vd_min vd_max (NaN in the first operand gives the second), vd_abs vd_and vd_or vd_xor,
- * comparisons vd_lt vd_gt vd_eq vd_isnan returning vm, vm_or vm_any, vd_select(m,a,b)=m?a:b,
+ * comparisons vd_lt vd_gt vd_eq vd_isnan returning vm, vm_and vm_andnot(a,b)=~a&b vm_or vm_any,
+ * vd_select(m,a,b)=m?a:b,
  * vd_as_vi vi_as_vd vi_set vi_add vi_and vi_or vi_shl vi_shr (logical) vi_eq. */
 #include "vecmath_consts.h"
 
@@ -26,6 +27,11 @@ static const double sin_s_f64[] = VM_SIN_S_F64;
 static const double sin_s_f32[] = VM_SIN_S_F32;
 static const double cos_c_f64[] = VM_COS_C_F64;
 static const double cos_c_f32[] = VM_COS_C_F32;
+static const double erf_a_f64[] = VM_ERF_A_F64;
+static const double erf_b1_f64[] = VM_ERF_B1_F64;
+static const double erf_b2_f64[] = VM_ERF_B2_F64;
+static const double erf_a_f32[] = VM_ERF_A_F32;
+static const double erf_b_f32[] = VM_ERF_B_F32;
 #define VM_NCOEF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define VM_P(arr) arr, VM_NCOEF(arr)
 
@@ -397,6 +403,42 @@ static inline vd sigmoid_f32_core(vd x)
     return vd_div(vd_set(1.0), vd_add(vd_set(1.0), exp_f32_core(vd_sub(vd_set(0.0), x))));
 }
 
+/* ---- erf ---------------------------------------------------------------------------------
+ * |x| < 1: erf x = x + x A(x^2).  |x| >= 1: erf |x| = 1 - e^(-x^2) B(|x| - c), B a fit of
+ * erfcx = e^(x^2) erfc around the centre c of [1, 2.5) or [2.5, 6] (float64; one piece [1, 4]
+ * for float32), with |x| clamped to the last interval's end, where erf already rounds to 1.
+ * float64 takes x^2 as h + l exactly (fused multiply-add) and e^(-x^2) = e^(-h) (1 - l): erfc
+ * then has ~1 ulp relative error, and erf = 1 - erfc, with erfc <= 0.16, far less.  Pieces that
+ * no lane of a vector needs are skipped. */
+static inline vd erf_core(vd x, int f64)
+{
+    vd ax = vd_abs(x);
+    vd z = vd_mul(x, x);
+    vd y = vd_fma(x, f64 ? poly(z, VM_P(erf_a_f64)) : poly(z, VM_P(erf_a_f32)), x);
+    vm big = vd_gt(ax, vd_set(0x1.fffffffffffffp-1));   /* |x| >= 1 (NaN: no) */
+    if (!vm_any(big)) return y;
+    vd a = vd_min(ax, vd_set(f64 ? 6.0 : 4.0));
+    vd h = vd_mul(a, a);
+    vd e;
+    vd b;
+    if (f64) {
+        vd l = vd_sub(vd_set(0.0), vd_fnma_exact(a, a, h));   /* a^2 - h, exactly */
+        e = exp_core_ext(vd_sub(vd_set(0.0), h), 1, VM_P(exp_p_f64));
+        e = vd_fnma(e, l, e);
+        vm lower = vd_lt(a, vd_set(2.5));
+        int any_lower = vm_any(vm_and(big, lower)), any_upper = vm_any(vm_andnot(lower, big));
+        vd b1 = any_lower ? poly(vd_sub(a, vd_set(1.75)), VM_P(erf_b1_f64)) : vd_set(0.0);
+        vd b2 = any_upper ? poly(vd_sub(a, vd_set(4.25)), VM_P(erf_b2_f64)) : vd_set(0.0);
+        b = vd_select(lower, b1, b2);
+    } else {
+        e = exp_f32_core(vd_sub(vd_set(0.0), h));
+        b = poly(vd_sub(a, vd_set(2.5)), VM_P(erf_b_f32));
+    }
+    vd tail = vd_fnma(e, b, vd_set(1.0));                   /* 1 - erfc |x| */
+    tail = vd_or(tail, vd_and(x, vd_set(-0.0)));            /* the sign of x */
+    return vd_select(big, tail, y);
+}
+
 /* ---- per-element entry points and loops ----------------------------------------------------- */
 #define VM_UNARY(name, expr64, expr32)                                                        \
     static inline vd name##_v64(vd x) { return expr64; }                                       \
@@ -409,6 +451,7 @@ VM_UNARY(sin, sincos_core(x, 0, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_co
 VM_UNARY(cos, sincos_core(x, 1, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_core(x, 1))
 VM_UNARY(tanh, tanh_core(x, 1, VM_P(exp_p_f64)), tanh_core(x, 0, VM_P(exp_p_f32)))
 VM_UNARY(sigmoid, sigmoid_core(x, VM_P(exp_p_f64)), sigmoid_f32_core(x))
+VM_UNARY(erf, erf_core(x, 1), erf_core(x, 0))
 
 /* Four vectors per iteration (their dependency chains -- a polynomial is one long chain -- overlap
  * in the out-of-order window), then one, then the tail padded into one more vector (same code

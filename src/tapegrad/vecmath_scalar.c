@@ -42,6 +42,8 @@ static inline vm vd_gt(vd a, vd b) { return a > b; }
 static inline vm vd_eq(vd a, vd b) { return a == b; }
 static inline vm vd_isnan(vd a) { return a != a; }
 static inline vm vm_or(vm a, vm b) { return a || b; }
+static inline vm vm_and(vm a, vm b) { return a && b; }
+static inline vm vm_andnot(vm a, vm b) { return !a && b; }
 static inline int vm_any(vm m) { return m; }
 static inline vd vd_select(vm m, vd a, vd b) { return m ? a : b; }
 static inline vi vi_set(uint64_t c) { return c; }
