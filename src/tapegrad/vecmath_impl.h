@@ -1,0 +1,501 @@
+/* The algorithms of tapegrad's vectorised math kernels, written once over a small vector
+ * abstraction and instantiated per level: a translation unit defines the abstraction (VM_W lanes
+ * of double `vd`, 64-bit integer lanes `vi`, lane masks `vm`, the operations below and
+ * VM_LEVEL_NAME) and then includes this file.  See vecmath_scalar.c and vecmath_avx2.c.
+ *
+ * Every kernel computes in double.  float32 kernels convert to double, evaluate a polynomial of
+ * lower degree (accurate to ~2^-36) and round once, which keeps them within 1 ulp; float64
+ * kernels use polynomials accurate to ~2^-57 and argument reductions that carry the low-order
+ * bits, to stay within 2 ulp.
+ *
+ * Abstraction: vd_set vd_load vd_store vd_load_f32 vd_store_f32 vd_add vd_sub vd_mul vd_div
+ * vd_fma(a,b,c)=a*b+c and vd_fnma(a,b,c)=c-a*b (fused or not), vd_fnma_exact (always fused),
+ * vd_min vd_max (NaN in the first operand gives the second), vd_abs vd_and vd_or vd_xor,
+ * comparisons vd_lt vd_gt vd_eq vd_isnan returning vm, vm_and vm_andnot(a,b)=~a&b vm_or vm_any,
+ * vd_select(m,a,b)=m?a:b,
+ * vd_as_vi vi_as_vd vi_set vi_add vi_and vi_or vi_shl vi_shr (logical) vi_eq. */
+#include "vecmath_consts.h"
+
+#define VM_CAT3(a, b, c) a##b##c
+#define VM_XCAT3(a, b, c) VM_CAT3(a, b, c)
+
+static const double exp_p_f64[] = VM_EXP_P_F64;
+static const double exp_p_f32[] = VM_EXP_P_F32;
+static const double log_q_f64[] = VM_LOG_Q_F64;
+static const double log_q_f32[] = VM_LOG_Q_F32;
+static const double sin_s_f64[] = VM_SIN_S_F64;
+static const double sin_s_f32[] = VM_SIN_S_F32;
+static const double cos_c_f64[] = VM_COS_C_F64;
+static const double cos_c_f32[] = VM_COS_C_F32;
+static const double erf_a_f64[] = VM_ERF_A_F64;
+static const double erf_b1_f64[] = VM_ERF_B1_F64;
+static const double erf_b2_f64[] = VM_ERF_B2_F64;
+static const double erf_a_f32[] = VM_ERF_A_F32;
+static const double erf_b_f32[] = VM_ERF_B_F32;
+#define VM_NCOEF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define VM_P(arr) arr, VM_NCOEF(arr)
+
+/* Adding 1.5 * 2^52 rounds a double of magnitude < 2^51 to an integer (in the current rounding
+ * mode, nearest) and leaves that integer in the low bits of the sum's representation. */
+#define VM_MAGIC 0x1.8p52
+
+static inline vd poly(vd x, const double *c, int n)
+{
+    vd acc = vd_set(c[0]);
+    for (int i = 1; i < n; i++) acc = vd_fma(acc, x, vd_set(c[i]));
+    return acc;
+}
+
+/* 2^k for integral k in [-1022, 1023] held as a double: k + MAGIC has k in its low bits, and
+ * (bits + 1023) << 52 moves the biased exponent into place (MAGIC's own bits shift out). */
+static inline vd pow2i(vd k)
+{
+    vi b = vd_as_vi(vd_add(k, vd_set(VM_MAGIC)));
+    return vi_as_vd(vi_shl(vi_add(b, vi_set(1023)), 52));
+}
+
+static inline vd nan_passthrough(vd x, vd y) { return vd_select(vd_isnan(x), x, y); }
+
+/* ---- exp, expm1 ----------------------------------------------------------------------------
+ * x = n ln2 + rh + rl, |rh| <= ln2/2 (Cody-Waite: n * LN2_HI is exact for |n| < 2^11, so rh is
+ * exact and rl = -n LN2_LO carries the rest; |rl| < 2^-34).  e^r - 1 = rh + tail with
+ * tail = u + rl e^rh, u = rh^2 P(rh), e^rh = 1 + rh + u (first order in rl).  exp scales by 2^n in two steps so that
+ * results in the subnormal range are rounded once and overflow gives inf without a special case. */
+static inline vd exp_reduce(vd x, vd *n, vd *rl)
+{
+    vd t = vd_fma(x, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
+    *n = vd_sub(t, vd_set(VM_MAGIC));
+    *rl = vd_mul(*n, vd_set(-VM_LN2_LO));
+    return vd_fma(*n, vd_set(-VM_LN2_HI), x);
+}
+
+static inline vd expm1_tail(vd rh, vd rl, const double *p, int np)
+{
+    vd u = vd_mul(vd_mul(rh, rh), poly(rh, p, np));
+    return vd_add(u, vd_fma(rl, vd_add(rh, u), rl));
+}
+
+static inline vd scale_pow2(vd e, vd n)
+{
+    vd n1 = vd_sub(vd_add(vd_mul(n, vd_set(0.5)), vd_set(VM_MAGIC)), vd_set(VM_MAGIC));
+    vd n2 = vd_sub(n, n1);
+    return vd_mul(vd_mul(e, pow2i(n1)), pow2i(n2));
+}
+
+/* nonpositive: the caller guarantees x <= 0 (or NaN), which drops the upper clamp and check. */
+static inline vd exp_core_ext(vd x, int nonpositive, const double *p, int np)
+{
+    /* Beyond these bounds the result is 0 or inf anyway; clamping keeps n in pow2i's range.
+     * x is the second operand, so NaN passes through (and the whole computation keeps it). */
+    vd xc = vd_max(vd_set(-750.0), x);
+    if (!nonpositive) xc = vd_min(vd_set(710.0), xc);
+    vd t = vd_fma(xc, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
+    vd n = vd_sub(t, vd_set(VM_MAGIC));
+    vd rl = vd_mul(n, vd_set(-VM_LN2_LO));
+    vd rh = vd_fma(n, vd_set(-VM_LN2_HI), xc);
+    vd e = vd_add(vd_set(1.0), vd_add(rh, expm1_tail(rh, rl, p, np)));
+    /* Results that overflow or fall below the normal range (rare) take the two-step scaling;
+     * otherwise 2^n comes straight from t's low bits. */
+    vm out = vd_lt(xc, vd_set(-708.0));
+    if (!nonpositive) out = vm_or(out, vd_gt(xc, vd_set(709.0)));
+    if (vm_any(out)) return scale_pow2(e, n);
+    return vd_mul(e, vi_as_vd(vi_shl(vi_add(vd_as_vi(t), vi_set(1023)), 52)));
+}
+
+static inline vd exp_core(vd x, const double *p, int np) { return exp_core_ext(x, 0, p, np); }
+
+static inline vd expm1_core(vd x, const double *p, int np)
+{
+    vd xc = vd_min(vd_max(x, vd_set(-50.0)), vd_set(710.0));
+    vd n, rl;
+    vd rh = exp_reduce(xc, &n, &rl);
+    vd tail = expm1_tail(rh, rl, p, np);
+    /* 2^n e^r - 1 = ((2^n - 1) + 2^n rh) + 2^n tail.  2^n rh is exact, 2^n - 1 exact for n <= 53
+     * and at least as large as 2^n rh when n != 0, so Fast2Sum keeps the first sum's rounding
+     * error; below x = -50 the result rounds to -1.  Above 40, e^x - 1 rounds like e^x. */
+    vd s = pow2i(vd_min(n, vd_set(60.0)));
+    vd a = vd_sub(s, vd_set(1.0));
+    vd b = vd_mul(s, rh);
+    vd hi = vd_add(a, b);
+    vd lo = vd_add(vd_sub(a, hi), b);
+    vd small = vd_add(hi, vd_fma(s, tail, lo));
+    vd big = scale_pow2(vd_add(vd_set(1.0), vd_add(rh, tail)), n);
+    vd y = vd_select(vd_gt(x, vd_set(40.0)), big, small);
+    /* |x| < 2^-54: expm1(x) rounds to x (and keeps the sign of zero). */
+    y = vd_select(vd_lt(vd_abs(x), vd_set(0x1p-54)), x, y);
+    return nan_passthrough(x, y);
+}
+
+/* ---- log, log1p ----------------------------------------------------------------------------
+ * u = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f):
+ * log(1 + f) = 2 atanh(s) = f - (f^2/2 - s (f^2/2 + R)), R = s^2 Q(s^2), which keeps the
+ * leading term f exact.  For positive finite u only; callers patch the special values. */
+#define VM_SQRT_HALF_BITS UINT64_C(0x3fe6a09e667f3bcd)
+
+/* corr: a small term added to the result (log1p's c / u); 0 for log. */
+static inline vd log_positive(vd u, vd corr, const double *q, int nq)
+{
+    /* Subnormals: scale into the normal range first. */
+    vm sub = vd_lt(u, vd_set(0x1p-1022));
+    u = vd_select(sub, vd_mul(u, vd_set(0x1p54)), u);
+    vd kadj = vd_select(sub, vd_set(-54.0), vd_set(0.0));
+    /* Shift the exponent boundary from 1 to sqrt(1/2) so that m lands in [sqrt(1/2), sqrt 2). */
+    vi b = vi_add(vd_as_vi(u), vi_set(UINT64_C(0x3ff0000000000000) - VM_SQRT_HALF_BITS));
+    vi m_bits = vi_add(vi_and(b, vi_set(UINT64_C(0x000fffffffffffff))), vi_set(VM_SQRT_HALF_BITS));
+    /* The biased exponent (0..2047) OR-ed into 2^52's bits is 2^52 + k + 1023 as a double. */
+    vd k = vd_sub(vi_as_vd(vi_or(vi_shr(b, 52), vi_set(UINT64_C(0x4330000000000000)))),
+                  vd_set(0x1p52 + 1023.0));
+    k = vd_add(k, kadj);
+    vd f = vd_sub(vi_as_vd(m_bits), vd_set(1.0));
+    vd s = vd_div(f, vd_add(vd_set(2.0), f));
+    vd z = vd_mul(s, s);
+    vd hfsq = vd_mul(vd_set(0.5), vd_mul(f, f));
+    vd r = vd_mul(z, poly(z, q, nq));
+    vd t = vd_fma(s, vd_add(hfsq, r), vd_fma(k, vd_set(VM_LN2_LO), corr));
+    return vd_fma(k, vd_set(VM_LN2_HI), vd_sub(f, vd_sub(hfsq, t)));
+}
+
+static inline vd log_core(vd x, const double *q, int nq)
+{
+    vd y = log_positive(x, vd_set(0.0), q, nq);
+    y = vd_select(vd_eq(x, vd_set(INFINITY)), x, y);
+    y = vd_select(vd_eq(x, vd_set(0.0)), vd_set(-INFINITY), y);
+    y = vd_select(vd_lt(x, vd_set(0.0)), vd_set(NAN), y);
+    return nan_passthrough(x, y);
+}
+
+static inline vd log1p_core(vd x, const double *q, int nq)
+{
+    /* u = 1 + x exactly as u + c (TwoSum). */
+    vd one = vd_set(1.0);
+    vd u = vd_add(one, x);
+    vd bb = vd_sub(u, one);
+    vd c = vd_add(vd_sub(one, vd_sub(u, bb)), vd_sub(x, bb));
+    /* log(u + c) = log u + c / u to first order (|c| <= ulp(u) / 2). */
+    vd y = log_positive(u, vd_div(c, u), q, nq);
+    y = vd_select(vd_eq(x, vd_set(INFINITY)), x, y);
+    y = vd_select(vd_eq(x, vd_set(-1.0)), vd_set(-INFINITY), y);
+    y = vd_select(vd_lt(x, vd_set(-1.0)), vd_set(NAN), y);
+    y = vd_select(vd_lt(vd_abs(x), vd_set(0x1p-54)), x, y);
+    return nan_passthrough(x, y);
+}
+
+/* ---- sin, cos ------------------------------------------------------------------------------
+ * x = n pi/2 + r, |r| <= pi/4, r carried as rh + rl.  |x| <= 2^24: Cody-Waite with pi/2 in four
+ * parts (the first three of 28 bits, so n * part is exact), tracking the rounding errors of the
+ * subtractions; larger |x|: Payne-Hanek (tg_vm_rem_pio2_huge), lane by lane. */
+static inline vd trig_reduce(vd x, vd *rh, vd *rl)
+{
+    vd t = vd_fma(x, vd_set(VM_TWO_OVER_PI), vd_set(VM_MAGIC));
+    vd n = vd_sub(t, vd_set(VM_MAGIC));
+    vd r1 = vd_fma(n, vd_set(-VM_PIO2_1), x);              /* exact */
+    vd w2 = vd_mul(n, vd_set(VM_PIO2_2));                  /* exact */
+    vd r2 = vd_sub(r1, w2);
+    vd lo = vd_sub(vd_sub(r1, r2), w2);                    /* r2's rounding error */
+    vd w3 = vd_mul(n, vd_set(VM_PIO2_3));                  /* exact */
+    vd h = vd_sub(r2, w3);
+    lo = vd_add(lo, vd_sub(vd_sub(r2, h), w3));
+    lo = vd_fma(n, vd_set(-VM_PIO2_4), lo);
+    /* Renormalise so that |rl| <= ulp(rh) / 2. */
+    *rh = vd_add(h, lo);
+    *rl = vd_sub(lo, vd_sub(*rh, h));
+
+    vm huge = vd_gt(vd_abs(x), vd_set(TG_VM_TRIG_HUGE));
+    if (vm_any(huge)) {
+        double xs[VM_W], ns[VM_W], hs[VM_W], ls[VM_W];
+        vd_store(xs, x);
+        vd_store(ns, n);
+        vd_store(hs, *rh);
+        vd_store(ls, *rl);
+        for (int j = 0; j < VM_W; j++)
+            if (fabs(xs[j]) > TG_VM_TRIG_HUGE) tg_vm_rem_pio2_huge(xs[j], &ns[j], &hs[j], &ls[j]);
+        n = vd_load(ns);
+        *rh = vd_load(hs);
+        *rl = vd_load(ls);
+    }
+    return n;
+}
+
+/* sin(rh + rl) ~ sin rh + rl cos rh, with cos rh ~ 1 - z/2 (rl is below ulp(rh)). */
+static inline vd sin_reduced(vd rh, vd rl, vd z, const double *s, int ns)
+{
+    vd tail = vd_fma(vd_mul(rh, z), poly(z, s, ns), vd_mul(rl, vd_fma(z, vd_set(-0.5), vd_set(1.0))));
+    return vd_add(rh, tail);
+}
+
+/* cos(rh + rl) ~ cos rh - rl rh; 1 - z/2 is split as w + ((1 - w) - z/2) to keep its rounding
+ * error. */
+static inline vd cos_reduced(vd rh, vd rl, vd z, const double *c, int nc)
+{
+    vd hz = vd_mul(z, vd_set(0.5));
+    vd w = vd_sub(vd_set(1.0), hz);
+    vd err = vd_sub(vd_sub(vd_set(1.0), w), hz);
+    vd tail = vd_fma(vd_mul(z, z), poly(z, c, nc), vd_fma(vd_set(-1.0), vd_mul(rh, rl), err));
+    return vd_add(w, tail);
+}
+
+/* which = 0: sin, 1: cos (cos x = sin(x + pi/2): the quadrant shifts by one). */
+static inline vd sincos_core(vd x, int which, const double *s, int ns, const double *c, int nc)
+{
+    vd rh, rl;
+    vd n = trig_reduce(x, &rh, &rl);
+    vd z = vd_mul(rh, rh);
+    vd sr = sin_reduced(rh, rl, z, s, ns);
+    vd cr = cos_reduced(rh, rl, z, c, nc);
+    vi q = vi_add(vd_as_vi(vd_add(n, vd_set(VM_MAGIC))), vi_set((uint64_t)which));
+    vm odd = vi_eq(vi_and(q, vi_set(1)), vi_set(1));
+    vd sign = vi_as_vd(vi_shl(vi_and(q, vi_set(2)), 62));
+    vd y = vd_xor(vd_select(odd, cr, sr), sign);
+    if (which == 0) y = vd_select(vd_eq(x, vd_set(0.0)), x, y);    /* sin(-0) = -0 */
+    /* inf gives NaN through the reduction; NaN keeps its payload. */
+    return nan_passthrough(x, y);
+}
+
+/* ---- tanh, sigmoid -------------------------------------------------------------------------
+ * tanh|x| = e / (e + 2), e = expm1(2|x|) (no cancellation near 0); tanh 20 rounds to 1 already.
+ * sigmoid x = n / (1 + t), t = exp(-|x|) <= 1, n = 1 for x >= 0 and t for x < 0.
+ * The rounding of the denominator alone can cost 1 ulp of the quotient, so the float64 kernels
+ * (precise = 1) keep it (Fast2Sum) and correct the quotient by one Newton step. */
+static inline vd div_sum(vd num, vd a, vd b, int precise)
+{
+    vd d = vd_add(a, b);
+    if (!precise) return vd_div(num, d);
+    vd big = vd_max(a, b), small = vd_min(a, b);   /* a, b >= 0 here */
+    vd dl = vd_add(vd_sub(big, d), small);         /* d + dl = a + b exactly */
+    vd r = vd_div(vd_set(1.0), d);
+    vd y = vd_mul(num, r);
+    /* num - y (d + dl), the first product exactly (fused multiply-add). */
+    vd residual = vd_fnma(y, dl, vd_fnma_exact(y, d, num));
+    return vd_fma(residual, r, y);
+}
+
+static inline vd tanh_core(vd x, int precise, const double *p, int np)
+{
+    vd a = vd_min(vd_abs(x), vd_set(20.0));
+    vd e = expm1_core(vd_add(a, a), p, np);
+    vd t = div_sum(e, e, vd_set(2.0), precise);
+    vd sign = vd_and(x, vd_set(-0.0));
+    return nan_passthrough(x, vd_or(t, sign));
+}
+
+/* float64: y0 = n / d, then one Newton step on n / (d + dl) with d's rounding error dl (Fast2Sum,
+ * 1 >= t).  The step needs 1 / d, which is y0 itself for x >= 0 (n = 1) and 1 - y0 for x < 0
+ * (y0 = t / (1 + t)): no second division. */
+static inline vd sigmoid_core(vd x, const double *p, int np)
+{
+    /* 0 - |x|: keeps a NaN's payload (and makes it positive). */
+    vd t = exp_core_ext(vd_sub(vd_set(0.0), vd_abs(x)), 1, p, np);
+    vm neg = vd_lt(x, vd_set(0.0));
+    vd num = vd_select(neg, t, vd_set(1.0));
+    vd one = vd_set(1.0);
+    vd d = vd_add(one, t);
+    vd dl = vd_add(vd_sub(one, d), t);
+    vd y = vd_div(num, d);
+    vd r = vd_select(neg, vd_sub(one, y), y);
+    vd residual = vd_fnma(y, dl, vd_fnma_exact(y, d, num));
+    return vd_fma(residual, r, y);  /* NaN flows through */
+}
+
+/* ---- float32 kernels -------------------------------------------------------------------------
+ * A float32 result needs ~2^-30 relative accuracy before its final rounding, and every float (even
+ * subnormal) is a normal double whose exp/log stay far inside double's range.  So these drop what
+ * the float64 kernels need for the last bits or the range ends: low-order parts of reductions,
+ * two-step scaling, subnormal rescaling, most special-case selects (NaN and infinities flow
+ * through the arithmetic: vd_max / vd_min return their second operand, x, when it is NaN). */
+static inline vd exp_f32_core(vd x)
+{
+    vd xc = vd_min(vd_set(200.0), vd_max(vd_set(-200.0), x));   /* float exp saturates well before */
+    vd t = vd_fma(xc, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
+    vd n = vd_sub(t, vd_set(VM_MAGIC));
+    vd r = vd_fma(n, vd_set(-VM_LN2_HI), xc);
+    r = vd_fma(n, vd_set(-VM_LN2_LO), r);
+    vd e = vd_add(vd_set(1.0), vd_fma(vd_mul(r, r), poly(r, VM_P(exp_p_f32)), r));
+    /* 2^n straight from t's low bits (|n| <= 289: a normal double). */
+    return vd_mul(e, vi_as_vd(vi_shl(vi_add(vd_as_vi(t), vi_set(1023)), 52)));
+}
+
+static inline vd expm1_f32_core(vd x)
+{
+    vd xc = vd_min(vd_set(200.0), vd_max(vd_set(-200.0), x));
+    vd t = vd_fma(xc, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
+    vd n = vd_sub(t, vd_set(VM_MAGIC));
+    vd r = vd_fma(n, vd_set(-VM_LN2_HI), xc);
+    r = vd_fma(n, vd_set(-VM_LN2_LO), r);
+    vd q = vd_fma(vd_mul(r, r), poly(r, VM_P(exp_p_f32)), r);        /* e^r - 1 */
+    vd s = vi_as_vd(vi_shl(vi_add(vd_as_vi(t), vi_set(1023)), 52));  /* 2^n */
+    vd y = vd_fma(s, q, vd_sub(s, vd_set(1.0)));
+    return vd_select(vd_eq(x, vd_set(0.0)), x, y);                   /* expm1(-0) = -0 */
+}
+
+/* log of a double that holds a float: positive finite values need no rescaling. */
+static inline vd log_f32_positive(vd u)
+{
+    vi b = vi_add(vd_as_vi(u), vi_set(UINT64_C(0x3ff0000000000000) - VM_SQRT_HALF_BITS));
+    vi m_bits = vi_add(vi_and(b, vi_set(UINT64_C(0x000fffffffffffff))), vi_set(VM_SQRT_HALF_BITS));
+    vd k = vd_sub(vi_as_vd(vi_or(vi_shr(b, 52), vi_set(UINT64_C(0x4330000000000000)))),
+                  vd_set(0x1p52 + 1023.0));
+    vd f = vd_sub(vi_as_vd(m_bits), vd_set(1.0));
+    vd s = vd_div(f, vd_add(vd_set(2.0), f));
+    vd z = vd_mul(s, s);
+    vd hfsq = vd_mul(vd_set(0.5), vd_mul(f, f));
+    vd t = vd_mul(s, vd_fma(z, poly(z, VM_P(log_q_f32)), hfsq));
+    return vd_fma(k, vd_set(VM_LN2_HI + VM_LN2_LO), vd_sub(f, vd_sub(hfsq, t)));
+}
+
+static inline vd log_specials(vd u, vd y)
+{
+    y = vd_select(vd_eq(u, vd_set(INFINITY)), u, y);
+    y = vd_select(vd_eq(u, vd_set(0.0)), vd_set(-INFINITY), y);
+    y = vd_select(vd_lt(u, vd_set(0.0)), vd_set(NAN), y);
+    return nan_passthrough(u, y);
+}
+
+static inline vd log_f32_core(vd x) { return log_specials(x, log_f32_positive(x)); }
+
+static inline vd log1p_f32_core(vd x)
+{
+    /* u + c = 1 + x exactly for |x| < 1 (Fast2Sum), and log(u + c) ~ log u + c / u ~ log u + c
+     * to far below float's ulp: c != 0 needs |x| < 2^-29 (u ~ 1) or |x| >= 1/2 (c tiny against
+     * the result).  For floats x >= 1, 1 + x is exact in double up to 2^53, and beyond that the
+     * missing 1 is below the result's precision: c = 0. */
+    vd one = vd_set(1.0);
+    vd u = vd_add(one, x);
+    vd c = vd_select(vd_lt(x, one), vd_add(vd_sub(one, u), x), vd_set(0.0));
+    vd y = vd_add(log_f32_positive(u), c);
+    y = log_specials(u, y);                       /* x = -1: -inf, x < -1: NaN, inf, NaN */
+    return vd_select(vd_eq(x, vd_set(0.0)), x, y);  /* log1p(-0) = -0 */
+}
+
+static inline vd sincos_f32_core(vd x, int which)
+{
+    vd t = vd_fma(x, vd_set(VM_TWO_OVER_PI), vd_set(VM_MAGIC));
+    vd n = vd_sub(t, vd_set(VM_MAGIC));
+    /* |x| <= 2^24: n < 2^24, so n * part is exact for the 28-bit parts; the rounding of the
+     * second subtraction is < 2^-58, negligible against the smallest |r| of a float (~2^-27). */
+    vd r = vd_fma(n, vd_set(-VM_PIO2_1), x);
+    r = vd_fma(n, vd_set(-VM_PIO2_2), r);
+    r = vd_fma(n, vd_set(-VM_PIO2_3), r);
+    vm huge = vd_gt(vd_abs(x), vd_set(TG_VM_TRIG_HUGE));
+    if (vm_any(huge)) {
+        double xs[VM_W], ns[VM_W], rs[VM_W], ls[VM_W];
+        vd_store(xs, x);
+        vd_store(ns, n);
+        vd_store(rs, r);
+        for (int j = 0; j < VM_W; j++)
+            if (fabs(xs[j]) > TG_VM_TRIG_HUGE) tg_vm_rem_pio2_huge(xs[j], &ns[j], &rs[j], &ls[j]);
+        n = vd_load(ns);
+        r = vd_load(rs);
+    }
+    vd z = vd_mul(r, r);
+    vd sr = vd_fma(vd_mul(r, z), poly(z, VM_P(sin_s_f32)), r);
+    vd cr = vd_fma(vd_mul(z, z), poly(z, VM_P(cos_c_f32)), vd_fma(z, vd_set(-0.5), vd_set(1.0)));
+    vi q = vi_add(vd_as_vi(vd_add(n, vd_set(VM_MAGIC))), vi_set((uint64_t)which));
+    vm odd = vi_eq(vi_and(q, vi_set(1)), vi_set(1));
+    vd sign = vi_as_vd(vi_shl(vi_and(q, vi_set(2)), 62));
+    vd y = vd_xor(vd_select(odd, cr, sr), sign);
+    if (which == 0) y = vd_select(vd_eq(x, vd_set(0.0)), x, y);    /* sin(-0) = -0 */
+    return y;  /* NaN and inf give NaN through the arithmetic */
+}
+
+/* sigmoid = 1 / (1 + e^-x): with x clamped to +-200 in exp, e^-x stays finite in double. */
+static inline vd sigmoid_f32_core(vd x)
+{
+    return vd_div(vd_set(1.0), vd_add(vd_set(1.0), exp_f32_core(vd_sub(vd_set(0.0), x))));
+}
+
+/* ---- erf ---------------------------------------------------------------------------------
+ * |x| < 1: erf x = x + x A(x^2).  |x| >= 1: erf |x| = 1 - e^(-x^2) B(|x| - c), B a fit of
+ * erfcx = e^(x^2) erfc around the centre c of [1, 2.5) or [2.5, 6] (float64; one piece [1, 4]
+ * for float32), with |x| clamped to the last interval's end, where erf already rounds to 1.
+ * float64 takes x^2 as h + l exactly (fused multiply-add) and e^(-x^2) = e^(-h) (1 - l): erfc
+ * then has ~1 ulp relative error, and erf = 1 - erfc, with erfc <= 0.16, far less.  Pieces that
+ * no lane of a vector needs are skipped. */
+static inline vd erf_core(vd x, int f64)
+{
+    vd ax = vd_abs(x);
+    vd z = vd_mul(x, x);
+    vd y = vd_fma(x, f64 ? poly(z, VM_P(erf_a_f64)) : poly(z, VM_P(erf_a_f32)), x);
+    vm big = vd_gt(ax, vd_set(0x1.fffffffffffffp-1));   /* |x| >= 1 (NaN: no) */
+    if (!vm_any(big)) return y;
+    vd a = vd_min(ax, vd_set(f64 ? 6.0 : 4.0));
+    vd h = vd_mul(a, a);
+    vd e;
+    vd b;
+    if (f64) {
+        vd l = vd_sub(vd_set(0.0), vd_fnma_exact(a, a, h));   /* a^2 - h, exactly */
+        e = exp_core_ext(vd_sub(vd_set(0.0), h), 1, VM_P(exp_p_f64));
+        e = vd_fnma(e, l, e);
+        vm lower = vd_lt(a, vd_set(2.5));
+        int any_lower = vm_any(vm_and(big, lower)), any_upper = vm_any(vm_andnot(lower, big));
+        vd b1 = any_lower ? poly(vd_sub(a, vd_set(1.75)), VM_P(erf_b1_f64)) : vd_set(0.0);
+        vd b2 = any_upper ? poly(vd_sub(a, vd_set(4.25)), VM_P(erf_b2_f64)) : vd_set(0.0);
+        b = vd_select(lower, b1, b2);
+    } else {
+        e = exp_f32_core(vd_sub(vd_set(0.0), h));
+        b = poly(vd_sub(a, vd_set(2.5)), VM_P(erf_b_f32));
+    }
+    vd tail = vd_fnma(e, b, vd_set(1.0));                   /* 1 - erfc |x| */
+    tail = vd_or(tail, vd_and(x, vd_set(-0.0)));            /* the sign of x */
+    return vd_select(big, tail, y);
+}
+
+/* ---- per-element entry points and loops ----------------------------------------------------- */
+#define VM_UNARY(name, expr64, expr32)                                                        \
+    static inline vd name##_v64(vd x) { return expr64; }                                       \
+    static inline vd name##_v32(vd x) { return expr32; }
+VM_UNARY(exp, exp_core(x, VM_P(exp_p_f64)), exp_f32_core(x))
+VM_UNARY(expm1, expm1_core(x, VM_P(exp_p_f64)), expm1_f32_core(x))
+VM_UNARY(log, log_core(x, VM_P(log_q_f64)), log_f32_core(x))
+VM_UNARY(log1p, log1p_core(x, VM_P(log_q_f64)), log1p_f32_core(x))
+VM_UNARY(sin, sincos_core(x, 0, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_core(x, 0))
+VM_UNARY(cos, sincos_core(x, 1, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_core(x, 1))
+VM_UNARY(tanh, tanh_core(x, 1, VM_P(exp_p_f64)), tanh_core(x, 0, VM_P(exp_p_f32)))
+VM_UNARY(sigmoid, sigmoid_core(x, VM_P(exp_p_f64)), sigmoid_f32_core(x))
+VM_UNARY(erf, erf_core(x, 1), erf_core(x, 0))
+
+/* Four vectors per iteration (their dependency chains -- a polynomial is one long chain -- overlap
+ * in the out-of-order window), then one, then the tail padded into one more vector (same code
+ * path, so an element's result does not depend on its position).  The float64 loops are the
+ * level's exported kernels; the float32 ones (name_f32_via_f64) are exported by the level's
+ * translation unit, which may replace some by native float code. */
+#define VM_LOOPS(name)                                                                         \
+    void VM_XCAT3(tg_vm_##name, _f64_, VM_LEVEL_NAME)(const double *x, double *y, size_t n)    \
+    {                                                                                          \
+        size_t i = 0;                                                                          \
+        for (; i + 4 * VM_W <= n; i += 4 * VM_W) {                                             \
+            vd a = name##_v64(vd_load(x + i)), b = name##_v64(vd_load(x + i + VM_W));          \
+            vd c = name##_v64(vd_load(x + i + 2 * VM_W)), d = name##_v64(vd_load(x + i + 3 * VM_W)); \
+            vd_store(y + i, a);                                                                \
+            vd_store(y + i + VM_W, b);                                                         \
+            vd_store(y + i + 2 * VM_W, c);                                                     \
+            vd_store(y + i + 3 * VM_W, d);                                                     \
+        }                                                                                      \
+        for (; i + VM_W <= n; i += VM_W) vd_store(y + i, name##_v64(vd_load(x + i)));          \
+        if (i < n) {                                                                           \
+            double buf[VM_W] = {0};                                                            \
+            for (size_t k = 0; k < n - i; k++) buf[k] = x[i + k];                              \
+            vd_store(buf, name##_v64(vd_load(buf)));                                           \
+            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+        }                                                                                      \
+    }                                                                                          \
+    static inline void name##_f32_via_f64(const float *x, float *y, size_t n)                  \
+    {                                                                                          \
+        size_t i = 0;                                                                          \
+        for (; i + 4 * VM_W <= n; i += 4 * VM_W) {                                             \
+            vd a = name##_v32(vd_load_f32(x + i)), b = name##_v32(vd_load_f32(x + i + VM_W));  \
+            vd c = name##_v32(vd_load_f32(x + i + 2 * VM_W));                                  \
+            vd d = name##_v32(vd_load_f32(x + i + 3 * VM_W));                                  \
+            vd_store_f32(y + i, a);                                                            \
+            vd_store_f32(y + i + VM_W, b);                                                     \
+            vd_store_f32(y + i + 2 * VM_W, c);                                                 \
+            vd_store_f32(y + i + 3 * VM_W, d);                                                 \
+        }                                                                                      \
+        for (; i + VM_W <= n; i += VM_W) vd_store_f32(y + i, name##_v32(vd_load_f32(x + i)));  \
+        if (i < n) {                                                                           \
+            float buf[VM_W] = {0};                                                             \
+            for (size_t k = 0; k < n - i; k++) buf[k] = x[i + k];                              \
+            vd_store_f32(buf, name##_v32(vd_load_f32(buf)));                                   \
+            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+        }                                                                                      \
+    }
+TG_VM_KERNELS(VM_LOOPS)

@@ -1,0 +1,45 @@
+/* Internal interface between vecmath.c (dispatch) and the per-level translation units
+ * vecmath_scalar.c / vecmath_avx2.c, which instantiate vecmath_impl.h. */
+#ifndef TAPEGRAD_VECMATH_LEVELS_H
+#define TAPEGRAD_VECMATH_LEVELS_H
+
+#include "vecmath.h"
+
+#if defined(__FAST_MATH__)
+/* The kernels rely on IEEE semantics: NaN tests, signed zeros and compensated (error-free)
+ * additions that -ffast-math would reassociate away. */
+#error "vecmath must be compiled without -ffast-math"
+#endif
+
+#if defined(_MSC_VER) && !defined(__cplusplus) && !defined(inline)
+#define inline __inline /* MSVC's C mode before C11 */
+#endif
+
+/* The AVX2 level is built on x86-64 with compilers whose intrinsics we use (GCC, Clang, MSVC);
+ * define TG_VM_NO_AVX2 to build the portable level only. */
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(TG_VM_NO_AVX2) && \
+    (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
+#define TG_VM_BUILD_AVX2 1
+#else
+#define TG_VM_BUILD_AVX2 0
+#endif
+
+#define TG_VM_DECLARE_LEVEL(name, level)                                          \
+    void tg_vm_##name##_f64_##level(const double *x, double *y, size_t n);        \
+    void tg_vm_##name##_f32_##level(const float *x, float *y, size_t n);
+#define TG_VM_DECLARE_SCALAR(name) TG_VM_DECLARE_LEVEL(name, scalar)
+#define TG_VM_DECLARE_AVX2(name) TG_VM_DECLARE_LEVEL(name, avx2)
+TG_VM_KERNELS(TG_VM_DECLARE_SCALAR)
+#if TG_VM_BUILD_AVX2
+TG_VM_KERNELS(TG_VM_DECLARE_AVX2)
+#endif
+
+/* |x| above this goes through the exact (Payne-Hanek) reduction instead of Cody-Waite's. */
+#define TG_VM_TRIG_HUGE 0x1p24
+
+/* Payne-Hanek: x = (n + r / (pi/2)) * pi/2 with n an integer in {-3..3} (only n mod 4 matters)
+ * and r = rhi + rlo, |r| <= pi/4 (to ~2^-70 relative).  For finite |x| > TG_VM_TRIG_HUGE;
+ * infinities give r = NaN.  Scalar and rare, so shared by all levels. */
+void tg_vm_rem_pio2_huge(double x, double *n, double *rhi, double *rlo);
+
+#endif
