@@ -1,4 +1,5 @@
 """Threads: per-thread grad mode, independent training in parallel, a concurrent stress test."""
+import gc
 import threading
 
 import numpy as np
@@ -42,6 +43,8 @@ def test_two_threads_get_the_results_of_sequential_runs():
 
 def test_stress_many_threads_recording_and_sweeping():
     errors = []
+    gc.collect()
+    live_before = tg._core.tape().live_records   # what earlier tests in this process still hold
 
     def worker(seed):
         try:
@@ -64,5 +67,7 @@ def test_stress_many_threads_recording_and_sweeping():
     for t in threads:
         t.join()
     assert not errors, errors
-    tape = tg._core.tape()
-    assert tape.live_records < 64           # everything recorded by the workers was released
+    gc.collect()
+    # Everything the workers recorded was released: relative to what the process held before,
+    # since earlier tests may keep tensors alive in module globals or caches.
+    assert tg._core.tape().live_records <= live_before + 8
