@@ -43,3 +43,14 @@ def test_requirements_match_what_ci_tests():
     # numpy 1.26 casts by value (float32 means came back float64): numpy 2 is the floor.
     assert "numpy>=2.0" in dist.requires
     assert dist.metadata["Requires-Python"] == ">=3.10"
+
+
+def test_import_loads_no_command_modules():
+    # The CLI's commands (demo, bench: a 1,000-line harness kept in the package for
+    # `python -m tapegrad bench`) load on use only: `import tapegrad` stays close to numpy's.
+    probe = ("import sys, tapegrad; "
+             "print(sorted(m for m in sys.modules if m in ('tapegrad.bench', 'tapegrad.demo', "
+             "'tapegrad.demo_chars', 'tapegrad.examples', 'torch')))")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
