@@ -132,7 +132,7 @@ def is_complex(input) -> bool:
 from .contractions import addmm, baddbmm, einsum  # noqa: E402
 # Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
-                 "distributions", "cuda", "backends", "accelerator", "version", "linalg",
+                 "distributions", "cuda", "backends", "accelerator", "linalg",
                  "multiprocessing", "sparse")
 _LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
                "get_num_threads": "_threads", "set_num_threads": "_threads",
@@ -163,7 +163,7 @@ double = float64
 int = int32  # noqa: A001
 long = int64
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402  (the one source: tapegrad/version.py)
 
 # torch.cdist lives with the nn distances (composed of differentiable ops).
 _LAZY_ATTRS.update(cdist="nn._extra_losses")

@@ -15,6 +15,13 @@ import time (`import_times`) and peak RSS of the MLP step (`peak_rss`).
 The module imports only numpy at the top: tapegrad and torch are imported where used, so the
 peak-RSS probe can run this file as a plain script (`runpy.run_path`) for its numpy-only
 measurement without importing tapegrad.
+
+Why it ships in the runtime package (issue 18 asked): `python -m tapegrad bench` is a user
+command, the way to check the speed claims of the README on one's own machine and BLAS from an
+installed wheel, with no source checkout; keeping one definition of the workloads here keeps that
+table and the bench/ suite measuring the same code.  It costs 42 KB of source (13 KB in the
+wheel) and nothing at `import tapegrad`: it loads only when the command (or bench/) imports it
+(tapegrad/__init__.py's lazy submodules; tests/test_packaging.py checks that).
 """
 from __future__ import annotations
 
