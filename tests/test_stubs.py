@@ -1,4 +1,5 @@
 """The extension's type stub (tapegrad/_core.pyi) lists everything the compiled core exports."""
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -113,6 +114,7 @@ def test_typed_example_runs():
     """The typed example the type checkers read (tools/typecheck.sh) is a working script."""
     run = subprocess.run([sys.executable, str(ROOT / "tests" / "typing" / "train_mlp.py")],
                          capture_output=True, text=True, cwd=ROOT,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                         # the inherited environment: under tools/asan.sh it carries LD_PRELOAD
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert run.returncode == 0, run.stderr
     assert "parameters, loss" in run.stdout
