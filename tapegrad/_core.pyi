@@ -14,6 +14,9 @@ class Capture:
     steps: Any
     unsupported: Any
 
+class CompiledBackward:
+    ...
+
 class CompiledFunctionBackward:
     _input_meta: Any
     _output_meta: Any
@@ -116,6 +119,7 @@ class dtype:
 class no_grad_scope:
     ...
 
+C_TYPE_NAMES: dict
 NN_FUNCTIONS: dict
 RECORD_SIZE: int
 TENSOR_METHODS: dict
