@@ -22,6 +22,7 @@ import sysconfig
 import threading
 
 from setuptools import Extension, setup
+from setuptools.command.build_clib import build_clib
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -143,6 +144,17 @@ def sources_of(sources):
     return seen
 
 
+class BuildClib(build_clib):
+    """kernels.c as a static library: built when build_ext has a module to compile (it runs this
+    command itself then), not on every `build` (a second editable install compiles nothing)."""
+
+    wanted = False
+
+    def run(self):
+        if self.wanted:
+            super().run()
+
+
 class BuildExt(build_ext):
     """build_ext that cythonizes at build time, in parallel, and reuses unchanged modules."""
 
@@ -164,7 +176,10 @@ class BuildExt(build_ext):
         todo = [ext for ext in self.extensions
                 if self.force or not os.path.exists(self._cached(ext))]
         if todo:
-            self.run_command("build_clib")      # kernels.c (build_ext does not run it itself)
+            self._check_compiler()
+            clib = self.get_finalized_command("build_clib")
+            clib.wanted = True
+            clib.run()                          # kernels.c, for the modules about to be linked
             try:
                 from Cython.Build import cythonize
             except ImportError:
@@ -177,13 +192,11 @@ class BuildExt(build_ext):
                 ext.sources = generated[ext.name]       # the .pyx's generated .c from now on
         super().run()
 
-    def build_extensions(self):
-        if any(not os.path.exists(self._cached(ext)) or self.force for ext in self.extensions):
-            self._check_compiler()
-        super().build_extensions()
-
     def _check_compiler(self):
-        cc = getattr(self.compiler, "compiler_so", None)
+        """Fail early, with two plain lines, when the C compiler the build would run is missing."""
+        if os.name == "nt":
+            return                              # MSVC is found by setuptools' own search
+        cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()
         if cc and shutil.which(cc[0]) is None:
             fail(f"a C compiler ({cc[0]})",
                  "install one (Debian/Ubuntu: apt install gcc; macOS: xcode-select --install)")
@@ -213,8 +226,11 @@ class BuildExt(build_ext):
     def _flavour(self, ext):
         """What the build of `ext` depends on besides its sources' contents."""
         import numpy
-        import Cython  # noqa: F401  (its version is part of the key)
-        return repr((sys.version, sysconfig.get_platform(), Cython.__version__,
+        try:
+            from Cython import __version__ as cython_version
+        except ImportError:                     # then only a cached build can be used
+            cython_version = None
+        return repr((sys.version, sysconfig.get_platform(), cython_version,
                      numpy.__version__, ext.extra_compile_args, ext.extra_link_args, KERNELS,
                      ext.define_macros, directives, os.environ.get("CC"),
                      os.environ.get("CFLAGS"), os.environ.get("LDFLAGS")))
@@ -240,4 +256,5 @@ class BuildExt(build_ext):
             os.remove(os.path.join(CACHE, f))
 
 
-setup(ext_modules=extensions(), libraries=[KERNELS], cmdclass={"build_ext": BuildExt})
+setup(ext_modules=extensions(), libraries=[KERNELS],
+      cmdclass={"build_ext": BuildExt, "build_clib": BuildClib})

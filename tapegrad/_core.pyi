@@ -119,7 +119,6 @@ class dtype:
 class no_grad_scope:
     ...
 
-C_TYPE_NAMES: dict
 NN_FUNCTIONS: dict
 RECORD_SIZE: int
 TENSOR_METHODS: dict

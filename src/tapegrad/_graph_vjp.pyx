@@ -1,6 +1,6 @@
 # tapegrad._graph_vjp: recorded (differentiable) VJPs and the sweep for create_graph=True.
-# One extension module of the compiled core (the layering is described in _core.pyx): it
-# cimports the modules below it and registers its ops into the core's op table when it loads.
+# One extension module of the compiled core (_core.pyx describes the layering): it cimports the
+# modules below it and registers its ops into the core's op table when it loads.
 
 cimport cython
 cimport numpy as cnp
@@ -25,7 +25,8 @@ from tapegrad._ops_linalg cimport *
 from tapegrad._ops_nn cimport *
 
 from tapegrad._core import div, log, neg
-from tapegrad._ops_unary import abs_, cos, cosh, erf, gt, log1p, reciprocal, sigmoid, sin, sinh, softplus, sqrt, where
+from tapegrad._ops_unary import (abs_, cos, cosh, erf, gt, log1p, reciprocal, sigmoid, sin, sinh,
+                                softplus, sqrt, where)
 from tapegrad._ops_shape import cat, clone, expand, t, transpose, unsqueeze
 from tapegrad._ops_linalg import matmul, tril, triu
 

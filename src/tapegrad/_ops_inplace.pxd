@@ -1,5 +1,5 @@
-# Declarations of tapegrad._ops_inplace (in-place ops and x[key] = value) that the modules above it cimport.
-# Implementations: ops_inplace.pxi.
+# Declarations of tapegrad._ops_inplace (in-place ops and x[key] = value) that the modules above
+# it cimport; the implementations are in ops_inplace.pxi.
 
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XINCREF, Py_XDECREF

@@ -1,5 +1,5 @@
-# Declarations of tapegrad._ops_linalg (matmul and friends (and the A @ W^T layout choice)) that the modules above it cimport.
-# Implementations: matmul_layout.pxi, ops_linalg.pxi.
+# Declarations of tapegrad._ops_linalg (matmul and friends, and the faster layout of A @ W^T) that
+# the modules above it cimport; the implementations are in matmul_layout.pxi, ops_linalg.pxi.
 
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XINCREF, Py_XDECREF

@@ -1,6 +1,6 @@
-# tapegrad._ops_linalg: matmul and friends (and the A @ W^T layout choice).
-# One extension module of the compiled core (the layering is described in _core.pyx): it
-# cimports the modules below it and registers its ops into the core's op table when it loads.
+# tapegrad._ops_linalg: matmul and friends, and the faster layout of A @ W^T.
+# One extension module of the compiled core (_core.pyx describes the layering): it cimports the
+# modules below it and registers its ops into the core's op table when it loads.
 
 cimport cython
 cimport numpy as cnp

@@ -1,5 +1,5 @@
-# Declarations of tapegrad._ops_nn (nn.functional: softmax, losses, normalisation, ...) that the modules above it cimport.
-# Implementations: ops_nn.pxi.
+# Declarations of tapegrad._ops_nn (nn.functional: softmax, losses, normalisation, ...) that the
+# modules above it cimport; the implementations are in ops_nn.pxi.
 
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XINCREF, Py_XDECREF

@@ -1,5 +1,5 @@
-# Declarations of tapegrad._ops_reduce (reductions) that the modules above it cimport.
-# Implementations: ops_reduce.pxi.
+# Declarations of tapegrad._ops_reduce (reductions) that the modules above it cimport; the
+# implementations are in ops_reduce.pxi.
 
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XINCREF, Py_XDECREF

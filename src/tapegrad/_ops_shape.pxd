@@ -1,5 +1,6 @@
-# Declarations of tapegrad._ops_shape (reshape, transpose, cat, split, ...; indexing, gather, index_select, masked_fill) that the modules above it cimport.
-# Implementations: ops_shape.pxi, ops_index.pxi.
+# Declarations of tapegrad._ops_shape (reshape, transpose, cat, split, ...; indexing, gather,
+# index_select, masked_fill) that the modules above it cimport; the implementations are in
+# ops_shape.pxi, ops_index.pxi.
 
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XINCREF, Py_XDECREF

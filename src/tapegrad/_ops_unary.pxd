@@ -1,5 +1,6 @@
-# Declarations of tapegrad._ops_unary (math functions, activations, clamp, where, comparisons, conversions; log10, sinh, ..., rounding, atan2, fmod, remainder, floor_divide) that the modules above it cimport.
-# Implementations: ops_unary.pxi, ops_math.pxi.
+# Declarations of tapegrad._ops_unary (math functions, activations, clamp, where, comparisons,
+# conversions; log10, sinh, ..., rounding, atan2, fmod, remainder, floor_divide) that the modules
+# above it cimport; the implementations are in ops_unary.pxi, ops_math.pxi.
 
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XINCREF, Py_XDECREF

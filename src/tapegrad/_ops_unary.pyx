@@ -1,6 +1,7 @@
-# tapegrad._ops_unary: math functions, activations, clamp, where, comparisons, conversions; log10, sinh, ..., rounding, atan2, fmod, remainder, floor_divide.
-# One extension module of the compiled core (the layering is described in _core.pyx): it
-# cimports the modules below it and registers its ops into the core's op table when it loads.
+# tapegrad._ops_unary: math functions, activations, clamp, where, comparisons, conversions; log10,
+# sinh, ..., rounding, atan2, fmod, remainder, floor_divide.
+# One extension module of the compiled core (_core.pyx describes the layering): it cimports the
+# modules below it and registers its ops into the core's op table when it loads.
 
 cimport cython
 cimport numpy as cnp

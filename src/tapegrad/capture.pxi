@@ -113,7 +113,7 @@ def _capture_read(TensorBase t, str kind, value):
         CAPTURE.reads.append((t, kind, value))
 
 
-# -- capture hooks (called by the ops; replay.pxi replays what they note) --------------------------------------
+# -- capture hooks (called by the ops; replay.pxi replays what they note) -------------------
 
 cdef int capture_binary(int kop, object a, object b, bint promote, bint in_c,
                         TensorBase res) except -1:

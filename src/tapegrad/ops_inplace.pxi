@@ -12,12 +12,8 @@
 # requires grad goes to the base the same way when the view reads the base's current history;
 # other writes through views of a tensor that requires grad are refused.
 #
-# Other views of a base whose history a recorded write replaced still carry the old history.  As
-# in PyTorch, such a stale view is rebased when next used (as an op input, or when its autograd
-# state is read): it becomes an AsStridedBackward0 view of the base's current history, so its
-# gradient flows through the write.  Staleness costs nothing on the per-op path of non-views: a
-# base counts its rewritten histories (_gen), a view remembers the count it was derived at, and
-# only a view (t._base set) compares the two (refresh_view).
+# The version counters and the rebasing of stale views that every family's in-place writes share
+# (bump_version, check_inplace, refresh_view) are the core's views.pxi.
 # ---------------------------------------------------------------------------------------------
 
 
