@@ -5,6 +5,7 @@ order); backward() is one compiled reverse sweep over it.  `import tapegrad as t
 PyTorch autograd scripts unchanged.
 """
 from . import _core
+from . import _modules  # noqa: F401  (the op families' extension modules, before any use of _core)
 from ._core import (
     bool_ as bool,  # noqa: A001  (PyTorch's name)
     dtype,

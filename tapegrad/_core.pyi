@@ -14,6 +14,9 @@ class Capture:
     steps: Any
     unsupported: Any
 
+class CompiledBackward:
+    ...
+
 class CompiledFunctionBackward:
     _input_meta: Any
     _output_meta: Any

@@ -1,7 +1,11 @@
-# The typed header of tapegrad's compiled core: the tape record, the tape and the tensor base type.
-# Implementations live in _core.pyx and the .pxi files it includes (one per concern / op family).
+# The typed header of tapegrad's compiled core: the tape record, the tape and the tensor base type,
+# then what the op-family extension modules cimport from the core (declarations only: the
+# implementations live in the .pxi files _core.pyx includes).
 
-from cpython.ref cimport PyObject
+cimport numpy as cnp
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XINCREF, Py_XDECREF
+from libc.stddef cimport ptrdiff_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 
 cdef enum:
     MAX_IN = 3              # most inputs an op records (where(cond, a, b) has three)
@@ -74,3 +78,352 @@ cdef class TensorBase:
     cdef object __weakref__
 
     cdef int _set_requires_grad(self, bint flag) except -1
+
+
+# -- what the op families use ----------------------------------------------------------------------
+
+cdef bint grad_enabled() noexcept
+
+cdef class no_grad_scope:
+    cdef int prev
+
+cdef int set_grad_disabled(int disabled) noexcept
+
+cdef class IeeeResults:
+    cdef object token
+    cdef object fallback
+
+cdef extern from "kernels.h" nogil:
+    enum:
+        TG_ADD, TG_SUB, TG_MUL, TG_DIV, TG_POW, TG_MAX, TG_MIN
+        TG_TANH_GRAD, TG_RELU_GRAD, TG_SIGMOID_GRAD
+        TG_GELU_GRAD, TG_GELU_TANH_GRAD, TG_SILU_GRAD
+    enum:
+        TG_NEG, TG_EXP, TG_LOG, TG_TANH, TG_RELU, TG_SIGMOID, TG_SQRT, TG_ABS, TG_SIN, TG_COS
+        TG_LOG1P, TG_EXPM1, TG_RSQRT, TG_SQUARE, TG_RECIPROCAL, TG_SIGN
+        TG_ERF, TG_GELU, TG_GELU_TANH, TG_SILU
+    int tg_binary_f64(int op, ptrdiff_t n, const double* a, ptrdiff_t sa, const double* b,
+                      ptrdiff_t sb, double* out) noexcept
+    int tg_binary_f32(int op, ptrdiff_t n, const float* a, ptrdiff_t sa, const float* b,
+                      ptrdiff_t sb, float* out) noexcept
+    int tg_unary_f64(int op, ptrdiff_t n, const double* a, double* out) noexcept
+    void tg_fma_f32(ptrdiff_t n, const float* a, const float* b, ptrdiff_t sb, const float* c,
+                    float* out) noexcept
+    void tg_fma_f64(ptrdiff_t n, const double* a, const double* b, ptrdiff_t sb, const double* c,
+                    double* out) noexcept
+    int tg_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexcept
+    enum:
+        TG_SUM_MAX_N
+    float tg_sum_f32(ptrdiff_t n, const float* a) noexcept
+    double tg_sum_f64(ptrdiff_t n, const double* a) noexcept
+    void tg_softmax_rows_f32(int log_, ptrdiff_t rows, ptrdiff_t cols, const float* x,
+                             float* out) noexcept
+    void tg_softmax_rows_f64(int log_, ptrdiff_t rows, ptrdiff_t cols, const double* x,
+                             double* out) noexcept
+    void tg_softmax_grad_rows_f32(int log_, ptrdiff_t rows, ptrdiff_t cols, const float* g,
+                                  const float* y, float* out) noexcept
+    void tg_softmax_grad_rows_f64(int log_, ptrdiff_t rows, ptrdiff_t cols, const double* g,
+                                  const double* y, double* out) noexcept
+    enum:
+        TG_LEAKY_RELU, TG_LEAKY_RELU_GRAD, TG_ELU, TG_ELU_GRAD, TG_SOFTPLUS, TG_SOFTPLUS_GRAD
+        TG_CLAMP, TG_CLAMP_GRAD
+    int tg_param_f64(int op, ptrdiff_t n, const double* a, const double* b, double p0, double p1,
+                     double* out) noexcept
+    int tg_param_f32(int op, ptrdiff_t n, const float* a, const float* b, float p0, float p1,
+                     float* out) noexcept
+    void tg_sum_rows_f32(ptrdiff_t rows, ptrdiff_t cols, const float* a, float* out) noexcept
+    void tg_sum_rows_f64(ptrdiff_t rows, ptrdiff_t cols, const double* a, double* out) noexcept
+    void tg_transpose_4(ptrdiff_t rows, ptrdiff_t cols, const uint32_t* src,
+                        uint32_t* dst) noexcept
+    void tg_transpose_8(ptrdiff_t rows, ptrdiff_t cols, const uint64_t* src,
+                        uint64_t* dst) noexcept
+
+ctypedef fused real_t:
+    float
+    double
+
+cdef bint kernel_array(object x, int* typenum) noexcept
+
+cdef bint same_shape(cnp.ndarray a, cnp.ndarray b) noexcept
+
+cdef bint kernel_scalar(object x) noexcept
+
+cdef struct KernelOperands:
+    # Two operands as the binary kernels take them: type number, data and element stride (0: one
+    # value for all n) of each; a Python number is held converted in sd / sf.
+    int t
+    const char* pa
+    ptrdiff_t sa
+    const char* pb
+    ptrdiff_t sb
+    double sd
+    float sf
+    # A broadcast over rows (x + bias, x - x.amax(-1, keepdim=True)): the kernel runs once per row
+    # of `cols` elements, and a / b move on by da / db bytes between rows (0: the repeated row,
+    # or one value per row with its stride 0 and a step of one element).  cols 0: one call for all.
+    ptrdiff_t cols
+    ptrdiff_t da
+    ptrdiff_t db
+
+cdef bint rows_layout(int nf, const cnp.npy_intp* df, int npart, const cnp.npy_intp* dp,
+                      ptrdiff_t* stride, ptrdiff_t* step) noexcept
+
+cdef object kernel_operands(object A, object B, KernelOperands* ko)
+
+cdef void run_binary(int kop, ptrdiff_t n, KernelOperands* ko, void* out) noexcept
+
+cdef void binary_rows(int kop, ptrdiff_t n, const KernelOperands* ko, char* out) noexcept nogil
+
+cdef object fast_binary(int kop, object A, object B)
+
+cdef int add_into(object out, object C) except -1
+
+cdef object fast_unary(int kop, object A)
+
+cdef object unary_c(int kop, object A)
+
+cdef object binary_c(int kop, object a, object b)
+
+cdef double GELU_BETA
+
+cdef double GELU_KAPPA
+
+cdef object gelu_tanh_sigmoid(object x)
+
+cdef object gelu_tanh_grad_numpy(object g, object x)
+
+cdef object silu_grad_numpy(object g, object x)
+
+cdef object fast_param(int kop, object A, object B, double p0, double p1)
+
+cdef object ew(int kop, object a, object b)
+
+cdef enum:
+    CAT_BOOL = 0
+    CAT_INT = 1
+    CAT_FLOAT = 2
+
+cdef class dtype:
+    cdef readonly str name
+    cdef readonly object np_dtype
+    cdef readonly int category
+    cdef readonly int itemsize
+
+cdef object NP_FLOAT32
+
+cdef object NP_INT64
+
+cdef object NP_BOOL
+
+cdef object DEFAULT_FLOAT
+
+cdef object to_np_dtype(object d)
+
+cdef int np_category(int type_num) noexcept
+
+cdef int scalar_category(object s) noexcept
+
+cdef object promote_pair(object a, object b)
+
+cdef object result_dtype(object a, object b)
+
+ctypedef object (*vjp_fn)(Record* r, object g)
+
+cdef enum:
+    MAX_OPS = 256
+
+cdef vjp_fn OP_VJP[MAX_OPS]
+
+cdef list OP_NAMES
+
+cdef int register_op(str name, vjp_fn vjp) except -1
+
+cdef int OP_LEAF
+
+cdef class CompiledBackward:
+    cdef object backward(self, list g)
+    cdef release(self)
+
+cdef Tape TAPE
+
+cdef enum:
+    SK_BINARY = 0       # out = a (kop) b; a/b are slots (out's shape, one element, a row or one value
+                        # per row repeated over out's rows: Program.set_layout) or scalars (slot -1)
+    SK_UNARY = 1        # out = kop(a) in C
+    SK_UNARY_NUMPY = 2  # out = numpy ufunc(a) (large transcendental inputs, as eager does)
+    SK_REDUCE = 3       # out = sum/mean of a over axes (numpy, as eager does)
+    SK_SUM_ALL = 4      # out = sum/mean of all of a, in C in numpy's summation order
+    SK_CALL = 5         # out = the eager op re-run on the slots' values (matmul, losses, ...);
+                        # its backward is that op's own, by a nested sweep of its records
+    SK_MATMUL = 6       # out = a @ b of two matrices by eager's product(); backward: eager's
+                        # matmul_grad_a / matmul_grad_b (ops_linalg.pxi)
+
+cdef class Capture:
+    cdef public list created        # every tensor an op made during the call
+    cdef public list steps          # (kind, op, operands..., result) of the replayable ops
+    cdef public set claimed         # id() of the tensors a step produced
+    cdef public list reads          # (tensor, kind, value): Python-level reads of tensor values
+    cdef public list unsupported    # why the call cannot be replayed (empty: it can)
+    cdef unsigned long thread
+    cdef Py_ssize_t depth           # > 0 inside a captured op call (capture_call)
+
+cdef Capture CAPTURE
+
+cdef bint capturing() noexcept
+
+cdef int capture_step(tuple step) except -1
+
+cdef object capture_call(object fn, tuple args, dict kwargs)
+
+cdef int capture_reduce(int op, TensorBase x, object A, tuple axes, bint keepdim, double count,
+                        TensorBase res) except -1
+
+cdef object nd(object x)
+
+cdef TensorBase wrap(object arr)
+
+cdef Version version_of(TensorBase t)
+
+cdef TensorBase wrap_result(object out, TensorBase x)
+
+cdef int keep_saved(Record* r, int j, object value, TensorBase owner) except -1
+
+cdef Py_ssize_t node_for_input(TensorBase t) except -2
+
+cdef int fresh(TensorBase t) except -1
+
+cdef bint is_leaf_c(TensorBase t) noexcept
+
+cdef int begin_record(Py_ssize_t n_in) except -1
+
+cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) except NULL
+
+cdef void keep(PyObject** slot, object value) noexcept
+
+cdef int save_value(Record* r, int j, object value, object owner) except -1
+
+cdef Record* record_from(int op, TensorBase result, tuple inputs) except? NULL
+
+cdef bint needs_grad(Record* r, int j) noexcept
+
+cdef object dim_alias(str fname, object dim, object axis)
+
+cdef bint keepdim_alias(str fname, object keepdim, object keepdims) except -1
+
+cdef tuple normalize_dims(object dim, int ndim)
+
+cdef void history_rewritten(TensorBase t) noexcept
+
+cdef int rebase_view(TensorBase t, tuple key) except -1
+
+cdef int bump_version(TensorBase t) except -1
+
+cdef int check_inplace(TensorBase t, bint recording, bint via_base=*) except -1
+
+cdef bint writes_through_view(TensorBase t) noexcept
+
+cdef tuple view_key(TensorBase view)
+
+cdef int fresh_operands(TensorBase t, object other) except -1
+
+cdef object sum_to(object g, tuple shape)
+
+cdef object fit_grad(object g, object shape, object dt)
+
+cdef tuple operand_shape(object x)
+
+cdef tuple broadcast_shapes_torch(tuple sa, tuple sb)
+
+cdef object operand_value(object x, object dt)
+
+cdef object as_operand(object x)
+
+cdef object fit_binary_grads(Record* r, object ga, object gb)
+
+cdef int OP_ADD
+
+cdef int OP_SUB
+
+cdef int OP_RSUB
+
+cdef int OP_MUL
+
+cdef int OP_DIV
+
+cdef int OP_RDIV
+
+cdef int OP_POW
+
+cdef int OP_POW_T
+
+cdef int OP_POW_R
+
+cdef object negate(object g)
+
+cdef int kernel_of(int op) noexcept
+
+cdef bint is_float_num(int t) noexcept
+
+cdef object binary_op(int op, object a, object b)
+
+cdef int OP_NEG
+
+cdef int OP_EXP
+
+cdef int OP_LOG
+
+cdef int OP_TANH
+
+cdef int OP_RELU
+
+cdef enum:
+    SIMD_TRANSCENDENTAL_MIN_SIZE = 32
+
+cdef object unary_numpy(int op, object A)
+
+cdef object unary_op(int op, TensorBase x)
+
+cdef object run_graph_hooks(Py_ssize_t i, object g)
+
+cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1
+
+cdef object FUNCTION_BACKWARD
+
+cdef int OP_FUNCTION
+
+cdef int OP_FN_OUTPUT
+
+cdef int release_function_ctx(Py_ssize_t i) except -1
+
+cdef int ANOMALY_MODE
+
+cdef object anomaly_reraise(Record* r, object e)
+
+cdef str BACKWARD_TWICE
+
+cdef int check_saved_versions(Record* r) except -1
+
+cdef enum:
+    SWEEP_ACCUMULATE = 0
+    SWEEP_INPUTS = 1
+    SWEEP_CAPTURE = 2
+
+cdef tuple captured_results(tuple inputs, list captured, bint allow_unused)
+
+# Entry points into higher modules, installed by them when they load (ops_registry.pxi).
+cdef object (*INDEX_OP)(TensorBase x, object key)
+cdef object (*SETITEM_OP)(TensorBase x, object key, object value)
+cdef object (*INPLACE_BINARY)(int op, TensorBase x, object other)
+cdef object (*WRITE_OUT)(str name, object out, tuple operands, object fn, dict kwargs)
+cdef object (*GRAPH_ENGINE_RUN)(tuple outputs, list grads, bint retain_graph, tuple inputs,
+                                bint allow_unused, bint accumulate_grad)
+
+cdef int OP_AS_STRIDED
+
+cdef str scalar_type_name(object np_dt)
+
+cdef dict SCALAR_TYPE_NAMES
+
+cdef dict C_TYPE_NAMES
+
+cdef dtype dtype_of_array(cnp.ndarray a)

@@ -1,28 +1,36 @@
 # tapegrad's compiled core.
 #
-# One extension module, split by concern into the .pxi files included below (in dependency order):
+# The compiled part of tapegrad is several extension modules linked by .pxd interfaces (cimport),
+# layered so that a module cimports only the ones above it in this list, and none cimports back:
+#   tapegrad._core        this module: the tape, recording, the sweep, TensorBase and the hot path
+#   tapegrad._ops_unary   ops_unary.pxi, ops_math.pxi
+#   tapegrad._ops_reduce  ops_reduce.pxi
+#   tapegrad._ops_shape   ops_shape.pxi, ops_index.pxi
+#   tapegrad._ops_inplace ops_inplace.pxi
+#   tapegrad._ops_linalg  matmul_layout.pxi, ops_linalg.pxi
+#   tapegrad._ops_nn      ops_nn.pxi
+#   tapegrad._replay      replay.pxi
+#   tapegrad._graph_vjp   graph_vjp.pxi
+# Each op family registers its ops into the core's op table (ops_registry.pxi) when its module
+# loads; where the core itself must reach a higher module (TensorBase's x[key], x[key] = v and
+# x += y, the out= argument, create_graph=True), it calls through a pointer that module installs.
+# tapegrad/_modules.py loads them all, in this order, and re-exports their public names from
+# this module, so `tapegrad._core.<name>` stays the one namespace of the compiled core.
+#
+# This module is split by concern into the .pxi files included below (in dependency order):
 #   grad_mode.pxi       thread-local grad mode flag
 #   fp_errors.pxi       IeeeResults: numpy's errstate(all="ignore") at C cost
 #   kernels.pxi         the C elementwise kernels (kernels.c) and their drivers
 #   dtypes.pxi          dtype objects and PyTorch's promotion rules
+#   ops_registry.pxi    the op table: names and VJP function pointers; the higher modules' entries
 #   tape.pxi            the flat record arena and record lifetimes
 #   capture.pxi         what tapegrad.compile notes of an eager call
-#   ops_registry.pxi    the op table: names and VJP function pointers
 #   tensor_base.pxi     TensorBase: value, grad, requires_grad, node; tensor creation helpers
 #   record.pxi          how a forward op appends its record (the one place ops touch the tape)
+#   dims.pxi            dim arguments as PyTorch parses them
+#   views.pxi           version counters and stale views (shared by every in-place write)
 #   ops_elementwise.pxi elementwise arithmetic: forward, VJP and registration side by side
-#   ops_unary.pxi       math functions, activations, clamp, where, comparisons, conversions
-#   ops_math.pxi        log10, sinh, asin, ..., rounding, atan2, fmod, remainder, floor_divide
-#   ops_reduce.pxi      reductions
-#   matmul_layout.pxi   A @ W^T: the faster of two bit-identical BLAS layouts, per shape
-#   ops_linalg.pxi      matmul and friends
-#   ops_shape.pxi       reshape, transpose, cat, split, ...
-#   ops_index.pxi       indexing, gather, index_select, masked_fill
-#   ops_nn.pxi          nn.functional: softmax, losses, normalisation, ...
-#   ops_inplace.pxi     in-place ops and x[key] = value, with version counters
-#   replay.pxi          tapegrad.compile: a captured call replayed in C (capture.pxi: capturing)
 #   ops_function.pxi    custom autograd.Function records, tensor hooks, anomaly mode
-#   graph_vjp.pxi       recorded (differentiable) VJPs for create_graph=True
 #   sweep.pxi           the reverse sweep (backward)
 
 cimport numpy as cnp
@@ -39,17 +47,8 @@ include "tape.pxi"
 include "capture.pxi"
 include "tensor_base.pxi"
 include "record.pxi"
+include "dims.pxi"
+include "views.pxi"
 include "ops_elementwise.pxi"
-include "ops_unary.pxi"
-include "ops_math.pxi"
-include "ops_reduce.pxi"
-include "matmul_layout.pxi"
-include "ops_linalg.pxi"
-include "ops_shape.pxi"
-include "ops_index.pxi"
-include "ops_nn.pxi"
-include "ops_inplace.pxi"
-include "replay.pxi"
 include "ops_function.pxi"
-include "graph_vjp.pxi"
 include "sweep.pxi"

@@ -18,29 +18,10 @@ cdef extern from "pythread.h":
 
 
 # The kinds of captured steps (and of the replay's steps, replay.pxi).
-cdef enum:
-    SK_BINARY = 0       # out = a (kop) b; a/b are slots (out's shape, one element, a row or one value
-                        # per row repeated over out's rows: Program.set_layout) or scalars (slot -1)
-    SK_UNARY = 1        # out = kop(a) in C
-    SK_UNARY_NUMPY = 2  # out = numpy ufunc(a) (large transcendental inputs, as eager does)
-    SK_REDUCE = 3       # out = sum/mean of a over axes (numpy, as eager does)
-    SK_SUM_ALL = 4      # out = sum/mean of all of a, in C in numpy's summation order
-    SK_CALL = 5         # out = the eager op re-run on the slots' values (matmul, losses, ...);
-                        # its backward is that op's own, by a nested sweep of its records
-    SK_MATMUL = 6       # out = a @ b of two matrices by eager's product(); backward: eager's
-                        # matmul_grad_a / matmul_grad_b (ops_linalg.pxi)
-
 
 
 cdef class Capture:
     """The trace of one eager call (see tapegrad/compile.py for how it becomes a plan)."""
-    cdef public list created        # every tensor an op made during the call
-    cdef public list steps          # (kind, op, operands..., result) of the replayable ops
-    cdef public set claimed         # id() of the tensors a step produced
-    cdef public list reads          # (tensor, kind, value): Python-level reads of tensor values
-    cdef public list unsupported    # why the call cannot be replayed (empty: it can)
-    cdef unsigned long thread
-    cdef Py_ssize_t depth           # > 0 inside a captured op call (capture_call)
 
     def __cinit__(self):
         self.created = []
@@ -51,7 +32,7 @@ cdef class Capture:
         self.thread = PyThread_get_thread_ident()
 
 
-cdef Capture CAPTURE = None     # the active capture, or None (then every hook is one test)
+CAPTURE = None     # the active capture, or None (then every hook is one test)
 
 
 cdef inline bint capturing() noexcept:
@@ -130,3 +111,38 @@ def _capture_read(TensorBase t, str kind, value):
     read of t's values, which a replay must re-check (kind: "item", "bool", "tolist", "numpy")."""
     if capturing():
         CAPTURE.reads.append((t, kind, value))
+
+
+# -- capture hooks (called by the ops; replay.pxi replays what they note) -------------------
+
+cdef int capture_binary(int kop, object a, object b, bint promote, bint in_c,
+                        TensorBase res) except -1:
+    if promote or not in_c:
+        return capture_unsupported(f"{TG_BINARY_NAMES[kop]} with mixed dtypes, a non-contiguous "
+                                   "operand or a broadcast the C kernels do not take")
+    if kop == TG_POW and not (isinstance(a, TensorBase) and not isinstance(b, TensorBase)
+                              and (b == 0 or special_exponent(b - 1))):
+        return capture_unsupported("pow other than tensor ** e with e in 0, -1, 0.5, 1.5, 2, 3, 4 "
+                                   "(eager computes the others' derivative with numpy)")
+    return capture_step((SK_BINARY, 0, kop, a, b, None, res))
+
+
+cdef int capture_unary(int op, int kop, TensorBase x, object A, bint in_c,
+                       TensorBase res) except -1:
+    if A is not x._array or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A):
+        return capture_unsupported(f"{OP_NAMES[op]} of a non-float or non-contiguous tensor")
+    return capture_step((SK_UNARY if in_c else SK_UNARY_NUMPY, op, kop, x, None, op == OP_LOG,
+                         res))
+
+
+cdef int capture_reduce(int op, TensorBase x, object A, tuple axes, bint keepdim, double count,
+                        TensorBase res) except -1:
+    if A is not x._array or A.dtype.kind != "f":
+        return capture_unsupported(f"{OP_NAMES[op]} with a dtype argument or of integers")
+    return capture_step((SK_REDUCE, op, 0, x, None, (axes, keepdim, count), res))
+
+
+cdef list TG_BINARY_NAMES = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
+
+
+# -- kernels on raw buffers ----------------------------------------------------------------------

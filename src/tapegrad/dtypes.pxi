@@ -8,18 +8,9 @@
 # the default dtype of that category: float32 for floats, int64 for ints).
 # ---------------------------------------------------------------------------------------------
 
-cdef enum:
-    CAT_BOOL = 0
-    CAT_INT = 1
-    CAT_FLOAT = 2
-
 
 cdef class dtype:
     """A tensor element type; prints as PyTorch prints it (`torch.float32`) so scripts match."""
-    cdef readonly str name
-    cdef readonly object np_dtype        # the numpy dtype that stores it
-    cdef readonly int category
-    cdef readonly int itemsize
 
     def __init__(self, str name, object np_dtype, int category):
         self.name = name
@@ -55,15 +46,15 @@ bool_ = dtype("bool", np.bool_, CAT_BOOL)
 cdef dict DTYPE_OF_NUM = {d.np_dtype.num: d for d in
                           (float16, float32, float64, uint8, int8, int16, int32, int64, bool_)}
 cdef dict DTYPE_OF_NAME = {d.name: d for d in DTYPE_OF_NUM.values()}
-cdef object NP_FLOAT32 = np.dtype(np.float32)
-cdef object NP_INT64 = np.dtype(np.int64)
-cdef object NP_BOOL = np.dtype(np.bool_)
+NP_FLOAT32 = np.dtype(np.float32)
+NP_INT64 = np.dtype(np.int64)
+NP_BOOL = np.dtype(np.bool_)
 cdef object NP_FLOAT64 = np.dtype(np.float64)
 
 # PyTorch's default dtype: what Python floats, float creation functions and the float results of
 # integer inputs (true division, exp, sqrt, ...) get.  The one source of truth (creation functions
 # and repr read it through get_default_dtype()).
-cdef object DEFAULT_FLOAT = NP_FLOAT32
+DEFAULT_FLOAT = NP_FLOAT32
 
 
 def set_default_dtype(d):
@@ -144,7 +135,7 @@ cdef inline long operand_code(object x):
 
 
 # torch's ScalarType names, for error messages
-cdef dict SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
                                "uint8": "Byte", "bool": "Bool"}
 
@@ -208,3 +199,9 @@ def result_type(a, b):
 def np_dtype_of(d):
     """The numpy dtype for a tapegrad dtype, numpy dtype or Python type (TypeError otherwise)."""
     return to_np_dtype(d)
+
+
+# C++ type names PyTorch's messages use (masked_fill, grad assignment).
+C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                          "int64": "long int", "int32": "int", "int16": "short int",
+                          "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}

@@ -51,8 +51,6 @@ cdef object ignore_all_for(object current):
 cdef class IeeeResults:
     """Context manager: numpy's floating-point errors are ignored inside (np.errstate(all=
     "ignore")), at the cost of two context-variable operations."""
-    cdef object token          # the context-variable token to reset on exit (numpy >= 2)
-    cdef object fallback       # the np.errstate object entered (numpy 1.x)
 
     def __enter__(self):
         if NP_ERROR_STATE is None:

@@ -42,3 +42,25 @@ cdef class GradModeGuard:
     def __exit__(self, *exc_info):
         global tapegrad_grad_disabled
         tapegrad_grad_disabled = self.saved_disabled
+
+
+cdef class no_grad_scope:
+    """Internal: pause recording for a block (the in-place ops' unrecorded path)."""
+
+    def __enter__(self):
+        global tapegrad_grad_disabled
+        self.prev = tapegrad_grad_disabled
+        tapegrad_grad_disabled = 1
+
+    def __exit__(self, *exc):
+        global tapegrad_grad_disabled
+        tapegrad_grad_disabled = self.prev
+
+
+cdef int set_grad_disabled(int disabled) noexcept:
+    """Set this thread's grad-mode flag (1: disabled) and return its previous value: the other
+    extension modules cannot reach the C thread-local itself (it is static to this one)."""
+    global tapegrad_grad_disabled
+    cdef int prev = tapegrad_grad_disabled
+    tapegrad_grad_disabled = disabled
+    return prev

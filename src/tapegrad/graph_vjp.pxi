@@ -1291,3 +1291,257 @@ def _graph_vjp_missing():
     return [(j, OP_NAMES[j]) for j in range(len(OP_NAMES))
             if OP_VJP[j] != NULL and GRAPH_VJP[j] == NULL
             and j != OP_FUNCTION and j != OP_FN_OUTPUT]
+
+
+# -- create_graph: the sweep with recorded VJPs (graph_vjp.pxi) ---------------------------------
+
+cdef object graph_engine_run(tuple outputs, list grads, bint retain_graph, tuple inputs,
+                             bint allow_unused, bint accumulate_grad):
+    """engine_run for create_graph=True: seeds are tensors and so are the results."""
+    cdef Py_ssize_t i, n = len(outputs)
+    cdef TensorBase t
+    cdef list roots = [], seeds = [], targets = None
+    for i in range(n):
+        t = <TensorBase>outputs[i]
+        g = grads[i]
+        if not isinstance(g, TensorBase):
+            g = wrap(g)
+        if (<TensorBase>g)._array.dtype != t._array.dtype:
+            g = convert(<TensorBase>g, t._array.dtype, False)
+        roots.append(node_for_input(t))
+        seeds.append(g)
+    if inputs is not None:
+        targets = [(<TensorBase>x)._node for x in inputs]
+    mode = SWEEP_ACCUMULATE if inputs is None else (SWEEP_INPUTS if accumulate_grad
+                                                    else SWEEP_CAPTURE)
+    if accumulate_grad:
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the "
+            "parameter and its gradient which can cause a memory leak. We recommend using "
+            "autograd.grad when creating the graph to avoid this. If you have to use this "
+            "function, make sure to reset the .grad fields of your parameters to None after use to "
+            "break the cycle and avoid the leak.", UserWarning, stacklevel=1)
+    with IeeeResults():
+        captured = graph_sweep(roots, seeds, retain_graph, mode, targets)
+    if accumulate_grad:
+        return None
+    return captured_results(inputs, captured, allow_unused)
+
+
+cdef object t_accumulate(dict adj, Py_ssize_t k, object g):
+    prev = adj.get(k)
+    adj[k] = g if prev is None else binary_op(OP_ADD, prev, g)
+
+
+cdef int deliver_graph_grad(TensorBase t, object g) except -1:
+    """.grad accumulation with create_graph: a recorded copy the first time, then an
+    out-of-place recorded sum (PyTorch's AccumulateGrad under grad mode)."""
+    A = t._array
+    cdef TensorBase G = <TensorBase>g
+    if G._array.shape != A.shape:
+        G = <TensorBase>expand(G, tuple(A.shape))
+    if G._array.dtype != A.dtype:
+        G = <TensorBase>convert(G, A.dtype, False)
+    if t._grad is None:
+        t._grad = clone(G)
+    else:
+        t._grad = binary_op(OP_ADD, t._grad, G)
+    return 0
+
+
+cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, list targets):
+    """sweep() with tensor adjoints and each record's VJP recorded (GRAPH_VJP), grad mode on."""
+    cdef Py_ssize_t nr = len(roots), nt = 0 if targets is None else len(targets)
+    cdef Py_ssize_t top = -1, lowest, stop = 0, i, k, j, lo, n
+    cdef char* need = NULL
+    cdef Py_ssize_t* slot = NULL
+    cdef char want[MAX_IN]
+    cdef char* wantp
+    cdef Record rec
+    cdef Py_ssize_t* ins
+    cdef int q, prev_disabled
+    cdef graph_vjp_fn gvjp
+    cdef dict adj = {}
+    cdef list captured = None
+    for j in range(nr):
+        k = roots[j]
+        if k > top:
+            top = k
+    lowest = top
+    for j in range(nr):
+        k = roots[j]
+        if k < lowest:
+            lowest = k
+    n = top + 1
+    if n <= 0:
+        return [None] * nt if mode == SWEEP_CAPTURE else None
+    if targets is not None:
+        need = <char*>calloc(n, 1)
+        slot = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+        if need == NULL or slot == NULL:
+            free(need)
+            free(slot)
+            raise MemoryError("tapegrad: cannot allocate the adjoint table for backward")
+        for i in range(n):
+            slot[i] = -1
+        lo = n
+        for j in range(nt):
+            k = targets[j]
+            if 0 <= k < n:
+                need[k] = 1
+                if slot[k] < 0:
+                    slot[k] = j
+                if k < lo:
+                    lo = k
+        for i in range(lo + 1, n):
+            if need[i] or (TAPE.recs[i].flags & RF_FREE):
+                continue
+            ins = rec_inputs(&TAPE.recs[i])
+            for q in range(TAPE.recs[i].n_in):
+                k = ins[q]
+                if k >= lo and need[k]:
+                    need[i] = 1
+                    break
+        stop = lo
+        if mode == SWEEP_CAPTURE:
+            captured = [None] * nt
+    TAPE.sweeping += 1
+    for j in range(nr):
+        TAPE.recs[<Py_ssize_t>roots[j]].refcnt += 1
+    prev_disabled = set_grad_disabled(0)    # the VJPs are recorded: gradients get a graph
+    try:
+        for j in range(nr):
+            t_accumulate(adj, <Py_ssize_t>roots[j], seeds[j])
+        i = top
+        while i >= lowest and i >= stop:
+            g = adj.pop(i, None)
+            if g is None or (need != NULL and not need[i]):
+                i -= 1
+                continue
+            if TAPE.recs[i].extra != NULL:
+                g = run_graph_hooks(i, g)
+            rec = TAPE.recs[i]
+            if rec.op == OP_LEAF:
+                if mode == SWEEP_CAPTURE:
+                    if slot[i] >= 0:
+                        captured[slot[i]] = g
+                elif rec.out != NULL and (<TensorBase>rec.out)._requires_grad:
+                    deliver_graph_grad(<TensorBase>rec.out, g)
+                    if rec.extra != NULL:
+                        run_post_accumulate_hooks(i)
+                i -= 1
+                continue
+            if (rec.flags & RF_RETAIN_GRAD) and rec.out != NULL:
+                deliver_graph_grad(<TensorBase>rec.out, g)
+            if mode == SWEEP_CAPTURE and slot[i] >= 0:
+                captured[slot[i]] = g
+            if rec.op == OP_FN_OUTPUT:
+                k = rec.inp[0]
+                if need == NULL or need[k]:
+                    lst = adj.get(k)
+                    if lst is None:
+                        lst = [None] * (2 * <Py_ssize_t>TAPE.recs[k].scalar)
+                        for q in range(<Py_ssize_t>TAPE.recs[k].scalar):
+                            lst[<Py_ssize_t>TAPE.recs[k].scalar + q] = -1
+                        adj[k] = lst
+                    j = <Py_ssize_t>rec.scalar
+                    lst[j] = g if lst[j] is None else binary_op(OP_ADD, lst[j], g)
+                    lst[<Py_ssize_t>TAPE.recs[k].scalar + j] = i
+                    if k < lowest:
+                        lowest = k
+                i -= 1
+                continue
+            ins = rec_inputs(&rec)
+            if rec.n_in <= MAX_IN:
+                wantp = &want[0]
+            else:
+                wantp = <char*>malloc(rec.n_in)
+            if wantp == NULL:
+                raise MemoryError()
+            try:
+                any_needed = False
+                for q in range(rec.n_in):
+                    k = ins[q]
+                    wantp[q] = 1 if (k >= 0 and (need == NULL or need[k])) else 0
+                    if wantp[q]:
+                        any_needed = True
+                if not any_needed:
+                    i -= 1
+                    continue
+                for q in range(MAX_SAVED):
+                    Py_XINCREF(rec.saved[q])
+                Py_XINCREF(rec.aux)
+                Py_XINCREF(rec.extra)
+                try:
+                    if rec.flags & RF_RELEASED:
+                        raise RuntimeError(BACKWARD_TWICE)
+                    check_saved_versions(&rec)
+                    if rec.op == OP_FUNCTION:
+                        if isinstance(<object>rec.aux, CompiledBackward):
+                            raise RuntimeError(
+                                "create_graph=True through a tapegrad.compile'd call is not "
+                                "supported: call the original function (compiled.fn) for "
+                                "higher-order derivatives")
+                        grads = FUNCTION_BACKWARD(<object>rec.aux, g, True)
+                        if rec.n_in == 1:
+                            grads = grads[0]
+                    else:
+                        gvjp = GRAPH_VJP[rec.op]
+                        if gvjp == NULL:
+                            raise NotImplementedError(
+                                f"create_graph=True: tapegrad cannot yet differentiate the "
+                                f"backward of {OP_NAMES[rec.op]} (opcode {rec.op}): its "
+                                "gradient would have no graph of its own. The ops whose "
+                                "backward can be recorded are listed by "
+                                "tapegrad._core._graph_vjp_ops().")
+                        grads = gvjp(i, &rec, g, wantp)
+                except BaseException as e:
+                    if ANOMALY_MODE:
+                        anomaly_reraise(&rec, e)
+                    raise
+                finally:
+                    for q in range(MAX_SAVED):
+                        Py_XDECREF(rec.saved[q])
+                    Py_XDECREF(rec.aux)
+                    Py_XDECREF(rec.extra)
+                if rec.n_in == 1:
+                    if grads is not None:
+                        t_accumulate(adj, ins[0], grads)
+                        if ins[0] < lowest:
+                            lowest = ins[0]
+                else:
+                    for q in range(rec.n_in):
+                        k = ins[q]
+                        if not wantp[q]:
+                            continue
+                        gk = (<tuple>grads)[q]
+                        if gk is None:
+                            continue
+                        t_accumulate(adj, k, gk)
+                        if k < lowest:
+                            lowest = k
+            finally:
+                if wantp != &want[0]:
+                    free(wantp)
+            if not retain_graph:
+                TAPE.release_saved(i)
+                if rec.op == OP_FUNCTION:
+                    release_function_ctx(i)
+            i -= 1
+        if captured is not None:
+            for j in range(nt):
+                k = targets[j]
+                if 0 <= k < n and slot[k] != j:
+                    captured[j] = captured[slot[k]]
+    finally:
+        set_grad_disabled(prev_disabled)
+        TAPE.sweeping -= 1
+        adj.clear()
+        free(need)
+        free(slot)
+        for j in range(nr):
+            TAPE.decref(<Py_ssize_t>roots[j])
+    return captured
+
+
+GRAPH_ENGINE_RUN = graph_engine_run     # backward / grad with create_graph=True (ops_registry.pxi)

@@ -9,56 +9,9 @@ from libc.stdint cimport uint32_t, uint64_t
 from cpython.float cimport PyFloat_CheckExact
 from cpython.long cimport PyLong_CheckExact
 
-cdef extern from "kernels.h" nogil:
-    enum:
-        TG_ADD, TG_SUB, TG_MUL, TG_DIV, TG_POW, TG_MAX, TG_MIN
-        TG_TANH_GRAD, TG_RELU_GRAD, TG_SIGMOID_GRAD
-        TG_GELU_GRAD, TG_GELU_TANH_GRAD, TG_SILU_GRAD
-    enum:
-        TG_NEG, TG_EXP, TG_LOG, TG_TANH, TG_RELU, TG_SIGMOID, TG_SQRT, TG_ABS, TG_SIN, TG_COS
-        TG_LOG1P, TG_EXPM1, TG_RSQRT, TG_SQUARE, TG_RECIPROCAL, TG_SIGN
-        TG_ERF, TG_GELU, TG_GELU_TANH, TG_SILU
-    int tg_binary_f64(int op, ptrdiff_t n, const double* a, ptrdiff_t sa, const double* b,
-                      ptrdiff_t sb, double* out) noexcept
-    int tg_binary_f32(int op, ptrdiff_t n, const float* a, ptrdiff_t sa, const float* b,
-                      ptrdiff_t sb, float* out) noexcept
-    int tg_unary_f64(int op, ptrdiff_t n, const double* a, double* out) noexcept
-    void tg_fma_f32(ptrdiff_t n, const float* a, const float* b, ptrdiff_t sb, const float* c,
-                    float* out) noexcept
-    void tg_fma_f64(ptrdiff_t n, const double* a, const double* b, ptrdiff_t sb, const double* c,
-                    double* out) noexcept
-    int tg_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexcept
-    enum:
-        TG_SUM_MAX_N
-    float tg_sum_f32(ptrdiff_t n, const float* a) noexcept
-    double tg_sum_f64(ptrdiff_t n, const double* a) noexcept
-    void tg_softmax_rows_f32(int log_, ptrdiff_t rows, ptrdiff_t cols, const float* x,
-                             float* out) noexcept
-    void tg_softmax_rows_f64(int log_, ptrdiff_t rows, ptrdiff_t cols, const double* x,
-                             double* out) noexcept
-    void tg_softmax_grad_rows_f32(int log_, ptrdiff_t rows, ptrdiff_t cols, const float* g,
-                                  const float* y, float* out) noexcept
-    void tg_softmax_grad_rows_f64(int log_, ptrdiff_t rows, ptrdiff_t cols, const double* g,
-                                  const double* y, double* out) noexcept
-    enum:
-        TG_LEAKY_RELU, TG_LEAKY_RELU_GRAD, TG_ELU, TG_ELU_GRAD, TG_SOFTPLUS, TG_SOFTPLUS_GRAD
-        TG_CLAMP, TG_CLAMP_GRAD
-    int tg_param_f64(int op, ptrdiff_t n, const double* a, const double* b, double p0, double p1,
-                     double* out) noexcept
-    int tg_param_f32(int op, ptrdiff_t n, const float* a, const float* b, float p0, float p1,
-                     float* out) noexcept
-    void tg_sum_rows_f32(ptrdiff_t rows, ptrdiff_t cols, const float* a, float* out) noexcept
-    void tg_sum_rows_f64(ptrdiff_t rows, ptrdiff_t cols, const double* a, double* out) noexcept
-    void tg_transpose_4(ptrdiff_t rows, ptrdiff_t cols, const uint32_t* src,
-                        uint32_t* dst) noexcept
-    void tg_transpose_8(ptrdiff_t rows, ptrdiff_t cols, const uint64_t* src,
-                        uint64_t* dst) noexcept
 
 # The two floating dtypes the C paths take: a Cython loop written once over real_t compiles to a
 # float and a double version, where the caller picks one by the array's type number.
-ctypedef fused real_t:
-    float
-    double
 
 
 cdef enum:
@@ -98,24 +51,6 @@ cdef inline bint kernel_scalar(object x) noexcept:
     # Exact Python float/int only: bool is excluded, and numpy scalars (np.float64 subclasses
     # float) are typed for numpy, so they take the promotion path.
     return PyFloat_CheckExact(x) or PyLong_CheckExact(x)
-
-
-cdef struct KernelOperands:
-    # Two operands as the binary kernels take them: type number, data and element stride (0: one
-    # value for all n) of each; a Python number is held converted in sd / sf.
-    int t
-    const char* pa
-    ptrdiff_t sa
-    const char* pb
-    ptrdiff_t sb
-    double sd
-    float sf
-    # A broadcast over rows (x + bias, x - x.amax(-1, keepdim=True)): the kernel runs once per row
-    # of `cols` elements, and a / b move on by da / db bytes between rows (0: the repeated row,
-    # or one value per row with its stride 0 and a step of one element).  cols 0: one call for all.
-    ptrdiff_t cols
-    ptrdiff_t da
-    ptrdiff_t db
 
 
 cdef bint rows_layout(int nf, const cnp.npy_intp* df, int npart, const cnp.npy_intp* dp,
@@ -332,8 +267,8 @@ cdef object binary_c(int kop, object a, object b):
     return r if wt == dt else r.astype(dt)
 
 
-cdef double GELU_BETA = 0.79788456080286535588     # sqrt(2 / pi)
-cdef double GELU_KAPPA = 0.044715
+GELU_BETA = 0.79788456080286535588     # sqrt(2 / pi)
+GELU_KAPPA = 0.044715
 
 
 cdef object gelu_tanh_sigmoid(object x):

@@ -120,7 +120,6 @@ cdef object fit_binary_grads(Record* r, object ga, object gb):
     return (fit_grad(ga, aux[0], aux[1]), fit_grad(gb, aux[2], aux[3]))
 
 
-
 cdef object vjp_add(Record* r, object g):
     return fit_binary_grads(r, g if r.inp[0] >= 0 else None, g if r.inp[1] >= 0 else None)
 
@@ -172,15 +171,15 @@ cdef object vjp_pow(Record* r, object g):
     return fit_binary_grads(r, ga, gb)
 
 
-cdef int OP_ADD = register_op("AddBackward0", vjp_add)
-cdef int OP_SUB = register_op("SubBackward0", vjp_sub)
-cdef int OP_RSUB = register_op("RsubBackward1", vjp_sub)
-cdef int OP_MUL = register_op("MulBackward0", vjp_mul)
-cdef int OP_DIV = register_op("DivBackward0", vjp_div)
-cdef int OP_RDIV = register_op("MulBackward0", vjp_div)        # scalar / tensor (PyTorch: reciprocal * s)
-cdef int OP_POW = register_op("PowBackward0", vjp_pow)         # tensor ** scalar
-cdef int OP_POW_T = register_op("PowBackward1", vjp_pow)       # tensor ** tensor
-cdef int OP_POW_R = register_op("PowBackward2", vjp_pow)       # scalar ** tensor
+OP_ADD = register_op("AddBackward0", vjp_add)
+OP_SUB = register_op("SubBackward0", vjp_sub)
+OP_RSUB = register_op("RsubBackward1", vjp_sub)
+OP_MUL = register_op("MulBackward0", vjp_mul)
+OP_DIV = register_op("DivBackward0", vjp_div)
+OP_RDIV = register_op("MulBackward0", vjp_div)        # scalar / tensor (PyTorch: reciprocal * s)
+OP_POW = register_op("PowBackward0", vjp_pow)         # tensor ** scalar
+OP_POW_T = register_op("PowBackward1", vjp_pow)       # tensor ** tensor
+OP_POW_R = register_op("PowBackward2", vjp_pow)       # scalar ** tensor
 
 
 cdef inline bint special_exponent(object e) noexcept:
@@ -353,15 +352,11 @@ cdef object vjp_relu(Record* r, object g):
     return ew(TG_RELU_GRAD, g, <object>r.saved[0])      # 0 where relu(x) <= 0 (NaN passes)
 
 
-cdef int OP_NEG = register_op("NegBackward0", vjp_neg)
-cdef int OP_EXP = register_op("ExpBackward0", vjp_exp)
-cdef int OP_LOG = register_op("LogBackward0", vjp_log)
-cdef int OP_TANH = register_op("TanhBackward0", vjp_tanh)
-cdef int OP_RELU = register_op("ReluBackward0", vjp_relu)
-
-
-cdef enum:
-    SIMD_TRANSCENDENTAL_MIN_SIZE = 32
+OP_NEG = register_op("NegBackward0", vjp_neg)
+OP_EXP = register_op("ExpBackward0", vjp_exp)
+OP_LOG = register_op("LogBackward0", vjp_log)
+OP_TANH = register_op("TanhBackward0", vjp_tanh)
+OP_RELU = register_op("ReluBackward0", vjp_relu)
 
 
 cdef object unary_numpy(int op, object A):
@@ -452,25 +447,25 @@ def neg(TensorBase x):
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other (out=: written into `out`, not differentiable)."""
     if out is not None:
-        return write_out("add", out, (input, other), add, {"alpha": alpha})
+        return WRITE_OUT("add", out, (input, other), add, {"alpha": alpha})
     return binary_op(OP_ADD, input, other if alpha == 1 else other * alpha)
 
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other (out=: written into `out`, not differentiable)."""
     if out is not None:
-        return write_out("sub", out, (input, other), sub, {"alpha": alpha})
+        return WRITE_OUT("sub", out, (input, other), sub, {"alpha": alpha})
     return binary_op(OP_SUB, input, other if alpha == 1 else other * alpha)
 
 def mul(input, other, *, out=None):
     """input * other (out=: written into `out`, not differentiable)."""
     if out is not None:
-        return write_out("mul", out, (input, other), mul, None)
+        return WRITE_OUT("mul", out, (input, other), mul, None)
     return binary_op(OP_MUL, input, other)
 
 def div(input, other, *, out=None):
     """input / other, true division (out=: written into `out`, not differentiable)."""
     if out is not None:
-        return write_out("div", out, (input, other), div, None)
+        return WRITE_OUT("div", out, (input, other), div, None)
     return binary_op(OP_DIV, input, other)
 
 def pow(a, b):

@@ -28,7 +28,10 @@
 
 import weakref
 
-cdef extern from "Python.h":
+# frameobject.h, not Python.h: Python 3.10's Python.h does not declare PyFrame_GetBack (its
+# cpython/frameobject.h does, and frameobject.h includes that on every version), so the C compiler
+# would meet an implicit declaration first and then Cython's own include of frameobject.h.
+cdef extern from "frameobject.h":
     ctypedef struct PyFrameObject:
         pass
     ctypedef struct PyCodeObject:
@@ -183,7 +186,7 @@ cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1:
 
 # -- custom autograd.Function --------------------------------------------------------------------
 
-cdef object FUNCTION_BACKWARD = None    # tapegrad.autograd.function._backward(ctx, grads)
+FUNCTION_BACKWARD = None    # tapegrad.autograd.function._backward(ctx, grads)
 cdef object FUNCTION_RELEASE = None     # tapegrad.autograd.function._release(ctx)
 
 
@@ -197,8 +200,8 @@ def _set_function_runtime(backward, release):
 cdef object vjp_function(Record* r, object g):
     """g: a list with one entry (ndarray or None) per output of the forward."""
     ctx = <object>r.aux
-    if isinstance(ctx, CompiledFunctionBackward):     # a tapegrad.compile'd call (replay.pxi): no Python
-        res = (<CompiledFunctionBackward>ctx).backward(<list>g)
+    if isinstance(ctx, CompiledBackward):     # a tapegrad.compile'd call (replay.pxi): no Python
+        res = (<CompiledBackward>ctx).backward(<list>g)
     else:
         res = FUNCTION_BACKWARD(ctx, g, False)
     return res[0] if r.n_in == 1 else res
@@ -208,8 +211,8 @@ cdef object vjp_function_output(Record* r, object g):
     return g                            # never called: the sweep routes these records itself
 
 
-cdef int OP_FUNCTION = register_op("FunctionBackward", vjp_function)
-cdef int OP_FN_OUTPUT = register_op("FunctionOutput", vjp_function_output)
+OP_FUNCTION = register_op("FunctionBackward", vjp_function)
+OP_FN_OUTPUT = register_op("FunctionOutput", vjp_function_output)
 
 
 cdef int route_function_output(PyObject** adj, Py_ssize_t k, Py_ssize_t j, object g,
@@ -250,8 +253,8 @@ cdef int release_function_ctx(Py_ssize_t i) except -1:
     if TAPE.recs[i].aux == NULL:
         return 0
     ctx = <object>TAPE.recs[i].aux
-    if isinstance(ctx, CompiledFunctionBackward):
-        (<CompiledFunctionBackward>ctx).release()
+    if isinstance(ctx, CompiledBackward):
+        (<CompiledBackward>ctx).release()
     elif FUNCTION_RELEASE is not None:
         FUNCTION_RELEASE(ctx)
     return 0
@@ -353,7 +356,7 @@ def _grad_fn_name_of(TensorBase t):
 
 # -- anomaly mode --------------------------------------------------------------------------------
 
-cdef int ANOMALY_MODE = 0
+ANOMALY_MODE = 0
 cdef int ANOMALY_CHECK_NAN = 1
 
 

@@ -232,13 +232,14 @@ cdef object vjp_index(Record* r, object g):
     return scatter_index(index_aux(r), g)
 
 
-cdef int OP_SELECT = register_op("SelectBackward0", vjp_index)
-cdef int OP_SLICE = register_op("SliceBackward0", vjp_index)
-cdef int OP_INDEX = register_op("IndexBackward0", vjp_index)
-cdef int OP_ALIAS = register_op("AliasBackward0", vjp_index)
-cdef int OP_INDEX_UNSQUEEZE = register_op("UnsqueezeBackward0", vjp_index)
-# a view rebased onto its base's new history (ops_inplace.pxi, refresh_view): an index of the base
-cdef int OP_AS_STRIDED = register_op("AsStridedBackward0", vjp_index)
+OP_SELECT = register_op("SelectBackward0", vjp_index)
+OP_SLICE = register_op("SliceBackward0", vjp_index)
+OP_INDEX = register_op("IndexBackward0", vjp_index)
+OP_ALIAS = register_op("AliasBackward0", vjp_index)
+OP_INDEX_UNSQUEEZE = register_op("UnsqueezeBackward0", vjp_index)
+# a view rebased onto its base's new history (the core's views.pxi, refresh_view): an index of
+# the base, registered by the core, which has no index VJP of its own
+OP_VJP[OP_AS_STRIDED] = vjp_index
 
 
 cdef str numpy_index_message(str msg):
@@ -441,8 +442,8 @@ cdef object vjp_take(Record* r, object g):
     return z.reshape(shape)
 
 
-cdef int OP_GATHER = register_op("GatherBackward0", vjp_take)
-cdef int OP_INDEX_SELECT = register_op("IndexSelectBackward0", vjp_take)
+OP_GATHER = register_op("GatherBackward0", vjp_take)
+OP_INDEX_SELECT = register_op("IndexSelectBackward0", vjp_take)
 
 
 cdef object index_tensor_arg(object index, str fname, int pos):
@@ -519,10 +520,6 @@ def index_select(TensorBase input, dim, index):
 
 # -- masked_fill, masked_select ------------------------------------------------------------------
 
-cdef dict C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-                          "int64": "long int", "int32": "int", "int16": "short int",
-                          "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
-
 
 cdef object vjp_masked_fill(Record* r, object g):
     M = <object>r.saved[0]                          # the mask, broadcast to the output's shape
@@ -539,8 +536,8 @@ cdef object vjp_masked_fill(Record* r, object g):
     return (gi, gv)
 
 
-cdef int OP_MASKED_FILL = register_op("MaskedFillBackward0", vjp_masked_fill)     # scalar value
-cdef int OP_MASKED_FILL_T = register_op("MaskedFillBackward1", vjp_masked_fill)   # tensor value
+OP_MASKED_FILL = register_op("MaskedFillBackward0", vjp_masked_fill)     # scalar value
+OP_MASKED_FILL_T = register_op("MaskedFillBackward1", vjp_masked_fill)   # tensor value
 
 
 def masked_fill(TensorBase input, mask, value):
@@ -586,7 +583,7 @@ cdef object vjp_masked_select(Record* r, object g):
     return sum_to(z, shape)
 
 
-cdef int OP_MASKED_SELECT = register_op("MaskedSelectBackward0", vjp_masked_select)
+OP_MASKED_SELECT = register_op("MaskedSelectBackward0", vjp_masked_select)
 
 
 def masked_select(TensorBase input, mask):
@@ -614,3 +611,6 @@ TENSOR_METHODS.update(select=select, narrow=narrow, gather=gather, index_select=
                       masked_fill=masked_fill, masked_select=masked_select)
 TORCH_FUNCTIONS.update(select=select, narrow=narrow, gather=gather, index_select=index_select,
                        masked_fill=masked_fill, masked_select=masked_select)
+
+
+INDEX_OP = index_op                 # TensorBase.__getitem__ (the core's slot, ops_registry.pxi)

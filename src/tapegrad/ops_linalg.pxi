@@ -168,17 +168,17 @@ cdef object vjp_matmul(Record* r, object g):
     return (ga, gb)
 
 
-cdef int OP_DOT = register_op("DotBackward0", vjp_matmul)
-cdef int OP_MV = register_op("MvBackward0", vjp_matmul)
-cdef int OP_MM = register_op("MmBackward0", vjp_matmul)
-cdef int OP_BMM = register_op("BmmBackward0", vjp_matmul)
-cdef int OP_MATMUL_VM = register_op("SqueezeBackward4", vjp_matmul)      # 1-D @ 2-D
-cdef int OP_MATMUL_VIEW = register_op("UnsafeViewBackward0", vjp_matmul)  # batched, folded
-cdef int OP_MATMUL_CLONE = register_op("CloneBackward0", vjp_matmul)     # matrix @ batch
-cdef int OP_MATMUL_T = register_op("TransposeBackward0", vjp_matmul)     # ... already contiguous
-cdef int OP_ADDMM = register_op("AddmmBackward0", vjp_matmul)            # linear, 2-D input + bias
-cdef int OP_LINEAR_VIEW = register_op("ViewBackward0", vjp_matmul)       # linear, N-D input + bias
-cdef int OP_LINEAR_ADD = register_op("AddBackward0", vjp_matmul)         # linear, other + bias
+OP_DOT = register_op("DotBackward0", vjp_matmul)
+OP_MV = register_op("MvBackward0", vjp_matmul)
+OP_MM = register_op("MmBackward0", vjp_matmul)
+OP_BMM = register_op("BmmBackward0", vjp_matmul)
+OP_MATMUL_VM = register_op("SqueezeBackward4", vjp_matmul)      # 1-D @ 2-D
+OP_MATMUL_VIEW = register_op("UnsafeViewBackward0", vjp_matmul)  # batched, folded
+OP_MATMUL_CLONE = register_op("CloneBackward0", vjp_matmul)     # matrix @ batch
+OP_MATMUL_T = register_op("TransposeBackward0", vjp_matmul)     # ... already contiguous
+OP_ADDMM = register_op("AddmmBackward0", vjp_matmul)            # linear, 2-D input + bias
+OP_LINEAR_VIEW = register_op("ViewBackward0", vjp_matmul)       # linear, N-D input + bias
+OP_LINEAR_ADD = register_op("AddBackward0", vjp_matmul)         # linear, other + bias
 
 
 # -- matmul's route -------------------------------------------------------------------------------
@@ -425,7 +425,7 @@ cdef object vjp_outer(Record* r, object g):
             fit_grad(np.matmul(A, g), None, dtb) if needs_grad(r, 1) else None)
 
 
-cdef int OP_OUTER = register_op("MulBackward0", vjp_outer)     # PyTorch: a.unsqueeze(1) * b
+OP_OUTER = register_op("MulBackward0", vjp_outer)     # PyTorch: a.unsqueeze(1) * b
 
 
 def outer(input, vec2):
@@ -543,8 +543,8 @@ cdef object vjp_triangle(Record* r, object g):
     return nd(np.tril(g, k) if r.op == OP_TRIL else np.triu(g, k))
 
 
-cdef int OP_TRIL = register_op("TrilBackward0", vjp_triangle)
-cdef int OP_TRIU = register_op("TriuBackward0", vjp_triangle)
+OP_TRIL = register_op("TrilBackward0", vjp_triangle)
+OP_TRIU = register_op("TriuBackward0", vjp_triangle)
 
 
 cdef object triangle(int op, TensorBase input, object diagonal):

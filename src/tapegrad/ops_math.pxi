@@ -10,8 +10,8 @@
 # each again as a whole (capture_call).
 # ---------------------------------------------------------------------------------------------
 
-cdef double LN10 = 2.302585092994045684017991454684364208
-cdef double LN2 = 0.693147180559945309417232121458176568
+LN10 = 2.302585092994045684017991454684364208
+LN2 = 0.693147180559945309417232121458176568
 
 
 # -- one-input functions -------------------------------------------------------------------------
@@ -39,19 +39,19 @@ cdef object vjp_math1(Record* r, object g):
         return nd(np.divide(g, np.add(np.multiply(x, x), 1)))  # atan: grad / (1 + x^2)
 
 
-cdef int OP_LOG10 = register_op("Log10Backward0", vjp_math1)
-cdef int OP_LOG2 = register_op("Log2Backward0", vjp_math1)
-cdef int OP_SINH = register_op("SinhBackward0", vjp_math1)
-cdef int OP_COSH = register_op("CoshBackward0", vjp_math1)
-cdef int OP_ASIN = register_op("AsinBackward0", vjp_math1)
-cdef int OP_ACOS = register_op("AcosBackward0", vjp_math1)
-cdef int OP_ATAN = register_op("AtanBackward0", vjp_math1)
-cdef int OP_FLOOR = register_op("FloorBackward0", vjp_math1)
-cdef int OP_CEIL = register_op("CeilBackward0", vjp_math1)
-cdef int OP_ROUND = register_op("RoundBackward0", vjp_math1)
-cdef int OP_ROUND_DECIMALS = register_op("RoundBackward1", vjp_math1)
-cdef int OP_TRUNC = register_op("TruncBackward0", vjp_math1)
-cdef int OP_FRAC = register_op("FracBackward0", vjp_math1)
+OP_LOG10 = register_op("Log10Backward0", vjp_math1)
+OP_LOG2 = register_op("Log2Backward0", vjp_math1)
+OP_SINH = register_op("SinhBackward0", vjp_math1)
+OP_COSH = register_op("CoshBackward0", vjp_math1)
+OP_ASIN = register_op("AsinBackward0", vjp_math1)
+OP_ACOS = register_op("AcosBackward0", vjp_math1)
+OP_ATAN = register_op("AtanBackward0", vjp_math1)
+OP_FLOOR = register_op("FloorBackward0", vjp_math1)
+OP_CEIL = register_op("CeilBackward0", vjp_math1)
+OP_ROUND = register_op("RoundBackward0", vjp_math1)
+OP_ROUND_DECIMALS = register_op("RoundBackward1", vjp_math1)
+OP_TRUNC = register_op("TruncBackward0", vjp_math1)
+OP_FRAC = register_op("FracBackward0", vjp_math1)
 
 
 cdef object transcendental(int op, object ufunc, TensorBase x):
@@ -197,13 +197,13 @@ cdef object vjp_not_implemented(Record* r, object g):
     raise RuntimeError(f"derivative for {<object>r.aux} is not implemented")
 
 
-cdef int OP_ATAN2 = register_op("Atan2Backward0", vjp_math2)
-cdef int OP_FMOD = register_op("FmodBackward0", vjp_math2)          # scalar other
-cdef int OP_FMOD_T = register_op("FmodBackward1", vjp_math2)        # tensor other
-cdef int OP_REMAINDER = register_op("RemainderBackward0", vjp_math2)
-cdef int OP_REMAINDER_T = register_op("RemainderBackward1", vjp_math2)
+OP_ATAN2 = register_op("Atan2Backward0", vjp_math2)
+OP_FMOD = register_op("FmodBackward0", vjp_math2)          # scalar other
+OP_FMOD_T = register_op("FmodBackward1", vjp_math2)        # tensor other
+OP_REMAINDER = register_op("RemainderBackward0", vjp_math2)
+OP_REMAINDER_T = register_op("RemainderBackward1", vjp_math2)
 # floor_divide, and remainder(number, tensor): PyTorch records a node whose backward raises
-cdef int OP_NOT_IMPLEMENTED = register_op("NotImplemented", vjp_not_implemented)
+OP_NOT_IMPLEMENTED = register_op("NotImplemented", vjp_not_implemented)
 cdef int OP_FLOOR_DIVIDE = -1                           # (binary_math's selector only)
 
 

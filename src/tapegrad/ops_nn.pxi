@@ -12,10 +12,6 @@
 
 from libc.stdint cimport int64_t
 
-cdef enum:
-    NN_RED_NONE = 0
-    NN_RED_MEAN = 1
-    NN_RED_SUM = 2
 
 cdef dict NN_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                              "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
@@ -215,8 +211,8 @@ cdef object vjp_log_softmax(Record* r, object g):
     return nn_softmax_grad(r, g, True)
 
 
-cdef int OP_SOFTMAX = register_op("SoftmaxBackward0", vjp_softmax)
-cdef int OP_LOG_SOFTMAX = register_op("LogSoftmaxBackward0", vjp_log_softmax)
+OP_SOFTMAX = register_op("SoftmaxBackward0", vjp_softmax)
+OP_LOG_SOFTMAX = register_op("LogSoftmaxBackward0", vjp_log_softmax)
 
 
 cdef object nn_softmax_numpy(object C, object axis, bint log):
@@ -380,9 +376,9 @@ cdef object vjp_nll(Record* r, object g):
     return gx.reshape(aux[1])
 
 
-cdef int OP_NLL = register_op("NllLossBackward0", vjp_nll)
-cdef int OP_NLL2D = register_op("NllLoss2DBackward0", vjp_nll)
-cdef int OP_NLL_VIEW = register_op("ViewBackward0", vjp_nll)    # N-d, reduction='none'
+OP_NLL = register_op("NllLossBackward0", vjp_nll)
+OP_NLL2D = register_op("NllLoss2DBackward0", vjp_nll)
+OP_NLL_VIEW = register_op("ViewBackward0", vjp_nll)    # N-d, reduction='none'
 
 
 cdef object nn_nll_rows_c(object X, object T, object ignore_index):
@@ -628,9 +624,9 @@ cdef object vjp_ce_probs(Record* r, object g):
     return (gp, gt)
 
 
-cdef int OP_CE_SMOOTH = register_op("AddBackward0", vjp_ce_smooth)
-cdef int OP_CE_PROBS_MEAN = register_op("DivBackward1", vjp_ce_probs)
-cdef int OP_CE_PROBS = register_op("NegBackward0", vjp_ce_probs)
+OP_CE_SMOOTH = register_op("AddBackward0", vjp_ce_smooth)
+OP_CE_PROBS_MEAN = register_op("DivBackward1", vjp_ce_probs)
+OP_CE_PROBS = register_op("NegBackward0", vjp_ce_probs)
 
 
 cdef object nn_ce_smooth(TensorBase logp, object target, object weight, object ignore_index,
@@ -770,12 +766,6 @@ cdef object cross_entropy_eager(TensorBase input, target, weight=None, size_aver
 # and, when the weight needs a gradient, the unweighted per-element loss f.
 # aux = (kind, reduction, divisor, parameter, shapes and dtypes of input/target/weight, output).
 
-cdef enum:
-    NN_MSE = 0
-    NN_L1 = 1
-    NN_SMOOTH_L1 = 2
-    NN_HUBER = 3
-
 
 cdef object nn_pointwise_deriv(int kind, object d, double param):
     """d f / d d for each loss kind (PyTorch's values at the kinks)."""
@@ -817,14 +807,14 @@ cdef object vjp_pointwise(Record* r, object g):
     return (gi, gt)
 
 
-cdef int OP_MSE_LOSS = register_op("MseLossBackward0", vjp_pointwise)
-cdef int OP_SMOOTH_L1_LOSS = register_op("SmoothL1LossBackward0", vjp_pointwise)
-cdef int OP_HUBER_LOSS = register_op("HuberLossBackward0", vjp_pointwise)
-cdef int OP_PW_ABS = register_op("AbsBackward0", vjp_pointwise)         # l1, none
-cdef int OP_PW_MEAN = register_op("MeanBackward0", vjp_pointwise)       # l1 mean, weighted huber mean
-cdef int OP_PW_SUM = register_op("SumBackward0", vjp_pointwise)         # l1 sum, weighted sum
-cdef int OP_PW_MUL = register_op("MulBackward0", vjp_pointwise)         # weighted, none
-cdef int OP_PW_DIV = register_op("DivBackward0", vjp_pointwise)         # weighted mse/l1 mean
+OP_MSE_LOSS = register_op("MseLossBackward0", vjp_pointwise)
+OP_SMOOTH_L1_LOSS = register_op("SmoothL1LossBackward0", vjp_pointwise)
+OP_HUBER_LOSS = register_op("HuberLossBackward0", vjp_pointwise)
+OP_PW_ABS = register_op("AbsBackward0", vjp_pointwise)         # l1, none
+OP_PW_MEAN = register_op("MeanBackward0", vjp_pointwise)       # l1 mean, weighted huber mean
+OP_PW_SUM = register_op("SumBackward0", vjp_pointwise)         # l1 sum, weighted sum
+OP_PW_MUL = register_op("MulBackward0", vjp_pointwise)         # weighted, none
+OP_PW_DIV = register_op("DivBackward0", vjp_pointwise)         # weighted mse/l1 mean
 
 
 cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object reduction,
@@ -977,7 +967,7 @@ def huber_loss(TensorBase input, target, reduction="mean", delta=1.0, weight=Non
 
 # -- binary cross entropy -------------------------------------------------------------------------
 
-cdef double BCE_EPSILON = <float>1e-12
+BCE_EPSILON = <float>1e-12
 
 
 cdef object vjp_bce(Record* r, object g):
@@ -1025,8 +1015,8 @@ cdef object vjp_bce_logits(Record* r, object g):
     return (gx, gt)
 
 
-cdef int OP_BCE = register_op("BinaryCrossEntropyBackward0", vjp_bce)
-cdef int OP_BCE_LOGITS = register_op("BinaryCrossEntropyWithLogitsBackward0", vjp_bce_logits)
+OP_BCE = register_op("BinaryCrossEntropyBackward0", vjp_bce)
+OP_BCE_LOGITS = register_op("BinaryCrossEntropyWithLogitsBackward0", vjp_bce_logits)
 
 
 def binary_cross_entropy(TensorBase input, target, weight=None, size_average=None, reduce=None,
@@ -1170,7 +1160,7 @@ cdef object vjp_dropout(Record* r, object g):
     return ew(TG_MUL, g, <object>r.saved[0])
 
 
-cdef int OP_DROPOUT = register_op("MulBackward0", vjp_dropout)
+OP_DROPOUT = register_op("MulBackward0", vjp_dropout)
 
 
 def dropout(TensorBase input, p=0.5, training=True, inplace=False):
@@ -1243,7 +1233,7 @@ cdef object vjp_embedding(Record* r, object g):
     return gw
 
 
-cdef int OP_EMBEDDING = register_op("EmbeddingBackward0", vjp_embedding)
+OP_EMBEDDING = register_op("EmbeddingBackward0", vjp_embedding)
 
 cdef dict NN_TENSOR_TYPE = {"float32": "FloatTensor", "float64": "DoubleTensor",
                             "float16": "HalfTensor", "int64": "LongTensor", "int32": "IntTensor",
@@ -1360,7 +1350,7 @@ cdef object vjp_layer_norm(Record* r, object g):
     return (gi, gw, gb)
 
 
-cdef int OP_LAYER_NORM = register_op("NativeLayerNormBackward0", vjp_layer_norm)
+OP_LAYER_NORM = register_op("NativeLayerNormBackward0", vjp_layer_norm)
 
 
 def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -1476,7 +1466,7 @@ cdef object vjp_pad(Record* r, object g):
     return gi
 
 
-cdef int OP_CONSTANT_PAD = register_op("ConstantPadNdBackward0", vjp_pad)
+OP_CONSTANT_PAD = register_op("ConstantPadNdBackward0", vjp_pad)
 
 
 def pad(TensorBase input, pad, mode="constant", value=None):
@@ -1568,7 +1558,7 @@ cdef object vjp_overwrite(Record* r, object g):
     return tuple(grads)
 
 
-cdef dict NN_OVERWRITE_OPS = {
+NN_OVERWRITE_OPS = {
     name: register_op(name, vjp_overwrite)
     for name in ("ZeroBackward0", "FillBackward2", "FillBackward3", "NormalBackward0",
                  "UniformBackward0", "NormalBackward1", "NormalBackward2", "NormalBackward3")}

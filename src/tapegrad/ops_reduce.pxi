@@ -20,51 +20,6 @@ import warnings as _warnings
 from libc.math cimport INFINITY
 
 
-# -- numpy's spellings PyTorch accepts on reductions: axis= for dim, keepdims= for keepdim ----------
-
-cdef object dim_alias(str fname, object dim, object axis):
-    """dim, or its alias `axis` (given at most once, as PyTorch's argument parser requires)."""
-    if axis is None:
-        return dim
-    if dim is not None:
-        raise TypeError(f"{fname}() got multiple values for argument 'dim' (alias 'axis')")
-    return axis
-
-
-cdef bint keepdim_alias(str fname, object keepdim, object keepdims) except -1:
-    """keepdim, or its alias `keepdims`."""
-    if keepdims is None:
-        return bool(keepdim)
-    if keepdim:
-        raise TypeError(f"{fname}() got multiple values for argument 'keepdim' (alias "
-                        "'keepdims')")
-    return bool(keepdims)
-
-
-cdef tuple normalize_dims(object dim, int ndim):
-    """dim (None, int or sequence, negatives allowed) -> sorted tuple of axes; PyTorch's errors."""
-    if dim is None:
-        return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-    cdef int lo = -ndim if ndim > 0 else -1, hi = ndim - 1 if ndim > 0 else 0
-    axes = []
-    for d in dims:
-        if isinstance(d, np.integer):
-            d = int(d)
-        if not isinstance(d, int) or isinstance(d, bool):
-            raise TypeError(f"dim must be an int or a tuple of ints, got {type(d).__name__}")
-        if d < lo or d > hi:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], "
-                             f"but got {d})")
-        a = d + ndim if d < 0 else d
-        if ndim == 0:
-            a = 0
-        if a in axes:
-            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
-        axes.append(a)
-    return tuple(sorted(axes)) if ndim > 0 else ()
-
-
 cdef str invalid_args(str name, object arg):
     return (f"{name}() received an invalid combination of arguments - got "
             f"({type(arg).__name__}), but expected one of:\n"
@@ -127,8 +82,6 @@ cdef object expand_reduced(object g, tuple aux):
     return out
 
 
-
-
 cdef inline bint is_float(object A):
     return cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(<cnp.ndarray>A))
 
@@ -148,10 +101,10 @@ cdef object vjp_mean(Record* r, object g):
     return grad_to_dtype(expand_reduced(nd(g / r.scalar), <tuple>r.aux), <tuple>r.aux)
 
 
-cdef int OP_SUM = register_op("SumBackward0", vjp_sum)
-cdef int OP_SUM_DIM = register_op("SumBackward1", vjp_sum)
-cdef int OP_MEAN = register_op("MeanBackward0", vjp_mean)
-cdef int OP_MEAN_DIM = register_op("MeanBackward1", vjp_mean)
+OP_SUM = register_op("SumBackward0", vjp_sum)
+OP_SUM_DIM = register_op("SumBackward1", vjp_sum)
+OP_MEAN = register_op("MeanBackward0", vjp_mean)
+OP_MEAN_DIM = register_op("MeanBackward1", vjp_mean)
 
 
 cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dtype=None):
@@ -273,8 +226,8 @@ cdef object vjp_prod(Record* r, object g):
     return gx if gx.dtype == aux[4] else gx.astype(aux[4])
 
 
-cdef int OP_PROD = register_op("ProdBackward0", vjp_prod)
-cdef int OP_PROD_DIM = register_op("ProdBackward1", vjp_prod)
+OP_PROD = register_op("ProdBackward0", vjp_prod)
+OP_PROD_DIM = register_op("ProdBackward1", vjp_prod)
 
 
 def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
@@ -407,12 +360,12 @@ cdef object vjp_select_dim(Record* r, object g):
     return out
 
 
-cdef int OP_MAX_ALL = register_op("MaxBackward1", vjp_evenly)
-cdef int OP_MIN_ALL = register_op("MinBackward1", vjp_evenly)
-cdef int OP_MAX_DIM = register_op("MaxBackward0", vjp_select_dim)
-cdef int OP_MIN_DIM = register_op("MinBackward0", vjp_select_dim)
-cdef int OP_AMAX = register_op("AmaxBackward0", vjp_evenly)
-cdef int OP_AMIN = register_op("AminBackward0", vjp_evenly)
+OP_MAX_ALL = register_op("MaxBackward1", vjp_evenly)
+OP_MIN_ALL = register_op("MinBackward1", vjp_evenly)
+OP_MAX_DIM = register_op("MaxBackward0", vjp_select_dim)
+OP_MIN_DIM = register_op("MinBackward0", vjp_select_dim)
+OP_AMAX = register_op("AmaxBackward0", vjp_evenly)
+OP_AMIN = register_op("AminBackward0", vjp_evenly)
 
 
 # torch.return_types: structseq-like named tuples (values, indices) that print as PyTorch's.
@@ -632,8 +585,8 @@ cdef object vjp_var(Record* r, object g):
     return nd(np.multiply(centered, np.multiply(gk, two_over)))
 
 
-cdef int OP_VAR = register_op("VarBackward0", vjp_var)
-cdef int OP_STD = register_op("StdBackward0", vjp_var)
+OP_VAR = register_op("VarBackward0", vjp_var)
+OP_STD = register_op("StdBackward0", vjp_var)
 
 
 cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, object keepdim,
@@ -713,7 +666,7 @@ cdef object vjp_logsumexp(Record* r, object g):
     return nd(np.multiply(gk, np.exp(np.subtract(A, outk))))
 
 
-cdef int OP_LOGSUMEXP = register_op("LogsumexpBackward0", vjp_logsumexp)
+OP_LOGSUMEXP = register_op("LogsumexpBackward0", vjp_logsumexp)
 
 
 def logsumexp(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):
@@ -777,7 +730,7 @@ cdef object vjp_norm(Record* r, object g):
     return nd(np.multiply(scaled, scale))
 
 
-cdef int OP_NORM = register_op("LinalgVectorNormBackward0", vjp_norm)
+OP_NORM = register_op("LinalgVectorNormBackward0", vjp_norm)
 
 
 def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):

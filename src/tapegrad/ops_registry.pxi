@@ -9,13 +9,8 @@
 # otherwise a tuple with one entry per input (None where no gradient is needed).
 # ---------------------------------------------------------------------------------------------
 
-ctypedef object (*vjp_fn)(Record* r, object g)
 
-cdef enum:
-    MAX_OPS = 256
-
-cdef vjp_fn OP_VJP[MAX_OPS]
-cdef list OP_NAMES = []
+OP_NAMES = []
 
 
 cdef int register_op(str name, vjp_fn vjp) except -1:
@@ -29,7 +24,7 @@ cdef int register_op(str name, vjp_fn vjp) except -1:
 
 # The LEAF record stands for a leaf tensor that requires grad: the sweep delivers its adjoint into
 # the tensor's .grad.  It has no VJP.
-cdef int OP_LEAF = register_op("AccumulateGrad", NULL)
+OP_LEAF = register_op("AccumulateGrad", NULL)
 
 
 def op_names():
@@ -42,3 +37,54 @@ def op_names():
 TENSOR_METHODS = {}
 TORCH_FUNCTIONS = {}
 NN_FUNCTIONS = {}
+
+
+# -- entry points into higher extension modules --------------------------------------------------
+# The op families are extension modules of their own that cimport this one, so the core cannot call
+# them directly.  Where it needs one (TensorBase's x[key], x[key] = v and x += y slots, the `out=`
+# argument of its arithmetic functions, backward with create_graph=True), it calls through these
+# pointers, which the family installs when it loads (the package loads every family right after
+# the core: tapegrad/_modules.py).  Until then they raise instead of crashing.
+
+cdef object family_missing(str what):
+    raise RuntimeError(f"tapegrad: {what} lives in an extension module that is not loaded; "
+                       "import tapegrad (not tapegrad._core alone)")
+
+
+cdef object index_missing(TensorBase x, object key):
+    return family_missing("indexing (tapegrad._ops_shape)")
+
+
+cdef object setitem_missing(TensorBase x, object key, object value):
+    return family_missing("x[key] = value (tapegrad._ops_inplace)")
+
+
+cdef object inplace_binary_missing(int op, TensorBase x, object other):
+    return family_missing("in-place arithmetic (tapegrad._ops_inplace)")
+
+
+cdef object write_out_missing(str name, object out, tuple operands, object fn, dict kwargs):
+    return family_missing("the out= argument (tapegrad._ops_inplace)")
+
+
+cdef object graph_engine_missing(tuple outputs, list grads, bint retain_graph, tuple inputs,
+                                 bint allow_unused, bint accumulate_grad):
+    return family_missing("create_graph=True (tapegrad._graph_vjp)")
+
+
+INDEX_OP = index_missing
+SETITEM_OP = setitem_missing
+INPLACE_BINARY = inplace_binary_missing
+WRITE_OUT = write_out_missing
+GRAPH_ENGINE_RUN = graph_engine_missing
+
+
+cdef class CompiledBackward:
+    """What the core knows of a tapegrad.compile'd call's backward (a custom Function record's
+    ctx): the replay module's CompiledFunctionBackward subclasses it."""
+
+    cdef object backward(self, list g):
+        raise NotImplementedError
+
+    cdef release(self):
+        pass

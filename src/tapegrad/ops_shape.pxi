@@ -124,13 +124,13 @@ cdef object vjp_reshape(Record* r, object g):
     return g.reshape(<tuple>r.aux)
 
 
-cdef int OP_VIEW = register_op("ViewBackward0", vjp_reshape)
-cdef int OP_RESHAPE_ALIAS = register_op("ReshapeAliasBackward0", vjp_reshape)
-cdef int OP_UNSAFE_VIEW = register_op("UnsafeViewBackward0", vjp_reshape)
-cdef int OP_SQUEEZE = register_op("SqueezeBackward0", vjp_reshape)      # squeeze()
-cdef int OP_SQUEEZE_DIM = register_op("SqueezeBackward1", vjp_reshape)  # squeeze(dim)
-cdef int OP_SQUEEZE_DIMS = register_op("SqueezeBackward2", vjp_reshape) # squeeze((d0, d1))
-cdef int OP_UNSQUEEZE = register_op("UnsqueezeBackward0", vjp_reshape)
+OP_VIEW = register_op("ViewBackward0", vjp_reshape)
+OP_RESHAPE_ALIAS = register_op("ReshapeAliasBackward0", vjp_reshape)
+OP_UNSAFE_VIEW = register_op("UnsafeViewBackward0", vjp_reshape)
+OP_SQUEEZE = register_op("SqueezeBackward0", vjp_reshape)      # squeeze()
+OP_SQUEEZE_DIM = register_op("SqueezeBackward1", vjp_reshape)  # squeeze(dim)
+OP_SQUEEZE_DIMS = register_op("SqueezeBackward2", vjp_reshape) # squeeze((d0, d1))
+OP_UNSQUEEZE = register_op("UnsqueezeBackward0", vjp_reshape)
 
 
 cdef TensorBase reshape_to(TensorBase x, tuple shape):
@@ -178,8 +178,6 @@ def view(TensorBase input, *size_args, size=None):
         raise TypeError('view() missing 1 required positional arguments: "size"')
     cdef tuple sh = int_list_arg(size_args, "view", "size")
     return view_to(input, infer_size(sh, input._array.size))
-
-
 
 
 cdef TensorBase view_dtype(TensorBase x, dtype dt):
@@ -292,9 +290,9 @@ cdef object vjp_permute(Record* r, object g):
     return g.transpose(<tuple>r.aux)               # aux: the inverse permutation
 
 
-cdef int OP_TRANSPOSE = register_op("TransposeBackward0", vjp_permute)
-cdef int OP_T = register_op("TBackward0", vjp_permute)
-cdef int OP_PERMUTE = register_op("PermuteBackward0", vjp_permute)
+OP_TRANSPOSE = register_op("TransposeBackward0", vjp_permute)
+OP_T = register_op("TBackward0", vjp_permute)
+OP_PERMUTE = register_op("PermuteBackward0", vjp_permute)
 
 
 cdef TensorBase permuted(int op, TensorBase x, list perm):
@@ -415,7 +413,7 @@ cdef object vjp_expand(Record* r, object g):
     return sum_to(g, <tuple>r.aux)                 # sums the added and the stretched dims
 
 
-cdef int OP_EXPAND = register_op("ExpandBackward0", vjp_expand)
+OP_EXPAND = register_op("ExpandBackward0", vjp_expand)
 
 
 def expand(TensorBase input, *sizes, size=None):
@@ -480,7 +478,7 @@ cdef object vjp_repeat(Record* r, object g):
     return nd(np.add.reduce(gr, axis=tuple(range(0, 2 * n, 2)))).reshape(shape)
 
 
-cdef int OP_REPEAT = register_op("RepeatBackward0", vjp_repeat)
+OP_REPEAT = register_op("RepeatBackward0", vjp_repeat)
 
 
 cdef TensorBase repeat_impl(TensorBase x, tuple reps):
@@ -567,7 +565,7 @@ cdef object vjp_cat(Record* r, object g):
     return tuple(grads)
 
 
-cdef int OP_CAT = register_op("CatBackward0", vjp_cat)
+OP_CAT = register_op("CatBackward0", vjp_cat)
 
 
 def cat(tensors, dim=0):
@@ -646,7 +644,7 @@ cdef object vjp_stack(Record* r, object g):
     return tuple(grads)
 
 
-cdef int OP_STACK = register_op("StackBackward0", vjp_stack)
+OP_STACK = register_op("StackBackward0", vjp_stack)
 
 
 def stack(tensors, dim=0):
@@ -681,9 +679,9 @@ cdef object vjp_scatter_basic(Record* r, object g):
     return z
 
 
-cdef int OP_SPLIT = register_op("SplitBackward0", vjp_scatter_basic)
-cdef int OP_SPLIT_SIZES = register_op("SplitWithSizesBackward0", vjp_scatter_basic)
-cdef int OP_UNBIND = register_op("UnbindBackward0", vjp_scatter_basic)
+OP_SPLIT = register_op("SplitBackward0", vjp_scatter_basic)
+OP_SPLIT_SIZES = register_op("SplitWithSizesBackward0", vjp_scatter_basic)
+OP_UNBIND = register_op("UnbindBackward0", vjp_scatter_basic)
 
 
 cdef TensorBase basic_view(int op, TensorBase x, tuple key):
@@ -773,7 +771,7 @@ cdef object vjp_identity(Record* r, object g):
     return g
 
 
-cdef int OP_CLONE = register_op("CloneBackward0", vjp_identity)
+OP_CLONE = register_op("CloneBackward0", vjp_identity)
 
 
 def clone(TensorBase input, *, memory_format=None):

@@ -220,17 +220,17 @@ cdef object vjp_erf(Record* r, object g):
     return ew(TG_MUL, ew(TG_MUL, g, M_2_SQRTPI), e)                  # grad * 2/sqrt(pi) e^(-x^2)
 
 
-cdef int OP_ABS = register_op("AbsBackward0", vjp_abs)
-cdef int OP_SIGN = register_op("SignBackward0", vjp_sign)
-cdef int OP_LOG1P = register_op("Log1PBackward0", vjp_log1p)
-cdef int OP_EXPM1 = register_op("Expm1Backward0", vjp_expm1)
-cdef int OP_SQRT = register_op("SqrtBackward0", vjp_sqrt)
-cdef int OP_RSQRT = register_op("RsqrtBackward0", vjp_rsqrt)
-cdef int OP_SIN = register_op("SinBackward0", vjp_sin)
-cdef int OP_COS = register_op("CosBackward0", vjp_cos)
-cdef int OP_SIGMOID = register_op("SigmoidBackward0", vjp_sigmoid)
-cdef int OP_RECIPROCAL = register_op("ReciprocalBackward0", vjp_reciprocal)
-cdef int OP_ERF = register_op("ErfBackward0", vjp_erf)
+OP_ABS = register_op("AbsBackward0", vjp_abs)
+OP_SIGN = register_op("SignBackward0", vjp_sign)
+OP_LOG1P = register_op("Log1PBackward0", vjp_log1p)
+OP_EXPM1 = register_op("Expm1Backward0", vjp_expm1)
+OP_SQRT = register_op("SqrtBackward0", vjp_sqrt)
+OP_RSQRT = register_op("RsqrtBackward0", vjp_rsqrt)
+OP_SIN = register_op("SinBackward0", vjp_sin)
+OP_COS = register_op("CosBackward0", vjp_cos)
+OP_SIGMOID = register_op("SigmoidBackward0", vjp_sigmoid)
+OP_RECIPROCAL = register_op("ReciprocalBackward0", vjp_reciprocal)
+OP_ERF = register_op("ErfBackward0", vjp_erf)
 
 
 cdef object math_op(int op, int kop, TensorBase x, bint save_output):
@@ -389,11 +389,11 @@ cdef object vjp_gelu(Record* r, object g):
     return gelu_tanh_grad_numpy(g, x)
 
 
-cdef int OP_LEAKY_RELU = register_op("LeakyReluBackward0", vjp_leaky_relu)
-cdef int OP_ELU = register_op("EluBackward0", vjp_elu)
-cdef int OP_SOFTPLUS = register_op("SoftplusBackward0", vjp_softplus)
-cdef int OP_SILU = register_op("SiluBackward0", vjp_silu)
-cdef int OP_GELU = register_op("GeluBackward0", vjp_gelu)
+OP_LEAKY_RELU = register_op("LeakyReluBackward0", vjp_leaky_relu)
+OP_ELU = register_op("EluBackward0", vjp_elu)
+OP_SOFTPLUS = register_op("SoftplusBackward0", vjp_softplus)
+OP_SILU = register_op("SiluBackward0", vjp_silu)
+OP_GELU = register_op("GeluBackward0", vjp_gelu)
 
 
 def leaky_relu(TensorBase input, negative_slope=0.01, bint inplace=False):
@@ -552,12 +552,12 @@ cdef object vjp_clamp_tensor(Record* r, object g):
             fit_grad(ghi, aux[4], aux[5]))
 
 
-cdef int OP_CLAMP = register_op("ClampBackward1", vjp_clamp_scalar)
-cdef int OP_CLAMP_MIN = register_op("ClampMinBackward0", vjp_clamp_scalar)
-cdef int OP_CLAMP_MAX = register_op("ClampMaxBackward0", vjp_clamp_scalar)
-cdef int OP_CLAMP_T = register_op("ClampBackward0", vjp_clamp_tensor)
-cdef int OP_CLAMP_MIN_T = register_op("ClampMinBackward1", vjp_clamp_tensor)
-cdef int OP_CLAMP_MAX_T = register_op("ClampMaxBackward1", vjp_clamp_tensor)
+OP_CLAMP = register_op("ClampBackward1", vjp_clamp_scalar)
+OP_CLAMP_MIN = register_op("ClampMinBackward0", vjp_clamp_scalar)
+OP_CLAMP_MAX = register_op("ClampMaxBackward0", vjp_clamp_scalar)
+OP_CLAMP_T = register_op("ClampBackward0", vjp_clamp_tensor)
+OP_CLAMP_MIN_T = register_op("ClampMinBackward1", vjp_clamp_tensor)
+OP_CLAMP_MAX_T = register_op("ClampMaxBackward1", vjp_clamp_tensor)
 
 cdef enum:
     CLAMP_BOTH = 0
@@ -716,8 +716,8 @@ cdef object vjp_maximum(Record* r, object g):
     return fit_binary_grads(r, ga, gb)
 
 
-cdef int OP_MAXIMUM = register_op("MaximumBackward0", vjp_maximum)
-cdef int OP_MINIMUM = register_op("MinimumBackward0", vjp_maximum)
+OP_MAXIMUM = register_op("MaximumBackward0", vjp_maximum)
+OP_MINIMUM = register_op("MinimumBackward0", vjp_maximum)
 
 
 cdef object maximum_op(int op, TensorBase input, object other):
@@ -769,7 +769,7 @@ cdef object vjp_where(Record* r, object g):
     return fit_binary_grads(r, ga, gb)
 
 
-cdef int OP_WHERE = register_op("WhereBackward0", vjp_where)
+OP_WHERE = register_op("WhereBackward0", vjp_where)
 
 
 cdef str WHERE_SIGNATURES = (
@@ -1049,7 +1049,7 @@ cdef object vjp_to_copy(Record* r, object g):
     return g.astype(<object>r.aux)                      # back to the input's dtype
 
 
-cdef int OP_TO_COPY = register_op("ToCopyBackward0", vjp_to_copy)
+OP_TO_COPY = register_op("ToCopyBackward0", vjp_to_copy)
 
 
 cdef object convert(TensorBase x, object np_dt, bint copy):

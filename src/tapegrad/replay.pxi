@@ -36,40 +36,6 @@ cdef struct Step:
     double count        # SK_SUM_ALL: the divisor of a mean (0 for a sum)
 
 
-# -- capture hooks (called by the ops; see capture.pxi) --------------------------------------
-
-cdef int capture_binary(int kop, object a, object b, bint promote, bint in_c,
-                        TensorBase res) except -1:
-    if promote or not in_c:
-        return capture_unsupported(f"{TG_BINARY_NAMES[kop]} with mixed dtypes, a non-contiguous "
-                                   "operand or a broadcast the C kernels do not take")
-    if kop == TG_POW and not (isinstance(a, TensorBase) and not isinstance(b, TensorBase)
-                              and (b == 0 or special_exponent(b - 1))):
-        return capture_unsupported("pow other than tensor ** e with e in 0, -1, 0.5, 1.5, 2, 3, 4 "
-                                   "(eager computes the others' derivative with numpy)")
-    return capture_step((SK_BINARY, 0, kop, a, b, None, res))
-
-
-cdef int capture_unary(int op, int kop, TensorBase x, object A, bint in_c,
-                       TensorBase res) except -1:
-    if A is not x._array or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A):
-        return capture_unsupported(f"{OP_NAMES[op]} of a non-float or non-contiguous tensor")
-    return capture_step((SK_UNARY if in_c else SK_UNARY_NUMPY, op, kop, x, None, op == OP_LOG,
-                         res))
-
-
-cdef int capture_reduce(int op, TensorBase x, object A, tuple axes, bint keepdim, double count,
-                        TensorBase res) except -1:
-    if A is not x._array or A.dtype.kind != "f":
-        return capture_unsupported(f"{OP_NAMES[op]} with a dtype argument or of integers")
-    return capture_step((SK_REDUCE, op, 0, x, None, (axes, keepdim, count), res))
-
-
-cdef list TG_BINARY_NAMES = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
-
-
-# -- kernels on raw buffers ----------------------------------------------------------------------
-
 cdef inline void k_binary(bint f64, int kop, Py_ssize_t n, const void* a, Py_ssize_t sa,
                           const void* b, Py_ssize_t sb, void* out) noexcept nogil:
     if f64:
@@ -772,7 +738,7 @@ cdef class Program:
         return out if isinstance(out, tuple) else (out,)
 
 
-cdef class CompiledFunctionBackward:
+cdef class CompiledFunctionBackward(CompiledBackward):
     """The grad_fn of a replayed call's outputs: the aux of its OP_FUNCTION record, whose
     backward the sweep runs through here without calling Python (ops_function.pxi)."""
     cdef Program program
@@ -799,7 +765,6 @@ cdef class CompiledFunctionBackward:
     cdef release(self):
         """The graph was freed (backward without retain_graph): the buffers can be reused."""
         self.lease.release()
-
 
 
 # -- building a Program from a capture --------------------------------------------------------

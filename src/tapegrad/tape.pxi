@@ -234,7 +234,7 @@ cdef class Tape:
                  self.recs[i].refcnt, self.recs[i].flags) for i in range(self.n)]
 
 
-cdef Tape TAPE = Tape()
+TAPE = Tape()
 
 
 def tape():

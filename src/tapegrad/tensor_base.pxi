@@ -386,24 +386,24 @@ cdef class TensorBase:
         return self
 
     def __getitem__(self, key):
-        return index_op(self, key)
+        return INDEX_OP(self, key)
 
     def __setitem__(self, key, value):
-        setitem_op(self, key, value)
+        SETITEM_OP(self, key, value)
 
     # -- in place (ops_inplace.pxi) ----------------------------------------------------------------
 
     def __iadd__(self, other):
-        return inplace_binary(OP_ADD, self, other)
+        return INPLACE_BINARY(OP_ADD, self, other)
 
     def __isub__(self, other):
-        return inplace_binary(OP_SUB, self, other)
+        return INPLACE_BINARY(OP_SUB, self, other)
 
     def __imul__(self, other):
-        return inplace_binary(OP_MUL, self, other)
+        return INPLACE_BINARY(OP_MUL, self, other)
 
     def __itruediv__(self, other):
-        return inplace_binary(OP_DIV, self, other)
+        return INPLACE_BINARY(OP_DIV, self, other)
 
     @property
     def _version_value(self):

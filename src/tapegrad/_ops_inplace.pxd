@@ -1,0 +1,18 @@
+# Declarations of tapegrad._ops_inplace (in-place ops and x[key] = value) that the modules above
+# it cimport; the implementations are in ops_inplace.pxi.
+
+cimport numpy as cnp
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XINCREF, Py_XDECREF
+from libc.stddef cimport ptrdiff_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+
+from tapegrad._core cimport *
+
+
+cdef bint records(TensorBase t, object other) noexcept
+
+cdef object inplace_apply(TensorBase self, object fn, tuple args)
+
+cdef int OP_SETITEM
+
+cdef object write_out(str name, object out, tuple operands, object fn, dict kwargs)

@@ -1,0 +1,47 @@
+# ---------------------------------------------------------------------------------------------
+# Dim arguments as PyTorch parses them, shared by every op family that takes a dim.
+# ---------------------------------------------------------------------------------------------
+
+# -- numpy's spellings PyTorch accepts on reductions: axis= for dim, keepdims= for keepdim ----------
+
+cdef object dim_alias(str fname, object dim, object axis):
+    """dim, or its alias `axis` (given at most once, as PyTorch's argument parser requires)."""
+    if axis is None:
+        return dim
+    if dim is not None:
+        raise TypeError(f"{fname}() got multiple values for argument 'dim' (alias 'axis')")
+    return axis
+
+
+cdef bint keepdim_alias(str fname, object keepdim, object keepdims) except -1:
+    """keepdim, or its alias `keepdims`."""
+    if keepdims is None:
+        return bool(keepdim)
+    if keepdim:
+        raise TypeError(f"{fname}() got multiple values for argument 'keepdim' (alias "
+                        "'keepdims')")
+    return bool(keepdims)
+
+
+cdef tuple normalize_dims(object dim, int ndim):
+    """dim (None, int or sequence, negatives allowed) -> sorted tuple of axes; PyTorch's errors."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    cdef int lo = -ndim if ndim > 0 else -1, hi = ndim - 1 if ndim > 0 else 0
+    axes = []
+    for d in dims:
+        if isinstance(d, np.integer):
+            d = int(d)
+        if not isinstance(d, int) or isinstance(d, bool):
+            raise TypeError(f"dim must be an int or a tuple of ints, got {type(d).__name__}")
+        if d < lo or d > hi:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], "
+                             f"but got {d})")
+        a = d + ndim if d < 0 else d
+        if ndim == 0:
+            a = 0
+        if a in axes:
+            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+        axes.append(a)
+    return tuple(sorted(axes)) if ndim > 0 else ()

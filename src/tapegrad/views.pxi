@@ -1,0 +1,164 @@
+# ---------------------------------------------------------------------------------------------
+# Views and version counters: the bookkeeping every op family shares (the in-place ops themselves
+# are ops_inplace.pxi, their own extension module).
+#
+# Every in-place write bumps the storage's version counter (bump_version), so a record that saved
+# the old value raises PyTorch's "modified by an inplace operation" error instead of computing a
+# wrong gradient.  Other views of a base whose history a recorded write replaced still carry the
+# old history.  As in PyTorch, such a stale view is rebased when next used (as an op input, or
+# when its autograd state is read): it becomes an AsStridedBackward0 view of the base's current
+# history, so its gradient flows through the write.  Staleness costs nothing on the per-op path
+# of non-views: a base counts its rewritten histories (_gen), a view remembers the count it was
+# derived at, and only a view (t._base set) compares the two (refresh_view).
+# ---------------------------------------------------------------------------------------------
+
+
+# A view rebased onto its base's new history (refresh_view): an index of the base.  Its VJP is
+# the index family's (ops_index.pxi installs it into the op table when its module loads).
+OP_AS_STRIDED = register_op("AsStridedBackward0", NULL)
+
+
+cdef str NO_GRAD_VIEW_REBASED = (
+    "A view was created in no_grad mode and its base or another view of its base has been "
+    "modified inplace with grad mode enabled. Given that this use case is ambiguous and "
+    "error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) "
+    "or both outside (if you want the inplace to be tracked).")
+
+
+cdef str NO_GRAD_VIEW_WRITTEN = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+    "code by moving both the view and the inplace either both inside the no_grad block (if you "
+    "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked).")
+
+
+cdef inline void history_rewritten(TensorBase t) noexcept:
+    """A recorded in-place write gave t a new history: t's views taken before are now stale."""
+    if t._base is None:
+        t._gen += 1
+
+
+cdef int refresh_view(TensorBase t) except -1:
+    """If view t is older than its base's last recorded in-place write, make it a view of the
+    base's current history (AsStridedBackward0: the base's elements t covers, so its gradient
+    is scattered into the base's shape at t's position)."""
+    cdef TensorBase b = <TensorBase>t._base
+    if (t._gen >> 1) == b._gen:
+        return 0
+    if t._gen & 1:
+        raise RuntimeError(NO_GRAD_VIEW_REBASED)
+    return rebase_view(t, view_key(t))
+
+
+cdef int rebase_view(TensorBase t, tuple key) except -1:
+    """Make view t (covering base elements `key`, see view_key) an AsStridedBackward0 view of its
+    base's current history, replacing the history it had."""
+    cdef TensorBase b = <TensorBase>t._base
+    t._gen = b._gen << 1
+    cdef Py_ssize_t old = t._node
+    cdef Py_ssize_t inp[1]
+    cdef Record* r
+    # No begin_record here: it may compact the tape, and this can run while an op is collecting
+    # its inputs' record indices (node_for_input).  Plain appends only ever grow the tape.
+    inp[0] = node_for_input(b)
+    if inp[0] < 0:                       # the base no longer requires grad (detach_)
+        t._requires_grad = False
+        t._node = -1
+    else:
+        r = record_op(OP_AS_STRIDED, t, 1, inp)
+        keep(&r.aux, (b._array.shape, b._array.dtype, None, b._array.shape, key))
+    if old >= 0:
+        if TAPE.recs[old].out == <PyObject*>t:
+            TAPE.recs[old].out = NULL
+        TAPE.decref(old)
+    return 0
+
+
+cdef int bump_version(TensorBase t) except -1:
+    cdef Version v = version_of(t)
+    v.value += 1
+    if CAPTURE is not None:
+        capture_unsupported("an in-place write to a tensor")
+    return 0
+
+
+cdef int check_inplace(TensorBase t, bint recording, bint via_base=False) except -1:
+    """Refuse in-place writes that PyTorch refuses, or that tapegrad cannot record correctly
+    (via_base: the caller records a write into a view on its base when writes_through_view)."""
+    if not grad_enabled():
+        return 0
+    if t._requires_grad and is_leaf_c(t):
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    if t._base is not None and (t._gen & 1) and (
+            recording or (<TensorBase>t._base)._requires_grad):
+        raise RuntimeError(NO_GRAD_VIEW_WRITTEN)    # a view taken in no_grad: PyTorch's rule
+    if t._base is not None and recording:
+        if (<TensorBase>t._base)._requires_grad and is_leaf_c(<TensorBase>t._base):
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        if not (via_base and writes_through_view(t)):
+            raise RuntimeError("in-place operations on a view of a tensor that requires grad are "
+                               "not supported by tapegrad (the history of its other views would "
+                               "not be rebased); use the out-of-place form, e.g. y = x + 1, or "
+                               "write into x.clone()")
+    return 0
+
+
+cdef inline bint writes_through_view(TensorBase t) noexcept:
+    """Whether a recorded in-place write into view t can go to its base as a CopySlices record:
+    the view's history, if any, reads the base's current history (a view taken before the base
+    was last written would carry a stale one), and the base is no leaf that requires grad."""
+    if t._base is None:
+        return False
+    cdef TensorBase b = <TensorBase>t._base
+    if not t._requires_grad:
+        return not b._requires_grad
+    if not b._requires_grad or b._node < 0 or is_leaf_c(b) or t._node < 0:
+        return False
+    cdef Record* r = &TAPE.recs[t._node]
+    return r.n_in >= 1 and rec_inputs(r)[0] == b._node
+
+
+cdef object element_addresses(object arr):
+    """The address of each element of numpy array `arr` (its shape)."""
+    cdef Py_ssize_t k, nd_ = arr.ndim
+    addr = np.full(arr.shape, arr.__array_interface__["data"][0], dtype=np.intp)
+    for k in range(nd_):
+        step = np.arange(arr.shape[k], dtype=np.intp) * arr.strides[k]
+        addr += step.reshape((-1,) + (1,) * (nd_ - 1 - k))
+    return addr
+
+
+cdef tuple view_key(TensorBase view):
+    """The advanced-index key (one int64 array per base dim, each of the view's shape) of the
+    base elements that `view`, a numpy view of its base's storage, covers."""
+    B = (<TensorBase>view._base)._array
+    base_addr = element_addresses(B).ravel()
+    order = np.argsort(base_addr, kind="stable")
+    ordered = base_addr[order]
+    view_addr = element_addresses(view._array)
+    pos = np.minimum(np.searchsorted(ordered, view_addr), ordered.size - 1)
+    if ordered.size == 0 or not np.array_equal(ordered[pos], view_addr):
+        raise RuntimeError("in-place write into a view that does not cover whole elements of its "
+                           "base: not supported by tapegrad")
+    return tuple(k.astype(NP_INT64, copy=False)
+                 for k in np.unravel_index(order[pos], B.shape))
+
+
+cdef inline int fresh_operands(TensorBase t, object other) except -1:
+    """Rebase the operands of an in-place op that are stale views (refresh_view).  PyTorch's
+    quirk first: a stale view that had no history (taken while its base did not require grad)
+    counts as a leaf that requires grad until its history is read, so writing into it raises."""
+    if (t._base is not None and t._node < 0 and grad_enabled()
+            and (<TensorBase>t._base)._requires_grad
+            and (t._gen >> 1) != (<TensorBase>t._base)._gen and not (t._gen & 1)):
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    fresh(t)
+    if isinstance(other, TensorBase):
+        fresh(<TensorBase>other)
+    return 0
+
