@@ -29,4 +29,7 @@ class CompiledDocstrings(griffe.Extension):
 
 def _is_compiled(runtime) -> bool:
     module = getattr(runtime, "__module__", None) or ""
-    return module == "tapegrad._core" or type(runtime).__name__ == "cython_function_or_method"
+    # the core and its op-family modules (tapegrad._ops_unary, _replay, ...) are all compiled
+    return (module == "tapegrad._core" or module.startswith(("tapegrad._ops_", "tapegrad._replay",
+                                                             "tapegrad._graph_vjp"))
+            or type(runtime).__name__ == "cython_function_or_method")
