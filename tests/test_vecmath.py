@@ -31,6 +31,10 @@ N_RANDOM_MPMATH = 2_000  # erf's reference is always mpmath
 def vm():
     if vs.compiler() is None:
         pytest.skip("no C compiler to build the vecmath kernels")
+    if not (vs.SRC / vs.SOURCES[0]).exists():
+        # run against an installed wheel from a copy of tests/ (tools/test_installed.py): the C
+        # sources are not part of the package, and these kernels are not yet in the extension
+        pytest.skip("the vecmath C sources are not here (tests run outside a source tree)")
     return vs.load()
 
 
