@@ -338,6 +338,17 @@ cdef object operand_value(object x, object dt)
 
 cdef object as_operand(object x)
 
+cdef object bad_operand_error(str name, object a, object b)
+
+cdef object scaled_operand(str name, object a, object b, object alpha)
+
+cdef inline object named_result(object result, str name, object a, object b):
+    """result, unless the op gave NotImplemented (an operand neither tensor nor number): the
+    operators pass that on to Python's protocol, the named forms raise PyTorch's TypeError."""
+    if result is NotImplemented:
+        raise bad_operand_error(name, a, b)
+    return result
+
 cdef object fit_binary_grads(Record* r, object ga, object gb)
 
 cdef int OP_ADD

@@ -346,17 +346,19 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
 
 def add_(TensorBase self, other, *, alpha=1):
     """self += alpha * other, in place."""
-    return inplace_binary(OP_ADD, self, other if alpha == 1 else other * alpha)
+    return named_result(inplace_binary(OP_ADD, self, scaled_operand("add_", self, other, alpha)),
+                        "add_", self, other)
 
 def sub_(TensorBase self, other, *, alpha=1):
     """self -= alpha * other, in place."""
-    return inplace_binary(OP_SUB, self, other if alpha == 1 else other * alpha)
+    return named_result(inplace_binary(OP_SUB, self, scaled_operand("sub_", self, other, alpha)),
+                        "sub_", self, other)
 
 def mul_(TensorBase self, other):
-    return inplace_binary(OP_MUL, self, other)
+    return named_result(inplace_binary(OP_MUL, self, other), "mul_", self, other)
 
 def div_(TensorBase self, other):
-    return inplace_binary(OP_DIV, self, other)
+    return named_result(inplace_binary(OP_DIV, self, other), "div_", self, other)
 
 def copy_(TensorBase self, src, non_blocking=False):
     """Copy src's values (broadcast to self's shape, cast to self's dtype) into self."""
