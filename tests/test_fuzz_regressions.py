@@ -414,9 +414,8 @@ def test_create_graph_gradient_of_abs_requires_grad():
     np.testing.assert_array_equal(g2.numpy(), [0.0, 0.0])
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "retain_grad() is lost when an in-place write "
-                   "through a view rebases the tensor (PyTorch retains the new version's grad)")
 def test_retain_grad_survives_an_inplace_write_through_a_view():
+    # retain_grad() belongs to the tensor: .grad is the gradient of its newest version
     x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 2
     y.retain_grad()
@@ -425,6 +424,48 @@ def test_retain_grad_survives_an_inplace_write_through_a_view():
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0, 2.0])
     assert y.grad is not None
     np.testing.assert_array_equal(y.grad.numpy(), [1.0, 1.0, 1.0])
+
+
+def test_retain_grad_survives_an_inplace_write():
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y.mul_(2)
+    (y * 3).sum().backward()
+    assert y.retains_grad
+    np.testing.assert_array_equal(y.grad.numpy(), [3.0, 3.0, 3.0])
+
+
+def test_retain_grad_survives_a_custom_function_that_marks_it_dirty():
+    class Double(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            return x.mul_(2)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    y.retain_grad()
+    assert Double.apply(y) is y
+    (y * 3).sum().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0])
+
+
+def test_retain_grad_of_a_view_survives_a_write_to_its_base():
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    v = y[1:]
+    v.retain_grad()
+    y[0:1].mul_(0.5)                    # v is rebased onto y's new history when next read
+    (v * 3).sum().backward()
+    assert v.retains_grad
+    np.testing.assert_array_equal(v.grad.numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 6.0, 6.0])
 
 
 @pytest.mark.xfail(strict=True, reason=CORE + "index_select on a size-0 dim with indices raises "

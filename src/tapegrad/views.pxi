@@ -69,6 +69,8 @@ cdef int rebase_view(TensorBase t, tuple key) except -1:
     else:
         r = record_op(OP_AS_STRIDED, t, 1, inp)
         keep(&r.aux, (b._array.shape, b._array.dtype, None, b._array.shape, key))
+        if old >= 0:                     # retain_grad() follows the view to its new history
+            r.flags |= TAPE.recs[old].flags & RF_RETAIN_GRAD
     if old >= 0:
         if TAPE.recs[old].out == <PyObject*>t:
             TAPE.recs[old].out = NULL
