@@ -63,8 +63,8 @@ cdef int view_reads_base(TensorBase t) except -1:
     """Before a recorded write through view t of a tensor that requires grad: make t's history
     read the base's directly (a view of a view becomes one AsStridedBackward0 of the base, as in
     PyTorch), so the write can go to the base (writes_through_view)."""
-    if t._base is None or t._node < 0:
-        return 0
+    if t._base is None or t._node < 0 or (t._gen & 1):
+        return 0                    # (a view taken in no_grad: check_inplace refuses the write)
     cdef TensorBase b = <TensorBase>t._base
     if not b._requires_grad or b._node < 0 or is_leaf_c(b):
         return 0
