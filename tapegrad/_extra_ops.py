@@ -520,6 +520,11 @@ def divide(input, other, *, rounding_mode=None):
 def true_divide(input, other):
     """input / other, always true division (the alias PyTorch keeps for div)."""
     _check_tensor(input, "true_divide")
+    if not isinstance(other, (TensorBase, int, float, np.generic, np.ndarray)):
+        # PyTorch names true_divide (not div) for an operand neither tensor nor number
+        raise TypeError(f"true_divide() received an invalid combination of arguments - got "
+                        f"({type(input).__name__}, {type(other).__name__}), but expected one of:\n"
+                        f" * (Tensor input, Tensor other)\n * (Tensor input, Number other)")
     return input.div(other)
 
 

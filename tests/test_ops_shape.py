@@ -244,8 +244,13 @@ def test_int_tensors_reshape_without_grad():
 def test_no_grad_records_nothing():
     x = tg.tensor(arr(2, 3), requires_grad=True)
     with tg.no_grad():
-        ys = [x.reshape(-1), x.t(), x.expand(2, 2, 3), tg.cat([x, x]), *x.split(1), x.clone()]
-    assert all(not y.requires_grad and y.grad_fn is None for y in ys)
+        views = [x.reshape(-1), x.t(), x.expand(2, 2, 3), *x.split(1)]
+        copies = [tg.cat([x, x]), x.clone()]
+    assert all(y.grad_fn is None for y in views + copies)
+    # as PyTorch's: a view taken under no_grad requires grad when its input does (a leaf whose
+    # gradient is dropped); a new tensor does not
+    assert all(y.requires_grad and y.is_leaf for y in views)
+    assert not any(y.requires_grad for y in copies)
 
 
 def test_backward_through_shape_ops_makes_no_python_call_per_node():

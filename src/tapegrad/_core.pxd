@@ -294,6 +294,13 @@ cdef int fresh(TensorBase t) except -1
 
 cdef bint is_leaf_c(TensorBase t) noexcept
 
+
+cdef inline bint no_grad_view_drops_grad(TensorBase t) noexcept:
+    """Whether t is a view taken under no_grad of a tensor that requires grad: PyTorch gives it
+    no gradient accumulator, so a gradient reaching it is dropped (neither its .grad nor its
+    base's)."""
+    return t._base is not None and (t._gen & 1) and (<TensorBase>t._base)._requires_grad
+
 cdef int begin_record(Py_ssize_t n_in) except -1
 
 cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) except NULL
@@ -337,6 +344,17 @@ cdef tuple broadcast_shapes_torch(tuple sa, tuple sb)
 cdef object operand_value(object x, object dt)
 
 cdef object as_operand(object x)
+
+cdef object bad_operand_error(str name, object a, object b)
+
+cdef object scaled_operand(str name, object a, object b, object alpha)
+
+cdef inline object named_result(object result, str name, object a, object b):
+    """result, unless the op gave NotImplemented (an operand neither tensor nor number): the
+    operators pass that on to Python's protocol, the named forms raise PyTorch's TypeError."""
+    if result is NotImplemented:
+        raise bad_operand_error(name, a, b)
+    return result
 
 cdef object fit_binary_grads(Record* r, object ga, object gb)
 

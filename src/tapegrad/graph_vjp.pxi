@@ -1425,7 +1425,8 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                 if mode == SWEEP_CAPTURE:
                     if slot[i] >= 0:
                         captured[slot[i]] = g
-                elif rec.out != NULL and (<TensorBase>rec.out)._requires_grad:
+                elif (rec.out != NULL and (<TensorBase>rec.out)._requires_grad
+                        and not no_grad_view_drops_grad(<TensorBase>rec.out)):
                     deliver_graph_grad(<TensorBase>rec.out, g)
                     if rec.extra != NULL:
                         run_post_accumulate_hooks(i)

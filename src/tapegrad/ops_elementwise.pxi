@@ -110,6 +110,38 @@ cdef object as_operand(object x):
     return NotImplemented
 
 
+# The named forms whose PyTorch signature has a Number overload report "invalid combination"
+# rather than "must be Tensor" for an operand of another type.
+cdef frozenset INVALID_COMBINATION_NAMES = frozenset(
+    ("pow", "pow_", "true_divide", "fmod", "remainder", "floor_divide"))
+
+
+cdef object bad_operand_error(str name, object a, object b):
+    """PyTorch's TypeError for a named binary op (add, add_, fmod, ...) given an operand that is
+    neither a tensor nor a number; the operators return NotImplemented instead, so that Python
+    can try the reflected op."""
+    if name in INVALID_COMBINATION_NAMES:
+        return TypeError(f"{name}() received an invalid combination of arguments - got "
+                         f"({type(a).__name__}, {type(b).__name__}), but expected one of:\n"
+                         f" * (Tensor input, Tensor other)\n * (Tensor input, Number other)")
+    if as_operand(a) is NotImplemented:
+        return TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                         f"{type(a).__name__}")
+    # In-place forms exist only as methods, where other is the first argument.
+    return TypeError(f"{name}(): argument 'other' (position {1 if name.endswith('_') else 2}) must be "
+                     f"Tensor, not {type(b).__name__}")
+
+
+cdef object scaled_operand(str name, object a, object b, object alpha):
+    """b * alpha for add/sub's alpha, refusing a b that is neither tensor nor number first (a
+    tuple or str would silently repeat)."""
+    if alpha == 1:
+        return b
+    if as_operand(b) is NotImplemented:
+        raise bad_operand_error(name, a, b)
+    return b * alpha
+
+
 # -- binary ops ----------------------------------------------------------------------------------
 
 cdef object fit_binary_grads(Record* r, object ga, object gb):
@@ -448,28 +480,30 @@ def add(input, other, *, alpha=1, out=None):
     """input + alpha * other (out=: written into `out`, not differentiable)."""
     if out is not None:
         return WRITE_OUT("add", out, (input, other), add, {"alpha": alpha})
-    return binary_op(OP_ADD, input, other if alpha == 1 else other * alpha)
+    return named_result(binary_op(OP_ADD, input, scaled_operand("add", input, other, alpha)),
+                        "add", input, other)
 
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other (out=: written into `out`, not differentiable)."""
     if out is not None:
         return WRITE_OUT("sub", out, (input, other), sub, {"alpha": alpha})
-    return binary_op(OP_SUB, input, other if alpha == 1 else other * alpha)
+    return named_result(binary_op(OP_SUB, input, scaled_operand("sub", input, other, alpha)),
+                        "sub", input, other)
 
 def mul(input, other, *, out=None):
     """input * other (out=: written into `out`, not differentiable)."""
     if out is not None:
         return WRITE_OUT("mul", out, (input, other), mul, None)
-    return binary_op(OP_MUL, input, other)
+    return named_result(binary_op(OP_MUL, input, other), "mul", input, other)
 
 def div(input, other, *, out=None):
     """input / other, true division (out=: written into `out`, not differentiable)."""
     if out is not None:
         return WRITE_OUT("div", out, (input, other), div, None)
-    return binary_op(OP_DIV, input, other)
+    return named_result(binary_op(OP_DIV, input, other), "div", input, other)
 
 def pow(a, b):
-    return binary_op(OP_POW, a, b)
+    return named_result(binary_op(OP_POW, a, b), "pow", a, b)
 
 
 NN_FUNCTIONS.update(relu=relu, tanh=tanh)

@@ -328,6 +328,7 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
         TAPE.recs[si].out = <PyObject*>t
         old = t._node                   # a dirty (modified in place) output is rebound
         if old >= 0:
+            TAPE.recs[si].flags |= TAPE.recs[old].flags & RF_RETAIN_GRAD   # (adopt_record's why)
             TAPE.recs[old].out = NULL
             olds.append(old)
         t._node = si

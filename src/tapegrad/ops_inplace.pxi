@@ -51,6 +51,9 @@ cdef int adopt_record(TensorBase t, TensorBase result) except -1:
     t._requires_grad = True
     history_rewritten(t)
     if old >= 0:
+        # retain_grad() belongs to the tensor, not to one version of it: the new version's
+        # gradient is the one .grad reports (as PyTorch moves its retains_grad hook).
+        TAPE.recs[new].flags |= TAPE.recs[old].flags & RF_RETAIN_GRAD
         TAPE.recs[old].out = NULL
         TAPE.decref(old)            # the new record still holds its own reference to `old`
     return 0
@@ -60,8 +63,8 @@ cdef int view_reads_base(TensorBase t) except -1:
     """Before a recorded write through view t of a tensor that requires grad: make t's history
     read the base's directly (a view of a view becomes one AsStridedBackward0 of the base, as in
     PyTorch), so the write can go to the base (writes_through_view)."""
-    if t._base is None or t._node < 0:
-        return 0
+    if t._base is None or t._node < 0 or (t._gen & 1):
+        return 0                    # (a view taken in no_grad: check_inplace refuses the write)
     cdef TensorBase b = <TensorBase>t._base
     if not b._requires_grad or b._node < 0 or is_leaf_c(b):
         return 0
@@ -346,17 +349,19 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
 
 def add_(TensorBase self, other, *, alpha=1):
     """self += alpha * other, in place."""
-    return inplace_binary(OP_ADD, self, other if alpha == 1 else other * alpha)
+    return named_result(inplace_binary(OP_ADD, self, scaled_operand("add_", self, other, alpha)),
+                        "add_", self, other)
 
 def sub_(TensorBase self, other, *, alpha=1):
     """self -= alpha * other, in place."""
-    return inplace_binary(OP_SUB, self, other if alpha == 1 else other * alpha)
+    return named_result(inplace_binary(OP_SUB, self, scaled_operand("sub_", self, other, alpha)),
+                        "sub_", self, other)
 
 def mul_(TensorBase self, other):
-    return inplace_binary(OP_MUL, self, other)
+    return named_result(inplace_binary(OP_MUL, self, other), "mul_", self, other)
 
 def div_(TensorBase self, other):
-    return inplace_binary(OP_DIV, self, other)
+    return named_result(inplace_binary(OP_DIV, self, other), "div_", self, other)
 
 def copy_(TensorBase self, src, non_blocking=False):
     """Copy src's values (broadcast to self's shape, cast to self's dtype) into self."""

@@ -275,25 +275,25 @@ def atan2(TensorBase input, other):
     """Angle of the point (other, input): arctan(input / other) in the right quadrant."""
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(atan2, (input, other), None)
-    return binary_math(OP_ATAN2, input, other, "atan2")
+    return named_result(binary_math(OP_ATAN2, input, other, "atan2"), "atan2", input, other)
 
 def fmod(TensorBase input, other):
     """C's fmod: input - trunc(input / other) * other (the sign of input)."""
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(fmod, (input, other), None)
-    return binary_math(OP_FMOD, input, other, "fmod")
+    return named_result(binary_math(OP_FMOD, input, other, "fmod"), "fmod", input, other)
 
 def remainder(input, other):
     """Python's modulus: input - floor(input / other) * other (the sign of other)."""
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(remainder, (input, other), None)
-    return binary_math(OP_REMAINDER, input, other, "remainder")
+    return named_result(binary_math(OP_REMAINDER, input, other, "remainder"), "remainder", input, other)
 
 def floor_divide(input, other):
     """floor(input / other) (integer dtypes kept); not differentiable, as in PyTorch."""
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(floor_divide, (input, other), None)
-    return binary_math(OP_FLOOR_DIVIDE, input, other, "floor_divide")
+    return named_result(binary_math(OP_FLOOR_DIVIDE, input, other, "floor_divide"), "floor_divide", input, other)
 
 def tensor_mod(self, other):
     return binary_math(OP_REMAINDER, self, other, "remainder")

@@ -868,6 +868,8 @@ cdef object elementwise_nograd(int which, object a, object b, bint dunder):
         if dunder:
             return NotImplemented
         name = CMP_NAMES[which]
+        if which >= LOGIC_AND:           # PyTorch's logical ops have no Number overload
+            raise bad_operand_error(name, a, b)
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
                         f"({type(a).__name__}, {type(b).__name__}), but expected one of:\n"
                         f" * (Tensor input, Tensor other)\n * (Tensor input, Number other)")

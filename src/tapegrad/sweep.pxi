@@ -202,7 +202,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 if mode == SWEEP_CAPTURE:
                     if slot[i] >= 0:
                         captured[slot[i]] = g
-                elif rec.out != NULL and (<TensorBase>rec.out)._requires_grad:
+                elif (rec.out != NULL and (<TensorBase>rec.out)._requires_grad
+                        and not no_grad_view_drops_grad(<TensorBase>rec.out)):
                     # A fresh VJP result nobody else holds (a linear layer's weight gradient) is
                     # adopted as .grad rather than copied.
                     deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g))

@@ -74,6 +74,11 @@ cdef TensorBase make_view(object arr, TensorBase base):
     v._version = version_of(base)
     v._base = base if base._base is None else base._base
     v._gen = ((<TensorBase>v._base)._gen << 1) | (not grad_enabled())
+    if v._gen & 1:
+        # A view taken under no_grad requires grad when its input does (a leaf without grad_fn,
+        # as PyTorch's); ops on it record, but the gradient reaching it goes nowhere (no_grad_view_
+        # drops_grad) and in-place writes to it with grad enabled are refused (check_inplace).
+        v._requires_grad = base._requires_grad
     return v
 
 
@@ -121,6 +126,13 @@ cdef inline int fresh(TensorBase t) except -1:
     if t._base is not None:
         refresh_view(t)
     return 0
+
+
+cdef inline bint stale_no_grad_view(TensorBase t) noexcept:
+    """A view taken in no_grad whose base was since written in place with grad enabled: reading
+    its graph (grad_fn, is_leaf, using it in an op) raises NO_GRAD_VIEW_REBASED."""
+    return (t._base is not None and (t._gen & 1)
+            and (t._gen >> 1) != (<TensorBase>t._base)._gen)
 
 
 cdef inline bint is_leaf_c(TensorBase t) noexcept:
@@ -233,7 +245,8 @@ cdef class TensorBase:
 
     @property
     def requires_grad(self):
-        fresh(self)
+        if not stale_no_grad_view(self):  # (PyTorch reads it without regenerating grad_fn)
+            fresh(self)
         return self._requires_grad
 
     @requires_grad.setter
@@ -259,6 +272,8 @@ cdef class TensorBase:
 
     @property
     def grad(self):
+        if stale_no_grad_view(self):      # a leaf's .grad, readable as in PyTorch
+            return self._grad
         fresh(self)
         if (not is_leaf_c(self) and self._grad is None
                 and not (TAPE.recs[self._node].flags & RF_RETAIN_GRAD)):

@@ -69,6 +69,8 @@ cdef int rebase_view(TensorBase t, tuple key) except -1:
     else:
         r = record_op(OP_AS_STRIDED, t, 1, inp)
         keep(&r.aux, (b._array.shape, b._array.dtype, None, b._array.shape, key))
+        if old >= 0:                     # retain_grad() follows the view to its new history
+            r.flags |= TAPE.recs[old].flags & RF_RETAIN_GRAD
     if old >= 0:
         if TAPE.recs[old].out == <PyObject*>t:
             TAPE.recs[old].out = NULL
@@ -89,12 +91,14 @@ cdef int check_inplace(TensorBase t, bint recording, bint via_base=False) except
     (via_base: the caller records a write into a view on its base when writes_through_view)."""
     if not grad_enabled():
         return 0
-    if t._requires_grad and is_leaf_c(t):
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                           "operation.")
+    # (before the leaf check: a view taken in no_grad of a tensor that requires grad is a leaf
+    # that requires grad, and PyTorch names the no_grad view)
     if t._base is not None and (t._gen & 1) and (
             recording or (<TensorBase>t._base)._requires_grad):
         raise RuntimeError(NO_GRAD_VIEW_WRITTEN)    # a view taken in no_grad: PyTorch's rule
+    if t._requires_grad and is_leaf_c(t):
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
     if t._base is not None and recording:
         if (<TensorBase>t._base)._requires_grad and is_leaf_c(<TensorBase>t._base):
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
