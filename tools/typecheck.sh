@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Type-check what users type-check: the typed example scripts (tests/typing/*.py) under mypy and
+# Type-check what users type-check: the typed example (tests/typing/train_mlp.py) and three corpus
+# scripts as a user would write them with tapegrad (`import tapegrad as torch`) under mypy and
 # basedpyright (it bundles pyright; plain pyright needs npm), both expected to report 0 errors,
 # and the package's type completeness (`--verifytypes`), which must stay >= 90% of the exported
 # symbols.  Installs both checkers into the active environment.  Run from anywhere.
@@ -16,8 +17,18 @@ python tools/gen_public_stubs.py --check
 # The checkers read the package from the source tree, whether or not it is installed.
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export MYPYPATH="$PWD"
-mypy --no-incremental --follow-imports=silent tests/typing/*.py
-basedpyright -p tests/typing/pyrightconfig.json tests/typing/*.py
+# Corpus scripts say `import torch` (tools/run_corpus.py maps it): checked as their tapegrad
+# spelling, written next to the typed example so pyright's config applies, then removed.
+scripts=(tests/typing/train_mlp.py)
+for name in blitz_tensors examples_vae d2l_lenet; do
+    out="tests/typing/_corpus_$name.py"
+    sed -e 's/^import torch$/import tapegrad as torch/' -e 's/^import torch\./import tapegrad./' \
+        -e 's/^from torch\([ .]\)/from tapegrad\1/' "tools/corpus/$name.py" > "$out"
+    scripts+=("$out")
+done
+trap 'rm -f tests/typing/_corpus_*.py' EXIT
+mypy --no-incremental --follow-imports=silent "${scripts[@]}"
+basedpyright -p tests/typing/pyrightconfig.json "${scripts[@]}"
 
 report=$(mktemp)
 # verifytypes exits non-zero for any unknown symbol: the threshold below is the gate.
