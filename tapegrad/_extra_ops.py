@@ -1168,21 +1168,32 @@ def _tensor_method_flip(self, *dims, **kwargs):
     return flip(self, dims)
 
 
+def register_family(namespace: dict, tensor_cls, module_globals: dict, functions, methods,
+                    return_types: dict, method_overrides: dict | None = None) -> None:
+    """Register one module's ops: the named-tuple result types, `functions` into `namespace`
+    (tapegrad's globals) and `methods` onto `tensor_cls`, taken from `module_globals`; a method
+    in `method_overrides` uses that callable instead of wrapping the function.  Existing names
+    win, so the compiled core's own versions are never replaced."""
+    for name, fields in return_types.items():
+        if not hasattr(_core.return_types, name):
+            _core._make_return_type(name, fields)     # adds tapegrad.return_types.<name>
+    for name in functions:
+        namespace.setdefault(name, module_globals[name])
+    overrides = method_overrides or {}
+    for name in methods:
+        if name not in dir(tensor_cls):
+            setattr(tensor_cls, name, overrides.get(name) or _method(module_globals[name]))
+
+
 def register(namespace: dict, tensor_cls) -> None:
     """Add the functions and constants PyTorch has and tapegrad lacks to `namespace` (the
     tapegrad module's globals) and the methods to `tensor_cls`; existing names win."""
-    for name, fields in (("sort", ("values", "indices")), ("topk", ("values", "indices")),
-                         ("histogram", ("hist", "bin_edges")), ("aminmax", ("min", "max"))):
-        if not hasattr(_core.return_types, name):
-            _core._make_return_type(name, fields)     # adds tapegrad.return_types.<name>
-    g = globals()
-    for name in FUNCTIONS:
-        namespace.setdefault(name, g[name])
+    register_family(namespace, tensor_cls, globals(), FUNCTIONS, METHODS,
+                    {"sort": ("values", "indices"), "topk": ("values", "indices"),
+                     "histogram": ("hist", "bin_edges"), "aminmax": ("min", "max")},
+                    {"flip": _tensor_method_flip})
     for name, value in CONSTANTS.items():
         namespace.setdefault(name, value)
-    for name in METHODS:
-        if name not in dir(tensor_cls):
-            setattr(tensor_cls, name, _tensor_method_flip if name == "flip" else _method(g[name]))
     for name in IN_PLACE:
         if name + "_" not in dir(tensor_cls):
             setattr(tensor_cls, name + "_", _in_place(name))

@@ -17,7 +17,8 @@ import math
 import numpy as np
 
 from . import _core
-from ._extra_ops import _check_tensor, _dim, _dtype_name, _index_tensor, _method, _wrap
+from ._extra_ops import (_check_tensor, _dim, _dtype_name, _index_tensor, _wrap,
+                         register_family)
 from ._out_arg import compute_then_write, require_dtype, write_into
 
 TensorBase = _core.TensorBase
@@ -529,13 +530,5 @@ def _nonzero_method(self, *, as_tuple=False):
 def register(namespace: dict, tensor_cls) -> None:
     """Add the functions to `namespace` (tapegrad's globals) and the methods to `tensor_cls`;
     existing names win."""
-    for name, fields in RETURN_TYPES.items():
-        if not hasattr(_core.return_types, name):
-            _core._make_return_type(name, fields)
-    g = globals()
-    for name in FUNCTIONS:
-        namespace.setdefault(name, g[name])
-    for name in METHODS:
-        if name not in dir(tensor_cls):
-            method = _nonzero_method if name == "nonzero" else _method(g[name])
-            setattr(tensor_cls, name, method)
+    register_family(namespace, tensor_cls, globals(), FUNCTIONS, METHODS, RETURN_TYPES,
+                    {"nonzero": _nonzero_method})

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
-from ._extra_ops import (_check_tensor, _dim, _dtype_name, _index_tensor, _method, _no_dims,
-                         _records, _wrap)
+from ._extra_ops import (_check_tensor, _dim, _dtype_name, _index_tensor, _no_dims,
+                         _records, _wrap, register_family)
 from ._out_arg import compute_then_write, write_into
 
 TensorBase = _core.TensorBase
@@ -487,12 +487,4 @@ RETURN_TYPES = {name: ("values", "indices")
 def register(namespace: dict, tensor_cls) -> None:
     """Add the functions to `namespace` (tapegrad's globals) and the methods to `tensor_cls`;
     existing names win."""
-    for name, fields in RETURN_TYPES.items():
-        if not hasattr(_core.return_types, name):
-            _core._make_return_type(name, fields)
-    g = globals()
-    for name in FUNCTIONS:
-        namespace.setdefault(name, g[name])
-    for name in METHODS:
-        if name not in dir(tensor_cls):
-            setattr(tensor_cls, name, _method(g[name]))
+    register_family(namespace, tensor_cls, globals(), FUNCTIONS, METHODS, RETURN_TYPES)
