@@ -63,7 +63,7 @@ from tapegrad.creation import zeros as zeros
 from tapegrad.creation import zeros_like as zeros_like
 from tapegrad.grad_mode import enable_grad as enable_grad
 from tapegrad.grad_mode import inference_mode as inference_mode
-from tapegrad.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
+from tapegrad.grad_mode import is_inference as is_inference
 from tapegrad.grad_mode import no_grad as no_grad
 from tapegrad.grad_mode import set_grad_enabled as set_grad_enabled
 from tapegrad.random import get_rng_state as get_rng_state
@@ -286,6 +286,7 @@ __all__ = [
     'is_complex',
     'is_floating_point',
     'is_grad_enabled',
+    'is_inference',
     'is_inference_mode_enabled',
     'is_nonzero',
     'is_same_size',
@@ -803,6 +804,7 @@ class Tensor:
     is_cpu: _bool
     is_cuda: _bool
     def is_floating_point(self) -> _bool: ...
+    def is_inference(self) -> Any: ...
     is_leaf: _bool
     is_meta: _bool
     is_mps: _bool
@@ -1371,6 +1373,8 @@ def is_complex(input: Tensor) -> _bool: ...
 def is_floating_point(input: Tensor) -> _bool: ...
 
 def is_grad_enabled() -> _bool: ...
+
+def is_inference_mode_enabled() -> _bool: ...
 
 def is_nonzero(input: Any) -> Any: ...
 

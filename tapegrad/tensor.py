@@ -448,6 +448,12 @@ class Tensor(_core.TensorBase):
         """The number of elements, as ``numel()``."""
         return self._array.size
 
+    @property
+    def _version(self) -> int:
+        """How many in-place writes this tensor's storage has seen (inference tensors keep no
+        count and raise, as in PyTorch)."""
+        return self._version_value
+
     def data_ptr(self) -> int:
         """The address of the first element (numpy's data pointer)."""
         return self._array.__array_interface__["data"][0]

@@ -550,6 +550,8 @@ cdef object nn_nll_loss(TensorBase input, object target, object weight, object i
                                             else OP_NLL2D)
     cdef Record* r = record_from(op, res, (input,))
     if r != NULL:
+        if isinstance(target, TensorBase):
+            check_saveable(<TensorBase>target)  # PyTorch saves the target: no inference tensor
         keep(&r.saved[0], tc)
         keep(&r.saved[1], wv)
         keep(&r.saved[2], valid)
@@ -910,6 +912,9 @@ cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object 
     inputs = (input, target) if weight is None else (input, target, weight)
     cdef Record* r = record_from(op, res, inputs)
     if r != NULL:
+        check_saveable(input)                   # PyTorch saves both: no inference tensor
+        if isinstance(target, TensorBase):
+            check_saveable(<TensorBase>target)
         keep(&r.saved[0], d)
         if w is not None:
             save_value(r, 1, wc, weight)

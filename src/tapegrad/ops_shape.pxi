@@ -109,12 +109,16 @@ cdef object try_view(object A, tuple shape):
     return v
 
 
-cdef inline TensorBase shape_result(int op, TensorBase x, object out, object aux):
-    """Wrap `out` and record the one-input shape op `op` with `aux` for its VJP."""
+cdef inline TensorBase shape_result(int op, TensorBase x, object out, object aux,
+                                   double dim=0):
+    """Wrap `out` and record the one-input shape op `op` with `aux` for its VJP (and the dim
+    argument of squeeze / unsqueeze in the record's scalar, which grad_fn._saved_dim reads)."""
     cdef TensorBase res = wrap_result(out, x)
     cdef Record* r = record_from(op, res, (x,))
-    if r != NULL and aux is not None:
-        keep(&r.aux, aux)
+    if r != NULL:
+        r.scalar = dim
+        if aux is not None:
+            keep(&r.aux, aux)
     return res
 
 
@@ -273,7 +277,7 @@ def squeeze(TensorBase input, *dims, dim=None):
                     raise RuntimeError(f"dim {ds[i]} appears multiple times in the list of dims")
         axes = tuple(d for d in ds if ndim > 0 and shape[d] == 1)
     out = A.squeeze(axis=axes) if axes else A.view()
-    return shape_result(op, input, out, shape)
+    return shape_result(op, input, out, shape, ds[0] if op == OP_SQUEEZE_DIM else 0)
 
 
 def unsqueeze(TensorBase input, dim):
@@ -281,7 +285,7 @@ def unsqueeze(TensorBase input, dim):
     A = input._array
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim + 1, "unsqueeze", "dim", 1)
     out = A[(slice(None),) * d + (None, Ellipsis)]
-    return shape_result(OP_UNSQUEEZE, input, out, A.shape)
+    return shape_result(OP_UNSQUEEZE, input, out, A.shape, d)
 
 
 # -- permute family ------------------------------------------------------------------------------
