@@ -327,10 +327,11 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
     TAPE.recs[fi].scalar = <double>n_out
     # grad_fn.next_functions of the ctx: one (node, output index) per tensor argument.  The ctx
     # holds its inputs' nodes (not record indices, which move when the tape compacts); they are
-    # older records, so no reference cycle forms.
+    # older records, so no reference cycle forms.  (A compiled call's node has no such list.)
     cdef Py_ssize_t* fin = rec_inputs(&TAPE.recs[fi])
-    ctx._next_functions = tuple(next_function(fin[j]) for j in range(n_in)
-                                if isinstance(args[j], TensorBase))
+    if not isinstance(ctx, CompiledBackward):
+        ctx._next_functions = tuple(next_function(fin[j]) for j in range(n_in)
+                                    if isinstance(args[j], TensorBase))
     for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest: the sweep
         o = final[j]                        # meets the outputs (and their hooks) in order
         if not isinstance(o, TensorBase) or any(o is d for d in non_differentiable):
