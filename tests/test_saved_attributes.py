@@ -144,3 +144,17 @@ def _graph(lib):
 
 def test_custom_function_node_matches_torch(torch):
     assert _graph(tg) == _graph(torch)
+
+
+def test_saved_attributes_right_after_import_and_random_stream_untouched():
+    # The reader is installed by `import tapegrad` (not by tapegrad.autograd, which loads
+    # lazily), and learning the ops' layouts draws no random numbers.
+    import subprocess
+    import sys
+    code = ("import tapegrad as tg\n"
+            "tg.manual_seed(0); a = tg.randn(3)\n"
+            "tg.manual_seed(0); x = tg.ones(2, requires_grad=True)\n"
+            "assert (x ** 2).grad_fn._saved_self is x\n"
+            "assert tg.randn(3).equal(a)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr

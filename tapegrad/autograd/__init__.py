@@ -18,7 +18,6 @@ from .._core import RemovableHandle
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from .variable import Variable
 from . import function, anomaly_mode, functional
-from . import _saved_attrs  # noqa: F401  (installs the grad_fn._saved_* reader in the core)
 
 __all__ = ["grad", "backward", "Function", "once_differentiable", "detect_anomaly",
            "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .. import _core
+from . import _core
 
 _INT64_MAX = 9223372036854775807
 
@@ -265,27 +265,27 @@ _EXAMPLES = [
 
 
 def _F():
-    from ..nn import functional
+    from .nn import functional
     return functional
 
 
 def _cat():
-    from .. import cat
+    from . import cat
     return cat
 
 
 def _bmm():
-    from .. import bmm
+    from . import bmm
     return bmm
 
 
 def _stack():
-    from .. import stack
+    from . import stack
     return stack
 
 
 def _where():
-    from .. import where
+    from . import where
     return where
 
 
@@ -294,22 +294,17 @@ _BY_OPCODE: dict[int, dict] | None = None
 
 
 def _learn_opcodes() -> dict[int, dict]:
-    from ..grad_mode import inference_mode
-    from ..creation import randn
+    from .grad_mode import inference_mode
     table: dict[int, dict] = {}
     with inference_mode(False):        # grad mode on and inference mode off: the examples record
-        x, y = randn(2, 3, dtype=_float64()), randn(2, 3, dtype=_float64())
-        m, v = randn(3, 4, dtype=_float64()), randn(3, dtype=_float64())
-        for t in (x, y, m, v):
-            t.requires_grad_()
+        # Fixed values (not random ones: reading an attribute must not advance the user's
+        # random stream).
+        x, y, m, v = (_core.wrap_array(np.linspace(0.5, 2.0, int(np.prod(shape))).reshape(shape),
+                                       True)
+                      for shape in ((2, 3), (2, 3), (3, 4), (3,)))
         for example, attributes in _EXAMPLES:
             table.setdefault(example(x, y, m, v).grad_fn._opcode, attributes)
     return table
-
-
-def _float64():
-    from .. import float64
-    return float64
 
 
 def _attributes_of(fn) -> dict:
