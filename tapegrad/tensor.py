@@ -148,6 +148,7 @@ class Tensor(_core.TensorBase):
         # Tensor(other) shares other's storage (a view of its data: not differentiable through
         # this object, whose identity is already fixed; FloatTensor(other) & co. are).
         self._array = value._array if isinstance(value, _core.TensorBase) else value
+        self._set_inference(_core.is_inference_mode_enabled())
 
     # -- shape --------------------------------------------------------------------------------
     @property

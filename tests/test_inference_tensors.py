@@ -138,3 +138,16 @@ def test_grad_mode_guards_keep_inference_mode(torch):
         lib.set_grad_enabled(True)
         assert states == [(True, True), (False, True), (True, False), (True, False),
                           (False, False)], lib
+
+
+def test_python_constructors_follow_inference_mode(torch):
+    for lib in (tg, torch):
+        with lib.inference_mode():
+            made = [lib.Tensor([1.0, 2.0]), lib.FloatTensor([1.0]), lib.ones(2)]
+        assert [t.is_inference() for t in made] == [True, True, True], lib
+        assert not lib.Tensor([1.0]).is_inference()
+        with pytest.raises(RuntimeError, match=REQUIRES_GRAD):
+            lib.nn.Parameter(made[0])
+        with lib.inference_mode():
+            p = lib.nn.Parameter(made[0])
+        assert p.is_inference() and p.requires_grad

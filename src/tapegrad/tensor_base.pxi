@@ -35,6 +35,9 @@ cdef inline TensorBase wrap(object arr):
     cdef TensorBase t = <TensorBase>(<PyTypeObject*>TensorType).tp_new(
         TensorType, <PyObject*>EMPTY_TUPLE, NULL)
     t._array = arr
+    # Read here, not in __cinit__: inlined into the op, this read of the thread-local shares
+    # the op's own grad-mode read (one TLS lookup per op instead of two).
+    t._inference = inference_mode_on()
     if CAPTURE is not None:
         capture_created(t)
     return t
@@ -349,7 +352,6 @@ cdef class TensorBase:
     def __cinit__(self):
         self._grad = None
         self._requires_grad = False
-        self._inference = inference_mode_on()
         self._node = -1
 
     def __dealloc__(self):
@@ -397,6 +399,11 @@ cdef class TensorBase:
     def is_inference(self):
         """True for a tensor created in inference mode (or a view of one)."""
         return self._inference
+
+    def _set_inference(self, bint flag):
+        """For tensors made by a Python constructor (ops' results get it from wrap): whether
+        this is an inference tensor."""
+        self._inference = flag
 
     @property
     def is_leaf(self):

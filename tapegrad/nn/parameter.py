@@ -17,14 +17,11 @@ class Parameter(Tensor):
             data = empty(0)
         if not isinstance(data, _core.TensorBase):
             raise TypeError(f"Parameter data must be a Tensor, got {type(data).__name__}")
-        if data.is_inference():
-            # A Parameter of an inference tensor is one too (it shares that storage), so making
-            # it require grad outside inference mode raises, as in PyTorch.
-            with _core.InferenceModeGuard(True):
-                p = _core.TensorBase.__new__(cls)
-        else:
-            p = _core.TensorBase.__new__(cls)
+        p = _core.TensorBase.__new__(cls)
         p._array = data._array
+        # A Parameter of an inference tensor is one too (it shares that storage), so making it
+        # require grad outside inference mode raises, as in PyTorch.
+        p._set_inference(data.is_inference())
         p.requires_grad = requires_grad
         return p
 
