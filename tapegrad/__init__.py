@@ -106,7 +106,8 @@ from . import _more_ops, _more_stats
 _more_ops.register(globals(), Tensor)
 _more_stats.register(globals(), Tensor)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
-                        is_inference_mode_enabled)
+                        is_inference_mode_enabled, is_inference)
+from . import _saved_attrs  # noqa: F401  (installs the grad_fn._saved_* reader in the core)
 
 
 def is_tensor(obj) -> bool:

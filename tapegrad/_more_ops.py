@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from . import _core
-from ._extra_ops import (_check_tensor, _dim, _dtype_name, _index_tensor, _wrap,
+from ._extra_ops import (_check_tensor, _numpy_dim_names, _dim, _dtype_name, _index_tensor, _wrap,
                          register_family)
 from ._out_arg import compute_then_write, require_dtype, write_into
 
@@ -76,6 +76,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 
 # -- repeating and splitting -------------------------------------------------------------------
 
+@_numpy_dim_names
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Each element (each slice along dim) of input repeated `repeats` times in place; with
     only a tensor of counts, the indices 0..n-1 repeated by those counts."""
@@ -137,6 +138,7 @@ def _checked_output(positions, output_size, counts_given: bool):
     return positions
 
 
+@_numpy_dim_names
 def tensor_split(input, indices_or_sections, dim=0):
     """input split along dim into `sections` near-equal parts (the first size % sections are
     one longer), or at the given indices (Python slice rules); a tuple of views."""
@@ -193,6 +195,7 @@ vsplit = _directional_split("vsplit", 0, 2)
 dsplit = _directional_split("dsplit", 2, 3)
 
 
+@_numpy_dim_names
 def take_along_dim(input, indices, dim=None, *, out=None):
     """input's values at `indices` along dim (a gather, input and indices broadcast over the
     other dims); without dim, over the flattened input."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _core
 from ._extra_ops import (_check_tensor, _dim, _dtype_name, _index_tensor, _no_dims,
-                         _records, _wrap, register_family)
+                         _numpy_dim_names, _records, _wrap, register_family)
 from ._out_arg import compute_then_write, write_into
 
 TensorBase = _core.TensorBase
@@ -84,17 +84,20 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
     return result_type((values, indices))
 
 
+@_numpy_dim_names
 def median(input, dim=None, keepdim=False, *, out=None):
     """The lower median of all elements (NaN if any is NaN), or (values, indices) of the lower
     median along dim."""
     return _median("median", input, dim, keepdim, out, ignore_nan=False)
 
 
+@_numpy_dim_names
 def nanmedian(input, dim=None, keepdim=False, *, out=None):
     """median ignoring NaNs (NaN only where every element is NaN)."""
     return _median("nanmedian", input, dim, keepdim, out, ignore_nan=True)
 
 
+@_numpy_dim_names
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """(values, indices) of the k-th smallest element (k from 1) along dim; NaN sorts last."""
     _check_tensor(input, "kthvalue")
@@ -202,12 +205,14 @@ def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, out,
     return result[0] if qs.ndim == 0 else result
 
 
+@_numpy_dim_names
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """The q-th quantiles of input (all elements, or along dim); NaN where a row holds a NaN.
     A 1-d q adds a leading dim of its length."""
     return _quantile("quantile", input, q, dim, keepdim, interpolation, out, ignore_nan=False)
 
 
+@_numpy_dim_names
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """quantile ignoring NaNs (NaN only where a row is all NaN)."""
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, out, ignore_nan=True)
@@ -237,12 +242,14 @@ def _moment_mean(name: str, reducer: str, input, dim, unbiased, keepdim, correct
     return spread, centre
 
 
+@_numpy_dim_names
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """(variance, mean) of input over dim (all elements by default); correction (or unbiased)
     as in var."""
     return _moment_mean("var_mean", "var", input, dim, unbiased, keepdim, correction, out)
 
 
+@_numpy_dim_names
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """(standard deviation, mean) of input over dim (all elements by default)."""
     return _moment_mean("std_mean", "std", input, dim, unbiased, keepdim, correction, out)
@@ -285,12 +292,14 @@ def _cumulative_extreme(name: str, input, dim, out, maximum: bool):
     return result_type((input.gather(d, positions), positions))
 
 
+@_numpy_dim_names
 def cummax(input, dim, *, out=None):
     """(values, indices) of the running maximum along dim (the latest position of a tie; NaN
     propagates)."""
     return _cumulative_extreme("cummax", input, dim, out, maximum=True)
 
 
+@_numpy_dim_names
 def cummin(input, dim, *, out=None):
     """(values, indices) of the running minimum along dim."""
     return _cumulative_extreme("cummin", input, dim, out, maximum=False)
@@ -304,6 +313,7 @@ def _logcumsumexp_array(arr: np.ndarray, axis: int) -> np.ndarray:
         return np.logaddexp.accumulate(arr.astype(np.float64), axis=axis).astype(arr.dtype)
 
 
+@_numpy_dim_names
 def logcumsumexp(input, dim, *, out=None):
     """log(cumsum(exp(input))) along dim, computed without overflow or underflow."""
     _check_tensor(input, "logcumsumexp")

@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._extra_ops import _numpy_dim_names
 from .grad_mode import is_grad_enabled
 
 TensorBase = _core.TensorBase
@@ -146,6 +147,7 @@ def _scatter_reduce_two(self, dim, index, src, reduce, fname):
     return _wrap(out)
 
 
+@_numpy_dim_names
 def scatter(input, dim, index, src=None, reduce=None, *, value=None):
     """input with src's values (or one value) written at index along dim."""
     if src is None and value is None:
@@ -173,6 +175,7 @@ def scatter_(self, dim, index, src=None, reduce=None, *, value=None):
     return self.copy_(scatter(self, dim, index, src, reduce, value=value))
 
 
+@_numpy_dim_names
 def scatter_add(input, dim, index, src):
     """input plus src's values added at index along dim (repeated indices accumulate)."""
     if not isinstance(src, TensorBase):
@@ -196,6 +199,7 @@ _SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 _REDUCTION_ALIASES = {"max": "amax", "min": "amin"}
 
 
+@_numpy_dim_names
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """input with src's values reduced into it at index along dim ('sum', 'prod', 'mean',
     'amax', 'amin'); include_self=False leaves input's own value out where anything lands."""
@@ -337,6 +341,7 @@ def _check_source(self, source, dim, n_index, fname):
                            f"source.shape = {list(sshape)}")
 
 
+@_numpy_dim_names
 def index_add(input, dim, index, source, *, alpha=1):
     """input plus alpha * source's slices added at index along dim (repeats accumulate)."""
     if isinstance(source, TensorBase) and source._array.dtype != input._array.dtype:
@@ -358,6 +363,7 @@ def index_add_(self, dim, index, source, *, alpha=1):
     return self.copy_(index_add(self, dim, index, source, alpha=alpha))
 
 
+@_numpy_dim_names
 def index_copy(input, dim, index, source):
     """input with source's slices written at index along dim."""
     if isinstance(source, TensorBase) and source._array.dtype != input._array.dtype:
@@ -377,6 +383,7 @@ def index_copy_(self, dim, index, source):
     return self.copy_(index_copy(self, dim, index, source))
 
 
+@_numpy_dim_names
 def index_fill(input, dim, index, value):
     """input with the slices index names along dim set to value (a number or a 0-d tensor)."""
     if isinstance(value, TensorBase) and value._array.ndim != 0:

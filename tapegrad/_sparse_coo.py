@@ -665,6 +665,22 @@ def _check_2d_dense(dense, sparse_rows: int):
                            f"tensor of shape {list(dense.shape)}")
 
 
+def _sparse_product(name: str, a, b):
+    """torch.mm / torch.matmul / torch.mv with a sparse COO operand (the compiled ops call this
+    when an operand is not a dense tensor); NotImplemented when neither is sparse."""
+    sa, sb = isinstance(a, SparseTensor), isinstance(b, SparseTensor)
+    if not (sa or sb):
+        return NotImplemented
+    if name == "mv" or (name == "matmul" and sa and not sb and b.dim() == 1):
+        if not sa:
+            raise TypeError(f"mv(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(a).__name__}")
+        return a.mv(b)
+    if name == "matmul" and sb and not sa and a.dim() == 1:
+        return b.t().mv(a)                  # vector @ sparse matrix
+    return sparse_mm(a, b)
+
+
 def sparse_mm(mat1, mat2):
     """``mat1 @ mat2`` where either may be sparse COO (2-D, no dense dimensions).
 
@@ -760,3 +776,6 @@ def to_sparse(dense, sparse_dim=None):
     requires = values.requires_grad
     return SparseTensor._make(idx, values, tuple(dense.shape), True, not requires,
                               "ToSparseBackward1" if requires else None)
+
+
+_core._set_sparse_product(_sparse_product)

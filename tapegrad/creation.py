@@ -465,7 +465,10 @@ _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "in
 
 def _check_inplace(t) -> None:
     """PyTorch's error for an in-place op on a leaf that requires grad (outside no_grad); checked
-    before any random draw so that a failing call leaves the generator untouched."""
+    before any random draw so that a failing call leaves the generator untouched.  An inference
+    tensor may be written in place only inside inference mode."""
+    if t.is_inference() and not _core.is_inference_mode_enabled():
+        raise RuntimeError(_core.INFERENCE_INPLACE)
     if t.requires_grad and t.is_leaf and _core.is_grad_enabled():
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")

@@ -1,27 +1,27 @@
 """Grad mode guards: no_grad, enable_grad, set_grad_enabled, inference_mode (context managers and
 decorators, with or without parentheses where PyTorch allows it).
 
-The grad-mode flag itself is a C thread-local in the core, read on every op; these classes only
-flip it and restore it, so grad mode is per thread, as in PyTorch.  Inference mode adds a second
-per-thread flag, kept here (only is_inference_mode_enabled() reads it).
+Grad mode and inference mode are two bits of a C thread-local word in the core, read on every op;
+these classes only flip them and restore them, so both are per thread, as in PyTorch.
 """
 from __future__ import annotations
 
 import functools
 import inspect
 import sys
-import threading
 
 from . import _core
 
 is_grad_enabled = _core.is_grad_enabled
+is_inference_mode_enabled = _core.is_inference_mode_enabled
 
-_inference_state = threading.local()
 
-
-def is_inference_mode_enabled() -> bool:
-    """True inside `with inference_mode():` on this thread."""
-    return getattr(_inference_state, "enabled", False)
+def is_inference(input) -> bool:
+    """Whether `input` is an inference tensor (created in inference mode); ``input.is_inference()``."""
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"is_inference(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input.is_inference()
 
 
 def _wrap_generator(func, make_guard):
@@ -129,13 +129,14 @@ class _SetGradModeScope(_GradModeGuard):
         self._mode = mode
 
 
-class inference_mode(_GradModeGuard):
-    """inference_mode(mode=True): like no_grad, and is_inference_mode_enabled() is True inside.
-    inference_mode(False) turns both off again (grad mode on).  Usable as `with`, as
-    `@inference_mode` and as `@inference_mode(mode)`.
+class inference_mode(_core.InferenceModeGuard):
+    """inference_mode(mode=True): nothing records inside (even under enable_grad()), grad mode
+    is off, is_inference_mode_enabled() is True, and tensors created inside are inference tensors
+    (``is_inference()``): outside the mode they cannot be saved for backward, written in place or
+    made to require grad, as in PyTorch.  inference_mode(False) turns both modes the other way
+    (grad mode on).  Usable as `with`, as `@inference_mode` and as `@inference_mode(mode)`.
 
-    Tensors made inside are ordinary tensors here: PyTorch's inference tensors (is_inference(), and
-    their errors outside the mode) need a flag the compiled core does not carry yet."""
+    The mode is a bit of the core's thread-local grad-mode word (src/tapegrad/grad_mode.pxi)."""
 
     def __new__(cls, mode=True):
         guard = super().__new__(cls)
@@ -145,21 +146,11 @@ class inference_mode(_GradModeGuard):
         return guard(mode)
 
     def __init__(self, mode: bool = True) -> None:
-        self.mode = bool(mode)
-        self._mode = not self.mode
+        super().__init__(mode)
 
     def _clone(self):
+        """A fresh guard with the same mode, entered by each call of a decorated function."""
         return inference_mode(self.mode)
-
-    def __enter__(self):
-        super().__enter__()
-        self._prev_inference = is_inference_mode_enabled()
-        _inference_state.enabled = self.mode
-        return None
-
-    def __exit__(self, *exc_info) -> None:
-        _inference_state.enabled = self._prev_inference
-        super().__exit__(*exc_info)
 
     def __call__(self, func):
         if inspect.isgeneratorfunction(func):

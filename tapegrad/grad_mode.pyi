@@ -19,11 +19,13 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad import is_grad_enabled as is_grad_enabled
+from tapegrad import is_inference_mode_enabled as is_inference_mode_enabled
 
 __all__ = [
     'enable_grad',
     'inference_mode',
     'is_grad_enabled',
+    'is_inference',
     'is_inference_mode_enabled',
     'no_grad',
     'set_grad_enabled',
@@ -42,7 +44,7 @@ class inference_mode:
     def __init__(self, mode: _bool = ...) -> None: ...
     mode: Any
 
-def is_inference_mode_enabled() -> _bool: ...
+def is_inference(input: Any) -> _bool: ...
 
 class no_grad:
     def __call__(self, func: _F) -> _F: ...

@@ -148,6 +148,7 @@ class Tensor(_core.TensorBase):
         # Tensor(other) shares other's storage (a view of its data: not differentiable through
         # this object, whose identity is already fixed; FloatTensor(other) & co. are).
         self._array = value._array if isinstance(value, _core.TensorBase) else value
+        self._set_inference(_core.is_inference_mode_enabled())
 
     # -- shape --------------------------------------------------------------------------------
     @property
@@ -447,6 +448,12 @@ class Tensor(_core.TensorBase):
     def nelement(self) -> int:
         """The number of elements, as ``numel()``."""
         return self._array.size
+
+    @property
+    def _version(self) -> int:
+        """How many in-place writes this tensor's storage has seen (inference tensors keep no
+        count and raise, as in PyTorch)."""
+        return self._version_value
 
     def data_ptr(self) -> int:
         """The address of the first element (numpy's data pointer)."""

@@ -87,6 +87,19 @@ def test_errors():
         s.view(3, 2)
 
 
+def test_dense_mm_of_sparse_operand_without_torch():
+    s = _sparse(tg)
+    np.testing.assert_array_equal(tg.mm(s, tg.ones(3, 1)).numpy(), [[4.0], [9.0]])
+    np.testing.assert_array_equal(tg.matmul(tg.ones(2), s).numpy(), [4.0, 0.0, 9.0])
+    w = tg.ones(3, 2, requires_grad=True)
+    tg.mm(s, w).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [[4.0, 4.0], [0.0, 0.0], [9.0, 9.0]])
+    with pytest.raises(RuntimeError, match="Expected dim 0 size 3, got 2"):
+        tg.mm(s, tg.ones(2, 2))
+    with pytest.raises(TypeError, match="must be Tensor"):
+        tg.mm(s, [[1.0]])
+
+
 def test_mm_finite_differences(gradcheck):
     idx = tg.tensor([[0, 2, 1, 2, 0], [1, 0, 2, 0, 3]])
     gradcheck(lambda v, d: tg.sparse.mm(tg.sparse_coo_tensor(idx, v, (3, 4)), d),
@@ -127,6 +140,14 @@ def _same(ours, theirs):
     lambda L: L.spmm(_sparse(L), L.arange(6.).reshape(3, 2)),
     lambda L: L.sparse.mm(L.arange(6.).reshape(3, 2).t(), _sparse(L).t()),
     lambda L: L.sparse.mm(_sparse(L), _sparse(L).t()).coalesce(),
+    # torch.mm / torch.matmul / torch.mv take a sparse COO operand too
+    lambda L: L.mm(_sparse(L), L.arange(6.).reshape(3, 2)),
+    lambda L: L.mm(L.arange(4.).reshape(2, 2), _sparse(L)),
+    lambda L: L.mm(_sparse(L), _sparse(L).t()).coalesce(),
+    lambda L: L.matmul(_sparse(L), L.arange(6.).reshape(3, 2)),
+    lambda L: L.matmul(L.arange(4.).reshape(2, 2), _sparse(L)),
+    lambda L: L.matmul(_sparse(L), L.ones(3)),
+    lambda L: L.mv(_sparse(L), L.ones(3)),
 ])
 def test_parity_forward(quiet_torch, make):
     _same(make(tg), make(quiet_torch))

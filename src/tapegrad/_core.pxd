@@ -69,6 +69,8 @@ cdef class TensorBase:
     cdef public object _array       # the value: a numpy ndarray (0-d for scalars), never a numpy scalar
     cdef object _grad               # accumulated gradient (a Tensor) or None
     cdef bint _requires_grad
+    cdef bint _inference            # created in inference mode: never saved for backward, and
+                                    # written in place or made to require grad only inside it
     cdef Py_ssize_t _node           # tape record producing this tensor (or its LEAF record), -1 if none
     cdef Version _version           # shared by every tensor viewing the same storage; None until needed
     cdef object _base               # the tensor this one is a view of, or None
@@ -83,6 +85,10 @@ cdef class TensorBase:
 # -- what the op families use ----------------------------------------------------------------------
 
 cdef bint grad_enabled() noexcept
+
+cdef bint inference_mode_on() noexcept
+
+cdef int check_saveable(TensorBase t) except -1
 
 cdef class no_grad_scope:
     cdef int prev

@@ -1,6 +1,9 @@
 # ---------------------------------------------------------------------------------------------
-# Grad mode: one C thread-local flag, read on every op.  Zero-initialised means "enabled", so every
-# new thread starts with grad mode on, as in PyTorch.
+# Grad mode and inference mode: one C thread-local word, read on every op.  Bit GRAD_OFF is grad
+# mode switched off (no_grad, set_grad_enabled(False)), bit INFERENCE_ON is inference mode.  An op
+# records only when the whole word is 0, so the per-op test stays one load and one compare, and
+# inference mode stops recording even under enable_grad(), as PyTorch's does.  Zero-initialised
+# means "grad on, no inference", so every new thread starts that way, as in PyTorch.
 # ---------------------------------------------------------------------------------------------
 
 cdef extern from *:
@@ -9,22 +12,59 @@ cdef extern from *:
     """
     int tapegrad_grad_disabled
 
+cdef enum:
+    GRAD_OFF = 1
+    INFERENCE_ON = 2
+
 
 cdef inline bint grad_enabled() noexcept:
+    """Whether ops record (grad mode on and not in inference mode)."""
     return not tapegrad_grad_disabled
+
+
+cdef inline bint inference_mode_on() noexcept:
+    return tapegrad_grad_disabled & INFERENCE_ON
 
 
 def is_grad_enabled():
-    """True when operations on tensors that require grad are recorded (this thread)."""
-    return not tapegrad_grad_disabled
+    """True when grad mode is on in this thread (inference mode turns it off on entry; an
+    enable_grad() inside it turns it on again, though nothing records there)."""
+    return not (tapegrad_grad_disabled & GRAD_OFF)
+
+
+def is_inference_mode_enabled():
+    """True inside `with inference_mode():` (and not inside a nested inference_mode(False))."""
+    return bool(tapegrad_grad_disabled & INFERENCE_ON)
 
 
 def _set_grad_enabled(bint mode):
-    """Set this thread's grad mode; returns the previous mode."""
-    cdef bint prev = not tapegrad_grad_disabled
+    """Set this thread's grad mode (inference mode untouched); returns the previous grad mode."""
+    cdef bint prev = not (tapegrad_grad_disabled & GRAD_OFF)
     global tapegrad_grad_disabled
-    tapegrad_grad_disabled = 0 if mode else 1
+    tapegrad_grad_disabled = (tapegrad_grad_disabled & INFERENCE_ON) | (0 if mode else GRAD_OFF)
     return prev
+
+
+cdef class InferenceModeGuard:
+    """The base of inference_mode (tapegrad/grad_mode.py): entering with `mode` True turns
+    inference mode on and grad mode off; with `mode` False turns both the other way (PyTorch's
+    InferenceMode(false)); leaving restores what it found.  Tensors created while inference mode
+    is on are inference tensors (TensorBase._inference)."""
+    cdef int saved_word
+    cdef public bint mode
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        global tapegrad_grad_disabled
+        self.saved_word = tapegrad_grad_disabled
+        tapegrad_grad_disabled = (INFERENCE_ON | GRAD_OFF) if self.mode else 0
+        return None
+
+    def __exit__(self, *exc_info):
+        global tapegrad_grad_disabled
+        tapegrad_grad_disabled = self.saved_word
 
 
 cdef class GradModeGuard:
@@ -36,7 +76,8 @@ cdef class GradModeGuard:
     def __enter__(self):
         global tapegrad_grad_disabled
         self.saved_disabled = tapegrad_grad_disabled
-        tapegrad_grad_disabled = 0 if self._mode else 1
+        tapegrad_grad_disabled = (tapegrad_grad_disabled & INFERENCE_ON) | (
+            0 if self._mode else GRAD_OFF)
         return None
 
     def __exit__(self, *exc_info):
@@ -50,7 +91,7 @@ cdef class no_grad_scope:
     def __enter__(self):
         global tapegrad_grad_disabled
         self.prev = tapegrad_grad_disabled
-        tapegrad_grad_disabled = 1
+        tapegrad_grad_disabled |= GRAD_OFF
 
     def __exit__(self, *exc):
         global tapegrad_grad_disabled
@@ -58,9 +99,10 @@ cdef class no_grad_scope:
 
 
 cdef int set_grad_disabled(int disabled) noexcept:
-    """Set this thread's grad-mode flag (1: disabled) and return its previous value: the other
-    extension modules cannot reach the C thread-local itself (it is static to this one)."""
+    """Set this thread's grad-mode word (1: grad off; inference mode is kept unless `disabled`
+    is a previous return value, which restores it whole) and return its previous value: the
+    other extension modules cannot reach the C thread-local itself (it is static to this one)."""
     global tapegrad_grad_disabled
     cdef int prev = tapegrad_grad_disabled
-    tapegrad_grad_disabled = disabled
+    tapegrad_grad_disabled = (tapegrad_grad_disabled & INFERENCE_ON) | disabled
     return prev

@@ -265,8 +265,10 @@ cdef object binary_forward(int op, object a, object b):
 cdef inline int save_operand(Record* r, int j, object value, object operand) except -1:
     """Save an operand's value; version-checked when it is the operand tensor's own storage
     (a promoted copy or a Python scalar cannot be overwritten by anyone else)."""
-    if isinstance(operand, TensorBase) and value is (<TensorBase>operand)._array:
-        return keep_saved(r, j, value, <TensorBase>operand)
+    if isinstance(operand, TensorBase):
+        if value is (<TensorBase>operand)._array:
+            return keep_saved(r, j, value, <TensorBase>operand)
+        check_saveable(<TensorBase>operand)     # a promoted copy: PyTorch saves the tensor
     keep(&r.saved[j], value)
     return 0
 
@@ -350,6 +352,12 @@ cdef object binary_op(int op, object a, object b):
     elif op == OP_POW or op == OP_POW_T or op == OP_POW_R:
         save_operand(r, 0, A, a)
         save_operand(r, 1, B, b)
+        # The number operand also in the scalar: grad_fn._saved_exponent / _saved_self still
+        # read it after a backward freed the saved values, as PyTorch's do.
+        if op == OP_POW and isinstance(b, (int, float)):
+            r.scalar = b
+        elif op == OP_POW_R and isinstance(a, (int, float)):
+            r.scalar = a
         if inp[1] >= 0:
             keep_saved(r, 2, out, res)
     if promote or not same_shapes:

@@ -260,6 +260,15 @@ cdef int release_function_ctx(Py_ssize_t i) except -1:
     return 0
 
 
+cdef tuple next_function(Py_ssize_t i):
+    """The (node, output index) pair grad_fn.next_functions shows for an input whose gradient
+    flows to record i (-1: none): a custom Function's output names its output number."""
+    if i < 0:
+        return (None, 0)
+    cdef int k = <int>TAPE.recs[i].scalar if TAPE.recs[i].op == OP_FN_OUTPUT else 0
+    return (make_grad_fn(i), k)
+
+
 cdef object function_ctx_of(Py_ssize_t node):
     """The grad_fn of a custom Function's output: its ctx (kept in the Function record's aux)."""
     cdef Py_ssize_t k = TAPE.recs[node].inp[0] if TAPE.recs[node].op == OP_FN_OUTPUT else node
@@ -316,6 +325,13 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
         free(inp)
     keep(&TAPE.recs[fi].aux, ctx)
     TAPE.recs[fi].scalar = <double>n_out
+    # grad_fn.next_functions of the ctx: one (node, output index) per tensor argument.  The ctx
+    # holds its inputs' nodes (not record indices, which move when the tape compacts); they are
+    # older records, so no reference cycle forms.  (A compiled call's node has no such list.)
+    cdef Py_ssize_t* fin = rec_inputs(&TAPE.recs[fi])
+    if not isinstance(ctx, CompiledBackward):
+        ctx._next_functions = tuple(next_function(fin[j]) for j in range(n_in)
+                                    if isinstance(args[j], TensorBase))
     for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest: the sweep
         o = final[j]                        # meets the outputs (and their hooks) in order
         if not isinstance(o, TensorBase) or any(o is d for d in non_differentiable):

@@ -393,8 +393,12 @@ cdef object index_op(TensorBase x, object key):
     return res
 
 
-def select(TensorBase input, dim, index):
-    """input[..., index, ...] at dim `dim`: a view without that dim."""
+def select(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, axis=None):
+    """input[..., index, ...] at dim `dim` (also `axis`): a view without that dim."""
+    if axis is not None or dim is DIM_NOT_GIVEN:
+        dim = axis_alias("select", dim, axis, DIM_NOT_GIVEN)
+    if index is None:
+        raise TypeError('select() missing 1 required positional arguments: "index"')
     A = input._array
     if A.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -408,8 +412,12 @@ def select(TensorBase input, dim, index):
     return shape_result(OP_SELECT, input, A[key], (A.shape, A.dtype, key, None, None))
 
 
-def narrow(TensorBase input, dim, start, length):
-    """input[..., start:start+length, ...] at dim `dim`: a view."""
+def narrow(TensorBase input, dim=DIM_NOT_GIVEN, start=None, length=None, *, axis=None):
+    """input[..., start:start+length, ...] at dim `dim` (also `axis`): a view."""
+    if axis is not None or dim is DIM_NOT_GIVEN:
+        dim = axis_alias("narrow", dim, axis, DIM_NOT_GIVEN)
+    if start is None or length is None:
+        raise TypeError("narrow() missing required positional arguments: \"start\", \"length\"")
     A = input._array
     if A.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -453,8 +461,13 @@ cdef object index_tensor_arg(object index, str fname, int pos):
     return (<TensorBase>index)._array
 
 
-def gather(TensorBase input, dim, index, *, sparse_grad=False):
-    """out[i][j][k] = input[index[i][j][k]][j][k] (for dim 0; likewise for the other dims)."""
+def gather(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, sparse_grad=False, axis=None):
+    """out[i][j][k] = input[index[i][j][k]][j][k] (for dim 0; likewise for the other dims; the
+    dim may come as `axis`)."""
+    if axis is not None or dim is DIM_NOT_GIVEN:
+        dim = axis_alias("gather", dim, axis, DIM_NOT_GIVEN)
+    if index is None:
+        raise TypeError('gather() missing 1 required positional arguments: "index"')
     A = input._array
     I = index_tensor_arg(index, "gather", 3)
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "gather", "dim", 2), k
@@ -493,8 +506,13 @@ def gather(TensorBase input, dim, index, *, sparse_grad=False):
     return res
 
 
-def index_select(TensorBase input, dim, index):
-    """The entries of `input` at positions `index` (a 1-d integer tensor) along `dim`."""
+def index_select(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, axis=None):
+    """The entries of `input` at positions `index` (a 1-d integer tensor) along `dim` (also
+    `axis`)."""
+    if axis is not None or dim is DIM_NOT_GIVEN:
+        dim = axis_alias("index_select", dim, axis, DIM_NOT_GIVEN)
+    if index is None:
+        raise TypeError('index_select() missing 1 required positional arguments: "index"')
     A = input._array
     I = index_tensor_arg(index, "index_select", 3)
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "index_select", "dim", 2)

@@ -300,6 +300,24 @@ cdef TensorBase matmul_record(int op, object out, TensorBase a, TensorBase b, ob
     return res
 
 
+# A sparse COO operand (tapegrad._sparse_coo, a Python class over the dense ops): torch.mm,
+# torch.matmul and torch.mv hand the product to it.  The test runs only when an operand is not a
+# tensor, so a dense product never pays for it.
+cdef object SPARSE_PRODUCT = None
+
+
+def _set_sparse_product(fn):
+    """Called once by tapegrad/_sparse_coo.py: fn(name, a, b) -> product or NotImplemented."""
+    global SPARSE_PRODUCT
+    SPARSE_PRODUCT = fn
+
+
+cdef inline object sparse_product(str name, object a, object b):
+    if SPARSE_PRODUCT is None:
+        return NotImplemented
+    return SPARSE_PRODUCT(name, a, b)
+
+
 cdef inline TensorBase require_tensor(object x, str fn, str arg, int pos):
     if not isinstance(x, TensorBase):
         raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not "
@@ -335,6 +353,10 @@ cdef bint replayable_mm(object a, object b):
 
 
 cdef object matmul_eager(input, other):
+    if not (isinstance(input, TensorBase) and isinstance(other, TensorBase)):
+        res = sparse_product("matmul", input, other)
+        if res is not NotImplemented:
+            return res
     cdef TensorBase a = require_tensor(input, "matmul", "input", 1)
     cdef TensorBase b = require_tensor(other, "matmul", "other", 2)
     A = a._array
@@ -363,7 +385,11 @@ def _rmatmul_op(self, other):
 
 
 def mm(input, mat2):
-    """Matrix product of two 2-D tensors (no broadcasting)."""
+    """Matrix product of two 2-D tensors (no broadcasting); either may be sparse COO."""
+    if not (isinstance(input, TensorBase) and isinstance(mat2, TensorBase)):
+        res = sparse_product("mm", input, mat2)
+        if res is not NotImplemented:
+            return res
     cdef TensorBase a = require_tensor(input, "mm", "input", 1)
     cdef TensorBase b = require_tensor(mat2, "mm", "mat2", 2)
     A = a._array
@@ -391,7 +417,11 @@ def bmm(input, mat2):
 
 
 def mv(input, vec):
-    """Product of a 2-D matrix and a 1-D vector."""
+    """Product of a 2-D matrix (dense or sparse COO) and a 1-D vector."""
+    if not (isinstance(input, TensorBase) and isinstance(vec, TensorBase)):
+        res = sparse_product("mv", input, vec)
+        if res is not NotImplemented:
+            return res
     cdef TensorBase a = require_tensor(input, "mv", "input", 1)
     cdef TensorBase b = require_tensor(vec, "mv", "vec", 2)
     A = a._array

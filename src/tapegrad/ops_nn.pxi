@@ -262,8 +262,20 @@ cdef int nn_implicit_dim(int ndim) except -1:
     return 0 if ndim == 0 or ndim == 1 or ndim == 3 else 1
 
 
-def softmax(TensorBase input, dim, dtype=None):
-    """softmax(input, dim, dtype=None): exp(x) / sum(exp(x)) along `dim` (max subtracted first)."""
+cdef object nn_softmax_dim(str fname, object dim, object axis):
+    """softmax's dim, also given as numpy's `axis` (torch.softmax and Tensor.softmax accept it;
+    F.softmax does not); it is required."""
+    dim = dim_alias(fname, dim, axis)
+    if dim is None:
+        raise TypeError(f'{fname}() missing 1 required positional arguments: "dim"')
+    return dim
+
+
+def softmax(TensorBase input, dim=None, dtype=None, *, axis=None):
+    """softmax(input, dim, dtype=None): exp(x) / sum(exp(x)) along `dim` (also `axis`; the max is
+    subtracted first)."""
+    if dim is None or axis is not None:
+        dim = nn_softmax_dim("softmax", dim, axis)
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(softmax, (input, dim, dtype), None)
     return softmax_eager(input, dim, dtype)
@@ -273,8 +285,11 @@ cdef object softmax_eager(TensorBase input, dim, dtype=None):
     return nn_softmax_forward(input, dim, dtype, False)
 
 
-def log_softmax(TensorBase input, dim, dtype=None):
-    """log_softmax(input, dim, dtype=None): x - logsumexp(x) along `dim`, computed stably."""
+def log_softmax(TensorBase input, dim=None, dtype=None, *, axis=None):
+    """log_softmax(input, dim, dtype=None): x - logsumexp(x) along `dim` (also `axis`), computed
+    stably."""
+    if dim is None or axis is not None:
+        dim = nn_softmax_dim("log_softmax", dim, axis)
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(log_softmax, (input, dim, dtype), None)
     return log_softmax_eager(input, dim, dtype)
@@ -550,6 +565,8 @@ cdef object nn_nll_loss(TensorBase input, object target, object weight, object i
                                             else OP_NLL2D)
     cdef Record* r = record_from(op, res, (input,))
     if r != NULL:
+        if isinstance(target, TensorBase):
+            check_saveable(<TensorBase>target)  # PyTorch saves the target: no inference tensor
         keep(&r.saved[0], tc)
         keep(&r.saved[1], wv)
         keep(&r.saved[2], valid)
@@ -910,6 +927,9 @@ cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object 
     inputs = (input, target) if weight is None else (input, target, weight)
     cdef Record* r = record_from(op, res, inputs)
     if r != NULL:
+        check_saveable(input)                   # PyTorch saves both: no inference tensor
+        if isinstance(target, TensorBase):
+            check_saveable(<TensorBase>target)
         keep(&r.saved[0], d)
         if w is not None:
             save_value(r, 1, wc, weight)

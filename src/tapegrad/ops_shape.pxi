@@ -109,12 +109,34 @@ cdef object try_view(object A, tuple shape):
     return v
 
 
-cdef inline TensorBase shape_result(int op, TensorBase x, object out, object aux):
-    """Wrap `out` and record the one-input shape op `op` with `aux` for its VJP."""
+# -- numpy's axis= for a dim argument (PyTorch's argument parser accepts it for every `dim`) -------
+
+cdef object DIM_NOT_GIVEN = object()    # the default of a required dim that may come as axis=
+
+
+cdef object axis_alias(str fname, object dim, object axis, object default):
+    """The dim argument, given as `dim` or as numpy's `axis` (not both: PyTorch's TypeError).
+    `default`: the dim when neither was given (DIM_NOT_GIVEN: a required one, which raises).
+    Called only when axis was given or a required dim is missing: the usual call never pays."""
+    if axis is not None:
+        if dim is not DIM_NOT_GIVEN and dim is not None and dim != default:
+            raise TypeError(f"{fname}() got an unexpected keyword argument 'axis'")
+        return axis
+    if dim is DIM_NOT_GIVEN:
+        raise TypeError(f'{fname}() missing 1 required positional arguments: "dim"')
+    return dim
+
+
+cdef inline TensorBase shape_result(int op, TensorBase x, object out, object aux,
+                                   double dim=0):
+    """Wrap `out` and record the one-input shape op `op` with `aux` for its VJP (and the dim
+    argument of squeeze / unsqueeze in the record's scalar, which grad_fn._saved_dim reads)."""
     cdef TensorBase res = wrap_result(out, x)
     cdef Record* r = record_from(op, res, (x,))
-    if r != NULL and aux is not None:
-        keep(&r.aux, aux)
+    if r != NULL:
+        r.scalar = dim
+        if aux is not None:
+            keep(&r.aux, aux)
     return res
 
 
@@ -248,8 +270,14 @@ def unflatten(TensorBase input, dim, sizes):
     return view_to(input, A.shape[:d] + resolved + A.shape[d + 1:])
 
 
-def squeeze(TensorBase input, *dims, dim=None):
-    """Remove size-1 dims: all of them, or those among `dim` (int or tuple) that have size 1."""
+def squeeze(TensorBase input, *dims, dim=None, axis=None):
+    """Remove size-1 dims: all of them, or those among `dim` (int or tuple; also `axis`) that have
+    size 1."""
+    if axis is not None:
+        if dims:
+            raise TypeError("squeeze() received an invalid combination of arguments - got both "
+                            "dims and axis=")
+        dim = axis_alias("squeeze", dim, axis, None)
     A = input._array
     shape = A.shape
     cdef Py_ssize_t ndim = A.ndim
@@ -273,15 +301,17 @@ def squeeze(TensorBase input, *dims, dim=None):
                     raise RuntimeError(f"dim {ds[i]} appears multiple times in the list of dims")
         axes = tuple(d for d in ds if ndim > 0 and shape[d] == 1)
     out = A.squeeze(axis=axes) if axes else A.view()
-    return shape_result(op, input, out, shape)
+    return shape_result(op, input, out, shape, ds[0] if op == OP_SQUEEZE_DIM else 0)
 
 
-def unsqueeze(TensorBase input, dim):
-    """A view with a new size-1 dim inserted at `dim` (in [-ndim-1, ndim])."""
+def unsqueeze(TensorBase input, dim=DIM_NOT_GIVEN, *, axis=None):
+    """A view with a new size-1 dim inserted at `dim` (in [-ndim-1, ndim]; also `axis`)."""
+    if axis is not None or dim is DIM_NOT_GIVEN:
+        dim = axis_alias("unsqueeze", dim, axis, DIM_NOT_GIVEN)
     A = input._array
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim + 1, "unsqueeze", "dim", 1)
     out = A[(slice(None),) * d + (None, Ellipsis)]
-    return shape_result(OP_UNSQUEEZE, input, out, A.shape)
+    return shape_result(OP_UNSQUEEZE, input, out, A.shape, d)
 
 
 # -- permute family ------------------------------------------------------------------------------
@@ -568,9 +598,11 @@ cdef object vjp_cat(Record* r, object g):
 OP_CAT = register_op("CatBackward0", vjp_cat)
 
 
-def cat(tensors, dim=0):
-    """Concatenate tensors along `dim` (promoting dtypes as PyTorch does; 1-d empty tensors are
-    skipped, PyTorch's legacy behaviour)."""
+def cat(tensors, dim=0, *, axis=None):
+    """Concatenate tensors along `dim` (also `axis`), promoting dtypes as PyTorch does; 1-d empty
+    tensors are skipped, PyTorch's legacy behaviour."""
+    if axis is not None:
+        dim = axis_alias("cat", dim, axis, 0)
     cdef tuple ts = tensor_list_arg(tensors, "cat")
     cdef Py_ssize_t n = len(ts), j, k
     if n == 0:
@@ -647,8 +679,10 @@ cdef object vjp_stack(Record* r, object g):
 OP_STACK = register_op("StackBackward0", vjp_stack)
 
 
-def stack(tensors, dim=0):
-    """Stack equally shaped tensors along a new dim `dim`."""
+def stack(tensors, dim=0, *, axis=None):
+    """Stack equally shaped tensors along a new dim `dim` (also `axis`)."""
+    if axis is not None:
+        dim = axis_alias("stack", dim, axis, 0)
     cdef tuple ts = tensor_list_arg(tensors, "stack")
     cdef Py_ssize_t n = len(ts), j
     if n == 0:
@@ -739,8 +773,11 @@ def split(TensorBase tensor, split_size_or_sections=None, dim=0, *, split_size=N
     return split_with_sizes(OP_SPLIT, tensor, d, sizes)
 
 
-def chunk(TensorBase input, chunks, dim=0):
-    """Split into `chunks` pieces of ceil(size / chunks) along `dim` (possibly fewer pieces)."""
+def chunk(TensorBase input, chunks, dim=0, *, axis=None):
+    """Split into `chunks` pieces of ceil(size / chunks) along `dim` (also `axis`; possibly fewer
+    pieces)."""
+    if axis is not None:
+        dim = axis_alias("chunk", dim, axis, 0)
     A = input._array
     if A.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
@@ -755,8 +792,10 @@ def chunk(TensorBase input, chunks, dim=0):
     return split(input, ss, d)
 
 
-def unbind(TensorBase input, dim=0):
-    """The slices along `dim`, as a tuple of views without that dim."""
+def unbind(TensorBase input, dim=0, *, axis=None):
+    """The slices along `dim` (also `axis`), as a tuple of views without that dim."""
+    if axis is not None:
+        dim = axis_alias("unbind", dim, axis, 0)
     A = input._array
     if A.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")

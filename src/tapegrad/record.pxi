@@ -46,6 +46,8 @@ cdef int save_value(Record* r, int j, object value, object owner) except -1:
     copy, or a value of a non-tensor operand, cannot be overwritten by anyone else."""
     cdef PyObject* b
     cdef PyObject* ob
+    if isinstance(owner, TensorBase) and (<TensorBase>owner)._inference:
+        check_saveable(<TensorBase>owner)     # even a copy of it: PyTorch saves the tensor itself
     if isinstance(owner, TensorBase) and cnp.PyArray_Check(value):
         arr = (<TensorBase>owner)._array
         if value is arr:

@@ -35,6 +35,9 @@ cdef inline TensorBase wrap(object arr):
     cdef TensorBase t = <TensorBase>(<PyTypeObject*>TensorType).tp_new(
         TensorType, <PyObject*>EMPTY_TUPLE, NULL)
     t._array = arr
+    # Read here, not in __cinit__: inlined into the op, this read of the thread-local shares
+    # the op's own grad-mode read (one TLS lookup per op instead of two).
+    t._inference = inference_mode_on()
     if CAPTURE is not None:
         capture_created(t)
     return t
@@ -64,6 +67,7 @@ cdef inline TensorBase alias(TensorBase t):
     """A graph-free tensor on t's storage that shares t's version counter (detach, .data)."""
     cdef TensorBase a = wrap(t._array)
     a._version = version_of(t)
+    a._inference = t._inference
     return a
 
 
@@ -72,6 +76,7 @@ cdef TensorBase make_view(object arr, TensorBase base):
     and remembers its base, so in-place writes through either are seen by the sweep's checks."""
     cdef TensorBase v = wrap(arr)
     v._version = version_of(base)
+    v._inference = base._inference      # a view is an inference tensor iff its base is one
     v._base = base if base._base is None else base._base
     v._gen = ((<TensorBase>v._base)._gen << 1) | (not grad_enabled())
     if v._gen & 1:
@@ -96,9 +101,26 @@ cdef TensorBase wrap_result(object out, TensorBase x):
     return wrap(out)
 
 
+cdef str INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a clone "
+    "to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+    "`torch.inference_mode()`.")
+
+
+cdef int check_saveable(TensorBase t) except -1:
+    """PyTorch's refusal to save an inference tensor for backward (ops only record outside
+    inference mode, so any recording op that saves one raises)."""
+    if t._inference:
+        raise RuntimeError(INFERENCE_SAVED)
+    return 0
+
+
 cdef inline int keep_saved(Record* r, int j, object value, TensorBase owner) except -1:
     """Save `value` (owner's array or a view of it) in slot j together with owner's version, so
     the sweep refuses to use it if it is overwritten in place before backward."""
+    if owner._inference:
+        check_saveable(owner)
     cdef Version v = version_of(owner)
     keep(&r.saved[j], value)
     keep(&r.ver[j], v)
@@ -169,7 +191,8 @@ cdef class GradFn:
     def next_functions(self):
         """((node, 0), ...) per recorded input, as PyTorch's: the input's grad_fn, the
         AccumulateGrad node of a leaf that requires grad, or None where no gradient flows
-        (tapegrad records one output per node, so the index is always 0)."""
+        (the index is the output number of a custom Function's node, else 0: built-in ops record
+        one output per node)."""
         cdef Record* r = &TAPE.recs[self._node]
         if r.op == OP_LEAF:
             return ()
@@ -177,7 +200,7 @@ cdef class GradFn:
         cdef Py_ssize_t j
         cdef list out = []
         for j in range(r.n_in):
-            out.append((None if inp[j] < 0 else make_grad_fn(inp[j]), 0))
+            out.append(next_function(inp[j]))
         return tuple(out)
 
     @property
@@ -190,6 +213,117 @@ cdef class GradFn:
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {id(self):#x}>"
+
+    # -- what the node saved, read by the `_saved_*` attributes (tapegrad/autograd/saved.py) --------
+
+    @property
+    def _opcode(self):
+        """The record's opcode (several opcodes may share one PyTorch name)."""
+        return TAPE.recs[self._node].op
+
+    @property
+    def _aux(self):
+        """The record's attribute payload (its layout is the op's own) or None."""
+        cdef Record* r = &TAPE.recs[self._node]
+        return None if r.aux == NULL else <object>r.aux
+
+    @property
+    def _scalar(self):
+        return TAPE.recs[self._node].scalar
+
+    @property
+    def _released(self):
+        """Whether a backward without retain_graph freed the saved values."""
+        return bool(TAPE.recs[self._node].flags & RF_RELEASED)
+
+    def _check_saved(self):
+        """Raise as PyTorch does when saved values are read after a backward freed them, or after
+        an in-place write overwrote one."""
+        cdef Record* r = &TAPE.recs[self._node]
+        if r.flags & RF_RELEASED:
+            raise RuntimeError(BACKWARD_TWICE)
+        check_saved_versions(r)
+
+    def _slot_value(self, int j):
+        """Saved value j as the VJP reads it (an array or a Python number), None when unused."""
+        self._check_saved()
+        cdef Record* r = &TAPE.recs[self._node]
+        if j < 0 or j >= MAX_SAVED or r.saved[j] == NULL:
+            return None
+        return <object>r.saved[j]
+
+    def _input_tensor(self, int j, int slot=-1):
+        """Input j as PyTorch unpacks a saved input: the input tensor itself while it lives; once
+        it died, a new tensor on saved value `slot` that becomes its record's output again (so it
+        has that grad_fn), when the slot holds the input's own storage; None when neither."""
+        cdef Record* r = &TAPE.recs[self._node]
+        if j < 0 or j >= r.n_in:
+            return None
+        cdef Py_ssize_t i = rec_inputs(r)[j]
+        if i < 0:
+            return None
+        if TAPE.recs[i].out != NULL:
+            return <object>TAPE.recs[i].out
+        if slot < 0 or slot >= MAX_SAVED or r.saved[slot] == NULL or r.ver[slot] == NULL:
+            return None
+        cdef TensorBase t = wrap(<object>r.saved[slot])
+        t._version = <Version>r.ver[slot]
+        t._requires_grad = True
+        t._node = i
+        TAPE.recs[i].refcnt += 1
+        TAPE.recs[i].out = <PyObject*>t
+        return t
+
+    def _result_tensor(self, int j, shape=None):
+        """The op's output as a saved result: a new tensor on saved value j (the output's
+        storage; j < 0: the live output's), reshaped to `shape` if given.  While the output
+        lives this is a graph-free alias of it (a record has one output tensor: only that one is
+        moved when the tape compacts); once it died, the new tensor becomes the record's output
+        again, with this node as its grad_fn, as PyTorch unpacks a saved output."""
+        self._check_saved()
+        cdef Record* r = &TAPE.recs[self._node]
+        if 0 <= j < MAX_SAVED and r.saved[j] != NULL:
+            value = <object>r.saved[j]
+        elif r.out != NULL:
+            value = (<TensorBase>r.out)._array
+        else:
+            return None
+        value = nd(value)
+        if shape is not None:
+            value = value.reshape(shape)
+        cdef TensorBase t = wrap(value)
+        if 0 <= j < MAX_SAVED and r.ver[j] != NULL:
+            t._version = <Version>r.ver[j]
+        elif r.out != NULL:
+            t._version = version_of(<TensorBase>r.out)
+        if r.out == NULL:
+            t._requires_grad = True
+            t._node = self._node
+            r.refcnt += 1
+            r.out = <PyObject*>t
+        return t
+
+    def __getattr__(self, str name):
+        if SAVED_ATTRIBUTES is not None and name.startswith(("_saved_", "_raw_saved_")):
+            return SAVED_ATTRIBUTES(self, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __dir__(self):
+        names = list(object.__dir__(self))
+        if SAVED_ATTRIBUTES is not None:
+            names.extend(SAVED_ATTRIBUTES(self, None))
+        return sorted(set(names))
+
+
+# The reader of grad_fn._saved_* attributes, installed by tapegrad/autograd/saved.py:
+# reader(grad_fn, name) -> value (raises AttributeError for a name the node lacks);
+# reader(grad_fn, None) -> the names it has.
+cdef object SAVED_ATTRIBUTES = None
+
+
+def _set_saved_attribute_reader(reader):
+    global SAVED_ATTRIBUTES
+    SAVED_ATTRIBUTES = reader
 
 
 cdef dict GRAD_FN_CLASSES = {}
@@ -224,7 +358,8 @@ cdef class TensorBase:
         cdef Py_ssize_t i = self._node
         if i >= 0 and TAPE is not None:
             self._node = -1
-            TAPE.recs[i].out = NULL
+            if TAPE.recs[i].out == <PyObject*>self:  # (a saved result shares its output's record)
+                TAPE.recs[i].out = NULL
             TAPE.decref(i)
 
     # -- autograd state --------------------------------------------------------------------------
@@ -240,6 +375,9 @@ cdef class TensorBase:
         if flag and not cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(self._array)):
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                f"gradients (got {self.dtype})")
+        if flag and self._inference and not inference_mode_on():
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self._requires_grad = flag
         return 0
 
@@ -257,6 +395,15 @@ cdef class TensorBase:
         """Set requires_grad in place (leaves only) and return self."""
         self._set_requires_grad(bool(requires_grad))
         return self
+
+    def is_inference(self):
+        """True for a tensor created in inference mode (or a view of one)."""
+        return self._inference
+
+    def _set_inference(self, bint flag):
+        """For tensors made by a Python constructor (ops' results get it from wrap): whether
+        this is an inference tensor."""
+        self._inference = flag
 
     @property
     def is_leaf(self):
@@ -326,7 +473,8 @@ cdef class TensorBase:
         cdef Py_ssize_t i = self._node
         if i >= 0:
             self._node = -1
-            TAPE.recs[i].out = NULL
+            if TAPE.recs[i].out == <PyObject*>self:
+                TAPE.recs[i].out = NULL
             TAPE.decref(i)
         self._requires_grad = False
         return self
@@ -423,4 +571,6 @@ cdef class TensorBase:
     @property
     def _version_value(self):
         """How many in-place writes this tensor's storage has seen (torch: t._version)."""
+        if self._inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return 0 if self._version is None else self._version.value

@@ -78,7 +78,21 @@ cdef int rebase_view(TensorBase t, tuple key) except -1:
     return 0
 
 
+INFERENCE_INPLACE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone "
+    "to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details.")
+
+
+cdef inline int check_inference_write(TensorBase t) except -1:
+    if t._inference and not inference_mode_on():
+        raise RuntimeError(INFERENCE_INPLACE)
+    return 0
+
+
 cdef int bump_version(TensorBase t) except -1:
+    # (every in-place write ends here: the backstop for writers that call no check_inplace)
+    check_inference_write(t)
     cdef Version v = version_of(t)
     v.value += 1
     if CAPTURE is not None:
@@ -89,6 +103,7 @@ cdef int bump_version(TensorBase t) except -1:
 cdef int check_inplace(TensorBase t, bint recording, bint via_base=False) except -1:
     """Refuse in-place writes that PyTorch refuses, or that tapegrad cannot record correctly
     (via_base: the caller records a write into a view on its base when writes_through_view)."""
+    check_inference_write(t)
     if not grad_enabled():
         return 0
     # (before the leaf check: a view taken in no_grad of a tensor that requires grad is a leaf

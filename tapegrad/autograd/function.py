@@ -161,6 +161,17 @@ class BackwardCFunction(FunctionCtx):
         """Call the Function's backward directly (torch: grad_fn.apply)."""
         return self._forward_cls.backward(self, *grads)
 
+    @property
+    def next_functions(self):
+        """((node, output index), ...) per tensor argument of forward: the grad_fn (or the
+        AccumulateGrad node of a leaf) its gradient flows to, None where none flows."""
+        return self.__dict__.get("_next_functions", ())
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for the user's own annotations of this node (PyTorch's Node.metadata)."""
+        return self.__dict__.setdefault("_metadata", {})
+
     def __repr__(self):
         return f"<tapegrad.autograd.function.{type(self).__name__} object at {id(self):#x}>"
 

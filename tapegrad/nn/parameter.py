@@ -19,6 +19,9 @@ class Parameter(Tensor):
             raise TypeError(f"Parameter data must be a Tensor, got {type(data).__name__}")
         p = _core.TensorBase.__new__(cls)
         p._array = data._array
+        # A Parameter of an inference tensor is one too (it shares that storage), so making it
+        # require grad outside inference mode raises, as in PyTorch.
+        p._set_inference(data.is_inference())
         p.requires_grad = requires_grad
         return p
 

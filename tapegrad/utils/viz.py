@@ -122,8 +122,8 @@ def graph(output, named: Mapping | None = None, *, format: str | None = None):
     The walk uses only ``grad_fn``, ``next_functions`` and ``AccumulateGrad.variable``, so it
     draws what a backward from ``output`` would sweep, and it records nothing. After a
     ``backward()`` without ``retain_graph=True`` the nodes are still drawn (their saved values
-    are what was freed). A custom ``autograd.Function`` node does not expose its inputs yet, so
-    its box is marked ``inputs not shown``.
+    are what was freed). A node without ``next_functions`` (a ``tapegrad.compile``'d call's) has
+    its box marked ``inputs not shown``.
 
     Examples
     --------
