@@ -10,6 +10,9 @@ The build:
   sources and the .pxd/.pxi/.h they reach, Cython's and numpy's versions, the flags), and reuses it
   when nothing changed: an edit to one op family rebuilds that module only, and a second
   `pip install -e .` (a fresh temporary build directory each time) compiles nothing;
+- puts Cython's utility code (the cyfunction type, argument parsing, ...), which every module
+  would otherwise compile its own copy of, into one shared module, tapegrad._cyutility
+  (Cython 3.1's shared utility module);
 - compiles with -O3 and no debug info.  TAPEGRAD_DEBUG=1 builds with bounds checks on, -O0 -g;
   TAPEGRAD_ASAN=1 builds with AddressSanitizer (tools/asan.sh).
 """
@@ -76,6 +79,12 @@ MODULES = [
     ("_graph_vjp", GLUE),
 ]
 
+# Cython's utility code, shared by the modules above (each imports it when it loads).  Without
+# MemoryView, which no module uses (a third of the shared module's code).
+SHARED_UTILITY = "tapegrad._cyutility"
+SHARED_UTILITY_OPTIONS = {"shared_utility_qualified_name": SHARED_UTILITY,
+                          "shared_utility_features_disabled": ["MemoryView"]}
+
 # kernels.c, compiled once into a static library that the modules calling the kernels link.
 KERNELS = ("tapegrad_kernels", {
     "sources": [os.path.join(SRC, "kernels.c")],
@@ -105,7 +114,10 @@ def fail(what, fix):
 
 
 def extensions():
-    return [
+    # Its sources: the C file Cython generates for it (cythonize maps this path into build_dir).
+    shared = Extension(SHARED_UTILITY, sources=[SHARED_UTILITY.replace(".", os.sep) + ".c"],
+                       extra_compile_args=compile_args(GLUE), extra_link_args=link_args)
+    return [shared] + [
         Extension(
             f"tapegrad.{name}",
             sources=[os.path.join(SRC, name + ".pyx")],
@@ -184,9 +196,13 @@ class BuildExt(build_ext):
                 from Cython.Build import cythonize
             except ImportError:
                 fail("Cython (3.x)", "pip install 'Cython>=3.0,<4'")
+            # force: Cython's own staleness test compares file times only, so it would reuse a
+            # generated .c made with other directives (TAPEGRAD_DEBUG) or without the shared
+            # utility module; what is in `todo` is stale by the cache key, which covers those.
             done = cythonize(todo, compiler_directives=directives, include_path=["src"],
-                             build_dir=CYTHON_OUT, force=self.force, quiet=True,
-                             nthreads=self.parallel if self.parallel > 1 else 0)
+                             build_dir=CYTHON_OUT, force=True, quiet=True,
+                             nthreads=self.parallel if self.parallel > 1 else 0,
+                             **SHARED_UTILITY_OPTIONS)
             generated = {ext.name: ext.sources for ext in done}
             for ext in todo:
                 ext.sources = generated[ext.name]       # the .pyx's generated .c from now on
@@ -232,8 +248,8 @@ class BuildExt(build_ext):
             cython_version = None
         return repr((sys.version, sysconfig.get_platform(), cython_version,
                      numpy.__version__, ext.extra_compile_args, ext.extra_link_args, KERNELS,
-                     ext.define_macros, directives, os.environ.get("CC"),
-                     os.environ.get("CFLAGS"), os.environ.get("LDFLAGS")))
+                     ext.define_macros, directives, SHARED_UTILITY_OPTIONS,
+                     os.environ.get("CC"), os.environ.get("CFLAGS"), os.environ.get("LDFLAGS")))
 
     def _cache_key(self, ext):
         h = hashlib.sha256(self._flavour(ext).encode())

@@ -3,9 +3,12 @@
 # implementations live in the .pxi files _core.pyx includes).
 
 cimport numpy as cnp
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XINCREF, Py_XDECREF
 from libc.stddef cimport ptrdiff_t
 from libc.stdint cimport int64_t, uint32_t, uint64_t
+from cpython.float cimport PyFloat_CheckExact
+from cpython.long cimport PyLong_CheckExact
 
 cdef enum:
     MAX_IN = 3              # most inputs an op records (where(cond, a, b) has three)
@@ -148,11 +151,34 @@ ctypedef fused real_t:
     float
     double
 
-cdef bint kernel_array(object x, int* typenum) noexcept
+cdef inline bint kernel_array(object x, int* typenum) noexcept:
+    """True when x is a C-contiguous float32/float64 ndarray (its type number in *typenum)."""
+    if not cnp.PyArray_Check(x):
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>x
+    cdef int t = cnp.PyArray_TYPE(a)
+    if (t != cnp.NPY_FLOAT64 and t != cnp.NPY_FLOAT32) or not cnp.PyArray_IS_C_CONTIGUOUS(a):
+        return False
+    typenum[0] = t
+    return True
 
-cdef bint same_shape(cnp.ndarray a, cnp.ndarray b) noexcept
 
-cdef bint kernel_scalar(object x) noexcept
+cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b) noexcept:
+    cdef int nd_ = cnp.PyArray_NDIM(a), i
+    if nd_ != cnp.PyArray_NDIM(b):
+        return False
+    cdef cnp.npy_intp* da = cnp.PyArray_DIMS(a)
+    cdef cnp.npy_intp* db = cnp.PyArray_DIMS(b)
+    for i in range(nd_):
+        if da[i] != db[i]:
+            return False
+    return True
+
+
+cdef inline bint kernel_scalar(object x) noexcept:
+    # Exact Python float/int only: bool is excluded, and numpy scalars (np.float64 subclasses
+    # float) are typed for numpy, so they take the promotion path.
+    return PyFloat_CheckExact(x) or PyLong_CheckExact(x)
 
 cdef struct KernelOperands:
     # Two operands as the binary kernels take them: type number, data and element stride (0: one
@@ -273,9 +299,16 @@ cdef class Capture:
     cdef unsigned long thread
     cdef Py_ssize_t depth           # > 0 inside a captured op call (capture_call)
 
+cdef extern from "pythread.h":
+    unsigned long PyThread_get_thread_ident()
+
 cdef Capture CAPTURE
 
-cdef bint capturing() noexcept
+
+cdef inline bint capturing() noexcept:
+    return CAPTURE is not None and CAPTURE.thread == PyThread_get_thread_ident()
+
+cdef int capture_created(object t) except -1
 
 cdef int capture_step(tuple step) except -1
 
@@ -284,21 +317,88 @@ cdef object capture_call(object fn, tuple args, dict kwargs)
 cdef int capture_reduce(int op, TensorBase x, object A, tuple axes, bint keepdim, double count,
                         TensorBase res) except -1
 
-cdef object nd(object x)
 
-cdef TensorBase wrap(object arr)
+# The per-op helpers below are defined here, not in their .pxi files, so that every extension
+# module compiles them inline: called through the cross-module function table instead, they made
+# the op families measurably slower than the single module was (issue 18).
 
-cdef Version version_of(TensorBase t)
+cdef type TensorType                    # the class of op results (tapegrad.Tensor once imported)
+cdef tuple EMPTY_TUPLE
+
+cdef object as_ndarray(object x)
+
+
+cdef inline object nd(object x):
+    """numpy returns scalars, not 0-d arrays, from operations on 0-d arrays; tensors hold arrays."""
+    if cnp.PyArray_Check(x):
+        return x
+    return as_ndarray(x)
+
+
+cdef inline TensorBase wrap(object arr):
+    """A new tensor (of the registered Tensor class) holding ndarray `arr`, no grad, no node."""
+    cdef TensorBase t = <TensorBase>(<PyTypeObject*>TensorType).tp_new(
+        TensorType, <PyObject*>EMPTY_TUPLE, NULL)
+    t._array = arr
+    t._inference = inference_mode_on()
+    if CAPTURE is not None:
+        capture_created(t)
+    return t
+
+
+cdef inline Version version_of(TensorBase t):
+    """t's version counter, created on first need (most tensors never need one)."""
+    if t._version is None:
+        t._version = Version.__new__(Version)
+    return t._version
 
 cdef TensorBase wrap_result(object out, TensorBase x)
 
-cdef int keep_saved(Record* r, int j, object value, TensorBase owner) except -1
 
-cdef Py_ssize_t node_for_input(TensorBase t) except -2
+cdef inline void keep(PyObject** slot, object value) noexcept:
+    """Store an owned reference to `value` in a record slot (saved value or aux)."""
+    Py_INCREF(value)
+    slot[0] = <PyObject*>value
 
-cdef int fresh(TensorBase t) except -1
 
-cdef bint is_leaf_c(TensorBase t) noexcept
+cdef inline int keep_saved(Record* r, int j, object value, TensorBase owner) except -1:
+    """Save `value` (owner's array or a view of it) in slot j together with owner's version, so
+    the sweep refuses to use it if it is overwritten in place before backward."""
+    if owner._inference:
+        check_saveable(owner)
+    cdef Version v = version_of(owner)
+    keep(&r.saved[j], value)
+    keep(&r.ver[j], v)
+    r.ver_at[j] = v.value
+    return 0
+
+cdef int refresh_view(TensorBase t) except -1
+
+
+cdef inline Py_ssize_t node_for_input(TensorBase t) except -2:
+    """The record index a gradient for `t` flows to: -1 if none; creates a leaf's LEAF record."""
+    cdef Py_ssize_t i
+    if t._base is not None:
+        refresh_view(t)                 # a view whose base was rewritten in place (ops_inplace)
+    if not t._requires_grad:
+        return -1
+    if t._node >= 0:
+        return t._node
+    i = TAPE.append(OP_LEAF, 0, NULL)
+    TAPE.recs[i].out = <PyObject*>t
+    t._node = i
+    return i
+
+
+cdef inline int fresh(TensorBase t) except -1:
+    """Before reading t's autograd state: rebase t if it is a stale view (see refresh_view)."""
+    if t._base is not None:
+        refresh_view(t)
+    return 0
+
+
+cdef inline bint is_leaf_c(TensorBase t) noexcept:
+    return t._node < 0 or TAPE.recs[t._node].op == OP_LEAF
 
 
 cdef inline bint no_grad_view_drops_grad(TensorBase t) noexcept:
@@ -307,17 +407,22 @@ cdef inline bint no_grad_view_drops_grad(TensorBase t) noexcept:
     base's)."""
     return t._base is not None and (t._gen & 1) and (<TensorBase>t._base)._requires_grad
 
-cdef int begin_record(Py_ssize_t n_in) except -1
+
+cdef inline int begin_record(Py_ssize_t n_in) except -1:
+    """Called before an op reads its inputs' record indices: room for the record and for one
+    LEAF record per input, so no index moves until the op has appended."""
+    return TAPE.reserve(n_in + 1)
 
 cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) except NULL
-
-cdef void keep(PyObject** slot, object value) noexcept
 
 cdef int save_value(Record* r, int j, object value, object owner) except -1
 
 cdef Record* record_from(int op, TensorBase result, tuple inputs) except? NULL
 
-cdef bint needs_grad(Record* r, int j) noexcept
+
+cdef inline bint needs_grad(Record* r, int j) noexcept:
+    """Whether input j of record r receives a gradient (VJPs skip the others' work)."""
+    return rec_inputs(r)[j] >= 0
 
 cdef object dim_alias(str fname, object dim, object axis)
 

@@ -13,10 +13,6 @@
 # value guards checked after each replayed forward.
 # ---------------------------------------------------------------------------------------------
 
-cdef extern from "pythread.h":
-    unsigned long PyThread_get_thread_ident()
-
-
 # The kinds of captured steps (and of the replay's steps, replay.pxi).
 
 
@@ -33,10 +29,7 @@ cdef class Capture:
 
 
 CAPTURE = None     # the active capture, or None (then every hook is one test)
-
-
-cdef inline bint capturing() noexcept:
-    return CAPTURE is not None and CAPTURE.thread == PyThread_get_thread_ident()
+# capturing(), the test every hook makes, is defined in _core.pxd (inlined in every module).
 
 
 cdef int capture_created(object t) except -1:

@@ -22,36 +22,8 @@ cdef enum:
     ROWS_MIN_COLS = 8
     ROWS_NARROW_MAX_SIZE = 1024
 
-
-cdef inline bint kernel_array(object x, int* typenum) noexcept:
-    """True when x is a C-contiguous float32/float64 ndarray (its type number in *typenum)."""
-    if not cnp.PyArray_Check(x):
-        return False
-    cdef cnp.ndarray a = <cnp.ndarray>x
-    cdef int t = cnp.PyArray_TYPE(a)
-    if (t != cnp.NPY_FLOAT64 and t != cnp.NPY_FLOAT32) or not cnp.PyArray_IS_C_CONTIGUOUS(a):
-        return False
-    typenum[0] = t
-    return True
-
-
-cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b) noexcept:
-    cdef int nd_ = cnp.PyArray_NDIM(a), i
-    if nd_ != cnp.PyArray_NDIM(b):
-        return False
-    cdef cnp.npy_intp* da = cnp.PyArray_DIMS(a)
-    cdef cnp.npy_intp* db = cnp.PyArray_DIMS(b)
-    for i in range(nd_):
-        if da[i] != db[i]:
-            return False
-    return True
-
-
-cdef inline bint kernel_scalar(object x) noexcept:
-    # Exact Python float/int only: bool is excluded, and numpy scalars (np.float64 subclasses
-    # float) are typed for numpy, so they take the promotion path.
-    return PyFloat_CheckExact(x) or PyLong_CheckExact(x)
-
+# kernel_array, same_shape and kernel_scalar, the operand tests of every elementwise op, are
+# defined in _core.pxd (inlined in every module).
 
 cdef bint rows_layout(int nf, const cnp.npy_intp* df, int npart, const cnp.npy_intp* dp,
                       ptrdiff_t* stride, ptrdiff_t* step) noexcept:

@@ -4,13 +4,9 @@
 # An op computes its forward value first (which may raise), wraps it, and only then appends its
 # record, so a failing op never leaves a half-written record behind.  Between `record_op` and the
 # op's `keep(...)` calls nothing runs Python code, so the returned Record* stays valid.
+#
+# begin_record, keep and needs_grad are defined in _core.pxd (inlined in every module).
 # ---------------------------------------------------------------------------------------------
-
-
-cdef inline int begin_record(Py_ssize_t n_in) except -1:
-    """Called before an op reads its inputs' record indices: room for the record and for one
-    LEAF record per input, so no index moves until the op has appended."""
-    return TAPE.reserve(n_in + 1)
 
 
 cdef inline bint wants_record(Py_ssize_t* inp, int n_in) noexcept:
@@ -31,12 +27,6 @@ cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) exc
     result._node = i
     result._requires_grad = True
     return r
-
-
-cdef inline void keep(PyObject** slot, object value) noexcept:
-    """Store an owned reference to `value` in a record slot (saved value or aux)."""
-    Py_INCREF(value)
-    slot[0] = <PyObject*>value
 
 
 cdef int save_value(Record* r, int j, object value, object owner) except -1:
@@ -87,8 +77,3 @@ cdef Record* record_from(int op, TensorBase result, tuple inputs) except? NULL:
     finally:
         if inp != &small[0]:
             free(inp)
-
-
-cdef inline bint needs_grad(Record* r, int j) noexcept:
-    """Whether input j of record r receives a gradient (VJPs skip the others' work)."""
-    return rec_inputs(r)[j] >= 0

@@ -11,8 +11,11 @@ from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
 
 
-cdef type TensorType = TensorBase       # replaced by tapegrad.Tensor when the package imports
-cdef tuple EMPTY_TUPLE = ()
+# nd, wrap, version_of, keep_saved, node_for_input, fresh and is_leaf_c, on every op's path, are
+# defined in _core.pxd so that each extension module inlines them.
+
+TensorType = TensorBase                 # replaced by tapegrad.Tensor when the package imports
+EMPTY_TUPLE = ()
 
 
 def _set_tensor_class(type cls):
@@ -23,24 +26,9 @@ def _set_tensor_class(type cls):
     TensorType = cls
 
 
-cdef inline object nd(object x):
-    """numpy returns scalars, not 0-d arrays, from operations on 0-d arrays; tensors hold arrays."""
-    if cnp.PyArray_Check(x):
-        return x
+cdef object as_ndarray(object x):
+    """nd's conversion of a non-array (a numpy or Python scalar) to an ndarray."""
     return np.asarray(x)
-
-
-cdef inline TensorBase wrap(object arr):
-    """A new tensor (of the registered Tensor class) holding ndarray `arr`, no grad, no node."""
-    cdef TensorBase t = <TensorBase>(<PyTypeObject*>TensorType).tp_new(
-        TensorType, <PyObject*>EMPTY_TUPLE, NULL)
-    t._array = arr
-    # Read here, not in __cinit__: inlined into the op, this read of the thread-local shares
-    # the op's own grad-mode read (one TLS lookup per op instead of two).
-    t._inference = inference_mode_on()
-    if CAPTURE is not None:
-        capture_created(t)
-    return t
 
 
 def wrap_array(object arr, bint requires_grad=False):
@@ -54,13 +42,6 @@ def wrap_array(object arr, bint requires_grad=False):
 
 cdef class Version:
     """The version counter of a storage, shared by the tensors that view it (tensor._version)."""
-
-
-cdef inline Version version_of(TensorBase t):
-    """t's version counter, created on first need (most tensors never need one)."""
-    if t._version is None:
-        t._version = Version.__new__(Version)
-    return t._version
 
 
 cdef inline TensorBase alias(TensorBase t):
@@ -116,49 +97,11 @@ cdef int check_saveable(TensorBase t) except -1:
     return 0
 
 
-cdef inline int keep_saved(Record* r, int j, object value, TensorBase owner) except -1:
-    """Save `value` (owner's array or a view of it) in slot j together with owner's version, so
-    the sweep refuses to use it if it is overwritten in place before backward."""
-    if owner._inference:
-        check_saveable(owner)
-    cdef Version v = version_of(owner)
-    keep(&r.saved[j], value)
-    keep(&r.ver[j], v)
-    r.ver_at[j] = v.value
-    return 0
-
-
-cdef inline Py_ssize_t node_for_input(TensorBase t) except -2:
-    """The record index a gradient for `t` flows to: -1 if none; creates a leaf's LEAF record."""
-    cdef Py_ssize_t i
-    if t._base is not None:
-        refresh_view(t)                 # a view whose base was rewritten in place (ops_inplace)
-    if not t._requires_grad:
-        return -1
-    if t._node >= 0:
-        return t._node
-    i = TAPE.append(OP_LEAF, 0, NULL)
-    TAPE.recs[i].out = <PyObject*>t
-    t._node = i
-    return i
-
-
-cdef inline int fresh(TensorBase t) except -1:
-    """Before reading t's autograd state: rebase t if it is a stale view (see refresh_view)."""
-    if t._base is not None:
-        refresh_view(t)
-    return 0
-
-
 cdef inline bint stale_no_grad_view(TensorBase t) noexcept:
     """A view taken in no_grad whose base was since written in place with grad enabled: reading
     its graph (grad_fn, is_leaf, using it in an op) raises NO_GRAD_VIEW_REBASED."""
     return (t._base is not None and (t._gen & 1)
             and (t._gen >> 1) != (<TensorBase>t._base)._gen)
-
-
-cdef inline bint is_leaf_c(TensorBase t) noexcept:
-    return t._node < 0 or TAPE.recs[t._node].op == OP_LEAF
 
 
 cdef str NON_LEAF_GRAD_WARNING = (
