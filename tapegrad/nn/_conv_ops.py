@@ -1,8 +1,10 @@
 """Convolution and fold/unfold for tapegrad.nn.functional, and the sliding-window machinery
 (geometry, im2col/col2im, gather/scatter) that _pool_ops.py and _spatial_ops.py share.
 
-The compiled core has no window ops yet, so these run numpy's compiled routines from Python, one
-numpy call per op and never a Python loop per element, window or output position:
+For float32 and float64, im2col and col2im are C kernels of the compiled core (nn_kernels.c, one
+pass from the unpadded input, no padded copy) and each map is one batched BLAS matmul (see "compiled
+paths" below).  Other dtypes run numpy's compiled routines from Python, one numpy call per op and
+never a Python loop per element, window or output position:
 
 - im2col is a strided view of the (padded) input (`as_strided`) copied once into a column
   matrix; a convolution is then one batched BLAS matmul;
@@ -92,6 +94,9 @@ def _windows(xp: np.ndarray, g: Geometry) -> np.ndarray:
 def im2col(x: np.ndarray, g: Geometry, fill=0.0) -> np.ndarray:
     """Columns (N, groups, C/groups*kh*kw, Ho*Wo): one copy of the windows."""
     N, C = x.shape[:2]
+    if _compiled(x) and g.out_hw[0] > 0 and g.out_hw[1] > 0:
+        cols = _core._im2col(np.ascontiguousarray(x), _geom_tuple(g, N, C), True, fill)
+        return cols.reshape(N, g.groups, -1, g.out_hw[0] * g.out_hw[1])
     win = _windows(_padded(x, g, fill), g)
     Ho, Wo = g.out_hw
     # (sizes spelled out, not -1: an empty batch must reshape too)
@@ -103,6 +108,8 @@ def col2im(cols: np.ndarray, g: Geometry, channels: int) -> np.ndarray:
     """The adjoint of im2col: add each column entry back to the input position it was read from
     (one vectorised strided add per kernel offset)."""
     N = cols.shape[0]
+    if _compiled(cols):
+        return _core._col2im(np.ascontiguousarray(cols), _geom_tuple(g, N, channels), True)
     (H, W), (Ho, Wo) = g.in_hw, g.out_hw
     (kh, kw), (sh, sw), (dh, dw) = g.kernel, g.stride, g.dilation
     pt, pb, pl, pr = g.pad
@@ -215,13 +222,62 @@ def _columns_to_input(cols: np.ndarray, g: Geometry, N: int, C: int) -> np.ndarr
     return np.ascontiguousarray(full[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3))
 
 
+# -- compiled paths (float32 / float64): the kernels of nn_kernels.c ----------------------------
+# Columns in two layouts, both written by one C im2col pass straight from the unpadded input:
+# per sample (N, C*kh*kw, L), so that conv is one batched matmul whose result is already (N, O, L),
+# and the input gradient's columns come out of one matmul in the layout col2im reads; and all
+# samples side by side (C*kh*kw, N*L), so that the weight gradient is one gemm that also sums over
+# the batch.
+
+def _compiled(a: np.ndarray) -> bool:
+    return a.dtype == np.float32 or a.dtype == np.float64
+
+
+def _geom_tuple(g: Geometry, N: int, C: int) -> tuple:
+    """The geometry as the kernels take it (nn_kernels.h's tg_window)."""
+    return (N, C) + tuple(g.in_hw) + tuple(g.out_hw) + tuple(g.kernel) + tuple(g.stride) \
+        + (g.pad[0], g.pad[2]) + tuple(g.dilation)
+
+
+def _conv_compiled(x, w, g: Geometry):
+    N, C = x.shape[:2]
+    O, G = w.shape[0], g.groups
+    (Ho, Wo) = g.out_hw
+    cols = _core._im2col(np.ascontiguousarray(x), _geom_tuple(g, N, C), True)
+    y = np.matmul(w.reshape(G, O // G, -1), cols.reshape(N, G, -1, Ho * Wo))  # (N, G, Og, L)
+    return y.reshape(N, O, Ho, Wo)
+
+
+def _conv_input_grad_compiled(gy, w, g: Geometry, n):
+    O, G = w.shape[0], g.groups
+    C = G * w.shape[1]
+    L = g.out_hw[0] * g.out_hw[1]
+    wm = w.reshape(G, O // G, -1).transpose(0, 2, 1)                        # (G, Cg*kh*kw, Og)
+    cols = np.matmul(wm, np.ascontiguousarray(gy).reshape(n, G, O // G, L))  # (N, G, CgK, L)
+    return _core._col2im(cols, _geom_tuple(g, n, C), True)
+
+
+def _conv_weight_grad_compiled(x, gy, g: Geometry, wshape):
+    N, C = x.shape[:2]
+    O, G = gy.shape[1], g.groups
+    cols = _core._im2col(np.ascontiguousarray(x), _geom_tuple(g, N, C), False)   # (CK, N*L)
+    gyt = np.ascontiguousarray(gy.reshape(N, O, -1).transpose(1, 0, 2))          # (O, N, L)
+    gw = np.matmul(gyt.reshape(G, O // G, -1),
+                   cols.reshape(G, C // G * g.kernel[0] * g.kernel[1], -1).transpose(0, 2, 1))
+    return gw.reshape(wshape)
+
+
 def _conv_np(x, w, g: Geometry):
+    if _compiled(x):
+        return _conv_compiled(x, w, g)
     G = g.groups
     y = np.matmul(w.reshape(G, w.shape[0] // G, -1), _columns(x, g))    # (G, Og, N*L)
     return _columns_to_output(y, g, x.shape[0], x.shape[3])
 
 
 def _conv_input_grad_np(gy, w, g: Geometry, n):
+    if _compiled(gy):
+        return _conv_input_grad_compiled(gy, w, g, n)
     G = g.groups
     W = g.in_hw[1]
     wm = w.reshape(G, w.shape[0] // G, -1)
@@ -230,6 +286,8 @@ def _conv_input_grad_np(gy, w, g: Geometry, n):
 
 
 def _conv_weight_grad_np(x, gy, g: Geometry, wshape):
+    if _compiled(x):
+        return _conv_weight_grad_compiled(x, gy, g, wshape)
     if _is_wide(g) and not np.isfinite(x).all():
         # A junk column could hold an inf or NaN of the next row, and 0 * inf is NaN: use the
         # exact (per-sample) layout for such inputs.
