@@ -191,7 +191,7 @@ def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
         nk_same(b_hh, f32, G * H)
     dt = gi.dtype
     out = np.empty((T, B, H), dtype=dt)
-    wT = w_hh.T
+    wT = np.ascontiguousarray(w_hh.T)      # (H, G*H): a plain row-major B operand for gemm
     acts = cs = tcs = hhs = None
     if mode == NK_LSTM:
         acts = np.empty((T, B, G * H), dtype=dt)

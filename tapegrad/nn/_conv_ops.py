@@ -305,21 +305,31 @@ def _conv_weight_grad_narrow(x, gy, g: Geometry, wshape):
 
 
 class _Conv(Function):
-    """y = conv(x, w) over a Geometry (no bias: the bias is a differentiable add)."""
+    """y = conv(x, w) + bias over a Geometry; the bias (O,) is optional, and is added in place of
+    a separate broadcast add (one pass less each way, and PyTorch's single grad_fn)."""
 
     @staticmethod
-    def forward(ctx, x, w, geom):
+    def forward(ctx, x, w, geom, bias=None):
         ctx.geom = geom
         ctx.save_for_backward(x, w)
-        return _wrap(_conv_np(x._array, w._array, geom))
+        y = _conv_np(x._array, w._array, geom)
+        if bias is not None:
+            y += bias._array.reshape(1, -1, 1, 1)
+        return _wrap(y)
 
     @staticmethod
     def backward(ctx, gy):
         x, w = ctx.saved_tensors
-        gx = _ConvInputGrad.apply(gy, w, ctx.geom, x.shape[0]) if ctx.needs_input_grad[0] else None
-        gw = _ConvWeightGrad.apply(x, gy, ctx.geom, tuple(w.shape)) \
-            if ctx.needs_input_grad[1] else None
-        return gx, gw, None
+        need = ctx.needs_input_grad
+        gx = _ConvInputGrad.apply(gy, w, ctx.geom, x.shape[0]) if need[0] else None
+        gw = _ConvWeightGrad.apply(x, gy, ctx.geom, tuple(w.shape)) if need[1] else None
+        gb = gy.sum((0, 2, 3)) if len(need) > 3 and need[3] else None
+        return gx, gw, None, gb
+
+
+# PyTorch's name for a convolution's grad_fn.
+_Conv._backward_cls.__name__ = "ConvolutionBackward0"
+_Conv._backward_cls.__qualname__ = "ConvolutionBackward0"
 
 
 class _ConvInputGrad(Function):
@@ -569,9 +579,7 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
     else:
         x4, w4 = input, weight
         geom = Geometry(spatial, out_sp, kernel, stride, pads[0] + pads[1], dilation, groups)
-    out = _Conv.apply(x4, w4, geom)
-    if bias is not None:
-        out = out + bias.reshape((1, O, 1, 1))
+    out = _Conv.apply(x4, w4, geom, bias) if bias is not None else _Conv.apply(x4, w4, geom)
     if nd == 1:
         out = out.squeeze(2)
     return out.squeeze(0) if unbatched else out

@@ -68,10 +68,13 @@ _STEPS = {"LSTM": _lstm_step, "GRU": _gru_step, "RNN_TANH": _rnn_tanh_step,
 
 
 def _input_projection(mode, x, w_ih, b_ih, b_hh):
-    """W_ih x + b_ih for all steps at once; b_hh folds in too, except for GRU (inside r * ())."""
-    if b_ih is not None and b_hh is not None and mode != "GRU":
-        return F.linear(x, w_ih, b_ih + b_hh)
-    return F.linear(x, w_ih, b_ih)
+    """W_ih x + b_ih for all steps at once; b_hh folds in too, except for GRU (inside r * ()).
+    A (T, B, I) input is projected as one (T*B, I) matrix: one gemm, not T batched ones."""
+    bias = b_ih + b_hh if (b_ih is not None and b_hh is not None and mode != "GRU") else b_ih
+    if x.dim() == 3:
+        T, B = x.shape[0], x.shape[1]
+        return F.linear(x.reshape(T * B, x.shape[2]), w_ih, bias).reshape(T, B, w_ih.shape[0])
+    return F.linear(x, w_ih, bias)
 
 
 def _hidden_bias(mode, b_ih, b_hh):
