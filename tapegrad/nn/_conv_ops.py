@@ -223,11 +223,12 @@ def _columns_to_input(cols: np.ndarray, g: Geometry, N: int, C: int) -> np.ndarr
 
 
 # -- compiled paths (float32 / float64): the kernels of nn_kernels.c ----------------------------
-# Columns in two layouts, both written by one C im2col pass straight from the unpadded input:
-# per sample (N, C*kh*kw, L), so that conv is one batched matmul whose result is already (N, O, L),
-# and the input gradient's columns come out of one matmul in the layout col2im reads; and all
-# samples side by side (C*kh*kw, N*L), so that the weight gradient is one gemm that also sums over
-# the batch.
+# One C im2col pass writes the columns of all samples side by side, (C*kh*kw, N*L) with L = Ho*Wo,
+# straight from the unpadded input, so that each of the three maps is ONE gemm per group (per
+# sample gemms with a handful of output channels run far below BLAS speed):
+#   conv:         (O, CK) @ (CK, N*L), then (O, N, L) -> (N, O, L);
+#   input grad:   (CK, O) @ (O, N*L), then col2im of the (C*kh*kw, N*L) columns;
+#   weight grad:  (O, N*L) @ (N*L, CK), which also sums over the batch.
 
 def _compiled(a: np.ndarray) -> bool:
     return a.dtype == np.float32 or a.dtype == np.float64
@@ -239,30 +240,34 @@ def _geom_tuple(g: Geometry, N: int, C: int) -> tuple:
         + (g.pad[0], g.pad[2]) + tuple(g.dilation)
 
 
+def _by_channel(y: np.ndarray) -> np.ndarray:
+    """(N, O, Ho, Wo) as the contiguous (O, N*L) matrix the column layout multiplies."""
+    N, O = y.shape[:2]
+    return np.ascontiguousarray(y.reshape(N, O, -1).transpose(1, 0, 2)).reshape(O, -1)
+
+
 def _conv_compiled(x, w, g: Geometry):
     N, C = x.shape[:2]
     O, G = w.shape[0], g.groups
-    (Ho, Wo) = g.out_hw
-    cols = _core._im2col(np.ascontiguousarray(x), _geom_tuple(g, N, C), True)
-    y = np.matmul(w.reshape(G, O // G, -1), cols.reshape(N, G, -1, Ho * Wo))  # (N, G, Og, L)
-    return y.reshape(N, O, Ho, Wo)
+    Ho, Wo = g.out_hw
+    cols = _core._im2col(np.ascontiguousarray(x), _geom_tuple(g, N, C), False)   # (CK, N*L)
+    y = np.matmul(w.reshape(G, O // G, -1), cols.reshape(G, -1, N * Ho * Wo))    # (G, Og, N*L)
+    return np.ascontiguousarray(y.reshape(O, N, Ho, Wo).transpose(1, 0, 2, 3))
 
 
 def _conv_input_grad_compiled(gy, w, g: Geometry, n):
     O, G = w.shape[0], g.groups
     C = G * w.shape[1]
-    L = g.out_hw[0] * g.out_hw[1]
     wm = w.reshape(G, O // G, -1).transpose(0, 2, 1)                        # (G, Cg*kh*kw, Og)
-    cols = np.matmul(wm, np.ascontiguousarray(gy).reshape(n, G, O // G, L))  # (N, G, CgK, L)
-    return _core._col2im(cols, _geom_tuple(g, n, C), True)
+    cols = np.matmul(wm, _by_channel(gy).reshape(G, O // G, -1))            # (G, CgK, N*L)
+    return _core._col2im(cols, _geom_tuple(g, n, C), False)
 
 
 def _conv_weight_grad_compiled(x, gy, g: Geometry, wshape):
     N, C = x.shape[:2]
     O, G = gy.shape[1], g.groups
     cols = _core._im2col(np.ascontiguousarray(x), _geom_tuple(g, N, C), False)   # (CK, N*L)
-    gyt = np.ascontiguousarray(gy.reshape(N, O, -1).transpose(1, 0, 2))          # (O, N, L)
-    gw = np.matmul(gyt.reshape(G, O // G, -1),
+    gw = np.matmul(_by_channel(gy).reshape(G, O // G, -1),
                    cols.reshape(G, C // G * g.kernel[0] * g.kernel[1], -1).transpose(0, 2, 1))
     return gw.reshape(wshape)
 
