@@ -28,13 +28,17 @@ def _geometry(N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw):
     return (N, C, H, W, Ho, Wo, kh, kw, sh, sw, pt, pl, dh, dw)
 
 
+def _window_case(win, dtype, seed):
+    """(geometry tuple, a random input of its shape, the rng that drew it)."""
+    rng = np.random.default_rng(seed)
+    return _geometry(*win), rng.standard_normal(win[:4]).astype(dtype), rng
+
+
 @pytest.mark.parametrize("win", WINDOWS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_im2col_and_col2im_match_unfold_and_fold(torch, win, dtype):
     N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw = win
-    geom = _geometry(*win)
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    geom, x, rng = _window_case(win, dtype, 0)
     args = dict(kernel_size=(kh, kw), dilation=(dh, dw), padding=(pt, pl), stride=(sh, sw))
     ref = torch.nn.functional.unfold(torch.from_numpy(x), **args).numpy()
     np.testing.assert_array_equal(_core._im2col(x, geom, True), ref)
@@ -52,10 +56,8 @@ def test_im2col_and_col2im_match_unfold_and_fold(torch, win, dtype):
 @pytest.mark.parametrize("win", [w for w in WINDOWS if w[8] <= w[4] // 2 and w[9] <= w[5] // 2])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_max_pool_kernel_matches_torch(torch, win, dtype):
-    N, C, H, W, kh, kw, sh, sw, pt, pl, dh, dw = win
-    geom = _geometry(*win)
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    kh, kw, sh, sw, pt, pl, dh, dw = win[4:]
+    geom, x, rng = _window_case(win, dtype, 1)
     x.flat[::7] = x.flat[1]                              # ties: the first position wins
     x.flat[5] = np.nan                                   # a NaN wins over numbers
     xt = torch.from_numpy(x).requires_grad_()

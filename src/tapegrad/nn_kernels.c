@@ -147,8 +147,8 @@ void tg_max_pool2d_grad_##SFX(const T* gy, const int64_t* idx, T* gx, const tg_w
  *
  * The helpers are instantiated once per instruction set (PREFIX): GCC inlines a function only into
  * one compiled for the same target.  Turning the clamps and the tanh select into vector blends
- * needs -fno-trapping-math; these loops never read the floating-point flags (numpy clears them before
- * each of its own calls). */
+ * needs -fno-trapping-math; these loops never read the floating-point flags (numpy clears them
+ * before each of its own calls). */
 #define DEFINE_FAST_MATH_F32(PREFIX)                                                              \
 static inline float PREFIX##_exp(float x)                                                         \
 {                                                                                                 \
