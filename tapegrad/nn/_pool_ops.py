@@ -4,7 +4,8 @@ Max pooling of float32/float64 is a C kernel (nn_kernels.c) that finds each wind
 its position in one pass; its gradient is a C scatter of the output gradient to those positions
 (a differentiable scatter-add under create_graph).  Other dtypes, like the rest, are numpy-backed
 (see _conv_ops.py): max pooling is a running max over the kernel offsets whose result is a
-differentiable gather of the chosen elements (its adjoint a scatter-add); average pooling is unfold then a sum; adaptive average pooling is a sum of
+differentiable gather of the chosen elements (its adjoint a scatter-add); average pooling is
+unfold (the C im2col for float32/float64) then a sum; adaptive average pooling is a sum of
 index_select taps per axis (a loop over the longest window's length, never per element).
 """
 from __future__ import annotations
