@@ -5,6 +5,8 @@ composite it replaces, under create_graph and in float64 finite differences; bat
 record (NativeBatchNormBackward0), with every gradient, second order and running statistics."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -51,6 +53,38 @@ def test_im2col_and_col2im_match_unfold_and_fold(torch, win, dtype):
     np.testing.assert_allclose(
         _core._col2im(np.ascontiguousarray(g.transpose(1, 0, 2)), geom, False), folded,
         rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("win", WINDOWS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_window_kernels_without_torch(win, dtype):
+    """col2im is im2col's adjoint (<im2col x, g> = <x, col2im g>), and max pooling is the brute
+    maximum over each window's real taps, with its gradient at the argmax."""
+    geom, x, rng = _window_case(win, dtype, 7)
+    N, C, H, W, Ho, Wo, kh, kw, sh, sw, pt, pl, dh, dw = geom
+    for by_sample in (True, False):
+        cols = _core._im2col(x, geom, by_sample)
+        g = rng.standard_normal(cols.shape).astype(dtype)
+        lhs = np.vdot(cols.astype(np.float64), g.astype(np.float64))
+        rhs = np.vdot(x.astype(np.float64), _core._col2im(g, geom, by_sample).astype(np.float64))
+        assert abs(lhs - rhs) <= 1e-4 * max(1.0, abs(lhs))
+    y, idx = _core._max_pool2d_arrays(x, geom)
+    for n, c, i, j in itertools.product(range(N), range(C), range(Ho), range(Wo)):
+        taps = [(h, w) for h in range(i * sh - pt, i * sh - pt + kh * dh, dh)
+                for w in range(j * sw - pl, j * sw - pl + kw * dw, dw)
+                if 0 <= h < H and 0 <= w < W]
+        if taps:
+            best = max(taps, key=lambda t: (x[n, c][t], -t[0], -t[1]))
+            assert y[n, c, i, j] == x[n, c][best] and idx[n, c, i, j] == best[0] * W + best[1]
+        else:
+            assert y[n, c, i, j] == -np.inf
+    gy = rng.standard_normal(y.shape).astype(dtype)
+    gx = _core._max_pool2d_grad_array(gy, idx, geom)
+    expected = np.zeros((N * C, H * W))
+    inside = (idx >= 0) & (idx < H * W)
+    np.add.at(expected, (np.repeat(np.arange(N * C), Ho * Wo)[inside.ravel()],
+                         idx.ravel()[inside.ravel()]), gy.ravel()[inside.ravel()])
+    np.testing.assert_allclose(gx.reshape(N * C, -1), expected, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("win", [w for w in WINDOWS if w[8] <= w[4] // 2 and w[9] <= w[5] // 2])
