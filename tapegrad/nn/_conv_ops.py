@@ -96,7 +96,8 @@ def im2col(x: np.ndarray, g: Geometry, fill=0.0) -> np.ndarray:
     N, C = x.shape[:2]
     if _compiled(x) and g.out_hw[0] > 0 and g.out_hw[1] > 0:
         cols = _core._im2col(np.ascontiguousarray(x), _geom_tuple(g, N, C), True, fill)
-        return cols.reshape(N, g.groups, -1, g.out_hw[0] * g.out_hw[1])
+        K = C // g.groups * g.kernel[0] * g.kernel[1]   # (sizes spelled out: N may be 0)
+        return cols.reshape(N, g.groups, K, g.out_hw[0] * g.out_hw[1])
     win = _windows(_padded(x, g, fill), g)
     Ho, Wo = g.out_hw
     # (sizes spelled out, not -1: an empty batch must reshape too)
@@ -242,8 +243,8 @@ def _geom_tuple(g: Geometry, N: int, C: int) -> tuple:
 
 def _by_channel(y: np.ndarray) -> np.ndarray:
     """(N, O, Ho, Wo) as the contiguous (O, N*L) matrix the column layout multiplies."""
-    N, O = y.shape[:2]
-    return np.ascontiguousarray(y.reshape(N, O, -1).transpose(1, 0, 2)).reshape(O, -1)
+    N, O, Ho, Wo = y.shape              # (sizes spelled out: N may be 0)
+    return np.ascontiguousarray(y.reshape(N, O, Ho * Wo).transpose(1, 0, 2)).reshape(O, N * Ho * Wo)
 
 
 def _conv_compiled(x, w, g: Geometry):
@@ -251,7 +252,8 @@ def _conv_compiled(x, w, g: Geometry):
     O, G = w.shape[0], g.groups
     Ho, Wo = g.out_hw
     cols = _core._im2col(np.ascontiguousarray(x), _geom_tuple(g, N, C), False)   # (CK, N*L)
-    y = np.matmul(w.reshape(G, O // G, -1), cols.reshape(G, -1, N * Ho * Wo))    # (G, Og, N*L)
+    K = C // G * g.kernel[0] * g.kernel[1]
+    y = np.matmul(w.reshape(G, O // G, K), cols.reshape(G, K, N * Ho * Wo))      # (G, Og, N*L)
     return np.ascontiguousarray(y.reshape(O, N, Ho, Wo).transpose(1, 0, 2, 3))
 
 
@@ -259,7 +261,8 @@ def _conv_input_grad_compiled(gy, w, g: Geometry, n):
     O, G = w.shape[0], g.groups
     C = G * w.shape[1]
     wm = w.reshape(G, O // G, -1).transpose(0, 2, 1)                        # (G, Cg*kh*kw, Og)
-    cols = np.matmul(wm, _by_channel(gy).reshape(G, O // G, -1))            # (G, CgK, N*L)
+    L = n * g.out_hw[0] * g.out_hw[1]
+    cols = np.matmul(wm, _by_channel(gy).reshape(G, O // G, L))             # (G, CgK, N*L)
     return _core._col2im(cols, _geom_tuple(g, n, C), False)
 
 
@@ -267,8 +270,9 @@ def _conv_weight_grad_compiled(x, gy, g: Geometry, wshape):
     N, C = x.shape[:2]
     O, G = gy.shape[1], g.groups
     cols = _core._im2col(np.ascontiguousarray(x), _geom_tuple(g, N, C), False)   # (CK, N*L)
-    gw = np.matmul(_by_channel(gy).reshape(G, O // G, -1),
-                   cols.reshape(G, C // G * g.kernel[0] * g.kernel[1], -1).transpose(0, 2, 1))
+    L = N * g.out_hw[0] * g.out_hw[1]
+    gw = np.matmul(_by_channel(gy).reshape(G, O // G, L),
+                   cols.reshape(G, C // G * g.kernel[0] * g.kernel[1], L).transpose(0, 2, 1))
     return gw.reshape(wshape)
 
 

@@ -191,7 +191,7 @@ class _MaxPool2d(Function):
     def backward(ctx, g):
         if is_grad_enabled():
             plane = ctx.geom[2] * ctx.geom[3]
-            idx = ctx.idx.reshape(ctx.geom[0] * ctx.geom[1], -1)
+            idx = ctx.idx.reshape(ctx.geom[0] * ctx.geom[1], ctx.geom[4] * ctx.geom[5])
             drop = (idx < 0) | (idx >= plane)
             if drop.any():      # windows with no real element send their gradient nowhere
                 g = g * _wrap((~drop).reshape(g.shape).astype(g._array.dtype))
