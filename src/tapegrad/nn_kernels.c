@@ -22,7 +22,6 @@ static inline ptrdiff_t first_on_grid(ptrdiff_t start, ptrdiff_t step)
 void tg_im2col_##SFX(const T* x, T* cols, const tg_window* g, ptrdiff_t row_stride,               \
                      ptrdiff_t n_stride, T fill)                                                  \
 {                                                                                                 \
-    const ptrdiff_t L = g->Ho * g->Wo;                                                            \
     for (ptrdiff_t c = 0; c < g->C; c++)                                                          \
         for (ptrdiff_t i = 0; i < g->kh; i++)                                                     \
             for (ptrdiff_t j = 0; j < g->kw; j++) {                                               \
@@ -53,7 +52,6 @@ void tg_im2col_##SFX(const T* x, T* cols, const tg_window* g, ptrdiff_t row_stri
                     }                                                                             \
                 }                                                                                 \
             }                                                                                     \
-    (void)L;                                                                                      \
 }
 
 #define DEFINE_COL2IM(T, SFX)                                                                     \
