@@ -87,10 +87,14 @@ SHARED_UTILITY_OPTIONS = {"shared_utility_qualified_name": SHARED_UTILITY,
 
 # kernels.c, compiled once into a static library that the modules calling the kernels link.
 KERNELS = ("tapegrad_kernels", {
-    "sources": [os.path.join(SRC, "kernels.c")],
+    "sources": [os.path.join(SRC, "kernels.c"), os.path.join(SRC, "nn_kernels.c")],
     "include_dirs": [SRC],
     "cflags": KERNELS_ARGS,
 })
+
+# Modules that call nn_kernels.c (linked from the same static library), so that an edit of it
+# rebuilds only them.
+NN_KERNELS = {"_ops_nn": ("nn_kernels.h", "nn_kernels.c")}
 
 directives = {
     "language_level": 3,
@@ -121,7 +125,8 @@ def extensions():
         Extension(
             f"tapegrad.{name}",
             sources=[os.path.join(SRC, name + ".pyx")],
-            depends=[os.path.join(SRC, "kernels.h"), os.path.join(SRC, "kernels.c")],
+            depends=[os.path.join(SRC, f)
+                     for f in ("kernels.h", "kernels.c") + NN_KERNELS.get(name, ())],
             include_dirs=[SRC],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
             extra_compile_args=compile_args(opt),

@@ -125,3 +125,51 @@ def test_layers_interleaved(workload, bench_report, benchmark_disabled):
     bench_report(line)
     if "torch" in med:
         bench_report(f"    tapegrad / torch = {med['tapegrad'] / med['torch']:.2f}")
+
+
+# -- peak RSS of each workload, one fresh interpreter per library ----------------------------------
+
+_RSS_PROBE = r"""
+import sys
+lib_name, workload, steps, bench_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+if lib_name != "torch":
+    sys.modules["torch"] = None         # this process must not load PyTorch at all
+sys.path.insert(0, bench_dir)
+import numpy as np
+import test_layers as T
+lib = __import__(lib_name)
+if lib_name == "torch":
+    lib.set_num_threads(1)
+label, build, data = T.WORKLOADS[workload]
+x, y = data(np.random.default_rng(0))
+contender = T._step_contender(lib, build(lib), x, y)
+args = contender.setup()
+for _ in range(steps):
+    contender.run(*args)
+with open("/proc/self/status") as f:
+    print(next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")))
+"""
+
+
+@pytest.mark.footprint
+@pytest.mark.parametrize("workload", list(WORKLOADS))
+def test_layers_peak_rss(workload, bench_report, benchmark_disabled):
+    """Peak RSS (VmHWM) of 5 steps of each workload in a fresh interpreter per library; the issue's
+    target is tapegrad's at most 1/4 of PyTorch's process."""
+    import os
+    import subprocess
+    import sys
+    libs = ["tapegrad"] + (["torch"] if torch is not None and not benchmark_disabled else [])
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    here = os.path.dirname(os.path.abspath(__file__))
+    kib = {}
+    for name in libs:
+        out = subprocess.run([sys.executable, "-c", _RSS_PROBE, name, workload, "5", here],
+                             capture_output=True, text=True, env=env, check=True)
+        kib[name] = int(out.stdout.split()[-1])
+    assert all(v > 0 for v in kib.values())
+    line = f"peak RSS (VmHWM), 5 steps of {workload}: " + ", ".join(
+        f"{k} {v / 1024:.1f} MiB" for k, v in kib.items())
+    if "torch" in kib:
+        line += f"; tapegrad / torch = {kib['tapegrad'] / kib['torch']:.2f}"
+    bench_report(line)

@@ -1591,6 +1591,7 @@ SECOND_ORDER = {
     "layer_norm": (lambda a, w, b: (F.layer_norm(a * a, (4,), w, b) ** 3).sum()
                    + (F.layer_norm(a, (2, 4)) * tg.tensor(LN_COEF)).sum(),
                    [(2, 4), (4,), (4,)]),
+    "batch_norm": (lambda a, w, b: _p_batch_norm(tg, a, w, b, True), [(3, 2, 2), (2,), (2,)]),
 }
 
 
@@ -1655,7 +1656,7 @@ def test_second_order_table_covers_every_op():
 
 
 THIRD_ORDER = ["sign/log1p/expm1", "rsqrt/reciprocal/erf", "softplus/silu", "gelu",
-               "elu (numpy path)", "prod", "prod with zeros", "var/std", "logsumexp", "vector norms", "layer_norm",
+               "elu (numpy path)", "prod", "prod with zeros", "var/std", "logsumexp", "vector norms", "layer_norm", "batch_norm",
                "binary_cross_entropy_with_logits", "nll_loss/cross_entropy",
                "cross_entropy with probabilities", "mse/l1/smooth_l1/huber", "maximum/minimum"]
 
@@ -1781,6 +1782,19 @@ def _p_layer_norm(L, a, w, b):
             + (F2.layer_norm(a, (2, 4)) * c).sum())
 
 
+def _p_batch_norm(L, a, w, b, no_weight=False):
+    # (PyTorch's own double backward of a training batch_norm without weight fails: "Expected a
+    # proper Tensor but got None", so that term is checked against finite differences only.)
+    F2 = L.nn.functional
+    c = L.tensor(np.linspace(-1.0, 1.5, 12).reshape(3, 2, 2), dtype=L.float64)
+    rm = L.tensor([0.25, -0.5], dtype=L.float64)
+    rv = L.tensor([1.5, 0.75], dtype=L.float64)
+    return ((F2.batch_norm(a * a, None, None, w, b, True) ** 3).sum()
+            + (F2.batch_norm(a, rm, rv, w, None, False) * c).sum()
+            + ((F2.batch_norm(a, None, None, None, b, True, eps=0.5) * c * c).sum() if no_weight
+               else 0))
+
+
 def _p_overwrites(L, a, b):
     y = a * 2
     y.zero_()
@@ -1801,6 +1815,7 @@ SECOND_ORDER_PARITY = {
     "losses": (_p_losses, [(6,), (6,)]),
     "classification": (_p_classification, [(3, 3), (3, 3)]),
     "layer_norm": (_p_layer_norm, [(2, 4), (4,), (4,)]),
+    "batch_norm": (_p_batch_norm, [(3, 2, 2), (2,), (2,)]),
     "in-place overwrites": (_p_overwrites, [(3,), (2,)]),
 }
 

@@ -68,6 +68,8 @@ cdef int OP_EMBEDDING
 
 cdef int OP_LAYER_NORM
 
+cdef int OP_BATCH_NORM
+
 cdef int OP_CONSTANT_PAD
 
 cdef dict NN_OVERWRITE_OPS

@@ -11,3 +11,4 @@ from tapegrad._ops_unary import gt
 from tapegrad._ops_reduce import mean, prod, var
 
 include "ops_nn.pxi"
+include "ops_nn_kernels.pxi"

@@ -1167,6 +1167,67 @@ cdef object gv_layer_norm(Py_ssize_t i, Record* r, object G, char* want):
         release_phantoms(phantoms)
 
 
+cdef object gv_batch_norm(Py_ssize_t i, Record* r, object G, char* want):
+    # As gv_layer_norm, per channel over axes (0, 2) of the (N, C, S) view; in evaluation the
+    # statistics are constants.
+    xhat = <object>r.saved[0]
+    rstd = <object>r.saved[1]
+    wc = saved_value(r, 2)
+    in_shape, dt, wdt, eps, training = <tuple>r.aux
+    cdef tuple shape3 = tuple(xhat.shape)
+    cdef Py_ssize_t C = shape3[1]
+    cdt = xhat.dtype
+    cdef list phantoms = []
+    try:
+        XHAT = wrap(xhat)
+        RSTD = wrap(rstd)
+        if training:
+            # xhat and rstd recomputed for their derivatives (invariant to a shift of the input:
+            # a phantom on xhat / rstd will do), their values the saved ones
+            X = input_or_phantom(r, 0, (xhat / rstd).astype(dt).reshape(in_shape), phantoms)
+            if X is not None:
+                X3 = t_cast(reshape_to(<TensorBase>X, shape3), cdt)
+                XC = g_sub(X3, reduce_op(OP_MEAN, <TensorBase>X3, (0, 2), True))
+                VAR = reduce_op(OP_MEAN, <TensorBase>g_mul(XC, XC), (0, 2), True)
+                RS = binary_op(OP_DIV, 1, sqrt(g_add(VAR, eps)))
+                XHAT = exact(xhat, g_mul(XC, RS))
+                RSTD = exact(rstd, RS)
+        elif rec_inputs(r)[0] >= 0:
+            # xhat = (x - running mean) * rstd: linear in the input
+            X = input_or_phantom(r, 0, (xhat / rstd).astype(dt).reshape(in_shape), phantoms)
+            X3 = t_cast(reshape_to(<TensorBase>X, shape3), cdt)
+            XHAT = exact(xhat, g_mul(X3, RSTD))
+        G3 = t_cast(reshape_to(<TensorBase>G, shape3), cdt)
+        W = None
+        if wc is not None:
+            if rec_inputs(r)[1] >= 0:
+                W = t_cast(reshape_to(<TensorBase>in_value(r, 1, wc if wc.dtype == wdt else
+                                                           wc.astype(wdt)), (1, C, 1)), cdt)
+            else:
+                W = wrap(wc.reshape(1, C, 1))
+        gi = gw = gb = None
+        if want[0]:
+            GX = g_mul(G3, W) if W is not None else G3
+            if training:
+                a = reduce_op(OP_MEAN, <TensorBase>GX, (0, 2), True)
+                b = reduce_op(OP_MEAN, <TensorBase>g_mul(GX, XHAT), (0, 2), True)
+                gi = g_mul(RSTD, g_sub(g_sub(GX, a), g_mul(XHAT, b)))
+            else:
+                gi = g_mul(GX, RSTD)
+            gi = t_cast(reshape_to(<TensorBase>gi, tuple(in_shape)), dt)
+        if r.n_in > 1 and want[1]:
+            gw = t_cast(reduce_op(OP_SUM, <TensorBase>g_mul(G3, XHAT), (0, 2), False), wdt)
+        if r.n_in > 2 and want[2]:
+            gb = t_cast(reduce_op(OP_SUM, <TensorBase>G3, (0, 2), False), wdt)
+        if r.n_in == 1:
+            return gi
+        if r.n_in == 2:
+            return (gi, gw)
+        return (gi, gw, gb)
+    finally:
+        release_phantoms(phantoms)
+
+
 cdef int register_graph_vjps() except -1:
     cdef int j
     for j in range(MAX_OPS):
@@ -1266,6 +1327,7 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_BCE] = gv_bce
     GRAPH_VJP[OP_BCE_LOGITS] = gv_bce_logits
     GRAPH_VJP[OP_LAYER_NORM] = gv_layer_norm
+    GRAPH_VJP[OP_BATCH_NORM] = gv_batch_norm
     for op in (OP_LOG10, OP_LOG2, OP_SINH, OP_COSH, OP_ASIN, OP_ACOS, OP_ATAN, OP_FLOOR, OP_CEIL,
                OP_ROUND, OP_ROUND_DECIMALS, OP_TRUNC, OP_FRAC):
         GRAPH_VJP[op] = gv_math1

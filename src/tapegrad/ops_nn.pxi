@@ -1453,6 +1453,103 @@ def torch_layer_norm(TensorBase input, normalized_shape, weight=None, bias=None,
     return layer_norm(input, normalized_shape, weight, bias, eps)
 
 
+# -- batch_norm ------------------------------------------------------------------------------------
+# Input viewed as (N, C, S) (S the product of the dims after 1), normalised per channel.  Training:
+# with the batch's mean and biased variance, the gradient through both (as layer_norm's, over axes
+# (0, 2)); evaluation: with the running statistics, constants.  Saved: xhat (N, C, S) and rstd
+# (1, C, 1) in the computation dtype, the weight (C,); aux: (input shape, dtype, weight dtype, eps,
+# training).  The running statistics are updated by the Python front end (nn/_batch_norm.py).
+
+cdef object vjp_batch_norm(Record* r, object g):
+    xhat = <object>r.saved[0]
+    rstd = <object>r.saved[1]
+    w = <object>r.saved[2] if r.saved[2] != NULL else None
+    in_shape, dt, wdt, eps, training = <tuple>r.aux
+    g3 = g.reshape(xhat.shape)
+    if g3.dtype != xhat.dtype:
+        g3 = g3.astype(xhat.dtype)
+    gi = gw = gb = None
+    if needs_grad(r, 0):
+        gx = g3 * w.reshape(1, -1, 1) if w is not None else g3
+        if training:
+            count = xhat.shape[0] * xhat.shape[2]
+            a = np.true_divide(np.add.reduce(gx, axis=(0, 2), keepdims=True), count)
+            b = np.true_divide(np.add.reduce(gx * xhat, axis=(0, 2), keepdims=True), count)
+            gi = rstd * (gx - a - xhat * b)
+        else:
+            gi = gx * rstd
+        gi = gi.reshape(in_shape)
+        if gi.dtype != dt:
+            gi = gi.astype(dt)
+    if r.n_in > 1 and needs_grad(r, 1):
+        gw = np.add.reduce(g3 * xhat, axis=(0, 2))
+        if gw.dtype != wdt:
+            gw = gw.astype(wdt)
+    if r.n_in > 2 and needs_grad(r, 2):
+        gb = np.add.reduce(g3, axis=(0, 2))
+        if gb.dtype != wdt:
+            gb = gb.astype(wdt)
+    if r.n_in == 1:
+        return gi
+    if r.n_in == 2:
+        return (gi, gw)
+    return (gi, gw, gb)
+
+
+OP_BATCH_NORM = register_op("NativeBatchNormBackward0", vjp_batch_norm)
+
+
+def _native_batch_norm(TensorBase input, weight, bias, running_mean, running_var, bint training,
+                       double eps):
+    """The normalisation of F.batch_norm as one record (the front end, nn/_batch_norm.py, checks
+    the arguments and updates the running statistics): returns (output, batch mean, biased batch
+    variance) in training, (output, None, None) otherwise; the statistics as (C,) ndarrays."""
+    A = input._array
+    if A.dtype.kind != "f":
+        raise RuntimeError(f'"batch_norm" not implemented for \'{nn_scalar_name(A.dtype)}\'')
+    cdef Py_ssize_t N = A.shape[0], C = A.shape[1], S = 1, i
+    for i in range(2, A.ndim):
+        S *= A.shape[i]
+    cdt = NP_FLOAT32 if A.dtype.itemsize < 4 else A.dtype       # half: computed in float
+    X = A.reshape(N, C, S).astype(cdt, copy=False)
+    wc = bc = None
+    if weight is not None:
+        wc = (<TensorBase>weight)._array.reshape(C).astype(cdt, copy=False)
+    if bias is not None:
+        bc = (<TensorBase>bias)._array.reshape(C).astype(cdt, copy=False)
+    mean = var = None
+    with IeeeResults():
+        if training:
+            count = N * S
+            mean = np.true_divide(np.add.reduce(X, axis=(0, 2), keepdims=True), count)
+            xc = X - mean
+            var = np.true_divide(np.add.reduce(xc * xc, axis=(0, 2), keepdims=True), count)
+        else:
+            mean = (<TensorBase>running_mean)._array.reshape(1, C, 1).astype(cdt, copy=False)
+            var = (<TensorBase>running_var)._array.reshape(1, C, 1).astype(cdt, copy=False)
+            xc = X - mean
+        rstd = 1 / np.sqrt(var + cdt.type(eps))
+        xhat = xc * rstd
+        y = xhat * wc.reshape(1, C, 1) if wc is not None else xhat
+        if bc is not None:
+            y = y + bc.reshape(1, C, 1)
+    out = nd(np.asarray(y, dtype=A.dtype).reshape(A.shape))
+    cdef TensorBase res = wrap(out)
+    inputs = (input,) if weight is None and bias is None else (
+        (input, weight) if bias is None else (input, weight, bias))
+    cdef Record* r = record_from(OP_BATCH_NORM, res, inputs)
+    if r != NULL:
+        keep(&r.saved[0], xhat)
+        keep(&r.saved[1], rstd)
+        if wc is not None:
+            save_value(r, 2, wc, weight)
+        wdt = (<TensorBase>weight)._array.dtype if weight is not None else A.dtype
+        keep(&r.aux, (A.shape, A.dtype, wdt, float(eps), bool(training)))
+    if training:
+        return res, mean.reshape(C), var.reshape(C)
+    return res, None, None
+
+
 # -- one_hot ------------------------------------------------------------------------------------
 
 def one_hot(TensorBase tensor, num_classes=-1):

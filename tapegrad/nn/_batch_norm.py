@@ -1,13 +1,12 @@
 """torch.nn.functional.batch_norm, shared by the BatchNorm1d/2d modules.
 
-Composed of the core's differentiable ops (mean, sub, mul, rsqrt), so gradients and
-create_graph come for free; the running statistics are updated in place outside the graph.
+The normalisation is one record of the compiled core (_native_batch_norm, grad_fn
+NativeBatchNormBackward0 as PyTorch's, with a compiled VJP and a recorded one for create_graph);
+the running statistics are updated in place here, outside the graph.
 """
 from __future__ import annotations
 
 from .. import _core
-
-_wrap = _core.wrap_array
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -31,31 +30,18 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != C:
             raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
-    dims = (0,) + tuple(range(2, input.dim()))
-    shape = (1, C) + (1,) * (input.dim() - 2)
-    if training:
-        mean = input.mean(dims, keepdim=True)
-        centred = input - mean
-        var = (centred * centred).mean(dims, keepdim=True)
-        if running_mean is not None or running_var is not None:
-            _update_running(running_mean, running_var, mean, var, count, momentum)
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean must be defined in evaluation mode")
-        mean = _wrap(running_mean._array.reshape(shape).astype(input._array.dtype, copy=False))
-        centred = input - mean
-        var = _wrap(running_var._array.reshape(shape).astype(input._array.dtype, copy=False))
-    out = centred * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean must be defined in evaluation mode")
+    out, mean, var = _core._native_batch_norm(input, weight, bias, running_mean, running_var,
+                                              bool(training), float(eps))
+    if training and (running_mean is not None or running_var is not None):
+        _update_running(running_mean, running_var, mean, var, count, momentum)
     return out
 
 
 def _update_running(running_mean, running_var, mean, var, count, momentum):
-    batch_mean = mean._array.reshape(-1)
-    unbiased = var._array.reshape(-1) * (count / (count - 1))
+    batch_mean = mean
+    unbiased = var * (count / (count - 1))
     if running_mean is not None:
         rm = running_mean._array
         rm[...] = (1 - momentum) * rm + momentum * batch_mean.astype(rm.dtype)

@@ -1,8 +1,10 @@
 """Convolution and fold/unfold for tapegrad.nn.functional, and the sliding-window machinery
 (geometry, im2col/col2im, gather/scatter) that _pool_ops.py and _spatial_ops.py share.
 
-The compiled core has no window ops yet, so these run numpy's compiled routines from Python, one
-numpy call per op and never a Python loop per element, window or output position:
+For float32 and float64, im2col and col2im are C kernels of the compiled core (nn_kernels.c, one
+pass from the unpadded input, no padded copy) and each map is one batched BLAS matmul (see "compiled
+paths" below).  Other dtypes run numpy's compiled routines from Python, one numpy call per op and
+never a Python loop per element, window or output position:
 
 - im2col is a strided view of the (padded) input (`as_strided`) copied once into a column
   matrix; a convolution is then one batched BLAS matmul;
@@ -92,6 +94,10 @@ def _windows(xp: np.ndarray, g: Geometry) -> np.ndarray:
 def im2col(x: np.ndarray, g: Geometry, fill=0.0) -> np.ndarray:
     """Columns (N, groups, C/groups*kh*kw, Ho*Wo): one copy of the windows."""
     N, C = x.shape[:2]
+    if _compiled(x) and g.out_hw[0] > 0 and g.out_hw[1] > 0:
+        cols = _core._im2col(np.ascontiguousarray(x), _geom_tuple(g, N, C), True, fill)
+        K = C // g.groups * g.kernel[0] * g.kernel[1]   # (sizes spelled out: N may be 0)
+        return cols.reshape(N, g.groups, K, g.out_hw[0] * g.out_hw[1])
     win = _windows(_padded(x, g, fill), g)
     Ho, Wo = g.out_hw
     # (sizes spelled out, not -1: an empty batch must reshape too)
@@ -103,6 +109,8 @@ def col2im(cols: np.ndarray, g: Geometry, channels: int) -> np.ndarray:
     """The adjoint of im2col: add each column entry back to the input position it was read from
     (one vectorised strided add per kernel offset)."""
     N = cols.shape[0]
+    if _compiled(cols):
+        return _core._col2im(np.ascontiguousarray(cols), _geom_tuple(g, N, channels), True)
     (H, W), (Ho, Wo) = g.in_hw, g.out_hw
     (kh, kw), (sh, sw), (dh, dw) = g.kernel, g.stride, g.dilation
     pt, pb, pl, pr = g.pad
@@ -215,13 +223,70 @@ def _columns_to_input(cols: np.ndarray, g: Geometry, N: int, C: int) -> np.ndarr
     return np.ascontiguousarray(full[:, :, pt:pt + H, pl:pl + W].transpose(1, 0, 2, 3))
 
 
+# -- compiled paths (float32 / float64): the kernels of nn_kernels.c ----------------------------
+# One C im2col pass writes the columns of all samples side by side, (C*kh*kw, N*L) with L = Ho*Wo,
+# straight from the unpadded input, so that each of the three maps is ONE gemm per group (per
+# sample gemms with a handful of output channels run far below BLAS speed):
+#   conv:         (O, CK) @ (CK, N*L), then (O, N, L) -> (N, O, L);
+#   input grad:   (CK, O) @ (O, N*L), then col2im of the (C*kh*kw, N*L) columns;
+#   weight grad:  (O, N*L) @ (N*L, CK), which also sums over the batch.
+
+def _compiled(a: np.ndarray) -> bool:
+    return a.dtype == np.float32 or a.dtype == np.float64
+
+
+def _geom_tuple(g: Geometry, N: int, C: int) -> tuple:
+    """The geometry as the kernels take it (nn_kernels.h's tg_window)."""
+    return (N, C) + tuple(g.in_hw) + tuple(g.out_hw) + tuple(g.kernel) + tuple(g.stride) \
+        + (g.pad[0], g.pad[2]) + tuple(g.dilation)
+
+
+def _by_channel(y: np.ndarray) -> np.ndarray:
+    """(N, O, Ho, Wo) as the contiguous (O, N*L) matrix the column layout multiplies."""
+    N, O, Ho, Wo = y.shape              # (sizes spelled out: N may be 0)
+    return np.ascontiguousarray(y.reshape(N, O, Ho * Wo).transpose(1, 0, 2)).reshape(O, N * Ho * Wo)
+
+
+def _conv_compiled(x, w, g: Geometry):
+    N, C = x.shape[:2]
+    O, G = w.shape[0], g.groups
+    Ho, Wo = g.out_hw
+    cols = _core._im2col(np.ascontiguousarray(x), _geom_tuple(g, N, C), False)   # (CK, N*L)
+    K = C // G * g.kernel[0] * g.kernel[1]
+    y = np.matmul(w.reshape(G, O // G, K), cols.reshape(G, K, N * Ho * Wo))      # (G, Og, N*L)
+    return np.ascontiguousarray(y.reshape(O, N, Ho, Wo).transpose(1, 0, 2, 3))
+
+
+def _conv_input_grad_compiled(gy, w, g: Geometry, n):
+    O, G = w.shape[0], g.groups
+    C = G * w.shape[1]
+    wm = w.reshape(G, O // G, -1).transpose(0, 2, 1)                        # (G, Cg*kh*kw, Og)
+    L = n * g.out_hw[0] * g.out_hw[1]
+    cols = np.matmul(wm, _by_channel(gy).reshape(G, O // G, L))             # (G, CgK, N*L)
+    return _core._col2im(cols, _geom_tuple(g, n, C), False)
+
+
+def _conv_weight_grad_compiled(x, gy, g: Geometry, wshape):
+    N, C = x.shape[:2]
+    O, G = gy.shape[1], g.groups
+    cols = _core._im2col(np.ascontiguousarray(x), _geom_tuple(g, N, C), False)   # (CK, N*L)
+    L = N * g.out_hw[0] * g.out_hw[1]
+    gw = np.matmul(_by_channel(gy).reshape(G, O // G, L),
+                   cols.reshape(G, C // G * g.kernel[0] * g.kernel[1], L).transpose(0, 2, 1))
+    return gw.reshape(wshape)
+
+
 def _conv_np(x, w, g: Geometry):
+    if _compiled(x):
+        return _conv_compiled(x, w, g)
     G = g.groups
     y = np.matmul(w.reshape(G, w.shape[0] // G, -1), _columns(x, g))    # (G, Og, N*L)
     return _columns_to_output(y, g, x.shape[0], x.shape[3])
 
 
 def _conv_input_grad_np(gy, w, g: Geometry, n):
+    if _compiled(gy):
+        return _conv_input_grad_compiled(gy, w, g, n)
     G = g.groups
     W = g.in_hw[1]
     wm = w.reshape(G, w.shape[0] // G, -1)
@@ -230,6 +295,8 @@ def _conv_input_grad_np(gy, w, g: Geometry, n):
 
 
 def _conv_weight_grad_np(x, gy, g: Geometry, wshape):
+    if _compiled(x):
+        return _conv_weight_grad_compiled(x, gy, g, wshape)
     if _is_wide(g) and not np.isfinite(x).all():
         # A junk column could hold an inf or NaN of the next row, and 0 * inf is NaN: use the
         # exact (per-sample) layout for such inputs.
@@ -247,21 +314,31 @@ def _conv_weight_grad_narrow(x, gy, g: Geometry, wshape):
 
 
 class _Conv(Function):
-    """y = conv(x, w) over a Geometry (no bias: the bias is a differentiable add)."""
+    """y = conv(x, w) + bias over a Geometry; the bias (O,) is optional, and is added in place of
+    a separate broadcast add (one pass less each way, and PyTorch's single grad_fn)."""
 
     @staticmethod
-    def forward(ctx, x, w, geom):
+    def forward(ctx, x, w, geom, bias=None):
         ctx.geom = geom
         ctx.save_for_backward(x, w)
-        return _wrap(_conv_np(x._array, w._array, geom))
+        y = _conv_np(x._array, w._array, geom)
+        if bias is not None:
+            y += bias._array.reshape(1, -1, 1, 1)
+        return _wrap(y)
 
     @staticmethod
     def backward(ctx, gy):
         x, w = ctx.saved_tensors
-        gx = _ConvInputGrad.apply(gy, w, ctx.geom, x.shape[0]) if ctx.needs_input_grad[0] else None
-        gw = _ConvWeightGrad.apply(x, gy, ctx.geom, tuple(w.shape)) \
-            if ctx.needs_input_grad[1] else None
-        return gx, gw, None
+        need = ctx.needs_input_grad
+        gx = _ConvInputGrad.apply(gy, w, ctx.geom, x.shape[0]) if need[0] else None
+        gw = _ConvWeightGrad.apply(x, gy, ctx.geom, tuple(w.shape)) if need[1] else None
+        gb = gy.sum((0, 2, 3)) if len(need) > 3 and need[3] else None
+        return gx, gw, None, gb
+
+
+# PyTorch's name for a convolution's grad_fn.
+_Conv._backward_cls.__name__ = "ConvolutionBackward0"
+_Conv._backward_cls.__qualname__ = "ConvolutionBackward0"
 
 
 class _ConvInputGrad(Function):
@@ -511,9 +588,7 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
     else:
         x4, w4 = input, weight
         geom = Geometry(spatial, out_sp, kernel, stride, pads[0] + pads[1], dilation, groups)
-    out = _Conv.apply(x4, w4, geom)
-    if bias is not None:
-        out = out + bias.reshape((1, O, 1, 1))
+    out = _Conv.apply(x4, w4, geom, bias) if bias is not None else _Conv.apply(x4, w4, geom)
     if nd == 1:
         out = out.squeeze(2)
     return out.squeeze(0) if unbatched else out

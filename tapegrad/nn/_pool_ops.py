@@ -1,8 +1,11 @@
 """Max, average, adaptive pooling and max unpooling for tapegrad.nn.functional.
 
-Numpy-backed like the convolutions (see _conv_ops.py): max pooling is a running max over the
-kernel offsets whose result is a differentiable gather of the chosen elements (its adjoint a
-scatter-add); average pooling is unfold then a sum; adaptive average pooling is a sum of
+Max pooling of float32/float64 is a C kernel (nn_kernels.c) that finds each window's maximum and
+its position in one pass; its gradient is a C scatter of the output gradient to those positions
+(a differentiable scatter-add under create_graph).  Other dtypes, like the rest, are numpy-backed
+(see _conv_ops.py): max pooling is a running max over the kernel offsets whose result is a
+differentiable gather of the chosen elements (its adjoint a scatter-add); average pooling is
+unfold (the C im2col for float32/float64) then a sum; adaptive average pooling is a sum of
 index_select taps per axis (a loop over the longest window's length, never per element).
 """
 from __future__ import annotations
@@ -15,8 +18,9 @@ from .. import _core
 from .. import cat as _cat
 from .. import where as _where
 from ..autograd.function import Function
-from ._conv_ops import (Geometry, _check_tensor, _Gather, _out_size, _padded, _tuple,
-                        _Unfold, _windows, _wrap, empty_batch_safe)
+from ..grad_mode import is_grad_enabled
+from ._conv_ops import (Geometry, _check_tensor, _compiled, _Gather, _geom_tuple, _out_size,
+                        _padded, _ScatterAdd, _tuple, _Unfold, _windows, _wrap, empty_batch_safe)
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
@@ -124,6 +128,11 @@ def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode
         raise RuntimeError(f'"max_pool{nd}d" not implemented for \'Bool\'')
     g = _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode)
     N, C, H, W = x.shape
+    if _compiled(x._array):
+        geom = _geom_tuple(g, N, C)
+        best, idx = _core._max_pool2d_arrays(np.ascontiguousarray(x._array), geom)
+        out = _pool_output(_MaxPool2d.apply(x, idx, geom, best), nd, unbatched)
+        return (out, _wrap(idx.reshape(out.shape))) if return_indices else out
     (Ho, Wo), (kh, kw), (sh, sw), (dh, dw) = g.out_hw, g.kernel, g.stride, g.dilation
     best, k = _window_max(_padded(x._array, g, _lowest(x._array.dtype)), g)
     # Flat position in each (n, c) plane of every chosen element (PyTorch's indices): the
@@ -166,6 +175,35 @@ def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode
         ind = idx.reshape(out.shape)
         return out, _wrap(ind)
     return out
+
+
+class _MaxPool2d(Function):
+    """Max pooling of x given the kernel's maxima and their positions `idx` (nn_kernels.c); the
+    gradient goes back to those positions (in C; under create_graph as a differentiable
+    scatter-add whose own adjoint is a gather)."""
+
+    @staticmethod
+    def forward(ctx, x, idx, geom, values):
+        ctx.idx, ctx.geom, ctx.in_shape = idx, geom, tuple(x.shape)
+        return _wrap(values)
+
+    @staticmethod
+    def backward(ctx, g):
+        if is_grad_enabled():
+            plane = ctx.geom[2] * ctx.geom[3]
+            idx = ctx.idx.reshape(ctx.geom[0] * ctx.geom[1], ctx.geom[4] * ctx.geom[5])
+            drop = (idx < 0) | (idx >= plane)
+            if drop.any():      # windows with no real element send their gradient nowhere
+                g = g * _wrap((~drop).reshape(g.shape).astype(g._array.dtype))
+                idx = np.where(drop, 0, idx)
+            return _ScatterAdd.apply(g, idx, ctx.in_shape), None, None, None
+        gx = _core._max_pool2d_grad_array(np.ascontiguousarray(g._array), ctx.idx, ctx.geom)
+        return _wrap(gx), None, None, None
+
+
+# PyTorch's name for max pooling's grad_fn.
+_MaxPool2d._backward_cls.__name__ = "MaxPool2DWithIndicesBackward0"
+_MaxPool2d._backward_cls.__qualname__ = "MaxPool2DWithIndicesBackward0"
 
 
 @empty_batch_safe(1)

@@ -1,9 +1,11 @@
 """Recurrent layers: RNN, LSTM, GRU and their single-step cells, with PyTorch's parameters.
 
-Built from tapegrad's differentiable ops, so gradients (also create_graph and higher order) come
-from the ops' own VJPs.  Per layer and direction the input projection of every time step is one
-matmul; the Python loop over time does only the hidden projection and the gate nonlinearities.
-(A compiled time loop, one tape record per layer and direction, is the eventual goal.)
+Per layer and direction the input projection of every time step is one matmul (a recorded
+F.linear); the loop over time then runs in compiled code as one record (_RecurrentSequence: the
+kernels of nn_kernels.c, one BLAS matmul per step forward and backward, the hidden weights'
+gradient one matmul over all steps).  Packed sequences and LSTM projections (proj_size) run the
+same step functions per time step from Python, built from tapegrad's differentiable ops; so does
+the sequence record's backward under create_graph, so gradients of any order work.
 
 Gate layouts are PyTorch's, so state dicts interchange: LSTM rows (i, f, g, o), GRU rows (r, z, n)
 with n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
@@ -14,8 +16,12 @@ import math
 import numbers
 import warnings
 
+import numpy as np
+
 from ... import _core
 from ... import creation
+from ...autograd.function import Function
+from ...grad_mode import enable_grad, is_grad_enabled
 from ..._device import check_device
 from .. import functional as F
 from .. import init
@@ -62,10 +68,13 @@ _STEPS = {"LSTM": _lstm_step, "GRU": _gru_step, "RNN_TANH": _rnn_tanh_step,
 
 
 def _input_projection(mode, x, w_ih, b_ih, b_hh):
-    """W_ih x + b_ih for all steps at once; b_hh folds in too, except for GRU (inside r * ())."""
-    if b_ih is not None and b_hh is not None and mode != "GRU":
-        return F.linear(x, w_ih, b_ih + b_hh)
-    return F.linear(x, w_ih, b_ih)
+    """W_ih x + b_ih for all steps at once; b_hh folds in too, except for GRU (inside r * ()).
+    A (T, B, I) input is projected as one (T*B, I) matrix: one gemm, not T batched ones."""
+    bias = b_ih + b_hh if (b_ih is not None and b_hh is not None and mode != "GRU") else b_ih
+    if x.dim() == 3:
+        T, B = x.shape[0], x.shape[1]
+        return F.linear(x.reshape(T * B, x.shape[2]), w_ih, bias).reshape(T, B, w_ih.shape[0])
+    return F.linear(x, w_ih, bias)
 
 
 def _hidden_bias(mode, b_ih, b_hh):
@@ -113,6 +122,86 @@ def _run_direction(mode, steps, state, weights, reverse, batch_sizes):
         state = step(steps[t], state, w_hh, b_hh, w_hr)
         outputs[t] = state[0]
     return outputs, state
+
+
+# -- the compiled sequence: one record per layer and direction ----------------------------------
+
+_MODE_CODES = {"LSTM": 0, "GRU": 1, "RNN_TANH": 2, "RNN_RELU": 3}
+
+
+def _contiguous(t):
+    return None if t is None else np.ascontiguousarray(t._array)
+
+
+class _RecurrentSequence(Function):
+    """Outputs (T, B, H), the last h and (LSTM) the last c of one layer in one direction, from the
+    input projections gi (T, B, G*H), the initial state and the hidden weights (b_hh only for GRU:
+    the other modes fold it into gi)."""
+
+    @staticmethod
+    def forward(ctx, gi, h0, c0, w_hh, b_hh, mode, reverse):
+        ctx.mode, ctx.reverse = mode, reverse
+        ctx.set_materialize_grads(False)
+        out, h_last, c_last, saved = _core._rnn_sequence_forward(
+            _MODE_CODES[mode], _contiguous(gi), _contiguous(h0), _contiguous(c0),
+            _contiguous(w_hh), _contiguous(b_hh), reverse)
+        ctx.arrays = saved
+        wrap = _core.wrap_array
+        outs = (wrap(out), wrap(h_last)) + ((wrap(c_last),) if mode == "LSTM" else ())
+        ctx.save_for_backward(gi, h0, c0, w_hh, b_hh, outs[0])
+        return outs
+
+    @staticmethod
+    def backward(ctx, dout, dh_last, dc_last=None):
+        gi, h0, c0, w_hh, b_hh, out = ctx.saved_tensors
+        if is_grad_enabled():           # create_graph: differentiate the per-step composite
+            return _sequence_graph_grads(ctx, (gi, h0, c0, w_hh, b_hh), (dout, dh_last, dc_last))
+        arr = lambda t: None if t is None else _contiguous(t)  # noqa: E731
+        dgi, dh0, dc0, dw, db = _core._rnn_sequence_backward(
+            _MODE_CODES[ctx.mode], ctx.arrays, out._array, arr(h0), arr(c0), arr(w_hh),
+            b_hh is not None, arr(dout), arr(dh_last), arr(dc_last), ctx.reverse)
+        wrap = _core.wrap_array
+        need = ctx.needs_input_grad
+        pick = lambda k, a: wrap(a) if need[k] and a is not None else None  # noqa: E731
+        return (pick(0, dgi), pick(1, dh0), pick(2, dc0), pick(3, dw), pick(4, db), None, None)
+
+
+# PyTorch's name for the grad_fn of a (float32, CPU) LSTM layer's output.
+_RecurrentSequence._backward_cls.__name__ = "MkldnnRnnLayerBackward0"
+_RecurrentSequence._backward_cls.__qualname__ = "MkldnnRnnLayerBackward0"
+
+
+def _sequence_graph_grads(ctx, inputs, grads):
+    """The sequence record's input gradients as recorded ops (create_graph=True): re-run its
+    steps with the differentiable step functions and differentiate them."""
+    from ...autograd import grad as autograd_grad
+    gi, h0, c0, w_hh, b_hh = inputs
+    state = (h0, c0) if ctx.mode == "LSTM" else (h0,)
+    with enable_grad():
+        outs, last = _run_direction(ctx.mode, gi.unbind(0), state, (w_hh, b_hh, None),
+                                    ctx.reverse, None)
+        results = (_stack(outs, 0),) + tuple(last)
+    pairs = [(r, g) for r, g in zip(results, grads) if g is not None]
+    wanted = [k for k, t in enumerate(inputs) if t is not None and ctx.needs_input_grad[k]]
+    found = autograd_grad([r for r, _ in pairs], [inputs[k] for k in wanted],
+                          [g for _, g in pairs], create_graph=True, allow_unused=True)
+    res = [None] * 7
+    for k, g in zip(wanted, found):
+        res[k] = g
+    return tuple(res)
+
+
+def _compiled_direction(mode, proj, state, weights, reverse):
+    """One layer in one direction through _RecurrentSequence: (output (T, B, H), final state)."""
+    w_hh, b_hh, w_hr = weights
+    res = _RecurrentSequence.apply(proj, state[0], state[1] if mode == "LSTM" else None, w_hh,
+                                   b_hh, mode, reverse)
+    return res[0], tuple(res[1:])
+
+
+def _compiles(mode, proj, weights):
+    """Whether the compiled sequence serves this layer: float32/float64, no projection."""
+    return weights[2] is None and proj._array.dtype in (np.float32, np.float64)
 
 
 _cat = _core.TORCH_FUNCTIONS["cat"]
@@ -287,13 +376,18 @@ class RNNBase(Module):
             for direction in range(num_directions):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._direction_weights(layer, direction)
                 proj = _input_projection(self.mode, layer_input, w_ih, b_ih, b_hh)
-                steps = (proj.split(batch_sizes, 0) if packed else proj.unbind(0))
                 idx = layer * num_directions + direction
                 init_state = tuple(s[idx] for s in state)
-                outs, last = _run_direction(self.mode, steps, init_state,
-                                            (w_hh, _hidden_bias(self.mode, b_ih, b_hh), w_hr),
-                                            direction == 1, batch_sizes)
-                direction_outputs.append(_cat(outs, 0) if packed else _stack(outs, 0))
+                weights = (w_hh, _hidden_bias(self.mode, b_ih, b_hh), w_hr)
+                if not packed and _compiles(self.mode, proj, weights):
+                    out, last = _compiled_direction(self.mode, proj, init_state, weights,
+                                                    direction == 1)
+                    direction_outputs.append(out)
+                else:
+                    steps = (proj.split(batch_sizes, 0) if packed else proj.unbind(0))
+                    outs, last = _run_direction(self.mode, steps, init_state, weights,
+                                                direction == 1, batch_sizes)
+                    direction_outputs.append(_cat(outs, 0) if packed else _stack(outs, 0))
                 for k, s in enumerate(last):
                     finals[k].append(s)
             layer_input = (direction_outputs[0] if num_directions == 1

@@ -1,0 +1,417 @@
+/* Window and recurrent kernels; the header (nn_kernels.h) documents each one.
+ *
+ * One body per kernel, written once over a type T and instantiated for float and double by the
+ * DEFINE_* macros at the end (as kernels.c does), so the two precisions cannot drift apart. */
+#include <math.h>
+#include <string.h>
+
+#include "nn_kernels.h"
+
+/* The first index >= `start` on the grid start + k*step that is >= 0 (windows starting in the
+ * top/left padding skip the taps that fall on it). */
+static inline ptrdiff_t first_on_grid(ptrdiff_t start, ptrdiff_t step)
+{
+    if (start >= 0)
+        return start;
+    return start + ((-start + step - 1) / step) * step;
+}
+
+/* -- im2col / col2im ------------------------------------------------------------------------- */
+
+#define DEFINE_IM2COL(T, SFX)                                                                     \
+void tg_im2col_##SFX(const T* x, T* cols, const tg_window* g, ptrdiff_t row_stride,               \
+                     ptrdiff_t n_stride, T fill)                                                  \
+{                                                                                                 \
+    for (ptrdiff_t c = 0; c < g->C; c++)                                                          \
+        for (ptrdiff_t i = 0; i < g->kh; i++)                                                     \
+            for (ptrdiff_t j = 0; j < g->kw; j++) {                                               \
+                T* row = cols + ((c * g->kh + i) * g->kw + j) * row_stride;                       \
+                /* the output columns wo whose input column lies inside [0, W) */                 \
+                const ptrdiff_t off = j * g->dw - g->pl;                                          \
+                ptrdiff_t wlo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;                        \
+                ptrdiff_t whi = g->W - off <= 0 ? 0 : (g->W - off + g->sw - 1) / g->sw;           \
+                if (whi > g->Wo) whi = g->Wo;                                                     \
+                if (wlo > whi) wlo = whi;                                                         \
+                for (ptrdiff_t n = 0; n < g->N; n++) {                                            \
+                    const T* plane = x + (n * g->C + c) * g->H * g->W;                            \
+                    T* out = row + n * n_stride;                                                  \
+                    for (ptrdiff_t ho = 0; ho < g->Ho; ho++) {                                    \
+                        const ptrdiff_t h = ho * g->sh - g->pt + i * g->dh;                       \
+                        T* o = out + ho * g->Wo;                                                  \
+                        if (h < 0 || h >= g->H) {                                                 \
+                            for (ptrdiff_t wo = 0; wo < g->Wo; wo++) o[wo] = fill;                \
+                            continue;                                                             \
+                        }                                                                         \
+                        const T* src = plane + h * g->W + off;                                    \
+                        for (ptrdiff_t wo = 0; wo < wlo; wo++) o[wo] = fill;                      \
+                        if (g->sw == 1)                                                           \
+                            memcpy(o + wlo, src + wlo, (size_t)(whi - wlo) * sizeof(T));          \
+                        else                                                                      \
+                            for (ptrdiff_t wo = wlo; wo < whi; wo++) o[wo] = src[wo * g->sw];     \
+                        for (ptrdiff_t wo = whi; wo < g->Wo; wo++) o[wo] = fill;                  \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+}
+
+#define DEFINE_COL2IM(T, SFX)                                                                     \
+void tg_col2im_##SFX(const T* cols, T* x, const tg_window* g, ptrdiff_t row_stride,               \
+                     ptrdiff_t n_stride)                                                          \
+{                                                                                                 \
+    memset(x, 0, (size_t)(g->N * g->C * g->H * g->W) * sizeof(T));                                \
+    for (ptrdiff_t c = 0; c < g->C; c++)                                                          \
+        for (ptrdiff_t i = 0; i < g->kh; i++)                                                     \
+            for (ptrdiff_t j = 0; j < g->kw; j++) {                                               \
+                const T* row = cols + ((c * g->kh + i) * g->kw + j) * row_stride;                 \
+                const ptrdiff_t off = j * g->dw - g->pl;                                          \
+                ptrdiff_t wlo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;                        \
+                ptrdiff_t whi = g->W - off <= 0 ? 0 : (g->W - off + g->sw - 1) / g->sw;           \
+                if (whi > g->Wo) whi = g->Wo;                                                     \
+                if (wlo > whi) wlo = whi;                                                         \
+                for (ptrdiff_t n = 0; n < g->N; n++) {                                            \
+                    T* plane = x + (n * g->C + c) * g->H * g->W;                                  \
+                    const T* in = row + n * n_stride;                                             \
+                    for (ptrdiff_t ho = 0; ho < g->Ho; ho++) {                                    \
+                        const ptrdiff_t h = ho * g->sh - g->pt + i * g->dh;                       \
+                        if (h < 0 || h >= g->H)                                                   \
+                            continue;                                                             \
+                        const T* s = in + ho * g->Wo;                                             \
+                        T* dst = plane + h * g->W + off;                                          \
+                        if (g->sw == 1)                                                           \
+                            for (ptrdiff_t wo = wlo; wo < whi; wo++) dst[wo] += s[wo];            \
+                        else                                                                      \
+                            for (ptrdiff_t wo = wlo; wo < whi; wo++) dst[wo * g->sw] += s[wo];    \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+}
+
+/* -- max pooling ------------------------------------------------------------------------------ */
+
+#define DEFINE_MAX_POOL(T, SFX)                                                                   \
+void tg_max_pool2d_##SFX(const T* x, T* y, int64_t* idx, const tg_window* g)                      \
+{                                                                                                 \
+    const ptrdiff_t planes = g->N * g->C;                                                         \
+    for (ptrdiff_t p = 0; p < planes; p++) {                                                      \
+        const T* plane = x + p * g->H * g->W;                                                     \
+        for (ptrdiff_t ho = 0; ho < g->Ho; ho++) {                                                \
+            const ptrdiff_t h0 = first_on_grid(ho * g->sh - g->pt, g->dh);                        \
+            ptrdiff_t h1 = ho * g->sh - g->pt + (g->kh - 1) * g->dh + 1;                          \
+            if (h1 > g->H) h1 = g->H;                                                             \
+            for (ptrdiff_t wo = 0; wo < g->Wo; wo++) {                                            \
+                const ptrdiff_t w0 = first_on_grid(wo * g->sw - g->pl, g->dw);                    \
+                ptrdiff_t w1 = wo * g->sw - g->pl + (g->kw - 1) * g->dw + 1;                      \
+                if (w1 > g->W) w1 = g->W;                                                         \
+                T best = -INFINITY;                                                               \
+                int64_t at = (int64_t)(h0 * g->W + w0);                                           \
+                for (ptrdiff_t h = h0; h < h1; h += g->dh)                                        \
+                    for (ptrdiff_t w = w0; w < w1; w += g->dw) {                                  \
+                        const T v = plane[h * g->W + w];                                          \
+                        if (v > best || isnan(v)) {                                               \
+                            best = v;                                                             \
+                            at = (int64_t)(h * g->W + w);                                         \
+                        }                                                                         \
+                    }                                                                             \
+                y[(p * g->Ho + ho) * g->Wo + wo] = best;                                          \
+                idx[(p * g->Ho + ho) * g->Wo + wo] = at;                                          \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+void tg_max_pool2d_grad_##SFX(const T* gy, const int64_t* idx, T* gx, const tg_window* g)         \
+{                                                                                                 \
+    const ptrdiff_t planes = g->N * g->C, HW = g->H * g->W, L = g->Ho * g->Wo;                    \
+    memset(gx, 0, (size_t)(planes * HW) * sizeof(T));                                             \
+    for (ptrdiff_t p = 0; p < planes; p++)                                                        \
+        for (ptrdiff_t k = 0; k < L; k++) {                                                       \
+            const int64_t at = idx[p * L + k];                                                    \
+            if (at >= 0 && at < HW)                                                               \
+                gx[p * HW + at] += gy[p * L + k];                                                 \
+        }                                                                                         \
+}
+
+/* -- recurrent cells -------------------------------------------------------------------------- */
+
+/* float32 exp, sigmoid and tanh written without calls or branches, so that the gate loops below
+ * vectorise (libm's expf/tanhf calls would keep them scalar, and the gate math is then most of an
+ * LSTM step).  exp: x = n ln2 + r with |r| <= ln2/2 (n rounded by the 1.5 * 2^23 trick), e^r by its
+ * Taylor polynomial to r^7 (truncation < 1e-8 relative), 2^n put into the exponent bits; inputs
+ * clamped to the range where 2^n is a normal float (below it the result is ~1e-38 instead of a
+ * denormal or 0, which moves a sigmoid by less than 1e-38).  sigmoid = 1 / (1 + e^-x): no
+ * cancellation, ~2 ulp.  tanh: 2 sigmoid(2x) - 1 loses bits to cancellation near 0, so |x| < 0.3
+ * uses its Taylor series to x^11 (truncation < 1e-9 relative) instead; the worst case, just above
+ * 0.3, is ~7 ulp (measured over [-10, 10] in steps of 1e-4).
+ *
+ * The helpers are instantiated once per instruction set (PREFIX): GCC inlines a function only into
+ * one compiled for the same target.  Turning the clamps and the tanh select into vector blends
+ * needs -fno-trapping-math; these loops never read the floating-point flags (numpy clears them
+ * before each of its own calls). */
+#define DEFINE_FAST_MATH_F32(PREFIX)                                                              \
+static inline float PREFIX##_exp(float x)                                                         \
+{                                                                                                 \
+    x = x < -87.0f ? -87.0f : x;                                                                  \
+    x = x > 88.0f ? 88.0f : x;                                                                    \
+    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;                       \
+    const float r = (x - n * 0.693145751953125f) - n * 1.42860682030941723212e-6f;                \
+    float p = 1.0f / 5040.0f;                                                                     \
+    p = p * r + 1.0f / 720.0f;                                                                    \
+    p = p * r + 1.0f / 120.0f;                                                                    \
+    p = p * r + 1.0f / 24.0f;                                                                     \
+    p = p * r + 1.0f / 6.0f;                                                                      \
+    p = p * r + 0.5f;                                                                             \
+    p = p * r + 1.0f;                                                                             \
+    p = p * r + 1.0f;                                                                             \
+    union { int32_t i; float f; } scale;                                                          \
+    scale.i = ((int32_t)n + 127) << 23;                                                           \
+    return p * scale.f;                                                                           \
+}                                                                                                 \
+                                                                                                  \
+static inline float PREFIX##_sigmoid(float x) { return 1.0f / (1.0f + PREFIX##_exp(-x)); }        \
+                                                                                                  \
+static inline float PREFIX##_tanh(float x)                                                        \
+{                                                                                                 \
+    const float x2 = x * x;                                                                       \
+    float p = -1382.0f / 155925.0f;                                                               \
+    p = p * x2 + 62.0f / 2835.0f;                                                                 \
+    p = p * x2 - 17.0f / 315.0f;                                                                  \
+    p = p * x2 + 2.0f / 15.0f;                                                                    \
+    p = p * x2 - 1.0f / 3.0f;                                                                     \
+    const float small = x + x * x2 * p;                                                           \
+    const float large = 2.0f / (1.0f + PREFIX##_exp(-2.0f * x)) - 1.0f;                           \
+    return (x2 < 0.09f) ? small : large;                                                          \
+}
+
+static inline double f64_sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
+static inline double f64_tanh(double v) { return tanh(v); }
+
+#define DEFINE_RNN(T, SFX)                                                                        \
+static void SFX##_lstm_fwd(ptrdiff_t B, ptrdiff_t H, const T* restrict gi, const T* restrict hh,  \
+                           const T* restrict c0, T* restrict acts, T* restrict c,                 \
+                           T* restrict tc, T* restrict h)                                         \
+{                                                                                                 \
+    for (ptrdiff_t b = 0; b < B; b++) {                                                           \
+        const T* x = gi + b * 4 * H;                                                              \
+        const T* r = hh + b * 4 * H;                                                              \
+        T* a = acts + b * 4 * H;                                                                  \
+        for (ptrdiff_t k = 0; k < H; k++) {                                                       \
+            const T ig = SFX##_sigmoid(x[k] + r[k]);                                              \
+            const T fg = SFX##_sigmoid(x[H + k] + r[H + k]);                                      \
+            const T gg = SFX##_tanh(x[2 * H + k] + r[2 * H + k]);                                 \
+            const T og = SFX##_sigmoid(x[3 * H + k] + r[3 * H + k]);                              \
+            const T cv = fg * c0[b * H + k] + ig * gg;                                            \
+            const T t = SFX##_tanh(cv);                                                           \
+            a[k] = ig; a[H + k] = fg; a[2 * H + k] = gg; a[3 * H + k] = og;                       \
+            c[b * H + k] = cv;                                                                    \
+            tc[b * H + k] = t;                                                                    \
+            h[b * H + k] = og * t;                                                                \
+        }                                                                                         \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+static void SFX##_lstm_bwd(ptrdiff_t B, ptrdiff_t H, const T* restrict acts,                      \
+                           const T* restrict c0, const T* restrict tc, const T* restrict dh,      \
+                           T* restrict dc, T* restrict dgates)                                    \
+{                                                                                                 \
+    for (ptrdiff_t b = 0; b < B; b++) {                                                           \
+        const T* a = acts + b * 4 * H;                                                            \
+        T* d = dgates + b * 4 * H;                                                                \
+        for (ptrdiff_t k = 0; k < H; k++) {                                                       \
+            const T ig = a[k], fg = a[H + k], gg = a[2 * H + k], og = a[3 * H + k];               \
+            const T t = tc[b * H + k], g_h = dh[b * H + k];                                       \
+            const T g_c = dc[b * H + k] + g_h * og * ((T)1 - t * t);                              \
+            d[k] = g_c * gg * ig * ((T)1 - ig);                                                   \
+            d[H + k] = g_c * c0[b * H + k] * fg * ((T)1 - fg);                                    \
+            d[2 * H + k] = g_c * ig * ((T)1 - gg * gg);                                           \
+            d[3 * H + k] = g_h * t * og * ((T)1 - og);                                            \
+            dc[b * H + k] = g_c * fg;                                                             \
+        }                                                                                         \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+static void SFX##_gru_fwd(ptrdiff_t B, ptrdiff_t H, const T* restrict gi, const T* restrict hh,   \
+                          const T* restrict h0, T* restrict acts, T* restrict h)                  \
+{                                                                                                 \
+    for (ptrdiff_t b = 0; b < B; b++) {                                                           \
+        const T* x = gi + b * 3 * H;                                                              \
+        const T* r = hh + b * 3 * H;                                                              \
+        T* a = acts + b * 3 * H;                                                                  \
+        for (ptrdiff_t k = 0; k < H; k++) {                                                       \
+            const T rg = SFX##_sigmoid(x[k] + r[k]);                                              \
+            const T zg = SFX##_sigmoid(x[H + k] + r[H + k]);                                      \
+            const T ng = SFX##_tanh(x[2 * H + k] + rg * r[2 * H + k]);                            \
+            a[k] = rg; a[H + k] = zg; a[2 * H + k] = ng;                                          \
+            h[b * H + k] = ng + zg * (h0[b * H + k] - ng);                                        \
+        }                                                                                         \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+static void SFX##_gru_bwd(ptrdiff_t B, ptrdiff_t H, const T* restrict acts,                       \
+                          const T* restrict hh, const T* restrict h0, const T* restrict dh,       \
+                          T* restrict dgi, T* restrict dhh, T* restrict dh0)                      \
+{                                                                                                 \
+    for (ptrdiff_t b = 0; b < B; b++) {                                                           \
+        const T* a = acts + b * 3 * H;                                                            \
+        const T* r = hh + b * 3 * H;                                                              \
+        T* di = dgi + b * 3 * H;                                                                  \
+        T* dr = dhh + b * 3 * H;                                                                  \
+        for (ptrdiff_t k = 0; k < H; k++) {                                                       \
+            const T rg = a[k], zg = a[H + k], ng = a[2 * H + k];                                  \
+            const T g = dh[b * H + k];                                                            \
+            const T dn = g * ((T)1 - zg) * ((T)1 - ng * ng);                                      \
+            const T dz = g * (h0[b * H + k] - ng) * zg * ((T)1 - zg);                             \
+            const T drr = dn * r[2 * H + k] * rg * ((T)1 - rg);                                   \
+            di[k] = drr; di[H + k] = dz; di[2 * H + k] = dn;                                      \
+            dr[k] = drr; dr[H + k] = dz; dr[2 * H + k] = dn * rg;                                 \
+            dh0[b * H + k] = g * zg;                                                              \
+        }                                                                                         \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+static void SFX##_rnn_fwd(ptrdiff_t B, ptrdiff_t H, int relu, const T* restrict gi,               \
+                          const T* restrict hh, T* restrict h)                                    \
+{                                                                                                 \
+    const ptrdiff_t n = B * H;                                                                    \
+    if (relu)                                                                                     \
+        for (ptrdiff_t k = 0; k < n; k++) {                                                       \
+            const T v = gi[k] + hh[k];                                                            \
+            h[k] = (v > 0 || isnan(v)) ? v : (T)0;                                                \
+        }                                                                                         \
+    else                                                                                          \
+        for (ptrdiff_t k = 0; k < n; k++)                                                         \
+            h[k] = SFX##_tanh(gi[k] + hh[k]);                                                     \
+}                                                                                                 \
+                                                                                                  \
+static void SFX##_rnn_bwd(ptrdiff_t B, ptrdiff_t H, int relu, const T* restrict h,                \
+                          const T* restrict dh, T* restrict dpre)                                 \
+{                                                                                                 \
+    const ptrdiff_t n = B * H;                                                                    \
+    if (relu)                                                                                     \
+        for (ptrdiff_t k = 0; k < n; k++)                                                         \
+            dpre[k] = h[k] <= 0 ? (T)0 : dh[k];                                                   \
+    else                                                                                          \
+        for (ptrdiff_t k = 0; k < n; k++)                                                         \
+            dpre[k] = dh[k] * ((T)1 - h[k] * h[k]);                                               \
+}
+
+DEFINE_IM2COL(float, f32)
+DEFINE_IM2COL(double, f64)
+DEFINE_COL2IM(float, f32)
+DEFINE_COL2IM(double, f64)
+DEFINE_MAX_POOL(float, f32)
+DEFINE_MAX_POOL(double, f64)
+
+/* -- instantiation and dispatch ----------------------------------------------------------------- */
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define TG_HASWELL 1                    /* an AVX2 + FMA copy of the float32 recurrent kernels */
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math")
+#endif
+DEFINE_FAST_MATH_F32(f32)
+DEFINE_RNN(float, f32)
+DEFINE_RNN(double, f64)
+#ifdef TG_HASWELL
+#pragma GCC target("arch=haswell")
+DEFINE_FAST_MATH_F32(hsw)
+DEFINE_RNN(float, hsw)
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+/* Whether this CPU runs the haswell copies (asked once; racing first calls both ask: harmless). */
+static int use_haswell(void)
+{
+#ifdef TG_HASWELL
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return known;
+#else
+    return 0;
+#endif
+}
+
+#ifdef TG_HASWELL
+#define F32_CALL(NAME, ARGS)                                                                      \
+    do { if (use_haswell()) hsw_##NAME ARGS; else f32_##NAME ARGS; } while (0)
+#else
+#define F32_CALL(NAME, ARGS) do { (void)use_haswell; f32_##NAME ARGS; } while (0)
+#endif
+
+void tg_lstm_fwd_f32(ptrdiff_t B, ptrdiff_t H, const float* gi, const float* hh, const float* c0,
+                     float* acts, float* c, float* tc, float* h)
+{
+    F32_CALL(lstm_fwd, (B, H, gi, hh, c0, acts, c, tc, h));
+}
+
+void tg_lstm_fwd_f64(ptrdiff_t B, ptrdiff_t H, const double* gi, const double* hh,
+                     const double* c0, double* acts, double* c, double* tc, double* h)
+{
+    f64_lstm_fwd(B, H, gi, hh, c0, acts, c, tc, h);
+}
+
+void tg_lstm_bwd_f32(ptrdiff_t B, ptrdiff_t H, const float* acts, const float* c0,
+                     const float* tc, const float* dh, float* dc, float* dgates)
+{
+    F32_CALL(lstm_bwd, (B, H, acts, c0, tc, dh, dc, dgates));
+}
+
+void tg_lstm_bwd_f64(ptrdiff_t B, ptrdiff_t H, const double* acts, const double* c0,
+                     const double* tc, const double* dh, double* dc, double* dgates)
+{
+    f64_lstm_bwd(B, H, acts, c0, tc, dh, dc, dgates);
+}
+
+void tg_gru_fwd_f32(ptrdiff_t B, ptrdiff_t H, const float* gi, const float* hh, const float* h0,
+                    float* acts, float* h)
+{
+    F32_CALL(gru_fwd, (B, H, gi, hh, h0, acts, h));
+}
+
+void tg_gru_fwd_f64(ptrdiff_t B, ptrdiff_t H, const double* gi, const double* hh,
+                    const double* h0, double* acts, double* h)
+{
+    f64_gru_fwd(B, H, gi, hh, h0, acts, h);
+}
+
+void tg_gru_bwd_f32(ptrdiff_t B, ptrdiff_t H, const float* acts, const float* hh,
+                    const float* h0, const float* dh, float* dgi, float* dhh, float* dh0)
+{
+    F32_CALL(gru_bwd, (B, H, acts, hh, h0, dh, dgi, dhh, dh0));
+}
+
+void tg_gru_bwd_f64(ptrdiff_t B, ptrdiff_t H, const double* acts, const double* hh,
+                    const double* h0, const double* dh, double* dgi, double* dhh, double* dh0)
+{
+    f64_gru_bwd(B, H, acts, hh, h0, dh, dgi, dhh, dh0);
+}
+
+void tg_rnn_fwd_f32(ptrdiff_t B, ptrdiff_t H, int relu, const float* gi, const float* hh, float* h)
+{
+    F32_CALL(rnn_fwd, (B, H, relu, gi, hh, h));
+}
+
+void tg_rnn_fwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* gi, const double* hh,
+                    double* h)
+{
+    f64_rnn_fwd(B, H, relu, gi, hh, h);
+}
+
+void tg_rnn_bwd_f32(ptrdiff_t B, ptrdiff_t H, int relu, const float* h, const float* dh,
+                    float* dpre)
+{
+    F32_CALL(rnn_bwd, (B, H, relu, h, dh, dpre));
+}
+
+void tg_rnn_bwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* h, const double* dh,
+                    double* dpre)
+{
+    f64_rnn_bwd(B, H, relu, h, dh, dpre);
+}

@@ -1,0 +1,94 @@
+/* tapegrad's window and recurrent kernels (nn_kernels.c): the loops of convolution, pooling and the
+ * recurrent layers that numpy cannot express without a Python loop or a temporary per window or
+ * per time step.
+ *
+ * Every kernel exists for float (_f32) and double (_f64).  Arrays are C-contiguous unless a stride
+ * argument says otherwise; sizes are element counts (ptrdiff_t).  Kernels never fail and never
+ * touch Python objects: the Cython layer (ops_nn_kernels.pxi) checks shapes, dtypes and contiguity
+ * before it calls them. */
+#ifndef TAPEGRAD_NN_KERNELS_H
+#define TAPEGRAD_NN_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where the windows of a 2-d sliding-window op lie (1-d ops use height 1). */
+typedef struct {
+    ptrdiff_t N, C, H, W;       /* input batch, channels, height, width */
+    ptrdiff_t Ho, Wo;           /* window positions */
+    ptrdiff_t kh, kw, sh, sw;   /* kernel size, stride */
+    ptrdiff_t pt, pl, dh, dw;   /* top/left padding (bottom/right follow from Ho/Wo), dilation */
+} tg_window;
+
+/* im2col: cols[(c*kh + i)*kw + j][n][ho*Wo + wo] = x[n][c][ho*sh - pt + i*dh][wo*sw - pl + j*dw],
+ * or `fill` where that position is padding.  The row stride (between kernel taps) and the sample
+ * stride (between n) are given, so one kernel writes both layouts the convolutions use:
+ * (C*kh*kw, N*L) with row_stride = N*L, n_stride = L, and (N, C*kh*kw, L) with row_stride = L,
+ * n_stride = C*kh*kw*L (L = Ho*Wo). */
+void tg_im2col_f32(const float* x, float* cols, const tg_window* g, ptrdiff_t row_stride,
+                   ptrdiff_t n_stride, float fill);
+void tg_im2col_f64(const double* x, double* cols, const tg_window* g, ptrdiff_t row_stride,
+                   ptrdiff_t n_stride, double fill);
+
+/* col2im, the adjoint of im2col: x (zeroed here first) receives the sum of the column entries read
+ * from each of its positions; entries that fell on padding are dropped. */
+void tg_col2im_f32(const float* cols, float* x, const tg_window* g, ptrdiff_t row_stride,
+                   ptrdiff_t n_stride);
+void tg_col2im_f64(const double* cols, double* x, const tg_window* g, ptrdiff_t row_stride,
+                   ptrdiff_t n_stride);
+
+/* Max pooling over the N*C planes of x: y the maximum of each window's real (non-padding)
+ * elements, idx its flat position h*W + w in the plane.  PyTorch's rules: ties keep the first
+ * position in row-major window order, a NaN replaces the running maximum (so the last NaN wins),
+ * and a window with no real element (possible with dilation) gives -inf at the first position at
+ * or after its top-left corner on the dilation grid (which may lie outside the plane). */
+void tg_max_pool2d_f32(const float* x, float* y, int64_t* idx, const tg_window* g);
+void tg_max_pool2d_f64(const double* x, double* y, int64_t* idx, const tg_window* g);
+
+/* The gradient of max pooling: gx (zeroed here first; N*C planes of H*W) += gy at idx.  Indices
+ * outside the plane (windows with no real element) are dropped. */
+void tg_max_pool2d_grad_f32(const float* gy, const int64_t* idx, float* gx, const tg_window* g);
+void tg_max_pool2d_grad_f64(const double* gy, const int64_t* idx, double* gx, const tg_window* g);
+
+/* -- recurrent cells: one time step of B rows, hidden size H ----------------------------------
+ * The hidden-side matmul (h W_hh^T) is done by the caller's BLAS; these fuse the rest of a step.
+ *
+ * LSTM, gates in PyTorch's order (i, f, g, o), each row of `gates` 4H wide:
+ *   forward: gates = gi + hh (pre-activations) -> acts (i, f, g, o after sigmoid/tanh), c = f*c0 + i*g,
+ *            tc = tanh(c), h = o*tc.  acts, c, tc are what the backward needs.
+ *   backward: from dh (upstream gradient of h) and dc (in: gradient of c from the next step;
+ *            out: the gradient of c0), the pre-activation gradients dgates (B, 4H). */
+void tg_lstm_fwd_f32(ptrdiff_t B, ptrdiff_t H, const float* gi, const float* hh, const float* c0,
+                     float* acts, float* c, float* tc, float* h);
+void tg_lstm_fwd_f64(ptrdiff_t B, ptrdiff_t H, const double* gi, const double* hh,
+                     const double* c0, double* acts, double* c, double* tc, double* h);
+void tg_lstm_bwd_f32(ptrdiff_t B, ptrdiff_t H, const float* acts, const float* c0,
+                     const float* tc, const float* dh, float* dc, float* dgates);
+void tg_lstm_bwd_f64(ptrdiff_t B, ptrdiff_t H, const double* acts, const double* c0,
+                     const double* tc, const double* dh, double* dc, double* dgates);
+
+/* GRU, gates (r, z, n), rows 3H wide; gi = W_ih x + b_ih, hh = W_hh h0 + b_hh:
+ *   r = sigmoid(gi_r + hh_r), z = sigmoid(gi_z + hh_z), n = tanh(gi_n + r*hh_n),
+ *   h = n + z*(h0 - n).  acts keeps (r, z, n) and hn the hidden-side n part hh_n.
+ *   backward: dgi (B, 3H) and dhh (B, 3H) (the gradient of gi and of hh), dh0 = dh*z (the direct
+ *   path; the caller adds dhh W_hh). */
+void tg_gru_fwd_f32(ptrdiff_t B, ptrdiff_t H, const float* gi, const float* hh, const float* h0,
+                    float* acts, float* h);
+void tg_gru_fwd_f64(ptrdiff_t B, ptrdiff_t H, const double* gi, const double* hh,
+                    const double* h0, double* acts, double* h);
+void tg_gru_bwd_f32(ptrdiff_t B, ptrdiff_t H, const float* acts, const float* hh,
+                    const float* h0, const float* dh, float* dgi, float* dhh, float* dh0);
+void tg_gru_bwd_f64(ptrdiff_t B, ptrdiff_t H, const double* acts, const double* hh,
+                    const double* h0, const double* dh, double* dgi, double* dhh, double* dh0);
+
+/* Elman RNN: h = act(gi + hh), act tanh (relu = 0) or relu (relu = 1); backward: dpre = dh * act'
+ * evaluated from h (PyTorch's threshold_backward for relu: 0 where h <= 0). */
+void tg_rnn_fwd_f32(ptrdiff_t B, ptrdiff_t H, int relu, const float* gi, const float* hh, float* h);
+void tg_rnn_fwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* gi, const double* hh,
+                    double* h);
+void tg_rnn_bwd_f32(ptrdiff_t B, ptrdiff_t H, int relu, const float* h, const float* dh,
+                    float* dpre);
+void tg_rnn_bwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* h, const double* dh,
+                    double* dpre);
+
+#endif

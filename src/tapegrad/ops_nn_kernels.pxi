@@ -1,0 +1,326 @@
+# ---------------------------------------------------------------------------------------------
+# Drivers of the window and recurrent kernels (nn_kernels.c) for tapegrad/nn's convolution,
+# pooling and recurrent layers.  The autograd of those layers lives in Python (custom Functions
+# in tapegrad/nn/_conv_ops.py, _pool_ops.py and modules/rnn.py: one record per call, with
+# create_graph through their differentiable fallbacks); these functions are the numeric work of
+# one call on ndarrays: checks of what the C code relies on (dtype, contiguity, sizes), the
+# kernel calls, and for the recurrent layers the loop over time with one BLAS matmul per step.
+#
+# A window geometry crosses from Python as a 14-tuple (N, C, H, W, Ho, Wo, kh, kw, sh, sw, pt,
+# pl, dh, dw); nn_kernels.h describes the layouts.
+# ---------------------------------------------------------------------------------------------
+
+cdef extern from "nn_kernels.h" nogil:
+    ctypedef struct tg_window:
+        ptrdiff_t N, C, H, W, Ho, Wo, kh, kw, sh, sw, pt, pl, dh, dw
+    void tg_im2col_f32(const float* x, float* cols, const tg_window* g, ptrdiff_t row_stride,
+                       ptrdiff_t n_stride, float fill)
+    void tg_im2col_f64(const double* x, double* cols, const tg_window* g, ptrdiff_t row_stride,
+                       ptrdiff_t n_stride, double fill)
+    void tg_col2im_f32(const float* cols, float* x, const tg_window* g, ptrdiff_t row_stride,
+                       ptrdiff_t n_stride)
+    void tg_col2im_f64(const double* cols, double* x, const tg_window* g, ptrdiff_t row_stride,
+                       ptrdiff_t n_stride)
+    void tg_max_pool2d_f32(const float* x, float* y, int64_t* idx, const tg_window* g)
+    void tg_max_pool2d_f64(const double* x, double* y, int64_t* idx, const tg_window* g)
+    void tg_max_pool2d_grad_f32(const float* gy, const int64_t* idx, float* gx, const tg_window* g)
+    void tg_max_pool2d_grad_f64(const double* gy, const int64_t* idx, double* gx,
+                                const tg_window* g)
+    void tg_lstm_fwd_f32(ptrdiff_t B, ptrdiff_t H, const float* gi, const float* hh,
+                         const float* c0, float* acts, float* c, float* tc, float* h)
+    void tg_lstm_fwd_f64(ptrdiff_t B, ptrdiff_t H, const double* gi, const double* hh,
+                         const double* c0, double* acts, double* c, double* tc, double* h)
+    void tg_lstm_bwd_f32(ptrdiff_t B, ptrdiff_t H, const float* acts, const float* c0,
+                         const float* tc, const float* dh, float* dc, float* dgates)
+    void tg_lstm_bwd_f64(ptrdiff_t B, ptrdiff_t H, const double* acts, const double* c0,
+                         const double* tc, const double* dh, double* dc, double* dgates)
+    void tg_gru_fwd_f32(ptrdiff_t B, ptrdiff_t H, const float* gi, const float* hh,
+                        const float* h0, float* acts, float* h)
+    void tg_gru_fwd_f64(ptrdiff_t B, ptrdiff_t H, const double* gi, const double* hh,
+                        const double* h0, double* acts, double* h)
+    void tg_gru_bwd_f32(ptrdiff_t B, ptrdiff_t H, const float* acts, const float* hh,
+                        const float* h0, const float* dh, float* dgi, float* dhh, float* dh0)
+    void tg_gru_bwd_f64(ptrdiff_t B, ptrdiff_t H, const double* acts, const double* hh,
+                        const double* h0, const double* dh, double* dgi, double* dhh,
+                        double* dh0)
+    void tg_rnn_fwd_f32(ptrdiff_t B, ptrdiff_t H, int relu, const float* gi, const float* hh,
+                        float* h)
+    void tg_rnn_fwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* gi, const double* hh,
+                        double* h)
+    void tg_rnn_bwd_f32(ptrdiff_t B, ptrdiff_t H, int relu, const float* h, const float* dh,
+                        float* dpre)
+    void tg_rnn_bwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* h, const double* dh,
+                        double* dpre)
+
+
+cdef inline void* nk_ptr(object a) noexcept:
+    return cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef bint nk_is_f32(object a) except -1:
+    """True for float32, False for float64; anything else (or a non-contiguous array) is a bug
+    of the caller, raised rather than read wrongly."""
+    if not isinstance(a, cnp.ndarray) or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a):
+        raise ValueError("tapegrad: nn kernel operand must be a C-contiguous ndarray")
+    cdef int t = cnp.PyArray_TYPE(<cnp.ndarray>a)
+    if t == cnp.NPY_FLOAT32:
+        return True
+    if t == cnp.NPY_FLOAT64:
+        return False
+    raise TypeError(f"tapegrad: nn kernel operand must be float32 or float64, not {a.dtype}")
+
+
+cdef int nk_same(object a, bint f32, Py_ssize_t size) except -1:
+    if nk_is_f32(a) != f32 or cnp.PyArray_SIZE(<cnp.ndarray>a) != size:
+        raise ValueError(f"tapegrad: nn kernel operand of dtype {a.dtype} and size {a.size}, "
+                         f"expected {'float32' if f32 else 'float64'} and size {size}")
+    return 0
+
+
+cdef int nk_window(tuple geom, tg_window* g) except -1:
+    (g.N, g.C, g.H, g.W, g.Ho, g.Wo, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw) = geom
+    if min(geom) < 0 or g.sh <= 0 or g.sw <= 0 or g.dh <= 0 or g.dw <= 0 or g.kh <= 0 \
+            or g.kw <= 0:
+        raise ValueError(f"tapegrad: bad window geometry {geom}")
+    return 0
+
+
+def _im2col(x, tuple geom, bint by_sample, double fill=0.0):
+    """Columns of the windows of x (N, C, H, W): (C*kh*kw, N*L) when not by_sample, (N, C*kh*kw, L)
+    when by_sample (L = Ho*Wo); `fill` where a window lies on padding."""
+    cdef tg_window g
+    nk_window(geom, &g)
+    cdef bint f32 = nk_is_f32(x)
+    nk_same(x, f32, g.N * g.C * g.H * g.W)
+    cdef Py_ssize_t K = g.C * g.kh * g.kw, L = g.Ho * g.Wo
+    if by_sample:
+        cols = np.empty((g.N, K, L), dtype=x.dtype)
+        row_stride, n_stride = L, K * L
+    else:
+        cols = np.empty((K, g.N * L), dtype=x.dtype)
+        row_stride, n_stride = g.N * L, L
+    cdef ptrdiff_t rs = row_stride, ns = n_stride
+    if f32:
+        tg_im2col_f32(<float*>nk_ptr(x), <float*>nk_ptr(cols), &g, rs, ns, <float>fill)
+    else:
+        tg_im2col_f64(<double*>nk_ptr(x), <double*>nk_ptr(cols), &g, rs, ns, fill)
+    return cols
+
+
+def _col2im(cols, tuple geom, bint by_sample):
+    """The adjoint of _im2col: a new (N, C, H, W) array, each position the sum of the column
+    entries read from it."""
+    cdef tg_window g
+    nk_window(geom, &g)
+    cdef bint f32 = nk_is_f32(cols)
+    cdef Py_ssize_t K = g.C * g.kh * g.kw, L = g.Ho * g.Wo
+    nk_same(cols, f32, K * g.N * L)
+    cdef ptrdiff_t rs = L if by_sample else g.N * L, ns = K * L if by_sample else L
+    x = np.empty((g.N, g.C, g.H, g.W), dtype=cols.dtype)
+    if f32:
+        tg_col2im_f32(<float*>nk_ptr(cols), <float*>nk_ptr(x), &g, rs, ns)
+    else:
+        tg_col2im_f64(<double*>nk_ptr(cols), <double*>nk_ptr(x), &g, rs, ns)
+    return x
+
+
+def _max_pool2d_arrays(x, tuple geom):
+    """(maxima (N, C, Ho, Wo), their flat positions h*W + w in each plane, int64) of x's windows,
+    by PyTorch's rules (nn_kernels.h)."""
+    cdef tg_window g
+    nk_window(geom, &g)
+    cdef bint f32 = nk_is_f32(x)
+    nk_same(x, f32, g.N * g.C * g.H * g.W)
+    y = np.empty((g.N, g.C, g.Ho, g.Wo), dtype=x.dtype)
+    idx = np.empty((g.N, g.C, g.Ho, g.Wo), dtype=np.int64)
+    if f32:
+        tg_max_pool2d_f32(<float*>nk_ptr(x), <float*>nk_ptr(y), <int64_t*>nk_ptr(idx), &g)
+    else:
+        tg_max_pool2d_f64(<double*>nk_ptr(x), <double*>nk_ptr(y), <int64_t*>nk_ptr(idx), &g)
+    return y, idx
+
+
+def _max_pool2d_grad_array(gy, idx, tuple geom):
+    """The input gradient (N, C, H, W) of max pooling: gy added at idx (out-of-plane indices
+    dropped)."""
+    cdef tg_window g
+    nk_window(geom, &g)
+    cdef bint f32 = nk_is_f32(gy)
+    nk_same(gy, f32, g.N * g.C * g.Ho * g.Wo)
+    if (not isinstance(idx, cnp.ndarray) or idx.dtype != np.int64 or idx.size != gy.size
+            or not idx.flags.c_contiguous):
+        raise ValueError("tapegrad: max-pool indices must be C-contiguous int64 of gy's size")
+    gx = np.empty((g.N, g.C, g.H, g.W), dtype=gy.dtype)
+    if f32:
+        tg_max_pool2d_grad_f32(<float*>nk_ptr(gy), <int64_t*>nk_ptr(idx), <float*>nk_ptr(gx),
+                               &g)
+    else:
+        tg_max_pool2d_grad_f64(<double*>nk_ptr(gy), <int64_t*>nk_ptr(idx),
+                               <double*>nk_ptr(gx), &g)
+    return gx
+
+
+# -- recurrent layers: the whole sequence of one layer and direction --------------------------
+# mode: 0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu.  gi (T, B, G*H) is the input projection of every
+# step (for LSTM and RNN with both biases folded in; for GRU with b_ih only, b_hh goes inside
+# r * (W_hn h + b_hn)).  The forward keeps what the backward needs in a tuple `saved`.
+
+cdef enum:
+    NK_LSTM = 0
+    NK_GRU = 1
+    NK_RNN_TANH = 2
+    NK_RNN_RELU = 3
+
+
+cdef int nk_gates(int mode) noexcept:
+    return 4 if mode == NK_LSTM else (3 if mode == NK_GRU else 1)
+
+
+def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
+    """Run one recurrent layer in one direction over all T steps of gi.  Returns (out (T, B, H),
+    h_T, c_T or None, saved)."""
+    cdef Py_ssize_t T = gi.shape[0], B = gi.shape[1], G = nk_gates(mode)
+    cdef Py_ssize_t H = h0.shape[1], s, t
+    cdef bint f32 = nk_is_f32(gi)
+    nk_same(gi, f32, T * B * G * H)
+    nk_same(h0, f32, B * H)
+    nk_same(w_hh, f32, G * H * H)
+    if mode == NK_LSTM:
+        nk_same(c0, f32, B * H)
+    if b_hh is not None:
+        nk_same(b_hh, f32, G * H)
+    dt = gi.dtype
+    out = np.empty((T, B, H), dtype=dt)
+    wT = np.ascontiguousarray(w_hh.T)      # (H, G*H): a plain row-major B operand for gemm
+    acts = cs = tcs = hhs = None
+    if mode == NK_LSTM:
+        acts = np.empty((T, B, G * H), dtype=dt)
+        cs = np.empty((T, B, H), dtype=dt)
+        tcs = np.empty((T, B, H), dtype=dt)
+    elif mode == NK_GRU:
+        acts = np.empty((T, B, G * H), dtype=dt)
+        hhs = np.empty((T, B, G * H), dtype=dt)
+    hh = np.empty((B, G * H), dtype=dt)
+    h_prev, c_prev = h0, c0
+    matmul = np.matmul
+    add = np.add
+    cdef int relu = mode == NK_RNN_RELU
+    cdef char* p_gi
+    cdef Py_ssize_t step = B * G * H, hstep = B * H, isz = dt.itemsize
+    for s in range(T):
+        t = T - 1 - s if reverse else s
+        if mode == NK_GRU:
+            hh = hhs[t]
+        matmul(h_prev, wT, out=hh)
+        if b_hh is not None:
+            add(hh, b_hh, out=hh)
+        p_gi = <char*>nk_ptr(gi) + t * step * isz
+        if mode == NK_LSTM:
+            if f32:
+                tg_lstm_fwd_f32(B, H, <float*>p_gi, <float*>nk_ptr(hh), <float*>nk_ptr(c_prev),
+                                <float*>nk_ptr(acts) + t * step, <float*>nk_ptr(cs) + t * hstep,
+                                <float*>nk_ptr(tcs) + t * hstep, <float*>nk_ptr(out) + t * hstep)
+            else:
+                tg_lstm_fwd_f64(B, H, <double*>p_gi, <double*>nk_ptr(hh),
+                                <double*>nk_ptr(c_prev), <double*>nk_ptr(acts) + t * step,
+                                <double*>nk_ptr(cs) + t * hstep, <double*>nk_ptr(tcs) + t * hstep,
+                                <double*>nk_ptr(out) + t * hstep)
+            c_prev = cs[t]
+        elif mode == NK_GRU:
+            if f32:
+                tg_gru_fwd_f32(B, H, <float*>p_gi, <float*>nk_ptr(hh), <float*>nk_ptr(h_prev),
+                               <float*>nk_ptr(acts) + t * step, <float*>nk_ptr(out) + t * hstep)
+            else:
+                tg_gru_fwd_f64(B, H, <double*>p_gi, <double*>nk_ptr(hh), <double*>nk_ptr(h_prev),
+                               <double*>nk_ptr(acts) + t * step, <double*>nk_ptr(out) + t * hstep)
+        else:
+            if f32:
+                tg_rnn_fwd_f32(B, H, relu, <float*>p_gi, <float*>nk_ptr(hh),
+                               <float*>nk_ptr(out) + t * hstep)
+            else:
+                tg_rnn_fwd_f64(B, H, relu, <double*>p_gi, <double*>nk_ptr(hh),
+                               <double*>nk_ptr(out) + t * hstep)
+        h_prev = out[t]
+    h_last = h_prev.copy() if T > 0 else h0.copy()
+    c_last = None
+    if mode == NK_LSTM:
+        c_last = c_prev.copy() if T > 0 else c0.copy()
+    return out, h_last, c_last, (acts, cs, tcs, hhs)
+
+
+def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_hh, dout,
+                           dh_last, dc_last, bint reverse):
+    """The gradients of _rnn_sequence_forward: (dgi (T, B, G*H), dh0, dc0 or None, dw_hh,
+    db_hh or None).  dout (T, B, H), dh_last, dc_last: upstream gradients (None for zero)."""
+    acts, cs, tcs, hhs = saved
+    cdef Py_ssize_t T = out.shape[0], B = out.shape[1], H = out.shape[2], G = nk_gates(mode)
+    cdef Py_ssize_t s, t, tp
+    cdef bint f32 = nk_is_f32(out)
+    dt = out.dtype
+    if dout is not None:
+        nk_same(dout, f32, T * B * H)
+    dh = np.zeros((B, H), dtype=dt) if dh_last is None else np.array(dh_last, dtype=dt)
+    dc = None
+    if mode == NK_LSTM:
+        dc = np.zeros((B, H), dtype=dt) if dc_last is None else np.array(dc_last, dtype=dt)
+    nk_same(dh, f32, B * H)
+    dgi = np.empty((T, B, G * H), dtype=dt)
+    dhh = np.empty((T, B, G * H), dtype=dt) if mode == NK_GRU else dgi
+    dh_total = np.empty((B, H), dtype=dt)
+    direct = np.empty((B, H), dtype=dt)
+    cdef int relu = mode == NK_RNN_RELU
+    cdef Py_ssize_t step = B * G * H, hstep = B * H
+    matmul = np.matmul
+    add = np.add
+    for s in range(T):
+        t = s if reverse else T - 1 - s
+        tp = t + 1 if reverse else t - 1            # the step whose state this one started from
+        if dout is not None:
+            add(dh, dout[t], out=dh_total)
+        else:
+            dh_total[...] = dh
+        if mode == NK_LSTM:
+            c_prev = c0 if (tp < 0 or tp >= T) else cs[tp]
+            if f32:
+                tg_lstm_bwd_f32(B, H, <float*>nk_ptr(acts) + t * step, <float*>nk_ptr(c_prev),
+                                <float*>nk_ptr(tcs) + t * hstep, <float*>nk_ptr(dh_total),
+                                <float*>nk_ptr(dc), <float*>nk_ptr(dgi) + t * step)
+            else:
+                tg_lstm_bwd_f64(B, H, <double*>nk_ptr(acts) + t * step, <double*>nk_ptr(c_prev),
+                                <double*>nk_ptr(tcs) + t * hstep, <double*>nk_ptr(dh_total),
+                                <double*>nk_ptr(dc), <double*>nk_ptr(dgi) + t * step)
+            matmul(dgi[t], w_hh, out=dh)
+        elif mode == NK_GRU:
+            h_prev = h0 if (tp < 0 or tp >= T) else out[tp]
+            if f32:
+                tg_gru_bwd_f32(B, H, <float*>nk_ptr(acts) + t * step,
+                               <float*>nk_ptr(hhs) + t * step, <float*>nk_ptr(h_prev),
+                               <float*>nk_ptr(dh_total), <float*>nk_ptr(dgi) + t * step,
+                               <float*>nk_ptr(dhh) + t * step, <float*>nk_ptr(direct))
+            else:
+                tg_gru_bwd_f64(B, H, <double*>nk_ptr(acts) + t * step,
+                               <double*>nk_ptr(hhs) + t * step, <double*>nk_ptr(h_prev),
+                               <double*>nk_ptr(dh_total), <double*>nk_ptr(dgi) + t * step,
+                               <double*>nk_ptr(dhh) + t * step, <double*>nk_ptr(direct))
+            matmul(dhh[t], w_hh, out=dh)
+            add(dh, direct, out=dh)
+        else:
+            if f32:
+                tg_rnn_bwd_f32(B, H, relu, <float*>nk_ptr(out) + t * hstep,
+                               <float*>nk_ptr(dh_total), <float*>nk_ptr(dgi) + t * step)
+            else:
+                tg_rnn_bwd_f64(B, H, relu, <double*>nk_ptr(out) + t * hstep,
+                               <double*>nk_ptr(dh_total), <double*>nk_ptr(dgi) + t * step)
+            matmul(dgi[t], w_hh, out=dh)
+    # The hidden weights' gradient over all steps at once: sum_t dhh_t^T h_prev_t.
+    prev = np.empty((T, B, H), dtype=dt)
+    if T > 0:
+        if reverse:
+            prev[T - 1] = h0
+            prev[:T - 1] = out[1:]
+        else:
+            prev[0] = h0
+            prev[1:] = out[:T - 1]
+    dw = matmul(dhh.reshape(T * B, G * H).T, prev.reshape(T * B, H))
+    db = np.add.reduce(dhh.reshape(T * B, G * H), axis=0) if has_b_hh else None
+    return dgi, dh, dc, dw, db
