@@ -346,15 +346,8 @@ def test_fold_with_no_blocks_and_batch_norm_momentum_type():
     m(tg.randn(4, 2))
 
 
-# -- found by tools/fuzz.py (random programs); the fix belongs to the compiled core (src/) -------
-# Each is PyTorch's behaviour, pinned as a strict xfail until the core is fixed (the fuzzer's
-# KNOWN list filters the same mechanism meanwhile; remove both together).
+# -- found by tools/fuzz.py (random programs), fixed in the compiled core (src/) ----------------
 
-CORE = "core (src/): "
-
-
-@pytest.mark.xfail(strict=True, reason=CORE + "view_key refuses an in-place write into an empty "
-                   "view of an empty base (ops_inplace.pxi: 'does not cover whole elements')")
 def test_inplace_on_an_empty_view_is_a_no_op():
     x = tg.zeros(2, 0, requires_grad=True) * 1
     assert x[0].add_(1).shape == (0,)
@@ -406,49 +399,80 @@ def test_view_under_no_grad_of_a_tensor_without_grad_does_not_require_grad():
     assert not v.requires_grad
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "clamp(min=0.0) / relu keep -0.0 (PyTorch returns "
-                   "the input where it is not below the bound)")
 def test_clamp_min_and_relu_keep_negative_zero():
     assert np.signbit(tg.tensor([-0.0]).clamp(min=0.0).numpy()[0])
     assert np.signbit(tg.relu(tg.tensor([-0.0])).numpy()[0])
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "expand() to the same shape (no dim broadcast) is "
-                   "writable in PyTorch; tapegrad marks every expand read-only")
 def test_inplace_on_an_expand_that_broadcasts_nothing():
     x = tg.ones(1, 3).expand(-1, -1)
     np.testing.assert_array_equal(x.add_(1).numpy(), [[2.0, 2.0, 2.0]])
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "Tensor.copy_ accepts a Python number (ops_inplace."
-                   "pyx copy_ raises TypeError)")
 def test_copy_from_a_python_number():
     np.testing.assert_array_equal(tg.zeros(2).copy_(3).numpy(), [3.0, 3.0])
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "setitem with a value that does not broadcast raises "
-                   "numpy's ValueError; PyTorch raises RuntimeError 'The expanded size'")
 def test_setitem_value_that_does_not_broadcast_raises_runtime_error():
     with pytest.raises(RuntimeError, match="expanded size"):
         tg.zeros(4, 1, 1)[...] = tg.ones(2)
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "repeat() of an empty tensor returns a view of its "
-                   "input, so an in-place write to the result is refused as a write to a leaf")
 def test_repeat_of_an_empty_leaf_is_a_new_tensor():
     x = tg.zeros(2, 0, requires_grad=True)
     assert x.repeat(1, 2).sub_(1).shape == (2, 0)
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "create_graph gradients of piecewise-linear ops "
-                   "(abs, l1_loss, relu, clamp, where) do not require grad (PyTorch: they do, "
-                   "their own derivative is zero)")
 def test_create_graph_gradient_of_abs_requires_grad():
     x = tg.tensor([1.0, -2.0], requires_grad=True)
     g, = tg.autograd.grad(x.abs().sum(), [x], create_graph=True)
     assert g.requires_grad
     g2, = tg.autograd.grad((g * g).sum(), [x])
     np.testing.assert_array_equal(g2.numpy(), [0.0, 0.0])
+
+
+PIECEWISE_LINEAR = {
+    "abs": lambda L, x: x.abs(),
+    "relu": lambda L, x: x.relu(),
+    "leaky_relu": lambda L, x: L.nn.functional.leaky_relu(x, 0.1),
+    "l1_loss": lambda L, x: L.nn.functional.l1_loss(x, L.zeros(3, dtype=L.float64)),
+    "norm1": lambda L, x: x.norm(p=1),
+    "norm_inf": lambda L, x: x.norm(p=float("inf")),
+    # PyTorch's clamp / where gradients use a constant mask: they do not require grad
+    "clamp": lambda L, x: x.clamp(-1, 1),
+    "where": lambda L, x: L.where(x > 0, x, L.zeros(())),
+}
+
+
+def second_order_of(L, name):
+    x = L.tensor([1.0, -2.0, 0.5], dtype=L.float64, requires_grad=True)
+    g, = L.autograd.grad(PIECEWISE_LINEAR[name](L, x).sum(), [x], create_graph=True)
+    if not g.requires_grad:
+        return g.tolist(), None
+    g2, = L.autograd.grad((g * g).sum(), [x])
+    return g.tolist(), g2.detach().clone().tolist()     # (PyTorch's g2 is a zero tensor view)
+
+
+@pytest.mark.parametrize("name", ["abs", "relu", "leaky_relu", "l1_loss", "norm1", "norm_inf"])
+def test_create_graph_gradients_of_piecewise_linear_ops_differentiate_to_zero(name):
+    g, g2 = second_order_of(tg, name)
+    assert g2 == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("name", sorted(PIECEWISE_LINEAR))
+def test_create_graph_piecewise_linear_against_torch(torch, name):
+    assert second_order_of(tg, name) == second_order_of(torch, name)
+
+
+def test_create_graph_relu_gradient_of_a_gradient_that_requires_grad():
+    # the adjoint requires grad too: both links are kept, third order included
+    x = tg.tensor([1.0, -2.0], requires_grad=True)
+    w = tg.tensor([3.0, 4.0], requires_grad=True)
+    g, = tg.autograd.grad((x.relu() * w).sum(), [x], create_graph=True)
+    assert g.grad_fn.name() == "ThresholdBackwardBackward0"
+    gx, gw = tg.autograd.grad((g * g).sum(), [x, w], create_graph=True)
+    assert gx.tolist() == [0.0, 0.0] and gw.tolist() == [6.0, 0.0]
+    assert tg.autograd.grad(gw.sum(), [w])[0].tolist() == [2.0, 0.0]
 
 
 def test_retain_grad_survives_an_inplace_write_through_a_view():
@@ -505,8 +529,6 @@ def test_retain_grad_of_a_view_survives_a_write_to_its_base():
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 6.0, 6.0])
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "index_select on a size-0 dim with indices raises "
-                   "IndexError; PyTorch raises RuntimeError")
 def test_index_select_on_an_empty_dim_raises_runtime_error():
     with pytest.raises(RuntimeError):
         tg.index_select(tg.zeros(2, 0), 1, tg.tensor([0, 0]))
@@ -555,16 +577,16 @@ def test_elu_gradient_at_nan_input_is_nan_at_every_size():
         assert np.isnan(x.grad.numpy()).all(), n
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "an in-place op on expand(1) of a 0-d tensor raises "
-                   "numpy's 'multiple indices are not supported for 0d arrays' (fuzz.py seed 919)")
 def test_inplace_on_an_expanded_0d_result():
-    v = (tg.tensor(2.0, requires_grad=True) * -1).expand(1)
-    np.testing.assert_array_equal(v.abs_().numpy(), [2.0])
+    x = tg.tensor(2.0, requires_grad=True)
+    base = x * -1
+    v = base.expand(1)
+    np.testing.assert_array_equal(v.abs_().detach().numpy(), [2.0])
+    assert v.grad_fn.name() == "AsStridedBackward0" and base.item() == 2.0
+    (v * 3).sum().backward()
+    assert x.grad.item() == 3.0                 # d(3 |-x|)/dx at x = 2
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "cross_entropy with an input/target shape mismatch "
-                   "raises IndexError 'Target 0 is out of bounds' instead of PyTorch's "
-                   "RuntimeError 'size mismatch' (fuzz.py seed 987)")
 def test_cross_entropy_shape_mismatch_raises_runtime_error():
     with pytest.raises(RuntimeError, match="size mismatch"):
         F.cross_entropy(tg.zeros(2, 0, 4), tg.zeros(2, 4, dtype=tg.int64), label_smoothing=0.1)
@@ -596,3 +618,207 @@ def test_stale_no_grad_view_reads():
     reads = stale_no_grad_view_reads(tg)
     assert reads[:3] == [True, None, [2.0, 2.0]]
     assert all(r.startswith("A view was created in no_grad mode and its base") for r in reads[3:])
+
+
+# -- siblings of the fixes above: writes through expand() views and views of 0-d / empty bases ---
+
+def expand_write_programs(L):
+    """(name, program) pairs writing through expand() views; each returns plain values."""
+    def gradient_through_0d_base():
+        x = L.tensor(2.0, requires_grad=True)
+        base = x * 1
+        v = base.expand(1, 1)
+        v[0, 0] = x * 5
+        base.sum().backward()
+        return v.tolist(), x.grad.tolist()
+
+    def stale_view_of_0d_base():
+        x = L.tensor(2.0, requires_grad=True)
+        base = x * 1
+        v = base.expand(3)
+        base.mul_(2)
+        (v * L.tensor([1.0, 2.0, 3.0])).sum().backward()
+        return v.tolist(), x.grad.tolist()
+
+    def empty_selection_of_0d_base():
+        x = L.tensor(2.0, requires_grad=True)
+        base = x * 1
+        v = base.expand(1, 1)
+        v[0, 0:0] = x * 5
+        base.sum().backward()
+        return v.tolist(), x.grad.tolist()
+
+    def copy_into_0d_base():
+        x = L.tensor(2.0, requires_grad=True)
+        base = x * 1
+        base.expand(1, 1).copy_(x * 3)
+        (base * 2).sum().backward()
+        return base.tolist(), x.grad.tolist()
+
+    def empty_view_write():
+        x = L.ones(2, 3, requires_grad=True)
+        base = x * 1
+        base[:, :0].add_(1)
+        base.sum().backward()
+        return x.grad.tolist()
+
+    def part_of_an_expand():
+        x = L.ones(2, 3, requires_grad=True)
+        base = x * 1
+        base.expand(2, 2, 3)[0].mul_(2)
+        base.sum().backward()
+        return x.grad.tolist()
+
+    def unstretched_expand():
+        x = L.ones(1, 3, requires_grad=True)
+        base = x * 1
+        base.expand(1, 3).mul_(2)
+        (base * L.tensor([1.0, 2.0, 3.0])).sum().backward()
+        return base.tolist(), x.grad.tolist()
+
+    def no_grad_writes():
+        x = L.ones(3)
+        x.expand(1, 3).add_(1)
+        x.expand(2, 3)[1].add_(1)
+        y = L.ones(3).expand(2, 3)
+        y[0] = 5.0                       # a row of an expand: no two elements share memory
+        return x.tolist(), y.tolist()
+
+    def overlapping_writes():
+        out = []
+        for write in (lambda t: t.add_(1), lambda t: t.copy_(L.zeros(2, 3)),
+                      lambda t: t.__setitem__((slice(0, 2), 0), 2.0),
+                      lambda t: t.abs_()):
+            try:
+                write(L.ones(3).expand(2, 3))
+                out.append("ok")
+            except RuntimeError as e:
+                out.append(str(e)[:60])
+        return out
+
+    return [(f.__name__, f) for f in (
+        gradient_through_0d_base, stale_view_of_0d_base, empty_selection_of_0d_base,
+        copy_into_0d_base, empty_view_write, part_of_an_expand, unstretched_expand,
+        no_grad_writes, overlapping_writes)]
+
+
+def test_writes_through_expand_views():
+    got = dict((name, f()) for name, f in expand_write_programs(tg))
+    assert got["gradient_through_0d_base"] == ([[10.0]], 5.0)
+    assert got["stale_view_of_0d_base"] == ([4.0, 4.0, 4.0], 12.0)
+    assert got["empty_selection_of_0d_base"] == ([[2.0]], 1.0)
+    assert got["copy_into_0d_base"] == (6.0, 6.0)
+    assert got["part_of_an_expand"] == [[2.0] * 3] * 2
+    assert got["unstretched_expand"] == ([[2.0, 2.0, 2.0]], [[2.0, 4.0, 6.0]])
+    assert got["no_grad_writes"] == ([3.0, 3.0, 3.0], [[5.0] * 3] * 2)
+    overlap = "unsupported operation: more than one element of the written-to tensor"
+    assert got["overlapping_writes"] == [overlap[:60]] * 4
+
+
+def test_writes_through_expand_views_against_torch(torch):
+    for (name, f), (_, g) in zip(expand_write_programs(tg), expand_write_programs(torch)):
+        assert f() == g(), name
+
+
+def test_advanced_setitem_into_an_expand_warns_and_writes_as_torch():
+    y = tg.ones(3).expand(2, 3)
+    with pytest.warns(UserWarning, match="Use of index_put_ on expanded tensors is deprecated"):
+        y[[0]] = 2.0
+    assert y.tolist() == [[2.0] * 3] * 2
+
+
+def test_copy_of_numbers_and_shape_errors():
+    assert tg.ones(3, dtype=tg.int64).copy_(2.7).tolist() == [2, 2, 2]
+    assert tg.ones(2).copy_(True).tolist() == [1.0, 1.0]
+    assert tg.ones(2).copy_(np.float64(2.5)).tolist() == [2.5, 2.5]
+    with pytest.warns(UserWarning, match="Casting complex values to real discards"):
+        assert tg.ones(2).copy_(1 + 2j).tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match=r"copy_\(\): argument 'other' \(position 1\) must be "
+                       "Tensor, not list"):
+        tg.ones(3).copy_([1, 2, 3])
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of "
+                       r"tensor b \(2\) at non-singleton dimension 0"):
+        tg.ones(3).copy_(tg.ones(2))
+    with pytest.raises(RuntimeError, match=r"output with shape \[3, 1\] doesn't match the "
+                       r"broadcast shape \[1, 3, 1\]"):
+        tg.zeros(3, 1).copy_(tg.ones(1, 1, 1))          # (copy_ drops no leading 1s)
+    x = tg.zeros(3, requires_grad=True)
+    y = x * 1
+    y.copy_(5)
+    y.sum().backward()
+    assert y.tolist() == [5.0] * 3 and x.grad.tolist() == [0.0] * 3
+
+
+SETITEM_ERRORS = [
+    ((4, 3), (slice(1, 3),), (1, 5)), ((4, 3), (slice(1, 3),), (5, 5)),
+    ((4, 3), (slice(1, 3),), (1, 2, 1, 3)), ((4, 3), (0,), (3, 2)), ((4, 3), (0, 0), (3,)),
+    ((4, 3), ([0, 1],), (3, 3)), ((4, 1, 1), (Ellipsis,), (2,)), ((4, 3), (slice(1, 3),), (1, 1, 2, 3)),
+]
+
+
+def setitem_outcome(L, shape, key, value_shape):
+    x = L.zeros(*shape)
+    try:
+        x[key] = L.ones(*value_shape)
+        return x.tolist()
+    except RuntimeError as e:
+        return str(e)
+
+
+def test_setitem_shape_errors_name_the_sizes():
+    assert setitem_outcome(tg, (4, 3), (slice(1, 3),), (2, 1, 3)) == (
+        "expand(torch.FloatTensor{[2, 1, 3]}, size=[2, 3]): the number of sizes provided (2) "
+        "must be greater or equal to the number of dimensions in the tensor (3)")
+    assert setitem_outcome(tg, (4, 3), (slice(1, 3),), (1, 5)) == (
+        "The expanded size of the tensor (3) must match the existing size (5) at non-singleton "
+        "dimension 1.  Target sizes: [2, 3].  Tensor sizes: [5]")
+
+
+def test_setitem_shape_errors_against_torch(torch):
+    for case in SETITEM_ERRORS:
+        assert setitem_outcome(tg, *case) == setitem_outcome(torch, *case), case
+
+
+def index_select_outcomes(L):
+    out = []
+    for shape in [(2, 3), (3, 1), (2, 3, 4), (2, 0, 3), (0, 2), (5,), (0,)]:
+        for d in range(len(shape)):
+            for idx in ([9], [0], [-1], [1, 9, -1]):
+                try:
+                    out.append(tuple(L.zeros(*shape).index_select(d, L.tensor(idx)).shape))
+                except (IndexError, RuntimeError) as e:
+                    out.append((type(e).__name__, str(e)))
+    return out
+
+
+def test_index_select_out_of_range_errors():
+    got = index_select_outcomes(tg)
+    assert ("RuntimeError", "INDICES element is out of DATA bounds, id=9 axis_dim=3") in got
+    assert ("IndexError", "index out of range in self") in got
+
+
+def test_index_select_out_of_range_errors_against_torch(torch):
+    assert index_select_outcomes(tg) == index_select_outcomes(torch)
+
+
+def signed_zero_results(L):
+    z = L.tensor([-0.0, 0.0, -0.0, 0.0])
+    w = L.tensor([0.0, -0.0, -0.0, 0.0])
+    big = L.tensor([-0.0] * 100 + [0.0] * 100)
+    nanz = L.tensor([float("nan"), -0.0, 0.0])
+    ops = [z.relu(), big.relu(), z.clone().relu_(), z.clamp(min=0.0), z.clamp(max=0.0),
+           z.clamp(-0.0, 0.0), z.clamp(max=-0.0), big.clamp(min=0.0), z.clamp(min=w),
+           z.clamp(max=w), L.maximum(z, w), L.minimum(z, w), L.clamp_min(z, 0.0),
+           z.clone().clamp_(min=0.0), L.maximum(nanz, L.zeros(3)), nanz.clamp(min=0.0),
+           z[::2].relu(), L.maximum(z[::2], w[::2])]
+    return [np.signbit(t.numpy()).tolist() + np.isnan(t.numpy()).tolist() for t in ops]
+
+
+def test_max_min_clamp_relu_keep_the_first_zero_where_they_tie():
+    res = signed_zero_results(tg)
+    assert res[0] == [True, False, True, False] + [False] * 4
+    assert res[10] == [True, False, True, False] + [False] * 4     # maximum(z, w) keeps z
+
+
+def test_max_min_clamp_relu_signed_zero_against_torch(torch):
+    assert signed_zero_results(tg) == signed_zero_results(torch)

@@ -413,7 +413,7 @@ cdef object unary_numpy(int op, object A):
         if op == OP_TANH:
             return nd(np.tanh(A))
         if op == OP_RELU:
-            return nd(np.maximum(A, 0))
+            return nd(np.where(np.less(A, 0), 0, A).astype(A.dtype, copy=False))   # keeps -0.0
     raise AssertionError(f"unary_numpy: unknown op {op}")
 
 

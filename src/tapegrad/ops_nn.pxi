@@ -485,6 +485,11 @@ cdef tuple nn_nll_prepare(TensorBase input, object target, object weight, object
         expected = (A.shape[0],) + tuple(A.shape)[2:]
         if tuple(Tt.shape) != expected:
             raise RuntimeError(f"Expected target size {list(expected)}, got {list(Tt.shape)}")
+        if A.shape[1] == 0 and Tt.size:
+            # PyTorch views input as [N, C, 1, -1] (with no elements the -1 resolves to 0) and
+            # target as [N, 1, -1], then compares them as a 4-d loss does
+            raise RuntimeError(f"size mismatch (got input: [{A.shape[0]}, 0, 0, 0] , target: "
+                               f"[{A.shape[0]}, 1, {Tt.size // A.shape[0]}]")
     C = A.shape[0] if ndim == 1 else A.shape[1]
     fname = "nll_loss_forward" if ndim <= 2 else "nll_loss2d_forward"
     nn_no_weight_grad(weight, fname, "weight")              # PyTorch's autograd layer checks first

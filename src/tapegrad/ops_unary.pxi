@@ -566,15 +566,18 @@ cdef enum:
 
 
 cdef object max_nan(object X, object lo):
-    """max(X, lo) propagating NaN from either side (PyTorch's clamp)."""
+    """max(X, lo) propagating NaN from either side, X where they tie (PyTorch's clamp and
+    maximum: max(-0.0, 0.0) is -0.0; numpy's maximum may return either zero)."""
     r = fast_binary(TG_MAX, X, lo)
-    return r if r is not None else nd(np.maximum(X, lo))
+    return r if r is not None else nd(np.where(np.logical_and(
+        np.logical_not(np.isnan(X)), np.logical_or(np.isnan(lo), np.greater(lo, X))), lo, X))
 
 
 cdef object min_nan(object X, object hi):
-    """min(X, hi) propagating NaN from either side."""
+    """min(X, hi) propagating NaN from either side, X where they tie."""
     r = fast_binary(TG_MIN, X, hi)
-    return r if r is not None else nd(np.minimum(X, hi))
+    return r if r is not None else nd(np.where(np.logical_and(
+        np.logical_not(np.isnan(X)), np.logical_or(np.isnan(hi), np.less(hi, X))), hi, X))
 
 
 cdef tuple clamp_signature(int variant):
@@ -734,7 +737,7 @@ cdef object maximum_op(int op, TensorBase input, object other):
         broadcast_shapes_torch(sa, sb)
     out = fast_binary(TG_MAX if op == OP_MAXIMUM else TG_MIN, A, B)
     if out is None:                                     # numpy's maximum/minimum propagate NaN
-        out = nd(np.maximum(A, B) if op == OP_MAXIMUM else np.minimum(A, B))
+        out = max_nan(A, B) if op == OP_MAXIMUM else min_nan(A, B)
     cdef TensorBase res = wrap(out)
     r = record_from(op, res, (input, other))
     if r != NULL:
