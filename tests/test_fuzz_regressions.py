@@ -822,3 +822,86 @@ def test_max_min_clamp_relu_keep_the_first_zero_where_they_tie():
 
 def test_max_min_clamp_relu_signed_zero_against_torch(torch):
     assert signed_zero_results(tg) == signed_zero_results(torch)
+
+
+# -- issue 16: float16 reductions accumulate in float32, var / std of float32 in float64 ----------
+# (PyTorch's CPU accumulation types: a float16 sum was accumulated in float16 (inf past 65504,
+# the mean of 70,000 ones NaN and its gradient 0), float32 squares overflowed past 1.8e19)
+
+def half_reduction_results(L):
+    F_ = L.nn.functional
+    ones = L.ones(70000, dtype=L.float16)
+    big = L.tensor([60000.0, 60000.0], dtype=L.float16)
+    out = []
+    for x, f in [(ones, lambda t: t.mean()), (ones, lambda t: t.sum()), (ones, lambda t: t.var()),
+                 (ones, lambda t: t.std()), (ones, lambda t: t.norm()), (ones, lambda t: t.norm(p=3)),
+                 (ones, lambda t: t.norm(p=1)), (ones, lambda t: F_.l1_loss(t, L.zeros_like(t))),
+                 (ones, lambda t: F_.mse_loss(t, L.zeros_like(t))),
+                 (ones, lambda t: F_.smooth_l1_loss(t, L.zeros_like(t))),
+                 (big, lambda t: t.mean()), (big, lambda t: t.mean(0)), (big, lambda t: t.var()),
+                 (big, lambda t: t.std(0)), (big, lambda t: F_.l1_loss(t, L.zeros_like(t))),
+                 (big, lambda t: F_.huber_loss(t, L.zeros_like(t)))]:
+        x = x.clone().requires_grad_(True)
+        y = f(x)
+        y.float().backward()
+        out.append((str(y.dtype), y.item(), str(x.grad.dtype), x.grad[:2].tolist()))
+    return out
+
+
+def test_float16_reductions_accumulate_in_float32():
+    res = half_reduction_results(tg)
+    assert res[0] == ("torch.float16", 1.0, "torch.float16", [1 / 70000] * 2) or (
+        res[0][1] == 1.0 and res[0][3] == [np.float16(1 / 70000).item()] * 2)
+    assert res[2][1] == 0.0 and res[3][1] == 0.0                   # var / std of ones
+    assert res[4][1] == np.float16(np.sqrt(70000)).item()
+    assert res[10][1] == 60000.0 and res[10][3] == [0.5, 0.5]      # mean([60000, 60000])
+    assert res[12][1] == 0.0
+
+
+def test_float16_reductions_against_torch(torch):
+    # (values within a float16 rounding: mse_loss's gradient is 2 (x - t) g / n in one rounding
+    # in PyTorch, (g / n) 2 (x - t) here)
+    for got, want in zip(half_reduction_results(tg), half_reduction_results(torch)):
+        assert (got[0], got[2]) == (want[0], want[2])
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-3)
+        np.testing.assert_allclose(got[3], want[3], rtol=1e-3, atol=6e-8)   # (1 subnormal ulp)
+
+
+def test_float16_times_or_over_a_number_beyond_its_range_as_torch():
+    x = tg.tensor([1.0, 1000.0], dtype=tg.float16, requires_grad=True)
+    y = x / 70000.0 + x * 1e-8
+    y.sum().backward()
+    assert y.dtype == tg.float16
+    x32 = np.float32([1, 1000])
+    np.testing.assert_array_equal(y.detach().numpy(), (x32 / 70000).astype(np.float16)
+                                  + (x32 * np.float32(1e-8)).astype(np.float16))
+    assert x.grad.tolist() == [np.float16(1 / 70000 + 1e-8).item()] * 2
+    assert (tg.tensor([-60000.0], dtype=tg.float16) + 70000.0).item() == math.inf   # (as torch)
+
+
+def big_moments(L):
+    out = []
+    for v in ([3e19, -3e19], [[3e19, 4e19], [1e-30, 2e-30]]):
+        for f in (lambda t: t.std(), lambda t: t.var(), lambda t: t.std(0, unbiased=False),
+                  lambda t: L.std_mean(t)[0], lambda t: L.var_mean(t, 0)[0]):
+            x = L.tensor(v, requires_grad=True)
+            y = f(x)
+            y.sum().backward()
+            out.append((y.detach().tolist(), x.grad.tolist()))
+    return out
+
+
+def test_float32_std_of_values_whose_squares_overflow():
+    x = tg.tensor([3e19, -3e19], requires_grad=True)
+    y = x.std()
+    y.backward()
+    assert y.item() == np.float32(np.sqrt(2) * 3e19).item()
+    np.testing.assert_allclose(x.grad.numpy(), [0.70710677, -0.70710677], rtol=1e-6)
+    assert math.isinf(tg.tensor([3e19, -3e19]).var().item())        # 1.8e39: beyond float32
+
+
+def test_float32_moments_against_torch(torch):
+    got, want = big_moments(tg), big_moments(torch)
+    for (gy, gg), (wy, wg) in zip(got, want):
+        np.testing.assert_allclose(gy, wy, rtol=1e-6)
+        np.testing.assert_allclose(gg, wg, rtol=1e-5, atol=1e-30)

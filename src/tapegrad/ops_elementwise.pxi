@@ -243,6 +243,8 @@ cdef inline int kernel_of(int op) noexcept:
 
 cdef object binary_forward(int op, object a, object b):
     """The numpy fallback of a binary op (called under errstate: IEEE results, no warnings)."""
+    if (op == OP_MUL or op == OP_DIV) and half_and_number(a, b):   # PyTorch's float32 opmath
+        return binary_forward(op, as_float32(a), as_float32(b)).astype(np.float16)
     if op == OP_ADD:
         return a + b
     if op == OP_SUB or op == OP_RSUB:
