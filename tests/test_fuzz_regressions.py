@@ -905,3 +905,104 @@ def test_float32_moments_against_torch(torch):
     for (gy, gg), (wy, wg) in zip(got, want):
         np.testing.assert_allclose(gy, wy, rtol=1e-6)
         np.testing.assert_allclose(gg, wg, rtol=1e-5, atol=1e-30)
+
+
+# -- issue 16's list, items still open at the start of this session --------------------------------
+
+def no_grad_view_autograd_grad(L):
+    out = []
+    for leaf_base in (True, False):
+        x = L.ones(3, requires_grad=True)
+        base = x if leaf_base else x * 2
+        with L.no_grad():
+            v = base[1:]
+        loss = (v * 3).sum() + base.sum()
+        try:
+            out.append([None if g is None else g.tolist() for g in
+                        L.autograd.grad(loss, [v, base], allow_unused=True, retain_graph=True)])
+            L.autograd.grad(loss, [v])
+        except RuntimeError as e:
+            out.append(str(e)[:70])
+    return out
+
+
+def test_autograd_grad_of_a_no_grad_view_is_dropped():
+    # silent before: autograd.grad returned the gradient reaching the view (PyTorch drops it)
+    res = no_grad_view_autograd_grad(tg)
+    assert res[0] == [None, [1.0, 1.0, 1.0]]
+    assert res[1].startswith("The differentiated Tensor at index 0 appears to not have been used")
+
+
+def test_autograd_grad_of_a_no_grad_view_against_torch(torch):
+    assert no_grad_view_autograd_grad(tg) == no_grad_view_autograd_grad(torch)
+
+
+def integer_target_writes(L):
+    out = []
+    for dt in (L.int64, L.bool):
+        b = L.tensor([0.5, 2.0, 3.0], requires_grad=True)
+        a = L.ones(3, dtype=dt)
+        a.copy_(b * 2)
+        c = L.zeros(3, dtype=dt)
+        c[0:2] = b[0:2] * 2
+        out.append((a.requires_grad, a.grad_fn is None, a.tolist(), c.requires_grad, c.tolist()))
+    return out
+
+
+def test_a_float_that_requires_grad_written_into_an_integer_tensor_records_nothing():
+    res = integer_target_writes(tg)
+    assert res[0] == (False, True, [1, 4, 6], False, [1, 4, 0])
+    assert res[1] == (False, True, [True, True, True], False, [True, True, False])
+
+
+def test_integer_target_writes_against_torch(torch):
+    assert integer_target_writes(tg) == integer_target_writes(torch)
+
+
+def setitem_refusals(L):
+    out = []
+    for key, value in [(0, None), (slice(0, 2), "a"), (slice(0, 2), [1.0, 2.0]),
+                       (slice(0, 2), np.array([1.0, 2.0])), (slice(0, 2), object()),
+                       (slice(None, None, -1), L.ones(3)), (0, 1 + 2j), (0, np.float64(3.0)),
+                       (0, True)]:
+        x = L.zeros(3)
+        try:
+            x[key] = value
+            out.append(x.tolist())
+        except (TypeError, ValueError, RuntimeError) as e:
+            out.append((type(e).__name__, str(e).replace("object", "builtins.object")[:60]))
+    return out
+
+
+def test_setitem_refuses_what_pytorch_refuses():
+    res = setitem_refusals(tg)
+    assert res[0] == ("TypeError", "can't assign a NoneType to a torch.FloatTensor")  # was NaN
+    assert res[5] == ("ValueError", "step must be greater than zero")   # was written reversed
+    assert res[7] == [3.0, 0.0, 0.0]
+
+
+def test_setitem_refusals_against_torch(torch):
+    assert setitem_refusals(tg) == setitem_refusals(torch)
+
+
+def bool_subtractions(L):
+    out = []
+    for f in (lambda: 1.5 - L.tensor([True]), lambda: L.tensor([1.5]) - True,
+              lambda: L.tensor([1.5]) - L.tensor([True]), lambda: L.tensor([True]) - 1.5,
+              lambda: L.tensor([True]) - L.tensor([False]), lambda: L.tensor([1.5]).sub(True),
+              lambda: L.tensor([1.5]) - 2, lambda: L.tensor([1.5]) + True):
+        try:
+            out.append(f().tolist())
+        except RuntimeError as e:
+            out.append(str(e)[:60])
+    return out
+
+
+def test_subtraction_with_a_bool_operand_raises():
+    res = bool_subtractions(tg)
+    assert res[0].startswith("Subtraction, the `-` operator, with a bool tensor is not")  # was 0.5
+    assert res[-2:] == [[-0.5], [2.5]]
+
+
+def test_bool_subtractions_against_torch(torch):
+    assert bool_subtractions(tg) == bool_subtractions(torch)

@@ -692,6 +692,10 @@ def generate(seed):
 def snap(x):
     if is_tensor(x):
         try:
+            if getattr(x, "_is_zerotensor", lambda: False)():
+                # PyTorch's efficient zero tensor (a zero gradient it never materialises): read
+                # as the zeros it stands for
+                x = x.detach().clone()
             return ("t", x.detach().numpy().copy(), str(x.dtype).split(".")[-1],
                     tuple(x.shape), x.requires_grad)
         except Exception as e:  # noqa: BLE001 - torch refuses to read some invalidated views

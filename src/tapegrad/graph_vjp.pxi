@@ -618,6 +618,10 @@ cdef object gv_var(Py_ssize_t i, Record* r, object G, char* want):
     centered = <object>r.saved[0]
     cdef tuple aux = <tuple>r.aux
     cdef double dof = r.scalar
+    if r.op == OP_VAR and dof == 0 and len(aux) > 3 and aux[3]:
+        # PyTorch: var() over all elements without degrees of freedom has a gradient without a
+        # graph (its values, NaN / inf, are the compiled VJP's)
+        return wrap(OP_VJP[r.op](r, (<TensorBase>G)._array))
     two_over = 2.0 / dof if dof != 0 else math.inf
     cdef list phantoms = []
     try:
@@ -1462,7 +1466,10 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
                 if mode == SWEEP_CAPTURE:
-                    if slot[i] >= 0:
+                    # (a view taken under no_grad has no gradient accumulator in PyTorch: the
+                    # gradient reaching it is dropped, for autograd.grad as for .grad)
+                    if slot[i] >= 0 and not (rec.out != NULL and
+                                             no_grad_view_drops_grad(<TensorBase>rec.out)):
                         captured[slot[i]] = g
                 elif (rec.out != NULL and (<TensorBase>rec.out)._requires_grad
                         and not no_grad_view_drops_grad(<TensorBase>rec.out)):

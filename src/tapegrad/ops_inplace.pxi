@@ -258,6 +258,8 @@ OP_SETITEM = register_op("CopySlices", vjp_setitem)
 
 
 cdef object setitem_key_item(object item, list advanced):
+    if isinstance(item, slice) and item.step is not None and item.step <= 0:
+        raise ValueError("step must be greater than zero")     # (numpy would write reversed)
     if isinstance(item, TensorBase):
         item = (<TensorBase>item)._array
     elif isinstance(item, (list, range)):
@@ -319,14 +321,40 @@ cdef object fit_value(object V, tuple target, bint advanced, object value):
     return V
 
 
+cdef int check_setitem_value(TensorBase self, object value) except -1:
+    """PyTorch assigns a tensor or a number, nothing else (None would write NaN)."""
+    if isinstance(value, (TensorBase, bool, int, float, np.bool_, np.number)):
+        if isinstance(value, (np.complexfloating)) and self._array.dtype.kind != "c":
+            value = complex(value)
+        else:
+            return 0
+    if isinstance(value, complex):
+        if self._array.dtype.kind == "c":
+            return 0
+        raise RuntimeError(f"value cannot be converted to type "
+                           f"{C_TYPE_NAMES.get(self._array.dtype.name, self._array.dtype.name)} "
+                           "without overflow")
+    cls = type(value)
+    name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    raise TypeError(f"can't assign a {name} to a {self.type()}")
+
+
+cdef dict C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                          "int64": "long int", "int32": "int", "int16": "short int",
+                          "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
 cdef object setitem_op(TensorBase self, object key, object value):
     cdef list advanced = []
+    check_setitem_value(self, value)
     # PyTorch indexes first (reading self's history, so no leaf quirk as in fresh_operands)
     fresh(self)
     if isinstance(value, TensorBase):
         fresh(<TensorBase>value)
     cdef bint had_history = self._node >= 0
-    cdef bint recording = records(self, value)
+    # (an integer or bool tensor records nothing: a value that requires grad is cast, and no
+    # gradient flows through the cast)
+    cdef bint recording = records(self, value) and self._array.dtype.kind in "fc"
     cdef Record* r
     cdef tuple vkey
     if recording:

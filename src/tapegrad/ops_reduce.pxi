@@ -598,7 +598,8 @@ def count_nonzero(TensorBase input, dim=None, *, axis=None):
 
 
 # -- var / std ------------------------------------------------------------------------------------
-# saved = (input - mean, the result (std only)); aux = (shape, axes, keepdim); scalar = dof
+# saved = (input - mean, the result (std only)); aux = (shape, axes, keepdim, dim was None);
+# scalar = dof
 
 cdef object vjp_var(Record* r, object g):
     centered = <object>r.saved[0]
@@ -670,7 +671,7 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
         keep(&r.saved[0], centered)
         if is_std:
             keep_saved(r, 1, outk, res)
-        keep(&r.aux, (A.shape, axes, kd))
+        keep(&r.aux, (A.shape, axes, kd, dim is None))
         r.scalar = dof
     return res
 
