@@ -1006,3 +1006,27 @@ def test_subtraction_with_a_bool_operand_raises():
 
 def test_bool_subtractions_against_torch(torch):
     assert bool_subtractions(tg) == bool_subtractions(torch)
+
+
+def scalar_overflow_outcomes(L):
+    x = L.ones(2)
+    out = []
+    for f in (lambda: L.where(x > 0, x, 1e300), lambda: L.where(x > 0, x, float("inf")),
+              lambda: L.where(x > 0, x, 3.4e38), lambda: L.where(x > 0, x.half(), 70000.0),
+              lambda: x.clamp(max=1e300), lambda: L.where(x > 0, x.double(), 1e300),
+              lambda: L.where(x < 0, 1e300, 2.0)):
+        try:
+            out.append(f().tolist())
+        except RuntimeError as e:
+            out.append(str(e))
+    return out
+
+
+def test_a_number_beyond_float32s_range_raises_in_where_and_clamp():
+    res = scalar_overflow_outcomes(tg)
+    assert res[0] == "value cannot be converted to type float without overflow"   # was inf
+    assert res[1] == [1.0, 1.0] and res[3] == [1.0, 1.0] and res[5] == [1.0, 1.0]
+
+
+def test_scalar_overflow_against_torch(torch):
+    assert scalar_overflow_outcomes(tg) == scalar_overflow_outcomes(torch)

@@ -83,11 +83,15 @@ cdef object number_or_tensor(object v):
 
 
 cdef int check_scalar_fits(object v, object dt) except -1:
-    """An integer Python scalar used in integer dtype `dt` must fit it (PyTorch's error)."""
+    """An integer Python scalar used in integer dtype `dt` must fit it, and a finite float one
+    float32's range (PyTorch's errors: where(c, x, 1e300) would silently hold inf)."""
     if dt.kind in "iu" and isinstance(v, int) and not isinstance(v, bool):
         info = np.iinfo(dt)
         if v < info.min or v > info.max:
             raise RuntimeError(f"value cannot be converted to type {dt.name}_t without overflow")
+    elif dt == NP_FLOAT32 and isinstance(v, float) and abs(v) > 3.4028234663852886e38 and (
+            v != INFINITY and v != -INFINITY):
+        raise RuntimeError("value cannot be converted to type float without overflow")
     return 0
 
 
@@ -813,8 +817,9 @@ def where(condition, input=None, other=None):
     shape = broadcast_shapes_torch(shape, sy)
     check_scalar_fits(x, dt)
     check_scalar_fits(y, dt)
-    X = operand_value(x, dt) if isinstance(x, TensorBase) else np.asarray(x, dtype=dt)
-    Y = operand_value(y, dt) if isinstance(y, TensorBase) else np.asarray(y, dtype=dt)
+    with IeeeResults():                 # (a number beyond float16's range is inf, as PyTorch)
+        X = operand_value(x, dt) if isinstance(x, TensorBase) else np.asarray(x, dtype=dt)
+        Y = operand_value(y, dt) if isinstance(y, TensorBase) else np.asarray(y, dtype=dt)
     out = nd(np.where(C, X, Y))
     if out.dtype != dt:
         out = out.astype(dt)
