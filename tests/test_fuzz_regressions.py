@@ -1030,3 +1030,31 @@ def test_a_number_beyond_float32s_range_raises_in_where_and_clamp():
 
 def test_scalar_overflow_against_torch(torch):
     assert scalar_overflow_outcomes(tg) == scalar_overflow_outcomes(torch)
+
+
+def dirty_input_not_returned(L):
+    class Scale(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, buf):
+            buf.mul_(2)
+            ctx.mark_dirty(buf)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None
+
+    try:
+        Scale.apply(L.ones(2, requires_grad=True), L.ones(2))
+        return None
+    except RuntimeError as e:
+        return str(e)
+
+
+def test_mark_dirty_of_an_input_forward_does_not_return_raises():
+    assert dirty_input_not_returned(tg).startswith(
+        "Some elements marked as dirty during the forward method were not returned as output.")
+
+
+def test_mark_dirty_not_returned_against_torch(torch):
+    assert dirty_input_not_returned(tg) == dirty_input_not_returned(torch)
