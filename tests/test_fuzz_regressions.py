@@ -1058,3 +1058,39 @@ def test_mark_dirty_of_an_input_forward_does_not_return_raises():
 
 def test_mark_dirty_not_returned_against_torch(torch):
     assert dirty_input_not_returned(tg) == dirty_input_not_returned(torch)
+
+
+def atan2_gradients_at_the_origin(L):
+    out = []
+    for a, b in [(0.0, 0.0), (-0.0, 0.0), (0.0, -0.0), (1.0, 0.0), (1e-200, 0.0), (1e-170, 1e-170),
+                 (float("inf"), 0.0)]:
+        y = L.tensor([a], dtype=L.float64, requires_grad=True)
+        x = L.tensor([b], dtype=L.float64, requires_grad=True)
+        L.atan2(y, x).sum().backward()
+        out.append(np.array([y.grad.item(), x.grad.item()]).tobytes())   # (NaN and -0.0 too)
+    return out
+
+
+def test_atan2_gradient_is_zero_where_the_squared_radius_is_zero():
+    # fuzz seed 2152: (0, 0) gave NaN (0 * inf); PyTorch gives zeros there, and where a^2 + b^2
+    # underflows
+    y = tg.tensor([0.0, 1e-200], dtype=tg.float64, requires_grad=True)
+    x = tg.tensor([0.0, 0.0], dtype=tg.float64, requires_grad=True)
+    tg.atan2(y, x).sum().backward()
+    assert y.grad.tolist() == [0.0, 0.0] and x.grad.tolist() == [0.0, 0.0]
+    g, = tg.autograd.grad(tg.atan2(y, x).sum(), y, create_graph=True)
+    assert g.tolist() == [0.0, 0.0]
+
+
+def test_atan2_gradients_at_the_origin_against_torch(torch):
+    assert atan2_gradients_at_the_origin(tg) == atan2_gradients_at_the_origin(torch)
+
+
+def test_setitem_of_one_element_of_an_expand():
+    # fuzz seed 2237: the element of an expand(1) of a 0-d tensor was refused as read-only
+    v = tg.tensor(-0.5, dtype=tg.float64).expand(1)
+    v[0] = 0.0
+    assert v.tolist() == [0.0]
+    w = tg.ones(3).expand(2, 3)
+    w[0, 1] = 5.0                       # one element (shared by both rows), as PyTorch writes it
+    assert w.tolist() == [[1.0, 5.0, 1.0]] * 2

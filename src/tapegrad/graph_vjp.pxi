@@ -430,7 +430,10 @@ cdef object gv_math2(Py_ssize_t i, Record* r, object G, char* want):
     B = in_value(r, 1, saved_value(r, 1))
     ga = gb = None
     if r.op == OP_ATAN2:
-        recip = reciprocal(<TensorBase>g_add(g_mul(A, A), g_mul(B, B)))
+        den = g_add(g_mul(A, A), g_mul(B, B))
+        # 0 where a^2 + b^2 is 0, as the compiled VJP (PyTorch's)
+        zero = np.equal((<TensorBase>den)._array, 0)
+        recip = g_where(zero, 0, reciprocal(<TensorBase>g_where(zero, 1, den)))
         if want[0]:
             ga = g_mul(g_mul(G, B), recip)
         if want[1]:

@@ -399,8 +399,10 @@ cdef object setitem_op(TensorBase self, object key, object value):
             A[nkey] = V
         elif advanced:                  # (overlapping: PyTorch warned above, and writes)
             writable(A, True)[nkey] = V
-        else:
+        elif isinstance(T, np.ndarray):
             writable(T)[...] = V
+        else:                           # one element (a numpy scalar, not a view)
+            writable(A, True)[nkey] = V
         bump_version(self)
         return None
     # Recorded: the new value of self is a function of its old value and `value`.
