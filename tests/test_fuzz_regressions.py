@@ -346,15 +346,8 @@ def test_fold_with_no_blocks_and_batch_norm_momentum_type():
     m(tg.randn(4, 2))
 
 
-# -- found by tools/fuzz.py (random programs); the fix belongs to the compiled core (src/) -------
-# Each is PyTorch's behaviour, pinned as a strict xfail until the core is fixed (the fuzzer's
-# KNOWN list filters the same mechanism meanwhile; remove both together).
+# -- found by tools/fuzz.py (random programs), fixed in the compiled core (src/) ----------------
 
-CORE = "core (src/): "
-
-
-@pytest.mark.xfail(strict=True, reason=CORE + "view_key refuses an in-place write into an empty "
-                   "view of an empty base (ops_inplace.pxi: 'does not cover whole elements')")
 def test_inplace_on_an_empty_view_is_a_no_op():
     x = tg.zeros(2, 0, requires_grad=True) * 1
     assert x[0].add_(1).shape == (0,)
@@ -406,49 +399,80 @@ def test_view_under_no_grad_of_a_tensor_without_grad_does_not_require_grad():
     assert not v.requires_grad
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "clamp(min=0.0) / relu keep -0.0 (PyTorch returns "
-                   "the input where it is not below the bound)")
 def test_clamp_min_and_relu_keep_negative_zero():
     assert np.signbit(tg.tensor([-0.0]).clamp(min=0.0).numpy()[0])
     assert np.signbit(tg.relu(tg.tensor([-0.0])).numpy()[0])
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "expand() to the same shape (no dim broadcast) is "
-                   "writable in PyTorch; tapegrad marks every expand read-only")
 def test_inplace_on_an_expand_that_broadcasts_nothing():
     x = tg.ones(1, 3).expand(-1, -1)
     np.testing.assert_array_equal(x.add_(1).numpy(), [[2.0, 2.0, 2.0]])
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "Tensor.copy_ accepts a Python number (ops_inplace."
-                   "pyx copy_ raises TypeError)")
 def test_copy_from_a_python_number():
     np.testing.assert_array_equal(tg.zeros(2).copy_(3).numpy(), [3.0, 3.0])
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "setitem with a value that does not broadcast raises "
-                   "numpy's ValueError; PyTorch raises RuntimeError 'The expanded size'")
 def test_setitem_value_that_does_not_broadcast_raises_runtime_error():
     with pytest.raises(RuntimeError, match="expanded size"):
         tg.zeros(4, 1, 1)[...] = tg.ones(2)
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "repeat() of an empty tensor returns a view of its "
-                   "input, so an in-place write to the result is refused as a write to a leaf")
 def test_repeat_of_an_empty_leaf_is_a_new_tensor():
     x = tg.zeros(2, 0, requires_grad=True)
     assert x.repeat(1, 2).sub_(1).shape == (2, 0)
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "create_graph gradients of piecewise-linear ops "
-                   "(abs, l1_loss, relu, clamp, where) do not require grad (PyTorch: they do, "
-                   "their own derivative is zero)")
 def test_create_graph_gradient_of_abs_requires_grad():
     x = tg.tensor([1.0, -2.0], requires_grad=True)
     g, = tg.autograd.grad(x.abs().sum(), [x], create_graph=True)
     assert g.requires_grad
     g2, = tg.autograd.grad((g * g).sum(), [x])
     np.testing.assert_array_equal(g2.numpy(), [0.0, 0.0])
+
+
+PIECEWISE_LINEAR = {
+    "abs": lambda L, x: x.abs(),
+    "relu": lambda L, x: x.relu(),
+    "leaky_relu": lambda L, x: L.nn.functional.leaky_relu(x, 0.1),
+    "l1_loss": lambda L, x: L.nn.functional.l1_loss(x, L.zeros(3, dtype=L.float64)),
+    "norm1": lambda L, x: x.norm(p=1),
+    "norm_inf": lambda L, x: x.norm(p=float("inf")),
+    # PyTorch's clamp / where gradients use a constant mask: they do not require grad
+    "clamp": lambda L, x: x.clamp(-1, 1),
+    "where": lambda L, x: L.where(x > 0, x, L.zeros(())),
+}
+
+
+def second_order_of(L, name):
+    x = L.tensor([1.0, -2.0, 0.5], dtype=L.float64, requires_grad=True)
+    g, = L.autograd.grad(PIECEWISE_LINEAR[name](L, x).sum(), [x], create_graph=True)
+    if not g.requires_grad:
+        return g.tolist(), None
+    g2, = L.autograd.grad((g * g).sum(), [x])
+    return g.tolist(), g2.detach().clone().tolist()     # (PyTorch's g2 is a zero tensor view)
+
+
+@pytest.mark.parametrize("name", ["abs", "relu", "leaky_relu", "l1_loss", "norm1", "norm_inf"])
+def test_create_graph_gradients_of_piecewise_linear_ops_differentiate_to_zero(name):
+    g, g2 = second_order_of(tg, name)
+    assert g2 == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("name", sorted(PIECEWISE_LINEAR))
+def test_create_graph_piecewise_linear_against_torch(torch, name):
+    assert second_order_of(tg, name) == second_order_of(torch, name)
+
+
+def test_create_graph_relu_gradient_of_a_gradient_that_requires_grad():
+    # the adjoint requires grad too: both links are kept, third order included
+    x = tg.tensor([1.0, -2.0], requires_grad=True)
+    w = tg.tensor([3.0, 4.0], requires_grad=True)
+    g, = tg.autograd.grad((x.relu() * w).sum(), [x], create_graph=True)
+    assert g.grad_fn.name() == "ThresholdBackwardBackward0"
+    gx, gw = tg.autograd.grad((g * g).sum(), [x, w], create_graph=True)
+    assert gx.tolist() == [0.0, 0.0] and gw.tolist() == [6.0, 0.0]
+    assert tg.autograd.grad(gw.sum(), [w])[0].tolist() == [2.0, 0.0]
 
 
 def test_retain_grad_survives_an_inplace_write_through_a_view():
@@ -505,8 +529,6 @@ def test_retain_grad_of_a_view_survives_a_write_to_its_base():
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 6.0, 6.0])
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "index_select on a size-0 dim with indices raises "
-                   "IndexError; PyTorch raises RuntimeError")
 def test_index_select_on_an_empty_dim_raises_runtime_error():
     with pytest.raises(RuntimeError):
         tg.index_select(tg.zeros(2, 0), 1, tg.tensor([0, 0]))
@@ -555,16 +577,16 @@ def test_elu_gradient_at_nan_input_is_nan_at_every_size():
         assert np.isnan(x.grad.numpy()).all(), n
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "an in-place op on expand(1) of a 0-d tensor raises "
-                   "numpy's 'multiple indices are not supported for 0d arrays' (fuzz.py seed 919)")
 def test_inplace_on_an_expanded_0d_result():
-    v = (tg.tensor(2.0, requires_grad=True) * -1).expand(1)
-    np.testing.assert_array_equal(v.abs_().numpy(), [2.0])
+    x = tg.tensor(2.0, requires_grad=True)
+    base = x * -1
+    v = base.expand(1)
+    np.testing.assert_array_equal(v.abs_().detach().numpy(), [2.0])
+    assert v.grad_fn.name() == "AsStridedBackward0" and base.item() == 2.0
+    (v * 3).sum().backward()
+    assert x.grad.item() == 3.0                 # d(3 |-x|)/dx at x = 2
 
 
-@pytest.mark.xfail(strict=True, reason=CORE + "cross_entropy with an input/target shape mismatch "
-                   "raises IndexError 'Target 0 is out of bounds' instead of PyTorch's "
-                   "RuntimeError 'size mismatch' (fuzz.py seed 987)")
 def test_cross_entropy_shape_mismatch_raises_runtime_error():
     with pytest.raises(RuntimeError, match="size mismatch"):
         F.cross_entropy(tg.zeros(2, 0, 4), tg.zeros(2, 4, dtype=tg.int64), label_smoothing=0.1)
@@ -596,3 +618,479 @@ def test_stale_no_grad_view_reads():
     reads = stale_no_grad_view_reads(tg)
     assert reads[:3] == [True, None, [2.0, 2.0]]
     assert all(r.startswith("A view was created in no_grad mode and its base") for r in reads[3:])
+
+
+# -- siblings of the fixes above: writes through expand() views and views of 0-d / empty bases ---
+
+def expand_write_programs(L):
+    """(name, program) pairs writing through expand() views; each returns plain values."""
+    def gradient_through_0d_base():
+        x = L.tensor(2.0, requires_grad=True)
+        base = x * 1
+        v = base.expand(1, 1)
+        v[0, 0] = x * 5
+        base.sum().backward()
+        return v.tolist(), x.grad.tolist()
+
+    def stale_view_of_0d_base():
+        x = L.tensor(2.0, requires_grad=True)
+        base = x * 1
+        v = base.expand(3)
+        base.mul_(2)
+        (v * L.tensor([1.0, 2.0, 3.0])).sum().backward()
+        return v.tolist(), x.grad.tolist()
+
+    def empty_selection_of_0d_base():
+        x = L.tensor(2.0, requires_grad=True)
+        base = x * 1
+        v = base.expand(1, 1)
+        v[0, 0:0] = x * 5
+        base.sum().backward()
+        return v.tolist(), x.grad.tolist()
+
+    def copy_into_0d_base():
+        x = L.tensor(2.0, requires_grad=True)
+        base = x * 1
+        base.expand(1, 1).copy_(x * 3)
+        (base * 2).sum().backward()
+        return base.tolist(), x.grad.tolist()
+
+    def empty_view_write():
+        x = L.ones(2, 3, requires_grad=True)
+        base = x * 1
+        base[:, :0].add_(1)
+        base.sum().backward()
+        return x.grad.tolist()
+
+    def part_of_an_expand():
+        x = L.ones(2, 3, requires_grad=True)
+        base = x * 1
+        base.expand(2, 2, 3)[0].mul_(2)
+        base.sum().backward()
+        return x.grad.tolist()
+
+    def unstretched_expand():
+        x = L.ones(1, 3, requires_grad=True)
+        base = x * 1
+        base.expand(1, 3).mul_(2)
+        (base * L.tensor([1.0, 2.0, 3.0])).sum().backward()
+        return base.tolist(), x.grad.tolist()
+
+    def no_grad_writes():
+        x = L.ones(3)
+        x.expand(1, 3).add_(1)
+        x.expand(2, 3)[1].add_(1)
+        y = L.ones(3).expand(2, 3)
+        y[0] = 5.0                       # a row of an expand: no two elements share memory
+        return x.tolist(), y.tolist()
+
+    def overlapping_writes():
+        out = []
+        for write in (lambda t: t.add_(1), lambda t: t.copy_(L.zeros(2, 3)),
+                      lambda t: t.__setitem__((slice(0, 2), 0), 2.0),
+                      lambda t: t.abs_()):
+            try:
+                write(L.ones(3).expand(2, 3))
+                out.append("ok")
+            except RuntimeError as e:
+                out.append(str(e)[:60])
+        return out
+
+    return [(f.__name__, f) for f in (
+        gradient_through_0d_base, stale_view_of_0d_base, empty_selection_of_0d_base,
+        copy_into_0d_base, empty_view_write, part_of_an_expand, unstretched_expand,
+        no_grad_writes, overlapping_writes)]
+
+
+def test_writes_through_expand_views():
+    got = dict((name, f()) for name, f in expand_write_programs(tg))
+    assert got["gradient_through_0d_base"] == ([[10.0]], 5.0)
+    assert got["stale_view_of_0d_base"] == ([4.0, 4.0, 4.0], 12.0)
+    assert got["empty_selection_of_0d_base"] == ([[2.0]], 1.0)
+    assert got["copy_into_0d_base"] == (6.0, 6.0)
+    assert got["part_of_an_expand"] == [[2.0] * 3] * 2
+    assert got["unstretched_expand"] == ([[2.0, 2.0, 2.0]], [[2.0, 4.0, 6.0]])
+    assert got["no_grad_writes"] == ([3.0, 3.0, 3.0], [[5.0] * 3] * 2)
+    overlap = "unsupported operation: more than one element of the written-to tensor"
+    assert got["overlapping_writes"] == [overlap[:60]] * 4
+
+
+def test_writes_through_expand_views_against_torch(torch):
+    for (name, f), (_, g) in zip(expand_write_programs(tg), expand_write_programs(torch)):
+        assert f() == g(), name
+
+
+def test_advanced_setitem_into_an_expand_warns_and_writes_as_torch():
+    y = tg.ones(3).expand(2, 3)
+    with pytest.warns(UserWarning, match="Use of index_put_ on expanded tensors is deprecated"):
+        y[[0]] = 2.0
+    assert y.tolist() == [[2.0] * 3] * 2
+
+
+def test_copy_of_numbers_and_shape_errors():
+    assert tg.ones(3, dtype=tg.int64).copy_(2.7).tolist() == [2, 2, 2]
+    assert tg.ones(2).copy_(True).tolist() == [1.0, 1.0]
+    assert tg.ones(2).copy_(np.float64(2.5)).tolist() == [2.5, 2.5]
+    with pytest.warns(UserWarning, match="Casting complex values to real discards"):
+        assert tg.ones(2).copy_(1 + 2j).tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match=r"copy_\(\): argument 'other' \(position 1\) must be "
+                       "Tensor, not list"):
+        tg.ones(3).copy_([1, 2, 3])
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of "
+                       r"tensor b \(2\) at non-singleton dimension 0"):
+        tg.ones(3).copy_(tg.ones(2))
+    with pytest.raises(RuntimeError, match=r"output with shape \[3, 1\] doesn't match the "
+                       r"broadcast shape \[1, 3, 1\]"):
+        tg.zeros(3, 1).copy_(tg.ones(1, 1, 1))          # (copy_ drops no leading 1s)
+    x = tg.zeros(3, requires_grad=True)
+    y = x * 1
+    y.copy_(5)
+    y.sum().backward()
+    assert y.tolist() == [5.0] * 3 and x.grad.tolist() == [0.0] * 3
+
+
+SETITEM_ERRORS = [
+    ((4, 3), (slice(1, 3),), (1, 5)), ((4, 3), (slice(1, 3),), (5, 5)),
+    ((4, 3), (slice(1, 3),), (1, 2, 1, 3)), ((4, 3), (0,), (3, 2)), ((4, 3), (0, 0), (3,)),
+    ((4, 3), ([0, 1],), (3, 3)), ((4, 1, 1), (Ellipsis,), (2,)), ((4, 3), (slice(1, 3),), (1, 1, 2, 3)),
+]
+
+
+def setitem_outcome(L, shape, key, value_shape):
+    x = L.zeros(*shape)
+    try:
+        x[key] = L.ones(*value_shape)
+        return x.tolist()
+    except RuntimeError as e:
+        return str(e)
+
+
+def test_setitem_shape_errors_name_the_sizes():
+    assert setitem_outcome(tg, (4, 3), (slice(1, 3),), (2, 1, 3)) == (
+        "expand(torch.FloatTensor{[2, 1, 3]}, size=[2, 3]): the number of sizes provided (2) "
+        "must be greater or equal to the number of dimensions in the tensor (3)")
+    assert setitem_outcome(tg, (4, 3), (slice(1, 3),), (1, 5)) == (
+        "The expanded size of the tensor (3) must match the existing size (5) at non-singleton "
+        "dimension 1.  Target sizes: [2, 3].  Tensor sizes: [5]")
+
+
+def test_setitem_shape_errors_against_torch(torch):
+    for case in SETITEM_ERRORS:
+        assert setitem_outcome(tg, *case) == setitem_outcome(torch, *case), case
+
+
+def index_select_outcomes(L):
+    out = []
+    for shape in [(2, 3), (3, 1), (2, 3, 4), (2, 0, 3), (0, 2), (5,), (0,)]:
+        for d in range(len(shape)):
+            for idx in ([9], [0], [-1], [1, 9, -1]):
+                try:
+                    out.append(tuple(L.zeros(*shape).index_select(d, L.tensor(idx)).shape))
+                except (IndexError, RuntimeError) as e:
+                    out.append((type(e).__name__, str(e)))
+    return out
+
+
+def test_index_select_out_of_range_errors():
+    got = index_select_outcomes(tg)
+    assert ("RuntimeError", "INDICES element is out of DATA bounds, id=9 axis_dim=3") in got
+    assert ("IndexError", "index out of range in self") in got
+
+
+def test_index_select_out_of_range_errors_against_torch(torch):
+    assert index_select_outcomes(tg) == index_select_outcomes(torch)
+
+
+def signed_zero_results(L):
+    z = L.tensor([-0.0, 0.0, -0.0, 0.0])
+    w = L.tensor([0.0, -0.0, -0.0, 0.0])
+    big = L.tensor([-0.0] * 100 + [0.0] * 100)
+    nanz = L.tensor([float("nan"), -0.0, 0.0])
+    ops = [z.relu(), big.relu(), z.clone().relu_(), z.clamp(min=0.0), z.clamp(max=0.0),
+           z.clamp(-0.0, 0.0), z.clamp(max=-0.0), big.clamp(min=0.0), z.clamp(min=w),
+           z.clamp(max=w), L.maximum(z, w), L.minimum(z, w), L.clamp_min(z, 0.0),
+           z.clone().clamp_(min=0.0), L.maximum(nanz, L.zeros(3)), nanz.clamp(min=0.0),
+           z[::2].relu(), L.maximum(z[::2], w[::2])]
+    return [np.signbit(t.numpy()).tolist() + np.isnan(t.numpy()).tolist() for t in ops]
+
+
+def test_max_min_clamp_relu_keep_the_first_zero_where_they_tie():
+    res = signed_zero_results(tg)
+    assert res[0] == [True, False, True, False] + [False] * 4
+    assert res[10] == [True, False, True, False] + [False] * 4     # maximum(z, w) keeps z
+
+
+def test_max_min_clamp_relu_signed_zero_against_torch(torch):
+    assert signed_zero_results(tg) == signed_zero_results(torch)
+
+
+# -- issue 16: float16 reductions accumulate in float32, var / std of float32 in float64 ----------
+# (PyTorch's CPU accumulation types: a float16 sum was accumulated in float16 (inf past 65504,
+# the mean of 70,000 ones NaN and its gradient 0), float32 squares overflowed past 1.8e19)
+
+def half_reduction_results(L):
+    F_ = L.nn.functional
+    ones = L.ones(70000, dtype=L.float16)
+    big = L.tensor([60000.0, 60000.0], dtype=L.float16)
+    out = []
+    for x, f in [(ones, lambda t: t.mean()), (ones, lambda t: t.sum()), (ones, lambda t: t.var()),
+                 (ones, lambda t: t.std()), (ones, lambda t: t.norm()), (ones, lambda t: t.norm(p=3)),
+                 (ones, lambda t: t.norm(p=1)), (ones, lambda t: F_.l1_loss(t, L.zeros_like(t))),
+                 (ones, lambda t: F_.mse_loss(t, L.zeros_like(t))),
+                 (ones, lambda t: F_.smooth_l1_loss(t, L.zeros_like(t))),
+                 (big, lambda t: t.mean()), (big, lambda t: t.mean(0)), (big, lambda t: t.var()),
+                 (big, lambda t: t.std(0)), (big, lambda t: F_.l1_loss(t, L.zeros_like(t))),
+                 (big, lambda t: F_.huber_loss(t, L.zeros_like(t)))]:
+        x = x.clone().requires_grad_(True)
+        y = f(x)
+        y.float().backward()
+        out.append((str(y.dtype), y.item(), str(x.grad.dtype), x.grad[:2].tolist()))
+    return out
+
+
+def test_float16_reductions_accumulate_in_float32():
+    res = half_reduction_results(tg)
+    assert res[0] == ("torch.float16", 1.0, "torch.float16", [1 / 70000] * 2) or (
+        res[0][1] == 1.0 and res[0][3] == [np.float16(1 / 70000).item()] * 2)
+    assert res[2][1] == 0.0 and res[3][1] == 0.0                   # var / std of ones
+    assert res[4][1] == np.float16(np.sqrt(70000)).item()
+    assert res[10][1] == 60000.0 and res[10][3] == [0.5, 0.5]      # mean([60000, 60000])
+    assert res[12][1] == 0.0
+
+
+def test_float16_reductions_against_torch(torch):
+    # (values within a float16 rounding: mse_loss's gradient is 2 (x - t) g / n in one rounding
+    # in PyTorch, (g / n) 2 (x - t) here)
+    for got, want in zip(half_reduction_results(tg), half_reduction_results(torch)):
+        assert (got[0], got[2]) == (want[0], want[2])
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-3)
+        np.testing.assert_allclose(got[3], want[3], rtol=1e-3, atol=6e-8)   # (1 subnormal ulp)
+
+
+def test_float16_times_or_over_a_number_beyond_its_range_as_torch():
+    x = tg.tensor([1.0, 1000.0], dtype=tg.float16, requires_grad=True)
+    y = x / 70000.0 + x * 1e-8
+    y.sum().backward()
+    assert y.dtype == tg.float16
+    x32 = np.float32([1, 1000])
+    np.testing.assert_array_equal(y.detach().numpy(), (x32 / 70000).astype(np.float16)
+                                  + (x32 * np.float32(1e-8)).astype(np.float16))
+    assert x.grad.tolist() == [np.float16(1 / 70000 + 1e-8).item()] * 2
+    assert (tg.tensor([-60000.0], dtype=tg.float16) + 70000.0).item() == math.inf   # (as torch)
+
+
+def big_moments(L):
+    out = []
+    for v in ([3e19, -3e19], [[3e19, 4e19], [1e-30, 2e-30]]):
+        for f in (lambda t: t.std(), lambda t: t.var(), lambda t: t.std(0, unbiased=False),
+                  lambda t: L.std_mean(t)[0], lambda t: L.var_mean(t, 0)[0]):
+            x = L.tensor(v, requires_grad=True)
+            y = f(x)
+            y.sum().backward()
+            out.append((y.detach().tolist(), x.grad.tolist()))
+    return out
+
+
+def test_float32_std_of_values_whose_squares_overflow():
+    x = tg.tensor([3e19, -3e19], requires_grad=True)
+    y = x.std()
+    y.backward()
+    assert y.item() == np.float32(np.sqrt(2) * 3e19).item()
+    np.testing.assert_allclose(x.grad.numpy(), [0.70710677, -0.70710677], rtol=1e-6)
+    assert math.isinf(tg.tensor([3e19, -3e19]).var().item())        # 1.8e39: beyond float32
+
+
+def test_float32_moments_against_torch(torch):
+    got, want = big_moments(tg), big_moments(torch)
+    for (gy, gg), (wy, wg) in zip(got, want):
+        np.testing.assert_allclose(gy, wy, rtol=1e-6)
+        np.testing.assert_allclose(gg, wg, rtol=1e-5, atol=1e-30)
+
+
+# -- issue 16's list, items still open at the start of this session --------------------------------
+
+def no_grad_view_autograd_grad(L):
+    out = []
+    for leaf_base in (True, False):
+        x = L.ones(3, requires_grad=True)
+        base = x if leaf_base else x * 2
+        with L.no_grad():
+            v = base[1:]
+        loss = (v * 3).sum() + base.sum()
+        try:
+            out.append([None if g is None else g.tolist() for g in
+                        L.autograd.grad(loss, [v, base], allow_unused=True, retain_graph=True)])
+            L.autograd.grad(loss, [v])
+        except RuntimeError as e:
+            out.append(str(e)[:70])
+    return out
+
+
+def test_autograd_grad_of_a_no_grad_view_is_dropped():
+    # silent before: autograd.grad returned the gradient reaching the view (PyTorch drops it)
+    res = no_grad_view_autograd_grad(tg)
+    assert res[0] == [None, [1.0, 1.0, 1.0]]
+    assert res[1].startswith("The differentiated Tensor at index 0 appears to not have been used")
+
+
+def test_autograd_grad_of_a_no_grad_view_against_torch(torch):
+    assert no_grad_view_autograd_grad(tg) == no_grad_view_autograd_grad(torch)
+
+
+def integer_target_writes(L):
+    out = []
+    for dt in (L.int64, L.bool):
+        b = L.tensor([0.5, 2.0, 3.0], requires_grad=True)
+        a = L.ones(3, dtype=dt)
+        a.copy_(b * 2)
+        c = L.zeros(3, dtype=dt)
+        c[0:2] = b[0:2] * 2
+        out.append((a.requires_grad, a.grad_fn is None, a.tolist(), c.requires_grad, c.tolist()))
+    return out
+
+
+def test_a_float_that_requires_grad_written_into_an_integer_tensor_records_nothing():
+    res = integer_target_writes(tg)
+    assert res[0] == (False, True, [1, 4, 6], False, [1, 4, 0])
+    assert res[1] == (False, True, [True, True, True], False, [True, True, False])
+
+
+def test_integer_target_writes_against_torch(torch):
+    assert integer_target_writes(tg) == integer_target_writes(torch)
+
+
+def setitem_refusals(L):
+    out = []
+    for key, value in [(0, None), (slice(0, 2), "a"), (slice(0, 2), [1.0, 2.0]),
+                       (slice(0, 2), np.array([1.0, 2.0])), (slice(0, 2), object()),
+                       (slice(None, None, -1), L.ones(3)), (0, 1 + 2j), (0, np.float64(3.0)),
+                       (0, True)]:
+        x = L.zeros(3)
+        try:
+            x[key] = value
+            out.append(x.tolist())
+        except (TypeError, ValueError, RuntimeError) as e:
+            out.append((type(e).__name__, str(e).replace("object", "builtins.object")[:60]))
+    return out
+
+
+def test_setitem_refuses_what_pytorch_refuses():
+    res = setitem_refusals(tg)
+    assert res[0] == ("TypeError", "can't assign a NoneType to a torch.FloatTensor")  # was NaN
+    assert res[5] == ("ValueError", "step must be greater than zero")   # was written reversed
+    assert res[7] == [3.0, 0.0, 0.0]
+
+
+def test_setitem_refusals_against_torch(torch):
+    assert setitem_refusals(tg) == setitem_refusals(torch)
+
+
+def bool_subtractions(L):
+    out = []
+    for f in (lambda: 1.5 - L.tensor([True]), lambda: L.tensor([1.5]) - True,
+              lambda: L.tensor([1.5]) - L.tensor([True]), lambda: L.tensor([True]) - 1.5,
+              lambda: L.tensor([True]) - L.tensor([False]), lambda: L.tensor([1.5]).sub(True),
+              lambda: L.tensor([1.5]) - 2, lambda: L.tensor([1.5]) + True):
+        try:
+            out.append(f().tolist())
+        except RuntimeError as e:
+            out.append(str(e)[:60])
+    return out
+
+
+def test_subtraction_with_a_bool_operand_raises():
+    res = bool_subtractions(tg)
+    assert res[0].startswith("Subtraction, the `-` operator, with a bool tensor is not")  # was 0.5
+    assert res[-2:] == [[-0.5], [2.5]]
+
+
+def test_bool_subtractions_against_torch(torch):
+    assert bool_subtractions(tg) == bool_subtractions(torch)
+
+
+def scalar_overflow_outcomes(L):
+    x = L.ones(2)
+    out = []
+    for f in (lambda: L.where(x > 0, x, 1e300), lambda: L.where(x > 0, x, float("inf")),
+              lambda: L.where(x > 0, x, 3.4e38), lambda: L.where(x > 0, x.half(), 70000.0),
+              lambda: x.clamp(max=1e300), lambda: L.where(x > 0, x.double(), 1e300),
+              lambda: L.where(x < 0, 1e300, 2.0)):
+        try:
+            out.append(f().tolist())
+        except RuntimeError as e:
+            out.append(str(e))
+    return out
+
+
+def test_a_number_beyond_float32s_range_raises_in_where_and_clamp():
+    res = scalar_overflow_outcomes(tg)
+    assert res[0] == "value cannot be converted to type float without overflow"   # was inf
+    assert res[1] == [1.0, 1.0] and res[3] == [1.0, 1.0] and res[5] == [1.0, 1.0]
+
+
+def test_scalar_overflow_against_torch(torch):
+    assert scalar_overflow_outcomes(tg) == scalar_overflow_outcomes(torch)
+
+
+def dirty_input_not_returned(L):
+    class Scale(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, buf):
+            buf.mul_(2)
+            ctx.mark_dirty(buf)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None
+
+    try:
+        Scale.apply(L.ones(2, requires_grad=True), L.ones(2))
+        return None
+    except RuntimeError as e:
+        return str(e)
+
+
+def test_mark_dirty_of_an_input_forward_does_not_return_raises():
+    assert dirty_input_not_returned(tg).startswith(
+        "Some elements marked as dirty during the forward method were not returned as output.")
+
+
+def test_mark_dirty_not_returned_against_torch(torch):
+    assert dirty_input_not_returned(tg) == dirty_input_not_returned(torch)
+
+
+def atan2_gradients_at_the_origin(L):
+    out = []
+    for a, b in [(0.0, 0.0), (-0.0, 0.0), (0.0, -0.0), (1.0, 0.0), (1e-200, 0.0), (1e-170, 1e-170),
+                 (float("inf"), 0.0)]:
+        y = L.tensor([a], dtype=L.float64, requires_grad=True)
+        x = L.tensor([b], dtype=L.float64, requires_grad=True)
+        L.atan2(y, x).sum().backward()
+        out.append(np.array([y.grad.item(), x.grad.item()]).tobytes())   # (NaN and -0.0 too)
+    return out
+
+
+def test_atan2_gradient_is_zero_where_the_squared_radius_is_zero():
+    # fuzz seed 2152: (0, 0) gave NaN (0 * inf); PyTorch gives zeros there, and where a^2 + b^2
+    # underflows
+    y = tg.tensor([0.0, 1e-200], dtype=tg.float64, requires_grad=True)
+    x = tg.tensor([0.0, 0.0], dtype=tg.float64, requires_grad=True)
+    tg.atan2(y, x).sum().backward()
+    assert y.grad.tolist() == [0.0, 0.0] and x.grad.tolist() == [0.0, 0.0]
+    g, = tg.autograd.grad(tg.atan2(y, x).sum(), y, create_graph=True)
+    assert g.tolist() == [0.0, 0.0]
+
+
+def test_atan2_gradients_at_the_origin_against_torch(torch):
+    assert atan2_gradients_at_the_origin(tg) == atan2_gradients_at_the_origin(torch)
+
+
+def test_setitem_of_one_element_of_an_expand():
+    # fuzz seed 2237: the element of an expand(1) of a 0-d tensor was refused as read-only
+    v = tg.tensor(-0.5, dtype=tg.float64).expand(1)
+    v[0] = 0.0
+    assert v.tolist() == [0.0]
+    w = tg.ones(3).expand(2, 3)
+    w[0, 1] = 5.0                       # one element (shared by both rows), as PyTorch writes it
+    assert w.tolist() == [[1.0, 5.0, 1.0]] * 2

@@ -210,6 +210,41 @@ cdef object zeros_for(object shape, object dt):
     return wrap(np.zeros(tuple(shape), dtype=dt))
 
 
+# -- gradients that read an input with derivative zero ----------------------------------------
+# PyTorch's backward formulas of piecewise-linear ops read an input (abs: grad * x.sgn(); relu:
+# threshold_backward(grad, result, 0); leaky_relu_backward(grad, x, slope)), so under create_graph
+# their gradient requires grad even where the adjoint does not, and differentiating it again gives
+# zeros, not "does not require grad".  A formula with a constant mask would lose that link:
+# abs-like ops multiply by the recorded sign(x) (derivative zero, as sgn's), mask-like ones pass
+# their gradient through a record that also reads x (through_input).
+
+cdef object vjp_through_input(Record* r, object g):
+    return (g if needs_grad(r, 0) else None, np.zeros_like(g) if needs_grad(r, 1) else None)
+
+
+cdef int OP_THRESHOLD_BACKWARD = register_op("ThresholdBackwardBackward0", vjp_through_input)
+cdef int OP_LEAKY_RELU_BACKWARD = register_op("LeakyReluBackwardBackward0", vjp_through_input)
+
+
+cdef object gv_through_input(Py_ssize_t i, Record* r, object G, char* want):
+    return (G if want[0] else None,
+            zeros_for(G.shape, (<TensorBase>G)._array.dtype) if want[1] else None)
+
+
+cdef object through_input(int op, object V, Record* r, int j):
+    """Gradient V (of input j of record r, so of its shape and dtype) as the output of an `op`
+    record that also reads input j, with derivative zero."""
+    cdef Py_ssize_t inp[2]
+    if rec_inputs(r)[j] < 0:
+        return V
+    cdef TensorBase res = wrap((<TensorBase>V)._array)     # V is this graph VJP's own
+    begin_record(2)                     # (the sweep pins the tape: indices do not move)
+    inp[0] = node_for_input(<TensorBase>V)
+    inp[1] = rec_inputs(r)[j]
+    record_op(op, res, 2, inp)
+    return res
+
+
 # -- elementwise ---------------------------------------------------------------------------------
 
 cdef object gv_add(Py_ssize_t i, Record* r, object G, char* want):
@@ -280,7 +315,8 @@ cdef object gv_sigmoid(Py_ssize_t i, Record* r, object G, char* want):
 
 cdef object gv_relu(Py_ssize_t i, Record* r, object G, char* want):
     # the eager kernel's y <= 0 ? 0 : g: a NaN output passes the gradient, as PyTorch's
-    return g_mul(G, mask_like(np.logical_not(nd(<object>r.saved[0]) <= 0), G))
+    return through_input(OP_THRESHOLD_BACKWARD,
+                         g_mul(G, mask_like(np.logical_not(nd(<object>r.saved[0]) <= 0), G)), r, 0)
 
 cdef object gv_sqrt(Py_ssize_t i, Record* r, object G, char* want):
     return g_div(G, g_mul(own_output(i, r, 0), 2.0))
@@ -292,7 +328,7 @@ cdef object gv_cos(Py_ssize_t i, Record* r, object G, char* want):
     return g_mul(G, g_neg(sin(in_value(r, 0, saved_value(r, 0)))))
 
 cdef object gv_abs(Py_ssize_t i, Record* r, object G, char* want):
-    return g_mul(G, wrap(ucall(TG_SIGN, <object>r.saved[0])))
+    return g_mul(G, sign(<TensorBase>in_value(r, 0, <object>r.saved[0])))
 
 cdef object gv_where(Py_ssize_t i, Record* r, object G, char* want):
     C = <object>r.saved[0]
@@ -394,7 +430,10 @@ cdef object gv_math2(Py_ssize_t i, Record* r, object G, char* want):
     B = in_value(r, 1, saved_value(r, 1))
     ga = gb = None
     if r.op == OP_ATAN2:
-        recip = reciprocal(<TensorBase>g_add(g_mul(A, A), g_mul(B, B)))
+        den = g_add(g_mul(A, A), g_mul(B, B))
+        # 0 where a^2 + b^2 is 0, as the compiled VJP (PyTorch's)
+        zero = np.equal((<TensorBase>den)._array, 0)
+        recip = g_where(zero, 0, reciprocal(<TensorBase>g_where(zero, 1, den)))
         if want[0]:
             ga = g_mul(g_mul(G, B), recip)
         if want[1]:
@@ -421,7 +460,8 @@ cdef object gv_triangle(Py_ssize_t i, Record* r, object G, char* want):
 # harmless value, so no inf * 0 appears in its derivative) --
 
 cdef object gv_leaky_relu(Py_ssize_t i, Record* r, object G, char* want):
-    return g_where(<object>r.saved[0] > 0, G, g_mul(G, r.scalar))
+    return through_input(OP_LEAKY_RELU_BACKWARD,
+                         g_where(<object>r.saved[0] > 0, G, g_mul(G, r.scalar)), r, 0)
 
 cdef object gv_elu(Py_ssize_t i, Record* r, object G, char* want):
     x = <object>r.saved[0]
@@ -581,6 +621,10 @@ cdef object gv_var(Py_ssize_t i, Record* r, object G, char* want):
     centered = <object>r.saved[0]
     cdef tuple aux = <tuple>r.aux
     cdef double dof = r.scalar
+    if r.op == OP_VAR and dof == 0 and len(aux) > 3 and aux[3]:
+        # PyTorch: var() over all elements without degrees of freedom has a gradient without a
+        # graph (its values, NaN / inf, are the compiled VJP's)
+        return wrap(OP_VJP[r.op](r, (<TensorBase>G)._array))
     two_over = 2.0 / dof if dof != 0 else math.inf
     cdef list phantoms = []
     try:
@@ -613,13 +657,13 @@ cdef object gv_norm(Py_ssize_t i, Record* r, object G, char* want):
     if p == 0:
         return None
     Gk = t_unreduce(G, aux)
+    X = t_cast(in_value(r, 0, A), A.dtype)
     if p == 1:
-        return g_mul(wrap(sign_numpy(A)), Gk)
+        return g_mul(sign(<TensorBase>X), Gk)
     if p == INFINITY or p == -INFINITY:
         mask = np.equal(np.abs(A), outk)
         count = np.maximum(np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype), 1)
-        return g_mul(wrap(nd(np.multiply(sign_numpy(A), mask))), g_div(Gk, wrap(nd(count))))
-    X = t_cast(in_value(r, 0, A), A.dtype)
+        return g_mul(g_mul(sign(<TensorBase>X), mask_like(mask, X)), g_div(Gk, wrap(nd(count))))
     Y = own_output_kept(i, r, 1, aux)
     nzo = np.not_equal(outk, 0)                         # 0 at the zero vector
     Ys = g_where(nzo, Y, 1)
@@ -985,7 +1029,7 @@ cdef object t_pointwise_deriv(int kind, object D, object d, double param):
     if kind == NN_MSE:
         return g_mul(D, 2)
     if kind == NN_L1:
-        return wrap(sign_numpy(d))
+        return sign(<TensorBase>D)
     if kind == NN_SMOOTH_L1:
         q = d / param
         return g_where(np.logical_and(q > -1, q < 1), g_div(D, param),
@@ -1334,6 +1378,8 @@ cdef int register_graph_vjps() except -1:
     for op in (OP_ATAN2, OP_FMOD, OP_FMOD_T, OP_REMAINDER, OP_REMAINDER_T):
         GRAPH_VJP[op] = gv_math2
     GRAPH_VJP[OP_NOT_IMPLEMENTED] = gv_not_implemented
+    GRAPH_VJP[OP_THRESHOLD_BACKWARD] = gv_through_input
+    GRAPH_VJP[OP_LEAKY_RELU_BACKWARD] = gv_through_input
     GRAPH_VJP[OP_TRIL] = gv_triangle
     GRAPH_VJP[OP_TRIU] = gv_triangle
     return 0
@@ -1485,7 +1531,10 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
                 if mode == SWEEP_CAPTURE:
-                    if slot[i] >= 0:
+                    # (a view taken under no_grad has no gradient accumulator in PyTorch: the
+                    # gradient reaching it is dropped, for autograd.grad as for .grad)
+                    if slot[i] >= 0 and not (rec.out != NULL and
+                                             no_grad_view_drops_grad(<TensorBase>rec.out)):
                         captured[slot[i]] = g
                 elif (rec.out != NULL and (<TensorBase>rec.out)._requires_grad
                         and not no_grad_view_drops_grad(<TensorBase>rec.out)):

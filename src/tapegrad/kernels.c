@@ -46,8 +46,8 @@
         BINARY_CASE(T, TG_MUL, X * Y)                                           \
         BINARY_CASE(T, TG_DIV, X / Y)                                           \
         BINARY_CASE(T, TG_POW, POW_FAST(T, POW, X, Y))                          \
-        BINARY_CASE(T, TG_MAX, (ISNAN(X) || X > Y) ? X : Y)                     \
-        BINARY_CASE(T, TG_MIN, (ISNAN(X) || X < Y) ? X : Y)                     \
+        BINARY_CASE(T, TG_MAX, (!ISNAN(X) && (ISNAN(Y) || Y > X)) ? Y : X)       \
+        BINARY_CASE(T, TG_MIN, (!ISNAN(X) && (ISNAN(Y) || Y < X)) ? Y : X)       \
         BINARY_CASE(T, TG_TANH_GRAD, X * ((T)1 - Y * Y))                        \
         BINARY_CASE(T, TG_RELU_GRAD, Y <= (T)0 ? (T)0 : X)                      \
         BINARY_CASE(T, TG_SIGMOID_GRAD, X * Y * ((T)1 - Y))                     \
@@ -102,7 +102,7 @@ int tg_binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const float
         UNARY_CASE(T, TG_EXP, EXP(X))                                           \
         UNARY_CASE(T, TG_LOG, LOG(X))                                           \
         UNARY_CASE(T, TG_TANH, TANH(X))                                         \
-        UNARY_CASE(T, TG_RELU, X > (T)0 ? X : (X != X ? X : (T)0))              \
+        UNARY_CASE(T, TG_RELU, X < (T)0 ? (T)0 : X)                              \
         UNARY_CASE(T, TG_SIGMOID, X >= (T)0 ? (T)1 / ((T)1 + EXP(-X))           \
                                             : EXP(X) / ((T)1 + EXP(X)))         \
         UNARY_CASE(T, TG_SQRT, SQRT(X))                                         \
@@ -144,12 +144,13 @@ int tg_unary_f32(int op, ptrdiff_t n, const float *a, float *out)
         for (ptrdiff_t i = 0; i < n; i++) { T G = a[i], X = b[i]; out[i] = (EXPR); } \
         return 0;
 
-/* min(max(x, lo), hi) as TG_MAX then TG_MIN: a NaN x or bound gives NaN; lo > hi gives hi. */
+/* min(max(x, lo), hi) as TG_MAX then TG_MIN: a NaN x or bound gives NaN; lo > hi gives hi.
+   TG_MAX / TG_MIN / TG_RELU keep x where it ties (PyTorch: max(-0.0, 0.0) is -0.0). */
 #define CLAMP_HELPER(T)                                                         \
     static inline T clamp_##T(T x, T lo, T hi)                                  \
     {                                                                           \
-        T m = (isnan(x) || x > lo) ? x : lo;                                    \
-        return (isnan(m) || m < hi) ? m : hi;                                   \
+        T m = (!isnan(x) && (isnan(lo) || lo > x)) ? lo : x;                    \
+        return (!isnan(m) && (isnan(hi) || hi < m)) ? hi : m;                   \
     }
 
 CLAMP_HELPER(double)

@@ -294,11 +294,30 @@ cdef object fast_param(int kop, object A, object B, double p0, double p1):
     return out
 
 
+cdef inline bint half_and_number(object a, object b):
+    """Whether a float16 array meets a Python number.  PyTorch multiplies and divides such
+    operands in float32 (its opmath type) and rounds once, where numpy would first round the
+    number to float16 (x / 70000.0 would divide by inf, x * 1e-8 multiply by 0); its add and
+    sub do round the number to float16 first (x + 70000.0 is inf even for x = -60000)."""
+    if cnp.PyArray_Check(a) and cnp.PyArray_TYPE(<cnp.ndarray>a) == cnp.NPY_FLOAT16:
+        return isinstance(b, (int, float)) and not isinstance(b, bool)
+    if cnp.PyArray_Check(b) and cnp.PyArray_TYPE(<cnp.ndarray>b) == cnp.NPY_FLOAT16:
+        return isinstance(a, (int, float)) and not isinstance(a, bool)
+    return False
+
+
+cdef inline object as_float32(object x):
+    return x.astype(np.float32) if cnp.PyArray_Check(x) else x
+
+
 cdef object ew(int kop, object a, object b):
     """Elementwise binary op for the sweep's VJPs: C kernel when possible, numpy otherwise."""
     r = fast_binary(kop, a, b)
     if r is not None:
         return r
+    if (kop == TG_MUL or kop == TG_DIV) and half_and_number(a, b):
+        with IeeeResults():
+            return nd(ew(kop, as_float32(a), as_float32(b)).astype(np.float16))
     if kop == TG_GELU_GRAD:
         return binary_c(kop, a, b)
     if kop == TG_GELU_TANH_GRAD:

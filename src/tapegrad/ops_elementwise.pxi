@@ -243,6 +243,8 @@ cdef inline int kernel_of(int op) noexcept:
 
 cdef object binary_forward(int op, object a, object b):
     """The numpy fallback of a binary op (called under errstate: IEEE results, no warnings)."""
+    if (op == OP_MUL or op == OP_DIV) and half_and_number(a, b):   # PyTorch's float32 opmath
+        return binary_forward(op, as_float32(a), as_float32(b)).astype(np.float16)
     if op == OP_ADD:
         return a + b
     if op == OP_SUB or op == OP_RSUB:
@@ -277,11 +279,29 @@ cdef inline bint is_float_num(int t) noexcept:
     return t == cnp.NPY_FLOAT32 or t == cnp.NPY_FLOAT64
 
 
+cdef int check_no_bool_subtraction(object a, object b) except -1:
+    """PyTorch refuses a bool operand of `-` (a bool tensor, or a Python bool with a tensor)."""
+    cdef bint ab = type(a) is bool or (isinstance(a, TensorBase) and
+                                        (<TensorBase>a)._array.dtype == NP_BOOL)
+    cdef bint bb = type(b) is bool or (isinstance(b, TensorBase) and
+                                        (<TensorBase>b)._array.dtype == NP_BOOL)
+    if ab and bb:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if ab or bb:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+    return 0
+
+
 cdef object binary_op(int op, object a, object b):
     """Forward and record of a binary elementwise op; a and/or b is a TensorBase."""
     cdef Py_ssize_t inp[2]
     cdef Record* r
     cdef bint a_tensor = isinstance(a, TensorBase), b_tensor = isinstance(b, TensorBase)
+    if op == OP_SUB or op == OP_RSUB:
+        check_no_bool_subtraction(a, b)
     cdef bint promote = True, same_shapes = True
     # Fast path (the common case): same-dtype float tensors, or a float tensor and a Python
     # number, need no promotion or cast: skip result_dtype and every dtype object.
@@ -413,7 +433,7 @@ cdef object unary_numpy(int op, object A):
         if op == OP_TANH:
             return nd(np.tanh(A))
         if op == OP_RELU:
-            return nd(np.maximum(A, 0))
+            return nd(np.where(np.less(A, 0), 0, A).astype(A.dtype, copy=False))   # keeps -0.0
     raise AssertionError(f"unary_numpy: unknown op {op}")
 
 

@@ -524,6 +524,13 @@ def index_select(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, axis=None):
     I1 = I.reshape(-1).astype(np.intp)
     size = A1.shape[d]
     if I1.size and (I1.min() < 0 or I1.max() >= size):
+        # PyTorch's kernels: RuntimeError along an empty dim, and along dim 1 or in an empty
+        # tensor of 2 or more dims; otherwise IndexError
+        if size == 0 and A1.ndim > 1:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
+        if A1.ndim > 1 and (d == 1 or A1.size == 0):
+            bad = I1[np.logical_or(I1 < 0, I1 >= size)][0]
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size}")
         raise IndexError("index out of range in self")
     out = A1.take(I1, axis=d)
     if A.ndim == 0:

@@ -17,6 +17,43 @@
 # ---------------------------------------------------------------------------------------------
 
 
+cdef str OVERLAPPING_WRITE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation.")
+
+
+cdef inline bint overlaps_itself(object A):
+    """Whether two elements of array A share one memory location (a dim of stride 0 spanning
+    several elements: what expand() stretches)."""
+    cdef Py_ssize_t k
+    if A.size == 0:                      # (numpy gives empty arrays zero strides)
+        return False
+    for k in range(A.ndim):
+        if A.strides[k] == 0 and A.shape[k] > 1:
+            return True
+    return False
+
+
+cdef object writable(object A, bint overlapping=False):
+    """A, made writable for an in-place write.  numpy marks every broadcast view read-only;
+    PyTorch refuses a write only where two elements share one memory location, and writes an
+    expand() that stretches nothing (or a part of one that has no such pair) like any view.
+    `overlapping`: such a write is allowed (index_put_), through a writable alias of A (A stays
+    read-only, so later in-place ops on it are still refused)."""
+    if A.flags.writeable:
+        return A
+    cdef bint overlap = overlaps_itself(A)
+    if overlap and not overlapping:
+        raise RuntimeError(OVERLAPPING_WRITE)
+    W = A.view() if overlap else A
+    try:
+        W.flags.writeable = True        # a view of writable memory: numpy allows it
+    except ValueError:
+        raise RuntimeError("cannot write into a read-only tensor (its memory is a read-only "
+                           "numpy array); clone() it first") from None
+    return W
+
+
 cdef int check_result(TensorBase t, object value) except -1:
     """PyTorch's checks before an in-place op stores `value` into t: t's shape, castable dtype."""
     A = t._array
@@ -26,15 +63,13 @@ cdef int check_result(TensorBase t, object value) except -1:
     if not np.can_cast(value.dtype, A.dtype, "same_kind"):
         raise RuntimeError(f"result type {scalar_type_name(value.dtype)} can't be cast to the "
                            f"desired output type {scalar_type_name(A.dtype)}")
-    if not A.flags.writeable:
-        raise RuntimeError("cannot write into a read-only tensor (an expanded or broadcast view); "
-                           "clone() it first")
+    writable(A)
     return 0
 
 
 cdef int write_result(TensorBase t, object value) except -1:
     """Store `value` into t's storage (same shape; castable to t's dtype, as PyTorch requires)."""
-    check_result(t, value)
+    check_result(t, value)              # (t's array is writable after it)
     np.copyto(t._array, value, casting="unsafe")
     return 0
 
@@ -165,9 +200,20 @@ cdef object inplace_binary_on_view(int op, TensorBase view, object other):
         return NotImplemented
     check_result(view, (<TensorBase>result)._array)
     cdef tuple key = view_key(view)
-    setitem_op(<TensorBase>view._base, key, result)
+    bkey = base_key(<TensorBase>view._base, key)
+    if bkey is not None:
+        setitem_op(<TensorBase>view._base, bkey, result)
     rebase_view(view, key)                 # the view reads the base's new history
     return view
+
+
+cdef object base_key(TensorBase base, tuple key):
+    """A key from view_key (or a part of one) as a key of `base` itself, None when it selects
+    nothing of a 0-d base: a 0-d base's key indexes it seen as shape (1,), so a key that selects
+    its one element is `...` on the base itself."""
+    if base._array.ndim != 0:
+        return key
+    return Ellipsis if key[0].size else None
 
 
 cdef object inplace_apply(TensorBase self, object fn, tuple args):
@@ -212,6 +258,8 @@ OP_SETITEM = register_op("CopySlices", vjp_setitem)
 
 
 cdef object setitem_key_item(object item, list advanced):
+    if isinstance(item, slice) and item.step is not None and item.step <= 0:
+        raise ValueError("step must be greater than zero")     # (numpy would write reversed)
     if isinstance(item, TensorBase):
         item = (<TensorBase>item)._array
     elif isinstance(item, (list, range)):
@@ -241,33 +289,78 @@ cdef object setitem_key(object key, list advanced):
     return setitem_key_item(key, advanced)
 
 
+cdef object fit_value(object V, tuple target, bint advanced, object value):
+    """V (the value array of x[key] = value) with its leading size-1 dims removed (as PyTorch
+    does), checked to broadcast to the indexing result's shape `target`, with PyTorch's
+    messages: an advanced key's index_put_ names both shapes, a basic key's copy_ is an
+    expand()."""
+    value_shape = V.shape
+    while V.ndim and V.shape[0] == 1:
+        V = V.reshape(V.shape[1:])
+    cdef Py_ssize_t nv = V.ndim, nt = len(target), i
+    if advanced:
+        try:
+            fits = np.broadcast_shapes(V.shape, target) == target
+        except ValueError:
+            fits = False
+        if not fits:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot "
+                               f"be broadcast to indexing result of shape {list(target)}")
+        return V
+    if nv > nt:
+        type_name = value.type() if isinstance(value, TensorBase) else "torch.Tensor"
+        raise RuntimeError(f"expand({type_name}{{{list(V.shape)}}}, size={list(target)}): the "
+                           f"number of sizes provided ({nt}) must be greater or equal to the "
+                           f"number of dimensions in the tensor ({nv})")
+    for i in range(1, nv + 1):
+        if V.shape[nv - i] != 1 and V.shape[nv - i] != target[nt - i]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[nt - i]}) must match the "
+                               f"existing size ({V.shape[nv - i]}) at non-singleton dimension "
+                               f"{nt - i}.  Target sizes: {list(target)}.  Tensor sizes: "
+                               f"{list(V.shape)}")
+    return V
+
+
+cdef int check_setitem_value(TensorBase self, object value) except -1:
+    """PyTorch assigns a tensor or a number, nothing else (None would write NaN)."""
+    if isinstance(value, (TensorBase, bool, int, float, np.bool_, np.number)):
+        if isinstance(value, (np.complexfloating)) and self._array.dtype.kind != "c":
+            value = complex(value)
+        else:
+            return 0
+    if isinstance(value, complex):
+        if self._array.dtype.kind == "c":
+            return 0
+        raise RuntimeError(f"value cannot be converted to type "
+                           f"{C_TYPE_NAMES.get(self._array.dtype.name, self._array.dtype.name)} "
+                           "without overflow")
+    cls = type(value)
+    name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    raise TypeError(f"can't assign a {name} to a {self.type()}")
+
+
+cdef dict C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                          "int64": "long int", "int32": "int", "int16": "short int",
+                          "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
 cdef object setitem_op(TensorBase self, object key, object value):
     cdef list advanced = []
+    check_setitem_value(self, value)
     # PyTorch indexes first (reading self's history, so no leaf quirk as in fresh_operands)
     fresh(self)
     if isinstance(value, TensorBase):
         fresh(<TensorBase>value)
     cdef bint had_history = self._node >= 0
-    cdef bint recording = records(self, value)
+    # (an integer or bool tensor records nothing: a value that requires grad is cast, and no
+    # gradient flows through the cast)
+    cdef bint recording = records(self, value) and self._array.dtype.kind in "fc"
     cdef Record* r
     cdef tuple vkey
     if recording:
         view_reads_base(self)
     check_inplace(self, recording, True)
     nkey = setitem_key(key, advanced)
-    if recording and writes_through_view(self):
-        # view[key] = value as base[the base positions of view[key]] = value (CopySlices)
-        vkey = view_key(self)
-        try:
-            bkey = tuple(k[nkey] for k in vkey)
-        except IndexError as e:
-            raise IndexError(str(e).replace("axis", "dimension")) from None
-        setitem_op(<TensorBase>self._base, bkey, value)
-        if had_history:
-            rebase_view(self, vkey)
-        # else: as in PyTorch the view stays without a history of its own until it is read
-        # (refresh_view); an in-place op on it before that raises (fresh_operands)
-        return None
     A = self._array
     if isinstance(value, TensorBase):
         V = (<TensorBase>value)._array
@@ -275,18 +368,41 @@ cdef object setitem_op(TensorBase self, object key, object value):
         V = np.asarray(value, dtype=A.dtype)
     value_shape = V.shape
     try:
-        target_shape = np.shape(A[nkey])
-        # PyTorch drops leading size-1 dims of the value (x[1] = t with t.shape == (1,))
-        while V.ndim > len(target_shape) and V.shape[0] == 1:
-            V = V.reshape(V.shape[1:])
-        np.broadcast_shapes(V.shape, target_shape)
+        T = A[nkey]                    # (a view of A for a basic key)
     except IndexError as e:
         raise IndexError(str(e).replace("axis", "dimension")) from None
-    except ValueError:
-        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be "
-                           f"broadcast to indexing result of shape {list(target_shape)}") from None
+    V = fit_value(V, np.shape(T), bool(advanced), value)
+    if advanced:
+        if overlaps_itself(A):
+            warnings.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() "
+                          "the tensor before performing this operation. This also applies to "
+                          "advanced indexing e.g. tensor[indices] = tensor", UserWarning,
+                          stacklevel=2)
+    elif isinstance(T, np.ndarray) and overlaps_itself(T):
+        raise RuntimeError(OVERLAPPING_WRITE)
+    if recording and writes_through_view(self):
+        # view[key] = value as base[the base positions of view[key]] = value (CopySlices)
+        vkey = view_key(self)
+        try:
+            bkey = base_key(<TensorBase>self._base, tuple(k[nkey] for k in vkey))
+        except IndexError as e:
+            raise IndexError(str(e).replace("axis", "dimension")) from None
+        if bkey is not None:
+            setitem_op(<TensorBase>self._base, bkey, value)
+        if had_history:
+            rebase_view(self, vkey)
+        # else: as in PyTorch the view stays without a history of its own until it is read
+        # (refresh_view); an in-place op on it before that raises (fresh_operands)
+        return None
     if not recording:
-        A[nkey] = V
+        if A.flags.writeable:
+            A[nkey] = V
+        elif advanced:                  # (overlapping: PyTorch warned above, and writes)
+            writable(A, True)[nkey] = V
+        elif isinstance(T, np.ndarray):
+            writable(T)[...] = V
+        else:                           # one element (a numpy scalar, not a view)
+            writable(A, True)[nkey] = V
         bump_version(self)
         return None
     # Recorded: the new value of self is a function of its old value and `value`.
@@ -296,7 +412,7 @@ cdef object setitem_op(TensorBase self, object key, object value):
     r = record_from(OP_SETITEM, result, (self, value if isinstance(value, TensorBase) else None))
     if r != NULL:
         keep(&r.aux, (nkey, bool(advanced), V.shape, value_shape))
-    np.copyto(A, new)
+    np.copyto(writable(A), new)
     bump_version(self)
     adopt_record(self, result)
     return None
@@ -337,10 +453,7 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                                f"shape {list(R.shape)}")
         o._array = R.astype(A.dtype, copy=True)
     else:
-        if not A.flags.writeable:
-            raise RuntimeError("cannot write into a read-only tensor (an expanded or broadcast "
-                               "view); clone() it first")
-        np.copyto(A, R, casting="unsafe")
+        np.copyto(writable(A), R, casting="unsafe")
     bump_version(o)
     return out
 
@@ -365,8 +478,21 @@ def div_(TensorBase self, other):
 
 def copy_(TensorBase self, src, non_blocking=False):
     """Copy src's values (broadcast to self's shape, cast to self's dtype) into self."""
-    if not isinstance(src, TensorBase):
-        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if isinstance(src, TensorBase):
+        # PyTorch broadcasts src to self's shape as a binary op would (no leading 1s dropped)
+        shape = self._array.shape
+        out_shape = broadcast_shapes_torch(shape, (<TensorBase>src)._array.shape)
+        if out_shape != shape:
+            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast "
+                               f"shape {list(out_shape)}")
+    elif isinstance(src, (bool, int, float, complex, np.bool_, np.number)):
+        if isinstance(src, (complex, np.complexfloating)) and self._array.dtype.kind != "c":
+            warnings.warn("Casting complex values to real discards the imaginary part",
+                          UserWarning, stacklevel=2)
+            src = src.real
+    else:
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(src).__name__}")
     setitem_op(self, Ellipsis, src)
     return self
 

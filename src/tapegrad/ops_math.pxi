@@ -178,7 +178,9 @@ cdef object vjp_math2(Record* r, object g):
     ga = gb = None
     with IeeeResults():
         if op == OP_ATAN2:                              # (grad b, -grad a) / (a^2 + b^2)
-            recip = np.reciprocal(np.add(np.multiply(A, A), np.multiply(B, B)))
+            den = np.add(np.multiply(A, A), np.multiply(B, B))
+            # 0 where a^2 + b^2 is 0 (PyTorch's: no NaN at the origin, nor where it underflows)
+            recip = np.where(np.equal(den, 0), 0, np.reciprocal(den)).astype(den.dtype, copy=False)
             if needs_grad(r, 0):
                 ga = nd(np.multiply(np.multiply(g, B), recip))
             if needs_grad(r, 1):

@@ -62,19 +62,24 @@ cdef object nn_promote(object da, object db):
 
 
 cdef object nn_reduce(object L, int red):
-    """Reduce per-element losses L: none (as is), mean (nan when empty) or sum; in L's dtype."""
+    """Reduce per-element losses L: none (as is), mean (nan when empty) or sum; in L's dtype
+    (float16 accumulated in float32, as PyTorch's sum and mean)."""
     if red == NN_RED_NONE:
         return L
     with IeeeResults():
-        s = np.add.reduce(L, axis=None)
+        s = np.add.reduce(L, axis=None, dtype=NP_FLOAT32 if L.dtype == np.float16 else None)
         if red == NN_RED_MEAN:
-            s = np.true_divide(s, L.dtype.type(L.size))
-    return np.asarray(s, dtype=L.dtype)
+            s = np.true_divide(s, s.dtype.type(L.size))
+        return np.asarray(s, dtype=L.dtype)             # (float16 may overflow: inf)
 
 
 cdef object nn_grad_scale(object g, int red, object count):
-    """The adjoint of each per-element loss: g itself (none, sum) or g / count (mean)."""
+    """The adjoint of each per-element loss: g itself (none, sum) or g / count (mean); float16
+    divided in float32 (PyTorch's opmath: count may be beyond float16's range)."""
     if red == NN_RED_MEAN:
+        if g.dtype == np.float16:
+            with IeeeResults():
+                return np.true_divide(g.astype(NP_FLOAT32), np.float32(count)).astype(np.float16)
         return np.true_divide(g, count)
     return g
 
@@ -485,6 +490,11 @@ cdef tuple nn_nll_prepare(TensorBase input, object target, object weight, object
         expected = (A.shape[0],) + tuple(A.shape)[2:]
         if tuple(Tt.shape) != expected:
             raise RuntimeError(f"Expected target size {list(expected)}, got {list(Tt.shape)}")
+        if A.shape[1] == 0 and Tt.size:
+            # PyTorch views input as [N, C, 1, -1] (with no elements the -1 resolves to 0) and
+            # target as [N, 1, -1], then compares them as a 4-d loss does
+            raise RuntimeError(f"size mismatch (got input: [{A.shape[0]}, 0, 0, 0] , target: "
+                               f"[{A.shape[0]}, 1, {Tt.size // A.shape[0]}]")
     C = A.shape[0] if ndim == 1 else A.shape[1]
     fname = "nll_loss_forward" if ndim <= 2 else "nll_loss2d_forward"
     nn_no_weight_grad(weight, fname, "weight")              # PyTorch's autograd layer checks first
@@ -800,10 +810,7 @@ cdef object vjp_pointwise(Record* r, object g):
     w = <object>r.saved[1] if r.saved[1] != NULL else None
     aux = <tuple>r.aux
     kind, red, div, param = aux[0], aux[1], aux[2], aux[3]
-    if red == NN_RED_MEAN:
-        gs = np.true_divide(g, div)
-    else:
-        gs = g
+    gs = nn_grad_scale(g, red, div)
     gi = gt = gw = None
     if needs_grad(r, 0) or needs_grad(r, 1):
         gd = nn_pointwise_deriv(kind, d, param) * gs
@@ -897,7 +904,7 @@ cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object 
             f = np.where(ad < param, d * d * dt.type(0.5),
                          dt.type(param) * (ad - dt.type(0.5 * param)))
         f = nd(np.asarray(f, dtype=dt))
-        div = dt.type(f.size)
+        div = dt.type(f.size) if dt != np.float16 else np.float32(f.size)   # (inf in float16)
         if w is None:
             out = nn_reduce(f, red)
         else:

@@ -86,6 +86,29 @@ cdef inline bint is_float(object A):
     return cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(<cnp.ndarray>A))
 
 
+cdef object NP_FLOAT16 = np.dtype(np.float16)
+cdef object NP_FLOAT64 = np.dtype(np.float64)
+
+
+cdef inline object sum_dtype(object dt):
+    """The dtype PyTorch's CPU sums of `dt` accumulate in: float32 for float16 (the result is
+    rounded to float16 once, so the mean of 70,000 float16 ones is 1, not inf / inf), else dt."""
+    return NP_FLOAT32 if dt == NP_FLOAT16 else None
+
+
+cdef inline object moment_dtype(object dt):
+    """The dtype PyTorch's CPU var / std accumulate `dt` in (its Welford accumulators): float64
+    for float32 (so squares of values beyond 1.8e19 do not overflow), float32 for float16."""
+    if dt == NP_FLOAT32:
+        return NP_FLOAT64
+    return NP_FLOAT32 if dt == NP_FLOAT16 else dt
+
+
+cdef object half_sum(object A, object axes, bint keepdims):
+    """np.add.reduce of A over axes, accumulated as PyTorch's sum (sum_dtype), in that dtype."""
+    return np.add.reduce(A, axis=axes, keepdims=keepdims, dtype=sum_dtype(A.dtype))
+
+
 # -- sum and mean ---------------------------------------------------------------------------------
 # aux = (shape, axes, keepdim, input dtype or None when the output has the input's dtype)
 
@@ -98,7 +121,12 @@ cdef object vjp_sum(Record* r, object g):
     return grad_to_dtype(expand_reduced(g, <tuple>r.aux), <tuple>r.aux)
 
 cdef object vjp_mean(Record* r, object g):
-    return grad_to_dtype(expand_reduced(nd(g / r.scalar), <tuple>r.aux), <tuple>r.aux)
+    if g.dtype == NP_FLOAT16:           # divided in float32, as PyTorch (the count may be inf)
+        with IeeeResults():
+            g = (g.astype(NP_FLOAT32) / r.scalar).astype(NP_FLOAT16)
+    else:
+        g = g / r.scalar
+    return grad_to_dtype(expand_reduced(nd(g), <tuple>r.aux), <tuple>r.aux)
 
 
 OP_SUM = register_op("SumBackward0", vjp_sum)
@@ -133,13 +161,14 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
             out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
         else:
             with IeeeResults():                         # inf - inf, overflow: IEEE, as PyTorch
-                out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
+                out = nd(half_sum(A, axes, keepdim).astype(A.dtype, copy=False))
     else:
         if A.dtype.kind != "f":
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                                f"floating point or complex dtype. Got: {scalar_type_name(A.dtype)}")
         with IeeeResults():                             # mean of no elements is nan, as PyTorch
-            out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim) / count)
+            s = half_sum(A, axes, keepdim)
+            out = nd((s / s.dtype.type(count)).astype(A.dtype, copy=False))
     cdef TensorBase res = wrap(out)
     if CAPTURE is not None and capturing():
         capture_reduce(op, x, A, axes, keepdim, count, res)
@@ -569,7 +598,8 @@ def count_nonzero(TensorBase input, dim=None, *, axis=None):
 
 
 # -- var / std ------------------------------------------------------------------------------------
-# saved = (input - mean, the result (std only)); aux = (shape, axes, keepdim); scalar = dof
+# saved = (input - mean, the result (std only)); aux = (shape, axes, keepdim, dim was None);
+# scalar = dof
 
 cdef object vjp_var(Record* r, object g):
     centered = <object>r.saved[0]
@@ -621,13 +651,19 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
         _warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
                        "than the reduction factor (input numel divided by output numel).",
                        UserWarning)
+    acc = moment_dtype(A.dtype)
     with IeeeResults():
-        meank = np.divide(np.add.reduce(A, axis=axes, keepdims=True), n)
-        centered = nd(np.subtract(A, meank))
-        outk = nd(np.divide(np.add.reduce(np.multiply(centered, centered), axis=axes,
-                                          keepdims=True), dof).astype(A.dtype, copy=False))
+        # the moments in PyTorch's accumulation dtype, rounded to A's dtype once (after the
+        # square root for std)
+        Aw = A.astype(acc, copy=False)
+        cw = np.subtract(Aw, np.divide(np.add.reduce(Aw, axis=axes, keepdims=True), n))
+        outk = np.divide(np.add.reduce(np.multiply(cw, cw), axis=axes, keepdims=True), dof)
         if is_std:
-            outk = nd(np.sqrt(outk))
+            outk = np.sqrt(outk)
+        outk = nd(outk.astype(A.dtype, copy=False))
+        # the backward's input - mean(input), in A's dtype with the mean as mean() computes it
+        s = half_sum(A, axes, True)
+        centered = nd(np.subtract(A, (s / s.dtype.type(n)).astype(A.dtype, copy=False)))
     out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)
     r = record_from(OP_STD if is_std else OP_VAR, res, (input,))
@@ -635,7 +671,7 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
         keep(&r.saved[0], centered)
         if is_std:
             keep_saved(r, 1, outk, res)
-        keep(&r.aux, (A.shape, axes, kd))
+        keep(&r.aux, (A.shape, axes, kd, dim is None))
         r.scalar = dof
     return res
 
@@ -771,20 +807,22 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
                 raise RuntimeError(f"linalg.vector_norm cannot compute the {ptxt} norm on the "
                                    f"dimension {a}because this dimension is empty and the "
                                    "operation does not have an identity")
+    # float16 is accumulated (powers, sums and the root) in float32, as PyTorch's
+    Aw = A.astype(NP_FLOAT32) if A.dtype == NP_FLOAT16 else A
     with IeeeResults():
         if pv == 2:
-            outk = np.sqrt(np.add.reduce(np.multiply(A, A), axis=axes, keepdims=True))
+            outk = np.sqrt(np.add.reduce(np.multiply(Aw, Aw), axis=axes, keepdims=True))
         elif pv == 1:
-            outk = np.add.reduce(np.abs(A), axis=axes, keepdims=True)
+            outk = np.add.reduce(np.abs(Aw), axis=axes, keepdims=True)
         elif pv == INFINITY or pv == -INFINITY:
             ufunc = np.maximum if pv > 0 else np.minimum
             outk = ufunc.reduce(np.abs(A), axis=axes, keepdims=True)
         elif pv == 0:
-            outk = np.add.reduce(np.not_equal(A, 0), axis=axes, keepdims=True, dtype=A.dtype)
+            outk = np.add.reduce(np.not_equal(A, 0), axis=axes, keepdims=True, dtype=Aw.dtype)
         else:
-            outk = np.power(np.add.reduce(np.power(np.abs(A), pv), axis=axes, keepdims=True),
+            outk = np.power(np.add.reduce(np.power(np.abs(Aw), pv), axis=axes, keepdims=True),
                             1.0 / pv)
-    outk = nd(outk.astype(A.dtype, copy=False))
+        outk = nd(outk.astype(A.dtype, copy=False))     # (float16 may overflow: inf)
     cdef bint kd = bool(keepdim)
     out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)

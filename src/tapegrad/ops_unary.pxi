@@ -83,11 +83,15 @@ cdef object number_or_tensor(object v):
 
 
 cdef int check_scalar_fits(object v, object dt) except -1:
-    """An integer Python scalar used in integer dtype `dt` must fit it (PyTorch's error)."""
+    """An integer Python scalar used in integer dtype `dt` must fit it, and a finite float one
+    float32's range (PyTorch's errors: where(c, x, 1e300) would silently hold inf)."""
     if dt.kind in "iu" and isinstance(v, int) and not isinstance(v, bool):
         info = np.iinfo(dt)
         if v < info.min or v > info.max:
             raise RuntimeError(f"value cannot be converted to type {dt.name}_t without overflow")
+    elif dt == NP_FLOAT32 and isinstance(v, float) and abs(v) > 3.4028234663852886e38 and (
+            v != INFINITY and v != -INFINITY):
+        raise RuntimeError("value cannot be converted to type float without overflow")
     return 0
 
 
@@ -566,15 +570,18 @@ cdef enum:
 
 
 cdef object max_nan(object X, object lo):
-    """max(X, lo) propagating NaN from either side (PyTorch's clamp)."""
+    """max(X, lo) propagating NaN from either side, X where they tie (PyTorch's clamp and
+    maximum: max(-0.0, 0.0) is -0.0; numpy's maximum may return either zero)."""
     r = fast_binary(TG_MAX, X, lo)
-    return r if r is not None else nd(np.maximum(X, lo))
+    return r if r is not None else nd(np.where(np.logical_and(
+        np.logical_not(np.isnan(X)), np.logical_or(np.isnan(lo), np.greater(lo, X))), lo, X))
 
 
 cdef object min_nan(object X, object hi):
-    """min(X, hi) propagating NaN from either side."""
+    """min(X, hi) propagating NaN from either side, X where they tie."""
     r = fast_binary(TG_MIN, X, hi)
-    return r if r is not None else nd(np.minimum(X, hi))
+    return r if r is not None else nd(np.where(np.logical_and(
+        np.logical_not(np.isnan(X)), np.logical_or(np.isnan(hi), np.less(hi, X))), hi, X))
 
 
 cdef tuple clamp_signature(int variant):
@@ -734,7 +741,7 @@ cdef object maximum_op(int op, TensorBase input, object other):
         broadcast_shapes_torch(sa, sb)
     out = fast_binary(TG_MAX if op == OP_MAXIMUM else TG_MIN, A, B)
     if out is None:                                     # numpy's maximum/minimum propagate NaN
-        out = nd(np.maximum(A, B) if op == OP_MAXIMUM else np.minimum(A, B))
+        out = max_nan(A, B) if op == OP_MAXIMUM else min_nan(A, B)
     cdef TensorBase res = wrap(out)
     r = record_from(op, res, (input, other))
     if r != NULL:
@@ -810,8 +817,9 @@ def where(condition, input=None, other=None):
     shape = broadcast_shapes_torch(shape, sy)
     check_scalar_fits(x, dt)
     check_scalar_fits(y, dt)
-    X = operand_value(x, dt) if isinstance(x, TensorBase) else np.asarray(x, dtype=dt)
-    Y = operand_value(y, dt) if isinstance(y, TensorBase) else np.asarray(y, dtype=dt)
+    with IeeeResults():                 # (a number beyond float16's range is inf, as PyTorch)
+        X = operand_value(x, dt) if isinstance(x, TensorBase) else np.asarray(x, dtype=dt)
+        Y = operand_value(y, dt) if isinstance(y, TensorBase) else np.asarray(y, dtype=dt)
     out = nd(np.where(C, X, Y))
     if out.dtype != dt:
         out = out.astype(dt)

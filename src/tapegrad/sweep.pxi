@@ -200,7 +200,10 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
                 if mode == SWEEP_CAPTURE:
-                    if slot[i] >= 0:
+                    # (a view taken under no_grad has no gradient accumulator in PyTorch: the
+                    # gradient reaching it is dropped, for autograd.grad as for .grad)
+                    if slot[i] >= 0 and not (rec.out != NULL and
+                                             no_grad_view_drops_grad(<TensorBase>rec.out)):
                         captured[slot[i]] = g
                 elif (rec.out != NULL and (<TensorBase>rec.out)._requires_grad
                         and not no_grad_view_drops_grad(<TensorBase>rec.out)):

@@ -68,7 +68,10 @@ cdef int rebase_view(TensorBase t, tuple key) except -1:
         t._node = -1
     else:
         r = record_op(OP_AS_STRIDED, t, 1, inp)
-        keep(&r.aux, (b._array.shape, b._array.dtype, None, b._array.shape, key))
+        if b._array.ndim == 0:           # the key indexes the base seen as shape (1,)
+            keep(&r.aux, ((), b._array.dtype, (None,), (1,), key))
+        else:
+            keep(&r.aux, (b._array.shape, b._array.dtype, None, b._array.shape, key))
         if old >= 0:                     # retain_grad() follows the view to its new history
             r.flags |= TAPE.recs[old].flags & RF_RETAIN_GRAD
     if old >= 0:
@@ -153,12 +156,18 @@ cdef object element_addresses(object arr):
 
 cdef tuple view_key(TensorBase view):
     """The advanced-index key (one int64 array per base dim, each of the view's shape) of the
-    base elements that `view`, a numpy view of its base's storage, covers."""
+    base elements that `view`, a numpy view of its base's storage, covers (of a 0-d base: of
+    the base seen as shape (1,))."""
     B = (<TensorBase>view._base)._array
+    V = view._array
+    if V.size == 0 or B.ndim == 0:
+        # no element, or every element the base's one (a 0-d base's key indexes it seen as
+        # shape (1,): see rebase_view, and base_key in ops_inplace.pxi)
+        return tuple(np.zeros(V.shape, dtype=NP_INT64) for _ in range(max(B.ndim, 1)))
     base_addr = element_addresses(B).ravel()
     order = np.argsort(base_addr, kind="stable")
     ordered = base_addr[order]
-    view_addr = element_addresses(view._array)
+    view_addr = element_addresses(V)
     pos = np.minimum(np.searchsorted(ordered, view_addr), ordered.size - 1)
     if ordered.size == 0 or not np.array_equal(ordered[pos], view_addr):
         raise RuntimeError("in-place write into a view that does not cover whole elements of its "

@@ -279,6 +279,12 @@ class Function(metaclass=FunctionMeta):
             cls.setup_context(ctx, args, result)
         dirty = tuple(getattr(ctx, "dirty_tensors", ()) or ())
         non_diff = tuple(getattr(ctx, "non_differentiable", ()) or ())
+        outs = result if isinstance(result, tuple) else (result,)
+        if any(not any(d is o for o in outs) for d in dirty):
+            # (recorded anyway, the tensor written in place would keep a stale history)
+            raise RuntimeError("Some elements marked as dirty during the forward method were not "
+                               "returned as output. The inputs that are modified inplace must all "
+                               "be outputs of the Function.")
         out = _core._function_record(ctx, args, result, dirty, non_diff)
         _finish_saved(ctx, result, out)
         return out
