@@ -105,6 +105,8 @@ _linalg_aliases.register(globals(), Tensor)
 from . import _more_ops, _more_stats
 _more_ops.register(globals(), Tensor)
 _more_stats.register(globals(), Tensor)
+from . import _tutorial_ops
+_tutorial_ops.register(globals(), Tensor)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled, is_inference)
 from . import _saved_attrs  # noqa: F401  (installs the grad_fn._saved_* reader in the core)
@@ -160,6 +162,7 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY_MODULES) | set(_LAZY_ATTRS))
 
 half = float16
+short = int16
 float = float32  # noqa: A001
 double = float64
 int = int32  # noqa: A001
