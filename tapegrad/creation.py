@@ -149,8 +149,9 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """Like tensor(), but shares memory with a numpy array or tensor when no conversion is needed."""
     check_device(device, "as_tensor")
-    if isinstance(data, _core.TensorBase) and dtype is None:
-        return data
+    if isinstance(data, _core.TensorBase):
+        # A tensor converts like Tensor.to (recorded, shared when the dtype already matches).
+        return data if dtype is None else data.to(dtype)
     if isinstance(data, np.ndarray) and (dtype is None or _np_dtype(dtype) == data.dtype):
         return from_numpy(data)
     return tensor(data, dtype=dtype)

@@ -38,7 +38,7 @@ print(base[0, 0], c[0, 0], c.data_ptr() != base.data_ptr())
 d = base.detach()
 d[0, 1] = 55
 print(base[0, 1])
-print(base.t().contiguous().stride(), base.t().reshape(-1)[:4], base.untyped_storage().nbytes())
+print(base.t().contiguous().stride(), base.t().reshape(-1)[:4], base.nbytes, base.itemsize)
 print(torch.zeros_like(base), torch.ones_like(base, dtype=torch.int64)[0], torch.full_like(base, 2)[0], torch.empty_like(base).shape)
 print(base.new_zeros(2), base.new_ones((1, 2)), base.new_full((2,), 4.0), base.new_tensor([1, 2]), base.new_empty(3).shape)
 print(torch.zeros(3).fill_(2), torch.zeros(2, 2).fill_diagonal_(5), torch.zeros(3).copy_(torch.tensor([1, 2, 3])))
