@@ -18,7 +18,7 @@ from .grad_mode import is_grad_enabled, no_grad
 
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet",
            "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "matrix_rank", "pinv",
-           "matrix_power", "multi_dot", "cross", "qr", "lstsq"]
+           "matrix_power", "multi_dot", "cross", "qr", "lstsq", "cond", "vecdot"]
 
 
 class LinAlgError(RuntimeError):
@@ -579,6 +579,30 @@ def _count_tolerance(S, atol, rtol, shape):
     # amax refuses an empty dim; an empty matrix has no singular value to compare anyway.
     largest = S.amax(dim=-1, keepdim=True) if S.shape[-1] else S.sum(dim=-1, keepdim=True)
     return (largest * rtol).clamp(min=atol)
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number of A (batched) in the matrix norm ``p``: for ``None``/2 the ratio
+    of the largest to the smallest singular value (-2 the inverse), otherwise
+    ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` (square A only)."""
+    A = _as_tensor(A, "linalg.cond")
+    _check_float(A, "linalg.cond")
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p is None or p in (2, -2):
+        S = svdvals(A)
+        largest, smallest = S[..., 0], S[..., -1]
+        result = smallest / largest if p == -2 else largest / smallest
+    else:
+        _check_square(A, "linalg.cond")
+        result = matrix_norm(A, ord=p) * matrix_norm(inv(A), ord=p)
+    return result if out is None else out.copy_(result)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """The dot product of x and y along ``dim``, broadcasting the other dims."""
+    result = (x * y).sum(dim)
+    return result if out is None else out.copy_(result)
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):

@@ -45,7 +45,7 @@ print(torch.zeros(3).fill_(2), torch.zeros(2, 2).fill_diagonal_(5), torch.zeros(
 print(torch.tensor([1, 2, 3]).clone().zero_(), torch.arange(4.0).resize_(2, 2) if False else '')
 print(torch.diag(torch.tensor([1, 2])), torch.diag(torch.tensor([[1, 2], [3, 4]])), torch.diag_embed(torch.tensor([1.0, 2.0])))
 print(torch.tril(torch.ones(3, 3)), torch.ones(2, 3).T.shape, torch.ones(2, 3).mT.shape)
-print(torch.scalar_tensor(3.5), torch.as_strided(torch.arange(6), (2, 2), (1, 2)))
+print(torch.scalar_tensor(3.5))
 print(torch.complex64 if False else '', torch.tensor(3.7).int(), int(torch.tensor(3.7)), float(torch.tensor([2])), bool(torch.tensor([0.0])))
 print(torch.tensor([1.5]).__float__(), round(torch.tensor(2.567).item(), 2), '%.2f' % torch.tensor(1.234), torch.tensor(4) + 1)
 print(len(torch.zeros(5, 2)), list(torch.arange(3)), [t.item() for t in torch.arange(3)], *torch.tensor([7, 8]))
