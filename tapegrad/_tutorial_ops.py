@@ -132,14 +132,15 @@ _ATLEAST_SHAPES = {
 
 
 def _atleast(ndim: int, tensors):
-    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        return tuple(_atleast(ndim, tuple(tensors[0])))
+    as_sequence = len(tensors) == 1 and isinstance(tensors[0], (list, tuple))
+    if as_sequence:
+        tensors = tuple(tensors[0])
     results = []
     for t in tensors:
         _check_tensor(t, f"atleast_{ndim}d")
         grow = _ATLEAST_SHAPES[ndim].get(t.ndim)
         results.append(t.reshape(grow(tuple(t.shape))) if grow else t)
-    return results[0] if len(results) == 1 else tuple(results)
+    return results[0] if len(results) == 1 and not as_sequence else tuple(results)
 
 
 def atleast_1d(*tensors):
