@@ -68,5 +68,8 @@ class Normal(Distribution):
             self._validate_sample(value)
         return 0.5 * (1 + ((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)).erf())
 
+    def icdf(self, value):
+        return self.loc + self.scale * (2 * value - 1).erfinv() * math.sqrt(2)
+
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
