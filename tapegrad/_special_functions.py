@@ -1,4 +1,10 @@
-"""erfinv (the inverse error function, behind Normal.icdf) as an autograd.Function.
+"""erfinv, lgamma and digamma as autograd.Functions (behind Normal.icdf and the log densities of
+Gamma, Beta, Dirichlet, Poisson, Binomial and StudentT).
+
+lgamma: math.lgamma per element (inf at the poles 0, -1, ...).  digamma and trigamma: the
+recurrence psi(x) = psi(x + 1) - 1/x up to x >= 6, then the asymptotic series; below 0.5 the
+reflection formula.  lgamma's gradient is digamma, digamma's is trigamma (itself not
+differentiable: asking for that third derivative raises).
 
 numpy has no erfinv: a rational first guess (Giles, "Approximating the erfinv function", 2010)
 is polished by Newton steps on erf, computed in float64 and cast, so float32 and float64 results
@@ -64,22 +70,137 @@ class Erfinv(Function):
 _torch_grad_fn_name(Erfinv, "ErfinvBackward0")
 
 
-def erfinv(input, *, out=None):
-    """The inverse error function: the x with erf(x) = input (input in [-1, 1]; +-inf at the
-    ends, nan outside); integer inputs give the default float dtype."""
-    _check_tensor(input, "erfinv")
+_lgamma = np.frompyfunc(math.lgamma, 1, 1)
+
+
+def _lgamma_values(x: np.ndarray) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    poles = (x64 <= 0) & (x64 == np.floor(x64))
+    finite = np.isfinite(x64) & ~poles
+    out = np.where(np.isnan(x64), np.nan, np.inf)
+    out[finite] = _lgamma(x64[finite]).astype(np.float64)
+    return out.astype(x.dtype)
+
+
+def _polygamma_values(order: int, x: np.ndarray) -> np.ndarray:
+    """digamma (order 0) or trigamma (order 1) of x elementwise, in x's dtype."""
+    x64 = x.astype(np.float64)
+    out = np.full(x64.shape, np.nan)
+    poles = (x64 <= 0) & (x64 == np.floor(x64))
+    if order == 0:
+        out[x64 == 0] = -np.inf             # PyTorch: digamma(0) = -inf, other poles nan
+    else:
+        out[poles] = np.inf
+    ok = np.isfinite(x64) & ~poles
+    z = x64[ok]
+    reflect = z < 0.5
+    w = np.where(reflect, 1.0 - z, z)
+    acc = np.zeros_like(w)
+    while True:                              # shift every argument up to at least 6
+        small = w < 6
+        if not small.any():
+            break
+        acc = acc - np.where(small, 1 / w, 0) if order == 0 else acc + np.where(small, 1 / w ** 2, 0)
+        w = np.where(small, w + 1, w)
+    inv2 = 1 / (w * w)
+    if order == 0:
+        series = np.log(w) - 0.5 / w - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
+            1 / 240 - inv2 / 132))))
+        value = acc + series
+        value = np.where(reflect, value - math.pi / np.tan(math.pi * z), value)
+    else:
+        series = 1 / w + inv2 / 2 + inv2 / w * (1 / 6 - inv2 * (1 / 30 - inv2 * (1 / 42 - inv2 / 30)))
+        value = acc + series
+        value = np.where(reflect, (math.pi / np.sin(math.pi * z)) ** 2 - value, value)
+    out[ok] = value
+    out[np.isposinf(x64)] = np.inf if order == 0 else 0.0
+    return out.astype(x.dtype)
+
+
+class Trigamma(Function):
+    """The derivative of digamma; its own derivative is not provided (it raises)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return _wrap(_polygamma_values(1, x._array))
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise NotImplementedError("tapegrad has no derivative of trigamma (polygamma(2))")
+
+
+class Digamma(Function):
+    """digamma = d lgamma / dx; backward multiplies by trigamma."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _wrap(_polygamma_values(0, x._array))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        return grad * Trigamma.apply(x)
+
+
+class Lgamma(Function):
+    """log |Gamma(x)|; backward multiplies by digamma."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _wrap(_lgamma_values(x._array))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        return grad * Digamma.apply(x)
+
+
+_torch_grad_fn_name(Lgamma, "LgammaBackward0")
+_torch_grad_fn_name(Digamma, "DigammaBackward0")
+_torch_grad_fn_name(Trigamma, "PolygammaBackward0")
+
+
+def _float_input(input, name):
+    _check_tensor(input, name)
     if not input.dtype.is_floating_point:
         from . import get_default_dtype
         input = input.to(get_default_dtype())
-    result = Erfinv.apply(input)
+    return input
+
+
+def lgamma(input, *, out=None):
+    """log |Gamma(input)| elementwise (inf at 0, -1, -2, ...); gradient digamma(input)."""
+    result = Lgamma.apply(_float_input(input, "lgamma"))
+    return result if out is None else out.copy_(result)
+
+
+def digamma(input, *, out=None):
+    """The logarithmic derivative of Gamma elementwise (-inf at 0, nan at negative integers);
+    gradient trigamma(input)."""
+    result = Digamma.apply(_float_input(input, "digamma"))
+    return result if out is None else out.copy_(result)
+
+
+def erfinv(input, *, out=None):
+    """The inverse error function: the x with erf(x) = input (input in [-1, 1]; +-inf at the
+    ends, nan outside); integer inputs give the default float dtype."""
+    result = Erfinv.apply(_float_input(input, "erfinv"))
     return result if out is None else out.copy_(result)
 
 
 def register(namespace: dict, tensor_cls) -> None:
-    """Add tapegrad.erfinv and Tensor.erfinv (existing names win)."""
-    namespace.setdefault("erfinv", erfinv)
-    if "erfinv" not in dir(tensor_cls):
-        def erfinv_method(self):
-            """Tensor.erfinv: see :func:`tapegrad.erfinv`."""
-            return erfinv(self)
-        tensor_cls.erfinv = erfinv_method
+    """Add tapegrad.erfinv/lgamma/digamma and the Tensor methods (existing names win)."""
+    for fn in (erfinv, lgamma, digamma):
+        namespace.setdefault(fn.__name__, fn)
+        if fn.__name__ not in dir(tensor_cls):
+            setattr(tensor_cls, fn.__name__, _as_method(fn))
+
+
+def _as_method(fn):
+    def method(self):
+        return fn(self)
+    method.__name__ = fn.__name__
+    method.__doc__ = f"Tensor.{fn.__name__}: see :func:`tapegrad.{fn.__name__}`."
+    return method

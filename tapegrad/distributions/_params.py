@@ -34,3 +34,11 @@ def standard_normal_like(dist, sample_shape, like):
     shape = tuple(dist._extended_shape(sample_shape))
     return _make(_random._standard_normal(_random._numpy_rng(None), shape, like._array.dtype),
                  False)
+
+
+def numpy_draw(dist, sample_shape, like, draw):
+    """A non-differentiable sample: draw(rng, shape) from numpy's stream behind tapegrad's,
+    for shape sample_shape + batch_shape + event_shape, in like's dtype."""
+    shape = tuple(dist._extended_shape(sample_shape))
+    values = draw(_random._numpy_rng(None), shape)
+    return _make(values.astype(like._array.dtype), False)
