@@ -76,10 +76,12 @@ class LogNormal(TransformedDistribution):
 
     @property
     def loc(self):
+        """The mean of the underlying Normal (the log of the median)."""
         return self.base_dist.loc
 
     @property
     def scale(self):
+        """The standard deviation of the underlying Normal."""
         return self.base_dist.scale
 
     @property
