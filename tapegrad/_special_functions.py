@@ -2,7 +2,7 @@
 Gamma, Beta, Dirichlet, Poisson, Binomial and StudentT).
 
 lgamma: math.lgamma per element (inf at the poles 0, -1, ...).  digamma and trigamma: the
-recurrence psi(x) = psi(x + 1) - 1/x up to x >= 6, then the asymptotic series; below 0.5 the
+recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series; below 0.5 the
 reflection formula.  lgamma's gradient is digamma, digamma's is trigamma (itself not
 differentiable: asking for that third derivative raises).
 
@@ -46,7 +46,7 @@ def _erfinv_values(y: np.ndarray) -> np.ndarray:
         w = -np.log((1.0 - safe) * (1.0 + safe))
     x = np.where(w < 5.0, _horner(_CENTRAL, w - 2.5), _horner(_TAIL, np.sqrt(w) - 3.0)) * safe
     for _ in range(3):          # Newton on erf(x) - y: each step doubles the correct digits
-        residual = _erf(x).astype(np.float64) - safe
+        residual = np.asarray(_erf(x), dtype=np.float64) - safe
         x = x - residual / (np.exp(-x * x) / _SQRT_PI_OVER_2)
     out = np.where(inside, x, np.where(np.abs(y64) == 1, np.copysign(np.inf, y64), np.nan))
     return out.astype(y.dtype)
@@ -96,8 +96,8 @@ def _polygamma_values(order: int, x: np.ndarray) -> np.ndarray:
     reflect = z < 0.5
     w = np.where(reflect, 1.0 - z, z)
     acc = np.zeros_like(w)
-    while True:                              # shift every argument up to at least 6
-        small = w < 6
+    while True:                              # shift every argument up to at least 10
+        small = w < 10
         if not small.any():
             break
         acc = acc - np.where(small, 1 / w, 0) if order == 0 else acc + np.where(small, 1 / w ** 2, 0)
