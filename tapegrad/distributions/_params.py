@@ -5,7 +5,9 @@ from __future__ import annotations
 from .. import random as _random
 from ..creation import _make
 from ..tensor import Size
+from . import constraints
 from .distribution import Distribution
+from .utils import broadcast_all
 
 
 def expand_params(dist, cls, names, batch_shape, instance):
@@ -42,3 +44,31 @@ def numpy_draw(dist, sample_shape, like, draw):
     shape = tuple(dist._extended_shape(sample_shape))
     values = draw(_random._numpy_rng(None), shape)
     return _make(values.astype(like._array.dtype), False)
+
+
+class LocationScale(Distribution):
+    """Shared by Normal, Laplace and Cauchy: real-valued, parameterised by ``loc`` and a positive
+    ``scale`` broadcast together, reparameterised, with its mode at ``loc``."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    @property
+    def mode(self):
+        return self.loc
+
+
+def set_probs_or_logits(dist, probs, logits, *others):
+    """Store whichever of probs / logits is given (exactly one must be) on `dist`, broadcast
+    with `others`; returns (that parameter, the broadcast others)."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    name, value = ("probs", probs) if probs is not None else ("logits", logits)
+    param, *rest = broadcast_all(value, *others)
+    setattr(dist, name, param)
+    return param, rest

@@ -6,7 +6,7 @@ from .. import lgamma, xlogy
 from ..nn import functional as F
 from ..tensor import Size
 from . import constraints
-from ._params import expand_params, numpy_draw
+from ._params import expand_params, numpy_draw, set_probs_or_logits
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
@@ -56,16 +56,8 @@ class Binomial(Distribution):
                        "probs": constraints.unit_interval, "logits": constraints.real}
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-            param = self.probs
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-            param = self.logits
+        param, (count,) = set_probs_or_logits(self, probs, logits, total_count)
+        self.total_count = count.type_as(param)
         super().__init__(param.shape, validate_args=validate_args)
 
     @lazy_property

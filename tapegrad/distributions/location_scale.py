@@ -6,7 +6,7 @@ import math
 
 from ..tensor import Size
 from . import constraints
-from ._params import expand_params, uniform_like
+from ._params import LocationScale, expand_params, set_probs_or_logits, uniform_like
 from .distribution import Distribution
 from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
@@ -65,23 +65,11 @@ class Exponential(Distribution):
         return 1.0 - self.rate.log()
 
 
-class Laplace(Distribution):
+class Laplace(LocationScale):
     """Laplace(loc, scale): density exp(-|x - loc| / scale) / (2 scale)."""
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
 
     @property
     def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
         return self.loc
 
     @property
@@ -118,24 +106,12 @@ class Laplace(Distribution):
         return 1 + (2 * self.scale).log()
 
 
-class Cauchy(Distribution):
+class Cauchy(LocationScale):
     """Cauchy(loc, scale): density 1 / (pi scale (1 + ((x - loc) / scale)^2)); no mean."""
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
 
     @property
     def mean(self):
         return self.loc * float("nan")
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
@@ -173,13 +149,7 @@ class Geometric(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.probs, = broadcast_all(probs)
-        else:
-            self.logits, = broadcast_all(logits)
-        param = self.probs if probs is not None else self.logits
+        param, _ = set_probs_or_logits(self, probs, logits)
         super().__init__(param.shape, validate_args=validate_args)
 
     @lazy_property
