@@ -7,7 +7,7 @@ from ..creation import _make
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 
 def expand_params(dist, cls, names, batch_shape, instance):
@@ -72,3 +72,16 @@ def set_probs_or_logits(dist, probs, logits, *others):
     param, *rest = broadcast_all(value, *others)
     setattr(dist, name, param)
     return param, rest
+
+
+class BinaryParameter:
+    """Mixin for families of one success probability given as probs or logits: whichever was
+    not given is derived on first use."""
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)

@@ -6,9 +6,9 @@ from .. import lgamma, xlogy
 from ..nn import functional as F
 from ..tensor import Size
 from . import constraints
-from ._params import expand_params, numpy_draw, set_probs_or_logits
+from ._params import BinaryParameter, expand_params, numpy_draw, set_probs_or_logits
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import broadcast_all
 
 __all__ = ["Binomial", "Poisson"]
 
@@ -49,7 +49,7 @@ class Poisson(Distribution):
         return xlogy(value, self.rate) - self.rate - lgamma(value + 1)
 
 
-class Binomial(Distribution):
+class Binomial(BinaryParameter, Distribution):
     """Binomial(total_count, probs | logits): successes in total_count independent trials."""
 
     arg_constraints = {"total_count": constraints.nonnegative_integer,
@@ -59,14 +59,6 @@ class Binomial(Distribution):
         param, (count,) = set_probs_or_logits(self, probs, logits, total_count)
         self.total_count = count.type_as(param)
         super().__init__(param.shape, validate_args=validate_args)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
 
     @property
     def support(self):

@@ -6,9 +6,9 @@ import math
 
 from ..tensor import Size
 from . import constraints
-from ._params import LocationScale, expand_params, set_probs_or_logits, uniform_like
+from ._params import BinaryParameter, LocationScale, expand_params, set_probs_or_logits, uniform_like
 from .distribution import Distribution
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import broadcast_all, clamp_probs
 
 __all__ = ["Cauchy", "Exponential", "Geometric", "Laplace"]
 
@@ -142,7 +142,7 @@ class Cauchy(LocationScale):
         return math.log(4 * math.pi) + self.scale.log()
 
 
-class Geometric(Distribution):
+class Geometric(BinaryParameter, Distribution):
     """Geometric(probs or logits): the number of failures before the first success."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -151,14 +151,6 @@ class Geometric(Distribution):
     def __init__(self, probs=None, logits=None, validate_args=None):
         param, _ = set_probs_or_logits(self, probs, logits)
         super().__init__(param.shape, validate_args=validate_args)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
 
     @property
     def mean(self):
