@@ -166,6 +166,189 @@ def dist(input, other, p=2):
     return vector_norm(_core.sub(input, other), ord=p)
 
 
+# -- elementwise compositions -------------------------------------------------------------------
+
+def _floating(input, name):
+    """input as a float tensor (integers and bools take the default float dtype, as PyTorch)."""
+    _check_tensor(input, name)
+    if input.dtype.is_floating_point:
+        return input
+    from . import get_default_dtype
+    return input.to(get_default_dtype())
+
+
+def logit(input, eps=None, *, out=None):
+    """log(p / (1 - p)); with ``eps``, p is first clamped to [eps, 1 - eps] (zero gradient
+    outside)."""
+    p = _floating(input, "logit")
+    if eps is not None:
+        p = p.clamp(eps, 1 - eps)
+    # log p - log1p(-p): its gradient 1/p + 1/(1-p) is +inf (not nan) at 0 and 1, as PyTorch's.
+    result = p.log() - (-p).log1p()
+    return result if out is None else out.copy_(result)
+
+
+def hypot(input, other, *, out=None):
+    """sqrt(input ** 2 + other ** 2) elementwise."""
+    result = (input * input + other * other).sqrt()
+    return result if out is None else out.copy_(result)
+
+
+def rad2deg(input, *, out=None):
+    """Radians to degrees (integers give the default float dtype)."""
+    result = _floating(input, "rad2deg") * (180.0 / np.pi)
+    return result if out is None else out.copy_(result)
+
+
+def deg2rad(input, *, out=None):
+    """Degrees to radians (integers give the default float dtype)."""
+    result = _floating(input, "deg2rad") * (np.pi / 180.0)
+    return result if out is None else out.copy_(result)
+
+
+def float_power(input, exponent, *, out=None):
+    """``input ** exponent`` computed in float64 (the result is float64 whatever the inputs)."""
+    from . import float64
+    base = input.to(float64) if isinstance(input, _core.TensorBase) else input
+    power = exponent.to(float64) if isinstance(exponent, _core.TensorBase) else exponent
+    if not isinstance(base, _core.TensorBase):
+        base = _wrap(np.asarray(base, dtype=np.float64))
+    result = _core.pow(base, power)
+    return result if out is None else out.copy_(result)
+
+
+def copysign(input, other, *, out=None):
+    """|input| with the sign (sign bit, so -0.0 counts as negative) of other, broadcast."""
+    magnitude = _floating(input, "copysign").abs()
+    sign_array = np.signbit(other._array if isinstance(other, _core.TensorBase)
+                            else np.asarray(other, dtype=np.float64))
+    result = _core.where(_wrap(np.asarray(sign_array)), -magnitude, magnitude)
+    return result if out is None else out.copy_(result)
+
+
+def sinc(input, *, out=None):
+    """sin(pi x) / (pi x), 1 at x = 0 (with gradient 0 there, as PyTorch's)."""
+    x = _floating(input, "sinc")
+    at_zero = _core.eq(x, 0)
+    from .creation import ones_like
+    one = ones_like(x)
+    # The division runs on a copy with 1 at the zeros, so its gradient there is finite (where
+    # would pass 0 * inf = nan back otherwise).
+    scaled = _core.where(at_zero, one, x) * np.pi
+    result = _core.where(at_zero, one, scaled.sin() / scaled)
+    return result if out is None else out.copy_(result)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat @ vec)."""
+    result = _scaled_sum(input, _core.matmul(mat, vec), beta, alpha)
+    return result if out is None else out.copy_(result)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * outer(vec1, vec2)."""
+    product = _core.mul(vec1.unsqueeze(1), vec2.unsqueeze(0))
+    result = _scaled_sum(input, product, beta, alpha)
+    return result if out is None else out.copy_(result)
+
+
+def _scaled_sum(input, product, beta, alpha):
+    # PyTorch ignores input (even nan/inf in it) when beta is 0.
+    scaled = product if alpha == 1 else product * alpha
+    if beta == 0:
+        from .creation import zeros_like
+        return _core.add(scaled, zeros_like(input))
+    return _core.add(scaled, input if beta == 1 else input * beta)
+
+
+def _integer_pair(name, fn, input, other):
+    _check_tensor(input, name)
+    b = other._array if isinstance(other, _core.TensorBase) else np.asarray(other)
+    if input._array.dtype.kind not in "iub" or b.dtype.kind not in "iub":
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_label(input, b)}\'')
+    return _wrap(np.asarray(fn(input._array, b)))
+
+
+def _dtype_label(input, other_array) -> str:
+    arr = input._array if input._array.dtype.kind not in "iub" else other_array
+    return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(str(arr.dtype), str(arr.dtype))
+
+
+def gcd(input, other, *, out=None):
+    """The greatest common divisor of integer tensors, elementwise (non-negative)."""
+    result = _integer_pair("gcd", np.gcd, input, other)
+    return result if out is None else out.copy_(result)
+
+
+def lcm(input, other, *, out=None):
+    """The least common multiple of integer tensors, elementwise (non-negative)."""
+    result = _integer_pair("lcm", np.lcm, input, other)
+    return result if out is None else out.copy_(result)
+
+
+# -- statistics of variables in rows --------------------------------------------------------------
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in the rows of ``input`` (observations in columns;
+    a 1-D input is one variable), divided by ``N - correction``."""
+    x = _floating(input, "cov")
+    if x.ndim > 2:
+        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an input "
+                         f"with {x.ndim} dimensions")
+    if x.ndim < 2:
+        x = x.reshape(1, -1)
+    weights = None
+    for w in (fweights, aweights):
+        if w is not None:
+            weights = w if weights is None else weights * w
+    if weights is None:
+        mean = x.mean(1, keepdim=True)
+        centred = x - mean
+        result = _core.matmul(centred, centred.t()) / (x.shape[1] - correction)
+    else:
+        weights = weights.to(x.dtype)
+        total = weights.sum()
+        mean = (x * weights).sum(1, keepdim=True) / total
+        centred = x - mean
+        if aweights is None or correction == 0:
+            norm = total - correction
+        else:
+            norm = total - correction * (weights * aweights.to(x.dtype)).sum() / total
+        result = _core.matmul(centred * weights, centred.t()) / norm
+    return result.squeeze() if input.ndim < 2 or x.shape[0] == 1 else result
+
+
+def corrcoef(input):
+    """Pearson correlation coefficients of the variables in the rows of ``input``, clipped to
+    [-1, 1]."""
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    d = c.diagonal().sqrt()
+    return (c / d.unsqueeze(1) / d.unsqueeze(0)).clamp(-1, 1)
+
+
+# -- Tensor.unfold ---------------------------------------------------------------------------------
+
+def unfold(self, dimension: int, size: int, step: int):
+    """Every window of ``size`` elements along ``dimension``, ``step`` apart: that dim becomes
+    the number of windows and a last dim of ``size`` is appended.  Built by a recorded
+    index_select (gradients add up where windows overlap); unlike PyTorch's it is a copy, not a
+    view, so writes into it do not reach self."""
+    dim = _dim(dimension, max(self.ndim, 1))
+    length = self.shape[dim] if self.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    windows = (length - size) // step + 1
+    index = (np.arange(windows)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+    picked = self.index_select(dim, _wrap(index.astype(np.int64)))
+    shape = tuple(self.shape[:dim]) + (windows, size) + tuple(self.shape[dim + 1:])
+    return picked.reshape(shape).movedim(dim + 1, -1)
+
+
 # -- unique_consecutive --------------------------------------------------------------------------
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
@@ -198,8 +381,11 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 
 # -- registration --------------------------------------------------------------------------------
 
-FUNCTIONS = ("unique_consecutive", "cross", "mode", "atleast_1d", "atleast_2d", "atleast_3d", "dist")
-METHODS = ("unique_consecutive", "cross", "mode", "dist")
+FUNCTIONS = ("unique_consecutive", "cross", "mode", "atleast_1d", "atleast_2d", "atleast_3d", "dist",
+             "logit", "hypot", "rad2deg", "deg2rad", "float_power", "copysign", "sinc", "addmv",
+             "addr", "gcd", "lcm", "cov", "corrcoef")
+METHODS = ("unique_consecutive", "cross", "mode", "dist", "logit", "hypot", "rad2deg", "deg2rad",
+           "float_power", "copysign", "sinc", "addmv", "addr", "gcd", "lcm", "cov", "corrcoef")
 RETURN_TYPES = {"mode": ("values", "indices")}
 
 
@@ -207,7 +393,7 @@ def register(namespace: dict, tensor_cls) -> None:
     """Add the functions to `namespace` (tapegrad's globals) and the methods to `tensor_cls`;
     `div`/`divide` (function and method) replace the compiled ones, adding `rounding_mode`."""
     register_family(namespace, tensor_cls, globals(), FUNCTIONS, METHODS, RETURN_TYPES)
-    for name, method in (("stride", stride), ("storage_offset", storage_offset)):
+    for name, method in (("stride", stride), ("storage_offset", storage_offset), ("unfold", unfold)):
         if name not in dir(tensor_cls):
             setattr(tensor_cls, name, method)
     namespace["div"] = div

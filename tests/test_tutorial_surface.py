@@ -348,3 +348,65 @@ def test_weights_only_error_is_named_as_pytorch(tmp_path):
         tg.load(path)
     assert type(info.value).__name__ == "UnpicklingError"
     assert isinstance(info.value, RuntimeError)
+
+
+# -- elementwise compositions, cov/corrcoef, unfold ----------------------------------------------
+
+def test_elementwise_compositions_values(gradcheck):
+    assert tg.logit(tg.tensor([0.5, 0.0, 1.0])).tolist() == [0.0, -np.inf, np.inf]
+    x = tg.tensor([0.0, 1.0], requires_grad=True)
+    tg.logit(x).sum().backward()
+    assert x.grad.tolist() == [np.inf, np.inf]
+    assert tg.hypot(tg.tensor([3.0]), tg.tensor([4.0])).item() == 5.0
+    assert tg.rad2deg(tg.tensor([np.pi])).item() == pytest.approx(180.0)
+    assert tg.deg2rad(tg.tensor([180])).item() == pytest.approx(np.pi)
+    assert tg.float_power(tg.tensor([2]), 2).dtype == tg.float64
+    assert tg.copysign(tg.tensor([1.0, 2.0]), tg.tensor([-0.0, 1.0])).tolist() == [-1.0, 2.0]
+    assert tg.sinc(tg.tensor([0.0, 1.0])).numpy() == pytest.approx([1.0, 0.0], abs=1e-7)
+    z = tg.tensor([0.0], requires_grad=True)
+    tg.sinc(z).backward()
+    assert z.grad.item() == 0.0
+    assert tg.addmv(tg.ones(2), tg.eye(2), tg.tensor([1.0, 2.0]), beta=2).tolist() == [3.0, 4.0]
+    assert tg.addr(tg.zeros(2, 2), tg.tensor([1.0, 2.0]), tg.tensor([3.0, 4.0])).tolist() == \
+        [[3.0, 4.0], [6.0, 8.0]]
+    assert tg.gcd(tg.tensor([12, -18]), tg.tensor([8, 6])).tolist() == [4, 6]
+    assert tg.lcm(tg.tensor([4, 6]), tg.tensor([6, -4])).tolist() == [12, 12]
+    with pytest.raises(NotImplementedError, match='"gcd_cpu" not implemented for'):
+        tg.gcd(tg.tensor([1.0]), tg.tensor([2]))
+    gradcheck(lambda a, b: tg.hypot(a, b), [3.0, -1.0], [4.0, 2.0])
+    gradcheck(lambda a: tg.sinc(a), [0.3, -1.2, 2.5])
+    gradcheck(lambda a: tg.logit(a), [0.2, 0.7])
+
+
+def test_cov_corrcoef_and_unfold_values(gradcheck):
+    X = tg.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]])
+    assert tg.cov(X).tolist() == [[1.0, -1.0], [-1.0, 1.0]]
+    assert tg.cov(tg.tensor([1.0, 2.0, 4.0])).item() == pytest.approx(7 / 3)
+    assert tg.corrcoef(X).tolist() == [[1.0, -1.0], [-1.0, 1.0]]
+    windows = tg.arange(7.0).unfold(0, 3, 2)
+    assert windows.tolist() == [[0.0, 1.0, 2.0], [2.0, 3.0, 4.0], [4.0, 5.0, 6.0]]
+    assert tg.zeros(2, 3, 4).unfold(2, 2, 1).shape == (2, 3, 3, 2)
+    x = tg.arange(5.0, requires_grad=True)
+    x.unfold(0, 3, 1).sum().backward()
+    assert x.grad.tolist() == [1.0, 2.0, 3.0, 2.0, 1.0]
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 5 but size is 6"):
+        tg.arange(5.0).unfold(0, 6, 1)
+    gradcheck(lambda a: tg.cov(a), [[0.5, 1.0, -2.0], [1.5, 0.0, 0.3]])
+
+
+def test_compositions_match_torch(torch):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3, 6)).astype(np.float32)
+    weights = np.array([1, 2, 1, 3, 1, 1])
+    aweights = rng.uniform(0.5, 2, 6).astype(np.float32)
+    pairs = [
+        (lambda m: m.cov(m.tensor(X), fweights=m.tensor(weights), aweights=m.tensor(aweights))),
+        (lambda m: m.cov(m.tensor(X), correction=0)),
+        (lambda m: m.corrcoef(m.tensor(X))),
+        (lambda m: m.logit(m.tensor(X).sigmoid(), eps=0.2)),
+        (lambda m: m.copysign(m.tensor(X), -1.0)),
+        (lambda m: m.tensor(X).unfold(1, 4, 2)),
+        (lambda m: m.addr(m.tensor(X[:, :3]), m.tensor(X[0, :3]), m.tensor(X[1, :3]), beta=0.5, alpha=2)),
+    ]
+    for make in pairs:
+        np.testing.assert_allclose(make(tg).numpy(), make(torch).numpy(), rtol=1e-5, atol=1e-6)
