@@ -183,6 +183,38 @@ def digamma(input, *, out=None):
     return result if out is None else out.copy_(result)
 
 
+_erfc = np.frompyfunc(math.erfc, 1, 1)
+
+
+class Erfc(Function):
+    """1 - erf(x) computed directly (math.erfc), so it keeps its digits where erf is near 1."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _wrap(np.asarray(_erfc(x._array), dtype=np.float64).astype(x._array.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        return grad * _core.exp(-(x * x)) * (-1.0 / _SQRT_PI_OVER_2)
+
+
+_torch_grad_fn_name(Erfc, "ErfcBackward0")
+
+
+def erfc(input, *, out=None):
+    """The complementary error function 1 - erf(input), accurate in the tails."""
+    result = Erfc.apply(_float_input(input, "erfc"))
+    return result if out is None else out.copy_(result)
+
+
+def exp2(input, *, out=None):
+    """2 ** input elementwise (integers give the default float dtype)."""
+    result = _core.exp(_float_input(input, "exp2") * math.log(2.0))
+    return result if out is None else out.copy_(result)
+
+
 def erfinv(input, *, out=None):
     """The inverse error function: the x with erf(x) = input (input in [-1, 1]; +-inf at the
     ends, nan outside); integer inputs give the default float dtype."""
@@ -191,8 +223,8 @@ def erfinv(input, *, out=None):
 
 
 def register(namespace: dict, tensor_cls) -> None:
-    """Add tapegrad.erfinv/lgamma/digamma and the Tensor methods (existing names win)."""
-    for fn in (erfinv, lgamma, digamma):
+    """Add tapegrad.erfinv/lgamma/digamma/erfc/exp2 and the Tensor methods (existing names win)."""
+    for fn in (erfinv, lgamma, digamma, erfc, exp2):
         namespace.setdefault(fn.__name__, fn)
         if fn.__name__ not in dir(tensor_cls):
             setattr(tensor_cls, fn.__name__, _as_method(fn))

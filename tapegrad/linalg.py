@@ -18,7 +18,7 @@ from .grad_mode import is_grad_enabled, no_grad
 
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet",
            "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "matrix_rank", "pinv",
-           "matrix_power", "multi_dot", "cross", "qr", "lstsq", "cond", "vecdot"]
+           "matrix_power", "multi_dot", "cross", "qr", "lstsq", "cond", "vecdot", "solve_triangular"]
 
 
 class LinAlgError(RuntimeError):
@@ -596,6 +596,24 @@ def cond(A, p=None, *, out=None):
     else:
         _check_square(A, "linalg.cond")
         result = matrix_norm(A, ord=p) * matrix_norm(inv(A), ord=p)
+    return result if out is None else out.copy_(result)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with ``A @ X = B`` (or ``X @ A = B`` when ``left=False``) for triangular A: only the
+    triangle named by ``upper`` is read (its diagonal taken as ones with ``unitriangular``), so
+    A's gradient lands in that triangle alone."""
+    A = _as_tensor(A, "linalg.solve_triangular")
+    _check_float(A, "linalg.solve_triangular")
+    from .creation import eye
+    triangle = A.triu() if upper else A.tril()
+    if unitriangular:
+        identity = eye(A.shape[-1], dtype=A.dtype)
+        triangle = triangle * (1 - identity) + identity
+    if left:
+        result = solve(triangle, B)
+    else:
+        result = solve(triangle.mT, B.mT).mT
     return result if out is None else out.copy_(result)
 
 

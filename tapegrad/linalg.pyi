@@ -43,6 +43,7 @@ __all__ = [
     'lstsq',
     'cond',
     'vecdot',
+    'solve_triangular',
 ]
 
 class LinAlgError(builtins.RuntimeError):
@@ -89,3 +90,5 @@ def lstsq(A: Any, B: Any, rcond: Any = ..., *, driver: Any = ...) -> Any: ...
 def cond(A: Any, p: Any = ..., *, out: Any = ...) -> Any: ...
 
 def vecdot(x: Any, y: Any, *, dim: Any = ..., out: Any = ...) -> Any: ...
+
+def solve_triangular(A: Any, B: Any, *, upper: Any, left: Any = ..., unitriangular: Any = ..., out: Any = ...) -> Any: ...

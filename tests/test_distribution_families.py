@@ -212,3 +212,59 @@ def test_dirac_and_sparse_init():
     with pytest.raises(ValueError, match="Only tensors with 2 dimensions are supported"):
         tg.nn.init.sparse_(tg.empty(3), 0.1)
     assert tg.nn.init.calculate_gain("sigmoid") == 1 and isinstance(tg.nn.init.calculate_gain("linear"), int)
+
+
+# -- tapegrad.special, erfc/exp2, linalg.solve_triangular ------------------------------------------
+
+def test_special_namespace_values(gradcheck):
+    sp = tg.special
+    assert sp.expit is tg.sigmoid and sp.gammaln is tg.lgamma and sp.psi is tg.digamma
+    assert tg.erfc(tg.tensor([5.0])).item() == pytest.approx(1.5374597944e-12, rel=1e-6)
+    assert tg.exp2(tg.tensor([3])).tolist() == [8.0]
+    assert sp.ndtr(tg.tensor([0.0])).item() == 0.5
+    assert sp.ndtri(tg.tensor([0.975])).item() == pytest.approx(1.959964, rel=1e-5)
+    x = tg.tensor([0.0, 0.5, -1.0], requires_grad=True)
+    y = sp.entr(x)
+    assert y[0].item() == 0.0 and y[1].item() == pytest.approx(0.5 * math.log(2)) and y[2].item() == -math.inf
+    y.sum().backward()
+    assert x.grad[0].item() == math.inf and math.isnan(x.grad[2].item())
+    a = tg.tensor([0.0, 2.0], requires_grad=True)
+    sp.xlog1py(a, tg.tensor([-1.0, 1.0])).sum().backward()
+    assert a.grad.tolist() == [0.0, pytest.approx(math.log(2))]
+    gradcheck(lambda t: tg.erfc(t), [-1.0, 0.3, 2.0])
+    gradcheck(lambda t: sp.ndtr(t), [-1.0, 0.3, 2.0])
+
+
+def test_special_matches_torch(torch):
+    rng = np.random.default_rng(5)
+    v = np.concatenate([rng.normal(size=20) * 3, [0.0, 5.0, -5.0]]).astype(np.float32)
+    p = rng.uniform(0.001, 0.999, 20).astype(np.float32)
+    for name, values in (("erfc", v), ("exp2", v), ("ndtr", v), ("ndtri", p), ("entr", p)):
+        grads = []
+        for lib in (tg, torch):
+            x = lib.tensor(values, requires_grad=True)
+            y = getattr(lib.special, name)(x)
+            y.sum().backward()
+            grads.append((y.detach().numpy(), x.grad.numpy()))
+        np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-4, atol=1e-6)
+
+
+def test_solve_triangular(torch):
+    A = tg.tensor([[2.0, 0.0], [1.0, 4.0]])
+    assert tg.linalg.solve_triangular(A, tg.tensor([[2.0], [9.0]]), upper=False).tolist() == [[1.0], [2.0]]
+    ones = tg.linalg.solve_triangular(A, tg.tensor([[1.0], [3.0]]), upper=False, unitriangular=True)
+    assert ones.tolist() == [[1.0], [2.0]]
+    rng = np.random.default_rng(0)
+    a_np = rng.normal(size=(3, 3)) + 3 * np.eye(3)
+    b_np = rng.normal(size=(3, 2))
+    for kwargs in ({"upper": True}, {"upper": False, "unitriangular": True}, {"upper": True, "left": False}):
+        results = []
+        for lib in (tg, torch):
+            a = lib.tensor(a_np, requires_grad=True)
+            b = lib.tensor(b_np if kwargs.get("left", True) else b_np.T.copy(), requires_grad=True)
+            x = lib.linalg.solve_triangular(a, b, **kwargs)
+            (x * x).sum().backward()
+            results.append((x.detach().numpy(), a.grad.numpy(), b.grad.numpy()))
+        for ours, theirs in zip(*results):
+            np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)
