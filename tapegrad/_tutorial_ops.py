@@ -5,57 +5,31 @@ against PyTorch 2.13.  Composed from recorded ops where a gradient flows, comput
 where the result is an integer or index tensor (which never requires grad).
 
 `register` (called from tapegrad/__init__.py) adds the functions to the tapegrad namespace and
-the methods to Tensor; `div`/`divide` replace the compiled ones there, which take no
-`rounding_mode`, and hand every call without one straight back to them.
+the methods to Tensor; `div` replaces the compiled one there, which takes no `rounding_mode`,
+and hands every call without one straight back to it (with one, to tapegrad.divide).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import _core
-from ._extra_ops import _check_tensor, _dim, _wrap, register_family
+from ._extra_ops import _check_tensor, _dim, _wrap, divide, register_family
 
 _core_div = _core.div
-_ROUNDING_MODES = (None, "trunc", "floor")
 
 
 def div(input, other, *, rounding_mode=None, out=None):
     """``input / other`` elementwise; ``rounding_mode='floor'`` rounds the quotient down,
-    ``'trunc'`` toward zero (both keep integer dtypes and have zero gradient, as PyTorch's).
-    """
+    ``'trunc'`` toward zero (both keep integer dtypes and have zero gradient, as PyTorch's:
+    the rounding is tapegrad.divide's)."""
     if rounding_mode is None:
         return _core_div(input, other) if out is None else _core_div(input, other, out=out)
-    if rounding_mode not in _ROUNDING_MODES:
-        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                           f"but found '{rounding_mode}'")
-    floor = _core.floor_divide(input, other)
-    if rounding_mode == "floor":
-        result = floor
-    elif floor.dtype.is_floating_point:
-        result = _core.trunc(_core_div(input, other))
-    else:
-        # Integers never require grad: the magnitude's floor quotient with the quotient's sign.
-        a, b = (x._array if isinstance(x, _core.TensorBase) else np.asarray(x) for x in (input, other))
-        quotient = (np.abs(a) // np.abs(b)) * (np.sign(a) * np.sign(b))
-        result = _wrap(np.asarray(quotient, dtype=floor._array.dtype))
-    if out is not None:
-        out.copy_(result)
-        return out
-    return result
-
-
-def divide(input, other, *, rounding_mode=None, out=None):
-    """Alias of :func:`div`."""
-    return div(input, other, rounding_mode=rounding_mode, out=out)
+    result = divide(input, other, rounding_mode=rounding_mode)
+    return result if out is None else out.copy_(result)
 
 
 def _div_method(self, other, *, rounding_mode=None):
     """``self / other``; ``rounding_mode`` as :func:`tapegrad.div`."""
-    return div(self, other, rounding_mode=rounding_mode)
-
-
-def _divide_method(self, other, *, rounding_mode=None):
-    """Alias of ``Tensor.div``."""
     return div(self, other, rounding_mode=rounding_mode)
 
 
@@ -391,12 +365,10 @@ RETURN_TYPES = {"mode": ("values", "indices")}
 
 def register(namespace: dict, tensor_cls) -> None:
     """Add the functions to `namespace` (tapegrad's globals) and the methods to `tensor_cls`;
-    `div`/`divide` (function and method) replace the compiled ones, adding `rounding_mode`."""
+    `div` (function and method) replaces the compiled one, adding `rounding_mode`."""
     register_family(namespace, tensor_cls, globals(), FUNCTIONS, METHODS, RETURN_TYPES)
     for name, method in (("stride", stride), ("storage_offset", storage_offset), ("unfold", unfold)):
         if name not in dir(tensor_cls):
             setattr(tensor_cls, name, method)
     namespace["div"] = div
-    namespace["divide"] = divide
     tensor_cls.div = _div_method
-    tensor_cls.divide = _divide_method
