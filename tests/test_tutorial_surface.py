@@ -22,6 +22,8 @@ def test_div_rounding_modes_values():
     assert tg.div(a, b, rounding_mode="trunc").tolist() == [-3, -3, -2, -1, 0]
     assert tg.div(a, b, rounding_mode="floor").tolist() == [-4, -4, -2, -1, 0]
     assert tg.div(a, b, rounding_mode="trunc").dtype == tg.int64
+    assert tg.div(tg.tensor([-7, 7]), 2, rounding_mode="trunc").tolist() == [-3, 3]
+    assert tg.div(tg.tensor([-7, 7], dtype=tg.int32), 2, rounding_mode="trunc").dtype == tg.int32
     f = tg.tensor([-7.5, 7.0])
     assert f.div(2, rounding_mode="trunc").tolist() == [-3.0, 3.0]
     assert tg.divide(f, 2, rounding_mode="floor").tolist() == [-4.0, 3.0]
@@ -47,9 +49,9 @@ def test_div_rounding_modes_match_torch(torch):
             assert str(ours.dtype) == str(theirs.dtype)
             np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
             scalar = tg.div(tg.tensor(a), 3, rounding_mode=mode)
-            np.testing.assert_allclose(scalar.numpy(),
-                                       torch.div(torch.tensor(a), 3, rounding_mode=mode).numpy(),
-                                       rtol=1e-6)
+            expected = torch.div(torch.tensor(a), 3, rounding_mode=mode)
+            assert str(scalar.dtype) == str(expected.dtype)     # a Python int keeps int dtypes
+            np.testing.assert_allclose(scalar.numpy(), expected.numpy(), rtol=1e-6)
 
 
 # -- strides, unique_consecutive, mode, cross, atleast_nd, dist -----------------------------------

@@ -83,7 +83,7 @@ def evaluate(t):
 
 print('decorated', evaluate(acc).requires_grad)
 d = acc.detach()
-print('detach', d.requires_grad, d.is_leaf, acc.detach_() is acc if False else '')
+print('detach', d.requires_grad, d.is_leaf)
 r = torch.zeros(2).requires_grad_()
 print('requires_grad_', r.requires_grad, r.is_leaf)
 

@@ -9,7 +9,7 @@ from torch.nn import functional as F
 net = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(1))
 X = torch.ones(2, 4)
 print(net(X).shape)
-print(net[2].state_dict().keys() if False else list(net[2].state_dict().keys()))
+print(list(net[2].state_dict().keys()))
 print(type(net[2].bias).__name__, net[2].bias.data.shape, net[2].weight.grad is None)
 print([(name, param.shape) for name, param in net.named_parameters()])
 
