@@ -34,7 +34,6 @@ print('same seed, same stream:', torch.equal(torch.multinomial(P[0], 20, replace
                                             torch.multinomial(P[0], 20, replacement=True, generator=g2)))
 print(torch.multinomial(torch.tensor([0.0, 0.0, 1.0]), 3, replacement=True))
 print(sorted(torch.multinomial(torch.tensor([1.0, 1.0, 1.0, 1.0]), 4).tolist()))
-print(g1.initial_seed(), torch.Generator().manual_seed(7).initial_seed())
 
 names = []
 g = torch.Generator().manual_seed(2147483647)
