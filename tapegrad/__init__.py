@@ -105,6 +105,10 @@ _linalg_aliases.register(globals(), Tensor)
 from . import _more_ops, _more_stats
 _more_ops.register(globals(), Tensor)
 _more_stats.register(globals(), Tensor)
+from . import _tutorial_ops
+_tutorial_ops.register(globals(), Tensor)
+from . import _special_functions
+_special_functions.register(globals(), Tensor)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled, is_inference)
 from . import _saved_attrs  # noqa: F401  (installs the grad_fn._saved_* reader in the core)
@@ -135,7 +139,7 @@ from .contractions import addmm, baddbmm, einsum  # noqa: E402
 # Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
                  "distributions", "cuda", "backends", "accelerator", "linalg",
-                 "multiprocessing", "sparse")
+                 "multiprocessing", "sparse", "special")
 _LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
                "get_num_threads": "_threads", "set_num_threads": "_threads",
                "get_num_interop_threads": "_threads", "set_num_interop_threads": "_threads",
@@ -160,6 +164,7 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY_MODULES) | set(_LAZY_ATTRS))
 
 half = float16
+short = int16
 float = float32  # noqa: A001
 double = float64
 int = int32  # noqa: A001

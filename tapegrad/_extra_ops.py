@@ -505,8 +505,9 @@ def divide(input, other, *, rounding_mode=None):
         raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                            f"found '{rounding_mode}'")
     other_arr = other._array if isinstance(other, TensorBase) else other
-    out_dtype = np.result_type(input._array, other_arr) if isinstance(other, TensorBase) else None
-    if out_dtype is None or out_dtype.kind in "fc":
+    # PyTorch's promotion (a Python int keeps an integer tensor's dtype; a float makes it float)
+    out_dtype = np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
+    if out_dtype.kind in "fc":
         quotient = input.div(other)
         return quotient.trunc() if quotient.is_floating_point() else quotient
     # integers: exact truncating division (float division would round above 2**53)

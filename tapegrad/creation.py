@@ -99,6 +99,17 @@ _FOREIGN_BYTE_ORDER = ("given numpy array has byte order different from the nati
                        "Conversion between byte orders is currently not supported.")
 
 
+def _string_data_error(data) -> Exception:
+    """PyTorch's error for strings in tensor data: it reads a leading string as one more nested
+    sequence (ValueError), a string after numbers (or alone) as an element of a bad type."""
+    first = data
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    if isinstance(first, str) and first is not data:
+        return ValueError(f"too many dimensions '{type(first).__name__}'")
+    return TypeError("new(): invalid data type 'str'")
+
+
 def _check_byte_order(array: np.ndarray) -> None:
     """PyTorch refuses a numpy array of non-native byte order (it would share or copy its bytes
     as they are); the C kernels read native bytes only, so such an array must never get in."""
@@ -120,10 +131,14 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         _check_byte_order(np.asarray(data))
         arr = np.array(data, copy=True)
     else:
+        from ._legacy import _ragged_error
         try:
             arr = np.array(data)
         except ValueError as e:
-            raise ValueError(f"expected a rectangular nested sequence of numbers: {e}") from None
+            raise (_ragged_error(data) or ValueError(
+                f"expected a rectangular nested sequence of numbers: {e}")) from None
+        if arr.dtype.kind in "US":
+            raise _string_data_error(data)
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
@@ -149,8 +164,9 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """Like tensor(), but shares memory with a numpy array or tensor when no conversion is needed."""
     check_device(device, "as_tensor")
-    if isinstance(data, _core.TensorBase) and dtype is None:
-        return data
+    if isinstance(data, _core.TensorBase):
+        # A tensor converts like Tensor.to (recorded, shared when the dtype already matches).
+        return data if dtype is None else data.to(dtype)
     if isinstance(data, np.ndarray) and (dtype is None or _np_dtype(dtype) == data.dtype):
         return from_numpy(data)
     return tensor(data, dtype=dtype)
@@ -209,8 +225,14 @@ def zeros(*size, dtype=None, device=None, requires_grad: bool = False,
     tensor([0, 0])
     """
     _check_placement("zeros", device, pin_memory)
-    return _filled(_keyword_size(size, _only_size(kwargs, "zeros"), "zeros"), 0, dtype,
-                   requires_grad)
+    shape = _keyword_size(size, _only_size(kwargs, "zeros"), "zeros")
+    try:
+        return _filled(shape, 0, dtype, requires_grad)
+    except RuntimeError as e:
+        if "negative dimension" not in str(e):
+            raise
+        # PyTorch's zeros words this one check its own way (ones/empty/full use the other).
+        raise RuntimeError("zeros: Dimension size must be non-negative.") from None
 
 
 def ones(*size, dtype=None, device=None, requires_grad: bool = False,
@@ -320,8 +342,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, 
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
         dtype = np.int64 if is_int else _default_float()
     if (end - start) * step < 0:
-        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign "
-                           f"(start={start}, end={end}, step={step})")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     # Computed in float64 (or int64) and cast, as PyTorch does, so float32 ranges match its values.
     values = np.arange(start, end, step, dtype=np.float64 if np.dtype(_np_dtype(dtype)).kind == "f"
                        else np.int64)

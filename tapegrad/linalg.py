@@ -18,7 +18,7 @@ from .grad_mode import is_grad_enabled, no_grad
 
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet",
            "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "matrix_rank", "pinv",
-           "matrix_power", "multi_dot", "cross", "qr", "lstsq"]
+           "matrix_power", "multi_dot", "cross", "qr", "lstsq", "cond", "vecdot", "solve_triangular"]
 
 
 class LinAlgError(RuntimeError):
@@ -579,6 +579,48 @@ def _count_tolerance(S, atol, rtol, shape):
     # amax refuses an empty dim; an empty matrix has no singular value to compare anyway.
     largest = S.amax(dim=-1, keepdim=True) if S.shape[-1] else S.sum(dim=-1, keepdim=True)
     return (largest * rtol).clamp(min=atol)
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number of A (batched) in the matrix norm ``p``: for ``None``/2 the ratio
+    of the largest to the smallest singular value (-2 the inverse), otherwise
+    ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` (square A only)."""
+    A = _as_tensor(A, "linalg.cond")
+    _check_float(A, "linalg.cond")
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p is None or p in (2, -2):
+        S = svdvals(A)
+        largest, smallest = S[..., 0], S[..., -1]
+        result = smallest / largest if p == -2 else largest / smallest
+    else:
+        _check_square(A, "linalg.cond")
+        result = matrix_norm(A, ord=p) * matrix_norm(inv(A), ord=p)
+    return result if out is None else out.copy_(result)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with ``A @ X = B`` (or ``X @ A = B`` when ``left=False``) for triangular A: only the
+    triangle named by ``upper`` is read (its diagonal taken as ones with ``unitriangular``), so
+    A's gradient lands in that triangle alone."""
+    A = _as_tensor(A, "linalg.solve_triangular")
+    _check_float(A, "linalg.solve_triangular")
+    from .creation import eye
+    triangle = A.triu() if upper else A.tril()
+    if unitriangular:
+        identity = eye(A.shape[-1], dtype=A.dtype)
+        triangle = triangle * (1 - identity) + identity
+    if left:
+        result = solve(triangle, B)
+    else:
+        result = solve(triangle.mT, B.mT).mT
+    return result if out is None else out.copy_(result)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """The dot product of x and y along ``dim``, broadcasting the other dims."""
+    result = (x * y).sum(dim)
+    return result if out is None else out.copy_(result)
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):

@@ -41,6 +41,9 @@ __all__ = [
     'cross',
     'qr',
     'lstsq',
+    'cond',
+    'vecdot',
+    'solve_triangular',
 ]
 
 class LinAlgError(builtins.RuntimeError):
@@ -83,3 +86,9 @@ def cross(input: Any, other: Any, *, dim: Any = ..., out: Any = ...) -> _Tensor:
 def qr(A: Any, mode: Any = ..., *, out: Any = ...) -> Any: ...
 
 def lstsq(A: Any, B: Any, rcond: Any = ..., *, driver: Any = ...) -> Any: ...
+
+def cond(A: Any, p: Any = ..., *, out: Any = ...) -> Any: ...
+
+def vecdot(x: Any, y: Any, *, dim: Any = ..., out: Any = ...) -> Any: ...
+
+def solve_triangular(A: Any, B: Any, *, upper: Any, left: Any = ..., unitriangular: Any = ..., out: Any = ...) -> Any: ...

@@ -48,6 +48,10 @@ class WeightsOnlyLoadError(pickle.UnpicklingError, RuntimeError):
     pickle.UnpicklingError; this is one, and a RuntimeError like every other load failure)."""
 
 
+# Tracebacks and type(e).__name__ print PyTorch's name for it, which scripts compare against.
+WeightsOnlyLoadError.__name__ = WeightsOnlyLoadError.__qualname__ = "UnpicklingError"
+
+
 # -- saving ---------------------------------------------------------------------------------------
 
 class _ArrayPersistingPickler(pickle.Pickler):

@@ -21,29 +21,65 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.distributions import bernoulli as bernoulli
 from tapegrad.distributions import categorical as categorical
 from tapegrad.distributions import constraints as constraints
+from tapegrad.distributions import count_families as count_families
 from tapegrad.distributions import distribution as distribution
+from tapegrad.distributions import gamma_family as gamma_family
+from tapegrad.distributions import independent as independent
 from tapegrad.distributions import kl as kl
+from tapegrad.distributions import location_scale as location_scale
+from tapegrad.distributions import multivariate_normal as multivariate_normal
 from tapegrad.distributions import normal as normal
 from tapegrad.distributions import one_hot_categorical as one_hot_categorical
+from tapegrad.distributions import transformed_distribution as transformed_distribution
+from tapegrad.distributions import transforms as transforms
 from tapegrad.distributions import uniform as uniform
 from tapegrad.distributions import utils as utils
 from tapegrad.distributions.bernoulli import Bernoulli as Bernoulli
 from tapegrad.distributions.categorical import Categorical as Categorical
+from tapegrad.distributions.count_families import Binomial as Binomial
+from tapegrad.distributions.count_families import Poisson as Poisson
 from tapegrad.distributions.distribution import Distribution as Distribution
+from tapegrad.distributions.gamma_family import Beta as Beta
+from tapegrad.distributions.gamma_family import Dirichlet as Dirichlet
+from tapegrad.distributions.gamma_family import Gamma as Gamma
+from tapegrad.distributions.gamma_family import StudentT as StudentT
+from tapegrad.distributions.independent import Independent as Independent
 from tapegrad.distributions.kl import kl_divergence as kl_divergence
 from tapegrad.distributions.kl import register_kl as register_kl
+from tapegrad.distributions.location_scale import Cauchy as Cauchy
+from tapegrad.distributions.location_scale import Exponential as Exponential
+from tapegrad.distributions.location_scale import Geometric as Geometric
+from tapegrad.distributions.location_scale import Laplace as Laplace
+from tapegrad.distributions.multivariate_normal import MultivariateNormal as MultivariateNormal
 from tapegrad.distributions.normal import Normal as Normal
 from tapegrad.distributions.one_hot_categorical import OneHotCategorical as OneHotCategorical
+from tapegrad.distributions.transformed_distribution import LogNormal as LogNormal
+from tapegrad.distributions.transformed_distribution import TransformedDistribution as TransformedDistribution
 from tapegrad.distributions.uniform import Uniform as Uniform
 
 __all__ = [
     'Bernoulli',
+    'Beta',
+    'Binomial',
     'Categorical',
+    'Cauchy',
+    'Dirichlet',
     'Distribution',
+    'Exponential',
+    'Gamma',
+    'Geometric',
+    'Independent',
+    'Poisson',
+    'StudentT',
+    'Laplace',
+    'LogNormal',
+    'MultivariateNormal',
     'Normal',
     'OneHotCategorical',
+    'TransformedDistribution',
     'Uniform',
     'constraints',
     'kl_divergence',
     'register_kl',
+    'transforms',
 ]

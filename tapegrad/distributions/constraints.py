@@ -12,7 +12,7 @@ from .. import _core
 
 __all__ = ["Constraint", "boolean", "dependent", "greater_than", "greater_than_eq",
            "half_open_interval", "independent", "integer_interval", "interval", "less_than",
-           "nonnegative", "one_hot", "positive", "real", "real_vector", "simplex",
+           "nonnegative", "nonnegative_integer", "positive_definite", "lower_cholesky", "one_hot", "positive", "real", "real_vector", "simplex",
            "unit_interval"]
 
 
@@ -86,6 +86,43 @@ class _GreaterThanEq(_GreaterThan):
 
     def __repr__(self):
         return f"GreaterThanEq(lower_bound={_bound_repr(self.lower_bound)})"
+
+
+class _IntegerGreaterThan(Constraint):
+    """The constraint: ``value`` is an integer (in value) ``>= lower_bound``."""
+    is_discrete = True
+
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        v = _values(value)
+        return (v % 1 == 0) & (v >= self.lower_bound)
+
+    def __repr__(self):
+        return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
+
+
+class _PositiveDefinite(Constraint):
+    """The constraint: each trailing square matrix is symmetric with positive eigenvalues."""
+    event_dim = 2
+
+    def check(self, value):
+        v = _values(value)
+        symmetric = np.isclose(v, np.swapaxes(v, -1, -2), atol=1e-6).all(axis=(-2, -1))
+        with np.errstate(invalid="ignore"):
+            positive = np.linalg.eigvalsh(np.where(symmetric[..., None, None], v, 0)).min(-1) > 0
+        return symmetric & positive
+
+
+class _LowerCholesky(Constraint):
+    """The constraint: each trailing square matrix is lower triangular with a positive diagonal."""
+    event_dim = 2
+
+    def check(self, value):
+        v = _values(value)
+        lower = (np.triu(v, 1) == 0).all(axis=(-2, -1))
+        return lower & (np.diagonal(v, axis1=-2, axis2=-1) > 0).all(-1)
 
 
 class _LessThan(Constraint):
@@ -177,6 +214,9 @@ real = _Real()
 boolean = _Boolean()
 positive = _GreaterThan(0.0)
 nonnegative = _GreaterThanEq(0.0)
+nonnegative_integer = _IntegerGreaterThan(0)
+positive_definite = _PositiveDefinite()
+lower_cholesky = _LowerCholesky()
 unit_interval = _Interval(0.0, 1.0)
 simplex = _Simplex()
 one_hot = _OneHot()

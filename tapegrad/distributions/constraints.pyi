@@ -31,6 +31,9 @@ __all__ = [
     'interval',
     'less_than',
     'nonnegative',
+    'nonnegative_integer',
+    'positive_definite',
+    'lower_cholesky',
     'one_hot',
     'positive',
     'real',
@@ -87,6 +90,9 @@ class less_than(Constraint):
     upper_bound: Any
 
 nonnegative: Any
+nonnegative_integer: Any
+positive_definite: Any
+lower_cholesky: Any
 one_hot: Any
 positive: Any
 real: Any

@@ -63,7 +63,8 @@ def mish(input, inplace: bool = False):
 def hardswish(input, inplace: bool = False):
     # Gradient x/3 + 1/2 strictly inside (-3, 3), 0 at -3 and 1 at 3, as PyTorch 2.13 gives.
     """Elementwise ``x * clamp(x + 3, 0, 6) / 6``."""
-    zero = _tg.zeros_like(input)
+    # input * 0 keeps the sign PyTorch's x * clamp(x + 3, 0, 6) / 6 gives below -3: -0.0.
+    zero = input * 0.0
     out = _tg.where(input <= -3.0, zero, _tg.where(input < 3.0, input * (input + 3.0) / 6.0,
                                                    input))
     return _finish(input, out, inplace)
@@ -135,7 +136,8 @@ def prelu(input, weight):
         weight = weight.reshape((1, n) + (1,) * (input.dim() - 2))
     elif weight.dim() > 0 and input.dim() > 0:
         weight = weight.reshape(())
-    return _tg.where(input > 0, input, weight * input)
+    from ._prelu_function import PreluKernel
+    return PreluKernel.apply(input, weight)
 
 
 def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,

@@ -37,3 +37,5 @@ from ._extra_losses import (cosine_embedding_loss, cosine_similarity,  # noqa: E
 from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402
 
 from ._extra_activations import alpha_dropout  # noqa: E402
+
+from ._inplace_activations import elu_, hardtanh_, leaky_relu_, relu_  # noqa: E402,F401

@@ -47,6 +47,7 @@ __all__ = [
     'dropout1d',
     'dropout2d',
     'elu',
+    'elu_',
     'embedding',
     'embedding_bag',
     'fold',
@@ -58,6 +59,7 @@ __all__ = [
     'hardsigmoid',
     'hardswish',
     'hardtanh',
+    'hardtanh_',
     'hinge_embedding_loss',
     'huber_loss',
     'instance_norm',
@@ -66,6 +68,7 @@ __all__ = [
     'l1_loss',
     'layer_norm',
     'leaky_relu',
+    'leaky_relu_',
     'linear',
     'log_softmax',
     'logsigmoid',
@@ -90,6 +93,7 @@ __all__ = [
     'prelu',
     'relu',
     'relu6',
+    'relu_',
     'rrelu',
     'scaled_dot_product_attention',
     'selu',
@@ -157,6 +161,8 @@ def dropout2d(input: Any, p: Any = ..., training: Any = ..., inplace: Any = ...)
 
 def elu(input: Any, alpha: Any = ..., inplace: Any = ...) -> _Tensor: ...
 
+def elu_(input: Any, alpha: _float = ...) -> Any: ...
+
 def embedding(input: Any, weight: Any, padding_idx: Any = ..., max_norm: Any = ..., norm_type: Any = ..., scale_grad_by_freq: Any = ..., sparse: Any = ...) -> _Tensor: ...
 
 def embedding_bag(input: Any, weight: Any, offsets: Any = ..., max_norm: Any = ..., norm_type: _float = ..., scale_grad_by_freq: _bool = ..., mode: _str = ..., sparse: _bool = ..., per_sample_weights: Any = ..., include_last_offset: _bool = ..., padding_idx: Any = ...) -> _Tensor: ...
@@ -179,6 +185,8 @@ def hardswish(input: Any, inplace: _bool = ...) -> _Tensor: ...
 
 def hardtanh(input: Any, min_val: _float = ..., max_val: _float = ..., inplace: _bool = ...) -> _Tensor: ...
 
+def hardtanh_(input: Any, min_val: _float = ..., max_val: _float = ...) -> Any: ...
+
 def hinge_embedding_loss(input: Any, target: Any, margin: _float = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
 
 def huber_loss(input: Any, target: Any, reduction: Any = ..., delta: Any = ..., weight: Any = ...) -> _Tensor: ...
@@ -194,6 +202,8 @@ def l1_loss(input: Any, target: Any, size_average: Any = ..., reduce: Any = ...,
 def layer_norm(input: Any, normalized_shape: Any, weight: Any = ..., bias: Any = ..., eps: Any = ...) -> _Tensor: ...
 
 def leaky_relu(input: Any, negative_slope: Any = ..., inplace: Any = ...) -> _Tensor: ...
+
+def leaky_relu_(input: Any, negative_slope: _float = ...) -> Any: ...
 
 def linear(input: Any, weight: Any, bias: Any = ...) -> _Tensor: ...
 
@@ -242,6 +252,8 @@ def prelu(input: Any, weight: Any) -> _Tensor: ...
 def relu(input: Any, inplace: Any = ...) -> _Tensor: ...
 
 def relu6(input: Any, inplace: _bool = ...) -> _Tensor: ...
+
+def relu_(input: Any) -> _Tensor: ...
 
 def rrelu(input: Any, lower: _float = ..., upper: _float = ..., training: _bool = ..., inplace: _bool = ...) -> _Tensor: ...
 

@@ -22,7 +22,7 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
     linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
               "conv_transpose3d", "sigmoid")
     if nonlinearity in linear:
-        return 1.0
+        return 1                    # an int, as PyTorch's (scripts print it)
     if nonlinearity == "tanh":
         return 5.0 / 3
     if nonlinearity == "relu":
@@ -181,3 +181,36 @@ def eye_(tensor):
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     return _fill(tensor, np.eye(*tensor.shape))
+
+
+def dirac_(tensor, groups: int = 1):
+    """Fill a 3-, 4- or 5-D (out, in, *kernel) tensor with the Dirac delta: each of the first
+    ``min(out // groups, in)`` output channels of a group passes its input channel through the
+    kernel's centre, so a convolution starts as the identity."""
+    dims = tensor.ndim
+    if dims not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = sizes[0] // groups
+    values = np.zeros(tuple(sizes), dtype=tensor._array.dtype)
+    centre = tuple(k // 2 for k in sizes[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, sizes[1])):
+            values[(g * out_per_group + d, d) + centre] = 1
+    return _fill(tensor, values)
+
+
+def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
+    """Fill a 2-D tensor with N(0, std**2) draws, then zero ``ceil(sparsity * rows)`` randomly
+    chosen entries of every column (Martens' sparse initialisation)."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    normal_(tensor, 0.0, std, generator)
+    gen = _numpy_rng(generator, "sparse_")
+    for col in range(cols):
+        tensor._array[gen.permutation(rows)[:num_zeros], col] = 0
+    return tensor

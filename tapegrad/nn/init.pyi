@@ -22,12 +22,14 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 __all__ = [
     'calculate_gain',
     'constant_',
+    'dirac_',
     'eye_',
     'kaiming_normal_',
     'kaiming_uniform_',
     'normal_',
     'ones_',
     'orthogonal_',
+    'sparse_',
     'trunc_normal_',
     'uniform_',
     'xavier_normal_',
@@ -38,6 +40,8 @@ __all__ = [
 def calculate_gain(nonlinearity: _str, param: Any = ...) -> _float: ...
 
 def constant_(tensor: Any, val: _float) -> Any: ...
+
+def dirac_(tensor: Any, groups: _int = ...) -> Any: ...
 
 def eye_(tensor: Any) -> Any: ...
 
@@ -50,6 +54,8 @@ def normal_(tensor: Any, mean: _float = ..., std: _float = ..., generator: Any =
 def ones_(tensor: Any) -> Any: ...
 
 def orthogonal_(tensor: Any, gain: _float = ..., generator: Any = ...) -> Any: ...
+
+def sparse_(tensor: Any, sparsity: _float, std: _float = ..., generator: Any = ...) -> Any: ...
 
 def trunc_normal_(tensor: Any, mean: _float = ..., std: _float = ..., a: _float = ..., b: _float = ..., generator: Any = ...) -> Any: ...
 

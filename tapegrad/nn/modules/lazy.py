@@ -10,7 +10,7 @@ parameters are drawn at that moment, so the random stream is consumed where PyTo
 from __future__ import annotations
 
 from ... import creation, random
-from ..parameter import UninitializedBuffer, UninitializedParameter
+from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
 from .conv import Conv1d, Conv2d
 from .linear import Linear
 from .module import Module
@@ -33,6 +33,7 @@ class LazyModuleMixin:
     cls_to_become: type | None = None
     _lazy_size_attr = ""        # the constructor argument read from the input ("in_features")
     _lazy_input_dim = 1         # which input dim holds it
+    _size_read_after_load = False   # whether a forward after load_state_dict sets that size
 
     def _lazy_setup(self, args: tuple, kwargs: dict, placeholders) -> None:
         self._lazy_args = (args, kwargs)
@@ -49,8 +50,25 @@ class LazyModuleMixin:
         return any(isinstance(t, UninitializedParameter)
                    for t in list(self._parameters.values()) + list(self._buffers.values()))
 
+    def _materialize_from(self, state_dict, prefix: str) -> None:
+        """Replace each placeholder that `state_dict` holds an entry for with an empty tensor of
+        the saved shape (load_state_dict then copies the values in), as PyTorch's load hook.
+        The size attribute stays 0 and the class lazy until the first forward, as there."""
+        for store, make in ((self._parameters, Parameter), (self._buffers, None)):
+            for name, value in list(store.items()):
+                key = prefix + name
+                if isinstance(value, UninitializedParameter) and key in state_dict:
+                    empty = creation.empty(tuple(state_dict[key].shape), dtype=value.dtype)
+                    store[name] = make(empty, value.requires_grad) if make else empty
+
     def initialize_parameters(self, input) -> None:
         """Build the real parameters and buffers for `input`'s size (called by the first forward)."""
+        if not self.has_uninitialized_params():
+            # Loaded from a state dict: the values stay; only LazyLinear (as PyTorch's) fills in
+            # its size attribute from the input.
+            if self._size_read_after_load and getattr(self, self._lazy_size_attr) == 0:
+                setattr(self, self._lazy_size_attr, input.shape[self._lazy_input_dim])
+            return
         args, kwargs = self._lazy_args
         size = input.shape[self._lazy_input_dim]
         built = self.cls_to_become(size, *args, **kwargs)
@@ -75,6 +93,7 @@ class LazyLinear(LazyModuleMixin, Linear):
     cls_to_become = Linear
     _lazy_size_attr = "in_features"
     _lazy_input_dim = -1
+    _size_read_after_load = True
 
     def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
         _without_drawing(lambda: Linear.__init__(self, 1, out_features, bias, device=device,

@@ -332,19 +332,21 @@ class Module:
         for _, m in self.named_children():
             yield m
 
-    def _named_members(self, store: str, prefix: str, recurse: bool):
+    def _named_members(self, store: str, prefix: str, recurse: bool, remove_duplicate: bool = True):
         seen = set()
-        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        mods = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse
+                else [(prefix, self)])
         for mod_prefix, module in mods:
             for name, value in getattr(module, store).items():
-                if value is None or id(value) in seen:
+                if value is None or (remove_duplicate and id(value) in seen):
                     continue
                 seen.add(id(value))
                 yield (f"{mod_prefix}.{name}" if mod_prefix else name), value
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True):
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
         """Iterate over ``(dotted name, Parameter)`` of this module and, with ``recurse=True``, of every
-        submodule; a Parameter shared by two modules is yielded once.
+        submodule; a Parameter shared by two modules is yielded once (under each of its names
+        with ``remove_duplicate=False``).
 
         Examples
         --------
@@ -352,7 +354,7 @@ class Module:
         >>> [(n, tuple(p.shape)) for n, p in lin.named_parameters()]
         [('weight', (2, 3)), ('bias', (2,))]
         """
-        return self._named_members("_parameters", prefix, recurse)
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True):
         """Iterate over the module's Parameters (and, with ``recurse=True``, its submodules'), each
@@ -368,11 +370,12 @@ class Module:
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True):
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
         """Iterate over ``(dotted name, buffer)`` of this module and, with ``recurse=True``, of every
-        submodule (non-persistent buffers included).
+        submodule (non-persistent buffers included); a shared buffer once unless
+        ``remove_duplicate=False``.
         """
-        return self._named_members("_buffers", prefix, recurse)
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True):
         """Iterate over the module's buffers (and, with ``recurse=True``, its submodules'), each once."""
@@ -582,6 +585,8 @@ class Module:
         for mod_prefix, m in self.named_modules():
             version = (metadata or {}).get(mod_prefix, {}).get("version")
             m._upgrade_state_dict(state_dict, f"{mod_prefix}." if mod_prefix else "", version)
+            if hasattr(m, "_materialize_from"):         # a lazy module takes the saved shapes
+                m._materialize_from(state_dict, f"{mod_prefix}." if mod_prefix else "")
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]

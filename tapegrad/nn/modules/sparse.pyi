@@ -26,25 +26,19 @@ __all__ = [
 ]
 
 class Embedding(_Module):
-    def __init__(self, num_embeddings: _int, embedding_dim: _int, padding_idx: _int | None = ..., _weight: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    def __init__(self, num_embeddings: _int, embedding_dim: _int, padding_idx: _int | None = ..., max_norm: _float | None = ..., norm_type: _float = ..., scale_grad_by_freq: _bool = ..., sparse: _bool = ..., _weight: Any = ..., _freeze: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
-    num_embeddings: Any
-    embedding_dim: Any
-    padding_idx: Any
-    weight: Any
+    @classmethod
+    def from_pretrained(cls, embeddings: Any, freeze: _bool = ..., padding_idx: _int | None = ..., max_norm: _float | None = ..., norm_type: _float = ..., scale_grad_by_freq: _bool = ..., sparse: _bool = ...) -> Any: ...
+    sparse: Any
 
 class EmbeddingBag(_Module):
     def __init__(self, num_embeddings: _int, embedding_dim: _int, max_norm: _float | None = ..., norm_type: _float = ..., scale_grad_by_freq: _bool = ..., mode: _str = ..., sparse: _bool = ..., _weight: Any = ..., include_last_offset: _bool = ..., padding_idx: _int | None = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any, offsets: Any = ..., per_sample_weights: Any = ...) -> Any: ...  # type: ignore[override]
-    num_embeddings: Any
-    embedding_dim: Any
-    max_norm: Any
-    norm_type: Any
-    scale_grad_by_freq: Any
-    padding_idx: Any
+    @classmethod
+    def from_pretrained(cls, embeddings: Any, freeze: _bool = ..., max_norm: _float | None = ..., norm_type: _float = ..., scale_grad_by_freq: _bool = ..., mode: _str = ..., sparse: _bool = ..., include_last_offset: _bool = ..., padding_idx: _int | None = ...) -> Any: ...
     mode: Any
     sparse: Any
     include_last_offset: Any
-    weight: Any

@@ -23,12 +23,16 @@ from tapegrad.nn.utils import convert_parameters as convert_parameters
 from tapegrad.nn.utils import rnn as rnn
 from tapegrad.nn.utils.clip_grad import clip_grad_norm_ as clip_grad_norm_
 from tapegrad.nn.utils.clip_grad import clip_grad_value_ as clip_grad_value_
+from tapegrad.nn.utils.clip_grad import clip_grads_with_norm_ as clip_grads_with_norm_
+from tapegrad.nn.utils.clip_grad import get_total_norm as get_total_norm
 from tapegrad.nn.utils.convert_parameters import parameters_to_vector as parameters_to_vector
 from tapegrad.nn.utils.convert_parameters import vector_to_parameters as vector_to_parameters
 
 __all__ = [
     'clip_grad_norm_',
     'clip_grad_value_',
+    'clip_grads_with_norm_',
+    'get_total_norm',
     'rnn',
     'parameters_to_vector',
     'vector_to_parameters',

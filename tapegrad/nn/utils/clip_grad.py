@@ -14,10 +14,16 @@ def _grads(parameters):
     return [p.grad for p in parameters if p.grad is not None]
 
 
-def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
-                    error_if_nonfinite: bool = False, foreach=None):
-    """Scale gradients in place so their joint norm is at most max_norm; returns the norm."""
-    grads = _grads(parameters)
+def _tensors(tensors):
+    if isinstance(tensors, _core.TensorBase):
+        return [tensors]
+    return [t for t in tensors if t is not None]
+
+
+def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach=None):
+    """The ``norm_type`` norm of the norms of `tensors` (usually gradients), as one 0-d tensor."""
+    grads = _tensors(tensors)
     norm_type = float(norm_type)
     if not grads:
         return _core.wrap_array(np.asarray(0.0, dtype=np.float32))
@@ -37,6 +43,17 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                            "is non-finite, so it cannot be clipped. To disable this error and "
                            "scale the gradients by the non-finite norm anyway, set "
                            "`error_if_nonfinite=False`")
+    return _core.wrap_array(total)
+
+
+def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None) -> None:
+    """Scale the gradients of `parameters` in place by ``max_norm / (total_norm + 1e-6)`` when
+    that is below 1 (`total_norm` as :func:`get_total_norm` computes it)."""
+    grads = _grads(parameters)
+    if not grads:
+        return
+    total = np.asarray(total_norm._array if isinstance(total_norm, _core.TensorBase)
+                       else total_norm)
     # PyTorch: clip_coef = max_norm / (total_norm + 1e-6) in the norm's dtype (its scalar
     # division is reciprocal() * max_norm), clamped to 1 and multiplied into every gradient.  A
     # NaN coefficient (a NaN norm) survives the clamp, so the gradients become NaN.
@@ -46,7 +63,17 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         if not clip_coef >= 1.0:
             for g in grads:
                 g._array *= g._array.dtype.type(clip_coef)
-    return _core.wrap_array(total)
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach=None):
+    """Scale gradients in place so their joint norm is at most max_norm; returns the norm."""
+    if isinstance(parameters, _core.TensorBase):
+        parameters = [parameters]
+    parameters = list(parameters)
+    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite)
+    clip_grads_with_norm_(parameters, max_norm, total)
+    return total
 
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:

@@ -22,8 +22,14 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 __all__ = [
     'clip_grad_norm_',
     'clip_grad_value_',
+    'clip_grads_with_norm_',
+    'get_total_norm',
 ]
 
 def clip_grad_norm_(parameters: Any, max_norm: _float, norm_type: _float = ..., error_if_nonfinite: _bool = ..., foreach: Any = ...) -> Any: ...
 
 def clip_grad_value_(parameters: Any, clip_value: _float, foreach: Any = ...) -> None: ...
+
+def clip_grads_with_norm_(parameters: Any, max_norm: _float, total_norm: Any, foreach: Any = ...) -> None: ...
+
+def get_total_norm(tensors: Any, norm_type: _float = ..., error_if_nonfinite: _bool = ..., foreach: Any = ...) -> Any: ...

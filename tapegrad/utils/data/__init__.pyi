@@ -36,6 +36,7 @@ from tapegrad.utils.data.sampler import RandomSampler as RandomSampler
 from tapegrad.utils.data.sampler import Sampler as Sampler
 from tapegrad.utils.data.sampler import SequentialSampler as SequentialSampler
 from tapegrad.utils.data.sampler import SubsetRandomSampler as SubsetRandomSampler
+from tapegrad.utils.data.sampler import WeightedRandomSampler as WeightedRandomSampler
 
 __all__ = [
     'BatchSampler',
@@ -50,6 +51,7 @@ __all__ = [
     'Subset',
     'SubsetRandomSampler',
     'TensorDataset',
+    'WeightedRandomSampler',
     'default_collate',
     'default_convert',
     'get_worker_info',

@@ -25,6 +25,7 @@ __all__ = [
     'Sampler',
     'SequentialSampler',
     'SubsetRandomSampler',
+    'WeightedRandomSampler',
 ]
 
 class BatchSampler(Sampler):
@@ -59,4 +60,13 @@ class SubsetRandomSampler(Sampler):
     def __iter__(self) -> Any: ...
     def __len__(self) -> _int: ...
     indices: Any
+    generator: Any
+
+class WeightedRandomSampler(Sampler):
+    def __init__(self, weights: Any, num_samples: _int, replacement: _bool = ..., generator: Any = ...) -> None: ...
+    def __iter__(self) -> Any: ...
+    def __len__(self) -> _int: ...
+    weights: Any
+    num_samples: Any
+    replacement: Any
     generator: Any

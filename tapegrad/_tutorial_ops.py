@@ -1,0 +1,374 @@
+"""Tensor functions and methods that public tutorial scripts use and tapegrad lacked (issue 15).
+
+`div(..., rounding_mode=)`, strides and storage offsets, `unique_consecutive`; each checked
+against PyTorch 2.13.  Composed from recorded ops where a gradient flows, computed in numpy
+where the result is an integer or index tensor (which never requires grad).
+
+`register` (called from tapegrad/__init__.py) adds the functions to the tapegrad namespace and
+the methods to Tensor; `div` replaces the compiled one there, which takes no `rounding_mode`,
+and hands every call without one straight back to it (with one, to tapegrad.divide).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+from ._extra_ops import _check_tensor, _dim, _wrap, divide, register_family
+
+_core_div = _core.div
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    """``input / other`` elementwise; ``rounding_mode='floor'`` rounds the quotient down,
+    ``'trunc'`` toward zero (both keep integer dtypes and have zero gradient, as PyTorch's:
+    the rounding is tapegrad.divide's)."""
+    if rounding_mode is None:
+        return _core_div(input, other) if out is None else _core_div(input, other, out=out)
+    result = divide(input, other, rounding_mode=rounding_mode)
+    return result if out is None else out.copy_(result)
+
+
+def _div_method(self, other, *, rounding_mode=None):
+    """``self / other``; ``rounding_mode`` as :func:`tapegrad.div`."""
+    return div(self, other, rounding_mode=rounding_mode)
+
+
+# -- memory layout -------------------------------------------------------------------------------
+
+def stride(self, dim=None):
+    """The step in elements between neighbours along each dim (a tuple), or along ``dim``."""
+    steps = tuple(s // self._array.itemsize for s in self._array.strides)
+    if dim is None:
+        return steps
+    return steps[_dim(dim, self.ndim)]
+
+
+def storage_offset(self) -> int:
+    """How many elements into its storage this tensor's first element lies."""
+    from .tensor import _storage_and_geometry
+    _, offset, _ = _storage_and_geometry(self._array)
+    return offset // self._array.itemsize
+
+
+# -- cross ---------------------------------------------------------------------------------------
+
+def cross(input, other, dim=None, *, out=None):
+    """The cross product of 3-vectors along ``dim``; without ``dim``, along the first dim of
+    size 3 (deprecated in PyTorch, which warns), unlike ``linalg.cross``'s last dim."""
+    if dim is None:
+        import warnings
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                      "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+                      "The default value of dim will change to agree with that of linalg.cross in "
+                      "a future release.", UserWarning, stacklevel=2)
+        sizes = list(input.shape)
+        dim = sizes.index(3) if 3 in sizes else -1
+    from .linalg import cross as linalg_cross
+    return linalg_cross(input, other, dim=dim, out=out)
+
+
+# -- mode ----------------------------------------------------------------------------------------
+
+def _mode_index(row: np.ndarray) -> int:
+    """Position in row of its most frequent value (the smallest among equally frequent ones),
+    at that value's last occurrence, as PyTorch's CPU kernel answers."""
+    values, counts = np.unique(row, return_counts=True)
+    winner = values[np.argmax(counts)]
+    return int(np.flatnonzero(row == winner)[-1])
+
+
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along ``dim`` and its index (named tuple ``values, indices``);
+    the values are gathered by a recorded op, so the gradient reaches the chosen element."""
+    _check_tensor(input, "mode")
+    if input.ndim == 0:
+        index = _wrap(np.zeros((), dtype=np.int64))
+        return _core.return_types.mode((input.clone(), index))
+    axis = _dim(dim, input.ndim)
+    moved = np.moveaxis(input._array, axis, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    picked = np.array([_mode_index(r) for r in rows], dtype=np.int64).reshape(moved.shape[:-1])
+    index = _wrap(np.expand_dims(picked, axis))
+    values = input.gather(axis, index)
+    if not keepdim:
+        values, index = values.squeeze(axis), index.squeeze(axis)
+    return _core.return_types.mode((values, index))
+
+
+# -- atleast_nd ----------------------------------------------------------------------------------
+
+# How each of PyTorch's atleast_{1,2,3}d reshapes a tensor of fewer dims (a recorded view).
+_ATLEAST_SHAPES = {
+    1: {0: lambda s: (1,)},
+    2: {0: lambda s: (1, 1), 1: lambda s: (1,) + s},
+    3: {0: lambda s: (1, 1, 1), 1: lambda s: (1,) + s + (1,), 2: lambda s: s + (1,)},
+}
+
+
+def _atleast(ndim: int, tensors):
+    as_sequence = len(tensors) == 1 and isinstance(tensors[0], (list, tuple))
+    if as_sequence:
+        tensors = tuple(tensors[0])
+    results = []
+    for t in tensors:
+        _check_tensor(t, f"atleast_{ndim}d")
+        grow = _ATLEAST_SHAPES[ndim].get(t.ndim)
+        results.append(t.reshape(grow(tuple(t.shape))) if grow else t)
+    return results[0] if len(results) == 1 and not as_sequence else tuple(results)
+
+
+def atleast_1d(*tensors):
+    """Each tensor viewed with at least one dim (a 0-d tensor becomes shape (1,))."""
+    return _atleast(1, tensors)
+
+
+def atleast_2d(*tensors):
+    """Each tensor viewed with at least two dims: (n,) becomes (1, n)."""
+    return _atleast(2, tensors)
+
+
+def atleast_3d(*tensors):
+    """Each tensor viewed with at least three dims: (n,) becomes (1, n, 1), (m, n) (m, n, 1)."""
+    return _atleast(3, tensors)
+
+
+# -- dist ----------------------------------------------------------------------------------------
+
+def dist(input, other, p=2):
+    """The ``p``-norm of ``input - other`` (broadcast, flattened): a 0-d tensor."""
+    from .linalg import vector_norm
+    return vector_norm(_core.sub(input, other), ord=p)
+
+
+# -- elementwise compositions -------------------------------------------------------------------
+
+def _floating(input, name):
+    """input as a float tensor (integers and bools take the default float dtype, as PyTorch)."""
+    _check_tensor(input, name)
+    if input.dtype.is_floating_point:
+        return input
+    from . import get_default_dtype
+    return input.to(get_default_dtype())
+
+
+def logit(input, eps=None, *, out=None):
+    """log(p / (1 - p)); with ``eps``, p is first clamped to [eps, 1 - eps] (zero gradient
+    outside)."""
+    p = _floating(input, "logit")
+    if eps is not None:
+        p = p.clamp(eps, 1 - eps)
+    # log p - log1p(-p): its gradient 1/p + 1/(1-p) is +inf (not nan) at 0 and 1, as PyTorch's.
+    result = p.log() - (-p).log1p()
+    return result if out is None else out.copy_(result)
+
+
+def hypot(input, other, *, out=None):
+    """sqrt(input ** 2 + other ** 2) elementwise."""
+    result = (input * input + other * other).sqrt()
+    return result if out is None else out.copy_(result)
+
+
+def rad2deg(input, *, out=None):
+    """Radians to degrees (integers give the default float dtype)."""
+    result = _floating(input, "rad2deg") * (180.0 / np.pi)
+    return result if out is None else out.copy_(result)
+
+
+def deg2rad(input, *, out=None):
+    """Degrees to radians (integers give the default float dtype)."""
+    result = _floating(input, "deg2rad") * (np.pi / 180.0)
+    return result if out is None else out.copy_(result)
+
+
+def float_power(input, exponent, *, out=None):
+    """``input ** exponent`` computed in float64 (the result is float64 whatever the inputs)."""
+    from . import float64
+    base = input.to(float64) if isinstance(input, _core.TensorBase) else input
+    power = exponent.to(float64) if isinstance(exponent, _core.TensorBase) else exponent
+    if not isinstance(base, _core.TensorBase):
+        base = _wrap(np.asarray(base, dtype=np.float64))
+    result = _core.pow(base, power)
+    return result if out is None else out.copy_(result)
+
+
+def copysign(input, other, *, out=None):
+    """|input| with the sign (sign bit, so -0.0 counts as negative) of other, broadcast."""
+    magnitude = _floating(input, "copysign").abs()
+    sign_array = np.signbit(other._array if isinstance(other, _core.TensorBase)
+                            else np.asarray(other, dtype=np.float64))
+    result = _core.where(_wrap(np.asarray(sign_array)), -magnitude, magnitude)
+    return result if out is None else out.copy_(result)
+
+
+def sinc(input, *, out=None):
+    """sin(pi x) / (pi x), 1 at x = 0 (with gradient 0 there, as PyTorch's)."""
+    x = _floating(input, "sinc")
+    at_zero = _core.eq(x, 0)
+    from .creation import ones_like
+    one = ones_like(x)
+    # The division runs on a copy with 1 at the zeros, so its gradient there is finite (where
+    # would pass 0 * inf = nan back otherwise).
+    scaled = _core.where(at_zero, one, x) * np.pi
+    result = _core.where(at_zero, one, scaled.sin() / scaled)
+    return result if out is None else out.copy_(result)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (mat @ vec)."""
+    result = _scaled_sum(input, _core.matmul(mat, vec), beta, alpha)
+    return result if out is None else out.copy_(result)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * outer(vec1, vec2)."""
+    product = _core.mul(vec1.unsqueeze(1), vec2.unsqueeze(0))
+    result = _scaled_sum(input, product, beta, alpha)
+    return result if out is None else out.copy_(result)
+
+
+def _scaled_sum(input, product, beta, alpha):
+    # PyTorch ignores input (even nan/inf in it) when beta is 0.
+    scaled = product if alpha == 1 else product * alpha
+    if beta == 0:
+        from .creation import zeros_like
+        return _core.add(scaled, zeros_like(input))
+    return _core.add(scaled, input if beta == 1 else input * beta)
+
+
+def _integer_pair(name, fn, input, other):
+    _check_tensor(input, name)
+    b = other._array if isinstance(other, _core.TensorBase) else np.asarray(other)
+    if input._array.dtype.kind not in "iub" or b.dtype.kind not in "iub":
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_label(input, b)}\'')
+    return _wrap(np.asarray(fn(input._array, b)))
+
+
+def _dtype_label(input, other_array) -> str:
+    arr = input._array if input._array.dtype.kind not in "iub" else other_array
+    return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(str(arr.dtype), str(arr.dtype))
+
+
+def gcd(input, other, *, out=None):
+    """The greatest common divisor of integer tensors, elementwise (non-negative)."""
+    result = _integer_pair("gcd", np.gcd, input, other)
+    return result if out is None else out.copy_(result)
+
+
+def lcm(input, other, *, out=None):
+    """The least common multiple of integer tensors, elementwise (non-negative)."""
+    result = _integer_pair("lcm", np.lcm, input, other)
+    return result if out is None else out.copy_(result)
+
+
+# -- statistics of variables in rows --------------------------------------------------------------
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in the rows of ``input`` (observations in columns;
+    a 1-D input is one variable), divided by ``N - correction``."""
+    x = _floating(input, "cov")
+    if x.ndim > 2:
+        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an input "
+                         f"with {x.ndim} dimensions")
+    if x.ndim < 2:
+        x = x.reshape(1, -1)
+    weights = None
+    for w in (fweights, aweights):
+        if w is not None:
+            weights = w if weights is None else weights * w
+    if weights is None:
+        mean = x.mean(1, keepdim=True)
+        centred = x - mean
+        result = _core.matmul(centred, centred.t()) / (x.shape[1] - correction)
+    else:
+        weights = weights.to(x.dtype)
+        total = weights.sum()
+        mean = (x * weights).sum(1, keepdim=True) / total
+        centred = x - mean
+        if aweights is None or correction == 0:
+            norm = total - correction
+        else:
+            norm = total - correction * (weights * aweights.to(x.dtype)).sum() / total
+        result = _core.matmul(centred * weights, centred.t()) / norm
+    return result.squeeze() if input.ndim < 2 or x.shape[0] == 1 else result
+
+
+def corrcoef(input):
+    """Pearson correlation coefficients of the variables in the rows of ``input``, clipped to
+    [-1, 1]."""
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    d = c.diagonal().sqrt()
+    return (c / d.unsqueeze(1) / d.unsqueeze(0)).clamp(-1, 1)
+
+
+# -- Tensor.unfold ---------------------------------------------------------------------------------
+
+def unfold(self, dimension: int, size: int, step: int):
+    """Every window of ``size`` elements along ``dimension``, ``step`` apart: that dim becomes
+    the number of windows and a last dim of ``size`` is appended.  Built by a recorded
+    index_select (gradients add up where windows overlap); unlike PyTorch's it is a copy, not a
+    view, so writes into it do not reach self."""
+    dim = _dim(dimension, max(self.ndim, 1))
+    length = self.shape[dim] if self.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    windows = (length - size) // step + 1
+    index = (np.arange(windows)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+    picked = self.index_select(dim, _wrap(index.astype(np.int64)))
+    shape = tuple(self.shape[:dim]) + (windows, size) + tuple(self.shape[dim + 1:])
+    return picked.reshape(shape).movedim(dim + 1, -1)
+
+
+# -- unique_consecutive --------------------------------------------------------------------------
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Collapse each run of equal neighbours to one element (over the flattened tensor, or of
+    slices along ``dim``); optionally the run index of every element and each run's length."""
+    _check_tensor(input, "unique_consecutive")
+    arr = input._array
+    if dim is None:
+        flat = arr.reshape(-1)
+        starts = np.ones(flat.shape[0], dtype=bool)
+        starts[1:] = flat[1:] != flat[:-1]
+        values = flat[starts]
+        inverse_shape = arr.shape
+    else:
+        axis = _dim(dim, arr.ndim)
+        moved = np.moveaxis(arr, axis, 0)
+        starts = np.ones(moved.shape[0], dtype=bool)
+        if moved.shape[0] > 1:
+            starts[1:] = (moved[1:] != moved[:-1]).reshape(moved.shape[0] - 1, -1).any(axis=1)
+        values = np.moveaxis(moved[starts], 0, axis)
+        inverse_shape = (arr.shape[axis],)
+    run_index = np.cumsum(starts) - 1
+    outputs = [_wrap(np.ascontiguousarray(values))]
+    if return_inverse:
+        outputs.append(_wrap(run_index.reshape(inverse_shape).astype(np.int64)))
+    if return_counts:
+        outputs.append(_wrap(np.bincount(run_index, minlength=int(starts.sum())).astype(np.int64)))
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+# -- registration --------------------------------------------------------------------------------
+
+FUNCTIONS = ("unique_consecutive", "cross", "mode", "atleast_1d", "atleast_2d", "atleast_3d", "dist",
+             "logit", "hypot", "rad2deg", "deg2rad", "float_power", "copysign", "sinc", "addmv",
+             "addr", "gcd", "lcm", "cov", "corrcoef")
+METHODS = ("unique_consecutive", "cross", "mode", "dist", "logit", "hypot", "rad2deg", "deg2rad",
+           "float_power", "copysign", "sinc", "addmv", "addr", "gcd", "lcm", "cov", "corrcoef")
+RETURN_TYPES = {"mode": ("values", "indices")}
+
+
+def register(namespace: dict, tensor_cls) -> None:
+    """Add the functions to `namespace` (tapegrad's globals) and the methods to `tensor_cls`;
+    `div` (function and method) replaces the compiled one, adding `rounding_mode`."""
+    register_family(namespace, tensor_cls, globals(), FUNCTIONS, METHODS, RETURN_TYPES)
+    for name, method in (("stride", stride), ("storage_offset", storage_offset), ("unfold", unfold)):
+        if name not in dir(tensor_cls):
+            setattr(tensor_cls, name, method)
+    namespace["div"] = div
+    tensor_cls.div = _div_method

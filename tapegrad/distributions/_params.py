@@ -1,0 +1,87 @@
+"""Shared by the location-scale families: expand() that broadcasts named parameters, and
+reparameterised draws from the global stream."""
+from __future__ import annotations
+
+from .. import random as _random
+from ..creation import _make
+from ..tensor import Size
+from . import constraints
+from .distribution import Distribution
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+
+
+def expand_params(dist, cls, names, batch_shape, instance):
+    """A copy of `dist` (of class cls) whose parameters `names` are broadcast to batch_shape."""
+    new = dist._get_checked_instance(cls, instance)
+    batch_shape = Size(batch_shape)
+    for name in names:
+        setattr(new, name, getattr(dist, name).expand(*batch_shape))
+    Distribution.__init__(new, batch_shape, dist.event_shape, validate_args=False)
+    new._validate_args = dist._validate_args
+    return new
+
+
+def uniform_like(dist, sample_shape, like, low: float = 0.0):
+    """U[low, 1) draws of shape sample_shape + batch_shape + event_shape in like's dtype (a
+    constant tensor: gradients flow through what is built from it)."""
+    shape = tuple(dist._extended_shape(sample_shape))
+    u = _random._uniform01(_random._numpy_rng(None), shape, like._array.dtype)
+    if low:
+        u = u * (1 - low) + low
+    return _make(u, False)
+
+
+def standard_normal_like(dist, sample_shape, like):
+    """N(0, 1) draws of shape sample_shape + batch_shape + event_shape in like's dtype."""
+    shape = tuple(dist._extended_shape(sample_shape))
+    return _make(_random._standard_normal(_random._numpy_rng(None), shape, like._array.dtype),
+                 False)
+
+
+def numpy_draw(dist, sample_shape, like, draw):
+    """A non-differentiable sample: draw(rng, shape) from numpy's stream behind tapegrad's,
+    for shape sample_shape + batch_shape + event_shape, in like's dtype."""
+    shape = tuple(dist._extended_shape(sample_shape))
+    values = draw(_random._numpy_rng(None), shape)
+    return _make(values.astype(like._array.dtype), False)
+
+
+class LocationScale(Distribution):
+    """Shared by Normal, Laplace and Cauchy: real-valued, parameterised by ``loc`` and a positive
+    ``scale`` broadcast together, reparameterised, with its mode at ``loc``."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    @property
+    def mode(self):
+        return self.loc
+
+
+def set_probs_or_logits(dist, probs, logits, *others):
+    """Store whichever of probs / logits is given (exactly one must be) on `dist`, broadcast
+    with `others`; returns (that parameter, the broadcast others)."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    name, value = ("probs", probs) if probs is not None else ("logits", logits)
+    param, *rest = broadcast_all(value, *others)
+    setattr(dist, name, param)
+    return param, rest
+
+
+class BinaryParameter:
+    """Mixin for families of one success probability given as probs or logits: whichever was
+    not given is derived on first use."""
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)

@@ -1,0 +1,211 @@
+"""Gamma, Beta, Dirichlet and StudentT: log densities, moments and entropies from lgamma and
+digamma (recorded, so they train); samples drawn by numpy (not reparameterised: these classes
+say has_rsample = False, where PyTorch's differentiate their samples implicitly)."""
+from __future__ import annotations
+
+import math
+
+from .. import digamma, lgamma
+from ..tensor import Size
+from . import constraints
+from ._params import expand_params, numpy_draw
+from .distribution import Distribution
+from .utils import broadcast_all
+
+__all__ = ["Beta", "Dirichlet", "Gamma", "StudentT"]
+
+
+def _sample_only(dist, sample_shape, like, draw):
+    return numpy_draw(dist, sample_shape, like, draw)
+
+
+class Gamma(Distribution):
+    """Gamma(concentration, rate): density rate^a x^(a-1) exp(-rate x) / Gamma(a) on x > 0."""
+
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.nonnegative
+
+    def __init__(self, concentration, rate, validate_args=None):
+        self.concentration, self.rate = broadcast_all(concentration, rate)
+        super().__init__(self.concentration.shape, validate_args=validate_args)
+
+    @property
+    def mean(self):
+        return self.concentration / self.rate
+
+    @property
+    def mode(self):
+        return ((self.concentration - 1) / self.rate).clamp(min=0)
+
+    @property
+    def variance(self):
+        return self.concentration / self.rate.pow(2)
+
+    def expand(self, batch_shape, _instance=None):
+        """A Gamma with its parameters broadcast to ``batch_shape``."""
+        return expand_params(self, Gamma, ("concentration", "rate"), batch_shape, _instance)
+
+    def sample(self, sample_shape=Size()):
+        a, b = self.concentration._array, self.rate._array
+        return _sample_only(self, sample_shape, self.rate,
+                            lambda rng, shape: rng.gamma(a, 1.0, size=shape) / b)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        a, b = self.concentration, self.rate
+        return a * b.log() + (a - 1) * value.log() - b * value - lgamma(a)
+
+    def entropy(self):
+        a = self.concentration
+        return a - self.rate.log() + lgamma(a) + (1.0 - a) * digamma(a)
+
+
+class Dirichlet(Distribution):
+    """Dirichlet(concentration): distributions over the simplex of the last dim's size."""
+
+    arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
+    support = constraints.simplex
+
+    def __init__(self, concentration, validate_args=None):
+        if concentration.dim() < 1:
+            raise ValueError("`concentration` parameter must be at least one-dimensional.")
+        self.concentration = concentration
+        shape = tuple(concentration.shape)
+        super().__init__(Size(shape[:-1]), Size(shape[-1:]), validate_args=validate_args)
+
+    @property
+    def mean(self):
+        return self.concentration / self.concentration.sum(-1, True)
+
+    @property
+    def variance(self):
+        total = self.concentration.sum(-1, True)
+        return self.concentration * (total - self.concentration) / (total.pow(2) * (total + 1))
+
+    def expand(self, batch_shape, _instance=None):
+        """A Dirichlet with its concentration broadcast to ``batch_shape``."""
+        new = self._get_checked_instance(Dirichlet, _instance)
+        batch = tuple(Size(batch_shape))
+        new.concentration = self.concentration.expand(*(batch + tuple(self.event_shape)))
+        Distribution.__init__(new, Size(batch), self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def sample(self, sample_shape=Size()):
+        a = self.concentration._array
+
+        def draw(rng, shape):
+            g = rng.gamma(a, 1.0, size=shape)
+            return g / g.sum(-1, keepdims=True)
+        return _sample_only(self, sample_shape, self.concentration, draw)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        c = self.concentration
+        return ((c - 1) * value.log()).sum(-1) + lgamma(c.sum(-1)) - lgamma(c).sum(-1)
+
+    def entropy(self):
+        c = self.concentration
+        k = c.shape[-1]
+        total = c.sum(-1)
+        return (lgamma(c).sum(-1) - lgamma(total) - (k - total) * digamma(total)
+                - ((c - 1.0) * digamma(c)).sum(-1))
+
+
+class Beta(Distribution):
+    """Beta(concentration1, concentration0) on (0, 1): density x^(a-1) (1-x)^(b-1) / B(a, b)."""
+
+    arg_constraints = {"concentration1": constraints.positive,
+                       "concentration0": constraints.positive}
+    support = constraints.unit_interval
+
+    def __init__(self, concentration1, concentration0, validate_args=None):
+        self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
+        super().__init__(self.concentration1.shape, validate_args=validate_args)
+
+    @property
+    def mean(self):
+        return self.concentration1 / (self.concentration1 + self.concentration0)
+
+    @property
+    def mode(self):
+        return (self.concentration1 - 1) / (self.concentration1 + self.concentration0 - 2)
+
+    @property
+    def variance(self):
+        total = self.concentration1 + self.concentration0
+        return self.concentration1 * self.concentration0 / (total.pow(2) * (total + 1))
+
+    def expand(self, batch_shape, _instance=None):
+        """A Beta with its parameters broadcast to ``batch_shape``."""
+        return expand_params(self, Beta, ("concentration1", "concentration0"), batch_shape,
+                             _instance)
+
+    def sample(self, sample_shape=Size()):
+        a, b = self.concentration1._array, self.concentration0._array
+        return _sample_only(self, sample_shape, self.concentration1,
+                            lambda rng, shape: rng.beta(a, b, size=shape))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        a, b = self.concentration1, self.concentration0
+        return ((a - 1) * value.log() + (b - 1) * (-value).log1p()
+                - (lgamma(a) + lgamma(b) - lgamma(a + b)))
+
+    def entropy(self):
+        a, b = self.concentration1, self.concentration0
+        total = a + b
+        return (lgamma(a) + lgamma(b) - lgamma(total) - (a - 1) * digamma(a)
+                - (b - 1) * digamma(b) + (total - 2) * digamma(total))
+
+
+class StudentT(Distribution):
+    """Student's t with `df` degrees of freedom, shifted by loc and scaled by scale."""
+
+    arg_constraints = {"df": constraints.positive, "loc": constraints.real,
+                       "scale": constraints.positive}
+    support = constraints.real
+
+    def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
+        self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
+        super().__init__(self.df.shape, validate_args=validate_args)
+
+    @property
+    def mean(self):
+        return self.loc.masked_fill(self.df <= 1, float("nan"))
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        var = self.scale.pow(2) * self.df / (self.df - 2)
+        var = var.masked_fill((self.df <= 2) & (self.df > 1), float("inf"))
+        return var.masked_fill(self.df <= 1, float("nan"))
+
+    def expand(self, batch_shape, _instance=None):
+        """A StudentT with its parameters broadcast to ``batch_shape``."""
+        return expand_params(self, StudentT, ("df", "loc", "scale"), batch_shape, _instance)
+
+    def sample(self, sample_shape=Size()):
+        df, loc, scale = self.df._array, self.loc._array, self.scale._array
+        return _sample_only(self, sample_shape, self.loc,
+                            lambda rng, shape: loc + scale * rng.standard_t(df, size=shape))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        y = (value - self.loc) / self.scale
+        z = (self.scale.log() + 0.5 * self.df.log() + 0.5 * math.log(math.pi)
+             + lgamma(0.5 * self.df) - lgamma(0.5 * (self.df + 1.0)))
+        return -0.5 * (self.df + 1.0) * (y.pow(2) / self.df).log1p() - z
+
+    def entropy(self):
+        half_df = 0.5 * self.df
+        lbeta = lgamma(half_df) + math.lgamma(0.5) - lgamma(half_df + 0.5)
+        return (self.scale.log() + (half_df + 0.5) * (digamma(half_df + 0.5) - digamma(half_df))
+                + 0.5 * self.df.log() + lbeta)

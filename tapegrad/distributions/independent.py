@@ -1,0 +1,65 @@
+"""Independent(base, n): reinterprets the rightmost n batch dims of `base` as event dims, so
+log_prob sums over them (a diagonal Gaussian over vectors is Independent(Normal(...), 1))."""
+from __future__ import annotations
+
+from ..tensor import Size
+from . import constraints
+from .distribution import Distribution
+
+__all__ = ["Independent"]
+
+
+def _sum_rightmost(value, n: int):
+    return value.reshape(tuple(value.shape[:value.ndim - n]) + (-1,)).sum(-1) if n else value
+
+
+class Independent(Distribution):
+    """`base_dist` with `reinterpreted_batch_ndims` of its batch dims moved into the event."""
+
+    arg_constraints: dict = {}
+
+    def __init__(self, base_distribution, reinterpreted_batch_ndims: int, validate_args=None):
+        batch = tuple(base_distribution.batch_shape)
+        if reinterpreted_batch_ndims > len(batch):
+            raise ValueError("Expected reinterpreted_batch_ndims <= len(base_distribution."
+                             f"batch_shape), actual {reinterpreted_batch_ndims} vs {len(batch)}")
+        split = len(batch) - reinterpreted_batch_ndims
+        self.base_dist = base_distribution
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+        super().__init__(Size(batch[:split]), Size(batch[split:] + tuple(base_distribution.event_shape)),
+                         validate_args=validate_args)
+
+    @property
+    def has_rsample(self):
+        return self.base_dist.has_rsample
+
+    @property
+    def support(self):
+        return constraints.independent(self.base_dist.support, self.reinterpreted_batch_ndims)
+
+    @property
+    def mean(self):
+        return self.base_dist.mean
+
+    @property
+    def mode(self):
+        return self.base_dist.mode
+
+    @property
+    def variance(self):
+        return self.base_dist.variance
+
+    def sample(self, sample_shape=Size()):
+        return self.base_dist.sample(sample_shape)
+
+    def rsample(self, sample_shape=Size()):
+        return self.base_dist.rsample(sample_shape)
+
+    def log_prob(self, value):
+        return _sum_rightmost(self.base_dist.log_prob(value), self.reinterpreted_batch_ndims)
+
+    def entropy(self):
+        return _sum_rightmost(self.base_dist.entropy(), self.reinterpreted_batch_ndims)
+
+    def __repr__(self) -> str:
+        return f"Independent({self.base_dist!r}, {self.reinterpreted_batch_ndims})"

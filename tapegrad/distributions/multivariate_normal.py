@@ -1,0 +1,117 @@
+"""MultivariateNormal(loc, covariance_matrix | precision_matrix | scale_tril): the Gaussian over
+vectors, parameterised internally by the Cholesky factor L (covariance L L^T), reparameterised."""
+from __future__ import annotations
+
+import math
+
+from .. import linalg
+from ..tensor import Size
+from . import constraints
+from ._params import standard_normal_like
+from .distribution import Distribution
+from .utils import lazy_property
+
+__all__ = ["MultivariateNormal"]
+
+
+def _batch_broadcast(a: tuple, b: tuple) -> tuple:
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return tuple(max(x, y) for x, y in zip(a, b))
+
+
+class MultivariateNormal(Distribution):
+    """N(loc, Sigma) over the last dim of loc; exactly one of the three matrix forms is given."""
+
+    arg_constraints = {"loc": constraints.real_vector,
+                       "covariance_matrix": constraints.positive_definite,
+                       "precision_matrix": constraints.positive_definite,
+                       "scale_tril": constraints.lower_cholesky}
+    support = constraints.real_vector
+    has_rsample = True
+
+    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
+                 validate_args=None):
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
+        if len(given) != 1:
+            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril "
+                             "may be specified.")
+        matrix = given[0]
+        if matrix.dim() < 2:
+            name = ("covariance_matrix" if covariance_matrix is not None else
+                    "precision_matrix" if precision_matrix is not None else "scale_tril")
+            raise ValueError(f"{name} matrix must be at least two-dimensional, with optional "
+                             "leading batch dimensions")
+        batch = _batch_broadcast(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1]))
+        event = tuple(loc.shape[-1:])
+        if covariance_matrix is not None:
+            self.covariance_matrix = covariance_matrix.expand(*(batch + (-1, -1)))
+        elif precision_matrix is not None:
+            self.precision_matrix = precision_matrix.expand(*(batch + (-1, -1)))
+        else:
+            self.scale_tril = scale_tril.expand(*(batch + (-1, -1)))
+        self.loc = loc.expand(*(batch + (-1,)))
+        super().__init__(Size(batch), Size(event), validate_args=validate_args)
+
+    @lazy_property
+    def scale_tril(self):
+        if "covariance_matrix" in self.__dict__:
+            return linalg.cholesky(self.covariance_matrix)
+        return linalg.cholesky(linalg.inv(self.precision_matrix))
+
+    @lazy_property
+    def covariance_matrix(self):
+        return self.scale_tril @ self.scale_tril.mT
+
+    @lazy_property
+    def precision_matrix(self):
+        return linalg.inv(self.covariance_matrix)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        return self.scale_tril.pow(2).sum(-1).expand(*self._extended_shape())
+
+    def expand(self, batch_shape, _instance=None):
+        """A MultivariateNormal with its parameters broadcast to ``batch_shape``."""
+        new = self._get_checked_instance(MultivariateNormal, _instance)
+        batch = tuple(Size(batch_shape))
+        new.loc = self.loc.expand(*(batch + tuple(self.event_shape)))
+        new.scale_tril = self.scale_tril.expand(*(batch + (-1, -1)))
+        for name in ("covariance_matrix", "precision_matrix"):
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(*(batch + (-1, -1))))
+        Distribution.__init__(new, Size(batch), self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def rsample(self, sample_shape=Size()):
+        eps = standard_normal_like(self, sample_shape, self.loc)
+        return self.loc + (self.scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
+
+    def _half_log_det(self):
+        return self.scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        diff = value - self.loc
+        L = self.scale_tril.expand(*(tuple(diff.shape[:-1]) + tuple(self.scale_tril.shape[-2:])))
+        whitened = linalg.solve(L, diff.unsqueeze(-1)).squeeze(-1)
+        mahalanobis = whitened.pow(2).sum(-1)
+        k = self.event_shape[0]
+        return -0.5 * (k * math.log(2 * math.pi) + mahalanobis) - self._half_log_det()
+
+    def entropy(self):
+        k = self.event_shape[0]
+        h = 0.5 * k * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
+        return h if tuple(h.shape) == tuple(self.batch_shape) else h.expand(*self.batch_shape)

@@ -1,0 +1,31 @@
+"""PReLU as one autograd.Function, so its grad_fn is PyTorch's PreluKernelBackward0 (printed in
+every model output) and the weight's gradient is reduced straight to the weight's shape."""
+from __future__ import annotations
+
+from .. import where
+from .._extra_functions import _torch_grad_fn_name
+from .._scatter_functions import _sum_to
+from ..autograd.function import Function
+
+
+class PreluKernel(Function):
+    """x where x > 0, else weight * x; `weight` arrives already shaped to broadcast over x.
+    Backward: the gradient passes where x > 0 and is scaled by weight elsewhere; the weight
+    collects grad * x over the non-positive elements.  Made of recorded ops (create_graph)."""
+
+    @staticmethod
+    def forward(ctx, x, weight):
+        ctx.save_for_backward(x, weight)
+        return where(x > 0, x, weight * x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        positive = x > 0
+        grad_x = where(positive, grad, weight * grad) if ctx.needs_input_grad[0] else None
+        grad_weight = (_sum_to(where(positive, 0.0, grad * x), weight.shape)
+                       if ctx.needs_input_grad[1] else None)
+        return grad_x, grad_weight
+
+
+_torch_grad_fn_name(PreluKernel, "PreluKernelBackward0")

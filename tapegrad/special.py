@@ -1,0 +1,67 @@
+"""tapegrad.special: the torch.special functions small scripts use, as names for tapegrad's ops
+(expit is sigmoid, gammaln is lgamma, psi is digamma, ...) plus entr, ndtr, ndtri and xlog1py
+composed from them (recorded, differentiable)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._extra_ops import _wrap
+from .autograd.function import Function
+from . import (digamma, erf, erfc, erfinv, exp2, expm1, lgamma, log1p, log_softmax, logit,
+               logsumexp, round, sigmoid, sinc, softmax, xlogy)
+
+__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln",
+           "log1p", "log_softmax", "logit", "logsumexp", "ndtr", "ndtri", "psi", "round", "sinc",
+           "softmax", "xlog1py", "xlogy"]
+
+expit = sigmoid
+gammaln = lgamma
+psi = digamma
+
+
+class _Entr(Function):
+    """-x log x (0 at 0, -inf below); gradient -(log x + 1): +inf at 0, nan below, as PyTorch."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        arr = x._array
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.where(arr > 0, -arr * np.log(np.where(arr > 0, arr, 1)),
+                              np.where(arr == 0, 0.0, -np.inf))
+        return _wrap(values.astype(arr.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        return -(x.log() + 1) * grad
+
+
+def entr(input, *, out=None):
+    """-x * log(x) elementwise: 0 at 0, -inf below 0."""
+    result = _Entr.apply(input)
+    return result if out is None else out.copy_(result)
+
+
+def ndtr(input, *, out=None):
+    """The standard normal cumulative distribution function."""
+    result = 0.5 * erfc(-input / math.sqrt(2.0))
+    return result if out is None else out.copy_(result)
+
+
+def ndtri(input, *, out=None):
+    """The inverse of ndtr: the standard normal quantile of probability ``input``."""
+    result = erfinv(2 * input - 1) * math.sqrt(2.0)
+    return result if out is None else out.copy_(result)
+
+
+def xlog1py(input, other, *, out=None):
+    """input * log1p(other), 0 where input is 0 (even where log1p(other) is infinite)."""
+    from . import where
+    zero = input == 0
+    # log1p runs on other with 0 where input is 0, so no 0 * inf reaches input's gradient.
+    safe_other = where(zero, other * 0, other)
+    result = where(zero, input * 0, input * log1p(safe_other))
+    return result if out is None else out.copy_(result)

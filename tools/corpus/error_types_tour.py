@@ -1,0 +1,65 @@
+"""The mistakes beginners make, caught: which exception type each raises and the phrase its message contains."""
+import torch
+import torch.nn as nn
+
+
+def attempt(label, fn, *phrases):
+    try:
+        fn()
+    except Exception as e:
+        found = [p in str(e) for p in phrases]
+        print(f'{label}: {type(e).__name__} {found}')
+    else:
+        print(f'{label}: no error')
+
+
+a = torch.ones(2, 3)
+b = torch.ones(4, 5)
+attempt('matmul shapes', lambda: a @ b, 'cannot be multiplied', '2x3', '4x5')
+attempt('mm shapes', lambda: torch.mm(a, b), 'cannot be multiplied')
+attempt('broadcast', lambda: a + torch.ones(4), 'must match the size')
+attempt('view non-contiguous', lambda: a.t().view(6), 'view size is not compatible', '.reshape(...)')
+attempt('reshape bad size', lambda: a.reshape(4, 2), "shape '[4, 2]' is invalid for input of size 6")
+attempt('index out of range', lambda: a[5], 'index 5 is out of bounds for dimension 0 with size 2')
+attempt('dim out of range', lambda: a.sum(dim=2), 'Dimension out of range')
+attempt('cat mismatched', lambda: torch.cat([a, b]), 'Sizes of tensors must match')
+attempt('stack mismatched', lambda: torch.stack([a, a.t()]), 'stack expects each tensor to be equal size')
+attempt('item of many', lambda: a.item(), 'a Tensor with 6 elements cannot be converted to Scalar')
+attempt('float of many', lambda: float(a), 'only one element tensors can be converted to Python scalars')
+attempt('bool of many', lambda: bool(a), 'Boolean value of Tensor with more than one value is ambiguous')
+attempt('numpy of grad', lambda: torch.ones(2, requires_grad=True).numpy(), "Can't call numpy() on Tensor that requires grad")
+leaf = torch.ones(2, requires_grad=True)
+attempt('in-place on leaf', lambda: leaf.add_(1), 'a leaf Variable that requires grad is being used in an in-place operation')
+attempt('backward twice', lambda: [y.backward() for y in [(leaf * leaf).sum()] * 2], 'Trying to backward through the graph a second time')
+attempt('backward non-scalar', lambda: (leaf * 2).backward(), 'grad can be implicitly created only for scalar outputs')
+attempt('backward no grad', lambda: torch.ones(2).sum().backward(), 'element 0 of tensors does not require grad and does not have a grad_fn')
+attempt('dtype mismatch matmul', lambda: torch.ones(2, 2) @ torch.ones(2, 2, dtype=torch.float64), 'expected m1 and m2 to have the same dtype', 'float != double')
+attempt('long matmul float', lambda: torch.ones(2, 2, dtype=torch.long) @ torch.ones(2, 2), 'same dtype', 'long int != float')
+attempt('linear wrong features', lambda: nn.Linear(3, 2)(torch.ones(4, 5)), 'cannot be multiplied', '4x5', '3x2')
+attempt('embedding index', lambda: nn.Embedding(3, 2)(torch.tensor([3])), 'index out of range')
+attempt('cross_entropy float target', lambda: nn.functional.cross_entropy(torch.ones(2, 3), torch.tensor([0.5, 1.5])), 'expected target dtype to be Long')
+attempt('nll 1-D target 2-D', lambda: nn.functional.nll_loss(torch.ones(2, 3), torch.tensor([[0], [1]])), '0D or 1D target tensor expected')
+attempt('softmax no dim', lambda: torch.softmax(a), 'missing 1 required positional argument')
+attempt('tensor ragged', lambda: torch.tensor([[1, 2], [3]]), 'expected sequence of length 2 at dim 1 (got 1)')
+attempt('tensor of strings', lambda: torch.tensor(['a']), 'too many dimensions')
+attempt('zeros negative', lambda: torch.zeros(-1), 'Dimension size must be non-negative')
+attempt('randint bounds', lambda: torch.randint(5, 2, (3,)), 'random_ expects')
+attempt('arange bad step', lambda: torch.arange(0, 10, -1), 'upper bound and lower bound inconsistent with step sign')
+attempt('linspace steps', lambda: torch.linspace(0, 1, -2), 'number of steps must be non-negative')
+attempt('expand bad', lambda: a.expand(3, 3), 'The expanded size of the tensor (3) must match the existing size (2)')
+attempt('squeeze fine', lambda: a.squeeze(0), 'x')
+attempt('permute wrong', lambda: a.permute(0), 'number of dimensions in the tensor input does not match')
+attempt('gather index dims', lambda: torch.gather(a, 1, torch.tensor([0, 1])), 'Index tensor must have the same number of dimensions as input tensor')
+attempt('module missing arg', lambda: nn.Linear(2), "missing 1 required positional argument: 'out_features'")
+attempt('optimizer empty', lambda: torch.optim.SGD([], lr=0.1), 'optimizer got an empty parameter list')
+attempt('optimizer non-leaf', lambda: torch.optim.SGD([leaf * 2], lr=0.1), "can't optimize a non-leaf Tensor")
+attempt('load_state_dict shape', lambda: nn.Linear(2, 2).load_state_dict(nn.Linear(3, 2).state_dict()), 'size mismatch for weight')
+attempt('bad device', lambda: torch.ones(1, device='gpu'), 'Expected one of')
+attempt('cuda unavailable', lambda: torch.ones(1).cuda(), 'Torch not compiled with CUDA enabled')
+attempt('int pow negative', lambda: torch.tensor([2]) ** -1, 'Integers to negative integer powers are not allowed')
+attempt('bool subtract', lambda: torch.tensor([True]) - torch.tensor([False]), 'Subtraction, the `-` operator, with two bool tensors is not supported')
+attempt('mean of long', lambda: torch.tensor([1, 2]).mean(), 'mean(): could not infer output dtype')
+attempt('set requires_grad non-leaf', lambda: setattr(leaf * 2, 'requires_grad', False), 'you can only change requires_grad flags of leaf variables')
+attempt('grad of int', lambda: torch.tensor([1, 2]).requires_grad_(), 'only Tensors of floating point')
+attempt('chunk zero', lambda: torch.arange(4).chunk(0), 'chunk expects `chunks` to be greater than 0')
+attempt('conv-free max on empty', lambda: torch.tensor([]).max(), 'max(): Expected reduction dim to be specified for input.numel() == 0')
