@@ -151,7 +151,11 @@ class CompiledFunction:
         env = _environment(self.fn)
         capture = _core._capture_begin()
         try:
-            result = self.fn(*args, **kwargs)
+            _ROUTES.install()
+            try:
+                result = self.fn(*args, **kwargs)
+            finally:
+                _ROUTES.remove()
         finally:
             _core._capture_end()
         self.stats["captures"] += 1
@@ -176,6 +180,104 @@ def compile(fn=None, *, on_guard_failure="recapture", cache_size=8):
 
 
 _MISS = object()
+
+
+# -- the library's ops, routed through the capture while one runs ---------------------------------
+# A capture notes each public op the function calls (src/tapegrad/capture.pxi, captured_op_call):
+# ops with C replay hooks keep their steps, any other op becomes one step that re-runs it.  The
+# routes exist only while a capture runs (the eager path pays nothing): the public names of the
+# tapegrad namespace, nn.functional, linalg/special and Tensor's methods are pointed at thin
+# wrappers, and put back after.  An op reached another way (a reference taken before, an internal
+# alias) is not routed: its tensors stay unclaimed and the call runs eagerly (explain() says so),
+# never a stale replay.
+
+# Names that are not ops, or must not run again at every replay (disk I/O).
+_NOT_ROUTED = frozenset({
+    "compile", "load", "save", "manual_seed", "seed", "initial_seed", "vmap", "backward",
+    "register_hook", "register_post_accumulate_grad_hook", "retain_grad", "requires_grad_",
+    "item", "tolist", "numpy", "size", "dim", "ndimension", "nelement", "numel", "element_size",
+    "data_ptr", "stride", "storage_offset", "is_contiguous", "is_floating_point", "is_complex",
+    "is_leaf", "get_device", "untyped_storage", "storage", "share_memory_", "pin_memory",
+    "apply_", "map_", "zero_", "fill_", "copy_", "set_", "detach_", "resize_", "resize_as_",
+})
+
+# Dunders that are ops implemented outside the C arithmetic hooks: indexing, and the operators
+# the op families define (comparisons, bitwise, @, ...: _core.TENSOR_METHODS).
+_ROUTED_DUNDERS = frozenset(["__getitem__"] + [n for n in _core.TENSOR_METHODS
+                                               if n.startswith("__")])
+
+
+def _routable(name, value) -> bool:
+    if name in _NOT_ROUTED or name.endswith("_") and not name.endswith("__"):
+        return False
+    if name.startswith("__") and name not in _ROUTED_DUNDERS:
+        return False
+    if isinstance(value, type) or not callable(value):
+        return False
+    module = getattr(value, "__module__", None) or ""
+    return module.startswith("tapegrad") or type(value).__name__ in (
+        "cython_function_or_method", "method_descriptor", "wrapper_descriptor")
+
+
+def _routed(fn):
+    call = _core.captured_op_call
+
+    def routed(*args, **kwargs):
+        return call(fn, args, kwargs)
+    routed.__wrapped__ = fn
+    routed.__name__ = getattr(fn, "__name__", "op")
+    return routed
+
+
+class _Routes:
+    """(namespace, name, original, routed, own) for every routed op, built on first use."""
+
+    def __init__(self):
+        self.entries = None
+
+    def build(self):
+        import sys
+        import tapegrad
+        entries = []
+        spaces = [tapegrad, tapegrad.nn.functional]
+        spaces += [sys.modules[m] for m in ("tapegrad.linalg", "tapegrad.special", "tapegrad.fft")
+                   if m in sys.modules]
+        for ns in spaces:
+            for name, value in list(vars(ns).items()):
+                if _routable(name, value):
+                    entries.append((ns, name, value, _routed(value), True))
+        seen = set()
+        for klass in Tensor.__mro__:
+            if klass is object:
+                continue
+            for name, value in list(vars(klass).items()):
+                if name in seen:
+                    continue
+                seen.add(name)
+                if isinstance(value, property) and name in ("T", "mT", "H", "mH"):
+                    entries.append((Tensor, name, Tensor.__dict__.get(name),
+                                    property(_routed(value.fget)), name in Tensor.__dict__))
+                elif _routable(name, value) and not isinstance(value, (staticmethod,
+                                                                        classmethod)):
+                    entries.append((Tensor, name, Tensor.__dict__.get(name), _routed(value),
+                                    name in Tensor.__dict__))
+        self.entries = entries
+
+    def install(self):
+        if self.entries is None:
+            self.build()
+        for ns, name, _, routed, _ in self.entries:
+            setattr(ns, name, routed)
+
+    def remove(self):
+        for ns, name, original, _, own in self.entries:
+            if own:
+                setattr(ns, name, original)
+            else:
+                delattr(ns, name)
+
+
+_ROUTES = _Routes()
 
 
 # -- the environment guard ------------------------------------------------------------------------
@@ -300,7 +402,7 @@ def _plan_from(capture, flat, result):
                                "what Python does with them)")
         guard_reads.append((t, kind, value))
     roots = outputs + [t for t, _, _ in guard_reads]
-    ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes = _core._plan_steps(
+    ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes, typenums = _core._plan_steps(
         capture.steps, claimed, roots, is_grad_enabled())
     if len(dtypes) > 1 or not dtypes <= _FLOAT_TYPENUMS.keys():
         raise _Unsupported("its tensors are not all float32 or all float64")
@@ -330,5 +432,5 @@ def _plan_from(capture, flat, result):
     plan.guards = [(root_slot[id(t)], kind, value) for t, kind, value in guard_reads]
     plan.saved_ext = saved_ext
     plan.program = _core.Program(dtype, shapes, grad, len(ext), program_steps,
-                                 output_slots)
+                                 output_slots, typenums)
     return plan

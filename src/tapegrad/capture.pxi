@@ -13,6 +13,9 @@
 # value guards checked after each replayed forward.
 # ---------------------------------------------------------------------------------------------
 
+import operator
+
+
 # The kinds of captured steps (and of the replay's steps, replay.pxi).
 
 
@@ -26,6 +29,11 @@ cdef class Capture:
         self.reads = []
         self.unsupported = []
         self.thread = PyThread_get_thread_ident()
+
+
+cdef inline Py_ssize_t oid(object o) noexcept:
+    """id(o) without the builtin call (the capture holds every object it names)."""
+    return <Py_ssize_t><PyObject*>o
 
 
 CAPTURE = None     # the active capture, or None (then every hook is one test)
@@ -51,37 +59,125 @@ cdef int capture_unsupported(str why) except -1:
     return 0
 
 
+cdef int collect_tensors(object obj, list out) except -1:
+    """The tensors in an op's argument: itself, or inside (nested) lists and tuples (cat)."""
+    if isinstance(obj, TensorBase):
+        out.append(obj)
+    elif type(obj) is list or type(obj) is tuple:
+        for o in <object>obj:
+            collect_tensors(o, out)
+    return 0
+
+
+cdef bint made_here(object res, set made) except -1:
+    """Whether `res` is a tensor, or a tuple/list of tensors, that the call made (not an input it
+    returned as is: in-place ops, a no-op contiguous() or to())."""
+    if isinstance(res, TensorBase):
+        return oid(res) in made
+    if isinstance(res, (tuple, list)) and len(<object>res) > 0:
+        for o in <object>res:
+            if not isinstance(o, TensorBase) or oid(o) not in made:
+                return False
+        return True
+    return False
+
+
+cdef object collapse_call(Capture cap, object fn, tuple args, dict kwargs, object res,
+                          Py_ssize_t n_created, Py_ssize_t n_steps, Py_ssize_t n_unsupported,
+                          Py_ssize_t n_reads, list versions):
+    """Note the op call fn(*args, **kwargs) -> res, which has just run under the capture, as one
+    SK_CALL step that re-runs it whole: what the op did inside (the tensors it made, the steps of
+    the ops it called, the values it read in Python, the ops it ran that the replay cannot) is
+    its own business, since a replay runs it again.  Unless it wrote into one of its inputs
+    (`versions`: their version counters' values before the call): a replay would write again."""
+    cdef list tensors = []
+    collect_tensors(args, tensors)
+    if kwargs:
+        collect_tensors(tuple(kwargs.values()), tensors)
+    cdef Py_ssize_t j
+    for j in range(len(versions)):
+        if version_of(<TensorBase>tensors[j]).value != <Py_ssize_t>versions[j]:
+            return res                  # an in-place op: its write stays noted as unsupported
+    for st in cap.steps[n_steps:]:
+        cap.claimed.discard(oid(st[len(st) - 1]))
+    del cap.steps[n_steps:]
+    del cap.created[n_created:]
+    del cap.unsupported[n_unsupported:]
+    del cap.reads[n_reads:]
+    outs = (res,) if isinstance(res, TensorBase) else tuple(res)
+    cap.created.extend(outs)
+    capture_step((SK_CALL, 0, 0, None, None, (fn, args, kwargs or {}, tuple(tensors), outs),
+                  outs[0]))
+    for o in outs[1:]:
+        cap.claimed.add(oid(o))
+    return res
+
+
+cdef list input_versions(tuple args, dict kwargs):
+    cdef list tensors = []
+    collect_tensors(args, tensors)
+    if kwargs:
+        collect_tensors(tuple(kwargs.values()), tensors)
+    return [version_of(<TensorBase>t).value for t in tensors]
+
+
 cdef object capture_call(object fn, tuple args, dict kwargs):
     """fn(*args, **kwargs) for an op the replay re-runs as a whole (matmul, linear, losses, ...):
-    one step whose result is claimed; what the op does inside is its own business (the tensors
-    it makes, the steps of the ops it calls are dropped from the capture).  fn is the public op
-    itself: called here (depth > 0) or by a replay (no capture), it runs its eager body."""
+    one step whose result is claimed (collapse_call).  fn is the public op itself: called here
+    (depth > 0) or by a replay (no capture), it runs its eager body."""
     cdef Capture cap = CAPTURE
     if kwargs is None:
         kwargs = {}
     if cap.depth > 0:
         return fn(*args, **kwargs)
     cdef Py_ssize_t n_created = len(cap.created), n_steps = len(cap.steps)
-    cdef Py_ssize_t n_unsupported = len(cap.unsupported)
+    cdef Py_ssize_t n_unsupported = len(cap.unsupported), n_reads = len(cap.reads)
+    cdef list versions = input_versions(args, kwargs)
     cap.depth += 1
     try:
         res = fn(*args, **kwargs)
     finally:
         cap.depth -= 1
-    for st in cap.steps[n_steps:]:
-        cap.claimed.discard(<Py_ssize_t><PyObject*>st[len(st) - 1])
-    del cap.steps[n_steps:]
-    del cap.created[n_created:]
-    del cap.unsupported[n_unsupported:]
-    if not isinstance(res, TensorBase):
-        cap.unsupported.append(f"{getattr(fn, '__name__', fn)} returning several tensors")
+    if not made_here(res, set([oid(t) for t in cap.created[n_created:]])):
+        cap.unsupported.append(f"{getattr(fn, '__name__', fn)} returning something other than "
+                               "new tensors")
         return res
-    cdef list tensors = [a for a in args if isinstance(a, TensorBase)]
-    if kwargs:
-        tensors += [v for v in kwargs.values() if isinstance(v, TensorBase)]
-    cap.created.append(res)
-    capture_step((SK_CALL, 0, 0, None, None, (fn, args, kwargs, tuple(tensors)), res))
-    return res
+    return collapse_call(cap, fn, args, kwargs, res, n_created, n_steps, n_unsupported, n_reads,
+                         versions)
+
+
+# -- every public op, without a hook of its own ---------------------------------------------------
+# While a capture runs, tapegrad.compile routes the library's public ops (tapegrad.*, Tensor
+# methods, nn.functional.*: tapegrad/replay.py installs the routes) through captured_op_call.
+# An op whose work the capture already noted step by step (the C-replayed elementwise ops and
+# reductions, which have hooks) keeps those steps; any other op becomes one SK_CALL step.  So every
+# op of the library replays, and an op added tomorrow does too, with no replay code of its own.
+
+cdef int ROUTED_DEPTH = 0       # > 0 inside a routed op (the ops it calls are its own business)
+
+
+def captured_op_call(fn, tuple args, dict kwargs):
+    """fn(*args, **kwargs), noted by the active capture of this thread (see above)."""
+    global ROUTED_DEPTH
+    if ROUTED_DEPTH > 0 or not capturing() or CAPTURE.depth > 0:
+        return fn(*args, **kwargs)
+    cdef Capture cap = CAPTURE
+    cdef Py_ssize_t n_created = len(cap.created), n_steps = len(cap.steps)
+    cdef Py_ssize_t n_unsupported = len(cap.unsupported), n_reads = len(cap.reads)
+    cdef list versions = input_versions(args, kwargs)
+    ROUTED_DEPTH += 1
+    try:
+        res = fn(*args, **kwargs)
+    finally:
+        ROUTED_DEPTH -= 1
+    cdef set made = set([oid(t) for t in cap.created[n_created:]])
+    if not made_here(res, made):
+        return res
+    if (len(cap.unsupported) == n_unsupported and len(cap.reads) == n_reads
+            and made <= cap.claimed):
+        return res                      # noted step by step already: those steps stay
+    return collapse_call(cap, fn, args, kwargs, res, n_created, n_steps, n_unsupported, n_reads,
+                         versions)
 
 
 def _capture_begin():
@@ -110,13 +206,18 @@ def _capture_read(TensorBase t, str kind, value):
 
 cdef int capture_binary(int kop, object a, object b, bint promote, bint in_c,
                         TensorBase res) except -1:
-    if promote or not in_c:
-        return capture_unsupported(f"{TG_BINARY_NAMES[kop]} with mixed dtypes, a non-contiguous "
-                                   "operand or a broadcast the C kernels do not take")
-    if kop == TG_POW and not (isinstance(a, TensorBase) and not isinstance(b, TensorBase)
-                              and (b == 0 or special_exponent(b - 1))):
-        return capture_unsupported("pow other than tensor ** e with e in 0, -1, 0.5, 1.5, 2, 3, 4 "
-                                   "(eager computes the others' derivative with numpy)")
+    if (promote or not in_c or (kop == TG_POW and not (
+            isinstance(a, TensorBase) and not isinstance(b, TensorBase)
+            and (b == 0 or special_exponent(b - 1))))):
+        # Mixed dtypes, a layout the C kernels do not take, or a pow whose derivative eager takes
+        # from numpy: the replay re-runs the operator on the slots (a SK_CALL step).
+        if kop > TG_POW:
+            return capture_unsupported(f"{TG_BINARY_NAMES[kop]} with mixed dtypes, a "
+                                       "non-contiguous operand or a broadcast the C kernels do "
+                                       "not take")
+        tensors = [o for o in (a, b) if isinstance(o, TensorBase)]
+        return capture_step((SK_CALL, 0, 0, None, None,
+                             (TG_BINARY_OPERATORS[kop], (a, b), {}, tuple(tensors), (res,)), res))
     return capture_step((SK_BINARY, 0, kop, a, b, None, res))
 
 
@@ -136,6 +237,8 @@ cdef int capture_reduce(int op, TensorBase x, object A, tuple axes, bint keepdim
 
 
 cdef list TG_BINARY_NAMES = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
+cdef list TG_BINARY_OPERATORS = [operator.add, operator.sub, operator.mul, operator.truediv,
+                                 operator.pow]
 
 
 # -- kernels on raw buffers ----------------------------------------------------------------------

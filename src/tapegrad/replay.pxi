@@ -34,6 +34,8 @@ cdef struct Step:
     # operand repeats over rows, one kernel call for all n).
     ptrdiff_t stride_a, stride_b, step_a, step_b, cols
     double count        # SK_SUM_ALL: the divisor of a mean (0 for a sum)
+    Py_ssize_t n_out    # slots the step writes: out .. out + n_out - 1 (several: a SK_CALL of
+                        # an op returning a tuple)
 
 
 cdef inline void k_binary(bint f64, int kop, Py_ssize_t n, const void* a, Py_ssize_t sa,
@@ -128,6 +130,7 @@ cdef class Program:
     cdef bint f64
     cdef object dtype
     cdef list shapes            # slot -> shape
+    cdef list typenums          # slot -> dtype number (what a re-run op must give back)
     cdef list sizes             # slot -> size
     cdef list grad              # slot -> bool: receives a gradient
     cdef list aux               # step -> Python data (reduce axes ...)
@@ -142,13 +145,14 @@ cdef class Program:
         free(self.steps)
 
     def __init__(self, dtype, list shapes, list grad, Py_ssize_t n_ext, list steps,
-                 list outputs):
+                 list outputs, list typenums=None):
         """steps: (kind, op, kop, a, b, out, ca, cb, aux) tuples in forward order."""
         cdef Py_ssize_t i
         cdef Step* s
         self.dtype = np.dtype(dtype)
         self.f64 = self.dtype.num == cnp.NPY_FLOAT64
         self.shapes = [tuple(sh) for sh in shapes]
+        self.typenums = list(typenums) if typenums is not None else None
         self.sizes = [shape_prod(sh, 0, len(sh)) for sh in self.shapes]
         self.grad = list(grad)
         self.n_slots = len(shapes)
@@ -175,6 +179,7 @@ cdef class Program:
             s.fa = <float>s.ca
             s.fb = <float>s.cb
             s.n = self.sizes[out]
+            s.n_out = 1
             s.grad_a = a >= 0 and self.grad[a]
             s.grad_b = b >= 0 and self.grad[b]
             s.bcast_a = a >= 0 and self.shapes[a] != self.shapes[out]
@@ -182,7 +187,10 @@ cdef class Program:
             self.aux.append(aux)
             if kind == SK_BINARY:
                 self.set_layout(s)
-            elif kind == SK_CALL or kind == SK_MATMUL:
+            elif kind == SK_CALL:
+                s.n_out = len(aux[4])
+                self.fresh.update(aux[4])
+            elif kind == SK_MATMUL:
                 self.fresh.add(out)
             elif kind == SK_REDUCE:
                 axes, keepdim, count = aux
@@ -324,10 +332,13 @@ cdef class Program:
     cdef int forward_call(self, BufferSet bs, Py_ssize_t i, list tensors) except -1:
         """Re-run an eager op on proxies of its operand slots: tensors on the slots' arrays (an
         external's proxy shares its version counter, so the op's own saved-value checks see
-        in-place writes to it), leaves requiring grad where a gradient flows."""
+        in-place writes to it), leaves requiring grad where a gradient flows.  Its results must
+        have the shapes and dtypes of the capture (an op whose result shape depends on values:
+        masked_select, nonzero, ...), else ReplayDiffers."""
         cdef Step* s = &self.steps[i]
         cdef TensorBase p
-        fn, template, kw_template, slots = self.aux[i]
+        cdef Py_ssize_t j, k
+        fn, template, kw_template, slots, out_slots = self.aux[i]
         cdef dict proxies = {}
         cdef bint recording = grad_enabled()
         for k in slots:
@@ -337,15 +348,22 @@ cdef class Program:
             if recording and self.grad[k]:
                 p._requires_grad = True
             proxies[k] = p
-        args = tuple([proxies[(<SlotRef>v).k] if isinstance(v, SlotRef) else v for v in template])
+        args = fill_slots(template, proxies)
         if kw_template:
-            kwargs = {name: proxies[(<SlotRef>v).k] if isinstance(v, SlotRef) else v
-                      for name, v in (<dict>kw_template).items()}
-            res = fn(*args, **kwargs)
+            res = fn(*args, **fill_slots(kw_template, proxies))
         else:
             res = fn(*args)
-        self.set_result(bs, s.out, (<TensorBase>res)._array)
-        bs.calls[i] = (res, proxies) if recording else None
+        outs = (res,) if isinstance(res, TensorBase) else tuple(res)
+        if len(outs) != len(out_slots):
+            raise ReplayDiffers()
+        for j in range(len(outs)):
+            k = out_slots[j]
+            A = (<TensorBase>outs[j])._array
+            if A.shape != self.shapes[k] or (self.typenums is not None and
+                                             cnp.PyArray_TYPE(A) != <int>self.typenums[k]):
+                raise ReplayDiffers()
+            self.set_result(bs, k, A)
+        bs.calls[i] = (outs, proxies) if recording else None
         return 0
 
     cdef inline void sum_all(self, Step* s, const void* src, void* dst) noexcept:
@@ -475,7 +493,7 @@ cdef class Program:
             if g is not None and self.grad[k]:
                 self.give_array(bs, k, g)
         for i in range(self.n_steps - 1, -1, -1):
-            if bs.touched[self.steps[i].out]:
+            if self.any_touched(bs, &self.steps[i]):
                 self.backward_step(bs, i)
         res = []
         for k in range(self.n_ext):
@@ -493,17 +511,30 @@ cdef class Program:
         self.drop_given(bs)
         return res
 
+    cdef inline bint any_touched(self, BufferSet bs, Step* s) noexcept:
+        cdef Py_ssize_t k
+        for k in range(s.out, s.out + s.n_out):
+            if bs.touched[k]:
+                return True
+        return False
+
     cdef int backward_call(self, BufferSet bs, Py_ssize_t i) except -1:
         """A re-run op's gradients: its own records swept (as in the eager graph) from its
         result to the proxies of the slots that need a gradient."""
         cdef Step* s = &self.steps[i]
-        res, proxies = bs.calls[i]
+        outs, proxies = bs.calls[i]
         cdef list ks = [k for k in self.aux[i][3] if self.grad[k]]
-        G = self.adjoint(bs, s.out)
-        if self.backward_records(bs, <TensorBase>res, <dict>proxies, ks, G):
-            return 0
-        grads = _grad((res,), tuple([proxies[k] for k in ks]), (wrap(G),), True,
-                      False, True, False)
+        cdef Py_ssize_t j
+        if s.n_out == 1:
+            G = self.adjoint(bs, s.out)
+            if self.backward_records(bs, <TensorBase>outs[0], <dict>proxies, ks, G):
+                return 0
+            roots, gs = outs, (wrap(G),)
+        else:                           # the outputs that received a gradient
+            roots = tuple([outs[j] for j in range(s.n_out) if bs.touched[s.out + j]])
+            gs = tuple([wrap(self.adjoint(bs, s.out + j)) for j in range(s.n_out)
+                        if bs.touched[s.out + j]])
+        grads = _grad(roots, tuple([proxies[k] for k in ks]), gs, True, False, True, False)
         for j in range(len(ks)):
             if grads[j] is not None:
                 self.give_array(bs, ks[j], (<TensorBase>grads[j])._array)
@@ -713,7 +744,10 @@ cdef class Program:
         (a callable given the Lease, or None) says the replay differs from an eager run."""
         cdef TensorBase t
         cdef Py_ssize_t k
-        lease, outs = self.forward([(<TensorBase>t)._array for t in tensors], tensors)
+        try:
+            lease, outs = self.forward([(<TensorBase>t)._array for t in tensors], tensors)
+        except ReplayDiffers:
+            return None
         if guards_hold is not None and not guards_hold(lease):
             (<Lease>lease).release()
             return None
@@ -777,6 +811,33 @@ cdef class SlotRef:
         self.k = k
 
 
+class ReplayDiffers(Exception):
+    """A re-run op gave results of other shapes or dtypes than at capture: replay refused."""
+
+
+cdef object fill_slots(object template, dict proxies):
+    """A re-run op's argument: the template with each SlotRef replaced by its slot's proxy
+    (inside lists and tuples too)."""
+    if isinstance(template, SlotRef):
+        return proxies[(<SlotRef>template).k]
+    if type(template) is tuple or type(template) is list:
+        return type(template)([fill_slots(v, proxies) for v in <object>template])
+    if type(template) is dict:
+        return {name: fill_slots(v, proxies) for name, v in (<dict>template).items()}
+    return template
+
+
+cdef object slot_template(object arg, dict slots_of):
+    """fill_slots' template of an op's argument: each tensor replaced by SlotRef(its slot)."""
+    if isinstance(arg, TensorBase):
+        return SlotRef(slots_of[oid(arg)])
+    if type(arg) is tuple or type(arg) is list:
+        return type(arg)([slot_template(v, slots_of) for v in <object>arg])
+    if type(arg) is dict:
+        return {name: slot_template(v, slots_of) for name, v in (<dict>arg).items()}
+    return arg
+
+
 cdef inline Py_ssize_t oid(object o) noexcept:
     """id(o) without the builtin call (the capture holds every object it names)."""
     return <Py_ssize_t><PyObject*>o
@@ -832,6 +893,7 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
                       char* live, Py_ssize_t* step_slot, Py_ssize_t* code):
     """_plan_steps' work; code[2j], code[2j + 1]: the codes of step j's operands a and b."""
     cdef dict where = {}            # oid(tensor) -> external k (>= 0) or step j as -(j + 1)
+    cdef dict out_index = {}        # oid(tensor) -> which output of its step it is (when not 0)
     cdef list ext = []
     cdef Py_ssize_t k, j, out
     cdef int q
@@ -842,10 +904,14 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
             for o in <tuple>(<tuple>st[5])[3]:
                 plan_operand(where, claimed, ext, o)
             code[2 * j] = code[2 * j + 1] = TG_NO_TENSOR
+            for q, o in enumerate(<tuple>(<tuple>st[5])[4]):
+                where[oid(o)] = -(j + 1)
+                if q:
+                    out_index[oid(o)] = q
         else:
             code[2 * j] = plan_operand(where, claimed, ext, st[3])
             code[2 * j + 1] = plan_operand(where, claimed, ext, st[4])
-        where[oid(st[6])] = -(j + 1)
+            where[oid(st[6])] = -(j + 1)
     for t in roots:
         if oid(t) not in where:
             where[oid(t)] = len(ext)
@@ -890,9 +956,11 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
         kop = st[2]
         a, b, aux, res = st[3], st[4], st[5], st[6]
         k = code[2 * j]
-        sa = -1 if k == TG_NO_TENSOR else (k if k >= 0 else step_slot[-k - 1])
+        sa = -1 if k == TG_NO_TENSOR else (k if k >= 0 else
+                                           step_slot[-k - 1] + out_index.get(oid(a), 0))
         k = code[2 * j + 1]
-        sb = -1 if k == TG_NO_TENSOR else (k if k >= 0 else step_slot[-k - 1])
+        sb = -1 if k == TG_NO_TENSOR else (k if k >= 0 else
+                                           step_slot[-k - 1] + out_index.get(oid(b), 0))
         ga = sa >= 0 and grad[sa]
         gb = sb >= 0 and grad[sb]
         out = len(shapes)
@@ -901,22 +969,24 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
         typenum.append(cnp.PyArray_TYPE((<TensorBase>res)._array))
         if kind == SK_CALL:
             # re-run whole: any dtypes; a slot that gets a gradient is in the program's dtype
-            fn, args, kwargs, tensors = aux
+            fn, args, kwargs, tensors, outs = aux
             slots_of = {}
             ga = False
             for o in tensors:
                 k = where[oid(o)]
-                slots_of[oid(o)] = k if k >= 0 else step_slot[-k - 1]
+                slots_of[oid(o)] = k if k >= 0 else step_slot[-k - 1] + out_index.get(oid(o), 0)
                 ga = ga or grad[slots_of[oid(o)]]
-            grad.append(ga)
-            if ga:
-                dtypes.add(typenum[out])
-            template = tuple([SlotRef(slots_of[oid(v)]) if isinstance(v, TensorBase) else v
-                              for v in args])
-            kw_template = {name: SlotRef(slots_of[oid(v)]) if isinstance(v, TensorBase) else v
-                           for name, v in (<dict>kwargs).items()}
+            for q, o in enumerate(outs):
+                if q:
+                    shapes.append((<TensorBase>o)._array.shape)
+                    typenum.append(cnp.PyArray_TYPE((<TensorBase>o)._array))
+                grad.append(ga and (<TensorBase>o)._requires_grad)
+                if grad[out + q]:
+                    dtypes.add(typenum[out + q])
             program.append((SK_CALL, 0, 0, -1, -1, out, 0.0, 0.0,
-                            (fn, template, kw_template, tuple(sorted(set(slots_of.values()))))))
+                            (fn, slot_template(args, slots_of), slot_template(kwargs, slots_of),
+                             tuple(sorted(set(slots_of.values()))),
+                             tuple(range(out, out + len(outs))))))
             continue
         grad.append(ga or gb)
         dtypes.add(typenum[out])            # C steps: one float dtype for every slot they touch
@@ -954,9 +1024,9 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
     cdef dict root_slot = {}
     for t in roots:
         k = where[oid(t)]
-        root_slot[oid(t)] = k if k >= 0 else step_slot[-k - 1]
+        root_slot[oid(t)] = k if k >= 0 else step_slot[-k - 1] + out_index.get(oid(t), 0)
     return (ext, shapes, grad, program, root_slot,
-            sorted([k for k in saved if 0 <= k < n_ext]), dtypes)
+            sorted([k for k in saved if 0 <= k < n_ext]), dtypes, typenum)
 
 
 # -- the per-call checks of tapegrad.compile, in C (they run at every replayed call) ---------------
