@@ -314,6 +314,9 @@ cdef int capture_step(tuple step) except -1
 
 cdef object capture_call(object fn, tuple args, dict kwargs)
 
+cdef int capture_unary(int op, int kop, TensorBase x, object A, bint in_c,
+                       TensorBase res) except -1
+
 cdef int capture_reduce(int op, TensorBase x, object A, tuple axes, bint keepdim, double count,
                         TensorBase res) except -1
 

@@ -225,7 +225,12 @@ cdef int capture_unary(int op, int kop, TensorBase x, object A, bint in_c,
                        TensorBase res) except -1:
     if A is not x._array or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A):
         return capture_unsupported(f"{OP_NAMES[op]} of a non-float or non-contiguous tensor")
-    return capture_step((SK_UNARY if in_c else SK_UNARY_NUMPY, op, kop, x, None, op == OP_LOG,
+    # aux: whether the op's VJP reads its input (else its output, or nothing): what the replay
+    # hands the VJP as saved value 0, read off the eager record when there is one
+    cdef bint saves_input = op == OP_LOG
+    if res._node >= 0 and TAPE.recs[res._node].op == op:
+        saves_input = TAPE.recs[res._node].saved[0] == <PyObject*>A
+    return capture_step((SK_UNARY if in_c else SK_UNARY_NUMPY, op, kop, x, None, saves_input,
                          res))
 
 

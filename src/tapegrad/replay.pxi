@@ -668,6 +668,9 @@ cdef class Program:
                     self.took(bs, s.a, dst, s.out, False)
             return 0
         if s.kind == SK_UNARY or s.kind == SK_UNARY_NUMPY:
+            if not (s.op == OP_NEG or s.op == OP_EXP or s.op == OP_LOG or s.op == OP_TANH
+                    or s.op == OP_RELU):
+                return self.backward_unary(bs, i)
             dst = self.grad_dest(bs, s.a, False)
             if s.op == OP_NEG:
                 k_unary(f64, TG_NEG, n, g, dst)
@@ -707,6 +710,36 @@ cdef class Program:
             G = np.ascontiguousarray(G, self.dtype)
             return self.give(bs, s.a, cnp.PyArray_DATA(<cnp.ndarray>G), 0, self.sizes[s.a])
         return self.give_array(bs, s.a, G)
+
+    cdef int backward_unary(self, BufferSet bs, Py_ssize_t i) except -1:
+        """A one-input op of the op table replayed by its C kernel (math_op's: sin, sigmoid, abs,
+        ...): its own VJP (OP_VJP) on a record holding the slot it saved, or for the commonest
+        ones at the sizes where that VJP runs the C kernels, the same kernels without a record."""
+        cdef Step* s = &self.steps[i]
+        cdef bint f64 = self.f64
+        cdef Py_ssize_t n = s.n
+        cdef void* g = bs.aptr[s.out]
+        cdef void* dst
+        cdef bint fast = n <= SIMD_TRANSCENDENTAL_MIN_SIZE
+        if s.kop == TG_SIGMOID or (fast and (s.kop == TG_SIN or s.kop == TG_COS)):
+            dst = self.grad_dest(bs, s.a, False)
+            if s.kop == TG_SIGMOID:             # vjp_sigmoid: grad * y * (1 - y)
+                k_binary(f64, TG_SIGMOID_GRAD, n, g, 1, bs.ptr[s.out], 1, dst)
+            elif s.kop == TG_SIN:               # vjp_sin: grad * cos(x)
+                k_unary(f64, TG_COS, n, bs.ptr[s.a], bs.s1)
+                k_binary(f64, TG_MUL, n, g, 1, bs.s1, 1, dst)
+            else:                               # vjp_cos: grad * -sin(x)
+                k_unary(f64, TG_SIN, n, bs.ptr[s.a], bs.s1)
+                k_unary(f64, TG_NEG, n, bs.s1, bs.s1)
+                k_binary(f64, TG_MUL, n, g, 1, bs.s1, 1, dst)
+            return self.took(bs, s.a, dst, s.out, False)
+        cdef Record rec
+        memset(&rec, 0, sizeof(Record))
+        rec.op = s.op
+        rec.n_in = 1
+        saved = bs.arrays[s.a] if self.aux[i] else bs.arrays[s.out]
+        rec.saved[0] = <PyObject*>saved         # borrowed: `saved` holds it for the call
+        return self.give_array(bs, s.a, OP_VJP[s.op](&rec, self.adjoint(bs, s.out)))
 
     cdef inline void* grad_dest(self, BufferSet bs, Py_ssize_t k, bint bcast) noexcept:
         """Where a step writes its contribution to slot k: straight into k's own adjoint when it
@@ -1020,7 +1053,7 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
         else:
             if ga and aux:
                 saved.add(sa)
-            program.append((kind, st[1], kop, sa, -1, out, 0.0, 0.0, None))
+            program.append((kind, st[1], kop, sa, -1, out, 0.0, 0.0, aux))
     cdef dict root_slot = {}
     for t in roots:
         k = where[oid(t)]
