@@ -49,6 +49,10 @@ from .tensor import Tensor
 __all__ = ["compile", "CompiledFunction", "GuardFailure"]
 
 
+def _typenum_dtype(num):
+    return next(d for d in map(np.dtype, np.typecodes["All"]) if d.num == num)
+
+
 _FLOAT_TYPENUMS = {np.dtype(np.float32).num: np.dtype(np.float32),
                    np.dtype(np.float64).num: np.dtype(np.float64)}
 
@@ -402,11 +406,19 @@ def _plan_from(capture, flat, result):
                                "what Python does with them)")
         guard_reads.append((t, kind, value))
     roots = outputs + [t for t, _, _ in guard_reads]
-    ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes, typenums = _core._plan_steps(
-        capture.steps, claimed, roots, is_grad_enabled())
+    (ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes, grad_dtypes,
+     typenums) = _core._plan_steps(capture.steps, claimed, roots, is_grad_enabled())
+    # The C steps compute in one float dtype; re-run ops may mix any (their adjoints, computed by
+    # their own VJPs, keep their slots' dtypes).
     if len(dtypes) > 1 or not dtypes <= _FLOAT_TYPENUMS.keys():
-        raise _Unsupported("its tensors are not all float32 or all float64")
-    dtype = _FLOAT_TYPENUMS[dtypes.pop()] if dtypes else np.dtype(np.float32)
+        raise _Unsupported("its C-replayed ops mix dtypes or compute in a dtype other than "
+                           "float32 or float64")
+    if any(_typenum_dtype(k).kind not in "fc"
+           for k in grad_dtypes):
+        raise _Unsupported("a gradient flows through a tensor that is not floating point")
+    dtype = (_FLOAT_TYPENUMS[dtypes.pop()] if dtypes else
+             next((_FLOAT_TYPENUMS[k] for k in grad_dtypes if k in _FLOAT_TYPENUMS),
+                  np.dtype(np.float32)))
     arg_index = {}
     for i, a in enumerate(flat):
         if isinstance(a, Tensor):

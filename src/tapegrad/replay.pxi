@@ -136,6 +136,10 @@ cdef class Program:
     cdef list aux               # step -> Python data (reduce axes ...)
     cdef list outputs           # slots returned by the call
     cdef set fresh              # slots given a new array at every replay (outputs, reductions)
+    cdef set replaced           # slots whose array a step computes outside the set's buffers
+    cdef set c_read             # slots C kernels read (kept C-contiguous)
+    cdef list adj_dtypes        # slot -> dtype of its adjoint (the program's, but for slots only
+                                # re-run ops touch: those may be of another float dtype)
     cdef list pool
 
     def __cinit__(self):
@@ -165,6 +169,11 @@ cdef class Program:
             raise MemoryError()
         self.aux = []
         self.fresh = set(outputs)
+        self.replaced = set()
+        self.c_read = set()
+        self.adj_dtypes = [np.dtype(self.dtype) if self.typenums is None or not self.grad[k]
+                           else np.dtype(cnp.PyArray_TypeObjectFromType(self.typenums[k]))
+                           for k in range(self.n_slots)]
         for i in range(self.n_steps):
             kind, op, kop, a, b, out, ca, cb, aux = steps[i]
             s = &self.steps[i]
@@ -185,13 +194,20 @@ cdef class Program:
             s.bcast_a = a >= 0 and self.shapes[a] != self.shapes[out]
             s.bcast_b = b >= 0 and self.shapes[b] != self.shapes[out]
             self.aux.append(aux)
+            if kind != SK_CALL:
+                if a >= 0:
+                    self.c_read.add(a)
+                if b >= 0:
+                    self.c_read.add(b)
             if kind == SK_BINARY:
                 self.set_layout(s)
             elif kind == SK_CALL:
                 s.n_out = len(aux[4])
                 self.fresh.update(aux[4])
+                self.replaced.update(aux[4])
             elif kind == SK_MATMUL:
                 self.fresh.add(out)
+                self.replaced.add(out)
             elif kind == SK_REDUCE:
                 axes, keepdim, count = aux
                 if (len(axes) == len(self.shapes[a]) and self.sizes[a] <= TG_SUM_MAX_N
@@ -200,6 +216,7 @@ cdef class Program:
                     s.count = count if op == OP_MEAN else 0
                 else:
                     self.fresh.add(out)
+                    self.replaced.add(out)
         self.pool = []
 
     cdef int set_layout(self, Step* s) except -1:
@@ -260,7 +277,7 @@ cdef class Program:
                 bs.arrays[k] = arr
                 bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             if self.grad[k]:
-                arr = np.empty(self.shapes[k], self.dtype)
+                arr = np.empty(self.shapes[k], self.adj_dtypes[k])
                 bs.adj[k] = arr
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
         bs.scratch0 = np.empty(self.max_n, self.dtype)
@@ -288,8 +305,9 @@ cdef class Program:
 
     cdef inline int set_result(self, BufferSet bs, Py_ssize_t k, object arr) except -1:
         """Slot k takes an array a step computed outside the set's buffers (numpy, an eager op):
-        C-contiguous, as the kernels read every slot."""
-        if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>arr):
+        C-contiguous if C kernels read it, else as it is (a view stays a view: the ops that read
+        it then compute on the layout eager gave them)."""
+        if k in self.c_read and not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>arr):
             arr = np.ascontiguousarray(arr)
         return self.set_slot(bs, k, arr)
 
@@ -308,7 +326,7 @@ cdef class Program:
         for k in range(self.n_ext):
             self.set_slot(bs, k, externals[k])
         for k in self.fresh:
-            if k >= self.n_ext:
+            if k >= self.n_ext and k not in self.replaced:
                 self.set_slot(bs, k, np.empty(self.shapes[k], self.dtype))
         for i in range(self.n_steps):
             s = &self.steps[i]
@@ -422,10 +440,15 @@ cdef class Program:
         """give() for a gradient computed by numpy (any layout) of slot k's shape.  The first
         one is adopted, not copied (a weight gradient from a re-run linear layer is large)."""
         cdef int t = -1
-        if not (kernel_array(g, &t) and t == self.dtype.num
+        dt = <object>self.adj_dtypes[k]
+        if not (kernel_array(g, &t) and t == dt.num
                 and cnp.PyArray_SIZE(<cnp.ndarray>g) == self.sizes[k]):
-            g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), self.dtype)
+            g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), dt)
         if bs.touched[k]:
+            if dt.num != self.dtype.num:    # a slot only re-run ops touch: summed by numpy
+                bs.given[k] = nd(self.adjoint(bs, k).reshape(-1) + g.reshape(-1))
+                bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.given[k])
+                return 0
             return self.give(bs, k, cnp.PyArray_DATA(<cnp.ndarray>g), 1, self.sizes[k])
         bs.given[k] = g
         bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>g)
@@ -503,7 +526,7 @@ cdef class Program:
                     continue
                 # hand the buffer itself out (it may become a .grad) and take a new one
                 res.append(bs.adj[k])
-                arr = np.empty(self.shapes[k], self.dtype)
+                arr = np.empty(self.shapes[k], self.adj_dtypes[k])
                 bs.adj[k] = arr
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             else:
@@ -969,7 +992,7 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
                     live[-k - 1] = 1
     cdef Py_ssize_t n_ext = len(ext)
     cdef list shapes = [], grad = [], program = []
-    cdef set saved = set(), dtypes = set()
+    cdef set saved = set(), dtypes = set(), grad_dtypes = set()
     cdef list typenum = []          # slot -> dtype number
     for t in ext:
         fresh(<TensorBase>t)
@@ -977,7 +1000,7 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
         grad.append(grad_mode and (<TensorBase>t)._requires_grad)
         typenum.append(cnp.PyArray_TYPE((<TensorBase>t)._array))
         if grad[len(grad) - 1]:
-            dtypes.add(typenum[len(typenum) - 1])     # adjoints are in the program's dtype
+            grad_dtypes.add(typenum[len(typenum) - 1])
     cdef Py_ssize_t sa, sb, kind, kop
     cdef bint ga, gb
     for j in range(n):
@@ -1015,7 +1038,7 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
                     typenum.append(cnp.PyArray_TYPE((<TensorBase>o)._array))
                 grad.append(ga and (<TensorBase>o)._requires_grad)
                 if grad[out + q]:
-                    dtypes.add(typenum[out + q])
+                    grad_dtypes.add(typenum[out + q])
             program.append((SK_CALL, 0, 0, -1, -1, out, 0.0, 0.0,
                             (fn, slot_template(args, slots_of), slot_template(kwargs, slots_of),
                              tuple(sorted(set(slots_of.values()))),
@@ -1059,7 +1082,7 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
         k = where[oid(t)]
         root_slot[oid(t)] = k if k >= 0 else step_slot[-k - 1] + out_index.get(oid(t), 0)
     return (ext, shapes, grad, program, root_slot,
-            sorted([k for k in saved if 0 <= k < n_ext]), dtypes, typenum)
+            sorted([k for k in saved if 0 <= k < n_ext]), dtypes, grad_dtypes, typenum)
 
 
 # -- the per-call checks of tapegrad.compile, in C (they run at every replayed call) ---------------
