@@ -12,9 +12,11 @@
 
 The first call with a given signature (the tensor arguments' shapes, dtypes and requires_grad,
 which arguments are the same tensor, the other arguments' values, grad mode) runs `fn` eagerly
-and captures its ops (src/tapegrad/capture.pxi).  When every op it ran can be replayed, the
-capture becomes a Program (src/tapegrad/replay.pxi): the steps that reach the outputs, over
-buffers allocated once.  Later calls run the Program's forward in C and return tensors whose
+and captures its ops (src/tapegrad/capture.pxi).  Every public op of the library is captured:
+the elementwise ops and reductions that have C replay kernels as C steps, any other op as a step
+that re-runs it on the new values (its own code, its own VJP from the op table; random ops draw
+from the generator stream eager would use).  The capture becomes a Program
+(src/tapegrad/replay.pxi): the steps that reach the outputs, over buffers allocated once.  Later calls run the Program's forward in C and return tensors whose
 backward runs the Program's reverse sweep (one node on the tape, whose backward is the only
 Python the tape runs for it) - values and gradients equal the eager ones bit for bit.
 
@@ -25,8 +27,13 @@ capture (or raise, with on_guard_failure="raise"):
     layout and requires_grad are checked at every call; their values are read in place;
   - Python decisions on tensor values: every item() / bool() / float() / int() / tolist() of a
     captured value is re-checked after the replayed forward;
-  - ops the replay does not support (random draws, in-place writes, views, matmul, ...): the
-    function then runs eagerly at every call (`.explain()` says why) - never a stale replay.
+  - a re-run op whose result has another shape or dtype than at capture (masked_select,
+    nonzero, boolean indexing: shapes that depend on values) sends the call back to capture;
+  - what cannot be replayed makes the function run eagerly at every call (`.explain()` lists
+    each reason) - never a stale replay: in-place writes into tensors the function did not make
+    inside one op (x.add_(y), x[i] = v, fill_/zero_/normal_ ...), .numpy() reads, ops reached
+    other than by their public names (a reference taken from an internal module), custom
+    autograd.Functions.
 
   - the function's environment: every Python number and every tensor it reads by name from its
     closure cells or its globals (and those of functions it defines inside); a changed number (a
@@ -374,15 +381,20 @@ def _build_plan(capture, flat, result):
 
 
 def _plan_from(capture, flat, result):
-    if capture.unsupported:
-        raise _Unsupported(capture.unsupported[0])
+    # Every reason the call cannot replay, each once, in the order met: the ops left eager.
+    reasons = list(dict.fromkeys(capture.unsupported))
     claimed = capture.claimed
     # every tensor an op made must be a step's result (a claimed one was created by wrap)
-    for t in ([t for t in capture.created if id(t) not in claimed][:1]
-              if len(claimed) != len(capture.created) else ()):
-        raise _Unsupported("it runs an op the replay does not support"
+    if len(claimed) != len(capture.created):
+        for t in capture.created:
+            if id(t) not in claimed:
+                reasons.append("it runs an op the replay does not see (reached other than by "
+                               "its public name)"
                                + (f" ({t.grad_fn.name()})" if t.grad_fn is not None else
                                   " (a tensor creation, conversion or view)"))
+        reasons = list(dict.fromkeys(reasons))
+    if reasons:
+        raise _Unsupported("; ".join(reasons))
     plan = _Plan()
 
     # outputs: a tensor, or a tuple/list of tensors (and None)

@@ -556,3 +556,39 @@ def test_ops_math_and_tril_replay_as_whole_ops():
         assert y.item() == f(tg.tensor(a), tg.tensor(b)).item()
         np.testing.assert_array_equal(x.grad.numpy(), x2.grad.numpy())
         np.testing.assert_array_equal(w.grad.numpy(), w2.grad.numpy())
+
+
+def test_value_dependent_shapes_recapture_instead_of_replaying_stale_shapes():
+    fn = lambda x, w: (w.masked_select(x > 0.5) * 2.0).sum() + w[x > 0.3].sum()
+    f = tg.compile(fn)
+    rng = np.random.default_rng(5)
+    for it in range(4):
+        x = tg.tensor(rng.uniform(0, 1, 20))
+        wc = tg.tensor(rng.uniform(0, 1, 20), requires_grad=True)
+        we = tg.tensor(wc.detach().numpy().copy(), requires_grad=True)
+        out_c, out_e = f(x, wc), fn(x, we)
+        out_c.backward()
+        out_e.backward()
+        assert same(out_c, out_e) and same(wc.grad, we.grad)
+    assert f.stats["guard_failures"] >= 1 and f.stats["replays"] + f.stats["captures"] == 4
+    x = tg.tensor(np.full(20, 0.9))
+    f(x, wc)
+    assert f(x, wc).grad_fn.name() == "CompiledFunctionBackward"    # same mask: replayed
+
+
+def test_explain_lists_every_reason_a_call_runs_eagerly():
+    cat = tg._core.TORCH_FUNCTIONS["cat"]         # an op reached other than by its public name
+    f = tg.compile(lambda x: cat([x.clone().add_(1.0), x]).sum())
+    f(tg.ones(2, requires_grad=True))
+    reasons = f.explain()
+    assert reasons.startswith("eager:")
+    assert "in-place write" in reasons and "CatBackward0" in reasons, reasons
+
+
+def test_routes_exist_only_during_a_capture():
+    before = (tg.sin, tg.Tensor.reshape, F.layer_norm, tg.Tensor.__getitem__)
+    f = tg.compile(lambda x: F.layer_norm(x.reshape(2, 2)[0:1], (2,)))
+    f(tg.ones(4))
+    assert (tg.sin, tg.Tensor.reshape, F.layer_norm, tg.Tensor.__getitem__) == before
+    assert "__wrapped__" not in vars(tg.Tensor).get("reshape", tg.Tensor.reshape).__dict__ \
+        if hasattr(tg.Tensor.reshape, "__dict__") else True
