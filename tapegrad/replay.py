@@ -194,7 +194,7 @@ _MISS = object()
 
 
 # -- the library's ops, routed through the capture while one runs ---------------------------------
-# A capture notes each public op the function calls (src/tapegrad/capture.pxi, captured_op_call):
+# A capture notes each public op the function calls (src/tapegrad/capture.pxi, _capture_op_call):
 # ops with C replay hooks keep their steps, any other op becomes one step that re-runs it.  The
 # routes exist only while a capture runs (the eager path pays nothing): the public names of the
 # tapegrad namespace, nn.functional, linalg/special and Tensor's methods are pointed at thin
@@ -231,7 +231,7 @@ def _routable(name, value) -> bool:
 
 
 def _routed(fn):
-    call = _core.captured_op_call
+    call = _core._capture_op_call
 
     def routed(*args, **kwargs):
         return call(fn, args, kwargs)

@@ -148,7 +148,7 @@ cdef object capture_call(object fn, tuple args, dict kwargs):
 
 # -- every public op, without a hook of its own ---------------------------------------------------
 # While a capture runs, tapegrad.compile routes the library's public ops (tapegrad.*, Tensor
-# methods, nn.functional.*: tapegrad/replay.py installs the routes) through captured_op_call.
+# methods, nn.functional.*: tapegrad/replay.py installs the routes) through _capture_op_call.
 # An op whose work the capture already noted step by step (the C-replayed elementwise ops and
 # reductions, which have hooks) keeps those steps; any other op becomes one SK_CALL step.  So every
 # op of the library replays, and an op added tomorrow does too, with no replay code of its own.
@@ -156,7 +156,7 @@ cdef object capture_call(object fn, tuple args, dict kwargs):
 cdef int ROUTED_DEPTH = 0       # > 0 inside a routed op (the ops it calls are its own business)
 
 
-def captured_op_call(fn, tuple args, dict kwargs):
+def _capture_op_call(fn, tuple args, dict kwargs):
     """fn(*args, **kwargs), noted by the active capture of this thread (see above)."""
     global ROUTED_DEPTH
     if ROUTED_DEPTH > 0 or not capturing() or CAPTURE.depth > 0:

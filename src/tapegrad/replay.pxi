@@ -352,7 +352,7 @@ cdef class Program:
         external's proxy shares its version counter, so the op's own saved-value checks see
         in-place writes to it), leaves requiring grad where a gradient flows.  Its results must
         have the shapes and dtypes of the capture (an op whose result shape depends on values:
-        masked_select, nonzero, ...), else ReplayDiffers."""
+        masked_select, nonzero, ...), else _ReplayDiffers."""
         cdef Step* s = &self.steps[i]
         cdef TensorBase p
         cdef Py_ssize_t j, k
@@ -373,13 +373,13 @@ cdef class Program:
             res = fn(*args)
         outs = (res,) if isinstance(res, TensorBase) else tuple(res)
         if len(outs) != len(out_slots):
-            raise ReplayDiffers()
+            raise _ReplayDiffers()
         for j in range(len(outs)):
             k = out_slots[j]
             A = (<TensorBase>outs[j])._array
             if A.shape != self.shapes[k] or (self.typenums is not None and
                                              cnp.PyArray_TYPE(A) != <int>self.typenums[k]):
-                raise ReplayDiffers()
+                raise _ReplayDiffers()
             self.set_result(bs, k, A)
         bs.calls[i] = (outs, proxies) if recording else None
         return 0
@@ -802,7 +802,7 @@ cdef class Program:
         cdef Py_ssize_t k
         try:
             lease, outs = self.forward([(<TensorBase>t)._array for t in tensors], tensors)
-        except ReplayDiffers:
+        except _ReplayDiffers:
             return None
         if guards_hold is not None and not guards_hold(lease):
             (<Lease>lease).release()
@@ -867,7 +867,7 @@ cdef class SlotRef:
         self.k = k
 
 
-class ReplayDiffers(Exception):
+class _ReplayDiffers(Exception):
     """A re-run op gave results of other shapes or dtypes than at capture: replay refused."""
 
 
