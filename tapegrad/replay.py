@@ -257,6 +257,22 @@ class _Routes:
             for name, value in list(vars(ns).items()):
                 if _routable(name, value):
                     entries.append((ns, name, value, _routed(value), True))
+        # The same functions bound under other names in the library's Python modules (a layer's
+        # `from .._batch_norm import batch_norm`): routed too, or the op would run unseen.
+        by_id = {id(e[2]): e[3] for e in entries}
+        for mod_name, mod in list(sys.modules.items()):
+            if (not mod_name.startswith("tapegrad.") or mod in spaces
+                    or not (getattr(mod, "__file__", None) or "").endswith(".py")):
+                continue
+            for name, value in list(vars(mod).items()):
+                if id(value) in by_id and not name.startswith("__"):
+                    entries.append((mod, name, value, by_id[id(value)], True))
+                elif isinstance(value, type) and value.__module__ == mod_name:
+                    # a layer class holding its op as a staticmethod (MaxPool2d._fn)
+                    for attr, v in list(vars(value).items()):
+                        if isinstance(v, staticmethod) and id(v.__func__) in by_id:
+                            entries.append((value, attr, v, staticmethod(by_id[id(v.__func__)]),
+                                            True))
         seen = set()
         for klass in Tensor.__mro__:
             if klass is object:

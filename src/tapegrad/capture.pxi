@@ -69,6 +69,17 @@ cdef int collect_tensors(object obj, list out) except -1:
     return 0
 
 
+cdef bint holds_array(object obj) except -1:
+    """Whether an op's argument is or contains (in lists and tuples) a numpy array."""
+    if cnp.PyArray_Check(obj):
+        return True
+    if type(obj) is list or type(obj) is tuple:
+        for o in <object>obj:
+            if holds_array(o):
+                return True
+    return False
+
+
 cdef bint made_here(object res, set made) except -1:
     """Whether `res` is a tensor, or a tuple/list of tensors, that the call made (not an input it
     returned as is: in-place ops, a no-op contiguous() or to())."""
@@ -94,6 +105,11 @@ cdef object collapse_call(Capture cap, object fn, tuple args, dict kwargs, objec
     collect_tensors(args, tensors)
     if kwargs:
         collect_tensors(tuple(kwargs.values()), tensors)
+    if holds_array(args) or (kwargs and holds_array(tuple(kwargs.values()))):
+        # numpy data handed to an op (tensor(a), a mask or index array) may be derived from
+        # tensor values by code the capture cannot see: replaying it would replay stale data.
+        cap.unsupported.append(f"{getattr(fn, '__name__', fn)} given a numpy array")
+        return res
     cdef Py_ssize_t j
     for j in range(len(versions)):
         if version_of(<TensorBase>tensors[j]).value != <Py_ssize_t>versions[j]:
@@ -238,6 +254,8 @@ cdef int capture_reduce(int op, TensorBase x, object A, tuple axes, bint keepdim
                         TensorBase res) except -1:
     if A is not x._array or A.dtype.kind != "f":
         return capture_unsupported(f"{OP_NAMES[op]} with a dtype argument or of integers")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A):     # its summation order is the view's
+        return capture_unsupported(f"{OP_NAMES[op]} of a non-contiguous tensor")
     return capture_step((SK_REDUCE, op, 0, x, None, (axes, keepdim, count), res))
 
 

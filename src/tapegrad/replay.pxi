@@ -97,6 +97,8 @@ cdef class BufferSet:
     cdef void* s1
     cdef public bint in_use
     cdef list calls             # step -> (result tensor, {slot: proxy tensor}) of re-run ops
+    cdef list contiguous        # slot -> the C-contiguous copy ptr[slot] points into (re-run
+                                # ops' non-contiguous results that C kernels read), or None
 
     def __dealloc__(self):
         free(self.ptr)
@@ -137,7 +139,7 @@ cdef class Program:
     cdef list outputs           # slots returned by the call
     cdef set fresh              # slots given a new array at every replay (outputs, reductions)
     cdef set replaced           # slots whose array a step computes outside the set's buffers
-    cdef set c_read             # slots C kernels read (kept C-contiguous)
+    cdef set c_read             # slots C kernels read through raw pointers (C-contiguous)
     cdef list adj_dtypes        # slot -> dtype of its adjoint (the program's, but for slots only
                                 # re-run ops touch: those may be of another float dtype)
     cdef list pool
@@ -194,7 +196,7 @@ cdef class Program:
             s.bcast_a = a >= 0 and self.shapes[a] != self.shapes[out]
             s.bcast_b = b >= 0 and self.shapes[b] != self.shapes[out]
             self.aux.append(aux)
-            if kind != SK_CALL:
+            if kind == SK_BINARY or kind == SK_UNARY or kind == SK_REDUCE:
                 if a >= 0:
                     self.c_read.add(a)
                 if b >= 0:
@@ -271,6 +273,7 @@ cdef class Program:
         bs.adj = [None] * self.n_slots
         bs.given = [None] * self.n_slots
         bs.calls = [None] * self.n_steps
+        bs.contiguous = [None] * self.n_slots
         for k in range(self.n_slots):
             if k >= self.n_ext and k not in self.fresh:
                 arr = np.empty(self.shapes[k], self.dtype)
@@ -304,12 +307,17 @@ cdef class Program:
         return 0
 
     cdef inline int set_result(self, BufferSet bs, Py_ssize_t k, object arr) except -1:
-        """Slot k takes an array a step computed outside the set's buffers (numpy, an eager op):
-        C-contiguous if C kernels read it, else as it is (a view stays a view: the ops that read
-        it then compute on the layout eager gave them)."""
+        """Slot k takes an array a step computed outside the set's buffers (numpy, an eager op),
+        as it is: a view stays a view, so the numpy-level steps and re-run ops that read it
+        compute on the layout eager gave them (a product, a reduction: the same order).  The C
+        kernels read it through ptr[k]: a C-contiguous copy when it is not (elementwise kernels
+        give the same values on any layout)."""
+        self.set_slot(bs, k, arr)
         if k in self.c_read and not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>arr):
-            arr = np.ascontiguousarray(arr)
-        return self.set_slot(bs, k, arr)
+            copy = np.ascontiguousarray(arr)
+            bs.contiguous[k] = copy
+            bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>copy)
+        return 0
 
     def forward(self, list externals, list tensors=None):
         """Run the steps on the externals' arrays (checked by the caller: shapes, dtype,
