@@ -46,6 +46,7 @@ Not guarded: numbers and tensors reached through attributes (`self.scale`, rebin
 from __future__ import annotations
 
 import functools
+import sys
 
 import numpy as np
 
@@ -240,19 +241,24 @@ def _routed(fn):
     return routed
 
 
+def _loaded_modules() -> int:
+    return sum(1 for name in sys.modules if name.startswith("tapegrad."))
+
+
 class _Routes:
     """(namespace, name, original, routed, own) for every routed op, built on first use."""
 
     def __init__(self):
         self.entries = None
+        self.modules = 0            # how many tapegrad modules were loaded at the last build
 
     def build(self):
-        import sys
         import tapegrad
         entries = []
-        spaces = [tapegrad, tapegrad.nn.functional]
-        spaces += [sys.modules[m] for m in ("tapegrad.linalg", "tapegrad.special", "tapegrad.fft")
-                   if m in sys.modules]
+        # (only modules already loaded: importing tapegrad.nn here would cost a second)
+        spaces = [tapegrad] + [sys.modules[m] for m in (
+            "tapegrad.nn.functional", "tapegrad.linalg", "tapegrad.special", "tapegrad.fft")
+            if m in sys.modules]
         for ns in spaces:
             for name, value in list(vars(ns).items()):
                 if _routable(name, value):
@@ -289,9 +295,10 @@ class _Routes:
                     entries.append((Tensor, name, Tensor.__dict__.get(name), _routed(value),
                                     name in Tensor.__dict__))
         self.entries = entries
+        self.modules = _loaded_modules()
 
     def install(self):
-        if self.entries is None:
+        if self.entries is None or self.modules != _loaded_modules():
             self.build()
         for ns, name, _, routed, _ in self.entries:
             setattr(ns, name, routed)

@@ -642,3 +642,16 @@ def test_reductions_of_views_keep_eager_summation_order():
         x = tg.tensor(rng.standard_normal((7, 333)).astype(np.float32), requires_grad=True)
         assert same(f(x), fn(x))
     assert f.stats["replays"] == 2
+
+
+def test_ops_given_numpy_data_run_eagerly():
+    # Library-style code reading a tensor's array (unseen by the capture) and handing the
+    # derived data to an op: re-running that op would replay the data of the capturing call.
+    def fn(x):
+        doubled = x._array * 2.0
+        return x + tg.from_numpy(doubled)
+    f = tg.compile(fn)
+    for v in (1.0, 2.0, 3.0):
+        x = tg.full((3,), v)
+        assert same(f(x), fn(x))
+    assert "given a numpy array" in f.explain()
