@@ -1,12 +1,13 @@
 # ---------------------------------------------------------------------------------------------
 # Capture: what tapegrad.compile sees of an eager call (the replay itself is replay.pxi).
 #
-# While a Capture is active (on the thread that started it) the ops that replay.pxi can replay
-# describe themselves with capture_step: (kind, op, operands..., result).  Every tensor any op
-# creates goes through wrap() and is noted in `created`; a created tensor that no step claims was
-# made by an op the replay does not know, so the call is not replayable (it keeps running eagerly).
-# That check is what makes the list of supported ops safe to extend one op at a time: an op
-# without a capture hook can never be replayed with stale values.
+# While a Capture is active (on the thread that started it) the ops describe themselves with
+# capture_step: (kind, op, operands..., result).  The elementwise ops and reductions that replay.pxi
+# runs in C have hooks of their own; every other public op is noted as a whole by _capture_op_call
+# (tapegrad/replay.py routes the library's public names through it during a capture), as a step
+# that re-runs it.  Every tensor any op creates goes through wrap() and is noted in `created`; a
+# created tensor that no step claims was made by an op reached some other way, so the call is not
+# replayable (it keeps running eagerly): no op can be replayed with stale values.
 #
 # Other things that would make a replay differ from an eager run are noted too: in-place writes
 # (version bumps), and Python-level reads of tensor values (item, bool, float, ...), which become
