@@ -99,6 +99,11 @@ class _Plan:
                 return False
         return True
 
+    def program_outputs(self, result):
+        """The Program's outputs among fn's return value (a create_graph re-run's)."""
+        outs = [result] if isinstance(result, Tensor) else [r for r in result if r is not None]
+        return tuple(t for t, k in zip(outs, self.output_map) if k >= 0)
+
     def rebuild(self, outs):
         if self.structure is None:
             return outs[0] if outs else None
@@ -148,7 +153,8 @@ class CompiledFunction:
             if plan.program is None:
                 self.stats["eager"] += 1
                 return self.fn(*args, **kwargs)
-            out = _replay(plan, flat) if _env_holds(plan.env) else _MISS
+            out = (_replay(plan, flat, lambda: plan.program_outputs(self.fn(*args, **kwargs)))
+                   if _env_holds(plan.env) else _MISS)
             if out is not _MISS:
                 self.stats["replays"] += 1
                 return out
@@ -383,11 +389,12 @@ def _env_holds(env) -> bool:
     return True
 
 
-def _replay(plan, flat):
+def _replay(plan, flat, rerun=None):
     tensors = plan.externals(flat)
     if tensors is None:
         return _MISS
-    outs = plan.program.run(tensors, plan.saved_ext, plan.guards_hold if plan.guards else None)
+    outs = plan.program.run(tensors, plan.saved_ext, plan.guards_hold if plan.guards else None,
+                            rerun)
     if outs is None:
         return _MISS
     return plan.rebuild([outs[k] if k >= 0 else tensors[~k] for k in plan.output_map])

@@ -274,6 +274,7 @@ cdef int OP_LEAF
 
 cdef class CompiledBackward:
     cdef object backward(self, list g)
+    cdef object graph_backward(self, list g)
     cdef release(self)
 
 cdef Tape TAPE

@@ -802,7 +802,15 @@ cdef class Program:
     def n_steps(self):
         return self.n_steps
 
-    def run(self, list tensors, list saved_ext, object guards_hold):
+    cdef bint deterministic(self):
+        """Whether every step is a C step (no op re-run whole, which might draw random values)."""
+        cdef Py_ssize_t i
+        for i in range(self.n_steps):
+            if self.steps[i].kind == SK_CALL:
+                return False
+        return True
+
+    def run(self, list tensors, list saved_ext, object guards_hold, object rerun=None):
         """Replay on `tensors` (the externals, checked by the caller): the outputs as tensors
         (linked into the tape as one node when a gradient flows), or None when guards_hold
         (a callable given the Lease, or None) says the replay differs from an eager run."""
@@ -831,6 +839,8 @@ cdef class Program:
         node.n_out = len(outs)
         node.versions = [(version_of(<TensorBase>tensors[k]),
                           version_of(<TensorBase>tensors[k]).value) for k in saved_ext]
+        node.inputs = tuple(tensors)
+        node.rerun = rerun if self.deterministic() else None
         non_diff = tuple([results[k] for k in range(len(outs)) if not self.grad[self.outputs[k]]])
         out = _function_record(node, tuple(tensors), results, (), non_diff)
         return out if isinstance(out, tuple) else (out,)
@@ -843,6 +853,9 @@ cdef class CompiledFunctionBackward(CompiledBackward):
     cdef Lease lease
     cdef Py_ssize_t n_out
     cdef list versions          # (Version, value at forward) of the externals backward reads
+    cdef object rerun           # None, or () -> the call's outputs computed eagerly again (a
+                                # program of C steps only: deterministic), for create_graph
+    cdef tuple inputs           # the externals
     cdef public object _input_meta, _output_meta    # set by _function_record
 
     def name(self):
@@ -859,6 +872,39 @@ cdef class CompiledFunctionBackward(CompiledBackward):
                                    "been modified by an inplace operation: is at version "
                                    f"{v.value}; expected version {at} instead.")
         return tuple(self.program.backward(self.lease, g[:self.n_out]))
+
+    cdef object graph_backward(self, list g):
+        """create_graph=True: the call run again eagerly on the same externals (its values are
+        the replay's: same ops, same inputs), then its recorded backward, itself recorded."""
+        cdef Version v
+        if self.rerun is None:
+            raise RuntimeError(
+                "create_graph=True through a tapegrad.compile'd call that re-runs ops whole "
+                "(views, random draws, layers, ...) is not supported: call the original function "
+                "(compiled.fn) for higher-order derivatives")
+        for v, at in self.versions:
+            if v.value != at:
+                raise RuntimeError("one of the variables needed for gradient computation has "
+                                   "been modified by an inplace operation: is at version "
+                                   f"{v.value}; expected version {at} instead.")
+        cdef bint was = grad_enabled()
+        _set_grad_enabled(True)
+        try:
+            outs = self.rerun()
+        finally:
+            _set_grad_enabled(was)
+        cdef list roots = [], seeds = []
+        cdef Py_ssize_t j
+        for j in range(self.n_out):
+            if g[j] is not None and (<TensorBase>outs[j])._requires_grad:
+                roots.append(outs[j])
+                seeds.append(g[j])
+        wanted = [t for t in self.inputs if (<TensorBase>t)._requires_grad]
+        if not roots or not wanted:
+            return (None,) * len(self.inputs)
+        grads = _grad(tuple(roots), tuple(wanted), tuple(seeds), True, True, True, False)
+        found = {id(t): gr for t, gr in zip(wanted, grads)}
+        return tuple([found.get(id(t)) for t in self.inputs])
 
     cdef release(self):
         """The graph was freed (backward without retain_graph): the buffers can be reused."""
