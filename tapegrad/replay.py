@@ -12,9 +12,11 @@
 
 The first call with a given signature (the tensor arguments' shapes, dtypes and requires_grad,
 which arguments are the same tensor, the other arguments' values, grad mode) runs `fn` eagerly
-and captures its ops (src/tapegrad/capture.pxi).  When every op it ran can be replayed, the
-capture becomes a Program (src/tapegrad/replay.pxi): the steps that reach the outputs, over
-buffers allocated once.  Later calls run the Program's forward in C and return tensors whose
+and captures its ops (src/tapegrad/capture.pxi).  Every public op of the library is captured:
+the elementwise ops and reductions that have C replay kernels as C steps, any other op as a step
+that re-runs it on the new values (its own code, its own VJP from the op table; random ops draw
+from the generator stream eager would use).  The capture becomes a Program
+(src/tapegrad/replay.pxi): the steps that reach the outputs, over buffers allocated once.  Later calls run the Program's forward in C and return tensors whose
 backward runs the Program's reverse sweep (one node on the tape, whose backward is the only
 Python the tape runs for it) - values and gradients equal the eager ones bit for bit.
 
@@ -25,8 +27,13 @@ capture (or raise, with on_guard_failure="raise"):
     layout and requires_grad are checked at every call; their values are read in place;
   - Python decisions on tensor values: every item() / bool() / float() / int() / tolist() of a
     captured value is re-checked after the replayed forward;
-  - ops the replay does not support (random draws, in-place writes, views, matmul, ...): the
-    function then runs eagerly at every call (`.explain()` says why) - never a stale replay.
+  - a re-run op whose result has another shape or dtype than at capture (masked_select,
+    nonzero, boolean indexing: shapes that depend on values) sends the call back to capture;
+  - what cannot be replayed makes the function run eagerly at every call (`.explain()` lists
+    each reason) - never a stale replay: in-place writes into tensors the function did not make
+    inside one op (x.add_(y), x[i] = v, fill_/zero_/normal_ ...), .numpy() reads, ops reached
+    other than by their public names (a reference taken from an internal module), custom
+    autograd.Functions.
 
   - the function's environment: every Python number and every tensor it reads by name from its
     closure cells or its globals (and those of functions it defines inside); a changed number (a
@@ -39,6 +46,7 @@ Not guarded: numbers and tensors reached through attributes (`self.scale`, rebin
 from __future__ import annotations
 
 import functools
+import sys
 
 import numpy as np
 
@@ -47,6 +55,10 @@ from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
 __all__ = ["compile", "CompiledFunction", "GuardFailure"]
+
+
+def _typenum_dtype(num):
+    return next(d for d in map(np.dtype, np.typecodes["All"]) if d.num == num)
 
 
 _FLOAT_TYPENUMS = {np.dtype(np.float32).num: np.dtype(np.float32),
@@ -86,6 +98,11 @@ class _Plan:
             if _read(lease.array(slot), kind) != value:
                 return False
         return True
+
+    def program_outputs(self, result):
+        """The Program's outputs among fn's return value (a create_graph re-run's)."""
+        outs = [result] if isinstance(result, Tensor) else [r for r in result if r is not None]
+        return tuple(t for t, k in zip(outs, self.output_map) if k >= 0)
 
     def rebuild(self, outs):
         if self.structure is None:
@@ -136,7 +153,8 @@ class CompiledFunction:
             if plan.program is None:
                 self.stats["eager"] += 1
                 return self.fn(*args, **kwargs)
-            out = _replay(plan, flat) if _env_holds(plan.env) else _MISS
+            out = (_replay(plan, flat, lambda: plan.program_outputs(self.fn(*args, **kwargs)))
+                   if _env_holds(plan.env) else _MISS)
             if out is not _MISS:
                 self.stats["replays"] += 1
                 return out
@@ -151,7 +169,11 @@ class CompiledFunction:
         env = _environment(self.fn)
         capture = _core._capture_begin()
         try:
-            result = self.fn(*args, **kwargs)
+            _ROUTES.install()
+            try:
+                result = self.fn(*args, **kwargs)
+            finally:
+                _ROUTES.remove()
         finally:
             _core._capture_end()
         self.stats["captures"] += 1
@@ -176,6 +198,126 @@ def compile(fn=None, *, on_guard_failure="recapture", cache_size=8):
 
 
 _MISS = object()
+
+
+# -- the library's ops, routed through the capture while one runs ---------------------------------
+# A capture notes each public op the function calls (src/tapegrad/capture.pxi, _capture_op_call):
+# ops with C replay hooks keep their steps, any other op becomes one step that re-runs it.  The
+# routes exist only while a capture runs (the eager path pays nothing): the public names of the
+# tapegrad namespace, nn.functional, linalg/special and Tensor's methods are pointed at thin
+# wrappers, and put back after.  An op reached another way (a reference taken before, an internal
+# alias) is not routed: its tensors stay unclaimed and the call runs eagerly (explain() says so),
+# never a stale replay.
+
+# Names that are not ops, or must not run again at every replay (disk I/O).
+_NOT_ROUTED = frozenset({
+    "compile", "load", "save", "manual_seed", "seed", "initial_seed", "vmap", "backward",
+    "register_hook", "register_post_accumulate_grad_hook", "retain_grad", "requires_grad_",
+    "item", "tolist", "numpy", "size", "dim", "ndimension", "nelement", "numel", "element_size",
+    "data_ptr", "stride", "storage_offset", "is_contiguous", "is_floating_point", "is_complex",
+    "is_leaf", "get_device", "untyped_storage", "storage", "share_memory_", "pin_memory",
+    "apply_", "map_", "zero_", "fill_", "copy_", "set_", "detach_", "resize_", "resize_as_",
+})
+
+# Dunders that are ops implemented outside the C arithmetic hooks: indexing, and the operators
+# the op families define (comparisons, bitwise, @, ...: _core.TENSOR_METHODS).
+_ROUTED_DUNDERS = frozenset(["__getitem__"] + [n for n in _core.TENSOR_METHODS
+                                               if n.startswith("__")])
+
+
+def _routable(name, value) -> bool:
+    if name in _NOT_ROUTED or name.endswith("_") and not name.endswith("__"):
+        return False
+    if name.startswith("__") and name not in _ROUTED_DUNDERS:
+        return False
+    if isinstance(value, type) or not callable(value):
+        return False
+    module = getattr(value, "__module__", None) or ""
+    return module.startswith("tapegrad") or type(value).__name__ in (
+        "cython_function_or_method", "method_descriptor", "wrapper_descriptor")
+
+
+def _routed(fn):
+    call = _core._capture_op_call
+
+    def routed(*args, **kwargs):
+        return call(fn, args, kwargs)
+    routed.__wrapped__ = fn
+    routed.__name__ = getattr(fn, "__name__", "op")
+    return routed
+
+
+def _loaded_modules() -> int:
+    return sum(1 for name in sys.modules if name.startswith("tapegrad."))
+
+
+class _Routes:
+    """(namespace, name, original, routed, own) for every routed op, built on first use."""
+
+    def __init__(self):
+        self.entries = None
+        self.modules = 0            # how many tapegrad modules were loaded at the last build
+
+    def build(self):
+        import tapegrad
+        entries = []
+        # (only modules already loaded: importing tapegrad.nn here would cost a second)
+        spaces = [tapegrad] + [sys.modules[m] for m in (
+            "tapegrad.nn.functional", "tapegrad.linalg", "tapegrad.special", "tapegrad.fft")
+            if m in sys.modules]
+        for ns in spaces:
+            for name, value in list(vars(ns).items()):
+                if _routable(name, value):
+                    entries.append((ns, name, value, _routed(value), True))
+        # The same functions bound under other names in the library's Python modules (a layer's
+        # `from .._batch_norm import batch_norm`): routed too, or the op would run unseen.
+        by_id = {id(e[2]): e[3] for e in entries}
+        for mod_name, mod in list(sys.modules.items()):
+            if (not mod_name.startswith("tapegrad.") or mod in spaces
+                    or not (getattr(mod, "__file__", None) or "").endswith(".py")):
+                continue
+            for name, value in list(vars(mod).items()):
+                if id(value) in by_id and not name.startswith("__"):
+                    entries.append((mod, name, value, by_id[id(value)], True))
+                elif isinstance(value, type) and value.__module__ == mod_name:
+                    # a layer class holding its op as a staticmethod (MaxPool2d._fn)
+                    for attr, v in list(vars(value).items()):
+                        if isinstance(v, staticmethod) and id(v.__func__) in by_id:
+                            entries.append((value, attr, v, staticmethod(by_id[id(v.__func__)]),
+                                            True))
+        seen = set()
+        for klass in Tensor.__mro__:
+            if klass is object:
+                continue
+            for name, value in list(vars(klass).items()):
+                if name in seen:
+                    continue
+                seen.add(name)
+                if isinstance(value, property) and name in ("T", "mT", "H", "mH"):
+                    entries.append((Tensor, name, Tensor.__dict__.get(name),
+                                    property(_routed(value.fget)), name in Tensor.__dict__))
+                elif _routable(name, value) and not isinstance(value, (staticmethod,
+                                                                        classmethod)):
+                    entries.append((Tensor, name, Tensor.__dict__.get(name), _routed(value),
+                                    name in Tensor.__dict__))
+        self.entries = entries
+        self.modules = _loaded_modules()
+
+    def install(self):
+        if self.entries is None or self.modules != _loaded_modules():
+            self.build()
+        for ns, name, _, routed, _ in self.entries:
+            setattr(ns, name, routed)
+
+    def remove(self):
+        for ns, name, original, _, own in self.entries:
+            if own:
+                setattr(ns, name, original)
+            else:
+                delattr(ns, name)
+
+
+_ROUTES = _Routes()
 
 
 # -- the environment guard ------------------------------------------------------------------------
@@ -247,11 +389,12 @@ def _env_holds(env) -> bool:
     return True
 
 
-def _replay(plan, flat):
+def _replay(plan, flat, rerun=None):
     tensors = plan.externals(flat)
     if tensors is None:
         return _MISS
-    outs = plan.program.run(tensors, plan.saved_ext, plan.guards_hold if plan.guards else None)
+    outs = plan.program.run(tensors, plan.saved_ext, plan.guards_hold if plan.guards else None,
+                            rerun)
     if outs is None:
         return _MISS
     return plan.rebuild([outs[k] if k >= 0 else tensors[~k] for k in plan.output_map])
@@ -268,15 +411,20 @@ def _build_plan(capture, flat, result):
 
 
 def _plan_from(capture, flat, result):
-    if capture.unsupported:
-        raise _Unsupported(capture.unsupported[0])
+    # Every reason the call cannot replay, each once, in the order met: the ops left eager.
+    reasons = list(dict.fromkeys(capture.unsupported))
     claimed = capture.claimed
     # every tensor an op made must be a step's result (a claimed one was created by wrap)
-    for t in ([t for t in capture.created if id(t) not in claimed][:1]
-              if len(claimed) != len(capture.created) else ()):
-        raise _Unsupported("it runs an op the replay does not support"
+    if len(claimed) != len(capture.created):
+        for t in capture.created:
+            if id(t) not in claimed:
+                reasons.append("it runs an op the replay does not see (reached other than by "
+                               "its public name)"
                                + (f" ({t.grad_fn.name()})" if t.grad_fn is not None else
                                   " (a tensor creation, conversion or view)"))
+        reasons = list(dict.fromkeys(reasons))
+    if reasons:
+        raise _Unsupported("; ".join(reasons))
     plan = _Plan()
 
     # outputs: a tensor, or a tuple/list of tensors (and None)
@@ -300,11 +448,19 @@ def _plan_from(capture, flat, result):
                                "what Python does with them)")
         guard_reads.append((t, kind, value))
     roots = outputs + [t for t, _, _ in guard_reads]
-    ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes = _core._plan_steps(
-        capture.steps, claimed, roots, is_grad_enabled())
+    (ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes, grad_dtypes,
+     typenums) = _core._plan_steps(capture.steps, claimed, roots, is_grad_enabled())
+    # The C steps compute in one float dtype; re-run ops may mix any (their adjoints, computed by
+    # their own VJPs, keep their slots' dtypes).
     if len(dtypes) > 1 or not dtypes <= _FLOAT_TYPENUMS.keys():
-        raise _Unsupported("its tensors are not all float32 or all float64")
-    dtype = _FLOAT_TYPENUMS[dtypes.pop()] if dtypes else np.dtype(np.float32)
+        raise _Unsupported("its C-replayed ops mix dtypes or compute in a dtype other than "
+                           "float32 or float64")
+    if any(_typenum_dtype(k).kind not in "fc"
+           for k in grad_dtypes):
+        raise _Unsupported("a gradient flows through a tensor that is not floating point")
+    dtype = (_FLOAT_TYPENUMS[dtypes.pop()] if dtypes else
+             next((_FLOAT_TYPENUMS[k] for k in grad_dtypes if k in _FLOAT_TYPENUMS),
+                  np.dtype(np.float32)))
     arg_index = {}
     for i, a in enumerate(flat):
         if isinstance(a, Tensor):
@@ -330,5 +486,5 @@ def _plan_from(capture, flat, result):
     plan.guards = [(root_slot[id(t)], kind, value) for t, kind, value in guard_reads]
     plan.saved_ext = saved_ext
     plan.program = _core.Program(dtype, shapes, grad, len(ext), program_steps,
-                                 output_slots)
+                                 output_slots, typenums)
     return plan

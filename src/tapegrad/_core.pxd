@@ -274,6 +274,7 @@ cdef int OP_LEAF
 
 cdef class CompiledBackward:
     cdef object backward(self, list g)
+    cdef object graph_backward(self, list g)
     cdef release(self)
 
 cdef Tape TAPE
@@ -313,6 +314,9 @@ cdef int capture_created(object t) except -1
 cdef int capture_step(tuple step) except -1
 
 cdef object capture_call(object fn, tuple args, dict kwargs)
+
+cdef int capture_unary(int op, int kop, TensorBase x, object A, bint in_c,
+                       TensorBase res) except -1
 
 cdef int capture_reduce(int op, TensorBase x, object A, tuple axes, bint keepdim, double count,
                         TensorBase res) except -1

@@ -7,5 +7,6 @@ from tapegrad._ops_reduce cimport *
 from tapegrad._ops_linalg cimport *
 
 from tapegrad._core import _function_record, _grad
+from tapegrad._core import _set_grad_enabled
 
 include "replay.pxi"

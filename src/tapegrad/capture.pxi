@@ -1,17 +1,21 @@
 # ---------------------------------------------------------------------------------------------
 # Capture: what tapegrad.compile sees of an eager call (the replay itself is replay.pxi).
 #
-# While a Capture is active (on the thread that started it) the ops that replay.pxi can replay
-# describe themselves with capture_step: (kind, op, operands..., result).  Every tensor any op
-# creates goes through wrap() and is noted in `created`; a created tensor that no step claims was
-# made by an op the replay does not know, so the call is not replayable (it keeps running eagerly).
-# That check is what makes the list of supported ops safe to extend one op at a time: an op
-# without a capture hook can never be replayed with stale values.
+# While a Capture is active (on the thread that started it) the ops describe themselves with
+# capture_step: (kind, op, operands..., result).  The elementwise ops and reductions that replay.pxi
+# runs in C have hooks of their own; every other public op is noted as a whole by _capture_op_call
+# (tapegrad/replay.py routes the library's public names through it during a capture), as a step
+# that re-runs it.  Every tensor any op creates goes through wrap() and is noted in `created`; a
+# created tensor that no step claims was made by an op reached some other way, so the call is not
+# replayable (it keeps running eagerly): no op can be replayed with stale values.
 #
 # Other things that would make a replay differ from an eager run are noted too: in-place writes
 # (version bumps), and Python-level reads of tensor values (item, bool, float, ...), which become
 # value guards checked after each replayed forward.
 # ---------------------------------------------------------------------------------------------
+
+import operator
+
 
 # The kinds of captured steps (and of the replay's steps, replay.pxi).
 
@@ -26,6 +30,11 @@ cdef class Capture:
         self.reads = []
         self.unsupported = []
         self.thread = PyThread_get_thread_ident()
+
+
+cdef inline Py_ssize_t oid(object o) noexcept:
+    """id(o) without the builtin call (the capture holds every object it names)."""
+    return <Py_ssize_t><PyObject*>o
 
 
 CAPTURE = None     # the active capture, or None (then every hook is one test)
@@ -51,37 +60,141 @@ cdef int capture_unsupported(str why) except -1:
     return 0
 
 
+cdef int collect_tensors(object obj, list out) except -1:
+    """The tensors in an op's argument: itself, or inside (nested) lists and tuples (cat)."""
+    if isinstance(obj, TensorBase):
+        out.append(obj)
+    elif type(obj) is list or type(obj) is tuple:
+        for o in <object>obj:
+            collect_tensors(o, out)
+    return 0
+
+
+cdef bint holds_array(object obj) except -1:
+    """Whether an op's argument is or contains (in lists and tuples) a numpy array."""
+    if cnp.PyArray_Check(obj):
+        return True
+    if type(obj) is list or type(obj) is tuple:
+        for o in <object>obj:
+            if holds_array(o):
+                return True
+    return False
+
+
+cdef bint made_here(object res, set made) except -1:
+    """Whether `res` is a tensor, or a tuple/list of tensors, that the call made (not an input it
+    returned as is: in-place ops, a no-op contiguous() or to())."""
+    if isinstance(res, TensorBase):
+        return oid(res) in made
+    if isinstance(res, (tuple, list)) and len(<object>res) > 0:
+        for o in <object>res:
+            if not isinstance(o, TensorBase) or oid(o) not in made:
+                return False
+        return True
+    return False
+
+
+cdef object collapse_call(Capture cap, object fn, tuple args, dict kwargs, object res,
+                          Py_ssize_t n_created, Py_ssize_t n_steps, Py_ssize_t n_unsupported,
+                          Py_ssize_t n_reads, list versions):
+    """Note the op call fn(*args, **kwargs) -> res, which has just run under the capture, as one
+    SK_CALL step that re-runs it whole: what the op did inside (the tensors it made, the steps of
+    the ops it called, the values it read in Python, the ops it ran that the replay cannot) is
+    its own business, since a replay runs it again.  Unless it wrote into one of its inputs
+    (`versions`: their version counters' values before the call): a replay would write again."""
+    cdef list tensors = []
+    collect_tensors(args, tensors)
+    if kwargs:
+        collect_tensors(tuple(kwargs.values()), tensors)
+    if holds_array(args) or (kwargs and holds_array(tuple(kwargs.values()))):
+        # numpy data handed to an op (tensor(a), a mask or index array) may be derived from
+        # tensor values by code the capture cannot see: replaying it would replay stale data.
+        cap.unsupported.append(f"{getattr(fn, '__name__', fn)} given a numpy array")
+        return res
+    cdef Py_ssize_t j
+    for j in range(len(versions)):
+        if version_of(<TensorBase>tensors[j]).value != <Py_ssize_t>versions[j]:
+            return res                  # an in-place op: its write stays noted as unsupported
+    for st in cap.steps[n_steps:]:
+        cap.claimed.discard(oid(st[len(st) - 1]))
+    del cap.steps[n_steps:]
+    del cap.created[n_created:]
+    del cap.unsupported[n_unsupported:]
+    del cap.reads[n_reads:]
+    outs = (res,) if isinstance(res, TensorBase) else tuple(res)
+    cap.created.extend(outs)
+    capture_step((SK_CALL, 0, 0, None, None, (fn, args, kwargs or {}, tuple(tensors), outs),
+                  outs[0]))
+    for o in outs[1:]:
+        cap.claimed.add(oid(o))
+    return res
+
+
+cdef list input_versions(tuple args, dict kwargs):
+    cdef list tensors = []
+    collect_tensors(args, tensors)
+    if kwargs:
+        collect_tensors(tuple(kwargs.values()), tensors)
+    return [version_of(<TensorBase>t).value for t in tensors]
+
+
 cdef object capture_call(object fn, tuple args, dict kwargs):
     """fn(*args, **kwargs) for an op the replay re-runs as a whole (matmul, linear, losses, ...):
-    one step whose result is claimed; what the op does inside is its own business (the tensors
-    it makes, the steps of the ops it calls are dropped from the capture).  fn is the public op
-    itself: called here (depth > 0) or by a replay (no capture), it runs its eager body."""
+    one step whose result is claimed (collapse_call).  fn is the public op itself: called here
+    (depth > 0) or by a replay (no capture), it runs its eager body."""
     cdef Capture cap = CAPTURE
     if kwargs is None:
         kwargs = {}
     if cap.depth > 0:
         return fn(*args, **kwargs)
     cdef Py_ssize_t n_created = len(cap.created), n_steps = len(cap.steps)
-    cdef Py_ssize_t n_unsupported = len(cap.unsupported)
+    cdef Py_ssize_t n_unsupported = len(cap.unsupported), n_reads = len(cap.reads)
+    cdef list versions = input_versions(args, kwargs)
     cap.depth += 1
     try:
         res = fn(*args, **kwargs)
     finally:
         cap.depth -= 1
-    for st in cap.steps[n_steps:]:
-        cap.claimed.discard(<Py_ssize_t><PyObject*>st[len(st) - 1])
-    del cap.steps[n_steps:]
-    del cap.created[n_created:]
-    del cap.unsupported[n_unsupported:]
-    if not isinstance(res, TensorBase):
-        cap.unsupported.append(f"{getattr(fn, '__name__', fn)} returning several tensors")
+    if not made_here(res, set([oid(t) for t in cap.created[n_created:]])):
+        cap.unsupported.append(f"{getattr(fn, '__name__', fn)} returning something other than "
+                               "new tensors")
         return res
-    cdef list tensors = [a for a in args if isinstance(a, TensorBase)]
-    if kwargs:
-        tensors += [v for v in kwargs.values() if isinstance(v, TensorBase)]
-    cap.created.append(res)
-    capture_step((SK_CALL, 0, 0, None, None, (fn, args, kwargs, tuple(tensors)), res))
-    return res
+    return collapse_call(cap, fn, args, kwargs, res, n_created, n_steps, n_unsupported, n_reads,
+                         versions)
+
+
+# -- every public op, without a hook of its own ---------------------------------------------------
+# While a capture runs, tapegrad.compile routes the library's public ops (tapegrad.*, Tensor
+# methods, nn.functional.*: tapegrad/replay.py installs the routes) through _capture_op_call.
+# An op whose work the capture already noted step by step (the C-replayed elementwise ops and
+# reductions, which have hooks) keeps those steps; any other op becomes one SK_CALL step.  So every
+# op of the library replays, and an op added tomorrow does too, with no replay code of its own.
+
+cdef int ROUTED_DEPTH = 0       # > 0 inside a routed op (the ops it calls are its own business)
+
+
+def _capture_op_call(fn, tuple args, dict kwargs):
+    """fn(*args, **kwargs), noted by the active capture of this thread (see above)."""
+    global ROUTED_DEPTH
+    if ROUTED_DEPTH > 0 or not capturing() or CAPTURE.depth > 0:
+        return fn(*args, **kwargs)
+    cdef Capture cap = CAPTURE
+    cdef Py_ssize_t n_created = len(cap.created), n_steps = len(cap.steps)
+    cdef Py_ssize_t n_unsupported = len(cap.unsupported), n_reads = len(cap.reads)
+    cdef list versions = input_versions(args, kwargs)
+    ROUTED_DEPTH += 1
+    try:
+        res = fn(*args, **kwargs)
+    finally:
+        ROUTED_DEPTH -= 1
+    cdef set made = set([oid(t) for t in cap.created[n_created:]])
+    if not made_here(res, made):
+        return res
+    if (len(cap.unsupported) == n_unsupported and len(cap.reads) == n_reads
+            and made <= cap.claimed):
+        return res                      # noted step by step already: those steps stay
+    return collapse_call(cap, fn, args, kwargs, res, n_created, n_steps, n_unsupported, n_reads,
+                         versions)
 
 
 def _capture_begin():
@@ -110,13 +223,18 @@ def _capture_read(TensorBase t, str kind, value):
 
 cdef int capture_binary(int kop, object a, object b, bint promote, bint in_c,
                         TensorBase res) except -1:
-    if promote or not in_c:
-        return capture_unsupported(f"{TG_BINARY_NAMES[kop]} with mixed dtypes, a non-contiguous "
-                                   "operand or a broadcast the C kernels do not take")
-    if kop == TG_POW and not (isinstance(a, TensorBase) and not isinstance(b, TensorBase)
-                              and (b == 0 or special_exponent(b - 1))):
-        return capture_unsupported("pow other than tensor ** e with e in 0, -1, 0.5, 1.5, 2, 3, 4 "
-                                   "(eager computes the others' derivative with numpy)")
+    if (promote or not in_c or (kop == TG_POW and not (
+            isinstance(a, TensorBase) and not isinstance(b, TensorBase)
+            and (b == 0 or special_exponent(b - 1))))):
+        # Mixed dtypes, a layout the C kernels do not take, or a pow whose derivative eager takes
+        # from numpy: the replay re-runs the operator on the slots (a SK_CALL step).
+        if kop > TG_POW:
+            return capture_unsupported(f"{TG_BINARY_NAMES[kop]} with mixed dtypes, a "
+                                       "non-contiguous operand or a broadcast the C kernels do "
+                                       "not take")
+        tensors = [o for o in (a, b) if isinstance(o, TensorBase)]
+        return capture_step((SK_CALL, 0, 0, None, None,
+                             (TG_BINARY_OPERATORS[kop], (a, b), {}, tuple(tensors), (res,)), res))
     return capture_step((SK_BINARY, 0, kop, a, b, None, res))
 
 
@@ -124,7 +242,12 @@ cdef int capture_unary(int op, int kop, TensorBase x, object A, bint in_c,
                        TensorBase res) except -1:
     if A is not x._array or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A):
         return capture_unsupported(f"{OP_NAMES[op]} of a non-float or non-contiguous tensor")
-    return capture_step((SK_UNARY if in_c else SK_UNARY_NUMPY, op, kop, x, None, op == OP_LOG,
+    # aux: whether the op's VJP reads its input (else its output, or nothing): what the replay
+    # hands the VJP as saved value 0, read off the eager record when there is one
+    cdef bint saves_input = op == OP_LOG
+    if res._node >= 0 and TAPE.recs[res._node].op == op:
+        saves_input = TAPE.recs[res._node].saved[0] == <PyObject*>A
+    return capture_step((SK_UNARY if in_c else SK_UNARY_NUMPY, op, kop, x, None, saves_input,
                          res))
 
 
@@ -132,10 +255,14 @@ cdef int capture_reduce(int op, TensorBase x, object A, tuple axes, bint keepdim
                         TensorBase res) except -1:
     if A is not x._array or A.dtype.kind != "f":
         return capture_unsupported(f"{OP_NAMES[op]} with a dtype argument or of integers")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A):     # its summation order is the view's
+        return capture_unsupported(f"{OP_NAMES[op]} of a non-contiguous tensor")
     return capture_step((SK_REDUCE, op, 0, x, None, (axes, keepdim, count), res))
 
 
 cdef list TG_BINARY_NAMES = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
+cdef list TG_BINARY_OPERATORS = [operator.add, operator.sub, operator.mul, operator.truediv,
+                                 operator.pow]
 
 
 # -- kernels on raw buffers ----------------------------------------------------------------------

@@ -1590,11 +1590,9 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                     check_saved_versions(&rec)
                     if rec.op == OP_FUNCTION:
                         if isinstance(<object>rec.aux, CompiledBackward):
-                            raise RuntimeError(
-                                "create_graph=True through a tapegrad.compile'd call is not "
-                                "supported: call the original function (compiled.fn) for "
-                                "higher-order derivatives")
-                        grads = FUNCTION_BACKWARD(<object>rec.aux, g, True)
+                            grads = (<CompiledBackward>rec.aux).graph_backward(<list>g)
+                        else:
+                            grads = FUNCTION_BACKWARD(<object>rec.aux, g, True)
                         if rec.n_in == 1:
                             grads = grads[0]
                     else:

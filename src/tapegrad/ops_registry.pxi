@@ -86,5 +86,9 @@ cdef class CompiledBackward:
     cdef object backward(self, list g):
         raise NotImplementedError
 
+    cdef object graph_backward(self, list g):
+        """backward with create_graph=True: g and the result are tensors (or None)."""
+        raise NotImplementedError
+
     cdef release(self):
         pass

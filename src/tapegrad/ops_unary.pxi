@@ -263,6 +263,10 @@ cdef object math_op(int op, int kop, TensorBase x, bint save_output):
             keep_saved(r, 0, out, res)
         else:
             save_value(r, 0, A, x)
+    if CAPTURE is not None and capturing() and (     # compile: a C step when eager ran C
+            A is x._array and cnp.PyArray_SIZE(A) <= c_kernel_max_size(kop)
+            and (A.dtype.num == cnp.NPY_FLOAT32 or A.dtype.num == cnp.NPY_FLOAT64)):
+        capture_unary(op, kop, x, A, True, res)
     return res
 
 

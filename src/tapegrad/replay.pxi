@@ -34,6 +34,8 @@ cdef struct Step:
     # operand repeats over rows, one kernel call for all n).
     ptrdiff_t stride_a, stride_b, step_a, step_b, cols
     double count        # SK_SUM_ALL: the divisor of a mean (0 for a sum)
+    Py_ssize_t n_out    # slots the step writes: out .. out + n_out - 1 (several: a SK_CALL of
+                        # an op returning a tuple)
 
 
 cdef inline void k_binary(bint f64, int kop, Py_ssize_t n, const void* a, Py_ssize_t sa,
@@ -95,6 +97,8 @@ cdef class BufferSet:
     cdef void* s1
     cdef public bint in_use
     cdef list calls             # step -> (result tensor, {slot: proxy tensor}) of re-run ops
+    cdef list contiguous        # slot -> the C-contiguous copy ptr[slot] points into (re-run
+                                # ops' non-contiguous results that C kernels read), or None
 
     def __dealloc__(self):
         free(self.ptr)
@@ -128,11 +132,16 @@ cdef class Program:
     cdef bint f64
     cdef object dtype
     cdef list shapes            # slot -> shape
+    cdef list typenums          # slot -> dtype number (what a re-run op must give back)
     cdef list sizes             # slot -> size
     cdef list grad              # slot -> bool: receives a gradient
     cdef list aux               # step -> Python data (reduce axes ...)
     cdef list outputs           # slots returned by the call
     cdef set fresh              # slots given a new array at every replay (outputs, reductions)
+    cdef set replaced           # slots whose array a step computes outside the set's buffers
+    cdef set c_read             # slots C kernels read through raw pointers (C-contiguous)
+    cdef list adj_dtypes        # slot -> dtype of its adjoint (the program's, but for slots only
+                                # re-run ops touch: those may be of another float dtype)
     cdef list pool
 
     def __cinit__(self):
@@ -142,13 +151,14 @@ cdef class Program:
         free(self.steps)
 
     def __init__(self, dtype, list shapes, list grad, Py_ssize_t n_ext, list steps,
-                 list outputs):
+                 list outputs, list typenums=None):
         """steps: (kind, op, kop, a, b, out, ca, cb, aux) tuples in forward order."""
         cdef Py_ssize_t i
         cdef Step* s
         self.dtype = np.dtype(dtype)
         self.f64 = self.dtype.num == cnp.NPY_FLOAT64
         self.shapes = [tuple(sh) for sh in shapes]
+        self.typenums = list(typenums) if typenums is not None else None
         self.sizes = [shape_prod(sh, 0, len(sh)) for sh in self.shapes]
         self.grad = list(grad)
         self.n_slots = len(shapes)
@@ -161,6 +171,11 @@ cdef class Program:
             raise MemoryError()
         self.aux = []
         self.fresh = set(outputs)
+        self.replaced = set()
+        self.c_read = set()
+        self.adj_dtypes = [np.dtype(self.dtype) if self.typenums is None or not self.grad[k]
+                           else np.dtype(cnp.PyArray_TypeObjectFromType(self.typenums[k]))
+                           for k in range(self.n_slots)]
         for i in range(self.n_steps):
             kind, op, kop, a, b, out, ca, cb, aux = steps[i]
             s = &self.steps[i]
@@ -175,15 +190,26 @@ cdef class Program:
             s.fa = <float>s.ca
             s.fb = <float>s.cb
             s.n = self.sizes[out]
+            s.n_out = 1
             s.grad_a = a >= 0 and self.grad[a]
             s.grad_b = b >= 0 and self.grad[b]
             s.bcast_a = a >= 0 and self.shapes[a] != self.shapes[out]
             s.bcast_b = b >= 0 and self.shapes[b] != self.shapes[out]
             self.aux.append(aux)
+            if kind == SK_BINARY or kind == SK_UNARY or kind == SK_REDUCE:
+                if a >= 0:
+                    self.c_read.add(a)
+                if b >= 0:
+                    self.c_read.add(b)
             if kind == SK_BINARY:
                 self.set_layout(s)
-            elif kind == SK_CALL or kind == SK_MATMUL:
+            elif kind == SK_CALL:
+                s.n_out = len(aux[4])
+                self.fresh.update(aux[4])
+                self.replaced.update(aux[4])
+            elif kind == SK_MATMUL:
                 self.fresh.add(out)
+                self.replaced.add(out)
             elif kind == SK_REDUCE:
                 axes, keepdim, count = aux
                 if (len(axes) == len(self.shapes[a]) and self.sizes[a] <= TG_SUM_MAX_N
@@ -192,6 +218,7 @@ cdef class Program:
                     s.count = count if op == OP_MEAN else 0
                 else:
                     self.fresh.add(out)
+                    self.replaced.add(out)
         self.pool = []
 
     cdef int set_layout(self, Step* s) except -1:
@@ -246,13 +273,14 @@ cdef class Program:
         bs.adj = [None] * self.n_slots
         bs.given = [None] * self.n_slots
         bs.calls = [None] * self.n_steps
+        bs.contiguous = [None] * self.n_slots
         for k in range(self.n_slots):
             if k >= self.n_ext and k not in self.fresh:
                 arr = np.empty(self.shapes[k], self.dtype)
                 bs.arrays[k] = arr
                 bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             if self.grad[k]:
-                arr = np.empty(self.shapes[k], self.dtype)
+                arr = np.empty(self.shapes[k], self.adj_dtypes[k])
                 bs.adj[k] = arr
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
         bs.scratch0 = np.empty(self.max_n, self.dtype)
@@ -279,11 +307,17 @@ cdef class Program:
         return 0
 
     cdef inline int set_result(self, BufferSet bs, Py_ssize_t k, object arr) except -1:
-        """Slot k takes an array a step computed outside the set's buffers (numpy, an eager op):
-        C-contiguous, as the kernels read every slot."""
-        if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>arr):
-            arr = np.ascontiguousarray(arr)
-        return self.set_slot(bs, k, arr)
+        """Slot k takes an array a step computed outside the set's buffers (numpy, an eager op),
+        as it is: a view stays a view, so the numpy-level steps and re-run ops that read it
+        compute on the layout eager gave them (a product, a reduction: the same order).  The C
+        kernels read it through ptr[k]: a C-contiguous copy when it is not (elementwise kernels
+        give the same values on any layout)."""
+        self.set_slot(bs, k, arr)
+        if k in self.c_read and not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>arr):
+            copy = np.ascontiguousarray(arr)
+            bs.contiguous[k] = copy
+            bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>copy)
+        return 0
 
     def forward(self, list externals, list tensors=None):
         """Run the steps on the externals' arrays (checked by the caller: shapes, dtype,
@@ -300,7 +334,7 @@ cdef class Program:
         for k in range(self.n_ext):
             self.set_slot(bs, k, externals[k])
         for k in self.fresh:
-            if k >= self.n_ext:
+            if k >= self.n_ext and k not in self.replaced:
                 self.set_slot(bs, k, np.empty(self.shapes[k], self.dtype))
         for i in range(self.n_steps):
             s = &self.steps[i]
@@ -324,10 +358,13 @@ cdef class Program:
     cdef int forward_call(self, BufferSet bs, Py_ssize_t i, list tensors) except -1:
         """Re-run an eager op on proxies of its operand slots: tensors on the slots' arrays (an
         external's proxy shares its version counter, so the op's own saved-value checks see
-        in-place writes to it), leaves requiring grad where a gradient flows."""
+        in-place writes to it), leaves requiring grad where a gradient flows.  Its results must
+        have the shapes and dtypes of the capture (an op whose result shape depends on values:
+        masked_select, nonzero, ...), else _ReplayDiffers."""
         cdef Step* s = &self.steps[i]
         cdef TensorBase p
-        fn, template, kw_template, slots = self.aux[i]
+        cdef Py_ssize_t j, k
+        fn, template, kw_template, slots, out_slots = self.aux[i]
         cdef dict proxies = {}
         cdef bint recording = grad_enabled()
         for k in slots:
@@ -337,15 +374,22 @@ cdef class Program:
             if recording and self.grad[k]:
                 p._requires_grad = True
             proxies[k] = p
-        args = tuple([proxies[(<SlotRef>v).k] if isinstance(v, SlotRef) else v for v in template])
+        args = fill_slots(template, proxies)
         if kw_template:
-            kwargs = {name: proxies[(<SlotRef>v).k] if isinstance(v, SlotRef) else v
-                      for name, v in (<dict>kw_template).items()}
-            res = fn(*args, **kwargs)
+            res = fn(*args, **fill_slots(kw_template, proxies))
         else:
             res = fn(*args)
-        self.set_result(bs, s.out, (<TensorBase>res)._array)
-        bs.calls[i] = (res, proxies) if recording else None
+        outs = (res,) if isinstance(res, TensorBase) else tuple(res)
+        if len(outs) != len(out_slots):
+            raise _ReplayDiffers()
+        for j in range(len(outs)):
+            k = out_slots[j]
+            A = (<TensorBase>outs[j])._array
+            if A.shape != self.shapes[k] or (self.typenums is not None and
+                                             cnp.PyArray_TYPE(A) != <int>self.typenums[k]):
+                raise _ReplayDiffers()
+            self.set_result(bs, k, A)
+        bs.calls[i] = (outs, proxies) if recording else None
         return 0
 
     cdef inline void sum_all(self, Step* s, const void* src, void* dst) noexcept:
@@ -404,10 +448,15 @@ cdef class Program:
         """give() for a gradient computed by numpy (any layout) of slot k's shape.  The first
         one is adopted, not copied (a weight gradient from a re-run linear layer is large)."""
         cdef int t = -1
-        if not (kernel_array(g, &t) and t == self.dtype.num
+        dt = <object>self.adj_dtypes[k]
+        if not (kernel_array(g, &t) and t == dt.num
                 and cnp.PyArray_SIZE(<cnp.ndarray>g) == self.sizes[k]):
-            g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), self.dtype)
+            g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), dt)
         if bs.touched[k]:
+            if dt.num != self.dtype.num:    # a slot only re-run ops touch: summed by numpy
+                bs.given[k] = nd(self.adjoint(bs, k).reshape(-1) + g.reshape(-1))
+                bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.given[k])
+                return 0
             return self.give(bs, k, cnp.PyArray_DATA(<cnp.ndarray>g), 1, self.sizes[k])
         bs.given[k] = g
         bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>g)
@@ -475,7 +524,7 @@ cdef class Program:
             if g is not None and self.grad[k]:
                 self.give_array(bs, k, g)
         for i in range(self.n_steps - 1, -1, -1):
-            if bs.touched[self.steps[i].out]:
+            if self.any_touched(bs, &self.steps[i]):
                 self.backward_step(bs, i)
         res = []
         for k in range(self.n_ext):
@@ -485,7 +534,7 @@ cdef class Program:
                     continue
                 # hand the buffer itself out (it may become a .grad) and take a new one
                 res.append(bs.adj[k])
-                arr = np.empty(self.shapes[k], self.dtype)
+                arr = np.empty(self.shapes[k], self.adj_dtypes[k])
                 bs.adj[k] = arr
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             else:
@@ -493,17 +542,30 @@ cdef class Program:
         self.drop_given(bs)
         return res
 
+    cdef inline bint any_touched(self, BufferSet bs, Step* s) noexcept:
+        cdef Py_ssize_t k
+        for k in range(s.out, s.out + s.n_out):
+            if bs.touched[k]:
+                return True
+        return False
+
     cdef int backward_call(self, BufferSet bs, Py_ssize_t i) except -1:
         """A re-run op's gradients: its own records swept (as in the eager graph) from its
         result to the proxies of the slots that need a gradient."""
         cdef Step* s = &self.steps[i]
-        res, proxies = bs.calls[i]
+        outs, proxies = bs.calls[i]
         cdef list ks = [k for k in self.aux[i][3] if self.grad[k]]
-        G = self.adjoint(bs, s.out)
-        if self.backward_records(bs, <TensorBase>res, <dict>proxies, ks, G):
-            return 0
-        grads = _grad((res,), tuple([proxies[k] for k in ks]), (wrap(G),), True,
-                      False, True, False)
+        cdef Py_ssize_t j
+        if s.n_out == 1:
+            G = self.adjoint(bs, s.out)
+            if self.backward_records(bs, <TensorBase>outs[0], <dict>proxies, ks, G):
+                return 0
+            roots, gs = outs, (wrap(G),)
+        else:                           # the outputs that received a gradient
+            roots = tuple([outs[j] for j in range(s.n_out) if bs.touched[s.out + j]])
+            gs = tuple([wrap(self.adjoint(bs, s.out + j)) for j in range(s.n_out)
+                        if bs.touched[s.out + j]])
+        grads = _grad(roots, tuple([proxies[k] for k in ks]), gs, True, False, True, False)
         for j in range(len(ks)):
             if grads[j] is not None:
                 self.give_array(bs, ks[j], (<TensorBase>grads[j])._array)
@@ -637,6 +699,9 @@ cdef class Program:
                     self.took(bs, s.a, dst, s.out, False)
             return 0
         if s.kind == SK_UNARY or s.kind == SK_UNARY_NUMPY:
+            if not (s.op == OP_NEG or s.op == OP_EXP or s.op == OP_LOG or s.op == OP_TANH
+                    or s.op == OP_RELU):
+                return self.backward_unary(bs, i)
             dst = self.grad_dest(bs, s.a, False)
             if s.op == OP_NEG:
                 k_unary(f64, TG_NEG, n, g, dst)
@@ -677,6 +742,36 @@ cdef class Program:
             return self.give(bs, s.a, cnp.PyArray_DATA(<cnp.ndarray>G), 0, self.sizes[s.a])
         return self.give_array(bs, s.a, G)
 
+    cdef int backward_unary(self, BufferSet bs, Py_ssize_t i) except -1:
+        """A one-input op of the op table replayed by its C kernel (math_op's: sin, sigmoid, abs,
+        ...): its own VJP (OP_VJP) on a record holding the slot it saved, or for the commonest
+        ones at the sizes where that VJP runs the C kernels, the same kernels without a record."""
+        cdef Step* s = &self.steps[i]
+        cdef bint f64 = self.f64
+        cdef Py_ssize_t n = s.n
+        cdef void* g = bs.aptr[s.out]
+        cdef void* dst
+        cdef bint fast = n <= SIMD_TRANSCENDENTAL_MIN_SIZE
+        if s.kop == TG_SIGMOID or (fast and (s.kop == TG_SIN or s.kop == TG_COS)):
+            dst = self.grad_dest(bs, s.a, False)
+            if s.kop == TG_SIGMOID:             # vjp_sigmoid: grad * y * (1 - y)
+                k_binary(f64, TG_SIGMOID_GRAD, n, g, 1, bs.ptr[s.out], 1, dst)
+            elif s.kop == TG_SIN:               # vjp_sin: grad * cos(x)
+                k_unary(f64, TG_COS, n, bs.ptr[s.a], bs.s1)
+                k_binary(f64, TG_MUL, n, g, 1, bs.s1, 1, dst)
+            else:                               # vjp_cos: grad * -sin(x)
+                k_unary(f64, TG_SIN, n, bs.ptr[s.a], bs.s1)
+                k_unary(f64, TG_NEG, n, bs.s1, bs.s1)
+                k_binary(f64, TG_MUL, n, g, 1, bs.s1, 1, dst)
+            return self.took(bs, s.a, dst, s.out, False)
+        cdef Record rec
+        memset(&rec, 0, sizeof(Record))
+        rec.op = s.op
+        rec.n_in = 1
+        saved = bs.arrays[s.a] if self.aux[i] else bs.arrays[s.out]
+        rec.saved[0] = <PyObject*>saved         # borrowed: `saved` holds it for the call
+        return self.give_array(bs, s.a, OP_VJP[s.op](&rec, self.adjoint(bs, s.out)))
+
     cdef inline void* grad_dest(self, BufferSet bs, Py_ssize_t k, bint bcast) noexcept:
         """Where a step writes its contribution to slot k: straight into k's own adjoint when it
         is the first one and needs no summing down (no copy), else scratch s0 (see took)."""
@@ -707,13 +802,24 @@ cdef class Program:
     def n_steps(self):
         return self.n_steps
 
-    def run(self, list tensors, list saved_ext, object guards_hold):
+    cdef bint deterministic(self):
+        """Whether every step is a C step (no op re-run whole, which might draw random values)."""
+        cdef Py_ssize_t i
+        for i in range(self.n_steps):
+            if self.steps[i].kind == SK_CALL:
+                return False
+        return True
+
+    def run(self, list tensors, list saved_ext, object guards_hold, object rerun=None):
         """Replay on `tensors` (the externals, checked by the caller): the outputs as tensors
         (linked into the tape as one node when a gradient flows), or None when guards_hold
         (a callable given the Lease, or None) says the replay differs from an eager run."""
         cdef TensorBase t
         cdef Py_ssize_t k
-        lease, outs = self.forward([(<TensorBase>t)._array for t in tensors], tensors)
+        try:
+            lease, outs = self.forward([(<TensorBase>t)._array for t in tensors], tensors)
+        except _ReplayDiffers:
+            return None
         if guards_hold is not None and not guards_hold(lease):
             (<Lease>lease).release()
             return None
@@ -733,6 +839,8 @@ cdef class Program:
         node.n_out = len(outs)
         node.versions = [(version_of(<TensorBase>tensors[k]),
                           version_of(<TensorBase>tensors[k]).value) for k in saved_ext]
+        node.inputs = tuple(tensors)
+        node.rerun = rerun if self.deterministic() else None
         non_diff = tuple([results[k] for k in range(len(outs)) if not self.grad[self.outputs[k]]])
         out = _function_record(node, tuple(tensors), results, (), non_diff)
         return out if isinstance(out, tuple) else (out,)
@@ -745,6 +853,9 @@ cdef class CompiledFunctionBackward(CompiledBackward):
     cdef Lease lease
     cdef Py_ssize_t n_out
     cdef list versions          # (Version, value at forward) of the externals backward reads
+    cdef object rerun           # None, or () -> the call's outputs computed eagerly again (a
+                                # program of C steps only: deterministic), for create_graph
+    cdef tuple inputs           # the externals
     cdef public object _input_meta, _output_meta    # set by _function_record
 
     def name(self):
@@ -762,6 +873,39 @@ cdef class CompiledFunctionBackward(CompiledBackward):
                                    f"{v.value}; expected version {at} instead.")
         return tuple(self.program.backward(self.lease, g[:self.n_out]))
 
+    cdef object graph_backward(self, list g):
+        """create_graph=True: the call run again eagerly on the same externals (its values are
+        the replay's: same ops, same inputs), then its recorded backward, itself recorded."""
+        cdef Version v
+        if self.rerun is None:
+            raise RuntimeError(
+                "create_graph=True through a tapegrad.compile'd call that re-runs ops whole "
+                "(views, random draws, layers, ...) is not supported: call the original function "
+                "(compiled.fn) for higher-order derivatives")
+        for v, at in self.versions:
+            if v.value != at:
+                raise RuntimeError("one of the variables needed for gradient computation has "
+                                   "been modified by an inplace operation: is at version "
+                                   f"{v.value}; expected version {at} instead.")
+        cdef bint was = grad_enabled()
+        _set_grad_enabled(True)
+        try:
+            outs = self.rerun()
+        finally:
+            _set_grad_enabled(was)
+        cdef list roots = [], seeds = []
+        cdef Py_ssize_t j
+        for j in range(self.n_out):
+            if g[j] is not None and (<TensorBase>outs[j])._requires_grad:
+                roots.append(outs[j])
+                seeds.append(g[j])
+        wanted = [t for t in self.inputs if (<TensorBase>t)._requires_grad]
+        if not roots or not wanted:
+            return (None,) * len(self.inputs)
+        grads = _grad(tuple(roots), tuple(wanted), tuple(seeds), True, True, True, False)
+        found = {id(t): gr for t, gr in zip(wanted, grads)}
+        return tuple([found.get(id(t)) for t in self.inputs])
+
     cdef release(self):
         """The graph was freed (backward without retain_graph): the buffers can be reused."""
         self.lease.release()
@@ -775,6 +919,33 @@ cdef class SlotRef:
 
     def __cinit__(self, Py_ssize_t k):
         self.k = k
+
+
+class _ReplayDiffers(Exception):
+    """A re-run op gave results of other shapes or dtypes than at capture: replay refused."""
+
+
+cdef object fill_slots(object template, dict proxies):
+    """A re-run op's argument: the template with each SlotRef replaced by its slot's proxy
+    (inside lists and tuples too)."""
+    if isinstance(template, SlotRef):
+        return proxies[(<SlotRef>template).k]
+    if type(template) is tuple or type(template) is list:
+        return type(template)([fill_slots(v, proxies) for v in <object>template])
+    if type(template) is dict:
+        return {name: fill_slots(v, proxies) for name, v in (<dict>template).items()}
+    return template
+
+
+cdef object slot_template(object arg, dict slots_of):
+    """fill_slots' template of an op's argument: each tensor replaced by SlotRef(its slot)."""
+    if isinstance(arg, TensorBase):
+        return SlotRef(slots_of[oid(arg)])
+    if type(arg) is tuple or type(arg) is list:
+        return type(arg)([slot_template(v, slots_of) for v in <object>arg])
+    if type(arg) is dict:
+        return {name: slot_template(v, slots_of) for name, v in (<dict>arg).items()}
+    return arg
 
 
 cdef inline Py_ssize_t oid(object o) noexcept:
@@ -832,6 +1003,7 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
                       char* live, Py_ssize_t* step_slot, Py_ssize_t* code):
     """_plan_steps' work; code[2j], code[2j + 1]: the codes of step j's operands a and b."""
     cdef dict where = {}            # oid(tensor) -> external k (>= 0) or step j as -(j + 1)
+    cdef dict out_index = {}        # oid(tensor) -> which output of its step it is (when not 0)
     cdef list ext = []
     cdef Py_ssize_t k, j, out
     cdef int q
@@ -842,10 +1014,14 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
             for o in <tuple>(<tuple>st[5])[3]:
                 plan_operand(where, claimed, ext, o)
             code[2 * j] = code[2 * j + 1] = TG_NO_TENSOR
+            for q, o in enumerate(<tuple>(<tuple>st[5])[4]):
+                where[oid(o)] = -(j + 1)
+                if q:
+                    out_index[oid(o)] = q
         else:
             code[2 * j] = plan_operand(where, claimed, ext, st[3])
             code[2 * j + 1] = plan_operand(where, claimed, ext, st[4])
-        where[oid(st[6])] = -(j + 1)
+            where[oid(st[6])] = -(j + 1)
     for t in roots:
         if oid(t) not in where:
             where[oid(t)] = len(ext)
@@ -870,7 +1046,7 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
                     live[-k - 1] = 1
     cdef Py_ssize_t n_ext = len(ext)
     cdef list shapes = [], grad = [], program = []
-    cdef set saved = set(), dtypes = set()
+    cdef set saved = set(), dtypes = set(), grad_dtypes = set()
     cdef list typenum = []          # slot -> dtype number
     for t in ext:
         fresh(<TensorBase>t)
@@ -878,7 +1054,7 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
         grad.append(grad_mode and (<TensorBase>t)._requires_grad)
         typenum.append(cnp.PyArray_TYPE((<TensorBase>t)._array))
         if grad[len(grad) - 1]:
-            dtypes.add(typenum[len(typenum) - 1])     # adjoints are in the program's dtype
+            grad_dtypes.add(typenum[len(typenum) - 1])
     cdef Py_ssize_t sa, sb, kind, kop
     cdef bint ga, gb
     for j in range(n):
@@ -890,9 +1066,11 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
         kop = st[2]
         a, b, aux, res = st[3], st[4], st[5], st[6]
         k = code[2 * j]
-        sa = -1 if k == TG_NO_TENSOR else (k if k >= 0 else step_slot[-k - 1])
+        sa = -1 if k == TG_NO_TENSOR else (k if k >= 0 else
+                                           step_slot[-k - 1] + out_index.get(oid(a), 0))
         k = code[2 * j + 1]
-        sb = -1 if k == TG_NO_TENSOR else (k if k >= 0 else step_slot[-k - 1])
+        sb = -1 if k == TG_NO_TENSOR else (k if k >= 0 else
+                                           step_slot[-k - 1] + out_index.get(oid(b), 0))
         ga = sa >= 0 and grad[sa]
         gb = sb >= 0 and grad[sb]
         out = len(shapes)
@@ -901,22 +1079,24 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
         typenum.append(cnp.PyArray_TYPE((<TensorBase>res)._array))
         if kind == SK_CALL:
             # re-run whole: any dtypes; a slot that gets a gradient is in the program's dtype
-            fn, args, kwargs, tensors = aux
+            fn, args, kwargs, tensors, outs = aux
             slots_of = {}
             ga = False
             for o in tensors:
                 k = where[oid(o)]
-                slots_of[oid(o)] = k if k >= 0 else step_slot[-k - 1]
+                slots_of[oid(o)] = k if k >= 0 else step_slot[-k - 1] + out_index.get(oid(o), 0)
                 ga = ga or grad[slots_of[oid(o)]]
-            grad.append(ga)
-            if ga:
-                dtypes.add(typenum[out])
-            template = tuple([SlotRef(slots_of[oid(v)]) if isinstance(v, TensorBase) else v
-                              for v in args])
-            kw_template = {name: SlotRef(slots_of[oid(v)]) if isinstance(v, TensorBase) else v
-                           for name, v in (<dict>kwargs).items()}
+            for q, o in enumerate(outs):
+                if q:
+                    shapes.append((<TensorBase>o)._array.shape)
+                    typenum.append(cnp.PyArray_TYPE((<TensorBase>o)._array))
+                grad.append(ga and (<TensorBase>o)._requires_grad)
+                if grad[out + q]:
+                    grad_dtypes.add(typenum[out + q])
             program.append((SK_CALL, 0, 0, -1, -1, out, 0.0, 0.0,
-                            (fn, template, kw_template, tuple(sorted(set(slots_of.values()))))))
+                            (fn, slot_template(args, slots_of), slot_template(kwargs, slots_of),
+                             tuple(sorted(set(slots_of.values()))),
+                             tuple(range(out, out + len(outs))))))
             continue
         grad.append(ga or gb)
         dtypes.add(typenum[out])            # C steps: one float dtype for every slot they touch
@@ -950,13 +1130,13 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
         else:
             if ga and aux:
                 saved.add(sa)
-            program.append((kind, st[1], kop, sa, -1, out, 0.0, 0.0, None))
+            program.append((kind, st[1], kop, sa, -1, out, 0.0, 0.0, aux))
     cdef dict root_slot = {}
     for t in roots:
         k = where[oid(t)]
-        root_slot[oid(t)] = k if k >= 0 else step_slot[-k - 1]
+        root_slot[oid(t)] = k if k >= 0 else step_slot[-k - 1] + out_index.get(oid(t), 0)
     return (ext, shapes, grad, program, root_slot,
-            sorted([k for k in saved if 0 <= k < n_ext]), dtypes)
+            sorted([k for k in saved if 0 <= k < n_ext]), dtypes, grad_dtypes, typenum)
 
 
 # -- the per-call checks of tapegrad.compile, in C (they run at every replayed call) ---------------

@@ -1,0 +1,268 @@
+"""tapegrad.compile replays every op of the library: a table over the op registry.
+
+Each grad_fn name the op table registers (tapegrad._core.op_names()) has here a function of
+(x, w) whose graph contains it (checked), or an entry in NOT_REPLAYED saying why it cannot.  A
+new op registered without either fails test_every_registered_op_has_a_case, so an op cannot join
+the library without a replay check.  Each case is compiled and called with changing inputs, in
+float32 and float64: the replayed values and gradients equal the eager ones bit for bit, and the
+calls after the first are replays (not eager runs).
+"""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+F = tg.nn.functional
+
+IDX = [2, 0, 1]
+
+
+def other_float(w):
+    return tg.float64 if w.dtype == tg.float32 else tg.float32
+
+
+# grad_fn name -> functions of (x, w): x (3, 4) data in [0.2, 0.9), w (3, 4) a parameter in the
+# same range (both change at every call); each graph contains the op named.
+CASES = {
+    "AddBackward0": [lambda x, w: w + x,
+                     lambda x, w: F.linear(x.unsqueeze(0).expand(2, 3, 4) * 1.0, w, w[:, 0]),
+                     lambda x, w: F.cross_entropy(w, tg.tensor(IDX), label_smoothing=0.1)],
+    "SubBackward0": [lambda x, w: w - x],
+    "RsubBackward1": [lambda x, w: 2.0 - w],
+    "MulBackward0": [lambda x, w: w * x, lambda x, w: 2.0 / w, lambda x, w: tg.outer(w[0], x[1]),
+                     lambda x, w: F.mse_loss(w, x, reduction="none") * 1.0],
+    "DivBackward0": [lambda x, w: w / x],
+    "DivBackward1": [lambda x, w: F.cross_entropy(w, tg.softmax(x, 1))],
+    "PowBackward0": [lambda x, w: w ** 2.5, lambda x, w: w ** 2, lambda x, w: w.square()],
+    "PowBackward1": [lambda x, w: w ** x],
+    "PowBackward2": [lambda x, w: 2.0 ** w],
+    "NegBackward0": [lambda x, w: -w],
+    "ExpBackward0": [lambda x, w: w.exp()],
+    "LogBackward0": [lambda x, w: w.log()],
+    "TanhBackward0": [lambda x, w: w.tanh()],
+    "ReluBackward0": [lambda x, w: (w - 0.5).relu()],
+    "AbsBackward0": [lambda x, w: (w - 0.5).abs(), lambda x, w: F.l1_loss(w, x, reduction="none")],
+    "SignBackward0": [lambda x, w: (w - 0.5).sign() + w],
+    "Log1PBackward0": [lambda x, w: w.log1p()],
+    "Expm1Backward0": [lambda x, w: w.expm1()],
+    "SqrtBackward0": [lambda x, w: w.sqrt()],
+    "RsqrtBackward0": [lambda x, w: w.rsqrt()],
+    "SinBackward0": [lambda x, w: w.sin()],
+    "CosBackward0": [lambda x, w: w.cos()],
+    "SigmoidBackward0": [lambda x, w: w.sigmoid()],
+    "ReciprocalBackward0": [lambda x, w: w.reciprocal()],
+    "ErfBackward0": [lambda x, w: w.erf()],
+    "LeakyReluBackward0": [lambda x, w: F.leaky_relu(w - 0.5, 0.1)],
+    "EluBackward0": [lambda x, w: F.elu(w - 0.5)],
+    "SoftplusBackward0": [lambda x, w: F.softplus(w)],
+    "SiluBackward0": [lambda x, w: F.silu(w)],
+    "GeluBackward0": [lambda x, w: F.gelu(w), lambda x, w: F.gelu(w, approximate="tanh")],
+    "ClampBackward1": [lambda x, w: w.clamp(0.3, 0.7)],
+    "ClampMinBackward0": [lambda x, w: w.clamp_min(0.4)],
+    "ClampMaxBackward0": [lambda x, w: w.clamp_max(0.6)],
+    "ClampBackward0": [lambda x, w: w.clamp(x - 0.1, x + 0.1)],
+    "ClampMinBackward1": [lambda x, w: w.clamp_min(x)],
+    "ClampMaxBackward1": [lambda x, w: w.clamp_max(x)],
+    "MaximumBackward0": [lambda x, w: tg.maximum(w, x)],
+    "MinimumBackward0": [lambda x, w: tg.minimum(w, x)],
+    "WhereBackward0": [lambda x, w: tg.where(x > 0.5, w, w * 2.0)],
+    "ToCopyBackward0": [lambda x, w: w.to(other_float(w))],
+    "Log10Backward0": [lambda x, w: w.log10()],
+    "Log2Backward0": [lambda x, w: w.log2()],
+    "SinhBackward0": [lambda x, w: w.sinh()],
+    "CoshBackward0": [lambda x, w: w.cosh()],
+    "AsinBackward0": [lambda x, w: w.asin()],
+    "AcosBackward0": [lambda x, w: w.acos()],
+    "AtanBackward0": [lambda x, w: w.atan()],
+    "FloorBackward0": [lambda x, w: (w * 4).floor()],
+    "CeilBackward0": [lambda x, w: (w * 4).ceil()],
+    "RoundBackward0": [lambda x, w: (w * 4).round()],
+    "RoundBackward1": [lambda x, w: w.round(decimals=1)],
+    "TruncBackward0": [lambda x, w: (w * 4).trunc()],
+    "FracBackward0": [lambda x, w: (w * 4).frac()],
+    "Atan2Backward0": [lambda x, w: tg.atan2(w, x)],
+    "FmodBackward0": [lambda x, w: tg.fmod(w, 0.3)],
+    "FmodBackward1": [lambda x, w: tg.fmod(w, x)],
+    "RemainderBackward0": [lambda x, w: tg.remainder(w, 0.3)],
+    "RemainderBackward1": [lambda x, w: tg.remainder(w, x)],
+    "SumBackward0": [lambda x, w: w.sum(), lambda x, w: F.l1_loss(w, x, reduction="sum")],
+    "SumBackward1": [lambda x, w: w.sum(1)],
+    "MeanBackward0": [lambda x, w: w.mean(), lambda x, w: F.l1_loss(w, x)],
+    "MeanBackward1": [lambda x, w: w.mean(0)],
+    "ProdBackward0": [lambda x, w: w.prod()],
+    "ProdBackward1": [lambda x, w: w.prod(1)],
+    "MaxBackward1": [lambda x, w: w.max()],
+    "MinBackward1": [lambda x, w: w.min()],
+    "MaxBackward0": [lambda x, w: w.max(1)[0]],
+    "MinBackward0": [lambda x, w: w.min(1).values],
+    "AmaxBackward0": [lambda x, w: w.amax(1)],
+    "AminBackward0": [lambda x, w: w.amin(0)],
+    "VarBackward0": [lambda x, w: w.var(1)],
+    "StdBackward0": [lambda x, w: w.std()],
+    "LogsumexpBackward0": [lambda x, w: w.logsumexp(1)],
+    "LinalgVectorNormBackward0": [lambda x, w: w.norm()],
+    "ViewBackward0": [lambda x, w: w.view(12), lambda x, w: w.reshape(4, 3)],
+    "ReshapeAliasBackward0": [lambda x, w: w[::2].reshape(2, 2, 2)],
+    "UnsafeViewBackward0": [lambda x, w: w.t().reshape(12),
+                            lambda x, w: w.unsqueeze(0).expand(2, 3, 4) @ x.t()],
+    "SqueezeBackward0": [lambda x, w: w.unsqueeze(0).squeeze()],
+    "SqueezeBackward1": [lambda x, w: w[None].squeeze(0)],
+    "SqueezeBackward2": [lambda x, w: w[None].squeeze((0,))],
+    "UnsqueezeBackward0": [lambda x, w: w.unsqueeze(1), lambda x, w: w[:, None]],
+    "TransposeBackward0": [lambda x, w: w.transpose(0, 1)],
+    "TBackward0": [lambda x, w: w.t()],
+    "PermuteBackward0": [lambda x, w: w.permute(1, 0)],
+    "ExpandBackward0": [lambda x, w: w[:, :1].expand(3, 4)],
+    "RepeatBackward0": [lambda x, w: w.repeat(2, 1)],
+    "CatBackward0": [lambda x, w: tg.cat([w, x, w])],
+    "StackBackward0": [lambda x, w: tg.stack([w, x])],
+    "SplitBackward0": [lambda x, w: w.split(2, 1)[1]],
+    "SplitWithSizesBackward0": [lambda x, w: w.split([1, 3], 1)[1]],
+    "UnbindBackward0": [lambda x, w: w.unbind(0)[1]],
+    "CloneBackward0": [lambda x, w: w.clone(), lambda x, w: w @ x.t().unsqueeze(0).expand(2, 4, 3)],
+    "SelectBackward0": [lambda x, w: w[1]],
+    "SliceBackward0": [lambda x, w: w[:, 1:3]],
+    "IndexBackward0": [lambda x, w: w[[0, 2]], lambda x, w: w[x > 0.1]],
+    "AliasBackward0": [lambda x, w: w[...]],
+    "GatherBackward0": [lambda x, w: w.gather(1, tg.tensor([[0], [3], [1]]))],
+    "IndexSelectBackward0": [lambda x, w: w.index_select(0, tg.tensor(IDX))],
+    "MaskedFillBackward0": [lambda x, w: w.masked_fill(x > 0.5, 0.0)],
+    "MaskedFillBackward1": [lambda x, w: w.masked_fill(x > 0.5, w[0, 0])],
+    "MaskedSelectBackward0": [lambda x, w: w.masked_select(x > 0.1)],
+    "DotBackward0": [lambda x, w: w[0].dot(x[0])],
+    "MvBackward0": [lambda x, w: w.mv(x[0])],
+    "MmBackward0": [lambda x, w: w.mm(x.t())],
+    "BmmBackward0": [lambda x, w: w[None].bmm(x.t()[None])],
+    "SqueezeBackward4": [lambda x, w: w[0] @ x.t()],
+    "AddmmBackward0": [lambda x, w: F.linear(x, w, w[:, 0])],
+    "TrilBackward0": [lambda x, w: w.tril()],
+    "TriuBackward0": [lambda x, w: w.triu(1)],
+    "SoftmaxBackward0": [lambda x, w: F.softmax(w, 1)],
+    "LogSoftmaxBackward0": [lambda x, w: F.log_softmax(w, 1)],
+    "NllLossBackward0": [lambda x, w: F.nll_loss(w, tg.tensor(IDX)),
+                         lambda x, w: F.cross_entropy(w, tg.tensor(IDX))],
+    "NllLoss2DBackward0": [lambda x, w: F.nll_loss(w.reshape(1, 3, 2, 2),
+                                                   tg.tensor([[[0, 1], [2, 0]]]))],
+    "MseLossBackward0": [lambda x, w: F.mse_loss(w, x)],
+    "SmoothL1LossBackward0": [lambda x, w: F.smooth_l1_loss(w, x, beta=0.2)],
+    "HuberLossBackward0": [lambda x, w: F.huber_loss(w, x, delta=0.2)],
+    "BinaryCrossEntropyBackward0": [lambda x, w: F.binary_cross_entropy(w, x)],
+    "BinaryCrossEntropyWithLogitsBackward0": [
+        lambda x, w: F.binary_cross_entropy_with_logits(w, x)],
+    "EmbeddingBackward0": [lambda x, w: F.embedding(tg.tensor([[0, 2], [1, 1]]), w)],
+    "NativeLayerNormBackward0": [lambda x, w: F.layer_norm(w, (4,)),
+                                 lambda x, w: F.layer_norm(x, (4,), w[0], w[1])],
+    "ConstantPadNdBackward0": [lambda x, w: F.pad(w, (1, 2))],
+}
+
+# Random draws: replayed with fresh values from the generator stream eager draws from
+# (test_random_ops_replay_with_the_eager_stream below).
+RANDOM = {
+    "dropout": lambda x, w: F.dropout(w, 0.3, training=True),
+    "rand": lambda x, w: w * tg.rand(3, 4, dtype=w.dtype),
+    "randn_like": lambda x, w: w + tg.randn_like(w),
+}
+
+# grad_fn names that no replayable function produces, and why.
+NOT_REPLAYED = {
+    "AccumulateGrad": "the leaf record, no op",
+    "FunctionBackward": "custom autograd.Function: its forward is user Python (runs eagerly)",
+    "FunctionOutput": "custom autograd.Function's output records",
+    "AsStridedBackward0": "the history of a view after an in-place write into it",
+    "CopySlices": "x[key] = v, an in-place write (a replay cannot repeat writes into inputs)",
+    "ZeroBackward0": "zero_(), an in-place write",
+    "FillBackward2": "fill_(), an in-place write",
+    "FillBackward3": "fill_() with a tensor, an in-place write",
+    "NormalBackward0": "normal_(), an in-place draw",
+    "UniformBackward0": "uniform_(), an in-place draw",
+    "NormalBackward1": "normal_(), an in-place draw",
+    "NormalBackward2": "normal_(), an in-place draw",
+    "NormalBackward3": "normal_(), an in-place draw",
+    "NotImplemented": "the record of an op whose derivative PyTorch does not implement",
+    "IndexBackwardBackward0": "only in double-backward graphs (create_graph)",
+}
+
+
+def test_every_registered_op_has_a_case():
+    names = set(tg._core.op_names())
+    missing = sorted(names - set(CASES) - set(NOT_REPLAYED))
+    assert not missing, f"ops without a replay case (add one to CASES): {missing}"
+    assert not set(CASES) & set(NOT_REPLAYED)
+    assert set(CASES) | set(NOT_REPLAYED) <= names, "cases for ops no longer registered"
+
+
+def graph_names(t):
+    seen, stack, names = set(), [t.grad_fn], set()
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        names.add(fn.name())
+        stack.extend(f for f, _ in fn.next_functions)
+    return names
+
+
+def bits(t):
+    return t.detach().numpy()
+
+
+def run_case(fn, dtype, calls=3):
+    """Calls of fn compiled and eager on new inputs each time (x data, w a parameter)."""
+    rng = np.random.default_rng(1)
+    compiled = tg.compile(fn)
+    out_e = None
+    for it in range(calls):
+        x = tg.tensor(rng.uniform(0.2, 0.9, (3, 4)).astype(dtype))
+        w = rng.uniform(0.2, 0.9, (3, 4)).astype(dtype)
+        w_c, w_e = tg.tensor(w, requires_grad=True), tg.tensor(w.copy(), requires_grad=True)
+        out_c, out_e = compiled(x, w_c), fn(x, w_e)
+        assert out_c.dtype == out_e.dtype and out_c.shape == out_e.shape
+        assert np.array_equal(bits(out_c), bits(out_e), equal_nan=True), (it, out_c, out_e)
+        seed = tg.tensor(rng.uniform(-1, 1, tuple(out_e.shape)).astype(bits(out_e).dtype))
+        out_c.backward(seed)
+        out_e.backward(seed)
+        assert np.array_equal(w_c.grad.numpy(), w_e.grad.numpy(), equal_nan=True), (
+            it, w_c.grad, w_e.grad)
+    return compiled, out_e
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name,k", [(name, k) for name, cases in CASES.items()
+                                    for k in range(len(cases))])
+def test_op_replays_as_eager(name, k, dtype):
+    fn = CASES[name][k]
+    compiled, out = run_case(fn, dtype)
+    if k == 0:                  # the first case of each name runs that op (the others: variants)
+        assert name in graph_names(out), f"{name}'s first case does not run it: {graph_names(out)}"
+    assert compiled.stats["replays"] == 2, compiled.explain()
+    assert compiled.explain().startswith("replayed"), compiled.explain()
+
+
+def draws(fn, dtype):
+    """Three calls of fn (x data, w a parameter): [(value, gradient)]."""
+    rng = np.random.default_rng(2)
+    w = tg.tensor(rng.uniform(0.2, 0.9, (3, 4)).astype(dtype), requires_grad=True)
+    outs = []
+    for _ in range(3):
+        x = tg.tensor(rng.uniform(0.2, 0.9, (3, 4)).astype(dtype))
+        out = fn(x, w)
+        out.backward(tg.ones_like(out))
+        outs.append((bits(out).copy(), w.grad.numpy().copy()))
+        w.grad = None
+    return outs
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", RANDOM)
+def test_random_ops_replay_with_the_eager_stream(name, dtype):
+    fn = RANDOM[name]
+    compiled = tg.compile(fn)
+    tg.manual_seed(11)
+    got = draws(compiled, dtype)
+    tg.manual_seed(11)
+    want = draws(fn, dtype)
+    assert compiled.stats["replays"] == 2, compiled.explain()
+    assert not np.array_equal(got[1][0], got[2][0])         # fresh draws at each replay
+    for (value_c, grad_c), (value_e, grad_e) in zip(got, want):
+        assert np.array_equal(value_c, value_e) and np.array_equal(grad_c, grad_e)
