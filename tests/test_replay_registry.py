@@ -153,6 +153,9 @@ CASES = {
     "NativeLayerNormBackward0": [lambda x, w: F.layer_norm(w, (4,)),
                                  lambda x, w: F.layer_norm(x, (4,), w[0], w[1])],
     "ConstantPadNdBackward0": [lambda x, w: F.pad(w, (1, 2))],
+    "NativeBatchNormBackward0": [lambda x, w: F.batch_norm(w, None, None, training=True),
+                                 lambda x, w: F.batch_norm(x, None, None, w[0], w[1],
+                                                           training=True)],
 }
 
 # Random draws: replayed with fresh values from the generator stream eager draws from
@@ -180,6 +183,8 @@ NOT_REPLAYED = {
     "NormalBackward3": "normal_(), an in-place draw",
     "NotImplemented": "the record of an op whose derivative PyTorch does not implement",
     "IndexBackwardBackward0": "only in double-backward graphs (create_graph)",
+    "ThresholdBackwardBackward0": "only in double-backward graphs (create_graph)",
+    "LeakyReluBackwardBackward0": "only in double-backward graphs (create_graph)",
 }
 
 
