@@ -25,6 +25,47 @@
 static void vm_none_f64(const double *x, double *y, size_t n) { (void)x; (void)y; (void)n; }
 static void vm_none_f32(const float *x, float *y, size_t n) { (void)x; (void)y; (void)n; }
 
+/* softplus's log1p(e^z) as one staged function. */
+static void vm_log1p_exp_f64(const double *x, double *y, size_t n)
+{
+    tg_vm_exp_f64(x, y, n);
+    tg_vm_log1p_f64(y, y, n);
+}
+static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
+{
+    tg_vm_exp_f32(x, y, n);
+    tg_vm_log1p_f32(y, y, n);
+}
+
+/* The shape of every case that calls vecmath: per chunk of at most TG_CHUNK elements, LOAD(T, i)
+ * declares element i's operands (X, and Y or G), t1 = PRE1 and t2 = PRE2 are staged, FN1 and FN2
+ * run over them, and out = EXPR of the operands, E1 = FN1(PRE1) and E2 = FN2(PRE2).  Cases with
+ * one function pass vm_none as FN2 (its stores are dead, so the compiler drops them). */
+#define CHUNKED(T, LOAD, PRE1, FN1, PRE2, FN2, EXPR)                            \
+    for (ptrdiff_t i0 = 0; i0 < n; i0 += TG_CHUNK) {                            \
+        const ptrdiff_t m = n - i0 < TG_CHUNK ? n - i0 : TG_CHUNK;              \
+        T t1[TG_CHUNK], t2[TG_CHUNK];                                           \
+        for (ptrdiff_t k = 0; k < m; k++) {                                     \
+            LOAD(T, i0 + k)                                                     \
+            t1[k] = (PRE1);                                                     \
+            t2[k] = (PRE2);                                                     \
+        }                                                                       \
+        FN1(t1, t1, (size_t)m);                                                 \
+        FN2(t2, t2, (size_t)m);                                                 \
+        for (ptrdiff_t k = 0; k < m; k++) {                                     \
+            LOAD(T, i0 + k)                                                     \
+            const T E1 = t1[k], E2 = t2[k];                                     \
+            (void)E2;                                                           \
+            out[i0 + k] = (EXPR);                                               \
+        }                                                                       \
+    }                                                                           \
+    return 0;
+/* The operands of element I: the binary ops' X and Y (strided), the unary and parameterised
+ * ops' X, the parameterised gradients' G (upstream gradient) and X (saved input). */
+#define LOAD_XY(T, I) const T X = a[(I) * sa], Y = b[(I) * sb]; (void)X;
+#define LOAD_X(T, I) const T X = a[I];
+#define LOAD_GX(T, I) const T G = a[I], X = b[I]; (void)G;
+
 /* Binary: one macro per element type.  X and Y name the operands in EXPR. */
 #define BINARY_CASE(T, CODE, EXPR)                                              \
     case CODE:                                                                  \
@@ -39,27 +80,8 @@ static void vm_none_f32(const float *x, float *y, size_t n) { (void)x; (void)y; 
         }                                                                       \
         return 0;
 
-/* A binary expression over E1 = FN1(PRE1) and E2 = FN2(PRE2), FN1/FN2 vecmath kernels. */
 #define CHUNKED_BINARY(T, CODE, PRE1, FN1, PRE2, FN2, EXPR)                     \
-    case CODE:                                                                  \
-        for (ptrdiff_t i0 = 0; i0 < n; i0 += TG_CHUNK) {                        \
-            const ptrdiff_t m = n - i0 < TG_CHUNK ? n - i0 : TG_CHUNK;          \
-            T t1[TG_CHUNK], t2[TG_CHUNK];                                       \
-            for (ptrdiff_t k = 0; k < m; k++) {                                 \
-                T X = a[(i0 + k) * sa], Y = b[(i0 + k) * sb];                   \
-                (void)X;                                                        \
-                t1[k] = (PRE1);                                                 \
-                t2[k] = (PRE2);                                                 \
-            }                                                                   \
-            FN1(t1, t1, (size_t)m);                                             \
-            FN2(t2, t2, (size_t)m);                                             \
-            for (ptrdiff_t k = 0; k < m; k++) {                                 \
-                T X = a[(i0 + k) * sa], Y = b[(i0 + k) * sb], E1 = t1[k], E2 = t2[k]; \
-                (void)E2;                                                       \
-                out[i0 + k] = (EXPR);                                           \
-            }                                                                   \
-        }                                                                       \
-        return 0;
+    case CODE: CHUNKED(T, LOAD_XY, PRE1, FN1, PRE2, FN2, EXPR)
 
 /* x ** y with PyTorch's special cases for common exponents (pow_tensor_scalar_optimized):
  * they are exact products/roots, so the results match PyTorch's, not libm pow's. */
@@ -139,17 +161,9 @@ static int binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const f
         FN(a, out, (size_t)n);                                                  \
         return 0;
 
-/* E = FN(PRE) staged in a chunk, then EXPR (X the input, E the kernel's result). */
-#define CHUNKED_UNARY(T, CODE, PRE, FN, EXPR)                                   \
-    case CODE:                                                                  \
-        for (ptrdiff_t i0 = 0; i0 < n; i0 += TG_CHUNK) {                        \
-            const ptrdiff_t m = n - i0 < TG_CHUNK ? n - i0 : TG_CHUNK;          \
-            T t[TG_CHUNK];                                                      \
-            for (ptrdiff_t k = 0; k < m; k++) { T X = a[i0 + k]; t[k] = (PRE); } \
-            FN(t, t, (size_t)m);                                                \
-            for (ptrdiff_t k = 0; k < m; k++) { T X = a[i0 + k], E = t[k]; out[i0 + k] = (EXPR); } \
-        }                                                                       \
-        return 0;
+/* E1 = FN(PRE) staged in a chunk, then EXPR (X the input, E1 the kernel's result). */
+#define CHUNKED_UNARY(T, SUF, CODE, PRE, FN, EXPR)                              \
+    case CODE: CHUNKED(T, LOAD_X, PRE, FN, (T)0, vm_none_##SUF, EXPR)
 
 /* sign is PyTorch's (0 < x) - (x < 0): 0 for NaN and for -0 (branch-free, so it vectorises).
  * gelu_tanh is 0.5 x (1 + tanh u) written as x sigmoid(2u) = x / (1 + e^(-2u)). */
@@ -172,12 +186,12 @@ static int binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const f
         UNARY_CASE(T, TG_RECIPROCAL, (T)1 / X)                                  \
         UNARY_CASE(T, TG_SIGN, (T)(X > (T)0) - (T)(X < (T)0))                   \
         VM_CASE(TG_ERF, VM(erf, SUF))                                           \
-        CHUNKED_UNARY(T, TG_GELU, X * (T)TG_SQRT1_2, VM(erf, SUF),              \
-                      (T)0.5 * X * ((T)1 + E))                                  \
-        CHUNKED_UNARY(T, TG_GELU_TANH,                                          \
+        CHUNKED_UNARY(T, SUF, TG_GELU, X * (T)TG_SQRT1_2, VM(erf, SUF),         \
+                      (T)0.5 * X * ((T)1 + E1))                                 \
+        CHUNKED_UNARY(T, SUF, TG_GELU_TANH,                                          \
                       (T)(-2 * TG_GELU_BETA) * (X + (T)TG_GELU_KAPPA * X * X * X), \
-                      VM(exp, SUF), X / ((T)1 + E))                             \
-        CHUNKED_UNARY(T, TG_SILU, -X, VM(exp, SUF), X / ((T)1 + E))             \
+                      VM(exp, SUF), X / ((T)1 + E1))                            \
+        CHUNKED_UNARY(T, SUF, TG_SILU, -X, VM(exp, SUF), X / ((T)1 + E1))       \
         default: return -1;                                                     \
     }
 
@@ -193,34 +207,11 @@ static int unary_f32(int op, ptrdiff_t n, const float *a, float *out)
 
 /* Parameterised ops.  X is the input x (forward) or the saved input (gradients), G the upstream
  * gradient, P0 and P1 the parameters; expressions mirror PyTorch's CPU kernels.  The chunked
- * forms stage E = FN(PRE) (FN2 applied after FN when given). */
-#define CHUNKED_PARAM(T, CODE, PRE, FN, FN2, EXPR)                              \
-    case CODE:                                                                  \
-        for (ptrdiff_t i0 = 0; i0 < n; i0 += TG_CHUNK) {                        \
-            const ptrdiff_t m = n - i0 < TG_CHUNK ? n - i0 : TG_CHUNK;          \
-            T t[TG_CHUNK];                                                      \
-            for (ptrdiff_t k = 0; k < m; k++) { T X = a[i0 + k]; t[k] = (PRE); } \
-            FN(t, t, (size_t)m);                                                \
-            FN2(t, t, (size_t)m);                                               \
-            for (ptrdiff_t k = 0; k < m; k++) {                                 \
-                T X = a[i0 + k], E = t[k];                                      \
-                out[i0 + k] = (EXPR);                                           \
-            }                                                                   \
-        }                                                                       \
-        return 0;
-#define CHUNKED_PARAM_GRAD(T, CODE, PRE, FN, EXPR)                              \
-    case CODE:                                                                  \
-        for (ptrdiff_t i0 = 0; i0 < n; i0 += TG_CHUNK) {                        \
-            const ptrdiff_t m = n - i0 < TG_CHUNK ? n - i0 : TG_CHUNK;          \
-            T t[TG_CHUNK];                                                      \
-            for (ptrdiff_t k = 0; k < m; k++) { T X = b[i0 + k]; t[k] = (PRE); } \
-            FN(t, t, (size_t)m);                                                \
-            for (ptrdiff_t k = 0; k < m; k++) {                                 \
-                T G = a[i0 + k], X = b[i0 + k], E = t[k];                       \
-                out[i0 + k] = (EXPR);                                           \
-            }                                                                   \
-        }                                                                       \
-        return 0;
+ * forms stage E1 = FN(PRE). */
+#define CHUNKED_PARAM(T, SUF, CODE, PRE, FN, EXPR)                              \
+    case CODE: CHUNKED(T, LOAD_X, PRE, FN, (T)0, vm_none_##SUF, EXPR)
+#define CHUNKED_PARAM_GRAD(T, SUF, CODE, PRE, FN, EXPR)                         \
+    case CODE: CHUNKED(T, LOAD_GX, PRE, FN, (T)0, vm_none_##SUF, EXPR)
 #define PARAM_CASE(T, CODE, EXPR)                                               \
     case CODE:                                                                  \
         for (ptrdiff_t i = 0; i < n; i++) { T X = a[i]; out[i] = (EXPR); }      \
@@ -246,14 +237,13 @@ CLAMP_HELPER(float)
     switch (op) {                                                               \
         PARAM_CASE(T, TG_LEAKY_RELU, X > (T)0 ? X : X * P0)                     \
         PARAM_GRAD_CASE(T, TG_LEAKY_RELU_GRAD, X > (T)0 ? G : G * P0)           \
-        CHUNKED_PARAM(T, TG_ELU, X, VM(expm1, SUF), vm_none_##SUF,              \
-                      X <= (T)0 ? P0 * E : X)                                   \
-        CHUNKED_PARAM_GRAD(T, TG_ELU_GRAD, X, VM(exp, SUF),                     \
-                           X > (T)0 ? G : G * P0 * E)                           \
-        CHUNKED_PARAM(T, TG_SOFTPLUS, X * P0, VM(exp, SUF), VM(log1p, SUF),     \
-                      X * P0 > P1 ? X : E / P0)                                 \
-        CHUNKED_PARAM_GRAD(T, TG_SOFTPLUS_GRAD, X * P0, VM(exp, SUF),           \
-                           X * P0 > P1 ? G : G * E / (E + (T)1))                \
+        CHUNKED_PARAM(T, SUF, TG_ELU, X, VM(expm1, SUF), X <= (T)0 ? P0 * E1 : X) \
+        CHUNKED_PARAM_GRAD(T, SUF, TG_ELU_GRAD, X, VM(exp, SUF),                \
+                           X > (T)0 ? G : G * P0 * E1)                          \
+        CHUNKED_PARAM(T, SUF, TG_SOFTPLUS, X * P0, vm_log1p_exp_##SUF,          \
+                      X * P0 > P1 ? X : E1 / P0)                                \
+        CHUNKED_PARAM_GRAD(T, SUF, TG_SOFTPLUS_GRAD, X * P0, VM(exp, SUF),      \
+                           X * P0 > P1 ? G : G * E1 / (E1 + (T)1))              \
         PARAM_CASE(T, TG_CLAMP, clamp_##T(X, P0, P1))                           \
         PARAM_GRAD_CASE(T, TG_CLAMP_GRAD, (P0 <= X && X <= P1) ? G : (T)0)      \
         default: return -1;                                                     \
