@@ -85,9 +85,13 @@ SHARED_UTILITY = "tapegrad._cyutility"
 SHARED_UTILITY_OPTIONS = {"shared_utility_qualified_name": SHARED_UTILITY,
                           "shared_utility_features_disabled": ["MemoryView"]}
 
-# kernels.c, compiled once into a static library that the modules calling the kernels link.
+# kernels.c, compiled once into a static library that the modules calling the kernels link, with
+# the vectorised math functions it calls (vecmath*.c) and its thread pool.
+KERNEL_SOURCES = ["kernels.c", "vecmath.c", "vecmath_scalar.c", "vecmath_avx2.c", "threadpool.c"]
+KERNEL_HEADERS = ["kernels.h", "vecmath.h", "vecmath_levels.h", "vecmath_impl.h",
+                  "vecmath_consts.h", "threadpool.h"]
 KERNELS = ("tapegrad_kernels", {
-    "sources": [os.path.join(SRC, "kernels.c"), os.path.join(SRC, "nn_kernels.c")],
+    "sources": [os.path.join(SRC, f) for f in KERNEL_SOURCES + ["nn_kernels.c"]],
     "include_dirs": [SRC],
     "cflags": KERNELS_ARGS,
 })
@@ -126,7 +130,7 @@ def extensions():
             f"tapegrad.{name}",
             sources=[os.path.join(SRC, name + ".pyx")],
             depends=[os.path.join(SRC, f)
-                     for f in ("kernels.h", "kernels.c") + NN_KERNELS.get(name, ())],
+                     for f in KERNEL_HEADERS + KERNEL_SOURCES + list(NN_KERNELS.get(name, ()))],
             include_dirs=[SRC],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
             extra_compile_args=compile_args(opt),

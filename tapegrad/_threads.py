@@ -1,13 +1,17 @@
 """torch.set_num_threads and friends: the size of the CPU thread pools.
 
-tapegrad's parallel work happens inside numpy's BLAS.  When threadpoolctl is importable,
-set_num_threads limits the BLAS/OpenMP pools through it; otherwise the setting is recorded and
-reported back but does not change numpy's pools (set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS before
-starting Python for that).  tapegrad has no inter-op pool: its size is recorded only.
+tapegrad's parallel work happens in its C kernels' thread pool (elementwise ops and their
+gradients on big arrays; default size: OMP_NUM_THREADS, else the cores available) and inside
+numpy's BLAS.  set_num_threads sizes the kernels' pool and, when threadpoolctl is importable, limits
+the BLAS/OpenMP pools through it; otherwise numpy's pools keep their size (set OMP_NUM_THREADS /
+OPENBLAS_NUM_THREADS before starting Python for that).  tapegrad has no inter-op pool: its size is
+recorded only.
 """
 from __future__ import annotations
 
 import os
+
+from . import _core
 
 
 def _available_cores() -> int:
@@ -17,7 +21,6 @@ def _available_cores() -> int:
         return os.cpu_count() or 1
 
 
-_num_threads = None
 _num_interop_threads = None
 _limiter = None     # the threadpoolctl limiter in force (kept alive so the limit stays)
 
@@ -31,18 +34,19 @@ def _check_count(fn: str, n) -> int:
 
 
 def get_num_threads() -> int:
-    """The number of threads used for intra-op parallelism (BLAS): the value last given to
-    ``set_num_threads``, else the number of cores available to the process.
+    """The number of threads used for intra-op parallelism (the C kernels' pool, BLAS): the value
+    last given to ``set_num_threads``, else ``OMP_NUM_THREADS``, else the number of cores available
+    to the process.
     """
-    return _available_cores() if _num_threads is None else _num_threads
+    return _core._kernel_threads()
 
 
 def set_num_threads(n: int) -> None:
-    """Set the number of threads for intra-op parallelism (a positive int). Applied to the BLAS and
-    OpenMP pools through ``threadpoolctl`` when it is installed; otherwise only recorded (then set
-    ``OMP_NUM_THREADS`` before starting Python).
+    """Set the number of threads for intra-op parallelism (a positive int): the C kernels' pool,
+    and the BLAS and OpenMP pools through ``threadpoolctl`` when it is installed (otherwise set
+    ``OMP_NUM_THREADS`` before starting Python for those).  Results do not depend on it.
     """
-    global _num_threads, _limiter
+    global _limiter
     n = _check_count("set_num_threads", n)
     try:
         from threadpoolctl import threadpool_limits
@@ -50,7 +54,7 @@ def set_num_threads(n: int) -> None:
         threadpool_limits = None
     if threadpool_limits is not None:
         _limiter = threadpool_limits(limits=n)
-    _num_threads = n
+    _core._kernel_threads(n)
 
 
 def get_num_interop_threads() -> int:

@@ -98,6 +98,8 @@ def limit_threads(n: int = 1) -> str:
     torch = sys.modules.get("torch")
     if torch is not None:
         set_torch_threads(torch, n)
+    from ._threads import set_num_threads
+    set_num_threads(n)                                  # tapegrad's own kernel pool
     return how
 
 

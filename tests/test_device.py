@@ -406,11 +406,14 @@ def test_cudnn_flags_remember_what_is_set():
 
 
 def test_num_threads(monkeypatch):
-    monkeypatch.setattr(_threads, "_num_threads", None)
     monkeypatch.setattr(_threads, "_num_interop_threads", None)
-    assert tg.get_num_threads() >= 1 and tg.get_num_interop_threads() >= 1
-    tg.set_num_threads(1)
-    assert tg.get_num_threads() == 1
+    before = tg.get_num_threads()
+    assert before >= 1 and tg.get_num_interop_threads() >= 1
+    try:
+        tg.set_num_threads(1)
+        assert tg.get_num_threads() == 1
+    finally:
+        tg.set_num_threads(before)
     with pytest.raises(RuntimeError, match="set_num_threads expects a positive integer"):
         tg.set_num_threads(0)
     with pytest.raises(RuntimeError, match="set_num_threads expects an int, but got float"):

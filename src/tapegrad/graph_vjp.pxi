@@ -467,10 +467,7 @@ cdef object gv_elu(Py_ssize_t i, Record* r, object G, char* want):
     x = <object>r.saved[0]
     neg = np.logical_not(x > 0)                         # NaN takes the exp branch: NaN gradient
     E = unary_op(OP_EXP, <TensorBase>g_where(neg, in_value(r, 0, x), 0))
-    if cnp.PyArray_SIZE(x) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
-        V = g_mul(g_mul(G, r.scalar), E)                # the C kernel's order
-    else:
-        V = g_mul(G, g_mul(E, r.scalar))                # numpy's
+    V = g_mul(g_mul(G, r.scalar), E)                    # the C kernel's order
     return g_where(neg, V, G)
 
 cdef object gv_softplus(Py_ssize_t i, Record* r, object G, char* want):
@@ -478,10 +475,7 @@ cdef object gv_softplus(Py_ssize_t i, Record* r, object G, char* want):
     beta, threshold = <tuple>r.aux
     lin = x * beta > threshold
     E = unary_op(OP_EXP, <TensorBase>g_where(lin, 0, g_mul(in_value(r, 0, x), beta)))
-    if cnp.PyArray_SIZE(x) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
-        V = g_div(g_mul(G, E), g_add(E, 1))
-    else:
-        V = g_mul(G, g_div(E, g_add(E, 1)))
+    V = g_div(g_mul(G, E), g_add(E, 1))                 # the C kernel's order
     return g_where(lin, G, V)
 
 cdef object sigmoid_of(object Z):

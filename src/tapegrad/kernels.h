@@ -1,10 +1,16 @@
-/* tapegrad's elementwise C kernels: contiguous float32/float64 loops for the forward ops and the
- * sweep's VJPs.  At small sizes numpy's per-call overhead dominates; these loops have none, and at
- * large sizes -O3 vectorises the arithmetic ones.
+/* tapegrad's elementwise C kernels: contiguous float32/float64 loops for the forward ops, the
+ * sweep's VJPs and the replay, which all call these same functions (so a replay is bit-identical
+ * to the eager run).  At small sizes numpy's per-call overhead dominates; these loops have none.
+ * At large sizes -O3 vectorises the arithmetic ones, the transcendental functions (and the
+ * activations and fused gradients built on them) evaluate with vecmath.h's vectorised kernels,
+ * and tg_binary / tg_unary / tg_param split arrays above a size threshold over the thread pool of
+ * threadpool.h.  Element i of a result depends on element i of the operands only: neither the
+ * array's length nor the thread count changes it.
  *
  * Operands are flat arrays of n elements read with an element stride of 1 (contiguous) or 0 (one
  * value broadcast to all n).  Kernels never fail and never touch Python objects: they are called
- * only after the Cython layer has checked dtypes, sizes and contiguity. */
+ * only after the Cython layer has checked dtypes, sizes and contiguity, and may run without the
+ * GIL. */
 #ifndef TAPEGRAD_KERNELS_H
 #define TAPEGRAD_KERNELS_H
 

@@ -14,6 +14,38 @@ from cpython.long cimport PyLong_CheckExact
 # float and a double version, where the caller picks one by the array's type number.
 
 
+cdef extern from "threadpool.h" nogil:
+    int tg_get_num_threads() noexcept
+    void tg_set_num_threads(int n) noexcept
+
+
+def _kernel_threads(n=None):
+    """The number of threads the C kernels split big arrays over (threadpool.h), after setting it
+    to n when n is given.  tapegrad.set_num_threads / get_num_threads call this."""
+    if n is not None:
+        tg_set_num_threads(n)
+    return tg_get_num_threads()
+
+
+def _default_kernel_threads():
+    """OMP_NUM_THREADS when it holds a positive integer (as PyTorch honours it), else the cores
+    this process may run on."""
+    import os
+    try:
+        n = int(os.environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        n = 0
+    if n > 0:
+        return n
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+tg_set_num_threads(_default_kernel_threads())
+
+
 cdef enum:
     NOGIL_MIN_SIZE = 32768      # release the GIL for kernels at least this large
     # A broadcast over rows runs the kernel once per row: for rows this narrow, numpy's own

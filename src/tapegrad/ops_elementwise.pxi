@@ -464,11 +464,9 @@ cdef object unary_op(int op, TensorBase x):
                            "`logical_not()` operator instead.")
     if op == OP_RELU and A.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
-    # Arithmetic kernels beat numpy at every size; libm's scalar exp/log/tanh lose to numpy's SIMD
-    # loops beyond a few dozen elements, where numpy's call overhead no longer dominates.
-    out = None
-    if op == OP_NEG or op == OP_RELU or cnp.PyArray_SIZE(A) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
-        out = fast_unary(unary_kernel_of(op), A)
+    # The C kernels (vectorised exp/log/tanh, threads for big arrays) at every size; numpy for
+    # other layouts and dtypes.
+    out = fast_unary(unary_kernel_of(op), A)
     cdef bint in_c = out is not None
     if out is None:
         out = unary_numpy(op, A)

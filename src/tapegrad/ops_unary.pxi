@@ -7,9 +7,11 @@
 # np.copyto, np.concatenate, np.empty_like ... go through a Python-level __array_function__
 # dispatcher, which would be a Python call per node in the sweep; `masked` below replaces np.where.
 #
-# Kernels: arithmetic-only functions (abs, square, sign, ...) run in the C kernels at every size;
-# transcendental ones (sin, log1p, sigmoid, ...) in C only up to SIMD_TRANSCENDENTAL_MIN_SIZE
-# elements, numpy's SIMD loops beyond; erf (and exact gelu) always in C: numpy has no erf.
+# Kernels: contiguous float32/float64 arrays run in the C kernels (kernels.c) at every size: the
+# transcendental functions (exp, sin, log1p, sigmoid, erf, ...) and the activations and fused
+# gradients built on them call the vectorised functions of vecmath.c, split over the thread pool
+# for big arrays; sqrt / rsqrt / reciprocal leave big arrays to numpy's wider SIMD loops.  Other
+# layouts and dtypes go to numpy (erf and exact gelu: always C, numpy has no erf).
 # ---------------------------------------------------------------------------------------------
 
 from libc.math cimport INFINITY, M_2_SQRTPI
@@ -111,12 +113,9 @@ cdef inline Record* record1(int op, TensorBase res, TensorBase x) except? NULL:
 
 cdef inline Py_ssize_t c_kernel_max_size(int kop) noexcept:
     """Largest array a unary C kernel is used for (numpy's SIMD loops take over beyond)."""
-    if (kop == TG_NEG or kop == TG_ABS or kop == TG_SQUARE or kop == TG_SIGN or kop == TG_RELU
-            or kop == TG_ERF or kop == TG_GELU):
-        return PY_SSIZE_T_MAX
     if kop == TG_SQRT or kop == TG_RSQRT or kop == TG_RECIPROCAL:
         return ARITH_C_MAX_SIZE
-    return SIMD_TRANSCENDENTAL_MIN_SIZE
+    return PY_SSIZE_T_MAX
 
 
 cdef object sign_numpy(object A):
@@ -359,10 +358,9 @@ cdef object vjp_leaky_relu(Record* r, object g):
 
 cdef object vjp_elu(Record* r, object g):
     x = <object>r.saved[0]
-    if cnp.PyArray_SIZE(x) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
-        out = fast_param(TG_ELU_GRAD, g, x, r.scalar, 0)
-        if out is not None:
-            return out
+    out = fast_param(TG_ELU_GRAD, g, x, r.scalar, 0)
+    if out is not None:
+        return out
     # PyTorch: x > 0 ? grad : grad*alpha*e^x (its vectorized loop: NaN where x is NaN)
     out = np.array(g, dtype=g.dtype, copy=True)
     np.multiply(g, np.exp(x) * r.scalar, out=out, where=np.logical_not(x > 0))
@@ -371,10 +369,9 @@ cdef object vjp_elu(Record* r, object g):
 cdef object vjp_softplus(Record* r, object g):
     x = <object>r.saved[0]
     beta, threshold = <tuple>r.aux
-    if cnp.PyArray_SIZE(x) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
-        out = fast_param(TG_SOFTPLUS_GRAD, g, x, beta, threshold)
-        if out is not None:
-            return out
+    out = fast_param(TG_SOFTPLUS_GRAD, g, x, beta, threshold)
+    if out is not None:
+        return out
     z = x * beta
     e = np.exp(z)
     # PyTorch: z > threshold ? grad : grad * e / (e + 1)  (e may overflow where z > threshold)
@@ -383,18 +380,13 @@ cdef object vjp_softplus(Record* r, object g):
     return out
 
 cdef object vjp_silu(Record* r, object g):
-    x = <object>r.saved[0]
-    if cnp.PyArray_SIZE(x) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
-        return ew(TG_SILU_GRAD, g, x)
-    return silu_grad_numpy(g, x)
+    return ew(TG_SILU_GRAD, g, <object>r.saved[0])      # C, or numpy for other layouts
 
 cdef object vjp_gelu(Record* r, object g):
     x = <object>r.saved[0]
     if r.scalar == 0:
         return binary_c(TG_GELU_GRAD, g, x)             # erf: C at every size
-    if cnp.PyArray_SIZE(x) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
-        return ew(TG_GELU_TANH_GRAD, g, x)
-    return gelu_tanh_grad_numpy(g, x)
+    return ew(TG_GELU_TANH_GRAD, g, x)
 
 
 OP_LEAKY_RELU = register_op("LeakyReluBackward0", vjp_leaky_relu)
@@ -436,9 +428,7 @@ def elu(TensorBase input, alpha=1.0, bint inplace=False):
     cdef double a = alpha
     if inplace:
         check_activation_inplace(input)
-    out = None
-    if cnp.PyArray_SIZE(A) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
-        out = fast_param(TG_ELU, A, None, a, 0)
+    out = fast_param(TG_ELU, A, None, a, 0)
     if out is None:
         out = A.copy()
         neg = A <= 0                                    # expm1 only there: no overflow warnings
@@ -459,9 +449,7 @@ def softplus(TensorBase input, beta=1.0, threshold=20.0):
     cdef Record* r
     A = activation_input(input, "softplus_cpu")
     cdef double b = beta, t = threshold
-    out = None
-    if cnp.PyArray_SIZE(A) <= SIMD_TRANSCENDENTAL_MIN_SIZE:
-        out = fast_param(TG_SOFTPLUS, A, None, b, t)
+    out = fast_param(TG_SOFTPLUS, A, None, b, t)
     if out is None:
         with IeeeResults():
             z = A * b
