@@ -194,8 +194,12 @@ def _sequence_graph_grads(ctx, inputs, grads):
 def _compiled_direction(mode, proj, state, weights, reverse):
     """One layer in one direction through _RecurrentSequence: (output (T, B, H), final state)."""
     w_hh, b_hh, w_hr = weights
-    res = _RecurrentSequence.apply(proj, state[0], state[1] if mode == "LSTM" else None, w_hh,
-                                   b_hh, mode, reverse)
+    # Through the capture hook, so tapegrad.compile re-runs the whole sequence as one step (a
+    # custom Function's forward is otherwise user code it must leave eager); outside a capture
+    # the hook just calls it.
+    res = _core._capture_op_call(
+        _RecurrentSequence.apply,
+        (proj, state[0], state[1] if mode == "LSTM" else None, w_hh, b_hh, mode, reverse), {})
     return res[0], tuple(res[1:])
 
 
