@@ -823,7 +823,6 @@ cdef class Program:
         if guards_hold is not None and not guards_hold(lease):
             (<Lease>lease).release()
             return None
-        results = tuple([wrap(o) for o in outs])
         cdef bint any_grad = False
         for k in range(self.n_ext):
             if self.grad[k]:
@@ -831,7 +830,12 @@ cdef class Program:
                 break
         if not any_grad or not grad_enabled():
             (<Lease>lease).release()
-            return results
+            return tuple([wrap(o) for o in outs])
+        # The backward reads the program's buffers (a saved exp or tanh output, ...), and eager's
+        # version check cannot see a write into a fresh tensor wrapped around one: the caller gets
+        # its own copy of each buffer the program owns, so `y = f(x); y.mul_(2)` before backward
+        # cannot change what the backward reads (outputs that view an external stay views).
+        results = tuple([wrap(o.copy() if (<cnp.ndarray>o).flags.owndata else o) for o in outs])
         cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
             CompiledFunctionBackward)
         node.program = self
