@@ -265,15 +265,26 @@ def _diagonal_positions(rows: int, cols: int, offset: int) -> np.ndarray:
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    """The offset-th diagonal of the (dim1, dim2) matrices of input, as its last dim (a copy
-    made by index_select, where PyTorch returns a view)."""
+    """The offset-th diagonal of the (dim1, dim2) matrices of input, as its last dim.
+
+    A view of input, as PyTorch's, when the matrices are contiguous once (dim1, dim2) are moved
+    last (the diagonal is then a strided slice of the flattened matrices, so writes through it
+    reach input); otherwise a copy made by index_select (tapegrad has no as_strided)."""
     _check_tensor(input, "diagonal")
     d1, d2 = _distinct_dims(dim1, dim2, input.ndim)
     from . import movedim
-    moved = movedim(input, (d1, d2), (-2, -1))
-    *batch, rows, cols = moved.shape
+    rows, cols = input.shape[d1], input.shape[d2]
     positions = _diagonal_positions(rows, cols, int(offset))
-    return moved.reshape(*batch, rows * cols).index_select(-1, _index_tensor(positions))
+    if len(positions) and d2 == d1 + 1 and input.is_contiguous():
+        # (rows, cols) flattened in place into one dim: the diagonal is a strided slice of it
+        shape = input.shape
+        flat = input.reshape(*shape[:d1], rows * cols, *shape[d2 + 1:])
+        picked = flat[(slice(None),) * d1 + (slice(int(positions[0]), int(positions[-1]) + 1,
+                                                   cols + 1),)]
+        return movedim(picked, d1, -1)
+    moved = movedim(input, (d1, d2), (-2, -1))
+    return moved.reshape(*moved.shape[:-2], rows * cols).index_select(
+        -1, _index_tensor(positions))
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):

@@ -592,3 +592,22 @@ def test_methods_registered_where_torch_has_them():
                  "promote_types", "var_mean", "std_mean", "searchsorted", "bucketize",
                  "trapezoid", "trapz", "cumulative_trapezoid", "isin"):
         assert hasattr(tg, name), name
+
+
+@pytest.mark.parametrize("shape,offset,dims", [((3, 3), 0, (0, 1)), ((3, 4), 1, (0, 1)),
+                                               ((4, 3), -2, (0, 1)), ((2, 3, 3), 0, (1, 2)),
+                                               ((3, 3, 2), 1, (0, 1))])
+def test_diagonal_is_a_view_writes_reach_the_input(shape, offset, dims):
+    """x.diagonal() is a view as PyTorch's: fill_ through it changes x (it was a copy, so the
+    write was silently lost), and the gradient of a later use still flows."""
+    a = np.arange(float(np.prod(shape))).reshape(shape)
+    x = tg.tensor(a.copy())
+    x.diagonal(offset, *dims).fill_(-1.0)
+    expected = a.copy()
+    idx = np.indices(shape)
+    on_diag = idx[dims[1]] - idx[dims[0]] == offset
+    expected[on_diag] = -1.0
+    assert np.array_equal(x.numpy(), expected)
+    w = tg.tensor(a, requires_grad=True)
+    (w.diagonal(offset, *dims) * 2.0).sum().backward()
+    assert np.array_equal(w.grad.numpy(), np.where(on_diag, 2.0, 0.0))
