@@ -835,7 +835,9 @@ cdef class Program:
         # version check cannot see a write into a fresh tensor wrapped around one: the caller gets
         # its own copy of each buffer the program owns, so `y = f(x); y.mul_(2)` before backward
         # cannot change what the backward reads (outputs that view an external stay views).
-        results = tuple([wrap(o.copy() if (<cnp.ndarray>o).flags.owndata else o) for o in outs])
+        results = tuple([wrap(o.copy() if cnp.PyArray_CHKFLAGS(<cnp.ndarray>o,
+                                                               cnp.NPY_ARRAY_OWNDATA) else o)
+                         for o in outs])
         cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
             CompiledFunctionBackward)
         node.program = self
