@@ -300,8 +300,6 @@ cdef object binary_op(int op, object a, object b):
     cdef Py_ssize_t inp[2]
     cdef Record* r
     cdef bint a_tensor = isinstance(a, TensorBase), b_tensor = isinstance(b, TensorBase)
-    if op == OP_SUB or op == OP_RSUB:
-        check_no_bool_subtraction(a, b)
     cdef bint promote = True, same_shapes = True
     # Fast path (the common case): same-dtype float tensors, or a float tensor and a Python
     # number, need no promotion or cast: skip result_dtype and every dtype object.
@@ -318,6 +316,10 @@ cdef object binary_op(int op, object a, object b):
         A = a
         B = (<TensorBase>b)._array
         promote = not is_float_num(cnp.PyArray_TYPE(B))
+    # Only an operand off the fast path (any non-float tensor) or a Python bool can be a bool:
+    # the fast path pays two pointer compares, not two dtype lookups.
+    if (op == OP_SUB or op == OP_RSUB) and (promote or type(a) is bool or type(b) is bool):
+        check_no_bool_subtraction(a, b)
     if promote:
         a = as_operand(a)
         b = as_operand(b)
