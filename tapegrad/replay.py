@@ -141,7 +141,11 @@ class CompiledFunction:
         lines = []
         for plan in self._plans.values():
             if plan.program is not None:
-                lines.append(f"replayed: {plan.program.n_steps} steps")
+                groups = plan.program.fused_groups
+                fused = sum(last - first + 1 for first, last, _ in groups)
+                lines.append(f"replayed: {plan.program.n_steps} steps"
+                             + (f" ({fused} of them fused into {len(groups)} loop"
+                                f"{'s' if len(groups) > 1 else ''} over blocks)" if groups else ""))
             else:
                 lines.append(f"eager: {plan.reason}")
         return "\n".join(lines)
@@ -486,5 +490,5 @@ def _plan_from(capture, flat, result):
     plan.guards = [(root_slot[id(t)], kind, value) for t, kind, value in guard_reads]
     plan.saved_ext = saved_ext
     plan.program = _core.Program(dtype, shapes, grad, len(ext), program_steps,
-                                 output_slots, typenums)
+                                 output_slots, typenums, [slot for slot, _, _ in plan.guards])
     return plan

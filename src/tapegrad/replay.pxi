@@ -36,6 +36,26 @@ cdef struct Step:
     double count        # SK_SUM_ALL: the divisor of a mean (0 for a sum)
     Py_ssize_t n_out    # slots the step writes: out .. out + n_out - 1 (several: a SK_CALL of
                         # an op returning a tuple)
+    int group           # the fused group it belongs to (fusion.pxi), or -1
+    int bc_a, bc_b      # in a group: index of a / b's full-size contribution buffer (a
+                        # one-element slot's gradient, summed after the block loop), or -1
+
+
+cdef enum:
+    FUSE_MIN_N = 1024           # smaller steps: a block is the whole buffer, nothing to gain
+    FUSE_ROW_BYTES = 196608     # the rows of one group's block stay in L2 (512 KiB here)
+    FUSE_MAX_BLOCK = 8192
+    FUSE_MIN_BLOCK = 256
+
+
+cdef struct FuseGroup:
+    Py_ssize_t first, last      # its steps: first .. last (consecutive)
+    Py_ssize_t n                # elements of every step's result
+    Py_ssize_t block            # elements per block (a multiple of 64, or n)
+    int n_rows                  # value rows + adjoint rows + 2 scratch rows
+    int scratch                 # index of the first scratch row
+    int n_bc                    # contributions to one-element slots (full-size buffers)
+    int bc_base                 # index of its first one among the program's
 
 
 cdef inline void k_binary(bint f64, int kop, Py_ssize_t n, const void* a, Py_ssize_t sa,
@@ -99,11 +119,23 @@ cdef class BufferSet:
     cdef list calls             # step -> (result tensor, {slot: proxy tensor}) of re-run ops
     cdef list contiguous        # slot -> the C-contiguous copy ptr[slot] points into (re-run
                                 # ops' non-contiguous results that C kernels read), or None
+    # fused groups (fusion.pxi)
+    cdef object rows            # the block rows of the group running (values, adjoints, scratch)
+    cdef char* rowp
+    cdef Py_ssize_t row_len     # bytes of one row for the group running
+    cdef int scratch_row
+    cdef char* touched0         # touched before the group's backward (each block starts there)
+    cdef list bc                # contribution to a one-element slot -> its full-size buffer
+    cdef void** bcp
+    cdef char* bcw              # whether it was written in this backward
 
     def __dealloc__(self):
         free(self.ptr)
         free(self.aptr)
         free(self.touched)
+        free(self.touched0)
+        free(self.bcp)
+        free(self.bcw)
 
 
 cdef class Lease:
@@ -143,20 +175,38 @@ cdef class Program:
     cdef list adj_dtypes        # slot -> dtype of its adjoint (the program's, but for slots only
                                 # re-run ops touch: those may be of another float dtype)
     cdef list pool
+    cdef Py_ssize_t item        # bytes per element of the program's dtype
+    # fused groups of elementwise steps (fusion.pxi)
+    cdef FuseGroup* groups
+    cdef Py_ssize_t n_groups
+    cdef int* vrow              # slot -> its value row in its group's block, or -1 (full buffer)
+    cdef int* arow              # slot -> its adjoint row in its group's block, or -1
+    cdef Py_ssize_t n_bc        # contributions to one-element slots in groups
+    cdef list bc_slots          # -> (slot, the step's out slot)
+    cdef list group_writes      # group -> the full-size adjoints its backward writes
+    cdef Py_ssize_t rows_bytes  # the largest group's block rows
 
     def __cinit__(self):
         self.steps = NULL
+        self.groups = NULL
+        self.vrow = NULL
+        self.arow = NULL
 
     def __dealloc__(self):
         free(self.steps)
+        free(self.groups)
+        free(self.vrow)
+        free(self.arow)
 
     def __init__(self, dtype, list shapes, list grad, Py_ssize_t n_ext, list steps,
-                 list outputs, list typenums=None):
-        """steps: (kind, op, kop, a, b, out, ca, cb, aux) tuples in forward order."""
+                 list outputs, list typenums=None, observed=(), bint fuse=True):
+        """steps: (kind, op, kop, a, b, out, ca, cb, aux) tuples in forward order; observed:
+        slots Python reads besides the outputs (value guards); fuse: form fused groups."""
         cdef Py_ssize_t i
         cdef Step* s
         self.dtype = np.dtype(dtype)
         self.f64 = self.dtype.num == cnp.NPY_FLOAT64
+        self.item = 8 if self.f64 else 4
         self.shapes = [tuple(sh) for sh in shapes]
         self.typenums = list(typenums) if typenums is not None else None
         self.sizes = [shape_prod(sh, 0, len(sh)) for sh in self.shapes]
@@ -220,6 +270,19 @@ cdef class Program:
                     self.fresh.add(out)
                     self.replaced.add(out)
         self.pool = []
+        self.bc_slots = []
+        self.group_writes = []
+        self.vrow = <int*>malloc(max(self.n_slots, 1) * sizeof(int))
+        self.arow = <int*>malloc(max(self.n_slots, 1) * sizeof(int))
+        if self.vrow == NULL or self.arow == NULL:
+            raise MemoryError()
+        for k in range(self.n_slots):
+            self.vrow[k] = self.arow[k] = -1
+        for i in range(self.n_steps):
+            self.steps[i].group = -1
+            self.steps[i].bc_a = self.steps[i].bc_b = -1
+        if fuse:
+            form_groups(self, observed)
 
     cdef int set_layout(self, Step* s) except -1:
         """A binary step's operands as the kernels read them: the result's shape at stride 1,
@@ -274,12 +337,21 @@ cdef class Program:
         bs.given = [None] * self.n_slots
         bs.calls = [None] * self.n_steps
         bs.contiguous = [None] * self.n_slots
+        bs.touched0 = <char*>calloc(self.n_slots, sizeof(char))
+        bs.bcp = <void**>calloc(max(self.n_bc, 1), sizeof(void*))
+        bs.bcw = <char*>calloc(max(self.n_bc, 1), sizeof(char))
+        if bs.touched0 == NULL or bs.bcp == NULL or bs.bcw == NULL:
+            raise MemoryError()
+        bs.bc = [None] * self.n_bc
+        if self.n_groups:
+            bs.rows = np.empty(self.rows_bytes, np.uint8)
+            bs.rowp = <char*>cnp.PyArray_DATA(<cnp.ndarray>bs.rows)
         for k in range(self.n_slots):
-            if k >= self.n_ext and k not in self.fresh:
+            if k >= self.n_ext and k not in self.fresh and self.vrow[k] < 0:
                 arr = np.empty(self.shapes[k], self.dtype)
                 bs.arrays[k] = arr
                 bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
-            if self.grad[k]:
+            if self.grad[k] and self.arow[k] < 0:
                 arr = np.empty(self.shapes[k], self.adj_dtypes[k])
                 bs.adj[k] = arr
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
@@ -336,9 +408,14 @@ cdef class Program:
         for k in self.fresh:
             if k >= self.n_ext and k not in self.replaced:
                 self.set_slot(bs, k, np.empty(self.shapes[k], self.dtype))
-        for i in range(self.n_steps):
+        i = 0
+        while i < self.n_steps:
             s = &self.steps[i]
-            if s.kind == SK_BINARY:
+            i += 1
+            if s.group >= 0:                # a fused group: all its steps, block by block
+                fused_forward(self, bs, &self.groups[s.group])
+                i = self.groups[s.group].last + 1
+            elif s.kind == SK_BINARY:
                 pa = bs.ptr[s.a] if s.a >= 0 else (<void*>&s.ca if f64 else <void*>&s.fa)
                 pb = bs.ptr[s.b] if s.b >= 0 else (<void*>&s.cb if f64 else <void*>&s.fb)
                 k_rows(f64, s.kop, s.n, s.cols, pa, s.stride_a, s.step_a,
@@ -350,9 +427,9 @@ cdef class Program:
             elif s.kind == SK_MATMUL:
                 self.set_result(bs, s.out, product(bs.arrays[s.a], bs.arrays[s.b]))
             elif s.kind == SK_CALL:
-                self.forward_call(bs, i, tensors)
+                self.forward_call(bs, i - 1, tensors)
             else:
-                self.forward_numpy(bs, i)
+                self.forward_numpy(bs, i - 1)
         return lease, [bs.arrays[k] for k in self.outputs]
 
     cdef int forward_call(self, BufferSet bs, Py_ssize_t i, list tensors) except -1:
@@ -523,9 +600,15 @@ cdef class Program:
             k = self.outputs[j]
             if g is not None and self.grad[k]:
                 self.give_array(bs, k, g)
-        for i in range(self.n_steps - 1, -1, -1):
+        i = self.n_steps - 1
+        while i >= 0:
+            if self.steps[i].group >= 0:
+                fused_backward(self, bs, self.steps[i].group)
+                i = self.groups[self.steps[i].group].first - 1
+                continue
             if self.any_touched(bs, &self.steps[i]):
                 self.backward_step(bs, i)
+            i -= 1
         res = []
         for k in range(self.n_ext):
             if self.grad[k] and bs.touched[k]:
@@ -801,6 +884,12 @@ cdef class Program:
     @property
     def n_steps(self):
         return self.n_steps
+
+    @property
+    def fused_groups(self):
+        """(first step, last step, elements per block) of each fused group (fusion.pxi)."""
+        return [(self.groups[g].first, self.groups[g].last, self.groups[g].block)
+                for g in range(self.n_groups)]
 
     cdef bint deterministic(self):
         """Whether every step is a C step (no op re-run whole, which might draw random values)."""
