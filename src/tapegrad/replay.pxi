@@ -175,6 +175,9 @@ cdef class Program:
     cdef list adj_dtypes        # slot -> dtype of its adjoint (the program's, but for slots only
                                 # re-run ops touch: those may be of another float dtype)
     cdef list pool
+    cdef bint any_grad          # some external receives a gradient
+    cdef bint all_c             # every step is a C step (none re-runs an op: deterministic)
+    cdef object input_meta, output_meta     # the replay node's (shape, dtype)s: computed once
     cdef Py_ssize_t item        # bytes per element of the program's dtype
     # fused groups of elementwise steps (fusion.pxi)
     cdef FuseGroup* groups
@@ -281,6 +284,8 @@ cdef class Program:
         for i in range(self.n_steps):
             self.steps[i].group = -1
             self.steps[i].bc_a = self.steps[i].bc_b = -1
+        self.any_grad = any(self.grad[:n_ext])
+        self.all_c = self.deterministic()
         if fuse:
             form_groups(self, observed)
 
@@ -899,46 +904,101 @@ cdef class Program:
                 return False
         return True
 
-    def run(self, list tensors, list saved_ext, object guards_hold, object rerun=None):
+    cdef object run(self, list tensors, ReplayPlan plan, object call, tuple args, dict kwargs):
         """Replay on `tensors` (the externals, checked by the caller): the outputs as tensors
-        (linked into the tape as one node when a gradient flows), or None when guards_hold
-        (a callable given the Lease, or None) says the replay differs from an eager run."""
+        (linked into the tape as one node when a gradient flows), or None when the plan's value
+        guards say the replay differs from an eager run.  call(*args, **kwargs): the function,
+        run again eagerly by a create_graph backward."""
         cdef TensorBase t
         cdef Py_ssize_t k
         try:
             lease, outs = self.forward([(<TensorBase>t)._array for t in tensors], tensors)
         except _ReplayDiffers:
             return None
-        if guards_hold is not None and not guards_hold(lease):
+        if plan.guards and not plan.guards_hold_c(<Lease>lease):
             (<Lease>lease).release()
             return None
-        cdef bint any_grad = False
-        for k in range(self.n_ext):
-            if self.grad[k]:
-                any_grad = True
-                break
-        if not any_grad or not grad_enabled():
+        if not self.any_grad or not grad_enabled():
             (<Lease>lease).release()
             return tuple([wrap(o) for o in outs])
         # The backward reads the program's buffers (a saved exp or tanh output, ...), and eager's
         # version check cannot see a write into a fresh tensor wrapped around one: the caller gets
         # its own copy of each buffer the program owns, so `y = f(x); y.mul_(2)` before backward
         # cannot change what the backward reads (outputs that view an external stay views).
-        results = tuple([wrap(o.copy() if cnp.PyArray_CHKFLAGS(<cnp.ndarray>o,
-                                                               cnp.NPY_ARRAY_OWNDATA) else o)
-                         for o in outs])
+        cdef list results = [wrap(o.copy() if cnp.PyArray_CHKFLAGS(<cnp.ndarray>o,
+                                                                   cnp.NPY_ARRAY_OWNDATA) else o)
+                             for o in outs]
         cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
             CompiledFunctionBackward)
         node.program = self
         node.lease = <Lease>lease
         node.n_out = len(outs)
         node.versions = [(version_of(<TensorBase>tensors[k]),
-                          version_of(<TensorBase>tensors[k]).value) for k in saved_ext]
+                          version_of(<TensorBase>tensors[k]).value) for k in plan.saved_ext]
         node.inputs = tuple(tensors)
-        node.rerun = rerun if self.deterministic() else None
-        non_diff = tuple([results[k] for k in range(len(outs)) if not self.grad[self.outputs[k]]])
-        out = _function_record(node, tuple(tensors), results, (), non_diff)
-        return out if isinstance(out, tuple) else (out,)
+        cdef Rerun rerun
+        if self.all_c:
+            rerun = Rerun.__new__(Rerun)
+            rerun.plan, rerun.call, rerun.args, rerun.kwargs = plan, call, args, kwargs
+            node.rerun = rerun
+        if self.input_meta is None:     # the same at every replay: the guards fix them
+            self.input_meta = tuple([((<TensorBase>t)._array.shape, (<TensorBase>t)._array.dtype)
+                                     for t in tensors])
+            self.output_meta = tuple([((<TensorBase>t)._array.shape, (<TensorBase>t)._array.dtype)
+                                      for t in results])
+        node._input_meta = self.input_meta
+        node._output_meta = self.output_meta
+        if ANOMALY_MODE:                # the general path takes the anomaly trace
+            non_diff = tuple([results[k] for k in range(len(outs))
+                              if not self.grad[self.outputs[k]]])
+            out = _function_record(node, tuple(tensors), tuple(results), (), non_diff)
+            return out if isinstance(out, tuple) else (out,)
+        self.record(node, tensors, results)
+        return tuple(results)
+
+    cdef int record(self, CompiledFunctionBackward node, list tensors, list results) except -1:
+        """Link the results into the tape as _function_record does for a custom Function's
+        outputs (one OP_FUNCTION record holding the node, one OP_FN_OUTPUT record per output a
+        gradient flows through), specialised to what a replay gives it: fresh float results, no
+        in-place outputs, metadata computed once."""
+        cdef Py_ssize_t n_in = len(tensors), n_out = len(results), j, fi, si
+        cdef Py_ssize_t* inp = <Py_ssize_t*>malloc(max(n_in, 1) * sizeof(Py_ssize_t))
+        cdef TensorBase t
+        if inp == NULL:
+            raise MemoryError()
+        try:
+            begin_record(n_in + n_out + 1)
+            for j in range(n_in):
+                t = <TensorBase>tensors[j]
+                fresh(t)
+                inp[j] = node_for_input(t)
+            fi = TAPE.append(OP_FUNCTION, <int>n_in, inp)
+        finally:
+            free(inp)
+        keep(&TAPE.recs[fi].aux, node)
+        TAPE.recs[fi].scalar = <double>n_out
+        for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest, as there
+            if not self.grad[self.outputs[j]]:
+                continue
+            t = <TensorBase>results[j]
+            si = TAPE.append(OP_FN_OUTPUT, 1, &fi)
+            TAPE.recs[si].scalar = <double>j
+            TAPE.recs[si].out = <PyObject*>t
+            t._node = si
+            t._requires_grad = True
+        TAPE.decref(fi)                 # the output records hold the Function record
+        return 0
+
+
+cdef class Rerun:
+    """() -> the Program's outputs of the call computed eagerly again (create_graph)."""
+    cdef ReplayPlan plan
+    cdef object call
+    cdef tuple args
+    cdef dict kwargs
+
+    def __call__(self):
+        return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
 
 
 cdef class CompiledFunctionBackward(CompiledBackward):
@@ -1303,3 +1363,144 @@ def _call_externals(list sources, list metas, list flat):
         out.append(t)
     return out
 
+
+
+# -- the call path of tapegrad.compile, in C ----------------------------------------------------
+# A replayed call runs from the compiled function's tp_call to the Program and back without a
+# Python frame: the signature key, the environment guard, the externals, the replay, the value
+# guards and the rebuilt return value.  Anything else (a first call, a guard failure, a function
+# that runs eagerly) goes to the Python subclass's _slow_call (tapegrad/replay.py).
+
+cdef object NOT_REPLAYED = object()
+
+
+cdef class ReplayPlan:
+    """One captured signature: a Program and how to feed it, or why it runs eagerly (built by
+    tapegrad/replay.py)."""
+    cdef public Program program
+    cdef public object reason           # None: replayable
+    cdef public list sources            # external slot -> index into the flat arguments, or tensor
+    cdef public list ext_meta           # external slot -> (shape, dtype number, requires_grad)
+    cdef public list guards             # (slot, kind, value) of the values Python read
+    cdef public list output_map         # fn's tensor outputs: Program output j, or ~external
+    cdef public list saved_ext          # externals whose values the backward reads
+    cdef public object structure        # how to rebuild fn's return value (None: one tensor)
+    cdef public tuple env               # (namespace, name, value) the capture read by name
+
+    def __init__(self, reason=None):
+        self.program = None
+        self.reason = reason
+        self.sources = []
+        self.ext_meta = []
+        self.guards = []
+        self.output_map = []
+        self.saved_ext = []
+        self.structure = None
+        self.env = ()
+
+    def externals(self, list flat):
+        """The external tensors for this call (`flat`: its flattened arguments), or None if a
+        tensor the function closed over no longer matches its capture."""
+        return _call_externals(self.sources, self.ext_meta, flat)
+
+    cdef bint guards_hold_c(self, Lease lease) except -1:
+        for slot, kind, value in self.guards:
+            if read_guarded(lease.buffers.arrays[slot], kind) != value:
+                return False
+        return True
+
+    def guards_hold(self, Lease lease):
+        return self.guards_hold_c(lease)
+
+    def program_outputs(self, result):
+        """The Program's outputs among fn's return value (a create_graph re-run's)."""
+        outs = [result] if isinstance(result, TensorBase) else [r for r in result if r is not None]
+        return tuple([t for t, k in zip(outs, self.output_map) if k >= 0])
+
+    def rebuild(self, outs):
+        if self.structure is None:
+            return outs[0] if outs else None
+        return type(self.structure)([outs[i] if isinstance(i, int) else None
+                                     for i in self.structure])
+
+    cdef object replay(self, list flat, object call, tuple args, dict kwargs):
+        """The call replayed, as fn would return it, or NOT_REPLAYED (a guard failed)."""
+        tensors = _call_externals(self.sources, self.ext_meta, flat)
+        if tensors is None:
+            return NOT_REPLAYED
+        outs = self.program.run(<list>tensors, self, call, args, kwargs)
+        if outs is None:
+            return NOT_REPLAYED
+        cdef list mapped = []
+        cdef Py_ssize_t k
+        for j in self.output_map:
+            k = j
+            mapped.append((<tuple>outs)[k] if k >= 0 else (<list>tensors)[~k])
+        if self.structure is None:
+            return mapped[0] if mapped else None
+        return self.rebuild(mapped)
+
+
+cdef object read_guarded(object arr, str kind):
+    """What Python read of a value (item, bool, tolist) in this replay."""
+    if kind == "tolist":
+        return arr.tolist()
+    value = arr.reshape(()).item()
+    return bool(value) if kind == "bool" else value
+
+
+cdef bint same_binding(object a, object b) except -1:
+    """Whether a name still holds what the capture read (identity first, then equality, so 0.0
+    and -0.0 differ too; a tensor only by identity)."""
+    if a is b:
+        return True
+    if isinstance(a, TensorBase) or isinstance(b, TensorBase) or type(a) is not type(b):
+        return False
+    if isinstance(a, (float, np.floating)) and a == 0 and b == 0:
+        return bool(np.signbit(a) == np.signbit(b))
+    return bool(a == b)
+
+
+cdef bint env_holds(tuple env) except -1:
+    """Whether every closure cell and global the capture read by name still holds its value."""
+    cdef object missing = NOT_REPLAYED
+    for ns, name, value in env:
+        if name is None:
+            try:
+                now = ns.cell_contents
+            except ValueError:
+                return False
+        else:
+            now = (<dict>ns).get(name, missing)
+        if now is not value and not same_binding(now, value):
+            return False
+    return True
+
+
+def _env_holds(tuple env):
+    return env_holds(env)
+
+
+def _same_binding(a, b):
+    return same_binding(a, b)
+
+
+cdef class CompiledCall:
+    """The call path of tapegrad.compile's CompiledFunction (its Python subclass adds the
+    capture, explain() ...): a replayable signature is replayed here, anything else goes to
+    self._slow_call(args, kwargs, flat, key, plan, guard_failed)."""
+    cdef public object fn
+    cdef public dict _plans
+    cdef public dict stats
+
+    def __call__(self, *args, **kwargs):
+        flat, key = _call_key(args, kwargs)
+        plan = self._plans.get(key) if key is not None else None
+        if plan is not None and (<ReplayPlan>plan).program is not None:
+            if env_holds((<ReplayPlan>plan).env):
+                out = (<ReplayPlan>plan).replay(<list>flat, self.fn, args, kwargs)
+                if out is not NOT_REPLAYED:
+                    self.stats["replays"] += 1
+                    return out
+            return self._slow_call(args, kwargs, flat, key, plan, True)     # a guard failed
+        return self._slow_call(args, kwargs, flat, key, plan, False)
