@@ -90,6 +90,17 @@ cdef inline void k_unary(bint f64, int kop, Py_ssize_t n, const void* a,
         tg_unary_f32(kop, n, <const float*>a, <float*>out)
 
 
+cdef object new_empty(tuple shape, int typenum):
+    """np.empty(shape, dtype) by the C API (no argument parsing: it runs at every replay)."""
+    cdef cnp.npy_intp dims[64]
+    cdef int nd = len(shape), j
+    if nd > 64:
+        return np.empty(shape, cnp.PyArray_TypeObjectFromType(typenum))
+    for j in range(nd):
+        dims[j] = shape[j]
+    return cnp.PyArray_EMPTY(nd, dims, typenum, 0)
+
+
 cdef inline void fill_f64(double* dst, Py_ssize_t n, double v) noexcept:
     cdef Py_ssize_t j
     for j in range(n):
@@ -357,7 +368,7 @@ cdef class Program:
                 bs.arrays[k] = arr
                 bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             if self.grad[k] and self.arow[k] < 0:
-                arr = np.empty(self.shapes[k], self.adj_dtypes[k])
+                arr = new_empty(self.shapes[k], (<object>self.adj_dtypes[k]).num)
                 bs.adj[k] = arr
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
         bs.scratch0 = np.empty(self.max_n, self.dtype)
@@ -412,7 +423,7 @@ cdef class Program:
             self.set_slot(bs, k, externals[k])
         for k in self.fresh:
             if k >= self.n_ext and k not in self.replaced:
-                self.set_slot(bs, k, np.empty(self.shapes[k], self.dtype))
+                self.set_slot(bs, k, new_empty(self.shapes[k], self.dtype.num))
         i = 0
         while i < self.n_steps:
             s = &self.steps[i]
@@ -589,6 +600,10 @@ cdef class Program:
 
     def backward(self, Lease lease, list out_grads):
         """Gradients of the externals (None where none flows) given the outputs' gradients."""
+        return self.backward_c(lease, out_grads)
+
+    cdef list backward_c(self, Lease lease, list out_grads):
+        """Gradients of the externals (None where none flows) given the outputs' gradients."""
         cdef BufferSet bs = lease.buffers
         if bs is None:
             raise RuntimeError(
@@ -622,7 +637,7 @@ cdef class Program:
                     continue
                 # hand the buffer itself out (it may become a .grad) and take a new one
                 res.append(bs.adj[k])
-                arr = np.empty(self.shapes[k], self.adj_dtypes[k])
+                arr = new_empty(self.shapes[k], (<object>self.adj_dtypes[k]).num)
                 bs.adj[k] = arr
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             else:
@@ -1026,7 +1041,7 @@ cdef class CompiledFunctionBackward(CompiledBackward):
                 raise RuntimeError("one of the variables needed for gradient computation has "
                                    "been modified by an inplace operation: is at version "
                                    f"{v.value}; expected version {at} instead.")
-        return tuple(self.program.backward(self.lease, g[:self.n_out]))
+        return tuple(self.program.backward_c(self.lease, g[:self.n_out]))
 
     cdef object graph_backward(self, list g):
         """create_graph=True: the call run again eagerly on the same externals (its values are
