@@ -127,6 +127,7 @@ class CompiledFunction(_core.CompiledCall):
 
     def _capture(self, key, flat, args, kwargs):
         env = _environment(self.fn)
+        rng_before = _global_rng().bit_generator.state
         capture = _core._capture_begin()
         try:
             _ROUTES.install()
@@ -142,6 +143,10 @@ class CompiledFunction(_core.CompiledCall):
                 self._plans.pop(next(iter(self._plans)))
             plan = _build_plan(capture, flat, result)
             plan.env = env
+            if plan.program is not None:
+                plan.program.global_rng = _global_rng
+                plan.program.rerun_kind = _rerun_kind(
+                    plan.program, _global_rng().bit_generator.state != rng_before)
             self._plans[key] = plan
         return result
 
@@ -158,6 +163,31 @@ def compile(fn=None, *, on_guard_failure="recapture", cache_size=8):
 
 
 _MISS = object()
+
+
+def _global_rng():
+    from .random import _global_numpy_generator
+    return _global_numpy_generator()
+
+
+def _holds_generator(obj) -> bool:
+    from .random import Generator
+    if isinstance(obj, (Generator, np.random.Generator)):
+        return True
+    if isinstance(obj, (tuple, list)):
+        return any(_holds_generator(o) for o in obj)
+    if isinstance(obj, dict):
+        return any(_holds_generator(o) for o in obj.values())
+    return False
+
+
+def _rerun_kind(program, drew_global) -> int:
+    """How a create_graph backward can run the call again eagerly with the replay's values
+    (Program.rerun_kind): 0 as is, 1 from the global stream's state before the replay (the
+    capture drew from it), 2 not at all (an op given its own generator)."""
+    if any(_holds_generator(call[1:3]) for call in program.calls()):
+        return 2
+    return 1 if drew_global else 0
 
 
 # -- the library's ops, routed through the capture while one runs ---------------------------------

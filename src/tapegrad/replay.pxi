@@ -188,6 +188,12 @@ cdef class Program:
     cdef list pool
     cdef bint any_grad          # some external receives a gradient
     cdef bint all_c             # every step is a C step (none re-runs an op: deterministic)
+    cdef public int rerun_kind  # how a create_graph backward can run the call again eagerly:
+                                # RERUN_SAME (its re-run ops draw no random numbers), RERUN_RNG
+                                # (they draw from the global stream: its state is kept at each
+                                # replay and restored for the re-run), RERUN_NONE (they draw
+                                # from a generator= argument: not supported)
+    cdef public object global_rng   # () -> the numpy Generator of the global stream
     cdef object input_meta, output_meta     # the replay node's (shape, dtype)s: computed once
     cdef Py_ssize_t item        # bytes per element of the program's dtype
     # fused groups of elementwise steps (fusion.pxi)
@@ -297,6 +303,7 @@ cdef class Program:
             self.steps[i].bc_a = self.steps[i].bc_b = -1
         self.any_grad = any(self.grad[:n_ext])
         self.all_c = self.deterministic()
+        self.rerun_kind = RERUN_SAME if self.all_c else RERUN_NONE
         if fuse:
             form_groups(self, observed)
 
@@ -905,6 +912,10 @@ cdef class Program:
     def n_steps(self):
         return self.n_steps
 
+    def calls(self):
+        """The (fn, args, kwargs, slots, out slots) of each step that re-runs an op."""
+        return [self.aux[i] for i in range(self.n_steps) if self.steps[i].kind == SK_CALL]
+
     @property
     def fused_groups(self):
         """(first step, last step, elements per block) of each fused group (fusion.pxi)."""
@@ -926,6 +937,9 @@ cdef class Program:
         run again eagerly by a create_graph backward."""
         cdef TensorBase t
         cdef Py_ssize_t k
+        rng_state = None
+        if self.rerun_kind == RERUN_RNG and self.any_grad and grad_enabled():
+            rng_state = self.global_rng().bit_generator.state     # before the forward draws
         try:
             lease, outs = self.forward([(<TensorBase>t)._array for t in tensors], tensors)
         except _ReplayDiffers:
@@ -952,9 +966,11 @@ cdef class Program:
                           version_of(<TensorBase>tensors[k]).value) for k in plan.saved_ext]
         node.inputs = tuple(tensors)
         cdef Rerun rerun
-        if self.all_c:
+        if self.rerun_kind != RERUN_NONE:
             rerun = Rerun.__new__(Rerun)
             rerun.plan, rerun.call, rerun.args, rerun.kwargs = plan, call, args, kwargs
+            if rng_state is not None:
+                rerun.rng, rerun.rng_state = self.global_rng, rng_state
             node.rerun = rerun
         if self.input_meta is None:     # the same at every replay: the guards fix them
             self.input_meta = tuple([((<TensorBase>t)._array.shape, (<TensorBase>t)._array.dtype)
@@ -1005,15 +1021,32 @@ cdef class Program:
         return 0
 
 
+cdef enum:
+    RERUN_SAME = 0
+    RERUN_RNG = 1
+    RERUN_NONE = 2
+
+
 cdef class Rerun:
-    """() -> the Program's outputs of the call computed eagerly again (create_graph)."""
+    """() -> the Program's outputs of the call computed eagerly again (create_graph): the
+    same values as the replay's, its random draws included (the global stream is set back to
+    its state before the replay's forward for the re-run, then restored)."""
     cdef ReplayPlan plan
     cdef object call
     cdef tuple args
     cdef dict kwargs
+    cdef object rng, rng_state
 
     def __call__(self):
-        return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
+        if self.rng_state is None:
+            return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
+        bits = self.rng().bit_generator
+        now = bits.state
+        bits.state = self.rng_state
+        try:
+            return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
+        finally:
+            bits.state = now
 
 
 cdef class CompiledFunctionBackward(CompiledBackward):
@@ -1049,8 +1082,8 @@ cdef class CompiledFunctionBackward(CompiledBackward):
         cdef Version v
         if self.rerun is None:
             raise RuntimeError(
-                "create_graph=True through a tapegrad.compile'd call that re-runs ops whole "
-                "(views, random draws, layers, ...) is not supported: call the original function "
+                "create_graph=True through a tapegrad.compile'd call that draws random numbers "
+                "from a generator= argument is not supported: call the original function "
                 "(compiled.fn) for higher-order derivatives")
         for v, at in self.versions:
             if v.value != at:
