@@ -164,6 +164,10 @@ def compile(fn=None, *, on_guard_failure="recapture", cache_size=8):
 
 _MISS = object()
 
+# Whether captures fuse runs of elementwise steps (src/tapegrad/fusion.pxi); off only to measure
+# or test the fused loops against the step-by-step replay.
+_FUSE = True
+
 
 def _global_rng():
     from .random import _global_numpy_generator
@@ -447,5 +451,6 @@ def _plan_from(capture, flat, result):
     plan.guards = [(root_slot[id(t)], kind, value) for t, kind, value in guard_reads]
     plan.saved_ext = saved_ext
     plan.program = _core.Program(dtype, shapes, grad, len(ext), program_steps,
-                                 output_slots, typenums, [slot for slot, _, _ in plan.guards])
+                                 output_slots, typenums, [slot for slot, _, _ in plan.guards],
+                                 _FUSE)
     return plan

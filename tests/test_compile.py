@@ -717,3 +717,23 @@ def test_inplace_write_into_a_replayed_output_leaves_the_backward_right(body):
         got = tg.autograd.grad(y.sum(), w)[0]
         assert np.allclose(got.numpy(), expected.numpy(), rtol=1e-6), i
     assert compiled.stats["replays"] == 2
+
+
+def test_signature_tells_aliased_arguments_apart_beyond_sixteen_tensors():
+    # The signature records which arguments are the same tensor (a linear search for the first
+    # sixteen, a dict beyond): f(*xs) with xs[18] is xs[1] captures apart from distinct tensors.
+    f = tg.compile(lambda *xs: sum(x * float(i) for i, x in enumerate(xs)))
+    distinct = [tg.ones(3, requires_grad=True) for _ in range(20)]
+    aliased = list(distinct)
+    aliased[18] = aliased[1]
+    aliased[19] = aliased[17]
+    for xs in (distinct, aliased, distinct, aliased):
+        for x in distinct:
+            x.grad = None
+        f(*xs).sum().backward()
+        want = [tg.zeros(3) for _ in range(20)]
+        for i, x in enumerate(xs):
+            want[[id(d) for d in distinct].index(id(x))] += float(i)
+        for x, w in zip(distinct, want):
+            assert same(x.grad if x.grad is not None else tg.zeros(3), w)
+    assert f.stats["captures"] == 2 and f.stats["replays"] == 2

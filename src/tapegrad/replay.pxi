@@ -1359,9 +1359,25 @@ def _call_key(tuple args, dict kwargs):
     parameters is common), and what a capture depends on: grad mode, the nesting, each tensor's
     shape, dtype, requires_grad, layout and which arguments are the same tensor, the other
     arguments' values.  key is None when it cannot be a dict key (an unhashable argument)."""
+    flat, key = call_key(args, kwargs)
+    try:
+        hash(key)
+    except TypeError:
+        return flat, None
+    return flat, key
+
+
+cdef enum:
+    KEY_SEEN_MAX = 16       # tensors told apart by a linear search (beyond: a dict)
+
+
+cdef tuple call_key(tuple args, dict kwargs):
+    """_call_key without the hash check (the caller's dict lookup makes it)."""
     cdef list flat = [], nesting = []
     cdef list parts
-    cdef dict seen = {}
+    cdef dict seen = None
+    cdef PyObject* seen_c[KEY_SEEN_MAX]
+    cdef Py_ssize_t n_seen = 0, j, which
     cdef object A
     if kwargs:
         names = tuple(sorted(kwargs))
@@ -1373,20 +1389,30 @@ def _call_key(tuple args, dict kwargs):
     for a in flat:
         if isinstance(a, TensorBase):
             A = (<TensorBase>a)._array
+            # which argument tensor it is the same object as (its first position among them)
+            which = -1
+            for j in range(min(n_seen, KEY_SEEN_MAX)):
+                if seen_c[j] == <PyObject*>a:
+                    which = j
+                    break
+            if which < 0 and n_seen >= KEY_SEEN_MAX:
+                if seen is None:
+                    seen = {}
+                which = seen.setdefault(oid(a), n_seen)
+            if which < 0 or which == n_seen:
+                which = n_seen
+                if n_seen < KEY_SEEN_MAX:
+                    seen_c[n_seen] = <PyObject*>a
+                n_seen += 1
             parts.append((A.shape, cnp.PyArray_TYPE(A), (<TensorBase>a)._requires_grad,
-                          cnp.PyArray_IS_C_CONTIGUOUS(A), seen.setdefault(id(a), len(seen))))
+                          cnp.PyArray_IS_C_CONTIGUOUS(A), which))
         elif type(a) is float and a == 0.0:
             # 0.0 == -0.0 (and they hash alike), but `x / c` captured at one of them gives the
             # other's infinities: the sign is part of the signature.
             parts.append((float, a, copysign(1.0, a)))
         else:
             parts.append((type(a), a))
-    key = tuple(parts)
-    try:
-        hash(key)
-    except TypeError:
-        return flat, None
-    return flat, key
+    return flat, tuple(parts)
 
 
 def _call_externals(list sources, list metas, list flat):
@@ -1542,8 +1568,11 @@ cdef class CompiledCall:
     cdef public dict stats
 
     def __call__(self, *args, **kwargs):
-        flat, key = _call_key(args, kwargs)
-        plan = self._plans.get(key) if key is not None else None
+        flat, key = call_key(args, kwargs)
+        try:
+            plan = self._plans.get(key)
+        except TypeError:                   # an unhashable argument: not cached
+            key = plan = None
         if plan is not None and (<ReplayPlan>plan).program is not None:
             if env_holds((<ReplayPlan>plan).env):
                 out = (<ReplayPlan>plan).replay(<list>flat, self.fn, args, kwargs)
