@@ -17,8 +17,9 @@
 # not an operand of a step outside the group) and that the backward does not read lives only in
 # a block-sized row, reused once its last reader in the group has run; likewise the adjoint of a
 # value whose only readers are in the group.  Values the backward reads (a tanh's output, a
-# product's operands) are kept at full size, as eager keeps them: a second forward per block
-# would cost more than writing them once (measured: see the report in bench/test_compile.py).
+# product's operands) are kept at full size, as eager keeps them, and read back block by block
+# (recomputing them per block instead would run the transcendental kernels, most of the work,
+# twice, and would need a copy of any input a user may overwrite in place before backward).
 # A contribution to a one-element slot (a parameter broadcast over the group) is written at full
 # size and summed after the loop, by the same summation eager uses (give_full), in the sweep's
 # order.
