@@ -378,6 +378,11 @@ def _build_plan(capture, flat, result):
 def _plan_from(capture, flat, result):
     # Every reason the call cannot replay, each once, in the order met: the ops left eager.
     reasons = list(dict.fromkeys(capture.unsupported))
+    # A replay returns its results from one node: the gradient a retained intermediate would
+    # receive from inside the call never reaches a tensor the caller holds.
+    if any(t.retains_grad for t in capture.created):
+        reasons.append("it calls retain_grad() on a tensor it makes (a replay cannot fill that "
+                       "tensor's .grad)")
     claimed = capture.claimed
     # every tensor an op made must be a step's result (a claimed one was created by wrap)
     if len(claimed) != len(capture.created):

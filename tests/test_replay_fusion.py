@@ -157,3 +157,22 @@ def test_inplace_write_to_input_before_backward_still_raises():
         a.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_retain_grad_on_an_intermediate_runs_eagerly():
+    """A retained intermediate's .grad gets the gradient from inside the call, which a replay
+    cannot deliver: the call runs eagerly at every call (explain() says why), .grad as eager."""
+    def f(x):
+        h = (x * 2.0).tanh()
+        h.retain_grad()
+        return (h * 3.0).sin().sum(), h
+    compiled = tg.compile(f)
+    for i in range(3):
+        base = np.linspace(0, 1, 2048) + i
+        x, xe = (tg.tensor(base, requires_grad=True) for _ in range(2))
+        (y, h), (ye, he) = compiled(x), f(xe)
+        y.backward()
+        ye.backward()
+        assert np.array_equal(h.grad.numpy(), he.grad.numpy())
+    assert compiled.stats["replays"] == 0
+    assert "retain_grad" in compiled.explain()
