@@ -9,8 +9,9 @@ PyTorch eager):
            per op, PyTorch eager ~6.5 us per op)
   mixed    300 ops mixing * + tanh sin sigmoid exp (50 cycles) at size 1 and 100,000, float64,
            forward + backward (issue targets: replay <= 0.1 us per op at size 1, <= 1/60 of
-           PyTorch eager; the issue asks <= 0.5x PyTorch eager at size 1,000,000, which needs
-           fusion: not built yet)
+           PyTorch eager); at size 1,000,000 timed round-robin (test_mixed_chain_interleaved:
+           issue target replay <= 0.5x PyTorch eager, which the fused loops of
+           src/tapegrad/fusion.pxi reach: the 300 steps run as one loop over cache-sized blocks)
   poly     the polynomial fit iteration of test_training.py (forward + backward compiled, the
            manual SGD update outside), 2,000 points, float32
   mlp      the MLP 784-256-10 SGD step of test_training.py (model + loss compiled, zero_grad and
@@ -127,6 +128,47 @@ def test_mixed_chain_torch(benchmark, torch, size):
     x = torch.tensor(np.linspace(-1, 1, size), requires_grad=True)
     g = torch.ones(size, dtype=torch.float64)
     benchmark(chain_step, torch, lambda x: mixed_chain(torch, x), x, g)
+
+
+MIXED_BIG = 1_000_000
+
+
+def test_mixed_chain_interleaved(bench_report, benchmark_disabled):
+    """The mixed chain at size 1,000,000: tapegrad eager, its replay (fused) and PyTorch eager
+    (when installed) one call each in turn, round after round (tapegrad.bench.time_contenders),
+    so the host's load hits all alike; one thread each (conftest pins torch's; tapegrad's here).
+    The smoke run (--benchmark-disable) takes one round at size 20,000."""
+    size = 20_000 if benchmark_disabled else MIXED_BIG
+    threads = tg.get_num_threads()
+    tg.set_num_threads(1)
+    try:
+        base = np.linspace(-1, 1, size)
+        x = tg.tensor(base, requires_grad=True)
+        g = tg.ones(size, dtype=tg.float64)
+        compiled = tg.compile(lambda x: mixed_chain(tg, x))
+        ways = {"tapegrad": B.Contender(lambda: (tg, lambda x: mixed_chain(tg, x), x, g),
+                                        chain_step),
+                "tapegrad replay": B.Contender(lambda: (tg, compiled, x, g), chain_step)}
+        try:
+            import torch
+        except ImportError:         # pragma: no cover - depends on the machine
+            torch = None
+        if torch is not None:
+            xt = torch.tensor(base, requires_grad=True)
+            gt = torch.ones(size, dtype=torch.float64)
+            ways["torch"] = B.Contender(lambda: (torch, lambda x: mixed_chain(torch, x), xt, gt),
+                                        chain_step)
+        med, rounds = B.time_contenders(ways, 1 if benchmark_disabled else 3, budget=0.0,
+                                        warmup=0 if benchmark_disabled else 1)
+    finally:
+        tg.set_num_threads(threads)
+    assert "fused" in compiled.explain(), compiled.explain()
+    bench_report(f"interleaved, {mixed_group(size)}, median of {rounds} rounds: "
+                 + ", ".join(f"{k} {v * 1e3:,.0f} ms" for k, v in med.items()))
+    line = f"    tapegrad replay / tapegrad = {med['tapegrad replay'] / med['tapegrad']:.3f}"
+    if "torch" in med:
+        line += f";  tapegrad replay / torch = {med['tapegrad replay'] / med['torch']:.3f}"
+    bench_report(line)
 
 
 def poly_iteration(lib, forward, params, x, y):

@@ -73,52 +73,12 @@ class _Unsupported(Exception):
     pass
 
 
-class _Plan:
-    """One captured signature: a Program and how to feed it, or why it runs eagerly."""
-
-    def __init__(self, reason=None):
-        self.program = None
-        self.reason = reason            # None: replayable
-        self.sources = []               # external slot -> index into the flat arguments, or tensor
-        self.ext_meta = []              # external slot -> (shape, dtype number, requires_grad)
-        self.guards = []                # (slot, kind, value) of the values Python read
-        self.output_map = []            # fn's tensor outputs: Program output j, or ~external
-        self.saved_ext = []             # externals whose values the backward reads
-        self.structure = None           # how to rebuild fn's return value
-        self.env = ()                   # (namespace, name, value) the capture read by name
-
-    # -- replay --------------------------------------------------------------------------------
-    def externals(self, flat):
-        """The external tensors for this call (`flat`: its flattened arguments), or None if a
-        tensor the function closed over no longer matches its capture."""
-        return _core._call_externals(self.sources, self.ext_meta, flat)
-
-    def guards_hold(self, lease):
-        for slot, kind, value in self.guards:
-            if _read(lease.array(slot), kind) != value:
-                return False
-        return True
-
-    def program_outputs(self, result):
-        """The Program's outputs among fn's return value (a create_graph re-run's)."""
-        outs = [result] if isinstance(result, Tensor) else [r for r in result if r is not None]
-        return tuple(t for t, k in zip(outs, self.output_map) if k >= 0)
-
-    def rebuild(self, outs):
-        if self.structure is None:
-            return outs[0] if outs else None
-        return type(self.structure)(outs[i] if isinstance(i, int) else None
-                                    for i in self.structure)
+class _Plan(_core.ReplayPlan):
+    """One captured signature: a Program and how to feed it, or why it runs eagerly (the fields
+    are _core.ReplayPlan's, which replays it)."""
 
 
-def _read(arr, kind):
-    if kind == "tolist":
-        return arr.tolist()
-    value = arr.reshape(()).item()
-    return bool(value) if kind == "bool" else value
-
-
-class CompiledFunction:
+class CompiledFunction(_core.CompiledCall):
     """What tapegrad.compile returns; call it as the function it wraps."""
 
     def __init__(self, fn, on_guard_failure="recapture", cache_size=8):
@@ -141,32 +101,33 @@ class CompiledFunction:
         lines = []
         for plan in self._plans.values():
             if plan.program is not None:
-                lines.append(f"replayed: {plan.program.n_steps} steps")
+                groups = plan.program.fused_groups
+                fused = sum(last - first + 1 for first, last, _ in groups)
+                lines.append(f"replayed: {plan.program.n_steps} steps"
+                             + (f" ({fused} of them fused into {len(groups)} loop"
+                                f"{'s' if len(groups) > 1 else ''} over blocks)" if groups else ""))
             else:
                 lines.append(f"eager: {plan.reason}")
         return "\n".join(lines)
 
-    def __call__(self, *args, **kwargs):
-        flat, key = _core._call_key(args, kwargs)
-        plan = self._plans.get(key) if key is not None else None
-        if plan is not None:
-            if plan.program is None:
-                self.stats["eager"] += 1
-                return self.fn(*args, **kwargs)
-            out = (_replay(plan, flat, lambda: plan.program_outputs(self.fn(*args, **kwargs)))
-                   if _env_holds(plan.env) else _MISS)
-            if out is not _MISS:
-                self.stats["replays"] += 1
-                return out
+    # __call__ is _core.CompiledCall's: a replayed call runs no Python frame.
+    def _slow_call(self, args, kwargs, flat, key, plan, guard_failed):
+        """A call the C path did not replay: a new signature (capture), a plan that runs
+        eagerly, or a failed guard (recapture, or raise)."""
+        if guard_failed:
             self.stats["guard_failures"] += 1
             if self.on_guard_failure == "raise":
                 raise GuardFailure(f"tapegrad.compile({getattr(self.fn, '__name__', self.fn)}): "
                                    "a guard failed (a closure tensor changed shape, dtype or "
                                    "requires_grad, or a value the function branched on changed)")
+        elif plan is not None:
+            self.stats["eager"] += 1
+            return self.fn(*args, **kwargs)
         return self._capture(key, flat, args, kwargs)
 
     def _capture(self, key, flat, args, kwargs):
         env = _environment(self.fn)
+        rng_before = _global_rng().bit_generator.state
         capture = _core._capture_begin()
         try:
             _ROUTES.install()
@@ -182,6 +143,10 @@ class CompiledFunction:
                 self._plans.pop(next(iter(self._plans)))
             plan = _build_plan(capture, flat, result)
             plan.env = env
+            if plan.program is not None:
+                plan.program.global_rng = _global_rng
+                plan.program.rerun_kind = _rerun_kind(
+                    plan.program, _global_rng().bit_generator.state != rng_before)
             self._plans[key] = plan
         return result
 
@@ -198,6 +163,35 @@ def compile(fn=None, *, on_guard_failure="recapture", cache_size=8):
 
 
 _MISS = object()
+
+# Whether captures fuse runs of elementwise steps (src/tapegrad/fusion.pxi); off only to measure
+# or test the fused loops against the step-by-step replay.
+_FUSE = True
+
+
+def _global_rng():
+    from .random import _global_numpy_generator
+    return _global_numpy_generator()
+
+
+def _holds_generator(obj) -> bool:
+    from .random import Generator
+    if isinstance(obj, (Generator, np.random.Generator)):
+        return True
+    if isinstance(obj, (tuple, list)):
+        return any(_holds_generator(o) for o in obj)
+    if isinstance(obj, dict):
+        return any(_holds_generator(o) for o in obj.values())
+    return False
+
+
+def _rerun_kind(program, drew_global) -> int:
+    """How a create_graph backward can run the call again eagerly with the replay's values
+    (Program.rerun_kind): 0 as is, 1 from the global stream's state before the replay (the
+    capture drew from it), 2 not at all (an op given its own generator)."""
+    if any(_holds_generator(call[1:3]) for call in program.calls()):
+        return 2
+    return 1 if drew_global else 0
 
 
 # -- the library's ops, routed through the capture while one runs ---------------------------------
@@ -330,14 +324,7 @@ def _is_guarded_value(v) -> bool:
     return isinstance(v, (int, float, complex, np.number, Tensor))
 
 
-def _same(a, b) -> bool:
-    if a is b:
-        return True
-    if isinstance(a, Tensor) or isinstance(b, Tensor) or type(a) is not type(b):
-        return False
-    if isinstance(a, (float, np.floating)) and a == 0 and b == 0:
-        return np.signbit(a) == np.signbit(b)
-    return a == b
+_same = _core._same_binding
 
 
 def _code_objects(code):
@@ -375,29 +362,7 @@ def _environment(fn):
     return tuple(env)
 
 
-def _env_holds(env) -> bool:
-    for ns, name, value in env:
-        if name is None:
-            try:
-                now = ns.cell_contents
-            except ValueError:
-                return False
-        else:
-            now = ns.get(name, _MISS)
-        if not _same(now, value):
-            return False
-    return True
-
-
-def _replay(plan, flat, rerun=None):
-    tensors = plan.externals(flat)
-    if tensors is None:
-        return _MISS
-    outs = plan.program.run(tensors, plan.saved_ext, plan.guards_hold if plan.guards else None,
-                            rerun)
-    if outs is None:
-        return _MISS
-    return plan.rebuild([outs[k] if k >= 0 else tensors[~k] for k in plan.output_map])
+_env_holds = _core._env_holds     # (the C call path checks it at every replay)
 
 
 # -- building a plan from a capture --------------------------------------------------------------
@@ -413,6 +378,11 @@ def _build_plan(capture, flat, result):
 def _plan_from(capture, flat, result):
     # Every reason the call cannot replay, each once, in the order met: the ops left eager.
     reasons = list(dict.fromkeys(capture.unsupported))
+    # A replay returns its results from one node: the gradient a retained intermediate would
+    # receive from inside the call never reaches a tensor the caller holds.
+    if any(t.retains_grad for t in capture.created):
+        reasons.append("it calls retain_grad() on a tensor it makes (a replay cannot fill that "
+                       "tensor's .grad)")
     claimed = capture.claimed
     # every tensor an op made must be a step's result (a claimed one was created by wrap)
     if len(claimed) != len(capture.created):
@@ -486,5 +456,6 @@ def _plan_from(capture, flat, result):
     plan.guards = [(root_slot[id(t)], kind, value) for t, kind, value in guard_reads]
     plan.saved_ext = saved_ext
     plan.program = _core.Program(dtype, shapes, grad, len(ext), program_steps,
-                                 output_slots, typenums)
+                                 output_slots, typenums, [slot for slot, _, _ in plan.guards],
+                                 _FUSE)
     return plan

@@ -395,11 +395,40 @@ def test_create_graph_through_a_replay():
     (g_e,) = tg.autograd.grad(fn(x), w, create_graph=True)
     (h_e,) = tg.autograd.grad(g_e.sum(), w)
     assert same(g_c, g_e) and same(h_c, h_e)
-    # a program that re-runs ops whole (which may draw random values) says so
-    v = tg.compile(lambda x: (w * x).reshape(2, 1).sum())
+    # a program that draws from a generator= argument says it cannot
+    gen = tg.Generator().manual_seed(3)
+    v = tg.compile(lambda x: (w * x * tg.rand(2, generator=gen)).tanh().sum())
     v(x)
     with pytest.raises(RuntimeError, match="create_graph=True through a tapegrad.compile"):
         tg.autograd.grad(v(x), w, create_graph=True)
+
+
+@pytest.mark.parametrize("case", ["view", "dropout", "softmax", "linear"])
+def test_create_graph_through_a_replay_that_reruns_ops(case):
+    # Programs with re-run ops (views, layers, random draws from the global stream): the call
+    # runs again eagerly with the replay's random draws, so first and second derivatives and
+    # the global stream afterwards equal eager's.
+    import tapegrad.nn.functional as F
+    w = tg.tensor([1.5, -0.5, 0.25, 2.0], requires_grad=True)
+    fn = {
+        "view": lambda x: ((w * x).reshape(2, 2).tanh() * w.reshape(2, 2)).sum(),
+        "dropout": lambda x: (F.dropout(w * x, 0.5, training=True).tanh() * w).sum(),
+        "softmax": lambda x: (F.softmax(w * x, dim=0) * w).sum(),
+        "linear": lambda x: F.linear((w * x).reshape(1, 4), w.reshape(1, 4) * 2.0).tanh().sum(),
+    }[case]
+    f = tg.compile(fn)
+    x = tg.tensor([0.3, 0.7, -0.2, 0.1])
+    f(x)                                                # the capture
+    results = []
+    for run in (f, fn):
+        tg.manual_seed(1)
+        y = run(x)
+        (g,) = tg.autograd.grad(y, w, create_graph=True)
+        (h,) = tg.autograd.grad(g.sum(), w)
+        results.append((y.detach(), g.detach(), h, tg.rand(1)))
+    assert f.stats["replays"] == 1, f.explain()
+    for a, b in zip(*results):
+        assert same(a, b)
 
 
 def test_decorator_forms_and_bad_arguments():
@@ -688,3 +717,23 @@ def test_inplace_write_into_a_replayed_output_leaves_the_backward_right(body):
         got = tg.autograd.grad(y.sum(), w)[0]
         assert np.allclose(got.numpy(), expected.numpy(), rtol=1e-6), i
     assert compiled.stats["replays"] == 2
+
+
+def test_signature_tells_aliased_arguments_apart_beyond_sixteen_tensors():
+    # The signature records which arguments are the same tensor (a linear search for the first
+    # sixteen, a dict beyond): f(*xs) with xs[18] is xs[1] captures apart from distinct tensors.
+    f = tg.compile(lambda *xs: sum(x * float(i) for i, x in enumerate(xs)))
+    distinct = [tg.ones(3, requires_grad=True) for _ in range(20)]
+    aliased = list(distinct)
+    aliased[18] = aliased[1]
+    aliased[19] = aliased[17]
+    for xs in (distinct, aliased, distinct, aliased):
+        for x in distinct:
+            x.grad = None
+        f(*xs).sum().backward()
+        want = [tg.zeros(3) for _ in range(20)]
+        for i, x in enumerate(xs):
+            want[[id(d) for d in distinct].index(id(x))] += float(i)
+        for x, w in zip(distinct, want):
+            assert same(x.grad if x.grad is not None else tg.zeros(3), w)
+    assert f.stats["captures"] == 2 and f.stats["replays"] == 2

@@ -10,3 +10,4 @@ from tapegrad._core import _function_record, _grad
 from tapegrad._core import _set_grad_enabled
 
 include "replay.pxi"
+include "fusion.pxi"

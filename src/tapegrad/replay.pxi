@@ -36,6 +36,26 @@ cdef struct Step:
     double count        # SK_SUM_ALL: the divisor of a mean (0 for a sum)
     Py_ssize_t n_out    # slots the step writes: out .. out + n_out - 1 (several: a SK_CALL of
                         # an op returning a tuple)
+    int group           # the fused group it belongs to (fusion.pxi), or -1
+    int bc_a, bc_b      # in a group: index of a / b's full-size contribution buffer (a
+                        # one-element slot's gradient, summed after the block loop), or -1
+
+
+cdef enum:
+    FUSE_MIN_N = 1024           # smaller steps: a block is the whole buffer, nothing to gain
+    FUSE_ROW_BYTES = 196608     # the rows of one group's block stay in L2 (512 KiB here)
+    FUSE_MAX_BLOCK = 8192
+    FUSE_MIN_BLOCK = 256
+
+
+cdef struct FuseGroup:
+    Py_ssize_t first, last      # its steps: first .. last (consecutive)
+    Py_ssize_t n                # elements of every step's result
+    Py_ssize_t block            # elements per block (a multiple of 64, or n)
+    int n_rows                  # value rows + adjoint rows + 2 scratch rows
+    int scratch                 # index of the first scratch row
+    int n_bc                    # contributions to one-element slots (full-size buffers)
+    int bc_base                 # index of its first one among the program's
 
 
 cdef inline void k_binary(bint f64, int kop, Py_ssize_t n, const void* a, Py_ssize_t sa,
@@ -70,6 +90,17 @@ cdef inline void k_unary(bint f64, int kop, Py_ssize_t n, const void* a,
         tg_unary_f32(kop, n, <const float*>a, <float*>out)
 
 
+cdef object new_empty(tuple shape, int typenum):
+    """np.empty(shape, dtype) by the C API (no argument parsing: it runs at every replay)."""
+    cdef cnp.npy_intp dims[64]
+    cdef int nd = len(shape), j
+    if nd > 64:
+        return np.empty(shape, cnp.PyArray_TypeObjectFromType(typenum))
+    for j in range(nd):
+        dims[j] = shape[j]
+    return cnp.PyArray_EMPTY(nd, dims, typenum, 0)
+
+
 cdef inline void fill_f64(double* dst, Py_ssize_t n, double v) noexcept:
     cdef Py_ssize_t j
     for j in range(n):
@@ -99,11 +130,23 @@ cdef class BufferSet:
     cdef list calls             # step -> (result tensor, {slot: proxy tensor}) of re-run ops
     cdef list contiguous        # slot -> the C-contiguous copy ptr[slot] points into (re-run
                                 # ops' non-contiguous results that C kernels read), or None
+    # fused groups (fusion.pxi)
+    cdef object rows            # the block rows of the group running (values, adjoints, scratch)
+    cdef char* rowp
+    cdef Py_ssize_t row_len     # bytes of one row for the group running
+    cdef int scratch_row
+    cdef char* touched0         # touched before the group's backward (each block starts there)
+    cdef list bc                # contribution to a one-element slot -> its full-size buffer
+    cdef void** bcp
+    cdef char* bcw              # whether it was written in this backward
 
     def __dealloc__(self):
         free(self.ptr)
         free(self.aptr)
         free(self.touched)
+        free(self.touched0)
+        free(self.bcp)
+        free(self.bcw)
 
 
 cdef class Lease:
@@ -143,20 +186,47 @@ cdef class Program:
     cdef list adj_dtypes        # slot -> dtype of its adjoint (the program's, but for slots only
                                 # re-run ops touch: those may be of another float dtype)
     cdef list pool
+    cdef bint any_grad          # some external receives a gradient
+    cdef bint all_c             # every step is a C step (none re-runs an op: deterministic)
+    cdef public int rerun_kind  # how a create_graph backward can run the call again eagerly:
+                                # RERUN_SAME (its re-run ops draw no random numbers), RERUN_RNG
+                                # (they draw from the global stream: its state is kept at each
+                                # replay and restored for the re-run), RERUN_NONE (they draw
+                                # from a generator= argument: not supported)
+    cdef public object global_rng   # () -> the numpy Generator of the global stream
+    cdef object input_meta, output_meta     # the replay node's (shape, dtype)s: computed once
+    cdef Py_ssize_t item        # bytes per element of the program's dtype
+    # fused groups of elementwise steps (fusion.pxi)
+    cdef FuseGroup* groups
+    cdef Py_ssize_t n_groups
+    cdef int* vrow              # slot -> its value row in its group's block, or -1 (full buffer)
+    cdef int* arow              # slot -> its adjoint row in its group's block, or -1
+    cdef Py_ssize_t n_bc        # contributions to one-element slots in groups
+    cdef list bc_slots          # -> (slot, the step's out slot)
+    cdef list group_writes      # group -> the full-size adjoints its backward writes
+    cdef Py_ssize_t rows_bytes  # the largest group's block rows
 
     def __cinit__(self):
         self.steps = NULL
+        self.groups = NULL
+        self.vrow = NULL
+        self.arow = NULL
 
     def __dealloc__(self):
         free(self.steps)
+        free(self.groups)
+        free(self.vrow)
+        free(self.arow)
 
     def __init__(self, dtype, list shapes, list grad, Py_ssize_t n_ext, list steps,
-                 list outputs, list typenums=None):
-        """steps: (kind, op, kop, a, b, out, ca, cb, aux) tuples in forward order."""
+                 list outputs, list typenums=None, observed=(), bint fuse=True):
+        """steps: (kind, op, kop, a, b, out, ca, cb, aux) tuples in forward order; observed:
+        slots Python reads besides the outputs (value guards); fuse: form fused groups."""
         cdef Py_ssize_t i
         cdef Step* s
         self.dtype = np.dtype(dtype)
         self.f64 = self.dtype.num == cnp.NPY_FLOAT64
+        self.item = 8 if self.f64 else 4
         self.shapes = [tuple(sh) for sh in shapes]
         self.typenums = list(typenums) if typenums is not None else None
         self.sizes = [shape_prod(sh, 0, len(sh)) for sh in self.shapes]
@@ -220,6 +290,22 @@ cdef class Program:
                     self.fresh.add(out)
                     self.replaced.add(out)
         self.pool = []
+        self.bc_slots = []
+        self.group_writes = []
+        self.vrow = <int*>malloc(max(self.n_slots, 1) * sizeof(int))
+        self.arow = <int*>malloc(max(self.n_slots, 1) * sizeof(int))
+        if self.vrow == NULL or self.arow == NULL:
+            raise MemoryError()
+        for k in range(self.n_slots):
+            self.vrow[k] = self.arow[k] = -1
+        for i in range(self.n_steps):
+            self.steps[i].group = -1
+            self.steps[i].bc_a = self.steps[i].bc_b = -1
+        self.any_grad = any(self.grad[:n_ext])
+        self.all_c = self.deterministic()
+        self.rerun_kind = RERUN_SAME if self.all_c else RERUN_NONE
+        if fuse:
+            form_groups(self, observed)
 
     cdef int set_layout(self, Step* s) except -1:
         """A binary step's operands as the kernels read them: the result's shape at stride 1,
@@ -274,13 +360,22 @@ cdef class Program:
         bs.given = [None] * self.n_slots
         bs.calls = [None] * self.n_steps
         bs.contiguous = [None] * self.n_slots
+        bs.touched0 = <char*>calloc(self.n_slots, sizeof(char))
+        bs.bcp = <void**>calloc(max(self.n_bc, 1), sizeof(void*))
+        bs.bcw = <char*>calloc(max(self.n_bc, 1), sizeof(char))
+        if bs.touched0 == NULL or bs.bcp == NULL or bs.bcw == NULL:
+            raise MemoryError()
+        bs.bc = [None] * self.n_bc
+        if self.n_groups:
+            bs.rows = np.empty(self.rows_bytes, np.uint8)
+            bs.rowp = <char*>cnp.PyArray_DATA(<cnp.ndarray>bs.rows)
         for k in range(self.n_slots):
-            if k >= self.n_ext and k not in self.fresh:
+            if k >= self.n_ext and k not in self.fresh and self.vrow[k] < 0:
                 arr = np.empty(self.shapes[k], self.dtype)
                 bs.arrays[k] = arr
                 bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
-            if self.grad[k]:
-                arr = np.empty(self.shapes[k], self.adj_dtypes[k])
+            if self.grad[k] and self.arow[k] < 0:
+                arr = new_empty(self.shapes[k], (<object>self.adj_dtypes[k]).num)
                 bs.adj[k] = arr
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
         bs.scratch0 = np.empty(self.max_n, self.dtype)
@@ -335,10 +430,15 @@ cdef class Program:
             self.set_slot(bs, k, externals[k])
         for k in self.fresh:
             if k >= self.n_ext and k not in self.replaced:
-                self.set_slot(bs, k, np.empty(self.shapes[k], self.dtype))
-        for i in range(self.n_steps):
+                self.set_slot(bs, k, new_empty(self.shapes[k], self.dtype.num))
+        i = 0
+        while i < self.n_steps:
             s = &self.steps[i]
-            if s.kind == SK_BINARY:
+            i += 1
+            if s.group >= 0:                # a fused group: all its steps, block by block
+                fused_forward(self, bs, &self.groups[s.group])
+                i = self.groups[s.group].last + 1
+            elif s.kind == SK_BINARY:
                 pa = bs.ptr[s.a] if s.a >= 0 else (<void*>&s.ca if f64 else <void*>&s.fa)
                 pb = bs.ptr[s.b] if s.b >= 0 else (<void*>&s.cb if f64 else <void*>&s.fb)
                 k_rows(f64, s.kop, s.n, s.cols, pa, s.stride_a, s.step_a,
@@ -350,9 +450,9 @@ cdef class Program:
             elif s.kind == SK_MATMUL:
                 self.set_result(bs, s.out, product(bs.arrays[s.a], bs.arrays[s.b]))
             elif s.kind == SK_CALL:
-                self.forward_call(bs, i, tensors)
+                self.forward_call(bs, i - 1, tensors)
             else:
-                self.forward_numpy(bs, i)
+                self.forward_numpy(bs, i - 1)
         return lease, [bs.arrays[k] for k in self.outputs]
 
     cdef int forward_call(self, BufferSet bs, Py_ssize_t i, list tensors) except -1:
@@ -507,6 +607,10 @@ cdef class Program:
 
     def backward(self, Lease lease, list out_grads):
         """Gradients of the externals (None where none flows) given the outputs' gradients."""
+        return self.backward_c(lease, out_grads)
+
+    cdef list backward_c(self, Lease lease, list out_grads):
+        """Gradients of the externals (None where none flows) given the outputs' gradients."""
         cdef BufferSet bs = lease.buffers
         if bs is None:
             raise RuntimeError(
@@ -523,9 +627,15 @@ cdef class Program:
             k = self.outputs[j]
             if g is not None and self.grad[k]:
                 self.give_array(bs, k, g)
-        for i in range(self.n_steps - 1, -1, -1):
+        i = self.n_steps - 1
+        while i >= 0:
+            if self.steps[i].group >= 0:
+                fused_backward(self, bs, self.steps[i].group)
+                i = self.groups[self.steps[i].group].first - 1
+                continue
             if self.any_touched(bs, &self.steps[i]):
                 self.backward_step(bs, i)
+            i -= 1
         res = []
         for k in range(self.n_ext):
             if self.grad[k] and bs.touched[k]:
@@ -534,7 +644,7 @@ cdef class Program:
                     continue
                 # hand the buffer itself out (it may become a .grad) and take a new one
                 res.append(bs.adj[k])
-                arr = np.empty(self.shapes[k], self.adj_dtypes[k])
+                arr = new_empty(self.shapes[k], (<object>self.adj_dtypes[k]).num)
                 bs.adj[k] = arr
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             else:
@@ -802,6 +912,16 @@ cdef class Program:
     def n_steps(self):
         return self.n_steps
 
+    def calls(self):
+        """The (fn, args, kwargs, slots, out slots) of each step that re-runs an op."""
+        return [self.aux[i] for i in range(self.n_steps) if self.steps[i].kind == SK_CALL]
+
+    @property
+    def fused_groups(self):
+        """(first step, last step, elements per block) of each fused group (fusion.pxi)."""
+        return [(self.groups[g].first, self.groups[g].last, self.groups[g].block)
+                for g in range(self.n_groups)]
+
     cdef bint deterministic(self):
         """Whether every step is a C step (no op re-run whole, which might draw random values)."""
         cdef Py_ssize_t i
@@ -810,46 +930,123 @@ cdef class Program:
                 return False
         return True
 
-    def run(self, list tensors, list saved_ext, object guards_hold, object rerun=None):
+    cdef object run(self, list tensors, ReplayPlan plan, object call, tuple args, dict kwargs):
         """Replay on `tensors` (the externals, checked by the caller): the outputs as tensors
-        (linked into the tape as one node when a gradient flows), or None when guards_hold
-        (a callable given the Lease, or None) says the replay differs from an eager run."""
+        (linked into the tape as one node when a gradient flows), or None when the plan's value
+        guards say the replay differs from an eager run.  call(*args, **kwargs): the function,
+        run again eagerly by a create_graph backward."""
         cdef TensorBase t
         cdef Py_ssize_t k
+        rng_state = None
+        if self.rerun_kind == RERUN_RNG and self.any_grad and grad_enabled():
+            rng_state = self.global_rng().bit_generator.state     # before the forward draws
         try:
             lease, outs = self.forward([(<TensorBase>t)._array for t in tensors], tensors)
         except _ReplayDiffers:
             return None
-        if guards_hold is not None and not guards_hold(lease):
+        if plan.guards and not plan.guards_hold_c(<Lease>lease):
             (<Lease>lease).release()
             return None
-        cdef bint any_grad = False
-        for k in range(self.n_ext):
-            if self.grad[k]:
-                any_grad = True
-                break
-        if not any_grad or not grad_enabled():
+        if not self.any_grad or not grad_enabled():
             (<Lease>lease).release()
             return tuple([wrap(o) for o in outs])
         # The backward reads the program's buffers (a saved exp or tanh output, ...), and eager's
         # version check cannot see a write into a fresh tensor wrapped around one: the caller gets
         # its own copy of each buffer the program owns, so `y = f(x); y.mul_(2)` before backward
         # cannot change what the backward reads (outputs that view an external stay views).
-        results = tuple([wrap(o.copy() if cnp.PyArray_CHKFLAGS(<cnp.ndarray>o,
-                                                               cnp.NPY_ARRAY_OWNDATA) else o)
-                         for o in outs])
+        cdef list results = [wrap(o.copy() if cnp.PyArray_CHKFLAGS(<cnp.ndarray>o,
+                                                                   cnp.NPY_ARRAY_OWNDATA) else o)
+                             for o in outs]
         cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
             CompiledFunctionBackward)
         node.program = self
         node.lease = <Lease>lease
         node.n_out = len(outs)
         node.versions = [(version_of(<TensorBase>tensors[k]),
-                          version_of(<TensorBase>tensors[k]).value) for k in saved_ext]
+                          version_of(<TensorBase>tensors[k]).value) for k in plan.saved_ext]
         node.inputs = tuple(tensors)
-        node.rerun = rerun if self.deterministic() else None
-        non_diff = tuple([results[k] for k in range(len(outs)) if not self.grad[self.outputs[k]]])
-        out = _function_record(node, tuple(tensors), results, (), non_diff)
-        return out if isinstance(out, tuple) else (out,)
+        cdef Rerun rerun
+        if self.rerun_kind != RERUN_NONE:
+            rerun = Rerun.__new__(Rerun)
+            rerun.plan, rerun.call, rerun.args, rerun.kwargs = plan, call, args, kwargs
+            if rng_state is not None:
+                rerun.rng, rerun.rng_state = self.global_rng, rng_state
+            node.rerun = rerun
+        if self.input_meta is None:     # the same at every replay: the guards fix them
+            self.input_meta = tuple([((<TensorBase>t)._array.shape, (<TensorBase>t)._array.dtype)
+                                     for t in tensors])
+            self.output_meta = tuple([((<TensorBase>t)._array.shape, (<TensorBase>t)._array.dtype)
+                                      for t in results])
+        node._input_meta = self.input_meta
+        node._output_meta = self.output_meta
+        if ANOMALY_MODE:                # the general path takes the anomaly trace
+            non_diff = tuple([results[k] for k in range(len(outs))
+                              if not self.grad[self.outputs[k]]])
+            out = _function_record(node, tuple(tensors), tuple(results), (), non_diff)
+            return out if isinstance(out, tuple) else (out,)
+        self.record(node, tensors, results)
+        return tuple(results)
+
+    cdef int record(self, CompiledFunctionBackward node, list tensors, list results) except -1:
+        """Link the results into the tape as _function_record does for a custom Function's
+        outputs (one OP_FUNCTION record holding the node, one OP_FN_OUTPUT record per output a
+        gradient flows through), specialised to what a replay gives it: fresh float results, no
+        in-place outputs, metadata computed once."""
+        cdef Py_ssize_t n_in = len(tensors), n_out = len(results), j, fi, si
+        cdef Py_ssize_t* inp = <Py_ssize_t*>malloc(max(n_in, 1) * sizeof(Py_ssize_t))
+        cdef TensorBase t
+        if inp == NULL:
+            raise MemoryError()
+        try:
+            begin_record(n_in + n_out + 1)
+            for j in range(n_in):
+                t = <TensorBase>tensors[j]
+                fresh(t)
+                inp[j] = node_for_input(t)
+            fi = TAPE.append(OP_FUNCTION, <int>n_in, inp)
+        finally:
+            free(inp)
+        keep(&TAPE.recs[fi].aux, node)
+        TAPE.recs[fi].scalar = <double>n_out
+        for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest, as there
+            if not self.grad[self.outputs[j]]:
+                continue
+            t = <TensorBase>results[j]
+            si = TAPE.append(OP_FN_OUTPUT, 1, &fi)
+            TAPE.recs[si].scalar = <double>j
+            TAPE.recs[si].out = <PyObject*>t
+            t._node = si
+            t._requires_grad = True
+        TAPE.decref(fi)                 # the output records hold the Function record
+        return 0
+
+
+cdef enum:
+    RERUN_SAME = 0
+    RERUN_RNG = 1
+    RERUN_NONE = 2
+
+
+cdef class Rerun:
+    """() -> the Program's outputs of the call computed eagerly again (create_graph): the
+    same values as the replay's, its random draws included (the global stream is set back to
+    its state before the replay's forward for the re-run, then restored)."""
+    cdef ReplayPlan plan
+    cdef object call
+    cdef tuple args
+    cdef dict kwargs
+    cdef object rng, rng_state
+
+    def __call__(self):
+        if self.rng_state is None:
+            return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
+        bits = self.rng().bit_generator
+        now = bits.state
+        bits.state = self.rng_state
+        try:
+            return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
+        finally:
+            bits.state = now
 
 
 cdef class CompiledFunctionBackward(CompiledBackward):
@@ -877,7 +1074,7 @@ cdef class CompiledFunctionBackward(CompiledBackward):
                 raise RuntimeError("one of the variables needed for gradient computation has "
                                    "been modified by an inplace operation: is at version "
                                    f"{v.value}; expected version {at} instead.")
-        return tuple(self.program.backward(self.lease, g[:self.n_out]))
+        return tuple(self.program.backward_c(self.lease, g[:self.n_out]))
 
     cdef object graph_backward(self, list g):
         """create_graph=True: the call run again eagerly on the same externals (its values are
@@ -885,8 +1082,8 @@ cdef class CompiledFunctionBackward(CompiledBackward):
         cdef Version v
         if self.rerun is None:
             raise RuntimeError(
-                "create_graph=True through a tapegrad.compile'd call that re-runs ops whole "
-                "(views, random draws, layers, ...) is not supported: call the original function "
+                "create_graph=True through a tapegrad.compile'd call that draws random numbers "
+                "from a generator= argument is not supported: call the original function "
                 "(compiled.fn) for higher-order derivatives")
         for v, at in self.versions:
             if v.value != at:
@@ -1162,9 +1359,25 @@ def _call_key(tuple args, dict kwargs):
     parameters is common), and what a capture depends on: grad mode, the nesting, each tensor's
     shape, dtype, requires_grad, layout and which arguments are the same tensor, the other
     arguments' values.  key is None when it cannot be a dict key (an unhashable argument)."""
+    flat, key = call_key(args, kwargs)
+    try:
+        hash(key)
+    except TypeError:
+        return flat, None
+    return flat, key
+
+
+cdef enum:
+    KEY_SEEN_MAX = 16       # tensors told apart by a linear search (beyond: a dict)
+
+
+cdef tuple call_key(tuple args, dict kwargs):
+    """_call_key without the hash check (the caller's dict lookup makes it)."""
     cdef list flat = [], nesting = []
     cdef list parts
-    cdef dict seen = {}
+    cdef dict seen = None
+    cdef PyObject* seen_c[KEY_SEEN_MAX]
+    cdef Py_ssize_t n_seen = 0, j, which
     cdef object A
     if kwargs:
         names = tuple(sorted(kwargs))
@@ -1176,20 +1389,30 @@ def _call_key(tuple args, dict kwargs):
     for a in flat:
         if isinstance(a, TensorBase):
             A = (<TensorBase>a)._array
+            # which argument tensor it is the same object as (its first position among them)
+            which = -1
+            for j in range(min(n_seen, KEY_SEEN_MAX)):
+                if seen_c[j] == <PyObject*>a:
+                    which = j
+                    break
+            if which < 0 and n_seen >= KEY_SEEN_MAX:
+                if seen is None:
+                    seen = {}
+                which = seen.setdefault(oid(a), n_seen)
+            if which < 0 or which == n_seen:
+                which = n_seen
+                if n_seen < KEY_SEEN_MAX:
+                    seen_c[n_seen] = <PyObject*>a
+                n_seen += 1
             parts.append((A.shape, cnp.PyArray_TYPE(A), (<TensorBase>a)._requires_grad,
-                          cnp.PyArray_IS_C_CONTIGUOUS(A), seen.setdefault(id(a), len(seen))))
+                          cnp.PyArray_IS_C_CONTIGUOUS(A), which))
         elif type(a) is float and a == 0.0:
             # 0.0 == -0.0 (and they hash alike), but `x / c` captured at one of them gives the
             # other's infinities: the sign is part of the signature.
             parts.append((float, a, copysign(1.0, a)))
         else:
             parts.append((type(a), a))
-    key = tuple(parts)
-    try:
-        hash(key)
-    except TypeError:
-        return flat, None
-    return flat, key
+    return flat, tuple(parts)
 
 
 def _call_externals(list sources, list metas, list flat):
@@ -1214,3 +1437,147 @@ def _call_externals(list sources, list metas, list flat):
         out.append(t)
     return out
 
+
+
+# -- the call path of tapegrad.compile, in C ----------------------------------------------------
+# A replayed call runs from the compiled function's tp_call to the Program and back without a
+# Python frame: the signature key, the environment guard, the externals, the replay, the value
+# guards and the rebuilt return value.  Anything else (a first call, a guard failure, a function
+# that runs eagerly) goes to the Python subclass's _slow_call (tapegrad/replay.py).
+
+cdef object NOT_REPLAYED = object()
+
+
+cdef class ReplayPlan:
+    """One captured signature: a Program and how to feed it, or why it runs eagerly (built by
+    tapegrad/replay.py)."""
+    cdef public Program program
+    cdef public object reason           # None: replayable
+    cdef public list sources            # external slot -> index into the flat arguments, or tensor
+    cdef public list ext_meta           # external slot -> (shape, dtype number, requires_grad)
+    cdef public list guards             # (slot, kind, value) of the values Python read
+    cdef public list output_map         # fn's tensor outputs: Program output j, or ~external
+    cdef public list saved_ext          # externals whose values the backward reads
+    cdef public object structure        # how to rebuild fn's return value (None: one tensor)
+    cdef public tuple env               # (namespace, name, value) the capture read by name
+
+    def __init__(self, reason=None):
+        self.program = None
+        self.reason = reason
+        self.sources = []
+        self.ext_meta = []
+        self.guards = []
+        self.output_map = []
+        self.saved_ext = []
+        self.structure = None
+        self.env = ()
+
+    def externals(self, list flat):
+        """The external tensors for this call (`flat`: its flattened arguments), or None if a
+        tensor the function closed over no longer matches its capture."""
+        return _call_externals(self.sources, self.ext_meta, flat)
+
+    cdef bint guards_hold_c(self, Lease lease) except -1:
+        for slot, kind, value in self.guards:
+            if read_guarded(lease.buffers.arrays[slot], kind) != value:
+                return False
+        return True
+
+    def guards_hold(self, Lease lease):
+        return self.guards_hold_c(lease)
+
+    def program_outputs(self, result):
+        """The Program's outputs among fn's return value (a create_graph re-run's)."""
+        outs = [result] if isinstance(result, TensorBase) else [r for r in result if r is not None]
+        return tuple([t for t, k in zip(outs, self.output_map) if k >= 0])
+
+    def rebuild(self, outs):
+        if self.structure is None:
+            return outs[0] if outs else None
+        return type(self.structure)([outs[i] if isinstance(i, int) else None
+                                     for i in self.structure])
+
+    cdef object replay(self, list flat, object call, tuple args, dict kwargs):
+        """The call replayed, as fn would return it, or NOT_REPLAYED (a guard failed)."""
+        tensors = _call_externals(self.sources, self.ext_meta, flat)
+        if tensors is None:
+            return NOT_REPLAYED
+        outs = self.program.run(<list>tensors, self, call, args, kwargs)
+        if outs is None:
+            return NOT_REPLAYED
+        cdef list mapped = []
+        cdef Py_ssize_t k
+        for j in self.output_map:
+            k = j
+            mapped.append((<tuple>outs)[k] if k >= 0 else (<list>tensors)[~k])
+        if self.structure is None:
+            return mapped[0] if mapped else None
+        return self.rebuild(mapped)
+
+
+cdef object read_guarded(object arr, str kind):
+    """What Python read of a value (item, bool, tolist) in this replay."""
+    if kind == "tolist":
+        return arr.tolist()
+    value = arr.reshape(()).item()
+    return bool(value) if kind == "bool" else value
+
+
+cdef bint same_binding(object a, object b) except -1:
+    """Whether a name still holds what the capture read (identity first, then equality, so 0.0
+    and -0.0 differ too; a tensor only by identity)."""
+    if a is b:
+        return True
+    if isinstance(a, TensorBase) or isinstance(b, TensorBase) or type(a) is not type(b):
+        return False
+    if isinstance(a, (float, np.floating)) and a == 0 and b == 0:
+        return bool(np.signbit(a) == np.signbit(b))
+    return bool(a == b)
+
+
+cdef bint env_holds(tuple env) except -1:
+    """Whether every closure cell and global the capture read by name still holds its value."""
+    cdef object missing = NOT_REPLAYED
+    for ns, name, value in env:
+        if name is None:
+            try:
+                now = ns.cell_contents
+            except ValueError:
+                return False
+        else:
+            now = (<dict>ns).get(name, missing)
+        if now is not value and not same_binding(now, value):
+            return False
+    return True
+
+
+def _env_holds(tuple env):
+    return env_holds(env)
+
+
+def _same_binding(a, b):
+    return same_binding(a, b)
+
+
+cdef class CompiledCall:
+    """The call path of tapegrad.compile's CompiledFunction (its Python subclass adds the
+    capture, explain() ...): a replayable signature is replayed here, anything else goes to
+    self._slow_call(args, kwargs, flat, key, plan, guard_failed)."""
+    cdef public object fn
+    cdef public dict _plans
+    cdef public dict stats
+
+    def __call__(self, *args, **kwargs):
+        flat, key = call_key(args, kwargs)
+        try:
+            plan = self._plans.get(key)
+        except TypeError:                   # an unhashable argument: not cached
+            key = plan = None
+        if plan is not None and (<ReplayPlan>plan).program is not None:
+            if env_holds((<ReplayPlan>plan).env):
+                out = (<ReplayPlan>plan).replay(<list>flat, self.fn, args, kwargs)
+                if out is not NOT_REPLAYED:
+                    self.stats["replays"] += 1
+                    return out
+            return self._slow_call(args, kwargs, flat, key, plan, True)     # a guard failed
+        return self._slow_call(args, kwargs, flat, key, plan, False)

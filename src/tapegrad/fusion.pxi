@@ -1,0 +1,414 @@
+# ---------------------------------------------------------------------------------------------
+# Fusion: a run of consecutive elementwise steps of a Program (replay.pxi) over same-sized
+# contiguous float buffers, run as one loop over blocks of a few thousand elements instead of
+# one pass over the whole buffers per step.
+#
+# What a group may hold: binary + - * / (and ** with a number exponent) whose operands are
+# numbers, one-element slots or slots of the result's shape, and the unary C steps whose replay
+# backward is a formula of C kernels (neg exp log tanh relu sigmoid sin cos).  Each block runs
+# every step of the group in order, with the same kernel functions eager calls, on the block's
+# elements: kernels.h guarantees that element i of a result depends on element i of the operands
+# only, so a block's values are bit for bit those of the whole-buffer call.  The backward walks
+# the group's steps in reverse for each block, with the formulas of Program.backward_step and
+# the same accumulation order per element (a slot's first contribution copied, later ones added
+# in the sweep's order), so gradients are bit-identical too.
+#
+# Memory: a value that nothing outside the group reads (not an output, not a value Python read,
+# not an operand of a step outside the group) and that the backward does not read lives only in
+# a block-sized row, reused once its last reader in the group has run; likewise the adjoint of a
+# value whose only readers are in the group.  Values the backward reads (a tanh's output, a
+# product's operands) are kept at full size, as eager keeps them, and read back block by block
+# (recomputing them per block instead would run the transcendental kernels, most of the work,
+# twice, and would need a copy of any input a user may overwrite in place before backward).
+# A contribution to a one-element slot (a parameter broadcast over the group) is written at full
+# size and summed after the loop, by the same summation eager uses (give_full), in the sweep's
+# order.
+# ---------------------------------------------------------------------------------------------
+
+cdef inline bint fusable_unary(Step* s) noexcept:
+    if s.op == OP_NEG or s.op == OP_EXP or s.op == OP_LOG or s.op == OP_TANH or s.op == OP_RELU:
+        return True
+    return s.kop == TG_SIGMOID or s.kop == TG_SIN or s.kop == TG_COS
+
+
+cdef bint fusable_step(Program p, Step* s) except -1:
+    """Whether step s can join a fused group (see the top of this file)."""
+    if s.n < FUSE_MIN_N:
+        return False
+    if s.kind == SK_UNARY:
+        return fusable_unary(s) and p.sizes[s.a] == s.n
+    if s.kind != SK_BINARY or s.cols != 0:
+        return False
+    if not (s.kop == TG_ADD or s.kop == TG_SUB or s.kop == TG_MUL or s.kop == TG_DIV
+            or (s.kop == TG_POW and s.b < 0)):
+        return False
+    for k, stride in ((s.a, s.stride_a), (s.b, s.stride_b)):
+        if k >= 0 and not ((stride == 1 and p.sizes[k] == s.n)
+                           or (stride == 0 and p.sizes[k] == 1)):
+            return False
+    return True
+
+
+cdef list step_reads(Program p, Py_ssize_t i):
+    """The slots step i reads in its forward."""
+    cdef Step* s = &p.steps[i]
+    if s.kind == SK_CALL:
+        return list(p.aux[i][3])
+    return [k for k in (s.a, s.b) if k >= 0]
+
+
+cdef list backward_reads(Program p, Step* s):
+    """The slots a fused step's backward reads (their values, at full size)."""
+    cdef list out = []
+    if s.kind == SK_BINARY:
+        if s.kop == TG_MUL:
+            if s.grad_a and s.b >= 0:
+                out.append(s.b)
+            if s.grad_b and s.a >= 0:
+                out.append(s.a)
+        elif s.kop == TG_DIV:
+            if s.grad_a and s.b >= 0:
+                out.append(s.b)
+            if s.grad_b:
+                if s.a >= 0:
+                    out.append(s.a)
+                out.append(s.b)
+        elif s.kop == TG_POW and s.grad_a:
+            out.append(s.a)
+    elif s.grad_a and s.op != OP_NEG:
+        if s.op == OP_LOG or s.kop == TG_SIN or s.kop == TG_COS:
+            out.append(s.a)
+        else:
+            out.append(s.out)           # exp, tanh, relu, sigmoid: their output
+    return out
+
+
+cdef int form_groups(Program p, object observed) except -1:
+    """Find the fused groups of p's steps and lay out their rows (sets p.groups, p.vrow,
+    p.arow, p.steps[i].group / bc_a / bc_b).  `observed`: slots Python reads (value guards)."""
+    cdef Py_ssize_t i, j, n = p.n_steps, k, g
+    cdef Step* s
+    cdef list spans = []
+    for i in range(n):
+        p.steps[i].group = -1
+        p.steps[i].bc_a = p.steps[i].bc_b = -1
+    for k in range(p.n_slots):
+        p.vrow[k] = p.arow[k] = -1
+    i = 0
+    while i < n:
+        if not fusable_step(p, &p.steps[i]):
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and p.steps[j + 1].n == p.steps[i].n and fusable_step(p, &p.steps[j + 1]):
+            j += 1
+        if j > i:
+            spans.append((i, j))
+        i = j + 1
+    if not spans:
+        return 0
+    p.groups = <FuseGroup*>calloc(len(spans), sizeof(FuseGroup))
+    if p.groups == NULL:
+        raise MemoryError()
+    cdef bint any_grad = any(p.grad)
+    cdef set seen = set(p.outputs) | set(observed)
+    cdef Py_ssize_t item = 8 if p.f64 else 4
+    for g, (first, last) in enumerate(spans):
+        # what is read outside the group: the outputs, the guards, other steps' operands
+        members = {p.steps[i].out for i in range(first, last + 1)}
+        outside = set(seen)
+        for i in range(n):
+            if i < first or i > last:
+                outside.update(step_reads(p, i))
+        escaping = members & outside
+        kept = set(escaping)
+        if any_grad:
+            for i in range(first, last + 1):
+                kept.update(k for k in backward_reads(p, &p.steps[i]) if k in members)
+        # forward value rows: a slot not kept lives in a row until its last reader in the group
+        last_use = {}
+        for i in range(first, last + 1):
+            for k in step_reads(p, i):
+                last_use[k] = i
+        free, n_vrows = [], 0
+        for i in range(first, last + 1):
+            s = &p.steps[i]
+            if s.out not in kept:
+                if s.out not in last_use:       # (read by nothing: cannot be, pruned) keep it
+                    kept.add(s.out)
+                else:
+                    if free:
+                        p.vrow[s.out] = free.pop()
+                    else:
+                        p.vrow[s.out] = n_vrows
+                        n_vrows += 1
+            for k in set(step_reads(p, i)):
+                if k in members and p.vrow[k] >= 0 and last_use[k] == i:
+                    free.append(p.vrow[k])
+        # adjoint rows (reverse order): a member no step outside the group reads gets its
+        # gradient from the group only, in a row from its last reader's step to its own
+        free, n_arows = [], 0
+        bc = []
+        for i in range(last, first - 1, -1):
+            s = &p.steps[i]
+            for k, want in ((s.a, s.grad_a), (s.b, s.grad_b and not (s.kind == SK_UNARY or
+                                                                     s.kop == TG_POW))):
+                if k < 0 or not want:
+                    continue
+                if k in members and k not in escaping and p.arow[k] < 0:
+                    if free:
+                        p.arow[k] = free.pop()
+                    else:
+                        p.arow[k] = n_arows
+                        n_arows += 1
+            if p.arow[s.out] >= 0:
+                free.append(p.arow[s.out])
+            # the one-element slots' contributions, in the sweep's order (a, then b)
+            if s.grad_a and s.a >= 0 and p.sizes[s.a] == 1:
+                s.bc_a = len(bc) + p.n_bc
+                bc.append((s.a, s.out))
+            if (s.grad_b and s.b >= 0 and p.sizes[s.b] == 1 and s.kind == SK_BINARY
+                    and s.kop != TG_POW):
+                s.bc_b = len(bc) + p.n_bc
+                bc.append((s.b, s.out))
+        # arow values so far count adjoint rows from 0: move them after the value rows
+        for k in members:
+            if p.arow[k] >= 0:
+                p.arow[k] += n_vrows
+        G = &p.groups[g]
+        G.first, G.last, G.n = first, last, p.steps[first].n
+        G.n_rows = n_vrows + n_arows + 2
+        G.scratch = n_vrows + n_arows
+        G.n_bc = len(bc)
+        G.bc_base = p.n_bc
+        p.n_bc += len(bc)
+        p.bc_slots.extend(bc)
+        block = (FUSE_ROW_BYTES // item) // G.n_rows
+        block = max(FUSE_MIN_BLOCK, min(FUSE_MAX_BLOCK, block)) // 64 * 64
+        G.block = block if block < G.n else G.n
+        p.rows_bytes = max(p.rows_bytes, G.n_rows * G.block * item)
+        for i in range(first, last + 1):
+            p.steps[i].group = g
+        p.group_writes.append(sorted(
+            {k for i in range(first, last + 1) for k, want in (
+                (p.steps[i].a, p.steps[i].grad_a), (p.steps[i].b, p.steps[i].grad_b))
+             if want and k >= 0 and p.arow[k] < 0 and p.sizes[k] != 1}))
+    p.n_groups = len(spans)
+    return 0
+
+
+# -- forward ----------------------------------------------------------------------------------
+
+cdef inline char* value_at(Program p, BufferSet bs, Py_ssize_t k, Py_ssize_t o) noexcept:
+    """Slot k's values of the block starting at element o: its row, or its full buffer."""
+    if p.vrow[k] >= 0:
+        return bs.rowp + p.vrow[k] * bs.row_len
+    return <char*>bs.ptr[k] + o * p.item
+
+
+cdef inline const void* operand_at(Program p, BufferSet bs, Step* s, bint second, Py_ssize_t o,
+                                   Py_ssize_t* stride) noexcept:
+    """A binary step's operand a (or b) for the block at o, and its element stride."""
+    cdef Py_ssize_t k = s.b if second else s.a
+    cdef Py_ssize_t st = s.stride_b if second else s.stride_a
+    if k < 0:
+        stride[0] = 0
+        if second:
+            return <void*>&s.cb if p.f64 else <void*>&s.fb
+        return <void*>&s.ca if p.f64 else <void*>&s.fa
+    if st == 0:
+        stride[0] = 0
+        return bs.ptr[k]
+    stride[0] = 1
+    return value_at(p, bs, k, o)
+
+
+cdef void fused_forward(Program p, BufferSet bs, FuseGroup* G) noexcept:
+    cdef Py_ssize_t o, m, i, sa, sb
+    cdef Step* s
+    cdef const void* pa
+    cdef const void* pb
+    cdef bint f64 = p.f64
+    bs.row_len = G.block * p.item
+    o = 0
+    while o < G.n:
+        m = G.block if G.n - o > G.block else G.n - o
+        for i in range(G.first, G.last + 1):
+            s = &p.steps[i]
+            if s.kind == SK_BINARY:
+                pa = operand_at(p, bs, s, False, o, &sa)
+                pb = operand_at(p, bs, s, True, o, &sb)
+                k_binary(f64, s.kop, m, pa, sa, pb, sb, value_at(p, bs, s.out, o))
+            else:
+                k_unary(f64, s.kop, m, value_at(p, bs, s.a, o), value_at(p, bs, s.out, o))
+        o += m
+
+
+# -- backward ---------------------------------------------------------------------------------
+
+cdef inline char* adjoint_at(Program p, BufferSet bs, Py_ssize_t k, Py_ssize_t o) noexcept:
+    if p.arow[k] >= 0:
+        return bs.rowp + p.arow[k] * bs.row_len
+    return <char*>bs.aptr[k] + o * p.item
+
+
+cdef inline char* dest_of(Program p, BufferSet bs, Py_ssize_t k, int bc, Py_ssize_t o) noexcept:
+    """Where the contribution to slot k of the block at o is written: a one-element slot's
+    full-size buffer, k's adjoint itself for its first contribution, else scratch row 0."""
+    if bc >= 0:
+        bs.bcw[bc] = 1
+        return <char*>bs.bcp[bc] + o * p.item
+    if not bs.touched[k]:
+        return adjoint_at(p, bs, k, o)
+    return bs.rowp + bs.scratch_row * bs.row_len
+
+
+cdef inline void took_at(Program p, BufferSet bs, Py_ssize_t k, int bc, char* dst, Py_ssize_t o,
+                         Py_ssize_t m) noexcept:
+    """Finish a contribution written at dest_of: added to k's adjoint, after its earlier ones."""
+    cdef char* adj
+    if bc >= 0:
+        return
+    if not bs.touched[k]:
+        bs.touched[k] = 1
+        return
+    adj = adjoint_at(p, bs, k, o)
+    k_binary(p.f64, TG_ADD, m, adj, 1, dst, 1, adj)
+
+
+cdef inline void copy_or_negate(Program p, bint neg, Py_ssize_t m, const char* g,
+                                char* dst) noexcept:
+    if neg:
+        k_unary(p.f64, TG_NEG, m, g, dst)
+    else:
+        memcpy(dst, g, m * p.item)
+
+
+cdef void fused_backward_block(Program p, BufferSet bs, FuseGroup* G, Py_ssize_t o,
+                               Py_ssize_t m) noexcept:
+    """The group's steps' VJPs on the block [o, o + m), in the sweep's order (see
+    Program.backward_step and backward_unary for the formulas, term by term)."""
+    cdef Py_ssize_t i, sa, sb
+    cdef Step* s
+    cdef bint f64 = p.f64
+    cdef const void* pa
+    cdef const void* pb
+    cdef char* g
+    cdef char* dst
+    cdef char* s1 = bs.rowp + (bs.scratch_row + 1) * bs.row_len
+    cdef double e1
+    cdef float f1
+    for i in range(G.last, G.first - 1, -1):
+        s = &p.steps[i]
+        if not bs.touched[s.out]:
+            continue
+        g = adjoint_at(p, bs, s.out, o)
+        if s.kind == SK_BINARY:
+            pa = operand_at(p, bs, s, False, o, &sa)
+            pb = operand_at(p, bs, s, True, o, &sb)
+            if s.kop == TG_ADD or s.kop == TG_SUB:
+                if s.grad_a:
+                    dst = dest_of(p, bs, s.a, s.bc_a, o)
+                    copy_or_negate(p, False, m, g, dst)
+                    took_at(p, bs, s.a, s.bc_a, dst, o, m)
+                if s.grad_b:
+                    dst = dest_of(p, bs, s.b, s.bc_b, o)
+                    copy_or_negate(p, s.kop == TG_SUB, m, g, dst)
+                    took_at(p, bs, s.b, s.bc_b, dst, o, m)
+            elif s.kop == TG_MUL:
+                if s.grad_a:
+                    dst = dest_of(p, bs, s.a, s.bc_a, o)
+                    k_binary(f64, TG_MUL, m, g, 1, pb, sb, dst)
+                    took_at(p, bs, s.a, s.bc_a, dst, o, m)
+                if s.grad_b:
+                    dst = dest_of(p, bs, s.b, s.bc_b, o)
+                    k_binary(f64, TG_MUL, m, g, 1, pa, sa, dst)
+                    took_at(p, bs, s.b, s.bc_b, dst, o, m)
+            elif s.kop == TG_DIV:
+                if s.grad_a:
+                    dst = dest_of(p, bs, s.a, s.bc_a, o)
+                    k_binary(f64, TG_DIV, m, g, 1, pb, sb, dst)
+                    took_at(p, bs, s.a, s.bc_a, dst, o, m)
+                if s.grad_b:
+                    dst = dest_of(p, bs, s.b, s.bc_b, o)
+                    k_unary(f64, TG_NEG, m, g, dst)
+                    k_binary(f64, TG_MUL, m, dst, 1, pa, sa, dst)
+                    k_binary(f64, TG_MUL, 1 if sb == 0 else m, pb, 1, pb, 1, s1)
+                    k_binary(f64, TG_DIV, m, dst, 1, s1, sb, dst)
+                    took_at(p, bs, s.b, s.bc_b, dst, o, m)
+            elif s.grad_a:                      # ** a number: g * (a ** (e - 1) * e)
+                dst = dest_of(p, bs, s.a, s.bc_a, o)
+                if s.cb == 0:
+                    memset(dst, 0, m * p.item)
+                else:
+                    e1 = s.cb - 1
+                    f1 = <float>e1
+                    k_binary(f64, TG_POW, m, pa, 1, <void*>&e1 if f64 else <void*>&f1, 0, s1)
+                    k_binary(f64, TG_MUL, m, s1, 1, <void*>&s.cb if f64 else <void*>&s.fb, 0,
+                             s1)
+                    k_binary(f64, TG_MUL, m, g, 1, s1, 1, dst)
+                took_at(p, bs, s.a, s.bc_a, dst, o, m)
+            continue
+        if not s.grad_a:
+            continue
+        dst = dest_of(p, bs, s.a, s.bc_a, o)
+        if s.op == OP_NEG:
+            k_unary(f64, TG_NEG, m, g, dst)
+        elif s.op == OP_EXP:
+            k_binary(f64, TG_MUL, m, g, 1, value_at(p, bs, s.out, o), 1, dst)
+        elif s.op == OP_LOG:
+            k_binary(f64, TG_DIV, m, g, 1, value_at(p, bs, s.a, o), 1, dst)
+        elif s.op == OP_TANH:
+            k_binary(f64, TG_TANH_GRAD, m, g, 1, value_at(p, bs, s.out, o), 1, dst)
+        elif s.op == OP_RELU:
+            k_binary(f64, TG_RELU_GRAD, m, g, 1, value_at(p, bs, s.out, o), 1, dst)
+        elif s.kop == TG_SIGMOID:
+            k_binary(f64, TG_SIGMOID_GRAD, m, g, 1, value_at(p, bs, s.out, o), 1, dst)
+        elif s.kop == TG_SIN:
+            k_unary(f64, TG_COS, m, value_at(p, bs, s.a, o), s1)
+            k_binary(f64, TG_MUL, m, g, 1, s1, 1, dst)
+        else:                                   # cos: g * -sin(x)
+            k_unary(f64, TG_SIN, m, value_at(p, bs, s.a, o), s1)
+            k_unary(f64, TG_NEG, m, s1, s1)
+            k_binary(f64, TG_MUL, m, g, 1, s1, 1, dst)
+        took_at(p, bs, s.a, s.bc_a, dst, o, m)
+
+
+cdef int fused_backward(Program p, BufferSet bs, Py_ssize_t g_index) except -1:
+    cdef FuseGroup* G = &p.groups[g_index]
+    cdef Py_ssize_t i, k, o, m
+    cdef bint any_out = False
+    for i in range(G.first, G.last + 1):
+        if bs.touched[p.steps[i].out]:
+            any_out = True
+            break
+    if not any_out:
+        return 0
+    for k in <list>p.group_writes[g_index]:
+        if bs.touched[k] and bs.given[k] is not None:  # not ours to write: moved into adj[k]
+            own = cnp.PyArray_DATA(<cnp.ndarray>bs.adj[k])
+            memcpy(own, bs.aptr[k], p.sizes[k] * p.item)
+            bs.aptr[k] = own
+            bs.given[k] = None
+    for i in range(G.bc_base, G.bc_base + G.n_bc):
+        if bs.bc[i] is None:
+            bs.bc[i] = np.empty(G.n, p.dtype)
+            bs.bcp[i] = cnp.PyArray_DATA(<cnp.ndarray>bs.bc[i])
+        bs.bcw[i] = 0
+    bs.row_len = G.block * p.item
+    bs.scratch_row = G.scratch
+    # which adjoints hold a value: the same for every block (the sweep's pattern does not depend
+    # on values), so each block starts from the state before the group
+    memcpy(bs.touched0, bs.touched, p.n_slots)
+    o = 0
+    while o < G.n:
+        m = G.block if G.n - o > G.block else G.n - o
+        memcpy(bs.touched, bs.touched0, p.n_slots)
+        fused_backward_block(p, bs, G, o, m)
+        o += m
+    # the one-element slots' contributions, each summed as eager sums it, in the sweep's order
+    for i in range(G.bc_base, G.bc_base + G.n_bc):
+        if bs.bcw[i]:
+            k, out = p.bc_slots[i]
+            p.give_full(bs, k, bs.bcp[i], out, True)
+    return 0
