@@ -164,3 +164,28 @@ def test_flatten_parameters_is_a_no_op_on_cpu(torch, cls):
     assert rnn.flatten_parameters() is None
     assert getattr(torch.nn, cls)(3, 4).flatten_parameters() is None
     assert all(tg.equal(a, b) for a, b in zip(before, rnn.parameters()))
+
+
+# -- grad_fn.next_functions of `2 * t` and `2 + t` --------------------------------------------
+
+@pytest.mark.parametrize("expr", ["2 * b", "b * 2", "2 + b", "b + 2", "2.5 * b", "1 + b"])
+def test_scalar_on_the_left_is_the_second_input_as_in_torch(torch, expr):
+    # The intro autograd tutorial walks d.grad_fn.next_functions[0][0] back to the leaf.
+    names = []
+    for lib in (tg, torch):
+        b = lib.ones(3, requires_grad=True).sin()
+        r = eval(expr, {"b": b})
+        names.append([None if f is None else f.name() for f, _ in r.grad_fn.next_functions])
+        assert r.grad_fn.next_functions[0][0].next_functions[0][0].name() == \
+            "torch::autograd::AccumulateGrad"
+    assert names[0] == names[1] == ["SinBackward0", None]
+
+
+def test_reversed_scalar_ops_keep_values_and_dtypes():
+    x = tg.arange(3)
+    assert (2 * x).dtype == tg.int64 and (2.5 * x).dtype == tg.float32
+    assert (2 * x).tolist() == [0, 2, 4] and (1 + x).tolist() == [1, 2, 3]
+    assert (True + tg.tensor([True])).dtype == tg.bool
+    y = tg.tensor([1.0, 2.0], requires_grad=True)
+    (3 * y + 1).sum().backward()
+    assert y.grad.tolist() == [3.0, 3.0]
