@@ -19,6 +19,7 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad import accelerator as accelerator
+from tapegrad import amp as amp
 from tapegrad import autograd as autograd
 from tapegrad import backends as backends
 from tapegrad import bench as bench
@@ -43,6 +44,7 @@ from tapegrad import special as special
 from tapegrad import testing as testing
 from tapegrad import utils as utils
 from tapegrad import version as version
+from tapegrad.amp import autocast as autocast
 from tapegrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled
 from tapegrad.autograd.anomaly_mode import is_anomaly_enabled as is_anomaly_enabled
 from tapegrad.contractions import addmm as addmm
@@ -111,6 +113,7 @@ __all__ = [
     'amax',
     'amin',
     'aminmax',
+    'amp',
     'any',
     'arange',
     'arccos',
@@ -143,6 +146,7 @@ __all__ = [
     'atleast_1d',
     'atleast_2d',
     'atleast_3d',
+    'autocast',
     'autograd',
     'backends',
     'baddbmm',
