@@ -107,6 +107,8 @@ _more_ops.register(globals(), Tensor)
 _more_stats.register(globals(), Tensor)
 from . import _tutorial_ops
 _tutorial_ops.register(globals(), Tensor)
+from . import _inplace_views
+_inplace_views.register(Tensor)
 from . import _special_functions
 _special_functions.register(globals(), Tensor)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
@@ -139,9 +141,9 @@ from .contractions import addmm, baddbmm, einsum  # noqa: E402
 # Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
                  "distributions", "cuda", "backends", "accelerator", "linalg",
-                 "multiprocessing", "sparse", "special")
+                 "multiprocessing", "sparse", "special", "testing", "onnx", "amp")
 _LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
-               "get_num_threads": "_threads", "set_num_threads": "_threads",
+               "autocast": "amp", "get_num_threads": "_threads", "set_num_threads": "_threads",
                "get_num_interop_threads": "_threads", "set_num_interop_threads": "_threads",
                "is_anomaly_enabled": "autograd.anomaly_mode",
                "is_anomaly_check_nan_enabled": "autograd.anomaly_mode"}
@@ -174,3 +176,6 @@ from .version import __version__  # noqa: E402  (the one source: tapegrad/versio
 
 # torch.cdist lives with the nn distances (composed of differentiable ops).
 _LAZY_ATTRS.update(cdist="nn._extra_losses")
+
+from ._pickle_names import repoint as _repoint  # noqa: E402
+_repoint(globals(), __name__)  # tapegrad.abs & co. pickle by name

@@ -7,6 +7,7 @@ exactly as they do in PyTorch's CPU build; the calls that need a GPU raise its A
 from __future__ import annotations
 
 from ._device import _NO_CUDA, check_device
+from . import _cuda_amp as amp  # noqa: F401  (torch.cuda.amp.GradScaler / autocast)
 
 
 def _no_cuda():

@@ -455,7 +455,9 @@ cdef class TensorBase:
         return binary_op(OP_ADD, self, other)
 
     def __radd__(self, other):
-        return binary_op(OP_ADD, other, self)
+        # PyTorch's __radd__ is self.add(other): the tensor is the first input of the node
+        # (grad_fn.next_functions lists it first); addition commutes, so the value is the same.
+        return binary_op(OP_ADD, self, other)
 
     def __sub__(self, other):
         return binary_op(OP_SUB, self, other)
@@ -467,7 +469,8 @@ cdef class TensorBase:
         return binary_op(OP_MUL, self, other)
 
     def __rmul__(self, other):
-        return binary_op(OP_MUL, other, self)
+        # As __radd__: PyTorch records `2 * t` as t.mul(2), the tensor first.
+        return binary_op(OP_MUL, self, other)
 
     def __truediv__(self, other):
         return binary_op(OP_DIV, self, other)

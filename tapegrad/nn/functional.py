@@ -39,3 +39,6 @@ from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuf
 from ._extra_activations import alpha_dropout  # noqa: E402
 
 from ._inplace_activations import elu_, hardtanh_, leaky_relu_, relu_  # noqa: E402,F401
+
+from .._pickle_names import repoint as _repoint  # noqa: E402
+_repoint(globals(), __name__)  # F.relu & co. pickle by name (torch.save of a whole model)

@@ -73,3 +73,37 @@ __all__ += ["AlphaDropout"]
 # Parameter containers (issue 15).
 from .param_containers import ParameterDict, ParameterList  # noqa: E402
 __all__ += ["ParameterDict", "ParameterList"]
+
+# PyTorch's file layout: torch.nn.modules.<file>.<Class> paths that scripts name (pickles,
+# safe_globals lists) resolve here too.  Classes tapegrad defines in another file are added to
+# the file PyTorch defines them in; files tapegrad lacks are small re-exporting modules.
+from . import (activation, batchnorm, channelshuffle, container, conv, distance,  # noqa: E402
+               dropout, flatten, fold, instancenorm, linear, loss, padding, pixelshuffle,
+               upsampling)
+from . import activation_extra as _activation_extra, lazy as _lazy  # noqa: E402
+from . import loss_extra as _loss_extra, padding_shuffle as _padding_shuffle  # noqa: E402
+from . import param_containers as _param_containers, transformer as _transformer  # noqa: E402
+
+
+def _add_to_torch_file(module, source, names) -> None:
+    for name in names:
+        if not hasattr(module, name):
+            setattr(module, name, getattr(source, name))
+
+
+_add_to_torch_file(activation, _activation_extra, (
+    "CELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish",
+    "PReLU", "RReLU", "ReLU6", "SELU", "Softmax2d", "Softmin", "Softshrink", "Softsign",
+    "Tanhshrink", "Threshold"))
+_add_to_torch_file(activation, _transformer, ("MultiheadAttention",))
+_add_to_torch_file(container, _param_containers, ("ParameterDict", "ParameterList"))
+_add_to_torch_file(conv, _lazy, ("LazyConv1d", "LazyConv2d"))
+_add_to_torch_file(dropout, _activation_extra, ("AlphaDropout",))
+_add_to_torch_file(linear, _padding_shuffle, ("Bilinear",))
+_add_to_torch_file(linear, _lazy, ("LazyLinear",))
+_add_to_torch_file(linear, _transformer, ("NonDynamicallyQuantizableLinear",))
+_add_to_torch_file(loss, _loss_extra, (
+    "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "KLDivLoss",
+    "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss",
+    "SoftMarginLoss", "TripletMarginLoss"))
+del _add_to_torch_file

@@ -18,19 +18,57 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.nn.modules.activation_extra import CELU as CELU
+from tapegrad.nn.modules.activation_extra import GLU as GLU
+from tapegrad.nn.modules.activation_extra import Hardshrink as Hardshrink
+from tapegrad.nn.modules.activation_extra import Hardsigmoid as Hardsigmoid
+from tapegrad.nn.modules.activation_extra import Hardswish as Hardswish
+from tapegrad.nn.modules.activation_extra import Hardtanh as Hardtanh
+from tapegrad.nn.modules.activation_extra import LogSigmoid as LogSigmoid
+from tapegrad.nn.modules.activation_extra import Mish as Mish
+from tapegrad.nn.modules.activation_extra import PReLU as PReLU
+from tapegrad.nn.modules.activation_extra import RReLU as RReLU
+from tapegrad.nn.modules.activation_extra import ReLU6 as ReLU6
+from tapegrad.nn.modules.activation_extra import SELU as SELU
+from tapegrad.nn.modules.activation_extra import Softmax2d as Softmax2d
+from tapegrad.nn.modules.activation_extra import Softmin as Softmin
+from tapegrad.nn.modules.activation_extra import Softshrink as Softshrink
+from tapegrad.nn.modules.activation_extra import Softsign as Softsign
+from tapegrad.nn.modules.activation_extra import Tanhshrink as Tanhshrink
+from tapegrad.nn.modules.activation_extra import Threshold as Threshold
+from tapegrad.nn.modules.transformer import MultiheadAttention as MultiheadAttention
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
+    'CELU',
     'ELU',
     'GELU',
+    'GLU',
+    'Hardshrink',
+    'Hardsigmoid',
+    'Hardswish',
+    'Hardtanh',
     'LeakyReLU',
+    'LogSigmoid',
     'LogSoftmax',
+    'Mish',
+    'MultiheadAttention',
+    'PReLU',
+    'RReLU',
     'ReLU',
+    'ReLU6',
+    'SELU',
     'SiLU',
     'Sigmoid',
     'Softmax',
+    'Softmax2d',
+    'Softmin',
     'Softplus',
+    'Softshrink',
+    'Softsign',
     'Tanh',
+    'Tanhshrink',
+    'Threshold',
 ]
 
 class ELU(_Module):

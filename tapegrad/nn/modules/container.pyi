@@ -18,11 +18,15 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.nn.modules.param_containers import ParameterDict as ParameterDict
+from tapegrad.nn.modules.param_containers import ParameterList as ParameterList
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
     'ModuleDict',
     'ModuleList',
+    'ParameterDict',
+    'ParameterList',
     'Sequential',
 ]
 

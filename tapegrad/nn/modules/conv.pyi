@@ -18,6 +18,8 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
+from tapegrad.nn.modules.lazy import LazyConv2d as LazyConv2d
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
@@ -26,6 +28,8 @@ __all__ = [
     'ConvTranspose1d',
     'ConvTranspose2d',
     'Fold',
+    'LazyConv1d',
+    'LazyConv2d',
     'Unfold',
 ]
 

@@ -18,9 +18,11 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.nn.modules.activation_extra import AlphaDropout as AlphaDropout
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
+    'AlphaDropout',
     'Dropout',
     'Dropout1d',
     'Dropout2d',

@@ -18,13 +18,19 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.nn.modules.lazy import LazyLinear as LazyLinear
+from tapegrad.nn.modules.padding_shuffle import Bilinear as Bilinear
+from tapegrad.nn.modules.transformer import NonDynamicallyQuantizableLinear as NonDynamicallyQuantizableLinear
 from tapegrad.nn.modules.module import Module as _Module
 from tapegrad.nn.parameter import Parameter as _Parameter
 
 __all__ = [
+    'Bilinear',
     'Flatten',
     'Identity',
+    'LazyLinear',
     'Linear',
+    'NonDynamicallyQuantizableLinear',
     'Unflatten',
 ]
 

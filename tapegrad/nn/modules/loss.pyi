@@ -18,17 +18,37 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.nn.modules.loss_extra import CosineEmbeddingLoss as CosineEmbeddingLoss
+from tapegrad.nn.modules.loss_extra import GaussianNLLLoss as GaussianNLLLoss
+from tapegrad.nn.modules.loss_extra import HingeEmbeddingLoss as HingeEmbeddingLoss
+from tapegrad.nn.modules.loss_extra import KLDivLoss as KLDivLoss
+from tapegrad.nn.modules.loss_extra import MarginRankingLoss as MarginRankingLoss
+from tapegrad.nn.modules.loss_extra import MultiLabelSoftMarginLoss as MultiLabelSoftMarginLoss
+from tapegrad.nn.modules.loss_extra import MultiMarginLoss as MultiMarginLoss
+from tapegrad.nn.modules.loss_extra import PoissonNLLLoss as PoissonNLLLoss
+from tapegrad.nn.modules.loss_extra import SoftMarginLoss as SoftMarginLoss
+from tapegrad.nn.modules.loss_extra import TripletMarginLoss as TripletMarginLoss
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
     'BCELoss',
     'BCEWithLogitsLoss',
+    'CosineEmbeddingLoss',
     'CrossEntropyLoss',
+    'GaussianNLLLoss',
+    'HingeEmbeddingLoss',
     'HuberLoss',
+    'KLDivLoss',
     'L1Loss',
     'MSELoss',
+    'MarginRankingLoss',
+    'MultiLabelSoftMarginLoss',
+    'MultiMarginLoss',
     'NLLLoss',
+    'PoissonNLLLoss',
     'SmoothL1Loss',
+    'SoftMarginLoss',
+    'TripletMarginLoss',
 ]
 
 class BCELoss(_Module):

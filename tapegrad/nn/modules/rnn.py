@@ -292,6 +292,11 @@ class RNNBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
+    def flatten_parameters(self) -> None:
+        """Nothing to do: PyTorch packs the weights into one buffer for cuDNN, and on CPU (the
+        only device here) its call returns at once. Scripts call it before every forward."""
+        return None
+
     @property
     def _flat_weights(self):
         return [getattr(self, name) for name in self._flat_weights_names]

@@ -1,0 +1,245 @@
+"""tapegrad.amp: GradScaler and autocast, as torch.amp behaves on a CPU-only machine.
+
+Training scripts written for GPUs wrap their loop in ``autocast`` and ``GradScaler``; the AMP
+recipe switches both with ``enabled=``.  ``GradScaler`` is complete (loss scaling, unscaling,
+skipping steps whose gradients are not finite, growth and backoff of the scale, state dicts),
+so a script using it on the CPU trains as under PyTorch.  ``autocast`` for ``'cuda'`` warns and
+disables itself, as PyTorch does without CUDA; a disabled autocast is a no-op; an enabled CPU
+autocast would run matmuls in bfloat16, which tapegrad does not have, so entering one raises
+``NotImplementedError`` rather than silently computing in another precision.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+
+from . import _core
+from .grad_mode import no_grad
+
+__all__ = ["GradScaler", "autocast", "is_autocast_available"]
+
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+                 "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                 "privateuseone")
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether autocast can be used for ``device_type``: ``'cpu'`` and ``'cuda'`` as PyTorch
+    (the CUDA one disables itself here, there being no GPU)."""
+    return device_type in ("cpu", "cuda")
+
+
+class autocast:  # noqa: N801  (PyTorch's name)
+    """Context manager and decorator for mixed precision regions (see the module docstring)."""
+
+    def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled=None):
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        if device_type.split(":")[0] not in _DEVICE_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start "
+                               f"of device string: {device_type}")
+        self.device = device_type
+        self.fast_dtype = dtype
+        self._enabled = bool(enabled)
+        if self._enabled and device_type != "cpu":
+            warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.",
+                          UserWarning, stacklevel=2)
+            self._enabled = False
+
+    def __enter__(self):
+        if self._enabled:
+            raise NotImplementedError(
+                "tapegrad cannot autocast on the CPU (PyTorch computes matmuls and convolutions "
+                "there in bfloat16, a dtype tapegrad lacks); pass enabled=False or leave "
+                "autocast out")
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        return False
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def decorated(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+        return decorated
+
+
+class GradScaler:
+    """Dynamic loss scaling: ``scale(loss).backward()``, ``step(optimizer)``, ``update()``.
+
+    The scale starts at ``init_scale``; a step whose gradients hold an inf or NaN is skipped and
+    the scale multiplied by ``backoff_factor``; after ``growth_interval`` clean steps in a row it
+    is multiplied by ``growth_factor``.  Disabled (``enabled=False``, or a ``'cuda'`` scaler on
+    this CPU-only machine, which warns as PyTorch's does), every method passes through.
+    """
+
+    def __init__(self, device: str = "cuda", init_scale: float = 2.0 ** 16,
+                 growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True) -> None:
+        self._device = device
+        self._enabled = bool(enabled)
+        if self._enabled and device == "cuda":
+            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
+                          "Disabling.", UserWarning, stacklevel=2)
+            self._enabled = False
+        if self._enabled:
+            if growth_factor <= 1.0:
+                raise AssertionError("The growth factor must be > 1.0.")
+            if backoff_factor >= 1.0:
+                raise AssertionError("The backoff factor must be < 1.0.")
+        self._scale = float(init_scale)
+        self._growth_factor = float(growth_factor)
+        self._backoff_factor = float(backoff_factor)
+        self._growth_interval = int(growth_interval)
+        self._growth_tracker = 0
+        # Per optimizer since the last update(): "unscaled" or "stepped", and whether an inf or
+        # NaN gradient was seen.
+        self._stage: dict[int, str] = {}
+        self._found_inf: dict[int, bool] = {}
+        self._scaled_once = False     # PyTorch creates its scale tensor at the first scale()
+
+    def _check_scaled(self, what: str) -> None:
+        if not self._scaled_once:
+            raise AssertionError(f"Attempted {what} but _scale is None.  This may indicate your "
+                                 "script did not use scaler.scale(loss or outputs) earlier in "
+                                 "the iteration.")
+
+    # -- scaling ---------------------------------------------------------------------------
+
+    def scale(self, outputs):
+        """``outputs`` (a tensor or nested lists/tuples of tensors) times the current scale."""
+        if not self._enabled:
+            return outputs
+        self._scaled_once = True
+        if isinstance(outputs, _core.TensorBase):
+            return outputs * self._scale
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+
+    def unscale_(self, optimizer) -> None:
+        """Divide the gradients of ``optimizer``'s parameters by the scale, in place, noting
+        whether any is inf or NaN (at most once per optimizer between updates)."""
+        if not self._enabled:
+            return
+        self._check_scaled("unscale_")
+        key = id(optimizer)
+        stage = self._stage.get(key)
+        if stage == "unscaled":
+            raise RuntimeError("unscale_() has already been called on this optimizer since the "
+                               "last update().")
+        if stage == "stepped":
+            raise RuntimeError("unscale_() is being called after step().")
+        inv_scale = 1.0 / self._scale
+        found_inf = False
+        with no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    p.grad.mul_(inv_scale)
+                    if not found_inf and not bool(p.grad.isfinite().all()):
+                        found_inf = True
+        self._found_inf[key] = found_inf
+        self._stage[key] = "unscaled"
+
+    def step(self, optimizer, *args, **kwargs):
+        """Unscale (unless done), then ``optimizer.step(*args, **kwargs)`` if every gradient is
+        finite; returns what that step returned, or None when it was skipped."""
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+        self._check_scaled("step")
+        key = id(optimizer)
+        if self._stage.get(key) == "stepped":
+            raise RuntimeError("step() has already been called since the last update().")
+        if self._stage.get(key) != "unscaled":
+            self.unscale_(optimizer)
+        result = None if self._found_inf[key] else optimizer.step(*args, **kwargs)
+        self._stage[key] = "stepped"
+        return result
+
+    def update(self, new_scale=None) -> None:
+        """Set the scale for the next iteration: ``new_scale`` if given, else back off after a
+        skipped step or grow after ``growth_interval`` clean ones."""
+        if not self._enabled:
+            return
+        self._check_scaled("update")
+        if new_scale is not None:
+            self._scale = float(new_scale.item() if isinstance(new_scale, _core.TensorBase)
+                                else new_scale)
+        else:
+            if not self._found_inf:
+                raise AssertionError("No inf checks were recorded prior to update.")
+            if any(self._found_inf.values()):
+                self._scale *= self._backoff_factor
+                self._growth_tracker = 0
+            else:
+                self._growth_tracker += 1
+                if self._growth_tracker == self._growth_interval:
+                    self._scale *= self._growth_factor
+                    self._growth_tracker = 0
+        self._stage.clear()
+        self._found_inf.clear()
+
+    # -- accessors and state -----------------------------------------------------------------
+
+    def is_enabled(self) -> bool:
+        """Whether the scaler scales (False when disabled)."""
+        return self._enabled
+
+    def get_scale(self) -> float:
+        """The current scale (1.0 when disabled)."""
+        return self._scale if self._enabled else 1.0
+
+    def get_growth_factor(self) -> float:
+        """The factor the scale grows by after ``growth_interval`` clean steps."""
+        return self._growth_factor
+
+    def set_growth_factor(self, new_factor: float) -> None:
+        """Set the growth factor."""
+        self._growth_factor = float(new_factor)
+
+    def get_backoff_factor(self) -> float:
+        """The factor the scale shrinks by after a skipped step."""
+        return self._backoff_factor
+
+    def set_backoff_factor(self, new_factor: float) -> None:
+        """Set the backoff factor."""
+        self._backoff_factor = float(new_factor)
+
+    def get_growth_interval(self) -> int:
+        """How many clean steps in a row grow the scale."""
+        return self._growth_interval
+
+    def set_growth_interval(self, new_interval: int) -> None:
+        """Set the growth interval."""
+        self._growth_interval = int(new_interval)
+
+    def state_dict(self) -> dict:
+        """The scale and its schedule (an empty dict when disabled), as PyTorch's keys."""
+        if not self._enabled:
+            return {}
+        return {"scale": self._scale, "growth_factor": self._growth_factor,
+                "backoff_factor": self._backoff_factor, "growth_interval": self._growth_interval,
+                "_growth_tracker": self._growth_tracker}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what :meth:`state_dict` returned (nothing to do when disabled)."""
+        if not self._enabled:
+            return
+        if len(state_dict) == 0:
+            raise RuntimeError("The source state dict is empty, possibly because it was saved "
+                               "from a disabled instance of GradScaler.")
+        self._scale = float(state_dict["scale"])
+        self._growth_factor = float(state_dict["growth_factor"])
+        self._backoff_factor = float(state_dict["backoff_factor"])
+        self._growth_interval = int(state_dict["growth_interval"])
+        self._growth_tracker = int(state_dict["_growth_tracker"])
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_stage"], state["_found_inf"] = {}, {}   # per-iteration, keyed by object ids
+        return state
