@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nn_kernels.h"
+#include "vecmath.h"
 
 /* The first index >= `start` on the grid start + k*step that is >= 0 (windows starting in the
  * top/left padding skip the taps that fall on it). */
@@ -415,3 +416,52 @@ void tg_rnn_bwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* h, const d
 {
     f64_rnn_bwd(B, H, relu, h, dh, dpre);
 }
+
+
+/* -- attention's softmax ------------------------------------------------------------------------
+ * Three passes over the whole block: scale and subtract each row's maximum, one vectorised exp
+ * over everything, then normalise each row (a dead row, all -inf, is zeroed). */
+
+#define ATTN_SOFTMAX(T, SFX, EXP)                                                                 \
+void tg_attn_softmax_##SFX(ptrdiff_t rows, ptrdiff_t cols, T scale, T* s)                         \
+{                                                                                                 \
+    ptrdiff_t r, j;                                                                               \
+    for (r = 0; r < rows; r++) {                                                                  \
+        T* row = s + r * cols;                                                                    \
+        T m = -INFINITY;                                                                          \
+        for (j = 0; j < cols; j++) {                                                              \
+            row[j] *= scale;                                                                      \
+            if (row[j] > m) m = row[j];                                                           \
+        }                                                                                         \
+        if (m == -INFINITY) m = 0;         /* dead row: exp(-inf) = 0, zeroed below */            \
+        for (j = 0; j < cols; j++) row[j] -= m;                                                   \
+    }                                                                                             \
+    EXP(s, s, (size_t)(rows * cols));                                                             \
+    for (r = 0; r < rows; r++) {                                                                  \
+        T* row = s + r * cols;                                                                    \
+        double sum = 0.0;                                                                         \
+        for (j = 0; j < cols; j++) sum += row[j];                                                 \
+        if (sum == 0.0) {                                                                         \
+            for (j = 0; j < cols; j++) row[j] = 0;                                                \
+        } else {                                                                                  \
+            T inv = (T)(1.0 / sum);                                                               \
+            for (j = 0; j < cols; j++) row[j] *= inv;                                             \
+        }                                                                                         \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+void tg_attn_softmax_grad_##SFX(ptrdiff_t rows, ptrdiff_t cols, T scale, const T* p, T* dp)     \
+{                                                                                                 \
+    ptrdiff_t r, j;                                                                               \
+    for (r = 0; r < rows; r++) {                                                                  \
+        const T* pr = p + r * cols;                                                               \
+        T* dr = dp + r * cols;                                                                    \
+        double dot = 0.0;                                                                         \
+        for (j = 0; j < cols; j++) dot += (double)dr[j] * pr[j];                                  \
+        T d = (T)dot;                                                                             \
+        for (j = 0; j < cols; j++) dr[j] = scale * (pr[j] * (dr[j] - d));                         \
+    }                                                                                             \
+}
+
+ATTN_SOFTMAX(float, f32, tg_vm_exp_f32)
+ATTN_SOFTMAX(double, f64, tg_vm_exp_f64)

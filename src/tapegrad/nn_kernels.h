@@ -91,4 +91,17 @@ void tg_rnn_bwd_f32(ptrdiff_t B, ptrdiff_t H, int relu, const float* h, const fl
 void tg_rnn_bwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* h, const double* dh,
                     double* dpre);
 
+/* Attention's softmax over the rows (rows x cols, C-contiguous, in place) of the scores s:
+ * s = softmax(scale * s) per row, the maximum subtracted first, exp vectorised (vecmath.h); the
+ * row sums accumulate in double.  A row whose entries are all -inf (a query that may attend
+ * nothing) becomes zeros, as PyTorch's math kernel gives, not NaN.
+ * backward, in place on dp (the gradient of the probabilities p):
+ *   dp = scale * p * (dp - sum(dp * p)) per row. */
+void tg_attn_softmax_f32(ptrdiff_t rows, ptrdiff_t cols, float scale, float* s);
+void tg_attn_softmax_f64(ptrdiff_t rows, ptrdiff_t cols, double scale, double* s);
+void tg_attn_softmax_grad_f32(ptrdiff_t rows, ptrdiff_t cols, float scale, const float* p,
+                              float* dp);
+void tg_attn_softmax_grad_f64(ptrdiff_t rows, ptrdiff_t cols, double scale, const double* p,
+                              double* dp);
+
 #endif

@@ -324,3 +324,92 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
     dw = matmul(dhh.reshape(T * B, G * H).T, prev.reshape(T * B, H))
     db = np.add.reduce(dhh.reshape(T * B, G * H), axis=0) if has_b_hh else None
     return dgi, dh, dc, dw, db
+
+
+# -- attention ------------------------------------------------------------------------------------
+# The numeric work of one fused scaled-dot-product attention (tapegrad/nn/_attention.py, a custom
+# Function): two batched GEMMs around attention's softmax forward, four around its VJP.  Operands
+# may be strided views (the heads of a packed projection): np.matmul hands BLAS any layout with a
+# unit stride, and writes into `out` views, so splitting and merging heads costs no copies.
+
+cdef extern from "nn_kernels.h" nogil:
+    void tg_attn_softmax_f32(ptrdiff_t rows, ptrdiff_t cols, float scale, float* s)
+    void tg_attn_softmax_f64(ptrdiff_t rows, ptrdiff_t cols, double scale, double* s)
+    void tg_attn_softmax_grad_f32(ptrdiff_t rows, ptrdiff_t cols, float scale, const float* p,
+                                  float* dp)
+    void tg_attn_softmax_grad_f64(ptrdiff_t rows, ptrdiff_t cols, double scale, const double* p,
+                                  double* dp)
+
+
+def _attention_forward(q, k, v, mask, double scale, out=None):
+    """softmax(scale * q @ k^T + mask) @ v over the last two dims of float32/float64 arrays
+    q (..., L, E), k (..., S, E), v (..., S, Ev) of one dtype and the same leading dims; mask None
+    or an array broadcastable to (..., L, S).  Returns (the output (..., L, Ev), written into `out`
+    when given, and the probabilities p (..., L, S), C-contiguous, which the backward takes)."""
+    cdef bint f32
+    cdef Py_ssize_t rows, cols
+    with IeeeResults():
+        s = np.matmul(q, k.swapaxes(-1, -2))
+        f32 = nk_is_f32(s)
+        cols = s.shape[s.ndim - 1]
+        rows = s.size // cols if cols else 0
+        if mask is not None:
+            np.multiply(s, scale, out=s)
+            np.add(s, mask, out=s)
+            scale = 1.0
+        if rows:
+            if f32:
+                tg_attn_softmax_f32(rows, cols, <float>scale, <float*>nk_ptr(s))
+            else:
+                tg_attn_softmax_f64(rows, cols, scale, <double*>nk_ptr(s))
+        if out is None:
+            out = np.matmul(s, v)
+        else:
+            np.matmul(s, v, out=out)
+    return out, s
+
+
+def _attention_backward(g, q, k, v, p, double scale, dq=None, dk=None, dv=None,
+                        bint need_q=True, bint need_k=True, bint need_v=True):
+    """The gradients (dq, dk, dv) of _attention_forward from the output's gradient g and the
+    probabilities p it returned (each written into the given array when there is one, None when
+    not needed)."""
+    cdef bint f32
+    cdef Py_ssize_t rows, cols
+    with IeeeResults():
+        if need_v:
+            if dv is None:
+                dv = np.matmul(p.swapaxes(-1, -2), g)
+            else:
+                np.matmul(p.swapaxes(-1, -2), g, out=dv)
+        else:
+            dv = None
+        if not (need_q or need_k):
+            return None, None, dv
+        dp = np.matmul(g, v.swapaxes(-1, -2))
+        f32 = nk_is_f32(dp)
+        nk_same(p, f32, dp.size)
+        cols = dp.shape[dp.ndim - 1]
+        rows = dp.size // cols if cols else 0
+        if rows:
+            if f32:
+                tg_attn_softmax_grad_f32(rows, cols, <float>scale, <float*>nk_ptr(p),
+                                         <float*>nk_ptr(dp))
+            else:
+                tg_attn_softmax_grad_f64(rows, cols, scale, <double*>nk_ptr(p),
+                                         <double*>nk_ptr(dp))
+        if need_q:
+            if dq is None:
+                dq = np.matmul(dp, k)
+            else:
+                np.matmul(dp, k, out=dq)
+        else:
+            dq = None
+        if need_k:
+            if dk is None:
+                dk = np.matmul(dp.swapaxes(-1, -2), q)
+            else:
+                np.matmul(dp.swapaxes(-1, -2), q, out=dk)
+        else:
+            dk = None
+    return dq, dk, dv
