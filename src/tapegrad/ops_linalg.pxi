@@ -126,7 +126,8 @@ cdef object matmul_grad_a(object g, object B, tuple shape_a):
     if na > 2 and nb == 2:
         # a batch of A against one matrix B: one GEMM over the folded rows of g
         p = last(g.shape)
-        return np.matmul(g.reshape(-1, p), B.T).reshape(shape_a)
+        n = shape_prod(g.shape, 0, g.ndim - 1)          # (spelled out: p may be 0)
+        return np.matmul(g.reshape(n, p), B.T).reshape(shape_a)
     if na <= 2 and nb > 2:
         # A is one matrix used against every batch of B: one GEMM over the folded batch.
         bc = shape_prod(B.shape, 0, nb - 2)
