@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "nn_kernels.h"
+#include "vecmath.h"
+#include "kernels.h"
 
 /* The first index >= `start` on the grid start + k*step that is >= 0 (windows starting in the
  * top/left padding skip the taps that fall on it). */
@@ -415,3 +417,115 @@ void tg_rnn_bwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* h, const d
 {
     f64_rnn_bwd(B, H, relu, h, dh, dpre);
 }
+
+
+/* -- attention's softmax ------------------------------------------------------------------------
+ * Three passes over the whole block: scale and subtract each row's maximum, one vectorised exp
+ * over everything, then normalise each row (a dead row, all -inf, is zeroed). */
+
+#define ATTN_SOFTMAX(T, SFX, EXP)                                                                 \
+void tg_attn_softmax_##SFX(ptrdiff_t rows, ptrdiff_t cols, T scale, T* s)                         \
+{                                                                                                 \
+    ptrdiff_t r, j;                                                                               \
+    for (r = 0; r < rows; r++) {                                                                  \
+        T* row = s + r * cols;                                                                    \
+        T m = -INFINITY;                                                                          \
+        for (j = 0; j < cols; j++) {                                                              \
+            row[j] *= scale;                                                                      \
+            if (row[j] > m) m = row[j];                                                           \
+        }                                                                                         \
+        if (m == -INFINITY) m = 0;         /* dead row: exp(-inf) = 0, zeroed below */            \
+        for (j = 0; j < cols; j++) row[j] -= m;                                                   \
+    }                                                                                             \
+    EXP(s, s, (size_t)(rows * cols));                                                             \
+    for (r = 0; r < rows; r++) {                                                                  \
+        T* row = s + r * cols;                                                                    \
+        double sum = 0.0;                                                                         \
+        for (j = 0; j < cols; j++) sum += row[j];                                                 \
+        if (sum == 0.0) {                                                                         \
+            for (j = 0; j < cols; j++) row[j] = 0;                                                \
+        } else {                                                                                  \
+            T inv = (T)(1.0 / sum);                                                               \
+            for (j = 0; j < cols; j++) row[j] *= inv;                                             \
+        }                                                                                         \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+void tg_attn_softmax_grad_##SFX(ptrdiff_t rows, ptrdiff_t cols, T scale, const T* p, T* dp)     \
+{                                                                                                 \
+    ptrdiff_t r, j;                                                                               \
+    for (r = 0; r < rows; r++) {                                                                  \
+        const T* pr = p + r * cols;                                                               \
+        T* dr = dp + r * cols;                                                                    \
+        double dot = 0.0;                                                                         \
+        for (j = 0; j < cols; j++) dot += (double)dr[j] * pr[j];                                  \
+        T d = (T)dot;                                                                             \
+        for (j = 0; j < cols; j++) dr[j] = scale * (pr[j] * (dr[j] - d));                         \
+    }                                                                                             \
+}
+
+ATTN_SOFTMAX(float, f32, tg_vm_exp_f32)
+ATTN_SOFTMAX(double, f64, tg_vm_exp_f64)
+
+
+/* -- layer normalisation ------------------------------------------------------------------------
+ * The numpy formula's operations, each rounded to T, with its sums in np.add.reduce's order
+ * (tg_sum_*, kernels.c): the values are the ones the formula gives, only without its temporaries.
+ * Baseline x86-64 code (no FMA), so no multiply-add is contracted. */
+
+#define LAYER_NORM(T, SFX, SQRT)                                                                  \
+void tg_layer_norm_fwd_##SFX(ptrdiff_t M, ptrdiff_t N, T eps, const T* x, const T* w,            \
+                             const T* b, T* y, T* xhat, T* rstd, T* work)                         \
+{                                                                                                 \
+    for (ptrdiff_t r = 0; r < M; r++) {                                                           \
+        const T* xr = x + r * N;                                                                  \
+        T* hr = xhat + r * N;                                                                     \
+        T* yr = y + r * N;                                                                        \
+        const T mean = tg_sum_##SFX(N, xr) / (T)N;                                                \
+        for (ptrdiff_t j = 0; j < N; j++) {                                                       \
+            hr[j] = xr[j] - mean;                                                                 \
+            work[j] = hr[j] * hr[j];                                                              \
+        }                                                                                         \
+        const T var = tg_sum_##SFX(N, work) / (T)N;                                               \
+        const T rs = (T)1 / SQRT(var + eps);                                                      \
+        rstd[r] = rs;                                                                             \
+        for (ptrdiff_t j = 0; j < N; j++) hr[j] = hr[j] * rs;                                     \
+        for (ptrdiff_t j = 0; j < N; j++) {                                                       \
+            T v = hr[j];                                                                          \
+            if (w) v = v * w[j];                                                                  \
+            if (b) v = v + b[j];                                                                  \
+            yr[j] = v;                                                                            \
+        }                                                                                         \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+void tg_layer_norm_bwd_##SFX(ptrdiff_t M, ptrdiff_t N, const T* g, const T* xhat, const T* rstd,  \
+                             const T* w, T* gx, T* acc_w, T* acc_b, T* work)                      \
+{                                                                                                 \
+    T* gw = work;                                                                                 \
+    T* prod = work + N;                                                                           \
+    for (ptrdiff_t r = 0; r < M; r++) {                                                           \
+        const T* gr = g + r * N;                                                                  \
+        const T* hr = xhat + r * N;                                                               \
+        if (acc_w)                                                                                \
+            for (ptrdiff_t j = 0; j < N; j++) {                                                   \
+                const T v = gr[j] * hr[j];                                                        \
+                acc_w[j] = r == 0 ? v : acc_w[j] + v;                                             \
+            }                                                                                     \
+        if (acc_b)                                                                                \
+            for (ptrdiff_t j = 0; j < N; j++) acc_b[j] = r == 0 ? gr[j] : acc_b[j] + gr[j];       \
+        if (!gx) continue;                                                                        \
+        for (ptrdiff_t j = 0; j < N; j++) {                                                       \
+            gw[j] = w ? gr[j] * w[j] : gr[j];                                                     \
+            prod[j] = gw[j] * hr[j];                                                              \
+        }                                                                                         \
+        const T a = tg_sum_##SFX(N, gw) / (T)N;                                                   \
+        const T c = tg_sum_##SFX(N, prod) / (T)N;                                                 \
+        const T rs = rstd[r];                                                                     \
+        T* out = gx + r * N;                                                                      \
+        for (ptrdiff_t j = 0; j < N; j++) out[j] = rs * ((gw[j] - a) - hr[j] * c);                \
+    }                                                                                             \
+}
+
+LAYER_NORM(float, f32, sqrtf)
+LAYER_NORM(double, f64, sqrt)

@@ -91,4 +91,37 @@ void tg_rnn_bwd_f32(ptrdiff_t B, ptrdiff_t H, int relu, const float* h, const fl
 void tg_rnn_bwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* h, const double* dh,
                     double* dpre);
 
+/* Attention's softmax over the rows (rows x cols, C-contiguous, in place) of the scores s:
+ * s = softmax(scale * s) per row, the maximum subtracted first, exp vectorised (vecmath.h); the
+ * row sums accumulate in double.  A row whose entries are all -inf (a query that may attend
+ * nothing) becomes zeros, as PyTorch's math kernel gives, not NaN.
+ * backward, in place on dp (the gradient of the probabilities p):
+ *   dp = scale * p * (dp - sum(dp * p)) per row. */
+void tg_attn_softmax_f32(ptrdiff_t rows, ptrdiff_t cols, float scale, float* s);
+void tg_attn_softmax_f64(ptrdiff_t rows, ptrdiff_t cols, double scale, double* s);
+void tg_attn_softmax_grad_f32(ptrdiff_t rows, ptrdiff_t cols, float scale, const float* p,
+                              float* dp);
+void tg_attn_softmax_grad_f64(ptrdiff_t rows, ptrdiff_t cols, double scale, const double* p,
+                              double* dp);
+
+/* Layer normalisation over the last N elements (N <= TG_SUM_MAX_N, kernels.h) of M C-contiguous
+ * rows, as the numpy formula computes it (each operation rounded to T, sums in np.add.reduce's
+ * order): mean, xc = x - mean, var = mean(xc * xc), rstd = 1 / sqrt(var + eps), xhat = xc * rstd,
+ * y = xhat * w + b (w, b may be NULL).  xhat (M*N) and rstd (M) are kept for the backward; work:
+ * N elements of scratch.
+ * backward: gx = rstd * ((gw - mean(gw)) - xhat * mean(gw * xhat)) per row with gw = g * w (g when
+ * w is NULL), written when gx is not NULL; acc_w and acc_b (N each, when not NULL) receive the
+ * column sums of g * xhat and of g, accumulated row after row; work: 2N elements of scratch. */
+void tg_layer_norm_fwd_f32(ptrdiff_t M, ptrdiff_t N, float eps, const float* x, const float* w,
+                           const float* b, float* y, float* xhat, float* rstd, float* work);
+void tg_layer_norm_fwd_f64(ptrdiff_t M, ptrdiff_t N, double eps, const double* x,
+                           const double* w, const double* b, double* y, double* xhat,
+                           double* rstd, double* work);
+void tg_layer_norm_bwd_f32(ptrdiff_t M, ptrdiff_t N, const float* g, const float* xhat,
+                           const float* rstd, const float* w, float* gx, float* acc_w,
+                           float* acc_b, float* work);
+void tg_layer_norm_bwd_f64(ptrdiff_t M, ptrdiff_t N, const double* g, const double* xhat,
+                           const double* rstd, const double* w, double* gx, double* acc_w,
+                           double* acc_b, double* work);
+
 #endif

@@ -94,8 +94,23 @@ cdef object product(object A, object B):
     """np.matmul(A, B) as an ndarray; IEEE results (inf, nan) without numpy's warnings."""
     if A.dtype.kind == "f":
         with IeeeResults():
-            return product_a_bt(A, B)
+            return folded_product(A, B)
     return nd(np.matmul(A, B))
+
+
+cdef object folded_product(object A, object B):
+    """A @ B with a C-contiguous N-D A (N > 2) and a matrix B as one GEMM over A's rows folded into
+    a matrix (numpy's matmul runs one small GEMM per leading index, which is slower for a layer's
+    (batch, seq, features) input); other operands as np.matmul.  The caller owns the errstate."""
+    if (cnp.PyArray_Check(A) and cnp.PyArray_Check(B) and cnp.PyArray_NDIM(<cnp.ndarray>A) > 2
+            and cnp.PyArray_NDIM(<cnp.ndarray>B) == 2
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A)
+            and last(A.shape) == B.shape[0]):
+        nd_a = cnp.PyArray_NDIM(<cnp.ndarray>A)
+        shape = A.shape
+        out = product_a_bt(A.reshape(shape_prod(shape, 0, nd_a - 1), last(shape)), B)
+        return out.reshape(shape[:nd_a - 1] + (B.shape[1],))
+    return product_a_bt(A, B)
 
 
 # -- the VJP --------------------------------------------------------------------------------------
@@ -108,6 +123,11 @@ cdef object matmul_grad_a(object g, object B, tuple shape_a):
             return nd(np.multiply(g, B))                # dot: g is 0-d
         return nd(np.multiply(g[..., None], B))         # (batch, n) x (k,) -> (batch, n, k)
     g2 = g if na > 1 else g[..., None, :]               # (batch, n, p)
+    if na > 2 and nb == 2:
+        # a batch of A against one matrix B: one GEMM over the folded rows of g
+        p = last(g.shape)
+        n = shape_prod(g.shape, 0, g.ndim - 1)          # (spelled out: p may be 0)
+        return np.matmul(g.reshape(n, p), B.T).reshape(shape_a)
     if na <= 2 and nb > 2:
         # A is one matrix used against every batch of B: one GEMM over the folded batch.
         bc = shape_prod(B.shape, 0, nb - 2)
@@ -528,13 +548,18 @@ cdef object linear_eager(input, weight, bias=None):
     Wt = W.T
     fresh(x)
     fresh(w)
+    cdef bint x_contiguous = X.flags.c_contiguous
+    if dx > 2 and dw == 2 and not x_contiguous and X.dtype.kind == "f":
+        # PyTorch folds a strided N-D input into a matrix with a copy; one contiguous copy here
+        # lets the product (and the weight's gradient, which saves it) run as one GEMM
+        X = np.ascontiguousarray(X)
     if bias is None:
         route = matmul_route(X, Wt, x._requires_grad, w._requires_grad)
         out = product(X, Wt)
         return matmul_record(route_op(route, out), out, x, w, X, Wt, True)
     c = require_tensor(bias, "linear", "bias", 3)
     C = c._array
-    if dx == 2 or (C.ndim == 1 and X.flags.c_contiguous):
+    if dx == 2 or (C.ndim == 1 and x_contiguous):
         # PyTorch's fused addmm(bias, input folded to 2-D, weight.t()) (then a view if not 2-D)
         rows = shape_prod(X.shape, 0, dx - 1)
         k = last(X.shape)
@@ -555,7 +580,7 @@ cdef object linear_eager(input, weight, bias=None):
                                f"desired output type {scalar_type_name(X.dtype)}")
         op = OP_LINEAR_ADD
     with IeeeResults():                                 # one errstate for product and add
-        out = product_a_bt(X, Wt)
+        out = folded_product(X, Wt)
         if op != OP_LINEAR_ADD and out.ndim > 0:         # C expands to the product's shape
             add_into(out, C)                            # the product is fresh: add in place
         else:

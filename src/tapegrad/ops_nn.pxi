@@ -1347,6 +1347,7 @@ def torch_embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, s
 # -- layer_norm ------------------------------------------------------------------------------------
 
 cdef object vjp_layer_norm(Record* r, object g):
+    """The rows in C (nk_layer_norm_backward), or the numpy formula for rows too long for them."""
     xhat = <object>r.saved[0]
     rstd = <object>r.saved[1]
     w = <object>r.saved[2] if r.saved[2] != NULL else None
@@ -1354,20 +1355,24 @@ cdef object vjp_layer_norm(Record* r, object g):
     g2 = g.reshape(M, N)
     if g2.dtype != xhat.dtype:
         g2 = g2.astype(xhat.dtype)
-    gi = gw = gb = None
-    if needs_grad(r, 0):
-        gx = g2 * w if w is not None else g2
-        a = np.true_divide(np.add.reduce(gx, axis=1, keepdims=True), N)
-        b = np.true_divide(np.add.reduce(gx * xhat, axis=1, keepdims=True), N)
-        gi = (rstd * (gx - a - xhat * b)).reshape(in_shape)
+    if nk_layer_norm_rows(xhat):
+        gi, gw, gb = nk_layer_norm_backward(g2, xhat, rstd, w, needs_grad(r, 0),
+                                            r.n_in > 1 and needs_grad(r, 1),
+                                            r.n_in > 2 and needs_grad(r, 2))
+    else:
+        gi, gw, gb = layer_norm_grads_numpy(g2, xhat, rstd, w, N, needs_grad(r, 0),
+                                            r.n_in > 1 and needs_grad(r, 1),
+                                            r.n_in > 2 and needs_grad(r, 2))
+    if gi is not None:
+        gi = gi.reshape(in_shape)
         if gi.dtype != dt:
             gi = gi.astype(dt)
-    if r.n_in > 1 and needs_grad(r, 1):
-        gw = np.add.reduce(g2 * xhat, axis=0).reshape(norm_shape)
+    if gw is not None:
+        gw = gw.reshape(norm_shape)
         if gw.dtype != wdt:
             gw = gw.astype(wdt)
-    if r.n_in > 2 and needs_grad(r, 2):
-        gb = np.add.reduce(g2, axis=0).reshape(norm_shape)
+    if gb is not None:
+        gb = gb.reshape(norm_shape)
         if gb.dtype != wdt:
             gb = gb.astype(wdt)
     if r.n_in == 1:
@@ -1375,6 +1380,23 @@ cdef object vjp_layer_norm(Record* r, object g):
     if r.n_in == 2:
         return (gi, gw)
     return (gi, gw, gb)
+
+
+cdef tuple layer_norm_grads_numpy(object g2, object xhat, object rstd, object w, Py_ssize_t N,
+                                  bint need_x, bint need_w, bint need_b):
+    """nk_layer_norm_backward's values by the numpy formula (rows longer than TG_SUM_MAX_N)."""
+    gi = gw = gb = None
+    with IeeeResults():
+        if need_x:
+            gx = g2 * w if w is not None else g2
+            a = np.true_divide(np.add.reduce(gx, axis=1, keepdims=True), N)
+            b = np.true_divide(np.add.reduce(gx * xhat, axis=1, keepdims=True), N)
+            gi = rstd * (gx - a - xhat * b)
+        if need_w:
+            gw = np.add.reduce(g2 * xhat, axis=0)
+        if need_b:
+            gb = np.add.reduce(g2, axis=0)
+    return gi, gw, gb
 
 
 OP_LAYER_NORM = register_op("NativeLayerNormBackward0", vjp_layer_norm)
@@ -1426,20 +1448,14 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
     for i in range(ndim - k):
         M *= A.shape[i]
     cdt = NP_FLOAT32 if A.dtype.itemsize < 4 else A.dtype       # half: computed in float
-    X = A.reshape(M, N).astype(cdt, copy=False)
-    with IeeeResults():
-        mean = np.true_divide(np.add.reduce(X, axis=1, keepdims=True), N)
-        xc = X - mean
-        var = np.true_divide(np.add.reduce(xc * xc, axis=1, keepdims=True), N)
-        rstd = 1 / np.sqrt(var + cdt.type(eps))
-        xhat = xc * rstd
-        y = xhat
-        wc = None
-        if w is not None:
-            wc = w.reshape(N).astype(cdt, copy=False)
-            y = y * wc
-        if b is not None:
-            y = y + b.reshape(N).astype(cdt, copy=False)
+    # half precision is computed in float32
+    X = np.ascontiguousarray(A.reshape(M, N).astype(cdt, copy=False))
+    wc = None if w is None else w.reshape(N).astype(cdt, copy=False)
+    bc = None if b is None else b.reshape(N).astype(cdt, copy=False)
+    if nk_layer_norm_rows(X):
+        y, xhat, rstd = nk_layer_norm_forward(X, wc, bc, float(eps))
+    else:
+        y, xhat, rstd = layer_norm_numpy(X, wc, bc, N, cdt, eps)
     out = nd(np.asarray(y, dtype=A.dtype).reshape(A.shape))
     cdef TensorBase res = wrap(out)
     inputs = (input,) if w is None and b is None else ((input, weight) if b is None
@@ -1452,6 +1468,22 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
             save_value(r, 2, wc, weight)
         keep(&r.aux, (A.shape, norm_shape, M, N, A.dtype, A.dtype, float(eps)))
     return res
+
+
+cdef tuple layer_norm_numpy(object X, object wc, object bc, Py_ssize_t N, object cdt, object eps):
+    """nk_layer_norm_forward's values by the numpy formula (rows longer than TG_SUM_MAX_N)."""
+    with IeeeResults():
+        mean = np.true_divide(np.add.reduce(X, axis=1, keepdims=True), N)
+        xc = X - mean
+        var = np.true_divide(np.add.reduce(xc * xc, axis=1, keepdims=True), N)
+        rstd = 1 / np.sqrt(var + cdt.type(eps))
+        xhat = xc * rstd
+        y = xhat
+        if wc is not None:
+            y = y * wc
+        if bc is not None:
+            y = y + bc
+    return y, xhat, rstd
 
 
 def torch_layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1e-5,

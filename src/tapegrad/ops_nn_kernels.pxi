@@ -324,3 +324,181 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
     dw = matmul(dhh.reshape(T * B, G * H).T, prev.reshape(T * B, H))
     db = np.add.reduce(dhh.reshape(T * B, G * H), axis=0) if has_b_hh else None
     return dgi, dh, dc, dw, db
+
+
+# -- attention ------------------------------------------------------------------------------------
+# The numeric work of one fused scaled-dot-product attention (tapegrad/nn/_attention.py, a custom
+# Function): two batched GEMMs around attention's softmax forward, four around its VJP.  Operands
+# may be strided views (the heads of a packed projection): np.matmul hands BLAS any layout with a
+# unit stride, and writes into `out` views, so splitting and merging heads costs no copies.
+
+cdef extern from "nn_kernels.h" nogil:
+    void tg_attn_softmax_f32(ptrdiff_t rows, ptrdiff_t cols, float scale, float* s)
+    void tg_attn_softmax_f64(ptrdiff_t rows, ptrdiff_t cols, double scale, double* s)
+    void tg_attn_softmax_grad_f32(ptrdiff_t rows, ptrdiff_t cols, float scale, const float* p,
+                                  float* dp)
+    void tg_attn_softmax_grad_f64(ptrdiff_t rows, ptrdiff_t cols, double scale, const double* p,
+                                  double* dp)
+
+
+def _attention_forward(q, k, v, mask, double scale, out=None):
+    """softmax(scale * q @ k^T + mask) @ v over the last two dims of float32/float64 arrays
+    q (..., L, E), k (..., S, E), v (..., S, Ev) of one dtype and the same leading dims; mask None
+    or an array broadcastable to (..., L, S).  Returns (the output (..., L, Ev), written into `out`
+    when given, and the probabilities p (..., L, S), C-contiguous, which the backward takes)."""
+    cdef bint f32
+    cdef Py_ssize_t rows, cols
+    with IeeeResults():
+        s = np.matmul(q, k.swapaxes(-1, -2))
+        f32 = nk_is_f32(s)
+        cols = s.shape[s.ndim - 1]
+        rows = s.size // cols if cols else 0
+        if mask is not None:
+            np.multiply(s, scale, out=s)
+            np.add(s, mask, out=s)
+            scale = 1.0
+        if rows:
+            if f32:
+                tg_attn_softmax_f32(rows, cols, <float>scale, <float*>nk_ptr(s))
+            else:
+                tg_attn_softmax_f64(rows, cols, scale, <double*>nk_ptr(s))
+        if out is None:
+            out = np.matmul(s, v)
+        else:
+            np.matmul(s, v, out=out)
+    return out, s
+
+
+def _attention_backward(g, q, k, v, p, double scale, dq=None, dk=None, dv=None,
+                        bint need_q=True, bint need_k=True, bint need_v=True):
+    """The gradients (dq, dk, dv) of _attention_forward from the output's gradient g and the
+    probabilities p it returned (each written into the given array when there is one, None when
+    not needed)."""
+    cdef bint f32
+    cdef Py_ssize_t rows, cols
+    with IeeeResults():
+        if need_v:
+            if dv is None:
+                dv = np.matmul(p.swapaxes(-1, -2), g)
+            else:
+                np.matmul(p.swapaxes(-1, -2), g, out=dv)
+        else:
+            dv = None
+        if not (need_q or need_k):
+            return None, None, dv
+        dp = np.matmul(g, v.swapaxes(-1, -2))
+        f32 = nk_is_f32(dp)
+        nk_same(p, f32, dp.size)
+        cols = dp.shape[dp.ndim - 1]
+        rows = dp.size // cols if cols else 0
+        if rows:
+            if f32:
+                tg_attn_softmax_grad_f32(rows, cols, <float>scale, <float*>nk_ptr(p),
+                                         <float*>nk_ptr(dp))
+            else:
+                tg_attn_softmax_grad_f64(rows, cols, scale, <double*>nk_ptr(p),
+                                         <double*>nk_ptr(dp))
+        if need_q:
+            if dq is None:
+                dq = np.matmul(dp, k)
+            else:
+                np.matmul(dp, k, out=dq)
+        else:
+            dq = None
+        if need_k:
+            if dk is None:
+                dk = np.matmul(dp.swapaxes(-1, -2), q)
+            else:
+                np.matmul(dp.swapaxes(-1, -2), q, out=dk)
+        else:
+            dk = None
+    return dq, dk, dv
+
+
+# -- layer normalisation --------------------------------------------------------------------------
+# layer_norm's rows in C for float32/float64 rows of at most TG_SUM_MAX_N elements (ops_nn.pxi
+# calls these): the numpy formula's values without its temporaries (nn_kernels.h).
+
+cdef extern from "nn_kernels.h" nogil:
+    void tg_layer_norm_fwd_f32(ptrdiff_t M, ptrdiff_t N, float eps, const float* x,
+                               const float* w, const float* b, float* y, float* xhat, float* rstd,
+                               float* work)
+    void tg_layer_norm_fwd_f64(ptrdiff_t M, ptrdiff_t N, double eps, const double* x,
+                               const double* w, const double* b, double* y, double* xhat,
+                               double* rstd, double* work)
+    void tg_layer_norm_bwd_f32(ptrdiff_t M, ptrdiff_t N, const float* g, const float* xhat,
+                               const float* rstd, const float* w, float* gx, float* acc_w,
+                               float* acc_b, float* work)
+    void tg_layer_norm_bwd_f64(ptrdiff_t M, ptrdiff_t N, const double* g, const double* xhat,
+                               const double* rstd, const double* w, double* gx, double* acc_w,
+                               double* acc_b, double* work)
+
+
+cdef inline void* nk_opt_ptr(object a) noexcept:
+    return NULL if a is None else cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef bint nk_layer_norm_rows(object X) noexcept:
+    """Whether the C rows take layer_norm's (M, N) matrix X."""
+    cdef int t
+    return (isinstance(X, cnp.ndarray) and cnp.PyArray_NDIM(<cnp.ndarray>X) == 2
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>X)
+            and cnp.PyArray_DIMS(<cnp.ndarray>X)[1] <= TG_SUM_MAX_N
+            and ((t := cnp.PyArray_TYPE(<cnp.ndarray>X)) == cnp.NPY_FLOAT32
+                 or t == cnp.NPY_FLOAT64))
+
+
+cdef tuple nk_layer_norm_forward(object X, object w, object b, double eps):
+    """(y, xhat, rstd (M, 1)) of layer_norm over the rows of X (M, N) (nk_layer_norm_rows);
+    w, b: None or (N,) arrays of X's dtype."""
+    cdef bint f32 = nk_is_f32(X)
+    cdef Py_ssize_t M = X.shape[0], N = X.shape[1]
+    if w is not None:
+        w = np.ascontiguousarray(w)
+        nk_same(w, f32, N)
+    if b is not None:
+        b = np.ascontiguousarray(b)
+        nk_same(b, f32, N)
+    y = np.empty((M, N), dtype=X.dtype)
+    xhat = np.empty((M, N), dtype=X.dtype)
+    rstd = np.empty((M, 1), dtype=X.dtype)
+    work = np.empty(max(N, 1), dtype=X.dtype)
+    if f32:
+        tg_layer_norm_fwd_f32(M, N, <float>eps, <float*>nk_ptr(X), <float*>nk_opt_ptr(w),
+                              <float*>nk_opt_ptr(b), <float*>nk_ptr(y), <float*>nk_ptr(xhat),
+                              <float*>nk_ptr(rstd), <float*>nk_ptr(work))
+    else:
+        tg_layer_norm_fwd_f64(M, N, eps, <double*>nk_ptr(X), <double*>nk_opt_ptr(w),
+                              <double*>nk_opt_ptr(b), <double*>nk_ptr(y), <double*>nk_ptr(xhat),
+                              <double*>nk_ptr(rstd), <double*>nk_ptr(work))
+    return y, xhat, rstd
+
+
+cdef tuple nk_layer_norm_backward(object g2, object xhat, object rstd, object w, bint need_x,
+                                  bint need_w, bint need_b):
+    """(gx (M, N) or None, gw (N,) or None, gb (N,) or None) of nk_layer_norm_forward from the
+    output's gradient g2 (M, N) of xhat's dtype."""
+    cdef bint f32 = nk_is_f32(xhat)
+    cdef Py_ssize_t M = xhat.shape[0], N = xhat.shape[1]
+    g2 = np.ascontiguousarray(g2)
+    nk_same(g2, f32, M * N)
+    nk_same(rstd, f32, M)
+    if w is not None:
+        w = np.ascontiguousarray(w)
+        nk_same(w, f32, N)
+    dt = xhat.dtype
+    gx = np.empty((M, N), dtype=dt) if need_x else None
+    acc_w = np.zeros(N, dtype=dt) if need_w else None
+    acc_b = np.zeros(N, dtype=dt) if need_b else None
+    work = np.empty(max(2 * N, 1), dtype=dt)
+    if f32:
+        tg_layer_norm_bwd_f32(M, N, <float*>nk_ptr(g2), <float*>nk_ptr(xhat),
+                              <float*>nk_ptr(rstd), <float*>nk_opt_ptr(w),
+                              <float*>nk_opt_ptr(gx), <float*>nk_opt_ptr(acc_w),
+                              <float*>nk_opt_ptr(acc_b), <float*>nk_ptr(work))
+    else:
+        tg_layer_norm_bwd_f64(M, N, <double*>nk_ptr(g2), <double*>nk_ptr(xhat),
+                              <double*>nk_ptr(rstd), <double*>nk_opt_ptr(w),
+                              <double*>nk_opt_ptr(gx), <double*>nk_opt_ptr(acc_w),
+                              <double*>nk_opt_ptr(acc_b), <double*>nk_ptr(work))
+    return gx, acc_w, acc_b

@@ -1,8 +1,13 @@
 """Attention, functional form: scaled_dot_product_attention and multi_head_attention_forward.
 
-Composed from differentiable ops (matmul, softmax, masked_fill, dropout, linear), so gradients,
-create_graph and higher order come from those ops.  Masks are constants: they are built with numpy
-and enter the graph as added tensors (a bool mask as a 0 / -inf bias, as PyTorch adds it).
+Without dropout, float32/float64 attention is one record (a custom Function over the compiled
+core's _attention_forward/_attention_backward: two GEMMs and a C softmax forward, four GEMMs and its
+VJP backward); multi-head self-attention takes its heads from the packed q/k/v projection as strided
+views and writes the merged heads in place, so splitting and merging heads copies nothing.  Other
+cases (dropout, broadcast batch dims, half precision, a mask that requires grad) are composed from
+differentiable ops (matmul, softmax, masked_fill, dropout, linear); so is the fused records'
+backward under create_graph, so gradients of any order work.  Masks are constants: they are built
+with numpy and enter as added tensors (a bool mask as a 0 / -inf bias, as PyTorch adds it).
 """
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ import numpy as np
 
 from .. import _core
 from .. import creation
+from ..autograd.function import Function
+from ..grad_mode import enable_grad, is_grad_enabled
 
 _F = _core.NN_FUNCTIONS
 _T = _core.TORCH_FUNCTIONS
@@ -82,20 +89,166 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{nb}, {S}] but got: [{nb}, {value.shape[-2]}].")
     scale_factor = 1.0 / math.sqrt(E) if scale is None else scale
-    scores = _T["matmul"](query * scale_factor, key.transpose(-2, -1))
     # Masks are added as a 0 / -inf bias, as PyTorch does: a NaN score at a masked position
     # stays NaN (nan + -inf), it is not overwritten as masked_fill would.
+    bias = None
     if is_causal:
-        scores = scores + _bias(causal_mask_array(L, S), scores._array.dtype)
+        bias = _bias(causal_mask_array(L, S), query._array.dtype)
     elif attn_mask is not None:
         if attn_mask.dtype.name == "bool":
-            scores = scores + _bias(attn_mask._array, scores._array.dtype)
+            bias = _bias(attn_mask._array, query._array.dtype)
         else:
-            scores = scores + attn_mask
+            bias = attn_mask
+    if dropout_p == 0.0 and _fusable(query, key, value, bias):
+        return _core._capture_op_call(_FusedAttention.apply,
+                                      (query, key, value, bias, float(scale_factor)), {})
+    return _attention_composite(query, key, value, bias, scale_factor, dropout_p)
+
+
+def _attention_composite(query, key, value, bias, scale_factor, dropout_p=0.0):
+    """softmax(query key^T * scale + bias) value from differentiable ops (bias: None or an additive
+    tensor; dropout on the weights when dropout_p > 0)."""
+    scores = _T["matmul"](query * scale_factor, key.transpose(-2, -1))
+    if bias is not None:
+        scores = scores + bias
     weights = _safe_softmax(scores)
     if dropout_p > 0.0:
         weights = _F["dropout"](weights, dropout_p, True)
     return _T["matmul"](weights, value)
+
+
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _fusable(query, key, value, bias):
+    """Whether the fused record computes this attention: float32/float64 operands of one dtype
+    with the same batch dims, and a constant bias that broadcasts to the scores' shape."""
+    dt = query._array.dtype
+    if dt not in _FUSED_DTYPES:
+        return False
+    qs, ks, vs = query._array.shape, key._array.shape, value._array.shape
+    if qs[:-2] != ks[:-2] or ks[:-2] != vs[:-2]:
+        return False
+    if bias is not None:
+        if bias.requires_grad or bias._array.dtype != dt:
+            return False
+        scores = qs[:-1] + ks[-2:-1]
+        if _broadcast_batch(tuple(bias._array.shape), scores) != scores:
+            return False
+    return True
+
+
+def _materialized(g, like):
+    return g._array if g is not None else np.zeros(like.shape, dtype=like.dtype)
+
+
+class _FusedAttention(Function):
+    """softmax(q k^T * scale + bias) v over the last two dims as one record; bias a constant."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias, scale):
+        ctx.set_materialize_grads(False)
+        out, p = _core._attention_forward(q._array, k._array, v._array,
+                                          None if bias is None else bias._array, scale)
+        ctx.p, ctx.bias, ctx.scale = p, bias, scale
+        ctx.save_for_backward(q, k, v)
+        return _core.wrap_array(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        if g is None:
+            return None, None, None, None, None
+        if is_grad_enabled():           # create_graph: differentiate the composite
+            return _composite_grads(
+                lambda q_, k_, v_: _attention_composite(q_, k_, v_, ctx.bias, ctx.scale),
+                (q, k, v), need, g) + (None, None)
+        dq, dk, dv = _core._attention_backward(g._array, q._array, k._array, v._array, ctx.p,
+                                               ctx.scale, need_q=need[0], need_k=need[1],
+                                               need_v=need[2])
+        wrap = _core.wrap_array
+        return (None if dq is None else wrap(dq), None if dk is None else wrap(dk),
+                None if dv is None else wrap(dv), None, None)
+
+
+# PyTorch's name for the grad_fn of CPU attention (its flash kernel).
+_FusedAttention._backward_cls.__name__ = "ScaledDotProductFlashAttentionForCpuBackward0"
+_FusedAttention._backward_cls.__qualname__ = "ScaledDotProductFlashAttentionForCpuBackward0"
+
+
+def _composite_grads(composite, inputs, need, g):
+    """The gradients of composite(*inputs) for the inputs in `need`, as recorded ops
+    (create_graph=True): the composite is re-run from the inputs and differentiated."""
+    from ..autograd import grad as autograd_grad
+    wanted = [j for j, t in enumerate(inputs) if need[j]]
+    with enable_grad():
+        out = composite(*inputs)
+        found = autograd_grad([out], [inputs[j] for j in wanted], [g], create_graph=True,
+                              allow_unused=True)
+    res = [None] * len(inputs)
+    for j, gj in zip(wanted, found):
+        res[j] = gj
+    return tuple(res)
+
+
+def _head_views(packed, num_heads):
+    """The (N, H, L, hd) views of q, k and v in a packed (L, N, 3E) array (no copies)."""
+    L, N, E3 = packed.shape
+    E = E3 // 3
+    hd = E // num_heads
+    return tuple(packed[:, :, j * E:(j + 1) * E].reshape(L, N, num_heads, hd).transpose(1, 2, 0, 3)
+                 for j in range(3))
+
+
+class _PackedSelfAttention(Function):
+    """Multi-head self-attention from the packed projection qkv (L, N, 3E) to the merged heads
+    (L, N, E), before the output projection; bias a constant broadcasting to (N, H, L, L)."""
+
+    @staticmethod
+    def forward(ctx, qkv, num_heads, bias, scale):
+        ctx.set_materialize_grads(False)
+        A = np.ascontiguousarray(qkv._array)
+        L, N, E3 = A.shape
+        E = E3 // 3
+        q, k, v = _head_views(A, num_heads)
+        out = np.empty((L, N, E), dtype=A.dtype)
+        merged = out.reshape(L, N, num_heads, E // num_heads).transpose(1, 2, 0, 3)
+        _, p = _core._attention_forward(q, k, v, None if bias is None else bias._array, scale,
+                                        merged)
+        ctx.A, ctx.p, ctx.bias, ctx.scale, ctx.num_heads = A, p, bias, scale, num_heads
+        ctx.save_for_backward(qkv)
+        return _core.wrap_array(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        (qkv,) = ctx.saved_tensors
+        if g is None:
+            return None, None, None, None
+        H = ctx.num_heads
+        if is_grad_enabled():           # create_graph: differentiate the composite
+            return _composite_grads(
+                lambda t: _packed_composite(t, H, ctx.bias, ctx.scale), (qkv,), (True,), g
+            ) + (None, None, None)
+        A = ctx.A
+        L, N, E3 = A.shape
+        G = g._array.reshape(L, N, H, E3 // 3 // H).transpose(1, 2, 0, 3)
+        d = np.empty_like(A)
+        dq, dk, dv = _head_views(d, H)
+        q, k, v = _head_views(A, H)
+        _core._attention_backward(G, q, k, v, ctx.p, ctx.scale, dq, dk, dv)
+        return _core.wrap_array(d), None, None, None
+
+
+def _packed_composite(qkv, num_heads, bias, scale):
+    """_PackedSelfAttention from differentiable ops (its create_graph backward)."""
+    L, N, E3 = qkv.shape
+    E = E3 // 3
+    hd = E // num_heads
+    heads = [t.reshape(L, N * num_heads, hd).transpose(0, 1).reshape(N, num_heads, L, hd)
+             for t in qkv.chunk(3, -1)]
+    out = _attention_composite(heads[0], heads[1], heads[2], bias, scale)
+    return out.permute(2, 0, 1, 3).reshape(L, N, E)
 
 
 def _repeat_heads(t, repeats):
@@ -227,18 +380,19 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
 
     linear = _F["linear"]
-    if not use_separate_proj_weight:
-        if in_proj_weight is None:
-            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
-        w_q, w_k, w_v = in_proj_weight.chunk(3, 0)
+    if not use_separate_proj_weight and in_proj_weight is None:
+        raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+    packed = not use_separate_proj_weight and query is key and key is value
+    if packed:
+        qkv = linear(query, in_proj_weight, in_proj_bias)
     else:
-        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
-    b_q = b_k = b_v = None
-    if in_proj_bias is not None:
-        b_q, b_k, b_v = in_proj_bias.chunk(3, 0)
-    if not use_separate_proj_weight and query is key and key is value:
-        q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
-    else:
+        if not use_separate_proj_weight:
+            w_q, w_k, w_v = in_proj_weight.chunk(3, 0)
+        else:
+            w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+        b_q = b_k = b_v = None
+        if in_proj_bias is not None:
+            b_q, b_k, b_v = in_proj_bias.chunk(3, 0)
         q = linear(query, w_q, b_q)
         k = linear(key, w_k, b_k)
         v = linear(value, w_v, b_v)
@@ -255,6 +409,28 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                    f"should be {(bsz * num_heads, tgt_len, src_len)}.")
         else:
             raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    if (packed and bias_k is None and bias_v is None and static_k is None and static_v is None
+            and not add_zero_attn and not need_weights and (dropout_p == 0.0 or not training)
+            and qkv._array.dtype in _FUSED_DTYPES
+            and not (attn_mask is not None and attn_mask.requires_grad)
+            and not (key_padding_mask is not None and key_padding_mask.requires_grad)):
+        # self-attention in one record, heads split and merged in place (_PackedSelfAttention)
+        attn_mask = _merge_key_padding(attn_mask, key_padding_mask, bsz, num_heads, tgt_len)
+        if attn_mask is not None:
+            bias = (attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1
+                    else attn_mask.reshape(bsz, num_heads, -1, tgt_len))
+        elif is_causal:
+            bias = _bias(causal_mask_array(tgt_len, tgt_len), qkv._array.dtype)
+        else:
+            bias = None
+        out = _core._capture_op_call(_PackedSelfAttention.apply,
+                                     (qkv, num_heads, bias, 1.0 / math.sqrt(head_dim)), {})
+        out = linear(out.reshape(tgt_len * bsz, embed_dim), out_proj_weight,
+                     out_proj_bias).reshape(tgt_len, bsz, -1)
+        return (out if is_batched else out.squeeze(1)), None
+    if packed:
+        q, k, v = qkv.chunk(3, -1)
 
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
@@ -279,13 +455,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         key_padding_mask = _pad_last(key_padding_mask)
 
     src_len = k.shape[1]
-    if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{tuple(key_padding_mask.shape)}")
-        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
-        kpm = kpm.reshape(bsz * num_heads, 1, src_len)
-        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    attn_mask = _merge_key_padding(attn_mask, key_padding_mask, bsz, num_heads, src_len)
     if not training:
         dropout_p = 0.0
 
@@ -321,6 +491,19 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if not is_batched:
         out = out.squeeze(1)
     return out, None
+
+
+def _merge_key_padding(attn_mask, key_padding_mask, bsz, num_heads, src_len):
+    """attn_mask (None, (1 or bsz*heads, L, S)) plus the float key padding mask repeated per head
+    as (bsz*heads, 1, S)."""
+    if key_padding_mask is None:
+        return attn_mask
+    if tuple(key_padding_mask.shape) != (bsz, src_len):
+        raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                             f"{tuple(key_padding_mask.shape)}")
+    kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
+    kpm = kpm.reshape(bsz * num_heads, 1, src_len)
+    return kpm if attn_mask is None else attn_mask + kpm
 
 
 def _pad_last(mask):
