@@ -85,6 +85,27 @@ def test_train_eval_zero_grad_and_casts():
     assert seen == ["Module", "Net"]
 
 
+def _apply_order(lib):
+    shared = lib.nn.Linear(2, 2)
+    net = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.Sequential(lib.nn.ReLU(), shared),
+                            lib.nn.Linear(8, 1), shared)
+    seen = []
+    net.apply(lambda m: seen.append((type(m).__name__, tuple(getattr(m, "weight", lib.ones(0)).shape))))
+    return seen
+
+
+def test_apply_visits_children_in_order_before_their_parent():
+    # Post-order, siblings first to last: an init that prints (d2l's) lists layers in order.
+    # A module under two parents is visited under each.
+    assert _apply_order(tg) == [("Linear", (8, 4)), ("ReLU", (0,)), ("Linear", (2, 2)),
+                                ("Sequential", (0,)), ("Linear", (1, 8)), ("Linear", (2, 2)),
+                                ("Sequential", (0,))]
+
+
+def test_apply_order_matches_torch(torch):
+    assert _apply_order(tg) == _apply_order(torch)
+
+
 def test_parameter_repr_and_sharing():
     t = tg.ones(2)
     p = nn.Parameter(t)
