@@ -27,6 +27,7 @@ from tapegrad import creation as creation
 from tapegrad import cuda as cuda
 from tapegrad import demo as demo
 from tapegrad import demo_chars as demo_chars
+from tapegrad import distributed as distributed
 from tapegrad import distributions as distributions
 from tapegrad import examples as examples
 from tapegrad import grad_mode as grad_mode
@@ -213,6 +214,7 @@ __all__ = [
     'diff',
     'digamma',
     'dist',
+    'distributed',
     'distributions',
     'div',
     'divide',

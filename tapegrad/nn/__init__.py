@@ -3,3 +3,5 @@ from . import functional, init, utils
 from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
 from .modules import *  # noqa: F401,F403  (the layer classes, as torch.nn exports them)
 from .modules import __all__ as _modules_all  # noqa: F401
+from . import parallel
+from .parallel import DataParallel

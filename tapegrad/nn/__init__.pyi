@@ -21,6 +21,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn import functional as functional
 from tapegrad.nn import init as init
 from tapegrad.nn import modules as modules
+from tapegrad.nn import parallel as parallel
 from tapegrad.nn import parameter as parameter
 from tapegrad.nn import utils as utils
 from tapegrad.nn.modules.activation import ELU as ELU
@@ -144,6 +145,7 @@ from tapegrad.nn.modules.transformer import TransformerDecoder as TransformerDec
 from tapegrad.nn.modules.transformer import TransformerDecoderLayer as TransformerDecoderLayer
 from tapegrad.nn.modules.transformer import TransformerEncoder as TransformerEncoder
 from tapegrad.nn.modules.transformer import TransformerEncoderLayer as TransformerEncoderLayer
+from tapegrad.nn.parallel import DataParallel as DataParallel
 from tapegrad.nn.parameter import Parameter as Parameter
 from tapegrad.nn.parameter import UninitializedBuffer as UninitializedBuffer
 from tapegrad.nn.parameter import UninitializedParameter as UninitializedParameter
@@ -174,6 +176,7 @@ __all__ = [
     'CosineEmbeddingLoss',
     'CosineSimilarity',
     'CrossEntropyLoss',
+    'DataParallel',
     'Dropout',
     'Dropout1d',
     'Dropout2d',
@@ -276,6 +279,7 @@ __all__ = [
     'functional',
     'init',
     'modules',
+    'parallel',
     'parameter',
     'utils',
 ]
