@@ -28,6 +28,7 @@ from tapegrad import creation as creation
 from tapegrad import cuda as cuda
 from tapegrad import demo as demo
 from tapegrad import demo_chars as demo_chars
+from tapegrad import distributed as distributed
 from tapegrad import distributions as distributions
 from tapegrad import examples as examples
 from tapegrad import grad_mode as grad_mode
@@ -218,6 +219,7 @@ __all__ = [
     'diff',
     'digamma',
     'dist',
+    'distributed',
     'distributions',
     'div',
     'divide',
@@ -1433,7 +1435,7 @@ def gt(input: Any, other: Any) -> Tensor: ...
 half: dtype
 def histc(input: Any, bins: Any = ..., min: Any = ..., max: Any = ...) -> Tensor: ...
 
-def histogram(input: Any, bins: Any, *, range: Any = ..., weight: Any = ..., density: Any = ...) -> Any: ...
+def histogram(input: Any, bins: Any = ..., *, range: Any = ..., weight: Any = ..., density: Any = ...) -> Any: ...
 
 def hsplit(input: Any, indices_or_sections: Any) -> Any: ...
 

@@ -213,7 +213,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's parameter na
     return _wrap(np.bincount(pos, minlength=bins).astype(arr.dtype))
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False):  # noqa: A002
+def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
     """(hist, bin_edges) of all elements: `bins` equal bins over `range` (default: the data's
     range), or the given increasing bin edges (a 1-d tensor)."""
     _check_tensor(input, "histogram")

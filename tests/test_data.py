@@ -163,6 +163,33 @@ def test_random_sampler_options():
         RandomSampler(range(4), replacement=1)
 
 
+def test_random_sampler_with_replacement_streams_a_huge_num_samples():
+    # A trainer that samples forever (minGPT's) asks for 10**10 draws and takes a few batches.
+    ds = TensorDataset(tg.arange(10))
+    sampler = RandomSampler(ds, replacement=True, num_samples=int(1e10))
+    loader = DataLoader(ds, sampler=sampler, batch_size=4)
+    assert len(sampler) == 10**10
+    batches = [b for _, (b,) in zip(range(3), loader)]
+    assert [b.shape for b in batches] == [(4,)] * 3
+    assert all(0 <= v < 10 for b in batches for v in b.tolist())
+    first = next(iter(sampler))
+    assert isinstance(first, int) and 0 <= first < 10
+
+
+def test_batches_span_the_sampler_chunks(monkeypatch):
+    from tapegrad.utils.data import sampler as sampler_module
+    monkeypatch.setattr(sampler_module, "_DRAW_CHUNK", 3)
+    ds = TensorDataset(tg.arange(5))
+    for drop_last, sizes in ((False, [4, 4, 3]), (True, [4, 4])):
+        loader = DataLoader(ds, sampler=RandomSampler(ds, replacement=True, num_samples=11),
+                            batch_size=4, drop_last=drop_last)
+        assert [len(b) for (b,) in loader] == sizes
+    # Without replacement, one pass is one permutation per len(dataset) indices.
+    loader = DataLoader(ds, sampler=RandomSampler(ds, num_samples=7), batch_size=2)
+    order = [v for (b,) in loader for v in b.tolist()]
+    assert len(order) == 7 and sorted(order[:5]) == [0, 1, 2, 3, 4]
+
+
 class Stream(IterableDataset):
     def __init__(self, n):
         self.n = n

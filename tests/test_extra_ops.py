@@ -149,6 +149,9 @@ NON_DIFFERENTIABLE = [
     ("histogram-density", lambda m: m.histogram(m.tensor([1.0, 2.0, 1.0]), 3,
                                                 weight=m.tensor([1.0, 2.0, 4.0]),
                                                 density=True).hist),
+    # A histogram of activations without bins: PyTorch's default is 100 bins.
+    ("histogram-default-bins", lambda m: m.histogram(m.linspace(-1.0, 1.0, 50), density=True).hist),
+    ("histogram-method-default-bins", lambda m: m.linspace(0.0, 3.0, 7).histogram().bin_edges),
     ("unique", lambda m: m.unique(m.tensor([3, 1, 2, 3, 1]))),
     ("unique-nan", lambda m: m.unique(m.tensor([math.nan, 1.0, math.nan]))),
     ("unique-inverse", lambda m: m.unique(m.tensor([[3.0, 1.0], [1.0, 3.0]]),
@@ -231,6 +234,8 @@ def test_values_without_torch():
     assert tg.histc(tg.tensor([0.0, 0.5, 1.0]), bins=2, min=0, max=1).tolist() == [1.0, 2.0]
     hist, edges = tg.histogram(tg.tensor([0.0, 0.5, 1.0]), 2)
     assert hist.tolist() == [1.0, 2.0] and edges.tolist() == [0.0, 0.5, 1.0]
+    hist, edges = tg.histogram(tg.tensor([0.0, 0.5, 1.0]))  # 100 bins by default
+    assert hist.shape == (100,) and edges.shape == (101,) and hist.sum().item() == 3.0
     assert tg.bincount(tg.tensor([0, 2, 2])).tolist() == [1, 0, 2]
     out, inverse, counts = tg.unique(tg.tensor([3, 1, 3]), return_inverse=True,
                                      return_counts=True)

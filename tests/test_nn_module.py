@@ -85,6 +85,49 @@ def test_train_eval_zero_grad_and_casts():
     assert seen == ["Module", "Net"]
 
 
+def _module_lists(lib):
+    nn_ = lib.nn
+    block = lambda: nn_.Sequential(nn_.Linear(4, 4), nn_.GELU())
+    return [nn_.ModuleList([nn_.Linear(2, 2), nn_.Linear(2, 2), nn_.ReLU(), nn_.Linear(2, 2)]),
+            nn_.ModuleList(), nn_.ModuleList([nn_.ReLU()]),
+            nn_.ModuleDict({"h": nn_.ModuleList([block() for _ in range(3)]), "ln": nn_.LayerNorm(4)}),
+            nn_.Sequential(nn_.ReLU(), nn_.ReLU())]
+
+
+def test_module_list_repr_collapses_runs_of_equal_children():
+    stack, empty, single, nested, sequential = map(repr, _module_lists(tg))
+    assert stack == ("ModuleList(\n  (0-1): 2 x Linear(in_features=2, out_features=2, bias=True)\n"
+                     "  (2): ReLU()\n  (3): Linear(in_features=2, out_features=2, bias=True)\n)")
+    assert empty == "ModuleList()" and single == "ModuleList(\n  (0): ReLU()\n)"
+    assert "(h): ModuleList(\n    (0-2): 3 x Sequential(\n      (0): Linear" in nested
+    assert sequential == "Sequential(\n  (0): ReLU()\n  (1): ReLU()\n)"   # only lists collapse
+
+
+def test_module_list_repr_matches_torch(torch):
+    assert [repr(m) for m in _module_lists(tg)] == [repr(m) for m in _module_lists(torch)]
+
+
+def _apply_order(lib):
+    shared = lib.nn.Linear(2, 2)
+    net = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.Sequential(lib.nn.ReLU(), shared),
+                            lib.nn.Linear(8, 1), shared)
+    seen = []
+    net.apply(lambda m: seen.append((type(m).__name__, tuple(getattr(m, "weight", lib.ones(0)).shape))))
+    return seen
+
+
+def test_apply_visits_children_in_order_before_their_parent():
+    # Post-order, siblings first to last: an init that prints (d2l's) lists layers in order.
+    # A module under two parents is visited under each.
+    assert _apply_order(tg) == [("Linear", (8, 4)), ("ReLU", (0,)), ("Linear", (2, 2)),
+                                ("Sequential", (0,)), ("Linear", (1, 8)), ("Linear", (2, 2)),
+                                ("Sequential", (0,))]
+
+
+def test_apply_order_matches_torch(torch):
+    assert _apply_order(tg) == _apply_order(torch)
+
+
 def test_parameter_repr_and_sharing():
     t = tg.ones(2)
     p = nn.Parameter(t)

@@ -19,9 +19,10 @@ from .location_scale import Cauchy, Exponential, Geometric, Laplace
 from .multivariate_normal import MultivariateNormal
 from .gamma_family import Beta, Dirichlet, Gamma, StudentT
 from .count_families import Binomial, Poisson
+from .multinomial import Multinomial
 from .transformed_distribution import LogNormal, TransformedDistribution
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Dirichlet", "Distribution",
-           "Exponential", "Gamma", "Geometric", "Independent", "Poisson", "StudentT", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
+           "Exponential", "Gamma", "Geometric", "Independent", "Poisson", "StudentT", "Laplace", "LogNormal", "Multinomial", "MultivariateNormal", "Normal",
            "OneHotCategorical", "TransformedDistribution", "Uniform", "constraints",
            "kl_divergence", "register_kl", "transforms"]

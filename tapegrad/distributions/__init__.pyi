@@ -19,17 +19,29 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.distributions import bernoulli as bernoulli
+from tapegrad.distributions import beta as beta
+from tapegrad.distributions import binomial as binomial
 from tapegrad.distributions import categorical as categorical
+from tapegrad.distributions import cauchy as cauchy
 from tapegrad.distributions import constraints as constraints
 from tapegrad.distributions import count_families as count_families
+from tapegrad.distributions import dirichlet as dirichlet
 from tapegrad.distributions import distribution as distribution
+from tapegrad.distributions import exponential as exponential
+from tapegrad.distributions import gamma as gamma
 from tapegrad.distributions import gamma_family as gamma_family
+from tapegrad.distributions import geometric as geometric
 from tapegrad.distributions import independent as independent
 from tapegrad.distributions import kl as kl
+from tapegrad.distributions import laplace as laplace
 from tapegrad.distributions import location_scale as location_scale
+from tapegrad.distributions import log_normal as log_normal
+from tapegrad.distributions import multinomial as multinomial
 from tapegrad.distributions import multivariate_normal as multivariate_normal
 from tapegrad.distributions import normal as normal
 from tapegrad.distributions import one_hot_categorical as one_hot_categorical
+from tapegrad.distributions import poisson as poisson
+from tapegrad.distributions import studentT as studentT
 from tapegrad.distributions import transformed_distribution as transformed_distribution
 from tapegrad.distributions import transforms as transforms
 from tapegrad.distributions import uniform as uniform
@@ -50,6 +62,7 @@ from tapegrad.distributions.location_scale import Cauchy as Cauchy
 from tapegrad.distributions.location_scale import Exponential as Exponential
 from tapegrad.distributions.location_scale import Geometric as Geometric
 from tapegrad.distributions.location_scale import Laplace as Laplace
+from tapegrad.distributions.multinomial import Multinomial as Multinomial
 from tapegrad.distributions.multivariate_normal import MultivariateNormal as MultivariateNormal
 from tapegrad.distributions.normal import Normal as Normal
 from tapegrad.distributions.one_hot_categorical import OneHotCategorical as OneHotCategorical
@@ -73,6 +86,7 @@ __all__ = [
     'StudentT',
     'Laplace',
     'LogNormal',
+    'Multinomial',
     'MultivariateNormal',
     'Normal',
     'OneHotCategorical',

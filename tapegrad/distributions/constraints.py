@@ -12,7 +12,7 @@ from .. import _core
 
 __all__ = ["Constraint", "boolean", "dependent", "greater_than", "greater_than_eq",
            "half_open_interval", "independent", "integer_interval", "interval", "less_than",
-           "nonnegative", "nonnegative_integer", "positive_definite", "lower_cholesky", "one_hot", "positive", "real", "real_vector", "simplex",
+           "nonnegative", "nonnegative_integer", "positive_definite", "lower_cholesky", "multinomial", "one_hot", "positive", "real", "real_vector", "simplex",
            "unit_interval"]
 
 
@@ -189,6 +189,19 @@ class _OneHot(Constraint):
         return np.all((v == 0) | (v == 1), axis=-1) & (v.sum(-1) == 1)
 
 
+class _Multinomial(Constraint):
+    """Count vectors: non-negative entries summing to at most ``upper_bound``."""
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        v = _values(value)
+        return np.all(v >= 0, axis=-1) & (v.sum(-1) <= self.upper_bound)
+
+
 class _IndependentConstraint(Constraint):
     """`base_constraint` over `reinterpreted_batch_ndims` more trailing dimensions."""
 
@@ -227,4 +240,5 @@ less_than = _LessThan
 interval = _Interval
 half_open_interval = _HalfOpenInterval
 integer_interval = _IntegerInterval
+multinomial = _Multinomial
 independent = _IndependentConstraint

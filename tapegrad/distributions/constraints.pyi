@@ -34,6 +34,7 @@ __all__ = [
     'nonnegative_integer',
     'positive_definite',
     'lower_cholesky',
+    'multinomial',
     'one_hot',
     'positive',
     'real',
@@ -93,6 +94,13 @@ nonnegative: Any
 nonnegative_integer: Any
 positive_definite: Any
 lower_cholesky: Any
+class multinomial(Constraint):
+    def __init__(self, upper_bound: Any) -> None: ...
+    def check(self, value: Any) -> Any: ...  # type: ignore[override]
+    event_dim: _int
+    is_discrete: _bool
+    upper_bound: Any
+
 one_hot: Any
 positive: Any
 real: Any

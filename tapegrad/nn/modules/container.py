@@ -4,7 +4,7 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 
-from .module import Module
+from .module import Module, _addindent
 
 
 def _absolute_index(idx, length: int) -> int:
@@ -140,6 +140,23 @@ class ModuleList(Module):
 
     def __add__(self, other) -> "ModuleList":
         return ModuleList([*self, *other])
+
+    def __repr__(self) -> str:
+        # As PyTorch prints a list: a run of consecutive children with the same repr shows once,
+        # as "(first-last): n x <repr>" (a transformer's stack of identical blocks); no extra_repr.
+        runs = []                                   # [first index, last index, repr]
+        for i, module in enumerate(self):
+            text = repr(module)
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, text])
+        if not runs:
+            return self._get_name() + "()"
+        lines = [_addindent(f"({first}): {text}" if first == last else
+                            f"({first}-{last}): {last - first + 1} x {text}", 2)
+                 for first, last, text in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def __iadd__(self, modules) -> "ModuleList":
         return self.extend(modules)

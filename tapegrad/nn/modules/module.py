@@ -438,8 +438,18 @@ class Module:
         >>> net[0].bias.tolist()
         [0.0, 0.0]
         """
-        for m in reversed(list(self.modules())):     # children first, as PyTorch
-            fn(m)
+        # Post-order as PyTorch: each child's subtree in registration order, then the parent (so
+        # an init that prints or draws random numbers visits layers first to last).  A module
+        # registered under two parents is visited under each, as PyTorch's recursion does.
+        stack = [(self, iter(self.children()))]
+        while stack:
+            module, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                fn(module)
+            else:
+                stack.append((child, iter(child.children())))
         return self
 
     # -- dtype and device ---------------------------------------------------------------------

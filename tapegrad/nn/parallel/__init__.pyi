@@ -23,13 +23,21 @@ from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
     'DataParallel',
+    'DistributedDataParallel',
     'data_parallel',
 ]
 
 class DataParallel(_Module):
-    def __init__(self, module: Any, device_ids: Any = ..., output_device: Any = ..., dim: Any = ...) -> None: ...
+    def __init__(self, module: Any, device_ids: Any = ..., output_device: Any = ..., dim: _int = ...) -> None: ...
     def forward(self, *inputs: Any, **kwargs: Any) -> Any: ...  # type: ignore[override]
     module: Any
     device_ids: Any
+    output_device: Any
+    dim: Any
+
+class DistributedDataParallel(_Module):
+    def __init__(self, module: Any, *args: Any, **kwargs: Any) -> None: ...
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any: ...  # type: ignore[override]
+    module: Any
 
 def data_parallel(module: Any, inputs: Any, device_ids: Any = ..., output_device: Any = ..., dim: Any = ..., module_kwargs: Any = ...) -> None: ...

@@ -46,14 +46,18 @@ class SequentialSampler(Sampler):
     def __init__(self, data_source) -> None:
         self.data_source = data_source
 
-    def _indices(self) -> np.ndarray:
-        return np.arange(len(self.data_source))
+    def _index_chunks(self):
+        yield np.arange(len(self.data_source))
 
     def __iter__(self):
         return iter(range(len(self.data_source)))
 
     def __len__(self) -> int:
         return len(self.data_source)
+
+
+# Draws with replacement come from the generator this many at a time.
+_DRAW_CHUNK = 1 << 16
 
 
 class RandomSampler(Sampler):
@@ -79,17 +83,23 @@ class RandomSampler(Sampler):
             return len(self.data_source)
         return self._num_samples
 
-    def _indices(self) -> np.ndarray:
+    def _index_chunks(self):
+        """The indices of one pass as a stream of arrays: memory stays bounded however large
+        num_samples is (a trainer that samples forever passes num_samples=10**10)."""
         n = len(self.data_source)
         rng = _fresh_generator(self.generator)
-        if self.replacement:
-            return rng.integers(0, n, size=self.num_samples)
-        parts = [rng.permutation(n) for _ in range(self.num_samples // n)]
-        parts.append(rng.permutation(n)[:self.num_samples % n])
-        return np.concatenate(parts)
+        remaining = self.num_samples
+        while remaining > 0:
+            if self.replacement:
+                chunk = rng.integers(0, n, size=min(remaining, _DRAW_CHUNK))
+            else:
+                chunk = rng.permutation(n)[:remaining]
+            remaining -= len(chunk)
+            yield chunk
 
     def __iter__(self):
-        return iter(self._indices().tolist())
+        for chunk in self._index_chunks():
+            yield from chunk.tolist()
 
     def __len__(self) -> int:
         return self.num_samples
@@ -158,11 +168,16 @@ class BatchSampler(Sampler):
     def _index_arrays(self):
         """The batches as index arrays, without a Python int per index for built-in samplers."""
         if type(self.sampler) in (SequentialSampler, RandomSampler):
-            order = self.sampler._indices()
-            n, bs = len(order), self.batch_size
-            stop = n - n % bs if self.drop_last else n
-            for start in range(0, stop, bs):
-                yield order[start:start + bs]
+            bs = self.batch_size
+            pending = np.empty(0, dtype=np.int64)  # the tail of a chunk, short of a batch
+            for chunk in self.sampler._index_chunks():
+                order = np.concatenate((pending, chunk)) if len(pending) else chunk
+                stop = len(order) - len(order) % bs
+                for start in range(0, stop, bs):
+                    yield order[start:start + bs]
+                pending = order[stop:]
+            if len(pending) and not self.drop_last:
+                yield pending
         else:
             for batch in self:
                 yield batch
