@@ -125,3 +125,15 @@ def test_autocast_disabled_is_a_no_op_and_enabled_cpu_refuses():
     with pytest.raises(RuntimeError, match="Expected one of cpu, cuda"):
         tg.autocast("xyz")
     assert tg.amp.is_autocast_available("cpu")
+
+
+def test_cuda_amp_imports_as_a_module():
+    # `import torch.cuda.amp` and `from torch.cuda.amp import GradScaler` (nanoGPT-era AMP
+    # scripts) need torch.cuda to be a package with an amp submodule, not an attribute.
+    import importlib
+
+    amp_module = importlib.import_module("tapegrad.cuda.amp")
+    assert amp_module is tg.cuda.amp
+    with pytest.warns(FutureWarning, match="torch.amp.GradScaler"):
+        scaler = amp_module.GradScaler(enabled=False)
+    assert scaler.is_enabled() is False

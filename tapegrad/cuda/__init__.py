@@ -6,8 +6,8 @@ exactly as they do in PyTorch's CPU build; the calls that need a GPU raise its A
 """
 from __future__ import annotations
 
-from ._device import _NO_CUDA, check_device
-from . import _cuda_amp as amp  # noqa: F401  (torch.cuda.amp.GradScaler / autocast)
+from .._device import _NO_CUDA, check_device
+from . import amp  # noqa: F401  (torch.cuda.amp.GradScaler / autocast; also importable as a module)
 
 
 def _no_cuda():
@@ -165,7 +165,7 @@ def current_stream(device=None):
 
 def set_device(device) -> None:
     """Selecting a CUDA device: there is none (a non-CUDA device is a ValueError, as in PyTorch)."""
-    from ._device import as_device
+    from .._device import as_device
     if isinstance(device, int) and not isinstance(device, bool):
         if device < 0:
             return None     # PyTorch ignores negative ordinals

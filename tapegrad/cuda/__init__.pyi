@@ -18,8 +18,11 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.cuda import amp as amp
 
 __all__ = [
+    'amp',
+    'check_device',
     'current_device',
     'current_stream',
     'device_count',
@@ -50,6 +53,8 @@ __all__ = [
     'set_rng_state',
     'synchronize',
 ]
+
+def check_device(spec: Any, fn: _str = ...) -> None: ...
 
 def current_device() -> _int: ...
 

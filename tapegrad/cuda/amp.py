@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import warnings
 
-from .amp import GradScaler as _GradScaler, autocast as _autocast
+from ..amp import GradScaler as _GradScaler, autocast as _autocast
 
 __all__ = ["GradScaler", "autocast"]
 
