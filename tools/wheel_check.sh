@@ -17,8 +17,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 MAX_WHEEL_BYTES=$((2 * 1024 * 1024))
 MAX_INSTALLED_BYTES=$((5 * 1024 * 1024))
-# The gate: an unstripped build (debug info) is ~9 MB; the split core's stripped wheel is ~2.0 MB,
-# at the 2 MB target itself, so the target is reported and only a gross excess fails CI.
+# The gate: an unstripped build (debug info) is ~9 MB; the repaired wheel is ~2.2 MB (4.4 MB of
+# stripped modules, 0.5 MB of Python and stubs, compressed), over the 2 MB target, so the target is
+# reported and only a gross excess fails CI.
 GATE_WHEEL_BYTES=$((3 * 1024 * 1024))
 
 tools() {

@@ -147,6 +147,17 @@ cdef extern from "kernels.h" nogil:
     void tg_transpose_8(ptrdiff_t rows, ptrdiff_t cols, const uint64_t* src,
                         uint64_t* dst) noexcept
 
+# The pooled kernels above, called through the core by the modules above it (pooled_kernels.pxi
+# says why): one copy of the vectorised math and one thread pool in the package.
+cdef int pooled_binary_f64(int op, ptrdiff_t n, const double* a, ptrdiff_t sa, const double* b,
+                           ptrdiff_t sb, double* out) noexcept nogil
+cdef int pooled_binary_f32(int op, ptrdiff_t n, const float* a, ptrdiff_t sa, const float* b,
+                           ptrdiff_t sb, float* out) noexcept nogil
+cdef int pooled_unary_f64(int op, ptrdiff_t n, const double* a, double* out) noexcept nogil
+cdef int pooled_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexcept nogil
+cdef double pooled_sum_f64(ptrdiff_t n, const double* a) noexcept nogil
+cdef float pooled_sum_f32(ptrdiff_t n, const float* a) noexcept nogil
+
 ctypedef fused real_t:
     float
     double

@@ -41,6 +41,7 @@ cnp.import_array()
 include "grad_mode.pxi"
 include "fp_errors.pxi"
 include "kernels.pxi"
+include "pooled_kernels.pxi"
 include "dtypes.pxi"
 include "ops_registry.pxi"
 include "tape.pxi"

@@ -61,9 +61,9 @@ cdef struct FuseGroup:
 cdef inline void k_binary(bint f64, int kop, Py_ssize_t n, const void* a, Py_ssize_t sa,
                           const void* b, Py_ssize_t sb, void* out) noexcept nogil:
     if f64:
-        tg_binary_f64(kop, n, <const double*>a, sa, <const double*>b, sb, <double*>out)
+        pooled_binary_f64(kop, n, <const double*>a, sa, <const double*>b, sb, <double*>out)
     else:
-        tg_binary_f32(kop, n, <const float*>a, sa, <const float*>b, sb, <float*>out)
+        pooled_binary_f32(kop, n, <const float*>a, sa, <const float*>b, sb, <float*>out)
 
 
 cdef inline void k_rows(bint f64, int kop, Py_ssize_t n, Py_ssize_t cols,
@@ -85,9 +85,9 @@ cdef inline void k_rows(bint f64, int kop, Py_ssize_t n, Py_ssize_t cols,
 cdef inline void k_unary(bint f64, int kop, Py_ssize_t n, const void* a,
                          void* out) noexcept nogil:
     if f64:
-        tg_unary_f64(kop, n, <const double*>a, <double*>out)
+        pooled_unary_f64(kop, n, <const double*>a, <double*>out)
     else:
-        tg_unary_f32(kop, n, <const float*>a, <float*>out)
+        pooled_unary_f32(kop, n, <const float*>a, <float*>out)
 
 
 cdef object new_empty(tuple shape, int typenum):
@@ -498,10 +498,10 @@ cdef class Program:
         cdef double d
         cdef float f
         if self.f64:
-            d = tg_sum_f64(n, <const double*>src)
+            d = pooled_sum_f64(n, <const double*>src)
             (<double*>dst)[0] = d / s.count if s.count != 0 else d
         else:
-            f = tg_sum_f32(n, <const float*>src)
+            f = pooled_sum_f32(n, <const float*>src)
             (<float*>dst)[0] = f / <float>s.count if s.count != 0 else f
 
     cdef int forward_numpy(self, BufferSet bs, Py_ssize_t i) except -1:
@@ -595,9 +595,9 @@ cdef class Program:
             return self.give(bs, k, full, 1, n)
         if self.c_summable(k, out):         # the C sum equals eager's numpy sum_to here
             if self.f64:
-                d = tg_sum_f64(n, <const double*>full)
+                d = pooled_sum_f64(n, <const double*>full)
                 return self.give(bs, k, &d, 1, 1)
-            f = tg_sum_f32(n, <const float*>full)
+            f = pooled_sum_f32(n, <const float*>full)
             return self.give(bs, k, &f, 1, 1)
         if full != bs.s0 and full != bs.s1:     # numpy reads a scratch array: copy there
             memcpy(bs.s0, full, n * (8 if self.f64 else 4))

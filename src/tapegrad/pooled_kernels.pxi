@@ -1,0 +1,32 @@
+# ---------------------------------------------------------------------------------------------
+# The kernels that spread big arrays over the thread pool, for the extension modules above the
+# core (_core.pxd declares them).  A module calling kernels.h directly links its own copy of them
+# from the static library: its own copy of the vectorised math (~230 KB) and, worse, its own
+# thread pool, which tapegrad.set_num_threads never sizes (it stays at one thread).  Called
+# through the core, there is one of each in the package.
+# ---------------------------------------------------------------------------------------------
+
+cdef int pooled_binary_f64(int op, ptrdiff_t n, const double* a, ptrdiff_t sa, const double* b,
+                           ptrdiff_t sb, double* out) noexcept nogil:
+    return tg_binary_f64(op, n, a, sa, b, sb, out)
+
+
+cdef int pooled_binary_f32(int op, ptrdiff_t n, const float* a, ptrdiff_t sa, const float* b,
+                           ptrdiff_t sb, float* out) noexcept nogil:
+    return tg_binary_f32(op, n, a, sa, b, sb, out)
+
+
+cdef int pooled_unary_f64(int op, ptrdiff_t n, const double* a, double* out) noexcept nogil:
+    return tg_unary_f64(op, n, a, out)
+
+
+cdef int pooled_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexcept nogil:
+    return tg_unary_f32(op, n, a, out)
+
+
+cdef double pooled_sum_f64(ptrdiff_t n, const double* a) noexcept nogil:
+    return tg_sum_f64(n, a)
+
+
+cdef float pooled_sum_f32(ptrdiff_t n, const float* a) noexcept nogil:
+    return tg_sum_f32(n, a)
