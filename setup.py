@@ -49,6 +49,15 @@ GLUE = ("-O1 -falign-functions -falign-jumps -falign-loops -falign-labels -fstri
         "-freorder-blocks-algorithm=stc -freorder-blocks-and-partition -freorder-functions")
 KERNELS_ARGS = ["-O3", "-g0"]
 link_args = []
+# The kernels' thread pool (threadpool.c) uses POSIX threads: -pthread links them explicitly (a C
+# library where they are separate, as older glibc and some BSDs, would fail to load otherwise) and
+# compiles the kernels thread-safe.  MSVC uses Win32 threads and knows no such flag.
+if os.name != "nt":
+    KERNELS_ARGS.append("-pthread")
+    link_args.append("-pthread")
+    # The kernels never read errno: without this, GCC keeps sqrt a libm call (for errno on
+    # negative input) and cannot vectorise rsqrt's and the gradients' square roots.
+    KERNELS_ARGS.append("-fno-math-errno")
 if DEBUG:
     KERNELS_ARGS = ["-O0", "-g"]
 if ASAN:

@@ -215,3 +215,21 @@ int tg_vm_level(void)
         resolve()->name##_f32(x, y, n);                                          \
     }
 TG_VM_KERNELS(TG_VM_PUBLIC)
+
+void tg_vm_gelu_f32(const float *x, float *y, size_t n)
+{
+#if TG_VM_BUILD_AVX2
+    if (resolve() == &table_avx2) {
+        tg_vm_gelu_f32_avx2(x, y, n);
+        return;
+    }
+#endif
+    /* erf's argument staged per chunk (x and y may be the same array). */
+    float t[256];
+    for (size_t i0 = 0; i0 < n; i0 += 256) {
+        size_t m = n - i0 < 256 ? n - i0 : 256;
+        for (size_t k = 0; k < m; k++) t[k] = x[i0 + k] * TG_VM_SQRT1_2F;
+        resolve()->erf_f32(t, t, m);
+        for (size_t k = 0; k < m; k++) y[i0 + k] = 0.5f * x[i0 + k] * (1.0f + t[k]);
+    }
+}

@@ -46,6 +46,10 @@ typedef enum {
 TG_VM_KERNELS(TG_VM_DECLARE)
 #undef TG_VM_DECLARE
 
+/* gelu x = 0.5 x (1 + erf(x / sqrt 2)) for float32, PyTorch's formula in float, with erf the
+ * level's tg_vm_erf_f32 (in registers on the AVX2 level: no staging of erf's argument). */
+void tg_vm_gelu_f32(const float *x, float *y, size_t n);
+
 /* The level in use (resolving TAPEGRAD_SIMD on first use). */
 int tg_vm_level(void);
 /* The best level this build and CPU support. */

@@ -178,7 +178,9 @@ static inline vf sigmoid_f32n(vf x)
     vf y = _mm256_div_ps(num, d);
     vf r = _mm256_rcp_ps(d);  /* 1/d to 2^-12 suffices for the correction step */
     vf res = _mm256_fnmadd_ps(y, dl, _mm256_add_ps(_mm256_fnmadd_ps(y, d, num), numl));
-    return _mm256_fmadd_ps(res, r, y);  /* NaN flows through */
+    /* 0 where e^-x overflows float, as PyTorch's (see VM_SIGMOID_ZERO_F32) */
+    vf zero = vf_lt(x, vf_set(-VM_SIGMOID_ZERO_F32));
+    return _mm256_andnot_ps(zero, _mm256_fmadd_ps(res, r, y));  /* NaN flows through */
 }
 
 /* log of u > 0 plus a small correction `corr` (log1p's c / u), as in log_positive. */
@@ -268,6 +270,13 @@ static inline vf erf_f32n(vf x)
     return vf_select(big, tail, y);
 }
 
+/* gelu (vecmath.h): PyTorch's 0.5 x (1 + erf(x / sqrt 2)), each operation rounded in float. */
+static inline vf gelu_f32n(vf x)
+{
+    vf e = erf_f32n(_mm256_mul_ps(x, vf_set(TG_VM_SQRT1_2F)));
+    return _mm256_mul_ps(_mm256_mul_ps(vf_set(0.5f), x), _mm256_add_ps(vf_set(1.0f), e));
+}
+
 /* 8 floats at a time (two vectors per iteration), the tail padded into one more vector. */
 #define VF_LOOP(name, core)                                                                    \
     void tg_vm_##name##_f32_avx2(const float *x, float *y, size_t n)                          \
@@ -294,6 +303,7 @@ VF_LOOP(log, log_f32n)
 VF_LOOP(log1p, log1p_f32n)
 VF_LOOP(sigmoid, sigmoid_f32n)
 VF_LOOP(erf, erf_f32n)
+VF_LOOP(gelu, gelu_f32n)
 
 /* The other float32 kernels evaluate in double (vecmath_impl.h). */
 #define VM_EXPORT_F32(name)                                                      \

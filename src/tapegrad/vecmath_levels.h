@@ -34,6 +34,11 @@ TG_VM_KERNELS(TG_VM_DECLARE_SCALAR)
 TG_VM_KERNELS(TG_VM_DECLARE_AVX2)
 #endif
 
+#if TG_VM_BUILD_AVX2
+void tg_vm_gelu_f32_avx2(const float *x, float *y, size_t n);
+#endif
+#define TG_VM_SQRT1_2F 0.70710678118654752440f
+
 /* |x| above this goes through the exact (Payne-Hanek) reduction instead of Cody-Waite's. */
 #define TG_VM_TRIG_HUGE 0x1p24
 
