@@ -4,14 +4,16 @@
 
 Three parts, each printed as medians and ratios (tapegrad / other; below 1 is faster):
 
-* unary   every unary op at n elements, float32 and float64, tapegrad against PyTorch, both on one
-          thread; the two run interleaved round by round in this process; ratios are given as
-          the median of the per-round ratios and as the ratio of the minima (the steadier when
-          other processes steal the CPU: that only ever adds time);
+* unary   every unary op (and pow with a general exponent) at n elements, float32 and float64,
+          forward and backward (autograd.grad: the VJP alone), tapegrad against PyTorch, both on
+          one thread; the two run interleaved round by round in this process and are timed by the
+          calling thread's CPU time (a loaded machine takes wall-clock time away at random);
+          ratios are given as the median of the per-round ratios and as the ratio of the minima;
 * chain   the 300-op chain (`* c`, `+ c`, `tanh`, `* w`, `sin`, float64) at n elements, forward
-          and backward, against PyTorch, with 1 and with 2 threads each;
-* small   per-op time at sizes 1-16 (the same unary ops and `x * c + x`, one call each) of this
-          tree against the build in DIR (--baseline, e.g. a checkout of main built in place):
+          and backward, against PyTorch, with 1 thread each (CPU time) and with 2 threads each
+          (wall-clock time: meaningful only when the machine has two idle cores);
+* small   per-op CPU time at sizes 1-16 (the same unary ops and `x * c + x`, one call each) of
+          this tree against the build in DIR (--baseline, e.g. a checkout of main built in place):
           each tree runs in its own worker process and the parent alternates them round by
           round, so both see the same load.
 

@@ -118,6 +118,25 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
      (Y) == (T)-2 ? (T)1 / ((X) * (X)) : POW(X, Y))
 #define SQRT_OF(T, X) (sizeof(T) == sizeof(float) ? (T)sqrtf((float)(X)) : (T)sqrt((double)(X)))
 
+/* gelu: float32 has its own vecmath kernel (erf's argument and result kept in registers). */
+#define GELU_CASE_f64                                                           \
+    CHUNKED_UNARY(double, f64, TG_GELU, X * TG_SQRT1_2, VM(erf, f64), 0.5 * X * (1.0 + E1))
+#define GELU_CASE_f32 VM_CASE(TG_GELU, tg_vm_gelu_f32)
+#define SILU_CASE_f64 VM_CASE(TG_SILU, tg_vm_silu_f64)
+#define SILU_CASE_f32 VM_CASE(TG_SILU, tg_vm_silu_f32)
+/* float32 gelu gradient: both functions in registers (vecmath.h); contiguous operands only. */
+#define GELU_GRAD_CASE_f64                                                      \
+    CHUNKED_BINARY(double, TG_GELU_GRAD, Y * TG_SQRT1_2, VM(erf, f64), -0.5 * Y * Y, \
+                   VM(exp, f64), X * (0.5 * (1.0 + E1) + Y * TG_INV_SQRT_2PI * E2))
+#define GELU_GRAD_CASE_f32                                                      \
+    case TG_GELU_GRAD:                                                          \
+        if (sa == 1 && sb == 1) {                                               \
+            tg_vm_gelu_grad_f32(a, b, out, (size_t)n);                          \
+            return 0;                                                           \
+        }                                                                       \
+        CHUNKED(float, LOAD_XY, Y * (float)TG_SQRT1_2, VM(erf, f32), -0.5f * Y * Y, \
+                VM(exp, f32), X * (0.5f * (1.0f + E1) + Y * (float)TG_INV_SQRT_2PI * E2))
+
 /* max/min propagate NaN, as PyTorch's maximum/minimum do.  The fused gradients:
  *   gelu       g (Phi(x) + x phi(x))                           (PyTorch's cdf + x * pdf)
  *   gelu_tanh  g (s + 2 x s (1 - s) beta (1 + 3 kappa x^2)),   s = sigmoid(2u): d/dx [x s],
@@ -135,9 +154,7 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
         BINARY_CASE(T, TG_TANH_GRAD, X * ((T)1 - Y * Y))                        \
         BINARY_CASE(T, TG_RELU_GRAD, Y <= (T)0 ? (T)0 : X)                      \
         BINARY_CASE(T, TG_SIGMOID_GRAD, X * Y * ((T)1 - Y))                     \
-        CHUNKED_BINARY(T, TG_GELU_GRAD, Y * (T)TG_SQRT1_2, VM(erf, SUF),        \
-                       (T)-0.5 * Y * Y, VM(exp, SUF),                           \
-                       X * ((T)0.5 * ((T)1 + E1) + Y * (T)TG_INV_SQRT_2PI * E2)) \
+        GELU_GRAD_CASE_##SUF                                                    \
         CHUNKED_BINARY(T, TG_GELU_TANH_GRAD,                                    \
                        (T)(-2 * TG_GELU_BETA) * (Y + (T)TG_GELU_KAPPA * (Y * Y) * Y), \
                        VM(exp, SUF), (T)0, vm_none_##SUF,                       \
@@ -192,11 +209,6 @@ KERNEL_VARIANTS(binary_f32, (int op, ptrdiff_t n, const float *a, ptrdiff_t sa,
 #define CHUNKED_UNARY(T, SUF, CODE, PRE, FN, EXPR)                              \
     case CODE: CHUNKED(T, LOAD_X, PRE, FN, (T)0, vm_none_##SUF, EXPR)
 
-/* gelu: float32 has its own vecmath kernel (erf's argument and result kept in registers). */
-#define GELU_CASE_f64                                                           \
-    CHUNKED_UNARY(double, f64, TG_GELU, X * TG_SQRT1_2, VM(erf, f64), 0.5 * X * (1.0 + E1))
-#define GELU_CASE_f32 VM_CASE(TG_GELU, tg_vm_gelu_f32)
-
 /* sign is PyTorch's (0 < x) - (x < 0): 0 for NaN and for -0 (branch-free, so it vectorises).
  * gelu_tanh is 0.5 x (1 + tanh u) written as x sigmoid(2u) = x / (1 + e^(-2u)). */
 #define UNARY_BODY(T, SUF, SQRT, FABS)                                          \
@@ -222,7 +234,7 @@ KERNEL_VARIANTS(binary_f32, (int op, ptrdiff_t n, const float *a, ptrdiff_t sa,
         CHUNKED_UNARY(T, SUF, TG_GELU_TANH,                                          \
                       (T)(-2 * TG_GELU_BETA) * (X + (T)TG_GELU_KAPPA * X * X * X), \
                       VM(exp, SUF), X / ((T)1 + E1))                            \
-        CHUNKED_UNARY(T, SUF, TG_SILU, -X, VM(exp, SUF), X / ((T)1 + E1))       \
+        SILU_CASE_##SUF                                                         \
         default: return -1;                                                     \
     }
 

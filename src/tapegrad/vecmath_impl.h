@@ -462,6 +462,11 @@ VM_UNARY(tanh, tanh_core(x, 1, VM_P(exp_p_f64)), tanh_core(x, 0, VM_P(exp_p_f32)
 VM_UNARY(sigmoid, sigmoid_core(x, VM_P(exp_p_f64)), sigmoid_f32_core(x))
 VM_UNARY(erf, erf_core(x, 1), erf_core(x, 0))
 
+/* silu x = x / (1 + e^-x) for float64, e^-x the exp kernel's (vecmath.h: tg_vm_silu_f64); its
+ * float32 loop here is unused (float32 silu: vecmath.c and the AVX2 level's own). */
+VM_UNARY(silu, vd_div(x, vd_add(vd_set(1.0), exp_core(vd_sub(vd_set(0.0), x), VM_P(exp_p_f64)))),
+         vd_div(x, vd_add(vd_set(1.0), exp_f32_core(vd_sub(vd_set(0.0), x)))))
+
 /* Four vectors per iteration (their dependency chains -- a polynomial is one long chain -- overlap
  * in the out-of-order window), then one, then the tail padded into one more vector (same code
  * path, so an element's result does not depend on its position).  The float64 loops are the
@@ -508,3 +513,4 @@ VM_UNARY(erf, erf_core(x, 1), erf_core(x, 0))
         }                                                                                      \
     }
 TG_VM_KERNELS(VM_LOOPS)
+VM_LOOPS(silu)
