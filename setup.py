@@ -61,6 +61,15 @@ if sys.platform.startswith("linux"):
 elif sys.platform == "darwin":
     KERNELS_ARGS += ["-ffunction-sections", "-fdata-sections"]
     link_args += ["-Wl,-dead_strip"]
+# The kernels' thread pool (threadpool.c) uses POSIX threads: -pthread links them explicitly (a C
+# library where they are separate, as older glibc and some BSDs, would fail to load otherwise) and
+# compiles the kernels thread-safe.  MSVC uses Win32 threads and knows no such flag.
+if os.name != "nt":
+    KERNELS_ARGS.append("-pthread")
+    link_args.append("-pthread")
+    # The kernels never read errno: without this, GCC keeps sqrt a libm call (for errno on
+    # negative input) and cannot vectorise rsqrt's and the gradients' square roots.
+    KERNELS_ARGS.append("-fno-math-errno")
 if DEBUG:
     KERNELS_ARGS = ["-O0", "-g"] + KERNELS_ARGS[2:]
 if ASAN:

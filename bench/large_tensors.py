@@ -4,14 +4,16 @@
 
 Three parts, each printed as medians and ratios (tapegrad / other; below 1 is faster):
 
-* unary   every unary op at n elements, float32 and float64, tapegrad against PyTorch, both on one
-          thread; the two run interleaved round by round in this process; ratios are given as
-          the median of the per-round ratios and as the ratio of the minima (the steadier when
-          other processes steal the CPU: that only ever adds time);
+* unary   every unary op (and pow with a general exponent) at n elements, float32 and float64,
+          forward and backward (autograd.grad: the VJP alone), tapegrad against PyTorch, both on
+          one thread; the two run interleaved round by round in this process and are timed by the
+          calling thread's CPU time (a loaded machine takes wall-clock time away at random);
+          ratios are given as the median of the per-round ratios and as the ratio of the minima;
 * chain   the 300-op chain (`* c`, `+ c`, `tanh`, `* w`, `sin`, float64) at n elements, forward
-          and backward, against PyTorch, with 1 and with 2 threads each;
-* small   per-op time at sizes 1-16 (the same unary ops and `x * c + x`, one call each) of this
-          tree against the build in DIR (--baseline, e.g. a checkout of main built in place):
+          and backward, against PyTorch, with 1 thread each (CPU time) and with 2 threads each
+          (wall-clock time: meaningful only when the machine has two idle cores);
+* small   per-op CPU time at sizes 1-16 (the same unary ops and `x * c + x`, one call each) of
+          this tree against the build in DIR (--baseline, e.g. a checkout of main built in place):
           each tree runs in its own worker process and the parent alternates them round by
           round, so both see the same load.
 
@@ -29,14 +31,18 @@ import time
 
 import numpy as np
 
-UNARY = ["exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "erf", "sqrt", "rsqrt"]
+UNARY = ["exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "erf", "sqrt", "rsqrt",
+         "pow"]
 ACTIVATIONS = ["gelu", "silu", "softplus", "elu"]
-DOMAIN = {"log": (1e-3, 100.0), "log1p": (-0.9, 100.0), "sqrt": (0.0, 100.0),
-          "rsqrt": (1e-3, 100.0)}
+DOMAIN = {"log": (1e-3, 100.0), "log1p": (-0.9, 100.0), "sqrt": (1e-3, 100.0),
+          "rsqrt": (1e-3, 100.0), "pow": (1e-3, 10.0)}
+POW_EXPONENT = 2.5      # a general exponent (PyTorch special-cases 2, 3, 0.5, -1, ...)
 SMALL_SIZES = [1, 2, 4, 8, 16]
 
 
 def op_of(lib, name):
+    if name == "pow":
+        return lambda x: lib.pow(x, POW_EXPONENT)
     if name in ACTIVATIONS:
         return getattr(lib.nn.functional, name)
     return getattr(lib, name)
@@ -47,10 +53,17 @@ def inputs(name, n, dtype, seed=0):
     return np.random.default_rng(seed).uniform(lo, hi, n).astype(dtype)
 
 
-def timed(fn, *args):
-    t0 = time.perf_counter()
+def timed(fn, *args, clock=time.perf_counter):
+    t0 = clock()
     fn(*args)
-    return time.perf_counter() - t0
+    return clock() - t0
+
+
+def cpu_timed(fn, *args):
+    """The calling thread's CPU time: on one thread each, what the op costs, unaffected by the time
+    other processes of a loaded machine take the CPU away (wall-clock minima are not, when the
+    load exceeds the cores)."""
+    return timed(fn, *args, clock=time.thread_time)
 
 
 def median_ratio(a, b):
@@ -63,26 +76,45 @@ def ratios(a, b):
     return f"{median_ratio(a, b):.2f} / {min(a) / min(b):.2f}"
 
 
-def bench_unary(tg, torch, n, rounds):
+def bench_unary(tg, torch, n, rounds, names):
     tg.set_num_threads(1)
     torch.set_num_threads(1)
     print(f"\n## Unary ops at n = {n:,}, 1 thread each: tapegrad / PyTorch (median of per-round "
-          "ratios / ratio of minima; times: minima)\n")
-    print("| op | float32 ms (tg / torch) | ratio f32 | float64 ms (tg / torch) | ratio f64 |")
-    print("|---|---|---|---|---|")
-    for name in UNARY + ACTIVATIONS:
-        cells = []
+          "ratios / ratio of minima; times: minima of the thread's CPU time).  fwd: the op on a tensor that does not "
+          "require grad; bwd: autograd.grad of the op's output (its VJP alone)\n")
+    print("| op | f32 fwd ms (tg / torch) | ratio | f64 fwd ms (tg / torch) | ratio "
+          "| f32 bwd ms (tg / torch) | ratio | f64 bwd ms (tg / torch) | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in names:
+        fwd, bwd = [], []
         for dtype in (np.float32, np.float64):
             x = inputs(name, n, dtype)
+            g = inputs("exp", n, dtype, seed=1)
             a, b = tg.tensor(x), torch.tensor(x)
             fa, fb = op_of(tg, name), op_of(torch, name)
             fa(a), fb(b)                                # warm-up
             ta, tb = [], []
             for _ in range(rounds):
-                ta.append(timed(fa, a))
-                tb.append(timed(fb, b))
-            cells += [f"{1e3 * min(ta):.2f} / {1e3 * min(tb):.2f}", ratios(ta, tb)]
-        print(f"| {name} | " + " | ".join(cells) + " |")
+                ta.append(cpu_timed(fa, a))
+                tb.append(cpu_timed(fb, b))
+            fwd += [f"{1e3 * min(ta):.2f} / {1e3 * min(tb):.2f}", ratios(ta, tb)]
+            ga, gb = tg.tensor(g), torch.tensor(g)
+            xa, xb = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+            ya, yb = fa(xa), fb(xb)
+
+            def grad_a():
+                tg.autograd.grad(ya, xa, ga, retain_graph=True)
+
+            def grad_b():
+                torch.autograd.grad(yb, xb, gb, retain_graph=True)
+
+            grad_a(), grad_b()
+            ta, tb = [], []
+            for _ in range(rounds):
+                ta.append(cpu_timed(grad_a))
+                tb.append(cpu_timed(grad_b))
+            bwd += [f"{1e3 * min(ta):.2f} / {1e3 * min(tb):.2f}", ratios(ta, tb)]
+        print(f"| {name} | " + " | ".join(fwd + bwd) + " |", flush=True)
 
 
 def chain(lib, x, w, cycles=60, c=0.999, d=0.001):
@@ -113,11 +145,15 @@ def bench_chain(tg, torch, n, rounds):
             chain(lib, x, w).sum().backward()
 
         run(tg), run(torch)
+        # One thread each: the calling thread's CPU time (see cpu_timed); two: wall-clock time,
+        # which is what the second thread buys (only meaningful on an otherwise idle machine).
+        clock = cpu_timed if threads == 1 else timed
         ta, tb = [], []
         for _ in range(rounds):
-            ta.append(timed(run, tg))
-            tb.append(timed(run, torch))
-        print(f"| {threads} | {1e3 * min(ta):.0f} | {1e3 * min(tb):.0f} | {ratios(ta, tb)} |")
+            ta.append(clock(run, tg))
+            tb.append(clock(run, torch))
+        print(f"| {threads} ({'CPU' if threads == 1 else 'wall'}) | {1e3 * min(ta):.0f} | "
+              f"{1e3 * min(tb):.0f} | {ratios(ta, tb)} |", flush=True)
 
 
 # -- small sizes: one worker process per tree --------------------------------------------------
@@ -148,10 +184,10 @@ def worker():
         for key, fn, x in cases:
             best = float("inf")
             for _ in range(REPEATS):
-                t0 = time.perf_counter()
+                t0 = time.thread_time()         # CPU time: robust to a loaded machine
                 for _ in range(CALLS):
                     fn(x)
-                best = min(best, time.perf_counter() - t0)
+                best = min(best, time.thread_time() - t0)
             out[key] = best / CALLS * 1e6
         print(json.dumps(out), flush=True)
 
@@ -201,6 +237,8 @@ def main():
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--baseline", help="a built tapegrad source tree to compare sizes 1-16 with")
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: unary,chain,small")
+    ap.add_argument("--ops", default=",".join(UNARY + ACTIVATIONS),
+                    help="comma-separated unary ops to time (default: all)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -213,7 +251,7 @@ def main():
     print(f"tapegrad {tg.__file__}; torch {torch.__version__}; {os.cpu_count()} CPUs, load "
           f"{os.getloadavg()[0]:.1f}")
     if "unary" not in skip:
-        bench_unary(tg, torch, args.n, args.rounds)
+        bench_unary(tg, torch, args.n, args.rounds, args.ops.split(","))
     if "chain" not in skip:
         bench_chain(tg, torch, args.n, max(3, args.rounds // 3))
     if "small" not in skip and args.baseline:

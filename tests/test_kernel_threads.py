@@ -22,7 +22,8 @@ ACTIVATIONS = {
     "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "silu": F.silu,
     "elu": lambda t: F.elu(t, alpha=0.7), "softplus": lambda t: F.softplus(t, beta=1.5),
 }
-ALL = {**UNARY, **ACTIVATIONS}
+ARITH = {"sqrt": tg.sqrt, "rsqrt": tg.rsqrt}       # C kernels without vecmath (rsqrt: all sizes)
+ALL = {**UNARY, **ACTIVATIONS, **ARITH}
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def bits(t):
 def inputs(name, dtype, n, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(n) * 4
-    if name in ("log",):
+    if name in ("log", "sqrt", "rsqrt"):
         x = np.abs(x) + 1e-3
     if name == "log1p":
         x = np.abs(x) - 0.9

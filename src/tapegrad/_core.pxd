@@ -107,6 +107,8 @@ cdef extern from "kernels.h" nogil:
         TG_ADD, TG_SUB, TG_MUL, TG_DIV, TG_POW, TG_MAX, TG_MIN
         TG_TANH_GRAD, TG_RELU_GRAD, TG_SIGMOID_GRAD
         TG_GELU_GRAD, TG_GELU_TANH_GRAD, TG_SILU_GRAD
+        TG_SIN_GRAD, TG_COS_GRAD, TG_ERF_GRAD, TG_SQRT_GRAD, TG_RSQRT_GRAD, TG_EXPM1_GRAD
+        TG_LOG1P_GRAD
     enum:
         TG_NEG, TG_EXP, TG_LOG, TG_TANH, TG_RELU, TG_SIGMOID, TG_SQRT, TG_ABS, TG_SIN, TG_COS
         TG_LOG1P, TG_EXPM1, TG_RSQRT, TG_SQUARE, TG_RECIPROCAL, TG_SIGN
@@ -240,6 +242,12 @@ cdef object silu_grad_numpy(object g, object x)
 cdef object fast_param(int kop, object A, object B, double p0, double p1)
 
 cdef object ew(int kop, object a, object b)
+
+cdef object ew_g(int kop, object g, object b)
+
+cdef void offer_adjoint(object g) noexcept
+
+cdef void withdraw_adjoint() noexcept
 
 cdef enum:
     CAT_BOOL = 0

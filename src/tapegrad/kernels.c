@@ -4,6 +4,7 @@
 #include "kernels.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "threadpool.h"
 #include "vecmath.h"
@@ -13,6 +14,7 @@
 #define TG_GELU_BETA 0.79788456080286535588
 #define TG_GELU_KAPPA 0.044715
 #define TG_INV_SQRT_2PI 0.39894228040143267794
+#define TG_2_SQRTPI 1.12837916709551257390 /* 2 / sqrt(pi), libm's M_2_SQRTPI */
 
 /* Vectorised transcendental functions (vecmath.h) for the expressions below that need one: the
  * expression's argument is staged in a chunk on the stack, the kernel runs over the chunk, then
@@ -20,6 +22,27 @@
  * its neighbours, so chunking (and threads, below) never change a result. */
 #define TG_CHUNK 256
 #define VM(NAME, SUF) tg_vm_##NAME##_##SUF
+
+/* Each op body below is compiled twice on x86 with GCC or Clang: for the baseline ISA and for
+ * AVX2 (without FMA, so that no a*b+c is contracted: both versions round every operation alike and
+ * give the same bits).  The AVX2 version runs when vecmath's level is AVX2 (so TAPEGRAD_SIMD=scalar
+ * forces both back to the portable code).  -O3 vectorises the loops 4 doubles / 8 floats wide
+ * there: the divisions and square roots of rsqrt, softplus and the fused gradients take half the
+ * time of the 2-/4-wide baseline ones.  Other compilers and CPUs build the portable version only. */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__)) && \
+    !defined(TG_VM_NO_AVX2)
+#define TG_KERNELS_AVX2 1
+#define KERNEL_VARIANTS(NAME, PARAMS, BODY, ARGS)                               \
+    static int NAME##_base PARAMS { BODY }                                      \
+    __attribute__((target("avx2"))) static int NAME##_avx2 PARAMS { BODY }      \
+    static int NAME PARAMS                                                      \
+    {                                                                           \
+        if (tg_vm_level() == TG_VM_AVX2) return NAME##_avx2 ARGS;               \
+        return NAME##_base ARGS;                                                \
+    }
+#else
+#define KERNEL_VARIANTS(NAME, PARAMS, BODY, ARGS) static int NAME PARAMS { BODY }
+#endif
 
 /* No second function (the one-function expressions of CHUNKED_BINARY). */
 static void vm_none_f64(const double *x, double *y, size_t n) { (void)x; (void)y; (void)n; }
@@ -62,7 +85,7 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
     return 0;
 /* The operands of element I: the binary ops' X and Y (strided), the unary and parameterised
  * ops' X, the parameterised gradients' G (upstream gradient) and X (saved input). */
-#define LOAD_XY(T, I) const T X = a[(I) * sa], Y = b[(I) * sb]; (void)X;
+#define LOAD_XY(T, I) const T X = a[(I) * sa], Y = b[(I) * sb]; (void)X; (void)Y;
 #define LOAD_X(T, I) const T X = a[I];
 #define LOAD_GX(T, I) const T G = a[I], X = b[I]; (void)G;
 
@@ -95,6 +118,25 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
      (Y) == (T)-2 ? (T)1 / ((X) * (X)) : POW(X, Y))
 #define SQRT_OF(T, X) (sizeof(T) == sizeof(float) ? (T)sqrtf((float)(X)) : (T)sqrt((double)(X)))
 
+/* gelu: float32 has its own vecmath kernel (erf's argument and result kept in registers). */
+#define GELU_CASE_f64                                                           \
+    CHUNKED_UNARY(double, f64, TG_GELU, X * TG_SQRT1_2, VM(erf, f64), 0.5 * X * (1.0 + E1))
+#define GELU_CASE_f32 VM_CASE(TG_GELU, tg_vm_gelu_f32)
+#define SILU_CASE_f64 VM_CASE(TG_SILU, tg_vm_silu_f64)
+#define SILU_CASE_f32 VM_CASE(TG_SILU, tg_vm_silu_f32)
+/* float32 gelu gradient: both functions in registers (vecmath.h); contiguous operands only. */
+#define GELU_GRAD_CASE_f64                                                      \
+    CHUNKED_BINARY(double, TG_GELU_GRAD, Y * TG_SQRT1_2, VM(erf, f64), -0.5 * Y * Y, \
+                   VM(exp, f64), X * (0.5 * (1.0 + E1) + Y * TG_INV_SQRT_2PI * E2))
+#define GELU_GRAD_CASE_f32                                                      \
+    case TG_GELU_GRAD:                                                          \
+        if (sa == 1 && sb == 1) {                                               \
+            tg_vm_gelu_grad_f32(a, b, out, (size_t)n);                          \
+            return 0;                                                           \
+        }                                                                       \
+        CHUNKED(float, LOAD_XY, Y * (float)TG_SQRT1_2, VM(erf, f32), -0.5f * Y * Y, \
+                VM(exp, f32), X * (0.5f * (1.0f + E1) + Y * (float)TG_INV_SQRT_2PI * E2))
+
 /* max/min propagate NaN, as PyTorch's maximum/minimum do.  The fused gradients:
  *   gelu       g (Phi(x) + x phi(x))                           (PyTorch's cdf + x * pdf)
  *   gelu_tanh  g (s + 2 x s (1 - s) beta (1 + 3 kappa x^2)),   s = sigmoid(2u): d/dx [x s],
@@ -112,15 +154,21 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
         BINARY_CASE(T, TG_TANH_GRAD, X * ((T)1 - Y * Y))                        \
         BINARY_CASE(T, TG_RELU_GRAD, Y <= (T)0 ? (T)0 : X)                      \
         BINARY_CASE(T, TG_SIGMOID_GRAD, X * Y * ((T)1 - Y))                     \
-        CHUNKED_BINARY(T, TG_GELU_GRAD, Y * (T)TG_SQRT1_2, VM(erf, SUF),        \
-                       (T)-0.5 * Y * Y, VM(exp, SUF),                           \
-                       X * ((T)0.5 * ((T)1 + E1) + Y * (T)TG_INV_SQRT_2PI * E2)) \
+        GELU_GRAD_CASE_##SUF                                                    \
         CHUNKED_BINARY(T, TG_GELU_TANH_GRAD,                                    \
                        (T)(-2 * TG_GELU_BETA) * (Y + (T)TG_GELU_KAPPA * (Y * Y) * Y), \
                        VM(exp, SUF), (T)0, vm_none_##SUF,                       \
                        gelu_tanh_grad_##T(X, Y, (T)1 / ((T)1 + E1)))            \
         CHUNKED_BINARY(T, TG_SILU_GRAD, -Y, VM(exp, SUF), (T)0, vm_none_##SUF,  \
                        silu_grad_##T(X, Y, (T)1 / ((T)1 + E1)))                 \
+        CHUNKED_BINARY(T, TG_SIN_GRAD, Y, VM(cos, SUF), (T)0, vm_none_##SUF, X * E1) \
+        CHUNKED_BINARY(T, TG_COS_GRAD, Y, VM(sin, SUF), (T)0, vm_none_##SUF, X * -E1) \
+        CHUNKED_BINARY(T, TG_ERF_GRAD, -(Y * Y), VM(exp, SUF), (T)0, vm_none_##SUF, \
+                       (X * (T)TG_2_SQRTPI) * E1)                               \
+        BINARY_CASE(T, TG_SQRT_GRAD, X / (Y * (T)2))                            \
+        BINARY_CASE(T, TG_RSQRT_GRAD, (X * (T)-0.5) * ((Y * Y) * Y))            \
+        BINARY_CASE(T, TG_EXPM1_GRAD, X * (Y + (T)1))                           \
+        BINARY_CASE(T, TG_LOG1P_GRAD, X / (Y + (T)1))                           \
         default: return -1;                                                     \
     }
 
@@ -139,17 +187,13 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 FUSED_HELPERS(double)
 FUSED_HELPERS(float)
 
-static int binary_f64(int op, ptrdiff_t n, const double *a, ptrdiff_t sa, const double *b,
-                      ptrdiff_t sb, double *out)
-{
-    BINARY_BODY(double, f64, pow, isnan)
-}
+KERNEL_VARIANTS(binary_f64, (int op, ptrdiff_t n, const double *a, ptrdiff_t sa,
+                const double *b, ptrdiff_t sb, double *out),
+                BINARY_BODY(double, f64, pow, isnan), (op, n, a, sa, b, sb, out))
 
-static int binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const float *b,
-                      ptrdiff_t sb, float *out)
-{
-    BINARY_BODY(float, f32, powf, isnan)
-}
+KERNEL_VARIANTS(binary_f32, (int op, ptrdiff_t n, const float *a, ptrdiff_t sa,
+                const float *b, ptrdiff_t sb, float *out),
+                BINARY_BODY(float, f32, powf, isnan), (op, n, a, sa, b, sb, out))
 
 #define UNARY_CASE(T, CODE, EXPR)                                               \
     case CODE:                                                                  \
@@ -186,24 +230,19 @@ static int binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const f
         UNARY_CASE(T, TG_RECIPROCAL, (T)1 / X)                                  \
         UNARY_CASE(T, TG_SIGN, (T)(X > (T)0) - (T)(X < (T)0))                   \
         VM_CASE(TG_ERF, VM(erf, SUF))                                           \
-        CHUNKED_UNARY(T, SUF, TG_GELU, X * (T)TG_SQRT1_2, VM(erf, SUF),         \
-                      (T)0.5 * X * ((T)1 + E1))                                 \
+        GELU_CASE_##SUF                                                         \
         CHUNKED_UNARY(T, SUF, TG_GELU_TANH,                                          \
                       (T)(-2 * TG_GELU_BETA) * (X + (T)TG_GELU_KAPPA * X * X * X), \
                       VM(exp, SUF), X / ((T)1 + E1))                            \
-        CHUNKED_UNARY(T, SUF, TG_SILU, -X, VM(exp, SUF), X / ((T)1 + E1))       \
+        SILU_CASE_##SUF                                                         \
         default: return -1;                                                     \
     }
 
-static int unary_f64(int op, ptrdiff_t n, const double *a, double *out)
-{
-    UNARY_BODY(double, f64, sqrt, fabs)
-}
+KERNEL_VARIANTS(unary_f64, (int op, ptrdiff_t n, const double *a, double *out),
+                UNARY_BODY(double, f64, sqrt, fabs), (op, n, a, out))
 
-static int unary_f32(int op, ptrdiff_t n, const float *a, float *out)
-{
-    UNARY_BODY(float, f32, sqrtf, fabsf)
-}
+KERNEL_VARIANTS(unary_f32, (int op, ptrdiff_t n, const float *a, float *out),
+                UNARY_BODY(float, f32, sqrtf, fabsf), (op, n, a, out))
 
 /* Parameterised ops.  X is the input x (forward) or the saved input (gradients), G the upstream
  * gradient, P0 and P1 the parameters; expressions mirror PyTorch's CPU kernels.  The chunked
@@ -221,13 +260,29 @@ static int unary_f32(int op, ptrdiff_t n, const float *a, float *out)
         for (ptrdiff_t i = 0; i < n; i++) { T G = a[i], X = b[i]; out[i] = (EXPR); } \
         return 0;
 
-/* c ? a : b with both arms evaluated (they are arguments): GCC's default -ftrapping-math forbids
- * it to speculate a floating-point operation of a ?: arm itself, so `x > 0 ? x : x * p` may stay a
- * branch per element, which mispredicts on mixed signs.  Measured at 1e6 randn: softplus 12 -> 3
- * ms (float32); leaky_relu and elu still take ~10 ms there against ~1.5 ms on one-signed input
- * (still branching: open). */
-static inline double pick_double(int c, double a, double b) { return c ? a : b; }
-static inline float pick_float(int c, float a, float b) { return c ? a : b; }
+/* c ? a : b as a bit mask over both arms (they are arguments, so both are evaluated anyway).  A
+ * plain ?: is not enough: GCC's default -ftrapping-math forbids it to speculate a floating-point
+ * operation of an arm, so `x > 0 ? x : x * p` may stay a branch per element, which mispredicts on
+ * mixed signs (elu at 1e6 randn: ~10 ms against ~1.5 ms on one-signed input).  The masks keep
+ * the loops branch-free and let -O3 vectorise them. */
+static inline double pick_double(int c, double a, double b)
+{
+    uint64_t ua, ub, m = (uint64_t)0 - (uint64_t)(c != 0);
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    ua = (ua & m) | (ub & ~m);
+    memcpy(&a, &ua, sizeof a);
+    return a;
+}
+static inline float pick_float(int c, float a, float b)
+{
+    uint32_t ua, ub, m = (uint32_t)0 - (uint32_t)(c != 0);
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    ua = (ua & m) | (ub & ~m);
+    memcpy(&a, &ua, sizeof a);
+    return a;
+}
 
 /* min(max(x, lo), hi) as TG_MAX then TG_MIN: a NaN x or bound gives NaN; lo > hi gives hi.
    TG_MAX / TG_MIN / TG_RELU keep x where it ties (PyTorch: max(-0.0, 0.0) is -0.0). */
@@ -258,17 +313,13 @@ CLAMP_HELPER(float)
         default: return -1;                                                     \
     }
 
-static int param_f64(int op, ptrdiff_t n, const double *a, const double *b, double P0, double P1,
-                     double *out)
-{
-    PARAM_BODY(double, f64)
-}
+KERNEL_VARIANTS(param_f64, (int op, ptrdiff_t n, const double *a, const double *b,
+                double P0, double P1, double *out),
+                PARAM_BODY(double, f64), (op, n, a, b, P0, P1, out))
 
-static int param_f32(int op, ptrdiff_t n, const float *a, const float *b, float P0, float P1,
-                     float *out)
-{
-    PARAM_BODY(float, f32)
-}
+KERNEL_VARIANTS(param_f32, (int op, ptrdiff_t n, const float *a, const float *b,
+                float P0, float P1, float *out),
+                PARAM_BODY(float, f32), (op, n, a, b, P0, P1, out))
 
 /* ---- the public entry points: big arrays split over the thread pool -------------------------
  * Every op above computes element i from the operands' element i alone, so any split gives the
@@ -288,7 +339,8 @@ static int unary_is_arith(int op)
 
 static int binary_is_arith(int op)
 {
-    return op != TG_POW && op != TG_GELU_GRAD && op != TG_GELU_TANH_GRAD && op != TG_SILU_GRAD;
+    return op != TG_POW && op != TG_GELU_GRAD && op != TG_GELU_TANH_GRAD && op != TG_SILU_GRAD
+           && op != TG_SIN_GRAD && op != TG_COS_GRAD && op != TG_ERF_GRAD;
 }
 
 static int param_is_arith(int op)

@@ -27,6 +27,15 @@ typedef enum {
     TG_GELU_GRAD,       /* a * (Phi(b) + b * phi(b)): exact gelu */
     TG_GELU_TANH_GRAD,  /* a * d/db [0.5 b (1 + tanh(k0 (b + k1 b^3)))] */
     TG_SILU_GRAD,       /* a * s (1 + b (1 - s)), s = sigmoid(b) */
+    TG_SIN_GRAD,        /* a * cos(b) */
+    TG_COS_GRAD,        /* a * -sin(b) */
+    TG_ERF_GRAD,        /* (a * 2/sqrt(pi)) * exp(-(b*b)) */
+    /* fused VJPs (a = upstream gradient, b = saved output y) */
+    TG_SQRT_GRAD,       /* a / (2 b) */
+    TG_RSQRT_GRAD,      /* (a * -0.5) * (b*b*b) */
+    TG_EXPM1_GRAD,      /* a * (b + 1) */
+    /* fused VJPs (a = upstream gradient, b = saved input x) */
+    TG_LOG1P_GRAD,      /* a / (b + 1) */
     TG_N_BINARY
 } tg_binary_op;
 

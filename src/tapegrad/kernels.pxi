@@ -305,8 +305,11 @@ cdef object fast_param(int kop, object A, object B, double p0, double p1):
             return None
         b = <cnp.ndarray>B
         pb = <const char*>cnp.PyArray_DATA(b)
-    cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(a),
-                                                              cnp.PyArray_DIMS(a), t)
+    cdef cnp.ndarray out
+    if B is not None and cnp.PyArray_ISWRITEABLE(a) and take_adjoint(A):
+        out = a                                         # a gradient op's g, offered by the sweep
+    else:
+        out = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a), t)
     cdef ptrdiff_t n = cnp.PyArray_SIZE(a)
     cdef const char* pa = <const char*>cnp.PyArray_DATA(a)
     cdef char* po = <char*>cnp.PyArray_DATA(out)
@@ -373,6 +376,54 @@ cdef object ew(int kop, object a, object b):
     if kop == TG_SIGMOID_GRAD:
         return nd(a * b * (1 - b))
     raise AssertionError(f"ew: unknown kernel op {kop}")
+
+
+# -- writing a VJP's result into its upstream gradient ------------------------------------------
+# The sweep offers the adjoint it is about to hand to a VJP when nothing else can see it (its one
+# reference is the sweep's, it owns its memory, no view of it exists): the VJP's kernel may then
+# write its result into it instead of a fresh array, so that a backward through an elementwise
+# chain runs in one buffer (no allocation and no page faults of a new array per node).  The offer
+# names that one array and is taken at most once (a VJP that reads g again after a kernel wrote
+# into it would read the result), and withdrawn when the VJP returns.
+
+cdef PyObject* REUSABLE_ADJOINT = NULL
+
+
+cdef void offer_adjoint(object g) noexcept:
+    """The sweep: `g` may be overwritten by the VJP it is passed to (see ew_g)."""
+    global REUSABLE_ADJOINT
+    REUSABLE_ADJOINT = <PyObject*>g
+
+
+cdef void withdraw_adjoint() noexcept:
+    global REUSABLE_ADJOINT
+    REUSABLE_ADJOINT = NULL
+
+
+cdef inline bint take_adjoint(object g) noexcept:
+    """Whether g is the offered adjoint (then the offer is used up)."""
+    global REUSABLE_ADJOINT
+    if REUSABLE_ADJOINT == NULL or <PyObject*>g != REUSABLE_ADJOINT:
+        return False
+    REUSABLE_ADJOINT = NULL
+    return True
+
+
+cdef object ew_g(int kop, object g, object b):
+    """ew(kop, g, b) for a VJP's upstream gradient g, written into g itself when the sweep offered
+    it (offer_adjoint) and the result has g's shape and dtype.  The fused gradient kernels that
+    ew has no numpy formula for (TG_SIN_GRAD ...) return None when the C kernels do not take the
+    operands: the caller computes it another way then.  A VJP calls this as its last use of g."""
+    cdef KernelOperands ko
+    if REUSABLE_ADJOINT != NULL and <PyObject*>g == REUSABLE_ADJOINT:
+        if (kernel_operands(g, b, &ko) is g and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g)
+                and take_adjoint(g)):
+            run_binary(kop, cnp.PyArray_SIZE(<cnp.ndarray>g), &ko,
+                       cnp.PyArray_DATA(<cnp.ndarray>g))
+            return g
+    if kop >= TG_SIN_GRAD:
+        return fast_binary(kop, g, b)
+    return ew(kop, g, b)
 
 
 def fused_multiply_add(object a, object b, object c, object out):

@@ -161,8 +161,8 @@ cdef object vjp_sub(Record* r, object g):
 cdef object vjp_mul(Record* r, object g):
     a = <object>r.saved[0] if r.saved[0] != NULL else None
     b = <object>r.saved[1] if r.saved[1] != NULL else None
-    return fit_binary_grads(r, ew(TG_MUL, g, b) if r.inp[0] >= 0 else None,
-                            ew(TG_MUL, g, a) if r.inp[1] >= 0 else None)
+    gb = ew(TG_MUL, g, a) if r.inp[1] >= 0 else None
+    return fit_binary_grads(r, ew_g(TG_MUL, g, b) if r.inp[0] >= 0 else None, gb)   # g last
 
 cdef object vjp_div(Record* r, object g):
     a = <object>r.saved[0] if r.saved[0] != NULL else None
@@ -401,17 +401,18 @@ cdef object binary_op(int op, object a, object b):
 cdef object vjp_neg(Record* r, object g):
     return negate(g)
 
+# ew_g: into g itself when the sweep offers it (kernels.pxi).
 cdef object vjp_exp(Record* r, object g):
-    return ew(TG_MUL, g, <object>r.saved[0])            # d exp(x) = exp(x): reuse the output
+    return ew_g(TG_MUL, g, <object>r.saved[0])          # d exp(x) = exp(x): reuse the output
 
 cdef object vjp_log(Record* r, object g):
-    return ew(TG_DIV, g, <object>r.saved[0])
+    return ew_g(TG_DIV, g, <object>r.saved[0])
 
 cdef object vjp_tanh(Record* r, object g):
-    return ew(TG_TANH_GRAD, g, <object>r.saved[0])      # 1 - tanh(x)^2: reuse the output
+    return ew_g(TG_TANH_GRAD, g, <object>r.saved[0])    # 1 - tanh(x)^2: reuse the output
 
 cdef object vjp_relu(Record* r, object g):
-    return ew(TG_RELU_GRAD, g, <object>r.saved[0])      # 0 where relu(x) <= 0 (NaN passes)
+    return ew_g(TG_RELU_GRAD, g, <object>r.saved[0])    # 0 where relu(x) <= 0 (NaN passes)
 
 
 OP_NEG = register_op("NegBackward0", vjp_neg)

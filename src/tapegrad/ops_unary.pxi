@@ -10,7 +10,8 @@
 # Kernels: contiguous float32/float64 arrays run in the C kernels (kernels.c) at every size: the
 # transcendental functions (exp, sin, log1p, sigmoid, erf, ...) and the activations and fused
 # gradients built on them call the vectorised functions of vecmath.c, split over the thread pool
-# for big arrays; sqrt / rsqrt / reciprocal leave big arrays to numpy's wider SIMD loops.  Other
+# for big arrays; sqrt / reciprocal leave big arrays to numpy's wider SIMD loops (rsqrt stays in C:
+# numpy needs two passes and a temporary for it).  Other
 # layouts and dtypes go to numpy (erf and exact gelu: always C, numpy has no erf).
 # ---------------------------------------------------------------------------------------------
 
@@ -20,7 +21,7 @@ cdef extern from *:
     const Py_ssize_t PY_SSIZE_T_MAX
 
 cdef enum:
-    ARITH_C_MAX_SIZE = 4096     # sqrt / rsqrt / reciprocal: numpy's wider SIMD wins beyond this
+    ARITH_C_MAX_SIZE = 4096     # sqrt / reciprocal: numpy's wider SIMD wins beyond this
 
 
 cdef object masked(object mask, object g, tuple shape, object dt):
@@ -113,7 +114,7 @@ cdef inline Record* record1(int op, TensorBase res, TensorBase x) except? NULL:
 
 cdef inline Py_ssize_t c_kernel_max_size(int kop) noexcept:
     """Largest array a unary C kernel is used for (numpy's SIMD loops take over beyond)."""
-    if kop == TG_SQRT or kop == TG_RSQRT or kop == TG_RECIPROCAL:
+    if kop == TG_SQRT or kop == TG_RECIPROCAL:
         return ARITH_C_MAX_SIZE
     return PY_SSIZE_T_MAX
 
@@ -191,27 +192,44 @@ cdef object vjp_abs(Record* r, object g):
 cdef object vjp_sign(Record* r, object g):
     return np.zeros(g.shape, g.dtype)
 
+# The VJPs below compute their formula in one fused C kernel when the layout allows (ew_g: into
+# the upstream gradient itself when the sweep offers it), each rounding as the numpy fallback
+# after it, which is the formula's own order: both give the same bits.
+
 cdef object vjp_log1p(Record* r, object g):
-    return ew(TG_DIV, g, ew(TG_ADD, <object>r.saved[0], 1.0))        # grad / (x + 1)
+    x = <object>r.saved[0]
+    out = ew_g(TG_LOG1P_GRAD, g, x)
+    return out if out is not None else ew(TG_DIV, g, ew(TG_ADD, x, 1.0))   # grad / (x + 1)
 
 cdef object vjp_expm1(Record* r, object g):
-    return ew(TG_MUL, g, ew(TG_ADD, <object>r.saved[0], 1.0))        # grad * (y + 1)
+    y = <object>r.saved[0]
+    out = ew_g(TG_EXPM1_GRAD, g, y)
+    return out if out is not None else ew(TG_MUL, g, ew(TG_ADD, y, 1.0))   # grad * (y + 1)
 
 cdef object vjp_sqrt(Record* r, object g):
-    return ew(TG_DIV, g, ew(TG_MUL, <object>r.saved[0], 2.0))        # grad / (2 y)
+    y = <object>r.saved[0]
+    out = ew_g(TG_SQRT_GRAD, g, y)
+    return out if out is not None else ew(TG_DIV, g, ew(TG_MUL, y, 2.0))   # grad / (2 y)
 
 cdef object vjp_rsqrt(Record* r, object g):
     y = <object>r.saved[0]
+    out = ew_g(TG_RSQRT_GRAD, g, y)
+    if out is not None:
+        return out
     return ew(TG_MUL, ew(TG_MUL, g, -0.5), ew(TG_MUL, ew(TG_MUL, y, y), y))   # -0.5 grad y^3
 
 cdef object vjp_sin(Record* r, object g):
-    return ew(TG_MUL, g, ucall(TG_COS, <object>r.saved[0]))
+    x = <object>r.saved[0]
+    out = ew_g(TG_SIN_GRAD, g, x)
+    return out if out is not None else ew(TG_MUL, g, ucall(TG_COS, x))     # grad * cos(x)
 
 cdef object vjp_cos(Record* r, object g):
-    return ew(TG_MUL, g, negate(ucall(TG_SIN, <object>r.saved[0])))
+    x = <object>r.saved[0]
+    out = ew_g(TG_COS_GRAD, g, x)
+    return out if out is not None else ew(TG_MUL, g, negate(ucall(TG_SIN, x)))   # grad * -sin(x)
 
 cdef object vjp_sigmoid(Record* r, object g):
-    return ew(TG_SIGMOID_GRAD, g, <object>r.saved[0])                # grad * y * (1 - y)
+    return ew_g(TG_SIGMOID_GRAD, g, <object>r.saved[0])              # grad * y * (1 - y)
 
 cdef object vjp_reciprocal(Record* r, object g):
     y = <object>r.saved[0]
@@ -219,6 +237,9 @@ cdef object vjp_reciprocal(Record* r, object g):
 
 cdef object vjp_erf(Record* r, object g):
     x = <object>r.saved[0]
+    out = ew_g(TG_ERF_GRAD, g, x)
+    if out is not None:
+        return out
     e = ucall(TG_EXP, negate(ew(TG_MUL, x, x)))
     return ew(TG_MUL, ew(TG_MUL, g, M_2_SQRTPI), e)                  # grad * 2/sqrt(pi) e^(-x^2)
 
@@ -380,13 +401,14 @@ cdef object vjp_softplus(Record* r, object g):
     return out
 
 cdef object vjp_silu(Record* r, object g):
-    return ew(TG_SILU_GRAD, g, <object>r.saved[0])      # C, or numpy for other layouts
+    return ew_g(TG_SILU_GRAD, g, <object>r.saved[0])    # C, or numpy for other layouts
 
 cdef object vjp_gelu(Record* r, object g):
     x = <object>r.saved[0]
     if r.scalar == 0:
-        return binary_c(TG_GELU_GRAD, g, x)             # erf: C at every size
-    return ew(TG_GELU_TANH_GRAD, g, x)
+        out = ew_g(TG_GELU_GRAD, g, x)
+        return out if out is not None else binary_c(TG_GELU_GRAD, g, x)   # erf: C at every size
+    return ew_g(TG_GELU_TANH_GRAD, g, x)
 
 
 OP_LEAKY_RELU = register_op("LeakyReluBackward0", vjp_leaky_relu)

@@ -96,6 +96,16 @@ cdef inline int accumulate(PyObject** adj, char* owned, Py_ssize_t k, object gk)
     if owned[k] and prev.shape == gk.shape and prev.flags.writeable:
         np.add(prev, gk, out=prev, casting="unsafe")
         return 0
+    # A first contribution that only the table holds (a VJP's fresh result: `prev` adds one
+    # reference) is summed into in place: no new array per accumulation.
+    if (Py_REFCNT(prev) == 2 and cnp.PyArray_CheckExact(prev)
+            and cnp.PyArray_CHKFLAGS(<cnp.ndarray>prev, cnp.NPY_ARRAY_OWNDATA)
+            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>prev) and cnp.PyArray_Check(gk)
+            and cnp.PyArray_TYPE(<cnp.ndarray>prev) == cnp.PyArray_TYPE(<cnp.ndarray>gk)
+            and prev.shape == gk.shape):
+        add_into(prev, gk)
+        owned[k] = 1
+        return 0
     summed = nd(prev + gk)
     Py_INCREF(summed)
     Py_DECREF(prev)     # `prev` (a local) still holds a reference until the function returns
@@ -253,6 +263,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     raise RuntimeError(BACKWARD_TWICE)
                 check_saved_versions(&rec)
                 vjp = OP_VJP[rec.op]
+                if sole_reference(g) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g):
+                    offer_adjoint(g)    # its VJP may write its result into g (kernels.pxi)
                 grads = vjp(&rec, g)
                 if ANOMALY_MODE:
                     anomaly_check_nan(&rec, grads)
@@ -261,6 +273,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     anomaly_reraise(&rec, e)
                 raise
             finally:
+                withdraw_adjoint()
                 for q in range(MAX_SAVED):
                     Py_XDECREF(rec.saved[q])
                 Py_XDECREF(rec.aux)

@@ -215,3 +215,73 @@ int tg_vm_level(void)
         resolve()->name##_f32(x, y, n);                                          \
     }
 TG_VM_KERNELS(TG_VM_PUBLIC)
+
+void tg_vm_gelu_f32(const float *x, float *y, size_t n)
+{
+#if TG_VM_BUILD_AVX2
+    if (resolve() == &table_avx2) {
+        tg_vm_gelu_f32_avx2(x, y, n);
+        return;
+    }
+#endif
+    /* erf's argument staged per chunk (x and y may be the same array). */
+    float t[256];
+    for (size_t i0 = 0; i0 < n; i0 += 256) {
+        size_t m = n - i0 < 256 ? n - i0 : 256;
+        for (size_t k = 0; k < m; k++) t[k] = x[i0 + k] * TG_VM_SQRT1_2F;
+        resolve()->erf_f32(t, t, m);
+        for (size_t k = 0; k < m; k++) y[i0 + k] = 0.5f * x[i0 + k] * (1.0f + t[k]);
+    }
+}
+
+void tg_vm_silu_f32(const float *x, float *y, size_t n)
+{
+#if TG_VM_BUILD_AVX2
+    if (resolve() == &table_avx2) {
+        tg_vm_silu_f32_avx2(x, y, n);
+        return;
+    }
+#endif
+    float t[256];
+    for (size_t i0 = 0; i0 < n; i0 += 256) {
+        size_t m = n - i0 < 256 ? n - i0 : 256;
+        for (size_t k = 0; k < m; k++) t[k] = -x[i0 + k];
+        resolve()->exp_f32(t, t, m);
+        for (size_t k = 0; k < m; k++) y[i0 + k] = x[i0 + k] / (1.0f + t[k]);
+    }
+}
+
+void tg_vm_gelu_grad_f32(const float *g, const float *x, float *out, size_t n)
+{
+#if TG_VM_BUILD_AVX2
+    if (resolve() == &table_avx2) {
+        tg_vm_gelu_grad_f32_avx2(g, x, out, n);
+        return;
+    }
+#endif
+    float t1[256], t2[256];
+    for (size_t i0 = 0; i0 < n; i0 += 256) {
+        size_t m = n - i0 < 256 ? n - i0 : 256;
+        for (size_t k = 0; k < m; k++) {
+            float v = x[i0 + k];
+            t1[k] = v * TG_VM_SQRT1_2F;
+            t2[k] = -0.5f * v * v;
+        }
+        resolve()->erf_f32(t1, t1, m);
+        resolve()->exp_f32(t2, t2, m);
+        for (size_t k = 0; k < m; k++)
+            out[i0 + k] = g[i0 + k] * (0.5f * (1.0f + t1[k])
+                                       + x[i0 + k] * TG_VM_INV_SQRT_2PIF * t2[k]);
+    }
+}
+
+void tg_vm_silu_f64(const double *x, double *y, size_t n)
+{
+#if TG_VM_BUILD_AVX2
+    if (resolve() == &table_avx2) {
+        tg_vm_silu_f64_avx2(x, y, n);
+        return;
+    }
+#endif
+    tg_vm_silu_f64_scalar(x, y, n);
+}

@@ -46,6 +46,16 @@ typedef enum {
 TG_VM_KERNELS(TG_VM_DECLARE)
 #undef TG_VM_DECLARE
 
+/* gelu x = 0.5 x (1 + erf(x / sqrt 2)) for float32, PyTorch's formula in float, with erf the
+ * level's tg_vm_erf_f32 (in registers on the AVX2 level: no staging of erf's argument). */
+void tg_vm_gelu_f32(const float *x, float *y, size_t n);
+/* silu x = x / (1 + e^-x) for float32, each operation rounded in float (exp: tg_vm_exp_f32). */
+void tg_vm_silu_f32(const float *x, float *y, size_t n);
+void tg_vm_silu_f64(const double *x, double *y, size_t n);
+/* gelu's gradient for float32: out = g (0.5 (1 + erf(x / sqrt 2)) + (x / sqrt(2 pi)) e^(-x^2/2)),
+ * PyTorch's formula rounded in float (erf, exp: the level's float32 kernels).  out may be g. */
+void tg_vm_gelu_grad_f32(const float *g, const float *x, float *out, size_t n);
+
 /* The level in use (resolving TAPEGRAD_SIMD on first use). */
 int tg_vm_level(void);
 /* The best level this build and CPU support. */

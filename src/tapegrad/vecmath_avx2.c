@@ -178,7 +178,9 @@ static inline vf sigmoid_f32n(vf x)
     vf y = _mm256_div_ps(num, d);
     vf r = _mm256_rcp_ps(d);  /* 1/d to 2^-12 suffices for the correction step */
     vf res = _mm256_fnmadd_ps(y, dl, _mm256_add_ps(_mm256_fnmadd_ps(y, d, num), numl));
-    return _mm256_fmadd_ps(res, r, y);  /* NaN flows through */
+    /* 0 where e^-x overflows float, as PyTorch's (see VM_SIGMOID_ZERO_F32) */
+    vf zero = vf_lt(x, vf_set(-VM_SIGMOID_ZERO_F32));
+    return _mm256_andnot_ps(zero, _mm256_fmadd_ps(res, r, y));  /* NaN flows through */
 }
 
 /* log of u > 0 plus a small correction `corr` (log1p's c / u), as in log_positive. */
@@ -268,6 +270,49 @@ static inline vf erf_f32n(vf x)
     return vf_select(big, tail, y);
 }
 
+/* gelu (vecmath.h): PyTorch's 0.5 x (1 + erf(x / sqrt 2)), each operation rounded in float. */
+static inline vf gelu_f32n(vf x)
+{
+    vf e = erf_f32n(_mm256_mul_ps(x, vf_set(TG_VM_SQRT1_2F)));
+    return _mm256_mul_ps(_mm256_mul_ps(vf_set(0.5f), x), _mm256_add_ps(vf_set(1.0f), e));
+}
+
+/* silu (vecmath.h): x / (1 + e^-x) in float. */
+static inline vf silu_f32n(vf x)
+{
+    vf e = exp_f32n(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    return _mm256_div_ps(x, _mm256_add_ps(vf_set(1.0f), e));
+}
+
+/* gelu's gradient (vecmath.h) with both functions in registers. */
+static inline vf gelu_grad_f32n(vf g, vf x)
+{
+    vf e1 = erf_f32n(_mm256_mul_ps(x, vf_set(TG_VM_SQRT1_2F)));
+    vf e2 = exp_f32n(_mm256_mul_ps(_mm256_mul_ps(vf_set(-0.5f), x), x));
+    vf cdf = _mm256_mul_ps(vf_set(0.5f), _mm256_add_ps(vf_set(1.0f), e1));
+    vf pdf = _mm256_mul_ps(_mm256_mul_ps(x, vf_set(TG_VM_INV_SQRT_2PIF)), e2);
+    return _mm256_mul_ps(g, _mm256_add_ps(cdf, pdf));
+}
+
+void tg_vm_gelu_grad_f32_avx2(const float *g, const float *x, float *out, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        vf a = gelu_grad_f32n(_mm256_loadu_ps(g + i), _mm256_loadu_ps(x + i));
+        vf b = gelu_grad_f32n(_mm256_loadu_ps(g + i + 8), _mm256_loadu_ps(x + i + 8));
+        _mm256_storeu_ps(out + i, a);
+        _mm256_storeu_ps(out + i + 8, b);
+    }
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, gelu_grad_f32n(_mm256_loadu_ps(g + i), _mm256_loadu_ps(x + i)));
+    if (i < n) {
+        float bg[8] = {0}, bx[8] = {0};
+        for (size_t k = 0; k < n - i; k++) { bg[k] = g[i + k]; bx[k] = x[i + k]; }
+        _mm256_storeu_ps(bg, gelu_grad_f32n(_mm256_loadu_ps(bg), _mm256_loadu_ps(bx)));
+        for (size_t k = 0; k < n - i; k++) out[i + k] = bg[k];
+    }
+}
+
 /* 8 floats at a time (two vectors per iteration), the tail padded into one more vector. */
 #define VF_LOOP(name, core)                                                                    \
     void tg_vm_##name##_f32_avx2(const float *x, float *y, size_t n)                          \
@@ -294,6 +339,8 @@ VF_LOOP(log, log_f32n)
 VF_LOOP(log1p, log1p_f32n)
 VF_LOOP(sigmoid, sigmoid_f32n)
 VF_LOOP(erf, erf_f32n)
+VF_LOOP(gelu, gelu_f32n)
+VF_LOOP(silu, silu_f32n)
 
 /* The other float32 kernels evaluate in double (vecmath_impl.h). */
 #define VM_EXPORT_F32(name)                                                      \

@@ -251,6 +251,11 @@ static inline vd sincos_core(vd x, int which, const double *s, int ns, const dou
     return nan_passthrough(x, y);
 }
 
+/* sigmoid(x) is 0 for x below minus these: where float64's / float32's e^-x overflows (ln of the
+ * largest finite value, rounded down to the dtype), as PyTorch's 1 / (1 + e^-x) gives. */
+#define VM_SIGMOID_ZERO_F64 0x1.62e42fefa39efp+9
+#define VM_SIGMOID_ZERO_F32 0x1.62e42ep+6
+
 /* ---- tanh, sigmoid -------------------------------------------------------------------------
  * tanh|x| = e / (e + 2), e = expm1(2|x|) (no cancellation near 0); tanh 20 rounds to 1 already.
  * sigmoid x = n / (1 + t), t = exp(-|x|) <= 1, n = 1 for x >= 0 and t for x < 0.
@@ -293,7 +298,10 @@ static inline vd sigmoid_core(vd x, const double *p, int np)
     vd y = vd_div(num, d);
     vd r = vd_select(neg, vd_sub(one, y), y);
     vd residual = vd_fnma(y, dl, vd_fnma_exact(y, d, num));
-    return vd_fma(residual, r, y);  /* NaN flows through */
+    /* PyTorch's 1 / (1 + e^-x) is 0 where e^-x overflows: so is ours (for x below it the true
+     * value is subnormal, and exactly PyTorch's special values are the contract). */
+    return vd_select(vd_lt(x, vd_set(-VM_SIGMOID_ZERO_F64)), vd_set(0.0),
+                     vd_fma(residual, r, y));  /* NaN flows through */
 }
 
 /* ---- float32 kernels -------------------------------------------------------------------------
@@ -400,7 +408,8 @@ static inline vd sincos_f32_core(vd x, int which)
 /* sigmoid = 1 / (1 + e^-x): with x clamped to +-200 in exp, e^-x stays finite in double. */
 static inline vd sigmoid_f32_core(vd x)
 {
-    return vd_div(vd_set(1.0), vd_add(vd_set(1.0), exp_f32_core(vd_sub(vd_set(0.0), x))));
+    vd y = vd_div(vd_set(1.0), vd_add(vd_set(1.0), exp_f32_core(vd_sub(vd_set(0.0), x))));
+    return vd_select(vd_lt(x, vd_set(-VM_SIGMOID_ZERO_F32)), vd_set(0.0), y);  /* as float64's */
 }
 
 /* ---- erf ---------------------------------------------------------------------------------
@@ -453,6 +462,11 @@ VM_UNARY(tanh, tanh_core(x, 1, VM_P(exp_p_f64)), tanh_core(x, 0, VM_P(exp_p_f32)
 VM_UNARY(sigmoid, sigmoid_core(x, VM_P(exp_p_f64)), sigmoid_f32_core(x))
 VM_UNARY(erf, erf_core(x, 1), erf_core(x, 0))
 
+/* silu x = x / (1 + e^-x) for float64, e^-x the exp kernel's (vecmath.h: tg_vm_silu_f64); its
+ * float32 loop here is unused (float32 silu: vecmath.c and the AVX2 level's own). */
+VM_UNARY(silu, vd_div(x, vd_add(vd_set(1.0), exp_core(vd_sub(vd_set(0.0), x), VM_P(exp_p_f64)))),
+         vd_div(x, vd_add(vd_set(1.0), exp_f32_core(vd_sub(vd_set(0.0), x)))))
+
 /* Four vectors per iteration (their dependency chains -- a polynomial is one long chain -- overlap
  * in the out-of-order window), then one, then the tail padded into one more vector (same code
  * path, so an element's result does not depend on its position).  The float64 loops are the
@@ -499,3 +513,4 @@ VM_UNARY(erf, erf_core(x, 1), erf_core(x, 0))
         }                                                                                      \
     }
 TG_VM_KERNELS(VM_LOOPS)
+VM_LOOPS(silu)

@@ -34,6 +34,16 @@ TG_VM_KERNELS(TG_VM_DECLARE_SCALAR)
 TG_VM_KERNELS(TG_VM_DECLARE_AVX2)
 #endif
 
+void tg_vm_silu_f64_scalar(const double *x, double *y, size_t n);
+#if TG_VM_BUILD_AVX2
+void tg_vm_silu_f64_avx2(const double *x, double *y, size_t n);
+void tg_vm_gelu_f32_avx2(const float *x, float *y, size_t n);
+void tg_vm_silu_f32_avx2(const float *x, float *y, size_t n);
+void tg_vm_gelu_grad_f32_avx2(const float *g, const float *x, float *out, size_t n);
+#endif
+#define TG_VM_SQRT1_2F 0.70710678118654752440f
+#define TG_VM_INV_SQRT_2PIF 0.39894228040143267794f
+
 /* |x| above this goes through the exact (Payne-Hanek) reduction instead of Cody-Waite's. */
 #define TG_VM_TRIG_HUGE 0x1p24
 
