@@ -719,11 +719,14 @@ def logsumexp(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=
     cdef int ndim = A.ndim
     cdef tuple axes = reduction_axes(dim, ndim, "logsumexp")
     cdef bint kd = bool(keepdim)
+    # float16 is shifted, exponentiated, summed and logged in float32 and rounded once, as
+    # PyTorch's (a float16 sum of 70,000 exp(0) is inf)
+    Aw = A.astype(NP_FLOAT32) if A.dtype == NP_FLOAT16 else A
     with IeeeResults():
-        m = nd(np.maximum.reduce(A, axis=axes, keepdims=True, initial=-np.inf))
+        m = nd(np.maximum.reduce(Aw, axis=axes, keepdims=True, initial=-np.inf))
         m[np.isinf(m)] = 0                              # all -inf (or an inf): no shift
-        outk = nd(np.add(np.log(np.add.reduce(np.exp(np.subtract(A, m)), axis=axes,
-                                              keepdims=True)), m))
+        outk = nd(np.add(np.log(np.add.reduce(np.exp(np.subtract(Aw, m)), axis=axes,
+                                              keepdims=True)), m).astype(A.dtype, copy=False))
     out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)
     r = record_from(OP_LOGSUMEXP, res, (input,))
