@@ -219,3 +219,33 @@ def test_compiled_output_the_backward_does_not_read_may_be_written():
         y.mul_(2)
         y.sum().backward()
         np.testing.assert_allclose(w.grad.numpy(), 2 * x.numpy(), rtol=1e-6)
+
+
+# -- var / std without degrees of freedom (fuzz seed 900012) ----------------------------------------
+
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom is")
+def test_var_gradient_without_degrees_of_freedom():
+    x = tg.tensor([1.0, 2.0, 4.0], requires_grad=True)
+    x.var(dim=0, correction=4).backward(tg.tensor(-2.0))      # n - c = -1: 2 / -1, finite
+    np.testing.assert_allclose(x.grad.numpy(), [-5.333333, -1.333333, 6.666667], rtol=1e-5)
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x.var(correction=3).backward(tg.tensor(-2.0))             # over all elements: sign(g) inf
+    np.testing.assert_array_equal(x.grad.numpy(), [-np.inf, np.nan, -np.inf])
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x.var(dim=0, correction=3).backward(tg.tensor(-2.0))      # dims given: the centred sign
+    np.testing.assert_array_equal(x.grad.numpy(), [np.inf, np.nan, -np.inf])
+
+
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom is")
+def test_var_std_without_degrees_of_freedom_match_torch(torch):
+    for vals in ([1.0, 2.0, 4.0], [[-0.89], [0.1]]):
+        for c in (2, 3, 4):
+            for fn in ("var", "std"):
+                for dim in (None, 0):
+                    grads = []
+                    for lib in (torch, tg):
+                        x = lib.tensor(vals, requires_grad=True)
+                        v = getattr(x, fn)(dim=dim, correction=c)
+                        v.backward(lib.full(tuple(v.shape), -2.0))
+                        grads.append(x.grad.numpy())
+                    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5)
