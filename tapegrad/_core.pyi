@@ -90,6 +90,7 @@ class ReplayPlan:
     reason: Any
     def rebuild(self, outs: Any) -> Any: ...
     saved_ext: Any
+    saved_out: Any
     sources: Any
     structure: Any
 

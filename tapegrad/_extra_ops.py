@@ -381,7 +381,8 @@ def _cumsum_array(arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
     out, acc = _cumulative_dtype(arr, dtype)
     if arr.ndim == 0:
         return arr.astype(out)
-    return np.cumsum(arr.astype(acc, copy=False), axis=axis).astype(out)
+    with np.errstate(over="ignore"):        # a float16 total beyond 65504 is inf, silently
+        return np.cumsum(arr.astype(acc, copy=False), axis=axis).astype(out)
 
 
 @_numpy_dim_names

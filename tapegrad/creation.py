@@ -38,6 +38,10 @@ def _size_args(size) -> tuple:
     """zeros(2, 3), zeros((2, 3)), zeros([2, 3]) and zeros(t.shape) all mean shape (2, 3)."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+    # A one-element integer tensor is an int there, as PyTorch's argument parser takes it
+    # (zeros(torch.tensor(3)) is zeros(3)); float and bool tensors stay refused.
+    size = tuple(int(s._array.reshape(-1)[0]) if isinstance(s, _core.TensorBase)
+                 and s._array.size == 1 and s._array.dtype.kind in "iu" else s for s in size)
     for s in size:
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             raise TypeError(f"size must be a sequence of ints, got {type(s).__name__} in {size!r}")

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from . import _core
+from ._half_precision import narrow_half, widen_half
 from .autograd.function import Function
 from .grad_mode import is_grad_enabled, no_grad
 
@@ -402,6 +403,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(ord, str):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not str")
     ord = float(ord)
+    if x.dtype == _core.float16:
+        (wide,), half = widen_half(x)
+        return narrow_half(vector_norm(wide, ord, dim, keepdim), half)
     dims = _normalize_dims(dim, x.ndim)
     if math.isinf(ord) and x.numel() == 0:
         if dim is None:

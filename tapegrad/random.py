@@ -457,7 +457,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
             raise TypeError(f"normal() received an invalid combination of arguments - got "
                             f"({type(mean).__name__}, {type(std).__name__}, "
                             f"{type(size).__name__}), but expected size as a tuple of ints")
-        if std < 0:
+        if not std >= 0:                # NaN too, as PyTorch
             raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
         dt = _float_dtype(_out_dtype(out, dtype, "normal"), "normal_kernel_cpu")
         shape = _size_args((tuple(size),))
@@ -477,7 +477,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     if st:
         if not bool(np.all(S >= 0)):
             raise RuntimeError("normal expects all elements of std >= 0.0")
-    elif std < 0:
+    elif not std >= 0:                  # NaN too, as PyTorch
         raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
     shape = _broadcast_shapes(M.shape if mt else (), S.shape if st else ())
     dt = np.result_type(M, S) if mt and st else (M.dtype if mt else S.dtype)
@@ -649,7 +649,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill in place with samples from N(mean, std^2)."""
     _check_inplace(self)
     _check_float_input(self, "normal_kernel_cpu")
-    if std < 0:
+    if not std >= 0:                    # NaN too, as PyTorch
         raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
     values = _numpy_rng(generator, "normal_").normal(mean, std, self._array.shape)
     return _fill(self, values, "NormalBackward0")

@@ -367,6 +367,31 @@ _env_holds = _core._env_holds     # (the C call path checks it at every replay)
 
 # -- building a plan from a capture --------------------------------------------------------------
 
+def _saved_outputs(outputs, externals):
+    """Indexes of the outputs whose storage a record of the captured call saved for its backward
+    (exp's and sigmoid's output, ...): eager raises PyTorch's "modified by an inplace operation"
+    when one is written in place before backward, so the replay checks their versions too."""
+    stop = {id(t.grad_fn) for t in externals if t.grad_fn is not None}
+    stack = [t.grad_fn for t in outputs if t.grad_fn is not None]
+    seen, saved = {}, []
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen or id(fn) in stop:
+            continue
+        seen[id(fn)] = fn                   # held, so ids stay unique during the walk
+        read = getattr(fn, "_slot_value", None)     # (Python-level nodes save no arrays here)
+        for j in range(3 if read is not None else 0):   # a record's saved values (MAX_SAVED)
+            try:
+                value = read(j)
+            except RuntimeError:            # freed or overwritten: nothing to protect
+                break
+            if isinstance(value, np.ndarray):
+                saved.append(value)
+        stack.extend(node for node, _ in getattr(fn, "next_functions", ()))
+    return [i for i, t in enumerate(outputs)
+            if any(np.shares_memory(t._array, value) for value in saved)]
+
+
 def _build_plan(capture, flat, result):
     """`flat`: the call's flattened arguments (_core._call_key)."""
     try:
@@ -455,6 +480,8 @@ def _plan_from(capture, flat, result):
             output_slots.append(k)
     plan.guards = [(root_slot[id(t)], kind, value) for t, kind, value in guard_reads]
     plan.saved_ext = saved_ext
+    plan.saved_out = tuple(plan.output_map[i] for i in _saved_outputs(outputs, ext)
+                           if plan.output_map[i] >= 0)
     plan.program = _core.Program(dtype, shapes, grad, len(ext), program_steps,
                                  output_slots, typenums, [slot for slot, _, _ in plan.guards],
                                  _FUSE)

@@ -667,6 +667,27 @@ def g_grad_ops(g):
                     f"{a}.new_zeros({a}.shape)", f"{a}.clone().detach_()"]))
 
 
+HOOKS = ["lambda g: g * 2", "lambda g: None", "lambda g: g.clamp(-1.0, 1.0)",
+         "lambda g: g + 1"]
+
+
+def add_hooks(g, seed):
+    """Now and then, tensor hooks on float variables that require grad (registered after the
+    body: a hook sees every gradient reaching its tensor however late it was registered).  Drawn
+    from a stream of their own, so a seed's body is the same program as without hooks."""
+    r = random.Random(f"hooks {seed}")
+    if r.random() >= 0.2:
+        return
+    cands = g.vars(lambda m: m.float and m.rg)
+    for a in r.sample(cands, min(len(cands), r.randint(1, 2))):
+        g.add(f"{a}.register_hook({r.choice(HOOKS)})", stmt=True)
+
+
+def in_threads(seed):
+    """Whether this seed's program also runs in several threads at once (its own stream)."""
+    return random.Random(f"threads {seed}").random() < 0.15
+
+
 def generate(seed):
     g = Generator(seed)
     r = g.r
@@ -677,6 +698,7 @@ def generate(seed):
     weights = [w for _, w in OPS]
     for _ in range(n):
         r.choices(fns, weights)[0](g)
+    add_hooks(g, seed)
     mode = r.choices(["backward", "grad2", "compile", "plain"], [6, 2, 2, 0.5])[0]
     # the loss terms: float outputs that require grad, decided from torch's run
     loss_vars = [k for k, m in g.meta.items() if m.float and m.rg and not m.leaf]
@@ -981,9 +1003,42 @@ def check_program(prog):
             with torch.autograd.graph.allow_mutation_on_saved_tensors():
                 t_run = execute(torch, prog)
         findings = compare_runs(prog, t_run, g_run)
-        if prog.mode == "compile" and not findings:
+        if (prog.mode == "compile" and not findings
+                and not any("register_hook" in st.code for st in prog.steps)):
+            # (a hook registered inside a compiled function is not run by its replays: an open
+            # silent difference of tapegrad.compile, reported; not fuzzed until fixed)
             findings += compile_check(prog, t_run)
+        if not findings and prog.mode != "compile" and in_threads(prog.seed):
+            findings += threads_check(prog, t_run)
     return findings
+
+
+def threads_check(prog, t_run, n_threads=3):
+    """The program run by several threads at once, each on its own leaves, recording, sweeping
+    and dropping graphs on the one shared tape: each thread's run must be torch's."""
+    import threading
+    import tapegrad
+    runs = [None] * n_threads
+    barrier = threading.Barrier(n_threads)
+
+    def work(i):
+        barrier.wait()
+        try:
+            runs[i] = execute(tapegrad, prog, live=t_run.live)
+        except Exception as e:  # noqa: BLE001 - a crash of the run itself is a finding
+            runs[i] = e
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for i, run in enumerate(runs):
+        if run is None or isinstance(run, Exception):
+            return [("threads", f"thread {i}: {'hung' if run is None else repr(run)[:200]}")]
+        found = compare_runs(prog, t_run, run)
+        if found:
+            return [("threads", f"thread {i}: [{c}] {m}") for c, m in found]
+    return []
 
 
 def check_seed(seed, show_known=False):

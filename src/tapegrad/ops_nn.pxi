@@ -187,12 +187,20 @@ cdef object nn_softmax_grad_rows_c(object G, object Y, bint log):
     return out
 
 
+cdef object NN_FLOAT16 = np.dtype(np.float16)
+
+
 cdef object nn_softmax_grad_value(object g, object y, object axis, bint log):
     """The VJP of (log_)softmax along `axis`: g the adjoint (y's dtype), y the saved output.  The
     graph VJP (create_graph) takes its values from here too, so both agree to the bit."""
     out = nn_softmax_grad_rows_c(g, y, log) if axis == y.ndim - 1 else None
     if out is not None:
         return out
+    if y.dtype == NN_FLOAT16 and g.dtype == NN_FLOAT16:
+        # half is computed in float and rounded once, as PyTorch's (a float16 sum of thousands
+        # of adjoints loses their digits)
+        return nn_softmax_grad_value(g.astype(NP_FLOAT32), y.astype(NP_FLOAT32), axis,
+                                     log).astype(NN_FLOAT16)
     if log:
         return g - np.exp(y) * np.add.reduce(g, axis=axis, keepdims=True)
     gy = g * y
@@ -1196,6 +1204,8 @@ def dropout(TensorBase input, p=0.5, training=True, inplace=False):
     p = float(p)
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p != p:      # NaN passes PyTorch's Python check; its kernel's (even in eval) raises
+        raise RuntimeError("dropout probability has to be between 0 and 1, but got nan")
     A = input._array
     if p == 0.0 or not training or A.size == 0:
         return input

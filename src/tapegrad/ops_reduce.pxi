@@ -607,6 +607,10 @@ cdef object vjp_var(Record* r, object g):
     gk = unreduce(g, aux)
     cdef double dof = r.scalar
     cdef double two_over = 2.0 / dof               # inf when dof == 0 (C division), as PyTorch
+    if dof == 0 and aux[3]:
+        # PyTorch, over all elements without degrees of freedom: every element's gradient is
+        # inf with the upstream gradient's sign (NaN where the element equals the mean)
+        centered = np.abs(centered)
     if r.op == OP_STD:
         stdk = <object>r.saved[1]
         # d std = d var / (2 std), defined as 0 where std == 0 (PyTorch's masked_fill)
@@ -646,6 +650,9 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
     cdef bint kd = bool(keepdim)
     cdef double n = reduced_count(A.shape, axes)
     cdef double dof = n - c
+    # PyTorch's backward divides by the unclamped n - c when dims are given (a finite gradient
+    # for a negative one) and by the clamped 0 over all elements (see vjp_var)
+    cdef double backward_dof = dof if dim is not None else max(dof, 0.0)
     if dof <= 0:
         dof = 0
         _warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
@@ -672,7 +679,7 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
         if is_std:
             keep_saved(r, 1, outk, res)
         keep(&r.aux, (A.shape, axes, kd, dim is None))
-        r.scalar = dof
+        r.scalar = backward_dof
     return res
 
 
@@ -719,11 +726,14 @@ def logsumexp(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=
     cdef int ndim = A.ndim
     cdef tuple axes = reduction_axes(dim, ndim, "logsumexp")
     cdef bint kd = bool(keepdim)
+    # float16 is shifted, exponentiated, summed and logged in float32 and rounded once, as
+    # PyTorch's (a float16 sum of 70,000 exp(0) is inf)
+    Aw = A.astype(NP_FLOAT32) if A.dtype == NP_FLOAT16 else A
     with IeeeResults():
-        m = nd(np.maximum.reduce(A, axis=axes, keepdims=True, initial=-np.inf))
+        m = nd(np.maximum.reduce(Aw, axis=axes, keepdims=True, initial=-np.inf))
         m[np.isinf(m)] = 0                              # all -inf (or an inf): no shift
-        outk = nd(np.add(np.log(np.add.reduce(np.exp(np.subtract(A, m)), axis=axes,
-                                              keepdims=True)), m))
+        outk = nd(np.add(np.log(np.add.reduce(np.exp(np.subtract(Aw, m)), axis=axes,
+                                              keepdims=True)), m).astype(A.dtype, copy=False))
     out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)
     r = record_from(OP_LOGSUMEXP, res, (input,))

@@ -166,9 +166,15 @@ cdef object kernel_numpy(int kop, object A):
     raise AssertionError(f"kernel_numpy: unknown kernel {kop}")
 
 
+cdef object UNARY_FLOAT16 = np.dtype(np.float16)
+
+
 cdef object ucall(int kop, object A):
     """Unary kernel `kop` of float array A: C when small enough (and contiguous float32/64),
-    numpy otherwise.  VJPs call it as is (the sweep owns the errstate)."""
+    numpy otherwise.  VJPs call it as is (the sweep owns the errstate).  float16 is computed in
+    float32 and rounded once, as PyTorch's (a float16 exp(17) is inf: sigmoid(-17) would be 0)."""
+    if A.dtype == UNARY_FLOAT16:
+        return nd(ucall(kop, A.astype(NP_FLOAT32)).astype(UNARY_FLOAT16))
     if cnp.PyArray_SIZE(A) <= c_kernel_max_size(kop):
         r = fast_unary(kop, A)
         if r is not None:
@@ -178,6 +184,8 @@ cdef object ucall(int kop, object A):
 
 cdef object ucall_forward(int kop, object A):
     """ucall for forward ops: numpy's fallback under errstate (IEEE results, no warnings)."""
+    if A.dtype == UNARY_FLOAT16:                        # computed in float32 (see ucall)
+        return nd(ucall_forward(kop, A.astype(NP_FLOAT32)).astype(UNARY_FLOAT16))
     if cnp.PyArray_SIZE(A) <= c_kernel_max_size(kop):
         r = fast_unary(kop, A)
         if r is not None:
@@ -393,6 +401,13 @@ cdef object vjp_softplus(Record* r, object g):
     out = fast_param(TG_SOFTPLUS_GRAD, g, x, beta, threshold)
     if out is not None:
         return out
+    if x.dtype == UNARY_FLOAT16:                        # in float32 (see softplus)
+        return nd(vjp_softplus_value(g.astype(NP_FLOAT32), x.astype(NP_FLOAT32), beta,
+                                     threshold).astype(g.dtype))
+    return vjp_softplus_value(g, x, beta, threshold)
+
+
+cdef object vjp_softplus_value(object g, object x, double beta, double threshold):
     z = x * beta
     e = np.exp(z)
     # PyTorch: z > threshold ? grad : grad * e / (e + 1)  (e may overflow where z > threshold)
@@ -401,10 +416,17 @@ cdef object vjp_softplus(Record* r, object g):
     return out
 
 cdef object vjp_silu(Record* r, object g):
-    return ew_g(TG_SILU_GRAD, g, <object>r.saved[0])    # C, or numpy for other layouts
+    x = <object>r.saved[0]
+    if x.dtype == UNARY_FLOAT16:        # in float32, rounded once (see ucall)
+        return nd(ew(TG_SILU_GRAD, g.astype(NP_FLOAT32), x.astype(NP_FLOAT32)).astype(g.dtype))
+    return ew_g(TG_SILU_GRAD, g, x)                     # C, or numpy for other layouts
 
 cdef object vjp_gelu(Record* r, object g):
     x = <object>r.saved[0]
+    if x.dtype == UNARY_FLOAT16:        # in float32, rounded once (see ucall)
+        g, x = g.astype(NP_FLOAT32), x.astype(NP_FLOAT32)
+        return nd((binary_c(TG_GELU_GRAD, g, x) if r.scalar == 0 else
+                   ew(TG_GELU_TANH_GRAD, g, x)).astype(UNARY_FLOAT16))
     if r.scalar == 0:
         out = ew_g(TG_GELU_GRAD, g, x)
         return out if out is not None else binary_c(TG_GELU_GRAD, g, x)   # erf: C at every size
@@ -473,9 +495,11 @@ def softplus(TensorBase input, beta=1.0, threshold=20.0):
     cdef double b = beta, t = threshold
     out = fast_param(TG_SOFTPLUS, A, None, b, t)
     if out is None:
+        # float16 in float32, rounded once, as PyTorch's (a float16 exp(11.1) is inf)
+        W = A.astype(NP_FLOAT32) if A.dtype == UNARY_FLOAT16 else A
         with IeeeResults():
-            z = A * b
-            out = nd(np.where(z > t, A, np.log1p(np.exp(z)) / b)).astype(A.dtype, copy=False)
+            z = W * b
+            out = nd(np.where(z > t, W, np.log1p(np.exp(z)) / b)).astype(A.dtype, copy=False)
     cdef TensorBase res = wrap(out)
     r = record1(OP_SOFTPLUS, res, input)
     if r != NULL:

@@ -964,6 +964,9 @@ cdef class Program:
         node.n_out = len(outs)
         node.versions = [(version_of(<TensorBase>tensors[k]),
                           version_of(<TensorBase>tensors[k]).value) for k in plan.saved_ext]
+        for k in plan.saved_out:        # an in-place write to one raises at backward, as eager
+            node.versions.append((version_of(<TensorBase>results[k]),
+                                  version_of(<TensorBase>results[k]).value))
         node.inputs = tuple(tensors)
         cdef Rerun rerun
         if self.rerun_kind != RERUN_NONE:
@@ -1458,6 +1461,7 @@ cdef class ReplayPlan:
     cdef public list guards             # (slot, kind, value) of the values Python read
     cdef public list output_map         # fn's tensor outputs: Program output j, or ~external
     cdef public list saved_ext          # externals whose values the backward reads
+    cdef public tuple saved_out         # Program outputs whose values the backward reads
     cdef public object structure        # how to rebuild fn's return value (None: one tensor)
     cdef public tuple env               # (namespace, name, value) the capture read by name
 
@@ -1469,6 +1473,7 @@ cdef class ReplayPlan:
         self.guards = []
         self.output_map = []
         self.saved_ext = []
+        self.saved_out = ()
         self.structure = None
         self.env = ()
 

@@ -414,6 +414,14 @@ cdef class TensorBase:
     def detach_(self):
         """Cut this tensor from the graph in place: it becomes a leaf that does not require grad."""
         cdef Py_ssize_t i = self._node
+        if self._base is not None:
+            # PyTorch refuses: the view would stay tied to its base's storage and version
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
         if i >= 0:
             self._node = -1
             if TAPE.recs[i].out == <PyObject*>self:

@@ -6,6 +6,8 @@ the running statistics are updated in place here, outside the graph.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _core
 
 
@@ -42,9 +44,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 def _update_running(running_mean, running_var, mean, var, count, momentum):
     batch_mean = mean
     unbiased = var * (count / (count - 1))
-    if running_mean is not None:
-        rm = running_mean._array
-        rm[...] = (1 - momentum) * rm + momentum * batch_mean.astype(rm.dtype)
-    if running_var is not None:
-        rv = running_var._array
-        rv[...] = (1 - momentum) * rv + momentum * unbiased.astype(rv.dtype)
+    # The blend runs in the statistics' (wider) dtype and is rounded once into the buffer, as
+    # PyTorch's: a float16 buffer takes momentum * 1e5 without overflowing (to inf, silently).
+    with np.errstate(over="ignore", invalid="ignore"):
+        for running, stat in ((running_mean, batch_mean), (running_var, unbiased)):
+            if running is not None:
+                buf = running._array
+                wide = np.float32 if buf.dtype == np.float16 else buf.dtype
+                buf[...] = ((1 - momentum) * buf.astype(wide) + momentum * stat.astype(wide)
+                            ).astype(buf.dtype)

@@ -7,6 +7,7 @@ import math
 import warnings
 
 from .. import _core  # noqa: F401  (keeps import order with functional.py)
+from .._half_precision import narrow_half, widen_half
 from ..tensor import Tensor
 import tapegrad as _tg
 
@@ -186,8 +187,9 @@ def glu(input, dim: int = -1):
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
     """input / max(||input||_p along dim, eps)."""
-    denom = _tg.clamp(input.norm(p, dim, keepdim=True), min=eps).expand_as(input)
-    result = input / denom
+    (wide,), half = widen_half(input)
+    denom = _tg.clamp(wide.norm(p, dim, keepdim=True), min=eps).expand_as(wide)
+    result = narrow_half(wide / denom, half)
     if out is not None:
         out.copy_(result)
         return out
@@ -204,6 +206,8 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
     negative saturation value and the result is re-affined (a * x + b)."""
     if p < 0 or p > 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p != p:      # NaN passes PyTorch's Python check; its kernel's (even in eval) raises
+        raise RuntimeError("dropout probability has to be between 0 and 1, but got nan")
     if not training or p == 0:
         return input
     if p == 1:

@@ -10,6 +10,7 @@ import numpy as np
 
 import tapegrad as _tg
 
+from .._half_precision import narrow_half, widen_half
 from ._extra_activations import logsigmoid
 
 _KL_MEAN_WARNING = (
@@ -77,10 +78,10 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     except ValueError:
         raise RuntimeError(f"The size of tensor a ({tuple(x1.shape)}) must match the size of "
                            f"tensor b ({tuple(x2.shape)})") from None
-    x1, x2 = x1.expand(shape), x2.expand(shape)
+    (x1, x2), half = widen_half(x1.expand(shape), x2.expand(shape))
     n1 = _tg.clamp(x1.norm(2, dim, keepdim=True), min=eps)
     n2 = _tg.clamp(x2.norm(2, dim, keepdim=True), min=eps)
-    return ((x1 / n1) * (x2 / n2)).sum(dim)
+    return narrow_half(((x1 / n1) * (x2 / n2)).sum(dim), half)
 
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):

@@ -7,6 +7,7 @@ graph, as batch_norm's are.
 from __future__ import annotations
 
 from .. import _core
+from .._half_precision import narrow_half, widen_half
 from ..grad_mode import no_grad
 from ._batch_norm import batch_norm
 
@@ -58,7 +59,8 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
     if input.numel() == 0:
         return _affine(input * 1, weight, bias)
-    return _affine(_normalise_groups(input, num_groups, eps), weight, bias)
+    (input, weight, bias), half = widen_half(input, weight, bias)
+    return narrow_half(_affine(_normalise_groups(input, num_groups, eps), weight, bias), half)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
@@ -81,9 +83,11 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
     if running_mean is not None or running_var is not None:
         _update_running(input, running_mean, running_var, momentum, spatial)
-    return _affine(_normalise_groups(input.reshape((1, -1) + tuple(input.shape[2:])),
-                                     input.shape[0] * channels, eps).reshape(input.shape),
-                   weight, bias)
+    # PyTorch's instance_norm is batch_norm over the (1, N * C, *spatial) regrouping: the one
+    # record (NativeBatchNormBackward0) with its numerics (float16 statistics rounded as its)
+    grouped = input.reshape((1, -1) + tuple(input.shape[2:]))
+    out = batch_norm(grouped, None, None, None, None, True, 0.0, eps).reshape(input.shape)
+    return _affine(out, weight, bias)
 
 
 def _update_running(input, running_mean, running_var, momentum, spatial) -> None:

@@ -213,6 +213,8 @@ def _channel_dropout(input, p, training, inplace, batched_dim):
     _check_tensor(input)
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p != p:      # NaN passes PyTorch's Python check; its kernel's (even in eval) raises
+        raise RuntimeError("dropout probability has to be between 0 and 1, but got nan")
     if not training or p == 0.0:
         return input
     # Mask one value per (sample, channel), broadcast over the feature map; unbatched input

@@ -605,7 +605,13 @@ class Module:
             if key not in state_dict:
                 continue
             src = state_dict[key]
-            src_arr = src._array if isinstance(src, _core.TensorBase) else np.asarray(src)
+            if not isinstance(src, (_core.TensorBase, np.ndarray)):
+                # PyTorch copies only tensors (a list or a number would be a silent guess of
+                # dtype; numpy arrays stay accepted, a documented convenience)
+                errors.append(f'While copying the parameter named "{key}", expected torch.Tensor '
+                              f"or Tensor-like object from checkpoint but received {type(src)}")
+                continue
+            src_arr = src._array if isinstance(src, _core.TensorBase) else src
             if src_arr.shape != target._array.shape:
                 errors.append(f"size mismatch for {key}: copying a param with shape "
                               f"torch.Size({list(src_arr.shape)}) from checkpoint, the shape in "

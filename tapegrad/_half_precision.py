@@ -1,0 +1,33 @@
+"""float16 composites computed in float32, as PyTorch's CPU kernels compute half precision.
+
+PyTorch accumulates float16 in float32 (its "opmath" type) and rounds the result once.  A
+composite of float16 ops would round every intermediate instead: squares of values beyond 256
+overflow (a norm of [300] is inf), and cancellations in normalisation gradients lose every
+digit.  The composites that square or normalise widen their float16 operands to float32 here
+and narrow the result back, so values and gradients are PyTorch's to rounding.
+"""
+from __future__ import annotations
+
+from . import _core
+
+
+def widen_half(*tensors):
+    """The tensors with each float16 one cast to float32 (a recorded, differentiable cast; None
+    passes through), and whether all of them were float16 (so the result narrows back; a mix
+    with float32 or float64 keeps its promotion)."""
+    widened, all_half = [], True
+    for t in tensors:
+        if t is not None:
+            if t.dtype == _core.float16:
+                t = t.to(_core.float32)
+            else:
+                all_half = False
+        widened.append(t)
+    return widened, all_half
+
+
+def narrow_half(result, was_half):
+    """result cast back to float16 when all its operands were float16 and widened."""
+    if was_half and result.dtype == _core.float32:
+        return result.to(_core.float16)
+    return result
