@@ -735,3 +735,32 @@ def test_signature_tells_aliased_arguments_apart_beyond_sixteen_tensors():
         for x, w in zip(distinct, want):
             assert same(x.grad if x.grad is not None else tg.zeros(3), w)
     assert f.stats["captures"] == 2 and f.stats["replays"] == 2
+
+
+def test_a_hook_registered_inside_the_call_runs_at_every_call():
+    # Found by the fuzzer: replays skipped a hook the compiled function registers on a tensor it
+    # makes, so the second call's gradient silently lacked the hook's effect.
+    def f(x):
+        y = x * 3.0
+        y.register_hook(lambda g: g * 2.0)
+        return (y * y).sum()
+
+    cf = tg.compile(f)
+    for step in range(3):
+        x = tg.tensor([1.0, -2.0, 0.5], dtype=tg.float64, requires_grad=True)
+        cf(x).backward()
+        # d/dx sum((3x)^2) = 18x, doubled by the hook on y
+        np.testing.assert_allclose(x.grad.numpy(), 36.0 * x.detach().numpy())
+    assert "register_hook" in cf.explain()
+
+
+def test_a_hook_on_a_leaf_registered_outside_runs_on_replays():
+    seen = []
+    w = tg.tensor([1.0, 2.0], dtype=tg.float64, requires_grad=True)
+    w.register_hook(lambda g: seen.append(g.clone()) or g * 10.0)
+    cf = tg.compile(lambda x: (x * w).sum())
+    for step in range(3):
+        w.grad = None
+        cf(tg.tensor([3.0, 4.0], dtype=tg.float64)).backward()
+        np.testing.assert_allclose(w.grad.numpy(), [30.0, 40.0])
+    assert len(seen) == 3

@@ -104,6 +104,9 @@ def register_hook(TensorBase self, hook):
     fresh(self)
     if not self._requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    # A replay runs its recorded steps, not the Python that registered the hook: a compiled call
+    # that registers one must run eagerly every time, or its replays would skip the hook silently.
+    capture_unsupported("it registers a gradient hook (register_hook) inside the call")
     cdef Py_ssize_t i = node_for_input(self)     # a leaf's hooks live on its LEAF record
     return add_hook(extra_of(i).hooks, hook)
 
@@ -115,6 +118,8 @@ def register_post_accumulate_grad_hook(TensorBase self, hook):
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if not is_leaf_c(self):
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    capture_unsupported("it registers a gradient hook (register_post_accumulate_grad_hook) "
+                        "inside the call")
     cdef Py_ssize_t i = node_for_input(self)
     return add_hook(extra_of(i).post_hooks, hook)
 
