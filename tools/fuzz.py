@@ -779,6 +779,10 @@ def execute(L, prog, live=None):
         for k in ("G", "G2"):
             if k in ns:
                 res.grads[k] = snap(ns[k])
+    # A hook's lambda has this namespace as its globals, and the namespace holds the hooked
+    # tensor: a cycle through the tape (tensor -> record -> hook) that the garbage collector
+    # cannot see.  Clearing the namespace breaks it, so a fuzz run keeps the tape flat.
+    ns.clear()
     return res
 
 
