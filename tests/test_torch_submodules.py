@@ -1,0 +1,90 @@
+"""Drop-in submodules scripts import from torch: testing.assert_close / make_tensor,
+utils.checkpoint, jit, profiler, hub (issue 15).  Each is compared with torch when it is
+importable and checked against literal values without it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad.testing import assert_close, make_tensor
+
+
+def _message(fn):
+    with pytest.raises(Exception) as info:
+        fn()
+    return type(info.value), str(info.value)
+
+
+# ---------------------------------------------------------------------------- testing.assert_close
+def test_assert_close_report_literal():
+    kind, text = _message(lambda: assert_close(tg.tensor([1., 2., 3.]), tg.tensor([1., 2.5, 3.])))
+    assert kind is AssertionError
+    assert text == ("Tensor-likes are not close!\n\nMismatched elements: 1 / 3 (33.3%)\n"
+                    "Greatest absolute difference: 0.5 at index (1,) (up to 1e-05 allowed)\n"
+                    "Greatest relative difference: 0.20000000298023224 at index (1,) "
+                    "(up to 1.3e-06 allowed)")
+    assert_close(tg.tensor([1., 2.]), tg.tensor([1., 2. + 1e-6]))      # within float32 defaults
+    assert_close(tg.tensor([float("nan")]), tg.tensor([float("nan")]), equal_nan=True)
+    with pytest.raises(ValueError, match="Both 'rtol' and 'atol'"):
+        assert_close(tg.tensor([1.]), tg.tensor([1.]), rtol=1e-3)
+    with pytest.raises(AssertionError, match="^custom$"):
+        assert_close(tg.tensor([1.]), tg.tensor([2.]), msg="custom")
+
+
+_CASES = [
+    (lambda m: m.tensor([[1., 2.], [3., 4.]]), lambda m: m.tensor([[1., 2.5], [3., 5.]]), {}),
+    (lambda m: m.tensor([1., 2., 3.]), lambda m: m.tensor([1., 2., 3.], dtype=m.float64), {}),
+    (lambda m: m.tensor([1., 2., 3.]), lambda m: m.tensor([1., 2.]), {}),
+    (lambda m: m.tensor([1, 2, 3]), lambda m: m.tensor([1, 4, 3]), {}),
+    (lambda m: m.tensor([True, False]), lambda m: m.tensor([True, True]), {}),
+    (lambda m: m.tensor([0., 1.]), lambda m: m.tensor([0., 2.]), {}),
+    (lambda m: m.tensor([1., 1.]), lambda m: m.tensor([0., 2.]), {}),
+    (lambda m: m.tensor([float("nan")]), lambda m: m.tensor([float("nan")]), {}),
+    (lambda m: m.tensor([1., 2.]), lambda m: m.tensor([1., 2.1]), dict(atol=0.01, rtol=0)),
+    (lambda m: m.tensor([1., 2.], dtype=m.float16), lambda m: m.tensor([1., 2.1], dtype=m.float16), {}),
+    (lambda m: m.tensor([1., 2.]), lambda m: m.tensor([1, 2]), dict(check_dtype=False)),
+    (lambda m: m.tensor(1.), lambda m: m.tensor(2.), {}),
+    (lambda m: m.tensor(1.), lambda m: 1.0, {}),
+    (lambda m: 1.0, lambda m: 1.1, {}),
+    (lambda m: 1, lambda m: 2, {}),
+    (lambda m: 1.0, lambda m: 1, {}),
+    (lambda m: [m.tensor(1.), m.tensor(2.)], lambda m: (m.tensor(1.), m.tensor(3.)), {}),
+    (lambda m: {"a": m.tensor(1.)}, lambda m: {"a": m.tensor(2.)}, {}),
+    (lambda m: {"a": m.tensor(1.)}, lambda m: {"b": m.tensor(1.)}, {}),
+    (lambda m: [1, 2], lambda m: [1, 2, 3], {}),
+    (lambda m: m.zeros(2, 3, 4), lambda m: m.arange(24.).reshape(2, 3, 4) * 1e-3, {}),
+    (lambda m: m.ones(2, 2), lambda m: m.ones(2, 2).t(), dict(check_stride=True)),
+]
+
+
+@pytest.mark.parametrize("make_actual, make_expected, options", _CASES)
+def test_assert_close_matches_torch(torch, make_actual, make_expected, options):
+    def outcome(module):
+        try:
+            module.testing.assert_close(make_actual(module), make_expected(module), **options)
+            return None
+        except Exception as error:  # noqa: BLE001 - the type is part of what is compared
+            return type(error), str(error).replace("tapegrad.Tensor", "torch.Tensor")
+    assert outcome(tg) == outcome(torch)
+
+
+def test_make_tensor_ranges_and_errors(torch):
+    x = make_tensor(3, 4, dtype=tg.float32, device="cpu", low=5, high=6)
+    assert x.shape == (3, 4) and x.dtype == tg.float32
+    assert ((x >= 5) & (x < 6)).all()
+    ints = make_tensor((50,), dtype=tg.int64, device="cpu", exclude_zero=True)
+    assert ints.dtype == tg.int64 and (ints != 0).all() and (ints >= -9).all() and (ints < 10).all()
+    assert (make_tensor((20,), dtype=tg.uint8, device="cpu") >= 0).all()
+    grad = make_tensor(2, 3, dtype=tg.float64, device="cpu", requires_grad=True, noncontiguous=True)
+    assert grad.requires_grad and grad.is_leaf and not grad.is_contiguous()
+    for kwargs in (dict(low=7, high=6), dict(low=float("nan"), high=6)):
+        messages = []
+        for module in (tg, torch):
+            with pytest.raises(ValueError) as info:
+                module.testing.make_tensor(2, dtype=module.float32, device="cpu", **kwargs)
+            messages.append(str(info.value))
+        assert messages[0] == messages[1]
+    for module in (tg, torch):
+        with pytest.raises(ValueError, match="requires_grad=True. is not supported"):
+            module.testing.make_tensor(2, dtype=module.int32, device="cpu", requires_grad=True)
