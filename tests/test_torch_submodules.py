@@ -88,3 +88,64 @@ def test_make_tensor_ranges_and_errors(torch):
     for module in (tg, torch):
         with pytest.raises(ValueError, match="requires_grad=True. is not supported"):
             module.testing.make_tensor(2, dtype=module.int32, device="cpu", requires_grad=True)
+
+
+# ---------------------------------------------------------------------------- utils.checkpoint
+def _dropout_net(module):
+    module.manual_seed(0)
+    return module.nn.Sequential(module.nn.Linear(4, 8), module.nn.Tanh(), module.nn.Dropout(0.5),
+                                module.nn.Linear(8, 3))
+
+
+def _grads(module, net, x, run):
+    module.manual_seed(1)
+    out = run(net, x)
+    out.pow(2).sum().backward()
+    grads = [p.grad.clone() for p in net.parameters()] + [x.grad.clone()]
+    net.zero_grad()
+    x.grad = None
+    return out.detach(), grads
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_gradients_equal_plain_backward_with_dropout(use_reentrant):
+    from tapegrad.utils.checkpoint import checkpoint, checkpoint_sequential
+    net = _dropout_net(tg)
+    x = tg.randn(5, 4, requires_grad=True)
+    plain_out, plain = _grads(tg, net, x, lambda n, v: n(v))
+    for run in (lambda n, v: checkpoint(n, v, use_reentrant=use_reentrant),
+                lambda n, v: checkpoint_sequential(n, 2, v, use_reentrant=use_reentrant)):
+        out, grads = _grads(tg, net, x, run)
+        assert_close(out, plain_out)
+        assert_close(grads, plain)          # same dropout mask in the recomputation
+
+
+def test_checkpoint_warnings_and_errors_match_torch(torch):
+    for module in (tg, torch):
+        from_module = module.utils.checkpoint
+        x = module.randn(3, requires_grad=True)
+        with pytest.warns(UserWarning, match="use_reentrant parameter should be passed explicitly"):
+            y = from_module.checkpoint(module.sin, x)
+        y.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), np.cos(x.detach().numpy()), rtol=1e-6)
+        with pytest.warns(UserWarning, match="None of the inputs have requires_grad=True"):
+            out = from_module.checkpoint(module.sin, module.randn(3), use_reentrant=True)
+        assert not out.requires_grad
+        with pytest.raises(ValueError, match="Unexpected keyword arguments: foo"):
+            from_module.checkpoint(module.sin, x, use_reentrant=True, foo=1)
+        with pytest.warns(UserWarning, match="checkpoint_sequential: the use_reentrant parameter"):
+            from_module.checkpoint_sequential([module.nn.Linear(2, 2)], 1, module.randn(1, 2))
+
+
+def test_checkpoint_non_reentrant_module_params_get_grads_like_torch(torch):
+    results = []
+    for module in (tg, torch):
+        module.manual_seed(0)
+        net = module.nn.Linear(3, 2)
+        with module.no_grad():
+            net.weight.copy_(module.tensor([[1., 2., 3.], [-1., 0.5, 2.]]))
+            net.bias.fill_(0.5)
+        x = module.tensor([[0.1, 0.2, 0.3]])
+        module.utils.checkpoint.checkpoint(net, x, use_reentrant=False).tanh().sum().backward()
+        results.append(net.weight.grad.numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
