@@ -32,6 +32,7 @@ from tapegrad import distributed as distributed
 from tapegrad import distributions as distributions
 from tapegrad import examples as examples
 from tapegrad import grad_mode as grad_mode
+from tapegrad import jit as jit
 from tapegrad import linalg as linalg
 from tapegrad import multiprocessing as multiprocessing
 from tapegrad import nn as nn
@@ -325,6 +326,7 @@ __all__ = [
     'isnan',
     'isneginf',
     'isposinf',
+    'jit',
     'kron',
     'kthvalue',
     'layer_norm',

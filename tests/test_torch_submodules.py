@@ -149,3 +149,75 @@ def test_checkpoint_non_reentrant_module_params_get_grads_like_torch(torch):
         module.utils.checkpoint.checkpoint(net, x, use_reentrant=False).tanh().sum().backward()
         results.append(net.weight.grad.numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------- jit
+class _Net(tg.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = tg.nn.Linear(3, 2)
+        self.drop = tg.nn.Dropout(0.5)
+
+    @tg.jit.ignore
+    def helper(self, x):
+        return x * 2
+
+    @tg.jit.export
+    def forward(self, x):
+        return self.helper(self.drop(self.fc(x)))
+
+
+def test_jit_script_and_trace_run_the_same_module(tmp_path):
+    net = _Net()
+    x = tg.randn(4, 3)
+    scripted = tg.jit.script(net)
+    traced = tg.jit.trace(net, x)
+    for wrapped, name in ((scripted, "RecursiveScriptModule"), (traced, "TopLevelTracedModule")):
+        assert type(wrapped).__name__ == name
+        assert isinstance(wrapped, tg.jit.ScriptModule) and isinstance(wrapped, tg.nn.Module)
+        assert not isinstance(wrapped, _Net)                  # as in torch
+        assert wrapped.fc.weight is net.fc.weight
+        assert list(wrapped.state_dict()) == ["fc.weight", "fc.bias"]
+        wrapped.eval()
+        assert_close(wrapped(x), net.eval()(x))
+        with pytest.raises(NotImplementedError, match="no TorchScript IR"):
+            wrapped.graph
+        with pytest.raises(NotImplementedError, match="no TorchScript IR"):
+            wrapped.code
+    net.fc.weight.grad = None
+    scripted(x).sum().backward()
+    assert net.fc.weight.grad is not None                   # shared parameters get the gradient
+    path = tmp_path / "net.pt"
+    tg.jit.save(scripted, path)
+    loaded = tg.jit.load(path)
+    assert type(loaded).__name__ == "RecursiveScriptModule"
+    assert_close(loaded(x), net(x))
+    tg.save({"not": "jit"}, tmp_path / "other.pt")
+    with pytest.raises(RuntimeError, match="tapegrad.jit.save"):
+        tg.jit.load(tmp_path / "other.pt")
+
+
+def test_jit_functions_and_helpers(torch):
+    def double(v):
+        return v * 2
+
+    seen = []
+
+    def tracing_probe(v):
+        seen.append(tg.jit.is_tracing())
+        return v + 1
+
+    scripted = tg.jit.script(double)
+    assert_close(scripted(tg.tensor([1., 2.])), tg.tensor([2., 4.]))
+    assert scripted.name == "double"
+    with pytest.raises(NotImplementedError, match="no TorchScript IR"):
+        scripted.graph
+    traced = tg.jit.trace(tracing_probe, tg.tensor(1.))
+    assert seen == [True] and not tg.jit.is_tracing()
+    assert_close(traced(tg.tensor(2.)), tg.tensor(3.))
+    assert tg.jit.is_scripting() is torch.jit.is_scripting() is False
+    assert tg.jit.Final is torch.jit.Final
+    assert tg.jit.annotate(list, [1]) == torch.jit.annotate(list, [1]) == [1]
+    assert tg.jit.fork(double, tg.tensor(1.)).wait().item() == 2.0
+    unused = tg.jit.unused(double)
+    assert unused is double and tg.jit.ignore(drop=True)(double) is double
