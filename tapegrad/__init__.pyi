@@ -38,6 +38,7 @@ from tapegrad import multiprocessing as multiprocessing
 from tapegrad import nn as nn
 from tapegrad import onnx as onnx
 from tapegrad import optim as optim
+from tapegrad import profiler as profiler
 from tapegrad import random as random
 from tapegrad import replay as replay
 from tapegrad import serialization as serialization
@@ -415,6 +416,7 @@ __all__ = [
     'positive',
     'pow',
     'prod',
+    'profiler',
     'promote_types',
     'quantile',
     'rad2deg',

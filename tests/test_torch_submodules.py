@@ -3,6 +3,8 @@ utils.checkpoint, jit, profiler, hub (issue 15).  Each is compared with torch wh
 importable and checked against literal values without it."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -221,3 +223,58 @@ def test_jit_functions_and_helpers(torch):
     assert tg.jit.fork(double, tg.tensor(1.)).wait().item() == 2.0
     unused = tg.jit.unused(double)
     assert unused is double and tg.jit.ignore(drop=True)(double) is double
+
+
+# ---------------------------------------------------------------------------- profiler
+def _table_skeleton(text):
+    """Each line's length and its words with numbers blanked: torch's layout, not its timings."""
+    return [(len(line) if not line.startswith("Self CPU time total") else None,
+             re.sub(r"[\d.]+(%|us|ms|s)?", "#", line).split()) for line in text.split("\n")]
+
+
+def test_profiler_times_nested_record_function_blocks():
+    import time
+    from tapegrad.profiler import ProfilerActivity, profile, record_function
+
+    @record_function("decorated")
+    def nap():
+        time.sleep(0.001)
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with record_function("outer"):
+            nap()
+            nap()
+            with record_function("inner"):
+                time.sleep(0.01)
+    with record_function("outside"):       # no active profiler: nothing recorded
+        pass
+    averages = {e.key: e for e in prof.key_averages()}
+    assert list(averages) == ["outer", "decorated", "inner"]
+    assert averages["decorated"].count == 2
+    outer = averages["outer"]
+    assert outer.cpu_time_total >= 12000            # microseconds: both naps and the inner block
+    inner_total = averages["decorated"].cpu_time_total + averages["inner"].cpu_time_total
+    assert outer.self_cpu_time_total == pytest.approx(outer.cpu_time_total - inner_total)
+    table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=2)
+    lines = table.splitlines()
+    assert lines[1].split() == ["Name", "Self", "CPU", "%", "Self", "CPU", "CPU", "total", "%",
+                                "CPU", "total", "CPU", "time", "avg", "#", "of", "Calls"]
+    assert [line.split()[0] for line in lines[3:5]] == ["inner", "decorated"]
+    assert lines[-1].startswith("Self CPU time total: ")
+    assert tg.autograd.profiler.profile is profile
+
+
+def test_profiler_table_layout_matches_torch(torch):
+    tables = []
+    for module in (tg, torch):
+        with module.autograd.profiler.profile() as prof:
+            with module.autograd.profiler.record_function("blk"):
+                pass
+        tables.append(_table_skeleton(prof.key_averages().table()))
+    assert tables[0] == tables[1]
+
+
+def test_profiler_schedule_matches_torch(torch):
+    mine = tg.profiler.schedule(wait=1, warmup=1, active=2, repeat=2, skip_first=1)
+    theirs = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=2, skip_first=1)
+    assert [mine(i).name for i in range(12)] == [theirs(i).name for i in range(12)]
