@@ -32,6 +32,7 @@ from tapegrad import distributed as distributed
 from tapegrad import distributions as distributions
 from tapegrad import examples as examples
 from tapegrad import grad_mode as grad_mode
+from tapegrad import hub as hub
 from tapegrad import jit as jit
 from tapegrad import linalg as linalg
 from tapegrad import multiprocessing as multiprocessing
@@ -291,6 +292,7 @@ __all__ = [
     'histogram',
     'hsplit',
     'hstack',
+    'hub',
     'hypot',
     'iinfo',
     'index_add',

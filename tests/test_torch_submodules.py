@@ -278,3 +278,57 @@ def test_profiler_schedule_matches_torch(torch):
     mine = tg.profiler.schedule(wait=1, warmup=1, active=2, repeat=2, skip_first=1)
     theirs = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=2, skip_first=1)
     assert [mine(i).name for i in range(12)] == [theirs(i).name for i in range(12)]
+
+
+# ---------------------------------------------------------------------------- hub, tensorboard
+_HUBCONF = ("dependencies = []\n"
+            "def tiny(width=2):\n"
+            "    '''A tiny model.'''\n"
+            "    import {module}\n"
+            "    return {module}.nn.Linear(width, 1)\n")
+
+
+def test_hub_local_load_and_dirs_like_torch(torch, tmp_path, monkeypatch):
+    for module in (tg, torch):
+        repo = tmp_path / module.__name__
+        repo.mkdir()
+        (repo / "hubconf.py").write_text(_HUBCONF.format(module=module.__name__))
+        model = module.hub.load(str(repo), "tiny", source="local", width=3)
+        assert isinstance(model, module.nn.Linear) and model.in_features == 3
+        with pytest.raises(RuntimeError, match="Cannot find callable nope in hubconf"):
+            module.hub.load(str(repo), "nope", source="local")
+        with pytest.raises(ValueError, match='Unknown source: "bad"'):
+            module.hub.load("a/b", "m", source="bad")
+        with pytest.raises(FileNotFoundError):
+            module.hub.load(str(tmp_path / "missing"), "m", source="local")
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "home"))
+    assert tg.hub.get_dir() == torch.hub.get_dir() == str(tmp_path / "home" / "hub")
+    with pytest.raises(RuntimeError, match="network access"):
+        tg.hub.load("pytorch/vision", "resnet18")
+
+
+def test_hub_set_dir_and_cached_state_dict(tmp_path):
+    previous = tg.hub._hub_dir
+    try:
+        tg.hub.set_dir(str(tmp_path))
+        assert tg.hub.get_dir() == str(tmp_path)
+        (tmp_path / "checkpoints").mkdir()
+        tg.save({"w": tg.ones(2)}, tmp_path / "checkpoints" / "w.pth")
+        state = tg.hub.load_state_dict_from_url("https://example.com/w.pth")
+        assert_close(state["w"], tg.ones(2))
+        with pytest.raises(RuntimeError, match="network access"):
+            tg.hub.load_state_dict_from_url("https://example.com/other.pth")
+    finally:
+        tg.hub._hub_dir = previous
+
+
+def test_tensorboard_import_fails_like_torch(torch):
+    import importlib.util
+    if importlib.util.find_spec("tensorboard") is not None:
+        pytest.skip("the tensorboard package is installed")
+    errors = []
+    for name in ("tapegrad.utils.tensorboard", "torch.utils.tensorboard"):
+        with pytest.raises(ModuleNotFoundError) as info:
+            importlib.import_module(name)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1] == "No module named 'tensorboard'"
