@@ -141,7 +141,8 @@ from .contractions import addmm, baddbmm, einsum  # noqa: E402
 # Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
                  "distributions", "cuda", "backends", "accelerator", "linalg",
-                 "multiprocessing", "sparse", "special", "testing", "onnx", "amp", "distributed")
+                 "multiprocessing", "sparse", "special", "testing", "onnx", "amp", "distributed",
+                 "jit", "profiler", "hub")
 _LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
                "autocast": "amp", "get_num_threads": "_threads", "set_num_threads": "_threads",
                "get_num_interop_threads": "_threads", "set_num_interop_threads": "_threads",

@@ -32,11 +32,14 @@ from tapegrad import distributed as distributed
 from tapegrad import distributions as distributions
 from tapegrad import examples as examples
 from tapegrad import grad_mode as grad_mode
+from tapegrad import hub as hub
+from tapegrad import jit as jit
 from tapegrad import linalg as linalg
 from tapegrad import multiprocessing as multiprocessing
 from tapegrad import nn as nn
 from tapegrad import onnx as onnx
 from tapegrad import optim as optim
+from tapegrad import profiler as profiler
 from tapegrad import random as random
 from tapegrad import replay as replay
 from tapegrad import serialization as serialization
@@ -289,6 +292,7 @@ __all__ = [
     'histogram',
     'hsplit',
     'hstack',
+    'hub',
     'hypot',
     'iinfo',
     'index_add',
@@ -325,6 +329,7 @@ __all__ = [
     'isnan',
     'isneginf',
     'isposinf',
+    'jit',
     'kron',
     'kthvalue',
     'layer_norm',
@@ -413,6 +418,7 @@ __all__ = [
     'positive',
     'pow',
     'prod',
+    'profiler',
     'promote_types',
     'quantile',
     'rad2deg',

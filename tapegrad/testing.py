@@ -48,3 +48,280 @@ def count_python_calls(fn) -> int:
         sys.setprofile(None)
         gc.enable()
     return calls
+
+
+# ---------------------------------------------------------------------------------------------
+# torch.testing.assert_close / make_tensor: the drop-in comparison helpers of test scripts.
+# ---------------------------------------------------------------------------------------------
+
+# Default (rtol, atol) per dtype name, the values torch documents for assert_close; dtypes not
+# listed (integers, bool) compare exactly.
+_DEFAULT_TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),
+                       "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7),
+                       "complex32": (1e-3, 1e-5), "complex64": (1.3e-6, 1e-5),
+                       "complex128": (1e-7, 1e-7)}
+
+
+class _ComparisonError(AssertionError):
+    """An assert_close failure whose message a caller-supplied `msg` may replace or rewrite."""
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+def _default_tolerances(*dtype_names):
+    """The loosest default tolerance among the compared dtypes (torch takes the max of both)."""
+    pairs = [_DEFAULT_TOLERANCES.get(name, (0.0, 0.0)) for name in dtype_names]
+    return max(p[0] for p in pairs), max(p[1] for p in pairs)
+
+
+def _fail(default_msg, msg):
+    if msg is None:
+        raise _ComparisonError(default_msg)
+    raise _ComparisonError(msg(default_msg) if callable(msg) else msg)
+
+
+def _is_tensor_like(value) -> bool:
+    from . import is_tensor
+    return is_tensor(value) or isinstance(value, np.ndarray)
+
+
+def _as_tensor(value):
+    from . import as_tensor, is_tensor
+    return value.detach() if is_tensor(value) else as_tensor(value)
+
+
+def _mismatch_report(kind, actual, expected, mismatch, rtol, atol, equal):
+    """torch's failure text: how many elements differ and where the greatest differences are.
+
+    Only mismatching elements take part in the maxima (matches count as difference 0), so a
+    0/0 relative difference of two equal zeros never hides the real one."""
+    check = "equal" if equal else "close"
+    if actual.ndim == 0:  # a 0-dim tensor is reported like a pair of Python scalars
+        a, e = actual.item(), expected.item()
+        diff = abs(a - e)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = float(np.float64(diff) / np.float64(abs(e)))
+        suffix = ("", "") if equal else (f" (up to {atol} allowed)", f" (up to {rtol} allowed)")
+        return (f"Scalars are not {check}!\n\nExpected {e} but got {a}.\nAbsolute difference: "
+                f"{diff}{suffix[0]}\nRelative difference: {rel}{suffix[1]}")
+    else:
+        header = (f"{kind} are not {check}!\n\nMismatched elements: {int(mismatch.sum())} / "
+                  f"{mismatch.size} ({100.0 * mismatch.sum() / mismatch.size:.1f}%)\n")
+    exact = not (np.issubdtype(actual.dtype, np.floating) or np.issubdtype(actual.dtype, np.complexfloating))
+    if exact:  # integers and bool: differences as int64, relative ones in the default float
+        a, e = actual.astype(np.int64), expected.astype(np.int64)
+        abs_diff = np.asarray(np.abs(a - e))
+        abs_diff[~mismatch] = 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel_diff = np.asarray(abs_diff / np.abs(e), dtype=np.float32)
+    else:
+        with np.errstate(invalid="ignore", over="ignore"):
+            abs_diff = np.asarray(np.abs(actual - expected))
+        abs_diff[~mismatch] = 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel_diff = np.asarray(abs_diff / np.abs(expected), dtype=abs_diff.dtype)
+    rel_diff[~mismatch] = 0
+    lines = []
+    for name, diff, tol in (("absolute", abs_diff, atol), ("relative", rel_diff, rtol)):
+        flat = diff.reshape(-1)
+        nan = np.isnan(flat) if flat.dtype.kind == "f" else np.zeros(flat.shape, bool)
+        where = int(np.argmax(nan)) if nan.any() else int(np.argmax(flat))   # max propagates NaN
+        index = tuple(int(i) for i in np.unravel_index(where, diff.shape))
+        line = f"Greatest {name} difference: {flat[where].item()} at index {index}"
+        if not equal:
+            line += f" (up to {tol} allowed)"
+        lines.append(line)
+    return header + "\n".join(lines)
+
+
+def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, check_dtype,
+                     check_layout, check_stride, msg):
+    actual, expected = _as_tensor(actual), _as_tensor(expected)
+
+    def attribute(name, a, e):
+        if a != e:
+            _fail(f"The values for attribute '{name}' do not match: {a} != {e}.", msg)
+
+    attribute("shape", actual.shape, expected.shape)
+    if check_device:
+        attribute("device", actual.device, expected.device)
+    if check_dtype:
+        attribute("dtype", actual.dtype, expected.dtype)
+    if check_layout:
+        attribute("layout", actual.layout, expected.layout)
+    if check_stride:
+        attribute("stride()", actual.stride(), expected.stride())
+    if rtol is None:
+        rtol, atol = _default_tolerances(_dtype_name(actual.dtype), _dtype_name(expected.dtype))
+    if actual.dtype != expected.dtype:  # only with check_dtype=False: compare in the promoted dtype
+        from . import promote_types
+        common = promote_types(actual.dtype, expected.dtype)
+        actual, expected = actual.to(common), expected.to(common)
+    a, e = actual.numpy(), expected.numpy()
+    mismatch = ~_isclose(a, e, rtol, atol, equal_nan)
+    if mismatch.any():
+        _fail(_mismatch_report("Tensor-likes", a, e, mismatch, rtol, atol,
+                               equal=(rtol == 0 and atol == 0)), msg)
+
+
+def _isclose(a, e, rtol, atol, equal_nan):
+    if not np.issubdtype(a.dtype, np.inexact):
+        if rtol == 0 and atol == 0:
+            return a == e
+        a, e = a.astype(np.float64), e.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = (a == e) | (np.isfinite(a) & np.isfinite(e) & (np.abs(a - e) <= atol + rtol * np.abs(e)))
+    if equal_nan:
+        close |= np.isnan(a) & np.isnan(e)
+    return close
+
+
+def _compare_scalars(actual, expected, *, rtol, atol, equal_nan, check_dtype, msg):
+    if isinstance(actual, bool) and isinstance(expected, bool):
+        if actual is not expected:
+            _fail(f"Booleans mismatch: {actual} is not {expected}", msg)
+        return
+    if check_dtype and type(actual) is not type(expected):
+        _fail(f"The (d)types do not match: {type(actual)} != {type(expected)}.", msg)
+    floating = isinstance(actual, (float, complex)) or isinstance(expected, (float, complex))
+    if rtol is None:
+        rtol, atol = (1e-7, 1e-7) if floating else (0.0, 0.0)
+    if actual == expected or (equal_nan and actual != actual and expected != expected):
+        return
+    import cmath
+    finite = cmath.isfinite(actual) and cmath.isfinite(expected)
+    if not (floating and finite and abs(actual - expected) <= atol + rtol * abs(expected)):
+        equal = rtol == 0 and atol == 0
+        diff = abs(actual - expected)
+        rel = diff / abs(expected) if expected != 0 else float("inf")
+        suffix = ("", "") if equal else (f" (up to {atol} allowed)", f" (up to {rtol} allowed)")
+        _fail(f"Scalars are not {'equal' if equal else 'close'}!\n\nExpected {expected} but got "
+              f"{actual}.\nAbsolute difference: {diff}{suffix[0]}\n"
+              f"Relative difference: {rel}{suffix[1]}", msg)
+
+
+def _compare(actual, expected, path, **options):
+    from collections.abc import Mapping, Sequence
+    try:
+        if _is_tensor_like(actual) and _is_tensor_like(expected):
+            return _compare_tensors(actual, expected, **options)
+        scalar = (bool, int, float, complex)
+        if isinstance(actual, scalar) and isinstance(expected, scalar):
+            options = {k: v for k, v in options.items() if k in ("rtol", "atol", "equal_nan",
+                                                                 "check_dtype", "msg")}
+            return _compare_scalars(actual, expected, **options)
+    except _ComparisonError as error:
+        where = "".join(f"[{key!r}]" for key in path)
+        text = str(error) if not path or options.get("msg") is not None else \
+            f"{error}\n\nThe failure occurred for item {where}"
+        raise _ComparisonError(text) from None
+    strings = (str, bytes)
+    if (isinstance(actual, Sequence) and isinstance(expected, Sequence)
+            and not isinstance(actual, strings) and not isinstance(expected, strings)):
+        if len(actual) != len(expected):
+            raise AssertionError(f"The length of the sequences mismatch: {len(actual)} != {len(expected)}")
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            _compare(a, e, path + (i,), **options)
+        return
+    if isinstance(actual, Mapping) and isinstance(expected, Mapping):
+        missing = [k for k in expected if k not in actual]
+        extra = [k for k in actual if k not in expected]
+        if missing or extra:
+            raise AssertionError("The keys of the mappings do not match:\n"
+                                 f"Missing keys in the actual mapping: {sorted(missing)}\n"
+                                 f"Additional keys in the actual mapping: {sorted(extra)}")
+        for key in actual:
+            _compare(actual[key], expected[key], path + (key,), **options)
+        return
+    raise TypeError(f"No comparison pair was able to handle inputs of type {type(actual)} "
+                    f"and {type(expected)}.")
+
+
+def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=False, check_device=True,
+                 check_dtype=True, check_layout=True, check_stride=False, msg=None):
+    """Assert that `actual` and `expected` are close, as torch.testing.assert_close does.
+
+    Tensors (and numpy arrays), Python scalars, and sequences / mappings of them are compared
+    element by element: |actual - expected| <= atol + rtol * |expected| (NaN equal only with
+    ``equal_nan``).  Omitted tolerances default per dtype (float32: rtol 1.3e-6, atol 1e-5;
+    float64: 1e-7 both; float16: 1e-3 / 1e-5; integers and bool: exact).  Shape, device,
+    dtype and layout must match (the ``check_*`` flags relax them; ``check_stride`` adds the
+    strides).  A failure raises AssertionError with torch's report ("Tensor-likes are not close!",
+    the mismatch count, the greatest absolute and relative differences and their indices);
+    ``msg`` (a string, or a callable given the default message) replaces it.  Pairing a tensor
+    with a Python scalar or two unsupported types raises TypeError.
+    """
+    if (rtol is None) != (atol is None):
+        raise ValueError("Both 'rtol' and 'atol' must be either specified or omitted, but got no "
+                         f"{'rtol' if rtol is None else 'atol'}.")
+    try:
+        _compare(actual, expected, (), rtol=rtol, atol=atol, equal_nan=equal_nan,
+                 check_device=check_device, check_dtype=check_dtype, check_layout=check_layout,
+                 check_stride=check_stride, msg=msg)
+    except _ComparisonError as error:
+        raise AssertionError(str(error)) from None
+
+
+def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False,
+                noncontiguous=False, exclude_zero=False, memory_format=None):
+    """A tensor of the given shape and dtype filled with uniform random values (torch.testing).
+
+    Floats are drawn from [low, high) (default [-9, 9)), integers from [low, high) clamped to
+    the dtype's range (default [-9, 10), uint8 [0, 10)), bool is a fair coin.  ``exclude_zero``
+    replaces zeros by the smallest positive step of the dtype (1 for integers, eps for floats);
+    ``noncontiguous`` returns a strided view of a tensor twice as long in its last dimension.
+    ``requires_grad`` is only allowed for floating dtypes.  ``memory_format`` is accepted for
+    signature parity; tapegrad tensors are always row-major.
+    """
+    import math
+    import warnings
+
+    from . import finfo, iinfo, randint, rand, zeros
+    if len(shape) == 1 and hasattr(shape[0], "__len__"):   # make_tensor((2, 3), ...)
+        shape = tuple(shape[0])
+    shape = tuple(int(s) for s in shape)
+    floating = dtype.is_floating_point
+    if requires_grad and not floating:
+        raise ValueError("`requires_grad=True` is not supported for boolean and integral dtypes, "
+                         f"but got dtype={dtype}")
+    for bound in (low, high):
+        if bound is not None and isinstance(bound, float) and math.isnan(bound):
+            raise ValueError(f"`low` and `high` cannot be NaN, but got low={low} and high={high}")
+    if dtype == _dtype_named("bool"):
+        result = randint(0, 2, shape, dtype=dtype)
+    elif floating:
+        info = finfo(dtype)
+        lo = max(-9.0 if low is None else float(low), info.min)
+        hi = min(9.0 if high is None else float(high), info.max)
+        if lo > hi or (low is not None and high is not None and low > high):
+            raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
+        if lo == hi:
+            warnings.warn("Passing `low==high` to `torch.testing.make_tensor` for floating or "
+                          "complex types is deprecated since 2.1 and will be removed in 2.3. Use "
+                          "`torch.full(...)` instead.", FutureWarning, stacklevel=2)
+        result = (rand(shape, dtype=_dtype_named("float64")) * (hi - lo) + lo).to(dtype)
+    else:
+        info = iinfo(dtype)
+        default_low = 0 if info.min == 0 else -9
+        lo = max(default_low if low is None else math.ceil(low), info.min)
+        hi = min(10 if high is None else math.ceil(high), info.max)
+        if low is not None and high is not None and low >= high:
+            raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
+        result = randint(lo, max(hi, lo + 1), shape, dtype=dtype)
+    if exclude_zero and dtype != _dtype_named("bool"):
+        step = 1 if not floating else finfo(dtype).tiny
+        result = result.masked_fill(result == 0, step)
+    if noncontiguous and result.numel() > 1:
+        wide = zeros(shape[:-1] + (shape[-1] * 2,), dtype=dtype)
+        wide[..., ::2] = result
+        result = wide[..., ::2]
+    if requires_grad:
+        result.requires_grad_(True)
+    return result
+
+
+def _dtype_named(name):
+    import tapegrad
+    return getattr(tapegrad, name)

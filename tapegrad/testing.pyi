@@ -20,10 +20,16 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
+    'assert_close',
     'count_python_calls',
+    'make_tensor',
     'numeric_grad',
 ]
 
+def assert_close(actual: Any, expected: Any, *, rtol: Any = ..., atol: Any = ..., equal_nan: Any = ..., check_device: Any = ..., check_dtype: Any = ..., check_layout: Any = ..., check_stride: Any = ..., msg: Any = ...) -> None: ...
+
 def count_python_calls(fn: Any) -> _int: ...
+
+def make_tensor(*shape: Any, dtype: Any, device: Any, low: Any = ..., high: Any = ..., requires_grad: Any = ..., noncontiguous: Any = ..., exclude_zero: Any = ..., memory_format: Any = ...) -> Any: ...
 
 def numeric_grad(f: Any, arrays: Any, eps: _float = ...) -> Any: ...

@@ -17,11 +17,11 @@ from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .._core import RemovableHandle
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from .variable import Variable
-from . import function, anomaly_mode, functional
+from . import function, anomaly_mode, functional, profiler
 
 __all__ = ["grad", "backward", "Function", "once_differentiable", "detect_anomaly",
            "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "gradcheck", "gradgradcheck", "functional", "Variable"]
+           "gradcheck", "gradgradcheck", "functional", "Variable", "profiler"]
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

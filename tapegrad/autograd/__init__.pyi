@@ -21,6 +21,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.autograd import anomaly_mode as anomaly_mode
 from tapegrad.autograd import function as function
 from tapegrad.autograd import functional as functional
+from tapegrad.autograd import profiler as profiler
 from tapegrad.autograd import variable as variable
 from tapegrad.autograd.anomaly_mode import detect_anomaly as detect_anomaly
 from tapegrad.autograd.anomaly_mode import set_detect_anomaly as set_detect_anomaly
@@ -50,6 +51,7 @@ __all__ = [
     'gradgradcheck',
     'functional',
     'Variable',
+    'profiler',
 ]
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = ..., retain_graph: Any = ..., create_graph: Any = ..., only_inputs: Any = ..., allow_unused: Any = ..., is_grads_batched: Any = ..., materialize_grads: Any = ...) -> Any: ...

@@ -18,11 +18,13 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.utils import checkpoint as checkpoint
 from tapegrad.utils import data as data
 from tapegrad.utils import dlpack as dlpack
 from tapegrad.utils import viz as viz
 
 __all__ = [
+    'checkpoint',
     'data',
     'dlpack',
     'viz',

@@ -1,0 +1,155 @@
+"""Activation checkpointing (torch.utils.checkpoint): trade compute for memory.
+
+`checkpoint(fn, *args)` runs `fn` without recording (no intermediate activations are kept), and
+when backward reaches its outputs it re-runs `fn` with recording on, from the same inputs and
+the same random state (so dropout draws the same mask), and backpropagates through that
+recomputation.  The gradients are those of the un-checkpointed call.
+
+Both `use_reentrant` variants use this recomputation (a custom autograd Function whose backward
+calls backward on the recomputed graph).  What differs, as in torch: with use_reentrant=True
+(the default when the argument is omitted, after a warning) the outputs only require grad when
+some tensor input does; with use_reentrant=False the parameters of `fn` when it is a Module (or a
+bound method of one) are also inputs, so they get gradients even when no input requires grad.
+A plain closure over parameters, with no input requiring grad, gets none (torch's non-reentrant
+variant finds those through saved-tensor hooks, which tapegrad's tape does not have).
+"""
+from __future__ import annotations
+
+import warnings
+
+from .. import get_rng_state, is_tensor, set_rng_state
+from ..autograd import backward as _backward
+from ..autograd.function import Function
+from ..grad_mode import enable_grad, is_grad_enabled, no_grad
+
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointFunction"]
+
+_PASS_USE_REENTRANT = (
+    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in "
+    "PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception. "
+    "use_reentrant=False is recommended, but if you need to preserve the current default behavior, "
+    "you can pass use_reentrant=True. Refer to docs for more details on the differences between "
+    "the two variants.")
+_PASS_USE_REENTRANT_SEQUENTIAL = (
+    "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be passed "
+    "explicitly. In version 2.9 we will raise an exception if use_reentrant is not passed. "
+    "use_reentrant=False is recommended, but if you need to preserve the current default behavior, "
+    "you can pass use_reentrant=True. Refer to docs for more details on the differences between "
+    "the two variants.")
+
+
+class CheckpointFunction(Function):
+    """forward: run the function unrecorded; backward: re-run it recorded and backpropagate."""
+
+    @staticmethod
+    def forward(ctx, run, preserve_rng_state, n_args, *inputs):
+        ctx.run = run
+        ctx.n_args = n_args
+        ctx.rng_state = get_rng_state() if preserve_rng_state else None
+        ctx.inputs = inputs        # kept as they are: non-tensor arguments pass through too
+        with no_grad():
+            return run(*inputs[:n_args])
+
+    @staticmethod
+    def backward(ctx, *grads):
+        detached = []
+        for value in ctx.inputs:
+            if is_tensor(value):
+                copy = value.detach()
+                copy.requires_grad_(value.requires_grad)
+                value = copy
+            detached.append(value)
+        current = get_rng_state()
+        if ctx.rng_state is not None:
+            set_rng_state(ctx.rng_state)
+        try:
+            with enable_grad():
+                outputs = ctx.run(*detached[:ctx.n_args])
+        finally:
+            set_rng_state(current)    # the recomputation must not advance the caller's stream
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        pairs = [(o, g) for o, g in zip(outputs, grads)
+                 if is_tensor(o) and o.requires_grad and g is not None]
+        if not pairs:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not "
+                               "necessary")
+        _backward([o for o, _ in pairs], [g for _, g in pairs])
+        input_grads = [d.grad if is_tensor(d) and d.requires_grad else None for d in detached]
+        return (None, None, None) + tuple(input_grads)
+
+
+def _module_parameters(function):
+    from ..nn import Module
+    owner = function if isinstance(function, Module) else getattr(function, "__self__", None)
+    if isinstance(owner, Module):
+        return [p for p in owner.parameters() if p.requires_grad]
+    return []
+
+
+def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default",
+               debug=False, preserve_rng_state=True, **kwargs):
+    """Run ``function(*args, **kwargs)`` without keeping its activations; backward recomputes them.
+
+    Gradients equal those of calling ``function`` directly.  The global random state is saved
+    before the call and restored for the recomputation (``preserve_rng_state=False`` skips it), so
+    dropout inside draws the same mask twice.  Omitting ``use_reentrant`` warns (UserWarning) and
+    uses ``True``, as torch 2.13 does; see the module docstring for the two variants' difference.
+    Keyword arguments are only accepted with ``use_reentrant=False`` (ValueError otherwise).
+    ``context_fn``, ``determinism_check`` and ``debug`` are accepted for signature parity
+    (a custom ``context_fn`` raises NotImplementedError).
+    """
+    if use_reentrant is None:
+        warnings.warn(_PASS_USE_REENTRANT, UserWarning, stacklevel=2)
+        use_reentrant = True
+    if context_fn is not None:
+        raise NotImplementedError("tapegrad.utils.checkpoint: context_fn is not supported")
+    if use_reentrant and kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    if not is_grad_enabled():  # nothing to backpropagate through: just call it
+        return function(*args, **kwargs)
+    run = (lambda *a: function(*a[:len(args)], **kwargs)) if kwargs else function
+    extra = [] if use_reentrant else _module_parameters(function)
+    if use_reentrant and not any(is_tensor(a) and a.requires_grad for a in args):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      UserWarning, stacklevel=2)
+    return CheckpointFunction.apply(run, preserve_rng_state, len(args), *args, *extra)
+
+
+def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
+    """Checkpoint a sequential model in ``segments`` chunks: each chunk but the last runs under
+    :func:`checkpoint`, the last runs normally.  ``functions`` is an ``nn.Sequential`` or a list
+    of modules / functions applied in order.  Omitting ``use_reentrant`` warns and uses True."""
+    if use_reentrant is None:
+        warnings.warn(_PASS_USE_REENTRANT_SEQUENTIAL, UserWarning, stacklevel=2)
+        use_reentrant = True
+    from ..nn import Sequential
+    if isinstance(functions, Sequential):
+        functions = list(functions.children())
+    functions = list(functions)
+    size = len(functions) // segments
+    end = -1
+    for start in range(0, size * (segments - 1), size):
+        end = start + size - 1
+        chunk = Sequential(*functions[start:end + 1]) if all(_is_module(f) for f in functions[start:end + 1]) \
+            else _Chain(functions[start:end + 1])
+        input = checkpoint(chunk, input, use_reentrant=use_reentrant, **kwargs)
+    for function in functions[end + 1:]:
+        input = function(input)
+    return input
+
+
+def _is_module(value) -> bool:
+    from ..nn import Module
+    return isinstance(value, Module)
+
+
+class _Chain:
+    """Plain functions applied one after the other (a segment that is not all Modules)."""
+
+    def __init__(self, functions):
+        self.functions = functions
+
+    def __call__(self, value):
+        for function in self.functions:
+            value = function(value)
+        return value
