@@ -249,3 +249,39 @@ def test_var_std_without_degrees_of_freedom_match_torch(torch):
                         v.backward(lib.full(tuple(v.shape), -2.0))
                         grads.append(x.grad.numpy())
                     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5)
+
+
+# -- fuzz findings (issue 16 triage) ------------------------------------------------------------
+
+_NORM_X = np.array([[0.3, -1.2], [1.5, 0.7], [-0.4, 2.0]])
+_NORM_W = np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.25]])
+
+
+def _norm_grad_after_inplace(lib, name):
+    """x.grad of sum(w * op(x)) when op's output is scaled in place before the loss."""
+    f = lib.nn.functional
+    x = lib.tensor(_NORM_X, requires_grad=True)
+    ops = {
+        "batch_norm": lambda t: f.batch_norm(t, None, None, training=True, eps=0.1),
+        "instance_norm": lambda t: f.instance_norm(t.T.reshape(1, 2, 3), eps=0.1).reshape(2, 3).T,
+    }
+    y = ops[name](x)
+    y.mul_(2.0)
+    (y * lib.tensor(_NORM_W)).sum().backward()
+    return np.array(x.grad.tolist())
+
+
+@pytest.mark.parametrize("name", ["batch_norm", "instance_norm"])
+def test_norm_without_affine_output_written_in_place_keeps_gradient(name):
+    # the output used to share memory with the normalised input the backward reads
+    x = tg.tensor(_NORM_X, requires_grad=True)
+    f = {"batch_norm": lambda t: F.batch_norm(t, None, None, training=True, eps=0.1),
+         "instance_norm": lambda t: F.instance_norm(t.T.reshape(1, 2, 3), eps=0.1)
+         .reshape(2, 3).T}[name]
+    (f(x) * 2.0 * tg.tensor(_NORM_W)).sum().backward()
+    assert np.allclose(_norm_grad_after_inplace(tg, name), np.array(x.grad.tolist()))
+
+
+@pytest.mark.parametrize("name", ["batch_norm", "instance_norm"])
+def test_norm_without_affine_output_written_in_place_matches_torch(torch, name):
+    assert np.allclose(_norm_grad_after_inplace(tg, name), _norm_grad_after_inplace(torch, name))
