@@ -285,3 +285,23 @@ def test_norm_without_affine_output_written_in_place_keeps_gradient(name):
 @pytest.mark.parametrize("name", ["batch_norm", "instance_norm"])
 def test_norm_without_affine_output_written_in_place_matches_torch(torch, name):
     assert np.allclose(_norm_grad_after_inplace(tg, name), _norm_grad_after_inplace(torch, name))
+
+
+def _mse_second_derivatives(lib, a):
+    """d/d(input, target) of d mse/d target, for input value a (create_graph)."""
+    x = lib.tensor(a, dtype=lib.float64, requires_grad=True)
+    t = lib.tensor(-0.25, dtype=lib.float64, requires_grad=True)
+    y = lib.nn.functional.mse_loss(x, t, reduction="none")
+    _, gt = lib.autograd.grad(y * 1.5, [x, t], create_graph=True)
+    return [float(g) for g in lib.autograd.grad(gt, [x, t])]
+
+
+@pytest.mark.parametrize("a", [0.5, nan])
+def test_mse_second_derivative_with_nan_input(a):
+    # the second derivative of (x - t)^2 is constant: a NaN input used to zero it
+    assert _mse_second_derivatives(tg, a) == [-3.0, 3.0]
+
+
+@pytest.mark.parametrize("a", [0.5, nan, math.inf])
+def test_mse_second_derivative_with_nan_input_matches_torch(torch, a):
+    assert _mse_second_derivatives(tg, a) == _mse_second_derivatives(torch, a)
