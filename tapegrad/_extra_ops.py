@@ -191,11 +191,14 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's parameter na
     are 0); elements outside are ignored.  Same dtype as input."""
     _check_tensor(input, "histc")
     arr = input._array
-    _check_histogram_input(arr, "histogram_cpu")
+    # PyTorch checks the arguments before the dtype: bins, then an explicit reversed range
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
-    flat = arr.reshape(-1)
     lo, hi = float(min), float(max)
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    _check_histogram_input(arr, "histogram_cpu")
+    flat = arr.reshape(-1)
     if lo == hi and flat.size:
         lo, hi = float(flat.min()), float(flat.max())
     if lo > hi:

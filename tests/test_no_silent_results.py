@@ -305,3 +305,21 @@ def test_mse_second_derivative_with_nan_input(a):
 @pytest.mark.parametrize("a", [0.5, nan, math.inf])
 def test_mse_second_derivative_with_nan_input_matches_torch(torch, a):
     assert _mse_second_derivatives(tg, a) == _mse_second_derivatives(torch, a)
+
+
+@pytest.mark.parametrize("args, phrase", [((0, 0, 0), "bins must be > 0"),
+                                          ((1, 1, -1), "max must be larger than min")])
+def test_histc_checks_arguments_before_dtype(args, phrase):
+    # an int64 input: PyTorch reports the bad argument, not the unsupported dtype
+    with pytest.raises(RuntimeError, match=phrase):
+        tg.histc(tg.arange(4), *args)
+
+
+def test_histc_checks_arguments_before_dtype_matches_torch(torch):
+    for args in [(0, 0, 0), (1, 1, -1), (3, 0, 1)]:
+        errs = []
+        for lib in (torch, tg):
+            with pytest.raises(Exception) as e:
+                lib.histc(lib.arange(4), *args)
+            errs.append((type(e.value), str(e.value)))
+        assert errs[0] == errs[1]
