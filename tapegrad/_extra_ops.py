@@ -287,6 +287,19 @@ def _c_type(arr) -> str:
 
 # -- unique ---------------------------------------------------------------------------------------
 
+def _check_unique_dim_of_empty(shape, axis):
+    """PyTorch's refusals of unique along a dim of an empty tensor: the zero-size dim must be the
+    one selected, and there may be only one."""
+    if 0 not in shape:
+        return
+    if shape[axis] != 0:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
+                           "cannot be applied")
+    if shape.count(0) > 1:
+        raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot "
+                           "be applied ")
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values (sorted; along `dim`, the distinct slices), optionally with the inverse
     indices and the counts.  NaNs are all distinct, as in PyTorch."""
@@ -300,6 +313,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         if arr.ndim == 0:
             _no_dims(dim)
         axis = _dim(dim, arr.ndim)
+        _check_unique_dim_of_empty(arr.shape, axis)
         values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True,
                                             axis=axis, equal_nan=False)
         inverse = inverse.reshape(-1)

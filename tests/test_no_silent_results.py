@@ -323,3 +323,26 @@ def test_histc_checks_arguments_before_dtype_matches_torch(torch):
                 lib.histc(lib.arange(4), *args)
             errs.append((type(e.value), str(e.value)))
         assert errs[0] == errs[1]
+
+
+@pytest.mark.parametrize("fn", ["unique", "unique_consecutive"])
+def test_unique_along_dim_of_empty_tensor(fn):
+    f = getattr(tg, fn)
+    with pytest.raises(RuntimeError, match="aren't selected"):
+        f(tg.zeros(2, 0, 3), dim=0)
+    with pytest.raises(RuntimeError, match="more than one"):
+        f(tg.zeros(0, 0, 3), dim=1)
+    assert f(tg.zeros(2, 0, 3), dim=1).shape == (2, 0, 3)
+
+
+@pytest.mark.parametrize("fn", ["unique", "unique_consecutive"])
+def test_unique_along_dim_of_empty_tensor_matches_torch(torch, fn):
+    for shape in [(2, 0, 3), (0, 3), (0, 0, 2), (2, 0)]:
+        for d in range(len(shape)):
+            res = []
+            for lib in (torch, tg):
+                try:
+                    res.append(tuple(getattr(lib, fn)(lib.zeros(shape), dim=d).shape))
+                except RuntimeError as e:
+                    res.append(str(e))
+            assert res[0] == res[1], (shape, d)
