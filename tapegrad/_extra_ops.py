@@ -1044,6 +1044,8 @@ def roll(input, shifts, dims=None):
     out = input
     if input.ndim == 0:
         _no_dims(dims[0])
+    if input._array.size == 0:
+        return input.clone()        # PyTorch returns an empty input before checking the dims
 
     for shift, dim in zip(shifts, dims):
         d = _dim(dim, input.ndim)

@@ -346,3 +346,16 @@ def test_unique_along_dim_of_empty_tensor_matches_torch(torch, fn):
                 except RuntimeError as e:
                     res.append(str(e))
             assert res[0] == res[1], (shape, d)
+
+
+def test_roll_of_empty_tensor_ignores_the_dims():
+    assert tg.roll(tg.zeros(2, 0, 4), (4, 6), (6, 1)).shape == (2, 0, 4)
+    with pytest.raises(RuntimeError, match="must align"):
+        tg.roll(tg.zeros(2, 0), (4, 6), (6,))
+    with pytest.raises(IndexError):
+        tg.roll(tg.zeros(2, 1), 1, 6)
+
+
+def test_roll_of_empty_tensor_matches_torch(torch):
+    assert tuple(torch.roll(torch.zeros(2, 0, 4), (4, 6), (6, 1)).shape) == \
+        tuple(tg.roll(tg.zeros(2, 0, 4), (4, 6), (6, 1)).shape)
