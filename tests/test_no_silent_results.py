@@ -359,3 +359,12 @@ def test_roll_of_empty_tensor_ignores_the_dims():
 def test_roll_of_empty_tensor_matches_torch(torch):
     assert tuple(torch.roll(torch.zeros(2, 0, 4), (4, 6), (6, 1)).shape) == \
         tuple(tg.roll(tg.zeros(2, 0, 4), (4, 6), (6, 1)).shape)
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_autograd_grad_of_0d_softmax_is_a_readable_tensor(fn):
+    # autograd.grad used to hand back a tensor holding a numpy scalar (tolist/numpy failed)
+    x = tg.tensor(0.118, requires_grad=True)
+    (g,) = tg.autograd.grad(getattr(F, fn)(x, dim=-1).exp() * 1.3, [x])
+    assert isinstance(g.numpy(), np.ndarray) and g.shape == ()
+    assert g.tolist() == 0.0
