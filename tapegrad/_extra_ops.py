@@ -191,11 +191,14 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's parameter na
     are 0); elements outside are ignored.  Same dtype as input."""
     _check_tensor(input, "histc")
     arr = input._array
-    _check_histogram_input(arr, "histogram_cpu")
+    # PyTorch checks the arguments before the dtype: bins, then an explicit reversed range
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
-    flat = arr.reshape(-1)
     lo, hi = float(min), float(max)
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    _check_histogram_input(arr, "histogram_cpu")
+    flat = arr.reshape(-1)
     if lo == hi and flat.size:
         lo, hi = float(flat.min()), float(flat.max())
     if lo > hi:
@@ -284,6 +287,19 @@ def _c_type(arr) -> str:
 
 # -- unique ---------------------------------------------------------------------------------------
 
+def _check_unique_dim_of_empty(shape, axis):
+    """PyTorch's refusals of unique along a dim of an empty tensor: the zero-size dim must be the
+    one selected, and there may be only one."""
+    if 0 not in shape:
+        return
+    if shape[axis] != 0:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
+                           "cannot be applied")
+    if shape.count(0) > 1:
+        raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot "
+                           "be applied ")
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values (sorted; along `dim`, the distinct slices), optionally with the inverse
     indices and the counts.  NaNs are all distinct, as in PyTorch."""
@@ -297,6 +313,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         if arr.ndim == 0:
             _no_dims(dim)
         axis = _dim(dim, arr.ndim)
+        _check_unique_dim_of_empty(arr.shape, axis)
         values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True,
                                             axis=axis, equal_nan=False)
         inverse = inverse.reshape(-1)
@@ -1027,6 +1044,8 @@ def roll(input, shifts, dims=None):
     out = input
     if input.ndim == 0:
         _no_dims(dims[0])
+    if input._array.size == 0:
+        return input.clone()        # PyTorch returns an empty input before checking the dims
 
     for shift, dim in zip(shifts, dims):
         d = _dim(dim, input.ndim)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
-from ._extra_ops import _check_tensor, _dim, _wrap, divide, register_family
+from ._extra_ops import (_check_tensor, _check_unique_dim_of_empty, _dim, _wrap, divide,
+                         register_family)
 
 _core_div = _core.div
 
@@ -338,6 +339,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         inverse_shape = arr.shape
     else:
         axis = _dim(dim, arr.ndim)
+        _check_unique_dim_of_empty(arr.shape, axis)
         moved = np.moveaxis(arr, axis, 0)
         starts = np.ones(moved.shape[0], dtype=bool)
         if moved.shape[0] > 1:

@@ -249,3 +249,122 @@ def test_var_std_without_degrees_of_freedom_match_torch(torch):
                         v.backward(lib.full(tuple(v.shape), -2.0))
                         grads.append(x.grad.numpy())
                     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5)
+
+
+# -- fuzz findings (issue 16 triage) ------------------------------------------------------------
+
+_NORM_X = np.array([[0.3, -1.2], [1.5, 0.7], [-0.4, 2.0]])
+_NORM_W = np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.25]])
+
+
+def _norm_grad_after_inplace(lib, name):
+    """x.grad of sum(w * op(x)) when op's output is scaled in place before the loss."""
+    f = lib.nn.functional
+    x = lib.tensor(_NORM_X, requires_grad=True)
+    ops = {
+        "batch_norm": lambda t: f.batch_norm(t, None, None, training=True, eps=0.1),
+        "instance_norm": lambda t: f.instance_norm(t.T.reshape(1, 2, 3), eps=0.1).reshape(2, 3).T,
+    }
+    y = ops[name](x)
+    y.mul_(2.0)
+    (y * lib.tensor(_NORM_W)).sum().backward()
+    return np.array(x.grad.tolist())
+
+
+@pytest.mark.parametrize("name", ["batch_norm", "instance_norm"])
+def test_norm_without_affine_output_written_in_place_keeps_gradient(name):
+    # the output used to share memory with the normalised input the backward reads
+    x = tg.tensor(_NORM_X, requires_grad=True)
+    f = {"batch_norm": lambda t: F.batch_norm(t, None, None, training=True, eps=0.1),
+         "instance_norm": lambda t: F.instance_norm(t.T.reshape(1, 2, 3), eps=0.1)
+         .reshape(2, 3).T}[name]
+    (f(x) * 2.0 * tg.tensor(_NORM_W)).sum().backward()
+    assert np.allclose(_norm_grad_after_inplace(tg, name), np.array(x.grad.tolist()))
+
+
+@pytest.mark.parametrize("name", ["batch_norm", "instance_norm"])
+def test_norm_without_affine_output_written_in_place_matches_torch(torch, name):
+    assert np.allclose(_norm_grad_after_inplace(tg, name), _norm_grad_after_inplace(torch, name))
+
+
+def _mse_second_derivatives(lib, a):
+    """d/d(input, target) of d mse/d target, for input value a (create_graph)."""
+    x = lib.tensor(a, dtype=lib.float64, requires_grad=True)
+    t = lib.tensor(-0.25, dtype=lib.float64, requires_grad=True)
+    y = lib.nn.functional.mse_loss(x, t, reduction="none")
+    _, gt = lib.autograd.grad(y * 1.5, [x, t], create_graph=True)
+    return [float(g) for g in lib.autograd.grad(gt, [x, t])]
+
+
+@pytest.mark.parametrize("a", [0.5, nan])
+def test_mse_second_derivative_with_nan_input(a):
+    # the second derivative of (x - t)^2 is constant: a NaN input used to zero it
+    assert _mse_second_derivatives(tg, a) == [-3.0, 3.0]
+
+
+@pytest.mark.parametrize("a", [0.5, nan, math.inf])
+def test_mse_second_derivative_with_nan_input_matches_torch(torch, a):
+    assert _mse_second_derivatives(tg, a) == _mse_second_derivatives(torch, a)
+
+
+@pytest.mark.parametrize("args, phrase", [((0, 0, 0), "bins must be > 0"),
+                                          ((1, 1, -1), "max must be larger than min")])
+def test_histc_checks_arguments_before_dtype(args, phrase):
+    # an int64 input: PyTorch reports the bad argument, not the unsupported dtype
+    with pytest.raises(RuntimeError, match=phrase):
+        tg.histc(tg.arange(4), *args)
+
+
+def test_histc_checks_arguments_before_dtype_matches_torch(torch):
+    for args in [(0, 0, 0), (1, 1, -1), (3, 0, 1)]:
+        errs = []
+        for lib in (torch, tg):
+            with pytest.raises(Exception) as e:
+                lib.histc(lib.arange(4), *args)
+            errs.append((type(e.value), str(e.value)))
+        assert errs[0] == errs[1]
+
+
+@pytest.mark.parametrize("fn", ["unique", "unique_consecutive"])
+def test_unique_along_dim_of_empty_tensor(fn):
+    f = getattr(tg, fn)
+    with pytest.raises(RuntimeError, match="aren't selected"):
+        f(tg.zeros(2, 0, 3), dim=0)
+    with pytest.raises(RuntimeError, match="more than one"):
+        f(tg.zeros(0, 0, 3), dim=1)
+    assert f(tg.zeros(2, 0, 3), dim=1).shape == (2, 0, 3)
+
+
+@pytest.mark.parametrize("fn", ["unique", "unique_consecutive"])
+def test_unique_along_dim_of_empty_tensor_matches_torch(torch, fn):
+    for shape in [(2, 0, 3), (0, 3), (0, 0, 2), (2, 0)]:
+        for d in range(len(shape)):
+            res = []
+            for lib in (torch, tg):
+                try:
+                    res.append(tuple(getattr(lib, fn)(lib.zeros(shape), dim=d).shape))
+                except RuntimeError as e:
+                    res.append(str(e))
+            assert res[0] == res[1], (shape, d)
+
+
+def test_roll_of_empty_tensor_ignores_the_dims():
+    assert tg.roll(tg.zeros(2, 0, 4), (4, 6), (6, 1)).shape == (2, 0, 4)
+    with pytest.raises(RuntimeError, match="must align"):
+        tg.roll(tg.zeros(2, 0), (4, 6), (6,))
+    with pytest.raises(IndexError):
+        tg.roll(tg.zeros(2, 1), 1, 6)
+
+
+def test_roll_of_empty_tensor_matches_torch(torch):
+    assert tuple(torch.roll(torch.zeros(2, 0, 4), (4, 6), (6, 1)).shape) == \
+        tuple(tg.roll(tg.zeros(2, 0, 4), (4, 6), (6, 1)).shape)
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_autograd_grad_of_0d_softmax_is_a_readable_tensor(fn):
+    # autograd.grad used to hand back a tensor holding a numpy scalar (tolist/numpy failed)
+    x = tg.tensor(0.118, requires_grad=True)
+    (g,) = tg.autograd.grad(getattr(F, fn)(x, dim=-1).exp() * 1.3, [x])
+    assert isinstance(g.numpy(), np.ndarray) and g.shape == ()
+    assert g.tolist() == 0.0

@@ -143,9 +143,16 @@ cdef object exact(object value, object F):
     if F is None or not (<TensorBase>F)._requires_grad:
         return V
     FA = (<TensorBase>F)._array
-    D = g_sub(F, wrap(FA))                              # 0, with F's derivative
     if not np.logical_and.reduce(np.isfinite(FA), axis=None):
-        D = where(wrap(nd(np.isfinite(FA))), D, 0)      # inf - inf would be nan
+        # F - F.detach() would be nan where F is not finite, and masking it would drop F's
+        # derivative there (a NaN input's mse second derivative is still 2): record V directly
+        # as a gradient-identity (clone) node of F instead
+        if FA.shape == (<TensorBase>V)._array.shape and FA.dtype == (<TensorBase>V)._array.dtype:
+            record_from(OP_CLONE, <TensorBase>V, (F,))
+            return V
+        D = where(wrap(nd(np.isfinite(FA))), g_sub(F, wrap(FA)), 0)
+        return g_add(D, V)
+    D = g_sub(F, wrap(FA))                              # 0, with F's derivative
     return g_add(D, V)
 
 

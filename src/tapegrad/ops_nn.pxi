@@ -1582,6 +1582,10 @@ def _native_batch_norm(TensorBase input, weight, bias, running_mean, running_var
         y = xhat * wc.reshape(1, C, 1) if wc is not None else xhat
         if bc is not None:
             y = y + bc.reshape(1, C, 1)
+    if y is xhat:
+        # without weight and bias the output would share memory with the saved xhat, and an
+        # in-place op on the output would silently change the gradient (PyTorch saves the input)
+        y = xhat.copy()
     out = nd(np.asarray(y, dtype=A.dtype).reshape(A.shape))
     cdef TensorBase res = wrap(out)
     inputs = (input,) if weight is None and bias is None else (

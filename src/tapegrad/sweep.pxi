@@ -456,7 +456,7 @@ cdef tuple captured_results(tuple inputs, list captured, bint allow_unused):
             full = np.empty(A.shape, dtype=A.dtype)
             full[...] = g
             g = full
-        out.append(wrap(g))
+        out.append(wrap(nd(g)))                 # a VJP on 0-d arrays may give a numpy scalar
     return tuple(out)
 
 
