@@ -7,6 +7,13 @@ from .. import _core
 
 globals().update(_core.NN_FUNCTIONS)
 
+# The compiled losses, accepting the legacy reduction='elementwise_mean' as PyTorch does.
+from ._legacy_reduction import accepting_legacy_mean as _accepting_legacy_mean  # noqa: E402
+for _name in ("nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+              "binary_cross_entropy", "binary_cross_entropy_with_logits"):
+    globals()[_name] = _accepting_legacy_mean(_core.NN_FUNCTIONS[_name])
+del _name
+
 # Attention (issue 17, part 3): composed from the compiled ops above.
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402
 

@@ -1,0 +1,181 @@
+"""Idioms of older public tutorials that must run unchanged (issue 15, third proxy corpus:
+yunjey/pytorch-tutorial, MorvanZhou/PyTorch-Tutorial, hunkim/PyTorchZeroToAll,
+vinhkhuc/PyTorch-Mini-Tutorials): plain attributes set before Module.__init__, the legacy
+size_average / reduce flags on loss modules, reduction='elementwise_mean'."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.nn as nn
+import tapegrad.nn.functional as F
+
+
+# -- attributes assigned before super().__init__() ---------------------------------------------
+
+def _early_assigning_module(lib, value):
+    class Encoder(lib.nn.Module):
+        def __init__(self):
+            self.hidden_size = value        # before super().__init__(), as hunkim's seq2seq
+            super().__init__()
+            self.linear = lib.nn.Linear(2, 3)
+
+        def forward(self, x):
+            return self.linear(x)
+
+    return Encoder()
+
+
+def test_plain_attribute_before_module_init_is_kept():
+    model = _early_assigning_module(tg, 100)
+    assert model.hidden_size == 100
+    assert [name for name, _ in model.named_parameters()] == ["linear.weight", "linear.bias"]
+    assert model(tg.ones(1, 2)).shape == (1, 3)
+
+
+def test_attributes_before_module_init_match_torch(torch):
+    for value_of in (lambda lib: 7, lambda lib: lib.ones(2)):
+        ours, theirs = _early_assigning_module(tg, value_of(tg)), _early_assigning_module(torch, value_of(torch))
+        assert list(ours.state_dict()) == list(theirs.state_dict())
+        assert type(ours.hidden_size).__name__ == type(theirs.hidden_size).__name__
+    for lib in (tg, torch):
+        with pytest.raises(AttributeError, match="cannot assign parameters before Module.__init__"):
+            _early_assigning_module(lib, lib.nn.Parameter(lib.ones(2)))
+        with pytest.raises(AttributeError, match="cannot assign module before Module.__init__"):
+            _early_assigning_module(lib, lib.nn.Linear(1, 1))
+
+
+# -- loss modules: PyTorch's constructor signatures, legacy flags ------------------------------
+
+LEGACY_FLAG_CASES = [
+    ("MSELoss", (), {"size_average": False}, "sum"),
+    ("L1Loss", (), {"reduce": False}, "none"),
+    ("SmoothL1Loss", (), {"size_average": True, "reduce": True}, "mean"),
+    ("NLLLoss", (None, False), {}, "sum"),
+    ("CrossEntropyLoss", (), {"reduce": False}, "none"),
+    ("CrossEntropyLoss", (None, None, 3), {}, "mean"),
+    ("BCELoss", (None, False), {}, "sum"),
+    ("BCEWithLogitsLoss", (), {"size_average": False}, "sum"),
+    ("KLDivLoss", (), {"size_average": False}, "sum"),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs,expected", LEGACY_FLAG_CASES)
+def test_legacy_size_average_and_reduce_fold_into_reduction(name, args, kwargs, expected):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loss = getattr(nn, name)(*args, **kwargs)
+    assert loss.reduction == expected
+    legacy = bool(kwargs) or (len(args) > 1 and args[1] is not None)
+    assert any("size_average and reduce args will be deprecated" in str(w.message)
+               for w in caught) == legacy
+    if name == "CrossEntropyLoss" and args:
+        assert loss.ignore_index == 3
+
+
+@pytest.mark.parametrize("name,args,kwargs,expected", LEGACY_FLAG_CASES)
+def test_legacy_flags_match_torch(torch, name, args, kwargs, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours, theirs = getattr(nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs)
+    assert ours.reduction == theirs.reduction == expected
+
+
+def test_summed_mse_loss_module_value():
+    with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
+        loss = nn.MSELoss(size_average=False)
+    assert loss(tg.tensor([1.0, 2.0]), tg.tensor([0.0, 0.0])).item() == 5.0
+
+
+def test_invalid_reduction_is_refused_when_the_loss_is_called(torch):
+    for lib in (tg, torch):
+        loss = lib.nn.MSELoss(reduction="foo")          # constructing does not check
+        assert loss.reduction == "foo"
+        with pytest.raises(ValueError, match="foo is not a valid value for reduction"):
+            loss(lib.ones(2), lib.zeros(2))
+
+
+# -- reduction='elementwise_mean' ---------------------------------------------------------------
+
+def _loss_calls(lib):
+    ones, zeros = lib.ones(2), lib.zeros(2)
+    rows = lib.tensor([[0.5, 1.0, -1.0], [2.0, 0.0, 1.0]])
+    labels = lib.tensor([0, 2])
+    half = lib.full((2,), 0.25)
+    return {
+        "cross_entropy": (lib.nn.functional.cross_entropy, (rows, labels)),
+        "nll_loss": (lib.nn.functional.nll_loss, (rows, labels)),
+        "mse_loss": (lib.nn.functional.mse_loss, (ones, zeros)),
+        "l1_loss": (lib.nn.functional.l1_loss, (ones, zeros)),
+        "smooth_l1_loss": (lib.nn.functional.smooth_l1_loss, (ones, zeros)),
+        "huber_loss": (lib.nn.functional.huber_loss, (ones, zeros)),
+        "binary_cross_entropy": (lib.nn.functional.binary_cross_entropy, (half, zeros)),
+        "binary_cross_entropy_with_logits": (lib.nn.functional.binary_cross_entropy_with_logits, (ones, zeros)),
+        "kl_div": (lib.nn.functional.kl_div, (half, half)),
+        "soft_margin_loss": (lib.nn.functional.soft_margin_loss, (rows, lib.ones(2, 3))),
+        "margin_ranking_loss": (lib.nn.functional.margin_ranking_loss, (ones, zeros, -ones)),
+        "hinge_embedding_loss": (lib.nn.functional.hinge_embedding_loss, (half, -ones)),
+        "multi_margin_loss": (lib.nn.functional.multi_margin_loss, (rows, labels)),
+        "cosine_embedding_loss": (lib.nn.functional.cosine_embedding_loss, (rows, rows.flip(0), ones)),
+        "triplet_margin_loss": (lib.nn.functional.triplet_margin_loss, (rows, rows, rows.flip(0))),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_loss_calls(tg)))
+def test_elementwise_mean_is_mean_with_a_deprecation_warning(name):
+    fn, args = _loss_calls(tg)[name]
+    with pytest.warns(UserWarning, match="reduction='elementwise_mean' is deprecated. Please use "
+                                          "reduction='mean' instead"):
+        legacy = fn(*args, reduction="elementwise_mean")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")             # kl_div's own warning about 'mean'
+        mean = fn(*args, reduction="mean")
+    assert legacy.item() == pytest.approx(mean.item())
+
+
+@pytest.mark.parametrize("name", sorted(_loss_calls(tg)))
+def test_elementwise_mean_matches_torch(torch, name):
+    ours_fn, ours_args = _loss_calls(tg)[name]
+    theirs_fn, theirs_args = _loss_calls(torch)[name]
+    with warnings.catch_warnings(record=True) as ours_warned:
+        warnings.simplefilter("always")
+        ours = ours_fn(*ours_args, reduction="elementwise_mean")
+    with warnings.catch_warnings(record=True) as theirs_warned:
+        warnings.simplefilter("always")
+        theirs = theirs_fn(*theirs_args, reduction="elementwise_mean")
+    np.testing.assert_allclose(ours.item(), theirs.item(), rtol=1e-6)
+    assert sorted(str(w.message)[:30] for w in ours_warned) == \
+        sorted(str(w.message)[:30] for w in theirs_warned)
+
+
+def test_elementwise_mean_positional_and_through_a_module():
+    with pytest.warns(UserWarning, match="elementwise_mean"):
+        assert F.mse_loss(tg.ones(2), tg.zeros(2), None, None, "elementwise_mean").item() == 1.0
+    loss = nn.CrossEntropyLoss(reduction="elementwise_mean")
+    assert loss.reduction == "elementwise_mean"     # stored as given, resolved when called
+    logits, labels = tg.tensor([[2.0, 0.0], [0.0, 2.0]]), tg.tensor([0, 0])
+    with pytest.warns(UserWarning, match="elementwise_mean"):
+        value = loss(logits, labels)
+    assert value.item() == pytest.approx(F.cross_entropy(logits, labels).item())
+
+
+def test_losses_refusing_elementwise_mean_match_torch(torch):
+    for lib in (tg, torch):
+        a = lib.ones(2, 3)
+        with pytest.raises(ValueError, match="elementwise_mean is not a valid value for reduction"):
+            lib.nn.functional.poisson_nll_loss(a, a, reduction="elementwise_mean")
+        with pytest.raises(ValueError, match="elementwise_mean is not valid"):
+            lib.nn.functional.gaussian_nll_loss(a, a, a, reduction="elementwise_mean")
+        with pytest.raises(ValueError, match="elementwise_mean is not valid"):
+            lib.nn.functional.multilabel_soft_margin_loss(a, a, reduction="elementwise_mean")
+
+
+def test_elementwise_mean_keeps_the_gradient(gradcheck):
+    x = np.array([[0.3, -1.2, 0.5], [1.1, 0.2, -0.4]])
+    labels = tg.tensor([2, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gradcheck(lambda t: F.cross_entropy(t, labels, reduction="elementwise_mean"), x)
