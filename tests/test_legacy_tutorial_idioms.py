@@ -179,3 +179,75 @@ def test_elementwise_mean_keeps_the_gradient(gradcheck):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gradcheck(lambda t: F.cross_entropy(t, labels, reduction="elementwise_mean"), x)
+
+
+# -- inplace=True on an activation inside a graph ----------------------------------------------
+
+INPLACE_CASES = [
+    ("relu", lambda F, y: F.relu(y, inplace=True)),
+    ("relu_", lambda F, y: F.relu_(y)),
+    ("leaky_relu", lambda F, y: F.leaky_relu(y, 0.1, True)),
+    ("elu", lambda F, y: F.elu(y, inplace=True)),
+    ("silu", lambda F, y: F.silu(y, inplace=True)),
+    ("selu", lambda F, y: F.selu(y, inplace=True)),
+    ("mish", lambda F, y: F.mish(y, inplace=True)),
+    ("hardswish", lambda F, y: F.hardswish(y, inplace=True)),
+    ("rrelu_eval", lambda F, y: F.rrelu(y, training=False, inplace=True)),
+]
+_X = [[-1.5, 0.5, 2.0], [0.3, -0.2, 7.0]]
+
+
+def _through_inplace(lib, apply, dtype="float32"):
+    x = lib.tensor(_X, dtype=getattr(lib, dtype), requires_grad=True)
+    y = x * 1.0
+    out = apply(lib.nn.functional, y)
+    weights = lib.arange(6.0, dtype=getattr(lib, dtype)).reshape(2, 3)
+    (y * weights).sum().backward()          # y's later use sees the activated values
+    return out is y, y.detach().numpy(), x.grad.numpy()
+
+
+@pytest.mark.parametrize("name,apply", INPLACE_CASES, ids=[c[0] for c in INPLACE_CASES])
+def test_inplace_activation_in_graph_matches_torch(torch, name, apply):
+    same, values, grad = _through_inplace(tg, apply)
+    t_same, t_values, t_grad = _through_inplace(torch, apply)
+    assert same and t_same
+    np.testing.assert_allclose(values, t_values, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(grad, t_grad, rtol=1e-5, atol=1e-6)
+
+
+def test_inplace_relu_in_graph_values_and_gradient():
+    same, values, grad = _through_inplace(tg, INPLACE_CASES[0][1])
+    assert same
+    np.testing.assert_array_equal(values, np.array([[0.0, 0.5, 2.0], [0.3, 0.0, 7.0]], np.float32))
+    np.testing.assert_array_equal(grad, [[0.0, 1.0, 2.0], [3.0, 0.0, 5.0]])
+
+
+@pytest.mark.parametrize("name,apply", INPLACE_CASES[:6], ids=[c[0] for c in INPLACE_CASES[:6]])
+def test_inplace_activation_gradient_is_finite_difference_exact(gradcheck, name, apply):
+    def fn(x):
+        y = x * 1.0
+        apply(F, y)
+        return y * y                     # uses the activated values through y itself
+    gradcheck(fn, np.array(_X) + 0.05)
+
+
+def test_inplace_activation_modules_write_into_their_input(torch):
+    for lib in (tg, torch):
+        model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU(inplace=True),
+                                  lib.nn.Linear(4, 3), lib.nn.ELU(inplace=True),
+                                  lib.nn.Linear(3, 3), lib.nn.Hardswish(inplace=True),
+                                  lib.nn.Linear(3, 2), lib.nn.Mish(inplace=True))
+        x = lib.ones(2, 3)
+        hidden = model[0](x)
+        assert model[1](hidden) is hidden and hidden.min().item() >= 0.0
+        model(x).sum().backward()
+        assert model[0].weight.grad is not None
+    assert repr(nn.Hardswish(inplace=True)) == repr(torch.nn.Hardswish(inplace=True))
+    assert repr(nn.Mish(inplace=True)) == repr(torch.nn.Mish(inplace=True))
+
+
+def test_inplace_activation_on_a_leaf_that_requires_grad_is_refused(torch):
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "
+                                               "in an in-place operation"):
+            lib.nn.functional.relu(lib.ones(2, requires_grad=True), inplace=True)

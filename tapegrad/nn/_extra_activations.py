@@ -10,6 +10,7 @@ from .. import _core  # noqa: F401  (keeps import order with functional.py)
 from .._half_precision import narrow_half, widen_half
 from ..tensor import Tensor
 import tapegrad as _tg
+from ._graph_inplace import recording_inplace
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -42,6 +43,7 @@ def relu6(input, inplace: bool = False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+@recording_inplace
 def selu(input, inplace: bool = False):
     """Elementwise ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with PyTorch's constants
     alpha = 1.6733 and scale = 1.0507.
@@ -56,11 +58,13 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):
     return _finish(input, _compiled("elu")(input / alpha, alpha=1.0) * alpha, inplace)
 
 
+@recording_inplace
 def mish(input, inplace: bool = False):
     """Elementwise ``x * tanh(softplus(x))``."""
     return _finish(input, input * _tg.tanh(_compiled("softplus")(input)), inplace)
 
 
+@recording_inplace
 def hardswish(input, inplace: bool = False):
     # Gradient x/3 + 1/2 strictly inside (-3, 3), 0 at -3 and 1 at 3, as PyTorch 2.13 gives.
     """Elementwise ``x * clamp(x + 3, 0, 6) / 6``."""
@@ -141,6 +145,7 @@ def prelu(input, weight):
     return PreluKernel.apply(input, weight)
 
 
+@recording_inplace
 def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False):
     """Randomized leaky ReLU: in training each non-positive entry gets a slope drawn from

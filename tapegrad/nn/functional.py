@@ -45,6 +45,13 @@ from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuf
 
 from ._extra_activations import alpha_dropout  # noqa: E402
 
+# inplace=True on a tensor in a graph: recorded as PyTorch's in-place activations are.
+from ._graph_inplace import recording_inplace as _recording_inplace  # noqa: E402
+relu = _recording_inplace(relu)  # noqa: F821 (a compiled op, from NN_FUNCTIONS)
+leaky_relu = _recording_inplace(leaky_relu)  # noqa: F821
+elu = _recording_inplace(elu)  # noqa: F821
+silu = _recording_inplace(silu)  # noqa: F821
+
 from ._inplace_activations import elu_, hardtanh_, leaky_relu_, relu_  # noqa: E402,F401
 
 from .._pickle_names import repoint as _repoint  # noqa: E402
