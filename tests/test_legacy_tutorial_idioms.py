@@ -251,3 +251,66 @@ def test_inplace_activation_on_a_leaf_that_requires_grad_is_refused(torch):
         with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "
                                                "in an in-place operation"):
             lib.nn.functional.relu(lib.ones(2, requires_grad=True), inplace=True)
+
+
+# -- deprecated upsampling spellings, the remaining trailing-underscore activations -----------
+
+_IMAGE = np.arange(6.0, dtype=np.float32).reshape(1, 1, 2, 3)
+
+
+def test_upsampling_aliases_values():
+    x = tg.tensor(_IMAGE)
+    with pytest.warns(UserWarning, match="`nn.functional.upsample_bilinear` is deprecated"):
+        corners = F.upsample_bilinear(x, size=(3, 5))
+    np.testing.assert_allclose(corners[0, 0].numpy(), [[0.0, 0.5, 1.0, 1.5, 2.0],
+                                                      [1.5, 2.0, 2.5, 3.0, 3.5],
+                                                      [3.0, 3.5, 4.0, 4.5, 5.0]], rtol=1e-6)
+    with pytest.warns(UserWarning, match="`nn.functional.upsample_nearest` is deprecated"):
+        assert F.upsample_nearest(x, scale_factor=2)[0, 0, 1].tolist() == [0, 0, 1, 1, 2, 2]
+    np.testing.assert_array_equal(nn.UpsamplingBilinear2d(size=(3, 5))(x).numpy(), corners.numpy())
+    assert repr(nn.UpsamplingNearest2d(scale_factor=2)) == \
+        "UpsamplingNearest2d(scale_factor=2.0, mode='nearest')"
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.nn.functional.upsample(x, scale_factor=2),
+    lambda lib, x: lib.nn.functional.upsample(x, size=(3, 4), mode="bilinear", align_corners=False),
+    lambda lib, x: lib.nn.functional.upsample_nearest(x, size=3),
+    lambda lib, x: lib.nn.functional.upsample_bilinear(x, scale_factor=2),
+    lambda lib, x: lib.nn.UpsamplingBilinear2d(scale_factor=2)(x),
+    lambda lib, x: lib.nn.UpsamplingNearest2d(size=(3, 5))(x),
+])
+def test_upsampling_aliases_match_torch(torch, call):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours, theirs = call(tg, tg.tensor(_IMAGE)), call(torch, torch.tensor(_IMAGE))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_upsample_bilinear_gradient(gradcheck):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gradcheck(lambda t: F.upsample_bilinear(t, scale_factor=2), _IMAGE.astype(np.float64))
+
+
+UNDERSCORE_CASES = [
+    ("selu_", lambda F_, y: F_.selu_(y)),
+    ("celu_", lambda F_, y: F_.celu_(y, 0.5)),
+    ("threshold_", lambda F_, y: F_.threshold_(y, 0.1, 20.0)),
+    ("rrelu_eval", lambda F_, y: F_.rrelu_(y, 0.1, 0.3)),
+]
+
+
+@pytest.mark.parametrize("name,apply", UNDERSCORE_CASES, ids=[c[0] for c in UNDERSCORE_CASES])
+def test_underscore_activations_match_torch(torch, name, apply):
+    same, values, grad = _through_inplace(tg, apply)
+    t_same, t_values, t_grad = _through_inplace(torch, apply)
+    assert same and t_same
+    np.testing.assert_allclose(values, t_values, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(grad, t_grad, rtol=1e-5, atol=1e-6)
+
+
+def test_threshold_underscore_values():
+    x = tg.tensor([-1.0, 0.05, 2.0])
+    assert F.threshold_(x, 0.1, 20.0) is x
+    assert x.tolist() == [20.0, 20.0, 2.0]

@@ -27,7 +27,8 @@ from ._conv_ops import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold
 from ._pool_ops import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402
                         adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
                         max_unpool1d, max_unpool2d)
-from ._spatial_ops import dropout1d, dropout2d, interpolate, pad  # noqa: E402
+from ._spatial_ops import (dropout1d, dropout2d, interpolate, pad, upsample,  # noqa: E402
+                           upsample_bilinear, upsample_nearest)
 
 # Activations composed of differentiable ops (hardtanh ... glu, normalize).
 from ._extra_activations import (celu, glu, hardshrink, hardsigmoid, hardswish,  # noqa: E402
@@ -52,7 +53,8 @@ leaky_relu = _recording_inplace(leaky_relu)  # noqa: F821
 elu = _recording_inplace(elu)  # noqa: F821
 silu = _recording_inplace(silu)  # noqa: F821
 
-from ._inplace_activations import elu_, hardtanh_, leaky_relu_, relu_  # noqa: E402,F401
+from ._inplace_activations import (celu_, elu_, hardtanh_, leaky_relu_, relu_,  # noqa: E402,F401
+                                   rrelu_, selu_, threshold_)
 
 from .._pickle_names import repoint as _repoint  # noqa: E402
 _repoint(globals(), __name__)  # F.relu & co. pickle by name (torch.save of a whole model)
