@@ -314,3 +314,46 @@ def test_threshold_underscore_values():
     x = tg.tensor([-1.0, 0.05, 2.0])
     assert F.threshold_(x, 0.1, 20.0) is x
     assert x.tolist() == [20.0, 20.0, 2.0]
+
+
+# -- optim.Rprop --------------------------------------------------------------------------------
+
+def _rprop_run(lib, dtype, **kwargs):
+    w = lib.nn.Parameter(lib.tensor([[0.5, -1.0, 2.0], [0.1, 0.0, -3.0]], dtype=dtype))
+    opt = lib.optim.Rprop([w], **kwargs)
+    target = lib.tensor([1.0, 0.5, -1.0], dtype=dtype)
+    scale = lib.tensor([1.0, 2.0, 3.0], dtype=dtype)
+    for _ in range(12):
+        opt.zero_grad()
+        loss = ((w - target) ** 2 * scale).sum() + (w ** 3).sum() * 0.1
+        loss.backward()
+        opt.step()
+    return w.detach().numpy(), opt.state[w]["step_size"].numpy(), opt.state[w]["step"].item()
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"lr": 0.1, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.2)},
+                                    {"maximize": True}])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rprop_matches_torch_bit_for_bit(torch, kwargs, dtype):
+    ours = _rprop_run(tg, getattr(tg, dtype), **kwargs)
+    theirs = _rprop_run(torch, getattr(torch, dtype), **kwargs)
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    np.testing.assert_array_equal(ours[1], theirs[1])
+    assert ours[2] == theirs[2] == 12
+
+
+def test_rprop_steps_and_errors():
+    w = tg.nn.Parameter(tg.tensor([1.0, -2.0]))
+    opt = tg.optim.Rprop([w])
+    for _ in range(2):
+        opt.zero_grad()
+        (w ** 2).sum().backward()
+        opt.step()
+    # step 1: the step size is lr; step 2: the sign held, so it grew by etaplus (1.2)
+    np.testing.assert_allclose(w.detach().numpy(), [1.0 - 0.01 - 0.012, -2.0 + 0.01 + 0.012],
+                               rtol=1e-6)
+    with pytest.raises(ValueError, match="Invalid eta values: 1.2, 0.5"):
+        tg.optim.Rprop([w], etas=(1.2, 0.5))
+    with pytest.raises(ValueError, match="Invalid learning rate: -1"):
+        tg.optim.Rprop([w], lr=-1)
+    assert "Rprop (" in repr(opt) and "etas: (0.5, 1.2)" in repr(opt)
