@@ -357,3 +357,35 @@ def test_rprop_steps_and_errors():
     with pytest.raises(ValueError, match="Invalid learning rate: -1"):
         tg.optim.Rprop([w], lr=-1)
     assert "Rprop (" in repr(opt) and "etas: (0.5, 1.2)" in repr(opt)
+
+
+# -- F.gumbel_softmax ---------------------------------------------------------------------------
+
+def test_gumbel_softmax_samples_soft_and_hard(torch):
+    for lib in (tg, torch):
+        lib.manual_seed(0)
+        logits = lib.tensor([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]], requires_grad=True)
+        soft = lib.nn.functional.gumbel_softmax(logits, tau=0.5)
+        assert soft.shape == (2, 3) and soft.dtype == lib.float32
+        np.testing.assert_allclose(soft.detach().sum(-1).numpy(), [1.0, 1.0], rtol=1e-6)
+        hard = lib.nn.functional.gumbel_softmax(logits, hard=True, dim=0)
+        assert set(hard.detach().flatten().tolist()) <= {0.0, 1.0}
+        assert hard.detach().sum(0).tolist() == [1.0, 1.0, 1.0]
+        (hard * lib.tensor([[1.0], [2.0]])).sum().backward()      # straight-through gradient
+        assert logits.grad.abs().sum().item() > 0
+        with pytest.warns(UserWarning, match="`eps` parameter is deprecated"):
+            lib.nn.functional.gumbel_softmax(logits, eps=1e-5)
+
+
+def test_gumbel_softmax_hard_frequencies_follow_softmax():
+    tg.manual_seed(1)
+    logits = tg.tensor([1.0, 2.0, 0.5])
+    freq = F.gumbel_softmax(logits.expand(20000, 3), hard=True).mean(0)
+    np.testing.assert_allclose(freq.numpy(), tg.softmax(logits, 0).numpy(), atol=0.02)
+
+
+def test_gumbel_softmax_gradient(gradcheck):
+    def fn(t):
+        tg.manual_seed(3)                  # the same noise at every evaluation
+        return F.gumbel_softmax(t, tau=0.7) * tg.tensor([1.0, 2.0, 3.0], dtype=tg.float64)
+    gradcheck(fn, np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]]))

@@ -203,7 +203,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
 
 __all__ = ["hardtanh", "relu6", "selu", "celu", "mish", "hardswish", "hardsigmoid", "logsigmoid",
            "softsign", "tanhshrink", "threshold", "hardshrink", "softshrink", "prelu", "rrelu",
-           "softmin", "glu", "normalize", "alpha_dropout"]
+           "softmin", "glu", "normalize", "alpha_dropout", "gumbel_softmax"]
 
 
 def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
@@ -222,3 +222,20 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
     keep = (_tg.rand(input.shape, dtype=input.dtype) >= p).to(input.dtype)
     b = (keep - 1) * (saturation * a) + saturation * a * p
     return _finish(input, input * (keep * a) + b, inplace)
+
+
+def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1):
+    """A sample from the Gumbel-softmax (concrete) distribution over `dim`: ``softmax((logits +
+    g) / tau)`` with g standard Gumbel noise; ``hard=True`` returns the one-hot of its argmax in
+    the forward pass with the soft sample's gradient (straight-through estimator)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    # -log(E) with E ~ Exponential(1) is standard Gumbel noise.
+    noise = -_tg.empty_like(logits).exponential_().log()
+    soft = ((logits + noise) / tau).softmax(dim)
+    if not hard:
+        return soft
+    winner = soft.argmax(dim, keepdim=True)
+    one_hot = _tg.zeros_like(logits).scatter_(dim, winner, 1.0)
+    return one_hot - soft.detach() + soft

@@ -56,6 +56,7 @@ __all__ = [
     'gelu',
     'glu',
     'group_norm',
+    'gumbel_softmax',
     'hardshrink',
     'hardsigmoid',
     'hardswish',
@@ -185,6 +186,8 @@ def gelu(input: Any, *, approximate: Any = ...) -> _Tensor: ...
 def glu(input: Any, dim: _int = ...) -> _Tensor: ...
 
 def group_norm(input: Any, num_groups: _int, weight: Any = ..., bias: Any = ..., eps: _float = ...) -> _Tensor: ...
+
+def gumbel_softmax(logits: Any, tau: _float = ..., hard: _bool = ..., eps: _float = ..., dim: _int = ...) -> Any: ...
 
 def hardshrink(input: Any, lambd: _float = ...) -> _Tensor: ...
 
