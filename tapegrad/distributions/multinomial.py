@@ -9,15 +9,15 @@ from ..creation import _make
 from ..grad_mode import no_grad
 from ..tensor import Size
 from . import constraints
+from ._categorical_backed import CategoricalBacked
 from .categorical import Categorical
 from .count_families import Binomial
-from .distribution import Distribution
 from .utils import broadcast_all
 
 __all__ = ["Multinomial"]
 
 
-class Multinomial(Distribution):
+class Multinomial(CategoricalBacked):
     """How many of `total_count` independent draws from a Categorical land in each category.
 
     Samples are float count vectors over the last dimension of `probs` / `logits` (the event);
@@ -25,31 +25,11 @@ class Multinomial(Distribution):
     as in PyTorch; `log_prob` alone accepts any count vector.
     """
 
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
-
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
         if not isinstance(total_count, int):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         self.total_count = total_count
-        self._categorical = Categorical(probs=probs, logits=logits)
-        param = self._categorical._param
-        super().__init__(tuple(param.shape)[:-1], tuple(param.shape)[-1:],
-                         validate_args=validate_args)
-
-    @property
-    def probs(self):
-        """The per-category probabilities (normalised over the last dimension)."""
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        """The per-category log-probabilities (normalised over the last dimension)."""
-        return self._categorical.logits
-
-    @property
-    def param_shape(self) -> Size:
-        """The shape of the parameter given at construction: ``batch_shape + (num_classes,)``."""
-        return self._categorical.param_shape
+        self._init_from_categorical(Categorical(probs=probs, logits=logits), validate_args)
 
     @property
     def support(self):
@@ -66,12 +46,8 @@ class Multinomial(Distribution):
     def expand(self, batch_shape, _instance=None):
         """A Multinomial with its parameter broadcast to ``batch_shape`` (no copy of the data)."""
         new = self._get_checked_instance(Multinomial, _instance)
-        batch_shape = Size(batch_shape)
         new.total_count = self.total_count
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_categorical_into(new, batch_shape)
 
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))   # also refuses a bare int, as PyTorch

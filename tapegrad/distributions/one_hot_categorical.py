@@ -6,42 +6,21 @@ import numpy as np
 from ..creation import _make
 from ..tensor import Size
 from . import constraints
+from ._categorical_backed import CategoricalBacked
 from .categorical import Categorical
-from .distribution import Distribution
 
 __all__ = ["OneHotCategorical"]
 
 
-class OneHotCategorical(Distribution):
+class OneHotCategorical(CategoricalBacked):
     """Events are one-hot vectors of length K (event_shape (K,)), in the parameter's dtype."""
 
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.one_hot
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits, validate_args=validate_args)
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
-
-    @property
-    def _param(self):
-        return self._categorical._param
-
-    @property
-    def probs(self):
-        """The class probabilities, shape ``batch_shape + (num_classes,)``, normalised to sum to 1."""
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        """The log-probabilities of the classes (normalised: ``logsumexp`` over the last dim is 0)."""
-        return self._categorical.logits
-
-    @property
-    def param_shape(self) -> Size:
-        """The shape of the parameter given at construction: ``batch_shape + (num_classes,)``."""
-        return self._categorical.param_shape
+        self._init_from_categorical(Categorical(probs, logits, validate_args=validate_args),
+                                    validate_args)
 
     @property
     def mean(self):
@@ -61,11 +40,8 @@ class OneHotCategorical(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         """A OneHotCategorical with the same parameters broadcast to ``batch_shape``."""
-        new = self._get_checked_instance(OneHotCategorical, _instance)
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, Size(batch_shape), self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_categorical_into(
+            self._get_checked_instance(OneHotCategorical, _instance), batch_shape)
 
     def sample(self, sample_shape=Size()):
         index = self._categorical.sample(sample_shape)._array

@@ -145,6 +145,8 @@ from tapegrad.nn.modules.transformer import TransformerDecoder as TransformerDec
 from tapegrad.nn.modules.transformer import TransformerDecoderLayer as TransformerDecoderLayer
 from tapegrad.nn.modules.transformer import TransformerEncoder as TransformerEncoder
 from tapegrad.nn.modules.transformer import TransformerEncoderLayer as TransformerEncoderLayer
+from tapegrad.nn.modules.upsampling import UpsamplingBilinear2d as UpsamplingBilinear2d
+from tapegrad.nn.modules.upsampling import UpsamplingNearest2d as UpsamplingNearest2d
 from tapegrad.nn.parallel import DataParallel as DataParallel
 from tapegrad.nn.parameter import Parameter as Parameter
 from tapegrad.nn.parameter import UninitializedBuffer as UninitializedBuffer
@@ -274,6 +276,8 @@ __all__ = [
     'UninitializedBuffer',
     'UninitializedParameter',
     'Upsample',
+    'UpsamplingBilinear2d',
+    'UpsamplingNearest2d',
     'ZeroPad1d',
     'ZeroPad2d',
     'functional',

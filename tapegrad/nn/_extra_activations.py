@@ -10,6 +10,7 @@ from .. import _core  # noqa: F401  (keeps import order with functional.py)
 from .._half_precision import narrow_half, widen_half
 from ..tensor import Tensor
 import tapegrad as _tg
+from ._graph_inplace import recording_inplace
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -42,6 +43,7 @@ def relu6(input, inplace: bool = False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+@recording_inplace
 def selu(input, inplace: bool = False):
     """Elementwise ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with PyTorch's constants
     alpha = 1.6733 and scale = 1.0507.
@@ -56,11 +58,13 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):
     return _finish(input, _compiled("elu")(input / alpha, alpha=1.0) * alpha, inplace)
 
 
+@recording_inplace
 def mish(input, inplace: bool = False):
     """Elementwise ``x * tanh(softplus(x))``."""
     return _finish(input, input * _tg.tanh(_compiled("softplus")(input)), inplace)
 
 
+@recording_inplace
 def hardswish(input, inplace: bool = False):
     # Gradient x/3 + 1/2 strictly inside (-3, 3), 0 at -3 and 1 at 3, as PyTorch 2.13 gives.
     """Elementwise ``x * clamp(x + 3, 0, 6) / 6``."""
@@ -141,6 +145,7 @@ def prelu(input, weight):
     return PreluKernel.apply(input, weight)
 
 
+@recording_inplace
 def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False):
     """Randomized leaky ReLU: in training each non-positive entry gets a slope drawn from
@@ -198,7 +203,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
 
 __all__ = ["hardtanh", "relu6", "selu", "celu", "mish", "hardswish", "hardsigmoid", "logsigmoid",
            "softsign", "tanhshrink", "threshold", "hardshrink", "softshrink", "prelu", "rrelu",
-           "softmin", "glu", "normalize", "alpha_dropout"]
+           "softmin", "glu", "normalize", "alpha_dropout", "gumbel_softmax"]
 
 
 def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
@@ -217,3 +222,20 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
     keep = (_tg.rand(input.shape, dtype=input.dtype) >= p).to(input.dtype)
     b = (keep - 1) * (saturation * a) + saturation * a * p
     return _finish(input, input * (keep * a) + b, inplace)
+
+
+def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1):
+    """A sample from the Gumbel-softmax (concrete) distribution over `dim`: ``softmax((logits +
+    g) / tau)`` with g standard Gumbel noise; ``hard=True`` returns the one-hot of its argmax in
+    the forward pass with the soft sample's gradient (straight-through estimator)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    # -log(E) with E ~ Exponential(1) is standard Gumbel noise.
+    noise = -_tg.empty_like(logits).exponential_().log()
+    soft = ((logits + noise) / tau).softmax(dim)
+    if not hard:
+        return soft
+    winner = soft.argmax(dim, keepdim=True)
+    one_hot = _tg.zeros_like(logits).scatter_(dim, winner, 1.0)
+    return one_hot - soft.detach() + soft

@@ -12,6 +12,7 @@ import tapegrad as _tg
 
 from .._half_precision import narrow_half, widen_half
 from ._extra_activations import logsigmoid
+from ._legacy_reduction import mean_alias
 
 _KL_MEAN_WARNING = (
     "reduction: 'mean' divides the total loss by both the batch size and the support size."
@@ -41,9 +42,15 @@ def _reduce(loss, reduction: str):
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-def _check_reduction(reduction: str, extra=()) -> None:
+def _check_reduction(reduction: str, extra=(), *, legacy_mean: bool = True,
+                     message: str = "{} is not a valid value for reduction") -> str:
+    """The reduction to apply: one of PyTorch's names, or 'elementwise_mean' read as 'mean' by
+    the losses that still accept it (legacy_mean); anything else raises ValueError(message)."""
+    if legacy_mean:
+        reduction = mean_alias(reduction, stacklevel=4)
     if reduction not in ("none", "mean", "sum") + tuple(extra):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+        raise ValueError(message.format(reduction))
+    return reduction
 
 
 def _xlogy(x, y):
@@ -57,10 +64,11 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
            log_target: bool = False):
     """KL(target || exp(input)) pointwise: input is log-probabilities; target is probabilities
     (or log-probabilities with log_target)."""
-    reduction = _reduction(size_average, reduce, reduction)
-    _check_reduction(reduction, ("batchmean",))
-    if reduction == "mean":
+    if reduction == "mean" and size_average is None and reduce is None:
+        # Only a 'mean' asked for by that name (not the legacy flags or alias) warns, as PyTorch.
         warnings.warn(_KL_MEAN_WARNING, stacklevel=2)
+    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _check_reduction(reduction, ("batchmean",))
     if log_target:
         pointwise = _tg.exp(target) * (target - input)
     else:
@@ -109,7 +117,7 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
                           reduce=None, reduction: str = "mean"):
     """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1."""
     reduction = _reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    reduction = _check_reduction(reduction)
     eps = 1e-12  # PyTorch's EPSILON inside cosine_embedding_loss
     dim = input1.dim() - 1
     prod = (input1 * input2).sum(dim)
@@ -128,7 +136,7 @@ def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_averag
     ``reduction`` ('mean', 'sum' or 'none').
     """
     reduction = _reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    reduction = _check_reduction(reduction)
     if not (input1.dim() == input2.dim() == target.dim()):
         raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension "
                            f"but got sizes: input1: {tuple(input1.shape)}, input2: "
@@ -140,7 +148,7 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, 
                          reduction: str = "mean"):
     """x where target is 1, max(0, margin - x) where target is -1."""
     reduction = _reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    reduction = _check_reduction(reduction)
     zeros = _tg.zeros_like(input)
     margin_part = _tg.where(target != 1, _tg.clamp(margin - input, min=0), zeros)
     self_part = _tg.where(target != -1, input, zeros)
@@ -150,7 +158,7 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """``log(1 + exp(-target * input))`` per element (target 1 or -1), reduced by ``reduction``."""
     reduction = _reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    reduction = _check_reduction(reduction)
     return _reduce(_tg.log1p(_tg.exp(-target * input)), reduction)
 
 
@@ -158,7 +166,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
                                 reduction: str = "mean"):
     """Per-sample mean over classes of the binary logistic loss."""
     reduction = _reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    reduction = _check_reduction(reduction, legacy_mean=False, message="{} is not valid")
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -171,7 +179,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
                       size_average=None, reduce=None, reduction: str = "mean"):
     """Per sample: sum over classes j != y of max(0, margin - x[y] + x[j])^p / C."""
     reduction = _reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    reduction = _check_reduction(reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     squeeze = input.dim() <= 1
@@ -203,7 +211,7 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     ``reduction``.
     """
     reduction = _reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    reduction = _check_reduction(reduction)
     dims = (anchor.dim(), positive.dim(), negative.dim())
     if len(set(dims)) != 1:
         raise RuntimeError("The anchor, positive, and negative tensors are expected to have the "
@@ -222,7 +230,7 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
     ``input - target * log(input + eps)``; ``full=True`` adds Stirling's term for targets > 1.
     """
     reduction = _reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
+    reduction = _check_reduction(reduction, legacy_mean=False)
     if log_input:
         loss = _tg.exp(input) - target * input
     else:
@@ -246,7 +254,7 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
             var = var.unsqueeze(-1)
         elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
             raise ValueError("var is of incorrect size")
-    _check_reduction(reduction)
+    reduction = _check_reduction(reduction, legacy_mean=False, message="{} is not valid")
     if bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
     held = var.detach()

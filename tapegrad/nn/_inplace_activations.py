@@ -25,3 +25,27 @@ def hardtanh_(input, min_val: float = -1.0, max_val: float = 1.0):
     """``F.hardtanh(input, min_val, max_val, inplace=True)``."""
     from .functional import hardtanh
     return hardtanh(input, min_val, max_val, True)
+
+
+def selu_(input):
+    """``F.selu(input, inplace=True)``."""
+    from .functional import selu
+    return selu(input, inplace=True)
+
+
+def celu_(input, alpha: float = 1.0):
+    """``F.celu(input, alpha, inplace=True)``."""
+    from .functional import celu
+    return celu(input, alpha, True)
+
+
+def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False):
+    """``F.rrelu(input, lower, upper, training, inplace=True)``."""
+    from .functional import rrelu
+    return rrelu(input, lower, upper, training, True)
+
+
+def threshold_(input, threshold: float, value: float):
+    """``F.threshold(input, threshold, value, inplace=True)``."""
+    from . import functional
+    return functional.threshold(input, threshold, value, True)

@@ -16,7 +16,8 @@ from .. import _core
 from ._conv_ops import _check_tensor, _wrap
 from ._pool_ops import _shape_along, _window_average
 
-__all__ = ["interpolate", "pad", "dropout1d", "dropout2d"]
+__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pad", "dropout1d",
+           "dropout2d"]
 
 
 # -- interpolation ---------------------------------------------------------------------------------
@@ -149,6 +150,29 @@ def _pad_index(n, before, after, mode):
     start = max(-before, 0)
     kept = n - start - max(-after, 0)
     return np.arange(-max(before, 0), kept + max(after, 0)) % kept + start
+
+
+def _deprecated_upsampling(name: str) -> None:
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=3)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated spelling of ``interpolate`` (warns as PyTorch does)."""
+    _deprecated_upsampling("upsample")
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(input, size, scale_factor, mode='nearest')``."""
+    _deprecated_upsampling("upsample_nearest")
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)`` (corners aligned)."""
+    _deprecated_upsampling("upsample_bilinear")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def pad(input, pad, mode="constant", value=None):

@@ -7,6 +7,13 @@ from .. import _core
 
 globals().update(_core.NN_FUNCTIONS)
 
+# The compiled losses, accepting the legacy reduction='elementwise_mean' as PyTorch does.
+from ._legacy_reduction import accepting_legacy_mean as _accepting_legacy_mean  # noqa: E402
+for _name in ("nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+              "binary_cross_entropy", "binary_cross_entropy_with_logits"):
+    globals()[_name] = _accepting_legacy_mean(_core.NN_FUNCTIONS[_name])
+del _name
+
 # Attention (issue 17, part 3): composed from the compiled ops above.
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402
 
@@ -20,7 +27,8 @@ from ._conv_ops import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold
 from ._pool_ops import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402
                         adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
                         max_unpool1d, max_unpool2d)
-from ._spatial_ops import dropout1d, dropout2d, interpolate, pad  # noqa: E402
+from ._spatial_ops import (dropout1d, dropout2d, interpolate, pad, upsample,  # noqa: E402
+                           upsample_bilinear, upsample_nearest)
 
 # Activations composed of differentiable ops (hardtanh ... glu, normalize).
 from ._extra_activations import (celu, glu, hardshrink, hardsigmoid, hardswish,  # noqa: E402
@@ -36,9 +44,17 @@ from ._extra_losses import (cosine_embedding_loss, cosine_similarity,  # noqa: E
 # Channel rearrangements and the bilinear form (reshape / permute / matmul composites).
 from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402
 
-from ._extra_activations import alpha_dropout  # noqa: E402
+from ._extra_activations import alpha_dropout, gumbel_softmax  # noqa: E402
 
-from ._inplace_activations import elu_, hardtanh_, leaky_relu_, relu_  # noqa: E402,F401
+# inplace=True on a tensor in a graph: recorded as PyTorch's in-place activations are.
+from ._graph_inplace import recording_inplace as _recording_inplace  # noqa: E402
+relu = _recording_inplace(relu)  # noqa: F821 (a compiled op, from NN_FUNCTIONS)
+leaky_relu = _recording_inplace(leaky_relu)  # noqa: F821
+elu = _recording_inplace(elu)  # noqa: F821
+silu = _recording_inplace(silu)  # noqa: F821
+
+from ._inplace_activations import (celu_, elu_, hardtanh_, leaky_relu_, relu_,  # noqa: E402,F401
+                                   rrelu_, selu_, threshold_)
 
 from .._pickle_names import repoint as _repoint  # noqa: E402
 _repoint(globals(), __name__)  # F.relu & co. pickle by name (torch.save of a whole model)

@@ -35,6 +35,7 @@ __all__ = [
     'binary_cross_entropy',
     'binary_cross_entropy_with_logits',
     'celu',
+    'celu_',
     'channel_shuffle',
     'conv1d',
     'conv2d',
@@ -55,6 +56,7 @@ __all__ = [
     'gelu',
     'glu',
     'group_norm',
+    'gumbel_softmax',
     'hardshrink',
     'hardsigmoid',
     'hardswish',
@@ -95,8 +97,10 @@ __all__ = [
     'relu6',
     'relu_',
     'rrelu',
+    'rrelu_',
     'scaled_dot_product_attention',
     'selu',
+    'selu_',
     'sigmoid',
     'silu',
     'smooth_l1_loss',
@@ -109,8 +113,12 @@ __all__ = [
     'tanh',
     'tanhshrink',
     'threshold',
+    'threshold_',
     'triplet_margin_loss',
     'unfold',
+    'upsample',
+    'upsample_bilinear',
+    'upsample_nearest',
 ]
 
 def adaptive_avg_pool1d(input: Any, output_size: Any) -> _Tensor: ...
@@ -136,6 +144,8 @@ def binary_cross_entropy(input: Any, target: Any, weight: Any = ..., size_averag
 def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = ..., size_average: Any = ..., reduce: Any = ..., reduction: Any = ..., pos_weight: Any = ...) -> _Tensor: ...
 
 def celu(input: Any, alpha: _float = ..., inplace: _bool = ...) -> _Tensor: ...
+
+def celu_(input: Any, alpha: _float = ...) -> Any: ...
 
 def channel_shuffle(input: Any, groups: _int) -> _Tensor: ...
 
@@ -176,6 +186,8 @@ def gelu(input: Any, *, approximate: Any = ...) -> _Tensor: ...
 def glu(input: Any, dim: _int = ...) -> _Tensor: ...
 
 def group_norm(input: Any, num_groups: _int, weight: Any = ..., bias: Any = ..., eps: _float = ...) -> _Tensor: ...
+
+def gumbel_softmax(logits: Any, tau: _float = ..., hard: _bool = ..., eps: _float = ..., dim: _int = ...) -> Any: ...
 
 def hardshrink(input: Any, lambd: _float = ...) -> _Tensor: ...
 
@@ -257,9 +269,13 @@ def relu_(input: Any) -> _Tensor: ...
 
 def rrelu(input: Any, lower: _float = ..., upper: _float = ..., training: _bool = ..., inplace: _bool = ...) -> _Tensor: ...
 
+def rrelu_(input: Any, lower: _float = ..., upper: _float = ..., training: _bool = ...) -> Any: ...
+
 def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = ..., dropout_p: Any = ..., is_causal: Any = ..., scale: Any = ..., enable_gqa: Any = ...) -> _Tensor: ...
 
 def selu(input: Any, inplace: _bool = ...) -> _Tensor: ...
+
+def selu_(input: Any) -> Any: ...
 
 def silu(input: Any, inplace: Any = ...) -> _Tensor: ...
 
@@ -281,6 +297,14 @@ def tanhshrink(input: Any) -> _Tensor: ...
 
 def threshold(input: Any, threshold: _float, value: _float, inplace: _bool = ...) -> _Tensor: ...
 
+def threshold_(input: Any, threshold: _float, value: _float) -> Any: ...
+
 def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: _float = ..., p: _float = ..., eps: _float = ..., swap: _bool = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
 
 def unfold(input: Any, kernel_size: Any, dilation: Any = ..., padding: Any = ..., stride: Any = ...) -> _Tensor: ...
+
+def upsample(input: Any, size: Any = ..., scale_factor: Any = ..., mode: Any = ..., align_corners: Any = ...) -> Any: ...
+
+def upsample_bilinear(input: Any, size: Any = ..., scale_factor: Any = ...) -> Any: ...
+
+def upsample_nearest(input: Any, size: Any = ..., scale_factor: Any = ...) -> Any: ...

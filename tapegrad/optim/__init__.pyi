@@ -29,6 +29,7 @@ from tapegrad.optim import nadam as nadam
 from tapegrad.optim import optimizer as optimizer
 from tapegrad.optim import radam as radam
 from tapegrad.optim import rmsprop as rmsprop
+from tapegrad.optim import rprop as rprop
 from tapegrad.optim import sgd as sgd
 from tapegrad.optim.adadelta import Adadelta as Adadelta
 from tapegrad.optim.adagrad import Adagrad as Adagrad
@@ -41,6 +42,7 @@ from tapegrad.optim.nadam import NAdam as NAdam
 from tapegrad.optim.optimizer import Optimizer as Optimizer
 from tapegrad.optim.radam import RAdam as RAdam
 from tapegrad.optim.rmsprop import RMSprop as RMSprop
+from tapegrad.optim.rprop import Rprop as Rprop
 from tapegrad.optim.sgd import SGD as SGD
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     'Optimizer',
     'RAdam',
     'RMSprop',
+    'Rprop',
     'SGD',
     'lr_scheduler',
 ]

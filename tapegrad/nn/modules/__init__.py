@@ -70,6 +70,9 @@ __all__ += ["Bilinear", "ChannelShuffle", "CircularPad1d", "CircularPad2d", "Con
 from .activation_extra import AlphaDropout  # noqa: E402
 __all__ += ["AlphaDropout"]
 
+from .upsampling import UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
+__all__ += ["UpsamplingBilinear2d", "UpsamplingNearest2d"]
+
 # Parameter containers (issue 15).
 from .param_containers import ParameterDict, ParameterList  # noqa: E402
 __all__ += ["ParameterDict", "ParameterList"]

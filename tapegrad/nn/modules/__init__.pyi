@@ -165,6 +165,8 @@ from tapegrad.nn.modules.transformer import TransformerDecoder as TransformerDec
 from tapegrad.nn.modules.transformer import TransformerDecoderLayer as TransformerDecoderLayer
 from tapegrad.nn.modules.transformer import TransformerEncoder as TransformerEncoder
 from tapegrad.nn.modules.transformer import TransformerEncoderLayer as TransformerEncoderLayer
+from tapegrad.nn.modules.upsampling import UpsamplingBilinear2d as UpsamplingBilinear2d
+from tapegrad.nn.modules.upsampling import UpsamplingNearest2d as UpsamplingNearest2d
 
 __all__ = [
     'Module',
@@ -286,6 +288,8 @@ __all__ = [
     'ZeroPad1d',
     'ZeroPad2d',
     'AlphaDropout',
+    'UpsamplingBilinear2d',
+    'UpsamplingNearest2d',
     'ParameterDict',
     'ParameterList',
 ]

@@ -1,16 +1,8 @@
 """Activation modules: thin wrappers around tapegrad.nn.functional."""
 from __future__ import annotations
 
-from ... import is_grad_enabled
 from .. import functional as F
 from .module import Module
-
-
-def _in_place(module, input) -> bool:
-    """Whether the module's ``inplace=True`` can write into `input`: the compiled activations
-    cannot yet record an in-place write into a tensor that requires grad, so that case computes
-    a new tensor (same values; only the input's aliasing differs from PyTorch's)."""
-    return module.inplace and not (input.requires_grad and is_grad_enabled())
 
 
 class ReLU(Module):
@@ -22,7 +14,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.relu(input, inplace=_in_place(self, input))
+        return F.relu(input, inplace=self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
@@ -65,7 +57,7 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.leaky_relu(input, self.negative_slope, _in_place(self, input))
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -80,7 +72,7 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.silu(input, inplace=_in_place(self, input))
+        return F.silu(input, inplace=self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
@@ -112,7 +104,7 @@ class ELU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.elu(input, self.alpha, _in_place(self, input))
+        return F.elu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")

@@ -65,18 +65,18 @@ class Mish(_InplaceActivation):
     """
     _fn = staticmethod(A.mish)
 
-    def extra_repr(self) -> str:
-        return ""
 
-
-class Hardswish(Mish):
+class Hardswish(_InplaceActivation):
     """Elementwise ``x * clamp(x + 3, 0, 6) / 6`` (``F.hardswish``). Input of any shape; the output
     has the same shape.
     """
     _fn = staticmethod(A.hardswish)
 
+    def extra_repr(self) -> str:
+        return ""       # PyTorch does not show Hardswish's and Hardsigmoid's inplace flag
 
-class Hardsigmoid(Mish):
+
+class Hardsigmoid(Hardswish):
     """Elementwise ``clamp(x / 6 + 1 / 2, 0, 1)`` (``F.hardsigmoid``). Input of any shape; the
     output has the same shape.
     """

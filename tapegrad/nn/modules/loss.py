@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 from .. import functional as F
+from .._extra_losses import _reduction
 from .module import Module
 
 
 class _Loss(Module):
-    def __init__(self, reduction: str = "mean") -> None:
+    """A loss keeping PyTorch's constructor arguments: the reduction is checked when the loss is
+    called (as PyTorch's functional losses do), the legacy size_average / reduce flags fold into
+    it with PyTorch's deprecation warning."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
         super().__init__()
-        if reduction not in ("none", "mean", "sum"):
-            raise ValueError(f"{reduction} is not a valid value for reduction")
-        self.reduction = reduction
+        self.reduction = _reduction(size_average, reduce, reduction)
 
 
 class MSELoss(_Loss):
@@ -31,8 +34,9 @@ class SmoothL1Loss(_Loss):
     """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta``, for d = input -
     target (``F.smooth_l1_loss``).
     """
-    def __init__(self, reduction: str = "mean", beta: float = 1.0) -> None:
-        super().__init__(reduction)
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
+                 beta: float = 1.0) -> None:
+        super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
     def forward(self, input, target):
@@ -43,7 +47,7 @@ class HuberLoss(_Loss):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta): SmoothL1Loss scaled by delta."""
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.delta = delta
 
     def forward(self, input, target):
@@ -54,8 +58,9 @@ class _WeightedLoss(_Loss):
     """A loss with a per-class `weight`, registered as a buffer (in the state dict, cast by
     .double() and friends), as PyTorch's."""
 
-    def __init__(self, weight=None, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
 
@@ -64,8 +69,9 @@ class NLLLoss(_WeightedLoss):
     probabilities (N, C) (or (N, C, d1, ...)) and class indices; ``ignore_index`` skips targets;
     'mean' divides by the total weight (``F.nll_loss``).
     """
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean") -> None:
-        super().__init__(weight, reduction)
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input, target):
@@ -78,9 +84,9 @@ class CrossEntropyLoss(_WeightedLoss):
     class probabilities of the input's shape: ``log_softmax`` then ``nll_loss``, with
     ``weight``, ``ignore_index``, ``label_smoothing`` and ``reduction`` (``F.cross_entropy``).
     """
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean",
-                 label_smoothing: float = 0.0) -> None:
-        super().__init__(weight, reduction)
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
@@ -94,8 +100,9 @@ class BCELoss(_WeightedLoss):
     ``x`` and targets ``y`` of the same shape, logs clamped at -100 as PyTorch; ``reduction``
     'mean', 'sum' or 'none' (``F.binary_cross_entropy``).
     """
-    def __init__(self, weight=None, reduction: str = "mean") -> None:
-        super().__init__(weight, reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None,
+                 reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, reduce, reduction)
 
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, weight=self.weight,
@@ -106,8 +113,9 @@ class BCEWithLogitsLoss(_Loss):
     """Binary cross entropy of ``sigmoid(x)``, computed stably from the logits ``x``;
     ``pos_weight`` weights the positive term per class (``F.binary_cross_entropy_with_logits``).
     """
-    def __init__(self, weight=None, reduction: str = "mean", pos_weight=None) -> None:
-        super().__init__(reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean",
+                 pos_weight=None) -> None:
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 

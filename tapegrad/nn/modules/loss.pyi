@@ -52,17 +52,17 @@ __all__ = [
 ]
 
 class BCELoss(_Module):
-    def __init__(self, weight: Any = ..., reduction: _str = ...) -> None: ...
+    def __init__(self, weight: Any = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     reduction: Any
 
 class BCEWithLogitsLoss(_Module):
-    def __init__(self, weight: Any = ..., reduction: _str = ..., pos_weight: Any = ...) -> None: ...
+    def __init__(self, weight: Any = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ..., pos_weight: Any = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     reduction: Any
 
 class CrossEntropyLoss(_Module):
-    def __init__(self, weight: Any = ..., ignore_index: _int = ..., reduction: _str = ..., label_smoothing: _float = ...) -> None: ...
+    def __init__(self, weight: Any = ..., size_average: Any = ..., ignore_index: _int = ..., reduce: Any = ..., reduction: _str = ..., label_smoothing: _float = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     ignore_index: Any
     label_smoothing: Any
@@ -75,23 +75,23 @@ class HuberLoss(_Module):
     reduction: Any
 
 class L1Loss(_Module):
-    def __init__(self, reduction: _str = ...) -> None: ...
+    def __init__(self, size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     reduction: Any
 
 class MSELoss(_Module):
-    def __init__(self, reduction: _str = ...) -> None: ...
+    def __init__(self, size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     reduction: Any
 
 class NLLLoss(_Module):
-    def __init__(self, weight: Any = ..., ignore_index: _int = ..., reduction: _str = ...) -> None: ...
+    def __init__(self, weight: Any = ..., size_average: Any = ..., ignore_index: _int = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     ignore_index: Any
     reduction: Any
 
 class SmoothL1Loss(_Module):
-    def __init__(self, reduction: _str = ..., beta: _float = ...) -> None: ...
+    def __init__(self, size_average: Any = ..., reduce: Any = ..., reduction: _str = ..., beta: _float = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     beta: Any
     reduction: Any

@@ -2,16 +2,8 @@
 from __future__ import annotations
 
 from .. import _extra_losses as L
+from .loss import _Loss as _ReducedLoss
 from .module import Module
-
-
-class _ReducedLoss(Module):
-    """A loss keeping PyTorch's constructor arguments; the reduction is checked when called
-    (as PyTorch's functional losses do), the legacy size_average / reduce flags fold into it."""
-
-    def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
-        super().__init__()
-        self.reduction = L._reduction(size_average, reduce, reduction)
 
 
 class KLDivLoss(_ReducedLoss):

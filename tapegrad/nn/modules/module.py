@@ -125,7 +125,14 @@ class Module:
     # -- registration -------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
         if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign to a Module before Module.__init__() call")
+            # Plain attributes may be set before super().__init__() (old tutorials do); only
+            # what needs the registries is refused, with PyTorch's messages.
+            if isinstance(value, Parameter):
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            if isinstance(value, Module):
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            object.__setattr__(self, name, value)
+            return
         params, buffers, modules = self._parameters, self._buffers, self._modules
         if isinstance(value, Parameter):
             self._discard(name, keep=params)

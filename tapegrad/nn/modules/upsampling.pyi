@@ -19,7 +19,16 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn.modules.pooling import Upsample as Upsample
+from tapegrad.nn.modules.pooling import Upsample as _Upsample
 
 __all__ = [
     'Upsample',
+    'UpsamplingNearest2d',
+    'UpsamplingBilinear2d',
 ]
+
+class UpsamplingNearest2d(_Upsample):
+    def __init__(self, size: Any = ..., scale_factor: Any = ...) -> None: ...
+
+class UpsamplingBilinear2d(_Upsample):
+    def __init__(self, size: Any = ..., scale_factor: Any = ...) -> None: ...
