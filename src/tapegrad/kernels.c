@@ -90,8 +90,8 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 #define LOAD_GX(T, I) const T G = a[I], X = b[I]; (void)G;
 
 /* Binary: one macro per element type.  X and Y name the operands in EXPR. */
-#define BINARY_CASE(T, CODE, EXPR)                                              \
-    case CODE:                                                                  \
+#define BINARY_CASE(T, CODE, EXPR) case CODE: BINARY_LOOPS(T, EXPR)
+#define BINARY_LOOPS(T, EXPR)                                                   \
         if (sa == 1 && sb == 1) {                                               \
             for (ptrdiff_t i = 0; i < n; i++) { T X = a[i], Y = b[i]; out[i] = (EXPR); } \
         } else if (sa == 0) {                                                   \
@@ -108,6 +108,9 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 
 /* x ** y with PyTorch's special cases for common exponents (pow_tensor_scalar_optimized):
  * they are exact products/roots, so the results match PyTorch's, not libm pow's. */
+#define POW_IS_FAST(T, Y)                                                       \
+    ((Y) == (T)2 || (Y) == (T)3 || (Y) == (T)1 || (Y) == (T)0.5 || (Y) == (T)-0.5 \
+     || (Y) == (T)-1 || (Y) == (T)-2)
 #define POW_FAST(T, POW, X, Y)                                                  \
     ((Y) == (T)2 ? (X) * (X) :                                                  \
      (Y) == (T)3 ? (X) * (X) * (X) :                                            \
@@ -117,6 +120,16 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
      (Y) == (T)-1 ? (T)1 / (X) :                                                \
      (Y) == (T)-2 ? (T)1 / ((X) * (X)) : POW(X, Y))
 #define SQRT_OF(T, X) (sizeof(T) == sizeof(float) ? (T)sqrtf((float)(X)) : (T)sqrt((double)(X)))
+/* A contiguous base to any other number exponent: vecmath's vector pow (C99 pow's values within
+ * its ulp bound; vecmath.h), what PyTorch's vectorised pow is to its scalar one.  A tensor
+ * exponent stays with the C library's pow, as numpy's and PyTorch's elementwise pow. */
+#define POW_CASE(T, SUF, POW)                                                   \
+    case TG_POW:                                                                \
+        if (sa == 1 && sb == 0 && !POW_IS_FAST(T, b[0])) {                      \
+            VM(pow, SUF)(a, b[0], out, (size_t)n);                              \
+            return 0;                                                           \
+        }                                                                       \
+        BINARY_LOOPS(T, POW_FAST(T, POW, X, Y))
 
 /* gelu: float32 has its own vecmath kernel (erf's argument and result kept in registers). */
 #define GELU_CASE_f64                                                           \
@@ -148,7 +161,7 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
         BINARY_CASE(T, TG_SUB, X - Y)                                           \
         BINARY_CASE(T, TG_MUL, X * Y)                                           \
         BINARY_CASE(T, TG_DIV, X / Y)                                           \
-        BINARY_CASE(T, TG_POW, POW_FAST(T, POW, X, Y))                          \
+        POW_CASE(T, SUF, POW)                                                   \
         BINARY_CASE(T, TG_MAX, (!ISNAN(X) && (ISNAN(Y) || Y > X)) ? Y : X)       \
         BINARY_CASE(T, TG_MIN, (!ISNAN(X) && (ISNAN(Y) || Y < X)) ? Y : X)       \
         BINARY_CASE(T, TG_TANH_GRAD, X * ((T)1 - Y * Y))                        \

@@ -60,6 +60,21 @@ static inline vi vi_or(vi a, vi b) { return _mm256_or_si256(a, b); }
 static inline vi vi_shl(vi a, int k) { return _mm256_slli_epi64(a, k); }
 static inline vi vi_shr(vi a, int k) { return _mm256_srli_epi64(a, k); }
 static inline vm vi_eq(vi a, vi b) { return _mm256_castsi256_pd(_mm256_cmpeq_epi64(a, b)); }
+/* Row i (four doubles) of each lane, transposed: one 32-byte load per lane and eight shuffles
+ * instead of four gathers. */
+static inline void vd_lookup4(const double *t, vi i, vd *a, vd *b, vd *c, vd *d)
+{
+    int64_t idx[4];
+    _mm256_storeu_si256((__m256i *)idx, i);
+    vd r0 = _mm256_loadu_pd(t + 4 * idx[0]), r1 = _mm256_loadu_pd(t + 4 * idx[1]);
+    vd r2 = _mm256_loadu_pd(t + 4 * idx[2]), r3 = _mm256_loadu_pd(t + 4 * idx[3]);
+    vd lo01 = _mm256_unpacklo_pd(r0, r1), hi01 = _mm256_unpackhi_pd(r0, r1);
+    vd lo23 = _mm256_unpacklo_pd(r2, r3), hi23 = _mm256_unpackhi_pd(r2, r3);
+    *a = _mm256_permute2f128_pd(lo01, lo23, 0x20);
+    *b = _mm256_permute2f128_pd(hi01, hi23, 0x20);
+    *c = _mm256_permute2f128_pd(lo01, lo23, 0x31);
+    *d = _mm256_permute2f128_pd(hi01, hi23, 0x31);
+}
 
 #include "vecmath_impl.h"
 
@@ -235,7 +250,7 @@ static inline vf log1p_f32n(vf x)
     return vf_select(vf_eq(x, _mm256_setzero_ps()), x, y);   /* log1p(-0) = -0 */
 }
 
-/* erf on 8 float lanes, the algorithm of erf_core (vecmath_impl.h) with float32's polynomials
+/* erf on 8 float lanes, the algorithm of erf_f32_core (vecmath_impl.h) with float32's polynomials
  * (their double coefficients rounded to float): |x| < 1: x + x A(x^2); |x| >= 1:
  * 1 - e^(-x^2) B(|x| - 2.5), |x| clamped to 4.  x^2 = h + l exactly (FMA) and e^(-x^2) =
  * e^(-h) (1 - l): without l, e^(-h) would be off by up to 16 2^-24 relatively.  The
