@@ -182,6 +182,7 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
         BINARY_CASE(T, TG_RSQRT_GRAD, (X * (T)-0.5) * ((Y * Y) * Y))            \
         BINARY_CASE(T, TG_EXPM1_GRAD, X * (Y + (T)1))                           \
         BINARY_CASE(T, TG_LOG1P_GRAD, X / (Y + (T)1))                           \
+        BINARY_CASE(T, TG_MUL_ACC, out[i] + X * Y)                              \
         default: return -1;                                                     \
     }
 
@@ -278,24 +279,18 @@ KERNEL_VARIANTS(unary_f32, (int op, ptrdiff_t n, const float *a, float *out),
  * operation of an arm, so `x > 0 ? x : x * p` may stay a branch per element, which mispredicts on
  * mixed signs (elu at 1e6 randn: ~10 ms against ~1.5 ms on one-signed input).  The masks keep
  * the loops branch-free and let -O3 vectorise them. */
-static inline double pick_double(int c, double a, double b)
-{
-    uint64_t ua, ub, m = (uint64_t)0 - (uint64_t)(c != 0);
-    memcpy(&ua, &a, sizeof ua);
-    memcpy(&ub, &b, sizeof ub);
-    ua = (ua & m) | (ub & ~m);
-    memcpy(&a, &ua, sizeof a);
-    return a;
-}
-static inline float pick_float(int c, float a, float b)
-{
-    uint32_t ua, ub, m = (uint32_t)0 - (uint32_t)(c != 0);
-    memcpy(&ua, &a, sizeof ua);
-    memcpy(&ub, &b, sizeof ub);
-    ua = (ua & m) | (ub & ~m);
-    memcpy(&a, &ua, sizeof a);
-    return a;
-}
+#define PICK_FUNCTION(T, U)                                                     \
+    static inline T pick_##T(int c, T a, T b)                                   \
+    {                                                                           \
+        U ua, ub, m = (U)0 - (U)(c != 0);                                       \
+        memcpy(&ua, &a, sizeof ua);                                             \
+        memcpy(&ub, &b, sizeof ub);                                             \
+        ua = (ua & m) | (ub & ~m);                                              \
+        memcpy(&a, &ua, sizeof a);                                              \
+        return a;                                                               \
+    }
+PICK_FUNCTION(double, uint64_t)
+PICK_FUNCTION(float, uint32_t)
 
 /* min(max(x, lo), hi) as TG_MAX then TG_MIN: a NaN x or bound gives NaN; lo > hi gives hi.
    TG_MAX / TG_MIN / TG_RELU keep x where it ties (PyTorch: max(-0.0, 0.0) is -0.0). */

@@ -161,7 +161,9 @@ cdef object vjp_sub(Record* r, object g):
 cdef object vjp_mul(Record* r, object g):
     a = <object>r.saved[0] if r.saved[0] != NULL else None
     b = <object>r.saved[1] if r.saved[1] != NULL else None
-    gb = ew(TG_MUL, g, a) if r.inp[1] >= 0 else None
+    gb = None
+    if r.inp[1] >= 0:       # straight into b's adjoint when the sweep offers it (kernels.pxi)
+        gb = ACCUMULATED if accumulate_product(r, 1, g, a) else ew(TG_MUL, g, a)
     return fit_binary_grads(r, ew_g(TG_MUL, g, b) if r.inp[0] >= 0 else None, gb)   # g last
 
 cdef object vjp_div(Record* r, object g):
