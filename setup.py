@@ -116,7 +116,7 @@ SHARED_UTILITY_OPTIONS = {"shared_utility_qualified_name": SHARED_UTILITY,
 # the vectorised math functions it calls (vecmath*.c) and its thread pool.
 KERNEL_SOURCES = ["kernels.c", "vecmath.c", "vecmath_scalar.c", "vecmath_avx2.c", "threadpool.c"]
 KERNEL_HEADERS = ["kernels.h", "vecmath.h", "vecmath_levels.h", "vecmath_impl.h",
-                  "vecmath_consts.h", "threadpool.h"]
+                  "vecmath_consts.h", "vecmath_tables.h", "threadpool.h"]
 KERNELS = ("tapegrad_kernels", {
     "sources": [os.path.join(SRC, f) for f in KERNEL_SOURCES + ["nn_kernels.c"]],
     "include_dirs": [SRC],

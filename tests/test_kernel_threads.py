@@ -23,7 +23,8 @@ ACTIVATIONS = {
     "elu": lambda t: F.elu(t, alpha=0.7), "softplus": lambda t: F.softplus(t, beta=1.5),
 }
 ARITH = {"sqrt": tg.sqrt, "rsqrt": tg.rsqrt}       # C kernels without vecmath (rsqrt: all sizes)
-ALL = {**UNARY, **ACTIVATIONS, **ARITH}
+POW = {"pow": lambda t: t ** 2.5, "pow_neg": lambda t: tg.pow(t, -0.7)}   # vecmath's vector pow
+ALL = {**UNARY, **ACTIVATIONS, **ARITH, **POW}
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def bits(t):
 def inputs(name, dtype, n, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(n) * 4
-    if name in ("log", "sqrt", "rsqrt"):
+    if name in ("log", "sqrt", "rsqrt", "pow", "pow_neg"):
         x = np.abs(x) + 1e-3
     if name == "log1p":
         x = np.abs(x) - 0.9
@@ -106,6 +107,50 @@ def test_ops_are_within_the_ulp_bound_of_mpmath(name, dtype, bound):
     assert ulps(got, want, dtype).max() <= bound
 
 
+@pytest.mark.parametrize("dtype,bound", [(np.float32, 1.0), (np.float64, 2.0)])
+@pytest.mark.parametrize("exponent", [2.5, -0.7, 1.7, 11.0, -3.0, 0.1])
+def test_pow_is_within_the_ulp_bound_of_mpmath(exponent, dtype, bound):
+    """x ** e for a number e that is none of the product/root exponents (2, 3, 0.5, ...): the
+    vector pow, at a short and a big array, its gradient e x^(e-1) too."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.prec = 120
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.uniform(0, 10, 200), -np.arange(1.0, 6.0),
+                        np.exp(rng.uniform(-30, 30, 95))]).astype(dtype)
+    got_big = (tg.tensor(np.resize(x, BIG)) ** exponent).numpy()[:300]
+    got = (tg.tensor(x) ** exponent).numpy()
+    assert got.tobytes() == got_big.tobytes()
+    with np.errstate(all="ignore"):
+        want_numpy = x ** dtype(exponent)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want_numpy))
+    ok = np.isfinite(want_numpy)
+    e = mpmath.mpf(float(dtype(exponent)))
+    want = np.array([float(mpmath.power(mpmath.mpf(float(v)), e)) for v in x[ok]])
+    assert ulps(got[ok], want, dtype).max() <= bound
+    xg = tg.tensor(np.abs(x) + 1, requires_grad=True)
+    (xg ** exponent).sum().backward()
+    with np.errstate(all="ignore"):
+        base = (np.abs(x) + 1).astype(dtype)
+        want_grad = dtype(exponent) * base ** dtype(exponent - 1)
+    np.testing.assert_allclose(xg.grad.numpy(), want_grad, rtol=4 * np.finfo(dtype).eps)
+
+
+def test_pow_special_exponents_keep_products_and_roots():
+    """2, 3, 0.5, ... stay exact products / roots (PyTorch's special cases), whatever the size."""
+    x = np.random.default_rng(1).uniform(0.1, 3, BIG)
+    t = tg.tensor(x)
+    assert (t ** 2).numpy().tobytes() == (x * x).tobytes()
+    assert (t ** 3).numpy().tobytes() == (x * x * x).tobytes()
+    assert (t ** 0.5).numpy().tobytes() == np.sqrt(x).tobytes()
+    assert (t ** -1).numpy().tobytes() == (1 / x).tobytes()
+
+
+def test_pow_gradcheck(gradcheck):
+    x = np.random.default_rng(2).uniform(0.2, 3, 40)
+    gradcheck(lambda t: t ** 2.5, x)
+    gradcheck(lambda t: tg.pow(t, -0.7), x)
+
+
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 1e-40, -1e-40, 1e-45, 1e30,
             -1e30, 1e300, -1e300, 88.8, -104.0, 710.0, -746.0, 20.0, -20.0, 6.0, -6.0, -1.0,
             -1.5, 1e22, -1e22, 2.0 ** 60, 1.0e200, 3.0e38, -3.0e38]
@@ -144,13 +189,15 @@ def test_torch_parity_on_big_arrays(torch):
     for dtype in (np.float32, np.float64):
         x = (rng.standard_normal(BIG) * 3).astype(dtype)
         for name, fn in ALL.items():
-            xi = np.abs(x) + 0.1 if name == "log" else (np.abs(x) if name == "log1p" else x)
+            xi = np.abs(x) + 0.1 if name in ("log", "pow", "pow_neg") else (
+                np.abs(x) if name == "log1p" else x)
             a = tg.tensor(xi, requires_grad=True)
             b = torch.tensor(xi, requires_grad=True)
             tfn = {"gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
                    "elu": lambda t: torch.nn.functional.elu(t, alpha=0.7),
                    "softplus": lambda t: torch.nn.functional.softplus(t, beta=1.5),
-                   "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu}.get(
+                   "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu,
+                   "pow": lambda t: t ** 2.5, "pow_neg": lambda t: torch.pow(t, -0.7)}.get(
                        name, getattr(torch, name, None))
             ya, yb = fn(a), tfn(b)
             ya.sum().backward()
@@ -171,7 +218,8 @@ def test_replay_equals_eager_on_big_arrays(dtype, n_threads, threads):
         h = x
         for _ in range(3):
             h = ((h * 0.9 + 0.1).tanh() * w).sin()
-        return F.silu(h) + F.gelu(h) + h.exp().sigmoid() + F.softplus(h) + h.erf()
+        return (F.silu(h) + F.gelu(h) + h.exp().sigmoid() + F.softplus(h) + h.erf()
+                + (h * h + 0.5) ** 1.7)
 
     rng = np.random.default_rng(2)
     compiled = tg.compile(chain)

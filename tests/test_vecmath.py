@@ -180,3 +180,75 @@ def test_portable_build_without_intrinsics(vm):
                 np.testing.assert_array_equal(portable(name, x), vm(name, x), err_msg=name)
     finally:
         vm.set_level(vm.levels()[-1])
+
+
+# ---- pow (x ** y, y a number) ------------------------------------------------------------------
+# (not 0.5: numpy's power takes sqrt there, which gives NaN at -inf where C99's pow gives inf;
+# the elementwise kernels send 0.5 to sqrt too, as PyTorch does, and never to tg_vm_pow)
+POW_EXPONENTS = [2.5, -2.5, 0.1, -0.7, 1.5, 4.0, 5.0, -3.0, 7.0, 1e-5, 123.456, 1e10, -1e10,
+                 2.0 ** 60, 1e300, 0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, 2.0, -1.0]
+
+
+def _pow_inputs(dtype, rng):
+    info = np.finfo(dtype)
+    n = 3000
+    exps = rng.integers(info.minexp - info.nmant, info.maxexp, n)
+    spread = np.ldexp(rng.uniform(1.0, 2.0, n), exps)
+    x = np.concatenate([rng.uniform(0, 10, n), spread, -spread[:500],
+                        1 + rng.uniform(-1e-3, 1e-3, 500), -np.arange(1.0, 20.0),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, info.smallest_subnormal,
+                         -info.smallest_subnormal, info.tiny, info.max, -info.max]])
+    with np.errstate(over="ignore"):
+        return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+def test_pow_within_ulp_bound_and_special_values_as_numpy(vm, level, dtype):
+    """x ** y for a number y: within 1 / 2 ulp of the correctly rounded value, NaN exactly where
+    numpy's power gives it, and numpy's zeros and infinities (with their signs)."""
+    x = _pow_inputs(dtype, _rng("pow", dtype))
+    for y in POW_EXPONENTS:
+        if np.isfinite(y) and abs(y) > float(np.finfo(dtype).max):
+            continue
+        yd = float(dtype(y))
+        got = vm.pow(x, yd)
+        with np.errstate(all="ignore"):
+            expected = np.power(x, dtype(yd))
+        ref = vs.pow_reference(x, yd)
+        err = vs.ulp_errors(got, ref)
+        assert err.max() <= vs.ULP_BOUND[dtype], f"y={yd}: " + _worst(x, got, ref, err)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(expected), err_msg=f"NaN, y={yd}")
+        exact = (~np.isfinite(expected) | (expected == 0)) & ~np.isnan(expected)
+        np.testing.assert_array_equal(got[exact], expected[exact], err_msg=f"y={yd}")
+        np.testing.assert_array_equal(np.signbit(got[exact]), np.signbit(expected[exact]),
+                                      err_msg=f"sign, y={yd}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+def test_pow_result_does_not_depend_on_position_or_length(vm, level, dtype):
+    x = np.abs(vs.random_inputs("sin", dtype, 40, _rng("powpos"))).astype(dtype)
+    full = vm.pow(x, 2.5)
+    for start in range(0, 9):
+        for length in (1, 3, 5, 8, 13, len(x) - start):
+            part = np.ascontiguousarray(x[start:start + length])
+            np.testing.assert_array_equal(vm.pow(part, 2.5), full[start:start + length])
+    inplace = x.copy()
+    vm.pow(inplace, 2.5, inplace)
+    np.testing.assert_array_equal(inplace, full)
+
+
+def test_pow_reference_agrees_with_mpmath():
+    pytest.importorskip("mpmath")
+    if not vs.LONGDOUBLE_IS_WIDE:
+        pytest.skip("long double is not wider than double here: the reference is mpmath itself")
+    import mpmath as mp
+
+    x = _pow_inputs(np.float64, _rng("powmp"))[::40]
+    x = x[np.isfinite(x) & (x > 0)]
+    for y in (2.5, -0.7, 123.456):
+        ld = vs.pow_reference(x, y)
+        with mp.workprec(120):
+            for v, a in zip(x, ld):
+                b = mp.power(mp.mpf(float(v)), mp.mpf(y))
+                if b != 0 and -16440 < mp.mag(b) < 16383:
+                    assert abs((mp.mpf(str(a)) - b) / b) < mp.mpf(2) ** -60, (v, y)

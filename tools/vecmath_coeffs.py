@@ -79,10 +79,10 @@ fit("VM_LOG_Q_F32N", Q_log, [0, S_LOG ** 2 * 1.0001], T32, S_LOG ** 2 / 2, rnd=t
     suffix="f")
 
 
-# erf: |x| < 1: erf x = x + x A(x^2); 1 <= |x|: erfc |x| = e^(-x^2) B(|x| - c) with B a fit of
-# erfcx = e^(x^2) erfc(x) around the interval's centre c (centred: well-conditioned coefficients).
-# Degrees chosen so that the error weighted by e^(-x^2) (what reaches erf) is below 2^-56 (float64)
-# or 2^-30 (float32, evaluated in double).
+# erf, float32 (evaluated in double): |x| < 1: erf x = x + x A(x^2); 1 <= |x|: erfc |x| =
+# e^(-x^2) B(|x| - 2.5) with B a fit of erfcx = e^(x^2) erfc(x) around the interval's centre
+# (centred: well-conditioned coefficients).  Degrees chosen so that the error weighted by e^(-x^2)
+# (what reaches erf) is below 2^-30.  float64 erf uses a table instead (tools/vecmath_tables.py).
 def fixed_fit(name, f, interval, n, rnd=float):
     poly, err = mp.chebyfit(f, interval, n, error=True)
     print(f"/* {name}: degree {n - 1} on [{mp.nstr(interval[0], 6)}, {mp.nstr(interval[1], 6)}], "
@@ -92,9 +92,6 @@ def fixed_fit(name, f, interval, n, rnd=float):
 
 A_erf = limit(lambda z: mp.erf(mp.sqrt(z)) / mp.sqrt(z) - 1, 2 / mp.sqrt(mp.pi) - 1)
 erfcx = lambda x: mp.exp(x * x) * mp.erfc(x)  # noqa: E731
-fixed_fit("VM_ERF_A_F64", A_erf, [0, 1], 13)
-fixed_fit("VM_ERF_B1_F64", lambda t: erfcx(t + mp.mpf(1.75)), [-0.75, 0.75], 18)   # [1, 2.5)
-fixed_fit("VM_ERF_B2_F64", lambda t: erfcx(t + mp.mpf(4.25)), [-1.75, 1.75], 18)   # [2.5, 6]
 fixed_fit("VM_ERF_A_F32", A_erf, [0, 1], 8)
 fixed_fit("VM_ERF_B_F32", lambda t: erfcx(t + mp.mpf(2.5)), [-1.5, 1.5], 13)       # [1, 4]
 

@@ -25,7 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "tapegrad"
 SOURCES = ["vecmath.c", "vecmath_scalar.c", "vecmath_avx2.c"]
-HEADERS = ["vecmath.h", "vecmath_levels.h", "vecmath_impl.h", "vecmath_consts.h"]
+HEADERS = ["vecmath.h", "vecmath_levels.h", "vecmath_impl.h", "vecmath_consts.h",
+           "vecmath_tables.h"]
 KERNELS = ["exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "erf"]
 LEVELS = {"scalar": 0, "avx2": 1}
 CFLAGS = ["-std=c99", "-O3", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror"]
@@ -70,6 +71,10 @@ class VecMath:
                 fn = getattr(self.lib, f"tg_vm_{name}_{suffix}")
                 fn.argtypes = [ctypes.POINTER(ctype), ctypes.POINTER(ctype), ctypes.c_size_t]
                 fn.restype = None
+        for suffix, ctype in (("f64", ctypes.c_double), ("f32", ctypes.c_float)):
+            fn = getattr(self.lib, f"tg_vm_pow_{suffix}")
+            fn.argtypes = [ctypes.POINTER(ctype), ctype, ctypes.POINTER(ctype), ctypes.c_size_t]
+            fn.restype = None
         self.lib.tg_vm_level_name.restype = ctypes.c_char_p
         self.lib.tg_vm_set_level.argtypes = [ctypes.c_int]
 
@@ -93,6 +98,18 @@ class VecMath:
         fn = getattr(self.lib, f"tg_vm_{name}_{suffix}")
         ptr = ctypes.POINTER(ctype)
         fn(x.ctypes.data_as(ptr), out.ctypes.data_as(ptr), x.size)
+        return out
+
+
+    def pow(self, x: np.ndarray, y: float, out: np.ndarray | None = None) -> np.ndarray:
+        """x ** y by tg_vm_pow_f64 / _f32 (y rounded to x's dtype, as the kernels take it)."""
+        assert x.flags.c_contiguous and x.dtype in (np.float32, np.float64)
+        if out is None:
+            out = np.empty_like(x)
+        suffix, ctype = ("f64", ctypes.c_double) if x.dtype == np.float64 else ("f32", ctypes.c_float)
+        ptr = ctypes.POINTER(ctype)
+        getattr(self.lib, f"tg_vm_pow_{suffix}")(x.ctypes.data_as(ptr), y,
+                                                  out.ctypes.data_as(ptr), x.size)
         return out
 
 
@@ -166,6 +183,26 @@ def reference(name: str, x: np.ndarray) -> np.ndarray:
     if name == "sigmoid":
         ref[x < -SIGMOID_ZERO[x.dtype]] = 0
     return ref
+
+
+def pow_reference(x: np.ndarray, y: float) -> np.ndarray:
+    """x ** y as long doubles (powl where long double is wide, else mpmath at 120 bits)."""
+    if LONGDOUBLE_IS_WIDE:
+        with np.errstate(all="ignore"):
+            return np.power(x.astype(np.longdouble), np.longdouble(y))
+    import mpmath as mp
+
+    out = np.empty(x.shape, dtype=np.longdouble)
+    with mp.workprec(120):
+        for i, v in enumerate(x.astype(np.float64).tolist()):
+            with np.errstate(all="ignore"):
+                special = np.power(np.longdouble(v), np.longdouble(y))
+            if not np.isfinite(special) or special == 0 or v <= 0:
+                out[i] = special
+            else:
+                out[i] = np.longdouble(mp.nstr(mp.power(mp.mpf(v), mp.mpf(y)), 25,
+                                               strip_zeros=False))
+    return out
 
 
 def ulp_errors(y: np.ndarray, ref: np.ndarray) -> np.ndarray:

@@ -90,8 +90,8 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 #define LOAD_GX(T, I) const T G = a[I], X = b[I]; (void)G;
 
 /* Binary: one macro per element type.  X and Y name the operands in EXPR. */
-#define BINARY_CASE(T, CODE, EXPR)                                              \
-    case CODE:                                                                  \
+#define BINARY_CASE(T, CODE, EXPR) case CODE: BINARY_LOOPS(T, EXPR)
+#define BINARY_LOOPS(T, EXPR)                                                   \
         if (sa == 1 && sb == 1) {                                               \
             for (ptrdiff_t i = 0; i < n; i++) { T X = a[i], Y = b[i]; out[i] = (EXPR); } \
         } else if (sa == 0) {                                                   \
@@ -108,6 +108,9 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 
 /* x ** y with PyTorch's special cases for common exponents (pow_tensor_scalar_optimized):
  * they are exact products/roots, so the results match PyTorch's, not libm pow's. */
+#define POW_IS_FAST(T, Y)                                                       \
+    ((Y) == (T)2 || (Y) == (T)3 || (Y) == (T)1 || (Y) == (T)0.5 || (Y) == (T)-0.5 \
+     || (Y) == (T)-1 || (Y) == (T)-2)
 #define POW_FAST(T, POW, X, Y)                                                  \
     ((Y) == (T)2 ? (X) * (X) :                                                  \
      (Y) == (T)3 ? (X) * (X) * (X) :                                            \
@@ -117,6 +120,16 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
      (Y) == (T)-1 ? (T)1 / (X) :                                                \
      (Y) == (T)-2 ? (T)1 / ((X) * (X)) : POW(X, Y))
 #define SQRT_OF(T, X) (sizeof(T) == sizeof(float) ? (T)sqrtf((float)(X)) : (T)sqrt((double)(X)))
+/* A contiguous base to any other number exponent: vecmath's vector pow (C99 pow's values within
+ * its ulp bound; vecmath.h), what PyTorch's vectorised pow is to its scalar one.  A tensor
+ * exponent stays with the C library's pow, as numpy's and PyTorch's elementwise pow. */
+#define POW_CASE(T, SUF, POW)                                                   \
+    case TG_POW:                                                                \
+        if (sa == 1 && sb == 0 && !POW_IS_FAST(T, b[0])) {                      \
+            VM(pow, SUF)(a, b[0], out, (size_t)n);                              \
+            return 0;                                                           \
+        }                                                                       \
+        BINARY_LOOPS(T, POW_FAST(T, POW, X, Y))
 
 /* gelu: float32 has its own vecmath kernel (erf's argument and result kept in registers). */
 #define GELU_CASE_f64                                                           \
@@ -148,7 +161,7 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
         BINARY_CASE(T, TG_SUB, X - Y)                                           \
         BINARY_CASE(T, TG_MUL, X * Y)                                           \
         BINARY_CASE(T, TG_DIV, X / Y)                                           \
-        BINARY_CASE(T, TG_POW, POW_FAST(T, POW, X, Y))                          \
+        POW_CASE(T, SUF, POW)                                                   \
         BINARY_CASE(T, TG_MAX, (!ISNAN(X) && (ISNAN(Y) || Y > X)) ? Y : X)       \
         BINARY_CASE(T, TG_MIN, (!ISNAN(X) && (ISNAN(Y) || Y < X)) ? Y : X)       \
         BINARY_CASE(T, TG_TANH_GRAD, X * ((T)1 - Y * Y))                        \
@@ -169,6 +182,7 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
         BINARY_CASE(T, TG_RSQRT_GRAD, (X * (T)-0.5) * ((Y * Y) * Y))            \
         BINARY_CASE(T, TG_EXPM1_GRAD, X * (Y + (T)1))                           \
         BINARY_CASE(T, TG_LOG1P_GRAD, X / (Y + (T)1))                           \
+        BINARY_CASE(T, TG_MUL_ACC, out[i] + X * Y)                              \
         default: return -1;                                                     \
     }
 
@@ -265,24 +279,18 @@ KERNEL_VARIANTS(unary_f32, (int op, ptrdiff_t n, const float *a, float *out),
  * operation of an arm, so `x > 0 ? x : x * p` may stay a branch per element, which mispredicts on
  * mixed signs (elu at 1e6 randn: ~10 ms against ~1.5 ms on one-signed input).  The masks keep
  * the loops branch-free and let -O3 vectorise them. */
-static inline double pick_double(int c, double a, double b)
-{
-    uint64_t ua, ub, m = (uint64_t)0 - (uint64_t)(c != 0);
-    memcpy(&ua, &a, sizeof ua);
-    memcpy(&ub, &b, sizeof ub);
-    ua = (ua & m) | (ub & ~m);
-    memcpy(&a, &ua, sizeof a);
-    return a;
-}
-static inline float pick_float(int c, float a, float b)
-{
-    uint32_t ua, ub, m = (uint32_t)0 - (uint32_t)(c != 0);
-    memcpy(&ua, &a, sizeof ua);
-    memcpy(&ub, &b, sizeof ub);
-    ua = (ua & m) | (ub & ~m);
-    memcpy(&a, &ua, sizeof a);
-    return a;
-}
+#define PICK_FUNCTION(T, U)                                                     \
+    static inline T pick_##T(int c, T a, T b)                                   \
+    {                                                                           \
+        U ua, ub, m = (U)0 - (U)(c != 0);                                       \
+        memcpy(&ua, &a, sizeof ua);                                             \
+        memcpy(&ub, &b, sizeof ub);                                             \
+        ua = (ua & m) | (ub & ~m);                                              \
+        memcpy(&a, &ua, sizeof a);                                              \
+        return a;                                                               \
+    }
+PICK_FUNCTION(double, uint64_t)
+PICK_FUNCTION(float, uint32_t)
 
 /* min(max(x, lo), hi) as TG_MAX then TG_MIN: a NaN x or bound gives NaN; lo > hi gives hi.
    TG_MAX / TG_MIN / TG_RELU keep x where it ties (PyTorch: max(-0.0, 0.0) is -0.0). */

@@ -36,6 +36,8 @@ typedef enum {
     TG_EXPM1_GRAD,      /* a * (b + 1) */
     /* fused VJPs (a = upstream gradient, b = saved input x) */
     TG_LOG1P_GRAD,      /* a / (b + 1) */
+    /* accumulation: out is read too */
+    TG_MUL_ACC,         /* out + a * b (two roundings: the product, then the sum) */
     TG_N_BINARY
 } tg_binary_op;
 

@@ -385,6 +385,13 @@ cdef object ew(int kop, object a, object b):
 # chain runs in one buffer (no allocation and no page faults of a new array per node).  The offer
 # names that one array and is taken at most once (a VJP that reads g again after a kernel wrote
 # into it would read the result), and withdrawn when the VJP returns.
+# Threads: REUSABLE_ADJOINT is one module global, read and written only with the GIL held, but a
+# VJP may release the GIL (a big numpy call, a nogil kernel) while its sweep's offer stands, and
+# another thread's sweep may then offer, take or withdraw.  That is safe: the offered array is
+# identified by address and is, by sole_reference, reachable from its own sweep's VJP alone, which
+# keeps it alive (so the address cannot be reused) until it withdraws.  Another thread can only
+# overwrite or clear the offer, never pass that array to ew_g: the worst case is a missed reuse
+# (a fresh result array), never a write into an array someone else can see.
 
 cdef PyObject* REUSABLE_ADJOINT = NULL
 
@@ -406,6 +413,59 @@ cdef inline bint take_adjoint(object g) noexcept:
     if REUSABLE_ADJOINT == NULL or <PyObject*>g != REUSABLE_ADJOINT:
         return False
     REUSABLE_ADJOINT = NULL
+    return True
+
+
+# -- accumulating a product straight into an adjoint the sweep owns -----------------------------
+# A leaf multiplied at every step of a chain (`* w`) receives one product g * x per use; summing
+# each into its adjoint would make a temporary per use.  Before a multiplication's VJP the sweep
+# offers the adjoints of its inputs that it owns (arrays it made by summing, or fresh results
+# nobody else holds: owned[k], sweep.pxi) and the VJP adds g * x into the offered array in one
+# pass (TG_MUL_ACC: the product, then the sum, each rounded as the separate operations would be)
+# and returns ACCUMULATED for that input.  The offer names the sweep's Record (its own stack copy,
+# so no other thread's or other caller's VJP matches it) and is withdrawn when the VJP returns;
+# another thread can at worst overwrite or clear it (a missed saving, as REUSABLE_ADJOINT's).
+
+cdef extern from "kernels.h":
+    enum: TG_MUL_ACC
+
+cdef Record* ACCUMULATOR_OWNER = NULL
+cdef PyObject* ACCUMULATORS[2]
+ACCUMULATORS[0] = NULL
+ACCUMULATORS[1] = NULL
+cdef object ACCUMULATED = object()
+
+
+cdef void offer_accumulator(Record* owner, int q, PyObject* adjoint) noexcept:
+    """The sweep: the adjoint of input q of `owner`, which it owns, may receive q's gradient."""
+    global ACCUMULATOR_OWNER
+    ACCUMULATOR_OWNER = owner
+    ACCUMULATORS[q] = adjoint
+
+
+cdef void withdraw_accumulators() noexcept:
+    global ACCUMULATOR_OWNER
+    ACCUMULATOR_OWNER = NULL
+    ACCUMULATORS[0] = NULL
+    ACCUMULATORS[1] = NULL
+
+
+cdef bint accumulate_product(Record* r, int q, object g, object x) except -1:
+    """Add g * x into the adjoint the sweep offered for input q of r, when there is one and the
+    kernels take the operands with the adjoint's shape and dtype; True when done."""
+    if ACCUMULATOR_OWNER != r or ACCUMULATORS[q] == NULL:
+        return False
+    acc = <object>ACCUMULATORS[q]
+    ACCUMULATORS[q] = NULL
+    cdef KernelOperands ko
+    if (kernel_operands(g, x, &ko) is not g or not cnp.PyArray_CheckExact(acc)
+            or not same_shape(<cnp.ndarray>acc, <cnp.ndarray>g)
+            or cnp.PyArray_TYPE(<cnp.ndarray>acc) != ko.t
+            or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>acc)
+            or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>acc)):
+        return False
+    run_binary(TG_MUL_ACC, cnp.PyArray_SIZE(<cnp.ndarray>g), &ko,
+               cnp.PyArray_DATA(<cnp.ndarray>acc))
     return True
 
 

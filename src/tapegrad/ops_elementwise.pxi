@@ -161,7 +161,9 @@ cdef object vjp_sub(Record* r, object g):
 cdef object vjp_mul(Record* r, object g):
     a = <object>r.saved[0] if r.saved[0] != NULL else None
     b = <object>r.saved[1] if r.saved[1] != NULL else None
-    gb = ew(TG_MUL, g, a) if r.inp[1] >= 0 else None
+    gb = None
+    if r.inp[1] >= 0:       # straight into b's adjoint when the sweep offers it (kernels.pxi)
+        gb = ACCUMULATED if accumulate_product(r, 1, g, a) else ew(TG_MUL, g, a)
     return fit_binary_grads(r, ew_g(TG_MUL, g, b) if r.inp[0] >= 0 else None, gb)   # g last
 
 cdef object vjp_div(Record* r, object g):
@@ -182,8 +184,9 @@ cdef object vjp_pow(Record* r, object g):
             if expo == 0:
                 ga = np.zeros(g.shape, g.dtype)
             else:
-                # e * a**(e-1) * g; the C kernels take the common exponents without numpy calls
-                t = fast_binary(TG_POW, base, expo - 1) if special_exponent(expo - 1) else None
+                # e * a**(e-1) * g; the C kernel: products/roots for the common exponents,
+                # vecmath's vector pow for the others (the forward's kernel)
+                t = fast_binary(TG_POW, base, expo - 1) if kernel_scalar(expo - 1) else None
                 if t is None:
                     t = nd(base ** (expo - 1))
                 ga = ew(TG_MUL, g, ew(TG_MUL, t, expo))
@@ -218,10 +221,6 @@ cdef inline bint special_exponent(object e) noexcept:
     """Exponents the C kernel computes by products/roots (no pow call) at any size."""
     return kernel_scalar(e) and (e == 2 or e == 3 or e == 1 or e == 0.5 or e == -0.5 or e == -1
                                  or e == -2)
-
-
-cdef inline Py_ssize_t size_of(object x):
-    return cnp.PyArray_SIZE(<cnp.ndarray>x) if cnp.PyArray_Check(x) else 1
 
 
 cdef inline object negate(object g):
@@ -338,9 +337,9 @@ cdef object binary_op(int op, object a, object b):
     cdef int kop = kernel_of(op)
     out = None
     # pow in C only for a number exponent: its kernel takes x*x*x, sqrt, ... for the special
-    # ones, as PyTorch does for a scalar exponent only (a tensor exponent is std::pow, numpy's).
-    if (kop != TG_POW or (kernel_scalar(B) and (
-            size_of(A) + 1 <= SIMD_TRANSCENDENTAL_MIN_SIZE or special_exponent(B)))):
+    # ones, as PyTorch does for a scalar exponent only, and vecmath's vector pow for the others
+    # (a tensor exponent is std::pow, numpy's).
+    if kop != TG_POW or kernel_scalar(B):
         out = fast_binary(kop, A, B)
     cdef bint in_c = out is not None
     if out is None:

@@ -169,12 +169,24 @@ cdef object kernel_numpy(int kop, object A):
 cdef object UNARY_FLOAT16 = np.dtype(np.float16)
 
 
+cdef inline object widen16(object A):
+    """A as float32 when it is float16 (PyTorch computes half precision in float32, its
+    "opmath", and rounds once), else A itself.  Its counterpart narrow16 rounds the result back;
+    the tensor-level twins (recorded casts, for composites) are tapegrad/_half_precision.py's."""
+    return A.astype(NP_FLOAT32) if A.dtype == UNARY_FLOAT16 else A
+
+
+cdef inline object narrow16(object R):
+    """A result computed in float32 from float16 operands (widen16), rounded once to float16."""
+    return nd(R.astype(UNARY_FLOAT16))
+
+
 cdef object ucall(int kop, object A):
     """Unary kernel `kop` of float array A: C when small enough (and contiguous float32/64),
     numpy otherwise.  VJPs call it as is (the sweep owns the errstate).  float16 is computed in
     float32 and rounded once, as PyTorch's (a float16 exp(17) is inf: sigmoid(-17) would be 0)."""
     if A.dtype == UNARY_FLOAT16:
-        return nd(ucall(kop, A.astype(NP_FLOAT32)).astype(UNARY_FLOAT16))
+        return narrow16(ucall(kop, widen16(A)))
     if cnp.PyArray_SIZE(A) <= c_kernel_max_size(kop):
         r = fast_unary(kop, A)
         if r is not None:
@@ -185,7 +197,7 @@ cdef object ucall(int kop, object A):
 cdef object ucall_forward(int kop, object A):
     """ucall for forward ops: numpy's fallback under errstate (IEEE results, no warnings)."""
     if A.dtype == UNARY_FLOAT16:                        # computed in float32 (see ucall)
-        return nd(ucall_forward(kop, A.astype(NP_FLOAT32)).astype(UNARY_FLOAT16))
+        return narrow16(ucall_forward(kop, widen16(A)))
     if cnp.PyArray_SIZE(A) <= c_kernel_max_size(kop):
         r = fast_unary(kop, A)
         if r is not None:
@@ -402,8 +414,7 @@ cdef object vjp_softplus(Record* r, object g):
     if out is not None:
         return out
     if x.dtype == UNARY_FLOAT16:                        # in float32 (see softplus)
-        return nd(vjp_softplus_value(g.astype(NP_FLOAT32), x.astype(NP_FLOAT32), beta,
-                                     threshold).astype(g.dtype))
+        return narrow16(vjp_softplus_value(widen16(g), widen16(x), beta, threshold))
     return vjp_softplus_value(g, x, beta, threshold)
 
 
@@ -418,15 +429,15 @@ cdef object vjp_softplus_value(object g, object x, double beta, double threshold
 cdef object vjp_silu(Record* r, object g):
     x = <object>r.saved[0]
     if x.dtype == UNARY_FLOAT16:        # in float32, rounded once (see ucall)
-        return nd(ew(TG_SILU_GRAD, g.astype(NP_FLOAT32), x.astype(NP_FLOAT32)).astype(g.dtype))
+        return narrow16(ew(TG_SILU_GRAD, widen16(g), widen16(x)))
     return ew_g(TG_SILU_GRAD, g, x)                     # C, or numpy for other layouts
 
 cdef object vjp_gelu(Record* r, object g):
     x = <object>r.saved[0]
     if x.dtype == UNARY_FLOAT16:        # in float32, rounded once (see ucall)
-        g, x = g.astype(NP_FLOAT32), x.astype(NP_FLOAT32)
-        return nd((binary_c(TG_GELU_GRAD, g, x) if r.scalar == 0 else
-                   ew(TG_GELU_TANH_GRAD, g, x)).astype(UNARY_FLOAT16))
+        g, x = widen16(g), widen16(x)
+        return narrow16(binary_c(TG_GELU_GRAD, g, x) if r.scalar == 0 else
+                        ew(TG_GELU_TANH_GRAD, g, x))
     if r.scalar == 0:
         out = ew_g(TG_GELU_GRAD, g, x)
         return out if out is not None else binary_c(TG_GELU_GRAD, g, x)   # erf: C at every size
@@ -496,7 +507,7 @@ def softplus(TensorBase input, beta=1.0, threshold=20.0):
     out = fast_param(TG_SOFTPLUS, A, None, b, t)
     if out is None:
         # float16 in float32, rounded once, as PyTorch's (a float16 exp(11.1) is inf)
-        W = A.astype(NP_FLOAT32) if A.dtype == UNARY_FLOAT16 else A
+        W = widen16(A)
         with IeeeResults():
             z = W * b
             out = nd(np.where(z > t, W, np.log1p(np.exp(z)) / b)).astype(A.dtype, copy=False)

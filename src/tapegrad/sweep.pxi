@@ -114,6 +114,18 @@ cdef inline int accumulate(PyObject** adj, char* owned, Py_ssize_t k, object gk)
     return 0
 
 
+cdef inline void offer_owned_adjoints(PyObject** adj, char* owned, Record* rec,
+                                      char* need) noexcept:
+    """Offer a multiplication's VJP the adjoints of its inputs that the sweep owns (kernels.pxi:
+    accumulate_product)."""
+    cdef Py_ssize_t* ins = rec_inputs(rec)
+    cdef Py_ssize_t k
+    for q in range(2):
+        k = ins[q]
+        if k >= 0 and adj[k] != NULL and owned[k] and (need == NULL or need[k]):
+            offer_accumulator(rec, q, adj[k])
+
+
 cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targets):
     """Propagate seeds[j] (ndarrays) from records roots[j] down the tape.
 
@@ -265,6 +277,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 vjp = OP_VJP[rec.op]
                 if sole_reference(g) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g):
                     offer_adjoint(g)    # its VJP may write its result into g (kernels.pxi)
+                if rec.op == OP_MUL and rec.aux == NULL and not ANOMALY_MODE:
+                    offer_owned_adjoints(adj, owned, &rec, need)
                 grads = vjp(&rec, g)
                 if ANOMALY_MODE:
                     anomaly_check_nan(&rec, grads)
@@ -274,6 +288,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 raise
             finally:
                 withdraw_adjoint()
+                withdraw_accumulators()
                 for q in range(MAX_SAVED):
                     Py_XDECREF(rec.saved[q])
                 Py_XDECREF(rec.aux)
@@ -291,7 +306,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     if k < 0 or (need != NULL and not need[k]):
                         continue
                     gk = (<tuple>grads)[q]
-                    if gk is None:
+                    if gk is None or gk is ACCUMULATED:     # ACCUMULATED: already in adj[k]
                         continue
                     accumulate(adj, owned, k, gk)
                     if k < lowest:

@@ -121,14 +121,18 @@ typedef struct {
     void (*name##_f32)(const float *, float *, size_t);
     TG_VM_KERNELS(TG_VM_FIELD)
 #undef TG_VM_FIELD
+    void (*pow_f64)(const double *, double, double *, size_t);
+    void (*pow_f32)(const float *, float, float *, size_t);
 } vm_table;
 
 #define TG_VM_ENTRY(name, level) tg_vm_##name##_f64_##level, tg_vm_##name##_f32_##level,
 #define TG_VM_ENTRY_SCALAR(name) TG_VM_ENTRY(name, scalar)
-static const vm_table table_scalar = { TG_VM_KERNELS(TG_VM_ENTRY_SCALAR) };
+static const vm_table table_scalar = { TG_VM_KERNELS(TG_VM_ENTRY_SCALAR)
+                                       tg_vm_pow_f64_scalar, tg_vm_pow_f32_scalar };
 #if TG_VM_BUILD_AVX2
 #define TG_VM_ENTRY_AVX2(name) TG_VM_ENTRY(name, avx2)
-static const vm_table table_avx2 = { TG_VM_KERNELS(TG_VM_ENTRY_AVX2) };
+static const vm_table table_avx2 = { TG_VM_KERNELS(TG_VM_ENTRY_AVX2)
+                                     tg_vm_pow_f64_avx2, tg_vm_pow_f32_avx2 };
 #endif
 
 static const char *const level_names[TG_VM_N_LEVELS] = { "scalar", "avx2" };
@@ -215,6 +219,27 @@ int tg_vm_level(void)
         resolve()->name##_f32(x, y, n);                                          \
     }
 TG_VM_KERNELS(TG_VM_PUBLIC)
+
+/* The exponents whose results do not depend on the algorithm (0, NaN, infinities: exact special
+ * values or a comparison of |x| with 1) go to the C library, lane by lane; the kernels take the
+ * finite nonzero ones. */
+void tg_vm_pow_f64(const double *x, double y, double *out, size_t n)
+{
+    if (y == 0.0 || !isfinite(y)) {
+        for (size_t i = 0; i < n; i++) out[i] = pow(x[i], y);
+        return;
+    }
+    resolve()->pow_f64(x, y, out, n);
+}
+
+void tg_vm_pow_f32(const float *x, float y, float *out, size_t n)
+{
+    if (y == 0.0f || !isfinite(y)) {
+        for (size_t i = 0; i < n; i++) out[i] = powf(x[i], y);
+        return;
+    }
+    resolve()->pow_f32(x, y, out, n);
+}
 
 void tg_vm_gelu_f32(const float *x, float *y, size_t n)
 {

@@ -56,6 +56,13 @@ void tg_vm_silu_f64(const double *x, double *y, size_t n);
  * PyTorch's formula rounded in float (erf, exp: the level's float32 kernels).  out may be g. */
 void tg_vm_gelu_grad_f32(const float *g, const float *x, float *out, size_t n);
 
+/* out = x ** y for a number y, as C99's pow / powf (numpy's): within 2 ulp (float64) / 1 ulp
+ * (float32) of the correctly rounded result, with pow's special values (y = 0 gives 1 even for a
+ * NaN x, x = 1 gives 1 even for a NaN y, negative x with a non-integer y gives NaN, signed zeros and
+ * infinities by the parity of an integer y).  out may be x. */
+void tg_vm_pow_f64(const double *x, double y, double *out, size_t n);
+void tg_vm_pow_f32(const float *x, float y, float *out, size_t n);
+
 /* The level in use (resolving TAPEGRAD_SIMD on first use). */
 int tg_vm_level(void);
 /* The best level this build and CPU support. */

@@ -60,6 +60,21 @@ static inline vi vi_or(vi a, vi b) { return _mm256_or_si256(a, b); }
 static inline vi vi_shl(vi a, int k) { return _mm256_slli_epi64(a, k); }
 static inline vi vi_shr(vi a, int k) { return _mm256_srli_epi64(a, k); }
 static inline vm vi_eq(vi a, vi b) { return _mm256_castsi256_pd(_mm256_cmpeq_epi64(a, b)); }
+/* Row i (four doubles) of each lane, transposed: one 32-byte load per lane and eight shuffles
+ * instead of four gathers. */
+static inline void vd_lookup4(const double *t, vi i, vd *a, vd *b, vd *c, vd *d)
+{
+    int64_t idx[4];
+    _mm256_storeu_si256((__m256i *)idx, i);
+    vd r0 = _mm256_loadu_pd(t + 4 * idx[0]), r1 = _mm256_loadu_pd(t + 4 * idx[1]);
+    vd r2 = _mm256_loadu_pd(t + 4 * idx[2]), r3 = _mm256_loadu_pd(t + 4 * idx[3]);
+    vd lo01 = _mm256_unpacklo_pd(r0, r1), hi01 = _mm256_unpackhi_pd(r0, r1);
+    vd lo23 = _mm256_unpacklo_pd(r2, r3), hi23 = _mm256_unpackhi_pd(r2, r3);
+    *a = _mm256_permute2f128_pd(lo01, lo23, 0x20);
+    *b = _mm256_permute2f128_pd(hi01, hi23, 0x20);
+    *c = _mm256_permute2f128_pd(lo01, lo23, 0x31);
+    *d = _mm256_permute2f128_pd(hi01, hi23, 0x31);
+}
 
 #include "vecmath_impl.h"
 
@@ -235,39 +250,58 @@ static inline vf log1p_f32n(vf x)
     return vf_select(vf_eq(x, _mm256_setzero_ps()), x, y);   /* log1p(-0) = -0 */
 }
 
-/* erf on 8 float lanes, the algorithm of erf_core (vecmath_impl.h) with float32's polynomials
- * (their double coefficients rounded to float): |x| < 1: x + x A(x^2); |x| >= 1:
- * 1 - e^(-x^2) B(|x| - 2.5), |x| clamped to 4.  x^2 = h + l exactly (FMA) and e^(-x^2) =
- * e^(-h) (1 - l): without l, e^(-h) would be off by up to 16 2^-24 relatively.  The
- * polynomials are corrections (A weighs <= 0.13, e B <= 0.16 of the result), so their float
- * roundings cost a fraction of an ulp; tests/test_vecmath.py holds the result to 1 ulp.  Both
- * pieces are computed for every vector: a data-dependent branch mispredicts on mixed inputs. */
-static const double erf_a_f32n_d[] = VM_ERF_A_F32;
-static const double erf_b_f32n_d[] = VM_ERF_B_F32;
-#define VF_NCOEF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+/* erf on 8 float lanes, the table method of float64's erf_f64_core (vecmath_impl.h) scaled to
+ * float: |x| = r + d, r = i/64 (|d| <= 1/128, |x| clamped to 4, where erf rounds to 1), erf(r)
+ * and S = 2/sqrt(pi) e^(-r^2) as float pairs (tools/vecmath_tables.py), erf(r + d) =
+ * erf(r) + S d (1 + Q) with Q = c1 d/2 + c2 d^2/3 + c3 d^3/4 (Hermite recurrence; remainder below
+ * 2^-31 relative), S d kept exactly (FMA) and added by Fast2Sum: rounded once, ~0.5 ulp.  No
+ * exponential, no branch. */
+static const float erf_table_f32[] = VM_ERF_TABLE_F32;
 
-static inline vf vf_poly_d(vf x, const double *c, int n)
+/* Row i (4 floats) of each of the 8 lanes, transposed: eight 16-byte loads and ten shuffles. */
+static inline void vf_lookup4(const float *t, vfi i, vf *c0, vf *c1, vf *c2, vf *c3)
 {
-    vf acc = vf_set((float)c[0]);
-    for (int i = 1; i < n; i++) acc = _mm256_fmadd_ps(acc, x, vf_set((float)c[i]));
-    return acc;
+    int32_t idx[8];
+    _mm256_storeu_si256((__m256i *)idx, i);
+    vf a04 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(t + 4 * idx[0])),
+                                  _mm_loadu_ps(t + 4 * idx[4]), 1);
+    vf a15 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(t + 4 * idx[1])),
+                                  _mm_loadu_ps(t + 4 * idx[5]), 1);
+    vf a26 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(t + 4 * idx[2])),
+                                  _mm_loadu_ps(t + 4 * idx[6]), 1);
+    vf a37 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(t + 4 * idx[3])),
+                                  _mm_loadu_ps(t + 4 * idx[7]), 1);
+    vf lo01 = _mm256_unpacklo_ps(a04, a15), lo23 = _mm256_unpacklo_ps(a26, a37);
+    vf hi01 = _mm256_unpackhi_ps(a04, a15), hi23 = _mm256_unpackhi_ps(a26, a37);
+    *c0 = _mm256_shuffle_ps(lo01, lo23, _MM_SHUFFLE(1, 0, 1, 0));
+    *c1 = _mm256_shuffle_ps(lo01, lo23, _MM_SHUFFLE(3, 2, 3, 2));
+    *c2 = _mm256_shuffle_ps(hi01, hi23, _MM_SHUFFLE(1, 0, 1, 0));
+    *c3 = _mm256_shuffle_ps(hi01, hi23, _MM_SHUFFLE(3, 2, 3, 2));
 }
 
 static inline vf erf_f32n(vf x)
 {
     vf sign = _mm256_and_ps(x, vf_set(-0.0f));
-    vf ax = _mm256_andnot_ps(vf_set(-0.0f), x);
-    vf z = _mm256_mul_ps(x, x);
-    vf y = _mm256_fmadd_ps(x, vf_poly_d(z, erf_a_f32n_d, VF_NCOEF(erf_a_f32n_d)), x);
-    vf big = _mm256_cmp_ps(ax, vf_set(1.0f), _CMP_GE_OQ);          /* NaN: no */
-    vf a = _mm256_min_ps(ax, vf_set(4.0f));
-    vf h = _mm256_mul_ps(a, a);
-    vf l = _mm256_fmsub_ps(a, a, h);                                /* a^2 - h, exactly */
-    vf e = exp_f32n(_mm256_sub_ps(_mm256_setzero_ps(), h));
-    e = _mm256_fnmadd_ps(e, l, e);
-    vf b = vf_poly_d(_mm256_sub_ps(a, vf_set(2.5f)), erf_b_f32n_d, VF_NCOEF(erf_b_f32n_d));
-    vf tail = _mm256_or_ps(_mm256_fnmadd_ps(e, b, vf_set(1.0f)), sign);
-    return vf_select(big, tail, y);
+    vf a = _mm256_min_ps(_mm256_andnot_ps(vf_set(-0.0f), x), vf_set(VM_ERF_END_F32));  /* NaN: END */
+    vf t = _mm256_fmadd_ps(a, vf_set(VM_ERF_STEPS_F32), vf_set(VF_MAGIC));
+    vfi i = _mm256_and_si256(vf_as_int(t), _mm256_set1_epi32(0x3ff));
+    vf r = _mm256_mul_ps(_mm256_sub_ps(t, vf_set(VF_MAGIC)), vf_set(1.0f / VM_ERF_STEPS_F32));
+    vf d = _mm256_sub_ps(a, r);                                      /* exact */
+    vf eh, el, sh, sl;
+    vf_lookup4(erf_table_f32, i, &eh, &el, &sh, &sl);
+    vf c1 = _mm256_mul_ps(r, vf_set(-2.0f));
+    vf c2 = _mm256_fmadd_ps(_mm256_add_ps(r, r), r, vf_set(-1.0f));
+    vf c3 = _mm256_mul_ps(_mm256_fmadd_ps(r, c2, c1), vf_set(-2.0f / 3.0f));
+    vf q = _mm256_mul_ps(c3, vf_set(0.25f));
+    q = _mm256_fmadd_ps(q, d, _mm256_mul_ps(c2, vf_set(1.0f / 3.0f)));
+    q = _mm256_mul_ps(_mm256_fmadd_ps(q, d, _mm256_mul_ps(c1, vf_set(0.5f))), d);
+    vf p = _mm256_mul_ps(sh, d);
+    vf pl = _mm256_fmadd_ps(sl, d, _mm256_fmsub_ps(sh, d, p));
+    vf s = _mm256_add_ps(eh, p);
+    vf e = _mm256_add_ps(_mm256_sub_ps(eh, s), p);
+    vf y = _mm256_add_ps(s, _mm256_add_ps(e, _mm256_add_ps(el, _mm256_fmadd_ps(p, q, pl))));
+    y = _mm256_or_ps(y, sign);
+    return vf_select(_mm256_cmp_ps(x, x, _CMP_UNORD_Q), x, y);
 }
 
 /* gelu (vecmath.h): PyTorch's 0.5 x (1 + erf(x / sqrt 2)), each operation rounded in float. */

@@ -24,12 +24,6 @@
 #define VM_EXP_P_F32N { 0x1.a124f20000000p-13f, 0x1.6d43240000000p-10f, 0x1.1110e00000000p-7f, 0x1.5554ea0000000p-5f, 0x1.5555560000000p-3f, 0x1.0000000000000p-1f }
 /* VM_LOG_Q_F32N: degree 2 on [0, 0.0294402], max error 2.02e-7 */
 #define VM_LOG_Q_F32N { 0x1.2ee6560000000p-2f, 0x1.997c2e0000000p-2f, 0x1.55555c0000000p-1f }
-/* VM_ERF_A_F64: degree 12 on [0, 1], max error 1.3e-19 */
-#define VM_ERF_A_F64 { 0x1.05ffd737fb32ep-34, -0x1.389d4f2641625p-30, 0x1.f7b4bf3b13964p-27, -0x1.5f1ecb6f0764cp-23, 0x1.b9df224ca4b97p-20, -0x1.f4d1e3183f7aep-17, 0x1.f9a321d5b8e1ep-14, -0x1.c02db3dac435fp-11, 0x1.565bcd0dbaa38p-8, -0x1.b82ce31284e00p-6, 0x1.ce2f21a042b30p-4, -0x1.812746b0379e6p-2, 0x1.06eba8214db69p-3 }
-/* VM_ERF_B1_F64: degree 17 on [-0.75, 0.75], max error 1.56e-17 */
-#define VM_ERF_B1_F64 { -0x1.4d38874ef6eddp-30, 0x1.4cdad95e998eap-28, -0x1.111fab771bd79p-26, 0x1.03a3949e16d1ep-24, -0x1.e9589cb5e4931p-23, 0x1.bc4d170237f39p-21, -0x1.88f9f58b8cadbp-19, 0x1.5272ad8b020eap-17, -0x1.1b2916a45b255p-15, 0x1.cb4c7075b4c0ep-14, -0x1.6838883d3b838p-12, 0x1.106bd5b2471dep-10, -0x1.8bf716a9026cep-9, 0x1.13648a1218781p-7, -0x1.6cb52fe48935fp-6, 0x1.c8d0cef0f7efap-5, -0x1.0c3d538446448p-3, 0x1.23cfc2f1dc7e0p-2 }
-/* VM_ERF_B2_F64: degree 17 on [-1.75, 1.75], max error 6.49e-15 */
-#define VM_ERF_B2_F64 { -0x1.541238babf372p-43, 0x1.f0b60202ce160p-41, -0x1.a85d165ca086fp-39, 0x1.29efddb7b5c88p-36, -0x1.d167addfa8a53p-34, 0x1.40827ea5bc138p-31, -0x1.ae736adaa51c4p-29, 0x1.201aa0dc601b5p-26, -0x1.7c58b90e423f0p-24, 0x1.ee369c4ca4bd6p-22, -0x1.3c076bcb19c3cp-19, 0x1.8d8e49e4e584ep-17, -0x1.eb88e11af7540p-15, 0x1.2a661004150b1p-12, -0x1.6373226eb1420p-10, 0x1.9ef71691608a9p-8, -0x1.da39533524a4fp-6, 0x1.08e62ce8c8a53p-3 }
 /* VM_ERF_A_F32: degree 7 on [0, 1], max error 3.38e-11 */
 #define VM_ERF_A_F32 { -0x1.445f47d33d87bp-17, 0x1.d887505de3ba6p-14, -0x1.bccf664d7f763p-11, 0x1.562a60ddba6e6p-8, -0x1.b829c897922e5p-6, 0x1.ce2f08fec14fdp-4, -0x1.81274665754c3p-2, 0x1.06eba82022eadp-3 }
 /* VM_ERF_B_F32: degree 12 on [-1.5, 1.5], max error 1.74e-9 */

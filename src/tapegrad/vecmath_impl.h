@@ -13,8 +13,10 @@
  * vd_min vd_max (NaN in the first operand gives the second), vd_abs vd_and vd_or vd_xor,
  * comparisons vd_lt vd_gt vd_eq vd_isnan returning vm, vm_and vm_andnot(a,b)=~a&b vm_or vm_any,
  * vd_select(m,a,b)=m?a:b,
- * vd_as_vi vi_as_vd vi_set vi_add vi_and vi_or vi_shl vi_shr (logical) vi_eq. */
+ * vd_as_vi vi_as_vd vi_set vi_add vi_and vi_or vi_shl vi_shr (logical) vi_eq,
+ * vd_lookup4(table, i, &a, &b, &c, &d): row i of a table of four-double rows, per lane. */
 #include "vecmath_consts.h"
+#include "vecmath_tables.h"
 
 #define VM_CAT3(a, b, c) a##b##c
 #define VM_XCAT3(a, b, c) VM_CAT3(a, b, c)
@@ -27,9 +29,8 @@ static const double sin_s_f64[] = VM_SIN_S_F64;
 static const double sin_s_f32[] = VM_SIN_S_F32;
 static const double cos_c_f64[] = VM_COS_C_F64;
 static const double cos_c_f32[] = VM_COS_C_F32;
-static const double erf_a_f64[] = VM_ERF_A_F64;
-static const double erf_b1_f64[] = VM_ERF_B1_F64;
-static const double erf_b2_f64[] = VM_ERF_B2_F64;
+static const double erf_table[] = VM_ERF_TABLE;
+static const double log_table[] = VM_LOG_TABLE;
 static const double erf_a_f32[] = VM_ERF_A_F32;
 static const double erf_b_f32[] = VM_ERF_B_F32;
 #define VM_NCOEF(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -413,40 +414,227 @@ static inline vd sigmoid_f32_core(vd x)
 }
 
 /* ---- erf ---------------------------------------------------------------------------------
- * |x| < 1: erf x = x + x A(x^2).  |x| >= 1: erf |x| = 1 - e^(-x^2) B(|x| - c), B a fit of
- * erfcx = e^(x^2) erfc around the centre c of [1, 2.5) or [2.5, 6] (float64; one piece [1, 4]
- * for float32), with |x| clamped to the last interval's end, where erf already rounds to 1.
- * float64 takes x^2 as h + l exactly (fused multiply-add) and e^(-x^2) = e^(-h) (1 - l): erfc
- * then has ~1 ulp relative error, and erf = 1 - erfc, with erfc <= 0.16, far less.  Pieces that
- * no lane of a vector needs are skipped. */
-static inline vd erf_core(vd x, int f64)
+ * float64: |x| = r + d with r = i/128 the nearest grid point (|d| <= 1/256; |x| clamped to 6,
+ * where erf rounds to 1), erf(r) and S = 2/sqrt(pi) e^(-r^2) from a table (double-doubles), and
+ * erf(r + d) = erf(r) + S int_0^d e^(-2rt - t^2) dt = erf(r) + S d (1 + Q),
+ * Q = sum_{k=1..6} c_k d^k / (k+1), e^(-2rt - t^2) = sum c_k t^k: c_0 = 1, c_1 = -2r,
+ * c_{k+1} = -2 (r c_k + c_{k-1}) / (k+1) (Hermite's recurrence).  The series' remainder is below
+ * 2^-68 relative (tools/vecmath_tables.py's grid); S d is kept exactly (FMA) and added to erf(r)
+ * by Fast2Sum (erf(r) >= r S >= 2|S d| for r > 0), so the result is rounded once: ~0.5 ulp.
+ * No exponential, no division and no data-dependent branch.
+ * float32 (evaluated in double): |x| < 1: erf x = x + x A(x^2); |x| >= 1: erf |x| =
+ * 1 - e^(-x^2) B(|x| - 2.5), B a fit of erfcx = e^(x^2) erfc on [1, 4] (clamped there: erf
+ * already rounds to 1), both pieces computed for every vector (a data-dependent branch per vector
+ * mispredicts on mixed inputs). */
+static inline vd erf_f64_core(vd x)
+{
+    vd a = vd_min(vd_abs(x), vd_set(VM_ERF_END));   /* NaN gives END: a valid row */
+    vd t = vd_fma(a, vd_set(VM_ERF_STEPS), vd_set(VM_MAGIC));
+    vi i = vi_and(vd_as_vi(t), vi_set(0xfff));
+    vd r = vd_mul(vd_sub(t, vd_set(VM_MAGIC)), vd_set(1.0 / VM_ERF_STEPS));
+    vd d = vd_sub(a, r);                               /* exact */
+    vd eh, el, sh, sl;
+    vd_lookup4(erf_table, i, &eh, &el, &sh, &sl);
+    vd c1 = vd_mul(r, vd_set(-2.0));
+    vd c2 = vd_fma(vd_add(r, r), r, vd_set(-1.0));
+    vd c3 = vd_mul(vd_fma(r, c2, c1), vd_set(-2.0 / 3.0));
+    vd c4 = vd_mul(vd_fma(r, c3, c2), vd_set(-2.0 / 4.0));
+    vd c5 = vd_mul(vd_fma(r, c4, c3), vd_set(-2.0 / 5.0));
+    vd c6 = vd_mul(vd_fma(r, c5, c4), vd_set(-2.0 / 6.0));
+    vd q = vd_mul(c6, vd_set(1.0 / 7.0));
+    q = vd_fma(q, d, vd_mul(c5, vd_set(1.0 / 6.0)));
+    q = vd_fma(q, d, vd_mul(c4, vd_set(1.0 / 5.0)));
+    q = vd_fma(q, d, vd_mul(c3, vd_set(1.0 / 4.0)));
+    q = vd_fma(q, d, vd_mul(c2, vd_set(1.0 / 3.0)));
+    q = vd_mul(vd_fma(q, d, vd_mul(c1, vd_set(0.5))), d);
+    /* S d = p + pl exactly (up to sl d's rounding) */
+    vd p = vd_mul(sh, d);
+    vd pl = vd_sub(vd_set(0.0), vd_fnma(sl, d, vd_fnma_exact(sh, d, p)));
+    vd s = vd_add(eh, p);
+    vd e = vd_add(vd_sub(eh, s), p);
+    vd y = vd_add(s, vd_add(e, vd_add(el, vd_fma(p, q, pl))));
+    y = vd_or(y, vd_and(x, vd_set(-0.0)));             /* the sign of x (erf(-0) = -0) */
+    return nan_passthrough(x, y);
+}
+
+static inline vd erf_f32_core(vd x)
 {
     vd ax = vd_abs(x);
     vd z = vd_mul(x, x);
-    vd y = vd_fma(x, f64 ? poly(z, VM_P(erf_a_f64)) : poly(z, VM_P(erf_a_f32)), x);
+    vd y = vd_fma(x, poly(z, VM_P(erf_a_f32)), x);
     vm big = vd_gt(ax, vd_set(0x1.fffffffffffffp-1));   /* |x| >= 1 (NaN: no) */
-    /* No early exit and no skipped piece: on mixed inputs a data-dependent branch per vector
-     * mispredicts often enough to cost more than the arithmetic it would skip. */
-    vd a = vd_min(ax, vd_set(f64 ? 6.0 : 4.0));
-    vd h = vd_mul(a, a);
-    vd e;
-    vd b;
-    if (f64) {
-        vd l = vd_sub(vd_set(0.0), vd_fnma_exact(a, a, h));   /* a^2 - h, exactly */
-        e = exp_core_ext(vd_sub(vd_set(0.0), h), 1, VM_P(exp_p_f64));
-        e = vd_fnma(e, l, e);
-        vm lower = vd_lt(a, vd_set(2.5));
-        vd b1 = poly(vd_sub(a, vd_set(1.75)), VM_P(erf_b1_f64));
-        vd b2 = poly(vd_sub(a, vd_set(4.25)), VM_P(erf_b2_f64));
-        b = vd_select(lower, b1, b2);
-    } else {
-        e = exp_f32_core(vd_sub(vd_set(0.0), h));
-        b = poly(vd_sub(a, vd_set(2.5)), VM_P(erf_b_f32));
-    }
+    vd a = vd_min(ax, vd_set(4.0));
+    vd e = exp_f32_core(vd_sub(vd_set(0.0), vd_mul(a, a)));
+    vd b = poly(vd_sub(a, vd_set(2.5)), VM_P(erf_b_f32));
     vd tail = vd_fnma(e, b, vd_set(1.0));                   /* 1 - erfc |x| */
     tail = vd_or(tail, vd_and(x, vd_set(-0.0)));            /* the sign of x */
     return vd_select(big, tail, y);
 }
+
+/* ---- pow (x ** y for a number y) ---------------------------------------------------------
+ * x^y = e^(y log|x|) with log|x| as a double-double hi + lo (~2^-68 relative): |x| = 2^k m,
+ * m in [sqrt(1/2), sqrt 2) as in log_positive, then a 128-row table (tools/vecmath_tables.py)
+ * gives invc ~ 1/m and -log(invc) (double-double), r = m invc - 1 (exactly, FMA; |r| < 2^-7),
+ * log1p(r) = r - r^2/2 + r^3 P(r) with r^2/2 exact and P Taylor's to r^10; the parts are summed
+ * by error-free additions.  t = y log|x| is then a double-double too (FMA), so that its absolute
+ * error stays ~2^-60 even at |t| ~ 745, and e^(th + tl) takes tl into the reduced argument's low
+ * part.  Special values (C99 / numpy pow): the caller handles y = 0, NaN and infinities;
+ * here |x| = 0 or inf give 0 or inf by the sign of y, a negative x gives NaN unless y is an
+ * integer, and an odd integer y keeps the sign of x (signed zeros and infinities too). */
+static const double log1p_taylor[] = { -1.0 / 10, 1.0 / 9, -1.0 / 8, 1.0 / 7, -1.0 / 6, 1.0 / 5,
+                                       -1.0 / 4, 1.0 / 3 };
+
+static inline vd log_dd(vd u, vd *lo_out)
+{
+    vm sub = vd_lt(u, vd_set(0x1p-1022));
+    u = vd_select(sub, vd_mul(u, vd_set(0x1p54)), u);
+    vd kadj = vd_select(sub, vd_set(-54.0), vd_set(0.0));
+    vi b = vi_add(vd_as_vi(u), vi_set(UINT64_C(0x3ff0000000000000) - VM_SQRT_HALF_BITS));
+    vi j = vi_and(vi_shr(b, 52 - VM_LOG_TABLE_BITS), vi_set((1u << VM_LOG_TABLE_BITS) - 1));
+    vd m = vi_as_vd(vi_add(vi_and(b, vi_set(UINT64_C(0x000fffffffffffff))),
+                           vi_set(VM_SQRT_HALF_BITS)));
+    vd k = vd_sub(vi_as_vd(vi_or(vi_shr(b, 52), vi_set(UINT64_C(0x4330000000000000)))),
+                  vd_set(0x1p52 + 1023.0));
+    k = vd_add(k, kadj);
+    vd invc, lch, lcl, unused;
+    vd_lookup4(log_table, j, &invc, &lch, &lcl, &unused);
+    (void)unused;
+    /* r = m invc - 1 = rh + rl: the product exactly as p + pe, p - 1 exact (Sterbenz), then
+     * Fast2Sum (p - 1 is 0 or a multiple of ulp(p) >= |pe|). */
+    vd zero = vd_set(0.0);
+    vd p = vd_mul(m, invc);
+    vd pe = vd_sub(zero, vd_fnma_exact(m, invc, p));
+    vd q = vd_sub(p, vd_set(1.0));
+    vd rh = vd_add(q, pe);
+    vd rl = vd_add(vd_sub(q, rh), pe);
+    /* -rh^2 / 2 = a2 + a2l exactly */
+    vd sq = vd_mul(rh, rh);
+    vd sql = vd_sub(zero, vd_fnma_exact(rh, rh, sq));
+    vd a2 = vd_mul(sq, vd_set(-0.5));
+    vd a2l = vd_mul(sql, vd_set(-0.5));
+    vd tail = vd_mul(vd_mul(sq, rh), poly(rh, VM_P(log1p_taylor)));
+    /* k ln2 + (-log invc) + rh + a2: k * LN2_HI is exact and 0 or larger than |lch| (Fast2Sum);
+     * rh may exceed the sum so far (TwoSum); a2 never does (Fast2Sum). */
+    vd kh = vd_mul(k, vd_set(VM_LN2_HI));
+    vd s1 = vd_add(kh, lch);
+    vd e1 = vd_add(vd_sub(kh, s1), lch);
+    vd s2 = vd_add(s1, rh);
+    vd bb = vd_sub(s2, s1);
+    vd e2 = vd_add(vd_sub(s1, vd_sub(s2, bb)), vd_sub(rh, bb));
+    vd s3 = vd_add(s2, a2);
+    vd e3 = vd_add(vd_sub(s2, s3), a2);
+    vd lo = vd_add(vd_add(e1, e2), vd_add(e3, a2l));
+    lo = vd_add(lo, vd_fma(k, vd_set(VM_LN2_LO), vd_add(lcl, vd_add(rl, tail))));
+    vd hi = vd_add(s3, lo);
+    *lo_out = vd_add(vd_sub(s3, hi), lo);
+    return hi;
+}
+
+/* e^(xh + xl), |xl| <= 2^-40 |xh|-ish: exp_core_ext with xl folded into the reduced argument's
+ * low part (x = n ln2 + rh + rl). */
+static inline vd exp_dd(vd xh, vd xl)
+{
+    vd xc = vd_min(vd_set(710.0), vd_max(vd_set(-750.0), xh));
+    /* Outside the clamp the result is 0 or inf whatever xl is (and xl may be inf or NaN there). */
+    xl = vd_select(vd_eq(xc, xh), xl, vd_set(0.0));
+    vd t = vd_fma(xc, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
+    vd n = vd_sub(t, vd_set(VM_MAGIC));
+    vd rl = vd_fma(n, vd_set(-VM_LN2_LO), xl);
+    vd rh = vd_fma(n, vd_set(-VM_LN2_HI), xc);
+    vd e = vd_add(vd_set(1.0), vd_add(rh, expm1_tail(rh, rl, VM_P(exp_p_f64))));
+    vm out = vm_or(vd_lt(xc, vd_set(-708.0)), vd_gt(xc, vd_set(709.0)));
+    if (vm_any(out)) return scale_pow2(e, n);
+    return vd_mul(e, vi_as_vd(vi_shl(vi_add(vd_as_vi(t), vi_set(1023)), 52)));
+}
+
+/* What the loops need to know about the exponent y (finite, nonzero). */
+typedef struct {
+    double y, at_zero, at_inf;  /* |x|^y for |x| = 0 and inf */
+    int odd, integer;           /* y an odd integer; y an integer */
+} pow_exponent;
+
+static inline pow_exponent pow_exponent_of(double y)
+{
+    pow_exponent e;
+    e.y = y;
+    e.at_zero = y > 0 ? 0.0 : INFINITY;
+    e.at_inf = y > 0 ? INFINITY : 0.0;
+    e.integer = floor(y) == y;
+    e.odd = e.integer && fabs(y) < 0x1p53 && fmod(y, 2.0) != 0.0;
+    return e;
+}
+
+static inline vd pow_core(vd x, const pow_exponent *pe)
+{
+    vd ax = vd_abs(x);
+    vd y = vd_set(pe->y);
+    vd lo;
+    vd hi = log_dd(ax, &lo);                  /* meaningless for |x| = 0, inf, NaN: patched */
+    vd th = vd_mul(y, hi);
+    vd tl = vd_fma(y, lo, vd_sub(vd_set(0.0), vd_fnma_exact(y, hi, th)));
+    vd r = exp_dd(th, tl);
+    r = vd_select(vd_eq(ax, vd_set(0.0)), vd_set(pe->at_zero), r);
+    r = vd_select(vd_eq(ax, vd_set(INFINITY)), vd_set(pe->at_inf), r);
+    if (pe->odd)
+        r = vd_or(r, vd_and(x, vd_set(-0.0)));
+    else if (!pe->integer)
+        r = vd_select(vm_and(vd_lt(x, vd_set(0.0)), vd_gt(x, vd_set(-INFINITY))), vd_set(NAN), r);
+    return nan_passthrough(x, r);
+}
+
+#define VM_POW_LOOP(SUFFIX, T, LOAD, STORE, CORE)                                                    \
+    void VM_XCAT3(tg_vm_pow_##SUFFIX, _, VM_LEVEL_NAME)(const T *x, T y, T *out, size_t n)     \
+    {                                                                                          \
+        const pow_exponent pe = pow_exponent_of((double)y);                                    \
+        size_t i = 0;                                                                          \
+        for (; i + 2 * VM_W <= n; i += 2 * VM_W) {                                             \
+            vd a = CORE(LOAD(x + i), &pe), b = CORE(LOAD(x + i + VM_W), &pe);                \
+            STORE(out + i, a);                                                                 \
+            STORE(out + i + VM_W, b);                                                          \
+        }                                                                                      \
+        for (; i + VM_W <= n; i += VM_W) STORE(out + i, CORE(LOAD(x + i), &pe));                \
+        if (i < n) {                                                                           \
+            T buf[VM_W] = {0};                                                                 \
+            for (size_t k = 0; k < n - i; k++) buf[k] = x[i + k];                              \
+            STORE(buf, CORE(LOAD(buf), &pe));                                                   \
+            for (size_t k = 0; k < n - i; k++) out[i + k] = buf[k];                            \
+        }                                                                                      \
+    }
+VM_POW_LOOP(f64, double, vd_load, vd_store, pow_core)
+
+/* float32, evaluated in double: a float x is a normal double, and t = y log|x| only needs an
+ * absolute error ~2^-45 (|t| <= ~104 where the float result is neither 0 nor inf), so log|x| is
+ * the table's k ln2 - log(invc) + log1p(r) in plain double (r = m invc - 1 rounded once, log1p
+ * to r^6) and e^t float64's exp. */
+static const double log1p_taylor_f32[] = { -1.0 / 6, 1.0 / 5, -1.0 / 4, 1.0 / 3, -1.0 / 2 };
+
+static inline vd pow_f32_core(vd x, const pow_exponent *pe)
+{
+    vd ax = vd_abs(x);
+    vi b = vi_add(vd_as_vi(ax), vi_set(UINT64_C(0x3ff0000000000000) - VM_SQRT_HALF_BITS));
+    vi j = vi_and(vi_shr(b, 52 - VM_LOG_TABLE_BITS), vi_set((1u << VM_LOG_TABLE_BITS) - 1));
+    vd m = vi_as_vd(vi_add(vi_and(b, vi_set(UINT64_C(0x000fffffffffffff))),
+                           vi_set(VM_SQRT_HALF_BITS)));
+    vd k = vd_sub(vi_as_vd(vi_or(vi_shr(b, 52), vi_set(UINT64_C(0x4330000000000000)))),
+                  vd_set(0x1p52 + 1023.0));
+    vd invc, lch, lcl, unused;
+    vd_lookup4(log_table, j, &invc, &lch, &lcl, &unused);
+    (void)lcl;
+    (void)unused;
+    vd r = vd_fma(m, invc, vd_set(-1.0));
+    vd r2 = vd_mul(r, r);
+    vd l1p = vd_fma(r2, poly(r, VM_P(log1p_taylor_f32)), r);
+    vd lg = vd_add(vd_fma(k, vd_set(VM_LN2_HI + VM_LN2_LO), lch), l1p);
+    vd res = exp_core(vd_mul(vd_set(pe->y), lg), VM_P(exp_p_f64));
+    res = vd_select(vd_eq(ax, vd_set(0.0)), vd_set(pe->at_zero), res);
+    res = vd_select(vd_eq(ax, vd_set(INFINITY)), vd_set(pe->at_inf), res);
+    if (pe->odd)
+        res = vd_or(res, vd_and(x, vd_set(-0.0)));
+    else if (!pe->integer)
+        res = vd_select(vm_and(vd_lt(x, vd_set(0.0)), vd_gt(x, vd_set(-INFINITY))), vd_set(NAN), res);
+    return nan_passthrough(x, res);
+}
+VM_POW_LOOP(f32, float, vd_load_f32, vd_store_f32, pow_f32_core)
 
 /* ---- per-element entry points and loops ----------------------------------------------------- */
 #define VM_UNARY(name, expr64, expr32)                                                        \
@@ -460,7 +648,7 @@ VM_UNARY(sin, sincos_core(x, 0, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_co
 VM_UNARY(cos, sincos_core(x, 1, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_core(x, 1))
 VM_UNARY(tanh, tanh_core(x, 1, VM_P(exp_p_f64)), tanh_core(x, 0, VM_P(exp_p_f32)))
 VM_UNARY(sigmoid, sigmoid_core(x, VM_P(exp_p_f64)), sigmoid_f32_core(x))
-VM_UNARY(erf, erf_core(x, 1), erf_core(x, 0))
+VM_UNARY(erf, erf_f64_core(x), erf_f32_core(x))
 
 /* silu x = x / (1 + e^-x) for float64, e^-x the exp kernel's (vecmath.h: tg_vm_silu_f64); its
  * float32 loop here is unused (float32 silu: vecmath.c and the AVX2 level's own). */

@@ -53,6 +53,14 @@ static inline vi vi_or(vi a, vi b) { return a | b; }
 static inline vi vi_shl(vi a, int k) { return a << k; }
 static inline vi vi_shr(vi a, int k) { return a >> k; }
 static inline vm vi_eq(vi a, vi b) { return a == b; }
+static inline void vd_lookup4(const double *t, vi i, vd *a, vd *b, vd *c, vd *d)
+{
+    const double *row = t + 4 * i;
+    *a = row[0];
+    *b = row[1];
+    *c = row[2];
+    *d = row[3];
+}
 
 #include "vecmath_impl.h"
 
