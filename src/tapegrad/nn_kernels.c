@@ -9,6 +9,10 @@
 #include "vecmath.h"
 #include "kernels.h"
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 /* The first index >= `start` on the grid start + k*step that is >= 0 (windows starting in the
  * top/left padding skip the taps that fall on it). */
 static inline ptrdiff_t first_on_grid(ptrdiff_t start, ptrdiff_t step)
@@ -418,6 +422,188 @@ void tg_rnn_bwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* h, const d
     f64_rnn_bwd(B, H, relu, h, dh, dpre);
 }
 
+
+/* -- GEMM with a pre-packed right operand (the recurrent layers' hidden-side matmul) ---------
+ * B is copied once into panels of NR columns (each panel K x NR, row k's NR entries adjacent,
+ * the last panel zero-padded), so that every time step's small product streams B from cache in
+ * the order the micro-kernel reads it, instead of BLAS re-packing B at each of the T calls.
+ * Each C element is one dot product accumulated in k order, so a row's result never depends on
+ * how many rows the call has. */
+
+#define GEMM_MR 6
+#define GEMM_NR_f32 16
+#define GEMM_NR_f64 8
+
+#define DEFINE_GEMM_PACK(T, SFX)                                                                  \
+ptrdiff_t tg_gemm_packed_size_##SFX(ptrdiff_t K, ptrdiff_t N)                                     \
+{                                                                                                 \
+    return ((N + GEMM_NR_##SFX - 1) / GEMM_NR_##SFX) * GEMM_NR_##SFX * K;                         \
+}                                                                                                 \
+                                                                                                  \
+void tg_gemm_pack_##SFX(ptrdiff_t K, ptrdiff_t N, const T* b, ptrdiff_t rs, ptrdiff_t cs,         \
+                        T* packed)                                                                \
+{                                                                                                 \
+    const ptrdiff_t NR = GEMM_NR_##SFX;                                                           \
+    for (ptrdiff_t p = 0; p * NR < N; p++) {                                                      \
+        T* panel = packed + p * K * NR;                                                           \
+        const ptrdiff_t nb = N - p * NR < NR ? N - p * NR : NR;                                   \
+        /* read B along its unit stride: a column at a time when B is a transpose */              \
+        if (rs == 1 && cs != 1) {                                                                 \
+            for (ptrdiff_t j = 0; j < NR; j++) {                                                  \
+                if (j >= nb) {                                                                    \
+                    for (ptrdiff_t k = 0; k < K; k++) panel[k * NR + j] = (T)0;                   \
+                    continue;                                                                     \
+                }                                                                                 \
+                const T* col = b + (p * NR + j) * cs;                                             \
+                for (ptrdiff_t k = 0; k < K; k++) panel[k * NR + j] = col[k];                     \
+            }                                                                                     \
+        } else {                                                                                  \
+            for (ptrdiff_t k = 0; k < K; k++)                                                     \
+                for (ptrdiff_t j = 0; j < NR; j++)                                                \
+                    panel[k * NR + j] = j < nb ? b[k * rs + (p * NR + j) * cs] : (T)0;            \
+        }                                                                                         \
+    }                                                                                             \
+}
+
+/* The portable micro-kernel: tile (mr x NR) = a (mr rows, stride lda, K columns) @ one panel. */
+#define DEFINE_GEMM_TILE_C(T, SFX, PREFIX)                                                        \
+static void PREFIX##_gemm_tile(ptrdiff_t mr, ptrdiff_t K, const T* restrict a, ptrdiff_t lda,     \
+                               const T* restrict bp, T* restrict tile)                            \
+{                                                                                                 \
+    enum { NR = GEMM_NR_##SFX };                                                                  \
+    T acc[GEMM_MR][NR];                                                                           \
+    memset(acc, 0, sizeof acc);                                                                   \
+    for (ptrdiff_t k = 0; k < K; k++) {                                                           \
+        const T* brow = bp + k * NR;                                                              \
+        for (ptrdiff_t r = 0; r < mr; r++) {                                                      \
+            const T av = a[r * lda + k];                                                          \
+            for (int j = 0; j < NR; j++) acc[r][j] += av * brow[j];                               \
+        }                                                                                         \
+    }                                                                                             \
+    for (ptrdiff_t r = 0; r < mr; r++)                                                            \
+        for (int j = 0; j < NR; j++) tile[r * NR + j] = acc[r][j];                                \
+}
+
+/* The driver: c (M x N, stride ldc) = a @ B (+ bias, an N-vector) (+ add, M x N, stride ldadd);
+ * bias and add may be NULL.  a and add may not overlap c. */
+#define DEFINE_GEMM_DRIVER(T, SFX, PREFIX)                                                        \
+static void PREFIX##_gemm_packed(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const T* a,               \
+                                 ptrdiff_t lda, const T* packed, const T* bias, const T* add,     \
+                                 ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                            \
+{                                                                                                 \
+    enum { NR = GEMM_NR_##SFX };                                                                  \
+    T tile[GEMM_MR * NR];                                                                         \
+    for (ptrdiff_t p = 0; p * NR < N; p++) {                                                      \
+        const ptrdiff_t n0 = p * NR, nb = N - n0 < NR ? N - n0 : NR;                              \
+        const T* panel = packed + p * K * NR;                                                     \
+        for (ptrdiff_t i0 = 0; i0 < M; i0 += GEMM_MR) {                                           \
+            const ptrdiff_t mr = M - i0 < GEMM_MR ? M - i0 : GEMM_MR;                             \
+            PREFIX##_gemm_tile(mr, K, a + i0 * lda, lda, panel, tile);                            \
+            for (ptrdiff_t r = 0; r < mr; r++) {                                                  \
+                T* crow = c + (i0 + r) * ldc + n0;                                                \
+                const T* trow = tile + r * NR;                                                    \
+                const T* arow = add ? add + (i0 + r) * ldadd + n0 : NULL;                         \
+                for (ptrdiff_t j = 0; j < nb; j++) {                                              \
+                    T v = trow[j];                                                                \
+                    if (bias) v += bias[n0 + j];                                                  \
+                    if (arow) v += arow[j];                                                       \
+                    crow[j] = v;                                                                  \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+}
+
+DEFINE_GEMM_PACK(float, f32)
+DEFINE_GEMM_PACK(double, f64)
+DEFINE_GEMM_TILE_C(float, f32, f32)
+DEFINE_GEMM_TILE_C(double, f64, f64)
+DEFINE_GEMM_DRIVER(float, f32, f32)
+DEFINE_GEMM_DRIVER(double, f64, f64)
+
+#ifdef TG_HASWELL
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+/* The AVX2 + FMA micro-kernels: MR rows of two vectors each in registers (12 accumulators), one
+ * broadcast of a per row and k.  MRC is a constant in each instantiation, so the row loops unroll
+ * and the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void hsw_tile_f32_mr(
+    const int MRC, ptrdiff_t K, const float* restrict a, ptrdiff_t lda, const float* restrict bp,
+    float* restrict tile)
+{
+    __m256 acc0[GEMM_MR], acc1[GEMM_MR];
+    for (int r = 0; r < MRC; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
+    for (ptrdiff_t k = 0; k < K; k++) {
+        const __m256 b0 = _mm256_loadu_ps(bp + k * 16), b1 = _mm256_loadu_ps(bp + k * 16 + 8);
+        for (int r = 0; r < MRC; r++) {
+            const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+            acc0[r] = _mm256_fmadd_ps(av, b0, acc0[r]);
+            acc1[r] = _mm256_fmadd_ps(av, b1, acc1[r]);
+        }
+    }
+    for (int r = 0; r < MRC; r++) {
+        _mm256_storeu_ps(tile + r * 16, acc0[r]);
+        _mm256_storeu_ps(tile + r * 16 + 8, acc1[r]);
+    }
+}
+
+static inline __attribute__((always_inline)) void hsw_tile_f64_mr(
+    const int MRC, ptrdiff_t K, const double* restrict a, ptrdiff_t lda,
+    const double* restrict bp, double* restrict tile)
+{
+    __m256d acc0[GEMM_MR], acc1[GEMM_MR];
+    for (int r = 0; r < MRC; r++) acc0[r] = acc1[r] = _mm256_setzero_pd();
+    for (ptrdiff_t k = 0; k < K; k++) {
+        const __m256d b0 = _mm256_loadu_pd(bp + k * 8), b1 = _mm256_loadu_pd(bp + k * 8 + 4);
+        for (int r = 0; r < MRC; r++) {
+            const __m256d av = _mm256_broadcast_sd(a + r * lda + k);
+            acc0[r] = _mm256_fmadd_pd(av, b0, acc0[r]);
+            acc1[r] = _mm256_fmadd_pd(av, b1, acc1[r]);
+        }
+    }
+    for (int r = 0; r < MRC; r++) {
+        _mm256_storeu_pd(tile + r * 8, acc0[r]);
+        _mm256_storeu_pd(tile + r * 8 + 4, acc1[r]);
+    }
+}
+
+#define HSW_TILE(T, SFX)                                                                          \
+static void hsw_##SFX##_gemm_tile(ptrdiff_t mr, ptrdiff_t K, const T* restrict a, ptrdiff_t lda,  \
+                                  const T* restrict bp, T* restrict tile)                         \
+{                                                                                                 \
+    switch (mr) {                                                                                 \
+    case 6: hsw_tile_##SFX##_mr(6, K, a, lda, bp, tile); break;                                   \
+    case 5: hsw_tile_##SFX##_mr(5, K, a, lda, bp, tile); break;                                   \
+    case 4: hsw_tile_##SFX##_mr(4, K, a, lda, bp, tile); break;                                   \
+    case 3: hsw_tile_##SFX##_mr(3, K, a, lda, bp, tile); break;                                   \
+    case 2: hsw_tile_##SFX##_mr(2, K, a, lda, bp, tile); break;                                   \
+    default: hsw_tile_##SFX##_mr(1, K, a, lda, bp, tile); break;                                  \
+    }                                                                                             \
+}
+HSW_TILE(float, f32)
+HSW_TILE(double, f64)
+DEFINE_GEMM_DRIVER(float, f32, hsw_f32)
+DEFINE_GEMM_DRIVER(double, f64, hsw_f64)
+#pragma GCC pop_options
+#define GEMM_CALL(SFX, ARGS)                                                                      \
+    do { if (use_haswell()) hsw_##SFX##_gemm_packed ARGS; else SFX##_gemm_packed ARGS; } while (0)
+#else
+#define GEMM_CALL(SFX, ARGS) SFX##_gemm_packed ARGS
+#endif
+
+void tg_gemm_packed_f32(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float* a, ptrdiff_t lda,
+                        const float* packed, const float* bias, const float* add,
+                        ptrdiff_t ldadd, float* c, ptrdiff_t ldc)
+{
+    GEMM_CALL(f32, (M, N, K, a, lda, packed, bias, add, ldadd, c, ldc));
+}
+
+void tg_gemm_packed_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a, ptrdiff_t lda,
+                        const double* packed, const double* bias, const double* add,
+                        ptrdiff_t ldadd, double* c, ptrdiff_t ldc)
+{
+    GEMM_CALL(f64, (M, N, K, a, lda, packed, bias, add, ldadd, c, ldc));
+}
 
 /* -- attention's softmax ------------------------------------------------------------------------
  * Three passes over the whole block: scale and subtract each row's maximum, one vectorised exp
