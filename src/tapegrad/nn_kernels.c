@@ -465,10 +465,30 @@ void tg_gemm_pack_##SFX(ptrdiff_t K, ptrdiff_t N, const T* b, ptrdiff_t rs, ptrd
     }                                                                                             \
 }
 
-/* The portable micro-kernel: tile (mr x NR) = a (mr rows, stride lda, K columns) @ one panel. */
+/* Writes one finished tile: c rows (stride ldc, nb <= NR columns) = tile (+ bias) (+ add). */
+#define DEFINE_GEMM_STORE(T, SFX, PREFIX)                                                         \
+static inline void PREFIX##_gemm_store(ptrdiff_t mr, ptrdiff_t nb, const T* tile, const T* bias,  \
+                                       const T* add, ptrdiff_t ldadd, T* c, ptrdiff_t ldc)        \
+{                                                                                                 \
+    for (ptrdiff_t r = 0; r < mr; r++) {                                                          \
+        const T* trow = tile + r * GEMM_NR_##SFX;                                                 \
+        const T* arow = add ? add + r * ldadd : NULL;                                             \
+        T* crow = c + r * ldc;                                                                    \
+        for (ptrdiff_t j = 0; j < nb; j++) {                                                      \
+            T v = trow[j];                                                                        \
+            if (bias) v += bias[j];                                                               \
+            if (arow) v += arow[j];                                                               \
+            crow[j] = v;                                                                          \
+        }                                                                                         \
+    }                                                                                             \
+}
+
+/* The portable micro-kernel: c (mr x nb) = a (mr rows, stride lda, K columns) @ one panel
+ * (+ bias) (+ add). */
 #define DEFINE_GEMM_TILE_C(T, SFX, PREFIX)                                                        \
-static void PREFIX##_gemm_tile(ptrdiff_t mr, ptrdiff_t K, const T* restrict a, ptrdiff_t lda,     \
-                               const T* restrict bp, T* restrict tile)                            \
+static void PREFIX##_gemm_tile(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* restrict a,      \
+                               ptrdiff_t lda, const T* restrict bp, const T* bias, const T* add,  \
+                               ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                              \
 {                                                                                                 \
     enum { NR = GEMM_NR_##SFX };                                                                  \
     T acc[GEMM_MR][NR];                                                                           \
@@ -480,42 +500,42 @@ static void PREFIX##_gemm_tile(ptrdiff_t mr, ptrdiff_t K, const T* restrict a, p
             for (int j = 0; j < NR; j++) acc[r][j] += av * brow[j];                               \
         }                                                                                         \
     }                                                                                             \
-    for (ptrdiff_t r = 0; r < mr; r++)                                                            \
-        for (int j = 0; j < NR; j++) tile[r * NR + j] = acc[r][j];                                \
+    PREFIX##_gemm_store(mr, nb, &acc[0][0], bias, add, ldadd, c, ldc);                            \
+}
+
+/* The rows of the next block when `rem` rows remain: 6, or 4 where a 6 would leave fewer than 4
+ * behind (20 rows as 6+6+4+4), so that blocks keep 8 to 12 independent accumulators busy. */
+static inline ptrdiff_t gemm_rows(ptrdiff_t rem)
+{
+    return (rem >= GEMM_MR && rem != 8 && rem != 9) ? GEMM_MR : (rem >= 4 ? 4 : rem);
 }
 
 /* The driver: c (M x N, stride ldc) = a @ B (+ bias, an N-vector) (+ add, M x N, stride ldadd);
- * bias and add may be NULL.  a and add may not overlap c. */
+ * bias and add may be NULL.  a and add may not overlap c.  Panel by panel: each stays in L1 while
+ * every row block uses it. */
 #define DEFINE_GEMM_DRIVER(T, SFX, PREFIX)                                                        \
 static void PREFIX##_gemm_packed(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const T* a,               \
                                  ptrdiff_t lda, const T* packed, const T* bias, const T* add,     \
                                  ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                            \
 {                                                                                                 \
     enum { NR = GEMM_NR_##SFX };                                                                  \
-    T tile[GEMM_MR * NR];                                                                         \
     for (ptrdiff_t p = 0; p * NR < N; p++) {                                                      \
         const ptrdiff_t n0 = p * NR, nb = N - n0 < NR ? N - n0 : NR;                              \
         const T* panel = packed + p * K * NR;                                                     \
-        for (ptrdiff_t i0 = 0; i0 < M; i0 += GEMM_MR) {                                           \
-            const ptrdiff_t mr = M - i0 < GEMM_MR ? M - i0 : GEMM_MR;                             \
-            PREFIX##_gemm_tile(mr, K, a + i0 * lda, lda, panel, tile);                            \
-            for (ptrdiff_t r = 0; r < mr; r++) {                                                  \
-                T* crow = c + (i0 + r) * ldc + n0;                                                \
-                const T* trow = tile + r * NR;                                                    \
-                const T* arow = add ? add + (i0 + r) * ldadd + n0 : NULL;                         \
-                for (ptrdiff_t j = 0; j < nb; j++) {                                              \
-                    T v = trow[j];                                                                \
-                    if (bias) v += bias[n0 + j];                                                  \
-                    if (arow) v += arow[j];                                                       \
-                    crow[j] = v;                                                                  \
-                }                                                                                 \
-            }                                                                                     \
+        for (ptrdiff_t i0 = 0; i0 < M;) {                                                         \
+            const ptrdiff_t mr = gemm_rows(M - i0);                                               \
+            PREFIX##_gemm_tile(mr, nb, K, a + i0 * lda, lda, panel, bias ? bias + n0 : NULL,      \
+                               add ? add + i0 * ldadd + n0 : NULL, ldadd, c + i0 * ldc + n0,      \
+                               ldc);                                                              \
+            i0 += mr;                                                                             \
         }                                                                                         \
     }                                                                                             \
 }
 
 DEFINE_GEMM_PACK(float, f32)
 DEFINE_GEMM_PACK(double, f64)
+DEFINE_GEMM_STORE(float, f32, f32)
+DEFINE_GEMM_STORE(double, f64, f64)
 DEFINE_GEMM_TILE_C(float, f32, f32)
 DEFINE_GEMM_TILE_C(double, f64, f64)
 DEFINE_GEMM_DRIVER(float, f32, f32)
@@ -524,64 +544,71 @@ DEFINE_GEMM_DRIVER(double, f64, f64)
 #ifdef TG_HASWELL
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
-/* The AVX2 + FMA micro-kernels: MR rows of two vectors each in registers (12 accumulators), one
- * broadcast of a per row and k.  MRC is a constant in each instantiation, so the row loops unroll
- * and the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void hsw_tile_f32_mr(
-    const int MRC, ptrdiff_t K, const float* restrict a, ptrdiff_t lda, const float* restrict bp,
-    float* restrict tile)
-{
-    __m256 acc0[GEMM_MR], acc1[GEMM_MR];
-    for (int r = 0; r < MRC; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
-    for (ptrdiff_t k = 0; k < K; k++) {
-        const __m256 b0 = _mm256_loadu_ps(bp + k * 16), b1 = _mm256_loadu_ps(bp + k * 16 + 8);
-        for (int r = 0; r < MRC; r++) {
-            const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
-            acc0[r] = _mm256_fmadd_ps(av, b0, acc0[r]);
-            acc1[r] = _mm256_fmadd_ps(av, b1, acc1[r]);
-        }
-    }
-    for (int r = 0; r < MRC; r++) {
-        _mm256_storeu_ps(tile + r * 16, acc0[r]);
-        _mm256_storeu_ps(tile + r * 16 + 8, acc1[r]);
-    }
-}
-
-static inline __attribute__((always_inline)) void hsw_tile_f64_mr(
-    const int MRC, ptrdiff_t K, const double* restrict a, ptrdiff_t lda,
-    const double* restrict bp, double* restrict tile)
-{
-    __m256d acc0[GEMM_MR], acc1[GEMM_MR];
-    for (int r = 0; r < MRC; r++) acc0[r] = acc1[r] = _mm256_setzero_pd();
-    for (ptrdiff_t k = 0; k < K; k++) {
-        const __m256d b0 = _mm256_loadu_pd(bp + k * 8), b1 = _mm256_loadu_pd(bp + k * 8 + 4);
-        for (int r = 0; r < MRC; r++) {
-            const __m256d av = _mm256_broadcast_sd(a + r * lda + k);
-            acc0[r] = _mm256_fmadd_pd(av, b0, acc0[r]);
-            acc1[r] = _mm256_fmadd_pd(av, b1, acc1[r]);
-        }
-    }
-    for (int r = 0; r < MRC; r++) {
-        _mm256_storeu_pd(tile + r * 8, acc0[r]);
-        _mm256_storeu_pd(tile + r * 8 + 4, acc1[r]);
-    }
-}
-
-#define HSW_TILE(T, SFX)                                                                          \
-static void hsw_##SFX##_gemm_tile(ptrdiff_t mr, ptrdiff_t K, const T* restrict a, ptrdiff_t lda,  \
-                                  const T* restrict bp, T* restrict tile)                         \
+/* The AVX2 + FMA micro-kernels: up to 6 rows of two vectors each, the accumulators named
+ * variables (arrays of vectors would be spilled to the stack at every k).  A block of fewer rows
+ * points its missing rows at its first one and drops their results: rows are split so that such
+ * padding stays rare (hsw_gemm_rows).  A full panel's tile is finished in registers (bias and add
+ * loaded as vectors), a partial one through the scalar store. */
+#define HSW_TILE(T, SFX, V, W, SET0, LOAD, STORE, BCAST, FMA, ADD)                                \
+static void hsw_##SFX##_gemm_tile(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* restrict a,   \
+                                  ptrdiff_t lda, const T* restrict bp, const T* bias,             \
+                                  const T* add, ptrdiff_t ldadd, T* c, ptrdiff_t ldc)             \
 {                                                                                                 \
-    switch (mr) {                                                                                 \
-    case 6: hsw_tile_##SFX##_mr(6, K, a, lda, bp, tile); break;                                   \
-    case 5: hsw_tile_##SFX##_mr(5, K, a, lda, bp, tile); break;                                   \
-    case 4: hsw_tile_##SFX##_mr(4, K, a, lda, bp, tile); break;                                   \
-    case 3: hsw_tile_##SFX##_mr(3, K, a, lda, bp, tile); break;                                   \
-    case 2: hsw_tile_##SFX##_mr(2, K, a, lda, bp, tile); break;                                   \
-    default: hsw_tile_##SFX##_mr(1, K, a, lda, bp, tile); break;                                  \
+    const T* a0 = a;                                                                              \
+    const T* a1 = mr > 1 ? a + lda : a;                                                           \
+    const T* a2 = mr > 2 ? a + 2 * lda : a;                                                       \
+    const T* a3 = mr > 3 ? a + 3 * lda : a;                                                       \
+    const T* a4 = mr > 4 ? a + 4 * lda : a;                                                       \
+    const T* a5 = mr > 5 ? a + 5 * lda : a;                                                       \
+    V c00 = SET0(), c01 = SET0(), c10 = SET0(), c11 = SET0(), c20 = SET0(), c21 = SET0();         \
+    V c30 = SET0(), c31 = SET0(), c40 = SET0(), c41 = SET0(), c50 = SET0(), c51 = SET0();         \
+    if (mr > 4) {                                                                                 \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b0 = LOAD(bp + k * 2 * W), b1 = LOAD(bp + k * 2 * W + W);                     \
+            V x = BCAST(a0 + k); c00 = FMA(x, b0, c00); c01 = FMA(x, b1, c01);                    \
+            x = BCAST(a1 + k); c10 = FMA(x, b0, c10); c11 = FMA(x, b1, c11);                      \
+            x = BCAST(a2 + k); c20 = FMA(x, b0, c20); c21 = FMA(x, b1, c21);                      \
+            x = BCAST(a3 + k); c30 = FMA(x, b0, c30); c31 = FMA(x, b1, c31);                      \
+            x = BCAST(a4 + k); c40 = FMA(x, b0, c40); c41 = FMA(x, b1, c41);                      \
+            x = BCAST(a5 + k); c50 = FMA(x, b0, c50); c51 = FMA(x, b1, c51);                      \
+        }                                                                                         \
+    } else {                                                                                      \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b0 = LOAD(bp + k * 2 * W), b1 = LOAD(bp + k * 2 * W + W);                     \
+            V x = BCAST(a0 + k); c00 = FMA(x, b0, c00); c01 = FMA(x, b1, c01);                    \
+            x = BCAST(a1 + k); c10 = FMA(x, b0, c10); c11 = FMA(x, b1, c11);                      \
+            x = BCAST(a2 + k); c20 = FMA(x, b0, c20); c21 = FMA(x, b1, c21);                      \
+            x = BCAST(a3 + k); c30 = FMA(x, b0, c30); c31 = FMA(x, b1, c31);                      \
+        }                                                                                         \
+    }                                                                                             \
+    T tile[GEMM_MR * 2 * W];                                                                      \
+    STORE(tile, c00); STORE(tile + W, c01); STORE(tile + 2 * W, c10); STORE(tile + 3 * W, c11);   \
+    STORE(tile + 4 * W, c20); STORE(tile + 5 * W, c21); STORE(tile + 6 * W, c30);                 \
+    STORE(tile + 7 * W, c31); STORE(tile + 8 * W, c40); STORE(tile + 9 * W, c41);                 \
+    STORE(tile + 10 * W, c50); STORE(tile + 11 * W, c51);                                         \
+    if (nb < 2 * W) {                                                                             \
+        hsw_##SFX##_gemm_store(mr, nb, tile, bias, add, ldadd, c, ldc);                           \
+        return;                                                                                   \
+    }                                                                                             \
+    const V z = SET0();                                                                           \
+    const V bias0 = bias ? LOAD(bias) : z, bias1 = bias ? LOAD(bias + W) : z;                     \
+    for (ptrdiff_t r = 0; r < mr; r++) {                                                          \
+        V v0 = ADD(LOAD(tile + 2 * W * r), bias0), v1 = ADD(LOAD(tile + 2 * W * r + W), bias1);   \
+        if (add) {                                                                                \
+            v0 = ADD(v0, LOAD(add + r * ldadd));                                                  \
+            v1 = ADD(v1, LOAD(add + r * ldadd + W));                                              \
+        }                                                                                         \
+        STORE(c + r * ldc, v0);                                                                   \
+        STORE(c + r * ldc + W, v1);                                                               \
     }                                                                                             \
 }
-HSW_TILE(float, f32)
-HSW_TILE(double, f64)
+
+DEFINE_GEMM_STORE(float, f32, hsw_f32)
+DEFINE_GEMM_STORE(double, f64, hsw_f64)
+HSW_TILE(float, f32, __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_storeu_ps,
+         _mm256_broadcast_ss, _mm256_fmadd_ps, _mm256_add_ps)
+HSW_TILE(double, f64, __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd, _mm256_storeu_pd,
+         _mm256_broadcast_sd, _mm256_fmadd_pd, _mm256_add_pd)
 DEFINE_GEMM_DRIVER(float, f32, hsw_f32)
 DEFINE_GEMM_DRIVER(double, f64, hsw_f64)
 #pragma GCC pop_options
