@@ -98,6 +98,34 @@ void tg_col2im_##SFX(const T* cols, T* x, const tg_window* g, ptrdiff_t row_stri
 void tg_max_pool2d_##SFX(const T* x, T* y, int64_t* idx, const tg_window* g)                      \
 {                                                                                                 \
     const ptrdiff_t planes = g->N * g->C;                                                         \
+    if (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->pt == 0 && g->pl == 0 &&       \
+        g->dh == 1 && g->dw == 1 && 2 * g->Ho <= g->H && 2 * g->Wo <= g->W) {                     \
+        /* the common 2x2 / stride 2 pooling inside the plane: the same four comparisons in the  \
+         * same order as the general loop below, without its per-window bounds */               \
+        const ptrdiff_t W = g->W;                                                                 \
+        for (ptrdiff_t p = 0; p < planes; p++) {                                                  \
+            const T* plane = x + p * g->H * W;                                                    \
+            T* yo = y + p * g->Ho * g->Wo;                                                        \
+            int64_t* io = idx + p * g->Ho * g->Wo;                                                \
+            for (ptrdiff_t ho = 0; ho < g->Ho; ho++)                                              \
+                for (ptrdiff_t wo = 0; wo < g->Wo; wo++) {                                        \
+                    const ptrdiff_t at0 = 2 * ho * W + 2 * wo;                                    \
+                    const ptrdiff_t cand[4] = {at0, at0 + 1, at0 + W, at0 + W + 1};               \
+                    T best = -INFINITY;                                                           \
+                    ptrdiff_t at = at0;                                                           \
+                    for (int q = 0; q < 4; q++) {                                                 \
+                        const T v = plane[cand[q]];                                               \
+                        if (v > best || isnan(v)) {                                               \
+                            best = v;                                                             \
+                            at = cand[q];                                                         \
+                        }                                                                         \
+                    }                                                                             \
+                    yo[ho * g->Wo + wo] = best;                                                   \
+                    io[ho * g->Wo + wo] = (int64_t)at;                                            \
+                }                                                                                 \
+        }                                                                                         \
+        return;                                                                                   \
+    }                                                                                             \
     for (ptrdiff_t p = 0; p < planes; p++) {                                                      \
         const T* plane = x + p * g->H * g->W;                                                     \
         for (ptrdiff_t ho = 0; ho < g->Ho; ho++) {                                                \
