@@ -163,6 +163,29 @@ def test_pool_values_by_hand():
                                   .numpy(), [[[3, 2, 1, 2, 3, 2]]])
 
 
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape,kw", [((2, 3, 6, 8), {}), ((1, 2, 7, 5), {}),
+                                      ((1, 2, 7, 5), {"ceil_mode": True})])
+def test_max_pool2d_2x2_ties_and_nans_match_torch(torch, dtype, shape, kw):
+    """The 2x2 / stride-2 path (odd planes drop or, with ceil_mode, clip the last row/column):
+    ties keep the first position, a NaN wins, the last NaN of a window is the one reported."""
+    x = np.round(_x(*shape, seed=4)).astype(dtype)      # many ties among small integers
+    x.flat[::7] = np.nan
+    x.flat[1::11] = np.nan
+    xt, xg = torch.tensor(x), tg.tensor(x)
+    yt, it = torch.nn.functional.max_pool2d(xt, 2, return_indices=True, **kw)
+    yg, ig = F.max_pool2d(xg, 2, return_indices=True, **kw)
+    np.testing.assert_array_equal(yg.numpy(), yt.numpy())
+    np.testing.assert_array_equal(ig.numpy(), it.numpy())
+
+
+def test_max_pool2d_2x2_ties_and_nans_by_hand():
+    x = tg.tensor([[[[1.0, 1.0, float("nan"), 2.0], [0.0, 1.0, 3.0, float("nan")]]]])
+    y, i = F.max_pool2d(x, 2, return_indices=True)
+    assert y[0, 0, 0, 0].item() == 1.0 and np.isnan(y[0, 0, 0, 1].item())
+    np.testing.assert_array_equal(i.numpy(), [[[[0, 7]]]])
+
 def test_max_pool_gradient_goes_to_the_max():
     x = tg.tensor([[[[1.0, 9.0], [3.0, 2.0]]]], requires_grad=True)
     F.max_pool2d(x, 2).sum().backward()

@@ -143,6 +143,63 @@ def test_recurrent_parity_values_and_all_gradients(torch, kind, cfg, layout, dty
         _close(p.grad, q.grad, tol)
 
 
+
+# Sizes that cross the packed hidden-side GEMM's edges: 13 rows are two blocks of 6 and one of 1;
+# H = 21 leaves partial column panels (16 floats / 8 doubles wide) both ways (G*H and H columns).
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("dtype_name", ["float64", "float32"])
+def test_recurrent_parity_across_gemm_tiles(torch, kind, dtype_name):
+    tol = 1e-10 if dtype_name == "float64" else 2e-5
+    _, _, x, gx, states, gstates, t_out, g_out, t_hs, g_hs = _run_pair(
+        torch, kind, {"bidirectional": True}, {"hx": True}, dtype_name, I=5, H=21, T=4, B=13)
+    _close(t_out, g_out, tol)
+    for a, b in zip(t_hs, g_hs):
+        _close(a, b, tol)
+    torch.manual_seed(2)
+    w = torch.randn(t_out.shape, dtype=t_out.dtype)
+    (t_out * w).sum().backward()
+    (g_out * _tg(w)).sum().backward()
+    _close(x.grad, gx.grad, tol)
+    for a, b in zip(states, gstates):
+        _close(a.grad, b.grad, tol)
+
+
+def _numpy_lstm(x, h, c, w_ih, w_hh, b):
+    """A plain float64 LSTM layer (gates i, f, g, o) over the steps of x (T, B, I)."""
+    sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
+    H = h.shape[1]
+    outs = []
+    for xt in x:
+        z = xt @ w_ih.T + h @ w_hh.T + b
+        i, f, g, o = sig(z[:, :H]), sig(z[:, H:2 * H]), np.tanh(z[:, 2 * H:3 * H]), sig(z[:, 3 * H:])
+        c = f * c + i * g
+        h = o * np.tanh(c)
+        outs.append(h)
+    return np.stack(outs), h, c
+
+
+def test_lstm_values_across_gemm_tiles_without_torch():
+    rng = np.random.default_rng(3)
+    T, B, I, H = 3, 13, 4, 21
+    m = tg.nn.LSTM(I, H, dtype=tg.float64)
+    x = rng.standard_normal((T, B, I))
+    h0, c0 = rng.standard_normal((1, B, H)), rng.standard_normal((1, B, H))
+    out, (h, c) = m(tg.tensor(x), (tg.tensor(h0), tg.tensor(c0)))
+    p = {k: v.detach().numpy() for k, v in m.named_parameters()}
+    ref_out, ref_h, ref_c = _numpy_lstm(x, h0[0], c0[0], p["weight_ih_l0"], p["weight_hh_l0"],
+                                        p["bias_ih_l0"] + p["bias_hh_l0"])
+    np.testing.assert_allclose(out.detach().numpy(), ref_out, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(h.detach().numpy()[0], ref_h, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(c.detach().numpy()[0], ref_c, rtol=1e-12, atol=1e-13)
+    # the gradient of h0 through all steps equals the float32 run's within float rounding
+    m32 = tg.nn.LSTM(I, H)
+    m32.load_state_dict({k: v.float() for k, v in m.state_dict().items()})
+    g64 = tg.tensor(h0, requires_grad=True)
+    g32 = tg.tensor(h0.astype(np.float32), requires_grad=True)
+    m(tg.tensor(x), (g64, tg.tensor(c0)))[0].sum().backward()
+    m32(tg.tensor(x.astype(np.float32)), (g32, tg.tensor(c0.astype(np.float32))))[0].sum().backward()
+    np.testing.assert_allclose(g32.grad.numpy(), g64.grad.numpy(), rtol=1e-4, atol=1e-5)
+
 @pytest.mark.parametrize("kind", ["RNNCell", "LSTMCell", "GRUCell"])
 @pytest.mark.parametrize("batched,with_hx,bias", [(True, True, True), (True, False, False),
                                                   (False, True, True), (False, False, True)])

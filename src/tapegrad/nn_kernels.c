@@ -9,6 +9,10 @@
 #include "vecmath.h"
 #include "kernels.h"
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 /* The first index >= `start` on the grid start + k*step that is >= 0 (windows starting in the
  * top/left padding skip the taps that fall on it). */
 static inline ptrdiff_t first_on_grid(ptrdiff_t start, ptrdiff_t step)
@@ -94,6 +98,34 @@ void tg_col2im_##SFX(const T* cols, T* x, const tg_window* g, ptrdiff_t row_stri
 void tg_max_pool2d_##SFX(const T* x, T* y, int64_t* idx, const tg_window* g)                      \
 {                                                                                                 \
     const ptrdiff_t planes = g->N * g->C;                                                         \
+    if (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->pt == 0 && g->pl == 0 &&       \
+        g->dh == 1 && g->dw == 1 && 2 * g->Ho <= g->H && 2 * g->Wo <= g->W) {                     \
+        /* the common 2x2 / stride 2 pooling inside the plane: the same four comparisons in the  \
+         * same order as the general loop below, without its per-window bounds */               \
+        const ptrdiff_t W = g->W;                                                                 \
+        for (ptrdiff_t p = 0; p < planes; p++) {                                                  \
+            const T* plane = x + p * g->H * W;                                                    \
+            T* yo = y + p * g->Ho * g->Wo;                                                        \
+            int64_t* io = idx + p * g->Ho * g->Wo;                                                \
+            for (ptrdiff_t ho = 0; ho < g->Ho; ho++)                                              \
+                for (ptrdiff_t wo = 0; wo < g->Wo; wo++) {                                        \
+                    const ptrdiff_t at0 = 2 * ho * W + 2 * wo;                                    \
+                    const ptrdiff_t cand[4] = {at0, at0 + 1, at0 + W, at0 + W + 1};               \
+                    T best = -INFINITY;                                                           \
+                    ptrdiff_t at = at0;                                                           \
+                    for (int q = 0; q < 4; q++) {                                                 \
+                        const T v = plane[cand[q]];                                               \
+                        if (v > best || isnan(v)) {                                               \
+                            best = v;                                                             \
+                            at = cand[q];                                                         \
+                        }                                                                         \
+                    }                                                                             \
+                    yo[ho * g->Wo + wo] = best;                                                   \
+                    io[ho * g->Wo + wo] = (int64_t)at;                                            \
+                }                                                                                 \
+        }                                                                                         \
+        return;                                                                                   \
+    }                                                                                             \
     for (ptrdiff_t p = 0; p < planes; p++) {                                                      \
         const T* plane = x + p * g->H * g->W;                                                     \
         for (ptrdiff_t ho = 0; ho < g->Ho; ho++) {                                                \
@@ -418,6 +450,215 @@ void tg_rnn_bwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* h, const d
     f64_rnn_bwd(B, H, relu, h, dh, dpre);
 }
 
+
+/* -- GEMM with a pre-packed right operand (the recurrent layers' hidden-side matmul) ---------
+ * B is copied once into panels of NR columns (each panel K x NR, row k's NR entries adjacent,
+ * the last panel zero-padded), so that every time step's small product streams B from cache in
+ * the order the micro-kernel reads it, instead of BLAS re-packing B at each of the T calls.
+ * Each C element is one dot product accumulated in k order, so a row's result never depends on
+ * how many rows the call has. */
+
+#define GEMM_MR 6
+#define GEMM_NR_f32 16
+#define GEMM_NR_f64 8
+
+#define DEFINE_GEMM_PACK(T, SFX)                                                                  \
+ptrdiff_t tg_gemm_packed_size_##SFX(ptrdiff_t K, ptrdiff_t N)                                     \
+{                                                                                                 \
+    return ((N + GEMM_NR_##SFX - 1) / GEMM_NR_##SFX) * GEMM_NR_##SFX * K;                         \
+}                                                                                                 \
+                                                                                                  \
+void tg_gemm_pack_##SFX(ptrdiff_t K, ptrdiff_t N, const T* b, ptrdiff_t rs, ptrdiff_t cs,         \
+                        T* packed)                                                                \
+{                                                                                                 \
+    const ptrdiff_t NR = GEMM_NR_##SFX;                                                           \
+    for (ptrdiff_t p = 0; p * NR < N; p++) {                                                      \
+        T* panel = packed + p * K * NR;                                                           \
+        const ptrdiff_t nb = N - p * NR < NR ? N - p * NR : NR;                                   \
+        /* read B along its unit stride: a column at a time when B is a transpose */              \
+        if (rs == 1 && cs != 1) {                                                                 \
+            for (ptrdiff_t j = 0; j < NR; j++) {                                                  \
+                if (j >= nb) {                                                                    \
+                    for (ptrdiff_t k = 0; k < K; k++) panel[k * NR + j] = (T)0;                   \
+                    continue;                                                                     \
+                }                                                                                 \
+                const T* col = b + (p * NR + j) * cs;                                             \
+                for (ptrdiff_t k = 0; k < K; k++) panel[k * NR + j] = col[k];                     \
+            }                                                                                     \
+        } else {                                                                                  \
+            for (ptrdiff_t k = 0; k < K; k++)                                                     \
+                for (ptrdiff_t j = 0; j < NR; j++)                                                \
+                    panel[k * NR + j] = j < nb ? b[k * rs + (p * NR + j) * cs] : (T)0;            \
+        }                                                                                         \
+    }                                                                                             \
+}
+
+/* Writes one finished tile: c rows (stride ldc, nb <= NR columns) = tile (+ bias) (+ add). */
+#define DEFINE_GEMM_STORE(T, SFX, PREFIX)                                                         \
+static inline void PREFIX##_gemm_store(ptrdiff_t mr, ptrdiff_t nb, const T* tile, const T* bias,  \
+                                       const T* add, ptrdiff_t ldadd, T* c, ptrdiff_t ldc)        \
+{                                                                                                 \
+    for (ptrdiff_t r = 0; r < mr; r++) {                                                          \
+        const T* trow = tile + r * GEMM_NR_##SFX;                                                 \
+        const T* arow = add ? add + r * ldadd : NULL;                                             \
+        T* crow = c + r * ldc;                                                                    \
+        for (ptrdiff_t j = 0; j < nb; j++) {                                                      \
+            T v = trow[j];                                                                        \
+            if (bias) v += bias[j];                                                               \
+            if (arow) v += arow[j];                                                               \
+            crow[j] = v;                                                                          \
+        }                                                                                         \
+    }                                                                                             \
+}
+
+/* The portable micro-kernel: c (mr x nb) = a (mr rows, stride lda, K columns) @ one panel
+ * (+ bias) (+ add). */
+#define DEFINE_GEMM_TILE_C(T, SFX, PREFIX)                                                        \
+static void PREFIX##_gemm_tile(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* restrict a,      \
+                               ptrdiff_t lda, const T* restrict bp, const T* bias, const T* add,  \
+                               ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                              \
+{                                                                                                 \
+    enum { NR = GEMM_NR_##SFX };                                                                  \
+    T acc[GEMM_MR][NR];                                                                           \
+    memset(acc, 0, sizeof acc);                                                                   \
+    for (ptrdiff_t k = 0; k < K; k++) {                                                           \
+        const T* brow = bp + k * NR;                                                              \
+        for (ptrdiff_t r = 0; r < mr; r++) {                                                      \
+            const T av = a[r * lda + k];                                                          \
+            for (int j = 0; j < NR; j++) acc[r][j] += av * brow[j];                               \
+        }                                                                                         \
+    }                                                                                             \
+    PREFIX##_gemm_store(mr, nb, &acc[0][0], bias, add, ldadd, c, ldc);                            \
+}
+
+/* The rows of the next block when `rem` rows remain: 6, or 4 where a 6 would leave fewer than 4
+ * behind (20 rows as 6+6+4+4), so that blocks keep 8 to 12 independent accumulators busy. */
+static inline ptrdiff_t gemm_rows(ptrdiff_t rem)
+{
+    return (rem >= GEMM_MR && rem != 8 && rem != 9) ? GEMM_MR : (rem >= 4 ? 4 : rem);
+}
+
+/* The driver: c (M x N, stride ldc) = a @ B (+ bias, an N-vector) (+ add, M x N, stride ldadd);
+ * bias and add may be NULL.  a and add may not overlap c.  Panel by panel: each stays in L1 while
+ * every row block uses it. */
+#define DEFINE_GEMM_DRIVER(T, SFX, PREFIX)                                                        \
+static void PREFIX##_gemm_packed(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const T* a,               \
+                                 ptrdiff_t lda, const T* packed, const T* bias, const T* add,     \
+                                 ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                            \
+{                                                                                                 \
+    enum { NR = GEMM_NR_##SFX };                                                                  \
+    for (ptrdiff_t p = 0; p * NR < N; p++) {                                                      \
+        const ptrdiff_t n0 = p * NR, nb = N - n0 < NR ? N - n0 : NR;                              \
+        const T* panel = packed + p * K * NR;                                                     \
+        for (ptrdiff_t i0 = 0; i0 < M;) {                                                         \
+            const ptrdiff_t mr = gemm_rows(M - i0);                                               \
+            PREFIX##_gemm_tile(mr, nb, K, a + i0 * lda, lda, panel, bias ? bias + n0 : NULL,      \
+                               add ? add + i0 * ldadd + n0 : NULL, ldadd, c + i0 * ldc + n0,      \
+                               ldc);                                                              \
+            i0 += mr;                                                                             \
+        }                                                                                         \
+    }                                                                                             \
+}
+
+DEFINE_GEMM_PACK(float, f32)
+DEFINE_GEMM_PACK(double, f64)
+DEFINE_GEMM_STORE(float, f32, f32)
+DEFINE_GEMM_STORE(double, f64, f64)
+DEFINE_GEMM_TILE_C(float, f32, f32)
+DEFINE_GEMM_TILE_C(double, f64, f64)
+DEFINE_GEMM_DRIVER(float, f32, f32)
+DEFINE_GEMM_DRIVER(double, f64, f64)
+
+#ifdef TG_HASWELL
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+/* The AVX2 + FMA micro-kernels: up to 6 rows of two vectors each, the accumulators named
+ * variables (arrays of vectors would be spilled to the stack at every k).  A block of fewer rows
+ * points its missing rows at its first one and drops their results: rows are split so that such
+ * padding stays rare (hsw_gemm_rows).  A full panel's tile is finished in registers (bias and add
+ * loaded as vectors), a partial one through the scalar store. */
+#define HSW_TILE(T, SFX, V, W, SET0, LOAD, STORE, BCAST, FMA, ADD)                                \
+static void hsw_##SFX##_gemm_tile(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* restrict a,   \
+                                  ptrdiff_t lda, const T* restrict bp, const T* bias,             \
+                                  const T* add, ptrdiff_t ldadd, T* c, ptrdiff_t ldc)             \
+{                                                                                                 \
+    const T* a0 = a;                                                                              \
+    const T* a1 = mr > 1 ? a + lda : a;                                                           \
+    const T* a2 = mr > 2 ? a + 2 * lda : a;                                                       \
+    const T* a3 = mr > 3 ? a + 3 * lda : a;                                                       \
+    const T* a4 = mr > 4 ? a + 4 * lda : a;                                                       \
+    const T* a5 = mr > 5 ? a + 5 * lda : a;                                                       \
+    V c00 = SET0(), c01 = SET0(), c10 = SET0(), c11 = SET0(), c20 = SET0(), c21 = SET0();         \
+    V c30 = SET0(), c31 = SET0(), c40 = SET0(), c41 = SET0(), c50 = SET0(), c51 = SET0();         \
+    if (mr > 4) {                                                                                 \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b0 = LOAD(bp + k * 2 * W), b1 = LOAD(bp + k * 2 * W + W);                     \
+            V x = BCAST(a0 + k); c00 = FMA(x, b0, c00); c01 = FMA(x, b1, c01);                    \
+            x = BCAST(a1 + k); c10 = FMA(x, b0, c10); c11 = FMA(x, b1, c11);                      \
+            x = BCAST(a2 + k); c20 = FMA(x, b0, c20); c21 = FMA(x, b1, c21);                      \
+            x = BCAST(a3 + k); c30 = FMA(x, b0, c30); c31 = FMA(x, b1, c31);                      \
+            x = BCAST(a4 + k); c40 = FMA(x, b0, c40); c41 = FMA(x, b1, c41);                      \
+            x = BCAST(a5 + k); c50 = FMA(x, b0, c50); c51 = FMA(x, b1, c51);                      \
+        }                                                                                         \
+    } else {                                                                                      \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b0 = LOAD(bp + k * 2 * W), b1 = LOAD(bp + k * 2 * W + W);                     \
+            V x = BCAST(a0 + k); c00 = FMA(x, b0, c00); c01 = FMA(x, b1, c01);                    \
+            x = BCAST(a1 + k); c10 = FMA(x, b0, c10); c11 = FMA(x, b1, c11);                      \
+            x = BCAST(a2 + k); c20 = FMA(x, b0, c20); c21 = FMA(x, b1, c21);                      \
+            x = BCAST(a3 + k); c30 = FMA(x, b0, c30); c31 = FMA(x, b1, c31);                      \
+        }                                                                                         \
+    }                                                                                             \
+    T tile[GEMM_MR * 2 * W];                                                                      \
+    STORE(tile, c00); STORE(tile + W, c01); STORE(tile + 2 * W, c10); STORE(tile + 3 * W, c11);   \
+    STORE(tile + 4 * W, c20); STORE(tile + 5 * W, c21); STORE(tile + 6 * W, c30);                 \
+    STORE(tile + 7 * W, c31); STORE(tile + 8 * W, c40); STORE(tile + 9 * W, c41);                 \
+    STORE(tile + 10 * W, c50); STORE(tile + 11 * W, c51);                                         \
+    if (nb < 2 * W) {                                                                             \
+        hsw_##SFX##_gemm_store(mr, nb, tile, bias, add, ldadd, c, ldc);                           \
+        return;                                                                                   \
+    }                                                                                             \
+    const V z = SET0();                                                                           \
+    const V bias0 = bias ? LOAD(bias) : z, bias1 = bias ? LOAD(bias + W) : z;                     \
+    for (ptrdiff_t r = 0; r < mr; r++) {                                                          \
+        V v0 = ADD(LOAD(tile + 2 * W * r), bias0), v1 = ADD(LOAD(tile + 2 * W * r + W), bias1);   \
+        if (add) {                                                                                \
+            v0 = ADD(v0, LOAD(add + r * ldadd));                                                  \
+            v1 = ADD(v1, LOAD(add + r * ldadd + W));                                              \
+        }                                                                                         \
+        STORE(c + r * ldc, v0);                                                                   \
+        STORE(c + r * ldc + W, v1);                                                               \
+    }                                                                                             \
+}
+
+DEFINE_GEMM_STORE(float, f32, hsw_f32)
+DEFINE_GEMM_STORE(double, f64, hsw_f64)
+HSW_TILE(float, f32, __m256, 8, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_storeu_ps,
+         _mm256_broadcast_ss, _mm256_fmadd_ps, _mm256_add_ps)
+HSW_TILE(double, f64, __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd, _mm256_storeu_pd,
+         _mm256_broadcast_sd, _mm256_fmadd_pd, _mm256_add_pd)
+DEFINE_GEMM_DRIVER(float, f32, hsw_f32)
+DEFINE_GEMM_DRIVER(double, f64, hsw_f64)
+#pragma GCC pop_options
+#define GEMM_CALL(SFX, ARGS)                                                                      \
+    do { if (use_haswell()) hsw_##SFX##_gemm_packed ARGS; else SFX##_gemm_packed ARGS; } while (0)
+#else
+#define GEMM_CALL(SFX, ARGS) SFX##_gemm_packed ARGS
+#endif
+
+void tg_gemm_packed_f32(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float* a, ptrdiff_t lda,
+                        const float* packed, const float* bias, const float* add,
+                        ptrdiff_t ldadd, float* c, ptrdiff_t ldc)
+{
+    GEMM_CALL(f32, (M, N, K, a, lda, packed, bias, add, ldadd, c, ldc));
+}
+
+void tg_gemm_packed_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a, ptrdiff_t lda,
+                        const double* packed, const double* bias, const double* add,
+                        ptrdiff_t ldadd, double* c, ptrdiff_t ldc)
+{
+    GEMM_CALL(f64, (M, N, K, a, lda, packed, bias, add, ldadd, c, ldc));
+}
 
 /* -- attention's softmax ------------------------------------------------------------------------
  * Three passes over the whole block: scale and subtract each row's maximum, one vectorised exp

@@ -91,6 +91,27 @@ void tg_rnn_bwd_f32(ptrdiff_t B, ptrdiff_t H, int relu, const float* h, const fl
 void tg_rnn_bwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* h, const double* dh,
                     double* dpre);
 
+/* -- a GEMM whose right operand is packed once and used many times -------------------------
+ * The recurrent layers multiply a new small left operand by the same hidden weights at every
+ * time step.  tg_gemm_pack copies B (K x N, element (k, n) at b[k*rs + n*cs]: W or a transpose
+ * of it) into `packed` (tg_gemm_packed_size elements); tg_gemm_packed then computes
+ *   c (M x N, row stride ldc) = a (M x K, row stride lda) @ B (+ bias[n]) (+ add (M x N, row
+ *   stride ldadd)),
+ * bias and add NULL when absent; c may not overlap a or add.  Each element is one dot product in
+ * k order (AVX2 + FMA where the CPU has it), independent of M. */
+ptrdiff_t tg_gemm_packed_size_f32(ptrdiff_t K, ptrdiff_t N);
+ptrdiff_t tg_gemm_packed_size_f64(ptrdiff_t K, ptrdiff_t N);
+void tg_gemm_pack_f32(ptrdiff_t K, ptrdiff_t N, const float* b, ptrdiff_t rs, ptrdiff_t cs,
+                      float* packed);
+void tg_gemm_pack_f64(ptrdiff_t K, ptrdiff_t N, const double* b, ptrdiff_t rs, ptrdiff_t cs,
+                      double* packed);
+void tg_gemm_packed_f32(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float* a, ptrdiff_t lda,
+                        const float* packed, const float* bias, const float* add,
+                        ptrdiff_t ldadd, float* c, ptrdiff_t ldc);
+void tg_gemm_packed_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a, ptrdiff_t lda,
+                        const double* packed, const double* bias, const double* add,
+                        ptrdiff_t ldadd, double* c, ptrdiff_t ldc);
+
 /* Attention's softmax over the rows (rows x cols, C-contiguous, in place) of the scores s:
  * s = softmax(scale * s) per row, the maximum subtracted first, exp vectorised (vecmath.h); the
  * row sums accumulate in double.  A row whose entries are all -inf (a query that may attend

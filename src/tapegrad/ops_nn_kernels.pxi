@@ -176,11 +176,54 @@ cdef int nk_gates(int mode) noexcept:
     return 4 if mode == NK_LSTM else (3 if mode == NK_GRU else 1)
 
 
+cdef extern from "nn_kernels.h" nogil:
+    ptrdiff_t tg_gemm_packed_size_f32(ptrdiff_t K, ptrdiff_t N)
+    ptrdiff_t tg_gemm_packed_size_f64(ptrdiff_t K, ptrdiff_t N)
+    void tg_gemm_pack_f32(ptrdiff_t K, ptrdiff_t N, const float* b, ptrdiff_t rs, ptrdiff_t cs,
+                          float* packed)
+    void tg_gemm_pack_f64(ptrdiff_t K, ptrdiff_t N, const double* b, ptrdiff_t rs, ptrdiff_t cs,
+                          double* packed)
+    void tg_gemm_packed_f32(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float* a, ptrdiff_t lda,
+                            const float* packed, const float* bias, const float* add,
+                            ptrdiff_t ldadd, float* c, ptrdiff_t ldc)
+    void tg_gemm_packed_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a,
+                            ptrdiff_t lda, const double* packed, const double* bias,
+                            const double* add, ptrdiff_t ldadd, double* c, ptrdiff_t ldc)
+
+
+cdef object nk_pack(object b, ptrdiff_t K, ptrdiff_t N, ptrdiff_t rs, ptrdiff_t cs, bint f32):
+    """B (K x N, element (k, n) at b[k*rs + n*cs]) packed for nk_gemm: a new 1-d array."""
+    if f32:
+        packed = np.empty(tg_gemm_packed_size_f32(K, N), dtype=np.float32)
+        tg_gemm_pack_f32(K, N, <float*>nk_ptr(b), rs, cs, <float*>nk_ptr(packed))
+    else:
+        packed = np.empty(tg_gemm_packed_size_f64(K, N), dtype=np.float64)
+        tg_gemm_pack_f64(K, N, <double*>nk_ptr(b), rs, cs, <double*>nk_ptr(packed))
+    return packed
+
+
+cdef inline void nk_gemm(bint f32, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, char* a, object packed,
+                         char* bias, char* add, char* c) noexcept:
+    """c (M x N) = a (M x K) @ packed B (+ bias (N,)) (+ add (M x N)); all rows contiguous."""
+    if f32:
+        tg_gemm_packed_f32(M, N, K, <float*>a, K, <float*>nk_ptr(packed), <float*>bias,
+                           <float*>add, N, <float*>c, N)
+    else:
+        tg_gemm_packed_f64(M, N, K, <double*>a, K, <double*>nk_ptr(packed), <double*>bias,
+                           <double*>add, N, <double*>c, N)
+
+
+cdef inline char* nk_at(object a, Py_ssize_t offset, Py_ssize_t itemsize) noexcept:
+    """The address of element `offset` of the C-contiguous array a."""
+    return <char*>cnp.PyArray_DATA(<cnp.ndarray>a) + offset * itemsize
+
+
 def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
     """Run one recurrent layer in one direction over all T steps of gi.  Returns (out (T, B, H),
-    h_T, c_T or None, saved)."""
+    h_T, c_T or None, saved).  The hidden weights are packed once (nk_pack) for the T small
+    products h_{t-1} W_hh^T."""
     cdef Py_ssize_t T = gi.shape[0], B = gi.shape[1], G = nk_gates(mode)
-    cdef Py_ssize_t H = h0.shape[1], s, t
+    cdef Py_ssize_t H = h0.shape[1], s, t, tp
     cdef bint f32 = nk_is_f32(gi)
     nk_same(gi, f32, T * B * G * H)
     nk_same(h0, f32, B * H)
@@ -191,7 +234,7 @@ def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
         nk_same(b_hh, f32, G * H)
     dt = gi.dtype
     out = np.empty((T, B, H), dtype=dt)
-    wT = np.ascontiguousarray(w_hh.T)      # (H, G*H): a plain row-major B operand for gemm
+    packed = nk_pack(w_hh, H, G * H, 1, H, f32)      # B = W_hh^T: (k, n) is w_hh[n, k]
     acts = cs = tcs = hhs = None
     if mode == NK_LSTM:
         acts = np.empty((T, B, G * H), dtype=dt)
@@ -200,128 +243,146 @@ def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
     elif mode == NK_GRU:
         acts = np.empty((T, B, G * H), dtype=dt)
         hhs = np.empty((T, B, G * H), dtype=dt)
-    hh = np.empty((B, G * H), dtype=dt)
-    h_prev, c_prev = h0, c0
-    matmul = np.matmul
-    add = np.add
+    hh_buf = np.empty((B, G * H), dtype=dt)
     cdef int relu = mode == NK_RNN_RELU
-    cdef char* p_gi
     cdef Py_ssize_t step = B * G * H, hstep = B * H, isz = dt.itemsize
+    cdef char* bias = NULL if b_hh is None else nk_at(b_hh, 0, isz)
+    cdef char* p_gi
+    cdef char* hh
+    cdef char* h_prev
+    cdef char* c_prev
+    cdef char* p_act
+    cdef char* p_h
     for s in range(T):
         t = T - 1 - s if reverse else s
-        if mode == NK_GRU:
-            hh = hhs[t]
-        matmul(h_prev, wT, out=hh)
-        if b_hh is not None:
-            add(hh, b_hh, out=hh)
-        p_gi = <char*>nk_ptr(gi) + t * step * isz
+        tp = t + 1 if reverse else t - 1            # the step whose state this one starts from
+        first = s == 0
+        h_prev = nk_at(h0, 0, isz) if first else nk_at(out, tp * hstep, isz)
+        hh = nk_at(hhs, t * step, isz) if mode == NK_GRU else nk_at(hh_buf, 0, isz)
+        nk_gemm(f32, B, G * H, H, h_prev, packed, bias, NULL, hh)
+        p_gi = nk_at(gi, t * step, isz)
+        p_h = nk_at(out, t * hstep, isz)
         if mode == NK_LSTM:
+            c_prev = nk_at(c0, 0, isz) if first else nk_at(cs, tp * hstep, isz)
+            p_act = nk_at(acts, t * step, isz)
             if f32:
-                tg_lstm_fwd_f32(B, H, <float*>p_gi, <float*>nk_ptr(hh), <float*>nk_ptr(c_prev),
-                                <float*>nk_ptr(acts) + t * step, <float*>nk_ptr(cs) + t * hstep,
-                                <float*>nk_ptr(tcs) + t * hstep, <float*>nk_ptr(out) + t * hstep)
+                tg_lstm_fwd_f32(B, H, <float*>p_gi, <float*>hh, <float*>c_prev, <float*>p_act,
+                                <float*>nk_at(cs, t * hstep, isz),
+                                <float*>nk_at(tcs, t * hstep, isz), <float*>p_h)
             else:
-                tg_lstm_fwd_f64(B, H, <double*>p_gi, <double*>nk_ptr(hh),
-                                <double*>nk_ptr(c_prev), <double*>nk_ptr(acts) + t * step,
-                                <double*>nk_ptr(cs) + t * hstep, <double*>nk_ptr(tcs) + t * hstep,
-                                <double*>nk_ptr(out) + t * hstep)
-            c_prev = cs[t]
+                tg_lstm_fwd_f64(B, H, <double*>p_gi, <double*>hh, <double*>c_prev,
+                                <double*>p_act, <double*>nk_at(cs, t * hstep, isz),
+                                <double*>nk_at(tcs, t * hstep, isz), <double*>p_h)
         elif mode == NK_GRU:
+            p_act = nk_at(acts, t * step, isz)
             if f32:
-                tg_gru_fwd_f32(B, H, <float*>p_gi, <float*>nk_ptr(hh), <float*>nk_ptr(h_prev),
-                               <float*>nk_ptr(acts) + t * step, <float*>nk_ptr(out) + t * hstep)
+                tg_gru_fwd_f32(B, H, <float*>p_gi, <float*>hh, <float*>h_prev, <float*>p_act,
+                               <float*>p_h)
             else:
-                tg_gru_fwd_f64(B, H, <double*>p_gi, <double*>nk_ptr(hh), <double*>nk_ptr(h_prev),
-                               <double*>nk_ptr(acts) + t * step, <double*>nk_ptr(out) + t * hstep)
+                tg_gru_fwd_f64(B, H, <double*>p_gi, <double*>hh, <double*>h_prev,
+                               <double*>p_act, <double*>p_h)
         else:
             if f32:
-                tg_rnn_fwd_f32(B, H, relu, <float*>p_gi, <float*>nk_ptr(hh),
-                               <float*>nk_ptr(out) + t * hstep)
+                tg_rnn_fwd_f32(B, H, relu, <float*>p_gi, <float*>hh, <float*>p_h)
             else:
-                tg_rnn_fwd_f64(B, H, relu, <double*>p_gi, <double*>nk_ptr(hh),
-                               <double*>nk_ptr(out) + t * hstep)
-        h_prev = out[t]
-    h_last = h_prev.copy() if T > 0 else h0.copy()
-    c_last = None
-    if mode == NK_LSTM:
-        c_last = c_prev.copy() if T > 0 else c0.copy()
+                tg_rnn_fwd_f64(B, H, relu, <double*>p_gi, <double*>hh, <double*>p_h)
+    if T == 0:
+        h_last = h0.copy()
+        c_last = c0.copy() if mode == NK_LSTM else None
+    else:
+        t = 0 if reverse else T - 1
+        h_last = out[t].copy()
+        c_last = cs[t].copy() if mode == NK_LSTM else None
     return out, h_last, c_last, (acts, cs, tcs, hhs)
 
 
 def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_hh, dout,
                            dh_last, dc_last, bint reverse):
     """The gradients of _rnn_sequence_forward: (dgi (T, B, G*H), dh0, dc0 or None, dw_hh,
-    db_hh or None).  dout (T, B, H), dh_last, dc_last: upstream gradients (None for zero)."""
+    db_hh or None).  dout (T, B, H), dh_last, dc_last: upstream gradients (None for zero).
+    W_hh is packed once for the T products dgates_t W_hh; dW_hh is one product over all steps."""
     acts, cs, tcs, hhs = saved
     cdef Py_ssize_t T = out.shape[0], B = out.shape[1], H = out.shape[2], G = nk_gates(mode)
     cdef Py_ssize_t s, t, tp
     cdef bint f32 = nk_is_f32(out)
     dt = out.dtype
+    nk_same(w_hh, f32, G * H * H)
     if dout is not None:
         nk_same(dout, f32, T * B * H)
+    # dh: the gradient reaching the state h_t of the step being processed (from later steps and,
+    # added in, from the output at t); after the loop, the gradient of h0.
     dh = np.zeros((B, H), dtype=dt) if dh_last is None else np.array(dh_last, dtype=dt)
+    nk_same(dh, f32, B * H)
     dc = None
     if mode == NK_LSTM:
         dc = np.zeros((B, H), dtype=dt) if dc_last is None else np.array(dc_last, dtype=dt)
-    nk_same(dh, f32, B * H)
+        nk_same(dc, f32, B * H)
+    if T > 0 and dout is not None:
+        np.add(dh, dout[T - 1 if not reverse else 0], out=dh)
     dgi = np.empty((T, B, G * H), dtype=dt)
     dhh = np.empty((T, B, G * H), dtype=dt) if mode == NK_GRU else dgi
-    dh_total = np.empty((B, H), dtype=dt)
     direct = np.empty((B, H), dtype=dt)
+    packed = nk_pack(w_hh, G * H, H, H, 1, f32)      # B = W_hh, (G*H, H) row-major
     cdef int relu = mode == NK_RNN_RELU
-    cdef Py_ssize_t step = B * G * H, hstep = B * H
-    matmul = np.matmul
-    add = np.add
+    cdef Py_ssize_t step = B * G * H, hstep = B * H, isz = dt.itemsize
+    cdef char* p_dh = nk_at(dh, 0, isz)
+    cdef char* p_dc = NULL if dc is None else nk_at(dc, 0, isz)
+    cdef char* p_direct = nk_at(direct, 0, isz)
+    cdef char* p_dgi
+    cdef char* p_dhh
+    cdef char* p_add
+    cdef char* prev
+    cdef bint has_prev
     for s in range(T):
         t = s if reverse else T - 1 - s
         tp = t + 1 if reverse else t - 1            # the step whose state this one started from
-        if dout is not None:
-            add(dh, dout[t], out=dh_total)
-        else:
-            dh_total[...] = dh
+        has_prev = 0 <= tp < T
+        p_dgi = nk_at(dgi, t * step, isz)
+        p_dhh = nk_at(dhh, t * step, isz)
+        # the output gradient of the previous step joins the recurrent one in the same gemm
+        p_add = nk_at(dout, tp * hstep, isz) if (has_prev and dout is not None) else NULL
         if mode == NK_LSTM:
-            c_prev = c0 if (tp < 0 or tp >= T) else cs[tp]
+            prev = nk_at(cs, tp * hstep, isz) if has_prev else nk_at(c0, 0, isz)
             if f32:
-                tg_lstm_bwd_f32(B, H, <float*>nk_ptr(acts) + t * step, <float*>nk_ptr(c_prev),
-                                <float*>nk_ptr(tcs) + t * hstep, <float*>nk_ptr(dh_total),
-                                <float*>nk_ptr(dc), <float*>nk_ptr(dgi) + t * step)
+                tg_lstm_bwd_f32(B, H, <float*>nk_at(acts, t * step, isz), <float*>prev,
+                                <float*>nk_at(tcs, t * hstep, isz), <float*>p_dh,
+                                <float*>p_dc, <float*>p_dgi)
             else:
-                tg_lstm_bwd_f64(B, H, <double*>nk_ptr(acts) + t * step, <double*>nk_ptr(c_prev),
-                                <double*>nk_ptr(tcs) + t * hstep, <double*>nk_ptr(dh_total),
-                                <double*>nk_ptr(dc), <double*>nk_ptr(dgi) + t * step)
-            matmul(dgi[t], w_hh, out=dh)
+                tg_lstm_bwd_f64(B, H, <double*>nk_at(acts, t * step, isz), <double*>prev,
+                                <double*>nk_at(tcs, t * hstep, isz), <double*>p_dh,
+                                <double*>p_dc, <double*>p_dgi)
+            nk_gemm(f32, B, H, G * H, p_dgi, packed, NULL, p_add, p_dh)
         elif mode == NK_GRU:
-            h_prev = h0 if (tp < 0 or tp >= T) else out[tp]
+            prev = nk_at(out, tp * hstep, isz) if has_prev else nk_at(h0, 0, isz)
             if f32:
-                tg_gru_bwd_f32(B, H, <float*>nk_ptr(acts) + t * step,
-                               <float*>nk_ptr(hhs) + t * step, <float*>nk_ptr(h_prev),
-                               <float*>nk_ptr(dh_total), <float*>nk_ptr(dgi) + t * step,
-                               <float*>nk_ptr(dhh) + t * step, <float*>nk_ptr(direct))
+                tg_gru_bwd_f32(B, H, <float*>nk_at(acts, t * step, isz),
+                               <float*>nk_at(hhs, t * step, isz), <float*>prev, <float*>p_dh,
+                               <float*>p_dgi, <float*>p_dhh, <float*>p_direct)
             else:
-                tg_gru_bwd_f64(B, H, <double*>nk_ptr(acts) + t * step,
-                               <double*>nk_ptr(hhs) + t * step, <double*>nk_ptr(h_prev),
-                               <double*>nk_ptr(dh_total), <double*>nk_ptr(dgi) + t * step,
-                               <double*>nk_ptr(dhh) + t * step, <double*>nk_ptr(direct))
-            matmul(dhh[t], w_hh, out=dh)
-            add(dh, direct, out=dh)
+                tg_gru_bwd_f64(B, H, <double*>nk_at(acts, t * step, isz),
+                               <double*>nk_at(hhs, t * step, isz), <double*>prev, <double*>p_dh,
+                               <double*>p_dgi, <double*>p_dhh, <double*>p_direct)
+            nk_gemm(f32, B, H, G * H, p_dhh, packed, NULL, p_direct, p_dh)
+            if p_add != NULL:
+                np.add(dh, dout[tp], out=dh)
         else:
             if f32:
-                tg_rnn_bwd_f32(B, H, relu, <float*>nk_ptr(out) + t * hstep,
-                               <float*>nk_ptr(dh_total), <float*>nk_ptr(dgi) + t * step)
+                tg_rnn_bwd_f32(B, H, relu, <float*>nk_at(out, t * hstep, isz), <float*>p_dh,
+                               <float*>p_dgi)
             else:
-                tg_rnn_bwd_f64(B, H, relu, <double*>nk_ptr(out) + t * hstep,
-                               <double*>nk_ptr(dh_total), <double*>nk_ptr(dgi) + t * step)
-            matmul(dgi[t], w_hh, out=dh)
+                tg_rnn_bwd_f64(B, H, relu, <double*>nk_at(out, t * hstep, isz),
+                               <double*>p_dh, <double*>p_dgi)
+            nk_gemm(f32, B, H, G * H, p_dgi, packed, NULL, p_add, p_dh)
     # The hidden weights' gradient over all steps at once: sum_t dhh_t^T h_prev_t.
-    prev = np.empty((T, B, H), dtype=dt)
+    prev_h = np.empty((T, B, H), dtype=dt)
     if T > 0:
         if reverse:
-            prev[T - 1] = h0
-            prev[:T - 1] = out[1:]
+            prev_h[T - 1] = h0
+            prev_h[:T - 1] = out[1:]
         else:
-            prev[0] = h0
-            prev[1:] = out[:T - 1]
-    dw = matmul(dhh.reshape(T * B, G * H).T, prev.reshape(T * B, H))
+            prev_h[0] = h0
+            prev_h[1:] = out[:T - 1]
+    dw = np.matmul(dhh.reshape(T * B, G * H).T, prev_h.reshape(T * B, H))
     db = np.add.reduce(dhh.reshape(T * B, G * H), axis=0) if has_b_hh else None
     return dgi, dh, dc, dw, db
 
