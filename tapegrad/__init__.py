@@ -180,3 +180,6 @@ _LAZY_ATTRS.update(cdist="nn._extra_losses")
 
 from ._pickle_names import repoint as _repoint  # noqa: E402
 _repoint(globals(), __name__)  # tapegrad.abs & co. pickle by name
+
+from . import _meta as _meta  # noqa: E402
+_meta.install_factories()  # device='meta' on the creation functions
