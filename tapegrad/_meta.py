@@ -563,12 +563,38 @@ def install_dispatchers() -> None:
             setattr(mod, name, wrapped)
     # nn layers that keep a function as a class attribute (pooling's _fn)
     from .nn import modules
+    _guard_module_calls(modules.Module)
     for cls in vars(modules).values():
         if isinstance(cls, type):
             for klass in cls.__mro__:
                 for attr, v in list(vars(klass).items()):
                     if isinstance(v, staticmethod) and id(v.__func__) in replaced:
                         setattr(klass, attr, staticmethod(replaced[id(v.__func__)]))
+
+
+def _tensors_to_meta(out):
+    if isinstance(out, _core.TensorBase):
+        return _to_meta_result(out, "")
+    if isinstance(out, tuple) and hasattr(out, "_fields"):
+        return type(out)(*(_tensors_to_meta(o) for o in out))
+    if isinstance(out, (tuple, list)):
+        return type(out)(_tensors_to_meta(o) for o in out)
+    return out
+
+
+def _guard_module_calls(module_cls) -> None:
+    """A layer whose forward reaches a kernel no dispatcher sees (an RNN's fused cell) computes
+    on its meta inputs' stand-ins: its tensors out are given to the meta device, as PyTorch's
+    meta kernels would have made them (same shapes, dtypes and grad_fn)."""
+    plain_call = module_cls.__call__
+
+    @functools.wraps(plain_call)
+    def __call__(self, *args, **kwargs):
+        out = plain_call(self, *args, **kwargs)
+        if has_meta(args, kwargs):
+            out = _tensors_to_meta(out)
+        return out
+    module_cls.__call__ = __call__
 
 
 # Public callables that are not ops on tensors (factories are handled by `factory`).

@@ -181,3 +181,19 @@ def test_meta_functions_do_not_touch_cpu_calls():
     # the dispatchers route only calls that hold a meta tensor
     x = tg.tensor([1.0, -2.0])
     assert tg.relu(x).tolist() == [1.0, 0.0] and F.relu(x).device.type == "cpu"
+
+
+def test_layers_built_on_meta(torch):
+    for build in [lambda T: T.nn.BatchNorm1d(3, device="meta"),
+                  lambda T: T.nn.LSTM(3, 4, device="meta"),
+                  lambda T: T.nn.GRUCell(3, 4, device="meta"),
+                  lambda T: T.nn.LayerNorm(3, device="meta"),
+                  lambda T: T.nn.Embedding(5, 3, device="meta")]:
+        ours, theirs = build(tg), build(torch)
+        assert [(n, tuple(p.shape), p.is_meta) for n, p in ours.named_parameters()] == \
+            [(n, tuple(p.shape), p.is_meta) for n, p in theirs.named_parameters()]
+        assert [b.is_meta for b in ours.buffers()] == [b.is_meta for b in theirs.buffers()]
+    x = tg.randn(5, 2, 3, device="meta")
+    out, (h, c) = tg.nn.LSTM(3, 4, device="meta")(x)
+    ref, (rh, rc) = torch.nn.LSTM(3, 4, device="meta")(torch.randn(5, 2, 3, device="meta"))
+    assert (out.shape, h.shape, out.is_meta, h.is_meta) == (ref.shape, rh.shape, True, True)
