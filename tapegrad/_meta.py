@@ -516,7 +516,16 @@ def _tuple(v, n):
     return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
 
 
-_SHAPE_RULES = {"conv1d": _conv_rule(1), "conv2d": _conv_rule(2), "conv3d": _conv_rule(3)}
+def _as_strided_rule(args, kwargs):
+    from ._strided import _int_list
+    x = args[0]
+    size = _int_list(args[1] if len(args) > 1 else kwargs["size"], "size")
+    grad = _requires_grad(x)
+    return make_meta(size, x._array.dtype, grad, "AsStridedBackward0" if grad else None)
+
+
+_SHAPE_RULES = {"conv1d": _conv_rule(1), "conv2d": _conv_rule(2), "conv3d": _conv_rule(3),
+                "as_strided": _as_strided_rule}
 
 
 # -- module-level functions ------------------------------------------------------------------------
