@@ -8,6 +8,7 @@ from . import _core
 from . import _modules  # noqa: F401  (the op families' extension modules, before any use of _core)
 from ._core import (
     bool_ as bool,  # noqa: A001  (PyTorch's name)
+    bfloat16,
     dtype,
     float16,
     float32,

@@ -417,6 +417,11 @@ class Tensor(_core.TensorBase):
                                "on the CPU only.")
         return _core_type(self, dtype, non_blocking, **kwargs)
 
+    def bfloat16(self, memory_format=None):
+        """Raises TypeError: tapegrad has no bfloat16 tensors (``torch.bfloat16`` names the dtype
+        for checks only; see docs/differences.md)."""
+        return self.to(_core.bfloat16)
+
     def cpu(self, *, memory_format=None):
         """Return self: tapegrad tensors always live on the CPU."""
         return self
