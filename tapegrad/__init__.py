@@ -9,6 +9,9 @@ from . import _modules  # noqa: F401  (the op families' extension modules, befor
 from ._core import (
     bool_ as bool,  # noqa: A001  (PyTorch's name)
     bfloat16,
+    complex32,
+    complex64,
+    complex128,
     dtype,
     float16,
     float32,
@@ -145,7 +148,7 @@ from .contractions import addmm, baddbmm, einsum  # noqa: E402
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
                  "distributions", "cuda", "backends", "accelerator", "linalg",
                  "multiprocessing", "sparse", "special", "testing", "onnx", "amp", "distributed",
-                 "jit", "profiler", "hub")
+                 "jit", "profiler", "hub", "fft")
 _LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
                "autocast": "amp", "get_num_threads": "_threads", "set_num_threads": "_threads",
                "get_num_interop_threads": "_threads", "set_num_interop_threads": "_threads",
@@ -170,6 +173,9 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY_MODULES) | set(_LAZY_ATTRS))
 
 half = float16
+cfloat = complex64
+cdouble = complex128
+chalf = complex32
 short = int16
 float = float32  # noqa: A001
 double = float64

@@ -31,6 +31,7 @@ from tapegrad import demo_chars as demo_chars
 from tapegrad import distributed as distributed
 from tapegrad import distributions as distributions
 from tapegrad import examples as examples
+from tapegrad import fft as fft
 from tapegrad import grad_mode as grad_mode
 from tapegrad import hub as hub
 from tapegrad import jit as jit
@@ -176,8 +177,11 @@ __all__ = [
     'cartesian_prod',
     'cat',
     'cdist',
+    'cdouble',
     'ceil',
     'ceil_',
+    'cfloat',
+    'chalf',
     'cholesky',
     'chunk',
     'clamp',
@@ -192,6 +196,9 @@ __all__ = [
     'column_stack',
     'combinations',
     'compile',
+    'complex128',
+    'complex32',
+    'complex64',
     'concat',
     'concatenate',
     'contractions',
@@ -253,6 +260,7 @@ __all__ = [
     'expm1',
     'expm1_',
     'eye',
+    'fft',
     'finfo',
     'fix',
     'fix_',
@@ -1248,10 +1256,13 @@ def cat(tensors: Any, dim: Any = ..., *, axis: Any = ...) -> Tensor: ...
 
 def cdist(x1: Any, x2: Any, p: _float = ..., compute_mode: Any = ...) -> Tensor: ...
 
+cdouble: dtype
 def ceil(input: Any) -> Tensor: ...
 
 def ceil_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 
+cfloat: dtype
+chalf: dtype
 def cholesky(input: Any, upper: Any = ..., *, out: Any = ...) -> Tensor: ...
 
 def chunk(input: Tensor, chunks: _int, dim: _int = 0) -> builtins.tuple[Tensor, ...]: ...
@@ -1277,6 +1288,9 @@ def column_stack(tensors: Any) -> Tensor: ...
 
 def combinations(input: Any, r: Any = ..., with_replacement: Any = ...) -> Any: ...
 
+complex128: dtype
+complex32: dtype
+complex64: dtype
 concat = cat
 def concatenate(tensors: Any, axis: Any = ...) -> Tensor: ...
 
@@ -1356,6 +1370,7 @@ class dtype:
     def __init__(self, *args: Any, **kwargs: Any) -> None: ...
     def __repr__(self) -> Any: ...
     category: Any
+    is_complex: Any
     is_floating_point: Any
     is_signed: Any
     itemsize: Any

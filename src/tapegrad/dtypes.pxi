@@ -50,6 +50,10 @@ cdef class dtype:
         return self.category == CAT_FLOAT
 
     @property
+    def is_complex(self):
+        return self.category == CAT_COMPLEX_NAME
+
+    @property
     def is_signed(self):
         return self.name != "bool" and self.name != "uint8"
 
@@ -73,10 +77,22 @@ bool_ = dtype("bool", np.bool_, CAT_BOOL)
 # PyTorch's bfloat16 as a name and its properties only: no tensor can have it (NoNumpyDtype).
 bfloat16 = dtype("bfloat16", NoNumpyDtype(_NO_BFLOAT16), CAT_FLOAT, 2)
 
+# Complex dtypes, names only for now: numpy has them, but tapegrad's kernels, promotion and
+# gradients are real-valued, so a complex tensor is refused rather than half-supported (numpy
+# would, e.g., order complex numbers where PyTorch refuses).  A category of their own: neither
+# is_floating_point nor accepted by set_default_dtype.
+NO_COMPLEX = ("tapegrad has no complex tensors yet (its kernels, type promotion and gradients "
+              "are real-valued); torch.complex64/complex128 exist for dtype checks only")
+cdef int CAT_COMPLEX_NAME = 3
+complex64 = dtype("complex64", NoNumpyDtype(NO_COMPLEX), CAT_COMPLEX_NAME, 8)
+complex128 = dtype("complex128", NoNumpyDtype(NO_COMPLEX), CAT_COMPLEX_NAME, 16)
+complex32 = dtype("complex32", NoNumpyDtype(NO_COMPLEX), CAT_COMPLEX_NAME, 4)
+
 cdef dict DTYPE_OF_NUM = {d.np_dtype.num: d for d in
                           (float16, float32, float64, uint8, int8, int16, int32, int64, bool_)}
 cdef dict DTYPE_OF_NAME = {d.name: d for d in DTYPE_OF_NUM.values()}
-DTYPE_OF_NAME["bfloat16"] = bfloat16
+for _name_only in (bfloat16, complex64, complex128, complex32):
+    DTYPE_OF_NAME[_name_only.name] = _name_only
 NP_FLOAT32 = np.dtype(np.float32)
 NP_INT64 = np.dtype(np.int64)
 NP_BOOL = np.dtype(np.bool_)
