@@ -23,7 +23,7 @@ not supported (PyTorch computes meta gradients): it raises NotImplementedError.
 from __future__ import annotations
 
 import functools
-import math
+import warnings
 
 import numpy as np
 
@@ -375,10 +375,8 @@ def _to_meta_result(out, name):
         gf = out.grad_fn
         return make_meta(out._array.shape, out._array.dtype, out.requires_grad,
                          None if gf is None else type(gf).__name__)
-    if isinstance(out, tuple) and hasattr(out, "_fields"):
-        return type(out)(*(_to_meta_result(o, name) for o in out))
     if isinstance(out, (tuple, list)):
-        return type(out)(_to_meta_result(o, name) for o in out)
+        return _same_sequence(out, [_to_meta_result(o, name) for o in out])
     if out is None or isinstance(out, (str, _core.dtype, _device.device, tuple)):
         return out
     if name in _METADATA_RESULTS and isinstance(out, (bool, int, float)):
@@ -417,7 +415,11 @@ def dispatch(fn, name: str, args: tuple, kwargs: dict):
         raise NotImplementedError(f"tapegrad: '{name}' on meta tensors of shapes {shapes}: no "
                                   f"shape rule, and running it on a stand-in of more than "
                                   f"{STAND_IN_LIMIT} elements would compute it for real")
-    return _to_meta_result(fn(*s_args, **s_kwargs), name)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        # the stand-ins' zeros are no data: numeric warnings about them (log(0), 0/0) are not
+        # the program's
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _to_meta_result(fn(*s_args, **s_kwargs), name)
 
 
 def _check_index(index) -> None:
@@ -442,7 +444,9 @@ def _elementwise(fn, name, args, kwargs):
         fn(*(stand.swap(a) for a in args), **{k: stand.swap(v) for k, v in kwargs.items()})
         raise
     stand = _Stand(lambda m: (1,) * m._array.ndim)
-    out = fn(*(stand.swap(a) for a in args), **{k: stand.swap(v) for k, v in kwargs.items()})
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)     # (zeros are no data: see dispatch)
+        out = fn(*(stand.swap(a) for a in args), **{k: stand.swap(v) for k, v in kwargs.items()})
     if not isinstance(out, _core.TensorBase):
         return _to_meta_result(out, name)
     gf = out.grad_fn
@@ -584,11 +588,20 @@ def install_dispatchers() -> None:
 def _tensors_to_meta(out):
     if isinstance(out, _core.TensorBase):
         return _to_meta_result(out, "")
-    if isinstance(out, tuple) and hasattr(out, "_fields"):
-        return type(out)(*(_tensors_to_meta(o) for o in out))
     if isinstance(out, (tuple, list)):
-        return type(out)(_tensors_to_meta(o) for o in out)
+        return _same_sequence(out, [_tensors_to_meta(o) for o in out])
     return out
+
+
+def _same_sequence(like, items: list):
+    """`items` in a sequence of like's type: a namedtuple takes them as arguments, a
+    return_types structure (max, topk, ...) and a tuple or list as one sequence."""
+    if hasattr(like, "_fields") and not hasattr(type(like), "n_fields"):
+        try:
+            return type(like)(*items)
+        except TypeError:
+            pass
+    return type(like)(items)
 
 
 def _guard_module_calls(module_cls) -> None:
