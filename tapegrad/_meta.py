@@ -577,12 +577,25 @@ def install_dispatchers() -> None:
     # nn layers that keep a function as a class attribute (pooling's _fn)
     from .nn import modules
     _guard_module_calls(modules.Module)
+    # and layers whose constructors default to one (TransformerEncoderLayer's activation=F.relu,
+    # which it then compares with `is F.relu`): a layer built from now on holds the same object
+    # F.relu now is.  (A layer built before keeps the plain function: pickling it by name
+    # would now find the dispatcher, so save such a model before making meta tensors.)
     for cls in vars(modules).values():
         if isinstance(cls, type):
             for klass in cls.__mro__:
                 for attr, v in list(vars(klass).items()):
                     if isinstance(v, staticmethod) and id(v.__func__) in replaced:
                         setattr(klass, attr, staticmethod(replaced[id(v.__func__)]))
+                    elif isinstance(v, types.FunctionType):
+                        _redirect_defaults(v, replaced)
+
+
+def _redirect_defaults(fn, replaced: dict) -> None:
+    if fn.__defaults__ and any(id(d) in replaced for d in fn.__defaults__):
+        fn.__defaults__ = tuple(replaced.get(id(d), d) for d in fn.__defaults__)
+    if fn.__kwdefaults__ and any(id(d) in replaced for d in fn.__kwdefaults__.values()):
+        fn.__kwdefaults__ = {k: replaced.get(id(d), d) for k, d in fn.__kwdefaults__.items()}
 
 
 def _tensors_to_meta(out):
