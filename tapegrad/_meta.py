@@ -544,6 +544,22 @@ def _dispatching(fn, name):
 
 
 _installed = False
+_undo: list = []        # (object, attribute, previous value) of every change install made
+
+
+def _set(obj, attr, value) -> None:
+    _undo.append((obj, attr, obj.__dict__[attr] if isinstance(obj, type) else getattr(obj, attr)))
+    setattr(obj, attr, value)
+
+
+def uninstall_dispatchers() -> None:
+    """Undo install_dispatchers (the next meta tensor installs them again).  Meta tensors
+    already made keep their methods; module-level functions stop seeing them."""
+    global _installed
+    while _undo:
+        obj, attr, previous = _undo.pop()
+        setattr(obj, attr, previous)
+    _installed = False
 
 
 def install_dispatchers() -> None:
@@ -573,7 +589,7 @@ def install_dispatchers() -> None:
             wrapped = replaced.get(id(fn))
             if wrapped is None:
                 wrapped = replaced[id(fn)] = _dispatching(fn, name)
-            setattr(mod, name, wrapped)
+            _set(mod, name, wrapped)
     # nn layers that keep a function as a class attribute (pooling's _fn)
     from .nn import modules
     _guard_module_calls(modules.Module)
@@ -586,16 +602,17 @@ def install_dispatchers() -> None:
             for klass in cls.__mro__:
                 for attr, v in list(vars(klass).items()):
                     if isinstance(v, staticmethod) and id(v.__func__) in replaced:
-                        setattr(klass, attr, staticmethod(replaced[id(v.__func__)]))
+                        _set(klass, attr, staticmethod(replaced[id(v.__func__)]))
                     elif isinstance(v, types.FunctionType):
                         _redirect_defaults(v, replaced)
 
 
 def _redirect_defaults(fn, replaced: dict) -> None:
     if fn.__defaults__ and any(id(d) in replaced for d in fn.__defaults__):
-        fn.__defaults__ = tuple(replaced.get(id(d), d) for d in fn.__defaults__)
+        _set(fn, "__defaults__", tuple(replaced.get(id(d), d) for d in fn.__defaults__))
     if fn.__kwdefaults__ and any(id(d) in replaced for d in fn.__kwdefaults__.values()):
-        fn.__kwdefaults__ = {k: replaced.get(id(d), d) for k, d in fn.__kwdefaults__.items()}
+        _set(fn, "__kwdefaults__",
+             {k: replaced.get(id(d), d) for k, d in fn.__kwdefaults__.items()})
 
 
 def _tensors_to_meta(out):
@@ -629,7 +646,7 @@ def _guard_module_calls(module_cls) -> None:
         if has_meta(args, kwargs):
             out = _tensors_to_meta(out)
         return out
-    module_cls.__call__ = __call__
+    _set(module_cls, "__call__", __call__)
 
 
 # Public callables that are not ops on tensors (factories are handled by `factory`).
