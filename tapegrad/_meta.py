@@ -573,12 +573,16 @@ def install_dispatchers() -> None:
     import importlib
     import types
     replaced = {}
+    # every namespace imported before any is changed: one imported midway would copy the
+    # dispatchers as its own plain names (special.expit = sigmoid), which uninstall misses
+    spaces = []
     for modname in ("tapegrad", "tapegrad.nn.functional", "tapegrad.special", "tapegrad.linalg",
-                    "tapegrad.fft"):
+                    "tapegrad.fft", "tapegrad.nn.modules"):
         try:
-            mod = importlib.import_module(modname)
+            spaces.append(importlib.import_module(modname))
         except ImportError:
             continue
+    for mod in spaces[:-1]:
         for name, fn in list(vars(mod).items()):
             if name.startswith("_") or isinstance(fn, type) or not callable(fn) or \
                     hasattr(fn, "__meta_dispatch__") or name in _NOT_OPS:
