@@ -23,6 +23,7 @@ not supported (PyTorch computes meta gradients): it raises NotImplementedError.
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 
 import numpy as np
@@ -547,8 +548,12 @@ _installed = False
 _undo: list = []        # (object, attribute, previous value) of every change install made
 
 
+_INHERITED = object()    # undo marker: the class had no attribute of its own (it inherited one)
+
+
 def _set(obj, attr, value) -> None:
-    _undo.append((obj, attr, obj.__dict__[attr] if isinstance(obj, type) else getattr(obj, attr)))
+    previous = obj.__dict__.get(attr, _INHERITED) if isinstance(obj, type) else getattr(obj, attr)
+    _undo.append((obj, attr, previous))
     setattr(obj, attr, value)
 
 
@@ -558,7 +563,10 @@ def uninstall_dispatchers() -> None:
     global _installed
     while _undo:
         obj, attr, previous = _undo.pop()
-        setattr(obj, attr, previous)
+        if previous is _INHERITED:
+            delattr(obj, attr)
+        else:
+            setattr(obj, attr, previous)
     _installed = False
 
 
@@ -594,6 +602,7 @@ def install_dispatchers() -> None:
             if wrapped is None:
                 wrapped = replaced[id(fn)] = _dispatching(fn, name)
             _set(mod, name, wrapped)
+    _guard_cpu_tensor_methods()
     # nn layers that keep a function as a class attribute (pooling's _fn)
     from .nn import modules
     _guard_module_calls(modules.Module)
@@ -609,6 +618,22 @@ def install_dispatchers() -> None:
                         _set(klass, attr, staticmethod(replaced[id(v.__func__)]))
                     elif isinstance(v, types.FunctionType):
                         _redirect_defaults(v, replaced)
+
+
+def _guard_cpu_tensor_methods() -> None:
+    """A CPU tensor's method given a meta argument (`cpu_t.add(meta_t)`, `cpu_t += meta_t`)
+    goes through `dispatch` as well: PyTorch's device error, or the meta result where a 0-d CPU
+    tensor acts as a scalar.  Run plainly, it would compute on the stand-in's zeros: a silent
+    wrong result."""
+    for name in dir(Tensor):
+        if name in _KEEP or name in _PROPERTY_OPS or \
+                (name.startswith("_") and not name.startswith("__")):
+            continue
+        static = inspect.getattr_static(Tensor, name)
+        if isinstance(static, (property, staticmethod, classmethod, type)) or \
+                not callable(static):
+            continue
+        _set(Tensor, name, _dispatching(getattr(Tensor, name), name))
 
 
 def _redirect_defaults(fn, replaced: dict) -> None:

@@ -192,6 +192,19 @@ def test_meta_functions_do_not_touch_cpu_calls():
     assert tg.relu(x).tolist() == [1.0, 0.0] and F.relu(x).device.type == "cpu"
 
 
+def test_cpu_tensor_methods_refuse_meta_arguments():
+    # Run plainly, `cpu_t.add(meta_t)` computed on the stand-in's zeros and returned a CPU
+    # tensor of wrong values; PyTorch raises its device error (and a 0-d CPU tensor acts as a
+    # scalar, giving a meta result).
+    a, m = tg.ones(3), tg.ones(3, device="meta")
+    for call in (lambda: a.add(m), lambda: a.mul(m), lambda: a.__iadd__(m),
+                 lambda: a.matmul(m), lambda: a.sub(m, alpha=2)):
+        with pytest.raises(RuntimeError, match="is not on the expected device"):
+            call()
+    assert tg.tensor(2.0).add(m).is_meta
+    assert a.add(a).tolist() == [2.0, 2.0, 2.0]
+
+
 def test_layers_built_on_meta(torch):
     for build in [lambda T: T.nn.BatchNorm1d(3, device="meta"),
                   lambda T: T.nn.LSTM(3, 4, device="meta"),
