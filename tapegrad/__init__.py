@@ -8,6 +8,10 @@ from . import _core
 from . import _modules  # noqa: F401  (the op families' extension modules, before any use of _core)
 from ._core import (
     bool_ as bool,  # noqa: A001  (PyTorch's name)
+    bfloat16,
+    complex32,
+    complex64,
+    complex128,
     dtype,
     float16,
     float32,
@@ -111,6 +115,8 @@ from . import _inplace_views
 _inplace_views.register(Tensor)
 from . import _special_functions
 _special_functions.register(globals(), Tensor)
+from . import _strided
+_strided.register(globals(), Tensor)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled, is_inference)
 from . import _saved_attrs  # noqa: F401  (installs the grad_fn._saved_* reader in the core)
@@ -142,7 +148,7 @@ from .contractions import addmm, baddbmm, einsum  # noqa: E402
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
                  "distributions", "cuda", "backends", "accelerator", "linalg",
                  "multiprocessing", "sparse", "special", "testing", "onnx", "amp", "distributed",
-                 "jit", "profiler", "hub")
+                 "jit", "profiler", "hub", "fft")
 _LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
                "autocast": "amp", "get_num_threads": "_threads", "set_num_threads": "_threads",
                "get_num_interop_threads": "_threads", "set_num_interop_threads": "_threads",
@@ -167,6 +173,9 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY_MODULES) | set(_LAZY_ATTRS))
 
 half = float16
+cfloat = complex64
+cdouble = complex128
+chalf = complex32
 short = int16
 float = float32  # noqa: A001
 double = float64
@@ -180,3 +189,6 @@ _LAZY_ATTRS.update(cdist="nn._extra_losses")
 
 from ._pickle_names import repoint as _repoint  # noqa: E402
 _repoint(globals(), __name__)  # tapegrad.abs & co. pickle by name
+
+from . import _meta as _meta  # noqa: E402
+_meta.install_factories()  # device='meta' on the creation functions

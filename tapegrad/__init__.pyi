@@ -31,6 +31,7 @@ from tapegrad import demo_chars as demo_chars
 from tapegrad import distributed as distributed
 from tapegrad import distributions as distributions
 from tapegrad import examples as examples
+from tapegrad import fft as fft
 from tapegrad import grad_mode as grad_mode
 from tapegrad import hub as hub
 from tapegrad import jit as jit
@@ -137,6 +138,7 @@ __all__ = [
     'argmin',
     'argsort',
     'argwhere',
+    'as_strided',
     'as_tensor',
     'asin',
     'asin_',
@@ -156,6 +158,7 @@ __all__ = [
     'baddbmm',
     'bench',
     'bernoulli',
+    'bfloat16',
     'bincount',
     'bitwise_and',
     'bitwise_left_shift',
@@ -174,8 +177,11 @@ __all__ = [
     'cartesian_prod',
     'cat',
     'cdist',
+    'cdouble',
     'ceil',
     'ceil_',
+    'cfloat',
+    'chalf',
     'cholesky',
     'chunk',
     'clamp',
@@ -190,6 +196,9 @@ __all__ = [
     'column_stack',
     'combinations',
     'compile',
+    'complex128',
+    'complex32',
+    'complex64',
     'concat',
     'concatenate',
     'contractions',
@@ -251,6 +260,7 @@ __all__ = [
     'expm1',
     'expm1_',
     'eye',
+    'fft',
     'finfo',
     'fix',
     'fix_',
@@ -701,6 +711,7 @@ class Tensor:
     def argmin(self, dim: Any = ..., keepdim: Any = ..., *, axis: Any = ..., keepdims: Any = ...) -> Tensor: ...
     def argsort(self, *args: Any, **kwargs: Any) -> Tensor: ...
     def argwhere(self, *args: Any, **kwargs: Any) -> Any: ...
+    def as_strided(self, size: Any, stride: Any, storage_offset: Any = ...) -> Any: ...
     def asin(self) -> Tensor: ...
     def asin_(self, *args: Any, **kwargs: Any) -> Tensor: ...
     def asinh(self, *args: Any, **kwargs: Any) -> Tensor: ...
@@ -716,6 +727,7 @@ class Tensor:
     def baddbmm_(self, *args: Any, **kwargs: Any) -> Tensor: ...
     def bernoulli(self, p: Any = ..., *, generator: Any = ...) -> Tensor: ...
     def bernoulli_(self, p: Any = ..., *, generator: Any = ...) -> Tensor: ...
+    def bfloat16(self, memory_format: Any = ...) -> Any: ...
     def bincount(self, *args: Any, **kwargs: Any) -> Tensor: ...
     def bitwise_and(self, other: Any) -> Tensor: ...
     def bitwise_and_(self, *args: Any, **kwargs: Any) -> Tensor: ...
@@ -1180,6 +1192,8 @@ def argsort(input: Any, dim: Any = ..., descending: Any = ..., *, stable: Any = 
 
 def argwhere(input: Any) -> Any: ...
 
+def as_strided(input: Any, size: Any, stride: Any, storage_offset: Any = ...) -> Any: ...
+
 def asin(input: Any) -> Tensor: ...
 
 def asin_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
@@ -1206,6 +1220,7 @@ def atleast_3d(*tensors: Any) -> Any: ...
 
 def bernoulli(input: Any, p: Any = ..., *, generator: Any = ..., out: Any = ...) -> Tensor: ...
 
+bfloat16: dtype
 def bincount(input: Any, weights: Any = ..., minlength: Any = ...) -> Tensor: ...
 
 def bitwise_and(input: Any, other: Any) -> Tensor: ...
@@ -1241,10 +1256,13 @@ def cat(tensors: Any, dim: Any = ..., *, axis: Any = ...) -> Tensor: ...
 
 def cdist(x1: Any, x2: Any, p: _float = ..., compute_mode: Any = ...) -> Tensor: ...
 
+cdouble: dtype
 def ceil(input: Any) -> Tensor: ...
 
 def ceil_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 
+cfloat: dtype
+chalf: dtype
 def cholesky(input: Any, upper: Any = ..., *, out: Any = ...) -> Tensor: ...
 
 def chunk(input: Tensor, chunks: _int, dim: _int = 0) -> builtins.tuple[Tensor, ...]: ...
@@ -1270,6 +1288,9 @@ def column_stack(tensors: Any) -> Tensor: ...
 
 def combinations(input: Any, r: Any = ..., with_replacement: Any = ...) -> Any: ...
 
+complex128: dtype
+complex32: dtype
+complex64: dtype
 concat = cat
 def concatenate(tensors: Any, axis: Any = ...) -> Tensor: ...
 
@@ -1349,6 +1370,7 @@ class dtype:
     def __init__(self, *args: Any, **kwargs: Any) -> None: ...
     def __repr__(self) -> Any: ...
     category: Any
+    is_complex: Any
     is_floating_point: Any
     is_signed: Any
     itemsize: Any

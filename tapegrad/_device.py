@@ -141,17 +141,18 @@ def is_device_like(x) -> bool:
     return isinstance(x, (device, str)) or (isinstance(x, int) and not isinstance(x, bool))
 
 
-def check_device(spec, fn: str = "device") -> None:
-    """Accept any CPU device (None: the default device, normally the CPU); raise as a PyTorch
-    build without the backend would.  `fn` names the function in the wrong-type message."""
+def check_device(spec, fn: str = "device", allow_meta: bool = False) -> None:
+    """Accept any CPU device (None: the default device, normally the CPU), and the meta device
+    when the caller makes meta tensors for it (allow_meta); raise as a PyTorch build without the
+    backend would.  `fn` names the function in the wrong-type message."""
     if spec is None:
-        if _default is None or _default._type == "cpu":
+        if _default is None or _default._type == "cpu" or (allow_meta and _default._type == "meta"):
             return
         spec = _default
     elif not is_device_like(spec):
         raise TypeError(f"{fn}(): argument 'device' must be torch.device, not {_type_name(spec)}")
     d = as_device(spec)
-    if d._type == "cpu":
+    if d._type == "cpu" or (allow_meta and d._type == "meta"):
         return
     if d._type == "cuda":
         raise AssertionError(_NO_CUDA)

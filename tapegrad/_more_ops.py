@@ -267,21 +267,45 @@ def _diagonal_positions(rows: int, cols: int, offset: int) -> np.ndarray:
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The offset-th diagonal of the (dim1, dim2) matrices of input, as its last dim.
 
-    A view of input, as PyTorch's, when the matrices are contiguous once (dim1, dim2) are moved
-    last (the diagonal is then a strided slice of the flattened matrices, so writes through it
-    reach input); otherwise a copy made by index_select (tapegrad has no as_strided)."""
+    A view of input, as PyTorch's (writes through either reach the other): the diagonal of any
+    layout is a strided view of input's storage (tapegrad.as_strided's, with the indices of the
+    elements it covers known here, so its gradient is AsStridedBackward0's); a copy made by
+    index_select only for a tensor whose memory numpy reinterprets."""
     _check_tensor(input, "diagonal")
     d1, d2 = _distinct_dims(dim1, dim2, input.ndim)
     from . import movedim
+    from ._strided import storage_of, strided_view
     rows, cols = input.shape[d1], input.shape[d2]
-    positions = _diagonal_positions(rows, cols, int(offset))
-    if len(positions) and d2 == d1 + 1 and input.is_contiguous():
-        # (rows, cols) flattened in place into one dim: the diagonal is a strided slice of it
-        shape = input.shape
-        flat = input.reshape(*shape[:d1], rows * cols, *shape[d2 + 1:])
-        picked = flat[(slice(None),) * d1 + (slice(int(positions[0]), int(positions[-1]) + 1,
-                                                   cols + 1),)]
-        return movedim(picked, d1, -1)
+    offset = int(offset)
+    positions = _diagonal_positions(rows, cols, offset)
+    arr = input._array
+    found = storage_of(arr)
+    if found is not None:
+        storage, own = found
+        itemsize = arr.itemsize
+        steps = [s // itemsize for s in arr.strides]
+        others = [d for d in range(arr.ndim) if d not in (d1, d2)]
+        n = len(positions)
+        size = tuple(arr.shape[d] for d in others) + (n,)
+        first_row, first_col = max(-offset, 0), max(offset, 0)
+        start = own + first_row * steps[d1] + first_col * steps[d2] if n else 0
+        out = np.ndarray(size, arr.dtype, buffer=storage,
+                         offset=start * itemsize if min(size, default=1) else 0,
+                         strides=tuple(arr.strides[d] for d in others)
+                         + ((steps[d1] + steps[d2]) * itemsize,))
+        if not storage.flags.writeable:
+            out.flags.writeable = False
+        # the element of input each diagonal element is: (batch indices..., row, col)
+        key = [None] * arr.ndim
+        lead = (1,) * len(others)
+        for j, d in enumerate(others):
+            shape = [1] * len(size)
+            shape[j] = arr.shape[d]
+            key[d] = np.broadcast_to(np.arange(arr.shape[d], dtype=np.int64).reshape(shape), size)
+        diag = np.arange(n, dtype=np.int64).reshape(lead + (n,))
+        key[d1] = np.broadcast_to(diag + first_row, size)
+        key[d2] = np.broadcast_to(diag + first_col, size)
+        return strided_view(input, out, tuple(key))
     moved = movedim(input, (d1, d2), (-2, -1))
     return moved.reshape(*moved.shape[:-2], rows * cols).index_select(
         -1, _index_tensor(positions))

@@ -22,6 +22,9 @@ class finfo:
     __hash__ = None    # as in PyTorch: comparable, not hashable
 
     def __init__(self, type=None):  # noqa: A002  (PyTorch's parameter name)
+        if type is _core.bfloat16:
+            self._bfloat16()
+            return
         np_dtype = np.dtype(np.float32) if type is None else _check_dtype(type, "finfo")
         if np_dtype.kind != "f":
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo "
@@ -35,6 +38,16 @@ class finfo:
         self.smallest_normal = self.tiny
         self.resolution = 10.0 ** -int(info.precision)   # PyTorch's: exactly 1e-06, not float32's
         self.dtype = np_dtype.name
+
+    def _bfloat16(self) -> None:
+        # float32's exponent range with 8 significand bits (numpy has no bfloat16 to ask)
+        self.bits = 16
+        self.eps = 2.0 ** -7
+        self.max = (2 - 2.0 ** -7) * 2.0 ** 127
+        self.min = -self.max
+        self.tiny = self.smallest_normal = 2.0 ** -126
+        self.resolution = 0.01
+        self.dtype = "bfloat16"
 
     def __eq__(self, other):
         return isinstance(other, finfo) and other.dtype == self.dtype

@@ -143,6 +143,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
                 f"expected a rectangular nested sequence of numbers: {e}")) from None
         if arr.dtype.kind in "US":
             raise _string_data_error(data)
+        _refuse_complex(arr)
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
@@ -153,7 +154,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     target = _np_dtype(dtype)
     if target is not None:
         arr = arr.astype(target, copy=False)
-    elif arr.dtype.num not in (np.dtype(d).num for d in (np.float16, np.float32, np.float64, np.uint8,
+    elif _refuse_complex(arr) or arr.dtype.num not in (np.dtype(d).num for d in (np.float16, np.float32, np.float64, np.uint8,
                                                            np.int8, np.int16, np.int32, np.int64,
                                                            np.bool_)):
         raise TypeError(f"can't convert np.ndarray of type {arr.dtype}; supported: float16, "
@@ -181,8 +182,16 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     _check_byte_order(array)
+    _refuse_complex(array)
     _core.np_dtype_of(array.dtype)
     return _make(array, False)
+
+
+def _refuse_complex(arr: np.ndarray) -> bool:
+    """Raise the no-complex TypeError for complex data (torch would make complex64/128)."""
+    if arr.dtype.kind == "c":
+        raise TypeError(_core.NO_COMPLEX)
+    return False
 
 
 def _filled(size, value, dtype, requires_grad) -> Tensor:

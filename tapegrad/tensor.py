@@ -393,6 +393,11 @@ class Tensor(_core.TensorBase):
         """Tensor.to(device), to(dtype), to(device, dtype), to(other), with non_blocking= and
         copy=: self when nothing changes (unless copy=True), else a converted copy."""
         device, dtype, _, copy = parse_to(args, kwargs)
+        if args and isinstance(args[0], _core.TensorBase):
+            device = args[0].device
+        if device is not None and getattr(device, "type", device) in ("meta", "meta:0"):
+            from ._meta import to_meta
+            return to_meta(self, None if dtype is None else as_dtype(dtype))
         check_device(device, "to")
         if device is not None and not isinstance(device, int) and as_device(device).index \
                 is not None:
@@ -411,6 +416,11 @@ class Tensor(_core.TensorBase):
             raise RuntimeError("Cannot initialize CUDA without ATen_cuda library. tapegrad runs "
                                "on the CPU only.")
         return _core_type(self, dtype, non_blocking, **kwargs)
+
+    def bfloat16(self, memory_format=None):
+        """Raises TypeError: tapegrad has no bfloat16 tensors (``torch.bfloat16`` names the dtype
+        for checks only; see docs/differences.md)."""
+        return self.to(_core.bfloat16)
 
     def cpu(self, *, memory_format=None):
         """Return self: tapegrad tensors always live on the CPU."""

@@ -9,18 +9,49 @@
 # ---------------------------------------------------------------------------------------------
 
 
+_NO_BFLOAT16 = ("tapegrad has no bfloat16 tensors: numpy, which holds tapegrad's values, has no "
+                "bfloat16 type, and computing in another precision would give other results "
+                "than PyTorch; torch.bfloat16 exists for dtype checks (torch.finfo, "
+                "is_floating_point, comparisons). Use torch.float32 (or float16)")
+
+
+class NoNumpyDtype:
+    """The np_dtype of a dtype numpy lacks (bfloat16): numpy asks an object passed as a dtype
+    for its `.dtype`, so any attempt to make or convert an array of it, and any look at its
+    numpy properties, raises TypeError naming the dtype, never a silent other precision."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message):
+        object.__setattr__(self, "message", message)
+
+    def __getattr__(self, name):
+        raise TypeError(object.__getattribute__(self, "message"))
+
+    def __repr__(self):
+        return "NoNumpyDtype(bfloat16)"
+
+
 cdef class dtype:
     """A tensor element type; prints as PyTorch prints it (`torch.float32`) so scripts match."""
 
-    def __init__(self, str name, object np_dtype, int category):
+    def __init__(self, str name, object np_dtype, int category, int itemsize=0):
         self.name = name
-        self.np_dtype = np.dtype(np_dtype)
         self.category = category
-        self.itemsize = self.np_dtype.itemsize
+        if isinstance(np_dtype, NoNumpyDtype):
+            self.np_dtype = np_dtype          # a dtype with no numpy twin (its itemsize given)
+            self.itemsize = itemsize
+        else:
+            self.np_dtype = np.dtype(np_dtype)
+            self.itemsize = self.np_dtype.itemsize
 
     @property
     def is_floating_point(self):
         return self.category == CAT_FLOAT
+
+    @property
+    def is_complex(self):
+        return self.category == CAT_COMPLEX_NAME
 
     @property
     def is_signed(self):
@@ -43,9 +74,25 @@ int32 = dtype("int32", np.int32, CAT_INT)
 int64 = dtype("int64", np.int64, CAT_INT)
 bool_ = dtype("bool", np.bool_, CAT_BOOL)
 
+# PyTorch's bfloat16 as a name and its properties only: no tensor can have it (NoNumpyDtype).
+bfloat16 = dtype("bfloat16", NoNumpyDtype(_NO_BFLOAT16), CAT_FLOAT, 2)
+
+# Complex dtypes, names only for now: numpy has them, but tapegrad's kernels, promotion and
+# gradients are real-valued, so a complex tensor is refused rather than half-supported (numpy
+# would, e.g., order complex numbers where PyTorch refuses).  A category of their own: neither
+# is_floating_point nor accepted by set_default_dtype.
+NO_COMPLEX = ("tapegrad has no complex tensors yet (its kernels, type promotion and gradients "
+              "are real-valued); torch.complex64/complex128 exist for dtype checks only")
+cdef int CAT_COMPLEX_NAME = 3
+complex64 = dtype("complex64", NoNumpyDtype(NO_COMPLEX), CAT_COMPLEX_NAME, 8)
+complex128 = dtype("complex128", NoNumpyDtype(NO_COMPLEX), CAT_COMPLEX_NAME, 16)
+complex32 = dtype("complex32", NoNumpyDtype(NO_COMPLEX), CAT_COMPLEX_NAME, 4)
+
 cdef dict DTYPE_OF_NUM = {d.np_dtype.num: d for d in
                           (float16, float32, float64, uint8, int8, int16, int32, int64, bool_)}
 cdef dict DTYPE_OF_NAME = {d.name: d for d in DTYPE_OF_NUM.values()}
+for _name_only in (bfloat16, complex64, complex128, complex32):
+    DTYPE_OF_NAME[_name_only.name] = _name_only
 NP_FLOAT32 = np.dtype(np.float32)
 NP_INT64 = np.dtype(np.int64)
 NP_BOOL = np.dtype(np.bool_)
@@ -65,6 +112,8 @@ def set_default_dtype(d):
                         f"{type(d).__name__}")
     if (<dtype>d).category != CAT_FLOAT:
         raise TypeError("only floating-point types are supported as the default type")
+    if isinstance((<dtype>d).np_dtype, NoNumpyDtype):
+        raise TypeError(_NO_BFLOAT16)
     DEFAULT_FLOAT = (<dtype>d).np_dtype
     PROMOTION_CACHE.clear()                             # cached promotions used the old default
     return None

@@ -639,3 +639,21 @@ TORCH_FUNCTIONS.update(select=select, narrow=narrow, gather=gather, index_select
 
 
 INDEX_OP = index_op                 # TensorBase.__getitem__ (the core's slot, ops_registry.pxi)
+
+
+def _as_strided_view(TensorBase x, object out, tuple key):
+    """The tensor for `out`, a numpy view of x's storage made of x's elements at `key` (one
+    int64 index array per dim of x, each of out's shape; of a 0-d x: one array indexing x seen
+    as shape (1,)): a view of x (writes through either reach the other) recorded as PyTorch's
+    AsStridedBackward0, whose gradient scatters into x's shape, elements the view repeats
+    (overlapping strides) accumulating.  tapegrad.as_strided (tapegrad/_strided.py) checks the
+    geometry and builds `out` and `key`."""
+    A = x._array
+    cdef TensorBase res = wrap_result(out, x)
+    cdef Record* r = record_from(OP_AS_STRIDED, res, (x,))
+    if r != NULL:
+        if A.ndim == 0:
+            keep(&r.aux, ((), A.dtype, (None,), (1,), key))
+        else:
+            keep(&r.aux, (A.shape, A.dtype, None, A.shape, key))
+    return res

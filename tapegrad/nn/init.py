@@ -10,6 +10,8 @@ from ..random import _numpy_rng
 
 
 def _fill(tensor, values):
+    if tensor.is_meta:
+        return tensor       # a meta tensor has no values to set
     tensor._array[...] = values
     return tensor
 
@@ -66,6 +68,8 @@ def _fill_drawn(tensor, draw):
     """Fill `tensor` with draw(n) samples a chunk at a time.  numpy's generators yield the same
     stream drawn chunk by chunk or all at once, so the values do not depend on the chunking."""
     arr = tensor._array
+    if tensor.is_meta:
+        return tensor       # nothing to fill, and no draws: PyTorch's meta init leaves the RNG be
     if not arr.flags.c_contiguous:
         return _fill(tensor, draw(arr.shape))
     flat = arr.reshape(-1)                              # a view: writes land in the tensor

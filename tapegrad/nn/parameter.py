@@ -17,6 +17,9 @@ class Parameter(Tensor):
             data = empty(0)
         if not isinstance(data, _core.TensorBase):
             raise TypeError(f"Parameter data must be a Tensor, got {type(data).__name__}")
+        if data.is_meta and not cls.is_meta:
+            from .._meta import meta_parameter_class
+            cls = meta_parameter_class()
         p = _core.TensorBase.__new__(cls)
         p._array = data._array
         # A Parameter of an inference tensor is one too (it shares that storage), so making it

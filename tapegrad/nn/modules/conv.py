@@ -27,7 +27,7 @@ class _ConvNd(Module):
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
                  dtype=None, output_padding=0) -> None:
         super().__init__()
-        check_device(device)
+        check_device(device, allow_meta=True)
         nd = self._nd
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -58,9 +58,9 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
             shape = (out_channels, in_channels // groups) + self.kernel_size
-        self.weight = Parameter(creation.empty(*shape, dtype=dtype))
+        self.weight = Parameter(creation.empty(*shape, dtype=dtype, device=device))
         if bias:
-            self.bias = Parameter(creation.empty(out_channels, dtype=dtype))
+            self.bias = Parameter(creation.empty(out_channels, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

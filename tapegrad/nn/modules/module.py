@@ -5,6 +5,8 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
+import warnings
+
 import numpy as np
 
 from ... import _core
@@ -490,13 +492,17 @@ class Module:
         if is_device_like(device) and not isinstance(device, int):
             as_device(device)
         if next(self._tensors(), None) is not None:
-            check_device(device, fn)
+            check_device(device, fn, allow_meta=True)
 
     def to(self, *args, **kwargs) -> "Module":
         """Module.to(device), to(dtype), to(device, dtype), to(tensor): floating parameters and
         buffers converted in place to the dtype; the CPU is the only device."""
         device, dtype, _, _ = parse_to(args, kwargs)
         self._check_move(device, "to")
+        if device is not None and as_device(device).type == "meta":
+            from ..._meta import become_meta
+            for t in self._tensors():
+                become_meta(t)
         if dtype is None:
             return self
         dt = as_dtype(dtype)
@@ -525,6 +531,21 @@ class Module:
     def half(self) -> "Module":
         """Cast every floating-point parameter and buffer to float16, in place; returns the module."""
         return self._cast(np.float16)
+
+    def to_empty(self, *, device, recurse: bool = True) -> "Module":
+        """Give every parameter and buffer uninitialised storage on ``device`` (in place: each
+        keeps its identity); the way to materialise a module built on the meta device."""
+        from ..._meta import become_empty, become_meta, is_meta_device
+        check_device(device, "to_empty", allow_meta=True)
+        tensors = self._tensors() if recurse else (
+            t for store in (self._parameters, self._buffers) for t in store.values()
+            if t is not None)
+        for t in tensors:
+            if is_meta_device(device):
+                become_meta(t)
+            else:
+                become_empty(t)
+        return self
 
     def cpu(self) -> "Module":
         """Return the module: its tensors are always on the CPU."""
@@ -581,8 +602,10 @@ class Module:
         strict : bool, default True
             Missing or unexpected keys raise ``RuntimeError``; with ``False`` they are only reported.
         assign : bool, default False
-            Accepted for compatibility; values are always copied into the existing tensors (their
-            dtype is kept).
+            False: values are copied into the existing tensors (their dtype is kept; into a meta
+            tensor, a no-op with PyTorch's warning).  True: the checkpoint's tensors become the
+            module's (parameters wrapped as ``Parameter`` keeping ``requires_grad``), the way to
+            fill a module built on the meta device.
 
         Returns
         -------
@@ -624,8 +647,19 @@ class Module:
                               f"torch.Size({list(src_arr.shape)}) from checkpoint, the shape in "
                               f"current model is torch.Size({list(target._array.shape)}).")
                 continue
-            with no_grad():
-                target._array[...] = src_arr.astype(target._array.dtype, copy=False)
+            if assign:
+                self._assign_loaded(key, target, src)
+            elif target.is_meta:
+                if not getattr(src, "is_meta", False):
+                    warnings.warn(f"for {key.rsplit('.', 1)[-1]}: copying from a non-meta "
+                                  f"parameter in the checkpoint to a meta parameter in the "
+                                  f"current model, which is a no-op. (Did you mean to pass "
+                                  f"`assign=True` to assign items in the state dictionary to "
+                                  f"their corresponding key in the module instead of copying "
+                                  f"them in place?)", UserWarning, stacklevel=2)
+            else:
+                with no_grad():
+                    target._array[...] = src_arr.astype(target._array.dtype, copy=False)
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: "
@@ -637,6 +671,22 @@ class Module:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                                + "\n\t".join(errors))
         return _IncompatibleKeys(missing, unexpected)
+
+    def _assign_loaded(self, key: str, target, src) -> None:
+        """load_state_dict(assign=True): the checkpoint's tensor itself becomes the parameter
+        or buffer `key` (its storage and dtype; a parameter keeps the old requires_grad)."""
+        prefix, _, name = key.rpartition(".")
+        owner = self.get_submodule(prefix) if prefix else self
+        if not isinstance(src, _core.TensorBase):
+            src = _core.wrap_array(src)
+        if name in owner._parameters:
+            if isinstance(src, Parameter):
+                src.requires_grad_(target.requires_grad)
+            else:
+                src = Parameter(src, requires_grad=target.requires_grad)
+            owner._parameters[name] = src
+        else:
+            owner._buffers[name] = src
 
     def _upgrade_state_dict(self, state_dict, prefix: str, version) -> None:
         """Brings entries written under an older `version` of this module's layout (None: the

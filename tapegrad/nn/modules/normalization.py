@@ -56,7 +56,7 @@ class _BatchNorm(Module):
                  affine: bool = True, track_running_stats: bool = True, device=None,
                  dtype=None) -> None:
         super().__init__()
-        check_device(device)
+        check_device(device, allow_meta=True)
         self.num_features = num_features
         self.eps = eps
         self.momentum = momentum
@@ -146,7 +146,7 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
                  affine: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
         super().__init__()
-        check_device(device)
+        check_device(device, allow_meta=True)
         if num_channels % num_groups != 0:
             raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
                              f"({num_groups})")
@@ -176,7 +176,7 @@ class _InstanceNorm(Module):
                  affine: bool = False, track_running_stats: bool = False, device=None,
                  dtype=None, *, bias: bool = True) -> None:
         super().__init__()
-        check_device(device)
+        check_device(device, allow_meta=True)
         self.num_features = num_features
         self.eps = eps
         self.momentum = momentum

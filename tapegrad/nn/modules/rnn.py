@@ -230,7 +230,7 @@ class RNNBase(Module):
                  bidirectional: bool = False, proj_size: int = 0, device=None,
                  dtype=None) -> None:
         super().__init__()
-        check_device(device)
+        check_device(device, allow_meta=True)
         if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
                 or not 0 <= dropout <= 1):
             raise ValueError("dropout should be a number in range [0, 1] representing the "
@@ -280,7 +280,7 @@ class RNNBase(Module):
                 names = []
                 for kind, shape in shapes:
                     name = f"{kind}_l{layer}{suffix}"
-                    setattr(self, name, Parameter(creation.empty(*shape, dtype=dtype)))
+                    setattr(self, name, Parameter(creation.empty(*shape, dtype=dtype, device=device)))
                     names.append(name)
                 self._flat_weights_names.extend(names)
                 self._all_weights.append(names)
@@ -499,17 +499,17 @@ class RNNCellBase(Module):
     def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
                  device=None, dtype=None) -> None:
         super().__init__()
-        check_device(device)
+        check_device(device, allow_meta=True)
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
         self.weight_ih = Parameter(creation.empty(num_chunks * hidden_size, input_size,
-                                                  dtype=dtype))
+                                                  dtype=dtype, device=device))
         self.weight_hh = Parameter(creation.empty(num_chunks * hidden_size, hidden_size,
-                                                  dtype=dtype))
+                                                  dtype=dtype, device=device))
         if bias:
-            self.bias_ih = Parameter(creation.empty(num_chunks * hidden_size, dtype=dtype))
-            self.bias_hh = Parameter(creation.empty(num_chunks * hidden_size, dtype=dtype))
+            self.bias_ih = Parameter(creation.empty(num_chunks * hidden_size, dtype=dtype, device=device))
+            self.bias_hh = Parameter(creation.empty(num_chunks * hidden_size, dtype=dtype, device=device))
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)

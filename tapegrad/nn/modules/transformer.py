@@ -35,7 +35,7 @@ class MultiheadAttention(Module):
                  add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
                  dtype=None) -> None:
         super().__init__()
-        check_device(device)
+        check_device(device, allow_meta=True)
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
                              f"embed_dim={embed_dim} and num_heads={num_heads} instead")
@@ -49,7 +49,7 @@ class MultiheadAttention(Module):
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        empty = lambda *shape: Parameter(creation.empty(*shape, dtype=dtype))  # noqa: E731
+        empty = lambda *shape: Parameter(creation.empty(*shape, dtype=dtype, device=device))  # noqa: E731
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = empty(embed_dim, embed_dim)
             self.k_proj_weight = empty(embed_dim, self.kdim)
@@ -159,7 +159,7 @@ class TransformerEncoderLayer(Module):
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None) -> None:
         super().__init__()
-        check_device(device)
+        check_device(device, allow_meta=True)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, dtype=dtype)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
@@ -291,7 +291,7 @@ class TransformerDecoderLayer(Module):
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None) -> None:
         super().__init__()
-        check_device(device)
+        check_device(device, allow_meta=True)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, dtype=dtype)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
@@ -371,7 +371,7 @@ class Transformer(Module):
                  custom_decoder=None, layer_norm_eps=1e-5, batch_first=False, norm_first=False,
                  bias=True, device=None, dtype=None) -> None:
         super().__init__()
-        check_device(device)
+        check_device(device, allow_meta=True)
         layer_args = dict(dim_feedforward=dim_feedforward, dropout=dropout,
                           activation=activation, layer_norm_eps=layer_norm_eps,
                           batch_first=batch_first, norm_first=norm_first, bias=bias, dtype=dtype)
@@ -414,6 +414,6 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
         """(sz, sz) float mask: -inf above the diagonal (future positions), 0 elsewhere."""
-        check_device(device)
+        check_device(device, allow_meta=True)
         np_dtype = np.float32 if dtype is None else dtype.np_dtype
         return creation.from_numpy(_square_causal_array(sz, np_dtype))

@@ -1,0 +1,832 @@
+"""The meta device: tensors with a shape, a dtype and autograd metadata but no data.
+
+PyTorch scripts use `device='meta'` to build a model without allocating its weights (then
+`load_state_dict(..., assign=True)` or `Module.to_empty`), and to learn the shapes a network
+produces without computing them.  A meta tensor here is a `MetaTensor`: its `_array` is a
+read-only zero-stride view of one zero (no memory whatever the shape), so every query of shape,
+dtype, size and stride works unchanged; everything that computes goes through `dispatch`, which
+never looks at values:
+
+- shape rules for the ops whose cost grows with the size (elementwise ops: the result shape by
+  broadcasting, the dtype and the grad_fn by running the op on one-element stand-ins; the
+  convolutions);
+- any other op runs on zero-stride stand-ins of the true shapes (exact: tapegrad's ops decide
+  the result's shape from the input shapes), refused above STAND_IN_LIMIT elements;
+- ops whose result shape or value depends on the data (nonzero, item, equal, ...) raise, as
+  PyTorch's meta kernels do.
+
+Module-level functions (`torch.cat`, `F.conv2d`, ...) reach `dispatch` through wrappers that
+`install_dispatchers` puts in place the first time a meta tensor is made, so programs that
+never use the meta device do not pay a check on every call.  Backward through meta tensors is
+not supported (PyTorch computes meta gradients): it raises NotImplementedError.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+
+import numpy as np
+
+from . import _core, _device
+from ._format import _add_suffixes
+from .tensor import Tensor
+
+# A stand-in run on inputs bigger than this many elements is refused (it would allocate and
+# compute the result for real); ops that need more have a shape rule.
+STAND_IN_LIMIT = 1 << 24
+
+_NO_DATA = "Cannot copy out of meta tensor; no data!"
+
+_ZEROS: dict = {}
+
+
+def stand_in_array(shape, np_dtype) -> np.ndarray:
+    """A read-only array of `shape` whose every element is the same zero: no memory per element."""
+    np_dtype = np.dtype(np_dtype)
+    zero = _ZEROS.get(np_dtype)
+    if zero is None:
+        zero = _ZEROS[np_dtype] = np.zeros((), np_dtype)
+    return np.broadcast_to(zero, tuple(shape))
+
+
+def is_meta_device(spec) -> bool:
+    """Whether a `device=` argument (a device, a string such as 'meta' or 'meta:0') names meta."""
+    if isinstance(spec, _device.device):
+        return spec.type == "meta"
+    return isinstance(spec, str) and spec.partition(":")[0] == "meta"
+
+
+def default_is_meta() -> bool:
+    """Whether the default device (set_default_device, `with torch.device('meta'):`) is meta."""
+    d = _device._default
+    return d is not None and d.type == "meta"
+
+
+# -- grad_fn of meta results -------------------------------------------------------------------
+class MetaNode:
+    """The grad_fn of a meta tensor: names the backward op PyTorch would record (the repr shows
+    it); it holds no saved values and cannot run."""
+
+    __slots__ = ("next_functions",)
+
+    def __init__(self, next_functions=()):
+        self.next_functions = next_functions
+
+    def name(self) -> str:
+        """The backward op's name, e.g. ``ConvolutionBackward0``."""
+        return type(self).__name__
+
+    def __call__(self, *grads):
+        raise NotImplementedError("tapegrad does not run backward through meta tensors")
+
+
+@functools.lru_cache(maxsize=None)
+def _node_class(name: str) -> type:
+    return type(name, (MetaNode,), {"__slots__": (), "__module__": "tapegrad.autograd"})
+
+
+# -- the tensor ----------------------------------------------------------------------------------
+class MetaTensor(Tensor):
+    """A tensor on the meta device: shape, dtype and requires_grad, no values."""
+
+    __module__ = "tapegrad"
+    is_meta = True
+    is_cpu = False
+
+    @property
+    def device(self):
+        """``device(type='meta')``."""
+        return _META
+
+    @property
+    def grad_fn(self):
+        """The backward node PyTorch would record for the op that made this tensor, or None."""
+        return self.__dict__.get("_meta_grad_fn")
+
+    @property
+    def is_leaf(self) -> bool:
+        """True unless an op on a tensor requiring grad made this tensor."""
+        return self.__dict__.get("_meta_grad_fn") is None
+
+    def __repr__(self) -> str:
+        return meta_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        return format(repr(self), spec)
+
+    def get_device(self) -> int:
+        """-1, as PyTorch reports for a meta tensor."""
+        return -1
+
+    def stride(self, dim=None):
+        """The strides of a contiguous tensor of this shape (the stand-in's zero strides are an
+        implementation detail)."""
+        strides, step = [], 1
+        for n in reversed(self._array.shape):
+            strides.append(step)
+            step *= max(n, 1)
+        strides = tuple(reversed(strides))
+        return strides if dim is None else strides[dim]
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        """True: a meta tensor is laid out as a contiguous one."""
+        return True
+
+    def item(self):
+        """Raises: a meta tensor has no value."""
+        if self._array.size != 1:
+            raise RuntimeError(f"a Tensor with {self._array.size} elements cannot be converted "
+                               f"to Scalar")
+        raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+
+    def tolist(self):
+        """Raises: a meta tensor has no values."""
+        raise NotImplementedError(_NO_DATA)
+
+    def numpy(self, *, force: bool = False):
+        """Raises PyTorch's TypeError: a meta tensor has no values to give numpy."""
+        raise TypeError("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy "
+                        "the tensor to host memory first.")
+
+    def __array__(self, dtype=None, copy=None):
+        self.numpy()
+
+    def __float__(self):
+        return self.item()
+
+    __int__ = __index__ = __bool__ = __complex__ = __float__
+
+    def cpu(self, *, memory_format=None):
+        """Raises: there is no data to copy out."""
+        raise NotImplementedError(_NO_DATA)
+
+    def to(self, *args, **kwargs):
+        """to(meta or no device, dtype): a meta tensor of the new dtype; any other device raises
+        PyTorch's "Cannot copy out of meta tensor"."""
+        from .tensor import as_dtype, parse_to
+        device, dtype, _, copy = parse_to(args, kwargs)
+        if args and isinstance(args[0], _core.TensorBase):
+            device = args[0].device
+        if device is not None and not is_meta_device(device):
+            _device.check_device(device, "to")
+            raise NotImplementedError(_NO_DATA)
+        if dtype is None or as_dtype(dtype) == self.dtype:
+            return meta_like(self) if copy else self
+        return dispatch(Tensor.to, "to", (self, as_dtype(dtype)), {})
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Raises NotImplementedError: tapegrad does not compute gradients of meta tensors."""
+        if not self.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a "
+                               "grad_fn")
+        raise NotImplementedError("tapegrad does not run backward through meta tensors")
+
+    def __reduce_ex__(self, protocol):
+        return (make_meta, (tuple(self._array.shape), self._array.dtype.str, self.requires_grad,
+                            None, _pickle_kind(self)))
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.  If you were attempting to "
+                               "deepcopy a module, this may be because of a torch.nn.utils."
+                               "weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+        new = meta_like(self, requires_grad=self.requires_grad)
+        memo[id(self)] = new
+        return new
+
+
+_META = _device.device("meta")
+
+# type(t) prints as PyTorch's does for a tensor on any device (the class is never pickled by
+# reference: __reduce_ex__ rebuilds through make_meta).
+MetaTensor.__name__ = MetaTensor.__qualname__ = "Tensor"
+
+
+def _pickle_kind(t) -> str:
+    from .nn.parameter import Parameter
+    return "parameter" if isinstance(t, Parameter) else "tensor"
+
+
+def meta_repr(t) -> str:
+    """PyTorch's repr of a meta tensor: `tensor(..., device='meta', size=(2, 3))` and suffixes."""
+    suffixes = ["device='meta'", "size=" + str(tuple(t._array.shape))]
+    if t.dtype != _core.get_default_dtype():
+        suffixes.append("dtype=" + repr(t.dtype))
+    grad_fn = t.grad_fn
+    if grad_fn is not None:
+        suffixes.append(f"grad_fn=<{type(grad_fn).__name__}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
+    return _add_suffixes("tensor(...", suffixes, len("tensor("))
+
+
+# -- making meta tensors ---------------------------------------------------------------------------
+def make_meta(shape, np_dtype, requires_grad: bool = False, grad_fn_name=None,
+              kind: str = "tensor") -> MetaTensor:
+    """A meta tensor of `shape` and `np_dtype` (kind 'parameter': an nn.Parameter)."""
+    cls = MetaTensor
+    if kind == "parameter":
+        cls = meta_parameter_class()
+    t = _core.TensorBase.__new__(cls)
+    t._array = stand_in_array(shape, np_dtype)
+    if grad_fn_name is not None:
+        t.__dict__["_meta_grad_fn"] = _node_class(grad_fn_name)()
+    if requires_grad:
+        t.requires_grad = True
+    install_dispatchers()
+    return t
+
+
+def meta_like(t, np_dtype=None, requires_grad: bool = False) -> MetaTensor:
+    """A leaf meta tensor with t's shape (and dtype unless given)."""
+    return make_meta(t._array.shape, t._array.dtype if np_dtype is None else np_dtype,
+                     requires_grad)
+
+
+def to_meta(t, dtype=None) -> MetaTensor:
+    """t.to('meta'): a meta tensor with t's shape, its dtype (or `dtype`) and requires_grad; a
+    recorded conversion when t requires grad, as PyTorch's ToCopyBackward0."""
+    np_dtype = t._array.dtype if dtype is None else dtype.np_dtype
+    grad = t.requires_grad and _core.is_grad_enabled() and np.dtype(np_dtype).kind in "fc"
+    return make_meta(t._array.shape, np_dtype, grad, "ToCopyBackward0" if grad else None)
+
+
+def become_meta(t) -> None:
+    """Turn tensor t (a parameter or buffer of a module moved with Module.to('meta')) into a
+    meta tensor in place: it keeps its identity, so optimizers and containers still hold it."""
+    if not t.is_meta:
+        t.__class__ = meta_parameter_class() if _pickle_kind(t) == "parameter" else MetaTensor
+        t._array = stand_in_array(t._array.shape, t._array.dtype)
+    install_dispatchers()
+
+
+def become_empty(t) -> None:
+    """Module.to_empty(device='cpu'): give tensor t uninitialised CPU storage in place."""
+    if t.is_meta:
+        from .nn.parameter import Parameter
+        t.__class__ = Parameter if isinstance(t, Parameter) else Tensor
+    t._array = np.empty(t._array.shape, t._array.dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def meta_parameter_class() -> type:
+    """nn.Parameter on the meta device: a Parameter whose tensor behaviour is MetaTensor's."""
+    from .nn.parameter import Parameter
+    return type("Parameter", (Parameter, MetaTensor), {"__module__": "tapegrad.nn.parameter",
+                                                       "__qualname__": "Parameter"})
+
+
+# -- dispatch -------------------------------------------------------------------------------------
+# Ops whose result's shape or value depends on the data: PyTorch's meta kernels refuse them.
+_DATA_DEPENDENT = frozenset((
+    "nonzero", "argwhere", "unique", "unique_consecutive", "masked_select", "bincount",
+    "histc", "histogram", "equal", "allclose", "tolist", "item", "nonzero_static", "where_1",
+    "is_nonzero", "count_nonzero_", "repeat_interleave", "combinations", "searchsorted_"))
+
+# Queries whose Python result depends only on shapes and dtypes.
+_METADATA_RESULTS = frozenset((
+    "numel", "nelement", "dim", "ndimension", "size", "stride", "element_size", "is_tensor",
+    "is_floating_point", "is_complex", "is_signed", "is_contiguous", "is_inference",
+    "is_same_size", "get_device", "is_storage", "type", "result_type", "can_cast",
+    "promote_types", "broadcast_shapes", "is_conj", "is_neg", "data_ptr", "storage_offset"))
+
+# Ops applied element by element (with broadcasting): result shape by broadcasting, dtype and
+# grad_fn from the same op on one-element stand-ins.
+_ELEMENTWISE = frozenset("""
+__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __floordiv__
+__rfloordiv__ __mod__ __rmod__ __pow__ __rpow__ __neg__ __pos__ __abs__ __invert__ __and__
+__rand__ __or__ __ror__ __xor__ __rxor__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__
+__lshift__ __rshift__
+add sub subtract mul multiply div divide true_divide floor_divide remainder fmod pow
+float_power atan2 arctan2 maximum minimum fmax fmin eq ne lt le gt ge greater less
+greater_equal less_equal not_equal logical_and logical_or logical_xor logical_not
+bitwise_and bitwise_or bitwise_xor bitwise_not hypot copysign xlogy lerp addcmul addcdiv
+clamp clip clamp_min clamp_max where
+relu relu6 leaky_relu elu selu celu gelu silu mish softplus softsign hardtanh hardswish
+hardsigmoid sigmoid logsigmoid tanh tanhshrink softshrink hardshrink threshold
+exp exp2 expm1 log log2 log10 log1p sqrt rsqrt square abs absolute neg negative sign sgn
+sin cos tan asin acos atan sinh cosh asinh acosh atanh arcsin arccos arctan erf erfc erfinv
+floor ceil round trunc frac reciprocal isnan isinf isfinite isneginf isposinf nan_to_num
+sinc logit deg2rad rad2deg signbit positive conj real imag angle heaviside
+dropout alpha_dropout feature_alpha_dropout clone detach contiguous
+float double half bfloat16 long int short char byte bool type_as
+""".split())
+
+
+class _Stand:
+    """The stand-ins of one dispatch: meta tensors in the arguments swapped for plain tensors."""
+
+    def __init__(self, size_of):
+        self.size_of = size_of      # meta tensor -> the shape its stand-in gets
+        self.largest = 0
+
+    def swap(self, x):
+        if isinstance(x, MetaTensor):
+            shape = self.size_of(x)
+            arr = stand_in_array(shape, x._array.dtype)
+            self.largest = max(self.largest, arr.size)
+            s = _core.wrap_array(arr)
+            if x.requires_grad:
+                s.requires_grad = True
+            return s
+        if isinstance(x, (list, tuple)) and any(isinstance(e, MetaTensor) for e in x):
+            return type(x)(self.swap(e) for e in x)
+        return x
+
+
+def _metas(args, kwargs):
+    for x in list(args) + list(kwargs.values()):
+        if isinstance(x, MetaTensor):
+            yield x
+        elif isinstance(x, (list, tuple)):
+            yield from (e for e in x if isinstance(e, MetaTensor))
+
+
+def has_meta(args, kwargs) -> bool:
+    """Whether a meta tensor is among the arguments (or in a list/tuple argument)."""
+    return next(_metas(args, kwargs), None) is not None
+
+
+def _check_same_device(name, args, kwargs) -> None:
+    # PyTorch mixes a meta tensor only with 0-d CPU tensors (they act as scalars); an index is
+    # data the op reads on the host, so a CPU index tensor is fine too.
+    if name in ("__getitem__", "index_select", "gather", "take", "embedding"):
+        return
+    first = None
+    if name.startswith("__r") and len(args) == 2:
+        args = (args[1], args[0])       # a reflected operator: the left operand comes first
+    for x in list(args) + list(kwargs.values()):
+        items = x if isinstance(x, (list, tuple)) else (x,)
+        for e in items:
+            if not isinstance(e, _core.TensorBase) or (not e.is_meta and e._array.ndim == 0):
+                continue
+            if first is None:
+                first = e.device
+            elif e.device != first:
+                raise RuntimeError(f"Tensor on device {e.device} is not on the expected device "
+                                   f"{first}!")
+
+
+def _to_meta_result(out, name):
+    if isinstance(out, MetaTensor):
+        return out
+    if isinstance(out, _core.TensorBase):
+        gf = out.grad_fn
+        return make_meta(out._array.shape, out._array.dtype, out.requires_grad,
+                         None if gf is None else type(gf).__name__)
+    if isinstance(out, (tuple, list)):
+        return _same_sequence(out, [_to_meta_result(o, name) for o in out])
+    if out is None or isinstance(out, (str, _core.dtype, _device.device, tuple)):
+        return out
+    if name in _METADATA_RESULTS and isinstance(out, (bool, int, float)):
+        return out
+    raise NotImplementedError(f"Could not run '{name}' on meta tensors: its result depends on "
+                              f"the tensor's values, which a meta tensor does not have")
+
+
+def _data_dependent(name):
+    return NotImplementedError(f"Could not run '{name}' with arguments from the 'Meta' backend: "
+                               f"its result's shape or value depends on the data, which a meta "
+                               f"tensor does not have")
+
+
+def dispatch(fn, name: str, args: tuple, kwargs: dict):
+    """Run op `fn` (named `name`) on arguments holding meta tensors; meta results."""
+    if name in _DATA_DEPENDENT:
+        raise _data_dependent(name)
+    _check_same_device(name, args, kwargs)
+    bare = name.strip("_")
+    if name.endswith("_") and not name.startswith("__") or name.startswith("__i") and \
+            name not in ("__invert__", "__index__", "__int__", "__iter__"):
+        return _inplace(fn, name, args, kwargs)
+    if name in _ELEMENTWISE or bare in _ELEMENTWISE:
+        return _elementwise(fn, name, args, kwargs)
+    rule = _SHAPE_RULES.get(name)
+    if rule is not None:
+        return rule(args, kwargs)
+    if name == "__getitem__":
+        _check_index(args[1])
+    stand = _Stand(lambda m: m._array.shape)
+    s_args = tuple(stand.swap(a) for a in args)
+    s_kwargs = {k: stand.swap(v) for k, v in kwargs.items()}
+    if stand.largest > STAND_IN_LIMIT:
+        shapes = ", ".join(str(tuple(m.shape)) for m in _metas(args, kwargs))
+        raise NotImplementedError(f"tapegrad: '{name}' on meta tensors of shapes {shapes}: no "
+                                  f"shape rule, and running it on a stand-in of more than "
+                                  f"{STAND_IN_LIMIT} elements would compute it for real")
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        # the stand-ins' zeros are no data: numeric warnings about them (log(0), 0/0) are not
+        # the program's
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _to_meta_result(fn(*s_args, **s_kwargs), name)
+
+
+def _check_index(index) -> None:
+    items = index if isinstance(index, tuple) else (index,)
+    for i in items:
+        if isinstance(i, MetaTensor):
+            # a CPU index has values to read; a meta one does not
+            raise _data_dependent("index with a meta index tensor")
+
+
+def _elementwise(fn, name, args, kwargs):
+    metas = list(_metas(args, kwargs))
+    shapes = [tuple(m._array.shape) for m in metas]
+    shapes += [tuple(x._array.shape) for x in list(args) + list(kwargs.values())
+               if isinstance(x, _core.TensorBase) and not isinstance(x, MetaTensor)]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        # the op's own error (it names the sizes as PyTorch's does): run it on the true shapes
+        # with one stand-in pair that cannot be large, since broadcasting already failed.
+        stand = _Stand(lambda m: m._array.shape)
+        fn(*(stand.swap(a) for a in args), **{k: stand.swap(v) for k, v in kwargs.items()})
+        raise
+    stand = _Stand(lambda m: (1,) * m._array.ndim)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)     # (zeros are no data: see dispatch)
+        out = fn(*(stand.swap(a) for a in args), **{k: stand.swap(v) for k, v in kwargs.items()})
+    if not isinstance(out, _core.TensorBase):
+        return _to_meta_result(out, name)
+    gf = out.grad_fn
+    return make_meta(shape, out._array.dtype, out.requires_grad,
+                     None if gf is None else type(gf).__name__)
+
+
+def _inplace(fn, name, args, kwargs):
+    self = args[0]
+    if not isinstance(self, MetaTensor):
+        raise RuntimeError(f"{name}: cannot write a meta tensor into a tensor on the cpu")
+    shapes = [tuple(x._array.shape) for x in list(args[1:]) + list(kwargs.values())
+              if isinstance(x, _core.TensorBase)]
+    if shapes and name not in ("copy_", "set_", "index_put_", "scatter_", "scatter_add_",
+                               "index_add_", "index_copy_", "index_fill_", "masked_fill_",
+                               "masked_scatter_", "put_", "resize_as_", "__setitem__"):
+        if np.broadcast_shapes(tuple(self._array.shape), *shapes) != tuple(self._array.shape):
+            # the wording of PyTorch's meta kernels (its CPU kernels print both as lists)
+            raise RuntimeError(f"output with shape torch.Size({list(self._array.shape)}) doesn't "
+                               f"match the broadcast shape "
+                               f"{np.broadcast_shapes(self._array.shape, *shapes)}")
+    return None if name == "__setitem__" else self
+
+
+# -- shape rules for ops whose cost grows with the size ------------------------------------------
+def _requires_grad(*tensors) -> bool:
+    return _core.is_grad_enabled() and any(isinstance(t, _core.TensorBase) and t.requires_grad
+                                           for t in tensors)
+
+
+def _conv_rule(nd):
+    def rule(args, kwargs):
+        names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+        bound = dict(zip(names, args))
+        bound.update(kwargs)
+        x, w, b = bound["input"], bound["weight"], bound.get("bias")
+        stride = _tuple(bound.get("stride", 1), nd)
+        dilation = _tuple(bound.get("dilation", 1), nd)
+        groups = bound.get("groups", 1)
+        padding = bound.get("padding", 0)
+        xs, ws = tuple(x.shape), tuple(w.shape)
+        batched = len(xs) == nd + 2
+        if len(xs) not in (nd + 1, nd + 2) or len(ws) != nd + 2:
+            raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                               f"conv{nd}d, but got input of size: {list(xs)}")
+        channels = xs[1] if batched else xs[0]
+        if channels != ws[1] * groups:
+            raise RuntimeError(f"Given groups={groups}, weight of size {list(ws)}, expected "
+                               f"input{list(xs)} to have {ws[1] * groups} channels, but got "
+                               f"{channels} channels instead")
+        spatial = xs[-nd:]
+        if padding == "same":
+            out = spatial
+        else:
+            pad = (0,) * nd if padding == "valid" else _tuple(padding, nd)
+            out = []
+            for L, k, s, p, d in zip(spatial, ws[2:], stride, pad, dilation):
+                n = (L + 2 * p - d * (k - 1) - 1) // s + 1
+                if n <= 0:
+                    raise RuntimeError(f"Calculated output size: ({L + 2 * p - d * (k - 1) - 1}"
+                                       f" // {s} + 1). Output size is too small")
+                out.append(n)
+        shape = ((xs[0],) if batched else ()) + (ws[0],) + tuple(out)
+        grad = _requires_grad(x, w, b)
+        return make_meta(shape, np.result_type(x._array.dtype, w._array.dtype), grad,
+                         "ConvolutionBackward0" if grad else None)
+    return rule
+
+
+def _tuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+def _as_strided_rule(args, kwargs):
+    from ._strided import _int_list
+    x = args[0]
+    size = _int_list(args[1] if len(args) > 1 else kwargs["size"], "size")
+    grad = _requires_grad(x)
+    return make_meta(size, x._array.dtype, grad, "AsStridedBackward0" if grad else None)
+
+
+_SHAPE_RULES = {"conv1d": _conv_rule(1), "conv2d": _conv_rule(2), "conv3d": _conv_rule(3),
+                "as_strided": _as_strided_rule}
+
+
+# -- module-level functions ------------------------------------------------------------------------
+def _dispatching(fn, name):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if has_meta(args, kwargs):
+            return dispatch(fn, name, args, kwargs)
+        return fn(*args, **kwargs)
+    wrapper.__meta_dispatch__ = fn
+    return wrapper
+
+
+_installed = False
+_undo: list = []        # (object, attribute, previous value) of every change install made
+
+
+_INHERITED = object()    # undo marker: the class had no attribute of its own (it inherited one)
+
+
+def _set(obj, attr, value) -> None:
+    previous = obj.__dict__.get(attr, _INHERITED) if isinstance(obj, type) else getattr(obj, attr)
+    _undo.append((obj, attr, previous))
+    setattr(obj, attr, value)
+
+
+def uninstall_dispatchers() -> None:
+    """Undo install_dispatchers (the next meta tensor installs them again).  Meta tensors
+    already made keep their methods; module-level functions stop seeing them."""
+    global _installed
+    while _undo:
+        obj, attr, previous = _undo.pop()
+        if previous is _INHERITED:
+            delattr(obj, attr)
+        else:
+            setattr(obj, attr, previous)
+    _installed = False
+
+
+def install_dispatchers() -> None:
+    """Route the public functions of tapegrad, nn.functional, special and linalg (and the nn
+    layers' references to them) through `dispatch` when given a meta tensor.  Done once, at the
+    first meta tensor."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    import importlib
+    import types
+    replaced = {}
+    # every namespace imported before any is changed: one imported midway would copy the
+    # dispatchers as its own plain names (special.expit = sigmoid), which uninstall misses
+    spaces = []
+    for modname in ("tapegrad", "tapegrad.nn.functional", "tapegrad.special", "tapegrad.linalg",
+                    "tapegrad.fft", "tapegrad.nn.modules"):
+        try:
+            spaces.append(importlib.import_module(modname))
+        except ImportError:
+            continue
+    for mod in spaces[:-1]:
+        for name, fn in list(vars(mod).items()):
+            if name.startswith("_") or isinstance(fn, type) or not callable(fn) or \
+                    hasattr(fn, "__meta_dispatch__") or name in _NOT_OPS:
+                continue
+            if not isinstance(fn, (types.FunctionType, types.BuiltinFunctionType)) and \
+                    type(fn).__name__ != "cython_function_or_method":
+                continue
+            wrapped = replaced.get(id(fn))
+            if wrapped is None:
+                wrapped = replaced[id(fn)] = _dispatching(fn, name)
+            _set(mod, name, wrapped)
+    _guard_cpu_tensor_methods()
+    # nn layers that keep a function as a class attribute (pooling's _fn)
+    from .nn import modules
+    _guard_module_calls(modules.Module)
+    # and layers whose constructors default to one (TransformerEncoderLayer's activation=F.relu,
+    # which it then compares with `is F.relu`): a layer built from now on holds the same object
+    # F.relu now is.  (A layer built before keeps the plain function: pickling it by name
+    # would now find the dispatcher, so save such a model before making meta tensors.)
+    for cls in vars(modules).values():
+        if isinstance(cls, type):
+            for klass in cls.__mro__:
+                for attr, v in list(vars(klass).items()):
+                    if isinstance(v, staticmethod) and id(v.__func__) in replaced:
+                        _set(klass, attr, staticmethod(replaced[id(v.__func__)]))
+                    elif isinstance(v, types.FunctionType):
+                        _redirect_defaults(v, replaced)
+
+
+def _guard_cpu_tensor_methods() -> None:
+    """A CPU tensor's method given a meta argument (`cpu_t.add(meta_t)`, `cpu_t += meta_t`)
+    goes through `dispatch` as well: PyTorch's device error, or the meta result where a 0-d CPU
+    tensor acts as a scalar.  Run plainly, it would compute on the stand-in's zeros: a silent
+    wrong result."""
+    for name in dir(Tensor):
+        if name in _KEEP or name in _PROPERTY_OPS or \
+                (name.startswith("_") and not name.startswith("__")):
+            continue
+        static = inspect.getattr_static(Tensor, name)
+        if isinstance(static, (property, staticmethod, classmethod, type)) or \
+                not callable(static):
+            continue
+        _set(Tensor, name, _dispatching(getattr(Tensor, name), name))
+
+
+def _redirect_defaults(fn, replaced: dict) -> None:
+    if fn.__defaults__ and any(id(d) in replaced for d in fn.__defaults__):
+        _set(fn, "__defaults__", tuple(replaced.get(id(d), d) for d in fn.__defaults__))
+    if fn.__kwdefaults__ and any(id(d) in replaced for d in fn.__kwdefaults__.values()):
+        _set(fn, "__kwdefaults__",
+             {k: replaced.get(id(d), d) for k, d in fn.__kwdefaults__.items()})
+
+
+def _tensors_to_meta(out):
+    if isinstance(out, _core.TensorBase):
+        return _to_meta_result(out, "")
+    if isinstance(out, (tuple, list)):
+        return _same_sequence(out, [_tensors_to_meta(o) for o in out])
+    return out
+
+
+def _same_sequence(like, items: list):
+    """`items` in a sequence of like's type: a namedtuple takes them as arguments, a
+    return_types structure (max, topk, ...) and a tuple or list as one sequence."""
+    if hasattr(like, "_fields") and not hasattr(type(like), "n_fields"):
+        try:
+            return type(like)(*items)
+        except TypeError:
+            pass
+    return type(like)(items)
+
+
+def _guard_module_calls(module_cls) -> None:
+    """A layer whose forward reaches a kernel no dispatcher sees (an RNN's fused cell) computes
+    on its meta inputs' stand-ins: its tensors out are given to the meta device, as PyTorch's
+    meta kernels would have made them (same shapes, dtypes and grad_fn)."""
+    plain_call = module_cls.__call__
+
+    @functools.wraps(plain_call)
+    def __call__(self, *args, **kwargs):
+        out = plain_call(self, *args, **kwargs)
+        if has_meta(args, kwargs):
+            out = _tensors_to_meta(out)
+        return out
+    _set(module_cls, "__call__", __call__)
+
+
+# Public callables that are not ops on tensors (factories are handled by `factory`).
+_NOT_OPS = frozenset(("load", "save", "manual_seed", "seed", "set_default_device",
+                      "set_default_dtype", "set_printoptions", "no_grad", "enable_grad",
+                      "set_grad_enabled", "inference_mode", "compile"))
+
+
+# -- Tensor methods -------------------------------------------------------------------------------
+# Tensor attributes that only read metadata (or are MetaTensor's own): inherited as they are.
+_KEEP = frozenset((
+    "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride", "is_contiguous",
+    "is_floating_point", "is_complex", "is_signed", "requires_grad_", "retain_grad",
+    "register_hook", "get_device", "is_inference", "type", "data_ptr", "storage_offset",
+    "is_pinned", "is_shared", "share_memory_", "pin_memory", "cuda", "dim_order",
+    "__len__", "__iter__", "__reversed__", "__contains__", "__hash__", "__sizeof__",
+    "__init__", "__new__", "__init_subclass__", "__subclasshook__", "__class__",
+    "__getattribute__", "__setattr__", "__delattr__", "__dir__", "__reduce__",
+    "__setstate__", "__getstate__", "__class_getitem__", "__repr__", "__str__", "__format__",
+    "__array_priority__", "__weakref__", "__dict__", "__module__", "__doc__",
+    "__copy__", "__bool__", "__float__", "__int__", "__index__", "__complex__", "__array__",
+    "__dlpack__", "__dlpack_device__", "__array_wrap__", "__array_function__",
+    "__array_ufunc__", "__torch_function__", "__deepcopy__", "__reduce_ex__"))
+
+# Tensor properties that are ops (their result is a tensor).
+_PROPERTY_OPS = ("T", "mT", "H", "mH", "data", "real", "imag")
+
+
+def _method(name, fn):
+    def method(self, *args, **kwargs):
+        return dispatch(fn, name, (self,) + args, kwargs)
+    method.__name__ = name
+    method.__doc__ = getattr(fn, "__doc__", None)
+    return method
+
+
+def _property(name, prop):
+    def getter(self):
+        if name == "data":
+            return make_meta(self._array.shape, self._array.dtype)
+        return dispatch(prop.fget, name, (self,), {})
+    return property(getter, prop.fset, doc=prop.__doc__)
+
+
+def _define_methods() -> None:
+    for name in dir(Tensor):
+        if name in _KEEP or name in MetaTensor.__dict__ or \
+                (name.startswith("_") and not name.startswith("__")):
+            continue
+        attr = getattr(Tensor, name, None)
+        static = Tensor.__dict__.get(name)
+        if name in _PROPERTY_OPS:
+            prop = next((k.__dict__[name] for k in Tensor.__mro__ if name in k.__dict__), None)
+            if isinstance(prop, property):
+                setattr(MetaTensor, name, _property(name, prop))
+            continue
+        if isinstance(static, (property, staticmethod, classmethod)) or not callable(attr) or \
+                isinstance(attr, type):
+            continue
+        setattr(MetaTensor, name, _method(name, attr))
+
+
+_define_methods()
+
+
+# -- factories ------------------------------------------------------------------------------------
+def factory(fn, name: str, kind: str):
+    """Wrap creation function `fn` so that device='meta' (or a meta default device, or a meta
+    input for *_like) makes a meta tensor without allocating.  `kind`: 'sizes' (fn(*size, ...)),
+    'size' (fn(size, ...)), 'randint' (fn(low?, high, size, ...)), 'like' (fn(input, ...)), or
+    'data' (anything else: computed on the CPU, then given to the meta device)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        dev = kwargs.get("device")
+        if dev is None:
+            if kind == "like" and args and isinstance(args[0], MetaTensor):
+                if "device" in kwargs:
+                    kwargs = dict(kwargs)
+                    del kwargs["device"]
+                return _meta_factory(fn, kind, args, kwargs)
+            if not default_is_meta():
+                return fn(*args, **kwargs)
+        elif not is_meta_device(dev):
+            if kind == "like" and args and isinstance(args[0], MetaTensor):
+                # a CPU tensor shaped like a meta one
+                return fn(_core.wrap_array(np.empty(args[0].shape, args[0]._array.dtype)),
+                          *args[1:], **kwargs)
+            return fn(*args, **kwargs)
+        kwargs = {k: v for k, v in kwargs.items() if k != "device"}
+        return _meta_factory(fn, kind, args, kwargs)
+    wrapper.__meta_dispatch__ = fn
+    return wrapper
+
+
+def _meta_factory(fn, kind, args, kwargs):
+    from .creation import _size_args
+    rg = bool(kwargs.pop("requires_grad", False))
+    kwargs["device"] = "cpu"        # the probes below run on the CPU even under a meta default
+    if kind in ("sizes", "size", "randint"):
+        if kind == "sizes":
+            if "size" in kwargs:
+                shape, probe = _size_args((kwargs.pop("size"),)), ()
+            else:
+                shape, probe = _size_args(args), ()
+            sample = fn(*(probe or (0,)), **kwargs)
+        elif kind == "size":
+            size = args[0] if args else kwargs.pop("size")
+            shape = _size_args((size,))
+            sample = fn((0,), *args[1:], **kwargs)
+        else:
+            pos = list(args)
+            if "size" in kwargs:
+                shape = _size_args((kwargs.pop("size"),))
+            else:
+                shape = _size_args((pos.pop(),))
+            sample = fn(*pos, (0,), **kwargs)
+        np_dtype = sample._array.dtype
+    elif kind == "like":
+        src = args[0]
+        with_dtype = kwargs.get("dtype")
+        shape = tuple(src._array.shape)
+        np_dtype = src._array.dtype if with_dtype is None else with_dtype.np_dtype
+    else:
+        sample = fn(*args, **kwargs)
+        shape, np_dtype = sample._array.shape, sample._array.dtype
+    if rg and np.dtype(np_dtype).kind not in "fc":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    return make_meta(shape, np_dtype, rg)
+
+
+_FACTORIES = {
+    "sizes": ("zeros", "ones", "empty", "rand", "randn"),
+    "size": ("full",),
+    "randint": ("randint",),
+    "like": ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+             "randint_like"),
+    "data": ("tensor", "as_tensor", "arange", "linspace", "logspace", "eye", "randperm",
+             "empty_strided"),
+}
+
+
+def install_factories() -> None:
+    """Wrap the creation functions wherever tapegrad and its layers look them up."""
+    import tapegrad
+    from . import creation, random
+    for kind, names in _FACTORIES.items():
+        for name in names:
+            fn = getattr(tapegrad, name, None)
+            if fn is None or hasattr(fn, "__meta_dispatch__"):
+                continue
+            wrapped = factory(fn, name, kind)
+            for mod in (tapegrad, creation, random):
+                if getattr(mod, name, None) is fn:
+                    setattr(mod, name, wrapped)

@@ -1,0 +1,152 @@
+"""as_strided: a view of a tensor's storage with any sizes, strides and storage offset.
+
+As in PyTorch, the strides and the offset count elements of the *storage* (the numpy array that
+owns the memory, which several tensors may view), not of the input's own layout.  The result is
+a view (writes through either reach the other, one version counter) whose gradient is PyTorch's
+AsStridedBackward0: scattered into the input's shape, with the elements that overlapping strides
+repeat accumulating.  tapegrad expresses that gradient with the input's element indices, so the
+view may only reach storage elements that the input itself covers.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+
+
+def storage_of(arr: np.ndarray):
+    """(storage, element offset) of arr: the contiguous array of arr's dtype that owns its
+    memory, and where arr's first element lies in it; None when there is no such array (a
+    buffer numpy reinterprets or built with stride tricks)."""
+    root = arr.base if isinstance(arr.base, np.ndarray) else arr
+    if isinstance(root.base, np.ndarray) or root.dtype != arr.dtype or \
+            not (root.flags.c_contiguous or root.flags.f_contiguous):
+        return None         # (storage positions are memory order, whichever order root has)
+    if root is arr:
+        return root, 0
+    byte_offset = arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return root, byte_offset // arr.itemsize
+
+
+def _int_list(v, name: str) -> list:
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return [int(v)]
+    try:
+        items = [int(s) if isinstance(s, (int, np.integer)) and not isinstance(s, bool) else None
+                 for s in v]
+    except TypeError:
+        items = [None]
+    if None in items:
+        raise TypeError(f"as_strided(): argument '{name}' must be tuple of ints, not "
+                        f"{type(v).__name__}")
+    return items
+
+
+def _positions(size, stride, offset) -> np.ndarray:
+    """The storage position of every element of a (size, stride, offset) view, in its shape."""
+    pos = np.full(tuple(size), offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = n
+        pos = pos + (np.arange(n, dtype=np.int64) * s).reshape(shape)
+    return pos
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of ``input``'s storage with the given ``size``, ``stride`` (in elements) and
+    ``storage_offset`` (default: input's own); differentiable (PyTorch's AsStridedBackward0:
+    elements that overlapping strides repeat receive the sum of their gradients).
+
+    Examples
+    --------
+    >>> x = tapegrad.arange(6.)
+    >>> tapegrad.as_strided(x, (2, 3), (1, 1))      # overlapping windows, no copy
+    tensor([[0., 1., 2.],
+            [1., 2., 3.]])
+    """
+    if not isinstance(input, _core.TensorBase):
+        raise TypeError(f"as_strided(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    size, stride = _int_list(size, "size"), _int_list(stride, "stride")
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {stride}")
+    if any(n < 0 for n in size):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={size} and "
+                           f"strides={stride}")
+    arr = input._array
+    found = storage_of(arr)
+    if found is None:
+        raise NotImplementedError("tapegrad: as_strided of a tensor whose memory numpy "
+                                  "reinterprets (no storage of its own dtype to index)")
+    storage, own_offset = found
+    offset = own_offset if storage_offset is None else int(storage_offset)
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    numel = int(np.prod(size, dtype=np.int64))
+    itemsize = arr.itemsize
+    if numel:
+        needed = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+        if needed > storage.size:
+            raise RuntimeError(f"setStorage: sizes {size}, strides {stride}, storage offset "
+                               f"{offset}, and itemsize {itemsize} requiring a storage size of "
+                               f"{needed * itemsize} are out of bounds for storage of size "
+                               f"{storage.size * itemsize}")
+    key = _input_key(arr, own_offset, _positions(size, stride, offset))
+    out = np.ndarray(tuple(size), arr.dtype, buffer=storage, offset=offset * itemsize if numel
+                     else 0,
+                     strides=tuple(s * itemsize for s in stride))
+    if not storage.flags.writeable:
+        out.flags.writeable = False
+    return strided_view(input, out, key)
+
+
+def strided_view(input, out: np.ndarray, key: tuple):
+    """The view tensor for `out` (a numpy view of input's storage holding input's elements at
+    `key`, one index array per dim of input), recorded as AsStridedBackward0."""
+    return _core._as_strided_view(input, out, key)
+
+
+def _input_key(arr: np.ndarray, own_offset: int, positions: np.ndarray) -> tuple:
+    """The index (one int64 array per dim of arr; one for a 0-d arr, seen as shape (1,)) of
+    the element of arr at each storage position; raises if a position is none of arr's."""
+    shape = arr.shape if arr.ndim else (1,)
+    itemsize = arr.itemsize
+    if positions.size == 0:
+        return tuple(np.zeros(positions.shape, dtype=np.int64) for _ in shape)
+    strides = [s // itemsize for s in arr.strides] if arr.ndim else [1]
+    if arr.flags.c_contiguous or arr.ndim == 0:
+        flat = positions - own_offset
+        inside = (flat >= 0) & (flat < arr.size)
+    else:
+        # where each of arr's elements lies in the storage, as a lookup table over their span
+        mine = _positions(shape, strides, own_offset).ravel()
+        low, high = int(mine.min()), int(mine.max())
+        table = np.full(high - low + 1, -1, dtype=np.int64)
+        table[mine - low] = np.arange(mine.size, dtype=np.int64)
+        if np.count_nonzero(table >= 0) != mine.size:
+            raise NotImplementedError("tapegrad: as_strided of a tensor whose elements share "
+                                      "memory (an expanded tensor): clone it first")
+        rel = positions - low
+        inside = (rel >= 0) & (rel < table.size)
+        flat = np.where(inside, table[np.clip(rel, 0, table.size - 1)], -1)
+        inside &= flat >= 0
+    if not inside.all():
+        raise NotImplementedError("tapegrad: as_strided reaching storage elements outside the "
+                                  "input tensor's own (its gradient could not reach them); "
+                                  "call it on the base tensor")
+    return np.unravel_index(flat, shape)
+
+
+def as_strided_method(self, size, stride, storage_offset=None):
+    """``Tensor.as_strided(size, stride, storage_offset=None)``: see ``tapegrad.as_strided``."""
+    return as_strided(self, size, stride, storage_offset)
+
+
+def register(namespace: dict, tensor_cls) -> None:
+    """Add ``as_strided`` to tapegrad and to Tensor."""
+    namespace.setdefault("as_strided", as_strided)
+    if "as_strided" not in dir(tensor_cls):
+        tensor_cls.as_strided = as_strided_method
