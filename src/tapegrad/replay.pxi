@@ -131,11 +131,11 @@ cdef class BufferSet:
     cdef list contiguous        # slot -> the C-contiguous copy ptr[slot] points into (re-run
                                 # ops' non-contiguous results that C kernels read), or None
     # fused groups (fusion.pxi)
-    cdef object rows            # the block rows of the group running (values, adjoints, scratch)
+    cdef object rows            # the block rows of each lane (values, adjoints, scratch)
     cdef char* rowp
-    cdef Py_ssize_t row_len     # bytes of one row for the group running
-    cdef int scratch_row
-    cdef char* touched0         # touched before the group's backward (each block starts there)
+    cdef Py_ssize_t n_lanes     # lanes the rows and the lane flags below have room for
+    cdef char* lane_touched     # each lane's `touched` while a group's backward runs
+    cdef char* lane_bcw         # each lane's written-flags of the contributions below
     cdef list bc                # contribution to a one-element slot -> its full-size buffer
     cdef void** bcp
     cdef char* bcw              # whether it was written in this backward
@@ -144,7 +144,8 @@ cdef class BufferSet:
         free(self.ptr)
         free(self.aptr)
         free(self.touched)
-        free(self.touched0)
+        free(self.lane_touched)
+        free(self.lane_bcw)
         free(self.bcp)
         free(self.bcw)
 
@@ -369,15 +370,12 @@ cdef class Program:
         bs.given = [None] * self.n_slots
         bs.calls = [None] * self.n_steps
         bs.contiguous = [None] * self.n_slots
-        bs.touched0 = <char*>calloc(self.n_slots, sizeof(char))
         bs.bcp = <void**>calloc(max(self.n_bc, 1), sizeof(void*))
         bs.bcw = <char*>calloc(max(self.n_bc, 1), sizeof(char))
-        if bs.touched0 == NULL or bs.bcp == NULL or bs.bcw == NULL:
+        if bs.bcp == NULL or bs.bcw == NULL:
             raise MemoryError()
         bs.bc = [None] * self.n_bc
-        if self.n_groups:
-            bs.rows = np.empty(self.rows_bytes, np.uint8)
-            bs.rowp = <char*>cnp.PyArray_DATA(<cnp.ndarray>bs.rows)
+        bs.n_lanes = 0                  # the fused groups' rows: at their first run (fusion.pxi)
         for k in range(self.n_slots):
             if k >= self.n_ext and k not in self.fresh and self.vrow[k] < 0:
                 arr = np.empty(self.shapes[k], self.dtype)
