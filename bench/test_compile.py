@@ -240,3 +240,66 @@ def test_mlp(benchmark, kind):
         return loss
 
     benchmark(step)
+
+
+# -- the layer workloads of bench/test_layers.py, replayed ------------------------------------------
+
+def _layer_workloads():
+    import importlib.util
+    import os
+    spec = importlib.util.spec_from_file_location(
+        "_bench_layers", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_layers.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.WORKLOADS
+
+
+def _layer_step(model, x, y, compiled):
+    """bench/test_layers.py's training step, with the model and the loss in one tapegrad.compile'd
+    call when `compiled` (zero_grad and the optimizer step stay outside, as in the MLP)."""
+    opt = tg.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = tg.nn.CrossEntropyLoss()
+
+    def forward(xs, ys):
+        out = model(xs)
+        return loss_fn(out.reshape(-1, out.shape[-1]), ys.reshape(-1))
+
+    fn = tg.compile(forward) if compiled else forward
+
+    def step(xs, ys):
+        opt.zero_grad()
+        loss = fn(xs, ys)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return fn, B.Contender(lambda: (tg.from_numpy(x), tg.from_numpy(y)), step)
+
+
+@pytest.mark.parametrize("workload", ["lenet", "lstm"])
+def test_layers_replay_interleaved(workload, bench_report, benchmark_disabled):
+    """The LeNet-5 and LSTM steps, eager against replayed, round-robin in one process (issue
+    target: replay <= 0.8x eager); the replayed steps first follow the eager ones exactly."""
+    label, build, data = _layer_workloads()[workload]
+    x, y = data(np.random.default_rng(0))
+    threads = tg.get_num_threads()
+    tg.set_num_threads(1)
+    try:
+        tg.manual_seed(0)
+        eager_model = build(tg)
+        replay_model = build(tg)
+        replay_model.load_state_dict(eager_model.state_dict())
+        _, eager = _layer_step(eager_model, x, y, False)
+        compiled, replay = _layer_step(replay_model, x, y, True)
+        for _ in range(3):
+            assert eager.run(*eager.setup()).item() == replay.run(*replay.setup()).item()
+        assert compiled.stats["replays"] == 2, compiled.explain()
+        med, rounds = B.time_contenders({"tapegrad": eager, "tapegrad replay": replay},
+                                        1 if benchmark_disabled else 10, budget=0.0,
+                                        warmup=0 if benchmark_disabled else 2)
+    finally:
+        tg.set_num_threads(threads)
+    bench_report(f"interleaved, {label}, median of {rounds} steps: "
+                 + ", ".join(f"{k} {v * 1e3:,.2f} ms" for k, v in med.items()))
+    bench_report(f"    tapegrad replay / tapegrad = "
+                 f"{med['tapegrad replay'] / med['tapegrad']:.3f}")

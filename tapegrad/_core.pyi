@@ -18,6 +18,8 @@ class CompiledBackward:
     ...
 
 class CompiledCall:
+    _last_key: Any
+    _last_plan: Any
     _plans: Any
     fn: Any
     stats: Any
@@ -83,6 +85,7 @@ class RemovableHandle:
 
 class ReplayPlan:
     def __init__(self, *args: Any, **kwargs: Any) -> Any: ...
+    direct: Any
     env: Any
     ext_meta: Any
     def externals(self, flat: Any) -> Any: ...
@@ -97,9 +100,6 @@ class ReplayPlan:
     saved_out: Any
     sources: Any
     structure: Any
-
-class Rerun:
-    ...
 
 class SlotRef:
     k: Any

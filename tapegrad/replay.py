@@ -95,6 +95,7 @@ class CompiledFunction(_core.CompiledCall):
     def reset(self):
         """Forget every capture (the next call captures again)."""
         self._plans.clear()
+        self._last_plan = None
 
     def explain(self):
         """One line per captured signature: replayed, or why it runs eagerly."""
@@ -126,6 +127,7 @@ class CompiledFunction(_core.CompiledCall):
         return self._capture(key, flat, args, kwargs)
 
     def _capture(self, key, flat, args, kwargs):
+        self._last_plan = None          # (the C path's shortcut to the plan it replayed last)
         env = _environment(self.fn)
         rng_before = _global_rng().bit_generator.state
         capture = _core._capture_begin()
@@ -478,6 +480,7 @@ def _plan_from(capture, flat, result):
         else:
             plan.output_map.append(len(output_slots))
             output_slots.append(k)
+    plan.direct = plan.output_map == list(range(len(plan.output_map)))
     plan.guards = [(root_slot[id(t)], kind, value) for t, kind, value in guard_reads]
     plan.saved_ext = saved_ext
     plan.saved_out = tuple(plan.output_map[i] for i in _saved_outputs(outputs, ext)

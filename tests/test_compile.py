@@ -245,6 +245,71 @@ def test_signature_guards_shape_dtype_requires_grad_and_aliasing():
     assert f.stats["replays"] == 1
 
 
+def test_each_signature_change_after_a_replay_leaves_the_replayed_plan():
+    """The C call path matches a call against the signature of the plan it replayed last, in
+    place: a call differing from that one in any part of the signature must not replay it."""
+    def fn(a, b, c=1.0):
+        return (a * b) / c + a * c
+    f = tg.compile(fn)
+    a = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = tg.tensor([4.0, 5.0, 6.0])
+    base = (a, b, 0.0)
+    calls = [
+        ((tg.tensor([1.0, 2.0]), tg.tensor([3.0, 4.0]), 0.0), {}),     # shape
+        ((a.double(), b.double(), 0.0), {}),                            # dtype
+        ((a.detach(), b, 0.0), {}),                                     # requires_grad
+        ((a, a, 0.0), {}),                                              # aliasing
+        ((a, tg.tensor([[4.0, 0.0], [5.0, 0.0], [6.0, 0.0]])[:, 0], 0.0), {}),  # contiguity
+        ((a, b, 2.0), {}),                                              # a number's value
+        ((a, b, -0.0), {}),                                             # its sign
+        ((a, b), {"c": 0.0}),                                           # a keyword
+        ((a, b), {}),                                                   # a default
+    ]
+    for args, kwargs in calls:
+        for _ in range(2):
+            f(*base)                        # replayed: the shortcut now holds this plan
+            f(*base)
+            got, want = f(*args, **kwargs), fn(*args, **kwargs)
+            assert same(got, want), (args, kwargs)
+            assert got.requires_grad == want.requires_grad
+            if not want.requires_grad:
+                continue
+            got.sum().backward()
+            g = a.grad.clone()
+            a.grad = None
+            want.sum().backward()
+            assert same(g, a.grad), (args, kwargs)
+            a.grad = None
+    with tg.no_grad():                      # grad mode
+        y = f(*base)
+    assert not y.requires_grad and same(y, fn(*base).detach())
+    assert f.stats["guard_failures"] == 0
+    g = tg.compile(lambda x, c: x * c)
+    n = tg.tensor([1, 2, 3])
+    g(n, 2)
+    g(n, 2)
+    assert same(g(n, 2.0), n * 2.0)                 # a number's type: 2 == 2.0, another dtype
+
+
+def test_replayed_output_the_backward_does_not_read_is_not_copied_and_writable():
+    """An output no step's backward reads is handed out as the program's own buffer (no copy):
+    writing into it before backward changes no gradient, as in eager."""
+    w = tg.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    fn = lambda x: (w * 3.0, (w * x).sum())
+    f = tg.compile(fn)
+    for i in range(3):
+        x = tg.tensor([1.0, 2.0, 3.0]) * (i + 1)
+        outs = [f(x), fn(x)]
+        grads = []
+        for y, s in outs:
+            y.mul_(10.0)
+            (y.sum() + s).backward()
+            grads.append(w.grad)
+            w.grad = None
+        assert same(outs[0][0], outs[1][0]) and same(grads[0], grads[1])
+    assert f.stats["replays"] == 2
+
+
 def test_closure_tensor_guard():
     w = tg.ones(3, requires_grad=True)
     holder = {"w": w}

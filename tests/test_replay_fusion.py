@@ -96,6 +96,38 @@ def test_random_chains_bit_identical(seed):
     assert "fused" in compiled.explain() or len(names) < 3, compiled.explain()
 
 
+@pytest.fixture
+def threads():
+    before = tg.get_num_threads()
+    yield tg.set_num_threads
+    tg.set_num_threads(before)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fused_groups_over_threads_bit_identical_to_eager_and_each_other(seed, threads):
+    """Big groups split their blocks over the thread pool: values and gradients equal eager's,
+    bit for bit, whatever the thread count (including counts that do not divide the blocks)."""
+    rng = np.random.default_rng(100 + seed)
+    dt = tg.float64 if seed % 2 else tg.float32
+    size = int(rng.choice([40_000, 70_001]))
+    fn, names = random_program(rng, int(rng.integers(6, 20)))
+    n_out = len(fn(tg.zeros(size, dtype=dt), tg.zeros(size, dtype=dt), tg.tensor(0.0, dtype=dt)))
+    base, wbase = rng.uniform(-2, 2, size), rng.uniform(-1, 1, size)
+    pval = float(rng.uniform(-1, 1))
+    seeds = [rng.uniform(-1, 1, size) for _ in range(n_out)]
+    threads(1)
+    want = run(fn, base, wbase, pval, dt, seeds)
+    for n in (1, 2, 3):
+        threads(n)
+        compiled = tg.compile(fn)
+        for call in range(3):
+            got = run(compiled, base, wbase, pval, dt, seeds)
+            assert same(got[0], want[0]), (names, n, call)
+            assert same(got[1], want[1]), (names, n, call)
+        assert compiled.stats["replays"] == 2, compiled.explain()
+    assert "fused" in compiled.explain(), compiled.explain()
+
+
 def test_chain_is_fused_and_exact():
     def f(x):
         for _ in range(5):

@@ -160,6 +160,14 @@ cdef int pooled_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexc
 cdef double pooled_sum_f64(ptrdiff_t n, const double* a) noexcept nogil
 cdef float pooled_sum_f32(ptrdiff_t n, const float* a) noexcept nogil
 
+cdef extern from "threadpool.h" nogil:
+    ctypedef void (*tg_range_fn)(void* ctx, ptrdiff_t begin, ptrdiff_t end) noexcept nogil
+
+# The pool itself, for work split by its caller (replay's fused loops: fusion.pxi).
+cdef void pooled_parallel_for(ptrdiff_t n, ptrdiff_t min_parallel, ptrdiff_t align,
+                              tg_range_fn fn, void* ctx) noexcept nogil
+cdef int pooled_threads() noexcept nogil
+
 ctypedef fused real_t:
     float
     double

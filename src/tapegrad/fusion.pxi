@@ -197,149 +197,263 @@ cdef int form_groups(Program p, object observed) except -1:
     return 0
 
 
-# -- forward ----------------------------------------------------------------------------------
+# -- running a group: lanes over the thread pool -------------------------------------------------
+# A group's blocks are independent of each other (element i of every result depends on element i
+# of the operands only; the backward's per-block state, which adjoints hold a value, is the same
+# for every block), so big groups split their blocks over the core's thread pool: lane j of L
+# runs blocks [j * nb / L, (j + 1) * nb / L) with its own block rows, `touched` flags and
+# written-flags of the one-element contributions.  Every block computes exactly what it computes
+# alone, and the contributions to one-element slots are summed after the loop, in one thread, in
+# the sweep's order: results do not depend on the number of threads.  The lanes read only this C
+# state (no Python object is touched without the GIL).
 
-cdef inline char* value_at(Program p, BufferSet bs, Py_ssize_t k, Py_ssize_t o) noexcept:
+cdef enum:
+    FUSE_PARALLEL_MIN = 16384   # elements of a group below which it runs in the calling thread
+                                # (the threshold of the pooled transcendental kernels)
+
+
+cdef struct FusedRun:
+    Step* steps
+    FuseGroup* G
+    int* vrow
+    int* arow
+    void** ptr
+    void** aptr
+    void** bcp
+    bint f64
+    Py_ssize_t item
+    Py_ssize_t n_slots
+    Py_ssize_t n_bc             # the program's contributions to one-element slots (all groups)
+    Py_ssize_t row_len          # bytes of one row of this group
+    int scratch_row
+    Py_ssize_t n_blocks
+    Py_ssize_t n_lanes
+    char* rows                  # lane j's rows at rows + j * lane_rows
+    Py_ssize_t lane_rows
+    char* touched               # lane j's flags at touched + j * n_slots (backward)
+    const char* touched0        # the flags before the group's backward
+    char* bcw                   # lane j's written-flags at bcw + j * n_bc (backward)
+
+
+cdef struct Lane:
+    FusedRun* r
+    char* rowp
+    char* touched
+    char* bcw
+
+
+cdef inline char* value_at(Lane* L, Py_ssize_t k, Py_ssize_t o) noexcept nogil:
     """Slot k's values of the block starting at element o: its row, or its full buffer."""
-    if p.vrow[k] >= 0:
-        return bs.rowp + p.vrow[k] * bs.row_len
-    return <char*>bs.ptr[k] + o * p.item
+    cdef FusedRun* r = L.r
+    if r.vrow[k] >= 0:
+        return L.rowp + r.vrow[k] * r.row_len
+    return <char*>r.ptr[k] + o * r.item
 
 
-cdef inline const void* operand_at(Program p, BufferSet bs, Step* s, bint second, Py_ssize_t o,
-                                   Py_ssize_t* stride) noexcept:
+cdef inline const void* operand_at(Lane* L, Step* s, bint second, Py_ssize_t o,
+                                   Py_ssize_t* stride) noexcept nogil:
     """A binary step's operand a (or b) for the block at o, and its element stride."""
     cdef Py_ssize_t k = s.b if second else s.a
     cdef Py_ssize_t st = s.stride_b if second else s.stride_a
     if k < 0:
         stride[0] = 0
         if second:
-            return <void*>&s.cb if p.f64 else <void*>&s.fb
-        return <void*>&s.ca if p.f64 else <void*>&s.fa
+            return <void*>&s.cb if L.r.f64 else <void*>&s.fb
+        return <void*>&s.ca if L.r.f64 else <void*>&s.fa
     if st == 0:
         stride[0] = 0
-        return bs.ptr[k]
+        return L.r.ptr[k]
     stride[0] = 1
-    return value_at(p, bs, k, o)
+    return value_at(L, k, o)
 
 
-cdef void fused_forward(Program p, BufferSet bs, FuseGroup* G) noexcept:
-    cdef Py_ssize_t o, m, i, sa, sb
+cdef inline void lane_at(FusedRun* r, Py_ssize_t j, Lane* L) noexcept nogil:
+    L.r = r
+    L.rowp = r.rows + j * r.lane_rows
+    L.touched = r.touched + j * r.n_slots
+    L.bcw = r.bcw + j * r.n_bc
+
+
+cdef inline void lane_blocks(FusedRun* r, Py_ssize_t j, Py_ssize_t* b0, Py_ssize_t* b1) noexcept nogil:
+    b0[0] = j * r.n_blocks // r.n_lanes
+    b1[0] = (j + 1) * r.n_blocks // r.n_lanes
+
+
+cdef int prepare_run(Program p, BufferSet bs, FuseGroup* G, FusedRun* r) except -1:
+    """r for group G: its lanes (one per pool thread when G is big enough, else one) and their
+    scratch, allocated in bs once and grown when the thread count grows."""
+    cdef Py_ssize_t lanes = 1, threads = pooled_threads()
+    r.steps = p.steps
+    r.G = G
+    r.vrow, r.arow = p.vrow, p.arow
+    r.ptr, r.aptr, r.bcp = bs.ptr, bs.aptr, bs.bcp
+    r.f64, r.item = p.f64, p.item
+    r.n_slots, r.n_bc = p.n_slots, max(p.n_bc, 1)
+    r.row_len = G.block * p.item
+    r.scratch_row = G.scratch
+    r.n_blocks = (G.n + G.block - 1) // G.block
+    if threads > 1 and G.n >= FUSE_PARALLEL_MIN:
+        lanes = min(threads, r.n_blocks)
+    r.n_lanes = lanes
+    if lanes > bs.n_lanes:
+        bs.rows = np.empty(p.rows_bytes * lanes, np.uint8)
+        bs.rowp = <char*>cnp.PyArray_DATA(<cnp.ndarray>bs.rows)
+        free(bs.lane_touched)
+        free(bs.lane_bcw)
+        bs.lane_touched = <char*>calloc(p.n_slots * lanes, 1)
+        bs.lane_bcw = <char*>calloc(r.n_bc * lanes, 1)
+        if bs.lane_touched == NULL or bs.lane_bcw == NULL:
+            bs.n_lanes = 0
+            raise MemoryError()
+        bs.n_lanes = lanes
+    r.rows = bs.rowp
+    r.lane_rows = p.rows_bytes
+    r.touched = bs.lane_touched
+    r.touched0 = bs.touched
+    r.bcw = bs.lane_bcw
+    return 0
+
+
+cdef inline void run_lanes(FusedRun* r, tg_range_fn fn) noexcept:
+    """fn over lanes 0 .. n_lanes - 1: over the pool when there are several (each lane one
+    index of the range, so the pool's split cannot change which blocks a lane runs)."""
+    if r.n_lanes > 1:
+        pooled_parallel_for(r.n_lanes, 2, 1, fn, r)
+    else:
+        fn(r, 0, 1)
+
+
+# -- forward ----------------------------------------------------------------------------------
+
+cdef void forward_lanes(void* ctx, ptrdiff_t begin, ptrdiff_t end) noexcept nogil:
+    cdef FusedRun* r = <FusedRun*>ctx
+    cdef FuseGroup* G = r.G
+    cdef Lane L
+    cdef Py_ssize_t j, b, b0, b1, o, m, i, sa, sb
     cdef Step* s
     cdef const void* pa
     cdef const void* pb
-    cdef bint f64 = p.f64
-    bs.row_len = G.block * p.item
-    o = 0
-    while o < G.n:
-        m = G.block if G.n - o > G.block else G.n - o
-        for i in range(G.first, G.last + 1):
-            s = &p.steps[i]
-            if s.kind == SK_BINARY:
-                pa = operand_at(p, bs, s, False, o, &sa)
-                pb = operand_at(p, bs, s, True, o, &sb)
-                k_binary(f64, s.kop, m, pa, sa, pb, sb, value_at(p, bs, s.out, o))
-            else:
-                k_unary(f64, s.kop, m, value_at(p, bs, s.a, o), value_at(p, bs, s.out, o))
-        o += m
+    cdef bint f64 = r.f64
+    for j in range(begin, end):
+        lane_at(r, j, &L)
+        lane_blocks(r, j, &b0, &b1)
+        for b in range(b0, b1):
+            o = b * G.block
+            m = G.block if G.n - o > G.block else G.n - o
+            for i in range(G.first, G.last + 1):
+                s = &r.steps[i]
+                if s.kind == SK_BINARY:
+                    pa = operand_at(&L, s, False, o, &sa)
+                    pb = operand_at(&L, s, True, o, &sb)
+                    k_binary(f64, s.kop, m, pa, sa, pb, sb, value_at(&L, s.out, o))
+                else:
+                    k_unary(f64, s.kop, m, value_at(&L, s.a, o), value_at(&L, s.out, o))
+
+
+cdef int fused_forward(Program p, BufferSet bs, FuseGroup* G) except -1:
+    cdef FusedRun r
+    prepare_run(p, bs, G, &r)
+    run_lanes(&r, forward_lanes)
+    return 0
 
 
 # -- backward ---------------------------------------------------------------------------------
 
-cdef inline char* adjoint_at(Program p, BufferSet bs, Py_ssize_t k, Py_ssize_t o) noexcept:
-    if p.arow[k] >= 0:
-        return bs.rowp + p.arow[k] * bs.row_len
-    return <char*>bs.aptr[k] + o * p.item
+cdef inline char* adjoint_at(Lane* L, Py_ssize_t k, Py_ssize_t o) noexcept nogil:
+    cdef FusedRun* r = L.r
+    if r.arow[k] >= 0:
+        return L.rowp + r.arow[k] * r.row_len
+    return <char*>r.aptr[k] + o * r.item
 
 
-cdef inline char* dest_of(Program p, BufferSet bs, Py_ssize_t k, int bc, Py_ssize_t o) noexcept:
+cdef inline char* dest_of(Lane* L, Py_ssize_t k, int bc, Py_ssize_t o) noexcept nogil:
     """Where the contribution to slot k of the block at o is written: a one-element slot's
     full-size buffer, k's adjoint itself for its first contribution, else scratch row 0."""
     if bc >= 0:
-        bs.bcw[bc] = 1
-        return <char*>bs.bcp[bc] + o * p.item
-    if not bs.touched[k]:
-        return adjoint_at(p, bs, k, o)
-    return bs.rowp + bs.scratch_row * bs.row_len
+        L.bcw[bc] = 1
+        return <char*>L.r.bcp[bc] + o * L.r.item
+    if not L.touched[k]:
+        return adjoint_at(L, k, o)
+    return L.rowp + L.r.scratch_row * L.r.row_len
 
 
-cdef inline void took_at(Program p, BufferSet bs, Py_ssize_t k, int bc, char* dst, Py_ssize_t o,
-                         Py_ssize_t m) noexcept:
+cdef inline void took_at(Lane* L, Py_ssize_t k, int bc, char* dst, Py_ssize_t o,
+                         Py_ssize_t m) noexcept nogil:
     """Finish a contribution written at dest_of: added to k's adjoint, after its earlier ones."""
     cdef char* adj
     if bc >= 0:
         return
-    if not bs.touched[k]:
-        bs.touched[k] = 1
+    if not L.touched[k]:
+        L.touched[k] = 1
         return
-    adj = adjoint_at(p, bs, k, o)
-    k_binary(p.f64, TG_ADD, m, adj, 1, dst, 1, adj)
+    adj = adjoint_at(L, k, o)
+    k_binary(L.r.f64, TG_ADD, m, adj, 1, dst, 1, adj)
 
 
-cdef inline void copy_or_negate(Program p, bint neg, Py_ssize_t m, const char* g,
-                                char* dst) noexcept:
+cdef inline void copy_or_negate(Lane* L, bint neg, Py_ssize_t m, const char* g,
+                                char* dst) noexcept nogil:
     if neg:
-        k_unary(p.f64, TG_NEG, m, g, dst)
+        k_unary(L.r.f64, TG_NEG, m, g, dst)
     else:
-        memcpy(dst, g, m * p.item)
+        memcpy(dst, g, m * L.r.item)
 
 
-cdef void fused_backward_block(Program p, BufferSet bs, FuseGroup* G, Py_ssize_t o,
-                               Py_ssize_t m) noexcept:
+cdef void fused_backward_block(Lane* L, Py_ssize_t o, Py_ssize_t m) noexcept nogil:
     """The group's steps' VJPs on the block [o, o + m), in the sweep's order (see
     Program.backward_step and backward_unary for the formulas, term by term)."""
+    cdef FuseGroup* G = L.r.G
     cdef Py_ssize_t i, sa, sb
     cdef Step* s
-    cdef bint f64 = p.f64
+    cdef bint f64 = L.r.f64
     cdef const void* pa
     cdef const void* pb
     cdef char* g
     cdef char* dst
-    cdef char* s1 = bs.rowp + (bs.scratch_row + 1) * bs.row_len
+    cdef char* s1 = L.rowp + (L.r.scratch_row + 1) * L.r.row_len
     cdef double e1
     cdef float f1
     for i in range(G.last, G.first - 1, -1):
-        s = &p.steps[i]
-        if not bs.touched[s.out]:
+        s = &L.r.steps[i]
+        if not L.touched[s.out]:
             continue
-        g = adjoint_at(p, bs, s.out, o)
+        g = adjoint_at(L, s.out, o)
         if s.kind == SK_BINARY:
-            pa = operand_at(p, bs, s, False, o, &sa)
-            pb = operand_at(p, bs, s, True, o, &sb)
+            pa = operand_at(L, s, False, o, &sa)
+            pb = operand_at(L, s, True, o, &sb)
             if s.kop == TG_ADD or s.kop == TG_SUB:
                 if s.grad_a:
-                    dst = dest_of(p, bs, s.a, s.bc_a, o)
-                    copy_or_negate(p, False, m, g, dst)
-                    took_at(p, bs, s.a, s.bc_a, dst, o, m)
+                    dst = dest_of(L, s.a, s.bc_a, o)
+                    copy_or_negate(L, False, m, g, dst)
+                    took_at(L, s.a, s.bc_a, dst, o, m)
                 if s.grad_b:
-                    dst = dest_of(p, bs, s.b, s.bc_b, o)
-                    copy_or_negate(p, s.kop == TG_SUB, m, g, dst)
-                    took_at(p, bs, s.b, s.bc_b, dst, o, m)
+                    dst = dest_of(L, s.b, s.bc_b, o)
+                    copy_or_negate(L, s.kop == TG_SUB, m, g, dst)
+                    took_at(L, s.b, s.bc_b, dst, o, m)
             elif s.kop == TG_MUL:
                 if s.grad_a:
-                    dst = dest_of(p, bs, s.a, s.bc_a, o)
+                    dst = dest_of(L, s.a, s.bc_a, o)
                     k_binary(f64, TG_MUL, m, g, 1, pb, sb, dst)
-                    took_at(p, bs, s.a, s.bc_a, dst, o, m)
+                    took_at(L, s.a, s.bc_a, dst, o, m)
                 if s.grad_b:
-                    dst = dest_of(p, bs, s.b, s.bc_b, o)
+                    dst = dest_of(L, s.b, s.bc_b, o)
                     k_binary(f64, TG_MUL, m, g, 1, pa, sa, dst)
-                    took_at(p, bs, s.b, s.bc_b, dst, o, m)
+                    took_at(L, s.b, s.bc_b, dst, o, m)
             elif s.kop == TG_DIV:
                 if s.grad_a:
-                    dst = dest_of(p, bs, s.a, s.bc_a, o)
+                    dst = dest_of(L, s.a, s.bc_a, o)
                     k_binary(f64, TG_DIV, m, g, 1, pb, sb, dst)
-                    took_at(p, bs, s.a, s.bc_a, dst, o, m)
+                    took_at(L, s.a, s.bc_a, dst, o, m)
                 if s.grad_b:
-                    dst = dest_of(p, bs, s.b, s.bc_b, o)
+                    dst = dest_of(L, s.b, s.bc_b, o)
                     k_unary(f64, TG_NEG, m, g, dst)
                     k_binary(f64, TG_MUL, m, dst, 1, pa, sa, dst)
                     k_binary(f64, TG_MUL, 1 if sb == 0 else m, pb, 1, pb, 1, s1)
                     k_binary(f64, TG_DIV, m, dst, 1, s1, sb, dst)
-                    took_at(p, bs, s.b, s.bc_b, dst, o, m)
+                    took_at(L, s.b, s.bc_b, dst, o, m)
             elif s.grad_a:                      # ** a number: g * (a ** (e - 1) * e)
-                dst = dest_of(p, bs, s.a, s.bc_a, o)
+                dst = dest_of(L, s.a, s.bc_a, o)
                 if s.cb == 0:
-                    memset(dst, 0, m * p.item)
+                    memset(dst, 0, m * L.r.item)
                 else:
                     e1 = s.cb - 1
                     f1 = <float>e1
@@ -347,42 +461,61 @@ cdef void fused_backward_block(Program p, BufferSet bs, FuseGroup* G, Py_ssize_t
                     k_binary(f64, TG_MUL, m, s1, 1, <void*>&s.cb if f64 else <void*>&s.fb, 0,
                              s1)
                     k_binary(f64, TG_MUL, m, g, 1, s1, 1, dst)
-                took_at(p, bs, s.a, s.bc_a, dst, o, m)
+                took_at(L, s.a, s.bc_a, dst, o, m)
             continue
         if not s.grad_a:
             continue
-        dst = dest_of(p, bs, s.a, s.bc_a, o)
+        dst = dest_of(L, s.a, s.bc_a, o)
         if s.op == OP_NEG:
             k_unary(f64, TG_NEG, m, g, dst)
         elif s.op == OP_EXP:
-            k_binary(f64, TG_MUL, m, g, 1, value_at(p, bs, s.out, o), 1, dst)
+            k_binary(f64, TG_MUL, m, g, 1, value_at(L, s.out, o), 1, dst)
         elif s.op == OP_LOG:
-            k_binary(f64, TG_DIV, m, g, 1, value_at(p, bs, s.a, o), 1, dst)
+            k_binary(f64, TG_DIV, m, g, 1, value_at(L, s.a, o), 1, dst)
         elif s.op == OP_TANH:
-            k_binary(f64, TG_TANH_GRAD, m, g, 1, value_at(p, bs, s.out, o), 1, dst)
+            k_binary(f64, TG_TANH_GRAD, m, g, 1, value_at(L, s.out, o), 1, dst)
         elif s.op == OP_RELU:
-            k_binary(f64, TG_RELU_GRAD, m, g, 1, value_at(p, bs, s.out, o), 1, dst)
+            k_binary(f64, TG_RELU_GRAD, m, g, 1, value_at(L, s.out, o), 1, dst)
         elif s.kop == TG_SIGMOID:
-            k_binary(f64, TG_SIGMOID_GRAD, m, g, 1, value_at(p, bs, s.out, o), 1, dst)
+            k_binary(f64, TG_SIGMOID_GRAD, m, g, 1, value_at(L, s.out, o), 1, dst)
         elif s.kop == TG_SIN:
-            k_unary(f64, TG_COS, m, value_at(p, bs, s.a, o), s1)
+            k_unary(f64, TG_COS, m, value_at(L, s.a, o), s1)
             k_binary(f64, TG_MUL, m, g, 1, s1, 1, dst)
         else:                                   # cos: g * -sin(x)
-            k_unary(f64, TG_SIN, m, value_at(p, bs, s.a, o), s1)
+            k_unary(f64, TG_SIN, m, value_at(L, s.a, o), s1)
             k_unary(f64, TG_NEG, m, s1, s1)
             k_binary(f64, TG_MUL, m, g, 1, s1, 1, dst)
-        took_at(p, bs, s.a, s.bc_a, dst, o, m)
+        took_at(L, s.a, s.bc_a, dst, o, m)
+
+
+cdef void backward_lanes(void* ctx, ptrdiff_t begin, ptrdiff_t end) noexcept nogil:
+    cdef FusedRun* r = <FusedRun*>ctx
+    cdef FuseGroup* G = r.G
+    cdef Lane L
+    cdef Py_ssize_t j, b, b0, b1, o, m
+    for j in range(begin, end):
+        lane_at(r, j, &L)
+        memset(L.bcw, 0, r.n_bc)
+        lane_blocks(r, j, &b0, &b1)
+        for b in range(b0, b1):
+            o = b * G.block
+            m = G.block if G.n - o > G.block else G.n - o
+            # which adjoints hold a value: the same for every block (the sweep's pattern does
+            # not depend on values), so each block starts from the state before the group
+            memcpy(L.touched, r.touched0, r.n_slots)
+            fused_backward_block(&L, o, m)
 
 
 cdef int fused_backward(Program p, BufferSet bs, Py_ssize_t g_index) except -1:
     cdef FuseGroup* G = &p.groups[g_index]
-    cdef Py_ssize_t i, k, o, m
+    cdef Py_ssize_t i, j, k
+    cdef FusedRun r
     cdef bint any_out = False
     for i in range(G.first, G.last + 1):
         if bs.touched[p.steps[i].out]:
             any_out = True
             break
-    if not any_out:
+    if not any_out or G.n == 0:
         return 0
     for k in <list>p.group_writes[g_index]:
         if bs.touched[k] and bs.given[k] is not None:  # not ours to write: moved into adj[k]
@@ -394,18 +527,15 @@ cdef int fused_backward(Program p, BufferSet bs, Py_ssize_t g_index) except -1:
         if bs.bc[i] is None:
             bs.bc[i] = np.empty(G.n, p.dtype)
             bs.bcp[i] = cnp.PyArray_DATA(<cnp.ndarray>bs.bc[i])
+    prepare_run(p, bs, G, &r)
+    run_lanes(&r, backward_lanes)
+    # every block left the same flags: lane 0's (it ran at least one block) are the group's
+    memcpy(bs.touched, r.touched, p.n_slots)
+    for i in range(G.bc_base, G.bc_base + G.n_bc):
         bs.bcw[i] = 0
-    bs.row_len = G.block * p.item
-    bs.scratch_row = G.scratch
-    # which adjoints hold a value: the same for every block (the sweep's pattern does not depend
-    # on values), so each block starts from the state before the group
-    memcpy(bs.touched0, bs.touched, p.n_slots)
-    o = 0
-    while o < G.n:
-        m = G.block if G.n - o > G.block else G.n - o
-        memcpy(bs.touched, bs.touched0, p.n_slots)
-        fused_backward_block(p, bs, G, o, m)
-        o += m
+        for j in range(r.n_lanes):
+            if r.bcw[j * r.n_bc + i]:
+                bs.bcw[i] = 1
     # the one-element slots' contributions, each summed as eager sums it, in the sweep's order
     for i in range(G.bc_base, G.bc_base + G.n_bc):
         if bs.bcw[i]:

@@ -30,3 +30,17 @@ cdef double pooled_sum_f64(ptrdiff_t n, const double* a) noexcept nogil:
 
 cdef float pooled_sum_f32(ptrdiff_t n, const float* a) noexcept nogil:
     return tg_sum_f32(n, a)
+
+
+cdef extern from "threadpool.h" nogil:
+    void tg_parallel_for(ptrdiff_t n, ptrdiff_t min_parallel, ptrdiff_t align, tg_range_fn fn,
+                         void* ctx) noexcept
+
+
+cdef void pooled_parallel_for(ptrdiff_t n, ptrdiff_t min_parallel, ptrdiff_t align,
+                              tg_range_fn fn, void* ctx) noexcept nogil:
+    tg_parallel_for(n, min_parallel, align, fn, ctx)
+
+
+cdef int pooled_threads() noexcept nogil:
+    return tg_get_num_threads()

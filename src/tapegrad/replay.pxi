@@ -131,11 +131,11 @@ cdef class BufferSet:
     cdef list contiguous        # slot -> the C-contiguous copy ptr[slot] points into (re-run
                                 # ops' non-contiguous results that C kernels read), or None
     # fused groups (fusion.pxi)
-    cdef object rows            # the block rows of the group running (values, adjoints, scratch)
+    cdef object rows            # the block rows of each lane (values, adjoints, scratch)
     cdef char* rowp
-    cdef Py_ssize_t row_len     # bytes of one row for the group running
-    cdef int scratch_row
-    cdef char* touched0         # touched before the group's backward (each block starts there)
+    cdef Py_ssize_t n_lanes     # lanes the rows and the lane flags below have room for
+    cdef char* lane_touched     # each lane's `touched` while a group's backward runs
+    cdef char* lane_bcw         # each lane's written-flags of the contributions below
     cdef list bc                # contribution to a one-element slot -> its full-size buffer
     cdef void** bcp
     cdef char* bcw              # whether it was written in this backward
@@ -144,7 +144,8 @@ cdef class BufferSet:
         free(self.ptr)
         free(self.aptr)
         free(self.touched)
-        free(self.touched0)
+        free(self.lane_touched)
+        free(self.lane_bcw)
         free(self.bcp)
         free(self.bcw)
 
@@ -181,6 +182,8 @@ cdef class Program:
     cdef list aux               # step -> Python data (reduce axes ...)
     cdef list outputs           # slots returned by the call
     cdef set fresh              # slots given a new array at every replay (outputs, reductions)
+    cdef list fresh_new         # those of them the forward allocates (not computed elsewhere)
+    cdef int typenum            # the program's dtype number
     cdef set replaced           # slots whose array a step computes outside the set's buffers
     cdef set c_read             # slots C kernels read through raw pointers (C-contiguous)
     cdef list adj_dtypes        # slot -> dtype of its adjoint (the program's, but for slots only
@@ -195,6 +198,8 @@ cdef class Program:
                                 # from a generator= argument: not supported)
     cdef public object global_rng   # () -> the numpy Generator of the global stream
     cdef object input_meta, output_meta     # the replay node's (shape, dtype)s: computed once
+    cdef list out_copy          # output j -> whether a backward reads its buffer (handed out as
+                                # a copy: run)
     cdef Py_ssize_t item        # bytes per element of the program's dtype
     # fused groups of elementwise steps (fusion.pxi)
     cdef FuseGroup* groups
@@ -225,7 +230,8 @@ cdef class Program:
         cdef Py_ssize_t i
         cdef Step* s
         self.dtype = np.dtype(dtype)
-        self.f64 = self.dtype.num == cnp.NPY_FLOAT64
+        self.typenum = self.dtype.num
+        self.f64 = self.typenum == cnp.NPY_FLOAT64
         self.item = 8 if self.f64 else 4
         self.shapes = [tuple(sh) for sh in shapes]
         self.typenums = list(typenums) if typenums is not None else None
@@ -302,6 +308,10 @@ cdef class Program:
             self.steps[i].group = -1
             self.steps[i].bc_a = self.steps[i].bc_b = -1
         self.any_grad = any(self.grad[:n_ext])
+        self.fresh_new = sorted([k for k in self.fresh
+                                 if k >= self.n_ext and k not in self.replaced])
+        read = self.backward_read_slots()
+        self.out_copy = [k in read for k in self.outputs]
         self.all_c = self.deterministic()
         self.rerun_kind = RERUN_SAME if self.all_c else RERUN_NONE
         if fuse:
@@ -360,15 +370,12 @@ cdef class Program:
         bs.given = [None] * self.n_slots
         bs.calls = [None] * self.n_steps
         bs.contiguous = [None] * self.n_slots
-        bs.touched0 = <char*>calloc(self.n_slots, sizeof(char))
         bs.bcp = <void**>calloc(max(self.n_bc, 1), sizeof(void*))
         bs.bcw = <char*>calloc(max(self.n_bc, 1), sizeof(char))
-        if bs.touched0 == NULL or bs.bcp == NULL or bs.bcw == NULL:
+        if bs.bcp == NULL or bs.bcw == NULL:
             raise MemoryError()
         bs.bc = [None] * self.n_bc
-        if self.n_groups:
-            bs.rows = np.empty(self.rows_bytes, np.uint8)
-            bs.rowp = <char*>cnp.PyArray_DATA(<cnp.ndarray>bs.rows)
+        bs.n_lanes = 0                  # the fused groups' rows: at their first run (fusion.pxi)
         for k in range(self.n_slots):
             if k >= self.n_ext and k not in self.fresh and self.vrow[k] < 0:
                 arr = np.empty(self.shapes[k], self.dtype)
@@ -418,6 +425,14 @@ cdef class Program:
         """Run the steps on the externals' arrays (checked by the caller: shapes, dtype,
         C-contiguous; `tensors`: the external tensors, whose version counters re-run ops share);
         returns (Lease, [output arrays])."""
+        cdef Py_ssize_t k
+        lease = self.forward_c(tensors, externals)
+        bs = (<Lease>lease).buffers
+        return lease, [(<BufferSet>bs).arrays[k] for k in self.outputs]
+
+    cdef Lease forward_c(self, list tensors, list externals):
+        """forward() for the call path: the externals' arrays are the tensors' own unless
+        `externals` is given; the outputs are read from the lease's buffers."""
         cdef BufferSet bs = self.take_buffers()
         cdef Lease lease = Lease.__new__(Lease)
         lease.buffers = bs
@@ -426,11 +441,14 @@ cdef class Program:
         cdef bint f64 = self.f64
         cdef const void* pa
         cdef const void* pb
-        for k in range(self.n_ext):
-            self.set_slot(bs, k, externals[k])
-        for k in self.fresh:
-            if k >= self.n_ext and k not in self.replaced:
-                self.set_slot(bs, k, new_empty(self.shapes[k], self.dtype.num))
+        if externals is None:
+            for k in range(self.n_ext):
+                self.set_slot(bs, k, (<TensorBase>tensors[k])._array)
+        else:
+            for k in range(self.n_ext):
+                self.set_slot(bs, k, externals[k])
+        for k in self.fresh_new:
+            self.set_slot(bs, k, new_empty(self.shapes[k], self.typenum))
         i = 0
         while i < self.n_steps:
             s = &self.steps[i]
@@ -453,7 +471,7 @@ cdef class Program:
                 self.forward_call(bs, i - 1, tensors)
             else:
                 self.forward_numpy(bs, i - 1)
-        return lease, [bs.arrays[k] for k in self.outputs]
+        return lease
 
     cdef int forward_call(self, BufferSet bs, Py_ssize_t i, list tensors) except -1:
         """Re-run an eager op on proxies of its operand slots: tensors on the slots' arrays (an
@@ -935,46 +953,49 @@ cdef class Program:
         (linked into the tape as one node when a gradient flows), or None when the plan's value
         guards say the replay differs from an eager run.  call(*args, **kwargs): the function,
         run again eagerly by a create_graph backward."""
-        cdef TensorBase t
-        cdef Py_ssize_t k
+        cdef Py_ssize_t k, j, n_out = len(self.outputs)
+        cdef Lease lease
+        cdef BufferSet bs
         rng_state = None
-        if self.rerun_kind == RERUN_RNG and self.any_grad and grad_enabled():
+        cdef bint recording = self.any_grad and grad_enabled()
+        if recording and self.rerun_kind == RERUN_RNG:
             rng_state = self.global_rng().bit_generator.state     # before the forward draws
         try:
-            lease, outs = self.forward([(<TensorBase>t)._array for t in tensors], tensors)
+            lease = self.forward_c(tensors, None)
         except _ReplayDiffers:
             return None
-        if plan.guards and not plan.guards_hold_c(<Lease>lease):
-            (<Lease>lease).release()
+        if plan.guards and not plan.guards_hold_c(lease):
+            lease.release()
             return None
-        if not self.any_grad or not grad_enabled():
-            (<Lease>lease).release()
-            return tuple([wrap(o) for o in outs])
-        # The backward reads the program's buffers (a saved exp or tanh output, ...), and eager's
-        # version check cannot see a write into a fresh tensor wrapped around one: the caller gets
-        # its own copy of each buffer the program owns, so `y = f(x); y.mul_(2)` before backward
-        # cannot change what the backward reads (outputs that view an external stay views).
-        cdef list results = [wrap(o.copy() if cnp.PyArray_CHKFLAGS(<cnp.ndarray>o,
-                                                                   cnp.NPY_ARRAY_OWNDATA) else o)
-                             for o in outs]
+        bs = lease.buffers
+        if not recording:
+            lease.release()
+            return [wrap(bs.arrays[k]) for k in self.outputs]
+        # The backward reads some of the program's buffers (a saved exp or tanh output, a
+        # product's operands), and eager's version check cannot see a write into a fresh tensor
+        # wrapped around one: the caller gets its own copy of each such buffer the program owns,
+        # so `y = f(x); y.mul_(2)` before backward cannot change what the backward reads (outputs
+        # that view an external stay views; an output no backward reads needs no copy).
+        cdef list results = []
+        for j in range(n_out):
+            o = bs.arrays[<Py_ssize_t>self.outputs[j]]
+            if self.out_copy[j] and cnp.PyArray_CHKFLAGS(<cnp.ndarray>o, cnp.NPY_ARRAY_OWNDATA):
+                o = cnp.PyArray_NewCopy(<cnp.ndarray>o, cnp.NPY_CORDER)
+            results.append(wrap(o))
         cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
             CompiledFunctionBackward)
         node.program = self
-        node.lease = <Lease>lease
-        node.n_out = len(outs)
-        node.versions = [(version_of(<TensorBase>tensors[k]),
-                          version_of(<TensorBase>tensors[k]).value) for k in plan.saved_ext]
-        for k in plan.saved_out:        # an in-place write to one raises at backward, as eager
-            node.versions.append((version_of(<TensorBase>results[k]),
-                                  version_of(<TensorBase>results[k]).value))
+        node.lease = lease
+        node.n_out = n_out
+        if plan.saved_ext or plan.saved_out:
+            node.versions = [(version_of(<TensorBase>tensors[k]),
+                              version_of(<TensorBase>tensors[k]).value) for k in plan.saved_ext]
+            for k in plan.saved_out:    # an in-place write to one raises at backward, as eager
+                node.versions.append((version_of(<TensorBase>results[k]),
+                                      version_of(<TensorBase>results[k]).value))
         node.inputs = tuple(tensors)
-        cdef Rerun rerun
-        if self.rerun_kind != RERUN_NONE:
-            rerun = Rerun.__new__(Rerun)
-            rerun.plan, rerun.call, rerun.args, rerun.kwargs = plan, call, args, kwargs
-            if rng_state is not None:
-                rerun.rng, rerun.rng_state = self.global_rng, rng_state
-            node.rerun = rerun
+        node.plan, node.call, node.args, node.kwargs = plan, call, args, kwargs
+        node.rng_state = rng_state
         if self.input_meta is None:     # the same at every replay: the guards fix them
             self.input_meta = tuple([((<TensorBase>t)._array.shape, (<TensorBase>t)._array.dtype)
                                      for t in tensors])
@@ -983,12 +1004,12 @@ cdef class Program:
         node._input_meta = self.input_meta
         node._output_meta = self.output_meta
         if ANOMALY_MODE:                # the general path takes the anomaly trace
-            non_diff = tuple([results[k] for k in range(len(outs))
+            non_diff = tuple([results[k] for k in range(n_out)
                               if not self.grad[self.outputs[k]]])
-            out = _function_record(node, tuple(tensors), tuple(results), (), non_diff)
+            out = _function_record(node, node.inputs, tuple(results), (), non_diff)
             return out if isinstance(out, tuple) else (out,)
         self.record(node, tensors, results)
-        return tuple(results)
+        return results
 
     cdef int record(self, CompiledFunctionBackward node, list tensors, list results) except -1:
         """Link the results into the tape as _function_record does for a custom Function's
@@ -996,7 +1017,10 @@ cdef class Program:
         gradient flows through), specialised to what a replay gives it: fresh float results, no
         in-place outputs, metadata computed once."""
         cdef Py_ssize_t n_in = len(tensors), n_out = len(results), j, fi, si
-        cdef Py_ssize_t* inp = <Py_ssize_t*>malloc(max(n_in, 1) * sizeof(Py_ssize_t))
+        cdef Py_ssize_t few[8]
+        cdef Py_ssize_t* inp = &few[0]
+        if n_in > 8:
+            inp = <Py_ssize_t*>malloc(n_in * sizeof(Py_ssize_t))
         cdef TensorBase t
         if inp == NULL:
             raise MemoryError()
@@ -1008,7 +1032,8 @@ cdef class Program:
                 inp[j] = node_for_input(t)
             fi = TAPE.append(OP_FUNCTION, <int>n_in, inp)
         finally:
-            free(inp)
+            if inp != &few[0]:
+                free(inp)
         keep(&TAPE.recs[fi].aux, node)
         TAPE.recs[fi].scalar = <double>n_out
         for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest, as there
@@ -1023,33 +1048,38 @@ cdef class Program:
         TAPE.decref(fi)                 # the output records hold the Function record
         return 0
 
+    cdef set backward_read_slots(self):
+        """The slots whose values some step's backward reads (a superset: what each kind of step
+        may read), so the outputs among them are handed to the caller as copies (run)."""
+        cdef set out = set()
+        cdef Py_ssize_t i
+        cdef Step* s
+        for i in range(self.n_steps):
+            s = &self.steps[i]
+            if s.kind == SK_CALL:
+                if any([self.grad[k] for k in self.aux[i][3]]):
+                    out.update(self.aux[i][3])
+                    out.update(self.aux[i][4])
+            elif s.kind == SK_MATMUL:
+                if s.grad_a or s.grad_b:
+                    out.update((s.a, s.b))
+            elif s.kind == SK_BINARY:
+                if (s.grad_a or s.grad_b) and not (s.kop == TG_ADD or s.kop == TG_SUB):
+                    out.update((s.a, s.b))
+                    if not (s.kop == TG_MUL or s.kop == TG_DIV):
+                        out.add(s.out)
+            elif s.kind == SK_UNARY or s.kind == SK_UNARY_NUMPY:
+                if s.grad_a and s.op != OP_NEG:
+                    out.update((s.a, s.out))
+            # sums and means read their gradient only
+        out.discard(-1)
+        return out
+
 
 cdef enum:
     RERUN_SAME = 0
     RERUN_RNG = 1
     RERUN_NONE = 2
-
-
-cdef class Rerun:
-    """() -> the Program's outputs of the call computed eagerly again (create_graph): the
-    same values as the replay's, its random draws included (the global stream is set back to
-    its state before the replay's forward for the re-run, then restored)."""
-    cdef ReplayPlan plan
-    cdef object call
-    cdef tuple args
-    cdef dict kwargs
-    cdef object rng, rng_state
-
-    def __call__(self):
-        if self.rng_state is None:
-            return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
-        bits = self.rng().bit_generator
-        now = bits.state
-        bits.state = self.rng_state
-        try:
-            return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
-        finally:
-            bits.state = now
 
 
 cdef class CompiledFunctionBackward(CompiledBackward):
@@ -1058,10 +1088,15 @@ cdef class CompiledFunctionBackward(CompiledBackward):
     cdef Program program
     cdef Lease lease
     cdef Py_ssize_t n_out
-    cdef list versions          # (Version, value at forward) of the externals backward reads
-    cdef object rerun           # None, or () -> the call's outputs computed eagerly again (a
-                                # program of C steps only: deterministic), for create_graph
+    cdef list versions          # (Version, value at forward) of the externals and outputs
+                                # the backward reads (None: none)
     cdef tuple inputs           # the externals
+    # what a create_graph backward needs to run the call again eagerly (rerun)
+    cdef ReplayPlan plan
+    cdef object call
+    cdef tuple args
+    cdef dict kwargs
+    cdef object rng_state       # the global stream's state before the replay's forward, or None
     cdef public object _input_meta, _output_meta    # set by _function_record
 
     def name(self):
@@ -1070,29 +1105,44 @@ cdef class CompiledFunctionBackward(CompiledBackward):
     def __repr__(self):
         return f"<CompiledFunctionBackward object at {id(self):#x}>"
 
-    cdef object backward(self, list g):
+    cdef int check_versions(self) except -1:
         cdef Version v
+        if self.versions is None:
+            return 0
         for v, at in self.versions:
             if v.value != at:
                 raise RuntimeError("one of the variables needed for gradient computation has "
                                    "been modified by an inplace operation: is at version "
                                    f"{v.value}; expected version {at} instead.")
+        return 0
+
+    cdef object backward(self, list g):
+        self.check_versions()
         return tuple(self.program.backward_c(self.lease, g[:self.n_out]))
+
+    cdef object rerun(self):
+        """The Program's outputs of the call computed eagerly again: the same values as the
+        replay's, its random draws included (the global stream is set back to its state before
+        the replay's forward for the re-run, then restored)."""
+        if self.rng_state is None:
+            return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
+        bits = self.program.global_rng().bit_generator
+        now = bits.state
+        bits.state = self.rng_state
+        try:
+            return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
+        finally:
+            bits.state = now
 
     cdef object graph_backward(self, list g):
         """create_graph=True: the call run again eagerly on the same externals (its values are
         the replay's: same ops, same inputs), then its recorded backward, itself recorded."""
-        cdef Version v
-        if self.rerun is None:
+        if self.program.rerun_kind == RERUN_NONE:
             raise RuntimeError(
                 "create_graph=True through a tapegrad.compile'd call that draws random numbers "
                 "from a generator= argument is not supported: call the original function "
                 "(compiled.fn) for higher-order derivatives")
-        for v, at in self.versions:
-            if v.value != at:
-                raise RuntimeError("one of the variables needed for gradient computation has "
-                                   "been modified by an inplace operation: is at version "
-                                   f"{v.value}; expected version {at} instead.")
+        self.check_versions()
         cdef bint was = grad_enabled()
         _set_grad_enabled(True)
         try:
@@ -1422,24 +1472,42 @@ def _call_externals(list sources, list metas, list flat):
     """The external tensors of a replay: sources[k] is an index into `flat` (an argument, already
     checked by the signature) or a tensor the function closed over, which must still match its
     capture (metas[k]: shape, dtype number, requires_grad, or None for arguments); None if not."""
+    return call_externals(sources, metas, flat)
+
+
+cdef list call_externals(list sources, list metas, object flat):
+    """_call_externals; `flat` a list or (the fast call path's arguments) a tuple."""
     cdef list out = []
     cdef TensorBase t
     cdef object A
     cdef Py_ssize_t k
+    cdef bint is_list = type(flat) is list
     for k in range(len(sources)):
         src = sources[k]
         if type(src) is int:
-            out.append(flat[<Py_ssize_t>src])
+            out.append((<list>flat)[<Py_ssize_t>src] if is_list
+                       else (<tuple>flat)[<Py_ssize_t>src])
             continue
         t = <TensorBase>src
         A = t._array
         shape, typenum, requires_grad = <tuple>metas[k]
-        if (A.shape != shape or cnp.PyArray_TYPE(A) != <int>typenum
+        if (not shape_is(A, <tuple>shape) or cnp.PyArray_TYPE(A) != <int>typenum
                 or not cnp.PyArray_IS_C_CONTIGUOUS(A) or t._requires_grad != requires_grad):
             return None
         out.append(t)
     return out
 
+
+cdef inline bint shape_is(object A, tuple shape) except -1:
+    """A.shape == shape without making the shape tuple (A an ndarray, shape a tuple of ints)."""
+    cdef int nd = cnp.PyArray_NDIM(<cnp.ndarray>A), j
+    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(<cnp.ndarray>A)
+    if len(shape) != nd:
+        return False
+    for j in range(nd):
+        if dims[j] != <cnp.npy_intp>(<Py_ssize_t>shape[j]):
+            return False
+    return True
 
 
 # -- the call path of tapegrad.compile, in C ----------------------------------------------------
@@ -1464,6 +1532,8 @@ cdef class ReplayPlan:
     cdef public tuple saved_out         # Program outputs whose values the backward reads
     cdef public object structure        # how to rebuild fn's return value (None: one tensor)
     cdef public tuple env               # (namespace, name, value) the capture read by name
+    cdef public bint direct             # output_map is 0, 1, ...: fn returns the Program's
+                                        # outputs in their order
 
     def __init__(self, reason=None):
         self.program = None
@@ -1476,6 +1546,7 @@ cdef class ReplayPlan:
         self.saved_out = ()
         self.structure = None
         self.env = ()
+        self.direct = False
 
     def externals(self, list flat):
         """The external tensors for this call (`flat`: its flattened arguments), or None if a
@@ -1502,19 +1573,24 @@ cdef class ReplayPlan:
         return type(self.structure)([outs[i] if isinstance(i, int) else None
                                      for i in self.structure])
 
-    cdef object replay(self, list flat, object call, tuple args, dict kwargs):
-        """The call replayed, as fn would return it, or NOT_REPLAYED (a guard failed)."""
-        tensors = _call_externals(self.sources, self.ext_meta, flat)
+    cdef object replay(self, object flat, object call, tuple args, dict kwargs):
+        """The call replayed, as fn would return it, or NOT_REPLAYED (a guard failed).  `flat`:
+        the flattened arguments (a list), or the arguments themselves when nothing nests."""
+        tensors = call_externals(self.sources, self.ext_meta, flat)
         if tensors is None:
             return NOT_REPLAYED
         outs = self.program.run(<list>tensors, self, call, args, kwargs)
         if outs is None:
             return NOT_REPLAYED
+        if self.direct:                 # fn returns the Program's outputs, in order
+            if self.structure is None:
+                return (<list>outs)[0]
+            return self.rebuild(outs)
         cdef list mapped = []
         cdef Py_ssize_t k
         for j in self.output_map:
             k = j
-            mapped.append((<tuple>outs)[k] if k >= 0 else (<list>tensors)[~k])
+            mapped.append((<list>outs)[k] if k >= 0 else (<list>tensors)[~k])
         if self.structure is None:
             return mapped[0] if mapped else None
         return self.rebuild(mapped)
@@ -1564,25 +1640,103 @@ def _same_binding(a, b):
     return same_binding(a, b)
 
 
+cdef bint same_signature(tuple key, tuple args) except -1:
+    """Whether a call with positional arguments `args` (none of them a list or tuple) has the
+    signature `key` (call_key's) - the key compared in place, without building a new one."""
+    cdef PyObject* seen_c[KEY_SEEN_MAX]
+    cdef Py_ssize_t n = len(args), i, j, n_seen = 0, which
+    cdef tuple part
+    cdef object A, v
+    if len(key) != n + 2 or <bint>key[0] != grad_enabled() or len(<tuple>key[1]) != 0:
+        return False
+    for i in range(n):
+        a = args[i]
+        part = <tuple>key[i + 2]
+        if isinstance(a, TensorBase):
+            if len(part) != 5:
+                return False
+            A = (<TensorBase>a)._array
+            if (not shape_is(A, <tuple>part[0]) or cnp.PyArray_TYPE(A) != <int>part[1]
+                    or (<TensorBase>a)._requires_grad != <bint>part[2]
+                    or cnp.PyArray_IS_C_CONTIGUOUS(A) != <bint>part[3]):
+                return False
+            which = -1                  # which argument tensor it is (as call_key numbers them)
+            for j in range(n_seen):
+                if seen_c[j] == <PyObject*>a:
+                    which = j
+                    break
+            if which < 0:
+                if n_seen == KEY_SEEN_MAX:
+                    return False        # (call_key's dict numbering: the slow path)
+                seen_c[n_seen] = <PyObject*>a
+                which = n_seen
+                n_seen += 1
+            if which != <Py_ssize_t>part[4]:
+                return False
+        else:
+            if len(part) == 5 or type(a) is not part[0]:
+                return False
+            v = part[1]
+            if a is v:
+                continue
+            if type(a) is float and a == 0.0:       # the sign is part of the signature
+                if len(part) != 3 or copysign(1.0, a) != <double>part[2]:
+                    return False
+            elif not (a == v):
+                return False
+    return True
+
+
 cdef class CompiledCall:
     """The call path of tapegrad.compile's CompiledFunction (its Python subclass adds the
     capture, explain() ...): a replayable signature is replayed here, anything else goes to
-    self._slow_call(args, kwargs, flat, key, plan, guard_failed)."""
+    self._slow_call(args, kwargs, flat, key, plan, guard_failed).
+
+    The plan the previous call replayed is kept with its signature key: a call with the same
+    positional arguments (no keywords, no lists or tuples) is matched against that key in place
+    (same_signature) instead of building its key and looking it up - what most loops do."""
     cdef public object fn
     cdef public dict _plans
-    cdef public dict stats
+    cdef dict _stats
+    cdef Py_ssize_t replays             # replays not yet added to _stats["replays"]
+    cdef public ReplayPlan _last_plan   # the plan the previous call replayed, and its key
+    cdef public tuple _last_key
+
+    @property
+    def stats(self):
+        """{"captures", "replays", "eager", "guard_failures"}: how the calls went."""
+        if self.replays:
+            self._stats["replays"] += self.replays
+            self.replays = 0
+        return self._stats
+
+    @stats.setter
+    def stats(self, dict value):
+        self._stats = value
+        self.replays = 0
 
     def __call__(self, *args, **kwargs):
+        cdef ReplayPlan plan = self._last_plan
+        if plan is not None and not kwargs and same_signature(self._last_key, args):
+            if env_holds(plan.env):
+                out = plan.replay(args, self.fn, args, kwargs)
+                if out is not NOT_REPLAYED:
+                    self.replays += 1
+                    return out
+            flat, key = call_key(args, kwargs)
+            return self._slow_call(args, kwargs, flat, key, plan, True)     # a guard failed
         flat, key = call_key(args, kwargs)
         try:
-            plan = self._plans.get(key)
+            found = self._plans.get(key)
         except TypeError:                   # an unhashable argument: not cached
-            key = plan = None
-        if plan is not None and (<ReplayPlan>plan).program is not None:
-            if env_holds((<ReplayPlan>plan).env):
-                out = (<ReplayPlan>plan).replay(<list>flat, self.fn, args, kwargs)
+            key = found = None
+        if found is not None and (<ReplayPlan>found).program is not None:
+            plan = <ReplayPlan>found
+            if env_holds(plan.env):
+                out = plan.replay(<list>flat, self.fn, args, kwargs)
                 if out is not NOT_REPLAYED:
-                    self.stats["replays"] += 1
+                    self.replays += 1
+                    self._last_plan, self._last_key = plan, <tuple>key
                     return out
             return self._slow_call(args, kwargs, flat, key, plan, True)     # a guard failed
-        return self._slow_call(args, kwargs, flat, key, plan, False)
+        return self._slow_call(args, kwargs, flat, key, found, False)
