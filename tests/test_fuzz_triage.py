@@ -1,0 +1,75 @@
+"""Regressions of the fuzz findings triaged in the second issue-16 session (tools/fuzz.py).
+
+Each test names the fuzz finding it pins, asserts the right values without torch, and compares
+with torch when it is installed.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+nan, inf = math.nan, math.inf
+
+
+# -- an in-place op makes its tensor the op's output (seeds 702742, 702859, 705401) -------------
+# `v.sqrt_()` was `v.copy_(v.clone().sqrt())`: v's grad_fn a copy, and the output sqrt saved for
+# backward a tensor other than v.  A second derivative reaching that saved output then bypassed
+# v, so v's retained .grad missed it, and a write into v after sqrt_ went unnoticed.
+
+def _retained_grad_after_double_backward(L, op):
+    x = L.tensor([[1.67, 0.3]], dtype=L.float64, requires_grad=True)
+    v = x * 1.0
+    op(v)
+    v.retain_grad()
+    loss = (v * L.tensor([0.7, 0.4], dtype=L.float64)).sum()
+    g, = L.autograd.grad(loss, [x], create_graph=True)
+    (g * L.tensor([[0.3, -0.2]], dtype=L.float64)).sum().backward()
+    return v.grad.numpy(), x.grad.numpy(), type(v.grad_fn).__name__
+
+
+IN_PLACE_OPS = {
+    "sqrt_": lambda v: v.sqrt_(),
+    "tanh_": lambda v: v.tanh_(),
+    "exp_": lambda v: v.exp_(),
+    "sigmoid_": lambda v: v.sigmoid_(),
+    "pow_": lambda v: v.pow_(2.5),
+    "ipow": lambda v: v.__ipow__(2.5),
+}
+
+
+def test_sqrt_in_place_retained_grad_gets_the_second_derivative():
+    vg, xg, name = _retained_grad_after_double_backward(tg, IN_PLACE_OPS["sqrt_"])
+    # d/dy of sum(g * c) with g = w / (2 y) per element: -c w / (2 y^2), y = sqrt(x)
+    y = np.sqrt([1.67, 0.3])
+    np.testing.assert_allclose(vg, [[0.7, 0.4]] - np.array([0.3 * 0.7, -0.2 * 0.4]) / (2 * y * y))
+    assert name == "SqrtBackward0"
+
+
+@pytest.mark.parametrize("name", sorted(IN_PLACE_OPS))
+def test_in_place_retained_grad_second_derivative_against_torch(torch, name):
+    mine = _retained_grad_after_double_backward(tg, IN_PLACE_OPS[name])
+    theirs = _retained_grad_after_double_backward(torch, IN_PLACE_OPS[name])
+    np.testing.assert_allclose(mine[0], theirs[0], rtol=1e-12)
+    np.testing.assert_allclose(mine[1], theirs[1], rtol=1e-12)
+    assert mine[2] == theirs[2]
+
+
+def test_write_after_an_in_place_op_that_saved_its_output_raises():
+    # exp_ saved its output, which is now x's storage: PyTorch's error, not a stale gradient
+    a = tg.tensor([0.5, 1.5], requires_grad=True)
+    x = a * 1.0
+    x.exp_()
+    x.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        x.sum().backward()
+
+
+def test_in_place_op_result_is_the_ops_output_gradient():
+    a = tg.tensor([0.25, 4.0], dtype=tg.float64, requires_grad=True)
+    x = a * 1.0
+    x.sqrt_()
+    x.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [1.0, 0.25])
+    assert x._version == 1 and type(x.grad_fn).__name__ == "SqrtBackward0"
