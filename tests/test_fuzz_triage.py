@@ -73,3 +73,68 @@ def test_in_place_op_result_is_the_ops_output_gradient():
     x.sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), [1.0, 0.25])
     assert x._version == 1 and type(x.grad_fn).__name__ == "SqrtBackward0"
+
+
+# -- tapegrad.compile: what a replay cannot reproduce runs eagerly ------------------------------
+# (seeds 703579, 704329, 704441, 704699, 704992, 705047: a view taken under no_grad of an input
+# that requires grad; 702468, 705048: requires_grad_() inside the function)
+
+def _eager_and_compiled(fn, make_args, calls=3):
+    compiled = tg.compile(fn)
+    out = []
+    for call in range(calls):
+        row = []
+        for f in (fn, compiled):
+            args = make_args(call)
+            o = f(*args)
+            if o.requires_grad:
+                (o * tg.arange(1.0, o.numel() + 1, dtype=o.dtype).reshape(o.shape)).sum().backward()
+            row.append((o.detach().numpy().copy(), o.requires_grad,
+                        [None if a.grad is None else a.grad.numpy().copy() for a in args]))
+        out.append(row)
+    return compiled, out
+
+
+def _assert_same(rows):
+    for eager, compiled in rows:
+        np.testing.assert_array_equal(eager[0], compiled[0])
+        assert eager[1] == compiled[1]
+        for ge, gc in zip(eager[2], compiled[2]):
+            assert (ge is None) == (gc is None)
+            if ge is not None:
+                np.testing.assert_array_equal(ge, gc)
+
+
+def test_compile_view_under_no_grad_stops_the_gradient_as_eager():
+    def fn(x):
+        with tg.no_grad():
+            v = x.flatten()
+        return v.exp()
+    compiled, rows = _eager_and_compiled(
+        fn, lambda c: [tg.tensor([[0.5, -1.0], [2.0, c * 1.0]], requires_grad=True)])
+    _assert_same(rows)
+    assert rows[1][1][1] and rows[1][1][2] == [None]     # requires grad, gradient goes nowhere
+    assert "view under no_grad" in compiled.explain()
+
+
+def test_compile_requires_grad_inside_the_function_runs_eagerly():
+    def fn(x, y):
+        y.requires_grad_(False)
+        return x * y + (x * 2).detach().requires_grad_()
+    compiled, rows = _eager_and_compiled(
+        fn, lambda c: [tg.tensor([1.0, 2.0 + c], requires_grad=True),
+                       tg.tensor([3.0, -1.0], requires_grad=True)])
+    _assert_same(rows)
+    assert "requires_grad_()" in compiled.explain()
+
+
+def test_compile_no_grad_result_inside_the_function_still_replays():
+    def fn(x):
+        with tg.no_grad():
+            s = x * 2                       # not a view: does not require grad
+        return x * s
+    compiled, rows = _eager_and_compiled(
+        fn, lambda c: [tg.tensor([1.0, -2.0, 0.5 + c], requires_grad=True)])
+    _assert_same(rows)
+    np.testing.assert_array_equal(rows[2][1][2][0], [2.0, -8.0, 15.0])   # s is a constant: 2x, weighted
+    assert "replayed" in compiled.explain()

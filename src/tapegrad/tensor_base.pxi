@@ -321,6 +321,10 @@ cdef class TensorBase:
         if flag and self._inference and not inference_mode_on():
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
+        if flag != self._requires_grad:
+            # a replay reads requires_grad once per call (its signature and the plan's gradient
+            # slots), so a call that flips it runs eagerly (tapegrad.compile)
+            capture_unsupported("requires_grad_() or .requires_grad = on a tensor")
         self._requires_grad = flag
         return 0
 
