@@ -1130,6 +1130,8 @@ def drive(kinds, first, seconds, batch, out_path, timeout):
     findings = []
     progress = tempfile.mktemp(prefix="fuzz_progress_")
     turn = 0
+    # findings are appended batch by batch, so a long run can be triaged while it goes on
+    out = open(out_path, "w")
     while time.time() < t_end:
         kind = kinds[turn % len(kinds)]
         turn += 1
@@ -1152,6 +1154,7 @@ def drive(kinds, first, seconds, batch, out_path, timeout):
                 done = rec["done"]
             else:
                 findings.append(rec)
+                out.write(json.dumps(rec) + "\n")
         if done is None:
             try:
                 crashed = int(open(progress).read())
@@ -1159,14 +1162,15 @@ def drive(kinds, first, seconds, batch, out_path, timeout):
                 crashed = seed
             findings.append({"seed": crashed, "kind": kind, "op": "?", "cat": "process-crash",
                              "msg": f"worker exit {rc} (crash or hang)"})
+            out.write(json.dumps(findings[-1]) + "\n")
             n[kind] += crashed - seed + 1
             seeds[kind] = crashed + 1
         else:
             n[kind] += batch
             seeds[kind] = seed + batch
-    with open(out_path, "w") as f:
-        for rec in findings:
-            f.write(json.dumps(rec) + "\n")
+        out.write(json.dumps({"ran": dict(n)}) + "\n")
+        out.flush()
+    out.close()
     summary = {}
     for rec in findings:
         key = (rec.get("kind"), rec["cat"], rec.get("op"), rec["msg"][:70])
