@@ -138,3 +138,60 @@ def test_compile_no_grad_result_inside_the_function_still_replays():
     _assert_same(rows)
     np.testing.assert_array_equal(rows[2][1][2][0], [2.0, -8.0, 15.0])   # s is a constant: 2x, weighted
     assert "replayed" in compiled.explain()
+
+
+# -- empty results do not check what they never read (seeds 701183, 702438, 702457, 704264,
+# 704802, 703660, 703227, 703323, 703985) ---------------------------------------------------------
+
+EMPTY_INDEX_CASES = [((2, 4, 0), ([-3, -3],)), ((2, 4, 0), ([5],)), ((1, 0), ([0, 1, -1],)),
+                     ((2, 4, 0), (slice(None), [7])), ((3, 0), ([[0, 9]],))]
+
+
+@pytest.mark.parametrize("shape,key", EMPTY_INDEX_CASES)
+def test_out_of_range_index_with_an_empty_result(shape, key):
+    x = tg.zeros(shape, requires_grad=True)
+    key = tuple(tg.tensor(k) if isinstance(k, list) else k for k in key)
+    y = x[key]
+    assert y.numel() == 0
+    y.sum().backward()
+    assert x.grad.shape == x.shape
+
+
+@pytest.mark.parametrize("shape,key", EMPTY_INDEX_CASES)
+def test_out_of_range_index_with_an_empty_result_against_torch(torch, shape, key):
+    tk = tuple(torch.tensor(k) if isinstance(k, list) else k for k in key)
+    gk = tuple(tg.tensor(k) if isinstance(k, list) else k for k in key)
+    assert tuple(tg.zeros(shape)[gk].shape) == tuple(torch.zeros(shape)[tk].shape)
+
+
+def test_out_of_range_index_with_elements_still_raises():
+    with pytest.raises(IndexError, match="out of bounds"):
+        tg.zeros(2, 3)[tg.tensor([2])]
+    with pytest.raises(IndexError, match="out of bounds"):
+        tg.zeros(0, 3)[tg.tensor([0])]
+
+
+@pytest.mark.parametrize("dim", [1, 5, -3])
+def test_cat_of_empty_1d_tensors_checks_no_dim(dim):
+    e = tg.zeros(0, requires_grad=True)
+    out = tg.cat([e, e], dim)
+    assert out.shape == (0,) and out.requires_grad
+    out.sum().backward()
+    assert e.grad.shape == (0,)
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_nll_loss_of_zero_classes_with_every_target_ignored(reduction):
+    F = tg.nn.functional
+    x = tg.zeros(2, 0, requires_grad=True)
+    loss = F.nll_loss(x, tg.tensor([0, 0]), ignore_index=0, reduction=reduction)
+    expected = {"none": [0.0, 0.0], "sum": 0.0, "mean": nan}[reduction]
+    np.testing.assert_array_equal(loss.detach().numpy(), expected)
+    loss.sum().backward()
+    assert x.grad.shape == (2, 0)
+    v = tg.zeros(0, requires_grad=True)                  # unbatched: a (0,) input, 0-d target
+    loss = F.cross_entropy(v, tg.tensor(0), ignore_index=0, reduction=reduction)
+    loss.sum().backward()
+    assert v.grad.shape == (0,)
+    with pytest.raises(IndexError, match="Target 1 is out of bounds"):
+        F.nll_loss(x, tg.tensor([0, 1]), ignore_index=0)
