@@ -1121,6 +1121,29 @@ def worker(kind, start, stop, progress_path):
     print(json.dumps({"done": stop}), flush=True)
 
 
+def run_worker(args, progress, timeout):
+    """Run one worker; (exit code or "timeout", its stdout).  `timeout` bounds one seed, not the
+    batch: on a loaded machine a whole batch may take long while no program hangs."""
+    with tempfile.TemporaryFile("w+") as sink:
+        p = subprocess.Popen(args, stdout=sink, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+        current, since, hung = None, time.time(), False
+        while p.poll() is None:
+            time.sleep(0.5)
+            try:
+                now = open(progress).read()
+            except OSError:
+                now = None
+            if now != current:
+                current, since = now, time.time()
+            elif time.time() - since > timeout:
+                p.kill()
+                p.wait()
+                hung = True
+        rc = "timeout" if hung else p.returncode
+        sink.seek(0)
+        return rc, sink.read()
+
+
 def drive(kinds, first, seconds, batch, out_path, timeout):
     """Run batches of seeds in subprocesses (alternating the kinds) until `seconds` pass; a
     worker that dies or hangs is reported with the seed it was running."""
@@ -1138,12 +1161,7 @@ def drive(kinds, first, seconds, batch, out_path, timeout):
         seed = seeds[kind]
         args = [sys.executable, os.path.abspath(__file__), "--worker", f"{seed}:{seed + batch}",
                 "--kind", kind, "--progress", progress]
-        try:
-            p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-            rc, stdout = p.returncode, p.stdout
-        except subprocess.TimeoutExpired as e:
-            rc = "timeout"
-            stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rc, stdout = run_worker(args, progress, timeout)
         done = None
         for line in stdout.splitlines():
             try:
@@ -1208,7 +1226,7 @@ def main(argv=None):
                     help="programs, surface, or both (comma-separated)")
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--batch", type=int, default=100)
-    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--timeout", type=float, default=300, help="seconds one program may take")
     ap.add_argument("--out", default="fuzz_findings.jsonl")
     ap.add_argument("--repro", type=int, default=None)
     ap.add_argument("--no-shrink", action="store_true")
