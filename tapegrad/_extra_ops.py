@@ -993,6 +993,9 @@ def _in_place(name: str):
         if tuple(result.shape) != tuple(self.shape):
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
+        # self becomes the op's output (its grad_fn, the output it saves), as in PyTorch
+        if source is not self and _core._adopt_in_place_result(self, result):
+            return self
         from ._shift_ops import _write_back
         return _write_back(self, result)
     method.__name__ = method.__qualname__ = name + "_"

@@ -91,7 +91,12 @@ def _irshift(self, other):
 
 
 def _ipow(self, other):
-    return _write_back(self, self.clone() ** other)
+    source = self.clone()
+    result = source ** other
+    # self becomes pow's output (its grad_fn, the output it saves), as in PyTorch
+    if isinstance(result, _core.TensorBase) and _core._adopt_in_place_result(self, result):
+        return self
+    return _write_back(self, result)
 
 
 def register(namespace: dict, tensor_cls) -> None:

@@ -410,6 +410,11 @@ def _plan_from(capture, flat, result):
     if any(t.retains_grad for t in capture.created):
         reasons.append("it calls retain_grad() on a tensor it makes (a replay cannot fill that "
                        "tensor's .grad)")
+    # A view taken under no_grad of a tensor that requires grad requires grad too, as a leaf
+    # whose gradient goes nowhere (PyTorch's rule): a replay's steps pass every gradient on.
+    if any(t.requires_grad and t.is_leaf for t in capture.created):
+        reasons.append("it takes a view under no_grad of a tensor that requires grad (a leaf "
+                       "the replay cannot stop the gradient at)")
     claimed = capture.claimed
     # every tensor an op made must be a step's result (a claimed one was created by wrap)
     if len(claimed) != len(capture.created):

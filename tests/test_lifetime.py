@@ -100,10 +100,6 @@ def test_compaction_keeps_graphs_and_grad_fns_correct():
     assert tape().capacity <= max(start_capacity, 256)   # 2,000 graphs, holes reused
 
 
-@pytest.mark.xfail(strict=True, reason="open: a hook that references its own tensor forms a cycle "
-                   "through the tape record (tensor -> record -> hooks -> closure -> tensor) that "
-                   "the garbage collector cannot see, so the graph is never freed; PyTorch "
-                   "collects it")
 def test_a_hook_referencing_its_own_tensor_is_collected():
     x = tg.ones(3, requires_grad=True)
     gc.collect()
@@ -115,3 +111,33 @@ def test_a_hook_referencing_its_own_tensor_is_collected():
     del y
     gc.collect()
     assert tape().live_records - before < 5
+
+
+def test_hook_cycles_of_leaves_and_post_accumulate_hooks_are_collected():
+    import weakref
+    refs = []
+    for _ in range(5):
+        x = tg.ones(3, requires_grad=True)
+        x.register_hook(lambda g, x=x: g * 2.0)
+        x.register_post_accumulate_grad_hook(lambda t, x=x: None)
+        (x * 3).sum().backward()
+        refs.append(weakref.ref(x))
+    del x
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_a_hooked_tensor_still_in_use_survives_collection():
+    # the traverse reports the record's hooks only while the tensor is its only owner: a later
+    # record, a grad_fn object or an outside reference keeps everything alive and working
+    x = tg.ones(3, requires_grad=True)
+    y = x * 2
+    seen = []
+    y.register_hook(lambda g, y=y: seen.append(y.shape) or g * 10.0)
+    z = y.sum()
+    fn = y.grad_fn
+    del y
+    gc.collect()
+    z.backward()
+    assert seen == [(3,)] and x.grad.tolist() == [20.0, 20.0, 20.0]
+    del fn

@@ -1121,6 +1121,29 @@ def worker(kind, start, stop, progress_path):
     print(json.dumps({"done": stop}), flush=True)
 
 
+def run_worker(args, progress, timeout):
+    """Run one worker; (exit code or "timeout", its stdout).  `timeout` bounds one seed, not the
+    batch: on a loaded machine a whole batch may take long while no program hangs."""
+    with tempfile.TemporaryFile("w+") as sink:
+        p = subprocess.Popen(args, stdout=sink, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+        current, since, hung = None, time.time(), False
+        while p.poll() is None:
+            time.sleep(0.5)
+            try:
+                now = open(progress).read()
+            except OSError:
+                now = None
+            if now != current:
+                current, since = now, time.time()
+            elif time.time() - since > timeout:
+                p.kill()
+                p.wait()
+                hung = True
+        rc = "timeout" if hung else p.returncode
+        sink.seek(0)
+        return rc, sink.read()
+
+
 def drive(kinds, first, seconds, batch, out_path, timeout):
     """Run batches of seeds in subprocesses (alternating the kinds) until `seconds` pass; a
     worker that dies or hangs is reported with the seed it was running."""
@@ -1130,18 +1153,15 @@ def drive(kinds, first, seconds, batch, out_path, timeout):
     findings = []
     progress = tempfile.mktemp(prefix="fuzz_progress_")
     turn = 0
+    # findings are appended batch by batch, so a long run can be triaged while it goes on
+    out = open(out_path, "w")
     while time.time() < t_end:
         kind = kinds[turn % len(kinds)]
         turn += 1
         seed = seeds[kind]
         args = [sys.executable, os.path.abspath(__file__), "--worker", f"{seed}:{seed + batch}",
                 "--kind", kind, "--progress", progress]
-        try:
-            p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-            rc, stdout = p.returncode, p.stdout
-        except subprocess.TimeoutExpired as e:
-            rc = "timeout"
-            stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rc, stdout = run_worker(args, progress, timeout)
         done = None
         for line in stdout.splitlines():
             try:
@@ -1152,6 +1172,7 @@ def drive(kinds, first, seconds, batch, out_path, timeout):
                 done = rec["done"]
             else:
                 findings.append(rec)
+                out.write(json.dumps(rec) + "\n")
         if done is None:
             try:
                 crashed = int(open(progress).read())
@@ -1159,14 +1180,15 @@ def drive(kinds, first, seconds, batch, out_path, timeout):
                 crashed = seed
             findings.append({"seed": crashed, "kind": kind, "op": "?", "cat": "process-crash",
                              "msg": f"worker exit {rc} (crash or hang)"})
+            out.write(json.dumps(findings[-1]) + "\n")
             n[kind] += crashed - seed + 1
             seeds[kind] = crashed + 1
         else:
             n[kind] += batch
             seeds[kind] = seed + batch
-    with open(out_path, "w") as f:
-        for rec in findings:
-            f.write(json.dumps(rec) + "\n")
+        out.write(json.dumps({"ran": dict(n)}) + "\n")
+        out.flush()
+    out.close()
     summary = {}
     for rec in findings:
         key = (rec.get("kind"), rec["cat"], rec.get("op"), rec["msg"][:70])
@@ -1204,7 +1226,7 @@ def main(argv=None):
                     help="programs, surface, or both (comma-separated)")
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--batch", type=int, default=100)
-    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--timeout", type=float, default=300, help="seconds one program may take")
     ap.add_argument("--out", default="fuzz_findings.jsonl")
     ap.add_argument("--repro", type=int, default=None)
     ap.add_argument("--no-shrink", action="store_true")

@@ -211,9 +211,24 @@ cdef void scatter_rows(const int64_t* off, Py_ssize_t m, Py_ssize_t inner, const
             z[off[i] + t] += g[i * inner + t]
 
 
+cdef object empty_index_result(object B, tuple key):
+    """B[key] when it holds no element although an index is out of range: PyTorch checks each
+    index as its kernel reads it, so it raises only when an element is read (x[[5]] of shape
+    (2, 0) is an empty (1, 0)).  None when the result has elements (the error stands)."""
+    stand_in = np.empty(tuple(max(n, 1) if isinstance(k, np.ndarray) and k.dtype.kind in "iu"
+                              else n for n, k in zip(B.shape, key)) + B.shape[len(key):],
+                        dtype=B.dtype)
+    safe = tuple(np.zeros_like(k) if isinstance(k, np.ndarray) and k.dtype.kind in "iu" else k
+                 for k in key)
+    out = stand_in[safe]
+    return out if out.size == 0 else None
+
+
 cdef object scatter_index(tuple aux, object g):
     """The transpose of x[key]: g scattered into zeros of x's shape (repeated indices add)."""
     shape, dt, key1, bshape, key2 = aux
+    if key2 is not None and g.size == 0:
+        return np.zeros(shape, dtype=dt)         # (its indices may be out of range: see above)
     if key2 is None:
         z = np.zeros(shape, dtype=dt)
         z[key1] = g
@@ -376,9 +391,11 @@ cdef object index_op(TensorBase x, object key):
             msg = str(e)
             if msg.startswith("shape mismatch"):
                 shapes = ", ".join(str(list(a.shape)) for a in tkey2 if isinstance(a, np.ndarray))
-                msg = ("shape mismatch: indexing tensors could not be broadcast together with "
-                       f"shapes {shapes}")
-            raise IndexError(numpy_index_message(msg)) from None
+                raise IndexError("shape mismatch: indexing tensors could not be broadcast "
+                                 f"together with shapes {shapes}") from None
+            out = empty_index_result(B, tkey2)      # an index out of range
+            if out is None:
+                raise IndexError(numpy_index_message(msg)) from None
         aux = (shape, A.dtype, tkey1 if basic else None, B.shape, None)
     res = wrap_result(nd(out), x)
     r = record_from(op, res, (x,))

@@ -496,6 +496,43 @@ def copy_(TensorBase self, src, non_blocking=False):
     setitem_op(self, Ellipsis, src)
     return self
 
+def _adopt_in_place_result(TensorBase self, TensorBase result):
+    """Finish `self.<op>_()` computed out of place as `result` (from a clone of self) by making
+    self the op's output, as PyTorch's in-place ops are: result's values written into self's
+    storage, result's record becoming self's, and an output the record saved for backward
+    (sqrt_, tanh_, exp_, sigmoid_ save theirs) becoming self's storage under self's version.
+    Through a copy_ record instead, a second derivative reaches the op's saved output by a
+    tensor that is not self, so self's retained .grad misses it, and a later write into self
+    would go unnoticed by the graph VJP, which reads the live self.  Returns False (nothing
+    done) where that does not apply: self a view or without history, or result not a fresh
+    recorded tensor of self's dtype and shape; the caller then writes with copy_."""
+    if (self._base is not None or self._node < 0 or result._base is not None
+            or result._node < 0 or result is self or not grad_enabled()
+            or result._array.dtype != self._array.dtype
+            or result._array.shape != self._array.shape):
+        return False
+    cdef object R = result._array
+    cdef Record* r = &TAPE.recs[result._node]
+    cdef int j
+    for j in range(MAX_SAVED):
+        # a saved array that merely shares the output's memory cannot be moved onto self's
+        if (r.saved[j] != NULL and <object>r.saved[j] is not R and cnp.PyArray_Check(<object>r.saved[j])
+                and np.shares_memory(<object>r.saved[j], R)):
+            return False
+    check_inplace(self, True)
+    write_result(self, R)
+    bump_version(self)
+    r = &TAPE.recs[result._node]        # (re-fetched: the calls above ran Python code)
+    for j in range(MAX_SAVED):
+        if r.saved[j] != NULL and <object>r.saved[j] is R:
+            Py_XDECREF(r.ver[j])
+            r.ver[j] = NULL
+            Py_DECREF(R)                # the slot's reference (R itself is held by `result`)
+            r.saved[j] = NULL
+            keep_saved(r, j, self._array, self)
+    adopt_record(self, result)
+    return True
+
 def _mark_written(TensorBase self):
     """For code that writes a tensor's array directly (optimizers, initialisers, under no_grad):
     bump the version so records that saved the old value refuse to use it."""

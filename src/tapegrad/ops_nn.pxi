@@ -349,8 +349,9 @@ cdef object nn_nll_grad(tuple aux, object tc, object wv, object valid, object g,
     vals = np.multiply(np.negative(wv), gs, dtype=dt)      # fresh (N, K)
     vals[np.logical_not(valid)] = 0                         # exact zeros where ignored
     gx = np.zeros(shape3, dtype=dt)
-    grids = nn_index_grids(N, K)
-    gx[grids[0], tc, grids[1]] = vals
+    if shape3[1]:                           # (no class: nothing to scatter, see nn_nll_prepare)
+        grids = nn_index_grids(N, K)
+        gx[grids[0], tc, grids[1]] = vals
     return gx, gs
 
 
@@ -538,8 +539,12 @@ cdef tuple nn_nll_prepare(TensorBase input, object target, object weight, object
         raise IndexError(f"Target {T2[bad].flat[0]} is out of bounds.")
     tc = np.where(valid, T2, 0)
     grids = nn_index_grids(N, K)
-    picked = X3[grids[0], tc, grids[1]]
-    if w is None:
+    if C == 0:
+        # no class: every target is ignored (any other raised above), nothing is picked
+        picked = np.zeros((N, K), dtype=A.dtype)
+    else:
+        picked = X3[grids[0], tc, grids[1]]
+    if w is None or C == 0:
         wv = valid.astype(A.dtype)
     else:
         wv = np.where(valid, w[tc], 0).astype(A.dtype, copy=False)

@@ -624,7 +624,7 @@ def cat(tensors, dim=0, *, axis=None):
     sizes = [0] * n
     cdef Py_ssize_t d = 0
     if ref < 0:                                     # only empty 1-d tensors
-        d = wrap_dim(dim, 1, "cat", "dim", 2)
+        d = 0                                       # (PyTorch checks no dim then: cat(.., 5))
         out = np.zeros((0,), dtype=dt)
     else:
         rshape = arrays[ref].shape

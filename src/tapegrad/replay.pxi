@@ -1255,6 +1255,12 @@ cdef inline Py_ssize_t plan_operand(dict where, set claimed, list ext, object o)
     return len(ext) - 1
 
 
+cdef inline bint recorded(TensorBase t) noexcept:
+    """Whether the eager op that made t recorded it, so that a gradient reaching t flows on to
+    its inputs (not so for a result made under no_grad inside the function)."""
+    return t._node >= 0 and TAPE.recs[t._node].op != OP_LEAF
+
+
 cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ssize_t n,
                       char* live, Py_ssize_t* step_slot, Py_ssize_t* code):
     """_plan_steps' work; code[2j], code[2j + 1]: the codes of step j's operands a and b."""
@@ -1346,7 +1352,7 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
                 if q:
                     shapes.append((<TensorBase>o)._array.shape)
                     typenum.append(cnp.PyArray_TYPE((<TensorBase>o)._array))
-                grad.append(ga and (<TensorBase>o)._requires_grad)
+                grad.append(ga and recorded(<TensorBase>o))
                 if grad[out + q]:
                     grad_dtypes.add(typenum[out + q])
             program.append((SK_CALL, 0, 0, -1, -1, out, 0.0, 0.0,
@@ -1354,7 +1360,7 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
                              tuple(sorted(set(slots_of.values()))),
                              tuple(range(out, out + len(outs))))))
             continue
-        grad.append(ga or gb)
+        grad.append((ga or gb) and recorded(<TensorBase>res))
         dtypes.add(typenum[out])            # C steps: one float dtype for every slot they touch
         if sa >= 0:
             dtypes.add(typenum[sa])

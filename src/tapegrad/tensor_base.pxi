@@ -321,6 +321,10 @@ cdef class TensorBase:
         if flag and self._inference and not inference_mode_on():
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
+        if flag != self._requires_grad:
+            # a replay reads requires_grad once per call (its signature and the plan's gradient
+            # slots), so a call that flips it runs eagerly (tapegrad.compile)
+            capture_unsupported("requires_grad_() or .requires_grad = on a tensor")
         self._requires_grad = flag
         return 0
 
@@ -528,3 +532,42 @@ cdef class TensorBase:
         if self._inference:
             raise RuntimeError("Inference tensors do not track version counter.")
         return 0 if self._version is None else self._version.value
+
+
+# -- the garbage collector sees through a tensor into the record only it keeps alive ---------------
+# A hook that refers to its own tensor (`y.register_hook(lambda g, y=y: ...)`) makes a cycle:
+# tensor -> record (an index, invisible to the collector) -> RecordExtra -> hooks -> closure ->
+# tensor.  PyTorch's THPVariable traverse visits the hooks of its grad_fn when the tensor is that
+# node's only owner; tapegrad's does the same with its record: when the record has no other
+# holder (no later record, no grad_fn object, no second tensor) its RecordExtra is, in effect,
+# the tensor's own, so the tensor's traverse visits it.  Unreachable, the cycle is then cleared
+# through the RecordExtra and its hook dicts, and the tensor's release frees the record.
+
+cdef extern from "Python.h":
+    ctypedef int (*tg_visitproc "visitproc")(PyObject*, void*)
+    ctypedef int (*tg_traverseproc "traverseproc")(PyObject*, tg_visitproc, void*)
+    ctypedef struct tg_type_gc_slots "PyTypeObject":
+        tg_traverseproc tp_traverse
+    void PyType_Modified(object)
+
+
+cdef tg_traverseproc TENSOR_FIELDS_TRAVERSE = NULL     # Cython's traverse of TensorBase's fields
+
+
+cdef int traverse_tensor(PyObject* o, tg_visitproc visit, void* arg) noexcept:
+    cdef int err = TENSOR_FIELDS_TRAVERSE(o, visit, arg)
+    if err:
+        return err
+    cdef Py_ssize_t i = (<TensorBase>o)._node
+    cdef Record* r
+    if i < 0 or TAPE is None or i >= TAPE.n:
+        return 0
+    r = &TAPE.recs[i]
+    if r.out == o and r.refcnt == 1 and r.fn == NULL and r.extra != NULL:
+        return visit(r.extra, arg)
+    return 0
+
+
+TENSOR_FIELDS_TRAVERSE = (<tg_type_gc_slots*>TensorBase).tp_traverse
+(<tg_type_gc_slots*>TensorBase).tp_traverse = traverse_tensor
+PyType_Modified(TensorBase)
