@@ -246,6 +246,21 @@ def test_inplace_activation_modules_write_into_their_input(torch):
     assert repr(nn.Mish(inplace=True)) == repr(torch.nn.Mish(inplace=True))
 
 
+def test_inplace_activation_makes_its_input_the_output():
+    # The input adopts the activation's record (as sqrt_ and the other in-place unary ops do):
+    # its grad_fn is the activation's, and a later in-place write into the output the
+    # activation saved is caught at backward, as PyTorch catches it.  Through a copy_ record the
+    # write went unnoticed.
+    x = tg.tensor([-0.5, 0.8], requires_grad=True)
+    y = x * 2
+    F.relu(y, inplace=True)
+    assert type(y.grad_fn).__name__ == "ReluBackward0"
+    F.elu(y, inplace=True)          # overwrites the output relu saved
+    assert type(y.grad_fn).__name__ == "EluBackward0"
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
 def test_inplace_activation_on_a_leaf_that_requires_grad_is_refused(torch):
     for lib in (tg, torch):
         with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "

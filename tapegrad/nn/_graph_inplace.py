@@ -3,9 +3,10 @@
 
 The compiled activations cannot record a write into their own input, and the composed ones save
 the input they would overwrite.  PyTorch's result is reproduced exactly by composition: the
-activation of a copy of the input, written back into the input with ``copy_`` (a recorded
-in-place write, so the input's later uses see the new values and the gradient flows through
-the activation, as PyTorch's in-place kernel does).  The leaf rule is ``copy_``'s own: a leaf
+activation of a copy of the input, whose record the input then adopts (as the in-place unary
+ops do: the input becomes the activation's output), or, where that does not apply (a view), is
+written back with ``copy_``; either way the input's later uses see the new values and the
+gradient flows through the activation, as with PyTorch's in-place kernel.  The leaf rule is ``copy_``'s own: a leaf
 that requires grad is refused with PyTorch's message.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 
+from .. import _core
 from ..grad_mode import is_grad_enabled
 
 
@@ -32,6 +34,12 @@ def recording_inplace(activation):
             kwargs["inplace"] = False
         else:
             args = args[:position - 1] + (False,) + args[position:]
-        return input.copy_(activation(input.clone(), *args, **kwargs))
+        result = activation(input.clone(), *args, **kwargs)
+        # input becomes the activation's output (its grad_fn, the output it saves), as the
+        # in-place unary ops do; through a copy_ record a second derivative reaching the saved
+        # output would bypass input, and input's retained .grad would miss it
+        if _core._adopt_in_place_result(input, result):
+            return input
+        return input.copy_(result)
 
     return wrapper
