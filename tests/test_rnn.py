@@ -558,3 +558,20 @@ def test_char_lstm_training_matches_torch(torch):
         g_losses.append(gloss.item())
     np.testing.assert_allclose(g_losses, t_losses, rtol=1e-9)
     assert g_losses[-1] < g_losses[0]
+
+
+def test_output_grad_fn_names_match_torch(torch):
+    # PyTorch's CPU build runs an LSTM layer as one oneDNN op (MkldnnRnnLayerBackward0) and stacks
+    # the steps of GRU and plain RNN layers (StackBackward0); scripts print these names.
+    def names(lib):
+        lib.manual_seed(0)
+        found = []
+        for cls in ("GRU", "LSTM", "RNN"):
+            for layers, bidirectional in ((1, False), (2, False), (1, True)):
+                out, h = getattr(lib.nn, cls)(4, 3, layers, bidirectional=bidirectional)(
+                    lib.randn(5, 1, 4))
+                h = h[0] if cls == "LSTM" else h
+                found.append((cls, layers, bidirectional, type(out.grad_fn).__name__,
+                              type(h.grad_fn).__name__))
+        return found
+    assert names(tg) == names(torch)

@@ -166,9 +166,16 @@ class _RecurrentSequence(Function):
         return (pick(0, dgi), pick(1, dh0), pick(2, dc0), pick(3, dw), pick(4, db), None, None)
 
 
-# PyTorch's name for the grad_fn of a (float32, CPU) LSTM layer's output.
-_RecurrentSequence._backward_cls.__name__ = "MkldnnRnnLayerBackward0"
-_RecurrentSequence._backward_cls.__qualname__ = "MkldnnRnnLayerBackward0"
+class _StackedSequence(_RecurrentSequence):
+    """The same record for GRU and plain RNN layers, whose outputs PyTorch's CPU build stacks
+    from the steps (only the LSTM runs as one oneDNN layer): only its grad_fn name differs."""
+
+
+# PyTorch's names for the grad_fn of a CPU layer's output: LSTM and the other modes.
+for _cls, _name in ((_RecurrentSequence, "MkldnnRnnLayerBackward0"),
+                    (_StackedSequence, "StackBackward0")):
+    _cls._backward_cls.__name__ = _cls._backward_cls.__qualname__ = _name
+del _cls, _name
 
 
 def _sequence_graph_grads(ctx, inputs, grads):
@@ -198,7 +205,7 @@ def _compiled_direction(mode, proj, state, weights, reverse):
     # custom Function's forward is otherwise user code it must leave eager); outside a capture
     # the hook just calls it.
     res = _core._capture_op_call(
-        _RecurrentSequence.apply,
+        (_RecurrentSequence if mode == "LSTM" else _StackedSequence).apply,
         (proj, state[0], state[1] if mode == "LSTM" else None, w_hh, b_hh, mode, reverse), {})
     return res[0], tuple(res[1:])
 
