@@ -17,6 +17,7 @@
 from libc.math cimport copysign
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy, memset
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 
 cdef struct Step:
@@ -151,8 +152,8 @@ cdef class BufferSet:
 
 
 cdef class Lease:
-    """Held by a replay's backward node: the BufferSet is free again when this dies or when
-    the graph is released."""
+    """Program.forward's handle on a replay's BufferSet (Python callers): the set is free again
+    when this dies or is released.  (A replayed call's node holds its set itself.)"""
     cdef public BufferSet buffers
 
     def array(self, Py_ssize_t k):
@@ -198,8 +199,11 @@ cdef class Program:
                                 # from a generator= argument: not supported)
     cdef public object global_rng   # () -> the numpy Generator of the global stream
     cdef object input_meta, output_meta     # the replay node's (shape, dtype)s: computed once
-    cdef list out_copy          # output j -> whether a backward reads its buffer (handed out as
-                                # a copy: run)
+    cdef list out_copy          # output j -> whether a step's backward reads its buffer where no
+                                # version check guards it (handed out as a copy: run)
+    cdef list out_call          # output j -> (step, index) of the re-run op (SK_CALL) that made
+                                # it, whose result tensor's version counter the handed-out
+                                # tensor shares (run), or None
     cdef Py_ssize_t item        # bytes per element of the program's dtype
     # fused groups of elementwise steps (fusion.pxi)
     cdef FuseGroup* groups
@@ -312,6 +316,12 @@ cdef class Program:
                                  if k >= self.n_ext and k not in self.replaced])
         read = self.backward_read_slots()
         self.out_copy = [k in read for k in self.outputs]
+        made_by = {}
+        for i in range(self.n_steps):
+            if self.steps[i].kind == SK_CALL:
+                for j, k in enumerate(self.aux[i][4]):
+                    made_by[k] = (i, j)
+        self.out_call = [made_by.get(k) for k in self.outputs]
         self.all_c = self.deterministic()
         self.rerun_kind = RERUN_SAME if self.all_c else RERUN_NONE
         if fuse:
@@ -426,16 +436,23 @@ cdef class Program:
         C-contiguous; `tensors`: the external tensors, whose version counters re-run ops share);
         returns (Lease, [output arrays])."""
         cdef Py_ssize_t k
-        lease = self.forward_c(tensors, externals)
-        bs = (<Lease>lease).buffers
-        return lease, [(<BufferSet>bs).arrays[k] for k in self.outputs]
-
-    cdef Lease forward_c(self, list tensors, list externals):
-        """forward() for the call path: the externals' arrays are the tensors' own unless
-        `externals` is given; the outputs are read from the lease's buffers."""
-        cdef BufferSet bs = self.take_buffers()
         cdef Lease lease = Lease.__new__(Lease)
-        lease.buffers = bs
+        lease.buffers = self.forward_c(tensors, externals)
+        return lease, [lease.buffers.arrays[k] for k in self.outputs]
+
+    cdef BufferSet forward_c(self, list tensors, list externals):
+        """forward() for the call path: the externals' arrays are the tensors' own unless
+        `externals` is given; returns the BufferSet holding the values, taken (in_use) until
+        the caller releases it (it is released here if a step raises)."""
+        cdef BufferSet bs = self.take_buffers()
+        try:
+            self.forward_steps(bs, tensors, externals)
+        except BaseException:
+            bs.in_use = False
+            raise
+        return bs
+
+    cdef int forward_steps(self, BufferSet bs, list tensors, list externals) except -1:
         cdef Py_ssize_t i, k
         cdef Step* s
         cdef bint f64 = self.f64
@@ -471,7 +488,7 @@ cdef class Program:
                 self.forward_call(bs, i - 1, tensors)
             else:
                 self.forward_numpy(bs, i - 1)
-        return lease
+        return 0
 
     cdef int forward_call(self, BufferSet bs, Py_ssize_t i, list tensors) except -1:
         """Re-run an eager op on proxies of its operand slots: tensors on the slots' arrays (an
@@ -625,11 +642,11 @@ cdef class Program:
 
     def backward(self, Lease lease, list out_grads):
         """Gradients of the externals (None where none flows) given the outputs' gradients."""
-        return self.backward_c(lease, out_grads)
+        return list(self.backward_c(lease.buffers, out_grads))
 
-    cdef list backward_c(self, Lease lease, list out_grads):
-        """Gradients of the externals (None where none flows) given the outputs' gradients."""
-        cdef BufferSet bs = lease.buffers
+    cdef tuple backward_c(self, BufferSet bs, list out_grads):
+        """Gradients of the externals (None where none flows) given the outputs' gradients (the
+        first len(self.outputs) entries of out_grads)."""
         if bs is None:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved "
@@ -654,19 +671,22 @@ cdef class Program:
             if self.any_touched(bs, &self.steps[i]):
                 self.backward_step(bs, i)
             i -= 1
-        res = []
+        cdef tuple res = PyTuple_New(self.n_ext)
         for k in range(self.n_ext):
             if self.grad[k] and bs.touched[k]:
                 if bs.given[k] is not None:
-                    res.append(self.adjoint(bs, k))
-                    continue
-                # hand the buffer itself out (it may become a .grad) and take a new one
-                res.append(bs.adj[k])
-                arr = new_empty(self.shapes[k], (<object>self.adj_dtypes[k]).num)
-                bs.adj[k] = arr
-                bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
+                    g = self.adjoint(bs, k)
+                else:
+                    # hand the buffer itself out (it may become a .grad) and take a new one
+                    g = bs.adj[k]
+                    arr = new_empty(self.shapes[k], (<object>self.adj_dtypes[k]).num)
+                    bs.adj[k] = arr
+                    bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             else:
-                res.append(None)
+                g = None
+            Py_INCREF(g)                    # (PyTuple_SET_ITEM steals a reference)
+            PyTuple_SET_ITEM(res, k, g)
+        g = None
         self.drop_given(bs)
         return res
 
@@ -954,22 +974,20 @@ cdef class Program:
         guards say the replay differs from an eager run.  call(*args, **kwargs): the function,
         run again eagerly by a create_graph backward."""
         cdef Py_ssize_t k, j, n_out = len(self.outputs)
-        cdef Lease lease
         cdef BufferSet bs
         rng_state = None
         cdef bint recording = self.any_grad and grad_enabled()
         if recording and self.rerun_kind == RERUN_RNG:
             rng_state = self.global_rng().bit_generator.state     # before the forward draws
         try:
-            lease = self.forward_c(tensors, None)
+            bs = self.forward_c(tensors, None)
         except _ReplayDiffers:
             return None
-        if plan.guards and not plan.guards_hold_c(lease):
-            lease.release()
+        if plan.guards and not plan.guards_hold_c(bs):
+            bs.in_use = False
             return None
-        bs = lease.buffers
         if not recording:
-            lease.release()
+            bs.in_use = False
             return [wrap(bs.arrays[k]) for k in self.outputs]
         # The backward reads some of the program's buffers (a saved exp or tanh output, a
         # product's operands), and eager's version check cannot see a write into a fresh tensor
@@ -977,15 +995,22 @@ cdef class Program:
         # so `y = f(x); y.mul_(2)` before backward cannot change what the backward reads (outputs
         # that view an external stay views; an output no backward reads needs no copy).
         cdef list results = []
+        cdef TensorBase t
         for j in range(n_out):
             o = bs.arrays[<Py_ssize_t>self.outputs[j]]
             if self.out_copy[j] and cnp.PyArray_CHKFLAGS(<cnp.ndarray>o, cnp.NPY_ARRAY_OWNDATA):
                 o = cnp.PyArray_NewCopy(<cnp.ndarray>o, cnp.NPY_CORDER)
-            results.append(wrap(o))
+            t = wrap(o)
+            made = self.out_call[j]
+            if made is not None:        # a re-run op's result: writes bump its version too
+                call = bs.calls[<Py_ssize_t>(<tuple>made)[0]]
+                t._version = version_of(
+                    <TensorBase>(<tuple>(<tuple>call)[0])[<Py_ssize_t>(<tuple>made)[1]])
+            results.append(t)
         cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
             CompiledFunctionBackward)
         node.program = self
-        node.lease = lease
+        node.buffers = bs               # free again when the node releases it or dies
         node.n_out = n_out
         if plan.saved_ext or plan.saved_out:
             node.versions = [(version_of(<TensorBase>tensors[k]),
@@ -993,7 +1018,7 @@ cdef class Program:
             for k in plan.saved_out:    # an in-place write to one raises at backward, as eager
                 node.versions.append((version_of(<TensorBase>results[k]),
                                       version_of(<TensorBase>results[k]).value))
-        node.inputs = tuple(tensors)
+        node.inputs = tensors           # (a fresh list: call_externals')
         node.plan, node.call, node.args, node.kwargs = plan, call, args, kwargs
         node.rng_state = rng_state
         if self.input_meta is None:     # the same at every replay: the guards fix them
@@ -1006,7 +1031,7 @@ cdef class Program:
         if ANOMALY_MODE:                # the general path takes the anomaly trace
             non_diff = tuple([results[k] for k in range(n_out)
                               if not self.grad[self.outputs[k]]])
-            out = _function_record(node, node.inputs, tuple(results), (), non_diff)
+            out = _function_record(node, tuple(tensors), tuple(results), (), non_diff)
             return out if isinstance(out, tuple) else (out,)
         self.record(node, tensors, results)
         return results
@@ -1048,9 +1073,18 @@ cdef class Program:
         TAPE.decref(fi)                 # the output records hold the Function record
         return 0
 
+    def outputs_checked(self, saved_out):
+        """The outputs (indexes) whose versions the replay's node checks at backward (the plan's
+        saved_out: eager raises for an in-place write into them too): handed out uncopied."""
+        for j in saved_out:
+            self.out_copy[j] = False
+
     cdef set backward_read_slots(self):
         """The slots whose values some step's backward reads (a superset: what each kind of step
-        may read), so the outputs among them are handed to the caller as copies (run)."""
+        may read), so the outputs among them are handed to the caller as copies (run) unless a
+        version check guards them: the ones a record of the captured call saved
+        (outputs_checked), and a re-run op's own results, whose handed-out tensors share the
+        version counter of the op's result tensor, which that op's records check as in eager."""
         cdef set out = set()
         cdef Py_ssize_t i
         cdef Step* s
@@ -1059,7 +1093,6 @@ cdef class Program:
             if s.kind == SK_CALL:
                 if any([self.grad[k] for k in self.aux[i][3]]):
                     out.update(self.aux[i][3])
-                    out.update(self.aux[i][4])
             elif s.kind == SK_MATMUL:
                 if s.grad_a or s.grad_b:
                     out.update((s.a, s.b))
@@ -1086,11 +1119,11 @@ cdef class CompiledFunctionBackward(CompiledBackward):
     """The grad_fn of a replayed call's outputs: the aux of its OP_FUNCTION record, whose
     backward the sweep runs through here without calling Python (ops_function.pxi)."""
     cdef Program program
-    cdef Lease lease
+    cdef BufferSet buffers      # this replay's values, in use until release() or death
     cdef Py_ssize_t n_out
     cdef list versions          # (Version, value at forward) of the externals and outputs
                                 # the backward reads (None: none)
-    cdef tuple inputs           # the externals
+    cdef list inputs            # the externals
     # what a create_graph backward needs to run the call again eagerly (rerun)
     cdef ReplayPlan plan
     cdef object call
@@ -1118,7 +1151,7 @@ cdef class CompiledFunctionBackward(CompiledBackward):
 
     cdef object backward(self, list g):
         self.check_versions()
-        return tuple(self.program.backward_c(self.lease, g[:self.n_out]))
+        return self.program.backward_c(self.buffers, g)
 
     cdef object rerun(self):
         """The Program's outputs of the call computed eagerly again: the same values as the
@@ -1164,7 +1197,13 @@ cdef class CompiledFunctionBackward(CompiledBackward):
 
     cdef release(self):
         """The graph was freed (backward without retain_graph): the buffers can be reused."""
-        self.lease.release()
+        if self.buffers is not None:
+            self.buffers.in_use = False
+            self.buffers = None
+
+    def __dealloc__(self):
+        if self.buffers is not None:
+            self.buffers.in_use = False
 
 
 # -- building a Program from a capture --------------------------------------------------------
@@ -1559,14 +1598,14 @@ cdef class ReplayPlan:
         tensor the function closed over no longer matches its capture."""
         return _call_externals(self.sources, self.ext_meta, flat)
 
-    cdef bint guards_hold_c(self, Lease lease) except -1:
+    cdef bint guards_hold_c(self, BufferSet bs) except -1:
         for slot, kind, value in self.guards:
-            if read_guarded(lease.buffers.arrays[slot], kind) != value:
+            if read_guarded(bs.arrays[slot], kind) != value:
                 return False
         return True
 
     def guards_hold(self, Lease lease):
-        return self.guards_hold_c(lease)
+        return self.guards_hold_c(lease.buffers)
 
     def program_outputs(self, result):
         """The Program's outputs among fn's return value (a create_graph re-run's)."""
