@@ -468,7 +468,7 @@ def test_create_graph_through_a_replay():
         tg.autograd.grad(v(x), w, create_graph=True)
 
 
-@pytest.mark.parametrize("case", ["view", "dropout", "softmax", "linear"])
+@pytest.mark.parametrize("case", ["view", "dropout", "softmax", "linear", "loss"])
 def test_create_graph_through_a_replay_that_reruns_ops(case):
     # Programs with re-run ops (views, layers, random draws from the global stream): the call
     # runs again eagerly with the replay's random draws, so first and second derivatives and
@@ -480,6 +480,8 @@ def test_create_graph_through_a_replay_that_reruns_ops(case):
         "dropout": lambda x: (F.dropout(w * x, 0.5, training=True).tanh() * w).sum(),
         "softmax": lambda x: (F.softmax(w * x, dim=0) * w).sum(),
         "linear": lambda x: F.linear((w * x).reshape(1, 4), w.reshape(1, 4) * 2.0).tanh().sum(),
+        # the call's result is a re-run op's own (handed out sharing its version counter)
+        "loss": lambda x: F.mse_loss((w * x).tanh(), x * w),
     }[case]
     f = tg.compile(fn)
     x = tg.tensor([0.3, 0.7, -0.2, 0.1])

@@ -181,6 +181,10 @@ cdef class Program:
     cdef list sizes             # slot -> size
     cdef list grad              # slot -> bool: receives a gradient
     cdef list aux               # step -> Python data (reduce axes ...)
+    cdef list call_grad_slots   # SK_CALL step -> its operand slots that receive a gradient
+    cdef list call_args         # SK_CALL step -> (its positional arguments with None for each
+                                # slot, ((position, slot), ...)) when the slots are top-level
+                                # arguments and it has no keywords (no fill_slots walk), or None
     cdef list outputs           # slots returned by the call
     cdef set fresh              # slots given a new array at every replay (outputs, reductions)
     cdef list fresh_new         # those of them the forward allocates (not computed elsewhere)
@@ -250,6 +254,8 @@ cdef class Program:
         if self.steps == NULL:
             raise MemoryError()
         self.aux = []
+        self.call_args = [None] * self.n_steps
+        self.call_grad_slots = [None] * self.n_steps
         self.fresh = set(outputs)
         self.replaced = set()
         self.c_read = set()
@@ -285,6 +291,8 @@ cdef class Program:
                 self.set_layout(s)
             elif kind == SK_CALL:
                 s.n_out = len(aux[4])
+                self.call_args[i] = flat_call_args(aux[1], aux[2])
+                self.call_grad_slots[i] = [k for k in aux[3] if self.grad[k]]
                 self.fresh.update(aux[4])
                 self.replaced.update(aux[4])
             elif kind == SK_MATMUL:
@@ -509,19 +517,24 @@ cdef class Program:
             if recording and self.grad[k]:
                 p._requires_grad = True
             proxies[k] = p
-        args = fill_slots(template, proxies)
-        if kw_template:
-            res = fn(*args, **fill_slots(kw_template, proxies))
-        else:
+        flat = self.call_args[i]
+        if flat is not None:            # slots as top-level arguments, no keywords
+            args = list(<tuple>(<tuple>flat)[0])
+            for j, k in <tuple>(<tuple>flat)[1]:
+                args[j] = proxies[k]
             res = fn(*args)
+        elif kw_template:
+            res = fn(*fill_slots(template, proxies), **fill_slots(kw_template, proxies))
+        else:
+            res = fn(*fill_slots(template, proxies))
         outs = (res,) if isinstance(res, TensorBase) else tuple(res)
         if len(outs) != len(out_slots):
             raise _ReplayDiffers()
         for j in range(len(outs)):
             k = out_slots[j]
             A = (<TensorBase>outs[j])._array
-            if A.shape != self.shapes[k] or (self.typenums is not None and
-                                             cnp.PyArray_TYPE(A) != <int>self.typenums[k]):
+            if not shape_is(A, <tuple>self.shapes[k]) or (
+                    self.typenums is not None and cnp.PyArray_TYPE(A) != <int>self.typenums[k]):
                 raise _ReplayDiffers()
             self.set_result(bs, k, A)
         bs.calls[i] = (outs, proxies) if recording else None
@@ -702,7 +715,7 @@ cdef class Program:
         result to the proxies of the slots that need a gradient."""
         cdef Step* s = &self.steps[i]
         outs, proxies = bs.calls[i]
-        cdef list ks = [k for k in self.aux[i][3] if self.grad[k]]
+        cdef list ks = self.call_grad_slots[i]
         cdef Py_ssize_t j
         if s.n_out == 1:
             G = self.adjoint(bs, s.out)
@@ -729,34 +742,38 @@ cdef class Program:
         Functions, hooks, a record that uses an inner value twice), which takes the nested
         sweep."""
         cdef Record rec                 # private copies, as the sweep takes
-        cdef Py_ssize_t q, k, node = res._node, inner
+        cdef Py_ssize_t q, k, node = res._node, inner, j, n_chain = 0, n_leaf = len(ks)
+        cdef Py_ssize_t chain[8]        # the records, from the result down
+        cdef Py_ssize_t leaf_node[16]   # the proxies' leaf records and their slots
+        cdef Py_ssize_t leaf_slot[16]
         cdef Py_ssize_t* ins
-        cdef dict slot_of_node = {}
         cdef TensorBase p
-        cdef list chain = []
-        if node < 0:
+        if node < 0 or n_leaf > 16:
             return False
-        for k in ks:
+        for j in range(n_leaf):
+            k = ks[j]
             p = <TensorBase>proxies[k]
             if p._node < 0:
                 return False
-            slot_of_node[p._node] = k
+            leaf_node[j] = p._node
+            leaf_slot[j] = k
         while node >= 0:                # walk the chain from the result to the leaves
             rec = TAPE.recs[node]
             if (rec.op == OP_FUNCTION or rec.op == OP_FN_OUTPUT or rec.extra != NULL
-                    or rec.flags & RF_RETAIN_GRAD or len(chain) == 8):
+                    or rec.flags & RF_RETAIN_GRAD or n_chain == 8):
                 return False
-            chain.append(node)
+            chain[n_chain] = node
+            n_chain += 1
             ins = rec_inputs(&rec)
             inner = -1
             for q in range(rec.n_in):
-                if ins[q] >= 0 and ins[q] not in slot_of_node:
+                if ins[q] >= 0 and leaf_index(leaf_node, n_leaf, ins[q]) < 0:
                     if inner >= 0:
                         return False        # two inner inputs (or one used twice): sweep it
                     inner = ins[q]
             node = inner
-        for node in chain:
-            rec = TAPE.recs[node]
+        for k in range(n_chain):
+            rec = TAPE.recs[chain[k]]
             if rec.flags & RF_RELEASED:
                 raise RuntimeError(BACKWARD_TWICE)
             check_saved_versions(&rec)
@@ -767,8 +784,9 @@ cdef class Program:
                 gq = grads if rec.n_in == 1 else (<tuple>grads)[q]
                 if ins[q] < 0 or gq is None:
                     continue
-                if ins[q] in slot_of_node:
-                    self.give_array(bs, slot_of_node[ins[q]], gq)
+                j = leaf_index(leaf_node, n_leaf, ins[q])
+                if j >= 0:
+                    self.give_array(bs, leaf_slot[j], gq)
                 else:
                     g = gq                  # the next record's adjoint
             if g is None:
@@ -1003,9 +1021,9 @@ cdef class Program:
             t = wrap(o)
             made = self.out_call[j]
             if made is not None:        # a re-run op's result: writes bump its version too
-                call = bs.calls[<Py_ssize_t>(<tuple>made)[0]]
+                made_by = bs.calls[<Py_ssize_t>(<tuple>made)[0]]
                 t._version = version_of(
-                    <TensorBase>(<tuple>(<tuple>call)[0])[<Py_ssize_t>(<tuple>made)[1]])
+                    <TensorBase>(<tuple>(<tuple>made_by)[0])[<Py_ssize_t>(<tuple>made)[1]])
             results.append(t)
         cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
             CompiledFunctionBackward)
@@ -1230,6 +1248,42 @@ cdef object fill_slots(object template, dict proxies):
     if type(template) is dict:
         return {name: fill_slots(v, proxies) for name, v in (<dict>template).items()}
     return template
+
+
+cdef inline Py_ssize_t leaf_index(Py_ssize_t* nodes, Py_ssize_t n, Py_ssize_t node) noexcept:
+    cdef Py_ssize_t j
+    for j in range(n):
+        if nodes[j] == node:
+            return j
+    return -1
+
+
+cdef object flat_call_args(object template, object kw_template):
+    """Program.call_args' entry for a re-run op's argument templates, or None."""
+    if kw_template or type(template) is not tuple:
+        return None
+    cdef list base = []
+    cdef list where = []
+    for j, v in enumerate(<tuple>template):
+        if isinstance(v, SlotRef):
+            where.append((j, (<SlotRef>v).k))
+            v = None
+        elif type(v) is list or type(v) is dict:
+            return None                 # (fill_slots gives the op a fresh copy of each)
+        elif type(v) is tuple and has_slot_ref(v):
+            return None
+        base.append(v)
+    return (tuple(base), tuple(where))
+
+
+cdef bint has_slot_ref(object v):
+    if isinstance(v, SlotRef):
+        return True
+    if type(v) is tuple or type(v) is list:
+        return any([has_slot_ref(x) for x in <object>v])
+    if type(v) is dict:
+        return any([has_slot_ref(x) for x in (<dict>v).values()])
+    return False
 
 
 cdef object slot_template(object arg, dict slots_of):
