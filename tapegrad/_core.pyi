@@ -72,6 +72,7 @@ class Program:
     fused_groups: Any
     global_rng: Any
     n_steps: Any
+    def outputs_checked(self, saved_out: Any) -> Any: ...
     rerun_kind: Any
 
 class RecordExtra:

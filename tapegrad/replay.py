@@ -493,4 +493,5 @@ def _plan_from(capture, flat, result):
     plan.program = _core.Program(dtype, shapes, grad, len(ext), program_steps,
                                  output_slots, typenums, [slot for slot, _, _ in plan.guards],
                                  _FUSE)
+    plan.program.outputs_checked(plan.saved_out)
     return plan

@@ -468,7 +468,7 @@ def test_create_graph_through_a_replay():
         tg.autograd.grad(v(x), w, create_graph=True)
 
 
-@pytest.mark.parametrize("case", ["view", "dropout", "softmax", "linear"])
+@pytest.mark.parametrize("case", ["view", "dropout", "softmax", "linear", "loss"])
 def test_create_graph_through_a_replay_that_reruns_ops(case):
     # Programs with re-run ops (views, layers, random draws from the global stream): the call
     # runs again eagerly with the replay's random draws, so first and second derivatives and
@@ -480,6 +480,8 @@ def test_create_graph_through_a_replay_that_reruns_ops(case):
         "dropout": lambda x: (F.dropout(w * x, 0.5, training=True).tanh() * w).sum(),
         "softmax": lambda x: (F.softmax(w * x, dim=0) * w).sum(),
         "linear": lambda x: F.linear((w * x).reshape(1, 4), w.reshape(1, 4) * 2.0).tanh().sum(),
+        # the call's result is a re-run op's own (handed out sharing its version counter)
+        "loss": lambda x: F.mse_loss((w * x).tanh(), x * w),
     }[case]
     f = tg.compile(fn)
     x = tg.tensor([0.3, 0.7, -0.2, 0.1])
@@ -829,3 +831,32 @@ def test_a_hook_on_a_leaf_registered_outside_runs_on_replays():
         cf(tg.tensor([3.0, 4.0], dtype=tg.float64)).backward()
         np.testing.assert_allclose(w.grad.numpy(), [30.0, 40.0])
     assert len(seen) == 3
+
+
+def test_a_rerun_ops_returned_result_is_handed_out_uncopied_and_version_checked():
+    """A re-run op's result is handed out as the op's own array, sharing the version counter of
+    the op's result tensor: a write into it before backward raises where eager raises (the
+    LSTM's Function saved its output: a copy used to hide the write) and changes nothing where
+    eager's backward does not read it (a linear layer's output)."""
+    tg.manual_seed(0)
+    lstm = tg.nn.LSTM(3, 4)
+    compiled = tg.compile(lambda x: lstm(x)[0])
+    for i in range(3):
+        y = compiled(tg.randn(5, 2, 3))
+        y.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    lin = tg.nn.Linear(3, 4)
+    fn = lambda x: lin(x)           # noqa: E731
+    compiled_lin = tg.compile(fn)
+    for i in range(3):
+        x = tg.randn(5, 3)
+        grads = []
+        for f in (fn, compiled_lin):
+            lin.zero_grad()
+            y = f(x)
+            y.mul_(2)
+            y.sum().backward()
+            grads.append(lin.weight.grad)
+        assert same(grads[0], grads[1])
+    assert compiled.stats["replays"] == 2 and compiled_lin.stats["replays"] == 2

@@ -17,6 +17,7 @@
 from libc.math cimport copysign
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy, memset
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 
 cdef struct Step:
@@ -151,8 +152,8 @@ cdef class BufferSet:
 
 
 cdef class Lease:
-    """Held by a replay's backward node: the BufferSet is free again when this dies or when
-    the graph is released."""
+    """Program.forward's handle on a replay's BufferSet (Python callers): the set is free again
+    when this dies or is released.  (A replayed call's node holds its set itself.)"""
     cdef public BufferSet buffers
 
     def array(self, Py_ssize_t k):
@@ -180,6 +181,10 @@ cdef class Program:
     cdef list sizes             # slot -> size
     cdef list grad              # slot -> bool: receives a gradient
     cdef list aux               # step -> Python data (reduce axes ...)
+    cdef list call_grad_slots   # SK_CALL step -> its operand slots that receive a gradient
+    cdef list call_args         # SK_CALL step -> (its positional arguments with None for each
+                                # slot, ((position, slot), ...)) when the slots are top-level
+                                # arguments and it has no keywords (no fill_slots walk), or None
     cdef list outputs           # slots returned by the call
     cdef set fresh              # slots given a new array at every replay (outputs, reductions)
     cdef list fresh_new         # those of them the forward allocates (not computed elsewhere)
@@ -198,8 +203,11 @@ cdef class Program:
                                 # from a generator= argument: not supported)
     cdef public object global_rng   # () -> the numpy Generator of the global stream
     cdef object input_meta, output_meta     # the replay node's (shape, dtype)s: computed once
-    cdef list out_copy          # output j -> whether a backward reads its buffer (handed out as
-                                # a copy: run)
+    cdef list out_copy          # output j -> whether a step's backward reads its buffer where no
+                                # version check guards it (handed out as a copy: run)
+    cdef list out_call          # output j -> (step, index) of the re-run op (SK_CALL) that made
+                                # it, whose result tensor's version counter the handed-out
+                                # tensor shares (run), or None
     cdef Py_ssize_t item        # bytes per element of the program's dtype
     # fused groups of elementwise steps (fusion.pxi)
     cdef FuseGroup* groups
@@ -246,6 +254,8 @@ cdef class Program:
         if self.steps == NULL:
             raise MemoryError()
         self.aux = []
+        self.call_args = [None] * self.n_steps
+        self.call_grad_slots = [None] * self.n_steps
         self.fresh = set(outputs)
         self.replaced = set()
         self.c_read = set()
@@ -281,6 +291,8 @@ cdef class Program:
                 self.set_layout(s)
             elif kind == SK_CALL:
                 s.n_out = len(aux[4])
+                self.call_args[i] = flat_call_args(aux[1], aux[2])
+                self.call_grad_slots[i] = [k for k in aux[3] if self.grad[k]]
                 self.fresh.update(aux[4])
                 self.replaced.update(aux[4])
             elif kind == SK_MATMUL:
@@ -312,6 +324,12 @@ cdef class Program:
                                  if k >= self.n_ext and k not in self.replaced])
         read = self.backward_read_slots()
         self.out_copy = [k in read for k in self.outputs]
+        made_by = {}
+        for i in range(self.n_steps):
+            if self.steps[i].kind == SK_CALL:
+                for j, k in enumerate(self.aux[i][4]):
+                    made_by[k] = (i, j)
+        self.out_call = [made_by.get(k) for k in self.outputs]
         self.all_c = self.deterministic()
         self.rerun_kind = RERUN_SAME if self.all_c else RERUN_NONE
         if fuse:
@@ -426,16 +444,23 @@ cdef class Program:
         C-contiguous; `tensors`: the external tensors, whose version counters re-run ops share);
         returns (Lease, [output arrays])."""
         cdef Py_ssize_t k
-        lease = self.forward_c(tensors, externals)
-        bs = (<Lease>lease).buffers
-        return lease, [(<BufferSet>bs).arrays[k] for k in self.outputs]
-
-    cdef Lease forward_c(self, list tensors, list externals):
-        """forward() for the call path: the externals' arrays are the tensors' own unless
-        `externals` is given; the outputs are read from the lease's buffers."""
-        cdef BufferSet bs = self.take_buffers()
         cdef Lease lease = Lease.__new__(Lease)
-        lease.buffers = bs
+        lease.buffers = self.forward_c(tensors, externals)
+        return lease, [lease.buffers.arrays[k] for k in self.outputs]
+
+    cdef BufferSet forward_c(self, list tensors, list externals):
+        """forward() for the call path: the externals' arrays are the tensors' own unless
+        `externals` is given; returns the BufferSet holding the values, taken (in_use) until
+        the caller releases it (it is released here if a step raises)."""
+        cdef BufferSet bs = self.take_buffers()
+        try:
+            self.forward_steps(bs, tensors, externals)
+        except BaseException:
+            bs.in_use = False
+            raise
+        return bs
+
+    cdef int forward_steps(self, BufferSet bs, list tensors, list externals) except -1:
         cdef Py_ssize_t i, k
         cdef Step* s
         cdef bint f64 = self.f64
@@ -471,7 +496,7 @@ cdef class Program:
                 self.forward_call(bs, i - 1, tensors)
             else:
                 self.forward_numpy(bs, i - 1)
-        return lease
+        return 0
 
     cdef int forward_call(self, BufferSet bs, Py_ssize_t i, list tensors) except -1:
         """Re-run an eager op on proxies of its operand slots: tensors on the slots' arrays (an
@@ -492,19 +517,24 @@ cdef class Program:
             if recording and self.grad[k]:
                 p._requires_grad = True
             proxies[k] = p
-        args = fill_slots(template, proxies)
-        if kw_template:
-            res = fn(*args, **fill_slots(kw_template, proxies))
-        else:
+        flat = self.call_args[i]
+        if flat is not None:            # slots as top-level arguments, no keywords
+            args = list(<tuple>(<tuple>flat)[0])
+            for j, k in <tuple>(<tuple>flat)[1]:
+                args[j] = proxies[k]
             res = fn(*args)
+        elif kw_template:
+            res = fn(*fill_slots(template, proxies), **fill_slots(kw_template, proxies))
+        else:
+            res = fn(*fill_slots(template, proxies))
         outs = (res,) if isinstance(res, TensorBase) else tuple(res)
         if len(outs) != len(out_slots):
             raise _ReplayDiffers()
         for j in range(len(outs)):
             k = out_slots[j]
             A = (<TensorBase>outs[j])._array
-            if A.shape != self.shapes[k] or (self.typenums is not None and
-                                             cnp.PyArray_TYPE(A) != <int>self.typenums[k]):
+            if not shape_is(A, <tuple>self.shapes[k]) or (
+                    self.typenums is not None and cnp.PyArray_TYPE(A) != <int>self.typenums[k]):
                 raise _ReplayDiffers()
             self.set_result(bs, k, A)
         bs.calls[i] = (outs, proxies) if recording else None
@@ -625,11 +655,11 @@ cdef class Program:
 
     def backward(self, Lease lease, list out_grads):
         """Gradients of the externals (None where none flows) given the outputs' gradients."""
-        return self.backward_c(lease, out_grads)
+        return list(self.backward_c(lease.buffers, out_grads))
 
-    cdef list backward_c(self, Lease lease, list out_grads):
-        """Gradients of the externals (None where none flows) given the outputs' gradients."""
-        cdef BufferSet bs = lease.buffers
+    cdef tuple backward_c(self, BufferSet bs, list out_grads):
+        """Gradients of the externals (None where none flows) given the outputs' gradients (the
+        first len(self.outputs) entries of out_grads)."""
         if bs is None:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved "
@@ -654,19 +684,22 @@ cdef class Program:
             if self.any_touched(bs, &self.steps[i]):
                 self.backward_step(bs, i)
             i -= 1
-        res = []
+        cdef tuple res = PyTuple_New(self.n_ext)
         for k in range(self.n_ext):
             if self.grad[k] and bs.touched[k]:
                 if bs.given[k] is not None:
-                    res.append(self.adjoint(bs, k))
-                    continue
-                # hand the buffer itself out (it may become a .grad) and take a new one
-                res.append(bs.adj[k])
-                arr = new_empty(self.shapes[k], (<object>self.adj_dtypes[k]).num)
-                bs.adj[k] = arr
-                bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
+                    g = self.adjoint(bs, k)
+                else:
+                    # hand the buffer itself out (it may become a .grad) and take a new one
+                    g = bs.adj[k]
+                    arr = new_empty(self.shapes[k], (<object>self.adj_dtypes[k]).num)
+                    bs.adj[k] = arr
+                    bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             else:
-                res.append(None)
+                g = None
+            Py_INCREF(g)                    # (PyTuple_SET_ITEM steals a reference)
+            PyTuple_SET_ITEM(res, k, g)
+        g = None
         self.drop_given(bs)
         return res
 
@@ -682,7 +715,7 @@ cdef class Program:
         result to the proxies of the slots that need a gradient."""
         cdef Step* s = &self.steps[i]
         outs, proxies = bs.calls[i]
-        cdef list ks = [k for k in self.aux[i][3] if self.grad[k]]
+        cdef list ks = self.call_grad_slots[i]
         cdef Py_ssize_t j
         if s.n_out == 1:
             G = self.adjoint(bs, s.out)
@@ -709,34 +742,38 @@ cdef class Program:
         Functions, hooks, a record that uses an inner value twice), which takes the nested
         sweep."""
         cdef Record rec                 # private copies, as the sweep takes
-        cdef Py_ssize_t q, k, node = res._node, inner
+        cdef Py_ssize_t q, k, node = res._node, inner, j, n_chain = 0, n_leaf = len(ks)
+        cdef Py_ssize_t chain[8]        # the records, from the result down
+        cdef Py_ssize_t leaf_node[16]   # the proxies' leaf records and their slots
+        cdef Py_ssize_t leaf_slot[16]
         cdef Py_ssize_t* ins
-        cdef dict slot_of_node = {}
         cdef TensorBase p
-        cdef list chain = []
-        if node < 0:
+        if node < 0 or n_leaf > 16:
             return False
-        for k in ks:
+        for j in range(n_leaf):
+            k = ks[j]
             p = <TensorBase>proxies[k]
             if p._node < 0:
                 return False
-            slot_of_node[p._node] = k
+            leaf_node[j] = p._node
+            leaf_slot[j] = k
         while node >= 0:                # walk the chain from the result to the leaves
             rec = TAPE.recs[node]
             if (rec.op == OP_FUNCTION or rec.op == OP_FN_OUTPUT or rec.extra != NULL
-                    or rec.flags & RF_RETAIN_GRAD or len(chain) == 8):
+                    or rec.flags & RF_RETAIN_GRAD or n_chain == 8):
                 return False
-            chain.append(node)
+            chain[n_chain] = node
+            n_chain += 1
             ins = rec_inputs(&rec)
             inner = -1
             for q in range(rec.n_in):
-                if ins[q] >= 0 and ins[q] not in slot_of_node:
+                if ins[q] >= 0 and leaf_index(leaf_node, n_leaf, ins[q]) < 0:
                     if inner >= 0:
                         return False        # two inner inputs (or one used twice): sweep it
                     inner = ins[q]
             node = inner
-        for node in chain:
-            rec = TAPE.recs[node]
+        for k in range(n_chain):
+            rec = TAPE.recs[chain[k]]
             if rec.flags & RF_RELEASED:
                 raise RuntimeError(BACKWARD_TWICE)
             check_saved_versions(&rec)
@@ -747,8 +784,9 @@ cdef class Program:
                 gq = grads if rec.n_in == 1 else (<tuple>grads)[q]
                 if ins[q] < 0 or gq is None:
                     continue
-                if ins[q] in slot_of_node:
-                    self.give_array(bs, slot_of_node[ins[q]], gq)
+                j = leaf_index(leaf_node, n_leaf, ins[q])
+                if j >= 0:
+                    self.give_array(bs, leaf_slot[j], gq)
                 else:
                     g = gq                  # the next record's adjoint
             if g is None:
@@ -954,22 +992,20 @@ cdef class Program:
         guards say the replay differs from an eager run.  call(*args, **kwargs): the function,
         run again eagerly by a create_graph backward."""
         cdef Py_ssize_t k, j, n_out = len(self.outputs)
-        cdef Lease lease
         cdef BufferSet bs
         rng_state = None
         cdef bint recording = self.any_grad and grad_enabled()
         if recording and self.rerun_kind == RERUN_RNG:
             rng_state = self.global_rng().bit_generator.state     # before the forward draws
         try:
-            lease = self.forward_c(tensors, None)
+            bs = self.forward_c(tensors, None)
         except _ReplayDiffers:
             return None
-        if plan.guards and not plan.guards_hold_c(lease):
-            lease.release()
+        if plan.guards and not plan.guards_hold_c(bs):
+            bs.in_use = False
             return None
-        bs = lease.buffers
         if not recording:
-            lease.release()
+            bs.in_use = False
             return [wrap(bs.arrays[k]) for k in self.outputs]
         # The backward reads some of the program's buffers (a saved exp or tanh output, a
         # product's operands), and eager's version check cannot see a write into a fresh tensor
@@ -977,15 +1013,22 @@ cdef class Program:
         # so `y = f(x); y.mul_(2)` before backward cannot change what the backward reads (outputs
         # that view an external stay views; an output no backward reads needs no copy).
         cdef list results = []
+        cdef TensorBase t
         for j in range(n_out):
             o = bs.arrays[<Py_ssize_t>self.outputs[j]]
             if self.out_copy[j] and cnp.PyArray_CHKFLAGS(<cnp.ndarray>o, cnp.NPY_ARRAY_OWNDATA):
                 o = cnp.PyArray_NewCopy(<cnp.ndarray>o, cnp.NPY_CORDER)
-            results.append(wrap(o))
+            t = wrap(o)
+            made = self.out_call[j]
+            if made is not None:        # a re-run op's result: writes bump its version too
+                made_by = bs.calls[<Py_ssize_t>(<tuple>made)[0]]
+                t._version = version_of(
+                    <TensorBase>(<tuple>(<tuple>made_by)[0])[<Py_ssize_t>(<tuple>made)[1]])
+            results.append(t)
         cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
             CompiledFunctionBackward)
         node.program = self
-        node.lease = lease
+        node.buffers = bs               # free again when the node releases it or dies
         node.n_out = n_out
         if plan.saved_ext or plan.saved_out:
             node.versions = [(version_of(<TensorBase>tensors[k]),
@@ -993,7 +1036,7 @@ cdef class Program:
             for k in plan.saved_out:    # an in-place write to one raises at backward, as eager
                 node.versions.append((version_of(<TensorBase>results[k]),
                                       version_of(<TensorBase>results[k]).value))
-        node.inputs = tuple(tensors)
+        node.inputs = tensors           # (a fresh list: call_externals')
         node.plan, node.call, node.args, node.kwargs = plan, call, args, kwargs
         node.rng_state = rng_state
         if self.input_meta is None:     # the same at every replay: the guards fix them
@@ -1006,7 +1049,7 @@ cdef class Program:
         if ANOMALY_MODE:                # the general path takes the anomaly trace
             non_diff = tuple([results[k] for k in range(n_out)
                               if not self.grad[self.outputs[k]]])
-            out = _function_record(node, node.inputs, tuple(results), (), non_diff)
+            out = _function_record(node, tuple(tensors), tuple(results), (), non_diff)
             return out if isinstance(out, tuple) else (out,)
         self.record(node, tensors, results)
         return results
@@ -1048,9 +1091,18 @@ cdef class Program:
         TAPE.decref(fi)                 # the output records hold the Function record
         return 0
 
+    def outputs_checked(self, saved_out):
+        """The outputs (indexes) whose versions the replay's node checks at backward (the plan's
+        saved_out: eager raises for an in-place write into them too): handed out uncopied."""
+        for j in saved_out:
+            self.out_copy[j] = False
+
     cdef set backward_read_slots(self):
         """The slots whose values some step's backward reads (a superset: what each kind of step
-        may read), so the outputs among them are handed to the caller as copies (run)."""
+        may read), so the outputs among them are handed to the caller as copies (run) unless a
+        version check guards them: the ones a record of the captured call saved
+        (outputs_checked), and a re-run op's own results, whose handed-out tensors share the
+        version counter of the op's result tensor, which that op's records check as in eager."""
         cdef set out = set()
         cdef Py_ssize_t i
         cdef Step* s
@@ -1059,7 +1111,6 @@ cdef class Program:
             if s.kind == SK_CALL:
                 if any([self.grad[k] for k in self.aux[i][3]]):
                     out.update(self.aux[i][3])
-                    out.update(self.aux[i][4])
             elif s.kind == SK_MATMUL:
                 if s.grad_a or s.grad_b:
                     out.update((s.a, s.b))
@@ -1086,11 +1137,11 @@ cdef class CompiledFunctionBackward(CompiledBackward):
     """The grad_fn of a replayed call's outputs: the aux of its OP_FUNCTION record, whose
     backward the sweep runs through here without calling Python (ops_function.pxi)."""
     cdef Program program
-    cdef Lease lease
+    cdef BufferSet buffers      # this replay's values, in use until release() or death
     cdef Py_ssize_t n_out
     cdef list versions          # (Version, value at forward) of the externals and outputs
                                 # the backward reads (None: none)
-    cdef tuple inputs           # the externals
+    cdef list inputs            # the externals
     # what a create_graph backward needs to run the call again eagerly (rerun)
     cdef ReplayPlan plan
     cdef object call
@@ -1118,7 +1169,7 @@ cdef class CompiledFunctionBackward(CompiledBackward):
 
     cdef object backward(self, list g):
         self.check_versions()
-        return tuple(self.program.backward_c(self.lease, g[:self.n_out]))
+        return self.program.backward_c(self.buffers, g)
 
     cdef object rerun(self):
         """The Program's outputs of the call computed eagerly again: the same values as the
@@ -1164,7 +1215,13 @@ cdef class CompiledFunctionBackward(CompiledBackward):
 
     cdef release(self):
         """The graph was freed (backward without retain_graph): the buffers can be reused."""
-        self.lease.release()
+        if self.buffers is not None:
+            self.buffers.in_use = False
+            self.buffers = None
+
+    def __dealloc__(self):
+        if self.buffers is not None:
+            self.buffers.in_use = False
 
 
 # -- building a Program from a capture --------------------------------------------------------
@@ -1191,6 +1248,42 @@ cdef object fill_slots(object template, dict proxies):
     if type(template) is dict:
         return {name: fill_slots(v, proxies) for name, v in (<dict>template).items()}
     return template
+
+
+cdef inline Py_ssize_t leaf_index(Py_ssize_t* nodes, Py_ssize_t n, Py_ssize_t node) noexcept:
+    cdef Py_ssize_t j
+    for j in range(n):
+        if nodes[j] == node:
+            return j
+    return -1
+
+
+cdef object flat_call_args(object template, object kw_template):
+    """Program.call_args' entry for a re-run op's argument templates, or None."""
+    if kw_template or type(template) is not tuple:
+        return None
+    cdef list base = []
+    cdef list where = []
+    for j, v in enumerate(<tuple>template):
+        if isinstance(v, SlotRef):
+            where.append((j, (<SlotRef>v).k))
+            v = None
+        elif type(v) is list or type(v) is dict:
+            return None                 # (fill_slots gives the op a fresh copy of each)
+        elif type(v) is tuple and has_slot_ref(v):
+            return None
+        base.append(v)
+    return (tuple(base), tuple(where))
+
+
+cdef bint has_slot_ref(object v):
+    if isinstance(v, SlotRef):
+        return True
+    if type(v) is tuple or type(v) is list:
+        return any([has_slot_ref(x) for x in <object>v])
+    if type(v) is dict:
+        return any([has_slot_ref(x) for x in (<dict>v).values()])
+    return False
 
 
 cdef object slot_template(object arg, dict slots_of):
@@ -1559,14 +1652,14 @@ cdef class ReplayPlan:
         tensor the function closed over no longer matches its capture."""
         return _call_externals(self.sources, self.ext_meta, flat)
 
-    cdef bint guards_hold_c(self, Lease lease) except -1:
+    cdef bint guards_hold_c(self, BufferSet bs) except -1:
         for slot, kind, value in self.guards:
-            if read_guarded(lease.buffers.arrays[slot], kind) != value:
+            if read_guarded(bs.arrays[slot], kind) != value:
                 return False
         return True
 
     def guards_hold(self, Lease lease):
-        return self.guards_hold_c(lease)
+        return self.guards_hold_c(lease.buffers)
 
     def program_outputs(self, result):
         """The Program's outputs among fn's return value (a create_graph re-run's)."""
