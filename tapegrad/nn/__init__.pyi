@@ -98,10 +98,14 @@ from tapegrad.nn.modules.loss_extra import TripletMarginLoss as TripletMarginLos
 from tapegrad.nn.modules.module import Module as Module
 from tapegrad.nn.modules.normalization import BatchNorm1d as BatchNorm1d
 from tapegrad.nn.modules.normalization import BatchNorm2d as BatchNorm2d
+from tapegrad.nn.modules.normalization import BatchNorm3d as BatchNorm3d
 from tapegrad.nn.modules.normalization import GroupNorm as GroupNorm
 from tapegrad.nn.modules.normalization import InstanceNorm1d as InstanceNorm1d
 from tapegrad.nn.modules.normalization import InstanceNorm2d as InstanceNorm2d
+from tapegrad.nn.modules.normalization import InstanceNorm3d as InstanceNorm3d
 from tapegrad.nn.modules.normalization import LayerNorm as LayerNorm
+from tapegrad.nn.modules.normalization import LocalResponseNorm as LocalResponseNorm
+from tapegrad.nn.modules.normalization import RMSNorm as RMSNorm
 from tapegrad.nn.modules.padding_shuffle import Bilinear as Bilinear
 from tapegrad.nn.modules.padding_shuffle import ChannelShuffle as ChannelShuffle
 from tapegrad.nn.modules.padding_shuffle import CircularPad1d as CircularPad1d
@@ -124,6 +128,8 @@ from tapegrad.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
 from tapegrad.nn.modules.pooling import AdaptiveMaxPool2d as AdaptiveMaxPool2d
 from tapegrad.nn.modules.pooling import AvgPool1d as AvgPool1d
 from tapegrad.nn.modules.pooling import AvgPool2d as AvgPool2d
+from tapegrad.nn.modules.pooling import LPPool1d as LPPool1d
+from tapegrad.nn.modules.pooling import LPPool2d as LPPool2d
 from tapegrad.nn.modules.pooling import MaxPool1d as MaxPool1d
 from tapegrad.nn.modules.pooling import MaxPool2d as MaxPool2d
 from tapegrad.nn.modules.pooling import MaxUnpool1d as MaxUnpool1d
@@ -148,6 +154,7 @@ from tapegrad.nn.modules.transformer import TransformerEncoderLayer as Transform
 from tapegrad.nn.modules.upsampling import UpsamplingBilinear2d as UpsamplingBilinear2d
 from tapegrad.nn.modules.upsampling import UpsamplingNearest2d as UpsamplingNearest2d
 from tapegrad.nn.parallel import DataParallel as DataParallel
+from tapegrad.nn.parameter import Buffer as Buffer
 from tapegrad.nn.parameter import Parameter as Parameter
 from tapegrad.nn.parameter import UninitializedBuffer as UninitializedBuffer
 from tapegrad.nn.parameter import UninitializedParameter as UninitializedParameter
@@ -164,7 +171,9 @@ __all__ = [
     'BCEWithLogitsLoss',
     'BatchNorm1d',
     'BatchNorm2d',
+    'BatchNorm3d',
     'Bilinear',
+    'Buffer',
     'CELU',
     'ChannelShuffle',
     'CircularPad1d',
@@ -202,8 +211,11 @@ __all__ = [
     'Identity',
     'InstanceNorm1d',
     'InstanceNorm2d',
+    'InstanceNorm3d',
     'KLDivLoss',
     'L1Loss',
+    'LPPool1d',
+    'LPPool2d',
     'LSTM',
     'LSTMCell',
     'LayerNorm',
@@ -215,6 +227,7 @@ __all__ = [
     'LazyModuleMixin',
     'LeakyReLU',
     'Linear',
+    'LocalResponseNorm',
     'LogSigmoid',
     'LogSoftmax',
     'MSELoss',
@@ -239,6 +252,7 @@ __all__ = [
     'PixelShuffle',
     'PixelUnshuffle',
     'PoissonNLLLoss',
+    'RMSNorm',
     'RNN',
     'RNNBase',
     'RNNCell',

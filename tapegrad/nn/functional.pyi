@@ -26,7 +26,9 @@ __all__ = [
     'adaptive_avg_pool1d',
     'adaptive_avg_pool2d',
     'adaptive_max_pool1d',
+    'adaptive_max_pool1d_with_indices',
     'adaptive_max_pool2d',
+    'adaptive_max_pool2d_with_indices',
     'alpha_dropout',
     'avg_pool1d',
     'avg_pool2d',
@@ -72,11 +74,16 @@ __all__ = [
     'leaky_relu',
     'leaky_relu_',
     'linear',
+    'local_response_norm',
     'log_softmax',
     'logsigmoid',
+    'lp_pool1d',
+    'lp_pool2d',
     'margin_ranking_loss',
     'max_pool1d',
+    'max_pool1d_with_indices',
     'max_pool2d',
+    'max_pool2d_with_indices',
     'max_unpool1d',
     'max_unpool2d',
     'mish',
@@ -96,6 +103,7 @@ __all__ = [
     'relu',
     'relu6',
     'relu_',
+    'rms_norm',
     'rrelu',
     'rrelu_',
     'scaled_dot_product_attention',
@@ -127,7 +135,11 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> _Tensor: ...
 
 def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
 
+def adaptive_max_pool1d_with_indices(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
+
 def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
+
+def adaptive_max_pool2d_with_indices(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
 
 def alpha_dropout(input: Any, p: _float = ..., training: _bool = ..., inplace: _bool = ...) -> _Tensor: ...
 
@@ -219,15 +231,25 @@ def leaky_relu_(input: Any, negative_slope: _float = ...) -> Any: ...
 
 def linear(input: Any, weight: Any, bias: Any = ...) -> _Tensor: ...
 
+def local_response_norm(input: Any, size: _int, alpha: _float = ..., beta: _float = ..., k: _float = ...) -> Any: ...
+
 def log_softmax(input: Any, dim: Any = ..., _stacklevel: Any = ..., dtype: Any = ...) -> _Tensor: ...
 
 def logsigmoid(input: Any) -> _Tensor: ...
+
+def lp_pool1d(input: Any, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: Any = ...) -> Any: ...
+
+def lp_pool2d(input: Any, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: Any = ...) -> Any: ...
 
 def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: _float = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
 
 def max_pool1d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
 
+def max_pool1d_with_indices(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
+
 def max_pool2d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
+
+def max_pool2d_with_indices(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
 
 def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_size: Any = ...) -> _Tensor: ...
 
@@ -266,6 +288,8 @@ def relu(input: Any, inplace: Any = ...) -> _Tensor: ...
 def relu6(input: Any, inplace: _bool = ...) -> _Tensor: ...
 
 def relu_(input: Any) -> _Tensor: ...
+
+def rms_norm(input: Any, normalized_shape: Any, weight: Any = ..., eps: Any = ...) -> Any: ...
 
 def rrelu(input: Any, lower: _float = ..., upper: _float = ..., training: _bool = ..., inplace: _bool = ...) -> _Tensor: ...
 

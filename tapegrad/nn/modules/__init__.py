@@ -67,6 +67,13 @@ __all__ += ["Bilinear", "ChannelShuffle", "CircularPad1d", "CircularPad2d", "Con
             "ConstantPad2d", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d",
             "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d"]
 
+# Normalisations and pools small LLM and AlexNet-style scripts use (issue 17).
+from .normalization import (BatchNorm3d, InstanceNorm3d, LocalResponseNorm,  # noqa: E402
+                            RMSNorm)
+from .pooling import LPPool1d, LPPool2d  # noqa: E402
+__all__ += ["BatchNorm3d", "InstanceNorm3d", "LocalResponseNorm", "RMSNorm", "LPPool1d",
+            "LPPool2d"]
+
 from .activation_extra import AlphaDropout  # noqa: E402
 __all__ += ["AlphaDropout"]
 

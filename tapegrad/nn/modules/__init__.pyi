@@ -118,10 +118,14 @@ from tapegrad.nn.modules.loss_extra import TripletMarginLoss as TripletMarginLos
 from tapegrad.nn.modules.module import Module as Module
 from tapegrad.nn.modules.normalization import BatchNorm1d as BatchNorm1d
 from tapegrad.nn.modules.normalization import BatchNorm2d as BatchNorm2d
+from tapegrad.nn.modules.normalization import BatchNorm3d as BatchNorm3d
 from tapegrad.nn.modules.normalization import GroupNorm as GroupNorm
 from tapegrad.nn.modules.normalization import InstanceNorm1d as InstanceNorm1d
 from tapegrad.nn.modules.normalization import InstanceNorm2d as InstanceNorm2d
+from tapegrad.nn.modules.normalization import InstanceNorm3d as InstanceNorm3d
 from tapegrad.nn.modules.normalization import LayerNorm as LayerNorm
+from tapegrad.nn.modules.normalization import LocalResponseNorm as LocalResponseNorm
+from tapegrad.nn.modules.normalization import RMSNorm as RMSNorm
 from tapegrad.nn.modules.padding_shuffle import Bilinear as Bilinear
 from tapegrad.nn.modules.padding_shuffle import ChannelShuffle as ChannelShuffle
 from tapegrad.nn.modules.padding_shuffle import CircularPad1d as CircularPad1d
@@ -144,6 +148,8 @@ from tapegrad.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
 from tapegrad.nn.modules.pooling import AdaptiveMaxPool2d as AdaptiveMaxPool2d
 from tapegrad.nn.modules.pooling import AvgPool1d as AvgPool1d
 from tapegrad.nn.modules.pooling import AvgPool2d as AvgPool2d
+from tapegrad.nn.modules.pooling import LPPool1d as LPPool1d
+from tapegrad.nn.modules.pooling import LPPool2d as LPPool2d
 from tapegrad.nn.modules.pooling import MaxPool1d as MaxPool1d
 from tapegrad.nn.modules.pooling import MaxPool2d as MaxPool2d
 from tapegrad.nn.modules.pooling import MaxUnpool1d as MaxUnpool1d
@@ -287,6 +293,12 @@ __all__ = [
     'ReplicationPad2d',
     'ZeroPad1d',
     'ZeroPad2d',
+    'BatchNorm3d',
+    'InstanceNorm3d',
+    'LocalResponseNorm',
+    'RMSNorm',
+    'LPPool1d',
+    'LPPool2d',
     'AlphaDropout',
     'UpsamplingBilinear2d',
     'UpsamplingNearest2d',

@@ -200,3 +200,33 @@ class MaxUnpool2d(_MaxUnpoolNd):
     (``F.max_unpool2d``).
     """
     _nd = 2
+
+
+class _LPPoolNd(Module):
+    _fn = None
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride,
+                              self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling ``(sum of x**p over each window) ** (1/p)`` along the last dim of
+    (N, C, L) or (C, L) (``F.lp_pool1d``)."""
+    _fn = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling over 2-d windows of (N, C, H, W) or (C, H, W) (``F.lp_pool2d``)."""
+    _fn = staticmethod(F.lp_pool2d)

@@ -27,6 +27,8 @@ __all__ = [
     'AdaptiveMaxPool2d',
     'AvgPool1d',
     'AvgPool2d',
+    'LPPool1d',
+    'LPPool2d',
     'MaxPool1d',
     'MaxPool2d',
     'MaxUnpool1d',
@@ -82,6 +84,24 @@ class AvgPool2d(_Module):
     ceil_mode: Any
     count_include_pad: Any
     divisor_override: Any
+
+class LPPool1d(_Module):
+    def __init__(self, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    norm_type: Any
+    kernel_size: Any
+    stride: Any
+    ceil_mode: Any
+
+class LPPool2d(_Module):
+    def __init__(self, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    norm_type: Any
+    kernel_size: Any
+    stride: Any
+    ceil_mode: Any
 
 class MaxPool1d(_Module):
     def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., return_indices: _bool = ..., ceil_mode: _bool = ...) -> None: ...

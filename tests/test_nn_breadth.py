@@ -1,0 +1,171 @@
+"""RMSNorm, LocalResponseNorm, LPPool, nn.Buffer and the max-pool ``*_with_indices`` spellings.
+
+With torch: forward values and gradients (float64 and float32), reprs, state_dict keys, error
+types and key phrases.  Without torch: hand-computed values and float64 central differences.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad import nn
+from tapegrad.nn import functional as F
+
+
+def parity(torch, fn_name, arrays, *args, tol=1e-10, **kwargs):
+    """F.<fn_name>(*tensors, *args, **kwargs) in both libraries: value, dtype, every gradient
+    (and the second output, e.g. indices, exactly)."""
+    rng = np.random.default_rng(1)
+    ours = [tg.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    y = getattr(F, fn_name)(*ours, *args, **kwargs)
+    t = getattr(torch.nn.functional, fn_name)(*theirs, *args, **kwargs)
+    if isinstance(t, tuple):
+        np.testing.assert_array_equal(y[1].numpy(), t[1].numpy())
+        y, t = y[0], t[0]
+    assert str(y.dtype) == str(t.dtype)
+    np.testing.assert_allclose(y.detach().numpy(), t.detach().numpy(), rtol=tol, atol=tol)
+    w = rng.standard_normal(tuple(t.shape)).astype(arrays[0].dtype)
+    (y * tg.tensor(w)).sum().backward()
+    (t * torch.tensor(w)).sum().backward()
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=tol, atol=tol)
+
+
+X = np.random.default_rng(0).standard_normal((2, 5, 6, 7))
+
+
+# -- rms_norm ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,eps,weighted", [((7,), None, True), ((6, 7), 1e-2, True),
+                                                ((7,), 0.5, False)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_rms_norm_matches_torch(torch, shape, eps, weighted, dtype):
+    arrays = [X.astype(dtype)]
+    if weighted:
+        arrays.append(np.random.default_rng(2).standard_normal(shape).astype(dtype))
+    tol = 1e-10 if dtype == np.float64 else 1e-5
+    if weighted:
+        ours = [tg.tensor(a, requires_grad=True) for a in arrays]
+        theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+        y = F.rms_norm(ours[0], shape, ours[1], eps)
+        t = torch.nn.functional.rms_norm(theirs[0], shape, theirs[1], eps)
+        np.testing.assert_allclose(y.detach().numpy(), t.detach().numpy(), rtol=tol, atol=tol)
+        y.sum().backward()
+        t.sum().backward()
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=tol, atol=tol)
+    else:
+        parity(torch, "rms_norm", arrays, shape, None, eps, tol=tol)
+
+
+def test_rms_norm_values_and_gradcheck(gradcheck):
+    x = tg.tensor([[3.0, 4.0]])
+    # mean of squares 12.5: each value over sqrt(12.5 + eps)
+    np.testing.assert_allclose(F.rms_norm(x, [2], eps=0.0).numpy(),
+                               [[3 / np.sqrt(12.5), 4 / np.sqrt(12.5)]], rtol=1e-6)
+    assert F.rms_norm(tg.ones(2, 3, dtype=tg.float16), [3]).dtype == tg.float16
+    gradcheck(lambda a, w: F.rms_norm(a, (6, 7), w, 1e-3), X[:1, :2], X[0, 0] + 2)
+
+
+def test_rms_norm_errors_and_module(torch):
+    x = tg.randn(2, 3, 4)
+    with pytest.raises(RuntimeError, match=r"expected input with shape \[\*3\], but got input of "
+                                           r"size\[2, 3, 4\]"):
+        F.rms_norm(x, (3,))
+    with pytest.raises(RuntimeError, match="Expected weight to be of same shape as "
+                                           "normalized_shape"):
+        F.rms_norm(x, (4,), tg.ones(3))
+    for args, kwargs in (((4,), {}), (([3, 4],), {"eps": 1e-3, "elementwise_affine": False})):
+        ours, theirs = nn.RMSNorm(*args, **kwargs), torch.nn.RMSNorm(*args, **kwargs)
+        assert repr(ours) == repr(theirs)
+        assert list(ours.state_dict()) == list(theirs.state_dict())
+    m = nn.RMSNorm(4, dtype=tg.float64)
+    assert m.weight.dtype == tg.float64
+    np.testing.assert_allclose(m(tg.ones(2, 4, dtype=tg.float64)).detach().numpy(), np.ones((2, 4)),
+                               rtol=1e-6)
+
+
+# -- local_response_norm ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+@pytest.mark.parametrize("rank", [3, 4, 5])
+def test_local_response_norm_matches_torch(torch, size, rank):
+    x = np.random.default_rng(size).standard_normal((2, 6, 3, 4, 2)[:rank])
+    parity(torch, "local_response_norm", [x], size, 1e-2, 0.6, 2.0)
+
+
+def test_local_response_norm_values_and_errors(gradcheck):
+    x = tg.tensor([[[1.0], [2.0], [3.0]]])             # (N=1, C=3, L=1)
+    out = F.local_response_norm(x, 3, alpha=3.0, beta=1.0, k=1.0).numpy().ravel()
+    # window sums of squares 5, 14, 13 (zero channels outside); div = 1 + 3 / 3 * sum
+    np.testing.assert_allclose(out, [1 / 6, 2 / 15, 3 / 14], rtol=1e-6)
+    with pytest.raises(ValueError, match="Expected 3D or higher dimensionality"):
+        F.local_response_norm(tg.ones(2, 3), 2)
+    gradcheck(lambda a: F.local_response_norm(a, 3, 0.5, 0.75, 1.0), X[:1, :, :2, :2])
+    assert repr(nn.LocalResponseNorm(2)) == "LocalResponseNorm(2, alpha=0.0001, beta=0.75, k=1.0)"
+
+
+# -- lp_pool ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p", [1, 2, 3.5, float("inf"), float("-inf")])
+def test_lp_pool_matches_torch(torch, p):
+    xp = np.abs(X) + 0.1
+    parity(torch, "lp_pool2d", [xp], p, 3, 2)
+    parity(torch, "lp_pool2d", [xp], p, (2, 3), (1, 2), True)
+    parity(torch, "lp_pool1d", [xp[0]], p, 3, None, True)
+
+
+def test_lp_pool_odd_power_negative_windows(torch):
+    parity(torch, "lp_pool2d", [X], 3, 2)            # negative window sums give 0 (and grad 0)
+
+
+def test_lp_pool_values_modules(torch, gradcheck):
+    x = tg.tensor([[[3.0, 4.0, 1.0, 1.0]]])
+    np.testing.assert_allclose(F.lp_pool1d(x, 2, 2).numpy(), [[[5.0, np.sqrt(2.0)]]], rtol=1e-6)
+    gradcheck(lambda a: F.lp_pool2d(a, 2, 2), np.abs(X[:1, :2, :4, :4]) + 0.5)
+    for ours, theirs in ((nn.LPPool2d(2, 3), torch.nn.LPPool2d(2, 3)),
+                         (nn.LPPool1d(1.5, 3, 2, True), torch.nn.LPPool1d(1.5, 3, 2, True))):
+        assert repr(ours) == repr(theirs)
+
+
+# -- *_with_indices ---------------------------------------------------------------------------------
+
+def test_with_indices_spellings(torch):
+    parity(torch, "max_pool2d_with_indices", [X], 3, 2, 1)
+    parity(torch, "max_pool1d_with_indices", [X[0]], 2)
+    parity(torch, "adaptive_max_pool2d_with_indices", [X], (4, 3))
+    parity(torch, "adaptive_max_pool1d_with_indices", [X[0]], 4)
+
+
+def test_with_indices_without_torch():
+    out, idx = F.max_pool1d_with_indices(tg.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
+    assert out.tolist() == [[3.0, 2.0]] and idx.tolist() == [[1, 2]]
+
+
+# -- nn.Buffer --------------------------------------------------------------------------------------
+
+def test_buffer_registers_on_assignment(torch):
+    for lib in (tg, torch):
+        m = lib.nn.Module()
+        m.b = lib.nn.Buffer(lib.zeros(3))
+        m.c = lib.nn.Buffer(lib.ones(2), persistent=False)
+        m.d = lib.zeros(1)                      # a plain tensor stays a plain attribute
+        assert isinstance(m.b, lib.nn.Buffer) and not isinstance(lib.zeros(1), lib.nn.Buffer)
+        assert type(m.b) is lib.Tensor
+        assert list(m.state_dict()) == ["b"]
+        assert [n for n, _ in m.named_buffers()] == ["b", "c"]
+        with pytest.raises(TypeError, match="cannot assign 'int' as buffer 'b'"):
+            m.b = 3
+        p = lib.nn.Buffer(lib.ones(2, requires_grad=True))
+        assert p.requires_grad and p.is_leaf
+
+
+def test_buffer_before_init_raises():
+    class Early(nn.Module):
+        def __init__(self):
+            self.b = nn.Buffer(tg.zeros(1))
+            super().__init__()
+    with pytest.raises(AttributeError, match="cannot assign buffer before Module.__init__"):
+        Early()
