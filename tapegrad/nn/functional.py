@@ -28,6 +28,7 @@ from ._pool_extra import (adaptive_max_pool1d_with_indices,  # noqa: E402
                           adaptive_max_pool2d_with_indices, lp_pool1d, lp_pool2d,
                           max_pool1d_with_indices, max_pool2d_with_indices)
 from ._norm_extra import local_response_norm, rms_norm  # noqa: E402
+from ._grid_sample import affine_grid, grid_sample  # noqa: E402
 from ._pool_ops import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402
                         adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
                         max_unpool1d, max_unpool2d)

@@ -29,6 +29,7 @@ __all__ = [
     'adaptive_max_pool1d_with_indices',
     'adaptive_max_pool2d',
     'adaptive_max_pool2d_with_indices',
+    'affine_grid',
     'alpha_dropout',
     'avg_pool1d',
     'avg_pool2d',
@@ -57,6 +58,7 @@ __all__ = [
     'gaussian_nll_loss',
     'gelu',
     'glu',
+    'grid_sample',
     'group_norm',
     'gumbel_softmax',
     'hardshrink',
@@ -141,6 +143,8 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: Any = ...)
 
 def adaptive_max_pool2d_with_indices(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
 
+def affine_grid(theta: Any, size: Any, align_corners: Any = ...) -> Any: ...
+
 def alpha_dropout(input: Any, p: _float = ..., training: _bool = ..., inplace: _bool = ...) -> _Tensor: ...
 
 def avg_pool1d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: Any = ..., count_include_pad: Any = ...) -> _Tensor: ...
@@ -196,6 +200,8 @@ def gaussian_nll_loss(input: Any, target: Any, var: Any, full: _bool = ..., eps:
 def gelu(input: Any, *, approximate: Any = ...) -> _Tensor: ...
 
 def glu(input: Any, dim: _int = ...) -> _Tensor: ...
+
+def grid_sample(input: Any, grid: Any, mode: Any = ..., padding_mode: Any = ..., align_corners: Any = ...) -> Any: ...
 
 def group_norm(input: Any, num_groups: _int, weight: Any = ..., bias: Any = ..., eps: _float = ...) -> _Tensor: ...
 
