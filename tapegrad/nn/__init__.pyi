@@ -58,13 +58,16 @@ from tapegrad.nn.modules.container import ModuleList as ModuleList
 from tapegrad.nn.modules.container import Sequential as Sequential
 from tapegrad.nn.modules.conv import Conv1d as Conv1d
 from tapegrad.nn.modules.conv import Conv2d as Conv2d
+from tapegrad.nn.modules.conv import Conv3d as Conv3d
 from tapegrad.nn.modules.conv import ConvTranspose1d as ConvTranspose1d
 from tapegrad.nn.modules.conv import ConvTranspose2d as ConvTranspose2d
+from tapegrad.nn.modules.conv import ConvTranspose3d as ConvTranspose3d
 from tapegrad.nn.modules.conv import Fold as Fold
 from tapegrad.nn.modules.conv import Unfold as Unfold
 from tapegrad.nn.modules.dropout import Dropout as Dropout
 from tapegrad.nn.modules.dropout import Dropout1d as Dropout1d
 from tapegrad.nn.modules.dropout import Dropout2d as Dropout2d
+from tapegrad.nn.modules.dropout import Dropout3d as Dropout3d
 from tapegrad.nn.modules.lazy import LazyBatchNorm1d as LazyBatchNorm1d
 from tapegrad.nn.modules.lazy import LazyBatchNorm2d as LazyBatchNorm2d
 from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
@@ -124,16 +127,21 @@ from tapegrad.nn.modules.param_containers import ParameterDict as ParameterDict
 from tapegrad.nn.modules.param_containers import ParameterList as ParameterList
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
+from tapegrad.nn.modules.pooling import AdaptiveAvgPool3d as AdaptiveAvgPool3d
 from tapegrad.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
 from tapegrad.nn.modules.pooling import AdaptiveMaxPool2d as AdaptiveMaxPool2d
+from tapegrad.nn.modules.pooling import AdaptiveMaxPool3d as AdaptiveMaxPool3d
 from tapegrad.nn.modules.pooling import AvgPool1d as AvgPool1d
 from tapegrad.nn.modules.pooling import AvgPool2d as AvgPool2d
+from tapegrad.nn.modules.pooling import AvgPool3d as AvgPool3d
 from tapegrad.nn.modules.pooling import LPPool1d as LPPool1d
 from tapegrad.nn.modules.pooling import LPPool2d as LPPool2d
 from tapegrad.nn.modules.pooling import MaxPool1d as MaxPool1d
 from tapegrad.nn.modules.pooling import MaxPool2d as MaxPool2d
+from tapegrad.nn.modules.pooling import MaxPool3d as MaxPool3d
 from tapegrad.nn.modules.pooling import MaxUnpool1d as MaxUnpool1d
 from tapegrad.nn.modules.pooling import MaxUnpool2d as MaxUnpool2d
+from tapegrad.nn.modules.pooling import MaxUnpool3d as MaxUnpool3d
 from tapegrad.nn.modules.pooling import Upsample as Upsample
 from tapegrad.nn.modules.rnn import GRU as GRU
 from tapegrad.nn.modules.rnn import GRUCell as GRUCell
@@ -158,15 +166,23 @@ from tapegrad.nn.parameter import Buffer as Buffer
 from tapegrad.nn.parameter import Parameter as Parameter
 from tapegrad.nn.parameter import UninitializedBuffer as UninitializedBuffer
 from tapegrad.nn.parameter import UninitializedParameter as UninitializedParameter
+from tapegrad.nn.modules.module import Module as _Module
+from tapegrad.nn.modules.padding_shuffle import CircularPad1d as _CircularPad1d
+from tapegrad.nn.modules.padding_shuffle import ReflectionPad1d as _ReflectionPad1d
+from tapegrad.nn.modules.padding_shuffle import ReplicationPad1d as _ReplicationPad1d
+from tapegrad.nn.modules.padding_shuffle import ZeroPad1d as _ZeroPad1d
 
 __all__ = [
     'AdaptiveAvgPool1d',
     'AdaptiveAvgPool2d',
+    'AdaptiveAvgPool3d',
     'AdaptiveMaxPool1d',
     'AdaptiveMaxPool2d',
+    'AdaptiveMaxPool3d',
     'AlphaDropout',
     'AvgPool1d',
     'AvgPool2d',
+    'AvgPool3d',
     'BCELoss',
     'BCEWithLogitsLoss',
     'BatchNorm1d',
@@ -178,12 +194,16 @@ __all__ = [
     'ChannelShuffle',
     'CircularPad1d',
     'CircularPad2d',
+    'CircularPad3d',
     'ConstantPad1d',
     'ConstantPad2d',
+    'ConstantPad3d',
     'Conv1d',
     'Conv2d',
+    'Conv3d',
     'ConvTranspose1d',
     'ConvTranspose2d',
+    'ConvTranspose3d',
     'CosineEmbeddingLoss',
     'CosineSimilarity',
     'CrossEntropyLoss',
@@ -191,6 +211,7 @@ __all__ = [
     'Dropout',
     'Dropout1d',
     'Dropout2d',
+    'Dropout3d',
     'ELU',
     'Embedding',
     'EmbeddingBag',
@@ -234,8 +255,10 @@ __all__ = [
     'MarginRankingLoss',
     'MaxPool1d',
     'MaxPool2d',
+    'MaxPool3d',
     'MaxUnpool1d',
     'MaxUnpool2d',
+    'MaxUnpool3d',
     'Mish',
     'Module',
     'ModuleDict',
@@ -262,8 +285,10 @@ __all__ = [
     'ReLU6',
     'ReflectionPad1d',
     'ReflectionPad2d',
+    'ReflectionPad3d',
     'ReplicationPad1d',
     'ReplicationPad2d',
+    'ReplicationPad3d',
     'SELU',
     'Sequential',
     'SiLU',
@@ -294,6 +319,7 @@ __all__ = [
     'UpsamplingNearest2d',
     'ZeroPad1d',
     'ZeroPad2d',
+    'ZeroPad3d',
     'functional',
     'init',
     'modules',
@@ -301,3 +327,22 @@ __all__ = [
     'parameter',
     'utils',
 ]
+
+class CircularPad3d(_CircularPad1d):
+    ...
+
+class ConstantPad3d(_Module):
+    def __init__(self, padding: Any, value: _float) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    value: Any
+    padding: Any
+
+class ReflectionPad3d(_ReflectionPad1d):
+    ...
+
+class ReplicationPad3d(_ReplicationPad1d):
+    ...
+
+class ZeroPad3d(_ZeroPad1d):
+    ...

@@ -25,14 +25,18 @@ from tapegrad import Tensor as _Tensor
 __all__ = [
     'adaptive_avg_pool1d',
     'adaptive_avg_pool2d',
+    'adaptive_avg_pool3d',
     'adaptive_max_pool1d',
     'adaptive_max_pool1d_with_indices',
     'adaptive_max_pool2d',
     'adaptive_max_pool2d_with_indices',
+    'adaptive_max_pool3d',
+    'adaptive_max_pool3d_with_indices',
     'affine_grid',
     'alpha_dropout',
     'avg_pool1d',
     'avg_pool2d',
+    'avg_pool3d',
     'batch_norm',
     'bilinear',
     'binary_cross_entropy',
@@ -42,14 +46,17 @@ __all__ = [
     'channel_shuffle',
     'conv1d',
     'conv2d',
+    'conv3d',
     'conv_transpose1d',
     'conv_transpose2d',
+    'conv_transpose3d',
     'cosine_embedding_loss',
     'cosine_similarity',
     'cross_entropy',
     'dropout',
     'dropout1d',
     'dropout2d',
+    'dropout3d',
     'elu',
     'elu_',
     'embedding',
@@ -86,8 +93,11 @@ __all__ = [
     'max_pool1d_with_indices',
     'max_pool2d',
     'max_pool2d_with_indices',
+    'max_pool3d',
+    'max_pool3d_with_indices',
     'max_unpool1d',
     'max_unpool2d',
+    'max_unpool3d',
     'mish',
     'mse_loss',
     'multi_head_attention_forward',
@@ -135,6 +145,8 @@ def adaptive_avg_pool1d(input: Any, output_size: Any) -> _Tensor: ...
 
 def adaptive_avg_pool2d(input: Any, output_size: Any) -> _Tensor: ...
 
+def adaptive_avg_pool3d(input: Any, output_size: Any) -> Any: ...
+
 def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
 
 def adaptive_max_pool1d_with_indices(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
@@ -143,6 +155,10 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: Any = ...)
 
 def adaptive_max_pool2d_with_indices(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
 
+def adaptive_max_pool3d(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
+
+def adaptive_max_pool3d_with_indices(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
+
 def affine_grid(theta: Any, size: Any, align_corners: Any = ...) -> Any: ...
 
 def alpha_dropout(input: Any, p: _float = ..., training: _bool = ..., inplace: _bool = ...) -> _Tensor: ...
@@ -150,6 +166,8 @@ def alpha_dropout(input: Any, p: _float = ..., training: _bool = ..., inplace: _
 def avg_pool1d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: Any = ..., count_include_pad: Any = ...) -> _Tensor: ...
 
 def avg_pool2d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: Any = ..., count_include_pad: Any = ..., divisor_override: Any = ...) -> _Tensor: ...
+
+def avg_pool3d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: Any = ..., count_include_pad: Any = ..., divisor_override: Any = ...) -> Any: ...
 
 def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = ..., bias: Any = ..., training: Any = ..., momentum: Any = ..., eps: Any = ...) -> _Tensor: ...
 
@@ -169,9 +187,13 @@ def conv1d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding:
 
 def conv2d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ...) -> _Tensor: ...
 
+def conv3d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ...) -> Any: ...
+
 def conv_transpose1d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., dilation: Any = ...) -> _Tensor: ...
 
 def conv_transpose2d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., dilation: Any = ...) -> _Tensor: ...
+
+def conv_transpose3d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., dilation: Any = ...) -> Any: ...
 
 def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: _float = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
 
@@ -184,6 +206,8 @@ def dropout(input: Any, p: Any = ..., training: Any = ..., inplace: Any = ...) -
 def dropout1d(input: Any, p: Any = ..., training: Any = ..., inplace: Any = ...) -> _Tensor: ...
 
 def dropout2d(input: Any, p: Any = ..., training: Any = ..., inplace: Any = ...) -> _Tensor: ...
+
+def dropout3d(input: Any, p: Any = ..., training: Any = ..., inplace: Any = ...) -> Any: ...
 
 def elu(input: Any, alpha: Any = ..., inplace: Any = ...) -> _Tensor: ...
 
@@ -257,9 +281,15 @@ def max_pool2d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = .
 
 def max_pool2d_with_indices(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
 
+def max_pool3d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
+
+def max_pool3d_with_indices(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
+
 def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_size: Any = ...) -> _Tensor: ...
 
 def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_size: Any = ...) -> _Tensor: ...
+
+def max_unpool3d(input: Any, indices: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_size: Any = ...) -> Any: ...
 
 def mish(input: Any, inplace: _bool = ...) -> _Tensor: ...
 

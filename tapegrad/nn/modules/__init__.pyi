@@ -18,6 +18,11 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.nn import CircularPad3d as CircularPad3d
+from tapegrad.nn import ConstantPad3d as ConstantPad3d
+from tapegrad.nn import ReflectionPad3d as ReflectionPad3d
+from tapegrad.nn import ReplicationPad3d as ReplicationPad3d
+from tapegrad.nn import ZeroPad3d as ZeroPad3d
 from tapegrad.nn.modules import activation as activation
 from tapegrad.nn.modules import activation_extra as activation_extra
 from tapegrad.nn.modules import batchnorm as batchnorm
@@ -78,13 +83,16 @@ from tapegrad.nn.modules.container import ModuleList as ModuleList
 from tapegrad.nn.modules.container import Sequential as Sequential
 from tapegrad.nn.modules.conv import Conv1d as Conv1d
 from tapegrad.nn.modules.conv import Conv2d as Conv2d
+from tapegrad.nn.modules.conv import Conv3d as Conv3d
 from tapegrad.nn.modules.conv import ConvTranspose1d as ConvTranspose1d
 from tapegrad.nn.modules.conv import ConvTranspose2d as ConvTranspose2d
+from tapegrad.nn.modules.conv import ConvTranspose3d as ConvTranspose3d
 from tapegrad.nn.modules.conv import Fold as Fold
 from tapegrad.nn.modules.conv import Unfold as Unfold
 from tapegrad.nn.modules.dropout import Dropout as Dropout
 from tapegrad.nn.modules.dropout import Dropout1d as Dropout1d
 from tapegrad.nn.modules.dropout import Dropout2d as Dropout2d
+from tapegrad.nn.modules.dropout import Dropout3d as Dropout3d
 from tapegrad.nn.modules.lazy import LazyBatchNorm1d as LazyBatchNorm1d
 from tapegrad.nn.modules.lazy import LazyBatchNorm2d as LazyBatchNorm2d
 from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
@@ -144,16 +152,21 @@ from tapegrad.nn.modules.param_containers import ParameterDict as ParameterDict
 from tapegrad.nn.modules.param_containers import ParameterList as ParameterList
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
+from tapegrad.nn.modules.pooling import AdaptiveAvgPool3d as AdaptiveAvgPool3d
 from tapegrad.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
 from tapegrad.nn.modules.pooling import AdaptiveMaxPool2d as AdaptiveMaxPool2d
+from tapegrad.nn.modules.pooling import AdaptiveMaxPool3d as AdaptiveMaxPool3d
 from tapegrad.nn.modules.pooling import AvgPool1d as AvgPool1d
 from tapegrad.nn.modules.pooling import AvgPool2d as AvgPool2d
+from tapegrad.nn.modules.pooling import AvgPool3d as AvgPool3d
 from tapegrad.nn.modules.pooling import LPPool1d as LPPool1d
 from tapegrad.nn.modules.pooling import LPPool2d as LPPool2d
 from tapegrad.nn.modules.pooling import MaxPool1d as MaxPool1d
 from tapegrad.nn.modules.pooling import MaxPool2d as MaxPool2d
+from tapegrad.nn.modules.pooling import MaxPool3d as MaxPool3d
 from tapegrad.nn.modules.pooling import MaxUnpool1d as MaxUnpool1d
 from tapegrad.nn.modules.pooling import MaxUnpool2d as MaxUnpool2d
+from tapegrad.nn.modules.pooling import MaxUnpool3d as MaxUnpool3d
 from tapegrad.nn.modules.pooling import Upsample as Upsample
 from tapegrad.nn.modules.rnn import GRU as GRU
 from tapegrad.nn.modules.rnn import GRUCell as GRUCell
@@ -299,6 +312,19 @@ __all__ = [
     'RMSNorm',
     'LPPool1d',
     'LPPool2d',
+    'Conv3d',
+    'ConvTranspose3d',
+    'AdaptiveAvgPool3d',
+    'AdaptiveMaxPool3d',
+    'AvgPool3d',
+    'MaxPool3d',
+    'MaxUnpool3d',
+    'Dropout3d',
+    'CircularPad3d',
+    'ConstantPad3d',
+    'ReflectionPad3d',
+    'ReplicationPad3d',
+    'ZeroPad3d',
     'AlphaDropout',
     'UpsamplingBilinear2d',
     'UpsamplingNearest2d',

@@ -25,8 +25,10 @@ from tapegrad.nn.modules.module import Module as _Module
 __all__ = [
     'Conv1d',
     'Conv2d',
+    'Conv3d',
     'ConvTranspose1d',
     'ConvTranspose2d',
+    'ConvTranspose3d',
     'Fold',
     'LazyConv1d',
     'LazyConv2d',
@@ -69,6 +71,24 @@ class Conv2d(_Module):
     weight: Any
     bias: Any
 
+class Conv3d(_Module):
+    def __init__(self, in_channels: Any, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ..., bias: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    def reset_parameters(self) -> None: ...
+    in_channels: Any
+    out_channels: Any
+    kernel_size: Any
+    stride: Any
+    padding: Any
+    dilation: Any
+    transposed: Any
+    output_padding: Any
+    groups: Any
+    padding_mode: Any
+    weight: Any
+    bias: Any
+
 class ConvTranspose1d(_Module):
     def __init__(self, in_channels: Any, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., bias: Any = ..., dilation: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
@@ -88,6 +108,24 @@ class ConvTranspose1d(_Module):
     bias: Any
 
 class ConvTranspose2d(_Module):
+    def __init__(self, in_channels: Any, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., bias: Any = ..., dilation: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any, output_size: Any = ...) -> Any: ...
+    def reset_parameters(self) -> None: ...
+    in_channels: Any
+    out_channels: Any
+    kernel_size: Any
+    stride: Any
+    padding: Any
+    dilation: Any
+    transposed: Any
+    output_padding: Any
+    groups: Any
+    padding_mode: Any
+    weight: Any
+    bias: Any
+
+class ConvTranspose3d(_Module):
     def __init__(self, in_channels: Any, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., bias: Any = ..., dilation: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any, output_size: Any = ...) -> Any: ...

@@ -26,6 +26,7 @@ __all__ = [
     'Dropout',
     'Dropout1d',
     'Dropout2d',
+    'Dropout3d',
 ]
 
 class Dropout(_Module):
@@ -39,4 +40,7 @@ class Dropout1d(Dropout):
     def forward(self, input: Any) -> Any: ...
 
 class Dropout2d(Dropout):
+    def forward(self, input: Any) -> Any: ...
+
+class Dropout3d(Dropout):
     def forward(self, input: Any) -> Any: ...

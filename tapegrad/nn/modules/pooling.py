@@ -230,3 +230,62 @@ class LPPool1d(_LPPoolNd):
 class LPPool2d(_LPPoolNd):
     """Power-average pooling over 2-d windows of (N, C, H, W) or (C, H, W) (``F.lp_pool2d``)."""
     _fn = staticmethod(F.lp_pool2d)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Max over ``kernel_size`` windows of (N, C, D, H, W) or (C, D, H, W) (``F.max_pool3d``:
+    stride, padding, dilation, ceil_mode, return_indices).
+    """
+    _fn = staticmethod(F.max_pool3d)
+
+
+class AvgPool3d(Module):
+    """Average pooling over ``kernel_size`` windows of (N, C, D, H, W) or (C, D, H, W)
+    (``F.avg_pool3d``: stride, padding, ceil_mode, count_include_pad, divisor_override).
+    """
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override=None) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """Average pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size`` (an int or a
+    triple; None keeps a size) (``F.adaptive_avg_pool3d``).
+    """
+    def __init__(self, output_size) -> None:
+        super().__init__(output_size)
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptivePool):
+    """Max pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size``
+    (``F.adaptive_max_pool3d``).
+    """
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool3d``: put each value at its pooling index, zeros elsewhere
+    (``F.max_unpool3d``).
+    """
+    _nd = 3
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)

@@ -23,16 +23,21 @@ from tapegrad.nn.modules.module import Module as _Module
 __all__ = [
     'AdaptiveAvgPool1d',
     'AdaptiveAvgPool2d',
+    'AdaptiveAvgPool3d',
     'AdaptiveMaxPool1d',
     'AdaptiveMaxPool2d',
+    'AdaptiveMaxPool3d',
     'AvgPool1d',
     'AvgPool2d',
+    'AvgPool3d',
     'LPPool1d',
     'LPPool2d',
     'MaxPool1d',
     'MaxPool2d',
+    'MaxPool3d',
     'MaxUnpool1d',
     'MaxUnpool2d',
+    'MaxUnpool3d',
     'Upsample',
 ]
 
@@ -44,6 +49,13 @@ class AdaptiveAvgPool1d(_Module):
     return_indices: Any
 
 class AdaptiveAvgPool2d(_Module):
+    def __init__(self, output_size: Any) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    output_size: Any
+    return_indices: Any
+
+class AdaptiveAvgPool3d(_Module):
     def __init__(self, output_size: Any) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
@@ -64,6 +76,13 @@ class AdaptiveMaxPool2d(_Module):
     output_size: Any
     return_indices: Any
 
+class AdaptiveMaxPool3d(_Module):
+    def __init__(self, output_size: Any, return_indices: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    output_size: Any
+    return_indices: Any
+
 class AvgPool1d(_Module):
     def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: _bool = ..., count_include_pad: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
@@ -75,6 +94,17 @@ class AvgPool1d(_Module):
     count_include_pad: Any
 
 class AvgPool2d(_Module):
+    def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: _bool = ..., count_include_pad: _bool = ..., divisor_override: Any = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    kernel_size: Any
+    stride: Any
+    padding: Any
+    ceil_mode: Any
+    count_include_pad: Any
+    divisor_override: Any
+
+class AvgPool3d(_Module):
     def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: _bool = ..., count_include_pad: _bool = ..., divisor_override: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
@@ -125,6 +155,17 @@ class MaxPool2d(_Module):
     return_indices: Any
     ceil_mode: Any
 
+class MaxPool3d(_Module):
+    def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., return_indices: _bool = ..., ceil_mode: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    kernel_size: Any
+    stride: Any
+    padding: Any
+    dilation: Any
+    return_indices: Any
+    ceil_mode: Any
+
 class MaxUnpool1d(_Module):
     def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
@@ -134,6 +175,14 @@ class MaxUnpool1d(_Module):
     padding: Any
 
 class MaxUnpool2d(_Module):
+    def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any, indices: Any, output_size: Any = ...) -> Any: ...
+    kernel_size: Any
+    stride: Any
+    padding: Any
+
+class MaxUnpool3d(_Module):
     def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any, indices: Any, output_size: Any = ...) -> Any: ...
