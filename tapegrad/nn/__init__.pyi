@@ -191,6 +191,7 @@ __all__ = [
     'Bilinear',
     'Buffer',
     'CELU',
+    'CTCLoss',
     'ChannelShuffle',
     'CircularPad1d',
     'CircularPad2d',
@@ -327,6 +328,13 @@ __all__ = [
     'parameter',
     'utils',
 ]
+
+class CTCLoss(_Module):
+    def __init__(self, blank: _int = ..., reduction: _str = ..., zero_infinity: _bool = ...) -> None: ...
+    def forward(self, log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any) -> Any: ...  # type: ignore[override]
+    blank: Any
+    zero_infinity: Any
+    reduction: Any
 
 class CircularPad3d(_CircularPad1d):
     ...

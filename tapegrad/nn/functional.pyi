@@ -53,6 +53,7 @@ __all__ = [
     'cosine_embedding_loss',
     'cosine_similarity',
     'cross_entropy',
+    'ctc_loss',
     'dropout',
     'dropout1d',
     'dropout2d',
@@ -200,6 +201,8 @@ def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: _float 
 def cosine_similarity(x1: Any, x2: Any, dim: _int = ..., eps: _float = ...) -> _Tensor: ...
 
 def cross_entropy(input: Any, target: Any, weight: Any = ..., size_average: Any = ..., ignore_index: Any = ..., reduce: Any = ..., reduction: Any = ..., label_smoothing: Any = ...) -> _Tensor: ...
+
+def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any, blank: Any = ..., reduction: Any = ..., zero_infinity: Any = ...) -> Any: ...
 
 def dropout(input: Any, p: Any = ..., training: Any = ..., inplace: Any = ...) -> _Tensor: ...
 

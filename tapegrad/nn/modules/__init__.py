@@ -85,6 +85,9 @@ __all__ += ["Conv3d", "ConvTranspose3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d
             "MaxPool3d", "MaxUnpool3d", "Dropout3d", "CircularPad3d", "ConstantPad3d",
             "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d"]
 
+from .loss_extra import CTCLoss  # noqa: E402
+__all__ += ["CTCLoss"]
+
 from .activation_extra import AlphaDropout  # noqa: E402
 __all__ += ["AlphaDropout"]
 
@@ -128,5 +131,5 @@ _add_to_torch_file(linear, _transformer, ("NonDynamicallyQuantizableLinear",))
 _add_to_torch_file(loss, _loss_extra, (
     "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "KLDivLoss",
     "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss",
-    "SoftMarginLoss", "TripletMarginLoss"))
+    "SoftMarginLoss", "TripletMarginLoss", "CTCLoss"))
 del _add_to_torch_file

@@ -18,6 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.nn import CTCLoss as CTCLoss
 from tapegrad.nn import CircularPad3d as CircularPad3d
 from tapegrad.nn import ConstantPad3d as ConstantPad3d
 from tapegrad.nn import ReflectionPad3d as ReflectionPad3d
@@ -325,6 +326,7 @@ __all__ = [
     'ReflectionPad3d',
     'ReplicationPad3d',
     'ZeroPad3d',
+    'CTCLoss',
     'AlphaDropout',
     'UpsamplingBilinear2d',
     'UpsamplingNearest2d',

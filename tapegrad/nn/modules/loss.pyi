@@ -18,6 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.nn import CTCLoss as CTCLoss
 from tapegrad.nn.modules.loss_extra import CosineEmbeddingLoss as CosineEmbeddingLoss
 from tapegrad.nn.modules.loss_extra import GaussianNLLLoss as GaussianNLLLoss
 from tapegrad.nn.modules.loss_extra import HingeEmbeddingLoss as HingeEmbeddingLoss
@@ -33,6 +34,7 @@ from tapegrad.nn.modules.module import Module as _Module
 __all__ = [
     'BCELoss',
     'BCEWithLogitsLoss',
+    'CTCLoss',
     'CosineEmbeddingLoss',
     'CrossEntropyLoss',
     'GaussianNLLLoss',

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import _extra_losses as L
+from .. import functional as F
 from .loss import _Loss as _ReducedLoss
 from .module import Module
 
@@ -167,3 +168,18 @@ class PairwiseDistance(Module):
 __all__ = ["KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
            "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "TripletMarginLoss",
            "PoissonNLLLoss", "GaussianNLLLoss", "CosineSimilarity", "PairwiseDistance"]
+
+
+class CTCLoss(_ReducedLoss):
+    """Connectionist temporal classification loss of log-probabilities (T, N, C) for unaligned
+    target sequences (``F.ctc_loss``: blank, reduction, zero_infinity)."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
+        super().__init__(None, None, reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
