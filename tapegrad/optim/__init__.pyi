@@ -31,6 +31,7 @@ from tapegrad.optim import radam as radam
 from tapegrad.optim import rmsprop as rmsprop
 from tapegrad.optim import rprop as rprop
 from tapegrad.optim import sgd as sgd
+from tapegrad.optim import swa_utils as swa_utils
 from tapegrad.optim.adadelta import Adadelta as Adadelta
 from tapegrad.optim.adagrad import Adagrad as Adagrad
 from tapegrad.optim.adam import Adam as Adam
@@ -60,4 +61,5 @@ __all__ = [
     'Rprop',
     'SGD',
     'lr_scheduler',
+    'swa_utils',
 ]

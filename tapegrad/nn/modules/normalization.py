@@ -87,6 +87,15 @@ class _BatchNorm(Module):
             state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
                                else creation.tensor(0))
 
+    def reset_running_stats(self) -> None:
+        """Running mean back to zeros, running variance to ones, the batch count to 0."""
+        if self.track_running_stats and self.running_mean is not None:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                if self.num_batches_tracked is not None:
+                    self.num_batches_tracked.zero_()
+
     def _check_input_dim(self, input) -> None:
         if input.dim() not in self._ranks:
             ranks = " or ".join(f"{r}D" for r in self._ranks)
