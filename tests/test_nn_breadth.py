@@ -115,6 +115,7 @@ def test_lp_pool_matches_torch(torch, p):
     parity(torch, "lp_pool2d", [xp], p, 3, 2)
     parity(torch, "lp_pool2d", [xp], p, (2, 3), (1, 2), True)
     parity(torch, "lp_pool1d", [xp[0]], p, 3, None, True)
+    parity(torch, "lp_pool3d", [xp[:, :, :4]], p, 2, (1, 2, 2), True)
 
 
 def test_lp_pool_odd_power_negative_windows(torch):
@@ -126,6 +127,7 @@ def test_lp_pool_values_modules(torch, gradcheck):
     np.testing.assert_allclose(F.lp_pool1d(x, 2, 2).numpy(), [[[5.0, np.sqrt(2.0)]]], rtol=1e-6)
     gradcheck(lambda a: F.lp_pool2d(a, 2, 2), np.abs(X[:1, :2, :4, :4]) + 0.5)
     for ours, theirs in ((nn.LPPool2d(2, 3), torch.nn.LPPool2d(2, 3)),
+                         (nn.LPPool3d(2, 3), torch.nn.LPPool3d(2, 3)),
                          (nn.LPPool1d(1.5, 3, 2, True), torch.nn.LPPool1d(1.5, 3, 2, True))):
         assert repr(ours) == repr(theirs)
 

@@ -186,3 +186,10 @@ def test_3d_errors(torch):
         F.adaptive_avg_pool3d(x[0, 0], 2)
     with pytest.warns(UserWarning, match="dropout3d: Received a 3-D input"):
         F.dropout3d(x[0, 0], 0.5)
+
+
+def test_lazy_3d_modules(torch):
+    conv, bn = nn.LazyConv3d(4, 2), nn.LazyBatchNorm3d()
+    y = bn(conv(tg.tensor(X.astype(np.float32))))
+    assert type(conv) is nn.Conv3d and conv.in_channels == 4 and conv.weight.shape == (4, 4, 2, 2, 2)
+    assert type(bn) is nn.BatchNorm3d and bn.num_features == 4 and y.shape == (2, 4, 4, 5, 6)

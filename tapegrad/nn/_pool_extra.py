@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import _core
 from ._pool_ops import (adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
                         max_pool1d, max_pool2d)
+from ._volumetric import avg_pool3d, max_pool3d
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
@@ -57,3 +58,8 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """Power-average pooling over 2-d windows of (N, C, H, W) or (C, H, W)."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2, max_pool2d, avg_pool2d)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling over 3-d windows of (N, C, D, H, W) or (C, D, H, W)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3, max_pool3d, avg_pool3d)

@@ -25,7 +25,7 @@ from ._embedding_bag import embedding_bag  # noqa: E402
 from ._conv_ops import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold,  # noqa: E402
                         unfold)
 from ._pool_extra import (adaptive_max_pool1d_with_indices,  # noqa: E402
-                          adaptive_max_pool2d_with_indices, lp_pool1d, lp_pool2d,
+                          adaptive_max_pool2d_with_indices, lp_pool1d, lp_pool2d, lp_pool3d,
                           max_pool1d_with_indices, max_pool2d_with_indices)
 from ._norm_extra import local_response_norm, rms_norm  # noqa: E402
 from ._grid_sample import affine_grid, grid_sample  # noqa: E402

@@ -89,6 +89,7 @@ __all__ = [
     'logsigmoid',
     'lp_pool1d',
     'lp_pool2d',
+    'lp_pool3d',
     'margin_ranking_loss',
     'max_pool1d',
     'max_pool1d_with_indices',
@@ -273,6 +274,8 @@ def logsigmoid(input: Any) -> _Tensor: ...
 def lp_pool1d(input: Any, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: Any = ...) -> Any: ...
 
 def lp_pool2d(input: Any, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: Any = ...) -> Any: ...
+
+def lp_pool3d(input: Any, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: Any = ...) -> Any: ...
 
 def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: _float = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
 

@@ -81,6 +81,9 @@ from .pooling import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, MaxPool3d
 from .dropout import Dropout3d  # noqa: E402
 from .padding_shuffle import (CircularPad3d, ConstantPad3d, ReflectionPad3d,  # noqa: E402
                               ReplicationPad3d, ZeroPad3d)
+from .lazy import LazyBatchNorm3d, LazyConv3d  # noqa: E402
+from .pooling import LPPool3d  # noqa: E402
+__all__ += ["LazyBatchNorm3d", "LazyConv3d", "LPPool3d"]
 __all__ += ["Conv3d", "ConvTranspose3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d",
             "MaxPool3d", "MaxUnpool3d", "Dropout3d", "CircularPad3d", "ConstantPad3d",
             "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d"]
@@ -121,7 +124,7 @@ _add_to_torch_file(activation, _activation_extra, (
     "Tanhshrink", "Threshold"))
 _add_to_torch_file(activation, _transformer, ("MultiheadAttention",))
 _add_to_torch_file(container, _param_containers, ("ParameterDict", "ParameterList"))
-_add_to_torch_file(conv, _lazy, ("LazyConv1d", "LazyConv2d"))
+_add_to_torch_file(conv, _lazy, ("LazyConv1d", "LazyConv2d", "LazyConv3d"))
 _add_to_torch_file(dropout, _activation_extra, ("AlphaDropout",))
 _add_to_torch_file(padding, _padding_shuffle, (
     "CircularPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d"))

@@ -96,8 +96,10 @@ from tapegrad.nn.modules.dropout import Dropout2d as Dropout2d
 from tapegrad.nn.modules.dropout import Dropout3d as Dropout3d
 from tapegrad.nn.modules.lazy import LazyBatchNorm1d as LazyBatchNorm1d
 from tapegrad.nn.modules.lazy import LazyBatchNorm2d as LazyBatchNorm2d
+from tapegrad.nn.modules.lazy import LazyBatchNorm3d as LazyBatchNorm3d
 from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
 from tapegrad.nn.modules.lazy import LazyConv2d as LazyConv2d
+from tapegrad.nn.modules.lazy import LazyConv3d as LazyConv3d
 from tapegrad.nn.modules.lazy import LazyLinear as LazyLinear
 from tapegrad.nn.modules.lazy import LazyModuleMixin as LazyModuleMixin
 from tapegrad.nn.modules.linear import Flatten as Flatten
@@ -162,6 +164,7 @@ from tapegrad.nn.modules.pooling import AvgPool2d as AvgPool2d
 from tapegrad.nn.modules.pooling import AvgPool3d as AvgPool3d
 from tapegrad.nn.modules.pooling import LPPool1d as LPPool1d
 from tapegrad.nn.modules.pooling import LPPool2d as LPPool2d
+from tapegrad.nn.modules.pooling import LPPool3d as LPPool3d
 from tapegrad.nn.modules.pooling import MaxPool1d as MaxPool1d
 from tapegrad.nn.modules.pooling import MaxPool2d as MaxPool2d
 from tapegrad.nn.modules.pooling import MaxPool3d as MaxPool3d
@@ -313,6 +316,9 @@ __all__ = [
     'RMSNorm',
     'LPPool1d',
     'LPPool2d',
+    'LazyBatchNorm3d',
+    'LazyConv3d',
+    'LPPool3d',
     'Conv3d',
     'ConvTranspose3d',
     'AdaptiveAvgPool3d',

@@ -20,6 +20,7 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
 from tapegrad.nn.modules.lazy import LazyConv2d as LazyConv2d
+from tapegrad.nn.modules.lazy import LazyConv3d as LazyConv3d
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     'Fold',
     'LazyConv1d',
     'LazyConv2d',
+    'LazyConv3d',
     'Unfold',
 ]
 

@@ -289,3 +289,9 @@ class MaxUnpool3d(_MaxUnpoolNd):
     def forward(self, input, indices, output_size=None):
         return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding,
                               output_size)
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling over 3-d windows of (N, C, D, H, W) or (C, D, H, W)
+    (``F.lp_pool3d``)."""
+    _fn = staticmethod(F.lp_pool3d)

@@ -32,6 +32,7 @@ __all__ = [
     'AvgPool3d',
     'LPPool1d',
     'LPPool2d',
+    'LPPool3d',
     'MaxPool1d',
     'MaxPool2d',
     'MaxPool3d',
@@ -125,6 +126,15 @@ class LPPool1d(_Module):
     ceil_mode: Any
 
 class LPPool2d(_Module):
+    def __init__(self, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    norm_type: Any
+    kernel_size: Any
+    stride: Any
+    ceil_mode: Any
+
+class LPPool3d(_Module):
     def __init__(self, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...
