@@ -171,3 +171,42 @@ def test_buffer_before_init_raises():
             super().__init__()
     with pytest.raises(AttributeError, match="cannot assign buffer before Module.__init__"):
         Early()
+
+
+# -- fractional_max_pool2d --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fractional_max_pool2d_matches_torch(torch, seed):
+    rng = np.random.default_rng(seed)
+    H, W = (int(v) for v in rng.integers(4, 12, 2))
+    kh, kw = (int(v) for v in rng.integers(1, 4, 2))
+    Ho, Wo = int(rng.integers(1, H - kh + 2)), int(rng.integers(1, W - kw + 2))
+    dtype = (np.float32, np.float64)[seed % 2]
+    x = (rng.integers(-3, 3, (2, 3, H, W)) if seed % 3 == 0
+         else rng.standard_normal((2, 3, H, W))).astype(dtype)     # ties: the first maximum
+    samples = rng.random((2, 3, 2)).astype(dtype)
+    results = []
+    for lib in (tg, torch):
+        xt = lib.tensor(x, requires_grad=True)
+        y, index = lib.nn.functional.fractional_max_pool2d(
+            xt, (kh, kw), output_size=(Ho, Wo), return_indices=True,
+            _random_samples=lib.tensor(samples))
+        (y * lib.tensor(np.arange(y.numel(), dtype=dtype).reshape(tuple(y.shape)))).sum() \
+            .backward()
+        results.append((y.detach().numpy(), index.numpy(), xt.grad.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_fractional_max_pool2d_module_and_errors(torch):
+    pool = nn.FractionalMaxPool2d(2, output_ratio=0.5)
+    assert repr(pool) == repr(torch.nn.FractionalMaxPool2d(2, output_ratio=0.5))
+    assert pool(tg.randn(1, 2, 8, 8)).shape == (1, 2, 4, 4)
+    out = F.fractional_max_pool2d(tg.arange(16.0).reshape(1, 4, 4), 2, output_size=1)
+    assert out.tolist() == [[[15.0]]]            # one window: the bottom-right corner
+    with pytest.raises(ValueError, match="requires specifying either an output_size"):
+        F.fractional_max_pool2d(tg.randn(1, 1, 9, 9), 3)
+    with pytest.raises(RuntimeError, match="pool height 3 too large relative to input height 9"):
+        F.fractional_max_pool2d(tg.randn(1, 1, 9, 9), 3, output_size=8)
+    with pytest.raises(ValueError, match="output_ratio must be between 0 and 1"):
+        nn.FractionalMaxPool2d(3, output_ratio=1.5)

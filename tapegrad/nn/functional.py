@@ -30,6 +30,8 @@ from ._pool_extra import (adaptive_max_pool1d_with_indices,  # noqa: E402
 from ._norm_extra import local_response_norm, rms_norm  # noqa: E402
 from ._grid_sample import affine_grid, grid_sample  # noqa: E402
 from ._ctc_loss import ctc_loss  # noqa: E402
+from ._fractional_pool import (fractional_max_pool2d,  # noqa: E402
+                               fractional_max_pool2d_with_indices)
 from ._volumetric import (adaptive_avg_pool3d, adaptive_max_pool3d,  # noqa: E402
                           adaptive_max_pool3d_with_indices, avg_pool3d, conv3d, conv_transpose3d,
                           dropout3d, max_pool3d, max_pool3d_with_indices)

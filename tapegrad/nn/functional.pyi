@@ -63,6 +63,8 @@ __all__ = [
     'embedding',
     'embedding_bag',
     'fold',
+    'fractional_max_pool2d',
+    'fractional_max_pool2d_with_indices',
     'gaussian_nll_loss',
     'gelu',
     'glu',
@@ -222,6 +224,10 @@ def embedding(input: Any, weight: Any, padding_idx: Any = ..., max_norm: Any = .
 def embedding_bag(input: Any, weight: Any, offsets: Any = ..., max_norm: Any = ..., norm_type: _float = ..., scale_grad_by_freq: _bool = ..., mode: _str = ..., sparse: _bool = ..., per_sample_weights: Any = ..., include_last_offset: _bool = ..., padding_idx: Any = ...) -> _Tensor: ...
 
 def fold(input: Any, output_size: Any, kernel_size: Any, dilation: Any = ..., padding: Any = ..., stride: Any = ...) -> _Tensor: ...
+
+def fractional_max_pool2d(input: Any, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: Any = ..., _random_samples: Any = ...) -> Any: ...
+
+def fractional_max_pool2d_with_indices(input: Any, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: Any = ..., _random_samples: Any = ...) -> Any: ...
 
 def gaussian_nll_loss(input: Any, target: Any, var: Any, full: _bool = ..., eps: _float = ..., reduction: _str = ...) -> _Tensor: ...
 

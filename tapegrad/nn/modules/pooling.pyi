@@ -30,6 +30,7 @@ __all__ = [
     'AvgPool1d',
     'AvgPool2d',
     'AvgPool3d',
+    'FractionalMaxPool2d',
     'LPPool1d',
     'LPPool2d',
     'LPPool3d',
@@ -115,6 +116,14 @@ class AvgPool3d(_Module):
     ceil_mode: Any
     count_include_pad: Any
     divisor_override: Any
+
+class FractionalMaxPool2d(_Module):
+    def __init__(self, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: _bool = ..., _random_samples: Any = ...) -> None: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    kernel_size: Any
+    return_indices: Any
+    output_size: Any
+    output_ratio: Any
 
 class LPPool1d(_Module):
     def __init__(self, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: _bool = ...) -> None: ...
