@@ -210,3 +210,50 @@ def test_fractional_max_pool2d_module_and_errors(torch):
         F.fractional_max_pool2d(tg.randn(1, 1, 9, 9), 3, output_size=8)
     with pytest.raises(ValueError, match="output_ratio must be between 0 and 1"):
         nn.FractionalMaxPool2d(3, output_ratio=1.5)
+
+
+# -- pdist, triplet_margin_with_distance_loss, multilabel_margin_loss, feature_alpha_dropout ---------
+
+MULTILABEL = np.array([[3, 0, -1, 1], [1, 2, 3, 0], [-1, 0, 0, 0], [2, 2, -1, 3], [0, 1, 2, 3]])
+
+
+def test_small_losses_match_torch(torch):
+    x = X[0, 0, :5, :4].copy()
+    for p in (1, 2, 3.5):
+        parity(torch, "pdist", [x], p)
+    a, b, c = X[0, :3, :4, :4]
+    parity(torch, "triplet_margin_with_distance_loss", [a, b, c])
+    parity(torch, "triplet_margin_with_distance_loss", [a, b, c], swap=True, margin=2.0,
+           reduction="none")
+    for reduction in ("mean", "sum", "none"):
+        ours = tg.tensor(x, requires_grad=True)
+        theirs = torch.tensor(x, requires_grad=True)
+        y = F.multilabel_margin_loss(ours, tg.tensor(MULTILABEL), reduction=reduction)
+        t = torch.nn.functional.multilabel_margin_loss(theirs, torch.tensor(MULTILABEL),
+                                                       reduction=reduction)
+        np.testing.assert_allclose(y.detach().numpy(), t.detach().numpy(), rtol=1e-12)
+        y.sum().backward()
+        t.sum().backward()
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12)
+    for spec in ("TripletMarginWithDistanceLoss()", "MultiLabelMarginLoss()",
+                 "FeatureAlphaDropout(0.3)", "TripletMarginWithDistanceLoss(margin=2.0)"):
+        assert repr(eval("nn." + spec)) == repr(eval("torch.nn." + spec))
+    with pytest.warns(FutureWarning, match="`NLLLoss2d` has been deprecated"):
+        assert repr(nn.NLLLoss2d()) == "NLLLoss2d()"
+
+
+def test_small_losses_without_torch(gradcheck):
+    assert F.pdist(tg.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])).tolist() == \
+        pytest.approx([5.0, 1.0, np.sqrt(18.0)])
+    # target class 0 of 3 against classes 1, 2: (max(0, 1 - (1 - 0)) + max(0, 1 - (1 - 2))) / 3
+    loss = F.multilabel_margin_loss(tg.tensor([[1.0, 0.0, 2.0]]), tg.tensor([[0, -1, 2]]))
+    assert loss.item() == pytest.approx(2.0 / 3.0)
+    with pytest.raises(RuntimeError, match="argument #2 'target' is out of range"):
+        F.multilabel_margin_loss(tg.zeros(1, 3), tg.tensor([[5, -1, 0]]))
+    with pytest.raises(RuntimeError, match="pdist only supports 2D tensors, got: 3D"):
+        F.pdist(tg.zeros(2, 3, 4))
+    gradcheck(lambda a: F.pdist(a), X[0, 0, :4, :3])
+    tg.manual_seed(0)
+    dropped = F.feature_alpha_dropout(tg.ones(4, 6, 3, 3), 0.5, True).numpy().reshape(24, -1)
+    assert all(len(set(row)) == 1 for row in dropped)           # one draw per channel
+    assert F.feature_alpha_dropout(tg.ones(2, 3), 0.5, False).tolist() == [[1.0] * 3] * 2

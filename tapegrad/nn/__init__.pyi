@@ -68,6 +68,7 @@ from tapegrad.nn.modules.dropout import Dropout as Dropout
 from tapegrad.nn.modules.dropout import Dropout1d as Dropout1d
 from tapegrad.nn.modules.dropout import Dropout2d as Dropout2d
 from tapegrad.nn.modules.dropout import Dropout3d as Dropout3d
+from tapegrad.nn.modules.dropout import FeatureAlphaDropout as FeatureAlphaDropout
 from tapegrad.nn.modules.lazy import LazyBatchNorm1d as LazyBatchNorm1d
 from tapegrad.nn.modules.lazy import LazyBatchNorm2d as LazyBatchNorm2d
 from tapegrad.nn.modules.lazy import LazyBatchNorm3d as LazyBatchNorm3d
@@ -87,6 +88,7 @@ from tapegrad.nn.modules.loss import HuberLoss as HuberLoss
 from tapegrad.nn.modules.loss import L1Loss as L1Loss
 from tapegrad.nn.modules.loss import MSELoss as MSELoss
 from tapegrad.nn.modules.loss import NLLLoss as NLLLoss
+from tapegrad.nn.modules.loss import NLLLoss2d as NLLLoss2d
 from tapegrad.nn.modules.loss import SmoothL1Loss as SmoothL1Loss
 from tapegrad.nn.modules.loss_extra import CosineEmbeddingLoss as CosineEmbeddingLoss
 from tapegrad.nn.modules.loss_extra import CosineSimilarity as CosineSimilarity
@@ -220,6 +222,7 @@ __all__ = [
     'ELU',
     'Embedding',
     'EmbeddingBag',
+    'FeatureAlphaDropout',
     'Flatten',
     'Fold',
     'FractionalMaxPool2d',
@@ -272,10 +275,12 @@ __all__ = [
     'Module',
     'ModuleDict',
     'ModuleList',
+    'MultiLabelMarginLoss',
     'MultiLabelSoftMarginLoss',
     'MultiMarginLoss',
     'MultiheadAttention',
     'NLLLoss',
+    'NLLLoss2d',
     'PReLU',
     'PairwiseDistance',
     'Parameter',
@@ -319,6 +324,7 @@ __all__ = [
     'TransformerEncoder',
     'TransformerEncoderLayer',
     'TripletMarginLoss',
+    'TripletMarginWithDistanceLoss',
     'Unflatten',
     'Unfold',
     'UninitializedBuffer',
@@ -354,11 +360,24 @@ class ConstantPad3d(_Module):
     value: Any
     padding: Any
 
+class MultiLabelMarginLoss(_Module):
+    def __init__(self, size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
+    def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
+    reduction: Any
+
 class ReflectionPad3d(_ReflectionPad1d):
     ...
 
 class ReplicationPad3d(_ReplicationPad1d):
     ...
+
+class TripletMarginWithDistanceLoss(_Module):
+    def __init__(self, *, distance_function: Any = ..., margin: _float = ..., swap: _bool = ..., reduction: _str = ...) -> None: ...
+    def forward(self, anchor: Any, positive: Any, negative: Any) -> Any: ...  # type: ignore[override]
+    distance_function: Any
+    margin: Any
+    swap: Any
+    reduction: Any
 
 class ZeroPad3d(_ZeroPad1d):
     ...

@@ -30,6 +30,8 @@ from ._pool_extra import (adaptive_max_pool1d_with_indices,  # noqa: E402
 from ._norm_extra import local_response_norm, rms_norm  # noqa: E402
 from ._grid_sample import affine_grid, grid_sample  # noqa: E402
 from ._ctc_loss import ctc_loss  # noqa: E402
+from ._more_losses import (feature_alpha_dropout, multilabel_margin_loss, pdist,  # noqa: E402
+                           triplet_margin_with_distance_loss)
 from ._fractional_pool import (fractional_max_pool2d,  # noqa: E402
                                fractional_max_pool2d_with_indices)
 from ._volumetric import (adaptive_avg_pool3d, adaptive_max_pool3d,  # noqa: E402

@@ -62,6 +62,7 @@ __all__ = [
     'elu_',
     'embedding',
     'embedding_bag',
+    'feature_alpha_dropout',
     'fold',
     'fractional_max_pool2d',
     'fractional_max_pool2d_with_indices',
@@ -106,12 +107,14 @@ __all__ = [
     'mse_loss',
     'multi_head_attention_forward',
     'multi_margin_loss',
+    'multilabel_margin_loss',
     'multilabel_soft_margin_loss',
     'nll_loss',
     'normalize',
     'one_hot',
     'pad',
     'pairwise_distance',
+    'pdist',
     'pixel_shuffle',
     'pixel_unshuffle',
     'poisson_nll_loss',
@@ -139,6 +142,7 @@ __all__ = [
     'threshold',
     'threshold_',
     'triplet_margin_loss',
+    'triplet_margin_with_distance_loss',
     'unfold',
     'upsample',
     'upsample_bilinear',
@@ -222,6 +226,8 @@ def elu_(input: Any, alpha: _float = ...) -> Any: ...
 def embedding(input: Any, weight: Any, padding_idx: Any = ..., max_norm: Any = ..., norm_type: Any = ..., scale_grad_by_freq: Any = ..., sparse: Any = ...) -> _Tensor: ...
 
 def embedding_bag(input: Any, weight: Any, offsets: Any = ..., max_norm: Any = ..., norm_type: _float = ..., scale_grad_by_freq: _bool = ..., mode: _str = ..., sparse: _bool = ..., per_sample_weights: Any = ..., include_last_offset: _bool = ..., padding_idx: Any = ...) -> _Tensor: ...
+
+def feature_alpha_dropout(input: Any, p: _float = ..., training: _bool = ..., inplace: _bool = ...) -> Any: ...
 
 def fold(input: Any, output_size: Any, kernel_size: Any, dilation: Any = ..., padding: Any = ..., stride: Any = ...) -> _Tensor: ...
 
@@ -311,6 +317,8 @@ def multi_head_attention_forward(query: Any, key: Any, value: Any, embed_dim_to_
 
 def multi_margin_loss(input: Any, target: Any, p: _int = ..., margin: _float = ..., weight: Any = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
 
+def multilabel_margin_loss(input: Any, target: Any, size_average: Any = ..., reduce: Any = ..., reduction: Any = ...) -> Any: ...
+
 def multilabel_soft_margin_loss(input: Any, target: Any, weight: Any = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
 
 def nll_loss(input: Any, target: Any, weight: Any = ..., size_average: Any = ..., ignore_index: Any = ..., reduce: Any = ..., reduction: Any = ...) -> _Tensor: ...
@@ -322,6 +330,8 @@ def one_hot(tensor: Any, num_classes: Any = ...) -> _Tensor: ...
 def pad(input: Any, pad: Any, mode: Any = ..., value: Any = ...) -> _Tensor: ...
 
 def pairwise_distance(x1: Any, x2: Any, p: _float = ..., eps: _float = ..., keepdim: _bool = ...) -> _Tensor: ...
+
+def pdist(input: Any, p: _float = ...) -> Any: ...
 
 def pixel_shuffle(input: Any, upscale_factor: _int) -> _Tensor: ...
 
@@ -372,6 +382,8 @@ def threshold(input: Any, threshold: _float, value: _float, inplace: _bool = ...
 def threshold_(input: Any, threshold: _float, value: _float) -> Any: ...
 
 def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: _float = ..., p: _float = ..., eps: _float = ..., swap: _bool = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
+
+def triplet_margin_with_distance_loss(anchor: Any, positive: Any, negative: Any, *, distance_function: Any = ..., margin: _float = ..., swap: _bool = ..., reduction: _str = ...) -> Any: ...
 
 def unfold(input: Any, kernel_size: Any, dilation: Any = ..., padding: Any = ..., stride: Any = ...) -> _Tensor: ...
 

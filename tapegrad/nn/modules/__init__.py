@@ -88,8 +88,11 @@ __all__ += ["Conv3d", "ConvTranspose3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d
             "MaxPool3d", "MaxUnpool3d", "Dropout3d", "CircularPad3d", "ConstantPad3d",
             "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d"]
 
-from .loss_extra import CTCLoss  # noqa: E402
-__all__ += ["CTCLoss"]
+from .loss_extra import CTCLoss, MultiLabelMarginLoss, TripletMarginWithDistanceLoss  # noqa
+from .dropout import FeatureAlphaDropout  # noqa: E402
+from .loss import NLLLoss2d  # noqa: E402
+__all__ += ["CTCLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
+            "FeatureAlphaDropout", "NLLLoss2d"]
 
 from .activation_extra import AlphaDropout  # noqa: E402
 __all__ += ["AlphaDropout"]
@@ -134,5 +137,6 @@ _add_to_torch_file(linear, _transformer, ("NonDynamicallyQuantizableLinear",))
 _add_to_torch_file(loss, _loss_extra, (
     "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "KLDivLoss",
     "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss",
-    "SoftMarginLoss", "TripletMarginLoss", "CTCLoss"))
+    "SoftMarginLoss", "TripletMarginLoss", "CTCLoss", "MultiLabelMarginLoss",
+    "TripletMarginWithDistanceLoss"))
 del _add_to_torch_file

@@ -21,8 +21,10 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn import CTCLoss as CTCLoss
 from tapegrad.nn import CircularPad3d as CircularPad3d
 from tapegrad.nn import ConstantPad3d as ConstantPad3d
+from tapegrad.nn import MultiLabelMarginLoss as MultiLabelMarginLoss
 from tapegrad.nn import ReflectionPad3d as ReflectionPad3d
 from tapegrad.nn import ReplicationPad3d as ReplicationPad3d
+from tapegrad.nn import TripletMarginWithDistanceLoss as TripletMarginWithDistanceLoss
 from tapegrad.nn import ZeroPad3d as ZeroPad3d
 from tapegrad.nn.modules import activation as activation
 from tapegrad.nn.modules import activation_extra as activation_extra
@@ -94,6 +96,7 @@ from tapegrad.nn.modules.dropout import Dropout as Dropout
 from tapegrad.nn.modules.dropout import Dropout1d as Dropout1d
 from tapegrad.nn.modules.dropout import Dropout2d as Dropout2d
 from tapegrad.nn.modules.dropout import Dropout3d as Dropout3d
+from tapegrad.nn.modules.dropout import FeatureAlphaDropout as FeatureAlphaDropout
 from tapegrad.nn.modules.lazy import LazyBatchNorm1d as LazyBatchNorm1d
 from tapegrad.nn.modules.lazy import LazyBatchNorm2d as LazyBatchNorm2d
 from tapegrad.nn.modules.lazy import LazyBatchNorm3d as LazyBatchNorm3d
@@ -113,6 +116,7 @@ from tapegrad.nn.modules.loss import HuberLoss as HuberLoss
 from tapegrad.nn.modules.loss import L1Loss as L1Loss
 from tapegrad.nn.modules.loss import MSELoss as MSELoss
 from tapegrad.nn.modules.loss import NLLLoss as NLLLoss
+from tapegrad.nn.modules.loss import NLLLoss2d as NLLLoss2d
 from tapegrad.nn.modules.loss import SmoothL1Loss as SmoothL1Loss
 from tapegrad.nn.modules.loss_extra import CosineEmbeddingLoss as CosineEmbeddingLoss
 from tapegrad.nn.modules.loss_extra import CosineSimilarity as CosineSimilarity
@@ -335,6 +339,10 @@ __all__ = [
     'ReplicationPad3d',
     'ZeroPad3d',
     'CTCLoss',
+    'MultiLabelMarginLoss',
+    'TripletMarginWithDistanceLoss',
+    'FeatureAlphaDropout',
+    'NLLLoss2d',
     'AlphaDropout',
     'UpsamplingBilinear2d',
     'UpsamplingNearest2d',

@@ -27,6 +27,7 @@ __all__ = [
     'Dropout1d',
     'Dropout2d',
     'Dropout3d',
+    'FeatureAlphaDropout',
 ]
 
 class Dropout(_Module):
@@ -43,4 +44,7 @@ class Dropout2d(Dropout):
     def forward(self, input: Any) -> Any: ...
 
 class Dropout3d(Dropout):
+    def forward(self, input: Any) -> Any: ...
+
+class FeatureAlphaDropout(Dropout):
     def forward(self, input: Any) -> Any: ...
