@@ -186,6 +186,9 @@ from .version import __version__  # noqa: E402  (the one source: tapegrad/versio
 
 # torch.cdist lives with the nn distances (composed of differentiable ops).
 _LAZY_ATTRS.update(cdist="nn._extra_losses")
+# torch.func's transforms (torch.vmap is torch.func.vmap).
+_LAZY_MODULES += ("func",)
+_LAZY_ATTRS.update(vmap="func")
 
 from ._pickle_names import repoint as _repoint  # noqa: E402
 _repoint(globals(), __name__)  # tapegrad.abs & co. pickle by name

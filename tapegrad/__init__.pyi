@@ -32,6 +32,7 @@ from tapegrad import distributed as distributed
 from tapegrad import distributions as distributions
 from tapegrad import examples as examples
 from tapegrad import fft as fft
+from tapegrad import func as func
 from tapegrad import grad_mode as grad_mode
 from tapegrad import hub as hub
 from tapegrad import jit as jit
@@ -70,6 +71,7 @@ from tapegrad.creation import ones_like as ones_like
 from tapegrad.creation import tensor as tensor
 from tapegrad.creation import zeros as zeros
 from tapegrad.creation import zeros_like as zeros_like
+from tapegrad.func import vmap as vmap
 from tapegrad.grad_mode import enable_grad as enable_grad
 from tapegrad.grad_mode import inference_mode as inference_mode
 from tapegrad.grad_mode import is_inference as is_inference
@@ -284,6 +286,7 @@ __all__ = [
     'from_numpy',
     'full',
     'full_like',
+    'func',
     'gather',
     'gcd',
     'ge',
@@ -545,6 +548,7 @@ __all__ = [
     'var',
     'var_mean',
     'version',
+    'vmap',
     'vsplit',
     'vstack',
     'where',

@@ -18,10 +18,11 @@ from .._core import RemovableHandle
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from .variable import Variable
 from . import function, anomaly_mode, functional, profiler
+from . import forward_ad  # noqa: E402  (dual tensors by the double-backward trick)
 
 __all__ = ["grad", "backward", "Function", "once_differentiable", "detect_anomaly",
            "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "gradcheck", "gradgradcheck", "functional", "Variable", "profiler"]
+           "gradcheck", "gradgradcheck", "functional", "Variable", "profiler", "forward_ad"]
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

@@ -19,6 +19,7 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.autograd import anomaly_mode as anomaly_mode
+from tapegrad.autograd import forward_ad as forward_ad
 from tapegrad.autograd import function as function
 from tapegrad.autograd import functional as functional
 from tapegrad.autograd import profiler as profiler
@@ -52,6 +53,7 @@ __all__ = [
     'functional',
     'Variable',
     'profiler',
+    'forward_ad',
 ]
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = ..., retain_graph: Any = ..., create_graph: Any = ..., only_inputs: Any = ..., allow_unused: Any = ..., is_grads_batched: Any = ..., materialize_grads: Any = ...) -> Any: ...

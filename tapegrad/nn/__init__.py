@@ -1,6 +1,6 @@
 """tapegrad.nn: layers, losses, initialisers and the functional API, as torch.nn has them."""
 from . import functional, init, utils
-from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from .modules import *  # noqa: F401,F403  (the layer classes, as torch.nn exports them)
 from .modules import __all__ as _modules_all  # noqa: F401
 from . import parallel  # noqa: E402

@@ -58,17 +58,23 @@ from tapegrad.nn.modules.container import ModuleList as ModuleList
 from tapegrad.nn.modules.container import Sequential as Sequential
 from tapegrad.nn.modules.conv import Conv1d as Conv1d
 from tapegrad.nn.modules.conv import Conv2d as Conv2d
+from tapegrad.nn.modules.conv import Conv3d as Conv3d
 from tapegrad.nn.modules.conv import ConvTranspose1d as ConvTranspose1d
 from tapegrad.nn.modules.conv import ConvTranspose2d as ConvTranspose2d
+from tapegrad.nn.modules.conv import ConvTranspose3d as ConvTranspose3d
 from tapegrad.nn.modules.conv import Fold as Fold
 from tapegrad.nn.modules.conv import Unfold as Unfold
 from tapegrad.nn.modules.dropout import Dropout as Dropout
 from tapegrad.nn.modules.dropout import Dropout1d as Dropout1d
 from tapegrad.nn.modules.dropout import Dropout2d as Dropout2d
+from tapegrad.nn.modules.dropout import Dropout3d as Dropout3d
+from tapegrad.nn.modules.dropout import FeatureAlphaDropout as FeatureAlphaDropout
 from tapegrad.nn.modules.lazy import LazyBatchNorm1d as LazyBatchNorm1d
 from tapegrad.nn.modules.lazy import LazyBatchNorm2d as LazyBatchNorm2d
+from tapegrad.nn.modules.lazy import LazyBatchNorm3d as LazyBatchNorm3d
 from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
 from tapegrad.nn.modules.lazy import LazyConv2d as LazyConv2d
+from tapegrad.nn.modules.lazy import LazyConv3d as LazyConv3d
 from tapegrad.nn.modules.lazy import LazyLinear as LazyLinear
 from tapegrad.nn.modules.lazy import LazyModuleMixin as LazyModuleMixin
 from tapegrad.nn.modules.linear import Flatten as Flatten
@@ -82,6 +88,7 @@ from tapegrad.nn.modules.loss import HuberLoss as HuberLoss
 from tapegrad.nn.modules.loss import L1Loss as L1Loss
 from tapegrad.nn.modules.loss import MSELoss as MSELoss
 from tapegrad.nn.modules.loss import NLLLoss as NLLLoss
+from tapegrad.nn.modules.loss import NLLLoss2d as NLLLoss2d
 from tapegrad.nn.modules.loss import SmoothL1Loss as SmoothL1Loss
 from tapegrad.nn.modules.loss_extra import CosineEmbeddingLoss as CosineEmbeddingLoss
 from tapegrad.nn.modules.loss_extra import CosineSimilarity as CosineSimilarity
@@ -98,10 +105,14 @@ from tapegrad.nn.modules.loss_extra import TripletMarginLoss as TripletMarginLos
 from tapegrad.nn.modules.module import Module as Module
 from tapegrad.nn.modules.normalization import BatchNorm1d as BatchNorm1d
 from tapegrad.nn.modules.normalization import BatchNorm2d as BatchNorm2d
+from tapegrad.nn.modules.normalization import BatchNorm3d as BatchNorm3d
 from tapegrad.nn.modules.normalization import GroupNorm as GroupNorm
 from tapegrad.nn.modules.normalization import InstanceNorm1d as InstanceNorm1d
 from tapegrad.nn.modules.normalization import InstanceNorm2d as InstanceNorm2d
+from tapegrad.nn.modules.normalization import InstanceNorm3d as InstanceNorm3d
 from tapegrad.nn.modules.normalization import LayerNorm as LayerNorm
+from tapegrad.nn.modules.normalization import LocalResponseNorm as LocalResponseNorm
+from tapegrad.nn.modules.normalization import RMSNorm as RMSNorm
 from tapegrad.nn.modules.padding_shuffle import Bilinear as Bilinear
 from tapegrad.nn.modules.padding_shuffle import ChannelShuffle as ChannelShuffle
 from tapegrad.nn.modules.padding_shuffle import CircularPad1d as CircularPad1d
@@ -120,14 +131,23 @@ from tapegrad.nn.modules.param_containers import ParameterDict as ParameterDict
 from tapegrad.nn.modules.param_containers import ParameterList as ParameterList
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
+from tapegrad.nn.modules.pooling import AdaptiveAvgPool3d as AdaptiveAvgPool3d
 from tapegrad.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
 from tapegrad.nn.modules.pooling import AdaptiveMaxPool2d as AdaptiveMaxPool2d
+from tapegrad.nn.modules.pooling import AdaptiveMaxPool3d as AdaptiveMaxPool3d
 from tapegrad.nn.modules.pooling import AvgPool1d as AvgPool1d
 from tapegrad.nn.modules.pooling import AvgPool2d as AvgPool2d
+from tapegrad.nn.modules.pooling import AvgPool3d as AvgPool3d
+from tapegrad.nn.modules.pooling import FractionalMaxPool2d as FractionalMaxPool2d
+from tapegrad.nn.modules.pooling import LPPool1d as LPPool1d
+from tapegrad.nn.modules.pooling import LPPool2d as LPPool2d
+from tapegrad.nn.modules.pooling import LPPool3d as LPPool3d
 from tapegrad.nn.modules.pooling import MaxPool1d as MaxPool1d
 from tapegrad.nn.modules.pooling import MaxPool2d as MaxPool2d
+from tapegrad.nn.modules.pooling import MaxPool3d as MaxPool3d
 from tapegrad.nn.modules.pooling import MaxUnpool1d as MaxUnpool1d
 from tapegrad.nn.modules.pooling import MaxUnpool2d as MaxUnpool2d
+from tapegrad.nn.modules.pooling import MaxUnpool3d as MaxUnpool3d
 from tapegrad.nn.modules.pooling import Upsample as Upsample
 from tapegrad.nn.modules.rnn import GRU as GRU
 from tapegrad.nn.modules.rnn import GRUCell as GRUCell
@@ -148,33 +168,49 @@ from tapegrad.nn.modules.transformer import TransformerEncoderLayer as Transform
 from tapegrad.nn.modules.upsampling import UpsamplingBilinear2d as UpsamplingBilinear2d
 from tapegrad.nn.modules.upsampling import UpsamplingNearest2d as UpsamplingNearest2d
 from tapegrad.nn.parallel import DataParallel as DataParallel
+from tapegrad.nn.parameter import Buffer as Buffer
 from tapegrad.nn.parameter import Parameter as Parameter
 from tapegrad.nn.parameter import UninitializedBuffer as UninitializedBuffer
 from tapegrad.nn.parameter import UninitializedParameter as UninitializedParameter
+from tapegrad.nn.modules.module import Module as _Module
+from tapegrad.nn.modules.padding_shuffle import CircularPad1d as _CircularPad1d
+from tapegrad.nn.modules.padding_shuffle import ReflectionPad1d as _ReflectionPad1d
+from tapegrad.nn.modules.padding_shuffle import ReplicationPad1d as _ReplicationPad1d
+from tapegrad.nn.modules.padding_shuffle import ZeroPad1d as _ZeroPad1d
 
 __all__ = [
     'AdaptiveAvgPool1d',
     'AdaptiveAvgPool2d',
+    'AdaptiveAvgPool3d',
     'AdaptiveMaxPool1d',
     'AdaptiveMaxPool2d',
+    'AdaptiveMaxPool3d',
     'AlphaDropout',
     'AvgPool1d',
     'AvgPool2d',
+    'AvgPool3d',
     'BCELoss',
     'BCEWithLogitsLoss',
     'BatchNorm1d',
     'BatchNorm2d',
+    'BatchNorm3d',
     'Bilinear',
+    'Buffer',
     'CELU',
+    'CTCLoss',
     'ChannelShuffle',
     'CircularPad1d',
     'CircularPad2d',
+    'CircularPad3d',
     'ConstantPad1d',
     'ConstantPad2d',
+    'ConstantPad3d',
     'Conv1d',
     'Conv2d',
+    'Conv3d',
     'ConvTranspose1d',
     'ConvTranspose2d',
+    'ConvTranspose3d',
     'CosineEmbeddingLoss',
     'CosineSimilarity',
     'CrossEntropyLoss',
@@ -182,11 +218,14 @@ __all__ = [
     'Dropout',
     'Dropout1d',
     'Dropout2d',
+    'Dropout3d',
     'ELU',
     'Embedding',
     'EmbeddingBag',
+    'FeatureAlphaDropout',
     'Flatten',
     'Fold',
+    'FractionalMaxPool2d',
     'GELU',
     'GLU',
     'GRU',
@@ -202,35 +241,46 @@ __all__ = [
     'Identity',
     'InstanceNorm1d',
     'InstanceNorm2d',
+    'InstanceNorm3d',
     'KLDivLoss',
     'L1Loss',
+    'LPPool1d',
+    'LPPool2d',
+    'LPPool3d',
     'LSTM',
     'LSTMCell',
     'LayerNorm',
     'LazyBatchNorm1d',
     'LazyBatchNorm2d',
+    'LazyBatchNorm3d',
     'LazyConv1d',
     'LazyConv2d',
+    'LazyConv3d',
     'LazyLinear',
     'LazyModuleMixin',
     'LeakyReLU',
     'Linear',
+    'LocalResponseNorm',
     'LogSigmoid',
     'LogSoftmax',
     'MSELoss',
     'MarginRankingLoss',
     'MaxPool1d',
     'MaxPool2d',
+    'MaxPool3d',
     'MaxUnpool1d',
     'MaxUnpool2d',
+    'MaxUnpool3d',
     'Mish',
     'Module',
     'ModuleDict',
     'ModuleList',
+    'MultiLabelMarginLoss',
     'MultiLabelSoftMarginLoss',
     'MultiMarginLoss',
     'MultiheadAttention',
     'NLLLoss',
+    'NLLLoss2d',
     'PReLU',
     'PairwiseDistance',
     'Parameter',
@@ -239,6 +289,7 @@ __all__ = [
     'PixelShuffle',
     'PixelUnshuffle',
     'PoissonNLLLoss',
+    'RMSNorm',
     'RNN',
     'RNNBase',
     'RNNCell',
@@ -248,8 +299,10 @@ __all__ = [
     'ReLU6',
     'ReflectionPad1d',
     'ReflectionPad2d',
+    'ReflectionPad3d',
     'ReplicationPad1d',
     'ReplicationPad2d',
+    'ReplicationPad3d',
     'SELU',
     'Sequential',
     'SiLU',
@@ -271,6 +324,7 @@ __all__ = [
     'TransformerEncoder',
     'TransformerEncoderLayer',
     'TripletMarginLoss',
+    'TripletMarginWithDistanceLoss',
     'Unflatten',
     'Unfold',
     'UninitializedBuffer',
@@ -280,6 +334,7 @@ __all__ = [
     'UpsamplingNearest2d',
     'ZeroPad1d',
     'ZeroPad2d',
+    'ZeroPad3d',
     'functional',
     'init',
     'modules',
@@ -287,3 +342,42 @@ __all__ = [
     'parameter',
     'utils',
 ]
+
+class CTCLoss(_Module):
+    def __init__(self, blank: _int = ..., reduction: _str = ..., zero_infinity: _bool = ...) -> None: ...
+    def forward(self, log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any) -> Any: ...  # type: ignore[override]
+    blank: Any
+    zero_infinity: Any
+    reduction: Any
+
+class CircularPad3d(_CircularPad1d):
+    ...
+
+class ConstantPad3d(_Module):
+    def __init__(self, padding: Any, value: _float) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    value: Any
+    padding: Any
+
+class MultiLabelMarginLoss(_Module):
+    def __init__(self, size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
+    def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
+    reduction: Any
+
+class ReflectionPad3d(_ReflectionPad1d):
+    ...
+
+class ReplicationPad3d(_ReplicationPad1d):
+    ...
+
+class TripletMarginWithDistanceLoss(_Module):
+    def __init__(self, *, distance_function: Any = ..., margin: _float = ..., swap: _bool = ..., reduction: _str = ...) -> None: ...
+    def forward(self, anchor: Any, positive: Any, negative: Any) -> Any: ...  # type: ignore[override]
+    distance_function: Any
+    margin: Any
+    swap: Any
+    reduction: Any
+
+class ZeroPad3d(_ZeroPad1d):
+    ...

@@ -24,7 +24,7 @@ from ._conv_ops import (Geometry, _check_tensor, _compiled, _Gather, _geom_tuple
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
-           "max_unpool2d"]
+           "max_unpool2d", "max_unpool3d"]
 
 
 # -- pooling ---------------------------------------------------------------------------------------
@@ -451,3 +451,8 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The partial inverse of max_pool2d: values back at their indices, zeros elsewhere."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool3d: values back at their indices, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)

@@ -24,9 +24,22 @@ from ._group_norm import group_norm, instance_norm  # noqa: E402
 from ._embedding_bag import embedding_bag  # noqa: E402
 from ._conv_ops import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold,  # noqa: E402
                         unfold)
+from ._pool_extra import (adaptive_max_pool1d_with_indices,  # noqa: E402
+                          adaptive_max_pool2d_with_indices, lp_pool1d, lp_pool2d, lp_pool3d,
+                          max_pool1d_with_indices, max_pool2d_with_indices)
+from ._norm_extra import local_response_norm, rms_norm  # noqa: E402
+from ._grid_sample import affine_grid, grid_sample  # noqa: E402
+from ._ctc_loss import ctc_loss  # noqa: E402
+from ._more_losses import (feature_alpha_dropout, multilabel_margin_loss, pdist,  # noqa: E402
+                           triplet_margin_with_distance_loss)
+from ._fractional_pool import (fractional_max_pool2d,  # noqa: E402
+                               fractional_max_pool2d_with_indices)
+from ._volumetric import (adaptive_avg_pool3d, adaptive_max_pool3d,  # noqa: E402
+                          adaptive_max_pool3d_with_indices, avg_pool3d, conv3d, conv_transpose3d,
+                          dropout3d, max_pool3d, max_pool3d_with_indices)
 from ._pool_ops import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402
                         adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
-                        max_unpool1d, max_unpool2d)
+                        max_unpool1d, max_unpool2d, max_unpool3d)
 from ._spatial_ops import (dropout1d, dropout2d, interpolate, pad, upsample,  # noqa: E402
                            upsample_bilinear, upsample_nearest)
 

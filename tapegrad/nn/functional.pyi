@@ -25,11 +25,18 @@ from tapegrad import Tensor as _Tensor
 __all__ = [
     'adaptive_avg_pool1d',
     'adaptive_avg_pool2d',
+    'adaptive_avg_pool3d',
     'adaptive_max_pool1d',
+    'adaptive_max_pool1d_with_indices',
     'adaptive_max_pool2d',
+    'adaptive_max_pool2d_with_indices',
+    'adaptive_max_pool3d',
+    'adaptive_max_pool3d_with_indices',
+    'affine_grid',
     'alpha_dropout',
     'avg_pool1d',
     'avg_pool2d',
+    'avg_pool3d',
     'batch_norm',
     'bilinear',
     'binary_cross_entropy',
@@ -39,22 +46,30 @@ __all__ = [
     'channel_shuffle',
     'conv1d',
     'conv2d',
+    'conv3d',
     'conv_transpose1d',
     'conv_transpose2d',
+    'conv_transpose3d',
     'cosine_embedding_loss',
     'cosine_similarity',
     'cross_entropy',
+    'ctc_loss',
     'dropout',
     'dropout1d',
     'dropout2d',
+    'dropout3d',
     'elu',
     'elu_',
     'embedding',
     'embedding_bag',
+    'feature_alpha_dropout',
     'fold',
+    'fractional_max_pool2d',
+    'fractional_max_pool2d_with_indices',
     'gaussian_nll_loss',
     'gelu',
     'glu',
+    'grid_sample',
     'group_norm',
     'gumbel_softmax',
     'hardshrink',
@@ -72,23 +87,34 @@ __all__ = [
     'leaky_relu',
     'leaky_relu_',
     'linear',
+    'local_response_norm',
     'log_softmax',
     'logsigmoid',
+    'lp_pool1d',
+    'lp_pool2d',
+    'lp_pool3d',
     'margin_ranking_loss',
     'max_pool1d',
+    'max_pool1d_with_indices',
     'max_pool2d',
+    'max_pool2d_with_indices',
+    'max_pool3d',
+    'max_pool3d_with_indices',
     'max_unpool1d',
     'max_unpool2d',
+    'max_unpool3d',
     'mish',
     'mse_loss',
     'multi_head_attention_forward',
     'multi_margin_loss',
+    'multilabel_margin_loss',
     'multilabel_soft_margin_loss',
     'nll_loss',
     'normalize',
     'one_hot',
     'pad',
     'pairwise_distance',
+    'pdist',
     'pixel_shuffle',
     'pixel_unshuffle',
     'poisson_nll_loss',
@@ -96,6 +122,7 @@ __all__ = [
     'relu',
     'relu6',
     'relu_',
+    'rms_norm',
     'rrelu',
     'rrelu_',
     'scaled_dot_product_attention',
@@ -115,6 +142,7 @@ __all__ = [
     'threshold',
     'threshold_',
     'triplet_margin_loss',
+    'triplet_margin_with_distance_loss',
     'unfold',
     'upsample',
     'upsample_bilinear',
@@ -125,15 +153,29 @@ def adaptive_avg_pool1d(input: Any, output_size: Any) -> _Tensor: ...
 
 def adaptive_avg_pool2d(input: Any, output_size: Any) -> _Tensor: ...
 
+def adaptive_avg_pool3d(input: Any, output_size: Any) -> Any: ...
+
 def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
 
+def adaptive_max_pool1d_with_indices(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
+
 def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
+
+def adaptive_max_pool2d_with_indices(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
+
+def adaptive_max_pool3d(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
+
+def adaptive_max_pool3d_with_indices(input: Any, output_size: Any, return_indices: Any = ...) -> Any: ...
+
+def affine_grid(theta: Any, size: Any, align_corners: Any = ...) -> Any: ...
 
 def alpha_dropout(input: Any, p: _float = ..., training: _bool = ..., inplace: _bool = ...) -> _Tensor: ...
 
 def avg_pool1d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: Any = ..., count_include_pad: Any = ...) -> _Tensor: ...
 
 def avg_pool2d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: Any = ..., count_include_pad: Any = ..., divisor_override: Any = ...) -> _Tensor: ...
+
+def avg_pool3d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: Any = ..., count_include_pad: Any = ..., divisor_override: Any = ...) -> Any: ...
 
 def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = ..., bias: Any = ..., training: Any = ..., momentum: Any = ..., eps: Any = ...) -> _Tensor: ...
 
@@ -153,9 +195,13 @@ def conv1d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding:
 
 def conv2d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ...) -> _Tensor: ...
 
+def conv3d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ...) -> Any: ...
+
 def conv_transpose1d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., dilation: Any = ...) -> _Tensor: ...
 
 def conv_transpose2d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., dilation: Any = ...) -> _Tensor: ...
+
+def conv_transpose3d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., dilation: Any = ...) -> Any: ...
 
 def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: _float = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
 
@@ -163,11 +209,15 @@ def cosine_similarity(x1: Any, x2: Any, dim: _int = ..., eps: _float = ...) -> _
 
 def cross_entropy(input: Any, target: Any, weight: Any = ..., size_average: Any = ..., ignore_index: Any = ..., reduce: Any = ..., reduction: Any = ..., label_smoothing: Any = ...) -> _Tensor: ...
 
+def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any, blank: Any = ..., reduction: Any = ..., zero_infinity: Any = ...) -> Any: ...
+
 def dropout(input: Any, p: Any = ..., training: Any = ..., inplace: Any = ...) -> _Tensor: ...
 
 def dropout1d(input: Any, p: Any = ..., training: Any = ..., inplace: Any = ...) -> _Tensor: ...
 
 def dropout2d(input: Any, p: Any = ..., training: Any = ..., inplace: Any = ...) -> _Tensor: ...
+
+def dropout3d(input: Any, p: Any = ..., training: Any = ..., inplace: Any = ...) -> Any: ...
 
 def elu(input: Any, alpha: Any = ..., inplace: Any = ...) -> _Tensor: ...
 
@@ -177,13 +227,21 @@ def embedding(input: Any, weight: Any, padding_idx: Any = ..., max_norm: Any = .
 
 def embedding_bag(input: Any, weight: Any, offsets: Any = ..., max_norm: Any = ..., norm_type: _float = ..., scale_grad_by_freq: _bool = ..., mode: _str = ..., sparse: _bool = ..., per_sample_weights: Any = ..., include_last_offset: _bool = ..., padding_idx: Any = ...) -> _Tensor: ...
 
+def feature_alpha_dropout(input: Any, p: _float = ..., training: _bool = ..., inplace: _bool = ...) -> Any: ...
+
 def fold(input: Any, output_size: Any, kernel_size: Any, dilation: Any = ..., padding: Any = ..., stride: Any = ...) -> _Tensor: ...
+
+def fractional_max_pool2d(input: Any, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: Any = ..., _random_samples: Any = ...) -> Any: ...
+
+def fractional_max_pool2d_with_indices(input: Any, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: Any = ..., _random_samples: Any = ...) -> Any: ...
 
 def gaussian_nll_loss(input: Any, target: Any, var: Any, full: _bool = ..., eps: _float = ..., reduction: _str = ...) -> _Tensor: ...
 
 def gelu(input: Any, *, approximate: Any = ...) -> _Tensor: ...
 
 def glu(input: Any, dim: _int = ...) -> _Tensor: ...
+
+def grid_sample(input: Any, grid: Any, mode: Any = ..., padding_mode: Any = ..., align_corners: Any = ...) -> Any: ...
 
 def group_norm(input: Any, num_groups: _int, weight: Any = ..., bias: Any = ..., eps: _float = ...) -> _Tensor: ...
 
@@ -219,19 +277,37 @@ def leaky_relu_(input: Any, negative_slope: _float = ...) -> Any: ...
 
 def linear(input: Any, weight: Any, bias: Any = ...) -> _Tensor: ...
 
+def local_response_norm(input: Any, size: _int, alpha: _float = ..., beta: _float = ..., k: _float = ...) -> Any: ...
+
 def log_softmax(input: Any, dim: Any = ..., _stacklevel: Any = ..., dtype: Any = ...) -> _Tensor: ...
 
 def logsigmoid(input: Any) -> _Tensor: ...
+
+def lp_pool1d(input: Any, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: Any = ...) -> Any: ...
+
+def lp_pool2d(input: Any, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: Any = ...) -> Any: ...
+
+def lp_pool3d(input: Any, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: Any = ...) -> Any: ...
 
 def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: _float = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
 
 def max_pool1d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
 
+def max_pool1d_with_indices(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
+
 def max_pool2d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
+
+def max_pool2d_with_indices(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
+
+def max_pool3d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
+
+def max_pool3d_with_indices(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ..., return_indices: Any = ...) -> Any: ...
 
 def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_size: Any = ...) -> _Tensor: ...
 
 def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_size: Any = ...) -> _Tensor: ...
+
+def max_unpool3d(input: Any, indices: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_size: Any = ...) -> Any: ...
 
 def mish(input: Any, inplace: _bool = ...) -> _Tensor: ...
 
@@ -240,6 +316,8 @@ def mse_loss(input: Any, target: Any, size_average: Any = ..., reduce: Any = ...
 def multi_head_attention_forward(query: Any, key: Any, value: Any, embed_dim_to_check: Any, num_heads: Any, in_proj_weight: Any, in_proj_bias: Any, bias_k: Any, bias_v: Any, add_zero_attn: Any, dropout_p: Any, out_proj_weight: Any, out_proj_bias: Any, training: Any = ..., key_padding_mask: Any = ..., need_weights: Any = ..., attn_mask: Any = ..., use_separate_proj_weight: Any = ..., q_proj_weight: Any = ..., k_proj_weight: Any = ..., v_proj_weight: Any = ..., static_k: Any = ..., static_v: Any = ..., average_attn_weights: Any = ..., is_causal: Any = ...) -> Any: ...
 
 def multi_margin_loss(input: Any, target: Any, p: _int = ..., margin: _float = ..., weight: Any = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
+
+def multilabel_margin_loss(input: Any, target: Any, size_average: Any = ..., reduce: Any = ..., reduction: Any = ...) -> Any: ...
 
 def multilabel_soft_margin_loss(input: Any, target: Any, weight: Any = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
 
@@ -252,6 +330,8 @@ def one_hot(tensor: Any, num_classes: Any = ...) -> _Tensor: ...
 def pad(input: Any, pad: Any, mode: Any = ..., value: Any = ...) -> _Tensor: ...
 
 def pairwise_distance(x1: Any, x2: Any, p: _float = ..., eps: _float = ..., keepdim: _bool = ...) -> _Tensor: ...
+
+def pdist(input: Any, p: _float = ...) -> Any: ...
 
 def pixel_shuffle(input: Any, upscale_factor: _int) -> _Tensor: ...
 
@@ -266,6 +346,8 @@ def relu(input: Any, inplace: Any = ...) -> _Tensor: ...
 def relu6(input: Any, inplace: _bool = ...) -> _Tensor: ...
 
 def relu_(input: Any) -> _Tensor: ...
+
+def rms_norm(input: Any, normalized_shape: Any, weight: Any = ..., eps: Any = ...) -> Any: ...
 
 def rrelu(input: Any, lower: _float = ..., upper: _float = ..., training: _bool = ..., inplace: _bool = ...) -> _Tensor: ...
 
@@ -300,6 +382,8 @@ def threshold(input: Any, threshold: _float, value: _float, inplace: _bool = ...
 def threshold_(input: Any, threshold: _float, value: _float) -> Any: ...
 
 def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: _float = ..., p: _float = ..., eps: _float = ..., swap: _bool = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
+
+def triplet_margin_with_distance_loss(anchor: Any, positive: Any, negative: Any, *, distance_function: Any = ..., margin: _float = ..., swap: _bool = ..., reduction: _str = ...) -> Any: ...
 
 def unfold(input: Any, kernel_size: Any, dilation: Any = ..., padding: Any = ..., stride: Any = ...) -> _Tensor: ...
 

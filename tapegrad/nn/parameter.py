@@ -92,3 +92,32 @@ class UninitializedBuffer(UninitializedParameter):
 def _empty(dtype):
     from ..creation import empty
     return empty(0, dtype=dtype)
+
+
+class _BufferMeta(type):
+    """isinstance(t, Buffer) holds for any tensor made by Buffer(...) (it returns a plain Tensor
+    flagged as a buffer, as PyTorch's does)."""
+
+    def __instancecheck__(cls, instance) -> bool:
+        if cls is Buffer and isinstance(instance, Tensor) and getattr(instance, "_is_buffer",
+                                                                      False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """A tensor that a Module registers as a buffer when assigned as its attribute (module state
+    that is not a parameter, such as running statistics); plain tensors assigned so stay plain
+    attributes.  ``persistent=False`` keeps it out of ``state_dict()``.
+
+    ``Buffer(data)`` returns ``data`` detached (keeping its ``requires_grad``), marked as a buffer.
+    """
+
+    def __new__(cls, data=None, *, persistent: bool = True):
+        if data is None:
+            from ..creation import empty
+            data = empty(0)
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t

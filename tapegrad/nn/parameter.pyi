@@ -21,10 +21,14 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad import Tensor as _Tensor
 
 __all__ = [
+    'Buffer',
     'Parameter',
     'UninitializedBuffer',
     'UninitializedParameter',
 ]
+
+class Buffer(_Tensor):
+    ...
 
 class Parameter(_Tensor):
     def __deepcopy__(self, memo: Any) -> Any: ...

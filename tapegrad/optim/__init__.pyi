@@ -19,6 +19,7 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.optim import adadelta as adadelta
+from tapegrad.optim import adafactor as adafactor
 from tapegrad.optim import adagrad as adagrad
 from tapegrad.optim import adam as adam
 from tapegrad.optim import adamax as adamax
@@ -31,7 +32,9 @@ from tapegrad.optim import radam as radam
 from tapegrad.optim import rmsprop as rmsprop
 from tapegrad.optim import rprop as rprop
 from tapegrad.optim import sgd as sgd
+from tapegrad.optim import swa_utils as swa_utils
 from tapegrad.optim.adadelta import Adadelta as Adadelta
+from tapegrad.optim.adafactor import Adafactor as Adafactor
 from tapegrad.optim.adagrad import Adagrad as Adagrad
 from tapegrad.optim.adam import Adam as Adam
 from tapegrad.optim.adam import AdamW as AdamW
@@ -48,6 +51,7 @@ from tapegrad.optim.sgd import SGD as SGD
 __all__ = [
     'ASGD',
     'Adadelta',
+    'Adafactor',
     'Adagrad',
     'Adam',
     'AdamW',
@@ -60,4 +64,5 @@ __all__ = [
     'Rprop',
     'SGD',
     'lr_scheduler',
+    'swa_utils',
 ]

@@ -67,6 +67,33 @@ __all__ += ["Bilinear", "ChannelShuffle", "CircularPad1d", "CircularPad2d", "Con
             "ConstantPad2d", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d",
             "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d"]
 
+# Normalisations and pools small LLM and AlexNet-style scripts use (issue 17).
+from .normalization import (BatchNorm3d, InstanceNorm3d, LocalResponseNorm,  # noqa: E402
+                            RMSNorm)
+from .pooling import LPPool1d, LPPool2d  # noqa: E402
+__all__ += ["BatchNorm3d", "InstanceNorm3d", "LocalResponseNorm", "RMSNorm", "LPPool1d",
+            "LPPool2d"]
+
+# 3-d layers (issue 17): 2-d ops over planes combined along the depth axis.
+from .conv import Conv3d, ConvTranspose3d  # noqa: E402
+from .pooling import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, MaxPool3d,  # noqa: E402
+                      MaxUnpool3d)
+from .dropout import Dropout3d  # noqa: E402
+from .padding_shuffle import (CircularPad3d, ConstantPad3d, ReflectionPad3d,  # noqa: E402
+                              ReplicationPad3d, ZeroPad3d)
+from .lazy import LazyBatchNorm3d, LazyConv3d  # noqa: E402
+from .pooling import FractionalMaxPool2d, LPPool3d  # noqa: E402
+__all__ += ["LazyBatchNorm3d", "LazyConv3d", "LPPool3d", "FractionalMaxPool2d"]
+__all__ += ["Conv3d", "ConvTranspose3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d",
+            "MaxPool3d", "MaxUnpool3d", "Dropout3d", "CircularPad3d", "ConstantPad3d",
+            "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d"]
+
+from .loss_extra import CTCLoss, MultiLabelMarginLoss, TripletMarginWithDistanceLoss  # noqa
+from .dropout import FeatureAlphaDropout  # noqa: E402
+from .loss import NLLLoss2d  # noqa: E402
+__all__ += ["CTCLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
+            "FeatureAlphaDropout", "NLLLoss2d"]
+
 from .activation_extra import AlphaDropout  # noqa: E402
 __all__ += ["AlphaDropout"]
 
@@ -100,13 +127,16 @@ _add_to_torch_file(activation, _activation_extra, (
     "Tanhshrink", "Threshold"))
 _add_to_torch_file(activation, _transformer, ("MultiheadAttention",))
 _add_to_torch_file(container, _param_containers, ("ParameterDict", "ParameterList"))
-_add_to_torch_file(conv, _lazy, ("LazyConv1d", "LazyConv2d"))
+_add_to_torch_file(conv, _lazy, ("LazyConv1d", "LazyConv2d", "LazyConv3d"))
 _add_to_torch_file(dropout, _activation_extra, ("AlphaDropout",))
+_add_to_torch_file(padding, _padding_shuffle, (
+    "CircularPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d"))
 _add_to_torch_file(linear, _padding_shuffle, ("Bilinear",))
 _add_to_torch_file(linear, _lazy, ("LazyLinear",))
 _add_to_torch_file(linear, _transformer, ("NonDynamicallyQuantizableLinear",))
 _add_to_torch_file(loss, _loss_extra, (
     "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "KLDivLoss",
     "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss",
-    "SoftMarginLoss", "TripletMarginLoss"))
+    "SoftMarginLoss", "TripletMarginLoss", "CTCLoss", "MultiLabelMarginLoss",
+    "TripletMarginWithDistanceLoss"))
 del _add_to_torch_file

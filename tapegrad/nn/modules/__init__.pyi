@@ -18,6 +18,14 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.nn import CTCLoss as CTCLoss
+from tapegrad.nn import CircularPad3d as CircularPad3d
+from tapegrad.nn import ConstantPad3d as ConstantPad3d
+from tapegrad.nn import MultiLabelMarginLoss as MultiLabelMarginLoss
+from tapegrad.nn import ReflectionPad3d as ReflectionPad3d
+from tapegrad.nn import ReplicationPad3d as ReplicationPad3d
+from tapegrad.nn import TripletMarginWithDistanceLoss as TripletMarginWithDistanceLoss
+from tapegrad.nn import ZeroPad3d as ZeroPad3d
 from tapegrad.nn.modules import activation as activation
 from tapegrad.nn.modules import activation_extra as activation_extra
 from tapegrad.nn.modules import batchnorm as batchnorm
@@ -78,17 +86,23 @@ from tapegrad.nn.modules.container import ModuleList as ModuleList
 from tapegrad.nn.modules.container import Sequential as Sequential
 from tapegrad.nn.modules.conv import Conv1d as Conv1d
 from tapegrad.nn.modules.conv import Conv2d as Conv2d
+from tapegrad.nn.modules.conv import Conv3d as Conv3d
 from tapegrad.nn.modules.conv import ConvTranspose1d as ConvTranspose1d
 from tapegrad.nn.modules.conv import ConvTranspose2d as ConvTranspose2d
+from tapegrad.nn.modules.conv import ConvTranspose3d as ConvTranspose3d
 from tapegrad.nn.modules.conv import Fold as Fold
 from tapegrad.nn.modules.conv import Unfold as Unfold
 from tapegrad.nn.modules.dropout import Dropout as Dropout
 from tapegrad.nn.modules.dropout import Dropout1d as Dropout1d
 from tapegrad.nn.modules.dropout import Dropout2d as Dropout2d
+from tapegrad.nn.modules.dropout import Dropout3d as Dropout3d
+from tapegrad.nn.modules.dropout import FeatureAlphaDropout as FeatureAlphaDropout
 from tapegrad.nn.modules.lazy import LazyBatchNorm1d as LazyBatchNorm1d
 from tapegrad.nn.modules.lazy import LazyBatchNorm2d as LazyBatchNorm2d
+from tapegrad.nn.modules.lazy import LazyBatchNorm3d as LazyBatchNorm3d
 from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
 from tapegrad.nn.modules.lazy import LazyConv2d as LazyConv2d
+from tapegrad.nn.modules.lazy import LazyConv3d as LazyConv3d
 from tapegrad.nn.modules.lazy import LazyLinear as LazyLinear
 from tapegrad.nn.modules.lazy import LazyModuleMixin as LazyModuleMixin
 from tapegrad.nn.modules.linear import Flatten as Flatten
@@ -102,6 +116,7 @@ from tapegrad.nn.modules.loss import HuberLoss as HuberLoss
 from tapegrad.nn.modules.loss import L1Loss as L1Loss
 from tapegrad.nn.modules.loss import MSELoss as MSELoss
 from tapegrad.nn.modules.loss import NLLLoss as NLLLoss
+from tapegrad.nn.modules.loss import NLLLoss2d as NLLLoss2d
 from tapegrad.nn.modules.loss import SmoothL1Loss as SmoothL1Loss
 from tapegrad.nn.modules.loss_extra import CosineEmbeddingLoss as CosineEmbeddingLoss
 from tapegrad.nn.modules.loss_extra import CosineSimilarity as CosineSimilarity
@@ -118,10 +133,14 @@ from tapegrad.nn.modules.loss_extra import TripletMarginLoss as TripletMarginLos
 from tapegrad.nn.modules.module import Module as Module
 from tapegrad.nn.modules.normalization import BatchNorm1d as BatchNorm1d
 from tapegrad.nn.modules.normalization import BatchNorm2d as BatchNorm2d
+from tapegrad.nn.modules.normalization import BatchNorm3d as BatchNorm3d
 from tapegrad.nn.modules.normalization import GroupNorm as GroupNorm
 from tapegrad.nn.modules.normalization import InstanceNorm1d as InstanceNorm1d
 from tapegrad.nn.modules.normalization import InstanceNorm2d as InstanceNorm2d
+from tapegrad.nn.modules.normalization import InstanceNorm3d as InstanceNorm3d
 from tapegrad.nn.modules.normalization import LayerNorm as LayerNorm
+from tapegrad.nn.modules.normalization import LocalResponseNorm as LocalResponseNorm
+from tapegrad.nn.modules.normalization import RMSNorm as RMSNorm
 from tapegrad.nn.modules.padding_shuffle import Bilinear as Bilinear
 from tapegrad.nn.modules.padding_shuffle import ChannelShuffle as ChannelShuffle
 from tapegrad.nn.modules.padding_shuffle import CircularPad1d as CircularPad1d
@@ -140,14 +159,23 @@ from tapegrad.nn.modules.param_containers import ParameterDict as ParameterDict
 from tapegrad.nn.modules.param_containers import ParameterList as ParameterList
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
+from tapegrad.nn.modules.pooling import AdaptiveAvgPool3d as AdaptiveAvgPool3d
 from tapegrad.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
 from tapegrad.nn.modules.pooling import AdaptiveMaxPool2d as AdaptiveMaxPool2d
+from tapegrad.nn.modules.pooling import AdaptiveMaxPool3d as AdaptiveMaxPool3d
 from tapegrad.nn.modules.pooling import AvgPool1d as AvgPool1d
 from tapegrad.nn.modules.pooling import AvgPool2d as AvgPool2d
+from tapegrad.nn.modules.pooling import AvgPool3d as AvgPool3d
+from tapegrad.nn.modules.pooling import FractionalMaxPool2d as FractionalMaxPool2d
+from tapegrad.nn.modules.pooling import LPPool1d as LPPool1d
+from tapegrad.nn.modules.pooling import LPPool2d as LPPool2d
+from tapegrad.nn.modules.pooling import LPPool3d as LPPool3d
 from tapegrad.nn.modules.pooling import MaxPool1d as MaxPool1d
 from tapegrad.nn.modules.pooling import MaxPool2d as MaxPool2d
+from tapegrad.nn.modules.pooling import MaxPool3d as MaxPool3d
 from tapegrad.nn.modules.pooling import MaxUnpool1d as MaxUnpool1d
 from tapegrad.nn.modules.pooling import MaxUnpool2d as MaxUnpool2d
+from tapegrad.nn.modules.pooling import MaxUnpool3d as MaxUnpool3d
 from tapegrad.nn.modules.pooling import Upsample as Upsample
 from tapegrad.nn.modules.rnn import GRU as GRU
 from tapegrad.nn.modules.rnn import GRUCell as GRUCell
@@ -287,6 +315,34 @@ __all__ = [
     'ReplicationPad2d',
     'ZeroPad1d',
     'ZeroPad2d',
+    'BatchNorm3d',
+    'InstanceNorm3d',
+    'LocalResponseNorm',
+    'RMSNorm',
+    'LPPool1d',
+    'LPPool2d',
+    'LazyBatchNorm3d',
+    'LazyConv3d',
+    'LPPool3d',
+    'FractionalMaxPool2d',
+    'Conv3d',
+    'ConvTranspose3d',
+    'AdaptiveAvgPool3d',
+    'AdaptiveMaxPool3d',
+    'AvgPool3d',
+    'MaxPool3d',
+    'MaxUnpool3d',
+    'Dropout3d',
+    'CircularPad3d',
+    'ConstantPad3d',
+    'ReflectionPad3d',
+    'ReplicationPad3d',
+    'ZeroPad3d',
+    'CTCLoss',
+    'MultiLabelMarginLoss',
+    'TripletMarginWithDistanceLoss',
+    'FeatureAlphaDropout',
+    'NLLLoss2d',
     'AlphaDropout',
     'UpsamplingBilinear2d',
     'UpsamplingNearest2d',

@@ -20,12 +20,16 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn.modules.lazy import LazyBatchNorm1d as LazyBatchNorm1d
 from tapegrad.nn.modules.lazy import LazyBatchNorm2d as LazyBatchNorm2d
+from tapegrad.nn.modules.lazy import LazyBatchNorm3d as LazyBatchNorm3d
 from tapegrad.nn.modules.normalization import BatchNorm1d as BatchNorm1d
 from tapegrad.nn.modules.normalization import BatchNorm2d as BatchNorm2d
+from tapegrad.nn.modules.normalization import BatchNorm3d as BatchNorm3d
 
 __all__ = [
     'BatchNorm1d',
     'BatchNorm2d',
+    'BatchNorm3d',
     'LazyBatchNorm1d',
     'LazyBatchNorm2d',
+    'LazyBatchNorm3d',
 ]

@@ -20,16 +20,20 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
 from tapegrad.nn.modules.lazy import LazyConv2d as LazyConv2d
+from tapegrad.nn.modules.lazy import LazyConv3d as LazyConv3d
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
     'Conv1d',
     'Conv2d',
+    'Conv3d',
     'ConvTranspose1d',
     'ConvTranspose2d',
+    'ConvTranspose3d',
     'Fold',
     'LazyConv1d',
     'LazyConv2d',
+    'LazyConv3d',
     'Unfold',
 ]
 
@@ -69,6 +73,24 @@ class Conv2d(_Module):
     weight: Any
     bias: Any
 
+class Conv3d(_Module):
+    def __init__(self, in_channels: Any, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ..., bias: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    def reset_parameters(self) -> None: ...
+    in_channels: Any
+    out_channels: Any
+    kernel_size: Any
+    stride: Any
+    padding: Any
+    dilation: Any
+    transposed: Any
+    output_padding: Any
+    groups: Any
+    padding_mode: Any
+    weight: Any
+    bias: Any
+
 class ConvTranspose1d(_Module):
     def __init__(self, in_channels: Any, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., bias: Any = ..., dilation: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
@@ -88,6 +110,24 @@ class ConvTranspose1d(_Module):
     bias: Any
 
 class ConvTranspose2d(_Module):
+    def __init__(self, in_channels: Any, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., bias: Any = ..., dilation: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any, output_size: Any = ...) -> Any: ...
+    def reset_parameters(self) -> None: ...
+    in_channels: Any
+    out_channels: Any
+    kernel_size: Any
+    stride: Any
+    padding: Any
+    dilation: Any
+    transposed: Any
+    output_padding: Any
+    groups: Any
+    padding_mode: Any
+    weight: Any
+    bias: Any
+
+class ConvTranspose3d(_Module):
     def __init__(self, in_channels: Any, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., bias: Any = ..., dilation: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any, output_size: Any = ...) -> Any: ...

@@ -34,3 +34,17 @@ class Dropout2d(Dropout):
 
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(Dropout):
+    """Zeroes whole channels of (N, C, D, H, W) input with probability p in training mode."""
+
+    def forward(self, input):
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(Dropout):
+    """Alpha dropout of whole channels in training mode (``F.feature_alpha_dropout``)."""
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -26,6 +26,8 @@ __all__ = [
     'Dropout',
     'Dropout1d',
     'Dropout2d',
+    'Dropout3d',
+    'FeatureAlphaDropout',
 ]
 
 class Dropout(_Module):
@@ -39,4 +41,10 @@ class Dropout1d(Dropout):
     def forward(self, input: Any) -> Any: ...
 
 class Dropout2d(Dropout):
+    def forward(self, input: Any) -> Any: ...
+
+class Dropout3d(Dropout):
+    def forward(self, input: Any) -> Any: ...
+
+class FeatureAlphaDropout(Dropout):
     def forward(self, input: Any) -> Any: ...

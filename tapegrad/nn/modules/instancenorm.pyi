@@ -20,8 +20,10 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn.modules.normalization import InstanceNorm1d as InstanceNorm1d
 from tapegrad.nn.modules.normalization import InstanceNorm2d as InstanceNorm2d
+from tapegrad.nn.modules.normalization import InstanceNorm3d as InstanceNorm3d
 
 __all__ = [
     'InstanceNorm1d',
     'InstanceNorm2d',
+    'InstanceNorm3d',
 ]

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from ... import creation, random
 from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, Conv3d
 from .linear import Linear
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d
 
 def _without_drawing(build) -> None:
     """Run build() (a constructor with a placeholder size) and give back the random numbers its
@@ -149,5 +149,18 @@ class LazyBatchNorm2d(_LazyBatchNorm, BatchNorm2d):
     cls_to_become = BatchNorm2d
 
 
+class LazyConv3d(_LazyConv, Conv3d):
+    """Conv3d whose in_channels is read from the first input's dim 1."""
+
+    cls_to_become = Conv3d
+
+
+class LazyBatchNorm3d(_LazyBatchNorm, BatchNorm3d):
+    """BatchNorm3d whose num_features is read from the first input's dim 1."""
+
+    cls_to_become = BatchNorm3d
+
+
 __all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyModuleMixin", "LazyLinear",
-           "LazyConv1d", "LazyConv2d", "LazyBatchNorm1d", "LazyBatchNorm2d"]
+           "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
+           "LazyBatchNorm3d"]

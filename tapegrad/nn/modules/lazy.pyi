@@ -22,9 +22,11 @@ from tapegrad.nn.parameter import UninitializedBuffer as UninitializedBuffer
 from tapegrad.nn.parameter import UninitializedParameter as UninitializedParameter
 from tapegrad.nn.modules.conv import Conv1d as _Conv1d
 from tapegrad.nn.modules.conv import Conv2d as _Conv2d
+from tapegrad.nn.modules.conv import Conv3d as _Conv3d
 from tapegrad.nn.modules.linear import Linear as _Linear
 from tapegrad.nn.modules.normalization import BatchNorm1d as _BatchNorm1d
 from tapegrad.nn.modules.normalization import BatchNorm2d as _BatchNorm2d
+from tapegrad.nn.modules.normalization import BatchNorm3d as _BatchNorm3d
 
 __all__ = [
     'UninitializedParameter',
@@ -33,8 +35,10 @@ __all__ = [
     'LazyLinear',
     'LazyConv1d',
     'LazyConv2d',
+    'LazyConv3d',
     'LazyBatchNorm1d',
     'LazyBatchNorm2d',
+    'LazyBatchNorm3d',
 ]
 
 class LazyModuleMixin:
@@ -54,6 +58,10 @@ class LazyConv2d(LazyModuleMixin, _Conv2d):
     def __init__(self, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ..., bias: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     cls_to_become: typing.ClassVar[builtins.type[_Conv2d]]
 
+class LazyConv3d(LazyModuleMixin, _Conv3d):
+    def __init__(self, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ..., bias: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    cls_to_become: typing.ClassVar[builtins.type[_Conv3d]]
+
 class LazyBatchNorm1d(LazyModuleMixin, _BatchNorm1d):
     def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     cls_to_become: typing.ClassVar[builtins.type[_BatchNorm1d]]
@@ -61,3 +69,7 @@ class LazyBatchNorm1d(LazyModuleMixin, _BatchNorm1d):
 class LazyBatchNorm2d(LazyModuleMixin, _BatchNorm2d):
     def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     cls_to_become: typing.ClassVar[builtins.type[_BatchNorm2d]]
+
+class LazyBatchNorm3d(LazyModuleMixin, _BatchNorm3d):
+    def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    cls_to_become: typing.ClassVar[builtins.type[_BatchNorm3d]]

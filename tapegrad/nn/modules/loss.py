@@ -1,6 +1,8 @@
 """Loss modules: thin wrappers around tapegrad.nn.functional with a `reduction`."""
 from __future__ import annotations
 
+import warnings
+
 from .. import functional as F
 from .._extra_losses import _reduction
 from .module import Module
@@ -123,3 +125,15 @@ class BCEWithLogitsLoss(_Loss):
         return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,
                                                   reduction=self.reduction,
                                                   pos_weight=self.pos_weight)
+
+
+class NLLLoss2d(NLLLoss):
+    """The legacy name of ``NLLLoss`` for (N, C, H, W) inputs (NLLLoss handles any rank);
+    constructing it warns, as PyTorch's does."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean") -> None:
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in "
+                      "replacement and see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss "
+                      "for more details.", FutureWarning, stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)

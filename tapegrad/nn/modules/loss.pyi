@@ -18,6 +18,9 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.nn import CTCLoss as CTCLoss
+from tapegrad.nn import MultiLabelMarginLoss as MultiLabelMarginLoss
+from tapegrad.nn import TripletMarginWithDistanceLoss as TripletMarginWithDistanceLoss
 from tapegrad.nn.modules.loss_extra import CosineEmbeddingLoss as CosineEmbeddingLoss
 from tapegrad.nn.modules.loss_extra import GaussianNLLLoss as GaussianNLLLoss
 from tapegrad.nn.modules.loss_extra import HingeEmbeddingLoss as HingeEmbeddingLoss
@@ -33,6 +36,7 @@ from tapegrad.nn.modules.module import Module as _Module
 __all__ = [
     'BCELoss',
     'BCEWithLogitsLoss',
+    'CTCLoss',
     'CosineEmbeddingLoss',
     'CrossEntropyLoss',
     'GaussianNLLLoss',
@@ -42,13 +46,16 @@ __all__ = [
     'L1Loss',
     'MSELoss',
     'MarginRankingLoss',
+    'MultiLabelMarginLoss',
     'MultiLabelSoftMarginLoss',
     'MultiMarginLoss',
     'NLLLoss',
+    'NLLLoss2d',
     'PoissonNLLLoss',
     'SmoothL1Loss',
     'SoftMarginLoss',
     'TripletMarginLoss',
+    'TripletMarginWithDistanceLoss',
 ]
 
 class BCELoss(_Module):
@@ -89,6 +96,9 @@ class NLLLoss(_Module):
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     ignore_index: Any
     reduction: Any
+
+class NLLLoss2d(NLLLoss):
+    def __init__(self, weight: Any = ..., size_average: Any = ..., ignore_index: _int = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
 
 class SmoothL1Loss(_Module):
     def __init__(self, size_average: Any = ..., reduce: Any = ..., reduction: _str = ..., beta: _float = ...) -> None: ...

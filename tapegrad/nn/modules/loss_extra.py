@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import _extra_losses as L
+from .. import functional as F
 from .loss import _Loss as _ReducedLoss
 from .module import Module
 
@@ -167,3 +168,47 @@ class PairwiseDistance(Module):
 __all__ = ["KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
            "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "TripletMarginLoss",
            "PoissonNLLLoss", "GaussianNLLLoss", "CosineSimilarity", "PairwiseDistance"]
+
+
+class CTCLoss(_ReducedLoss):
+    """Connectionist temporal classification loss of log-probabilities (T, N, C) for unaligned
+    target sequences (``F.ctc_loss``: blank, reduction, zero_infinity)."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
+        super().__init__(None, None, reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
+
+
+class MultiLabelMarginLoss(_ReducedLoss):
+    """Multi-class multi-label hinge loss over class-index targets padded with -1
+    (``F.multilabel_margin_loss``)."""
+
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_ReducedLoss):
+    """Triplet margin loss with any distance function (default: ``PairwiseDistance()``)
+    (``F.triplet_margin_with_distance_loss``)."""
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean") -> None:
+        super().__init__(None, None, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
+                             f"than 0, got {margin} instead")
+        self.distance_function = distance_function if distance_function is not None \
+            else PairwiseDistance()
+        self.margin = margin
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)

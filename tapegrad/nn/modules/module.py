@@ -13,7 +13,7 @@ from ... import _core
 from ..._device import as_device, check_device, is_device_like
 from ...grad_mode import no_grad
 from ...tensor import Tensor, as_dtype, parse_to
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter
 from ._hooks import RemovableHandle, add_hook, call_with_hooks
 
 _HOOK_TABLES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
@@ -133,6 +133,8 @@ class Module:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
             if isinstance(value, Module):
                 raise AttributeError("cannot assign module before Module.__init__() call")
+            if isinstance(value, Buffer):
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
             object.__setattr__(self, name, value)
             return
         params, buffers, modules = self._parameters, self._buffers, self._modules
@@ -152,10 +154,13 @@ class Module:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
                                 f"'{name}' (torch.nn.Module or None expected)")
             modules[name] = None
+        elif isinstance(value, Buffer):
+            # nn.Buffer registers itself, with the persistence it was made with.
+            self.register_buffer(name, value, value.persistent)
         elif name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
-                                "(torch.Tensor or None expected)")
+                                "(torch.nn.Buffer, torch.Tensor or None expected)")
             buffers[name] = value
         else:
             object.__setattr__(self, name, value)

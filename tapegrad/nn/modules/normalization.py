@@ -87,6 +87,15 @@ class _BatchNorm(Module):
             state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
                                else creation.tensor(0))
 
+    def reset_running_stats(self) -> None:
+        """Running mean back to zeros, running variance to ones, the batch count to 0."""
+        if self.track_running_stats and self.running_mean is not None:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                if self.num_batches_tracked is not None:
+                    self.num_batches_tracked.zero_()
+
     def _check_input_dim(self, input) -> None:
         if input.dim() not in self._ranks:
             ranks = " or ".join(f"{r}D" for r in self._ranks)
@@ -228,3 +237,65 @@ class InstanceNorm1d(_InstanceNorm):
 class InstanceNorm2d(_InstanceNorm):
     """Instance normalisation of (N, C, H, W) or unbatched (C, H, W) inputs."""
     _rank = 4
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation over (N, C, D, H, W) inputs, per channel."""
+    _ranks = (5,)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of (N, C, D, H, W) or unbatched (C, D, H, W) inputs."""
+    _rank = 5
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` dims, then a scale
+    by ``weight`` (ones at first) when ``elementwise_affine`` (``F.rms_norm``; ``eps=None`` uses
+    the input dtype's machine epsilon)."""
+
+    def __init__(self, normalized_shape, eps: float | None = None,
+                 elementwise_affine: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        check_device(device, allow_meta=True)
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(creation.ones(*self.normalized_shape, device=device,
+                                                  dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self) -> None:
+        """Set the weight back to ones."""
+        if self.weight is not None:
+            with no_grad():
+                self.weight.fill_(1.0)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class LocalResponseNorm(Module):
+    """Local response normalisation across neighbouring channels (``F.local_response_norm``)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1.0) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

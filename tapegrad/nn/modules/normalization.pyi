@@ -23,16 +23,21 @@ from tapegrad.nn.modules.module import Module as _Module
 __all__ = [
     'BatchNorm1d',
     'BatchNorm2d',
+    'BatchNorm3d',
     'GroupNorm',
     'InstanceNorm1d',
     'InstanceNorm2d',
+    'InstanceNorm3d',
     'LayerNorm',
+    'LocalResponseNorm',
+    'RMSNorm',
 ]
 
 class BatchNorm1d(_Module):
     def __init__(self, num_features: _int, eps: _float = ..., momentum: _float | None = ..., affine: _bool = ..., track_running_stats: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...
+    def reset_running_stats(self) -> None: ...
     num_features: Any
     eps: Any
     momentum: Any
@@ -46,6 +51,21 @@ class BatchNorm2d(_Module):
     def __init__(self, num_features: _int, eps: _float = ..., momentum: _float | None = ..., affine: _bool = ..., track_running_stats: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...
+    def reset_running_stats(self) -> None: ...
+    num_features: Any
+    eps: Any
+    momentum: Any
+    affine: Any
+    track_running_stats: Any
+    weight: Any
+    bias: Any
+    num_batches_tracked: Any
+
+class BatchNorm3d(_Module):
+    def __init__(self, num_features: _int, eps: _float = ..., momentum: _float | None = ..., affine: _bool = ..., track_running_stats: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    def reset_running_stats(self) -> None: ...
     num_features: Any
     eps: Any
     momentum: Any
@@ -84,6 +104,16 @@ class InstanceNorm2d(_Module):
     affine: Any
     track_running_stats: Any
 
+class InstanceNorm3d(_Module):
+    def __init__(self, num_features: _int, eps: _float = ..., momentum: _float = ..., affine: _bool = ..., track_running_stats: _bool = ..., device: Any = ..., dtype: Any = ..., *, bias: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    num_features: Any
+    eps: Any
+    momentum: Any
+    affine: Any
+    track_running_stats: Any
+
 class LayerNorm(_Module):
     def __init__(self, normalized_shape: Any, eps: _float = ..., elementwise_affine: _bool = ..., bias: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
@@ -93,3 +123,22 @@ class LayerNorm(_Module):
     elementwise_affine: Any
     weight: Any
     bias: Any
+
+class LocalResponseNorm(_Module):
+    def __init__(self, size: _int, alpha: _float = ..., beta: _float = ..., k: _float = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    size: Any
+    alpha: Any
+    beta: Any
+    k: Any
+
+class RMSNorm(_Module):
+    def __init__(self, normalized_shape: Any, eps: _float | None = ..., elementwise_affine: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, x: Any) -> Any: ...  # type: ignore[override]
+    def reset_parameters(self) -> None: ...
+    normalized_shape: Any
+    eps: Any
+    elementwise_affine: Any
+    weight: Any

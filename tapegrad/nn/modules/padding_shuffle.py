@@ -189,3 +189,30 @@ class Bilinear(Module):
 __all__ = ["ConstantPad1d", "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d",
            "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
            "CircularPad2d", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Bilinear"]
+
+
+class ConstantPad3d(_ConstantPadNd):
+    """Pad the last three dims with ``value`` (``F.pad``); ``padding`` is an int or (left, right,
+    top, bottom, front, back).
+    """
+    _sides = 6
+
+
+class ZeroPad3d(ZeroPad1d):
+    """Pad the last three dims with zeros (``F.pad``)."""
+    _sides = 6
+
+
+class ReflectionPad3d(ReflectionPad1d):
+    """Pad the last three dims by reflection (``F.pad(mode='reflect')``)."""
+    _sides = 6
+
+
+class ReplicationPad3d(ReplicationPad1d):
+    """Pad the last three dims by repeating the edge values (``F.pad(mode='replicate')``)."""
+    _sides = 6
+
+
+class CircularPad3d(CircularPad1d):
+    """Pad the last three dims by wrapping around (``F.pad(mode='circular')``)."""
+    _sides = 6

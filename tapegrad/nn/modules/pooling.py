@@ -200,3 +200,128 @@ class MaxUnpool2d(_MaxUnpoolNd):
     (``F.max_unpool2d``).
     """
     _nd = 2
+
+
+class _LPPoolNd(Module):
+    _fn = None
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride,
+                              self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling ``(sum of x**p over each window) ** (1/p)`` along the last dim of
+    (N, C, L) or (C, L) (``F.lp_pool1d``)."""
+    _fn = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling over 2-d windows of (N, C, H, W) or (C, H, W) (``F.lp_pool2d``)."""
+    _fn = staticmethod(F.lp_pool2d)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Max over ``kernel_size`` windows of (N, C, D, H, W) or (C, D, H, W) (``F.max_pool3d``:
+    stride, padding, dilation, ceil_mode, return_indices).
+    """
+    _fn = staticmethod(F.max_pool3d)
+
+
+class AvgPool3d(Module):
+    """Average pooling over ``kernel_size`` windows of (N, C, D, H, W) or (C, D, H, W)
+    (``F.avg_pool3d``: stride, padding, ceil_mode, count_include_pad, divisor_override).
+    """
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override=None) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """Average pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size`` (an int or a
+    triple; None keeps a size) (``F.adaptive_avg_pool3d``).
+    """
+    def __init__(self, output_size) -> None:
+        super().__init__(output_size)
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptivePool):
+    """Max pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size``
+    (``F.adaptive_max_pool3d``).
+    """
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool3d``: put each value at its pooling index, zeros elsewhere
+    (``F.max_unpool3d``).
+    """
+    _nd = 3
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling over 3-d windows of (N, C, D, H, W) or (C, D, H, W)
+    (``F.lp_pool3d``)."""
+    _fn = staticmethod(F.lp_pool3d)
+
+
+class FractionalMaxPool2d(Module):
+    """Max pooling over ``kernel_size`` windows at pseudo-random increasing offsets to
+    ``output_size`` or ``output_ratio`` of the input (``F.fractional_max_pool2d``)."""
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples=None) -> None:
+        super().__init__()
+        self.kernel_size = _pair(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _pair(output_size) if output_size is not None else None
+        self.output_ratio = _pair(output_ratio) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError("FractionalMaxPool2d requires specifying either an output size, "
+                             "or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size,
+                                       self.output_ratio, self.return_indices,
+                                       _random_samples=self._random_samples)
+
+
+def _pair(value):
+    return tuple(value) if isinstance(value, (list, tuple)) else (value, value)

@@ -23,14 +23,23 @@ from tapegrad.nn.modules.module import Module as _Module
 __all__ = [
     'AdaptiveAvgPool1d',
     'AdaptiveAvgPool2d',
+    'AdaptiveAvgPool3d',
     'AdaptiveMaxPool1d',
     'AdaptiveMaxPool2d',
+    'AdaptiveMaxPool3d',
     'AvgPool1d',
     'AvgPool2d',
+    'AvgPool3d',
+    'FractionalMaxPool2d',
+    'LPPool1d',
+    'LPPool2d',
+    'LPPool3d',
     'MaxPool1d',
     'MaxPool2d',
+    'MaxPool3d',
     'MaxUnpool1d',
     'MaxUnpool2d',
+    'MaxUnpool3d',
     'Upsample',
 ]
 
@@ -48,6 +57,13 @@ class AdaptiveAvgPool2d(_Module):
     output_size: Any
     return_indices: Any
 
+class AdaptiveAvgPool3d(_Module):
+    def __init__(self, output_size: Any) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    output_size: Any
+    return_indices: Any
+
 class AdaptiveMaxPool1d(_Module):
     def __init__(self, output_size: Any, return_indices: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
@@ -56,6 +72,13 @@ class AdaptiveMaxPool1d(_Module):
     return_indices: Any
 
 class AdaptiveMaxPool2d(_Module):
+    def __init__(self, output_size: Any, return_indices: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    output_size: Any
+    return_indices: Any
+
+class AdaptiveMaxPool3d(_Module):
     def __init__(self, output_size: Any, return_indices: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
@@ -83,6 +106,52 @@ class AvgPool2d(_Module):
     count_include_pad: Any
     divisor_override: Any
 
+class AvgPool3d(_Module):
+    def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: _bool = ..., count_include_pad: _bool = ..., divisor_override: Any = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    kernel_size: Any
+    stride: Any
+    padding: Any
+    ceil_mode: Any
+    count_include_pad: Any
+    divisor_override: Any
+
+class FractionalMaxPool2d(_Module):
+    def __init__(self, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: _bool = ..., _random_samples: Any = ...) -> None: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    kernel_size: Any
+    return_indices: Any
+    output_size: Any
+    output_ratio: Any
+
+class LPPool1d(_Module):
+    def __init__(self, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    norm_type: Any
+    kernel_size: Any
+    stride: Any
+    ceil_mode: Any
+
+class LPPool2d(_Module):
+    def __init__(self, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    norm_type: Any
+    kernel_size: Any
+    stride: Any
+    ceil_mode: Any
+
+class LPPool3d(_Module):
+    def __init__(self, norm_type: Any, kernel_size: Any, stride: Any = ..., ceil_mode: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    norm_type: Any
+    kernel_size: Any
+    stride: Any
+    ceil_mode: Any
+
 class MaxPool1d(_Module):
     def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., return_indices: _bool = ..., ceil_mode: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
@@ -105,6 +174,17 @@ class MaxPool2d(_Module):
     return_indices: Any
     ceil_mode: Any
 
+class MaxPool3d(_Module):
+    def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., return_indices: _bool = ..., ceil_mode: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    kernel_size: Any
+    stride: Any
+    padding: Any
+    dilation: Any
+    return_indices: Any
+    ceil_mode: Any
+
 class MaxUnpool1d(_Module):
     def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
@@ -114,6 +194,14 @@ class MaxUnpool1d(_Module):
     padding: Any
 
 class MaxUnpool2d(_Module):
+    def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any, indices: Any, output_size: Any = ...) -> Any: ...
+    kernel_size: Any
+    stride: Any
+    padding: Any
+
+class MaxUnpool3d(_Module):
     def __init__(self, kernel_size: Any, stride: Any = ..., padding: Any = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any, indices: Any, output_size: Any = ...) -> Any: ...

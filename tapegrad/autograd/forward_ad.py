@@ -1,0 +1,118 @@
+"""tapegrad.autograd.forward_ad: forward-mode AD (dual tensors) as PyTorch spells it.
+
+    with forward_ad.dual_level():
+        x = forward_ad.make_dual(primal, tangent)
+        y = f(x)
+        jvp = forward_ad.unpack_dual(y).tangent
+
+tapegrad has no tangent propagation per op; a dual tensor is a tensor recorded on the reverse
+tape, and ``unpack_dual`` computes the tangent of a result when asked, by the double-backward
+trick: for a dummy cotangent u, ``g(u) = J^T u`` is linear in u, so the gradient of
+``sum_i <g_i(u), tangent_i>`` with respect to u is ``J tangent`` (two reverse passes per
+unpack).  Values equal PyTorch's forward-mode results; differences: a dual tensor (and what is
+computed from it) has ``requires_grad=True`` (it lives on the reverse tape), and ops without a
+twice-differentiable backward give no tangent.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections import namedtuple
+
+from .. import _core
+from ..creation import zeros_like as _zeros_like
+from ..grad_mode import enable_grad
+
+__all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
+           "UnpackedDualTensor"]
+
+# The open levels (PyTorch allows one at a time on CPU), each a list of (dual, tangent).
+_levels: list = []
+
+
+class UnpackedDualTensor(namedtuple("UnpackedDualTensor", ["primal", "tangent"])):
+    """A dual tensor's primal value and its tangent (None when it has none)."""
+
+    __slots__ = ()
+
+
+def enter_dual_level() -> int:
+    """Open a forward-AD level and return its index (use ``dual_level()`` as a context)."""
+    if _levels:
+        raise RuntimeError("Currently only a single dual level is supported and there is "
+                           "already one active.")
+    _levels.append([])
+    return len(_levels) - 1
+
+
+def exit_dual_level(*, level=None) -> None:
+    """Close the current level: its dual tensors lose their tangents."""
+    if not _levels or (level is not None and level != len(_levels) - 1):
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
+                           "was created. This is not supported.")
+    _levels.pop()
+
+
+class dual_level(contextlib.ContextDecorator):
+    """Context manager (and decorator) within which dual tensors carry tangents."""
+
+    def __enter__(self):
+        return enter_dual_level()
+
+    def __exit__(self, *exc):
+        exit_dual_level()
+        return False
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A tensor with ``tensor``'s values whose tangent is ``tangent`` (same shape), for the
+    current level; results computed from it have tangents ``unpack_dual`` returns."""
+    if not _levels:
+        raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, "
+                           "make sure to enter_dual_level() first.")
+    if not isinstance(tensor, _core.TensorBase) or not isinstance(tangent, _core.TensorBase):
+        raise TypeError("make_dual(): expected tensor and tangent to be Tensors")
+    if tuple(tangent.shape) != tuple(tensor.shape):
+        raise RuntimeError(f"Trying to set a forward gradient that has a different size than "
+                           f"that of the original Tensor, this is not supported. Tensor is of "
+                           f"size {list(tensor.shape)} while the given forward gradient is of "
+                           f"size {list(tangent.shape)}.")
+    if not (tensor.is_floating_point() and tangent.is_floating_point()):
+        raise ValueError(f"Expected primal to be floating point or complex, but got: "
+                         f"{tensor.dtype}" if not tensor.is_floating_point() else
+                         f"Expected tangent to be floating point or complex, but got: "
+                         f"{tangent.dtype}")
+    with enable_grad():
+        dual = tensor.view_as(tensor) if tensor.requires_grad else \
+            tensor.detach().requires_grad_()
+    _levels[-1].append((dual, tangent.detach()))
+    return dual
+
+
+def unpack_dual(tensor, *, level=None):
+    """``(primal, tangent)`` of ``tensor``: its values, and its tangent with respect to the
+    level's dual tensors (None when it depends on none of them)."""
+    from . import grad as _grad
+    if not _levels or not isinstance(tensor, _core.TensorBase):
+        return UnpackedDualTensor(tensor, None)
+    duals = _levels[-1]
+    for dual, tangent in duals:
+        if dual is tensor:
+            return UnpackedDualTensor(tensor.detach(), tangent)
+    if not tensor.requires_grad or not duals:
+        return UnpackedDualTensor(tensor, None)
+    inputs = [d for d, _ in duals]
+    with enable_grad():
+        u = _zeros_like(tensor).requires_grad_()
+        grads = _grad([tensor], inputs, [u], retain_graph=True, create_graph=True,
+                      allow_unused=True)
+        total = None
+        for g, (_, tangent) in zip(grads, duals):
+            if g is not None and g.requires_grad:
+                term = (g * tangent).sum()
+                total = term if total is None else total + term
+        if total is None:
+            used = any(g is not None for g in grads)
+            return UnpackedDualTensor(tensor.detach(),
+                                      _zeros_like(tensor) if used else None)
+        (jv,) = _grad([total], [u], retain_graph=True, allow_unused=True)
+    return UnpackedDualTensor(tensor.detach(), jv if jv is not None else _zeros_like(tensor))

@@ -1,0 +1,573 @@
+"""tapegrad.func: PyTorch's composable function transforms (torch.func) on the reverse-mode tape.
+
+- grad, grad_and_value      gradient of a scalar function w.r.t. chosen arguments
+- vjp                       output and a function computing vector-Jacobian products
+- jvp                       Jacobian-vector product (forward mode by the double-backward trick)
+- jacrev, jacfwd, hessian   full Jacobians (rows by vjp / columns by jvp) and Hessians
+- functional_call           a module called with given parameters and buffers
+- vmap                      a function mapped over a batch dimension
+
+How they work here: each transform runs the function on fresh inputs that require grad and
+differentiates with ``autograd.grad``.  A transform called inside another one (``grad(grad(f))``,
+``hessian = jacfwd(jacrev(f))``) keeps its graph (create_graph), so the outer one differentiates
+through it; at the outermost level results carry no graph.  jvp and jacfwd compute forward-mode
+products with two reverse passes: for u a dummy cotangent, ``g(u) = J^T u`` is linear in u, and
+the gradient of ``<g(u), v>`` with respect to u is ``J v``.
+
+vmap is a loop: the function runs once per index of the mapped dimension and the results are
+stacked (values, shapes, in_dims/out_dims and randomness semantics are PyTorch's; speed is that of
+the loop, not of a batched kernel).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+
+from . import _core, eye, stack, zeros, zeros_like
+from .autograd import grad as _autograd_grad
+from .grad_mode import enable_grad
+from .random import default_generator
+
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
+           "functional_call", "vmap"]
+
+# How many transforms are running: inside one, results keep their graph for the outer one.
+_depth = 0
+
+
+@contextlib.contextmanager
+def _transform_level():
+    global _depth
+    _depth += 1
+    try:
+        with enable_grad():
+            yield
+    finally:
+        _depth -= 1
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, _core.TensorBase)
+
+
+# -- pytrees: tuples, lists and dicts of tensors ----------------------------------------------------
+
+def _flatten(tree):
+    """(leaves, rebuild) of a nest of tuples, lists and dicts; anything else is a leaf."""
+    if isinstance(tree, (tuple, list)):
+        parts = [_flatten(item) for item in tree]
+        counts = [len(p[0]) for p in parts]
+
+        def rebuild(leaves):
+            out, at = [], 0
+            for (_, sub), n in zip(parts, counts):
+                out.append(sub(leaves[at:at + n]))
+                at += n
+            return type(tree)(out) if not hasattr(tree, "_fields") else type(tree)(*out)
+        return [leaf for p in parts for leaf in p[0]], rebuild
+    if isinstance(tree, dict):
+        keys = list(tree)
+        leaves, rebuild_values = _flatten([tree[k] for k in keys])
+        return leaves, lambda new: dict(zip(keys, rebuild_values(new)))
+    return [tree], lambda leaves: leaves[0]
+
+
+def _tracked(x):
+    """x as a tensor this transform can differentiate with respect to: connected to x (so an
+    outer transform still reaches it) when x is already in a graph, else a fresh leaf."""
+    if x.requires_grad:
+        return x.view_as(x)
+    return x.detach().requires_grad_()
+
+
+def _finish(t):
+    """A result as the caller sees it: with its graph inside an enclosing transform (or when
+    the inputs themselves carry one), plain at the outermost level."""
+    if t is None or not _is_tensor(t):
+        return t
+    return t if _depth > 0 or not t.requires_grad else t.detach()
+
+
+def _zero_filled_grad(outputs, inputs, grad_outputs=None, create_graph=True):
+    grads = _autograd_grad(outputs, inputs, grad_outputs, retain_graph=True,
+                           create_graph=create_graph, allow_unused=True)
+    return [zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
+
+
+# -- grad ------------------------------------------------------------------------------------------
+
+def _argnums_tuple(argnums, n_args, name):
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    if not nums:
+        raise RuntimeError("argnums must be non-empty")
+    for a in nums:
+        if not isinstance(a, int):
+            raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(a)}")
+        if not -n_args <= a < n_args:
+            raise RuntimeError(f"Got argnum={a}, but only {n_args} positional inputs")
+    return tuple(a % n_args for a in nums)
+
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """A function returning ``(gradient, value)`` of the scalar ``func`` with respect to its
+    positional argument(s) ``argnums`` (an int, or a tuple giving a tuple of gradients); each
+    argument may be a tensor or a nest of tuples/lists/dicts of tensors, and its gradient has the
+    same structure.  ``has_aux=True``: func returns ``(output, aux)`` and the value is
+    ``(output, aux)``."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "grad")
+        with _transform_level():
+            args = list(args)
+            flat = {}
+            for a in nums:
+                leaves, rebuild = _flatten(args[a])
+                for leaf in leaves:
+                    if not _is_tensor(leaf):
+                        raise RuntimeError(f"Expected tensors, got unsupported type "
+                                           f"{type(leaf)}")
+                leaves = [_tracked(leaf) for leaf in leaves]
+                flat[a] = (leaves, rebuild)
+                args[a] = rebuild(leaves)
+            result = func(*args, **kwargs)
+            if has_aux:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError("grad_and_value(f)(*args): output of function f should be "
+                                       "a tuple: (output, aux) if has_aux is True")
+                output, aux = result
+            else:
+                output, aux = result, None
+            if not _is_tensor(output):
+                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a "
+                                   f"Tensor, got {type(output)}")
+            if output.dim() != 0:
+                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a "
+                                   f"scalar Tensor, got tensor with {output.dim()} dims. Maybe "
+                                   f"you wanted to use the vjp or jacrev APIs instead?")
+            every = [leaf for a in nums for leaf in flat[a][0]]
+            if output.requires_grad:
+                grads = _zero_filled_grad([output], every)
+            else:
+                grads = [zeros_like(leaf) for leaf in every]
+        grads = [_finish(g) for g in grads]
+        per_arg, at = [], 0
+        for a in nums:
+            leaves, rebuild = flat[a]
+            per_arg.append(rebuild(grads[at:at + len(leaves)]))
+            at += len(leaves)
+        gradient = tuple(per_arg) if isinstance(argnums, tuple) else per_arg[0]
+        value = _finish(output)
+        if has_aux:
+            aux_leaves, aux_rebuild = _flatten(aux)
+            for leaf in aux_leaves:
+                if not _is_tensor(leaf):
+                    raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
+            return gradient, (value, aux_rebuild([_finish(x) for x in aux_leaves]))
+        return gradient, value
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """The gradient of the scalar ``func`` with respect to argument(s) ``argnums`` as a function
+    (``grad(f)(x)``); ``has_aux=True`` returns ``(gradient, aux)``.  Composable:
+    ``grad(grad(f))`` is the second derivative."""
+    both = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        gradient, value = both(*args, **kwargs)
+        return (gradient, value[1]) if has_aux else gradient
+    return wrapper
+
+
+# -- vjp / jvp -------------------------------------------------------------------------------------
+
+def vjp(func, *primals, has_aux=False):
+    """``(func(*primals), vjp_fn)``: ``vjp_fn(cotangents)`` returns the tuple of ``J^T v`` per
+    primal (callable any number of times); with has_aux, ``(output, vjp_fn, aux)``."""
+    with _transform_level():
+        leaves, rebuild = _flatten(list(primals))
+        leaves = [_tracked(x) for x in leaves]
+        result = func(*rebuild(leaves))
+    if has_aux:
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: "
+                               "(output, aux) if has_aux is True")
+        result, aux = result
+    out_leaves, out_rebuild = _flatten(result)
+    for o in out_leaves:
+        if not _is_tensor(o):
+            raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has "
+                               f"non-empty output, got {type(o)}")
+
+    def vjp_fn(cotangents):
+        cot_leaves, _ = _flatten(cotangents)
+        if len(cot_leaves) != len(out_leaves):
+            raise RuntimeError("Expected pytree structure of cotangents to be the same as "
+                               "pytree structure of outputs to the function")
+        for c, o in zip(cot_leaves, out_leaves):
+            if tuple(c.shape) != tuple(o.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of "
+                                   f"{c.shape} and output[0] has a shape of {o.shape}.")
+        with _transform_level():
+            pairs = [(o, c) for o, c in zip(out_leaves, cot_leaves) if o.requires_grad]
+            if pairs:
+                grads = _zero_filled_grad([p[0] for p in pairs], leaves, [p[1] for p in pairs])
+            else:
+                grads = [zeros_like(x) for x in leaves]
+        return tuple(rebuild([_finish(g) for g in grads]))
+
+    output = out_rebuild([_finish(o) for o in out_leaves])
+    if has_aux:
+        return output, vjp_fn, aux
+    return output, vjp_fn
+
+
+def _jvp_of(outputs, inputs, tangents):
+    """J v for each output given the inputs (in the graph) and their tangents, by two reverse
+    passes through a dummy cotangent u."""
+    results = []
+    for out in outputs:
+        if not out.requires_grad:
+            results.append(zeros_like(out))
+            continue
+        u = zeros_like(out).requires_grad_()
+        gs = _autograd_grad([out], inputs, [u], retain_graph=True, create_graph=True,
+                            allow_unused=True)
+        total = None
+        for g, t in zip(gs, tangents):
+            if g is not None and g.requires_grad:
+                term = (g * t).sum()
+                total = term if total is None else total + term
+        if total is None:
+            results.append(zeros_like(out))
+            continue
+        (jv,) = _autograd_grad([total], [u], retain_graph=True, create_graph=True,
+                               allow_unused=True)
+        results.append(zeros_like(out) if jv is None else jv)
+    return results
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """``(func(*primals), J v)`` for tangents v matching primals (both tuples); with has_aux,
+    ``(output, jvp_out, aux)``."""
+    if not isinstance(primals, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
+                           "should be valid to call f(*primals).")
+    if not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected tangents to be a tuple. E.g. "
+                           "it should be valid to call f(*primals).")
+    leaves, rebuild = _flatten(list(primals))
+    tangent_leaves, _ = _flatten(list(tangents))
+    if len(tangent_leaves) != len(leaves):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
+                           "the same python structure.")
+    for p, t in zip(leaves, tangent_leaves):
+        if tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to "
+                               f"have the same shape, got {tuple(p.shape)} and "
+                               f"{tuple(t.shape)}.")
+    with _transform_level():
+        leaves = [_tracked(x) for x in leaves]
+        result = func(*rebuild(leaves))
+        if has_aux:
+            result, aux = result
+        out_leaves, out_rebuild = _flatten(result)
+        jv = _jvp_of(out_leaves, leaves, tangent_leaves)
+    output = out_rebuild([_finish(o) for o in out_leaves])
+    tangent_out = out_rebuild([_finish(j) for j in jv])
+    if has_aux:
+        return output, tangent_out, aux
+    return output, tangent_out
+
+
+# -- Jacobians -------------------------------------------------------------------------------------
+
+def _basis_rows(t):
+    """The standard basis of t's space, one tensor of t's shape per element."""
+    n = t.numel()
+    identity = eye(n, dtype=t.dtype)
+    return [identity[i].reshape(tuple(t.shape)) for i in range(n)]
+
+
+def _jacobian(func, argnums, has_aux, forward):
+    @functools.wraps(func)
+    def wrapper(*args):
+        nums = _argnums_tuple(argnums, len(args), "jacrev")
+        with _transform_level():
+            args = list(args)
+            per_arg = {}
+            for a in nums:
+                leaves, rebuild = _flatten(args[a])
+                leaves = [_tracked(x) for x in leaves]
+                per_arg[a] = (leaves, rebuild)
+                args[a] = rebuild(leaves)
+            result = func(*args)
+            aux = None
+            if has_aux:
+                result, aux = result
+            out_leaves, out_rebuild = _flatten(result)
+            inputs = [leaf for a in nums for leaf in per_arg[a][0]]
+            # blocks[i][j]: d output i / d input j, shape out_i.shape + in_j.shape
+            blocks = [[None] * len(inputs) for _ in out_leaves]
+            if forward:
+                for j, x in enumerate(inputs):
+                    columns = [_jvp_of(out_leaves, inputs,
+                                       [e if k == j else zeros_like(inputs[k])
+                                        for k in range(len(inputs))])
+                               for e in _basis_rows(x)]
+                    for i, o in enumerate(out_leaves):
+                        stacked = stack([c[i] for c in columns], -1) if columns else \
+                            zeros(tuple(o.shape) + (0,), dtype=o.dtype)
+                        blocks[i][j] = stacked.reshape(tuple(o.shape) + tuple(x.shape))
+            else:
+                for i, o in enumerate(out_leaves):
+                    rows = [_zero_filled_grad([o], inputs, [e]) if o.requires_grad else
+                            [zeros_like(x) for x in inputs] for e in _basis_rows(o)]
+                    for j, x in enumerate(inputs):
+                        stacked = stack([r[j] for r in rows], 0) if rows else \
+                            zeros((0,) + tuple(x.shape), dtype=x.dtype)
+                        blocks[i][j] = stacked.reshape(tuple(o.shape) + tuple(x.shape))
+        results = []
+        for i in range(len(out_leaves)):
+            per_input, at = [], 0
+            for a in nums:
+                leaves, rebuild = per_arg[a]
+                per_input.append(rebuild([_finish(b) for b in
+                                          blocks[i][at:at + len(leaves)]]))
+                at += len(leaves)
+            results.append(tuple(per_input) if isinstance(argnums, tuple) else per_input[0])
+        jac = out_rebuild(results)
+        return (jac, aux) if has_aux else jac
+    return wrapper
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
+    """The Jacobian of func with respect to argument(s) ``argnums``, by one reverse pass per
+    output element: shape ``output.shape + input.shape`` (nested like the outputs, then like
+    argnums)."""
+    return _jacobian(func, argnums, has_aux, forward=False)
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian of func with respect to argument(s) ``argnums``, column by column with
+    Jacobian-vector products (one per input element)."""
+    return _jacobian(func, argnums, has_aux, forward=True)
+
+
+def hessian(func, argnums=0):
+    """The Hessian of the scalar func: ``jacfwd(jacrev(func))``."""
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+# -- functional_call -------------------------------------------------------------------------------
+
+def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
+                    tie_weights=True, strict=False):
+    """Call ``module(*args, **kwargs)`` with its parameters and buffers replaced by the tensors
+    of ``parameter_and_buffer_dicts`` (a dict of dotted names, or a sequence of dicts); the
+    module's own tensors are restored afterwards.  Names not given keep the module's tensors
+    (``strict=True`` requires exactly the module's names)."""
+    if isinstance(parameter_and_buffer_dicts, dict):
+        replacements = dict(parameter_and_buffer_dicts)
+    else:
+        replacements = {}
+        for d in parameter_and_buffer_dicts:
+            overlap = set(replacements) & set(d)
+            if overlap:
+                raise ValueError(f"{sorted(overlap)[0]} appeared in multiple dictionaries; "
+                                 f"behavior of functional call is ambiguous")
+            replacements.update(d)
+    if strict:
+        expected = {n for n, _ in module.named_parameters(remove_duplicate=False)} | \
+            {n for n, _ in module.named_buffers(remove_duplicate=False)}
+        unexpected = sorted(set(replacements) - expected)
+        missing = sorted(expected - set(replacements))
+        if unexpected or missing:
+            lines = [f"Error(s) in reparametrizing for {type(module).__name__}:"]
+            if unexpected:
+                lines.append("\tUnexpected key(s): " + ", ".join(f"'{k}'" for k in unexpected)
+                             + ".")
+            if missing:
+                lines.append("\tMissing key(s): " + ", ".join(f"'{k}'" for k in missing) + ".")
+            raise RuntimeError("\n".join(lines))
+    if args is None:
+        args = ()
+    elif not isinstance(args, tuple):
+        args = (args,)
+    saved = []
+    try:
+        for name, value in replacements.items():
+            *path, leaf = name.split(".")
+            owner = module
+            for part in path:
+                owner = getattr(owner, part)
+            store = owner._parameters if leaf in owner._parameters else \
+                owner._buffers if leaf in owner._buffers else None
+            if store is None:
+                saved.append((owner.__dict__, leaf, owner.__dict__.get(leaf, _MISSING)))
+                owner.__dict__[leaf] = value
+            else:
+                saved.append((store, leaf, store[leaf]))
+                store[leaf] = value
+        return module(*args, **(kwargs or {}))
+    finally:
+        for store, leaf, old in reversed(saved):
+            if old is _MISSING:
+                store.pop(leaf, None)
+            else:
+                store[leaf] = old
+
+
+_MISSING = object()
+
+
+# -- vmap ------------------------------------------------------------------------------------------
+
+def _func_name(func) -> str:
+    return getattr(func, "__name__", repr(func))
+
+
+def _check_in_dims(func, in_dims, args):
+    name = _func_name(func)
+    if in_dims is None:
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): expected `in_dims` to "
+                         f"be int or a (potentially nested) tuple matching the structure of "
+                         f"inputs, got: {type(in_dims)}.")
+    if isinstance(in_dims, int):
+        return [in_dims] * len(args)
+    if not isinstance(in_dims, (tuple, list)) or len(in_dims) != len(args):
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is not "
+                         f"compatible with the structure of `inputs`. in_dims has structure "
+                         f"{in_dims} but inputs has {len(args)} leaves.")
+    return list(in_dims)
+
+
+def _mapped_leaves(func, in_dims, args):
+    """[(leaf, dim or None)] over all positional args' leaves, and how to rebuild the args."""
+    name = _func_name(func)
+    pairs, rebuilders = [], []
+    for arg, dim in zip(args, _check_in_dims(func, in_dims, args)):
+        leaves, rebuild = _flatten(arg)
+        if isinstance(dim, (tuple, list, dict)):
+            dims, _ = _flatten(dim)
+            if len(dims) != len(leaves):
+                raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is "
+                                 f"not compatible with the structure of `inputs`.")
+        else:
+            dims = [dim] * len(leaves)
+        for leaf, d in zip(leaves, dims):
+            if d is None:
+                pairs.append((leaf, None))
+                continue
+            if not _is_tensor(leaf):
+                raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got "
+                                 f"in_dim={d} for an input but the input is of type "
+                                 f"{type(leaf)}. We cannot vmap over non-Tensor arguments, please "
+                                 f"use None as the respective in_dim")
+            n = leaf.dim()
+            if not -n <= d < n:
+                raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={d} "
+                                 f"for some input, but that input is a Tensor of dimensionality "
+                                 f"{n} so expected in_dim to satisfy -{n} <= in_dim < {n}.")
+            pairs.append((leaf, d % n))
+        rebuilders.append((len(leaves), rebuild))
+    return pairs, rebuilders
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """``func`` mapped over dimension ``in_dims`` of its inputs (an int, or one entry per
+    positional argument, None for arguments passed whole), its outputs stacked along
+    ``out_dims`` (None: an output that does not vary, returned once).
+
+    A loop, honestly: func runs once per index of the mapped dimension on the slices, and the
+    results are stacked, so values, shapes and errors are PyTorch's but the speed is that of
+    the loop.  ``randomness``: 'error' raises if func draws random numbers, 'different' lets
+    each slice draw its own, 'same' gives every slice the same draws."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
+                           f"'same'. Got {randomness}")
+    name = _func_name(func)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        pairs, rebuilders = _mapped_leaves(func, in_dims, args)
+        sizes = [leaf.shape[d] for leaf, d in pairs if d is not None]
+        if not sizes:
+            raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): at least one "
+                             f"input must be a Tensor mapped over (in_dim not None); got "
+                             f"in_dims={in_dims}")
+        if len(set(sizes)) != 1:
+            raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
+                             f"dimension, got sizes {sizes} for the mapped dimension")
+        state = default_generator.get_state() if randomness != "different" else None
+        # An out_dim of None needs to know whether an output depends on the mapped inputs: the
+        # slices then carry a private graph (when they have none), and such an output a path.
+        probe = _has_none(out_dims) and not any(leaf.requires_grad for leaf, d in pairs
+                                                if d is not None)
+        per_index = []
+        for i in range(sizes[0]):
+            if randomness == "same":
+                default_generator.set_state(state)
+            leaves = [leaf if d is None else
+                      leaf.select(d, i).detach().requires_grad_() if probe else
+                      leaf.select(d, i) for leaf, d in pairs]
+            call_args, at = [], 0
+            for count, rebuild in rebuilders:
+                call_args.append(rebuild(leaves[at:at + count]))
+                at += count
+            per_index.append(func(*call_args, **kwargs))
+            if randomness == "error" and not _same_state(state, default_generator.get_state()):
+                default_generator.set_state(state)
+                raise RuntimeError("vmap: called random operation while in randomness error "
+                                   "mode. Please either use the 'same' or 'different' randomness "
+                                   "flags on vmap or perform the randomness operation out of "
+                                   "vmap")
+        return _stack_outputs(name, per_index, out_dims, probe)
+    return wrapper
+
+
+def _has_none(out_dims) -> bool:
+    return out_dims is None or (isinstance(out_dims, (tuple, list))
+                                and any(d is None for d in _flatten(list(out_dims))[0]))
+
+
+def _same_state(a, b) -> bool:
+    return bool((a._array == b._array).all())
+
+
+def _stack_outputs(name, per_index, out_dims, probed):
+    flat = [_flatten(r) for r in per_index]
+    leaves0, rebuild = flat[0]
+    dims = [out_dims] * len(leaves0) if not isinstance(out_dims, (tuple, list)) else \
+        _flatten(list(out_dims))[0]
+    if len(dims) != len(leaves0):
+        raise ValueError(f"vmap({name}, ...): `{name}` must have one leaf per out_dim, got "
+                         f"{len(leaves0)} outputs and out_dims={out_dims}")
+    stacked = []
+    for k, dim in enumerate(dims):
+        column = [f[0][k] for f in flat]
+        for value in column:
+            if not _is_tensor(value):
+                raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got "
+                                 f"type {type(value)}. Did you mean to set out_dims= to None for "
+                                 f"output?" if dim is not None else
+                                 f"vmap({name}, ...): `{name}` must only return Tensors, got "
+                                 f"type {type(value)}.")
+        if probed:      # the private graph of the probe stays inside vmap
+            batched = column[0].requires_grad
+            column = [c.detach() for c in column]
+        else:
+            batched = False
+        if dim is None:
+            if batched or any(not bool((c == column[0]).all()) for c in column[1:]):
+                raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor "
+                                 f"when out_dim is None")
+            stacked.append(column[0])
+            continue
+        n = column[0].dim() + 1
+        if not -n <= dim < n:
+            raise ValueError(f"vmap({name}, ...): out_dim={dim} is out of range for an output "
+                             f"of dimensionality {n - 1}")
+        stacked.append(stack(column, dim % n))
+    return rebuild(stacked)

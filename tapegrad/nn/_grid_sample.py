@@ -1,0 +1,286 @@
+"""torch.nn.functional.affine_grid and grid_sample (2-d and 3-d; bilinear/trilinear, nearest,
+and 2-d bicubic; padding modes zeros, border and reflection; both align_corners conventions).
+
+Both are compositions of the core's differentiable ops plus one gather, so gradients reach the
+input and the grid (and create_graph works) without a hand-written VJP:
+
+- the grid's coordinates are unnormalised to pixel units by an affine map, and the padding
+  mode's fold (border clip, reflection) is itself piecewise affine: its slope (0 or +-1) and
+  offset per point are computed in numpy from the values and applied as ``c * slope + offset``,
+  so the gradient of a folded coordinate is the slope, exactly as PyTorch's kernels set it;
+- the interpolation taps' positions are floor/round of the coordinates (constant); their
+  weights are polynomials in the fractional part (differentiable in the grid);
+- all taps of all points are read by ONE gather of the (N*C, D*H*W) input planes (its adjoint,
+  the input gradient, a bincount scatter-add), then weighted and summed over the taps.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _core
+from .. import stack as _stack
+from ..autograd.function import Function
+from ._conv_ops import _check_tensor, _Gather
+
+_wrap = _core.wrap_array
+
+__all__ = ["affine_grid", "grid_sample"]
+
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to "
+                  "align_corners=False since 1.3.0. Please specify align_corners=True if the old "
+                  "behavior is desired. See the documentation of grid_sample for details.")
+
+
+# -- affine_grid ------------------------------------------------------------------------------------
+
+def _base_coordinates(n: int, align_corners: bool, dtype) -> np.ndarray:
+    """n evenly spaced normalised coordinates in [-1, 1] (pixel centres when not align_corners);
+    a single step sits at 0."""
+    if n <= 1:
+        return np.zeros(max(n, 0), dtype=dtype)
+    steps = np.linspace(-1.0, 1.0, n)
+    if not align_corners:
+        steps = steps * (n - 1) / n
+    return steps.astype(dtype)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """Sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps ``theta`` (N, 2, 3)
+    (or (N, 3, 4)) applied to the normalised coordinates of an output of ``size``
+    (N, C, H, W) (or (N, C, D, H, W)); differentiable in theta."""
+    _check_tensor(theta, "theta")
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = tuple(int(s) for s in size)
+    if len(size) not in (4, 5):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    nd = len(size) - 2
+    if theta.dim() != 3 or tuple(theta.shape[1:]) != (nd, nd + 1):
+        raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} "
+                         f"for size {size}. Got {theta.shape}.")
+    spatial = size[2:]
+    if align_corners and min(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids "
+                      "when align_corners=True. This is not an intended use case of affine_grid. "
+                      "See the documentation of affine_grid for details.", UserWarning,
+                      stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if theta.shape[0] != size[0]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{size[0]}, {nd + 1}] but got: [{theta.shape[0]}, {nd + 1}].")
+    dtype = theta._array.dtype
+    # Homogeneous base coordinates (x, y[, z], 1) of every output point, x along the last dim.
+    axes = [_base_coordinates(n, align_corners, dtype) for n in spatial]
+    mesh = np.meshgrid(*axes, indexing="ij")                 # one array per spatial dim
+    base = np.stack(list(mesh[::-1]) + [np.ones(spatial, dtype=dtype)], axis=-1).reshape(-1, nd + 1)
+    grid = _wrap(base) @ theta.transpose(1, 2)               # (N, points, nd)
+    return grid.reshape((size[0],) + spatial + (nd,))
+
+
+# -- grid_sample ------------------------------------------------------------------------------------
+
+def _unnormalise(coord, size: int, align_corners: bool):
+    """[-1, 1] to pixel units: the corner pixels' centres (align_corners) or their outer edges."""
+    if align_corners:
+        return (coord + 1.0) * ((size - 1) / 2.0)
+    return (coord + 1.0) * (size / 2.0) - 0.5
+
+
+def _fold_slope_offset(c: np.ndarray, size: int, padding_mode: str, align_corners: bool):
+    """(slope, offset) of the padding mode's fold at each coordinate value c: the folded
+    coordinate is c * slope + offset (slope 0 where a border clip holds it)."""
+    slope = np.ones_like(c)
+    offset = np.zeros_like(c)
+    if padding_mode == "reflection":
+        # Reflect about the edge pixels' centres (align_corners) or outer edges, in doubled units.
+        low2, high2 = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
+        if low2 == high2:
+            return np.zeros_like(c), np.zeros_like(c)
+        low, span = low2 / 2.0, (high2 - low2) / 2.0
+        d = c - low
+        mirrored = np.where(d < 0, -1.0, 1.0).astype(c.dtype)
+        d = np.abs(d)
+        flips = np.floor(d / span)
+        extra = np.fmod(d, span)
+        odd = np.fmod(flips, 2) != 0
+        folded = np.where(odd, span - extra + low, extra + low)
+        slope = np.where(odd, -mirrored, mirrored).astype(c.dtype)
+        offset = (folded - c * slope).astype(c.dtype)
+    if padding_mode in ("border", "reflection"):
+        value = c * slope + offset
+        low_clip, high_clip = value <= 0, value >= size - 1
+        slope = np.where(low_clip | high_clip, 0, slope).astype(c.dtype)
+        offset = np.where(low_clip, 0, np.where(high_clip, size - 1, offset)).astype(c.dtype)
+    return slope, offset
+
+
+def _source_coordinates(grid, spatial, padding_mode, align_corners):
+    """Per spatial axis (D, H, W order) the differentiable pixel coordinate (N, Q) of every grid
+    point after the padding mode's fold."""
+    n = grid.shape[0]
+    nd = len(spatial)
+    flat = grid.reshape(n, -1, nd)
+    coords = []
+    for axis, size in enumerate(spatial):
+        c = _unnormalise(flat.select(2, nd - 1 - axis), size, align_corners)
+        if padding_mode != "zeros":
+            slope, offset = _fold_slope_offset(c._array, size, padding_mode, align_corners)
+            c = c * _wrap(slope) + _wrap(offset)
+        coords.append(c)
+    return coords
+
+
+def _fold_positions(p: np.ndarray, size: int, padding_mode, align_corners, dtype):
+    """Integer tap positions p folded by the padding mode (they stay integers)."""
+    value = p.astype(dtype)
+    slope, offset = _fold_slope_offset(value, size, padding_mode, align_corners)
+    return np.rint(value * slope + offset).astype(np.int64)
+
+
+def _cubic_weights(t):
+    """The four cubic-convolution weights (A = -0.75) of taps at offsets -1, 0, 1, 2 from
+    floor(x), t = x - floor(x)."""
+    a = -0.75
+
+    def near(x):                    # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):                     # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
+
+
+def _taps(coords, spatial, mode, padding_mode, align_corners, dtype):
+    """Every interpolation tap: flat plane positions (N, T, Q) (int64), whether each lies
+    inside the input, and the differentiable weights (N, T, Q) (None for nearest)."""
+    if mode == "nearest":
+        per_axis = [([np.rint(c._array).astype(np.int64)], None) for c in coords]
+    else:
+        per_axis = []
+        for c, size in zip(coords, spatial):
+            floor = np.floor(c._array)
+            t = c - _wrap(floor.astype(dtype))
+            base = floor.astype(np.int64)
+            if mode == "bilinear":
+                per_axis.append(([base, base + 1], [1.0 - t, t]))
+            else:
+                positions = [base + k for k in (-1, 0, 1, 2)]
+                if padding_mode != "zeros":
+                    # Bicubic folds each tap's position, not the coordinate.
+                    positions = [_fold_positions(p, size, padding_mode, align_corners, dtype)
+                                 for p in positions]
+                per_axis.append((positions, _cubic_weights(t)))
+    index, inside, weights = [0], [True], [None]
+    stride = 1
+    # Combine axes from the last (W) to the first: flat index = sum of position * stride.
+    for (positions, axis_weights), size in zip(reversed(per_axis), reversed(spatial)):
+        new_index, new_inside, new_weights = [], [], []
+        for k, p in enumerate(positions):
+            for i, ok, w in zip(index, inside, weights):
+                new_index.append(i + p * stride)
+                new_inside.append(ok & (p >= 0) & (p < size))
+                if axis_weights is None:
+                    new_weights.append(None)
+                else:
+                    new_weights.append(axis_weights[k] if w is None else axis_weights[k] * w)
+        index, inside, weights, stride = new_index, new_inside, new_weights, stride * size
+    return np.stack(index, 1), np.stack(inside, 1), weights
+
+
+class _ZeroGridGradient(Function):
+    """Identity on the sampled values whose backward also gives the grid a zero gradient:
+    nearest sampling is piecewise constant in the grid, and PyTorch still returns zeros for it."""
+
+    @staticmethod
+    def forward(ctx, values, grid):
+        ctx.grid_shape, ctx.dtype = tuple(grid.shape), grid._array.dtype
+        return _wrap(values._array)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, _wrap(np.zeros(ctx.grid_shape, dtype=ctx.dtype))
+
+
+def _check_grid_sample(input, grid, mode, padding_mode):
+    _check_tensor(input)
+    _check_tensor(grid, "grid")
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if input.dim() != grid.dim() or input.dim() not in (4, 5) \
+            or input.shape[0] != grid.shape[0]:
+        if input.dim() in (4, 5) and input.dim() != grid.dim():
+            raise RuntimeError(f"grid_sampler(): expected grid to have same number of dimensions "
+                               f"as input, but got input with sizes {list(input.shape)} and grid "
+                               f"with sizes {list(grid.shape)}")
+        if input.dim() in (4, 5):
+            raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch "
+                               f"size, but got input with sizes {list(input.shape)} and grid "
+                               f"with sizes {list(grid.shape)}")
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    nd = input.dim() - 2
+    if grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, "
+                           f"but got grid with sizes {list(grid.shape)}")
+    if mode == "bicubic" and nd == 3:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if any(s == 0 for s in input.shape[2:]):
+        raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial "
+                           f"dimensions, but input has sizes {list(input.shape)} with dimension "
+                           f"{2 + [s for s in input.shape[2:]].index(0)} being empty")
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"grid_sampler_{nd}d_cpu_kernel_impl" not implemented for '
+                                  f"'{_core.scalar_type_name_of(input._array.dtype)}'")
+    if grid._array.dtype != input._array.dtype:
+        raise RuntimeError(f"expected scalar type {_core.scalar_type_name_of(input._array.dtype)} "
+                           f"but found {_core.scalar_type_name_of(grid._array.dtype)}")
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Sample ``input`` (N, C, H, W) (or (N, C, D, H, W)) at the normalised positions ``grid``
+    (N, H_out, W_out, 2) (or (N, D_out, H_out, W_out, 3)); x = grid[..., 0] runs along the
+    width.  ``mode`` 'bilinear' (trilinear for 5-d), 'nearest' (ties to even) or 'bicubic'
+    (4-d); ``padding_mode`` 'zeros', 'border' or 'reflection'.  Differentiable in the input and
+    in the grid (nearest gives the grid zero gradient, as PyTorch)."""
+    _check_grid_sample(input, grid, mode, padding_mode)
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
+        align_corners = False
+    n, channels = input.shape[:2]
+    spatial = tuple(input.shape[2:])
+    out_spatial = tuple(grid.shape[1:-1])
+    dtype = input._array.dtype
+    if mode == "bicubic":
+        # Bicubic folds each tap, so the coordinate itself is only unnormalised.
+        coords = _source_coordinates(grid, spatial, "zeros", align_corners)
+    else:
+        coords = _source_coordinates(grid, spatial, padding_mode, align_corners)
+    index, inside, weights = _taps(coords, spatial, mode, padding_mode, align_corners, dtype)
+    taps, points = index.shape[1], index.shape[2]
+    plane = int(np.prod(spatial))
+    index = np.where(inside, index, 0)                         # masked taps read a valid 0th
+    rows = np.broadcast_to(index.reshape(n, 1, taps * points),
+                           (n, channels, taps * points)).reshape(n * channels, -1)
+    values = _Gather.apply(input.reshape(n * channels, plane), rows,
+                           (n, channels, taps, points))
+    mask = _wrap(inside.astype(dtype).reshape(n, 1, taps, points))
+    if weights[0] is None:                                     # nearest: one tap
+        out = values.select(2, 0) * mask.select(2, 0)
+        if grid.requires_grad:
+            out = _ZeroGridGradient.apply(out, grid)
+    else:
+        w = _stack(weights, 1).unsqueeze(1)               # (N, 1, T, Q)
+        out = (values * (w * mask)).sum(2)
+    return out.reshape((n, channels) + out_spatial)

@@ -1,0 +1,113 @@
+"""pdist, triplet_margin_with_distance_loss, multilabel_margin_loss and feature_alpha_dropout for
+tapegrad.nn.functional, composed of the core's differentiable ops."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _core
+from ..creation import rand
+from ._conv_ops import _check_tensor
+from ._extra_activations import _SELU_ALPHA, _SELU_SCALE, _finish
+from ._extra_losses import _reduction, pairwise_distance
+
+_wrap = _core.wrap_array
+
+__all__ = ["pdist", "triplet_margin_with_distance_loss", "multilabel_margin_loss",
+           "feature_alpha_dropout"]
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.mean()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def pdist(input, p: float = 2):
+    """The p-norm distances between all pairs of rows i < j of an (N, M) input, in row-major
+    order of the pairs: shape (N * (N - 1) / 2,)."""
+    _check_tensor(input)
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    first, second = np.triu_indices(input.shape[0], 1)
+    diff = input.index_select(0, _wrap(first.astype(np.int64))) - \
+        input.index_select(0, _wrap(second.astype(np.int64)))
+    return diff.norm(p, 1)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean"):
+    """``max(d(anchor, positive) - d(anchor, negative) + margin, 0)`` for any distance function
+    ``d`` (default: pairwise_distance); ``swap=True`` uses the smaller of d(a, n) and d(p, n)."""
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {dims[0]}D, positive "
+                           f"{dims[1]}D, and negative {dims[2]}D inputs")
+    distance = distance_function if distance_function is not None else pairwise_distance
+    to_positive = distance(anchor, positive)
+    to_negative = distance(anchor, negative)
+    if swap:
+        to_negative = _core.minimum(to_negative, distance(positive, negative))
+    return _reduce((to_positive - to_negative + margin).clamp_min(0), reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Multi-class multi-label hinge loss: for each sample, the mean over classes of
+    ``max(0, 1 - (x[y] - x[i]))`` summed over its target classes y (the entries of its target
+    row before the first -1) and its non-target classes i."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_tensor(input)
+    _check_tensor(target, "target")
+    unbatched = input.dim() <= 1
+    x = input.reshape(1, -1) if unbatched else input
+    labels = np.asarray(target._array).astype(np.int64).reshape(x.shape[0], -1) \
+        if target.numel() else np.zeros((x.shape[0], 0), np.int64)
+    if x.dim() != 2 or tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    n, classes = x.shape
+    # Targets are the entries before each row's first -1 (counted with repetition).
+    before_end = np.cumprod(labels != -1, axis=1).astype(bool)
+    if ((labels < -1) | (labels >= classes))[before_end].any():
+        raise RuntimeError("argument #2 'target' is out of range")
+    counts = np.zeros((n, classes))
+    rows = np.broadcast_to(np.arange(n)[:, None], labels.shape)
+    np.add.at(counts, (rows[before_end], labels[before_end]), 1.0)
+    is_target = counts > 0
+    weight = counts[:, :, None] * (~is_target)[:, None, :]        # (N, target j, other i)
+    margins = (1.0 - x.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)
+    loss = (margins * _wrap(weight.astype(x._array.dtype))).sum((1, 2)) / classes
+    if unbatched:
+        loss = loss.squeeze(0) if input.dim() == 1 else loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
+    """Alpha dropout of whole channels: each (sample, channel) map is kept or set to SELU's
+    negative saturation together, then the result is re-affined to keep zero mean and unit
+    variance (as alpha_dropout, one draw per channel)."""
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    saturation = _SELU_ALPHA * _SELU_SCALE
+    if p == 1:
+        result = input * 0
+    else:
+        a = 1.0 / math.sqrt((saturation * saturation * p + 1) * (1 - p))
+        shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+        keep = (rand(shape, dtype=input.dtype) >= p).to(input.dtype)
+        b = (keep - 1) * (saturation * a) + saturation * a * p
+        result = input * (keep * a) + b
+    return _finish(input, result, inplace)

@@ -1,0 +1,384 @@
+"""3-d convolution, pooling and channel dropout for tapegrad.nn.functional, built on the 2-d ops.
+
+Each 3-d window op here is a 2-d op over the (height, width) planes - the compiled im2col/BLAS
+convolution and the C max-pooling kernel of _conv_ops.py / _pool_ops.py - combined along the
+depth axis with a handful of whole-tensor differentiable ops (pad, strided slices, stack, a
+reduction), one per depth tap of the kernel, never one per window or element:
+
+- conv3d: the kd depth taps of every output depth are stacked into the channel axis, so the
+  whole convolution is ONE conv2d of (N*D_out, kd*C, H, W) with the weight laid out to match
+  (groups kept: each group's channels stay one contiguous block);
+- conv_transpose3d: ONE conv_transpose2d of every input depth slice with all kd weight taps as
+  output channels, then each tap's planes added at their (strided) output depths;
+- max/avg pooling: the 2-d pool of every depth slice, then the max/sum over each depth window;
+  windows are products of per-axis windows, so this equals the 3-d pool exactly (ties choose
+  the first maximum in depth, height, width order, as PyTorch's kernel does);
+- adaptive pooling: the same separation with adaptive windows along each axis.
+
+Gradients (and create_graph) come from the 2-d ops' Functions and the core ops.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _core
+from .. import stack as _stack
+from ._conv_ops import _check_tensor, _conv_checks, _out_size, _same_padding, _tuple
+from ._conv_ops import conv2d, conv_transpose2d
+from ._pool_ops import (_adaptive_bounds, _window_average, adaptive_max_pool2d, avg_pool2d,
+                        max_pool2d)
+from ._spatial_ops import _channel_dropout
+
+_wrap = _core.wrap_array
+_pad = _core.NN_FUNCTIONS["pad"]
+
+__all__ = ["conv3d", "conv_transpose3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
+           "adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices",
+           "dropout3d"]
+
+
+def _depth_taps(x, taps, start, stride, count):
+    """(N, C, taps, count, ...) from x (N, C, D, ...): tap i holds depths start[i] + stride*j,
+    j < count (strided slices of x, stacked; differentiable)."""
+    parts = [x[:, :, s: s + stride * (count - 1) + 1: stride] for s in start]
+    return _stack(parts, 2)
+
+
+def _pad_depth(x, before, after, value=0.0):
+    """x (N, C, D, H, W) with `before`/`after` planes of `value` along D."""
+    if before == 0 and after == 0:
+        return x
+    return _pad(x, [0, 0, 0, 0, before, after], "constant", value)
+
+
+# -- convolution ------------------------------------------------------------------------------------
+
+def _conv3d_checks(input, weight, bias, groups):
+    N, C = input.shape[:2]
+    O = weight.shape[0]
+    if O % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{list(weight.shape)}] instead")
+    if C != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {weight.shape[1] * groups} "
+                           f"channels, but got {C} channels instead")
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != O):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
+                           f"1-dimensional with {O} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d cross-correlation over (N, C, D, H, W) (or unbatched (C, D, H, W)) input with weight
+    (O, C/groups, kd, kh, kw); padding is an int, a triple, 'valid' or 'same' (stride 1)."""
+    stride = _tuple(stride, 3, "stride")
+    dilation = _tuple(dilation, 3, "dilation")
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+        pad_arg = padding
+    else:
+        pad_arg = _tuple(padding, 3, "padding")
+    x, unbatched = _conv_checks(input, weight, bias, 3, stride, pad_arg, dilation, groups)
+    _conv3d_checks(x, weight, bias, groups)
+    kernel = tuple(weight.shape[2:])
+    if pad_arg == "same":
+        if any(s != 1 for s in stride):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+        pads = _same_padding(kernel, dilation)
+        if any(a != b for a, b in pads):
+            warnings.warn("Using padding='same' with even kernel lengths and odd dilation may "
+                          "require a zero-padded copy of the input be created", UserWarning,
+                          stacklevel=2)
+    elif pad_arg == "valid":
+        pads = [(0, 0)] * 3
+    else:
+        pads = [(p, p) for p in pad_arg]
+    spatial = tuple(x.shape[2:])
+    padded = tuple(s + a + b for s, (a, b) in zip(spatial, pads))
+    reach = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    if any(p < r for p, r in zip(padded, reach)):
+        raise RuntimeError(f"Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, reach))}). Kernel size can't be greater than "
+                           f"actual input size")
+    N, C, D, H, W = x.shape
+    O = weight.shape[0]
+    kd, kh, kw = kernel
+    sd, sh, sw = stride
+    dd, dh, dw = dilation
+    Do = _out_size(D, pads[0][0] + pads[0][1], kd, sd, dd)
+    # Height/width padding goes to conv2d (symmetric part); only an asymmetric 'same' excess
+    # and the depth padding are materialised.
+    extra = [b - a for a, b in pads[1:]]
+    x = _pad(x, [0, extra[1], 0, extra[0], pads[0][0], pads[0][1]], "constant", 0.0) \
+        if any(extra) or pads[0] != (0, 0) else x
+    Hp, Wp = x.shape[3], x.shape[4]
+    G = groups
+    # (N, C, kd, Do, H, W) -> channels ordered (group, depth tap, channel in group).
+    taps = _depth_taps(x, kd, [i * dd for i in range(kd)], sd, Do)
+    taps = taps.reshape(N, G, C // G, kd, Do, Hp, Wp).permute(0, 4, 1, 3, 2, 5, 6)
+    planes = taps.reshape(N * Do, G * kd * (C // G), Hp, Wp)
+    w2 = weight.permute(0, 2, 1, 3, 4).reshape(O, kd * (C // G), kh, kw)
+    y = conv2d(planes, w2, bias, (sh, sw), (pads[1][0], pads[2][0]), (dh, dw), G)
+    Ho, Wo = y.shape[2], y.shape[3]
+    out = y.reshape(N, Do, O, Ho, Wo).permute(0, 2, 1, 3, 4).contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """The adjoint of conv3d in its input; weight is (C_in, C_out/groups, kd, kh, kw)."""
+    stride = _tuple(stride, 3, "stride")
+    dilation = _tuple(dilation, 3, "dilation")
+    padding = _tuple(padding, 3, "padding")
+    output_padding = _tuple(output_padding, 3, "output_padding")
+    x, unbatched = _conv_checks(input, weight, bias, 3, stride, padding, dilation, groups,
+                                transposed=True)
+    N, C, D, H, W = x.shape
+    if C != weight.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {weight.shape[0]} channels, but "
+                           f"got {C} channels instead")
+    if C % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
+    G, Og = groups, weight.shape[1]
+    O = Og * G
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != O):
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"bias to be 1-dimensional with {O} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
+                           f"got output_padding_depth: {output_padding[0]} output_padding_height: "
+                           f"{output_padding[1]} output_padding_width: {output_padding[2]} "
+                           f"stride_depth: {stride[0]} stride_height: {stride[1]} stride_width: "
+                           f"{stride[2]} dilation_depth: {dilation[0]} dilation_height: "
+                           f"{dilation[1]} dilation_width: {dilation[2]}")
+    kd, kh, kw = weight.shape[2:]
+    out_sp = tuple((s - 1) * st - 2 * p + d * (k - 1) + op + 1 for s, st, p, d, k, op in
+                   zip((D, H, W), stride, padding, dilation, (kd, kh, kw), output_padding))
+    if any(o <= 0 for o in out_sp):
+        raise RuntimeError(f"Given input size per channel: ({D} x {H} x {W}). Calculated output "
+                           f"size per channel: ({' x '.join(map(str, out_sp))}). Output size is "
+                           f"too small")
+    sd, dd, pd = stride[0], dilation[0], padding[0]
+    # Every depth tap is a block of output channels: (C, Og, kd, kh, kw) -> (C, Og*kd, kh, kw),
+    # output channel (group, o, tap) - each group's block stays contiguous.
+    planes = x.permute(0, 2, 1, 3, 4).reshape(N * D, C, H, W)
+    y = conv_transpose2d(planes, weight.reshape(C, Og * kd, kh, kw), None, stride[1:],
+                         padding[1:], output_padding[1:], G, dilation[1:])
+    Ho, Wo = y.shape[2], y.shape[3]
+    y = y.reshape(N, D, O, kd, Ho, Wo)
+    # Tap i of input depth j lands at output depth j*sd + i*dd - pd: add each tap's D planes,
+    # spread by the stride, into a zero volume long enough for all of them, then crop.
+    full = (D - 1) * sd + dd * (kd - 1) + 1 + output_padding[0]
+    span = (D - 1) * sd + 1
+    total = None
+    for i in range(kd):
+        tap = y.select(3, i).permute(0, 2, 1, 3, 4)               # (N, O, D, Ho, Wo)
+        if sd > 1:      # interleave sd-1 zero planes between the D input depths
+            tap = _stack([tap] + [tap * 0.0] * (sd - 1), 3).reshape(N, O, D * sd, Ho, Wo)
+            tap = tap[:, :, :span]
+        placed = _pad_depth(tap, i * dd, full - i * dd - span)
+        total = placed if total is None else total + placed
+    out = total[:, :, pd: pd + out_sp[0]]
+    if bias is not None:
+        out = out + bias.reshape(1, O, 1, 1, 1)
+    out = out.contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
+# -- pooling ----------------------------------------------------------------------------------------
+
+def _pool3d_input(input):
+    _check_tensor(input)
+    if input.dim() not in (4, 5) or any(s == 0 for s in input.shape[-4:]):
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    unbatched = input.dim() == 4
+    return (input.unsqueeze(0) if unbatched else input), unbatched
+
+
+def _pool3d_args(kernel_size, stride, padding, dilation):
+    kernel = _tuple(kernel_size, 3, "kernel_size", "pooling")
+    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
+        else _tuple(stride, 3, "stride", "pooling")
+    padding = _tuple(padding, 3, "padding", "pooling")
+    dilation = _tuple(dilation, 3, "dilation", "pooling")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("stride should not be zero")
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kT: {kernel[0]} "
+                           f"kH: {kernel[1]} kW: {kernel[2]}")
+    if any(p > k // 2 for p, k in zip(padding, kernel)):
+        at = next(i for i, (p, k) in enumerate(zip(padding, kernel)) if p > k // 2)
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                           f"pad={padding[at]}, kernel_size={kernel[at]} and dilation="
+                           f"{dilation[at]}")
+    return kernel, stride, padding, dilation
+
+
+def _depth_window_geometry(D, k, s, p, d, ceil_mode):
+    """Output depth count, the padding after the input that every window's reach needs, and
+    each window's first (padded) depth per tap."""
+    Do = _out_size(D, 2 * p, k, s, d, ceil_mode, p)
+    after = max((Do - 1) * s + d * (k - 1) + 1 - D - p, 0)
+    return Do, after, [i * d for i in range(k)]
+
+
+def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    x, unbatched = _pool3d_input(input)
+    kernel, stride, padding, dilation = _pool3d_args(kernel_size, stride, padding, dilation)
+    N, C, D, H, W = x.shape
+    Do = _out_size(D, 2 * padding[0], kernel[0], stride[0], dilation[0], ceil_mode, padding[0])
+    Ho = _out_size(H, 2 * padding[1], kernel[1], stride[1], dilation[1], ceil_mode, padding[1])
+    Wo = _out_size(W, 2 * padding[2], kernel[2], stride[2], dilation[2], ceil_mode, padding[2])
+    if Do <= 0 or Ho <= 0 or Wo <= 0:
+        raise RuntimeError(f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size: "
+                           f"({C}x{max(Do, 0)}x{max(Ho, 0)}x{max(Wo, 0)}). Output size is too "
+                           f"small")
+    planes, plane_idx = max_pool2d(x.reshape(N, C * D, H, W), kernel[1:], stride[1:],
+                                   padding[1:], dilation[1:], ceil_mode, True)
+    planes = planes.reshape(N, C, D, Ho, Wo)
+    k, s, p, d = kernel[0], stride[0], padding[0], dilation[0]
+    Do, after, starts = _depth_window_geometry(D, k, s, p, d, ceil_mode)
+    padded = _pad_depth(planes, p, after, float("-inf"))
+    values, tap = _depth_taps(padded, k, starts, s, Do).max(2)
+    out = values.squeeze(0) if unbatched else values
+    if not return_indices:
+        return out
+    # The chosen depth of each output and the 2-d pool's index in that plane.
+    depth = np.arange(Do).reshape(1, 1, Do, 1, 1) * s - p + tap._array * d
+    depth = np.clip(depth, 0, D - 1)
+    in_plane = np.take_along_axis(plane_idx._array.reshape(N, C, D, Ho, Wo), depth, 2)
+    index = _wrap((depth * (H * W) + in_plane).astype(np.int64))
+    return out, (index.squeeze(0) if unbatched else index)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """3-d max pooling over (N, C, D, H, W) or (C, D, H, W); stride defaults to kernel_size;
+    return_indices gives flat positions in each D*H*W volume (for max_unpool3d)."""
+    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """``max_pool3d`` returning ``(values, indices)`` whatever ``return_indices`` says."""
+    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """3-d average pooling over (N, C, D, H, W) or (C, D, H, W) (count_include_pad,
+    divisor_override and ceil_mode as PyTorch)."""
+    x, unbatched = _pool3d_input(input)
+    kernel, stride, padding, _ = _pool3d_args(kernel_size, stride, padding, 1)
+    if x._array.dtype.kind != "f":
+        raise RuntimeError(f'"avg_pool3d_out_frame" not implemented for '
+                           f"'{_core.scalar_type_name_of(x._array.dtype)}'")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    N, C, D, H, W = x.shape
+    sizes = [_out_size(n, 2 * p, k, s, 1, ceil_mode, p)
+             for n, p, k, s in zip((D, H, W), padding, kernel, stride)]
+    if any(o <= 0 for o in sizes):
+        raise RuntimeError(f"input image (T: {D} H: {H} W: {W}) smaller than kernel size (kT: "
+                           f"{kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
+    # The 2-d pool averages each plane (its divisor is the height x width factor of the 3-d
+    # divisor, which separates per axis); the depth factor divides the depth sum below.
+    planes = avg_pool2d(x.reshape(N, C * D, H, W), kernel[1:], stride[1:], padding[1:],
+                        ceil_mode, count_include_pad, 1 if divisor_override else None)
+    Ho, Wo = planes.shape[2], planes.shape[3]
+    planes = planes.reshape(N, C, D, Ho, Wo)
+    k, s, p = kernel[0], stride[0], padding[0]
+    Do, after, starts = _depth_window_geometry(D, k, s, p, 1, ceil_mode)
+    sums = _depth_taps(_pad_depth(planes, p, after), k, starts, s, Do).sum(2)
+    if divisor_override:
+        out = sums / float(divisor_override)
+    else:
+        start = np.arange(Do) * s - p
+        end = np.minimum(start + k, D + p)
+        count = end - start if count_include_pad else np.minimum(end, D) - np.maximum(start, 0)
+        out = sums / _wrap(count.astype(x._array.dtype).reshape(1, 1, Do, 1, 1))
+    return out.squeeze(0) if unbatched else out
+
+
+def _adaptive3d_sizes(input, output_size, name):
+    _check_tensor(input)
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"{name}(): Expected 4D or 5D tensor, but got"
+                           f"{':' if 'max' in name else ''} {list(input.shape)}")
+    sizes = tuple(output_size) if isinstance(output_size, (list, tuple)) else (output_size,) * 3
+    if len(sizes) != 3:
+        raise RuntimeError(f"{name}: output_size must be 3")
+    spatial = tuple(input.shape[-3:])
+    empty = [i for i, s in enumerate(input.shape) if s == 0 and i >= 1]
+    if empty:
+        raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {list(input.shape)} with dimension "
+                           f"{empty[0]} being empty")
+    return spatial, tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Average pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size`` (an int or a
+    triple; None keeps that size)."""
+    _, (Do, Ho, Wo) = _adaptive3d_sizes(input, output_size, "adaptive_avg_pool3d")
+    if not input.is_floating_point():
+        raise RuntimeError(f'"adaptive_avg_pool3d_cpu" not implemented for '
+                           f"'{_core.scalar_type_name_of(input._array.dtype)}'")
+    return _window_average(_window_average(_window_average(input, -1, Wo), -2, Ho), -3, Do)
+
+
+def _adaptive_max_pool3d(input, output_size):
+    (D, H, W), (Do, Ho, Wo) = _adaptive3d_sizes(input, output_size, "adaptive_max_pool3d")
+    unbatched = input.dim() == 4
+    x = input.unsqueeze(0) if unbatched else input
+    N, C = x.shape[:2]
+    planes, plane_idx = adaptive_max_pool2d(x.reshape(N, C * D, H, W), (Ho, Wo), True)
+    planes = planes.reshape(N, C, D, Ho, Wo)
+    # Depth windows padded to the longest by repeating their last depth (the max is unchanged
+    # and the first maximum stays first).
+    start, end = _adaptive_bounds(D, Do)
+    k = int((end - start).max())
+    depth_of_tap = np.minimum(start[:, None] + np.arange(k), end[:, None] - 1)     # (Do, k)
+    taps = planes.index_select(2, _wrap(depth_of_tap.reshape(-1).astype(np.int64)))
+    values, tap = taps.reshape(N, C, Do, k, Ho, Wo).max(3)
+    depth = depth_of_tap[np.arange(Do)[:, None, None], tap._array]                  # N,C,Do,..
+    in_plane = np.take_along_axis(plane_idx._array.reshape(N, C, D, Ho, Wo), depth, 2)
+    index = _wrap((depth * (H * W) + in_plane).astype(np.int64))
+    if unbatched:
+        return values.squeeze(0), index.squeeze(0)
+    return values, index
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Max pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size``; return_indices gives
+    flat positions in each D*H*W volume."""
+    values, index = _adaptive_max_pool3d(input, output_size)
+    return (values, index) if return_indices else values
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """``adaptive_max_pool3d`` returning ``(values, indices)``."""
+    return _adaptive_max_pool3d(input, output_size)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, D, H, W) (or (C, D, H, W)) input with probability p, scale
+    by 1/(1-p)."""
+    if input.dim() not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.dim()}-D input to dropout3d, which is "
+                      f"deprecated and will result in an error in a future release. To retain "
+                      f"the behavior and silence this warning, please use dropout instead. Note "
+                      f"that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension "
+                      f"(i.e. 4D or 5D inputs).", UserWarning, stacklevel=2)
+    # Unbatched (C, D, H, W) input - and any other rank, as PyTorch treats it as one sample -
+    # draws one mask value per entry of its first dim.
+    return _channel_dropout(input, p, training, inplace, 5)
