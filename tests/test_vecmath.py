@@ -9,6 +9,7 @@ points.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import shutil
@@ -252,3 +253,47 @@ def test_pow_reference_agrees_with_mpmath():
                 b = mp.power(mp.mpf(float(v)), mp.mpf(y))
                 if b != 0 and -16440 < mp.mag(b) < 16383:
                     assert abs((mp.mpf(str(a)) - b) / b) < mp.mpf(2) ** -60, (v, y)
+
+
+def _gelu_f32(vm, x):
+    fn = vm.lib.tg_vm_gelu_f32
+    ptr = ctypes.POINTER(ctypes.c_float)
+    fn.argtypes = [ptr, ptr, ctypes.c_size_t]
+    fn.restype = None
+    out = np.empty_like(x)
+    fn(x.ctypes.data_as(ptr), out.ctypes.data_as(ptr), x.size)
+    return out
+
+
+def test_gelu_f32_against_the_exact_formula(vm, level):
+    """float32 gelu = 0.5 x (1 + erf(z)) at z = x / sqrt 2 rounded to float, as PyTorch's formula:
+    against that formula evaluated exactly (mpmath), within 1 ulp for x >= 0 on the AVX2 level (its
+    erf's sum and the last multiply-add round twice; the portable level rounds PyTorch's three
+    operations: 1.5 ulp), and for x < 0
+    (where 1 + erf(z) cancels) within the error an erf within 1 ulp would give: 2^-24 |x| / 2
+    plus the result's own rounding.  Special values as the formula gives them."""
+    import mpmath as mp
+
+    rng = _rng("gelu", level)
+    x = np.concatenate([rng.uniform(-6.5, 6.5, 400), rng.standard_normal(300) * 2,
+                        rng.uniform(-1e-3, 1e-3, 100), np.linspace(-5.7, 5.7, 201)]).astype(np.float32)
+    y = _gelu_f32(vm, x).astype(np.float64)
+    z = x * np.float32(1 / math.sqrt(2))
+    with mp.workdps(30):
+        ref = np.array([float(mp.mpf(0.5) * float(a) * (1 + mp.erf(float(b)))) for a, b in zip(x, z)])
+    spacing = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    pos = x >= 0
+    ulps = 1.0 if level == "avx2" else 1.5
+    assert np.all(np.abs(y - ref)[pos] <= ulps * spacing[pos]), _worst(x[pos], y[pos], ref[pos],
+                                                              (np.abs(y - ref) / spacing)[pos])
+    bound = 0.5 * np.abs(x.astype(np.float64)) * 2.0**-24 + spacing
+    assert np.all(np.abs(y - ref)[~pos] <= bound[~pos])
+    special = np.array([0.0, -0.0, 1e-40, -1e-40, np.inf, np.nan, 10.0, -10.0, 3e38, -3e38],
+                       np.float32)
+    got = _gelu_f32(vm, special)
+    half_tiny = np.float32(1e-40) * np.float32(0.5)      # erf(z) ~ z vanishes next to 1
+    want = np.array([0.0, -0.0, half_tiny, -half_tiny, np.inf, np.nan, 10.0, -0.0, 3e38, -0.0],
+                    np.float32)
+    np.testing.assert_array_equal(got, want)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+    assert np.isnan(_gelu_f32(vm, np.array([-np.inf], np.float32)))[0]

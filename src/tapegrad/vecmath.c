@@ -114,25 +114,17 @@ void tg_vm_rem_pio2_huge(double x, double *n_out, double *rhi, double *rlo)
     *rlo = l;
 }
 
-/* ---- dispatch ------------------------------------------------------------------------------- */
-typedef struct {
-#define TG_VM_FIELD(name)                                                        \
-    void (*name##_f64)(const double *, double *, size_t);                        \
-    void (*name##_f32)(const float *, float *, size_t);
-    TG_VM_KERNELS(TG_VM_FIELD)
-#undef TG_VM_FIELD
-    void (*pow_f64)(const double *, double, double *, size_t);
-    void (*pow_f32)(const float *, float, float *, size_t);
-} vm_table;
-
-#define TG_VM_ENTRY(name, level) tg_vm_##name##_f64_##level, tg_vm_##name##_f32_##level,
-#define TG_VM_ENTRY_SCALAR(name) TG_VM_ENTRY(name, scalar)
-static const vm_table table_scalar = { TG_VM_KERNELS(TG_VM_ENTRY_SCALAR)
-                                       tg_vm_pow_f64_scalar, tg_vm_pow_f32_scalar };
+/* ---- dispatch -------------------------------------------------------------------------------
+ * Each public kernel picks its level's function itself (one compare of the active level per
+ * call) rather than through a table of every kernel: a module linking the kernels' static library
+ * for one function (nn_kernels.c calls exp) then carries that function only, since the linker
+ * drops the sections nothing reaches; a table referring to all of them kept a second full copy of
+ * vecmath in _ops_nn. */
 #if TG_VM_BUILD_AVX2
-#define TG_VM_ENTRY_AVX2(name) TG_VM_ENTRY(name, avx2)
-static const vm_table table_avx2 = { TG_VM_KERNELS(TG_VM_ENTRY_AVX2)
-                                     tg_vm_pow_f64_avx2, tg_vm_pow_f32_avx2 };
+#define TG_VM_PICK(level, name, suffix) \
+    ((level) == TG_VM_AVX2 ? tg_vm_##name##_##suffix##_avx2 : tg_vm_##name##_##suffix##_scalar)
+#else
+#define TG_VM_PICK(level, name, suffix) tg_vm_##name##_##suffix##_scalar
 #endif
 
 static const char *const level_names[TG_VM_N_LEVELS] = { "scalar", "avx2" };
@@ -158,18 +150,8 @@ static int cpu_has_avx2_fma(void)
 #endif
 }
 
-static const vm_table *table_for(int level)
-{
-#if TG_VM_BUILD_AVX2
-    if (level == TG_VM_AVX2) return &table_avx2;
-#endif
-    (void)level;
-    return &table_scalar;
-}
-
 /* Resolved on first use.  A race between two first calls is benign: both store the same values. */
 static int active_level = -1;
-static const vm_table *active = NULL;
 
 int tg_vm_best_level(void)
 {
@@ -184,14 +166,13 @@ const char *tg_vm_level_name(int level)
 int tg_vm_set_level(int level)
 {
     if (level < 0 || level > tg_vm_best_level()) return -1;
-    active = table_for(level);
     active_level = level;
     return level;
 }
 
-static const vm_table *resolve(void)
+static int resolve(void)
 {
-    if (active == NULL) {
+    if (active_level < 0) {
         int level = tg_vm_best_level();
         const char *want = getenv("TAPEGRAD_SIMD");
         if (want != NULL) {
@@ -200,23 +181,22 @@ static const vm_table *resolve(void)
         }
         tg_vm_set_level(level);
     }
-    return active;
+    return active_level;
 }
 
 int tg_vm_level(void)
 {
-    resolve();
-    return active_level;
+    return resolve();
 }
 
 #define TG_VM_PUBLIC(name)                                                       \
     void tg_vm_##name##_f64(const double *x, double *y, size_t n)                \
     {                                                                            \
-        resolve()->name##_f64(x, y, n);                                          \
+        TG_VM_PICK(resolve(), name, f64)(x, y, n);                               \
     }                                                                            \
     void tg_vm_##name##_f32(const float *x, float *y, size_t n)                  \
     {                                                                            \
-        resolve()->name##_f32(x, y, n);                                          \
+        TG_VM_PICK(resolve(), name, f32)(x, y, n);                               \
     }
 TG_VM_KERNELS(TG_VM_PUBLIC)
 
@@ -229,7 +209,7 @@ void tg_vm_pow_f64(const double *x, double y, double *out, size_t n)
         for (size_t i = 0; i < n; i++) out[i] = pow(x[i], y);
         return;
     }
-    resolve()->pow_f64(x, y, out, n);
+    TG_VM_PICK(resolve(), pow, f64)(x, y, out, n);
 }
 
 void tg_vm_pow_f32(const float *x, float y, float *out, size_t n)
@@ -238,13 +218,13 @@ void tg_vm_pow_f32(const float *x, float y, float *out, size_t n)
         for (size_t i = 0; i < n; i++) out[i] = powf(x[i], y);
         return;
     }
-    resolve()->pow_f32(x, y, out, n);
+    TG_VM_PICK(resolve(), pow, f32)(x, y, out, n);
 }
 
 void tg_vm_gelu_f32(const float *x, float *y, size_t n)
 {
 #if TG_VM_BUILD_AVX2
-    if (resolve() == &table_avx2) {
+    if (resolve() == TG_VM_AVX2) {
         tg_vm_gelu_f32_avx2(x, y, n);
         return;
     }
@@ -254,7 +234,7 @@ void tg_vm_gelu_f32(const float *x, float *y, size_t n)
     for (size_t i0 = 0; i0 < n; i0 += 256) {
         size_t m = n - i0 < 256 ? n - i0 : 256;
         for (size_t k = 0; k < m; k++) t[k] = x[i0 + k] * TG_VM_SQRT1_2F;
-        resolve()->erf_f32(t, t, m);
+        tg_vm_erf_f32(t, t, m);
         for (size_t k = 0; k < m; k++) y[i0 + k] = 0.5f * x[i0 + k] * (1.0f + t[k]);
     }
 }
@@ -262,7 +242,7 @@ void tg_vm_gelu_f32(const float *x, float *y, size_t n)
 void tg_vm_silu_f32(const float *x, float *y, size_t n)
 {
 #if TG_VM_BUILD_AVX2
-    if (resolve() == &table_avx2) {
+    if (resolve() == TG_VM_AVX2) {
         tg_vm_silu_f32_avx2(x, y, n);
         return;
     }
@@ -271,7 +251,7 @@ void tg_vm_silu_f32(const float *x, float *y, size_t n)
     for (size_t i0 = 0; i0 < n; i0 += 256) {
         size_t m = n - i0 < 256 ? n - i0 : 256;
         for (size_t k = 0; k < m; k++) t[k] = -x[i0 + k];
-        resolve()->exp_f32(t, t, m);
+        tg_vm_exp_f32(t, t, m);
         for (size_t k = 0; k < m; k++) y[i0 + k] = x[i0 + k] / (1.0f + t[k]);
     }
 }
@@ -279,7 +259,7 @@ void tg_vm_silu_f32(const float *x, float *y, size_t n)
 void tg_vm_gelu_grad_f32(const float *g, const float *x, float *out, size_t n)
 {
 #if TG_VM_BUILD_AVX2
-    if (resolve() == &table_avx2) {
+    if (resolve() == TG_VM_AVX2) {
         tg_vm_gelu_grad_f32_avx2(g, x, out, n);
         return;
     }
@@ -292,8 +272,8 @@ void tg_vm_gelu_grad_f32(const float *g, const float *x, float *out, size_t n)
             t1[k] = v * TG_VM_SQRT1_2F;
             t2[k] = -0.5f * v * v;
         }
-        resolve()->erf_f32(t1, t1, m);
-        resolve()->exp_f32(t2, t2, m);
+        tg_vm_erf_f32(t1, t1, m);
+        tg_vm_exp_f32(t2, t2, m);
         for (size_t k = 0; k < m; k++)
             out[i0 + k] = g[i0 + k] * (0.5f * (1.0f + t1[k])
                                        + x[i0 + k] * TG_VM_INV_SQRT_2PIF * t2[k]);
@@ -303,7 +283,7 @@ void tg_vm_gelu_grad_f32(const float *g, const float *x, float *out, size_t n)
 void tg_vm_silu_f64(const double *x, double *y, size_t n)
 {
 #if TG_VM_BUILD_AVX2
-    if (resolve() == &table_avx2) {
+    if (resolve() == TG_VM_AVX2) {
         tg_vm_silu_f64_avx2(x, y, n);
         return;
     }

@@ -46,8 +46,12 @@ typedef enum {
 TG_VM_KERNELS(TG_VM_DECLARE)
 #undef TG_VM_DECLARE
 
-/* gelu x = 0.5 x (1 + erf(x / sqrt 2)) for float32, PyTorch's formula in float, with erf the
- * level's tg_vm_erf_f32 (in registers on the AVX2 level: no staging of erf's argument). */
+/* gelu x = 0.5 x (1 + erf(z)), z = x / sqrt 2 rounded to float, for float32.  The portable level
+ * rounds PyTorch's three operations with the level's tg_vm_erf_f32 (within 1.5 ulp of the exact
+ * formula at the float z for x >= 0); the AVX2 level evaluates erf(z) by its own polynomials
+ * (within 0.75 ulp) and h + h erf(z), h = 0.5 x, by one multiply-add (within 1 ulp for x >= 0).
+ * For x < 0 both are within 2^-25 |x| (+ the result's rounding) of the formula, whose 1 + erf(z)
+ * cancels there. */
 void tg_vm_gelu_f32(const float *x, float *y, size_t n);
 /* silu x = x / (1 + e^-x) for float32, each operation rounded in float (exp: tg_vm_exp_f32). */
 void tg_vm_silu_f32(const float *x, float *y, size_t n);

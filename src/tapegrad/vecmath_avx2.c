@@ -304,11 +304,50 @@ static inline vf erf_f32n(vf x)
     return vf_select(_mm256_cmp_ps(x, x, _CMP_UNORD_Q), x, y);
 }
 
-/* gelu (vecmath.h): PyTorch's 0.5 x (1 + erf(x / sqrt 2)), each operation rounded in float. */
+/* gelu (vecmath.h): 0.5 x (1 + erf(z)), z = x / sqrt 2, with an erf of its own.  The table
+ * lookup of erf_f32n (eight loads and ten shuffles per vector) was most of gelu's time; here each
+ * lane takes its interval's coefficients out of a register (vpermps, one instruction per
+ * coefficient): |z| in 8 intervals around k/2 (k = round(2|z|), at most 7; |z| clamped to 4,
+ * where float erf is 1), erf|z| = c0h + (c0l + t (c1 + ... + t c7)) at t = |z| - k/2
+ * (tools/vecmath_tables.py; approximation error below 2^-29).  Rounded twice (the polynomial
+ * part, then the sum), erf here is within 0.75 ulp (erf_f32n: 0.5); 1 + erf(z) and 0.5 x are
+ * then joined by one multiply-add, h + h e with h = 0.5 x, one rounding fewer than PyTorch's
+ * (0.5 x) (1 + e).  x's sign bit is put back at the end: h + h e is +0 where the product
+ * gives -0 (-0 + +0), and gelu has x's sign.  NaN passes through h; |z| = inf is clamped
+ * (e = +-1: gelu(inf) = inf, gelu(-inf) = NaN, as PyTorch's formula gives). */
+static const float gelu_erf_c0h[8] = VM_GELU_ERF_C0H, gelu_erf_c0l[8] = VM_GELU_ERF_C0L,
+                   gelu_erf_c1[8] = VM_GELU_ERF_C1, gelu_erf_c2[8] = VM_GELU_ERF_C2,
+                   gelu_erf_c3[8] = VM_GELU_ERF_C3, gelu_erf_c4[8] = VM_GELU_ERF_C4,
+                   gelu_erf_c5[8] = VM_GELU_ERF_C5, gelu_erf_c6[8] = VM_GELU_ERF_C6,
+                   gelu_erf_c7[8] = VM_GELU_ERF_C7;
+
+/* Lane i gets column[k_i] (vpermps reads the low three bits of each lane of k). */
+static inline vf vf_pick8(const float *column, vfi k)
+{
+    return _mm256_permutevar8x32_ps(_mm256_loadu_ps(column), k);
+}
+
 static inline vf gelu_f32n(vf x)
 {
-    vf e = erf_f32n(_mm256_mul_ps(x, vf_set(TG_VM_SQRT1_2F)));
-    return _mm256_mul_ps(_mm256_mul_ps(vf_set(0.5f), x), _mm256_add_ps(vf_set(1.0f), e));
+    vf z = _mm256_mul_ps(x, vf_set(TG_VM_SQRT1_2F));
+    vf sign = _mm256_and_ps(z, vf_set(-0.0f));
+    vf a = _mm256_min_ps(_mm256_andnot_ps(vf_set(-0.0f), z), vf_set(4.0f));   /* NaN: 4 */
+    /* 2|z| rounded to an integer k <= 7, which the magic constant leaves in the low bits */
+    vf km = _mm256_min_ps(_mm256_fmadd_ps(a, vf_set(2.0f), vf_set(VF_MAGIC)),
+                          vf_set(VF_MAGIC + 7.0f));
+    vfi k = vf_as_int(km);
+    vf t = _mm256_fnmadd_ps(_mm256_sub_ps(km, vf_set(VF_MAGIC)), vf_set(0.5f), a);  /* exact */
+    vf r = vf_pick8(gelu_erf_c7, k);
+    r = _mm256_fmadd_ps(r, t, vf_pick8(gelu_erf_c6, k));
+    r = _mm256_fmadd_ps(r, t, vf_pick8(gelu_erf_c5, k));
+    r = _mm256_fmadd_ps(r, t, vf_pick8(gelu_erf_c4, k));
+    r = _mm256_fmadd_ps(r, t, vf_pick8(gelu_erf_c3, k));
+    r = _mm256_fmadd_ps(r, t, vf_pick8(gelu_erf_c2, k));
+    r = _mm256_fmadd_ps(r, t, vf_pick8(gelu_erf_c1, k));
+    vf e = _mm256_add_ps(vf_pick8(gelu_erf_c0h, k), _mm256_fmadd_ps(r, t, vf_pick8(gelu_erf_c0l, k)));
+    e = _mm256_or_ps(e, sign);
+    vf h = _mm256_mul_ps(vf_set(0.5f), x);
+    return _mm256_or_ps(_mm256_fmadd_ps(h, e, h), sign);
 }
 
 /* silu (vecmath.h): x / (1 + e^-x) in float. */
