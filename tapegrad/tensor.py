@@ -127,7 +127,22 @@ def _size_kwarg(size: tuple, kwargs: dict) -> tuple:
     return size
 
 
-class Tensor(_core.TensorBase):
+class _TorchNamedClass(type):
+    """Tensor's metaclass: the class prints under PyTorch's name, `<class 'torch.Tensor'>` (and a
+    subclass of ours in tapegrad.nn.parameter as `torch.nn.parameter.Parameter`), so a script
+    run with `import tapegrad as torch` prints what it prints under PyTorch, as dtypes already
+    do.  Only the repr changes: `__module__` stays `tapegrad`, so pickle still finds our classes
+    (renaming the module would make an unpickler import PyTorch itself).  Classes outside the
+    package (a user's subclass) print as usual."""
+
+    def __repr__(cls) -> str:
+        module = cls.__module__
+        if module == "tapegrad" or module.startswith("tapegrad."):
+            module = "torch" + module[len("tapegrad"):]
+        return f"<class '{module}.{cls.__qualname__}'>"
+
+
+class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     """A multi-dimensional array that records the operations applied to it for autograd."""
 
     __module__ = "tapegrad"

@@ -2446,16 +2446,51 @@ def test_function_saved_output_second_derivative_never_silently_drops_terms():
     xs = np.array([0.5, 1.0])
     # PyTorch 2.13 gives these (the double backward runs the custom backward again).
     np.testing.assert_allclose(h.numpy(), [3.4004876208190145, 8.154845485377136])
-    # The unused output died before the backward: its graph is gone, so refuse (it used to give
-    # [0.103, 2.718], silently missing the terms that flow through b).
+    # The unused output died before the backward: the saved output comes back as a new output
+    # of the Function's record, so the terms that flow through b are kept (once these gave
+    # [0.103, 2.718], silently missing them; then they raised).
     a, b = _ExpAndSquare.apply(x)
     s = a.sum()
     del a, b
-    with pytest.raises(RuntimeError, match="create_graph=True needs saved output 1"):
-        tg.autograd.grad(s, x, create_graph=True)
+    g, = tg.autograd.grad(s, x, create_graph=True)
+    h, = tg.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), [3.4004876208190145, 8.154845485377136])
     # A first-order backward does not need the graph: it still works.
     a, b = _ExpAndSquare.apply(x)
     s = a.sum()
     del a, b
     s.backward()
     np.testing.assert_allclose(x.grad.numpy(), np.exp(xs) * xs ** 2)
+
+
+class _SinhWithSavedOutputs(tg.autograd.Function):
+    """The double-backward tutorial's pattern: intermediates returned as outputs so that they
+    are saved with a graph, and a wrapper that returns only the first output."""
+
+    @staticmethod
+    def forward(ctx, x):
+        expx, expnegx = tg.exp(x), tg.exp(-x)
+        ctx.save_for_backward(expx, expnegx)
+        return (expx - expnegx) / 2, expx, expnegx
+
+    @staticmethod
+    def backward(ctx, grad_out, grad_expx, grad_expnegx):
+        expx, expnegx = ctx.saved_tensors
+        grad_input = grad_out * (expx + expnegx) / 2
+        grad_input += grad_expx * expx
+        grad_input -= grad_expnegx * expnegx
+        return grad_input
+
+
+def test_dropped_saved_outputs_second_and_third_derivatives():
+    x = tg.tensor([[-1.0, 0.25], [0.5, 2.0]], dtype=tg.float64, requires_grad=True)
+    sinh = lambda t: _SinhWithSavedOutputs.apply(t)[0]   # noqa: E731
+    assert tg.autograd.gradcheck(sinh, x)
+    assert tg.autograd.gradgradcheck(sinh, x)
+    g, = tg.autograd.grad(sinh(x).sum(), x, create_graph=True)
+    h, = tg.autograd.grad(g.sum(), x, create_graph=True)
+    k, = tg.autograd.grad(h.sum(), x)
+    xs = x.detach().numpy()
+    np.testing.assert_allclose(g.detach().numpy(), np.cosh(xs), rtol=1e-12)
+    np.testing.assert_allclose(h.detach().numpy(), np.sinh(xs), rtol=1e-12)
+    np.testing.assert_allclose(k.numpy(), np.cosh(xs), rtol=1e-12)

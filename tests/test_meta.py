@@ -219,3 +219,10 @@ def test_layers_built_on_meta(torch):
     out, (h, c) = tg.nn.LSTM(3, 4, device="meta")(x)
     ref, (rh, rc) = torch.nn.LSTM(3, 4, device="meta")(torch.randn(5, 2, 3, device="meta"))
     assert (out.shape, h.shape, out.is_meta, h.is_meta) == (ref.shape, rh.shape, True, True)
+
+
+def test_meta_tensor_class_prints_torch_name(torch):
+    assert repr(type(tg.ones(2, device="meta"))) == "<class 'torch.Tensor'>"
+    assert repr(type(tg.zeros(1, device="meta"))) == repr(type(torch.zeros(1, device="meta")))
+    p = tg.nn.Parameter(tg.ones(2, device="meta"))
+    assert repr(type(p)) == repr(type(torch.nn.Parameter(torch.ones(2, device="meta"))))

@@ -353,7 +353,8 @@ cdef int capture_reduce(int op, TensorBase x, object A, tuple axes, bint keepdim
 # module compiles them inline: called through the cross-module function table instead, they made
 # the op families measurably slower than the single module was (issue 18).
 
-cdef type TensorType                    # the class of op results (tapegrad.Tensor once imported)
+cdef object TensorType                  # the class of op results (tapegrad.Tensor once imported;
+                                        # `object`: its metaclass is a subclass of type)
 cdef tuple EMPTY_TUPLE
 
 cdef object as_ndarray(object x)
@@ -369,7 +370,7 @@ cdef inline object nd(object x):
 cdef inline TensorBase wrap(object arr):
     """A new tensor (of the registered Tensor class) holding ndarray `arr`, no grad, no node."""
     cdef TensorBase t = <TensorBase>(<PyTypeObject*>TensorType).tp_new(
-        TensorType, <PyObject*>EMPTY_TUPLE, NULL)
+        <type>TensorType, <PyObject*>EMPTY_TUPLE, NULL)
     t._array = arr
     t._inference = inference_mode_on()
     if CAPTURE is not None:

@@ -1593,7 +1593,9 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                         if isinstance(<object>rec.aux, CompiledBackward):
                             grads = (<CompiledBackward>rec.aux).graph_backward(<list>g)
                         else:
-                            grads = FUNCTION_BACKWARD(<object>rec.aux, g, True)
+                            # + the record's own index: a saved output that died without a
+                            # gradient is revived as a new output of this record
+                            grads = FUNCTION_BACKWARD(<object>rec.aux, g + [i], True)
                         if rec.n_in == 1:
                             grads = grads[0]
                     else:

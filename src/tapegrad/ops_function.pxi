@@ -253,6 +253,25 @@ def _resurrect(Py_ssize_t node, TensorBase like):
     return t
 
 
+def _revive_function_output(Py_ssize_t fi, Py_ssize_t j, TensorBase like):
+    """During a create_graph backward of Function record `fi`: its saved output j died without a
+    gradient, so its output record is gone.  Give it back as a new output record of `fi` (on
+    like's storage), so that derivatives through the saved value reach the Function again, as
+    PyTorch rebuilds a saved output from the Function node.  The sweep holds `fi` (and every
+    index) in place while it runs; the new record comes after it, as the tape's order needs."""
+    if fi < 0 or fi >= TAPE.n or (TAPE.recs[fi].flags & RF_FREE) or \
+            TAPE.recs[fi].op != OP_FUNCTION:
+        raise RuntimeError(f"internal error: record {fi} is not a live custom Function")
+    begin_record(1)
+    cdef TensorBase t = alias(like)
+    cdef Py_ssize_t si = TAPE.append(OP_FN_OUTPUT, 1, &fi)
+    TAPE.recs[si].scalar = <double>j
+    TAPE.recs[si].out = <PyObject*>t
+    t._node = si
+    t._requires_grad = True
+    return t
+
+
 cdef int release_function_ctx(Py_ssize_t i) except -1:
     """After a backward without retain_graph: the ctx drops its saved tensors."""
     if TAPE.recs[i].aux == NULL:

@@ -18,10 +18,10 @@ TensorType = TensorBase                 # replaced by tapegrad.Tensor when the p
 EMPTY_TUPLE = ()
 
 
-def _set_tensor_class(type cls):
+def _set_tensor_class(cls):
     """Called once by tapegrad/tensor.py: results of ops are created as instances of `cls`."""
     global TensorType
-    if not issubclass(cls, TensorBase):
+    if not isinstance(cls, type) or not issubclass(cls, TensorBase):
         raise TypeError("the tensor class must subclass TensorBase")
     TensorType = cls
 

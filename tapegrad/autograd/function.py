@@ -70,9 +70,16 @@ class _SavedOutput:
             return out
         if nodes is not None and _core.is_grad_enabled():
             # A backward with create_graph=True reads a saved output that died without receiving a
-            # gradient (an output the loss did not use): its record is gone, so the alias would
-            # carry no graph and a second derivative would silently miss its terms.  PyTorch
-            # rebuilds it from the Function node; until tapegrad can, refuse loudly.
+            # gradient (an output the loss did not use): its record is gone, and the plain alias
+            # would carry no graph, so a second derivative would silently miss its terms.  As
+            # PyTorch rebuilds it from the Function node, the graph sweep passes this Function's
+            # record after the output records' indices, and the output comes back as a new
+            # output of that record.
+            n_out = len(ctx._output_meta)
+            if len(nodes) > n_out and nodes[n_out] >= 0:
+                out = _core._revive_function_output(nodes[n_out], self.index, self.alias)
+                self.ref = weakref.ref(out)
+                return out
             raise RuntimeError(
                 f"{type(ctx).__name__}: backward with create_graph=True needs saved output "
                 f"{self.index} of the Function, which is no longer referenced and received no "

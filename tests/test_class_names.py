@@ -1,0 +1,48 @@
+"""`print(type(t))` shows PyTorch's class names (`<class 'torch.Tensor'>`), as tutorials print
+them, while pickle keeps finding tapegrad's classes under their real module (issue 15)."""
+from __future__ import annotations
+
+import copy
+import pickle
+import subprocess
+import sys
+
+import tapegrad as tg
+import tapegrad.nn as nn
+
+
+def test_tensor_and_parameter_classes_print_torch_names():
+    assert repr(type(tg.ones(2))) == "<class 'torch.Tensor'>"
+    assert str(tg.Tensor) == "<class 'torch.Tensor'>"
+    assert repr(type(nn.Parameter(tg.ones(2)))) == "<class 'torch.nn.parameter.Parameter'>"
+
+
+def test_names_match_torch(torch):
+    assert repr(type(tg.zeros(3))) == repr(type(torch.zeros(3)))
+    assert repr(type(nn.Parameter(tg.zeros(3)))) == repr(type(torch.nn.Parameter(torch.zeros(3))))
+
+
+def test_a_user_subclass_keeps_its_own_module():
+    class Tagged(tg.Tensor):
+        pass
+    assert repr(Tagged) == f"<class '{__name__}.test_a_user_subclass_keeps_its_own_module.<locals>.Tagged'>"
+
+
+def test_real_module_is_kept_for_pickle():
+    assert tg.Tensor.__module__ == "tapegrad"
+    p = nn.Parameter(tg.arange(3.0))
+    for obj in (p, tg.arange(3.0, requires_grad=True), {"w": p}):
+        back = pickle.loads(pickle.dumps(obj))
+        assert type(back) is type(obj)
+    assert type(copy.deepcopy(p)) is nn.Parameter
+    assert pickle.loads(pickle.dumps(tg.Tensor)) is tg.Tensor
+
+
+def test_unpickling_never_imports_pytorch():
+    # A checkpoint written and read by tapegrad alone must not pull PyTorch in by the class name.
+    code = ("import pickle, sys, tapegrad as tg, tapegrad.nn as nn\n"
+            "blob = pickle.dumps([nn.Parameter(tg.ones(2)), tg.ones(2)])\n"
+            "pickle.loads(blob)\n"
+            "print('torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
