@@ -45,6 +45,7 @@ from ._extra_losses import (cosine_embedding_loss, cosine_similarity,  # noqa: E
 from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402
 
 from ._extra_activations import alpha_dropout, gumbel_softmax  # noqa: E402
+from .._torch_functional import pdist  # noqa: E402,F401  (torch.pdist, also F.pdist)
 
 # inplace=True on a tensor in a graph: recorded as PyTorch's in-place activations are.
 from ._graph_inplace import recording_inplace as _recording_inplace  # noqa: E402
