@@ -107,6 +107,8 @@ __all__ = [
     'acos_',
     'acosh',
     'acosh_',
+    'adaptive_avg_pool1d',
+    'adaptive_max_pool1d',
     'add',
     'addcdiv',
     'addcmul',
@@ -115,6 +117,8 @@ __all__ = [
     'addr',
     'all',
     'allclose',
+    'alpha_dropout',
+    'alpha_dropout_',
     'amax',
     'amin',
     'aminmax',
@@ -154,11 +158,15 @@ __all__ = [
     'atleast_3d',
     'autocast',
     'autograd',
+    'avg_pool1d',
     'backends',
     'baddbmm',
+    'batch_norm',
     'bench',
     'bernoulli',
     'bfloat16',
+    'bilinear',
+    'binary_cross_entropy_with_logits',
     'bincount',
     'bitwise_and',
     'bitwise_left_shift',
@@ -180,8 +188,11 @@ __all__ = [
     'cdouble',
     'ceil',
     'ceil_',
+    'celu',
+    'celu_',
     'cfloat',
     'chalf',
+    'channel_shuffle',
     'cholesky',
     'chunk',
     'clamp',
@@ -202,12 +213,18 @@ __all__ = [
     'concat',
     'concatenate',
     'contractions',
+    'conv1d',
+    'conv2d',
+    'conv_transpose1d',
+    'conv_transpose2d',
     'copysign',
     'corrcoef',
     'cos',
     'cos_',
     'cosh',
     'cosh_',
+    'cosine_embedding_loss',
+    'cosine_similarity',
     'count_nonzero',
     'cov',
     'creation',
@@ -238,6 +255,7 @@ __all__ = [
     'dot',
     'double',
     'dropout',
+    'dropout_',
     'dsplit',
     'dstack',
     'dtype',
@@ -260,6 +278,10 @@ __all__ = [
     'expm1',
     'expm1_',
     'eye',
+    'feature_alpha_dropout',
+    'feature_alpha_dropout_',
+    'feature_dropout',
+    'feature_dropout_',
     'fft',
     'finfo',
     'fix',
@@ -296,8 +318,11 @@ __all__ = [
     'grad_mode',
     'greater',
     'greater_equal',
+    'group_norm',
     'gt',
     'half',
+    'hardshrink',
+    'hinge_embedding_loss',
     'histc',
     'histogram',
     'hsplit',
@@ -315,6 +340,7 @@ __all__ = [
     'inference_mode',
     'initial_seed',
     'inner',
+    'instance_norm',
     'int',
     'int16',
     'int32',
@@ -340,6 +366,7 @@ __all__ = [
     'isneginf',
     'isposinf',
     'jit',
+    'kl_div',
     'kron',
     'kthvalue',
     'layer_norm',
@@ -375,11 +402,15 @@ __all__ = [
     'long',
     'lt',
     'manual_seed',
+    'margin_ranking_loss',
     'masked_fill',
     'masked_select',
     'matmul',
     'matrix_power',
     'max',
+    'max_pool1d',
+    'max_pool1d_with_indices',
+    'max_pool2d',
     'maximum',
     'mean',
     'median',
@@ -421,12 +452,18 @@ __all__ = [
     'onnx',
     'optim',
     'outer',
+    'pairwise_distance',
+    'pdist',
     'permute',
     'pi',
     'pinverse',
+    'pixel_shuffle',
+    'pixel_unshuffle',
     'poisson',
+    'poisson_nll_loss',
     'positive',
     'pow',
+    'prelu',
     'prod',
     'profiler',
     'promote_types',
@@ -456,6 +493,8 @@ __all__ = [
     'round',
     'round_',
     'row_stack',
+    'rrelu',
+    'rrelu_',
     'rsqrt',
     'rsqrt_',
     'save',
@@ -466,6 +505,8 @@ __all__ = [
     'searchsorted',
     'seed',
     'select',
+    'selu',
+    'selu_',
     'serialization',
     'set_default_device',
     'set_default_dtype',
@@ -521,6 +562,8 @@ __all__ = [
     'tensor_split',
     'tensordot',
     'testing',
+    'threshold',
+    'threshold_',
     'tile',
     'topk',
     'trace',
@@ -529,6 +572,7 @@ __all__ = [
     'trapz',
     'tril',
     'tril_indices',
+    'triplet_margin_loss',
     'triu',
     'triu_indices',
     'true_divide',
@@ -852,6 +896,7 @@ class Tensor:
     def gt(self, other: Any) -> Tensor: ...
     def gt_(self, *args: Any, **kwargs: Any) -> Tensor: ...
     def half(self, memory_format: Any = ...) -> Tensor: ...
+    def hardshrink(self, *args: Any, **kwargs: Any) -> Any: ...
     def histc(self, *args: Any, **kwargs: Any) -> Tensor: ...
     def histogram(self, *args: Any, **kwargs: Any) -> Any: ...
     def hsplit(self, *args: Any, **kwargs: Any) -> Any: ...
@@ -1002,6 +1047,7 @@ class Tensor:
     def positive(self, *args: Any, **kwargs: Any) -> Tensor: ...
     def pow(self, exponent: Any) -> Tensor: ...
     def pow_(self, *args: Any, **kwargs: Any) -> Tensor: ...
+    def prelu(self, *args: Any, **kwargs: Any) -> Any: ...
     def prod(self, dim: Any = ..., keepdim: Any = ..., *, dtype: Any = ..., axis: Any = ..., keepdims: Any = ...) -> Tensor: ...
     def quantile(self, *args: Any, **kwargs: Any) -> Any: ...
     def rad2deg(self, *args: Any, **kwargs: Any) -> Any: ...
@@ -1143,6 +1189,10 @@ def acosh(input: Any) -> Tensor: ...
 
 def acosh_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 
+def adaptive_avg_pool1d(input: Any, output_size: Any) -> Tensor: ...
+
+def adaptive_max_pool1d(input: Any, output_size: Any) -> Any: ...
+
 def add(input: Any, other: Any, *, alpha: Any = ..., out: Any = ...) -> Tensor: ...
 
 def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = ...) -> Tensor: ...
@@ -1156,6 +1206,10 @@ def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = ..., alpha: Any = ...,
 def all(input: Any, dim: Any = ..., keepdim: Any = ..., *, axis: Any = ..., keepdims: Any = ...) -> Tensor: ...
 
 def allclose(input: Tensor, other: Tensor, rtol: _float = ..., atol: _float = ..., equal_nan: _bool = ...) -> _bool: ...
+
+def alpha_dropout(input: Any, p: Any, train: Any) -> Tensor: ...
+
+def alpha_dropout_(input: Any, p: Any, train: Any) -> Any: ...
 
 def amax(input: Any, dim: Any = ..., keepdim: Any = ..., *, axis: Any = ..., keepdims: Any = ...) -> Tensor: ...
 
@@ -1218,9 +1272,17 @@ def atleast_2d(*tensors: Any) -> Any: ...
 
 def atleast_3d(*tensors: Any) -> Any: ...
 
+def avg_pool1d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: Any = ..., count_include_pad: Any = ...) -> Tensor: ...
+
+def batch_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, training: Any, momentum: Any, eps: Any, cudnn_enabled: Any) -> Tensor: ...
+
 def bernoulli(input: Any, p: Any = ..., *, generator: Any = ..., out: Any = ...) -> Tensor: ...
 
 bfloat16: dtype
+def bilinear(input1: Any, input2: Any, weight: Any, bias: Any = ...) -> Tensor: ...
+
+def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = ..., pos_weight: Any = ..., reduction: Any = ...) -> Tensor: ...
+
 def bincount(input: Any, weights: Any = ..., minlength: Any = ...) -> Tensor: ...
 
 def bitwise_and(input: Any, other: Any) -> Tensor: ...
@@ -1261,8 +1323,14 @@ def ceil(input: Any) -> Tensor: ...
 
 def ceil_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 
+def celu(input: Any, alpha: Any = ...) -> Tensor: ...
+
+def celu_(input: Any, alpha: Any = ...) -> Any: ...
+
 cfloat: dtype
 chalf: dtype
+def channel_shuffle(input: Any, groups: Any) -> Tensor: ...
+
 def cholesky(input: Any, upper: Any = ..., *, out: Any = ...) -> Tensor: ...
 
 def chunk(input: Tensor, chunks: _int, dim: _int = 0) -> builtins.tuple[Tensor, ...]: ...
@@ -1294,6 +1362,14 @@ complex64: dtype
 concat = cat
 def concatenate(tensors: Any, axis: Any = ...) -> Tensor: ...
 
+def conv1d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ...) -> Tensor: ...
+
+def conv2d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ...) -> Tensor: ...
+
+def conv_transpose1d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., dilation: Any = ...) -> Tensor: ...
+
+def conv_transpose2d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., dilation: Any = ...) -> Tensor: ...
+
 def copysign(input: Any, other: Any, *, out: Any = ...) -> Any: ...
 
 def corrcoef(input: Any) -> Any: ...
@@ -1305,6 +1381,10 @@ def cos_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 def cosh(input: Any) -> Tensor: ...
 
 def cosh_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
+
+def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: Any = ..., reduction: Any = ...) -> Tensor: ...
+
+def cosine_similarity(x1: Any, x2: Any, dim: Any = ..., eps: Any = ...) -> Tensor: ...
 
 def count_nonzero(input: Any, dim: Any = ..., *, axis: Any = ...) -> Tensor: ...
 
@@ -1362,6 +1442,8 @@ def dot(input: Any, tensor: Any) -> Tensor: ...
 double: dtype
 def dropout(input: Any, p: Any, train: Any) -> Tensor: ...
 
+def dropout_(input: Any, p: Any, train: Any) -> Any: ...
+
 def dsplit(input: Any, indices_or_sections: Any) -> Any: ...
 
 def dstack(tensors: Any) -> Tensor: ...
@@ -1401,6 +1483,14 @@ def exp_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 def expm1(input: Any) -> Tensor: ...
 
 def expm1_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
+
+def feature_alpha_dropout(input: Any, p: Any, train: Any) -> Any: ...
+
+def feature_alpha_dropout_(input: Any, p: Any, train: Any) -> Any: ...
+
+def feature_dropout(input: Any, p: Any, train: Any) -> Any: ...
+
+def feature_dropout_(input: Any, p: Any, train: Any) -> Any: ...
 
 class finfo:
     def __eq__(self, other: Any) -> Any: ...
@@ -1458,9 +1548,15 @@ def get_num_threads() -> _int: ...
 
 greater = gt
 greater_equal = ge
+def group_norm(input: Any, num_groups: Any, weight: Any = ..., bias: Any = ..., eps: Any = ..., cudnn_enabled: Any = ...) -> Tensor: ...
+
 def gt(input: Any, other: Any) -> Tensor: ...
 
 half: dtype
+def hardshrink(input: Any, lambd: Any = ...) -> Tensor: ...
+
+def hinge_embedding_loss(input: Any, target: Any, margin: Any = ..., reduction: Any = ...) -> Tensor: ...
+
 def histc(input: Any, bins: Any = ..., min: Any = ..., max: Any = ...) -> Tensor: ...
 
 def histogram(input: Any, bins: Any = ..., *, range: Any = ..., weight: Any = ..., density: Any = ...) -> Any: ...
@@ -1491,6 +1587,8 @@ def index_select(input: Any, dim: Any = ..., index: Any = ..., *, axis: Any = ..
 
 inf: _float
 def inner(input: Any, other: Any, *, out: Any = ...) -> Any: ...
+
+def instance_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, use_input_stats: Any, momentum: Any, eps: Any, cudnn_enabled: Any) -> Tensor: ...
 
 int: dtype
 int16: dtype
@@ -1528,6 +1626,8 @@ def isnan(input: Any) -> Tensor: ...
 def isneginf(input: Any) -> Tensor: ...
 
 def isposinf(input: Any) -> Tensor: ...
+
+def kl_div(input: Any, target: Any, reduction: Any = ..., *, log_target: Any = ...) -> Tensor: ...
 
 def kron(input: Any, other: Any, *, out: Any = ...) -> Any: ...
 
@@ -1589,6 +1689,8 @@ def logsumexp(input: Any, dim: Any = ..., keepdim: Any = ..., *, axis: Any = ...
 long: dtype
 def lt(input: Any, other: Any) -> Tensor: ...
 
+def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: Any = ..., reduction: Any = ...) -> Tensor: ...
+
 def masked_fill(input: Any, mask: Any, value: Any) -> Tensor: ...
 
 def masked_select(input: Any, mask: Any) -> Tensor: ...
@@ -1598,6 +1700,12 @@ def matmul(input: Any, other: Any, *, out: Any = ...) -> Tensor: ...
 def matrix_power(input: Any, n: Any) -> Tensor: ...
 
 def max(input: Any, dim: Any = ..., keepdim: Any = ..., *, axis: Any = ..., keepdims: Any = ...) -> Any: ...
+
+def max_pool1d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ...) -> Any: ...
+
+def max_pool1d_with_indices(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ...) -> Any: ...
+
+def max_pool2d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ...) -> Any: ...
 
 def maximum(input: Any, other: Any) -> Tensor: ...
 
@@ -1664,16 +1772,28 @@ def numel(input: Tensor) -> _int: ...
 
 def outer(input: Any, vec2: Any) -> Tensor: ...
 
+def pairwise_distance(x1: Any, x2: Any, p: Any = ..., eps: Any = ..., keepdim: Any = ...) -> Tensor: ...
+
+def pdist(input: Any, p: Any = ...) -> Any: ...
+
 def permute(input: Any, *dims_args: Any, dims: Any = ...) -> Tensor: ...
 
 pi: _float
 def pinverse(input: Any, rcond: Any = ...) -> Tensor: ...
 
+def pixel_shuffle(input: Any, upscale_factor: Any) -> Tensor: ...
+
+def pixel_unshuffle(input: Any, downscale_factor: Any) -> Tensor: ...
+
 def poisson(input: Any, generator: Any = ...) -> Tensor: ...
+
+def poisson_nll_loss(input: Any, target: Any, log_input: Any, full: Any, eps: Any, reduction: Any) -> Tensor: ...
 
 def positive(input: Any) -> Tensor: ...
 
 def pow(a: Any, b: Any) -> Tensor: ...
+
+def prelu(input: Any, weight: Any) -> Tensor: ...
 
 def prod(input: Any, dim: Any = ..., keepdim: Any = ..., *, dtype: Any = ..., axis: Any = ..., keepdims: Any = ...) -> Tensor: ...
 
@@ -1725,6 +1845,10 @@ def round(input: Any, *, decimals: Any = ...) -> Tensor: ...
 def round_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 
 row_stack = vstack
+def rrelu(input: Any, lower: Any = ..., upper: Any = ..., training: Any = ..., generator: Any = ...) -> Tensor: ...
+
+def rrelu_(input: Any, lower: Any = ..., upper: Any = ..., training: Any = ..., generator: Any = ...) -> Any: ...
+
 def rsqrt(input: Any) -> Tensor: ...
 
 def rsqrt_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
@@ -1740,6 +1864,10 @@ def scatter_reduce(input: Any, dim: Any, index: Any, src: Any, reduce: Any, *, i
 def searchsorted(sorted_sequence: Any, input: Any, *, out_int32: Any = ..., right: Any = ..., side: Any = ..., sorter: Any = ..., out: Any = ...) -> Any: ...
 
 def select(input: Any, dim: Any = ..., index: Any = ..., *, axis: Any = ...) -> Tensor: ...
+
+def selu(input: Any) -> Tensor: ...
+
+def selu_(input: Any) -> Any: ...
 
 def set_default_device(spec: Any) -> None: ...
 
@@ -1834,6 +1962,10 @@ def tensor_split(input: Any, indices_or_sections: Any, dim: Any = ...) -> Any: .
 
 def tensordot(a: Any, b: Any, dims: Any = ..., out: Any = ...) -> Any: ...
 
+def threshold(input: Any, threshold: Any, value: Any) -> Tensor: ...
+
+def threshold_(input: Any, threshold: Any, value: Any) -> Any: ...
+
 def tile(input: Any, *dims_args: Any, dims: Any = ...) -> Tensor: ...
 
 def topk(input: Any, k: Any, dim: Any = ..., largest: Any = ..., sorted: Any = ...) -> Any: ...
@@ -1849,6 +1981,8 @@ def trapz(y: Any, x: Any = ..., *, dx: Any = ..., dim: Any = ...) -> Any: ...
 def tril(input: Any, diagonal: Any = ...) -> Tensor: ...
 
 def tril_indices(row: Any, col: Any, offset: Any = ..., *, dtype: Any = ..., device: Any = ..., layout: Any = ...) -> Tensor: ...
+
+def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: Any = ..., p: Any = ..., eps: Any = ..., swap: Any = ..., reduction: Any = ...) -> Tensor: ...
 
 def triu(input: Any, diagonal: Any = ...) -> Tensor: ...
 
