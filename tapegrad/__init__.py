@@ -124,6 +124,9 @@ _more_math.register(globals(), Tensor)
 from . import _more_creation, _more_tensor_ops
 _more_creation.register(globals(), Tensor)
 _more_tensor_ops.register(globals(), Tensor)
+from . import _memory_format, _settings
+_memory_format.register(globals(), Tensor)
+_settings.register(globals())
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled, is_inference)
 from . import _saved_attrs  # noqa: F401  (installs the grad_fn._saved_* reader in the core)

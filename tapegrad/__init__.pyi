@@ -142,6 +142,7 @@ __all__ = [
     'arctan_',
     'arctanh',
     'arctanh_',
+    'are_deterministic_algorithms_enabled',
     'argmax',
     'argmin',
     'argsort',
@@ -162,6 +163,8 @@ __all__ = [
     'atleast_2d',
     'atleast_3d',
     'autocast',
+    'autocast_decrement_nesting',
+    'autocast_increment_nesting',
     'autograd',
     'avg_pool1d',
     'backends',
@@ -201,6 +204,8 @@ __all__ = [
     'chain_matmul',
     'chalf',
     'channel_shuffle',
+    'channels_last',
+    'channels_last_3d',
     'cholesky',
     'cholesky_inverse',
     'cholesky_solve',
@@ -211,6 +216,7 @@ __all__ = [
     'clamp_max_',
     'clamp_min',
     'clamp_min_',
+    'clear_autocast_cache',
     'clip',
     'clip_',
     'clone',
@@ -225,6 +231,7 @@ __all__ = [
     'conj',
     'conj_physical',
     'conj_physical_',
+    'contiguous_format',
     'contractions',
     'conv1d',
     'conv2d',
@@ -338,8 +345,13 @@ __all__ = [
     'ge',
     'geqrf',
     'ger',
+    'get_autocast_cpu_dtype',
+    'get_autocast_dtype',
+    'get_autocast_gpu_dtype',
     'get_default_device',
     'get_default_dtype',
+    'get_deterministic_debug_mode',
+    'get_float32_matmul_precision',
     'get_num_interop_threads',
     'get_num_threads',
     'get_rng_state',
@@ -386,8 +398,12 @@ __all__ = [
     'inverse',
     'is_anomaly_check_nan_enabled',
     'is_anomaly_enabled',
+    'is_autocast_cache_enabled',
+    'is_autocast_cpu_enabled',
+    'is_autocast_enabled',
     'is_complex',
     'is_conj',
+    'is_deterministic_algorithms_warn_only_enabled',
     'is_floating_point',
     'is_grad_enabled',
     'is_inference',
@@ -397,6 +413,7 @@ __all__ = [
     'is_same_size',
     'is_signed',
     'is_tensor',
+    'is_warn_always_enabled',
     'isclose',
     'isfinite',
     'isin',
@@ -417,6 +434,7 @@ __all__ = [
     'ldexp',
     'ldexp_',
     'le',
+    'legacy_contiguous_format',
     'lerp',
     'less',
     'less_equal',
@@ -463,6 +481,7 @@ __all__ = [
     'maximum',
     'mean',
     'median',
+    'memory_format',
     'meshgrid',
     'min',
     'minimum',
@@ -517,6 +536,7 @@ __all__ = [
     'positive',
     'pow',
     'prelu',
+    'preserve_format',
     'prod',
     'profiler',
     'promote_types',
@@ -572,14 +592,24 @@ __all__ = [
     'selu',
     'selu_',
     'serialization',
+    'set_autocast_cache_enabled',
+    'set_autocast_cpu_dtype',
+    'set_autocast_cpu_enabled',
+    'set_autocast_dtype',
+    'set_autocast_enabled',
+    'set_autocast_gpu_dtype',
     'set_default_device',
     'set_default_dtype',
     'set_default_tensor_type',
+    'set_deterministic_debug_mode',
+    'set_float32_matmul_precision',
+    'set_flush_denormal',
     'set_grad_enabled',
     'set_num_interop_threads',
     'set_num_threads',
     'set_printoptions',
     'set_rng_state',
+    'set_warn_always',
     'sgn',
     'short',
     'sigmoid',
@@ -659,6 +689,7 @@ __all__ = [
     'unsafe_split',
     'unsafe_split_with_sizes',
     'unsqueeze',
+    'use_deterministic_algorithms',
     'utils',
     'vander',
     'var',
@@ -1412,6 +1443,8 @@ def arctan_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 arctanh = atanh
 def arctanh_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 
+def are_deterministic_algorithms_enabled() -> _bool: ...
+
 def argmax(input: Any, dim: Any = ..., keepdim: Any = ..., *, axis: Any = ..., keepdims: Any = ...) -> Tensor: ...
 
 def argmin(input: Any, dim: Any = ..., keepdim: Any = ..., *, axis: Any = ..., keepdims: Any = ...) -> Tensor: ...
@@ -1447,6 +1480,10 @@ def atleast_1d(*tensors: Any) -> Any: ...
 def atleast_2d(*tensors: Any) -> Any: ...
 
 def atleast_3d(*tensors: Any) -> Any: ...
+
+def autocast_decrement_nesting() -> _int: ...
+
+def autocast_increment_nesting() -> _int: ...
 
 def avg_pool1d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: Any = ..., count_include_pad: Any = ...) -> Tensor: ...
 
@@ -1513,6 +1550,8 @@ def chain_matmul(*matrices: Any, out: Any = ...) -> Any: ...
 chalf: dtype
 def channel_shuffle(input: Any, groups: Any) -> Tensor: ...
 
+channels_last: Any
+channels_last_3d: Any
 def cholesky(input: Any, upper: Any = ..., *, out: Any = ...) -> Tensor: ...
 
 def cholesky_inverse(input: Any, upper: Any = ..., *, out: Any = ...) -> Any: ...
@@ -1532,6 +1571,8 @@ def clamp_max_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 def clamp_min(input: Any, min: Any) -> Tensor: ...
 
 def clamp_min_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
+
+def clear_autocast_cache() -> Any: ...
 
 clip = clamp
 def clip_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
@@ -1554,6 +1595,7 @@ def conj_physical(input: Any, *, out: Any = ...) -> Any: ...
 
 def conj_physical_(input: Any) -> Any: ...
 
+contiguous_format: Any
 def conv1d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ...) -> Tensor: ...
 
 def conv2d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ...) -> Tensor: ...
@@ -1760,9 +1802,19 @@ def ge(input: Any, other: Any) -> Tensor: ...
 def geqrf(input: Any, *, out: Any = ...) -> Any: ...
 
 ger = outer
+def get_autocast_cpu_dtype() -> Any: ...
+
+def get_autocast_dtype(device_type: _str) -> Any: ...
+
+def get_autocast_gpu_dtype() -> Any: ...
+
 def get_default_device() -> Any: ...
 
 def get_default_dtype() -> dtype: ...
+
+def get_deterministic_debug_mode() -> _int: ...
+
+def get_float32_matmul_precision() -> _str: ...
 
 def get_num_interop_threads() -> _int: ...
 
@@ -1837,9 +1889,17 @@ int64: dtype
 int8: dtype
 def inverse(input: Any, *, out: Any = ...) -> Tensor: ...
 
+def is_autocast_cache_enabled() -> _bool: ...
+
+def is_autocast_cpu_enabled() -> _bool: ...
+
+def is_autocast_enabled(device_type: _str = ...) -> _bool: ...
+
 def is_complex(input: Tensor) -> _bool: ...
 
 def is_conj(input: Any) -> _bool: ...
+
+def is_deterministic_algorithms_warn_only_enabled() -> _bool: ...
 
 def is_floating_point(input: Tensor) -> _bool: ...
 
@@ -1856,6 +1916,8 @@ def is_same_size(input: Any, other: Any) -> Any: ...
 def is_signed(input: Any) -> Any: ...
 
 def is_tensor(obj: Any) -> _bool: ...
+
+def is_warn_always_enabled() -> _bool: ...
 
 def isclose(input: Any, other: Any, rtol: Any = ..., atol: Any = ..., equal_nan: Any = ...) -> Tensor: ...
 
@@ -1898,6 +1960,7 @@ def ldexp_(self: Any, *args: Any, **kwargs: Any) -> Any: ...
 
 def le(input: Any, other: Any) -> Tensor: ...
 
+legacy_contiguous_format: Any
 def lerp(input: Any, end: Any, weight: Any) -> Tensor: ...
 
 less = lt
@@ -1976,6 +2039,10 @@ def maximum(input: Any, other: Any) -> Tensor: ...
 def mean(input: Any, dim: Any = ..., keepdim: Any = ..., *, dtype: Any = ..., axis: Any = ..., keepdims: Any = ...) -> Tensor: ...
 
 def median(input: Any, dim: Any = ..., keepdim: Any = ..., *, out: Any = ...) -> Any: ...
+
+class memory_format:
+    def __init__(self, name: _str) -> None: ...
+    def __repr__(self) -> _str: ...
 
 def meshgrid(*tensors: Any, indexing: Any = ...) -> Any: ...
 
@@ -2066,6 +2133,7 @@ def pow(a: Any, b: Any) -> Tensor: ...
 
 def prelu(input: Any, weight: Any) -> Tensor: ...
 
+preserve_format: Any
 def prod(input: Any, dim: Any = ..., keepdim: Any = ..., *, dtype: Any = ..., axis: Any = ..., keepdims: Any = ...) -> Tensor: ...
 
 def promote_types(type1: Any, type2: Any) -> Any: ...
@@ -2162,17 +2230,37 @@ def selu(input: Any) -> Tensor: ...
 
 def selu_(input: Any) -> Any: ...
 
+def set_autocast_cache_enabled(enabled: Any) -> None: ...
+
+def set_autocast_cpu_dtype(dtype: Any) -> None: ...
+
+def set_autocast_cpu_enabled(enabled: Any) -> None: ...
+
+def set_autocast_dtype(device_type: _str, dtype: Any) -> None: ...
+
+def set_autocast_enabled(device_type: Any, enabled: Any = ...) -> Any: ...
+
+def set_autocast_gpu_dtype(dtype: Any) -> None: ...
+
 def set_default_device(spec: Any) -> None: ...
 
 def set_default_dtype(d: Any) -> None: ...
 
 def set_default_tensor_type(t: Any) -> None: ...
 
+def set_deterministic_debug_mode(debug_mode: Any) -> None: ...
+
+def set_float32_matmul_precision(precision: Any) -> None: ...
+
+def set_flush_denormal(mode: Any) -> _bool: ...
+
 def set_num_interop_threads(n: _int) -> None: ...
 
 def set_num_threads(n: _int) -> None: ...
 
 def set_printoptions(precision: Any = ..., threshold: Any = ..., edgeitems: Any = ..., linewidth: Any = ..., profile: Any = ..., sci_mode: Any = ...) -> None: ...
+
+def set_warn_always(b: Any) -> None: ...
 
 def sgn(input: Any) -> Tensor: ...
 
@@ -2319,6 +2407,8 @@ def unsafe_split(input: Any, split_size: Any, dim: Any = ...) -> Any: ...
 def unsafe_split_with_sizes(input: Any, split_sizes: Any, dim: Any = ...) -> Any: ...
 
 def unsqueeze(input: Any, dim: Any = ..., *, axis: Any = ...) -> Tensor: ...
+
+def use_deterministic_algorithms(mode: Any, *, warn_only: Any = ...) -> None: ...
 
 def vander(x: Any, N: Any = ..., increasing: Any = ...) -> Any: ...
 
