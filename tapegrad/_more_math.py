@@ -759,6 +759,171 @@ def geqrf(input, *, out=None):
     return result
 
 
+# -- LU factorisation ------------------------------------------------------------------------------
+
+def _lu_factor_values(a: np.ndarray):
+    """LAPACK getrf by partial pivoting on a copy of a (..., m, n): the packed LU (L below the
+    diagonal, unit diagonal implied, U on and above) and the 1-based int32 pivots (row k was
+    swapped with row pivots[k] - 1; the first largest |value| wins, as LAPACK's idamax)."""
+    lu = np.array(a, dtype=a.dtype, copy=True)
+    m, n = lu.shape[-2:]
+    k_count = min(m, n)
+    batch = lu.shape[:-2]
+    lu = lu.reshape((-1, m, n))
+    pivots = np.zeros((lu.shape[0], k_count), dtype=np.int32)
+    rows = np.arange(lu.shape[0])
+    for k in range(k_count):
+        p = k + np.argmax(np.abs(lu[:, k:, k]), axis=1)
+        pivots[:, k] = p + 1
+        top = lu[rows, k].copy()
+        lu[rows, k] = lu[rows, p]
+        lu[rows, p] = top
+        pivot = lu[:, k, k]
+        safe = np.where(pivot == 0, 1, pivot)           # a zero column stays zero (LAPACK)
+        lu[:, k + 1:, k] = np.where(pivot[:, None] == 0, lu[:, k + 1:, k],
+                                    lu[:, k + 1:, k] / safe[:, None])
+        lu[:, k + 1:, k + 1:] -= lu[:, k + 1:, k, None] * lu[:, k, None, k + 1:]
+    return lu.reshape(batch + (m, n)), pivots.reshape(batch + (k_count,))
+
+
+def _permutation(pivots: np.ndarray, m: int) -> np.ndarray:
+    """perm with A[..., perm, :] = L U for LAPACK pivots (P[perm[i], i] = 1)."""
+    flat = pivots.reshape((-1, pivots.shape[-1]))
+    perm = np.tile(np.arange(m), (flat.shape[0], 1))
+    rows = np.arange(flat.shape[0])
+    for k in range(flat.shape[1]):
+        swap = flat[:, k] - 1
+        current = perm[rows, k].copy()
+        perm[rows, k] = perm[rows, swap]
+        perm[rows, swap] = current
+    return perm.reshape(pivots.shape[:-1] + (m,))
+
+
+class _LUFactor(Function):
+    """The packed LU of a square matrix; backward from the factors' gradients (tril(-1) of the
+    packed gradient for L, triu for U): P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T."""
+
+    @staticmethod
+    def forward(ctx, a, lu_values, pivots):
+        lu = _wrap(lu_values)
+        ctx.save_for_backward(lu)
+        ctx.square = a.shape[-1] == a.shape[-2]
+        ctx.perm = _permutation(pivots, a.shape[-2])
+        return lu
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.square:
+            raise NotImplementedError("tapegrad differentiates torch.lu of square matrices "
+                                      "only")
+        lu, = ctx.saved_tensors
+        from .linalg import solve_triangular
+        grad_lower, upper = grad.tril(-1), lu.triu()
+        # L = tril(LU, -1) + I, so L^T gL = tril(LU, -1)^T gL + gL
+        phi = (_core.matmul(lu.tril(-1).mT, grad_lower) + grad_lower).tril(-1) + \
+            _core.matmul(grad.triu(), upper.mT).triu()
+        x = solve_triangular(lu.mT, phi, upper=True, unitriangular=True)
+        x = solve_triangular(lu.mT, x, upper=False, left=False)
+        return _unpermute_rows(x, ctx.perm), None, None
+
+
+def _unpermute_rows(x, perm: np.ndarray):
+    """P x for the permutation perm (row perm[i] of the result is row i of x)."""
+    inverse = np.argsort(perm, axis=-1)
+    index = np.broadcast_to(inverse[..., None], inverse.shape + (x.shape[-1],))
+    return x.gather(-2, _wrap(np.ascontiguousarray(index, dtype=np.int64)))
+
+
+_torch_grad_fn_name(_LUFactor, "LinalgLuFactorExBackward0")
+
+
+def lu(A, pivot=True, get_infos=False, out=None):
+    """The LU factorisation with partial pivoting (deprecated by PyTorch, which warns, in
+    favour of linalg.lu_factor): (LU, pivots) or, with get_infos, (LU, pivots, info) where info
+    counts nothing but marks a zero pivot (its 1-based index), as LAPACK's."""
+    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / "
+                  "torch.linalg.lu_factor_ex and will be removed in a future PyTorch release.\n"
+                  "LU, pivots = torch.lu(A, compute_pivots)\nshould be replaced with\nLU, pivots "
+                  "= torch.linalg.lu_factor(A, compute_pivots)\nand\nLU, pivots, info = "
+                  "torch.lu(A, compute_pivots, get_infos=True)\nshould be replaced with\nLU, "
+                  "pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)", UserWarning,
+                  stacklevel=2)
+    _check_tensor(A, "lu", "A")
+    if A.dim() < 2:
+        raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
+                           f"size: {list(A.shape)} instead")
+    if not A.dtype.is_floating_point:
+        raise NotImplementedError(f'"lu_cpu" not implemented for '
+                                  f"'{_dtype_name(A._array).capitalize()}'")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    lu_values, pivots = _lu_factor_values(A._array)
+    packed = _LUFactor.apply(A, lu_values, pivots)
+    pivots_t = _wrap(pivots)
+    if not get_infos:
+        return packed, pivots_t
+    diagonal = np.diagonal(lu_values, axis1=-2, axis2=-1)
+    zero = diagonal == 0
+    info = np.where(zero.any(-1), zero.argmax(-1) + 1, 0).astype(np.int32)
+    return _core.return_types._lu_with_info((packed, pivots_t, _wrap(info)))
+
+
+def _check_pivots(pivots, fn: str) -> None:
+    if pivots._array.dtype != np.int32:
+        raise RuntimeError(f"torch.{fn}: LU_pivots is expected to be a contiguous tensor of "
+                           f"torch.int32 dtype.\nNote: this function is intended to be used "
+                           f"with the output produced by torch.linalg.lu_factor")
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):  # noqa: N803
+    """(P, L, U) from a packed LU and its pivots: A = P L U; empty tensors for the parts not
+    asked for."""
+    _require_tensor_pair("lu_unpack", LU_data, LU_pivots, "LU_pivots")
+    _check_pivots(LU_pivots, "lu_unpack")
+    m, n = LU_data.shape[-2:]
+    k = min(m, n)
+    empty = _wrap(np.empty(0, dtype=LU_data._array.dtype))
+    if unpack_data:
+        from .creation import eye
+        lower = LU_data[..., :, :k].tril(-1) + eye(m, k, dtype=LU_data.dtype)
+        upper = LU_data[..., :k, :].triu()
+    else:
+        lower = upper = empty
+    if unpack_pivots:
+        perm = _permutation(LU_pivots._array, m)
+        p = np.zeros(perm.shape + (m,), dtype=LU_data._array.dtype)
+        np.put_along_axis(p, perm[..., None], 1, axis=-1)   # row perm[i] gets column i
+        permutation = _wrap(np.swapaxes(p, -1, -2))
+    else:
+        permutation = empty
+    return _core.return_types.lu_unpack((permutation, lower, upper))
+
+
+def lu_solve(b, LU_data, LU_pivots, *, out=None):  # noqa: N803
+    """The solution x of A x = b from A's packed LU and pivots (torch.lu's outputs);
+    differentiable in b and LU_data.  Deprecated by PyTorch (which warns) in favour of
+    linalg.lu_solve."""
+    warnings.warn("torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be "
+                  "removed in a future PyTorch release.\nNote that torch.linalg.lu_solve has its "
+                  "arguments reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be replaced "
+                  "with\nX = torch.linalg.lu_solve(LU, pivots, B)", UserWarning, stacklevel=2)
+    _require_tensor_pair("lu_solve", b, LU_data, "LU_data")
+    _check_pivots(LU_pivots, "lu_solve")
+    n = LU_data.shape[-1]
+    if b.dim() < 2 or b.shape[-2] != n:
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                           f"AX = B ({LU_data.shape[-2]}x{n} and "
+                           f"{'x'.join(str(s) for s in b.shape[-2:])})")
+    from .linalg import solve_triangular
+    perm = _permutation(LU_pivots._array, n)
+    shape = np.broadcast_shapes(perm.shape[:-1], tuple(b.shape[:-2]))
+    index = np.broadcast_to(perm[..., None], shape + (n, b.shape[-1]))
+    permuted = b.expand(*shape, *b.shape[-2:]).gather(-2, _wrap(
+        np.ascontiguousarray(index, dtype=np.int64)))
+    y = solve_triangular(LU_data, permuted, upper=False, unitriangular=True)
+    return _out(solve_triangular(LU_data, y, upper=True), out)
+
+
 # -- functions PyTorch removed in 1.9 (they still exist and raise) -------------------------------
 
 _REMOVED = {
@@ -809,14 +974,16 @@ FUNCTIONS = ("fmax", "fmin", "heaviside", "logaddexp2", "ldexp", "nextafter", "v
              "conj_physical", "conj_physical_", "resolve_conj", "resolve_neg", "is_conj",
              "is_neg", "isreal", "renorm", "addbmm", "chain_matmul", "matrix_exp",
              "cholesky_solve", "cholesky_inverse", "triangular_solve", "qr", "geqrf", "solve",
-             "lstsq", "symeig", "eig")
+             "lstsq", "symeig", "eig", "lu", "lu_unpack", "lu_solve")
 METHODS = ("fmax", "fmin", "heaviside", "logaddexp2", "ldexp", "nextafter", "vdot", "i0",
            "polygamma", "mvlgamma", "igamma", "igammac", "angle", "conj", "conj_physical",
            "conj_physical_", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "isreal",
            "renorm", "addbmm", "matrix_exp", "cholesky_solve", "cholesky_inverse",
-           "triangular_solve", "qr", "geqrf", "solve", "lstsq", "symeig", "eig")
+           "triangular_solve", "qr", "geqrf", "solve", "lstsq", "symeig", "eig", "lu",
+           "lu_solve")
 RETURN_TYPES = {"triangular_solve": ("solution", "cloned_coefficient"), "qr": ("Q", "R"),
-                "geqrf": ("a", "tau")}
+                "geqrf": ("a", "tau"), "lu_unpack": ("P", "L", "U"),
+                "_lu_with_info": ("LU", "pivots", "info")}
 # Tensor.<name>_ made by _extra_ops._in_place; the second tuple also gets torch.<name>_
 IN_PLACE = ("addbmm", "addmv", "addr", "copysign", "deg2rad", "rad2deg", "erfc", "erfinv",
             "exp2", "lgamma", "digamma", "logit", "sinc", "gcd", "lcm", "hypot", "heaviside",

@@ -393,6 +393,11 @@ def _H(self):
     return self.mT
 
 
+def _name(self):
+    """PyTorch's read-only Tensor.name: None (tapegrad has no named tensors)."""
+    return None
+
+
 def _dim_order(self, *, ambiguity_check=False):
     """The dims from outermost to innermost in memory (sorted by stride, ties in dim
     order); with ambiguity_check, PyTorch's error when that order is not unique."""
@@ -432,7 +437,7 @@ def register(namespace: dict, tensor_cls) -> None:
               "resize_": _resize_, "resize_as_": _resize_as_, "resize": _resize,
               "resize_as": _resize_as, "apply_": _apply_, "map_": _map_, "map2_": _map2_,
               "dim_order": _dim_order, "is_set_to": _is_set_to,
-              "H": property(_H), "mH": property(_mH)}
+              "H": property(_H), "mH": property(_mH), "name": property(_name)}
     for name, value in extras.items():
         if name not in dir(tensor_cls):
             setattr(tensor_cls, name, value)

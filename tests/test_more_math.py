@@ -305,3 +305,74 @@ def test_in_place_rules():
     y.exp2_()
     y.sum().backward()
     np.testing.assert_allclose(leaf.grad.numpy(), [8 * math.log(2)] * 2, rtol=1e-6)
+
+
+def _lu_inputs():
+    return [_randn(4, 4), _randn(2, 3, 3), _randn(3, 5), _randn(5, 3), np.zeros((2, 2)),
+            np.array([[1.0, 2, 3], [4, 5, 6], [7, 8, 10]])]
+
+
+def test_lu_family_matches_torch(torch):
+    for a in _lu_inputs():
+        with pytest.warns(UserWarning, match="torch.lu is deprecated"):
+            lu, pivots = tg.lu(tg.tensor(a))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lu_t, pivots_t = torch.lu(torch.tensor(a))
+        np.testing.assert_allclose(lu.numpy(), lu_t.numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_array_equal(pivots.numpy(), pivots_t.numpy())
+        assert pivots.dtype == tg.int32
+        for flags in ((True, True), (True, False), (False, True)):
+            for got, expected in zip(tg.lu_unpack(lu, pivots, *flags),
+                                     torch.lu_unpack(lu_t, pivots_t, *flags)):
+                assert tuple(got.shape) == tuple(expected.shape)
+                np.testing.assert_allclose(got.numpy(), expected.numpy(), atol=1e-12)
+        if a.shape[-1] == a.shape[-2] and (np.linalg.matrix_rank(a) == a.shape[-1]).all():
+            b = _randn(*a.shape[:-1], 2)
+            with pytest.warns(UserWarning, match="torch.lu_solve is deprecated"):
+                x = tg.lu_solve(tg.tensor(b), lu, pivots)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expected = torch.lu_solve(torch.tensor(b), lu_t, pivots_t)
+            np.testing.assert_allclose(x.numpy(), expected.numpy(), rtol=1e-10)
+
+
+def test_lu_gradients(torch, gradcheck):
+    a = _randn(3, 3)
+    weights = _randn(3, 3)
+    theirs = torch.tensor(a, requires_grad=True)
+    ours = tg.tensor(a, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (torch.lu(theirs)[0] * torch.tensor(weights)).sum().backward()
+        (tg.lu(ours)[0] * tg.tensor(weights)).sum().backward()
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-8)
+        gradcheck(lambda x: tg.lu(x)[0] * tg.tensor(weights), a)
+        lu, pivots = tg.lu(tg.tensor(a))
+        gradcheck(lambda b, packed: tg.lu_solve(b, packed, pivots), _randn(3, 2), lu.numpy())
+
+
+def test_lu_values_and_errors():
+    a = tg.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=tg.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lu, pivots = tg.lu(a)
+        p, lower, upper = tg.lu_unpack(lu, pivots)
+        np.testing.assert_allclose((p @ lower @ upper).numpy(), a.numpy(), rtol=1e-12)
+        assert pivots.tolist() == [2, 2]
+        np.testing.assert_allclose(tg.lu_solve(tg.tensor([[5.0], [11.0]], dtype=tg.float64),
+                                               lu, pivots).numpy(), [[1.0], [2.0]], rtol=1e-12)
+        info = tg.lu(tg.zeros(2, 2), get_infos=True).info
+        assert info.item() == 1
+        with pytest.raises(RuntimeError, match="Expected tensor with 2 or more dimensions"):
+            tg.lu(tg.ones(3))
+        with pytest.raises(RuntimeError, match="LU without pivoting is not implemented on the "
+                                               "CPU"):
+            tg.lu(tg.ones(2, 2), pivot=False)
+        with pytest.raises(NotImplementedError, match='"lu_cpu" not implemented for \'Long\''):
+            tg.lu(tg.ones(2, 2, dtype=tg.int64))
+        with pytest.raises(RuntimeError, match="LU_pivots is expected to be a contiguous tensor "
+                                               "of torch.int32"):
+            tg.lu_unpack(lu, pivots.long())
+        with pytest.raises(RuntimeError, match="Incompatible shapes of A and B for the equation"):
+            tg.lu_solve(tg.ones(3, 1, dtype=tg.float64), lu, pivots)

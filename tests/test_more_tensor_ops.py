@@ -210,3 +210,10 @@ def test_adjoint_views_dim_order_is_set_to():
         tg.ones(2, 1, 3).dim_order(ambiguity_check=True)
     assert x.is_set_to(x) and x.is_set_to(x.view(2, 3))
     assert not x.is_set_to(x.clone()) and not x.is_set_to(x.t())
+
+
+def test_name_is_none_and_read_only():
+    t = tg.ones(2)
+    assert t.name is None
+    with pytest.raises(AttributeError):
+        t.name = "x"
