@@ -127,6 +127,12 @@ _more_tensor_ops.register(globals(), Tensor)
 from . import _memory_format, _settings
 _memory_format.register(globals(), Tensor)
 _settings.register(globals())
+
+
+def set_anomaly_enabled(enabled, check_nan=True):
+    """Switch anomaly detection on or off (what torch.autograd.set_detect_anomaly calls)."""
+    from .autograd.anomaly_mode import set_detect_anomaly
+    set_detect_anomaly(enabled, check_nan)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled, is_inference)
 from . import _saved_attrs  # noqa: F401  (installs the grad_fn._saved_* reader in the core)

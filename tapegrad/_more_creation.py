@@ -195,6 +195,26 @@ def _new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=No
                          requires_grad=requires_grad)
 
 
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad=False, pin_memory=False):
+    """An uninitialised tensor of logical `size` whose memory order is `physical_layout` (the
+    dims from outermost to innermost): empty((size[p] for p in layout)).permute(inverse)."""
+    _check_cpu(device)
+    size, order = tuple(size), tuple(physical_layout)
+    if len(size) != len(order):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; i.e. len(size) = {len(size)} is not equal to "
+                           f"len(physical_layout) = {len(order)}")
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError("Duplicate dim not allowed")
+    np_dt = _np_dtype(dtype) or _default_dtype().np_dtype
+    physical = _wrap(np.empty(tuple(size[d] for d in order), dtype=np_dt))
+    result = physical.permute(*np.argsort(order).tolist())
+    if requires_grad:
+        result = result.detach().requires_grad_(True)
+    return result
+
+
 # -- windows -------------------------------------------------------------------------------------
 
 def _window(name: str, window_length, periodic, dtype, requires_grad, values_of):
@@ -310,7 +330,7 @@ def _tensor_new(self, *args, **kwargs):
 
 
 FUNCTIONS = ("range", "asarray", "frombuffer", "empty_strided", "hann_window", "hamming_window",
-             "blackman_window", "bartlett_window", "kaiser_window", "unravel_index", "typename")
+             "blackman_window", "bartlett_window", "kaiser_window", "unravel_index", "typename", "empty_permuted")
 
 
 def register(namespace: dict, tensor_cls) -> None:

@@ -946,6 +946,8 @@ _REMOVED = {
               "(A, upper=upper) should be replaced with:\nL = torch.linalg.eigvalsh(A, UPLO='U' "
               "if upper else 'L')\n\nand\n\nL, V = torch.symeig(A, eigenvectors=True) should be "
               "replaced with:\nL, V = torch.linalg.eigh(A, UPLO='U' if upper else 'L')",
+    "matrix_rank": "\nPlease use the `torch.linalg.matrix_rank` function instead. The parameter "
+                   "'symmetric' was renamed in `torch.linalg.matrix_rank()` to 'hermitian'.",
     "eig": "`torch.linalg.eig` returns complex tensors of dtype `cfloat` or `cdouble` rather "
            "than real tensors mimicking complex tensors.\n\nL, _ = torch.eig(A) should be "
            "replaced with:\nL_complex = torch.linalg.eigvals(A)\n\nand\n\nL, V = torch.eig(A, "
@@ -956,15 +958,62 @@ _REMOVED = {
 
 def _removed(name: str):
     def fn(*args, **kwargs):
-        raise RuntimeError("This function was deprecated since version 1.9 and is now removed. "
-                           + _REMOVED[name])
+        separator = "" if _REMOVED[name].startswith("\n") else " "
+        raise RuntimeError("This function was deprecated since version 1.9 and is now removed."
+                           + separator + _REMOVED[name])
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Removed from PyTorch in 1.9 (it still exists and raises): use "
                   f"torch.linalg instead; raises RuntimeError with PyTorch's message.")
     return fn
 
 
-solve, lstsq, symeig, eig = (_removed(n) for n in ("solve", "lstsq", "symeig", "eig"))
+solve, lstsq, symeig, eig, matrix_rank = (_removed(n) for n in ("solve", "lstsq", "symeig", "eig",
+                                                                  "matrix_rank"))
+
+
+# -- norms kept for TorchScript (deprecated by PyTorch, which warns) ------------------------------
+
+def frobenius_norm(input, dim, keepdim=False, *, out=None):
+    """The 2-norm over `dim` (PyTorch keeps it for TorchScript and warns: use
+    linalg.vector_norm(input, 2, dim, keepdim))."""
+    warnings.warn("at::frobenius_norm is deprecated and it is just left for JIT compatibility. "
+                  "It will be removed in a future PyTorch release. Please use "
+                  "`linalg.vector_norm(A, 2., dim, keepdim)` instead", UserWarning, stacklevel=2)
+    _check_tensor(input, "frobenius_norm")
+    from .linalg import vector_norm
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return _out(vector_norm(input, 2.0, dims, keepdim), out)
+
+
+def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
+    """The sum of the singular values of the matrices over `dim` (the last two by default;
+    PyTorch warns: use linalg.matrix_norm(input, 'nuc', dim, keepdim))."""
+    warnings.warn("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It "
+                  "will be removed in a future PyTorch release. Please use "
+                  "`linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead", UserWarning,
+                  stacklevel=2)
+    _check_tensor(input, "nuclear_norm")
+    if isinstance(dim, bool):            # nuclear_norm(input, keepdim) overload
+        dim, keepdim = None, dim
+    from .linalg import matrix_norm
+    return _out(matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim), out)
+
+
+def norm_except_dim(v, pow=2, dim=0):
+    """The pow-norm of v over every dim but `dim`, kept as size-1 dims (weight_norm's g); with
+    dim=-1, the norm of all of v."""
+    _check_tensor(v, "norm_except_dim", "v")
+    from .linalg import vector_norm
+    if dim == -1:
+        return vector_norm(v, pow)
+    d = _core.normalize_dim(dim, v.dim())
+    return vector_norm(v, pow, tuple(i for i in range(v.dim()) if i != d), keepdim=True)
+
+
+def _ger_method(self, vec2):
+    """Tensor.ger: the outer product (PyTorch's deprecated name of outer)."""
+    from . import ger
+    return ger(self, vec2)
 
 
 # -- registration --------------------------------------------------------------------------------
@@ -974,7 +1023,8 @@ FUNCTIONS = ("fmax", "fmin", "heaviside", "logaddexp2", "ldexp", "nextafter", "v
              "conj_physical", "conj_physical_", "resolve_conj", "resolve_neg", "is_conj",
              "is_neg", "isreal", "renorm", "addbmm", "chain_matmul", "matrix_exp",
              "cholesky_solve", "cholesky_inverse", "triangular_solve", "qr", "geqrf", "solve",
-             "lstsq", "symeig", "eig", "lu", "lu_unpack", "lu_solve")
+             "lstsq", "symeig", "eig", "lu", "lu_unpack", "lu_solve", "matrix_rank",
+             "frobenius_norm", "nuclear_norm", "norm_except_dim")
 METHODS = ("fmax", "fmin", "heaviside", "logaddexp2", "ldexp", "nextafter", "vdot", "i0",
            "polygamma", "mvlgamma", "igamma", "igammac", "angle", "conj", "conj_physical",
            "conj_physical_", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "isreal",
@@ -1016,6 +1066,8 @@ def register(namespace: dict, tensor_cls) -> None:
     in-place forms to `tensor_cls`; existing names win."""
     register_family(namespace, tensor_cls, globals(), FUNCTIONS, METHODS, RETURN_TYPES,
                     {"polygamma": _polygamma_method})
+    if "ger" not in dir(tensor_cls):
+        tensor_cls.ger = _ger_method
     for name in IN_PLACE:
         if name + "_" not in dir(tensor_cls):
             setattr(tensor_cls, name + "_", _in_place(name))

@@ -419,12 +419,44 @@ def _is_set_to(self, tensor):
             a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
 
 
+def get_device(input) -> int:
+    """The device ordinal of input: -1, the CPU's (as PyTorch answers for CPU tensors)."""
+    _check_tensor(input, "get_device")
+    return -1
+
+
+def is_storage(obj) -> bool:
+    """Whether obj is a PyTorch storage object: tapegrad has none, so False."""
+    return False
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero's (count, ndim) coordinates cut or padded with fill_value to exactly `size`
+    rows (a shape known in advance)."""
+    _check_tensor(input, "nonzero_static")
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = np.argwhere(input._array)
+    out = np.full((size, input.dim()), fill_value, dtype=np.int64)
+    count = min(size, len(found))
+    out[:count] = found[:count]
+    return _wrap(out)
+
+
+def _volatile(self):
+    """Removed from PyTorch (always False, with its warning)."""
+    warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
+                  stacklevel=2)
+    return False
+
+
 FUNCTIONS = ("select_scatter", "slice_scatter", "diagonal_scatter", "masked_scatter", "put",
              "index_reduce", "fill", "fill_", "zero_", "detach", "detach_", "split_with_sizes",
-             "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "resize_as_", "adjoint")
+             "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "resize_as_", "adjoint",
+             "get_device", "is_storage", "nonzero_static")
 METHODS = ("select_scatter", "slice_scatter", "diagonal_scatter", "masked_scatter", "put",
            "index_reduce", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes",
-           "unsafe_chunk", "adjoint")
+           "unsafe_chunk", "adjoint", "nonzero_static")
 
 
 def register(namespace: dict, tensor_cls) -> None:
@@ -437,7 +469,8 @@ def register(namespace: dict, tensor_cls) -> None:
               "resize_": _resize_, "resize_as_": _resize_as_, "resize": _resize,
               "resize_as": _resize_as, "apply_": _apply_, "map_": _map_, "map2_": _map2_,
               "dim_order": _dim_order, "is_set_to": _is_set_to,
-              "H": property(_H), "mH": property(_mH), "name": property(_name)}
+              "H": property(_H), "mH": property(_mH), "name": property(_name),
+              "volatile": property(_volatile)}
     for name, value in extras.items():
         if name not in dir(tensor_cls):
             setattr(tensor_cls, name, value)

@@ -383,6 +383,84 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-06
                                     reduction=name)
 
 
+# -- padding, recurrent cells, embedding renorm --------------------------------------------------
+
+def constant_pad_nd(input, pad, value=0):
+    """torch.constant_pad_nd: F.pad with mode 'constant' (negative pads crop)."""
+    return _F().pad(input, list(pad), "constant", value)
+
+
+def _linear_gates(input, hx, w_ih, w_hh, b_ih, b_hh):
+    from . import matmul
+    _core.normalize_dim(1, input.dim())        # PyTorch's IndexError for unbatched input
+    if input.shape[1] != w_ih.shape[1]:
+        raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected "
+                           f"{w_ih.shape[1]}")
+    if hx.shape[-1] != w_hh.shape[1]:
+        raise RuntimeError(f"hidden0 has inconsistent hidden_size: got {hx.shape[-1]}, expected "
+                           f"{w_hh.shape[1]}")
+    gi = matmul(input, w_ih.mT)
+    gh = matmul(hx, w_hh.mT)
+    if b_ih is not None:
+        gi = gi + b_ih
+    if b_hh is not None:
+        gh = gh + b_hh
+    return gi, gh
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One step of an Elman RNN: tanh(input W_ih^T + b_ih + hx W_hh^T + b_hh)."""
+    gi, gh = _linear_gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    return (gi + gh).tanh()
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One step of an Elman RNN with ReLU: relu(input W_ih^T + b_ih + hx W_hh^T + b_hh)."""
+    gi, gh = _linear_gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    return (gi + gh).relu()
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One LSTM step: hx = (h, c); gates i, f, g, o from input W_ih^T + h W_hh^T (+ biases);
+    returns (o * tanh(c'), c') with c' = f * c + i * g."""
+    if len(hx) != 2:
+        raise RuntimeError(f"lstm_cell: Expected hx to have 2 tensors (h and c), got {len(hx)}")
+    h, c = hx
+    gi, gh = _linear_gates(input, h, w_ih, w_hh, b_ih, b_hh)
+    i, f, g, o = (gi + gh).chunk(4, -1)
+    c_next = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c_next.tanh(), c_next
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One GRU step: r, z from the summed gates, n = tanh(gi_n + r * gh_n), returns
+    (1 - z) * n + z * hx."""
+    gi, gh = _linear_gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    i_r, i_z, i_n = gi.chunk(3, -1)
+    h_r, h_z, h_n = gh.chunk(3, -1)
+    r = (i_r + h_r).sigmoid()
+    z = (i_z + h_z).sigmoid()
+    n = (i_n + r * h_n).tanh()
+    return (1 - z) * n + z * hx
+
+
+def embedding_renorm_(weight, indices, max_norm, norm_type):
+    """Rescale in place, without recording, the rows of weight named by indices whose
+    norm_type-norm exceeds max_norm, to norm max_norm (factor max_norm / (norm + 1e-7))."""
+    _check_tensor(weight, "embedding_renorm_")
+    rows = np.unique(indices._array.reshape(-1))
+    arr = weight._array
+    norms = np.linalg.norm(arr[rows].astype(np.float64), ord=norm_type, axis=-1)
+    over = norms > max_norm
+    scale = (max_norm / (norms[over] + 1e-7)).astype(arr.dtype)
+    from .grad_mode import no_grad
+    with no_grad():
+        updated = weight.detach().clone()
+        updated._array[rows[over]] *= scale[:, None]
+        weight.copy_(updated)
+    return weight
+
+
 FUNCTIONS = ("conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d",
              "max_pool2d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
              "adaptive_max_pool1d", "batch_norm", "instance_norm", "group_norm",
@@ -392,7 +470,8 @@ FUNCTIONS = ("conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_po
              "pixel_unshuffle", "channel_shuffle", "bilinear", "cosine_similarity",
              "pairwise_distance", "pdist", "kl_div", "binary_cross_entropy_with_logits",
              "poisson_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
-             "cosine_embedding_loss", "triplet_margin_loss")
+             "cosine_embedding_loss", "triplet_margin_loss", "constant_pad_nd", "rnn_tanh_cell",
+             "rnn_relu_cell", "lstm_cell", "gru_cell", "embedding_renorm_")
 # Tensor methods PyTorch has among these (Tensor.prelu, Tensor.hardshrink)
 METHODS = ("prelu", "hardshrink")
 

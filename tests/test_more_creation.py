@@ -164,3 +164,11 @@ def test_tensor_new(torch):
     assert str(torch.ones(2, dtype=torch.float64).new([1, 2])) == \
         str(t.new([1, 2])).replace("tapegrad", "torch")
     assert math.isclose(t.new([0.5]).item(), 0.5)
+
+
+def test_empty_permuted(torch):
+    got = tg.empty_permuted((2, 3, 4), (0, 2, 1))
+    expected = torch.empty_permuted((2, 3, 4), (0, 2, 1))
+    assert tuple(got.shape) == tuple(expected.shape) and got.stride() == expected.stride()
+    with pytest.raises(RuntimeError, match="does not match the length of the physical_layout"):
+        tg.empty_permuted((2, 3), (0,))

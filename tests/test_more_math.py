@@ -376,3 +376,22 @@ def test_lu_values_and_errors():
             tg.lu_unpack(lu, pivots.long())
         with pytest.raises(RuntimeError, match="Incompatible shapes of A and B for the equation"):
             tg.lu_solve(tg.ones(3, 1, dtype=tg.float64), lu, pivots)
+
+
+def test_torchscript_norms_and_ger(torch):
+    a = _randn(2, 3)
+    with pytest.warns(UserWarning, match="frobenius_norm is deprecated"):
+        got = tg.frobenius_norm(tg.tensor(a), [1], True)
+    np.testing.assert_allclose(got.numpy(), np.linalg.norm(a, axis=1, keepdims=True))
+    m = _randn(3, 3)
+    with pytest.warns(UserWarning, match="nuclear_norm is deprecated"):
+        assert math.isclose(tg.nuclear_norm(tg.tensor(m)).item(),
+                            np.linalg.svd(m, compute_uv=False).sum(), rel_tol=1e-10)
+    np.testing.assert_allclose(tg.norm_except_dim(tg.tensor(a), 2, 0).numpy(),
+                               torch.norm_except_dim(torch.tensor(a), 2, 0).numpy())
+    assert tg.norm_except_dim(tg.tensor(a), 2, -1).dim() == 0
+    np.testing.assert_allclose(tg.tensor([1.0, 2.0]).ger(tg.tensor([3.0, 4.0])).numpy(),
+                               [[3, 4], [6, 8]])
+    with pytest.raises(RuntimeError, match="deprecated since version 1.9 and is now removed.\n"
+                                           "Please use the `torch.linalg.matrix_rank`"):
+        tg.matrix_rank(tg.eye(2))

@@ -217,3 +217,19 @@ def test_name_is_none_and_read_only():
     assert t.name is None
     with pytest.raises(AttributeError):
         t.name = "x"
+
+
+def test_small_queries():
+    assert tg.get_device(tg.ones(2)) == -1 and tg.is_storage(tg.ones(2)) is False
+    np.testing.assert_array_equal(tg.nonzero_static(tg.tensor([0, 1, 2]), size=4).numpy(),
+                                  [[1], [2], [-1], [-1]])
+    np.testing.assert_array_equal(
+        tg.tensor([[0, 1], [2, 0]]).nonzero_static(size=1, fill_value=-5).numpy(), [[0, 1]])
+    with pytest.warns(UserWarning, match="volatile was removed"):
+        assert tg.ones(2).volatile is False
+    tg.set_anomaly_enabled(True)
+    try:
+        assert tg.is_anomaly_enabled()
+    finally:
+        tg.set_anomaly_enabled(False)
+    assert not tg.is_anomaly_enabled()

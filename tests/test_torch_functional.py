@@ -169,3 +169,46 @@ def test_pool_signatures_as_aten(torch):
     values, indices = tg.adaptive_max_pool1d(tg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
     np.testing.assert_array_equal(values.numpy(), [[[3.0, 2.0]]])
     np.testing.assert_array_equal(indices.numpy(), [[[1, 2]]])
+
+
+CELL_CASES = [
+    ("rnn_tanh_cell", (_randn(4, 3), _randn(4, 5), _randn(5, 3), _randn(5, 5), _randn(5),
+                       _randn(5))),
+    ("rnn_relu_cell", (_randn(4, 3), _randn(4, 5), _randn(5, 3), _randn(5, 5))),
+    ("gru_cell", (_randn(4, 3), _randn(4, 5), _randn(15, 3), _randn(15, 5), _randn(15),
+                  _randn(15))),
+    ("constant_pad_nd", (_randn(2, 3), [1, 2], 0.5)),
+    ("constant_pad_nd", (_randn(2, 3), [-1, 1, 1, 0])),
+]
+
+
+@pytest.mark.parametrize("name,args", CELL_CASES, ids=[c[0] for c in CELL_CASES])
+def test_cells_and_padding_match_torch(torch, name, args):
+    test_matches_torch(torch, name, args)
+
+
+def test_lstm_cell_matches_torch(torch):
+    arrays = (_randn(4, 3), _randn(4, 5), _randn(4, 5), _randn(20, 3), _randn(20, 5), _randn(20),
+              _randn(20))
+    theirs, ours = _args(torch, arrays), _args(tg, arrays)
+    h_t, c_t = torch.lstm_cell(theirs[0], [theirs[1], theirs[2]], *theirs[3:])
+    h_g, c_g = tg.lstm_cell(ours[0], [ours[1], ours[2]], *ours[3:])
+    np.testing.assert_allclose(h_g.detach().numpy(), h_t.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(c_g.detach().numpy(), c_t.detach().numpy(), rtol=1e-10)
+    (h_t.sum() + 2 * c_t.sum()).backward()
+    (h_g.sum() + 2 * c_g.sum()).backward()
+    for a, b in zip(theirs, ours):
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-8, atol=1e-12)
+
+
+def test_cell_checks_and_embedding_renorm():
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        tg.gru_cell(tg.ones(3), tg.ones(5), tg.ones(15, 3), tg.ones(15, 5))
+    with pytest.raises(RuntimeError, match="input has inconsistent input_size: got 4 expected 3"):
+        tg.rnn_tanh_cell(tg.ones(4, 4), tg.ones(4, 5), tg.ones(5, 3), tg.ones(5, 5))
+    with pytest.raises(RuntimeError, match="hidden0 has inconsistent hidden_size: got 6, "
+                                           "expected 5"):
+        tg.rnn_tanh_cell(tg.ones(4, 3), tg.ones(4, 6), tg.ones(5, 3), tg.ones(5, 5))
+    weight = tg.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]])
+    assert tg.embedding_renorm_(weight, tg.tensor([0, 1, 1]), 1.0, 2.0) is weight
+    np.testing.assert_allclose(weight.numpy(), [[0.6, 0.8], [0.3, 0.4], [6.0, 8.0]], rtol=1e-6)
