@@ -95,12 +95,13 @@ def heaviside(input, values, *, out=None):
 def logaddexp2(input, other, *, out=None):
     """log2(2 ** input + 2 ** other) without overflow (float tensors)."""
     _require_tensor_pair("logaddexp2", input, other)
-    for t in (input, other):
-        if t._array.dtype.kind != "f":
-            raise NotImplementedError(f'"logaddexp2_cpu" not implemented for '
-                                      f"'{_dtype_name(t._array)}'")
-    from . import logaddexp
-    return _out(logaddexp(input * math.log(2.0), other * math.log(2.0)) / math.log(2.0), out)
+    from . import logaddexp, result_type
+    dtype = result_type(input, other)
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f'"logaddexp2_cpu" not implemented for '
+                                  f"'{_dtype_name(np.empty(0, dtype.np_dtype))}'")
+    ln2 = math.log(2.0)
+    return _out(logaddexp(input.to(dtype) * ln2, other.to(dtype) * ln2) / ln2, out)
 
 
 def ldexp(input, other, *, out=None):

@@ -83,6 +83,8 @@ def masked_scatter(input, mask, source):
     """A copy of input where mask (broadcast to input) is True takes source's elements in row
     order (source needs at least as many elements as mask has True)."""
     _check_tensor(input, "masked_scatter")
+    _check_tensor(mask, "masked_scatter", "mask", 2)
+    _check_tensor(source, "masked_scatter", "source", 3)
     if mask._array.dtype != np.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
                            f"dtype {_dtype_name(mask._array).capitalize()}")
