@@ -317,6 +317,38 @@ def typename(obj) -> str:
     return name if module in ("", "builtins", "__builtin__") else f"{module}.{name}"
 
 
+# -- binomial sampling ---------------------------------------------------------------------------
+
+def binomial(count, prob, generator=None):
+    """Samples of Binomial(count, prob) elementwise (broadcast), in the inputs' float dtype: the
+    number of successes in floor(count) trials (negative counts give 0, prob is clipped to
+    [0, 1], as PyTorch's sampler does; NaN in either gives NaN).  No derivative: backward
+    raises, as PyTorch's."""
+    from .random import _numpy_rng
+    if not isinstance(count, TensorBase) or not isinstance(prob, TensorBase):
+        bad, position = ("count", 1) if not isinstance(count, TensorBase) else ("prob", 2)
+        raise TypeError(f"binomial(): argument '{bad}' (position {position}) must be Tensor, not "
+                        f"{type(count if position == 1 else prob).__name__}")
+    if count._array.dtype.kind != "f":
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
+                         f"{_dtype_name(count._array).capitalize()}")
+    if prob.dtype != count.dtype:
+        raise RuntimeError(f"Found dtype {_dtype_name(prob._array).capitalize()} but expected "
+                           f"{_dtype_name(count._array).capitalize()}")
+    n, p = np.broadcast_arrays(count._array.astype(np.float64), prob._array.astype(np.float64))
+    missing = np.isnan(n) | np.isnan(p)
+    trials = np.where(missing, 0, np.maximum(np.floor(np.where(np.isinf(n), 0, n)), 0))
+    draws = _numpy_rng(generator, "binomial").binomial(trials.astype(np.int64),
+                                                       np.clip(np.where(missing, 0, p), 0, 1))
+    values = np.where(missing, np.nan, draws).astype(count._array.dtype)
+    if (count.requires_grad or prob.requires_grad):
+        from ._more_math import _NotDifferentiable
+        source = count if count.requires_grad else prob
+        return _NotDifferentiable.apply(source, values,
+                                        "derivative for aten::binomial is not implemented")
+    return _wrap(values)
+
+
 # -- Tensor.new ----------------------------------------------------------------------------------
 
 def _tensor_new(self, *args, **kwargs):
@@ -330,7 +362,7 @@ def _tensor_new(self, *args, **kwargs):
 
 
 FUNCTIONS = ("range", "asarray", "frombuffer", "empty_strided", "hann_window", "hamming_window",
-             "blackman_window", "bartlett_window", "kaiser_window", "unravel_index", "typename", "empty_permuted")
+             "blackman_window", "bartlett_window", "kaiser_window", "unravel_index", "typename", "empty_permuted", "binomial")
 
 
 def register(namespace: dict, tensor_cls) -> None:

@@ -78,6 +78,9 @@ class _NotDifferentiable(Function):
         raise ctx.error(ctx.message)
 
 
+_torch_grad_fn_name(_NotDifferentiable, "NotImplemented")
+
+
 def heaviside(input, values, *, out=None):
     """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (same dtypes only;
     no derivative, as PyTorch)."""

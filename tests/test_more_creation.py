@@ -172,3 +172,26 @@ def test_empty_permuted(torch):
     assert tuple(got.shape) == tuple(expected.shape) and got.stride() == expected.stride()
     with pytest.raises(RuntimeError, match="does not match the length of the physical_layout"):
         tg.empty_permuted((2, 3), (0,))
+
+
+def test_binomial():
+    tg.manual_seed(0)
+    draws = tg.binomial(tg.full((20000,), 10.0), tg.full((20000,), 0.3))
+    assert draws.dtype == tg.float32
+    assert abs(draws.mean().item() - 3.0) < 0.05 and abs(draws.var().item() - 2.1) < 0.1
+    np.testing.assert_array_equal(tg.binomial(tg.tensor([10.0, -3.0]),
+                                              tg.tensor([1.5, 0.5])).numpy(), [10.0, 0.0])
+    generator = tg.Generator().manual_seed(3)
+    first = tg.binomial(tg.full((5,), 10.0), tg.full((5,), 0.5), generator=generator)
+    generator.manual_seed(3)
+    assert first.tolist() == tg.binomial(tg.full((5,), 10.0), tg.full((5,), 0.5),
+                                         generator=generator).tolist()
+    with pytest.raises(ValueError, match="binomial only supports floating-point dtypes for "
+                                         "count, got: Long"):
+        tg.binomial(tg.tensor([10]), tg.tensor([0.5]))
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        tg.binomial(tg.tensor([10.0]), tg.tensor([0.5], dtype=tg.float64))
+    sample = tg.binomial(tg.tensor([10.0]), tg.tensor([0.5], requires_grad=True))
+    assert sample.grad_fn.name() == "NotImplemented"
+    with pytest.raises(RuntimeError, match="derivative for aten::binomial is not implemented"):
+        sample.sum().backward()
