@@ -164,12 +164,13 @@ from .contractions import addmm, baddbmm, einsum  # noqa: E402
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
                  "distributions", "cuda", "backends", "accelerator", "linalg",
                  "multiprocessing", "sparse", "special", "testing", "onnx", "amp", "distributed",
-                 "jit", "profiler", "hub", "fft")
+                 "jit", "profiler", "hub", "fft", "cpu")
 _LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
                "autocast": "amp", "get_num_threads": "_threads", "set_num_threads": "_threads",
                "get_num_interop_threads": "_threads", "set_num_interop_threads": "_threads",
                "is_anomaly_enabled": "autograd.anomaly_mode",
-               "is_anomaly_check_nan_enabled": "autograd.anomaly_mode"}
+               "is_anomaly_check_nan_enabled": "autograd.anomaly_mode",
+               "get_device_module": "cpu"}
 
 
 def __getattr__(name):

@@ -24,6 +24,7 @@ from tapegrad import autograd as autograd
 from tapegrad import backends as backends
 from tapegrad import bench as bench
 from tapegrad import contractions as contractions
+from tapegrad import cpu as cpu
 from tapegrad import creation as creation
 from tapegrad import cuda as cuda
 from tapegrad import demo as demo
@@ -177,6 +178,7 @@ __all__ = [
     'bilinear',
     'binary_cross_entropy_with_logits',
     'bincount',
+    'binomial',
     'bitwise_and',
     'bitwise_left_shift',
     'bitwise_not',
@@ -248,6 +250,7 @@ __all__ = [
     'cosine_similarity',
     'count_nonzero',
     'cov',
+    'cpu',
     'creation',
     'cross',
     'cuda',
@@ -356,6 +359,7 @@ __all__ = [
     'get_default_dtype',
     'get_deterministic_debug_mode',
     'get_device',
+    'get_device_module',
     'get_float32_matmul_precision',
     'get_num_interop_threads',
     'get_num_threads',
@@ -1524,6 +1528,8 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = ...,
 
 def bincount(input: Any, weights: Any = ..., minlength: Any = ...) -> Tensor: ...
 
+def binomial(count: Any, prob: Any, generator: Any = ...) -> Any: ...
+
 def bitwise_and(input: Any, other: Any) -> Tensor: ...
 
 def bitwise_left_shift(input: Any, other: Any) -> Tensor: ...
@@ -1847,6 +1853,8 @@ def get_default_dtype() -> dtype: ...
 def get_deterministic_debug_mode() -> _int: ...
 
 def get_device(input: Any) -> _int: ...
+
+def get_device_module(device: Any = ...) -> Any: ...
 
 def get_float32_matmul_precision() -> _str: ...
 

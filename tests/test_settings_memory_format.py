@@ -127,3 +127,17 @@ def test_autocast_queries():
     assert tg.autocast_decrement_nesting() == depth - 1
     with tg.autocast("cpu", enabled=False):
         assert not tg.is_autocast_enabled("cpu")
+
+
+def test_cpu_device_module(torch):
+    assert tg.cpu.is_available() and tg.cpu.device_count() == torch.cpu.device_count() == 1
+    assert tg.cpu.current_device() == torch.cpu.current_device() == "cpu"
+    tg.cpu.synchronize()
+    tg.cpu.set_device("cpu")
+    assert tg.get_device_module("cpu") is tg.cpu and tg.get_device_module() is tg.cpu
+    assert tg.get_device_module(tg.device("cpu")) is tg.cpu
+    assert tg.get_device_module("cuda") is tg.cuda and not tg.cuda.is_available()
+    with pytest.raises(RuntimeError, match="device type at start of device string: foo"):
+        tg.get_device_module("foo")
+    with tg.cpu.stream(tg.cpu.Stream()) as stream:
+        assert stream.query() and tg.cpu.current_stream().query()
