@@ -365,6 +365,7 @@ __all__ = [
     'get_num_threads',
     'get_rng_state',
     'grad_mode',
+    'gradient',
     'greater',
     'greater_equal',
     'group_norm',
@@ -1861,6 +1862,8 @@ def get_float32_matmul_precision() -> _str: ...
 def get_num_interop_threads() -> _int: ...
 
 def get_num_threads() -> _int: ...
+
+def gradient(input: Any, *, spacing: Any = ..., dim: Any = ..., edge_order: Any = ...) -> Any: ...
 
 greater = gt
 greater_equal = ge

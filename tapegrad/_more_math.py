@@ -763,6 +763,105 @@ def geqrf(input, *, out=None):
     return result
 
 
+# -- numerical gradient --------------------------------------------------------------------------
+
+def _along(t, d: int, start, stop):
+    return t[(slice(None),) * d + (slice(start, stop),)]
+
+
+def _coefficients(values, d: int, ndim: int):
+    """A 1-D numpy vector as a tensor broadcasting along dim d of an ndim-dim tensor."""
+    shape = [1] * ndim
+    shape[d] = len(values)
+    return _wrap(np.asarray(values).reshape(shape))
+
+
+def _gradient_along(f, d: int, spacing, edge_order: int):
+    """The derivative estimate of f along dim d: central differences inside, one-sided ones
+    of order edge_order at the two ends; spacing a number (uniform) or coordinates."""
+    n = f.shape[d]
+    first, last = _along(f, d, 0, 1), _along(f, d, n - 1, n)
+    if not isinstance(spacing, np.ndarray):              # uniform step h
+        h = float(spacing)
+        inner = (_along(f, d, 2, n) - _along(f, d, 0, n - 2)) / (2 * h)
+        if edge_order == 1:
+            head = (_along(f, d, 1, 2) - first) / h
+            tail = (last - _along(f, d, n - 2, n - 1)) / h
+        else:
+            head = (-1.5 * first + 2 * _along(f, d, 1, 2) - 0.5 * _along(f, d, 2, 3)) / h
+            tail = (0.5 * _along(f, d, n - 3, n - 2) - 2 * _along(f, d, n - 2, n - 1) +
+                    1.5 * last) / h
+        return _cat([head, inner, tail], d)
+    x = spacing.astype(np.float64)
+    dx = np.diff(x)
+    hd, hs = dx[:-1], dx[1:]                             # steps before and after each point
+    ndim = f.dim()
+    coef = lambda v: _coefficients(v.astype(f._array.dtype), d, ndim)  # noqa: E731
+    inner = (coef(-hs / (hd * (hd + hs))) * _along(f, d, 0, n - 2) +
+             coef((hs - hd) / (hd * hs)) * _along(f, d, 1, n - 1) +
+             coef(hd / (hs * (hd + hs))) * _along(f, d, 2, n))
+    if edge_order == 1:
+        head = (_along(f, d, 1, 2) - first) / float(dx[0])
+        tail = (last - _along(f, d, n - 2, n - 1)) / float(dx[-1])
+    else:
+        a, b = dx[0], dx[1]
+        head = (first * float(-(2 * a + b) / (a * (a + b))) +
+                _along(f, d, 1, 2) * float((a + b) / (a * b)) +
+                _along(f, d, 2, 3) * float(-a / (b * (a + b))))
+        a, b = dx[-2], dx[-1]
+        tail = (_along(f, d, n - 3, n - 2) * float(b / (a * (a + b))) +
+                _along(f, d, n - 2, n - 1) * float(-(a + b) / (a * b)) +
+                last * float((a + 2 * b) / (b * (a + b))))
+    return _cat([head, inner, tail], d)
+
+
+def _cat(tensors, d):
+    from . import cat
+    return cat(tensors, d)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Estimates of input's partial derivatives, one tensor per dim (all dims, or `dim`):
+    second-order central differences inside, one-sided differences of order edge_order (1 or
+    2) at the ends; spacing is a number, one number per dim, or one coordinate tensor per
+    dim (non-uniform grids).  Differentiable in input."""
+    _check_tensor(input, "gradient")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    if input.dim() == 0:
+        return ()
+    dims = list(range(input.dim())) if dim is None else (
+        [dim] if isinstance(dim, int) else list(dim))
+    dims = [_core.normalize_dim(d, input.dim()) for d in dims]
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            where = (f"'self.dim() = {input.dim()}', since dim argument was not given"
+                     if dim is None else f"'len(dim) = {len(dims)}'")
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or "
+                               f"a list of length equal to {where}, but got a list of length "
+                               f"{len(spacing)}")
+        spacings = list(spacing)
+    else:
+        spacings = [spacing] * len(dims)
+    f = _float_of(input)
+    results = []
+    for d, step in zip(dims, spacings):
+        if f.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+        if isinstance(step, TensorBase):
+            if step.dim() == 0:
+                step = float(step.item())
+            else:
+                step = step._array
+                if step.shape != (f.shape[d],):
+                    raise RuntimeError(f"torch.gradient expected the coordinates along dim {d} "
+                                       f"to be a 1-D tensor of {f.shape[d]} values, got shape "
+                                       f"{list(step.shape)}")
+        results.append(_gradient_along(f, d, step, edge_order))
+    return tuple(results)
+
+
 # -- LU factorisation ------------------------------------------------------------------------------
 
 def _lu_factor_values(a: np.ndarray):
@@ -1028,7 +1127,7 @@ FUNCTIONS = ("fmax", "fmin", "heaviside", "logaddexp2", "ldexp", "nextafter", "v
              "is_neg", "isreal", "renorm", "addbmm", "chain_matmul", "matrix_exp",
              "cholesky_solve", "cholesky_inverse", "triangular_solve", "qr", "geqrf", "solve",
              "lstsq", "symeig", "eig", "lu", "lu_unpack", "lu_solve", "matrix_rank",
-             "frobenius_norm", "nuclear_norm", "norm_except_dim")
+             "frobenius_norm", "nuclear_norm", "norm_except_dim", "gradient")
 METHODS = ("fmax", "fmin", "heaviside", "logaddexp2", "ldexp", "nextafter", "vdot", "i0",
            "polygamma", "mvlgamma", "igamma", "igammac", "angle", "conj", "conj_physical",
            "conj_physical_", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "isreal",

@@ -395,3 +395,49 @@ def test_torchscript_norms_and_ger(torch):
     with pytest.raises(RuntimeError, match="deprecated since version 1.9 and is now removed.\n"
                                            "Please use the `torch.linalg.matrix_rank`"):
         tg.matrix_rank(tg.eye(2))
+
+
+GRADIENT_CASES = [
+    ((5,), {}),
+    ((5,), {"spacing": 2.0, "edge_order": 2}),
+    ((4, 5), {"spacing": [0.5, 2.0]}),
+    ((4, 5), {"dim": 1, "edge_order": 2}),
+    ((3, 4, 5), {"dim": (0, 2), "spacing": 1.5}),
+]
+
+
+@pytest.mark.parametrize("shape,kwargs", GRADIENT_CASES)
+def test_gradient_matches_torch(torch, shape, kwargs):
+    a = _randn(*shape)
+    theirs, ours = torch.tensor(a, requires_grad=True), tg.tensor(a, requires_grad=True)
+    expected, got = torch.gradient(theirs, **kwargs), tg.gradient(ours, **kwargs)
+    assert len(got) == len(expected)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(g.detach().numpy(), e.detach().numpy(), rtol=1e-10)
+    sum(e.sum() * (i + 1) for i, e in enumerate(expected)).backward()
+    sum(g.sum() * (i + 1) for i, g in enumerate(got)).backward()
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_coordinates(torch, gradcheck, edge_order):
+    a, x = _randn(6), np.array([0.0, 0.5, 1.7, 2.0, 3.5, 4.0])
+    expected = torch.gradient(torch.tensor(a), spacing=(torch.tensor(x),), edge_order=edge_order)
+    got = tg.gradient(tg.tensor(a), spacing=(tg.tensor(x),), edge_order=edge_order)
+    np.testing.assert_allclose(got[0].numpy(), expected[0].numpy(), rtol=1e-10)
+    gradcheck(lambda t: tg.gradient(t, spacing=(tg.tensor(x),), edge_order=edge_order)[0], a)
+
+
+def test_gradient_values_and_errors():
+    squares = tg.tensor([1.0, 4.0, 9.0, 16.0, 25.0])
+    np.testing.assert_allclose(tg.gradient(squares)[0].numpy(), [3, 4, 6, 8, 9])
+    np.testing.assert_allclose(tg.gradient(squares, edge_order=2)[0].numpy(), [2, 4, 6, 8, 10])
+    assert tg.gradient(tg.tensor([1, 4, 9]))[0].dtype == tg.float32
+    assert tg.gradient(tg.ones(())) == ()
+    with pytest.raises(RuntimeError, match="only supports edge_order=1 and edge_order=2"):
+        tg.gradient(squares, edge_order=3)
+    with pytest.raises(RuntimeError, match="expected each dimension size to be at least "
+                                           "edge_order\\+1"):
+        tg.gradient(tg.tensor([1.0, 2.0]), edge_order=2)
+    with pytest.raises(RuntimeError, match="a list of length equal to 'self.dim\\(\\) = 2'"):
+        tg.gradient(tg.ones(2, 3), spacing=[1.0])
