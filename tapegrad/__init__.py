@@ -117,6 +117,22 @@ from . import _special_functions
 _special_functions.register(globals(), Tensor)
 from . import _strided
 _strided.register(globals(), Tensor)
+from . import _torch_functional
+_torch_functional.register(globals(), Tensor)
+from . import _more_math
+_more_math.register(globals(), Tensor)
+from . import _more_creation, _more_tensor_ops
+_more_creation.register(globals(), Tensor)
+_more_tensor_ops.register(globals(), Tensor)
+from . import _memory_format, _settings
+_memory_format.register(globals(), Tensor)
+_settings.register(globals())
+
+
+def set_anomaly_enabled(enabled, check_nan=True):
+    """Switch anomaly detection on or off (what torch.autograd.set_detect_anomaly calls)."""
+    from .autograd.anomaly_mode import set_detect_anomaly
+    set_detect_anomaly(enabled, check_nan)
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled, is_inference)
 from . import _saved_attrs  # noqa: F401  (installs the grad_fn._saved_* reader in the core)
@@ -148,12 +164,13 @@ from .contractions import addmm, baddbmm, einsum  # noqa: E402
 _LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
                  "distributions", "cuda", "backends", "accelerator", "linalg",
                  "multiprocessing", "sparse", "special", "testing", "onnx", "amp", "distributed",
-                 "jit", "profiler", "hub", "fft")
+                 "jit", "profiler", "hub", "fft", "cpu")
 _LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
                "autocast": "amp", "get_num_threads": "_threads", "set_num_threads": "_threads",
                "get_num_interop_threads": "_threads", "set_num_interop_threads": "_threads",
                "is_anomaly_enabled": "autograd.anomaly_mode",
-               "is_anomaly_check_nan_enabled": "autograd.anomaly_mode"}
+               "is_anomaly_check_nan_enabled": "autograd.anomaly_mode",
+               "get_device_module": "cpu"}
 
 
 def __getattr__(name):

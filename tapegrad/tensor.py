@@ -79,8 +79,8 @@ def parse_to(args: tuple, kwargs: dict):
     """The (device, dtype, non_blocking, copy) of a `to(...)` call (Tensor.to and Module.to), by
     PyTorch's three overloads: to(device=None, dtype=None, non_blocking=False, copy=False),
     to(dtype, non_blocking=False, copy=False), to(tensor, non_blocking=False, copy=False); each
-    also takes memory_format= (every tapegrad tensor is contiguous).  dtype is None when the
-    call keeps the dtype; a dtype given as Python float/int/bool is returned as is."""
+    also takes memory_format= (Tensor.to applies it; Module.to ignores it).  dtype is None when
+    the call keeps the dtype; a dtype given as Python float/int/bool is returned as is."""
     if len(args) > 4:
         raise TypeError(f"to() takes from 0 to 4 positional arguments but {len(args)} were given")
     kw = dict(kwargs)
@@ -417,9 +417,11 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         if device is not None and not isinstance(device, int) and as_device(device).index \
                 is not None:
             copy = True     # PyTorch: 'cpu:0' is not the device of a CPU tensor ('cpu'): a copy
-        if dtype is None:
-            return _core_to(self, copy=copy)
-        return _core_to(self, dtype, copy=copy)
+        result = _core_to(self, copy=copy) if dtype is None else _core_to(self, dtype, copy=copy)
+        if kwargs.get("memory_format") is not None:     # channels_last & co.: a real layout
+            from ._memory_format import apply_to_result
+            return apply_to_result(result, kwargs["memory_format"])
+        return result
 
     def type(self, dtype=None, non_blocking: bool = False, **kwargs):
         """Tensor.type(): the type string ('torch.FloatTensor'); type(t): self converted to t, a

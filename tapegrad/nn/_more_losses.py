@@ -1,4 +1,4 @@
-"""pdist, triplet_margin_with_distance_loss, multilabel_margin_loss and feature_alpha_dropout for
+"""triplet_margin_with_distance_loss, multilabel_margin_loss and feature_alpha_dropout for
 tapegrad.nn.functional, composed of the core's differentiable ops."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ._extra_losses import _reduction, pairwise_distance
 
 _wrap = _core.wrap_array
 
-__all__ = ["pdist", "triplet_margin_with_distance_loss", "multilabel_margin_loss",
+__all__ = ["triplet_margin_with_distance_loss", "multilabel_margin_loss",
            "feature_alpha_dropout"]
 
 
@@ -26,20 +26,6 @@ def _reduce(loss, reduction):
     if reduction == "mean":
         return loss.mean()
     raise ValueError(f"{reduction} is not a valid value for reduction")
-
-
-def pdist(input, p: float = 2):
-    """The p-norm distances between all pairs of rows i < j of an (N, M) input, in row-major
-    order of the pairs: shape (N * (N - 1) / 2,)."""
-    _check_tensor(input)
-    if input.dim() != 2:
-        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
-    if p < 0:
-        raise RuntimeError("pdist only supports non-negative p values")
-    first, second = np.triu_indices(input.shape[0], 1)
-    diff = input.index_select(0, _wrap(first.astype(np.int64))) - \
-        input.index_select(0, _wrap(second.astype(np.int64)))
-    return diff.norm(p, 1)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,

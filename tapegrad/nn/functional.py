@@ -30,7 +30,7 @@ from ._pool_extra import (adaptive_max_pool1d_with_indices,  # noqa: E402
 from ._norm_extra import local_response_norm, rms_norm  # noqa: E402
 from ._grid_sample import affine_grid, grid_sample  # noqa: E402
 from ._ctc_loss import ctc_loss  # noqa: E402
-from ._more_losses import (feature_alpha_dropout, multilabel_margin_loss, pdist,  # noqa: E402
+from ._more_losses import (feature_alpha_dropout, multilabel_margin_loss,  # noqa: E402
                            triplet_margin_with_distance_loss)
 from ._fractional_pool import (fractional_max_pool2d,  # noqa: E402
                                fractional_max_pool2d_with_indices)
@@ -58,6 +58,7 @@ from ._extra_losses import (cosine_embedding_loss, cosine_similarity,  # noqa: E
 from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402
 
 from ._extra_activations import alpha_dropout, gumbel_softmax  # noqa: E402
+from .._torch_functional import pdist  # noqa: E402,F401  (torch.pdist, also F.pdist)
 
 # inplace=True on a tensor in a graph: recorded as PyTorch's in-place activations are.
 from ._graph_inplace import recording_inplace as _recording_inplace  # noqa: E402

@@ -18,6 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad import pdist as pdist
 from tapegrad import sigmoid as sigmoid
 from tapegrad import tanh as tanh
 from tapegrad import Tensor as _Tensor

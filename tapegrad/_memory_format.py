@@ -1,0 +1,128 @@
+"""torch.memory_format and its values (contiguous_format, channels_last, channels_last_3d,
+preserve_format), honoured where PyTorch takes memory_format=: Tensor.contiguous,
+Tensor.is_contiguous and Tensor.to.
+
+channels_last is a real strided layout, not a flag: tapegrad tensors are numpy arrays with
+strides, so an (N, C, H, W) tensor in channels_last is the (N, H, W, C) C-order array viewed
+through permute(0, 3, 1, 2), with strides (H W C, 1, W C, C) as PyTorch's.  Elementwise ops keep
+that layout (numpy computes in the inputs' memory order) and clone preserves it.  The conversion
+is a recorded permute-contiguous-permute, so gradients flow through it.
+
+The *_like factories accept memory_format but always allocate in row-major order (their values
+and shapes are PyTorch's; only the strides of an uninitialised or constant tensor differ).
+"""
+from __future__ import annotations
+
+from . import _core
+
+TensorBase = _core.TensorBase
+
+
+class memory_format:  # noqa: N801  (PyTorch's name)
+    """A memory layout a tensor can be asked for (torch.memory_format); its values are the
+    module constants contiguous_format, channels_last, channels_last_3d, preserve_format."""
+
+    __module__ = "tapegrad"
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self._name}"
+
+    def __reduce__(self):
+        return self._name        # pickled by name: the module constant
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+legacy_contiguous_format = contiguous_format     # PyTorch's alias
+
+# (rank, the dims from innermost to outermost) of each channels-last layout
+_CHANNELS_LAST = {id(channels_last): (4, (1, 3, 2, 0), "channels_last"),
+                  id(channels_last_3d): (5, (1, 4, 3, 2, 0), "channels_last_3d")}
+
+
+def check_memory_format(value, fn: str):
+    """value, or contiguous_format for None; a TypeError naming fn for anything else."""
+    if value is None:
+        return contiguous_format
+    if not isinstance(value, memory_format):
+        raise TypeError(f"{fn}(): argument 'memory_format' must be torch.memory_format, not "
+                        f"{type(value).__name__}")
+    return value
+
+
+def _is_channels_last(t, layout) -> bool:
+    rank, inner_to_outer, _ = layout
+    if t.dim() != rank:
+        return False
+    shape, strides = tuple(t.shape), t.stride()
+    expected = 1
+    for d in inner_to_outer:         # dims of size 1 may have any stride, as in PyTorch
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def _to_channels_last(t, layout):
+    rank, inner_to_outer, name = layout
+    if t.dim() != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {name} format")
+    if _is_channels_last(t, layout):
+        return t
+    order = tuple(reversed(inner_to_outer))           # outermost first: (0, 2, 3, 1) for 2-D
+    back = tuple(order.index(d) for d in range(rank))
+    return t.permute(*order).contiguous().permute(*back)
+
+
+def install(tensor_cls) -> None:
+    """Replace Tensor.contiguous / is_contiguous by versions that honour memory_format (the
+    default path is the compiled one, called directly)."""
+    core_contiguous = tensor_cls.contiguous
+    core_is_contiguous = tensor_cls.is_contiguous
+
+    def contiguous(self, memory_format=contiguous_format):
+        """self when laid out in ``memory_format`` (row-major by default; channels_last,
+        channels_last_3d), else a copy in that layout that gradients flow through."""
+        if memory_format is contiguous_format or memory_format is None:
+            return core_contiguous(self)
+        fmt = check_memory_format(memory_format, "contiguous")
+        if fmt is preserve_format:       # PyTorch: only a no-op is allowed
+            if core_is_contiguous(self):
+                return self
+            raise RuntimeError("preserve memory format is unsupported by the contiguous "
+                               "operator")
+        return _to_channels_last(self, _CHANNELS_LAST[id(fmt)])
+
+    def is_contiguous(self, memory_format=contiguous_format):
+        """Whether self is laid out densely in ``memory_format`` (row-major by default)."""
+        if memory_format is contiguous_format or memory_format is None:
+            return core_is_contiguous(self)
+        fmt = check_memory_format(memory_format, "is_contiguous")
+        if fmt is preserve_format:       # PyTorch answers as for contiguous_format
+            return core_is_contiguous(self)
+        return _is_channels_last(self, _CHANNELS_LAST[id(fmt)])
+
+    tensor_cls.contiguous = contiguous
+    tensor_cls.is_contiguous = is_contiguous
+
+
+def apply_to_result(result, value):
+    """Tensor.to's memory_format=: the converted tensor in that layout (preserve keeps it)."""
+    fmt = check_memory_format(value, "to")
+    if fmt is preserve_format:
+        return result
+    return result.contiguous(memory_format=fmt)
+
+
+def register(namespace: dict, tensor_cls) -> None:
+    """Add torch.memory_format and its constants; install the memory_format-aware methods."""
+    for name in ("memory_format", "contiguous_format", "channels_last", "channels_last_3d",
+                 "preserve_format", "legacy_contiguous_format"):
+        namespace.setdefault(name, globals()[name])
+    install(tensor_cls)

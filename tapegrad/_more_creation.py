@@ -1,0 +1,377 @@
+"""Creation functions PyTorch scripts still call (issue 15): torch.range (deprecated, end
+inclusive), asarray (sharing memory where it can, with PyTorch's copy= rules), frombuffer,
+empty_strided / Tensor.new_empty_strided, the spectral windows (hann, hamming, blackman,
+bartlett, kaiser), unravel_index, typename and newaxis, plus the legacy Tensor.new.
+
+Memory sharing: a numpy array or a tensor given to asarray is kept (no copy) when its dtype is
+the one asked for; frombuffer views the buffer's bytes.  Windows are computed in float64 and
+cast, so float32 results are the correctly rounded values (PyTorch computes in the target dtype:
+they can differ in the last bit).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from . import _core
+from ._extra_ops import _check_tensor, _dtype_name, _wrap
+
+TensorBase = _core.TensorBase
+
+newaxis = None
+
+
+def _np_dtype(dtype):
+    return None if dtype is None else dtype.np_dtype
+
+
+def _default_dtype():
+    from . import get_default_dtype
+    return get_default_dtype()
+
+
+def _finish(t, requires_grad: bool):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _check_cpu(device) -> None:
+    if device is not None:
+        from ._device import as_device
+        as_device(device)       # raises PyTorch's error for an unavailable backend
+
+
+# -- range ---------------------------------------------------------------------------------------
+
+def torch_range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+          requires_grad=False):
+    """The values start, start + step, ... up to and including end (PyTorch's deprecated
+    torch.range, which warns; arange excludes end).  Default dtype: the default float dtype."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    if end is None:
+        raise TypeError('range() missing 1 required positional arguments: "end"')
+    _check_cpu(device)
+    start, end, step = (float(v.item()) if isinstance(v, TensorBase) else v
+                        for v in (start, end, step))
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    count = int(math.floor((end - start) / step)) + 1
+    np_dt = _np_dtype(dtype) or _default_dtype().np_dtype
+    values = (start + np.arange(count, dtype=np.float64) * step).astype(np_dt)
+    result = _finish(_wrap(values), requires_grad)
+    return result if out is None else out.copy_(result)
+
+
+torch_range.__name__ = torch_range.__qualname__ = "range"
+
+
+# -- asarray, frombuffer -------------------------------------------------------------------------
+
+def _alias_error(source_dt, target_dt):
+    return ValueError(f"can't alias tensor with dtype '{_dtype_name(np.empty(0, source_dt)).capitalize()}'"
+                      f" into dtype '{_dtype_name(np.empty(0, target_dt)).capitalize()}'.")
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """obj as a tensor, sharing memory where it can: a tensor of the asked dtype is returned
+    itself, a numpy array is viewed (from_numpy), a buffer (bytes, bytearray, array.array) is
+    read as the default float dtype unless dtype says otherwise; sequences and scalars are
+    converted (copied).  copy=True always copies; copy=False raises where sharing is
+    impossible."""
+    _check_cpu(device)
+    target = _np_dtype(dtype)
+    if isinstance(obj, TensorBase):
+        if target is None or obj._array.dtype == target:
+            result = obj.clone() if copy else obj
+        elif copy is False:
+            raise _alias_error(obj._array.dtype, target)
+        else:
+            result = obj.to(dtype)
+        return _finish(result, requires_grad) if requires_grad and not result.requires_grad \
+            else result
+    if isinstance(obj, np.ndarray):
+        if target is not None and obj.dtype != target:
+            if copy is False:
+                raise _alias_error(obj.dtype, target)
+            obj = obj.astype(target)
+        elif copy:
+            obj = obj.copy()
+        from .creation import from_numpy
+        return _finish(from_numpy(obj), requires_grad)
+    if _is_buffer(obj) and not isinstance(obj, (np.generic,)):
+        result = frombuffer(obj, dtype=dtype or _default_dtype())
+        return _finish(result.clone() if copy else result, requires_grad)
+    if copy is False:
+        raise ValueError("can't alias arbitrary sequence into a tensor.")
+    from .creation import tensor
+    return tensor(obj, dtype=dtype, requires_grad=requires_grad)
+
+
+def _is_buffer(obj) -> bool:
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D tensor viewing the bytes of a Python buffer (bytearray, array.array, mmap, ...)
+    from byte `offset`, `count` elements of `dtype` (-1: all that fit).  Writes through the
+    tensor reach the buffer; a read-only buffer (bytes) gives PyTorch's warning."""
+    if not _is_buffer(buffer):
+        raise ValueError("object does not implement Python buffer protocol.")
+    view = memoryview(buffer).cast("B")
+    length = view.nbytes
+    np_dt = dtype.np_dtype
+    item = np_dt.itemsize
+    if length == 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count < 0:
+        if (length - offset) % item:
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} "
+                             f"bytes) must be a multiple of element size ({item})")
+        count = (length - offset) // item
+    elif offset + count * item > length:
+        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({length} bytes)")
+    if view.readonly:
+        warnings.warn("The given buffer is not writable, and PyTorch does not support "
+                      "non-writable tensors. This means you can write to the underlying "
+                      "(supposedly non-writable) buffer using the tensor. You may want to copy "
+                      "the buffer to protect its data or make it writable before converting it "
+                      "to a tensor. This type of warning will be suppressed for the rest of this "
+                      "program.", UserWarning, stacklevel=2)
+    array = np.frombuffer(view, dtype=np_dt, count=count, offset=offset)
+    if not array.flags.writeable:
+        # numpy refuses to write into a read-only buffer; tapegrad, as PyTorch, shares it anyway
+        # (hence the warning above), so the tensor holds a private writable copy instead
+        array = array.copy()
+    from .creation import from_numpy
+    return _finish(from_numpy(array), requires_grad)
+
+
+# -- strided allocation --------------------------------------------------------------------------
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False):
+    """An uninitialised tensor of `size` whose elements lie `stride` apart in a new storage
+    (as_strided over a fresh 1-D allocation just large enough)."""
+    _check_cpu(device)
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    np_dt = _np_dtype(dtype) or _default_dtype().np_dtype
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(size)}: {list(size)}")
+    if any(s < 0 for s in stride):
+        raise RuntimeError("as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {list(stride)}")
+    extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    storage = _wrap(np.empty(extent, dtype=np_dt))
+    result = storage.as_strided(size, stride) if size else storage.reshape(())
+    if requires_grad:
+        result = result.detach().requires_grad_(True)
+    return result
+
+
+def _new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None,
+                       requires_grad=False, pin_memory=False):
+    """Tensor.new_empty_strided: empty_strided with this tensor's dtype unless given."""
+    return empty_strided(size, stride, dtype=dtype or self.dtype, device=device,
+                         requires_grad=requires_grad)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad=False, pin_memory=False):
+    """An uninitialised tensor of logical `size` whose memory order is `physical_layout` (the
+    dims from outermost to innermost): empty((size[p] for p in layout)).permute(inverse)."""
+    _check_cpu(device)
+    size, order = tuple(size), tuple(physical_layout)
+    if len(size) != len(order):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; i.e. len(size) = {len(size)} is not equal to "
+                           f"len(physical_layout) = {len(order)}")
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError("Duplicate dim not allowed")
+    np_dt = _np_dtype(dtype) or _default_dtype().np_dtype
+    physical = _wrap(np.empty(tuple(size[d] for d in order), dtype=np_dt))
+    result = physical.permute(*np.argsort(order).tolist())
+    if requires_grad:
+        result = result.detach().requires_grad_(True)
+    return result
+
+
+# -- windows -------------------------------------------------------------------------------------
+
+def _window(name: str, window_length, periodic, dtype, requires_grad, values_of):
+    if window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got "
+                           f"window_length={window_length}")
+    dt = dtype or _default_dtype()
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {dt}")
+    if window_length <= 1:
+        values = np.ones(window_length)
+    else:
+        n = window_length + 1 if periodic else window_length
+        values = values_of(np.arange(n, dtype=np.float64), n)[:window_length]
+    return _finish(_wrap(values.astype(dt.np_dtype)), requires_grad)
+
+
+def _cosine_sum(*coefficients):
+    """sum_k (-1)^k a_k cos(2 pi k n / (N - 1)): the generalized cosine windows."""
+    def values(n, length):
+        phase = 2 * np.pi * n / (length - 1)
+        return sum((-1) ** k * a * np.cos(k * phase) for k, a in enumerate(coefficients))
+    return values
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                requires_grad=False):
+    """The Hann window 0.5 - 0.5 cos(2 pi n / (N - 1)); periodic windows are the first N of
+    N + 1 points (for spectral analysis)."""
+    _check_cpu(device)
+    return _window("hann_window", window_length, periodic, dtype, requires_grad,
+                   _cosine_sum(0.5, 0.5))
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
+                   layout=None, device=None, requires_grad=False):
+    """The Hamming window alpha - beta cos(2 pi n / (N - 1))."""
+    _check_cpu(device)
+    return _window("hamming_window", window_length, periodic, dtype, requires_grad,
+                   _cosine_sum(alpha, beta))
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    requires_grad=False):
+    """The Blackman window 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
+    _check_cpu(device)
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad,
+                   _cosine_sum(0.42, 0.5, 0.08))
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    requires_grad=False):
+    """The triangular Bartlett window 1 - |2n / (N - 1) - 1|."""
+    _check_cpu(device)
+    return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
+                   lambda n, length: 1 - np.abs(2 * n / (length - 1) - 1))
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
+                  device=None, requires_grad=False):
+    """The Kaiser window I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta)."""
+    _check_cpu(device)
+
+    def values(n, length):
+        ratio = 2 * n / (length - 1) - 1
+        return np.i0(beta * np.sqrt(np.clip(1 - ratio * ratio, 0, None))) / np.i0(beta)
+    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, values)
+
+
+# -- unravel_index, typename ---------------------------------------------------------------------
+
+def unravel_index(indices, shape):
+    """The coordinates of flat `indices` in a tensor of `shape`: a tuple of int64 tensors
+    shaped like indices, one per dim (indices wrap around modulo the size, as PyTorch's)."""
+    if not isinstance(indices, TensorBase):
+        raise TypeError(f"expected 'indices' to be a Tensor, but got {type(indices).__name__}")
+    if indices._array.dtype.kind not in "iu":
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if any(d < 0 for d in dims):
+        raise ValueError(f"'shape' cannot have negative values, but got {dims}")
+    flat = indices._array.astype(np.int64)
+    coordinates = []
+    stride = 1
+    for d in reversed(dims):
+        coordinates.append(_wrap((flat // stride) % d if d else flat * 0))
+        stride *= d
+    return tuple(reversed(coordinates))
+
+
+def typename(obj) -> str:
+    """The type name PyTorch prints: 'torch.FloatTensor' & co. for a tensor, the qualified
+    class name otherwise (builtins unqualified)."""
+    if isinstance(obj, TensorBase):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    cls = obj if isinstance(obj, type) else type(obj)
+    module = getattr(cls, "__module__", module) or ""
+    name = getattr(cls, "__qualname__", cls.__name__)
+    return name if module in ("", "builtins", "__builtin__") else f"{module}.{name}"
+
+
+# -- binomial sampling ---------------------------------------------------------------------------
+
+def binomial(count, prob, generator=None):
+    """Samples of Binomial(count, prob) elementwise (broadcast), in the inputs' float dtype: the
+    number of successes in floor(count) trials (negative counts give 0, prob is clipped to
+    [0, 1], as PyTorch's sampler does; NaN in either gives NaN).  No derivative: backward
+    raises, as PyTorch's."""
+    from .random import _numpy_rng
+    if not isinstance(count, TensorBase) or not isinstance(prob, TensorBase):
+        bad, position = ("count", 1) if not isinstance(count, TensorBase) else ("prob", 2)
+        raise TypeError(f"binomial(): argument '{bad}' (position {position}) must be Tensor, not "
+                        f"{type(count if position == 1 else prob).__name__}")
+    if count._array.dtype.kind != "f":
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
+                         f"{_dtype_name(count._array).capitalize()}")
+    if prob.dtype != count.dtype:
+        raise RuntimeError(f"Found dtype {_dtype_name(prob._array).capitalize()} but expected "
+                           f"{_dtype_name(count._array).capitalize()}")
+    n, p = np.broadcast_arrays(count._array.astype(np.float64), prob._array.astype(np.float64))
+    missing = np.isnan(n) | np.isnan(p)
+    trials = np.where(missing, 0, np.maximum(np.floor(np.where(np.isinf(n), 0, n)), 0))
+    draws = _numpy_rng(generator, "binomial").binomial(trials.astype(np.int64),
+                                                       np.clip(np.where(missing, 0, p), 0, 1))
+    values = np.where(missing, np.nan, draws).astype(count._array.dtype)
+    if (count.requires_grad or prob.requires_grad):
+        from ._more_math import _NotDifferentiable
+        source = count if count.requires_grad else prob
+        return _NotDifferentiable.apply(source, values,
+                                        "derivative for aten::binomial is not implemented")
+    return _wrap(values)
+
+
+# -- Tensor.new ----------------------------------------------------------------------------------
+
+def _tensor_new(self, *args, **kwargs):
+    """Tensor.new: the legacy constructor with this tensor's dtype: new() is empty, new(*sizes)
+    uninitialised, new(data) a copy of the data, new(other) shares other (same dtype only)."""
+    from ._legacy import legacy_value
+    value = legacy_value(self._array.dtype, args, kwargs)
+    if isinstance(value, TensorBase):
+        return value.view(value._array.shape) if value.requires_grad else value.detach()
+    return _core.wrap_array(value)
+
+
+FUNCTIONS = ("range", "asarray", "frombuffer", "empty_strided", "hann_window", "hamming_window",
+             "blackman_window", "bartlett_window", "kaiser_window", "unravel_index", "typename", "empty_permuted", "binomial")
+
+
+def register(namespace: dict, tensor_cls) -> None:
+    """Add the creation functions and newaxis to `namespace` and Tensor.new /
+    new_empty_strided to `tensor_cls` (existing names win)."""
+    for name in FUNCTIONS:
+        namespace.setdefault(name, globals()["torch_range" if name == "range" else name])
+    namespace.setdefault("newaxis", None)
+    if "new" not in dir(tensor_cls):
+        tensor_cls.new = _tensor_new
+    if "new_empty_strided" not in dir(tensor_cls):
+        tensor_cls.new_empty_strided = _new_empty_strided

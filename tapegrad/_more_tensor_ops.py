@@ -1,0 +1,478 @@
+"""Tensor manipulation PyTorch has on `torch` and `Tensor` (issue 15): the scatter family that
+writes a region of a copy (select/slice/diagonal_scatter, masked_scatter, put, index_reduce),
+fill / zero_ / detach at torch level, split_with_sizes and the unsafe_ splits, sum_to_size,
+resize_ / resize_as_, apply_ / map_ / map2_, the adjoint views (H, mH, adjoint), dim_order and
+is_set_to.
+
+The scatter family is one mechanism: numpy finds the flat positions of the region (the same
+indexing applied to an arange of the input's size), and the recorded index_copy (index_add,
+scatter_reduce) writes the values there, so the gradient is PyTorch's: the input's gradient is
+zero in the region, the source receives the region's gradient.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from . import _core
+from ._extra_functions import _torch_grad_fn_name
+from ._extra_ops import _check_tensor, _dim, _dtype_name, _in_place, _index_tensor, _wrap
+from .autograd.function import Function
+
+TensorBase = _core.TensorBase
+
+
+def _positions(input) -> np.ndarray:
+    """The flat index of each element of input, shaped like input."""
+    return np.arange(input.numel(), dtype=np.int64).reshape(tuple(input.shape))
+
+
+def _write_region(input, positions: np.ndarray, src):
+    """A copy of input whose elements at flat `positions` (shaped like src) hold src."""
+    flat = input.reshape(-1)
+    written = flat.index_copy(0, _index_tensor(positions.reshape(-1)),
+                              src.reshape(-1).to(input.dtype))
+    return written.reshape(tuple(input.shape))
+
+
+def _check_region(src, region: np.ndarray) -> None:
+    if tuple(src.shape) != region.shape:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(region.shape)}")
+
+
+def select_scatter(input, src, dim, index):
+    """A copy of input with input.select(dim, index) replaced by src (differentiable in
+    both)."""
+    _check_tensor(input, "select_scatter")
+    _check_tensor(src, "select_scatter", "src", 2)
+    d = _dim(dim, input.dim())
+    size = input.shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {d}")
+    region = np.take(_positions(input), index % size, axis=d)
+    _check_region(src, region)
+    return _write_region(input, region, src)
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """A copy of input with the slice start:end:step along dim replaced by src."""
+    _check_tensor(input, "slice_scatter")
+    _check_tensor(src, "slice_scatter", "src", 2)
+    d = _dim(dim, input.dim())
+    key = (slice(None),) * d + (slice(start, end, step),)
+    region = _positions(input)[key]
+    _check_region(src, region)
+    return _write_region(input, region, src)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """A copy of input with its diagonal (offset, dim1, dim2) replaced by src, shaped as
+    input.diagonal(offset, dim1, dim2)."""
+    _check_tensor(input, "diagonal_scatter")
+    _check_tensor(src, "diagonal_scatter", "src", 2)
+    a, b = _dim(dim1, input.dim()), _dim(dim2, input.dim())
+    region = np.diagonal(_positions(input), offset, a, b)
+    _check_region(src, region)
+    return _write_region(input, region, src)
+
+
+def masked_scatter(input, mask, source):
+    """A copy of input where mask (broadcast to input) is True takes source's elements in row
+    order (source needs at least as many elements as mask has True)."""
+    _check_tensor(input, "masked_scatter")
+    _check_tensor(mask, "masked_scatter", "mask", 2)
+    _check_tensor(source, "masked_scatter", "source", 3)
+    if mask._array.dtype != np.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
+                           f"dtype {_dtype_name(mask._array).capitalize()}")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
+                           f"got{_dtype_name(input._array).capitalize()} and "
+                           f"{_dtype_name(source._array).capitalize()}")
+    shape = np.broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+    target = input.expand(*shape) if shape != tuple(input.shape) else input
+    chosen = _positions(target)[np.broadcast_to(mask._array, shape)]
+    if chosen.size > source.numel():
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    return _write_region(target, chosen, source.reshape(-1)[:chosen.size])
+
+
+def _masked_scatter_(self, mask, source):
+    """In-place masked_scatter (mask broadcasts to self, not the other way)."""
+    shape = np.broadcast_shapes(tuple(self.shape), tuple(mask.shape))
+    if shape != tuple(self.shape):
+        raise RuntimeError(f"expand(CPU{_dtype_name(mask._array).capitalize()}Type"
+                           f"{{{list(mask.shape)}}}, "
+                           f"size={list(self.shape)}): the number of sizes provided "
+                           f"({self.dim()}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({mask.dim()})")
+    return _in_place("masked_scatter")(self, mask, source)
+
+
+def put(input, index, source, accumulate=False):
+    """A copy of input with input.flatten()[index] = source (added with accumulate=True);
+    negative indices count from the end."""
+    _check_tensor(input, "put")
+    if index._array.dtype != np.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
+                           f"{_dtype_name(index._array).capitalize()}")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {_dtype_name(input._array).capitalize()} and "
+                           f"source.dtype = {_dtype_name(source._array).capitalize()}")
+    if source.numel() != index.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {source.numel()}, index.numel() "
+                         f"= {index.numel()}")
+    n = input.numel()
+    flat_index = index._array.reshape(-1)
+    bad = (flat_index >= n) | (flat_index < -n)
+    if bad.any():
+        raise IndexError(f"out of range: tried to access index {int(flat_index[bad][0])} on a "
+                         f"tensor of {n} elements.")
+    positions = _index_tensor(flat_index % max(n, 1))
+    flat = input.reshape(-1)
+    values = source.reshape(-1)
+    written = flat.index_add(0, positions, values) if accumulate else \
+        flat.index_copy(0, positions, values)
+    return written.reshape(tuple(input.shape))
+
+
+_INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """A copy of input where, along dim, slice index[i] is reduced (prod, mean, amax or amin)
+    with source's slice i (with or without input's own value); differentiable as
+    scatter_reduce, which it is built on."""
+    warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning,
+                  stacklevel=2)
+    _check_tensor(input, "index_reduce")
+    if reduce not in _INDEX_REDUCTIONS:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    d = _dim(dim, input.dim())
+    if index.dim() > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    if index.numel() != (source.shape[d] if source.dim() else 1):
+        raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
+                           f"equal to source.size(dim): ({source.shape[d]}), for dim: {d}")
+    # scatter_reduce wants the index broadcast to source's shape along the other dims
+    shape = [1] * source.dim()
+    shape[d] = index.numel()
+    spread = _index_tensor(np.broadcast_to(index._array.reshape(shape), tuple(source.shape)))
+    return input.scatter_reduce(d, spread, source, reduce, include_self=include_self)
+
+
+# -- fill, zero, detach, splits ------------------------------------------------------------------
+
+def fill(input, value):
+    """A tensor shaped and typed like input, every element `value` (a number or a 0-d
+    tensor); recorded as PyTorch's FillBackward0: zero gradient to input, the sum of the
+    gradient to a tensor value."""
+    _check_tensor(input, "fill")
+    value_is_tensor = isinstance(value, TensorBase)
+    if value_is_tensor and value.dim():
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                           f"with {value.dim()} dimensions.")
+    if input.requires_grad or (value_is_tensor and value.requires_grad):
+        return _Fill.apply(input, value)
+    from .creation import full_like
+    return full_like(input, value.item() if value_is_tensor else value)
+
+
+class _Fill(Function):
+    """A constant shaped like x (value a number or a 0-d tensor)."""
+
+    @staticmethod
+    def forward(ctx, x, value):
+        ctx.value_dtype = value.dtype if isinstance(value, TensorBase) else None
+        fill_value = value._array if isinstance(value, TensorBase) else value
+        return _wrap(np.full(x._array.shape, fill_value, dtype=x._array.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad_value = None if ctx.value_dtype is None else grad.sum().to(ctx.value_dtype)
+        return grad * 0, grad_value
+
+
+_torch_grad_fn_name(_Fill, "FillBackward0")
+
+
+def fill_(input, value):
+    """torch.fill_: input.fill_(value)."""
+    _check_tensor(input, "fill_")
+    return input.fill_(value)
+
+
+def zero_(input):
+    """torch.zero_: input.zero_()."""
+    _check_tensor(input, "zero_")
+    return input.zero_()
+
+
+def detach(input):
+    """torch.detach: input.detach()."""
+    _check_tensor(input, "detach")
+    return input.detach()
+
+
+def detach_(input):
+    """torch.detach_: input.detach_()."""
+    _check_tensor(input, "detach_")
+    return input.detach_()
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    """input split along dim into pieces of the given sizes, which must sum to its size."""
+    _check_tensor(input, "split_with_sizes")
+    d = _dim(dim, input.dim())
+    sizes = [int(s) for s in split_sizes]
+    if sum(sizes) != input.shape[d] or any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
+                           f"{input.shape[d]} (input tensor's size at dimension {d}), but got "
+                           f"split_sizes={sizes}")
+    return input.split(sizes, d)
+
+
+def unsafe_split(input, split_size, dim=0):
+    """split without the view bookkeeping in PyTorch; here the same pieces as split."""
+    _check_tensor(input, "unsafe_split")
+    return input.split(split_size, dim)
+
+
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    """split_with_sizes without the view bookkeeping in PyTorch; here the same pieces."""
+    return split_with_sizes(input, split_sizes, dim)
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    """chunk without the view bookkeeping in PyTorch; here the same pieces as chunk."""
+    _check_tensor(input, "unsafe_chunk")
+    return input.chunk(chunks, dim)
+
+
+# -- sum_to_size, resize ---------------------------------------------------------------------------
+
+def _sum_to_size(self, *size):
+    """self summed down to `size`, which must broadcast (expand) to self's shape: the leading
+    dims self has in excess are summed away, dims of size 1 in `size` kept with keepdim."""
+    if not size:
+        raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
+    target = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    shape = tuple(self.shape)
+    extra = len(shape) - len(target)
+    if extra < 0 or any(t != 1 and t != s for t, s in zip(target, shape[extra:])):
+        raise RuntimeError(f"size {{{list(target)}}} is not expandable to size {{{list(shape)}}}.")
+    result = self.sum(tuple(range(extra))) if extra else self
+    kept = tuple(i for i, (t, s) in enumerate(zip(target, shape[extra:])) if t == 1 and s != 1)
+    return result.sum(kept, keepdim=True) if kept else result
+
+
+def _resized_array(arr: np.ndarray, shape: tuple) -> np.ndarray:
+    """arr's elements in row order, as many as `shape` holds, in a new array of that shape;
+    elements beyond arr's are uninitialised, as PyTorch's resize_ leaves them."""
+    out = np.empty(shape, dtype=arr.dtype)
+    count = min(out.size, arr.size)
+    out.reshape(-1)[:count] = arr.reshape(-1)[:count]
+    return out
+
+
+def _resize_(self, *size, memory_format=None):
+    """Tensor.resize_: self takes `size`, keeping its first elements in row order (new ones
+    uninitialised); refused for a tensor that requires grad, as PyTorch."""
+    target = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if any(s < 0 for s in target):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(target)}: "
+                           f"{list(target)}")
+    if tuple(self.shape) != tuple(target):
+        self.data = _wrap(_resized_array(self._array, tuple(int(s) for s in target)))
+    return self
+
+
+def _resize_as_(self, the_template, memory_format=None):
+    """Tensor.resize_as_: resize_ to the template's shape."""
+    return _resize_(self, tuple(the_template.shape))
+
+
+def resize_as_(input, the_template, *, memory_format=None):
+    """torch.resize_as_: input.resize_as_(the_template)."""
+    _check_tensor(input, "resize_as_")
+    return _resize_as_(input, the_template)
+
+
+def _resize(self, *size):
+    """Tensor.resize (deprecated by PyTorch, which warns): a reshape that keeps the number of
+    elements (autograd's resize)."""
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    return _autograd_resize(self, *size)
+
+
+def _resize_as(self, tensor):
+    """Tensor.resize_as (deprecated by PyTorch, which warns): resize to tensor's shape."""
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _autograd_resize(self, tuple(tensor.shape))
+
+
+def _autograd_resize(self, *size):
+    target = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    count = int(np.prod(target)) if target else 1
+    if count != self.numel():
+        shape = "x".join(str(s) for s in self.shape)
+        raise RuntimeError(f"requested resize to {'x'.join(str(s) for s in target)} ({count} "
+                           f"elements in total), but the given tensor has a size of {shape} "
+                           f"({self.numel()} elements). autograd's resize can only change the "
+                           f"shape of a given tensor, while preserving the number of elements. ")
+    return self.reshape(target).clone()
+
+
+# -- apply_, map_, map2_ ---------------------------------------------------------------------------
+
+def _python_map(self, name: str, fn, *others):
+    if self.requires_grad:
+        raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use "
+                           f"var.detach().{name}() instead.")
+    arrays = [np.broadcast_to(o._array, tuple(self.shape)) for o in others]
+    flat = self._array.reshape(-1)
+    values = np.array([fn(*(v.item() for v in items))
+                       for items in zip(flat, *(a.reshape(-1) for a in arrays))]
+                      if flat.size else [], dtype=self._array.dtype)
+    from ._shift_ops import _write_back
+    return _write_back(self, _wrap(values.reshape(tuple(self.shape))))
+
+
+def _apply_(self, callable):
+    """Tensor.apply_: each element replaced by callable(element) (Python numbers, slow; no
+    gradient: refused on a tensor that requires grad)."""
+    return _python_map(self, "apply_", callable)
+
+
+def _map_(self, tensor, callable):
+    """Tensor.map_: each element replaced by callable(element, other element), tensor
+    broadcast to self."""
+    return _python_map(self, "map_", callable, tensor)
+
+
+def _map2_(self, x, y, callable):
+    """Tensor.map2_: callable(element, x element, y element), x and y broadcast to self."""
+    return _python_map(self, "map2_", callable, x, y)
+
+
+# -- adjoint views, dim_order, is_set_to ---------------------------------------------------------
+
+def adjoint(input):
+    """The conjugate transpose of the last two dims (for real tensors, mT)."""
+    _check_tensor(input, "adjoint")
+    if input.dim() < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
+                           f"matrices. Got {input.dim()}-D tensor.")
+    return input.mT
+
+
+def _mH(self):
+    """The conjugate transpose of the last two dims: for real tensors, mT."""
+    if self.dim() < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {self.dim()}-D tensor.")
+    return self.mT
+
+
+def _H(self):
+    """The conjugate transpose of a matrix (a 0-d tensor itself, with PyTorch's warning)."""
+    if self.dim() == 0:
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                      UserWarning, stacklevel=2)
+        return self
+    if self.dim() != 2:
+        hint = ". For batches of matrices, consider using tensor.mH" if self.dim() > 2 else "."
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{self.dim()}-D tensor{hint}")
+    return self.mT
+
+
+def _name(self):
+    """PyTorch's read-only Tensor.name: None (tapegrad has no named tensors)."""
+    return None
+
+
+def _dim_order(self, *, ambiguity_check=False):
+    """The dims from outermost to innermost in memory (sorted by stride, ties in dim
+    order); with ambiguity_check, PyTorch's error when that order is not unique."""
+    strides = self.stride()
+    order = tuple(sorted(range(self.dim()), key=lambda d: -strides[d]))
+    if ambiguity_check:
+        shape = tuple(self.shape)
+        if 1 in shape or len(set(strides)) != len(strides):
+            raise RuntimeError("The tensor does not have unique dim order, or cannot map to "
+                               "exact one of the given memory formats.")
+    return order
+
+
+def _is_set_to(self, tensor):
+    """Whether both tensors view the same memory with the same sizes and strides."""
+    _check_tensor(tensor, "is_set_to", "tensor")
+    a, b = self._array, tensor._array
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and
+            a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
+
+
+def get_device(input) -> int:
+    """The device ordinal of input: -1, the CPU's (as PyTorch answers for CPU tensors)."""
+    _check_tensor(input, "get_device")
+    return -1
+
+
+def is_storage(obj) -> bool:
+    """Whether obj is a PyTorch storage object: tapegrad has none, so False."""
+    return False
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero's (count, ndim) coordinates cut or padded with fill_value to exactly `size`
+    rows (a shape known in advance)."""
+    _check_tensor(input, "nonzero_static")
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = np.argwhere(input._array)
+    out = np.full((size, input.dim()), fill_value, dtype=np.int64)
+    count = min(size, len(found))
+    out[:count] = found[:count]
+    return _wrap(out)
+
+
+def _volatile(self):
+    """Removed from PyTorch (always False, with its warning)."""
+    warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
+                  stacklevel=2)
+    return False
+
+
+FUNCTIONS = ("select_scatter", "slice_scatter", "diagonal_scatter", "masked_scatter", "put",
+             "index_reduce", "fill", "fill_", "zero_", "detach", "detach_", "split_with_sizes",
+             "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "resize_as_", "adjoint",
+             "get_device", "is_storage", "nonzero_static")
+METHODS = ("select_scatter", "slice_scatter", "diagonal_scatter", "masked_scatter", "put",
+           "index_reduce", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes",
+           "unsafe_chunk", "adjoint", "nonzero_static")
+
+
+def register(namespace: dict, tensor_cls) -> None:
+    """Add the functions to `namespace`, the methods, in-place forms and properties to
+    `tensor_cls` (existing names win)."""
+    from ._extra_ops import register_family
+    register_family(namespace, tensor_cls, globals(), FUNCTIONS, METHODS, {})
+    extras = {"put_": _in_place("put"), "index_reduce_": _in_place("index_reduce"),
+              "masked_scatter_": _masked_scatter_, "sum_to_size": _sum_to_size,
+              "resize_": _resize_, "resize_as_": _resize_as_, "resize": _resize,
+              "resize_as": _resize_as, "apply_": _apply_, "map_": _map_, "map2_": _map2_,
+              "dim_order": _dim_order, "is_set_to": _is_set_to,
+              "H": property(_H), "mH": property(_mH), "name": property(_name),
+              "volatile": property(_volatile)}
+    for name, value in extras.items():
+        if name not in dir(tensor_cls):
+            setattr(tensor_cls, name, value)
