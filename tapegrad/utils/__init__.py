@@ -1,5 +1,5 @@
-"""tapegrad.utils: data loading (utils.data), DLPack exchange (utils.dlpack), graph drawing
+"""tapegrad.utils: data loading (utils.data), DLPack exchange (utils.dlpack), timing (utils.benchmark), graph drawing
 (utils.viz), activation checkpointing (utils.checkpoint)."""
-from . import checkpoint, data, dlpack, viz
+from . import benchmark, checkpoint, data, dlpack, viz
 
-__all__ = ["checkpoint", "data", "dlpack", "viz"]
+__all__ = ["benchmark", "checkpoint", "data", "dlpack", "viz"]

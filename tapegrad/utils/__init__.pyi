@@ -18,12 +18,14 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.utils import benchmark as benchmark
 from tapegrad.utils import checkpoint as checkpoint
 from tapegrad.utils import data as data
 from tapegrad.utils import dlpack as dlpack
 from tapegrad.utils import viz as viz
 
 __all__ = [
+    'benchmark',
     'checkpoint',
     'data',
     'dlpack',
