@@ -240,8 +240,10 @@ __all__ = [
     'contractions',
     'conv1d',
     'conv2d',
+    'conv3d',
     'conv_transpose1d',
     'conv_transpose2d',
+    'conv_transpose3d',
     'copysign',
     'corrcoef',
     'cos',
@@ -255,6 +257,7 @@ __all__ = [
     'cpu',
     'creation',
     'cross',
+    'ctc_loss',
     'cuda',
     'cummax',
     'cummin',
@@ -498,6 +501,7 @@ __all__ = [
     'max_pool1d',
     'max_pool1d_with_indices',
     'max_pool2d',
+    'max_pool3d',
     'maximum',
     'mean',
     'median',
@@ -593,6 +597,7 @@ __all__ = [
     'resolve_neg',
     'result_type',
     'return_types',
+    'rms_norm',
     'rnn_relu_cell',
     'rnn_tanh_cell',
     'roll',
@@ -1637,9 +1642,13 @@ def conv1d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding:
 
 def conv2d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ...) -> Tensor: ...
 
+def conv3d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ...) -> Any: ...
+
 def conv_transpose1d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., dilation: Any = ...) -> Tensor: ...
 
 def conv_transpose2d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., dilation: Any = ...) -> Tensor: ...
+
+def conv_transpose3d(input: Any, weight: Any, bias: Any = ..., stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., dilation: Any = ...) -> Any: ...
 
 def copysign(input: Any, other: Any, *, out: Any = ...) -> Any: ...
 
@@ -1662,6 +1671,8 @@ def count_nonzero(input: Any, dim: Any = ..., *, axis: Any = ...) -> Tensor: ...
 def cov(input: Any, *, correction: Any = ..., fweights: Any = ..., aweights: Any = ...) -> Any: ...
 
 def cross(input: Any, other: Any, dim: Any = ..., *, out: Any = ...) -> Tensor: ...
+
+def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any, blank: Any = ..., reduction: Any = ..., zero_infinity: Any = ...) -> Any: ...
 
 def cummax(input: Any, dim: Any, *, out: Any = ...) -> Any: ...
 
@@ -2097,6 +2108,8 @@ def max_pool1d_with_indices(input: Any, kernel_size: Any, stride: Any = ..., pad
 
 def max_pool2d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ...) -> Any: ...
 
+def max_pool3d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ...) -> Any: ...
+
 def maximum(input: Any, other: Any) -> Tensor: ...
 
 def mean(input: Any, dim: Any = ..., keepdim: Any = ..., *, dtype: Any = ..., axis: Any = ..., keepdims: Any = ...) -> Tensor: ...
@@ -2262,6 +2275,8 @@ def resolve_neg(input: Any) -> Any: ...
 def result_type(a: Any, b: Any) -> Any: ...
 
 return_types: Any  # a module built at run time
+def rms_norm(input: Any, normalized_shape: Any, weight: Any = ..., eps: Any = ...) -> Any: ...
+
 def rnn_relu_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = ..., b_hh: Any = ...) -> Any: ...
 
 def rnn_tanh_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = ..., b_hh: Any = ...) -> Any: ...

@@ -64,6 +64,18 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                  dilation)
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """torch.conv3d: see :func:`tapegrad.nn.functional.conv3d`."""
+    return _F().conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """torch.conv_transpose3d: see :func:`tapegrad.nn.functional.conv_transpose3d`."""
+    return _F().conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups,
+                                 dilation)
+
+
 def _stride(stride):
     # ATen spells "stride defaults to the kernel size" as an empty list
     return None if stride is None or (isinstance(stride, (list, tuple)) and not stride) else stride
@@ -72,6 +84,25 @@ def _stride(stride):
 def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """torch.max_pool1d: the pooled values only (no ``return_indices``)."""
     return _F().max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """torch.max_pool3d: the pooled values only (no ``return_indices``)."""
+    return _F().max_pool3d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """torch.rms_norm: see :func:`tapegrad.nn.functional.rms_norm`."""
+    return _F().rms_norm(input, normalized_shape, weight, eps)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1,
+             zero_infinity=False):
+    """torch.ctc_loss (int reduction: 0 none, 1 mean, 2 sum): see
+    :func:`tapegrad.nn.functional.ctc_loss`."""
+    name = _reduction_name(reduction, "ctc_loss", 6)
+    return _F().ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, name,
+                         zero_infinity)
 
 
 def max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
@@ -461,7 +492,8 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
     return weight
 
 
-FUNCTIONS = ("conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d",
+FUNCTIONS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+             "conv_transpose3d", "max_pool1d", "max_pool3d", "rms_norm", "ctc_loss",
              "max_pool2d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
              "adaptive_max_pool1d", "batch_norm", "instance_norm", "group_norm",
              "dropout_", "alpha_dropout", "alpha_dropout_", "feature_dropout", "feature_dropout_",

@@ -148,6 +148,7 @@ def test_forward_ad_matches_torch(torch):
             dual = fw.make_dual(primal, tangent)
             y = fw.unpack_dual((dual.sin() * dual).sum() + dual.exp())
             assert fw.unpack_dual(primal).tangent is None
+            assert fw.unpack_dual(dual).tangent is tangent      # the tutorial checks identity
             assert type(y).__name__ == "UnpackedDualTensor"
             results.append((y.primal.numpy(), y.tangent.numpy(),
                             fw.unpack_dual(dual).tangent.numpy()))

@@ -18,6 +18,14 @@ CASES = [
     ("conv2d", (_randn(2, 3, 6, 6), _randn(4, 3, 3, 3), None, 2)),
     ("conv_transpose1d", (_randn(2, 3, 8), _randn(3, 4, 3))),
     ("conv_transpose2d", (_randn(2, 3, 5, 5), _randn(3, 4, 3, 3), None, 2, 1, 1)),
+    ("conv3d", (_randn(1, 2, 4, 5, 4), _randn(3, 2, 2, 3, 2), _randn(3), 1, 1)),
+    ("conv_transpose3d", (_randn(1, 2, 3, 3, 3), _randn(2, 3, 2, 2, 2), None, 2)),
+    ("max_pool3d", (_randn(1, 2, 4, 4, 4), 2)),
+    ("rms_norm", (_randn(3, 4, 5), (5,), _randn(5))),
+    ("ctc_loss", (np.log(rng.dirichlet(np.ones(5), size=(6, 2))), np.array([[1, 2], [3, 3]]),
+                  [6, 6], [2, 2], 0, 0)),
+    ("ctc_loss", (np.log(rng.dirichlet(np.ones(5), size=(6, 2))), np.array([[1, 2], [3, 3]]),
+                  [6, 5], [2, 1], 0, 2)),
     ("max_pool1d", (_randn(2, 3, 8), 2)),
     ("max_pool2d", (_randn(2, 3, 8, 8), 2, [], 1)),
     ("max_pool1d_with_indices", (_randn(2, 3, 8), 3)),
@@ -60,7 +68,8 @@ CASES = [
 
 def _args(lib, args):
     # float arrays are differentiable inputs, except targets the op cannot differentiate
-    return [lib.tensor(a, requires_grad=True) if isinstance(a, np.ndarray) else a for a in args]
+    return [lib.tensor(a, requires_grad=a.dtype.kind == "f") if isinstance(a, np.ndarray) else a
+            for a in args]
 
 
 @pytest.mark.parametrize("name,args", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])

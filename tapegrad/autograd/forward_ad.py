@@ -84,7 +84,7 @@ def make_dual(tensor, tangent, *, level=None):
     with enable_grad():
         dual = tensor.view_as(tensor) if tensor.requires_grad else \
             tensor.detach().requires_grad_()
-    _levels[-1].append((dual, tangent.detach()))
+    _levels[-1].append((dual, tangent))    # the object itself: unpack_dual hands it back
     return dual
 
 

@@ -94,9 +94,10 @@ def _empty(dtype):
     return empty(0, dtype=dtype)
 
 
-class _BufferMeta(type):
+class _BufferMeta(type(Tensor)):
     """isinstance(t, Buffer) holds for any tensor made by Buffer(...) (it returns a plain Tensor
-    flagged as a buffer, as PyTorch's does)."""
+    flagged as a buffer, as PyTorch's does).  Derived from Tensor's metaclass (the one that prints
+    the class under torch's name), as a subclass's metaclass must be."""
 
     def __instancecheck__(cls, instance) -> bool:
         if cls is Buffer and isinstance(instance, Tensor) and getattr(instance, "_is_buffer",
