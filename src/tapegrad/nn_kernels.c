@@ -24,6 +24,18 @@ static inline ptrdiff_t first_on_grid(ptrdiff_t start, ptrdiff_t step)
 
 /* -- im2col / col2im ------------------------------------------------------------------------- */
 
+/* A short contiguous copy (one window row of im2col: often 5-30 elements) in constant-size
+ * pieces, which compile to vector moves: a memcpy call per row cost more than the copy. */
+static inline void copy_run(void* restrict dst, const void* restrict src, size_t bytes)
+{
+    char* o = dst;
+    const char* s = src;
+    for (; bytes >= 32; bytes -= 32, o += 32, s += 32) memcpy(o, s, 32);
+    if (bytes >= 16) { memcpy(o, s, 16); o += 16; s += 16; bytes -= 16; }
+    if (bytes >= 8) { memcpy(o, s, 8); o += 8; s += 8; bytes -= 8; }
+    if (bytes >= 4) memcpy(o, s, 4);
+}
+
 /* im2col of one sample's channels [0, Cc) (x points at the first one) and output rows [ho0, ho1):
  * cols[(c*kh + i)*kw + j][(ho - ho0)*Wo + wo], rows row_stride apart.  The fused convolution
  * calls it per block of rows; the whole-batch im2col per sample. */
@@ -52,7 +64,7 @@ static void im2col_block_##SFX(const T* x, T* cols, const tg_window* g, ptrdiff_
                     const T* src = plane + h * g->W + off;                                        \
                     for (ptrdiff_t wo = 0; wo < wlo; wo++) o[wo] = fill;                          \
                     if (g->sw == 1)                                                               \
-                        memcpy(o + wlo, src + wlo, (size_t)(whi - wlo) * sizeof(T));              \
+                        copy_run(o + wlo, src + wlo, (size_t)(whi - wlo) * sizeof(T));            \
                     else                                                                          \
                         for (ptrdiff_t wo = wlo; wo < whi; wo++) o[wo] = src[wo * g->sw];         \
                     for (ptrdiff_t wo = whi; wo < g->Wo; wo++) o[wo] = fill;                      \
@@ -926,6 +938,9 @@ static void PREFIX##_conv2d(const T* x, const T* w, const T* bias, T* y, const t
     enum { NR = CONV_NR_##SFX };                                                                  \
     const conv_plan p = plan_conv(g, G, sizeof(T), NR, 0);                                        \
     const ptrdiff_t Cg = g->C / G, Og = O / G, HW = g->H * g->W;                                  \
+    /* a tile's columns past the block's end are computed, never stored: they only need to hold  \
+     * numbers (zero at first, stale columns of an earlier block after) */                       \
+    memset(work, 0, (size_t)(p.K * p.ld) * sizeof(T));                                            \
     for (ptrdiff_t n = 0; n < g->N; n++)                                                          \
         for (ptrdiff_t gi = 0; gi < G; gi++)                                                      \
             for (ptrdiff_t ho0 = 0; ho0 < g->Ho; ho0 += p.rows) {                                 \
@@ -933,7 +948,6 @@ static void PREFIX##_conv2d(const T* x, const T* w, const T* bias, T* y, const t
                 const ptrdiff_t Lb = (ho1 - ho0) * g->Wo;                                         \
                 im2col_block_##SFX(x + (n * g->C + gi * Cg) * HW, work, g, Cg, ho0, ho1, p.ld,    \
                                    (T)0);                                                         \
-                zero_tail_##SFX(work, p.K, p.ld, Lb, round_up(Lb, NR));                           \
                 const T* wg = w + gi * Og * p.K;                                                  \
                 T* yb = y + (n * O + gi * Og) * p.L + ho0 * g->Wo;                                \
                 for (ptrdiff_t j0 = 0; j0 < Lb; j0 += NR) {                                       \
@@ -964,6 +978,7 @@ static void PREFIX##_conv2d_grad_input(const T* gy, const T* w, T* gx, const tg_
             for (ptrdiff_t k = 0; k < K; k++)                                                     \
                 wt[(gi * K + k) * Og + o] = w[(gi * Og + o) * K + k];                             \
     memset(gx, 0, (size_t)(g->N * g->C * HW) * sizeof(T));                                        \
+    memset(dyb, 0, (size_t)(Og * p.ld) * sizeof(T));      /* as the forward's columns */          \
     for (ptrdiff_t n = 0; n < g->N; n++)                                                          \
         for (ptrdiff_t gi = 0; gi < G; gi++)                                                      \
             for (ptrdiff_t ho0 = 0; ho0 < g->Ho; ho0 += p.rows) {                                 \
@@ -972,7 +987,6 @@ static void PREFIX##_conv2d_grad_input(const T* gy, const T* w, T* gx, const tg_
                 for (ptrdiff_t o = 0; o < Og; o++)                                                \
                     memcpy(dyb + o * p.ld, gy + (n * O + gi * Og + o) * p.L + ho0 * g->Wo,        \
                            (size_t)Lb * sizeof(T));                                               \
-                zero_tail_##SFX(dyb, Og, p.ld, Lb, round_up(Lb, NR));                             \
                 for (ptrdiff_t j0 = 0; j0 < Lb; j0 += NR) {                                       \
                     const ptrdiff_t nb = Lb - j0 < NR ? Lb - j0 : NR;                             \
                     for (ptrdiff_t k0 = 0; k0 < K;) {                                             \
@@ -1167,8 +1181,13 @@ HSW_CONV_TILES(double, f64, __m256d, 4, _mm256_setzero_pd, _mm256_set1_pd, _mm25
 DEFINE_CONV_DRIVERS(float, f32, hsw_f32)
 DEFINE_CONV_DRIVERS(double, f64, hsw_f64)
 #pragma GCC pop_options
+/* vecmath's level (AVX2 exactly when the CPU has AVX2 + FMA), so that TAPEGRAD_SIMD=scalar runs
+ * (and the tests check) the portable tiles. */
 #define CONV_CALL(PREFIX, NAME, ARGS)                                                             \
-    do { if (use_haswell()) hsw_##PREFIX##_##NAME ARGS; else PREFIX##_##NAME ARGS; } while (0)
+    do {                                                                                          \
+        if (tg_vm_level() == TG_VM_AVX2) hsw_##PREFIX##_##NAME ARGS;                              \
+        else PREFIX##_##NAME ARGS;                                                                \
+    } while (0)
 #else
 #define CONV_CALL(PREFIX, NAME, ARGS) PREFIX##_##NAME ARGS
 #endif
