@@ -36,70 +36,91 @@ static inline void copy_run(void* restrict dst, const void* restrict src, size_t
     if (bytes >= 4) memcpy(o, s, 4);
 }
 
+/* The output rows [lo, hi) whose tap at offset `base` (= i*dh - pt) reads a real input row:
+ * 0 <= ho*sh + base < H, clipped to [ho0, ho1). */
+static inline void rows_inside(ptrdiff_t base, ptrdiff_t sh, ptrdiff_t H, ptrdiff_t ho0,
+                               ptrdiff_t ho1, ptrdiff_t* lo, ptrdiff_t* hi)
+{
+    ptrdiff_t a = base >= 0 ? 0 : (-base + sh - 1) / sh;
+    ptrdiff_t b = H - base <= 0 ? 0 : (H - base + sh - 1) / sh;
+    a = a < ho0 ? ho0 : a;
+    b = b > ho1 ? ho1 : b;
+    *lo = a;
+    *hi = b > a ? b : a;
+}
+
 /* im2col of one sample's channels [0, Cc) (x points at the first one) and output rows [ho0, ho1):
  * cols[(c*kh + i)*kw + j][(ho - ho0)*Wo + wo], rows row_stride apart.  The fused convolution
- * calls it per block of rows; the whole-batch im2col per sample. */
-#define DEFINE_IM2COL_BLOCK(T, SFX)                                                               \
-static void im2col_block_##SFX(const T* x, T* cols, const tg_window* g, ptrdiff_t Cc,             \
-                               ptrdiff_t ho0, ptrdiff_t ho1, ptrdiff_t row_stride, T fill)        \
+ * calls it per block of rows; the whole-batch im2col per sample.  Rows whose tap falls on the
+ * top/bottom padding are filled whole; a tap whose window row lies inside the input's width (the
+ * common case: no left/right padding, stride 1) is a tight loop of row copies. */
+#define DEFINE_IM2COL_BLOCK(T, NAME)                                                              \
+static void NAME(const T* x, T* cols, const tg_window* g, ptrdiff_t Cc, ptrdiff_t ho0,            \
+                 ptrdiff_t ho1, ptrdiff_t row_stride, T fill)                                     \
 {                                                                                                 \
+    const ptrdiff_t Wo = g->Wo, W = g->W, sw = g->sw;                                             \
     for (ptrdiff_t c = 0; c < Cc; c++)                                                            \
-        for (ptrdiff_t i = 0; i < g->kh; i++)                                                     \
+        for (ptrdiff_t i = 0; i < g->kh; i++) {                                                   \
+            ptrdiff_t lo, hi;                                                                     \
+            rows_inside(i * g->dh - g->pt, g->sh, g->H, ho0, ho1, &lo, &hi);                      \
             for (ptrdiff_t j = 0; j < g->kw; j++) {                                               \
                 T* row = cols + ((c * g->kh + i) * g->kw + j) * row_stride;                       \
-                const T* plane = x + c * g->H * g->W;                                             \
                 /* the output columns wo whose input column lies inside [0, W) */                 \
                 const ptrdiff_t off = j * g->dw - g->pl;                                          \
-                ptrdiff_t wlo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;                        \
-                ptrdiff_t whi = g->W - off <= 0 ? 0 : (g->W - off + g->sw - 1) / g->sw;           \
-                if (whi > g->Wo) whi = g->Wo;                                                     \
+                ptrdiff_t wlo = off >= 0 ? 0 : (-off + sw - 1) / sw;                              \
+                ptrdiff_t whi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;                       \
+                if (whi > Wo) whi = Wo;                                                           \
                 if (wlo > whi) wlo = whi;                                                         \
-                for (ptrdiff_t ho = ho0; ho < ho1; ho++) {                                        \
-                    const ptrdiff_t h = ho * g->sh - g->pt + i * g->dh;                           \
-                    T* o = row + (ho - ho0) * g->Wo;                                              \
-                    if (h < 0 || h >= g->H) {                                                     \
-                        for (ptrdiff_t wo = 0; wo < g->Wo; wo++) o[wo] = fill;                    \
-                        continue;                                                                 \
-                    }                                                                             \
-                    const T* src = plane + h * g->W + off;                                        \
+                for (ptrdiff_t q = 0; q < (lo - ho0) * Wo; q++) row[q] = fill;                    \
+                for (ptrdiff_t q = (hi - ho0) * Wo; q < (ho1 - ho0) * Wo; q++) row[q] = fill;     \
+                const T* src = x + c * g->H * W + (lo * g->sh - g->pt + i * g->dh) * W + off;     \
+                const ptrdiff_t src_step = g->sh * W;                                             \
+                T* o = row + (lo - ho0) * Wo;                                                     \
+                if (sw == 1 && wlo == 0 && whi == Wo) {                                           \
+                    for (ptrdiff_t ho = lo; ho < hi; ho++, o += Wo, src += src_step)              \
+                        copy_run(o, src, (size_t)Wo * sizeof(T));                                 \
+                    continue;                                                                     \
+                }                                                                                 \
+                for (ptrdiff_t ho = lo; ho < hi; ho++, o += Wo, src += src_step) {                \
                     for (ptrdiff_t wo = 0; wo < wlo; wo++) o[wo] = fill;                          \
-                    if (g->sw == 1)                                                               \
+                    if (sw == 1)                                                                  \
                         copy_run(o + wlo, src + wlo, (size_t)(whi - wlo) * sizeof(T));            \
                     else                                                                          \
-                        for (ptrdiff_t wo = wlo; wo < whi; wo++) o[wo] = src[wo * g->sw];         \
-                    for (ptrdiff_t wo = whi; wo < g->Wo; wo++) o[wo] = fill;                      \
+                        for (ptrdiff_t wo = wlo; wo < whi; wo++) o[wo] = src[wo * sw];            \
+                    for (ptrdiff_t wo = whi; wo < Wo; wo++) o[wo] = fill;                         \
                 }                                                                                 \
             }                                                                                     \
+        }                                                                                         \
 }
 
 /* The adjoint of im2col_block: x (one sample's channels [0, Cc)) += the column entries of output
- * rows [ho0, ho1); entries that fell on padding are dropped. */
-#define DEFINE_COL2IM_BLOCK(T, SFX)                                                               \
-static void col2im_block_##SFX(const T* cols, T* x, const tg_window* g, ptrdiff_t Cc,             \
-                               ptrdiff_t ho0, ptrdiff_t ho1, ptrdiff_t row_stride)                \
+ * rows [ho0, ho1); entries that fell on padding are dropped.  The same split of rows as there. */
+#define DEFINE_COL2IM_BLOCK(T, NAME)                                                              \
+static void NAME(const T* cols, T* x, const tg_window* g, ptrdiff_t Cc, ptrdiff_t ho0,            \
+                 ptrdiff_t ho1, ptrdiff_t row_stride)                                             \
 {                                                                                                 \
+    const ptrdiff_t Wo = g->Wo, W = g->W, sw = g->sw;                                             \
     for (ptrdiff_t c = 0; c < Cc; c++)                                                            \
-        for (ptrdiff_t i = 0; i < g->kh; i++)                                                     \
+        for (ptrdiff_t i = 0; i < g->kh; i++) {                                                   \
+            ptrdiff_t lo, hi;                                                                     \
+            rows_inside(i * g->dh - g->pt, g->sh, g->H, ho0, ho1, &lo, &hi);                      \
             for (ptrdiff_t j = 0; j < g->kw; j++) {                                               \
-                const T* row = cols + ((c * g->kh + i) * g->kw + j) * row_stride;                 \
-                T* plane = x + c * g->H * g->W;                                                   \
+                const T* s = cols + ((c * g->kh + i) * g->kw + j) * row_stride + (lo - ho0) * Wo; \
                 const ptrdiff_t off = j * g->dw - g->pl;                                          \
-                ptrdiff_t wlo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;                        \
-                ptrdiff_t whi = g->W - off <= 0 ? 0 : (g->W - off + g->sw - 1) / g->sw;           \
-                if (whi > g->Wo) whi = g->Wo;                                                     \
+                ptrdiff_t wlo = off >= 0 ? 0 : (-off + sw - 1) / sw;                              \
+                ptrdiff_t whi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;                       \
+                if (whi > Wo) whi = Wo;                                                           \
                 if (wlo > whi) wlo = whi;                                                         \
-                for (ptrdiff_t ho = ho0; ho < ho1; ho++) {                                        \
-                    const ptrdiff_t h = ho * g->sh - g->pt + i * g->dh;                           \
-                    if (h < 0 || h >= g->H)                                                       \
-                        continue;                                                                 \
-                    const T* s = row + (ho - ho0) * g->Wo;                                        \
-                    T* dst = plane + h * g->W + off;                                              \
-                    if (g->sw == 1)                                                               \
+                T* dst = x + c * g->H * W + (lo * g->sh - g->pt + i * g->dh) * W + off;           \
+                const ptrdiff_t dst_step = g->sh * W;                                             \
+                for (ptrdiff_t ho = lo; ho < hi; ho++, s += Wo, dst += dst_step) {                \
+                    if (sw == 1)                                                                  \
                         for (ptrdiff_t wo = wlo; wo < whi; wo++) dst[wo] += s[wo];                \
                     else                                                                          \
-                        for (ptrdiff_t wo = wlo; wo < whi; wo++) dst[wo * g->sw] += s[wo];        \
+                        for (ptrdiff_t wo = wlo; wo < whi; wo++) dst[wo * sw] += s[wo];           \
                 }                                                                                 \
             }                                                                                     \
+        }                                                                                         \
 }
 
 #define DEFINE_IM2COL(T, SFX)                                                                     \
@@ -357,10 +378,10 @@ static void SFX##_rnn_bwd(ptrdiff_t B, ptrdiff_t H, int relu, const T* restrict 
             dpre[k] = dh[k] * ((T)1 - h[k] * h[k]);                                               \
 }
 
-DEFINE_IM2COL_BLOCK(float, f32)
-DEFINE_IM2COL_BLOCK(double, f64)
-DEFINE_COL2IM_BLOCK(float, f32)
-DEFINE_COL2IM_BLOCK(double, f64)
+DEFINE_IM2COL_BLOCK(float, im2col_block_f32)
+DEFINE_IM2COL_BLOCK(double, im2col_block_f64)
+DEFINE_COL2IM_BLOCK(float, col2im_block_f32)
+DEFINE_COL2IM_BLOCK(double, col2im_block_f64)
 DEFINE_IM2COL(float, f32)
 DEFINE_IM2COL(double, f64)
 DEFINE_COL2IM(float, f32)
@@ -946,7 +967,7 @@ static void PREFIX##_conv2d(const T* x, const T* w, const T* bias, T* y, const t
             for (ptrdiff_t ho0 = 0; ho0 < g->Ho; ho0 += p.rows) {                                 \
                 const ptrdiff_t ho1 = ho0 + p.rows < g->Ho ? ho0 + p.rows : g->Ho;                \
                 const ptrdiff_t Lb = (ho1 - ho0) * g->Wo;                                         \
-                im2col_block_##SFX(x + (n * g->C + gi * Cg) * HW, work, g, Cg, ho0, ho1, p.ld,    \
+                im2col_block_##PREFIX(x + (n * g->C + gi * Cg) * HW, work, g, Cg, ho0, ho1, p.ld,  \
                                    (T)0);                                                         \
                 const T* wg = w + gi * Og * p.K;                                                  \
                 T* yb = y + (n * O + gi * Og) * p.L + ho0 * g->Wo;                                \
@@ -996,7 +1017,8 @@ static void PREFIX##_conv2d_grad_input(const T* gy, const T* w, T* gx, const tg_
                         k0 += mr;                                                                 \
                     }                                                                             \
                 }                                                                                 \
-                col2im_block_##SFX(dcol, gx + (n * g->C + gi * Cg) * HW, g, Cg, ho0, ho1, p.ld);  \
+                col2im_block_##PREFIX(dcol, gx + (n * g->C + gi * Cg) * HW, g, Cg, ho0, ho1,       \
+                                      p.ld);                                                      \
             }                                                                                     \
 }                                                                                                 \
                                                                                                   \
@@ -1021,7 +1043,7 @@ static void PREFIX##_conv2d_grad_weight(const T* x, const T* gy, T* gw, const tg
                 const ptrdiff_t ho1 = ho0 + p.rows < g->Ho ? ho0 + p.rows : g->Ho;                \
                 const ptrdiff_t rl = (ho1 - ho0) * g->Wo, Lb = ns * rl, Lp = round_up(Lb, VL);    \
                 for (ptrdiff_t s = 0; s < ns; s++) {                                              \
-                    im2col_block_##SFX(x + ((n0 + s) * g->C + gi * Cg) * HW, cols + s * rl, g,    \
+                    im2col_block_##PREFIX(x + ((n0 + s) * g->C + gi * Cg) * HW, cols + s * rl, g,  \
                                        Cg, ho0, ho1, p.ld, (T)0);                                 \
                     for (ptrdiff_t o = 0; o < Og; o++)                                            \
                         memcpy(dyb + o * p.ld + s * rl,                                           \
@@ -1178,6 +1200,10 @@ HSW_CONV_TILES(float, f32, __m256, 8, _mm256_setzero_ps, _mm256_set1_ps, _mm256_
                _mm256_storeu_ps, _mm256_broadcast_ss, _mm256_fmadd_ps, _mm256_add_ps)
 HSW_CONV_TILES(double, f64, __m256d, 4, _mm256_setzero_pd, _mm256_set1_pd, _mm256_loadu_pd,
                _mm256_storeu_pd, _mm256_broadcast_sd, _mm256_fmadd_pd, _mm256_add_pd)
+DEFINE_IM2COL_BLOCK(float, im2col_block_hsw_f32)
+DEFINE_IM2COL_BLOCK(double, im2col_block_hsw_f64)
+DEFINE_COL2IM_BLOCK(float, col2im_block_hsw_f32)
+DEFINE_COL2IM_BLOCK(double, col2im_block_hsw_f64)
 DEFINE_CONV_DRIVERS(float, f32, hsw_f32)
 DEFINE_CONV_DRIVERS(double, f64, hsw_f64)
 #pragma GCC pop_options
