@@ -24,40 +24,112 @@ static inline ptrdiff_t first_on_grid(ptrdiff_t start, ptrdiff_t step)
 
 /* -- im2col / col2im ------------------------------------------------------------------------- */
 
-#define DEFINE_IM2COL(T, SFX)                                                                     \
-void tg_im2col_##SFX(const T* x, T* cols, const tg_window* g, ptrdiff_t row_stride,               \
-                     ptrdiff_t n_stride, T fill)                                                  \
+/* A short contiguous copy (one window row of im2col: often 5-30 elements) in constant-size
+ * pieces, which compile to vector moves: a memcpy call per row cost more than the copy. */
+static inline void copy_run(void* restrict dst, const void* restrict src, size_t bytes)
+{
+    char* o = dst;
+    const char* s = src;
+    for (; bytes >= 32; bytes -= 32, o += 32, s += 32) memcpy(o, s, 32);
+    if (bytes >= 16) { memcpy(o, s, 16); o += 16; s += 16; bytes -= 16; }
+    if (bytes >= 8) { memcpy(o, s, 8); o += 8; s += 8; bytes -= 8; }
+    if (bytes >= 4) memcpy(o, s, 4);
+}
+
+/* The output rows [lo, hi) whose tap at offset `base` (= i*dh - pt) reads a real input row:
+ * 0 <= ho*sh + base < H, clipped to [ho0, ho1). */
+static inline void rows_inside(ptrdiff_t base, ptrdiff_t sh, ptrdiff_t H, ptrdiff_t ho0,
+                               ptrdiff_t ho1, ptrdiff_t* lo, ptrdiff_t* hi)
+{
+    ptrdiff_t a = base >= 0 ? 0 : (-base + sh - 1) / sh;
+    ptrdiff_t b = H - base <= 0 ? 0 : (H - base + sh - 1) / sh;
+    a = a < ho0 ? ho0 : a;
+    b = b > ho1 ? ho1 : b;
+    *lo = a;
+    *hi = b > a ? b : a;
+}
+
+/* im2col of one sample's channels [0, Cc) (x points at the first one) and output rows [ho0, ho1):
+ * cols[(c*kh + i)*kw + j][(ho - ho0)*Wo + wo], rows row_stride apart.  The fused convolution
+ * calls it per block of rows; the whole-batch im2col per sample.  Rows whose tap falls on the
+ * top/bottom padding are filled whole; a tap whose window row lies inside the input's width (the
+ * common case: no left/right padding, stride 1) is a tight loop of row copies. */
+#define DEFINE_IM2COL_BLOCK(T, NAME)                                                              \
+static void NAME(const T* x, T* cols, const tg_window* g, ptrdiff_t Cc, ptrdiff_t ho0,            \
+                 ptrdiff_t ho1, ptrdiff_t row_stride, T fill)                                     \
 {                                                                                                 \
-    for (ptrdiff_t c = 0; c < g->C; c++)                                                          \
-        for (ptrdiff_t i = 0; i < g->kh; i++)                                                     \
+    const ptrdiff_t Wo = g->Wo, W = g->W, sw = g->sw;                                             \
+    for (ptrdiff_t c = 0; c < Cc; c++)                                                            \
+        for (ptrdiff_t i = 0; i < g->kh; i++) {                                                   \
+            ptrdiff_t lo, hi;                                                                     \
+            rows_inside(i * g->dh - g->pt, g->sh, g->H, ho0, ho1, &lo, &hi);                      \
             for (ptrdiff_t j = 0; j < g->kw; j++) {                                               \
                 T* row = cols + ((c * g->kh + i) * g->kw + j) * row_stride;                       \
                 /* the output columns wo whose input column lies inside [0, W) */                 \
                 const ptrdiff_t off = j * g->dw - g->pl;                                          \
-                ptrdiff_t wlo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;                        \
-                ptrdiff_t whi = g->W - off <= 0 ? 0 : (g->W - off + g->sw - 1) / g->sw;           \
-                if (whi > g->Wo) whi = g->Wo;                                                     \
+                ptrdiff_t wlo = off >= 0 ? 0 : (-off + sw - 1) / sw;                              \
+                ptrdiff_t whi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;                       \
+                if (whi > Wo) whi = Wo;                                                           \
                 if (wlo > whi) wlo = whi;                                                         \
-                for (ptrdiff_t n = 0; n < g->N; n++) {                                            \
-                    const T* plane = x + (n * g->C + c) * g->H * g->W;                            \
-                    T* out = row + n * n_stride;                                                  \
-                    for (ptrdiff_t ho = 0; ho < g->Ho; ho++) {                                    \
-                        const ptrdiff_t h = ho * g->sh - g->pt + i * g->dh;                       \
-                        T* o = out + ho * g->Wo;                                                  \
-                        if (h < 0 || h >= g->H) {                                                 \
-                            for (ptrdiff_t wo = 0; wo < g->Wo; wo++) o[wo] = fill;                \
-                            continue;                                                             \
-                        }                                                                         \
-                        const T* src = plane + h * g->W + off;                                    \
-                        for (ptrdiff_t wo = 0; wo < wlo; wo++) o[wo] = fill;                      \
-                        if (g->sw == 1)                                                           \
-                            memcpy(o + wlo, src + wlo, (size_t)(whi - wlo) * sizeof(T));          \
-                        else                                                                      \
-                            for (ptrdiff_t wo = wlo; wo < whi; wo++) o[wo] = src[wo * g->sw];     \
-                        for (ptrdiff_t wo = whi; wo < g->Wo; wo++) o[wo] = fill;                  \
-                    }                                                                             \
+                for (ptrdiff_t q = 0; q < (lo - ho0) * Wo; q++) row[q] = fill;                    \
+                for (ptrdiff_t q = (hi - ho0) * Wo; q < (ho1 - ho0) * Wo; q++) row[q] = fill;     \
+                const T* src = x + c * g->H * W + (lo * g->sh - g->pt + i * g->dh) * W + off;     \
+                const ptrdiff_t src_step = g->sh * W;                                             \
+                T* o = row + (lo - ho0) * Wo;                                                     \
+                if (sw == 1 && wlo == 0 && whi == Wo) {                                           \
+                    for (ptrdiff_t ho = lo; ho < hi; ho++, o += Wo, src += src_step)              \
+                        copy_run(o, src, (size_t)Wo * sizeof(T));                                 \
+                    continue;                                                                     \
+                }                                                                                 \
+                for (ptrdiff_t ho = lo; ho < hi; ho++, o += Wo, src += src_step) {                \
+                    for (ptrdiff_t wo = 0; wo < wlo; wo++) o[wo] = fill;                          \
+                    if (sw == 1)                                                                  \
+                        copy_run(o + wlo, src + wlo, (size_t)(whi - wlo) * sizeof(T));            \
+                    else                                                                          \
+                        for (ptrdiff_t wo = wlo; wo < whi; wo++) o[wo] = src[wo * sw];            \
+                    for (ptrdiff_t wo = whi; wo < Wo; wo++) o[wo] = fill;                         \
                 }                                                                                 \
             }                                                                                     \
+        }                                                                                         \
+}
+
+/* The adjoint of im2col_block: x (one sample's channels [0, Cc)) += the column entries of output
+ * rows [ho0, ho1); entries that fell on padding are dropped.  The same split of rows as there. */
+#define DEFINE_COL2IM_BLOCK(T, NAME)                                                              \
+static void NAME(const T* cols, T* x, const tg_window* g, ptrdiff_t Cc, ptrdiff_t ho0,            \
+                 ptrdiff_t ho1, ptrdiff_t row_stride)                                             \
+{                                                                                                 \
+    const ptrdiff_t Wo = g->Wo, W = g->W, sw = g->sw;                                             \
+    for (ptrdiff_t c = 0; c < Cc; c++)                                                            \
+        for (ptrdiff_t i = 0; i < g->kh; i++) {                                                   \
+            ptrdiff_t lo, hi;                                                                     \
+            rows_inside(i * g->dh - g->pt, g->sh, g->H, ho0, ho1, &lo, &hi);                      \
+            for (ptrdiff_t j = 0; j < g->kw; j++) {                                               \
+                const T* s = cols + ((c * g->kh + i) * g->kw + j) * row_stride + (lo - ho0) * Wo; \
+                const ptrdiff_t off = j * g->dw - g->pl;                                          \
+                ptrdiff_t wlo = off >= 0 ? 0 : (-off + sw - 1) / sw;                              \
+                ptrdiff_t whi = W - off <= 0 ? 0 : (W - off + sw - 1) / sw;                       \
+                if (whi > Wo) whi = Wo;                                                           \
+                if (wlo > whi) wlo = whi;                                                         \
+                T* dst = x + c * g->H * W + (lo * g->sh - g->pt + i * g->dh) * W + off;           \
+                const ptrdiff_t dst_step = g->sh * W;                                             \
+                for (ptrdiff_t ho = lo; ho < hi; ho++, s += Wo, dst += dst_step) {                \
+                    if (sw == 1)                                                                  \
+                        for (ptrdiff_t wo = wlo; wo < whi; wo++) dst[wo] += s[wo];                \
+                    else                                                                          \
+                        for (ptrdiff_t wo = wlo; wo < whi; wo++) dst[wo * sw] += s[wo];           \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+}
+
+#define DEFINE_IM2COL(T, SFX)                                                                     \
+void tg_im2col_##SFX(const T* x, T* cols, const tg_window* g, ptrdiff_t row_stride,               \
+                     ptrdiff_t n_stride, T fill)                                                  \
+{                                                                                                 \
+    for (ptrdiff_t n = 0; n < g->N; n++)                                                          \
+        im2col_block_##SFX(x + n * g->C * g->H * g->W, cols + n * n_stride, g, g->C, 0, g->Ho,    \
+                           row_stride, fill);                                                     \
 }
 
 #define DEFINE_COL2IM(T, SFX)                                                                     \
@@ -65,31 +137,9 @@ void tg_col2im_##SFX(const T* cols, T* x, const tg_window* g, ptrdiff_t row_stri
                      ptrdiff_t n_stride)                                                          \
 {                                                                                                 \
     memset(x, 0, (size_t)(g->N * g->C * g->H * g->W) * sizeof(T));                                \
-    for (ptrdiff_t c = 0; c < g->C; c++)                                                          \
-        for (ptrdiff_t i = 0; i < g->kh; i++)                                                     \
-            for (ptrdiff_t j = 0; j < g->kw; j++) {                                               \
-                const T* row = cols + ((c * g->kh + i) * g->kw + j) * row_stride;                 \
-                const ptrdiff_t off = j * g->dw - g->pl;                                          \
-                ptrdiff_t wlo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;                        \
-                ptrdiff_t whi = g->W - off <= 0 ? 0 : (g->W - off + g->sw - 1) / g->sw;           \
-                if (whi > g->Wo) whi = g->Wo;                                                     \
-                if (wlo > whi) wlo = whi;                                                         \
-                for (ptrdiff_t n = 0; n < g->N; n++) {                                            \
-                    T* plane = x + (n * g->C + c) * g->H * g->W;                                  \
-                    const T* in = row + n * n_stride;                                             \
-                    for (ptrdiff_t ho = 0; ho < g->Ho; ho++) {                                    \
-                        const ptrdiff_t h = ho * g->sh - g->pt + i * g->dh;                       \
-                        if (h < 0 || h >= g->H)                                                   \
-                            continue;                                                             \
-                        const T* s = in + ho * g->Wo;                                             \
-                        T* dst = plane + h * g->W + off;                                          \
-                        if (g->sw == 1)                                                           \
-                            for (ptrdiff_t wo = wlo; wo < whi; wo++) dst[wo] += s[wo];            \
-                        else                                                                      \
-                            for (ptrdiff_t wo = wlo; wo < whi; wo++) dst[wo * g->sw] += s[wo];    \
-                    }                                                                             \
-                }                                                                                 \
-            }                                                                                     \
+    for (ptrdiff_t n = 0; n < g->N; n++)                                                          \
+        col2im_block_##SFX(cols + n * n_stride, x + n * g->C * g->H * g->W, g, g->C, 0, g->Ho,    \
+                           row_stride);                                                           \
 }
 
 /* -- max pooling ------------------------------------------------------------------------------ */
@@ -328,6 +378,10 @@ static void SFX##_rnn_bwd(ptrdiff_t B, ptrdiff_t H, int relu, const T* restrict 
             dpre[k] = dh[k] * ((T)1 - h[k] * h[k]);                                               \
 }
 
+DEFINE_IM2COL_BLOCK(float, im2col_block_f32)
+DEFINE_IM2COL_BLOCK(double, im2col_block_f64)
+DEFINE_COL2IM_BLOCK(float, col2im_block_f32)
+DEFINE_COL2IM_BLOCK(double, col2im_block_f64)
 DEFINE_IM2COL(float, f32)
 DEFINE_IM2COL(double, f64)
 DEFINE_COL2IM(float, f32)
@@ -338,7 +392,7 @@ DEFINE_MAX_POOL(double, f64)
 /* -- instantiation and dispatch ----------------------------------------------------------------- */
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define TG_HASWELL 1                    /* an AVX2 + FMA copy of the float32 recurrent kernels */
+#define TG_HASWELL 1    /* AVX2 + FMA copies of the float32 recurrent kernels and of the GEMMs */
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -770,3 +824,418 @@ void tg_layer_norm_bwd_##SFX(ptrdiff_t M, ptrdiff_t N, const T* g, const T* xhat
 
 LAYER_NORM(float, f32, sqrtf)
 LAYER_NORM(double, f64, sqrt)
+
+
+/* -- fused convolution --------------------------------------------------------------------------
+ * The three maps of a 2-d convolution (nn_kernels.h) without a whole-batch column matrix: the
+ * output positions are cut into blocks whose columns (K = C/G*kh*kw rows) fit in L2
+ * (CONV_BLOCK_BYTES); each block is im2col'ed into the work buffer and multiplied at once by a
+ * register-tiled loop, and the results go straight to their NCHW places (no transpose pass, the
+ * bias added in the same store).  The column buffer is reused block after block (no page faults
+ * on a batch-sized temporary).  The micro-kernels are the packed GEMM's register tiling
+ * (6 rows x 2 vectors) reading an unpacked block, and for the weight gradient a tile of
+ * 3 x 4 dot products along the positions, kept as vector partial sums across blocks and
+ * reduced once at the end. */
+
+#define CONV_VL_f32 8                   /* lanes of an AVX2 vector */
+#define CONV_VL_f64 4
+#define CONV_NR_f32 16                  /* columns of a product tile: two vectors */
+#define CONV_NR_f64 8
+#define CONV_BLOCK_BYTES (128 * 1024)
+#define CONV_GW_MIN_COLUMNS 512
+#define DOT_MA 3                        /* the weight gradient's dot tile: 3 x 4 */
+#define DOT_MB 4
+
+static inline ptrdiff_t round_up(ptrdiff_t n, ptrdiff_t m)
+{
+    return (n + m - 1) / m * m;
+}
+
+/* How a call cuts its positions into blocks: `rows` output rows of one sample, or (multi, for
+ * the weight gradient, whose block may span samples) `samples` whole samples per block. */
+typedef struct {
+    ptrdiff_t K, L;                     /* column rows of one group, positions per sample */
+    ptrdiff_t rows, samples;
+    ptrdiff_t ld;                       /* row stride of the block buffers, a multiple of `align` */
+} conv_plan;
+
+static conv_plan plan_conv(const tg_window* g, ptrdiff_t G, size_t elt, ptrdiff_t align, int multi)
+{
+    conv_plan p;
+    p.K = g->C / G * g->kh * g->kw;
+    p.L = g->Ho * g->Wo;
+    ptrdiff_t budget = (ptrdiff_t)(CONV_BLOCK_BYTES / elt) / (p.K > 0 ? p.K : 1);
+    /* the weight gradient reads and writes all its partial sums once per block: with many
+     * column rows, blocks that overflow L2 cost less than that traffic */
+    if (multi && budget < CONV_GW_MIN_COLUMNS) budget = CONV_GW_MIN_COLUMNS;
+    p.rows = g->Wo > 0 ? budget / g->Wo : g->Ho;
+    if (p.rows > g->Ho) p.rows = g->Ho;
+    if (p.rows < 1) p.rows = 1;
+    p.samples = 1;
+    if (multi && p.rows == g->Ho && p.L > 0) {
+        p.samples = budget / p.L;
+        if (p.samples > g->N) p.samples = g->N;
+        if (p.samples < 1) p.samples = 1;
+    }
+    p.ld = round_up(p.samples * p.rows * g->Wo, align);
+    if (p.ld < align) p.ld = align;
+    return p;
+}
+
+/* Zero columns [from, to) of `rows` rows `ld` apart (a block's padding up to the tile width). */
+#define DEFINE_ZERO_TAIL(T, SFX)                                                                  \
+static inline void zero_tail_##SFX(T* buf, ptrdiff_t rows, ptrdiff_t ld, ptrdiff_t from,          \
+                                   ptrdiff_t to)                                                  \
+{                                                                                                 \
+    if (to > from)                                                                                \
+        for (ptrdiff_t r = 0; r < rows; r++)                                                      \
+            memset(buf + r * ld + from, 0, (size_t)(to - from) * sizeof(T));                      \
+}
+
+/* Work sizes (elements): forward: the column block; input gradient: the column block, a block of
+ * the output gradient and the transposed weights; weight gradient: the column block, a block of
+ * the output gradient and the vector partial sums (Og x K x VL). */
+#define DEFINE_CONV_WORK(T, SFX)                                                                  \
+ptrdiff_t tg_conv2d_work_size_##SFX(const tg_window* g, ptrdiff_t O, ptrdiff_t G, int which)      \
+{                                                                                                 \
+    const int multi = which == TG_CONV_GRAD_WEIGHT;                                               \
+    const conv_plan p = plan_conv(g, G, sizeof(T), multi ? CONV_VL_##SFX : CONV_NR_##SFX, multi); \
+    const ptrdiff_t Og = O / G;                                                                   \
+    switch (which) {                                                                              \
+    case TG_CONV_FORWARD: return p.K * p.ld;                                                      \
+    case TG_CONV_GRAD_INPUT: return p.K * p.ld + Og * p.ld + O * p.K;                             \
+    default: return p.K * p.ld + Og * p.ld + Og * p.K * CONV_VL_##SFX;                            \
+    }                                                                                             \
+}
+
+/* The portable product tile: c (mr <= 6 rows, stride ldc; nb <= NR columns) = a (mr rows, stride
+ * lda, K entries) @ b (K rows, stride ldb, NR readable columns) (+ bias[r] when bias). */
+#define DEFINE_CONV_TILE_C(T, SFX, PREFIX)                                                        \
+static void PREFIX##_conv_tile(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* restrict a,      \
+                               ptrdiff_t lda, const T* restrict b, ptrdiff_t ldb, const T* bias,  \
+                               T* restrict c, ptrdiff_t ldc)                                      \
+{                                                                                                 \
+    enum { NR = CONV_NR_##SFX };                                                                  \
+    T acc[GEMM_MR][NR];                                                                           \
+    memset(acc, 0, sizeof acc);                                                                   \
+    for (ptrdiff_t k = 0; k < K; k++) {                                                           \
+        const T* brow = b + k * ldb;                                                              \
+        for (ptrdiff_t r = 0; r < mr; r++) {                                                      \
+            const T av = a[r * lda + k];                                                          \
+            for (int j = 0; j < NR; j++) acc[r][j] += av * brow[j];                               \
+        }                                                                                         \
+    }                                                                                             \
+    for (ptrdiff_t r = 0; r < mr; r++)                                                            \
+        for (ptrdiff_t j = 0; j < nb; j++)                                                        \
+            c[r * ldc + j] = bias ? acc[r][j] + bias[r] : acc[r][j];                              \
+}
+
+/* The portable dot tile: for i < ma, j < mb, the VL lane sums of a_i * b_j over `len` entries
+ * (a multiple of VL; rows ld apart) are added to acc[(i*sa + j*sb)*VL + lane]. */
+#define DEFINE_DOT_TILE_C(T, SFX, PREFIX)                                                         \
+static void PREFIX##_dot_tile(ptrdiff_t ma, ptrdiff_t mb, ptrdiff_t len, const T* restrict a,     \
+                              const T* restrict b, ptrdiff_t ld, T* restrict acc, ptrdiff_t sa,   \
+                              ptrdiff_t sb)                                                       \
+{                                                                                                 \
+    enum { VL = CONV_VL_##SFX };                                                                  \
+    for (ptrdiff_t i = 0; i < ma; i++)                                                            \
+        for (ptrdiff_t j = 0; j < mb; j++) {                                                      \
+            T s[VL];                                                                              \
+            T* out = acc + (i * sa + j * sb) * VL;                                                \
+            for (int q = 0; q < VL; q++) s[q] = out[q];                                           \
+            const T* ai = a + i * ld;                                                             \
+            const T* bj = b + j * ld;                                                             \
+            for (ptrdiff_t l = 0; l < len; l += VL)                                               \
+                for (int q = 0; q < VL; q++) s[q] += ai[l + q] * bj[l + q];                       \
+            for (int q = 0; q < VL; q++) out[q] = s[q];                                           \
+        }                                                                                         \
+}
+
+/* The drivers, over one tile pair (PREFIX: the portable or the AVX2 copy). */
+#define DEFINE_CONV_DRIVERS(T, SFX, PREFIX)                                                       \
+static void PREFIX##_conv2d(const T* x, const T* w, const T* bias, T* y, const tg_window* g,      \
+                            ptrdiff_t O, ptrdiff_t G, T* work)                                    \
+{                                                                                                 \
+    enum { NR = CONV_NR_##SFX };                                                                  \
+    const conv_plan p = plan_conv(g, G, sizeof(T), NR, 0);                                        \
+    const ptrdiff_t Cg = g->C / G, Og = O / G, HW = g->H * g->W;                                  \
+    /* a tile's columns past the block's end are computed, never stored: they only need to hold  \
+     * numbers (zero at first, stale columns of an earlier block after) */                       \
+    memset(work, 0, (size_t)(p.K * p.ld) * sizeof(T));                                            \
+    for (ptrdiff_t n = 0; n < g->N; n++)                                                          \
+        for (ptrdiff_t gi = 0; gi < G; gi++)                                                      \
+            for (ptrdiff_t ho0 = 0; ho0 < g->Ho; ho0 += p.rows) {                                 \
+                const ptrdiff_t ho1 = ho0 + p.rows < g->Ho ? ho0 + p.rows : g->Ho;                \
+                const ptrdiff_t Lb = (ho1 - ho0) * g->Wo;                                         \
+                im2col_block_##PREFIX(x + (n * g->C + gi * Cg) * HW, work, g, Cg, ho0, ho1, p.ld,  \
+                                   (T)0);                                                         \
+                const T* wg = w + gi * Og * p.K;                                                  \
+                T* yb = y + (n * O + gi * Og) * p.L + ho0 * g->Wo;                                \
+                for (ptrdiff_t j0 = 0; j0 < Lb; j0 += NR) {                                       \
+                    const ptrdiff_t nb = Lb - j0 < NR ? Lb - j0 : NR;                             \
+                    for (ptrdiff_t o0 = 0; o0 < Og;) {                                            \
+                        const ptrdiff_t mr = gemm_rows(Og - o0);                                  \
+                        PREFIX##_conv_tile(mr, nb, p.K, wg + o0 * p.K, p.K, work + j0, p.ld,      \
+                                           bias ? bias + gi * Og + o0 : NULL,                     \
+                                           yb + o0 * p.L + j0, p.L);                              \
+                        o0 += mr;                                                                 \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+}                                                                                                 \
+                                                                                                  \
+static void PREFIX##_conv2d_grad_input(const T* gy, const T* w, T* gx, const tg_window* g,        \
+                                       ptrdiff_t O, ptrdiff_t G, T* work)                         \
+{                                                                                                 \
+    enum { NR = CONV_NR_##SFX };                                                                  \
+    const conv_plan p = plan_conv(g, G, sizeof(T), NR, 0);                                        \
+    const ptrdiff_t Cg = g->C / G, Og = O / G, HW = g->H * g->W, K = p.K;                         \
+    T* dcol = work;                                                                               \
+    T* dyb = dcol + K * p.ld;                                                                     \
+    T* wt = dyb + Og * p.ld;                                                                      \
+    /* each group's weights transposed, (K, Og): the left operand of dcol = w^T @ dy */           \
+    for (ptrdiff_t gi = 0; gi < G; gi++)                                                          \
+        for (ptrdiff_t o = 0; o < Og; o++)                                                        \
+            for (ptrdiff_t k = 0; k < K; k++)                                                     \
+                wt[(gi * K + k) * Og + o] = w[(gi * Og + o) * K + k];                             \
+    memset(gx, 0, (size_t)(g->N * g->C * HW) * sizeof(T));                                        \
+    memset(dyb, 0, (size_t)(Og * p.ld) * sizeof(T));      /* as the forward's columns */          \
+    for (ptrdiff_t n = 0; n < g->N; n++)                                                          \
+        for (ptrdiff_t gi = 0; gi < G; gi++)                                                      \
+            for (ptrdiff_t ho0 = 0; ho0 < g->Ho; ho0 += p.rows) {                                 \
+                const ptrdiff_t ho1 = ho0 + p.rows < g->Ho ? ho0 + p.rows : g->Ho;                \
+                const ptrdiff_t Lb = (ho1 - ho0) * g->Wo;                                         \
+                for (ptrdiff_t o = 0; o < Og; o++)                                                \
+                    memcpy(dyb + o * p.ld, gy + (n * O + gi * Og + o) * p.L + ho0 * g->Wo,        \
+                           (size_t)Lb * sizeof(T));                                               \
+                for (ptrdiff_t j0 = 0; j0 < Lb; j0 += NR) {                                       \
+                    const ptrdiff_t nb = Lb - j0 < NR ? Lb - j0 : NR;                             \
+                    for (ptrdiff_t k0 = 0; k0 < K;) {                                             \
+                        const ptrdiff_t mr = gemm_rows(K - k0);                                   \
+                        PREFIX##_conv_tile(mr, nb, Og, wt + (gi * K + k0) * Og, Og, dyb + j0,     \
+                                           p.ld, NULL, dcol + k0 * p.ld + j0, p.ld);              \
+                        k0 += mr;                                                                 \
+                    }                                                                             \
+                }                                                                                 \
+                col2im_block_##PREFIX(dcol, gx + (n * g->C + gi * Cg) * HW, g, Cg, ho0, ho1,       \
+                                      p.ld);                                                      \
+            }                                                                                     \
+}                                                                                                 \
+                                                                                                  \
+static void PREFIX##_conv2d_grad_weight(const T* x, const T* gy, T* gw, const tg_window* g,       \
+                                        ptrdiff_t O, ptrdiff_t G, T* work)                        \
+{                                                                                                 \
+    enum { VL = CONV_VL_##SFX };                                                                  \
+    const conv_plan p = plan_conv(g, G, sizeof(T), VL, 1);                                        \
+    const ptrdiff_t Cg = g->C / G, Og = O / G, HW = g->H * g->W, K = p.K;                         \
+    T* cols = work;                                                                               \
+    T* dyb = cols + K * p.ld;                                                                     \
+    T* acc = dyb + Og * p.ld;                                                                     \
+    /* the dot tiles run 3 rows of one operand against 4 of the other: orient them so that the   \
+     * fewest products are wasted on the edges */                                                 \
+    const int dy_first = round_up(Og, DOT_MA) * round_up(K, DOT_MB)                               \
+                         <= round_up(K, DOT_MA) * round_up(Og, DOT_MB);                           \
+    for (ptrdiff_t gi = 0; gi < G; gi++) {                                                        \
+        memset(acc, 0, (size_t)(Og * K * VL) * sizeof(T));                                        \
+        for (ptrdiff_t n0 = 0; n0 < g->N; n0 += p.samples) {                                      \
+            const ptrdiff_t ns = g->N - n0 < p.samples ? g->N - n0 : p.samples;                   \
+            for (ptrdiff_t ho0 = 0; ho0 < g->Ho; ho0 += p.rows) {                                 \
+                const ptrdiff_t ho1 = ho0 + p.rows < g->Ho ? ho0 + p.rows : g->Ho;                \
+                const ptrdiff_t rl = (ho1 - ho0) * g->Wo, Lb = ns * rl, Lp = round_up(Lb, VL);    \
+                for (ptrdiff_t s = 0; s < ns; s++) {                                              \
+                    im2col_block_##PREFIX(x + ((n0 + s) * g->C + gi * Cg) * HW, cols + s * rl, g,  \
+                                       Cg, ho0, ho1, p.ld, (T)0);                                 \
+                    for (ptrdiff_t o = 0; o < Og; o++)                                            \
+                        memcpy(dyb + o * p.ld + s * rl,                                           \
+                               gy + ((n0 + s) * O + gi * Og + o) * p.L + ho0 * g->Wo,             \
+                               (size_t)rl * sizeof(T));                                           \
+                }                                                                                 \
+                zero_tail_##SFX(cols, K, p.ld, Lb, Lp);                                           \
+                zero_tail_##SFX(dyb, Og, p.ld, Lb, Lp);                                           \
+                const T* A = dy_first ? dyb : cols;                                               \
+                const T* B = dy_first ? cols : dyb;                                               \
+                const ptrdiff_t MA = dy_first ? Og : K, MB = dy_first ? K : Og;                   \
+                const ptrdiff_t sa = dy_first ? K : 1, sb = dy_first ? 1 : K;                     \
+                for (ptrdiff_t i0 = 0; i0 < MA; i0 += DOT_MA)                                     \
+                    for (ptrdiff_t j0 = 0; j0 < MB; j0 += DOT_MB)                                 \
+                        PREFIX##_dot_tile(MA - i0 < DOT_MA ? MA - i0 : DOT_MA,                    \
+                                          MB - j0 < DOT_MB ? MB - j0 : DOT_MB, Lp,                \
+                                          A + i0 * p.ld, B + j0 * p.ld, p.ld,                     \
+                                          acc + (i0 * sa + j0 * sb) * VL, sa, sb);                \
+            }                                                                                     \
+        }                                                                                         \
+        for (ptrdiff_t e = 0; e < Og * K; e++) {                                                  \
+            T s = 0;                                                                              \
+            for (int q = 0; q < VL; q++) s += acc[e * VL + q];                                    \
+            gw[gi * Og * K + e] = s;                                                              \
+        }                                                                                         \
+    }                                                                                             \
+}
+
+DEFINE_ZERO_TAIL(float, f32)
+DEFINE_ZERO_TAIL(double, f64)
+DEFINE_CONV_WORK(float, f32)
+DEFINE_CONV_WORK(double, f64)
+DEFINE_CONV_TILE_C(float, f32, f32)
+DEFINE_CONV_TILE_C(double, f64, f64)
+DEFINE_DOT_TILE_C(float, f32, f32)
+DEFINE_DOT_TILE_C(double, f64, f64)
+DEFINE_CONV_DRIVERS(float, f32, f32)
+DEFINE_CONV_DRIVERS(double, f64, f64)
+
+#ifdef TG_HASWELL
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+/* The AVX2 + FMA tiles.  Product tile: as the packed GEMM's (rows missing from a block point at
+ * its first row and their results are dropped), the bias broadcast into the store.  Dot tile:
+ * 12 accumulators; each step loads the 3 `a` vectors and streams the 4 `b` ones, 16 registers. */
+#define HSW_CONV_TILES(T, SFX, V, W, SET0, SET1, LOAD, STORE, BCAST, FMA, ADD)                    \
+static void hsw_##SFX##_conv_tile(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* restrict a,   \
+                                  ptrdiff_t lda, const T* restrict b, ptrdiff_t ldb,              \
+                                  const T* bias, T* restrict c, ptrdiff_t ldc)                    \
+{                                                                                                 \
+    const T* a0 = a;                                                                              \
+    const T* a1 = mr > 1 ? a + lda : a;                                                           \
+    const T* a2 = mr > 2 ? a + 2 * lda : a;                                                       \
+    const T* a3 = mr > 3 ? a + 3 * lda : a;                                                       \
+    const T* a4 = mr > 4 ? a + 4 * lda : a;                                                       \
+    const T* a5 = mr > 5 ? a + 5 * lda : a;                                                       \
+    V c00 = SET0(), c01 = SET0(), c10 = SET0(), c11 = SET0(), c20 = SET0(), c21 = SET0();         \
+    V c30 = SET0(), c31 = SET0(), c40 = SET0(), c41 = SET0(), c50 = SET0(), c51 = SET0();         \
+    if (mr > 4) {                                                                                 \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b0 = LOAD(b + k * ldb), b1 = LOAD(b + k * ldb + W);                           \
+            V x = BCAST(a0 + k); c00 = FMA(x, b0, c00); c01 = FMA(x, b1, c01);                    \
+            x = BCAST(a1 + k); c10 = FMA(x, b0, c10); c11 = FMA(x, b1, c11);                      \
+            x = BCAST(a2 + k); c20 = FMA(x, b0, c20); c21 = FMA(x, b1, c21);                      \
+            x = BCAST(a3 + k); c30 = FMA(x, b0, c30); c31 = FMA(x, b1, c31);                      \
+            x = BCAST(a4 + k); c40 = FMA(x, b0, c40); c41 = FMA(x, b1, c41);                      \
+            x = BCAST(a5 + k); c50 = FMA(x, b0, c50); c51 = FMA(x, b1, c51);                      \
+        }                                                                                         \
+    } else if (mr > 1) {                                                                          \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b0 = LOAD(b + k * ldb), b1 = LOAD(b + k * ldb + W);                           \
+            V x = BCAST(a0 + k); c00 = FMA(x, b0, c00); c01 = FMA(x, b1, c01);                    \
+            x = BCAST(a1 + k); c10 = FMA(x, b0, c10); c11 = FMA(x, b1, c11);                      \
+            x = BCAST(a2 + k); c20 = FMA(x, b0, c20); c21 = FMA(x, b1, c21);                      \
+            x = BCAST(a3 + k); c30 = FMA(x, b0, c30); c31 = FMA(x, b1, c31);                      \
+        }                                                                                         \
+    } else {                                                                                      \
+        /* one row (depthwise convolutions): two chains per vector hide the FMA latency */        \
+        V d00 = SET0(), d01 = SET0();                                                             \
+        ptrdiff_t k = 0;                                                                          \
+        for (; k + 1 < K; k += 2) {                                                               \
+            V x = BCAST(a0 + k);                                                                  \
+            c00 = FMA(x, LOAD(b + k * ldb), c00); c01 = FMA(x, LOAD(b + k * ldb + W), c01);       \
+            x = BCAST(a0 + k + 1);                                                                \
+            d00 = FMA(x, LOAD(b + (k + 1) * ldb), d00);                                           \
+            d01 = FMA(x, LOAD(b + (k + 1) * ldb + W), d01);                                       \
+        }                                                                                         \
+        if (k < K) {                                                                              \
+            V x = BCAST(a0 + k);                                                                  \
+            c00 = FMA(x, LOAD(b + k * ldb), c00); c01 = FMA(x, LOAD(b + k * ldb + W), c01);       \
+        }                                                                                         \
+        c00 = ADD(c00, d00); c01 = ADD(c01, d01);                                                 \
+    }                                                                                             \
+    HSW_CONV_PUT(T, V, W, SET0, SET1, STORE, ADD, 0, c00, c01)                                    \
+    HSW_CONV_PUT(T, V, W, SET0, SET1, STORE, ADD, 1, c10, c11)                                    \
+    HSW_CONV_PUT(T, V, W, SET0, SET1, STORE, ADD, 2, c20, c21)                                    \
+    HSW_CONV_PUT(T, V, W, SET0, SET1, STORE, ADD, 3, c30, c31)                                    \
+    HSW_CONV_PUT(T, V, W, SET0, SET1, STORE, ADD, 4, c40, c41)                                    \
+    HSW_CONV_PUT(T, V, W, SET0, SET1, STORE, ADD, 5, c50, c51)                                    \
+}                                                                                                 \
+                                                                                                  \
+static void hsw_##SFX##_dot_tile(ptrdiff_t ma, ptrdiff_t mb, ptrdiff_t len, const T* restrict a,  \
+                                 const T* restrict b, ptrdiff_t ld, T* restrict acc,              \
+                                 ptrdiff_t sa, ptrdiff_t sb)                                      \
+{                                                                                                 \
+    const T* a0 = a;                                                                              \
+    const T* a1 = ma > 1 ? a + ld : a;                                                            \
+    const T* a2 = ma > 2 ? a + 2 * ld : a;                                                        \
+    const T* b0 = b;                                                                              \
+    const T* b1 = mb > 1 ? b + ld : b;                                                            \
+    const T* b2 = mb > 2 ? b + 2 * ld : b;                                                        \
+    const T* b3 = mb > 3 ? b + 3 * ld : b;                                                        \
+    V s00 = SET0(), s01 = SET0(), s02 = SET0(), s03 = SET0();                                     \
+    V s10 = SET0(), s11 = SET0(), s12 = SET0(), s13 = SET0();                                     \
+    V s20 = SET0(), s21 = SET0(), s22 = SET0(), s23 = SET0();                                     \
+    for (ptrdiff_t l = 0; l < len; l += W) {                                                      \
+        const V x0 = LOAD(a0 + l), x1 = LOAD(a1 + l), x2 = LOAD(a2 + l);                          \
+        V y = LOAD(b0 + l); s00 = FMA(x0, y, s00); s10 = FMA(x1, y, s10); s20 = FMA(x2, y, s20);  \
+        y = LOAD(b1 + l); s01 = FMA(x0, y, s01); s11 = FMA(x1, y, s11); s21 = FMA(x2, y, s21);    \
+        y = LOAD(b2 + l); s02 = FMA(x0, y, s02); s12 = FMA(x1, y, s12); s22 = FMA(x2, y, s22);    \
+        y = LOAD(b3 + l); s03 = FMA(x0, y, s03); s13 = FMA(x1, y, s13); s23 = FMA(x2, y, s23);    \
+    }                                                                                             \
+    HSW_DOT_PUT(T, W, LOAD, STORE, ADD, 0, 0, s00) HSW_DOT_PUT(T, W, LOAD, STORE, ADD, 0, 1, s01) \
+    HSW_DOT_PUT(T, W, LOAD, STORE, ADD, 0, 2, s02) HSW_DOT_PUT(T, W, LOAD, STORE, ADD, 0, 3, s03) \
+    HSW_DOT_PUT(T, W, LOAD, STORE, ADD, 1, 0, s10) HSW_DOT_PUT(T, W, LOAD, STORE, ADD, 1, 1, s11) \
+    HSW_DOT_PUT(T, W, LOAD, STORE, ADD, 1, 2, s12) HSW_DOT_PUT(T, W, LOAD, STORE, ADD, 1, 3, s13) \
+    HSW_DOT_PUT(T, W, LOAD, STORE, ADD, 2, 0, s20) HSW_DOT_PUT(T, W, LOAD, STORE, ADD, 2, 1, s21) \
+    HSW_DOT_PUT(T, W, LOAD, STORE, ADD, 2, 2, s22) HSW_DOT_PUT(T, W, LOAD, STORE, ADD, 2, 3, s23) \
+}
+
+/* Row r of a product tile to c (bias added), whole vectors when the tile is full. */
+#define HSW_CONV_PUT(T, V, W, SET0, SET1, STORE, ADD, r, v0, v1)                                  \
+    if (r < mr) {                                                                                 \
+        T* cr = c + r * ldc;                                                                      \
+        const V bb = bias ? SET1(bias[r]) : SET0();                                               \
+        if (nb == 2 * W) {                                                                        \
+            STORE(cr, ADD(v0, bb));                                                               \
+            STORE(cr + W, ADD(v1, bb));                                                           \
+        } else {                                                                                  \
+            T t[2 * W];                                                                           \
+            STORE(t, ADD(v0, bb));                                                                \
+            STORE(t + W, ADD(v1, bb));                                                            \
+            for (ptrdiff_t j = 0; j < nb; j++) cr[j] = t[j];                                      \
+        }                                                                                         \
+    }
+/* Accumulator (i, j) of a dot tile added to its partial sums, when it is a real pair. */
+#define HSW_DOT_PUT(T, W, LOAD, STORE, ADD, i, j, v)                                              \
+    if (i < ma && j < mb) {                                                                       \
+        T* out = acc + (i * sa + j * sb) * W;                                                     \
+        STORE(out, ADD(LOAD(out), v));                                                            \
+    }
+
+HSW_CONV_TILES(float, f32, __m256, 8, _mm256_setzero_ps, _mm256_set1_ps, _mm256_loadu_ps,
+               _mm256_storeu_ps, _mm256_broadcast_ss, _mm256_fmadd_ps, _mm256_add_ps)
+HSW_CONV_TILES(double, f64, __m256d, 4, _mm256_setzero_pd, _mm256_set1_pd, _mm256_loadu_pd,
+               _mm256_storeu_pd, _mm256_broadcast_sd, _mm256_fmadd_pd, _mm256_add_pd)
+DEFINE_IM2COL_BLOCK(float, im2col_block_hsw_f32)
+DEFINE_IM2COL_BLOCK(double, im2col_block_hsw_f64)
+DEFINE_COL2IM_BLOCK(float, col2im_block_hsw_f32)
+DEFINE_COL2IM_BLOCK(double, col2im_block_hsw_f64)
+DEFINE_CONV_DRIVERS(float, f32, hsw_f32)
+DEFINE_CONV_DRIVERS(double, f64, hsw_f64)
+#pragma GCC pop_options
+/* vecmath's level (AVX2 exactly when the CPU has AVX2 + FMA), so that TAPEGRAD_SIMD=scalar runs
+ * (and the tests check) the portable tiles. */
+#define CONV_CALL(PREFIX, NAME, ARGS)                                                             \
+    do {                                                                                          \
+        if (tg_vm_level() == TG_VM_AVX2) hsw_##PREFIX##_##NAME ARGS;                              \
+        else PREFIX##_##NAME ARGS;                                                                \
+    } while (0)
+#else
+#define CONV_CALL(PREFIX, NAME, ARGS) PREFIX##_##NAME ARGS
+#endif
+
+#define DEFINE_CONV_ENTRIES(T, SFX)                                                               \
+void tg_conv2d_##SFX(const T* x, const T* w, const T* bias, T* y, const tg_window* g,             \
+                     ptrdiff_t O, ptrdiff_t G, T* work)                                           \
+{                                                                                                 \
+    CONV_CALL(SFX, conv2d, (x, w, bias, y, g, O, G, work));                                       \
+}                                                                                                 \
+                                                                                                  \
+void tg_conv2d_grad_input_##SFX(const T* gy, const T* w, T* gx, const tg_window* g, ptrdiff_t O,  \
+                                ptrdiff_t G, T* work)                                             \
+{                                                                                                 \
+    CONV_CALL(SFX, conv2d_grad_input, (gy, w, gx, g, O, G, work));                                \
+}                                                                                                 \
+                                                                                                  \
+void tg_conv2d_grad_weight_##SFX(const T* x, const T* gy, T* gw, const tg_window* g, ptrdiff_t O, \
+                                 ptrdiff_t G, T* work)                                            \
+{                                                                                                 \
+    CONV_CALL(SFX, conv2d_grad_weight, (x, gy, gw, g, O, G, work));                               \
+}
+
+DEFINE_CONV_ENTRIES(float, f32)
+DEFINE_CONV_ENTRIES(double, f64)

@@ -37,6 +37,34 @@ void tg_col2im_f32(const float* cols, float* x, const tg_window* g, ptrdiff_t ro
 void tg_col2im_f64(const double* cols, double* x, const tg_window* g, ptrdiff_t row_stride,
                    ptrdiff_t n_stride);
 
+/* -- fused 2-d convolution --------------------------------------------------------------------
+ * x (N, C, H, W), w (O, C/G, kh, kw), y (N, O, Ho, Wo), G groups (C and O divisible by G); the
+ * geometry g gives N, C, H, W, Ho, Wo and the window.  The columns of a block of output positions
+ * are formed in `work` (tg_conv2d_work_size elements for the same g, O, G and map) and used at
+ * once, the results written straight to their NCHW places:
+ *   tg_conv2d:              y = conv(x, w) (+ bias[o], bias NULL when absent);
+ *   tg_conv2d_grad_input:   gx (N, C, H, W) = the adjoint of conv in x applied to gy (N, O, Ho, Wo)
+ *                           (also the transposed convolution);
+ *   tg_conv2d_grad_weight:  gw (O, C/G, kh, kw) = the adjoint of conv in w applied to gy, summed
+ *                           over the batch.
+ * Sums run in a different order than one GEMM's (blocked, vector partial sums), so results agree
+ * with the BLAS path to rounding, not bit for bit. */
+enum { TG_CONV_FORWARD = 0, TG_CONV_GRAD_INPUT = 1, TG_CONV_GRAD_WEIGHT = 2 };
+ptrdiff_t tg_conv2d_work_size_f32(const tg_window* g, ptrdiff_t O, ptrdiff_t G, int which);
+ptrdiff_t tg_conv2d_work_size_f64(const tg_window* g, ptrdiff_t O, ptrdiff_t G, int which);
+void tg_conv2d_f32(const float* x, const float* w, const float* bias, float* y, const tg_window* g,
+                   ptrdiff_t O, ptrdiff_t G, float* work);
+void tg_conv2d_f64(const double* x, const double* w, const double* bias, double* y,
+                   const tg_window* g, ptrdiff_t O, ptrdiff_t G, double* work);
+void tg_conv2d_grad_input_f32(const float* gy, const float* w, float* gx, const tg_window* g,
+                              ptrdiff_t O, ptrdiff_t G, float* work);
+void tg_conv2d_grad_input_f64(const double* gy, const double* w, double* gx, const tg_window* g,
+                              ptrdiff_t O, ptrdiff_t G, double* work);
+void tg_conv2d_grad_weight_f32(const float* x, const float* gy, float* gw, const tg_window* g,
+                               ptrdiff_t O, ptrdiff_t G, float* work);
+void tg_conv2d_grad_weight_f64(const double* x, const double* gy, double* gw, const tg_window* g,
+                               ptrdiff_t O, ptrdiff_t G, double* work);
+
 /* Max pooling over the N*C planes of x: y the maximum of each window's real (non-padding)
  * elements, idx its flat position h*W + w in the plane.  PyTorch's rules: ties keep the first
  * position in row-major window order, a NaN replaces the running maximum (so the last NaN wins),

@@ -21,6 +21,21 @@ cdef extern from "nn_kernels.h" nogil:
                        ptrdiff_t n_stride)
     void tg_col2im_f64(const double* cols, double* x, const tg_window* g, ptrdiff_t row_stride,
                        ptrdiff_t n_stride)
+    enum: TG_CONV_FORWARD, TG_CONV_GRAD_INPUT, TG_CONV_GRAD_WEIGHT
+    ptrdiff_t tg_conv2d_work_size_f32(const tg_window* g, ptrdiff_t O, ptrdiff_t G, int which)
+    ptrdiff_t tg_conv2d_work_size_f64(const tg_window* g, ptrdiff_t O, ptrdiff_t G, int which)
+    void tg_conv2d_f32(const float* x, const float* w, const float* bias, float* y,
+                       const tg_window* g, ptrdiff_t O, ptrdiff_t G, float* work)
+    void tg_conv2d_f64(const double* x, const double* w, const double* bias, double* y,
+                       const tg_window* g, ptrdiff_t O, ptrdiff_t G, double* work)
+    void tg_conv2d_grad_input_f32(const float* gy, const float* w, float* gx, const tg_window* g,
+                                  ptrdiff_t O, ptrdiff_t G, float* work)
+    void tg_conv2d_grad_input_f64(const double* gy, const double* w, double* gx,
+                                  const tg_window* g, ptrdiff_t O, ptrdiff_t G, double* work)
+    void tg_conv2d_grad_weight_f32(const float* x, const float* gy, float* gw, const tg_window* g,
+                                   ptrdiff_t O, ptrdiff_t G, float* work)
+    void tg_conv2d_grad_weight_f64(const double* x, const double* gy, double* gw,
+                                   const tg_window* g, ptrdiff_t O, ptrdiff_t G, double* work)
     void tg_max_pool2d_f32(const float* x, float* y, int64_t* idx, const tg_window* g)
     void tg_max_pool2d_f64(const double* x, double* y, int64_t* idx, const tg_window* g)
     void tg_max_pool2d_grad_f32(const float* gy, const int64_t* idx, float* gx, const tg_window* g)
@@ -122,6 +137,83 @@ def _col2im(cols, tuple geom, bint by_sample):
     else:
         tg_col2im_f64(<double*>nk_ptr(cols), <double*>nk_ptr(x), &g, rs, ns)
     return x
+
+
+cdef object nk_conv_work(const tg_window* g, ptrdiff_t O, ptrdiff_t G, int which, bint f32):
+    """A scratch buffer for one fused-convolution call (nn_kernels.h)."""
+    if f32:
+        return np.empty(tg_conv2d_work_size_f32(g, O, G, which), dtype=np.float32)
+    return np.empty(tg_conv2d_work_size_f64(g, O, G, which), dtype=np.float64)
+
+
+cdef int nk_conv_shapes(tuple geom, tg_window* g, ptrdiff_t O, ptrdiff_t G) except -1:
+    nk_window(geom, g)
+    if G <= 0 or O <= 0 or g.C % G or O % G or g.N <= 0 or g.Ho <= 0 or g.Wo <= 0:
+        raise ValueError(f"tapegrad: bad fused convolution shapes {geom}, O={O}, groups={G}")
+    return 0
+
+
+def _conv2d_fused(x, w, bias, tuple geom, Py_ssize_t groups):
+    """y (N, O, Ho, Wo) = conv(x, w) (+ bias) by the fused kernel: x (N, C, H, W) and w
+    (O, C/groups, kh, kw) C-contiguous, one float dtype; bias (O,) or None."""
+    cdef tg_window g
+    cdef ptrdiff_t O = w.shape[0], G = groups
+    nk_conv_shapes(geom, &g, O, G)
+    cdef bint f32 = nk_is_f32(x)
+    nk_same(x, f32, g.N * g.C * g.H * g.W)
+    nk_same(w, f32, O * (g.C // G) * g.kh * g.kw)
+    if bias is not None:
+        nk_same(bias, f32, O)
+    cdef void* pb = NULL if bias is None else nk_ptr(bias)
+    y = np.empty((g.N, O, g.Ho, g.Wo), dtype=x.dtype)
+    work = nk_conv_work(&g, O, G, TG_CONV_FORWARD, f32)
+    if f32:
+        tg_conv2d_f32(<float*>nk_ptr(x), <float*>nk_ptr(w), <float*>pb, <float*>nk_ptr(y), &g,
+                      O, G, <float*>nk_ptr(work))
+    else:
+        tg_conv2d_f64(<double*>nk_ptr(x), <double*>nk_ptr(w), <double*>pb, <double*>nk_ptr(y),
+                      &g, O, G, <double*>nk_ptr(work))
+    return y
+
+
+def _conv2d_grad_input_fused(gy, w, tuple geom, Py_ssize_t groups):
+    """gx (N, C, H, W): the adjoint of conv in x applied to gy (N, O, Ho, Wo), by the fused
+    kernel (geom's N, C, H, W are gx's)."""
+    cdef tg_window g
+    cdef ptrdiff_t O = w.shape[0], G = groups
+    nk_conv_shapes(geom, &g, O, G)
+    cdef bint f32 = nk_is_f32(gy)
+    nk_same(gy, f32, g.N * O * g.Ho * g.Wo)
+    nk_same(w, f32, O * (g.C // G) * g.kh * g.kw)
+    gx = np.empty((g.N, g.C, g.H, g.W), dtype=gy.dtype)
+    work = nk_conv_work(&g, O, G, TG_CONV_GRAD_INPUT, f32)
+    if f32:
+        tg_conv2d_grad_input_f32(<float*>nk_ptr(gy), <float*>nk_ptr(w), <float*>nk_ptr(gx), &g,
+                                 O, G, <float*>nk_ptr(work))
+    else:
+        tg_conv2d_grad_input_f64(<double*>nk_ptr(gy), <double*>nk_ptr(w), <double*>nk_ptr(gx),
+                                 &g, O, G, <double*>nk_ptr(work))
+    return gx
+
+
+def _conv2d_grad_weight_fused(x, gy, tuple geom, Py_ssize_t O, Py_ssize_t groups):
+    """gw (O, C/groups, kh, kw): the adjoint of conv in w applied to gy (N, O, Ho, Wo), summed
+    over the batch, by the fused kernel."""
+    cdef tg_window g
+    cdef ptrdiff_t G = groups
+    nk_conv_shapes(geom, &g, O, G)
+    cdef bint f32 = nk_is_f32(x)
+    nk_same(x, f32, g.N * g.C * g.H * g.W)
+    nk_same(gy, f32, g.N * O * g.Ho * g.Wo)
+    gw = np.empty((O, g.C // G, g.kh, g.kw), dtype=x.dtype)
+    work = nk_conv_work(&g, O, G, TG_CONV_GRAD_WEIGHT, f32)
+    if f32:
+        tg_conv2d_grad_weight_f32(<float*>nk_ptr(x), <float*>nk_ptr(gy), <float*>nk_ptr(gw), &g,
+                                  O, G, <float*>nk_ptr(work))
+    else:
+        tg_conv2d_grad_weight_f64(<double*>nk_ptr(x), <double*>nk_ptr(gy), <double*>nk_ptr(gw),
+                                  &g, O, G, <double*>nk_ptr(work))
+    return gw
 
 
 def _max_pool2d_arrays(x, tuple geom):
