@@ -98,8 +98,9 @@ cdef int view_reads_base(TensorBase t) except -1:
     """Before a recorded write through view t of a tensor that requires grad: make t's history
     read the base's directly (a view of a view becomes one AsStridedBackward0 of the base, as in
     PyTorch), so the write can go to the base (writes_through_view)."""
-    if t._base is None or t._node < 0 or (t._gen & 1):
-        return 0                    # (a view taken in no_grad: check_inplace refuses the write)
+    if t._base is None or t._node < 0 or (t._gen & 1) or t._view_kind != VIEW_DEFAULT:
+        return 0                    # (a view taken in no_grad or an output of split, chunk,
+                                    # unbind, or a view of either: check_inplace refuses it)
     cdef TensorBase b = <TensorBase>t._base
     if not b._requires_grad or b._node < 0 or is_leaf_c(b):
         return 0

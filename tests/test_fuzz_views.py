@@ -1,0 +1,232 @@
+"""Regressions of the loud differences the issue-16 fuzz runs found around views and in-place
+writes (docs/differences.md, "Fuzz findings"): PyTorch's refusals that tapegrad lacked.
+
+Each case runs the same code under tapegrad and, when it is installed, under torch: both must
+raise the same exception type with the same key phrase, or both run and agree.
+"""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def outcome(fn, L):
+    """("ok", value) or (exception type name, message)."""
+    try:
+        value = fn(L)
+    except Exception as e:  # noqa: BLE001 - the outcome is what is compared
+        return type(e).__name__, str(e)
+    if isinstance(value, (tg.Tensor,)) or type(value).__name__ == "Tensor":
+        value = value.detach().numpy().tolist()
+    return "ok", value
+
+
+def check(fn, torch, phrase):
+    """fn raises RuntimeError with `phrase` under tapegrad (and under torch when given)."""
+    kind, msg = outcome(fn, tg)
+    assert kind == "RuntimeError" and phrase in msg, (kind, msg)
+    if torch is not None:
+        tkind, tmsg = outcome(fn, torch)
+        assert tkind == "RuntimeError" and phrase in tmsg, (tkind, tmsg)
+
+
+def check_runs(fn, torch):
+    kind, value = outcome(fn, tg)
+    assert kind == "ok", value
+    if torch is not None:
+        tkind, tvalue = outcome(fn, torch)
+        assert tkind == "ok", tvalue
+        np.testing.assert_allclose(value, tvalue)
+
+
+@pytest.fixture
+def maybe_torch(request):
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+# -- outputs of split / chunk / unbind (program seeds 700003, 701251, 704350, 705105, ...) ------
+
+MULTI = "This view is the output of a function that returns multiple views"
+
+
+def _graph(L):
+    x = L.ones(4, 3, requires_grad=True)
+    return x * 2
+
+
+MULTI_OUTPUT_WRITES = {
+    "split_mul_": ("Output 0 of Split is a view and is being modified inplace.",
+                   lambda L: _graph(L).split(2)[0].mul_(2)),
+    "split_second_output": ("Output 1 of Split is a view and is being modified inplace.",
+                            lambda L: _graph(L).split(2)[1].add_(1)),
+    "split_one_piece": ("Output 0 of Split is a view", lambda L: _graph(L).split(4)[0].add_(1)),
+    "split_sizes": ("Output 0 of SplitWithSizes is a view",
+                    lambda L: _graph(L).split([1, 3])[0].add_(1)),
+    "chunk_sigmoid_": ("Output 1 of Split is a view", lambda L: _graph(L).chunk(2)[1].sigmoid_()),
+    "unbind_add_": ("Output 2 of Unbind is a view", lambda L: _graph(L).unbind(1)[2].add_(1)),
+    # (PyTorch names the select it writes through: "Output 0 of Select")
+    "unbind_setitem": ("is a view and is being modified inplace",
+                       lambda L: _graph(L).unbind(1)[2].__setitem__(0, 5.0)),
+    "copy_": ("Output 0 of Split is a view",
+              lambda L: _graph(L).split(2)[0].copy_(L.zeros(2, 3))),
+    "select_of_output": ("Output 0 of Select is a view and is being modified inplace.",
+                         lambda L: _graph(L).split(2)[0][0].add_(1)),
+    "view_of_output": ("Output 0 of View is a view", lambda L: _graph(L).split(2)[0].view(-1).add_(1)),
+    "leaf_base": ("Output 0 of Split is a view",
+                  lambda L: L.ones(4, 3, requires_grad=True).split(2)[0].add_(1)),
+    "value_requires_grad": ("A view was created in no_grad mode and is being modified inplace "
+                            "with grad mode enabled. " + MULTI,
+                            lambda L: L.ones(4, 3).split(2)[0].mul_(
+                                L.ones(2, 3, requires_grad=True))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MULTI_OUTPUT_WRITES))
+def test_in_place_write_to_a_multi_output_view_raises(name, maybe_torch):
+    phrase, fn = MULTI_OUTPUT_WRITES[name]
+    check(fn, maybe_torch, phrase)
+    check(fn, maybe_torch, MULTI)
+
+
+def _base_written_then_view_read(how, read):
+    def fn(L):
+        x = L.ones(4, 3, requires_grad=True)
+        y = x * 2
+        p, q = y.split(2)
+        v = p[0] if read == "select" else p
+        if how == "recorded":
+            y.add_(1)
+        elif how == "no_grad":
+            with L.no_grad():
+                y.add_(1)
+        elif how == "sibling":
+            y[3] = 7.0
+        elif how == "own_no_grad":
+            with L.no_grad():
+                p.add_(1)
+        if read == "is_leaf":
+            return v.is_leaf
+        return (v * 1).sum()
+    return fn
+
+
+@pytest.mark.parametrize("how", ["recorded", "no_grad", "sibling", "own_no_grad"])
+@pytest.mark.parametrize("read", ["op", "select", "is_leaf"])
+def test_multi_output_view_refused_after_its_storage_is_written(how, read, maybe_torch):
+    check(_base_written_then_view_read(how, read), maybe_torch,
+          "its base or another view of its base has been modified inplace. " + MULTI)
+
+
+MULTI_OUTPUT_ALLOWED = {
+    # nothing requires grad: the write is not recorded
+    "no_grad_base": lambda L: L.ones(4, 3).chunk(2)[0].add_(1).sum(),
+    # written under no_grad, the base then read
+    "under_no_grad": lambda L: _under_no_grad(L),
+    # requires_grad read without the graph; detach() leaves the view's history alone
+    "requires_grad_read": lambda L: _requires_grad_after_write(L),
+    # a view of a leaf written under no_grad (the optimizer idiom through split)
+    "leaf_under_no_grad": lambda L: _leaf_split_no_grad(L),
+    # tensor_split / hsplit return ordinary views
+    "tensor_split": lambda L: (_graph(L).tensor_split(2)[0].add_(1), 1)[1],
+}
+
+
+def _under_no_grad(L):
+    y = _graph(L)
+    p, q = y.split(2)
+    with L.no_grad():
+        p.add_(1)
+    return y.sum()
+
+
+def _requires_grad_after_write(L):
+    y = _graph(L)
+    p, q = y.split(2)
+    with L.no_grad():
+        y.add_(1)
+    return float(p.requires_grad) + p.detach().sum()
+
+
+def _leaf_split_no_grad(L):
+    x = L.ones(4, 3, requires_grad=True)
+    with L.no_grad():
+        x.split(2)[0].mul_(3)
+    return x.sum()
+
+
+@pytest.mark.parametrize("name", sorted(MULTI_OUTPUT_ALLOWED))
+def test_multi_output_view_writes_pytorch_allows(name, maybe_torch):
+    check_runs(MULTI_OUTPUT_ALLOWED[name], maybe_torch)
+
+
+def test_multi_output_views_without_torch():
+    x = tg.ones(4, 3, requires_grad=True)
+    p, q = (x * 2).split(2)
+    with pytest.raises(RuntimeError, match="Output 1 of Split is a view and is being modified"):
+        q.add_(1)
+    # the refusal left everything usable: the gradient is the ordinary one
+    (p.sum() + q.sum()).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((4, 3), 2.0))
+
+
+# -- views taken in no_grad, and views of them (seeds 701412, 705492) ---------------------------
+
+NO_GRAD_RULE = "Given that this use case is ambiguous and error-prone, it is forbidden."
+
+
+def _no_grad_view_case(case):
+    def fn(L):
+        x = L.ones(4, 3, requires_grad=True)
+        y = x * 2
+        with L.no_grad():
+            v = y[0]
+        if case == "view_of_it_written":
+            w = v.unsqueeze(0)
+            w.add_(1)
+            return w
+        if case == "view_of_it_base_written":
+            w = v.unsqueeze(0)
+            y.add_(1)
+            return w.grad_fn
+        if case == "base_written_in_no_grad":
+            with L.no_grad():
+                y.add_(1)
+            return (v + 1).sum()
+        if case == "itself_written_in_no_grad":
+            with L.no_grad():
+                v.add_(1)
+            return (v * 2).sum()
+        raise AssertionError(case)
+    return fn
+
+
+NO_GRAD_CASES = {
+    "view_of_it_written": "Output 0 of Unsqueeze is a view of a view which was created in no_grad "
+                          "mode and is being modified inplace with grad mode enabled.",
+    "view_of_it_base_written": "Output 0 of Unsqueeze is a view of a view which was created in "
+                               "no_grad mode and its base or another view of its base has been "
+                               "modified inplace with grad mode enabled.",
+    "base_written_in_no_grad": "A view was created in no_grad mode and its base or another view "
+                               "of its base has been modified inplace with grad mode enabled.",
+    "itself_written_in_no_grad": "A view was created in no_grad mode and its base or another "
+                                 "view of its base has been modified inplace",
+}
+
+
+@pytest.mark.parametrize("case", sorted(NO_GRAD_CASES))
+def test_no_grad_view_rules(case, maybe_torch):
+    check(_no_grad_view_case(case), maybe_torch, NO_GRAD_CASES[case])
+    check(_no_grad_view_case(case), maybe_torch, NO_GRAD_RULE)
+
+
+def test_view_of_a_no_grad_view_keeps_its_grad_fn():
+    x = tg.ones(4, 3, requires_grad=True)
+    with tg.no_grad():
+        v = x[0]
+    w = v.unsqueeze(0)
+    assert type(w.grad_fn).__name__ == "UnsqueezeBackward0"
+    assert w.requires_grad and not w.is_leaf
