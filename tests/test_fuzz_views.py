@@ -230,3 +230,111 @@ def test_view_of_a_no_grad_view_keeps_its_grad_fn():
     w = v.unsqueeze(0)
     assert type(w.grad_fn).__name__ == "UnsqueezeBackward0"
     assert w.requires_grad and not w.is_leaf
+
+
+# -- in-place sources that partly overlap the destination (seeds 700293, 705201, 1000459) --------
+
+OVERLAP = "some elements of the input tensor and the written-to tensor refer to a single memory"
+
+
+def _v(L):
+    return L.arange(8.0).reshape(2, 4)
+
+
+OVERLAPPING_WRITES = {
+    "shifted_add_": lambda L: (lambda a: a[1:].add_(a[:-1]))(L.arange(6.0)),
+    "shifted_iadd": lambda L: (lambda a: a[1:].__iadd__(a[:-1]))(L.arange(6.0)),
+    "row_times_whole": lambda L: (lambda v: v[0:1].mul_(v))(_v(L)),
+    "whole_times_row": lambda L: (lambda v: v.mul_(v[0]))(_v(L)),
+    "element_of_itself": lambda L: (lambda v: v.add_(v[0, 1]))(_v(L)),
+    "transpose": lambda L: (lambda a: a.mul_(a.t()))(L.arange(4.0).reshape(2, 2)),
+    "copy_shifted": lambda L: (lambda a: a[1:].copy_(a[:-1]))(L.arange(6.0)),
+    "setitem_shifted": lambda L: (lambda a: a.__setitem__(slice(1, None), a[:-1]))(L.arange(6.0)),
+    "size_one_dim_strides": lambda L: (lambda v: v.__setitem__(slice(None, None, 2), v))(
+        L.arange(2.0).reshape(1, 2)),
+    "mask_value_is_self": lambda L: (lambda a: a.__setitem__(a > 2, a))(L.arange(6.0)),
+    "index_value_overlaps": lambda L: (lambda a: a.__setitem__(L.tensor([0, 1]), a[1:3]))(
+        L.arange(6.0)),
+    "recorded": lambda L: (lambda a: a[1:].add_(a[:-1]))(L.arange(6.0, requires_grad=True) * 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OVERLAPPING_WRITES))
+def test_in_place_source_overlapping_the_destination_raises(name, maybe_torch):
+    check(OVERLAPPING_WRITES[name], maybe_torch, OVERLAP)
+
+
+OVERLAP_ALLOWED = {
+    "same_tensor": lambda L: (lambda a: a.mul_(a))(L.arange(6.0)),
+    "same_layout_views": lambda L: (lambda a: a.t().add_(a.t()))(L.arange(6.0).reshape(2, 3)),
+    "copy_itself": lambda L: (lambda a: a.copy_(a.detach()))(L.arange(6.0)),
+    "disjoint_rows": lambda L: (lambda v: (v[0].mul_(v[1]), v)[1])(_v(L)),
+    "strided_unchecked": lambda L: (lambda a: (a[::2].add_(a[1::2]), a)[1])(L.arange(6.0)),
+    "mask_value_copied": lambda L: (lambda a: (a.__setitem__(a > 2, a[a > 2] * 2), a)[1])(
+        L.arange(6.0)),
+    "reshaped_alias": lambda L: (lambda a: a.view(2, 3).add_(a.reshape(2, 3)))(L.arange(6.0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OVERLAP_ALLOWED))
+def test_in_place_sources_pytorch_allows(name, maybe_torch):
+    check_runs(OVERLAP_ALLOWED[name], maybe_torch)
+
+
+def test_overlapping_source_leaves_the_tensor_unchanged():
+    a = tg.arange(6.0)
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        a[1:] += a[:-1]
+    assert a.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    a.mul_(a)
+    assert a.tolist() == [0.0, 1.0, 4.0, 9.0, 16.0, 25.0]
+
+
+# -- x[index] = value of another dtype (seed 700276) --------------------------------------------
+
+INDEX_PUT = "Index put requires the source and destination dtypes match"
+
+
+def _put(key, dtype, value_dtype, value_shape=(3,), no_grad=False):
+    def fn(L):
+        x = L.arange(6.0, dtype=getattr(L, dtype))
+        v = L.ones(value_shape, dtype=getattr(L, value_dtype))
+        k = key(L, x)
+        if no_grad:
+            with L.no_grad():
+                x[k] = v
+        else:
+            x[k] = v
+        return x
+    return fn
+
+
+INDEX_PUT_REFUSED = {
+    "mask_no_grad": _put(lambda L, x: x > 2, "float32", "float64", no_grad=True),
+    "mask": _put(lambda L, x: x > 2, "float32", "float64"),
+    "index_tensor": _put(lambda L, x: L.tensor([0, 1, 2]), "float32", "float64"),
+    "index_list": _put(lambda L, x: [0, 1, 2], "float64", "float32"),
+    "one_element_index": _put(lambda L, x: L.tensor([0, 1, 2]), "float32", "float64", (1,)),
+    "int_value": _put(lambda L, x: x > 2, "float32", "int64"),
+    "empty_index": _put(lambda L, x: [], "float32", "float64", (0,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEX_PUT_REFUSED))
+def test_index_put_of_another_dtype_raises(name, maybe_torch):
+    check(INDEX_PUT_REFUSED[name], maybe_torch,
+          INDEX_PUT if name != "int_value" else "got Float for the destination and Long")
+
+
+INDEX_PUT_CASTS = {
+    "slice": _put(lambda L, x: slice(0, 3), "float32", "float64"),
+    "mask_one_element": _put(lambda L, x: x > 2, "float32", "float64", (1,)),
+    "mask_scalar": _put(lambda L, x: x > 2, "float32", "float64", ()),
+    "python_bool": _put(lambda L, x: True, "float32", "float64", (6,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEX_PUT_CASTS))
+def test_setitem_keys_that_cast_the_value(name, maybe_torch):
+    check_runs(INDEX_PUT_CASTS[name], maybe_torch)
+    assert INDEX_PUT_CASTS[name](tg).dtype == tg.float32
