@@ -1,0 +1,66 @@
+"""Regressions of missing errors the issue-16 fuzz runs found outside views and in-place writes
+(docs/differences.md, "Fuzz findings"): tapegrad now raises where PyTorch raises, with its
+exception type and key phrase, and still runs the neighbouring cases PyTorch runs."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+F = tg.nn.functional
+
+
+def _outcome(fn, L):
+    try:
+        return "ok", tuple(fn(L).shape)
+    except Exception as e:  # noqa: BLE001 - the outcome is what is compared
+        return type(e).__name__, str(e)
+
+
+# -- F.pad(mode='replicate') that leaves a 1-d input no width --------------------------------
+
+PADS = [((2, 1), (0, -1)), ((1, 2, 1), (-1, 0)), ((1, 2, 1), (-2, 0)), ((1, 2, 2), (-1, -1)),
+        ((1, 2, 2), (0, -1)), ((1, 2, 1), (2, -1)), ((1, 1, 1, 3), (0, 0, 0, -1)),
+        ((1, 1, 2, 3), (0, -3, 0, 0))]
+
+
+@pytest.mark.parametrize("shape,pad", PADS)
+def test_replicate_pad_output_width(shape, pad, torch):
+    def fn(L):
+        return L.nn.functional.pad(L.zeros(shape), pad, mode="replicate")
+    assert _outcome(fn, tg) == _outcome(fn, torch)
+
+
+def test_replicate_pad_to_no_width_raises():
+    with pytest.raises(RuntimeError, match=r"input \(W: 1\) is too small. Calculated output W: 0"):
+        F.pad(tg.zeros(1, 2, 1), (0, -1), mode="replicate")
+    # the 2-d kernel returns the empty result
+    assert F.pad(tg.zeros(1, 1, 2, 3), (0, -3, 0, 0), mode="replicate").shape == (1, 1, 2, 0)
+
+
+# -- F.scaled_dot_product_attention with a mask that broadcasts the scores bigger --------------
+
+MASKS = [(2, 2), (2, 1), (2, 2, 2), (2, 1, 2, 2), (1, 2), (1, 1, 2), (2,), (3, 2, 2)]
+
+
+@pytest.mark.parametrize("mask_shape", MASKS)
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_sdpa_mask_that_broadcasts_the_scores(mask_shape, kind, torch):
+    def fn(L):
+        q, k, v = L.ones(2, 1, 1), L.ones(2, 2, 1), L.ones(2, 2, 2)
+        mask = L.ones(mask_shape, dtype=L.bool) if kind == "bool" else L.zeros(mask_shape)
+        return L.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    mine, theirs = _outcome(fn, tg), _outcome(fn, torch)
+    assert mine[0] == theirs[0]
+    if mine[0] == "ok":
+        assert mine == theirs
+    else:
+        assert mine[1].split(" at ")[0] == theirs[1].split(" at ")[0]
+
+
+def test_sdpa_mask_broadcasting_a_length_one_query_raises():
+    q, k, v = tg.ones(2, 1, 1), tg.ones(2, 2, 1), tg.ones(2, 2, 2)
+    with pytest.raises(RuntimeError, match=r"output with shape \[2, 1, 2\] doesn't match the "
+                       r"broadcast shape \[2, 2, 2\]"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=tg.ones(2, 2, dtype=tg.bool))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=tg.tensor([True, False]))
+    np.testing.assert_allclose(out.numpy(), np.ones((2, 1, 2)))
