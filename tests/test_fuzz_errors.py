@@ -64,3 +64,37 @@ def test_sdpa_mask_broadcasting_a_length_one_query_raises():
         F.scaled_dot_product_attention(q, k, v, attn_mask=tg.ones(2, 2, dtype=tg.bool))
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=tg.tensor([True, False]))
     np.testing.assert_allclose(out.numpy(), np.ones((2, 1, 2)))
+
+
+# -- an in-place write into a recurrent layer's output (surface seeds 701568, 703338, ...) ------
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN"])
+def test_in_place_write_into_rnn_output_keeps_the_gradient(mode):
+    grads = []
+    for write in (False, True):
+        tg.manual_seed(0)
+        layer = getattr(tg.nn, mode)(3, 4, dtype=tg.float64)
+        x = tg.tensor(np.linspace(-1, 1, 2 * 5 * 3).reshape(5, 2, 3), requires_grad=True)
+        out, _ = layer(x)
+        if write:
+            out.mul_(1.0).add_(2.0)         # PyTorch's layer saved what its backward needs
+        (out * out).sum().backward() if not write else ((out - 2.0) ** 2).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
+
+
+def test_in_place_write_into_rnn_output_against_torch(torch):
+    res = []
+    for L in (tg, torch):
+        L.manual_seed(0)
+        layer = L.nn.GRU(2, 3, dtype=L.float64)
+        with L.no_grad():
+            for p, v in zip(layer.parameters(), (0.1, -0.2, 0.3, -0.05)):
+                p.copy_(L.full(tuple(p.shape), v, dtype=L.float64) * L.arange(
+                    p.numel(), dtype=L.float64).reshape(tuple(p.shape)) / 7)
+        x = L.tensor(np.linspace(-1, 1, 12).reshape(3, 2, 2), requires_grad=True)
+        out, h = layer(x)
+        out.add_(1.0)
+        (out.sum() * 2 + h.sum()).backward()
+        res.append(x.grad.numpy())
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-10)
