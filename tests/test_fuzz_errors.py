@@ -98,3 +98,39 @@ def test_in_place_write_into_rnn_output_against_torch(torch):
         (out.sum() * 2 + h.sum()).backward()
         res.append(x.grad.numpy())
     np.testing.assert_allclose(res[0], res[1], rtol=1e-10)
+
+
+# -- nn.MultiheadAttention with a query that may attend nothing (program seeds of the 700000 run) -
+
+def _masked_attention(L, train, grad, need_weights):
+    L.manual_seed(0)
+    m = L.nn.MultiheadAttention(4, 2, batch_first=True, dtype=L.float64)
+    with L.no_grad():
+        for i, p in enumerate(m.parameters()):
+            p.copy_(L.tensor(np.sin(np.arange(p.numel()) * 0.37 + i).reshape(tuple(p.shape))))
+    m.train(train)
+    x = L.tensor(np.cos(np.arange(24) * 0.3).reshape(2, 3, 4))
+    mask = L.tensor([[True, True, True], [False, True, False]])       # batch 0: every key
+    with (L.enable_grad() if grad else L.no_grad()):
+        out, w = m(x, x, x, key_padding_mask=mask, need_weights=need_weights)
+    return out.detach().numpy(), w
+
+
+@pytest.mark.parametrize("train,grad,need_weights", [
+    (False, False, False), (False, False, True), (True, False, False), (False, True, False),
+    (True, True, True)])
+def test_mha_fully_masked_row_against_torch(train, grad, need_weights, torch):
+    mine, w = _masked_attention(tg, train, grad, need_weights)
+    theirs, tw = _masked_attention(torch, train, grad, need_weights)
+    np.testing.assert_allclose(mine, theirs, rtol=1e-10, atol=1e-12)
+    assert (w is None) == (tw is None)
+
+
+def test_mha_fully_masked_row_nan_only_on_the_inference_fast_path():
+    fast, w = _masked_attention(tg, False, False, False)
+    assert w is None and np.isnan(fast[0]).all() and np.isfinite(fast[1]).all()
+    # elsewhere the attention kernel gives zeros: the output is the out-projection's bias
+    slow, _ = _masked_attention(tg, True, False, False)
+    bias = np.sin(np.arange(4) * 0.37 + 3)
+    np.testing.assert_allclose(slow[0], np.broadcast_to(bias, (3, 4)), rtol=1e-12)
+    np.testing.assert_allclose(slow[1], fast[1], rtol=1e-12)
