@@ -134,3 +134,87 @@ def test_mha_fully_masked_row_nan_only_on_the_inference_fast_path():
     bias = np.sin(np.arange(4) * 0.37 + 3)
     np.testing.assert_allclose(slow[0], np.broadcast_to(bias, (3, 4)), rtol=1e-12)
     np.testing.assert_allclose(slow[1], fast[1], rtol=1e-12)
+
+
+# -- second derivatives through the scatter family written in place (issue 16, task list) ------
+
+X0 = [[0.5, -1.2, 2.0], [1.5, 0.0, -0.7], [0.9, 1.1, -0.4]]
+S0 = [[1.3, 0.0, 0.8], [0.4, 2.2, 0.0]]
+IDX = [[0, 2, 1], [0, 1, 1]]
+W0 = [[0.3, -0.2, 0.5], [0.1, 0.7, -0.4], [0.6, -0.9, 0.2]]
+
+
+def _scatter_second_derivatives(L, op, include_self=True, x0=X0):
+    x = L.tensor(np.array(x0), requires_grad=True)
+    s = L.tensor(np.array(S0), requires_grad=True)
+    idx = L.tensor(IDX)
+    y = x * 1.5
+    if op.startswith("reduce_"):
+        y.scatter_reduce_(0, idx, s, op[7:], include_self=include_self)
+    elif op == "scatter_add_":
+        y.scatter_add_(0, idx, s)
+    elif op == "index_add_":
+        y.index_add_(0, L.tensor([2, 0]), s, alpha=0.7)
+    elif op == "index_copy_":
+        y.index_copy_(0, L.tensor([2, 0]), s)
+    w = L.tensor(np.array(W0))
+    gx, gs = L.autograd.grad((y * y * w).sum(), [x, s], create_graph=True)
+    h = L.autograd.grad((gx * w).sum() + (gs * gs).sum(), [x, s])
+    return [t.detach().numpy() for t in (gx, gs) + tuple(h)]
+
+
+SCATTER_OPS = [("reduce_prod", True), ("reduce_prod", False), ("reduce_sum", True),
+               ("reduce_sum", False), ("reduce_mean", True), ("reduce_mean", False),
+               ("reduce_amax", True), ("reduce_amin", False), ("scatter_add_", True),
+               ("index_add_", True), ("index_copy_", True)]
+
+
+@pytest.mark.parametrize("op,include_self", SCATTER_OPS)
+def test_in_place_scatter_second_derivatives_against_torch(op, include_self, torch):
+    mine = _scatter_second_derivatives(tg, op, include_self)
+    theirs = _scatter_second_derivatives(torch, op, include_self)
+    for a, b in zip(mine, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_prod_second_derivative_by_finite_differences(include_self):
+    # d/dx of S(x) = sum(gx(x) * w) + sum(gs(x)^2), with gx, gs the first derivatives
+    def first(x0):
+        x = tg.tensor(np.array(x0), requires_grad=True)
+        s = tg.tensor(np.array(S0), requires_grad=True)
+        y = (x * 1.5).scatter_reduce(0, tg.tensor(IDX), s, "prod", include_self=include_self)
+        gx, gs = tg.autograd.grad((y * y * tg.tensor(np.array(W0))).sum(), [x, s])
+        return float((gx.numpy() * np.array(W0)).sum() + (gs.numpy() ** 2).sum())
+    h = _scatter_second_derivatives(tg, "reduce_prod", include_self)[2]
+    x0 = np.array(X0)
+    eps = 1e-6
+    for i, j in np.ndindex(x0.shape):
+        up, down = x0.copy(), x0.copy()
+        up[i, j] += eps
+        down[i, j] -= eps
+        np.testing.assert_allclose(h[i, j], (first(up) - first(down)) / (2 * eps),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_once_differentiable_results_raise_when_differentiated():
+    from tapegrad.autograd import Function, once_differentiable
+
+    class Square(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * x * g
+
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    g, = tg.autograd.grad((Square.apply(x * 1) ** 2).sum(), [x], create_graph=True)
+    assert g.requires_grad
+    with pytest.raises(RuntimeError, match="trying to differentiate twice a function that was "
+                       "marked with @once_differentiable"):
+        g.sum().backward()
