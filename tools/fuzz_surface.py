@@ -1014,7 +1014,20 @@ class Outcome:
         self.extra = {}
 
 
+# The worker's progress file (tools/fuzz.py): the seed it runs and which library runs it, so a
+# process that dies is attributed to torch or to tapegrad.
+PROGRESS = {"path": None, "seed": None}
+
+
+def mark_phase(L):
+    """Record in the progress file that library L starts running the current seed."""
+    if PROGRESS["path"] is not None:
+        with open(PROGRESS["path"], "w") as f:
+            f.write(f"{PROGRESS['seed']} {L.__name__}")
+
+
 def run_program(L, prog, torch_modules=None):
+    mark_phase(L)
     """Run `prog` with library L; returns an Outcome (and the modules' state, for copying)."""
     case = prog.case
     res = Outcome()

@@ -447,10 +447,15 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         T = A[nkey]                    # (a view of A for a basic key)
     except IndexError as e:
         raise IndexError(str(e).replace("axis", "dimension")) from None
-    if isinstance(value, TensorBase) and not onto_base:
-        # (index_put_ refuses any sharing; a basic key writes through a view, as copy_ does)
-        check_source_overlap(A if advanced else T, V, bool(advanced))
+    # PyTorch's overlap checks: index_put_ refuses any sharing (before checking the shapes); a
+    # basic key writes through a view, as copy_ does, from the value without its leading
+    # size-1 dims
+    cdef bint check_overlap = isinstance(value, TensorBase) and not onto_base
+    if check_overlap and advanced:
+        check_source_overlap(A, V, True)
     V = fit_value(V, np.shape(T), bool(advanced), value)
+    if check_overlap and not advanced:
+        check_source_overlap(T, V, False)
     if (isinstance(value, TensorBase) and V.dtype != A.dtype and not onto_base
             and index_put_key(nkey, V)):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
