@@ -558,7 +558,8 @@ def g_sdpa(r):
         mshape = r.choice([(L_, S), (1, S), (L_, 1)]) if r.random() < 0.8 else batch + (L_, S)
         m = new_leaf(r, mshape, "bool" if mk == "bool" else dt, requires_grad=mk == "float" and r.random() < 0.5)
         if mk == "bool":
-            m.array = m.array | (np.arange(S) == 0)       # keep rows partly unmasked
+            # keep rows partly unmasked (a (L, 1) mask broadcasts its one column)
+            m.array = m.array | (np.arange(m.array.shape[-1]) == 0)
         leaves.append(m)
 
     def call(Lb, vv):
