@@ -256,6 +256,10 @@ OVERLAPPING_WRITES = {
     "index_value_overlaps": lambda L: (lambda a: a.__setitem__(L.tensor([0, 1]), a[1:3]))(
         L.arange(6.0)),
     "recorded": lambda L: (lambda a: a[1:].add_(a[:-1]))(L.arange(6.0, requires_grad=True) * 1),
+    # copy_ compares its source before broadcasting it; setitem a same-shape value as it is
+    "copy_broadcast_row": lambda L: (lambda a: a.copy_(a[0]))(L.arange(8.0).reshape(2, 4)),
+    "setitem_same_shape_other_strides": lambda L: (lambda a: a[0:1].__setitem__(
+        Ellipsis, a[0:2:2]))(L.arange(12.0).reshape(2, 6)),
 }
 
 
@@ -276,6 +280,11 @@ OVERLAP_ALLOWED = {
     # (seed 133: the value's leading size-1 dim is dropped before the layouts are compared)
     "leading_one_value": lambda L: (lambda a: (a.__setitem__(0, a[...]), a)[1])(
         L.arange(6.0).reshape(2, 3)[0:1]),
+    # (a broadcast value is expanded first: stride 0, left unchecked as in PyTorch)
+    "setitem_broadcast_row": lambda L: (lambda a: (a.__setitem__(Ellipsis, a[3]), a)[1])(
+        L.arange(12.0).reshape(4, 3)),
+    "setitem_same_layout": lambda L: (lambda a: (a[1:2].__setitem__(Ellipsis, a[1:2]), a)[1])(
+        L.arange(12.0).reshape(2, 6)),
 }
 
 

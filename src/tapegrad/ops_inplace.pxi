@@ -354,6 +354,23 @@ cdef object setitem_key(object key, list advanced):
     return setitem_key_item(key, advanced)
 
 
+cdef object expanded_like_torch(object V, tuple shape):
+    """V broadcast to `shape` with the strides PyTorch's expand() gives (only for the overlap
+    check, never read): a stretched or new dim of size > 1 has stride 0, a new dim of size 1
+    the stride that makes it contiguous with the next."""
+    cdef Py_ssize_t nd_ = len(shape), lead = nd_ - V.ndim, i
+    if lead < 0:
+        return V
+    strides = [0] * nd_
+    for i in range(nd_ - 1, -1, -1):
+        if i >= lead:
+            strides[i] = 0 if V.shape[i - lead] == 1 and shape[i] != 1 else V.strides[i - lead]
+        else:
+            strides[i] = 0 if shape[i] != 1 else (
+                shape[i + 1] * strides[i + 1] if i + 1 < nd_ else V.itemsize)
+    return np.lib.stride_tricks.as_strided(V, shape, tuple(strides), writeable=False)
+
+
 cdef bint index_put_key(object nkey, object V):
     """Whether x[nkey] = V is PyTorch's index_put_ (which refuses a value of another dtype): a
     key with an index array, except one boolean mask with a one-element value (masked_fill_,
@@ -453,9 +470,13 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     cdef bint check_overlap = isinstance(value, TensorBase) and not onto_base
     if check_overlap and advanced:
         check_source_overlap(A, V, True)
+    given = V
     V = fit_value(V, np.shape(T), bool(advanced), value)
-    if check_overlap and not advanced:
-        check_source_overlap(T, V, False)
+    if check_overlap and not advanced and isinstance(T, np.ndarray):
+        # (PyTorch copies a value of the target's shape as it is, any other without its
+        # leading size-1 dims, expanded)
+        check_source_overlap(T, given if given.shape == T.shape
+                             else expanded_like_torch(V, T.shape), False)
     if (isinstance(value, TensorBase) and V.dtype != A.dtype and not onto_base
             and index_put_key(nkey, V)):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
@@ -586,7 +607,10 @@ def copy_(TensorBase self, src, non_blocking=False):
     else:
         raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
                         f"{type(src).__name__}")
-    setitem_op(self, Ellipsis, src)
+    if isinstance(src, TensorBase):
+        # (copy_ compares the source as given, before broadcasting it: PyTorch's copy_)
+        check_source_overlap(self._array, (<TensorBase>src)._array, False)
+    setitem_op(self, Ellipsis, src, True)
     return self
 
 def _adopt_in_place_result(TensorBase self, TensorBase result):
