@@ -4,14 +4,15 @@
 copy of self, in index order as PyTorch's CPU kernel adds; its backward is the gradient itself
 for self and the gradient read at the written positions for the values, both recorded ops (so
 create_graph works).  `scatter_reduce_apply` follows PyTorch's derivative formulas for each
-reduction; its backward is computed in numpy, so it is once-differentiable.
+reduction; its backward is computed in numpy, or with recorded ops under create_graph (the
+'prod' one through scatter_reduce itself, so derivatives of any order exist, as PyTorch's).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import _core
-from .autograd.function import Function, once_differentiable
+from .autograd.function import Function
 
 
 def _wrap(arr):
@@ -111,15 +112,18 @@ class ScatterReduce(Function):
         out, mask, count = _reduce_values(x._array, key, src._array, reduce, include_self)
         ctx.key, ctx.reduce, ctx.include_self = key, reduce, include_self
         ctx.mask, ctx.count = mask, count
-        ctx.x, ctx.src, ctx.out = x._array.copy(), src._array, out
+        ctx.out = out
+        ctx.save_for_backward(x, src)
         return _wrap(out)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad):
+        x_t, src_t = ctx.saved_tensors
+        if _core.is_grad_enabled():             # create_graph: the same formulas, recorded
+            return _recorded_grads(ctx, grad, x_t, src_t) + (None, None, None)
         g = grad._array
         key, reduce, mask, count = ctx.key, ctx.reduce, ctx.mask, ctx.count
-        x, src, out = ctx.x, ctx.src, ctx.out
+        x, src, out = x_t._array, src_t._array, ctx.out
         if reduce == "sum":
             gx, gs = g, g[key]
         elif reduce == "mean":
@@ -141,6 +145,44 @@ class ScatterReduce(Function):
             gx = np.where(mask, 0, gx)
         return _wrap(np.asarray(gx, dtype=g.dtype)), _wrap(np.asarray(gs, dtype=g.dtype)), \
             None, None, None
+
+
+def _recorded_grads(ctx, g, x, src):
+    """(grad of self, grad of src) as recorded ops of g, x and src: the backward formulas above
+    with their masks and counts as constants (sum, mean, amax, amin are linear in g), and prod's
+    products of the other factors as scatter_reduce calls of their own."""
+    key, reduce, mask, include_self = ctx.key, ctx.reduce, ctx.mask, ctx.include_self
+    at = _tensor_key(key)
+    const = lambda a: _wrap(np.asarray(a, dtype=g._array.dtype))    # noqa: E731
+    if reduce == "sum":
+        gx, gs = g, g[at]
+    elif reduce == "mean":
+        scaled = g / const(ctx.count)
+        gx, gs = scaled, scaled[at]
+    elif reduce in ("amax", "amin"):
+        xa, sa, out = x._array, src._array, ctx.out
+        x_hits, src_hits = xa == out, sa == out[key]
+        ties = x_hits.astype(g._array.dtype)
+        np.add.at(ties, key, src_hits)
+        share = g / const(np.maximum(ties, 1))
+        gx, gs = share * const(x_hits), share[at] * const(src_hits)
+    else:
+        xa, sa = x._array, src._array
+        masked_x = x.masked_fill(_wrap(xa == 0), 1)
+        gx = g * ScatterReduce.apply(masked_x, src, key, "prod", include_self) / masked_x
+        src_zero = sa == 0
+        zeros_at = np.zeros(xa.shape, dtype=np.int64)
+        np.add.at(zeros_at, key, src_zero.astype(np.int64))
+        single_zero = src_zero & (zeros_at[key] == 1)
+        result = ScatterReduce.apply(x, src, key, "prod", include_self)
+        gs = (g * result)[at] / src.masked_fill(_wrap(src_zero), 1)
+        if single_zero.any():
+            others = ScatterReduce.apply(x, src.masked_fill(_wrap(single_zero), 1), key, "prod",
+                                         include_self)
+            gs = _core.TORCH_FUNCTIONS["where"](_wrap(single_zero), (g * others)[at], gs)
+    if not include_self:
+        gx = gx * const(~mask)
+    return gx, gs
 
 
 def _prod_grads(g, x, src, out, key, include_self):

@@ -220,7 +220,9 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """In place: reduce ``src``'s values into self at ``index`` along ``dim`` with ``reduce`` ('sum',
     'prod', 'mean', 'amax', 'amin'), as ``tapegrad.scatter_reduce``. Returns self.
     """
-    return self.copy_(scatter_reduce(self, dim, index, src, reduce, include_self=include_self))
+    # (reduced from a clone: the reduction saves its input, which the copy_ then overwrites)
+    return self.copy_(scatter_reduce(self.clone(), dim, index, src, reduce,
+                                     include_self=include_self))
 
 
 # -- index_put ------------------------------------------------------------------------------------

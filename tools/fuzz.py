@@ -740,6 +740,7 @@ class Run:
 
 def execute(L, prog, live=None):
     """Run prog's body and tail with library L.  `live`: the loss variables to use (torch's)."""
+    surface.mark_phase(L)
     res = Run()
     ns = namespace(L)
     for step in prog.steps:
@@ -1109,7 +1110,9 @@ def _summary_surface(prog, findings):
 
 def worker(kind, start, stop, progress_path):
     check = checker(kind)
+    surface.PROGRESS["path"] = progress_path
     for seed in range(start, stop):
+        surface.PROGRESS["seed"] = seed
         with open(progress_path, "w") as f:
             f.write(str(seed))
         try:
@@ -1175,11 +1178,15 @@ def drive(kinds, first, seconds, batch, out_path, timeout):
                 out.write(json.dumps(rec) + "\n")
         if done is None:
             try:
-                crashed = int(open(progress).read())
-            except (OSError, ValueError):
-                crashed = seed
-            findings.append({"seed": crashed, "kind": kind, "op": "?", "cat": "process-crash",
-                             "msg": f"worker exit {rc} (crash or hang)"})
+                where = open(progress).read().split()
+                crashed = int(where[0])
+            except (OSError, ValueError, IndexError):
+                crashed, where = seed, []
+            # (a process that dies while PyTorch runs the program is PyTorch's crash)
+            lib = where[1] if len(where) > 1 else "?"
+            findings.append({"seed": crashed, "kind": kind, "op": "?",
+                             "cat": "torch-crash" if lib == "torch" else "process-crash",
+                             "msg": f"worker exit {rc} (crash or hang) while {lib} ran it"})
             out.write(json.dumps(findings[-1]) + "\n")
             n[kind] += crashed - seed + 1
             seeds[kind] = crashed + 1

@@ -558,7 +558,8 @@ def g_sdpa(r):
         mshape = r.choice([(L_, S), (1, S), (L_, 1)]) if r.random() < 0.8 else batch + (L_, S)
         m = new_leaf(r, mshape, "bool" if mk == "bool" else dt, requires_grad=mk == "float" and r.random() < 0.5)
         if mk == "bool":
-            m.array = m.array | (np.arange(S) == 0)       # keep rows partly unmasked
+            # keep rows partly unmasked (a (L, 1) mask broadcasts its one column)
+            m.array = m.array | (np.arange(m.array.shape[-1]) == 0)
         leaves.append(m)
 
     def call(Lb, vv):
@@ -1014,7 +1015,20 @@ class Outcome:
         self.extra = {}
 
 
+# The worker's progress file (tools/fuzz.py): the seed it runs and which library runs it, so a
+# process that dies is attributed to torch or to tapegrad.
+PROGRESS = {"path": None, "seed": None}
+
+
+def mark_phase(L):
+    """Record in the progress file that library L starts running the current seed."""
+    if PROGRESS["path"] is not None:
+        with open(PROGRESS["path"], "w") as f:
+            f.write(f"{PROGRESS['seed']} {L.__name__}")
+
+
 def run_program(L, prog, torch_modules=None):
+    mark_phase(L)
     """Run `prog` with library L; returns an Outcome (and the modules' state, for copying)."""
     case = prog.case
     res = Outcome()

@@ -68,6 +68,15 @@ cdef class Version:
     cdef readonly Py_ssize_t value  # bumped by every in-place write to the storage it guards
 
 
+# A view's creation (TensorBase._view_kind), PyTorch's CreationMeta besides no_grad (_gen & 1):
+# such a view is refused in-place writes with grad mode on, and refuses to be used once its
+# storage was written after it was taken (views.pxi).
+cdef enum:
+    VIEW_DEFAULT = 0
+    VIEW_MULTI_OUTPUT = 1           # an output of split / chunk / unbind, or a view of one
+    VIEW_OF_NO_GRAD_VIEW = 2        # taken with grad enabled of a view taken in no_grad
+
+
 cdef class TensorBase:
     cdef public object _array       # the value: a numpy ndarray (0-d for scalars), never a numpy scalar
     cdef object _grad               # accumulated gradient (a Tensor) or None
@@ -80,6 +89,10 @@ cdef class TensorBase:
     cdef Py_ssize_t _gen            # a base: how often a recorded in-place write gave it a new
                                     # history; a view: 2 * its base's _gen when the view's history
                                     # was taken, + 1 if it was taken in no_grad (ops_inplace.pxi)
+    cdef int _view_kind             # a view's creation besides no_grad, as PyTorch's CreationMeta:
+                                    # VIEW_DEFAULT, VIEW_MULTI_OUTPUT, VIEW_OF_NO_GRAD_VIEW (views.pxi)
+    cdef int _view_output           # the output number PyTorch names for a VIEW_MULTI_OUTPUT view
+    cdef Py_ssize_t _view_version   # a view: its storage's version when its history was taken
     cdef object __weakref__
 
     cdef int _set_requires_grad(self, bint flag) except -1
@@ -465,6 +478,8 @@ cdef tuple normalize_dims(object dim, int ndim)
 cdef void history_rewritten(TensorBase t) noexcept
 
 cdef int rebase_view(TensorBase t, tuple key) except -1
+
+cdef int mark_multi_output_views(tuple views) except -1
 
 cdef int bump_version(TensorBase t) except -1
 

@@ -34,6 +34,68 @@ cdef inline bint overlaps_itself(object A):
     return False
 
 
+# PyTorch refuses an in-place write whose source partly shares memory with the destination
+# (`v[1:] += v[:-1]`, `v[0:1].mul_(v)`, `v.mul_(v.t())`): the result would depend on the order
+# the elements are written in.  Like PyTorch it compares only what it can decide cheaply: two
+# layouts that each cover their memory densely (non-overlapping and dense); the same memory with
+# the same strides is the element-wise case (`v.mul_(v)`), allowed except for index_put_.
+
+cdef str SOURCE_OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer to "
+    "a single memory location. Please clone() the tensor before performing the operation.")
+
+
+cdef inline void byte_extent(cnp.ndarray A, Py_ssize_t* lo, Py_ssize_t* hi) noexcept:
+    """The first and one-past-last byte address A's elements touch (A non-empty)."""
+    cdef Py_ssize_t k, span
+    lo[0] = <Py_ssize_t>cnp.PyArray_DATA(A)
+    hi[0] = lo[0] + cnp.PyArray_ITEMSIZE(A)
+    for k in range(cnp.PyArray_NDIM(A)):
+        span = (cnp.PyArray_DIMS(A)[k] - 1) * cnp.PyArray_STRIDES(A)[k]
+        if span < 0:
+            lo[0] += span
+        else:
+            hi[0] += span
+
+
+cdef bint dense_layout(cnp.ndarray A):
+    """PyTorch's is_non_overlapping_and_dense: A's elements fill its extent exactly once (dims
+    of size 1 have no stride that matters; negative strides do not occur in PyTorch)."""
+    cdef Py_ssize_t expected = cnp.PyArray_ITEMSIZE(A)
+    dims = sorted((cnp.PyArray_STRIDES(A)[k], cnp.PyArray_DIMS(A)[k])
+                  for k in range(cnp.PyArray_NDIM(A)) if cnp.PyArray_DIMS(A)[k] != 1)
+    for stride, n in dims:
+        if stride != expected:
+            return False
+        expected *= n
+    return True
+
+
+cdef int check_source_overlap(object D, object S, bint same_too) except -1:
+    """Raise PyTorch's error when array S (an in-place op's source) partly overlaps array D (the
+    memory written); `same_too`: also when S is D's memory with D's layout (index_put_)."""
+    if not (cnp.PyArray_Check(D) and cnp.PyArray_Check(S)):
+        return 0
+    cdef cnp.ndarray d = <cnp.ndarray>D, s = <cnp.ndarray>S
+    cdef Py_ssize_t dlo, dhi, slo, shi
+    if cnp.PyArray_SIZE(d) == 0 or cnp.PyArray_SIZE(s) == 0:
+        return 0
+    byte_extent(d, &dlo, &dhi)
+    byte_extent(s, &slo, &shi)
+    if dlo >= shi or slo >= dhi:
+        return 0                            # (the common case: separate memory)
+    cdef bint same_start = cnp.PyArray_DATA(d) == cnp.PyArray_DATA(s)
+    if same_start and D.shape == S.shape and D.strides == S.strides:
+        if same_too:
+            raise RuntimeError(SOURCE_OVERLAP)
+        return 0
+    if not (dense_layout(d) and dense_layout(s)):
+        return 0                            # (PyTorch too leaves these unchecked)
+    if same_start and dhi == shi and D.strides == S.strides and not same_too:
+        return 0
+    raise RuntimeError(SOURCE_OVERLAP)
+
+
 cdef object writable(object A, bint overlapping=False):
     """A, made writable for an in-place write.  numpy marks every broadcast view read-only;
     PyTorch refuses a write only where two elements share one memory location, and writes an
@@ -98,8 +160,9 @@ cdef int view_reads_base(TensorBase t) except -1:
     """Before a recorded write through view t of a tensor that requires grad: make t's history
     read the base's directly (a view of a view becomes one AsStridedBackward0 of the base, as in
     PyTorch), so the write can go to the base (writes_through_view)."""
-    if t._base is None or t._node < 0 or (t._gen & 1):
-        return 0                    # (a view taken in no_grad: check_inplace refuses the write)
+    if t._base is None or t._node < 0 or (t._gen & 1) or t._view_kind != VIEW_DEFAULT:
+        return 0                    # (a view taken in no_grad or an output of split, chunk,
+                                    # unbind, or a view of either: check_inplace refuses it)
     cdef TensorBase b = <TensorBase>t._base
     if not b._requires_grad or b._node < 0 or is_leaf_c(b):
         return 0
@@ -153,6 +216,8 @@ cdef object inplace_binary(int op, TensorBase self, object other):
     if recording:
         view_reads_base(self)
     check_inplace(self, recording, True)
+    if isinstance(other, TensorBase):
+        check_source_overlap(self._array, (<TensorBase>other)._array, False)
     if recording and writes_through_view(self):
         return inplace_binary_on_view(op, self, other)
     if not recording and inplace_in_c(op, self, other):
@@ -202,7 +267,7 @@ cdef object inplace_binary_on_view(int op, TensorBase view, object other):
     cdef tuple key = view_key(view)
     bkey = base_key(<TensorBase>view._base, key)
     if bkey is not None:
-        setitem_op(<TensorBase>view._base, bkey, result)
+        setitem_op(<TensorBase>view._base, bkey, result, True)
     rebase_view(view, key)                 # the view reads the base's new history
     return view
 
@@ -289,6 +354,32 @@ cdef object setitem_key(object key, list advanced):
     return setitem_key_item(key, advanced)
 
 
+cdef object expanded_like_torch(object V, tuple shape):
+    """V broadcast to `shape` with the strides PyTorch's expand() gives (only for the overlap
+    check, never read): a stretched or new dim of size > 1 has stride 0, a new dim of size 1
+    the stride that makes it contiguous with the next."""
+    cdef Py_ssize_t nd_ = len(shape), lead = nd_ - V.ndim, i
+    if lead < 0:
+        return V
+    strides = [0] * nd_
+    for i in range(nd_ - 1, -1, -1):
+        if i >= lead:
+            strides[i] = 0 if V.shape[i - lead] == 1 and shape[i] != 1 else V.strides[i - lead]
+        else:
+            strides[i] = 0 if shape[i] != 1 else (
+                shape[i + 1] * strides[i + 1] if i + 1 < nd_ else V.itemsize)
+    return np.lib.stride_tricks.as_strided(V, shape, tuple(strides), writeable=False)
+
+
+cdef bint index_put_key(object nkey, object V):
+    """Whether x[nkey] = V is PyTorch's index_put_ (which refuses a value of another dtype): a
+    key with an index array, except one boolean mask with a one-element value (masked_fill_,
+    which casts).  Python bools and None index like slices."""
+    if isinstance(nkey, np.ndarray):
+        return not (nkey.dtype.kind == "b" and V.size == 1)
+    return isinstance(nkey, tuple) and any(isinstance(k, np.ndarray) for k in nkey)
+
+
 cdef object fit_value(object V, tuple target, bint advanced, object value):
     """V (the value array of x[key] = value) with its leading size-1 dims removed (as PyTorch
     does), checked to broadcast to the indexing result's shape `target`, with PyTorch's
@@ -344,7 +435,9 @@ cdef dict C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c
                           "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
 
 
-cdef object setitem_op(TensorBase self, object key, object value):
+cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=False):
+    """self[key] = value.  `onto_base`: a write into a view or an in-place op on one, already
+    checked as the user wrote it, going to the view's base under the base's index arrays."""
     cdef list advanced = []
     check_setitem_value(self, value)
     # PyTorch indexes first (reading self's history, so no leaf quirk as in fresh_operands)
@@ -371,7 +464,24 @@ cdef object setitem_op(TensorBase self, object key, object value):
         T = A[nkey]                    # (a view of A for a basic key)
     except IndexError as e:
         raise IndexError(str(e).replace("axis", "dimension")) from None
+    # PyTorch's overlap checks: index_put_ refuses any sharing (before checking the shapes); a
+    # basic key writes through a view, as copy_ does, from the value without its leading
+    # size-1 dims
+    cdef bint check_overlap = isinstance(value, TensorBase) and not onto_base
+    if check_overlap and advanced:
+        check_source_overlap(A, V, True)
+    given = V
     V = fit_value(V, np.shape(T), bool(advanced), value)
+    if check_overlap and not advanced and isinstance(T, np.ndarray):
+        # (PyTorch copies a value of the target's shape as it is, any other without its
+        # leading size-1 dims, expanded)
+        check_source_overlap(T, given if given.shape == T.shape
+                             else expanded_like_torch(V, T.shape), False)
+    if (isinstance(value, TensorBase) and V.dtype != A.dtype and not onto_base
+            and index_put_key(nkey, V)):
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{scalar_type_name(A.dtype)} for the destination and "
+                           f"{scalar_type_name(V.dtype)} for the source.")
     if advanced:
         if overlaps_itself(A):
             warnings.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() "
@@ -388,7 +498,7 @@ cdef object setitem_op(TensorBase self, object key, object value):
         except IndexError as e:
             raise IndexError(str(e).replace("axis", "dimension")) from None
         if bkey is not None:
-            setitem_op(<TensorBase>self._base, bkey, value)
+            setitem_op(<TensorBase>self._base, bkey, value, True)
         if had_history:
             rebase_view(self, vkey)
         # else: as in PyTorch the view stays without a history of its own until it is read
@@ -416,6 +526,10 @@ cdef object setitem_op(TensorBase self, object key, object value):
     bump_version(self)
     adopt_record(self, result)
     return None
+
+
+cdef object user_setitem(TensorBase self, object key, object value):
+    return setitem_op(self, key, value, False)
 
 
 # -- out= ----------------------------------------------------------------------------------------
@@ -493,7 +607,10 @@ def copy_(TensorBase self, src, non_blocking=False):
     else:
         raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
                         f"{type(src).__name__}")
-    setitem_op(self, Ellipsis, src)
+    if isinstance(src, TensorBase):
+        # (copy_ compares the source as given, before broadcasting it: PyTorch's copy_)
+        check_source_overlap(self._array, (<TensorBase>src)._array, False)
+    setitem_op(self, Ellipsis, src, True)
     return self
 
 def _adopt_in_place_result(TensorBase self, TensorBase result):
@@ -545,6 +662,6 @@ TENSOR_METHODS.update(add_=add_, sub_=sub_, mul_=mul_, div_=div_, copy_=copy_)
 
 
 # The core's slots for TensorBase's x[key] = v and x += y and the out= argument (ops_registry.pxi).
-SETITEM_OP = setitem_op
+SETITEM_OP = user_setitem
 INPLACE_BINARY = inplace_binary
 WRITE_OUT = write_out

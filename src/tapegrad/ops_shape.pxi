@@ -733,7 +733,9 @@ cdef tuple split_with_sizes(int op, TensorBase x, Py_ssize_t d, sizes):
     for s in sizes:
         outs.append(basic_view(op, x, pre + (slice(o, o + s), Ellipsis)))
         o += s
-    return tuple(outs)
+    outs = tuple(outs)
+    mark_multi_output_views(outs)
+    return outs
 
 
 def split(TensorBase tensor, split_size_or_sections=None, dim=0, *, split_size=None):
@@ -803,7 +805,9 @@ def unbind(TensorBase input, dim=0, *, axis=None):
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "unbind", "dim", 1)
     pre = (slice(None),) * d
-    return tuple(basic_view(OP_UNBIND, input, pre + (j, Ellipsis)) for j in range(A.shape[d]))
+    outs = tuple(basic_view(OP_UNBIND, input, pre + (j, Ellipsis)) for j in range(A.shape[d]))
+    mark_multi_output_views(outs)
+    return outs
 
 
 # -- copies --------------------------------------------------------------------------------------

@@ -60,6 +60,7 @@ cdef TensorBase make_view(object arr, TensorBase base):
     v._inference = base._inference      # a view is an inference tensor iff its base is one
     v._base = base if base._base is None else base._base
     v._gen = ((<TensorBase>v._base)._gen << 1) | (not grad_enabled())
+    init_view(v, base)
     if v._gen & 1:
         # A view taken under no_grad requires grad when its input does (a leaf without grad_fn,
         # as PyTorch's); ops on it record, but the gradient reaching it goes nowhere (no_grad_view_
@@ -95,13 +96,6 @@ cdef int check_saveable(TensorBase t) except -1:
     if t._inference:
         raise RuntimeError(INFERENCE_SAVED)
     return 0
-
-
-cdef inline bint stale_no_grad_view(TensorBase t) noexcept:
-    """A view taken in no_grad whose base was since written in place with grad enabled: reading
-    its graph (grad_fn, is_leaf, using it in an op) raises NO_GRAD_VIEW_REBASED."""
-    return (t._base is not None and (t._gen & 1)
-            and (t._gen >> 1) != (<TensorBase>t._base)._gen)
 
 
 cdef str NON_LEAF_GRAD_WARNING = (
@@ -330,7 +324,7 @@ cdef class TensorBase:
 
     @property
     def requires_grad(self):
-        if not stale_no_grad_view(self):  # (PyTorch reads it without regenerating grad_fn)
+        if not stale_special_view(self):  # (PyTorch reads it without regenerating grad_fn)
             fresh(self)
         return self._requires_grad
 
@@ -366,7 +360,7 @@ cdef class TensorBase:
 
     @property
     def grad(self):
-        if stale_no_grad_view(self):      # a leaf's .grad, readable as in PyTorch
+        if stale_special_view(self):      # a leaf's .grad, readable as in PyTorch
             return self._grad
         fresh(self)
         if (not is_leaf_c(self) and self._grad is None

@@ -18,20 +18,85 @@
 OP_AS_STRIDED = register_op("AsStridedBackward0", NULL)
 
 
-cdef str NO_GRAD_VIEW_REBASED = (
-    "A view was created in no_grad mode and its base or another view of its base has been "
-    "modified inplace with grad mode enabled. Given that this use case is ambiguous and "
-    "error-prone, it is forbidden. You can clarify your code by moving both the view and the "
-    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) "
-    "or both outside (if you want the inplace to be tracked).")
+# PyTorch refuses in-place writes (with grad mode on) to a view that is not an ordinary one:
+# a view taken in no_grad (t._gen & 1), an output of a function that returns several views
+# (split, chunk, unbind: VIEW_MULTI_OUTPUT), and a view taken of either (the creation is
+# inherited).  It also refuses to use such a view once its storage was written after the view
+# was taken (t._view_version), by any write: through the base, another view, or the view itself
+# under no_grad.  view_refusal names the case as PyTorch's message does.
 
+cdef str MULTI_OUTPUT_RULE = (
+    " This view is the output of a function that returns multiple views. Such functions do not "
+    "allow the output views to be modified inplace. You should replace the inplace operation by "
+    "an out-of-place one.")
 
-cdef str NO_GRAD_VIEW_WRITTEN = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
-    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+cdef str NO_GRAD_RULE = (
+    " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
     "code by moving both the view and the inplace either both inside the no_grad block (if you "
     "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
     "tracked).")
+
+
+cdef str view_refusal(TensorBase t, bint indirect):
+    """PyTorch's message refusing a write into view t (indirect: its storage was written since t
+    was taken, and t's history is being read)."""
+    modified = "its base or another view of its base has been" if indirect else "is being"
+    cdef bint multi = t._view_kind == VIEW_MULTI_OUTPUT and not (t._gen & 1)
+    cdef bint has_fn = not is_leaf_c(t)
+    if has_fn:
+        name = OP_NAMES[TAPE.recs[t._node].op]
+        cut = name.rfind("Backward")
+        head = f"Output {t._view_output if multi else 0} of {name[:cut] if cut > 0 else name}"
+    if multi and has_fn:
+        msg = f"{head} is a view and {modified} modified inplace."
+    else:
+        prefix = f"{head} is a view of a view which was created in" if has_fn else \
+            "A view was created in"
+        msg = f"{prefix} no_grad mode and {modified} modified inplace with grad mode enabled."
+    return msg + (MULTI_OUTPUT_RULE if multi else NO_GRAD_RULE)
+
+
+cdef inline bint special_view(TensorBase t) noexcept:
+    """Whether view t is one PyTorch refuses to write in place (taken in no_grad, an output of
+    a multi-output view function, or a view of either)."""
+    return t._base is not None and ((t._gen & 1) or t._view_kind != VIEW_DEFAULT)
+
+
+cdef inline bint stale_special_view(TensorBase t) noexcept:
+    """Whether special view t's storage was written since t was taken, or its base's history
+    replaced (reading t's graph then raises view_refusal(t, True))."""
+    return special_view(t) and (
+        (t._version is not None and t._version.value != t._view_version)
+        or (t._gen >> 1) != (<TensorBase>t._base)._gen)
+
+
+cdef int init_view(TensorBase v, TensorBase of) except -1:
+    """Set new view v's creation from the tensor it was taken of (`of`, itself a view or not):
+    taken in no_grad, or inheriting a multi-output / no_grad creation, as PyTorch propagates
+    its CreationMeta."""
+    v._view_version = v._version.value
+    if v._gen & 1 or of._base is None:
+        return 0
+    if of._view_kind == VIEW_MULTI_OUTPUT:
+        v._view_kind = VIEW_MULTI_OUTPUT            # (output 0 of its own op)
+    elif of._gen & 1 or of._view_kind == VIEW_OF_NO_GRAD_VIEW:
+        v._view_kind = VIEW_OF_NO_GRAD_VIEW
+    return 0
+
+
+cdef int mark_multi_output_views(tuple views) except -1:
+    """Mark the outputs of split / chunk / unbind (taken with grad mode on) as PyTorch's
+    multi-output views: output k is named "Output k of ..." when refused."""
+    cdef Py_ssize_t k
+    cdef TensorBase v
+    if not grad_enabled():
+        return 0                    # (taken in no_grad: the no_grad rule applies instead)
+    for k in range(len(views)):
+        v = <TensorBase>views[k]
+        if v._base is not None:
+            v._view_kind = VIEW_MULTI_OUTPUT
+            v._view_output = <int>k
+    return 0
 
 
 cdef inline void history_rewritten(TensorBase t) noexcept:
@@ -45,10 +110,14 @@ cdef int refresh_view(TensorBase t) except -1:
     base's current history (AsStridedBackward0: the base's elements t covers, so its gradient
     is scattered into the base's shape at t's position)."""
     cdef TensorBase b = <TensorBase>t._base
+    if special_view(t) and stale_special_view(t):
+        # PyTorch regenerates such a view's grad_fn only to refuse it, when it has a history or
+        # its base requires grad (and only where it reads the graph: with grad mode on)
+        if grad_enabled() and (not is_leaf_c(t) or b._requires_grad):
+            raise RuntimeError(view_refusal(t, True))
+        return 0
     if (t._gen >> 1) == b._gen:
         return 0
-    if t._gen & 1:
-        raise RuntimeError(NO_GRAD_VIEW_REBASED)
     return rebase_view(t, view_key(t))
 
 
@@ -111,9 +180,9 @@ cdef int check_inplace(TensorBase t, bint recording, bint via_base=False) except
         return 0
     # (before the leaf check: a view taken in no_grad of a tensor that requires grad is a leaf
     # that requires grad, and PyTorch names the no_grad view)
-    if t._base is not None and (t._gen & 1) and (
-            recording or (<TensorBase>t._base)._requires_grad):
-        raise RuntimeError(NO_GRAD_VIEW_WRITTEN)    # a view taken in no_grad: PyTorch's rule
+    if t._base is not None and special_view(t) and (
+            recording or t._requires_grad or (<TensorBase>t._base)._requires_grad):
+        raise RuntimeError(view_refusal(t, False))      # PyTorch's rule for such views
     if t._requires_grad and is_leaf_c(t):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")

@@ -330,13 +330,46 @@ class NestedIOFunction(Function):
     pass
 
 
+_TWICE = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
+class _DelayedError(Function):
+    """Passes a once-differentiable backward's results through; differentiating them raises.
+    Without it they would not require grad, and a second derivative would silently miss them."""
+
+    @staticmethod
+    def forward(ctx, *grads):
+        return tuple(g.clone() for g in grads)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(_TWICE)
+
+
 def once_differentiable(fn):
-    """Decorator for a backward that is not itself differentiable: it runs without recording."""
+    """Decorator for a backward that is not itself differentiable: it runs without recording,
+    and when it runs for create_graph its results raise if differentiated (as PyTorch's)."""
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with no_grad():
-            return fn(ctx, *args)
+            outputs = fn(ctx, *args)
+        from ..tensor import Tensor
+        if not (_core.is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad
+                                                for a in args)):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        results = list((outputs,) if single else outputs)
+        # (the float tensors among the results go through the error node as leaves that require
+        # grad, so its outputs have a history; anything else passes through)
+        where = [k for k, r in enumerate(results)
+                 if isinstance(r, Tensor) and r.dtype.is_floating_point]
+        if not where:
+            return outputs
+        wrapped = _DelayedError.apply(*(results[k].detach().requires_grad_() for k in where))
+        for k, w in zip(where, wrapped if isinstance(wrapped, tuple) else (wrapped,)):
+            results[k] = w
+        return results[0] if single else tuple(results)
 
     return wrapper
 

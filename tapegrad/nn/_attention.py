@@ -88,6 +88,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if value.shape[-2] != S:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{nb}, {S}] but got: [{nb}, {value.shape[-2]}].")
+    if attn_mask is not None:
+        _check_mask_fits_scores(attn_mask, query, key)
     scale_factor = 1.0 / math.sqrt(E) if scale is None else scale
     # Masks are added as a 0 / -inf bias, as PyTorch does: a NaN score at a masked position
     # stays NaN (nan + -inf), it is not overwritten as masked_fill would.
@@ -103,6 +105,20 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         return _core._capture_op_call(_FusedAttention.apply,
                                       (query, key, value, bias, float(scale_factor)), {})
     return _attention_composite(query, key, value, bias, scale_factor, dropout_p)
+
+
+def _check_mask_fits_scores(attn_mask, query, key):
+    """PyTorch adds the mask into the scores (..., L, S) in place: a mask that broadcasts them to
+    a bigger shape (a length-1 query with a mask of L > 1) raises its in-place add's error."""
+    try:
+        scores = np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2])) + (
+            query.shape[-2], key.shape[-2])
+        full = np.broadcast_shapes(scores, tuple(attn_mask.shape))
+    except ValueError:
+        return              # (shapes that do not broadcast raise the ops' own error later)
+    if full != scores:
+        raise RuntimeError(f"output with shape {list(scores)} doesn't match the broadcast shape "
+                           f"{list(full)}")
 
 
 def _attention_composite(query, key, value, bias, scale_factor, dropout_p=0.0):

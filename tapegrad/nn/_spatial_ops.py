@@ -213,6 +213,11 @@ def pad(input, pad, mode="constant", value=None):
         if mode == "circular" and (before > n or after > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         kept = n - max(-before, 0) - max(-after, 0)
+        if mode == "replicate" and n_dims == 1 and n + before + after < 1:
+            # (PyTorch's 1-d replication kernel checks its output width; the 2-d and 3-d ones
+            # return an empty result)
+            raise RuntimeError(f"input (W: {n}) is too small. Calculated output W: "
+                               f"{n + before + after}")
         if mode == "circular" and n + before + after == 0:
             out = out.index_select(dim, _wrap(np.zeros(0, dtype=np.int64)))    # empty, as PyTorch
             continue

@@ -145,20 +145,22 @@ class _RecurrentSequence(Function):
         out, h_last, c_last, saved = _core._rnn_sequence_forward(
             _MODE_CODES[mode], _contiguous(gi), _contiguous(h0), _contiguous(c0),
             _contiguous(w_hh), _contiguous(b_hh), reverse)
-        ctx.arrays = saved
+        # The backward reads the outputs as the steps' states: it keeps its own copy, so an
+        # in-place write into the returned output is no error (PyTorch's layer saves its own).
+        ctx.arrays, ctx.out = saved, out.copy()
         wrap = _core.wrap_array
         outs = (wrap(out), wrap(h_last)) + ((wrap(c_last),) if mode == "LSTM" else ())
-        ctx.save_for_backward(gi, h0, c0, w_hh, b_hh, outs[0])
+        ctx.save_for_backward(gi, h0, c0, w_hh, b_hh)
         return outs
 
     @staticmethod
     def backward(ctx, dout, dh_last, dc_last=None):
-        gi, h0, c0, w_hh, b_hh, out = ctx.saved_tensors
+        gi, h0, c0, w_hh, b_hh = ctx.saved_tensors
         if is_grad_enabled():           # create_graph: differentiate the per-step composite
             return _sequence_graph_grads(ctx, (gi, h0, c0, w_hh, b_hh), (dout, dh_last, dc_last))
         arr = lambda t: None if t is None else _contiguous(t)  # noqa: E731
         dgi, dh0, dc0, dw, db = _core._rnn_sequence_backward(
-            _MODE_CODES[ctx.mode], ctx.arrays, out._array, arr(h0), arr(c0), arr(w_hh),
+            _MODE_CODES[ctx.mode], ctx.arrays, ctx.out, arr(h0), arr(c0), arr(w_hh),
             b_hh is not None, arr(dout), arr(dh_last), arr(dc_last), ctx.reverse)
         wrap = _core.wrap_array
         need = ctx.needs_input_grad

@@ -92,6 +92,13 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
         is_batched = query.dim() == 3
+        # PyTorch's inference fast path computes the attention weights even when they are not
+        # returned: a query that may attend nothing gives NaN there (its other paths give the
+        # attention kernel's zeros).
+        weights_wanted = need_weights
+        if (not need_weights and (attn_mask is not None or key_padding_mask is not None)
+                and self._takes_fast_path(query, key, value)):
+            need_weights = True
         if self.batch_first and is_batched:
             # Keep the identity of shared inputs: self-attention projects q, k, v in one matmul.
             if key is value:
@@ -113,7 +120,23 @@ class MultiheadAttention(Module):
             is_causal=is_causal)
         if self.batch_first and is_batched:
             out = out.transpose(1, 0)
-        return out, weights
+        return out, (weights if weights_wanted else None)
+
+    def _takes_fast_path(self, query, key, value):
+        """Whether PyTorch's forward runs its fused inference kernel (its why_not_fast_path
+        checks: batched self-attention in eval, batch_first, an even number of heads, packed
+        projections with biases, no extra key/value biases, nothing that needs a gradient)."""
+        if (query.dim() != 3 or query is not key or key is not value or self.training
+                or not self.batch_first or self.num_heads % 2 or self.bias_k is not None
+                or self.bias_v is not None or self.add_zero_attn
+                or not self._qkv_same_embed_dim or self.in_proj_weight is None
+                or self.in_proj_bias is None or self.out_proj.bias is None
+                or query.dtype != self.in_proj_weight.dtype):
+            return False
+        from ...grad_mode import is_grad_enabled
+        tensors = (query, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
+                   self.out_proj.bias)
+        return not (is_grad_enabled() and any(t.requires_grad for t in tensors))
 
 
 def _activation_fn(activation):
