@@ -416,3 +416,18 @@ def test_out_argument_matches_torch(torch):
     torch.matmul(torch.tensor(a), torch.tensor(b), out=to)
     assert o.shape == tuple(to.shape)
     np.testing.assert_allclose(o.numpy(), to.numpy())
+
+
+def test_zero_dim_integer_tensor_index_writes_like_an_integer(torch):
+    # makemore's `dC[ix] += demb[k, j]` with ix a 0-d tensor: a select view written back onto
+    # itself (PyTorch treats a 0-d integer tensor index as the integer), not an index_put_ whose
+    # source overlaps its destination
+    results = []
+    for lib in (tg, torch):
+        d = lib.zeros(3, 4)
+        ix = lib.tensor(1)
+        d[ix] += lib.ones(4)
+        d[ix] += lib.arange(4.0)
+        d[lib.tensor(2), 1:] = 5.0
+        results.append(d.numpy().copy())
+    np.testing.assert_array_equal(results[0], results[1])

@@ -339,6 +339,10 @@ cdef object setitem_key_item(object item, list advanced):
     if isinstance(item, np.ndarray):
         if item.dtype.kind not in "biu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if item.ndim == 0 and item.dtype.kind != "b":
+            # a 0-d integer tensor indexes as the integer (a view, as x[i] reads it): PyTorch's
+            # select, so `dC[ix] += v` writes the view back onto itself, not an index_put_
+            return int(item)
         advanced.append(True)
     elif isinstance(item, bool):
         advanced.append(True)

@@ -519,6 +519,24 @@ def empty_batch_safe(nd):
     return wrap
 
 
+def _channel_checks(input, weight, bias, groups) -> None:
+    """PyTorch's errors for channel counts that do not fit the weight and groups, and a bias of
+    the wrong size (every convolution's, whatever its dimensionality)."""
+    C = input.shape[1]
+    O = weight.shape[0]
+    if O % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{list(weight.shape)}] instead")
+    if C != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {weight.shape[1] * groups} "
+                           f"channels, but got {C} channels instead")
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != O):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
+                           f"1-dimensional with {O} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+
+
 def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
     stride = _tuple(stride, nd, "stride")
     dilation = _tuple(dilation, nd, "dilation")
@@ -532,17 +550,7 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
     N, C = input.shape[:2]
     O = weight.shape[0]
     kernel = tuple(weight.shape[2:])
-    if O % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size [{list(weight.shape)}] instead")
-    if C != weight.shape[1] * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
-                           f"input{list(input.shape)} to have {weight.shape[1] * groups} "
-                           f"channels, but got {C} channels instead")
-    if bias is not None and (bias.dim() != 1 or bias.shape[0] != O):
-        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
-                           f"1-dimensional with {O} elements, but got bias of size "
-                           f"{list(bias.shape)} instead")
+    _channel_checks(input, weight, bias, groups)
     if pad_arg == "same":
         if any(s != 1 for s in stride):
             raise RuntimeError("padding='same' is not supported for strided convolutions")

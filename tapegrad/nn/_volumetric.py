@@ -25,7 +25,8 @@ import numpy as np
 
 from .. import _core
 from .. import stack as _stack
-from ._conv_ops import _check_tensor, _conv_checks, _out_size, _same_padding, _tuple
+from ._conv_ops import (_channel_checks, _check_tensor, _conv_checks, _out_size, _same_padding,
+                        _tuple)
 from ._conv_ops import conv2d, conv_transpose2d
 from ._pool_ops import (_adaptive_bounds, _window_average, adaptive_max_pool2d, avg_pool2d,
                         max_pool2d)
@@ -55,22 +56,6 @@ def _pad_depth(x, before, after, value=0.0):
 
 # -- convolution ------------------------------------------------------------------------------------
 
-def _conv3d_checks(input, weight, bias, groups):
-    N, C = input.shape[:2]
-    O = weight.shape[0]
-    if O % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size [{list(weight.shape)}] instead")
-    if C != weight.shape[1] * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
-                           f"input{list(input.shape)} to have {weight.shape[1] * groups} "
-                           f"channels, but got {C} channels instead")
-    if bias is not None and (bias.dim() != 1 or bias.shape[0] != O):
-        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
-                           f"1-dimensional with {O} elements, but got bias of size "
-                           f"{list(bias.shape)} instead")
-
-
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d cross-correlation over (N, C, D, H, W) (or unbatched (C, D, H, W)) input with weight
     (O, C/groups, kd, kh, kw); padding is an int, a triple, 'valid' or 'same' (stride 1)."""
@@ -83,7 +68,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     else:
         pad_arg = _tuple(padding, 3, "padding")
     x, unbatched = _conv_checks(input, weight, bias, 3, stride, pad_arg, dilation, groups)
-    _conv3d_checks(x, weight, bias, groups)
+    _channel_checks(x, weight, bias, groups)
     kernel = tuple(weight.shape[2:])
     if pad_arg == "same":
         if any(s != 1 for s in stride):
