@@ -537,7 +537,10 @@ def _channel_checks(input, weight, bias, groups) -> None:
                            f"{list(bias.shape)} instead")
 
 
-def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
+def _conv_arguments(input, weight, bias, stride, padding, dilation, groups, nd):
+    """The checked arguments of an nd convolution (any dimensionality): (input batched,
+    unbatched, stride, dilation, kernel, pads as (before, after) per dim, spatial size), with
+    PyTorch's errors for bad channels, 'same' with a stride and a kernel that does not fit."""
     stride = _tuple(stride, nd, "stride")
     dilation = _tuple(dilation, nd, "dilation")
     if isinstance(padding, str):
@@ -547,8 +550,6 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
     else:
         pad_arg = _tuple(padding, nd, "padding")
     input, unbatched = _conv_checks(input, weight, bias, nd, stride, pad_arg, dilation, groups)
-    N, C = input.shape[:2]
-    O = weight.shape[0]
     kernel = tuple(weight.shape[2:])
     _channel_checks(input, weight, bias, groups)
     if pad_arg == "same":
@@ -567,6 +568,14 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
                            f"({' x '.join(map(str, padded))}). Kernel size: "
                            f"({' x '.join(map(str, reach))}). Kernel size can't be greater than "
                            f"actual input size")
+    return input, unbatched, stride, dilation, kernel, pads, spatial
+
+
+def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
+    input, unbatched, stride, dilation, kernel, pads, spatial = _conv_arguments(
+        input, weight, bias, stride, padding, dilation, groups, nd)
+    N, C = input.shape[:2]
+    O = weight.shape[0]
     out_sp = tuple(_out_size(s, a + b, k, st, d)
                    for s, (a, b), k, st, d in zip(spatial, pads, kernel, stride, dilation))
     if nd == 1:

@@ -25,8 +25,7 @@ import numpy as np
 
 from .. import _core
 from .. import stack as _stack
-from ._conv_ops import (_channel_checks, _check_tensor, _conv_checks, _out_size, _same_padding,
-                        _tuple)
+from ._conv_ops import _check_tensor, _conv_arguments, _conv_checks, _out_size, _tuple
 from ._conv_ops import conv2d, conv_transpose2d
 from ._pool_ops import (_adaptive_bounds, _window_average, adaptive_max_pool2d, avg_pool2d,
                         max_pool2d)
@@ -59,37 +58,12 @@ def _pad_depth(x, before, after, value=0.0):
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d cross-correlation over (N, C, D, H, W) (or unbatched (C, D, H, W)) input with weight
     (O, C/groups, kd, kh, kw); padding is an int, a triple, 'valid' or 'same' (stride 1)."""
-    stride = _tuple(stride, 3, "stride")
-    dilation = _tuple(dilation, 3, "dilation")
-    if isinstance(padding, str):
-        if padding not in ("same", "valid"):
-            raise RuntimeError(f"Invalid padding string: '{padding}'")
-        pad_arg = padding
-    else:
-        pad_arg = _tuple(padding, 3, "padding")
-    x, unbatched = _conv_checks(input, weight, bias, 3, stride, pad_arg, dilation, groups)
-    _channel_checks(x, weight, bias, groups)
-    kernel = tuple(weight.shape[2:])
-    if pad_arg == "same":
-        if any(s != 1 for s in stride):
-            raise RuntimeError("padding='same' is not supported for strided convolutions")
-        pads = _same_padding(kernel, dilation)
-        if any(a != b for a, b in pads):
-            warnings.warn("Using padding='same' with even kernel lengths and odd dilation may "
-                          "require a zero-padded copy of the input be created", UserWarning,
-                          stacklevel=2)
-    elif pad_arg == "valid":
-        pads = [(0, 0)] * 3
-    else:
-        pads = [(p, p) for p in pad_arg]
-    spatial = tuple(x.shape[2:])
-    padded = tuple(s + a + b for s, (a, b) in zip(spatial, pads))
-    reach = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
-    if any(p < r for p, r in zip(padded, reach)):
-        raise RuntimeError(f"Calculated padded input size per channel: "
-                           f"({' x '.join(map(str, padded))}). Kernel size: "
-                           f"({' x '.join(map(str, reach))}). Kernel size can't be greater than "
-                           f"actual input size")
+    x, unbatched, stride, dilation, kernel, pads, _ = _conv_arguments(
+        input, weight, bias, stride, padding, dilation, groups, 3)
+    if isinstance(padding, str) and padding == "same" and any(a != b for a, b in pads):
+        warnings.warn("Using padding='same' with even kernel lengths and odd dilation may "
+                      "require a zero-padded copy of the input be created", UserWarning,
+                      stacklevel=2)
     N, C, D, H, W = x.shape
     O = weight.shape[0]
     kd, kh, kw = kernel
