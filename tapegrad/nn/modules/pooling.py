@@ -66,10 +66,10 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(Module):
-    """Average pooling over ``kernel_size`` windows of (N, C, H, W) or (C, H, W) (``F.avg_pool2d``:
-    stride, padding, ceil_mode, count_include_pad, divisor_override).
-    """
+class _AvgPoolNd(Module):
+    """AvgPool2d's and AvgPool3d's shared state and forward (their op is the class's _fn)."""
+    _fn = None
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override=None) -> None:
         super().__init__()
@@ -81,12 +81,18 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, input):
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding,
-                                    self.ceil_mode, self.count_include_pad,
-                                    self.divisor_override)
+        return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                              self.count_include_pad, self.divisor_override)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    """Average pooling over ``kernel_size`` windows of (N, C, H, W) or (C, H, W) (``F.avg_pool2d``:
+    stride, padding, ceil_mode, count_include_pad, divisor_override).
+    """
+    _fn = staticmethod(F.avg_pool2d)
 
 
 class _AdaptivePool(Module):
@@ -239,26 +245,11 @@ class MaxPool3d(_MaxPoolNd):
     _fn = staticmethod(F.max_pool3d)
 
 
-class AvgPool3d(Module):
+class AvgPool3d(_AvgPoolNd):
     """Average pooling over ``kernel_size`` windows of (N, C, D, H, W) or (C, D, H, W)
     (``F.avg_pool3d``: stride, padding, ceil_mode, count_include_pad, divisor_override).
     """
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-                 count_include_pad: bool = True, divisor_override=None) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
-
-    def forward(self, input):
-        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+    _fn = staticmethod(F.avg_pool3d)
 
 
 class AdaptiveAvgPool3d(_AdaptivePool):
