@@ -81,16 +81,11 @@ def _to_channels_last(t, layout):
 
 
 def install(tensor_cls) -> None:
-    """Replace Tensor.contiguous / is_contiguous by versions that honour memory_format (the
-    default path is the compiled one, called directly)."""
-    core_contiguous = tensor_cls.contiguous
+    """Give the core's Tensor.contiguous / is_contiguous the layouts other than row-major (the
+    default format stays on the compiled path, with no Python call)."""
     core_is_contiguous = tensor_cls.is_contiguous
 
-    def contiguous(self, memory_format=contiguous_format):
-        """self when laid out in ``memory_format`` (row-major by default; channels_last,
-        channels_last_3d), else a copy in that layout that gradients flow through."""
-        if memory_format is contiguous_format or memory_format is None:
-            return core_contiguous(self)
+    def contiguous(self, memory_format):
         fmt = check_memory_format(memory_format, "contiguous")
         if fmt is preserve_format:       # PyTorch: only a no-op is allowed
             if core_is_contiguous(self):
@@ -99,17 +94,13 @@ def install(tensor_cls) -> None:
                                "operator")
         return _to_channels_last(self, _CHANNELS_LAST[id(fmt)])
 
-    def is_contiguous(self, memory_format=contiguous_format):
-        """Whether self is laid out densely in ``memory_format`` (row-major by default)."""
-        if memory_format is contiguous_format or memory_format is None:
-            return core_is_contiguous(self)
+    def is_contiguous(self, memory_format):
         fmt = check_memory_format(memory_format, "is_contiguous")
         if fmt is preserve_format:       # PyTorch answers as for contiguous_format
             return core_is_contiguous(self)
         return _is_channels_last(self, _CHANNELS_LAST[id(fmt)])
 
-    tensor_cls.contiguous = contiguous
-    tensor_cls.is_contiguous = is_contiguous
+    _core._set_memory_format_layouts(contiguous_format, contiguous, is_contiguous)
 
 
 def apply_to_result(result, value):

@@ -824,8 +824,23 @@ def clone(TensorBase input, *, memory_format=None):
     return shape_result(OP_CLONE, input, input._array.copy(order="K"), None)
 
 
+# tapegrad/_memory_format.py's (default format, contiguous, is_contiguous) for the layouts other
+# than row-major: the default keeps to the compiled path below, with no Python call.
+MEMORY_FORMAT_LAYOUTS = None
+
+
+def _set_memory_format_layouts(default_format, contiguous_in, is_contiguous_in):
+    """Called once by tapegrad/_memory_format.py."""
+    global MEMORY_FORMAT_LAYOUTS
+    MEMORY_FORMAT_LAYOUTS = (default_format, contiguous_in, is_contiguous_in)
+
+
 def contiguous(TensorBase input, memory_format=None):
-    """`input` itself when C-contiguous, else a C-contiguous copy (CloneBackward0)."""
+    """`input` itself when C-contiguous, else a C-contiguous copy (CloneBackward0); another
+    ``memory_format`` (channels_last, ...) lays it out in that format."""
+    if memory_format is not None and MEMORY_FORMAT_LAYOUTS is not None and \
+            memory_format is not MEMORY_FORMAT_LAYOUTS[0]:
+        return MEMORY_FORMAT_LAYOUTS[1](input, memory_format)
     A = input._array
     if A.flags.c_contiguous:
         return input
@@ -833,7 +848,10 @@ def contiguous(TensorBase input, memory_format=None):
 
 
 def is_contiguous(TensorBase input, memory_format=None):
-    """Whether the elements are laid out in C order without gaps."""
+    """Whether the elements are laid out in C order without gaps (or in ``memory_format``)."""
+    if memory_format is not None and MEMORY_FORMAT_LAYOUTS is not None and \
+            memory_format is not MEMORY_FORMAT_LAYOUTS[0]:
+        return MEMORY_FORMAT_LAYOUTS[2](input, memory_format)
     return bool(input._array.flags.c_contiguous)
 
 
