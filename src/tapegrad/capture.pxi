@@ -163,6 +163,36 @@ cdef object capture_call(object fn, tuple args, dict kwargs):
                          versions)
 
 
+cdef bint saved_by(Record* r, object A) noexcept:
+    """Whether record r saved array A, or a numpy view of it, for its VJP."""
+    cdef int j
+    cdef PyObject* b
+    for j in range(MAX_SAVED):
+        if r.saved[j] == NULL or not cnp.PyArray_Check(<object>r.saved[j]):
+            continue
+        if r.saved[j] == <PyObject*>A:
+            return True
+        b = cnp.PyArray_BASE(<cnp.ndarray>r.saved[j])
+        if b != NULL and b == <PyObject*>A:
+            return True
+    return False
+
+
+cdef int capture_op(int op, tuple tensors, int n_rec_in, object attrs, TensorBase res) except -1:
+    """Note an op that has a registered replay step (OP_REPLAY[op]) and has just run eagerly:
+    `tensors` its record's inputs (n_rec_in of them, None for an absent optional one) then the
+    other tensors it read, `attrs` what its replay step needs besides their arrays.  What the
+    eager record saved (inputs and result) is noted too: the replay checks the versions of the
+    externals among them and hands out a copy of a result the backward reads."""
+    cdef Record* r = NULL
+    if res._node >= 0 and TAPE.recs[res._node].op != OP_LEAF:
+        r = &TAPE.recs[res._node]
+    saved = tuple([r != NULL and t is not None and saved_by(r, (<TensorBase>t)._array)
+                   for t in tensors]) + ((r != NULL and saved_by(r, res._array)),)
+    return capture_step((SK_OP, op, 0, None, None, (tensors, n_rec_in, attrs, (res,), saved),
+                         res))
+
+
 # -- every public op, without a hook of its own ---------------------------------------------------
 # While a capture runs, tapegrad.compile routes the library's public ops (tapegrad.*, Tensor
 # methods, nn.functional.*: tapegrad/replay.py installs the routes) through _capture_op_call.
