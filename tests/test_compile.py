@@ -577,7 +577,13 @@ NATIVE = {
         x @ w.t(), t, ignore_index=1, reduction="sum"),
     "cross_entropy none": lambda x, w, b, t: (F.cross_entropy(F.linear(x, w, b), t,
                                                               reduction="none") ** 2).sum(),
+    "log_softmax, nll_loss": lambda x, w, b, t: F.nll_loss(F.log_softmax(F.linear(x, w, b), 1),
+                                                           t),
+    "softmax over dim 0": lambda x, w, b, t: (F.softmax(x @ w.t(), 0) * 2.0).sum(),
+    # a strided input: nll_loss re-run whole (its replay step takes contiguous rows)
+    "nll_loss of a transposed input": lambda x, w, b, t: F.nll_loss((w @ x.t()).t(), t),
 }
+NATIVE_OPS = ("linear", "cross_entropy", "log_softmax", "softmax", "nll_loss")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -604,7 +610,9 @@ def test_native_replay_steps_equal_eager(name, dtype):
         assert bc.grad is None or same(bc.grad, be.grad)
     assert f.stats["replays"] == 2, f.explain()
     (plan,) = f._plans.values()
-    assert all(c[0].__name__ not in ("linear", "cross_entropy") for c in plan.program.calls())
+    rerun = [getattr(c[0], "__name__", "") for c in plan.program.calls()]
+    assert [n for n in rerun if n in NATIVE_OPS] == (["nll_loss"] if name.startswith("nll_loss")
+                                                     else []), rerun
     with tg.no_grad():
         assert same(f(xc, wc, bc, t), fn(xe, we, be, t))
 

@@ -263,6 +263,20 @@ cdef object replay_softmax(Record* r, tuple ins, object attrs):
     return out
 
 
+cdef object capture_softmax(TensorBase input, object dim, bint log):
+    """(log_)softmax of a float tensor without a dtype argument under a capture: run eagerly,
+    noted as its replay step (replay_softmax)."""
+    CAPTURE.depth += 1
+    try:
+        res = nn_softmax_forward(input, dim, None, log)
+    finally:
+        CAPTURE.depth -= 1
+    cdef int ndim = input._array.ndim
+    axis = normalize_dims(int(dim), ndim)[0] if ndim > 0 else ()
+    capture_op(OP_LOG_SOFTMAX if log else OP_SOFTMAX, (input,), 1, (axis, log), <TensorBase>res)
+    return res
+
+
 cdef object nn_softmax_forward(TensorBase input, object dim, object dt, bint log):
     A = input._array
     cdef int ndim = A.ndim
@@ -308,6 +322,8 @@ def softmax(TensorBase input, dim=None, dtype=None, *, axis=None):
     if dim is None or axis is not None:
         dim = nn_softmax_dim("softmax", dim, axis)
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+        if dtype is None and input._array.dtype.kind == "f":
+            return capture_softmax(input, dim, False)
         return capture_call(softmax, (input, dim, dtype), None)
     return softmax_eager(input, dim, dtype)
 
@@ -322,6 +338,8 @@ def log_softmax(TensorBase input, dim=None, dtype=None, *, axis=None):
     if dim is None or axis is not None:
         dim = nn_softmax_dim("log_softmax", dim, axis)
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+        if dtype is None and input._array.dtype.kind == "f":
+            return capture_softmax(input, dim, True)
         return capture_call(log_softmax, (input, dim, dtype), None)
     return log_softmax_eager(input, dim, dtype)
 
@@ -650,7 +668,33 @@ def nll_loss(TensorBase input, target, weight=None, size_average=None, ignore_in
     other targets."""
     nn_check_tensor(target, "nll_loss_nd", "target", 2)
     reduction = nn_legacy_reduction(size_average, reduce, reduction)
-    return nn_nll_loss(input, target, weight, int(ignore_index), nn_reduction(reduction))
+    cdef int red = nn_reduction(reduction)
+    if (CAPTURE is not None and capturing() and CAPTURE.depth == 0 and weight is None
+            and nll_rows_replayable(input._array, (<TensorBase>target)._array)):
+        CAPTURE.depth += 1          # compile: noted as its replay step (replay_nll)
+        try:
+            res = nn_nll_loss(input, target, None, int(ignore_index), red)
+        finally:
+            CAPTURE.depth -= 1
+        capture_op(OP_NLL, (input, target), 1, (int(ignore_index), red), <TensorBase>res)
+        return res
+    return nn_nll_loss(input, target, weight, int(ignore_index), red)
+
+
+cdef bint nll_rows_replayable(object X, object T) except -1:
+    """Whether nll_loss's replay step takes these operands: what nn_nll_rows_c computes, a
+    C-contiguous (N, C) float32/float64 input and 1-D contiguous int64 targets."""
+    return (cnp.PyArray_NDIM(<cnp.ndarray>X) == 2 and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>X)
+            and (cnp.PyArray_TYPE(<cnp.ndarray>X) == cnp.NPY_FLOAT32
+                 or cnp.PyArray_TYPE(<cnp.ndarray>X) == cnp.NPY_FLOAT64)
+            and nll_target_replayable(T))
+
+
+cdef bint nll_target_replayable(object T) except -1:
+    """Whether nn_nll_rows_c takes class indices T: 1-D contiguous int64."""
+    return (cnp.PyArray_TYPE(<cnp.ndarray>T) == cnp.NPY_INT64
+            and cnp.PyArray_NDIM(<cnp.ndarray>T) == 1
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>T))
 
 
 # -- cross_entropy ---------------------------------------------------------------------------------
@@ -810,9 +854,7 @@ def cross_entropy(TensorBase input, target, weight=None, size_average=None, igno
                 and input._array.ndim == 2
                 and (cnp.PyArray_TYPE(input._array) == cnp.NPY_FLOAT32
                      or cnp.PyArray_TYPE(input._array) == cnp.NPY_FLOAT64)
-                and (<TensorBase>target)._array.dtype == NP_INT64
-                and (<TensorBase>target)._array.ndim == 1
-                and (<TensorBase>target)._array.flags.c_contiguous):
+                and nll_target_replayable((<TensorBase>target)._array)):
             return capture_cross_entropy(input, <TensorBase>target, size_average, ignore_index,
                                          reduce, reduction)
         return capture_call(cross_entropy, (input, target, weight, size_average,
