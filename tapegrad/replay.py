@@ -13,7 +13,9 @@
 The first call with a given signature (the tensor arguments' shapes, dtypes and requires_grad,
 which arguments are the same tensor, the other arguments' values, grad mode) runs `fn` eagerly
 and captures its ops (src/tapegrad/capture.pxi).  Every public op of the library is captured:
-the elementwise ops and reductions that have C replay kernels as C steps, any other op as a step
+the elementwise ops and reductions that have C replay kernels as C steps, ops that register a
+replay step (linear, softmax, log_softmax, nll_loss; cross_entropy as the last two) as that step
+(their forward on the slots' arrays, their own VJP: no tensor, no record), any other op as a step
 that re-runs it on the new values (its own code, its own VJP from the op table; random ops draw
 from the generator stream eager would use).  The capture becomes a Program
 (src/tapegrad/replay.pxi): the steps that reach the outputs, over buffers allocated once.  Later calls run the Program's forward in C and return tensors whose

@@ -3,7 +3,8 @@
 #
 # While a Capture is active (on the thread that started it) the ops describe themselves with
 # capture_step: (kind, op, operands..., result).  The elementwise ops and reductions that replay.pxi
-# runs in C have hooks of their own; every other public op is noted as a whole by _capture_op_call
+# runs in C have hooks of their own; ops with a registered replay step (OP_REPLAY: linear, softmax,
+# nll_loss, ...) note it with capture_op; every other public op is noted as a whole by _capture_op_call
 # (tapegrad/replay.py routes the library's public names through it during a capture), as a step
 # that re-runs it.  Every tensor any op creates goes through wrap() and is noted in `created`; a
 # created tensor that no step claims was made by an op reached some other way, so the call is not
