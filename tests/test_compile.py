@@ -929,3 +929,25 @@ def test_a_rerun_ops_returned_result_is_handed_out_uncopied_and_version_checked(
             grads.append(lin.weight.grad)
         assert same(grads[0], grads[1])
     assert compiled.stats["replays"] == 2 and compiled_lin.stats["replays"] == 2
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_replayed_call_under_anomaly_detection(native):
+    # anomaly mode links a replay's outputs through the general custom-Function path; its
+    # outputs came back as a tuple where the call path reads a list (a crash)
+    w = tg.tensor(np.linspace(-1, 1, 12).reshape(3, 4), requires_grad=True)
+    t = tg.tensor([0, 2])
+    fn = ((lambda x: F.cross_entropy(F.linear(x, w), t)) if native
+          else (lambda x: (x * w[:2] * 2.0).sum()))
+    f = tg.compile(fn)
+    x = tg.ones(2, 4, dtype=tg.float64)
+    f(x)
+    with pytest.warns(UserWarning, match="Anomaly Detection"):
+        with tg.autograd.detect_anomaly():
+            out = f(x)
+            out.backward()
+    g = w.grad.clone()
+    w.grad = None
+    fn(x).backward()
+    assert same(out, fn(x)) and same(g, w.grad)
+    assert f.stats["replays"] == 1

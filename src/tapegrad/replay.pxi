@@ -122,6 +122,8 @@ cdef class BufferSet:
     cdef list given             # slot -> an array a re-run op's VJP returned, adopted in this
                                 # backward as the slot's adjoint instead of copying it into adj
                                 # (read only: a second contribution moves it into adj first)
+    cdef Py_ssize_t n_given     # given[] entries set since drop_given last cleared them (an
+                                # upper bound: drop_given skips its walk when 0)
     cdef void** aptr            # slot -> data of the current adjoint (given[k], else adj[k])
     cdef char* touched          # slot -> whether its adjoint holds a value in this backward
     cdef object scratch0, scratch1
@@ -210,6 +212,7 @@ cdef class Program:
     cdef set c_read             # slots C kernels read through raw pointers (C-contiguous)
     cdef list adj_dtypes        # slot -> dtype of its adjoint (the program's, but for slots only
                                 # re-run ops touch: those may be of another float dtype)
+    cdef int* adj_typenum       # slot -> adj_dtypes[slot].num (read at every gradient given)
     cdef list pool
     cdef bint any_grad          # some external receives a gradient
     cdef bint all_c             # every step is a C step (none re-runs an op: deterministic)
@@ -238,12 +241,14 @@ cdef class Program:
 
     def __cinit__(self):
         self.steps = NULL
+        self.adj_typenum = NULL
         self.groups = NULL
         self.vrow = NULL
         self.arow = NULL
 
     def __dealloc__(self):
         free(self.steps)
+        free(self.adj_typenum)
         free(self.groups)
         free(self.vrow)
         free(self.arow)
@@ -279,6 +284,11 @@ cdef class Program:
         self.adj_dtypes = [np.dtype(self.dtype) if self.typenums is None or not self.grad[k]
                            else np.dtype(cnp.PyArray_TypeObjectFromType(self.typenums[k]))
                            for k in range(self.n_slots)]
+        self.adj_typenum = <int*>malloc(max(self.n_slots, 1) * sizeof(int))
+        if self.adj_typenum == NULL:
+            raise MemoryError()
+        for k in range(self.n_slots):
+            self.adj_typenum[k] = (<object>self.adj_dtypes[k]).num
         for i in range(self.n_steps):
             kind, op, kop, a, b, out, ca, cb, aux = steps[i]
             s = &self.steps[i]
@@ -674,17 +684,19 @@ cdef class Program:
         """give() for a gradient computed by numpy (any layout) of slot k's shape.  The first
         one is adopted, not copied (a weight gradient from a re-run linear layer is large)."""
         cdef int t = -1
-        dt = <object>self.adj_dtypes[k]
-        if not (kernel_array(g, &t) and t == dt.num
+        cdef int dt_num = self.adj_typenum[k]
+        if not (kernel_array(g, &t) and t == dt_num
                 and cnp.PyArray_SIZE(<cnp.ndarray>g) == self.sizes[k]):
-            g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), dt)
+            g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), self.adj_dtypes[k])
         if bs.touched[k]:
-            if dt.num != self.dtype.num:    # a slot only re-run ops touch: summed by numpy
+            if dt_num != self.typenum:      # a slot only re-run ops touch: summed by numpy
                 bs.given[k] = nd(self.adjoint(bs, k).reshape(-1) + g.reshape(-1))
+                bs.n_given += 1
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.given[k])
                 return 0
             return self.give(bs, k, cnp.PyArray_DATA(<cnp.ndarray>g), 1, self.sizes[k])
         bs.given[k] = g
+        bs.n_given += 1
         bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>g)
         bs.touched[k] = 1
         return 0
@@ -699,10 +711,13 @@ cdef class Program:
     cdef int drop_given(self, BufferSet bs) except -1:
         """Forget the adopted adjoints (the set keeps no reference to arrays it handed out)."""
         cdef Py_ssize_t k
+        if bs.n_given == 0:
+            return 0
         for k in range(self.n_slots):
             if bs.given[k] is not None:
                 bs.given[k] = None
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.adj[k])
+        bs.n_given = 0
         return 0
 
     cdef inline bint c_summable(self, Py_ssize_t k, Py_ssize_t out) noexcept:
@@ -1130,7 +1145,7 @@ cdef class Program:
             non_diff = tuple([results[k] for k in range(n_out)
                               if not self.grad[self.outputs[k]]])
             out = _function_record(node, tuple(tensors), tuple(results), (), non_diff)
-            return out if isinstance(out, tuple) else (out,)
+            return list(out) if isinstance(out, tuple) else [out]   # (a list: replay's cast)
         self.record(node, tensors, results)
         return results
 
