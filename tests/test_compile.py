@@ -951,3 +951,16 @@ def test_replayed_call_under_anomaly_detection(native):
     fn(x).backward()
     assert same(out, fn(x)) and same(g, w.grad)
     assert f.stats["replays"] == 1
+
+
+def test_ops_with_a_registered_replay_step_and_explain_names_the_others():
+    names = tg._core.op_names()
+    for name in ("AddmmBackward0", "SoftmaxBackward0", "LogSoftmaxBackward0", "NllLossBackward0"):
+        assert tg._core.op_replayed_natively(names.index(name)), name
+    assert not tg._core.op_replayed_natively(names.index("MulBackward0"))   # a C step instead
+    w = tg.ones(3, 4, requires_grad=True)
+    f = tg.compile(lambda x, t: F.cross_entropy(F.linear(x, w).cumsum(1), t))
+    x, t = tg.ones(2, 4), tg.tensor([0, 2])
+    f(x, t)
+    f(x, t)
+    assert f.explain() == "replayed: 4 steps; ops re-run on tensors: cumsum", f.explain()
