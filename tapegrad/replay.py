@@ -13,7 +13,9 @@
 The first call with a given signature (the tensor arguments' shapes, dtypes and requires_grad,
 which arguments are the same tensor, the other arguments' values, grad mode) runs `fn` eagerly
 and captures its ops (src/tapegrad/capture.pxi).  Every public op of the library is captured:
-the elementwise ops and reductions that have C replay kernels as C steps, any other op as a step
+the elementwise ops and reductions that have C replay kernels as C steps, ops that register a
+replay step (linear, softmax, log_softmax, nll_loss; cross_entropy as the last two) as that step
+(their forward on the slots' arrays, their own VJP: no tensor, no record), any other op as a step
 that re-runs it on the new values (its own code, its own VJP from the op table; random ops draw
 from the generator stream eager would use).  The capture becomes a Program
 (src/tapegrad/replay.pxi): the steps that reach the outputs, over buffers allocated once.  Later calls run the Program's forward in C and return tensors whose
@@ -104,9 +106,14 @@ class CompiledFunction(_core.CompiledCall):
             if plan.program is not None:
                 groups = plan.program.fused_groups
                 fused = sum(last - first + 1 for first, last, _ in groups)
+                # ops without a C step or a registered replay step run their eager code on
+                # tensors at each replay (the slower kind of step): named here
+                rerun = list(dict.fromkeys(getattr(c[0], "__name__", repr(c[0]))
+                                           for c in plan.program.calls()))
                 lines.append(f"replayed: {plan.program.n_steps} steps"
                              + (f" ({fused} of them fused into {len(groups)} loop"
-                                f"{'s' if len(groups) > 1 else ''} over blocks)" if groups else ""))
+                                f"{'s' if len(groups) > 1 else ''} over blocks)" if groups else "")
+                             + (f"; ops re-run on tensors: {', '.join(rerun)}" if rerun else ""))
             else:
                 lines.append(f"eager: {plan.reason}")
         return "\n".join(lines)

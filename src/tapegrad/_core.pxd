@@ -310,6 +310,18 @@ cdef list OP_NAMES
 
 cdef int register_op(str name, vjp_fn vjp) except -1
 
+# An op's replay step (tapegrad.compile, replay.pxi), registered next to its forward and VJP: its
+# forward on arrays (`ins`: the record's inputs, then the other tensor operands it reads, None for
+# an absent optional one; `attrs`: what the capture noted), returning its result array and
+# filling `r` (opcode, saved values, aux, scalar) as the eager op fills its record - without a
+# tensor or the tape - so that the op's own VJP (OP_VJP[r.op]) runs the replayed backward.
+# r.inp[j] >= 0 marks the inputs that need a gradient (needs_grad), as in a recorded op.
+ctypedef object (*replay_fn)(Record* r, tuple ins, object attrs)
+
+cdef replay_fn OP_REPLAY[MAX_OPS]
+
+cdef int register_replay(int op, replay_fn forward) except -1
+
 cdef int OP_LEAF
 
 cdef class CompiledBackward:
@@ -330,6 +342,8 @@ cdef enum:
                         # its backward is that op's own, by a nested sweep of its records
     SK_MATMUL = 6       # out = a @ b of two matrices by eager's product(); backward: eager's
                         # matmul_grad_a / matmul_grad_b (ops_linalg.pxi)
+    SK_OP = 7           # out = the op's registered replay step (OP_REPLAY) on the slots' arrays:
+                        # no tensor, no record; backward: its own VJP (OP_VJP) on the step's record
 
 cdef class Capture:
     cdef public list created        # every tensor an op made during the call
@@ -354,6 +368,8 @@ cdef int capture_created(object t) except -1
 cdef int capture_step(tuple step) except -1
 
 cdef object capture_call(object fn, tuple args, dict kwargs)
+
+cdef int capture_op(int op, tuple tensors, int n_rec_in, object attrs, TensorBase res) except -1
 
 cdef int capture_unary(int op, int kop, TensorBase x, object A, bint in_c,
                        TensorBase res) except -1

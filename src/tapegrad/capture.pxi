@@ -3,7 +3,8 @@
 #
 # While a Capture is active (on the thread that started it) the ops describe themselves with
 # capture_step: (kind, op, operands..., result).  The elementwise ops and reductions that replay.pxi
-# runs in C have hooks of their own; every other public op is noted as a whole by _capture_op_call
+# runs in C have hooks of their own; ops with a registered replay step (OP_REPLAY: linear, softmax,
+# nll_loss, ...) note it with capture_op; every other public op is noted as a whole by _capture_op_call
 # (tapegrad/replay.py routes the library's public names through it during a capture), as a step
 # that re-runs it.  Every tensor any op creates goes through wrap() and is noted in `created`; a
 # created tensor that no step claims was made by an op reached some other way, so the call is not
@@ -161,6 +162,36 @@ cdef object capture_call(object fn, tuple args, dict kwargs):
         return res
     return collapse_call(cap, fn, args, kwargs, res, n_created, n_steps, n_unsupported, n_reads,
                          versions)
+
+
+cdef bint saved_by(Record* r, object A) noexcept:
+    """Whether record r saved array A, or a numpy view of it, for its VJP."""
+    cdef int j
+    cdef PyObject* b
+    for j in range(MAX_SAVED):
+        if r.saved[j] == NULL or not cnp.PyArray_Check(<object>r.saved[j]):
+            continue
+        if r.saved[j] == <PyObject*>A:
+            return True
+        b = cnp.PyArray_BASE(<cnp.ndarray>r.saved[j])
+        if b != NULL and b == <PyObject*>A:
+            return True
+    return False
+
+
+cdef int capture_op(int op, tuple tensors, int n_rec_in, object attrs, TensorBase res) except -1:
+    """Note an op that has a registered replay step (OP_REPLAY[op]) and has just run eagerly:
+    `tensors` its record's inputs (n_rec_in of them, None for an absent optional one) then the
+    other tensors it read, `attrs` what its replay step needs besides their arrays.  What the
+    eager record saved (inputs and result) is noted too: the replay checks the versions of the
+    externals among them and hands out a copy of a result the backward reads."""
+    cdef Record* r = NULL
+    if res._node >= 0 and TAPE.recs[res._node].op != OP_LEAF:
+        r = &TAPE.recs[res._node]
+    saved = tuple([r != NULL and t is not None and saved_by(r, (<TensorBase>t)._array)
+                   for t in tensors]) + ((r != NULL and saved_by(r, res._array)),)
+    return capture_step((SK_OP, op, 0, None, None, (tensors, n_rec_in, attrs, (res,), saved),
+                         res))
 
 
 # -- every public op, without a hook of its own ---------------------------------------------------

@@ -54,6 +54,8 @@ cdef list step_reads(Program p, Py_ssize_t i):
     cdef Step* s = &p.steps[i]
     if s.kind == SK_CALL:
         return list(p.aux[i][3])
+    if s.kind == SK_OP:
+        return [k for k in p.aux[i][0] if k >= 0]
     return [k for k in (s.a, s.b) if k >= 0]
 
 

@@ -527,15 +527,36 @@ def linear(input, weight, bias=None):
     """y = input @ weight^T + bias (torch.nn.functional.linear): input (*, in), weight
     (out, in) or (in,), bias broadcastable to the result."""
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
-        return capture_call(linear, (input, weight, bias), None)
+        if not linear_replayable(input, weight, bias):
+            return capture_call(linear, (input, weight, bias), None)
+        CAPTURE.depth += 1          # (its inner work is the replay step's)
+        try:
+            res = linear_eager(input, weight, bias)
+        finally:
+            CAPTURE.depth -= 1
+        capture_op(OP_ADDMM, (input, weight, bias), 2 if bias is None else 3, None,
+                   <TensorBase>res)
+        return res
     return linear_eager(input, weight, bias)
+
+
+cdef bint linear_replayable(input, weight, bias) except -1:
+    """Whether linear's replay step (replay_linear) takes these operands: float tensors of one
+    dtype, a matrix weight (anything else re-runs the eager op at each replay)."""
+    if not (isinstance(input, TensorBase) and isinstance(weight, TensorBase)
+            and (bias is None or isinstance(bias, TensorBase))):
+        return False
+    X = (<TensorBase>input)._array
+    W = (<TensorBase>weight)._array
+    if X.dtype.kind != "f" or W.dtype != X.dtype or W.ndim != 2 or X.ndim == 0:
+        return False
+    return bias is None or (<TensorBase>bias)._array.dtype == X.dtype
 
 
 cdef object linear_eager(input, weight, bias=None):
     cdef TensorBase x = require_tensor(input, "linear", "input", 1)
     cdef TensorBase w = require_tensor(weight, "linear", "weight", 2)
     cdef TensorBase c
-    cdef int op
     cdef Py_ssize_t rows, k
     X = x._array
     W = w._array
@@ -548,18 +569,15 @@ cdef object linear_eager(input, weight, bias=None):
     Wt = W.T
     fresh(x)
     fresh(w)
-    cdef bint x_contiguous = X.flags.c_contiguous
-    if dx > 2 and dw == 2 and not x_contiguous and X.dtype.kind == "f":
-        # PyTorch folds a strided N-D input into a matrix with a copy; one contiguous copy here
-        # lets the product (and the weight's gradient, which saves it) run as one GEMM
-        X = np.ascontiguousarray(X)
     if bias is None:
+        if dx > 2 and dw == 2 and not X.flags.c_contiguous and X.dtype.kind == "f":
+            X = np.ascontiguousarray(X)         # (see linear_values)
         route = matmul_route(X, Wt, x._requires_grad, w._requires_grad)
         out = product(X, Wt)
         return matmul_record(route_op(route, out), out, x, w, X, Wt, True)
     c = require_tensor(bias, "linear", "bias", 3)
     C = c._array
-    if dx == 2 or (C.ndim == 1 and x_contiguous):
+    if dx == 2 or (C.ndim == 1 and X.flags.c_contiguous):
         # PyTorch's fused addmm(bias, input folded to 2-D, weight.t()) (then a view if not 2-D)
         rows = shape_prod(X.shape, 0, dx - 1)
         k = last(X.shape)
@@ -570,7 +588,6 @@ cdef object linear_eager(input, weight, bias=None):
             raise RuntimeError("self and mat2 must have the same dtype, but got "
                                f"{scalar_type_name(C.dtype)} and {scalar_type_name(W.dtype)}")
         check_expand(C.shape, (rows, Wt.shape[1]), C.dtype)   # names it only on error
-        op = OP_ADDMM if dx == 2 else OP_LINEAR_VIEW
     else:
         matmul_route(X, Wt, x._requires_grad, w._requires_grad)
         out_shape = tuple([X.shape[i] for i in range(dx - 1)]) + ((Wt.shape[1],) if dw == 2 else ())
@@ -578,14 +595,58 @@ cdef object linear_eager(input, weight, bias=None):
         if np.promote_types(C.dtype, X.dtype) != X.dtype:
             raise RuntimeError(f"result type {scalar_type_name(C.dtype)} can't be cast to the "
                                f"desired output type {scalar_type_name(X.dtype)}")
+    out, op, X = linear_values(X, W, C)
+    return matmul_record(op, out, x, w, X, Wt, True, c)
+
+
+cdef tuple linear_values(object X, object W, object C):
+    """linear's forward on checked arrays, bias C given: (result, opcode, the input as
+    multiplied), for the eager op and its replay step alike."""
+    cdef Py_ssize_t dx = X.ndim
+    cdef bint x_contiguous = X.flags.c_contiguous
+    cdef int op
+    if dx > 2 and W.ndim == 2 and not x_contiguous and X.dtype.kind == "f":
+        # PyTorch folds a strided N-D input into a matrix with a copy; one contiguous copy here
+        # lets the product (and the weight's gradient, which saves it) run as one GEMM
+        X = np.ascontiguousarray(X)
+    if dx == 2 or (C.ndim == 1 and x_contiguous):
+        op = OP_ADDMM if dx == 2 else OP_LINEAR_VIEW
+    else:
         op = OP_LINEAR_ADD
     with IeeeResults():                                 # one errstate for product and add
-        out = folded_product(X, Wt)
+        out = folded_product(X, W.T)
         if op != OP_LINEAR_ADD and out.ndim > 0:         # C expands to the product's shape
             add_into(out, C)                            # the product is fresh: add in place
         else:
             out = nd(np.add(out, C, dtype=out.dtype, casting="unsafe"))
-    return matmul_record(op, out, x, w, X, Wt, True, c)
+    return out, op, X
+
+
+cdef object replay_linear(Record* r, tuple ins, object attrs):
+    """linear's replay step (replay_fn): its forward as linear_eager computes it (the operands
+    passed its checks at capture: the guards keep their shapes and dtypes), the record as
+    matmul_record fills it."""
+    X, W, C = ins if len(ins) == 3 else (ins[0], ins[1], None)
+    Wt = W.T
+    cdef int op
+    if C is None:
+        if X.ndim > 2 and not X.flags.c_contiguous:
+            X = np.ascontiguousarray(X)
+        out = product(X, Wt)
+        op = route_op(matmul_route(X, Wt, needs_grad(r, 0), needs_grad(r, 1)), out)
+    else:
+        out, op, X = linear_values(X, W, C)
+    r.op = op
+    if needs_grad(r, 1):
+        keep(&r.saved[0], X)
+    if needs_grad(r, 0):
+        keep(&r.saved[1], Wt)
+    keep(&r.aux, (X.shape, Wt.shape, True, None if C is None else C.shape,
+                  None if C is None else C.dtype))
+    return out
+
+
+register_replay(OP_ADDMM, replay_linear)
 
 
 _LINALG_OPS = dict(matmul=matmul, mm=mm, bmm=bmm, mv=mv, dot=dot, outer=outer)

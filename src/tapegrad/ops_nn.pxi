@@ -241,6 +241,42 @@ cdef object nn_softmax_numpy(object C, object axis, bint log):
         return e / np.add.reduce(e, axis=axis, keepdims=True)
 
 
+cdef object nn_softmax_value(object A, object axis, bint log):
+    """(log_)softmax of a floating array along `axis` (() for a 0-d one), in A's dtype: the
+    forward of the eager op and of its replay step."""
+    C = A.astype(NP_FLOAT32) if A.dtype.itemsize < 4 else A       # half: computed in float
+    cdef int ndim = A.ndim
+    y = nn_softmax_rows_c(C, log) if ndim > 0 and axis == ndim - 1 else None
+    if y is None:
+        y = nn_softmax_numpy(C, axis, log)
+    return nd(y.astype(A.dtype, copy=False))
+
+
+cdef object replay_softmax(Record* r, tuple ins, object attrs):
+    """(log_)softmax's replay step (replay_fn): attrs = (axis, log), the record as
+    nn_softmax_forward fills it (a float input without a dtype argument)."""
+    axis, log = attrs
+    out = nn_softmax_value(ins[0], axis, log)
+    r.op = OP_LOG_SOFTMAX if log else OP_SOFTMAX
+    keep(&r.saved[0], out)
+    keep(&r.aux, (axis, None))
+    return out
+
+
+cdef object capture_softmax(TensorBase input, object dim, bint log):
+    """(log_)softmax of a float tensor without a dtype argument under a capture: run eagerly,
+    noted as its replay step (replay_softmax)."""
+    CAPTURE.depth += 1
+    try:
+        res = nn_softmax_forward(input, dim, None, log)
+    finally:
+        CAPTURE.depth -= 1
+    cdef int ndim = input._array.ndim
+    axis = normalize_dims(int(dim), ndim)[0] if ndim > 0 else ()
+    capture_op(OP_LOG_SOFTMAX if log else OP_SOFTMAX, (input,), 1, (axis, log), <TensorBase>res)
+    return res
+
+
 cdef object nn_softmax_forward(TensorBase input, object dim, object dt, bint log):
     A = input._array
     cdef int ndim = A.ndim
@@ -256,11 +292,7 @@ cdef object nn_softmax_forward(TensorBase input, object dim, object dt, bint log
         kernel = (("log_softmax" if log else "softmax") +
                   ("_lastdim_kernel_impl" if last else "_kernel_impl"))
         raise NotImplementedError(f'"{kernel}" not implemented for \'{nn_scalar_name(A.dtype)}\'')
-    C = A.astype(NP_FLOAT32) if A.dtype.itemsize < 4 else A       # half: computed in float
-    y = nn_softmax_rows_c(C, log) if ndim > 0 and axis == ndim - 1 else None
-    if y is None:
-        y = nn_softmax_numpy(C, axis, log)
-    out = nd(y.astype(A.dtype, copy=False))
+    out = nn_softmax_value(A, axis, log)
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_LOG_SOFTMAX if log else OP_SOFTMAX, res, (input,))
     if r != NULL:
@@ -290,6 +322,8 @@ def softmax(TensorBase input, dim=None, dtype=None, *, axis=None):
     if dim is None or axis is not None:
         dim = nn_softmax_dim("softmax", dim, axis)
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+        if dtype is None and input._array.dtype.kind == "f":
+            return capture_softmax(input, dim, False)
         return capture_call(softmax, (input, dim, dtype), None)
     return softmax_eager(input, dim, dtype)
 
@@ -304,6 +338,8 @@ def log_softmax(TensorBase input, dim=None, dtype=None, *, axis=None):
     if dim is None or axis is not None:
         dim = nn_softmax_dim("log_softmax", dim, axis)
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+        if dtype is None and input._array.dtype.kind == "f":
+            return capture_softmax(input, dim, True)
         return capture_call(log_softmax, (input, dim, dtype), None)
     return log_softmax_eager(input, dim, dtype)
 
@@ -577,6 +613,32 @@ cdef object nn_nll_value(object losses, object total, object out_shape, int red)
     return np.asarray(s, dtype=losses.dtype)
 
 
+cdef object replay_nll(Record* r, tuple ins, object attrs):
+    """nll_loss's replay step (replay_fn) for the (N, C) input, int64 targets and no class
+    weights that nn_nll_rows_c takes (what capture_cross_entropy notes): ins = (input, target),
+    attrs = (ignore_index, reduction); the record as nn_nll_loss fills it."""
+    ignore_index, red = attrs
+    X = ins[0]
+    fast = nn_nll_rows_c(X, ins[1], ignore_index)
+    if fast is None:
+        raise RuntimeError("tapegrad.compile: nll_loss's replay step met operands its capture "
+                           f"did not (input {X.dtype} {X.shape}, target {ins[1].dtype} "
+                           f"{ins[1].shape})")
+    shape3, tc, valid, wv, losses, total, out_shape, C, w = fast
+    out = nn_nll_value(losses, total, out_shape, red)
+    r.op = OP_NLL
+    keep(&r.saved[0], tc)
+    keep(&r.saved[1], wv)
+    keep(&r.saved[2], valid)
+    keep(&r.aux, (shape3, X.shape, red, total))
+    return out
+
+
+register_replay(OP_NLL, replay_nll)
+register_replay(OP_LOG_SOFTMAX, replay_softmax)
+register_replay(OP_SOFTMAX, replay_softmax)
+
+
 cdef object nn_nll_loss(TensorBase input, object target, object weight, object ignore_index,
                         int red):
     shape3, tc, valid, wv, losses, total, out_shape, C, w = nn_nll_prepare(
@@ -606,7 +668,33 @@ def nll_loss(TensorBase input, target, weight=None, size_average=None, ignore_in
     other targets."""
     nn_check_tensor(target, "nll_loss_nd", "target", 2)
     reduction = nn_legacy_reduction(size_average, reduce, reduction)
-    return nn_nll_loss(input, target, weight, int(ignore_index), nn_reduction(reduction))
+    cdef int red = nn_reduction(reduction)
+    if (CAPTURE is not None and capturing() and CAPTURE.depth == 0 and weight is None
+            and nll_rows_replayable(input._array, (<TensorBase>target)._array)):
+        CAPTURE.depth += 1          # compile: noted as its replay step (replay_nll)
+        try:
+            res = nn_nll_loss(input, target, None, int(ignore_index), red)
+        finally:
+            CAPTURE.depth -= 1
+        capture_op(OP_NLL, (input, target), 1, (int(ignore_index), red), <TensorBase>res)
+        return res
+    return nn_nll_loss(input, target, weight, int(ignore_index), red)
+
+
+cdef bint nll_rows_replayable(object X, object T) except -1:
+    """Whether nll_loss's replay step takes these operands: what nn_nll_rows_c computes, a
+    C-contiguous (N, C) float32/float64 input and 1-D contiguous int64 targets."""
+    return (cnp.PyArray_NDIM(<cnp.ndarray>X) == 2 and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>X)
+            and (cnp.PyArray_TYPE(<cnp.ndarray>X) == cnp.NPY_FLOAT32
+                 or cnp.PyArray_TYPE(<cnp.ndarray>X) == cnp.NPY_FLOAT64)
+            and nll_target_replayable(T))
+
+
+cdef bint nll_target_replayable(object T) except -1:
+    """Whether nn_nll_rows_c takes class indices T: 1-D contiguous int64."""
+    return (cnp.PyArray_TYPE(<cnp.ndarray>T) == cnp.NPY_INT64
+            and cnp.PyArray_NDIM(<cnp.ndarray>T) == 1
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>T))
 
 
 # -- cross_entropy ---------------------------------------------------------------------------------
@@ -761,12 +849,41 @@ def cross_entropy(TensorBase input, target, weight=None, size_average=None, igno
     class indices (int64 target without the class dim) or class probabilities (float target of
     input's shape); optional class `weight`, `ignore_index` (index targets only) and
     `label_smoothing` in [0, 1]."""
-    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: its steps
+        if (weight is None and not label_smoothing and isinstance(target, TensorBase)
+                and input._array.ndim == 2
+                and (cnp.PyArray_TYPE(input._array) == cnp.NPY_FLOAT32
+                     or cnp.PyArray_TYPE(input._array) == cnp.NPY_FLOAT64)
+                and nll_target_replayable((<TensorBase>target)._array)):
+            return capture_cross_entropy(input, <TensorBase>target, size_average, ignore_index,
+                                         reduce, reduction)
         return capture_call(cross_entropy, (input, target, weight, size_average,
                                                    ignore_index, reduce, reduction,
                                                    label_smoothing), None)
     return cross_entropy_eager(input, target, weight, size_average, ignore_index, reduce,
                                reduction, label_smoothing)
+
+
+cdef object capture_cross_entropy(TensorBase input, TensorBase target, size_average,
+                                  ignore_index, reduce, reduction):
+    """cross_entropy of (N, C) logits and int64 class indices under a capture: its two records'
+    ops (log_softmax, then nll_loss) run eagerly and are noted as their replay steps."""
+    nn_check_tensor(target, "cross_entropy_loss", "target", 2)
+    cdef int red = nn_reduction(nn_legacy_reduction(size_average, reduce, reduction))
+    ignore_index = int(ignore_index)
+    CAPTURE.depth += 1
+    try:
+        logp = nn_softmax_forward(input, 1, None, True)
+    finally:
+        CAPTURE.depth -= 1
+    capture_op(OP_LOG_SOFTMAX, (input,), 1, (1, True), <TensorBase>logp)
+    CAPTURE.depth += 1
+    try:
+        loss = nn_nll_loss(logp, target, None, ignore_index, red)
+    finally:
+        CAPTURE.depth -= 1
+    capture_op(OP_NLL, (logp, target), 1, (ignore_index, red), <TensorBase>loss)
+    return loss
 
 
 cdef object cross_entropy_eager(TensorBase input, target, weight=None, size_average=None,

@@ -19,7 +19,22 @@ cdef int register_op(str name, vjp_fn vjp) except -1:
         raise RuntimeError("tapegrad: op table full")
     OP_NAMES.append(name)
     OP_VJP[code] = vjp
+    OP_REPLAY[code] = NULL
     return code
+
+
+cdef int register_replay(int op, replay_fn forward) except -1:
+    """Give op `op` a replay step (see replay_fn in _core.pxd): tapegrad.compile then replays it
+    on slot arrays with its own VJP, instead of re-running the eager op on tensors."""
+    if not 0 <= op < len(OP_NAMES):
+        raise RuntimeError(f"tapegrad: register_replay of an unknown op {op}")
+    OP_REPLAY[op] = forward
+    return 0
+
+
+def op_replayed_natively(int op):
+    """Whether op `op` has a registered replay step (for tests and explain())."""
+    return 0 <= op < len(OP_NAMES) and OP_REPLAY[op] != NULL
 
 
 # The LEAF record stands for a leaf tensor that requires grad: the sweep delivers its adjoint into

@@ -122,6 +122,8 @@ cdef class BufferSet:
     cdef list given             # slot -> an array a re-run op's VJP returned, adopted in this
                                 # backward as the slot's adjoint instead of copying it into adj
                                 # (read only: a second contribution moves it into adj first)
+    cdef Py_ssize_t n_given     # given[] entries set since drop_given last cleared them (an
+                                # upper bound: drop_given skips its walk when 0)
     cdef void** aptr            # slot -> data of the current adjoint (given[k], else adj[k])
     cdef char* touched          # slot -> whether its adjoint holds a value in this backward
     cdef object scratch0, scratch1
@@ -131,6 +133,8 @@ cdef class BufferSet:
     cdef list calls             # step -> (result tensor, {slot: proxy tensor}) of re-run ops
     cdef list contiguous        # slot -> the C-contiguous copy ptr[slot] points into (re-run
                                 # ops' non-contiguous results that C kernels read), or None
+    cdef Record* recs           # step -> the record an SK_OP step's replay fills for its VJP
+    cdef Py_ssize_t n_recs
     # fused groups (fusion.pxi)
     cdef object rows            # the block rows of each lane (values, adjoints, scratch)
     cdef char* rowp
@@ -142,6 +146,11 @@ cdef class BufferSet:
     cdef char* bcw              # whether it was written in this backward
 
     def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self.recs != NULL:
+            for i in range(self.n_recs):
+                clear_step_record(&self.recs[i])
+            free(self.recs)
         free(self.ptr)
         free(self.aptr)
         free(self.touched)
@@ -149,6 +158,16 @@ cdef class BufferSet:
         free(self.lane_bcw)
         free(self.bcp)
         free(self.bcw)
+
+
+cdef void clear_step_record(Record* r) noexcept:
+    """Drop what an SK_OP step's replay put in its record (replay_fn), leaving it zeroed."""
+    cdef int j
+    for j in range(MAX_SAVED):
+        Py_XDECREF(r.saved[j])
+        Py_XDECREF(r.ver[j])
+    Py_XDECREF(r.aux)
+    memset(r, 0, sizeof(Record))
 
 
 cdef class Lease:
@@ -193,6 +212,7 @@ cdef class Program:
     cdef set c_read             # slots C kernels read through raw pointers (C-contiguous)
     cdef list adj_dtypes        # slot -> dtype of its adjoint (the program's, but for slots only
                                 # re-run ops touch: those may be of another float dtype)
+    cdef int* adj_typenum       # slot -> adj_dtypes[slot].num (read at every gradient given)
     cdef list pool
     cdef bint any_grad          # some external receives a gradient
     cdef bint all_c             # every step is a C step (none re-runs an op: deterministic)
@@ -221,12 +241,14 @@ cdef class Program:
 
     def __cinit__(self):
         self.steps = NULL
+        self.adj_typenum = NULL
         self.groups = NULL
         self.vrow = NULL
         self.arow = NULL
 
     def __dealloc__(self):
         free(self.steps)
+        free(self.adj_typenum)
         free(self.groups)
         free(self.vrow)
         free(self.arow)
@@ -262,6 +284,11 @@ cdef class Program:
         self.adj_dtypes = [np.dtype(self.dtype) if self.typenums is None or not self.grad[k]
                            else np.dtype(cnp.PyArray_TypeObjectFromType(self.typenums[k]))
                            for k in range(self.n_slots)]
+        self.adj_typenum = <int*>malloc(max(self.n_slots, 1) * sizeof(int))
+        if self.adj_typenum == NULL:
+            raise MemoryError()
+        for k in range(self.n_slots):
+            self.adj_typenum[k] = (<object>self.adj_dtypes[k]).num
         for i in range(self.n_steps):
             kind, op, kop, a, b, out, ca, cb, aux = steps[i]
             s = &self.steps[i]
@@ -295,6 +322,15 @@ cdef class Program:
                 self.call_grad_slots[i] = [k for k in aux[3] if self.grad[k]]
                 self.fresh.update(aux[4])
                 self.replaced.update(aux[4])
+            elif kind == SK_OP:
+                in_slots, n_rec_in, attrs, out_slots, saved = aux
+                if OP_REPLAY[op] == NULL or n_rec_in > MAX_IN:
+                    raise RuntimeError(f"tapegrad.compile: {OP_NAMES[op]} has no replay step")
+                s.n_out = len(out_slots)
+                self.call_grad_slots[i] = [k for k in in_slots[:n_rec_in]
+                                           if k >= 0 and self.grad[k]]
+                self.fresh.update(out_slots)
+                self.replaced.update(out_slots)
             elif kind == SK_MATMUL:
                 self.fresh.add(out)
                 self.replaced.add(out)
@@ -388,6 +424,10 @@ cdef class Program:
         bs.given = [None] * self.n_slots
         bs.calls = [None] * self.n_steps
         bs.contiguous = [None] * self.n_slots
+        bs.recs = <Record*>calloc(max(self.n_steps, 1), sizeof(Record))
+        if bs.recs == NULL:
+            raise MemoryError()
+        bs.n_recs = self.n_steps
         bs.bcp = <void**>calloc(max(self.n_bc, 1), sizeof(void*))
         bs.bcw = <char*>calloc(max(self.n_bc, 1), sizeof(char))
         if bs.bcp == NULL or bs.bcw == NULL:
@@ -492,6 +532,8 @@ cdef class Program:
                 self.sum_all(s, bs.ptr[s.a], bs.ptr[s.out])
             elif s.kind == SK_MATMUL:
                 self.set_result(bs, s.out, product(bs.arrays[s.a], bs.arrays[s.b]))
+            elif s.kind == SK_OP:
+                self.forward_op(bs, i - 1)
             elif s.kind == SK_CALL:
                 self.forward_call(bs, i - 1, tensors)
             else:
@@ -538,6 +580,52 @@ cdef class Program:
                 raise _ReplayDiffers()
             self.set_result(bs, k, A)
         bs.calls[i] = (outs, proxies) if recording else None
+        return 0
+
+    cdef int forward_op(self, BufferSet bs, Py_ssize_t i) except -1:
+        """An op's registered replay step (OP_REPLAY, replay_fn in _core.pxd) on its slots'
+        arrays: it returns the result and fills the step's record for the op's own VJP, which
+        backward_op runs.  No tensor is made and nothing is recorded."""
+        cdef Step* s = &self.steps[i]
+        cdef Record* r = &bs.recs[i]
+        cdef tuple in_slots = <tuple>(<tuple>self.aux[i])[0]
+        cdef int n_rec_in = (<tuple>self.aux[i])[1]
+        cdef Py_ssize_t j, k, n = len(in_slots)
+        cdef bint recording = grad_enabled()
+        clear_step_record(r)
+        r.op = s.op
+        r.n_in = n_rec_in
+        for j in range(n_rec_in):
+            k = <Py_ssize_t>in_slots[j]
+            r.inp[j] = 0 if k >= 0 and recording and self.grad[k] else -1
+        cdef tuple ins = PyTuple_New(n)
+        for j in range(n):
+            k = <Py_ssize_t>in_slots[j]
+            A = bs.arrays[k] if k >= 0 else None
+            Py_INCREF(A)                    # (PyTuple_SET_ITEM steals a reference)
+            PyTuple_SET_ITEM(ins, j, A)
+        A = OP_REPLAY[s.op](r, ins, (<tuple>self.aux[i])[2])
+        if not shape_is(A, <tuple>self.shapes[s.out]) or (
+                self.typenums is not None and cnp.PyArray_TYPE(A) != <int>self.typenums[s.out]):
+            raise _ReplayDiffers()
+        return self.set_result(bs, s.out, A)
+
+    cdef int backward_op(self, BufferSet bs, Py_ssize_t i) except -1:
+        """An SK_OP step's gradients: the op's own VJP on the record its replay filled."""
+        cdef Step* s = &self.steps[i]
+        cdef Record* r = &bs.recs[i]
+        cdef tuple in_slots = <tuple>(<tuple>self.aux[i])[0]
+        cdef Py_ssize_t j, k
+        if r.aux == NULL:
+            raise RuntimeError(BACKWARD_TWICE)
+        grads = OP_VJP[r.op](r, self.adjoint(bs, s.out))
+        for j in range(r.n_in):
+            if r.inp[j] < 0:
+                continue
+            gq = grads if r.n_in == 1 else (<tuple>grads)[j]
+            k = <Py_ssize_t>in_slots[j]
+            if gq is not None:
+                self.give_array(bs, k, gq)
         return 0
 
     cdef inline void sum_all(self, Step* s, const void* src, void* dst) noexcept:
@@ -596,17 +684,19 @@ cdef class Program:
         """give() for a gradient computed by numpy (any layout) of slot k's shape.  The first
         one is adopted, not copied (a weight gradient from a re-run linear layer is large)."""
         cdef int t = -1
-        dt = <object>self.adj_dtypes[k]
-        if not (kernel_array(g, &t) and t == dt.num
+        cdef int dt_num = self.adj_typenum[k]
+        if not (kernel_array(g, &t) and t == dt_num
                 and cnp.PyArray_SIZE(<cnp.ndarray>g) == self.sizes[k]):
-            g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), dt)
+            g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), self.adj_dtypes[k])
         if bs.touched[k]:
-            if dt.num != self.dtype.num:    # a slot only re-run ops touch: summed by numpy
+            if dt_num != self.typenum:      # a slot only re-run ops touch: summed by numpy
                 bs.given[k] = nd(self.adjoint(bs, k).reshape(-1) + g.reshape(-1))
+                bs.n_given += 1
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.given[k])
                 return 0
             return self.give(bs, k, cnp.PyArray_DATA(<cnp.ndarray>g), 1, self.sizes[k])
         bs.given[k] = g
+        bs.n_given += 1
         bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>g)
         bs.touched[k] = 1
         return 0
@@ -621,10 +711,13 @@ cdef class Program:
     cdef int drop_given(self, BufferSet bs) except -1:
         """Forget the adopted adjoints (the set keeps no reference to arrays it handed out)."""
         cdef Py_ssize_t k
+        if bs.n_given == 0:
+            return 0
         for k in range(self.n_slots):
             if bs.given[k] is not None:
                 bs.given[k] = None
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.adj[k])
+        bs.n_given = 0
         return 0
 
     cdef inline bint c_summable(self, Py_ssize_t k, Py_ssize_t out) noexcept:
@@ -795,6 +888,8 @@ cdef class Program:
 
     cdef int backward_step(self, BufferSet bs, Py_ssize_t i) except -1:
         cdef Step* s = &self.steps[i]
+        if s.kind == SK_OP:
+            return self.backward_op(bs, i)
         if s.kind == SK_CALL:
             return self.backward_call(bs, i)
         if s.kind == SK_MATMUL:                         # as vjp_matmul, gradient of a first
@@ -1050,7 +1145,7 @@ cdef class Program:
             non_diff = tuple([results[k] for k in range(n_out)
                               if not self.grad[self.outputs[k]]])
             out = _function_record(node, tuple(tensors), tuple(results), (), non_diff)
-            return out if isinstance(out, tuple) else (out,)
+            return list(out) if isinstance(out, tuple) else [out]   # (a list: replay's cast)
         self.record(node, tensors, results)
         return results
 
@@ -1111,6 +1206,12 @@ cdef class Program:
             if s.kind == SK_CALL:
                 if any([self.grad[k] for k in self.aux[i][3]]):
                     out.update(self.aux[i][3])
+            elif s.kind == SK_OP:
+                if self.call_grad_slots[i]:     # what the eager record saved (capture_op)
+                    in_slots, _, _, out_slots, saved = self.aux[i]
+                    for k, was_saved in zip(tuple(in_slots) + tuple(out_slots), saved):
+                        if was_saved:
+                            out.add(k)
             elif s.kind == SK_MATMUL:
                 if s.grad_a or s.grad_b:
                     out.update((s.a, s.b))
@@ -1373,6 +1474,12 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
                 where[oid(o)] = -(j + 1)
                 if q:
                     out_index[oid(o)] = q
+        elif <Py_ssize_t>st[0] == SK_OP:
+            for o in <tuple>(<tuple>st[5])[0]:
+                if o is not None:
+                    plan_operand(where, claimed, ext, o)
+            code[2 * j] = code[2 * j + 1] = TG_NO_TENSOR
+            where[oid(st[6])] = -(j + 1)
         else:
             code[2 * j] = plan_operand(where, claimed, ext, st[3])
             code[2 * j + 1] = plan_operand(where, claimed, ext, st[4])
@@ -1389,8 +1496,10 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
         if not live[j]:
             continue
         st = <tuple>steps[j]
-        if <Py_ssize_t>st[0] == SK_CALL:
-            for o in <tuple>(<tuple>st[5])[3]:
+        if <Py_ssize_t>st[0] == SK_CALL or <Py_ssize_t>st[0] == SK_OP:
+            for o in <tuple>(<tuple>st[5])[3 if <Py_ssize_t>st[0] == SK_CALL else 0]:
+                if o is None:
+                    continue
                 k = where[oid(o)]
                 if k < 0:
                     live[-k - 1] = 1
@@ -1452,6 +1561,29 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
                             (fn, slot_template(args, slots_of), slot_template(kwargs, slots_of),
                              tuple(sorted(set(slots_of.values()))),
                              tuple(range(out, out + len(outs))))))
+            continue
+        if kind == SK_OP:
+            # an op's replay step (any dtypes, as a re-run op): slots of its operands
+            tensors, n_rec_in, attrs, outs, saved_mask = aux
+            in_slots = []
+            for o in tensors:
+                if o is None:
+                    in_slots.append(-1)
+                    continue
+                k = where[oid(o)]
+                in_slots.append(k if k >= 0 else step_slot[-k - 1] + out_index.get(oid(o), 0))
+            ga = False
+            for q in range(<int>n_rec_in):
+                ga = ga or (in_slots[q] >= 0 and grad[in_slots[q]])
+            grad.append(ga and recorded(<TensorBase>res))
+            if grad[out]:
+                grad_dtypes.add(typenum[out])
+            if ga:                  # the operands the eager record saved: version-checked
+                for q in range(len(in_slots)):
+                    if saved_mask[q] and 0 <= in_slots[q] < n_ext:
+                        saved.add(in_slots[q])
+            program.append((SK_OP, st[1], 0, -1, -1, out, 0.0, 0.0,
+                            (tuple(in_slots), n_rec_in, attrs, (out,), saved_mask)))
             continue
         grad.append((ga or gb) and recorded(<TensorBase>res))
         dtypes.add(typenum[out])            # C steps: one float dtype for every slot they touch
