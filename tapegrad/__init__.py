@@ -229,3 +229,9 @@ _repoint(globals(), __name__)  # tapegrad.abs & co. pickle by name
 
 from . import _meta as _meta  # noqa: E402
 _meta.install_factories()  # device='meta' on the creation functions
+
+# `from tapegrad import *`: every public name, the lazy ones included (loading them then), and,
+# as PyTorch's __all__, no submodules.  Computed last, so a name added above is in it.
+__all__ = sorted({name for name, value in globals().items()
+                  if not name.startswith("_") and type(value) is not type(_core)}
+                 | {name for name, (_, attribute) in _LAZY.items() if attribute})

@@ -125,3 +125,19 @@ def test_has_member_answers_as_dir_does():
     listed = set(dir(tapegrad.Tensor))
     for name in sorted(listed) + ["no_such_method", "mro", "__name__", "__or__", "__ior__"]:
         assert has_member(tapegrad.Tensor, name) == (name in listed), name
+
+
+def test_star_import_brings_the_lazy_names_and_no_submodules():
+    # As PyTorch's __all__: `from torch import *` gives torch.einsum, torch.finfo, torch.save,
+    # and does not bind torch.random over Python's random.
+    names = _run("import json, types\n"
+                 "ns = {}\n"
+                 "exec('from tapegrad import *', ns)\n"
+                 "print(json.dumps(sorted(n for n, v in ns.items()\n"
+                 "                        if not isinstance(v, types.ModuleType))))")
+    import tapegrad as tg
+    assert set(names) - {"__builtins__"} == set(tg.__all__)
+    for name in ("einsum", "addmm", "finfo", "FloatTensor", "save", "load", "compile", "vmap",
+                 "use_deterministic_algorithms", "sparse_coo_tensor", "tensor", "zeros", "exp"):
+        assert name in names, name
+    assert not {"random", "nn", "autograd", "creation"} & set(tg.__all__)
