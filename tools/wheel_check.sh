@@ -111,10 +111,10 @@ PY
 )
     read -r ratio numpy_ms tapegrad_ms <<< "$figures"
     # Over 3 MB means debug info or a stray file got in: that fails.  The installed size and the
-    # import ratio (a timing, noisy on a shared machine) are reported against their targets.  The
-    # installed 9.4 MB (MiB throughout; measured 2026-12, CPython 3.11): compiled modules 4.6 MB (49%), bytecode
-    # 2.6 MB (28%), Python source 1.6 MB (17%), stubs 0.4 MB (4%), data 0.07 MB.  The 5 MB target
-    # cannot hold while pip installs source and bytecode: with the stubs they are 4.6 of the 5 MB.
+    # import ratio (a timing, noisy on a shared machine) are reported against their targets.
+    # Installed, 9.4 MB (MiB; measured 2026-12, CPython 3.11): compiled modules 4.6 MB (49%),
+    # bytecode 2.6 MB (28%), Python source 1.6 MB (17%), stubs 0.4 MB (4%), data 0.07 MB.  The
+    # 5 MB target cannot hold while pip installs source and bytecode: with the stubs, 4.6 MB.
     mark() { if [ "$1" = 1 ]; then echo "ok"; else echo "OVER TARGET"; fi; }
     echo "wheel_check: $(basename "$repaired"): $((wheel_bytes / 1024)) KiB" \
          "(target <= 2048 KiB) $(mark $((wheel_bytes <= MAX_WHEEL_BYTES)))"
