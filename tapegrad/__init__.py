@@ -4,6 +4,8 @@ Operations on tensors that require grad are appended to a flat Wengert tape (com
 order); backward() is one compiled reverse sweep over it.  `import tapegrad as torch` runs small
 PyTorch autograd scripts unchanged.
 """
+import sys as _sys
+
 from . import _core, _lazy
 from . import _modules  # noqa: F401  (the op families' extension modules, before any use of _core)
 from ._core import (
@@ -127,8 +129,9 @@ def is_tensor(obj) -> bool:
     ``tapegrad.Tensor`` instance, but PyTorch calls it a tensor)."""
     if isinstance(obj, _core.TensorBase):
         return True
-    from ._sparse_coo import SparseTensor
-    return isinstance(obj, SparseTensor)
+    # No sparse tensor exists before tapegrad._sparse_coo (lazy) is loaded: no import per call.
+    sparse = _sys.modules.get(__name__ + "._sparse_coo")
+    return sparse is not None and isinstance(obj, sparse.SparseTensor)
 
 
 def is_floating_point(input) -> bool:
