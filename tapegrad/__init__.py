@@ -149,10 +149,11 @@ def is_complex(input) -> bool:
 
 
 # Loaded on first use (PEP 562, tapegrad/_lazy.py), keeping `import tapegrad` close to `import
-# numpy`: the public submodules, and the names of modules nothing at import needs.  One line per
+# numpy`: the public submodules, and the names of modules nothing at import needs.  One entry per
 # module, sorted: the module, then the names it provides here (a module whose name has no
 # underscore or dot is itself tapegrad.<module>).  Tensor methods cannot be lazy: a module that
-# attaches any stays eager above.
+# attaches any stays eager above.  A name bound above wins over its entry here (the test
+# tests/test_lazy_imports.py fails then).
 _LAZY = _lazy.table({
     "_default_tensor_type": ("set_default_tensor_type",),
     "_legacy": ("FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
