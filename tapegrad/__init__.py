@@ -4,7 +4,9 @@ Operations on tensors that require grad are appended to a flat Wengert tape (com
 order); backward() is one compiled reverse sweep over it.  `import tapegrad as torch` runs small
 PyTorch autograd scripts unchanged.
 """
-from . import _core
+import sys as _sys
+
+from . import _core, _lazy
 from . import _modules  # noqa: F401  (the op families' extension modules, before any use of _core)
 from ._core import (
     bool_ as bool,  # noqa: A001  (PyTorch's name)
@@ -43,20 +45,7 @@ globals().update(_core.TORCH_FUNCTIONS)
 
 from .tensor import Size, Tensor
 from ._layout import layout, strided, sparse_coo
-# Sparse COO tensors: a Python-level class over the recorded dense ops (tapegrad._sparse_coo).
-from ._sparse_coo import SparseTensor as _SparseTensor, sparse_coo_tensor, spmm
 from ._device import device, set_default_device, get_default_device
-from ._legacy import (
-    FloatTensor,
-    DoubleTensor,
-    HalfTensor,
-    LongTensor,
-    IntTensor,
-    ShortTensor,
-    CharTensor,
-    ByteTensor,
-    BoolTensor,
-)
 from .creation import (
     tensor,
     as_tensor,
@@ -95,10 +84,8 @@ from .random import (
     randn_like,
     randint_like,
 )
-from ._default_tensor_type import set_default_tensor_type
 from ._dlpack import from_dlpack
 from . import _extra_ops
-from ._type_info import finfo, iinfo
 _extra_ops.register(globals(), Tensor)
 from . import _scatter_ops
 _scatter_ops.register(globals(), Tensor)
@@ -124,9 +111,8 @@ _more_math.register(globals(), Tensor)
 from . import _more_creation, _more_tensor_ops
 _more_creation.register(globals(), Tensor)
 _more_tensor_ops.register(globals(), Tensor)
-from . import _memory_format, _settings
+from . import _memory_format
 _memory_format.register(globals(), Tensor)
-_settings.register(globals())
 
 
 def set_anomaly_enabled(enabled, check_nan=True):
@@ -141,7 +127,11 @@ from . import _saved_attrs  # noqa: F401  (installs the grad_fn._saved_* reader 
 def is_tensor(obj) -> bool:
     """Whether obj is a tapegrad tensor, dense or sparse (a sparse COO tensor is not a
     ``tapegrad.Tensor`` instance, but PyTorch calls it a tensor)."""
-    return isinstance(obj, (_core.TensorBase, _SparseTensor))
+    if isinstance(obj, _core.TensorBase):
+        return True
+    # No sparse tensor exists before tapegrad._sparse_coo (lazy) is loaded: no import per call.
+    sparse = _sys.modules.get(__name__ + "._sparse_coo")
+    return sparse is not None and isinstance(obj, sparse.SparseTensor)
 
 
 def is_floating_point(input) -> bool:
@@ -158,36 +148,73 @@ def is_complex(input) -> bool:
     return False
 
 
-# einsum, addmm, baddbmm: composed from the compiled ops (issue 17).
-from .contractions import addmm, baddbmm, einsum  # noqa: E402
-# Submodules load on first use (PEP 562), keeping `import tapegrad` close to `import numpy`.
-_LAZY_MODULES = ("nn", "optim", "utils", "autograd", "demo", "bench", "serialization",
-                 "distributions", "cuda", "backends", "accelerator", "linalg",
-                 "multiprocessing", "sparse", "special", "testing", "onnx", "amp", "distributed",
-                 "jit", "profiler", "hub", "fft", "cpu")
-_LAZY_ATTRS = {"save": "serialization", "load": "serialization", "compile": "replay",
-               "autocast": "amp", "get_num_threads": "_threads", "set_num_threads": "_threads",
-               "get_num_interop_threads": "_threads", "set_num_interop_threads": "_threads",
-               "is_anomaly_enabled": "autograd.anomaly_mode",
-               "is_anomaly_check_nan_enabled": "autograd.anomaly_mode",
-               "get_device_module": "cpu"}
+# Loaded on first use (PEP 562, tapegrad/_lazy.py), keeping `import tapegrad` close to `import
+# numpy`: the public submodules, and the names of modules nothing at import needs.  One entry per
+# module, sorted: the module, then the names it provides here (a module whose name has no
+# underscore or dot is itself tapegrad.<module>).  Tensor methods cannot be lazy: a module that
+# attaches any stays eager above.  A name bound above wins over its entry here (the test
+# tests/test_lazy_imports.py fails then).
+_LAZY = _lazy.table({
+    "_default_tensor_type": ("set_default_tensor_type",),
+    "_legacy": ("FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
+                "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"),
+    # The global switches PyTorch scripts set at their top.
+    "_settings": ("use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+                  "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
+                  "get_deterministic_debug_mode", "set_float32_matmul_precision",
+                  "get_float32_matmul_precision", "set_flush_denormal", "set_warn_always",
+                  "is_warn_always_enabled", "is_autocast_enabled", "set_autocast_enabled",
+                  "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cpu_enabled",
+                  "set_autocast_cpu_enabled", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype",
+                  "get_autocast_gpu_dtype", "set_autocast_gpu_dtype", "is_autocast_cache_enabled",
+                  "set_autocast_cache_enabled", "clear_autocast_cache",
+                  "autocast_increment_nesting", "autocast_decrement_nesting"),
+    # Sparse COO tensors: a Python-level class over the recorded dense ops.
+    "_sparse_coo": ("sparse_coo_tensor", "spmm"),
+    "_threads": ("get_num_threads", "set_num_threads", "get_num_interop_threads",
+                 "set_num_interop_threads"),
+    "_type_info": ("finfo", "iinfo"),
+    "accelerator": (),
+    "amp": ("autocast",),
+    "autograd": (),
+    "autograd.anomaly_mode": ("is_anomaly_enabled", "is_anomaly_check_nan_enabled"),
+    "backends": (),
+    "bench": (),
+    # einsum, addmm, baddbmm: composed from the compiled ops (issue 17).
+    "contractions": ("addmm", "baddbmm", "einsum"),
+    "cpu": ("get_device_module",),
+    "cuda": (),
+    "demo": (),
+    "demo_chars": (),
+    "distributed": (),
+    "distributions": (),
+    "examples": (),
+    "fft": (),
+    "func": ("vmap",),          # torch.func's transforms (torch.vmap is torch.func.vmap)
+    "hub": (),
+    "jit": (),
+    "linalg": (),
+    "multiprocessing": (),
+    "nn": (),
+    "nn._extra_losses": ("cdist",),     # with the nn distances (composed of differentiable ops)
+    "onnx": (),
+    "optim": (),
+    "profiler": (),
+    "replay": ("compile",),
+    "serialization": ("save", "load"),
+    "sparse": (),
+    "special": (),
+    "testing": (),
+    "utils": (),
+})
 
 
 def __getattr__(name):
-    import importlib
-    if name in _LAZY_MODULES:
-        module = importlib.import_module(f".{name}", __name__)
-        globals()[name] = module
-        return module
-    if name in _LAZY_ATTRS:
-        value = getattr(importlib.import_module(f".{_LAZY_ATTRS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'tapegrad' has no attribute '{name}'")
+    return _lazy.load(globals(), _LAZY, name)
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY_MODULES) | set(_LAZY_ATTRS))
+    return sorted(set(globals()) | set(_LAZY))
 
 half = float16
 cfloat = complex64
@@ -201,14 +228,14 @@ long = int64
 
 from .version import __version__  # noqa: E402  (the one source: tapegrad/version.py)
 
-# torch.cdist lives with the nn distances (composed of differentiable ops).
-_LAZY_ATTRS.update(cdist="nn._extra_losses")
-# torch.func's transforms (torch.vmap is torch.func.vmap).
-_LAZY_MODULES += ("func",)
-_LAZY_ATTRS.update(vmap="func")
-
 from ._pickle_names import repoint as _repoint  # noqa: E402
 _repoint(globals(), __name__)  # tapegrad.abs & co. pickle by name
 
 from . import _meta as _meta  # noqa: E402
 _meta.install_factories()  # device='meta' on the creation functions
+
+# `from tapegrad import *`: every public name, the lazy ones included (loading them then), and,
+# as PyTorch's __all__, no submodules.  Computed last, so a name added above is in it.
+__all__ = sorted({name for name, value in globals().items()
+                  if not name.startswith("_") and type(value) is not type(_core)}
+                 | {name for name, (_, attribute) in _LAZY.items() if attribute})

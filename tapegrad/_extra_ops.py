@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._class_members import has_member
 from ._format import set_printoptions
 from .grad_mode import is_grad_enabled
 
@@ -1205,7 +1206,7 @@ def register_family(namespace: dict, tensor_cls, module_globals: dict, functions
         namespace.setdefault(name, module_globals[name])
     overrides = method_overrides or {}
     for name in methods:
-        if name not in dir(tensor_cls):
+        if not has_member(tensor_cls, name):
             setattr(tensor_cls, name, overrides.get(name) or _method(module_globals[name]))
 
 
@@ -1219,7 +1220,7 @@ def register(namespace: dict, tensor_cls) -> None:
     for name, value in CONSTANTS.items():
         namespace.setdefault(name, value)
     for name in IN_PLACE:
-        if name + "_" not in dir(tensor_cls):
+        if not has_member(tensor_cls, name + "_"):
             setattr(tensor_cls, name + "_", _in_place(name))
     for name in IN_PLACE_FUNCTIONS:
         namespace.setdefault(name + "_", getattr(tensor_cls, name + "_"))

@@ -11,6 +11,7 @@ the history.
 from __future__ import annotations
 
 from . import _core
+from ._class_members import has_member
 
 _LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 _NON_LEAF = ("{op}() on a tensor that is part of an autograd graph is not supported by "
@@ -73,5 +74,5 @@ METHODS = {"unsqueeze_": unsqueeze_, "squeeze_": squeeze_, "t_": t_, "transpose_
 def register(tensor_cls) -> None:
     """Add the methods to `tensor_cls`; existing (compiled) ones win."""
     for name, method in METHODS.items():
-        if name not in dir(tensor_cls):
+        if not has_member(tensor_cls, name):
             setattr(tensor_cls, name, method)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import warnings
 
+from ._class_members import has_member
+
 _CHOLESKY_DEPRECATED = (
     "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a "
     "future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\n"
@@ -96,7 +98,7 @@ def register(namespace: dict, tensor_cls) -> None:
     for name in FUNCTIONS:
         namespace.setdefault(name, g[name])
     for name in METHODS:
-        if name not in dir(tensor_cls):
+        if not has_member(tensor_cls, name):
             setattr(tensor_cls, name, g[name])
 
 

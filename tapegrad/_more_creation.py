@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._class_members import has_member
 from ._extra_ops import _check_tensor, _dtype_name, _wrap
 
 TensorBase = _core.TensorBase
@@ -371,7 +372,7 @@ def register(namespace: dict, tensor_cls) -> None:
     for name in FUNCTIONS:
         namespace.setdefault(name, globals()["torch_range" if name == "range" else name])
     namespace.setdefault("newaxis", None)
-    if "new" not in dir(tensor_cls):
+    if not has_member(tensor_cls, "new"):
         tensor_cls.new = _tensor_new
-    if "new_empty_strided" not in dir(tensor_cls):
+    if not has_member(tensor_cls, "new_empty_strided"):
         tensor_cls.new_empty_strided = _new_empty_strided

@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import _check_tensor, _dtype_name, _in_place, _wrap, register_family
 from ._special_functions import _lgamma_values, _polygamma_values
@@ -1169,16 +1170,16 @@ def register(namespace: dict, tensor_cls) -> None:
     in-place forms to `tensor_cls`; existing names win."""
     register_family(namespace, tensor_cls, globals(), FUNCTIONS, METHODS, RETURN_TYPES,
                     {"polygamma": _polygamma_method})
-    if "ger" not in dir(tensor_cls):
+    if not has_member(tensor_cls, "ger"):
         tensor_cls.ger = _ger_method
     for name in IN_PLACE:
-        if name + "_" not in dir(tensor_cls):
+        if not has_member(tensor_cls, name + "_"):
             setattr(tensor_cls, name + "_", _in_place(name))
     for name in IN_PLACE_FUNCTIONS:
         namespace.setdefault(name + "_", getattr(tensor_cls, name + "_"))
-    if "float_power_" not in dir(tensor_cls):
+    if not has_member(tensor_cls, "float_power_"):
         tensor_cls.float_power_ = _float_power_
-    if "real" not in dir(tensor_cls):
+    if not has_member(tensor_cls, "real"):
         tensor_cls.real = property(_real_property)
-    if "imag" not in dir(tensor_cls):
+    if not has_member(tensor_cls, "imag"):
         tensor_cls.imag = property(_imag_property)

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import _check_tensor, _dim, _dtype_name, _in_place, _index_tensor, _wrap
 from .autograd.function import Function
@@ -474,5 +475,5 @@ def register(namespace: dict, tensor_cls) -> None:
               "H": property(_H), "mH": property(_mH), "name": property(_name),
               "volatile": property(_volatile)}
     for name, value in extras.items():
-        if name not in dir(tensor_cls):
+        if not has_member(tensor_cls, name):
             setattr(tensor_cls, name, value)

@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._class_members import has_member
 from ._extra_ops import _numpy_dim_names
 from .grad_mode import is_grad_enabled
 
@@ -420,5 +421,5 @@ def register(namespace: dict, tensor_cls) -> None:
     for name in FUNCTIONS:
         namespace.setdefault(name, g[name])
     for name in METHODS:
-        if name not in dir(tensor_cls):
+        if not has_member(tensor_cls, name):
             setattr(tensor_cls, name, g[name])

@@ -245,21 +245,3 @@ def autocast_decrement_nesting() -> int:
     depth = _table("nesting").get("depth", 0) - 1
     _table("nesting")["depth"] = depth
     return depth
-
-
-FUNCTIONS = ("use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
-             "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
-             "get_deterministic_debug_mode", "set_float32_matmul_precision",
-             "get_float32_matmul_precision", "set_flush_denormal", "set_warn_always",
-             "is_warn_always_enabled", "is_autocast_enabled", "set_autocast_enabled",
-             "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cpu_enabled",
-             "set_autocast_cpu_enabled", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype",
-             "get_autocast_gpu_dtype", "set_autocast_gpu_dtype", "is_autocast_cache_enabled",
-             "set_autocast_cache_enabled", "clear_autocast_cache", "autocast_increment_nesting",
-             "autocast_decrement_nesting")
-
-
-def register(namespace: dict) -> None:
-    """Add the switches to `namespace` (tapegrad's globals); existing names win."""
-    for name in FUNCTIONS:
-        namespace.setdefault(name, globals()[name])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
+from ._class_members import has_member
 
 TensorBase = _core.TensorBase
 
@@ -114,5 +115,5 @@ def register(namespace: dict, tensor_cls) -> None:
         "__ilshift__": _ilshift, "__irshift__": _irshift, "__ipow__": _ipow,
     }
     for name, fn in methods.items():
-        if name not in dir(tensor_cls):
+        if not has_member(tensor_cls, name):
             setattr(tensor_cls, name, fn)

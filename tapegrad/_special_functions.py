@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from . import _core
+from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import _check_tensor, _wrap
 from .autograd.function import Function
@@ -226,7 +227,7 @@ def register(namespace: dict, tensor_cls) -> None:
     """Add tapegrad.erfinv/lgamma/digamma/erfc/exp2 and the Tensor methods (existing names win)."""
     for fn in (erfinv, lgamma, digamma, erfc, exp2):
         namespace.setdefault(fn.__name__, fn)
-        if fn.__name__ not in dir(tensor_cls):
+        if not has_member(tensor_cls, fn.__name__):
             setattr(tensor_cls, fn.__name__, _as_method(fn))
 
 

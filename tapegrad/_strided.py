@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
+from ._class_members import has_member
 
 
 def storage_of(arr: np.ndarray):
@@ -148,5 +149,5 @@ def as_strided_method(self, size, stride, storage_offset=None):
 def register(namespace: dict, tensor_cls) -> None:
     """Add ``as_strided`` to tapegrad and to Tensor."""
     namespace.setdefault("as_strided", as_strided)
-    if "as_strided" not in dir(tensor_cls):
+    if not has_member(tensor_cls, "as_strided"):
         tensor_cls.as_strided = as_strided_method

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
+from ._class_members import has_member
 from ._extra_ops import (_check_tensor, _check_unique_dim_of_empty, _dim, _wrap, divide,
                          register_family)
 
@@ -370,7 +371,7 @@ def register(namespace: dict, tensor_cls) -> None:
     `div` (function and method) replaces the compiled one, adding `rounding_mode`."""
     register_family(namespace, tensor_cls, globals(), FUNCTIONS, METHODS, RETURN_TYPES)
     for name, method in (("stride", stride), ("storage_offset", storage_offset), ("unfold", unfold)):
-        if name not in dir(tensor_cls):
+        if not has_member(tensor_cls, name):
             setattr(tensor_cls, name, method)
     namespace["div"] = div
     tensor_cls.div = _div_method

@@ -10,15 +10,23 @@
 """
 from __future__ import annotations
 
-from .. import _core
+from .. import _core, _lazy
 from ..grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode
 from .function import Function, once_differentiable
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .._core import RemovableHandle
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from .variable import Variable
-from . import function, anomaly_mode, functional, profiler
-from . import forward_ad  # noqa: E402  (dual tensors by the double-backward trick)
+from . import function, anomaly_mode
+
+# Loaded on first use (PEP 562, tapegrad/_lazy.py): the op families import autograd.function
+# while `import tapegrad` runs, and these would come with it (the profiler brings json and enum
+# classes).  One line per submodule.
+_LAZY = _lazy.table({
+    "forward_ad": (),           # dual tensors by the double-backward trick
+    "functional": (),
+    "profiler": (),
+})
 
 __all__ = ["grad", "backward", "Function", "once_differentiable", "detect_anomaly",
            "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
@@ -60,3 +68,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
             raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both "
                                "passed to `backward()`. Please only use `grad_tensors`.")
     _core._backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+
+
+def __getattr__(name):
+    return _lazy.load(globals(), _LAZY, name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
