@@ -162,13 +162,21 @@ def _at(x, level):
     return x.value if type(x) is BatchedTensor and x.level == level else x
 
 
+def _same_kind(result, items):
+    """A tuple like ``result`` (a namedtuple, a torch.return_types structseq, a tuple)."""
+    if hasattr(type(result), "_make"):
+        return type(result)._make(items)
+    if type(result) is tuple:
+        return tuple(items)
+    return type(result)(items)
+
+
 def _wrap(result, level):
     """Results of an op run on values at ``level`` as BatchedTensors (tuples elementwise)."""
     if isinstance(result, _core.TensorBase) or type(result) is BatchedTensor:
         return BatchedTensor(result, level)
     if isinstance(result, tuple):
-        items = [_wrap(r, level) for r in result]
-        return type(result)(*items) if hasattr(result, "_fields") else tuple(items)
+        return _same_kind(result, [_wrap(r, level) for r in result])
     if isinstance(result, list):
         return [_wrap(r, level) for r in result]
     return result
@@ -224,9 +232,7 @@ def _stack_results(results, level, name):
         return BatchedTensor(_dispatching("stack", stack)(list(results)), level)
     if isinstance(first, (tuple, list)):
         columns = [_stack_results([r[k] for r in results], level, name) for k in range(len(first))]
-        if hasattr(first, "_fields"):
-            return type(first)(*columns)
-        return type(first)(columns)
+        return columns if isinstance(first, list) else _same_kind(first, columns)
     if first is None or all(r == first for r in results[1:]):
         return first
     raise RuntimeError(f"vmap: {name} returned a Python value that differs between samples "
@@ -258,23 +264,33 @@ def _unary(name):
     return rule
 
 
+def _align(a, b):
+    """(level, a's value, b's value) for an elementwise op at the innermost level of a and b:
+    a batched operand's sample dims are padded after its batch dim to the result's rank, so
+    that broadcasting with the unbatched operand aligns the sample dims."""
+    level = _top_level((a, b))
+    rank = max(_ndim(a), _ndim(b))
+    va, vb = _at(a, level), _at(b, level)
+    if _is_batched(a) and a.level == level:
+        va = _pad_batched(va, rank)
+    if _is_batched(b) and b.level == level:
+        vb = _pad_batched(vb, rank)
+    return level, va, vb
+
+
 def _binary(name, reflected=False):
+    """A binary method or dunder (``reflected``: self is the right operand, ``name`` the
+    forward dunder)."""
     def rule(self, other, *args, **kwargs):
         a, b = (other, self) if reflected else (self, other)
-        level = _top_level((a, b))
-        rank = max(_ndim(a), _ndim(b))
-        va, vb = _at(a, level), _at(b, level)
-        if _is_batched(a) and a.level == level:
-            va = _pad_batched(va, rank)
-        if _is_batched(b) and b.level == level:
-            vb = _pad_batched(vb, rank)
+        level, va, vb = _align(a, b)
         if name.endswith("_") and not name.startswith("__"):
             if not (_is_batched(a) and a.level == level):
                 return _loop(getattr(type(a), name), name, (a, b) + args, kwargs)
             getattr(va, name)(vb, *args, **kwargs)
             return a
         if reflected:
-            out = getattr(vb, name)(va, *args, **kwargs)
+            out = getattr(vb, "__r" + name[2:])(va, *args, **kwargs)
         else:
             out = getattr(va, name)(vb, *args, **kwargs)
         if out is NotImplemented:
@@ -295,8 +311,7 @@ _WHOLE = {"max": "amax", "min": "amin"}
 
 def _squeezed(result, dim):
     if isinstance(result, tuple):
-        items = [_squeezed(r, dim) for r in result]
-        return type(result)(*items) if hasattr(result, "_fields") else tuple(items)
+        return _same_kind(result, [_squeezed(r, dim) for r in result])
     return result.squeeze(dim)
 
 
@@ -449,6 +464,13 @@ def _to(self, *args, **kwargs):
     return BatchedTensor(self.value.to(*args, **kwargs), self.level)
 
 
+def _new(name):
+    """new_zeros/new_ones/new_full/new_empty/new_tensor: an unbatched tensor of the dtype."""
+    def rule(self, *args, **kwargs):
+        return getattr(self.value, name)(*args, **kwargs)
+    return rule
+
+
 def _type_as(self, other):
     return BatchedTensor(self.value.to(other.dtype), self.level)
 
@@ -580,6 +602,8 @@ BatchedTensor.expand_as = _expand_as
 BatchedTensor.view_as = _view_as
 BatchedTensor.reshape_as = _reshape_as
 BatchedTensor.to = _to
+for _name in ("new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"):
+    setattr(BatchedTensor, _name, _new(_name))
 BatchedTensor.type_as = _type_as
 BatchedTensor.__getitem__ = _getitem
 BatchedTensor.__setitem__ = _setitem
@@ -602,13 +626,11 @@ def _as_method(name):
 
 
 def _binary_function(name):
-    def rule(original, args, kwargs):
+    def rule(dispatch, args, kwargs):
         if len(args) < 2:
             return None
-        a, b = args[0], args[1]
-        if _is_batched(a):
-            return getattr(a, name)(b, *args[2:], **kwargs)
-        return _binary(name, reflected=True)(b, a, *args[2:], **kwargs)
+        level, va, vb = _align(args[0], args[1])
+        return BatchedTensor(dispatch(va, vb, *args[2:], **kwargs), level)
     return rule
 
 
@@ -631,13 +653,31 @@ def _cat_rule(original, args, kwargs):
     return BatchedTensor(original(parts, d, **kwargs), level)
 
 
-def _linear_rule(original, args, kwargs):
+def _linear_rule(dispatch, args, kwargs):
     x = args[0] if args else kwargs.pop("input")
     weight = args[1] if len(args) > 1 else kwargs.pop("weight")
     bias = args[2] if len(args) > 2 else kwargs.pop("bias", None)
-    if _is_batched(weight) or _is_batched(bias) or not _is_batched(x) or x.dim() == 0:
+    if x.dim() == 0 or weight.dim() not in (1, 2):
         return None
-    return BatchedTensor(original(x.value, weight, bias), x.level)
+    level = _top_level((x, weight, bias))
+    if _is_batched(x) and x.level == level and not any(
+            _is_batched(t) and t.level == level for t in (weight, bias)):
+        # the un-mapped op on the whole batch
+        return BatchedTensor(dispatch(x.value, weight, bias), level)
+    # per-sample weights (vmap over models, or grad with respect to them): matmul with the
+    # weight's transpose, plus the bias
+    out = _matmul(x, weight.transpose(-1, -2) if weight.dim() == 2 else weight)
+    return out if bias is None else out + bias
+
+
+def _where_rule(dispatch, args, kwargs):
+    if len(args) != 3 or kwargs:
+        return None
+    level = _top_level(args)
+    rank = max(_ndim(a) for a in args)
+    values = [_pad_batched(a.value, rank) if _is_batched(a) and a.level == level else a
+              for a in args]
+    return BatchedTensor(dispatch(*values), level)
 
 
 def _like_rule(original, args, kwargs):
@@ -700,7 +740,7 @@ _FUNCTION_RULES = {
     "mv": lambda o, a, k: _matmul(a[0], a[1]), "bmm": lambda o, a, k: _matmul(a[0], a[1]),
     "cross_entropy": _cross_entropy_rule, "mse_loss": _pointwise_loss("mse_loss"),
     "l1_loss": _pointwise_loss("l1_loss"),
-    "is_tensor": _is_tensor_rule,
+    "is_tensor": _is_tensor_rule, "where": _where_rule,
 }
 for _name in ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"):
     _FUNCTION_RULES[_name] = _like_rule
@@ -805,7 +845,14 @@ def _unpatch():
 
 def redirect(fn):
     """The dispatching wrapper of a public function (``vmap(tapegrad.dot)``), else fn."""
-    return _by_original.get(id(fn), fn)
+    wrapper = _by_original.get(id(fn))
+    if wrapper is None:
+        name = getattr(fn, "__name__", None)
+        for module in _namespaces() if isinstance(name, str) else ():
+            if vars(module).get(name) is fn:
+                wrapper = _wrapper_for(module, name, fn)
+                break
+    return wrapper or fn
 
 
 class _level:

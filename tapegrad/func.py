@@ -78,7 +78,9 @@ def _flatten(tree):
             for (_, sub), n in zip(parts, counts):
                 out.append(sub(leaves[at:at + n]))
                 at += n
-            return type(tree)(out) if not hasattr(tree, "_fields") else type(tree)(*out)
+            if hasattr(type(tree), "_make"):           # a namedtuple
+                return type(tree)._make(out)
+            return type(tree)(out)                     # tuple, list, a return_types tuple
         return [leaf for p in parts for leaf in p[0]], rebuild
     if isinstance(tree, dict):
         keys = list(tree)
