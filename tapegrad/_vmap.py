@@ -118,7 +118,8 @@ class BatchedTensor:
         if not callable(attr):
             raise RuntimeError(f"vmap: the attribute Tensor.{name} of a batched tensor is not "
                                f"supported")
-        method = getattr(_core.TensorBase, name, None) or getattr(type(self.value), name)
+        def method(sample, *args, **kwargs):
+            return getattr(sample, name)(*args, **kwargs)
 
         def per_sample(*args, **kwargs):
             return _loop(method, name, (self,) + args, kwargs)
@@ -219,17 +220,15 @@ def _loop(fn, name, args, kwargs):
     results = [fn(*[slice_at(a, i) for a in args], **{k: slice_at(v, i)
                                                        for k, v in kwargs.items()})
                for i in range(size)]
-    if name.endswith("_") and not name.endswith("__") and args and results and \
-            all(r is s for r, s in zip(results, [slice_at(args[0], i) for i in range(size)])):
-        return args[0]
+    if name.endswith("_") and not name.endswith("__") and args:
+        return args[0]          # an in-place op: it wrote into the samples' views of args[0]
     return _stack_results(results, level, name)
 
 
 def _stack_results(results, level, name):
     first = results[0]
     if isinstance(first, _core.TensorBase) or type(first) is BatchedTensor:
-        from . import stack
-        return BatchedTensor(_dispatching("stack", stack)(list(results)), level)
+        return BatchedTensor(function("stack")(list(results)), level)
     if isinstance(first, (tuple, list)):
         columns = [_stack_results([r[k] for r in results], level, name) for k in range(len(first))]
         return columns if isinstance(first, list) else _same_kind(first, columns)
@@ -256,7 +255,14 @@ def _dims_at(dim, rank):
 
 
 def _unary(name):
+    """An op on one tensor (extra arguments scalars, or unbatched tensors that broadcast into
+    the sample: anything else runs per sample)."""
     def rule(self, *args, **kwargs):
+        for a in list(args) + list(kwargs.values()):
+            if type(a) is BatchedTensor or (isinstance(a, _core.TensorBase) and
+                                            a.dim() > self.dim()):
+                return _loop(lambda x, *r, **k: getattr(x, name)(*r, **k), name,
+                             (self,) + args, kwargs)
         out = getattr(self.value, name)(*args, **kwargs)
         if name.endswith("_") and out is self.value:
             return self
@@ -286,7 +292,8 @@ def _binary(name, reflected=False):
         level, va, vb = _align(a, b)
         if name.endswith("_") and not name.startswith("__"):
             if not (_is_batched(a) and a.level == level):
-                return _loop(getattr(type(a), name), name, (a, b) + args, kwargs)
+                return _loop(lambda x, *r, **k: getattr(x, name)(*r, **k), name,
+                             (a, b) + args, kwargs)
             getattr(va, name)(vb, *args, **kwargs)
             return a
         if reflected:
@@ -330,7 +337,7 @@ def _reduction(name, whole_default=True):
             dim = None
         value = self.value
         if dim is None and not whole_default:
-            return _loop(getattr(_core.TensorBase, name, None) or getattr(type(value), name),
+            return _loop(lambda sample, *a, **k: getattr(sample, name)(*a, **k),
                          name, (self,) + tuple(args), kwargs)
         if rank == 0:
             # a 0-d sample: the op over a size-1 dim (PyTorch accepts dim 0 or -1 here)
@@ -549,8 +556,8 @@ _UNARY = """abs absolute acos arccos acosh asin arcsin asinh atan arctan atanh c
 clone contiguous cos cosh deg2rad detach digamma double erf erfc erfinv exp exp2 expm1 fix float
 floor frac half int lgamma log log10 log1p log2 logit long neg negative bool nan_to_num
 rad2deg reciprocal relu round rsqrt sigmoid sign sgn sin sinc sinh sqrt square tan tanh trunc
-positive softplus cpu conj __neg__ __pos__ __abs__ __invert__ abs_ clamp_ exp_ neg_ relu_
-sigmoid_ tanh_ sqrt_ log_ zero_ fill_ mul_ div_ clamp_min clamp_max masked_fill
+positive cpu conj __neg__ __pos__ __abs__ __invert__ abs_ clamp_ exp_ neg_ relu_
+sigmoid_ tanh_ sqrt_ log_ zero_ fill_ clamp_min clamp_max masked_fill
 pin_memory bfloat16 short byte char cfloat cdouble detach_ uniform_ normal_ tril triu
 """.split()
 
@@ -558,7 +565,7 @@ _BINARY = """add sub subtract mul multiply div divide true_divide floor_divide r
 atan2 arctan2 maximum minimum fmax fmin eq ne lt le gt ge hypot logaddexp xlogy copysign
 __add__ __sub__ __mul__ __truediv__ __floordiv__ __mod__ __pow__ __eq__ __ne__ __lt__ __le__
 __gt__ __ge__ __and__ __or__ __xor__ logical_and logical_or logical_xor bitwise_and bitwise_or
-add_ sub_ copy_""".split()
+add_ sub_ mul_ div_ copy_""".split()
 
 _REFLECTED = {"__radd__": "__add__", "__rsub__": "__sub__", "__rmul__": "__mul__",
               "__rtruediv__": "__truediv__", "__rfloordiv__": "__floordiv__",
@@ -888,11 +895,16 @@ def original(fn):
 
 # -- what the autodiff transforms of tapegrad.func need inside a vmap ------------------------------
 
+_functions: dict = {}
+
+
 def function(name):
     """tapegrad.<name> as a dispatching function (the original when nothing is batched)."""
-    import tapegrad
-    fn = original(getattr(tapegrad, name))
-    return _dispatching(name, fn)
+    fn = _functions.get(name)
+    if fn is None:
+        import tapegrad
+        fn = _functions[name] = _dispatching(name, original(getattr(tapegrad, name)))
+    return fn
 
 
 def active() -> bool:

@@ -50,8 +50,8 @@ def _transform_level():
 
 
 # Functions that take BatchedTensors as well as tensors (the originals when nothing is batched).
-zeros_like = _vmap.function("zeros_like")
-stack = _vmap.function("stack")
+_zeros_like = _vmap.function("zeros_like")
+_stack = _vmap.function("stack")
 
 
 def _autograd_grad(outputs, inputs, grad_outputs=None, **kwargs):
@@ -111,7 +111,7 @@ def _finish(t):
 def _zero_filled_grad(outputs, inputs, grad_outputs=None, create_graph=True):
     grads = _autograd_grad(outputs, inputs, grad_outputs, retain_graph=True,
                            create_graph=create_graph, allow_unused=True)
-    return [zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
+    return [_zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
 
 
 # -- grad ------------------------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             if output.requires_grad:
                 grads = _zero_filled_grad([output], every)
             else:
-                grads = [zeros_like(leaf) for leaf in every]
+                grads = [_zeros_like(leaf) for leaf in every]
         grads = [_finish(g) for g in grads]
         per_arg, at = [], 0
         for a in nums:
@@ -234,7 +234,7 @@ def vjp(func, *primals, has_aux=False):
             if pairs:
                 grads = _zero_filled_grad([p[0] for p in pairs], leaves, [p[1] for p in pairs])
             else:
-                grads = [zeros_like(x) for x in leaves]
+                grads = [_zeros_like(x) for x in leaves]
         return tuple(rebuild([_finish(g) for g in grads]))
 
     output = out_rebuild([_finish(o) for o in out_leaves])
@@ -249,9 +249,9 @@ def _jvp_of(outputs, inputs, tangents):
     results = []
     for out in outputs:
         if not out.requires_grad:
-            results.append(zeros_like(out))
+            results.append(_zeros_like(out))
             continue
-        u = zeros_like(out).requires_grad_()
+        u = _zeros_like(out).requires_grad_()
         gs = _autograd_grad([out], inputs, [u], retain_graph=True, create_graph=True,
                             allow_unused=True)
         total = None
@@ -260,11 +260,11 @@ def _jvp_of(outputs, inputs, tangents):
                 term = (g * t).sum()
                 total = term if total is None else total + term
         if total is None:
-            results.append(zeros_like(out))
+            results.append(_zeros_like(out))
             continue
         (jv,) = _autograd_grad([total], [u], retain_graph=True, create_graph=True,
                                allow_unused=True)
-        results.append(zeros_like(out) if jv is None else jv)
+        results.append(_zeros_like(out) if jv is None else jv)
     return results
 
 
@@ -394,7 +394,7 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                         pairs = [(o, c) for o, c in zip(out_leaves, cotangents)
                                  if o.requires_grad]
                         if not pairs:
-                            return tuple(zeros_like(x) for x in inputs)
+                            return tuple(_zeros_like(x) for x in inputs)
                         return tuple(_zero_filled_grad([p[0] for p in pairs], inputs,
                                                        [p[1] for p in pairs]))
                 grads = _mapped_in_chunks(rows, stacks, total, chunk_size) if total else \
@@ -706,5 +706,5 @@ def _stack_outputs(name, per_index, out_dims, probed):
         if not -n <= dim < n:
             raise ValueError(f"vmap({name}, ...): out_dim={dim} is out of range for an output "
                              f"of dimensionality {n - 1}")
-        stacked.append(stack(column, dim % n))
+        stacked.append(_stack(column, dim % n))
     return rebuild(stacked)
