@@ -326,6 +326,8 @@ def _reduction(name, whole_default=True):
     """sum/mean/amax/softmax...: ``dim`` (positional or keyword) shifted past the batch; no dim
     reduces every sample dim (``whole_default``; else the op needs a dim: the loop)."""
     def rule(self, *args, **kwargs):
+        if args and (isinstance(args[0], _core.TensorBase) or type(args[0]) is BatchedTensor):
+            return _binary(name)(self, *args, **kwargs)       # max(a, b), min(a, b)
         args = list(args)
         rank = self.dim()
         key = next((k for k in ("dim", "axis") if k in kwargs), None)
@@ -489,12 +491,17 @@ def _is_basic_index(item) -> bool:
 def _getitem(self, index):
     items = index if isinstance(index, tuple) else (index,)
     advanced = [i for i, it in enumerate(items) if not _is_basic_index(it)]
-    # Batched or boolean indices, and advanced indices split by slices (numpy then moves their
-    # dims first, past the batch dim), have no rule.
+    # Batched or boolean indices, and advanced indices split by slices or mixed with integers
+    # (numpy then moves their dims first, before the batch dim), have no rule.
+    if any(_is_batched(it) and it.dtype is _bool_dtype() for it in items):
+        raise RuntimeError("vmap: We do not support batching operators that can support "
+                           "dynamic shape. Attempting to batch over indexing with a boolean "
+                           "mask.")
     if any(_is_batched(it) for it in items) or \
             any(getattr(items[i], "dtype", None) is _bool_dtype() or
                 isinstance(items[i], bool) for i in advanced) or \
-            (advanced and advanced != list(range(advanced[0], advanced[-1] + 1))):
+            (advanced and (advanced != list(range(advanced[0], advanced[-1] + 1)) or
+                           any(isinstance(it, int) for it in items))):
         return _loop(_core.TensorBase.__getitem__, "__getitem__", (self, index), {})
     return BatchedTensor(self.value[(slice(None),) + items], self.level)
 

@@ -56,6 +56,9 @@ SAME = [
     "vmap(lambda b: (b.expand(3, 5), b.unsqueeze(0).expand_as(lib.ones(2, 5))))(B)",
     "vmap(lambda a: (a[0], a[:, 1:3], a[..., -1], a[1, 2], a[None, :2]))(A)",
     "vmap(lambda a: a[lib.tensor([2, 0])])(A)",
+    "vmap(lambda a: (a[[0, 2]], a[:, [4, 1]], a[lib.tensor([1, 0]), 3]))(A)",
+    "vmap(lambda a: (a[lib.tensor([2, 1]), :, None], a[1, lib.tensor([0, 0, 4])]))(A)",
+    "vmap(lambda b: (b.max(V), lib.max(b, V), b.min(V), lib.minimum(V, b)))(B)",
     "vmap(lambda a: (lib.stack([a, a * 2]), lib.stack([a, a], 2), lib.cat([a, a], 1)))(A)",
     "vmap(lambda a: lib.stack([a[0], V]))(A)",
     "vmap(lambda a: lib.cat([a, lib.zeros(1, 5, dtype=lib.float64)]))(A)",
@@ -95,6 +98,7 @@ ERRORS = [
     "vmap(lambda a: (a, a.sum()), out_dims=(0, None))(A)",
     "vmap(lambda a: a + lib.randn(5))(A)",
     "vmap(lambda a: a.sum(3))(A)",
+    "vmap(lambda a: a[a > 0].sum())(A)",
 ]
 
 
