@@ -747,6 +747,11 @@ def _is_tensor_rule(original, args, kwargs):
     return True
 
 
+# nn.functional activations that act elementwise (any extra arguments are scalars)
+_ELEMENTWISE_F = set("""relu relu6 elu selu celu gelu silu mish leaky_relu hardtanh hardswish
+hardsigmoid logsigmoid softplus softsign tanhshrink softshrink hardshrink threshold sigmoid
+tanh""".split())
+
 _FUNCTION_RULES = {
     "stack": _stack_rule, "cat": _cat_rule, "concat": _cat_rule, "concatenate": _cat_rule,
     "linear": _linear_rule, "matmul": lambda o, a, k: _matmul(a[0], a[1]),
@@ -758,14 +763,26 @@ _FUNCTION_RULES = {
 }
 for _name in ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"):
     _FUNCTION_RULES[_name] = _like_rule
-for _name in set(_UNARY + _REDUCTIONS + _DIM_ONLY) - {"detach", "clone", "to"}:
-    if not _name.startswith("__") and not _name.endswith("_"):
-        _FUNCTION_RULES[_name] = _as_method(_name)
-for _name in ("clone", "detach", "transpose", "permute", "movedim", "moveaxis", "swapaxes",
-              "unsqueeze", "squeeze", "flatten", "select", "narrow", "unbind", "reshape", "t",
-              "split", "chunk", "tensor_split", "relu", "gelu", "silu", "elu", "leaky_relu",
-              "hardtanh", "logsigmoid", "softplus", "tanh", "sigmoid"):
+def _elementwise_function(dispatch, args, kwargs):
+    """An elementwise function (tapegrad.sin, F.relu(x, inplace=...), F.dropout...) of one
+    batched tensor: the same function on its value."""
+    x = args[0] if args else kwargs.pop("input", None)
+    if not _is_batched(x) or any(_is_batched(a) or isinstance(a, _core.TensorBase)
+                                 for a in _leaves(args[1:], kwargs)):
+        return None
+    return BatchedTensor(dispatch(x.value, *args[1:], **kwargs), x.level)
+
+
+for _name in set(_REDUCTIONS + _DIM_ONLY):
     _FUNCTION_RULES[_name] = _as_method(_name)
+for _name in ("transpose", "permute", "movedim", "moveaxis", "swapaxes", "unsqueeze",
+              "squeeze", "flatten", "select", "narrow", "unbind", "reshape", "t", "split",
+              "chunk", "tensor_split"):
+    _FUNCTION_RULES[_name] = _as_method(_name)
+for _name in set(_UNARY) | _ELEMENTWISE_F | {"dropout", "alpha_dropout", "feature_alpha_dropout"}:
+    if not _name.startswith("__") and _name not in ("to", "masked_fill", "clamp", "clip",
+                                                     "tril", "triu", "nan_to_num"):
+        _FUNCTION_RULES[_name] = _elementwise_function
 for _name in _BINARY:
     if not _name.startswith("__") and not _name.endswith("_"):
         _FUNCTION_RULES[_name] = _binary_function(_name)
@@ -784,21 +801,10 @@ def _dispatching(name, original):
             out = rule(dispatch, args, dict(kwargs))
             if out is not None:
                 return out
-        if name in ("gelu", "silu", "elu", "leaky_relu", "hardtanh", "logsigmoid", "softplus",
-                    "dropout") or name in _ELEMENTWISE_F:
-            x = args[0] if args else kwargs.pop("input")
-            if _is_batched(x) and not any(_is_batched(a) for a in
-                                          _leaves(args[1:], kwargs)):
-                return BatchedTensor(dispatch(x.value, *args[1:], **kwargs), x.level)
         return _loop(dispatch, name, args, kwargs)
     dispatch.__wrapped_for_vmap__ = original
     return dispatch
 
-
-# nn.functional activations that act elementwise (any extra arguments are scalars)
-_ELEMENTWISE_F = set("""relu relu6 elu selu celu gelu silu mish leaky_relu hardtanh hardswish
-hardsigmoid logsigmoid softplus softsign tanhshrink softshrink hardshrink threshold sigmoid
-tanh""".split())
 
 _SKIP = {"vmap", "compile", "is_grad_enabled", "set_grad_enabled", "manual_seed", "seed",
          "initial_seed", "get_rng_state", "set_rng_state", "save", "load", "no_grad",
