@@ -568,6 +568,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
                            f"'same'. Got {randomness}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
+                         f"{chunk_size})")
     name = _func_name(func)
 
     @functools.wraps(func)
@@ -581,6 +584,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         if len(set(sizes)) != 1:
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
                              f"dimension, got sizes {sizes} for the mapped dimension")
+        if chunk_size is not None and chunk_size < sizes[0]:
+            return _vmap_in_chunks(func, name, pairs, rebuilders, sizes[0], in_dims, out_dims,
+                                   randomness, chunk_size, kwargs)
         if randomness != "error":
             return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims, randomness,
                                  kwargs)
@@ -648,6 +654,27 @@ def _unbatch_outputs(name, result, out_dims, level, size):
             out.append(leaf)
             continue
         out.append(_vmap.unbatch(leaf, level, size, dim))
+    return rebuild(out)
+
+
+def _vmap_in_chunks(func, name, pairs, rebuilders, size, in_dims, out_dims, randomness,
+                    chunk_size, kwargs):
+    """vmap over ``chunk_size`` samples at a time, the chunks' outputs concatenated."""
+    whole = vmap(func, in_dims, out_dims, randomness)
+    state = default_generator.get_state()
+    per_chunk = []
+    for start in range(0, size, chunk_size):
+        if randomness == "same":
+            default_generator.set_state(state)
+        n = min(chunk_size, size - start)
+        leaves = [leaf if d is None else leaf.narrow(d, start, n) for leaf, d in pairs]
+        per_chunk.append(_flatten(whole(*_rebuild_args(rebuilders, leaves), **kwargs)))
+    leaves0, rebuild = per_chunk[0]
+    dims = _out_dims_per_leaf(name, out_dims, len(leaves0))
+    cat = _vmap.function("cat")
+    out = [leaves0[k] if dim is None else
+           cat([chunk[0][k] for chunk in per_chunk], dim % (leaves0[k].dim()))
+           for k, dim in enumerate(dims)]
     return rebuild(out)
 
 

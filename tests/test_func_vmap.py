@@ -77,6 +77,9 @@ SAME = [
     "vmap(lambda a, v: (a, v), in_dims=(0, None), out_dims=(1, None))(A, V)",
     "vmap(lambda d: d['x'] @ d['w'].T, in_dims=({'x': 0, 'w': None},))({'x': A, 'w': W})",
     "vmap(lambda b: lib.ones(2, dtype=lib.float64))(B)",
+    "vmap(lambda a, v: (a.sum(0) * v, v), in_dims=(1, None), out_dims=(1, 0), "
+    "chunk_size=2)(A, V)",
+    "vmap(lambda b: b.exp(), chunk_size=3)(B)",
     # nesting and transforms inside vmap
     "vmap(vmap(lambda v: v.sin() @ V))(A)",
     "vmap(vmap(lambda x, y: x * y), in_dims=(0, None))(A, A[0])",
@@ -101,6 +104,7 @@ ERRORS = [
     "vmap(lambda a: a + lib.randn(5))(A)",
     "vmap(lambda a: a.sum(3))(A)",
     "vmap(lambda a: a[a > 0].sum())(A)",
+    "vmap(lambda a: a, chunk_size=0)(A)",
 ]
 
 
