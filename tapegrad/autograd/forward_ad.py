@@ -37,6 +37,9 @@ __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "un
 _levels: list = []
 # How many unpack sweeps are running (custom Functions with a jvp cut their inputs off then).
 _unpacking = 0
+# A serial number per opened level, parallel to _levels.
+_serials: list = []
+_next_serial = 0
 
 
 class UnpackedDualTensor(namedtuple("UnpackedDualTensor", ["primal", "tangent"])):
@@ -50,7 +53,10 @@ def enter_dual_level() -> int:
     if _levels:
         raise RuntimeError("Currently only a single dual level is supported and there is "
                            "already one active.")
+    global _next_serial
     _levels.append([])
+    _next_serial += 1
+    _serials.append(_next_serial)
     return len(_levels) - 1
 
 
@@ -60,6 +66,7 @@ def exit_dual_level(*, level=None) -> None:
         raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
                            "was created. This is not supported.")
     _levels.pop()
+    _serials.pop()
 
 
 class dual_level(contextlib.ContextDecorator):
@@ -163,8 +170,10 @@ def _function_jvp(cls, ctx, args, out) -> None:
     if len(results) != len(outs):
         raise RuntimeError(f"{cls.__name__}.jvp returned an incorrect number of tangents "
                            f"(expected {len(outs)}, got {len(results)})")
-    ctx._tangent_source = True
     level = _levels[-1]
+    # only that level's unpack sweeps stop at this record (its serial: a reference to the level
+    # would make a cycle ctx -> level -> output -> record -> ctx through the tape)
+    ctx._tangent_source = _serials[-1]
     for o, t in zip(outs, results):
         if t is None or not isinstance(o, _core.TensorBase):
             continue

@@ -396,9 +396,10 @@ def _backward(ctx, grads, create_graph=False):
     wrap = _core.wrap_array
     cls = ctx._forward_cls
     name = type(ctx).__name__
-    if ctx.__dict__.get("_tangent_source"):
+    source = ctx.__dict__.get("_tangent_source")
+    if source is not None:
         forward_ad = sys.modules["tapegrad.autograd.forward_ad"]
-        if forward_ad._unpacking:
+        if forward_ad._unpacking and forward_ad._serials and forward_ad._serials[-1] == source:
             # Its outputs carry tangents from its jvp: an unpack sweep stops here.
             return (None,) * len(ctx._input_meta)
     n_out = len(ctx._output_meta)
