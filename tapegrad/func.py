@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import weakref
 
 from . import _core, _vmap, eye, zeros
 from .autograd import grad as _plain_grad
@@ -94,18 +95,69 @@ def _tracked(x):
     outer transform still reaches it) when x is already in a graph, else a fresh leaf.  Inside
     a vmap it is batched at every level, so that its gradient is one per sample."""
     if _vmap.active():
-        return _vmap.at_all_levels(x, leaf=True)
+        return _internal(_vmap.at_all_levels(x, leaf=True))
     if x.requires_grad:
         return x.view_as(x)
-    return x.detach().requires_grad_()
+    return _internal(x.detach().requires_grad_())
 
 
-def _finish(t):
-    """A result as the caller sees it: with its graph inside an enclosing transform (or when
-    the inputs themselves carry one), plain at the outermost level."""
+# The leaves the transforms make (fresh inputs, dummy cotangents): a result whose graph reaches
+# no other leaf depends on nothing the caller differentiates.
+# (id -> weak reference: tensors compare elementwise, so no WeakSet)
+_internal_leaves: dict = {}
+
+
+def _internal(leaf):
+    tensor = _vmap._peel(leaf)[0]
+    key = id(tensor)
+    _internal_leaves[key] = weakref.ref(tensor, lambda _, key=key: _internal_leaves.pop(key,
+                                                                                       None))
+    return leaf
+
+
+def _is_internal(tensor) -> bool:
+    ref = _internal_leaves.get(id(tensor))
+    return ref is not None and ref() is tensor
+
+
+def _reaches_outer_leaf(t) -> bool:
+    """Whether t's graph reaches a leaf that requires grad and is not one of the transforms'
+    own (a tensor of the caller's: an input that requires grad, or one the function closes
+    over)."""
+    t = _vmap._peel(t)[0]
+    if t.grad_fn is None:
+        return not _is_internal(t)
+    seen, stack = {}, [t.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen[id(node)] = node          # (held, so that ids are not reused during the walk)
+        if type(node).__name__ == "AccumulateGrad":
+            if not _is_internal(node.variable):
+                return True
+            continue
+        stack.extend(f for f, _ in node.next_functions)
+    return False
+
+
+def _outer(outputs) -> bool:
+    """Whether the function's outputs depend on tensors of the caller's that require grad:
+    then so may the derivatives computed from their graph (which holds nothing else of the
+    caller's), and the results keep their graph."""
+    return any(_is_tensor(o) and o.requires_grad and _reaches_outer_leaf(o) for o in outputs)
+
+
+def _finish(t, outer):
+    """A result as the caller sees it: with its graph inside an enclosing transform, or at the
+    outermost level when the function depends on tensors of the caller's that require grad
+    (``outer``: PyTorch's transforms compose with autograd, so a MAML-style loss
+    backpropagates through a gradient); plain otherwise."""
     if t is None or not _is_tensor(t):
         return t
-    return t if _depth > 0 or not t.requires_grad else t.detach()
+    if _depth > 0 or not t.requires_grad or outer:
+        return t
+    return t.detach()
 
 
 def _zero_filled_grad(outputs, inputs, grad_outputs=None, create_graph=True):
@@ -169,20 +221,21 @@ def grad_and_value(func, argnums=0, has_aux=False):
                 grads = _zero_filled_grad([output], every)
             else:
                 grads = [_zeros_like(leaf) for leaf in every]
-        grads = [_finish(g) for g in grads]
+        outer = _depth == 0 and _outer([output])
+        grads = [_finish(g, outer) for g in grads]
         per_arg, at = [], 0
         for a in nums:
             leaves, rebuild = flat[a]
             per_arg.append(rebuild(grads[at:at + len(leaves)]))
             at += len(leaves)
         gradient = tuple(per_arg) if isinstance(argnums, tuple) else per_arg[0]
-        value = _finish(output)
+        value = _finish(output, outer)
         if has_aux:
             aux_leaves, aux_rebuild = _flatten(aux)
             for leaf in aux_leaves:
                 if not _is_tensor(leaf):
                     raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
-            return gradient, (value, aux_rebuild([_finish(x) for x in aux_leaves]))
+            return gradient, (value, aux_rebuild([_finish(x, _outer([x])) for x in aux_leaves]))
         return gradient, value
     return wrapper
 
@@ -235,9 +288,10 @@ def vjp(func, *primals, has_aux=False):
                 grads = _zero_filled_grad([p[0] for p in pairs], leaves, [p[1] for p in pairs])
             else:
                 grads = [_zeros_like(x) for x in leaves]
-        return tuple(rebuild([_finish(g) for g in grads]))
+        return tuple(rebuild([_finish(g, outer) for g in grads]))
 
-    output = out_rebuild([_finish(o) for o in out_leaves])
+    outer = _depth == 0 and _outer(out_leaves)
+    output = out_rebuild([_finish(o, outer) for o in out_leaves])
     if has_aux:
         return output, vjp_fn, aux
     return output, vjp_fn
@@ -251,7 +305,7 @@ def _jvp_of(outputs, inputs, tangents):
         if not out.requires_grad:
             results.append(_zeros_like(out))
             continue
-        u = _zeros_like(out).requires_grad_()
+        u = _internal(_zeros_like(out).requires_grad_())
         gs = _autograd_grad([out], inputs, [u], retain_graph=True, create_graph=True,
                             allow_unused=True)
         total = None
@@ -294,8 +348,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             result, aux = result
         out_leaves, out_rebuild = _flatten(result)
         jv = _jvp_of(out_leaves, leaves, tangent_leaves)
-    output = out_rebuild([_finish(o) for o in out_leaves])
-    tangent_out = out_rebuild([_finish(j) for j in jv])
+    outer = _depth == 0 and _outer(out_leaves)
+    output = out_rebuild([_finish(o, outer) for o in out_leaves])
+    tangent_out = out_rebuild([_finish(j, outer) for j in jv])
     if has_aux:
         return output, tangent_out, aux
     return output, tangent_out
@@ -406,12 +461,13 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                         blocks[i][j] = grads[j].narrow(0, at, m).reshape(tuple(o.shape) +
                                                                          tuple(x.shape))
                     at += m
+        outer = _depth == 0 and _outer(out_leaves)
         results = []
         for i in range(len(out_leaves)):
             per_input, at = [], 0
             for a in nums:
                 leaves, rebuild = per_arg[a]
-                per_input.append(rebuild([_finish(b) for b in
+                per_input.append(rebuild([_finish(b, outer) for b in
                                           blocks[i][at:at + len(leaves)]]))
                 at += len(leaves)
             results.append(tuple(per_input) if isinstance(argnums, tuple) else per_input[0])
