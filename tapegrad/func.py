@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import weakref
 
-from . import _core, _vmap, eye, zeros
+from . import _core, _transform_leaves, _vmap, eye, zeros
 from .autograd import grad as _plain_grad
 from .grad_mode import enable_grad
 from .random import default_generator
@@ -101,44 +100,14 @@ def _tracked(x):
     return _internal(x.detach().requires_grad_())
 
 
-# The leaves the transforms make (fresh inputs, dummy cotangents): a result whose graph reaches
-# no other leaf depends on nothing the caller differentiates.
-# (id -> weak reference: tensors compare elementwise, so no WeakSet)
-_internal_leaves: dict = {}
-
-
 def _internal(leaf):
-    tensor = _vmap._peel(leaf)[0]
-    key = id(tensor)
-    _internal_leaves[key] = weakref.ref(tensor, lambda _, key=key: _internal_leaves.pop(key,
-                                                                                       None))
+    """A leaf this transform made (the tensor under any BatchedTensor wrappers is recorded)."""
+    _transform_leaves.mark(_vmap._peel(leaf)[0])
     return leaf
 
 
-def _is_internal(tensor) -> bool:
-    ref = _internal_leaves.get(id(tensor))
-    return ref is not None and ref() is tensor
-
-
 def _reaches_outer_leaf(t) -> bool:
-    """Whether t's graph reaches a leaf that requires grad and is not one of the transforms'
-    own (a tensor of the caller's: an input that requires grad, or one the function closes
-    over)."""
-    t = _vmap._peel(t)[0]
-    if t.grad_fn is None:
-        return not _is_internal(t)
-    seen, stack = {}, [t.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen[id(node)] = node          # (held, so that ids are not reused during the walk)
-        if type(node).__name__ == "AccumulateGrad":
-            if not _is_internal(node.variable):
-                return True
-            continue
-        stack.extend(f for f, _ in node.next_functions)
-    return False
+    return _transform_leaves.reaches_outer_leaf(_vmap._peel(t)[0])
 
 
 def _outer(outputs) -> bool:

@@ -237,3 +237,28 @@ def test_functorch_matches_torch(torch):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     for a, b in zip(our_state, their_state):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _forward_over_reverse(lib):
+    fw = lib.autograd.forward_ad
+    p = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+    q = lib.tensor([0.5, -1.0], dtype=lib.float64)
+    tv = lib.ones(2, dtype=lib.float64, requires_grad=True)
+    with fw.dual_level():
+        t = fw.unpack_dual((fw.make_dual(p, lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64))
+                            .sin() * p).sum()).tangent
+        flags = [t.requires_grad]
+        t.backward()
+        plain = fw.unpack_dual(fw.make_dual(q, lib.ones(2, dtype=lib.float64)).exp()).tangent
+        flags.append(plain.requires_grad)
+        t3 = fw.unpack_dual((fw.make_dual(q, tv) ** 2).sum()).tangent
+        flags.append(t3.requires_grad)
+        t3.backward()
+    return flags, p.grad.numpy(), tv.grad.numpy()
+
+
+def test_tangents_are_differentiable_as_torch(torch):
+    ours, theirs = _forward_over_reverse(tg), _forward_over_reverse(torch)
+    assert ours[0] == theirs[0] == [True, False, True]
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12)
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-12)

@@ -11,7 +11,9 @@ trick: for a dummy cotangent u, ``g(u) = J^T u`` is linear in u, so the gradient
 ``sum_i <g_i(u), tangent_i>`` with respect to u is ``J tangent`` (two reverse passes per
 unpack).  Values equal PyTorch's forward-mode results; differences: a dual tensor (and what is
 computed from it) has ``requires_grad=True`` (it lives on the reverse tape), and ops without a
-twice-differentiable backward give no tangent.
+twice-differentiable backward give no tangent.  A tangent that depends on tensors of the
+caller's that require grad (through a primal or a tangent) is differentiable, as PyTorch's
+(forward-over-reverse).
 
 Custom ``autograd.Function``s with a ``jvp`` staticmethod: as in PyTorch, ``apply`` calls ``jvp``
 once, eagerly, with the tangents of the Function's inputs (None for an input without one), and
@@ -26,7 +28,7 @@ from __future__ import annotations
 import contextlib
 from collections import namedtuple
 
-from .. import _core
+from .. import _core, _transform_leaves
 from ..creation import zeros_like as _zeros_like
 from ..grad_mode import enable_grad
 
@@ -100,7 +102,7 @@ def make_dual(tensor, tangent, *, level=None):
                          f"{tangent.dtype}")
     with enable_grad():
         dual = tensor.view_as(tensor) if tensor.requires_grad else \
-            tensor.detach().requires_grad_()
+            _transform_leaves.mark(tensor.detach().requires_grad_())
     _levels[-1].append((dual, tangent))    # the object itself: unpack_dual hands it back
     return dual
 
@@ -128,7 +130,7 @@ def _tangent_of(tensor, duals):
     _unpacking += 1
     try:
         with enable_grad():
-            u = _zeros_like(tensor).requires_grad_()
+            u = _transform_leaves.mark(_zeros_like(tensor).requires_grad_())
             grads = _grad([tensor], inputs, [u], retain_graph=True, create_graph=True,
                           allow_unused=True)
             total = None
@@ -138,7 +140,10 @@ def _tangent_of(tensor, duals):
                     total = term if total is None else total + term
             if total is None:
                 return _zeros_like(tensor) if any(g is not None for g in grads) else None
-            (jv,) = _grad([total], [u], retain_graph=True, allow_unused=True)
+            # The tangent is differentiable, as PyTorch's, when it depends on tensors of the
+            # caller's that require grad (through the primal's graph or the tangents).
+            (jv,) = _grad([total], [u], retain_graph=True, allow_unused=True,
+                          create_graph=_transform_leaves.reaches_outer_leaf(total))
     finally:
         _unpacking -= 1
     return jv if jv is not None else _zeros_like(tensor)
