@@ -30,8 +30,15 @@ import threading
 
 from . import _core
 
-# The vmaps running, outermost first: [level id, batch size].
-_stack: list = []
+# The vmaps running in this thread, outermost first: [level id, batch size].
+_local = threading.local()
+
+
+def _running() -> list:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
 _lock = threading.Lock()
 _patched: dict = {}       # namespace module -> its own class, while any vmap runs
 _by_original: dict = {}   # id(original function) -> its dispatching wrapper
@@ -141,7 +148,7 @@ def _top_level(items):
 
 
 def _batch_size(level) -> int:
-    for lvl, size in _stack:
+    for lvl, size in _running():
         if lvl == level:
             return size
     raise RuntimeError("vmap: a BatchedTensor escaped the vmap that created it")
@@ -887,13 +894,14 @@ class _level:
             if _users == 0:
                 _patch()
             _users += 1
-        self.id = (_stack[-1][0] + 1) if _stack else 1
-        _stack.append([self.id, self.size])
+        running = _running()
+        self.id = (running[-1][0] + 1) if running else 1
+        running.append([self.id, self.size])
         return self.id
 
     def __exit__(self, *exc):
         global _users
-        _stack.pop()
+        _running().pop()
         with _lock:
             _users -= 1
             if _users == 0:
@@ -921,7 +929,7 @@ def function(name):
 
 
 def active() -> bool:
-    return bool(_stack)
+    return bool(_running())
 
 
 def _peel(x):
@@ -939,7 +947,7 @@ def at_all_levels(x, leaf):
     requires grad (``leaf``) or a view connected to x's graph when x requires grad: a transform
     differentiating with respect to it then gets one gradient per sample, never their sum."""
     tensor, levels = _peel(x)
-    for k, (level, size) in enumerate(_stack):
+    for k, (level, size) in enumerate(_running()):
         if level not in levels:
             tensor = tensor.unsqueeze(k).expand(tuple(tensor.shape[:k]) + (size,) +
                                                 tuple(tensor.shape[k:]))

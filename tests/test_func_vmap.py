@@ -163,7 +163,7 @@ def test_vmap_matches_torch(torch, expr, no_whole_function_loop, monkeypatch):
     monkeypatch.undo()
     theirs = _as_numpy(eval(expr, _env(torch)))
     _assert_same(ours, theirs)
-    assert not _vmap._stack and not _vmap._patched      # every level closed, classes restored
+    assert not _vmap.active() and not _vmap._patched      # every level closed, classes restored
     assert type(tg.nn.functional) is type(np)
 
 
@@ -177,7 +177,7 @@ def test_vmap_errors_match_torch(torch, expr):
     ours, theirs = caught
     assert isinstance(ours, type(theirs)) or type(theirs) in type(ours).__mro__, \
         (type(ours), type(theirs), ours, theirs)
-    assert not _vmap._stack and not _vmap._patched
+    assert not _vmap.active() and not _vmap._patched
 
 
 @pytest.mark.parametrize("expr, unmapped", [
@@ -266,7 +266,7 @@ def test_unwrapped_function_falls_back_to_the_loop():
         return tanh(a) * 2
     np.testing.assert_allclose(tg.func.vmap(f)(tg.tensor(A)).numpy(), np.tanh(A) * 2,
                                rtol=1e-12)
-    assert not _vmap._stack
+    assert not _vmap.active()
 
 
 def test_chunked_jacobians_equal_unchunked():
@@ -278,3 +278,25 @@ def test_chunked_jacobians_equal_unchunked():
     np.testing.assert_array_equal(tg.func.jacrev(f, chunk_size=2)(x).numpy(), full.numpy())
     with pytest.raises(ValueError, match="chunk_size"):
         tg.func.jacrev(f, chunk_size=0)
+
+
+def test_vmaps_in_threads_keep_their_own_levels():
+    import threading
+    x = tg.tensor(A)
+    expected = np.tanh(A).sum(2) * 2
+    errors = []
+
+    def work():
+        try:
+            for _ in range(20):
+                out = tg.func.vmap(tg.func.vmap(lambda r: r.tanh().sum() * 2))(x)
+                np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+        except Exception as exc:      # reported below, from the main thread
+            errors.append(exc)
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors, errors
+    assert not _vmap.active() and not _vmap._patched
