@@ -638,7 +638,7 @@ BatchedTensor.__hash__ = object.__hash__
 
 def _as_method(name):
     """``fn(x, *args)`` as ``x.name(*args)`` when x is batched (tapegrad.sum, F.softmax...)."""
-    def rule(original, args, kwargs):
+    def rule(dispatch, args, kwargs):
         x = args[0] if args else kwargs.pop("input")
         if not _is_batched(x):
             return None
@@ -655,23 +655,23 @@ def _binary_function(name):
     return rule
 
 
-def _stack_rule(original, args, kwargs):
+def _stack_rule(dispatch, args, kwargs):
     tensors = list(args[0] if args else kwargs.pop("tensors"))
     dim = args[1] if len(args) > 1 else kwargs.pop("dim", 0)
     level = _top_level(tensors)
     rank = _ndim(tensors[0])
     d = dim % (rank + 1) + 1
-    return BatchedTensor(original([_expanded(t, level) for t in tensors], d, **kwargs), level)
+    return BatchedTensor(dispatch([_expanded(t, level) for t in tensors], d, **kwargs), level)
 
 
-def _cat_rule(original, args, kwargs):
+def _cat_rule(dispatch, args, kwargs):
     tensors = [t for t in (args[0] if args else kwargs.pop("tensors"))]
     dim = args[1] if len(args) > 1 else kwargs.pop("dim", 0)
     level = _top_level(tensors)
     rank = max(_ndim(t) for t in tensors)
     d = dim % rank + 1
     parts = [_expanded(t, level) for t in tensors if not (_ndim(t) == 1 and t.shape[0] == 0)]
-    return BatchedTensor(original(parts, d, **kwargs), level)
+    return BatchedTensor(dispatch(parts, d, **kwargs), level)
 
 
 def _linear_rule(dispatch, args, kwargs):
@@ -701,14 +701,14 @@ def _where_rule(dispatch, args, kwargs):
     return BatchedTensor(dispatch(*values), level)
 
 
-def _like_rule(original, args, kwargs):
+def _like_rule(dispatch, args, kwargs):
     x = args[0] if args else kwargs.pop("input")
     if not _is_batched(x) or any(_is_batched(a) for a in args[1:]):
         return None
-    return BatchedTensor(original(x.value, *args[1:], **kwargs), x.level)
+    return BatchedTensor(dispatch(x.value, *args[1:], **kwargs), x.level)
 
 
-def _cross_entropy_rule(original, args, kwargs):
+def _cross_entropy_rule(dispatch, args, kwargs):
     """Class-index targets, sample logits (C,) or (N, C), no weight/ignore_index/smoothing
     arguments: one call on the batch with reduction='none', reduced per sample."""
     logits = args[0] if args else kwargs.pop("input")
@@ -720,9 +720,9 @@ def _cross_entropy_rule(original, args, kwargs):
     level = _top_level((logits, target))
     lv, tv = _expanded(logits, level), _expanded(target, level)
     if logits.dim() == 1:
-        return BatchedTensor(original(lv, tv, reduction="none"), level)
+        return BatchedTensor(dispatch(lv, tv, reduction="none"), level)
     size, n = lv.shape[0], lv.shape[1]
-    per = original(lv.reshape(size * n, lv.shape[2]), tv.reshape(size * n),
+    per = dispatch(lv.reshape(size * n, lv.shape[2]), tv.reshape(size * n),
                    reduction="none").reshape(size, n)
     if reduction == "none":
         return BatchedTensor(per, level)
@@ -730,7 +730,7 @@ def _cross_entropy_rule(original, args, kwargs):
 
 
 def _pointwise_loss(name):
-    def rule(original, args, kwargs):
+    def rule(dispatch, args, kwargs):
         a = args[0] if args else kwargs.pop("input")
         b = args[1] if len(args) > 1 else kwargs.pop("target")
         reduction = kwargs.pop("reduction", "mean")
@@ -740,7 +740,7 @@ def _pointwise_loss(name):
         rank = max(_ndim(a), _ndim(b))
         va = _pad_batched(_expanded(a, level), rank)
         vb = _pad_batched(_expanded(b, level), rank)
-        per = original(va, vb, reduction="none")
+        per = dispatch(va, vb, reduction="none")
         if reduction == "none":
             return BatchedTensor(per, level)
         dims = tuple(range(1, per.dim()))
@@ -750,7 +750,7 @@ def _pointwise_loss(name):
     return rule
 
 
-def _is_tensor_rule(original, args, kwargs):
+def _is_tensor_rule(dispatch, args, kwargs):
     return True
 
 
