@@ -411,15 +411,22 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
             else:
                 stacks, total = _basis_stacks(out_leaves, lambda t: t.dtype)
 
+                # Nested in another transform (hessian's jacfwd(jacrev)), every row is needed
+                # with its graph: func is evaluated again on inputs batched over the basis and
+                # swept once; at the top, rows are sweeps of the one evaluation's graph, as the
+                # un-mapped vjp's (vmap(jacrev(f)) then equals jacrev of the summed batch).
+                batched = _depth > 1
+
                 def rows(*cotangents):
-                    # vmap of the vjp of the one evaluation: the graph is not batched over the
-                    # basis, so each row is one reverse sweep of it (as the un-mapped vjp's)
                     with _transform_level():
-                        pairs = [(o, c) for o, c in zip(out_leaves, cotangents)
-                                 if o.requires_grad]
+                        if batched:
+                            tracked, outs = evaluate()
+                        else:
+                            tracked, outs = inputs, out_leaves
+                        pairs = [(o, c) for o, c in zip(outs, cotangents) if o.requires_grad]
                         if not pairs:
-                            return tuple(_zeros_like(x) for x in inputs)
-                        return tuple(_zero_filled_grad([p[0] for p in pairs], inputs,
+                            return tuple(_zeros_like(x) for x in tracked)
+                        return tuple(_zero_filled_grad([p[0] for p in pairs], tracked,
                                                        [p[1] for p in pairs]))
                 grads = _mapped_in_chunks(rows, stacks, total, chunk_size) if total else \
                     [zeros((0,) + tuple(x.shape), dtype=x.dtype) for x in inputs]
