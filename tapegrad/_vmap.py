@@ -819,11 +819,17 @@ _SKIP = {"vmap", "compile", "is_grad_enabled", "set_grad_enabled", "manual_seed"
          "get_default_dtype", "typename", "is_storage", "from_numpy", "use_deterministic_algorithms"}
 
 
+_namespace_modules: tuple = ()
+
+
 def _namespaces():
-    import tapegrad
-    from tapegrad import linalg, special
-    from tapegrad.nn import functional
-    return (tapegrad, functional, linalg, special)
+    global _namespace_modules
+    if not _namespace_modules:
+        import tapegrad
+        from tapegrad import linalg, special
+        from tapegrad.nn import functional
+        _namespace_modules = (tapegrad, functional, linalg, special)
+    return _namespace_modules
 
 
 _wrappers: dict = {}      # (module name, name) -> (original, its wrapper or None), made once

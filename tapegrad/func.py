@@ -186,11 +186,12 @@ def grad_and_value(func, argnums=0, has_aux=False):
                                    f"scalar Tensor, got tensor with {output.dim()} dims. Maybe "
                                    f"you wanted to use the vjp or jacrev APIs instead?")
             every = [leaf for a in nums for leaf in flat[a][0]]
+            outer = _depth == 1 and _outer([output])
             if output.requires_grad:
-                grads = _zero_filled_grad([output], every)
+                # (the gradient needs a graph inside another transform, or for the caller)
+                grads = _zero_filled_grad([output], every, create_graph=_depth > 1 or outer)
             else:
                 grads = [_zeros_like(leaf) for leaf in every]
-        outer = _depth == 0 and _outer([output])
         grads = [_finish(g, outer) for g in grads]
         per_arg, at = [], 0
         for a in nums:
@@ -254,7 +255,8 @@ def vjp(func, *primals, has_aux=False):
         with _transform_level():
             pairs = [(o, c) for o, c in zip(out_leaves, cot_leaves) if o.requires_grad]
             if pairs:
-                grads = _zero_filled_grad([p[0] for p in pairs], leaves, [p[1] for p in pairs])
+                grads = _zero_filled_grad([p[0] for p in pairs], leaves, [p[1] for p in pairs],
+                                          create_graph=_depth > 1 or outer)
             else:
                 grads = [_zeros_like(x) for x in leaves]
         return tuple(rebuild([_finish(g, outer) for g in grads]))
@@ -416,6 +418,7 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                 # swept once; at the top, rows are sweeps of the one evaluation's graph, as the
                 # un-mapped vjp's (vmap(jacrev(f)) then equals jacrev of the summed batch).
                 batched = _depth > 1
+                create_graph = _depth > 1 or _outer(out_leaves)
 
                 def rows(*cotangents):
                     with _transform_level():
@@ -427,9 +430,15 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                         if not pairs:
                             return tuple(_zeros_like(x) for x in tracked)
                         return tuple(_zero_filled_grad([p[0] for p in pairs], tracked,
-                                                       [p[1] for p in pairs]))
-                grads = _mapped_in_chunks(rows, stacks, total, chunk_size) if total else \
-                    [zeros((0,) + tuple(x.shape), dtype=x.dtype) for x in inputs]
+                                                       [p[1] for p in pairs], create_graph))
+                if not total:
+                    grads = [zeros((0,) + tuple(x.shape), dtype=x.dtype) for x in inputs]
+                elif batched:
+                    grads = _mapped_in_chunks(rows, stacks, total, chunk_size)
+                else:
+                    # vmap of rows over an unbatched graph is a sweep per row: run directly
+                    per_row = [rows(*[s[k] for s in stacks]) for k in range(total)]
+                    grads = [_stack([r[j] for r in per_row]) for j in range(len(inputs))]
                 at = 0
                 for i, o in enumerate(out_leaves):
                     m = o.numel()
