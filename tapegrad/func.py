@@ -14,17 +14,20 @@ through it; at the outermost level results carry no graph.  jvp and jacfwd compu
 products with two reverse passes: for u a dummy cotangent, ``g(u) = J^T u`` is linear in u, and
 the gradient of ``<g(u), v>`` with respect to u is ``J v``.
 
-vmap is a loop: the function runs once per index of the mapped dimension and the results are
-stacked (values, shapes, in_dims/out_dims and randomness semantics are PyTorch's; speed is that of
-the loop, not of a batched kernel).
+vmap runs the function once, on BatchedTensors whose ops apply batching rules (tapegrad/_vmap.py:
+one op on the whole batch per op of the function, an op-level loop for ops without a rule); the
+autodiff transforms above work on BatchedTensors too (a graph built on a batch is differentiated
+once for all samples), so jacrev/jacfwd/hessian under vmap, and vmap of vjp/grad, run batched.
+A function that draws random numbers with randomness='same' or 'different' runs as a loop over
+the samples (each call draws as PyTorch's semantics say).
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 
-from . import _core, eye, stack, zeros, zeros_like
-from .autograd import grad as _autograd_grad
+from . import _core, _transform_leaves, _vmap, eye, zeros
+from .autograd import grad as _plain_grad
 from .grad_mode import enable_grad
 from .random import default_generator
 
@@ -46,8 +49,20 @@ def _transform_level():
         _depth -= 1
 
 
+# Functions that take BatchedTensors as well as tensors (the originals when nothing is batched).
+_zeros_like = _vmap.function("zeros_like")
+_stack = _vmap.function("stack")
+
+
+def _autograd_grad(outputs, inputs, grad_outputs=None, **kwargs):
+    """autograd.grad, through BatchedTensors inside a vmap."""
+    if not _vmap.active():
+        return _plain_grad(outputs, inputs, grad_outputs, **kwargs)
+    return _vmap.grad(_plain_grad, outputs, inputs, grad_outputs, **kwargs)
+
+
 def _is_tensor(x) -> bool:
-    return isinstance(x, _core.TensorBase)
+    return isinstance(x, (_core.TensorBase, _vmap.BatchedTensor))
 
 
 # -- pytrees: tuples, lists and dicts of tensors ----------------------------------------------------
@@ -63,7 +78,9 @@ def _flatten(tree):
             for (_, sub), n in zip(parts, counts):
                 out.append(sub(leaves[at:at + n]))
                 at += n
-            return type(tree)(out) if not hasattr(tree, "_fields") else type(tree)(*out)
+            if hasattr(type(tree), "_make"):           # a namedtuple
+                return type(tree)._make(out)
+            return type(tree)(out)                     # tuple, list, a return_types tuple
         return [leaf for p in parts for leaf in p[0]], rebuild
     if isinstance(tree, dict):
         keys = list(tree)
@@ -74,24 +91,48 @@ def _flatten(tree):
 
 def _tracked(x):
     """x as a tensor this transform can differentiate with respect to: connected to x (so an
-    outer transform still reaches it) when x is already in a graph, else a fresh leaf."""
+    outer transform still reaches it) when x is already in a graph, else a fresh leaf.  Inside
+    a vmap it is batched at every level, so that its gradient is one per sample."""
+    if _vmap.active():
+        return _internal(_vmap.at_all_levels(x, leaf=True))
     if x.requires_grad:
         return x.view_as(x)
-    return x.detach().requires_grad_()
+    return _internal(x.detach().requires_grad_())
 
 
-def _finish(t):
-    """A result as the caller sees it: with its graph inside an enclosing transform (or when
-    the inputs themselves carry one), plain at the outermost level."""
+def _internal(leaf):
+    """A leaf this transform made (the tensor under any BatchedTensor wrappers is recorded)."""
+    _transform_leaves.mark(_vmap._peel(leaf)[0])
+    return leaf
+
+
+def _reaches_outer_leaf(t) -> bool:
+    return _transform_leaves.reaches_outer_leaf(_vmap._peel(t)[0])
+
+
+def _outer(outputs) -> bool:
+    """Whether the function's outputs depend on tensors of the caller's that require grad:
+    then so may the derivatives computed from their graph (which holds nothing else of the
+    caller's), and the results keep their graph."""
+    return any(_is_tensor(o) and o.requires_grad and _reaches_outer_leaf(o) for o in outputs)
+
+
+def _finish(t, outer):
+    """A result as the caller sees it: with its graph inside an enclosing transform, or at the
+    outermost level when the function depends on tensors of the caller's that require grad
+    (``outer``: PyTorch's transforms compose with autograd, so a MAML-style loss
+    backpropagates through a gradient); plain otherwise."""
     if t is None or not _is_tensor(t):
         return t
-    return t if _depth > 0 or not t.requires_grad else t.detach()
+    if _depth > 0 or not t.requires_grad or outer:
+        return t
+    return t.detach()
 
 
 def _zero_filled_grad(outputs, inputs, grad_outputs=None, create_graph=True):
     grads = _autograd_grad(outputs, inputs, grad_outputs, retain_graph=True,
                            create_graph=create_graph, allow_unused=True)
-    return [zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
+    return [_zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
 
 
 # -- grad ------------------------------------------------------------------------------------------
@@ -145,24 +186,26 @@ def grad_and_value(func, argnums=0, has_aux=False):
                                    f"scalar Tensor, got tensor with {output.dim()} dims. Maybe "
                                    f"you wanted to use the vjp or jacrev APIs instead?")
             every = [leaf for a in nums for leaf in flat[a][0]]
+            outer = _depth == 1 and _outer([output])
             if output.requires_grad:
-                grads = _zero_filled_grad([output], every)
+                # (the gradient needs a graph inside another transform, or for the caller)
+                grads = _zero_filled_grad([output], every, create_graph=_depth > 1 or outer)
             else:
-                grads = [zeros_like(leaf) for leaf in every]
-        grads = [_finish(g) for g in grads]
+                grads = [_zeros_like(leaf) for leaf in every]
+        grads = [_finish(g, outer) for g in grads]
         per_arg, at = [], 0
         for a in nums:
             leaves, rebuild = flat[a]
             per_arg.append(rebuild(grads[at:at + len(leaves)]))
             at += len(leaves)
         gradient = tuple(per_arg) if isinstance(argnums, tuple) else per_arg[0]
-        value = _finish(output)
+        value = _finish(output, outer)
         if has_aux:
             aux_leaves, aux_rebuild = _flatten(aux)
             for leaf in aux_leaves:
                 if not _is_tensor(leaf):
                     raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
-            return gradient, (value, aux_rebuild([_finish(x) for x in aux_leaves]))
+            return gradient, (value, aux_rebuild([_finish(x, _outer([x])) for x in aux_leaves]))
         return gradient, value
     return wrapper
 
@@ -212,12 +255,14 @@ def vjp(func, *primals, has_aux=False):
         with _transform_level():
             pairs = [(o, c) for o, c in zip(out_leaves, cot_leaves) if o.requires_grad]
             if pairs:
-                grads = _zero_filled_grad([p[0] for p in pairs], leaves, [p[1] for p in pairs])
+                grads = _zero_filled_grad([p[0] for p in pairs], leaves, [p[1] for p in pairs],
+                                          create_graph=_depth > 1 or outer)
             else:
-                grads = [zeros_like(x) for x in leaves]
-        return tuple(rebuild([_finish(g) for g in grads]))
+                grads = [_zeros_like(x) for x in leaves]
+        return tuple(rebuild([_finish(g, outer) for g in grads]))
 
-    output = out_rebuild([_finish(o) for o in out_leaves])
+    outer = _depth == 0 and _outer(out_leaves)
+    output = out_rebuild([_finish(o, outer) for o in out_leaves])
     if has_aux:
         return output, vjp_fn, aux
     return output, vjp_fn
@@ -229,9 +274,9 @@ def _jvp_of(outputs, inputs, tangents):
     results = []
     for out in outputs:
         if not out.requires_grad:
-            results.append(zeros_like(out))
+            results.append(_zeros_like(out))
             continue
-        u = zeros_like(out).requires_grad_()
+        u = _internal(_zeros_like(out).requires_grad_())
         gs = _autograd_grad([out], inputs, [u], retain_graph=True, create_graph=True,
                             allow_unused=True)
         total = None
@@ -240,11 +285,11 @@ def _jvp_of(outputs, inputs, tangents):
                 term = (g * t).sum()
                 total = term if total is None else total + term
         if total is None:
-            results.append(zeros_like(out))
+            results.append(_zeros_like(out))
             continue
         (jv,) = _autograd_grad([total], [u], retain_graph=True, create_graph=True,
                                allow_unused=True)
-        results.append(zeros_like(out) if jv is None else jv)
+        results.append(_zeros_like(out) if jv is None else jv)
     return results
 
 
@@ -274,8 +319,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             result, aux = result
         out_leaves, out_rebuild = _flatten(result)
         jv = _jvp_of(out_leaves, leaves, tangent_leaves)
-    output = out_rebuild([_finish(o) for o in out_leaves])
-    tangent_out = out_rebuild([_finish(j) for j in jv])
+    outer = _depth == 0 and _outer(out_leaves)
+    output = out_rebuild([_finish(o, outer) for o in out_leaves])
+    tangent_out = out_rebuild([_finish(j, outer) for j in jv])
     if has_aux:
         return output, tangent_out, aux
     return output, tangent_out
@@ -283,17 +329,39 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 
 # -- Jacobians -------------------------------------------------------------------------------------
 
-def _basis_rows(t):
-    """The standard basis of t's space, one tensor of t's shape per element."""
-    n = t.numel()
-    identity = eye(n, dtype=t.dtype)
-    return [identity[i].reshape(tuple(t.shape)) for i in range(n)]
+def _basis_stacks(tensors, dtype_of):
+    """The standard basis of the tensors' joint space, stacked: one tensor per given tensor,
+    of shape (total numel, *its shape), row k the k-th basis vector's part."""
+    total = sum(t.numel() for t in tensors)
+    stacks, at = [], 0
+    for t in tensors:
+        n = t.numel()
+        part = eye(total, dtype=dtype_of(t))[:, at:at + n] if total else \
+            zeros((0, 0), dtype=dtype_of(t))
+        stacks.append(part.reshape((total,) + tuple(t.shape)))
+        at += n
+    return stacks, total
 
 
-def _jacobian(func, argnums, has_aux, forward):
+def _mapped_in_chunks(fn, stacks, total, chunk_size, randomness="error"):
+    """vmap(fn)(*stacks) (each result leaf stacked on dim 0), ``chunk_size`` rows at a time."""
+    if chunk_size is None or chunk_size >= total:
+        return list(vmap(fn, randomness=randomness)(*stacks))
+    parts = [vmap(fn, randomness=randomness)(*[s.narrow(0, at, min(chunk_size, total - at))
+                                               for s in stacks])
+             for at in range(0, total, chunk_size)]
+    cat = _vmap.function("cat")
+    return [cat([p[k] for p in parts]) for k in range(len(parts[0]))]
+
+
+def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="error"):
+    name = "jacfwd" if forward else "jacrev"
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError(f"{name}: `chunk_size` should be greater than 0.")
+
     @functools.wraps(func)
     def wrapper(*args):
-        nums = _argnums_tuple(argnums, len(args), "jacrev")
+        nums = _argnums_tuple(argnums, len(args), name)
         with _transform_level():
             args = list(args)
             per_arg = {}
@@ -302,38 +370,89 @@ def _jacobian(func, argnums, has_aux, forward):
                 leaves = [_tracked(x) for x in leaves]
                 per_arg[a] = (leaves, rebuild)
                 args[a] = rebuild(leaves)
-            result = func(*args)
-            aux = None
-            if has_aux:
-                result, aux = result
-            out_leaves, out_rebuild = _flatten(result)
             inputs = [leaf for a in nums for leaf in per_arg[a][0]]
+
+            def outputs_at(new_inputs):
+                call, at = list(args), 0
+                for a in nums:
+                    count = len(per_arg[a][0])
+                    call[a] = per_arg[a][1](new_inputs[at:at + count])
+                    at += count
+                result = func(*call)
+                return result if has_aux else (result, None)
+
+            # One evaluation: the outputs (and aux).  jacrev: vmap over the outputs' basis of
+            # its vector-Jacobian product.  jacfwd: vmap over the inputs' basis of a
+            # Jacobian-vector product, func evaluated again on inputs batched over the basis
+            # (all columns in one batched evaluation and one pair of reverse sweeps).
+            result, aux = outputs_at(inputs)
+            out_leaves, out_rebuild = _flatten(result)
+
+            def evaluate():
+                tracked = [_tracked(x) for x in inputs]
+                return tracked, _flatten(outputs_at(tracked)[0])[0]
+
             # blocks[i][j]: d output i / d input j, shape out_i.shape + in_j.shape
             blocks = [[None] * len(inputs) for _ in out_leaves]
             if forward:
+                stacks, total = _basis_stacks(inputs, lambda t: t.dtype)
+
+                def columns(*tangents):
+                    with _transform_level():
+                        tracked, outs = evaluate()
+                        return tuple(_jvp_of(outs, tracked, list(tangents)))
+                cols = _mapped_in_chunks(columns, stacks, total, chunk_size, randomness) if \
+                    total else [zeros((0,) + tuple(o.shape), dtype=o.dtype) for o in out_leaves]
+                at = 0
                 for j, x in enumerate(inputs):
-                    columns = [_jvp_of(out_leaves, inputs,
-                                       [e if k == j else zeros_like(inputs[k])
-                                        for k in range(len(inputs))])
-                               for e in _basis_rows(x)]
+                    n = x.numel()
                     for i, o in enumerate(out_leaves):
-                        stacked = stack([c[i] for c in columns], -1) if columns else \
-                            zeros(tuple(o.shape) + (0,), dtype=o.dtype)
-                        blocks[i][j] = stacked.reshape(tuple(o.shape) + tuple(x.shape))
+                        part = cols[i].narrow(0, at, n).reshape((n, o.numel()))
+                        blocks[i][j] = part.t().reshape(tuple(o.shape) + tuple(x.shape))
+                    at += n
             else:
+                stacks, total = _basis_stacks(out_leaves, lambda t: t.dtype)
+
+                # Nested in another transform (hessian's jacfwd(jacrev)), every row is needed
+                # with its graph: func is evaluated again on inputs batched over the basis and
+                # swept once; at the top, rows are sweeps of the one evaluation's graph, as the
+                # un-mapped vjp's (vmap(jacrev(f)) then equals jacrev of the summed batch).
+                batched = _depth > 1
+                create_graph = _depth > 1 or _outer(out_leaves)
+
+                def rows(*cotangents):
+                    with _transform_level():
+                        if batched:
+                            tracked, outs = evaluate()
+                        else:
+                            tracked, outs = inputs, out_leaves
+                        pairs = [(o, c) for o, c in zip(outs, cotangents) if o.requires_grad]
+                        if not pairs:
+                            return tuple(_zeros_like(x) for x in tracked)
+                        return tuple(_zero_filled_grad([p[0] for p in pairs], tracked,
+                                                       [p[1] for p in pairs], create_graph))
+                if not total:
+                    grads = [zeros((0,) + tuple(x.shape), dtype=x.dtype) for x in inputs]
+                elif batched:
+                    grads = _mapped_in_chunks(rows, stacks, total, chunk_size)
+                else:
+                    # vmap of rows over an unbatched graph is a sweep per row: run directly
+                    per_row = [rows(*[s[k] for s in stacks]) for k in range(total)]
+                    grads = [_stack([r[j] for r in per_row]) for j in range(len(inputs))]
+                at = 0
                 for i, o in enumerate(out_leaves):
-                    rows = [_zero_filled_grad([o], inputs, [e]) if o.requires_grad else
-                            [zeros_like(x) for x in inputs] for e in _basis_rows(o)]
+                    m = o.numel()
                     for j, x in enumerate(inputs):
-                        stacked = stack([r[j] for r in rows], 0) if rows else \
-                            zeros((0,) + tuple(x.shape), dtype=x.dtype)
-                        blocks[i][j] = stacked.reshape(tuple(o.shape) + tuple(x.shape))
+                        blocks[i][j] = grads[j].narrow(0, at, m).reshape(tuple(o.shape) +
+                                                                         tuple(x.shape))
+                    at += m
+        outer = _depth == 0 and _outer(out_leaves)
         results = []
         for i in range(len(out_leaves)):
             per_input, at = [], 0
             for a in nums:
                 leaves, rebuild = per_arg[a]
-                per_input.append(rebuild([_finish(b) for b in
+                per_input.append(rebuild([_finish(b, outer) for b in
                                           blocks[i][at:at + len(leaves)]]))
                 at += len(leaves)
             results.append(tuple(per_input) if isinstance(argnums, tuple) else per_input[0])
@@ -343,16 +462,18 @@ def _jacobian(func, argnums, has_aux, forward):
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
-    """The Jacobian of func with respect to argument(s) ``argnums``, by one reverse pass per
-    output element: shape ``output.shape + input.shape`` (nested like the outputs, then like
-    argnums)."""
-    return _jacobian(func, argnums, has_aux, forward=False)
+    """The Jacobian of func with respect to argument(s) ``argnums`` by reverse mode: shape
+    ``output.shape + input.shape`` (nested like the outputs, then like argnums).  func runs
+    once; the rows are vmap of its vector-Jacobian product over the basis of the outputs (one
+    reverse sweep of that graph per row; ``chunk_size`` is accepted, rows are never
+    materialised together beyond the result)."""
+    return _jacobian(func, argnums, has_aux, forward=False, chunk_size=chunk_size)
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
-    """The Jacobian of func with respect to argument(s) ``argnums``, column by column with
-    Jacobian-vector products (one per input element)."""
-    return _jacobian(func, argnums, has_aux, forward=True)
+    """The Jacobian of func with respect to argument(s) ``argnums`` by forward mode: all columns
+    at once, vmap of a Jacobian-vector product over the basis of the inputs."""
+    return _jacobian(func, argnums, has_aux, forward=True, randomness=randomness)
 
 
 def hessian(func, argnums=0):
@@ -480,13 +601,17 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     positional argument, None for arguments passed whole), its outputs stacked along
     ``out_dims`` (None: an output that does not vary, returned once).
 
-    A loop, honestly: func runs once per index of the mapped dimension on the slices, and the
-    results are stacked, so values, shapes and errors are PyTorch's but the speed is that of
-    the loop.  ``randomness``: 'error' raises if func draws random numbers, 'different' lets
-    each slice draw its own, 'same' gives every slice the same draws."""
+    func runs once, on BatchedTensors: each op runs once on the whole batch by its batching
+    rule, so the results equal the un-mapped ops run on the batch; an op without a rule runs
+    once per sample (see tapegrad/_vmap.py).  ``randomness``: 'error' raises if func draws
+    random numbers; 'different' (each sample draws its own) and 'same' (every sample gets the
+    same draws) run func once per sample."""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
                            f"'same'. Got {randomness}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
+                         f"{chunk_size})")
     name = _func_name(func)
 
     @functools.wraps(func)
@@ -500,31 +625,115 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         if len(set(sizes)) != 1:
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
                              f"dimension, got sizes {sizes} for the mapped dimension")
-        state = default_generator.get_state() if randomness != "different" else None
-        # An out_dim of None needs to know whether an output depends on the mapped inputs: the
-        # slices then carry a private graph (when they have none), and such an output a path.
-        probe = _has_none(out_dims) and not any(leaf.requires_grad for leaf, d in pairs
-                                                if d is not None)
-        per_index = []
-        for i in range(sizes[0]):
-            if randomness == "same":
-                default_generator.set_state(state)
+        if chunk_size is not None and chunk_size < sizes[0]:
+            return _vmap_in_chunks(func, name, pairs, rebuilders, sizes[0], in_dims, out_dims,
+                                   randomness, chunk_size, kwargs)
+        if randomness != "error":
+            return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims, randomness,
+                                 kwargs)
+        state = default_generator.get_state()
+        with _vmap._level(sizes[0]) as level:
             leaves = [leaf if d is None else
-                      leaf.select(d, i).detach().requires_grad_() if probe else
-                      leaf.select(d, i) for leaf, d in pairs]
-            call_args, at = [], 0
-            for count, rebuild in rebuilders:
-                call_args.append(rebuild(leaves[at:at + count]))
-                at += count
-            per_index.append(func(*call_args, **kwargs))
-            if randomness == "error" and not _same_state(state, default_generator.get_state()):
+                      _vmap.BatchedTensor(leaf.movedim(d, 0) if d else leaf, level)
+                      for leaf, d in pairs]
+            try:
+                result = _vmap.redirect(func)(*_rebuild_args(rebuilders, leaves), **kwargs)
+            except TypeError as exc:
+                if "BatchedTensor" not in str(exc):
+                    raise
+                # A function the namespaces' wrappers do not reach (bound to another name
+                # before vmap) met a BatchedTensor: run func once per sample instead.
+                default_generator.set_state(state)
+                fallback = True
+            else:
+                fallback = False
+            if fallback:
+                return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims,
+                                     "error", kwargs)
+            if not _same_state(state, default_generator.get_state()):
                 default_generator.set_state(state)
                 raise RuntimeError("vmap: called random operation while in randomness error "
-                                   "mode. Please either use the 'same' or 'different' randomness "
-                                   "flags on vmap or perform the randomness operation out of "
-                                   "vmap")
-        return _stack_outputs(name, per_index, out_dims, probe)
+                                   "mode. Please either use the 'same' or 'different' "
+                                   "randomness flags on vmap or perform the randomness "
+                                   "operation out of vmap")
+            return _unbatch_outputs(name, result, out_dims, level, sizes[0])
     return wrapper
+
+
+def _rebuild_args(rebuilders, leaves):
+    call_args, at = [], 0
+    for count, rebuild in rebuilders:
+        call_args.append(rebuild(leaves[at:at + count]))
+        at += count
+    return call_args
+
+
+def _out_dims_per_leaf(name, out_dims, n):
+    dims = [out_dims] * n if not isinstance(out_dims, (tuple, list)) else \
+        _flatten(list(out_dims))[0]
+    if len(dims) != n:
+        raise ValueError(f"vmap({name}, ...): `{name}` must have one leaf per out_dim, got "
+                         f"{n} outputs and out_dims={out_dims}")
+    return dims
+
+
+def _unbatch_outputs(name, result, out_dims, level, size):
+    leaves, rebuild = _flatten(result)
+    dims = _out_dims_per_leaf(name, out_dims, len(leaves))
+    out = []
+    for leaf, dim in zip(leaves, dims):
+        if not _is_tensor(leaf):
+            raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got "
+                             f"type {type(leaf)}. Did you mean to set out_dims= to None for "
+                             f"output?" if dim is not None else
+                             f"vmap({name}, ...): `{name}` must only return Tensors, got "
+                             f"type {type(leaf)}.")
+        if dim is None:
+            if isinstance(leaf, _vmap.BatchedTensor) and leaf.level == level:
+                raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor "
+                                 f"when out_dim is None")
+            out.append(leaf)
+            continue
+        out.append(_vmap.unbatch(leaf, level, size, dim))
+    return rebuild(out)
+
+
+def _vmap_in_chunks(func, name, pairs, rebuilders, size, in_dims, out_dims, randomness,
+                    chunk_size, kwargs):
+    """vmap over ``chunk_size`` samples at a time, the chunks' outputs concatenated."""
+    whole = vmap(func, in_dims, out_dims, randomness)
+    state = default_generator.get_state()
+    per_chunk = []
+    for start in range(0, size, chunk_size):
+        if randomness == "same":
+            default_generator.set_state(state)
+        n = min(chunk_size, size - start)
+        leaves = [leaf if d is None else leaf.narrow(d, start, n) for leaf, d in pairs]
+        per_chunk.append(_flatten(whole(*_rebuild_args(rebuilders, leaves), **kwargs)))
+    leaves0, rebuild = per_chunk[0]
+    dims = _out_dims_per_leaf(name, out_dims, len(leaves0))
+    cat = _vmap.function("cat")
+    out = [leaves0[k] if dim is None else
+           cat([chunk[0][k] for chunk in per_chunk], dim % (leaves0[k].dim()))
+           for k, dim in enumerate(dims)]
+    return rebuild(out)
+
+
+def _vmap_by_loop(func, name, pairs, rebuilders, size, out_dims, randomness, kwargs):
+    """vmap as a loop over the samples (random functions: each call draws its own numbers,
+    or, with randomness='same', the same ones)."""
+    state = default_generator.get_state()
+    probe = _has_none(out_dims) and not any(leaf.requires_grad for leaf, d in pairs
+                                            if d is not None)
+    per_index = []
+    for i in range(size):
+        if randomness == "same":
+            default_generator.set_state(state)
+        leaves = [leaf if d is None else
+                  leaf.select(d, i).detach().requires_grad_() if probe else
+                  leaf.select(d, i) for leaf, d in pairs]
+        per_index.append(func(*_rebuild_args(rebuilders, leaves), **kwargs))
+    return _stack_outputs(name, per_index, out_dims, probe)
 
 
 def _has_none(out_dims) -> bool:
@@ -539,11 +748,7 @@ def _same_state(a, b) -> bool:
 def _stack_outputs(name, per_index, out_dims, probed):
     flat = [_flatten(r) for r in per_index]
     leaves0, rebuild = flat[0]
-    dims = [out_dims] * len(leaves0) if not isinstance(out_dims, (tuple, list)) else \
-        _flatten(list(out_dims))[0]
-    if len(dims) != len(leaves0):
-        raise ValueError(f"vmap({name}, ...): `{name}` must have one leaf per out_dim, got "
-                         f"{len(leaves0)} outputs and out_dims={out_dims}")
+    dims = _out_dims_per_leaf(name, out_dims, len(leaves0))
     stacked = []
     for k, dim in enumerate(dims):
         column = [f[0][k] for f in flat]
@@ -569,5 +774,5 @@ def _stack_outputs(name, per_index, out_dims, probed):
         if not -n <= dim < n:
             raise ValueError(f"vmap({name}, ...): out_dim={dim} is out of range for an output "
                              f"of dimensionality {n - 1}")
-        stacked.append(stack(column, dim % n))
+        stacked.append(_stack(column, dim % n))
     return rebuild(stacked)

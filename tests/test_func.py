@@ -158,3 +158,35 @@ def test_forward_ad_matches_torch(torch):
             fw.make_dual(primal, tangent)
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def _outer_graph_cases(lib):
+    """Transforms compose with autograd: results depend on the caller's tensors that require
+    grad (inputs or closed over) keep that graph; results that do not, have none."""
+    p = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+    w = lib.tensor([0.5, -0.5], dtype=lib.float64, requires_grad=True)
+    q = lib.tensor([1.0, 2.0], dtype=lib.float64)
+    out = {}
+    g = lib.func.grad(lambda x: (x ** 3).sum())(p)
+    (p - 0.1 * g).pow(2).sum().backward()           # MAML-style: through the gradient
+    out["maml"] = p.grad.clone()
+    p.grad = None
+    lib.func.jacrev(lambda x: x.sin() * x * w)(p).sum().backward()
+    out["jacrev_p"], out["jacrev_w"] = p.grad.clone(), w.grad.clone()
+    p.grad = w.grad = None
+    _, tangent = lib.func.jvp(lambda x: x.exp() * w, (p,), (lib.ones(2, dtype=lib.float64),))
+    tangent.sum().backward()
+    out["jvp_p"], out["jvp_w"] = p.grad.clone(), w.grad.clone()
+    out["flags"] = [lib.func.grad(lambda x: (x ** 3).sum())(q).requires_grad,
+                    lib.func.grad(lambda x: (x ** 2 * w).sum())(q).requires_grad,
+                    lib.func.vjp(lambda x: x * 2, q)[0].requires_grad,
+                    lib.func.hessian(lambda x: (x ** 3).sum())(p).requires_grad]
+    return out
+
+
+def test_results_keep_the_callers_graph_as_torch(torch):
+    ours, theirs = _outer_graph_cases(tg), _outer_graph_cases(torch)
+    assert ours["flags"] == theirs["flags"] == [False, True, False, True]
+    for key in ("maml", "jacrev_p", "jacrev_w", "jvp_p", "jvp_w"):
+        np.testing.assert_allclose(ours[key].numpy(), theirs[key].numpy(), rtol=1e-12,
+                                   err_msg=key)

@@ -11,14 +11,24 @@ trick: for a dummy cotangent u, ``g(u) = J^T u`` is linear in u, so the gradient
 ``sum_i <g_i(u), tangent_i>`` with respect to u is ``J tangent`` (two reverse passes per
 unpack).  Values equal PyTorch's forward-mode results; differences: a dual tensor (and what is
 computed from it) has ``requires_grad=True`` (it lives on the reverse tape), and ops without a
-twice-differentiable backward give no tangent.
+twice-differentiable backward give no tangent.  A tangent that depends on tensors of the
+caller's that require grad (through a primal or a tangent) is differentiable, as PyTorch's
+(forward-over-reverse).
+
+Custom ``autograd.Function``s with a ``jvp`` staticmethod: as in PyTorch, ``apply`` calls ``jvp``
+once, eagerly, with the tangents of the Function's inputs (None for an input without one), and
+the outputs become tangent sources of the level, like ``make_dual``'s results.  So that the
+unpacking sweeps do not also reach the inputs through the Function's reverse record (which would
+count the inputs' tangents twice, or call a ``backward`` the Function may not have), that record
+passes no gradient to its inputs while an unpack sweep runs (``_unpacking``).  A Function without
+``jvp`` applied to inputs with tangents raises PyTorch's NotImplementedError.
 """
 from __future__ import annotations
 
 import contextlib
 from collections import namedtuple
 
-from .. import _core
+from .. import _core, _transform_leaves
 from ..creation import zeros_like as _zeros_like
 from ..grad_mode import enable_grad
 
@@ -27,6 +37,11 @@ __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "un
 
 # The open levels (PyTorch allows one at a time on CPU), each a list of (dual, tangent).
 _levels: list = []
+# How many unpack sweeps are running (custom Functions with a jvp cut their inputs off then).
+_unpacking = 0
+# A serial number per opened level, parallel to _levels.
+_serials: list = []
+_next_serial = 0
 
 
 class UnpackedDualTensor(namedtuple("UnpackedDualTensor", ["primal", "tangent"])):
@@ -40,7 +55,10 @@ def enter_dual_level() -> int:
     if _levels:
         raise RuntimeError("Currently only a single dual level is supported and there is "
                            "already one active.")
+    global _next_serial
     _levels.append([])
+    _next_serial += 1
+    _serials.append(_next_serial)
     return len(_levels) - 1
 
 
@@ -50,6 +68,7 @@ def exit_dual_level(*, level=None) -> None:
         raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
                            "was created. This is not supported.")
     _levels.pop()
+    _serials.pop()
 
 
 class dual_level(contextlib.ContextDecorator):
@@ -83,7 +102,7 @@ def make_dual(tensor, tangent, *, level=None):
                          f"{tangent.dtype}")
     with enable_grad():
         dual = tensor.view_as(tensor) if tensor.requires_grad else \
-            tensor.detach().requires_grad_()
+            _transform_leaves.mark(tensor.detach().requires_grad_())
     _levels[-1].append((dual, tangent))    # the object itself: unpack_dual hands it back
     return dual
 
@@ -91,7 +110,6 @@ def make_dual(tensor, tangent, *, level=None):
 def unpack_dual(tensor, *, level=None):
     """``(primal, tangent)`` of ``tensor``: its values, and its tangent with respect to the
     level's dual tensors (None when it depends on none of them)."""
-    from . import grad as _grad
     if not _levels or not isinstance(tensor, _core.TensorBase):
         return UnpackedDualTensor(tensor, None)
     duals = _levels[-1]
@@ -100,19 +118,73 @@ def unpack_dual(tensor, *, level=None):
             return UnpackedDualTensor(tensor.detach(), tangent)
     if not tensor.requires_grad or not duals:
         return UnpackedDualTensor(tensor, None)
+    return UnpackedDualTensor(tensor.detach(), _tangent_of(tensor, duals))
+
+
+def _tangent_of(tensor, duals):
+    """J tangent for ``tensor`` with respect to the level's tangent sources (None when it
+    depends on none of them), by two reverse passes through a dummy cotangent u."""
+    global _unpacking
+    from . import grad as _grad
     inputs = [d for d, _ in duals]
-    with enable_grad():
-        u = _zeros_like(tensor).requires_grad_()
-        grads = _grad([tensor], inputs, [u], retain_graph=True, create_graph=True,
-                      allow_unused=True)
-        total = None
-        for g, (_, tangent) in zip(grads, duals):
-            if g is not None and g.requires_grad:
-                term = (g * tangent).sum()
-                total = term if total is None else total + term
-        if total is None:
-            used = any(g is not None for g in grads)
-            return UnpackedDualTensor(tensor.detach(),
-                                      _zeros_like(tensor) if used else None)
-        (jv,) = _grad([total], [u], retain_graph=True, allow_unused=True)
-    return UnpackedDualTensor(tensor.detach(), jv if jv is not None else _zeros_like(tensor))
+    _unpacking += 1
+    try:
+        with enable_grad():
+            u = _transform_leaves.mark(_zeros_like(tensor).requires_grad_())
+            grads = _grad([tensor], inputs, [u], retain_graph=True, create_graph=True,
+                          allow_unused=True)
+            total = None
+            for g, (_, tangent) in zip(grads, duals):
+                if g is not None and g.requires_grad:
+                    term = (g * tangent).sum()
+                    total = term if total is None else total + term
+            if total is None:
+                return _zeros_like(tensor) if any(g is not None for g in grads) else None
+            # The tangent is differentiable, as PyTorch's, when it depends on tensors of the
+            # caller's that require grad (through the primal's graph or the tangents).
+            (jv,) = _grad([total], [u], retain_graph=True, allow_unused=True,
+                          create_graph=_transform_leaves.reaches_outer_leaf(total))
+    finally:
+        _unpacking -= 1
+    return jv if jv is not None else _zeros_like(tensor)
+
+
+# -- custom autograd.Function jvp ------------------------------------------------------------------
+
+def _function_jvp(cls, ctx, args, out) -> None:
+    """Called by ``Function.apply`` while a level is open: the outputs' tangents from the
+    Function's ``jvp`` (given the inputs' tangents), registered as tangent sources."""
+    from .function import Function, _is_overridden
+    tangents = [unpack_dual(a).tangent if isinstance(a, _core.TensorBase) and a.requires_grad
+                else None for a in args]
+    if all(t is None for t in tangents):
+        return
+    if not _is_overridden(cls, "jvp", Function.jvp):
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+    from ..grad_mode import no_grad
+    saved = getattr(ctx, "saved_for_forward", None)
+    ctx._forward_saved = tuple(saved) if saved is not None else None
+    try:
+        with no_grad():
+            result = cls.jvp(ctx, *tangents)
+    finally:
+        ctx._forward_saved = None
+    outs = out if isinstance(out, tuple) else (out,)
+    results = result if isinstance(result, tuple) else (result,)
+    if len(results) != len(outs):
+        raise RuntimeError(f"{cls.__name__}.jvp returned an incorrect number of tangents "
+                           f"(expected {len(outs)}, got {len(results)})")
+    level = _levels[-1]
+    # only that level's unpack sweeps stop at this record (its serial: a reference to the level
+    # would make a cycle ctx -> level -> output -> record -> ctx through the tape)
+    ctx._tangent_source = _serials[-1]
+    for o, t in zip(outs, results):
+        if t is None or not isinstance(o, _core.TensorBase):
+            continue
+        if tuple(t.shape) != tuple(o.shape):
+            raise RuntimeError(f"Trying to set a forward gradient that has a different size than "
+                               f"that of the original Tensor, this is not supported. Tensor is "
+                               f"of size {list(o.shape)} while the given forward gradient is of "
+                               f"size {list(t.shape)}.")
+        level.append((o, t))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import warnings
 import weakref
 
@@ -120,7 +121,11 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
-        """The tensors given to save_for_backward (each checked against in-place changes)."""
+        """The tensors given to save_for_backward (each checked against in-place changes); inside
+        ``jvp``, those given to save_for_forward."""
+        for_jvp = self.__dict__.get("_forward_saved")
+        if for_jvp is not None:
+            return for_jvp
         saved = self.__dict__.get("_saved")
         if saved is None:
             if self.__dict__.get("_released"):
@@ -263,8 +268,11 @@ class Function(metaclass=FunctionMeta):
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
-        """Forward-mode derivative (not supported by tapegrad: forward-mode AD is not implemented; the
-        base raises ``NotImplementedError`` as PyTorch's does when a Function lacks it).
+        """The Jacobian-vector product (static): given ``ctx`` and one tangent per input of
+        ``forward`` (None for inputs without one), return one tangent per output.  Called once
+        by ``apply`` under ``forward_ad.dual_level`` when an input has a tangent; inside it,
+        ``ctx.saved_tensors`` are the tensors given to ``ctx.save_for_forward``.  The base
+        raises ``NotImplementedError`` as PyTorch's does when a Function lacks it.
         """
         raise NotImplementedError("You must implement the jvp function for custom "
                                   "autograd.Function to use it with forward mode AD.")
@@ -294,6 +302,9 @@ class Function(metaclass=FunctionMeta):
                                "be outputs of the Function.")
         out = _core._function_record(ctx, args, result, dirty, non_diff)
         _finish_saved(ctx, result, out)
+        forward_ad = sys.modules.get("tapegrad.autograd.forward_ad")
+        if forward_ad is not None and forward_ad._levels:
+            forward_ad._function_jvp(cls, ctx, args, out)   # tangents eagerly, as PyTorch
         return out
 
 
@@ -385,6 +396,12 @@ def _backward(ctx, grads, create_graph=False):
     wrap = _core.wrap_array
     cls = ctx._forward_cls
     name = type(ctx).__name__
+    source = ctx.__dict__.get("_tangent_source")
+    if source is not None:
+        forward_ad = sys.modules["tapegrad.autograd.forward_ad"]
+        if forward_ad._unpacking and forward_ad._serials and forward_ad._serials[-1] == source:
+            # Its outputs carry tangents from its jvp: an unpack sweep stops here.
+            return (None,) * len(ctx._input_meta)
     n_out = len(ctx._output_meta)
     grad_outputs = []
     for g, meta in zip(grads[:n_out], ctx._output_meta):

@@ -111,6 +111,32 @@ def _analytical_jacobian(inputs, outputs):
     return jac
 
 
+def _forward_jacobian(func, inputs, outputs):
+    """{(input index, output index): ndarray (input numel, output numel)}, one forward-mode
+    evaluation (a dual input with a one-hot tangent) per input element."""
+    from . import forward_ad
+    jac = {}
+    for i, inp in enumerate(inputs):
+        if not (_is_tensor(inp) and inp.requires_grad):
+            continue
+        cols = {j: np.zeros((inp._array.size, out._array.size), dtype=out._array.dtype)
+                for j, out in enumerate(outputs) if _is_tensor(out)}
+        for k in range(inp._array.size):
+            onehot = np.zeros(inp._array.size, dtype=inp._array.dtype)
+            onehot[k] = 1
+            with forward_ad.dual_level():
+                dual = forward_ad.make_dual(inp, _core.wrap_array(onehot.reshape(inp.shape)))
+                args = inputs[:i] + (dual,) + inputs[i + 1:]
+                for j, out in enumerate(_outputs(func, args)):
+                    if j in cols:
+                        tangent = forward_ad.unpack_dual(out).tangent
+                        if tangent is not None:
+                            cols[j][k] = tangent._array.reshape(-1)
+        for j, c in cols.items():
+            jac[(i, j)] = c
+    return jac
+
+
 def _fmt(arr):
     from ..creation import tensor
     return repr(tensor(arr))
@@ -128,16 +154,25 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
               check_backward_ad=True, fast_mode=False, masked=None):
     """Check the gradients of `func` at `inputs` (tensors requiring grad, best in float64) against
     central finite differences.  Returns True, or raises GradcheckError (returns False with
-    raise_exception=False).  fast_mode runs the full (slow mode) check; batched and forward-mode
+    raise_exception=False).  fast_mode runs the full (slow mode) check; ``check_forward_ad``
+    also compares the forward-mode Jacobian (dual tensors, one per input element); batched
     checks are not supported."""
-    if check_batched_grad or check_batched_forward_grad or check_forward_ad:
-        raise NotImplementedError("tapegrad.autograd.gradcheck: batched and forward-mode checks "
-                                  "(check_batched_grad, check_batched_forward_grad, "
-                                  "check_forward_ad) are not supported")
+    if check_batched_grad or check_batched_forward_grad:
+        raise NotImplementedError("tapegrad.autograd.gradcheck: batched checks "
+                                  "(check_batched_grad, check_batched_forward_grad) are not "
+                                  "supported")
     tupled = _as_tuple(inputs)
     _check_inputs(tupled)
     outputs = _outputs(func, tupled)
     numerical = _numerical_jacobian(func, tupled, outputs, eps)
+    if check_forward_ad:
+        forward = _forward_jacobian(func, tupled, outputs)
+        for (i, j), a in forward.items():
+            n = numerical[(i, j)]
+            if not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
+                return _fail(f"Jacobian computed with forward mode mismatch for output {j} with "
+                             f"respect to input {i},\nnumerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n",
+                             raise_exception)
     if not any(_is_tensor(o) and o.requires_grad for o in outputs):
         for (i, j), n in numerical.items():
             if not np.allclose(n, 0, rtol=rtol, atol=atol):

@@ -155,7 +155,9 @@ class Measurement:
     def __repr__(self) -> str:
         n = len(self.raw_times)
         unit, scale = select_unit(self.median)
-        lines = [object.__repr__(self), self.task_spec.summarize(),
+        # (the object line names PyTorch's class, as tapegrad's reprs say torch)
+        lines = [f"<torch.utils.benchmark.utils.common.Measurement object at {id(self):#x}>",
+                 self.task_spec.summarize(),
                  f"  {'Median: ' if n > 1 else ''}{self.median / scale:.2f} {unit}"]
         if n >= 4:
             lines.append(f"  IQR:    {self.iqr / scale:.2f} {unit} "

@@ -1,4 +1,5 @@
-"""Makes `import torch` (and `import torch.x.y`) load tapegrad (and `tapegrad.x.y`).
+"""Makes `import torch` (and `import torch.x.y`) load tapegrad (and `tapegrad.x.y`), and
+`import functorch` (shipped in the torch wheel) load tapegrad._functorch.
 
 tools/run_corpus.py puts this directory on PYTHONPATH when it runs a corpus script "under
 tapegrad", so the script runs unchanged: Python imports `sitecustomize` at start-up, before the
@@ -13,8 +14,8 @@ import importlib.abc
 import importlib.util
 import sys
 
-_SOURCE = "torch"
-_TARGET = "tapegrad"
+# `functorch` is the torch wheel's second top-level package: it goes with torch.
+_ALIASES = {"torch": "tapegrad", "functorch": "tapegrad._functorch"}
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -33,9 +34,10 @@ class _AliasLoader(importlib.abc.Loader):
 
 class TorchToTapegradFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != _SOURCE and not fullname.startswith(_SOURCE + "."):
+        source = fullname.partition(".")[0]
+        if source not in _ALIASES:
             return None
-        target_name = _TARGET + fullname[len(_SOURCE):]
+        target_name = _ALIASES[source] + fullname[len(source):]
         try:
             found = importlib.util.find_spec(target_name)
         except ModuleNotFoundError:  # a missing parent package of the target

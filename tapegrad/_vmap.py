@@ -1,0 +1,1027 @@
+"""vmap with batching rules: the mapped function runs once, on BatchedTensors.
+
+A BatchedTensor stands for one sample of a batch: it holds ``value``, a tensor whose dim 0 is the
+batch (or, under nested vmaps, a BatchedTensor of an outer level whose logical dim 0 is), and it
+shows the function the sample's shape.  Its methods and dunders apply batching rules: the op
+runs once on ``value`` with the sample's dims shifted past the batch dim (elementwise ops with
+broadcasting, matmul/linear, reductions and softmaxes over given dims, reshape/view/transpose/
+permute/expand, indexing, stacking), so a mapped function costs one call per op, and its results
+are those of the un-mapped op run on the whole batch.
+
+Module-level functions (``tapegrad.tanh``, ``F.linear``, ``tapegrad.stack``...) are compiled
+functions that accept only tensors: while a vmap runs, the public namespaces (tapegrad,
+tapegrad.nn.functional, tapegrad.linalg, tapegrad.special) are of a module class whose attribute
+lookup returns dispatching wrappers, which call the original directly when no argument is
+batched; their class is restored when the outermost vmap returns (no cost outside vmap).  A
+function bound to another name before the vmap (``from tapegrad import tanh``) is not wrapped:
+on a BatchedTensor it raises TypeError, and vmap then runs the whole function once per sample.
+
+Fallback: an op without a rule (a method or a wrapped function) runs once per sample on the
+slices of its batched arguments and its results are stacked; so every op is supported, those
+without a rule at the speed of a loop.  A function of random numbers runs wholly as a loop
+(``randomness='same'`` or ``'different'``: each call draws as PyTorch's semantics say), as do
+data-dependent calls (``.item()``, ``bool(x)``, which raise as PyTorch's).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import threading
+
+from . import _core
+
+# The vmaps running in this thread, outermost first: [level id, batch size].
+_local = threading.local()
+
+
+def _running() -> list:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+_lock = threading.Lock()
+_patched: dict = {}       # namespace module -> its own class, while any vmap runs
+_by_original: dict = {}   # id(original function) -> its dispatching wrapper
+_users = 0
+
+
+class BatchedTensor:
+    """One sample of a batch (see the module docstring).  ``value``'s dim 0 is the batch."""
+
+    __slots__ = ("value", "level")
+
+    def __init__(self, value, level):
+        self.value = value
+        self.level = level
+
+    # -- what the function sees ------------------------------------------------------------------
+    @property
+    def shape(self):
+        from .tensor import Size
+        return Size(tuple(self.value.shape)[1:])
+
+    def size(self, dim=None):
+        shape = self.shape
+        return shape if dim is None else shape[dim]
+
+    def dim(self):
+        return self.value.dim() - 1
+
+    ndim = property(dim)
+
+    def numel(self):
+        return math.prod(self.shape)
+
+    nelement = numel
+
+    def __len__(self):
+        if self.dim() == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    dtype = property(lambda self: self.value.dtype)
+    device = property(lambda self: self.value.device)
+    requires_grad = property(lambda self: self.value.requires_grad)
+    is_leaf = property(lambda self: self.value.is_leaf)
+    grad_fn = property(lambda self: self.value.grad_fn)
+    layout = property(lambda self: self.value.layout)
+    is_cuda = property(lambda self: False)
+
+    def is_floating_point(self):
+        return self.value.is_floating_point()
+
+    def is_complex(self):
+        return self.value.is_complex()
+
+    def requires_grad_(self, requires_grad=True):
+        self.value.requires_grad_(requires_grad)
+        return self
+
+    def __repr__(self):
+        return f"BatchedTensor(lvl={self.level}, bdim=0, value=\n{self.value!r}\n)"
+
+    # -- data-dependent Python conversions: PyTorch's vmap refuses them -----------------------------
+    def item(self):
+        raise RuntimeError("vmap: It looks like you're calling .item() on a Tensor. We don't "
+                           "support vmap over calling .item() on a Tensor, please try to rewrite "
+                           "what you're doing with other operations.")
+
+    def _data_dependent(self, *args):
+        raise RuntimeError("vmap: It looks like you're attempting to use a Tensor in some "
+                           "data-dependent control flow. We don't support that yet, please "
+                           "shout over at https://github.com/pytorch/functorch/issues/257 .")
+
+    __bool__ = __float__ = __int__ = __index__ = tolist = numpy = _data_dependent
+
+    def __array__(self, *args, **kwargs):
+        self._data_dependent()
+
+    def __iter__(self):
+        return iter(self.unbind(0))
+
+    # -- anything without a rule: the loop ---------------------------------------------------------
+    def __getattr__(self, name):
+        attr = getattr(self.value, name)    # AttributeError as a tensor's, for unknown names
+        if not callable(attr):
+            raise RuntimeError(f"vmap: the attribute Tensor.{name} of a batched tensor is not "
+                               f"supported")
+        def method(sample, *args, **kwargs):
+            return getattr(sample, name)(*args, **kwargs)
+
+        def per_sample(*args, **kwargs):
+            return _loop(method, name, (self,) + args, kwargs)
+        return per_sample
+
+
+# -- levels and physical values ----------------------------------------------------------------------
+
+def _is_batched(x) -> bool:
+    return type(x) is BatchedTensor
+
+
+def _top_level(items):
+    top = None
+    for x in items:
+        if type(x) is BatchedTensor and (top is None or x.level > top):
+            top = x.level
+    return top
+
+
+def _batch_size(level) -> int:
+    for lvl, size in _running():
+        if lvl == level:
+            return size
+    raise RuntimeError("vmap: a BatchedTensor escaped the vmap that created it")
+
+
+def _leaves(args, kwargs):
+    out = []
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, (list, tuple)):
+            out.extend(a)
+        else:
+            out.append(a)
+    return out
+
+
+def _at(x, level):
+    """x's tensor at ``level``: its value (dim 0 the batch) when x is batched at that level,
+    else x itself (unbatched there: broadcasting or an explicit expand places it)."""
+    return x.value if type(x) is BatchedTensor and x.level == level else x
+
+
+def _same_kind(result, items):
+    """A tuple like ``result`` (a namedtuple, a torch.return_types structseq, a tuple)."""
+    if hasattr(type(result), "_make"):
+        return type(result)._make(items)
+    if type(result) is tuple:
+        return tuple(items)
+    return type(result)(items)
+
+
+def _wrap(result, level):
+    """Results of an op run on values at ``level`` as BatchedTensors (tuples elementwise)."""
+    if isinstance(result, _core.TensorBase) or type(result) is BatchedTensor:
+        return BatchedTensor(result, level)
+    if isinstance(result, tuple):
+        return _same_kind(result, [_wrap(r, level) for r in result])
+    if isinstance(result, list):
+        return [_wrap(r, level) for r in result]
+    return result
+
+
+def _expanded(x, level):
+    """x's tensor at ``level`` with the batch dim present (unbatched x is expanded)."""
+    if type(x) is BatchedTensor and x.level == level:
+        return x.value
+    if not (isinstance(x, _core.TensorBase) or type(x) is BatchedTensor):
+        return x
+    return x.unsqueeze(0).expand((_batch_size(level),) + tuple(x.shape))
+
+
+def _ndim(x) -> int:
+    return x.dim() if hasattr(x, "dim") else 0
+
+
+def _pad_batched(v, rank):
+    """v (dim 0 the batch) with size-1 dims after the batch up to ``rank`` sample dims, so that
+    broadcasting against unbatched operands aligns the sample dims."""
+    while v.dim() - 1 < rank:
+        v = v.unsqueeze(1)
+    return v
+
+
+def _loop(fn, name, args, kwargs):
+    """Run ``fn`` once per sample of the innermost batched level among args, stack results."""
+    level = _top_level(_leaves(args, kwargs))
+    size = _batch_size(level)
+
+    def slice_at(x, i):
+        if type(x) is BatchedTensor and x.level == level:
+            return x.value.select(0, i)
+        if isinstance(x, list):
+            return [slice_at(y, i) for y in x]
+        if isinstance(x, tuple) and not hasattr(x, "_fields"):
+            return tuple(slice_at(y, i) for y in x)
+        return x
+    results = [fn(*[slice_at(a, i) for a in args], **{k: slice_at(v, i)
+                                                       for k, v in kwargs.items()})
+               for i in range(size)]
+    if name.endswith("_") and not name.endswith("__") and args:
+        return args[0]          # an in-place op: it wrote into the samples' views of args[0]
+    return _stack_results(results, level, name)
+
+
+def _stack_results(results, level, name):
+    first = results[0]
+    if isinstance(first, _core.TensorBase) or type(first) is BatchedTensor:
+        return BatchedTensor(function("stack")(list(results)), level)
+    if isinstance(first, (tuple, list)):
+        columns = [_stack_results([r[k] for r in results], level, name) for k in range(len(first))]
+        return columns if isinstance(first, list) else _same_kind(first, columns)
+    if first is None or all(r == first for r in results[1:]):
+        return first
+    raise RuntimeError(f"vmap: {name} returned a Python value that differs between samples "
+                       f"({type(first).__name__}); vmap can only map over tensor results")
+
+
+# -- rules ---------------------------------------------------------------------------------------
+
+def _dim_at(d, rank):
+    """A sample dim as the value's dim (past the batch dim)."""
+    if not -rank <= d < rank:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, "
+                         f"{rank - 1}], but got {d})")
+    return d % rank + 1
+
+
+def _dims_at(dim, rank):
+    if isinstance(dim, (tuple, list)):
+        return tuple(_dim_at(d, rank) for d in dim)
+    return _dim_at(dim, rank)
+
+
+def _unary(name):
+    """An op on one tensor (extra arguments scalars, or unbatched tensors that broadcast into
+    the sample: anything else runs per sample)."""
+    def rule(self, *args, **kwargs):
+        for a in list(args) + list(kwargs.values()):
+            if type(a) is BatchedTensor or (isinstance(a, _core.TensorBase) and
+                                            a.dim() > self.dim()):
+                return _loop(lambda x, *r, **k: getattr(x, name)(*r, **k), name,
+                             (self,) + args, kwargs)
+        out = getattr(self.value, name)(*args, **kwargs)
+        if name.endswith("_") and out is self.value:
+            return self
+        return BatchedTensor(out, self.level)
+    return rule
+
+
+def _align(a, b):
+    """(level, a's value, b's value) for an elementwise op at the innermost level of a and b:
+    a batched operand's sample dims are padded after its batch dim to the result's rank, so
+    that broadcasting with the unbatched operand aligns the sample dims."""
+    level = _top_level((a, b))
+    rank = max(_ndim(a), _ndim(b))
+    va, vb = _at(a, level), _at(b, level)
+    if _is_batched(a) and a.level == level:
+        va = _pad_batched(va, rank)
+    if _is_batched(b) and b.level == level:
+        vb = _pad_batched(vb, rank)
+    return level, va, vb
+
+
+def _binary(name, reflected=False):
+    """A binary method or dunder (``reflected``: self is the right operand, ``name`` the
+    forward dunder)."""
+    def rule(self, other, *args, **kwargs):
+        a, b = (other, self) if reflected else (self, other)
+        level, va, vb = _align(a, b)
+        if name.endswith("_") and not name.startswith("__"):
+            if not (_is_batched(a) and a.level == level):
+                return _loop(lambda x, *r, **k: getattr(x, name)(*r, **k), name,
+                             (a, b) + args, kwargs)
+            getattr(va, name)(vb, *args, **kwargs)
+            return a
+        if reflected:
+            out = getattr(vb, "__r" + name[2:])(va, *args, **kwargs)
+        else:
+            out = getattr(va, name)(vb, *args, **kwargs)
+        if out is NotImplemented:
+            return NotImplemented
+        return BatchedTensor(out, level)
+    return rule
+
+
+# Ops over a dim that keep the sample's shape (a 0-d sample gets its shape back).
+_KEEPS_SHAPE = {"softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "cummax",
+                "cummin"}
+# Whole-sample reductions done over a tuple of dims (as PyTorch's batching rules do); the
+# others flatten the sample first.
+_TUPLE_DIMS = {"sum", "mean", "prod", "amax", "amin", "std", "var", "logsumexp", "nansum",
+               "nanmean"}
+_WHOLE = {"max": "amax", "min": "amin"}
+
+
+def _squeezed(result, dim):
+    if isinstance(result, tuple):
+        return _same_kind(result, [_squeezed(r, dim) for r in result])
+    return result.squeeze(dim)
+
+
+def _reduction(name, whole_default=True):
+    """sum/mean/amax/softmax...: ``dim`` (positional or keyword) shifted past the batch; no dim
+    reduces every sample dim (``whole_default``; else the op needs a dim: the loop)."""
+    def rule(self, *args, **kwargs):
+        if args and (isinstance(args[0], _core.TensorBase) or type(args[0]) is BatchedTensor):
+            return _binary(name)(self, *args, **kwargs)       # max(a, b), min(a, b)
+        args = list(args)
+        rank = self.dim()
+        key = next((k for k in ("dim", "axis") if k in kwargs), None)
+        if key is not None:
+            dim = kwargs.pop(key)
+        elif args and isinstance(args[0], (int, tuple, list)) and not isinstance(args[0], bool):
+            dim = args.pop(0)
+        else:
+            dim = None
+        value = self.value
+        if dim is None and not whole_default:
+            return _loop(lambda sample, *a, **k: getattr(sample, name)(*a, **k),
+                         name, (self,) + tuple(args), kwargs)
+        if rank == 0:
+            # a 0-d sample: the op over a size-1 dim (PyTorch accepts dim 0 or -1 here)
+            for d in (dim if isinstance(dim, (tuple, list)) else () if dim is None else (dim,)):
+                _dim_at(d, 1)     # IndexError unless 0 or -1
+            kwargs.pop("keepdim", None)
+            if args and isinstance(args[0], bool):
+                args.pop(0)
+            out = getattr(value.unsqueeze(1), name)(1, *args, **kwargs)
+            return _wrap(_squeezed(out, 1) if name in _KEEPS_SHAPE else out, self.level)
+        if dim is None:
+            if name in _TUPLE_DIMS:
+                out = getattr(value, name)(tuple(range(1, rank + 1)), *args, **kwargs)
+            else:
+                out = getattr(value.flatten(1), _WHOLE.get(name, name))(1, *args, **kwargs)
+            return _wrap(out, self.level)
+        return _wrap(getattr(value, name)(_dims_at(dim, rank), *args, **kwargs), self.level)
+    return rule
+
+
+def _view(name):
+    def rule(self, *shape, **kwargs):
+        if "size" in kwargs or "shape" in kwargs:
+            shape = (kwargs.pop("size", None) or kwargs.pop("shape"),)
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if name == "view" and len(shape) == 1 and not isinstance(shape[0], int):
+            return BatchedTensor(self.value.view(shape[0]), self.level)   # a dtype view
+        batch = self.value.shape[0]
+        return BatchedTensor(getattr(self.value, name)((batch,) + tuple(shape)), self.level)
+    return rule
+
+
+def _transpose(self, dim0, dim1):
+    rank = self.dim()
+    if rank == 0:
+        return self
+    return BatchedTensor(self.value.transpose(_dim_at(dim0, rank), _dim_at(dim1, rank)),
+                         self.level)
+
+
+def _permute(self, *dims):
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    rank = self.dim()
+    if len(dims) != rank:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {rank} is not equal to len(dims) = {len(dims)}")
+    return BatchedTensor(self.value.permute((0,) + tuple(_dim_at(d, rank) for d in dims)),
+                         self.level)
+
+
+def _movedim(self, source, destination):
+    rank = self.dim()
+    return BatchedTensor(self.value.movedim(_dims_at(source, rank), _dims_at(destination, rank)),
+                         self.level)
+
+
+def _t(self):
+    if self.dim() < 2:
+        return self
+    return _transpose(self, 0, 1)
+
+
+def _unsqueeze(self, dim):
+    return BatchedTensor(self.value.unsqueeze(_dim_at(dim, self.dim() + 1)), self.level)
+
+
+def _squeeze(self, dim=None):
+    rank = self.dim()
+    if dim is None:
+        dims = tuple(d + 1 for d, s in enumerate(self.shape) if s == 1)
+        return BatchedTensor(self.value.squeeze(dims) if dims else self.value.view_as(
+            self.value), self.level)
+    if rank == 0:
+        return self
+    return BatchedTensor(self.value.squeeze(_dims_at(dim, rank)), self.level)
+
+
+def _flatten(self, start_dim=0, end_dim=-1):
+    rank = self.dim()
+    if rank == 0:
+        return BatchedTensor(self.value.reshape(-1, 1), self.level)
+    return BatchedTensor(self.value.flatten(_dim_at(start_dim, rank), _dim_at(end_dim, rank)),
+                         self.level)
+
+
+def _select(self, dim, index):
+    return BatchedTensor(self.value.select(_dim_at(dim, self.dim()), index), self.level)
+
+
+def _narrow(self, dim, start, length):
+    return BatchedTensor(self.value.narrow(_dim_at(dim, self.dim()), start, length), self.level)
+
+
+def _unbind(self, dim=0):
+    return tuple(_select(self, dim, i) for i in range(self.shape[dim]))
+
+
+def _split(name):
+    def rule(self, size_or_sections, dim=0):
+        parts = getattr(self.value, name)(size_or_sections, _dim_at(dim, self.dim()))
+        return tuple(BatchedTensor(p, self.level) for p in parts)
+    return rule
+
+
+def _expand(self, *sizes):
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    v = _pad_batched(self.value, len(sizes))
+    return BatchedTensor(v.expand((v.shape[0],) + tuple(sizes)), self.level)
+
+
+def _expand_as(self, other):
+    return _expand(self, *other.shape)
+
+
+def _view_as(self, other):
+    return _view("view")(self, *other.shape)
+
+
+def _reshape_as(self, other):
+    return _view("reshape")(self, *other.shape)
+
+
+def _to(self, *args, **kwargs):
+    if any(_is_batched(a) or isinstance(a, _core.TensorBase) for a in args):
+        other = args[0]
+        return BatchedTensor(self.value.to(other.dtype), self.level)
+    return BatchedTensor(self.value.to(*args, **kwargs), self.level)
+
+
+def _new(name):
+    """new_zeros/new_ones/new_full/new_empty/new_tensor: an unbatched tensor of the dtype."""
+    def rule(self, *args, **kwargs):
+        return getattr(self.value, name)(*args, **kwargs)
+    return rule
+
+
+def _type_as(self, other):
+    return BatchedTensor(self.value.to(other.dtype), self.level)
+
+
+def _is_basic_index(item) -> bool:
+    return item is None or item is Ellipsis or isinstance(item, (int, slice))
+
+
+def _getitem(self, index):
+    items = index if isinstance(index, tuple) else (index,)
+    advanced = [i for i, it in enumerate(items) if not _is_basic_index(it)]
+    # Batched or boolean indices, and advanced indices split by slices or mixed with integers
+    # (numpy then moves their dims first, before the batch dim), have no rule.
+    if any(_is_batched(it) and it.dtype is _bool_dtype() for it in items):
+        raise RuntimeError("vmap: We do not support batching operators that can support "
+                           "dynamic shape. Attempting to batch over indexing with a boolean "
+                           "mask.")
+    if any(_is_batched(it) for it in items) or \
+            any(getattr(items[i], "dtype", None) is _bool_dtype() or
+                isinstance(items[i], bool) for i in advanced) or \
+            (advanced and (advanced != list(range(advanced[0], advanced[-1] + 1)) or
+                           any(isinstance(it, int) for it in items))):
+        return _loop(_core.TensorBase.__getitem__, "__getitem__", (self, index), {})
+    return BatchedTensor(self.value[(slice(None),) + items], self.level)
+
+
+def _bool_dtype():
+    from . import bool as _bool
+    return _bool
+
+
+def _setitem(self, index, value):
+    items = index if isinstance(index, tuple) else (index,)
+    if any(not _is_basic_index(it) for it in items):
+        for i in range(self.value.shape[0]):
+            sample = self.value.select(0, i)
+            sample[index] = value.value.select(0, i) if _is_batched(value) and \
+                value.level == self.level else value
+        return
+    where = (slice(None),) + items
+    if _is_batched(value) and value.level == self.level:
+        value = _pad_batched(value.value, self.value[where].dim() - 1)
+    self.value[where] = value
+
+
+def _matmul(a, b):
+    level = _top_level((a, b))
+    ra, rb = _ndim(a), _ndim(b)
+    if ra == 0 or rb == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{ra}D and {rb}D")
+    a_batched = _is_batched(a) and a.level == level
+    b_batched = _is_batched(b) and b.level == level
+    va, vb = _at(a, level), _at(b, level)
+    if a_batched and not b_batched and rb <= 2:
+        # (B, ..., k) @ (k[, m]): what the un-mapped op runs on the whole batch
+        return BatchedTensor(va @ vb, level)
+    a_vec, b_vec = ra == 1, rb == 1
+    if a_vec:
+        va = va.unsqueeze(-2)
+    if b_vec:
+        vb = vb.unsqueeze(-1)
+    rank = max(ra, rb, 2)
+    if a_batched:
+        va = _pad_batched(va, rank)
+    if b_batched:
+        vb = _pad_batched(vb, rank)
+    out = va @ vb
+    if a_vec:
+        out = out.squeeze(-2)
+    if b_vec:
+        out = out.squeeze(-1)
+    return BatchedTensor(out, level)
+
+
+def _rmatmul(self, other):
+    return _matmul(other, self)
+
+
+_UNARY = """abs absolute acos arccos acosh asin arcsin asinh atan arctan atanh ceil clamp clip
+clone contiguous cos cosh deg2rad detach digamma double erf erfc erfinv exp exp2 expm1 fix float
+floor frac half int lgamma log log10 log1p log2 logit long neg negative bool nan_to_num
+rad2deg reciprocal relu round rsqrt sigmoid sign sgn sin sinc sinh sqrt square tan tanh trunc
+positive cpu conj __neg__ __pos__ __abs__ __invert__ abs_ clamp_ exp_ neg_ relu_
+sigmoid_ tanh_ sqrt_ log_ zero_ fill_ clamp_min clamp_max masked_fill
+pin_memory bfloat16 short byte char cfloat cdouble detach_ uniform_ normal_ tril triu
+""".split()
+
+_BINARY = """add sub subtract mul multiply div divide true_divide floor_divide remainder fmod pow
+atan2 arctan2 maximum minimum fmax fmin eq ne lt le gt ge hypot logaddexp xlogy copysign
+__add__ __sub__ __mul__ __truediv__ __floordiv__ __mod__ __pow__ __eq__ __ne__ __lt__ __le__
+__gt__ __ge__ __and__ __or__ __xor__ logical_and logical_or logical_xor bitwise_and bitwise_or
+add_ sub_ mul_ div_ copy_""".split()
+
+_REFLECTED = {"__radd__": "__add__", "__rsub__": "__sub__", "__rmul__": "__mul__",
+              "__rtruediv__": "__truediv__", "__rfloordiv__": "__floordiv__",
+              "__rpow__": "__pow__", "__rmod__": "__mod__", "__rand__": "__and__",
+              "__ror__": "__or__", "__rxor__": "__xor__"}
+
+_REDUCTIONS = """sum mean prod amax amin std var logsumexp nansum nanmean all any
+count_nonzero""".split()
+_DIM_ONLY = """max min argmax argmin softmax log_softmax cumsum cumprod median mode
+logcumsumexp cummax cummin""".split()
+
+for _name in _UNARY:
+    setattr(BatchedTensor, _name, _unary(_name))
+for _name in _BINARY:
+    setattr(BatchedTensor, _name, _binary(_name))
+for _name, _base in _REFLECTED.items():
+    setattr(BatchedTensor, _name, _binary(_base, reflected=True))
+for _name in _REDUCTIONS:
+    setattr(BatchedTensor, _name, _reduction(_name))
+for _name in _DIM_ONLY:
+    setattr(BatchedTensor, _name, _reduction(_name, whole_default=_name in ("max", "min",
+                                                                            "argmax", "argmin")))
+for _name in ("reshape", "view"):
+    setattr(BatchedTensor, _name, _view(_name))
+for _name in ("split", "chunk", "tensor_split"):
+    setattr(BatchedTensor, _name, _split(_name))
+BatchedTensor.transpose = BatchedTensor.swapaxes = BatchedTensor.swapdims = _transpose
+BatchedTensor.permute = _permute
+BatchedTensor.movedim = BatchedTensor.moveaxis = _movedim
+BatchedTensor.t = _t
+BatchedTensor.T = property(lambda self: self.permute(*reversed(range(self.dim()))))
+BatchedTensor.mT = property(lambda self: self.transpose(-2, -1))
+BatchedTensor.unsqueeze = _unsqueeze
+BatchedTensor.squeeze = _squeeze
+BatchedTensor.flatten = _flatten
+BatchedTensor.select = _select
+BatchedTensor.narrow = _narrow
+BatchedTensor.unbind = _unbind
+BatchedTensor.expand = _expand
+BatchedTensor.expand_as = _expand_as
+BatchedTensor.view_as = _view_as
+BatchedTensor.reshape_as = _reshape_as
+BatchedTensor.to = _to
+for _name in ("new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"):
+    setattr(BatchedTensor, _name, _new(_name))
+BatchedTensor.type_as = _type_as
+BatchedTensor.__getitem__ = _getitem
+BatchedTensor.__setitem__ = _setitem
+BatchedTensor.matmul = BatchedTensor.__matmul__ = _matmul
+BatchedTensor.__rmatmul__ = _rmatmul
+BatchedTensor.dot = _matmul
+BatchedTensor.__hash__ = object.__hash__
+
+
+# -- module-level functions -----------------------------------------------------------------------
+
+def _as_method(name):
+    """``fn(x, *args)`` as ``x.name(*args)`` when x is batched (tapegrad.sum, F.softmax...)."""
+    def rule(dispatch, args, kwargs):
+        x = args[0] if args else kwargs.pop("input")
+        if not _is_batched(x):
+            return None
+        return getattr(x, name)(*args[1:], **kwargs)
+    return rule
+
+
+def _binary_function(name):
+    def rule(dispatch, args, kwargs):
+        if len(args) < 2:
+            return None
+        level, va, vb = _align(args[0], args[1])
+        return BatchedTensor(dispatch(va, vb, *args[2:], **kwargs), level)
+    return rule
+
+
+def _stack_rule(dispatch, args, kwargs):
+    tensors = list(args[0] if args else kwargs.pop("tensors"))
+    dim = args[1] if len(args) > 1 else kwargs.pop("dim", 0)
+    level = _top_level(tensors)
+    rank = _ndim(tensors[0])
+    d = dim % (rank + 1) + 1
+    return BatchedTensor(dispatch([_expanded(t, level) for t in tensors], d, **kwargs), level)
+
+
+def _cat_rule(dispatch, args, kwargs):
+    tensors = [t for t in (args[0] if args else kwargs.pop("tensors"))]
+    dim = args[1] if len(args) > 1 else kwargs.pop("dim", 0)
+    level = _top_level(tensors)
+    rank = max(_ndim(t) for t in tensors)
+    d = dim % rank + 1
+    parts = [_expanded(t, level) for t in tensors if not (_ndim(t) == 1 and t.shape[0] == 0)]
+    return BatchedTensor(dispatch(parts, d, **kwargs), level)
+
+
+def _linear_rule(dispatch, args, kwargs):
+    x = args[0] if args else kwargs.pop("input")
+    weight = args[1] if len(args) > 1 else kwargs.pop("weight")
+    bias = args[2] if len(args) > 2 else kwargs.pop("bias", None)
+    if x.dim() == 0 or weight.dim() not in (1, 2):
+        return None
+    level = _top_level((x, weight, bias))
+    if _is_batched(x) and x.level == level and not any(
+            _is_batched(t) and t.level == level for t in (weight, bias)):
+        # the un-mapped op on the whole batch
+        return BatchedTensor(dispatch(x.value, weight, bias), level)
+    # per-sample weights (vmap over models, or grad with respect to them): matmul with the
+    # weight's transpose, plus the bias
+    out = _matmul(x, weight.transpose(-1, -2) if weight.dim() == 2 else weight)
+    return out if bias is None else out + bias
+
+
+def _where_rule(dispatch, args, kwargs):
+    if len(args) != 3 or kwargs:
+        return None
+    level = _top_level(args)
+    rank = max(_ndim(a) for a in args)
+    values = [_pad_batched(a.value, rank) if _is_batched(a) and a.level == level else a
+              for a in args]
+    return BatchedTensor(dispatch(*values), level)
+
+
+def _like_rule(dispatch, args, kwargs):
+    x = args[0] if args else kwargs.pop("input")
+    if not _is_batched(x) or any(_is_batched(a) for a in args[1:]):
+        return None
+    return BatchedTensor(dispatch(x.value, *args[1:], **kwargs), x.level)
+
+
+def _cross_entropy_rule(dispatch, args, kwargs):
+    """Class-index targets, sample logits (C,) or (N, C), no weight/ignore_index/smoothing
+    arguments: one call on the batch with reduction='none', reduced per sample."""
+    logits = args[0] if args else kwargs.pop("input")
+    target = args[1] if len(args) > 1 else kwargs.pop("target")
+    reduction = kwargs.pop("reduction", "mean")
+    if len(args) > 2 or kwargs or reduction not in ("mean", "sum", "none") or \
+            target.dtype.is_floating_point or logits.dim() not in (1, 2):
+        return None
+    level = _top_level((logits, target))
+    lv, tv = _expanded(logits, level), _expanded(target, level)
+    if logits.dim() == 1:
+        return BatchedTensor(dispatch(lv, tv, reduction="none"), level)
+    size, n = lv.shape[0], lv.shape[1]
+    per = dispatch(lv.reshape(size * n, lv.shape[2]), tv.reshape(size * n),
+                   reduction="none").reshape(size, n)
+    if reduction == "none":
+        return BatchedTensor(per, level)
+    return BatchedTensor(per.sum(1) if reduction == "sum" else per.mean(1), level)
+
+
+def _pointwise_loss(name):
+    def rule(dispatch, args, kwargs):
+        a = args[0] if args else kwargs.pop("input")
+        b = args[1] if len(args) > 1 else kwargs.pop("target")
+        reduction = kwargs.pop("reduction", "mean")
+        if len(args) > 2 or kwargs:
+            return None
+        level = _top_level((a, b))
+        rank = max(_ndim(a), _ndim(b))
+        va = _pad_batched(_expanded(a, level), rank)
+        vb = _pad_batched(_expanded(b, level), rank)
+        per = dispatch(va, vb, reduction="none")
+        if reduction == "none":
+            return BatchedTensor(per, level)
+        dims = tuple(range(1, per.dim()))
+        if not dims:
+            return BatchedTensor(per, level)
+        return BatchedTensor(per.sum(dims) if reduction == "sum" else per.mean(dims), level)
+    return rule
+
+
+def _is_tensor_rule(dispatch, args, kwargs):
+    return True
+
+
+# nn.functional activations that act elementwise (any extra arguments are scalars)
+_ELEMENTWISE_F = set("""relu relu6 elu selu celu gelu silu mish leaky_relu hardtanh hardswish
+hardsigmoid logsigmoid softplus softsign tanhshrink softshrink hardshrink threshold sigmoid
+tanh""".split())
+
+_FUNCTION_RULES = {
+    "stack": _stack_rule, "cat": _cat_rule, "concat": _cat_rule, "concatenate": _cat_rule,
+    "linear": _linear_rule, "matmul": lambda o, a, k: _matmul(a[0], a[1]),
+    "mm": lambda o, a, k: _matmul(a[0], a[1]), "dot": lambda o, a, k: _matmul(a[0], a[1]),
+    "mv": lambda o, a, k: _matmul(a[0], a[1]), "bmm": lambda o, a, k: _matmul(a[0], a[1]),
+    "cross_entropy": _cross_entropy_rule, "mse_loss": _pointwise_loss("mse_loss"),
+    "l1_loss": _pointwise_loss("l1_loss"),
+    "is_tensor": _is_tensor_rule, "where": _where_rule,
+}
+for _name in ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"):
+    _FUNCTION_RULES[_name] = _like_rule
+def _elementwise_function(dispatch, args, kwargs):
+    """An elementwise function (tapegrad.sin, F.relu(x, inplace=...), F.dropout...) of one
+    batched tensor: the same function on its value."""
+    x = args[0] if args else kwargs.pop("input", None)
+    if not _is_batched(x) or any(_is_batched(a) or isinstance(a, _core.TensorBase)
+                                 for a in _leaves(args[1:], kwargs)):
+        return None
+    return BatchedTensor(dispatch(x.value, *args[1:], **kwargs), x.level)
+
+
+for _name in set(_REDUCTIONS + _DIM_ONLY):
+    _FUNCTION_RULES[_name] = _as_method(_name)
+for _name in ("transpose", "permute", "movedim", "moveaxis", "swapaxes", "unsqueeze",
+              "squeeze", "flatten", "select", "narrow", "unbind", "reshape", "t", "split",
+              "chunk", "tensor_split"):
+    _FUNCTION_RULES[_name] = _as_method(_name)
+for _name in set(_UNARY) | _ELEMENTWISE_F | {"dropout", "alpha_dropout", "feature_alpha_dropout"}:
+    if not _name.startswith("__") and _name not in ("to", "masked_fill", "clamp", "clip",
+                                                     "tril", "triu", "nan_to_num"):
+        _FUNCTION_RULES[_name] = _elementwise_function
+for _name in _BINARY:
+    if not _name.startswith("__") and not _name.endswith("_"):
+        _FUNCTION_RULES[_name] = _binary_function(_name)
+
+
+def _dispatching(name, original):
+    rule = _FUNCTION_RULES.get(name)
+
+    @functools.wraps(original)
+    def dispatch(*args, **kwargs):
+        if _top_level(_leaves(args, kwargs)) is None:
+            return original(*args, **kwargs)
+        if rule is not None:
+            # (the rule calls ``dispatch`` on the values: under nested vmaps they are batched
+            # at the outer levels)
+            out = rule(dispatch, args, dict(kwargs))
+            if out is not None:
+                return out
+        return _loop(dispatch, name, args, kwargs)
+    dispatch.__wrapped_for_vmap__ = original
+    return dispatch
+
+
+_SKIP = {"vmap", "compile", "is_grad_enabled", "set_grad_enabled", "manual_seed", "seed",
+         "initial_seed", "get_rng_state", "set_rng_state", "save", "load", "no_grad",
+         "enable_grad", "inference_mode", "set_printoptions", "set_default_dtype",
+         "get_default_dtype", "typename", "is_storage", "from_numpy", "use_deterministic_algorithms"}
+
+
+_namespace_modules: tuple = ()
+
+
+def _namespaces():
+    global _namespace_modules
+    if not _namespace_modules:
+        import tapegrad
+        from tapegrad import linalg, special
+        from tapegrad.nn import functional
+        _namespace_modules = (tapegrad, functional, linalg, special)
+    return _namespace_modules
+
+
+_wrappers: dict = {}      # (module name, name) -> (original, its wrapper or None), made once
+
+
+def _wrapper_for(module, name, obj):
+    """The dispatching wrapper of a public function of a namespace, None for anything else."""
+    import types
+    known = _wrappers.get((module.__name__, name))
+    if known is not None and known[0] is obj:
+        return known[1]
+    wrapper = None
+    if not (name.startswith("_") or name in _SKIP or isinstance(obj, type)) and (
+            isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)) or
+            type(obj).__name__ == "cython_function_or_method"):
+        wrapper = _dispatching(name, obj)
+        _by_original[id(obj)] = wrapper
+    _wrappers[(module.__name__, name)] = (obj, wrapper)
+    return wrapper
+
+
+class _DispatchingModule(type(_core)):
+    """The class of the public namespaces while a vmap runs: their functions are looked up as
+    dispatching wrappers (one class swap per namespace at entry and exit, instead of rebinding
+    hundreds of names)."""
+
+    def __getattribute__(self, name):
+        obj = super().__getattribute__(name)
+        if name.startswith("_") or not callable(obj):
+            return obj
+        wrapper = _wrapper_for(self, name, obj)
+        return obj if wrapper is None else wrapper
+
+
+def _patch():
+    for module in _namespaces():
+        _patched[module] = module.__class__
+        module.__class__ = _DispatchingModule
+
+
+def _unpatch():
+    for module, cls in _patched.items():
+        module.__class__ = cls
+    _patched.clear()
+
+
+def redirect(fn):
+    """The dispatching wrapper of a public function (``vmap(tapegrad.dot)``), else fn."""
+    wrapper = _by_original.get(id(fn))
+    if wrapper is None:
+        name = getattr(fn, "__name__", None)
+        for module in _namespaces() if isinstance(name, str) else ():
+            if vars(module).get(name) is fn:
+                wrapper = _wrapper_for(module, name, fn)
+                break
+    return wrapper or fn
+
+
+class _level:
+    """A running vmap: its level on the stack, and the dispatching wrappers while any runs."""
+
+    def __init__(self, size):
+        self.size = size
+
+    def __enter__(self):
+        global _users
+        with _lock:
+            if _users == 0:
+                _patch()
+            _users += 1
+        running = _running()
+        self.id = (running[-1][0] + 1) if running else 1
+        running.append([self.id, self.size])
+        return self.id
+
+    def __exit__(self, *exc):
+        global _users
+        _running().pop()
+        with _lock:
+            _users -= 1
+            if _users == 0:
+                _unpatch()
+        return False
+
+
+def original(fn):
+    """The un-wrapped function of a dispatching wrapper (itself otherwise)."""
+    return getattr(fn, "__wrapped_for_vmap__", fn)
+
+
+# -- what the autodiff transforms of tapegrad.func need inside a vmap ------------------------------
+
+_functions: dict = {}
+
+
+def function(name):
+    """tapegrad.<name> as a dispatching function (the original when nothing is batched)."""
+    fn = _functions.get(name)
+    if fn is None:
+        import tapegrad
+        fn = _functions[name] = _dispatching(name, original(getattr(tapegrad, name)))
+    return fn
+
+
+def active() -> bool:
+    return bool(_running())
+
+
+def _peel(x):
+    """(tensor, [levels, outermost first]) of a BatchedTensor chain: the tensor's leading dims
+    are those levels' batch dims, in that order."""
+    levels = []
+    while type(x) is BatchedTensor:
+        levels.append(x.level)
+        x = x.value
+    return x, levels[::-1]
+
+
+def at_all_levels(x, leaf):
+    """x batched at every running vmap level (expanded where it is not), as a new leaf that
+    requires grad (``leaf``) or a view connected to x's graph when x requires grad: a transform
+    differentiating with respect to it then gets one gradient per sample, never their sum."""
+    tensor, levels = _peel(x)
+    for k, (level, size) in enumerate(_running()):
+        if level not in levels:
+            tensor = tensor.unsqueeze(k).expand(tuple(tensor.shape[:k]) + (size,) +
+                                                tuple(tensor.shape[k:]))
+            levels.insert(k, level)
+    if leaf:
+        tensor = tensor.view_as(tensor) if tensor.requires_grad else \
+            tensor.detach().requires_grad_()
+    for level in levels:
+        tensor = BatchedTensor(tensor, level)
+    return tensor
+
+
+def grad(grad_fn, outputs, inputs, grad_outputs, **kwargs):
+    """``grad_fn`` (autograd.grad) through BatchedTensors, one vmap level at a time from the
+    innermost: a graph batched at the level is differentiated once on its values (the samples
+    are independent rows of one graph); a graph built outside the level with batched
+    cotangents is differentiated once per sample."""
+    outputs, inputs = list(outputs), list(inputs)
+    grad_outputs = list(grad_outputs) if grad_outputs is not None else [None] * len(outputs)
+    level = _top_level(outputs + inputs + grad_outputs)
+    if level is None:
+        return list(grad_fn(outputs, inputs, grad_outputs, **kwargs))
+    if any(_is_batched(o) and o.level == level for o in outputs):
+        if any(not (_is_batched(x) and x.level == level) for x in inputs):
+            raise RuntimeError("vmap: differentiating a batched output with respect to an "
+                               "unbatched input is not supported (the samples' gradients "
+                               "would be summed); differentiate inside the transform")
+        values, cotangents = [], []
+        for o, g in zip(outputs, grad_outputs):
+            if g is None:
+                if o.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                g = function("ones_like")(o)
+            values.append(_expanded(o, level))
+            cotangents.append(_expanded(g, level))
+        result = grad(grad_fn, values, [x.value for x in inputs], cotangents, **kwargs)
+        return [None if r is None else BatchedTensor(r, level) for r in result]
+    per_sample = []
+    for i in range(_batch_size(level)):
+        gos = [g.value.select(0, i) if _is_batched(g) and g.level == level else g
+               for g in grad_outputs]
+        per_sample.append(grad(grad_fn, outputs, inputs, gos, **kwargs))
+    stack = function("stack")
+    out = []
+    for k in range(len(inputs)):
+        column = [r[k] for r in per_sample]
+        if all(c is None for c in column):
+            out.append(None)
+            continue
+        zeros_like = function("zeros_like")
+        column = [zeros_like(inputs[k]) if c is None else c for c in column]
+        out.append(BatchedTensor(stack(column), level))
+    return out
+
+
+def unbatch(x, level, size, out_dim):
+    """A function's output leaf at the end of the vmap ``level``: its batch dim moved to
+    ``out_dim``; an output that does not vary over the batch is expanded there."""
+    if _is_batched(x) and x.level == level:
+        n = x.value.dim()
+        if not -n <= out_dim < n:
+            raise ValueError(f"vmap: out_dim={out_dim} is out of range for an output of "
+                             f"dimensionality {n - 1}")
+        return x.value.movedim(0, out_dim % n) if out_dim % n else x.value
+    n = x.dim() + 1
+    if not -n <= out_dim < n:
+        raise ValueError(f"vmap: out_dim={out_dim} is out of range for an output of "
+                         f"dimensionality {n - 1}")
+    d = out_dim % n
+    shape = tuple(x.shape)
+    return x.unsqueeze(d).expand(shape[:d] + (size,) + shape[d:])
