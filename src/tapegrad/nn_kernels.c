@@ -3,6 +3,7 @@
  * One body per kernel, written once over a type T and instantiated for float and double by the
  * DEFINE_* macros at the end (as kernels.c does), so the two precisions cannot drift apart. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn_kernels.h"
@@ -694,8 +695,118 @@ HSW_TILE(double, f64, __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd, _mm256_sto
 DEFINE_GEMM_DRIVER(float, f32, hsw_f32)
 DEFINE_GEMM_DRIVER(double, f64, hsw_f64)
 #pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+/* The AVX-512 micro-kernels, for CPUs with 512-bit FMAs (Zen 5 and Intel server parts run two per
+ * cycle: twice AVX2's width).  A panel's NR columns (16 floats, 8 doubles) are one vector, so the
+ * packing is the AVX2 kernels' and a tile holds up to 12 rows: 12 independent accumulators cover
+ * the FMA latency with both pipes busy.  A partial panel (nb < NR) loads and stores through a
+ * mask, so every tile finishes in registers.  Each element is the same k-ordered chain of FMAs as
+ * in the AVX2 kernel: both give the same bits. */
+#define Z_ROWS 12
+#define Z_FMA_ROW(FMA, BCAST, R) acc##R = FMA(BCAST(a##R[k]), b, acc##R);
+#define Z_FMA4(FMA, BCAST, R0, R1, R2, R3)                                                        \
+    Z_FMA_ROW(FMA, BCAST, R0) Z_FMA_ROW(FMA, BCAST, R1)                                           \
+    Z_FMA_ROW(FMA, BCAST, R2) Z_FMA_ROW(FMA, BCAST, R3)
+#define Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R)                                                     \
+    if (R < mr) {                                                                                 \
+        V v = acc##R;                                                                             \
+        if (bias) v = ADD(v, MLOAD(m, bias));                                                     \
+        if (add) v = ADD(v, MLOAD(m, add + R * ldadd));                                           \
+        MSTORE(c + R * ldc, m, v);                                                                \
+    }
+#define Z_STORE4(V, ADD, MLOAD, MSTORE, R0, R1, R2, R3)                                           \
+    Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R0) Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R1)                 \
+    Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R2) Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R3)
+#define Z_TILE(T, SFX, V, W, MASK_T, SET0, BCAST, LOAD, MLOAD, MSTORE, FMA, ADD)                  \
+static void z_##SFX##_gemm_tile(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* restrict a,     \
+                                ptrdiff_t lda, const T* restrict bp, const T* bias, const T* add, \
+                                ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                             \
+{                                                                                                 \
+    /* rows past mr read row 0 again (no branch in the k loop); their results are dropped */     \
+    const T *a0 = a, *a1 = mr > 1 ? a + lda : a, *a2 = mr > 2 ? a + 2 * lda : a;                  \
+    const T *a3 = mr > 3 ? a + 3 * lda : a, *a4 = mr > 4 ? a + 4 * lda : a;                       \
+    const T *a5 = mr > 5 ? a + 5 * lda : a, *a6 = mr > 6 ? a + 6 * lda : a;                       \
+    const T *a7 = mr > 7 ? a + 7 * lda : a, *a8 = mr > 8 ? a + 8 * lda : a;                       \
+    const T *a9 = mr > 9 ? a + 9 * lda : a, *a10 = mr > 10 ? a + 10 * lda : a;                    \
+    const T *a11 = mr > 11 ? a + 11 * lda : a;                                                    \
+    V acc0 = SET0(), acc1 = SET0(), acc2 = SET0(), acc3 = SET0(), acc4 = SET0(), acc5 = SET0();   \
+    V acc6 = SET0(), acc7 = SET0(), acc8 = SET0(), acc9 = SET0(), acc10 = SET0(), acc11 = SET0(); \
+    if (mr > 8) {                                                                                 \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b = LOAD(bp + k * W);                                                         \
+            Z_FMA4(FMA, BCAST, 0, 1, 2, 3) Z_FMA4(FMA, BCAST, 4, 5, 6, 7)                         \
+            Z_FMA4(FMA, BCAST, 8, 9, 10, 11)                                                      \
+        }                                                                                         \
+    } else if (mr > 4) {                                                                          \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b = LOAD(bp + k * W);                                                         \
+            Z_FMA4(FMA, BCAST, 0, 1, 2, 3) Z_FMA4(FMA, BCAST, 4, 5, 6, 7)                         \
+        }                                                                                         \
+    } else {                                                                                      \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b = LOAD(bp + k * W);                                                         \
+            Z_FMA4(FMA, BCAST, 0, 1, 2, 3)                                                        \
+        }                                                                                         \
+    }                                                                                             \
+    const MASK_T m = (MASK_T)((1u << nb) - 1u);                                                   \
+    Z_STORE4(V, ADD, MLOAD, MSTORE, 0, 1, 2, 3) Z_STORE4(V, ADD, MLOAD, MSTORE, 4, 5, 6, 7)       \
+    Z_STORE4(V, ADD, MLOAD, MSTORE, 8, 9, 10, 11)                                                 \
+}
+
+/* Rows of the next block when `rem` remain: 12, or two near-equal halves of 13..23 (20 rows as
+ * 10 + 10, not 12 + 8), so that blocks keep at least 8 accumulators busy where they can. */
+static inline ptrdiff_t z_gemm_rows(ptrdiff_t rem)
+{
+    return rem <= Z_ROWS ? rem : (rem < 2 * Z_ROWS ? (rem + 1) / 2 : Z_ROWS);
+}
+
+#define DEFINE_Z_GEMM_DRIVER(T, SFX)                                                              \
+static void z_##SFX##_gemm_packed(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const T* a,              \
+                                  ptrdiff_t lda, const T* packed, const T* bias, const T* add,    \
+                                  ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                           \
+{                                                                                                 \
+    enum { NR = GEMM_NR_##SFX };                                                                  \
+    for (ptrdiff_t p = 0; p * NR < N; p++) {                                                      \
+        const ptrdiff_t n0 = p * NR, nb = N - n0 < NR ? N - n0 : NR;                              \
+        const T* panel = packed + p * K * NR;                                                     \
+        for (ptrdiff_t i0 = 0; i0 < M;) {                                                         \
+            const ptrdiff_t mr = z_gemm_rows(M - i0);                                             \
+            z_##SFX##_gemm_tile(mr, nb, K, a + i0 * lda, lda, panel, bias ? bias + n0 : NULL,     \
+                                add ? add + i0 * ldadd + n0 : NULL, ldadd, c + i0 * ldc + n0,     \
+                                ldc);                                                             \
+            i0 += mr;                                                                             \
+        }                                                                                         \
+    }                                                                                             \
+}
+
+Z_TILE(float, f32, __m512, 16, __mmask16, _mm512_setzero_ps, _mm512_set1_ps, _mm512_loadu_ps,
+       _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps, _mm512_fmadd_ps, _mm512_add_ps)
+Z_TILE(double, f64, __m512d, 8, __mmask8, _mm512_setzero_pd, _mm512_set1_pd, _mm512_loadu_pd,
+       _mm512_maskz_loadu_pd, _mm512_mask_storeu_pd, _mm512_fmadd_pd, _mm512_add_pd)
+DEFINE_Z_GEMM_DRIVER(float, f32)
+DEFINE_Z_GEMM_DRIVER(double, f64)
+#pragma GCC pop_options
+
+/* Whether the AVX-512 GEMM runs: the CPU has it, and vecmath's level is not forced down
+ * (TAPEGRAD_SIMD=avx2 or scalar runs the kernels a CPU without it gets). */
+static int use_avx512(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = use_haswell() && __builtin_cpu_supports("avx512f") && getenv("TAPEGRAD_SIMD") == NULL;
+    }
+    return known;
+}
+
 #define GEMM_CALL(SFX, ARGS)                                                                      \
-    do { if (use_haswell()) hsw_##SFX##_gemm_packed ARGS; else SFX##_gemm_packed ARGS; } while (0)
+    do {                                                                                          \
+        if (use_avx512()) z_##SFX##_gemm_packed ARGS;                                             \
+        else if (use_haswell()) hsw_##SFX##_gemm_packed ARGS;                                     \
+        else SFX##_gemm_packed ARGS;                                                              \
+    } while (0)
 #else
 #define GEMM_CALL(SFX, ARGS) SFX##_gemm_packed ARGS
 #endif
