@@ -631,3 +631,142 @@ def test_packed_gemm_kernels_agree(tmp_path):
     assert sorted(a.files) == sorted(b.files) and len(a.files) > 100
     for k in a.files:
         assert np.array_equal(a[k], b[k]), k
+
+
+# -- the sequence buffers' workspace: a buffer still in use is never handed out again -----------
+
+def _grads_of(m, x):
+    return [p.grad.numpy().copy() for p in m.parameters()] + [x.grad.numpy().copy()]
+
+
+def _fresh_grads(kind, inputs, weights, dtype):
+    """Each input's gradients from its own forward and backward, one graph at a time."""
+    found = []
+    for xa, wa in zip(inputs, weights):
+        m = _workspace_model(kind, dtype)
+        x = tg.tensor(xa, requires_grad=True)
+        (m(x)[0] * tg.tensor(wa)).sum().backward()
+        found.append(_grads_of(m, x))
+    return found
+
+
+def _workspace_model(kind, dtype):
+    tg.manual_seed(0)
+    return getattr(tg.nn, kind)(3, 17, num_layers=2, bidirectional=True, dtype=dtype)
+
+
+def _workspace_data(dtype, n=3):
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal((5, 4, 3)).astype(dtype) for _ in range(n)]
+    ws = [rng.standard_normal((5, 4, 34)).astype(dtype) for _ in range(n)]
+    return xs, ws
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_workspace_two_forwards_before_backwards(kind, dtype):
+    """Graphs alive at once keep their own buffers: the second forward (same shapes) must not
+    write into the first one's saved gates, states or outputs."""
+    xs, ws = _workspace_data(dtype)
+    expect = _fresh_grads(kind, xs, ws, tg.float64 if dtype == np.float64 else tg.float32)
+    tdt = tg.float64 if dtype == np.float64 else tg.float32
+    models = [_workspace_model(kind, tdt) for _ in xs]
+    inputs = [tg.tensor(a, requires_grad=True) for a in xs]
+    losses = [(m(x)[0] * tg.tensor(w)).sum() for m, x, w in zip(models, inputs, ws)]
+    for k in (1, 0, 2):                 # backwards in another order than the forwards
+        losses[k].backward()
+    for m, x, want in zip(models, inputs, expect):
+        for a, b in zip(_grads_of(m, x), want):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_workspace_retain_graph_with_steps_between(kind):
+    """A retained graph's buffers survive other steps on the same shapes: its second backward
+    gives the first one's gradients again."""
+    xs, ws = _workspace_data(np.float32)
+    m = _workspace_model(kind, tg.float32)
+    x = tg.tensor(xs[0], requires_grad=True)
+    loss = (m(x)[0] * tg.tensor(ws[0])).sum()
+    loss.backward(retain_graph=True)
+    first = _grads_of(m, x)
+    other = _workspace_model(kind, tg.float32)
+    for a, w in zip(xs[1:], ws[1:]):            # whole training steps in between
+        xo = tg.tensor(a, requires_grad=True)
+        (other(xo)[0] * tg.tensor(w)).sum().backward()
+    m.zero_grad()
+    x.grad = None
+    loss.backward()
+    for a, b in zip(_grads_of(m, x), first):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_workspace_outputs_kept_by_the_caller():
+    """Outputs (and numpy views of them) a caller keeps are never overwritten by later calls,
+    nor is an output the caller writes into in place read back as a state by the backward."""
+    xs, ws = _workspace_data(np.float32)
+    tg.manual_seed(0)
+    m = tg.nn.LSTM(3, 17)           # one layer, one direction: the output is the layer's buffer
+    with tg.no_grad():
+        out0, (h0, c0) = m(tg.tensor(xs[0]))
+    view = out0.numpy()[1:]
+    saved = (out0.numpy().copy(), h0.numpy().copy(), c0.numpy().copy())
+    for a in xs[1:]:
+        m(tg.tensor(a))[0].sum().backward()
+    np.testing.assert_array_equal(out0.numpy(), saved[0])
+    np.testing.assert_array_equal(view, saved[0][1:])
+    np.testing.assert_array_equal(h0.numpy(), saved[1])
+    np.testing.assert_array_equal(c0.numpy(), saved[2])
+    # an in-place write into the output between forward and backward changes nothing upstream
+    tg.manual_seed(0)
+    m2 = tg.nn.LSTM(3, 17)
+    x = tg.tensor(xs[0], requires_grad=True)
+    (m2(x)[0] * tg.tensor(ws[0][..., :17])).sum().backward()
+    expect = _grads_of(m2, x)
+    m2.zero_grad()
+    x.grad = None
+    out = m2(x)[0]
+    loss = (out * tg.tensor(ws[0][..., :17])).sum()
+    with tg.no_grad():
+        out.fill_(3.0)
+    loss.backward()
+    for a, b in zip(_grads_of(m2, x), expect):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_workspace_double_backward_after_steps(torch):
+    """create_graph through a layer whose first-order buffers are reused by later steps: the
+    second-order gradient matches PyTorch's."""
+    tm = torch.nn.LSTM(3, 5, num_layers=2).double()
+    gm = tg.nn.LSTM(3, 5, num_layers=2, dtype=tg.float64)
+    _copy_state(tm, gm)
+    rng = np.random.default_rng(11)
+    xa = rng.standard_normal((4, 2, 3))
+    tx = torch.tensor(xa, requires_grad=True)
+    gx = tg.tensor(xa, requires_grad=True)
+    (tgx,) = torch.autograd.grad(tm(tx)[0].pow(2).sum(), tx, create_graph=True)
+    (ggx,) = tg.autograd.grad(gm(gx)[0].pow(2).sum(), gx, create_graph=True)
+    for _ in range(2):                          # steps on the same shapes in between
+        gm(tg.tensor(rng.standard_normal((4, 2, 3)), requires_grad=True))[0].sum().backward()
+    gm.zero_grad()
+    tgx.pow(2).sum().backward()
+    ggx.pow(2).sum().backward()
+    _close(tx.grad, gx.grad, 1e-10)
+    for (_, p), (_, q) in zip(tm.named_parameters(), gm.named_parameters()):
+        _close(p.grad, q.grad, 1e-10)
+
+
+def test_workspace_is_bounded_and_released():
+    """The workspace holds at most its limit, and buffers no graph uses are free for reuse."""
+    from tapegrad import _core
+    m = _workspace_model("LSTM", tg.float32)
+    xs, ws = _workspace_data(np.float32)
+    for a, w in zip(xs, ws):
+        (m(tg.tensor(a))[0] * tg.tensor(w)).sum().backward()
+    pooled, used = _core._rnn_workspace_bytes()
+    assert 0 < pooled <= 64 << 20
+    assert used == 0
+    out = m(tg.tensor(xs[0]))[0]
+    assert _core._rnn_workspace_bytes()[1] > 0      # the live graph's buffers are in use
+    del out
+    assert _core._rnn_workspace_bytes()[1] == 0

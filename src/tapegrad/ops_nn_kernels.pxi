@@ -310,6 +310,128 @@ cdef inline char* nk_at(object a, Py_ssize_t offset, Py_ssize_t itemsize) noexce
     return <char*>cnp.PyArray_DATA(<cnp.ndarray>a) + offset * itemsize
 
 
+# The sequence buffers' workspace.  A training loop runs each layer on the same shapes every
+# step, and a step's sequence buffers (gates, cell states, outputs and their gradients: 1.4 MB
+# for the gates of a 128-wide LSTM over 35 steps of 20) were fresh allocations: glibc hands the
+# freed ones back to the kernel between steps (they are larger than its trim threshold), and the
+# next step paid a page fault per 4 KiB touched (~2,500 a step, a third of its time).
+# nk_buffer returns a pooled array that nothing but the pool refers to, or a new one that joins
+# the pool.  Every holder of an ndarray or of a view of it (a tensor, a saved value of a live
+# graph, a user's numpy view) owns a reference to it, so a buffer still in use is never handed out
+# again: two forwards before one backward, retain_graph and outputs kept by the caller each get
+# their own buffers.  Lookups run under the GIL with no Python code between the check and the
+# hand-out, so two threads cannot take the same buffer.
+
+cdef dict nk_pool = {}                      # (shape, dtype) -> list of arrays
+cdef Py_ssize_t nk_pool_bytes = 0           # bytes held by the pool
+cdef Py_ssize_t NK_POOL_LIMIT = 64 << 20    # at most this many bytes are pooled
+
+cdef extern from *:
+    """
+    static inline Py_ssize_t nk_refcount(PyObject* o) { return Py_REFCNT(o); }
+    """
+    Py_ssize_t nk_refcount(PyObject* o) noexcept
+    PyObject* PyList_GET_ITEM(object lst, Py_ssize_t i)
+
+
+cdef int nk_pool_trim() except -1:
+    """Drop every pooled array that nothing else refers to."""
+    global nk_pool_bytes
+    cdef list bucket, keep
+    cdef Py_ssize_t i
+    for key in list(nk_pool):
+        bucket = nk_pool[key]
+        keep = []
+        for i in range(len(bucket)):
+            if nk_refcount(PyList_GET_ITEM(bucket, i)) == 1:
+                nk_pool_bytes -= (<cnp.ndarray>bucket[i]).nbytes
+            else:
+                keep.append(bucket[i])
+        if keep:
+            nk_pool[key] = keep
+        else:
+            del nk_pool[key]
+    return 0
+
+
+cdef object nk_buffer(tuple shape, object dt):
+    """An uninitialised C-contiguous array of `shape` and dtype `dt`, from the pool when one is
+    free (the pool's reference its only one)."""
+    global nk_pool_bytes
+    key = (shape, dt)
+    cdef list bucket = nk_pool.get(key)
+    cdef Py_ssize_t i
+    if bucket is not None:
+        for i in range(len(bucket)):
+            if nk_refcount(PyList_GET_ITEM(bucket, i)) == 1:
+                return bucket[i]
+    arr = np.empty(shape, dtype=dt)
+    cdef Py_ssize_t nbytes = arr.nbytes
+    if nk_pool_bytes + nbytes > NK_POOL_LIMIT:
+        nk_pool_trim()
+    if nk_pool_bytes + nbytes <= NK_POOL_LIMIT:
+        if bucket is None:
+            bucket = nk_pool[key] = []
+        bucket.append(arr)
+        nk_pool_bytes += nbytes
+    return arr
+
+
+def _rnn_workspace_bytes():
+    """(bytes pooled, bytes of pooled arrays in use): for tests and the footprint bench."""
+    cdef Py_ssize_t used = 0, i
+    for bucket in nk_pool.values():
+        for i in range(len(bucket)):
+            if nk_refcount(PyList_GET_ITEM(bucket, i)) > 1:
+                used += (<cnp.ndarray>bucket[i]).nbytes
+    return nk_pool_bytes, used
+
+
+def _rnn_input_projection(x, w_ih, bias):
+    """gi = x @ W_ih^T (+ bias) for every step at once: x (T, B, I), w_ih (G*H, I), bias (G*H,)
+    or None; gi (T, B, G*H) is a workspace buffer (the sequence forward reads it and lets it go).
+    W_ih is packed once and all T*B rows run through the packed GEMM."""
+    cdef Py_ssize_t T = x.shape[0], B = x.shape[1], I = x.shape[2], N = w_ih.shape[0]
+    cdef bint f32 = nk_is_f32(x)
+    nk_same(w_ih, f32, N * I)
+    if bias is not None:
+        nk_same(bias, f32, N)
+    dt = x.dtype
+    gi = nk_buffer((T, B, N), dt)
+    packed = nk_pack(w_ih, I, N, 1, I, f32)         # B = W_ih^T: (k, n) is w_ih[n, k]
+    cdef Py_ssize_t isz = dt.itemsize
+    if T * B and N:
+        nk_gemm(f32, T * B, N, I, nk_at(x, 0, isz), packed,
+                NULL if bias is None else nk_at(bias, 0, isz), NULL, nk_at(gi, 0, isz))
+    return gi
+
+
+def _rnn_input_grads(dgi, x, w_ih, bint need_x, bint need_w, bint need_b):
+    """The gradients of _rnn_input_projection from dgi (T, B, G*H): (dx (T, B, I), dW_ih, dbias),
+    each None when not needed."""
+    cdef Py_ssize_t T = x.shape[0], B = x.shape[1], I = x.shape[2], N = w_ih.shape[0]
+    cdef bint f32 = nk_is_f32(dgi)
+    nk_same(x, f32, T * B * I)
+    nk_same(w_ih, f32, N * I)
+    dt = dgi.dtype
+    cdef Py_ssize_t isz = dt.itemsize
+    dx = dw = db = None
+    rows = dgi.reshape(T * B, N)
+    if need_x:
+        dx = nk_buffer((T, B, I), dt)
+        if T * B and I:
+            if N:
+                nk_gemm(f32, T * B, I, N, nk_at(dgi, 0, isz), nk_pack(w_ih, N, I, I, 1, f32),
+                        NULL, NULL, nk_at(dx, 0, isz))
+            else:
+                dx.fill(0)
+    if need_w:
+        dw = np.matmul(rows.T, x.reshape(T * B, I), out=nk_buffer((N, I), dt))
+    if need_b:
+        db = np.add.reduce(rows, axis=0)
+    return dx, dw, db
+
+
 def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
     """Run one recurrent layer in one direction over all T steps of gi.  Returns (out (T, B, H),
     h_T, c_T or None, saved).  The hidden weights are packed once (nk_pack) for the T small
@@ -325,16 +447,16 @@ def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
     if b_hh is not None:
         nk_same(b_hh, f32, G * H)
     dt = gi.dtype
-    out = np.empty((T, B, H), dtype=dt)
+    out = nk_buffer((T, B, H), dt)
     packed = nk_pack(w_hh, H, G * H, 1, H, f32)      # B = W_hh^T: (k, n) is w_hh[n, k]
     acts = cs = tcs = hhs = None
     if mode == NK_LSTM:
-        acts = np.empty((T, B, G * H), dtype=dt)
-        cs = np.empty((T, B, H), dtype=dt)
-        tcs = np.empty((T, B, H), dtype=dt)
+        acts = nk_buffer((T, B, G * H), dt)
+        cs = nk_buffer((T, B, H), dt)
+        tcs = nk_buffer((T, B, H), dt)
     elif mode == NK_GRU:
-        acts = np.empty((T, B, G * H), dtype=dt)
-        hhs = np.empty((T, B, G * H), dtype=dt)
+        acts = nk_buffer((T, B, G * H), dt)
+        hhs = nk_buffer((T, B, G * H), dt)
     hh_buf = np.empty((B, G * H), dtype=dt)
     cdef int relu = mode == NK_RNN_RELU
     cdef Py_ssize_t step = B * G * H, hstep = B * H, isz = dt.itemsize
@@ -385,7 +507,11 @@ def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
         t = 0 if reverse else T - 1
         h_last = out[t].copy()
         c_last = cs[t].copy() if mode == NK_LSTM else None
-    return out, h_last, c_last, (acts, cs, tcs, hhs)
+    # the backward reads the outputs as the steps' states from its own copy: the caller may write
+    # into the returned output in place (PyTorch's layer saves its own too)
+    states = nk_buffer((T, B, H), dt)
+    np.copyto(states, out)
+    return out, h_last, c_last, (acts, cs, tcs, hhs, states)
 
 
 def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_hh, dout,
@@ -393,7 +519,7 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
     """The gradients of _rnn_sequence_forward: (dgi (T, B, G*H), dh0, dc0 or None, dw_hh,
     db_hh or None).  dout (T, B, H), dh_last, dc_last: upstream gradients (None for zero).
     W_hh is packed once for the T products dgates_t W_hh; dW_hh is one product over all steps."""
-    acts, cs, tcs, hhs = saved
+    acts, cs, tcs, hhs = saved[:4]
     cdef Py_ssize_t T = out.shape[0], B = out.shape[1], H = out.shape[2], G = nk_gates(mode)
     cdef Py_ssize_t s, t, tp
     cdef bint f32 = nk_is_f32(out)
@@ -411,8 +537,8 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
         nk_same(dc, f32, B * H)
     if T > 0 and dout is not None:
         np.add(dh, dout[T - 1 if not reverse else 0], out=dh)
-    dgi = np.empty((T, B, G * H), dtype=dt)
-    dhh = np.empty((T, B, G * H), dtype=dt) if mode == NK_GRU else dgi
+    dgi = nk_buffer((T, B, G * H), dt)
+    dhh = nk_buffer((T, B, G * H), dt) if mode == NK_GRU else dgi
     direct = np.empty((B, H), dtype=dt)
     packed = nk_pack(w_hh, G * H, H, H, 1, f32)      # B = W_hh, (G*H, H) row-major
     cdef int relu = mode == NK_RNN_RELU
@@ -466,7 +592,7 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
                                <double*>p_dh, <double*>p_dgi)
             nk_gemm(f32, B, H, G * H, p_dgi, packed, NULL, p_add, p_dh)
     # The hidden weights' gradient over all steps at once: sum_t dhh_t^T h_prev_t.
-    prev_h = np.empty((T, B, H), dtype=dt)
+    prev_h = nk_buffer((T, B, H), dt)
     if T > 0:
         if reverse:
             prev_h[T - 1] = h0
@@ -474,7 +600,8 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
         else:
             prev_h[0] = h0
             prev_h[1:] = out[:T - 1]
-    dw = np.matmul(dhh.reshape(T * B, G * H).T, prev_h.reshape(T * B, H))
+    dw = np.matmul(dhh.reshape(T * B, G * H).T, prev_h.reshape(T * B, H),
+                   out=nk_buffer((G * H, H), dt))
     db = np.add.reduce(dhh.reshape(T * B, G * H), axis=0) if has_b_hh else None
     return dgi, dh, dc, dw, db
 
