@@ -614,7 +614,8 @@ def test_packed_gemm_kernels_agree(tmp_path):
     """The recurrent layers' hidden-side products run an AVX-512 kernel where the CPU has it and
     TAPEGRAD_SIMD is unset, the AVX2 one under TAPEGRAD_SIMD=avx2.  Each output element is the
     same k-ordered chain of fused multiply-adds in both, so the layers' results are the same bits
-    on every row block and every (full or masked) panel."""
+    on every row block and every (full or masked) panel; the hidden weights' gradient (the
+    transposed kernel against BLAS) agrees to rounding."""
     import os
     import subprocess
     import sys
@@ -630,7 +631,13 @@ def test_packed_gemm_kernels_agree(tmp_path):
     a, b = runs["default"], runs["avx2"]
     assert sorted(a.files) == sorted(b.files) and len(a.files) > 100
     for k in a.files:
-        assert np.array_equal(a[k], b[k]), k
+        if k.endswith("-5"):
+            # dW_hh, a sum over every step and row: the AVX-512 kernel sums in k order, BLAS in
+            # its own blocks (and the AVX2 path uses BLAS), so they agree to rounding
+            tol = 2e-5 if "float32" in k else 1e-12
+            np.testing.assert_allclose(a[k], b[k], rtol=tol, atol=tol, err_msg=k)
+        else:
+            assert np.array_equal(a[k], b[k]), k
 
 
 # -- the sequence buffers' workspace: a buffer still in use is never handed out again -----------

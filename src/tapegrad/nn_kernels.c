@@ -705,7 +705,7 @@ DEFINE_GEMM_DRIVER(double, f64, hsw_f64)
  * mask, so every tile finishes in registers.  Each element is the same k-ordered chain of FMAs as
  * in the AVX2 kernel: both give the same bits. */
 #define Z_ROWS 12
-#define Z_FMA_ROW(FMA, BCAST, R) acc##R = FMA(BCAST(a##R[k]), b, acc##R);
+#define Z_FMA_ROW(FMA, BCAST, R) acc##R = FMA(BCAST(a##R[k * ks]), b, acc##R);
 #define Z_FMA4(FMA, BCAST, R0, R1, R2, R3)                                                        \
     Z_FMA_ROW(FMA, BCAST, R0) Z_FMA_ROW(FMA, BCAST, R1)                                           \
     Z_FMA_ROW(FMA, BCAST, R2) Z_FMA_ROW(FMA, BCAST, R3)
@@ -719,18 +719,21 @@ DEFINE_GEMM_DRIVER(double, f64, hsw_f64)
 #define Z_STORE4(V, ADD, MLOAD, MSTORE, R0, R1, R2, R3)                                           \
     Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R0) Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R1)                 \
     Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R2) Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R3)
-#define Z_TILE(T, SFX, V, W, MASK_T, SET0, BCAST, LOAD, MLOAD, MSTORE, FMA, ADD)                  \
-static void z_##SFX##_gemm_tile(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* restrict a,     \
-                                ptrdiff_t lda, const T* restrict bp, const T* bias, const T* add, \
-                                ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                             \
+/* NAME: the tile's name; RS, KS: a's steps between rows and along k (lda, 1 for a; 1, lda for
+ * a transposed a, whose rows are the columns of a K x M matrix). */
+#define Z_TILE(T, SFX, NAME, RS, KS, V, W, MASK_T, SET0, BCAST, LOAD, MLOAD, MSTORE, FMA, ADD)    \
+static void z_##SFX##_##NAME(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* restrict a,        \
+                             ptrdiff_t lda, const T* restrict bp, const T* bias, const T* add,    \
+                             ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                                \
 {                                                                                                 \
     /* rows past mr read row 0 again (no branch in the k loop); their results are dropped */     \
-    const T *a0 = a, *a1 = mr > 1 ? a + lda : a, *a2 = mr > 2 ? a + 2 * lda : a;                  \
-    const T *a3 = mr > 3 ? a + 3 * lda : a, *a4 = mr > 4 ? a + 4 * lda : a;                       \
-    const T *a5 = mr > 5 ? a + 5 * lda : a, *a6 = mr > 6 ? a + 6 * lda : a;                       \
-    const T *a7 = mr > 7 ? a + 7 * lda : a, *a8 = mr > 8 ? a + 8 * lda : a;                       \
-    const T *a9 = mr > 9 ? a + 9 * lda : a, *a10 = mr > 10 ? a + 10 * lda : a;                    \
-    const T *a11 = mr > 11 ? a + 11 * lda : a;                                                    \
+    const T *a0 = a, *a1 = mr > 1 ? a + RS : a, *a2 = mr > 2 ? a + 2 * RS : a;                    \
+    const T *a3 = mr > 3 ? a + 3 * RS : a, *a4 = mr > 4 ? a + 4 * RS : a;                         \
+    const T *a5 = mr > 5 ? a + 5 * RS : a, *a6 = mr > 6 ? a + 6 * RS : a;                         \
+    const T *a7 = mr > 7 ? a + 7 * RS : a, *a8 = mr > 8 ? a + 8 * RS : a;                         \
+    const T *a9 = mr > 9 ? a + 9 * RS : a, *a10 = mr > 10 ? a + 10 * RS : a;                      \
+    const T *a11 = mr > 11 ? a + 11 * RS : a;                                                     \
+    const ptrdiff_t ks = KS;                                                                      \
     V acc0 = SET0(), acc1 = SET0(), acc2 = SET0(), acc3 = SET0(), acc4 = SET0(), acc5 = SET0();   \
     V acc6 = SET0(), acc7 = SET0(), acc8 = SET0(), acc9 = SET0(), acc10 = SET0(), acc11 = SET0(); \
     if (mr > 8) {                                                                                 \
@@ -762,10 +765,10 @@ static inline ptrdiff_t z_gemm_rows(ptrdiff_t rem)
     return rem <= Z_ROWS ? rem : (rem < 2 * Z_ROWS ? (rem + 1) / 2 : Z_ROWS);
 }
 
-#define DEFINE_Z_GEMM_DRIVER(T, SFX)                                                              \
-static void z_##SFX##_gemm_packed(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const T* a,              \
-                                  ptrdiff_t lda, const T* packed, const T* bias, const T* add,    \
-                                  ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                           \
+#define DEFINE_Z_GEMM_DRIVER(T, SFX, NAME, TILE, RS)                                              \
+static void z_##SFX##_##NAME(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const T* a, ptrdiff_t lda,    \
+                             const T* packed, const T* bias, const T* add, ptrdiff_t ldadd, T* c, \
+                             ptrdiff_t ldc)                                                       \
 {                                                                                                 \
     enum { NR = GEMM_NR_##SFX };                                                                  \
     for (ptrdiff_t p = 0; p * NR < N; p++) {                                                      \
@@ -773,20 +776,26 @@ static void z_##SFX##_gemm_packed(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const T
         const T* panel = packed + p * K * NR;                                                     \
         for (ptrdiff_t i0 = 0; i0 < M;) {                                                         \
             const ptrdiff_t mr = z_gemm_rows(M - i0);                                             \
-            z_##SFX##_gemm_tile(mr, nb, K, a + i0 * lda, lda, panel, bias ? bias + n0 : NULL,     \
-                                add ? add + i0 * ldadd + n0 : NULL, ldadd, c + i0 * ldc + n0,     \
-                                ldc);                                                             \
+            z_##SFX##_##TILE(mr, nb, K, a + i0 * RS, lda, panel, bias ? bias + n0 : NULL,         \
+                             add ? add + i0 * ldadd + n0 : NULL, ldadd, c + i0 * ldc + n0, ldc);  \
             i0 += mr;                                                                             \
         }                                                                                         \
     }                                                                                             \
 }
 
-Z_TILE(float, f32, __m512, 16, __mmask16, _mm512_setzero_ps, _mm512_set1_ps, _mm512_loadu_ps,
-       _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps, _mm512_fmadd_ps, _mm512_add_ps)
-Z_TILE(double, f64, __m512d, 8, __mmask8, _mm512_setzero_pd, _mm512_set1_pd, _mm512_loadu_pd,
-       _mm512_maskz_loadu_pd, _mm512_mask_storeu_pd, _mm512_fmadd_pd, _mm512_add_pd)
-DEFINE_Z_GEMM_DRIVER(float, f32)
-DEFINE_Z_GEMM_DRIVER(double, f64)
+#define Z_F32 __m512, 16, __mmask16, _mm512_setzero_ps, _mm512_set1_ps, _mm512_loadu_ps,            \
+    _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps, _mm512_fmadd_ps, _mm512_add_ps
+#define Z_F64 __m512d, 8, __mmask8, _mm512_setzero_pd, _mm512_set1_pd, _mm512_loadu_pd,             \
+    _mm512_maskz_loadu_pd, _mm512_mask_storeu_pd, _mm512_fmadd_pd, _mm512_add_pd
+#define Z_TILE_(...) Z_TILE(__VA_ARGS__)
+Z_TILE_(float, f32, gemm_tile, lda, 1, Z_F32)
+Z_TILE_(double, f64, gemm_tile, lda, 1, Z_F64)
+Z_TILE_(float, f32, gemm_tile_at, 1, lda, Z_F32)
+Z_TILE_(double, f64, gemm_tile_at, 1, lda, Z_F64)
+DEFINE_Z_GEMM_DRIVER(float, f32, gemm_packed, gemm_tile, lda)
+DEFINE_Z_GEMM_DRIVER(double, f64, gemm_packed, gemm_tile, lda)
+DEFINE_Z_GEMM_DRIVER(float, f32, gemm_packed_at, gemm_tile_at, 1)
+DEFINE_Z_GEMM_DRIVER(double, f64, gemm_packed_at, gemm_tile_at, 1)
 #pragma GCC pop_options
 
 /* Whether the AVX-512 GEMM runs: the CPU has it, and vecmath's level is not forced down
@@ -823,6 +832,29 @@ void tg_gemm_packed_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a, 
                         ptrdiff_t ldadd, double* c, ptrdiff_t ldc)
 {
     GEMM_CALL(f64, (M, N, K, a, lda, packed, bias, add, ldadd, c, ldc));
+}
+
+#ifdef TG_HASWELL
+#define GEMM_AT_CALL(SFX, ARGS)                                                                   \
+    do {                                                                                          \
+        if (!use_avx512()) return 0;                                                              \
+        z_##SFX##_gemm_packed_at ARGS;                                                            \
+        return 1;                                                                                 \
+    } while (0)
+#else
+#define GEMM_AT_CALL(SFX, ARGS) return 0
+#endif
+
+int tg_gemm_packed_at_f32(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float* a, ptrdiff_t lda,
+                          const float* packed, float* c, ptrdiff_t ldc)
+{
+    GEMM_AT_CALL(f32, (M, N, K, a, lda, packed, NULL, NULL, 0, c, ldc));
+}
+
+int tg_gemm_packed_at_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a, ptrdiff_t lda,
+                          const double* packed, double* c, ptrdiff_t ldc)
+{
+    GEMM_AT_CALL(f64, (M, N, K, a, lda, packed, NULL, NULL, 0, c, ldc));
 }
 
 /* -- attention's softmax ------------------------------------------------------------------------

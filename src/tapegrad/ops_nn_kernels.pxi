@@ -281,17 +281,42 @@ cdef extern from "nn_kernels.h" nogil:
     void tg_gemm_packed_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a,
                             ptrdiff_t lda, const double* packed, const double* bias,
                             const double* add, ptrdiff_t ldadd, double* c, ptrdiff_t ldc)
+    int tg_gemm_packed_at_f32(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float* a,
+                              ptrdiff_t lda, const float* packed, float* c, ptrdiff_t ldc)
+    int tg_gemm_packed_at_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a,
+                              ptrdiff_t lda, const double* packed, double* c, ptrdiff_t ldc)
 
 
 cdef object nk_pack(object b, ptrdiff_t K, ptrdiff_t N, ptrdiff_t rs, ptrdiff_t cs, bint f32):
-    """B (K x N, element (k, n) at b[k*rs + n*cs]) packed for nk_gemm: a new 1-d array."""
+    """B (K x N, element (k, n) at b[k*rs + n*cs]) packed for nk_gemm: a 1-d workspace array."""
     if f32:
-        packed = np.empty(tg_gemm_packed_size_f32(K, N), dtype=np.float32)
+        packed = nk_buffer((tg_gemm_packed_size_f32(K, N),), NK_F32)
         tg_gemm_pack_f32(K, N, <float*>nk_ptr(b), rs, cs, <float*>nk_ptr(packed))
     else:
-        packed = np.empty(tg_gemm_packed_size_f64(K, N), dtype=np.float64)
+        packed = nk_buffer((tg_gemm_packed_size_f64(K, N),), NK_F64)
         tg_gemm_pack_f64(K, N, <double*>nk_ptr(b), rs, cs, <double*>nk_ptr(packed))
     return packed
+
+
+cdef object nk_gemm_at(object a, Py_ssize_t K, Py_ssize_t M, object b, Py_ssize_t N, bint f32):
+    """a^T @ b for C-contiguous a (K x M) and b (K x N): a new (M x N) workspace array.  The sum
+    over K (every step and batch row) runs in the packed AVX-512 kernel where there is one, else
+    in BLAS."""
+    dt = NK_F32 if f32 else NK_F64
+    out = nk_buffer((M, N), dt)
+    cdef Py_ssize_t isz = dt.itemsize
+    cdef int done = 0
+    if M and N and K:
+        packed = nk_pack(b, K, N, N, 1, f32)
+        if f32:
+            done = tg_gemm_packed_at_f32(M, N, K, <float*>nk_ptr(a), M, <float*>nk_ptr(packed),
+                                         <float*>nk_ptr(out), N)
+        else:
+            done = tg_gemm_packed_at_f64(M, N, K, <double*>nk_ptr(a), M,
+                                         <double*>nk_ptr(packed), <double*>nk_ptr(out), N)
+    if not done:
+        np.matmul(a.reshape(K, M).T, b.reshape(K, N), out=out)
+    return out
 
 
 cdef inline void nk_gemm(bint f32, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, char* a, object packed,
@@ -323,6 +348,7 @@ cdef inline char* nk_at(object a, Py_ssize_t offset, Py_ssize_t itemsize) noexce
 # hand-out, so two threads cannot take the same buffer.
 
 cdef dict nk_pool = {}                      # (shape, dtype) -> list of arrays
+NK_F32, NK_F64 = np.dtype(np.float32), np.dtype(np.float64)
 cdef Py_ssize_t nk_pool_bytes = 0           # bytes held by the pool
 cdef Py_ssize_t NK_POOL_LIMIT = 64 << 20    # at most this many bytes are pooled
 
@@ -426,7 +452,7 @@ def _rnn_input_grads(dgi, x, w_ih, bint need_x, bint need_w, bint need_b):
             else:
                 dx.fill(0)
     if need_w:
-        dw = np.matmul(rows.T, x.reshape(T * B, I), out=nk_buffer((N, I), dt))
+        dw = nk_gemm_at(dgi, T * B, N, x, I, f32)
     if need_b:
         db = np.add.reduce(rows, axis=0)
     return dx, dw, db
@@ -600,8 +626,7 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
         else:
             prev_h[0] = h0
             prev_h[1:] = out[:T - 1]
-    dw = np.matmul(dhh.reshape(T * B, G * H).T, prev_h.reshape(T * B, H),
-                   out=nk_buffer((G * H, H), dt))
+    dw = nk_gemm_at(dhh, T * B, G * H, prev_h, H, f32)
     db = np.add.reduce(dhh.reshape(T * B, G * H), axis=0) if has_b_hh else None
     return dgi, dh, dc, dw, db
 
