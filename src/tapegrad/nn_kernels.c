@@ -758,6 +758,66 @@ static void z_##SFX##_##NAME(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* r
     Z_STORE4(V, ADD, MLOAD, MSTORE, 8, 9, 10, 11)                                                 \
 }
 
+/* The same over two adjacent panels (32 floats, 16 doubles: 24 accumulators): each broadcast of
+ * a feeds two FMAs, halving a's loads per FMA; the second panel may be partial (nb2 columns). */
+#define Z2_FMA_ROW(V, FMA, BCAST, R)                                                              \
+    { const V x = BCAST(a##R[k * ks]); p##R = FMA(x, b0, p##R); q##R = FMA(x, b1, q##R); }
+#define Z2_FMA4(V, FMA, BCAST, R0, R1, R2, R3)                                                    \
+    Z2_FMA_ROW(V, FMA, BCAST, R0) Z2_FMA_ROW(V, FMA, BCAST, R1)                                   \
+    Z2_FMA_ROW(V, FMA, BCAST, R2) Z2_FMA_ROW(V, FMA, BCAST, R3)
+#define Z2_STORE_ROW(V, ADD, MLOAD, MSTORE, W, R)                                                 \
+    if (R < mr) {                                                                                 \
+        V v = p##R, u = q##R;                                                                     \
+        if (bias) { v = ADD(v, MLOAD(m1, bias)); u = ADD(u, MLOAD(m2, bias + W)); }               \
+        if (add) {                                                                                \
+            v = ADD(v, MLOAD(m1, add + R * ldadd));                                               \
+            u = ADD(u, MLOAD(m2, add + R * ldadd + W));                                           \
+        }                                                                                         \
+        MSTORE(c + R * ldc, m1, v);                                                               \
+        MSTORE(c + R * ldc + W, m2, u);                                                           \
+    }
+#define Z2_STORE4(V, ADD, MLOAD, MSTORE, W, R0, R1, R2, R3)                                       \
+    Z2_STORE_ROW(V, ADD, MLOAD, MSTORE, W, R0) Z2_STORE_ROW(V, ADD, MLOAD, MSTORE, W, R1)         \
+    Z2_STORE_ROW(V, ADD, MLOAD, MSTORE, W, R2) Z2_STORE_ROW(V, ADD, MLOAD, MSTORE, W, R3)
+#define Z_TILE2(T, SFX, NAME, RS, KS, V, W, MASK_T, SET0, BCAST, LOAD, MLOAD, MSTORE, FMA, ADD)   \
+static void z_##SFX##_##NAME(ptrdiff_t mr, ptrdiff_t nb2, ptrdiff_t K, const T* restrict a,       \
+                             ptrdiff_t lda, const T* restrict bp, const T* bias, const T* add,    \
+                             ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                                \
+{                                                                                                 \
+    const T *a0 = a, *a1 = mr > 1 ? a + RS : a, *a2 = mr > 2 ? a + 2 * RS : a;                    \
+    const T *a3 = mr > 3 ? a + 3 * RS : a, *a4 = mr > 4 ? a + 4 * RS : a;                         \
+    const T *a5 = mr > 5 ? a + 5 * RS : a, *a6 = mr > 6 ? a + 6 * RS : a;                         \
+    const T *a7 = mr > 7 ? a + 7 * RS : a, *a8 = mr > 8 ? a + 8 * RS : a;                         \
+    const T *a9 = mr > 9 ? a + 9 * RS : a, *a10 = mr > 10 ? a + 10 * RS : a;                      \
+    const T *a11 = mr > 11 ? a + 11 * RS : a;                                                     \
+    const ptrdiff_t ks = KS;                                                                      \
+    const T* restrict bq = bp + K * W;          /* the second panel */                            \
+    V p0 = SET0(), p1 = SET0(), p2 = SET0(), p3 = SET0(), p4 = SET0(), p5 = SET0();               \
+    V p6 = SET0(), p7 = SET0(), p8 = SET0(), p9 = SET0(), p10 = SET0(), p11 = SET0();             \
+    V q0 = SET0(), q1 = SET0(), q2 = SET0(), q3 = SET0(), q4 = SET0(), q5 = SET0();               \
+    V q6 = SET0(), q7 = SET0(), q8 = SET0(), q9 = SET0(), q10 = SET0(), q11 = SET0();             \
+    if (mr > 8) {                                                                                 \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b0 = LOAD(bp + k * W), b1 = LOAD(bq + k * W);                                 \
+            Z2_FMA4(V, FMA, BCAST, 0, 1, 2, 3) Z2_FMA4(V, FMA, BCAST, 4, 5, 6, 7)                 \
+            Z2_FMA4(V, FMA, BCAST, 8, 9, 10, 11)                                                  \
+        }                                                                                         \
+    } else if (mr > 4) {                                                                          \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b0 = LOAD(bp + k * W), b1 = LOAD(bq + k * W);                                 \
+            Z2_FMA4(V, FMA, BCAST, 0, 1, 2, 3) Z2_FMA4(V, FMA, BCAST, 4, 5, 6, 7)                 \
+        }                                                                                         \
+    } else {                                                                                      \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b0 = LOAD(bp + k * W), b1 = LOAD(bq + k * W);                                 \
+            Z2_FMA4(V, FMA, BCAST, 0, 1, 2, 3)                                                    \
+        }                                                                                         \
+    }                                                                                             \
+    const MASK_T m1 = (MASK_T)((1u << W) - 1u), m2 = (MASK_T)((1u << nb2) - 1u);                  \
+    Z2_STORE4(V, ADD, MLOAD, MSTORE, W, 0, 1, 2, 3) Z2_STORE4(V, ADD, MLOAD, MSTORE, W, 4, 5, 6, 7) \
+    Z2_STORE4(V, ADD, MLOAD, MSTORE, W, 8, 9, 10, 11)                                             \
+}
+
 /* Rows of the next block when `rem` remain: 12, or two near-equal halves of 13..23 (20 rows as
  * 10 + 10, not 12 + 8), so that blocks keep at least 8 accumulators busy where they can. */
 static inline ptrdiff_t z_gemm_rows(ptrdiff_t rem)
@@ -765,21 +825,31 @@ static inline ptrdiff_t z_gemm_rows(ptrdiff_t rem)
     return rem <= Z_ROWS ? rem : (rem < 2 * Z_ROWS ? (rem + 1) / 2 : Z_ROWS);
 }
 
-#define DEFINE_Z_GEMM_DRIVER(T, SFX, NAME, TILE, RS)                                              \
+/* Panels two at a time (TILE2), a last odd one alone (TILE); each stays in cache while every row
+ * block uses it. */
+#define DEFINE_Z_GEMM_DRIVER(T, SFX, NAME, TILE, TILE2, RS)                                       \
 static void z_##SFX##_##NAME(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const T* a, ptrdiff_t lda,    \
                              const T* packed, const T* bias, const T* add, ptrdiff_t ldadd, T* c, \
                              ptrdiff_t ldc)                                                       \
 {                                                                                                 \
     enum { NR = GEMM_NR_##SFX };                                                                  \
-    for (ptrdiff_t p = 0; p * NR < N; p++) {                                                      \
+    for (ptrdiff_t p = 0; p * NR < N;) {                                                          \
         const ptrdiff_t n0 = p * NR, nb = N - n0 < NR ? N - n0 : NR;                              \
+        const ptrdiff_t nb2 = N - n0 - NR < NR ? N - n0 - NR : NR;  /* <= 0: no second panel */   \
         const T* panel = packed + p * K * NR;                                                     \
         for (ptrdiff_t i0 = 0; i0 < M;) {                                                         \
             const ptrdiff_t mr = z_gemm_rows(M - i0);                                             \
-            z_##SFX##_##TILE(mr, nb, K, a + i0 * RS, lda, panel, bias ? bias + n0 : NULL,         \
-                             add ? add + i0 * ldadd + n0 : NULL, ldadd, c + i0 * ldc + n0, ldc);  \
+            const T* bi = bias ? bias + n0 : NULL;                                                \
+            const T* ad = add ? add + i0 * ldadd + n0 : NULL;                                     \
+            if (nb2 > 0)                                                                          \
+                z_##SFX##_##TILE2(mr, nb2, K, a + i0 * RS, lda, panel, bi, ad, ldadd,             \
+                                  c + i0 * ldc + n0, ldc);                                        \
+            else                                                                                  \
+                z_##SFX##_##TILE(mr, nb, K, a + i0 * RS, lda, panel, bi, ad, ldadd,               \
+                                 c + i0 * ldc + n0, ldc);                                         \
             i0 += mr;                                                                             \
         }                                                                                         \
+        p += nb2 > 0 ? 2 : 1;                                                                     \
     }                                                                                             \
 }
 
@@ -788,14 +858,19 @@ static void z_##SFX##_##NAME(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const T* a, 
 #define Z_F64 __m512d, 8, __mmask8, _mm512_setzero_pd, _mm512_set1_pd, _mm512_loadu_pd,             \
     _mm512_maskz_loadu_pd, _mm512_mask_storeu_pd, _mm512_fmadd_pd, _mm512_add_pd
 #define Z_TILE_(...) Z_TILE(__VA_ARGS__)
+#define Z_TILE2_(...) Z_TILE2(__VA_ARGS__)
 Z_TILE_(float, f32, gemm_tile, lda, 1, Z_F32)
 Z_TILE_(double, f64, gemm_tile, lda, 1, Z_F64)
 Z_TILE_(float, f32, gemm_tile_at, 1, lda, Z_F32)
 Z_TILE_(double, f64, gemm_tile_at, 1, lda, Z_F64)
-DEFINE_Z_GEMM_DRIVER(float, f32, gemm_packed, gemm_tile, lda)
-DEFINE_Z_GEMM_DRIVER(double, f64, gemm_packed, gemm_tile, lda)
-DEFINE_Z_GEMM_DRIVER(float, f32, gemm_packed_at, gemm_tile_at, 1)
-DEFINE_Z_GEMM_DRIVER(double, f64, gemm_packed_at, gemm_tile_at, 1)
+Z_TILE2_(float, f32, gemm_tile2, lda, 1, Z_F32)
+Z_TILE2_(double, f64, gemm_tile2, lda, 1, Z_F64)
+Z_TILE2_(float, f32, gemm_tile2_at, 1, lda, Z_F32)
+Z_TILE2_(double, f64, gemm_tile2_at, 1, lda, Z_F64)
+DEFINE_Z_GEMM_DRIVER(float, f32, gemm_packed, gemm_tile, gemm_tile2, lda)
+DEFINE_Z_GEMM_DRIVER(double, f64, gemm_packed, gemm_tile, gemm_tile2, lda)
+DEFINE_Z_GEMM_DRIVER(float, f32, gemm_packed_at, gemm_tile_at, gemm_tile2_at, 1)
+DEFINE_Z_GEMM_DRIVER(double, f64, gemm_packed_at, gemm_tile_at, gemm_tile2_at, 1)
 #pragma GCC pop_options
 
 /* Whether the AVX-512 GEMM runs: the CPU has it, and vecmath's level is not forced down
