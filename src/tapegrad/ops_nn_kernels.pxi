@@ -348,7 +348,7 @@ cdef inline char* nk_at(object a, Py_ssize_t offset, Py_ssize_t itemsize) noexce
 # hand-out, so two threads cannot take the same buffer.
 
 cdef dict nk_pool = {}                      # (shape, dtype) -> list of arrays
-NK_F32, NK_F64 = np.dtype(np.float32), np.dtype(np.float64)
+cdef object NK_F32 = np.dtype(np.float32), NK_F64 = np.dtype(np.float64)
 cdef Py_ssize_t nk_pool_bytes = 0           # bytes held by the pool
 cdef Py_ssize_t NK_POOL_LIMIT = 64 << 20    # at most this many bytes are pooled
 
