@@ -646,6 +646,18 @@ cdef extern from "nn_kernels.h" nogil:
                                   double* dp)
 
 
+cdef object nk_scores(a, b):
+    """A workspace array for a @ b^T (the scores, probabilities or their gradient, (..., L, S))
+    when a and b are float32/float64 arrays of one dtype and the same leading dims, else None
+    (np.matmul allocates, broadcasting).  Reused by a later call once the attention record that
+    saves it is gone, like the recurrent layers' buffers: a step stops paying page faults."""
+    dt = a.dtype
+    if (dt is not b.dtype and dt != b.dtype) or (dt != NK_F32 and dt != NK_F64) or \
+            a.ndim < 2 or a.shape[:-2] != b.shape[:-2]:
+        return None
+    return nk_buffer(a.shape[:-1] + (b.shape[b.ndim - 2],), dt)
+
+
 def _attention_forward(q, k, v, mask, double scale, out=None):
     """softmax(scale * q @ k^T + mask) @ v over the last two dims of float32/float64 arrays
     q (..., L, E), k (..., S, E), v (..., S, Ev) of one dtype and the same leading dims; mask None
@@ -654,7 +666,7 @@ def _attention_forward(q, k, v, mask, double scale, out=None):
     cdef bint f32
     cdef Py_ssize_t rows, cols
     with IeeeResults():
-        s = np.matmul(q, k.swapaxes(-1, -2))
+        s = np.matmul(q, k.swapaxes(-1, -2), out=nk_scores(q, k))
         f32 = nk_is_f32(s)
         cols = s.shape[s.ndim - 1]
         rows = s.size // cols if cols else 0
@@ -691,7 +703,7 @@ def _attention_backward(g, q, k, v, p, double scale, dq=None, dk=None, dv=None,
             dv = None
         if not (need_q or need_k):
             return None, None, dv
-        dp = np.matmul(g, v.swapaxes(-1, -2))
+        dp = np.matmul(g, v.swapaxes(-1, -2), out=nk_scores(g, v))
         f32 = nk_is_f32(dp)
         nk_same(p, f32, dp.size)
         cols = dp.shape[dp.ndim - 1]
