@@ -770,10 +770,10 @@ def test_workspace_is_bounded_and_released():
     xs, ws = _workspace_data(np.float32)
     for a, w in zip(xs, ws):
         (m(tg.tensor(a))[0] * tg.tensor(w)).sum().backward()
-    pooled, used = _core._rnn_workspace_bytes()
+    pooled, used = _core._nn_workspace_bytes()
     assert 0 < pooled <= 64 << 20
     assert used == 0
     out = m(tg.tensor(xs[0]))[0]
-    assert _core._rnn_workspace_bytes()[1] > 0      # the live graph's buffers are in use
+    assert _core._nn_workspace_bytes()[1] > 0      # the live graph's buffers are in use
     del out
-    assert _core._rnn_workspace_bytes()[1] == 0
+    assert _core._nn_workspace_bytes()[1] == 0

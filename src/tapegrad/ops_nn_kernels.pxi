@@ -100,6 +100,87 @@ cdef int nk_window(tuple geom, tg_window* g) except -1:
     return 0
 
 
+# -- the kernels' workspace ------------------------------------------------------------------
+# A training loop runs each layer on the same shapes every step, and a step's large buffers
+# (convolution outputs and scratch, pooling maxima, attention probabilities, recurrent gates,
+# states, outputs and their gradients: 1.4 MB for the gates of a 128-wide LSTM over 35 steps of
+# 20) were fresh allocations: glibc hands freed blocks this large back to the kernel between
+# steps, and the next step paid a page fault per 4 KiB touched (~2,600 a step for the LSTM bench,
+# a third of its time; ~700 for the encoder).  nk_buffer returns a pooled array that nothing but
+# the pool refers to, or a new one that joins the pool.  Every holder of an ndarray or of a view
+# of it (a tensor, a saved value of a live graph, a user's numpy view) owns a reference to it, so
+# a buffer still in use is never handed out again: two forwards before one backward,
+# retain_graph and outputs kept by the caller each get their own buffers.  Lookups run under the
+# GIL with no Python code between the check and the hand-out, so two threads cannot take the
+# same buffer.
+
+cdef dict nk_pool = {}                      # (shape, dtype) -> list of arrays
+cdef object NK_F32 = np.dtype(np.float32), NK_F64 = np.dtype(np.float64)
+cdef object NK_I64 = np.dtype(np.int64)
+cdef Py_ssize_t nk_pool_bytes = 0           # bytes held by the pool
+cdef Py_ssize_t NK_POOL_LIMIT = 64 << 20    # at most this many bytes are pooled
+
+cdef extern from *:
+    """
+    static inline Py_ssize_t nk_refcount(PyObject* o) { return Py_REFCNT(o); }
+    """
+    Py_ssize_t nk_refcount(PyObject* o) noexcept
+    PyObject* PyList_GET_ITEM(object lst, Py_ssize_t i)
+
+
+cdef int nk_pool_trim() except -1:
+    """Drop every pooled array that nothing else refers to."""
+    global nk_pool_bytes
+    cdef list bucket, keep
+    cdef Py_ssize_t i
+    for key in list(nk_pool):
+        bucket = nk_pool[key]
+        keep = []
+        for i in range(len(bucket)):
+            if nk_refcount(PyList_GET_ITEM(bucket, i)) == 1:
+                nk_pool_bytes -= (<cnp.ndarray>bucket[i]).nbytes
+            else:
+                keep.append(bucket[i])
+        if keep:
+            nk_pool[key] = keep
+        else:
+            del nk_pool[key]
+    return 0
+
+
+cdef object nk_buffer(tuple shape, object dt):
+    """An uninitialised C-contiguous array of `shape` and dtype `dt`, from the pool when one is
+    free (the pool's reference its only one)."""
+    global nk_pool_bytes
+    key = (shape, dt)
+    cdef list bucket = nk_pool.get(key)
+    cdef Py_ssize_t i
+    if bucket is not None:
+        for i in range(len(bucket)):
+            if nk_refcount(PyList_GET_ITEM(bucket, i)) == 1:
+                return bucket[i]
+    arr = np.empty(shape, dtype=dt)
+    cdef Py_ssize_t nbytes = arr.nbytes
+    if nk_pool_bytes + nbytes > NK_POOL_LIMIT:
+        nk_pool_trim()
+    if nk_pool_bytes + nbytes <= NK_POOL_LIMIT:
+        if bucket is None:
+            bucket = nk_pool[key] = []
+        bucket.append(arr)
+        nk_pool_bytes += nbytes
+    return arr
+
+
+def _nn_workspace_bytes():
+    """(bytes pooled, bytes of pooled arrays in use): for tests and the footprint bench."""
+    cdef Py_ssize_t used = 0, i
+    for bucket in nk_pool.values():
+        for i in range(len(bucket)):
+            if nk_refcount(PyList_GET_ITEM(bucket, i)) > 1:
+                used += (<cnp.ndarray>bucket[i]).nbytes
+    return nk_pool_bytes, used
+
+
 def _im2col(x, tuple geom, bint by_sample, double fill=0.0):
     """Columns of the windows of x (N, C, H, W): (C*kh*kw, N*L) when not by_sample, (N, C*kh*kw, L)
     when by_sample (L = Ho*Wo); `fill` where a window lies on padding."""
@@ -142,8 +223,8 @@ def _col2im(cols, tuple geom, bint by_sample):
 cdef object nk_conv_work(const tg_window* g, ptrdiff_t O, ptrdiff_t G, int which, bint f32):
     """A scratch buffer for one fused-convolution call (nn_kernels.h)."""
     if f32:
-        return np.empty(tg_conv2d_work_size_f32(g, O, G, which), dtype=np.float32)
-    return np.empty(tg_conv2d_work_size_f64(g, O, G, which), dtype=np.float64)
+        return nk_buffer((tg_conv2d_work_size_f32(g, O, G, which),), NK_F32)
+    return nk_buffer((tg_conv2d_work_size_f64(g, O, G, which),), NK_F64)
 
 
 cdef int nk_conv_shapes(tuple geom, tg_window* g, ptrdiff_t O, ptrdiff_t G) except -1:
@@ -165,7 +246,7 @@ def _conv2d_fused(x, w, bias, tuple geom, Py_ssize_t groups):
     if bias is not None:
         nk_same(bias, f32, O)
     cdef void* pb = NULL if bias is None else nk_ptr(bias)
-    y = np.empty((g.N, O, g.Ho, g.Wo), dtype=x.dtype)
+    y = nk_buffer((g.N, O, g.Ho, g.Wo), x.dtype)
     work = nk_conv_work(&g, O, G, TG_CONV_FORWARD, f32)
     if f32:
         tg_conv2d_f32(<float*>nk_ptr(x), <float*>nk_ptr(w), <float*>pb, <float*>nk_ptr(y), &g,
@@ -185,7 +266,7 @@ def _conv2d_grad_input_fused(gy, w, tuple geom, Py_ssize_t groups):
     cdef bint f32 = nk_is_f32(gy)
     nk_same(gy, f32, g.N * O * g.Ho * g.Wo)
     nk_same(w, f32, O * (g.C // G) * g.kh * g.kw)
-    gx = np.empty((g.N, g.C, g.H, g.W), dtype=gy.dtype)
+    gx = nk_buffer((g.N, g.C, g.H, g.W), gy.dtype)
     work = nk_conv_work(&g, O, G, TG_CONV_GRAD_INPUT, f32)
     if f32:
         tg_conv2d_grad_input_f32(<float*>nk_ptr(gy), <float*>nk_ptr(w), <float*>nk_ptr(gx), &g,
@@ -205,7 +286,7 @@ def _conv2d_grad_weight_fused(x, gy, tuple geom, Py_ssize_t O, Py_ssize_t groups
     cdef bint f32 = nk_is_f32(x)
     nk_same(x, f32, g.N * g.C * g.H * g.W)
     nk_same(gy, f32, g.N * O * g.Ho * g.Wo)
-    gw = np.empty((O, g.C // G, g.kh, g.kw), dtype=x.dtype)
+    gw = nk_buffer((O, g.C // G, g.kh, g.kw), x.dtype)
     work = nk_conv_work(&g, O, G, TG_CONV_GRAD_WEIGHT, f32)
     if f32:
         tg_conv2d_grad_weight_f32(<float*>nk_ptr(x), <float*>nk_ptr(gy), <float*>nk_ptr(gw), &g,
@@ -223,8 +304,8 @@ def _max_pool2d_arrays(x, tuple geom):
     nk_window(geom, &g)
     cdef bint f32 = nk_is_f32(x)
     nk_same(x, f32, g.N * g.C * g.H * g.W)
-    y = np.empty((g.N, g.C, g.Ho, g.Wo), dtype=x.dtype)
-    idx = np.empty((g.N, g.C, g.Ho, g.Wo), dtype=np.int64)
+    y = nk_buffer((g.N, g.C, g.Ho, g.Wo), x.dtype)
+    idx = nk_buffer((g.N, g.C, g.Ho, g.Wo), NK_I64)
     if f32:
         tg_max_pool2d_f32(<float*>nk_ptr(x), <float*>nk_ptr(y), <int64_t*>nk_ptr(idx), &g)
     else:
@@ -242,7 +323,7 @@ def _max_pool2d_grad_array(gy, idx, tuple geom):
     if (not isinstance(idx, cnp.ndarray) or idx.dtype != np.int64 or idx.size != gy.size
             or not idx.flags.c_contiguous):
         raise ValueError("tapegrad: max-pool indices must be C-contiguous int64 of gy's size")
-    gx = np.empty((g.N, g.C, g.H, g.W), dtype=gy.dtype)
+    gx = nk_buffer((g.N, g.C, g.H, g.W), gy.dtype)
     if f32:
         tg_max_pool2d_grad_f32(<float*>nk_ptr(gy), <int64_t*>nk_ptr(idx), <float*>nk_ptr(gx),
                                &g)
@@ -333,84 +414,6 @@ cdef inline void nk_gemm(bint f32, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, char* 
 cdef inline char* nk_at(object a, Py_ssize_t offset, Py_ssize_t itemsize) noexcept:
     """The address of element `offset` of the C-contiguous array a."""
     return <char*>cnp.PyArray_DATA(<cnp.ndarray>a) + offset * itemsize
-
-
-# The sequence buffers' workspace.  A training loop runs each layer on the same shapes every
-# step, and a step's sequence buffers (gates, cell states, outputs and their gradients: 1.4 MB
-# for the gates of a 128-wide LSTM over 35 steps of 20) were fresh allocations: glibc hands the
-# freed ones back to the kernel between steps (they are larger than its trim threshold), and the
-# next step paid a page fault per 4 KiB touched (~2,500 a step, a third of its time).
-# nk_buffer returns a pooled array that nothing but the pool refers to, or a new one that joins
-# the pool.  Every holder of an ndarray or of a view of it (a tensor, a saved value of a live
-# graph, a user's numpy view) owns a reference to it, so a buffer still in use is never handed out
-# again: two forwards before one backward, retain_graph and outputs kept by the caller each get
-# their own buffers.  Lookups run under the GIL with no Python code between the check and the
-# hand-out, so two threads cannot take the same buffer.
-
-cdef dict nk_pool = {}                      # (shape, dtype) -> list of arrays
-cdef object NK_F32 = np.dtype(np.float32), NK_F64 = np.dtype(np.float64)
-cdef Py_ssize_t nk_pool_bytes = 0           # bytes held by the pool
-cdef Py_ssize_t NK_POOL_LIMIT = 64 << 20    # at most this many bytes are pooled
-
-cdef extern from *:
-    """
-    static inline Py_ssize_t nk_refcount(PyObject* o) { return Py_REFCNT(o); }
-    """
-    Py_ssize_t nk_refcount(PyObject* o) noexcept
-    PyObject* PyList_GET_ITEM(object lst, Py_ssize_t i)
-
-
-cdef int nk_pool_trim() except -1:
-    """Drop every pooled array that nothing else refers to."""
-    global nk_pool_bytes
-    cdef list bucket, keep
-    cdef Py_ssize_t i
-    for key in list(nk_pool):
-        bucket = nk_pool[key]
-        keep = []
-        for i in range(len(bucket)):
-            if nk_refcount(PyList_GET_ITEM(bucket, i)) == 1:
-                nk_pool_bytes -= (<cnp.ndarray>bucket[i]).nbytes
-            else:
-                keep.append(bucket[i])
-        if keep:
-            nk_pool[key] = keep
-        else:
-            del nk_pool[key]
-    return 0
-
-
-cdef object nk_buffer(tuple shape, object dt):
-    """An uninitialised C-contiguous array of `shape` and dtype `dt`, from the pool when one is
-    free (the pool's reference its only one)."""
-    global nk_pool_bytes
-    key = (shape, dt)
-    cdef list bucket = nk_pool.get(key)
-    cdef Py_ssize_t i
-    if bucket is not None:
-        for i in range(len(bucket)):
-            if nk_refcount(PyList_GET_ITEM(bucket, i)) == 1:
-                return bucket[i]
-    arr = np.empty(shape, dtype=dt)
-    cdef Py_ssize_t nbytes = arr.nbytes
-    if nk_pool_bytes + nbytes > NK_POOL_LIMIT:
-        nk_pool_trim()
-    if nk_pool_bytes + nbytes <= NK_POOL_LIMIT:
-        if bucket is None:
-            bucket = nk_pool[key] = []
-        bucket.append(arr)
-        nk_pool_bytes += nbytes
-    return arr
-
-
-def _rnn_workspace_bytes():
-    """(bytes pooled, bytes of pooled arrays in use): for tests and the footprint bench."""
-    cdef Py_ssize_t used = 0, i
-    for bucket in nk_pool.values():
-        for i in range(len(bucket)):
-            if nk_refcount(PyList_GET_ITEM(bucket, i)) > 1:
-                used += (<cnp.ndarray>bucket[i]).nbytes
-    return nk_pool_bytes, used
 
 
 def _rnn_input_projection(x, w_ih, bias):
