@@ -496,3 +496,43 @@ def test_tiny_transformer_training_matches_torch(torch):
             out.append(loss.item())
         losses[lib.__name__] = out
     np.testing.assert_allclose(losses["tapegrad"], losses["torch"], rtol=1e-9)
+
+
+# -- the probabilities' workspace: a buffer a live graph saves is never reused -----------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_attention_workspace_graphs_alive_at_once(dtype):
+    """Several graphs on the same shapes alive at once (two forwards before the backwards, one
+    retained graph backpropagated again after other steps): each keeps its own probabilities, so
+    the gradients equal those of one graph at a time."""
+    rng = np.random.default_rng(5)
+    data = [[rng.standard_normal((2, 3, 6, 4)).astype(dtype) for _ in range(4)] for _ in range(3)]
+
+    def run(arrays):
+        q, k, v = (tg.tensor(a, requires_grad=True) for a in arrays[:3])
+        loss = (F.scaled_dot_product_attention(q, k, v, is_causal=True) * tg.tensor(arrays[3])).sum()
+        return loss, (q, k, v)
+
+    def grads(ts):
+        return [t.grad.numpy().copy() for t in ts]
+
+    expect = []
+    for arrays in data:                         # one graph at a time
+        loss, ts = run(arrays)
+        loss.backward()
+        expect.append(grads(ts))
+    runs = [run(arrays) for arrays in data]     # all forwards first
+    runs[0][0].backward(retain_graph=True)
+    for k in (2, 1):
+        runs[k][0].backward()
+    for (_, ts), want in zip(runs, expect):
+        for a, b in zip(grads(ts), want):
+            np.testing.assert_array_equal(a, b)
+    for t in runs[0][1]:
+        t.grad = None
+    for arrays in data[1:]:                     # whole steps in between
+        loss, _ = run(arrays)
+        loss.backward()
+    runs[0][0].backward()                       # the retained graph again
+    for a, b in zip(grads(runs[0][1]), expect[0]):
+        np.testing.assert_array_equal(a, b)

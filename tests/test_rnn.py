@@ -575,3 +575,205 @@ def test_output_grad_fn_names_match_torch(torch):
                               type(h.grad_fn).__name__))
         return found
     assert names(tg) == names(torch)
+
+
+# -- the packed GEMM's AVX-512 and AVX2 kernels give the same bits ------------------------------
+
+_GEMM_CHILD = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import tapegrad as tg
+from tapegrad import _core
+
+arrays = {}
+rng = np.random.default_rng(3)
+# batch sizes cover every row block (1..12 rows, the halves of 13..23, 12-row runs past 24) and
+# hidden sizes every panel (full and masked: G*H and H not multiples of 16)
+for mode, gates in ((0, 4), (1, 3), (2, 1)):
+    for B, H in ((1, 5), (7, 16), (11, 33), (20, 128), (23, 9), (37, 20)):
+        for dt in (np.float32, np.float64):
+            T = 3
+            gi = rng.standard_normal((T, B, gates * H)).astype(dt)
+            h0 = rng.standard_normal((B, H)).astype(dt)
+            c0 = rng.standard_normal((B, H)).astype(dt) if mode == 0 else None
+            w = (rng.standard_normal((gates * H, H)) * 0.3).astype(dt)
+            b = rng.standard_normal(gates * H).astype(dt) if mode == 1 else None
+            out, h, c, saved = _core._rnn_sequence_forward(mode, gi, h0, c0, w, b, False)
+            dout = rng.standard_normal(out.shape).astype(dt)
+            grads = _core._rnn_sequence_backward(mode, saved, out, h0, c0, w, b is not None, dout,
+                                                 None, None, False)
+            for k, a in enumerate((out, h) + tuple(grads)):
+                if a is not None:
+                    arrays[f"{mode}-{B}-{H}-{np.dtype(dt).name}-{k}"] = a
+np.savez(sys.argv[2], **arrays)
+"""
+
+
+def test_packed_gemm_kernels_agree(tmp_path):
+    """The recurrent layers' hidden-side products run an AVX-512 kernel where the CPU has it and
+    TAPEGRAD_SIMD is unset, the AVX2 one under TAPEGRAD_SIMD=avx2.  Each output element is the
+    same k-ordered chain of fused multiply-adds in both, so the layers' results are the same bits
+    on every row block and every (full or masked) panel; the hidden weights' gradient (the
+    transposed kernel against BLAS) agrees to rounding."""
+    import os
+    import subprocess
+    import sys
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(tg.__file__)))
+    runs = {}
+    for name, extra in (("default", {}), ("avx2", {"TAPEGRAD_SIMD": "avx2"})):
+        env = {k: v for k, v in os.environ.items() if k != "TAPEGRAD_SIMD"}
+        env.update(extra)
+        out = tmp_path / f"{name}.npz"
+        subprocess.run([sys.executable, "-c", _GEMM_CHILD, package_root, str(out)], env=env,
+                       check=True)
+        runs[name] = np.load(out)
+    a, b = runs["default"], runs["avx2"]
+    assert sorted(a.files) == sorted(b.files) and len(a.files) > 100
+    for k in a.files:
+        if k.endswith("-5"):
+            # dW_hh, a sum over every step and row: the AVX-512 kernel sums in k order, BLAS in
+            # its own blocks (and the AVX2 path uses BLAS), so they agree to rounding
+            tol = 2e-5 if "float32" in k else 1e-12
+            np.testing.assert_allclose(a[k], b[k], rtol=tol, atol=tol, err_msg=k)
+        else:
+            assert np.array_equal(a[k], b[k]), k
+
+
+# -- the sequence buffers' workspace: a buffer still in use is never handed out again -----------
+
+def _grads_of(m, x):
+    return [p.grad.numpy().copy() for p in m.parameters()] + [x.grad.numpy().copy()]
+
+
+def _fresh_grads(kind, inputs, weights, dtype):
+    """Each input's gradients from its own forward and backward, one graph at a time."""
+    found = []
+    for xa, wa in zip(inputs, weights):
+        m = _workspace_model(kind, dtype)
+        x = tg.tensor(xa, requires_grad=True)
+        (m(x)[0] * tg.tensor(wa)).sum().backward()
+        found.append(_grads_of(m, x))
+    return found
+
+
+def _workspace_model(kind, dtype):
+    tg.manual_seed(0)
+    return getattr(tg.nn, kind)(3, 17, num_layers=2, bidirectional=True, dtype=dtype)
+
+
+def _workspace_data(dtype, n=3):
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal((5, 4, 3)).astype(dtype) for _ in range(n)]
+    ws = [rng.standard_normal((5, 4, 34)).astype(dtype) for _ in range(n)]
+    return xs, ws
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_workspace_two_forwards_before_backwards(kind, dtype):
+    """Graphs alive at once keep their own buffers: the second forward (same shapes) must not
+    write into the first one's saved gates, states or outputs."""
+    xs, ws = _workspace_data(dtype)
+    expect = _fresh_grads(kind, xs, ws, tg.float64 if dtype == np.float64 else tg.float32)
+    tdt = tg.float64 if dtype == np.float64 else tg.float32
+    models = [_workspace_model(kind, tdt) for _ in xs]
+    inputs = [tg.tensor(a, requires_grad=True) for a in xs]
+    losses = [(m(x)[0] * tg.tensor(w)).sum() for m, x, w in zip(models, inputs, ws)]
+    for k in (1, 0, 2):                 # backwards in another order than the forwards
+        losses[k].backward()
+    for m, x, want in zip(models, inputs, expect):
+        for a, b in zip(_grads_of(m, x), want):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_workspace_retain_graph_with_steps_between(kind):
+    """A retained graph's buffers survive other steps on the same shapes: its second backward
+    gives the first one's gradients again."""
+    xs, ws = _workspace_data(np.float32)
+    m = _workspace_model(kind, tg.float32)
+    x = tg.tensor(xs[0], requires_grad=True)
+    loss = (m(x)[0] * tg.tensor(ws[0])).sum()
+    loss.backward(retain_graph=True)
+    first = _grads_of(m, x)
+    other = _workspace_model(kind, tg.float32)
+    for a, w in zip(xs[1:], ws[1:]):            # whole training steps in between
+        xo = tg.tensor(a, requires_grad=True)
+        (other(xo)[0] * tg.tensor(w)).sum().backward()
+    m.zero_grad()
+    x.grad = None
+    loss.backward()
+    for a, b in zip(_grads_of(m, x), first):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_workspace_outputs_kept_by_the_caller():
+    """Outputs (and numpy views of them) a caller keeps are never overwritten by later calls,
+    nor is an output the caller writes into in place read back as a state by the backward."""
+    xs, ws = _workspace_data(np.float32)
+    tg.manual_seed(0)
+    m = tg.nn.LSTM(3, 17)           # one layer, one direction: the output is the layer's buffer
+    with tg.no_grad():
+        out0, (h0, c0) = m(tg.tensor(xs[0]))
+    view = out0.numpy()[1:]
+    saved = (out0.numpy().copy(), h0.numpy().copy(), c0.numpy().copy())
+    for a in xs[1:]:
+        m(tg.tensor(a))[0].sum().backward()
+    np.testing.assert_array_equal(out0.numpy(), saved[0])
+    np.testing.assert_array_equal(view, saved[0][1:])
+    np.testing.assert_array_equal(h0.numpy(), saved[1])
+    np.testing.assert_array_equal(c0.numpy(), saved[2])
+    # an in-place write into the output between forward and backward changes nothing upstream
+    tg.manual_seed(0)
+    m2 = tg.nn.LSTM(3, 17)
+    x = tg.tensor(xs[0], requires_grad=True)
+    (m2(x)[0] * tg.tensor(ws[0][..., :17])).sum().backward()
+    expect = _grads_of(m2, x)
+    m2.zero_grad()
+    x.grad = None
+    out = m2(x)[0]
+    loss = (out * tg.tensor(ws[0][..., :17])).sum()
+    with tg.no_grad():
+        out.fill_(3.0)
+    loss.backward()
+    for a, b in zip(_grads_of(m2, x), expect):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_workspace_double_backward_after_steps(torch):
+    """create_graph through a layer whose first-order buffers are reused by later steps: the
+    second-order gradient matches PyTorch's."""
+    tm = torch.nn.LSTM(3, 5, num_layers=2).double()
+    gm = tg.nn.LSTM(3, 5, num_layers=2, dtype=tg.float64)
+    _copy_state(tm, gm)
+    rng = np.random.default_rng(11)
+    xa = rng.standard_normal((4, 2, 3))
+    tx = torch.tensor(xa, requires_grad=True)
+    gx = tg.tensor(xa, requires_grad=True)
+    (tgx,) = torch.autograd.grad(tm(tx)[0].pow(2).sum(), tx, create_graph=True)
+    (ggx,) = tg.autograd.grad(gm(gx)[0].pow(2).sum(), gx, create_graph=True)
+    for _ in range(2):                          # steps on the same shapes in between
+        gm(tg.tensor(rng.standard_normal((4, 2, 3)), requires_grad=True))[0].sum().backward()
+    gm.zero_grad()
+    tgx.pow(2).sum().backward()
+    ggx.pow(2).sum().backward()
+    _close(tx.grad, gx.grad, 1e-10)
+    for (_, p), (_, q) in zip(tm.named_parameters(), gm.named_parameters()):
+        _close(p.grad, q.grad, 1e-10)
+
+
+def test_workspace_is_bounded_and_released():
+    """The workspace holds at most its limit, and buffers no graph uses are free for reuse."""
+    from tapegrad import _core
+    m = _workspace_model("LSTM", tg.float32)
+    xs, ws = _workspace_data(np.float32)
+    for a, w in zip(xs, ws):
+        (m(tg.tensor(a))[0] * tg.tensor(w)).sum().backward()
+    pooled, used = _core._nn_workspace_bytes()
+    assert 0 < pooled <= 64 << 20
+    assert used == 0
+    out = m(tg.tensor(xs[0]))[0]
+    assert _core._nn_workspace_bytes()[1] > 0      # the live graph's buffers are in use
+    del out
+    assert _core._nn_workspace_bytes()[1] == 0

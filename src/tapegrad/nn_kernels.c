@@ -3,6 +3,7 @@
  * One body per kernel, written once over a type T and instantiated for float and double by the
  * DEFINE_* macros at the end (as kernels.c does), so the two precisions cannot drift apart. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn_kernels.h"
@@ -406,6 +407,11 @@ DEFINE_RNN(double, f64)
 #pragma GCC target("arch=haswell")
 DEFINE_FAST_MATH_F32(hsw)
 DEFINE_RNN(float, hsw)
+/* and 16 floats wide where the CPU has AVX-512: the same operations per element (the same FMA
+ * contractions), so the same bits as the AVX2 copy */
+#pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=512")
+DEFINE_FAST_MATH_F32(zmm)
+DEFINE_RNN(float, zmm)
 #endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
@@ -427,8 +433,26 @@ static int use_haswell(void)
 }
 
 #ifdef TG_HASWELL
+/* Whether the AVX-512 kernels run: the CPU has it, and vecmath's level is not forced down
+ * (TAPEGRAD_SIMD=avx2 or scalar runs the kernels a CPU without it gets). */
+static int use_avx512(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = use_haswell() && __builtin_cpu_supports("avx512f") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                __builtin_cpu_supports("avx512bw") && getenv("TAPEGRAD_SIMD") == NULL;
+    }
+    return known;
+}
+
 #define F32_CALL(NAME, ARGS)                                                                      \
-    do { if (use_haswell()) hsw_##NAME ARGS; else f32_##NAME ARGS; } while (0)
+    do {                                                                                          \
+        if (use_avx512()) zmm_##NAME ARGS;                                                        \
+        else if (use_haswell()) hsw_##NAME ARGS;                                                  \
+        else f32_##NAME ARGS;                                                                     \
+    } while (0)
 #else
 #define F32_CALL(NAME, ARGS) do { (void)use_haswell; f32_##NAME ARGS; } while (0)
 #endif
@@ -694,8 +718,191 @@ HSW_TILE(double, f64, __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd, _mm256_sto
 DEFINE_GEMM_DRIVER(float, f32, hsw_f32)
 DEFINE_GEMM_DRIVER(double, f64, hsw_f64)
 #pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+/* The AVX-512 micro-kernels, for CPUs with 512-bit FMAs (Zen 5 and Intel server parts run two per
+ * cycle: twice AVX2's width).  A panel's NR columns (16 floats, 8 doubles) are one vector, so the
+ * packing is the AVX2 kernels' and a tile holds up to 12 rows: 12 independent accumulators cover
+ * the FMA latency with both pipes busy.  A partial panel (nb < NR) loads and stores through a
+ * mask, so every tile finishes in registers.  Each element is the same k-ordered chain of FMAs as
+ * in the AVX2 kernel: both give the same bits. */
+#define Z_ROWS 12
+#define Z_FMA_ROW(FMA, BCAST, R) acc##R = FMA(BCAST(a##R[k * ks]), b, acc##R);
+#define Z_FMA4(FMA, BCAST, R0, R1, R2, R3)                                                        \
+    Z_FMA_ROW(FMA, BCAST, R0) Z_FMA_ROW(FMA, BCAST, R1)                                           \
+    Z_FMA_ROW(FMA, BCAST, R2) Z_FMA_ROW(FMA, BCAST, R3)
+#define Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R)                                                     \
+    if (R < mr) {                                                                                 \
+        V v = acc##R;                                                                             \
+        if (bias) v = ADD(v, MLOAD(m, bias));                                                     \
+        if (add) v = ADD(v, MLOAD(m, add + R * ldadd));                                           \
+        MSTORE(c + R * ldc, m, v);                                                                \
+    }
+#define Z_STORE4(V, ADD, MLOAD, MSTORE, R0, R1, R2, R3)                                           \
+    Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R0) Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R1)                 \
+    Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R2) Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R3)
+/* NAME: the tile's name; RS, KS: a's steps between rows and along k (lda, 1 for a; 1, lda for
+ * a transposed a, whose rows are the columns of a K x M matrix). */
+#define Z_TILE(T, SFX, NAME, RS, KS, V, W, MASK_T, SET0, BCAST, LOAD, MLOAD, MSTORE, FMA, ADD)    \
+static void z_##SFX##_##NAME(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* restrict a,        \
+                             ptrdiff_t lda, const T* restrict bp, const T* bias, const T* add,    \
+                             ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                                \
+{                                                                                                 \
+    /* rows past mr read row 0 again (no branch in the k loop); their results are dropped */     \
+    const T *a0 = a, *a1 = mr > 1 ? a + RS : a, *a2 = mr > 2 ? a + 2 * RS : a;                    \
+    const T *a3 = mr > 3 ? a + 3 * RS : a, *a4 = mr > 4 ? a + 4 * RS : a;                         \
+    const T *a5 = mr > 5 ? a + 5 * RS : a, *a6 = mr > 6 ? a + 6 * RS : a;                         \
+    const T *a7 = mr > 7 ? a + 7 * RS : a, *a8 = mr > 8 ? a + 8 * RS : a;                         \
+    const T *a9 = mr > 9 ? a + 9 * RS : a, *a10 = mr > 10 ? a + 10 * RS : a;                      \
+    const T *a11 = mr > 11 ? a + 11 * RS : a;                                                     \
+    const ptrdiff_t ks = KS;                                                                      \
+    V acc0 = SET0(), acc1 = SET0(), acc2 = SET0(), acc3 = SET0(), acc4 = SET0(), acc5 = SET0();   \
+    V acc6 = SET0(), acc7 = SET0(), acc8 = SET0(), acc9 = SET0(), acc10 = SET0(), acc11 = SET0(); \
+    if (mr > 8) {                                                                                 \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b = LOAD(bp + k * W);                                                         \
+            Z_FMA4(FMA, BCAST, 0, 1, 2, 3) Z_FMA4(FMA, BCAST, 4, 5, 6, 7)                         \
+            Z_FMA4(FMA, BCAST, 8, 9, 10, 11)                                                      \
+        }                                                                                         \
+    } else if (mr > 4) {                                                                          \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b = LOAD(bp + k * W);                                                         \
+            Z_FMA4(FMA, BCAST, 0, 1, 2, 3) Z_FMA4(FMA, BCAST, 4, 5, 6, 7)                         \
+        }                                                                                         \
+    } else {                                                                                      \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b = LOAD(bp + k * W);                                                         \
+            Z_FMA4(FMA, BCAST, 0, 1, 2, 3)                                                        \
+        }                                                                                         \
+    }                                                                                             \
+    const MASK_T m = (MASK_T)((1u << nb) - 1u);                                                   \
+    Z_STORE4(V, ADD, MLOAD, MSTORE, 0, 1, 2, 3) Z_STORE4(V, ADD, MLOAD, MSTORE, 4, 5, 6, 7)       \
+    Z_STORE4(V, ADD, MLOAD, MSTORE, 8, 9, 10, 11)                                                 \
+}
+
+/* The same over two adjacent panels (32 floats, 16 doubles: 24 accumulators): each broadcast of
+ * a feeds two FMAs, halving a's loads per FMA; the second panel may be partial (nb2 columns). */
+#define Z2_FMA_ROW(V, FMA, BCAST, R)                                                              \
+    { const V x = BCAST(a##R[k * ks]); p##R = FMA(x, b0, p##R); q##R = FMA(x, b1, q##R); }
+#define Z2_FMA4(V, FMA, BCAST, R0, R1, R2, R3)                                                    \
+    Z2_FMA_ROW(V, FMA, BCAST, R0) Z2_FMA_ROW(V, FMA, BCAST, R1)                                   \
+    Z2_FMA_ROW(V, FMA, BCAST, R2) Z2_FMA_ROW(V, FMA, BCAST, R3)
+#define Z2_STORE_ROW(V, ADD, MLOAD, MSTORE, W, R)                                                 \
+    if (R < mr) {                                                                                 \
+        V v = p##R, u = q##R;                                                                     \
+        if (bias) { v = ADD(v, MLOAD(m1, bias)); u = ADD(u, MLOAD(m2, bias + W)); }               \
+        if (add) {                                                                                \
+            v = ADD(v, MLOAD(m1, add + R * ldadd));                                               \
+            u = ADD(u, MLOAD(m2, add + R * ldadd + W));                                           \
+        }                                                                                         \
+        MSTORE(c + R * ldc, m1, v);                                                               \
+        MSTORE(c + R * ldc + W, m2, u);                                                           \
+    }
+#define Z2_STORE4(V, ADD, MLOAD, MSTORE, W, R0, R1, R2, R3)                                       \
+    Z2_STORE_ROW(V, ADD, MLOAD, MSTORE, W, R0) Z2_STORE_ROW(V, ADD, MLOAD, MSTORE, W, R1)         \
+    Z2_STORE_ROW(V, ADD, MLOAD, MSTORE, W, R2) Z2_STORE_ROW(V, ADD, MLOAD, MSTORE, W, R3)
+#define Z_TILE2(T, SFX, NAME, RS, KS, V, W, MASK_T, SET0, BCAST, LOAD, MLOAD, MSTORE, FMA, ADD)   \
+static void z_##SFX##_##NAME(ptrdiff_t mr, ptrdiff_t nb2, ptrdiff_t K, const T* restrict a,       \
+                             ptrdiff_t lda, const T* restrict bp, const T* bias, const T* add,    \
+                             ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                                \
+{                                                                                                 \
+    const T *a0 = a, *a1 = mr > 1 ? a + RS : a, *a2 = mr > 2 ? a + 2 * RS : a;                    \
+    const T *a3 = mr > 3 ? a + 3 * RS : a, *a4 = mr > 4 ? a + 4 * RS : a;                         \
+    const T *a5 = mr > 5 ? a + 5 * RS : a, *a6 = mr > 6 ? a + 6 * RS : a;                         \
+    const T *a7 = mr > 7 ? a + 7 * RS : a, *a8 = mr > 8 ? a + 8 * RS : a;                         \
+    const T *a9 = mr > 9 ? a + 9 * RS : a, *a10 = mr > 10 ? a + 10 * RS : a;                      \
+    const T *a11 = mr > 11 ? a + 11 * RS : a;                                                     \
+    const ptrdiff_t ks = KS;                                                                      \
+    const T* restrict bq = bp + K * W;          /* the second panel */                            \
+    V p0 = SET0(), p1 = SET0(), p2 = SET0(), p3 = SET0(), p4 = SET0(), p5 = SET0();               \
+    V p6 = SET0(), p7 = SET0(), p8 = SET0(), p9 = SET0(), p10 = SET0(), p11 = SET0();             \
+    V q0 = SET0(), q1 = SET0(), q2 = SET0(), q3 = SET0(), q4 = SET0(), q5 = SET0();               \
+    V q6 = SET0(), q7 = SET0(), q8 = SET0(), q9 = SET0(), q10 = SET0(), q11 = SET0();             \
+    if (mr > 8) {                                                                                 \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b0 = LOAD(bp + k * W), b1 = LOAD(bq + k * W);                                 \
+            Z2_FMA4(V, FMA, BCAST, 0, 1, 2, 3) Z2_FMA4(V, FMA, BCAST, 4, 5, 6, 7)                 \
+            Z2_FMA4(V, FMA, BCAST, 8, 9, 10, 11)                                                  \
+        }                                                                                         \
+    } else if (mr > 4) {                                                                          \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b0 = LOAD(bp + k * W), b1 = LOAD(bq + k * W);                                 \
+            Z2_FMA4(V, FMA, BCAST, 0, 1, 2, 3) Z2_FMA4(V, FMA, BCAST, 4, 5, 6, 7)                 \
+        }                                                                                         \
+    } else {                                                                                      \
+        for (ptrdiff_t k = 0; k < K; k++) {                                                       \
+            const V b0 = LOAD(bp + k * W), b1 = LOAD(bq + k * W);                                 \
+            Z2_FMA4(V, FMA, BCAST, 0, 1, 2, 3)                                                    \
+        }                                                                                         \
+    }                                                                                             \
+    const MASK_T m1 = (MASK_T)((1u << W) - 1u), m2 = (MASK_T)((1u << nb2) - 1u);                  \
+    Z2_STORE4(V, ADD, MLOAD, MSTORE, W, 0, 1, 2, 3) Z2_STORE4(V, ADD, MLOAD, MSTORE, W, 4, 5, 6, 7) \
+    Z2_STORE4(V, ADD, MLOAD, MSTORE, W, 8, 9, 10, 11)                                             \
+}
+
+/* Rows of the next block when `rem` remain: 12 while there are more, then the rest.  The tiles run
+ * 4, 8 or 12 rows (a block of 10 computes 2 rows it drops), so 20 rows go as 12 + 8, not 10 + 10
+ * (20% more FMAs); with two panels a tile of 4 rows still keeps 8 accumulators busy. */
+static inline ptrdiff_t z_gemm_rows(ptrdiff_t rem)
+{
+    return rem <= Z_ROWS ? rem : Z_ROWS;
+}
+
+/* Panels two at a time (TILE2), a last odd one alone (TILE); each stays in cache while every row
+ * block uses it. */
+#define DEFINE_Z_GEMM_DRIVER(T, SFX, NAME, TILE, TILE2, RS)                                       \
+static void z_##SFX##_##NAME(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const T* a, ptrdiff_t lda,    \
+                             const T* packed, const T* bias, const T* add, ptrdiff_t ldadd, T* c, \
+                             ptrdiff_t ldc)                                                       \
+{                                                                                                 \
+    enum { NR = GEMM_NR_##SFX };                                                                  \
+    for (ptrdiff_t p = 0; p * NR < N;) {                                                          \
+        const ptrdiff_t n0 = p * NR, nb = N - n0 < NR ? N - n0 : NR;                              \
+        const ptrdiff_t nb2 = N - n0 - NR < NR ? N - n0 - NR : NR;  /* <= 0: no second panel */   \
+        const T* panel = packed + p * K * NR;                                                     \
+        for (ptrdiff_t i0 = 0; i0 < M;) {                                                         \
+            const ptrdiff_t mr = z_gemm_rows(M - i0);                                             \
+            const T* bi = bias ? bias + n0 : NULL;                                                \
+            const T* ad = add ? add + i0 * ldadd + n0 : NULL;                                     \
+            if (nb2 > 0)                                                                          \
+                z_##SFX##_##TILE2(mr, nb2, K, a + i0 * RS, lda, panel, bi, ad, ldadd,             \
+                                  c + i0 * ldc + n0, ldc);                                        \
+            else                                                                                  \
+                z_##SFX##_##TILE(mr, nb, K, a + i0 * RS, lda, panel, bi, ad, ldadd,               \
+                                 c + i0 * ldc + n0, ldc);                                         \
+            i0 += mr;                                                                             \
+        }                                                                                         \
+        p += nb2 > 0 ? 2 : 1;                                                                     \
+    }                                                                                             \
+}
+
+#define Z_F32 __m512, 16, __mmask16, _mm512_setzero_ps, _mm512_set1_ps, _mm512_loadu_ps,            \
+    _mm512_maskz_loadu_ps, _mm512_mask_storeu_ps, _mm512_fmadd_ps, _mm512_add_ps
+#define Z_F64 __m512d, 8, __mmask8, _mm512_setzero_pd, _mm512_set1_pd, _mm512_loadu_pd,             \
+    _mm512_maskz_loadu_pd, _mm512_mask_storeu_pd, _mm512_fmadd_pd, _mm512_add_pd
+#define Z_TILE_(...) Z_TILE(__VA_ARGS__)
+#define Z_TILE2_(...) Z_TILE2(__VA_ARGS__)
+Z_TILE_(float, f32, gemm_tile, lda, 1, Z_F32)
+Z_TILE_(double, f64, gemm_tile, lda, 1, Z_F64)
+Z_TILE_(float, f32, gemm_tile_at, 1, lda, Z_F32)
+Z_TILE_(double, f64, gemm_tile_at, 1, lda, Z_F64)
+Z_TILE2_(float, f32, gemm_tile2, lda, 1, Z_F32)
+Z_TILE2_(double, f64, gemm_tile2, lda, 1, Z_F64)
+Z_TILE2_(float, f32, gemm_tile2_at, 1, lda, Z_F32)
+Z_TILE2_(double, f64, gemm_tile2_at, 1, lda, Z_F64)
+DEFINE_Z_GEMM_DRIVER(float, f32, gemm_packed, gemm_tile, gemm_tile2, lda)
+DEFINE_Z_GEMM_DRIVER(double, f64, gemm_packed, gemm_tile, gemm_tile2, lda)
+DEFINE_Z_GEMM_DRIVER(float, f32, gemm_packed_at, gemm_tile_at, gemm_tile2_at, 1)
+DEFINE_Z_GEMM_DRIVER(double, f64, gemm_packed_at, gemm_tile_at, gemm_tile2_at, 1)
+#pragma GCC pop_options
+
 #define GEMM_CALL(SFX, ARGS)                                                                      \
-    do { if (use_haswell()) hsw_##SFX##_gemm_packed ARGS; else SFX##_gemm_packed ARGS; } while (0)
+    do {                                                                                          \
+        if (use_avx512()) z_##SFX##_gemm_packed ARGS;                                             \
+        else if (use_haswell()) hsw_##SFX##_gemm_packed ARGS;                                     \
+        else SFX##_gemm_packed ARGS;                                                              \
+    } while (0)
 #else
 #define GEMM_CALL(SFX, ARGS) SFX##_gemm_packed ARGS
 #endif
@@ -712,6 +919,29 @@ void tg_gemm_packed_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a, 
                         ptrdiff_t ldadd, double* c, ptrdiff_t ldc)
 {
     GEMM_CALL(f64, (M, N, K, a, lda, packed, bias, add, ldadd, c, ldc));
+}
+
+#ifdef TG_HASWELL
+#define GEMM_AT_CALL(SFX, ARGS)                                                                   \
+    do {                                                                                          \
+        if (!use_avx512()) return 0;                                                              \
+        z_##SFX##_gemm_packed_at ARGS;                                                            \
+        return 1;                                                                                 \
+    } while (0)
+#else
+#define GEMM_AT_CALL(SFX, ARGS) return 0
+#endif
+
+int tg_gemm_packed_at_f32(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float* a, ptrdiff_t lda,
+                          const float* packed, float* c, ptrdiff_t ldc)
+{
+    GEMM_AT_CALL(f32, (M, N, K, a, lda, packed, NULL, NULL, 0, c, ldc));
+}
+
+int tg_gemm_packed_at_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a, ptrdiff_t lda,
+                          const double* packed, double* c, ptrdiff_t ldc)
+{
+    GEMM_AT_CALL(f64, (M, N, K, a, lda, packed, NULL, NULL, 0, c, ldc));
 }
 
 /* -- attention's softmax ------------------------------------------------------------------------

@@ -140,6 +140,15 @@ void tg_gemm_packed_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a, 
                         const double* packed, const double* bias, const double* add,
                         ptrdiff_t ldadd, double* c, ptrdiff_t ldc);
 
+/* c (M x N, row stride ldc) = a^T @ B with a (K x M, row stride lda): the weight gradients of the
+ * recurrent layers (sum over steps of dgates^T x), B packed by tg_gemm_pack.  Runs only where the
+ * AVX-512 kernel does (returns 1); returns 0 without touching c elsewhere, where BLAS, which packs
+ * the transpose itself, is as fast as the AVX2 kernel would be. */
+int tg_gemm_packed_at_f32(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float* a, ptrdiff_t lda,
+                          const float* packed, float* c, ptrdiff_t ldc);
+int tg_gemm_packed_at_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a, ptrdiff_t lda,
+                          const double* packed, double* c, ptrdiff_t ldc);
+
 /* Attention's softmax over the rows (rows x cols, C-contiguous, in place) of the scores s:
  * s = softmax(scale * s) per row, the maximum subtracted first, exp vectorised (vecmath.h); the
  * row sums accumulate in double.  A row whose entries are all -inf (a query that may attend

@@ -100,6 +100,87 @@ cdef int nk_window(tuple geom, tg_window* g) except -1:
     return 0
 
 
+# -- the kernels' workspace ------------------------------------------------------------------
+# A training loop runs each layer on the same shapes every step, and a step's large buffers
+# (convolution outputs and scratch, pooling maxima, attention probabilities, recurrent gates,
+# states, outputs and their gradients: 1.4 MB for the gates of a 128-wide LSTM over 35 steps of
+# 20) were fresh allocations: glibc hands freed blocks this large back to the kernel between
+# steps, and the next step paid a page fault per 4 KiB touched (~2,600 a step for the LSTM bench,
+# a third of its time; ~700 for the encoder).  nk_buffer returns a pooled array that nothing but
+# the pool refers to, or a new one that joins the pool.  Every holder of an ndarray or of a view
+# of it (a tensor, a saved value of a live graph, a user's numpy view) owns a reference to it, so
+# a buffer still in use is never handed out again: two forwards before one backward,
+# retain_graph and outputs kept by the caller each get their own buffers.  Lookups run under the
+# GIL with no Python code between the check and the hand-out, so two threads cannot take the
+# same buffer.
+
+cdef dict nk_pool = {}                      # (shape, dtype) -> list of arrays
+cdef object NK_F32 = np.dtype(np.float32), NK_F64 = np.dtype(np.float64)
+cdef object NK_I64 = np.dtype(np.int64)
+cdef Py_ssize_t nk_pool_bytes = 0           # bytes held by the pool
+cdef Py_ssize_t NK_POOL_LIMIT = 64 << 20    # at most this many bytes are pooled
+
+cdef extern from *:
+    """
+    static inline Py_ssize_t nk_refcount(PyObject* o) { return Py_REFCNT(o); }
+    """
+    Py_ssize_t nk_refcount(PyObject* o) noexcept
+    PyObject* PyList_GET_ITEM(object lst, Py_ssize_t i)
+
+
+cdef int nk_pool_trim() except -1:
+    """Drop every pooled array that nothing else refers to."""
+    global nk_pool_bytes
+    cdef list bucket, keep
+    cdef Py_ssize_t i
+    for key in list(nk_pool):
+        bucket = nk_pool[key]
+        keep = []
+        for i in range(len(bucket)):
+            if nk_refcount(PyList_GET_ITEM(bucket, i)) == 1:
+                nk_pool_bytes -= (<cnp.ndarray>bucket[i]).nbytes
+            else:
+                keep.append(bucket[i])
+        if keep:
+            nk_pool[key] = keep
+        else:
+            del nk_pool[key]
+    return 0
+
+
+cdef object nk_buffer(tuple shape, object dt):
+    """An uninitialised C-contiguous array of `shape` and dtype `dt`, from the pool when one is
+    free (the pool's reference its only one)."""
+    global nk_pool_bytes
+    key = (shape, dt)
+    cdef list bucket = nk_pool.get(key)
+    cdef Py_ssize_t i
+    if bucket is not None:
+        for i in range(len(bucket)):
+            if nk_refcount(PyList_GET_ITEM(bucket, i)) == 1:
+                return bucket[i]
+    arr = np.empty(shape, dtype=dt)
+    cdef Py_ssize_t nbytes = arr.nbytes
+    if nk_pool_bytes + nbytes > NK_POOL_LIMIT:
+        nk_pool_trim()
+    if nk_pool_bytes + nbytes <= NK_POOL_LIMIT:
+        if bucket is None:
+            bucket = nk_pool[key] = []
+        bucket.append(arr)
+        nk_pool_bytes += nbytes
+    return arr
+
+
+def _nn_workspace_bytes():
+    """(bytes pooled, bytes of pooled arrays in use): for tests and the footprint bench."""
+    cdef Py_ssize_t used = 0, i
+    for bucket in nk_pool.values():
+        for i in range(len(bucket)):
+            if nk_refcount(PyList_GET_ITEM(bucket, i)) > 1:
+                used += (<cnp.ndarray>bucket[i]).nbytes
+    return nk_pool_bytes, used
+
+
 def _im2col(x, tuple geom, bint by_sample, double fill=0.0):
     """Columns of the windows of x (N, C, H, W): (C*kh*kw, N*L) when not by_sample, (N, C*kh*kw, L)
     when by_sample (L = Ho*Wo); `fill` where a window lies on padding."""
@@ -142,8 +223,8 @@ def _col2im(cols, tuple geom, bint by_sample):
 cdef object nk_conv_work(const tg_window* g, ptrdiff_t O, ptrdiff_t G, int which, bint f32):
     """A scratch buffer for one fused-convolution call (nn_kernels.h)."""
     if f32:
-        return np.empty(tg_conv2d_work_size_f32(g, O, G, which), dtype=np.float32)
-    return np.empty(tg_conv2d_work_size_f64(g, O, G, which), dtype=np.float64)
+        return nk_buffer((tg_conv2d_work_size_f32(g, O, G, which),), NK_F32)
+    return nk_buffer((tg_conv2d_work_size_f64(g, O, G, which),), NK_F64)
 
 
 cdef int nk_conv_shapes(tuple geom, tg_window* g, ptrdiff_t O, ptrdiff_t G) except -1:
@@ -165,7 +246,7 @@ def _conv2d_fused(x, w, bias, tuple geom, Py_ssize_t groups):
     if bias is not None:
         nk_same(bias, f32, O)
     cdef void* pb = NULL if bias is None else nk_ptr(bias)
-    y = np.empty((g.N, O, g.Ho, g.Wo), dtype=x.dtype)
+    y = nk_buffer((g.N, O, g.Ho, g.Wo), x.dtype)
     work = nk_conv_work(&g, O, G, TG_CONV_FORWARD, f32)
     if f32:
         tg_conv2d_f32(<float*>nk_ptr(x), <float*>nk_ptr(w), <float*>pb, <float*>nk_ptr(y), &g,
@@ -185,7 +266,7 @@ def _conv2d_grad_input_fused(gy, w, tuple geom, Py_ssize_t groups):
     cdef bint f32 = nk_is_f32(gy)
     nk_same(gy, f32, g.N * O * g.Ho * g.Wo)
     nk_same(w, f32, O * (g.C // G) * g.kh * g.kw)
-    gx = np.empty((g.N, g.C, g.H, g.W), dtype=gy.dtype)
+    gx = nk_buffer((g.N, g.C, g.H, g.W), gy.dtype)
     work = nk_conv_work(&g, O, G, TG_CONV_GRAD_INPUT, f32)
     if f32:
         tg_conv2d_grad_input_f32(<float*>nk_ptr(gy), <float*>nk_ptr(w), <float*>nk_ptr(gx), &g,
@@ -205,7 +286,7 @@ def _conv2d_grad_weight_fused(x, gy, tuple geom, Py_ssize_t O, Py_ssize_t groups
     cdef bint f32 = nk_is_f32(x)
     nk_same(x, f32, g.N * g.C * g.H * g.W)
     nk_same(gy, f32, g.N * O * g.Ho * g.Wo)
-    gw = np.empty((O, g.C // G, g.kh, g.kw), dtype=x.dtype)
+    gw = nk_buffer((O, g.C // G, g.kh, g.kw), x.dtype)
     work = nk_conv_work(&g, O, G, TG_CONV_GRAD_WEIGHT, f32)
     if f32:
         tg_conv2d_grad_weight_f32(<float*>nk_ptr(x), <float*>nk_ptr(gy), <float*>nk_ptr(gw), &g,
@@ -223,8 +304,8 @@ def _max_pool2d_arrays(x, tuple geom):
     nk_window(geom, &g)
     cdef bint f32 = nk_is_f32(x)
     nk_same(x, f32, g.N * g.C * g.H * g.W)
-    y = np.empty((g.N, g.C, g.Ho, g.Wo), dtype=x.dtype)
-    idx = np.empty((g.N, g.C, g.Ho, g.Wo), dtype=np.int64)
+    y = nk_buffer((g.N, g.C, g.Ho, g.Wo), x.dtype)
+    idx = nk_buffer((g.N, g.C, g.Ho, g.Wo), NK_I64)
     if f32:
         tg_max_pool2d_f32(<float*>nk_ptr(x), <float*>nk_ptr(y), <int64_t*>nk_ptr(idx), &g)
     else:
@@ -242,7 +323,7 @@ def _max_pool2d_grad_array(gy, idx, tuple geom):
     if (not isinstance(idx, cnp.ndarray) or idx.dtype != np.int64 or idx.size != gy.size
             or not idx.flags.c_contiguous):
         raise ValueError("tapegrad: max-pool indices must be C-contiguous int64 of gy's size")
-    gx = np.empty((g.N, g.C, g.H, g.W), dtype=gy.dtype)
+    gx = nk_buffer((g.N, g.C, g.H, g.W), gy.dtype)
     if f32:
         tg_max_pool2d_grad_f32(<float*>nk_ptr(gy), <int64_t*>nk_ptr(idx), <float*>nk_ptr(gx),
                                &g)
@@ -281,17 +362,42 @@ cdef extern from "nn_kernels.h" nogil:
     void tg_gemm_packed_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a,
                             ptrdiff_t lda, const double* packed, const double* bias,
                             const double* add, ptrdiff_t ldadd, double* c, ptrdiff_t ldc)
+    int tg_gemm_packed_at_f32(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float* a,
+                              ptrdiff_t lda, const float* packed, float* c, ptrdiff_t ldc)
+    int tg_gemm_packed_at_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a,
+                              ptrdiff_t lda, const double* packed, double* c, ptrdiff_t ldc)
 
 
 cdef object nk_pack(object b, ptrdiff_t K, ptrdiff_t N, ptrdiff_t rs, ptrdiff_t cs, bint f32):
-    """B (K x N, element (k, n) at b[k*rs + n*cs]) packed for nk_gemm: a new 1-d array."""
+    """B (K x N, element (k, n) at b[k*rs + n*cs]) packed for nk_gemm: a 1-d workspace array."""
     if f32:
-        packed = np.empty(tg_gemm_packed_size_f32(K, N), dtype=np.float32)
+        packed = nk_buffer((tg_gemm_packed_size_f32(K, N),), NK_F32)
         tg_gemm_pack_f32(K, N, <float*>nk_ptr(b), rs, cs, <float*>nk_ptr(packed))
     else:
-        packed = np.empty(tg_gemm_packed_size_f64(K, N), dtype=np.float64)
+        packed = nk_buffer((tg_gemm_packed_size_f64(K, N),), NK_F64)
         tg_gemm_pack_f64(K, N, <double*>nk_ptr(b), rs, cs, <double*>nk_ptr(packed))
     return packed
+
+
+cdef object nk_gemm_at(object a, Py_ssize_t K, Py_ssize_t M, object b, Py_ssize_t N, bint f32):
+    """a^T @ b for C-contiguous a (K x M) and b (K x N): a new (M x N) workspace array.  The sum
+    over K (every step and batch row) runs in the packed AVX-512 kernel where there is one, else
+    in BLAS."""
+    dt = NK_F32 if f32 else NK_F64
+    out = nk_buffer((M, N), dt)
+    cdef Py_ssize_t isz = dt.itemsize
+    cdef int done = 0
+    if M and N and K:
+        packed = nk_pack(b, K, N, N, 1, f32)
+        if f32:
+            done = tg_gemm_packed_at_f32(M, N, K, <float*>nk_ptr(a), M, <float*>nk_ptr(packed),
+                                         <float*>nk_ptr(out), N)
+        else:
+            done = tg_gemm_packed_at_f64(M, N, K, <double*>nk_ptr(a), M,
+                                         <double*>nk_ptr(packed), <double*>nk_ptr(out), N)
+    if not done:
+        np.matmul(a.reshape(K, M).T, b.reshape(K, N), out=out)
+    return out
 
 
 cdef inline void nk_gemm(bint f32, ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, char* a, object packed,
@@ -310,6 +416,51 @@ cdef inline char* nk_at(object a, Py_ssize_t offset, Py_ssize_t itemsize) noexce
     return <char*>cnp.PyArray_DATA(<cnp.ndarray>a) + offset * itemsize
 
 
+def _rnn_input_projection(x, w_ih, bias):
+    """gi = x @ W_ih^T (+ bias) for every step at once: x (T, B, I), w_ih (G*H, I), bias (G*H,)
+    or None; gi (T, B, G*H) is a workspace buffer (the sequence forward reads it and lets it go).
+    W_ih is packed once and all T*B rows run through the packed GEMM."""
+    cdef Py_ssize_t T = x.shape[0], B = x.shape[1], I = x.shape[2], N = w_ih.shape[0]
+    cdef bint f32 = nk_is_f32(x)
+    nk_same(w_ih, f32, N * I)
+    if bias is not None:
+        nk_same(bias, f32, N)
+    dt = x.dtype
+    gi = nk_buffer((T, B, N), dt)
+    packed = nk_pack(w_ih, I, N, 1, I, f32)         # B = W_ih^T: (k, n) is w_ih[n, k]
+    cdef Py_ssize_t isz = dt.itemsize
+    if T * B and N:
+        nk_gemm(f32, T * B, N, I, nk_at(x, 0, isz), packed,
+                NULL if bias is None else nk_at(bias, 0, isz), NULL, nk_at(gi, 0, isz))
+    return gi
+
+
+def _rnn_input_grads(dgi, x, w_ih, bint need_x, bint need_w, bint need_b):
+    """The gradients of _rnn_input_projection from dgi (T, B, G*H): (dx (T, B, I), dW_ih, dbias),
+    each None when not needed."""
+    cdef Py_ssize_t T = x.shape[0], B = x.shape[1], I = x.shape[2], N = w_ih.shape[0]
+    cdef bint f32 = nk_is_f32(dgi)
+    nk_same(x, f32, T * B * I)
+    nk_same(w_ih, f32, N * I)
+    dt = dgi.dtype
+    cdef Py_ssize_t isz = dt.itemsize
+    dx = dw = db = None
+    rows = dgi.reshape(T * B, N)
+    if need_x:
+        dx = nk_buffer((T, B, I), dt)
+        if T * B and I:
+            if N:
+                nk_gemm(f32, T * B, I, N, nk_at(dgi, 0, isz), nk_pack(w_ih, N, I, I, 1, f32),
+                        NULL, NULL, nk_at(dx, 0, isz))
+            else:
+                dx.fill(0)
+    if need_w:
+        dw = nk_gemm_at(dgi, T * B, N, x, I, f32)
+    if need_b:
+        db = np.add.reduce(rows, axis=0)
+    return dx, dw, db
+
+
 def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
     """Run one recurrent layer in one direction over all T steps of gi.  Returns (out (T, B, H),
     h_T, c_T or None, saved).  The hidden weights are packed once (nk_pack) for the T small
@@ -325,16 +476,16 @@ def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
     if b_hh is not None:
         nk_same(b_hh, f32, G * H)
     dt = gi.dtype
-    out = np.empty((T, B, H), dtype=dt)
+    out = nk_buffer((T, B, H), dt)
     packed = nk_pack(w_hh, H, G * H, 1, H, f32)      # B = W_hh^T: (k, n) is w_hh[n, k]
     acts = cs = tcs = hhs = None
     if mode == NK_LSTM:
-        acts = np.empty((T, B, G * H), dtype=dt)
-        cs = np.empty((T, B, H), dtype=dt)
-        tcs = np.empty((T, B, H), dtype=dt)
+        acts = nk_buffer((T, B, G * H), dt)
+        cs = nk_buffer((T, B, H), dt)
+        tcs = nk_buffer((T, B, H), dt)
     elif mode == NK_GRU:
-        acts = np.empty((T, B, G * H), dtype=dt)
-        hhs = np.empty((T, B, G * H), dtype=dt)
+        acts = nk_buffer((T, B, G * H), dt)
+        hhs = nk_buffer((T, B, G * H), dt)
     hh_buf = np.empty((B, G * H), dtype=dt)
     cdef int relu = mode == NK_RNN_RELU
     cdef Py_ssize_t step = B * G * H, hstep = B * H, isz = dt.itemsize
@@ -385,7 +536,11 @@ def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
         t = 0 if reverse else T - 1
         h_last = out[t].copy()
         c_last = cs[t].copy() if mode == NK_LSTM else None
-    return out, h_last, c_last, (acts, cs, tcs, hhs)
+    # the backward reads the outputs as the steps' states from its own copy: the caller may write
+    # into the returned output in place (PyTorch's layer saves its own too)
+    states = nk_buffer((T, B, H), dt)
+    np.copyto(states, out)
+    return out, h_last, c_last, (acts, cs, tcs, hhs, states)
 
 
 def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_hh, dout,
@@ -393,7 +548,7 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
     """The gradients of _rnn_sequence_forward: (dgi (T, B, G*H), dh0, dc0 or None, dw_hh,
     db_hh or None).  dout (T, B, H), dh_last, dc_last: upstream gradients (None for zero).
     W_hh is packed once for the T products dgates_t W_hh; dW_hh is one product over all steps."""
-    acts, cs, tcs, hhs = saved
+    acts, cs, tcs, hhs = saved[:4]
     cdef Py_ssize_t T = out.shape[0], B = out.shape[1], H = out.shape[2], G = nk_gates(mode)
     cdef Py_ssize_t s, t, tp
     cdef bint f32 = nk_is_f32(out)
@@ -411,8 +566,8 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
         nk_same(dc, f32, B * H)
     if T > 0 and dout is not None:
         np.add(dh, dout[T - 1 if not reverse else 0], out=dh)
-    dgi = np.empty((T, B, G * H), dtype=dt)
-    dhh = np.empty((T, B, G * H), dtype=dt) if mode == NK_GRU else dgi
+    dgi = nk_buffer((T, B, G * H), dt)
+    dhh = nk_buffer((T, B, G * H), dt) if mode == NK_GRU else dgi
     direct = np.empty((B, H), dtype=dt)
     packed = nk_pack(w_hh, G * H, H, H, 1, f32)      # B = W_hh, (G*H, H) row-major
     cdef int relu = mode == NK_RNN_RELU
@@ -466,7 +621,7 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
                                <double*>p_dh, <double*>p_dgi)
             nk_gemm(f32, B, H, G * H, p_dgi, packed, NULL, p_add, p_dh)
     # The hidden weights' gradient over all steps at once: sum_t dhh_t^T h_prev_t.
-    prev_h = np.empty((T, B, H), dtype=dt)
+    prev_h = nk_buffer((T, B, H), dt)
     if T > 0:
         if reverse:
             prev_h[T - 1] = h0
@@ -474,7 +629,7 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
         else:
             prev_h[0] = h0
             prev_h[1:] = out[:T - 1]
-    dw = np.matmul(dhh.reshape(T * B, G * H).T, prev_h.reshape(T * B, H))
+    dw = nk_gemm_at(dhh, T * B, G * H, prev_h, H, f32)
     db = np.add.reduce(dhh.reshape(T * B, G * H), axis=0) if has_b_hh else None
     return dgi, dh, dc, dw, db
 
@@ -494,6 +649,18 @@ cdef extern from "nn_kernels.h" nogil:
                                   double* dp)
 
 
+cdef object nk_scores(a, b):
+    """A workspace array for a @ b^T (the scores, probabilities or their gradient, (..., L, S))
+    when a and b are float32/float64 arrays of one dtype and the same leading dims, else None
+    (np.matmul allocates, broadcasting).  Reused by a later call once the attention record that
+    saves it is gone, like the recurrent layers' buffers: a step stops paying page faults."""
+    dt = a.dtype
+    if (dt is not b.dtype and dt != b.dtype) or (dt != NK_F32 and dt != NK_F64) or \
+            a.ndim < 2 or a.shape[:-2] != b.shape[:-2]:
+        return None
+    return nk_buffer(a.shape[:-1] + (b.shape[b.ndim - 2],), dt)
+
+
 def _attention_forward(q, k, v, mask, double scale, out=None):
     """softmax(scale * q @ k^T + mask) @ v over the last two dims of float32/float64 arrays
     q (..., L, E), k (..., S, E), v (..., S, Ev) of one dtype and the same leading dims; mask None
@@ -502,7 +669,7 @@ def _attention_forward(q, k, v, mask, double scale, out=None):
     cdef bint f32
     cdef Py_ssize_t rows, cols
     with IeeeResults():
-        s = np.matmul(q, k.swapaxes(-1, -2))
+        s = np.matmul(q, k.swapaxes(-1, -2), out=nk_scores(q, k))
         f32 = nk_is_f32(s)
         cols = s.shape[s.ndim - 1]
         rows = s.size // cols if cols else 0
@@ -539,7 +706,7 @@ def _attention_backward(g, q, k, v, p, double scale, dq=None, dk=None, dv=None,
             dv = None
         if not (need_q or need_k):
             return None, None, dv
-        dp = np.matmul(g, v.swapaxes(-1, -2))
+        dp = np.matmul(g, v.swapaxes(-1, -2), out=nk_scores(g, v))
         f32 = nk_is_f32(dp)
         nk_same(p, f32, dp.size)
         cols = dp.shape[dp.ndim - 1]

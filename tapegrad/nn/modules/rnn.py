@@ -67,10 +67,19 @@ _STEPS = {"LSTM": _lstm_step, "GRU": _gru_step, "RNN_TANH": _rnn_tanh_step,
           "RNN_RELU": _rnn_relu_step}
 
 
+def _input_bias(mode, b_ih, b_hh):
+    """The bias of the input projection: b_ih, with b_hh folded in except for GRU (inside r * ())."""
+    return b_ih + b_hh if (b_ih is not None and b_hh is not None and mode != "GRU") else b_ih
+
+
 def _input_projection(mode, x, w_ih, b_ih, b_hh):
-    """W_ih x + b_ih for all steps at once; b_hh folds in too, except for GRU (inside r * ()).
-    A (T, B, I) input is projected as one (T*B, I) matrix: one gemm, not T batched ones."""
-    bias = b_ih + b_hh if (b_ih is not None and b_hh is not None and mode != "GRU") else b_ih
+    """W_ih x + b_ih for all steps at once; b_hh folds in too, except for GRU (inside r * ())."""
+    return _project(x, w_ih, _input_bias(mode, b_ih, b_hh))
+
+
+def _project(x, w_ih, bias):
+    """x @ W_ih^T + bias as recorded ops.  A (T, B, I) input is projected as one (T*B, I) matrix:
+    one gemm, not T batched ones."""
     if x.dim() == 3:
         T, B = x.shape[0], x.shape[1]
         return F.linear(x.reshape(T * B, x.shape[2]), w_ih, bias).reshape(T, B, w_ih.shape[0])
@@ -135,37 +144,48 @@ def _contiguous(t):
 
 class _RecurrentSequence(Function):
     """Outputs (T, B, H), the last h and (LSTM) the last c of one layer in one direction, from the
-    input projections gi (T, B, G*H), the initial state and the hidden weights (b_hh only for GRU:
-    the other modes fold it into gi)."""
+    layer's input x (T, B, I), its input weights and bias (bias: b_ih + b_hh folded, or b_ih alone
+    for GRU), the initial state and the hidden weights (b_hh only for GRU: the other modes fold it
+    into the bias).  The input projection of all steps is part of the record: its buffer is the
+    kernels' workspace, used by the loop and let go before the next layer's."""
 
     @staticmethod
-    def forward(ctx, gi, h0, c0, w_hh, b_hh, mode, reverse):
+    def forward(ctx, x, w_ih, bias, h0, c0, w_hh, b_hh, mode, reverse):
         ctx.mode, ctx.reverse = mode, reverse
         ctx.set_materialize_grads(False)
+        gi = _core._rnn_input_projection(_contiguous(x), _contiguous(w_ih), _contiguous(bias))
         out, h_last, c_last, saved = _core._rnn_sequence_forward(
-            _MODE_CODES[mode], _contiguous(gi), _contiguous(h0), _contiguous(c0),
-            _contiguous(w_hh), _contiguous(b_hh), reverse)
-        # The backward reads the outputs as the steps' states: it keeps its own copy, so an
-        # in-place write into the returned output is no error (PyTorch's layer saves its own).
-        ctx.arrays, ctx.out = saved, out.copy()
+            _MODE_CODES[mode], gi, _contiguous(h0), _contiguous(c0), _contiguous(w_hh),
+            _contiguous(b_hh), reverse)
+        del gi
+        # The backward reads the outputs as the steps' states from its own copy (saved[4]), so
+        # an in-place write into the returned output is no error (PyTorch's layer saves its own).
+        # The buffers come from the kernels' workspace: reused by a later call once this record
+        # (and every tensor on them) is gone.
+        ctx.arrays, ctx.out = saved, saved[4]
         wrap = _core.wrap_array
         outs = (wrap(out), wrap(h_last)) + ((wrap(c_last),) if mode == "LSTM" else ())
-        ctx.save_for_backward(gi, h0, c0, w_hh, b_hh)
+        ctx.save_for_backward(x, w_ih, bias, h0, c0, w_hh, b_hh)
         return outs
 
     @staticmethod
     def backward(ctx, dout, dh_last, dc_last=None):
-        gi, h0, c0, w_hh, b_hh = ctx.saved_tensors
+        inputs = ctx.saved_tensors
+        x, w_ih, bias, h0, c0, w_hh, b_hh = inputs
         if is_grad_enabled():           # create_graph: differentiate the per-step composite
-            return _sequence_graph_grads(ctx, (gi, h0, c0, w_hh, b_hh), (dout, dh_last, dc_last))
+            return _sequence_graph_grads(ctx, inputs, (dout, dh_last, dc_last))
         arr = lambda t: None if t is None else _contiguous(t)  # noqa: E731
+        need = ctx.needs_input_grad
         dgi, dh0, dc0, dw, db = _core._rnn_sequence_backward(
             _MODE_CODES[ctx.mode], ctx.arrays, ctx.out, arr(h0), arr(c0), arr(w_hh),
             b_hh is not None, arr(dout), arr(dh_last), arr(dc_last), ctx.reverse)
+        dx, dw_ih, dbias = _core._rnn_input_grads(
+            dgi, arr(x), arr(w_ih), need[0], need[1], bias is not None and need[2])
+        del dgi
         wrap = _core.wrap_array
-        need = ctx.needs_input_grad
         pick = lambda k, a: wrap(a) if need[k] and a is not None else None  # noqa: E731
-        return (pick(0, dgi), pick(1, dh0), pick(2, dc0), pick(3, dw), pick(4, db), None, None)
+        return (pick(0, dx), pick(1, dw_ih), pick(2, dbias), pick(3, dh0), pick(4, dc0),
+                pick(5, dw), pick(6, db), None, None)
 
 
 class _StackedSequence(_RecurrentSequence):
@@ -182,11 +202,12 @@ del _cls, _name
 
 def _sequence_graph_grads(ctx, inputs, grads):
     """The sequence record's input gradients as recorded ops (create_graph=True): re-run its
-    steps with the differentiable step functions and differentiate them."""
+    projection and steps with the differentiable step functions and differentiate them."""
     from ...autograd import grad as autograd_grad
-    gi, h0, c0, w_hh, b_hh = inputs
+    x, w_ih, bias, h0, c0, w_hh, b_hh = inputs
     state = (h0, c0) if ctx.mode == "LSTM" else (h0,)
     with enable_grad():
+        gi = _project(x, w_ih, bias)
         outs, last = _run_direction(ctx.mode, gi.unbind(0), state, (w_hh, b_hh, None),
                                     ctx.reverse, None)
         results = (_stack(outs, 0),) + tuple(last)
@@ -194,27 +215,31 @@ def _sequence_graph_grads(ctx, inputs, grads):
     wanted = [k for k, t in enumerate(inputs) if t is not None and ctx.needs_input_grad[k]]
     found = autograd_grad([r for r, _ in pairs], [inputs[k] for k in wanted],
                           [g for _, g in pairs], create_graph=True, allow_unused=True)
-    res = [None] * 7
+    res = [None] * 9
     for k, g in zip(wanted, found):
         res[k] = g
     return tuple(res)
 
 
-def _compiled_direction(mode, proj, state, weights, reverse):
-    """One layer in one direction through _RecurrentSequence: (output (T, B, H), final state)."""
-    w_hh, b_hh, w_hr = weights
+def _compiled_direction(mode, x, state, weights, reverse):
+    """One layer in one direction through _RecurrentSequence: (output (T, B, H), final state).
+    x (T, B, I): the layer's input; weights: (w_ih, b_ih, b_hh, w_hh, w_hr)."""
+    w_ih, b_ih, b_hh, w_hh, _ = weights
+    bias = _input_bias(mode, b_ih, b_hh)
     # Through the capture hook, so tapegrad.compile re-runs the whole sequence as one step (a
     # custom Function's forward is otherwise user code it must leave eager); outside a capture
     # the hook just calls it.
     res = _core._capture_op_call(
         (_RecurrentSequence if mode == "LSTM" else _StackedSequence).apply,
-        (proj, state[0], state[1] if mode == "LSTM" else None, w_hh, b_hh, mode, reverse), {})
+        (x, w_ih, bias, state[0], state[1] if mode == "LSTM" else None, w_hh,
+         _hidden_bias(mode, b_ih, b_hh), mode, reverse), {})
     return res[0], tuple(res[1:])
 
 
-def _compiles(mode, proj, weights):
-    """Whether the compiled sequence serves this layer: float32/float64, no projection."""
-    return weights[2] is None and proj._array.dtype in (np.float32, np.float64)
+def _compiles(x, w_hr):
+    """Whether the compiled sequence serves this layer: float32/float64, no output projection,
+    an input of (T, B, I)."""
+    return w_hr is None and x.dim() == 3 and x._array.dtype in (np.float32, np.float64)
 
 
 _cat = _core.TORCH_FUNCTIONS["cat"]
@@ -393,15 +418,16 @@ class RNNBase(Module):
             direction_outputs = []
             for direction in range(num_directions):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._direction_weights(layer, direction)
-                proj = _input_projection(self.mode, layer_input, w_ih, b_ih, b_hh)
                 idx = layer * num_directions + direction
                 init_state = tuple(s[idx] for s in state)
-                weights = (w_hh, _hidden_bias(self.mode, b_ih, b_hh), w_hr)
-                if not packed and _compiles(self.mode, proj, weights):
-                    out, last = _compiled_direction(self.mode, proj, init_state, weights,
-                                                    direction == 1)
+                if not packed and _compiles(layer_input, w_hr):
+                    out, last = _compiled_direction(
+                        self.mode, layer_input, init_state, (w_ih, b_ih, b_hh, w_hh, w_hr),
+                        direction == 1)
                     direction_outputs.append(out)
                 else:
+                    proj = _input_projection(self.mode, layer_input, w_ih, b_ih, b_hh)
+                    weights = (w_hh, _hidden_bias(self.mode, b_ih, b_hh), w_hr)
                     steps = (proj.split(batch_sizes, 0) if packed else proj.unbind(0))
                     outs, last = _run_direction(self.mode, steps, init_state, weights,
                                                 direction == 1, batch_sizes)
