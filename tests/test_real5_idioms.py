@@ -121,3 +121,12 @@ def test_module_class_attributes_match_torch(torch):
     for name in ("call_super_init", "dump_patches"):
         assert getattr(tg.nn.Module, name) == getattr(torch.nn.Module, name)
     assert repr(tg.nn.Module.T_destination) == repr(torch.nn.Module.T_destination)
+
+
+def test_dir_of_a_module_leaves_out_numeric_child_names(torch):
+    for lib in (torch, tg):
+        seq = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.ReLU())
+        seq.add_module("head", lib.nn.Identity())
+        names = dir(seq)
+        assert "0" not in names and "1" not in names
+        assert "head" in names and "weight" in dir(seq[0]) and "set_submodule" in names

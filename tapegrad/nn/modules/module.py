@@ -805,5 +805,8 @@ class Module:
         return main + ")"
 
     def __dir__(self):
-        return sorted(set(list(super().__dir__()) + list(self._parameters) + list(self._buffers)
-                          + list(self._modules)))
+        # Names that are not attribute names (a Sequential's "0", "1") are left out, as PyTorch
+        # does: dir() lists what `module.<name>` can reach.
+        names = set(list(super().__dir__()) + list(self._parameters) + list(self._buffers)
+                    + list(self._modules))
+        return sorted(n for n in names if not n[:1].isdigit())
