@@ -338,30 +338,52 @@ def _code_objects(code):
 
 def _environment(fn):
     """(namespace, name, value) for each number or tensor `fn` reads from a closure cell or a
-    global, where namespace is the cell (name None) or the globals dict."""
+    global, where namespace is the cell (name None) or the globals dict; and, for every
+    nn.Module `fn` is, is bound to or reads that way, each of its submodules' training flag
+    (namespace: the module's __dict__, name "training")."""
+    env = []
+    modules = [fn, getattr(fn, "__self__", None)]
     fn = getattr(fn, "__func__", fn)        # bound methods: their function
     code = getattr(fn, "__code__", None)
-    if code is None:
-        return ()
-    env = []
-    for cell in fn.__closure__ or ():
-        try:
-            v = cell.cell_contents
-        except ValueError:                  # an empty cell: assigned later
-            continue
-        if _is_guarded_value(v):
-            env.append((cell, None, v))
-    glb = fn.__globals__
-    seen = set()
-    for c in _code_objects(code):
-        for name in c.co_names:
-            if name in seen:
+    if code is not None:
+        for cell in fn.__closure__ or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:              # an empty cell: assigned later
                 continue
-            seen.add(name)
-            v = glb.get(name, _MISS)
-            if v is not _MISS and _is_guarded_value(v):
-                env.append((glb, name, v))
+            if _is_guarded_value(v):
+                env.append((cell, None, v))
+            modules.append(v)
+        glb = fn.__globals__
+        seen = set()
+        for c in _code_objects(code):
+            for name in c.co_names:
+                if name in seen:
+                    continue
+                seen.add(name)
+                v = glb.get(name, _MISS)
+                if v is not _MISS and _is_guarded_value(v):
+                    env.append((glb, name, v))
+                modules.append(v)
+    env.extend(_training_flags(modules))
     return tuple(env)
+
+
+def _training_flags(candidates):
+    """Guard entries for the training flag of every submodule of the Modules among
+    `candidates`: Dropout, BatchNorm and any forward that branches on `self.training` take
+    another path after model.eval() / model.train(), so a capture made in one mode must not
+    replay in the other (it did: compile(model) kept dropping out after model.eval())."""
+    from .nn.modules.module import Module
+    seen, env = set(), []
+    for root in candidates:
+        if not isinstance(root, Module):
+            continue
+        for m in root.modules():
+            if id(m) not in seen:
+                seen.add(id(m))
+                env.append((m.__dict__, "training", m.__dict__.get("training", _MISS)))
+    return env
 
 
 _env_holds = _core._env_holds     # (the C call path checks it at every replay)
