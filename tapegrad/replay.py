@@ -153,15 +153,42 @@ class CompiledFunction(_core.CompiledCall):
         return result
 
 
-def compile(fn=None, *, on_guard_failure="recapture", cache_size=8):
-    """Capture `fn` on its first call and replay it in C on later calls (see the module docs).
+# torch.compile's modes (its error lists them in this order).
+_TORCH_MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 
-    Usable as @compile or @compile(on_guard_failure="raise")."""
-    if fn is None:
-        return lambda f: CompiledFunction(f, on_guard_failure, cache_size)
-    if not callable(fn):
-        raise TypeError(f"tapegrad.compile expects a callable, got {type(fn).__name__}")
-    return CompiledFunction(fn, on_guard_failure, cache_size)
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+            options=None, disable=False, on_guard_failure="recapture", cache_size=8):
+    """Capture `model` (a function or an nn.Module) on its first call and replay it in C on
+    later calls (see the module docs).
+
+    Usable as @compile, @compile(...) or `model = compile(model)`.  A Module comes back as an
+    OptimizedModule (its parameters, train()/eval(), state_dict under `_orig_mod.`), as
+    torch.compile returns.  torch.compile's settings are accepted so scripts run unchanged:
+    `mode` is checked as PyTorch checks it (and not together with `options`); `fullgraph`,
+    `dynamic`, `backend`, `mode` and `options` select nothing here (there is one backend, the
+    replay); `disable=True` returns `model` itself."""
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
+    if mode is not None and mode not in _TORCH_MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                           + ", ".join(_TORCH_MODES))
+    settings = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                    options=options, disable=disable, on_guard_failure=on_guard_failure,
+                    cache_size=cache_size)
+    if model is None:
+        return lambda f: compile(f, **settings)
+    if not callable(model):
+        raise TypeError(f"tapegrad.compile expects a callable, got {type(model).__name__}")
+    if disable:
+        return model
+    compiled = CompiledFunction(model, on_guard_failure, cache_size)
+    from .nn.modules.module import Module
+    if isinstance(model, Module):
+        from ._optimized_module import OptimizedModule
+        return OptimizedModule(model, compiled)
+    return compiled
 
 
 _MISS = object()

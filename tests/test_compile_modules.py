@@ -71,3 +71,76 @@ def test_compiled_batchnorm_matches_eager(momentum):
         assert compiled[0] == eager[0] == 4
     for a, b in zip(eager[1:], compiled[1:]):
         assert tg.equal(a.detach(), b.detach())
+
+
+def _outcome(call):
+    try:
+        return ("ok", call())
+    except Exception as exc:  # noqa: BLE001 - the type and message are compared
+        return (type(exc).__name__, str(exc))
+
+
+# -- torch.compile's calling conventions (`model = torch.compile(model)`) ----------------------
+def _compile_outcomes(lib):
+    net = lib.nn.Sequential(lib.nn.Linear(3, 2))
+    out = []
+    compiled = lib.compile(net, mode="reduce-overhead", fullgraph=True, dynamic=False)
+    out.append(type(compiled).__name__)
+    out.append(list(compiled.state_dict()))
+    out.append([n for n, _ in compiled.named_parameters()])
+    out.append(compiled._orig_mod is net)
+    out.append(compiled.get_submodule("_orig_mod.0") is net[0])
+    out.append(_outcome(lambda: compiled[0]))       # not a Sequential itself
+    net.add_module("head", lib.nn.Identity())
+    out.append(compiled.head is net.head)           # attribute reads reach the wrapped module
+    compiled.eval()
+    out.append((compiled.training, net.training, net[0].training))
+    out.append(repr(compiled))
+    out.append(lib.compile(net, disable=True) is net)
+    for kwargs in ({"mode": "bogus"}, {"mode": "default", "options": {"x": 1}}):
+        try:
+            lib.compile(net, **kwargs)
+            out.append("ok")
+        except RuntimeError as exc:
+            out.append(str(exc))
+    return out
+
+
+def test_torch_compile_conventions_match_torch(torch):
+    assert _compile_outcomes(tg) == _compile_outcomes(torch)
+
+
+def test_compiled_module_trains_as_the_eager_module():
+    def run(compiled):
+        tg.manual_seed(0)
+        net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.2), nn.Linear(8, 1))
+        model = tg.compile(net) if compiled else net
+        opt = tg.optim.SGD(model.parameters(), lr=0.1)
+        x, y = tg.linspace(-1, 1, 32).reshape(8, 4), tg.linspace(0, 1, 8).reshape(8, 1)
+        losses = []
+        for step in range(4):
+            tg.manual_seed(step)
+            opt.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        model.eval()
+        return losses, model(x)
+
+    (eager_losses, eager_eval), (losses, evaluated) = run(False), run(True)
+    assert losses == eager_losses
+    assert tg.equal(evaluated, eager_eval)
+
+
+def test_compile_decorator_forms_accept_torch_settings():
+    @tg.compile(mode="max-autotune", fullgraph=True)
+    def double(x):
+        return x * 2
+
+    @tg.compile
+    def triple(x):
+        return x * 3
+
+    assert double(tg.ones(2)).tolist() == [2.0, 2.0]
+    assert triple(tg.ones(2)).tolist() == [3.0, 3.0]
