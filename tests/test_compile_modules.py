@@ -1,6 +1,6 @@
 """tapegrad.compile of code that calls nn.Modules: a capture made in one training mode never
 replays in the other, and module state written during forward (BatchNorm's batch counter) is
-written at every call where forward reads it (BatchNorm's batch counter with momentum=None)."""
+written at every call, as eager writes it (BatchNorm's batch counter)."""
 from __future__ import annotations
 
 import pytest
@@ -66,9 +66,8 @@ def test_compiled_batchnorm_matches_eager(momentum):
         return bn.num_batches_tracked.item(), bn.running_mean, bn.running_var, y
 
     eager, compiled = run(False), run(True)
-    if momentum is None:
-        # the cumulative average weighs batch k by 1/k: the count must advance at every call
-        assert compiled[0] == eager[0] == 4
+    # the count advances at every call (state_dict holds it; momentum=None weighs batch k by 1/k)
+    assert compiled[0] == eager[0] == 4
     for a, b in zip(eager[1:], compiled[1:]):
         assert tg.equal(a.detach(), b.detach())
 
@@ -144,3 +143,13 @@ def test_compile_decorator_forms_accept_torch_settings():
 
     assert double(tg.ones(2)).tolist() == [2.0, 2.0]
     assert triple(tg.ones(2)).tolist() == [3.0, 3.0]
+
+
+def test_compiled_batchnorm_in_eval_still_replays():
+    tg.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.ReLU()).eval()
+    compiled = tg.compile(lambda x: net(x))
+    x = tg.randn(8, 4)
+    for i in range(3):
+        assert tg.equal(compiled(x * (i + 1)), net(x * (i + 1)))
+    assert compiled.stats["replays"] == 2, compiled.explain()

@@ -106,14 +106,11 @@ class _BatchNorm(Module):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             with no_grad():
-                if self.momentum is None:
-                    # The count weighs this batch (below): a public in-place op, which
-                    # tapegrad.compile sees, so a replay never reuses a stale weight.
-                    self.num_batches_tracked.add_(1)
-                else:
-                    # Only counted, never read here: a raw write keeps a compiled step
-                    # replayable (a replay skips it: the count then lags, the outputs do not).
-                    self.num_batches_tracked._array[...] += 1
+                # A public in-place op, which tapegrad.compile sees: a training step through
+                # batch norm then runs eagerly rather than replaying without the count (it
+                # lagged in state_dict, and momentum=None weighed batches by a stale 1/k).
+                # Evaluation, which does not count, still replays.
+                self.num_batches_tracked.add_(1)
             # momentum=None: a cumulative moving average over the batches seen.
             factor = (1.0 / float(self.num_batches_tracked.item()) if self.momentum is None
                       else self.momentum)
