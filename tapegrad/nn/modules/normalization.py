@@ -51,6 +51,8 @@ class _BatchNorm(Module):
     _ranks: tuple = ()
     # Version 2 added num_batches_tracked.
     _version = 2
+    # A buffer (register_buffer below), declared here so the public stubs list it.
+    num_batches_tracked: "Tensor | None"
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
