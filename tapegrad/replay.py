@@ -160,15 +160,42 @@ class CompiledFunction(_core.CompiledCall):
         return result
 
 
-def compile(fn=None, *, on_guard_failure="recapture", cache_size=8):
-    """Capture `fn` on its first call and replay it in C on later calls (see the module docs).
+# torch.compile's modes (its error lists them in this order).
+_TORCH_MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 
-    Usable as @compile or @compile(on_guard_failure="raise")."""
-    if fn is None:
-        return lambda f: CompiledFunction(f, on_guard_failure, cache_size)
-    if not callable(fn):
-        raise TypeError(f"tapegrad.compile expects a callable, got {type(fn).__name__}")
-    return CompiledFunction(fn, on_guard_failure, cache_size)
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+            options=None, disable=False, on_guard_failure="recapture", cache_size=8):
+    """Capture `model` (a function or an nn.Module) on its first call and replay it in C on
+    later calls (see the module docs).
+
+    Usable as @compile, @compile(...) or `model = compile(model)`.  A Module comes back as an
+    OptimizedModule (its parameters, train()/eval(), state_dict under `_orig_mod.`), as
+    torch.compile returns.  torch.compile's settings are accepted so scripts run unchanged:
+    `mode` is checked as PyTorch checks it (and not together with `options`); `fullgraph`,
+    `dynamic`, `backend`, `mode` and `options` select nothing here (there is one backend, the
+    replay); `disable=True` returns `model` itself."""
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
+    if mode is not None and mode not in _TORCH_MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                           + ", ".join(_TORCH_MODES))
+    settings = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                    options=options, disable=disable, on_guard_failure=on_guard_failure,
+                    cache_size=cache_size)
+    if model is None:
+        return lambda f: compile(f, **settings)
+    if not callable(model):
+        raise TypeError(f"tapegrad.compile expects a callable, got {type(model).__name__}")
+    if disable:
+        return model
+    compiled = CompiledFunction(model, on_guard_failure, cache_size)
+    from .nn.modules.module import Module
+    if isinstance(model, Module):
+        from ._optimized_module import OptimizedModule
+        return OptimizedModule(model, compiled)
+    return compiled
 
 
 _MISS = object()
@@ -345,30 +372,52 @@ def _code_objects(code):
 
 def _environment(fn):
     """(namespace, name, value) for each number or tensor `fn` reads from a closure cell or a
-    global, where namespace is the cell (name None) or the globals dict."""
+    global, where namespace is the cell (name None) or the globals dict; and, for every
+    nn.Module `fn` is, is bound to or reads that way, each of its submodules' training flag
+    (namespace: the module's __dict__, name "training")."""
+    env = []
+    modules = [fn, getattr(fn, "__self__", None)]
     fn = getattr(fn, "__func__", fn)        # bound methods: their function
     code = getattr(fn, "__code__", None)
-    if code is None:
-        return ()
-    env = []
-    for cell in fn.__closure__ or ():
-        try:
-            v = cell.cell_contents
-        except ValueError:                  # an empty cell: assigned later
-            continue
-        if _is_guarded_value(v):
-            env.append((cell, None, v))
-    glb = fn.__globals__
-    seen = set()
-    for c in _code_objects(code):
-        for name in c.co_names:
-            if name in seen:
+    if code is not None:
+        for cell in fn.__closure__ or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:              # an empty cell: assigned later
                 continue
-            seen.add(name)
-            v = glb.get(name, _MISS)
-            if v is not _MISS and _is_guarded_value(v):
-                env.append((glb, name, v))
+            if _is_guarded_value(v):
+                env.append((cell, None, v))
+            modules.append(v)
+        glb = fn.__globals__
+        seen = set()
+        for c in _code_objects(code):
+            for name in c.co_names:
+                if name in seen:
+                    continue
+                seen.add(name)
+                v = glb.get(name, _MISS)
+                if v is not _MISS and _is_guarded_value(v):
+                    env.append((glb, name, v))
+                modules.append(v)
+    env.extend(_training_flags(modules))
     return tuple(env)
+
+
+def _training_flags(candidates):
+    """Guard entries for the training flag of every submodule of the Modules among
+    `candidates`: Dropout, BatchNorm and any forward that branches on `self.training` take
+    another path after model.eval() / model.train(), so a capture made in one mode must not
+    replay in the other (it did: compile(model) kept dropping out after model.eval())."""
+    from .nn.modules.module import Module
+    seen, env = set(), []
+    for root in candidates:
+        if not isinstance(root, Module):
+            continue
+        for m in root.modules():
+            if id(m) not in seen:
+                seen.add(id(m))
+                env.append((m.__dict__, "training", m.__dict__.get("training", _MISS)))
+    return env
 
 
 _env_holds = _core._env_holds     # (the C call path checks it at every replay)

@@ -136,10 +136,14 @@ class _TorchNamedClass(type):
     package (a user's subclass) print as usual."""
 
     def __repr__(cls) -> str:
-        module = cls.__module__
-        if module == "tapegrad" or module.startswith("tapegrad."):
-            module = "torch" + module[len("tapegrad"):]
-        return f"<class '{module}.{cls.__qualname__}'>"
+        return f"<class '{_torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
+
+
+def _torch_module_name(module: str) -> str:
+    """PyTorch's name for one of our modules (`tapegrad.x` -> `torch.x`); others unchanged."""
+    if module == "tapegrad" or module.startswith("tapegrad."):
+        return "torch" + module[len("tapegrad"):]
+    return module
 
 
 class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):

@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import _core
 from ..grad_mode import no_grad
+from ..tensor import _TorchNamedClass, _torch_module_name
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
            "InplaceFunction", "NestedIOFunction"]
@@ -160,9 +161,12 @@ class FunctionCtx:
         return self.saved_tensors
 
 
-class BackwardCFunction(FunctionCtx):
+class BackwardCFunction(FunctionCtx, metaclass=_TorchNamedClass):
     """Base of the `<Name>Backward` classes: a custom Function's ctx, which is also its outputs'
-    grad_fn (PyTorch: `y.grad_fn.some_attribute` reads what forward stored on ctx)."""
+    grad_fn (PyTorch: `y.grad_fn.some_attribute` reads what forward stored on ctx).  Like Tensor,
+    the classes and their instances print under PyTorch's module name
+    (`<torch.autograd.function.MyFnBackward object at 0x...>`), as a tutorial printing
+    `y.grad_fn` shows under PyTorch."""
 
     _forward_cls: type
 
@@ -185,7 +189,9 @@ class BackwardCFunction(FunctionCtx):
         return self.__dict__.setdefault("_metadata", {})
 
     def __repr__(self):
-        return f"<tapegrad.autograd.function.{type(self).__name__} object at {id(self):#x}>"
+        cls = type(self)
+        module = _torch_module_name(cls.__module__)
+        return f"<{module}.{cls.__qualname__} object at {id(self):#x}>"
 
 
 class FunctionMeta(type):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import warnings
 
@@ -63,6 +63,13 @@ class Module:
     # The layout version of this class's state_dict entries (PyTorch's Module._version); a class
     # whose layout changed raises it and upgrades older dicts in _upgrade_state_dict.
     _version: int = 1
+
+    # PyTorch's class attributes, which scripts and libraries read: whether nn.Module.__init__
+    # also calls super().__init__ (a mixin's), whether loading prints source-change patches,
+    # and the type variable of state_dict's `destination`.
+    call_super_init: bool = False
+    dump_patches: bool = False
+    T_destination = TypeVar("T_destination", bound=dict[str, Any])
 
     training: bool
 
@@ -296,6 +303,29 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
+
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Put ``module`` at the dotted path ``target`` (``"1.0"``, ``"encoder.fc"``), replacing
+        what is there.  Every module on the way must exist; the last name may be new unless
+        ``strict=True``.  Raises as PyTorch: ValueError for an empty target or a non-Module,
+        AttributeError for a missing or non-Module step."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        *path, name = target.split(".")
+        parent = self
+        for item in path:
+            if not hasattr(parent, item):
+                raise AttributeError(f"{parent._get_name()} has no attribute `{item}`")
+            parent = getattr(parent, item)
+            if not isinstance(parent, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
 
     def _get_leaf(self, target: str):
         # The owning module and the attribute a dotted path ends in (get_parameter/get_buffer).
@@ -537,6 +567,37 @@ class Module:
         """Cast every floating-point parameter and buffer to float16, in place; returns the module."""
         return self._cast(np.float16)
 
+    def bfloat16(self) -> "Module":
+        """Cast floating-point parameters and buffers to bfloat16: raises tapegrad's TypeError
+        (numpy has no bfloat16) when there is one to cast; a module without any is returned."""
+        from ... import bfloat16
+        for t in self._tensors():
+            if t._array.dtype.kind == "f":
+                t.to(bfloat16)      # raises, naming the reason and what to use instead
+        return self
+
+    def _apply(self, fn: Callable, recurse: bool = True) -> "Module":
+        """Replace each parameter's and grad's value by ``fn(tensor)`` (under no_grad; the
+        Parameter object is kept, as PyTorch's default ``param.data = fn(param)``) and each
+        buffer by ``fn(buffer)``, children first.  The hook that ``to()``/``float()`` run in
+        PyTorch, which custom modules override and scripts call directly."""
+        if recurse:
+            for child in self.children():
+                child._apply(fn)
+        for key, param in self._parameters.items():
+            if param is None:
+                continue
+            with no_grad():
+                applied = fn(param)
+            param.data = applied
+            if param.grad is not None:
+                with no_grad():
+                    param.grad = fn(param.grad)
+        for key, buf in self._buffers.items():
+            if buf is not None:
+                self._buffers[key] = fn(buf)
+        return self
+
     def to_empty(self, *, device, recurse: bool = True) -> "Module":
         """Give every parameter and buffer uninitialised storage on ``device`` (in place: each
         keeps its identity); the way to materialise a module built on the meta device."""
@@ -562,6 +623,24 @@ class Module:
             if isinstance(device, int) and not isinstance(device, bool):
                 check_device(device, "cuda")
             check_device("cuda", "cuda")
+        return self
+
+    def xpu(self, device=None) -> "Module":
+        """Raises as a PyTorch build without XPU does (when there is a tensor to move)."""
+        if next(self._tensors(), None) is not None:
+            raise AssertionError("Torch not compiled with XPU enabled")
+        return self
+
+    def ipu(self, device=None) -> "Module":
+        """Raises as a PyTorch build without IPU support does (when there is a tensor to move)."""
+        if next(self._tensors(), None) is not None:
+            raise RuntimeError("PyTorch is not linked with support for ipu devices")
+        return self
+
+    def mtia(self, device=None) -> "Module":
+        """Raises as a PyTorch build without MTIA does (when there is a tensor to move)."""
+        if next(self._tensors(), None) is not None:
+            raise AssertionError("Torch not compiled with MTIA enabled")
         return self
 
     # -- state --------------------------------------------------------------------------------
@@ -726,5 +805,8 @@ class Module:
         return main + ")"
 
     def __dir__(self):
-        return sorted(set(list(super().__dir__()) + list(self._parameters) + list(self._buffers)
-                          + list(self._modules)))
+        # Names that are not attribute names (a Sequential's "0", "1") are left out, as PyTorch
+        # does: dir() lists what `module.<name>` can reach.
+        names = set(list(super().__dir__()) + list(self._parameters) + list(self._buffers)
+                    + list(self._modules))
+        return sorted(n for n in names if not n[:1].isdigit())

@@ -51,6 +51,8 @@ class _BatchNorm(Module):
     _ranks: tuple = ()
     # Version 2 added num_batches_tracked.
     _version = 2
+    # A buffer (register_buffer below), declared here so the public stubs list it.
+    num_batches_tracked: "Tensor | None"
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
@@ -106,7 +108,11 @@ class _BatchNorm(Module):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             with no_grad():
-                self.num_batches_tracked._array[...] += 1
+                # A public in-place op, which tapegrad.compile sees: a training step through
+                # batch norm then runs eagerly rather than replaying without the count (it
+                # lagged in state_dict, and momentum=None weighed batches by a stale 1/k).
+                # Evaluation, which does not count, still replays.
+                self.num_batches_tracked.add_(1)
             # momentum=None: a cumulative moving average over the batches seen.
             factor = (1.0 / float(self.num_batches_tracked.item()) if self.momentum is None
                       else self.momentum)
