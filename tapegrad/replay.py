@@ -268,6 +268,12 @@ class _Routes:
         # The same functions bound under other names in the library's Python modules (a layer's
         # `from .._batch_norm import batch_norm`): routed too, or the op would run unseen.
         by_id = {id(e[2]): e[3] for e in entries}
+        # (a meta-device dispatcher in a namespace (_meta.py) stands for the function the
+        # layers hold: route both)
+        for e in list(entries):
+            plain = getattr(e[2], "__meta_dispatch__", None)
+            if plain is not None:
+                by_id.setdefault(id(plain), e[3])
         for mod_name, mod in list(sys.modules.items()):
             if (not mod_name.startswith("tapegrad.") or mod in spaces
                     or not (getattr(mod, "__file__", None) or "").endswith(".py")):

@@ -26,6 +26,25 @@ def _set_tensor_class(cls):
     TensorType = cls
 
 
+MetaTensorType = None
+MetaParameterType = None
+META_ENTRY = None
+
+
+def _set_meta_classes(tensor_cls, parameter_cls, entry):
+    """Called by tapegrad/_meta.py: the meta tensor classes, and `entry(name, args)`, which runs
+    a CPU op `name` that was handed a meta tensor among `args` (PyTorch's device error, or a
+    meta result where the CPU tensors are 0-d)."""
+    global MetaTensorType, MetaParameterType, META_ENTRY
+    MetaTensorType = tensor_cls
+    MetaParameterType = parameter_cls
+    META_ENTRY = entry
+
+
+cdef object meta_entry(str name, tuple args):
+    return META_ENTRY(name, args)
+
+
 cdef object as_ndarray(object x):
     """nd's conversion of a non-array (a numpy or Python scalar) to an ndarray."""
     return np.asarray(x)
