@@ -23,9 +23,10 @@ Where a meta tensor enters decides how it is seen, and CPU tensors pay nothing f
   internal names: the core tests its operands' types against the meta classes (two pointer
   compares) and calls `entered_cpu_op`;
 - module-level functions (`torch.cat`, `F.conv2d`, ...), many of them Python code computing with
-  numpy: wrappers that `install_dispatchers` puts in place the first time a meta tensor is
-  made.  Tensor methods, operators and Module.__call__ are never wrapped; these wrappers are what
-  a meta tensor still costs a CPU program (a module-level call, ~0.15 us).  Backward through meta
+  numpy: compiled wrappers (_core.MetaDispatcher) that `install_dispatchers` puts in place the
+  first time a meta tensor is made.  Tensor methods, operators and Module.__call__ are never
+  wrapped; these wrappers are what a meta tensor still costs a CPU program (a type test per
+  argument of a module-level call).  Backward through meta
   tensors is not supported (PyTorch computes meta gradients): it raises NotImplementedError.
 """
 from __future__ import annotations
@@ -569,29 +570,13 @@ _SHAPE_RULES = {"conv1d": _conv_rule(1), "conv2d": _conv_rule(2), "conv3d": _con
 # dispatches them, and a CPU tensor's op handed a meta operand is caught by the core
 # (entered_cpu_op below), so CPU tensor methods and operators pay nothing for the meta device.
 def _dispatching(fn, name):
-    metas = _META_CLASSES
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        # the common CPU call: a few type lookups, no generator (has_meta is the thorough test)
-        for a in args:
-            if type(a) in metas or type(a) in _SEQUENCES:
-                return _dispatch_if_meta(fn, name, args, kwargs)
-        if kwargs:
-            return _dispatch_if_meta(fn, name, args, kwargs)
-        return fn(*args)
+    wrapper = _core.MetaDispatcher(fn, name)
+    functools.update_wrapper(wrapper, fn)
     wrapper.__meta_dispatch__ = fn
     return wrapper
 
 
 _META_CLASSES: set = set()          # MetaTensor and its Parameter class, once made
-_SEQUENCES = (list, tuple)
-
-
-def _dispatch_if_meta(fn, name, args, kwargs):
-    if has_meta(args, kwargs):
-        return dispatch(fn, name, args, kwargs)
-    return fn(*args, **kwargs)
 
 
 _installed = False
@@ -694,11 +679,13 @@ _BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
 def entered_cpu_op(name: str, args: tuple):
     """What a CPU op gives when a meta tensor reaches it: PyTorch's device error, or (the CPU
     tensors 0-d, acting as scalars) the meta result.  `name`: a binary op of `_BINARY`, 'inplace'
-    (args: the CPU tensor written, the meta operand) or 'function' (args: a custom Function's
-    ctx, its inputs and the forward's result, computed on the meta inputs' stand-ins)."""
+    (args: the CPU tensor written, the meta operand), 'call' (args: a function, its name, args
+    and kwargs: from a MetaDispatcher, or compiled cat/stack, which layers reach by internal
+    names) or 'function' (args: a custom Function's ctx, its inputs and the forward's result,
+    computed on the meta inputs' stand-ins)."""
     if name == "inplace":
         return dispatch(None, "__iadd__", args, {})
-    if name == "call":                  # a compiled function (cat, stack) reached directly
+    if name == "call":      # a module-level function's dispatcher, or compiled cat/stack
         fn, fn_name, fn_args, fn_kwargs = args
         return dispatch(fn, fn_name, fn_args, fn_kwargs or {})
     if name == "function":

@@ -266,3 +266,18 @@ def test_cpu_ops_reached_by_internal_names_give_meta_results():
     assert _core.add(m, m).is_meta and (_core.add(m, m)).grad_fn.name() == "AddBackward0"
     with pytest.raises(RuntimeError, match="is not on the expected device"):
         _core.TORCH_FUNCTIONS["cat"]([m, tg.ones(2, 3)])
+
+
+def test_module_level_dispatchers_act_as_their_functions():
+    # once a meta tensor exists, the namespaces hold compiled dispatchers (_core.MetaDispatcher):
+    # plain calls, signatures and pickling by name are the functions'
+    import inspect
+    tg.ones(2, device="meta")
+    assert hasattr(F.relu, "__meta_dispatch__") and hasattr(tg.cat, "__meta_dispatch__")
+    assert F.relu(tg.tensor([-1.0, 2.0])).tolist() == [0.0, 2.0]
+    assert tg.cat([tg.ones(1), tg.zeros(1)]).tolist() == [1.0, 0.0]
+    assert "stride" in inspect.signature(F.conv2d).parameters
+    assert pickle.loads(pickle.dumps(F.relu)) is F.relu
+    assert pickle.loads(pickle.dumps(tg.cat))([tg.ones(1)] * 2).tolist() == [1.0, 1.0]
+    m = tg.ones(2, 3, device="meta")
+    assert tg.cat([m, m], dim=1).shape == (2, 6) and F.relu(m).is_meta
