@@ -595,7 +595,8 @@ def _set(obj, attr, value) -> None:
 def uninstall_dispatchers() -> None:
     """Undo install_dispatchers (the next meta tensor installs them again).  Meta tensors
     already made keep their methods; module-level functions stop seeing them."""
-    global _installed
+    global _installed, _registered
+    _registered = False             # the next meta tensor installs them again
     while _undo:
         obj, attr, previous = _undo.pop()
         if previous is _INHERITED:
