@@ -580,6 +580,7 @@ _META_CLASSES: set = set()          # MetaTensor and its Parameter class, once m
 
 
 _installed = False
+generation = 0          # bumped by each install and uninstall (replay.py's routes rebuild on it)
 _undo: list = []        # (object, attribute, previous value) of every change install made
 
 
@@ -595,8 +596,9 @@ def _set(obj, attr, value) -> None:
 def uninstall_dispatchers() -> None:
     """Undo install_dispatchers (the next meta tensor installs them again).  Meta tensors
     already made keep their methods; module-level functions stop seeing them."""
-    global _installed, _registered
+    global _installed, _registered, generation
     _registered = False             # the next meta tensor installs them again
+    generation += 1
     while _undo:
         obj, attr, previous = _undo.pop()
         if previous is _INHERITED:
@@ -610,10 +612,11 @@ def install_dispatchers() -> None:
     """Route the public functions of tapegrad, nn.functional, special, linalg and fft (and the nn
     layers' references to them) through `dispatch` when given a meta tensor.  Done once, at the
     first meta tensor."""
-    global _installed
+    global _installed, generation
     if _installed:
         return
     _installed = True
+    generation += 1
     import importlib
     import types
     replaced = {}

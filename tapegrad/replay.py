@@ -243,6 +243,11 @@ def _routed(fn):
     return routed
 
 
+def _meta_generation() -> int:
+    meta = sys.modules.get("tapegrad._meta")
+    return meta.generation if meta is not None else 0
+
+
 def _loaded_modules() -> int:
     return sum(1 for name in sys.modules if name.startswith("tapegrad."))
 
@@ -253,6 +258,7 @@ class _Routes:
     def __init__(self):
         self.entries = None
         self.modules = 0            # how many tapegrad modules were loaded at the last build
+        self.meta = 0               # _meta.generation at the last build
 
     def build(self):
         import tapegrad
@@ -304,9 +310,13 @@ class _Routes:
                                     name in Tensor.__dict__))
         self.entries = entries
         self.modules = _loaded_modules()
+        self.meta = _meta_generation()
 
     def install(self):
-        if self.entries is None or self.modules != _loaded_modules():
+        # rebuilt when modules were loaded or the meta device's dispatchers came or went since
+        # (remove() must put back what the namespaces hold now, not a stale function)
+        if (self.entries is None or self.modules != _loaded_modules()
+                or self.meta != _meta_generation()):
             self.build()
         for ns, name, _, routed, _ in self.entries:
             setattr(ns, name, routed)

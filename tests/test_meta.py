@@ -281,3 +281,15 @@ def test_module_level_dispatchers_act_as_their_functions():
     assert pickle.loads(pickle.dumps(tg.cat))([tg.ones(1)] * 2).tolist() == [1.0, 1.0]
     m = tg.ones(2, 3, device="meta")
     assert tg.cat([m, m], dim=1).shape == (2, 6) and F.relu(m).is_meta
+
+
+def test_a_capture_puts_back_the_meta_dispatchers():
+    # compile's routes were built before the meta dispatchers existed: a capture after must not
+    # put back the plain functions it saw then
+    from tapegrad import _meta, replay
+    _meta.uninstall_dispatchers()
+    replay._ROUTES.entries = None       # (built afresh, as in a process that compiled first)
+    tg.compile(lambda x: F.relu(x).sum())(tg.ones(2))
+    tg.ones(2, device="meta")
+    tg.compile(lambda x: F.relu(x * 2).sum())(tg.ones(2))
+    assert hasattr(F.relu, "__meta_dispatch__") and F.relu(tg.ones(2, device="meta")).is_meta
