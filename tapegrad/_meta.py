@@ -15,15 +15,24 @@ never looks at values:
 - ops whose result shape or value depends on the data (nonzero, item, equal, ...) raise, as
   PyTorch's meta kernels do.
 
-Module-level functions (`torch.cat`, `F.conv2d`, ...) reach `dispatch` through wrappers that
-`install_dispatchers` puts in place the first time a meta tensor is made, so programs that
-never use the meta device do not pay a check on every call.  Backward through meta tensors is
-not supported (PyTorch computes meta gradients): it raises NotImplementedError.
+Where a meta tensor enters decides how it is seen, and CPU tensors pay nothing for it:
+- its own methods, properties and operators: MetaTensor's (and `cpu + meta` reaches the meta
+  operand's reflected operator first, Python's rule for a subclass);
+- a CPU tensor's op handed a meta operand (`cpu.add(meta)`, `cpu += meta`, `cpu @ meta`), the
+  compiled cat/stack and custom Functions (an RNN layer's fused sequence), which layers reach by
+  internal names: the core tests its operands' types against the meta classes (two pointer
+  compares) and calls `entered_cpu_op`;
+- module-level functions (`torch.cat`, `F.conv2d`, ...), many of them Python code computing with
+  numpy: compiled wrappers (_core.MetaDispatcher) that `install_dispatchers` puts in place the
+  first time a meta tensor is made.  Tensor methods, operators and Module.__call__ are never
+  wrapped; these wrappers are what a meta tensor still costs a CPU program (a type test per
+  argument of a module-level call).  Backward through meta
+  tensors is not supported (PyTorch computes meta gradients): it raises NotImplementedError.
 """
 from __future__ import annotations
 
 import functools
-import inspect
+import operator
 import warnings
 
 import numpy as np
@@ -235,7 +244,8 @@ def make_meta(shape, np_dtype, requires_grad: bool = False, grad_fn_name=None,
         t.__dict__["_meta_grad_fn"] = _node_class(grad_fn_name)()
     if requires_grad:
         t.requires_grad = True
-    install_dispatchers()
+    if not _registered:
+        _register_with_core()
     return t
 
 
@@ -259,7 +269,8 @@ def become_meta(t) -> None:
     if not t.is_meta:
         t.__class__ = meta_parameter_class() if _pickle_kind(t) == "parameter" else MetaTensor
         t._array = stand_in_array(t._array.shape, t._array.dtype)
-    install_dispatchers()
+    if not _registered:
+        _register_with_core()
 
 
 def become_empty(t) -> None:
@@ -274,8 +285,26 @@ def become_empty(t) -> None:
 def meta_parameter_class() -> type:
     """nn.Parameter on the meta device: a Parameter whose tensor behaviour is MetaTensor's."""
     from .nn.parameter import Parameter
-    return type("Parameter", (Parameter, MetaTensor), {"__module__": "tapegrad.nn.parameter",
-                                                       "__qualname__": "Parameter"})
+    cls = type("Parameter", (Parameter, MetaTensor), {"__module__": "tapegrad.nn.parameter",
+                                                      "__qualname__": "Parameter"})
+    _register_with_core(cls)
+    return cls
+
+
+_registered = False
+
+
+def _register_with_core(parameter_cls=None) -> None:
+    """Tell the core the meta classes (first meta tensor, and the Parameter class once made), so
+    that a CPU op handed a meta tensor calls entered_cpu_op.  Until then the core's checks compare
+    with None."""
+    global _registered
+    _registered = True
+    if parameter_cls is None and meta_parameter_class.cache_info().currsize:
+        parameter_cls = meta_parameter_class()
+    _META_CLASSES.update(c for c in (MetaTensor, parameter_cls) if c is not None)
+    _core._set_meta_classes(MetaTensor, parameter_cls, entered_cpu_op)
+    install_dispatchers()
 
 
 # -- dispatch -------------------------------------------------------------------------------------
@@ -534,17 +563,24 @@ _SHAPE_RULES = {"conv1d": _conv_rule(1), "conv2d": _conv_rule(2), "conv3d": _con
 
 
 # -- module-level functions ------------------------------------------------------------------------
+# A public function (torch.cat, F.conv2d, ...) handed a meta tensor has no type of its own to
+# dispatch on, and many are Python code that computes with numpy: they reach `dispatch` through
+# wrappers that install_dispatchers puts in the namespaces (and the layers' references) at the
+# first meta tensor.  Tensor methods and operators are not wrapped: a meta tensor's own class
+# dispatches them, and a CPU tensor's op handed a meta operand is caught by the core
+# (entered_cpu_op below), so CPU tensor methods and operators pay nothing for the meta device.
 def _dispatching(fn, name):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if has_meta(args, kwargs):
-            return dispatch(fn, name, args, kwargs)
-        return fn(*args, **kwargs)
+    wrapper = _core.MetaDispatcher(fn, name)
+    functools.update_wrapper(wrapper, fn)
     wrapper.__meta_dispatch__ = fn
     return wrapper
 
 
+_META_CLASSES: set = set()          # MetaTensor and its Parameter class, once made
+
+
 _installed = False
+generation = 0          # bumped by each install and uninstall (replay.py's routes rebuild on it)
 _undo: list = []        # (object, attribute, previous value) of every change install made
 
 
@@ -560,7 +596,9 @@ def _set(obj, attr, value) -> None:
 def uninstall_dispatchers() -> None:
     """Undo install_dispatchers (the next meta tensor installs them again).  Meta tensors
     already made keep their methods; module-level functions stop seeing them."""
-    global _installed
+    global _installed, _registered, generation
+    _registered = False             # the next meta tensor installs them again
+    generation += 1
     while _undo:
         obj, attr, previous = _undo.pop()
         if previous is _INHERITED:
@@ -571,13 +609,14 @@ def uninstall_dispatchers() -> None:
 
 
 def install_dispatchers() -> None:
-    """Route the public functions of tapegrad, nn.functional, special and linalg (and the nn
+    """Route the public functions of tapegrad, nn.functional, special, linalg and fft (and the nn
     layers' references to them) through `dispatch` when given a meta tensor.  Done once, at the
     first meta tensor."""
-    global _installed
+    global _installed, generation
     if _installed:
         return
     _installed = True
+    generation += 1
     import importlib
     import types
     replaced = {}
@@ -602,14 +641,12 @@ def install_dispatchers() -> None:
             if wrapped is None:
                 wrapped = replaced[id(fn)] = _dispatching(fn, name)
             _set(mod, name, wrapped)
-    _guard_cpu_tensor_methods()
-    # nn layers that keep a function as a class attribute (pooling's _fn)
+    # nn layers that keep a function as a class attribute (pooling's _fn), and layers whose
+    # constructors default to one (TransformerEncoderLayer's activation=F.relu, which it then
+    # compares with `is F.relu`): a layer built from now on holds the same object F.relu now is.
+    # (A layer built before keeps the plain function: pickling it by name would now find the
+    # dispatcher, so save such a model before making meta tensors.)
     from .nn import modules
-    _guard_module_calls(modules.Module)
-    # and layers whose constructors default to one (TransformerEncoderLayer's activation=F.relu,
-    # which it then compares with `is F.relu`): a layer built from now on holds the same object
-    # F.relu now is.  (A layer built before keeps the plain function: pickling it by name
-    # would now find the dispatcher, so save such a model before making meta tensors.)
     for cls in vars(modules).values():
         if isinstance(cls, type):
             for klass in cls.__mro__:
@@ -620,22 +657,6 @@ def install_dispatchers() -> None:
                         _redirect_defaults(v, replaced)
 
 
-def _guard_cpu_tensor_methods() -> None:
-    """A CPU tensor's method given a meta argument (`cpu_t.add(meta_t)`, `cpu_t += meta_t`)
-    goes through `dispatch` as well: PyTorch's device error, or the meta result where a 0-d CPU
-    tensor acts as a scalar.  Run plainly, it would compute on the stand-in's zeros: a silent
-    wrong result."""
-    for name in dir(Tensor):
-        if name in _KEEP or name in _PROPERTY_OPS or \
-                (name.startswith("_") and not name.startswith("__")):
-            continue
-        static = inspect.getattr_static(Tensor, name)
-        if isinstance(static, (property, staticmethod, classmethod, type)) or \
-                not callable(static):
-            continue
-        _set(Tensor, name, _dispatching(getattr(Tensor, name), name))
-
-
 def _redirect_defaults(fn, replaced: dict) -> None:
     if fn.__defaults__ and any(id(d) in replaced for d in fn.__defaults__):
         _set(fn, "__defaults__", tuple(replaced.get(id(d), d) for d in fn.__defaults__))
@@ -644,12 +665,45 @@ def _redirect_defaults(fn, replaced: dict) -> None:
              {k: replaced.get(id(d), d) for k, d in fn.__kwdefaults__.items()})
 
 
-def _tensors_to_meta(out):
-    if isinstance(out, _core.TensorBase):
-        return _to_meta_result(out, "")
-    if isinstance(out, (tuple, list)):
-        return _same_sequence(out, [_tensors_to_meta(o) for o in out])
-    return out
+# Public callables that are not ops on tensors (factories are handled by `factory`).
+_NOT_OPS = frozenset(("load", "save", "manual_seed", "seed", "set_default_device",
+                      "set_default_dtype", "set_printoptions", "no_grad", "enable_grad",
+                      "set_grad_enabled", "inference_mode", "compile"))
+
+
+# -- CPU ops handed a meta tensor ----------------------------------------------------------------
+# The core notices a meta operand of a CPU tensor's op (`cpu.add(meta)`, `cpu += meta`,
+# `cpu @ meta`) or a meta input of a custom Function (an RNN layer's fused sequence) by two
+# type-pointer compares, and calls entered_cpu_op: CPU tensors pay nothing for the meta device.
+
+_BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+           "div": operator.truediv, "pow": operator.pow, "matmul": operator.matmul}
+
+
+def entered_cpu_op(name: str, args: tuple):
+    """What a CPU op gives when a meta tensor reaches it: PyTorch's device error, or (the CPU
+    tensors 0-d, acting as scalars) the meta result.  `name`: a binary op of `_BINARY`, 'inplace'
+    (args: the CPU tensor written, the meta operand), 'call' (args: a function, its name, args
+    and kwargs: from a MetaDispatcher, or compiled cat/stack, which layers reach by internal
+    names) or 'function' (args: a custom Function's ctx, its inputs and the forward's result,
+    computed on the meta inputs' stand-ins)."""
+    if name == "inplace":
+        return dispatch(None, "__iadd__", args, {})
+    if name == "call":      # a module-level function's dispatcher, or compiled cat/stack
+        fn, fn_name, fn_args, fn_kwargs = args
+        return dispatch(fn, fn_name, fn_args, fn_kwargs or {})
+    if name == "function":
+        ctx, inputs, result = args
+        # (no device check: a layer's internals, e.g. an RNN's input projection computed by a
+        # kernel that takes no dispatcher, may have run on a meta input's stand-in)
+        grad = _requires_grad(*inputs)
+        outs = result if isinstance(result, tuple) else (result,)
+        metas = tuple(
+            make_meta(o._array.shape, o._array.dtype, grad and o._array.dtype.kind in "fc",
+                      type(ctx).__name__ if grad and o._array.dtype.kind in "fc" else None)
+            if isinstance(o, _core.TensorBase) else o for o in outs)
+        return metas if isinstance(result, tuple) else metas[0]
+    return dispatch(_BINARY[name], name, args, {})
 
 
 def _same_sequence(like, items: list):
@@ -661,27 +715,6 @@ def _same_sequence(like, items: list):
         except TypeError:
             pass
     return type(like)(items)
-
-
-def _guard_module_calls(module_cls) -> None:
-    """A layer whose forward reaches a kernel no dispatcher sees (an RNN's fused cell) computes
-    on its meta inputs' stand-ins: its tensors out are given to the meta device, as PyTorch's
-    meta kernels would have made them (same shapes, dtypes and grad_fn)."""
-    plain_call = module_cls.__call__
-
-    @functools.wraps(plain_call)
-    def __call__(self, *args, **kwargs):
-        out = plain_call(self, *args, **kwargs)
-        if has_meta(args, kwargs):
-            out = _tensors_to_meta(out)
-        return out
-    _set(module_cls, "__call__", __call__)
-
-
-# Public callables that are not ops on tensors (factories are handled by `factory`).
-_NOT_OPS = frozenset(("load", "save", "manual_seed", "seed", "set_default_device",
-                      "set_default_dtype", "set_printoptions", "no_grad", "enable_grad",
-                      "set_grad_enabled", "inference_mode", "compile"))
 
 
 # -- Tensor methods -------------------------------------------------------------------------------

@@ -277,6 +277,11 @@ def _routed(fn):
     return routed
 
 
+def _meta_generation() -> int:
+    meta = sys.modules.get("tapegrad._meta")
+    return meta.generation if meta is not None else 0
+
+
 def _loaded_modules() -> int:
     return sum(1 for name in sys.modules if name.startswith("tapegrad."))
 
@@ -287,6 +292,7 @@ class _Routes:
     def __init__(self):
         self.entries = None
         self.modules = 0            # how many tapegrad modules were loaded at the last build
+        self.meta = 0               # _meta.generation at the last build
 
     def build(self):
         import tapegrad
@@ -302,6 +308,12 @@ class _Routes:
         # The same functions bound under other names in the library's Python modules (a layer's
         # `from .._batch_norm import batch_norm`): routed too, or the op would run unseen.
         by_id = {id(e[2]): e[3] for e in entries}
+        # (a meta-device dispatcher in a namespace (_meta.py) stands for the function the
+        # layers hold: route both)
+        for e in list(entries):
+            plain = getattr(e[2], "__meta_dispatch__", None)
+            if plain is not None:
+                by_id.setdefault(id(plain), e[3])
         for mod_name, mod in list(sys.modules.items()):
             if (not mod_name.startswith("tapegrad.") or mod in spaces
                     or not (getattr(mod, "__file__", None) or "").endswith(".py")):
@@ -332,9 +344,13 @@ class _Routes:
                                     name in Tensor.__dict__))
         self.entries = entries
         self.modules = _loaded_modules()
+        self.meta = _meta_generation()
 
     def install(self):
-        if self.entries is None or self.modules != _loaded_modules():
+        # rebuilt when modules were loaded or the meta device's dispatchers came or went since
+        # (remove() must put back what the namespaces hold now, not a stale function)
+        if (self.entries is None or self.modules != _loaded_modules()
+                or self.meta != _meta_generation()):
             self.build()
         for ns, name, _, routed, _ in self.entries:
             setattr(ns, name, routed)

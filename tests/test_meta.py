@@ -13,8 +13,8 @@ from tapegrad.nn import functional as F
 
 @pytest.fixture(autouse=True, scope="module")
 def _meta_dispatchers_removed_after():
-    # Making a meta tensor routes tapegrad's public functions through the meta dispatchers for
-    # the rest of the process; the other test modules run without them.
+    # Making a meta tensor routes tapegrad's module-level functions through the meta dispatchers
+    # for the rest of the process; the other test modules run without them.
     yield
     from tapegrad import _meta
     _meta.uninstall_dispatchers()
@@ -226,3 +226,70 @@ def test_meta_tensor_class_prints_torch_name(torch):
     assert repr(type(tg.zeros(1, device="meta"))) == repr(type(torch.zeros(1, device="meta")))
     p = tg.nn.Parameter(tg.ones(2, device="meta"))
     assert repr(type(p)) == repr(type(torch.nn.Parameter(torch.ones(2, device="meta"))))
+
+
+def test_meta_leaves_cpu_tensor_methods_and_layers_alone():
+    # A meta tensor dispatches on its own class, and the core catches a meta operand of a CPU
+    # op: Tensor's methods and operators and Module.__call__ stay the plain objects (they were
+    # wrapped in Python once, ~1.75x on every small CPU op).
+    import inspect
+    from tapegrad.nn.modules.module import Module
+    plain = {name: inspect.getattr_static(tg.Tensor, name) for name in dir(tg.Tensor)}
+    call = Module.__dict__["__call__"]
+    tg.ones(2, device="meta") + 1
+    nn.Linear(2, 2, device="meta")(tg.ones(3, 2, device="meta"))
+    assert {name: inspect.getattr_static(tg.Tensor, name) for name in dir(tg.Tensor)} == plain
+    assert Module.__dict__["__call__"] is call
+    assert not any(hasattr(v, "__meta_dispatch__") for v in plain.values())
+
+
+def test_compile_replays_layers_after_meta_tensors():
+    # tapegrad.compile routes the functions layers hold (batch norm's, by internal names) even
+    # while the module-level meta dispatchers are installed
+    tg.ones(2, device="meta")
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU())
+    f = tg.compile(lambda x: model(x).sum())
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = tg.tensor(rng.standard_normal((5, 3)).astype(np.float32), requires_grad=True)
+        f(x).backward()
+    assert f.stats["replays"] == 2, f.explain()
+
+
+def test_cpu_ops_reached_by_internal_names_give_meta_results():
+    # layers call compiled cat/stack and custom Functions by internal references, which no
+    # dispatcher sees: the core hands them to the meta device itself
+    from tapegrad import _core
+    m = tg.ones(2, 3, device="meta", requires_grad=True)
+    assert _core.TORCH_FUNCTIONS["cat"]([m, m], 1).shape == (2, 6)
+    assert _core.TORCH_FUNCTIONS["stack"]((m, m)).is_meta
+    assert _core.add(m, m).is_meta and (_core.add(m, m)).grad_fn.name() == "AddBackward0"
+    with pytest.raises(RuntimeError, match="is not on the expected device"):
+        _core.TORCH_FUNCTIONS["cat"]([m, tg.ones(2, 3)])
+
+
+def test_module_level_dispatchers_act_as_their_functions():
+    # once a meta tensor exists, the namespaces hold compiled dispatchers (_core.MetaDispatcher):
+    # plain calls, signatures and pickling by name are the functions'
+    import inspect
+    tg.ones(2, device="meta")
+    assert hasattr(F.relu, "__meta_dispatch__") and hasattr(tg.cat, "__meta_dispatch__")
+    assert F.relu(tg.tensor([-1.0, 2.0])).tolist() == [0.0, 2.0]
+    assert tg.cat([tg.ones(1), tg.zeros(1)]).tolist() == [1.0, 0.0]
+    assert "stride" in inspect.signature(F.conv2d).parameters
+    assert pickle.loads(pickle.dumps(F.relu)) is F.relu
+    assert pickle.loads(pickle.dumps(tg.cat))([tg.ones(1)] * 2).tolist() == [1.0, 1.0]
+    m = tg.ones(2, 3, device="meta")
+    assert tg.cat([m, m], dim=1).shape == (2, 6) and F.relu(m).is_meta
+
+
+def test_a_capture_puts_back_the_meta_dispatchers():
+    # compile's routes were built before the meta dispatchers existed: a capture after must not
+    # put back the plain functions it saw then
+    from tapegrad import _meta, replay
+    _meta.uninstall_dispatchers()
+    replay._ROUTES.entries = None       # (built afresh, as in a process that compiled first)
+    tg.compile(lambda x: F.relu(x).sum())(tg.ones(2))
+    tg.ones(2, device="meta")
+    tg.compile(lambda x: F.relu(x * 2).sum())(tg.ones(2))
+    assert hasattr(F.relu, "__meta_dispatch__") and F.relu(tg.ones(2, device="meta")).is_meta

@@ -1,6 +1,7 @@
 """Per-op speed of two or more builds of tapegrad, measured so that a loaded machine cancels out.
 
     python tools/compare_builds.py DIR_A DIR_B [DIR_C ...] [--rounds 150] [--calls 20]
+                                   [--suite families|small]
 
 Each DIR holds a `tapegrad/` package with its compiled modules (a `git archive` of a commit plus
 the `.so` files of its build).  Timing each build in its own process, one after the other, does
@@ -16,6 +17,9 @@ figure is noise.  Pass the reference twice (two copies of it) to see the resolut
 ratios of one such run were within 0.95-1.04.  The ops are small tensors (overhead-bound, the
 glue code a compiler flag can change) across the op families: core arithmetic, unary, reduce,
 shape, in-place, linalg, nn, a compiled (replayed) call and a create_graph double backward.
+`--suite small` times instead single unary ops and activations at sizes 1, 4 and 16 (float32 and
+float64, forward alone and forward + backward), where a Python wrapper or a per-call setup of the
+vectorised kernels shows as a ratio.
 """
 import argparse
 import os
@@ -88,12 +92,58 @@ def benchmarks():
     }
 
 
-def serve(expected_dir):
+# ops of the small suite: (name, forward of a tensor), each present in every build compared
+SMALL_OPS = {
+    "exp": lambda tg, F, x: x.exp(), "log": lambda tg, F, x: x.abs().log(),
+    "tanh": lambda tg, F, x: x.tanh(), "sigmoid": lambda tg, F, x: x.sigmoid(),
+    "sqrt": lambda tg, F, x: tg.sqrt(x), "rsqrt": lambda tg, F, x: tg.rsqrt(x),
+    "sin": lambda tg, F, x: x.sin(), "erf": lambda tg, F, x: tg.erf(x),
+    "relu": lambda tg, F, x: F.relu(x), "leaky_relu": lambda tg, F, x: F.leaky_relu(x),
+    "elu": lambda tg, F, x: F.elu(x), "silu": lambda tg, F, x: F.silu(x),
+    "gelu": lambda tg, F, x: F.gelu(x), "softplus": lambda tg, F, x: F.softplus(x),
+    "mul": lambda tg, F, x: x * x,
+}
+
+
+def small_benchmarks():
+    """Each SMALL_OPS op at sizes 1, 4, 16, float32/float64, forward ('f') and forward +
+    backward ('fb').  sqrt/rsqrt/log get positive inputs (|x| + 0.5) so no NaN path is timed."""
+    import numpy as np
+
+    import tapegrad as tg
+    import tapegrad.nn.functional as F
+
+    rng = np.random.default_rng(0)
+    out = {}
+    for name, op in SMALL_OPS.items():
+        for dt in ("float32", "float64"):
+            for n in (1, 4, 16):
+                v = rng.standard_normal(n).astype(dt)
+                if name in ("sqrt", "rsqrt"):
+                    v = np.abs(v) + 0.5
+                x = tg.tensor(v)
+                xg = tg.tensor(v, requires_grad=True)
+
+                def fwd(op=op, x=x):
+                    op(tg, F, x)
+
+                def fwd_bwd(op=op, x=xg):
+                    op(tg, F, x).sum().backward()
+                tag = f"{name}.{dt[5:]}.{n}"
+                out[tag + ".f"] = fwd
+                out[tag + ".fb"] = fwd_bwd
+    return out
+
+
+SUITES = {"families": benchmarks, "small": small_benchmarks}
+
+
+def serve(expected_dir, suite="families"):
     """Server mode: answers each stdin line `op calls` with the thread CPU seconds per call."""
     import tapegrad
     if not os.path.abspath(tapegrad.__file__).startswith(os.path.abspath(expected_dir)):
         raise SystemExit(f"compare_builds: imported {tapegrad.__file__}, not {expected_dir}")
-    ops = benchmarks()
+    ops = SUITES[suite]()
     for f in ops.values():
         for _ in range(30):
             f()
@@ -111,13 +161,14 @@ def lower_quartile(values):
     return statistics.quantiles(values, n=4)[0]
 
 
-def compare(dirs, rounds, calls):
+def compare(dirs, rounds, calls, suite="families"):
     """Runs the lockstep measurement and prints the ratio table."""
     servers = []
     for d in dirs:
         env = dict(os.environ, PYTHONPATH=os.path.abspath(d), OMP_NUM_THREADS="1",
                    OPENBLAS_NUM_THREADS="1", TAPEGRAD_NUM_THREADS="1")
-        servers.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", d],
+        servers.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", d,
+                                         "--suite", suite],
                                         env=env, cwd=d, stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True))
     ops = [s.stdout.readline().split() for s in servers][0]
@@ -148,6 +199,9 @@ def compare(dirs, rounds, calls):
                          f"({lower_quartile(x[:half]) / lower_quartile(ref[:half]):.2f},"
                          f"{lower_quartile(x[half:]) / lower_quartile(ref[half:]):.2f})")
         print(f"{op:28s}" + "".join(f"{c:>24s}" for c in cells))
+    medians = [statistics.median(lower_quartile(t[op]) / lower_quartile(times[0][op])
+                                 for op in ops) for t in times[1:]]
+    print(f"{'median ratio':28s}" + "".join(f"{m:>24.3f}" for m in medians))
 
 
 def main():
@@ -155,14 +209,17 @@ def main():
     parser.add_argument("dirs", nargs="+", help="directories each holding a built tapegrad/")
     parser.add_argument("--rounds", type=int, default=150)
     parser.add_argument("--calls", type=int, default=20, help="calls per timed slice")
+    parser.add_argument("--suite", choices=sorted(SUITES), default="families",
+                        help="families: small tensors across the op families; small: unary ops "
+                             "and activations at sizes 1-16")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.dirs[0])
+        serve(args.dirs[0], args.suite)
     elif len(args.dirs) < 2 or args.rounds < 4:
         parser.error("give at least two build directories and four rounds")
     else:
-        compare(args.dirs, args.rounds, args.calls)
+        compare(args.dirs, args.rounds, args.calls, args.suite)
 
 
 if __name__ == "__main__":

@@ -386,6 +386,19 @@ cdef object TensorType                  # the class of op results (tapegrad.Tens
                                         # `object`: its metaclass is a subclass of type)
 cdef tuple EMPTY_TUPLE
 
+# The meta device (tapegrad/_meta.py): its tensor classes, None until the first meta tensor is
+# made.  A meta tensor dispatches its own methods; a CPU op that is handed one (`cpu.add(meta)`)
+# notices it by two type-pointer compares on its operands and hands the call to meta_entry, so
+# CPU tensors pay nothing for the meta device.
+cdef object MetaTensorType
+cdef object MetaParameterType
+
+cdef object meta_entry(str name, tuple args)
+
+
+cdef inline bint is_meta_tensor(object x) noexcept:
+    return type(x) is MetaTensorType or type(x) is MetaParameterType
+
 cdef object as_ndarray(object x)
 
 

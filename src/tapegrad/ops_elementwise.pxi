@@ -294,10 +294,18 @@ cdef int check_no_bool_subtraction(object a, object b) except -1:
     return 0
 
 
+# the meta device's names of binary_op's ops (a op b): _meta.py's entered_cpu_op
+cdef dict BINARY_NAMES = {OP_ADD: "add", OP_SUB: "sub", OP_RSUB: "sub", OP_MUL: "mul",
+                          OP_DIV: "div", OP_RDIV: "div", OP_POW: "pow", OP_POW_T: "pow",
+                          OP_POW_R: "pow"}
+
+
 cdef object binary_op(int op, object a, object b):
     """Forward and record of a binary elementwise op; a and/or b is a TensorBase."""
     cdef Py_ssize_t inp[2]
     cdef Record* r
+    if is_meta_tensor(a) or is_meta_tensor(b):          # a meta operand of a CPU tensor's op
+        return meta_entry(BINARY_NAMES.get(op, "binary"), (a, b))
     cdef bint a_tensor = isinstance(a, TensorBase), b_tensor = isinstance(b, TensorBase)
     cdef bint promote = True, same_shapes = True
     # Fast path (the common case): same-dtype float tensors, or a float tensor and a Python

@@ -311,6 +311,10 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
     cdef TensorBase t
     cdef Py_ssize_t* inp = NULL
     cdef bint recording = False
+    if MetaTensorType is not None:      # the meta device is in use: a meta input makes the
+        for a in args:                  # outputs meta tensors (_meta.py), nothing is recorded
+            if is_meta_tensor(a):
+                return meta_entry("function", (ctx, args, result))
     if grad_enabled():
         for a in args:
             if isinstance(a, TensorBase) and fresh(<TensorBase>a) == 0 and (

@@ -211,6 +211,8 @@ cdef bint inplace_in_c(int op, TensorBase self, object other) except -1:
 
 cdef object inplace_binary(int op, TensorBase self, object other):
     """self (op)= other, recorded when a gradient must flow through it."""
+    if is_meta_tensor(other):                           # written into a CPU tensor: refused
+        return meta_entry("inplace", (self, other))
     fresh_operands(self, other)
     cdef bint recording = records(self, other)
     if recording:

@@ -373,6 +373,8 @@ cdef bint replayable_mm(object a, object b):
 
 
 cdef object matmul_eager(input, other):
+    if is_meta_tensor(input) or is_meta_tensor(other):  # a meta operand of a CPU tensor's op
+        return meta_entry("matmul", (input, other))
     if not (isinstance(input, TensorBase) and isinstance(other, TensorBase)):
         res = sparse_product("matmul", input, other)
         if res is not NotImplemented:

@@ -90,12 +90,6 @@ cdef object NP_FLOAT16 = np.dtype(np.float16)
 cdef object NP_FLOAT64 = np.dtype(np.float64)
 
 
-cdef inline object sum_dtype(object dt):
-    """The dtype PyTorch's CPU sums of `dt` accumulate in: float32 for float16 (the result is
-    rounded to float16 once, so the mean of 70,000 float16 ones is 1, not inf / inf), else dt."""
-    return NP_FLOAT32 if dt == NP_FLOAT16 else None
-
-
 cdef inline object moment_dtype(object dt):
     """The dtype PyTorch's CPU var / std accumulate `dt` in (its Welford accumulators): float64
     for float32 (so squares of values beyond 1.8e19 do not overflow), float32 for float16."""
@@ -105,8 +99,22 @@ cdef inline object moment_dtype(object dt):
 
 
 cdef object half_sum(object A, object axes, bint keepdims):
-    """np.add.reduce of A over axes, accumulated as PyTorch's sum (sum_dtype), in that dtype."""
-    return np.add.reduce(A, axis=axes, keepdims=keepdims, dtype=sum_dtype(A.dtype))
+    """np.add.reduce of A over axes, accumulated as PyTorch's CPU sums accumulate: float16 in
+    float32 (the result is rounded to float16 once by the caller, so the mean of 70,000 float16
+    ones is 1, not inf / inf), any other dtype in itself.  The result is in that dtype."""
+    if is_half(A):
+        return np.add.reduce(A, axis=axes, keepdims=keepdims, dtype=NP_FLOAT32)
+    return np.add.reduce(A, axis=axes, keepdims=keepdims)
+
+
+cdef object half_mean(object A, object axes, bint keepdims, double count):
+    """The mean of A over axes (`count` elements each) in A's dtype, float16 summed and divided in
+    float32 and rounded once (half_sum).  The count is rounded to the sum's dtype, as numpy's
+    division by a Python number does."""
+    s = half_sum(A, axes, keepdims)
+    if is_half(A):
+        return nd((s / np.float32(count)).astype(NP_FLOAT16))
+    return nd(s / count)
 
 
 # -- sum and mean ---------------------------------------------------------------------------------
@@ -121,7 +129,7 @@ cdef object vjp_sum(Record* r, object g):
     return grad_to_dtype(expand_reduced(g, <tuple>r.aux), <tuple>r.aux)
 
 cdef object vjp_mean(Record* r, object g):
-    if g.dtype == NP_FLOAT16:           # divided in float32, as PyTorch (the count may be inf)
+    if is_half(g):                      # divided in float32, as PyTorch (the count may be inf)
         with IeeeResults():
             g = (g.astype(NP_FLOAT32) / r.scalar).astype(NP_FLOAT16)
     else:
@@ -161,14 +169,14 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
             out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
         else:
             with IeeeResults():                         # inf - inf, overflow: IEEE, as PyTorch
-                out = nd(half_sum(A, axes, keepdim).astype(A.dtype, copy=False))
+                out = half_sum(A, axes, keepdim)
+                out = nd(out.astype(NP_FLOAT16) if is_half(A) else out)
     else:
         if A.dtype.kind != "f":
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                                f"floating point or complex dtype. Got: {scalar_type_name(A.dtype)}")
         with IeeeResults():                             # mean of no elements is nan, as PyTorch
-            s = half_sum(A, axes, keepdim)
-            out = nd((s / s.dtype.type(count)).astype(A.dtype, copy=False))
+            out = half_mean(A, axes, keepdim, count)
     cdef TensorBase res = wrap(out)
     if CAPTURE is not None and capturing():
         capture_reduce(op, x, A, axes, keepdim, count, res)
@@ -669,8 +677,7 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
             outk = np.sqrt(outk)
         outk = nd(outk.astype(A.dtype, copy=False))
         # the backward's input - mean(input), in A's dtype with the mean as mean() computes it
-        s = half_sum(A, axes, True)
-        centered = nd(np.subtract(A, (s / s.dtype.type(n)).astype(A.dtype, copy=False)))
+        centered = nd(np.subtract(A, half_mean(A, axes, True, n)))
     out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)
     r = record_from(OP_STD if is_std else OP_VAR, res, (input,))

@@ -600,6 +600,15 @@ cdef object vjp_cat(Record* r, object g):
 OP_CAT = register_op("CatBackward0", vjp_cat)
 
 
+cdef bint meta_among(tuple ts) noexcept:
+    """Whether a meta tensor is among ts (the meta device is in use): the core hands the call to
+    tapegrad/_meta.py."""
+    for t in ts:
+        if is_meta_tensor(t):
+            return True
+    return False
+
+
 def cat(tensors, dim=0, *, axis=None):
     """Concatenate tensors along `dim` (also `axis`), promoting dtypes as PyTorch does; 1-d empty
     tensors are skipped, PyTorch's legacy behaviour."""
@@ -609,6 +618,8 @@ def cat(tensors, dim=0, *, axis=None):
     cdef Py_ssize_t n = len(ts), j, k
     if n == 0:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    if MetaTensorType is not None and meta_among(ts):  # (layers reach it by internal names)
+        return meta_entry("call", (cat, "cat", (tensors, dim), None))
     arrays = tuple((<TensorBase>t)._array for t in ts)
     for j in range(n):
         if arrays[j].ndim == 0:
@@ -689,6 +700,8 @@ def stack(tensors, dim=0, *, axis=None):
     cdef Py_ssize_t n = len(ts), j
     if n == 0:
         raise RuntimeError("stack expects a non-empty TensorList")
+    if MetaTensorType is not None and meta_among(ts):  # (layers reach it by internal names)
+        return meta_entry("call", (stack, "stack", (tensors, dim), None))
     arrays = tuple((<TensorBase>t)._array for t in ts)
     s0 = arrays[0].shape
     cdef Py_ssize_t d = wrap_dim(dim, len(s0) + 1, "stack", "dim", 2)

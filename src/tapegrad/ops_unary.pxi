@@ -173,7 +173,7 @@ cdef inline object widen16(object A):
     """A as float32 when it is float16 (PyTorch computes half precision in float32, its
     "opmath", and rounds once), else A itself.  Its counterpart narrow16 rounds the result back;
     the tensor-level twins (recorded casts, for composites) are tapegrad/_half_precision.py's."""
-    return A.astype(NP_FLOAT32) if A.dtype == UNARY_FLOAT16 else A
+    return A.astype(NP_FLOAT32) if is_half(A) else A
 
 
 cdef inline object narrow16(object R):
@@ -185,7 +185,7 @@ cdef object ucall(int kop, object A):
     """Unary kernel `kop` of float array A: C when small enough (and contiguous float32/64),
     numpy otherwise.  VJPs call it as is (the sweep owns the errstate).  float16 is computed in
     float32 and rounded once, as PyTorch's (a float16 exp(17) is inf: sigmoid(-17) would be 0)."""
-    if A.dtype == UNARY_FLOAT16:
+    if is_half(A):
         return narrow16(ucall(kop, widen16(A)))
     if cnp.PyArray_SIZE(A) <= c_kernel_max_size(kop):
         r = fast_unary(kop, A)
@@ -196,7 +196,7 @@ cdef object ucall(int kop, object A):
 
 cdef object ucall_forward(int kop, object A):
     """ucall for forward ops: numpy's fallback under errstate (IEEE results, no warnings)."""
-    if A.dtype == UNARY_FLOAT16:                        # computed in float32 (see ucall)
+    if is_half(A):                                      # computed in float32 (see ucall)
         return narrow16(ucall_forward(kop, widen16(A)))
     if cnp.PyArray_SIZE(A) <= c_kernel_max_size(kop):
         r = fast_unary(kop, A)
@@ -370,14 +370,30 @@ cdef object activation_input(TensorBase x, str kernel):
 
 
 cdef int check_activation_inplace(TensorBase x) except -1:
-    """inplace=True: PyTorch's leaf rule; on a non-leaf that requires grad tapegrad refuses (the
-    activation would have to be recorded in place)."""
+    """inplace=True on a tensor outside any graph (in_graph routed the others): PyTorch's leaf
+    rule, then a plain write."""
     check_inplace(x, False)
     fresh(x)
-    if x._requires_grad and grad_enabled():
-        raise NotImplementedError("tapegrad does not support inplace=True on a tensor that "
-                                  "requires grad; use inplace=False")
     return 0
+
+
+cdef inline bint in_graph(TensorBase x) noexcept:
+    """Whether an inplace=True activation of x must be recorded (x requires grad, grad mode on)."""
+    return x._requires_grad and grad_enabled()
+
+
+cdef object ACTIVATION_IN_GRAPH = None
+
+
+cdef object activation_in_graph(object activation, TensorBase x, tuple args):
+    """inplace=True on a tensor in a graph, `args` the out-of-place call's (inplace=False among
+    them): recorded as PyTorch records its in-place activations, by
+    tapegrad/nn/_graph_inplace.py (imported on first use: the plain call never pays for it)."""
+    global ACTIVATION_IN_GRAPH
+    if ACTIVATION_IN_GRAPH is None:
+        from tapegrad.nn._graph_inplace import activation_in_graph as recorder
+        ACTIVATION_IN_GRAPH = recorder
+    return ACTIVATION_IN_GRAPH(activation, x, args)
 
 
 cdef object write_inplace(TensorBase x, object out):
@@ -413,7 +429,7 @@ cdef object vjp_softplus(Record* r, object g):
     out = fast_param(TG_SOFTPLUS_GRAD, g, x, beta, threshold)
     if out is not None:
         return out
-    if x.dtype == UNARY_FLOAT16:                        # in float32 (see softplus)
+    if is_half(x):                                      # in float32 (see softplus)
         return narrow16(vjp_softplus_value(widen16(g), widen16(x), beta, threshold))
     return vjp_softplus_value(g, x, beta, threshold)
 
@@ -428,13 +444,13 @@ cdef object vjp_softplus_value(object g, object x, double beta, double threshold
 
 cdef object vjp_silu(Record* r, object g):
     x = <object>r.saved[0]
-    if x.dtype == UNARY_FLOAT16:        # in float32, rounded once (see ucall)
+    if is_half(x):                      # in float32, rounded once (see ucall)
         return narrow16(ew(TG_SILU_GRAD, widen16(g), widen16(x)))
     return ew_g(TG_SILU_GRAD, g, x)                     # C, or numpy for other layouts
 
 cdef object vjp_gelu(Record* r, object g):
     x = <object>r.saved[0]
-    if x.dtype == UNARY_FLOAT16:        # in float32, rounded once (see ucall)
+    if is_half(x):                      # in float32, rounded once (see ucall)
         g, x = widen16(g), widen16(x)
         return narrow16(binary_c(TG_GELU_GRAD, g, x) if r.scalar == 0 else
                         ew(TG_GELU_TANH_GRAD, g, x))
@@ -454,6 +470,8 @@ OP_GELU = register_op("GeluBackward0", vjp_gelu)
 def leaky_relu(TensorBase input, negative_slope=0.01, bint inplace=False):
     """x if x > 0 else negative_slope * x."""
     cdef Record* r
+    if inplace and in_graph(input):
+        return activation_in_graph(leaky_relu, input, (negative_slope, False))
     A = activation_input(input, "leaky_relu_cpu")
     cdef double slope = negative_slope
     if inplace:
@@ -479,6 +497,8 @@ def leaky_relu(TensorBase input, negative_slope=0.01, bint inplace=False):
 def elu(TensorBase input, alpha=1.0, bint inplace=False):
     """x if x > 0 else alpha * (exp(x) - 1)."""
     cdef Record* r
+    if inplace and in_graph(input):
+        return activation_in_graph(elu, input, (alpha, False))
     A = activation_input(input, "elu_cpu")
     cdef double a = alpha
     if inplace:
@@ -522,6 +542,8 @@ def softplus(TensorBase input, beta=1.0, threshold=20.0):
 def silu(TensorBase input, bint inplace=False):
     """x * sigmoid(x) (also called swish)."""
     cdef Record* r
+    if inplace and in_graph(input):
+        return activation_in_graph(silu, input, (False,))
     A = activation_input(input, "silu_cpu")
     if inplace:
         check_activation_inplace(input)
@@ -557,6 +579,8 @@ def relu_nn(TensorBase input, bint inplace=False):
         return unary_op(OP_RELU, input)
     if input._array.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
+    if in_graph(input):
+        return activation_in_graph(relu_nn, input, (False,))
     check_activation_inplace(input)
     return write_inplace(input, unary_op(OP_RELU, input)._array)
 

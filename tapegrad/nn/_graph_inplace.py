@@ -18,8 +18,24 @@ from .. import _core
 from ..grad_mode import is_grad_enabled
 
 
+def activation_in_graph(activation, input, args=(), kwargs=None):
+    """The in-place activation of `input` (which requires grad, grad mode on), where
+    ``activation(x, *args, **kwargs)`` is its out-of-place call (inplace=False among the
+    arguments): the activation of a copy, adopted by (or written back into) input.  The compiled
+    activations (relu, leaky_relu, elu, silu) call this themselves on that path only, so their
+    plain call stays one compiled function."""
+    result = activation(input.clone(), *args, **(kwargs or {}))
+    # input becomes the activation's output (its grad_fn, the output it saves), as the
+    # in-place unary ops do; through a copy_ record a second derivative reaching the saved
+    # output would bypass input, and input's retained .grad would miss it
+    if _core._adopt_in_place_result(input, result):
+        return input
+    return input.copy_(result)
+
+
 def recording_inplace(activation):
-    """Wrap `activation(input, ..., inplace=...)` so inplace=True works on a graph tensor."""
+    """Wrap a composed `activation(input, ..., inplace=...)` so inplace=True works on a graph
+    tensor."""
     position = list(inspect.signature(activation).parameters).index("inplace")
 
     @functools.wraps(activation)
@@ -34,12 +50,6 @@ def recording_inplace(activation):
             kwargs["inplace"] = False
         else:
             args = args[:position - 1] + (False,) + args[position:]
-        result = activation(input.clone(), *args, **kwargs)
-        # input becomes the activation's output (its grad_fn, the output it saves), as the
-        # in-place unary ops do; through a copy_ record a second derivative reaching the saved
-        # output would bypass input, and input's retained .grad would miss it
-        if _core._adopt_in_place_result(input, result):
-            return input
-        return input.copy_(result)
+        return activation_in_graph(activation, input, args, kwargs)
 
     return wrapper

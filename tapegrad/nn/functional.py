@@ -60,12 +60,9 @@ from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuf
 from ._extra_activations import alpha_dropout, gumbel_softmax  # noqa: E402
 from .._torch_functional import pdist  # noqa: E402,F401  (torch.pdist, also F.pdist)
 
-# inplace=True on a tensor in a graph: recorded as PyTorch's in-place activations are.
-from ._graph_inplace import recording_inplace as _recording_inplace  # noqa: E402
-relu = _recording_inplace(relu)  # noqa: F821 (a compiled op, from NN_FUNCTIONS)
-leaky_relu = _recording_inplace(leaky_relu)  # noqa: F821
-elu = _recording_inplace(elu)  # noqa: F821
-silu = _recording_inplace(silu)  # noqa: F821
+# inplace=True on a tensor in a graph: the compiled relu, leaky_relu, elu and silu record it
+# themselves (through _graph_inplace.activation_in_graph, on that path only), the composed
+# activations through its recording_inplace wrapper.
 
 from ._inplace_activations import (celu_, elu_, hardtanh_, leaky_relu_, relu_,  # noqa: E402,F401
                                    rrelu_, selu_, threshold_)
