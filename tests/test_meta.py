@@ -245,9 +245,10 @@ def test_meta_leaves_cpu_tensor_methods_and_layers_alone():
 
 def test_compile_replays_layers_after_meta_tensors():
     # tapegrad.compile routes the functions layers hold (batch norm's, by internal names) even
-    # while the module-level meta dispatchers are installed
+    # while the module-level meta dispatchers are installed. (Evaluation mode: a training step
+    # through batch norm advances num_batches_tracked in place, which runs eagerly by design.)
     tg.ones(2, device="meta")
-    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU())
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU()).eval()
     f = tg.compile(lambda x: model(x).sum())
     rng = np.random.default_rng(0)
     for _ in range(3):
