@@ -231,6 +231,17 @@ cdef object vjp_through_input(Record* r, object g):
 
 cdef int OP_THRESHOLD_BACKWARD = register_op("ThresholdBackwardBackward0", vjp_through_input)
 cdef int OP_LEAKY_RELU_BACKWARD = register_op("LeakyReluBackwardBackward0", vjp_through_input)
+cdef int OP_HARDTANH_BACKWARD = register_op("HardtanhBackwardBackward0", vjp_through_input)
+cdef int OP_HARDSHRINK_BACKWARD = register_op("HardshrinkBackwardBackward0", vjp_through_input)
+cdef int OP_SOFTSHRINK_BACKWARD = register_op("SoftshrinkBackwardBackward0", vjp_through_input)
+
+# The backward formula a piecewise_where record's gradient goes through (its grad_fn under
+# create_graph); hardsigmoid's PyTorch does not differentiate (its NotImplemented node raises).
+cdef dict PIECEWISE_BACKWARD = {"hardtanh": OP_HARDTANH_BACKWARD,
+                                "threshold": OP_THRESHOLD_BACKWARD,
+                                "hardshrink": OP_HARDSHRINK_BACKWARD,
+                                "softshrink": OP_SOFTSHRINK_BACKWARD,
+                                "hardsigmoid": OP_NOT_IMPLEMENTED}
 
 
 cdef object gv_through_input(Py_ssize_t i, Record* r, object G, char* want):
@@ -248,7 +259,9 @@ cdef object through_input(int op, object V, Record* r, int j):
     begin_record(2)                     # (the sweep pins the tape: indices do not move)
     inp[0] = node_for_input(<TensorBase>V)
     inp[1] = rec_inputs(r)[j]
-    record_op(op, res, 2, inp)
+    cdef Record* link = record_op(op, res, 2, inp)
+    if op == OP_NOT_IMPLEMENTED:        # (its VJP names the formula it does not differentiate)
+        keep(&link.aux, "aten::hardsigmoid_backward")
     return res
 
 
@@ -341,7 +354,11 @@ cdef object gv_where(Py_ssize_t i, Record* r, object G, char* want):
     C = <object>r.saved[0]
     ga = where(wrap(C), G, 0) if want[0] else None
     gb = where(wrap(C), 0, G) if want[1] else None
-    return t_fit_binary(r, ga, gb)
+    ga, gb = t_fit_binary(r, ga, gb)
+    backward = (<tuple>r.aux)[4] if r.aux != NULL and len(<tuple>r.aux) > 4 else None
+    if backward is not None and ga is not None:         # a piecewise activation (see above)
+        ga = through_input(PIECEWISE_BACKWARD[backward], ga, r, 0)
+    return (ga, gb)
 
 cdef object gv_sign(Py_ssize_t i, Record* r, object G, char* want):
     return zeros_for(G.shape, (<TensorBase>G)._array.dtype)     # zero everywhere, as compiled
