@@ -138,3 +138,122 @@ def test_zero_norm_has_no_gradient(name):
 def test_zero_norm_against_torch(torch, name):
     mine, theirs = _zero_norm(tg, ZERO_NORMS[name]), _zero_norm(torch, ZERO_NORMS[name])
     assert mine == theirs
+
+
+# -- add/sub alpha: PyTorch's alpha_check against the result dtype -----------------------------
+# An integer result silently became a float one for a float alpha; a bool alpha was accepted for
+# any result; bool + alpha * bool gave integers (PyTorch keeps bool).
+
+ALPHA_CASES = {
+    "int int 0.5": lambda L: L.add(L.tensor([3, 4]), L.tensor([1, 2]), alpha=0.5),
+    "int number 0.5": lambda L: L.sub(L.tensor([3, 4]), 2, alpha=0.5),
+    "numbers 0.5": lambda L: L.sub(3, 2, alpha=0.5),
+    "method": lambda L: L.tensor([3, 4]).sub(L.tensor([1, 2]), alpha=2.0),
+    "in place": lambda L: L.tensor([3, 4]).add_(L.tensor([1, 2]), alpha=0.5),
+    "bool alpha": lambda L: L.add(L.tensor([1.0]), L.tensor([2.0]), alpha=True),
+    "complex alpha": lambda L: L.add(L.tensor([1.0]), L.tensor([2.0]), alpha=1j),
+    "subtract": lambda L: L.subtract(L.tensor([3]), L.tensor([1]), alpha=0.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALPHA_CASES))
+def test_alpha_refused_as_pytorch(name):
+    with pytest.raises(RuntimeError, match="alpha"):
+        ALPHA_CASES[name](tg)
+
+
+def test_alpha_allowed_cases():
+    assert tg.add(tg.tensor([3, 4]), tg.tensor([1.0, 2.0]), alpha=0.5).tolist() == [3.5, 5.0]
+    assert tg.sub(tg.tensor([3, 4]), 2.0, alpha=0.5).tolist() == [2.0, 3.0]
+    r = tg.add(tg.tensor([True, False]), tg.tensor([True, False]), alpha=2)
+    assert r.dtype == tg.bool and r.tolist() == [True, False]
+    assert tg.add(tg.tensor([3]), tg.tensor([1]), alpha=2).tolist() == [5]
+
+
+@pytest.mark.parametrize("name", sorted(ALPHA_CASES))
+def test_alpha_against_torch(torch, name):
+    with pytest.raises(RuntimeError) as theirs:
+        ALPHA_CASES[name](torch)
+    with pytest.raises(RuntimeError) as mine:
+        ALPHA_CASES[name](tg)
+    assert str(mine.value) == str(theirs.value)
+
+
+# -- cross_entropy with no classes and label smoothing (seed 2000587) ---------------------------
+# ls / C raised ZeroDivisionError; PyTorch divides in double: inf, and the loss is NaN (index
+# targets) or -0 (probabilities summed); a create_graph gradient of no class raised IndexError.
+
+def _ce_no_classes(L, reduction, probs):
+    x = L.zeros(2, 0, requires_grad=True)
+    target = L.zeros(2, 0) if probs else L.tensor([-100, -100])
+    loss = L.nn.functional.cross_entropy(x, target, label_smoothing=0.25, reduction=reduction)
+    g, = L.autograd.grad(loss.sum(), x, create_graph=True)
+    return loss.detach().numpy(), tuple(g.shape)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("probs", [False, True])
+def test_cross_entropy_no_classes_label_smoothing(reduction, probs):
+    loss, gshape = _ce_no_classes(tg, reduction, probs)
+    assert gshape == (2, 0)
+    if not probs or reduction == "mean":
+        assert np.isnan(loss).all()
+    else:
+        assert (loss == 0).all()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("probs", [False, True])
+def test_cross_entropy_no_classes_against_torch(torch, reduction, probs):
+    mine, theirs = _ce_no_classes(tg, reduction, probs), _ce_no_classes(torch, reduction, probs)
+    np.testing.assert_array_equal(mine[0], theirs[0])
+    assert mine[1] == theirs[1]
+
+
+# -- writes into an expand()ed tensor (seeds 1000222, 1000883, 1002001) -------------------------
+# zero_ / fill_ of a number / nn.init's constant fills write the shared element (PyTorch); they
+# raised "read-only".  Values per element (samplers, a tensor fill_) are refused with PyTorch's
+# overlap error; copy_ of a tensor into itself is a no-op.
+
+EXPAND_WRITES = {
+    "zero_": lambda L, b: b.zero_(),
+    "fill_": lambda L, b: b.fill_(2.0),
+    "init.constant_": lambda L, b: L.nn.init.constant_(b, 3.0),
+    "init.zeros_": lambda L, b: L.nn.init.zeros_(b),
+    "copy_ self": lambda L, b: b.copy_(b),
+    "fill_ tensor": lambda L, b: b.fill_(L.tensor(3.0)),
+    "normal_": lambda L, b: b.normal_(),
+    "uniform_": lambda L, b: b.uniform_(),
+    "init.uniform_": lambda L, b: L.nn.init.uniform_(b),
+    "dropout": lambda L, b: L.nn.functional.dropout(b, 0.5, inplace=True),
+    "copy_": lambda L, b: b.copy_(L.ones(4, 3)),
+}
+
+
+def _expand_write(L, name):
+    a = L.ones(3)
+    b = a.expand(4, 3)
+    try:
+        with L.no_grad():
+            EXPAND_WRITES[name](L, b)
+    except RuntimeError as e:
+        return str(e)
+    return a.tolist()
+
+
+def test_expand_writes():
+    assert _expand_write(tg, "zero_") == [0.0, 0.0, 0.0]
+    assert _expand_write(tg, "fill_") == [2.0, 2.0, 2.0]
+    assert _expand_write(tg, "init.constant_") == [3.0, 3.0, 3.0]
+    assert _expand_write(tg, "copy_ self") == [1.0, 1.0, 1.0]
+    for name in ("fill_ tensor", "normal_", "uniform_", "init.uniform_", "dropout", "copy_"):
+        assert "refers to a single memory location" in _expand_write(tg, name), name
+    # an expand that stretches nothing is an ordinary view
+    a = tg.ones(1, 3)
+    a.expand(1, 3).zero_()
+    assert a.tolist() == [[0.0, 0.0, 0.0]]
+
+
+@pytest.mark.parametrize("name", sorted(EXPAND_WRITES))
+def test_expand_writes_against_torch(torch, name):
+    assert _expand_write(tg, name) == _expand_write(torch, name)

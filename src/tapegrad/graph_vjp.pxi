@@ -962,6 +962,8 @@ cdef tuple t_nll_grad(tuple aux, object tc, object wv, object valid, object G):
     else:
         GS = G
     V = g_where(valid, g_mul(wrap(nd(np.negative(wv))), GS), 0)     # exact zeros where ignored
+    if shape3[1] == 0:          # no class: nothing to scatter, an empty gradient in the graph
+        return expand(reshape_to(<TensorBase>V, (N, 1, K)), tuple(shape3)), GS
     grids = nn_index_grids(N, K)
     GX = recorded_index_scatter(V, (tuple(shape3), wv.dtype, None, tuple(shape3),
                                     (grids[0], tc, grids[1])))
@@ -981,7 +983,7 @@ cdef object gv_ce_smooth(Py_ssize_t i, Record* r, object G, char* want):
     GX, GS = t_nll_grad(aux, <object>r.saved[0], wv, valid, G)
     N, K = shape3[0], shape3[2]
     base = reshape_to(<TensorBase>g_where(valid, GS, 0), (N, 1, K))
-    coef = dt.type(ls / C)
+    coef = dt.type(smoothing_share(ls, C))
     if wvec is None:
         sm = g_neg(g_mul(base, float(coef)))
     else:
@@ -1005,8 +1007,9 @@ cdef object gv_ce_probs(Py_ssize_t i, Record* r, object G, char* want):
             Tp = input_or_phantom(r, 1, np.zeros(tgt.shape, dt if dt_t is None else dt_t),
                                   phantoms)
             T = exact(tgt, g_add(g_mul(t_cast(Tp, dt), float(dt.type(1 - ls))),
-                                 float(dt.type(ls / tgt.shape[[a for a in range(tgt.ndim)
-                                                         if a not in other_axes][0]]))))
+                                 float(dt.type(smoothing_share(
+                                     ls, tgt.shape[[a for a in range(tgt.ndim)
+                                                    if a not in other_axes][0]])))))
         W = None
         if wb is not None:
             if r.n_in > 2 and rec_inputs(r)[2] >= 0:

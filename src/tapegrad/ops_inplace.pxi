@@ -17,21 +17,7 @@
 # ---------------------------------------------------------------------------------------------
 
 
-cdef str OVERLAPPING_WRITE = (
-    "unsupported operation: more than one element of the written-to tensor refers to a single "
-    "memory location. Please clone() the tensor before performing the operation.")
-
-
-cdef inline bint overlaps_itself(object A):
-    """Whether two elements of array A share one memory location (a dim of stride 0 spanning
-    several elements: what expand() stretches)."""
-    cdef Py_ssize_t k
-    if A.size == 0:                      # (numpy gives empty arrays zero strides)
-        return False
-    for k in range(A.ndim):
-        if A.strides[k] == 0 and A.shape[k] > 1:
-            return True
-    return False
+cdef str OVERLAPPING_WRITE = overlapping_write_message()     # (and overlaps_itself: _ops_shape.pxd)
 
 
 # PyTorch refuses an in-place write whose source partly shares memory with the destination
@@ -596,6 +582,8 @@ def div_(TensorBase self, other):
 
 def copy_(TensorBase self, src, non_blocking=False):
     """Copy src's values (broadcast to self's shape, cast to self's dtype) into self."""
+    if src is self:
+        return self                     # (PyTorch's copy_ returns at once: nothing is written)
     if isinstance(src, TensorBase):
         # PyTorch broadcasts src to self's shape as a binary op would (no leading 1s dropped)
         shape = self._array.shape
