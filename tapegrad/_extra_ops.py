@@ -167,6 +167,11 @@ def bincount(input, weights=None, minlength=0):
     # PyTorch keeps float32 weights' dtype and counts every other weight dtype in float64.
     out_dtype = np.float32 if w.dtype == np.float32 else np.float64
     counts = np.bincount(arr, weights=w.astype(np.float64), minlength=minlength)
+    if weights.requires_grad and is_grad_enabled():
+        # PyTorch's result is in the graph with a backward that raises (no derivative)
+        from ._more_math import _NotDifferentiable
+        return _NotDifferentiable.apply(weights, counts.astype(out_dtype),
+                                        "derivative for aten::bincount is not implemented")
     return _wrap(counts.astype(out_dtype))
 
 

@@ -257,3 +257,65 @@ def test_expand_writes():
 @pytest.mark.parametrize("name", sorted(EXPAND_WRITES))
 def test_expand_writes_against_torch(torch, name):
     assert _expand_write(tg, name) == _expand_write(torch, name)
+
+
+# -- an index into a dim of size 0 (seed 1000352) ------------------------------------------------
+# x[idx] with a non-empty integer index on a dim of size 0 ran when the result was empty anyway
+# ((0, 0, 2, 1)[[-1]]); PyTorch refuses it.  An index out of range on a non-empty dim of an empty
+# result runs in both, for reads and (now) writes.
+
+INDEX_CASES = {
+    "read size-0 dim, empty result": lambda L: L.zeros(0, 0, 2, 1)[L.tensor([-1])],
+    "read size-0 dim 1": lambda L: L.zeros(0, 0, 2)[:, L.tensor([0])],
+    "read out of range, empty result": lambda L: L.zeros(2, 0)[L.tensor([5])],
+    "read out of range on dim 1, empty result": lambda L: L.zeros(0, 3)[:, L.tensor([5])],
+    "write size-0 dim": lambda L: L.zeros(0, 0, 2).__setitem__(L.tensor([-1]), 1.0),
+    "write out of range, nothing written": lambda L: L.zeros(2, 0).__setitem__(L.tensor([5]), 1.0),
+    "write out of range on dim 1, nothing written":
+        lambda L: L.zeros(0, 3).__setitem__((slice(None), L.tensor([5])), 1.0),
+}
+
+
+def _index_case(L, name):
+    try:
+        out = INDEX_CASES[name](L)
+    except IndexError as e:
+        return str(e)
+    return None if out is None else tuple(out.shape)
+
+
+def test_index_into_size_zero_dim_raises():
+    for name in ("read size-0 dim, empty result", "read size-0 dim 1", "write size-0 dim"):
+        assert _index_case(tg, name) == "index is out of bounds for dimension with size 0", name
+    assert _index_case(tg, "read out of range, empty result") == (1, 0)
+    assert _index_case(tg, "write out of range, nothing written") is None
+
+
+@pytest.mark.parametrize("name", sorted(INDEX_CASES))
+def test_index_into_size_zero_dim_against_torch(torch, name):
+    assert _index_case(tg, name) == _index_case(torch, name)
+
+
+# -- bincount with weights that require grad (seed 1000808) ---------------------------------------
+
+def _bincount_weighted(L):
+    x = L.tensor([0, 1, 1])
+    w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = L.bincount(x, w, 3)
+    try:
+        y.sum().backward()
+        error = None
+    except RuntimeError as e:
+        error = str(e)
+    with L.no_grad():
+        plain = L.bincount(x, w).requires_grad
+    return y.detach().tolist(), y.requires_grad, error, plain
+
+
+def test_bincount_weights_requiring_grad():
+    assert _bincount_weighted(tg) == ([1.0, 5.0, 0.0], True,
+                                      "derivative for aten::bincount is not implemented", False)
+
+
+def test_bincount_weights_requiring_grad_against_torch(torch):
+    assert _bincount_weighted(tg) == _bincount_weighted(torch)

@@ -58,6 +58,8 @@ cdef bint scatter_add_c(object Z, object key, object G) except -1
 
 cdef object scatter_index(tuple aux, object g)
 
+cdef object empty_index_result(object B, tuple key)
+
 cdef int OP_SELECT
 
 cdef int OP_SLICE

@@ -453,6 +453,16 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     try:
         T = A[nkey]                    # (a view of A for a basic key)
     except IndexError as e:
+        # an index out of range where nothing is written: PyTorch writes nothing, as x[key]
+        # reads nothing (empty_index_result); a dim of size 0 indexed is refused in both
+        tkey = nkey if isinstance(nkey, tuple) else (nkey,)
+        if all(isinstance(k, (slice, np.ndarray)) for k in tkey):
+            T = empty_index_result(A, tkey)
+            if T is not None:
+                bump_version(self)
+                return None
+            if str(e).endswith(" with size 0"):    # (PyTorch's message: no index, no dim)
+                raise IndexError("index is out of bounds for dimension with size 0") from None
         raise IndexError(str(e).replace("axis", "dimension")) from None
     # PyTorch's overlap checks: index_put_ refuses any sharing (before checking the shapes); a
     # basic key writes through a view, as copy_ does, from the value without its leading
