@@ -319,3 +319,45 @@ def test_bincount_weights_requiring_grad():
 
 def test_bincount_weights_requiring_grad_against_torch(torch):
     assert _bincount_weighted(tg) == _bincount_weighted(torch)
+
+
+def test_piecewise_third_derivative_runs():
+    # the linking records differentiate too (zero), as PyTorch's *BackwardBackward0 nodes
+    x = tg.tensor([-2.0, 0.5, 3.0], dtype=tg.float64, requires_grad=True)
+    g, = tg.autograd.grad(tg.nn.functional.hardtanh(x).sum(), x, create_graph=True)
+    gg, = tg.autograd.grad(g.sum(), x, create_graph=True)
+    assert gg.tolist() == [0.0, 0.0, 0.0]
+
+
+# -- layer_norm's weight and bias gradients under create_graph (seed 1001764) -----------------------
+# With a constant input, the weight's gradient sum(G * xhat) did not require grad; PyTorch's come
+# from one double-backward node reading the weight: they require grad, and differentiating them
+# gives None (no derivative), not zeros.
+
+def _layer_norm_weight(L, x_grad):
+    x = L.tensor([[1.0, 2.0, 4.0], [0.5, 1.0, 1.0]], dtype=L.float64, requires_grad=x_grad)
+    w = L.tensor([1.0, 2.0, 3.0], dtype=L.float64, requires_grad=True)
+    b = L.tensor([0.0, 0.0, 1.0], dtype=L.float64, requires_grad=True)
+    y = L.nn.functional.layer_norm(x, (3,), w, b)
+    c = L.tensor([0.3, -1.0, 2.0], dtype=L.float64)
+    gw, gb = L.autograd.grad((y * c).sum(), [w, b], create_graph=True)
+    second = L.autograd.grad((gw * c).sum() + gb.sum(), [x, w, b] if x_grad else [w, b],
+                             allow_unused=True)
+    return (gw.detach().numpy().round(12).tolist(), gw.requires_grad, gb.requires_grad,
+            [None if s is None else s.detach().numpy().round(12).tolist() for s in second])
+
+
+@pytest.mark.parametrize("x_grad", [False, True])
+def test_layer_norm_weight_gradient_requires_grad(x_grad):
+    gw, gw_rg, gb_rg, second = _layer_norm_weight(tg, x_grad)
+    assert gw_rg and gb_rg
+    assert second[-2:] == [None, None]
+
+
+@pytest.mark.parametrize("x_grad", [False, True])
+def test_layer_norm_weight_gradient_against_torch(torch, x_grad):
+    mine, theirs = _layer_norm_weight(tg, x_grad), _layer_norm_weight(torch, x_grad)
+    assert mine[:3] == theirs[:3]
+    assert mine[3][-2:] == theirs[3][-2:]
+    if x_grad:
+        np.testing.assert_allclose(mine[3][0], theirs[3][0], atol=1e-12)

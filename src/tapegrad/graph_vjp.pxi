@@ -235,6 +235,34 @@ cdef int OP_HARDTANH_BACKWARD = register_op("HardtanhBackwardBackward0", vjp_thr
 cdef int OP_HARDSHRINK_BACKWARD = register_op("HardshrinkBackwardBackward0", vjp_through_input)
 cdef int OP_SOFTSHRINK_BACKWARD = register_op("SoftshrinkBackwardBackward0", vjp_through_input)
 
+# PyTorch's layer_norm double backward (NativeLayerNormBackwardBackward0) is one node reading the
+# input and the weight: every gradient it returns requires grad, and the weight's and bias's
+# have no derivative through them (autograd.grad gives None, not zeros).
+
+cdef object vjp_link_without_gradient(Record* r, object g):
+    return (g if needs_grad(r, 0) else None, None)
+
+
+cdef int OP_LAYER_NORM_BACKWARD = register_op("NativeLayerNormBackwardBackward0",
+                                              vjp_link_without_gradient)
+
+
+cdef object gv_link_without_gradient(Py_ssize_t i, Record* r, object G, char* want):
+    return (G if want[0] else None, None)
+
+
+cdef object linked_without_gradient(int op, object V, Record* r):
+    """V as `through_input` makes it, linked to the first of r's inputs that has a gradient,
+    with no derivative through that link; V itself when it already requires grad."""
+    cdef int j
+    if V is None or (<TensorBase>V)._requires_grad:
+        return V
+    for j in range(r.n_in):
+        if rec_inputs(r)[j] >= 0:
+            return through_input(op, V, r, j)
+    return V
+
+
 # The backward formula a piecewise_where record's gradient goes through (its grad_fn under
 # create_graph); hardsigmoid's PyTorch does not differentiate (its NotImplemented node raises).
 cdef dict PIECEWISE_BACKWARD = {"hardtanh": OP_HARDTANH_BACKWARD,
@@ -1223,6 +1251,8 @@ cdef object gv_layer_norm(Py_ssize_t i, Record* r, object G, char* want):
         if r.n_in > 2 and want[2]:
             gb = reduce_op(OP_SUM, <TensorBase>G2, 0, False)
             gb = t_cast(reshape_to(<TensorBase>gb, tuple(norm_shape)), wdt)
+        gw = linked_without_gradient(OP_LAYER_NORM_BACKWARD, gw, r)     # (see above)
+        gb = linked_without_gradient(OP_LAYER_NORM_BACKWARD, gb, r)
         if r.n_in == 1:
             return gi
         if r.n_in == 2:
@@ -1401,6 +1431,9 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_NOT_IMPLEMENTED] = gv_not_implemented
     GRAPH_VJP[OP_THRESHOLD_BACKWARD] = gv_through_input
     GRAPH_VJP[OP_LEAKY_RELU_BACKWARD] = gv_through_input
+    for op in (OP_HARDTANH_BACKWARD, OP_HARDSHRINK_BACKWARD, OP_SOFTSHRINK_BACKWARD):
+        GRAPH_VJP[op] = gv_through_input
+    GRAPH_VJP[OP_LAYER_NORM_BACKWARD] = gv_link_without_gradient
     GRAPH_VJP[OP_TRIL] = gv_triangle
     GRAPH_VJP[OP_TRIU] = gv_triangle
     return 0
