@@ -361,3 +361,38 @@ def test_layer_norm_weight_gradient_against_torch(torch, x_grad):
     assert mine[3][-2:] == theirs[3][-2:]
     if x_grad:
         np.testing.assert_allclose(mine[3][0], theirs[3][0], atol=1e-12)
+
+
+# -- compile: a view taken under no_grad, then its base written (compile fuzzer seed 7100164) ------
+# The capture's plan read is_leaf / retains_grad of every tensor the call made; for such a view
+# both raised ("A view was created in no_grad mode ..."), where the eager call runs.
+
+def _nograd_view_then_fill(v0, v1, v2):
+    v3 = tg.nn.functional.linear(v0, v1, v2)
+    with tg.no_grad():
+        v3.unbind(-1)[0]
+    return v3.fill_(-0.0)
+
+
+def test_compile_no_grad_view_then_base_written_runs_as_eager():
+    f = tg.compile(_nograd_view_then_fill)
+    rng = np.random.default_rng(7100164)
+    for _ in range(3):
+        leaves = [tg.tensor(rng.standard_normal(s), requires_grad=True)
+                  for s in ((4,), (2, 4), (2,))]
+        out = f(*leaves)
+        out.sum().backward()
+        eager = _nograd_view_then_fill(*[t.detach().requires_grad_() for t in leaves])
+        assert out.tolist() == eager.tolist() == [-0.0, -0.0]
+        assert leaves[0].grad.tolist() == [0.0] * 4
+        assert out.grad_fn.name() == eager.grad_fn.name()
+
+
+def test_retains_grad_of_a_refused_view_is_false():
+    x = tg.ones(2, requires_grad=True) * 1
+    with tg.no_grad():
+        v = x.unbind(0)[0]
+    x.fill_(0.0)
+    assert v.retains_grad is False
+    with pytest.raises(RuntimeError, match="no_grad mode"):
+        v.grad_fn
