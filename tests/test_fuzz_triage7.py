@@ -396,3 +396,28 @@ def test_retains_grad_of_a_refused_view_is_false():
     assert v.retains_grad is False
     with pytest.raises(RuntimeError, match="no_grad mode"):
         v.grad_fn
+
+
+# -- relu's create_graph gradient masks a NaN adjoint (seed 31000353) ------------------------------
+# relu(-inf) = 0, then sqrt(|.|): the adjoint reaching relu is 0 * inf = NaN where relu's output
+# is 0.  PyTorch's threshold_backward selects 0 there; the recorded gradient multiplied by a 0/1
+# mask and gave NaN (plain backward was right).
+
+def _relu_nan_adjoint(L, create_graph):
+    x = L.tensor([0.0264, -inf, 0.1014], dtype=L.float64, requires_grad=True)
+    y = L.relu(x).abs().sqrt()
+    g, = L.autograd.grad(y.sum(), x, create_graph=create_graph)
+    return g.detach().numpy()
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_relu_gradient_masks_nan_adjoint(create_graph):
+    g = _relu_nan_adjoint(tg, create_graph)
+    assert g[1] == 0.0
+    np.testing.assert_allclose(g[[0, 2]], 0.5 / np.sqrt([0.0264, 0.1014]))
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_relu_gradient_masks_nan_adjoint_against_torch(torch, create_graph):
+    np.testing.assert_array_equal(_relu_nan_adjoint(tg, create_graph),
+                                  _relu_nan_adjoint(torch, create_graph))

@@ -364,7 +364,7 @@ cdef object gv_sigmoid(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_relu(Py_ssize_t i, Record* r, object G, char* want):
     # the eager kernel's y <= 0 ? 0 : g: a NaN output passes the gradient, as PyTorch's
     return through_input(OP_THRESHOLD_BACKWARD,
-                         g_mul(G, mask_like(np.logical_not(nd(<object>r.saved[0]) <= 0), G)), r, 0)
+                         g_where(np.logical_not(nd(<object>r.saved[0]) <= 0), G, 0), r, 0)
 
 cdef object gv_sqrt(Py_ssize_t i, Record* r, object G, char* want):
     return g_div(G, g_mul(own_output(i, r, 0), 2.0))
