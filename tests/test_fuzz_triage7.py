@@ -421,3 +421,15 @@ def test_relu_gradient_masks_nan_adjoint(create_graph):
 def test_relu_gradient_masks_nan_adjoint_against_torch(torch, create_graph):
     np.testing.assert_array_equal(_relu_nan_adjoint(tg, create_graph),
                                   _relu_nan_adjoint(torch, create_graph))
+
+
+# -- x[key] = v on a leaf that requires grad with a key out of range (seed 31000457) --------------
+# PyTorch takes the view x[key] first: IndexError, not the leaf's in-place refusal.
+
+@pytest.mark.parametrize("shape,key", [((0,), 0), ((3,), 5), ((2, 3), (0, 7))])
+def test_setitem_out_of_range_on_leaf_is_index_error(shape, key):
+    x = tg.zeros(*shape, requires_grad=True)
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[key] = 1.0
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        tg.zeros(3, requires_grad=True)[1] = 1.0

@@ -442,8 +442,15 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     cdef tuple vkey
     if recording:
         view_reads_base(self)
-    check_inplace(self, recording, True)
     nkey = setitem_key(key, advanced)
+    if not advanced:
+        # PyTorch takes the view self[key] before its in-place checks: a key out of range is
+        # its IndexError, not a leaf's refusal
+        try:
+            self._array[nkey]
+        except IndexError as e:
+            raise IndexError(str(e).replace("axis", "dimension")) from None
+    check_inplace(self, recording, True)
     A = self._array
     if isinstance(value, TensorBase):
         V = (<TensorBase>value)._array
