@@ -433,3 +433,25 @@ def test_setitem_out_of_range_on_leaf_is_index_error(shape, key):
         x[key] = 1.0
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         tg.zeros(3, requires_grad=True)[1] = 1.0
+
+
+# -- distributions' lazy properties are computed in grad mode (seed 31000981) ----------------------
+
+def _lazy_probs(L):
+    logits = L.tensor([0.5, -1.0], requires_grad=True)
+    d = L.distributions.Bernoulli(logits=logits)
+    with L.no_grad():
+        p = d.probs
+    g, = L.autograd.grad(d.probs.sum(), logits)
+    return p.requires_grad, np.round(g.numpy(), 6).tolist()
+
+
+def test_lazy_property_computed_in_grad_mode():
+    requires_grad, g = _lazy_probs(tg)
+    assert requires_grad
+    s = 1 / (1 + np.exp(-np.array([0.5, -1.0])))
+    np.testing.assert_allclose(g, s * (1 - s), atol=1e-6)
+
+
+def test_lazy_property_against_torch(torch):
+    assert _lazy_probs(tg) == _lazy_probs(torch)
