@@ -455,3 +455,31 @@ def test_lazy_property_computed_in_grad_mode():
 
 def test_lazy_property_against_torch(torch):
     assert _lazy_probs(tg) == _lazy_probs(torch)
+
+
+# -- fused attention of permuted operands (seed 32000128) -----------------------------------------
+# numpy laid q @ k^T of reversed-dim views out in non-C order and the softmax kernel refused it
+# ("nn kernel operand must be a C-contiguous ndarray").
+
+def _attention_permuted(L):
+    rng = np.random.default_rng(32000128)
+    qa, ka = rng.standard_normal((3, 1, 2, 2)), rng.standard_normal((3, 4, 2, 2))
+    va = rng.standard_normal((2, 2, 4, 2))
+    q = L.tensor(qa, requires_grad=True)
+    k = L.tensor(ka, requires_grad=True)
+    v = L.tensor(va, requires_grad=True)
+    mask = L.tensor(np.array([[True, False, True, True]]))
+    out = L.nn.functional.scaled_dot_product_attention(q.permute(3, 2, 1, 0), k.permute(3, 2, 1, 0),
+                                                       v, attn_mask=mask, scale=0.5)
+    grads = L.autograd.grad((out * out).sum(), [q, k, v])
+    return [out.detach().numpy()] + [g.numpy() for g in grads]
+
+
+def test_attention_of_permuted_operands_runs():
+    out = _attention_permuted(tg)
+    assert out[0].shape == (2, 2, 1, 2) and all(np.isfinite(a).all() for a in out)
+
+
+def test_attention_of_permuted_operands_against_torch(torch):
+    for m, t in zip(_attention_permuted(tg), _attention_permuted(torch)):
+        np.testing.assert_allclose(m, t, rtol=1e-10, atol=1e-12)
