@@ -483,3 +483,31 @@ def test_attention_of_permuted_operands_runs():
 def test_attention_of_permuted_operands_against_torch(torch):
     for m, t in zip(_attention_permuted(tg), _attention_permuted(torch)):
         np.testing.assert_allclose(m, t, rtol=1e-10, atol=1e-12)
+
+
+# -- prod's gradient with several zeros and a NaN/inf adjoint (seed 31002165) ----------------------
+# Over all elements with two or more zeros PyTorch's backward returns zeros whatever the adjoint;
+# tapegrad multiplied the adjoint by the (zero) products of the others: NaN.  Under create_graph
+# PyTorch multiplies (NaN), and so does tapegrad.
+
+def _prod_grads(L):
+    out = []
+    for xs in ([0.0, 2.0, 0.0, 3.0], [0.0, 2.0, 1.0, 3.0]):
+        for up in (1.0, nan, inf):
+            for cg in (False, True):
+                x = L.tensor(xs, dtype=L.float64, requires_grad=True)
+                g, = L.autograd.grad(x.prod() * up, x, create_graph=cg)
+                out.append(g.detach().numpy().tolist())
+    return out
+
+
+def test_prod_several_zeros_nan_adjoint():
+    grads = _prod_grads(tg)
+    assert grads[2] == [0.0] * 4 and grads[4] == [0.0] * 4      # plain backward, NaN / inf
+    assert all(math.isnan(v) for v in grads[3])                  # create_graph, NaN adjoint
+
+
+def test_prod_several_zeros_against_torch(torch):
+    mine, theirs = _prod_grads(tg), _prod_grads(torch)
+    for m, t in zip(mine, theirs):
+        np.testing.assert_array_equal(m, t)
