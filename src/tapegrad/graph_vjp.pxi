@@ -661,7 +661,7 @@ cdef object gv_prod(Py_ssize_t i, Record* r, object G, char* want):
         return t_cast(g_div(g_mul(Gk, own_output_kept(i, r, 1, aux)), X), in_dt)  # prod / x
     # With zeros: the product of the other elements (its value from the compiled VJP).
     F = t_cast(g_mul(Gk, others_product(X, aux[3])), in_dt)
-    if aux[3] < 0 and np.count_nonzero(np.equal(A, 0)) > 1:
+    if aux[3] < 0 and np.add.reduce(np.equal(A, 0), axis=None, dtype=NP_INT64) > 1:
         # (the compiled VJP gives zeros whatever the adjoint, as PyTorch's plain backward; its
         # create_graph formula multiplies: a NaN adjoint gives NaN)
         return F

@@ -243,7 +243,7 @@ cdef object vjp_prod(Record* r, object g):
     if not np.logical_or.reduce(np.equal(A, 0), axis=None):
         # no zero: d prod / d x_i = prod / x_i (PyTorch's formula)
         gx = np.divide(np.multiply(gk, outk), A)
-    elif axis < 0 and np.count_nonzero(np.equal(A, 0)) > 1:
+    elif axis < 0 and np.add.reduce(np.equal(A, 0), axis=None, dtype=NP_INT64) > 1:
         # every product of the others holds a zero: PyTorch returns zeros, whatever the adjoint
         # (a NaN/inf adjoint gives 0 there, not NaN)
         gx = np.zeros(A.shape, dtype=gk.dtype)
