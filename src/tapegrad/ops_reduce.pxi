@@ -459,6 +459,13 @@ cdef object extreme_dims(int op, TensorBase x, object dim, bint keepdim, str nam
     elif isinstance(dim, bool):
         raise TypeError(f"{name}(): argument 'dim' (position 1) must be tuple of ints, not bool")
     else:
+        if cnp.PyArray_SIZE(A) == 0 and ndim > 0:
+            # PyTorch checks each dim (named as written) for no elements before repeated dims
+            for d in ((dim,) if isinstance(dim, (int, np.integer)) else dim):
+                if (isinstance(d, (int, np.integer)) and -ndim <= d < ndim
+                        and A.shape[d] == 0):
+                    raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero "
+                                     "size.")
         axes = reduction_axes(dim, ndim, name)
     shape = A.shape
     if cnp.PyArray_SIZE(A) == 0:
