@@ -3,6 +3,7 @@
 Each test asserts the right values without torch and, where torch is installed, compares with it.
 """
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -227,6 +228,10 @@ EXPAND_WRITES = {
     "init.uniform_": lambda L, b: L.nn.init.uniform_(b),
     "dropout": lambda L, b: L.nn.functional.dropout(b, 0.5, inplace=True),
     "copy_": lambda L, b: b.copy_(L.ones(4, 3)),
+    "masked_fill_": lambda L, b: b.masked_fill_(L.tensor([[False, True, False]] * 4), 5.0),
+    "index_fill_ dim 1": lambda L, b: b.index_fill_(1, L.tensor([2]), 6.0),
+    "index_fill_ dim 0": lambda L, b: b.index_fill_(0, L.tensor(1), 7.0),
+    "index_put_": lambda L, b: b.index_put_((L.tensor([0]), L.tensor([1])), L.tensor(8.0)),
 }
 
 
@@ -234,7 +239,8 @@ def _expand_write(L, name):
     a = L.ones(3)
     b = a.expand(4, 3)
     try:
-        with L.no_grad():
+        with L.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # (PyTorch's deprecation of fills of expands)
             EXPAND_WRITES[name](L, b)
     except RuntimeError as e:
         return str(e)
@@ -246,6 +252,11 @@ def test_expand_writes():
     assert _expand_write(tg, "fill_") == [2.0, 2.0, 2.0]
     assert _expand_write(tg, "init.constant_") == [3.0, 3.0, 3.0]
     assert _expand_write(tg, "copy_ self") == [1.0, 1.0, 1.0]
+    # the selected elements only (memory they share gets the value), as PyTorch
+    assert _expand_write(tg, "masked_fill_") == [1.0, 5.0, 1.0]
+    assert _expand_write(tg, "index_fill_ dim 1") == [1.0, 1.0, 6.0]
+    assert _expand_write(tg, "index_fill_ dim 0") == [7.0, 7.0, 7.0]
+    assert _expand_write(tg, "index_put_") == [1.0, 8.0, 1.0]
     for name in ("fill_ tensor", "normal_", "uniform_", "init.uniform_", "dropout", "copy_"):
         assert "refers to a single memory location" in _expand_write(tg, name), name
     # an expand that stretches nothing is an ordinary view
