@@ -531,3 +531,17 @@ def test_prod_several_zeros_against_torch(torch):
 def test_amax_empty_dim_checked_before_repeats(dim, named):
     with pytest.raises(IndexError, match=f"Expected reduction dim {named} to have non-zero size"):
         tg.zeros(2, 0).amax(dim)
+
+
+# -- a 0-d softmax's gradient is an array (seed 32001123) -----------------------------------------
+# numpy arithmetic on 0-d arrays gives numpy scalars: (log_)softmax's VJP of a 0-d input handed a
+# scalar on, and a tensor hook then received a tensor holding a scalar ("Cannot convert
+# numpy.float64 to numpy.ndarray" on g + 1).
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_zero_dim_softmax_gradient_reaches_hooks_as_a_tensor(fn):
+    x = tg.tensor(0.5, dtype=tg.float64, requires_grad=True)
+    y = x * 1.0
+    y.register_hook(lambda g: g + 1)
+    getattr(tg.nn.functional, fn)(y, -1).backward()
+    assert x.grad.shape == () and x.grad.item() == 1.0

@@ -212,7 +212,7 @@ cdef object nn_softmax_grad(Record* r, object g, bint log):
     axis, in_dt = <tuple>r.aux
     if g.dtype != y.dtype:
         g = g.astype(y.dtype)
-    out = nn_softmax_grad_value(g, y, axis, log)
+    out = nd(nn_softmax_grad_value(g, y, axis, log))        # (an array also for 0-d input)
     return out if in_dt is None else out.astype(in_dt)
 
 
