@@ -545,3 +545,18 @@ def test_zero_dim_softmax_gradient_reaches_hooks_as_a_tensor(fn):
     y.register_hook(lambda g: g + 1)
     getattr(tg.nn.functional, fn)(y, -1).backward()
     assert x.grad.shape == () and x.grad.item() == 1.0
+
+
+# -- a one-element write from its own memory (seed 32001503) --------------------------------------
+# v3 = v2.expand(2); v3[::2] = v2 writes v2's element onto itself.  PyTorch expands the 0-d
+# source to (1,) with stride 0 (the destination's layout): the same memory, the same layout, so
+# it runs; tapegrad's stand-in for that expand had stride 8 and refused a partial overlap.
+
+def test_one_element_write_from_its_own_memory_runs():
+    v1 = tg.tensor(-1.25, dtype=tg.float64, requires_grad=True)
+    v2 = v1.sum()
+    v3 = v2.expand(2)
+    v3[::2] = v2
+    assert v3.tolist() == [-1.25, -1.25]
+    g, = tg.autograd.grad((v3 * tg.tensor([2.0, 3.0], dtype=tg.float64)).sum(), v1)
+    assert g.item() == 5.0

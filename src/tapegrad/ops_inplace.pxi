@@ -347,7 +347,8 @@ cdef object setitem_key(object key, list advanced):
 cdef object expanded_like_torch(object V, tuple shape):
     """V broadcast to `shape` with the strides PyTorch's expand() gives (only for the overlap
     check, never read): a stretched or new dim of size > 1 has stride 0, a new dim of size 1
-    the stride that makes it contiguous with the next."""
+    the stride that makes it contiguous with the next (0 for the last dim of a 0-d V, as
+    PyTorch's expand of a 0-d tensor gives)."""
     cdef Py_ssize_t nd_ = len(shape), lead = nd_ - V.ndim, i
     if lead < 0:
         return V
@@ -357,7 +358,7 @@ cdef object expanded_like_torch(object V, tuple shape):
             strides[i] = 0 if V.shape[i - lead] == 1 and shape[i] != 1 else V.strides[i - lead]
         else:
             strides[i] = 0 if shape[i] != 1 else (
-                shape[i + 1] * strides[i + 1] if i + 1 < nd_ else V.itemsize)
+                shape[i + 1] * strides[i + 1] if i + 1 < nd_ else 0)
     return np.lib.stride_tricks.as_strided(V, shape, tuple(strides), writeable=False)
 
 
