@@ -560,3 +560,34 @@ def test_one_element_write_from_its_own_memory_runs():
     assert v3.tolist() == [-1.25, -1.25]
     g, = tg.autograd.grad((v3 * tg.tensor([2.0, 3.0], dtype=tg.float64)).sum(), v1)
     assert g.item() == 5.0
+
+
+# -- max/min/median of all elements with a NaN adjoint (seed 32005257) ----------------------------
+# x.min().std() is NaN (one element): PyTorch's gradient of min over all elements fills the tie
+# only (masked_fill), so the NaN reaches one element; tapegrad multiplied the 0/1 mask by the
+# adjoint and every element got NaN.  amax/amin multiply in PyTorch too (NaN everywhere).
+
+MINMAX = {"min": lambda x: x.min(), "max": lambda x: x.max(), "median": lambda x: x.median(),
+          "amax": lambda x: x.amax(), "amin dim": lambda x: x.amin(1)}
+
+
+def _minmax_nan_adjoint(L, name, create_graph):
+    a = np.array([[1.0, -0.49, -0.26, 1.5], [1.5, 0.48, -0.39, 1.3]], dtype=np.float32)
+    x = L.tensor(a, requires_grad=True)
+    g, = L.autograd.grad((MINMAX[name](x) * nan).sum(), x, create_graph=create_graph)
+    return g.detach().numpy()
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_min_of_all_nan_adjoint_reaches_the_tie_only(create_graph):
+    g = _minmax_nan_adjoint(tg, "min", create_graph)
+    assert np.isnan(g[0, 1]) and np.count_nonzero(np.isnan(g)) == 1
+    g = _minmax_nan_adjoint(tg, "max", create_graph)      # two ties at 1.5
+    assert np.isnan(g[0, 3]) and np.isnan(g[1, 0]) and np.count_nonzero(np.isnan(g)) == 2
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("name", sorted(MINMAX))
+def test_minmax_nan_adjoint_against_torch(torch, name, create_graph):
+    np.testing.assert_array_equal(_minmax_nan_adjoint(tg, name, create_graph),
+                                  _minmax_nan_adjoint(torch, name, create_graph))

@@ -592,6 +592,8 @@ cdef object gv_evenly(Py_ssize_t i, Record* r, object G, char* want):
     if r.op == OP_MAX_ALL or r.op == OP_MIN_ALL:
         mask = np.logical_or(mask, np.logical_and(np.isnan(A), np.isnan(outk)))
     count = np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype)
+    if r.op == OP_MAX_ALL or r.op == OP_MIN_ALL:                # (selected, as the VJP)
+        return g_where(mask, g_div(t_unreduce(G, aux), wrap(nd(count))), 0)
     return g_mul(wrap(nd(mask)), g_div(t_unreduce(G, aux), wrap(nd(count))))
 
 cdef object gv_select_dim(Py_ssize_t i, Record* r, object G, char* want):

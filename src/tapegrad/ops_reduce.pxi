@@ -347,7 +347,8 @@ cdef inline bint is_tie(real_t x, real_t m, bint nan_ties) noexcept nogil:
 cdef void evenly_rows(const real_t* a, const real_t* m, const real_t* g, Py_ssize_t rows,
                       Py_ssize_t cols, bint nan_ties, real_t* out) noexcept nogil:
     """vjp_evenly row by row: in row i, g[i] / (number of ties with m[i]) at each tie, 0
-    elsewhere."""
+    elsewhere (max/min of all elements, nan_ties: selected, so a NaN adjoint stays at the ties;
+    amax/amin: multiplied by the mask, NaN everywhere then, as PyTorch's)."""
     cdef Py_ssize_t i, c, n
     cdef real_t q
     for i in range(rows):
@@ -356,7 +357,10 @@ cdef void evenly_rows(const real_t* a, const real_t* m, const real_t* g, Py_ssiz
             n += is_tie(a[i * cols + c], m[i], nan_ties)
         q = g[i] / <real_t>n
         for c in range(cols):
-            out[i * cols + c] = <real_t>is_tie(a[i * cols + c], m[i], nan_ties) * q
+            if nan_ties:
+                out[i * cols + c] = q if is_tie(a[i * cols + c], m[i], nan_ties) else 0
+            else:
+                out[i * cols + c] = <real_t>is_tie(a[i * cols + c], m[i], nan_ties) * q
 
 
 cdef object vjp_evenly(Record* r, object g):
@@ -373,6 +377,9 @@ cdef object vjp_evenly(Record* r, object g):
     if r.op == OP_MAX_ALL or r.op == OP_MIN_ALL:
         mask = np.logical_or(mask, np.logical_and(np.isnan(A), np.isnan(outk)))
     count = np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype)
+    if r.op == OP_MAX_ALL or r.op == OP_MIN_ALL:
+        # PyTorch fills the ties (masked_fill): a NaN/inf adjoint reaches them only
+        return nd(np.where(mask, np.divide(gk, count), np.zeros((), dtype=A.dtype)))
     return nd(np.multiply(mask, np.divide(gk, count)))
 
 
