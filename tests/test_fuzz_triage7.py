@@ -591,3 +591,31 @@ def test_min_of_all_nan_adjoint_reaches_the_tie_only(create_graph):
 def test_minmax_nan_adjoint_against_torch(torch, name, create_graph):
     np.testing.assert_array_equal(_minmax_nan_adjoint(tg, name, create_graph),
                                   _minmax_nan_adjoint(torch, name, create_graph))
+
+
+# -- elu's second derivative at 0 (seed 34000112) ---------------------------------------------------
+# PyTorch: first derivative alpha at x = 0 (the exp branch), second derivative 0 there; tapegrad
+# differentiated the exp branch at 0 too (alpha).
+
+def _elu_second(L, fn):
+    x = L.tensor([-0.0, 0.0, -0.5, 0.7], dtype=L.float64, requires_grad=True)
+    g, = L.autograd.grad(fn(L, x).sum(), x, create_graph=True)
+    gg, = L.autograd.grad(g.sum(), x)
+    return g.detach().numpy().tolist(), gg.numpy().tolist()
+
+
+ELUS = {"elu": lambda L, x: L.nn.functional.elu(x), "selu": lambda L, x: L.nn.functional.selu(x),
+        "celu": lambda L, x: L.nn.functional.celu(x, 2.0)}
+
+
+def test_elu_second_derivative_at_zero():
+    g, gg = _elu_second(tg, ELUS["elu"])
+    assert g[:2] == [1.0, 1.0] and gg[:2] == [0.0, 0.0]
+    assert gg[2] == pytest.approx(math.exp(-0.5))
+
+
+@pytest.mark.parametrize("name", sorted(ELUS))
+def test_elu_second_derivative_against_torch(torch, name):
+    mine, theirs = _elu_second(tg, ELUS[name]), _elu_second(torch, ELUS[name])
+    np.testing.assert_allclose(mine[0], theirs[0], rtol=1e-15)
+    np.testing.assert_allclose(mine[1], theirs[1], rtol=1e-15)

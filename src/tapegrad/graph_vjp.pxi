@@ -518,7 +518,9 @@ cdef object gv_leaky_relu(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_elu(Py_ssize_t i, Record* r, object G, char* want):
     x = <object>r.saved[0]
     neg = np.logical_not(x > 0)                         # NaN takes the exp branch: NaN gradient
-    E = unary_op(OP_EXP, <TensorBase>g_where(neg, in_value(r, 0, x), 0))
+    # at x = 0 the exp branch's value is exp(0) = 1 taken as a constant: PyTorch's second
+    # derivative of elu is 0 there (its first derivative alpha, as here)
+    E = unary_op(OP_EXP, <TensorBase>g_where(np.logical_not(x >= 0), in_value(r, 0, x), 0))
     V = g_mul(g_mul(G, r.scalar), E)                    # the C kernel's order
     return g_where(neg, V, G)
 
