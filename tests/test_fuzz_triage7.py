@@ -619,3 +619,29 @@ def test_elu_second_derivative_against_torch(torch, name):
     mine, theirs = _elu_second(tg, ELUS[name]), _elu_second(torch, ELUS[name])
     np.testing.assert_allclose(mine[0], theirs[0], rtol=1e-15)
     np.testing.assert_allclose(mine[1], theirs[1], rtol=1e-15)
+
+
+# -- x[key] = v of another dtype: v's gradient in v's dtype (seed 34002816) ------------------------
+# Under create_graph the gradient of a float64 value written into a float32 tensor came back
+# float32; eagerly it flowed into the value's own graph in float32 too (cast only at the leaf).
+
+def _setitem_value_grad(L, create_graph, key):
+    x = L.zeros(3, dtype=L.float32) * 1
+    v = L.tensor(-0.5, dtype=L.float64, requires_grad=True)
+    x[key] = v * 0.1
+    g, = L.autograd.grad((x * 0.3).sum(), [v], create_graph=create_graph)
+    return str(g.dtype).split(".")[-1], g.item()
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("key", [0, slice(0, 2)])
+def test_setitem_value_gradient_dtype(create_graph, key):
+    dtype, value = _setitem_value_grad(tg, create_graph, key)
+    assert dtype == "float64"
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("key", [0, slice(0, 2)])
+def test_setitem_value_gradient_against_torch(torch, create_graph, key):
+    assert _setitem_value_grad(tg, create_graph, key) == _setitem_value_grad(torch, create_graph,
+                                                                             key)

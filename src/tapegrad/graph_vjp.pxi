@@ -935,7 +935,7 @@ cdef object gv_masked_select(Py_ssize_t i, Record* r, object G, char* want):
                     shape)
 
 cdef object gv_setitem(Py_ssize_t i, Record* r, object G, char* want):
-    key, advanced, squeezed_shape, value_shape = <tuple>r.aux
+    key, advanced, squeezed_shape, value_shape, value_dtype = <tuple>r.aux
     gx = gv = None
     if want[0]:
         kept = np.ones(tuple(G.shape), dtype=bool)
@@ -946,7 +946,8 @@ cdef object gv_setitem(Py_ssize_t i, Record* r, object G, char* want):
             picked = recorded_index(G, (None, None, None, tuple(G.shape), key))
         else:
             picked = recorded_index(G, (None, None, key, None, None))
-        gv = reshape_to(<TensorBase>t_sum_to(picked, squeezed_shape), tuple(value_shape))
+        gv = t_cast(reshape_to(<TensorBase>t_sum_to(picked, squeezed_shape), tuple(value_shape)),
+                    value_dtype)                        # (the value's own dtype, as eager)
     return (gx, gv)
 
 cdef object gv_overwrite(Py_ssize_t i, Record* r, object G, char* want):

@@ -295,13 +295,15 @@ cdef object inplace_apply(TensorBase self, object fn, tuple args):
 # -- x[key] = value ------------------------------------------------------------------------------
 
 cdef object vjp_setitem(Record* r, object g):
-    key, advanced, squeezed_shape, value_shape = <tuple>r.aux
+    key, advanced, squeezed_shape, value_shape, value_dtype = <tuple>r.aux
     gx = gv = None
     if needs_grad(r, 0):
         gx = np.array(g, copy=True)
         gx[key] = 0                                     # overwritten elements get no gradient
     if needs_grad(r, 1):
         gv = sum_to(nd(np.asarray(g[key])), squeezed_shape).reshape(value_shape)
+        if value_dtype is not None:                     # (a value of another dtype was cast)
+            gv = gv.astype(value_dtype)
     return (gx, gv)
 
 
@@ -529,7 +531,8 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     result = wrap(new)
     r = record_from(OP_SETITEM, result, (self, value if isinstance(value, TensorBase) else None))
     if r != NULL:
-        keep(&r.aux, (nkey, bool(advanced), V.shape, value_shape))
+        keep(&r.aux, (nkey, bool(advanced), V.shape, value_shape,
+                      V.dtype if V.dtype != A.dtype else None))
     np.copyto(writable(A), new)
     bump_version(self)
     adopt_record(self, result)
