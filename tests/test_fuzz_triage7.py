@@ -645,3 +645,23 @@ def test_setitem_value_gradient_dtype(create_graph, key):
 def test_setitem_value_gradient_against_torch(torch, create_graph, key):
     assert _setitem_value_grad(tg, create_graph, key) == _setitem_value_grad(torch, create_graph,
                                                                              key)
+
+
+# -- prod of a 0-d tensor: the adjoint itself (seeds 34002354, 31001997) ---------------------------
+# log(-0.68) is NaN; its 0-d prod's gradient was prod / x = NaN / NaN, PyTorch's is the adjoint
+# (and under create_graph a constant, so nothing to differentiate again).
+
+def _prod_0d(L):
+    x = L.tensor(-0.6840732728122512, dtype=L.float64, requires_grad=True)
+    y = x.log().prod()
+    g, = L.autograd.grad(y * 2.0, x, create_graph=True)
+    return g.item(), g.requires_grad
+
+
+def test_prod_of_0d_gradient_is_the_adjoint():
+    value, requires_grad = _prod_0d(tg)
+    assert value == pytest.approx(2.0 / -0.6840732728122512)
+
+
+def test_prod_of_0d_against_torch(torch):
+    assert _prod_0d(tg) == _prod_0d(torch)

@@ -661,6 +661,8 @@ cdef object gv_prod(Py_ssize_t i, Record* r, object G, char* want):
     in_dt = aux[4]
     X = t_cast(in_value(r, 0, A if A.dtype == in_dt else A.astype(in_dt)), A.dtype)
     Gk = t_unreduce(G, aux)
+    if A.ndim == 0:
+        return t_cast(Gk, in_dt)                                # (as the compiled VJP)
     if not np.logical_or.reduce(np.equal(A, 0), axis=None):
         return t_cast(g_div(g_mul(Gk, own_output_kept(i, r, 1, aux)), X), in_dt)  # prod / x
     # With zeros: the product of the other elements (its value from the compiled VJP).

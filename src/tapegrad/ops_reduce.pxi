@@ -240,7 +240,11 @@ cdef object vjp_prod(Record* r, object g):
     shape = aux[0]
     cdef int axis = aux[3]
     gk = unreduce(g, aux)
-    if not np.logical_or.reduce(np.equal(A, 0), axis=None):
+    if A.ndim == 0:
+        # the product of no other element: the adjoint itself (PyTorch's; prod / x would be
+        # NaN for a NaN or infinite x)
+        gx = nd(np.array(gk, copy=True))
+    elif not np.logical_or.reduce(np.equal(A, 0), axis=None):
         # no zero: d prod / d x_i = prod / x_i (PyTorch's formula)
         gx = np.divide(np.multiply(gk, outk), A)
     elif axis < 0 and np.add.reduce(np.equal(A, 0), axis=None, dtype=NP_INT64) > 1:
