@@ -168,6 +168,11 @@ def bincount(input, weights=None, minlength=0):
     # PyTorch keeps float32 weights' dtype and counts every other weight dtype in float64.
     out_dtype = np.float32 if w.dtype == np.float32 else np.float64
     counts = np.bincount(arr, weights=w.astype(np.float64), minlength=minlength)
+    if weights.requires_grad and is_grad_enabled():
+        # PyTorch's result is in the graph with a backward that raises (no derivative)
+        from ._more_math import _NotDifferentiable
+        return _NotDifferentiable.apply(weights, counts.astype(out_dtype),
+                                        "derivative for aten::bincount is not implemented")
     return _wrap(counts.astype(out_dtype))
 
 
@@ -984,6 +989,28 @@ IN_PLACE_FUNCTIONS = ("abs", "acos", "arccos", "asin", "arcsin", "atan", "arctan
                       "clip", "negative", "xlogy", "nan_to_num")
 
 
+def _stretched(t) -> bool:
+    """Whether two of t's elements share one memory location (an expand()ed view)."""
+    return any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape))
+
+
+def _fill_stretched(self, key, value, op: str):
+    """self[key] = value into an expand()ed self, as PyTorch's masked_fill_ / index_fill_ write
+    one: the selected elements only (memory they share gets the value), with its deprecation
+    warning.  (copy_ of the whole result would refuse the overlap.)"""
+    warnings.warn(f"Use of {op} on expanded tensors is deprecated. Please clone() the tensor "
+                  "before performing this operation. This also applies to advanced indexing "
+                  "e.g. tensor[mask] = scalar", UserWarning, stacklevel=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # (the index_put_ warning of the write itself)
+        self[key] = value
+    return self
+
+
+def _masked_fill_arguments(mask, value):
+    return mask, value
+
+
 def _in_place(name: str):
     """Tensor.<name>_: the out-of-place result written into self with copy_, so the project's
     in-place rules (leaf, view, version counter) apply.  When self records, the op reads a
@@ -994,6 +1021,10 @@ def _in_place(name: str):
         if tuple(result.shape) != tuple(self.shape):
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
+        if name == "masked_fill" and source is self and _stretched(self):
+            mask, value = _masked_fill_arguments(*args, **kwargs)
+            if not (isinstance(value, _core.TensorBase) and _records(value)):
+                return _fill_stretched(self, mask.expand_as(self), value, "masked_fill_")
         # self becomes the op's output (its grad_fn, the output it saves), as in PyTorch
         if source is not self and _core._adopt_in_place_result(self, result):
             return self

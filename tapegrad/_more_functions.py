@@ -58,8 +58,12 @@ class EvenlyDistributed(Function):
     @staticmethod
     def backward(ctx, grad):
         count = max(int(ctx.mask.sum()), 1)
-        share = _wrap((ctx.mask / count).astype(grad._array.dtype))
-        return grad * share, None, None
+        # selected, not multiplied: a NaN/inf adjoint reaches the ties only (PyTorch's
+        # masked_fill of zeros)
+        from . import where, zeros_like
+        mask = _wrap(ctx.mask)
+        return where(mask, (grad / count).expand_as(mask), zeros_like(mask, dtype=grad.dtype)), \
+            None, None
 
 
 _torch_grad_fn_name(EvenlyDistributed, "MedianBackward0")

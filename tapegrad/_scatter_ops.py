@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _core
 from ._class_members import has_member
-from ._extra_ops import _numpy_dim_names
+from ._extra_ops import _fill_stretched, _numpy_dim_names, _stretched
 from .grad_mode import is_grad_enabled
 
 TensorBase = _core.TensorBase
@@ -304,7 +304,10 @@ def index_put_(self, indices, values, accumulate=False):
     """In place: ``self[indices] = values`` where ``indices`` is a tuple of index tensors (advanced
     indexing), or ``+=`` with ``accumulate=True`` (repeated indices then add up). Returns self.
     """
-    return self.copy_(index_put(self, indices, values, accumulate))
+    result = index_put(self, indices, values, accumulate)
+    if not accumulate and _stretched(self) and not _records(self, values):
+        return _fill_stretched(self, tuple(indices), values, "index_put_")
+    return self.copy_(result)
 
 
 # -- index_add / index_copy / index_fill -----------------------------------------------------------
@@ -404,7 +407,12 @@ def index_fill_(self, dim, index, value):
     """In place: fill the slices of self at ``index`` along ``dim`` with ``value``, as
     ``tapegrad.index_fill``. Returns self.
     """
-    return self.copy_(index_fill(self, dim, index, value))
+    result = index_fill(self, dim, index, value)
+    if _stretched(self) and not _records(self, value):
+        d = dim % self.ndim
+        return _fill_stretched(self, (slice(None),) * d + (index.reshape(-1),), value,
+                               "index_fill_")
+    return self.copy_(result)
 
 
 FUNCTIONS = ("scatter", "scatter_add", "scatter_reduce", "index_put", "index_put_", "index_add",

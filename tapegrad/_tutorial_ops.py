@@ -199,6 +199,11 @@ def copysign(input, other, *, out=None):
     sign_array = np.signbit(other._array if isinstance(other, _core.TensorBase)
                             else np.asarray(other, dtype=np.float64))
     result = _core.where(_wrap(np.asarray(sign_array)), -magnitude, magnitude)
+    if isinstance(other, _core.TensorBase) and other.requires_grad and _core.is_grad_enabled():
+        # PyTorch's gradient for other is zeros (not none): keep other in the graph through a
+        # where that never selects it (the value is result's, bit for bit)
+        never = _wrap(np.zeros(result._array.shape, dtype=bool))
+        result = _core.where(never, other, result)
     return result if out is None else out.copy_(result)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _core
 from ._half_precision import narrow_half, widen_half
+from ._extra_functions import _torch_grad_fn_name
 from .autograd.function import Function
 from .grad_mode import is_grad_enabled, no_grad
 
@@ -394,6 +395,23 @@ class _EuclideanNorm(Function):
         return where(zero, zeros_like(x), x * (grad / safe)), None, None
 
 
+class _CountNonzero(Function):
+    """The 0-norm (the count of non-zeros): in the graph, but without a gradient, as PyTorch's
+    (its backward gives none: a leaf's .grad stays None, autograd.grad needs allow_unused)."""
+
+    @staticmethod
+    def forward(ctx, magnitude, reduce):
+        with no_grad():
+            return magnitude.sign().sum(**reduce)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, None
+
+
+_torch_grad_fn_name(_CountNonzero, "LinalgVectorNormBackward0")
+
+
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The ord-norm of x over dim (all elements when None), as torch.linalg.vector_norm."""
     x = _as_tensor(x, "linalg_vector_norm")
@@ -427,9 +445,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if ord == -math.inf:
         return magnitude.amin(**reduce) if reduce else magnitude
     if ord == 0:
-        # sign(|x|) counts the non-zeros and, as in PyTorch, keeps the result in the graph with
-        # a zero gradient.
-        return magnitude.sign().sum(**reduce)
+        return _CountNonzero.apply(magnitude, reduce)
     if ord == 1:
         return magnitude.sum(**reduce)
     if ord == 2:

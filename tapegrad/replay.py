@@ -474,6 +474,16 @@ def _build_plan(capture, flat, result):
         return _Plan(reason=str(e))
 
 
+def _nograd_view(t):
+    """Whether t, made by the call, is a leaf that requires grad (a view taken under no_grad)."""
+    try:
+        return t.requires_grad and t.is_leaf
+    except RuntimeError:
+        # such a view whose base the call has since written in grad mode: PyTorch refuses to
+        # answer is_leaf, and the call itself ran (its eager run must decide what to raise)
+        return True
+
+
 def _plan_from(capture, flat, result):
     # Every reason the call cannot replay, each once, in the order met: the ops left eager.
     reasons = list(dict.fromkeys(capture.unsupported))
@@ -484,7 +494,7 @@ def _plan_from(capture, flat, result):
                        "tensor's .grad)")
     # A view taken under no_grad of a tensor that requires grad requires grad too, as a leaf
     # whose gradient goes nowhere (PyTorch's rule): a replay's steps pass every gradient on.
-    if any(t.requires_grad and t.is_leaf for t in capture.created):
+    if any(_nograd_view(t) for t in capture.created):
         reasons.append("it takes a view under no_grad of a tensor that requires grad (a leaf "
                        "the replay cannot stop the gradient at)")
     claimed = capture.claimed

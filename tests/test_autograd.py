@@ -1648,14 +1648,19 @@ def test_second_order_table_covers_every_op():
             out = f(*xs)
         seen |= {rec[1] for rec in tg._core.tape().records()}
         del out
-    # (IndexBackwardBackward0 is the recorded transpose of indexing, Threshold- and
-    # LeakyReluBackwardBackward0 the recorded gradients of relu and leaky_relu: only graph VJPs
-    # make them)
+    # (IndexBackwardBackward0 is the recorded transpose of indexing, Threshold-, LeakyRelu-,
+    # Hardtanh-, Hardshrink- and SoftshrinkBackwardBackward0 the recorded gradients of relu,
+    # leaky_relu and the piecewise activations, NativeLayerNormBackwardBackward0 layer_norm's
+    # weight gradient: only graph VJPs make them)
     # (NotImplemented is the grad_fn of ops without a derivative, floor_divide: backward raises)
     names = set(tg._core.op_names()) - {"AccumulateGrad", "FunctionOutput",
                                         "IndexBackwardBackward0", "NotImplemented",
                                         "ThresholdBackwardBackward0",
-                                        "LeakyReluBackwardBackward0"}
+                                        "LeakyReluBackwardBackward0",
+                                        "HardtanhBackwardBackward0",
+                                        "HardshrinkBackwardBackward0",
+                                        "SoftshrinkBackwardBackward0",
+                                        "NativeLayerNormBackwardBackward0"}
     assert names - seen == set()
 
 

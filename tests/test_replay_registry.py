@@ -185,6 +185,10 @@ NOT_REPLAYED = {
     "IndexBackwardBackward0": "only in double-backward graphs (create_graph)",
     "ThresholdBackwardBackward0": "only in double-backward graphs (create_graph)",
     "LeakyReluBackwardBackward0": "only in double-backward graphs (create_graph)",
+    "HardtanhBackwardBackward0": "only in double-backward graphs (create_graph)",
+    "HardshrinkBackwardBackward0": "only in double-backward graphs (create_graph)",
+    "SoftshrinkBackwardBackward0": "only in double-backward graphs (create_graph)",
+    "NativeLayerNormBackwardBackward0": "only in double-backward graphs (create_graph)",
 }
 
 

@@ -3,6 +3,7 @@
 
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XINCREF, Py_XDECREF
+from libc.math cimport INFINITY
 from libc.stddef cimport ptrdiff_t
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 
@@ -29,6 +30,11 @@ cdef int OP_NLL2D
 cdef int OP_NLL_VIEW
 
 cdef int OP_CE_SMOOTH
+
+cdef inline double smoothing_share(double ls, Py_ssize_t C) noexcept:
+    """label_smoothing's share per class, ls / C, as PyTorch's double division: inf without
+    classes (the smoothed loss is then NaN, as PyTorch's, not a ZeroDivisionError)."""
+    return ls / C if C > 0 else INFINITY
 
 cdef int OP_CE_PROBS_MEAN
 

@@ -58,6 +58,8 @@ cdef bint scatter_add_c(object Z, object key, object G) except -1
 
 cdef object scatter_index(tuple aux, object g)
 
+cdef object empty_index_result(object B, tuple key)
+
 cdef int OP_SELECT
 
 cdef int OP_SLICE
@@ -79,3 +81,22 @@ cdef int OP_MASKED_FILL
 cdef int OP_MASKED_FILL_T
 
 cdef int OP_MASKED_SELECT
+
+
+# -- views whose elements share memory (expand), for the families' in-place writes ---------------
+
+cdef inline bint overlaps_itself(object A):
+    """Whether two elements of array A share one memory location (a dim of stride 0 spanning
+    several elements: what expand() stretches)."""
+    cdef Py_ssize_t k
+    if A.size == 0:                      # (numpy gives empty arrays zero strides)
+        return False
+    for k in range(A.ndim):
+        if A.strides[k] == 0 and A.shape[k] > 1:
+            return True
+    return False
+
+cdef inline str overlapping_write_message():
+    """PyTorch's refusal of such a write where the result would depend on the element order."""
+    return ("unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation.")

@@ -231,6 +231,45 @@ cdef object vjp_through_input(Record* r, object g):
 
 cdef int OP_THRESHOLD_BACKWARD = register_op("ThresholdBackwardBackward0", vjp_through_input)
 cdef int OP_LEAKY_RELU_BACKWARD = register_op("LeakyReluBackwardBackward0", vjp_through_input)
+cdef int OP_HARDTANH_BACKWARD = register_op("HardtanhBackwardBackward0", vjp_through_input)
+cdef int OP_HARDSHRINK_BACKWARD = register_op("HardshrinkBackwardBackward0", vjp_through_input)
+cdef int OP_SOFTSHRINK_BACKWARD = register_op("SoftshrinkBackwardBackward0", vjp_through_input)
+
+# PyTorch's layer_norm double backward (NativeLayerNormBackwardBackward0) is one node reading the
+# input and the weight: every gradient it returns requires grad, and the weight's and bias's
+# have no derivative through them (autograd.grad gives None, not zeros).
+
+cdef object vjp_link_without_gradient(Record* r, object g):
+    return (g if needs_grad(r, 0) else None, None)
+
+
+cdef int OP_LAYER_NORM_BACKWARD = register_op("NativeLayerNormBackwardBackward0",
+                                              vjp_link_without_gradient)
+
+
+cdef object gv_link_without_gradient(Py_ssize_t i, Record* r, object G, char* want):
+    return (G if want[0] else None, None)
+
+
+cdef object linked_without_gradient(int op, object V, Record* r):
+    """V as `through_input` makes it, linked to the first of r's inputs that has a gradient,
+    with no derivative through that link; V itself when it already requires grad."""
+    cdef int j
+    if V is None or (<TensorBase>V)._requires_grad:
+        return V
+    for j in range(r.n_in):
+        if rec_inputs(r)[j] >= 0:
+            return through_input(op, V, r, j)
+    return V
+
+
+# The backward formula a piecewise_where record's gradient goes through (its grad_fn under
+# create_graph); hardsigmoid's PyTorch does not differentiate (its NotImplemented node raises).
+cdef dict PIECEWISE_BACKWARD = {"hardtanh": OP_HARDTANH_BACKWARD,
+                                "threshold": OP_THRESHOLD_BACKWARD,
+                                "hardshrink": OP_HARDSHRINK_BACKWARD,
+                                "softshrink": OP_SOFTSHRINK_BACKWARD,
+                                "hardsigmoid": OP_NOT_IMPLEMENTED}
 
 
 cdef object gv_through_input(Py_ssize_t i, Record* r, object G, char* want):
@@ -248,7 +287,9 @@ cdef object through_input(int op, object V, Record* r, int j):
     begin_record(2)                     # (the sweep pins the tape: indices do not move)
     inp[0] = node_for_input(<TensorBase>V)
     inp[1] = rec_inputs(r)[j]
-    record_op(op, res, 2, inp)
+    cdef Record* link = record_op(op, res, 2, inp)
+    if op == OP_NOT_IMPLEMENTED:        # (its VJP names the formula it does not differentiate)
+        keep(&link.aux, "aten::hardsigmoid_backward")
     return res
 
 
@@ -323,7 +364,7 @@ cdef object gv_sigmoid(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_relu(Py_ssize_t i, Record* r, object G, char* want):
     # the eager kernel's y <= 0 ? 0 : g: a NaN output passes the gradient, as PyTorch's
     return through_input(OP_THRESHOLD_BACKWARD,
-                         g_mul(G, mask_like(np.logical_not(nd(<object>r.saved[0]) <= 0), G)), r, 0)
+                         g_where(np.logical_not(nd(<object>r.saved[0]) <= 0), G, 0), r, 0)
 
 cdef object gv_sqrt(Py_ssize_t i, Record* r, object G, char* want):
     return g_div(G, g_mul(own_output(i, r, 0), 2.0))
@@ -341,7 +382,11 @@ cdef object gv_where(Py_ssize_t i, Record* r, object G, char* want):
     C = <object>r.saved[0]
     ga = where(wrap(C), G, 0) if want[0] else None
     gb = where(wrap(C), 0, G) if want[1] else None
-    return t_fit_binary(r, ga, gb)
+    ga, gb = t_fit_binary(r, ga, gb)
+    backward = (<tuple>r.aux)[4] if r.aux != NULL and len(<tuple>r.aux) > 4 else None
+    if backward is not None and ga is not None:         # a piecewise activation (see above)
+        ga = through_input(PIECEWISE_BACKWARD[backward], ga, r, 0)
+    return (ga, gb)
 
 cdef object gv_sign(Py_ssize_t i, Record* r, object G, char* want):
     return zeros_for(G.shape, (<TensorBase>G)._array.dtype)     # zero everywhere, as compiled
@@ -473,7 +518,9 @@ cdef object gv_leaky_relu(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_elu(Py_ssize_t i, Record* r, object G, char* want):
     x = <object>r.saved[0]
     neg = np.logical_not(x > 0)                         # NaN takes the exp branch: NaN gradient
-    E = unary_op(OP_EXP, <TensorBase>g_where(neg, in_value(r, 0, x), 0))
+    # at x = 0 the exp branch's value is exp(0) = 1 taken as a constant: PyTorch's second
+    # derivative of elu is 0 there (its first derivative alpha, as here)
+    E = unary_op(OP_EXP, <TensorBase>g_where(np.logical_not(x >= 0), in_value(r, 0, x), 0))
     V = g_mul(g_mul(G, r.scalar), E)                    # the C kernel's order
     return g_where(neg, V, G)
 
@@ -547,6 +594,8 @@ cdef object gv_evenly(Py_ssize_t i, Record* r, object G, char* want):
     if r.op == OP_MAX_ALL or r.op == OP_MIN_ALL:
         mask = np.logical_or(mask, np.logical_and(np.isnan(A), np.isnan(outk)))
     count = np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype)
+    if r.op == OP_MAX_ALL or r.op == OP_MIN_ALL:                # (selected, as the VJP)
+        return g_where(mask, g_div(t_unreduce(G, aux), wrap(nd(count))), 0)
     return g_mul(wrap(nd(mask)), g_div(t_unreduce(G, aux), wrap(nd(count))))
 
 cdef object gv_select_dim(Py_ssize_t i, Record* r, object G, char* want):
@@ -612,10 +661,16 @@ cdef object gv_prod(Py_ssize_t i, Record* r, object G, char* want):
     in_dt = aux[4]
     X = t_cast(in_value(r, 0, A if A.dtype == in_dt else A.astype(in_dt)), A.dtype)
     Gk = t_unreduce(G, aux)
+    if A.ndim == 0:
+        return t_cast(Gk, in_dt)                                # (as the compiled VJP)
     if not np.logical_or.reduce(np.equal(A, 0), axis=None):
         return t_cast(g_div(g_mul(Gk, own_output_kept(i, r, 1, aux)), X), in_dt)  # prod / x
     # With zeros: the product of the other elements (its value from the compiled VJP).
     F = t_cast(g_mul(Gk, others_product(X, aux[3])), in_dt)
+    if aux[3] < 0 and np.add.reduce(np.equal(A, 0), axis=None, dtype=NP_INT64) > 1:
+        # (the compiled VJP gives zeros whatever the adjoint, as PyTorch's plain backward; its
+        # create_graph formula multiplies: a NaN adjoint gives NaN)
+        return F
     return exact(OP_VJP[r.op](r, (<TensorBase>G)._array), F)
 
 cdef object gv_var(Py_ssize_t i, Record* r, object G, char* want):
@@ -882,7 +937,7 @@ cdef object gv_masked_select(Py_ssize_t i, Record* r, object G, char* want):
                     shape)
 
 cdef object gv_setitem(Py_ssize_t i, Record* r, object G, char* want):
-    key, advanced, squeezed_shape, value_shape = <tuple>r.aux
+    key, advanced, squeezed_shape, value_shape, value_dtype = <tuple>r.aux
     gx = gv = None
     if want[0]:
         kept = np.ones(tuple(G.shape), dtype=bool)
@@ -893,7 +948,8 @@ cdef object gv_setitem(Py_ssize_t i, Record* r, object G, char* want):
             picked = recorded_index(G, (None, None, None, tuple(G.shape), key))
         else:
             picked = recorded_index(G, (None, None, key, None, None))
-        gv = reshape_to(<TensorBase>t_sum_to(picked, squeezed_shape), tuple(value_shape))
+        gv = t_cast(reshape_to(<TensorBase>t_sum_to(picked, squeezed_shape), tuple(value_shape)),
+                    value_dtype)                        # (the value's own dtype, as eager)
     return (gx, gv)
 
 cdef object gv_overwrite(Py_ssize_t i, Record* r, object G, char* want):
@@ -945,6 +1001,8 @@ cdef tuple t_nll_grad(tuple aux, object tc, object wv, object valid, object G):
     else:
         GS = G
     V = g_where(valid, g_mul(wrap(nd(np.negative(wv))), GS), 0)     # exact zeros where ignored
+    if shape3[1] == 0:          # no class: nothing to scatter, an empty gradient in the graph
+        return expand(reshape_to(<TensorBase>V, (N, 1, K)), tuple(shape3)), GS
     grids = nn_index_grids(N, K)
     GX = recorded_index_scatter(V, (tuple(shape3), wv.dtype, None, tuple(shape3),
                                     (grids[0], tc, grids[1])))
@@ -964,7 +1022,7 @@ cdef object gv_ce_smooth(Py_ssize_t i, Record* r, object G, char* want):
     GX, GS = t_nll_grad(aux, <object>r.saved[0], wv, valid, G)
     N, K = shape3[0], shape3[2]
     base = reshape_to(<TensorBase>g_where(valid, GS, 0), (N, 1, K))
-    coef = dt.type(ls / C)
+    coef = dt.type(smoothing_share(ls, C))
     if wvec is None:
         sm = g_neg(g_mul(base, float(coef)))
     else:
@@ -988,8 +1046,9 @@ cdef object gv_ce_probs(Py_ssize_t i, Record* r, object G, char* want):
             Tp = input_or_phantom(r, 1, np.zeros(tgt.shape, dt if dt_t is None else dt_t),
                                   phantoms)
             T = exact(tgt, g_add(g_mul(t_cast(Tp, dt), float(dt.type(1 - ls))),
-                                 float(dt.type(ls / tgt.shape[[a for a in range(tgt.ndim)
-                                                         if a not in other_axes][0]]))))
+                                 float(dt.type(smoothing_share(
+                                     ls, tgt.shape[[a for a in range(tgt.ndim)
+                                                    if a not in other_axes][0]])))))
         W = None
         if wb is not None:
             if r.n_in > 2 and rec_inputs(r)[2] >= 0:
@@ -1203,6 +1262,8 @@ cdef object gv_layer_norm(Py_ssize_t i, Record* r, object G, char* want):
         if r.n_in > 2 and want[2]:
             gb = reduce_op(OP_SUM, <TensorBase>G2, 0, False)
             gb = t_cast(reshape_to(<TensorBase>gb, tuple(norm_shape)), wdt)
+        gw = linked_without_gradient(OP_LAYER_NORM_BACKWARD, gw, r)     # (see above)
+        gb = linked_without_gradient(OP_LAYER_NORM_BACKWARD, gb, r)
         if r.n_in == 1:
             return gi
         if r.n_in == 2:
@@ -1381,6 +1442,9 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_NOT_IMPLEMENTED] = gv_not_implemented
     GRAPH_VJP[OP_THRESHOLD_BACKWARD] = gv_through_input
     GRAPH_VJP[OP_LEAKY_RELU_BACKWARD] = gv_through_input
+    for op in (OP_HARDTANH_BACKWARD, OP_HARDSHRINK_BACKWARD, OP_SOFTSHRINK_BACKWARD):
+        GRAPH_VJP[op] = gv_through_input
+    GRAPH_VJP[OP_LAYER_NORM_BACKWARD] = gv_link_without_gradient
     GRAPH_VJP[OP_TRIL] = gv_triangle
     GRAPH_VJP[OP_TRIU] = gv_triangle
     return 0

@@ -135,10 +135,29 @@ cdef object bad_operand_error(str name, object a, object b):
 cdef object scaled_operand(str name, object a, object b, object alpha):
     """b * alpha for add/sub's alpha, refusing a b that is neither tensor nor number first (a
     tuple or str would silently repeat)."""
+    if type(alpha) is int and alpha == 1:
+        return b
+    x, y = as_operand(a), as_operand(b)
+    if y is NotImplemented:
+        raise bad_operand_error(name, a, b)
+    if x is not NotImplemented:
+        # PyTorch's alpha_check against the result dtype (an integer result never silently
+        # becomes a float one because alpha is a float)
+        kind = result_dtype(x, y).kind
+        if isinstance(alpha, (bool, np.bool_)):
+            if kind != "b":
+                raise RuntimeError("Boolean alpha only supported for Boolean results.")
+        elif kind != "f" and not isinstance(alpha, (int, np.integer)):
+            raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                               "floating point number.")
+        elif isinstance(alpha, (complex, np.complexfloating)):
+            raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
+                               "complex number.")
+        if kind == "b":
+            # a bool result: alpha * b is b where alpha is non-zero, else all False
+            return b if alpha else (b * False if isinstance(b, TensorBase) else False)
     if alpha == 1:
         return b
-    if as_operand(b) is NotImplemented:
-        raise bad_operand_error(name, a, b)
     return b * alpha
 
 

@@ -214,7 +214,11 @@ cdef void scatter_rows(const int64_t* off, Py_ssize_t m, Py_ssize_t inner, const
 cdef object empty_index_result(object B, tuple key):
     """B[key] when it holds no element although an index is out of range: PyTorch checks each
     index as its kernel reads it, so it raises only when an element is read (x[[5]] of shape
-    (2, 0) is an empty (1, 0)).  None when the result has elements (the error stands)."""
+    (2, 0) is an empty (1, 0)).  None when the result has elements (the error stands), and when
+    a non-empty index reads a dim of size 0, which PyTorch refuses even for an empty result."""
+    for n, k in zip(B.shape, key):
+        if n == 0 and isinstance(k, np.ndarray) and k.dtype.kind in "iu" and k.size:
+            return None
     stand_in = np.empty(tuple(max(n, 1) if isinstance(k, np.ndarray) and k.dtype.kind in "iu"
                               else n for n, k in zip(B.shape, key)) + B.shape[len(key):],
                         dtype=B.dtype)
@@ -395,6 +399,8 @@ cdef object index_op(TensorBase x, object key):
                                  f"together with shapes {shapes}") from None
             out = empty_index_result(B, tkey2)      # an index out of range
             if out is None:
+                if msg.endswith(" with size 0"):    # (PyTorch's message: no index, no dim)
+                    msg = "index is out of bounds for dimension with size 0"
                 raise IndexError(numpy_index_message(msg)) from None
         aux = (shape, A.dtype, tkey1 if basic else None, B.shape, None)
     res = wrap_result(nd(out), x)

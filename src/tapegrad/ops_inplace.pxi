@@ -17,21 +17,7 @@
 # ---------------------------------------------------------------------------------------------
 
 
-cdef str OVERLAPPING_WRITE = (
-    "unsupported operation: more than one element of the written-to tensor refers to a single "
-    "memory location. Please clone() the tensor before performing the operation.")
-
-
-cdef inline bint overlaps_itself(object A):
-    """Whether two elements of array A share one memory location (a dim of stride 0 spanning
-    several elements: what expand() stretches)."""
-    cdef Py_ssize_t k
-    if A.size == 0:                      # (numpy gives empty arrays zero strides)
-        return False
-    for k in range(A.ndim):
-        if A.strides[k] == 0 and A.shape[k] > 1:
-            return True
-    return False
+cdef str OVERLAPPING_WRITE = overlapping_write_message()     # (and overlaps_itself: _ops_shape.pxd)
 
 
 # PyTorch refuses an in-place write whose source partly shares memory with the destination
@@ -311,13 +297,15 @@ cdef object inplace_apply(TensorBase self, object fn, tuple args):
 # -- x[key] = value ------------------------------------------------------------------------------
 
 cdef object vjp_setitem(Record* r, object g):
-    key, advanced, squeezed_shape, value_shape = <tuple>r.aux
+    key, advanced, squeezed_shape, value_shape, value_dtype = <tuple>r.aux
     gx = gv = None
     if needs_grad(r, 0):
         gx = np.array(g, copy=True)
         gx[key] = 0                                     # overwritten elements get no gradient
     if needs_grad(r, 1):
         gv = sum_to(nd(np.asarray(g[key])), squeezed_shape).reshape(value_shape)
+        if value_dtype is not None:                     # (a value of another dtype was cast)
+            gv = gv.astype(value_dtype)
     return (gx, gv)
 
 
@@ -363,7 +351,8 @@ cdef object setitem_key(object key, list advanced):
 cdef object expanded_like_torch(object V, tuple shape):
     """V broadcast to `shape` with the strides PyTorch's expand() gives (only for the overlap
     check, never read): a stretched or new dim of size > 1 has stride 0, a new dim of size 1
-    the stride that makes it contiguous with the next."""
+    the stride that makes it contiguous with the next (0 for the last dim of a 0-d V, as
+    PyTorch's expand of a 0-d tensor gives)."""
     cdef Py_ssize_t nd_ = len(shape), lead = nd_ - V.ndim, i
     if lead < 0:
         return V
@@ -373,7 +362,7 @@ cdef object expanded_like_torch(object V, tuple shape):
             strides[i] = 0 if V.shape[i - lead] == 1 and shape[i] != 1 else V.strides[i - lead]
         else:
             strides[i] = 0 if shape[i] != 1 else (
-                shape[i + 1] * strides[i + 1] if i + 1 < nd_ else V.itemsize)
+                shape[i + 1] * strides[i + 1] if i + 1 < nd_ else 0)
     return np.lib.stride_tricks.as_strided(V, shape, tuple(strides), writeable=False)
 
 
@@ -458,8 +447,15 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     cdef tuple vkey
     if recording:
         view_reads_base(self)
-    check_inplace(self, recording, True)
     nkey = setitem_key(key, advanced)
+    if not advanced:
+        # PyTorch takes the view self[key] before its in-place checks: a key out of range is
+        # its IndexError, not a leaf's refusal
+        try:
+            self._array[nkey]
+        except IndexError as e:
+            raise IndexError(str(e).replace("axis", "dimension")) from None
+    check_inplace(self, recording, True)
     A = self._array
     if isinstance(value, TensorBase):
         V = (<TensorBase>value)._array
@@ -469,6 +465,16 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     try:
         T = A[nkey]                    # (a view of A for a basic key)
     except IndexError as e:
+        # an index out of range where nothing is written: PyTorch writes nothing, as x[key]
+        # reads nothing (empty_index_result); a dim of size 0 indexed is refused in both
+        tkey = nkey if isinstance(nkey, tuple) else (nkey,)
+        if all(isinstance(k, (slice, np.ndarray)) for k in tkey):
+            T = empty_index_result(A, tkey)
+            if T is not None:
+                bump_version(self)
+                return None
+            if str(e).endswith(" with size 0"):    # (PyTorch's message: no index, no dim)
+                raise IndexError("index is out of bounds for dimension with size 0") from None
         raise IndexError(str(e).replace("axis", "dimension")) from None
     # PyTorch's overlap checks: index_put_ refuses any sharing (before checking the shapes); a
     # basic key writes through a view, as copy_ does, from the value without its leading
@@ -527,7 +533,8 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     result = wrap(new)
     r = record_from(OP_SETITEM, result, (self, value if isinstance(value, TensorBase) else None))
     if r != NULL:
-        keep(&r.aux, (nkey, bool(advanced), V.shape, value_shape))
+        keep(&r.aux, (nkey, bool(advanced), V.shape, value_shape,
+                      V.dtype if V.dtype != A.dtype else None))
     np.copyto(writable(A), new)
     bump_version(self)
     adopt_record(self, result)
@@ -598,6 +605,8 @@ def div_(TensorBase self, other):
 
 def copy_(TensorBase self, src, non_blocking=False):
     """Copy src's values (broadcast to self's shape, cast to self's dtype) into self."""
+    if src is self:
+        return self                     # (PyTorch's copy_ returns at once: nothing is written)
     if isinstance(src, TensorBase):
         # PyTorch broadcasts src to self's shape as a binary op would (no leading 1s dropped)
         shape = self._array.shape

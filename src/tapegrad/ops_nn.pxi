@@ -212,7 +212,7 @@ cdef object nn_softmax_grad(Record* r, object g, bint log):
     axis, in_dt = <tuple>r.aux
     if g.dtype != y.dtype:
         g = g.astype(y.dtype)
-    out = nn_softmax_grad_value(g, y, axis, log)
+    out = nd(nn_softmax_grad_value(g, y, axis, log))        # (an array also for 0-d input)
     return out if in_dt is None else out.astype(in_dt)
 
 
@@ -714,7 +714,7 @@ cdef object vjp_ce_smooth(Record* r, object g):
     base[...] = gs
     base[np.logical_not(valid)] = 0
     base = base.reshape(N, 1, K)
-    coef = dt.type(ls / C)
+    coef = dt.type(smoothing_share(ls, C))
     if wvec is None:
         sm = np.negative(base * coef)
     else:
@@ -773,7 +773,7 @@ cdef object nn_ce_smooth(TensorBase logp, object target, object weight, object i
         smooth = np.where(valid, smooth, 0).astype(dt, copy=False)
         nll = nn_nll_value(losses, total, out_shape, red)
         sm = nn_nll_value(smooth, total, out_shape, red)
-        out = nd(np.asarray(nll * dt.type(1 - ls) + sm * dt.type(ls / C), dtype=dt))
+        out = nd(np.asarray(nll * dt.type(1 - ls) + sm * dt.type(smoothing_share(ls, C)), dtype=dt))
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_CE_SMOOTH, res, (logp,))
     if r != NULL:
@@ -806,7 +806,7 @@ cdef object nn_ce_probs(TensorBase logp, TensorBase target, object weight, int r
     with IeeeResults():
         tgt = T.astype(dt, copy=False)
         if ls > 0:
-            tgt = tgt * dt.type(1 - ls) + dt.type(ls / C)
+            tgt = tgt * dt.type(1 - ls) + dt.type(smoothing_share(ls, C))
         wb = None
         if w is not None:
             bshape = [1] * P.ndim
@@ -1350,8 +1350,7 @@ def dropout(TensorBase input, p=0.5, training=True, inplace=False):
     if inplace:
         check_inplace(input, grad_enabled() and input._requires_grad)
         if not A.flags.writeable:
-            raise RuntimeError("cannot write into a read-only tensor (an expanded or broadcast "
-                               "view); clone() it first")
+            A = overwritable(A, True)
         with IeeeResults():
             np.multiply(A, noise, out=A)
         bump_version(input)
@@ -1861,6 +1860,22 @@ cdef tuple nn_overwrite_specs(tuple inputs, tuple summed):
                  if isinstance(x, TensorBase) else None for x, s in zip(inputs, summed))
 
 
+cdef object overwritable(object A, bint per_element):
+    """Read-only array A (numpy marks every broadcast view so) as a writable alias for an
+    overwrite.  As PyTorch: one value (zero_, fill_ with a number) is written even where several
+    elements share a memory location (an expand()); values per element (a sampler's, a tensor
+    fill_'s) are refused there.  A itself stays read-only."""
+    if overlaps_itself(A) and per_element:
+        raise RuntimeError(overlapping_write_message())
+    W = A.view()
+    try:
+        W.flags.writeable = True        # a view of writable memory: numpy allows it
+    except ValueError:
+        raise RuntimeError("cannot write into a read-only tensor (its memory is a read-only "
+                           "numpy array); clone() it first") from None
+    return W
+
+
 def _overwrite_(TensorBase t, values, str name, value=None):
     """t[...] = values in place (zero_, fill_, normal_, uniform_), for creation.py.
 
@@ -1879,8 +1894,7 @@ def _overwrite_(TensorBase t, values, str name, value=None):
     cdef bint recording = grad_on and (t._requires_grad or value_grad)
     check_inplace(t, recording)
     if not A.flags.writeable:
-        raise RuntimeError("cannot write into a read-only tensor (an expanded or broadcast view); "
-                           "clone() it first")
+        A = overwritable(A, isinstance(values, np.ndarray))
     A[...] = values                 # into the storage: views see it; the version bump makes
     bump_version(t)                 # records that saved the old value refuse to use it
     if recording:

@@ -669,7 +669,9 @@ def _attention_forward(q, k, v, mask, double scale, out=None):
     cdef bint f32
     cdef Py_ssize_t rows, cols
     with IeeeResults():
-        s = np.matmul(q, k.swapaxes(-1, -2), out=nk_scores(q, k))
+        # (without a workspace buffer numpy's matmul may lay a product of strided operands out
+        # in another order: the softmax kernel below runs over C-contiguous rows)
+        s = np.ascontiguousarray(np.matmul(q, k.swapaxes(-1, -2), out=nk_scores(q, k)))
         f32 = nk_is_f32(s)
         cols = s.shape[s.ndim - 1]
         rows = s.size // cols if cols else 0
@@ -706,7 +708,7 @@ def _attention_backward(g, q, k, v, p, double scale, dq=None, dk=None, dv=None,
             dv = None
         if not (need_q or need_k):
             return None, None, dv
-        dp = np.matmul(g, v.swapaxes(-1, -2), out=nk_scores(g, v))
+        dp = np.ascontiguousarray(np.matmul(g, v.swapaxes(-1, -2), out=nk_scores(g, v)))
         f32 = nk_is_f32(dp)
         nk_same(p, f32, dp.size)
         cols = dp.shape[dp.ndim - 1]

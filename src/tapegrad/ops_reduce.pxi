@@ -248,9 +248,17 @@ cdef object vjp_prod(Record* r, object g):
     shape = aux[0]
     cdef int axis = aux[3]
     gk = unreduce(g, aux)
-    if not np.logical_or.reduce(np.equal(A, 0), axis=None):
+    if A.ndim == 0:
+        # the product of no other element: the adjoint itself (PyTorch's; prod / x would be
+        # NaN for a NaN or infinite x)
+        gx = nd(np.array(gk, copy=True))
+    elif not np.logical_or.reduce(np.equal(A, 0), axis=None):
         # no zero: d prod / d x_i = prod / x_i (PyTorch's formula)
         gx = np.divide(np.multiply(gk, outk), A)
+    elif axis < 0 and np.add.reduce(np.equal(A, 0), axis=None, dtype=NP_INT64) > 1:
+        # every product of the others holds a zero: PyTorch returns zeros, whatever the adjoint
+        # (a NaN/inf adjoint gives 0 there, not NaN)
+        gx = np.zeros(A.shape, dtype=gk.dtype)
     elif axis < 0:
         # With zeros: the product of all the other elements, from exclusive cumulative products.
         flat = A.reshape(-1)
@@ -351,7 +359,8 @@ cdef inline bint is_tie(real_t x, real_t m, bint nan_ties) noexcept nogil:
 cdef void evenly_rows(const real_t* a, const real_t* m, const real_t* g, Py_ssize_t rows,
                       Py_ssize_t cols, bint nan_ties, real_t* out) noexcept nogil:
     """vjp_evenly row by row: in row i, g[i] / (number of ties with m[i]) at each tie, 0
-    elsewhere."""
+    elsewhere (max/min of all elements, nan_ties: selected, so a NaN adjoint stays at the ties;
+    amax/amin: multiplied by the mask, NaN everywhere then, as PyTorch's)."""
     cdef Py_ssize_t i, c, n
     cdef real_t q
     for i in range(rows):
@@ -360,7 +369,10 @@ cdef void evenly_rows(const real_t* a, const real_t* m, const real_t* g, Py_ssiz
             n += is_tie(a[i * cols + c], m[i], nan_ties)
         q = g[i] / <real_t>n
         for c in range(cols):
-            out[i * cols + c] = <real_t>is_tie(a[i * cols + c], m[i], nan_ties) * q
+            if nan_ties:
+                out[i * cols + c] = q if is_tie(a[i * cols + c], m[i], nan_ties) else 0
+            else:
+                out[i * cols + c] = <real_t>is_tie(a[i * cols + c], m[i], nan_ties) * q
 
 
 cdef object vjp_evenly(Record* r, object g):
@@ -377,6 +389,9 @@ cdef object vjp_evenly(Record* r, object g):
     if r.op == OP_MAX_ALL or r.op == OP_MIN_ALL:
         mask = np.logical_or(mask, np.logical_and(np.isnan(A), np.isnan(outk)))
     count = np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype)
+    if r.op == OP_MAX_ALL or r.op == OP_MIN_ALL:
+        # PyTorch fills the ties (masked_fill): a NaN/inf adjoint reaches them only
+        return nd(np.where(mask, np.divide(gk, count), np.zeros((), dtype=A.dtype)))
     return nd(np.multiply(mask, np.divide(gk, count)))
 
 
@@ -463,6 +478,13 @@ cdef object extreme_dims(int op, TensorBase x, object dim, bint keepdim, str nam
     elif isinstance(dim, bool):
         raise TypeError(f"{name}(): argument 'dim' (position 1) must be tuple of ints, not bool")
     else:
+        if cnp.PyArray_SIZE(A) == 0 and ndim > 0:
+            # PyTorch checks each dim (named as written) for no elements before repeated dims
+            for d in ((dim,) if isinstance(dim, (int, np.integer)) else dim):
+                if (isinstance(d, (int, np.integer)) and -ndim <= d < ndim
+                        and A.shape[d] == 0):
+                    raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero "
+                                     "size.")
         axes = reduction_axes(dim, ndim, name)
     shape = A.shape
     if cnp.PyArray_SIZE(A) == 0:

@@ -863,6 +863,21 @@ cdef str WHERE_SIGNATURES = (
 def where(condition, input=None, other=None):
     """input where condition is True, other elsewhere (broadcasting; either may be a Python
     number).  where(condition) alone is nonzero(condition, as_tuple=True)."""
+    return where_record(condition, input, other, None)
+
+
+def piecewise_where(condition, TensorBase input, other, str backward):
+    """where(condition, input, other) for a piecewise activation (hardtanh, threshold, hardshrink,
+    ...) that PyTorch differentiates with a backward formula reading the input, e.g.
+    hardtanh_backward(grad, x): under create_graph its gradient then requires grad (zero second
+    derivative) where where's own gradient, a constant mask of the adjoint, would not.  The
+    record is where's; `backward` names the formula its graph VJP records the gradient through
+    ("hardtanh", "threshold", "hardshrink", "softshrink", or "hardsigmoid", whose formula PyTorch
+    does not differentiate)."""
+    return where_record(condition, input, other, backward)
+
+
+cdef object where_record(object condition, object input, object other, object backward):
     cdef Record* r
     x = number_or_tensor(input)
     y = number_or_tensor(other)
@@ -906,7 +921,7 @@ def where(condition, input=None, other=None):
                       sy if sy != shape else None,
                       (<TensorBase>y)._array.dtype
                       if isinstance(y, TensorBase) and (<TensorBase>y)._array.dtype != dt
-                      else None))
+                      else None, backward))
     return res
 
 

@@ -209,6 +209,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             g = <object>adj[i]
             Py_DECREF(g)                # `g` (a local) keeps it alive; the table slot is emptied
             adj[i] = NULL
+            if not cnp.PyArray_Check(g) and cnp.PyArray_IsAnyScalar(g):
+                g = nd(g)               # (a VJP's numpy arithmetic on 0-d arrays gives scalars)
             own = owned[i]
             if need != NULL and not need[i]:
                 i -= 1

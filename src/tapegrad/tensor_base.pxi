@@ -473,7 +473,12 @@ cdef class TensorBase:
 
     @property
     def retains_grad(self):
-        fresh(self)
+        try:
+            fresh(self)
+        except RuntimeError:
+            # a view PyTorch refuses to rebase (made under no_grad, its base since written):
+            # reading grad_fn raises, but retains_grad answers False, as PyTorch's
+            return False
         return (not is_leaf_c(self)) and bool(TAPE.recs[self._node].flags & RF_RETAIN_GRAD)
 
     def detach(self):

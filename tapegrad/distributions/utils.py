@@ -64,6 +64,10 @@ class lazy_property:
     def __get__(self, instance, owner=None):
         if instance is None:
             return self
-        value = self.wrapped(instance)
+        # computed in grad mode, as PyTorch's: the cached value keeps its graph even when first
+        # read under no_grad (probs of logits that require grad requires grad)
+        from ..grad_mode import enable_grad
+        with enable_grad():
+            value = self.wrapped(instance)
         instance.__dict__[self.wrapped.__name__] = value
         return value

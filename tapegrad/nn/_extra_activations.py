@@ -11,6 +11,7 @@ from .._half_precision import narrow_half, widen_half
 from ..tensor import Tensor
 import tapegrad as _tg
 from ._graph_inplace import recording_inplace
+from .._ops_unary import piecewise_where as _piecewise_where
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -28,13 +29,22 @@ def _finish(input, out, inplace: bool):
     return out
 
 
+def _piecewise(passes, input, other, backward: str):
+    # input where `passes`, the constant `other` elsewhere, recorded so that its gradient reads
+    # input as PyTorch's backward formula does (zero second derivatives under create_graph).
+    # `passes` is written so that NaN passes wherever PyTorch's formula lets a NaN through.
+    return _piecewise_where(passes, input, other, backward)
+
+
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
-    # PyTorch's backward passes the gradient only strictly inside (min_val, max_val).
+    # PyTorch's backward passes the gradient except at or beyond the bounds (NaN passes).
     """Elementwise ``clamp(x, min_val, max_val)`` (default -1, 1), with PyTorch's zero gradient at
     the bounds.
     """
-    out = _tg.where(input <= min_val, _tg.full_like(input, min_val),
-                    _tg.where(input >= max_val, _tg.full_like(input, max_val), input))
+    with _tg.no_grad():
+        # the clamped value keeps a zero's sign (relu6(-0.0) is -0.0) and NaN, as PyTorch's
+        clamped = _tg.clamp(input.detach(), min_val, max_val)
+    out = _piecewise(~((input <= min_val) | (input >= max_val)), input, clamped, "hardtanh")
     return _finish(input, out, inplace)
 
 
@@ -77,9 +87,12 @@ def hardswish(input, inplace: bool = False):
 
 def hardsigmoid(input, inplace: bool = False):
     """Elementwise ``clamp(x / 6 + 1 / 2, 0, 1)``."""
-    out = _tg.where(input <= -3.0, _tg.zeros_like(input),
-                    _tg.where(input >= 3.0, _tg.ones_like(input), input / 6.0 + 0.5))
-    return _finish(input, out, inplace)
+    # PyTorch's gradient is 1/6 strictly inside (-3, 3), 0 elsewhere and at NaN
+    inside = (input > -3.0) & (input < 3.0)
+    linear = input / 6.0 + 0.5
+    with _tg.no_grad():
+        outside = _tg.clamp(linear.detach(), 0.0, 1.0)
+    return _finish(input, _piecewise(inside, linear, outside, "hardsigmoid"), inplace)
 
 
 def logsigmoid(input):
@@ -106,7 +119,8 @@ def tanhshrink(input):
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
     """Elementwise ``x`` where ``x > threshold``, else ``value``."""
-    out = _tg.where(input > threshold, input, _tg.full_like(input, value))
+    # PyTorch replaces x <= threshold: NaN is kept, with its gradient
+    out = _piecewise(~(input <= threshold), input, _tg.full_like(input, value), "threshold")
     return _finish(input, out, inplace)
 
 
@@ -120,14 +134,20 @@ def _check_lambd(input, lambd: float) -> None:
 def hardshrink(input, lambd: float = 0.5):
     """Elementwise ``x`` where ``|x| > lambd`` (default 0.5), else 0."""
     _check_lambd(input, lambd)
-    return _tg.where((input > lambd) | (input < -lambd), input, _tg.zeros_like(input))
+    # PyTorch zeroes -lambd <= x <= lambd: NaN is kept, with its gradient
+    dead = (input >= -lambd) & (input <= lambd)
+    return _piecewise(~dead, input, _tg.zeros_like(input), "hardshrink")
 
 
 def softshrink(input, lambd: float = 0.5):
     """Elementwise ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
     _check_lambd(input, lambd)
-    return _tg.where(input > lambd, input - lambd,
-                     _tg.where(input < -lambd, input + lambd, _tg.zeros_like(input)))
+    # PyTorch zeroes -lambd <= x <= lambd and shifts the rest towards 0: NaN is kept
+    dead = (input >= -lambd) & (input <= lambd)
+    shifted = _tg.where(input > lambd, input - lambd, input + lambd)
+    with _tg.no_grad():
+        zero = input.detach() * 0.0     # (-0.0 below zero, as PyTorch's float32 kernel gives)
+    return _piecewise(~dead, shifted, zero, "softshrink")
 
 
 def prelu(input, weight):

@@ -12,6 +12,13 @@ from ..random import _numpy_rng
 def _fill(tensor, values):
     if tensor.is_meta:
         return tensor       # a meta tensor has no values to set
+    if not tensor._array.flags.writeable:
+        # an expand()ed view (numpy marks it read-only): as PyTorch, one value is written into
+        # elements that share memory, values per element are refused there
+        from .. import _core
+        from ..grad_mode import no_grad
+        with no_grad():
+            return _core._overwrite_(tensor, values, "FillBackward2")
     tensor._array[...] = values
     return tensor
 
