@@ -742,6 +742,16 @@ DEFINE_GEMM_DRIVER(double, f64, hsw_f64)
 #define Z_STORE4(V, ADD, MLOAD, MSTORE, R0, R1, R2, R3)                                           \
     Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R0) Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R1)                 \
     Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R2) Z_STORE_ROW(V, ADD, MLOAD, MSTORE, R3)
+/* a0..a11: the tile's rows of a (RS apart; rows past mr read row 0 again, so the k loop has no
+ * branch, and their results are dropped); ks: a's step along k. */
+#define Z_ROW_POINTERS(T, RS, KS)                                                                 \
+    const T *a0 = a, *a1 = mr > 1 ? a + RS : a, *a2 = mr > 2 ? a + 2 * RS : a;                    \
+    const T *a3 = mr > 3 ? a + 3 * RS : a, *a4 = mr > 4 ? a + 4 * RS : a;                         \
+    const T *a5 = mr > 5 ? a + 5 * RS : a, *a6 = mr > 6 ? a + 6 * RS : a;                         \
+    const T *a7 = mr > 7 ? a + 7 * RS : a, *a8 = mr > 8 ? a + 8 * RS : a;                         \
+    const T *a9 = mr > 9 ? a + 9 * RS : a, *a10 = mr > 10 ? a + 10 * RS : a;                      \
+    const T *a11 = mr > 11 ? a + 11 * RS : a;                                                     \
+    const ptrdiff_t ks = KS;
 /* NAME: the tile's name; RS, KS: a's steps between rows and along k (lda, 1 for a; 1, lda for
  * a transposed a, whose rows are the columns of a K x M matrix). */
 #define Z_TILE(T, SFX, NAME, RS, KS, V, W, MASK_T, SET0, BCAST, LOAD, MLOAD, MSTORE, FMA, ADD)    \
@@ -749,14 +759,7 @@ static void z_##SFX##_##NAME(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* r
                              ptrdiff_t lda, const T* restrict bp, const T* bias, const T* add,    \
                              ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                                \
 {                                                                                                 \
-    /* rows past mr read row 0 again (no branch in the k loop); their results are dropped */     \
-    const T *a0 = a, *a1 = mr > 1 ? a + RS : a, *a2 = mr > 2 ? a + 2 * RS : a;                    \
-    const T *a3 = mr > 3 ? a + 3 * RS : a, *a4 = mr > 4 ? a + 4 * RS : a;                         \
-    const T *a5 = mr > 5 ? a + 5 * RS : a, *a6 = mr > 6 ? a + 6 * RS : a;                         \
-    const T *a7 = mr > 7 ? a + 7 * RS : a, *a8 = mr > 8 ? a + 8 * RS : a;                         \
-    const T *a9 = mr > 9 ? a + 9 * RS : a, *a10 = mr > 10 ? a + 10 * RS : a;                      \
-    const T *a11 = mr > 11 ? a + 11 * RS : a;                                                     \
-    const ptrdiff_t ks = KS;                                                                      \
+    Z_ROW_POINTERS(T, RS, KS)                                                                     \
     V acc0 = SET0(), acc1 = SET0(), acc2 = SET0(), acc3 = SET0(), acc4 = SET0(), acc5 = SET0();   \
     V acc6 = SET0(), acc7 = SET0(), acc8 = SET0(), acc9 = SET0(), acc10 = SET0(), acc11 = SET0(); \
     if (mr > 8) {                                                                                 \
@@ -807,13 +810,7 @@ static void z_##SFX##_##NAME(ptrdiff_t mr, ptrdiff_t nb2, ptrdiff_t K, const T* 
                              ptrdiff_t lda, const T* restrict bp, const T* bias, const T* add,    \
                              ptrdiff_t ldadd, T* c, ptrdiff_t ldc)                                \
 {                                                                                                 \
-    const T *a0 = a, *a1 = mr > 1 ? a + RS : a, *a2 = mr > 2 ? a + 2 * RS : a;                    \
-    const T *a3 = mr > 3 ? a + 3 * RS : a, *a4 = mr > 4 ? a + 4 * RS : a;                         \
-    const T *a5 = mr > 5 ? a + 5 * RS : a, *a6 = mr > 6 ? a + 6 * RS : a;                         \
-    const T *a7 = mr > 7 ? a + 7 * RS : a, *a8 = mr > 8 ? a + 8 * RS : a;                         \
-    const T *a9 = mr > 9 ? a + 9 * RS : a, *a10 = mr > 10 ? a + 10 * RS : a;                      \
-    const T *a11 = mr > 11 ? a + 11 * RS : a;                                                     \
-    const ptrdiff_t ks = KS;                                                                      \
+    Z_ROW_POINTERS(T, RS, KS)                                                                     \
     const T* restrict bq = bp + K * W;          /* the second panel */                            \
     V p0 = SET0(), p1 = SET0(), p2 = SET0(), p3 = SET0(), p4 = SET0(), p5 = SET0();               \
     V p6 = SET0(), p7 = SET0(), p8 = SET0(), p9 = SET0(), p10 = SET0(), p11 = SET0();             \
