@@ -209,3 +209,23 @@ def test_inplace_variant_writes_into_input():
     assert out is b and b.tolist() == [0.0, 6.0]
     out.sum().backward()
     assert a.grad.tolist() == [0.0, 0.0]
+
+
+def test_logsigmoid_of_large_inputs_is_positive_zero():
+    # where exp(-x) underflows, PyTorch's min(x, 0) - log1p(exp(-|x|)) is +0; a negation gave
+    # -0, which prints as "-0." (fuzz seed 36001892)
+    for dtype in (tg.float32, tg.float64):
+        out = tg.nn.functional.logsigmoid(tg.tensor([800.0, float("inf"), 100.0], dtype=dtype))
+        values = out.numpy()
+        assert values[0] == 0.0 and not np.signbit(values[0])
+        assert values[1] == 0.0 and not np.signbit(values[1])
+        assert values[2] <= 0.0
+
+
+def test_logsigmoid_signed_zero_matches_torch(torch):
+    x = [800.0, float("inf"), 100.0, 20.0, 0.0, -3.0, -800.0]
+    for dt_tg, dt_t in ((tg.float32, torch.float32), (tg.float64, torch.float64)):
+        ours = tg.nn.functional.logsigmoid(tg.tensor(x, dtype=dt_tg)).numpy()
+        theirs = torch.nn.functional.logsigmoid(torch.tensor(x, dtype=dt_t)).numpy()
+        np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-30)

@@ -103,8 +103,10 @@ def logsigmoid(input):
     negative = input < 0
     x_neg = _tg.where(negative, input, zero)
     x_pos = _tg.where(negative, zero, input)
+    # (0 - log1p(...), not a negation: where exp(-x) underflows the result is +0, as PyTorch's
+    # min(x, 0) - log1p(exp(-|x|)) gives, not -0, which prints as -0.)
     return _tg.where(negative, x_neg - _tg.log1p(_tg.exp(x_neg)),
-                     -_tg.log1p(_tg.exp(-x_pos)))
+                     0.0 - _tg.log1p(_tg.exp(-x_pos)))
 
 
 def softsign(input):
