@@ -252,3 +252,53 @@ def test_batch_norm_dict_without_version_still_loads():
         return repr(M.nn.Sequential(M.nn.BatchNorm1d(2)).load_state_dict(
             {"0." + k: v for k, v in sd.items()}))
     _both(run)
+
+
+# -- torch.embedding_bag (the low-level form: weight first, mode 0/1/2, four results) ----------
+
+_BAG_CASES = [([0, 1, 2, 3, 5, 4], [0, 2, 2, 5], False), ([1, 1, 4], [0], False),
+              ([2, 0, 5, 5, 3], [0, 1, 1, 5], True), ([2, 0, 5, 5, 3], [0, 1, 1, 3], False)]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("padding_idx", [None, 3, -1])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_torch_embedding_bag_matches_torch(dtype, mode, padding_idx, requires_grad):
+    import numpy as np
+    w = np.random.default_rng(0).standard_normal((6, 3)).astype(dtype)
+    for idx, offsets, last in _BAG_CASES:
+        for idt in ("int64", "int32"):
+            def run(M):
+                weight = M.tensor(w, requires_grad=requires_grad)
+                res = M.embedding_bag(weight, M.tensor(idx, dtype=getattr(M, idt)),
+                                      M.tensor(offsets, dtype=getattr(M, idt)), False, mode,
+                                      False, None, last, padding_idx)
+                out = [res[0].detach().numpy()] + [(r.tolist(), str(r.dtype)[-5:])
+                                                   for r in res[1:]]
+                if requires_grad:
+                    (res[0] * M.arange(3, dtype=weight.dtype)).sum().backward()
+                    out.append(weight.grad.numpy())
+                return out
+            got, want = run(tg), run(torch)
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+            assert got[1:4] == want[1:4]
+            if requires_grad:
+                np.testing.assert_allclose(got[4], want[4], rtol=1e-6, atol=1e-6)
+
+
+def test_torch_embedding_bag_gradcheck_and_errors():
+    import numpy as np
+    w = tg.tensor(np.random.default_rng(1).standard_normal((5, 2)), requires_grad=True)
+    idx, offsets = tg.tensor([0, 4, 4, 1]), tg.tensor([0, 1, 3])
+    for mode in (0, 1, 2):
+        assert tg.autograd.gradcheck(lambda t: tg.embedding_bag(t, idx, offsets, False, mode)[0],
+                                     (w,))
+    for M in (tg, torch):
+        weight = M.zeros(5, 2)
+        with pytest.raises(TypeError, match="offsets"):
+            M.embedding_bag(weight, M.tensor([0, 1]), None)
+        with pytest.raises(RuntimeError, match="`mode` must be sum, mean, or max"):
+            M.embedding_bag(weight, M.tensor([0, 1]), M.tensor([0]), False, 5)
+        with pytest.raises(RuntimeError, match="offsets\\[-1\\] can not be greater"):
+            M.embedding_bag(weight, M.tensor([0, 1]), M.tensor([0, 3]))
