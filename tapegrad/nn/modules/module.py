@@ -817,11 +817,16 @@ class Module:
             module._load_from_state_dict(local, prefix, local_metadata, True, missing, unexpected,
                                          errors)
             stack.append((module, None, prefix, True))
-            for name, child in reversed(list(module._modules.items())):
-                if child is not None:
-                    child_prefix = f"{prefix}{name}."
-                    stack.append((child, {k: v for k, v in local.items()
-                                          if k.startswith(child_prefix)}, child_prefix, False))
+            # Each child gets the entries under its prefix, split off in one pass over this
+            # module's entries (not one pass per child).
+            parts = {name: {} for name, child in module._modules.items() if child is not None}
+            for k, v in local.items():
+                if k.startswith(prefix):
+                    head, dot, _ = k[len(prefix):].partition(".")
+                    if dot and head in parts:
+                        parts[head][k] = v
+            for name in reversed(list(parts)):
+                stack.append((module._modules[name], parts[name], f"{prefix}{name}.", False))
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: "
