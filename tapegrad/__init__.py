@@ -196,6 +196,7 @@ _LAZY = _lazy.table({
     "linalg": (),
     "multiprocessing": (),
     "nn": (),
+    "nn._embedding_bag_aten": ("embedding_bag",),   # torch.embedding_bag (weight first)
     "nn._extra_losses": ("cdist",),     # with the nn distances (composed of differentiable ops)
     "onnx": (),
     "optim": (),

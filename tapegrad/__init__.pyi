@@ -283,6 +283,7 @@ __all__ = [
     'eig',
     'einsum',
     'embedding',
+    'embedding_bag',
     'embedding_renorm_',
     'empty',
     'empty_like',
@@ -1719,6 +1720,8 @@ e: _float
 def eig(*args: Any, **kwargs: Any) -> None: ...
 
 def embedding(weight: Any, indices: Any, padding_idx: Any = ..., scale_grad_by_freq: Any = ..., sparse: Any = ...) -> Tensor: ...
+
+def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: _bool = ..., mode: _int = ..., sparse: _bool = ..., per_sample_weights: Tensor | None = ..., include_last_offset: _bool = ..., padding_idx: _int | None = ...) -> builtins.tuple[Tensor, Tensor, Tensor, Tensor]: ...
 
 def embedding_renorm_(weight: Any, indices: Any, max_norm: Any, norm_type: Any) -> Any: ...
 

@@ -257,3 +257,9 @@ CLASS_BASES["tapegrad.autograd.variable.Variable"] = ["%Tensor%"]
 SIGNATURES["tapegrad.autograd.variable.Variable.__new__"] = (
     "def __new__(cls, data: %Tensor% | None = None, requires_grad: _bool = False, "
     "volatile: _bool = False) -> %Tensor%: ...  # type: ignore[misc]")
+# torch.embedding_bag shares its name with the one-Tensor F.embedding_bag but returns four.
+SIGNATURES["tapegrad.embedding_bag"] = (
+    "def embedding_bag(weight: %Tensor%, indices: %Tensor%, offsets: %Tensor%, "
+    "scale_grad_by_freq: _bool = ..., mode: _int = ..., sparse: _bool = ..., "
+    "per_sample_weights: %Tensor% | None = ..., include_last_offset: _bool = ..., "
+    "padding_idx: _int | None = ...) -> builtins.tuple[%Tensor%, %Tensor%, %Tensor%, %Tensor%]: ...")

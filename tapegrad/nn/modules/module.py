@@ -20,6 +20,9 @@ _HOOK_TABLES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forwar
                 "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_hooks",
                 "_backward_pre_hooks")
 
+# The key suffix under which get_extra_state()'s value is saved (PyTorch's name).
+_EXTRA_STATE_KEY = "_extra_state"
+
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
@@ -644,39 +647,124 @@ class Module:
         return self
 
     # -- state --------------------------------------------------------------------------------
+    # state_dict() and load_state_dict() walk the module tree and hand each module its own part:
+    # _save_to_state_dict / _load_from_state_dict are the per-module override points (as in
+    # PyTorch), get_extra_state / set_extra_state add non-tensor state under "_extra_state",
+    # and the four hook tables below run around them.  The tables are created on first use
+    # (_hook_table), so a module without such hooks pays nothing at construction.
+
+    def get_extra_state(self) -> Any:
+        """State beyond parameters and buffers, saved under ``<prefix>_extra_state``.
+
+        Override it together with ``set_extra_state``; the entry is written only when a subclass
+        overrides this method (any picklable value).
+        """
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+            "to report this bug.")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Restores what ``get_extra_state`` returned; load_state_dict calls it with the
+        ``<prefix>_extra_state`` entry when a subclass overrides it."""
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+            "to report this bug.")
+
+    def register_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """``hook(module, prefix, keep_vars)`` runs before this module's entries are saved."""
+        return add_hook(self._hook_table("_state_dict_pre_hooks"), hook, False, [])
+
+    def register_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after this module and its
+        children are saved; it may edit ``state_dict`` in place and must return None."""
+        return add_hook(self._hook_table("_state_dict_hooks"), hook, False,
+                        [(self._hook_table("_state_dict_hooks_public"), True)])
+
+    def _register_state_dict_hook(self, hook) -> RemovableHandle:
+        """The older private form of the post-hook: a non-None return replaces the dict."""
+        hooks, public = self._hook_table("_state_dict_hooks"), self._hook_table("_state_dict_hooks_public")
+        if any(hooks.get(hid) is hook for hid in public):
+            raise RuntimeError("Cannot register the same function as the state dict post hook "
+                               "that was previously registered via register_state_dict_post_hook")
+        return add_hook(self._hook_table("_state_dict_hooks"), hook, False,
+                        [(self._hook_table("_state_dict_hooks_public"), False)])
+
+    def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` runs before this module's entries are loaded; it may edit
+        ``state_dict`` (this module's part) in place."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False) -> RemovableHandle:
+        """The private form: without ``with_module`` the hook is called without the module."""
+        return add_hook(self._hook_table("_load_state_dict_pre_hooks"), hook, False,
+                        [(self._hook_table("_load_state_dict_pre_hooks_with_module"), with_module)])
+
+    def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """``hook(module, incompatible_keys)`` runs after this module and its children are
+        loaded; it may edit ``incompatible_keys.missing_keys`` / ``.unexpected_keys`` in place
+        (a strict load raises on what is left) and must return None."""
+        return add_hook(self._hook_table("_load_state_dict_post_hooks"), hook, False, [])
+
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False):
         """The module's state: an ordered dict of dotted names to parameters and persistent buffers.
 
         Values are detached from the graph unless ``keep_vars=True``; they share storage with the
         module. The dict carries each module's layout version (``_metadata``), so that
         ``load_state_dict`` can upgrade a dict saved by an older layout. ``prefix`` is prepended to
-        every key; ``destination`` is filled instead of a new dict.
+        every key; ``destination`` is filled instead of a new dict. A module shared under two
+        names appears under both, as in PyTorch.
 
         Examples
         --------
         >>> list(tapegrad.nn.Linear(3, 2).state_dict())
         ['weight', 'bias']
         """
-        out = destination
-        if out is None:
-            out = OrderedDict()
-            out._metadata = OrderedDict()
-        for mod_prefix, m in self.named_modules(prefix=prefix.rstrip(".")):
-            base = f"{mod_prefix}." if mod_prefix else ""
-            # Each module's layout version travels with the dict (as PyTorch's _metadata), so a
-            # later load can tell a dict written before a layout change from a current one.
-            if hasattr(out, "_metadata"):
-                out._metadata[mod_prefix] = {"version": m._version}
-            for name, p in m._parameters.items():
-                if p is not None:
-                    out[base + name] = p if keep_vars else p.detach()
-            for name, b in m._buffers.items():
-                if b is not None and name not in m._non_persistent_buffers:
-                    out[base + name] = b if keep_vars else b.detach()
-        return out
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        # Each module's layout version travels with the dict (as PyTorch's _metadata), so a
+        # later load can tell a dict written before a layout change from a current one.
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        d = self.__dict__
+        for hook in list((d.get("_state_dict_pre_hooks") or {}).values()):
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, child in self._modules.items():
+            if child is not None:
+                child.state_dict(destination=destination, prefix=f"{prefix}{name}.",
+                                 keep_vars=keep_vars)
+        public = d.get("_state_dict_hooks_public") or {}
+        for hid, hook in list((d.get("_state_dict_hooks") or {}).items()):
+            result = hook(self, destination, prefix, local_metadata)
+            if result is None:
+                continue
+            if hid in public:
+                raise RuntimeError("state_dict post-hook must return None")
+            destination = result
+        return destination
+
+    def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
+        """Writes this module's own parameters, persistent buffers and extra state (not its
+        children's) into ``destination`` under ``prefix``; override to change what is saved."""
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers:
+                destination[prefix + name] = b if keep_vars else b.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY] = self.get_extra_state()
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy parameters and buffers from ``state_dict`` into the module's tensors (in place).
+
+        Each module loads its own entries through ``_load_from_state_dict`` (children get the
+        entries under their prefix), with the load pre- and post-hooks around it.
 
         Parameters
         ----------
@@ -703,47 +791,42 @@ class Module:
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors = [], [], []
         metadata = getattr(state_dict, "_metadata", None)
-        # A private copy: upgrading an old layout adds keys, never to the caller's dict.
+        # A private copy: upgrades and pre-hooks may edit it, never the caller's dict.
         state_dict = OrderedDict(state_dict)
-        for mod_prefix, m in self.named_modules():
-            version = (metadata or {}).get(mod_prefix, {}).get("version")
-            m._upgrade_state_dict(state_dict, f"{mod_prefix}." if mod_prefix else "", version)
-            if hasattr(m, "_materialize_from"):         # a lazy module takes the saved shapes
-                m._materialize_from(state_dict, f"{mod_prefix}." if mod_prefix else "")
-        own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        errors = []
-        for key, target in own.items():
-            if key not in state_dict:
+        if metadata is not None:
+            state_dict._metadata = metadata
+        # An explicit stack instead of recursion; post-hooks run when a module's subtree is done
+        # (the order PyTorch's recursive load gives).
+        stack = [(self, state_dict, "", False)]
+        while stack:
+            module, local, prefix, done = stack.pop()
+            if done:
+                keys = _IncompatibleKeys(missing, unexpected)
+                for hook in list((module.__dict__.get("_load_state_dict_post_hooks") or {}).values()):
+                    if hook(module, keys) is not None:
+                        raise AssertionError(
+                            "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                            "expected to return new values, if incompatible_keys need to be "
+                            "modified, it should be done inplace.")
                 continue
-            src = state_dict[key]
-            if not isinstance(src, (_core.TensorBase, np.ndarray)):
-                # PyTorch copies only tensors (a list or a number would be a silent guess of
-                # dtype; numpy arrays stay accepted, a documented convenience)
-                errors.append(f'While copying the parameter named "{key}", expected torch.Tensor '
-                              f"or Tensor-like object from checkpoint but received {type(src)}")
-                continue
-            src_arr = src._array if isinstance(src, _core.TensorBase) else src
-            if src_arr.shape != target._array.shape:
-                errors.append(f"size mismatch for {key}: copying a param with shape "
-                              f"torch.Size({list(src_arr.shape)}) from checkpoint, the shape in "
-                              f"current model is torch.Size({list(target._array.shape)}).")
-                continue
+            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
             if assign:
-                self._assign_loaded(key, target, src)
-            elif target.is_meta:
-                if not getattr(src, "is_meta", False):
-                    warnings.warn(f"for {key.rsplit('.', 1)[-1]}: copying from a non-meta "
-                                  f"parameter in the checkpoint to a meta parameter in the "
-                                  f"current model, which is a no-op. (Did you mean to pass "
-                                  f"`assign=True` to assign items in the state dictionary to "
-                                  f"their corresponding key in the module instead of copying "
-                                  f"them in place?)", UserWarning, stacklevel=2)
-            else:
-                with no_grad():
-                    target._array[...] = src_arr.astype(target._array.dtype, copy=False)
+                local_metadata["assign_to_params_buffers"] = assign
+            module._load_from_state_dict(local, prefix, local_metadata, True, missing, unexpected,
+                                         errors)
+            stack.append((module, None, prefix, True))
+            # Each child gets the entries under its prefix, split off in one pass over this
+            # module's entries (not one pass per child).
+            parts = {name: {} for name, child in module._modules.items() if child is not None}
+            for k, v in local.items():
+                if k.startswith(prefix):
+                    head, dot, _ = k[len(prefix):].partition(".")
+                    if dot and head in parts:
+                        parts[head][k] = v
+            for name in reversed(list(parts)):
+                stack.append((module._modules[name], parts[name], f"{prefix}{name}.", False))
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: "
@@ -756,21 +839,96 @@ class Module:
                                + "\n\t".join(errors))
         return _IncompatibleKeys(missing, unexpected)
 
-    def _assign_loaded(self, key: str, target, src) -> None:
-        """load_state_dict(assign=True): the checkpoint's tensor itself becomes the parameter
-        or buffer `key` (its storage and dtype; a parameter keeps the old requires_grad)."""
-        prefix, _, name = key.rpartition(".")
-        owner = self.get_submodule(prefix) if prefix else self
+    def _load_from_state_dict(self, state_dict, prefix: str, local_metadata, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
+        """Loads this module's own entries (keys ``prefix + name``) from ``state_dict``; the
+        override point for a module whose saved layout differs from its attributes.
+
+        Appends to ``missing_keys`` / ``unexpected_keys`` (when ``strict``) and ``error_msgs``
+        rather than raising, so that load_state_dict reports every problem at once.
+        ``local_metadata`` holds the saved ``version`` of this module's layout, and
+        ``assign_to_params_buffers`` for ``load_state_dict(assign=True)``.
+        """
+        self._upgrade_state_dict(state_dict, prefix, local_metadata.get("version"))
+        if hasattr(self, "_materialize_from"):         # a lazy module takes the saved shapes
+            self._materialize_from(state_dict, prefix)
+        d = self.__dict__
+        with_module = d.get("_load_state_dict_pre_hooks_with_module") or {}
+        for hid, hook in list((d.get("_load_state_dict_pre_hooks") or {}).items()):
+            args = (state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                    error_msgs)
+            hook(self, *args) if hid in with_module else hook(*args)
+        local = {name: t for name, t in self._parameters.items() if t is not None}
+        local.update((name, t) for name, t in self._buffers.items()
+                     if t is not None and name not in self._non_persistent_buffers)
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, target in local.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            src = state_dict[key]
+            if not isinstance(src, (_core.TensorBase, np.ndarray)):
+                # PyTorch copies only tensors (a list or a number would be a silent guess of
+                # dtype; numpy arrays stay accepted, a documented convenience)
+                error_msgs.append(f'While copying the parameter named "{key}", expected '
+                                  f"torch.Tensor or Tensor-like object from checkpoint but "
+                                  f"received {type(src)}")
+                continue
+            src_arr = src._array if isinstance(src, _core.TensorBase) else src
+            if target._array.ndim == 0 and src_arr.ndim == 1:
+                # a scalar saved as a 1-element vector by old PyTorch versions (0.3)
+                src, src_arr = src[0], src_arr[0]
+            if src_arr.shape != target._array.shape:
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                  f"torch.Size({list(src_arr.shape)}) from checkpoint, the shape "
+                                  f"in current model is torch.Size({list(target._array.shape)}).")
+                continue
+            if assign:
+                self._assign_loaded(name, target, src)
+            elif target.is_meta:
+                if not getattr(src, "is_meta", False):
+                    warnings.warn(f"for {name}: copying from a non-meta parameter in the "
+                                  f"checkpoint to a meta parameter in the current model, which "
+                                  f"is a no-op. (Did you mean to pass `assign=True` to assign "
+                                  f"items in the state dictionary to their corresponding key in "
+                                  f"the module instead of copying them in place?)",
+                                  UserWarning, stacklevel=3)
+            else:
+                with no_grad():
+                    target._array[...] = np.asarray(src_arr).astype(target._array.dtype,
+                                                                    copy=False)
+        extra_key = prefix + _EXTRA_STATE_KEY
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix) and key != extra_key:
+                    head, dot, _ = key[len(prefix):].partition(".")
+                    # a dotted name must lead to a child module; a plain one to a local tensor
+                    if (head not in self._modules) if dot else (head not in local):
+                        unexpected_keys.append(key)
+
+    def _assign_loaded(self, name: str, target, src) -> None:
+        """load_state_dict(assign=True): the checkpoint's tensor itself becomes this module's
+        parameter or buffer `name` (its storage and dtype; a parameter keeps the old
+        requires_grad)."""
         if not isinstance(src, _core.TensorBase):
             src = _core.wrap_array(src)
-        if name in owner._parameters:
+        if name in self._parameters:
             if isinstance(src, Parameter):
                 src.requires_grad_(target.requires_grad)
             else:
                 src = Parameter(src, requires_grad=target.requires_grad)
-            owner._parameters[name] = src
+            self._parameters[name] = src
         else:
-            owner._buffers[name] = src
+            self._buffers[name] = src
 
     def _upgrade_state_dict(self, state_dict, prefix: str, version) -> None:
         """Brings entries written under an older `version` of this module's layout (None: the
