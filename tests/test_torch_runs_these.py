@@ -1,0 +1,54 @@
+"""Calls PyTorch 2.13 runs that tapegrad refused (found by the differential fuzzer, issue 16):
+empty results of samplers with integer dtypes, area interpolation to size 0, convolutions with
+empty dims.  Each result (shape, dtype, values, gradients) is compared with torch's own."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def _both(torch, fn):
+    """fn run by tapegrad and by torch, as numpy arrays (shape and dtype kept)."""
+    return np.asarray(fn(tg).detach().numpy()), fn(torch).detach().numpy()
+
+
+def _same(mine, theirs):
+    assert mine.shape == theirs.shape and mine.dtype == theirs.dtype, (mine.shape, mine.dtype,
+                                                                         theirs.shape, theirs.dtype)
+    np.testing.assert_allclose(mine, theirs, rtol=1e-6, atol=1e-6)
+
+
+# -- 5. samplers with an empty shape ------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda t: t.randn(0, dtype=t.int64),
+    lambda t: t.randn(5, 0, dtype=t.int8),
+    lambda t: t.randn(0, dtype=t.bool),
+    lambda t: t.normal(0.0, 1.0, (0, 2), dtype=t.int32),
+    lambda t: t.randn_like(t.ones(0, 3, dtype=t.int16)),
+    lambda t: t.ones(0, dtype=t.int64).normal_(),
+    lambda t: t.randn(0, out=t.ones(3, dtype=t.int64)),
+])
+def test_normal_samplers_give_empty_int_tensors(torch, make):
+    # PyTorch's normal kernel (and its float-only check) never runs for an empty result.
+    _same(*_both(torch, make))
+
+
+@pytest.mark.parametrize("make", [
+    lambda t: t.randn(2, dtype=t.int64),          # a non-empty result reaches the kernel
+    lambda t: t.rand(0, dtype=t.int64),           # uniform checks its bounds first, even empty
+    lambda t: t.ones(0, dtype=t.int64).uniform_(),
+])
+def test_int_samplers_still_refused_where_torch_refuses(torch, make):
+    with pytest.raises(NotImplementedError) as theirs:
+        make(torch)
+    with pytest.raises(NotImplementedError) as mine:
+        make(tg)
+    assert str(theirs.value) == str(mine.value)
+
+
+def test_randn_int_requires_grad_refused_as_torch(torch):
+    with pytest.raises(RuntimeError, match="floating point"):
+        torch.randn(0, dtype=torch.int64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="floating point"):
+        tg.randn(0, dtype=tg.int64, requires_grad=True)
