@@ -52,3 +52,42 @@ def test_randn_int_requires_grad_refused_as_torch(torch):
         torch.randn(0, dtype=torch.int64, requires_grad=True)
     with pytest.raises(RuntimeError, match="floating point"):
         tg.randn(0, dtype=tg.int64, requires_grad=True)
+
+
+# -- 3. area interpolation (adaptive average pooling) to an output size of 0 -------------------
+
+@pytest.mark.parametrize("make", [
+    lambda t: t.nn.functional.interpolate(t.arange(8.).reshape(1, 2, 4), size=0, mode="area"),
+    lambda t: t.nn.functional.interpolate(t.arange(32.).reshape(1, 2, 4, 4), size=(0, 3),
+                                          mode="area"),
+    lambda t: t.nn.functional.interpolate(t.ones(1, 2, 4), scale_factor=0.1, mode="area"),
+    lambda t: t.nn.functional.adaptive_avg_pool1d(t.ones(1, 2, 4), 0),
+    lambda t: t.nn.functional.adaptive_avg_pool2d(t.ones(1, 2, 4, 4), (None, 0)),
+    lambda t: t.nn.functional.adaptive_avg_pool3d(t.ones(1, 2, 4, 4, 4), (0, 2, 2)),
+])
+def test_area_and_adaptive_avg_to_size_zero_are_empty(torch, make):
+    _same(*_both(torch, make))
+
+
+def test_area_to_size_zero_gradient_is_zero():
+    # PyTorch's backward refuses the empty grad_output (a RuntimeError from
+    # adaptive_avg_pool2d_backward); tapegrad gives the gradient it stands for: zeros.
+    x = tg.ones(1, 2, 4, dtype=tg.float64, requires_grad=True)
+    tg.nn.functional.interpolate(x, size=0, mode="area").sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((1, 2, 4)))
+
+
+@pytest.mark.parametrize("make", [
+    # an empty input dim: PyTorch raises where tapegrad averaged nothing into NaN
+    lambda t: t.nn.functional.interpolate(t.ones(1, 2, 0), size=3, mode="area"),
+    lambda t: t.nn.functional.interpolate(t.ones(1, 2, 4), size=-1, mode="area"),
+    lambda t: t.nn.functional.adaptive_avg_pool2d(t.ones(1, 2, 4, 4), (1, -1)),
+    lambda t: t.nn.functional.adaptive_avg_pool3d(t.ones(1, 2, 4, 4, 4), (-1, 2, 2)),
+    lambda t: t.nn.functional.interpolate(t.ones(1, 2, 4), size=0, mode="nearest"),
+])
+def test_area_refusals_match_torch(torch, make):
+    with pytest.raises(RuntimeError) as theirs:
+        make(torch)
+    with pytest.raises(RuntimeError) as mine:
+        make(tg)
+    assert str(theirs.value)[:40] == str(mine.value)[:40]

@@ -281,7 +281,11 @@ def _adaptive3d_sizes(input, output_size, name):
         raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
                            f"dimensions, but input has sizes {list(input.shape)} with dimension "
                            f"{empty[0]} being empty")
-    return spatial, tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
+    out = tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
+    if any(o < 0 for o in out):
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 "
+                           f"but received {{{', '.join(map(str, out))}}}")
+    return spatial, out
 
 
 def adaptive_avg_pool3d(input, output_size):
