@@ -91,3 +91,69 @@ def test_area_refusals_match_torch(torch, make):
     with pytest.raises(RuntimeError) as mine:
         make(tg)
     assert str(theirs.value)[:40] == str(mine.value)[:40]
+
+
+# -- 4. convolutions with an empty batch, no input channels or an empty output dim ---------------
+
+def _conv_case(torch, make, shapes):
+    """make(t, *tensors) under both libraries, float64 tensors of `shapes` requiring grad: the
+    same output (shape, dtype, values) and the same gradients (zeros, of each input's shape)."""
+    results = []
+    for lib in (tg, torch):
+        args = [lib.ones(*s, dtype=lib.float64, requires_grad=True) for s in shapes]
+        out = make(lib, *args)
+        out.sum().backward()
+        results.append((out.detach().numpy(), [a.grad.numpy() for a in args]))
+    (mine, mine_grads), (theirs, their_grads) = results
+    _same(mine, theirs)
+    for g, h in zip(mine_grads, their_grads):
+        _same(g, h)
+
+
+@pytest.mark.parametrize("make, shapes", [
+    # transposed, empty batch and an output spatial size of 0 (no kernel runs in PyTorch)
+    (lambda t, x, w: t.nn.functional.conv_transpose2d(x, w), [(0, 2, 0, 5), (2, 3, 1, 1)]),
+    (lambda t, x, w: t.nn.functional.conv_transpose1d(x, w), [(0, 2, 0), (2, 3, 1)]),
+    (lambda t, x, w: t.nn.functional.conv_transpose3d(x, w), [(0, 2, 0, 2, 2), (2, 3, 1, 1, 1)]),
+    # no input channels: PyTorch gives no output channels either, and zero gradients
+    (lambda t, x, w, b: t.nn.functional.conv2d(x, w, b), [(1, 0, 5, 5), (3, 0, 3, 3), (3,)]),
+    (lambda t, x, w: t.nn.functional.conv1d(x, w), [(2, 0, 5), (3, 0, 3)]),
+    (lambda t, x, w: t.nn.functional.conv2d(x, w), [(0, 0, 5, 5), (3, 0, 3, 3)]),
+    (lambda t, x, w, b: t.nn.functional.conv2d(x, w, b), [(0, 5, 5), (3, 0, 3, 3), (3,)]),
+    (lambda t, x, w: t.nn.functional.conv3d(x, w), [(1, 0, 5, 5, 5), (3, 0, 3, 3, 3)]),
+])
+def test_empty_convolutions_run_as_torch(torch, make, shapes):
+    _conv_case(torch, make, shapes)
+
+
+@pytest.mark.parametrize("make, shapes", [
+    # An empty batch with a non-empty sample shape ran before; the transposed convolutions now
+    # take the empty-input path instead of a padded dummy sample: these guard that change.
+    (lambda t, x, w, b: t.nn.functional.conv_transpose2d(x, w, b, stride=2, output_padding=1),
+     [(0, 2, 5, 5), (2, 3, 3, 3), (3,)]),
+    (lambda t, x, w, b: t.nn.functional.conv2d(x, w, b, stride=2, padding=1),
+     [(0, 2, 5, 5), (3, 2, 3, 3), (3,)]),
+    (lambda t, x, w, b: t.nn.functional.conv_transpose1d(x, w, b), [(0, 2, 5), (2, 3, 3), (3,)]),
+])
+def test_empty_batch_convolutions_still_run(torch, make, shapes):
+    _conv_case(torch, make, shapes)
+
+
+@pytest.mark.parametrize("make", [
+    lambda t: t.nn.functional.conv2d(t.ones(1, 2, 5, 5), t.ones(0, 2, 3, 3)),
+    lambda t: t.nn.functional.conv1d(t.ones(1, 2, 5), t.ones(0, 2, 3)),
+    lambda t: t.nn.functional.conv3d(t.ones(1, 2, 5, 5, 5), t.ones(0, 2, 3, 3, 3)),
+    lambda t: t.nn.functional.conv2d(t.ones(1, 2, 5, 5), t.ones(1, 1, 3, 3), groups=2),
+    lambda t: t.nn.functional.conv_transpose2d(t.ones(1, 2, 5, 5), t.ones(2, 0, 3, 3)),
+    lambda t: t.nn.functional.conv_transpose1d(t.ones(1, 2, 5), t.ones(2, 0, 3)),
+    lambda t: t.nn.functional.conv_transpose3d(t.ones(1, 2, 5, 5, 5), t.ones(2, 0, 3, 3, 3)),
+    lambda t: t.nn.functional.conv_transpose1d(t.ones(1, 0, 5), t.ones(0, 3, 3)),
+    lambda t: t.nn.functional.conv_transpose2d(t.ones(1, 2, 0, 5), t.ones(2, 3, 1, 1)),
+])
+def test_empty_weights_refused_as_torch(torch, make):
+    # tapegrad raised ValueError from its kernel, or returned an empty result PyTorch refuses
+    with pytest.raises(RuntimeError) as theirs:
+        make(torch)
+    with pytest.raises(RuntimeError) as mine:
+        make(tg)
+    assert str(theirs.value) == str(mine.value)
