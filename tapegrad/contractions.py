@@ -240,6 +240,9 @@ def _contract_pair(a, la, b, lb, needed):
         a = a.expand(*batch_sizes, *a.shape[len(batch):])
     if any(size_b[lab] != s for lab, s in zip(batch, batch_sizes)):
         b = b.expand(*batch_sizes, *b.shape[len(batch):])
+    if contract and a._array.dtype == np.bool_:
+        # PyTorch contracts with bmm, whose dtype check (on the first operand) comes first.
+        raise NotImplementedError('"bmm" not implemented for \'Bool\'')
     if a.dtype != b.dtype:
         if contract:
             raise RuntimeError(f"expected scalar type {_type_name(a)} but found {_type_name(b)}")

@@ -157,3 +157,63 @@ def test_empty_weights_refused_as_torch(torch, make):
     with pytest.raises(RuntimeError) as mine:
         make(tg)
     assert str(theirs.value) == str(mine.value)
+
+
+# -- 1. einsum with mixed dtypes ------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec, shapes, dtypes", [
+    # no summed subscript: PyTorch multiplies, with type promotion
+    ("i,i->i", [(3,), (3,)], ("float32", "float64")),
+    ("i,j->ij", [(3,), (2,)], ("float16", "float32")),
+    ("ij,j->ij", [(2, 3), (3,)], ("int64", "float32")),
+    ("ii,i->i", [(3, 3), (3,)], ("float32", "float64")),
+])
+def test_einsum_promotes_without_contraction(torch, spec, shapes, dtypes):
+    # (ran before this session's fixes; guards torch's promotion and its gradients' dtypes)
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    results = []
+    for lib in (tg, torch):
+        ts = [lib.tensor(a).to(getattr(lib, d)) for a, d in zip(arrays, dtypes)]
+        for t in ts:
+            if t.is_floating_point():
+                t.requires_grad_(True)
+        out = lib.einsum(spec, *ts)
+        out.sum().backward()
+        results.append((out.detach().numpy(), [t.grad.numpy() for t in ts if t.requires_grad]))
+    (mine, mg), (theirs, tgr) = results
+    assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
+    np.testing.assert_allclose(mine, theirs, rtol=1e-3)
+    for g, h in zip(mg, tgr):
+        assert g.dtype == h.dtype
+        np.testing.assert_allclose(g, h, rtol=1e-3)
+
+
+@pytest.mark.parametrize("make", [
+    lambda t: t.einsum("ij,jk->ik", t.ones(2, 3), t.ones(3, 4, dtype=t.float64)),
+    lambda t: t.einsum("i,i->", t.ones(3), t.ones(3, dtype=t.float64)),
+    lambda t: t.einsum("ij,jk->ik", t.ones(2, 3, dtype=t.bool), t.ones(3, 2)),
+    lambda t: t.einsum("ij,jk->ik", t.ones(2, 3, dtype=t.bool), t.ones(3, 2, dtype=t.bool)),
+])
+def test_einsum_contraction_refusals_match_torch(torch, make):
+    # a summed subscript runs bmm, which PyTorch refuses for mixed dtypes and for bool (the bool
+    # cases raised RuntimeError or addmm's message before)
+    with pytest.raises(Exception) as theirs:
+        make(torch)
+    with pytest.raises(Exception) as mine:
+        make(tg)
+    assert type(theirs.value) is type(mine.value)
+    assert str(theirs.value) == str(mine.value)
+
+
+# -- 2. circular padding with negative pads (PyTorch crops first) -------------------------------
+
+@pytest.mark.parametrize("shape, pad", [
+    ((1, 1, 10), (-2, 3)), ((1, 1, 10), (-2, -3)), ((1, 1, 4, 5), (-1, -1, 1, -2)),
+    ((1, 4, 5), (-1, 2)), ((1, 1, 3, 4, 5), (-1, 2, 0, -1, 1, -1)), ((1, 1, 10), (-10, 0)),
+])
+def test_circular_pad_negative_crops(torch, shape, pad):
+    # (ran before this session; guards values and gradients.  Where a wrap would copy the
+    # output onto itself, PyTorch raises or runs depending on memory layout, and its gradient
+    # there is not the derivative of its values: tapegrad raises PyTorch's overlap error.)
+    _conv_case(torch, lambda t, x: t.nn.functional.pad(x, pad, mode="circular") * 1.0, [shape])
