@@ -167,9 +167,16 @@ def test_empty_weights_refused_as_torch(torch, make):
     ("i,j->ij", [(3,), (2,)], ("float16", "float32")),
     ("ij,j->ij", [(2, 3), (3,)], ("int64", "float32")),
     ("ii,i->i", [(3, 3), (3,)], ("float32", "float64")),
+    # summed subscripts of size 1 on one side (the other side is summed first) or on both:
+    # still no bmm in PyTorch, so a promoting multiply (these raised before)
+    ("a,a", [(1,), (1,)], ("float64", "float32")),
+    ("ac,c", [(2, 1), (1,)], ("float32", "float64")),
+    ("cb,cb->c", [(2, 1), (2, 1)], ("float64", "float32")),
+    ("ca,ca,ba", [(2, 1), (2, 1), (1, 1)], ("float64", "float64", "float32")),
+    (",cb,c->b", [(), (1, 1), (1,)], ("float32", "float64", "float32")),
+    ("ab,b->a", [(2, 1), (1,)], ("bool", "float32")),
 ])
 def test_einsum_promotes_without_contraction(torch, spec, shapes, dtypes):
-    # (ran before this session's fixes; guards torch's promotion and its gradients' dtypes)
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal(s) for s in shapes]
     results = []
