@@ -240,8 +240,14 @@ def _contract_pair(a, la, b, lb, needed):
         a = a.expand(*batch_sizes, *a.shape[len(batch):])
     if any(size_b[lab] != s for lab, s in zip(batch, batch_sizes)):
         b = b.expand(*batch_sizes, *b.shape[len(batch):])
-    if a.dtype != b.dtype:
-        if contract:
+    # PyTorch contracts with bmm only over subscripts longer than 1 on both sides (the others
+    # were summed out above, or are 1 on both): without one it multiplies instead.
+    summed = [lab for lab in contract if size_a[lab] != 1]
+    if summed and a._array.dtype == np.bool_:
+        # bmm's dtype check (on the first operand) comes before its operands' comparison.
+        raise NotImplementedError('"bmm" not implemented for \'Bool\'')
+    if a.dtype != b.dtype or a._array.dtype == np.bool_:
+        if summed:
             raise RuntimeError(f"expected scalar type {_type_name(a)} but found {_type_name(b)}")
         # No summed subscript: PyTorch multiplies (with type promotion) instead of a bmm.
         sa = [size_a[lab] for lab in a_only]

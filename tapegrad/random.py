@@ -228,9 +228,13 @@ def _standard_normal(rng: np.random.Generator, shape, dt) -> np.ndarray:
     return rng.standard_normal(shape).astype(dt, copy=False)
 
 
-def _float_dtype(dtype, kernel: str) -> np.dtype:
+def _float_dtype(dtype, kernel: str, shape=None) -> np.dtype:
+    """The result dtype of a float sampler.  PyTorch's normal kernel refuses other dtypes only when
+    it runs, and it never runs for an empty result: pass `shape` for the normal samplers so
+    randn(0, dtype=torch.int64) gives an empty int64 tensor as there (uniform's bound check comes
+    first and refuses every non-float dtype, empty or not)."""
     dt = _np_dtype(dtype) or _default_float()
-    if dt.kind != "f":
+    if dt.kind != "f" and not (shape is not None and 0 in shape and dt.kind in "biu"):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_name(dt)}\'')
     return dt
 
@@ -336,7 +340,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     """Samples from the standard normal distribution: randn(2, 3) or randn((2, 3))."""
     shape = _shape_of(size, kwargs.pop("size", None), "randn")
     _no_extra(kwargs, "randn")
-    dt = _float_dtype(_out_dtype(out, dtype, "randn"), "normal_kernel_cpu")
+    dt = _float_dtype(_out_dtype(out, dtype, "randn"), "normal_kernel_cpu", shape)
     _check_factory(dt, requires_grad, device)
     return _finish(_standard_normal(_numpy_rng(generator, "randn"), shape, dt), requires_grad,
                    out)
@@ -459,8 +463,8 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
                             f"{type(size).__name__}), but expected size as a tuple of ints")
         if not std >= 0:                # NaN too, as PyTorch
             raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
-        dt = _float_dtype(_out_dtype(out, dtype, "normal"), "normal_kernel_cpu")
         shape = _size_args((tuple(size),))
+        dt = _float_dtype(_out_dtype(out, dtype, "normal"), "normal_kernel_cpu", shape)
         _check_factory(dt, requires_grad, device)
         values = _numpy_rng(generator, "normal").normal(mean, std, shape).astype(dt)
         return _finish(values, requires_grad, out)
@@ -648,7 +652,8 @@ def _fill(t, values: np.ndarray, record: str):
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill in place with samples from N(mean, std^2)."""
     _check_inplace(self)
-    _check_float_input(self, "normal_kernel_cpu")
+    if self._array.size:                # PyTorch's kernel (and its dtype check) skips empties
+        _check_float_input(self, "normal_kernel_cpu")
     if not std >= 0:                    # NaN too, as PyTorch
         raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
     values = _numpy_rng(generator, "normal_").normal(mean, std, self._array.shape)

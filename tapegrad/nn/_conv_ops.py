@@ -519,14 +519,54 @@ def empty_batch_safe(nd):
     return wrap
 
 
+def _weight_rows_check(weight, groups) -> None:
+    """PyTorch's first weight check of every convolution, transposed or not: at least one row
+    (output channel, or input channel when transposed) per group."""
+    if weight.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
+
+
+def _transposed_weight_check(weight, nd) -> None:
+    """A transposed convolution's weight with no output channels: PyTorch's shape check refuses
+    it (1-d runs as 2-d and shows the weight with a height of 1)."""
+    if weight._array.size == 0:
+        if nd == 3:
+            raise RuntimeError("non-empty 5D (n_output_plane x n_input_plane x kernel_depth x "
+                               "kernel_height x kernel_width) tensor expected for weight, but "
+                               f"got: {list(weight.shape)}")
+        shape = list(weight.shape)
+        if nd == 1:
+            shape.insert(2, 1)
+        raise RuntimeError(f"non-empty 2D or 4D weight tensor expected, but got: {shape}")
+
+
+def empty_input_output(input, weight, bias, out_shape, transposed):
+    """The result of a convolution whose batched input has no elements, as PyTorch's 'Empty'
+    backend makes it: no kernel runs; the product of the flattened input with the flattened
+    weight (its first element when the input has channels) and bias[0] keeps input, weight and
+    bias in the graph, so each gets a zero gradient of its shape.  A transposed convolution
+    accepts only an empty batch there; a convolution of an input with no channels gives no
+    output channels either (PyTorch's shape, whatever the weight's row count)."""
+    if transposed and input.shape[0] != 0:
+        raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got input "
+                           f"shape: {list(input.shape)}")
+    w = weight.reshape(-1)
+    out = input.reshape(-1) * (w if input.shape[1] == 0 else w[0])
+    if bias is not None:
+        out = out + bias[0]
+    return out.reshape(out_shape)
+
+
 def _channel_checks(input, weight, bias, groups) -> None:
     """PyTorch's errors for channel counts that do not fit the weight and groups, and a bias of
     the wrong size (every convolution's, whatever its dimensionality)."""
     C = input.shape[1]
     O = weight.shape[0]
+    _weight_rows_check(weight, groups)
     if O % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size [{list(weight.shape)}] instead")
+                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
     if C != weight.shape[1] * groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
                            f"input{list(input.shape)} to have {weight.shape[1] * groups} "
@@ -578,6 +618,9 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
     O = weight.shape[0]
     out_sp = tuple(_out_size(s, a + b, k, st, d)
                    for s, (a, b), k, st, d in zip(spatial, pads, kernel, stride, dilation))
+    if C == 0:
+        out = empty_input_output(input, weight, bias, (N, 0) + out_sp, False)
+        return out.squeeze(0) if unbatched else out
     if nd == 1:
         x4 = input.unsqueeze(2)
         w4 = weight.unsqueeze(2)
@@ -614,6 +657,8 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
     input, unbatched = _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups,
                                     transposed=True)
     N, C = input.shape[:2]
+    _weight_rows_check(weight, groups)
+    _transposed_weight_check(weight, nd)
     if C != weight.shape[0]:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
                            f"input{list(input.shape)} to have {weight.shape[0]} channels, but "
@@ -640,10 +685,15 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
     spatial = tuple(input.shape[2:])
     out_sp = tuple((s - 1) * st - 2 * p + d * (k - 1) + op + 1 for s, st, p, d, k, op in
                    zip(spatial, stride, padding, dilation, kernel, output_padding))
-    if any(o <= 0 for o in out_sp):
+    empty = input._array.size == 0
+    # An empty batch takes PyTorch's empty-input path, where a spatial size of 0 is an answer.
+    if any(o < 0 or (o == 0 and not empty) for o in out_sp):
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). "
                            f"Calculated output size per channel: "
                            f"({' x '.join(map(str, out_sp))}). Output size is too small")
+    if empty:
+        out = empty_input_output(input, weight, bias, (N, O) + out_sp, True)
+        return out.squeeze(0) if unbatched else out
     if nd == 1:
         x4, w4 = input.unsqueeze(2), weight.unsqueeze(2)
         geom = Geometry((1, out_sp[0]), (1, spatial[0]), (1, kernel[0]), (1, stride[0]),
@@ -660,7 +710,6 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
     return out.squeeze(0) if unbatched else out
 
 
-@empty_batch_safe(1)
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The adjoint of conv1d in its input ("deconvolution"); weight is (C_in, C_out/groups, k)."""
@@ -668,7 +717,6 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                               dilation, 1)
 
 
-@empty_batch_safe(2)
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The adjoint of conv2d in its input; weight is (C_in, C_out/groups, kh, kw)."""

@@ -288,6 +288,9 @@ def _adaptive_sizes(input, output_size, nd, name):
         raise RuntimeError(f"{name}: output_size must be {nd}")
     spatial = tuple(input.shape[-nd:])
     out = tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
+    if any(o < 0 for o in out):
+        raise RuntimeError(f"{name.replace('1d', '2d')}: elements of output_size must be greater "
+                           f"than or equal to 0 but received {{{', '.join(map(str, out))}}}")
     # Average pooling allows empty batch and channel dims, max pooling only an empty dim 0; 1-d
     # pooling reports itself as the 2-d op, as PyTorch (which runs it as 2-d) does.
     first_checked = input.dim() - nd if "avg" in name else 1
@@ -314,6 +317,8 @@ def _window_average(x, dim, n):
     over the whole axis, forward and backward."""
     dim = dim % x.dim()
     size = x.shape[dim]
+    if n == 0:                  # PyTorch allows an output size of 0: an empty result
+        return x.index_select(dim, _wrap(np.zeros(0, dtype=np.int64)))
     if size % n == 0:           # equal windows (global pooling, 2x downsampling): one mean
         shape = tuple(x.shape[:dim]) + (n, size // n) + tuple(x.shape[dim + 1:])
         return x.reshape(shape).mean(dim + 1)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _core
 from ._conv_ops import _check_tensor, _wrap
-from ._pool_ops import _shape_along, _window_average
+from ._pool_ops import _adaptive_sizes, _shape_along, _window_average
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pad", "dropout1d",
            "dropout2d"]
@@ -118,7 +118,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     out_sp, scales = _interp_sizes(input, nd, size, scale_factor)
     if recompute_scale_factor:
         scales = (None,) * nd
-    if any(o <= 0 for o in out_sp):
+    if mode == "area":
+        # PyTorch runs area as adaptive average pooling: its checks (an empty input dim raises,
+        # an output size of 0 gives an empty result), not the interpolation kernels' ones.
+        _adaptive_sizes(input, out_sp, nd, f"adaptive_avg_pool{nd}d")
+    elif any(o <= 0 for o in out_sp):
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({', '.join(map(str, input.shape[2:]))}) and output "
                            f"({', '.join(map(str, out_sp))})")

@@ -25,7 +25,8 @@ import numpy as np
 
 from .. import _core
 from .. import stack as _stack
-from ._conv_ops import _check_tensor, _conv_arguments, _conv_checks, _out_size, _tuple
+from ._conv_ops import (_check_tensor, _conv_arguments, _conv_checks, _out_size,
+                        _transposed_weight_check, _tuple, _weight_rows_check, empty_input_output)
 from ._conv_ops import conv2d, conv_transpose2d
 from ._pool_ops import (_adaptive_bounds, _window_average, adaptive_max_pool2d, avg_pool2d,
                         max_pool2d)
@@ -66,6 +67,11 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                       stacklevel=2)
     N, C, D, H, W = x.shape
     O = weight.shape[0]
+    if C == 0:
+        out_sp = tuple(_out_size(s, a + b, k, st, d) for s, (a, b), k, st, d in
+                       zip((D, H, W), pads, kernel, stride, dilation))
+        out = empty_input_output(x, weight, bias, (N, 0) + out_sp, False)
+        return out.squeeze(0) if unbatched else out
     kd, kh, kw = kernel
     sd, sh, sw = stride
     dd, dh, dw = dilation
@@ -98,6 +104,8 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     x, unbatched = _conv_checks(input, weight, bias, 3, stride, padding, dilation, groups,
                                 transposed=True)
     N, C, D, H, W = x.shape
+    _weight_rows_check(weight, groups)
+    _transposed_weight_check(weight, 3)
     if C != weight.shape[0]:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
                            f"input{list(x.shape)} to have {weight.shape[0]} channels, but "
@@ -121,10 +129,15 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     kd, kh, kw = weight.shape[2:]
     out_sp = tuple((s - 1) * st - 2 * p + d * (k - 1) + op + 1 for s, st, p, d, k, op in
                    zip((D, H, W), stride, padding, dilation, (kd, kh, kw), output_padding))
-    if any(o <= 0 for o in out_sp):
+    empty = x._array.size == 0
+    # An empty batch takes PyTorch's empty-input path, where a spatial size of 0 is an answer.
+    if any(o < 0 or (o == 0 and not empty) for o in out_sp):
         raise RuntimeError(f"Given input size per channel: ({D} x {H} x {W}). Calculated output "
                            f"size per channel: ({' x '.join(map(str, out_sp))}). Output size is "
                            f"too small")
+    if empty:
+        out = empty_input_output(x, weight, bias, (N, O) + out_sp, True)
+        return out.squeeze(0) if unbatched else out
     sd, dd, pd = stride[0], dilation[0], padding[0]
     # Every depth tap is a block of output channels: (C, Og, kd, kh, kw) -> (C, Og*kd, kh, kw),
     # output channel (group, o, tap) - each group's block stays contiguous.
@@ -281,7 +294,11 @@ def _adaptive3d_sizes(input, output_size, name):
         raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
                            f"dimensions, but input has sizes {list(input.shape)} with dimension "
                            f"{empty[0]} being empty")
-    return spatial, tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
+    out = tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
+    if any(o < 0 for o in out):
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 "
+                           f"but received {{{', '.join(map(str, out))}}}")
+    return spatial, out
 
 
 def adaptive_avg_pool3d(input, output_size):
