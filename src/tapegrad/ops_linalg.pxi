@@ -387,7 +387,29 @@ cdef object matmul_eager(input, other):
     fresh(b)
     cdef int route = matmul_route(A, B, a._requires_grad, b._requires_grad)
     out = product(A, B)
+    if (route == R_FOLD or route == R_FOLD_T) and grad_enabled():
+        # PyTorch folds the N-D operand into a matrix with reshape() (the batch of matrix @ batch
+        # transposed first) and its record saves the folded operand: a copy when the dims do not
+        # merge, which a later in-place write to the operand leaves intact.  Save the same
+        # snapshot (only where the other operand's gradient reads it), so such a write is not
+        # refused here where PyTorch computes the gradient from the forward's values.
+        if B.ndim > A.ndim:
+            if a._requires_grad:
+                B = folded_snapshot(B, True)
+        elif b._requires_grad:
+            A = folded_snapshot(A, False)
     return matmul_record(route_op(route, out), out, a, b, A, B, False)
+
+
+cdef object folded_snapshot(object X, bint transposed):
+    """X, or a copy of it when PyTorch's fold of X into a matrix (X.mT when `transposed`, then
+    reshape to (rows, last dim)) cannot be a view of X's memory."""
+    T = X.swapaxes(-1, -2) if transposed else X
+    try:
+        np.reshape(T, (shape_prod(T.shape, 0, T.ndim - 1), last(T.shape)), copy=False)
+    except ValueError:
+        return X.copy()
+    return X
 
 
 def _matmul_op(self, other):
