@@ -66,3 +66,39 @@ def test_matmul_fold_copy_gradient_is_the_forwards_finite_difference():
         e[i] = 1e-6
         fd[i] = (f(A + e) - f(A - e)) / 2e-6
     np.testing.assert_allclose(a.grad.numpy(), fd, rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("a_shape,b_shape,which", [
+    ((2, 3, 4), (1, 4, 5), "a"),          # broadcast batch, b's reshape is a view: refused
+    ((2, 3, 4), (3, 1, 4, 5), "a"),       # b expanded to the batch and flattened: a copy
+    ((1, 3, 4), (2, 4, 5), "a"),          # a's size-1 batch squeezed, b folded transposed: copy
+    ((2, 3, 4), (2, 4, 5), "a"),          # plain bmm: refused
+    ((2, 1, 3, 4), (2, 4, 5), "a"),       # b expanded: a copy
+    ((4,), (3, 2, 4, 5), "a"),            # vector @ batch, folded transposed: a copy
+    ((2, 3, 4), (4,), "a"),               # batch @ vector: refused
+    ((3, 1, 3, 4), (2, 4, 5), "b"),       # a expanded: a copy
+    ((2, 3, 4), (1, 4, 5), "b"),          # b's size-1 batch squeezed, a folded: a view, refused
+    ((1, 3, 4), (2, 4, 5), "b"),          # a expanded by a stride-0 batch, a view: refused
+    ((3, 4), (2, 4, 5), "both"),          # both require grad: both saved as views: refused
+])
+def test_matmul_batched_saves_like_torch(a_shape, b_shape, which):
+    # siblings of seed 36007638: the broadcast-batch route (expand + reshape to 3-D) copies an
+    # operand whose batch is really expanded; PyTorch then computes the gradient after an
+    # in-place write to it (tapegrad refused), and refuses it when the reshape is a view
+    def run(lib):
+        rng = np.random.default_rng(0)
+        a = lib.tensor(rng.standard_normal(a_shape), requires_grad=which in ("a", "both"))
+        b = lib.tensor(rng.standard_normal(b_shape), requires_grad=which in ("b", "both"))
+        out = a @ b
+        W = lib.tensor(rng.standard_normal(tuple(out.shape)))
+        with lib.no_grad():
+            (b if which == "a" else a).mul_(2.0)
+        try:
+            (out * W).sum().backward()
+        except RuntimeError:
+            return "RuntimeError", None
+        return "ok", (a if which in ("a", "both") else b).grad.numpy()
+    want, got = run(torch), run(tg)
+    assert got[0] == want[0], (got[0], want[0])
+    if want[0] == "ok":
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12, atol=1e-12)
