@@ -102,3 +102,29 @@ def test_matmul_batched_saves_like_torch(a_shape, b_shape, which):
     assert got[0] == want[0], (got[0], want[0])
     if want[0] == "ok":
         np.testing.assert_allclose(got[1], want[1], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("how", ["chunk", "split", "unbind", "no_grad_view", "no_grad_write"])
+def test_special_view_requires_grad_follows_base(how):
+    # fuzz seeds 36001023, 36004124, 36006373: a no_grad view or an output of chunk / split /
+    # unbind, whose base then gets a history from an in-place write of a tensor requiring grad,
+    # reports requires_grad=True in PyTorch (a view reports its base's); tapegrad said False
+    def run(lib):
+        w = lib.tensor([2.0, 5.0], requires_grad=True)
+        a = lib.zeros(4)
+        if how == "chunk":
+            v = a.chunk(2)[0]
+        elif how == "split":
+            v = a.split(2)[0]
+        elif how == "unbind":
+            v = a.unbind(0)[1]
+        else:
+            with lib.no_grad():
+                v = a[0:2]
+        if how == "no_grad_write":
+            with lib.no_grad():
+                a[0:2] = w
+        else:
+            a[0:2] = w
+        return v.requires_grad
+    assert run(tg) == run(torch)
