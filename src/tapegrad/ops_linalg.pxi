@@ -387,7 +387,52 @@ cdef object matmul_eager(input, other):
     fresh(b)
     cdef int route = matmul_route(A, B, a._requires_grad, b._requires_grad)
     out = product(A, B)
+    if grad_enabled() and (a._requires_grad or b._requires_grad):
+        A, B = saved_operands(route, A, B, a._requires_grad, b._requires_grad)
     return matmul_record(route_op(route, out), out, a, b, A, B, False)
+
+
+cdef tuple saved_operands(int route, object A, object B, bint req_a, bint req_b):
+    """The operands matmul's record saves: PyTorch saves them as it multiplied them, folded into
+    a matrix (the batch of matrix @ batch transposed first) or expanded to the common batch and
+    flattened to 3-D, by reshape(): a copy where the dims do not merge, which a later in-place
+    write to the operand leaves intact.  A snapshot is saved in those cases (and only where the
+    other operand's gradient reads it), so such a write is not refused here where PyTorch
+    computes the gradient from the forward's values; where PyTorch's reshape is a view, the
+    operand itself is saved and the write is refused, as in PyTorch."""
+    cdef bint b_folded
+    if route == R_FOLD or route == R_FOLD_T:
+        # the larger operand is folded; an operand whose size-1 batch was squeezed away
+        # (matmul_route) is the smaller one
+        b_folded = B.ndim > A.ndim or (A.ndim == B.ndim and A.shape[0] == 1 and req_a)
+        if b_folded:
+            if req_a and not merges(B.swapaxes(-1, -2), 1):
+                B = B.copy()
+        elif req_b and not merges(A, 1):
+            A = A.copy()
+    elif route == R_BMM:
+        batch = broadcast_shapes_torch(A.shape[:-2] if A.ndim > 2 else (),
+                                       B.shape[:-2] if B.ndim > 2 else ())
+        if req_b:
+            A2 = A if A.ndim > 1 else A[None, :]
+            if not merges(np.broadcast_to(A2, batch + A2.shape[-2:]), 2):
+                A = A.copy()
+        if req_a:
+            B2 = B if B.ndim > 1 else B[:, None]
+            if not merges(np.broadcast_to(B2, batch + B2.shape[-2:]), 2):
+                B = B.copy()
+    return A, B
+
+
+cdef bint merges(object X, int keep):
+    """Whether X's leading dims (all but the last `keep`) merge into one without a copy, as
+    PyTorch's reshape decides a view."""
+    shape = (shape_prod(X.shape, 0, X.ndim - keep),) + tuple(X.shape[X.ndim - keep:])
+    try:
+        np.reshape(X, shape, copy=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _matmul_op(self, other):

@@ -398,7 +398,10 @@ cdef class TensorBase:
     def requires_grad(self):
         if not stale_special_view(self):  # (PyTorch reads it without regenerating grad_fn)
             fresh(self)
-        return self._requires_grad
+            return self._requires_grad
+        # a no_grad or multi-output view whose base was since written: PyTorch's view reports
+        # its base's requires_grad (using the view then raises, see refresh_view)
+        return self._requires_grad or (<TensorBase>self._base)._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value):
