@@ -791,3 +791,22 @@ def test_special_view_requires_grad_follows_base(torch, how):
             a[0:2] = w
         return v.requires_grad
     assert run(tg) == run(torch)
+
+
+def test_advanced_index_results_are_contiguous_as_torch(torch):
+    # numpy lays out a gather after a slice in another order (x[:, [0, 0]] had strides (1, 3));
+    # PyTorch's result is contiguous, so a later .view() works (fuzz seeds 36024506, 36030249)
+    x_np = np.arange(24.0).reshape(2, 3, 4)
+    keys = [(slice(None), [0, 0]), (slice(None), [0, 1], slice(1, 3)), (Ellipsis, [1, 2]),
+            ([0, 1], slice(None), [1, 2]), (slice(None), slice(None), [3, 0, 3])]
+    for key in keys:
+        ours = tg.tensor(x_np)[key]
+        theirs = torch.tensor(x_np)[key]
+        assert ours.stride() == theirs.stride(), key
+        assert ours.is_contiguous()
+        np.testing.assert_array_equal(ours.view(-1).numpy(), theirs.view(-1).numpy())
+    x = tg.tensor(x_np, requires_grad=True)
+    x[:, [0, 0]].view(-1).sum().backward()
+    expected = np.zeros_like(x_np)
+    expected[:, 0] = 2.0
+    np.testing.assert_array_equal(x.grad.numpy(), expected)

@@ -402,6 +402,10 @@ cdef object index_op(TensorBase x, object key):
                 if msg.endswith(" with size 0"):    # (PyTorch's message: no index, no dim)
                     msg = "index is out of bounds for dimension with size 0"
                 raise IndexError(numpy_index_message(msg)) from None
+        if not out.flags.c_contiguous:
+            # numpy lays out a gather after a slice (x[:, [0, 0]]) in another order; PyTorch's
+            # result is contiguous, and code may .view() it (fuzz seeds 36024506, 36030249)
+            out = np.ascontiguousarray(out)
         aux = (shape, A.dtype, tkey1 if basic else None, B.shape, None)
     res = wrap_result(nd(out), x)
     r = record_from(op, res, (x,))
