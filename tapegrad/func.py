@@ -677,17 +677,21 @@ def _out_dims_per_leaf(name, out_dims, n):
     return dims
 
 
+def _non_tensor_output(name, value, dim):
+    """PyTorch's error for a mapped function's output that is not a tensor (with a hint about
+    out_dims=None when that output was to be batched)."""
+    hint = " Did you mean to set out_dims= to None for output?" if dim is not None else ""
+    return ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got "
+                      f"type {type(value)}.{hint}")
+
+
 def _unbatch_outputs(name, result, out_dims, level, size):
     leaves, rebuild = _flatten(result)
     dims = _out_dims_per_leaf(name, out_dims, len(leaves))
     out = []
     for leaf, dim in zip(leaves, dims):
         if not _is_tensor(leaf):
-            raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got "
-                             f"type {type(leaf)}. Did you mean to set out_dims= to None for "
-                             f"output?" if dim is not None else
-                             f"vmap({name}, ...): `{name}` must only return Tensors, got "
-                             f"type {type(leaf)}.")
+            raise _non_tensor_output(name, leaf, dim)
         if dim is None:
             if isinstance(leaf, _vmap.BatchedTensor) and leaf.level == level:
                 raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor "
@@ -754,11 +758,7 @@ def _stack_outputs(name, per_index, out_dims, probed):
         column = [f[0][k] for f in flat]
         for value in column:
             if not _is_tensor(value):
-                raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got "
-                                 f"type {type(value)}. Did you mean to set out_dims= to None for "
-                                 f"output?" if dim is not None else
-                                 f"vmap({name}, ...): `{name}` must only return Tensors, got "
-                                 f"type {type(value)}.")
+                raise _non_tensor_output(name, value, dim)
         if probed:      # the private graph of the probe stays inside vmap
             batched = column[0].requires_grad
             column = [c.detach() for c in column]
