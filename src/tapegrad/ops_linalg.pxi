@@ -408,18 +408,20 @@ cdef tuple saved_operands(int route, object A, object B, bint req_a, bint req_b)
         if b_folded:
             if req_a and not merges(B.swapaxes(-1, -2), 1):
                 B = B.copy()
-        elif req_b and not merges(A, 1):
+        elif req_b and not A.flags.c_contiguous and not merges(A, 1):
             A = A.copy()
     elif route == R_BMM:
-        batch = broadcast_shapes_torch(A.shape[:-2] if A.ndim > 2 else (),
-                                       B.shape[:-2] if B.ndim > 2 else ())
-        if req_b:
+        batch = broadcast_shapes_torch(A.shape[:A.ndim - 2] if A.ndim > 2 else (),
+                                       B.shape[:B.ndim - 2] if B.ndim > 2 else ())
+        # (a C-contiguous operand that already has the whole batch always merges: the usual
+        # case, decided without the numpy calls)
+        if req_b and not (A.flags.c_contiguous and A.ndim > 2 and A.shape[:A.ndim - 2] == batch):
             A2 = A if A.ndim > 1 else A[None, :]
-            if not merges(np.broadcast_to(A2, batch + A2.shape[-2:]), 2):
+            if not merges(np.broadcast_to(A2, batch + A2.shape[A2.ndim - 2:]), 2):
                 A = A.copy()
-        if req_a:
+        if req_a and not (B.flags.c_contiguous and B.ndim > 2 and B.shape[:B.ndim - 2] == batch):
             B2 = B if B.ndim > 1 else B[:, None]
-            if not merges(np.broadcast_to(B2, batch + B2.shape[-2:]), 2):
+            if not merges(np.broadcast_to(B2, batch + B2.shape[B2.ndim - 2:]), 2):
                 B = B.copy()
     return A, B
 
