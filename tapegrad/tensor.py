@@ -476,6 +476,18 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """The bytes the tensor's elements occupy: ``numel() * element_size()``."""
         return self._array.nbytes
 
+    def untyped_storage(self):
+        """The bytes this tensor's data lives in (shared by all its views), as an
+        ``UntypedStorage``: one object for as long as it is referenced."""
+        from .storage import untyped_storage_of
+        return untyped_storage_of(self._array)
+
+    def storage(self):
+        """The storage read as this tensor's dtype (a ``TypedStorage``; PyTorch deprecates it
+        and warns once)."""
+        from .storage import typed_storage_of
+        return typed_storage_of(self._array, self.dtype)
+
     def nelement(self) -> int:
         """The number of elements, as ``numel()``."""
         return self._array.size
