@@ -582,6 +582,20 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         return _core.wrap_array(arr, requires_grad)
 
     # -- ops as methods -------------------------------------------------------------------------
+    # addmm / baddbmm live in tapegrad.contractions, which loads on first use: the methods are
+    # here so that `x.addmm(...)` works before anything has touched `tapegrad.addmm`.
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        """``beta * self + alpha * (mat1 @ mat2)``, as ``tapegrad.addmm(self, mat1, mat2)``."""
+        from .contractions import addmm
+        return addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        """``beta * self + alpha * (batch1 @ batch2)`` over a batch of matrices, as
+        ``tapegrad.baddbmm(self, batch1, batch2)``.
+        """
+        from .contractions import baddbmm
+        return baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
     def exp(self):
         """Elementwise ``e ** self``; the same as ``tapegrad.exp(self)`` (recorded, gradient
         ``grad * exp(self)``).
