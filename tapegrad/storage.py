@@ -417,8 +417,8 @@ def untyped_storage_of(arr: np.ndarray) -> UntypedStorage:
     return storage
 
 
-def typed_storage_of(arr: np.ndarray, dtype) -> TypedStorage:
-    """`tensor.storage()`: arr's storage read as its dtype, with PyTorch's deprecation warning."""
+def warn_typed_storage() -> None:
+    """PyTorch's deprecation warning for typed storages, once per process."""
     global _warned_typed
     if not _warned_typed:
         _warned_typed = True
@@ -426,8 +426,19 @@ def typed_storage_of(arr: np.ndarray, dtype) -> TypedStorage:
                       "UntypedStorage will be the only storage class. This should only matter "
                       "to you if you are using storages directly.  To access UntypedStorage "
                       "directly, use tensor.untyped_storage() instead of tensor.storage()",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=4)
+
+
+def typed_storage_of(arr: np.ndarray, dtype) -> TypedStorage:
+    """`tensor.storage()`: arr's storage read as its dtype, with PyTorch's deprecation warning."""
+    warn_typed_storage()
     return TypedStorage._over(untyped_storage_of(arr), dtype)
+
+
+def legacy_class_of(np_dtype: np.dtype):
+    """`tensor.storage_type()`: the legacy storage class of a dtype, with the warning."""
+    warn_typed_storage()
+    return globals()[_LEGACY_NAMES[np_dtype.name]]
 
 
 def is_storage(obj) -> bool:

@@ -488,6 +488,11 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         from .storage import typed_storage_of
         return typed_storage_of(self._array, self.dtype)
 
+    def storage_type(self):
+        """The legacy storage class of this tensor's dtype (``FloatStorage`` for float32)."""
+        from .storage import legacy_class_of
+        return legacy_class_of(self._array.dtype)
+
     def nelement(self) -> int:
         """The number of elements, as ``numel()``."""
         return self._array.size

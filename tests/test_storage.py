@@ -86,6 +86,11 @@ def test_legacy_storage_classes():
     assert tg.TypedStorage([1, 2], dtype=tg.int16).tolist() == [1, 2]
 
 
+def test_storage_type_is_the_legacy_class_of_the_dtype():
+    assert tg.ones(2).storage_type() is tg.FloatStorage
+    assert tg.ones(2, dtype=tg.int64).storage_type() is tg.LongStorage
+
+
 def test_legacy_constructor_shares_a_storage():
     x = tg.arange(4.)
     y = tg.Tensor(x[2:].storage())
@@ -115,6 +120,7 @@ print(torch.tensor(torch.arange(3.).storage()), torch.Tensor(x.untyped_storage()
 print(torch.LongTensor(torch.tensor([1.0, 2.0], dtype=torch.float64).untyped_storage()))
 e = torch.ones(3).expand(4, 3)
 print(e.untyped_storage().nbytes(), len(e.storage()), torch.Storage([1.5]).dtype)
+print(x.storage_type(), torch.ones(2, dtype=torch.bool).storage_type())
 """
 
 
