@@ -949,6 +949,8 @@ def aminmax(input, *, dim=None, keepdim=False):
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")
     result_type = _core.return_types.aminmax
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))):
+        raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
     if dim is None:
         low, high = input.amin(), input.amax()
         if keepdim:

@@ -249,7 +249,7 @@ cdef object nn_softmax_value(object A, object axis, bint log):
     y = nn_softmax_rows_c(C, log) if ndim > 0 and axis == ndim - 1 else None
     if y is None:
         y = nn_softmax_numpy(C, axis, log)
-    return nd(y.astype(A.dtype, copy=False))
+    return contiguous_result(nd(y.astype(A.dtype, copy=False)))    # PyTorch's layout
 
 
 cdef object replay_softmax(Record* r, tuple ins, object attrs):

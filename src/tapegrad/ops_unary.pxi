@@ -1126,7 +1126,7 @@ cdef object any_all(TensorBase input, object dim, bint keepdim, bint is_any):
              else np.all(A, axis=axes, keepdims=keepdim))
     if A.dtype.num == cnp.NPY_UINT8:                    # PyTorch keeps uint8 for any/all
         out = out.astype(np.uint8)
-    return wrap(out)
+    return wrap(contiguous_result(out))                 # PyTorch's layout, not the input's
 
 
 def any_(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):

@@ -1,0 +1,140 @@
+"""Regressions of the issue-16 items closed in session 8 (no silent wrong results, and PyTorch's
+layouts and saved values).
+
+Each test asserts the right values without torch and, where torch is installed, compares with it.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+nan, inf = math.nan, math.inf
+
+
+# -- result layout of reductions -------------------------------------------------------------------
+# numpy lays a reduction's result out in its input's order: a sum over a transposed, permuted or
+# expanded tensor came out with transposed strides (var of an expanded tensor too), so stride()
+# differed from PyTorch's and a later .view() raised where PyTorch's succeeds.  PyTorch allocates
+# every reduction's (and softmax's) result contiguous, whatever the input's layout.
+
+def _layouts(L):
+    base = L.arange(24, dtype=L.float64).reshape(2, 3, 4) / 7.0
+    return {
+        "contiguous": base,
+        "expanded": (L.arange(4, dtype=L.float64) / 3.0).reshape(1, 1, 4).expand(2, 3, 4),
+        "expanded_mid": (L.arange(8, dtype=L.float64) / 3.0).reshape(2, 1, 4).expand(2, 3, 4),
+        "transposed": base.transpose(0, 2),
+        "permuted": base.permute(1, 2, 0),
+        "sliced": base[:, ::2, 1:],
+        "channels_last": (L.arange(120, dtype=L.float64).reshape(2, 3, 4, 5) / 7.0)
+        .permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2),
+    }
+
+
+def _first(r):
+    return r[0] if isinstance(r, tuple) else r
+
+
+REDUCTIONS = {
+    "sum": lambda L, x, d, k: x.sum(d, keepdim=k),
+    "mean": lambda L, x, d, k: x.mean(d, keepdim=k),
+    "nansum": lambda L, x, d, k: x.nansum(d, keepdim=k),
+    "nanmean": lambda L, x, d, k: x.nanmean(d, keepdim=k),
+    "var": lambda L, x, d, k: x.var(d, keepdim=k),
+    "std": lambda L, x, d, k: x.std(d, keepdim=k),
+    "var_mean": lambda L, x, d, k: L.var_mean(x, d, keepdim=k)[0],
+    "std_mean": lambda L, x, d, k: L.std_mean(x, d, keepdim=k)[1],
+    "amax": lambda L, x, d, k: x.amax(d, keepdim=k),
+    "amin": lambda L, x, d, k: x.amin(d, keepdim=k),
+    "logsumexp": lambda L, x, d, k: x.logsumexp(d, keepdim=k),
+    "norm": lambda L, x, d, k: x.norm(dim=d, keepdim=k),
+    "norm1": lambda L, x, d, k: x.norm(p=1, dim=d, keepdim=k),
+    "vector_norm": lambda L, x, d, k: L.linalg.vector_norm(x, dim=d, keepdim=k),
+    "all": lambda L, x, d, k: (x > 1).all(d, keepdim=k),
+    "any": lambda L, x, d, k: (x > 1).any(d, keepdim=k),
+    "sum_int": lambda L, x, d, k: (x * 7).to(L.int64).sum(d, keepdim=k),
+    "count_nonzero": lambda L, x, d, k: L.count_nonzero(x, d),
+}
+ONE_DIM = {      # reductions and scans along one dim
+    "prod": lambda L, x, d, k: x.prod(d, keepdim=k),
+    "max": lambda L, x, d, k: x.max(d, keepdim=k)[0],
+    "min_indices": lambda L, x, d, k: x.min(d, keepdim=k)[1],
+    "argmax": lambda L, x, d, k: x.argmax(d, keepdim=k),
+    "median": lambda L, x, d, k: x.median(d, keepdim=k)[0],
+    "aminmax": lambda L, x, d, k: L.aminmax(x, dim=d, keepdim=k)[1],
+    "cumsum": lambda L, x, d, k: x.cumsum(d),
+    "cumprod": lambda L, x, d, k: x.cumprod(d),
+    "softmax": lambda L, x, d, k: x.softmax(d),
+    "log_softmax": lambda L, x, d, k: x.log_softmax(d),
+}
+
+
+def _contiguous_strides(shape):
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _reduction_cases():
+    for layout in ("contiguous", "expanded", "expanded_mid", "transposed", "permuted", "sliced",
+                   "channels_last"):
+        for name in REDUCTIONS:
+            for dim in (0, 1, -1, (0, 2), (1, 2)):
+                for keepdim in (False, True):
+                    yield layout, name, dim, keepdim
+        for name in ONE_DIM:
+            for dim in (0, 1, -1):
+                for keepdim in (False, True):
+                    yield layout, name, dim, keepdim
+
+
+def _reduce(L, layout, name, dim, keepdim, contiguous=False):
+    x = _layouts(L)[layout]
+    if contiguous:
+        x = x.contiguous()
+    fn = REDUCTIONS.get(name) or ONE_DIM[name]
+    return _first(fn(L, x, dim, keepdim))
+
+
+def test_reduction_result_is_contiguous():
+    wrong = []
+    for case in _reduction_cases():
+        r = _reduce(tg, *case)
+        if r.stride() != _contiguous_strides(tuple(r.shape)):
+            wrong.append((case, r.stride()))
+        r.view(-1)                                      # (raised for a transposed layout)
+    assert not wrong, wrong[:10]
+
+
+def test_reduction_strides_match_torch(torch):
+    for layout, name, dim, keepdim in _reduction_cases():
+        want = _reduce(torch, layout, name, dim, keepdim)
+        got = _reduce(tg, layout, name, dim, keepdim)
+        assert tuple(got.shape) == tuple(want.shape), (layout, name, dim, keepdim)
+        assert got.stride() == want.stride(), (layout, name, dim, keepdim)
+        # values against PyTorch's on a contiguous copy (its median along dim 0 of an expanded
+        # tensor reads past the data: 2.3e-200 for 1.0)
+        want = _reduce(torch, layout, name, dim, keepdim, contiguous=True)
+        np.testing.assert_allclose(got.numpy().astype(float), want.numpy().astype(float),
+                                   rtol=1e-12, err_msg=str((layout, name, dim, keepdim)))
+
+
+def test_var_of_expanded_views_as_torch():
+    # the issue's case: var of an expanded tensor, then .view
+    x = tg.arange(4, dtype=tg.float32).reshape(1, 4).expand(3, 4)
+    v = x.var(0)
+    assert v.view(2, 2).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    s = tg.arange(6, dtype=tg.float32).reshape(2, 3).t().sum(1, keepdim=True)
+    assert s.stride() == (1, 1) and s.view(-1).tolist() == [3.0, 5.0, 7.0]
+
+
+def test_aminmax_dim_must_be_an_int():
+    x = tg.ones(2, 3)
+    for dim, kind in (((0, 1), "tuple"), ([0], "list"), (1.0, "float"), (True, "bool")):
+        with pytest.raises(TypeError, match=f"aminmax\\(\\): argument 'dim' must be int, not "
+                                            f"{kind}"):
+            tg.aminmax(x, dim=dim)
