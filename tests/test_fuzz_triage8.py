@@ -138,3 +138,93 @@ def test_aminmax_dim_must_be_an_int():
         with pytest.raises(TypeError, match=f"aminmax\\(\\): argument 'dim' must be int, not "
                                             f"{kind}"):
             tg.aminmax(x, dim=dim)
+
+
+# -- what scalar-tensor arithmetic saves --------------------------------------------------------
+# `0.5 / x` saved x, so writing x in place after the forward made backward raise "modified by an
+# inplace operation" where PyTorch runs: PyTorch's other / self is self.reciprocal() * other
+# (MulBackward0 over ReciprocalBackward0, which saves the reciprocal).  Each expression below is
+# run, its operand then written in place, and backward raises exactly when PyTorch's does (the
+# flags are PyTorch 2.13's; the torch test re-derives them).
+
+WRITE_AFTER = {      # name: (fn(L, a, c) with `a` the operand written afterwards, torch raises)
+    "number / a": (lambda L, a, c: 0.5 / a, False),
+    "3 / a": (lambda L, a, c: 3 / a, False),
+    "a / number": (lambda L, a, c: a / 0.5, False),
+    "number * a": (lambda L, a, c: 3.0 * a, False),
+    "a * number": (lambda L, a, c: a * 3.0, False),
+    "number - a": (lambda L, a, c: 1.0 - a, False),
+    "a - number": (lambda L, a, c: a - 1.0, False),
+    "number + a": (lambda L, a, c: 1.0 + a, False),
+    "number ** a": (lambda L, a, c: 2.0 ** a, True),
+    "a ** number": (lambda L, a, c: a ** 2.0, True),
+    "div(number, a)": (lambda L, a, c: L.div(2.0, a), True),
+    "true_divide(number, a)": (lambda L, a, c: L.true_divide(2.0, a), True),
+    "divide(number, a)": (lambda L, a, c: L.divide(2.0, a), True),
+    "rsub(a, number)": (lambda L, a, c: L.rsub(a, 2.0), False),
+    "c / a": (lambda L, a, c: c / a, True),
+    "a / c": (lambda L, a, c: a / c, False),
+    "c[0] / a": (lambda L, a, c: c[0] / a, True),
+    "a * c": (lambda L, a, c: a * c, False),
+    "c - a": (lambda L, a, c: c - a, False),
+    "c ** a": (lambda L, a, c: c ** a, True),
+}
+
+
+def _write_after(L, name):
+    fn = WRITE_AFTER[name][0]
+    x = L.tensor([1.0, 2.0, 4.0], dtype=L.float64, requires_grad=True)
+    a = x * 1.0
+    c = L.tensor([3.0, 5.0, 7.0], dtype=L.float64)
+    y = fn(L, a, c)
+    value = y.detach().numpy().copy()
+    a.add_(1.0)
+    try:
+        y.sum().backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+        return value, None
+    return value, x.grad.numpy().copy()
+
+
+@pytest.mark.parametrize("name", list(WRITE_AFTER))
+def test_write_after_scalar_arithmetic_raises_as_torch(name):
+    value, grad = _write_after(tg, name)
+    assert (grad is None) == WRITE_AFTER[name][1], name
+    if name == "number / a":
+        np.testing.assert_array_equal(value, [0.5, 0.25, 0.125])
+        np.testing.assert_array_equal(grad, [-0.5, -0.125, -0.03125])   # at the old value
+
+
+def test_write_after_scalar_arithmetic_matches_torch(torch):
+    for name in WRITE_AFTER:
+        want_value, want_grad = _write_after(torch, name)
+        value, grad = _write_after(tg, name)
+        assert (grad is None) == (want_grad is None) == WRITE_AFTER[name][1], name
+        np.testing.assert_array_equal(value, want_value, err_msg=name)
+        if grad is not None:
+            np.testing.assert_allclose(grad, want_grad, rtol=1e-15, err_msg=name)
+
+
+def test_number_over_tensor_is_reciprocal_times_number(torch):
+    # PyTorch's graph (MulBackward0 over ReciprocalBackward0) and its rounding, bit for bit
+    x = tg.tensor([1.0, 3.0], requires_grad=True)
+    y = 0.5 / x
+    assert type(y.grad_fn).__name__ == "MulBackward0"
+    assert type(y.grad_fn.next_functions[0][0]).__name__ == "ReciprocalBackward0"
+    a = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+    for c in (3.0, 0.7, -2.5, 7):
+        np.testing.assert_array_equal((c / tg.tensor(a)).numpy(), (c / torch.tensor(a)).numpy())
+    # second derivative through the reciprocal: d2/dx2 (c / x) = 2c / x^3
+    x = tg.tensor([2.0, -1.0], dtype=tg.float64, requires_grad=True)
+    g, = tg.autograd.grad((3.0 / x).sum(), x, create_graph=True)
+    gg, = tg.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), [0.75, -6.0])
+
+
+def test_alias_functions_take_a_number_first():
+    x = tg.tensor([1.0, 2.0, 4.0], requires_grad=True)
+    assert tg.true_divide(2.0, x).tolist() == [2.0, 1.0, 0.5]
+    assert tg.divide(2.0, x).tolist() == [2.0, 1.0, 0.5]
+    assert tg.multiply(2.0, x).tolist() == [2.0, 4.0, 8.0]
+    assert tg.subtract(2.0, x, alpha=2).tolist() == [0.0, -2.0, -6.0]
