@@ -397,3 +397,106 @@ def test_view_written_without_record_matches_torch(torch):
     want = _view_write_cases(torch)
     assert want == VIEW_WRITE_EXPECTED
     assert _view_write_cases(tg) == want
+
+
+# -- normalisation of an exactly constant row ----------------------------------------------------
+# The row mean sum / n can be an ulp off for equal values (3 x -1.563503 in float32), which
+# 1 / sqrt(eps) amplified: layer_norm gave -3.8e-5 where PyTorch's Welford moments give exactly 0
+# (fuzz seed 36017120); group_norm likewise, and var/std of a constant float64 row were ~1e-28.
+# The means are now corrected by their residuals' mean.  (PyTorch's own batch_norm and
+# instance_norm are not exact on constant channels, so nothing is asserted about them.)
+
+CONSTANTS = [-1.563503, 0.1, 1 / 3, 7.3, -2.9, 1e-3, 123.456, 0.7]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_constant_rows_normalise_to_exact_zero(dtype):
+    dt = getattr(tg, dtype)
+    F = tg.nn.functional
+    for v in CONSTANTS:
+        for n in (3, 5, 64, 1000):
+            x = tg.full((2, n), v, dtype=dt)
+            assert not F.layer_norm(x, (n,)).numpy().any(), (v, n)
+            w = tg.tensor([2.0] * n, dtype=dt)
+            assert (F.layer_norm(x, (n,), w, w).numpy() == 2.0).all(), (v, n)
+        x = tg.full((2, 6, 5), v, dtype=dt)
+        assert not F.group_norm(x, 3).numpy().any(), v
+        assert not F.group_norm(x, 1).numpy().any(), v
+        if dtype == "float64":
+            assert x.var(2).numpy().max() == 0 and x.std().item() == 0, v
+
+
+def test_constant_layer_norm_long_rows_match_the_c_rows():
+    # rows past the C kernel's limit take the numpy formula: the same correction, the same bits
+    rng = np.random.default_rng(3)
+    for n in (7, 100, 5000, 70000):
+        a = rng.standard_normal((3, n)).astype(np.float32)
+        a[1] = np.float32(-1.563503)
+        y = tg.nn.functional.layer_norm(tg.tensor(a), (n,)).numpy()
+        assert not y[1].any(), n
+        # the other rows: mean 0, variance 1 (to float32 rounding)
+        np.testing.assert_allclose(y[[0, 2]].mean(1), 0, atol=1e-5)
+        np.testing.assert_allclose(y[[0, 2]].var(1), 1, rtol=1e-3)
+
+
+def test_constant_rows_match_torch(torch):
+    for dtype in ("float32", "float64"):
+        for v in CONSTANTS:
+            for L, out in ((torch, []), (tg, [])):
+                x = L.full((4, 3), v, dtype=getattr(L, dtype))
+                out = [L.nn.functional.layer_norm(x, (3,)),
+                       L.nn.functional.group_norm(x.reshape(1, 4, 3), 2)]
+                if L is torch:
+                    want = [o.numpy() for o in out]
+                else:
+                    for o, w in zip(out, want):
+                        np.testing.assert_array_equal(o.numpy(), w)
+
+
+def test_normalisation_gradients_unchanged(gradcheck):
+    # the correction carries no derivative: gradients still match finite differences
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 6, 4))
+    w = np.arange(48.0).reshape(2, 6, 4)
+    gradcheck(lambda x: tg.nn.functional.group_norm(x, 3) * tg.tensor(w), a)
+    gradcheck(lambda x: tg.nn.functional.layer_norm(x, (4,)) * tg.tensor(w), a)
+    gradcheck(lambda x: x.var(2) * tg.tensor(np.arange(12.0).reshape(2, 6)), a)
+
+
+# -- prod over a dim of size 1 with inf ------------------------------------------------------------
+# Fuzz seed 36027166 reported NaN against a finite PyTorch value: the fuzzer re-ran torch under
+# allow_mutation_on_saved_tensors (gather's saved input was zeroed later), which sends its prod
+# backward down the exclusive-products path.  Plain PyTorch divides result / input there, as
+# tapegrad does: NaN for an inf without a zero anywhere in the input, the other factors' product
+# (1 over a single element) with one.  Random small programs: same values and gradients.
+
+def _prod_case(L, a, dim, keepdim, g):
+    x = L.tensor(a, dtype=L.float64, requires_grad=True)
+    y = x.prod() if dim is None else x.prod(dim, keepdim=keepdim)
+    w = L.tensor(np.arange(1, y.numel() + 1, dtype=np.float64).reshape(tuple(y.shape))) * g
+    y.backward(w)
+    return y.detach().numpy().copy(), x.grad.numpy().copy()
+
+
+def test_prod_of_one_element_with_inf():
+    y, g = _prod_case(tg, [[[1.1, inf]]], -2, False, 1.0)
+    np.testing.assert_array_equal(y, [[1.1, inf]])
+    np.testing.assert_array_equal(g, [[[1.0, nan]]])           # inf / inf, as PyTorch
+    y, g = _prod_case(tg, [[[1.1, inf]], [[0.0, 2.0]]], -2, False, 1.0)
+    np.testing.assert_array_equal(g, [[[1.0, 2.0]], [[3.0, 4.0]]])   # a zero: exact products
+
+
+def test_prod_random_programs_match_torch(torch):
+    rng = np.random.default_rng(16)
+    specials = [inf, -inf, 0.0, -0.0, nan, 1.0, -2.0, 0.5, 3.0]
+    for _ in range(400):
+        nd = int(rng.integers(1, 4))
+        shape = tuple(int(s) for s in rng.choice([1, 1, 2, 3], size=nd))
+        a = rng.choice(specials, size=shape)
+        dim = None if rng.random() < 0.3 else int(rng.integers(-nd, nd))
+        keepdim = dim is not None and bool(rng.random() < 0.5)
+        g = float(rng.choice([1.0, -1.0, 0.0, inf, nan])) if rng.random() < 0.2 else 1.0
+        want = _prod_case(torch, a, dim, keepdim, g)
+        got = _prod_case(tg, a, dim, keepdim, g)
+        for u, v in zip(got, want):
+            np.testing.assert_array_equal(u, v, err_msg=str((a.tolist(), dim, keepdim, g)))

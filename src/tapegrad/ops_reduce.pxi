@@ -695,7 +695,11 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
         # the moments in PyTorch's accumulation dtype, rounded to A's dtype once (after the
         # square root for std)
         Aw = A.astype(acc, copy=False)
-        cw = np.subtract(Aw, np.divide(np.add.reduce(Aw, axis=axes, keepdims=True), n))
+        # the mean corrected by its residuals' mean: a constant row's variance is then exactly
+        # 0, as PyTorch's Welford moments give (sum / n can be an ulp off)
+        m = np.divide(np.add.reduce(Aw, axis=axes, keepdims=True), n)
+        m = np.add(m, np.divide(np.add.reduce(np.subtract(Aw, m), axis=axes, keepdims=True), n))
+        cw = np.subtract(Aw, m)
         outk = np.divide(np.add.reduce(np.multiply(cw, cw), axis=axes, keepdims=True), dof)
         if is_std:
             outk = np.sqrt(outk)
