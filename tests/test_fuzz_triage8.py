@@ -500,3 +500,59 @@ def test_prod_random_programs_match_torch(torch):
         got = _prod_case(tg, a, dim, keepdim, g)
         for u, v in zip(got, want):
             np.testing.assert_array_equal(u, v, err_msg=str((a.tolist(), dim, keepdim, g)))
+
+
+# -- +0 / -0 ties -----------------------------------------------------------------------------------
+# Which zero maximum/minimum/amax/... return on a +0/-0 tie is PyTorch's loop structure (first
+# operand in its scalar loop, second in its vectorised one: it changes with the array's length
+# and the CPU), so tapegrad keeps its rule (the first operand) and docs/differences.md says so.
+# The values are equal and the gradients on such ties are PyTorch's: asserted here.
+
+ZERO_TIES = {
+    "maximum": lambda L, x, y: L.maximum(x, y),
+    "minimum": lambda L, x, y: L.minimum(x, y),
+    "max_binary": lambda L, x, y: L.max(x, y),
+    "clamp_tensor": lambda L, x, y: x.clamp(min=y),
+    "amax": lambda L, x, y: x.amax(-1),
+    "amin": lambda L, x, y: x.amin(-1),
+    "max_all": lambda L, x, y: x.max(),
+    "min_all": lambda L, x, y: x.min(),
+    "max_dim": lambda L, x, y: x.max(-1)[0],
+    "clamp_zero": lambda L, x, y: x.clamp(-0.0, 0.0),
+    "relu": lambda L, x, y: L.relu(x),
+    "norm_inf": lambda L, x, y: x.norm(p=inf, dim=-1),
+}
+
+
+def _zero_tie(L, name, a, b):
+    x = L.tensor(a, dtype=L.float64, requires_grad=True)
+    y = L.tensor(b, dtype=L.float64, requires_grad=True)
+    out = ZERO_TIES[name](L, x, y)
+    w = L.tensor(np.arange(1, out.numel() + 1, dtype=np.float64).reshape(tuple(out.shape)))
+    (out * w).sum().backward()
+    return (out.detach().numpy().copy(), None if x.grad is None else x.grad.numpy().copy(),
+            None if y.grad is None else y.grad.numpy().copy())
+
+
+def test_zero_ties_split_the_gradient():
+    value, gx, gy = _zero_tie(tg, "maximum", [0.0, -0.0, 1.0], [-0.0, 0.0, -1.0])
+    assert np.signbit(value).tolist() == [False, True, False]       # the first operand
+    np.testing.assert_array_equal(gx, [0.5, 1.0, 3.0])
+    np.testing.assert_array_equal(gy, [0.5, 1.0, 0.0])
+    value, gx, _ = _zero_tie(tg, "amax", [[0.0, -0.0, -1.0, -0.0]], [[0.0] * 4])
+    np.testing.assert_array_equal(gx, [[1 / 3, 1 / 3, 0.0, 1 / 3]])
+
+
+def test_zero_ties_match_torch_up_to_the_zero_sign(torch):
+    rng = np.random.default_rng(8)
+    pool = np.array([0.0, -0.0, 1.0, -1.0, 0.0, -0.0])
+    for _ in range(60):
+        shape = (int(rng.integers(1, 3)), int(rng.choice([1, 2, 3, 5, 17])))
+        a, b = rng.choice(pool, size=shape), rng.choice(pool, size=shape)
+        for name in ZERO_TIES:
+            want = _zero_tie(torch, name, a, b)
+            got = _zero_tie(tg, name, a, b)
+            for u, v in zip(got, want):
+                assert (u is None) == (v is None), name
+                if u is not None:
+                    np.testing.assert_array_equal(u, v, err_msg=str((name, a, b)))
