@@ -50,7 +50,7 @@ def test_layer_norm_rows_equal_the_numpy_formula(dtype):
     g = rng.standard_normal(x.shape).astype(dtype)
     X, G, N = x.reshape(-1, 37), g.reshape(-1, 37), 37
     mean = np.add.reduce(X, axis=1, keepdims=True) / N
-    mean = mean + np.add.reduce(X - mean, axis=1, keepdims=True) / N    # the residual correction
+    mean = mean + np.add.reduce(X - mean, axis=1, keepdims=True) / N     # (corrected mean)
     xc = X - mean
     rstd = 1 / np.sqrt(np.add.reduce(xc * xc, axis=1, keepdims=True) / N + dtype(1e-5))
     xhat = xc * rstd
