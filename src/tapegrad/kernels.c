@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "threadpool.h"
-#include "vecmath.h"
+#include "vecmath_levels.h" /* vecmath.h, and its level functions for direct calls */
 
 /* PyTorch's constants for gelu (sqrt(2/pi), the cubic coefficient) and the normal density. */
 #define TG_SQRT1_2 0.70710678118654752440
@@ -21,7 +21,9 @@
  * the expression is finished per element.  vecmath's result for an element does not depend on
  * its neighbours, so chunking (and threads, below) never change a result. */
 #define TG_CHUNK 256
-#define VM(NAME, SUF) tg_vm_##NAME##_##SUF
+/* The level's function itself (one inline load and compare): through the public function, a
+ * one-element exp paid two calls and a second level check before any arithmetic. */
+#define VM(NAME, SUF) TG_VM_PICK(tg_vm_level_fast(), NAME, SUF)
 
 /* Each op body below is compiled twice on x86 with GCC or Clang: for the baseline ISA and for
  * AVX2 (without FMA, so that no a*b+c is contracted: both versions round every operation alike and
@@ -37,7 +39,7 @@
     __attribute__((target("avx2"))) static int NAME##_avx2 PARAMS { BODY }      \
     static int NAME PARAMS                                                      \
     {                                                                           \
-        if (tg_vm_level() == TG_VM_AVX2) return NAME##_avx2 ARGS;               \
+        if (tg_vm_level_fast() == TG_VM_AVX2) return NAME##_avx2 ARGS;          \
         return NAME##_base ARGS;                                                \
     }
 #else
@@ -51,13 +53,13 @@ static void vm_none_f32(const float *x, float *y, size_t n) { (void)x; (void)y; 
 /* softplus's log1p(e^z) as one staged function. */
 static void vm_log1p_exp_f64(const double *x, double *y, size_t n)
 {
-    tg_vm_exp_f64(x, y, n);
-    tg_vm_log1p_f64(y, y, n);
+    VM(exp, f64)(x, y, n);
+    VM(log1p, f64)(y, y, n);
 }
 static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 {
-    tg_vm_exp_f32(x, y, n);
-    tg_vm_log1p_f32(y, y, n);
+    VM(exp, f32)(x, y, n);
+    VM(log1p, f32)(y, y, n);
 }
 
 /* The shape of every case that calls vecmath: per chunk of at most TG_CHUNK elements, LOAD(T, i)
@@ -126,7 +128,7 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 #define POW_CASE(T, SUF, POW)                                                   \
     case TG_POW:                                                                \
         if (sa == 1 && sb == 0 && !POW_IS_FAST(T, b[0])) {                      \
-            VM(pow, SUF)(a, b[0], out, (size_t)n);                              \
+            tg_vm_pow_##SUF(a, b[0], out, (size_t)n);                           \
             return 0;                                                           \
         }                                                                       \
         BINARY_LOOPS(T, POW_FAST(T, POW, X, Y))
