@@ -388,9 +388,31 @@ JOB_RANGE(param_range_f32, float,
 /* Split only valid ops (an unknown one returns -1 from the serial call, as documented). */
 #define TG_MIN_PARALLEL(IS_ARITH, op) ((IS_ARITH)(op) ? TG_PAR_MIN_ARITH : TG_PAR_MIN_MATH)
 
+/* The four arithmetic ops on a few elements (fewer than one AVX2 vector of floats), in plain
+ * scalar code before the level dispatch: the vectorised variants' loop setup (overlap checks,
+ * vector body, epilogue) and the jump into their large switch cost more than the arithmetic,
+ * which is what a one-element tensor op does.  BINARY_LOOPS, so the same operations and bits. */
+#define TG_TINY 8
+#define TINY_ARITH(op) ((op) == TG_ADD || (op) == TG_SUB || (op) == TG_MUL || (op) == TG_DIV)
+#define BINARY_TINY(T, SUF)                                                     \
+    static int binary_tiny_##SUF(int op, ptrdiff_t n, const T *a, ptrdiff_t sa, \
+                                 const T *b, ptrdiff_t sb, T *out)              \
+    {                                                                           \
+        switch (op) {                                                           \
+            BINARY_CASE(T, TG_ADD, X + Y)                                       \
+            BINARY_CASE(T, TG_SUB, X - Y)                                       \
+            BINARY_CASE(T, TG_MUL, X * Y)                                       \
+            BINARY_CASE(T, TG_DIV, X / Y)                                       \
+            default: return -1;                                                 \
+        }                                                                       \
+    }
+BINARY_TINY(double, f64)
+BINARY_TINY(float, f32)
+
 int tg_binary_f64(int op, ptrdiff_t n, const double *a, ptrdiff_t sa, const double *b,
                   ptrdiff_t sb, double *out)
 {
+    if (n < TG_TINY && TINY_ARITH(op)) return binary_tiny_f64(op, n, a, sa, b, sb, out);
     if (op < 0 || op >= TG_N_BINARY || n < TG_PAR_MIN_MATH)
         return binary_f64(op, n, a, sa, b, sb, out);
     tg_job j = { op, a, b, sa, sb, 0, 0, out };
@@ -401,6 +423,7 @@ int tg_binary_f64(int op, ptrdiff_t n, const double *a, ptrdiff_t sa, const doub
 int tg_binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const float *b,
                   ptrdiff_t sb, float *out)
 {
+    if (n < TG_TINY && TINY_ARITH(op)) return binary_tiny_f32(op, n, a, sa, b, sb, out);
     if (op < 0 || op >= TG_N_BINARY || n < TG_PAR_MIN_MATH)
         return binary_f32(op, n, a, sa, b, sb, out);
     tg_job j = { op, a, b, sa, sb, 0, 0, out };
