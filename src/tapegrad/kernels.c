@@ -24,6 +24,13 @@
 /* The level's function itself (one inline load and compare): through the public function, a
  * one-element exp paid two calls and a second level check before any arithmetic. */
 #define VM(NAME, SUF) TG_VM_PICK(tg_vm_level_fast(), NAME, SUF)
+/* The same for the fused kernels that only the AVX2 level has its own version of (vecmath.h's
+ * gelu_f32, silu_*, gelu_grad_f32): that one directly, else the public function's portable code. */
+#if TG_VM_BUILD_AVX2
+#define VM_OWN(NAME) (tg_vm_level_fast() == TG_VM_AVX2 ? tg_vm_##NAME##_avx2 : tg_vm_##NAME)
+#else
+#define VM_OWN(NAME) tg_vm_##NAME
+#endif
 
 /* Each op body below is compiled twice on x86 with GCC or Clang: for the baseline ISA and for
  * AVX2 (without FMA, so that no a*b+c is contracted: both versions round every operation alike and
@@ -136,9 +143,9 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 /* gelu: float32 has its own vecmath kernel (erf's argument and result kept in registers). */
 #define GELU_CASE_f64                                                           \
     CHUNKED_UNARY(double, f64, TG_GELU, X * TG_SQRT1_2, VM(erf, f64), 0.5 * X * (1.0 + E1))
-#define GELU_CASE_f32 VM_CASE(TG_GELU, tg_vm_gelu_f32)
-#define SILU_CASE_f64 VM_CASE(TG_SILU, tg_vm_silu_f64)
-#define SILU_CASE_f32 VM_CASE(TG_SILU, tg_vm_silu_f32)
+#define GELU_CASE_f32 VM_CASE(TG_GELU, VM_OWN(gelu_f32))
+#define SILU_CASE_f64 VM_CASE(TG_SILU, VM_OWN(silu_f64))
+#define SILU_CASE_f32 VM_CASE(TG_SILU, VM_OWN(silu_f32))
 /* float32 gelu gradient: both functions in registers (vecmath.h); contiguous operands only. */
 #define GELU_GRAD_CASE_f64                                                      \
     CHUNKED_BINARY(double, TG_GELU_GRAD, Y * TG_SQRT1_2, VM(erf, f64), -0.5 * Y * Y, \
@@ -146,7 +153,7 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 #define GELU_GRAD_CASE_f32                                                      \
     case TG_GELU_GRAD:                                                          \
         if (sa == 1 && sb == 1) {                                               \
-            tg_vm_gelu_grad_f32(a, b, out, (size_t)n);                          \
+            VM_OWN(gelu_grad_f32)(a, b, out, (size_t)n);                        \
             return 0;                                                           \
         }                                                                       \
         CHUNKED(float, LOAD_XY, Y * (float)TG_SQRT1_2, VM(erf, f32), -0.5f * Y * Y, \
