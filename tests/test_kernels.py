@@ -54,6 +54,21 @@ def test_binary_layouts_match_numpy(op, n, dtype):
                                f(dtype(scalar), a), rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["+", "-", "*", "/"])
+def test_arithmetic_is_exact_at_every_size(op, dtype):
+    """Few elements take a scalar path before the vectorised kernels (kernels.c, TG_TINY): both
+    round each operation once, so every size and layout gives numpy's bits."""
+    f = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op]
+    for n in range(1, 18):
+        a, b = _data(n, dtype, seed=2), _data(n, dtype, True, seed=3)
+        for x, y in ((a, b), (a, b[:1]), (a[:1], b), (a, np.asarray(b[0]))):
+            got = eval(f"tg.from_numpy(x) {op} tg.from_numpy(y)").numpy()
+            np.testing.assert_array_equal(got, f(x, y), err_msg=f"n={n} {x.shape} {y.shape}")
+        np.testing.assert_array_equal(eval(f"tg.from_numpy(a) {op} 1.75").numpy(),
+                                      f(a, dtype(1.75)), err_msg=f"n={n} scalar")
+
+
 def test_ieee_results_without_warnings():
     z = tg.tensor([0.0, 1.0, -1.0])
     assert np.isinf((1.0 / z).numpy()[0])

@@ -65,6 +65,7 @@ class VecMath:
     """The kernels of one loaded copy of the library."""
 
     def __init__(self, path: Path):
+        self.path = path
         self.lib = ctypes.CDLL(str(path))
         for name in KERNELS:
             for suffix, ctype in (("f64", ctypes.c_double), ("f32", ctypes.c_float)):

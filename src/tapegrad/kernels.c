@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "threadpool.h"
-#include "vecmath.h"
+#include "vecmath_levels.h" /* vecmath.h, and its level functions for direct calls */
 
 /* PyTorch's constants for gelu (sqrt(2/pi), the cubic coefficient) and the normal density. */
 #define TG_SQRT1_2 0.70710678118654752440
@@ -21,7 +21,16 @@
  * the expression is finished per element.  vecmath's result for an element does not depend on
  * its neighbours, so chunking (and threads, below) never change a result. */
 #define TG_CHUNK 256
-#define VM(NAME, SUF) tg_vm_##NAME##_##SUF
+/* The level's function itself (one inline load and compare): through the public function, a
+ * one-element exp paid two calls and a second level check before any arithmetic. */
+#define VM(NAME, SUF) TG_VM_PICK(tg_vm_level_fast(), NAME, SUF)
+/* The same for the fused kernels that only the AVX2 level has its own version of (vecmath.h's
+ * gelu_f32, silu_*, gelu_grad_f32): that one directly, else the public function's portable code. */
+#if TG_VM_BUILD_AVX2
+#define VM_OWN(NAME) (tg_vm_level_fast() == TG_VM_AVX2 ? tg_vm_##NAME##_avx2 : tg_vm_##NAME)
+#else
+#define VM_OWN(NAME) tg_vm_##NAME
+#endif
 
 /* Each op body below is compiled twice on x86 with GCC or Clang: for the baseline ISA and for
  * AVX2 (without FMA, so that no a*b+c is contracted: both versions round every operation alike and
@@ -37,7 +46,7 @@
     __attribute__((target("avx2"))) static int NAME##_avx2 PARAMS { BODY }      \
     static int NAME PARAMS                                                      \
     {                                                                           \
-        if (tg_vm_level() == TG_VM_AVX2) return NAME##_avx2 ARGS;               \
+        if (tg_vm_level_fast() == TG_VM_AVX2) return NAME##_avx2 ARGS;          \
         return NAME##_base ARGS;                                                \
     }
 #else
@@ -51,13 +60,13 @@ static void vm_none_f32(const float *x, float *y, size_t n) { (void)x; (void)y; 
 /* softplus's log1p(e^z) as one staged function. */
 static void vm_log1p_exp_f64(const double *x, double *y, size_t n)
 {
-    tg_vm_exp_f64(x, y, n);
-    tg_vm_log1p_f64(y, y, n);
+    VM(exp, f64)(x, y, n);
+    VM(log1p, f64)(y, y, n);
 }
 static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 {
-    tg_vm_exp_f32(x, y, n);
-    tg_vm_log1p_f32(y, y, n);
+    VM(exp, f32)(x, y, n);
+    VM(log1p, f32)(y, y, n);
 }
 
 /* The shape of every case that calls vecmath: per chunk of at most TG_CHUNK elements, LOAD(T, i)
@@ -126,7 +135,7 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 #define POW_CASE(T, SUF, POW)                                                   \
     case TG_POW:                                                                \
         if (sa == 1 && sb == 0 && !POW_IS_FAST(T, b[0])) {                      \
-            VM(pow, SUF)(a, b[0], out, (size_t)n);                              \
+            tg_vm_pow_##SUF(a, b[0], out, (size_t)n);                           \
             return 0;                                                           \
         }                                                                       \
         BINARY_LOOPS(T, POW_FAST(T, POW, X, Y))
@@ -134,9 +143,9 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 /* gelu: float32 has its own vecmath kernel (erf's argument and result kept in registers). */
 #define GELU_CASE_f64                                                           \
     CHUNKED_UNARY(double, f64, TG_GELU, X * TG_SQRT1_2, VM(erf, f64), 0.5 * X * (1.0 + E1))
-#define GELU_CASE_f32 VM_CASE(TG_GELU, tg_vm_gelu_f32)
-#define SILU_CASE_f64 VM_CASE(TG_SILU, tg_vm_silu_f64)
-#define SILU_CASE_f32 VM_CASE(TG_SILU, tg_vm_silu_f32)
+#define GELU_CASE_f32 VM_CASE(TG_GELU, VM_OWN(gelu_f32))
+#define SILU_CASE_f64 VM_CASE(TG_SILU, VM_OWN(silu_f64))
+#define SILU_CASE_f32 VM_CASE(TG_SILU, VM_OWN(silu_f32))
 /* float32 gelu gradient: both functions in registers (vecmath.h); contiguous operands only. */
 #define GELU_GRAD_CASE_f64                                                      \
     CHUNKED_BINARY(double, TG_GELU_GRAD, Y * TG_SQRT1_2, VM(erf, f64), -0.5 * Y * Y, \
@@ -144,7 +153,7 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 #define GELU_GRAD_CASE_f32                                                      \
     case TG_GELU_GRAD:                                                          \
         if (sa == 1 && sb == 1) {                                               \
-            tg_vm_gelu_grad_f32(a, b, out, (size_t)n);                          \
+            VM_OWN(gelu_grad_f32)(a, b, out, (size_t)n);                        \
             return 0;                                                           \
         }                                                                       \
         CHUNKED(float, LOAD_XY, Y * (float)TG_SQRT1_2, VM(erf, f32), -0.5f * Y * Y, \
@@ -386,9 +395,31 @@ JOB_RANGE(param_range_f32, float,
 /* Split only valid ops (an unknown one returns -1 from the serial call, as documented). */
 #define TG_MIN_PARALLEL(IS_ARITH, op) ((IS_ARITH)(op) ? TG_PAR_MIN_ARITH : TG_PAR_MIN_MATH)
 
+/* The four arithmetic ops on a few elements (fewer than one AVX2 vector of floats), in plain
+ * scalar code before the level dispatch: the vectorised variants' loop setup (overlap checks,
+ * vector body, epilogue) and the jump into their large switch cost more than the arithmetic,
+ * which is what a one-element tensor op does.  BINARY_LOOPS, so the same operations and bits. */
+#define TG_TINY 8
+#define TINY_ARITH(op) ((op) == TG_ADD || (op) == TG_SUB || (op) == TG_MUL || (op) == TG_DIV)
+#define BINARY_TINY(T, SUF)                                                     \
+    static int binary_tiny_##SUF(int op, ptrdiff_t n, const T *a, ptrdiff_t sa, \
+                                 const T *b, ptrdiff_t sb, T *out)              \
+    {                                                                           \
+        switch (op) {                                                           \
+            BINARY_CASE(T, TG_ADD, X + Y)                                       \
+            BINARY_CASE(T, TG_SUB, X - Y)                                       \
+            BINARY_CASE(T, TG_MUL, X * Y)                                       \
+            BINARY_CASE(T, TG_DIV, X / Y)                                       \
+            default: return -1;                                                 \
+        }                                                                       \
+    }
+BINARY_TINY(double, f64)
+BINARY_TINY(float, f32)
+
 int tg_binary_f64(int op, ptrdiff_t n, const double *a, ptrdiff_t sa, const double *b,
                   ptrdiff_t sb, double *out)
 {
+    if (n < TG_TINY && TINY_ARITH(op)) return binary_tiny_f64(op, n, a, sa, b, sb, out);
     if (op < 0 || op >= TG_N_BINARY || n < TG_PAR_MIN_MATH)
         return binary_f64(op, n, a, sa, b, sb, out);
     tg_job j = { op, a, b, sa, sb, 0, 0, out };
@@ -399,6 +430,7 @@ int tg_binary_f64(int op, ptrdiff_t n, const double *a, ptrdiff_t sa, const doub
 int tg_binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const float *b,
                   ptrdiff_t sb, float *out)
 {
+    if (n < TG_TINY && TINY_ARITH(op)) return binary_tiny_f32(op, n, a, sa, b, sb, out);
     if (op < 0 || op >= TG_N_BINARY || n < TG_PAR_MIN_MATH)
         return binary_f32(op, n, a, sa, b, sb, out);
     tg_job j = { op, a, b, sa, sb, 0, 0, out };

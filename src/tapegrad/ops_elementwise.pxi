@@ -483,16 +483,15 @@ cdef object unary_op(int op, TensorBase x):
     cdef Py_ssize_t inp[1]
     cdef Record* r
     A = x._array
-    if op != OP_NEG and op != OP_RELU and A.dtype.kind != "f":
+    cdef char kind = dtype_kind(<cnp.ndarray>A)
+    if op != OP_NEG and op != OP_RELU and kind != c'f':
         A = A.astype(DEFAULT_FLOAT)                     # PyTorch: exp/log/tanh of ints: the default
-    if op == OP_RELU and A.dtype.kind == "b":
+    if op == OP_RELU and kind == c'b':
         raise RuntimeError("Boolean inputs not supported for relu")
-    if op == OP_NEG and A.dtype.kind == "b":
+    if op == OP_NEG and kind == c'b':
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or "
                            "`logical_not()` operator instead.")
-    if op == OP_RELU and A.dtype.kind == "b":
-        raise RuntimeError("Boolean inputs not supported for relu")
     # The C kernels (vectorised exp/log/tanh, threads for big arrays) at every size; numpy for
     # other layouts and dtypes.
     out = fast_unary(unary_kernel_of(op), A)

@@ -282,18 +282,18 @@ cdef object math_op(int op, int kop, TensorBase x, bint save_output):
     (PyTorch), except abs and sign, which keep integer dtypes."""
     cdef Record* r
     A = x._array
-    cdef str kind = A.dtype.kind
+    cdef char kind = dtype_kind(<cnp.ndarray>A)
     if op == OP_ABS or op == OP_SIGN:
-        if kind == "b":
+        if kind == c'b':
             if op == OP_ABS:
                 raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'")
             out = A.copy()
-        elif kind != "f":
+        elif kind != c'f':
             out = nd(np.abs(A)) if op == OP_ABS else sign_numpy(A)
         else:
             out = ucall_forward(kop, A)
     else:
-        if kind != "f":
+        if kind != c'f':
             A = A.astype(DEFAULT_FLOAT)
         out = ucall_forward(kop, A)
     cdef TensorBase res = wrap(out)
@@ -367,7 +367,7 @@ def square(TensorBase input):
 cdef object activation_input(TensorBase x, str kernel):
     """The array of an activation's input: floating point only, PyTorch's error otherwise."""
     A = x._array
-    if A.dtype.kind != "f":
+    if dtype_kind(<cnp.ndarray>A) != c'f':
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_type_name(A.dtype)}'")
     return A
 
@@ -580,7 +580,7 @@ def relu_nn(TensorBase input, bint inplace=False):
     """nn.functional.relu: max(x, 0), optionally in place."""
     if not inplace:
         return unary_op(OP_RELU, input)
-    if input._array.dtype.kind == "b":
+    if dtype_kind(<cnp.ndarray>input._array) == c'b':
         raise RuntimeError("Boolean inputs not supported for relu")
     if in_graph(input):
         return activation_in_graph(relu_nn, input, (False,))

@@ -120,13 +120,6 @@ void tg_vm_rem_pio2_huge(double x, double *n_out, double *rhi, double *rlo)
  * for one function (nn_kernels.c calls exp) then carries that function only, since the linker
  * drops the sections nothing reaches; a table referring to all of them kept a second full copy of
  * vecmath in _ops_nn. */
-#if TG_VM_BUILD_AVX2
-#define TG_VM_PICK(level, name, suffix) \
-    ((level) == TG_VM_AVX2 ? tg_vm_##name##_##suffix##_avx2 : tg_vm_##name##_##suffix##_scalar)
-#else
-#define TG_VM_PICK(level, name, suffix) tg_vm_##name##_##suffix##_scalar
-#endif
-
 static const char *const level_names[TG_VM_N_LEVELS] = { "scalar", "avx2" };
 
 static int cpu_has_avx2_fma(void)
@@ -150,8 +143,9 @@ static int cpu_has_avx2_fma(void)
 #endif
 }
 
-/* Resolved on first use.  A race between two first calls is benign: both store the same values. */
-static int active_level = -1;
+/* Resolved on first use (-1 until then; read inline by tg_vm_level_fast).  A race between two
+ * first calls is benign: both store the same value. */
+int tg_vm_active_level = -1;
 
 int tg_vm_best_level(void)
 {
@@ -166,13 +160,13 @@ const char *tg_vm_level_name(int level)
 int tg_vm_set_level(int level)
 {
     if (level < 0 || level > tg_vm_best_level()) return -1;
-    active_level = level;
+    tg_vm_active_level = level;
     return level;
 }
 
 static int resolve(void)
 {
-    if (active_level < 0) {
+    if (tg_vm_active_level < 0) {
         int level = tg_vm_best_level();
         const char *want = getenv("TAPEGRAD_SIMD");
         if (want != NULL) {
@@ -181,7 +175,7 @@ static int resolve(void)
         }
         tg_vm_set_level(level);
     }
-    return active_level;
+    return tg_vm_active_level;
 }
 
 int tg_vm_level(void)

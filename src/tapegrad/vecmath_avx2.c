@@ -28,6 +28,22 @@ static inline vd vd_load(const double *p) { return _mm256_loadu_pd(p); }
 static inline void vd_store(double *p, vd v) { _mm256_storeu_pd(p, v); }
 static inline vd vd_load_f32(const float *p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
 static inline void vd_store_f32(float *p, vd v) { _mm_storeu_ps(p, _mm256_cvtpd_ps(v)); }
+/* Lane masks for the first m elements of a tail: 8 - m .. 15 - m (32-bit lanes), 4 - m .. 7 - m
+ * (64-bit lanes).  Masked-off lanes load as 0 and are not read from memory. */
+static const int32_t tail_mask32[16] = { -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0 };
+static const int64_t tail_mask64[8] = { -1, -1, -1, -1, 0, 0, 0, 0 };
+static inline vd vd_load_part(const double *p, size_t m)
+{
+    return _mm256_maskload_pd(p, _mm256_loadu_si256((const __m256i *)(tail_mask64 + 4 - m)));
+}
+static inline vd vd_load_f32_part(const float *p, size_t m)
+{
+    return _mm256_cvtps_pd(_mm_maskload_ps(p, _mm_loadu_si128((const __m128i *)(tail_mask32 + 8 - m))));
+}
+static inline __m256 vf_load_part(const float *p, size_t m)
+{
+    return _mm256_maskload_ps(p, _mm256_loadu_si256((const __m256i *)(tail_mask32 + 8 - m)));
+}
 static inline vd vd_add(vd a, vd b) { return _mm256_add_pd(a, b); }
 static inline vd vd_sub(vd a, vd b) { return _mm256_sub_pd(a, b); }
 static inline vd vd_mul(vd a, vd b) { return _mm256_mul_pd(a, b); }
@@ -379,14 +395,14 @@ void tg_vm_gelu_grad_f32_avx2(const float *g, const float *x, float *out, size_t
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(out + i, gelu_grad_f32n(_mm256_loadu_ps(g + i), _mm256_loadu_ps(x + i)));
     if (i < n) {
-        float bg[8] = {0}, bx[8] = {0};
-        for (size_t k = 0; k < n - i; k++) { bg[k] = g[i + k]; bx[k] = x[i + k]; }
-        _mm256_storeu_ps(bg, gelu_grad_f32n(_mm256_loadu_ps(bg), _mm256_loadu_ps(bx)));
-        for (size_t k = 0; k < n - i; k++) out[i + k] = bg[k];
+        float buf[8];
+        _mm256_storeu_ps(buf, gelu_grad_f32n(vf_load_part(g + i, n - i), vf_load_part(x + i, n - i)));
+        for (size_t k = 0; k < n - i; k++) out[i + k] = buf[k];
     }
 }
 
-/* 8 floats at a time (two vectors per iteration), the tail padded into one more vector. */
+/* 8 floats at a time (four vectors per iteration), the tail padded with zeros into one more
+ * vector (a masked load, as vecmath_impl.h's loops). */
 #define VF_LOOP(name, core)                                                                    \
     void tg_vm_##name##_f32_avx2(const float *x, float *y, size_t n)                          \
     {                                                                                          \
@@ -401,9 +417,8 @@ void tg_vm_gelu_grad_f32_avx2(const float *g, const float *x, float *out, size_t
         }                                                                                      \
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, core(_mm256_loadu_ps(x + i)));     \
         if (i < n) {                                                                           \
-            float buf[8] = {0};                                                                \
-            for (size_t k = 0; k < n - i; k++) buf[k] = x[i + k];                              \
-            _mm256_storeu_ps(buf, core(_mm256_loadu_ps(buf)));                                 \
+            float buf[8];                                                                      \
+            _mm256_storeu_ps(buf, core(vf_load_part(x + i, n - i)));                           \
             for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
         }                                                                                      \
     }

@@ -14,7 +14,9 @@
  * comparisons vd_lt vd_gt vd_eq vd_isnan returning vm, vm_and vm_andnot(a,b)=~a&b vm_or vm_any,
  * vd_select(m,a,b)=m?a:b,
  * vd_as_vi vi_as_vd vi_set vi_add vi_and vi_or vi_shl vi_shr (logical) vi_eq,
- * vd_lookup4(table, i, &a, &b, &c, &d): row i of a table of four-double rows, per lane. */
+ * vd_lookup4(table, i, &a, &b, &c, &d): row i of a table of four-double rows, per lane,
+ * vd_load_part vd_load_f32_part(p, m): the first m < VM_W elements of p into the first lanes, the
+ * other lanes 0, reading nothing beyond p[m - 1] (the tail of an array). */
 #include "vecmath_consts.h"
 #include "vecmath_tables.h"
 
@@ -582,7 +584,7 @@ static inline vd pow_core(vd x, const pow_exponent *pe)
     return nan_passthrough(x, r);
 }
 
-#define VM_POW_LOOP(SUFFIX, T, LOAD, STORE, CORE)                                                    \
+#define VM_POW_LOOP(SUFFIX, T, LOAD, LOAD_PART, STORE, CORE)                                         \
     void VM_XCAT3(tg_vm_pow_##SUFFIX, _, VM_LEVEL_NAME)(const T *x, T y, T *out, size_t n)     \
     {                                                                                          \
         const pow_exponent pe = pow_exponent_of((double)y);                                    \
@@ -594,13 +596,12 @@ static inline vd pow_core(vd x, const pow_exponent *pe)
         }                                                                                      \
         for (; i + VM_W <= n; i += VM_W) STORE(out + i, CORE(LOAD(x + i), &pe));                \
         if (i < n) {                                                                           \
-            T buf[VM_W] = {0};                                                                 \
-            for (size_t k = 0; k < n - i; k++) buf[k] = x[i + k];                              \
-            STORE(buf, CORE(LOAD(buf), &pe));                                                   \
+            T buf[VM_W];                                                                       \
+            STORE(buf, CORE(LOAD_PART(x + i, n - i), &pe));                                    \
             for (size_t k = 0; k < n - i; k++) out[i + k] = buf[k];                            \
         }                                                                                      \
     }
-VM_POW_LOOP(f64, double, vd_load, vd_store, pow_core)
+VM_POW_LOOP(f64, double, vd_load, vd_load_part, vd_store, pow_core)
 
 /* float32, evaluated in double: a float x is a normal double, and t = y log|x| only needs an
  * absolute error ~2^-45 (|t| <= ~104 where the float result is neither 0 nor inf), so log|x| is
@@ -634,7 +635,7 @@ static inline vd pow_f32_core(vd x, const pow_exponent *pe)
         res = vd_select(vm_and(vd_lt(x, vd_set(0.0)), vd_gt(x, vd_set(-INFINITY))), vd_set(NAN), res);
     return nan_passthrough(x, res);
 }
-VM_POW_LOOP(f32, float, vd_load_f32, vd_store_f32, pow_f32_core)
+VM_POW_LOOP(f32, float, vd_load_f32, vd_load_f32_part, vd_store_f32, pow_f32_core)
 
 /* ---- per-element entry points and loops ----------------------------------------------------- */
 #define VM_UNARY(name, expr64, expr32)                                                        \
@@ -656,8 +657,10 @@ VM_UNARY(silu, vd_div(x, vd_add(vd_set(1.0), exp_core(vd_sub(vd_set(0.0), x), VM
          vd_div(x, vd_add(vd_set(1.0), exp_f32_core(vd_sub(vd_set(0.0), x)))))
 
 /* Four vectors per iteration (their dependency chains -- a polynomial is one long chain -- overlap
- * in the out-of-order window), then one, then the tail padded into one more vector (same code
- * path, so an element's result does not depend on its position).  The float64 loops are the
+ * in the out-of-order window), then one, then the tail padded with zeros into one more vector
+ * (same code path, so an element's result does not depend on its position).  The tail is read by
+ * a masked load: staged through a buffer, its scalar stores could not forward to the vector load,
+ * which waited for them to reach the cache (a one-element call is all tail).  The float64 loops are the
  * level's exported kernels; the float32 ones (name_f32_via_f64) are exported by the level's
  * translation unit, which may replace some by native float code. */
 #define VM_LOOPS(name)                                                                         \
@@ -674,9 +677,8 @@ VM_UNARY(silu, vd_div(x, vd_add(vd_set(1.0), exp_core(vd_sub(vd_set(0.0), x), VM
         }                                                                                      \
         for (; i + VM_W <= n; i += VM_W) vd_store(y + i, name##_v64(vd_load(x + i)));          \
         if (i < n) {                                                                           \
-            double buf[VM_W] = {0};                                                            \
-            for (size_t k = 0; k < n - i; k++) buf[k] = x[i + k];                              \
-            vd_store(buf, name##_v64(vd_load(buf)));                                           \
+            double buf[VM_W];                                                                  \
+            vd_store(buf, name##_v64(vd_load_part(x + i, n - i)));                             \
             for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
         }                                                                                      \
     }                                                                                          \
@@ -694,9 +696,8 @@ VM_UNARY(silu, vd_div(x, vd_add(vd_set(1.0), exp_core(vd_sub(vd_set(0.0), x), VM
         }                                                                                      \
         for (; i + VM_W <= n; i += VM_W) vd_store_f32(y + i, name##_v32(vd_load_f32(x + i)));  \
         if (i < n) {                                                                           \
-            float buf[VM_W] = {0};                                                             \
-            for (size_t k = 0; k < n - i; k++) buf[k] = x[i + k];                              \
-            vd_store_f32(buf, name##_v32(vd_load_f32(buf)));                                   \
+            float buf[VM_W];                                                                   \
+            vd_store_f32(buf, name##_v32(vd_load_f32_part(x + i, n - i)));                     \
             for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
         }                                                                                      \
     }

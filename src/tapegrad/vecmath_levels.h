@@ -24,6 +24,26 @@
 #define TG_VM_BUILD_AVX2 0
 #endif
 
+/* The level in use, -1 until the first call resolves it (vecmath.c). */
+extern int tg_vm_active_level;
+
+/* tg_vm_level() for the kernels' per-call dispatch: one load once resolved, inline, where the
+ * exported function (kept for callers through an FFI) cost a call per kernel call. */
+static inline int tg_vm_level_fast(void)
+{
+    int level = tg_vm_active_level;
+    return level >= 0 ? level : tg_vm_level();
+}
+
+/* The function of a kernel (a TG_VM_KERNELS name) at `level`: what the public functions call
+ * (vecmath.c's dispatch says why not a table), and what kernels.c calls directly. */
+#if TG_VM_BUILD_AVX2
+#define TG_VM_PICK(level, name, suffix) \
+    ((level) == TG_VM_AVX2 ? tg_vm_##name##_##suffix##_avx2 : tg_vm_##name##_##suffix##_scalar)
+#else
+#define TG_VM_PICK(level, name, suffix) tg_vm_##name##_##suffix##_scalar
+#endif
+
 #define TG_VM_DECLARE_LEVEL(name, level)                                          \
     void tg_vm_##name##_f64_##level(const double *x, double *y, size_t n);        \
     void tg_vm_##name##_f32_##level(const float *x, float *y, size_t n);

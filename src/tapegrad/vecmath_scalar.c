@@ -19,6 +19,9 @@ static inline vd vd_load(const double *p) { return *p; }
 static inline void vd_store(double *p, vd v) { *p = v; }
 static inline vd vd_load_f32(const float *p) { return (double)*p; }
 static inline void vd_store_f32(float *p, vd v) { *p = (float)v; }
+/* One lane: an array has no partial tail (never called). */
+static inline vd vd_load_part(const double *p, size_t m) { (void)m; return *p; }
+static inline vd vd_load_f32_part(const float *p, size_t m) { (void)m; return (double)*p; }
 static inline vd vd_add(vd a, vd b) { return a + b; }
 static inline vd vd_sub(vd a, vd b) { return a - b; }
 static inline vd vd_mul(vd a, vd b) { return a * b; }
