@@ -1,0 +1,327 @@
+"""The rest of torch.distributions: transforms, biject_to / transform_to, and the families built
+on them (HalfNormal, Gumbel, Weibull, Pareto, MixtureSameFamily, the relaxed categoricals,
+LowRankMultivariateNormal, ...): values, gradients of log_prob with respect to the parameters
+(against PyTorch and float64 finite differences), reparameterised samples, shapes, validation
+errors and KL divergences."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad import distributions as D
+from tapegrad.testing import numeric_grad
+
+
+def _lib_tensor(lib, value, requires_grad=False):
+    return lib.tensor(value, dtype=lib.float64, requires_grad=requires_grad)
+
+
+def _build(lib, name, params, requires_grad=False):
+    args = [_lib_tensor(lib, p, requires_grad) if isinstance(p, (list, float)) else p
+            for p in params]
+    return getattr(lib.distributions, name)(*args), args
+
+
+# name, parameters (lists become float64 tensors), a value inside the support
+FAMILIES = [
+    ("HalfNormal", [[0.7, 2.0]], [0.3, 2.5]),
+    ("HalfCauchy", [[0.7, 2.0]], [0.3, 2.5]),
+    ("Gumbel", [[0.0, 1.0], [1.0, 2.5]], [0.4, -1.5]),
+    ("Weibull", [[1.0, 2.0], [1.5, 0.8]], [0.4, 2.5]),
+    ("Pareto", [[1.0, 2.0], [1.5, 3.0]], [1.4, 2.5]),
+    ("Chi2", [[1.5, 3.0]], [0.4, 2.5]),
+    ("InverseGamma", [[1.5, 3.0], [1.0, 2.0]], [0.4, 2.5]),
+    ("FisherSnedecor", [[3.0, 5.0], [6.0, 7.0]], [0.4, 2.5]),
+    ("Kumaraswamy", [[0.5, 3.0], [1.5, 2.0]], [0.3, 0.6]),
+    ("NegativeBinomial", [[3.0, 5.5], [0.2, 0.7]], [2.0, 4.0]),
+]
+
+
+@pytest.mark.parametrize("name,params,value", FAMILIES, ids=[f[0] for f in FAMILIES])
+def test_family_matches_torch(name, params, value, torch):
+    results = {}
+    for lib in (tg, torch):
+        dist, args = _build(lib, name, params, requires_grad=True)
+        v = _lib_tensor(lib, value)
+        out = {"log_prob": dist.log_prob(v)}
+        for attr in ("mean", "mode", "variance", "stddev"):
+            out[attr] = getattr(dist, attr)
+        for method in ("entropy", "cdf", "icdf"):
+            try:
+                out[method] = (dist.entropy() if method == "entropy" else
+                               getattr(dist, method)(v if method == "cdf" else
+                                                     _lib_tensor(lib, [0.3, 0.8])))
+            except NotImplementedError:
+                out[method] = None
+        dist.log_prob(v).sum().backward()
+        out["grads"] = [a.grad for a in args]
+        out["shapes"] = (tuple(dist.batch_shape), tuple(dist.event_shape),
+                         tuple(dist.sample((3,)).shape), tuple(dist.expand((4, 2)).batch_shape))
+        out["repr"] = repr(dist)
+        results[lib] = out
+    mine, theirs = results[tg], results[torch]
+    assert mine["shapes"] == theirs["shapes"]
+    assert mine["repr"] == theirs["repr"]
+    for key in ("log_prob", "mean", "mode", "variance", "stddev", "entropy", "cdf", "icdf"):
+        if mine[key] is None:
+            assert theirs[key] is None or name in ("Chi2", "InverseGamma"), key   # gammainc
+            continue
+        np.testing.assert_allclose(mine[key].detach().numpy(), theirs[key].detach().numpy(),
+                                   rtol=1e-9, atol=1e-12, err_msg=key)
+    for g, t in zip(mine["grads"], theirs["grads"]):
+        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("name,params,value", FAMILIES, ids=[f[0] for f in FAMILIES])
+def test_family_log_prob_gradient_finite_differences(name, params, value):
+    arrays = [np.array(p, dtype=np.float64) for p in params]
+    v = tg.tensor(value, dtype=tg.float64)
+
+    def log_prob(*arrs):
+        dist = getattr(D, name)(*[tg.tensor(a) for a in arrs])
+        return float(dist.log_prob(v).sum().item())
+
+    tensors = [tg.tensor(a, requires_grad=True) for a in arrays]
+    getattr(D, name)(*tensors).log_prob(v).sum().backward()
+    for t, expected in zip(tensors, numeric_grad(log_prob, arrays)):
+        np.testing.assert_allclose(t.grad.numpy(), expected, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name,params", [
+    ("HalfNormal", [[0.7, 2.0]]), ("Gumbel", [[0.0, 1.0], [1.0, 2.5]]),
+    ("Weibull", [[1.0, 2.0], [1.5, 0.8]]), ("Pareto", [[1.0, 2.0], [1.5, 3.0]]),
+    ("Kumaraswamy", [[0.5, 3.0], [1.5, 2.0]]), ("HalfCauchy", [[0.7, 2.0]]),
+])
+def test_rsample_is_reparameterised(name, params):
+    # rsample's gradient is the derivative of the sample at fixed base noise: finite differences
+    # of the sample under the same seed
+    arrays = [np.array(p, dtype=np.float64) for p in params]
+
+    def draw(*arrs):
+        tg.manual_seed(7)
+        return getattr(D, name)(*[tg.tensor(a) for a in arrs]).rsample((5,))
+
+    tensors = [tg.tensor(a, requires_grad=True) for a in arrays]
+    tg.manual_seed(7)
+    sample = getattr(D, name)(*tensors).rsample((5,))
+    assert getattr(D, name)(*tensors).has_rsample
+    sample.sum().backward()
+    expected = numeric_grad(lambda *a: float(draw(*a).sum().item()), arrays)
+    for t, e in zip(tensors, expected):
+        np.testing.assert_allclose(t.grad.numpy(), e, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,params,moments", [
+    ("HalfNormal", [2.0], True), ("Gumbel", [1.0, 2.0], True), ("Weibull", [2.0, 1.5], True),
+    ("Pareto", [1.0, 5.0], True), ("Chi2", [3.0], True), ("InverseGamma", [5.0, 2.0], True),
+    ("FisherSnedecor", [5.0, 12.0], True), ("Kumaraswamy", [2.0, 3.0], True),
+    ("NegativeBinomial", [4.0, 0.3], True),
+])
+def test_sample_moments(name, params, moments):
+    tg.manual_seed(0)
+    dist = getattr(D, name)(*[tg.tensor(p, dtype=tg.float64) for p in params])
+    samples = dist.sample((40000,)).numpy()
+    assert samples.shape == (40000,)
+    mean, std = float(dist.mean), float(dist.stddev)
+    assert abs(samples.mean() - mean) < 5 * std / math.sqrt(40000) + 1e-3
+    assert abs(samples.std() - std) < 0.1 * std
+
+
+def test_validation_errors(torch):
+    for lib in (tg, torch):
+        with pytest.raises(ValueError, match="scale"):
+            lib.distributions.HalfNormal(lib.tensor([-1.0]))
+        with pytest.raises(ValueError, match="concentration"):
+            lib.distributions.Weibull(lib.tensor([1.0]), lib.tensor([0.0]))
+        with pytest.raises(ValueError, match="support"):
+            lib.distributions.HalfNormal(lib.tensor([1.0])).log_prob(lib.tensor([-1.0]))
+        with pytest.raises(ValueError, match="Either `probs` or `logits`"):
+            lib.distributions.NegativeBinomial(lib.tensor(2.0))
+
+
+# -- transforms ----------------------------------------------------------------------------------
+
+def _transforms(lib):
+    T = lib.distributions.transforms
+    return {
+        "exp": (T.ExpTransform(), [[-1.0, 0.5, 2.0]]),
+        "affine": (T.AffineTransform(1.5, -2.0), [[-1.0, 0.5, 2.0]]),
+        "affine_tensor": (T.AffineTransform(lib.tensor([0.5, 1.0, -1.0], dtype=lib.float64),
+                                            lib.tensor([2.0, -0.5, 3.0], dtype=lib.float64),
+                                            event_dim=1), [[-1.0, 0.5, 2.0]]),
+        "sigmoid": (T.SigmoidTransform(), [[-1.0, 0.5, 2.0]]),
+        "tanh": (T.TanhTransform(), [[-1.0, 0.5, 2.0]]),
+        "softplus": (T.SoftplusTransform(), [[-1.0, 0.5, 2.0]]),
+        "power": (T.PowerTransform(lib.tensor(2.5, dtype=lib.float64)), [[0.3, 1.5, 2.0]]),
+        "stick": (T.StickBreakingTransform(), [[-1.0, 0.5, 2.0], [0.1, 0.2, -0.3]]),
+        "lower_cholesky": (T.LowerCholeskyTransform(), [[[0.5, 0.1], [-0.3, 0.2]]]),
+        "corr_cholesky": (T.CorrCholeskyTransform(), [[-1.0, 0.5, 2.0], [0.1, 0.2, -0.3]]),
+        "compose": (T.ComposeTransform([T.AffineTransform(0.5, 2.0), T.ExpTransform(),
+                                        T.PowerTransform(lib.tensor(0.5, dtype=lib.float64))]),
+                    [[-1.0, 0.5, 2.0]]),
+        "independent": (T.IndependentTransform(T.ExpTransform(), 1), [[-1.0, 0.5], [2.0, 1.0]]),
+        "reshape": (T.ReshapeTransform((2, 2), (4,)), [[[1.0, 2.0], [3.0, 4.0]]]),
+        "cat": (T.CatTransform([T.ExpTransform(), T.AffineTransform(1.0, 3.0)], dim=-1,
+                               lengths=[2, 1]), [[-1.0, 0.5, 2.0]]),
+        "stack": (T.StackTransform([T.ExpTransform(), T.TanhTransform()], dim=0),
+                  [[-1.0, 0.5], [2.0, 0.3]]),
+        "inverse_exp": (T.ExpTransform().inv, [[0.5, 1.5, 2.0]]),
+        "cdf": (T.CumulativeDistributionTransform(lib.distributions.Normal(
+            lib.tensor(0.5, dtype=lib.float64), lib.tensor(2.0, dtype=lib.float64))),
+            [[-1.0, 0.5, 2.0]]),
+    }
+
+
+@pytest.mark.parametrize("key", sorted(_transforms(tg)))
+def test_transform_matches_torch(key, torch):
+    results = {}
+    for lib in (tg, torch):
+        t, x = _transforms(lib)[key]
+        x = _lib_tensor(lib, x, requires_grad=True)
+        y = t(x)
+        out = {"y": y, "x_back": t.inv(y.detach()),
+               "domain": (repr(t.domain), t.domain.event_dim),
+               "codomain": (repr(t.codomain), t.codomain.event_dim),
+               "bijective": t.bijective,
+               "shapes": (tuple(t.forward_shape(x.shape)), tuple(t.inverse_shape(y.shape)))}
+        if key not in ("reshape_never",) and t.bijective:
+            lad = t.log_abs_det_jacobian(x, y)
+            out["lad"] = lad
+            (y.sum() + lad.sum()).backward()
+        else:
+            y.sum().backward()
+        out["grad"] = x.grad
+        results[lib] = out
+    mine, theirs = results[tg], results[torch]
+    for k in ("domain", "codomain", "bijective", "shapes"):
+        assert mine[k] == theirs[k], k
+    for k in ("y", "x_back", "lad", "grad"):
+        if k in theirs:
+            np.testing.assert_allclose(mine[k].detach().numpy(), theirs[k].detach().numpy(),
+                                       rtol=1e-9, atol=1e-12, err_msg=k)
+
+
+def test_softmax_and_abs_transforms(torch):
+    for lib in (tg, torch):
+        T = lib.distributions.transforms
+        x = _lib_tensor(lib, [[1.0, 2.0, -1.0]])
+        lib._res = (T.SoftmaxTransform()(x), T.SoftmaxTransform().inv(x.exp()),
+                    T.AbsTransform()(-x), T.AbsTransform().bijective)
+    for a, b in zip(tg._res[:3], torch._res[:3]):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+    assert tg._res[3] is torch._res[3] is False
+    del tg._res, torch._res
+
+
+def test_transform_caching_and_identity():
+    x = tg.randn(3)
+    cached = D.ExpTransform().with_cache(1)
+    y = cached(x)
+    assert cached.inv(y) is x             # the cache returns the input itself
+    assert D.ExpTransform()(x) is not D.ExpTransform()(x)
+    assert D.identity_transform(x) is x
+    assert D.ExpTransform() == D.ExpTransform() and D.ExpTransform().inv.inv == D.ExpTransform()
+    assert D.ComposeTransform([D.ExpTransform()]).inv.parts[0] == D.ExpTransform().inv
+    with pytest.raises(ValueError, match="cache_size must be 0 or 1"):
+        D.ExpTransform(cache_size=2)
+    with pytest.raises(ValueError, match="different numbers of elements"):
+        D.ReshapeTransform((2, 2), (3,))
+
+
+@pytest.mark.parametrize("key", ["positive", "nonnegative", "unit_interval", "interval",
+                                 "greater_than", "less_than", "simplex", "real_vector",
+                                 "lower_cholesky", "positive_definite", "corr_cholesky"])
+def test_biject_to_and_transform_to_match_torch(key, torch):
+    out = {}
+    for lib in (tg, torch):
+        C = lib.distributions.constraints
+        constraint = {"positive": C.positive, "nonnegative": C.nonnegative,
+                      "unit_interval": C.unit_interval, "interval": C.interval(-1.0, 3.0),
+                      "greater_than": C.greater_than(2.0), "less_than": C.less_than(-1.0),
+                      "simplex": C.simplex, "real_vector": C.real_vector,
+                      "lower_cholesky": C.lower_cholesky,
+                      "positive_definite": C.positive_definite,
+                      "corr_cholesky": C.corr_cholesky}[key]
+        x = _lib_tensor(lib, [[0.3, -1.2, 0.7], [1.0, 0.2, -0.5]])
+        if key in ("lower_cholesky", "positive_definite"):
+            x = _lib_tensor(lib, [[0.3, -1.2], [0.7, 0.4]])
+        res = []
+        for registry in (lib.distributions.biject_to, lib.distributions.transform_to):
+            try:
+                t = registry(constraint)
+            except NotImplementedError as e:
+                res.append(str(e).replace("_", ""))
+                continue
+            y = t(x)
+            assert bool(np.all(np.asarray(constraint.check(y))))
+            res.append((repr(t), y.numpy()))
+        out[lib] = res
+    for a, b in zip(out[tg], out[torch]):
+        if isinstance(a, str):
+            assert a == b
+        else:
+            assert a[0] == b[0]
+            np.testing.assert_allclose(a[1], b[1], rtol=1e-12)
+
+
+def test_constraint_registry_register_and_errors():
+    registry = D.constraint_registry.ConstraintRegistry()
+    with pytest.raises(NotImplementedError, match="Cannot transform _Real constraints"):
+        registry(D.constraints.real)
+    registry.register(D.constraints.real, lambda c: D.ExpTransform())
+    assert isinstance(registry(D.constraints.real), D.ExpTransform)
+
+
+# -- TransformedDistribution with event dims -----------------------------------------------------
+
+def test_transformed_distribution_over_vectors_matches_torch(torch):
+    res = {}
+    for lib in (tg, torch):
+        Dl = lib.distributions
+        loc = _lib_tensor(lib, [[0.1, -0.3], [0.5, 0.2]], requires_grad=True)
+        base = Dl.Normal(loc, _lib_tensor(lib, 0.7))
+        d = Dl.TransformedDistribution(base, [Dl.StickBreakingTransform()])
+        v = _lib_tensor(lib, [[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]])
+        lp = d.log_prob(v)
+        lp.sum().backward()
+        res[lib] = (tuple(d.batch_shape), tuple(d.event_shape), lp.detach().numpy(),
+                    loc.grad.numpy(), tuple(d.sample((4,)).shape), repr(d.support),
+                    tuple(d.expand((3, 2)).batch_shape))
+    mine, theirs = res[tg], res[torch]
+    assert mine[:2] == theirs[:2] and mine[4:] == theirs[4:]
+    np.testing.assert_allclose(mine[2], theirs[2], rtol=1e-10)
+    np.testing.assert_allclose(mine[3], theirs[3], rtol=1e-10)
+
+
+def test_tanh_squashed_gaussian_policy_matches_torch(torch):
+    # the SAC policy: Normal -> tanh -> affine, log_prob of its own rsample
+    res = {}
+    for lib in (tg, torch):
+        Dl = lib.distributions
+        mu = _lib_tensor(lib, [0.2, -0.4], requires_grad=True)
+        std = _lib_tensor(lib, [0.5, 1.1], requires_grad=True)
+        d = Dl.TransformedDistribution(Dl.Normal(mu, std),
+                                       [Dl.TanhTransform(cache_size=1), Dl.AffineTransform(0.0, 2.0)])
+        a = d.icdf(_lib_tensor(lib, [0.3, 0.9]))
+        lp = d.log_prob(a)
+        lp.sum().backward()
+        res[lib] = (a.detach().numpy(), lp.detach().numpy(), mu.grad.numpy(), std.grad.numpy(),
+                    d.cdf(_lib_tensor(lib, [0.5, -1.0])).detach().numpy())
+    for a, b in zip(res[tg], res[torch]):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_decreasing_transform_cdf_matches_torch(torch):
+    res = {}
+    for lib in (tg, torch):
+        Dl = lib.distributions
+        d = Dl.TransformedDistribution(Dl.Exponential(_lib_tensor(lib, [1.5])),
+                                       [Dl.AffineTransform(1.0, -2.0)])
+        v = _lib_tensor(lib, [-0.5])
+        res[lib] = (d.cdf(v).numpy(), d.icdf(_lib_tensor(lib, [0.25])).numpy(),
+                    d.log_prob(v).numpy())
+    for a, b in zip(res[tg], res[torch]):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
