@@ -325,3 +325,136 @@ def test_decreasing_transform_cdf_matches_torch(torch):
                     d.log_prob(v).numpy())
     for a, b in zip(res[tg], res[torch]):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# -- MixtureSameFamily ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_mixture_same_family_matches_torch(vector, torch):
+    res = {}
+    for lib in (tg, torch):
+        Dl = lib.distributions
+        logits = _lib_tensor(lib, [[0.1, -0.5, 1.0], [0.3, 0.3, -1.0]], requires_grad=True)
+        loc = _lib_tensor(lib, [[-1.0, 0.5, 2.0], [0.0, 1.0, -2.0]], requires_grad=True)
+        scale = _lib_tensor(lib, [[0.5, 1.0, 1.5], [0.7, 0.2, 1.1]], requires_grad=True)
+        if vector:
+            comp = Dl.Independent(Dl.Normal(loc.unsqueeze(-1).expand(2, 3, 2),
+                                            scale.unsqueeze(-1).expand(2, 3, 2)), 1)
+            v = _lib_tensor(lib, [[0.3, -0.2], [1.5, 0.1]])
+        else:
+            comp = Dl.Normal(loc, scale)
+            v = _lib_tensor(lib, [0.3, -1.5])
+        d = Dl.MixtureSameFamily(Dl.Categorical(logits=logits), comp)
+        lp = d.log_prob(v)
+        lp.sum().backward()
+        out = [lp, d.mean, d.variance, logits.grad, loc.grad, scale.grad]
+        if not vector:
+            out.append(d.cdf(v))
+        res[lib] = ([o.detach().numpy() for o in out],
+                    (tuple(d.batch_shape), tuple(d.event_shape), tuple(d.sample((5,)).shape),
+                     tuple(d.expand((4, 2)).batch_shape), d.has_rsample))
+    for a, b in zip(res[tg][0], res[torch][0]):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+    assert res[tg][1] == res[torch][1]
+
+
+def test_mixture_same_family_errors_and_samples(torch):
+    for lib in (tg, torch):
+        Dl = lib.distributions
+        with pytest.raises(ValueError, match="needs to be an  instance"):
+            Dl.MixtureSameFamily(Dl.Normal(lib.tensor(0.0), lib.tensor(1.0)),
+                                 Dl.Normal(lib.zeros(3), lib.ones(3)))
+        with pytest.raises(ValueError, match="does not equal"):
+            Dl.MixtureSameFamily(Dl.Categorical(logits=lib.zeros(2)),
+                                 Dl.Normal(lib.zeros(3), lib.ones(3)))
+    tg.manual_seed(1)
+    d = D.MixtureSameFamily(D.Categorical(probs=tg.tensor([0.25, 0.75], dtype=tg.float64)),
+                            D.Normal(tg.tensor([-5.0, 5.0], dtype=tg.float64),
+                                     tg.tensor([0.5, 0.5], dtype=tg.float64)))
+    s = d.sample((20000,)).numpy()
+    assert abs((s > 0).mean() - 0.75) < 0.02
+    assert abs(s.mean() - float(d.mean)) < 0.1
+
+
+# -- LowRankMultivariateNormal -------------------------------------------------------------------
+
+def test_lowrank_multivariate_normal_matches_torch(torch):
+    rng = np.random.default_rng(0)
+    loc_v, W_v, D_v = rng.normal(size=(2, 3)), rng.normal(size=(3, 2)), rng.uniform(0.5, 2, 3)
+    x_v = rng.normal(size=(4, 2, 3))
+    res = {}
+    for lib in (tg, torch):
+        Dl = lib.distributions
+        loc, W, Dg = (_lib_tensor(lib, a.tolist(), True) for a in (loc_v, W_v, D_v))
+        d = Dl.LowRankMultivariateNormal(loc, W, Dg)
+        lp = d.log_prob(_lib_tensor(lib, x_v.tolist()))
+        (lp.sum() + d.entropy().sum()).backward()
+        res[lib] = ([t.detach().numpy() for t in (lp, d.entropy(), d.variance, d.covariance_matrix,
+                                                  d.precision_matrix, d.scale_tril, loc.grad,
+                                                  W.grad, Dg.grad)],
+                    (tuple(d.batch_shape), tuple(d.event_shape), tuple(d.rsample((5,)).shape),
+                     tuple(d.expand((3, 2)).batch_shape)))
+    for a, b in zip(res[tg][0], res[torch][0]):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    assert res[tg][1] == res[torch][1]
+    for lib in (tg, torch):
+        with pytest.raises(ValueError, match="cov_factor must be a batch of matrices"):
+            lib.distributions.LowRankMultivariateNormal(lib.zeros(3), lib.ones(2, 1), lib.ones(3))
+
+
+def test_lowrank_rsample_moments():
+    tg.manual_seed(0)
+    W = tg.tensor([[1.0, 0.0], [0.5, 0.5], [0.0, 2.0]], dtype=tg.float64)
+    d = D.LowRankMultivariateNormal(tg.tensor([1.0, -1.0, 0.0], dtype=tg.float64), W,
+                                    tg.tensor([0.1, 0.2, 0.3], dtype=tg.float64))
+    s = d.rsample((50000,)).numpy()
+    np.testing.assert_allclose(np.cov(s.T), d.covariance_matrix.numpy(), atol=0.06)
+    np.testing.assert_allclose(s.mean(0), [1.0, -1.0, 0.0], atol=0.03)
+
+
+# -- relaxed categoricals ------------------------------------------------------------------------
+
+def test_relaxed_distributions_match_torch(torch):
+    res = {}
+    for lib in (tg, torch):
+        Dl = lib.distributions
+        logits = _lib_tensor(lib, [[0.2, -0.3, 1.0], [0.0, 0.5, -1.0]], requires_grad=True)
+        temp = _lib_tensor(lib, 0.7)
+        cat = Dl.RelaxedOneHotCategorical(temp, logits=logits)
+        v = _lib_tensor(lib, [[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
+        p = _lib_tensor(lib, [0.3, 0.8], requires_grad=True)
+        bern = Dl.RelaxedBernoulli(temp, probs=p)
+        lp = cat.log_prob(v).sum() + bern.log_prob(_lib_tensor(lib, [0.25, 0.9])).sum()
+        lp.backward()
+        res[lib] = ([lp.detach().numpy(), logits.grad.numpy(), p.grad.numpy()],
+                    (tuple(cat.batch_shape), tuple(cat.event_shape), tuple(cat.rsample((4,)).shape),
+                     tuple(bern.rsample((4,)).shape), tuple(cat.expand((5, 2)).batch_shape),
+                     tuple(bern.expand((3, 2)).batch_shape), repr(cat.support), repr(bern.support)))
+    for a, b in zip(res[tg][0], res[torch][0]):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+    assert res[tg][1] == res[torch][1]
+
+
+def test_relaxed_rsample_gradients_and_straight_through(torch):
+    logits = tg.tensor([0.2, -0.3, 1.0], dtype=tg.float64, requires_grad=True)
+    tg.manual_seed(3)
+    y = D.RelaxedOneHotCategorical(tg.tensor(0.5, dtype=tg.float64), logits=logits).rsample((6,))
+    np.testing.assert_allclose(y.sum(-1).detach().numpy(), np.ones(6), rtol=1e-12)
+    (y[:, 0]).sum().backward()
+
+    def first(arr):
+        tg.manual_seed(3)
+        d = D.RelaxedOneHotCategorical(tg.tensor(0.5, dtype=tg.float64), logits=tg.tensor(arr))
+        return float(d.rsample((6,))[:, 0].sum().item())
+    np.testing.assert_allclose(logits.grad.numpy(),
+                               numeric_grad(first, [np.array([0.2, -0.3, 1.0])])[0], rtol=1e-5)
+    probs = tg.tensor([0.2, 0.5, 0.3], requires_grad=True)
+    st = D.OneHotCategoricalStraightThrough(probs=probs)
+    sample = st.rsample((4,))
+    assert st.has_rsample and sorted(set(sample.detach().numpy().ravel().tolist())) == [0.0, 1.0]
+    (sample * tg.tensor([1.0, 2.0, 3.0])).sum().backward()
+    # the gradient is that of the (normalised) probabilities, whatever was sampled
+    tprobs = torch.tensor([0.2, 0.5, 0.3], requires_grad=True)
+    tsample = torch.distributions.OneHotCategoricalStraightThrough(probs=tprobs).rsample((4,))
+    (tsample * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_allclose(probs.grad.numpy(), tprobs.grad.numpy(), rtol=1e-6)
