@@ -458,3 +458,62 @@ def test_relaxed_rsample_gradients_and_straight_through(torch):
     tsample = torch.distributions.OneHotCategoricalStraightThrough(probs=tprobs).rsample((4,))
     (tsample * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
     np.testing.assert_allclose(probs.grad.numpy(), tprobs.grad.numpy(), rtol=1e-6)
+
+
+# -- kl_divergence -------------------------------------------------------------------------------
+
+def _kl_pairs(lib, leaves=None):
+    """Pairs (p, q) per key, built lazily; every parameter tensor made is appended to leaves."""
+    Dl = lib.distributions
+
+    def t(v):
+        leaf = _lib_tensor(lib, v, requires_grad=True)
+        if leaves is not None:
+            leaves.append(leaf)
+        return leaf
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(3, 3))
+    cov = (A @ A.T + 3 * np.eye(3)).tolist()
+    W1, W2 = rng.normal(size=(3, 2)).tolist(), rng.normal(size=(3, 1)).tolist()
+    return {
+        "beta": lambda: (Dl.Beta(t([1.5, 2.0]), t([0.5, 3.0])), Dl.Beta(t([2.5, 1.0]), t([1.5, 2.0]))),
+        "gamma": lambda: (Dl.Gamma(t([1.5, 2.0]), t([0.5, 3.0])), Dl.Gamma(t([2.5, 1.0]), t([1.5, 2.0]))),
+        "chi2": lambda: (Dl.Chi2(t([1.5, 2.0])), Dl.Chi2(t([2.5, 1.0]))),
+        "dirichlet": lambda: (Dl.Dirichlet(t([1.5, 2.0, 0.7])), Dl.Dirichlet(t([2.5, 1.0, 1.0]))),
+        "exponential": lambda: (Dl.Exponential(t([1.5, 2.0])), Dl.Exponential(t([0.5, 3.0]))),
+        "laplace": lambda: (Dl.Laplace(t([0.0, 1.0]), t([0.5, 3.0])), Dl.Laplace(t([1.0, -1.0]), t([1.5, 2.0]))),
+        "cauchy": lambda: (Dl.Cauchy(t([0.0, 1.0]), t([0.5, 3.0])), Dl.Cauchy(t([1.0, -1.0]), t([1.5, 2.0]))),
+        "poisson": lambda: (Dl.Poisson(t([1.5, 2.0])), Dl.Poisson(t([0.5, 3.0]))),
+        "geometric": lambda: (Dl.Geometric(t([0.3, 0.6])), Dl.Geometric(t([0.5, 0.2]))),
+        "binomial": lambda: (Dl.Binomial(5, t([0.3, 0.6])), Dl.Binomial(5, t([0.5, 0.2]))),
+        "gumbel": lambda: (Dl.Gumbel(t([0.0, 1.0]), t([0.5, 3.0])), Dl.Gumbel(t([1.0, -1.0]), t([1.5, 2.0]))),
+        "halfnormal": lambda: (Dl.HalfNormal(t([0.5, 3.0])), Dl.HalfNormal(t([1.5, 2.0]))),
+        "pareto": lambda: (Dl.Pareto(t([1.0, 2.0]), t([0.5, 3.0])), Dl.Pareto(t([0.5, 2.5]), t([1.5, 2.0]))),
+        "lognormal": lambda: (Dl.LogNormal(t([0.0, 1.0]), t([0.5, 3.0])),
+                      Dl.LogNormal(t([1.0, -1.0]), t([1.5, 2.0]))),
+        "independent": lambda: (Dl.Independent(Dl.Normal(t([[0.0, 1.0]]), t([[0.5, 3.0]])), 1),
+                        Dl.Independent(Dl.Normal(t([[1.0, -1.0]]), t([[1.5, 2.0]])), 1)),
+        "mvn": lambda: (Dl.MultivariateNormal(t([0.0, 1.0, 2.0]), covariance_matrix=t(cov)),
+                Dl.MultivariateNormal(t([1.0, -1.0, 0.5]), scale_tril=t(np.linalg.cholesky(
+                    np.array(cov) + np.eye(3)).tolist()))),
+        "lowrank": lambda: (Dl.LowRankMultivariateNormal(t([0.0, 1.0, 2.0]), t(W1), t([1.0, 0.5, 2.0])),
+                    Dl.LowRankMultivariateNormal(t([1.0, -1.0, 0.5]), t(W2), t([0.3, 0.5, 1.0]))),
+        "lowrank_mvn": lambda: (Dl.LowRankMultivariateNormal(t([0.0, 1.0, 2.0]), t(W1), t([1.0, 0.5, 2.0])),
+                        Dl.MultivariateNormal(t([1.0, -1.0, 0.5]), covariance_matrix=t(cov))),
+        "mvn_lowrank": lambda: (Dl.MultivariateNormal(t([1.0, -1.0, 0.5]), covariance_matrix=t(cov)),
+                        Dl.LowRankMultivariateNormal(t([0.0, 1.0, 2.0]), t(W1), t([1.0, 0.5, 2.0]))),
+    }
+
+
+@pytest.mark.parametrize("key", sorted(_kl_pairs(tg)))
+def test_kl_divergence_matches_torch(key, torch):
+    res = {}
+    for lib in (tg, torch):
+        leaves = []
+        p, q = _kl_pairs(lib, leaves)[key]()
+        kl = lib.distributions.kl_divergence(p, q)
+        kl.sum().backward()
+        res[lib] = (kl.detach().numpy(), [v.grad.numpy() for v in leaves])
+    np.testing.assert_allclose(res[tg][0], res[torch][0], rtol=1e-9)
+    for a, b in zip(res[tg][1], res[torch][1]):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-12)
