@@ -43,27 +43,36 @@ from .relaxed_bernoulli import RelaxedBernoulli
 from .relaxed_categorical import RelaxedOneHotCategorical
 from .mixture_same_family import MixtureSameFamily
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
+from .exp_family import ExponentialFamily
+from .continuous_bernoulli import ContinuousBernoulli
+from .generalized_pareto import GeneralizedPareto
+from .von_mises import VonMises
+from .logistic_normal import LogisticNormal
+from .lkj_cholesky import LKJCholesky
+from .wishart import Wishart
 # PyTorch's submodule paths (`from torch.distributions.normal import Normal`): the modules
 # above, bound as attributes of the package as PyTorch's __init__ leaves them.
 from . import (bernoulli, beta, binomial, categorical, cauchy, chi2, constraint_registry,
-               dirichlet, distribution, exponential, fishersnedecor, gamma, geometric, gumbel,
-               half_cauchy, half_normal, independent, inverse_gamma, kl, kumaraswamy, laplace,
-               log_normal, lowrank_multivariate_normal, mixture_same_family, multinomial,
-               multivariate_normal, negative_binomial, normal, one_hot_categorical, pareto,
-               poisson, relaxed_bernoulli, relaxed_categorical, studentT,
-               transformed_distribution, uniform, utils, weibull)
+               continuous_bernoulli, dirichlet, distribution, exp_family, exponential,
+               fishersnedecor, gamma, generalized_pareto, geometric, gumbel, half_cauchy,
+               half_normal, independent, inverse_gamma, kl, kumaraswamy, laplace, lkj_cholesky,
+               log_normal, logistic_normal, lowrank_multivariate_normal, mixture_same_family,
+               multinomial, multivariate_normal, negative_binomial, normal, one_hot_categorical,
+               pareto, poisson, relaxed_bernoulli, relaxed_categorical, studentT,
+               transformed_distribution, uniform, utils, von_mises, weibull, wishart)
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform",
            "Categorical", "Cauchy", "Chi2", "ComposeTransform", "CorrCholeskyTransform",
-           "CumulativeDistributionTransform", "Dirichlet", "Distribution", "ExpTransform",
-           "Exponential", "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy",
-           "HalfNormal", "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy",
-           "Laplace", "LogNormal", "LowRankMultivariateNormal", "LowerCholeskyTransform",
+           "ContinuousBernoulli", "CumulativeDistributionTransform", "Dirichlet", "Distribution",
+           "ExpTransform", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma",
+           "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
+           "IndependentTransform", "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace",
+           "LogNormal", "LogisticNormal", "LowRankMultivariateNormal", "LowerCholeskyTransform",
            "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial",
            "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto",
            "Poisson", "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
            "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform",
            "SoftmaxTransform", "SoftplusTransform", "StackTransform", "StickBreakingTransform",
            "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
-           "Weibull", "biject_to", "constraints", "identity_transform", "kl_divergence",
+           "VonMises", "Weibull", "Wishart", "biject_to", "constraints", "identity_transform", "kl_divergence",
            "register_kl", "transform_to", "transforms"]

@@ -8,12 +8,13 @@ from ..tensor import Size
 from . import constraints
 from ._params import BinaryParameter, expand_params, numpy_draw, set_probs_or_logits
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Binomial", "Poisson"]
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Poisson(rate): P(k) = rate^k exp(-rate) / k! for k = 0, 1, ..."""
 
     arg_constraints = {"rate": constraints.nonnegative}
@@ -47,6 +48,13 @@ class Poisson(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         return xlogy(value, self.rate) - self.rate - lgamma(value + 1)
+
+    @property
+    def _natural_params(self):
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x):
+        return x.exp()
 
 
 class Binomial(BinaryParameter, Distribution):

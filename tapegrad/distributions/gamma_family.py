@@ -10,6 +10,7 @@ from ..tensor import Size
 from . import constraints
 from ._params import expand_params, numpy_draw
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Beta", "Dirichlet", "Gamma", "StudentT"]
@@ -19,7 +20,7 @@ def _sample_only(dist, sample_shape, like, draw):
     return numpy_draw(dist, sample_shape, like, draw)
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma(concentration, rate): density rate^a x^(a-1) exp(-rate x) / Gamma(a) on x > 0."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
@@ -60,8 +61,17 @@ class Gamma(Distribution):
         a = self.concentration
         return a - self.rate.log() + lgamma(a) + (1.0 - a) * digamma(a)
 
+    _mean_carrier_measure = 0
 
-class Dirichlet(Distribution):
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return lgamma(x + 1) + (x + 1) * (-y.reciprocal()).log()
+
+
+class Dirichlet(ExponentialFamily):
     """Dirichlet(concentration): distributions over the simplex of the last dim's size."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
@@ -113,8 +123,15 @@ class Dirichlet(Distribution):
         return (lgamma(c).sum(-1) - lgamma(total) - (k - total) * digamma(total)
                 - ((c - 1.0) * digamma(c)).sum(-1))
 
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
 
-class Beta(Distribution):
+    def _log_normalizer(self, x):
+        return lgamma(x).sum(-1) - lgamma(x.sum(-1))
+
+
+class Beta(ExponentialFamily):
     """Beta(concentration1, concentration0) on (0, 1): density x^(a-1) (1-x)^(b-1) / B(a, b)."""
 
     arg_constraints = {"concentration1": constraints.positive,
@@ -160,6 +177,13 @@ class Beta(Distribution):
         total = a + b
         return (lgamma(a) + lgamma(b) - lgamma(total) - (a - 1) * digamma(a)
                 - (b - 1) * digamma(b) + (total - 2) * digamma(total))
+
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return lgamma(x) + lgamma(y) - lgamma(x + y)
 
 
 class StudentT(Distribution):

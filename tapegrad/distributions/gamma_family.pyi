@@ -19,6 +19,7 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.distributions.distribution import Distribution as _Distribution
+from tapegrad.distributions.exp_family import ExponentialFamily as _ExponentialFamily
 
 __all__ = [
     'Beta',
@@ -27,7 +28,7 @@ __all__ = [
     'StudentT',
 ]
 
-class Beta(_Distribution):
+class Beta(_ExponentialFamily):
     def __init__(self, concentration1: Any, concentration0: Any, validate_args: Any = ...) -> None: ...
     arg_constraints: Any
     def entropy(self) -> Any: ...
@@ -41,7 +42,7 @@ class Beta(_Distribution):
     concentration1: Any
     concentration0: Any
 
-class Dirichlet(_Distribution):
+class Dirichlet(_ExponentialFamily):
     def __init__(self, concentration: Any, validate_args: Any = ...) -> None: ...
     arg_constraints: Any
     def entropy(self) -> Any: ...
@@ -53,7 +54,7 @@ class Dirichlet(_Distribution):
     variance: Any
     concentration: Any
 
-class Gamma(_Distribution):
+class Gamma(_ExponentialFamily):
     def __init__(self, concentration: Any, rate: Any, validate_args: Any = ...) -> None: ...
     arg_constraints: Any
     def entropy(self) -> Any: ...

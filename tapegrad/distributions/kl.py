@@ -7,7 +7,9 @@ from .. import digamma, lgamma, linalg
 from ..nn import functional as F
 from .bernoulli import Bernoulli
 from .categorical import Categorical
+from .continuous_bernoulli import ContinuousBernoulli
 from .count_families import Binomial, Poisson
+from .exp_family import ExponentialFamily, bregman_kl
 from .gamma_family import Beta, Dirichlet, Gamma
 from .gumbel import Gumbel
 from .half_normal import HalfNormal
@@ -240,3 +242,16 @@ def _gaussian_kind(p, q):
 def _broadcast_batch_shapes(a, b):
     from ..creation import _broadcast_shapes
     return _broadcast_shapes(a, b)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    return bregman_kl(p, q)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + (-p.probs).log1p()
+    t3 = -q._cont_bern_log_norm() - (-q.probs).log1p()
+    return t1 + t2 + t3
