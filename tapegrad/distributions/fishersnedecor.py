@@ -8,7 +8,8 @@ import numpy as np
 from .. import lgamma
 from ..tensor import Size
 from . import constraints
-from ._params import expand_params, numpy_draw
+from ._params import expand_params
+from ._standard_gamma import standard_gamma
 from .distribution import Distribution
 from .utils import broadcast_all
 
@@ -16,11 +17,11 @@ __all__ = ["FisherSnedecor"]
 
 
 class FisherSnedecor(Distribution):
-    """Fisher's F with ``df1`` and ``df2`` degrees of freedom on x > 0; samples drawn by
-    numpy (not reparameterised, as tapegrad's Gamma)."""
+    """Fisher's F with ``df1`` and ``df2`` degrees of freedom on x > 0; reparameterised."""
 
     arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
     support = constraints.positive
+    has_rsample = True
 
     def __init__(self, df1, df2, validate_args=None):
         self.df1, self.df2 = broadcast_all(df1, df2)
@@ -46,15 +47,13 @@ class FisherSnedecor(Distribution):
         return (2 * df2.pow(2) * (self.df1 + df2 - 2)
                 / (self.df1 * (df2 - 2).pow(2) * (df2 - 4)))
 
-    def sample(self, sample_shape=Size()):
-        d1, d2 = self.df1._array, self.df2._array
-
-        def draw(rng, shape):
-            tiny = np.finfo(d1.dtype).tiny
-            x1 = np.maximum(rng.gamma(0.5 * d1, 2.0 / d1, size=shape), tiny)
-            x2 = np.maximum(rng.gamma(0.5 * d2, 2.0 / d2, size=shape), tiny)
-            return x1 / x2
-        return numpy_draw(self, sample_shape, self.df1, draw)
+    def rsample(self, sample_shape=Size()):
+        # (X1 / df1) / (X2 / df2) with X ~ Chi2(df): Gamma(df / 2, df / 2) draws are X / df
+        shape = tuple(self._extended_shape(sample_shape))
+        tiny = float(np.finfo(self.df1._array.dtype).tiny)
+        x1 = (standard_gamma(0.5 * self.df1, shape) / (0.5 * self.df1)).clamp(min=tiny)
+        x2 = (standard_gamma(0.5 * self.df2, shape) / (0.5 * self.df2)).clamp(min=tiny)
+        return x1 / x2
 
     def log_prob(self, value):
         if self._validate_args:

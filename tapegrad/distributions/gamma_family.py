@@ -1,6 +1,6 @@
 """Gamma, Beta, Dirichlet and StudentT: log densities, moments and entropies from lgamma and
-digamma (recorded, so they train); samples drawn by numpy (not reparameterised: these classes
-say has_rsample = False, where PyTorch's differentiate their samples implicitly)."""
+digamma (recorded, so they train); reparameterised samples built on Gamma(alpha, 1) draws whose
+gradient in alpha is implicit (_standard_gamma), as PyTorch's."""
 from __future__ import annotations
 
 import math
@@ -8,7 +8,8 @@ import math
 from .. import digamma, lgamma
 from ..tensor import Size
 from . import constraints
-from ._params import expand_params, numpy_draw
+from ._params import expand_params, standard_normal_like
+from ._standard_gamma import standard_gamma
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all
@@ -16,8 +17,9 @@ from .utils import broadcast_all
 __all__ = ["Beta", "Dirichlet", "Gamma", "StudentT"]
 
 
-def _sample_only(dist, sample_shape, like, draw):
-    return numpy_draw(dist, sample_shape, like, draw)
+def _tiny(t) -> float:
+    import numpy as np
+    return float(np.finfo(t._array.dtype).tiny)
 
 
 class Gamma(ExponentialFamily):
@@ -25,6 +27,7 @@ class Gamma(ExponentialFamily):
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
+    has_rsample = True
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
@@ -46,10 +49,10 @@ class Gamma(ExponentialFamily):
         """A Gamma with its parameters broadcast to ``batch_shape``."""
         return expand_params(self, Gamma, ("concentration", "rate"), batch_shape, _instance)
 
-    def sample(self, sample_shape=Size()):
-        a, b = self.concentration._array, self.rate._array
-        return _sample_only(self, sample_shape, self.rate,
-                            lambda rng, shape: rng.gamma(a, 1.0, size=shape) / b)
+    def rsample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        value = standard_gamma(self.concentration, shape) / self.rate.expand(*shape)
+        return value.clamp(min=_tiny(value))
 
     def log_prob(self, value):
         if self._validate_args:
@@ -76,6 +79,7 @@ class Dirichlet(ExponentialFamily):
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
+    has_rsample = True
 
     def __init__(self, concentration, validate_args=None):
         if concentration.dim() < 1:
@@ -102,13 +106,11 @@ class Dirichlet(ExponentialFamily):
         new._validate_args = self._validate_args
         return new
 
-    def sample(self, sample_shape=Size()):
-        a = self.concentration._array
-
-        def draw(rng, shape):
-            g = rng.gamma(a, 1.0, size=shape)
-            return g / g.sum(-1, keepdims=True)
-        return _sample_only(self, sample_shape, self.concentration, draw)
+    def rsample(self, sample_shape=Size()):
+        # normalised independent Gamma draws; the gradient flows through each draw's
+        # implicit derivative and the normalisation
+        g = standard_gamma(self.concentration, tuple(self._extended_shape(sample_shape)))
+        return g / g.sum(-1, keepdim=True)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -137,6 +139,7 @@ class Beta(ExponentialFamily):
     arg_constraints = {"concentration1": constraints.positive,
                        "concentration0": constraints.positive}
     support = constraints.unit_interval
+    has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
@@ -160,10 +163,11 @@ class Beta(ExponentialFamily):
         return expand_params(self, Beta, ("concentration1", "concentration0"), batch_shape,
                              _instance)
 
-    def sample(self, sample_shape=Size()):
-        a, b = self.concentration1._array, self.concentration0._array
-        return _sample_only(self, sample_shape, self.concentration1,
-                            lambda rng, shape: rng.beta(a, b, size=shape))
+    def rsample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        g1 = standard_gamma(self.concentration1, shape)
+        g0 = standard_gamma(self.concentration0, shape)
+        return g1 / (g1 + g0)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -192,6 +196,7 @@ class StudentT(Distribution):
     arg_constraints = {"df": constraints.positive, "loc": constraints.real,
                        "scale": constraints.positive}
     support = constraints.real
+    has_rsample = True
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
@@ -215,10 +220,13 @@ class StudentT(Distribution):
         """A StudentT with its parameters broadcast to ``batch_shape``."""
         return expand_params(self, StudentT, ("df", "loc", "scale"), batch_shape, _instance)
 
-    def sample(self, sample_shape=Size()):
-        df, loc, scale = self.df._array, self.loc._array, self.scale._array
-        return _sample_only(self, sample_shape, self.loc,
-                            lambda rng, shape: loc + scale * rng.standard_t(df, size=shape))
+    def rsample(self, sample_shape=Size()):
+        # X / sqrt(Z / df) with X standard normal and Z ~ Chi2(df) = Gamma(df / 2, 1 / 2)
+        shape = tuple(self._extended_shape(sample_shape))
+        x = standard_normal_like(self, sample_shape, self.df)
+        z = standard_gamma(0.5 * self.df, shape) * 2
+        z = z.clamp(min=_tiny(z))
+        return self.loc + self.scale * x * (z / self.df).rsqrt()
 
     def log_prob(self, value):
         if self._validate_args:

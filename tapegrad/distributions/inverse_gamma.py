@@ -14,7 +14,7 @@ __all__ = ["InverseGamma"]
 
 class InverseGamma(TransformedDistribution):
     """Density rate^a x^(-a-1) exp(-rate / x) / Gamma(a) on x > 0 (a conjugate prior on
-    variances); sampled through Gamma (so not reparameterised, as tapegrad's Gamma)."""
+    variances); reparameterised through Gamma's samples."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.positive

@@ -12,7 +12,7 @@ from .. import cholesky_solve, digamma, eye, linalg, mvlgamma
 from ..creation import _broadcast_shapes, _make
 from ..tensor import Size
 from . import constraints
-from .chi2 import Chi2
+from ._standard_gamma import standard_gamma
 from .exp_family import ExponentialFamily
 from .utils import lazy_property
 
@@ -29,11 +29,11 @@ def _mvdigamma(x, p: int):
 
 class Wishart(ExponentialFamily):
     """Wishart(df, Sigma) over p x p positive definite matrices (df > p - 1), Sigma given by
-    exactly one of its three forms.  Samples come from the Bartlett decomposition (chi-squared
-    and normal draws by numpy) and are not reparameterised, as tapegrad's Gamma."""
+    exactly one of its three forms.  Samples come from the Bartlett decomposition and are
+    reparameterised (in the scale and, through the chi-squared draws, in df)."""
 
     support = constraints.positive_definite
-    has_rsample = False
+    has_rsample = True
     _mean_carrier_measure = 0
 
     @property
@@ -129,25 +129,25 @@ class Wishart(ExponentialFamily):
         diag = V.diagonal(dim1=-2, dim2=-1)
         return self._df_matrix(self.df) * (V.pow(2) + diag.unsqueeze(-1) * diag.unsqueeze(-2))
 
-    def sample(self, sample_shape=Size()):
-        from ..grad_mode import no_grad
+    def rsample(self, sample_shape=Size()):
+        """A reparameterised draw by the Bartlett decomposition: L A A^T L^T with A lower
+        triangular, sqrt(Chi2(df - i)) on its diagonal and standard normals below.  (PyTorch
+        redraws samples it finds singular, which happens only by underflow for df > p - 1.)"""
         from .. import random as _random
         sample_shape = tuple(Size(sample_shape))
         p = self._event_shape[-1]
         batch = tuple(self._batch_shape)
-        with no_grad():
-            df = self.df.new_tensor(np.arange(p, dtype=np.float64).tolist())
-            chi2 = Chi2(self.df.unsqueeze(-1) - df.expand(*(batch + (p,))))
-            root = np.sqrt(chi2.sample(Size(sample_shape))._array)
-            root = np.maximum(root, np.finfo(root.dtype).eps)
-            noise = np.zeros(sample_shape + batch + (p, p), dtype=root.dtype)
-            idx = np.arange(p)
-            noise[..., idx, idx] = root
-            rows, cols = np.tril_indices(p, -1)
-            noise[..., rows, cols] = _random._standard_normal(
-                _random._numpy_rng(None), sample_shape + batch + (len(rows),), root.dtype)
-            chol = self._unbroadcasted_scale_tril @ _make(noise, False)
-            return chol @ chol.mT
+        offsets = self.df.new_tensor([float(i) for i in range(p)])
+        half_df = 0.5 * (self.df.unsqueeze(-1) - offsets)
+        chi2 = standard_gamma(half_df, sample_shape + batch + (p,)) * 2
+        root = chi2.sqrt().clamp(min=float(np.finfo(chi2._array.dtype).eps))
+        lower = np.zeros(sample_shape + batch + (p, p), dtype=chi2._array.dtype)
+        rows, cols = np.tril_indices(p, -1)
+        lower[..., rows, cols] = _random._standard_normal(
+            _random._numpy_rng(None), sample_shape + batch + (len(rows),), lower.dtype)
+        noise = root.diag_embed() + _make(lower, False)
+        chol = self._unbroadcasted_scale_tril @ noise
+        return chol @ chol.mT
 
     def log_prob(self, value):
         if self._validate_args:
