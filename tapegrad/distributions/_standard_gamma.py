@@ -144,3 +144,61 @@ class _StandardGamma(Function):
 def standard_gamma(alpha, shape):
     """Gamma(alpha, 1) draws of ``shape`` (alpha broadcast to it), reparameterised in alpha."""
     return _StandardGamma.apply(alpha, tuple(shape))
+
+
+def _broadcast_grad(g: np.ndarray, shape) -> np.ndarray:
+    """g summed back to a broadcast input's shape."""
+    extra = g.ndim - len(shape)
+    if extra:
+        g = g.sum(axis=tuple(range(extra)))
+    keep = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=keep, keepdims=True) if keep else g
+
+
+class _RegularizedGammaP(Function):
+    """P(alpha, x), the regularised lower incomplete gamma function (Gamma's cdf); gradients:
+    the density in x, a central difference in alpha (not recorded: no second derivative)."""
+
+    @staticmethod
+    def forward(ctx, alpha, x):
+        a, xv = np.broadcast_arrays(alpha._array.astype(np.float64), x._array.astype(np.float64))
+        out = np.zeros(a.shape)
+        inside = xv > 0
+        if inside.any():
+            out[inside] = _regularized_gamma_p(a[inside].copy(), xv[inside].copy())
+        out[np.isposinf(xv)] = 1.0
+        out[np.isnan(xv) | np.isnan(a)] = np.nan
+        ctx.save_for_backward(alpha, x)
+        ctx.values = (a, xv)
+        dtype = np.result_type(alpha._array.dtype, x._array.dtype)
+        return _make(np.ascontiguousarray(out.astype(dtype)), False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if grad.requires_grad:
+            raise NotImplementedError("the second derivative of Gamma.cdf is not implemented")
+        alpha, x = ctx.saved_tensors
+        a, xv = ctx.values
+        inside = xv > 0
+        g = grad._array.astype(np.float64)
+        d_x = np.zeros(a.shape)
+        d_a = np.zeros(a.shape)
+        if inside.any():
+            ai, xi = a[inside], xv[inside]
+            d_x[inside] = np.exp(_log_prefactor(ai, xi) - np.log(xi))
+            h = 1e-5 * np.maximum(ai, 1e-3)
+            d_a[inside] = (_regularized_gamma_p(ai + h, xi.copy())
+                           - _regularized_gamma_p(ai - h, xi.copy())) / (2 * h)
+        grads = []
+        for t, d in ((alpha, d_a), (x, d_x)):
+            if t.requires_grad:
+                part = _broadcast_grad(g * d, t._array.shape).astype(t._array.dtype)
+                grads.append(_make(np.ascontiguousarray(part), False))
+            else:
+                grads.append(None)
+        return tuple(grads)
+
+
+def regularized_gamma_p(alpha, x):
+    """P(alpha, x) of tensors (broadcast), differentiable in both."""
+    return _RegularizedGammaP.apply(alpha, x)

@@ -9,7 +9,7 @@ from .. import digamma, lgamma
 from ..tensor import Size
 from . import constraints
 from ._params import expand_params, standard_normal_like
-from ._standard_gamma import standard_gamma
+from ._standard_gamma import regularized_gamma_p, standard_gamma
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all
@@ -59,6 +59,11 @@ class Gamma(ExponentialFamily):
             self._validate_sample(value)
         a, b = self.concentration, self.rate
         return a * b.log() + (a - 1) * value.log() - b * value - lgamma(a)
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return regularized_gamma_p(self.concentration, self.rate * value)
 
     def entropy(self):
         a = self.concentration
