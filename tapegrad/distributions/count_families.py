@@ -69,6 +69,11 @@ class Binomial(BinaryParameter, Distribution):
         super().__init__(param.shape, validate_args=validate_args)
 
     @property
+    def param_shape(self) -> Size:
+        """The shape of the parameter given at construction (``probs`` or ``logits``)."""
+        return self.__dict__.get("probs", self.__dict__.get("logits")).shape
+
+    @property
     def support(self):
         return constraints.integer_interval(0, self.total_count)
 

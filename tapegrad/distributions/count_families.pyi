@@ -34,6 +34,7 @@ class Binomial(_Distribution):
     logits: Any
     mean: Any
     mode: Any
+    param_shape: Any
     probs: Any
     def sample(self, sample_shape: Any = ...) -> Any: ...
     support: Any

@@ -24,7 +24,7 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import _sum_rightmost
 from .uniform import Uniform
 
-_EULER_GAMMA = 0.57721566490153286060
+from .utils import euler_constant as _EULER_GAMMA
 
 __all__ = ["kl_divergence", "register_kl"]
 

@@ -10,7 +10,7 @@ from .utils import broadcast_all
 
 __all__ = ["Weibull"]
 
-_EULER_GAMMA = 0.57721566490153286060
+from .utils import euler_constant as _EULER_GAMMA
 
 
 class Weibull(TransformedDistribution):
