@@ -65,7 +65,7 @@ class OneHotCategorical(CategoricalBacked):
         return _make(values, False)
 
     def __repr__(self) -> str:
-        return "OneHotCategorical()"
+        return type(self).__name__ + "()"
 
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):
