@@ -705,7 +705,7 @@ def test_exponential_family_entropy_and_bregman_kl(torch):
         np.testing.assert_allclose(bregman_kl(p, q).detach().numpy(),
                                    D.kl_divergence(p, q).numpy(), rtol=1e-9)
     with pytest.raises(NotImplementedError, match="different exponential families"):
-        D.kl_divergence(cases[0][0], cases[1][0])
+        D.kl_divergence(cases[1][0], cases[4][0])         # Gamma || Poisson
     assert issubclass(torch.distributions.Normal, torch.distributions.ExponentialFamily)
 
 
@@ -814,3 +814,64 @@ def test_gamma_cdf_matches_torch_and_finite_differences(torch):
                             [np.array(a)])[0]
     np.testing.assert_allclose(ga.grad.numpy(), expected, rtol=1e-5)
     assert D.Gamma(tg.tensor(2.0), tg.tensor(1.0)).cdf(tg.tensor(0.0)).item() == 0.0
+
+
+def _cross_families(lib, leaves):
+    Dl = lib.distributions
+
+    def f(v):
+        leaves.append(lib.tensor(v, dtype=lib.float64, requires_grad=True))
+        return leaves[-1]
+    return {
+        "Beta": lambda: Dl.Beta(f([1.5, 0.7]), f([2.0, 1.3])),
+        "ContinuousBernoulli": lambda: Dl.ContinuousBernoulli(probs=f([0.3, 0.8])),
+        "Exponential": lambda: Dl.Exponential(f([1.5, 0.7])),
+        "Gamma": lambda: Dl.Gamma(f([1.5, 0.7]), f([2.0, 1.3])),
+        "Chi2": lambda: Dl.Chi2(f([1.5, 3.0])),
+        "Gumbel": lambda: Dl.Gumbel(f([0.5, -0.7]), f([2.0, 1.3])),
+        "Laplace": lambda: Dl.Laplace(f([0.5, -0.7]), f([2.0, 1.3])),
+        "Normal": lambda: Dl.Normal(f([0.5, -0.7]), f([2.0, 1.3])),
+        "Pareto": lambda: Dl.Pareto(f([0.5, 0.7]), f([3.0, 1.5])),
+        "Uniform": lambda: Dl.Uniform(f([0.2, 0.6]), f([0.9, 3.0])),
+        "Uniform_wide": lambda: Dl.Uniform(f([0.0, -1.0]), f([1.0, 3.0])),
+        "Poisson": lambda: Dl.Poisson(f([1.5, 0.7])),
+        "Bernoulli": lambda: Dl.Bernoulli(f([0.3, 0.6])),
+        "Binomial": lambda: Dl.Binomial(3, f([0.3, 0.6])),
+    }
+
+
+def test_kl_divergence_between_families_matches_torch(torch):
+    # every pair of these families: PyTorch's registrations (values, infinities where the
+    # supports differ, gradients) or, where it has none, the same NotImplementedError
+    names = sorted(_cross_families(tg, []))
+    checked = 0
+    for a in names:
+        for b in names:
+            out = {}
+            for lib in (tg, torch):
+                leaves = []
+                fam = _cross_families(lib, leaves)
+                try:
+                    kl = lib.distributions.kl_divergence(fam[a](), fam[b]())
+                except NotImplementedError:
+                    out[lib] = None
+                    continue
+                grads = None
+                if kl.requires_grad and bool(np.all(np.isfinite(kl.detach().numpy()))):
+                    kl.sum().backward()
+                    grads = [None if t.grad is None else t.grad.numpy() for t in leaves]
+                out[lib] = (kl.detach().numpy(), grads)
+            mine, theirs = out[tg], out[torch]
+            assert (mine is None) == (theirs is None), (a, b)
+            if mine is None:
+                continue
+            checked += 1
+            np.testing.assert_allclose(mine[0], theirs[0], rtol=1e-9, err_msg=f"{a} {b}")
+            if theirs[1] is not None:
+                for g, t in zip(mine[1], theirs[1]):
+                    if t is None:
+                        assert g is None or not np.any(g), (a, b)
+                    else:
+                        np.testing.assert_allclose(g, t, rtol=1e-7, atol=1e-10,
+                                                   err_msg=f"{a} {b}")
+    assert checked > 100
