@@ -29,16 +29,26 @@ def _log_prefactor(alpha, x):
 
 def _lower_regularized(alpha, x):
     """P(alpha, x) by its power series (for x < alpha + 1, where it converges fast)."""
-    term = np.ones_like(x) / alpha
-    total = term.copy()
-    a = alpha.copy()
-    for _ in range(_MAX_TERMS):
+    total = 1 / alpha
+    term = total.copy()
+    out = np.empty_like(x)
+    active = np.arange(x.size)            # entries still summing
+    a, xs = alpha.copy(), x.copy()
+    for i in range(_MAX_TERMS):
         a = a + 1
-        term = term * x / a
+        term = term * xs / a
         total = total + term
-        if np.all(np.abs(term) <= np.abs(total) * 1e-17):
-            break
-    return np.exp(_log_prefactor(alpha, x)) * total
+        if i % 8 == 7 or i == _MAX_TERMS - 1:
+            # finished entries leave the working arrays, so the slow ones do not hold up the rest
+            done = np.abs(term) <= np.abs(total) * 1e-17
+            if i == _MAX_TERMS - 1:
+                done[:] = True
+            out[active[done]] = total[done]
+            keep = ~done
+            active, a, xs, term, total = active[keep], a[keep], xs[keep], term[keep], total[keep]
+            if active.size == 0:
+                break
+    return np.exp(_log_prefactor(alpha, x)) * out
 
 
 def _upper_regularized(alpha, x):
@@ -48,8 +58,11 @@ def _upper_regularized(alpha, x):
     c = np.full_like(x, 1 / tiny)
     d = 1 / b
     h = d.copy()
+    out = np.empty_like(x)
+    active = np.arange(x.size)
+    al = alpha.copy()
     for i in range(1, _MAX_TERMS):
-        an = -i * (i - alpha)
+        an = -i * (i - al)
         b = b + 2
         d = an * d + b
         d = np.where(np.abs(d) < tiny, tiny, d)
@@ -58,9 +71,16 @@ def _upper_regularized(alpha, x):
         d = 1 / d
         delta = d * c
         h = h * delta
-        if np.all(np.abs(delta - 1) <= 1e-15):
-            break
-    return np.exp(_log_prefactor(alpha, x)) * h
+        if i % 4 == 0 or i == _MAX_TERMS - 1:
+            done = np.abs(delta - 1) <= 1e-15
+            if i == _MAX_TERMS - 1:
+                done[:] = True
+            out[active[done]] = h[done]
+            keep = ~done
+            active, al, b, c, d, h = active[keep], al[keep], b[keep], c[keep], d[keep], h[keep]
+            if active.size == 0:
+                break
+    return np.exp(_log_prefactor(alpha, x)) * out
 
 
 def _regularized_gamma_p(alpha, x):
