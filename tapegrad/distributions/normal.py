@@ -12,7 +12,7 @@ __all__ = ["Normal"]
 _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
 
 
-class Normal(LocationScale, ExponentialFamily):
+class Normal(ExponentialFamily, LocationScale):
     """N(loc, scale^2), parameters broadcast together."""
 
     @property

@@ -25,7 +25,7 @@ __all__ = [
     'Normal',
 ]
 
-class Normal(_Distribution, _ExponentialFamily):
+class Normal(_ExponentialFamily, _Distribution):
     def __init__(self, loc: Any, scale: Any, validate_args: Any = ...) -> None: ...
     arg_constraints: Any
     def cdf(self, value: Any) -> Any: ...
