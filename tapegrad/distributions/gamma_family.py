@@ -114,8 +114,11 @@ class Dirichlet(ExponentialFamily):
     def rsample(self, sample_shape=Size()):
         # normalised independent Gamma draws; the gradient flows through each draw's
         # implicit derivative and the normalisation
-        g = standard_gamma(self.concentration, tuple(self._extended_shape(sample_shape)))
-        return g / g.sum(-1, keepdim=True)
+        # (in float64: float32 draws of small concentrations underflow to the same tiny value,
+        # which would normalise to equal shares)
+        c = self.concentration
+        g = standard_gamma(c.double(), tuple(self._extended_shape(sample_shape)))
+        return (g / g.sum(-1, keepdim=True)).to(c.dtype)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -170,9 +173,10 @@ class Beta(ExponentialFamily):
 
     def rsample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))
-        g1 = standard_gamma(self.concentration1, shape)
-        g0 = standard_gamma(self.concentration0, shape)
-        return g1 / (g1 + g0)
+        # normalised in float64, as Dirichlet's
+        g1 = standard_gamma(self.concentration1.double(), shape)
+        g0 = standard_gamma(self.concentration0.double(), shape)
+        return (g1 / (g1 + g0)).to(self.concentration1.dtype)
 
     def log_prob(self, value):
         if self._validate_args:
