@@ -3,7 +3,6 @@ breaking (a reparameterised alternative to the Dirichlet)."""
 from __future__ import annotations
 
 from . import constraints
-from .independent import Independent
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
 from .transforms import StickBreakingTransform
