@@ -832,10 +832,6 @@ class CorrCholeskyTransform(Transform):
         return Size(tuple(shape[:-2]) + (d * (d - 1) // 2,))
 
 
-def _narrowed(x, dim, start, length):
-    return x.narrow(dim, start, length)
-
-
 class CatTransform(Transform):
     """Transforms ``tseq`` applied to consecutive slices (of ``lengths``, default 1 each) of the
     input along ``dim``, concatenated back (the functional analogue of torch.cat)."""
@@ -878,7 +874,7 @@ class CatTransform(Transform):
         self._check(x)
         pieces, start = [], 0
         for t, length in zip(self.transforms, self.lengths):
-            pieces.append(fn(t, _narrowed(x, self.dim, start, length)))
+            pieces.append(fn(t, x.narrow(self.dim, start, length)))
             start += length
         return cat(pieces, dim=self.dim)
 
@@ -894,8 +890,8 @@ class CatTransform(Transform):
         self._check(y)
         pieces, start = [], 0
         for t, length in zip(self.transforms, self.lengths):
-            xs = _narrowed(x, self.dim, start, length)
-            ys = _narrowed(y, self.dim, start, length)
+            xs = x.narrow(self.dim, start, length)
+            ys = y.narrow(self.dim, start, length)
             lad = t.log_abs_det_jacobian(xs, ys)
             if t.event_dim < self.event_dim:
                 lad = _sum_rightmost(lad, self.event_dim - t.event_dim)
