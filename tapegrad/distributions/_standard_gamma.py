@@ -9,7 +9,6 @@ this, so their samples train the concentrations as PyTorch's do.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import random as _random
