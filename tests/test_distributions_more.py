@@ -895,3 +895,16 @@ def test_beta_and_dirichlet_samples_of_small_concentrations_in_float32():
     assert ((s > 0.4) & (s < 0.6)).mean() < 0.02       # PyTorch: 0.007; float32 ratios: 0.04
     d = D.Dirichlet(tg.tensor([0.02, 0.02, 0.02])).sample((5000,)).numpy()
     assert 0.78 < (d.max(-1) > 0.99).mean() < 0.88          # PyTorch: 0.83
+
+
+def test_independent_expand_and_enumerate_support(torch):
+    for lib in (tg, torch):
+        Dl = lib.distributions
+        ind = Dl.Independent(Dl.Bernoulli(lib.tensor([[0.3, 0.6]])), 0)
+        assert ind.has_enumerate_support and tuple(ind.enumerate_support().shape) == (2, 1, 2)
+        vec = Dl.Independent(Dl.Normal(lib.zeros(2, 3), lib.ones(2, 3)), 1)
+        assert tuple(vec.expand((4, 2)).batch_shape) == (4, 2)
+        assert tuple(vec.expand((4, 2)).event_shape) == (3,)
+        assert not vec.has_enumerate_support
+        with pytest.raises(NotImplementedError, match="cartesian product"):
+            Dl.Independent(Dl.Bernoulli(lib.tensor([0.3, 0.6])), 1).enumerate_support()

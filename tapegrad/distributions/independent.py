@@ -66,6 +66,11 @@ class Independent(Distribution):
         return self.base_dist.has_enumerate_support if self.reinterpreted_batch_ndims == 0 \
             else False
 
+    def enumerate_support(self, expand: bool = True):
+        if self.reinterpreted_batch_ndims > 0:
+            raise NotImplementedError("Enumeration over cartesian product is not implemented")
+        return self.base_dist.enumerate_support(expand=expand)
+
     def sample(self, sample_shape=Size()):
         return self.base_dist.sample(sample_shape)
 
