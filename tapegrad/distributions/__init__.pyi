@@ -23,77 +23,190 @@ from tapegrad.distributions import beta as beta
 from tapegrad.distributions import binomial as binomial
 from tapegrad.distributions import categorical as categorical
 from tapegrad.distributions import cauchy as cauchy
+from tapegrad.distributions import chi2 as chi2
+from tapegrad.distributions import constraint_registry as constraint_registry
 from tapegrad.distributions import constraints as constraints
+from tapegrad.distributions import continuous_bernoulli as continuous_bernoulli
 from tapegrad.distributions import count_families as count_families
 from tapegrad.distributions import dirichlet as dirichlet
 from tapegrad.distributions import distribution as distribution
+from tapegrad.distributions import exp_family as exp_family
 from tapegrad.distributions import exponential as exponential
+from tapegrad.distributions import fishersnedecor as fishersnedecor
 from tapegrad.distributions import gamma as gamma
 from tapegrad.distributions import gamma_family as gamma_family
+from tapegrad.distributions import generalized_pareto as generalized_pareto
 from tapegrad.distributions import geometric as geometric
+from tapegrad.distributions import gumbel as gumbel
+from tapegrad.distributions import half_cauchy as half_cauchy
+from tapegrad.distributions import half_normal as half_normal
 from tapegrad.distributions import independent as independent
+from tapegrad.distributions import inverse_gamma as inverse_gamma
 from tapegrad.distributions import kl as kl
+from tapegrad.distributions import kumaraswamy as kumaraswamy
 from tapegrad.distributions import laplace as laplace
+from tapegrad.distributions import lkj_cholesky as lkj_cholesky
 from tapegrad.distributions import location_scale as location_scale
 from tapegrad.distributions import log_normal as log_normal
+from tapegrad.distributions import logistic_normal as logistic_normal
+from tapegrad.distributions import lowrank_multivariate_normal as lowrank_multivariate_normal
+from tapegrad.distributions import mixture_same_family as mixture_same_family
 from tapegrad.distributions import multinomial as multinomial
 from tapegrad.distributions import multivariate_normal as multivariate_normal
+from tapegrad.distributions import negative_binomial as negative_binomial
 from tapegrad.distributions import normal as normal
 from tapegrad.distributions import one_hot_categorical as one_hot_categorical
+from tapegrad.distributions import pareto as pareto
 from tapegrad.distributions import poisson as poisson
+from tapegrad.distributions import relaxed_bernoulli as relaxed_bernoulli
+from tapegrad.distributions import relaxed_categorical as relaxed_categorical
 from tapegrad.distributions import studentT as studentT
 from tapegrad.distributions import transformed_distribution as transformed_distribution
 from tapegrad.distributions import transforms as transforms
 from tapegrad.distributions import uniform as uniform
 from tapegrad.distributions import utils as utils
+from tapegrad.distributions import von_mises as von_mises
+from tapegrad.distributions import weibull as weibull
+from tapegrad.distributions import wishart as wishart
 from tapegrad.distributions.bernoulli import Bernoulli as Bernoulli
 from tapegrad.distributions.categorical import Categorical as Categorical
+from tapegrad.distributions.chi2 import Chi2 as Chi2
+from tapegrad.distributions.continuous_bernoulli import ContinuousBernoulli as ContinuousBernoulli
 from tapegrad.distributions.count_families import Binomial as Binomial
 from tapegrad.distributions.count_families import Poisson as Poisson
 from tapegrad.distributions.distribution import Distribution as Distribution
+from tapegrad.distributions.exp_family import ExponentialFamily as ExponentialFamily
+from tapegrad.distributions.fishersnedecor import FisherSnedecor as FisherSnedecor
 from tapegrad.distributions.gamma_family import Beta as Beta
 from tapegrad.distributions.gamma_family import Dirichlet as Dirichlet
 from tapegrad.distributions.gamma_family import Gamma as Gamma
 from tapegrad.distributions.gamma_family import StudentT as StudentT
+from tapegrad.distributions.generalized_pareto import GeneralizedPareto as GeneralizedPareto
+from tapegrad.distributions.gumbel import Gumbel as Gumbel
+from tapegrad.distributions.half_cauchy import HalfCauchy as HalfCauchy
+from tapegrad.distributions.half_normal import HalfNormal as HalfNormal
 from tapegrad.distributions.independent import Independent as Independent
+from tapegrad.distributions.inverse_gamma import InverseGamma as InverseGamma
 from tapegrad.distributions.kl import kl_divergence as kl_divergence
 from tapegrad.distributions.kl import register_kl as register_kl
+from tapegrad.distributions.kumaraswamy import Kumaraswamy as Kumaraswamy
+from tapegrad.distributions.lkj_cholesky import LKJCholesky as LKJCholesky
 from tapegrad.distributions.location_scale import Cauchy as Cauchy
 from tapegrad.distributions.location_scale import Exponential as Exponential
 from tapegrad.distributions.location_scale import Geometric as Geometric
 from tapegrad.distributions.location_scale import Laplace as Laplace
+from tapegrad.distributions.logistic_normal import LogisticNormal as LogisticNormal
+from tapegrad.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal as LowRankMultivariateNormal
+from tapegrad.distributions.mixture_same_family import MixtureSameFamily as MixtureSameFamily
 from tapegrad.distributions.multinomial import Multinomial as Multinomial
 from tapegrad.distributions.multivariate_normal import MultivariateNormal as MultivariateNormal
+from tapegrad.distributions.negative_binomial import NegativeBinomial as NegativeBinomial
 from tapegrad.distributions.normal import Normal as Normal
 from tapegrad.distributions.one_hot_categorical import OneHotCategorical as OneHotCategorical
+from tapegrad.distributions.one_hot_categorical import OneHotCategoricalStraightThrough as OneHotCategoricalStraightThrough
+from tapegrad.distributions.pareto import Pareto as Pareto
+from tapegrad.distributions.relaxed_bernoulli import RelaxedBernoulli as RelaxedBernoulli
+from tapegrad.distributions.relaxed_categorical import RelaxedOneHotCategorical as RelaxedOneHotCategorical
 from tapegrad.distributions.transformed_distribution import LogNormal as LogNormal
 from tapegrad.distributions.transformed_distribution import TransformedDistribution as TransformedDistribution
+from tapegrad.distributions.transforms import AbsTransform as AbsTransform
+from tapegrad.distributions.transforms import AffineTransform as AffineTransform
+from tapegrad.distributions.transforms import CatTransform as CatTransform
+from tapegrad.distributions.transforms import ComposeTransform as ComposeTransform
+from tapegrad.distributions.transforms import CorrCholeskyTransform as CorrCholeskyTransform
+from tapegrad.distributions.transforms import CumulativeDistributionTransform as CumulativeDistributionTransform
+from tapegrad.distributions.transforms import ExpTransform as ExpTransform
+from tapegrad.distributions.transforms import IndependentTransform as IndependentTransform
+from tapegrad.distributions.transforms import LowerCholeskyTransform as LowerCholeskyTransform
+from tapegrad.distributions.transforms import PositiveDefiniteTransform as PositiveDefiniteTransform
+from tapegrad.distributions.transforms import PowerTransform as PowerTransform
+from tapegrad.distributions.transforms import ReshapeTransform as ReshapeTransform
+from tapegrad.distributions.transforms import SigmoidTransform as SigmoidTransform
+from tapegrad.distributions.transforms import SoftmaxTransform as SoftmaxTransform
+from tapegrad.distributions.transforms import SoftplusTransform as SoftplusTransform
+from tapegrad.distributions.transforms import StackTransform as StackTransform
+from tapegrad.distributions.transforms import StickBreakingTransform as StickBreakingTransform
+from tapegrad.distributions.transforms import TanhTransform as TanhTransform
+from tapegrad.distributions.transforms import Transform as Transform
 from tapegrad.distributions.uniform import Uniform as Uniform
+from tapegrad.distributions.von_mises import VonMises as VonMises
+from tapegrad.distributions.weibull import Weibull as Weibull
+from tapegrad.distributions.wishart import Wishart as Wishart
 
 __all__ = [
+    'AbsTransform',
+    'AffineTransform',
     'Bernoulli',
     'Beta',
     'Binomial',
+    'CatTransform',
     'Categorical',
     'Cauchy',
+    'Chi2',
+    'ComposeTransform',
+    'CorrCholeskyTransform',
+    'ContinuousBernoulli',
+    'CumulativeDistributionTransform',
     'Dirichlet',
     'Distribution',
+    'ExpTransform',
     'Exponential',
+    'ExponentialFamily',
+    'FisherSnedecor',
     'Gamma',
+    'GeneralizedPareto',
     'Geometric',
+    'Gumbel',
+    'HalfCauchy',
+    'HalfNormal',
     'Independent',
-    'Poisson',
-    'StudentT',
+    'IndependentTransform',
+    'InverseGamma',
+    'Kumaraswamy',
+    'LKJCholesky',
     'Laplace',
     'LogNormal',
+    'LogisticNormal',
+    'LowRankMultivariateNormal',
+    'LowerCholeskyTransform',
+    'MixtureSameFamily',
     'Multinomial',
     'MultivariateNormal',
+    'NegativeBinomial',
     'Normal',
     'OneHotCategorical',
+    'OneHotCategoricalStraightThrough',
+    'Pareto',
+    'Poisson',
+    'PositiveDefiniteTransform',
+    'PowerTransform',
+    'RelaxedBernoulli',
+    'RelaxedOneHotCategorical',
+    'ReshapeTransform',
+    'SigmoidTransform',
+    'SoftmaxTransform',
+    'SoftplusTransform',
+    'StackTransform',
+    'StickBreakingTransform',
+    'StudentT',
+    'TanhTransform',
+    'Transform',
     'TransformedDistribution',
     'Uniform',
+    'VonMises',
+    'Weibull',
+    'Wishart',
+    'biject_to',
     'constraints',
+    'identity_transform',
     'kl_divergence',
     'register_kl',
+    'transform_to',
     'transforms',
 ]
+
+def biject_to(constraint: Any) -> Any: ...
+
+def identity_transform(x: Any) -> Any: ...
+
+def transform_to(constraint: Any) -> Any: ...

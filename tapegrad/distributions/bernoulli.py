@@ -9,13 +9,13 @@ from ..grad_mode import no_grad
 from ..nn import functional as F
 from ..tensor import Size
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """1 with probability `probs` (or sigmoid(`logits`)), else 0; samples in the parameter's
     dtype."""
 
@@ -71,7 +71,7 @@ class Bernoulli(Distribution):
         if "logits" in self.__dict__:
             new.logits = self.logits.expand(*batch_shape)
             new._param = new.logits
-        Distribution.__init__(new, batch_shape, validate_args=False)
+        ExponentialFamily.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
 
@@ -90,6 +90,15 @@ class Bernoulli(Distribution):
 
     def entropy(self):
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.logits,)
+
+    def _log_normalizer(self, x):
+        return x.exp().log1p()
 
     def enumerate_support(self, expand: bool = True):
         values = np.arange(2, dtype=self._param._array.dtype).reshape(

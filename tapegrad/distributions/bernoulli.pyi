@@ -18,13 +18,13 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
-from tapegrad.distributions.distribution import Distribution as _Distribution
+from tapegrad.distributions.exp_family import ExponentialFamily as _ExponentialFamily
 
 __all__ = [
     'Bernoulli',
 ]
 
-class Bernoulli(_Distribution):
+class Bernoulli(_ExponentialFamily):
     def __init__(self, probs: Any = ..., logits: Any = ..., validate_args: Any = ...) -> None: ...
     arg_constraints: Any
     def entropy(self) -> Any: ...

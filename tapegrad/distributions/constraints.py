@@ -10,10 +10,13 @@ import numpy as np
 
 from .. import _core
 
-__all__ = ["Constraint", "boolean", "dependent", "greater_than", "greater_than_eq",
-           "half_open_interval", "independent", "integer_interval", "interval", "less_than",
-           "nonnegative", "nonnegative_integer", "positive_definite", "lower_cholesky", "multinomial", "one_hot", "positive", "real", "real_vector", "simplex",
-           "unit_interval"]
+__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky",
+           "dependent", "dependent_property", "greater_than", "greater_than_eq",
+           "half_open_interval", "independent", "integer_interval", "interval", "is_dependent",
+           "less_than", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative",
+           "nonnegative_integer", "one_hot", "positive", "positive_definite",
+           "positive_integer", "positive_semidefinite", "real", "real_vector", "simplex",
+           "square", "stack", "symmetric", "unit_interval"]
 
 
 def _values(value) -> np.ndarray:
@@ -51,6 +54,26 @@ class _Dependent(Constraint):
 
     def check(self, value):
         raise ValueError("Cannot determine validity of dependent constraint")
+
+
+def is_dependent(constraint) -> bool:
+    """Whether ``constraint`` depends on other parameters (so validation skips it)."""
+    return isinstance(constraint, _Dependent)
+
+
+class _DependentProperty(property, _Dependent):
+    """A property whose value is a constraint computed from the instance (``support`` of a
+    distribution whose bounds are parameters); on the class it reads as a dependent constraint."""
+
+    def __init__(self, fn=None, *, is_discrete=False, event_dim=0):
+        property.__init__(self, fn, doc=getattr(fn, "__doc__", None))
+        _Dependent.__init__(self, is_discrete=is_discrete, event_dim=event_dim)
+
+    def __call__(self, fn):
+        return _DependentProperty(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
+
+
+dependent_property = _DependentProperty
 
 
 class _Real(Constraint):
@@ -123,6 +146,57 @@ class _LowerCholesky(Constraint):
         v = _values(value)
         lower = (np.triu(v, 1) == 0).all(axis=(-2, -1))
         return lower & (np.diagonal(v, axis1=-2, axis2=-1) > 0).all(-1)
+
+
+class _PositiveSemidefinite(Constraint):
+    """The constraint: each trailing square matrix is symmetric with non-negative eigenvalues."""
+    event_dim = 2
+
+    def check(self, value):
+        v = _values(value)
+        symmetric = np.isclose(v, np.swapaxes(v, -1, -2), atol=1e-6).all(axis=(-2, -1))
+        with np.errstate(invalid="ignore"):
+            eig = np.linalg.eigvalsh(np.where(symmetric[..., None, None], v, 0)).min(-1)
+        return symmetric & (eig >= 0)
+
+
+class _Square(Constraint):
+    """The constraint: the trailing two dims are equal (square matrices)."""
+    event_dim = 2
+
+    def check(self, value):
+        v = _values(value)
+        return np.full(v.shape[:-2], v.shape[-1] == v.shape[-2], dtype=bool)
+
+
+class _Symmetric(_Square):
+    """The constraint: each trailing matrix is square and equal to its transpose."""
+
+    def check(self, value):
+        v = _values(value)
+        if v.shape[-1] != v.shape[-2]:
+            return np.zeros(v.shape[:-2], dtype=bool)
+        return np.isclose(v, np.swapaxes(v, -1, -2), atol=1e-6).all(axis=(-2, -1))
+
+
+class _LowerTriangular(Constraint):
+    """The constraint: each trailing square matrix is lower triangular."""
+    event_dim = 2
+
+    def check(self, value):
+        return (np.triu(_values(value), 1) == 0).all(axis=(-2, -1))
+
+
+class _CorrCholesky(Constraint):
+    """The constraint: lower Cholesky factors of correlation matrices (positive diagonal,
+    each row of unit Euclidean norm)."""
+    event_dim = 2
+
+    def check(self, value):
+        v = _values(value)
+        tol = np.finfo(v.dtype).eps * v.shape[-1] * 10 if v.dtype.kind == "f" else 1e-6
+        unit_rows = (np.abs(np.linalg.norm(v, axis=-1) - 1) <= tol).all(-1)
+        return _LowerCholesky().check(value) & unit_rows
 
 
 class _LessThan(Constraint):
@@ -202,6 +276,84 @@ class _Multinomial(Constraint):
         return np.all(v >= 0, axis=-1) & (v.sum(-1) <= self.upper_bound)
 
 
+class _Cat(Constraint):
+    """Constraints ``cseq`` applied to consecutive slices (of ``lengths``) along ``dim``."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        self.cseq = list(cseq)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError("cseq and lengths must have the same length")
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        v = _values(value)
+        pieces, start = [], 0
+        for constraint, length in zip(self.cseq, self.lengths):
+            part = np.take(v, np.arange(start, start + length), axis=self.dim)
+            pieces.append(constraint.check(part))
+            start += length
+        return np.concatenate(pieces, axis=self.dim)
+
+
+class _Stack(Constraint):
+    """Constraints ``cseq`` applied to the slices ``value.select(dim, i)``."""
+
+    def __init__(self, cseq, dim=0):
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        v = _values(value)
+        return np.stack([c.check(np.take(v, i, axis=self.dim)) for i, c in enumerate(self.cseq)],
+                        axis=self.dim)
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of a MixtureSameFamily: its component's support, checked per batch member
+    (the mixture dimension reduced)."""
+
+    def __init__(self, base_constraint):
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        v = _values(value)
+        if v.ndim < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {v.ndim}")
+        # a mixture dim of size 1 goes back in before the event, as the component expects; the
+        # component's answer over it is then dropped
+        ok = np.asarray(self.base_constraint.check(np.expand_dims(v, v.ndim - self.event_dim)))
+        return ok.reshape(ok.shape[:-1]) if ok.ndim else ok
+
+    def __repr__(self):
+        return f"MixtureSameFamilyConstraint({self.base_constraint!r})"
+
+
 class _IndependentConstraint(Constraint):
     """`base_constraint` over `reinterpreted_batch_ndims` more trailing dimensions."""
 
@@ -228,7 +380,15 @@ boolean = _Boolean()
 positive = _GreaterThan(0.0)
 nonnegative = _GreaterThanEq(0.0)
 nonnegative_integer = _IntegerGreaterThan(0)
+positive_integer = _IntegerGreaterThan(1)
 positive_definite = _PositiveDefinite()
+positive_semidefinite = _PositiveSemidefinite()
+square = _Square()
+symmetric = _Symmetric()
+lower_triangular = _LowerTriangular()
+corr_cholesky = _CorrCholesky()
+cat = _Cat
+stack = _Stack
 lower_cholesky = _LowerCholesky()
 unit_interval = _Interval(0.0, 1.0)
 simplex = _Simplex()

@@ -21,25 +21,36 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     'Constraint',
+    'MixtureSameFamilyConstraint',
     'boolean',
+    'cat',
+    'corr_cholesky',
     'dependent',
+    'dependent_property',
     'greater_than',
     'greater_than_eq',
     'half_open_interval',
     'independent',
     'integer_interval',
     'interval',
+    'is_dependent',
     'less_than',
+    'lower_cholesky',
+    'lower_triangular',
+    'multinomial',
     'nonnegative',
     'nonnegative_integer',
-    'positive_definite',
-    'lower_cholesky',
-    'multinomial',
     'one_hot',
     'positive',
+    'positive_definite',
+    'positive_integer',
+    'positive_semidefinite',
     'real',
     'real_vector',
     'simplex',
+    'square',
+    'stack',
+    'symmetric',
     'unit_interval',
 ]
 
@@ -49,8 +60,33 @@ class Constraint:
     event_dim: _int
     is_discrete: _bool
 
+class MixtureSameFamilyConstraint(Constraint):
+    def __init__(self, base_constraint: Any) -> None: ...
+    def __repr__(self) -> Any: ...  # type: ignore[override]
+    def check(self, value: Any) -> Any: ...  # type: ignore[override]
+    event_dim: Any
+    is_discrete: Any
+    base_constraint: Any
+
 boolean: Any
+class cat(Constraint):
+    def __init__(self, cseq: Any, dim: Any = ..., lengths: Any = ...) -> None: ...
+    def check(self, value: Any) -> Any: ...  # type: ignore[override]
+    event_dim: Any
+    is_discrete: Any
+    cseq: Any
+    lengths: Any
+    dim: Any
+
+corr_cholesky: Any
 dependent: Any
+class dependent_property(builtins.property, Constraint):
+    def __call__(self, fn: Any) -> Any: ...
+    def __init__(self, fn: Any = ..., *, is_discrete: Any = ..., event_dim: Any = ...) -> None: ...
+    def check(self, value: Any) -> None: ...
+    is_discrete: Any
+    event_dim: Any
+
 class greater_than(Constraint):
     def __init__(self, lower_bound: Any) -> None: ...
     def __repr__(self) -> Any: ...  # type: ignore[override]
@@ -84,16 +120,16 @@ class interval(Constraint):
     lower_bound: Any
     upper_bound: Any
 
+def is_dependent(constraint: Any) -> _bool: ...
+
 class less_than(Constraint):
     def __init__(self, upper_bound: Any) -> None: ...
     def __repr__(self) -> Any: ...  # type: ignore[override]
     def check(self, value: Any) -> Any: ...  # type: ignore[override]
     upper_bound: Any
 
-nonnegative: Any
-nonnegative_integer: Any
-positive_definite: Any
 lower_cholesky: Any
+lower_triangular: Any
 class multinomial(Constraint):
     def __init__(self, upper_bound: Any) -> None: ...
     def check(self, value: Any) -> Any: ...  # type: ignore[override]
@@ -101,9 +137,24 @@ class multinomial(Constraint):
     is_discrete: _bool
     upper_bound: Any
 
+nonnegative: Any
+nonnegative_integer: Any
 one_hot: Any
 positive: Any
+positive_definite: Any
+positive_integer: Any
+positive_semidefinite: Any
 real: Any
 real_vector: Any
 simplex: Any
+square: Any
+class stack(Constraint):
+    def __init__(self, cseq: Any, dim: Any = ...) -> None: ...
+    def check(self, value: Any) -> Any: ...  # type: ignore[override]
+    event_dim: Any
+    is_discrete: Any
+    cseq: Any
+    dim: Any
+
+symmetric: Any
 unit_interval: Any

@@ -8,12 +8,13 @@ from ..tensor import Size
 from . import constraints
 from ._params import BinaryParameter, expand_params, numpy_draw, set_probs_or_logits
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Binomial", "Poisson"]
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Poisson(rate): P(k) = rate^k exp(-rate) / k! for k = 0, 1, ..."""
 
     arg_constraints = {"rate": constraints.nonnegative}
@@ -48,6 +49,13 @@ class Poisson(Distribution):
             self._validate_sample(value)
         return xlogy(value, self.rate) - self.rate - lgamma(value + 1)
 
+    @property
+    def _natural_params(self):
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x):
+        return x.exp()
+
 
 class Binomial(BinaryParameter, Distribution):
     """Binomial(total_count, probs | logits): successes in total_count independent trials."""
@@ -59,6 +67,11 @@ class Binomial(BinaryParameter, Distribution):
         param, (count,) = set_probs_or_logits(self, probs, logits, total_count)
         self.total_count = count.type_as(param)
         super().__init__(param.shape, validate_args=validate_args)
+
+    @property
+    def param_shape(self) -> Size:
+        """The shape of the parameter given at construction (``probs`` or ``logits``)."""
+        return self.__dict__.get("probs", self.__dict__.get("logits")).shape
 
     @property
     def support(self):

@@ -19,6 +19,7 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.distributions.distribution import Distribution as _Distribution
+from tapegrad.distributions.exp_family import ExponentialFamily as _ExponentialFamily
 
 __all__ = [
     'Binomial',
@@ -33,13 +34,14 @@ class Binomial(_Distribution):
     logits: Any
     mean: Any
     mode: Any
+    param_shape: Any
     probs: Any
     def sample(self, sample_shape: Any = ...) -> Any: ...
     support: Any
     variance: Any
     total_count: Any
 
-class Poisson(_Distribution):
+class Poisson(_ExponentialFamily):
     def __init__(self, rate: Any, validate_args: Any = ...) -> None: ...
     arg_constraints: Any
     def expand(self, batch_shape: Any, _instance: Any = ...) -> Any: ...

@@ -97,6 +97,11 @@ class Distribution:
         """The standard deviation, ``variance.sqrt()``; differentiable in the parameters."""
         return self.variance.sqrt()
 
+    def expand(self, batch_shape, _instance=None):
+        """A distribution of the same family with its parameters broadcast to ``batch_shape``
+        (no copy of the data); each family implements it."""
+        raise NotImplementedError
+
     def sample(self, sample_shape=Size()):
         """Samples of shape sample_shape + batch_shape + event_shape, without gradient."""
         with no_grad():

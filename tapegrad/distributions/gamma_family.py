@@ -1,6 +1,6 @@
 """Gamma, Beta, Dirichlet and StudentT: log densities, moments and entropies from lgamma and
-digamma (recorded, so they train); samples drawn by numpy (not reparameterised: these classes
-say has_rsample = False, where PyTorch's differentiate their samples implicitly)."""
+digamma (recorded, so they train); reparameterised samples built on Gamma(alpha, 1) draws whose
+gradient in alpha is implicit (_standard_gamma), as PyTorch's."""
 from __future__ import annotations
 
 import math
@@ -8,22 +8,26 @@ import math
 from .. import digamma, lgamma
 from ..tensor import Size
 from . import constraints
-from ._params import expand_params, numpy_draw
+from ._params import expand_params, standard_normal_like
+from ._standard_gamma import regularized_gamma_p, standard_gamma
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Beta", "Dirichlet", "Gamma", "StudentT"]
 
 
-def _sample_only(dist, sample_shape, like, draw):
-    return numpy_draw(dist, sample_shape, like, draw)
+def _tiny(t) -> float:
+    import numpy as np
+    return float(np.finfo(t._array.dtype).tiny)
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma(concentration, rate): density rate^a x^(a-1) exp(-rate x) / Gamma(a) on x > 0."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
+    has_rsample = True
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
@@ -45,10 +49,10 @@ class Gamma(Distribution):
         """A Gamma with its parameters broadcast to ``batch_shape``."""
         return expand_params(self, Gamma, ("concentration", "rate"), batch_shape, _instance)
 
-    def sample(self, sample_shape=Size()):
-        a, b = self.concentration._array, self.rate._array
-        return _sample_only(self, sample_shape, self.rate,
-                            lambda rng, shape: rng.gamma(a, 1.0, size=shape) / b)
+    def rsample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        value = standard_gamma(self.concentration, shape) / self.rate.expand(*shape)
+        return value.clamp(min=_tiny(value))
 
     def log_prob(self, value):
         if self._validate_args:
@@ -56,16 +60,31 @@ class Gamma(Distribution):
         a, b = self.concentration, self.rate
         return a * b.log() + (a - 1) * value.log() - b * value - lgamma(a)
 
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return regularized_gamma_p(self.concentration, self.rate * value)
+
     def entropy(self):
         a = self.concentration
         return a - self.rate.log() + lgamma(a) + (1.0 - a) * digamma(a)
 
+    _mean_carrier_measure = 0
 
-class Dirichlet(Distribution):
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return lgamma(x + 1) + (x + 1) * (-y.reciprocal()).log()
+
+
+class Dirichlet(ExponentialFamily):
     """Dirichlet(concentration): distributions over the simplex of the last dim's size."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
+    has_rsample = True
 
     def __init__(self, concentration, validate_args=None):
         if concentration.dim() < 1:
@@ -92,13 +111,14 @@ class Dirichlet(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    def sample(self, sample_shape=Size()):
-        a = self.concentration._array
-
-        def draw(rng, shape):
-            g = rng.gamma(a, 1.0, size=shape)
-            return g / g.sum(-1, keepdims=True)
-        return _sample_only(self, sample_shape, self.concentration, draw)
+    def rsample(self, sample_shape=Size()):
+        # normalised independent Gamma draws; the gradient flows through each draw's
+        # implicit derivative and the normalisation
+        # (in float64: float32 draws of small concentrations underflow to the same tiny value,
+        # which would normalise to equal shares)
+        c = self.concentration
+        g = standard_gamma(c.double(), tuple(self._extended_shape(sample_shape)))
+        return (g / g.sum(-1, keepdim=True)).to(c.dtype)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -113,13 +133,21 @@ class Dirichlet(Distribution):
         return (lgamma(c).sum(-1) - lgamma(total) - (k - total) * digamma(total)
                 - ((c - 1.0) * digamma(c)).sum(-1))
 
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
 
-class Beta(Distribution):
+    def _log_normalizer(self, x):
+        return lgamma(x).sum(-1) - lgamma(x.sum(-1))
+
+
+class Beta(ExponentialFamily):
     """Beta(concentration1, concentration0) on (0, 1): density x^(a-1) (1-x)^(b-1) / B(a, b)."""
 
     arg_constraints = {"concentration1": constraints.positive,
                        "concentration0": constraints.positive}
     support = constraints.unit_interval
+    has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
@@ -143,10 +171,12 @@ class Beta(Distribution):
         return expand_params(self, Beta, ("concentration1", "concentration0"), batch_shape,
                              _instance)
 
-    def sample(self, sample_shape=Size()):
-        a, b = self.concentration1._array, self.concentration0._array
-        return _sample_only(self, sample_shape, self.concentration1,
-                            lambda rng, shape: rng.beta(a, b, size=shape))
+    def rsample(self, sample_shape=Size()):
+        shape = tuple(self._extended_shape(sample_shape))
+        # normalised in float64, as Dirichlet's
+        g1 = standard_gamma(self.concentration1.double(), shape)
+        g0 = standard_gamma(self.concentration0.double(), shape)
+        return (g1 / (g1 + g0)).to(self.concentration1.dtype)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -161,6 +191,13 @@ class Beta(Distribution):
         return (lgamma(a) + lgamma(b) - lgamma(total) - (a - 1) * digamma(a)
                 - (b - 1) * digamma(b) + (total - 2) * digamma(total))
 
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return lgamma(x) + lgamma(y) - lgamma(x + y)
+
 
 class StudentT(Distribution):
     """Student's t with `df` degrees of freedom, shifted by loc and scaled by scale."""
@@ -168,6 +205,7 @@ class StudentT(Distribution):
     arg_constraints = {"df": constraints.positive, "loc": constraints.real,
                        "scale": constraints.positive}
     support = constraints.real
+    has_rsample = True
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
@@ -191,10 +229,13 @@ class StudentT(Distribution):
         """A StudentT with its parameters broadcast to ``batch_shape``."""
         return expand_params(self, StudentT, ("df", "loc", "scale"), batch_shape, _instance)
 
-    def sample(self, sample_shape=Size()):
-        df, loc, scale = self.df._array, self.loc._array, self.scale._array
-        return _sample_only(self, sample_shape, self.loc,
-                            lambda rng, shape: loc + scale * rng.standard_t(df, size=shape))
+    def rsample(self, sample_shape=Size()):
+        # X / sqrt(Z / df) with X standard normal and Z ~ Chi2(df) = Gamma(df / 2, 1 / 2)
+        shape = tuple(self._extended_shape(sample_shape))
+        x = standard_normal_like(self, sample_shape, self.df)
+        z = standard_gamma(0.5 * self.df, shape) * 2
+        z = z.clamp(min=_tiny(z))
+        return self.loc + self.scale * x * (z / self.df).rsqrt()
 
     def log_prob(self, value):
         if self._validate_args:

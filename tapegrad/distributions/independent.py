@@ -29,6 +29,18 @@ class Independent(Distribution):
         super().__init__(Size(batch[:split]), Size(batch[split:] + tuple(base_distribution.event_shape)),
                          validate_args=validate_args)
 
+    def expand(self, batch_shape, _instance=None):
+        """This distribution with its base expanded so the batch shape is ``batch_shape``."""
+        new = self._get_checked_instance(Independent, _instance)
+        batch_shape = Size(batch_shape)
+        event = tuple(self.event_shape)
+        base_batch = tuple(batch_shape) + event[:self.reinterpreted_batch_ndims]
+        new.base_dist = self.base_dist.expand(Size(base_batch))
+        new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     @property
     def has_rsample(self):
         return self.base_dist.has_rsample
@@ -48,6 +60,16 @@ class Independent(Distribution):
     @property
     def variance(self):
         return self.base_dist.variance
+
+    @property
+    def has_enumerate_support(self):
+        return self.base_dist.has_enumerate_support if self.reinterpreted_batch_ndims == 0 \
+            else False
+
+    def enumerate_support(self, expand: bool = True):
+        if self.reinterpreted_batch_ndims > 0:
+            raise NotImplementedError("Enumeration over cartesian product is not implemented")
+        return self.base_dist.enumerate_support(expand=expand)
 
     def sample(self, sample_shape=Size()):
         return self.base_dist.sample(sample_shape)

@@ -8,12 +8,13 @@ from ..tensor import Size
 from . import constraints
 from ._params import BinaryParameter, LocationScale, expand_params, set_probs_or_logits, uniform_like
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, clamp_probs
 
 __all__ = ["Cauchy", "Exponential", "Geometric", "Laplace"]
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential(rate): density rate * exp(-rate * x) on x >= 0."""
 
     arg_constraints = {"rate": constraints.positive}
@@ -63,6 +64,15 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - self.rate.log()
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -(-x).log()
 
 
 class Laplace(LocationScale):

@@ -19,6 +19,7 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.distributions.distribution import Distribution as _Distribution
+from tapegrad.distributions.exp_family import ExponentialFamily as _ExponentialFamily
 
 __all__ = [
     'Cauchy',
@@ -44,7 +45,7 @@ class Cauchy(_Distribution):
     loc: Any
     scale: Any
 
-class Exponential(_Distribution):
+class Exponential(_ExponentialFamily):
     def __init__(self, rate: Any, validate_args: Any = ...) -> None: ...
     arg_constraints: Any
     def cdf(self, value: Any) -> Any: ...

@@ -5,13 +5,14 @@ import math
 
 from ..tensor import Size
 from ._params import LocationScale, expand_params, standard_normal_like
+from .exp_family import ExponentialFamily
 
 __all__ = ["Normal"]
 
 _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
 
 
-class Normal(LocationScale):
+class Normal(ExponentialFamily, LocationScale):
     """N(loc, scale^2), parameters broadcast together."""
 
     @property
@@ -48,3 +49,12 @@ class Normal(LocationScale):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()

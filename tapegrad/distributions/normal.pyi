@@ -19,12 +19,13 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.distributions.distribution import Distribution as _Distribution
+from tapegrad.distributions.exp_family import ExponentialFamily as _ExponentialFamily
 
 __all__ = [
     'Normal',
 ]
 
-class Normal(_Distribution):
+class Normal(_ExponentialFamily, _Distribution):
     def __init__(self, loc: Any, scale: Any, validate_args: Any = ...) -> None: ...
     arg_constraints: Any
     def cdf(self, value: Any) -> Any: ...

@@ -9,7 +9,7 @@ from . import constraints
 from ._categorical_backed import CategoricalBacked
 from .categorical import Categorical
 
-__all__ = ["OneHotCategorical"]
+__all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 class OneHotCategorical(CategoricalBacked):
@@ -65,4 +65,16 @@ class OneHotCategorical(CategoricalBacked):
         return _make(values, False)
 
     def __repr__(self) -> str:
-        return "OneHotCategorical()"
+        return type(self).__name__ + "()"
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """A OneHotCategorical whose ``rsample`` is the straight-through estimator: the forward value
+    is a one-hot sample, the gradient that of the probabilities (Bengio et al., 2013)."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=Size()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())

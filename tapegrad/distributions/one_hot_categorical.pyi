@@ -22,6 +22,7 @@ from tapegrad.distributions.distribution import Distribution as _Distribution
 
 __all__ = [
     'OneHotCategorical',
+    'OneHotCategoricalStraightThrough',
 ]
 
 class OneHotCategorical(_Distribution):
@@ -41,3 +42,7 @@ class OneHotCategorical(_Distribution):
     def sample(self, sample_shape: Any = ...) -> Any: ...
     support: Any
     variance: Any
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    has_rsample: _bool
+    def rsample(self, sample_shape: Any = ...) -> Any: ...

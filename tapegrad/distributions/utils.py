@@ -8,7 +8,10 @@ import numpy as np
 from .. import _core
 from ..creation import _broadcast_shapes, tensor
 
-__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
+__all__ = ["broadcast_all", "clamp_probs", "euler_constant", "is_tensor_like", "lazy_property",
+           "logits_to_probs", "probs_to_logits", "tril_matrix_to_vec", "vec_to_tril_matrix"]
+
+euler_constant = 0.57721566490153286060   # Euler-Mascheroni constant
 
 
 def broadcast_all(*values):
@@ -71,3 +74,46 @@ class lazy_property:
             value = self.wrapped(instance)
         instance.__dict__[self.wrapped.__name__] = value
         return value
+
+
+def is_tensor_like(value) -> bool:
+    """Whether ``value`` is a tensor (PyTorch also counts objects defining __torch_function__)."""
+    return isinstance(value, _core.TensorBase) or hasattr(type(value), "__torch_function__")
+
+
+def _tril_flat_index(n: int, diag: int) -> np.ndarray:
+    """Positions, in a row-major flattened n x n matrix, of the entries on or below diagonal
+    `diag`, in row order."""
+    rows, cols = np.nonzero(np.arange(n) < np.arange(n)[:, None] + (diag + 1))
+    return rows * n + cols
+
+
+def tril_matrix_to_vec(mat, diag: int = 0):
+    """The entries of a (batch of) D x D matrix on or below diagonal ``diag``, in row order."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    flat = mat.reshape(tuple(mat.shape[:-2]) + (n * n,))
+    return flat[..., _core_index(_tril_flat_index(n, diag))]
+
+
+def vec_to_tril_matrix(vec, diag: int = 0):
+    """A (batch of) D x D lower-triangular matrix holding ``vec`` on or below diagonal ``diag``,
+    in row order (zeros elsewhere); inverse of tril_matrix_to_vec."""
+    m = vec.shape[-1]
+    root = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(root) - root > float(np.finfo(vec._array.dtype).eps):
+        raise ValueError(f"The size of last dimension is {m} which cannot be expressed as the "
+                         f"lower triangular part of a square D x D matrix.")
+    n = round(root)
+    # gather from vec with a zero appended: positions outside the triangle read the zero
+    source = np.full(n * n, m, dtype=np.int64)
+    source[_tril_flat_index(n, diag)] = np.arange(m)
+    from .. import cat
+    padded = cat([vec, vec.new_zeros(tuple(vec.shape[:-1]) + (1,))], -1)
+    return padded[..., _core_index(source)].reshape(tuple(vec.shape[:-1]) + (n, n))
+
+
+def _core_index(positions: np.ndarray):
+    from ..creation import _make
+    return _make(np.ascontiguousarray(positions, dtype=np.int64), False)

@@ -22,14 +22,21 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 __all__ = [
     'broadcast_all',
     'clamp_probs',
+    'euler_constant',
+    'is_tensor_like',
     'lazy_property',
     'logits_to_probs',
     'probs_to_logits',
+    'tril_matrix_to_vec',
+    'vec_to_tril_matrix',
 ]
 
 def broadcast_all(*values: Any) -> Any: ...
 
 def clamp_probs(probs: Any) -> Any: ...
+
+euler_constant: _float
+def is_tensor_like(value: Any) -> _bool: ...
 
 class lazy_property:
     def __init__(self, wrapped: Any) -> None: ...
@@ -38,3 +45,7 @@ class lazy_property:
 def logits_to_probs(logits: Any, is_binary: _bool = ...) -> Any: ...
 
 def probs_to_logits(probs: Any, is_binary: _bool = ...) -> Any: ...
+
+def tril_matrix_to_vec(mat: Any, diag: _int = ...) -> Any: ...
+
+def vec_to_tril_matrix(vec: Any, diag: _int = ...) -> Any: ...
