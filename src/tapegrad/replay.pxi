@@ -1163,8 +1163,10 @@ cdef class Program:
         """Link the results into the tape as _function_record does for a custom Function's
         outputs (one OP_FUNCTION record holding the node, one OP_FN_OUTPUT record per output a
         gradient flows through), specialised to what a replay gives it: fresh float results, no
-        in-place outputs, metadata computed once."""
+        in-place outputs, metadata computed once.  One output (a loss): the OP_FUNCTION record
+        is the output's own node (scalar ONE_RECORD), one record for the whole call."""
         cdef Py_ssize_t n_in = len(tensors), n_out = len(results), j, fi, si
+        cdef bint one = n_out == 1 and self.grad[self.outputs[0]]
         cdef Py_ssize_t few[8]
         cdef Py_ssize_t* inp = &few[0]
         if n_in > 8:
@@ -1183,6 +1185,13 @@ cdef class Program:
             if inp != &few[0]:
                 free(inp)
         keep(&TAPE.recs[fi].aux, node)
+        if one:                         # the output holds the record's one reference
+            TAPE.recs[fi].scalar = ONE_RECORD
+            t = <TensorBase>results[0]
+            TAPE.recs[fi].out = <PyObject*>t
+            t._node = fi
+            t._requires_grad = True
+            return 0
         TAPE.recs[fi].scalar = <double>n_out
         for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest, as there
             if not self.grad[self.outputs[j]]:
