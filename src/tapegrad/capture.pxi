@@ -228,7 +228,7 @@ def _capture_op_call(fn, tuple args, dict kwargs):
                          versions)
 
 
-IN_PLACE_WRITE = "an in-place write to a tensor"     # (bump_version's reason)
+cdef str IN_PLACE_WRITE = "an in-place write to a tensor"    # (bump_version's reason)
 
 
 def _capture_inplace_call(fn, tuple args, dict kwargs, list effects):

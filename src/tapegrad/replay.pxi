@@ -444,7 +444,7 @@ cdef class Program:
                 bs.arrays[k] = arr
                 bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             if self.grad[k] and self.arow[k] < 0:
-                arr = new_empty(self.shapes[k], (<object>self.adj_dtypes[k]).num)
+                arr = new_empty(self.shapes[k], self.adj_typenum[k])
                 bs.adj[k] = arr
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
         bs.scratch0 = np.empty(self.max_n, self.dtype)
@@ -789,7 +789,7 @@ cdef class Program:
                 else:
                     # hand the buffer itself out (it may become a .grad) and take a new one
                     g = bs.adj[k]
-                    arr = new_empty(self.shapes[k], (<object>self.adj_dtypes[k]).num)
+                    arr = new_empty(self.shapes[k], self.adj_typenum[k])
                     bs.adj[k] = arr
                     bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             else:
