@@ -150,3 +150,65 @@ def test_create_graph_through_a_batchnorm_replay_leaves_the_buffers_as_eager():
         assert np.array_equal(ge.detach().numpy(), gc.detach().numpy())
         _same_state(me, mc)
     assert compiled._compiled_call.stats["replays"] == 2
+
+
+class _Ema(tg.nn.Module):
+    """A buffer updated in place from values the forward computes (an EMA of features, a slot of
+    a queue): the writes read the replay's slots, after its forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = tg.nn.Linear(4, 3)
+        self.register_buffer("ema", tg.zeros(3))
+        self.register_buffer("queue", tg.zeros(2, 3))
+        self.register_buffer("seen", tg.zeros((), dtype=tg.int64))
+        self.slot = 1
+
+    def forward(self, x):
+        feat = (self.lin(x) * 0.5 + 1.0).tanh()       # an elementwise run (fused in the replay)
+        with tg.no_grad():
+            self.ema.mul_(0.9).add_(feat.mean(0), alpha=0.1)
+            self.queue[self.slot] = feat.detach()[0]
+            self.seen.fill_(x.shape[0])
+        return feat.sum()
+
+
+@pytest.mark.parametrize("dtype", [tg.float32, tg.float64])
+def test_buffers_updated_from_computed_values_replay_as_eager(dtype):
+    tg.manual_seed(0)
+    me = _Ema().to(dtype)
+    tg.manual_seed(0)
+    mc = _Ema().to(dtype)
+    compiled = tg.compile(mc)._compiled_call
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        x = tg.tensor(rng.standard_normal((5, 4)), dtype=dtype)
+        le, lc = me(x), compiled(x)
+        le.backward()
+        lc.backward()
+        assert le.item() == lc.item()
+        _same_state(me, mc)
+        for a, b in zip(me.parameters(), mc.parameters()):
+            assert np.array_equal(a.grad.numpy(), b.grad.numpy())
+    assert compiled.stats["replays"] == 3, compiled.explain()
+
+
+def test_write_that_reads_its_own_target_stays_eager():
+    class Shift(tg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("queue", tg.zeros(2, 3))
+
+        def forward(self, x):
+            with tg.no_grad():
+                self.queue[1] = self.queue[0]       # reads the tensor it writes
+                self.queue[0] = x.detach()
+            return (x * 2.0).sum()
+
+    me, mc = Shift(), Shift()
+    compiled = tg.compile(mc)._compiled_call
+    for k in range(3):
+        x = tg.full((3,), float(k), requires_grad=True)
+        assert me(x).item() == compiled(x).item()
+    assert np.array_equal(me.queue.numpy(), mc.queue.numpy())
+    assert compiled.stats["replays"] == 0
