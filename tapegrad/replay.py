@@ -31,9 +31,13 @@ capture (or raise, with on_guard_failure="raise"):
     captured value is re-checked after the replayed forward;
   - a re-run op whose result has another shape or dtype than at capture (masked_select,
     nonzero, boolean indexing: shapes that depend on values) sends the call back to capture;
+  - an in-place write that records nothing into a tensor the function neither made nor reads
+    nor takes as an argument (a module buffer: BatchNorm's num_batches_tracked.add_(1)) is
+    performed again by the replay after its forward; the buffers of the modules `fn` is or
+    reads are guarded by identity (a rebound buffer sends the call back to capture);
   - what cannot be replayed makes the function run eagerly at every call (`.explain()` lists
-    each reason) - never a stale replay: in-place writes into tensors the function did not make
-    inside one op (x.add_(y), x[i] = v, fill_/zero_/normal_ ...), .numpy() reads, ops reached
+    each reason) - never a stale replay: other in-place writes (into tensors the function made
+    or reads or was given, random fills), .numpy() reads, ops reached
     other than by their public names (a reference taken from an internal module), custom
     autograd.Functions.
 
@@ -137,6 +141,8 @@ class CompiledFunction(_core.CompiledCall):
         self._last_plan = None          # (the C path's shortcut to the plan it replayed last)
         env = _environment(self.fn)
         rng_before = _global_rng().bit_generator.state
+        global _effects
+        effects = _effects = []
         capture = _core._capture_begin()
         try:
             _ROUTES.install()
@@ -150,7 +156,7 @@ class CompiledFunction(_core.CompiledCall):
         if key is not None:
             if len(self._plans) >= self.cache_size:
                 self._plans.pop(next(iter(self._plans)))
-            plan = _build_plan(capture, flat, result)
+            plan = _build_plan(capture, flat, result, effects)
             plan.env = env
             if plan.program is not None:
                 plan.program.global_rng = _global_rng
@@ -277,6 +283,41 @@ def _routed(fn):
     return routed
 
 
+# In-place methods a capture can note as a write the replay performs again (a module buffer's
+# update: BatchNorm's num_batches_tracked.add_(1)); _core._capture_inplace_call decides.  Not
+# these: writes of the metadata (views, shape, grad state, sharing), Python callbacks, and the
+# random fills (a replay performs its writes after the forward: draws would change order).
+_INPLACE_NOT_ROUTED = frozenset({
+    "requires_grad_", "detach_", "resize_", "resize_as_", "set_", "share_memory_", "apply_",
+    "map_", "map2_", "squeeze_", "unsqueeze_", "t_", "transpose_", "swapaxes_", "swapdims_",
+    "as_strided_", "normal_", "uniform_", "bernoulli_", "cauchy_", "exponential_", "geometric_",
+    "log_normal_", "random_",
+})
+_INPLACE_DUNDERS = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                              "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
+                              "__irshift__"})
+
+# The effects list of the capture running now (_capture sets it; one capture at a time).
+_effects = []
+
+
+def _inplace_routable(name, value) -> bool:
+    if name in _INPLACE_DUNDERS:
+        return callable(value)
+    return (name.endswith("_") and not name.startswith("_") and name not in _INPLACE_NOT_ROUTED
+            and callable(value) and not isinstance(value, (type, staticmethod, classmethod)))
+
+
+def _routed_inplace(fn):
+    call = _core._capture_inplace_call
+
+    def routed(*args, **kwargs):
+        return call(fn, args, kwargs, _effects)
+    routed.__wrapped__ = fn
+    routed.__name__ = getattr(fn, "__name__", "op")
+    return routed
+
+
 def _meta_generation() -> int:
     meta = sys.modules.get("tapegrad._meta")
     return meta.generation if meta is not None else 0
@@ -342,6 +383,9 @@ class _Routes:
                                                                         classmethod)):
                     entries.append((Tensor, name, Tensor.__dict__.get(name), _routed(value),
                                     name in Tensor.__dict__))
+                elif _inplace_routable(name, value):
+                    entries.append((Tensor, name, Tensor.__dict__.get(name),
+                                    _routed_inplace(value), name in Tensor.__dict__))
         self.entries = entries
         self.modules = _loaded_modules()
         self.meta = _meta_generation()
@@ -390,7 +434,7 @@ def _environment(fn):
     """(namespace, name, value) for each number or tensor `fn` reads from a closure cell or a
     global, where namespace is the cell (name None) or the globals dict; and, for every
     nn.Module `fn` is, is bound to or reads that way, each of its submodules' training flag
-    (namespace: the module's __dict__, name "training")."""
+    (namespace: the module's __dict__, name "training") and buffers (namespace: its _buffers)."""
     env = []
     modules = [fn, getattr(fn, "__self__", None)]
     fn = getattr(fn, "__func__", fn)        # bound methods: their function
@@ -433,6 +477,11 @@ def _training_flags(candidates):
             if id(m) not in seen:
                 seen.add(id(m))
                 env.append((m.__dict__, "training", m.__dict__.get("training", _MISS)))
+                # its buffers, by identity: the replay reads them (running statistics) and
+                # writes into them (num_batches_tracked) as the tensors of the capture
+                buffers = m.__dict__.get("_buffers")
+                if buffers:
+                    env.extend((buffers, name, b) for name, b in buffers.items())
     return env
 
 
@@ -466,10 +515,28 @@ def _saved_outputs(outputs, externals):
             if any(np.shares_memory(t._array, value) for value in saved)]
 
 
-def _build_plan(capture, flat, result):
-    """`flat`: the call's flattened arguments (_core._call_key)."""
+def _check_effects(targets, ext, outputs, flat):
+    """The replay performs the call's in-place writes into tensors it did not make (module
+    buffers) after its forward, which equals eager only if nothing else in the call reads or
+    returns what they write: no step reads a target (it is no external), none is returned,
+    and none shares memory with a tensor the steps read.  A target must be reached other than
+    through the call's arguments (the replay writes into the tensor of the capture)."""
+    for t in targets.values():
+        if any(t is a for a in flat):
+            raise _Unsupported("it writes in place into one of its arguments")
+        a = t._array
+        if any(t is o for o in outputs) or any(t is e for e in ext) or any(
+                np.may_share_memory(a, e._array) for e in ext) or any(
+                np.may_share_memory(a, o._array) for o in outputs):
+            raise _Unsupported("it writes in place into a tensor it also reads or returns "
+                               "(a replay performs such writes after its forward)")
+
+
+def _build_plan(capture, flat, result, effects=()):
+    """`flat`: the call's flattened arguments (_core._call_key); `effects`: the in-place writes
+    into tensors it did not make that the replay performs again (_capture_inplace_call)."""
     try:
-        return _plan_from(capture, flat, result)
+        return _plan_from(capture, flat, result, effects)
     except _Unsupported as e:
         return _Plan(reason=str(e))
 
@@ -484,7 +551,7 @@ def _nograd_view(t):
         return True
 
 
-def _plan_from(capture, flat, result):
+def _plan_from(capture, flat, result, effects=()):
     # Every reason the call cannot replay, each once, in the order met: the ops left eager.
     reasons = list(dict.fromkeys(capture.unsupported))
     # A replay returns its results from one node: the gradient a retained intermediate would
@@ -531,7 +598,10 @@ def _plan_from(capture, flat, result):
             raise _Unsupported("it reads a tensor's values with .numpy() (a guard cannot re-check "
                                "what Python does with them)")
         guard_reads.append((t, kind, value))
-    roots = outputs + [t for t, _, _ in guard_reads]
+    # An in-place write's operands (other than its target) are read after the forward: roots
+    targets = {id(e[4]): e[4] for e in effects}
+    effect_reads = [t for e in effects for t in e[3] if id(t) not in targets]
+    roots = outputs + [t for t, _, _ in guard_reads] + effect_reads
     (ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes, grad_dtypes,
      typenums) = _core._plan_steps(capture.steps, claimed, roots, is_grad_enabled())
     # The C steps compute in one float dtype; re-run ops may mix any (their adjoints, computed by
@@ -572,8 +642,15 @@ def _plan_from(capture, flat, result):
     plan.saved_ext = saved_ext
     plan.saved_out = tuple(plan.output_map[i] for i in _saved_outputs(outputs, ext)
                            if plan.output_map[i] >= 0)
+    if effects:
+        _check_effects(targets, ext, outputs, flat)
+    effect_slots = {id(t): root_slot[id(t)] for t in effect_reads}
     plan.program = _core.Program(dtype, shapes, grad, len(ext), program_steps,
-                                 output_slots, typenums, [slot for slot, _, _ in plan.guards],
+                                 output_slots, typenums,
+                                 [slot for slot, _, _ in plan.guards]
+                                 + [k for k in effect_slots.values() if k >= len(ext)],
                                  _FUSE)
+    for fn, args, kwargs, _, _ in effects:
+        plan.program.add_effect(fn, args, kwargs, effect_slots)
     plan.program.outputs_checked(plan.saved_out)
     return plan

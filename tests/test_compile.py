@@ -775,8 +775,9 @@ def test_routes_exist_only_during_a_capture():
 
 def _layer_case(make, shape, calls=3, replayed=True):
     """A layer stack compiled vs its eager twin (same init): loss, parameter grads, buffers.
-    replayed=False: a stack that writes module state in forward (batch norm's batch counter
-    in training) runs eagerly, and equals eager all the same."""
+    replayed=False: a stack that runs eagerly (explain() names an in-place write), and equals
+    eager all the same.  (Batch norm in training replays: its batch counter's add_ is performed
+    again by the replay, tests/test_compile_buffers.py.)"""
     tg.manual_seed(0)
     compiled_model = make()
     tg.manual_seed(0)
@@ -812,8 +813,7 @@ def test_layers_replay_as_eager():
     _layer_case(lambda: nn.Sequential(nn.Conv2d(2, 4, 3), nn.ReLU(), nn.MaxPool2d(2),
                                       nn.Flatten(), nn.Linear(36, 5)), (2, 2, 8, 8))
     _layer_case(lambda: nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Dropout(0.3),
-                                      nn.GELU(), nn.LayerNorm(8), nn.Linear(8, 2)), (4, 6),
-                replayed=False)
+                                      nn.GELU(), nn.LayerNorm(8), nn.Linear(8, 2)), (4, 6))
     _layer_case(lambda: nn.LSTM(3, 5, batch_first=True), (2, 4, 3))
 
 

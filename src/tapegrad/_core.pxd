@@ -605,6 +605,10 @@ cdef int OP_FUNCTION
 
 cdef int OP_FN_OUTPUT
 
+cdef enum:
+    ONE_RECORD = -1     # an OP_FUNCTION record's scalar (else its number of outputs) when it is
+                        # a replayed compiled call's one output's own node (ops_function.pxi)
+
 cdef int release_function_ctx(Py_ssize_t i) except -1
 
 cdef int ANOMALY_MODE

@@ -228,6 +228,63 @@ def _capture_op_call(fn, tuple args, dict kwargs):
                          versions)
 
 
+cdef str IN_PLACE_WRITE = "an in-place write to a tensor"    # (bump_version's reason)
+
+
+def _capture_inplace_call(fn, tuple args, dict kwargs, list effects):
+    """fn(*args, **kwargs) for a public in-place op (add_, fill_, x[i] = v, +=, ...) while a
+    capture runs.  A write that records nothing into a tensor the call did not make (a module
+    buffer: BatchNorm's num_batches_tracked.add_(1)) is noted in `effects` as
+    (fn, args, kwargs, tensors read, target): the replay performs it again after its forward
+    (tapegrad/replay.py checks that no step reads the target, so the order against the steps
+    cannot matter).  Any other in-place write stays noted as unsupported (bump_version)."""
+    global ROUTED_DEPTH
+    if ROUTED_DEPTH > 0 or not capturing() or CAPTURE.depth > 0:
+        return fn(*args, **kwargs)
+    cdef Capture cap = CAPTURE
+    cdef Py_ssize_t n_created = len(cap.created), n_steps = len(cap.steps)
+    cdef Py_ssize_t n_unsupported = len(cap.unsupported), n_reads = len(cap.reads)
+    cdef list tensors = []
+    collect_tensors(args, tensors)
+    if kwargs:
+        collect_tensors(tuple(kwargs.values()), tensors)
+    cdef list versions = [version_of(<TensorBase>t).value for t in tensors]
+    cdef bint recording = grad_enabled()
+    ROUTED_DEPTH += 1
+    try:
+        res = fn(*args, **kwargs)
+    finally:
+        ROUTED_DEPTH -= 1
+    target = args[0] if args else None
+    if not isinstance(target, TensorBase) or (res is not None and res is not target):
+        return res
+    cdef TensorBase tt = <TensorBase>target
+    if tt._base is not None or tt._requires_grad or (
+            tt._node >= 0 and TAPE.recs[tt._node].op != OP_LEAF):
+        return res                      # a view, a parameter, or a write that recorded
+    if recording and any([(<TensorBase>t)._requires_grad for t in tensors]):
+        return res
+    if any([t is target for t in cap.created[:n_created]]):
+        return res                      # a tensor the call made: its readers are steps
+    if len(cap.reads) != n_reads or any([why != IN_PLACE_WRITE
+                                         for why in cap.unsupported[n_unsupported:]]):
+        return res
+    if holds_array(args) or (kwargs and holds_array(tuple(kwargs.values()))):
+        return res
+    cdef Py_ssize_t j
+    for j in range(len(tensors)):       # the op wrote into its target only
+        if tensors[j] is not target and version_of(
+                <TensorBase>tensors[j]).value != <Py_ssize_t>versions[j]:
+            return res
+    for st in cap.steps[n_steps:]:      # what the op did inside is its own business
+        cap.claimed.discard(oid(st[len(st) - 1]))
+    del cap.steps[n_steps:]
+    del cap.created[n_created:]
+    del cap.unsupported[n_unsupported:]
+    effects.append((fn, args, kwargs or {}, tuple(tensors), target))
+    return res
+
+
 def _capture_begin():
     """Start capturing this thread's ops; returns the Capture."""
     global CAPTURE

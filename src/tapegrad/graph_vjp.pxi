@@ -1655,7 +1655,8 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                     check_saved_versions(&rec)
                     if rec.op == OP_FUNCTION:
                         if isinstance(<object>rec.aux, CompiledBackward):
-                            grads = (<CompiledBackward>rec.aux).graph_backward(<list>g)
+                            grads = (<CompiledBackward>rec.aux).graph_backward(
+                                [g] if rec.scalar == ONE_RECORD else <list>g)
                         else:
                             # + the record's own index: a saved output that died without a
                             # gradient is revived as a new output of this record

@@ -203,10 +203,11 @@ def _set_function_runtime(backward, release):
 
 
 cdef object vjp_function(Record* r, object g):
-    """g: a list with one entry (ndarray or None) per output of the forward."""
+    """g: a list with one entry (ndarray or None) per output of the forward; or, for a
+    tapegrad.compile'd call's one-output record (scalar ONE_RECORD), that output's adjoint."""
     ctx = <object>r.aux
     if isinstance(ctx, CompiledBackward):     # a tapegrad.compile'd call (replay.pxi): no Python
-        res = (<CompiledBackward>ctx).backward(<list>g)
+        res = (<CompiledBackward>ctx).backward([g] if r.scalar == ONE_RECORD else <list>g)
     else:
         res = FUNCTION_BACKWARD(ctx, g, False)
     return res[0] if r.n_in == 1 else res
@@ -216,6 +217,10 @@ cdef object vjp_function_output(Record* r, object g):
     return g                            # never called: the sweep routes these records itself
 
 
+# An OP_FUNCTION record's scalar is its number of outputs, each with an OP_FN_OUTPUT record;
+# a replayed tapegrad.compile'd call with one differentiable output is one OP_FUNCTION record
+# that is its output's own node (scalar ONE_RECORD, _core.pxd: no output record, no adjoint
+# list; Program.record in replay.pxi).
 OP_FUNCTION = register_op("FunctionBackward", vjp_function)
 OP_FN_OUTPUT = register_op("FunctionOutput", vjp_function_output)
 

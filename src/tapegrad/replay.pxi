@@ -238,6 +238,9 @@ cdef class Program:
     cdef list bc_slots          # -> (slot, the step's out slot)
     cdef list group_writes      # group -> the full-size adjoints its backward writes
     cdef Py_ssize_t rows_bytes  # the largest group's block rows
+    cdef list effects           # (fn, args template, kwargs template): in-place writes into
+                                # tensors the call did not make (module buffers), performed
+                                # again after the forward (add_effect)
 
     def __cinit__(self):
         self.steps = NULL
@@ -344,6 +347,7 @@ cdef class Program:
                     self.fresh.add(out)
                     self.replaced.add(out)
         self.pool = []
+        self.effects = []
         self.bc_slots = []
         self.group_writes = []
         self.vrow = <int*>malloc(max(self.n_slots, 1) * sizeof(int))
@@ -440,7 +444,7 @@ cdef class Program:
                 bs.arrays[k] = arr
                 bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             if self.grad[k] and self.arow[k] < 0:
-                arr = new_empty(self.shapes[k], (<object>self.adj_dtypes[k]).num)
+                arr = new_empty(self.shapes[k], self.adj_typenum[k])
                 bs.adj[k] = arr
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
         bs.scratch0 = np.empty(self.max_n, self.dtype)
@@ -785,7 +789,7 @@ cdef class Program:
                 else:
                     # hand the buffer itself out (it may become a .grad) and take a new one
                     g = bs.adj[k]
-                    arr = new_empty(self.shapes[k], (<object>self.adj_dtypes[k]).num)
+                    arr = new_empty(self.shapes[k], self.adj_typenum[k])
                     bs.adj[k] = arr
                     bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
             else:
@@ -1099,6 +1103,12 @@ cdef class Program:
         if plan.guards and not plan.guards_hold_c(bs):
             bs.in_use = False
             return None
+        if self.effects:
+            try:
+                self.run_effects(bs, tensors)
+            except BaseException:
+                bs.in_use = False
+                raise
         if not recording:
             bs.in_use = False
             return [wrap(bs.arrays[k]) for k in self.outputs]
@@ -1153,8 +1163,10 @@ cdef class Program:
         """Link the results into the tape as _function_record does for a custom Function's
         outputs (one OP_FUNCTION record holding the node, one OP_FN_OUTPUT record per output a
         gradient flows through), specialised to what a replay gives it: fresh float results, no
-        in-place outputs, metadata computed once."""
+        in-place outputs, metadata computed once.  One output (a loss): the OP_FUNCTION record
+        is the output's own node (scalar ONE_RECORD), one record for the whole call."""
         cdef Py_ssize_t n_in = len(tensors), n_out = len(results), j, fi, si
+        cdef bint one = n_out == 1 and self.grad[self.outputs[0]]
         cdef Py_ssize_t few[8]
         cdef Py_ssize_t* inp = &few[0]
         if n_in > 8:
@@ -1173,6 +1185,13 @@ cdef class Program:
             if inp != &few[0]:
                 free(inp)
         keep(&TAPE.recs[fi].aux, node)
+        if one:                         # the output holds the record's one reference
+            TAPE.recs[fi].scalar = ONE_RECORD
+            t = <TensorBase>results[0]
+            TAPE.recs[fi].out = <PyObject*>t
+            t._node = fi
+            t._requires_grad = True
+            return 0
         TAPE.recs[fi].scalar = <double>n_out
         for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest, as there
             if not self.grad[self.outputs[j]]:
@@ -1184,6 +1203,51 @@ cdef class Program:
             t._node = si
             t._requires_grad = True
         TAPE.decref(fi)                 # the output records hold the Function record
+        return 0
+
+    def add_effect(self, fn, tuple args, dict kwargs, dict slot_of):
+        """An in-place write fn(*args, **kwargs) into a tensor the call did not make (its
+        target, args[0]), performed again after each replayed forward: the tensors it reads
+        (slot_of: id -> slot, its target excepted) come from the replay's slots, its target is
+        the tensor itself (tapegrad/replay.py checks that no step reads or returns it)."""
+        self.effects.append((fn, effect_template(args, slot_of), effect_template(kwargs, slot_of)))
+
+    cdef list state_before_rerun(self, list inputs):
+        """What a create_graph re-run of the call (CompiledFunctionBackward.rerun) could write
+        besides its results: the effects' targets (num_batches_tracked) and, when ops are re-run
+        whole, the externals that take no gradient (BatchNorm's running statistics, which its
+        op updates): each with a copy of its values and its version, put back after the re-run
+        (restore_state), so the backward leaves them as eager's does."""
+        cdef list out = []
+        cdef TensorBase t
+        if not self.effects and self.all_c:
+            return out
+        for fn, template, kw_template in self.effects:
+            target = (<tuple>template)[0]
+            out.append((target, np.array((<TensorBase>target)._array, copy=True),
+                        version_of(<TensorBase>target).value))
+        if not self.all_c:
+            for x in inputs:
+                t = <TensorBase>x
+                if not t._requires_grad:
+                    out.append((t, np.array(t._array, copy=True), version_of(t).value))
+        return out
+
+    cdef int run_effects(self, BufferSet bs, list tensors) except -1:
+        """The call's in-place writes into module buffers (add_effect), in their order, with grad
+        mode off (they recorded nothing eagerly either)."""
+        cdef dict proxies = {}
+        cdef Py_ssize_t k
+        cdef bint was = grad_enabled()
+        _set_grad_enabled(False)
+        try:
+            for fn, template, kw_template in self.effects:
+                for k in effect_slots(template) + effect_slots(kw_template):
+                    if k not in proxies:
+                        proxies[k] = tensors[k] if k < self.n_ext else wrap(bs.arrays[k])
+                fn(*fill_slots(template, proxies), **fill_slots(kw_template, proxies))
+        finally:
+            _set_grad_enabled(was)
         return 0
 
     def outputs_checked(self, saved_out):
@@ -1276,15 +1340,19 @@ cdef class CompiledFunctionBackward(CompiledBackward):
         """The Program's outputs of the call computed eagerly again: the same values as the
         replay's, its random draws included (the global stream is set back to its state before
         the replay's forward for the re-run, then restored)."""
-        if self.rng_state is None:
-            return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
-        bits = self.program.global_rng().bit_generator
-        now = bits.state
-        bits.state = self.rng_state
+        cdef list kept = self.program.state_before_rerun(self.inputs)
         try:
-            return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
+            if self.rng_state is None:
+                return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
+            bits = self.program.global_rng().bit_generator
+            now = bits.state
+            bits.state = self.rng_state
+            try:
+                return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
+            finally:
+                bits.state = now
         finally:
-            bits.state = now
+            restore_state(kept)
 
     cdef object graph_backward(self, list g):
         """create_graph=True: the call run again eagerly on the same externals (its values are
@@ -1385,6 +1453,43 @@ cdef bint has_slot_ref(object v):
     if type(v) is dict:
         return any([has_slot_ref(x) for x in (<dict>v).values()])
     return False
+
+
+cdef int restore_state(list kept) except -1:
+    """Put back what Program.state_before_rerun kept."""
+    cdef TensorBase t
+    for x, values, version in kept:
+        t = <TensorBase>x
+        np.copyto(t._array, values, casting="no")
+        version_of(t).value = version
+    return 0
+
+
+cdef object effect_template(object arg, dict slot_of):
+    """slot_template for an in-place write replayed after the forward: the tensors slot_of
+    names become SlotRefs, any other (its target) stays itself."""
+    if isinstance(arg, TensorBase):
+        k = slot_of.get(oid(arg))
+        return arg if k is None else SlotRef(k)
+    if type(arg) is tuple or type(arg) is list:
+        return type(arg)([effect_template(v, slot_of) for v in <object>arg])
+    if type(arg) is dict:
+        return {name: effect_template(v, slot_of) for name, v in (<dict>arg).items()}
+    return arg
+
+
+cdef list effect_slots(object template):
+    """The slots a template's SlotRefs name."""
+    if isinstance(template, SlotRef):
+        return [(<SlotRef>template).k]
+    cdef list out = []
+    if type(template) is tuple or type(template) is list:
+        for v in <object>template:
+            out.extend(effect_slots(v))
+    elif type(template) is dict:
+        for v in (<dict>template).values():
+            out.extend(effect_slots(v))
+    return out
 
 
 cdef object slot_template(object arg, dict slots_of):

@@ -184,7 +184,7 @@ cdef int bump_version(TensorBase t) except -1:
     cdef Version v = version_of(t)
     v.value += 1
     if CAPTURE is not None:
-        capture_unsupported("an in-place write to a tensor")
+        capture_unsupported(IN_PLACE_WRITE)
     return 0
 
 

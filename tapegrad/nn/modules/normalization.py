@@ -108,10 +108,9 @@ class _BatchNorm(Module):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             with no_grad():
-                # A public in-place op, which tapegrad.compile sees: a training step through
-                # batch norm then runs eagerly rather than replaying without the count (it
-                # lagged in state_dict, and momentum=None weighed batches by a stale 1/k).
-                # Evaluation, which does not count, still replays.
+                # A public in-place op, which tapegrad.compile sees: its replay performs the
+                # count again after each replayed forward (with momentum=None the count is read
+                # below, and the step runs eagerly).
                 self.num_batches_tracked.add_(1)
             # momentum=None: a cumulative moving average over the batches seen.
             factor = (1.0 / float(self.num_batches_tracked.item()) if self.momentum is None
