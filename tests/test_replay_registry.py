@@ -170,6 +170,11 @@ def _layers(cls, *args, **kwargs):
 LSTMS = _layers(tg.nn.LSTM, 4, 3, num_layers=2)
 GRUS = _layers(tg.nn.GRU, 4, 3, bidirectional=True)
 RNNS = _layers(tg.nn.RNN, 4, 3, nonlinearity="relu")
+MHAS = _layers(tg.nn.MultiheadAttention, 4, 2)
+
+
+def self_attention(mha, q):
+    return mha(q, q, q, need_weights=False)[0]
 
 KERNEL_FUNCTIONS = {
     "ConvolutionBackward0": [
@@ -186,6 +191,11 @@ KERNEL_FUNCTIONS = {
     "MkldnnRnnLayerBackward0": [
         lambda x, w: LSTMS[w.dtype]((w * x).reshape(3, 1, 4))[0],
         lambda x, w: LSTMS[w.dtype](w.reshape(3, 1, 4))[1][1] * 1.0],
+    "ScaledDotProductFlashAttentionForCpuBackward0": [
+        lambda x, w: F.scaled_dot_product_attention(w.reshape(1, 3, 4), x.reshape(1, 3, 4),
+                                                    w.reshape(1, 3, 4) * x.reshape(1, 3, 4))],
+    "_PackedSelfAttentionBackward": [
+        lambda x, w: self_attention(MHAS[w.dtype], w.reshape(3, 1, 4) * x.reshape(3, 1, 4))],
     "StackBackward0": [
         lambda x, w: GRUS[w.dtype](w.reshape(3, 1, 4) - x.reshape(3, 1, 4))[0],
         lambda x, w: RNNS[w.dtype](w.reshape(1, 3, 4))[1] * 1.0],
@@ -234,12 +244,13 @@ def test_every_registered_op_has_a_case():
 
 
 def graph_names(t):
-    seen, stack, names = set(), [t.grad_fn], set()
+    seen, stack, names, held = set(), [t.grad_fn], set(), []
     while stack:
         fn = stack.pop()
         if fn is None or id(fn) in seen:
             continue
         seen.add(id(fn))
+        held.append(fn)         # (grad_fn objects are made on demand: ids of dead ones recur)
         names.add(fn.name())
         stack.extend(f for f, _ in fn.next_functions)
     return names

@@ -220,7 +220,7 @@ OP_FUNCTION = register_op("FunctionBackward", vjp_function)
 OP_FN_OUTPUT = register_op("FunctionOutput", vjp_function_output)
 
 
-# -- kernel Functions: custom Functions tapegrad.compile replays as one step ------------------------
+# -- kernel Functions: custom Functions tapegrad.compile replays as one step ----------------------
 # A custom Function whose numeric work is two array-level staticmethods (a KernelFunction,
 # tapegrad/autograd/function.py: the convolutions, pooling, the recurrent layers, ...)
 #     kernel_forward(*args) -> (outputs, state)      args: forward's positional arguments with

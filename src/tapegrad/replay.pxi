@@ -570,7 +570,7 @@ cdef class Program:
             res = fn(*fill_slots(template, proxies), **fill_slots(kw_template, proxies))
         else:
             res = fn(*fill_slots(template, proxies))
-        outs = (res,) if isinstance(res, TensorBase) else tuple(res)
+        outs = (res,) if isinstance(res, TensorBase) else tuple([o for o in res if o is not None])
         if len(outs) != len(out_slots):
             raise _ReplayDiffers()
         for j in range(len(outs)):
