@@ -151,6 +151,9 @@ class _RecurrentSequence(KernelFunction):
     def kernel_forward(x, w_ih, bias, h0, c0, w_hh, b_hh, mode, reverse):
         x, w_ih, bias, h0, c0, w_hh, b_hh = (None if a is None else np.ascontiguousarray(a)
                                              for a in (x, w_ih, bias, h0, c0, w_hh, b_hh))
+        if h0 is None:                  # no initial state given: zeros
+            h0 = np.zeros((x.shape[1], w_hh.shape[1]), dtype=x.dtype)
+            c0 = h0 if mode == "LSTM" else None
         gi = _core._rnn_input_projection(x, w_ih, bias)
         out, h_last, c_last, saved = _core._rnn_sequence_forward(
             _MODE_CODES[mode], gi, h0, c0, w_hh, b_hh, reverse)
@@ -203,6 +206,9 @@ def _sequence_graph_grads(ctx, inputs, grads):
     from ...autograd import grad as autograd_grad
     x, w_ih, bias, h0, c0, w_hh, b_hh = inputs
     mode, reverse = ctx.params[7], ctx.params[8]
+    if h0 is None:                      # the zeros the forward started from
+        h0 = _core.wrap_array(ctx.kernel_state[6])
+        c0 = h0 if mode == "LSTM" else None
     state = (h0, c0) if mode == "LSTM" else (h0,)
     with enable_grad():
         gi = _project(x, w_ih, bias)
@@ -417,13 +423,17 @@ class RNNBase(Module):
             for direction in range(num_directions):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._direction_weights(layer, direction)
                 idx = layer * num_directions + direction
-                init_state = tuple(s[idx] for s in state)
                 if not packed and _compiles(layer_input, w_hr):
+                    # (no hx: the sequence starts from zeros of its own, so a replay runs no
+                    # zeros and indexing steps for the initial state)
+                    init_state = ((None,) * len(state) if hx is None
+                                  else tuple(s[idx] for s in state))
                     out, last = _compiled_direction(
                         self.mode, layer_input, init_state, (w_ih, b_ih, b_hh, w_hh, w_hr),
                         direction == 1)
                     direction_outputs.append(out)
                 else:
+                    init_state = tuple(s[idx] for s in state)
                     proj = _input_projection(self.mode, layer_input, w_ih, b_ih, b_hh)
                     weights = (w_hh, _hidden_bias(self.mode, b_ih, b_hh), w_hr)
                     steps = (proj.split(batch_sizes, 0) if packed else proj.unbind(0))
