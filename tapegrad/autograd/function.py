@@ -354,7 +354,9 @@ class KernelFunction(Function):
             (saved: ctx.saved_tensors; ctx.params: the positional arguments, None for tensors).
 
     forward and backward (without create_graph) call the kernels, so eager and replayed results
-    are the same calls on the same arrays: bit for bit equal."""
+    are the same calls on the same arrays: bit for bit equal.  A replay runs the kernels alone:
+    code around the call that decides on tensor values (not shapes, dtypes or arguments) must
+    not sit inside the same library op, or the replay would keep the capture's decision."""
 
     saved_args = ()
 

@@ -21,9 +21,9 @@ so `create_graph=True` works to any order:
 - `unfold` and `fold` are each other's adjoints;
 - max-pooling picks input elements: a gather whose adjoint is a scatter-add, and vice versa.
 Everything else (bias, average pooling, adaptive average pooling, interpolation) is built from
-these and the core's differentiable ops (sum, mul, matmul, index_select).  tapegrad.compile does
-not replay custom Functions, so a compiled function that calls these runs eagerly (its
-`explain()` names the Function).
+these and the core's differentiable ops (sum, mul, matmul, index_select).  The convolution
+family is made of KernelFunctions (tapegrad/autograd/function.py): tapegrad.compile replays each
+call as one step running the same array kernels on its buffers.
 """
 from __future__ import annotations
 
