@@ -185,3 +185,35 @@ def test_broadcast_gradient_of_a_view_sums_as_eager(dtype):
         for gc, ge in zip(*grads):
             assert np.array_equal(gc, ge)
     assert fn.stats["replays"] == 2, fn.explain()
+
+
+def test_retain_graph_and_overlapping_calls():
+    """Two replayed calls alive at once (each its own buffers and kernel states), the first
+    backward twice with retain_graph: the gradients of the eager calls, and a third backward
+    raises as eager's does."""
+    model = Recurrent(tg.nn.LSTM, np.float64)
+    conv = tg.nn.Conv2d(1, 2, 3).double()
+
+    def f(x, img):
+        return model(x).sum() + F.max_pool2d(conv(img), 2).sum()
+    fn = tg.compile(f)
+    rng = np.random.default_rng(4)
+    inputs = [(tg.tensor(rng.standard_normal((4, 2, 3))), tg.tensor(rng.standard_normal(
+        (1, 1, 6, 6)))) for _ in range(4)]
+    params = list(model.parameters()) + list(conv.parameters())
+
+    def grads(run, calls):
+        for p in params:
+            p.grad = None
+        outs = [run(*inputs[k]) for k in calls]
+        outs[0].backward(retain_graph=True)
+        outs[0].backward(retain_graph=True)
+        outs[1].backward()
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            outs[1].backward()
+        return [p.grad.numpy().copy() for p in params]
+    fn(*inputs[3]).backward()              # the capture
+    got, want = grads(fn, (0, 1)), grads(f, (0, 1))
+    assert fn.stats["replays"] == 2, fn.explain()
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
