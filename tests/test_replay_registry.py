@@ -188,6 +188,10 @@ KERNEL_FUNCTIONS = {
         lambda x, w: F.max_pool2d(w.reshape(1, 3, 4), 2, padding=1) * 1.0,
         lambda x, w: F.max_pool1d(w.unsqueeze(0), 2) * 1.0,
         lambda x, w: F.max_pool2d(w.reshape(1, 1, 3, 4), 2, return_indices=True)[0] * 1.0],
+    "AvgPool2DBackward0": [
+        lambda x, w: F.avg_pool2d((w * x).reshape(1, 1, 3, 4), 2, stride=1),
+        lambda x, w: F.avg_pool2d(w.reshape(1, 3, 4), 2, padding=1, count_include_pad=False),
+        lambda x, w: F.avg_pool2d(w.reshape(1, 1, 3, 4), 2, ceil_mode=True, divisor_override=3)],
     "MkldnnRnnLayerBackward0": [
         lambda x, w: LSTMS[w.dtype]((w * x).reshape(3, 1, 4))[0],
         lambda x, w: LSTMS[w.dtype](w.reshape(3, 1, 4))[1][1] * 1.0],
@@ -334,7 +338,8 @@ def test_kernel_function_replays_as_eager(name, k, dtype):
     program = next(iter(compiled._plans.values())).program
     rerun = {getattr(c[0], "__name__", "") for c in program.calls()}
     # (max_pool1d stays a re-run op: the views around its 2-d kernel are PyTorch's graph too)
-    assert not rerun & {"conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "apply"}, \
+    assert not rerun & {"conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d",
+                        "apply"}, \
         compiled.explain()
 
 

@@ -18,8 +18,9 @@ from .. import _core
 from .. import cat as _cat
 from .. import where as _where
 from ..autograd.function import Function, KernelFunction
-from ._conv_ops import (Geometry, _check_tensor, _compiled, _Gather, _geom_tuple, _out_size,
-                        _padded, _ScatterAdd, _tuple, _Unfold, _windows, _wrap, empty_batch_safe)
+from ._conv_ops import (Geometry, _check_tensor, _compiled, _Fold, _Gather, _geom_tuple,
+                        _out_size, _padded, _ScatterAdd, _tuple, _Unfold, _windows, _wrap, col2im,
+                        empty_batch_safe, im2col)
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
@@ -255,15 +256,75 @@ def _avg_divisor(g: Geometry, count_include_pad):
     return np.outer(dh, dw)
 
 
+class _AvgPool2d(KernelFunction):
+    """Average pooling of x (N, C, H, W) or unbatched (C, H, W) over the windows of a Geometry:
+    each window's sum (im2col of the (N*C, 1, H, W) planes, summed over the window axis) times
+    1 / its divisor (one factor per window position), or divided by divisor_override; the
+    gradient is the output gradient scaled alike, spread back over each window (col2im)."""
+
+    @staticmethod
+    def kernel_forward(x, geom, count_include_pad, divisor_override):
+        H, W = x.shape[-2:]
+        cols = im2col(x.reshape(-1, 1, H, W), geom)           # (N*C, 1, K, L)
+        sums = np.add.reduce(cols.reshape(cols.shape[0], cols.shape[2], cols.shape[3]), axis=1)
+        state = (geom, _avg_scale(geom, count_include_pad, divisor_override, x.dtype), x.shape)
+        out = _avg_scaled(sums, state[1]).reshape(x.shape[:-2] + tuple(geom.out_hw))
+        return out, state
+
+    @staticmethod
+    def kernel_backward(state, needs, grads):
+        geom, scale, in_shape = state
+        g = grads[0]
+        if g is None or not needs[0]:
+            return None, None, None, None
+        K = geom.kernel[0] * geom.kernel[1]
+        gs = _avg_scaled(g.reshape(-1, 1, geom.out_hw[0] * geom.out_hw[1]), scale)
+        cols = np.ascontiguousarray(np.broadcast_to(gs, (gs.shape[0], K, gs.shape[2])))
+        return col2im(cols, geom, 1).reshape(in_shape), None, None, None
+
+    @staticmethod
+    def graph_backward(ctx, saved, g):
+        geom, (factor, divide), in_shape = ctx.kernel_state
+        K = geom.kernel[0] * geom.kernel[1]
+        L = geom.out_hw[0] * geom.out_hw[1]
+        gs = g.reshape((-1, 1, L))
+        gs = gs / float(factor) if divide else gs * _wrap(factor)
+        cols = gs.expand((gs.shape[0], K, L)).contiguous()
+        return _Fold.apply(cols, geom, 1).reshape(tuple(in_shape)), None, None, None
+
+
+def _avg_scale(geom, count_include_pad, divisor_override, dtype):
+    """(factor, divide): sums are divided by divisor_override, else multiplied by one factor
+    per window position (1 / its divisor)."""
+    if divisor_override is not None:
+        return float(divisor_override), True
+    return (1.0 / _avg_divisor(geom, count_include_pad).reshape(-1)).astype(dtype), False
+
+
+def _avg_scaled(a, scale):
+    factor, divide = scale
+    return np.divide(a, np.asarray(factor, dtype=a.dtype)) if divide else np.multiply(a, factor)
+
+
+# PyTorch's name for average pooling's grad_fn.
+_AvgPool2d._backward_cls.__name__ = "AvgPool2DBackward0"
+_AvgPool2d._backward_cls.__qualname__ = "AvgPool2DBackward0"
+
+
 def _avg_pool(input, nd, name, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
-    x, unbatched = _pool_input(input, nd, name)
+    # (a 2-d input as it is, batched or not: one kernel step, as _max_pool)
+    direct = (isinstance(input, _core.TensorBase) and nd == 2
+              and input._array.dtype in (np.float32, np.float64))
+    x, unbatched = _pool_input(input, nd, name, views=not direct)
     if x._array.dtype.kind != "f":
         raise RuntimeError(f'"avg_pool{nd}d" not implemented for '
                            f"'{_core.scalar_type_name_of(x._array.dtype)}'")
     g = _pool_geometry(x, nd, name, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
+    if direct:
+        return _AvgPool2d.apply(x, g, bool(count_include_pad), divisor_override)
     N, C, H, W = x.shape
     Ho, Wo = g.out_hw
     # A window sum is unfold then a sum over the window axis: differentiable through the
