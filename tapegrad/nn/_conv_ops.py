@@ -350,30 +350,55 @@ _Conv._backward_cls.__qualname__ = "ConvolutionBackward0"
 
 
 class _ConvInputGrad(KernelFunction):
-    """x' = conv_input_grad(g, w), the adjoint of conv in x (= the transposed convolution)."""
+    """x' = conv_input_grad(g, w) (+ bias, an (O,) tensor or absent), the adjoint of conv in x
+    (= the transposed convolution, whose bias is added in the same step)."""
 
     saved_args = (0, 1)
 
     @staticmethod
-    def kernel_forward(gy, w, geom, n):
-        return _conv_input_grad_np(gy, w, geom, n), (gy, w, geom)
+    def kernel_forward(gy, w, geom, n, bias=None):
+        # a 1-d transposed convolution runs as a 2-d one of height 1 on views (as _Conv)
+        flat = gy.ndim == 3
+        gy4, w4 = (gy[:, :, None, :], w[:, :, None, :]) if flat else (gy, w)
+        x = _conv_input_grad_np(gy4, w4, geom, n)
+        if bias is not None:
+            x += bias.reshape(1, -1, 1, 1)
+        return (x[:, :, 0, :] if flat else x), (gy4, w4, geom)
 
     @staticmethod
     def kernel_backward(state, needs, grads):
         gy, w, geom = state
         gx = grads[0]
+        flat = gx.ndim == 3
+        if flat:
+            gx = gx[:, :, None, :]
         dgy = _conv_np(gx, w, geom) if needs[0] else None
         dw = _conv_weight_grad_np(gx, gy, geom, w.shape) if needs[1] else None
-        return dgy, dw, None, None
+        db = np.add.reduce(gx, axis=(0, 2, 3)) if len(needs) > 4 and needs[4] else None
+        if flat:
+            dgy = None if dgy is None else dgy[:, :, 0, :]
+            dw = None if dw is None else dw[:, :, 0, :]
+        return dgy, dw, None, None, db
 
     @staticmethod
     def graph_backward(ctx, saved, gx):
         gy, w = saved
-        geom = ctx.params[2]
-        dgy = _Conv.apply(gx, w, geom) if ctx.needs_input_grad[0] else None
-        dw = _ConvWeightGrad.apply(gx, gy, geom, tuple(w.shape)) \
-            if ctx.needs_input_grad[1] else None
-        return dgy, dw, None, None
+        geom, need = ctx.params[2], ctx.needs_input_grad
+        flat = gy.dim() == 3
+        if flat:
+            gy, w, gx = gy.unsqueeze(2), w.unsqueeze(2), gx.unsqueeze(2)
+        dgy = _Conv.apply(gx, w, geom) if need[0] else None
+        dw = _ConvWeightGrad.apply(gx, gy, geom, tuple(w.shape)) if need[1] else None
+        db = gx.sum((0, 2, 3)) if len(need) > 4 and need[4] else None
+        if flat:
+            dgy = None if dgy is None else dgy.squeeze(2)
+            dw = None if dw is None else dw.squeeze(2)
+        return dgy, dw, None, None, db
+
+
+# PyTorch's name for a transposed convolution's grad_fn too.
+_ConvInputGrad._backward_cls.__name__ = "ConvolutionBackward0"
+_ConvInputGrad._backward_cls.__qualname__ = "ConvolutionBackward0"
 
 
 class _ConvWeightGrad(KernelFunction):
@@ -735,19 +760,14 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
     if empty:
         out = empty_input_output(input, weight, bias, (N, O) + out_sp, True)
         return out.squeeze(0) if unbatched else out
-    if nd == 1:
-        x4, w4 = input.unsqueeze(2), weight.unsqueeze(2)
+    if nd == 1:         # (as a 2-d transposed convolution of height 1: _ConvInputGrad)
         geom = Geometry((1, out_sp[0]), (1, spatial[0]), (1, kernel[0]), (1, stride[0]),
                         (0, 0, padding[0], padding[0]), (1, dilation[0]), groups)
     else:
-        x4, w4 = input, weight
         geom = Geometry(out_sp, spatial, kernel, stride,
                         (padding[0], padding[0], padding[1], padding[1]), dilation, groups)
-    out = _ConvInputGrad.apply(x4, w4, geom, N)
-    if bias is not None:
-        out = out + bias.reshape((1, O, 1, 1))
-    if nd == 1:
-        out = out.squeeze(2)
+    out = (_ConvInputGrad.apply(input, weight, geom, N, bias) if bias is not None
+           else _ConvInputGrad.apply(input, weight, geom, N))
     return out.squeeze(0) if unbatched else out
 
 
