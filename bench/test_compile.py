@@ -281,9 +281,9 @@ def _layer_step(model, x, y, compiled):
 LAYER_ROUNDS = 25
 
 
-@pytest.mark.parametrize("workload", ["lenet", "lstm"])
+@pytest.mark.parametrize("workload", ["lenet", "lstm", "encoder"])
 def test_layers_replay_interleaved(workload, bench_report, benchmark_disabled):
-    """The LeNet-5 and LSTM steps, eager against replayed, round-robin in one process, each step
+    """The LeNet-5, LSTM and transformer-encoder steps, eager against replayed, round-robin in one process, each step
     timed in thread CPU time (the host's load does not count) (issue target: replay <= 0.8x
     eager); the replayed steps first follow the eager ones exactly."""
     label, build, data = _layer_workloads()[workload]

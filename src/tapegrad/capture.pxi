@@ -83,16 +83,20 @@ cdef bint holds_array(object obj) except -1:
 
 
 cdef bint made_here(object res, set made) except -1:
-    """Whether `res` is a tensor, or a tuple/list of tensors, that the call made (not an input it
-    returned as is: in-place ops, a no-op contiguous() or to())."""
+    """Whether `res` is a tensor, or a tuple/list of tensors (and None: multi_head_attention's
+    (output, None)), that the call made (not an input it returned as is: in-place ops, a no-op
+    contiguous() or to())."""
     if isinstance(res, TensorBase):
         return oid(res) in made
-    if isinstance(res, (tuple, list)) and len(<object>res) > 0:
+    cdef bint some = False
+    if isinstance(res, (tuple, list)):
         for o in <object>res:
+            if o is None:
+                continue
             if not isinstance(o, TensorBase) or oid(o) not in made:
                 return False
-        return True
-    return False
+            some = True
+    return some
 
 
 cdef object collapse_call(Capture cap, object fn, tuple args, dict kwargs, object res,
@@ -122,13 +126,20 @@ cdef object collapse_call(Capture cap, object fn, tuple args, dict kwargs, objec
     del cap.created[n_created:]
     del cap.unsupported[n_unsupported:]
     del cap.reads[n_reads:]
-    outs = (res,) if isinstance(res, TensorBase) else tuple(res)
+    outs = call_outputs(res)
     cap.created.extend(outs)
     capture_step((SK_CALL, 0, 0, None, None, (fn, args, kwargs or {}, tuple(tensors), outs),
                   outs[0]))
     for o in outs[1:]:
         cap.claimed.add(oid(o))
     return res
+
+
+cdef tuple call_outputs(object res):
+    """The tensors an op call returned (made_here's): itself, or those of a tuple/list."""
+    if isinstance(res, TensorBase):
+        return (res,)
+    return tuple([o for o in res if o is not None])
 
 
 cdef list input_versions(tuple args, dict kwargs):

@@ -20,6 +20,11 @@ cdef object sum_to(object g, tuple shape):
     for i in range(len(shape)):
         if shape[i] == 1 and gs[lead + i] != 1:
             axes.append(lead + i)
+    if axes and cnp.PyArray_Check(g) and not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>g):
+        # numpy's summation order follows the memory layout: a gradient that is a view here (a
+        # transpose's) but arrives C-contiguous in a tapegrad.compile replay (which adopts
+        # gradients contiguous) must sum the same, bit for bit, so both sum a contiguous array
+        g = np.ascontiguousarray(g)
     if len(axes) == lead and lead > 0:                  # only leading dims: column sums
         out = sum_rows_c(g, lead)
         if out is not None:

@@ -225,6 +225,86 @@ OP_FUNCTION = register_op("FunctionBackward", vjp_function)
 OP_FN_OUTPUT = register_op("FunctionOutput", vjp_function_output)
 
 
+# -- kernel Functions: custom Functions tapegrad.compile replays as one step ----------------------
+# A custom Function whose numeric work is two array-level staticmethods (a KernelFunction,
+# tapegrad/autograd/function.py: the convolutions, pooling, the recurrent layers, ...)
+#     kernel_forward(*args) -> (outputs, state)      args: forward's positional arguments with
+#                                                    each tensor's ndarray in its place; outputs:
+#                                                    an ndarray or a tuple of them
+#     kernel_backward(state, needs, grads) -> one gradient (ndarray or None) per argument
+#                                                    (needs: needs_input_grad; grads: one ndarray
+#                                                    or None per output)
+# runs them from its own forward and (without create_graph) backward.  While a capture runs, each
+# call is noted as one OP_KERNEL step (SK_OP, capture_kernel below) whose replay step calls the
+# same two on the slots' arrays: no tensor, no ctx, nothing recorded, and values and gradients
+# are eager's bit for bit because they come from the very same calls.  OP_KERNEL records exist
+# only in a replay's private step records (the eager tape holds OP_FUNCTION records).
+
+cdef object replay_kernel(Record* r, tuple ins, object attrs):
+    """OP_KERNEL's replay step (replay_fn): attrs = (Function class, its positional arguments
+    with None where a tensor goes, the positions of the tensors); ins: their arrays."""
+    cls, template, positions = <tuple>attrs
+    cdef list args = list(<tuple>template)
+    cdef list needs = [False] * len(args)
+    cdef Py_ssize_t* inp = rec_inputs(r)
+    cdef Py_ssize_t j, p
+    for j in range(len(<tuple>positions)):
+        p = <Py_ssize_t>(<tuple>positions)[j]
+        args[p] = ins[j]
+        needs[p] = inp[j] >= 0
+    outs, state = cls.kernel_forward(*args)
+    keep(&r.aux, (cls, state, tuple(needs), positions))
+    return outs
+
+
+cdef object vjp_kernel(Record* r, object g):
+    """OP_KERNEL's VJP: the Function's kernel_backward on the state its replay step kept; g: the
+    output's adjoint, or a list with one adjoint (or None) per output."""
+    cls, state, needs, positions = <tuple>r.aux
+    grads = cls.kernel_backward(state, needs, g if type(g) is list else [g])
+    if r.n_in == 1:
+        return grads[(<tuple>positions)[0]]
+    return tuple([grads[p] for p in <tuple>positions])
+
+
+OP_KERNEL = register_op("KernelFunctionBackward", vjp_kernel)
+register_replay(OP_KERNEL, replay_kernel)
+
+
+def _capturing_ops():
+    """Whether a capture of this thread notes ops one by one now (KernelFunction.apply asks)."""
+    return capturing() and CAPTURE.depth == 0
+
+
+def _capture_kernel(cls, tuple args, object out, tuple saved):
+    """Note a KernelFunction call cls.apply(*args) -> out that has just run eagerly as one OP_KERNEL
+    step; saved: per tensor argument, then per output, whether its backward reads it (version-
+    checked by the replay as by the eager record).  A call handed other data (numpy arrays, tensors
+    inside lists) is not noted: its outputs stay unclaimed, so the op around it is re-run whole or
+    the function runs eagerly - never a replay of stale data."""
+    cdef list template = [], positions = [], tensors = [], inner = []
+    cdef Py_ssize_t j
+    for j in range(len(args)):
+        a = args[j]
+        if isinstance(a, TensorBase):
+            template.append(None)
+            positions.append(j)
+            tensors.append(a)
+        else:
+            collect_tensors(a, inner)
+            if inner or holds_array(a):
+                return
+            template.append(a)
+    cdef tuple outs = <tuple>out if isinstance(out, tuple) else (out,)
+    if not outs or any([not isinstance(o, TensorBase) for o in outs]):
+        return
+    capture_step((SK_OP, OP_KERNEL, 0, None, None,
+                  (tuple(tensors), len(tensors), (cls, tuple(template), tuple(positions)), outs,
+                   saved), outs[0]))
+    for o in outs[1:]:
+        CAPTURE.claimed.add(oid(o))
+
+
 cdef int route_function_output(PyObject** adj, Py_ssize_t k, Py_ssize_t j, object g,
                                Py_ssize_t i) except -1:
     """Put output j's total adjoint `g` into slot j of Function record k's adjoint list (whose

@@ -167,6 +167,7 @@ cdef void clear_step_record(Record* r) noexcept:
         Py_XDECREF(r.saved[j])
         Py_XDECREF(r.ver[j])
     Py_XDECREF(r.aux)
+    free(r.more)                        # (an op with more than MAX_IN inputs: forward_op)
     memset(r, 0, sizeof(Record))
 
 
@@ -327,7 +328,7 @@ cdef class Program:
                 self.replaced.update(aux[4])
             elif kind == SK_OP:
                 in_slots, n_rec_in, attrs, out_slots, saved = aux
-                if OP_REPLAY[op] == NULL or n_rec_in > MAX_IN:
+                if OP_REPLAY[op] == NULL:
                     raise RuntimeError(f"tapegrad.compile: {OP_NAMES[op]} has no replay step")
                 s.n_out = len(out_slots)
                 self.call_grad_slots[i] = [k for k in in_slots[:n_rec_in]
@@ -573,7 +574,7 @@ cdef class Program:
             res = fn(*fill_slots(template, proxies), **fill_slots(kw_template, proxies))
         else:
             res = fn(*fill_slots(template, proxies))
-        outs = (res,) if isinstance(res, TensorBase) else tuple(res)
+        outs = (res,) if isinstance(res, TensorBase) else tuple([o for o in res if o is not None])
         if len(outs) != len(out_slots):
             raise _ReplayDiffers()
         for j in range(len(outs)):
@@ -599,9 +600,14 @@ cdef class Program:
         clear_step_record(r)
         r.op = s.op
         r.n_in = n_rec_in
+        if n_rec_in > MAX_IN:           # (a kernel Function of many tensors: the LSTM layer)
+            r.more = <Py_ssize_t*>malloc(n_rec_in * sizeof(Py_ssize_t))
+            if r.more == NULL:
+                raise MemoryError()
+        cdef Py_ssize_t* inp = rec_inputs(r)
         for j in range(n_rec_in):
             k = <Py_ssize_t>in_slots[j]
-            r.inp[j] = 0 if k >= 0 and recording and self.grad[k] else -1
+            inp[j] = 0 if k >= 0 and recording and self.grad[k] else -1
         cdef tuple ins = PyTuple_New(n)
         for j in range(n):
             k = <Py_ssize_t>in_slots[j]
@@ -609,10 +615,20 @@ cdef class Program:
             Py_INCREF(A)                    # (PyTuple_SET_ITEM steals a reference)
             PyTuple_SET_ITEM(ins, j, A)
         A = OP_REPLAY[s.op](r, ins, (<tuple>self.aux[i])[2])
-        if not shape_is(A, <tuple>self.shapes[s.out]) or (
-                self.typenums is not None and cnp.PyArray_TYPE(A) != <int>self.typenums[s.out]):
+        if s.n_out == 1:
+            return self.set_output(bs, s.out, A)
+        if not isinstance(A, tuple) or len(<tuple>A) != s.n_out:    # (a step of several outputs)
             raise _ReplayDiffers()
-        return self.set_result(bs, s.out, A)
+        for j in range(s.n_out):
+            self.set_output(bs, s.out + j, (<tuple>A)[j])
+        return 0
+
+    cdef inline int set_output(self, BufferSet bs, Py_ssize_t k, object A) except -1:
+        """set_result for a replay step's result, which must have the capture's shape and dtype."""
+        if not shape_is(A, <tuple>self.shapes[k]) or (
+                self.typenums is not None and cnp.PyArray_TYPE(A) != <int>self.typenums[k]):
+            raise _ReplayDiffers()
+        return self.set_result(bs, k, A)
 
     cdef int backward_op(self, BufferSet bs, Py_ssize_t i) except -1:
         """An SK_OP step's gradients: the op's own VJP on the record its replay filled."""
@@ -622,9 +638,14 @@ cdef class Program:
         cdef Py_ssize_t j, k
         if r.aux == NULL:
             raise RuntimeError(BACKWARD_TWICE)
-        grads = OP_VJP[r.op](r, self.adjoint(bs, s.out))
+        if s.n_out == 1:
+            grads = OP_VJP[r.op](r, self.adjoint(bs, s.out))
+        else:                           # one adjoint per output, None where none arrived
+            grads = OP_VJP[r.op](r, [self.adjoint(bs, k) if bs.touched[k] else None
+                                     for k in range(s.out, s.out + s.n_out)])
+        cdef Py_ssize_t* inp = rec_inputs(r)
         for j in range(r.n_in):
-            if r.inp[j] < 0:
+            if inp[j] < 0:
                 continue
             gq = grads if r.n_in == 1 else (<tuple>grads)[j]
             k = <Py_ssize_t>in_slots[j]
@@ -1584,7 +1605,10 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
                 if o is not None:
                     plan_operand(where, claimed, ext, o)
             code[2 * j] = code[2 * j + 1] = TG_NO_TENSOR
-            where[oid(st[6])] = -(j + 1)
+            for q, o in enumerate(<tuple>(<tuple>st[5])[3]):    # its results (st[6] first)
+                where[oid(o)] = -(j + 1)
+                if q:
+                    out_index[oid(o)] = q
         else:
             code[2 * j] = plan_operand(where, claimed, ext, st[3])
             code[2 * j + 1] = plan_operand(where, claimed, ext, st[4])
@@ -1680,15 +1704,20 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
             ga = False
             for q in range(<int>n_rec_in):
                 ga = ga or (in_slots[q] >= 0 and grad[in_slots[q]])
-            grad.append(ga and recorded(<TensorBase>res))
-            if grad[out]:
-                grad_dtypes.add(typenum[out])
+            for q, o in enumerate(<tuple>outs):
+                if q:
+                    shapes.append((<TensorBase>o)._array.shape)
+                    typenum.append(cnp.PyArray_TYPE((<TensorBase>o)._array))
+                grad.append(ga and recorded(<TensorBase>o))
+                if grad[out + q]:
+                    grad_dtypes.add(typenum[out + q])
             if ga:                  # the operands the eager record saved: version-checked
                 for q in range(len(in_slots)):
                     if saved_mask[q] and 0 <= in_slots[q] < n_ext:
                         saved.add(in_slots[q])
             program.append((SK_OP, st[1], 0, -1, -1, out, 0.0, 0.0,
-                            (tuple(in_slots), n_rec_in, attrs, (out,), saved_mask)))
+                            (tuple(in_slots), n_rec_in, attrs,
+                             tuple(range(out, out + len(<tuple>outs))), saved_mask)))
             continue
         grad.append((ga or gb) and recorded(<TensorBase>res))
         dtypes.add(typenum[out])            # C steps: one float dtype for every slot they touch

@@ -337,6 +337,77 @@ def _finish_saved(ctx, result, out) -> None:
     ctx._saved = tuple(saved)
 
 
+class KernelFunction(Function):
+    """A Function whose numeric work is two array-level kernels, which tapegrad.compile replays
+    directly on its buffers (src/tapegrad/ops_function.pxi, OP_KERNEL): the library's layers
+    (convolutions, pooling, recurrent layers) are built on it.  A subclass defines
+
+        kernel_forward(*args) -> (outputs, state)
+            forward's positional arguments with each tensor's ndarray in its place; outputs: an
+            ndarray or a tuple of ndarrays (the Function's outputs), state: what the backward
+            kernel needs (arrays, shapes, ...);
+        kernel_backward(state, needs, grads) -> one gradient (ndarray or None) per argument
+            needs: needs_input_grad; grads: one ndarray (or None: no gradient) per output;
+        saved_args: the positions of the tensor arguments the backward reads (saved for
+            backward: version-checked as any saved tensor, and given to graph_backward);
+        graph_backward(ctx, saved, *grads) -> the create_graph backward, in differentiable ops
+            (saved: ctx.saved_tensors; ctx.params: the positional arguments, None for tensors).
+
+    forward and backward (without create_graph) call the kernels, so eager and replayed results
+    are the same calls on the same arrays: bit for bit equal.  A replay runs the kernels alone:
+    code around the call that decides on tensor values (not shapes, dtypes or arguments) must
+    not sit inside the same library op, or the replay would keep the capture's decision."""
+
+    saved_args = ()
+
+    @classmethod
+    def apply(cls, *args):
+        out = Function.apply.__func__(cls, *args)
+        if _core._capturing_ops():
+            _note_kernel_call(cls, args, out)
+        return out
+
+    @staticmethod
+    def forward(ctx, *args):
+        from ..tensor import Tensor
+        cls = ctx._forward_cls
+        ctx.set_materialize_grads(False)
+        outs, ctx.kernel_state = cls.kernel_forward(
+            *[a._array if isinstance(a, Tensor) else a for a in args])
+        ctx.params = tuple(None if isinstance(a, Tensor) else a for a in args)
+        ctx.save_for_backward(*[args[j] for j in cls.saved_args])
+        wrap = _core.wrap_array
+        return tuple(wrap(o) for o in outs) if isinstance(outs, tuple) else wrap(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        cls = ctx._forward_cls
+        saved = ctx.saved_tensors       # (checks the versions of what the backward reads)
+        if _core.is_grad_enabled():     # create_graph
+            return cls.graph_backward(ctx, saved, *grads)
+        state = ctx.__dict__.get("kernel_state")
+        if state is None:
+            raise RuntimeError(_BACKWARD_TWICE)
+        res = cls.kernel_backward(state, ctx.needs_input_grad,
+                                  [None if g is None else g._array for g in grads])
+        wrap = _core.wrap_array
+        return tuple(None if r is None else wrap(r) for r in res)
+
+    @staticmethod
+    def graph_backward(ctx, saved, *grads):
+        raise NotImplementedError(f"{type(ctx).__name__} does not support create_graph=True")
+
+
+def _note_kernel_call(cls, args, out):
+    """A KernelFunction call under a capture: one replay step (_core._capture_kernel), with what
+    its backward reads: the tensors at saved_args."""
+    from ..tensor import Tensor
+    tensors = [j for j, a in enumerate(args) if isinstance(a, Tensor)]
+    n_out = len(out) if isinstance(out, tuple) else 1
+    saved = tuple(j in cls.saved_args for j in tensors) + (False,) * n_out
+    _core._capture_kernel(cls, args, out, saved)
+
+
 class InplaceFunction(Function):
     def __init__(self, inplace=False):
         super().__init__()
@@ -485,6 +556,7 @@ def _release(ctx):
     """The graph was freed (backward without retain_graph): drop the saved tensors."""
     ctx._saved = None
     ctx._released = True
+    ctx.__dict__.pop("kernel_state", None)     # (a KernelFunction's arrays)
 
 
 _core._set_function_runtime(_backward, _release)

@@ -17,8 +17,8 @@ import numpy as np
 
 from .. import _core
 from .. import creation
-from ..autograd.function import Function
-from ..grad_mode import enable_grad, is_grad_enabled
+from ..autograd.function import KernelFunction
+from ..grad_mode import enable_grad
 
 _F = _core.NN_FUNCTIONS
 _T = _core.TORCH_FUNCTIONS
@@ -158,34 +158,37 @@ def _materialized(g, like):
     return g._array if g is not None else np.zeros(like.shape, dtype=like.dtype)
 
 
-class _FusedAttention(Function):
+class _FusedAttention(KernelFunction):
     """softmax(q k^T * scale + bias) v over the last two dims as one record; bias a constant."""
 
-    @staticmethod
-    def forward(ctx, q, k, v, bias, scale):
-        ctx.set_materialize_grads(False)
-        out, p = _core._attention_forward(q._array, k._array, v._array,
-                                          None if bias is None else bias._array, scale)
-        ctx.p, ctx.bias, ctx.scale = p, bias, scale
-        ctx.save_for_backward(q, k, v)
-        return _core.wrap_array(out)
+    saved_args = (0, 1, 2)
 
     @staticmethod
-    def backward(ctx, g):
-        q, k, v = ctx.saved_tensors
-        need = ctx.needs_input_grad
+    def kernel_forward(q, k, v, bias, scale):
+        out, p = _core._attention_forward(q, k, v, bias, scale)
+        return out, (q, k, v, p, scale, bias)
+
+    @staticmethod
+    def kernel_backward(state, need, grads):
+        q, k, v, p, scale, _ = state
+        g = grads[0]
         if g is None:
             return None, None, None, None, None
-        if is_grad_enabled():           # create_graph: differentiate the composite
-            return _composite_grads(
-                lambda q_, k_, v_: _attention_composite(q_, k_, v_, ctx.bias, ctx.scale),
-                (q, k, v), need, g) + (None, None)
-        dq, dk, dv = _core._attention_backward(g._array, q._array, k._array, v._array, ctx.p,
-                                               ctx.scale, need_q=need[0], need_k=need[1],
-                                               need_v=need[2])
-        wrap = _core.wrap_array
-        return (None if dq is None else wrap(dq), None if dk is None else wrap(dk),
-                None if dv is None else wrap(dv), None, None)
+        dq, dk, dv = _core._attention_backward(g, q, k, v, p, scale, need_q=need[0],
+                                               need_k=need[1], need_v=need[2])
+        return dq, dk, dv, None, None
+
+    @staticmethod
+    def graph_backward(ctx, saved, g):
+        # create_graph: differentiate the composite
+        q, k, v = saved
+        if g is None:
+            return None, None, None, None, None
+        bias, scale = ctx.kernel_state[5], ctx.params[4]
+        bias = None if bias is None else _constant(bias)
+        return _composite_grads(
+            lambda q_, k_, v_: _attention_composite(q_, k_, v_, bias, scale),
+            (q, k, v), ctx.needs_input_grad, g) + (None, None)
 
 
 # PyTorch's name for the grad_fn of CPU attention (its flash kernel).
@@ -217,43 +220,48 @@ def _head_views(packed, num_heads):
                  for j in range(3))
 
 
-class _PackedSelfAttention(Function):
+class _PackedSelfAttention(KernelFunction):
     """Multi-head self-attention from the packed projection qkv (L, N, 3E) to the merged heads
     (L, N, E), before the output projection; bias a constant broadcasting to (N, H, L, L)."""
 
+    saved_args = (0,)
+
     @staticmethod
-    def forward(ctx, qkv, num_heads, bias, scale):
-        ctx.set_materialize_grads(False)
-        A = np.ascontiguousarray(qkv._array)
+    def kernel_forward(qkv, num_heads, bias, scale):
+        A = np.ascontiguousarray(qkv)
         L, N, E3 = A.shape
         E = E3 // 3
         q, k, v = _head_views(A, num_heads)
         out = np.empty((L, N, E), dtype=A.dtype)
         merged = out.reshape(L, N, num_heads, E // num_heads).transpose(1, 2, 0, 3)
-        _, p = _core._attention_forward(q, k, v, None if bias is None else bias._array, scale,
-                                        merged)
-        ctx.A, ctx.p, ctx.bias, ctx.scale, ctx.num_heads = A, p, bias, scale, num_heads
-        ctx.save_for_backward(qkv)
-        return _core.wrap_array(out)
+        _, p = _core._attention_forward(q, k, v, bias, scale, merged)
+        return out, (A, p, scale, num_heads, bias)
 
     @staticmethod
-    def backward(ctx, g):
-        (qkv,) = ctx.saved_tensors
+    def kernel_backward(state, need, grads):
+        A, p, scale, H, _ = state
+        g = grads[0]
         if g is None:
             return None, None, None, None
-        H = ctx.num_heads
-        if is_grad_enabled():           # create_graph: differentiate the composite
-            return _composite_grads(
-                lambda t: _packed_composite(t, H, ctx.bias, ctx.scale), (qkv,), (True,), g
-            ) + (None, None, None)
-        A = ctx.A
         L, N, E3 = A.shape
-        G = g._array.reshape(L, N, H, E3 // 3 // H).transpose(1, 2, 0, 3)
+        G = g.reshape(L, N, H, E3 // 3 // H).transpose(1, 2, 0, 3)
         d = np.empty_like(A)
         dq, dk, dv = _head_views(d, H)
         q, k, v = _head_views(A, H)
-        _core._attention_backward(G, q, k, v, ctx.p, ctx.scale, dq, dk, dv)
-        return _core.wrap_array(d), None, None, None
+        _core._attention_backward(G, q, k, v, p, scale, dq, dk, dv)
+        return d, None, None, None
+
+    @staticmethod
+    def graph_backward(ctx, saved, g):
+        # create_graph: differentiate the composite
+        qkv, = saved
+        if g is None:
+            return None, None, None, None
+        H, scale, bias = ctx.params[1], ctx.params[3], ctx.kernel_state[4]
+        bias = None if bias is None else _constant(bias)
+        return _composite_grads(
+            lambda t: _packed_composite(t, H, bias, scale), (qkv,), (True,), g
+        ) + (None, None, None)
 
 
 def _packed_composite(qkv, num_heads, bias, scale):
@@ -442,8 +450,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             bias = None
         out = _core._capture_op_call(_PackedSelfAttention.apply,
                                      (qkv, num_heads, bias, 1.0 / math.sqrt(head_dim)), {})
-        out = linear(out.reshape(tgt_len * bsz, embed_dim), out_proj_weight,
-                     out_proj_bias).reshape(tgt_len, bsz, -1)
+        # (linear folds the (L, N, E) rows itself: PyTorch's view, addmm, view; no views here,
+        # so a capture keeps the steps of this call instead of re-running it whole)
+        out = linear(out, out_proj_weight, out_proj_bias)
         return (out if is_batched else out.squeeze(1)), None
     if packed:
         q, k, v = qkv.chunk(3, -1)

@@ -21,9 +21,9 @@ so `create_graph=True` works to any order:
 - `unfold` and `fold` are each other's adjoints;
 - max-pooling picks input elements: a gather whose adjoint is a scatter-add, and vice versa.
 Everything else (bias, average pooling, adaptive average pooling, interpolation) is built from
-these and the core's differentiable ops (sum, mul, matmul, index_select).  tapegrad.compile does
-not replay custom Functions, so a compiled function that calls these runs eagerly (its
-`explain()` names the Function).
+these and the core's differentiable ops (sum, mul, matmul, index_select).  The convolution
+family is made of KernelFunctions (tapegrad/autograd/function.py): tapegrad.compile replays each
+call as one step running the same array kernels on its buffers.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .. import _core
-from ..autograd.function import Function
+from ..autograd.function import Function, KernelFunction
 from ..tensor import Tensor
 
 _wrap = _core.wrap_array
@@ -297,23 +297,50 @@ def _conv_weight_grad_narrow(x, gy, g: Geometry, wshape):
     return np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(0).reshape(wshape)
 
 
-class _Conv(Function):
+class _Conv(KernelFunction):
     """y = conv(x, w) + bias over a Geometry; the bias (O,) is optional, and is added in place of
     a separate broadcast add (one pass less each way, and PyTorch's single grad_fn)."""
 
-    @staticmethod
-    def forward(ctx, x, w, geom, bias=None):
-        ctx.geom = geom
-        ctx.save_for_backward(x, w)
-        return _wrap(_conv_np(x._array, w._array, geom, None if bias is None else bias._array))
+    saved_args = (0, 1)
 
     @staticmethod
-    def backward(ctx, gy):
-        x, w = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        gx = _ConvInputGrad.apply(gy, w, ctx.geom, x.shape[0]) if need[0] else None
-        gw = _ConvWeightGrad.apply(x, gy, ctx.geom, tuple(w.shape)) if need[1] else None
+    def kernel_forward(x, w, geom, bias=None):
+        # A 1-d convolution (x (N, C, L), w (O, C/groups, k)) runs as a 2-d one of height 1 on
+        # views of its arrays, so its grad_fn is the convolution's (PyTorch's) and a replay has
+        # no view steps around it.
+        flat = x.ndim == 3
+        x4, w4 = (x[:, :, None, :], w[:, :, None, :]) if flat else (x, w)
+        y = _conv_np(x4, w4, geom, bias)
+        return (y[:, :, 0, :] if flat else y), (x4, w4, geom)
+
+    @staticmethod
+    def kernel_backward(state, needs, grads):
+        x, w, geom = state
+        gy = grads[0]
+        flat = gy.ndim == 3
+        if flat:
+            gy = gy[:, :, None, :]
+        gx = _conv_input_grad_np(gy, w, geom, x.shape[0]) if needs[0] else None
+        gw = _conv_weight_grad_np(x, gy, geom, w.shape) if needs[1] else None
+        gb = np.add.reduce(gy, axis=(0, 2, 3)) if len(needs) > 3 and needs[3] else None
+        if flat:
+            gx = None if gx is None else gx[:, :, 0, :]
+            gw = None if gw is None else gw[:, :, 0, :]
+        return gx, gw, None, gb
+
+    @staticmethod
+    def graph_backward(ctx, saved, gy):
+        x, w = saved
+        geom, need = ctx.params[2], ctx.needs_input_grad
+        flat = x.dim() == 3
+        if flat:
+            x, w, gy = x.unsqueeze(2), w.unsqueeze(2), gy.unsqueeze(2)
+        gx = _ConvInputGrad.apply(gy, w, geom, x.shape[0]) if need[0] else None
+        gw = _ConvWeightGrad.apply(x, gy, geom, tuple(w.shape)) if need[1] else None
         gb = gy.sum((0, 2, 3)) if len(need) > 3 and need[3] else None
+        if flat:
+            gx = None if gx is None else gx.squeeze(2)
+            gw = None if gw is None else gw.squeeze(2)
         return gx, gw, None, gb
 
 
@@ -322,39 +349,82 @@ _Conv._backward_cls.__name__ = "ConvolutionBackward0"
 _Conv._backward_cls.__qualname__ = "ConvolutionBackward0"
 
 
-class _ConvInputGrad(Function):
-    """x' = conv_input_grad(g, w), the adjoint of conv in x (= the transposed convolution)."""
+class _ConvInputGrad(KernelFunction):
+    """x' = conv_input_grad(g, w) (+ bias, an (O,) tensor or absent), the adjoint of conv in x
+    (= the transposed convolution, whose bias is added in the same step)."""
+
+    saved_args = (0, 1)
 
     @staticmethod
-    def forward(ctx, gy, w, geom, n):
-        ctx.geom = geom
-        ctx.save_for_backward(gy, w)
-        return _wrap(_conv_input_grad_np(gy._array, w._array, geom, n))
+    def kernel_forward(gy, w, geom, n, bias=None):
+        # a 1-d transposed convolution runs as a 2-d one of height 1 on views (as _Conv)
+        flat = gy.ndim == 3
+        gy4, w4 = (gy[:, :, None, :], w[:, :, None, :]) if flat else (gy, w)
+        x = _conv_input_grad_np(gy4, w4, geom, n)
+        if bias is not None:
+            x += bias.reshape(1, -1, 1, 1)
+        return (x[:, :, 0, :] if flat else x), (gy4, w4, geom)
 
     @staticmethod
-    def backward(ctx, gx):
-        gy, w = ctx.saved_tensors
-        dgy = _Conv.apply(gx, w, ctx.geom) if ctx.needs_input_grad[0] else None
-        dw = _ConvWeightGrad.apply(gx, gy, ctx.geom, tuple(w.shape)) \
-            if ctx.needs_input_grad[1] else None
-        return dgy, dw, None, None
+    def kernel_backward(state, needs, grads):
+        gy, w, geom = state
+        gx = grads[0]
+        flat = gx.ndim == 3
+        if flat:
+            gx = gx[:, :, None, :]
+        dgy = _conv_np(gx, w, geom) if needs[0] else None
+        dw = _conv_weight_grad_np(gx, gy, geom, w.shape) if needs[1] else None
+        db = np.add.reduce(gx, axis=(0, 2, 3)) if len(needs) > 4 and needs[4] else None
+        if flat:
+            dgy = None if dgy is None else dgy[:, :, 0, :]
+            dw = None if dw is None else dw[:, :, 0, :]
+        return dgy, dw, None, None, db
+
+    @staticmethod
+    def graph_backward(ctx, saved, gx):
+        gy, w = saved
+        geom, need = ctx.params[2], ctx.needs_input_grad
+        flat = gy.dim() == 3
+        if flat:
+            gy, w, gx = gy.unsqueeze(2), w.unsqueeze(2), gx.unsqueeze(2)
+        dgy = _Conv.apply(gx, w, geom) if need[0] else None
+        dw = _ConvWeightGrad.apply(gx, gy, geom, tuple(w.shape)) if need[1] else None
+        db = gx.sum((0, 2, 3)) if len(need) > 4 and need[4] else None
+        if flat:
+            dgy = None if dgy is None else dgy.squeeze(2)
+            dw = None if dw is None else dw.squeeze(2)
+        return dgy, dw, None, None, db
 
 
-class _ConvWeightGrad(Function):
+# PyTorch's name for a transposed convolution's grad_fn too.
+_ConvInputGrad._backward_cls.__name__ = "ConvolutionBackward0"
+_ConvInputGrad._backward_cls.__qualname__ = "ConvolutionBackward0"
+
+
+class _ConvWeightGrad(KernelFunction):
     """w' = conv_weight_grad(x, g), the adjoint of conv in w."""
 
-    @staticmethod
-    def forward(ctx, x, gy, geom, wshape):
-        ctx.geom = geom
-        ctx.save_for_backward(x, gy)
-        return _wrap(_conv_weight_grad_np(x._array, gy._array, geom, wshape))
+    saved_args = (0, 1)
 
     @staticmethod
-    def backward(ctx, gw):
-        x, gy = ctx.saved_tensors
-        dx = _ConvInputGrad.apply(gy, gw, ctx.geom, x.shape[0]) \
+    def kernel_forward(x, gy, geom, wshape):
+        return _conv_weight_grad_np(x, gy, geom, wshape), (x, gy, geom)
+
+    @staticmethod
+    def kernel_backward(state, needs, grads):
+        x, gy, geom = state
+        gw = grads[0]
+        dx = _conv_input_grad_np(gy, gw, geom, x.shape[0]) if needs[0] else None
+        dgy = _conv_np(x, gw, geom) if needs[1] else None
+        return dx, dgy, None, None
+
+    @staticmethod
+    def graph_backward(ctx, saved, gw):
+        x, gy = saved
+        geom = ctx.params[2]
+        dx = _ConvInputGrad.apply(gy, gw, geom, x.shape[0]) \
             if ctx.needs_input_grad[0] else None
-        dgy = _Conv.apply(x, gw, ctx.geom) if ctx.needs_input_grad[1] else None
+        dgy = _Conv.apply(x, gw, geom) if ctx.needs_input_grad[1] else None
         return dx, dgy, None, None
 
 
@@ -621,17 +691,13 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
     if C == 0:
         out = empty_input_output(input, weight, bias, (N, 0) + out_sp, False)
         return out.squeeze(0) if unbatched else out
-    if nd == 1:
-        x4 = input.unsqueeze(2)
-        w4 = weight.unsqueeze(2)
+    if nd == 1:         # (as a 2-d convolution of height 1: _Conv)
         geom = Geometry((1, spatial[0]), (1, out_sp[0]), (1, kernel[0]), (1, stride[0]),
                         (0, 0) + pads[0], (1, dilation[0]), groups)
     else:
-        x4, w4 = input, weight
         geom = Geometry(spatial, out_sp, kernel, stride, pads[0] + pads[1], dilation, groups)
-    out = _Conv.apply(x4, w4, geom, bias) if bias is not None else _Conv.apply(x4, w4, geom)
-    if nd == 1:
-        out = out.squeeze(2)
+    out = (_Conv.apply(input, weight, geom, bias) if bias is not None
+           else _Conv.apply(input, weight, geom))
     return out.squeeze(0) if unbatched else out
 
 
@@ -694,19 +760,14 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
     if empty:
         out = empty_input_output(input, weight, bias, (N, O) + out_sp, True)
         return out.squeeze(0) if unbatched else out
-    if nd == 1:
-        x4, w4 = input.unsqueeze(2), weight.unsqueeze(2)
+    if nd == 1:         # (as a 2-d transposed convolution of height 1: _ConvInputGrad)
         geom = Geometry((1, out_sp[0]), (1, spatial[0]), (1, kernel[0]), (1, stride[0]),
                         (0, 0, padding[0], padding[0]), (1, dilation[0]), groups)
     else:
-        x4, w4 = input, weight
         geom = Geometry(out_sp, spatial, kernel, stride,
                         (padding[0], padding[0], padding[1], padding[1]), dilation, groups)
-    out = _ConvInputGrad.apply(x4, w4, geom, N)
-    if bias is not None:
-        out = out + bias.reshape((1, O, 1, 1))
-    if nd == 1:
-        out = out.squeeze(2)
+    out = (_ConvInputGrad.apply(input, weight, geom, N, bias) if bias is not None
+           else _ConvInputGrad.apply(input, weight, geom, N))
     return out.squeeze(0) if unbatched else out
 
 

@@ -17,10 +17,10 @@ import numpy as np
 from .. import _core
 from .. import cat as _cat
 from .. import where as _where
-from ..autograd.function import Function
-from ..grad_mode import is_grad_enabled
-from ._conv_ops import (Geometry, _check_tensor, _compiled, _Gather, _geom_tuple, _out_size,
-                        _padded, _ScatterAdd, _tuple, _Unfold, _windows, _wrap, empty_batch_safe)
+from ..autograd.function import Function, KernelFunction
+from ._conv_ops import (Geometry, _check_tensor, _compiled, _Fold, _Gather, _geom_tuple,
+                        _out_size, _padded, _ScatterAdd, _tuple, _Unfold, _windows, _wrap, col2im,
+                        empty_batch_safe, im2col)
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
@@ -29,7 +29,7 @@ __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg
 
 # -- pooling ---------------------------------------------------------------------------------------
 
-def _pool_input(input, nd, name):
+def _pool_input(input, nd, name, views=True):
     _check_tensor(input)
     if input.dim() not in (nd + 1, nd + 2) or any(s == 0 for s in input.shape[1:]):
         if name.startswith("avg") and input.dim() < nd + 1:
@@ -44,6 +44,8 @@ def _pool_input(input, nd, name):
                            f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim "
                            f"batch size for input, but got:{list(input.shape)}")
     unbatched = input.dim() == nd + 1
+    if not views:       # (the caller's kernel takes the input as it is)
+        return input, unbatched
     x = input.unsqueeze(0) if unbatched else input
     if nd == 1:
         x = x.unsqueeze(2)
@@ -57,7 +59,8 @@ def _pool_output(out, nd, unbatched):
 
 
 def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode):
-    """The window geometry of a max/avg pool (1-d pools are 2-d pools of height 1)."""
+    """The window geometry of a max/avg pool (1-d pools are 2-d pools of height 1); x: the
+    input, with its batch dim or not."""
     what = "pooling"
     kernel = _tuple(kernel_size, nd, "kernel_size", what)
     stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
@@ -81,11 +84,11 @@ def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mod
                            f"pad={padding[-1] if nd == 1 else padding[0]}, kernel_size="
                            f"{kernel[-1] if nd == 1 else kernel[0]} and dilation="
                            f"{dilation[-1] if nd == 1 else dilation[0]}")
-    spatial = tuple(x.shape[2:])[-nd:]
+    spatial = tuple(x.shape)[-nd:]
     out_sp = tuple(_out_size(s, 2 * p, k, st, d, ceil_mode, p)
                    for s, p, k, st, d in zip(spatial, padding, kernel, stride, dilation))
     if any(o <= 0 for o in out_sp):
-        C = x.shape[1]
+        C = x.shape[x.dim() - nd - 1]
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, (C,) + spatial))}). "
                            f"Calculated output size: ({'x'.join(map(str, (C,) + out_sp))}). "
                            f"Output size is too small")
@@ -123,16 +126,22 @@ def _window_max(xp: np.ndarray, g: Geometry):
 
 def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
               return_indices):
-    x, unbatched = _pool_input(input, nd, name)
+    # (a 2-d input as it is, batched or not: the kernel takes both, and a capture notes one
+    # step without views around it; PyTorch's graph has none either)
+    direct = isinstance(input, _core.TensorBase) and nd == 2 and _compiled(input._array)
+    x, unbatched = _pool_input(input, nd, name, views=not direct)
     if x._array.dtype == np.bool_:
         raise RuntimeError(f'"max_pool{nd}d" not implemented for \'Bool\'')
     g = _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode)
+    if direct:
+        N, C = (1, x.shape[0]) if unbatched else x.shape[:2]
+        out, idx = _MaxPool2d.apply(x, _geom_tuple(g, N, C))
+        return (out, idx) if return_indices else out
     N, C, H, W = x.shape
     if _compiled(x._array):
-        geom = _geom_tuple(g, N, C)
-        best, idx = _core._max_pool2d_arrays(np.ascontiguousarray(x._array), geom)
-        out = _pool_output(_MaxPool2d.apply(x, idx, geom, best), nd, unbatched)
-        return (out, _wrap(idx.reshape(out.shape))) if return_indices else out
+        values, idx = _MaxPool2d.apply(x, _geom_tuple(g, N, C))
+        out = _pool_output(values, nd, unbatched)
+        return (out, idx.reshape(out.shape)) if return_indices else out
     (Ho, Wo), (kh, kw), (sh, sw), (dh, dw) = g.out_hw, g.kernel, g.stride, g.dilation
     best, k = _window_max(_padded(x._array, g, _lowest(x._array.dtype)), g)
     # Flat position in each (n, c) plane of every chosen element (PyTorch's indices): the
@@ -177,28 +186,38 @@ def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode
     return out
 
 
-class _MaxPool2d(Function):
-    """Max pooling of x given the kernel's maxima and their positions `idx` (nn_kernels.c); the
+class _MaxPool2d(KernelFunction):
+    """Max pooling of x (N, C, H, W) over the windows of `geom` (nn_kernels.h's tg_window): the
+    maxima and their flat positions in each (n, c) plane, found in one pass by the C kernel; the
     gradient goes back to those positions (in C; under create_graph as a differentiable
-    scatter-add whose own adjoint is a gather)."""
+    scatter-add whose own adjoint is a gather).  The positions (int64) get no gradient."""
 
     @staticmethod
-    def forward(ctx, x, idx, geom, values):
-        ctx.idx, ctx.geom, ctx.in_shape = idx, geom, tuple(x.shape)
-        return _wrap(values)
+    def kernel_forward(x, geom):
+        flat = x.ndim == 3              # an unbatched (C, H, W) input: a batch of one
+        values, idx = _core._max_pool2d_arrays(np.ascontiguousarray(x[None] if flat else x), geom)
+        return ((values[0], idx[0]) if flat else (values, idx)), (idx, geom, x.shape, flat)
 
     @staticmethod
-    def backward(ctx, g):
-        if is_grad_enabled():
-            plane = ctx.geom[2] * ctx.geom[3]
-            idx = ctx.idx.reshape(ctx.geom[0] * ctx.geom[1], ctx.geom[4] * ctx.geom[5])
-            drop = (idx < 0) | (idx >= plane)
-            if drop.any():      # windows with no real element send their gradient nowhere
-                g = g * _wrap((~drop).reshape(g.shape).astype(g._array.dtype))
-                idx = np.where(drop, 0, idx)
-            return _ScatterAdd.apply(g, idx, ctx.in_shape), None, None, None
-        gx = _core._max_pool2d_grad_array(np.ascontiguousarray(g._array), ctx.idx, ctx.geom)
-        return _wrap(gx), None, None, None
+    def kernel_backward(state, needs, grads):
+        idx, geom, _, flat = state
+        g = grads[0]
+        if g is None or not needs[0]:
+            return None, None
+        gx = _core._max_pool2d_grad_array(np.ascontiguousarray(g[None] if flat else g), idx,
+                                          geom)
+        return (gx[0] if flat else gx), None
+
+    @staticmethod
+    def graph_backward(ctx, saved, g, g_idx=None):
+        idx, geom, in_shape, _ = ctx.kernel_state
+        plane = geom[2] * geom[3]
+        idx = idx.reshape(geom[0] * geom[1], geom[4] * geom[5])
+        drop = (idx < 0) | (idx >= plane)
+        if drop.any():      # windows with no real element send their gradient nowhere
+            g = g * _wrap((~drop).reshape(g.shape).astype(g._array.dtype))
+            idx = np.where(drop, 0, idx)
+        return _ScatterAdd.apply(g, idx, tuple(in_shape)), None
 
 
 # PyTorch's name for max pooling's grad_fn.
@@ -237,15 +256,75 @@ def _avg_divisor(g: Geometry, count_include_pad):
     return np.outer(dh, dw)
 
 
+class _AvgPool2d(KernelFunction):
+    """Average pooling of x (N, C, H, W) or unbatched (C, H, W) over the windows of a Geometry:
+    each window's sum (im2col of the (N*C, 1, H, W) planes, summed over the window axis) times
+    1 / its divisor (one factor per window position), or divided by divisor_override; the
+    gradient is the output gradient scaled alike, spread back over each window (col2im)."""
+
+    @staticmethod
+    def kernel_forward(x, geom, count_include_pad, divisor_override):
+        H, W = x.shape[-2:]
+        cols = im2col(x.reshape(-1, 1, H, W), geom)           # (N*C, 1, K, L)
+        sums = np.add.reduce(cols.reshape(cols.shape[0], cols.shape[2], cols.shape[3]), axis=1)
+        state = (geom, _avg_scale(geom, count_include_pad, divisor_override, x.dtype), x.shape)
+        out = _avg_scaled(sums, state[1]).reshape(x.shape[:-2] + tuple(geom.out_hw))
+        return out, state
+
+    @staticmethod
+    def kernel_backward(state, needs, grads):
+        geom, scale, in_shape = state
+        g = grads[0]
+        if g is None or not needs[0]:
+            return None, None, None, None
+        K = geom.kernel[0] * geom.kernel[1]
+        gs = _avg_scaled(g.reshape(-1, 1, geom.out_hw[0] * geom.out_hw[1]), scale)
+        cols = np.ascontiguousarray(np.broadcast_to(gs, (gs.shape[0], K, gs.shape[2])))
+        return col2im(cols, geom, 1).reshape(in_shape), None, None, None
+
+    @staticmethod
+    def graph_backward(ctx, saved, g):
+        geom, (factor, divide), in_shape = ctx.kernel_state
+        K = geom.kernel[0] * geom.kernel[1]
+        L = geom.out_hw[0] * geom.out_hw[1]
+        gs = g.reshape((-1, 1, L))
+        gs = gs / float(factor) if divide else gs * _wrap(factor)
+        cols = gs.expand((gs.shape[0], K, L)).contiguous()
+        return _Fold.apply(cols, geom, 1).reshape(tuple(in_shape)), None, None, None
+
+
+def _avg_scale(geom, count_include_pad, divisor_override, dtype):
+    """(factor, divide): sums are divided by divisor_override, else multiplied by one factor
+    per window position (1 / its divisor)."""
+    if divisor_override is not None:
+        return float(divisor_override), True
+    return (1.0 / _avg_divisor(geom, count_include_pad).reshape(-1)).astype(dtype), False
+
+
+def _avg_scaled(a, scale):
+    factor, divide = scale
+    return np.divide(a, np.asarray(factor, dtype=a.dtype)) if divide else np.multiply(a, factor)
+
+
+# PyTorch's name for average pooling's grad_fn.
+_AvgPool2d._backward_cls.__name__ = "AvgPool2DBackward0"
+_AvgPool2d._backward_cls.__qualname__ = "AvgPool2DBackward0"
+
+
 def _avg_pool(input, nd, name, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
-    x, unbatched = _pool_input(input, nd, name)
+    # (a 2-d input as it is, batched or not: one kernel step, as _max_pool)
+    direct = (isinstance(input, _core.TensorBase) and nd == 2
+              and input._array.dtype in (np.float32, np.float64))
+    x, unbatched = _pool_input(input, nd, name, views=not direct)
     if x._array.dtype.kind != "f":
         raise RuntimeError(f'"avg_pool{nd}d" not implemented for '
                            f"'{_core.scalar_type_name_of(x._array.dtype)}'")
     g = _pool_geometry(x, nd, name, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
+    if direct:
+        return _AvgPool2d.apply(x, g, bool(count_include_pad), divisor_override)
     N, C, H, W = x.shape
     Ho, Wo = g.out_hw
     # A window sum is unfold then a sum over the window axis: differentiable through the

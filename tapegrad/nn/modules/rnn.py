@@ -20,8 +20,8 @@ import numpy as np
 
 from ... import _core
 from ... import creation
-from ...autograd.function import Function
-from ...grad_mode import enable_grad, is_grad_enabled
+from ...autograd.function import KernelFunction
+from ...grad_mode import enable_grad
 from ..._device import check_device
 from .. import functional as F
 from .. import init
@@ -138,54 +138,54 @@ def _run_direction(mode, steps, state, weights, reverse, batch_sizes):
 _MODE_CODES = {"LSTM": 0, "GRU": 1, "RNN_TANH": 2, "RNN_RELU": 3}
 
 
-def _contiguous(t):
-    return None if t is None else np.ascontiguousarray(t._array)
-
-
-class _RecurrentSequence(Function):
+class _RecurrentSequence(KernelFunction):
     """Outputs (T, B, H), the last h and (LSTM) the last c of one layer in one direction, from the
     layer's input x (T, B, I), its input weights and bias (bias: b_ih + b_hh folded, or b_ih alone
     for GRU), the initial state and the hidden weights (b_hh only for GRU: the other modes fold it
     into the bias).  The input projection of all steps is part of the record: its buffer is the
     kernels' workspace, used by the loop and let go before the next layer's."""
 
+    saved_args = (0, 1, 2, 3, 4, 5, 6)
+
     @staticmethod
-    def forward(ctx, x, w_ih, bias, h0, c0, w_hh, b_hh, mode, reverse):
-        ctx.mode, ctx.reverse = mode, reverse
-        ctx.set_materialize_grads(False)
-        gi = _core._rnn_input_projection(_contiguous(x), _contiguous(w_ih), _contiguous(bias))
+    def kernel_forward(x, w_ih, bias, h0, c0, w_hh, b_hh, mode, reverse):
+        x, w_ih, bias, h0, c0, w_hh, b_hh = (None if a is None else np.ascontiguousarray(a)
+                                             for a in (x, w_ih, bias, h0, c0, w_hh, b_hh))
+        if h0 is None:                  # no initial state given: zeros
+            h0 = np.zeros((x.shape[1], w_hh.shape[1]), dtype=x.dtype)
+            c0 = h0 if mode == "LSTM" else None
+        gi = _core._rnn_input_projection(x, w_ih, bias)
         out, h_last, c_last, saved = _core._rnn_sequence_forward(
-            _MODE_CODES[mode], gi, _contiguous(h0), _contiguous(c0), _contiguous(w_hh),
-            _contiguous(b_hh), reverse)
+            _MODE_CODES[mode], gi, h0, c0, w_hh, b_hh, reverse)
         del gi
         # The backward reads the outputs as the steps' states from its own copy (saved[4]), so
         # an in-place write into the returned output is no error (PyTorch's layer saves its own).
         # The buffers come from the kernels' workspace: reused by a later call once this record
         # (and every tensor on them) is gone.
-        ctx.arrays, ctx.out = saved, saved[4]
-        wrap = _core.wrap_array
-        outs = (wrap(out), wrap(h_last)) + ((wrap(c_last),) if mode == "LSTM" else ())
-        ctx.save_for_backward(x, w_ih, bias, h0, c0, w_hh, b_hh)
-        return outs
+        outs = (out, h_last) + ((c_last,) if mode == "LSTM" else ())
+        return outs, (mode, reverse, saved, x, w_ih, bias is not None, h0, c0, w_hh,
+                      b_hh is not None)
 
     @staticmethod
-    def backward(ctx, dout, dh_last, dc_last=None):
-        inputs = ctx.saved_tensors
-        x, w_ih, bias, h0, c0, w_hh, b_hh = inputs
-        if is_grad_enabled():           # create_graph: differentiate the per-step composite
-            return _sequence_graph_grads(ctx, inputs, (dout, dh_last, dc_last))
-        arr = lambda t: None if t is None else _contiguous(t)  # noqa: E731
-        need = ctx.needs_input_grad
+    def kernel_backward(state, need, grads):
+        mode, reverse, saved, x, w_ih, has_bias, h0, c0, w_hh, has_b_hh = state
+        dout, dh_last = grads[0], grads[1]
+        dc_last = grads[2] if len(grads) > 2 else None
+        arr = lambda a: None if a is None else np.ascontiguousarray(a)  # noqa: E731
         dgi, dh0, dc0, dw, db = _core._rnn_sequence_backward(
-            _MODE_CODES[ctx.mode], ctx.arrays, ctx.out, arr(h0), arr(c0), arr(w_hh),
-            b_hh is not None, arr(dout), arr(dh_last), arr(dc_last), ctx.reverse)
-        dx, dw_ih, dbias = _core._rnn_input_grads(
-            dgi, arr(x), arr(w_ih), need[0], need[1], bias is not None and need[2])
+            _MODE_CODES[mode], saved, saved[4], h0, c0, w_hh, has_b_hh, arr(dout),
+            arr(dh_last), arr(dc_last), reverse)
+        dx, dw_ih, dbias = _core._rnn_input_grads(dgi, x, w_ih, need[0], need[1],
+                                                  has_bias and need[2])
         del dgi
-        wrap = _core.wrap_array
-        pick = lambda k, a: wrap(a) if need[k] and a is not None else None  # noqa: E731
+        pick = lambda k, a: a if need[k] and a is not None else None  # noqa: E731
         return (pick(0, dx), pick(1, dw_ih), pick(2, dbias), pick(3, dh0), pick(4, dc0),
                 pick(5, dw), pick(6, db), None, None)
+
+    @staticmethod
+    def graph_backward(ctx, saved, dout, dh_last, dc_last=None):
+        # create_graph: differentiate the per-step composite
+        return _sequence_graph_grads(ctx, saved, (dout, dh_last, dc_last))
 
 
 class _StackedSequence(_RecurrentSequence):
@@ -205,11 +205,15 @@ def _sequence_graph_grads(ctx, inputs, grads):
     projection and steps with the differentiable step functions and differentiate them."""
     from ...autograd import grad as autograd_grad
     x, w_ih, bias, h0, c0, w_hh, b_hh = inputs
-    state = (h0, c0) if ctx.mode == "LSTM" else (h0,)
+    mode, reverse = ctx.params[7], ctx.params[8]
+    if h0 is None:                      # the zeros the forward started from
+        h0 = _core.wrap_array(ctx.kernel_state[6])
+        c0 = h0 if mode == "LSTM" else None
+    state = (h0, c0) if mode == "LSTM" else (h0,)
     with enable_grad():
         gi = _project(x, w_ih, bias)
-        outs, last = _run_direction(ctx.mode, gi.unbind(0), state, (w_hh, b_hh, None),
-                                    ctx.reverse, None)
+        outs, last = _run_direction(mode, gi.unbind(0), state, (w_hh, b_hh, None),
+                                    reverse, None)
         results = (_stack(outs, 0),) + tuple(last)
     pairs = [(r, g) for r, g in zip(results, grads) if g is not None]
     wanted = [k for k, t in enumerate(inputs) if t is not None and ctx.needs_input_grad[k]]
@@ -226,9 +230,9 @@ def _compiled_direction(mode, x, state, weights, reverse):
     x (T, B, I): the layer's input; weights: (w_ih, b_ih, b_hh, w_hh, w_hr)."""
     w_ih, b_ih, b_hh, w_hh, _ = weights
     bias = _input_bias(mode, b_ih, b_hh)
-    # Through the capture hook, so tapegrad.compile re-runs the whole sequence as one step (a
-    # custom Function's forward is otherwise user code it must leave eager); outside a capture
-    # the hook just calls it.
+    # Under tapegrad.compile the sequence is one replay step (a KernelFunction: its kernels run
+    # on the replay's buffers); the capture hook around it re-runs the call whole should the
+    # step not be noted.  Outside a capture the hook just calls it.
     res = _core._capture_op_call(
         (_RecurrentSequence if mode == "LSTM" else _StackedSequence).apply,
         (x, w_ih, bias, state[0], state[1] if mode == "LSTM" else None, w_hh,
@@ -419,13 +423,17 @@ class RNNBase(Module):
             for direction in range(num_directions):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._direction_weights(layer, direction)
                 idx = layer * num_directions + direction
-                init_state = tuple(s[idx] for s in state)
                 if not packed and _compiles(layer_input, w_hr):
+                    # (no hx: the sequence starts from zeros of its own, so a replay runs no
+                    # zeros and indexing steps for the initial state)
+                    init_state = ((None,) * len(state) if hx is None
+                                  else tuple(s[idx] for s in state))
                     out, last = _compiled_direction(
                         self.mode, layer_input, init_state, (w_ih, b_ih, b_hh, w_hh, w_hr),
                         direction == 1)
                     direction_outputs.append(out)
                 else:
+                    init_state = tuple(s[idx] for s in state)
                     proj = _input_projection(self.mode, layer_input, w_ih, b_ih, b_hh)
                     weights = (w_hh, _hidden_bias(self.mode, b_ih, b_hh), w_hr)
                     steps = (proj.split(batch_sizes, 0) if packed else proj.unbind(0))
