@@ -25,3 +25,29 @@ def test_loader_iterator_class_names_match_torch(torch, num_workers):
 def test_worker_iterator_reachable_under_torch_module_name(torch):
     assert tg.utils.data.dataloader._MultiProcessingDataLoaderIter.__name__ == \
         torch.utils.data.dataloader._MultiProcessingDataLoaderIter.__name__
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_other_by_keyword(torch, name):
+    # Dive-into-DL-PyTorch 3.9 writes relu as torch.max(input=X, other=torch.tensor(0.0)).
+    import numpy as np
+    data = np.array([[1.5, -2.0, 0.25], [-0.5, 3.0, -1.0]])
+    outs = []
+    for lib in (torch, tg):
+        x = lib.tensor(data, requires_grad=True)
+        zero = lib.tensor(0.0, dtype=lib.float64, requires_grad=True)
+        y = getattr(lib, name)(input=x, other=zero)
+        m = getattr(x, name)(other=zero)
+        (y * lib.arange(6.0, dtype=lib.float64).reshape(2, 3)).sum().backward()
+        outs.append((y.detach().numpy(), m.detach().numpy(), x.grad.numpy(), zero.grad.numpy()))
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(b, a)
+
+
+@pytest.mark.parametrize("call", ["{f}(x, 0, other=y)", "{f}(x, other=y, keepdim=True)",
+                                  "{f}(x, dim=0, other=y)", "{f}(x, other=0.5)"])
+def test_max_other_keyword_bad_combinations_raise_type_error(torch, call):
+    for lib in (torch, tg):
+        x, y = lib.ones(3), lib.zeros(3)
+        with pytest.raises(TypeError, match="max"):
+            eval(call.format(f="lib.max"), {"lib": lib, "x": x, "y": y})
