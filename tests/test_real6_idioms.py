@@ -51,3 +51,30 @@ def test_max_other_keyword_bad_combinations_raise_type_error(torch, call):
         x, y = lib.ones(3), lib.zeros(3)
         with pytest.raises(TypeError, match="max"):
             eval(call.format(f="lib.max"), {"lib": lib, "x": x, "y": y})
+
+
+def _without_address(text: str) -> str:
+    import re
+    return re.sub(r"0x[0-9a-f]+", "0x?", text)
+
+
+def test_grad_mode_objects_print_as_torch(torch):
+    # chenyuntc/pytorch-book chapter 3 ends a notebook cell with `t.set_grad_enabled(True)`.
+    outs = []
+    for lib in (torch, tg):
+        outs.append([_without_address(repr(o)) for o in (
+            lib.set_grad_enabled(False), lib.set_grad_enabled(True), lib.no_grad(),
+            lib.enable_grad(), lib.inference_mode(), lib.inference_mode(False))])
+        assert lib.is_grad_enabled()
+    assert outs[0] == outs[1]
+
+
+def test_autograd_grad_mode_module(torch):
+    from tapegrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+    assert (no_grad, enable_grad, set_grad_enabled, inference_mode) == \
+        (tg.no_grad, tg.enable_grad, tg.set_grad_enabled, tg.inference_mode)
+    assert tg.autograd.grad_mode.no_grad is tg.no_grad
+
+    class Mine(tg.no_grad):        # a user's subclass keeps Python's default repr
+        pass
+    assert repr(Mine()).startswith("<" + __name__ + ".") or "Mine object at" in repr(Mine())
