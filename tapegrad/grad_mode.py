@@ -53,6 +53,15 @@ def _wrap_generator(func, make_guard):
     return generator
 
 
+def _torch_object_repr(guard) -> str:
+    """PyTorch's default repr of its guard objects, whose classes live in torch.autograd.grad_mode
+    (a notebook cell ending in `torch.no_grad()` displays it); a user's subclass keeps its own."""
+    cls = type(guard)
+    if cls.__module__ != __name__:
+        return object.__repr__(guard)
+    return f"<torch.autograd.grad_mode.{cls.__qualname__} object at {id(guard):#x}>"
+
+
 class _GradModeGuard(_core.GradModeGuard):
     """Base: sets grad mode to `self._mode` on enter, restores the previous mode on exit (both
     compiled, in the core); also usable as a decorator."""
@@ -62,6 +71,9 @@ class _GradModeGuard(_core.GradModeGuard):
     def _clone(self):
         """A fresh guard with the same effect, entered by each call of a decorated function."""
         return type(self)()
+
+    def __repr__(self) -> str:
+        return _torch_object_repr(self)
 
     def __call__(self, func):
         if inspect.isgeneratorfunction(func):
@@ -116,6 +128,10 @@ class set_grad_enabled(_GradModeGuard):
     def _clone(self):
         return _SetGradModeScope(self._mode)
 
+    def __repr__(self) -> str:
+        # PyTorch's set_grad_enabled names its mode (a notebook cell `torch.set_grad_enabled(True)`).
+        return f"torch.autograd.grad_mode.set_grad_enabled(mode={self._mode})"
+
     def __call__(self, func):
         # Used as a decorator: constructing it already switched the mode; undo that first.
         _core._set_grad_enabled(self._prev)
@@ -151,6 +167,9 @@ class inference_mode(_core.InferenceModeGuard):
     def _clone(self):
         """A fresh guard with the same mode, entered by each call of a decorated function."""
         return inference_mode(self.mode)
+
+    def __repr__(self) -> str:
+        return _torch_object_repr(self)
 
     def __call__(self, func):
         if inspect.isgeneratorfunction(func):

@@ -560,16 +560,35 @@ cdef object max_min(bint is_max, TensorBase input, object dim, object keepdim):
     return extreme_along(OP_MAX_DIM if is_max else OP_MIN_DIM, input, axis, bool(keepdim), name)
 
 
-def max_(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):
+cdef object other_or_dim(str name, object dim, object keepdim, object other):
+    """max/min's `other` given by keyword (`torch.max(input=x, other=y)`, as Dive-into-DL's relu
+    writes it): the elementwise overload, which takes neither dim nor keepdim."""
+    if other is None:
+        return dim
+    if dim is not None or keepdim:
+        got = ", ".join(["Tensor"] + (["int"] if dim is not None else [])
+                        + (["keepdim=bool"] if keepdim else []) + ["other=Tensor"])
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), "
+                        "but expected one of:\n * (Tensor input, *, Tensor out = None)\n"
+                        " * (Tensor input, Tensor other, *, Tensor out = None)\n"
+                        " * (Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = None)")
+    if not isinstance(other, TensorBase):
+        raise TypeError(f"{name}(): argument 'other' must be Tensor, not {type(other).__name__}")
+    return other
+
+
+def max_(TensorBase input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):
     """max(input): the largest element (gradient split evenly among ties);
     max(input, dim, keepdim=False): tapegrad.return_types.max(values, indices) along `dim`
     (gradient to the returned index); max(input, other): elementwise maximum."""
-    return max_min(True, input, dim_alias("max", dim, axis), keepdim_alias("max", keepdim, keepdims))
+    dim = other_or_dim("max", dim_alias("max", dim, axis), keepdim, other)
+    return max_min(True, input, dim, keepdim_alias("max", keepdim, keepdims))
 
 
-def min_(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):
+def min_(TensorBase input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):
     """min(input), min(input, dim, keepdim=False) -> (values, indices), min(input, other)."""
-    return max_min(False, input, dim_alias("min", dim, axis), keepdim_alias("min", keepdim, keepdims))
+    dim = other_or_dim("min", dim_alias("min", dim, axis), keepdim, other)
+    return max_min(False, input, dim, keepdim_alias("min", keepdim, keepdims))
 
 
 def amax(TensorBase input, dim=(), keepdim=False, *, axis=None, keepdims=None):

@@ -17,7 +17,7 @@ from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .._core import RemovableHandle
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from .variable import Variable
-from . import function, anomaly_mode
+from . import function, anomaly_mode, grad_mode
 
 # Loaded on first use (PEP 562, tapegrad/_lazy.py): the op families import autograd.function
 # while `import tapegrad` runs, and these would come with it (the profiler brings json and enum

@@ -22,6 +22,7 @@ from tapegrad.autograd import anomaly_mode as anomaly_mode
 from tapegrad.autograd import forward_ad as forward_ad
 from tapegrad.autograd import function as function
 from tapegrad.autograd import functional as functional
+from tapegrad.autograd import grad_mode as grad_mode
 from tapegrad.autograd import profiler as profiler
 from tapegrad.autograd import variable as variable
 from tapegrad.autograd.anomaly_mode import detect_anomaly as detect_anomaly

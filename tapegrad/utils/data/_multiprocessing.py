@@ -39,7 +39,7 @@ def _context(spec):
     return spec
 
 
-class MultiProcessingDataLoaderIter:
+class _MultiProcessingDataLoaderIter:
 
     def __init__(self, loader, base_seed: int) -> None:
         self._loader = loader

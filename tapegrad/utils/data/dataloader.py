@@ -381,11 +381,11 @@ class DataLoader:
     def __iter__(self):
         if self.num_workers == 0:
             return _SingleProcessDataLoaderIter(self)
-        from ._multiprocessing import MultiProcessingDataLoaderIter
+        from ._multiprocessing import _MultiProcessingDataLoaderIter
         if self.persistent_workers and self._iterator is not None:
             self._iterator._reset()          # the same workers (and seeds) for the next epoch
             return self._iterator
-        iterator = MultiProcessingDataLoaderIter(self, self._new_iterator_seed())
+        iterator = _MultiProcessingDataLoaderIter(self, self._new_iterator_seed())
         if self.persistent_workers:
             self._iterator = iterator
         return iterator
@@ -437,3 +437,12 @@ class DataLoader:
 def _infinite_none():
     while True:
         yield None
+
+
+def __getattr__(name):
+    # PyTorch's worker iterator lives in this module under this name; ours is loaded on first use
+    # (it pulls in multiprocessing), so the name resolves lazily.
+    if name == "_MultiProcessingDataLoaderIter":
+        from ._multiprocessing import _MultiProcessingDataLoaderIter
+        return _MultiProcessingDataLoaderIter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
