@@ -49,9 +49,13 @@ GLUE = ("-O1 -falign-functions -falign-jumps -falign-loops -falign-labels -fstri
         "-freorder-blocks-algorithm=stc -freorder-blocks-and-partition -freorder-functions")
 # COLD: -Os, about 45% less machine code than GLUE at the same compile time, for a family whose
 # per-op time it leaves within 5% of GLUE's (tools/compare_builds.py, three runs with an A/A
-# control of +-5%).  Only _ops_reduce qualifies (its ops 1.01-1.05x).  In the other families -Os
-# cost 2-10% per op: shape, inplace, linalg, nn, replay and unary had an op over 5% in two or
-# three of the runs, graph_vjp averaged 1.053x; they stay at GLUE, and the core at -O2.
+# control of +-5%).  _ops_reduce (its ops 1.01-1.05x) and _graph_vjp (create_graph only: the
+# double backward 0.94-1.01x in four lockstep runs of 100-800 rounds against an A/A control of
+# 0.96-1.04; 403 -> 232 KB stripped, 154 -> 106 KB deflated) qualify.  In the other families -Os
+# cost 2-10% per op: shape, nn and unary had an op over 5% in two or three of the runs; inplace
+# and linalg cost 2-3% (add_/mul_/clamp_, mm/bmm at 8x8) and would save 23 and 32 KB of the
+# wheel; replay's compiled call cost 4-8%.  They stay at GLUE, and the core at -O2.  (-O2 instead
+# of GLUE is no help to the wheel: 2-10% less code that deflates 3-10% larger.)
 COLD = "-Os"
 KERNELS_ARGS = ["-O3", "-g0"]
 link_args = []
@@ -110,7 +114,7 @@ MODULES = [
     ("_ops_linalg", GLUE),
     ("_ops_nn", GLUE),
     ("_replay", GLUE),
-    ("_graph_vjp", GLUE),
+    ("_graph_vjp", COLD),
 ]
 
 # Cython's utility code, shared by the modules above (each imports it when it loads).  Without
