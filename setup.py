@@ -49,9 +49,13 @@ GLUE = ("-O1 -falign-functions -falign-jumps -falign-loops -falign-labels -fstri
         "-freorder-blocks-algorithm=stc -freorder-blocks-and-partition -freorder-functions")
 # COLD: -Os, about 45% less machine code than GLUE at the same compile time, for a family whose
 # per-op time it leaves within 5% of GLUE's (tools/compare_builds.py, three runs with an A/A
-# control of +-5%).  Only _ops_reduce qualifies (its ops 1.01-1.05x).  In the other families -Os
-# cost 2-10% per op: shape, inplace, linalg, nn, replay and unary had an op over 5% in two or
-# three of the runs, graph_vjp averaged 1.053x; they stay at GLUE, and the core at -O2.
+# control of +-5%).  _ops_reduce (its ops 1.01-1.05x) and _graph_vjp (create_graph only: the
+# double backward 0.94-1.01x in four lockstep runs of 100-800 rounds against an A/A control of
+# 0.96-1.04; 403 -> 232 KB stripped, 154 -> 106 KB deflated) qualify.  In the other families -Os
+# cost 2-10% per op: shape, nn and unary had an op over 5% in two or three of the runs; inplace
+# and linalg cost 2-3% (add_/mul_/clamp_, mm/bmm at 8x8) and would save 23 and 32 KB of the
+# wheel; replay's compiled call cost 4-8%.  They stay at GLUE, and the core at -O2.  (-O2 instead
+# of GLUE is no help to the wheel: 2-10% less code that deflates 3-10% larger.)
 COLD = "-Os"
 KERNELS_ARGS = ["-O3", "-g0"]
 link_args = []
@@ -110,8 +114,18 @@ MODULES = [
     ("_ops_linalg", GLUE),
     ("_ops_nn", GLUE),
     ("_replay", GLUE),
-    ("_graph_vjp", GLUE),
+    ("_graph_vjp", COLD),
 ]
+
+# Modules compiled without Cython's bound-method unpacking (CYTHON_UNPACK_METHODS=0).  At every
+# call of a Python method Cython inlines a test for a bound Python method and, when it is one, a
+# call of its function with self prepended: that saves only the bound method's own vectorcall
+# trampoline, and numpy's methods (most calls here) are C methods that never take the path.
+# Without it a module has 4-5% less code, deflated as much (all modules: 1,852 -> 1,801 KB), and
+# per-op time is unchanged (tools/compare_builds.py, families and small suites: medians 0.988-1.013
+# and 1.003 against A/A controls of 0.996-1.016 and 0.995).  Set for the cold families here; the
+# hot ones are left to their per-op speed work.
+NO_METHOD_UNPACKING = {"_ops_reduce", "_ops_inplace", "_ops_linalg", "_replay", "_graph_vjp"}
 
 # Cython's utility code, shared by the modules above (each imports it when it loads).  Without
 # MemoryView, which no module uses (a third of the shared module's code).
@@ -166,7 +180,8 @@ def extensions():
             depends=[os.path.join(SRC, f)
                      for f in KERNEL_HEADERS + KERNEL_SOURCES + list(NN_KERNELS.get(name, ()))],
             include_dirs=[SRC],
-            define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
+            define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")]
+            + ([("CYTHON_UNPACK_METHODS", "0")] if name in NO_METHOD_UNPACKING else []),
             extra_compile_args=compile_args(opt),
             extra_link_args=link_args,
         )

@@ -186,10 +186,12 @@ RECORD_SIZE: int
 TENSOR_METHODS: dict
 TORCH_FUNCTIONS: dict
 _LINALG_OPS: dict
+_MATH_DUNDERS: dict
 _MATH_FUNCTIONS: dict
 _NO_BFLOAT16: str
 _REDUCE_OPS: dict
 def _T(input: Any) -> Any: ...
+_TENSOR_DUNDERS: dict
 _UNARY_FUNCTIONS: dict
 def _adopt_in_place_result(self: Any, result: Any) -> Any: ...
 def _anomaly_check_nan_enabled() -> Any: ...

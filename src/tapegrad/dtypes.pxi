@@ -88,9 +88,12 @@ complex64 = dtype("complex64", NoNumpyDtype(NO_COMPLEX), CAT_COMPLEX_NAME, 8)
 complex128 = dtype("complex128", NoNumpyDtype(NO_COMPLEX), CAT_COMPLEX_NAME, 16)
 complex32 = dtype("complex32", NoNumpyDtype(NO_COMPLEX), CAT_COMPLEX_NAME, 4)
 
-cdef dict DTYPE_OF_NUM = {d.np_dtype.num: d for d in
-                          (float16, float32, float64, uint8, int8, int16, int32, int64, bool_)}
-cdef dict DTYPE_OF_NAME = {d.name: d for d in DTYPE_OF_NUM.values()}
+# A dict literal, built one item at a time: a 9-item tuple display would hold each item in its
+# own temporary of the module's load function, stored again at each of its 500 error exits.
+cdef dict DTYPE_OF_NAME = {"float16": float16, "float32": float32, "float64": float64,
+                           "uint8": uint8, "int8": int8, "int16": int16, "int32": int32,
+                           "int64": int64, "bool": bool_}
+cdef dict DTYPE_OF_NUM = {d.np_dtype.num: d for d in DTYPE_OF_NAME.values()}
 for _name_only in (bfloat16, complex64, complex128, complex32):
     DTYPE_OF_NAME[_name_only.name] = _name_only
 NP_FLOAT32 = np.dtype(np.float32)

@@ -659,10 +659,13 @@ def masked_select(TensorBase input, mask):
     return res
 
 
-TENSOR_METHODS.update(select=select, narrow=narrow, gather=gather, index_select=index_select,
-                      masked_fill=masked_fill, masked_select=masked_select)
-TORCH_FUNCTIONS.update(select=select, narrow=narrow, gather=gather, index_select=index_select,
-                       masked_fill=masked_fill, masked_select=masked_select)
+# Dict literals, not keyword calls: ops_unary.pxi's registration says why (load-code size).
+TENSOR_METHODS.update({
+    "select": select, "narrow": narrow, "gather": gather, "index_select": index_select,
+    "masked_fill": masked_fill, "masked_select": masked_select})
+TORCH_FUNCTIONS.update({
+    "select": select, "narrow": narrow, "gather": gather, "index_select": index_select,
+    "masked_fill": masked_fill, "masked_select": masked_select})
 
 
 INDEX_OP = index_op                 # TensorBase.__getitem__ (the core's slot, ops_registry.pxi)

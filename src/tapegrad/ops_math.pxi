@@ -310,16 +310,19 @@ def tensor_rfloordiv(self, other):
     return binary_math(OP_FLOOR_DIVIDE, other, self, "floor_divide")
 
 
+# Dict literals, not keyword calls: ops_unary.pxi's registration says why (load-code size).
 round_.__name__ = round_.__qualname__ = "round"
-for _fn, _name in ((tensor_mod, "__mod__"), (tensor_rmod, "__rmod__"),
-                   (tensor_floordiv, "__floordiv__"), (tensor_rfloordiv, "__rfloordiv__")):
+_MATH_DUNDERS = {"__mod__": tensor_mod, "__rmod__": tensor_rmod,
+                 "__floordiv__": tensor_floordiv, "__rfloordiv__": tensor_rfloordiv}
+for _name, _fn in _MATH_DUNDERS.items():
     _fn.__name__ = _name
     _fn.__qualname__ = "Tensor." + _name
 
-_MATH_FUNCTIONS = dict(log10=log10, log2=log2, sinh=sinh, cosh=cosh, asin=asin, arcsin=asin,
-                       acos=acos, arccos=acos, atan=atan, arctan=atan, floor=floor, ceil=ceil,
-                       round=round_, trunc=trunc, fix=trunc, frac=frac, atan2=atan2, arctan2=atan2,
-                       fmod=fmod, remainder=remainder, floor_divide=floor_divide)
+_MATH_FUNCTIONS = {
+    "log10": log10, "log2": log2, "sinh": sinh, "cosh": cosh, "asin": asin, "arcsin": asin,
+    "acos": acos, "arccos": acos, "atan": atan, "arctan": atan, "floor": floor, "ceil": ceil,
+    "round": round_, "trunc": trunc, "fix": trunc, "frac": frac, "atan2": atan2,
+    "arctan2": atan2, "fmod": fmod, "remainder": remainder, "floor_divide": floor_divide}
 TORCH_FUNCTIONS.update(_MATH_FUNCTIONS)
-TENSOR_METHODS.update(_MATH_FUNCTIONS, __mod__=tensor_mod, __rmod__=tensor_rmod,
-                      __floordiv__=tensor_floordiv, __rfloordiv__=tensor_rfloordiv)
+TENSOR_METHODS.update(_MATH_FUNCTIONS)
+TENSOR_METHODS.update(_MATH_DUNDERS)

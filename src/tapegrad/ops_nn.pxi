@@ -1918,13 +1918,15 @@ def _random_result(out, str name, tuple inputs):
     return res
 
 
-TENSOR_METHODS.update(softmax=softmax, log_softmax=log_softmax)
-TORCH_FUNCTIONS.update(softmax=softmax, log_softmax=log_softmax, dropout=torch_dropout,
-                       embedding=torch_embedding, layer_norm=torch_layer_norm)
-NN_FUNCTIONS.update(softmax=functional_softmax, log_softmax=functional_log_softmax,
-                    nll_loss=nll_loss, cross_entropy=cross_entropy, mse_loss=mse_loss,
-                    l1_loss=l1_loss, smooth_l1_loss=smooth_l1_loss, huber_loss=huber_loss,
-                    binary_cross_entropy=binary_cross_entropy,
-                    binary_cross_entropy_with_logits=binary_cross_entropy_with_logits,
-                    dropout=dropout, embedding=embedding, layer_norm=layer_norm, one_hot=one_hot,
-                    pad=pad)
+# Dict literals, not keyword calls: ops_unary.pxi's registration says why (load-code size).
+TENSOR_METHODS.update({"softmax": softmax, "log_softmax": log_softmax})
+TORCH_FUNCTIONS.update({
+    "softmax": softmax, "log_softmax": log_softmax, "dropout": torch_dropout,
+    "embedding": torch_embedding, "layer_norm": torch_layer_norm})
+NN_FUNCTIONS.update({
+    "softmax": functional_softmax, "log_softmax": functional_log_softmax, "nll_loss": nll_loss,
+    "cross_entropy": cross_entropy, "mse_loss": mse_loss, "l1_loss": l1_loss,
+    "smooth_l1_loss": smooth_l1_loss, "huber_loss": huber_loss,
+    "binary_cross_entropy": binary_cross_entropy,
+    "binary_cross_entropy_with_logits": binary_cross_entropy_with_logits, "dropout": dropout,
+    "embedding": embedding, "layer_norm": layer_norm, "one_hot": one_hot, "pad": pad})

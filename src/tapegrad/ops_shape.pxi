@@ -868,15 +868,18 @@ def is_contiguous(TensorBase input, memory_format=None):
     return bool(input._array.flags.c_contiguous)
 
 
-TENSOR_METHODS.update(
-    reshape=reshape, view=view, view_as=view_as, reshape_as=reshape_as, flatten=flatten,
-    unflatten=unflatten, squeeze=squeeze, unsqueeze=unsqueeze, transpose=transpose, t=t,
-    T=property(_T), mT=property(_mT), permute=permute, movedim=movedim, moveaxis=movedim,
-    swapaxes=swapaxes, swapdims=swapdims, expand=expand, expand_as=expand_as, repeat=repeat,
-    tile=tile, split=split, chunk=chunk, unbind=unbind, clone=clone, contiguous=contiguous,
-    is_contiguous=is_contiguous)
-TORCH_FUNCTIONS.update(
-    reshape=reshape, flatten=flatten, unflatten=unflatten, squeeze=squeeze, unsqueeze=unsqueeze,
-    transpose=transpose, t=t, permute=permute, movedim=movedim, moveaxis=movedim,
-    swapaxes=swapaxes, swapdims=swapdims, tile=tile, cat=cat, concat=cat,
-    concatenate=concatenate, stack=stack, split=split, chunk=chunk, unbind=unbind, clone=clone)
+# Dict literals, not keyword calls: ops_unary.pxi's registration says why (load-code size).
+TENSOR_METHODS.update({
+    "reshape": reshape, "view": view, "view_as": view_as, "reshape_as": reshape_as,
+    "flatten": flatten, "unflatten": unflatten, "squeeze": squeeze, "unsqueeze": unsqueeze,
+    "transpose": transpose, "t": t, "T": property(_T), "mT": property(_mT), "permute": permute,
+    "movedim": movedim, "moveaxis": movedim, "swapaxes": swapaxes, "swapdims": swapdims,
+    "expand": expand, "expand_as": expand_as, "repeat": repeat, "tile": tile, "split": split,
+    "chunk": chunk, "unbind": unbind, "clone": clone, "contiguous": contiguous,
+    "is_contiguous": is_contiguous})
+TORCH_FUNCTIONS.update({
+    "reshape": reshape, "flatten": flatten, "unflatten": unflatten, "squeeze": squeeze,
+    "unsqueeze": unsqueeze, "transpose": transpose, "t": t, "permute": permute,
+    "movedim": movedim, "moveaxis": movedim, "swapaxes": swapaxes, "swapdims": swapdims,
+    "tile": tile, "cat": cat, "concat": cat, "concatenate": concatenate, "stack": stack,
+    "split": split, "chunk": chunk, "unbind": unbind, "clone": clone})

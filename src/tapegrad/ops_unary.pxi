@@ -951,9 +951,11 @@ cdef enum:
 
 cdef tuple CMP_NAMES = ("eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or",
                         "bitwise_xor", "logical_and", "logical_or", "logical_xor")
-cdef tuple CMP_UFUNCS = (np.equal, np.not_equal, np.less, np.less_equal, np.greater,
-                         np.greater_equal, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
-                         np.logical_and, np.logical_or, np.logical_xor)
+# Looked up in a loop, not written as a 12-item tuple: a tuple display holds each item in its
+# own temporary of the module's load function (see the registration at the end of this file).
+cdef tuple CMP_UFUNCS = tuple(getattr(np, name) for name in (
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor"))
 
 
 cdef object elementwise_nograd(int which, object a, object b, bint dunder):
@@ -1327,41 +1329,49 @@ def to_bool(TensorBase self, memory_format=None):
 
 # -- registration ----------------------------------------------------------------------------------
 
+# Module-level registration is written with dict literals, not keyword calls or tuples of pairs:
+# Cython holds every argument of a call (and every pair of a tuple) in a C temporary of the
+# module's load function, and GCC then stores each temporary at each of that function's several
+# hundred error exits.  A 30-argument call made this module's load function 167 KB (a third of
+# the module); a dict literal is built one item at a time, with two temporaries.
+
 # Functions whose Python name would shadow a builtin inside this module are defined with a suffix
 # and take their public name here (for repr and help()).
-for _fn, _name in ((abs_, "abs"), (any_, "any"), (all_, "all"), (type_, "type"),
-                   (relu_nn, "relu"), (where_method, "where"),
-                   (to_float, "float"), (to_double, "double"), (to_half, "half"),
-                   (to_long, "long"), (to_int, "int"), (to_short, "short"), (to_char, "char"),
-                   (to_byte, "byte"), (to_bool, "bool")):
+for _name, _fn in {"abs": abs_, "any": any_, "all": all_, "type": type_, "relu": relu_nn,
+                   "where": where_method, "float": to_float, "double": to_double,
+                   "half": to_half, "long": to_long, "int": to_int, "short": to_short,
+                   "char": to_char, "byte": to_byte, "bool": to_bool}.items():
     _fn.__name__ = _name
     _fn.__qualname__ = _name
-for _fn, _name in ((tensor_eq, "__eq__"), (tensor_ne, "__ne__"), (tensor_lt, "__lt__"),
-                   (tensor_le, "__le__"), (tensor_gt, "__gt__"), (tensor_ge, "__ge__"),
-                   (tensor_and, "__and__"), (tensor_rand, "__rand__"), (tensor_or, "__or__"),
-                   (tensor_ror, "__ror__"), (tensor_xor, "__xor__"), (tensor_rxor, "__rxor__"),
-                   (tensor_invert, "__invert__")):
+_TENSOR_DUNDERS = {
+    "__eq__": tensor_eq, "__ne__": tensor_ne, "__lt__": tensor_lt, "__le__": tensor_le,
+    "__gt__": tensor_gt, "__ge__": tensor_ge, "__and__": tensor_and, "__rand__": tensor_rand,
+    "__or__": tensor_or, "__ror__": tensor_ror, "__xor__": tensor_xor, "__rxor__": tensor_rxor,
+    "__invert__": tensor_invert}
+for _name, _fn in _TENSOR_DUNDERS.items():
     _fn.__name__ = _name
     _fn.__qualname__ = "Tensor." + _name
 
-_UNARY_FUNCTIONS = dict(
-    abs=abs_, absolute=abs_, sign=sign, log1p=log1p, expm1=expm1, sqrt=sqrt, rsqrt=rsqrt, sin=sin,
-    cos=cos, sigmoid=sigmoid, reciprocal=reciprocal, erf=erf, square=square,
-    clamp=clamp, clip=clamp, clamp_min=clamp_min, clamp_max=clamp_max,
-    maximum=maximum, minimum=minimum,
-    eq=eq, ne=ne, lt=lt, le=le, gt=gt, ge=ge, not_equal=ne, less=lt, less_equal=le, greater=gt,
-    greater_equal=ge, isnan=isnan, isinf=isinf, isfinite=isfinite, isposinf=isposinf,
-    isneginf=isneginf, any=any_, all=all_, logical_not=logical_not, logical_and=logical_and,
-    logical_or=logical_or, logical_xor=logical_xor, bitwise_not=bitwise_not,
-    bitwise_and=bitwise_and, bitwise_or=bitwise_or, bitwise_xor=bitwise_xor)
+_UNARY_FUNCTIONS = {
+    "abs": abs_, "absolute": abs_, "sign": sign, "log1p": log1p, "expm1": expm1, "sqrt": sqrt,
+    "rsqrt": rsqrt, "sin": sin, "cos": cos, "sigmoid": sigmoid, "reciprocal": reciprocal,
+    "erf": erf, "square": square,
+    "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max,
+    "maximum": maximum, "minimum": minimum,
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "not_equal": ne, "less": lt,
+    "less_equal": le, "greater": gt, "greater_equal": ge, "isnan": isnan, "isinf": isinf,
+    "isfinite": isfinite, "isposinf": isposinf, "isneginf": isneginf, "any": any_, "all": all_,
+    "logical_not": logical_not, "logical_and": logical_and, "logical_or": logical_or,
+    "logical_xor": logical_xor, "bitwise_not": bitwise_not, "bitwise_and": bitwise_and,
+    "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor}
 
-TORCH_FUNCTIONS.update(_UNARY_FUNCTIONS, where=where)
-TENSOR_METHODS.update(
-    _UNARY_FUNCTIONS, where=where_method,
-    __eq__=tensor_eq, __ne__=tensor_ne, __lt__=tensor_lt, __le__=tensor_le, __gt__=tensor_gt,
-    __ge__=tensor_ge, __and__=tensor_and, __rand__=tensor_rand, __or__=tensor_or,
-    __ror__=tensor_ror, __xor__=tensor_xor, __rxor__=tensor_rxor, __invert__=tensor_invert,
-    to=to, type=type_, type_as=type_as, float=to_float, double=to_double, half=to_half,
-    long=to_long, int=to_int, short=to_short, char=to_char, byte=to_byte, bool=to_bool)
-NN_FUNCTIONS.update(sigmoid=sigmoid, tanh=tanh, relu=relu_nn, leaky_relu=leaky_relu, elu=elu,
-                    softplus=softplus, silu=silu, gelu=gelu)
+TORCH_FUNCTIONS.update(_UNARY_FUNCTIONS)
+TORCH_FUNCTIONS["where"] = where
+TENSOR_METHODS.update(_UNARY_FUNCTIONS)
+TENSOR_METHODS.update(_TENSOR_DUNDERS)
+TENSOR_METHODS.update({
+    "where": where_method, "to": to, "type": type_, "type_as": type_as, "float": to_float,
+    "double": to_double, "half": to_half, "long": to_long, "int": to_int, "short": to_short,
+    "char": to_char, "byte": to_byte, "bool": to_bool})
+NN_FUNCTIONS.update({"sigmoid": sigmoid, "tanh": tanh, "relu": relu_nn, "leaky_relu": leaky_relu,
+                     "elu": elu, "softplus": softplus, "silu": silu, "gelu": gelu})

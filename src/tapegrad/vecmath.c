@@ -20,6 +20,11 @@
  * far below the closest approach of any double to a multiple of pi/2 (~2^-61). */
 
 #include "vecmath_consts.h"
+#include "vecmath_tables.h"
+
+/* The lookup tables every level shares (declared in vecmath_impl.h). */
+const double tg_vm_erf_table[] = VM_ERF_TABLE;
+const double tg_vm_log_table[] = VM_LOG_TABLE;
 
 static const uint64_t two_over_pi_words[20] = VM_TWO_OVER_PI_WORDS;
 

@@ -31,8 +31,10 @@ static const double sin_s_f64[] = VM_SIN_S_F64;
 static const double sin_s_f32[] = VM_SIN_S_F32;
 static const double cos_c_f64[] = VM_COS_C_F64;
 static const double cos_c_f32[] = VM_COS_C_F32;
-static const double erf_table[] = VM_ERF_TABLE;
-static const double log_table[] = VM_LOG_TABLE;
+/* The two large tables (24 KB and 4 KB) are defined once, in vecmath.c: each level's translation
+ * unit includes this file, and a static copy per level put both into the core twice. */
+extern const double tg_vm_erf_table[];
+extern const double tg_vm_log_table[];
 static const double erf_a_f32[] = VM_ERF_A_F32;
 static const double erf_b_f32[] = VM_ERF_B_F32;
 #define VM_NCOEF(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -436,7 +438,7 @@ static inline vd erf_f64_core(vd x)
     vd r = vd_mul(vd_sub(t, vd_set(VM_MAGIC)), vd_set(1.0 / VM_ERF_STEPS));
     vd d = vd_sub(a, r);                               /* exact */
     vd eh, el, sh, sl;
-    vd_lookup4(erf_table, i, &eh, &el, &sh, &sl);
+    vd_lookup4(tg_vm_erf_table, i, &eh, &el, &sh, &sl);
     vd c1 = vd_mul(r, vd_set(-2.0));
     vd c2 = vd_fma(vd_add(r, r), r, vd_set(-1.0));
     vd c3 = vd_mul(vd_fma(r, c2, c1), vd_set(-2.0 / 3.0));
@@ -499,7 +501,7 @@ static inline vd log_dd(vd u, vd *lo_out)
                   vd_set(0x1p52 + 1023.0));
     k = vd_add(k, kadj);
     vd invc, lch, lcl, unused;
-    vd_lookup4(log_table, j, &invc, &lch, &lcl, &unused);
+    vd_lookup4(tg_vm_log_table, j, &invc, &lch, &lcl, &unused);
     (void)unused;
     /* r = m invc - 1 = rh + rl: the product exactly as p + pe, p - 1 exact (Sterbenz), then
      * Fast2Sum (p - 1 is 0 or a multiple of ulp(p) >= |pe|). */
@@ -619,7 +621,7 @@ static inline vd pow_f32_core(vd x, const pow_exponent *pe)
     vd k = vd_sub(vi_as_vd(vi_or(vi_shr(b, 52), vi_set(UINT64_C(0x4330000000000000)))),
                   vd_set(0x1p52 + 1023.0));
     vd invc, lch, lcl, unused;
-    vd_lookup4(log_table, j, &invc, &lch, &lcl, &unused);
+    vd_lookup4(tg_vm_log_table, j, &invc, &lch, &lcl, &unused);
     (void)lcl;
     (void)unused;
     vd r = vd_fma(m, invc, vd_set(-1.0));
