@@ -25,6 +25,7 @@ from . import _core
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import _check_tensor, _dtype_name, _in_place, _wrap, register_family
+from ._incomplete_gamma import continued_fraction, series_sum
 from ._special_functions import _lgamma_values, _polygamma_values
 from .autograd.function import Function
 
@@ -341,36 +342,8 @@ def _regularized_gamma(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
     log_prefix = av * np.log(xv) - xv - _lgamma_values(av)
     series = xv < av + 1
     lower = np.empty_like(av)
-    s_a, s_x = av[series], xv[series]
-    term = 1.0 / s_a
-    total = term.copy()
-    denominator = s_a.copy()
-    for _ in range(2000):
-        denominator = denominator + 1
-        term = term * s_x / denominator
-        total += term
-        if (np.abs(term) <= np.abs(total) * 1e-17).all():
-            break
-    lower[series] = np.exp(log_prefix[series]) * total
-    c_a, c_x = av[~series], xv[~series]
-    tiny = 1e-300
-    b = c_x + 1 - c_a
-    c = np.full_like(b, 1 / tiny)
-    d = 1 / b
-    h = d.copy()
-    for i in range(1, 2000):
-        an = -i * (i - c_a)
-        b = b + 2
-        d = an * d + b
-        d = np.where(np.abs(d) < tiny, tiny, d)
-        c = b + an / c
-        c = np.where(np.abs(c) < tiny, tiny, c)
-        d = 1 / d
-        delta = d * c
-        h = h * delta
-        if (np.abs(delta - 1) <= 1e-16).all():
-            break
-    upper_cf = np.exp(log_prefix[~series]) * h
+    lower[series] = np.exp(log_prefix[series]) * series_sum(av[series], xv[series])
+    upper_cf = np.exp(log_prefix[~series]) * continued_fraction(av[~series], xv[~series])
     values = np.empty_like(av)
     values[series] = (1 - lower[series]) if upper else lower[series]
     values[~series] = upper_cf if upper else 1 - upper_cf

@@ -21,6 +21,20 @@ def expand_params(dist, cls, names, batch_shape, instance):
     return new
 
 
+def expand_probs_or_logits(dist, new, batch_shape, param_shape):
+    """`new` (from dist._get_checked_instance) given dist's probs and logits, those already
+    computed, broadcast to param_shape (the given one, or the logits when both are, as its
+    `_param`) and the batch shape batch_shape: the expand() of the probs-or-logits families."""
+    for name in ("probs", "logits"):
+        if name in dist.__dict__:
+            expanded = getattr(dist, name).expand(*param_shape)
+            setattr(new, name, expanded)
+            new._param = expanded
+    Distribution.__init__(new, Size(batch_shape), validate_args=False)
+    new._validate_args = dist._validate_args
+    return new
+
+
 def uniform_like(dist, sample_shape, like, low: float = 0.0):
     """U[low, 1) draws of shape sample_shape + batch_shape + event_shape in like's dtype (a
     constant tensor: gradients flow through what is built from it)."""

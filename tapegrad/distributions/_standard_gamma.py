@@ -12,16 +12,17 @@ from __future__ import annotations
 import numpy as np
 
 from .. import random as _random
+from .._incomplete_gamma import continued_fraction, series_sum
 from ..autograd.function import Function
 from ..creation import _make
-
 
 
 def _lgamma(a: np.ndarray) -> np.ndarray:
     """log Gamma(a) elementwise, by tapegrad's compiled kernel (float64 in, float64 out)."""
     from .. import lgamma
     return lgamma(_make(np.ascontiguousarray(a, dtype=np.float64), False))._array
-_MAX_TERMS = 2000
+
+
 _LARGE_ALPHA = 1e4
 
 
@@ -32,58 +33,12 @@ def _log_prefactor(alpha, x):
 
 def _lower_regularized(alpha, x):
     """P(alpha, x) by its power series (for x < alpha + 1, where it converges fast)."""
-    total = 1 / alpha
-    term = total.copy()
-    out = np.empty_like(x)
-    active = np.arange(x.size)            # entries still summing
-    a, xs = alpha.copy(), x.copy()
-    for i in range(_MAX_TERMS):
-        a = a + 1
-        term = term * xs / a
-        total = total + term
-        if i % 8 == 7 or i == _MAX_TERMS - 1:
-            # finished entries leave the working arrays, so the slow ones do not hold up the rest
-            done = np.abs(term) <= np.abs(total) * 1e-17
-            if i == _MAX_TERMS - 1:
-                done[:] = True
-            out[active[done]] = total[done]
-            keep = ~done
-            active, a, xs, term, total = active[keep], a[keep], xs[keep], term[keep], total[keep]
-            if active.size == 0:
-                break
-    return np.exp(_log_prefactor(alpha, x)) * out
+    return np.exp(_log_prefactor(alpha, x)) * series_sum(alpha, x)
 
 
 def _upper_regularized(alpha, x):
-    """Q(alpha, x) = 1 - P by its continued fraction, modified Lentz (for x >= alpha + 1)."""
-    tiny = 1e-300
-    b = x + 1 - alpha
-    c = np.full_like(x, 1 / tiny)
-    d = 1 / b
-    h = d.copy()
-    out = np.empty_like(x)
-    active = np.arange(x.size)
-    al = alpha.copy()
-    for i in range(1, _MAX_TERMS):
-        an = -i * (i - al)
-        b = b + 2
-        d = an * d + b
-        d = np.where(np.abs(d) < tiny, tiny, d)
-        c = b + an / c
-        c = np.where(np.abs(c) < tiny, tiny, c)
-        d = 1 / d
-        delta = d * c
-        h = h * delta
-        if i % 4 == 0 or i == _MAX_TERMS - 1:
-            done = np.abs(delta - 1) <= 1e-15
-            if i == _MAX_TERMS - 1:
-                done[:] = True
-            out[active[done]] = h[done]
-            keep = ~done
-            active, al, b, c, d, h = active[keep], al[keep], b[keep], c[keep], d[keep], h[keep]
-            if active.size == 0:
-                break
-    return np.exp(_log_prefactor(alpha, x)) * out
+    """Q(alpha, x) = 1 - P by its continued fraction (for x >= alpha + 1)."""
+    return np.exp(_log_prefactor(alpha, x)) * continued_fraction(alpha, x)
 
 
 def _regularized_gamma_p(alpha, x):

@@ -9,6 +9,7 @@ from ..grad_mode import no_grad
 from ..nn import functional as F
 from ..tensor import Size
 from . import constraints
+from ._params import expand_probs_or_logits
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
@@ -64,16 +65,7 @@ class Bernoulli(ExponentialFamily):
     def expand(self, batch_shape, _instance=None):
         """A Bernoulli with the same parameters broadcast to ``batch_shape`` (no copy of the data)."""
         new = self._get_checked_instance(Bernoulli, _instance)
-        batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(*batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(*batch_shape)
-            new._param = new.logits
-        ExponentialFamily.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return expand_probs_or_logits(self, new, batch_shape, batch_shape)
 
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -8,6 +8,7 @@ from ..creation import _broadcast_shapes, _make
 from ..grad_mode import no_grad
 from ..tensor import Size
 from . import constraints
+from ._params import expand_probs_or_logits
 from .distribution import Distribution
 from .utils import lazy_property, logits_to_probs, probs_to_logits
 
@@ -73,18 +74,9 @@ class Categorical(Distribution):
     def expand(self, batch_shape, _instance=None):
         """A Categorical with the same parameters broadcast to ``batch_shape`` (no copy of the data)."""
         new = self._get_checked_instance(Categorical, _instance)
-        batch_shape = Size(batch_shape)
-        param_shape = tuple(batch_shape) + (self._num_events,)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(*param_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(*param_shape)
-            new._param = new.logits
         new._num_events = self._num_events
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        param_shape = tuple(Size(batch_shape)) + (self._num_events,)
+        return expand_probs_or_logits(self, new, batch_shape, param_shape)
 
     def sample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)        # also refuses a bare int, as PyTorch

@@ -126,16 +126,27 @@ class _IntegerGreaterThan(Constraint):
         return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
 
 
+def _is_symmetric(v):
+    """Per trailing square matrix of v: whether it equals its transpose to 1e-6."""
+    return np.isclose(v, np.swapaxes(v, -1, -2), atol=1e-6).all(axis=(-2, -1))
+
+
+def _symmetric_and_smallest_eigenvalue(v):
+    """Per trailing square matrix of v: whether it is symmetric (to 1e-6), and its smallest
+    eigenvalue (a zero matrix's where it is not symmetric, so eigvalsh sees only symmetric ones)."""
+    symmetric = _is_symmetric(v)
+    with np.errstate(invalid="ignore"):
+        smallest = np.linalg.eigvalsh(np.where(symmetric[..., None, None], v, 0)).min(-1)
+    return symmetric, smallest
+
+
 class _PositiveDefinite(Constraint):
     """The constraint: each trailing square matrix is symmetric with positive eigenvalues."""
     event_dim = 2
 
     def check(self, value):
-        v = _values(value)
-        symmetric = np.isclose(v, np.swapaxes(v, -1, -2), atol=1e-6).all(axis=(-2, -1))
-        with np.errstate(invalid="ignore"):
-            positive = np.linalg.eigvalsh(np.where(symmetric[..., None, None], v, 0)).min(-1) > 0
-        return symmetric & positive
+        symmetric, smallest = _symmetric_and_smallest_eigenvalue(_values(value))
+        return symmetric & (smallest > 0)
 
 
 class _LowerCholesky(Constraint):
@@ -153,11 +164,8 @@ class _PositiveSemidefinite(Constraint):
     event_dim = 2
 
     def check(self, value):
-        v = _values(value)
-        symmetric = np.isclose(v, np.swapaxes(v, -1, -2), atol=1e-6).all(axis=(-2, -1))
-        with np.errstate(invalid="ignore"):
-            eig = np.linalg.eigvalsh(np.where(symmetric[..., None, None], v, 0)).min(-1)
-        return symmetric & (eig >= 0)
+        symmetric, smallest = _symmetric_and_smallest_eigenvalue(_values(value))
+        return symmetric & (smallest >= 0)
 
 
 class _Square(Constraint):
@@ -176,7 +184,7 @@ class _Symmetric(_Square):
         v = _values(value)
         if v.shape[-1] != v.shape[-2]:
             return np.zeros(v.shape[:-2], dtype=bool)
-        return np.isclose(v, np.swapaxes(v, -1, -2), atol=1e-6).all(axis=(-2, -1))
+        return _is_symmetric(v)
 
 
 class _LowerTriangular(Constraint):

@@ -14,8 +14,7 @@ from ..grad_mode import no_grad
 from ..nn import functional as F
 from ..tensor import Size
 from . import constraints
-from ._params import uniform_like
-from .distribution import Distribution
+from ._params import expand_probs_or_logits, uniform_like
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
@@ -50,16 +49,7 @@ class ContinuousBernoulli(ExponentialFamily):
         """A ContinuousBernoulli with its parameter broadcast to ``batch_shape``."""
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
-        batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(*batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(*batch_shape)
-            new._param = new.logits
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return expand_probs_or_logits(self, new, batch_shape, batch_shape)
 
     @lazy_property
     def logits(self):

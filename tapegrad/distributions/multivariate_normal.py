@@ -20,6 +20,15 @@ def _batch_broadcast(a: tuple, b: tuple) -> tuple:
     return tuple(max(x, y) for x, y in zip(a, b))
 
 
+def _the_one_matrix(covariance_matrix, precision_matrix, scale_tril):
+    """The one of the three matrix parameters given (MultivariateNormal's and Wishart's)."""
+    given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
+    if len(given) != 1:
+        raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril "
+                         "may be specified.")
+    return given[0]
+
+
 class MultivariateNormal(Distribution):
     """N(loc, Sigma) over the last dim of loc; exactly one of the three matrix forms is given."""
 
@@ -34,11 +43,7 @@ class MultivariateNormal(Distribution):
                  validate_args=None):
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
-        given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
-        if len(given) != 1:
-            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril "
-                             "may be specified.")
-        matrix = given[0]
+        matrix = _the_one_matrix(covariance_matrix, precision_matrix, scale_tril)
         if matrix.dim() < 2:
             name = ("covariance_matrix" if covariance_matrix is not None else
                     "precision_matrix" if precision_matrix is not None else "scale_tril")

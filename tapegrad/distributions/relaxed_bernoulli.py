@@ -2,22 +2,15 @@
 its logit: continuous, reparameterised relaxations of Bernoulli at a temperature."""
 from __future__ import annotations
 
-import math
-import numbers
-
 from ..tensor import Size
 from . import constraints
 from ._params import BinaryParameter, expand_params, set_probs_or_logits, uniform_like
+from ._relaxed import _RelaxedTransformed, _log_temperature
 from .distribution import Distribution
-from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
 from .utils import broadcast_all, clamp_probs
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
-
-
-def _log(x):
-    return math.log(x) if isinstance(x, numbers.Number) else x.log()
 
 
 class LogitRelaxedBernoulli(BinaryParameter, Distribution):
@@ -58,16 +51,15 @@ class LogitRelaxedBernoulli(BinaryParameter, Distribution):
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
         diff = logits - value * self.temperature
-        return _log(self.temperature) + diff - 2 * diff.exp().log1p()
+        return _log_temperature(self.temperature) + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(_RelaxedTransformed):
     """sigmoid of a LogitRelaxedBernoulli: values in (0, 1) that approach Bernoulli samples as
     ``temperature`` goes to 0; reparameterised."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
-    has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         base = LogitRelaxedBernoulli(temperature, probs, logits)
@@ -76,18 +68,3 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        """The relaxation temperature (lower: closer to a Bernoulli)."""
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        """The log-odds of the underlying Bernoulli."""
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        """The success probability of the underlying Bernoulli."""
-        return self.base_dist.probs

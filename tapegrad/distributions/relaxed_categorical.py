@@ -3,14 +3,13 @@ ExpRelaxedCategorical, its log: reparameterised relaxations of OneHotCategorical
 from __future__ import annotations
 
 import math
-import numbers
 
 from ..tensor import Size
 from . import constraints
 from ._categorical_backed import CategoricalBacked
 from ._params import uniform_like
+from ._relaxed import _RelaxedTransformed, _log_temperature
 from .categorical import Categorical
-from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
 from .utils import clamp_probs
 
@@ -45,21 +44,18 @@ class ExpRelaxedCategorical(CategoricalBacked):
         k = self._categorical._num_events
         if self._validate_args:
             self._validate_sample(value)
-        t = self.temperature
-        log_t = math.log(t) if isinstance(t, numbers.Number) else t.log()
-        log_scale = math.lgamma(k) + (k - 1) * log_t
-        score = self.logits - value * t
+        log_scale = math.lgamma(k) + (k - 1) * _log_temperature(self.temperature)
+        score = self.logits - value * self.temperature
         score = (score - score.logsumexp(dim=-1, keepdim=True)).sum(-1)
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_RelaxedTransformed):
     """exp of an ExpRelaxedCategorical: points of the simplex that approach one-hot samples as
     ``temperature`` goes to 0 (Gumbel-softmax); reparameterised."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.simplex
-    has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         base = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
@@ -68,18 +64,3 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        """The relaxation temperature (lower: closer to one-hot)."""
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        """The normalised log-probabilities of the underlying categorical."""
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        """The probabilities of the underlying categorical."""
-        return self.base_dist.probs

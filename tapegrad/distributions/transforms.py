@@ -425,18 +425,32 @@ class ReshapeTransform(Transform):
         return self._reshaped(shape, self.out_shape, self.in_shape)
 
 
-class ExpTransform(Transform):
+class _ParameterlessTransform(Transform):
+    """A transform without parameters: any two of its kind are equal.
+
+    "Its kind" is the class that derives from this one directly (torch's
+    ``isinstance(other, ExpTransform)``), so an instance of a user's subclass of ExpTransform
+    still equals a plain ExpTransform, both ways round.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if _ParameterlessTransform in cls.__bases__:
+            cls._equality_kind = cls
+
+    def __eq__(self, other):
+        return isinstance(other, self._equality_kind)
+
+    __hash__ = object.__hash__
+
+
+class ExpTransform(_ParameterlessTransform):
     """y = exp(x)."""
 
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, ExpTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.exp()
@@ -492,18 +506,13 @@ class PowerTransform(Transform):
         return Size(_broadcast_shapes(tuple(shape), tuple(self.exponent.shape)))
 
 
-class SigmoidTransform(Transform):
+class SigmoidTransform(_ParameterlessTransform):
     """y = sigmoid(x), kept inside (0, 1) at the dtype's precision."""
 
     domain = constraints.real
     codomain = constraints.unit_interval
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, SigmoidTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return _clipped_sigmoid(x)
@@ -517,18 +526,13 @@ class SigmoidTransform(Transform):
         return -F.softplus(-x) - F.softplus(x)
 
 
-class SoftplusTransform(Transform):
+class SoftplusTransform(_ParameterlessTransform):
     """y = log(1 + exp(x)), onto the positive numbers."""
 
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, SoftplusTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return F.softplus(x)
@@ -540,7 +544,7 @@ class SoftplusTransform(Transform):
         return -F.softplus(-x)
 
 
-class TanhTransform(Transform):
+class TanhTransform(_ParameterlessTransform):
     """y = tanh(x), the squashing of SAC-style policies; log |dy/dx| computed stably as
     2 (log 2 - x - softplus(-2x))."""
 
@@ -548,11 +552,6 @@ class TanhTransform(Transform):
     codomain = constraints.interval(-1.0, 1.0)
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, TanhTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tanh()
@@ -564,16 +563,11 @@ class TanhTransform(Transform):
         return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
 
 
-class AbsTransform(Transform):
+class AbsTransform(_ParameterlessTransform):
     """y = |x| (not injective: the inverse returns the positive preimage)."""
 
     domain = constraints.real
     codomain = constraints.positive
-
-    def __eq__(self, other):
-        return isinstance(other, AbsTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.abs()
@@ -657,16 +651,11 @@ class AffineTransform(Transform):
         return self.forward_shape(shape)
 
 
-class SoftmaxTransform(Transform):
+class SoftmaxTransform(_ParameterlessTransform):
     """x -> softmax(x) over the last dim (onto the simplex; not injective: the inverse is log)."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
-
-    def __eq__(self, other):
-        return isinstance(other, SoftmaxTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         probs = (x - x.max(-1, True)[0]).exp()
@@ -688,18 +677,13 @@ def _ones_cumsum(x, n):
     return x.new_ones(n).cumsum(-1)
 
 
-class StickBreakingTransform(Transform):
+class StickBreakingTransform(_ParameterlessTransform):
     """Maps a real vector of length K - 1 onto the K-simplex by stick breaking (a bijection,
     unlike softmax): the basis of biject_to(simplex)."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, StickBreakingTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         k = x.shape[-1]
@@ -734,17 +718,12 @@ class StickBreakingTransform(Transform):
         return Size(tuple(shape[:-1]) + (shape[-1] - 1,))
 
 
-class LowerCholeskyTransform(Transform):
+class LowerCholeskyTransform(_ParameterlessTransform):
     """An unconstrained square matrix -> a lower-triangular one with positive diagonal (the
     strictly lower part kept, the diagonal exponentiated)."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
-
-    def __eq__(self, other):
-        return isinstance(other, LowerCholeskyTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
@@ -753,17 +732,12 @@ class LowerCholeskyTransform(Transform):
         return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
 
 
-class PositiveDefiniteTransform(Transform):
+class PositiveDefiniteTransform(_ParameterlessTransform):
     """An unconstrained square matrix -> L L^T with L its LowerCholeskyTransform (positive
     definite)."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite
-
-    def __eq__(self, other):
-        return isinstance(other, PositiveDefiniteTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         lower = LowerCholeskyTransform()(x)
@@ -774,7 +748,7 @@ class PositiveDefiniteTransform(Transform):
         return LowerCholeskyTransform().inv(linalg.cholesky(y))
 
 
-class CorrCholeskyTransform(Transform):
+class CorrCholeskyTransform(_ParameterlessTransform):
     """A real vector of length D(D-1)/2 -> the Cholesky factor of a D x D correlation matrix
     (lower triangular, positive diagonal, rows of unit norm), by a signed stick breaking of
     tanh(x) row by row."""
@@ -782,11 +756,6 @@ class CorrCholeskyTransform(Transform):
     domain = constraints.real_vector
     codomain = constraints.corr_cholesky
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, CorrCholeskyTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         from .. import cat, eye

@@ -14,6 +14,7 @@ from ..tensor import Size
 from . import constraints
 from ._standard_gamma import standard_gamma
 from .exp_family import ExponentialFamily
+from .multivariate_normal import _the_one_matrix
 from .utils import lazy_property
 
 __all__ = ["Wishart"]
@@ -45,11 +46,7 @@ class Wishart(ExponentialFamily):
 
     def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None,
                  validate_args=None):
-        given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
-        if len(given) != 1:
-            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril "
-                             "may be specified.")
-        param = given[0]
+        param = _the_one_matrix(covariance_matrix, precision_matrix, scale_tril)
         if param.dim() < 2:
             raise ValueError("scale_tril must be at least two-dimensional, with optional leading "
                              "batch dimensions")

@@ -297,6 +297,34 @@ def _conv_weight_grad_narrow(x, gy, g: Geometry, wshape):
     return np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(0).reshape(wshape)
 
 
+def _via_2d(lift, lower, compute, *inputs, lowered: int = 2):
+    """compute(*inputs) for a 2-d convolution.  A 1-d one ((N, C, L) inputs) runs as a 2-d one of
+    height 1: its inputs lifted to (N, C, 1, L) by `lift`, the first `lowered` results (those of
+    1-d shape) brought back by `lower` (None stays None).  So a 1-d convolution's grad_fn is the
+    convolution's (PyTorch's) and a replay has no view steps around it."""
+    if inputs[0].ndim != 3:
+        return compute(*inputs)
+    results = list(compute(*(lift(a) for a in inputs)))
+    results[:lowered] = [None if r is None else lower(r) for r in results[:lowered]]
+    return tuple(results)
+
+
+def _lift_array(a):
+    return a[:, :, None, :]
+
+
+def _lower_array(a):
+    return a[:, :, 0, :]
+
+
+def _lift_tensor(t):
+    return t.unsqueeze(2)
+
+
+def _lower_tensor(t):
+    return t.squeeze(2)
+
+
 class _Conv(KernelFunction):
     """y = conv(x, w) + bias over a Geometry; the bias (O,) is optional, and is added in place of
     a separate broadcast add (one pass less each way, and PyTorch's single grad_fn)."""
@@ -305,43 +333,31 @@ class _Conv(KernelFunction):
 
     @staticmethod
     def kernel_forward(x, w, geom, bias=None):
-        # A 1-d convolution (x (N, C, L), w (O, C/groups, k)) runs as a 2-d one of height 1 on
-        # views of its arrays, so its grad_fn is the convolution's (PyTorch's) and a replay has
-        # no view steps around it.
-        flat = x.ndim == 3
-        x4, w4 = (x[:, :, None, :], w[:, :, None, :]) if flat else (x, w)
-        y = _conv_np(x4, w4, geom, bias)
-        return (y[:, :, 0, :] if flat else y), (x4, w4, geom)
+        def forward(x4, w4):
+            return _conv_np(x4, w4, geom, bias), (x4, w4, geom)
+        return _via_2d(_lift_array, _lower_array, forward, x, w, lowered=1)
 
     @staticmethod
     def kernel_backward(state, needs, grads):
-        x, w, geom = state
-        gy = grads[0]
-        flat = gy.ndim == 3
-        if flat:
-            gy = gy[:, :, None, :]
-        gx = _conv_input_grad_np(gy, w, geom, x.shape[0]) if needs[0] else None
-        gw = _conv_weight_grad_np(x, gy, geom, w.shape) if needs[1] else None
-        gb = np.add.reduce(gy, axis=(0, 2, 3)) if len(needs) > 3 and needs[3] else None
-        if flat:
-            gx = None if gx is None else gx[:, :, 0, :]
-            gw = None if gw is None else gw[:, :, 0, :]
-        return gx, gw, None, gb
+        x, w, geom = state                                  # already 2-d (kernel_forward)
+
+        def backward(gy):
+            gx = _conv_input_grad_np(gy, w, geom, x.shape[0]) if needs[0] else None
+            gw = _conv_weight_grad_np(x, gy, geom, w.shape) if needs[1] else None
+            gb = np.add.reduce(gy, axis=(0, 2, 3)) if len(needs) > 3 and needs[3] else None
+            return gx, gw, None, gb
+        return _via_2d(_lift_array, _lower_array, backward, grads[0])
 
     @staticmethod
     def graph_backward(ctx, saved, gy):
-        x, w = saved
         geom, need = ctx.params[2], ctx.needs_input_grad
-        flat = x.dim() == 3
-        if flat:
-            x, w, gy = x.unsqueeze(2), w.unsqueeze(2), gy.unsqueeze(2)
-        gx = _ConvInputGrad.apply(gy, w, geom, x.shape[0]) if need[0] else None
-        gw = _ConvWeightGrad.apply(x, gy, geom, tuple(w.shape)) if need[1] else None
-        gb = gy.sum((0, 2, 3)) if len(need) > 3 and need[3] else None
-        if flat:
-            gx = None if gx is None else gx.squeeze(2)
-            gw = None if gw is None else gw.squeeze(2)
-        return gx, gw, None, gb
+
+        def backward(x, w, gy):
+            gx = _ConvInputGrad.apply(gy, w, geom, x.shape[0]) if need[0] else None
+            gw = _ConvWeightGrad.apply(x, gy, geom, tuple(w.shape)) if need[1] else None
+            gb = gy.sum((0, 2, 3)) if len(need) > 3 and need[3] else None
+            return gx, gw, None, gb
+        return _via_2d(_lift_tensor, _lower_tensor, backward, *saved, gy)
 
 
 # PyTorch's name for a convolution's grad_fn.
@@ -357,43 +373,34 @@ class _ConvInputGrad(KernelFunction):
 
     @staticmethod
     def kernel_forward(gy, w, geom, n, bias=None):
-        # a 1-d transposed convolution runs as a 2-d one of height 1 on views (as _Conv)
-        flat = gy.ndim == 3
-        gy4, w4 = (gy[:, :, None, :], w[:, :, None, :]) if flat else (gy, w)
-        x = _conv_input_grad_np(gy4, w4, geom, n)
-        if bias is not None:
-            x += bias.reshape(1, -1, 1, 1)
-        return (x[:, :, 0, :] if flat else x), (gy4, w4, geom)
+        def forward(gy4, w4):
+            x = _conv_input_grad_np(gy4, w4, geom, n)
+            if bias is not None:
+                x += bias.reshape(1, -1, 1, 1)
+            return x, (gy4, w4, geom)
+        return _via_2d(_lift_array, _lower_array, forward, gy, w, lowered=1)
 
     @staticmethod
     def kernel_backward(state, needs, grads):
-        gy, w, geom = state
-        gx = grads[0]
-        flat = gx.ndim == 3
-        if flat:
-            gx = gx[:, :, None, :]
-        dgy = _conv_np(gx, w, geom) if needs[0] else None
-        dw = _conv_weight_grad_np(gx, gy, geom, w.shape) if needs[1] else None
-        db = np.add.reduce(gx, axis=(0, 2, 3)) if len(needs) > 4 and needs[4] else None
-        if flat:
-            dgy = None if dgy is None else dgy[:, :, 0, :]
-            dw = None if dw is None else dw[:, :, 0, :]
-        return dgy, dw, None, None, db
+        gy, w, geom = state                                 # already 2-d (kernel_forward)
+
+        def backward(gx):
+            dgy = _conv_np(gx, w, geom) if needs[0] else None
+            dw = _conv_weight_grad_np(gx, gy, geom, w.shape) if needs[1] else None
+            db = np.add.reduce(gx, axis=(0, 2, 3)) if len(needs) > 4 and needs[4] else None
+            return dgy, dw, None, None, db
+        return _via_2d(_lift_array, _lower_array, backward, grads[0])
 
     @staticmethod
     def graph_backward(ctx, saved, gx):
-        gy, w = saved
         geom, need = ctx.params[2], ctx.needs_input_grad
-        flat = gy.dim() == 3
-        if flat:
-            gy, w, gx = gy.unsqueeze(2), w.unsqueeze(2), gx.unsqueeze(2)
-        dgy = _Conv.apply(gx, w, geom) if need[0] else None
-        dw = _ConvWeightGrad.apply(gx, gy, geom, tuple(w.shape)) if need[1] else None
-        db = gx.sum((0, 2, 3)) if len(need) > 4 and need[4] else None
-        if flat:
-            dgy = None if dgy is None else dgy.squeeze(2)
-            dw = None if dw is None else dw.squeeze(2)
-        return dgy, dw, None, None, db
+
+        def backward(gy, w, gx):
+            dgy = _Conv.apply(gx, w, geom) if need[0] else None
+            dw = _ConvWeightGrad.apply(gx, gy, geom, tuple(w.shape)) if need[1] else None
+            db = gx.sum((0, 2, 3)) if len(need) > 4 and need[4] else None
+            return dgy, dw, None, None, db
+        return _via_2d(_lift_tensor, _lower_tensor, backward, *saved, gx)
 
 
 # PyTorch's name for a transposed convolution's grad_fn too.

@@ -1,0 +1,44 @@
+"""The shared half of HalfNormal and HalfCauchy: |X| for X a distribution centred at 0 and
+symmetric about it, so every law of |X| follows from X's by folding at 0."""
+from __future__ import annotations
+
+import math
+
+from . import constraints
+from .transformed_distribution import TransformedDistribution
+
+
+class _FoldedAtZero(TransformedDistribution):
+    """|X| for X = ``base_dist``, symmetric about 0 with a ``scale``: density 2 p_X(x) on
+    x >= 0, cdf 2 F_X(x) - 1, entropy H(X) - log 2.  Subclasses give the base distribution,
+    ``expand`` (it names the class) and the moments."""
+
+    arg_constraints = {"scale": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+
+    @property
+    def scale(self):
+        """The scale of the base distribution folded at 0."""
+        return self.base_dist.scale
+
+    @property
+    def mode(self):
+        return self.scale * 0
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        log_prob = self.base_dist.log_prob(value) + math.log(2)
+        return log_prob.masked_fill(value < 0, -math.inf)
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 2 * self.base_dist.cdf(value) - 1
+
+    def icdf(self, prob):
+        return self.base_dist.icdf((prob + 1) / 2)
+
+    def entropy(self):
+        return self.base_dist.entropy() - math.log(2)
