@@ -993,7 +993,8 @@ def known(cat, msg):
     return any(c in (cat, "*") and re.search(p, msg) for c, p in KNOWN)
 
 
-def check_program(prog):
+def check_program(prog, runs=None):
+    """The findings of one program; `runs`, when a list, receives (torch run, tapegrad run)."""
     import tapegrad
     import torch
     with warnings.catch_warnings():
@@ -1008,6 +1009,8 @@ def check_program(prog):
             with torch.autograd.graph.allow_mutation_on_saved_tensors():
                 t_run = execute(torch, prog)
         findings = compare_runs(prog, t_run, g_run)
+        if runs is not None:
+            runs[:] = [t_run, g_run]
         if prog.mode == "compile" and not findings:
             findings += compile_check(prog, t_run)
         if not findings and prog.mode != "compile" and in_threads(prog.seed):
@@ -1043,13 +1046,23 @@ def threads_check(prog, t_run, n_threads=3):
     return []
 
 
-def check_seed(seed, show_known=False):
+def check_seed(seed, show_known=False, verdict=None):
+    """(program, findings) of one seed; `verdict`, when a dict, receives the adjudication of
+    its value/gradient findings against float64 finite differences (tools/fuzz_adjudicate.py)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prog = generate(seed)
-    findings = check_program(prog)
+    runs = []
+    findings = check_program(prog, runs)
     if not show_known:
         findings = [(c, m) for c, m in findings if not known(c, m)]
+    if verdict is not None and runs:
+        import fuzz_adjudicate
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            v = fuzz_adjudicate.adjudicate(prog, findings, *runs)
+        if v:
+            verdict.update(v)
     return prog, findings
 
 
@@ -1095,12 +1108,19 @@ def shrink(prog, category):
 
 def checker(kind):
     if kind == "programs":
-        return lambda seed: _summary(*check_seed(seed))
+        def check(seed):
+            verdict = {}
+            return _summary(*check_seed(seed, verdict=verdict), verdict)
+        return check
     return lambda seed: _summary_surface(*surface.check_seed(seed))
 
 
-def _summary(prog, findings):
-    return [{"op": "program", "mode": prog.mode, "cat": c, "msg": m} for c, m in findings]
+def _summary(prog, findings, verdict=None):
+    recs = [{"op": "program", "mode": prog.mode, "cat": c, "msg": m} for c, m in findings]
+    for rec in recs:
+        if verdict and rec["cat"] in ("value", "grad", "signed-zero"):
+            rec.update(verdict)
+    return recs
 
 
 def _summary_surface(prog, findings):
@@ -1204,14 +1224,19 @@ def drive(kinds, first, seconds, batch, out_path, timeout):
     print(f"{runs}; {len(findings)} findings, {len(summary)} distinct; written to {out_path}")
     for (kind, cat, op_, msg), ss in sorted(summary.items(), key=lambda kv: -len(kv[1])):
         print(f"  {kind} [{cat}] {op_}: {msg} ... x{len(ss)} seeds {ss[:5]}")
+    import fuzz_adjudicate
+    print("\n".join(fuzz_adjudicate.report(findings)))
     return n, findings
 
 
 def repro(seed, do_shrink=True):
-    prog, findings = check_seed(seed, show_known=True)
+    verdict = {}
+    prog, findings = check_seed(seed, show_known=True, verdict=verdict)
     print(f"seed {seed}: mode={prog.mode}, {len(prog.steps)} steps")
     for c, m in findings:
         print(f"[{c}] {m}")
+    if verdict:
+        print(f"verdict: {verdict['verdict']}: {verdict['evidence']}")
     if not findings:
         print("no findings")
         return 0
@@ -1239,10 +1264,20 @@ def main(argv=None):
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--seeds", default=None, help="A:B, in process")
     ap.add_argument("--all", action="store_true", help="also report the KNOWN differences")
+    ap.add_argument("--report", default=None,
+                    help="print a findings file grouped by verdict (tapegrad's possible errors first)")
     ap.add_argument("--worker", default=None)
     ap.add_argument("--progress", default=None)
     a = ap.parse_args(argv)
     kinds = a.kind.split(",")
+    if a.report:
+        import fuzz_adjudicate
+        with open(a.report) as f:
+            recs = [json.loads(line) for line in f if line.strip()]
+        print("\n".join(fuzz_adjudicate.report([r for r in recs if "cat" in r])))
+        ran = [r["ran"] for r in recs if "ran" in r]
+        print(f"programs run: {ran[-1] if ran else 0}")
+        return 0
     if a.worker:
         s, e = map(int, a.worker.split(":"))
         worker(kinds[0], s, e, a.progress)
