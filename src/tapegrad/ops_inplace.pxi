@@ -481,7 +481,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     # size-1 dims
     cdef bint check_overlap = isinstance(value, TensorBase) and not onto_base
     if check_overlap and advanced:
-        check_source_overlap(A, V, True)
+        if index_put_key(nkey, V):
+            check_source_overlap(A, V, True)
+        else:
+            # one mask and a one-element value: PyTorch's masked_fill_, which reads the value
+            # before writing and checks no overlap (x[x > 0] = x[0:1]; fuzz seed 50002974)
+            V = V.copy()
     given = V
     V = fit_value(V, np.shape(T), bool(advanced), value)
     if check_overlap and not advanced and isinstance(T, np.ndarray):
