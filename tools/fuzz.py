@@ -945,7 +945,8 @@ def compile_check(prog, t_run, n_calls=3):
         for what, es, cs in (("output", e_res[1], c_res[1]), ("grad", e_res[2], c_res[2])):
             for j, (a, b) in enumerate(zip(es, cs)):
                 if not _bit_equal(a, b):
-                    findings.append(("compile", f"call {call}: {what} {j} differs: eager "
+                    findings.append(("compile", f"call {call}: {what} {j} differs "
+                                                f"({_how_bits_differ(a, b)}): eager "
                                                 f"{_desc(a)} vs compiled {_desc(b)} "
                                                 f"({compiled.explain()})"))
         if findings:
@@ -965,6 +966,23 @@ def _bit_equal(a, b):
         return True
     return (a[2] == b[2] and a[3] == b[3] and a[4] == b[4]
             and a[1].tobytes() == b[1].tobytes())
+
+
+def _how_bits_differ(a, b):
+    """For the report: the largest difference in units of the last place, and whether the NaN
+    masks agree (a NaN payload or a summation order differs, or a value does)."""
+    if a[0] != "t" or b[0] != "t" or a[1].shape != b[1].shape or a[1].dtype != b[1].dtype \
+            or a[1].dtype.kind != "f":
+        return "structure"
+    x, y = a[1].astype(np.float64), b[1].astype(np.float64)
+    nan_same = bool(np.array_equal(np.isnan(x), np.isnan(y)))
+    ok = ~(np.isnan(x) | np.isnan(y))
+    with np.errstate(invalid="ignore", over="ignore"):
+        ulp = np.spacing(np.abs(a[1][ok])).astype(np.float64)
+        d = np.abs(x[ok] - y[ok])
+        d = np.where(x[ok] == y[ok], 0.0, d)
+        ulps = float(np.max(d / ulp)) if d.size else 0.0
+    return f"max {ulps:.3g} ulp, NaN mask {'same' if nan_same else 'differs'}"
 
 
 def _desc(s):
@@ -1118,7 +1136,7 @@ def checker(kind):
 def _summary(prog, findings, verdict=None):
     recs = [{"op": "program", "mode": prog.mode, "cat": c, "msg": m} for c, m in findings]
     for rec in recs:
-        if verdict and rec["cat"] in ("value", "grad", "signed-zero"):
+        if verdict and rec["cat"] in ("value", "grad", "signed-zero", "compile"):
             rec.update(verdict)
     return recs
 
