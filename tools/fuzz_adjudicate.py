@@ -90,8 +90,9 @@ class FDProgram:
         self.prog, self.live = prog64, live
         self.leaves = prog64.grad_leaves()
         self.g2_set = g2_set
-        self.base = None
+        self.base, self.masks, self.masking = None, None, False
         self.base = self._run(None, record=True)
+        self.masks = self.base["masks"]
 
     def _snap_ns(self, ns):
         out = {}
@@ -147,17 +148,23 @@ class FDProgram:
                     with torch.no_grad():
                         ns[k].copy_(before[k][0] + (val - prev[0]))
         if record:
-            return {"trace": trace}
-        return self._objective(ns)
+            return {"trace": trace, "masks": self._base_masks(ns)}
+        return self._objective(ns, self.masking)
 
-    def _objective(self, ns):
+    def _objective(self, ns, masked=False):
+        """The loss (or S).  `masked`: only the terms (elements) finite in the base run, for
+        a loss made non-finite by elements the differing entry may not reach."""
         torch = self.torch
         loss = None
+        masks = self.masks if masked else None
         for v in self.prog.loss_vars:
             if v in self.live and v in ns:
                 t = ns[v]
                 w = torch.tensor(self.prog.weights(v, tuple(t.shape), str(t.dtype).split(".")[-1]))
-                term = (t * w).sum()
+                term = t * w
+                if masks is not None and v in masks:
+                    term = torch.where(masks[v], term, torch.zeros_like(term))
+                term = term.sum()
                 loss = term if loss is None else loss + term
         if loss is None:
             raise RuntimeError("no loss term")
@@ -171,30 +178,63 @@ class FDProgram:
                 continue
             w = torch.tensor(self.prog.weights(f"v{1000 + i}", tuple(leaves[i].shape),
                                                str(leaves[i].dtype).split(".")[-1]))
-            S += float((g * w).sum())
+            term = g * w
+            if masks is not None and ("G", i) in masks:
+                term = torch.where(masks[("G", i)], term, torch.zeros_like(term))
+            S += float(term.sum())
         return S
 
+    def _base_masks(self, ns):
+        """Which loss elements (and, for S, gradient elements) are finite in the base run."""
+        torch = self.torch
+        masks = {}
+        for v in self.prog.loss_vars:
+            if v in self.live and v in ns and isinstance(ns[v], torch.Tensor):
+                masks[v] = torch.isfinite(ns[v].detach())
+        if self.g2_set is not None:
+            loss = None
+            for v in masks:
+                w = torch.tensor(self.prog.weights(v, tuple(ns[v].shape),
+                                                   str(ns[v].dtype).split(".")[-1]))
+                term = torch.where(masks[v], ns[v] * w, torch.zeros_like(ns[v])).sum()
+                loss = term if loss is None else loss + term
+            leaves = [ns[v] for v in self.leaves]
+            G = torch.autograd.grad(loss, leaves, allow_unused=True)
+            for i, g in enumerate(G):
+                if g is not None:
+                    masks[("G", i)] = torch.isfinite(g.detach())
+        return masks
+
     def derivative(self, kind, name, index, x0):
-        """Central FD at steps h and 4h, and the one-sided ones at h: (fd, noise, kink, f0)."""
+        """Central FD at steps h and 4h, and the one-sided ones at h: (fd, noise, why, masked).
+        `why` says why there is no derivative (None when there is one); `masked` says the
+        objective was restricted to its elements finite in the base run."""
         h = 1e-6 * max(1.0, abs(x0))
         f = {}
         for k in (-4, -1, 0, 1, 4):
             f[k] = self._run((kind, name, index, k * h) if k else None)
+        masked = False
+        if not all(np.isfinite(list(f.values()))):
+            self.masking = True
+            try:
+                f = {k: self._run((kind, name, index, k * h) if k else None) for k in f}
+            finally:
+                self.masking = False
+            masked = True
+            if not all(np.isfinite(list(f.values()))):
+                return float("nan"), 0.0, "non-finite objective", masked
         c1 = (f[1] - f[-1]) / (2 * h)
         c4 = (f[4] - f[-4]) / (8 * h)
         fwd, bwd = (f[1] - f[0]) / h, (f[0] - f[-1]) / h
-        vals = [f[k] for k in f]
-        if not all(np.isfinite(vals)):
-            return c1, 0.0, "non-finite objective", f[0]
         noise = abs(c1 - c4) + 1e-13 * max(1.0, abs(f[0])) / h
         kink = abs(fwd - bwd) > 1e-3 * (1 + abs(c1)) + 4 * noise
         if kink:
-            return c1, noise, "kink (one-sided %.6g / %.6g)" % (bwd, fwd), f[0]
+            return c1, noise, "kink (one-sided %.6g / %.6g)" % (bwd, fwd), masked
         if abs(c1 - c4) > 1e-3 * (1 + abs(c1)):
             # the difference quotient grows as h shrinks: a jump at the point (|x| at 0 seen
             # by a second derivative), not a derivative
-            return c1, noise, "discontinuous (FD %.6g at h, %.6g at 4h)" % (c1, c4), f[0]
-        return c1, noise, None, f[0]
+            return c1, noise, "discontinuous (FD %.6g at h, %.6g at 4h)" % (c1, c4), masked
+        return c1, noise, None, masked
 
 
 # -- which entries differ ----------------------------------------------------------------------------
@@ -394,24 +434,33 @@ def _grads(prog, t_run, g_run, hooks_dropped=False):
         if key not in fd_objs:
             fd_objs[key] = FDProgram(prog64, t64.live, g2_set if second else None)
         try:
-            fd, noise, why, f0 = fd_objs[key].derivative(kind, name, i, x0)
+            fd, noise, why, masked = fd_objs[key].derivative(kind, name, i, x0)
         except Exception as e:  # noqa: BLE001 - the FD run raised (a version-counter check)
             degenerate.append(f"{label}[{i}]: FD run failed ({type(e).__name__})")
             continue
         if why or not np.isfinite(fd):
             in_range = ""
             if why and why.startswith("kink"):
-                lo_hi = [float(x) for x in re.findall(r"[-+\d.e]+(?:inf|nan)?", why)[-2:]]
+                lo_hi = [float(x) for x in re.findall(r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf|nan)",
+                                                      why.split("one-sided")[1])[-2:]]
                 lo, hi = min(lo_hi) - 1e-6, max(lo_hi) + 1e-6
                 in_range = (", tapegrad inside the one-sided range" if lo <= gv <= hi
                             else ", tapegrad OUTSIDE the one-sided range")
             degenerate.append(f"{label}[{i}]: {why or 'FD ' + str(fd)}: torch {tv:.6g}, "
                               f"tapegrad {gv:.6g}{in_range}")
             continue
-        n_valid += 1
         fd_scale = max(scale, 1.0)
         g_ok, t_ok = _near(gv, fd, dtype, noise, fd_scale), _near(tv, fd, dtype, noise, fd_scale)
+        if masked and (g_ok or not t_ok):
+            # the loss is non-finite; the derivative of its finite elements decides only when
+            # PyTorch follows it and tapegrad does not (else both read the non-finite ones)
+            degenerate.append(f"{label}[{i}]: non-finite loss; FD of its finite part {fd:.6g}: "
+                              f"torch {tv:.6g}, tapegrad {gv:.6g}")
+            continue
+        n_valid += 1
         judged.append((g_ok, t_ok))
+        if masked:
+            notes.append(f"{label}[{i}]: FD of the loss's finite elements")
         g64v = gg6.get(label)
         g64s = ""
         if g64v and g64v[0] == "t" and g64v[1].size > i:
