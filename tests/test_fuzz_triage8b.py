@@ -114,3 +114,103 @@ def test_mean_of_a_nonempty_input_second_derivative_unchanged(torch):
         g2, = L.autograd.grad((g * g).sum(), x)
         return g2.detach().numpy()
     np.testing.assert_allclose(run(tg), run(torch), rtol=1e-12, atol=1e-14)
+
+
+# -- the adjudicator (tools/fuzz_adjudicate.py) ---------------------------------------------------
+# It labels a value/gradient difference by float64 finite differences; these tests hand it
+# programs with known answers, and a tapegrad run with a gradient made wrong on purpose.
+
+_TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+
+
+@pytest.fixture
+def fuzz_tools(torch):
+    if _TOOLS not in sys.path:
+        sys.path.insert(0, _TOOLS)
+    import fuzz
+    import fuzz_adjudicate
+    return fuzz, fuzz_adjudicate
+
+
+def _program(fuzz, lines, loss_vars, mode="backward"):
+    steps = []
+    for out, code in lines:
+        steps.append(fuzz.Step(code, out, stmt=out is None))
+    return fuzz.Program(0, steps, mode, loss_vars, [], 12345)
+
+
+def _leaf(values, rg=True, dtype="float64"):
+    arr = np.asarray(values, dtype=dtype)
+    return (f"torch.tensor(np.array({arr.reshape(-1).tolist()!r}, dtype='{dtype}')"
+            f".reshape({arr.shape}){', requires_grad=True' if rg else ''})")
+
+
+def _adjudicate_with_wrong_grad(fuzz, A, prog, label, index, delta):
+    t_run, g_run = A.run_both(prog)
+    snap = g_run.grads[label]
+    arr = snap[1].copy()
+    arr.reshape(-1)[index] += delta
+    g_run.grads[label] = (snap[0], arr) + tuple(snap[2:])
+    findings = fuzz.compare_runs(prog, t_run, g_run)
+    assert [c for c, _ in findings] == ["grad"]
+    return A.adjudicate(prog, findings, t_run, g_run)
+
+
+def test_adjudicator_flags_a_wrong_gradient(fuzz_tools):
+    fuzz, A = fuzz_tools
+    prog = _program(fuzz, [("v0", _leaf([0.3, -1.2, 2.0])), ("v1", "v0.sin() * v0.exp()")],
+                    ["v1"])
+    v = _adjudicate_with_wrong_grad(fuzz, A, prog, "v0.grad", 1, 0.5)
+    assert v["verdict"] == "torch-matches-FD", v
+
+
+def test_adjudicator_holds_detached_values_constant(fuzz_tools):
+    # d/dx (x.detach() * x) = x.detach(): plain FD would give 2x; the adjudicator's FD keeps the
+    # detached value at its base value, so tapegrad's right gradient is not flagged and a wrong
+    # one (2x) is
+    fuzz, A = fuzz_tools
+    lines = [("v0", _leaf([0.5, -1.5])), ("v1", "v0.detach()"), ("v2", "v1 * v0")]
+    prog = _program(fuzz, lines, ["v2"])
+    t_run, g_run = A.run_both(prog)
+    assert fuzz.compare_runs(prog, t_run, g_run) == []
+    v = _adjudicate_with_wrong_grad(fuzz, A, prog, "v0.grad", 0, 0.5 * 1.0)
+    assert v["verdict"] == "torch-matches-FD", v
+
+
+def test_adjudicator_replays_a_no_grad_write_as_a_constant(fuzz_tools):
+    # v1 = 2 v0; under no_grad v1 *= 3 (autograd sees v1 + const); loss = v1 ** 2:
+    # d/dv0 = 2 * (6 v0) * 2 = 24 v0, where a plain FD would give 72 v0
+    fuzz, A = fuzz_tools
+    steps = [fuzz.Step(_leaf([0.25, -0.5]), "v0"), fuzz.Step("v0 * 2", "v1"),
+             fuzz.Step("v1.mul_(3)", "v2", nograd=True), fuzz.Step("v1 ** 2", "v3")]
+    prog = fuzz.Program(0, steps, "backward", ["v3"], [], 12345)
+    t_run, g_run = A.run_both(prog)
+    assert fuzz.compare_runs(prog, t_run, g_run) == []
+    fd = A.FDProgram(A.to_float64(prog), t_run.live)
+    w = prog.weights("v3", (2,), "float64")
+    for i, x in enumerate([0.25, -0.5]):
+        d, noise, why, masked = fd.derivative("leaf", "v0", i, x)
+        assert why is None and not masked
+        assert abs(d - 24 * x * w[i]) < 1e-6, (d, 24 * x * w[i])
+
+
+def test_adjudicator_calls_a_kink_degenerate(fuzz_tools):
+    fuzz, A = fuzz_tools
+    prog = _program(fuzz, [("v0", _leaf([0.0, 1.0])), ("v1", "v0.abs() * 3")], ["v1"])
+    v = _adjudicate_with_wrong_grad(fuzz, A, prog, "v0.grad", 0, 0.7)
+    assert v["verdict"] in ("degenerate", "undecided"), v
+    assert "kink" in v["evidence"]
+
+
+def test_adjudicator_float32_value_against_the_float64_run(fuzz_tools):
+    fuzz, A = fuzz_tools
+    prog = _program(fuzz, [("v0", _leaf([0.1, 0.7], dtype="float32")), ("v1", "v0.exp()")],
+                    ["v1"])
+    t_run, g_run = A.run_both(prog)
+    snap = g_run.steps[1][1]
+    arr = snap[1].copy()
+    arr[1] *= 1.01
+    g_run.steps[1] = ("ok", (snap[0], arr) + tuple(snap[2:]))
+    findings = fuzz.compare_runs(prog, t_run, g_run)
+    assert findings and findings[0][0] == "value"
+    assert A.adjudicate(prog, findings, t_run, g_run)["verdict"] == "torch-matches-f64"

@@ -118,7 +118,7 @@ class Program:
         if self.mode == "grad2" and leaves:
             lines.append(f"G = torch.autograd.grad(loss, [{', '.join(leaves)}], "
                          "create_graph=True, allow_unused=True)")
-            lines.append("S = sum((g * W2[i]).sum() for i, g in enumerate(G) "
+            lines.append("S = sum((g * WG[i]).sum() for i, g in enumerate(G) "
                          "if g is not None and g.requires_grad)")
             lines.append(f"G2 = torch.autograd.grad(S, [{', '.join(leaves)}], allow_unused=True)"
                          " if isinstance(S, torch.Tensor) and S.requires_grad else None")
@@ -138,7 +138,9 @@ class Program:
         tail = self.tail(live)
         if tail:
             out.append(f"# W<k>: weights of the loss terms, np.random.default_rng"
-                       f"([{self.weight_seed}, k]).standard_normal(v<k>.shape) in v<k>'s dtype")
+                       f"([{self.weight_seed}, k]).standard_normal(v<k>.shape) in v<k>'s dtype"
+                       + ("; WG[i]: the same with k = 1000 + i, in the shape of the i-th leaf"
+                          if self.mode == "grad2" else ""))
             out += tail
         return "\n".join(out)
 
@@ -761,7 +763,9 @@ def execute(L, prog, live=None):
         if v in live and v in res.final and res.final[v][0] == "t":
             ns[f"W{v[1:]}"] = L.tensor(prog.weights(v, res.final[v][3], res.final[v][2]))
     leaves = prog.grad_leaves()
-    ns["W2"] = [L.tensor(prog.weights(f"v{1000 + i}", res.final[v][3], res.final[v][2]))
+    # (WG, not W2: W<k> is the weight of loss term v<k>, and v2 is often one; a list named W2
+    # made every such tail raise in both libraries, so their gradients went unchecked)
+    ns["WG"] = [L.tensor(prog.weights(f"v{1000 + i}", res.final[v][3], res.final[v][2]))
                 if v in res.final and res.final[v][0] == "t" else None
                 for i, v in enumerate(leaves)]
     try:
