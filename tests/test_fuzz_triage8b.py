@@ -214,3 +214,22 @@ def test_adjudicator_float32_value_against_the_float64_run(fuzz_tools):
     findings = fuzz.compare_runs(prog, t_run, g_run)
     assert findings and findings[0][0] == "value"
     assert A.adjudicate(prog, findings, t_run, g_run)["verdict"] == "torch-matches-f64"
+
+
+# -- (log_)softmax output layout (seed 50012196) --------------------------------------------------
+# PyTorch's softmax output is contiguous whatever the input's layout; tapegrad kept a permuted
+# input's order, so `F.softmax(x.movedim(0, -1), 0).view(-1)` raised where PyTorch's runs.
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_output_strides_as_torch(torch, log):
+    for shape, perm in [((3, 2, 2), (1, 2, 0)), ((2, 3), (1, 0)), ((2, 3, 4), (2, 0, 1))]:
+        base = np.arange(float(np.prod(shape))).reshape(shape) / 7.0
+        for d in range(len(shape)):
+            outs = []
+            for L in (tg, torch):
+                x = L.tensor(base, requires_grad=True).permute(*perm)
+                f = L.nn.functional.log_softmax if log else L.nn.functional.softmax
+                y = f(x, d)
+                outs.append((y.stride(), y.view(-1).detach().numpy().copy()))
+            assert outs[0][0] == outs[1][0], (shape, perm, d)
+            np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-12)

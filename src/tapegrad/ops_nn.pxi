@@ -249,7 +249,10 @@ cdef object nn_softmax_value(object A, object axis, bint log):
     y = nn_softmax_rows_c(C, log) if ndim > 0 and axis == ndim - 1 else None
     if y is None:
         y = nn_softmax_numpy(C, axis, log)
-    return nd(y.astype(A.dtype, copy=False))
+    # PyTorch's (log_)softmax output is contiguous whatever the input's layout; numpy keeps a
+    # permuted input's order, and a later .view() then raised (fuzz seed 50012196)
+    y = y.astype(A.dtype, copy=False)
+    return nd(y if y.flags.c_contiguous else y.copy(order="C"))
 
 
 cdef object replay_softmax(Record* r, tuple ins, object attrs):
