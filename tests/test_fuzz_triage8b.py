@@ -233,3 +233,46 @@ def test_softmax_output_strides_as_torch(torch, log):
                 outs.append((y.stride(), y.view(-1).detach().numpy().copy()))
             assert outs[0][0] == outs[1][0], (shape, perm, d)
             np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-12)
+
+
+# -- advanced-index result layout (seed 50000606) -------------------------------------------------
+# PyTorch lays out x[index] as its TensorIterator orders the dims of x restrided: a permuted x
+# keeps its order (x.permute(0, 2, 1)[[1]] has strides (6, 1, 3)), so `.view(-1)` raises there;
+# tapegrad made every result C-contiguous.
+
+INDEX_LAYOUT_CASES = [
+    ((2, 2, 3), (0, 2, 1), ([1],)),
+    ((2, 2, 3), (0, 2, 1), ([0, 1],)),
+    ((2, 2, 3), (0, 2, 1), (slice(None), [1, 0])),
+    ((2, 2, 3), (2, 1, 0), ([1, 0],)),
+    ((2, 3, 4), (1, 0, 2), (slice(None), [1, 0, 1], slice(None))),
+    ((2, 3, 4), (2, 0, 1), ([1, 0], slice(None), [0, 2])),
+    ((3, 4), (1, 0), ([2, 1, 1],)),
+    ((2, 3, 4), (0, 1, 2), (slice(None), [0, 0])),
+]
+
+
+@pytest.mark.parametrize("case", range(len(INDEX_LAYOUT_CASES)))
+def test_advanced_index_layout_as_torch(torch, case):
+    shape, perm, key = INDEX_LAYOUT_CASES[case]
+    base = np.arange(float(np.prod(shape))).reshape(shape)
+    outs = []
+    for L in (tg, torch):
+        x = L.tensor(base).permute(*perm)
+        y = x[tuple(L.tensor(k) if isinstance(k, list) else k for k in key)]
+        try:
+            flat = y.view(-1).numpy().tolist()
+        except RuntimeError:
+            flat = "view refused"
+        outs.append((tuple(s for s, n in zip(y.stride(), y.shape) if n > 1), flat,
+                     y.numpy().tolist()))
+    assert outs[0] == outs[1]
+
+
+def test_permuted_index_result_gradient(torch):
+    def run(L):
+        x = L.tensor(np.arange(12.0).reshape(2, 2, 3), requires_grad=True)
+        y = x.permute(0, 2, 1)[[1, 0, 1]]
+        (y * L.tensor(np.arange(18.0).reshape(3, 3, 2))).sum().backward()
+        return x.grad.numpy().copy()
+    np.testing.assert_array_equal(run(tg), run(torch))
