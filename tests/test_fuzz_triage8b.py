@@ -276,3 +276,31 @@ def test_permuted_index_result_gradient(torch):
         (y * L.tensor(np.arange(18.0).reshape(3, 3, 2))).sum().backward()
         return x.grad.numpy().copy()
     np.testing.assert_array_equal(run(tg), run(torch))
+
+
+# -- x.copy_(x) is an in-place op (seed 50015864) -------------------------------------------------
+# PyTorch's copy_ onto itself makes the in-place checks (a leaf, or a view of one, that
+# requires grad is refused), bumps the version and records; only its kernel writes nothing.
+# tapegrad returned at once, so a leaf's view copied onto itself ran without the error.
+
+def test_self_copy_is_an_in_place_op_as_torch(torch):
+    def run(L):
+        out = []
+        a = L.tensor(np.arange(3.0), requires_grad=True)
+        for t in (a, a.view(3)):
+            try:
+                t.copy_(t)
+                out.append("ran")
+            except RuntimeError as e:
+                out.append(str(e)[:40])
+        b = a * 1
+        v0 = b._version
+        b.copy_(b)
+        out.append(b._version - v0)
+        (b * L.tensor([1.0, 2.0, 3.0])).sum().backward()
+        out.append(a.grad.tolist())
+        c = L.tensor(np.arange(3.0))
+        c.copy_(c)
+        out.append((c._version, c.tolist()))
+        return out
+    assert run(tg) == run(torch)
