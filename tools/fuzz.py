@@ -5,6 +5,7 @@
     python tools/fuzz.py --repro 1234                 # one program: its findings, then a
                                                       # minimal program printing the failure
     python tools/fuzz.py --seeds 0:200                # in process, one line per failing seed
+    python tools/fuzz.py --report FILE.jsonl          # a run's findings grouped by verdict
 
 One mechanism, two program generators: this file generates multi-step programs (`programs`);
 tools/fuzz_surface.py generates one op of the wide surface plus a short chain (`surface`).  Both
@@ -31,6 +32,10 @@ value, dtype, shape and requires_grad; after the body every variable is compared
 writes through views); then the gradients.  `compile` programs are also run as one function
 under tapegrad.compile on several calls with fresh leaf values: compiled and eager tapegrad must
 agree bit for bit (outputs and gradients).
+
+A value or gradient finding is adjudicated (tools/fuzz_adjudicate.py): float64 finite differences
+of the program, with autograd's constants held, label it tapegrad-matches-FD / torch-matches-FD /
+neither / degenerate / rounding / undecided; the report puts tapegrad's possible errors first.
 
 A failing seed is shrunk (steps dropped, with the steps that use them, while the same kind of
 finding remains) and printed as a runnable script: `import torch` or `import tapegrad as torch`.
