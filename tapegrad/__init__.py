@@ -205,6 +205,10 @@ _LAZY = _lazy.table({
     "serialization": ("save", "load"),
     "sparse": (),
     "special": (),
+    # Tensor.storage() / untyped_storage() and PyTorch's storage classes.
+    "storage": ("UntypedStorage", "TypedStorage", "Storage", "FloatStorage", "DoubleStorage",
+                "HalfStorage", "LongStorage", "IntStorage", "ShortStorage", "CharStorage",
+                "ByteStorage", "BoolStorage", "is_storage"),
     "testing": (),
     "utils": (),
 })

@@ -48,6 +48,7 @@ from tapegrad import replay as replay
 from tapegrad import serialization as serialization
 from tapegrad import sparse as sparse
 from tapegrad import special as special
+from tapegrad import storage as storage
 from tapegrad import testing as testing
 from tapegrad import utils as utils
 from tapegrad import version as version
@@ -86,22 +87,37 @@ from tapegrad.random import set_rng_state as set_rng_state
 from tapegrad.replay import compile as compile
 from tapegrad.serialization import load as load
 from tapegrad.serialization import save as save
+from tapegrad.storage import TypedStorage as TypedStorage
+from tapegrad.storage import UntypedStorage as UntypedStorage
+from tapegrad.storage import is_storage as is_storage
 from tapegrad.tensor import Size as Size
 from tapegrad.tensor import Size as _Size
 
 __all__ = [
+    'BoolStorage',
     'BoolTensor',
+    'ByteStorage',
     'ByteTensor',
+    'CharStorage',
     'CharTensor',
+    'DoubleStorage',
     'DoubleTensor',
+    'FloatStorage',
     'FloatTensor',
     'Generator',
+    'HalfStorage',
     'HalfTensor',
+    'IntStorage',
     'IntTensor',
+    'LongStorage',
     'LongTensor',
+    'ShortStorage',
     'ShortTensor',
     'Size',
+    'Storage',
     'Tensor',
+    'TypedStorage',
+    'UntypedStorage',
     'abs',
     'abs_',
     'absolute',
@@ -705,22 +721,27 @@ __all__ = [
     'zeros_like',
 ]
 
+BoolStorage: Any
 class BoolTensor(Tensor):
     dtype: dtype
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor: ...  # type: ignore[misc]
 
+ByteStorage: Any
 class ByteTensor(Tensor):
     dtype: dtype
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor: ...  # type: ignore[misc]
 
+CharStorage: Any
 class CharTensor(Tensor):
     dtype: dtype
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor: ...  # type: ignore[misc]
 
+DoubleStorage: Any
 class DoubleTensor(Tensor):
     dtype: dtype
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor: ...  # type: ignore[misc]
 
+FloatStorage: Any
 class FloatTensor(Tensor):
     dtype: dtype
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor: ...  # type: ignore[misc]
@@ -735,22 +756,27 @@ class Generator:
     def seed(self) -> _int: ...
     def set_state(self, new_state: Any) -> Any: ...
 
+HalfStorage: Any
 class HalfTensor(Tensor):
     dtype: dtype
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor: ...  # type: ignore[misc]
 
+IntStorage: Any
 class IntTensor(Tensor):
     dtype: dtype
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor: ...  # type: ignore[misc]
 
+LongStorage: Any
 class LongTensor(Tensor):
     dtype: dtype
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor: ...  # type: ignore[misc]
 
+ShortStorage: Any
 class ShortTensor(Tensor):
     dtype: dtype
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor: ...  # type: ignore[misc]
 
+Storage: Any
 class Tensor:
     H: Any
     T: Tensor
@@ -1306,7 +1332,9 @@ class Tensor:
     def squeeze(self, *dims: Any, dim: Any = ..., axis: Any = ...) -> Tensor: ...
     def squeeze_(self, dim: Any = ...) -> Tensor: ...
     def std(self, dim: Any = ..., unbiased: Any = ..., keepdim: Any = ..., *, correction: Any = ..., axis: Any = ..., keepdims: Any = ...) -> Tensor: ...
+    def storage(self) -> Any: ...
     def storage_offset(self) -> _int: ...
+    def storage_type(self) -> Any: ...
     def stride(self, dim: Any = ...) -> Any: ...
     def sub(self, other: Any, *, alpha: Any = ...) -> Tensor: ...
     def sub_(self, other: Any, *, alpha: Any = ...) -> Tensor: ...
@@ -1364,6 +1392,7 @@ class Tensor:
     def unsafe_split_with_sizes(self, *args: Any, **kwargs: Any) -> Any: ...
     def unsqueeze(self, dim: Any = ..., *, axis: Any = ...) -> Tensor: ...
     def unsqueeze_(self, dim: Any) -> Tensor: ...
+    def untyped_storage(self) -> Any: ...
     def var(self, dim: Any = ..., unbiased: Any = ..., keepdim: Any = ..., *, correction: Any = ..., axis: Any = ..., keepdims: Any = ...) -> Tensor: ...
     def vdot(self, *args: Any, **kwargs: Any) -> Any: ...
     def view(self, *size_args: Any, size: Any = ...) -> Tensor: ...
@@ -1945,8 +1974,6 @@ def is_nonzero(input: Any) -> Any: ...
 def is_same_size(input: Any, other: Any) -> Any: ...
 
 def is_signed(input: Any) -> Any: ...
-
-def is_storage(obj: Any) -> _bool: ...
 
 def is_tensor(obj: Any) -> _bool: ...
 

@@ -512,9 +512,18 @@ arcsinh, arccosh, arctanh = asinh, acosh, atanh
 
 # -- aliases and rounding division -----------------------------------------------------------------
 
+def _number_first(input, other) -> bool:
+    """Whether an alias of div / mul / sub got (Number, Tensor), which PyTorch's aliases take as
+    div / mul / sub do (true_divide(2.0, x) is div(2.0, x))."""
+    return (isinstance(other, TensorBase) and not isinstance(input, TensorBase)
+            and isinstance(input, (int, float, bool, np.number, np.bool_)))
+
+
 def divide(input, other, *, rounding_mode=None):
     """input / other; rounding_mode 'trunc' rounds toward zero, 'floor' down (integer inputs
     keep an integer result, as PyTorch's div)."""
+    if rounding_mode is None and _number_first(input, other):
+        return _core.div(input, other)
     _check_tensor(input, "divide")
     if rounding_mode is None:
         return input.div(other)
@@ -544,6 +553,8 @@ def divide(input, other, *, rounding_mode=None):
 
 def true_divide(input, other):
     """input / other, always true division (the alias PyTorch keeps for div)."""
+    if _number_first(input, other):
+        return _core.div(input, other)
     _check_tensor(input, "true_divide")
     if not isinstance(other, (TensorBase, int, float, np.generic, np.ndarray)):
         # PyTorch names true_divide (not div) for an operand neither tensor nor number
@@ -555,12 +566,16 @@ def true_divide(input, other):
 
 def multiply(input, other):
     """input * other (PyTorch's alias of mul)."""
+    if _number_first(input, other):
+        return _core.mul(input, other)
     _check_tensor(input, "multiply")
     return input.mul(other)
 
 
 def subtract(input, other, *, alpha=1):
     """input - alpha * other (PyTorch's alias of sub)."""
+    if _number_first(input, other):
+        return _core.sub(input, other, alpha=alpha)
     _check_tensor(input, "subtract")
     return input.sub(other, alpha=alpha)
 
@@ -949,6 +964,8 @@ def aminmax(input, *, dim=None, keepdim=False):
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")
     result_type = _core.return_types.aminmax
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))):
+        raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
     if dim is None:
         low, high = input.amin(), input.amax()
         if keepdim:

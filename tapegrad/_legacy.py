@@ -8,6 +8,8 @@ initialised tensor or raises: none leaves an empty object behind.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import _core
@@ -154,7 +156,28 @@ def legacy_value(np_dt, args: tuple, kwargs: dict):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     if isinstance(data, (list, tuple, np.ndarray)):
         return _from_data(data, data_dt)
+    storage = sys.modules.get("tapegrad.storage")     # loaded once any storage exists
+    if storage is not None and storage.is_storage(data):
+        return _storage_elements(storage, data, np.dtype(data_dt))
     raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+
+
+def _storage_elements(storage, data, np_dt: np.dtype) -> np.ndarray:
+    """Tensor(storage): the whole storage as a 1-d array of np_dt, sharing its memory."""
+    if isinstance(data, storage.TypedStorage):
+        if data.dtype.np_dtype != np_dt:
+            raise RuntimeError(f"Expected a Storage of type {_STORAGE_TYPE_NAMES[np_dt.name]} "
+                               f"or an UntypedStorage, but got type "
+                               f"{_STORAGE_TYPE_NAMES[data.dtype.np_dtype.name]} for argument 1 "
+                               f"'storage'")
+        data = data.untyped()
+    raw = data._bytes
+    return raw[:raw.size - raw.size % np_dt.itemsize].view(np_dt)
+
+
+_STORAGE_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                       "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                       "uint8": "Byte", "bool": "Bool"}
 
 
 class TypedTensorMeta(type):

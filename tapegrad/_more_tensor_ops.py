@@ -428,11 +428,6 @@ def get_device(input) -> int:
     return -1
 
 
-def is_storage(obj) -> bool:
-    """Whether obj is a PyTorch storage object: tapegrad has none, so False."""
-    return False
-
-
 def nonzero_static(input, *, size, fill_value=-1):
     """nonzero's (count, ndim) coordinates cut or padded with fill_value to exactly `size`
     rows (a shape known in advance)."""
@@ -456,7 +451,7 @@ def _volatile(self):
 FUNCTIONS = ("select_scatter", "slice_scatter", "diagonal_scatter", "masked_scatter", "put",
              "index_reduce", "fill", "fill_", "zero_", "detach", "detach_", "split_with_sizes",
              "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "resize_as_", "adjoint",
-             "get_device", "is_storage", "nonzero_static")
+             "get_device", "nonzero_static")
 METHODS = ("select_scatter", "slice_scatter", "diagonal_scatter", "masked_scatter", "put",
            "index_reduce", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes",
            "unsafe_chunk", "adjoint", "nonzero_static")

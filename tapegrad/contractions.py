@@ -367,25 +367,3 @@ def einsum(*args):
     if list(result.shape) != target:
         result = result.expand(tuple(target))
     return result
-
-
-def _register():
-    """Tensor methods PyTorch has for these."""
-    def addmm_method(self, mat1, mat2, *, beta=1, alpha=1):
-        """``beta * self + alpha * (mat1 @ mat2)``, as ``tapegrad.addmm(self, mat1, mat2)``."""
-        return addmm(self, mat1, mat2, beta=beta, alpha=alpha)
-
-    def baddbmm_method(self, batch1, batch2, *, beta=1, alpha=1):
-        """``beta * self + alpha * (batch1 @ batch2)`` over a batch of matrices, as
-        ``tapegrad.baddbmm(self, batch1, batch2)``.
-        """
-        return baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
-
-    addmm_method.__name__ = "addmm"
-    baddbmm_method.__name__ = "baddbmm"
-    for name, fn in (("addmm", addmm_method), ("baddbmm", baddbmm_method)):
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, fn)
-
-
-_register()

@@ -2,6 +2,7 @@
 tapegrad.random and are re-exported here."""
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -134,6 +135,8 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     elif isinstance(data, (np.ndarray, np.generic)):     # a numpy scalar keeps its dtype too
         _check_byte_order(np.asarray(data))
         arr = np.array(data, copy=True)
+    elif _is_typed_storage(data):
+        arr = np.array(data, copy=True)     # its elements, in its dtype
     else:
         from ._legacy import _ragged_error
         try:
@@ -164,6 +167,12 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")
     return _make(arr, requires_grad)
+
+
+def _is_typed_storage(data) -> bool:
+    # No storage exists before tapegrad.storage is loaded, so this costs no import.
+    storage = sys.modules.get("tapegrad.storage")
+    return storage is not None and isinstance(data, storage.TypedStorage)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:

@@ -476,6 +476,23 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """The bytes the tensor's elements occupy: ``numel() * element_size()``."""
         return self._array.nbytes
 
+    def untyped_storage(self):
+        """The bytes this tensor's data lives in (shared by all its views), as an
+        ``UntypedStorage``: one object for as long as it is referenced."""
+        from .storage import untyped_storage_of
+        return untyped_storage_of(self._array)
+
+    def storage(self):
+        """The storage read as this tensor's dtype (a ``TypedStorage``; PyTorch deprecates it
+        and warns once)."""
+        from .storage import typed_storage_of
+        return typed_storage_of(self._array, self.dtype)
+
+    def storage_type(self):
+        """The legacy storage class of this tensor's dtype (``FloatStorage`` for float32)."""
+        from .storage import legacy_class_of
+        return legacy_class_of(self._array.dtype)
+
     def nelement(self) -> int:
         """The number of elements, as ``numel()``."""
         return self._array.size
@@ -570,6 +587,20 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         return _core.wrap_array(arr, requires_grad)
 
     # -- ops as methods -------------------------------------------------------------------------
+    # addmm / baddbmm live in tapegrad.contractions, which loads on first use: the methods are
+    # here so that `x.addmm(...)` works before anything has touched `tapegrad.addmm`.
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        """``beta * self + alpha * (mat1 @ mat2)``, as ``tapegrad.addmm(self, mat1, mat2)``."""
+        from .contractions import addmm
+        return addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        """``beta * self + alpha * (batch1 @ batch2)`` over a batch of matrices, as
+        ``tapegrad.baddbmm(self, batch1, batch2)``.
+        """
+        from .contractions import baddbmm
+        return baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
     def exp(self):
         """Elementwise ``e ** self``; the same as ``tapegrad.exp(self)`` (recorded, gradient
         ``grad * exp(self)``).

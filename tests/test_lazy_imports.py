@@ -141,3 +141,13 @@ def test_star_import_brings_the_lazy_names_and_no_submodules():
                  "use_deterministic_algorithms", "sparse_coo_tensor", "tensor", "zeros", "exp"):
         assert name in names, name
     assert not {"random", "nn", "autograd", "creation"} & set(tg.__all__)
+
+
+def test_tensor_methods_do_not_wait_for_a_lazy_module():
+    # A lazy module that attached Tensor methods when it loaded left `x.addmm(...)` an
+    # AttributeError until something touched `tapegrad.addmm`: the methods a script sees must
+    # not depend on which module-level names it used first.
+    names = _run("import json, tapegrad; before = set(dir(tapegrad.Tensor)); "
+                 "[getattr(tapegrad, n) for n in list(tapegrad._LAZY)]; "
+                 "print(json.dumps(sorted(set(dir(tapegrad.Tensor)) - before)))")
+    assert names == []

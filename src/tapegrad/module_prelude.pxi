@@ -26,3 +26,24 @@ cdef inline bint is_half(object A) noexcept:
     type-number test, where `A.dtype == float16` (an attribute lookup and a dtype comparison) cost
     ~40 ns on every small op."""
     return cnp.PyArray_Check(A) and cnp.PyArray_TYPE(<cnp.ndarray>A) == cnp.NPY_FLOAT16
+
+
+cdef inline object contiguous_result(object A):
+    """A itself when its strides are PyTorch's contiguous ones (each the product of the later
+    sizes), else a copy laid out so.  PyTorch allocates the results of reductions and softmax
+    contiguous whatever the input's layout; numpy lays a reduction's result out in the input's
+    order (a sum over a transposed or expanded tensor comes out transposed), so stride() differed
+    and a later .view() raised where PyTorch's succeeds.  Size-1 dims are checked too: numpy calls
+    such an array C-contiguous, but its stride() would still differ from PyTorch's.  Empty arrays
+    are left as they are (numpy gives them zero strides, whatever the op)."""
+    cdef cnp.ndarray a = <cnp.ndarray>A
+    cdef int i
+    cdef Py_ssize_t n, expect = cnp.PyArray_ITEMSIZE(a)
+    if cnp.PyArray_SIZE(a) == 0:
+        return A
+    for i in range(cnp.PyArray_NDIM(a) - 1, -1, -1):
+        if cnp.PyArray_STRIDE(a, i) != expect:
+            return np.array(A, order="C")
+        n = cnp.PyArray_DIM(a, i)
+        expect *= n
+    return A

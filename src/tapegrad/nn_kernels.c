@@ -1003,7 +1003,12 @@ void tg_layer_norm_fwd_##SFX(ptrdiff_t M, ptrdiff_t N, T eps, const T* x, const 
         const T* xr = x + r * N;                                                                  \
         T* hr = xhat + r * N;                                                                     \
         T* yr = y + r * N;                                                                        \
-        const T mean = tg_sum_##SFX(N, xr) / (T)N;                                                \
+        /* the mean corrected by its residuals' mean: a constant row's mean is then its value   \
+         * exactly (sum / N can be an ulp off, which 1 / sqrt(eps) amplifies: PyTorch's Welford   \
+         * moments give exactly 0 there) */                                                      \
+        T mean = tg_sum_##SFX(N, xr) / (T)N;                                                      \
+        for (ptrdiff_t j = 0; j < N; j++) work[j] = xr[j] - mean;                                 \
+        mean = mean + tg_sum_##SFX(N, work) / (T)N;                                               \
         for (ptrdiff_t j = 0; j < N; j++) {                                                       \
             hr[j] = xr[j] - mean;                                                                 \
             work[j] = hr[j] * hr[j];                                                              \

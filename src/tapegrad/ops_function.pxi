@@ -378,6 +378,8 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
         t._node = si
         t._requires_grad = True
         history_rewritten(t)            # a dirty base: its views taken before are stale
+        if t._base is not None:         # a dirty view: this record is its history now
+            t._view_version = version_of(t).value
     if trace is not None:
         extra_of(fi).trace = trace
     # Decrefs last: they may free records and run arbitrary code.

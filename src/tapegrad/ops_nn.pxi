@@ -249,10 +249,7 @@ cdef object nn_softmax_value(object A, object axis, bint log):
     y = nn_softmax_rows_c(C, log) if ndim > 0 and axis == ndim - 1 else None
     if y is None:
         y = nn_softmax_numpy(C, axis, log)
-    # PyTorch's (log_)softmax output is contiguous whatever the input's layout; numpy keeps a
-    # permuted input's order, and a later .view() then raised (fuzz seed 50012196)
-    y = y.astype(A.dtype, copy=False)
-    return nd(y if y.flags.c_contiguous else y.copy(order="C"))
+    return contiguous_result(nd(y.astype(A.dtype, copy=False)))    # PyTorch's layout
 
 
 cdef object replay_softmax(Record* r, tuple ins, object attrs):
@@ -1608,6 +1605,8 @@ cdef tuple layer_norm_numpy(object X, object wc, object bc, Py_ssize_t N, object
     """nk_layer_norm_forward's values by the numpy formula (rows longer than TG_SUM_MAX_N)."""
     with IeeeResults():
         mean = np.true_divide(np.add.reduce(X, axis=1, keepdims=True), N)
+        # corrected by the residuals' mean: a constant row's mean is exact (see the C kernel)
+        mean = mean + np.true_divide(np.add.reduce(X - mean, axis=1, keepdims=True), N)
         xc = X - mean
         var = np.true_divide(np.add.reduce(xc * xc, axis=1, keepdims=True), N)
         rstd = 1 / np.sqrt(var + cdt.type(eps))

@@ -177,6 +177,7 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
                                f"floating point or complex dtype. Got: {scalar_type_name(A.dtype)}")
         with IeeeResults():                             # mean of no elements is nan, as PyTorch
             out = half_mean(A, axes, keepdim, count)
+    out = contiguous_result(out)                        # PyTorch's layout, not the input's
     cdef TensorBase res = wrap(out)
     if CAPTURE is not None and capturing():
         capture_reduce(op, x, A, axes, keepdim, count, res)
@@ -298,7 +299,7 @@ def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, ke
     elif A.dtype.kind in "biu":
         A = A.astype(NP_INT64)
     with IeeeResults():
-        outk = nd(np.multiply.reduce(A, axis=axes, keepdims=True))
+        outk = contiguous_result(nd(np.multiply.reduce(A, axis=axes, keepdims=True)))
     out = outk if (keepdim and dim is not None) else outk.reshape(
         tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)
@@ -496,7 +497,7 @@ cdef object extreme_dims(int op, TensorBase x, object dim, bint keepdim, str nam
             if shape[a] == 0:
                 raise IndexError(f"{name}(): Expected reduction dim {a} to have non-zero size.")
     ufunc = np.maximum if op == OP_MAX_ALL or op == OP_AMAX else np.minimum
-    outk = nd(ufunc.reduce(A, axis=axes, keepdims=True))
+    outk = contiguous_result(nd(ufunc.reduce(A, axis=axes, keepdims=True)))
     out = outk if keepdim else outk.reshape(tuple([shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)
     r = record_from(op, res, (x,))
@@ -624,7 +625,8 @@ def count_nonzero(TensorBase input, dim=None, *, axis=None):
     """Number of non-zero elements (over all dims, or over `dim`: int or tuple); int64."""
     A = input._array
     axes = reduction_axes(dim_alias("count_nonzero", dim, axis), A.ndim, "count_nonzero")
-    return wrap(nd(np.add.reduce(np.not_equal(A, 0), axis=axes, dtype=NP_INT64)))
+    return wrap(contiguous_result(nd(np.add.reduce(np.not_equal(A, 0), axis=axes,
+                                                   dtype=NP_INT64))))
 
 
 # -- var / std ------------------------------------------------------------------------------------
@@ -693,11 +695,15 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
         # the moments in PyTorch's accumulation dtype, rounded to A's dtype once (after the
         # square root for std)
         Aw = A.astype(acc, copy=False)
-        cw = np.subtract(Aw, np.divide(np.add.reduce(Aw, axis=axes, keepdims=True), n))
+        # the mean corrected by its residuals' mean: a constant row's variance is then exactly
+        # 0, as PyTorch's Welford moments give (sum / n can be an ulp off)
+        m = np.divide(np.add.reduce(Aw, axis=axes, keepdims=True), n)
+        m = np.add(m, np.divide(np.add.reduce(np.subtract(Aw, m), axis=axes, keepdims=True), n))
+        cw = np.subtract(Aw, m)
         outk = np.divide(np.add.reduce(np.multiply(cw, cw), axis=axes, keepdims=True), dof)
         if is_std:
             outk = np.sqrt(outk)
-        outk = nd(outk.astype(A.dtype, copy=False))
+        outk = contiguous_result(nd(outk.astype(A.dtype, copy=False)))
         # the backward's input - mean(input), in A's dtype with the mean as mean() computes it
         centered = nd(np.subtract(A, half_mean(A, axes, True, n)))
     out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
@@ -763,6 +769,7 @@ def logsumexp(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=
         m[np.isinf(m)] = 0                              # all -inf (or an inf): no shift
         outk = nd(np.add(np.log(np.add.reduce(np.exp(np.subtract(Aw, m)), axis=axes,
                                               keepdims=True)), m).astype(A.dtype, copy=False))
+        outk = contiguous_result(outk)
     out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)
     r = record_from(OP_LOGSUMEXP, res, (input,))
@@ -861,7 +868,7 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
         else:
             outk = np.power(np.add.reduce(np.power(np.abs(Aw), pv), axis=axes, keepdims=True),
                             1.0 / pv)
-        outk = nd(outk.astype(A.dtype, copy=False))     # (float16 may overflow: inf)
+        outk = contiguous_result(nd(outk.astype(A.dtype, copy=False)))  # (float16: may be inf)
     cdef bint kd = bool(keepdim)
     out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)

@@ -303,8 +303,11 @@ cdef object math_op(int op, int kop, TensorBase x, bint save_output):
             keep_saved(r, 0, out, res)
         else:
             save_value(r, 0, A, x)
-    if CAPTURE is not None and capturing() and (     # compile: a C step when eager ran C
-            A is x._array and cnp.PyArray_SIZE(A) <= c_kernel_max_size(kop)
+    # compile: a C step when eager ran C, or ran numpy's sqrt / reciprocal (correctly rounded
+    # in both: the same bits; `number / x` is a reciprocal, see TensorBase.__rtruediv__)
+    if CAPTURE is not None and capturing() and (
+            A is x._array and (cnp.PyArray_SIZE(A) <= c_kernel_max_size(kop)
+                               or kop == TG_SQRT or kop == TG_RECIPROCAL)
             and (A.dtype.num == cnp.NPY_FLOAT32 or A.dtype.num == cnp.NPY_FLOAT64)):
         capture_unary(op, kop, x, A, True, res)
     return res
@@ -1126,7 +1129,7 @@ cdef object any_all(TensorBase input, object dim, bint keepdim, bint is_any):
              else np.all(A, axis=axes, keepdims=keepdim))
     if A.dtype.num == cnp.NPY_UINT8:                    # PyTorch keeps uint8 for any/all
         out = out.astype(np.uint8)
-    return wrap(out)
+    return wrap(contiguous_result(out))                 # PyTorch's layout, not the input's
 
 
 def any_(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):

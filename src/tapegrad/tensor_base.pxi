@@ -562,7 +562,13 @@ cdef class TensorBase:
         return binary_op(OP_DIV, self, other)
 
     def __rtruediv__(self, other):
-        return binary_op(OP_DIV, other, self)
+        # PyTorch computes other / self as self.reciprocal() * other (Tensor.__rdiv__): a
+        # MulBackward0 over a ReciprocalBackward0 that saves the reciprocal, not self, so writing
+        # self in place after the forward is legal; and the values are the reciprocal's times
+        # other (other / self rounds differently at times).  torch.div(other, self) divides.
+        if is_meta_tensor(self):
+            return binary_op(OP_DIV, other, self)
+        return binary_op(OP_MUL, TORCH_FUNCTIONS["reciprocal"](self), other)
 
     def __pow__(self, other, modulo):
         if modulo is not None:

@@ -10,6 +10,13 @@
 # history, so its gradient flows through the write.  Staleness costs nothing on the per-op path
 # of non-views: a base counts its rewritten histories (_gen), a view remembers the count it was
 # derived at, and only a view (t._base set) compares the two (refresh_view).
+#
+# A write no record describes (under no_grad, or into a tensor that does not require grad) also
+# makes a view with a history stale, as PyTorch regenerates a view's grad_fn whenever its
+# storage's version moved since the grad_fn was made (its NOTE [ View + Inplace detection ]): the
+# view then reads the base's history from that point, and its retain_grad() follows it, so the
+# ops that used the view before the write no longer feed the view's retained .grad.  A view
+# remembers the version its history was made at (t._view_version, also set at its creation).
 # ---------------------------------------------------------------------------------------------
 
 
@@ -116,9 +123,17 @@ cdef int refresh_view(TensorBase t) except -1:
         if grad_enabled() and (not is_leaf_c(t) or b._requires_grad):
             raise RuntimeError(view_refusal(t, True))
         return 0
-    if (t._gen >> 1) == b._gen:
+    if (t._gen >> 1) == b._gen and not written_unrecorded(t):
         return 0
     return rebase_view(t, view_key(t))
+
+
+cdef inline bint written_unrecorded(TensorBase t) noexcept:
+    """Whether view t, which has a history (a leaf view, made to require grad itself, has none
+    to regenerate: PyTorch leaves it alone), had its storage written since that history was made
+    (a recorded write into t or its base rebases t at once, which updates t._view_version)."""
+    return (t._node >= 0 and TAPE.recs[t._node].op != OP_LEAF and t._version is not None
+            and t._version.value != t._view_version)
 
 
 cdef int rebase_view(TensorBase t, tuple key) except -1:
@@ -126,6 +141,7 @@ cdef int rebase_view(TensorBase t, tuple key) except -1:
     base's current history, replacing the history it had."""
     cdef TensorBase b = <TensorBase>t._base
     t._gen = b._gen << 1
+    t._view_version = version_of(t).value           # (after the write that rebases it, if any)
     cdef Py_ssize_t old = t._node
     cdef Py_ssize_t inp[1]
     cdef Record* r

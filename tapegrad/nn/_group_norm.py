@@ -17,6 +17,10 @@ def _normalise_groups(input, groups: int, eps: float):
     n = input.shape[0]
     grouped = input.reshape(n, groups, -1)
     mean = grouped.mean(2, keepdim=True)
+    # corrected by the residuals' mean, a constant group's mean is its value exactly (sum / n can
+    # be an ulp off, which 1 / sqrt(eps) amplifies; PyTorch's Welford moments give exactly 0).
+    # The correction is 0 in exact arithmetic, so it carries no derivative (detached).
+    mean = mean + (grouped - mean).mean(2, keepdim=True).detach()
     centred = grouped - mean
     var = (centred * centred).mean(2, keepdim=True)
     return (centred * (var + eps).rsqrt()).reshape(input.shape)

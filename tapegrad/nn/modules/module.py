@@ -96,10 +96,38 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         d = self.__dict__
+        compiled = d.get("_compiled_call_impl")
+        if compiled is not None:
+            return compiled(*args, **kwargs)
         if (d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks")
                 or d.get("_backward_pre_hooks")):
             return call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
+        """A call of the module as it would run uncompiled: its hooks around ``forward``."""
+        d = self.__dict__
+        if (d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks")
+                or d.get("_backward_pre_hooks")):
+            return call_with_hooks(self, args, kwargs)
+        return self.forward(*args, **kwargs)
+
+    def __getstate__(self):
+        # A compiled call holds a capture of this very object: copies and pickles leave it out,
+        # as PyTorch's do (a copy runs uncompiled until compiled again).
+        state = self.__dict__.copy()
+        state.pop("_compiled_call_impl", None)
+        return state
+
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module's calls in place with ``tapegrad.compile`` (PyTorch's
+        ``Module.compile``): later ``module(x)`` calls capture once and replay; parameters,
+        ``state_dict`` keys and the module object itself are unchanged.  The arguments are
+        ``tapegrad.compile``'s."""
+        from ...replay import compile as compile_call
+        # A bound method: the capture guards this module's (and its submodules') training flags.
+        object.__setattr__(self, "_compiled_call_impl", compile_call(self._call_impl, *args,
+                                                                     **kwargs))
 
     # -- forward hooks ------------------------------------------------------------------------
     def _hook_table(self, name: str) -> OrderedDict:

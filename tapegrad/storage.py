@@ -1,0 +1,451 @@
+"""Storages: the flat memory behind tensors, as `Tensor.untyped_storage()` and `Tensor.storage()`
+return them in PyTorch.
+
+A tensor's data is a numpy array that may view another one; the storage is the outermost
+ndarray of that chain (`tensor._storage_and_geometry` names the same object when pickling), so
+every view of one buffer reports the same `data_ptr()` and size, and writes through a storage
+reach the tensors that view it.
+
+- `UntypedStorage`: the buffer as bytes (`nbytes()`, items are ints 0-255).  A tensor's
+  untyped storage is one object for as long as something holds it, as in PyTorch
+  (`x.untyped_storage() is x.untyped_storage()`).
+- `TypedStorage`: the same bytes read as the tensor's dtype.  PyTorch deprecates it and warns
+  once; a new one is made at each call.
+- `FloatStorage`, `DoubleStorage`, ...: PyTorch's legacy typed names.  Calling one builds a
+  `TypedStorage` of its dtype; `isinstance(s, FloatStorage)` asks the dtype.
+"""
+from __future__ import annotations
+
+import ctypes
+import warnings
+import weakref
+
+import numpy as np
+
+
+_UNTYPED_CACHE: "weakref.WeakValueDictionary[int, UntypedStorage]" = weakref.WeakValueDictionary()
+_warned_typed = False
+
+
+def _root(arr: np.ndarray) -> np.ndarray:
+    """The outermost ndarray whose memory arr views."""
+    while isinstance(arr.base, np.ndarray):
+        arr = arr.base
+    return arr
+
+
+def _address(arr: np.ndarray) -> int:
+    return arr.__array_interface__["data"][0]
+
+
+def _byte_span(root: np.ndarray) -> tuple[int, int]:
+    """(lowest address, number of bytes) of the memory root's elements occupy."""
+    if root.size == 0:
+        return _address(root), 0
+    low = high = _address(root)
+    for n, step in zip(root.shape, root.strides):
+        if step < 0:
+            low += step * (n - 1)
+        else:
+            high += step * (n - 1)
+    return low, high - low + root.itemsize
+
+
+def _bytes_of(root: np.ndarray) -> np.ndarray:
+    """A flat uint8 array viewing root's memory (shared, never a copy)."""
+    if root.flags.c_contiguous or root.flags.f_contiguous:
+        return root.reshape(-1, order="A").view(np.uint8)
+    # A buffer built with stride tricks: view the span its elements cover through its address.
+    # The storage object keeps root alive for as long as this view is reachable through it.
+    low, count = _byte_span(root)
+    flat = np.ctypeslib.as_array((ctypes.c_ubyte * count).from_address(low))
+    if not root.flags.writeable:
+        flat.flags.writeable = False
+    return flat
+
+
+def _check_index(index, size: int) -> int:
+    if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+        raise TypeError(f"can't index a storage with {type(index).__name__}")
+    i = int(index)
+    if not -size <= i < size:
+        raise IndexError(f"index {i} out of range for storage of size {size}")
+    return i % size if size else i
+
+
+def _check_cpu(device, who: str) -> None:
+    from ._device import as_device
+    if device is not None and as_device(device).type != "cpu":
+        raise RuntimeError(f"{who}: tapegrad has only the CPU device, not {device}")
+
+
+def _listing(values: list, title: str) -> str:
+    """PyTorch's storage repr: one item per line, each after a space, then the title."""
+    return " " + "\n ".join(str(v) for v in values) + f"\n[{title}]"
+
+
+class _StorageBase:
+    """What both storage kinds answer alike (they live on the CPU, in this process)."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        return self.size()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    @property
+    def device(self):
+        """The CPU device (tapegrad has no other)."""
+        from ._device import device
+        return device("cpu")
+
+    @property
+    def is_cuda(self) -> bool:
+        """False: tapegrad keeps everything on the CPU."""
+        return False
+
+    def is_shared(self) -> bool:
+        """False: storages are never in shared memory across processes."""
+        return False
+
+    def is_pinned(self, device=None) -> bool:
+        """False: pinned memory needs an accelerator."""
+        return False
+
+    def cpu(self):
+        """Itself: the storage is on the CPU already."""
+        return self
+
+    def share_memory_(self):
+        """Already usable by the threads of this process; returns self as PyTorch does."""
+        return self
+
+
+class UntypedStorage(_StorageBase):
+    """A buffer of bytes on the CPU; the memory tensors view."""
+
+    __slots__ = ("_bytes", "_owner", "__weakref__")
+
+    def __init__(self, *args, device=None):
+        _check_cpu(device, "UntypedStorage")
+        if len(args) > 1:
+            raise TypeError(f"UntypedStorage(): expected at most 1 argument, got {len(args)}")
+        if not args:
+            data = np.zeros(0, np.uint8)
+        elif isinstance(args[0], (int, np.integer)) and not isinstance(args[0], bool):
+            if args[0] < 0:
+                raise RuntimeError(f"UntypedStorage: size must be non-negative, got {args[0]}")
+            data = np.zeros(int(args[0]), np.uint8)
+        else:
+            data = np.array(args[0], dtype=np.int64).reshape(-1)
+            if data.size and (data.min() < 0 or data.max() > 255):
+                raise RuntimeError("Overflow when unpacking long")
+            data = data.astype(np.uint8)
+        self._bytes = data
+        self._owner = data
+
+    @classmethod
+    def _viewing(cls, root: np.ndarray) -> "UntypedStorage":
+        storage = cls.__new__(cls)
+        storage._bytes = _bytes_of(root)
+        storage._owner = root
+        return storage
+
+    # -- size and identity ----------------------------------------------------------------------
+    def nbytes(self) -> int:
+        """The number of bytes."""
+        return int(self._bytes.size)
+
+    def size(self) -> int:
+        """The number of bytes (an untyped storage's elements are bytes)."""
+        return int(self._bytes.size)
+
+    def element_size(self) -> int:
+        """1: the elements are bytes."""
+        return 1
+
+    def data_ptr(self) -> int:
+        """The address of the first byte."""
+        return _address(self._bytes)
+
+
+    # -- items ---------------------------------------------------------------------------------
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.size())
+            if step != 1:
+                raise RuntimeError(f"Trying to slice with a step of {step}, but only a step of "
+                                   "1 is supported")
+            part = UntypedStorage.__new__(UntypedStorage)
+            part._bytes = self._bytes[start:max(start, stop)]
+            part._owner = self._owner
+            return part
+        return int(self._bytes[_check_index(index, self.size())])
+
+    def __setitem__(self, index, value):
+        if isinstance(index, slice):
+            self._bytes[index] = value
+        else:
+            self._bytes[_check_index(index, self.size())] = value
+
+    def tolist(self) -> list:
+        """The elements as a list of Python numbers."""
+        return self._bytes.tolist()
+
+    def fill_(self, value):
+        """Write value into every element (the tensors viewing it see it); returns self."""
+        self._bytes[...] = value
+        return self
+
+    def copy_(self, source, non_blocking=None):
+        """Copy the elements of a storage of the same size into this one; returns self."""
+        if source.nbytes() != self.nbytes():
+            raise RuntimeError(f"size mismatch: copying {source.nbytes()} bytes into a storage "
+                               f"of {self.nbytes()} bytes")
+        self._bytes[...] = source._bytes
+        return self
+
+    def clone(self):
+        """A copy of this storage in new memory."""
+        copy = UntypedStorage.__new__(UntypedStorage)
+        copy._bytes = copy._owner = self._bytes.copy()
+        return copy
+
+    def __deepcopy__(self, memo):
+        return self.clone()
+
+    def untyped(self):
+        """Itself (the bytes)."""
+        return self
+
+    def __repr__(self) -> str:
+        return _listing(self.tolist(), f"torch.storage.UntypedStorage(device=cpu) of size "
+                                       f"{self.size()}")
+
+    __str__ = __repr__
+
+
+class _LegacyStorageType(type):
+    """Metaclass of FloatStorage & co.: calling one builds a TypedStorage of its dtype, and
+    isinstance() compares the dtype, as PyTorch's legacy storage names do."""
+
+    def __call__(cls, *args, **kwargs):
+        if cls._dtype is None:
+            return super().__call__(*args, **kwargs)
+        return TypedStorage(*args, dtype=cls._dtype, **kwargs)
+
+    def __instancecheck__(cls, obj):
+        if cls._dtype is None:
+            return type.__instancecheck__(cls, obj)
+        return isinstance(obj, TypedStorage) and obj.dtype == cls._dtype
+
+
+class TypedStorage(_StorageBase, metaclass=_LegacyStorageType):
+    """A storage read as one dtype (PyTorch's deprecated `tensor.storage()`)."""
+
+    _dtype = None
+    __slots__ = ("_untyped", "_dtype_of")
+
+    def __init__(self, *args, dtype=None, device=None):
+        import tapegrad
+        dtype = tapegrad.get_default_dtype() if dtype is None else dtype
+        np_dtype = np.dtype(dtype.np_dtype)
+        if len(args) == 1 and not (isinstance(args[0], (int, np.integer))
+                                   and not isinstance(args[0], bool)):
+            values = np.array(args[0], dtype=np_dtype).reshape(-1)
+        elif len(args) == 1:
+            if args[0] < 0:
+                raise RuntimeError(f"TypedStorage: size must be non-negative, got {args[0]}")
+            values = np.zeros(int(args[0]), np_dtype)
+        elif not args:
+            values = np.zeros(0, np_dtype)
+        else:
+            raise TypeError(f"TypedStorage(): expected at most 1 argument, got {len(args)}")
+        _check_cpu(device, "TypedStorage")
+        self._untyped = UntypedStorage._viewing(values)
+        self._dtype_of = dtype
+
+    @classmethod
+    def _over(cls, untyped: UntypedStorage, dtype) -> "TypedStorage":
+        storage = object.__new__(TypedStorage)
+        storage._untyped = untyped
+        storage._dtype_of = dtype
+        return storage
+
+    @property
+    def _values(self) -> np.ndarray:
+        raw = self._untyped._bytes
+        itemsize = np.dtype(self._dtype_of.np_dtype).itemsize
+        return raw[:raw.size - raw.size % itemsize].view(self._dtype_of.np_dtype)
+
+    @property
+    def dtype(self):
+        """The dtype the bytes are read as."""
+        return self._dtype_of
+
+    def size(self) -> int:
+        """The number of elements of the dtype."""
+        return int(self._values.size)
+
+    def element_size(self) -> int:
+        """The size of one element in bytes."""
+        return np.dtype(self._dtype_of.np_dtype).itemsize
+
+    def nbytes(self) -> int:
+        """The number of bytes."""
+        return self._untyped.nbytes()
+
+    def data_ptr(self) -> int:
+        """The address of the first byte."""
+        return self._untyped.data_ptr()
+
+    def untyped(self) -> UntypedStorage:
+        """The bytes behind this storage (shared)."""
+        return self._untyped
+
+    def type(self, dtype=None, non_blocking=False):
+        """The legacy name of this storage's type ('torch.FloatStorage'), as PyTorch answers."""
+        if dtype is not None:
+            raise TypeError("TypedStorage.type(dtype) converts storages on CUDA setups only; "
+                            "use .float(), .double(), ... on the CPU")
+        return f"torch.{_LEGACY_NAMES[self._dtype_of.np_dtype.name]}"
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            raise RuntimeError("slices are only supported in UntypedStorage.__getitem__")
+        return self._values[_check_index(index, self.size())].item()
+
+    def __setitem__(self, index, value):
+        if isinstance(index, slice):
+            self._values[index] = value
+        else:
+            self._values[_check_index(index, self.size())] = value
+
+    def tolist(self) -> list:
+        """The elements as a list of Python numbers."""
+        return self._values.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        values = self._values
+        return values if dtype is None else values.astype(dtype)
+
+    def fill_(self, value):
+        """Write value into every element (the tensors viewing it see it); returns self."""
+        self._values[...] = value
+        return self
+
+    def copy_(self, source, non_blocking=None):
+        """Copy the elements of a storage of the same size into this one; returns self."""
+        if len(source) != len(self):
+            raise RuntimeError(f"size mismatch: copying {len(source)} elements into a storage "
+                               f"of {len(self)} elements")
+        self._values[...] = np.asarray(source)
+        return self
+
+    def clone(self):
+        """A copy of this storage in new memory."""
+        return TypedStorage._over(UntypedStorage._viewing(self._values.copy()), self._dtype_of)
+
+    def __deepcopy__(self, memo):
+        return self.clone()
+
+    def __repr__(self) -> str:
+        return _listing(self.tolist(), f"torch.storage.TypedStorage(dtype={self._dtype_of}, "
+                                       f"device=cpu) of size {self.size()}")
+
+    __str__ = __repr__
+
+
+def _converter(method: str, np_name: str):
+    """TypedStorage.<method>(): a copy in another dtype (self when it already has it)."""
+    def convert(self):
+        import tapegrad
+        dtype = getattr(tapegrad, np_name)
+        if dtype == self._dtype_of:
+            return self
+        values = self._values.astype(dtype.np_dtype)
+        return TypedStorage._over(UntypedStorage._viewing(values), dtype)
+    convert.__name__ = convert.__qualname__ = method
+    convert.__doc__ = f"A copy of this storage as {np_name} (itself if it is {np_name} already)."
+    return convert
+
+
+for _method, _np_name in (("float", "float32"), ("double", "float64"), ("half", "float16"),
+                          ("long", "int64"), ("int", "int32"), ("short", "int16"),
+                          ("char", "int8"), ("byte", "uint8"), ("bool", "bool")):
+    setattr(TypedStorage, _method, _converter(_method, _np_name))
+del _method, _np_name
+
+_LEGACY_NAMES = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
+                 "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage",
+                 "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage"}
+
+
+def _legacy_class(np_name: str):
+    import tapegrad
+    name = _LEGACY_NAMES[np_name]
+    cls = _LegacyStorageType(name, (TypedStorage,), {"_dtype": getattr(tapegrad, np_name),
+                                                      "__slots__": (), "__module__": "torch"})
+    cls.__qualname__ = name
+    return cls
+
+
+FloatStorage = _legacy_class("float32")
+DoubleStorage = _legacy_class("float64")
+HalfStorage = _legacy_class("float16")
+LongStorage = _legacy_class("int64")
+IntStorage = _legacy_class("int32")
+ShortStorage = _legacy_class("int16")
+CharStorage = _legacy_class("int8")
+ByteStorage = _legacy_class("uint8")
+BoolStorage = _legacy_class("bool")
+# PyTorch's torch.Storage is its default legacy storage type.
+Storage = FloatStorage
+
+
+def untyped_storage_of(arr: np.ndarray) -> UntypedStorage:
+    """The UntypedStorage behind arr: one object per buffer while it is referenced."""
+    root = _root(arr)
+    key = id(root)
+    storage = _UNTYPED_CACHE.get(key)
+    # The cached storage holds its root, so a live entry's id cannot name another array.
+    if storage is None or storage._owner is not root:
+        storage = UntypedStorage._viewing(root)
+        _UNTYPED_CACHE[key] = storage
+    return storage
+
+
+def warn_typed_storage() -> None:
+    """PyTorch's deprecation warning for typed storages, once per process."""
+    global _warned_typed
+    if not _warned_typed:
+        _warned_typed = True
+        warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
+                      "UntypedStorage will be the only storage class. This should only matter "
+                      "to you if you are using storages directly.  To access UntypedStorage "
+                      "directly, use tensor.untyped_storage() instead of tensor.storage()",
+                      UserWarning, stacklevel=4)
+
+
+def typed_storage_of(arr: np.ndarray, dtype) -> TypedStorage:
+    """`tensor.storage()`: arr's storage read as its dtype, with PyTorch's deprecation warning."""
+    warn_typed_storage()
+    return TypedStorage._over(untyped_storage_of(arr), dtype)
+
+
+def legacy_class_of(np_dtype: np.dtype):
+    """`tensor.storage_type()`: the legacy storage class of a dtype, with the warning."""
+    warn_typed_storage()
+    return globals()[_LEGACY_NAMES[np_dtype.name]]
+
+
+def is_storage(obj) -> bool:
+    """Whether obj is a storage (typed or untyped)."""
+    return isinstance(obj, (UntypedStorage, TypedStorage))
+
+
+__all__ = ["UntypedStorage", "TypedStorage", "Storage", "FloatStorage", "DoubleStorage",
+           "HalfStorage", "LongStorage", "IntStorage", "ShortStorage", "CharStorage",
+           "ByteStorage", "BoolStorage", "is_storage"]
