@@ -304,3 +304,16 @@ def test_self_copy_is_an_in_place_op_as_torch(torch):
         out.append((c._version, c.tolist()))
         return out
     assert run(tg) == run(torch)
+
+
+def test_fuzz_tail_with_loss_term_v2_runs(fuzz_tools):
+    # the second-derivative weights were a list named W2, the name of loss term v2's weight:
+    # every program whose loss used v2 raised in its tail and went without a gradient check
+    fuzz, A = fuzz_tools
+    for mode in ("backward", "grad2"):
+        lines = [("v0", _leaf([0.5, -1.5])), ("v1", _leaf([2.0, 0.25])), ("v2", "v0 * v1.exp()")]
+        prog = _program(fuzz, lines, ["v2"], mode)
+        t_run, g_run = A.run_both(prog)
+        assert t_run.tail == ("ok",) and g_run.tail == ("ok",)
+        assert t_run.grads["v0.grad" if mode == "backward" else "G"][0] != "none"
+        assert fuzz.compare_runs(prog, t_run, g_run) == []
