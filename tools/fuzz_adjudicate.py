@@ -428,6 +428,11 @@ def _grads(prog, t_run, g_run, hooks_dropped=False):
             kind = "var" if m.group(1) and name not in leaves else "leaf"
         else:
             name, kind = leaves[int(m.group(4))], "leaf"
+        if m.group(1) and prog.mode == "grad2":
+            # a retained .grad accumulates over the create_graph pass and the second one,
+            # through whichever tensors each formula reads: not the derivative of one function
+            degenerate.append(f"{label}[{i}]: retained .grad after two passes (no FD)")
+            continue
         if kind == "var":
             at = next(j for j, s in enumerate(prog.steps) if s.out == name)
             later = prog.steps[at + 1:]
@@ -462,7 +467,7 @@ def _grads(prog, t_run, g_run, hooks_dropped=False):
             continue
         fd_scale = max(scale, 1.0)
         g_ok, t_ok = _near(gv, fd, dtype, noise, fd_scale), _near(tv, fd, dtype, noise, fd_scale)
-        if masked and (g_ok or not t_ok):
+        if masked and (g_ok or not t_ok or not np.isfinite(gv)):
             # the loss is non-finite; the derivative of its finite elements decides only when
             # PyTorch follows it and tapegrad does not (else both read the non-finite ones)
             degenerate.append(f"{label}[{i}]: non-finite loss; FD of its finite part {fd:.6g}: "
