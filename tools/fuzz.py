@@ -5,6 +5,7 @@
     python tools/fuzz.py --repro 1234                 # one program: its findings, then a
                                                       # minimal program printing the failure
     python tools/fuzz.py --seeds 0:200                # in process, one line per failing seed
+    python tools/fuzz.py --report FILE.jsonl          # a run's findings grouped by verdict
 
 One mechanism, two program generators: this file generates multi-step programs (`programs`);
 tools/fuzz_surface.py generates one op of the wide surface plus a short chain (`surface`).  Both
@@ -31,6 +32,10 @@ value, dtype, shape and requires_grad; after the body every variable is compared
 writes through views); then the gradients.  `compile` programs are also run as one function
 under tapegrad.compile on several calls with fresh leaf values: compiled and eager tapegrad must
 agree bit for bit (outputs and gradients).
+
+A value or gradient finding is adjudicated (tools/fuzz_adjudicate.py): float64 finite differences
+of the program, with autograd's constants held, label it tapegrad-matches-FD / torch-matches-FD /
+neither / degenerate / rounding / undecided; the report puts tapegrad's possible errors first.
 
 A failing seed is shrunk (steps dropped, with the steps that use them, while the same kind of
 finding remains) and printed as a runnable script: `import torch` or `import tapegrad as torch`.
@@ -118,7 +123,7 @@ class Program:
         if self.mode == "grad2" and leaves:
             lines.append(f"G = torch.autograd.grad(loss, [{', '.join(leaves)}], "
                          "create_graph=True, allow_unused=True)")
-            lines.append("S = sum((g * W2[i]).sum() for i, g in enumerate(G) "
+            lines.append("S = sum((g * WG[i]).sum() for i, g in enumerate(G) "
                          "if g is not None and g.requires_grad)")
             lines.append(f"G2 = torch.autograd.grad(S, [{', '.join(leaves)}], allow_unused=True)"
                          " if isinstance(S, torch.Tensor) and S.requires_grad else None")
@@ -138,7 +143,9 @@ class Program:
         tail = self.tail(live)
         if tail:
             out.append(f"# W<k>: weights of the loss terms, np.random.default_rng"
-                       f"([{self.weight_seed}, k]).standard_normal(v<k>.shape) in v<k>'s dtype")
+                       f"([{self.weight_seed}, k]).standard_normal(v<k>.shape) in v<k>'s dtype"
+                       + ("; WG[i]: the same with k = 1000 + i, in the shape of the i-th leaf"
+                          if self.mode == "grad2" else ""))
             out += tail
         return "\n".join(out)
 
@@ -761,7 +768,9 @@ def execute(L, prog, live=None):
         if v in live and v in res.final and res.final[v][0] == "t":
             ns[f"W{v[1:]}"] = L.tensor(prog.weights(v, res.final[v][3], res.final[v][2]))
     leaves = prog.grad_leaves()
-    ns["W2"] = [L.tensor(prog.weights(f"v{1000 + i}", res.final[v][3], res.final[v][2]))
+    # (WG, not W2: W<k> is the weight of loss term v<k>, and v2 is often one; a list named W2
+    # made every such tail raise in both libraries, so their gradients went unchecked)
+    ns["WG"] = [L.tensor(prog.weights(f"v{1000 + i}", res.final[v][3], res.final[v][2]))
                 if v in res.final and res.final[v][0] == "t" else None
                 for i, v in enumerate(leaves)]
     try:
@@ -945,7 +954,8 @@ def compile_check(prog, t_run, n_calls=3):
         for what, es, cs in (("output", e_res[1], c_res[1]), ("grad", e_res[2], c_res[2])):
             for j, (a, b) in enumerate(zip(es, cs)):
                 if not _bit_equal(a, b):
-                    findings.append(("compile", f"call {call}: {what} {j} differs: eager "
+                    findings.append(("compile", f"call {call}: {what} {j} differs "
+                                                f"({_how_bits_differ(a, b)}): eager "
                                                 f"{_desc(a)} vs compiled {_desc(b)} "
                                                 f"({compiled.explain()})"))
         if findings:
@@ -965,6 +975,23 @@ def _bit_equal(a, b):
         return True
     return (a[2] == b[2] and a[3] == b[3] and a[4] == b[4]
             and a[1].tobytes() == b[1].tobytes())
+
+
+def _how_bits_differ(a, b):
+    """For the report: the largest difference in units of the last place, and whether the NaN
+    masks agree (a NaN payload or a summation order differs, or a value does)."""
+    if a[0] != "t" or b[0] != "t" or a[1].shape != b[1].shape or a[1].dtype != b[1].dtype \
+            or a[1].dtype.kind != "f":
+        return "structure"
+    x, y = a[1].astype(np.float64), b[1].astype(np.float64)
+    nan_same = bool(np.array_equal(np.isnan(x), np.isnan(y)))
+    ok = ~(np.isnan(x) | np.isnan(y))
+    with np.errstate(invalid="ignore", over="ignore"):
+        ulp = np.spacing(np.abs(a[1][ok])).astype(np.float64)
+        d = np.abs(x[ok] - y[ok])
+        d = np.where(x[ok] == y[ok], 0.0, d)
+        ulps = float(np.max(d / ulp)) if d.size else 0.0
+    return f"max {ulps:.3g} ulp, NaN mask {'same' if nan_same else 'differs'}"
 
 
 def _desc(s):
@@ -993,7 +1020,8 @@ def known(cat, msg):
     return any(c in (cat, "*") and re.search(p, msg) for c, p in KNOWN)
 
 
-def check_program(prog):
+def check_program(prog, runs=None):
+    """The findings of one program; `runs`, when a list, receives (torch run, tapegrad run)."""
     import tapegrad
     import torch
     with warnings.catch_warnings():
@@ -1008,6 +1036,8 @@ def check_program(prog):
             with torch.autograd.graph.allow_mutation_on_saved_tensors():
                 t_run = execute(torch, prog)
         findings = compare_runs(prog, t_run, g_run)
+        if runs is not None:
+            runs[:] = [t_run, g_run]
         if prog.mode == "compile" and not findings:
             findings += compile_check(prog, t_run)
         if not findings and prog.mode != "compile" and in_threads(prog.seed):
@@ -1043,13 +1073,23 @@ def threads_check(prog, t_run, n_threads=3):
     return []
 
 
-def check_seed(seed, show_known=False):
+def check_seed(seed, show_known=False, verdict=None):
+    """(program, findings) of one seed; `verdict`, when a dict, receives the adjudication of
+    its value/gradient findings against float64 finite differences (tools/fuzz_adjudicate.py)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prog = generate(seed)
-    findings = check_program(prog)
+    runs = []
+    findings = check_program(prog, runs)
     if not show_known:
         findings = [(c, m) for c, m in findings if not known(c, m)]
+    if verdict is not None and runs:
+        import fuzz_adjudicate
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            v = fuzz_adjudicate.adjudicate(prog, findings, *runs)
+        if v:
+            verdict.update(v)
     return prog, findings
 
 
@@ -1095,12 +1135,19 @@ def shrink(prog, category):
 
 def checker(kind):
     if kind == "programs":
-        return lambda seed: _summary(*check_seed(seed))
+        def check(seed):
+            verdict = {}
+            return _summary(*check_seed(seed, verdict=verdict), verdict)
+        return check
     return lambda seed: _summary_surface(*surface.check_seed(seed))
 
 
-def _summary(prog, findings):
-    return [{"op": "program", "mode": prog.mode, "cat": c, "msg": m} for c, m in findings]
+def _summary(prog, findings, verdict=None):
+    recs = [{"op": "program", "mode": prog.mode, "cat": c, "msg": m} for c, m in findings]
+    for rec in recs:
+        if verdict and rec["cat"] in ("value", "grad", "signed-zero", "compile"):
+            rec.update(verdict)
+    return recs
 
 
 def _summary_surface(prog, findings):
@@ -1204,14 +1251,19 @@ def drive(kinds, first, seconds, batch, out_path, timeout):
     print(f"{runs}; {len(findings)} findings, {len(summary)} distinct; written to {out_path}")
     for (kind, cat, op_, msg), ss in sorted(summary.items(), key=lambda kv: -len(kv[1])):
         print(f"  {kind} [{cat}] {op_}: {msg} ... x{len(ss)} seeds {ss[:5]}")
+    import fuzz_adjudicate
+    print("\n".join(fuzz_adjudicate.report(findings)))
     return n, findings
 
 
 def repro(seed, do_shrink=True):
-    prog, findings = check_seed(seed, show_known=True)
+    verdict = {}
+    prog, findings = check_seed(seed, show_known=True, verdict=verdict)
     print(f"seed {seed}: mode={prog.mode}, {len(prog.steps)} steps")
     for c, m in findings:
         print(f"[{c}] {m}")
+    if verdict:
+        print(f"verdict: {verdict['verdict']}: {verdict['evidence']}")
     if not findings:
         print("no findings")
         return 0
@@ -1239,10 +1291,20 @@ def main(argv=None):
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--seeds", default=None, help="A:B, in process")
     ap.add_argument("--all", action="store_true", help="also report the KNOWN differences")
+    ap.add_argument("--report", default=None,
+                    help="print a findings file grouped by verdict (tapegrad's possible errors first)")
     ap.add_argument("--worker", default=None)
     ap.add_argument("--progress", default=None)
     a = ap.parse_args(argv)
     kinds = a.kind.split(",")
+    if a.report:
+        import fuzz_adjudicate
+        with open(a.report) as f:
+            recs = [json.loads(line) for line in f if line.strip()]
+        print("\n".join(fuzz_adjudicate.report([r for r in recs if "cat" in r])))
+        ran = [r["ran"] for r in recs if "ran" in r]
+        print(f"programs run: {ran[-1] if ran else 0}")
+        return 0
     if a.worker:
         s, e = map(int, a.worker.split(":"))
         worker(kinds[0], s, e, a.progress)

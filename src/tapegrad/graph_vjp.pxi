@@ -581,7 +581,19 @@ cdef object expand_back(object G, tuple aux):
 cdef object gv_sum(Py_ssize_t i, Record* r, object G, char* want):
     return expand_back(G, <tuple>r.aux)
 
+cdef inline object mean_adjoint(object G, object count, bint empty):
+    """G / count, the adjoint of a loss's mean reduction.  Of an empty input every gradient it
+    scales is empty, so G stands unscaled (same values: none): divided by a count of 0, the
+    derivative of those empty products (a sum of nothing, 0) would become 0 / 0 = NaN where
+    PyTorch's formulas, dividing the expanded gradient, give 0 (fuzz seed 50006602)."""
+    return G if empty else g_div(G, count)
+
 cdef object gv_mean(Py_ssize_t i, Record* r, object G, char* want):
+    if r.scalar == 0:
+        # the mean of an empty input: divided after the expansion, as PyTorch's formula
+        # (grad.expand(...) / n), so differentiating again sums an empty tensor (0) instead
+        # of dividing a sum by n = 0 (NaN; fuzz seed 50006602)
+        return g_div(expand_back(G, <tuple>r.aux), r.scalar)
     return expand_back(g_div(G, r.scalar), <tuple>r.aux)
 
 cdef object gv_evenly(Py_ssize_t i, Record* r, object G, char* want):
@@ -1061,7 +1073,7 @@ cdef object gv_ce_probs(Py_ssize_t i, Record* r, object G, char* want):
         if red == NN_RED_NONE:
             GS = reshape_to(<TensorBase>G, tuple(gshape))
         elif red == NN_RED_MEAN:
-            GS = g_div(G, float(count))
+            GS = mean_adjoint(G, float(count), logp.size == 0)
         else:
             GS = G
         GSW = g_mul(GS, W) if W is not None else GS
@@ -1136,7 +1148,7 @@ cdef object gv_pointwise(Py_ssize_t i, Record* r, object G, char* want):
             DIV = wrap(nd(np.asarray(div)))
             if W is not None and kind != NN_HUBER and (<TensorBase>W)._requires_grad:
                 DIV = exact(np.asarray(div), reduce_op(OP_SUM, <TensorBase>W, None, False))
-            GS = g_div(G, DIV)
+            GS = mean_adjoint(G, DIV, d.size == 0)
         else:
             GS = G
         gi = gt = gw = None
@@ -1165,7 +1177,7 @@ cdef object gv_bce(Py_ssize_t i, Record* r, object G, char* want):
     t = <object>r.saved[1]
     w = saved_value(r, 2)
     red, count = <tuple>r.aux
-    GS = g_div(G, float(count)) if red == NN_RED_MEAN else G
+    GS = mean_adjoint(G, float(count), x.size == 0) if red == NN_RED_MEAN else G
     if w is not None:
         GS = g_mul(wrap(w), GS)
     X = in_value(r, 0, x)
@@ -1186,7 +1198,7 @@ cdef object gv_bce_logits(Py_ssize_t i, Record* r, object G, char* want):
     x = <object>r.saved[0]
     t = <object>r.saved[1]
     w, pw, red, count, xs, xd, ts, td = <tuple>r.aux
-    GS = g_div(G, float(count)) if red == NN_RED_MEAN else G
+    GS = mean_adjoint(G, float(count), x.size == 0) if red == NN_RED_MEAN else G
     if w is not None:
         GS = g_mul(wrap(nd(w)), GS)
     X = t_cast(in_value(r, 0, x if xd is None else x.astype(xd)), x.dtype)

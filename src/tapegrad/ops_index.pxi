@@ -265,6 +265,84 @@ cdef str numpy_index_message(str msg):
     return msg.replace("axis", "dimension")
 
 
+cdef int index_layout_order(list operands, tuple shape, Py_ssize_t d0, Py_ssize_t d1):
+    """TensorIterator's comparison of dims d0, d1: 1 when d0 goes outside d1, -1 when inside,
+    0 when no operand decides."""
+    for st in operands:
+        s0, s1 = st[d0], st[d1]
+        if s0 == 0 or s1 == 0:
+            continue                    # (broadcast in this operand: the next one decides)
+        if s0 < s1:
+            return -1
+        if s0 > s1:
+            return 1
+        if shape[d0] > shape[d1]:
+            return 1
+    return 0
+
+
+cdef object torch_index_layout(object B, tuple key, object out):
+    """out (the numpy result of B[key], key holding index arrays) laid out as PyTorch lays out
+    its index result.  PyTorch computes it with a TensorIterator over B restrided (the indexed
+    dims replaced by the index shape, stride 0) and the index tensors broadcast to it; the output
+    follows the order TensorIterator sorts the dims into: for each pair, the first operand with
+    both strides nonzero decides (a tie goes to the smaller size), else they keep their order.
+    A contiguous B gives a contiguous result; a permuted one keeps its order
+    (x.permute(0, 2, 1)[[1]] has strides (6, 1, 3); fuzz seed 50000606)."""
+    cdef Py_ssize_t n = out.ndim, nb = B.ndim, i, j, d0, d1, c
+    if n < 2 or out.size == 0:
+        return out if out.flags.c_contiguous else np.ascontiguousarray(out)
+    k = list(key)
+    for i in range(len(k)):
+        if k[i] is Ellipsis:
+            k[i:i + 1] = [slice(None)] * (nb - len(k) + 1)
+            break
+    k += [slice(None)] * (nb - len(k))
+    adv = [i for i in range(nb) if cnp.PyArray_Check(k[i])]
+    ishape = np.broadcast_shapes(*[k[i].shape for i in adv])
+    ni = len(ishape)
+    others = [i for i in range(nb) if i not in adv]
+    isz = B.itemsize
+    if adv == list(range(adv[0], adv[len(adv) - 1] + 1)):   # adjacent: index dims in place
+        pos = adv[0]
+        src = ([B.strides[i] // isz for i in others if i < pos] + [0] * ni +
+               [B.strides[i] // isz for i in others if i > pos])
+    else:                                           # apart: the index dims first
+        pos = 0
+        src = [0] * ni + [B.strides[i] // isz for i in others]
+    if len(src) != n:
+        return out if out.flags.c_contiguous else np.ascontiguousarray(out)
+    shape = out.shape
+    operands = [src]
+    for i in adv:
+        a = k[i]
+        st = [0] * n
+        off = pos + ni - a.ndim
+        step = 1
+        for j in range(a.ndim - 1, -1, -1):         # a contiguous index tensor, broadcast
+            if a.shape[j] != 1 or shape[off + j] == 1:
+                st[off + j] = step
+            step *= max(a.shape[j], 1)
+        operands.append(st)
+
+    perm = list(range(n - 1, -1, -1))               # innermost first
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = index_layout_order(operands, shape, perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    if perm == list(range(n - 1, -1, -1)):
+        return out if out.flags.c_contiguous else np.ascontiguousarray(out)
+    outer = perm[::-1]
+    res = np.empty([shape[d] for d in outer], dtype=out.dtype).transpose(np.argsort(outer))
+    res[...] = out
+    return res
+
+
 cdef object index_op(TensorBase x, object key):
     A = x._array
     shape = A.shape
@@ -402,10 +480,10 @@ cdef object index_op(TensorBase x, object key):
                 if msg.endswith(" with size 0"):    # (PyTorch's message: no index, no dim)
                     msg = "index is out of bounds for dimension with size 0"
                 raise IndexError(numpy_index_message(msg)) from None
-        if not out.flags.c_contiguous:
-            # numpy lays out a gather after a slice (x[:, [0, 0]]) in another order; PyTorch's
-            # result is contiguous, and code may .view() it (fuzz seeds 36024506, 36030249)
-            out = np.ascontiguousarray(out)
+        # numpy lays out a gather after a slice (x[:, [0, 0]]) in its own order; code may
+        # .view() the result, so it takes PyTorch's layout (fuzz seeds 36024506, 36030249,
+        # 50000606)
+        out = torch_index_layout(B, tkey2, out)
         aux = (shape, A.dtype, tkey1 if basic else None, B.shape, None)
     res = wrap_result(nd(out), x)
     r = record_from(op, res, (x,))

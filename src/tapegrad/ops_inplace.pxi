@@ -481,7 +481,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     # size-1 dims
     cdef bint check_overlap = isinstance(value, TensorBase) and not onto_base
     if check_overlap and advanced:
-        check_source_overlap(A, V, True)
+        if index_put_key(nkey, V):
+            check_source_overlap(A, V, True)
+        else:
+            # one mask and a one-element value: PyTorch's masked_fill_, which reads the value
+            # before writing and checks no overlap (x[x > 0] = x[0:1]; fuzz seed 50002974)
+            V = V.copy()
     given = V
     V = fit_value(V, np.shape(T), bool(advanced), value)
     if check_overlap and not advanced and isinstance(T, np.ndarray):
@@ -605,8 +610,13 @@ def div_(TensorBase self, other):
 
 def copy_(TensorBase self, src, non_blocking=False):
     """Copy src's values (broadcast to self's shape, cast to self's dtype) into self."""
-    if src is self:
-        return self                     # (PyTorch's copy_ returns at once: nothing is written)
+    if src is self and not (grad_enabled() and self._requires_grad):
+        # (PyTorch's kernel returns at once: nothing is written, no overlap is checked; the
+        # version still moves)
+        bump_version(self)
+        return self
+    # (a copy onto itself that autograd sees is an in-place op in PyTorch, its checks and
+    # record included: a leaf's view copied onto itself is refused; fuzz seed 50015864)
     if isinstance(src, TensorBase):
         # PyTorch broadcasts src to self's shape as a binary op would (no leading 1s dropped)
         shape = self._array.shape
