@@ -1621,6 +1621,15 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
         k = where[oid(t)]
         if k < 0:
             live[-k - 1] = 1
+    # An op re-run on the slots (SK_CALL) or run by its replay step (SK_OP) stays even when
+    # nothing uses its result: it may raise on values (binary_cross_entropy's range check, a
+    # class index out of range) or draw from a generator (dropout, randn), and eager does both;
+    # dropping it made a compiled call return where eager raises (fuzz seed 51039596) and would
+    # shift the random stream of later draws.  Only the C elementwise steps, which can do
+    # neither, are dropped when dead.
+    for j in range(n):
+        if <Py_ssize_t>(<tuple>steps[j])[0] == SK_CALL or <Py_ssize_t>(<tuple>steps[j])[0] == SK_OP:
+            live[j] = 1
     for j in range(n - 1, -1, -1):           # a live step's operands are live
         if not live[j]:
             continue
