@@ -73,6 +73,25 @@ def _check_index(index, size: int) -> int:
     return i % size if size else i
 
 
+def _initial_values(args: tuple, np_dtype: np.dtype, who: str) -> np.ndarray:
+    """A new storage's elements from its constructor's arguments: none (empty), a size (zeros)
+    or a sequence of values (bytes must each fit in 0-255, as PyTorch checks)."""
+    if len(args) > 1:
+        raise TypeError(f"{who}(): expected at most 1 argument, got {len(args)}")
+    if not args:
+        return np.zeros(0, np_dtype)
+    if isinstance(args[0], (int, np.integer)) and not isinstance(args[0], bool):
+        if args[0] < 0:
+            raise RuntimeError(f"{who}: size must be non-negative, got {args[0]}")
+        return np.zeros(int(args[0]), np_dtype)
+    if np_dtype == np.uint8:
+        wide = np.array(args[0], dtype=np.int64).reshape(-1)
+        if wide.size and (wide.min() < 0 or wide.max() > 255):
+            raise RuntimeError("Overflow when unpacking long")
+        return wide.astype(np.uint8)
+    return np.array(args[0], dtype=np_dtype).reshape(-1)
+
+
 def _check_cpu(device, who: str) -> None:
     from ._device import as_device
     if device is not None and as_device(device).type != "cpu":
@@ -130,19 +149,7 @@ class UntypedStorage(_StorageBase):
 
     def __init__(self, *args, device=None):
         _check_cpu(device, "UntypedStorage")
-        if len(args) > 1:
-            raise TypeError(f"UntypedStorage(): expected at most 1 argument, got {len(args)}")
-        if not args:
-            data = np.zeros(0, np.uint8)
-        elif isinstance(args[0], (int, np.integer)) and not isinstance(args[0], bool):
-            if args[0] < 0:
-                raise RuntimeError(f"UntypedStorage: size must be non-negative, got {args[0]}")
-            data = np.zeros(int(args[0]), np.uint8)
-        else:
-            data = np.array(args[0], dtype=np.int64).reshape(-1)
-            if data.size and (data.min() < 0 or data.max() > 255):
-                raise RuntimeError("Overflow when unpacking long")
-            data = data.astype(np.uint8)
+        data = _initial_values(args, np.dtype(np.uint8), "UntypedStorage")
         self._bytes = data
         self._owner = data
 
@@ -251,19 +258,8 @@ class TypedStorage(_StorageBase, metaclass=_LegacyStorageType):
     def __init__(self, *args, dtype=None, device=None):
         import tapegrad
         dtype = tapegrad.get_default_dtype() if dtype is None else dtype
-        np_dtype = np.dtype(dtype.np_dtype)
-        if len(args) == 1 and not (isinstance(args[0], (int, np.integer))
-                                   and not isinstance(args[0], bool)):
-            values = np.array(args[0], dtype=np_dtype).reshape(-1)
-        elif len(args) == 1:
-            if args[0] < 0:
-                raise RuntimeError(f"TypedStorage: size must be non-negative, got {args[0]}")
-            values = np.zeros(int(args[0]), np_dtype)
-        elif not args:
-            values = np.zeros(0, np_dtype)
-        else:
-            raise TypeError(f"TypedStorage(): expected at most 1 argument, got {len(args)}")
         _check_cpu(device, "TypedStorage")
+        values = _initial_values(args, np.dtype(dtype.np_dtype), "TypedStorage")
         self._untyped = UntypedStorage._viewing(values)
         self._dtype_of = dtype
 

@@ -95,14 +95,10 @@ class Module:
                                   f'"forward" function')
 
     def __call__(self, *args, **kwargs):
-        d = self.__dict__
-        compiled = d.get("_compiled_call_impl")
+        compiled = self.__dict__.get("_compiled_call_impl")     # set by Module.compile()
         if compiled is not None:
             return compiled(*args, **kwargs)
-        if (d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks")
-                or d.get("_backward_pre_hooks")):
-            return call_with_hooks(self, args, kwargs)
-        return self.forward(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
 
     def _call_impl(self, *args, **kwargs):
         """A call of the module as it would run uncompiled: its hooks around ``forward``."""
