@@ -853,7 +853,7 @@ cdef object index_array(object g, tuple aux):
     if key1 is not None:
         out = out[key1]
     if key2 is not None:
-        out = out[key2]
+        out = advanced_index(out, key2)
     return nd(np.array(out, copy=True))
 
 cdef object vjp_index_scatter(Record* r, object g):

@@ -516,10 +516,13 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
             raise IndexError(str(e).replace("axis", "dimension")) from None
         if bkey is not None:
             setitem_op(<TensorBase>self._base, bkey, value, True)
-        if had_history:
+        if had_history or key is Ellipsis:
             rebase_view(self, vkey)
         # else: as in PyTorch the view stays without a history of its own until it is read
-        # (refresh_view); an in-place op on it before that raises (fresh_operands)
+        # (refresh_view); an in-place op on it before that raises (fresh_operands).  A write
+        # into the whole view (copy_, view[...] = v) is PyTorch's write into the view itself,
+        # which gives it its history at once (fuzz seed 53001126's sibling: view.copy_(leaf)
+        # then view.abs_() runs there)
         return None
     if not recording:
         if A.flags.writeable:
@@ -674,6 +677,14 @@ def _adopt_in_place_result(TensorBase self, TensorBase result):
             keep_saved(r, j, self._array, self)
     adopt_record(self, result)
     return True
+
+def _fresh_for_write(TensorBase self):
+    """Before a Python-level in-place op (Tensor.<op>_ computed out of place) reads self's
+    autograd state: PyTorch's leaf quirk for a stale view without history, then the rebase
+    (fresh_operands), as the compiled in-place ops do (fuzz seed 53001126: view[::2] = leaf,
+    then view.abs_() raised in PyTorch, ran here)."""
+    fresh_operands(self, None)
+
 
 def _mark_written(TensorBase self):
     """For code that writes a tensor's array directly (optimizers, initialisers, under no_grad):
