@@ -244,3 +244,35 @@ def test_gelu_of_a_permuted_input_views_as_torch(torch):
 def test_zero_dim_results_stay_zero_dim(torch, op):
     for L in (tg, torch):
         assert tuple(LAYOUT_OPS[op](L, L.tensor(1.5)).shape) == ()
+
+
+# -- a write of a tensor onto its own memory is PyTorch's no-op copy_ (seed 53006038) ----------
+# x[...] = x with x expand()ed: PyTorch's copy_ returns at once when source and target are the
+# same elements (same start, shape, strides, dtype), before its overlap check.
+
+SELF_WRITES = {
+    "x[...] = x": lambda x: x.__setitem__(Ellipsis, x),
+    "x[:] = x": lambda x: x.__setitem__(slice(None), x),
+    "x.copy_(x)": lambda x: x.copy_(x),
+    "x.copy_(x[...])": lambda x: x.copy_(x[...]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SELF_WRITES))
+def test_self_write_of_an_expanded_tensor_as_torch(torch, case):
+    def run(L):
+        with L.no_grad():
+            x = L.tensor(np.float64(-0.38), requires_grad=True).mean()
+        x = x.expand(2)
+        before = x._version
+        SELF_WRITES[case](x)
+        return x.tolist(), x._version > before
+
+    assert run(tg) == run(torch) == ([-0.38, -0.38], True)
+
+
+def test_write_of_another_expanded_tensor_still_refused(torch):
+    for L in (tg, torch):
+        x = L.tensor([1.0]).expand(2)
+        with pytest.raises(RuntimeError, match="single memory location"):
+            x.copy_(L.tensor([1.0, 2.0]))
