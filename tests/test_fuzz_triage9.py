@@ -276,3 +276,62 @@ def test_write_of_another_expanded_tensor_still_refused(torch):
         x = L.tensor([1.0]).expand(2)
         with pytest.raises(RuntimeError, match="single memory location"):
             x.copy_(L.tensor([1.0, 2.0]))
+
+
+# -- fresh run (seeds 54000000 on) ---------------------------------------------------------------
+
+def test_gradient_reaching_a_leaf_moved_into_the_graph_raises(torch):
+    # seed 54001223: a leaf used, its requires_grad turned off, then written with a value that
+    # requires grad (CopySlices): PyTorch's AccumulateGrad refuses the gradient
+    for L in (tg, torch):
+        x = L.tensor([[0.8, 2.3], [1.2, 1.8]], dtype=L.float64, requires_grad=True)
+        y = x.mean(-1)
+        x.requires_grad_(False)
+        x[::2] = L.tensor(0.78, dtype=L.float64, requires_grad=True)
+        assert x.grad_fn is not None
+        with pytest.raises(RuntimeError, match="leaf variable has been moved into the graph"):
+            y.sum().backward()
+
+
+def test_gradient_reaching_a_leaf_that_stopped_requiring_grad_is_dropped(torch):
+    def run(L):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        w = L.tensor([3.0, 4.0], requires_grad=True)
+        y = (x * w).sum()
+        x.requires_grad_(False)
+        y.backward()
+        return x.grad, w.grad.tolist()
+
+    assert run(tg) == run(torch) == (None, [1.0, 2.0])
+
+
+def test_requires_grad_false_on_a_no_grad_view_stays_true(torch):
+    # seed 54002622: a view requires grad while its base does, whatever its own flag
+    def run(L):
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        b = a * 2
+        with L.no_grad():
+            v = b[0]
+            w = a[1:]
+        u = L.ones(2)[0]
+        return [t.requires_grad_(False).requires_grad for t in (v, w, u)]
+
+    assert run(tg) == run(torch) == [True, True, False]
+
+
+def test_whole_tensor_write_has_a_zero_gradient_without_graph(torch):
+    # seed 54000557: x[...] = c (PyTorch's copy_, CopyBackwards) gives x's history a zero
+    # gradient that does not require grad, so a second derivative has nothing to differentiate
+    def run(L):
+        x = L.tensor(0.69, dtype=L.float64, requires_grad=True)
+        y = x + 1.0
+        y[...] = -2.0
+        g, = L.autograd.grad(L.nn.functional.log_softmax(y, dim=-1).sum() + y * 3.0, [x],
+                             create_graph=True)
+        x2 = L.tensor([0.69, 1.0], dtype=L.float64, requires_grad=True)
+        z = x2 * 1.0
+        z[0:1] = 5.0                    # (a write into a part keeps its graph, as PyTorch)
+        h, = L.autograd.grad((z * x2).sum(), [x2], create_graph=True)
+        return g.item(), g.requires_grad, h.tolist(), h.requires_grad
+
+    assert run(tg) == run(torch) == (0.0, False, [5.0, 2.0], True)

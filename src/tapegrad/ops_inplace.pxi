@@ -145,6 +145,8 @@ cdef int adopt_record(TensorBase t, TensorBase result) except -1:
         # retain_grad() belongs to the tensor, not to one version of it: the new version's
         # gradient is the one .grad reports (as PyTorch moves its retains_grad hook).
         TAPE.recs[new].flags |= TAPE.recs[old].flags & RF_RETAIN_GRAD
+        if TAPE.recs[old].op == OP_LEAF:
+            TAPE.recs[old].flags |= RF_MOVED       # (a gradient reaching it raises: sweep.pxi)
         TAPE.recs[old].out = NULL
         TAPE.decref(old)            # the new record still holds its own reference to `old`
     return 0
