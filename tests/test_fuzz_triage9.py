@@ -335,3 +335,38 @@ def test_whole_tensor_write_has_a_zero_gradient_without_graph(torch):
         return g.item(), g.requires_grad, h.tolist(), h.requires_grad
 
     assert run(tg) == run(torch) == (0.0, False, [5.0, 2.0], True)
+
+
+NORM_OPS = {
+    "layer_norm": lambda L, x: L.nn.functional.layer_norm(x, (3,), eps=1e-3),
+    "batch_norm": lambda L, x: L.nn.functional.batch_norm(x, None, None, training=True),
+}
+
+
+@pytest.mark.parametrize("op", sorted(NORM_OPS))
+def test_norm_refuses_an_input_written_before_backward(torch, op):
+    # seed 54101800: layer_norm kept its normalized input without the input's version, so a
+    # write through x.detach() went unnoticed (PyTorch raises) and the create_graph second
+    # derivative, which reads the live input, was wrong
+    for L in (tg, torch):
+        x = L.tensor(np.array([[-0.32, 0.93, 0.0045], [1.04, -0.69, -0.061]], dtype="float32"),
+                     requires_grad=True)
+        y = NORM_OPS[op](L, x)
+        x.detach().zero_()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            L.autograd.grad((y * y).sum(), [x], create_graph=True)
+
+
+@pytest.mark.parametrize("op", sorted(NORM_OPS))
+def test_norm_second_derivative_as_torch(torch, op):
+    a = np.array([[-0.32, 0.93, 0.0045], [1.04, -0.69, -0.061]])
+
+    def run(L):
+        x = L.tensor(a, requires_grad=True)
+        y = NORM_OPS[op](L, x)
+        g, = L.autograd.grad((y * L.tensor(a[::-1].copy())).sum(), [x], create_graph=True)
+        g2, = L.autograd.grad((g * g).sum(), [x])
+        return g.detach().numpy(), g2.numpy()
+
+    for ours, theirs in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)
