@@ -1033,6 +1033,7 @@ def _in_place(name: str):
     in-place rules (leaf, view, version counter) apply.  When self records, the op reads a
     clone: the op may save its input for backward, and copy_ is about to overwrite self."""
     def method(self, *args, **kwargs):
+        _core._fresh_for_write(self)
         source = self.clone() if _records(self) else self
         result = getattr(source, name)(*args, **kwargs)
         if tuple(result.shape) != tuple(self.shape):

@@ -554,24 +554,31 @@ def _nograd_view(t):
 def _plan_from(capture, flat, result, effects=()):
     # Every reason the call cannot replay, each once, in the order met: the ops left eager.
     reasons = list(dict.fromkeys(capture.unsupported))
+    # The tensors whose autograd state can be read without side effects: a view made stale by
+    # an in-place write in the call (a reason already) would regenerate its history when read,
+    # earlier than the eager program does, and the backward would add adjoints in another
+    # order (_core._is_stale_view)
+    created = [t for t in capture.created if not _core._is_stale_view(t)]
     # A replay returns its results from one node: the gradient a retained intermediate would
     # receive from inside the call never reaches a tensor the caller holds.
-    if any(t.retains_grad for t in capture.created):
+    if any(t.retains_grad for t in created):
         reasons.append("it calls retain_grad() on a tensor it makes (a replay cannot fill that "
                        "tensor's .grad)")
     # A view taken under no_grad of a tensor that requires grad requires grad too, as a leaf
     # whose gradient goes nowhere (PyTorch's rule): a replay's steps pass every gradient on.
-    if any(_nograd_view(t) for t in capture.created):
+    if any(_nograd_view(t) for t in created):
         reasons.append("it takes a view under no_grad of a tensor that requires grad (a leaf "
                        "the replay cannot stop the gradient at)")
     claimed = capture.claimed
     # every tensor an op made must be a step's result (a claimed one was created by wrap)
     if len(claimed) != len(capture.created):
+        readable = {id(t) for t in created}
         for t in capture.created:
             if id(t) not in claimed:
+                grad_fn = t.grad_fn if id(t) in readable else None
                 reasons.append("it runs an op the replay does not see (reached other than by "
                                "its public name)"
-                               + (f" ({t.grad_fn.name()})" if t.grad_fn is not None else
+                               + (f" ({grad_fn.name()})" if grad_fn is not None else
                                   " (a tensor creation, conversion or view)"))
         reasons = list(dict.fromkeys(reasons))
     if reasons:

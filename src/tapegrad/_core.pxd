@@ -19,6 +19,7 @@ cdef enum:
     RF_FREE = 1             # slot released: no tensor and no later record refers to it
     RF_RETAIN_GRAD = 2      # output tensor asked for retain_grad(): deliver its adjoint to .grad
     RF_RELEASED = 4         # saved values freed by a backward without retain_graph
+    RF_MOVED = 8            # a LEAF record whose tensor an in-place op gave a history since
 
 cdef struct Record:
     int op                          # opcode: index into the op table (OPS)
@@ -618,6 +619,8 @@ cdef object anomaly_reraise(Record* r, object e)
 cdef str BACKWARD_TWICE
 
 cdef int check_saved_versions(Record* r) except -1
+
+cdef bint leaf_takes_grad(Record* r) except -1
 
 cdef enum:
     SWEEP_ACCUMULATE = 0

@@ -60,6 +60,8 @@ cdef object scatter_index(tuple aux, object g)
 
 cdef object empty_index_result(object B, tuple key)
 
+cdef object advanced_index(object B, object key)
+
 cdef int OP_SELECT
 
 cdef int OP_SLICE

@@ -853,7 +853,7 @@ cdef object index_array(object g, tuple aux):
     if key1 is not None:
         out = out[key1]
     if key2 is not None:
-        out = out[key2]
+        out = advanced_index(out, key2)
     return nd(np.array(out, copy=True))
 
 cdef object vjp_index_scatter(Record* r, object g):
@@ -951,7 +951,11 @@ cdef object gv_masked_select(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_setitem(Py_ssize_t i, Record* r, object G, char* want):
     key, advanced, squeezed_shape, value_shape, value_dtype = <tuple>r.aux
     gx = gv = None
-    if want[0]:
+    if want[0] and key is Ellipsis:
+        # a write of all of self (copy_, x[...] = v; not through a view) is PyTorch's
+        # CopyBackwards: zeros_like(grad), without a graph (fuzz seed 54000557)
+        gx = wrap(np.zeros(tuple(G.shape), dtype=(<TensorBase>G)._array.dtype))
+    elif want[0]:
         kept = np.ones(tuple(G.shape), dtype=bool)
         kept[key] = False                               # overwritten elements get no gradient
         gx = g_where(kept, G, 0)
@@ -1616,8 +1620,7 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                     if slot[i] >= 0 and not (rec.out != NULL and
                                              no_grad_view_drops_grad(<TensorBase>rec.out)):
                         captured[slot[i]] = g
-                elif (rec.out != NULL and (<TensorBase>rec.out)._requires_grad
-                        and not no_grad_view_drops_grad(<TensorBase>rec.out)):
+                elif leaf_takes_grad(&rec):
                     deliver_graph_grad(<TensorBase>rec.out, g)
                     if rec.extra != NULL:
                         run_post_accumulate_hooks(i)

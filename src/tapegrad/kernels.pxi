@@ -256,8 +256,14 @@ cdef object unary_c(int kop, object A):
         return r
     dt = A.dtype
     wt = kernel_work_dtype(dt)
-    r = fast_unary(kop, np.array(A, dtype=wt, order="C"))
-    return r if wt == dt else r.astype(dt)
+    # the result keeps A's layout (numpy's order "K": PyTorch's elementwise output for a
+    # permuted or sliced input, so .view() works or raises as there): the kernel runs on the
+    # copy's dims in memory order, then they go back
+    K = np.array(A, dtype=wt, order="K")
+    order = np.argsort([-abs(s) for s in K.strides], kind="stable")
+    r = fast_unary(kop, np.asarray(K.transpose(order), order="C"))
+    r = r.transpose(np.argsort(order))
+    return r if wt == dt else r.astype(dt, order="K")
 
 
 cdef object binary_c(int kop, object a, object b):

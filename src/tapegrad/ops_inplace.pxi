@@ -82,6 +82,14 @@ cdef int check_source_overlap(object D, object S, bint same_too) except -1:
     raise RuntimeError(SOURCE_OVERLAP)
 
 
+cdef bint same_data(object D, object S) except -1:
+    """Whether arrays D and S are the same elements: one start, shape, strides and dtype."""
+    if not (cnp.PyArray_Check(D) and cnp.PyArray_Check(S)):
+        return False
+    return (cnp.PyArray_DATA(<cnp.ndarray>D) == cnp.PyArray_DATA(<cnp.ndarray>S)
+            and D.shape == S.shape and D.strides == S.strides and D.dtype == S.dtype)
+
+
 cdef object writable(object A, bint overlapping=False):
     """A, made writable for an in-place write.  numpy marks every broadcast view read-only;
     PyTorch refuses a write only where two elements share one memory location, and writes an
@@ -137,6 +145,8 @@ cdef int adopt_record(TensorBase t, TensorBase result) except -1:
         # retain_grad() belongs to the tensor, not to one version of it: the new version's
         # gradient is the one .grad reports (as PyTorch moves its retains_grad hook).
         TAPE.recs[new].flags |= TAPE.recs[old].flags & RF_RETAIN_GRAD
+        if TAPE.recs[old].op == OP_LEAF:
+            TAPE.recs[old].flags |= RF_MOVED       # (a gradient reaching it raises: sweep.pxi)
         TAPE.recs[old].out = NULL
         TAPE.decref(old)            # the new record still holds its own reference to `old`
     return 0
@@ -479,6 +489,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     # PyTorch's overlap checks: index_put_ refuses any sharing (before checking the shapes); a
     # basic key writes through a view, as copy_ does, from the value without its leading
     # size-1 dims
+    if (not recording and not advanced and isinstance(value, TensorBase)
+            and same_data(T, (<TensorBase>value)._array)):
+        # PyTorch's copy_ returns at once when source and target are the same memory with the
+        # same layout (x[...] = x of an expand()ed x: no overlap refusal; fuzz seed 53006038)
+        bump_version(self)
+        return None
     cdef bint check_overlap = isinstance(value, TensorBase) and not onto_base
     if check_overlap and advanced:
         if index_put_key(nkey, V):
@@ -516,10 +532,13 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
             raise IndexError(str(e).replace("axis", "dimension")) from None
         if bkey is not None:
             setitem_op(<TensorBase>self._base, bkey, value, True)
-        if had_history:
+        if had_history or key is Ellipsis:
             rebase_view(self, vkey)
         # else: as in PyTorch the view stays without a history of its own until it is read
-        # (refresh_view); an in-place op on it before that raises (fresh_operands)
+        # (refresh_view); an in-place op on it before that raises (fresh_operands).  A write
+        # into the whole view (copy_, view[...] = v) is PyTorch's write into the view itself,
+        # which gives it its history at once (fuzz seed 53001126's sibling: view.copy_(leaf)
+        # then view.abs_() runs there)
         return None
     if not recording:
         if A.flags.writeable:
@@ -610,7 +629,9 @@ def div_(TensorBase self, other):
 
 def copy_(TensorBase self, src, non_blocking=False):
     """Copy src's values (broadcast to self's shape, cast to self's dtype) into self."""
-    if src is self and not (grad_enabled() and self._requires_grad):
+    if ((src is self or isinstance(src, TensorBase)
+            and same_data(self._array, (<TensorBase>src)._array))
+            and not records(self, src)):
         # (PyTorch's kernel returns at once: nothing is written, no overlap is checked; the
         # version still moves)
         bump_version(self)
@@ -674,6 +695,14 @@ def _adopt_in_place_result(TensorBase self, TensorBase result):
             keep_saved(r, j, self._array, self)
     adopt_record(self, result)
     return True
+
+def _fresh_for_write(TensorBase self):
+    """Before a Python-level in-place op (Tensor.<op>_ computed out of place) reads self's
+    autograd state: PyTorch's leaf quirk for a stale view without history, then the rebase
+    (fresh_operands), as the compiled in-place ops do (fuzz seed 53001126: view[::2] = leaf,
+    then view.abs_() raised in PyTorch, ran here)."""
+    fresh_operands(self, None)
+
 
 def _mark_written(TensorBase self):
     """For code that writes a tensor's array directly (optimizers, initialisers, under no_grad):

@@ -718,7 +718,9 @@ cdef object triangle(int op, TensorBase input, object diagonal):
     if A.ndim < 2:
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
     k = operator.index(diagonal)
-    cdef TensorBase res = wrap(nd(np.tril(A, k) if op == OP_TRIL else np.triu(A, k)))
+    # (contiguous whatever A's layout, as PyTorch's)
+    cdef TensorBase res = wrap(nd(np.ascontiguousarray(np.tril(A, k) if op == OP_TRIL
+                                                       else np.triu(A, k))))
     cdef Record* r = record1(op, res, input)
     if r != NULL:
         r.scalar = k

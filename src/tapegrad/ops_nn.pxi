@@ -1593,7 +1593,10 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
                                                        else (input, weight, bias))
     cdef Record* r = record_from(OP_LAYER_NORM, res, inputs)
     if r != NULL:
-        keep(&r.saved[0], xhat)
+        # PyTorch saves the input itself: a write into it before backward raises (fuzz seed
+        # 54101800: a write through x.detach() went unnoticed, and the create_graph second
+        # derivative, which reads the live input, was silently wrong)
+        keep_saved(r, 0, xhat, input)
         keep(&r.saved[1], rstd)
         if wc is not None:
             save_value(r, 2, wc, weight)
@@ -1715,7 +1718,7 @@ def _native_batch_norm(TensorBase input, weight, bias, running_mean, running_var
         (input, weight) if bias is None else (input, weight, bias))
     cdef Record* r = record_from(OP_BATCH_NORM, res, inputs)
     if r != NULL:
-        keep(&r.saved[0], xhat)
+        keep_saved(r, 0, xhat, input)       # (under the input's version: see layer_norm)
         keep(&r.saved[1], rstd)
         if wc is not None:
             save_value(r, 2, wc, weight)

@@ -649,7 +649,7 @@ def count_nonzero(TensorBase input, dim=None, *, axis=None):
 
 
 # -- var / std ------------------------------------------------------------------------------------
-# saved = (input - mean, the result (std only)); aux = (shape, axes, keepdim, dim was None);
+# saved = (input - mean under the input's version, the result (std only)); aux = (shape, axes, keepdim, dim was None);
 # scalar = dof
 
 cdef object vjp_var(Record* r, object g):
@@ -729,7 +729,9 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
     cdef TensorBase res = wrap(out)
     r = record_from(OP_STD if is_std else OP_VAR, res, (input,))
     if r != NULL:
-        keep(&r.saved[0], centered)
+        # PyTorch saves the input itself: a write into it before backward raises (fuzz seed
+        # 53013707), so the centered copy carries the input's version
+        keep_saved(r, 0, centered, input)
         if is_std:
             keep_saved(r, 1, outk, res)
         keep(&r.aux, (A.shape, axes, kd, dim is None))

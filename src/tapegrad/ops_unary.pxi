@@ -508,7 +508,7 @@ def elu(TensorBase input, alpha=1.0, bint inplace=False):
         check_activation_inplace(input)
     out = fast_param(TG_ELU, A, None, a, 0)
     if out is None:
-        out = A.copy()
+        out = A.copy(order="K")                         # (PyTorch's layout: see unary_c)
         neg = A <= 0                                    # expm1 only there: no overflow warnings
         np.expm1(A, out=out, where=neg)
         np.multiply(out, a, out=out, where=neg)

@@ -17,8 +17,26 @@ cdef inline bint wants_record(Py_ssize_t* inp, int n_in) noexcept:
     return False
 
 
+cdef inline void drop_no_grad_view_edges(int n_in, Py_ssize_t* inp) noexcept:
+    """An input that is a view taken under no_grad of a tensor requiring grad has no gradient
+    edge in PyTorch (no accumulator; next_functions shows None): the record gets none either, so
+    its VJP neither computes that gradient nor saves the other operands it would need for it
+    (fuzz seed 51019236: F.linear(no_grad_view, W, b) saved W, and W.add_() then made backward
+    raise where PyTorch runs)."""
+    cdef int j
+    cdef Py_ssize_t k
+    cdef PyObject* out
+    for j in range(n_in):
+        k = inp[j]
+        if k >= 0 and TAPE.recs[k].op == OP_LEAF:
+            out = TAPE.recs[k].out
+            if out != NULL and no_grad_view_drops_grad(<TensorBase>out):
+                inp[j] = -1
+
+
 cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) except NULL:
     """Append the record of `result` (which then requires grad and is no longer a leaf)."""
+    drop_no_grad_view_edges(n_in, inp)
     cdef Py_ssize_t i = TAPE.append(op, n_in, inp)
     if ANOMALY_MODE:                    # anomaly mode: remember where the forward ran (taken in C)
         attach_anomaly_trace(i, anomaly_trace())

@@ -35,6 +35,20 @@ BACKWARD_TWICE = (
     "graph a second time or if you need to access saved tensors after calling backward.")
 
 
+cdef bint leaf_takes_grad(Record* r) except -1:
+    """Whether LEAF record r accumulates into its tensor's .grad, as PyTorch's AccumulateGrad:
+    it raises when the tensor was since given a history by an in-place op (fuzz seed 54001223:
+    a leaf, its requires_grad turned off, then written with a value that requires grad), and
+    does nothing when the tensor is gone, no longer requires grad, or is a view taken under
+    no_grad."""
+    if r.flags & RF_MOVED:
+        raise RuntimeError("leaf variable has been moved into the graph interior")
+    if r.out == NULL:
+        return False
+    cdef TensorBase t = <TensorBase>r.out
+    return t._requires_grad and not no_grad_view_drops_grad(t)
+
+
 cdef int check_saved_versions(Record* r) except -1:
     """Refuse to run a VJP whose saved values were overwritten in place since the forward."""
     cdef int j
@@ -229,8 +243,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     if slot[i] >= 0 and not (rec.out != NULL and
                                              no_grad_view_drops_grad(<TensorBase>rec.out)):
                         captured[slot[i]] = g
-                elif (rec.out != NULL and (<TensorBase>rec.out)._requires_grad
-                        and not no_grad_view_drops_grad(<TensorBase>rec.out)):
+                elif leaf_takes_grad(&rec):
                     # A fresh VJP result nobody else holds (a linear layer's weight gradient) is
                     # adopted as .grad rather than copied.
                     deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g))

@@ -387,6 +387,10 @@ cdef class TensorBase:
         if flag and self._inference and not inference_mode_on():
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
+        if not flag and no_grad_view_drops_grad(self):
+            # PyTorch: a view requires grad while its base does, whatever its own flag (fuzz
+            # seed 54002622: requires_grad_(False) on a no_grad view left it True)
+            return 0
         if flag != self._requires_grad:
             # a replay reads requires_grad once per call (its signature and the plan's gradient
             # slots), so a call that flips it runs eagerly (tapegrad.compile)
