@@ -257,6 +257,16 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
             return arr.astype(dtype)
         return arr.copy() if copy else arr
 
+    def __array_wrap__(self, array):
+        # numpy hands back what it computed on a tensor as a tensor, as for torch.Tensor: ufuncs
+        # (np.exp(t)) and the functions that fall back to the array method (np.clip(t, 0, 1) in
+        # a denoising-autoencoder tutorial, np.round, np.transpose...).  Bool results become
+        # uint8, as PyTorch's do.  One parameter, as PyTorch's: numpy 2 then warns alike.
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        from .creation import from_numpy
+        return from_numpy(array)
+
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         return _dlpack.export_tensor(self, stream, max_version, dl_device, copy)
 

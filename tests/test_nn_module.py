@@ -225,3 +225,23 @@ def test_state_dict_metadata_survives_save_and_weights_only_load(tmp_path):
     for weights_only in (True, False):
         back = tg.load(tmp_path / "sd.pt", weights_only=weights_only)
         assert back._metadata == sd._metadata and list(back) == list(sd)
+
+
+def test_registries_are_plain_dicts_printed_as_torch_prints_them(torch):
+    # pytorch-book prints `net._modules` / `net._parameters` / `bn._buffers`: PyTorch 2 keeps
+    # them in plain dicts (its hook tables and state_dict stay OrderedDicts).
+    def build(lib):
+        lib.manual_seed(0)
+        net = lib.nn.Sequential(lib.nn.Linear(2, 3))
+        net.register_parameter("scale", lib.nn.Parameter(lib.ones(2)))
+        bn = lib.nn.BatchNorm1d(2)
+        return net, bn
+    (tnet, tbn), (gnet, gbn) = build(torch), build(tg)
+    for attr in ("_modules", "_parameters"):
+        assert type(getattr(gnet, attr)) is type(getattr(tnet, attr)) is dict
+    assert type(gbn._buffers) is type(tbn._buffers) is dict
+    assert type(gnet._forward_hooks).__name__ == type(tnet._forward_hooks).__name__ == "OrderedDict"
+    assert type(gnet.state_dict()).__name__ == type(tnet.state_dict()).__name__ == "OrderedDict"
+    assert repr(gnet._modules) == repr(tnet._modules)
+    assert repr(nn.Module()._modules) == repr(torch.nn.Module()._modules) == "{}"
+    assert repr(gbn._buffers) == repr(tbn._buffers)

@@ -402,3 +402,51 @@ def test_linear_interpolation_keeps_an_unchanged_axis(torch):
     # PyTorch copies an axis whose size stays the same, whatever scale_factor says.
     parity(torch, "interpolate", _x(1, 2, 3, 4), dict(scale_factor=(1.3, 1.5), mode="bilinear"))
     parity(torch, "interpolate", _x(1, 2, 3), dict(scale_factor=1.3, mode="linear"))
+
+
+# -- integer average pooling -----------------------------------------------------------------------
+# PyTorch's CPU average pools accept int64 (an AvgPool2d over torch.randint images in tutorials):
+# the window sum divided in integer arithmetic, truncated toward zero; other integer dtypes and
+# bool raise NotImplementedError naming the kernel.
+
+INT_POOL_CASES = [
+    (name, kw) for name, nd in (("avg_pool1d", 1), ("avg_pool2d", 2), ("avg_pool3d", 3))
+    for kw in ({"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+               {"kernel_size": 3, "stride": 2, "padding": 1, "count_include_pad": False},
+               {"kernel_size": 2, "stride": 2, "ceil_mode": True},
+               {"kernel_size": 3, "stride": 1, "padding": 1, "divisor_override": 4},
+               {"kernel_size": 2, "divisor_override": -3})
+    if nd > 1 or "divisor_override" not in kw
+]
+
+
+@pytest.mark.parametrize("name,kw", INT_POOL_CASES)
+def test_int64_avg_pool_truncates_like_torch(torch, name, kw):
+    nd = int(name[-2])
+    rng = np.random.RandomState(nd)
+    a = rng.randint(-40, 40, size=(2, 3) + (5,) * nd).astype(np.int64)
+    for x in (a, a[0]):      # batched and unbatched
+        expected = getattr(torch.nn.functional, name)(torch.from_numpy(x), **kw)
+        actual = getattr(F, name)(tg.from_numpy(x), **kw)
+        assert actual.dtype == tg.int64
+        np.testing.assert_array_equal(actual.numpy(), expected.numpy())
+
+
+def test_int64_avg_pool_by_hand():
+    x = tg.tensor([[[-5, 0, 1, 2], [0, 0, 0, 7]]])
+    # windows [-5, 0, 0, 0] and [1, 2, 0, 7]: -5 / 4 truncates to -1, 10 / 4 to 2
+    assert F.avg_pool2d(x, 2).tolist() == [[[-1, 2]]]
+    assert F.avg_pool1d(x, 2).tolist() == [[[-2, 1], [0, 3]]]
+    assert nn.AvgPool2d(2, 2)(x.unsqueeze(0)).dtype == tg.int64
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int16", "int8", "uint8", "bool"])
+def test_other_integer_avg_pools_raise_not_implemented(dtype):
+    type_name = {"int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                 "bool": "Bool"}[dtype]
+    for name, shape, kernel in (("avg_pool1d", (1, 2, 4), 2), ("avg_pool2d", (1, 1, 4, 4), 2),
+                                ("avg_pool3d", (1, 1, 2, 4, 4), (1, 2, 2))):
+        kernel_name = "avg_pool3d_out_frame" if name == "avg_pool3d" else "avg_pool2d"
+        with pytest.raises(NotImplementedError, match=f'"{kernel_name}" not implemented for '
+                                                      f"'{type_name}'"):
+            getattr(F, name)(tg.zeros(shape, dtype=getattr(tg, dtype)), kernel)

@@ -159,6 +159,54 @@ def test_np_array_of_every_rank():
     assert np.array([tg.tensor(1.0), tg.tensor(2.0)]).tolist() == [1.0, 2.0]
 
 
+# -- __array_wrap__: numpy functions applied to a tensor hand back a tensor ---------------------
+
+NUMPY_ON_TENSORS = [
+    ("np.clip", lambda t, i: np.clip(t, 0.0, 1.0)),         # denoising-autoencoder tutorial
+    ("np.clip int", lambda t, i: np.clip(i, 1, 2)),
+    ("np.round", lambda t, i: np.round(t)),
+    ("np.around 1", lambda t, i: np.around(t, 1)),
+    ("np.transpose", lambda t, i: np.transpose(t)),
+    ("np.reshape", lambda t, i: np.reshape(t, (3,))),
+    ("np.argmax", lambda t, i: np.argmax(t)),
+    ("np.cumsum", lambda t, i: np.cumsum(t)),
+    ("np.argsort", lambda t, i: np.argsort(i)),
+    ("np.repeat", lambda t, i: np.repeat(t, 2)),
+    ("np.take", lambda t, i: np.take(t, [0])),
+    ("np.exp", lambda t, i: np.exp(t)),
+    ("np.sqrt int", lambda t, i: np.sqrt(i)),
+    ("np.maximum", lambda t, i: np.maximum(t, 0.5)),
+    ("np.greater", lambda t, i: np.greater(t, 0)),            # bool -> uint8, as PyTorch
+    ("np.isnan", lambda t, i: np.isnan(t)),
+    ("np.float64 * t", lambda t, i: np.float64(2) * t),
+    ("np.sort", lambda t, i: np.sort(t)),                     # an ndarray in both
+    ("np.concatenate", lambda t, i: np.concatenate([t, t])),  # an ndarray in both
+]
+
+
+@pytest.mark.parametrize("name,fn", NUMPY_ON_TENSORS, ids=[c[0] for c in NUMPY_ON_TENSORS])
+def test_numpy_functions_on_tensors_return_what_torch_returns(torch, name, fn):
+    def run(lib):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # numpy 2 on a 1-arg wrap
+            return fn(lib.tensor([[-1.0, 0.5, 2.0]]), lib.tensor([3, 1, 2]))
+    expected, actual = run(torch), run(tg)
+    assert type(actual).__name__ == type(expected).__name__
+    assert str(actual.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+    np.testing.assert_array_equal(np.asarray(actual), np.asarray(expected))
+
+
+def test_array_wrap_by_hand():
+    t = tg.tensor([[-1.0, 0.5, 2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        clipped = np.clip(t, 0.0, 1.0)
+        positive = np.greater(t, 0)
+    assert isinstance(clipped, tg.Tensor) and clipped.dtype == tg.float32
+    assert clipped.tolist() == [[0.0, 0.5, 1.0]]
+    assert positive.dtype == tg.uint8 and positive.tolist() == [[0, 1, 1]]
+
+
 # -- DLPack -----------------------------------------------------------------------------------
 
 def test_dlpack_device():

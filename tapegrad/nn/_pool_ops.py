@@ -311,15 +311,38 @@ _AvgPool2d._backward_cls.__name__ = "AvgPool2DBackward0"
 _AvgPool2d._backward_cls.__qualname__ = "AvgPool2DBackward0"
 
 
+def integer_avg_pool(pool, input, divisor_override):
+    """Average pooling of an int64 tensor as PyTorch's CPU kernel does it: each window's sum
+    divided by the window's divisor in integer arithmetic, truncated toward zero (-5 / 4 is -1).
+    `pool(t, divisor_override)` is the float pool with the same geometry: run on float64 it gives
+    the window sums (divisor 1) and, on ones, each window's element count and divisor, exactly
+    while the sums stay within float64's 2**53 integers."""
+    floats = input.double()
+    sums = np.rint(pool(floats, 1)._array).astype(np.int64)
+    if divisor_override is not None:
+        divisor = np.int64(divisor_override)
+    else:
+        ones = floats.new_ones(floats.shape)
+        divisor = np.rint(pool(ones, 1)._array / pool(ones, None)._array).astype(np.int64)
+    quotient = (np.abs(sums) // np.abs(divisor)) * (np.sign(sums) * np.sign(divisor))
+    return _wrap(np.ascontiguousarray(quotient, dtype=np.int64))
+
+
 def _avg_pool(input, nd, name, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
     # (a 2-d input as it is, batched or not: one kernel step, as _max_pool)
     direct = (isinstance(input, _core.TensorBase) and nd == 2
               and input._array.dtype in (np.float32, np.float64))
     x, unbatched = _pool_input(input, nd, name, views=not direct)
+    if x._array.dtype == np.int64:
+        def pool(t, divisor):
+            return _avg_pool(t, nd, name, kernel_size, stride, padding, ceil_mode,
+                             count_include_pad, divisor)
+        return integer_avg_pool(pool, input, divisor_override)
     if x._array.dtype.kind != "f":
-        raise RuntimeError(f'"avg_pool{nd}d" not implemented for '
-                           f"'{_core.scalar_type_name_of(x._array.dtype)}'")
+        # PyTorch pools 1-d inputs with its 2-d kernel, whose name the message carries.
+        raise NotImplementedError(f'"avg_pool2d" not implemented for '
+                                  f"'{_core.scalar_type_name_of(x._array.dtype)}'")
     g = _pool_geometry(x, nd, name, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")

@@ -29,7 +29,7 @@ from ._conv_ops import (_check_tensor, _conv_arguments, _conv_checks, _out_size,
                         _transposed_weight_check, _tuple, _weight_rows_check, empty_input_output)
 from ._conv_ops import conv2d, conv_transpose2d
 from ._pool_ops import (_adaptive_bounds, _window_average, adaptive_max_pool2d, avg_pool2d,
-                        max_pool2d)
+                        integer_avg_pool, max_pool2d)
 from ._spatial_ops import _channel_dropout
 
 _wrap = _core.wrap_array
@@ -250,9 +250,13 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     divisor_override and ceil_mode as PyTorch)."""
     x, unbatched = _pool3d_input(input)
     kernel, stride, padding, _ = _pool3d_args(kernel_size, stride, padding, 1)
+    if x._array.dtype == np.int64:
+        def pool(t, divisor):
+            return avg_pool3d(t, kernel, stride, padding, ceil_mode, count_include_pad, divisor)
+        return integer_avg_pool(pool, input, divisor_override)
     if x._array.dtype.kind != "f":
-        raise RuntimeError(f'"avg_pool3d_out_frame" not implemented for '
-                           f"'{_core.scalar_type_name_of(x._array.dtype)}'")
+        raise NotImplementedError(f'"avg_pool3d_out_frame" not implemented for '
+                                  f"'{_core.scalar_type_name_of(x._array.dtype)}'")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     N, C, D, H, W = x.shape

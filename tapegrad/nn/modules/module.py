@@ -78,10 +78,12 @@ class Module:
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())
+        # Plain dicts, as PyTorch 2's (tutorials print `net._modules`, `net._parameters`); the
+        # hook tables below stay OrderedDicts, as PyTorch's (a prepended hook moves to the front).
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_non_persistent_buffers", set())
-        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_modules", {})
         for table in _HOOK_TABLES:
             object.__setattr__(self, table, OrderedDict())
 
