@@ -1667,6 +1667,8 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                 try:
                     if rec.flags & RF_RELEASED:
                         raise RuntimeError(BACKWARD_TWICE)
+                    if rec.flags & RF_PACKED:
+                        unpack_saved(&rec)      # (saved_hooks.pxi)
                     check_saved_versions(&rec)
                     if rec.op == OP_FUNCTION:
                         if isinstance(<object>rec.aux, CompiledBackward):

@@ -378,6 +378,15 @@ cdef tuple next_function(Py_ssize_t i):
     return (make_grad_fn(i), k)
 
 
+def _grad_accumulator(TensorBase t):
+    """The AccumulateGrad node of leaf `t` that requires grad (what grad_fn.next_functions
+    shows for it)."""
+    if not t._requires_grad or not is_leaf_c(t):
+        raise RuntimeError("_grad_accumulator: expected a leaf tensor that requires grad")
+    begin_record(0)                     # (its LEAF record may be appended)
+    return make_grad_fn(node_for_input(t))
+
+
 cdef object function_ctx_of(Py_ssize_t node):
     """The grad_fn of a custom Function's output: its ctx (kept in the Function record's aux)."""
     cdef Py_ssize_t k = TAPE.recs[node].inp[0] if TAPE.recs[node].op == OP_FN_OUTPUT else node

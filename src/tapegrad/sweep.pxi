@@ -40,8 +40,8 @@ cdef int check_saved_versions(Record* r) except -1:
     cdef int j
     cdef Version v
     for j in range(MAX_SAVED):
-        if r.ver[j] == NULL:
-            continue
+        if r.ver[j] == NULL or (r.saved[j] != NULL and type(<object>r.saved[j]) is PackedSaved):
+            continue                    # (a hooked value: unpack_saved decides, saved_hooks.pxi)
         v = <Version>r.ver[j]
         if v.value != r.ver_at[j]:
             saved = <object>r.saved[j] if r.saved[j] != NULL else None
@@ -275,6 +275,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             try:
                 if rec.flags & RF_RELEASED:
                     raise RuntimeError(BACKWARD_TWICE)
+                if rec.flags & RF_PACKED:
+                    unpack_saved(&rec)  # (saved_hooks.pxi)
                 check_saved_versions(&rec)
                 vjp = OP_VJP[rec.op]
                 if sole_reference(g) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g):
@@ -405,6 +407,8 @@ cdef object engine_run(tuple outputs, list grads, bint retain_graph, bint create
     cdef Py_ssize_t i, n = len(outputs)
     cdef TensorBase t
     cdef list roots = [], seeds = [], targets = None
+    if TAPE.pending_packs:
+        flush_packs()                   # values saved under hooks are packed before any unpack
     if n != len(grads):
         raise RuntimeError(f"got {n} tensors and {len(grads)} gradients")
     for i in range(n):

@@ -138,7 +138,13 @@ class FunctionCtx:
                 out.append(None)
                 continue
             holder, version, expected = entry
-            t = holder.get(self) if isinstance(holder, _SavedOutput) else holder
+            if isinstance(holder, _HookPacked):
+                t = holder.unpack()
+                if _core._version_of(t) is not version:
+                    out.append(t)           # the hook made a copy: no write can reach it
+                    continue
+            else:
+                t = holder.get(self) if isinstance(holder, _SavedOutput) else holder
             if version.value != expected:
                 name = _core._grad_fn_name_of(t)
                 which = "" if name is None else (
@@ -322,6 +328,9 @@ def _finish_saved(ctx, result, out) -> None:
         return
     outs = result if isinstance(result, tuple) else (result,)
     finals = out if isinstance(out, tuple) else (out,)
+    hooks = _core._saved_hooks_active()     # (pack, unpack) of torch.autograd.graph's hooks
+    if hooks is not None and not any(getattr(f, "requires_grad", False) for f in finals):
+        hooks = None                        # nothing recorded: nothing saved for backward
     saved = []
     for t in to_save:
         if t is None:
@@ -333,8 +342,36 @@ def _finish_saved(ctx, result, out) -> None:
                 holder = _SavedOutput(f, j)
                 break
         version = _core._version_of(t)
+        if hooks is not None:
+            holder = _HookPacked(t, *hooks)
         saved.append((holder, version, version.value))
     ctx._saved = tuple(saved)
+
+
+class _HookPacked:
+    """A tensor saved by a Function under saved-tensor hooks (torch.autograd.graph): pack's
+    result, given back through unpack each time ctx.saved_tensors is read."""
+
+    def __init__(self, t, pack, unpack):
+        from ..grad_mode import no_grad
+        version = _core._version_of(t).value
+        with no_grad():
+            self.packed = pack(t)
+        if _core._version_of(t).value != version:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as "
+                "input to pack hook cannot be modified by in-place operations as this can lead "
+                "to unexpected side-effects. Please open an issue if you need to perform "
+                "in-place operations on the input to a pack hook.")
+        self._unpack = unpack
+
+    def unpack(self):
+        from ..tensor import Tensor
+        t = self._unpack(self.packed)
+        if not isinstance(t, Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                            f"result of type {type(t).__name__}")
+        return t
 
 
 class KernelFunction(Function):
