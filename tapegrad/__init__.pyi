@@ -42,6 +42,7 @@ from tapegrad import multiprocessing as multiprocessing
 from tapegrad import nn as nn
 from tapegrad import onnx as onnx
 from tapegrad import optim as optim
+from tapegrad import overrides as overrides
 from tapegrad import profiler as profiler
 from tapegrad import random as random
 from tapegrad import replay as replay

@@ -37,7 +37,7 @@ class _Input:
     def read(self, fn):
         unpacked = fn._unpacked(self.slot) if self.slot is not None else None
         if unpacked is not None:        # packed by a saved-tensor hook: what unpack gives
-            return unpacked
+            return fn._as_saved_input(self.index, unpacked)
         saved = fn._slot_value(self.slot) if self.slot is not None else None
         if self.slot is not None and saved is None:
             return None

@@ -8,6 +8,7 @@ Gradients under hooks are also checked against finite differences in float64.
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -400,3 +401,134 @@ def test_custom_function_saved_tensors_go_through_the_hooks():
     assert mine[0] == theirs[0]
     np.testing.assert_array_equal(mine[1], theirs[1])
     np.testing.assert_array_equal(mine[2], theirs[2])
+
+
+# -- grad_fn hooks and metadata --------------------------------------------------------------------
+
+def test_grad_fn_register_hook_sees_and_replaces_the_node_gradients():
+    def scenario(L):
+        a = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
+        b = L.tensor([3.0, 4.0], dtype=L.float64)
+        y = a * b
+        log = []
+
+        def post(grad_inputs, grad_outputs):
+            log.append(([None if g is None else values(g).tolist() for g in grad_inputs],
+                        [values(g).tolist() for g in grad_outputs]))
+            return (grad_inputs[0] * 10, None)
+
+        def pre(grad_outputs):
+            log.append(("pre", [values(g).tolist() for g in grad_outputs]))
+            return (grad_outputs[0] + 1,)
+
+        h1 = y.grad_fn.register_hook(post)
+        y.grad_fn.register_prehook(pre)
+        y.backward(L.tensor([1.0, 1.0], dtype=L.float64), retain_graph=True)
+        first = values(a.grad).tolist()
+        h1.remove()
+        a.grad = None
+        y.backward(L.tensor([1.0, 1.0], dtype=L.float64))
+        return log, first, values(a.grad).tolist()
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+
+
+def test_grad_fn_hooks_with_create_graph_give_differentiable_gradients():
+    def scenario(L):
+        x = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
+        y = x.sin()
+        y.grad_fn.register_hook(lambda gi, go: (gi[0] * 2,))
+        (g,) = L.autograd.grad(y.sum(), x, create_graph=True)
+        (gg,) = L.autograd.grad(g.sum(), x)
+        return values(g).tolist(), values(gg).tolist()
+
+    mine, theirs = both(scenario)
+    np.testing.assert_allclose(mine, theirs, rtol=1e-12)
+
+
+def test_accumulate_grad_node_hook_and_metadata():
+    def scenario(L):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        log = []
+        acc = y.grad_fn.next_functions[0][0]
+        acc.register_hook(lambda gi, go: log.append((len(gi), values(go[0]).tolist(),
+                                                    values(x.grad).tolist())))
+        y.grad_fn.metadata["tag"] = "double"
+        y.sum().backward()
+        return log, y.grad_fn.metadata, acc.name()
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+
+
+def test_module_register_backward_hook_is_a_hook_on_the_last_node():
+    def scenario(L):
+        m = L.nn.Tanh()
+        log = []
+        m.register_backward_hook(lambda mod, gi, go: log.append(
+            (type(mod).__name__, [tuple(g.shape) for g in gi], [tuple(g.shape) for g in go])))
+        x = L.ones(4, 3, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)     # (the next test's subject)
+            m(x).sum().backward()
+        err = error_of(lambda: m.register_full_backward_hook(lambda *a: None))
+        lin = L.nn.Linear(3, 2)
+        lin.register_full_backward_hook(lambda *a: None)
+        err2 = error_of(lambda: lin.register_backward_hook(lambda *a: None))
+        return log, err, err2, m._is_full_backward_hook, lin._is_full_backward_hook
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+
+
+def test_module_register_backward_hook_warns_when_the_module_has_several_nodes():
+    def scenario(L):
+        lin = L.nn.Linear(3, 2)
+        lin.register_backward_hook(lambda *a: None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lin(L.ones(4, 3, requires_grad=True))
+        return [(w.category.__name__, str(w.message)) for w in caught]
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+
+
+def test_module_dir_lists_pytorchs_internals():
+    torch = pytest.importorskip("torch")
+    missing = set(dir(torch.nn.Linear(2, 3))) - set(dir(tg.nn.Linear(2, 3)))
+    # not provided: DataParallel's replica helper (no multi-device)
+    assert missing <= {"_replicate_for_data_parallel"}, sorted(missing)
+
+
+def test_tensor_view_and_output_attributes():
+    def scenario(L):
+        x = L.arange(6.0).requires_grad_()
+        v = x[1:]
+        w = v.view(5)
+        pieces = x.split(2)
+        y = x * 2
+        return (v._base is x, w._base is x, x._base, y._base, v._is_view(), x._is_view(),
+                x.detach()._is_view(), [p.output_nr for p in pieces], x.output_nr, y.output_nr,
+                [t.output_nr for t in x.unbind()][:3])
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+
+
+def test_multithreading_switch_and_is_tensor_like():
+    def scenario(L):
+        out = [L.autograd.is_multithreading_enabled()]
+        with L.autograd.set_multithreading_enabled(False):
+            out.append(L.autograd.is_multithreading_enabled())
+        out.append(L.autograd.is_multithreading_enabled())
+        from importlib import import_module
+        is_tensor_like = import_module(L.__name__ + ".overrides").is_tensor_like
+        out += [is_tensor_like(L.ones(1)), is_tensor_like(3), is_tensor_like(L.Tensor),
+                is_tensor_like(np.ones(1))]
+        return out
+
+    mine, theirs = both(scenario)
+    assert mine == theirs

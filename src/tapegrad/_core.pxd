@@ -610,6 +610,10 @@ cdef object run_graph_hooks(Py_ssize_t i, object g)
 
 cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1
 
+cdef bint has_node_hooks(Record* rec) noexcept
+
+cdef object run_node_hooks(Record* rec, object grads, object g, bint graph)
+
 cdef object FUNCTION_BACKWARD
 
 cdef int OP_FUNCTION

@@ -1690,6 +1690,8 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                                 "backward can be recorded are listed by "
                                 "tapegrad._core._graph_vjp_ops().")
                         grads = gvjp(i, &rec, g, wantp)
+                        if has_node_hooks(&rec):
+                            grads = run_node_hooks(&rec, grads, g, True)
                 except BaseException as e:
                     if ANOMALY_MODE:
                         anomaly_reraise(&rec, e)

@@ -43,6 +43,8 @@ cdef class PackedSaved:
     cdef tuple shape
     cdef object dtype
     cdef int order                      # 1: C-contiguous, 2: F-contiguous, 0: neither
+    cdef int rank                       # when it was packed among its record's values (unpacked
+                                        # in the same order, as PyTorch's nodes do)
 
     cdef tuple unpacked(self):
         """(tensor unpack returned, its array in the saved layout)."""
@@ -65,36 +67,67 @@ cdef class PackedSaved:
         return t, a
 
 
-cdef object saved_tensor_for(Py_ssize_t i, object value, PyObject* ver):
-    """The tensor pack receives for `value`, saved by record i (see the header)."""
-    cdef Record* r = &TAPE.recs[i]
+cdef int saved_input(Record* r, object value) noexcept:
+    """Which input of record r (that requires grad) has `value` as its array, or -1."""
     cdef Py_ssize_t* ins = rec_inputs(r)
     cdef Py_ssize_t k
     cdef int q
-    if r.out != NULL and (<TensorBase>r.out)._array is value:
-        return <object>r.out
     for q in range(r.n_in):
         k = ins[q]
         if k >= 0 and TAPE.recs[k].out != NULL and (<TensorBase>TAPE.recs[k].out)._array is value:
-            return <object>TAPE.recs[k].out
+            return q
+    return -1
+
+
+cdef object saved_tensor_for(Py_ssize_t i, object value, PyObject* ver):
+    """The tensor pack receives for `value`, saved by record i (see the header)."""
+    cdef Record* r = &TAPE.recs[i]
+    if r.out != NULL and (<TensorBase>r.out)._array is value:
+        return <object>r.out
+    cdef int q = saved_input(r, value)
+    if q >= 0:
+        return <object>TAPE.recs[rec_inputs(r)[q]].out
     cdef TensorBase t = wrap(value)
     if ver != NULL:
         t._version = <Version>ver
     return t
 
 
-cdef int pack_slot(Py_ssize_t i, int j, object pack, object unpack) except -1:
-    """Run pack on saved value j of record i and keep its result there in place of the value."""
+cdef list pack_order(Py_ssize_t i):
+    """The saved slots of record i to pack, in PyTorch's order: saved inputs last input first
+    (PyTorch's nodes save `other` before `self`), then the rest (the result) in slot order."""
+    cdef Record* r = &TAPE.recs[i]
+    cdef list keyed = []
+    cdef int j, q
+    for j in range(MAX_SAVED):
+        if r.saved[j] != NULL and cnp.PyArray_Check(<object>r.saved[j]):
+            q = saved_input(r, <object>r.saved[j])
+            keyed.append((0, -q, j) if q >= 0 else (1, j, j))
+    keyed.sort()
+    return [key[2] for key in keyed]
+
+
+cdef int pack_slot(Py_ssize_t i, int j, object pack, object unpack, int rank,
+                   bint detached=False) except -1:
+    """Run pack on saved value j of record i and keep its result there in place of the value.
+    detached: pack receives a graph-free tensor on the value (SavedTensor.register_hooks, as
+    PyTorch packs a saved variable's data there)."""
     cdef Record* r = &TAPE.recs[i]
     value = <object>r.saved[j]
-    t = saved_tensor_for(i, value, r.ver[j])
-    version = version_of(<TensorBase>t).value
+    cdef TensorBase t
+    if detached:
+        t = wrap(value)
+        if r.ver[j] != NULL:
+            t._version = <Version>r.ver[j]
+    else:
+        t = saved_tensor_for(i, value, r.ver[j])
+    version = version_of(t).value
     prev = set_grad_disabled(1)
     try:
         packed = pack(t)
     finally:
         set_grad_disabled(prev)
-    if version_of(<TensorBase>t).value != version:
+    if version_of(t).value != version:
         raise RuntimeError(
             "A saved tensor pack hook is modifying its input in place. Tensors provided as input "
             "to pack hook cannot be modified by in-place operations as this can lead to unexpected "
@@ -104,7 +137,7 @@ cdef int pack_slot(Py_ssize_t i, int j, object pack, object unpack) except -1:
     if (r.flags & (RF_FREE | RF_RELEASED)) or r.saved[j] != <PyObject*>value:
         return 0
     cdef PackedSaved ps = PackedSaved.__new__(PackedSaved)
-    ps.packed, ps.unpack = packed, unpack
+    ps.packed, ps.unpack, ps.rank = packed, unpack, rank
     ps.shape, ps.dtype = value.shape, value.dtype
     ps.order = 1 if value.flags.c_contiguous else (2 if value.flags.f_contiguous else 0)
     Py_INCREF(ps)
@@ -130,10 +163,10 @@ cdef int flush_packs() except -1:
             if not (TAPE.recs[i].flags & RF_PACK_PENDING) or (TAPE.recs[i].flags & RF_FREE):
                 continue
             TAPE.recs[i].flags &= ~RF_PACK_PENDING
-            for j in range(MAX_SAVED):
+            for rank, j in enumerate(pack_order(i)):
                 if TAPE.recs[i].saved[j] != NULL and cnp.PyArray_Check(
                         <object>TAPE.recs[i].saved[j]):
-                    pack_slot(i, j, pack, unpack)
+                    pack_slot(i, j, pack, unpack, rank)
     except BaseException:
         # A pack hook raised: the error surfaces here; the records still waiting keep their
         # values unpacked (their backward reads them as saved), none is left half-done.
@@ -166,9 +199,12 @@ cdef int unpack_saved(Record* rec) except -1:
     the sweep holds a reference to, and drops after the VJP: the same holds for what we put)."""
     cdef int q
     cdef PyObject* old
+    cdef list ranked = []
     for q in range(MAX_SAVED):
-        if rec.saved[q] == NULL or type(<object>rec.saved[q]) is not PackedSaved:
-            continue
+        if rec.saved[q] != NULL and type(<object>rec.saved[q]) is PackedSaved:
+            ranked.append(((<PackedSaved>rec.saved[q]).rank, q))
+    ranked.sort()
+    for _, q in ranked:
         t, a = (<PackedSaved>rec.saved[q]).unpacked()
         if rec.ver[q] != NULL and (<TensorBase>t)._version is not <object>rec.ver[q]:
             rec.ver[q] = NULL           # a copy made by the hook: no write can reach it

@@ -141,7 +141,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
     cdef Py_ssize_t* ins
     cdef int q, prev_disabled
     cdef char own
-    cdef bint any_needed
+    cdef bint any_needed, node_hooked
     cdef vjp_fn vjp
     cdef list captured = None
     for j in range(nr):
@@ -236,6 +236,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g))
                     if rec.extra != NULL:
                         run_post_accumulate_hooks(i)
+                        run_leaf_node_hooks(i, g)
                 i -= 1
                 continue
             if (rec.flags & RF_RETAIN_GRAD) and rec.out != NULL:
@@ -279,11 +280,15 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     unpack_saved(&rec)  # (saved_hooks.pxi)
                 check_saved_versions(&rec)
                 vjp = OP_VJP[rec.op]
-                if sole_reference(g) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g):
+                node_hooked = has_node_hooks(&rec)      # (its post-hooks see g and the results)
+                if (sole_reference(g) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g)
+                        and not node_hooked):
                     offer_adjoint(g)    # its VJP may write its result into g (kernels.pxi)
-                if rec.op == OP_MUL and rec.aux == NULL and not ANOMALY_MODE:
+                if rec.op == OP_MUL and rec.aux == NULL and not ANOMALY_MODE and not node_hooked:
                     offer_owned_adjoints(adj, owned, &rec, need)
                 grads = vjp(&rec, g)
+                if node_hooked:
+                    grads = run_node_hooks(&rec, grads, g, False)
                 if ANOMALY_MODE:
                     anomaly_check_nan(&rec, grads)
             except BaseException as e:

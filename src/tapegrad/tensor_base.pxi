@@ -196,6 +196,31 @@ cdef class GradFn:
             return "torch::autograd::AccumulateGrad"
         return type(self).__name__
 
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) -> None or new grad_inputs, after this node computed
+        the gradients of its inputs (one entry per input, None where none flows); on an
+        AccumulateGrad node, fn((), (grad,)) after the leaf's .grad was accumulated."""
+        if not callable(fn):
+            raise TypeError("register_hook(): argument 'fn' must be callable, got "
+                            f"{type(fn).__name__}")
+        return register_node_hook(self._node, fn)
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) -> None or new grad_outputs, before this node runs (with the
+        gradient arriving at its output, as a tensor hook on that output)."""
+        if not callable(fn):
+            raise TypeError("register_prehook(): argument 'fn' must be callable, got "
+                            f"{type(fn).__name__}")
+        return register_node_prehook(self._node, fn)
+
+    @property
+    def metadata(self):
+        """A dict kept with this node for as long as it lives (empty at first)."""
+        ex = extra_of(self._node)
+        if ex.metadata is None:
+            ex.metadata = {}
+        return ex.metadata
+
     @property
     def next_functions(self):
         """((node, 0), ...) per recorded input, as PyTorch's: the input's grad_fn, the
@@ -284,7 +309,7 @@ cdef class GradFn:
         if type(<object>r.saved[j]) is PackedSaved:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already "
                                "been set. Hint: only one pair of hooks is allowed at a time.")
-        pack_slot(self._node, j, pack_hook, unpack_hook)
+        pack_slot(self._node, j, pack_hook, unpack_hook, 0, True)
 
     def _input_tensor(self, int j, int slot=-1):
         """Input j as PyTorch unpacks a saved input: the input tensor itself while it lives; once
@@ -307,6 +332,26 @@ cdef class GradFn:
         TAPE.recs[i].refcnt += 1
         TAPE.recs[i].out = <PyObject*>t
         return t
+
+    def _as_saved_input(self, int j, TensorBase t):
+        """What unpack gave for input j, as PyTorch shows an unpacked saved input (in input j's
+        place in the graph): the input itself when t holds its values, a new tensor on t's values
+        made the input's record's output again when the input died; else t as it is (a record
+        has one output tensor: only that one is renumbered when the tape compacts)."""
+        cdef Record* r = &TAPE.recs[self._node]
+        if j < 0 or j >= r.n_in or rec_inputs(r)[j] < 0:
+            return t
+        cdef Py_ssize_t k = rec_inputs(r)[j]
+        if TAPE.recs[k].out != NULL:
+            live = <object>TAPE.recs[k].out
+            return live if (<TensorBase>live)._array is t._array else t
+        cdef TensorBase v = wrap(t._array)
+        v._version = version_of(t)
+        v._requires_grad = True
+        v._node = k
+        TAPE.recs[k].refcnt += 1
+        TAPE.recs[k].out = <PyObject*>v
+        return v
 
     def _result_tensor(self, int j, shape=None):
         """The op's output as a saved result: a new tensor on saved value j (the output's
