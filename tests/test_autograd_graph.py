@@ -532,3 +532,79 @@ def test_multithreading_switch_and_is_tensor_like():
 
     mine, theirs = both(scenario)
     assert mine == theirs
+
+
+def test_register_multi_grad_hook_all_and_any():
+    def scenario(L):
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        b = L.tensor([3.0, 4.0], requires_grad=True)
+        c = L.tensor([5.0, 6.0], requires_grad=True)
+        calls = []
+        h = L.autograd.graph.register_multi_grad_hook(
+            (a, b, c), lambda grads: calls.append(
+                ["all"] + [None if g is None else values(g).tolist() for g in grads]))
+        u = a * 2                           # (any: v's gradient is computed before u's)
+        v = u * b
+        L.autograd.graph.register_multi_grad_hook(
+            (u, v), lambda grad: calls.append(["any", values(grad).tolist()]), mode="any")
+        (a * b).sum().backward()                # c is not reached: None
+        (2 * a * b + c).sum().backward()
+        v.sum().backward()
+        h.remove()
+        (a + b).sum().backward()
+        err = error_of(lambda: L.autograd.graph.register_multi_grad_hook((a,), print,
+                                                                         mode="some"))
+        return sorted(calls, key=repr), err
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+
+
+def test_custom_function_returning_an_input_marked_non_differentiable():
+    """The output is a view of the returned input: the mark must still apply to it (it did
+    not: the output required grad and its gradient reached the Function's backward)."""
+    def scenario(L):
+        seen = []
+
+        class Pass(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                ctx.mark_non_differentiable(y)
+                return x, y
+
+            @staticmethod
+            def backward(ctx, gx, gy):
+                seen.append(values(gy).tolist())
+                return gx, gy
+
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        b = L.tensor([3.0, 4.0], requires_grad=True)
+        x, y = Pass.apply(a, b)
+        (x * y).sum().backward()
+        return y.requires_grad, seen, values(a.grad).tolist(), values(b.grad).tolist()
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+
+
+def test_full_backward_hook_gets_zeros_for_a_tensor_input_without_grad():
+    def scenario(L):
+        class Two(L.nn.Module):
+            def forward(self, a, b, k=1.0):
+                return a * b * k, a + b
+
+        m = Two()
+        log = []
+        m.register_full_backward_hook(lambda mod, gi, go: log.append(
+            ([None if g is None else values(g).tolist() for g in gi],
+             [None if g is None else values(g).tolist() for g in go])))
+        a = L.ones(2, requires_grad=True)
+        b = L.full((2,), 3.0)
+        p, q = m(a, b, k=2.0)
+        (p.sum() + 2 * q.sum()).backward()
+        p, q = m(b, a, 5)
+        p.sum().backward()
+        return log, values(a.grad).tolist()
+
+    mine, theirs = both(scenario)
+    assert mine == theirs

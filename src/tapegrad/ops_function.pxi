@@ -549,7 +549,8 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
                                     if isinstance(args[j], TensorBase))
     for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest: the sweep
         o = final[j]                        # meets the outputs (and their hooks) in order
-        if not isinstance(o, TensorBase) or any(o is d for d in non_differentiable):
+        # (marked by the tensor forward returned: final[j] may be a view made of it above)
+        if not isinstance(o, TensorBase) or any(outs[j] is d for d in non_differentiable):
             continue
         t = <TensorBase>o
         if not cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(t._array)):

@@ -48,10 +48,7 @@ cdef class PackedSaved:
 
     cdef tuple unpacked(self):
         """(tensor unpack returned, its array in the saved layout)."""
-        t = self.unpack(self.packed)
-        if not isinstance(t, TensorBase):
-            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
-                            f"result of type {type(t).__name__}")
+        t = _unpack_with_hook(self.unpack, self.packed)
         a = (<TensorBase>t)._array
         if a.shape != self.shape:
             raise RuntimeError(
@@ -121,18 +118,7 @@ cdef int pack_slot(Py_ssize_t i, int j, object pack, object unpack, int rank,
             t._version = <Version>r.ver[j]
     else:
         t = saved_tensor_for(i, value, r.ver[j])
-    version = version_of(t).value
-    prev = set_grad_disabled(1)
-    try:
-        packed = pack(t)
-    finally:
-        set_grad_disabled(prev)
-    if version_of(t).value != version:
-        raise RuntimeError(
-            "A saved tensor pack hook is modifying its input in place. Tensors provided as input "
-            "to pack hook cannot be modified by in-place operations as this can lead to unexpected "
-            "side-effects. Please open an issue if you need to perform in-place operations on the "
-            "input to a pack hook.")
+    packed = _pack_with_hook(pack, t)
     r = &TAPE.recs[i]                   # (re-fetched: the hook ran Python code)
     if (r.flags & (RF_FREE | RF_RELEASED)) or r.saved[j] != <PyObject*>value:
         return 0
@@ -227,6 +213,33 @@ cdef object unpacked_slot(Py_ssize_t i, int j):
 
 
 # -- the Python API (tapegrad/autograd/graph.py) --------------------------------------------------
+
+def _pack_with_hook(pack, TensorBase t):
+    """pack(t) as PyTorch calls a pack hook: grad mode off, t not to be written in place
+    (also for custom Functions' saved tensors, tapegrad/autograd/function.py)."""
+    version = version_of(t).value
+    prev = set_grad_disabled(1)
+    try:
+        packed = pack(t)
+    finally:
+        set_grad_disabled(prev)
+    if version_of(t).value != version:
+        raise RuntimeError(
+            "A saved tensor pack hook is modifying its input in place. Tensors provided as input "
+            "to pack hook cannot be modified by in-place operations as this can lead to unexpected "
+            "side-effects. Please open an issue if you need to perform in-place operations on the "
+            "input to a pack hook.")
+    return packed
+
+
+def _unpack_with_hook(unpack, packed):
+    """unpack(packed), which must give a tensor."""
+    t = unpack(packed)
+    if not isinstance(t, TensorBase):
+        raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                        f"result of type {type(t).__name__}")
+    return t
+
 
 def _saved_hooks_push(pack_hook, unpack_hook):
     """Make (pack_hook, unpack_hook) this thread's innermost saved-tensor hooks."""

@@ -404,11 +404,52 @@ cdef tuple normalize_inputs(object inputs, str fname):
     return tuple(inputs)
 
 
+# -- one backward pass, and the callbacks that run when it ends ----------------------------------
+# Each backward (or grad) call is a pass: code running inside it (a tensor hook) can tell passes
+# apart (_backward_pass: the same object throughout one pass) and queue a callback that runs once
+# the pass is done (PyTorch's engine queue_callback; register_multi_grad_hook uses both).  Per
+# thread: a hook's backward nested in another is a pass of its own.
+
+cdef object PASSES = threading.local()
+
+
+def _backward_pass():
+    """The backward pass running on this thread (an object unique to it), or None."""
+    stack = getattr(PASSES, "stack", None)
+    return stack[len(stack) - 1] if stack else None
+
+
+def _queue_backward_callback(callback):
+    """Run callback() when the backward pass running on this thread ends."""
+    stack = getattr(PASSES, "stack", None)
+    if not stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    (<list>stack[len(stack) - 1]).append(callback)
+
+
 cdef object engine_run(tuple outputs, list grads, bint retain_graph, bint create_graph,
                        tuple inputs, bint allow_unused, bint accumulate_grad):
-    """PyTorch's engine entry: roots, seeds and targets, then one sweep.  With accumulate_grad,
-    leaves' (or only `inputs`') .grad receive the gradients; otherwise the gradients of `inputs`
-    are returned (a tuple of tensors / None)."""
+    """PyTorch's engine entry: one backward pass (engine_pass), then its queued callbacks."""
+    stack = getattr(PASSES, "stack", None)
+    if stack is None:
+        stack = PASSES.stack = []
+    cdef list callbacks = []
+    stack.append(callbacks)
+    try:
+        result = engine_pass(outputs, grads, retain_graph, create_graph, inputs, allow_unused,
+                             accumulate_grad)
+        while callbacks:                # (a callback may queue another: it runs in this pass)
+            callbacks.pop(0)()
+    finally:
+        stack.pop()
+    return result
+
+
+cdef object engine_pass(tuple outputs, list grads, bint retain_graph, bint create_graph,
+                        tuple inputs, bint allow_unused, bint accumulate_grad):
+    """Roots, seeds and targets, then one sweep.  With accumulate_grad, leaves' (or only
+    `inputs`') .grad receive the gradients; otherwise the gradients of `inputs` are returned (a
+    tuple of tensors / None)."""
     cdef Py_ssize_t i, n = len(outputs)
     cdef TensorBase t
     cdef list roots = [], seeds = [], targets = None

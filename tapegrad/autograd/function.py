@@ -353,25 +353,11 @@ class _HookPacked:
     result, given back through unpack each time ctx.saved_tensors is read."""
 
     def __init__(self, t, pack, unpack):
-        from ..grad_mode import no_grad
-        version = _core._version_of(t).value
-        with no_grad():
-            self.packed = pack(t)
-        if _core._version_of(t).value != version:
-            raise RuntimeError(
-                "A saved tensor pack hook is modifying its input in place. Tensors provided as "
-                "input to pack hook cannot be modified by in-place operations as this can lead "
-                "to unexpected side-effects. Please open an issue if you need to perform "
-                "in-place operations on the input to a pack hook.")
+        self.packed = _core._pack_with_hook(pack, t)
         self._unpack = unpack
 
     def unpack(self):
-        from ..tensor import Tensor
-        t = self._unpack(self.packed)
-        if not isinstance(t, Tensor):
-            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
-                            f"result of type {type(t).__name__}")
-        return t
+        return _core._unpack_with_hook(self._unpack, self.packed)
 
 
 class KernelFunction(Function):

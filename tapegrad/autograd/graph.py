@@ -9,6 +9,7 @@
 - Node                                           the type of grad_fn objects (isinstance checks)
 - GradientEdge, get_gradient_edge(tensor)        (node, output_nr): where a tensor's gradient goes
 - increment_version(tensor)                      bump a tensor's version counter
+- register_multi_grad_hook(tensors, fn, mode)    one hook over the gradients of several tensors
 
 How the saved-value hooks reach the compiled records, and when pack runs, is
 src/tapegrad/saved_hooks.pxi; what differs from PyTorch is in docs/differences.md.
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import threading
 from typing import Any, Callable, NamedTuple
 
 from .. import _core
 
-__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Node",
-           "GradientEdge", "get_gradient_edge", "increment_version"]
+__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
+           "register_multi_grad_hook", "Node", "GradientEdge", "get_gradient_edge",
+           "increment_version"]
 
 
 class saved_tensors_hooks:
@@ -127,3 +130,63 @@ def increment_version(tensor) -> None:
     tensors = (tensor,) if isinstance(tensor, Tensor) else tuple(tensor)
     for t in tensors:
         _core._mark_written(t)
+
+
+class _MultiHandle:
+    """What register_multi_grad_hook returns: remove() removes the hook from every tensor."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """One hook over the gradients of several tensors, once per backward.
+
+    mode="all": fn(grads) with one entry per tensor (None for those this backward did not
+    reach), once their gradients are computed; tapegrad calls it when the backward ends, where
+    PyTorch calls it as soon as the last of them is computed.  mode="any": fn(grad) with the
+    first of their gradients computed in this backward.  Returns a handle with remove()."""
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    lock = threading.Lock()
+    state = {"pass": None, "grads": None}
+
+    if mode == "any":
+        def any_hook(grad):
+            with lock:
+                current = _core._backward_pass()
+                if state["pass"] is current:
+                    return None
+                state["pass"] = current
+            fn(grad)
+            return None
+        return _MultiHandle([t.register_hook(any_hook) for t in tensors])
+
+    def finish():
+        with lock:
+            grads, state["grads"], state["pass"] = state["grads"], None, None
+        fn(grads)
+
+    def make_hook(index):
+        def hook(grad):
+            with lock:
+                current = _core._backward_pass()
+                if state["pass"] is not current:
+                    state["pass"], state["grads"] = current, [None] * len(tensors)
+                    _core._queue_backward_callback(finish)
+                state["grads"][index] = grad
+            return None
+        return hook
+
+    return _MultiHandle([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])

@@ -23,6 +23,7 @@ __all__ = [
     'saved_tensors_hooks',
     'save_on_cpu',
     'disable_saved_tensors_hooks',
+    'register_multi_grad_hook',
     'Node',
     'GradientEdge',
     'get_gradient_edge',
@@ -40,6 +41,8 @@ class save_on_cpu(saved_tensors_hooks):
     def __init__(self, pin_memory: _bool = ..., device_type: _str = ...) -> None: ...
 
 def disable_saved_tensors_hooks(error_message: _str) -> Any: ...
+
+def register_multi_grad_hook(tensors: Any, fn: Any, *, mode: _str = ...) -> Any: ...
 
 class Node(Any):
     def name(self) -> _str: ...
