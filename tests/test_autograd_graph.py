@@ -608,3 +608,37 @@ def test_full_backward_hook_gets_zeros_for_a_tensor_input_without_grad():
 
     mine, theirs = both(scenario)
     assert mine == theirs
+
+
+def test_a_write_right_after_the_op_does_not_reach_what_pack_sees():
+    """tapegrad packs when the op is done (at the next op): every write path flushes first, so
+    a cloning hook keeps the value as saved, as PyTorch's (it kept the written one: a wrong
+    gradient)."""
+    def scenario(L):
+        out = []
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        for write in (lambda b: b.mul_(10), lambda b: b.__setitem__(0, 0.0),
+                      lambda b: b.numpy().__setitem__(1, -1.0)):
+            b = L.tensor([3.0, 4.0])
+            with L.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):
+                y = a * b
+                with L.no_grad():
+                    write(b)
+            a.grad = None
+            y.sum().backward()
+            out.append(values(a.grad).tolist())
+        return out
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+
+
+def test_a_write_that_bypasses_the_flush_is_refused_not_packed():
+    a = tg.tensor([1.0, 2.0], requires_grad=True)
+    b = tg.tensor([3.0, 4.0])
+    with pytest.raises(RuntimeError, match="written before the saved-tensor pack hook ran"):
+        with tg.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):
+            y = a * b
+            tg.autograd.graph.increment_version(b)     # (a writer that only bumps the version)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

@@ -111,6 +111,15 @@ cdef int pack_slot(Py_ssize_t i, int j, object pack, object unpack, int rank,
     PyTorch packs a saved variable's data there)."""
     cdef Record* r = &TAPE.recs[i]
     value = <object>r.saved[j]
+    if r.ver[j] != NULL and (<Version>r.ver[j]).value != r.ver_at[j]:
+        # written since it was saved by a writer that does not flush first (a direct write
+        # into the storage): pack would keep the new value, a wrong gradient; refuse instead
+        raise RuntimeError(
+            f"one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [torch.{dtype_of_array(value).name} {list(value.shape)}], which "
+            f"is saved by {OP_NAMES[r.op]}, was written before the saved-tensor pack hook ran "
+            f"(tapegrad runs pack hooks when the op is done, at the next op: "
+            f"docs/differences.md). Hint: clone() the tensor before writing it in place.")
     cdef TensorBase t
     if detached:
         t = wrap(value)
