@@ -200,6 +200,7 @@ _LAZY = _lazy.table({
     "nn._extra_losses": ("cdist",),     # with the nn distances (composed of differentiable ops)
     "onnx": (),
     "optim": (),
+    "overrides": (),
     "profiler": (),
     "replay": ("compile",),
     "serialization": ("save", "load"),

@@ -35,6 +35,9 @@ class _Input:
         self.index, self.slot = index, slot
 
     def read(self, fn):
+        unpacked = fn._unpacked(self.slot) if self.slot is not None else None
+        if unpacked is not None:        # packed by a saved-tensor hook: what unpack gives
+            return fn._as_saved_input(self.index, unpacked)
         saved = fn._slot_value(self.slot) if self.slot is not None else None
         if self.slot is not None and saved is None:
             return None
@@ -66,6 +69,9 @@ class _Result:
                 shape = tuple(n for i, n in enumerate(shape) if i not in axes)
             else:
                 shape = None
+        unpacked = fn._unpacked(self.slot) if self.slot is not None else None
+        if unpacked is not None:        # packed by a saved-tensor hook: what unpack gives
+            return unpacked if shape is None else unpacked.reshape(shape)
         t = fn._result_tensor(-1 if self.slot is None else self.slot, shape)
         if t is None:
             raise RuntimeError(f"{type(fn).__name__}: tapegrad did not keep the saved result "
@@ -322,8 +328,7 @@ def read_saved_attribute(fn, name):
     if name.startswith("_raw_saved_") and "_saved_" + name[len("_raw_saved_"):] in attributes:
         reader = attributes["_saved_" + name[len("_raw_saved_"):]]
         if reader.tensor:
-            fn._check_saved()
-            return SavedTensor(fn, reader)
+            return SavedTensor(fn, reader)     # (readable after backward freed the value)
     reader = attributes.get(name)
     if reader is None:
         raise AttributeError(f"'{type(fn).__name__}' object has no attribute '{name}'")
@@ -333,15 +338,31 @@ def read_saved_attribute(fn, name):
 
 
 class SavedTensor:
-    """grad_fn._raw_saved_*: a handle on a saved tensor (PyTorch's SavedTensor); tapegrad supports
-    no saved-tensor hooks, so registering one raises."""
+    """grad_fn._raw_saved_*: a handle on a saved tensor (PyTorch's SavedTensor).  register_hooks
+    gives that one value its own pack and unpack hooks (src/tapegrad/saved_hooks.pxi)."""
 
     def __init__(self, fn, reader):
         self._fn, self._reader = fn, reader
 
     def register_hooks(self, pack_hook, unpack_hook):
-        """Not supported: tapegrad saves arrays in compiled records, not through Python hooks."""
-        raise NotImplementedError("tapegrad does not support saved-tensor hooks")
+        """Call pack_hook(tensor) now and keep its result in place of the saved tensor;
+        unpack_hook(packed) gives the tensor back whenever backward or _saved_* reads it."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): incompatible function arguments: pack_hook and "
+                            "unpack_hook must be callables, got "
+                            f"{type(pack_hook).__name__} and {type(unpack_hook).__name__}")
+        if self._fn._released:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved "
+                "intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved variables after calling "
+                "backward.")
+        slot = getattr(self._reader, "slot", None)
+        if slot is None:
+            raise RuntimeError(f"{type(self._fn).__name__}: tapegrad keeps no saved value for "
+                               "this tensor (its VJP reads the live tensor): it cannot be packed")
+        self._fn._pack_slot(slot, pack_hook, unpack_hook)
 
     def __repr__(self) -> str:
         return f"<tapegrad.autograd.SavedTensor object at {id(self):#x}>"

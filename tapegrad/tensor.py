@@ -508,6 +508,11 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         return self._array.size
 
     @property
+    def _base(self):
+        """The tensor this one is a view of (the root when views are chained), or None."""
+        return self._view_base
+
+    @property
     def _version(self) -> int:
         """How many in-place writes this tensor's storage has seen (inference tensors keep no
         count and raise, as in PyTorch)."""

@@ -20,6 +20,8 @@ cdef enum:
     RF_RETAIN_GRAD = 2      # output tensor asked for retain_grad(): deliver its adjoint to .grad
     RF_RELEASED = 4         # saved values freed by a backward without retain_graph
     RF_MOVED = 8            # a LEAF record whose tensor an in-place op gave a history since
+    RF_PACK_PENDING = 16    # saved while saved-tensor hooks were active: to be packed (saved_hooks.pxi)
+    RF_PACKED = 32          # some saved[j] is a PackedSaved: the sweep unpacks it first
 
 cdef struct Record:
     int op                          # opcode: index into the op table (OPS)
@@ -52,6 +54,7 @@ cdef class Tape:
     cdef Py_ssize_t stack_cap
     cdef Py_ssize_t sp              # top of the release stack (shared by re-entrant releases)
     cdef int sweeping               # sweeps in progress: record indices must not move meanwhile
+    cdef Py_ssize_t pending_packs   # records saved under saved-tensor hooks, not yet packed
 
     cdef int _resize(self, Py_ssize_t min_cap) except -1
     cdef int reserve(self, Py_ssize_t k) except -1
@@ -490,9 +493,17 @@ cdef inline bint no_grad_view_drops_grad(TensorBase t) noexcept:
     return t._base is not None and (t._gen & 1) and (<TensorBase>t._base)._requires_grad
 
 
+cdef int flush_packs() except -1
+
+cdef bint saved_hooks_on() noexcept
+
 cdef inline int begin_record(Py_ssize_t n_in) except -1:
     """Called before an op reads its inputs' record indices: room for the record and for one
-    LEAF record per input, so no index moves until the op has appended."""
+    LEAF record per input, so no index moves until the op has appended.  First, the previous
+    op's saved values go through the active saved-tensor hooks (saved_hooks.pxi: a hook runs
+    Python code, so it runs here, before this op holds any index or record pointer)."""
+    if TAPE.pending_packs:
+        flush_packs()
     return TAPE.reserve(n_in + 1)
 
 cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) except NULL
@@ -600,6 +611,10 @@ cdef object run_graph_hooks(Py_ssize_t i, object g)
 
 cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1
 
+cdef bint has_node_hooks(Record* rec) noexcept
+
+cdef object run_node_hooks(Record* rec, object grads, object g, bint graph)
+
 cdef object FUNCTION_BACKWARD
 
 cdef int OP_FUNCTION
@@ -621,6 +636,7 @@ cdef str BACKWARD_TWICE
 cdef int check_saved_versions(Record* r) except -1
 
 cdef bint leaf_takes_grad(Record* r) except -1
+cdef int unpack_saved(Record* rec) except -1
 
 cdef enum:
     SWEEP_ACCUMULATE = 0

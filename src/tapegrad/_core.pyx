@@ -26,6 +26,7 @@
 #   tape.pxi            the flat record arena and record lifetimes
 #   capture.pxi         what tapegrad.compile notes of an eager call
 #   tensor_base.pxi     TensorBase: value, grad, requires_grad, node; tensor creation helpers
+#   saved_hooks.pxi     saved-tensor hooks: pack when a value is saved, unpack when it is read
 #   record.pxi          how a forward op appends its record (the one place ops touch the tape)
 #   dims.pxi            dim arguments as PyTorch parses them
 #   views.pxi           version counters and stale views (shared by every in-place write)
@@ -47,6 +48,7 @@ include "ops_registry.pxi"
 include "tape.pxi"
 include "capture.pxi"
 include "tensor_base.pxi"
+include "saved_hooks.pxi"
 include "record.pxi"
 include "dims.pxi"
 include "views.pxi"

@@ -313,7 +313,11 @@ def _capture_end():
 
 def _capture_read(TensorBase t, str kind, value):
     """Called by the facade's item/bool/tolist/numpy (float/int go through item): a Python-level
-    read of t's values, which a replay must re-check (kind: "item", "bool", "tolist", "numpy")."""
+    read of t's values, which a replay must re-check (kind: "item", "bool", "tolist", "numpy").
+    numpy() hands out the memory itself: values saved under saved-tensor hooks are packed first
+    (saved_hooks.pxi), before the caller can write through it."""
+    if kind == "numpy" and TAPE.pending_packs:
+        flush_packs()
     if capturing():
         CAPTURE.reads.append((t, kind, value))
 

@@ -1670,6 +1670,8 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                 try:
                     if rec.flags & RF_RELEASED:
                         raise RuntimeError(BACKWARD_TWICE)
+                    if rec.flags & RF_PACKED:
+                        unpack_saved(&rec)      # (saved_hooks.pxi)
                     check_saved_versions(&rec)
                     if rec.op == OP_FUNCTION:
                         if isinstance(<object>rec.aux, CompiledBackward):
@@ -1691,6 +1693,8 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                                 "backward can be recorded are listed by "
                                 "tapegrad._core._graph_vjp_ops().")
                         grads = gvjp(i, &rec, g, wantp)
+                        if has_node_hooks(&rec):
+                            grads = run_node_hooks(&rec, grads, g, True)
                 except BaseException as e:
                     if ANOMALY_MODE:
                         anomaly_reraise(&rec, e)

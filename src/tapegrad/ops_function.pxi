@@ -46,11 +46,16 @@ cdef class RecordExtra:
     """What a record carries besides its op: tensor hooks and the anomaly-mode forward trace."""
     cdef public dict hooks              # handle id -> fn(grad) -> grad or None (pre-hooks)
     cdef public dict post_hooks         # handle id -> fn(tensor) (leaves, after accumulation)
+    cdef public dict node_hooks         # handle id -> fn(grad_inputs, grad_outputs) -> None or
+                                        # new grad_inputs (grad_fn.register_hook), after the VJP
+    cdef public object metadata         # grad_fn.metadata: a dict, created on first read
     cdef public object trace            # anomaly mode: [(code, line), ...], innermost first
 
     def __cinit__(self):
         self.hooks = {}
         self.post_hooks = {}
+        self.node_hooks = {}
+        self.metadata = None
         self.trace = None
 
 
@@ -126,6 +131,94 @@ def register_post_accumulate_grad_hook(TensorBase self, hook):
 
 cdef str hook_name(object fn):
     return getattr(fn, "__name__", None) or repr(fn)
+
+
+# -- hooks on a grad_fn node (GradFn.register_hook / register_prehook) ---------------------------
+# A pre-hook sees the node's total incoming gradient, as a tensor hook on its output does (it is
+# kept with those: fn((grad,)) -> None or (new_grad,)).  A post-hook runs after the node's VJP:
+# fn(grad_inputs, grad_outputs) -> None or new grad_inputs, one entry per input (None where no
+# gradient flows), as PyTorch's.
+
+cdef class NodePreHook:
+    """A grad_fn pre-hook in the tensor-hook chain: hook((grad,)) -> None or (new_grad,)."""
+    cdef object fn
+
+    def __call__(self, grad):
+        res = self.fn((grad,))
+        if res is None:
+            return None
+        if not isinstance(res, (tuple, list)) or len(res) != 1:
+            got = len(res) if isinstance(res, (tuple, list)) else type(res).__name__
+            raise RuntimeError(f"hook '{hook_name(self.fn)}' has returned an incorrect number of "
+                               f"values (got {got}, but expected 1)")
+        return res[0]
+
+    @property
+    def __name__(self):
+        return hook_name(self.fn)
+
+
+cdef RemovableHandle register_node_prehook(Py_ssize_t i, object fn):
+    capture_unsupported("it registers a hook on a grad_fn inside the call")
+    cdef NodePreHook h = NodePreHook.__new__(NodePreHook)
+    h.fn = fn
+    return add_hook(extra_of(i).hooks, h)
+
+
+cdef RemovableHandle register_node_hook(Py_ssize_t i, object fn):
+    capture_unsupported("it registers a hook on a grad_fn inside the call")
+    return add_hook(extra_of(i).node_hooks, fn)
+
+
+cdef bint has_node_hooks(Record* rec) noexcept:
+    return rec.extra != NULL and bool((<RecordExtra>rec.extra).node_hooks)
+
+
+cdef object run_node_hooks(Record* rec, object grads, object g, bint graph):
+    """Run record rec's post-hooks on its VJP's result `grads` (one entry per input, bare when
+    there is one) given its incoming gradient g; returns the gradients to propagate.  graph:
+    the entries are tensors already (create_graph)."""
+    cdef RecordExtra ex = <RecordExtra>rec.extra
+    cdef Py_ssize_t* ins = rec_inputs(rec)
+    cdef int q, n = rec.n_in
+    entries = [grads] if n == 1 else list(<tuple>grads)
+    grad_inputs = tuple([None if (entries[q] is None or ins[q] < 0) else
+                         (entries[q] if graph else wrap(nd(entries[q]))) for q in range(n)])
+    grad_outputs = (g if graph else wrap(nd(g)),)
+    for fn in list(ex.node_hooks.values()):
+        res = fn(grad_inputs, grad_outputs)
+        if res is None:
+            continue
+        if not isinstance(res, (tuple, list)):
+            raise TypeError(f"hook '{hook_name(fn)}' returned a {type(res).__name__}, expected a "
+                            "tuple of gradients (or None)")
+        if len(res) != n:
+            raise RuntimeError(f"hook '{hook_name(fn)}' has returned an incorrect number of "
+                               f"values (got {len(res)}, but expected {n})")
+        for q in range(n):
+            r = res[q]
+            if r is None:
+                continue
+            if not isinstance(r, TensorBase):
+                raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+            if grad_inputs[q] is not None and \
+                    (<TensorBase>r)._array.shape != (<TensorBase>grad_inputs[q])._array.shape:
+                raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
+        grad_inputs = tuple(res)
+    out = [None if (t is None or ins[q] < 0) else (t if graph else (<TensorBase>t)._array)
+           for q, t in enumerate(grad_inputs)]
+    return out[0] if n == 1 else tuple(out)
+
+
+cdef int run_leaf_node_hooks(Py_ssize_t i, object g) except -1:
+    """An AccumulateGrad node's post-hooks, after the leaf's .grad received g: fn((), (g,))."""
+    cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
+    if not ex.node_hooks:
+        return 0
+    grad_outputs = (wrap(nd(g)),)
+    for fn in list(ex.node_hooks.values()):
+        fn((), grad_outputs)
+    return 0
 
 
 cdef object run_tensor_hooks(Py_ssize_t i, object g):
@@ -378,6 +471,15 @@ cdef tuple next_function(Py_ssize_t i):
     return (make_grad_fn(i), k)
 
 
+def _grad_accumulator(TensorBase t):
+    """The AccumulateGrad node of leaf `t` that requires grad (what grad_fn.next_functions
+    shows for it)."""
+    if not t._requires_grad or not is_leaf_c(t):
+        raise RuntimeError("_grad_accumulator: expected a leaf tensor that requires grad")
+    begin_record(0)                     # (its LEAF record may be appended)
+    return make_grad_fn(node_for_input(t))
+
+
 cdef object function_ctx_of(Py_ssize_t node):
     """The grad_fn of a custom Function's output: its ctx (kept in the Function record's aux)."""
     cdef Py_ssize_t k = TAPE.recs[node].inp[0] if TAPE.recs[node].op == OP_FN_OUTPUT else node
@@ -447,7 +549,8 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
                                     if isinstance(args[j], TensorBase))
     for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest: the sweep
         o = final[j]                        # meets the outputs (and their hooks) in order
-        if not isinstance(o, TensorBase) or any(o is d for d in non_differentiable):
+        # (marked by the tensor forward returned: final[j] may be a view made of it above)
+        if not isinstance(o, TensorBase) or any(outs[j] is d for d in non_differentiable):
             continue
         t = <TensorBase>o
         if not cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(t._array)):

@@ -44,6 +44,9 @@ cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) exc
     r.out = <PyObject*>result
     result._node = i
     result._requires_grad = True
+    if SAVED_HOOKS_DEPTH:               # saved-tensor hooks: packed after the op (saved_hooks.pxi)
+        note_pack(i)
+        r = &TAPE.recs[i]
     return r
 
 

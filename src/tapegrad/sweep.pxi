@@ -54,8 +54,8 @@ cdef int check_saved_versions(Record* r) except -1:
     cdef int j
     cdef Version v
     for j in range(MAX_SAVED):
-        if r.ver[j] == NULL:
-            continue
+        if r.ver[j] == NULL or (r.saved[j] != NULL and type(<object>r.saved[j]) is PackedSaved):
+            continue                    # (a hooked value: unpack_saved decides, saved_hooks.pxi)
         v = <Version>r.ver[j]
         if v.value != r.ver_at[j]:
             saved = <object>r.saved[j] if r.saved[j] != NULL else None
@@ -155,7 +155,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
     cdef Py_ssize_t* ins
     cdef int q, prev_disabled
     cdef char own
-    cdef bint any_needed
+    cdef bint any_needed, node_hooked
     cdef vjp_fn vjp
     cdef list captured = None
     for j in range(nr):
@@ -249,6 +249,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g))
                     if rec.extra != NULL:
                         run_post_accumulate_hooks(i)
+                        run_leaf_node_hooks(i, g)
                 i -= 1
                 continue
             if (rec.flags & RF_RETAIN_GRAD) and rec.out != NULL:
@@ -288,13 +289,19 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             try:
                 if rec.flags & RF_RELEASED:
                     raise RuntimeError(BACKWARD_TWICE)
+                if rec.flags & RF_PACKED:
+                    unpack_saved(&rec)  # (saved_hooks.pxi)
                 check_saved_versions(&rec)
                 vjp = OP_VJP[rec.op]
-                if sole_reference(g) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g):
+                node_hooked = has_node_hooks(&rec)      # (its post-hooks see g and the results)
+                if (sole_reference(g) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g)
+                        and not node_hooked):
                     offer_adjoint(g)    # its VJP may write its result into g (kernels.pxi)
-                if rec.op == OP_MUL and rec.aux == NULL and not ANOMALY_MODE:
+                if rec.op == OP_MUL and rec.aux == NULL and not ANOMALY_MODE and not node_hooked:
                     offer_owned_adjoints(adj, owned, &rec, need)
                 grads = vjp(&rec, g)
+                if node_hooked:
+                    grads = run_node_hooks(&rec, grads, g, False)
                 if ANOMALY_MODE:
                     anomaly_check_nan(&rec, grads)
             except BaseException as e:
@@ -410,14 +417,57 @@ cdef tuple normalize_inputs(object inputs, str fname):
     return tuple(inputs)
 
 
+# -- one backward pass, and the callbacks that run when it ends ----------------------------------
+# Each backward (or grad) call is a pass: code running inside it (a tensor hook) can tell passes
+# apart (_backward_pass: the same object throughout one pass) and queue a callback that runs once
+# the pass is done (PyTorch's engine queue_callback; register_multi_grad_hook uses both).  Per
+# thread: a hook's backward nested in another is a pass of its own.
+
+cdef object PASSES = threading.local()
+
+
+def _backward_pass():
+    """The backward pass running on this thread (an object unique to it), or None."""
+    stack = getattr(PASSES, "stack", None)
+    return stack[len(stack) - 1] if stack else None
+
+
+def _queue_backward_callback(callback):
+    """Run callback() when the backward pass running on this thread ends."""
+    stack = getattr(PASSES, "stack", None)
+    if not stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    (<list>stack[len(stack) - 1]).append(callback)
+
+
 cdef object engine_run(tuple outputs, list grads, bint retain_graph, bint create_graph,
                        tuple inputs, bint allow_unused, bint accumulate_grad):
-    """PyTorch's engine entry: roots, seeds and targets, then one sweep.  With accumulate_grad,
-    leaves' (or only `inputs`') .grad receive the gradients; otherwise the gradients of `inputs`
-    are returned (a tuple of tensors / None)."""
+    """PyTorch's engine entry: one backward pass (engine_pass), then its queued callbacks."""
+    stack = getattr(PASSES, "stack", None)
+    if stack is None:
+        stack = PASSES.stack = []
+    cdef list callbacks = []
+    stack.append(callbacks)
+    try:
+        result = engine_pass(outputs, grads, retain_graph, create_graph, inputs, allow_unused,
+                             accumulate_grad)
+        while callbacks:                # (a callback may queue another: it runs in this pass)
+            callbacks.pop(0)()
+    finally:
+        stack.pop()
+    return result
+
+
+cdef object engine_pass(tuple outputs, list grads, bint retain_graph, bint create_graph,
+                        tuple inputs, bint allow_unused, bint accumulate_grad):
+    """Roots, seeds and targets, then one sweep.  With accumulate_grad, leaves' (or only
+    `inputs`') .grad receive the gradients; otherwise the gradients of `inputs` are returned (a
+    tuple of tensors / None)."""
     cdef Py_ssize_t i, n = len(outputs)
     cdef TensorBase t
     cdef list roots = [], seeds = [], targets = None
+    if TAPE.pending_packs:
+        flush_packs()                   # values saved under hooks are packed before any unpack
     if n != len(grads):
         raise RuntimeError(f"got {n} tensors and {len(grads)} gradients")
     for i in range(n):

@@ -196,6 +196,31 @@ cdef class GradFn:
             return "torch::autograd::AccumulateGrad"
         return type(self).__name__
 
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) -> None or new grad_inputs, after this node computed
+        the gradients of its inputs (one entry per input, None where none flows); on an
+        AccumulateGrad node, fn((), (grad,)) after the leaf's .grad was accumulated."""
+        if not callable(fn):
+            raise TypeError("register_hook(): argument 'fn' must be callable, got "
+                            f"{type(fn).__name__}")
+        return register_node_hook(self._node, fn)
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) -> None or new grad_outputs, before this node runs (with the
+        gradient arriving at its output, as a tensor hook on that output)."""
+        if not callable(fn):
+            raise TypeError("register_prehook(): argument 'fn' must be callable, got "
+                            f"{type(fn).__name__}")
+        return register_node_prehook(self._node, fn)
+
+    @property
+    def metadata(self):
+        """A dict kept with this node for as long as it lives (empty at first)."""
+        ex = extra_of(self._node)
+        if ex.metadata is None:
+            ex.metadata = {}
+        return ex.metadata
+
     @property
     def next_functions(self):
         """((node, 0), ...) per recorded input, as PyTorch's: the input's grad_fn, the
@@ -248,10 +273,20 @@ cdef class GradFn:
     def _check_saved(self):
         """Raise as PyTorch does when saved values are read after a backward freed them, or after
         an in-place write overwrote one."""
+        if TAPE.recs[self._node].flags & RF_PACK_PENDING:
+            flush_packs()               # (saved_hooks.pxi)
         cdef Record* r = &TAPE.recs[self._node]
         if r.flags & RF_RELEASED:
             raise RuntimeError(BACKWARD_TWICE)
         check_saved_versions(r)
+
+    def _unpacked(self, int j):
+        """Saved value j as the saved-tensor unpack hook gives it (a tensor), None when the value
+        was not packed by a hook."""
+        self._check_saved()
+        if j < 0 or j >= MAX_SAVED:
+            return None
+        return unpacked_slot(self._node, j)
 
     def _slot_value(self, int j):
         """Saved value j as the VJP reads it (an array or a Python number), None when unused."""
@@ -259,7 +294,22 @@ cdef class GradFn:
         cdef Record* r = &TAPE.recs[self._node]
         if j < 0 or j >= MAX_SAVED or r.saved[j] == NULL:
             return None
+        if type(<object>r.saved[j]) is PackedSaved:
+            return (<PackedSaved>r.saved[j]).unpacked()[1]
         return <object>r.saved[j]
+
+    def _pack_slot(self, int j, pack_hook, unpack_hook):
+        """SavedTensor.register_hooks: pack saved value j now, unpack it whenever it is read."""
+        self._check_saved()
+        cdef Record* r = &TAPE.recs[self._node]
+        if j < 0 or j >= MAX_SAVED or r.saved[j] == NULL:
+            raise RuntimeError("tapegrad: this node keeps no value for this saved tensor")
+        if not cnp.PyArray_Check(<object>r.saved[j]) and type(<object>r.saved[j]) is not PackedSaved:
+            raise RuntimeError("tapegrad: this saved value is not a tensor")
+        if type(<object>r.saved[j]) is PackedSaved:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already "
+                               "been set. Hint: only one pair of hooks is allowed at a time.")
+        pack_slot(self._node, j, pack_hook, unpack_hook, 0, True)
 
     def _input_tensor(self, int j, int slot=-1):
         """Input j as PyTorch unpacks a saved input: the input tensor itself while it lives; once
@@ -282,6 +332,26 @@ cdef class GradFn:
         TAPE.recs[i].refcnt += 1
         TAPE.recs[i].out = <PyObject*>t
         return t
+
+    def _as_saved_input(self, int j, TensorBase t):
+        """What unpack gave for input j, as PyTorch shows an unpacked saved input (in input j's
+        place in the graph): the input itself when t holds its values, a new tensor on t's values
+        made the input's record's output again when the input died; else t as it is (a record
+        has one output tensor: only that one is renumbered when the tape compacts)."""
+        cdef Record* r = &TAPE.recs[self._node]
+        if j < 0 or j >= r.n_in or rec_inputs(r)[j] < 0:
+            return t
+        cdef Py_ssize_t k = rec_inputs(r)[j]
+        if TAPE.recs[k].out != NULL:
+            live = <object>TAPE.recs[k].out
+            return live if (<TensorBase>live)._array is t._array else t
+        cdef TensorBase v = wrap(t._array)
+        v._version = version_of(t)
+        v._requires_grad = True
+        v._node = k
+        TAPE.recs[k].refcnt += 1
+        TAPE.recs[k].out = <PyObject*>v
+        return v
 
     def _result_tensor(self, int j, shape=None):
         """The op's output as a saved result: a new tensor on saved value j (the output's
@@ -609,6 +679,27 @@ cdef class TensorBase:
 
     def __itruediv__(self, other):
         return INPLACE_BINARY(OP_DIV, self, other)
+
+    @property
+    def _view_base(self):
+        """The tensor this one is a view of (the root of a chain of views), or None
+        (torch: t._base)."""
+        return self._base
+
+    def _is_view(self):
+        """Whether this tensor is a view of another one (shares its storage, torch's sense)."""
+        return self._base is not None
+
+    @property
+    def output_nr(self):
+        """Which output of its grad_fn this tensor is: a custom Function's output number, a
+        split / chunk / unbind piece's index, else 0."""
+        fresh(self)
+        if self._node >= 0 and TAPE.recs[self._node].op == OP_FN_OUTPUT:
+            return <int>TAPE.recs[self._node].scalar
+        if self._view_kind == VIEW_MULTI_OUTPUT and self._node >= 0 and not is_leaf_c(self):
+            return self._view_output
+        return 0
 
     @property
     def _version_value(self):

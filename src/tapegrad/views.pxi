@@ -204,6 +204,8 @@ cdef int bump_version(TensorBase t) except -1:
 cdef int check_inplace(TensorBase t, bint recording, bint via_base=False) except -1:
     """Refuse in-place writes that PyTorch refuses, or that tapegrad cannot record correctly
     (via_base: the caller records a write into a view on its base when writes_through_view)."""
+    if TAPE.pending_packs:
+        flush_packs()                   # pack hooks see values as saved, not as written now
     check_inference_write(t)
     if not grad_enabled():
         return 0

@@ -7,6 +7,9 @@
 - functional                      vjp, jacobian (and, with create_graph, hvp/vhp/hessian/jvp)
 - detect_anomaly / set_detect_anomaly
 - Variable                        the legacy constructor (returns a tensor)
+- graph                           saved-tensor hooks, Node, GradientEdge (autograd/graph.py)
+- SavedTensor                     grad_fn._raw_saved_* handles (register_hooks)
+- is_multithreading_enabled / set_multithreading_enabled
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .._core import RemovableHandle
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from .variable import Variable
+from .grad_mode import is_multithreading_enabled, set_multithreading_enabled
+from .._saved_attrs import SavedTensor
 from . import function, anomaly_mode, grad_mode
 
 # Loaded on first use (PEP 562, tapegrad/_lazy.py): the op families import autograd.function
@@ -25,12 +30,14 @@ from . import function, anomaly_mode, grad_mode
 _LAZY = _lazy.table({
     "forward_ad": (),           # dual tensors by the double-backward trick
     "functional": (),
+    "graph": (),                # saved-tensor hooks, Node, GradientEdge
     "profiler": (),
 })
 
 __all__ = ["grad", "backward", "Function", "once_differentiable", "detect_anomaly",
            "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "gradcheck", "gradgradcheck", "functional", "Variable", "profiler", "forward_ad"]
+           "gradcheck", "gradgradcheck", "functional", "Variable", "profiler", "forward_ad",
+           "graph", "SavedTensor", "is_multithreading_enabled", "set_multithreading_enabled"]
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

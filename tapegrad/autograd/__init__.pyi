@@ -23,12 +23,14 @@ from tapegrad.autograd import forward_ad as forward_ad
 from tapegrad.autograd import function as function
 from tapegrad.autograd import functional as functional
 from tapegrad.autograd import grad_mode as grad_mode
+from tapegrad.autograd import graph as graph
 from tapegrad.autograd import profiler as profiler
 from tapegrad.autograd import variable as variable
 from tapegrad.autograd.anomaly_mode import detect_anomaly as detect_anomaly
 from tapegrad.autograd.anomaly_mode import set_detect_anomaly as set_detect_anomaly
 from tapegrad.autograd.function import Function as Function
 from tapegrad.autograd.function import once_differentiable as once_differentiable
+from tapegrad.autograd.grad_mode import set_multithreading_enabled as set_multithreading_enabled
 from tapegrad.autograd.gradcheck import GradcheckError as GradcheckError
 from tapegrad.autograd.gradcheck import gradcheck as gradcheck
 from tapegrad.autograd.gradcheck import gradgradcheck as gradgradcheck
@@ -55,11 +57,22 @@ __all__ = [
     'Variable',
     'profiler',
     'forward_ad',
+    'graph',
+    'SavedTensor',
+    'is_multithreading_enabled',
+    'set_multithreading_enabled',
 ]
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = ..., retain_graph: Any = ..., create_graph: Any = ..., only_inputs: Any = ..., allow_unused: Any = ..., is_grads_batched: Any = ..., materialize_grads: Any = ...) -> Any: ...
 
 def backward(tensors: Any, grad_tensors: Any = ..., retain_graph: Any = ..., create_graph: Any = ..., grad_variables: Any = ..., inputs: Any = ...) -> None: ...
+
+class SavedTensor:
+    def __init__(self, fn: Any, reader: Any) -> None: ...
+    def __repr__(self) -> _str: ...
+    def register_hooks(self, pack_hook: Any, unpack_hook: Any) -> None: ...
+
+def is_multithreading_enabled() -> _bool: ...
 
 class RemovableHandle:
     def __enter__(self) -> Any: ...

@@ -138,7 +138,13 @@ class FunctionCtx:
                 out.append(None)
                 continue
             holder, version, expected = entry
-            t = holder.get(self) if isinstance(holder, _SavedOutput) else holder
+            if isinstance(holder, _HookPacked):
+                t = holder.unpack()
+                if _core._version_of(t) is not version:
+                    out.append(t)           # the hook made a copy: no write can reach it
+                    continue
+            else:
+                t = holder.get(self) if isinstance(holder, _SavedOutput) else holder
             if version.value != expected:
                 name = _core._grad_fn_name_of(t)
                 which = "" if name is None else (
@@ -322,6 +328,9 @@ def _finish_saved(ctx, result, out) -> None:
         return
     outs = result if isinstance(result, tuple) else (result,)
     finals = out if isinstance(out, tuple) else (out,)
+    hooks = _core._saved_hooks_active()     # (pack, unpack) of torch.autograd.graph's hooks
+    if hooks is not None and not any(getattr(f, "requires_grad", False) for f in finals):
+        hooks = None                        # nothing recorded: nothing saved for backward
     saved = []
     for t in to_save:
         if t is None:
@@ -333,8 +342,22 @@ def _finish_saved(ctx, result, out) -> None:
                 holder = _SavedOutput(f, j)
                 break
         version = _core._version_of(t)
+        if hooks is not None:
+            holder = _HookPacked(t, *hooks)
         saved.append((holder, version, version.value))
     ctx._saved = tuple(saved)
+
+
+class _HookPacked:
+    """A tensor saved by a Function under saved-tensor hooks (torch.autograd.graph): pack's
+    result, given back through unpack each time ctx.saved_tensors is read."""
+
+    def __init__(self, t, pack, unpack):
+        self.packed = _core._pack_with_hook(pack, t)
+        self._unpack = unpack
+
+    def unpack(self):
+        return _core._unpack_with_hook(self._unpack, self.packed)
 
 
 class KernelFunction(Function):

@@ -81,6 +81,8 @@ class BackwardHookFunction(Function):
     def forward(ctx, on_grads, materialize, *tensors):
         ctx.on_grads = on_grads
         ctx.set_materialize_grads(materialize)
+        # (a tensor that does not require grad passes as it came: its gradient is zeros)
+        ctx.mark_non_differentiable(*[t for t in tensors if not t.requires_grad])
         return tensors if len(tensors) > 1 else tensors[0]
 
     @staticmethod
@@ -89,14 +91,15 @@ class BackwardHookFunction(Function):
 
 
 def wrap_inputs(module, args: tuple):
-    """args with each tensor that requires grad passed through the input identity, and the
-    call's state (None when nothing records, so no hook can fire)."""
+    """args with their tensors passed through the input identity when one of them requires
+    grad (grad_input then holds zeros for those that do not, as PyTorch's), and the call's
+    state (None when nothing records, so no hook can fire)."""
     if not is_grad_enabled():
         return args, None
     call = _HookCall(module, len(args))
-    positions = [i for i, a in enumerate(args) if _needs_grad(a)]
-    if not positions:
+    if not any(_needs_grad(a) for a in args):
         return args, call
+    positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
     call.grad_positions = positions
 
     def on_grads(grads):

@@ -22,6 +22,8 @@ class Identity(Module):
 class Linear(Module):
     """y = x W^T + b, initialised as PyTorch does (Kaiming-uniform weight, uniform bias)."""
 
+    __constants__ = ["in_features", "out_features"]     # (TorchScript's list, which scripts read)
+
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()

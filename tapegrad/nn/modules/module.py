@@ -18,7 +18,8 @@ from ._hooks import RemovableHandle, add_hook, call_with_hooks
 
 _HOOK_TABLES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
                 "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_hooks",
-                "_backward_pre_hooks")
+                "_backward_pre_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
+                "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
 
 # The key suffix under which get_extra_state()'s value is saved (PyTorch's name).
 _EXTRA_STATE_KEY = "_extra_state"
@@ -73,6 +74,8 @@ class Module:
     call_super_init: bool = False
     dump_patches: bool = False
     T_destination = TypeVar("T_destination", bound=dict[str, Any])
+    # Module.compile() sets an instance's own: the compiled call __call__ runs instead
+    _compiled_call_impl: Callable[..., Any] | None = None
 
     training: bool
 
@@ -82,10 +85,13 @@ class Module:
         # hook tables below stay OrderedDicts, as PyTorch's (a prepended hook moves to the front).
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_buffers", {})
-        object.__setattr__(self, "_non_persistent_buffers", set())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", {})
         for table in _HOOK_TABLES:
             object.__setattr__(self, table, OrderedDict())
+        # None until a backward hook is registered: True for full hooks, False for the
+        # deprecated register_backward_hook (one kind per module, as PyTorch)
+        object.__setattr__(self, "_is_full_backward_hook", None)
 
     def forward(self, *args, **kwargs):
         """The computation of the layer: override it in every subclass.
@@ -96,11 +102,14 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                   f'"forward" function')
 
-    def __call__(self, *args, **kwargs):
+    def _wrapped_call_impl(self, *args, **kwargs):
+        """module(...): the compiled call when Module.compile() set one, else _call_impl."""
         compiled = self.__dict__.get("_compiled_call_impl")     # set by Module.compile()
         if compiled is not None:
             return compiled(*args, **kwargs)
         return self._call_impl(*args, **kwargs)
+
+    __call__ = _wrapped_call_impl
 
     def _call_impl(self, *args, **kwargs):
         """A call of the module as it would run uncompiled: its hooks around ``forward``."""
@@ -116,6 +125,23 @@ class Module:
         state = self.__dict__.copy()
         state.pop("_compiled_call_impl", None)
         return state
+
+    def __setstate__(self, state) -> None:
+        # A module pickled by an older layout: the tables it lacked start empty, and the
+        # non-persistent buffer names move to PyTorch's attribute name.
+        self.__dict__.update(state)
+        d = self.__dict__
+        if "_non_persistent_buffers" in d:
+            d["_non_persistent_buffers_set"] = d.pop("_non_persistent_buffers")
+        d.setdefault("_non_persistent_buffers_set", set())
+        for table in _HOOK_TABLES:
+            d.setdefault(table, OrderedDict())
+        d.setdefault("_is_full_backward_hook", None)
+
+    def _slow_forward(self, *args, **kwargs):
+        """forward() as PyTorch runs it under the JIT tracer (tapegrad has no tracer: forward
+        itself, without the module's hooks)."""
+        return self.forward(*args, **kwargs)
 
     def compile(self, *args, **kwargs) -> None:
         """Compile this module's calls in place with ``tapegrad.compile`` (PyTorch's
@@ -149,6 +175,35 @@ class Module:
                         [(self._hook_table("_forward_hooks_with_kwargs"), with_kwargs),
                          (self._hook_table("_forward_hooks_always_called"), always_call)])
 
+    def _get_backward_hooks(self):
+        """(full backward hooks, non-full ones): this module's _backward_hooks, as the kind
+        registered decides."""
+        hooks = list(self.__dict__.get("_backward_hooks", {}).values())
+        if self.__dict__.get("_is_full_backward_hook") is False:
+            return [], hooks
+        return hooks, []
+
+    def _get_backward_pre_hooks(self):
+        """The full backward pre-hooks of this module, in call order."""
+        return list(self.__dict__.get("_backward_pre_hooks", {}).values())
+
+    def _maybe_warn_non_full_backward_hook(self, inputs, result, grad_fn) -> None:
+        """PyTorch's FutureWarning when a deprecated backward hook cannot see the module's
+        own gradients (nn/modules/_hooks.py)."""
+        from ._hooks import warn_non_full_backward_hook
+        warn_non_full_backward_hook(inputs, result, grad_fn)
+
+    def register_backward_hook(self, hook) -> RemovableHandle:
+        """The deprecated form of register_full_backward_hook: hook(module, grad_input,
+        grad_output) is a post-hook on the grad_fn of the module's (first) output, so
+        grad_input holds the gradients of that last operation's inputs (not necessarily the
+        module's), as PyTorch's; it warns when those differ."""
+        if self.__dict__.get("_is_full_backward_hook") is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        object.__setattr__(self, "_is_full_backward_hook", False)
+        return add_hook(self._hook_table("_backward_hooks"), hook, False, [])
+
     def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """hook(module, grad_output) -> None or a replacement grad_output, called when the
         gradients w.r.t. the module's outputs are known."""
@@ -158,6 +213,10 @@ class Module:
         """hook(module, grad_input, grad_output) -> None or a replacement grad_input, called when
         the gradients w.r.t. the module's positional inputs are computed (grad_input holds None
         for inputs that are not tensors requiring grad)."""
+        if self.__dict__.get("_is_full_backward_hook") is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        object.__setattr__(self, "_is_full_backward_hook", True)
         return add_hook(self._hook_table("_backward_hooks"), hook, prepend, [])
 
     # -- registration -------------------------------------------------------------------------
@@ -207,7 +266,7 @@ class Module:
         for store in (self.__dict__, self._parameters, self._buffers, self._modules):
             if store is not keep:
                 store.pop(name, None)
-        self._non_persistent_buffers.discard(name)
+        self._non_persistent_buffers_set.discard(name)
 
     def __getattr__(self, name: str):
         d = self.__dict__
@@ -220,7 +279,7 @@ class Module:
         for store in (self._parameters, self._buffers, self._modules):
             if name in store:
                 del store[name]
-                self._non_persistent_buffers.discard(name)
+                self._non_persistent_buffers_set.discard(name)
                 return
         object.__delattr__(self, name)
 
@@ -278,7 +337,7 @@ class Module:
         self._discard(name, keep=self._buffers)
         self._buffers[name] = tensor
         if not persistent:
-            self._non_persistent_buffers.add(name)
+            self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name: str, module: "Module | None") -> None:
         """Register ``module`` as the submodule ``name`` (same as assigning it as an attribute).
@@ -781,7 +840,7 @@ class Module:
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
-            if b is not None and name not in self._non_persistent_buffers:
+            if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
         if type(self).get_extra_state is not Module.get_extra_state:
             destination[prefix + _EXTRA_STATE_KEY] = self.get_extra_state()
@@ -886,7 +945,7 @@ class Module:
             hook(self, *args) if hid in with_module else hook(*args)
         local = {name: t for name, t in self._parameters.items() if t is not None}
         local.update((name, t) for name, t in self._buffers.items()
-                     if t is not None and name not in self._non_persistent_buffers)
+                     if t is not None and name not in self._non_persistent_buffers_set)
         assign = local_metadata.get("assign_to_params_buffers", False)
         for name, target in local.items():
             key = prefix + name

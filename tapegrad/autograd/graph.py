@@ -1,0 +1,192 @@
+"""tapegrad.autograd.graph: PyTorch's hooks on the autograd graph.
+
+- saved_tensors_hooks(pack_hook, unpack_hook)   every value saved for backward goes through
+                                                 pack when saved, its result through unpack when
+                                                 backward (or grad_fn._saved_*) reads it
+- save_on_cpu(pin_memory=False)                  those hooks, moving saved values to the CPU
+                                                 (tapegrad's one device: a round trip)
+- disable_saved_tensors_hooks(error_message)     refuse saved-tensor hooks inside the block
+- Node                                           the type of grad_fn objects (isinstance checks)
+- GradientEdge, get_gradient_edge(tensor)        (node, output_nr): where a tensor's gradient goes
+- increment_version(tensor)                      bump a tensor's version counter
+- register_multi_grad_hook(tensors, fn, mode)    one hook over the gradients of several tensors
+
+How the saved-value hooks reach the compiled records, and when pack runs, is
+src/tapegrad/saved_hooks.pxi; what differs from PyTorch is in docs/differences.md.
+"""
+from __future__ import annotations
+
+import abc
+import contextlib
+import threading
+from typing import Any, Callable, NamedTuple
+
+from .. import _core
+
+__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
+           "register_multi_grad_hook", "Node", "GradientEdge", "get_gradient_edge",
+           "increment_version"]
+
+
+class saved_tensors_hooks:
+    """Context manager: pack_hook(tensor) -> anything is called on each tensor an operation saves
+    for backward, and unpack_hook(that) -> tensor when backward needs the value back (it must
+    have the saved tensor's shape and content).  Hooks nest (the innermost applies) and are per
+    thread.  Inside, pack runs with grad mode off and must not modify its input in place."""
+
+    def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        _core._saved_hooks_push(self.pack_hook, self.unpack_hook)
+
+    def __exit__(self, *args):
+        _core._saved_hooks_pop()
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are kept on the CPU and moved back to their device for backward (PyTorch's
+    activation offloading).  tapegrad computes on the CPU only, so each value makes the round trip
+    to itself; with pin_memory=True it is a copy (PyTorch copies into pinned memory)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
+        def pack_to_cpu(tensor):
+            if not pin_memory:
+                return tensor.device, tensor.cpu()
+            packed = tensor.detach().clone()
+            return tensor.device, packed
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device, non_blocking=pin_memory)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message: str):
+    """Inside, entering saved_tensors_hooks raises RuntimeError(error_message) (as does entering
+    this while hooks are active).  Usable as a decorator."""
+    previous = None
+    try:
+        previous = _core._saved_hooks_disable(error_message)
+        yield
+    finally:
+        _core._saved_hooks_disable(previous) if previous is not None else _reenable()
+
+
+def _reenable():
+    _core._saved_hooks_disable(None)
+
+
+class Node(abc.ABC):
+    """The type of autograd graph nodes (tensor.grad_fn): name(), next_functions.  A built-in
+    op's node and a custom Function's node are both instances (isinstance(y.grad_fn, Node))."""
+
+    @abc.abstractmethod
+    def name(self) -> str:
+        ...
+
+    @property
+    @abc.abstractmethod
+    def next_functions(self):
+        ...
+
+    @classmethod
+    def __subclasshook__(cls, C):
+        if cls is Node:
+            from .function import BackwardCFunction
+            if issubclass(C, (_core.GradFn, BackwardCFunction)):
+                return True
+        return NotImplemented
+
+
+class GradientEdge(NamedTuple):
+    """An edge of the autograd graph: the node a gradient flows to and that node's output
+    number (ownership_token: PyTorch's, kept for compatibility; always None)."""
+    node: Node
+    output_nr: int
+    ownership_token: Any = None
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    """The edge `tensor`'s gradient flows into: (its grad_fn, output_nr), or, for a leaf that
+    requires grad, (its AccumulateGrad node, 0)."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
+                           "not require gradients")
+    grad_fn = tensor.grad_fn
+    if grad_fn is None:
+        grad_fn = _core._grad_accumulator(tensor)
+    return GradientEdge(grad_fn, tensor.output_nr)
+
+
+def increment_version(tensor) -> None:
+    """Bump the version counter of `tensor` (or of each tensor of an iterable), as an in-place
+    write does: for code that writes a tensor's memory behind autograd's back, so that a saved
+    value it overwrote is refused by backward."""
+    from ..tensor import Tensor
+    tensors = (tensor,) if isinstance(tensor, Tensor) else tuple(tensor)
+    for t in tensors:
+        _core._mark_written(t)
+
+
+class _MultiHandle:
+    """What register_multi_grad_hook returns: remove() removes the hook from every tensor."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """One hook over the gradients of several tensors, once per backward.
+
+    mode="all": fn(grads) with one entry per tensor (None for those this backward did not
+    reach), once their gradients are computed; tapegrad calls it when the backward ends, where
+    PyTorch calls it as soon as the last of them is computed.  mode="any": fn(grad) with the
+    first of their gradients computed in this backward.  Returns a handle with remove()."""
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    lock = threading.Lock()
+    state = {"pass": None, "grads": None}
+
+    if mode == "any":
+        def any_hook(grad):
+            with lock:
+                current = _core._backward_pass()
+                if state["pass"] is current:
+                    return None
+                state["pass"] = current
+            fn(grad)
+            return None
+        return _MultiHandle([t.register_hook(any_hook) for t in tensors])
+
+    def finish():
+        with lock:
+            grads, state["grads"], state["pass"] = state["grads"], None, None
+        fn(grads)
+
+    def make_hook(index):
+        def hook(grad):
+            with lock:
+                current = _core._backward_pass()
+                if state["pass"] is not current:
+                    state["pass"], state["grads"] = current, [None] * len(tensors)
+                    _core._queue_backward_callback(finish)
+                state["grads"][index] = grad
+            return None
+        return hook
+
+    return _MultiHandle([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
