@@ -337,3 +337,15 @@ def test_norms_parity_with_torch():
             assert ours == theirs
         else:
             close(ours, theirs, tol=1e-9)
+
+
+@pytest.mark.parametrize("dim, g_shape", [(0, (3, 1)), (1, (1, 4)), (-1, ())])
+def test_weight_norm_node_second_derivatives(dim, g_shape):
+    from tapegrad.autograd import gradgradcheck
+    from tapegrad.nn.utils.weight_norm import _weight_norm
+    rng = np.random.default_rng(5)
+    v = tg.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    g = tg.tensor(rng.uniform(0.5, 2, g_shape), requires_grad=True)
+    assert _weight_norm(v, g, dim).grad_fn.name() == "WeightNormInterfaceBackward0"
+    assert gradcheck(lambda a, b: _weight_norm(a, b, dim), [v, g])
+    assert gradgradcheck(lambda a, b: _weight_norm(a, b, dim), [v, g])

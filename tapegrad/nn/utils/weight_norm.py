@@ -8,16 +8,46 @@ from __future__ import annotations
 import warnings
 
 import tapegrad as _tg
+from ..._extra_functions import _torch_grad_fn_name
+from ..._scatter_functions import _sum_to
+from ...autograd.function import Function
 from ...tensor import Tensor
 from ..parameter import Parameter, UninitializedParameter
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
 
+class WeightNormInterface(Function):
+    """w = v * g / n with n = ||v|| over every dimension but ``dim`` (all when ``dim == -1``),
+    as one node, so its grad_fn is PyTorch's WeightNormInterfaceBackward0.  Backward (recorded
+    ops, so create_graph works), with s = sum of grad * v over the same dimensions:
+    dg = s / n and dv = (g / n) grad - (g s / n^3) v."""
+
+    @staticmethod
+    def forward(ctx, v, g, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(v, g)
+        return v * (g / _tg.norm_except_dim(v, 2, dim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        v, g = ctx.saved_tensors
+        # The norm is recomputed here (recorded) so that a create_graph backward sees it depend
+        # on v.
+        n = _tg.norm_except_dim(v, 2, ctx.dim)
+        s = _sum_to(grad * v, n.shape)
+        grad_v = (g / n) * grad - (g * s / n ** 3) * v if ctx.needs_input_grad[0] else None
+        grad_g = _sum_to(s / n, g.shape) if ctx.needs_input_grad[1] else None
+        return grad_v, grad_g, None
+
+
+_torch_grad_fn_name(WeightNormInterface, "WeightNormInterfaceBackward0")
+
+
 def _weight_norm(v: Tensor, g: Tensor, dim: int) -> Tensor:
     """``v * (g / ||v||)``, the norm taken over every dimension but ``dim`` (over all of them
     when ``dim == -1``), as PyTorch's ``torch._weight_norm``; differentiable in ``v`` and ``g``."""
-    return v * (g / _tg.norm_except_dim(v, 2, dim))
+    return WeightNormInterface.apply(v, g, dim)
 
 
 class WeightNorm:
