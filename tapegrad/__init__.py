@@ -84,7 +84,7 @@ from .random import (
     randn_like,
     randint_like,
 )
-from ._dlpack import from_dlpack
+from ._dlpack import from_dlpack, to_dlpack
 from . import _extra_ops
 _extra_ops.register(globals(), Tensor)
 from . import _scatter_ops
@@ -180,6 +180,7 @@ _LAZY = _lazy.table({
     "autograd.anomaly_mode": ("is_anomaly_enabled", "is_anomaly_check_nan_enabled"),
     "backends": (),
     "bench": (),
+    "compiler": (),
     # einsum, addmm, baddbmm: composed from the compiled ops (issue 17).
     "contractions": ("addmm", "baddbmm", "einsum"),
     "cpu": ("get_device_module",),
@@ -201,8 +202,10 @@ _LAZY = _lazy.table({
     "onnx": (),
     "optim": (),
     "profiler": (),
+    "quasirandom": (),
     "replay": ("compile",),
     "serialization": ("save", "load"),
+    "signal": (),
     "sparse": (),
     "special": (),
     # Tensor.storage() / untyped_storage() and PyTorch's storage classes.
