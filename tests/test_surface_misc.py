@@ -171,3 +171,83 @@ def test_sparse_adam_dense_gradients_and_row_update():
         sparse_adam_rows(param, np.array(rows), values, state, 0.01, 0.9, 0.999, 1e-8)
         np.testing.assert_allclose(param, tp.detach().numpy(), rtol=1e-6, atol=1e-7)
     assert repr(opt).startswith("SparseAdam (")
+
+
+# -- histogramdd ------------------------------------------------------------------------------
+
+HIST_POINTS = [[0.0, 1.0], [1.0, 0.0], [2.0, 0.0], [2.0, 2.0]]
+
+
+def histogramdd_cases(lib):
+    x = lib.tensor(HIST_POINTS)
+    return [lib.histogramdd(x, bins=[3, 3], weight=lib.tensor([1.0, 2.0, 4.0, 8.0])),
+            lib.histogramdd(x, bins=2, range=[0.0, 1.0, 0.0, 1.0], density=True),
+            lib.histogramdd(x, bins=[lib.tensor([0.0, 1, 2]), lib.tensor([0.0, 1, 2])]),
+            lib.histogramdd(lib.linspace(-1, 1, 24).reshape(2, 4, 3), bins=[2, 3, 4]),
+            lib.histogramdd(lib.ones(3, 1), bins=2), lib.histogramdd(lib.empty(0, 2), bins=2),
+            lib.histogramdd(x.double(), bins=(2, 3), density=True),
+            lib.histogram(lib.empty(0), bins=2)]
+
+
+def test_histogramdd_matches_torch():
+    torch = pytest.importorskip("torch")
+    for ours, theirs in zip(histogramdd_cases(tg), histogramdd_cases(torch)):
+        assert type(ours).__name__ == type(theirs).__name__
+        assert repr(ours).replace("tapegrad", "torch") == repr(theirs)
+    x = tg.tensor(HIST_POINTS)
+    with pytest.raises(RuntimeError, match="The size of bins must be equal to the innermost"):
+        tg.histogramdd(x, bins=[3])
+    with pytest.raises(RuntimeError, match="range should have 4 elements, but got 2"):
+        tg.histogramdd(x, bins=2, range=[0.0, 1.0])
+    with pytest.raises(NotImplementedError, match="\"histogramdd\" not implemented for 'Long'"):
+        tg.histogramdd(x.long(), bins=2)
+    with pytest.raises(RuntimeError, match="min should not exceed max, but got min 1 max 0 for "
+                       "dimension 0"):
+        tg.histogramdd(x, bins=2, range=[1.0, 0.0, 0.0, 1.0])
+    with pytest.raises(RuntimeError, match="input tensor should have at least 2 dimensions"):
+        tg.histogramdd(tg.ones(3), bins=2)
+    with pytest.raises(RuntimeError, match="excluding its innermost dimension"):
+        tg.histogramdd(x, bins=2, weight=tg.ones(3))
+
+
+# -- svd_lowrank / pca_lowrank ----------------------------------------------------------------
+
+def rank_three(rows, cols):
+    rng = np.random.default_rng(7)
+    return rng.standard_normal((rows, 3)) @ rng.standard_normal((3, cols))
+
+
+@pytest.mark.parametrize("shape, q", [((8, 5), 3), ((8, 5), 4), ((5, 8), 3), ((2, 8, 5), 3)])
+def test_svd_lowrank_recovers_a_low_rank_matrix(shape, q):
+    A = rank_three(shape[-2], shape[-1])
+    if len(shape) == 3:
+        A = np.stack([A, 2 * A])
+    U, S, V = tg.svd_lowrank(tg.tensor(A), q=q)
+    assert tuple(U.shape) == shape[:-1] + (q,) and tuple(V.shape) == shape[:-2] + (shape[-1], q)
+    np.testing.assert_allclose((U @ tg.diag_embed(S) @ V.mT).numpy(), A, atol=1e-10)
+    exact = np.linalg.svd(A, compute_uv=False)[..., :q]
+    np.testing.assert_allclose(S.numpy(), exact, atol=1e-10)
+    torch = pytest.importorskip("torch")
+    np.testing.assert_allclose(S.numpy(), torch.svd_lowrank(torch.tensor(A), q=q)[1].numpy(),
+                               atol=1e-10)
+
+
+def test_lowrank_gradients_and_pca():
+    A = tg.tensor(rank_three(6, 4)[:, :3] + np.eye(6, 3), requires_grad=True)
+
+    def top_values(a):
+        tg.manual_seed(0)               # the same test matrix at every evaluation
+        return tg.svd_lowrank(a, q=3)[1]
+
+    assert tg.autograd.gradcheck(top_values, [A])
+    data = rank_three(10, 4)
+    U, S, V = tg.pca_lowrank(tg.tensor(data), q=3)
+    centered = data - data.mean(0)
+    np.testing.assert_allclose(S.numpy(), np.linalg.svd(centered, compute_uv=False)[:3],
+                               atol=1e-10)
+    assert tuple(tg.pca_lowrank(tg.tensor(data))[1].shape) == (4,)
+    with pytest.raises(ValueError, match=r"q\(=9\) must be non-negative integer and not greater "
+                       r"than min\(m, n\)=4"):
+        tg.pca_lowrank(tg.tensor(data), q=9)
+    with pytest.raises(ValueError, match=r"niter\(=-1\) must be non-negative integer"):
+        tg.pca_lowrank(tg.tensor(data), niter=-1)
