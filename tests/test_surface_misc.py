@@ -251,3 +251,59 @@ def test_lowrank_gradients_and_pca():
         tg.pca_lowrank(tg.tensor(data), q=9)
     with pytest.raises(ValueError, match=r"niter\(=-1\) must be non-negative integer"):
         tg.pca_lowrank(tg.tensor(data), niter=-1)
+
+
+# -- quasirandom.SobolEngine ------------------------------------------------------------------
+
+def sobol_session(lib, dims):
+    e = lib.quasirandom.SobolEngine(dims)
+    out = [e.draw(6), e.draw(3, dtype=lib.float64)]
+    e.fast_forward(7)
+    out += [e.draw(2)]
+    e.reset()
+    out += [e.draw(1)]
+    e.reset()
+    e.fast_forward(1)
+    out += [e.draw(2), lib.quasirandom.SobolEngine(3).draw_base2(3), e.sobolstate]
+    return out
+
+
+@pytest.mark.parametrize("dims", [1, 5, 300])
+def test_sobol_unscrambled_equals_torch(dims):
+    torch = pytest.importorskip("torch")
+    import torch.quasirandom  # noqa: F401
+    for ours, theirs in zip(sobol_session(tg, dims), sobol_session(torch, dims)):
+        assert str(ours.dtype) == str(theirs.dtype)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_sobol_last_dimensions_equal_torch():
+    torch = pytest.importorskip("torch")
+    import torch.quasirandom  # noqa: F401
+    ours = tg.quasirandom.SobolEngine(21201).draw(33, dtype=tg.float64)
+    theirs = torch.quasirandom.SobolEngine(21201).draw(33, dtype=torch.float64)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_sobol_scrambled_and_errors():
+    from tapegrad.quasirandom import SobolEngine
+    e = SobolEngine(4, scramble=True, seed=7)
+    assert repr(e) == "SobolEngine(dimension=4, scramble=True, seed=7)"
+    x = e.draw(64, dtype=tg.float64).numpy()
+    assert ((x >= 0) & (x < 1)).all()
+    # a scrambled (0, m, s)-net still has one point in each of 64 equal slices per axis
+    for d in range(4):
+        assert len(np.unique(np.floor(x[:, d] * 64))) == 64
+    np.testing.assert_array_equal(SobolEngine(4, scramble=True, seed=7).draw(64,
+                                  dtype=tg.float64).numpy(), x)
+    assert not np.array_equal(SobolEngine(4, scramble=True, seed=8).draw(64).numpy(),
+                              x.astype(np.float32))
+    with pytest.raises(ValueError, match=r"Supported range of dimensionality for SobolEngine is "
+                       r"\[1, 21201\]"):
+        SobolEngine(0)
+    with pytest.raises(ValueError, match="require n to be a power of 2. 1 points have been "
+                       r"previously generated, then: n=1\+2\*\*2=5"):
+        SobolEngine(3).fast_forward(1).draw_base2(2)
+    out = tg.empty(0)
+    SobolEngine(2).draw(3, out=out)
+    assert tuple(out.shape) == (3, 2) and out[1].tolist() == [0.5, 0.5]
