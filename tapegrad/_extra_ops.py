@@ -325,8 +325,8 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa
     --------
     >>> x = tapegrad.tensor([[0., 1.], [1., 0.], [2., 0.], [2., 2.]])
     >>> tapegrad.histogramdd(x, bins=[2, 2]).hist
-    tensor([[1., 1.],
-            [2., 0.]])
+    tensor([[0., 1.],
+            [2., 1.]])
     """
     _check_tensor(input, "histogramdd")
     arr = input._array

@@ -58,6 +58,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
                                         Linear(hidden, size, bias=False, **factory)))
 
     def reset_parameters(self) -> None:
+        """Draw the head's and the tails' weights afresh (each Linear's own initialisation)."""
         self.head.reset_parameters()
         for to_hidden, to_output in self.tail:
             to_hidden.reset_parameters()

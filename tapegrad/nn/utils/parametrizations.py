@@ -133,7 +133,7 @@ def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None 
 
     Examples
     --------
-    >>> m = orthogonal(tapegrad.nn.Linear(5, 5))
+    >>> m = tapegrad.nn.utils.parametrizations.orthogonal(tapegrad.nn.Linear(5, 5))
     >>> Q = m.weight
     >>> bool(tapegrad.dist(Q.T @ Q, tapegrad.eye(5)) < 1e-5)
     True
@@ -178,7 +178,7 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
 
     Examples
     --------
-    >>> m = weight_norm(tapegrad.nn.Linear(20, 40), name="weight")
+    >>> m = tapegrad.nn.utils.parametrizations.weight_norm(tapegrad.nn.Linear(20, 40), name="weight")
     >>> m.parametrizations.weight.original0.size()
     torch.Size([40, 1])
     """
@@ -248,7 +248,7 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
 
     Examples
     --------
-    >>> m = spectral_norm(tapegrad.nn.Linear(20, 40))
+    >>> m = tapegrad.nn.utils.parametrizations.spectral_norm(tapegrad.nn.Linear(20, 40))
     >>> m.parametrizations.weight.original.size()
     torch.Size([40, 20])
     """

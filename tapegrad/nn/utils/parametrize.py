@@ -258,7 +258,7 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
     ...     def forward(self, X):
     ...         return X.triu() + X.triu(1).transpose(-1, -2)
     >>> m = tapegrad.nn.Linear(3, 3)
-    >>> _ = register_parametrization(m, "weight", Symmetric())
+    >>> _ = tapegrad.nn.utils.parametrize.register_parametrization(m, "weight", Symmetric())
     >>> bool((m.weight == m.weight.T).all())
     True
     """

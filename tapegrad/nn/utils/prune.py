@@ -345,7 +345,7 @@ def l1_unstructured(module, name, amount, importance_scores=None):
 
     Examples
     --------
-    >>> m = l1_unstructured(tapegrad.nn.Linear(4, 2), name="weight", amount=0.5)
+    >>> m = tapegrad.nn.utils.prune.l1_unstructured(tapegrad.nn.Linear(4, 2), name="weight", amount=0.5)
     >>> [n for n, _ in m.named_buffers()]
     ['weight_mask']
     """

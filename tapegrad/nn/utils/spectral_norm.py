@@ -135,7 +135,7 @@ def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps
 
     Examples
     --------
-    >>> m = spectral_norm(tapegrad.nn.Linear(20, 40))
+    >>> m = tapegrad.nn.utils.spectral_norm(tapegrad.nn.Linear(20, 40))
     >>> m.weight_u.size()
     torch.Size([40])
     """

@@ -101,7 +101,10 @@ def weight_norm(module, name: str = "weight", dim: int = 0):
 
     Examples
     --------
-    >>> m = weight_norm(tapegrad.nn.Linear(20, 40), name="weight")
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", FutureWarning)
+    ...     m = tapegrad.nn.utils.weight_norm(tapegrad.nn.Linear(20, 40), name="weight")
     >>> m.weight_g.size(), m.weight_v.size()
     (torch.Size([40, 1]), torch.Size([40, 20]))
     """
