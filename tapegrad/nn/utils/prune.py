@@ -197,8 +197,9 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` entries (a fraction in [0, 1], or a count) chosen at random."""
+class _PruneEntries(BasePruningMethod):
+    """Unstructured pruning of ``amount`` entries (a fraction in [0, 1], or a count): the
+    subclass says which (``_chosen``)."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -206,50 +207,42 @@ class RandomUnstructured(BasePruningMethod):
         _validate_pruning_amount_init(amount)
         self.amount = amount
 
+    def _chosen(self, t, n_prune: int) -> Tensor:
+        raise NotImplementedError
+
     def compute_mask(self, t, default_mask):
         n_prune = _count_to_prune(self.amount, t.nelement())
         mask = default_mask.clone()
         if n_prune != 0:
-            chosen = _tg.topk(_tg.rand_like(t).view(-1), k=n_prune).indices
-            mask.view(-1)[chosen] = 0
+            mask.view(-1)[self._chosen(t, n_prune)] = 0
         return mask
+
+
+class RandomUnstructured(_PruneEntries):
+    """Prunes ``amount`` entries (a fraction in [0, 1], or a count) chosen at random."""
+
+    def _chosen(self, t, n_prune: int) -> Tensor:
+        return _tg.topk(_tg.rand_like(t).view(-1), k=n_prune).indices
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_PruneEntries):
     """Prunes the ``amount`` entries (fraction or count) of smallest absolute value."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        n_prune = _count_to_prune(self.amount, t.nelement())
-        mask = default_mask.clone()
-        if n_prune != 0:
-            smallest = _tg.topk(_tg.abs(t).view(-1), k=n_prune, largest=False).indices
-            mask.view(-1)[smallest] = 0
-        return mask
+    def _chosen(self, t, n_prune: int) -> Tensor:
+        return _tg.topk(_tg.abs(t).view(-1), k=n_prune, largest=False).indices
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-def _channel_mask(t, dim: int, channels) -> Tensor:
-    """Ones on the given channels (indices or a boolean mask) along ``dim``, zeros elsewhere."""
-    mask = _tg.zeros_like(t)
-    mask[tuple(channels if d == dim % t.dim() else slice(None) for d in range(t.dim()))] = 1
-    return mask
-
-
-class RandomStructured(BasePruningMethod):
-    """Prunes ``amount`` whole channels along ``dim``, chosen at random."""
+class _PruneChannels(BasePruningMethod):
+    """Structured pruning of ``amount`` whole channels along ``dim``: the subclass says which
+    channels stay (``_kept``: indices or a boolean mask over the channels)."""
 
     PRUNING_TYPE = "structured"
 
@@ -258,35 +251,8 @@ class RandomStructured(BasePruningMethod):
         self.amount = amount
         self.dim = dim
 
-    def compute_mask(self, t, default_mask):
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        n_channels = t.shape[self.dim]
-        n_prune = _count_to_prune(self.amount, n_channels)
-        if n_prune == 0:
-            return default_mask
-        prob = _tg.rand(n_channels)
-        threshold = _tg.kthvalue(prob, k=n_prune).values
-        mask = _channel_mask(t, self.dim, prob > threshold)
-        mask *= default_mask.to(dtype=mask.dtype)
-        return mask
-
-    @classmethod
-    def apply(cls, module, name, amount, dim=-1):
-        return super().apply(module, name, amount=amount, dim=dim)
-
-
-class LnStructured(BasePruningMethod):
-    """Prunes the ``amount`` channels along ``dim`` of smallest L``n`` norm (``n`` as in
-    ``torch.norm``'s ``p``: an int, ``float('inf')``, ``'fro'`` ...)."""
-
-    PRUNING_TYPE = "structured"
-
-    def __init__(self, amount, n, dim=-1) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-        self.n = n
-        self.dim = dim
+    def _kept(self, t, n_channels: int, n_prune: int):
+        raise NotImplementedError
 
     def compute_mask(self, t, default_mask):
         _validate_structured_pruning(t)
@@ -296,11 +262,37 @@ class LnStructured(BasePruningMethod):
         if n_prune == 0:
             return default_mask
         dim = self.dim % t.dim()
-        norms = _tg.norm(t, p=self.n, dim=[d for d in range(t.dim()) if d != dim])
-        kept = _tg.topk(norms, k=n_channels - n_prune, largest=True).indices
-        mask = _channel_mask(t, dim, kept)
+        mask = _tg.zeros_like(t)
+        mask[tuple(self._kept(t, n_channels, n_prune) if d == dim else slice(None)
+                   for d in range(t.dim()))] = 1
         mask *= default_mask.to(dtype=mask.dtype)
         return mask
+
+
+class RandomStructured(_PruneChannels):
+    """Prunes ``amount`` whole channels along ``dim``, chosen at random."""
+
+    def _kept(self, t, n_channels: int, n_prune: int):
+        prob = _tg.rand(n_channels)
+        return prob > _tg.kthvalue(prob, k=n_prune).values
+
+    @classmethod
+    def apply(cls, module, name, amount, dim=-1):
+        return super().apply(module, name, amount=amount, dim=dim)
+
+
+class LnStructured(_PruneChannels):
+    """Prunes the ``amount`` channels along ``dim`` of smallest L``n`` norm (``n`` as in
+    ``torch.norm``'s ``p``: an int, ``float('inf')``, ``'fro'`` ...)."""
+
+    def __init__(self, amount, n, dim=-1) -> None:
+        super().__init__(amount, dim)
+        self.n = n
+
+    def _kept(self, t, n_channels: int, n_prune: int):
+        dim = self.dim % t.dim()
+        norms = _tg.norm(t, p=self.n, dim=[d for d in range(t.dim()) if d != dim])
+        return _tg.topk(norms, k=n_channels - n_prune, largest=True).indices
 
     @classmethod
     def apply(cls, module, name, amount, n, dim, importance_scores=None):
