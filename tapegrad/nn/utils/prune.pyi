@@ -94,8 +94,8 @@ class LnStructured(BasePruningMethod):
     @classmethod
     def apply(cls, module: Any, name: Any, amount: Any, n: Any, dim: Any, importance_scores: Any = ...) -> Any: ...
     def compute_mask(self, t: Any, default_mask: Any) -> Any: ...
-    amount: Any
     n: Any
+    amount: Any
     dim: Any
 
 class CustomFromMask(BasePruningMethod):
