@@ -349,3 +349,15 @@ def test_weight_norm_node_second_derivatives(dim, g_shape):
     assert _weight_norm(v, g, dim).grad_fn.name() == "WeightNormInterfaceBackward0"
     assert gradcheck(lambda a, b: _weight_norm(a, b, dim), [v, g])
     assert gradgradcheck(lambda a, b: _weight_norm(a, b, dim), [v, g])
+
+
+def test_assigning_a_parameter_over_the_property_raises():
+    m = nn.Linear(2, 2)
+    P.register_parametrization(m, "weight", symmetric_class(tg)())
+    with pytest.raises(KeyError, match="attribute 'weight' already exists"):
+        m.weight = nn.Parameter(tg.ones(2, 2))
+    with pytest.raises(KeyError, match="attribute 'forward' already exists"):
+        nn.Linear(2, 2).forward = nn.Parameter(tg.ones(1))
+    m.weight = tg.ones(2, 2)                   # a plain tensor goes through right_inverse
+    np.testing.assert_array_equal(m.parametrizations.weight.original.detach().numpy(),
+                                  np.triu(np.ones((2, 2))))
