@@ -20,7 +20,6 @@ from tapegrad import nn
 from tapegrad.autograd import gradcheck
 from tapegrad.nn.utils import parametrizations as PZ
 from tapegrad.nn.utils import parametrize as P
-from tapegrad.nn.utils._householder import householder_product, householder_qr
 
 
 def weights(out_features, in_features):
@@ -259,15 +258,26 @@ def test_orthogonal_is_orthogonal_and_differentiable(shape, orthogonal_map, triv
             np.testing.assert_allclose(m.weight.detach().numpy(), target, atol=1e-10)
 
 
-def test_householder_pieces_match_numpy():
+def test_householder_product_matches_torch_and_is_differentiable():
     A = np.sin(np.arange(15.0)).reshape(5, 3)
-    X, tau = householder_qr(tg.tensor(A))
-    Q = householder_product(X, tau).numpy()
+    X, tau = tg.geqrf(tg.tensor(A))
+    Q = tg.linalg.householder_product(X, tau).numpy()
     R = np.triu(X.numpy())[:3]
     np.testing.assert_allclose(Q @ R, A, atol=1e-12)
     np.testing.assert_allclose(Q.T @ Q, np.eye(3), atol=1e-12)
-    assert gradcheck(householder_product, [tg.tensor(A, requires_grad=True),
-                                           tg.tensor(tau.numpy(), requires_grad=True)])
+    assert gradcheck(tg.linalg.householder_product,
+                     [tg.tensor(X.numpy(), requires_grad=True),
+                      tg.tensor(tau.numpy(), requires_grad=True)])
+    with pytest.raises(RuntimeError, match="input.shape\\[-2\\] must be greater than or equal"):
+        tg.linalg.householder_product(tg.ones(2, 3), tg.ones(1))
+    with pytest.raises(RuntimeError, match="tau dtype Double does not match input dtype Float"):
+        tg.linalg.householder_product(tg.ones(3, 2), tg.ones(2, dtype=tg.float64))
+    torch = pytest.importorskip("torch")
+    batch = np.random.default_rng(2).standard_normal((2, 4, 3))
+    a, t = torch.geqrf(torch.tensor(batch))
+    np.testing.assert_allclose(
+        tg.linalg.householder_product(tg.tensor(a.numpy()), tg.tensor(t.numpy())).numpy(),
+        torch.linalg.householder_product(a, t).numpy(), atol=1e-12)
 
 
 def test_orthogonal_errors():

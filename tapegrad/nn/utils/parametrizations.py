@@ -11,7 +11,6 @@ from ...tensor import Tensor
 from .. import functional as F
 from ..modules.module import Module
 from . import parametrize
-from ._householder import householder_product, householder_qr
 from .spectral_norm import (_is_conv_transpose, check_power_iterations, power_step,
                             weight_to_matrix)
 from .weight_norm import _weight_norm
@@ -27,8 +26,8 @@ def _is_orthogonal(Q: Tensor) -> bool:
 
 def _make_orthogonal(A: Tensor) -> Tensor:
     """The Q of A = QR (A tall) with R's diagonal made non-negative."""
-    X, tau = householder_qr(A)
-    Q = householder_product(X, tau)
+    X, tau = _tg.geqrf(A)
+    Q = _tg.linalg.householder_product(X, tau)
     return Q * X.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
 
 
@@ -75,7 +74,7 @@ class _Orthogonal(Module):
         else:
             A = X.tril(diagonal=-1)
             tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
-            Q = householder_product(A, tau)
+            Q = _tg.linalg.householder_product(A, tau)
             # The diagonal's signs (+-1, stored by right_inverse) flip the reflectors' columns.
             Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
         if hasattr(self, "base"):
@@ -100,7 +99,7 @@ class _Orthogonal(Module):
                     raise NotImplementedError("It is not possible to assign to the matrix "
                                               "exponential or the Cayley parametrizations when "
                                               "use_trivialization=False.")
-                A, tau = householder_qr(Q)
+                A, tau = _tg.geqrf(Q)
                 # Store the signs of R's diagonal on the diagonal (a reflector with tau == 0
                 # is the identity, so its column's sign flips back).
                 signs = A.diagonal(dim1=-2, dim2=-1).sign()
