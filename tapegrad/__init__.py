@@ -84,7 +84,7 @@ from .random import (
     randn_like,
     randint_like,
 )
-from ._dlpack import from_dlpack
+from ._dlpack import from_dlpack, to_dlpack
 from . import _extra_ops
 _extra_ops.register(globals(), Tensor)
 from . import _scatter_ops
@@ -156,6 +156,7 @@ def is_complex(input) -> bool:
 # tests/test_lazy_imports.py fails then).
 _LAZY = _lazy.table({
     "_default_tensor_type": ("set_default_tensor_type",),
+    "_lowrank": ("svd_lowrank", "pca_lowrank"),
     "_legacy": ("FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
                 "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"),
     # The global switches PyTorch scripts set at their top.
@@ -180,6 +181,7 @@ _LAZY = _lazy.table({
     "autograd.anomaly_mode": ("is_anomaly_enabled", "is_anomaly_check_nan_enabled"),
     "backends": (),
     "bench": (),
+    "compiler": (),
     # einsum, addmm, baddbmm: composed from the compiled ops (issue 17).
     "contractions": ("addmm", "baddbmm", "einsum"),
     "cpu": ("get_device_module",),
@@ -202,8 +204,10 @@ _LAZY = _lazy.table({
     "optim": (),
     "overrides": (),
     "profiler": (),
+    "quasirandom": (),
     "replay": ("compile",),
     "serialization": ("save", "load"),
+    "signal": (),
     "sparse": (),
     "special": (),
     # Tensor.storage() / untyped_storage() and PyTorch's storage classes.

@@ -23,6 +23,7 @@ from tapegrad import amp as amp
 from tapegrad import autograd as autograd
 from tapegrad import backends as backends
 from tapegrad import bench as bench
+from tapegrad import compiler as compiler
 from tapegrad import contractions as contractions
 from tapegrad import cpu as cpu
 from tapegrad import creation as creation
@@ -44,9 +45,11 @@ from tapegrad import onnx as onnx
 from tapegrad import optim as optim
 from tapegrad import overrides as overrides
 from tapegrad import profiler as profiler
+from tapegrad import quasirandom as quasirandom
 from tapegrad import random as random
 from tapegrad import replay as replay
 from tapegrad import serialization as serialization
+from tapegrad import signal as signal
 from tapegrad import sparse as sparse
 from tapegrad import special as special
 from tapegrad import storage as storage
@@ -386,6 +389,7 @@ __all__ = [
     'hinge_embedding_loss',
     'histc',
     'histogram',
+    'histogramdd',
     'hsplit',
     'hstack',
     'hypot',
@@ -545,6 +549,7 @@ __all__ = [
     'ones_like',
     'outer',
     'pairwise_distance',
+    'pca_lowrank',
     'pdist',
     'permute',
     'pi',
@@ -665,6 +670,7 @@ __all__ = [
     'subtract',
     'sum',
     'svd',
+    'svd_lowrank',
     'swapaxes',
     'swapdims',
     'symeig',
@@ -681,6 +687,7 @@ __all__ = [
     'threshold',
     'threshold_',
     'tile',
+    'to_dlpack',
     'topk',
     'trace',
     'transpose',
@@ -1903,6 +1910,8 @@ def histc(input: Any, bins: Any = ..., min: Any = ..., max: Any = ...) -> Tensor
 
 def histogram(input: Any, bins: Any = ..., *, range: Any = ..., weight: Any = ..., density: Any = ...) -> Any: ...
 
+def histogramdd(input: Any, bins: Any, *, range: Any = ..., weight: Any = ..., density: Any = ...) -> Any: ...
+
 def hsplit(input: Any, indices_or_sections: Any) -> Any: ...
 
 def hstack(tensors: Any) -> Tensor: ...
@@ -2190,6 +2199,8 @@ def outer(input: Any, vec2: Any) -> Tensor: ...
 
 def pairwise_distance(x1: Any, x2: Any, p: Any = ..., eps: Any = ..., keepdim: Any = ...) -> Tensor: ...
 
+def pca_lowrank(A: Tensor, q: _int | None = ..., center: _bool = ..., niter: _int = ...) -> Any: ...
+
 def pdist(input: Any, p: Any = ...) -> Any: ...
 
 def permute(input: Any, *dims_args: Any, dims: Any = ...) -> Tensor: ...
@@ -2416,6 +2427,8 @@ def sum(input: Any, dim: Any = ..., keepdim: Any = ..., *, dtype: Any = ..., axi
 
 def svd(input: Any, some: Any = ..., compute_uv: Any = ..., *, out: Any = ...) -> Any: ...
 
+def svd_lowrank(A: Tensor, q: _int | None = ..., niter: _int | None = ..., M: Tensor | None = ...) -> Any: ...
+
 def swapaxes(input: Any, axis0: Any, axis1: Any) -> Tensor: ...
 
 def swapdims(input: Any, dim0: Any, dim1: Any) -> Tensor: ...
@@ -2445,6 +2458,8 @@ def threshold(input: Any, threshold: Any, value: Any) -> Tensor: ...
 def threshold_(input: Any, threshold: Any, value: Any) -> Any: ...
 
 def tile(input: Any, *dims_args: Any, dims: Any = ...) -> Tensor: ...
+
+def to_dlpack(tensor: Any) -> Any: ...
 
 def topk(input: Any, k: Any, dim: Any = ..., largest: Any = ..., sorted: Any = ...) -> Any: ...
 

@@ -13,6 +13,7 @@ method (see `register`, called by tapegrad/__init__.py); names that already exis
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 import warnings
@@ -222,6 +223,84 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's parameter na
     return _wrap(np.bincount(pos, minlength=bins).astype(arr.dtype))
 
 
+def _check_weight(arr, weight, sample_shape):
+    """The weights as a flat array (None without), checked as PyTorch's histogramdd checks them."""
+    if weight is None:
+        return None
+    w = weight._array
+    if w.dtype != arr.dtype:
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and "
+                           f"weight tensor should have the same dtype, but got "
+                           f"input({_c_type(arr)}), and weight({_c_type(w)})")
+    if w.shape != sample_shape:
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have "
+                           f"the same shape as the input tensor excluding its innermost "
+                           f"dimension, but got input with shape {list(arr.shape)} and "
+                           f"weight with shape {list(w.shape)}")
+    return w.reshape(-1)
+
+
+def _dimension_edges(column, bins, bounds, dim: int, check_order: bool):
+    """The bin edges of one dimension: the given 1-d tensor of edges, or `bins` equal bins over
+    `bounds` (None: the column's range, [0, 1] for no data; an empty range widens by 0.5 each
+    way), made by
+    linspace in the input's dtype as PyTorch makes them."""
+    if isinstance(bins, TensorBase):
+        edges = bins._array.astype(column.dtype, copy=False)
+        if edges.ndim != 1 or edges.size < 2:
+            raise RuntimeError(f"torch.histogramdd(): bins tensor should have one dimension and "
+                               f"at least 2 elements, but got {edges.ndim} dimensions and "
+                               f"{edges.size} elements")
+        if check_order and np.any(np.diff(edges) < 0):
+            raise RuntimeError("torch.histogramdd(): bin edges must be non-decreasing")
+        return edges
+    bins = int(bins)
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension "
+                           f"{dim}")
+    if bounds is not None:
+        lo, hi = float(bounds[0]), float(bounds[1])
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                               f"{lo:g} max {hi:g} for dimension {dim}")
+    elif column.size:
+        lo, hi = float(column.min()), float(column.max())
+    else:
+        lo, hi = 0.0, 1.0         # PyTorch's range for no data
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histogramdd: dimension {dim}'s range [{lo:g}, {hi:g}] is "
+                           "not finite")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    from .creation import linspace
+    return linspace(lo, hi, bins + 1, dtype=_core.np_dtype_to_dtype(column.dtype))._array
+
+
+def _bin_counts(samples, edges_per_dim, weights, density: bool):
+    """The histogram of the rows of `samples` (N, D) over the given edges: bin i of a dimension
+    holds edges[i] <= x < edges[i+1], its last bin also x == its right edge; points outside are
+    dropped.  Counts (or summed weights) in the samples' dtype; density divides by the total
+    and the bin volumes."""
+    keep = np.ones(samples.shape[0], dtype=bool)
+    for d, edges in enumerate(edges_per_dim):
+        keep &= (samples[:, d] >= edges[0]) & (samples[:, d] <= edges[-1])
+    shape = tuple(e.size - 1 for e in edges_per_dim)
+    positions = [np.minimum(np.searchsorted(edges, samples[keep, d], side="right") - 1, n - 1)
+                 for d, (edges, n) in enumerate(zip(edges_per_dim, shape))]
+    flat = np.ravel_multi_index(positions, shape) if positions else np.zeros(0, np.int64)
+    kept_w = None if weights is None else weights[keep].astype(np.float64)
+    hist = np.bincount(flat, weights=kept_w, minlength=int(np.prod(shape))).reshape(shape)
+    hist = hist.astype(samples.dtype)
+    if density:
+        volumes = np.ones(shape)
+        for d, edges in enumerate(edges_per_dim):
+            volumes = volumes * np.diff(edges).reshape([-1 if k == d else 1
+                                                        for k in builtins.range(len(shape))])
+        with np.errstate(invalid="ignore", divide="ignore"):   # nothing counted: NaN, as torch
+            hist = (hist / (hist.sum() * volumes)).astype(samples.dtype)
+    return hist
+
+
 def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
     """(hist, bin_edges) of all elements: `bins` equal bins over `range` (default: the data's
     range), or the given increasing bin edges (a 1-d tensor)."""
@@ -229,61 +308,51 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     arr = input._array
     _check_histogram_input(arr, "histogramdd")
     flat = arr.reshape(-1)
-    if weight is not None:
-        w = weight._array
-        if w.dtype != arr.dtype:
-            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and "
-                               f"weight tensor should have the same dtype, but got "
-                               f"input({_c_type(arr)}), and weight({_c_type(w)})")
-        if w.shape != arr.shape:
-            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have "
-                               f"the same shape as the input tensor excluding its innermost "
-                               f"dimension, but got input with shape {tuple(arr.shape)} and "
-                               f"weight with shape {tuple(w.shape)}")
-        w = w.reshape(-1)
-    else:
-        w = None
-    if isinstance(bins, TensorBase):
-        edges = bins._array.astype(arr.dtype, copy=False)
-        if edges.ndim != 1 or edges.size < 2:
-            raise RuntimeError(f"torch.histogramdd(): bins tensor should have one dimension and "
-                               f"at least 2 elements, but got {edges.ndim} dimensions and "
-                               f"{edges.size} elements")
-        if np.any(np.diff(edges) < 0):
-            raise RuntimeError("torch.histogramdd(): bin edges must be non-decreasing")
-    else:
-        bins = int(bins)
-        if bins <= 0:
-            raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {bins} for "
-                               f"dimension 0")
-        if range is not None:
-            lo, hi = float(range[0]), float(range[1])
-            if lo > hi:
-                raise RuntimeError(f"torch.histogramdd(): for dimension 0, min should not exceed "
-                                   f"max, but got min {lo} max {hi}")
-        elif flat.size:
-            lo, hi = float(flat.min()), float(flat.max())
-        else:
-            lo, hi = 0.0, 0.0
-        _finite_range(lo, hi, "torch.histogramdd()")
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        from .creation import linspace
-        edges = linspace(lo, hi, bins + 1, dtype=_core.np_dtype_to_dtype(arr.dtype))._array
-    # Bin i holds edges[i] <= x < edges[i+1]; the last bin also holds x == its right edge.
-    n_bins = edges.size - 1
-    keep = (flat >= edges[0]) & (flat <= edges[-1])
-    values = flat[keep]
-    pos = np.searchsorted(edges, values, side="right") - 1
-    pos = np.minimum(pos, n_bins - 1)
-    kept_w = None if w is None else w[keep].astype(np.float64)
-    hist = np.bincount(pos, weights=kept_w, minlength=n_bins).astype(arr.dtype)
-    if density:
-        widths = np.diff(edges)
-        total = hist.sum()
-        with np.errstate(invalid="ignore", divide="ignore"):   # nothing counted: NaN, as torch
-            hist = (hist / (total * widths)).astype(arr.dtype)
+    w = _check_weight(arr, weight, arr.shape)
+    edges = _dimension_edges(flat, bins, range, 0, check_order=True)
+    hist = _bin_counts(flat.reshape(-1, 1), [edges], w, density)
     return _core.return_types.histogram((_wrap(hist), _wrap(edges)))
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa: A002
+    """The D-dimensional histogram of the points in the rows of `input` (..., D): `bins` is a
+    count for every dimension, one count per dimension, or one 1-d tensor of edges per
+    dimension; `range` is [min0, max0, min1, max1, ...] (default: the data's ranges); `weight`
+    (input.shape[:-1]) weights each point.  Returns (hist, bin_edges), hist of shape
+    (bins0, bins1, ...) and bin_edges a tuple of D tensors.
+
+    Examples
+    --------
+    >>> x = tapegrad.tensor([[0., 1.], [1., 0.], [2., 0.], [2., 2.]])
+    >>> tapegrad.histogramdd(x, bins=[2, 2]).hist
+    tensor([[0., 1.],
+            [2., 1.]])
+    """
+    _check_tensor(input, "histogramdd")
+    arr = input._array
+    if arr.ndim < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    _check_histogram_input(arr, "histogramdd")
+    n_dims = arr.shape[-1]
+    samples = arr.reshape(-1, n_dims)
+    w = _check_weight(arr, weight, arr.shape[:-1])
+    if isinstance(bins, (int, np.integer)):
+        bins = [int(bins)] * n_dims
+    bins = list(bins)
+    if len(bins) != n_dims:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
+                           "dimension of the input.")
+    if range is not None:
+        range = [float(v) for v in range]
+        if len(range) != 2 * n_dims:
+            raise RuntimeError(f"torch.histogramdd: for a {n_dims}-dimensional histogram range "
+                               f"should have {2 * n_dims} elements, but got {len(range)}")
+    edges = [_dimension_edges(samples[:, d], bins[d],
+                              None if range is None else range[2 * d:2 * d + 2], d,
+                              check_order=False)
+             for d in builtins.range(n_dims)]
+    hist = _bin_counts(samples, edges, w, density)
+    return _core.return_types.histogramdd((_wrap(hist), tuple(_wrap(e) for e in edges)))
 
 
 def _c_type(arr) -> str:
@@ -1198,7 +1267,8 @@ def numel(input) -> int:
 # -- registration --------------------------------------------------------------------------------
 
 # Functions: the tapegrad namespace; methods: Tensor methods with the tensor as first argument.
-FUNCTIONS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
+FUNCTIONS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "histogramdd",
+             "unique", "sort",
              "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
              "trace", "meshgrid", "numel", "set_printoptions",
              "tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "divide",
@@ -1264,7 +1334,8 @@ def register(namespace: dict, tensor_cls) -> None:
     tapegrad module's globals) and the methods to `tensor_cls`; existing names win."""
     register_family(namespace, tensor_cls, globals(), FUNCTIONS, METHODS,
                     {"sort": ("values", "indices"), "topk": ("values", "indices"),
-                     "histogram": ("hist", "bin_edges"), "aminmax": ("min", "max")},
+                     "histogram": ("hist", "bin_edges"), "histogramdd": ("hist", "bin_edges"),
+                     "aminmax": ("min", "max")},
                     {"flip": _tensor_method_flip})
     for name, value in CONSTANTS.items():
         namespace.setdefault(name, value)

@@ -20,7 +20,8 @@ from .grad_mode import is_grad_enabled, no_grad
 
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet",
            "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "matrix_rank", "pinv",
-           "matrix_power", "multi_dot", "cross", "qr", "lstsq", "cond", "vecdot", "solve_triangular"]
+           "matrix_power", "multi_dot", "cross", "qr", "lstsq", "cond", "vecdot", "solve_triangular",
+           "householder_product"]
 
 
 class LinAlgError(RuntimeError):
@@ -847,3 +848,50 @@ def lstsq(A, B, rcond=None, *, driver=None):
     rank = matrix_rank(A, rtol=rtol)
     result = _return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
     return result((solution, empty(0, dtype=A.dtype), rank, empty(0, dtype=A.dtype)))
+
+
+def householder_product(A, tau, *, out=None):
+    """The first n columns of the product H_1 ... H_k of Householder reflectors
+    H_i = I - tau_i v_i v_i^H, v_i stored below the diagonal of column i of ``A`` (m, n) with an
+    implicit unit leading entry (LAPACK's orgqr; ``geqrf``'s output gives the Q of the QR
+    decomposition).  Batched; differentiable in ``A`` and ``tau`` (one rank-one update per
+    reflector, from recorded ops).
+
+    Examples
+    --------
+    >>> A = tapegrad.tensor([[1., 2.], [3., 4.], [5., 6.]])
+    >>> a, tau = tapegrad.geqrf(A)
+    >>> Q = tapegrad.linalg.householder_product(a, tau)
+    >>> bool(tapegrad.allclose(Q.T @ Q, tapegrad.eye(2), atol=1e-6))
+    True
+    """
+    name = "torch.linalg.householder_product"
+    A = _as_tensor(A, "linalg_householder_product")
+    tau = _as_tensor(tau, "linalg_householder_product")
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    m, n = A.shape[-2], A.shape[-1]
+    if m < n:
+        raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if n < tau.shape[-1]:
+        raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{name}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
+    if tau.dtype != A.dtype:
+        names = {"float32": "Float", "float64": "Double", "float16": "Half"}
+        raise RuntimeError(f"{name}: tau dtype {names.get(str(tau.dtype)[6:], tau.dtype)} does "
+                           f"not match input dtype {names.get(str(A.dtype)[6:], A.dtype)}")
+    from . import eye
+    reflectors = A.tril(-1) + eye(m, n, dtype=A.dtype)        # unit leading entries
+    Q = eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n)
+    # The reflectors from the last to the first: Q <- H_i Q.
+    for i in reversed(range(tau.shape[-1])):
+        v = reflectors[..., :, i:i + 1]
+        Q = Q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (v.mH @ Q))
+    if out is not None:
+        out.copy_(Q)
+        return out
+    return Q

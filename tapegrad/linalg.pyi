@@ -44,6 +44,7 @@ __all__ = [
     'cond',
     'vecdot',
     'solve_triangular',
+    'householder_product',
 ]
 
 class LinAlgError(builtins.RuntimeError):
@@ -92,3 +93,5 @@ def cond(A: Any, p: Any = ..., *, out: Any = ...) -> Any: ...
 def vecdot(x: Any, y: Any, *, dim: Any = ..., out: Any = ...) -> Any: ...
 
 def solve_triangular(A: Any, B: Any, *, upper: Any, left: Any = ..., unitriangular: Any = ..., out: Any = ...) -> Any: ...
+
+def householder_product(A: Any, tau: Any, *, out: Any = ...) -> Any: ...

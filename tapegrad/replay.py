@@ -53,6 +53,8 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
+import weakref
 
 import numpy as np
 
@@ -84,6 +86,23 @@ class _Plan(_core.ReplayPlan):
     are _core.ReplayPlan's, which replays it)."""
 
 
+# The capture running on this thread (tapegrad.compiler.is_compiling, disable), and every
+# compiled function alive (tapegrad.compiler.reset forgets their captures).
+_capture_state = threading.local()
+_COMPILED = weakref.WeakSet()
+
+
+def current_capture():
+    """The capture this thread is running (a compiled function's first call), or None."""
+    return getattr(_capture_state, "capture", None)
+
+
+def reset_all() -> None:
+    """Forget the captures of every compiled function: each captures again on its next call."""
+    for compiled in list(_COMPILED):
+        compiled.reset()
+
+
 class CompiledFunction(_core.CompiledCall):
     """What tapegrad.compile returns; call it as the function it wraps."""
 
@@ -97,6 +116,7 @@ class CompiledFunction(_core.CompiledCall):
         self._plans = {}
         self.stats = {"captures": 0, "replays": 0, "eager": 0, "guard_failures": 0}
         functools.update_wrapper(self, fn)
+        _COMPILED.add(self)
 
     def reset(self):
         """Forget every capture (the next call captures again)."""
@@ -144,6 +164,7 @@ class CompiledFunction(_core.CompiledCall):
         global _effects
         effects = _effects = []
         capture = _core._capture_begin()
+        _capture_state.capture = capture
         try:
             _ROUTES.install()
             try:
@@ -151,6 +172,7 @@ class CompiledFunction(_core.CompiledCall):
             finally:
                 _ROUTES.remove()
         finally:
+            _capture_state.capture = None
             _core._capture_end()
         self.stats["captures"] += 1
         if key is not None:

@@ -53,6 +53,8 @@ from tapegrad.nn.modules.activation_extra import Softshrink as Softshrink
 from tapegrad.nn.modules.activation_extra import Softsign as Softsign
 from tapegrad.nn.modules.activation_extra import Tanhshrink as Tanhshrink
 from tapegrad.nn.modules.activation_extra import Threshold as Threshold
+from tapegrad.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss as AdaptiveLogSoftmaxWithLoss
+from tapegrad.nn.modules.container import Container as Container
 from tapegrad.nn.modules.container import ModuleDict as ModuleDict
 from tapegrad.nn.modules.container import ModuleList as ModuleList
 from tapegrad.nn.modules.container import Sequential as Sequential
@@ -75,6 +77,12 @@ from tapegrad.nn.modules.lazy import LazyBatchNorm3d as LazyBatchNorm3d
 from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
 from tapegrad.nn.modules.lazy import LazyConv2d as LazyConv2d
 from tapegrad.nn.modules.lazy import LazyConv3d as LazyConv3d
+from tapegrad.nn.modules.lazy import LazyConvTranspose1d as LazyConvTranspose1d
+from tapegrad.nn.modules.lazy import LazyConvTranspose2d as LazyConvTranspose2d
+from tapegrad.nn.modules.lazy import LazyConvTranspose3d as LazyConvTranspose3d
+from tapegrad.nn.modules.lazy import LazyInstanceNorm1d as LazyInstanceNorm1d
+from tapegrad.nn.modules.lazy import LazyInstanceNorm2d as LazyInstanceNorm2d
+from tapegrad.nn.modules.lazy import LazyInstanceNorm3d as LazyInstanceNorm3d
 from tapegrad.nn.modules.lazy import LazyLinear as LazyLinear
 from tapegrad.nn.modules.lazy import LazyModuleMixin as LazyModuleMixin
 from tapegrad.nn.modules.linear import Flatten as Flatten
@@ -113,6 +121,7 @@ from tapegrad.nn.modules.normalization import InstanceNorm3d as InstanceNorm3d
 from tapegrad.nn.modules.normalization import LayerNorm as LayerNorm
 from tapegrad.nn.modules.normalization import LocalResponseNorm as LocalResponseNorm
 from tapegrad.nn.modules.normalization import RMSNorm as RMSNorm
+from tapegrad.nn.modules.normalization import SyncBatchNorm as SyncBatchNorm
 from tapegrad.nn.modules.padding_shuffle import Bilinear as Bilinear
 from tapegrad.nn.modules.padding_shuffle import ChannelShuffle as ChannelShuffle
 from tapegrad.nn.modules.padding_shuffle import CircularPad1d as CircularPad1d
@@ -182,6 +191,7 @@ __all__ = [
     'AdaptiveAvgPool1d',
     'AdaptiveAvgPool2d',
     'AdaptiveAvgPool3d',
+    'AdaptiveLogSoftmaxWithLoss',
     'AdaptiveMaxPool1d',
     'AdaptiveMaxPool2d',
     'AdaptiveMaxPool3d',
@@ -205,6 +215,7 @@ __all__ = [
     'ConstantPad1d',
     'ConstantPad2d',
     'ConstantPad3d',
+    'Container',
     'Conv1d',
     'Conv2d',
     'Conv3d',
@@ -256,6 +267,12 @@ __all__ = [
     'LazyConv1d',
     'LazyConv2d',
     'LazyConv3d',
+    'LazyConvTranspose1d',
+    'LazyConvTranspose2d',
+    'LazyConvTranspose3d',
+    'LazyInstanceNorm1d',
+    'LazyInstanceNorm2d',
+    'LazyInstanceNorm3d',
     'LazyLinear',
     'LazyModuleMixin',
     'LeakyReLU',
@@ -315,6 +332,7 @@ __all__ = [
     'Softplus',
     'Softshrink',
     'Softsign',
+    'SyncBatchNorm',
     'Tanh',
     'Tanhshrink',
     'Threshold',

@@ -32,6 +32,7 @@ from tapegrad.optim import radam as radam
 from tapegrad.optim import rmsprop as rmsprop
 from tapegrad.optim import rprop as rprop
 from tapegrad.optim import sgd as sgd
+from tapegrad.optim import sparse_adam as sparse_adam
 from tapegrad.optim import swa_utils as swa_utils
 from tapegrad.optim.adadelta import Adadelta as Adadelta
 from tapegrad.optim.adafactor import Adafactor as Adafactor
@@ -47,6 +48,7 @@ from tapegrad.optim.radam import RAdam as RAdam
 from tapegrad.optim.rmsprop import RMSprop as RMSprop
 from tapegrad.optim.rprop import Rprop as Rprop
 from tapegrad.optim.sgd import SGD as SGD
+from tapegrad.optim.sparse_adam import SparseAdam as SparseAdam
 
 __all__ = [
     'ASGD',
@@ -63,6 +65,7 @@ __all__ = [
     'RMSprop',
     'Rprop',
     'SGD',
+    'SparseAdam',
     'lr_scheduler',
     'swa_utils',
 ]

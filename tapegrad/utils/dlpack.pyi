@@ -19,10 +19,9 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad import from_dlpack as from_dlpack
+from tapegrad import to_dlpack as to_dlpack
 
 __all__ = [
     'from_dlpack',
     'to_dlpack',
 ]
-
-def to_dlpack(tensor: Any) -> Any: ...

@@ -97,6 +97,15 @@ __all__ += ["CTCLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
 from .activation_extra import AlphaDropout  # noqa: E402
 __all__ += ["AlphaDropout"]
 
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
+from .container import Container  # noqa: E402
+from .lazy import (LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d,  # noqa: E402
+                   LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
+from .normalization import SyncBatchNorm  # noqa: E402
+__all__ += ["AdaptiveLogSoftmaxWithLoss", "Container", "LazyConvTranspose1d",
+            "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyInstanceNorm1d",
+            "LazyInstanceNorm2d", "LazyInstanceNorm3d", "SyncBatchNorm"]
+
 from .upsampling import UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
 __all__ += ["UpsamplingBilinear2d", "UpsamplingNearest2d"]
 
@@ -127,7 +136,10 @@ _add_to_torch_file(activation, _activation_extra, (
     "Tanhshrink", "Threshold"))
 _add_to_torch_file(activation, _transformer, ("MultiheadAttention",))
 _add_to_torch_file(container, _param_containers, ("ParameterDict", "ParameterList"))
-_add_to_torch_file(conv, _lazy, ("LazyConv1d", "LazyConv2d", "LazyConv3d"))
+_add_to_torch_file(conv, _lazy, ("LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+                                 "LazyConvTranspose2d", "LazyConvTranspose3d"))
+_add_to_torch_file(instancenorm, _lazy, ("LazyInstanceNorm1d", "LazyInstanceNorm2d",
+                                         "LazyInstanceNorm3d"))
 _add_to_torch_file(dropout, _activation_extra, ("AlphaDropout",))
 _add_to_torch_file(padding, _padding_shuffle, (
     "CircularPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d"))

@@ -28,6 +28,7 @@ from tapegrad.nn import TripletMarginWithDistanceLoss as TripletMarginWithDistan
 from tapegrad.nn import ZeroPad3d as ZeroPad3d
 from tapegrad.nn.modules import activation as activation
 from tapegrad.nn.modules import activation_extra as activation_extra
+from tapegrad.nn.modules import adaptive as adaptive
 from tapegrad.nn.modules import batchnorm as batchnorm
 from tapegrad.nn.modules import channelshuffle as channelshuffle
 from tapegrad.nn.modules import container as container
@@ -81,6 +82,8 @@ from tapegrad.nn.modules.activation_extra import Softshrink as Softshrink
 from tapegrad.nn.modules.activation_extra import Softsign as Softsign
 from tapegrad.nn.modules.activation_extra import Tanhshrink as Tanhshrink
 from tapegrad.nn.modules.activation_extra import Threshold as Threshold
+from tapegrad.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss as AdaptiveLogSoftmaxWithLoss
+from tapegrad.nn.modules.container import Container as Container
 from tapegrad.nn.modules.container import ModuleDict as ModuleDict
 from tapegrad.nn.modules.container import ModuleList as ModuleList
 from tapegrad.nn.modules.container import Sequential as Sequential
@@ -103,6 +106,12 @@ from tapegrad.nn.modules.lazy import LazyBatchNorm3d as LazyBatchNorm3d
 from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
 from tapegrad.nn.modules.lazy import LazyConv2d as LazyConv2d
 from tapegrad.nn.modules.lazy import LazyConv3d as LazyConv3d
+from tapegrad.nn.modules.lazy import LazyConvTranspose1d as LazyConvTranspose1d
+from tapegrad.nn.modules.lazy import LazyConvTranspose2d as LazyConvTranspose2d
+from tapegrad.nn.modules.lazy import LazyConvTranspose3d as LazyConvTranspose3d
+from tapegrad.nn.modules.lazy import LazyInstanceNorm1d as LazyInstanceNorm1d
+from tapegrad.nn.modules.lazy import LazyInstanceNorm2d as LazyInstanceNorm2d
+from tapegrad.nn.modules.lazy import LazyInstanceNorm3d as LazyInstanceNorm3d
 from tapegrad.nn.modules.lazy import LazyLinear as LazyLinear
 from tapegrad.nn.modules.lazy import LazyModuleMixin as LazyModuleMixin
 from tapegrad.nn.modules.linear import Flatten as Flatten
@@ -141,6 +150,7 @@ from tapegrad.nn.modules.normalization import InstanceNorm3d as InstanceNorm3d
 from tapegrad.nn.modules.normalization import LayerNorm as LayerNorm
 from tapegrad.nn.modules.normalization import LocalResponseNorm as LocalResponseNorm
 from tapegrad.nn.modules.normalization import RMSNorm as RMSNorm
+from tapegrad.nn.modules.normalization import SyncBatchNorm as SyncBatchNorm
 from tapegrad.nn.modules.padding_shuffle import Bilinear as Bilinear
 from tapegrad.nn.modules.padding_shuffle import ChannelShuffle as ChannelShuffle
 from tapegrad.nn.modules.padding_shuffle import CircularPad1d as CircularPad1d
@@ -344,6 +354,15 @@ __all__ = [
     'FeatureAlphaDropout',
     'NLLLoss2d',
     'AlphaDropout',
+    'AdaptiveLogSoftmaxWithLoss',
+    'Container',
+    'LazyConvTranspose1d',
+    'LazyConvTranspose2d',
+    'LazyConvTranspose3d',
+    'LazyInstanceNorm1d',
+    'LazyInstanceNorm2d',
+    'LazyInstanceNorm3d',
+    'SyncBatchNorm',
     'UpsamplingBilinear2d',
     'UpsamplingNearest2d',
     'ParameterDict',

@@ -24,6 +24,7 @@ from tapegrad.nn.modules.lazy import LazyBatchNorm3d as LazyBatchNorm3d
 from tapegrad.nn.modules.normalization import BatchNorm1d as BatchNorm1d
 from tapegrad.nn.modules.normalization import BatchNorm2d as BatchNorm2d
 from tapegrad.nn.modules.normalization import BatchNorm3d as BatchNorm3d
+from tapegrad.nn.modules.normalization import SyncBatchNorm as SyncBatchNorm
 
 __all__ = [
     'BatchNorm1d',
@@ -32,4 +33,5 @@ __all__ = [
     'LazyBatchNorm1d',
     'LazyBatchNorm2d',
     'LazyBatchNorm3d',
+    'SyncBatchNorm',
 ]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 
 from .module import Module, _addindent
@@ -21,6 +22,18 @@ def _renumber(container: Module, modules) -> None:
     container._modules.clear()
     for i, m in enumerate(modules):
         container._modules[str(i)] = m
+
+
+class Container(Module):
+    """PyTorch's deprecated container: ``Container(name=module, ...)`` registers each keyword as a
+    submodule (a FutureWarning says to subclass Module instead)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__()
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now implemented "
+                      "in `nn.Module`. Subclass that instead.", FutureWarning, stacklevel=2)
+        for name, module in kwargs.items():
+            self.add_module(name, module)
 
 
 class Sequential(Module):

@@ -23,12 +23,16 @@ from tapegrad.nn.modules.param_containers import ParameterList as ParameterList
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
+    'Container',
     'ModuleDict',
     'ModuleList',
     'ParameterDict',
     'ParameterList',
     'Sequential',
 ]
+
+class Container(_Module):
+    def __init__(self, **kwargs: Any) -> None: ...
 
 class ModuleDict(_Module):
     def __contains__(self, key: _str) -> _bool: ...

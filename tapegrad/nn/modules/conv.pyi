@@ -21,6 +21,9 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn.modules.lazy import LazyConv1d as LazyConv1d
 from tapegrad.nn.modules.lazy import LazyConv2d as LazyConv2d
 from tapegrad.nn.modules.lazy import LazyConv3d as LazyConv3d
+from tapegrad.nn.modules.lazy import LazyConvTranspose1d as LazyConvTranspose1d
+from tapegrad.nn.modules.lazy import LazyConvTranspose2d as LazyConvTranspose2d
+from tapegrad.nn.modules.lazy import LazyConvTranspose3d as LazyConvTranspose3d
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
@@ -34,6 +37,9 @@ __all__ = [
     'LazyConv1d',
     'LazyConv2d',
     'LazyConv3d',
+    'LazyConvTranspose1d',
+    'LazyConvTranspose2d',
+    'LazyConvTranspose3d',
     'Unfold',
 ]
 

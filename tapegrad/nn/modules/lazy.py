@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from ... import creation, random
 from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
-from .conv import Conv1d, Conv2d, Conv3d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d,
+                            InstanceNorm2d, InstanceNorm3d)
 
 def _without_drawing(build) -> None:
     """Run build() (a constructor with a placeholder size) and give back the random numbers its
@@ -125,7 +126,42 @@ class LazyConv2d(_LazyConv, Conv2d):
     cls_to_become = Conv2d
 
 
+class _LazyConvTranspose(LazyModuleMixin):
+    _lazy_size_attr = "in_channels"
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
+                 dtype=None) -> None:
+        args = (out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                dilation, padding_mode)
+        # `groups` input channels: the smallest count every group divides.
+        _without_drawing(lambda: self.cls_to_become.__init__(self, groups, *args, device=device,
+                                                             dtype=dtype))
+        self._lazy_setup(args, {"device": device, "dtype": dtype}, ("weight", "bias"))
+
+
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    """ConvTranspose1d whose in_channels is read from the first input's dim 1."""
+
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    """ConvTranspose2d whose in_channels is read from the first input's dim 1."""
+
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    """ConvTranspose3d whose in_channels is read from the first input's dim 1."""
+
+    cls_to_become = ConvTranspose3d
+
+
 class _LazyBatchNorm(LazyModuleMixin):
+    """The lazy normalisation layers (batch and instance norms alike: PyTorch gives the lazy
+    instance norms the batch norms' defaults, affine and tracking running statistics)."""
+
     _lazy_size_attr = "num_features"
 
     def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
@@ -161,6 +197,25 @@ class LazyBatchNorm3d(_LazyBatchNorm, BatchNorm3d):
     cls_to_become = BatchNorm3d
 
 
+class LazyInstanceNorm1d(_LazyBatchNorm, InstanceNorm1d):
+    """InstanceNorm1d whose num_features is read from the first input's dim 1."""
+
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyBatchNorm, InstanceNorm2d):
+    """InstanceNorm2d whose num_features is read from the first input's dim 1."""
+
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyBatchNorm, InstanceNorm3d):
+    """InstanceNorm3d whose num_features is read from the first input's dim 1."""
+
+    cls_to_become = InstanceNorm3d
+
+
 __all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyModuleMixin", "LazyLinear",
            "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
-           "LazyBatchNorm3d"]
+           "LazyBatchNorm3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+           "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]

@@ -23,10 +23,16 @@ from tapegrad.nn.parameter import UninitializedParameter as UninitializedParamet
 from tapegrad.nn.modules.conv import Conv1d as _Conv1d
 from tapegrad.nn.modules.conv import Conv2d as _Conv2d
 from tapegrad.nn.modules.conv import Conv3d as _Conv3d
+from tapegrad.nn.modules.conv import ConvTranspose1d as _ConvTranspose1d
+from tapegrad.nn.modules.conv import ConvTranspose2d as _ConvTranspose2d
+from tapegrad.nn.modules.conv import ConvTranspose3d as _ConvTranspose3d
 from tapegrad.nn.modules.linear import Linear as _Linear
 from tapegrad.nn.modules.normalization import BatchNorm1d as _BatchNorm1d
 from tapegrad.nn.modules.normalization import BatchNorm2d as _BatchNorm2d
 from tapegrad.nn.modules.normalization import BatchNorm3d as _BatchNorm3d
+from tapegrad.nn.modules.normalization import InstanceNorm1d as _InstanceNorm1d
+from tapegrad.nn.modules.normalization import InstanceNorm2d as _InstanceNorm2d
+from tapegrad.nn.modules.normalization import InstanceNorm3d as _InstanceNorm3d
 
 __all__ = [
     'UninitializedParameter',
@@ -39,6 +45,12 @@ __all__ = [
     'LazyBatchNorm1d',
     'LazyBatchNorm2d',
     'LazyBatchNorm3d',
+    'LazyConvTranspose1d',
+    'LazyConvTranspose2d',
+    'LazyConvTranspose3d',
+    'LazyInstanceNorm1d',
+    'LazyInstanceNorm2d',
+    'LazyInstanceNorm3d',
 ]
 
 class LazyModuleMixin:
@@ -73,3 +85,27 @@ class LazyBatchNorm2d(LazyModuleMixin, _BatchNorm2d):
 class LazyBatchNorm3d(LazyModuleMixin, _BatchNorm3d):
     def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     cls_to_become: typing.ClassVar[builtins.type[_BatchNorm3d]]
+
+class LazyConvTranspose1d(LazyModuleMixin, _ConvTranspose1d):
+    def __init__(self, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., bias: Any = ..., dilation: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    cls_to_become: typing.ClassVar[builtins.type[_ConvTranspose1d]]
+
+class LazyConvTranspose2d(LazyModuleMixin, _ConvTranspose2d):
+    def __init__(self, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., bias: Any = ..., dilation: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    cls_to_become: typing.ClassVar[builtins.type[_ConvTranspose2d]]
+
+class LazyConvTranspose3d(LazyModuleMixin, _ConvTranspose3d):
+    def __init__(self, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., bias: Any = ..., dilation: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    cls_to_become: typing.ClassVar[builtins.type[_ConvTranspose3d]]
+
+class LazyInstanceNorm1d(LazyModuleMixin, _InstanceNorm1d):
+    def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    cls_to_become: typing.ClassVar[builtins.type[_InstanceNorm1d]]
+
+class LazyInstanceNorm2d(LazyModuleMixin, _InstanceNorm2d):
+    def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    cls_to_become: typing.ClassVar[builtins.type[_InstanceNorm2d]]
+
+class LazyInstanceNorm3d(LazyModuleMixin, _InstanceNorm3d):
+    def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    cls_to_become: typing.ClassVar[builtins.type[_InstanceNorm3d]]

@@ -234,6 +234,10 @@ class Module:
             return
         params, buffers, modules = self._parameters, self._buffers, self._modules
         if isinstance(value, Parameter):
+            if name not in params and hasattr(type(self), name):
+                # A method or property of that name (a parametrized tensor's property): PyTorch
+                # refuses rather than register a parameter the attribute would hide.
+                raise KeyError(f"attribute '{name}' already exists")
             self._discard(name, keep=params)
             params[name] = value
         elif isinstance(value, Module):

@@ -138,6 +138,48 @@ class BatchNorm2d(_BatchNorm):
     _ranks = (4,)
 
 
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation whose statistics, under data-parallel training, are gathered across
+    the processes of ``process_group``.  This build has no distributed backend, so no process
+    group can exist and the layer computes exactly what PyTorch's does without one: plain batch
+    normalisation over dim 1 of an input of any rank >= 2."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, process_group=None,
+                 device=None, dtype=None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        if affine and not bias:
+            self.register_parameter("bias", None)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input) -> None:
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every batch-norm layer (itself included) replaced by a SyncBatchNorm
+        sharing its parameters and running statistics."""
+        converted = module
+        if isinstance(module, _BatchNorm):
+            converted = cls(module.num_features, module.eps, module.momentum, module.affine,
+                            module.track_running_stats, process_group)
+            if module.affine:
+                converted.weight = module.weight
+                converted.bias = module.bias
+            converted.running_mean = module.running_mean
+            converted.running_var = module.running_var
+            converted.num_batches_tracked = module.num_batches_tracked
+            converted.training = module.training
+            if hasattr(module, "qconfig"):
+                converted.qconfig = module.qconfig
+        for name, child in module.named_children():
+            converted.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return converted
+
+
 
 def _register_affine(module, n: int, affine: bool, bias: bool, device, dtype) -> None:
     """The per-channel scale (ones) and shift (zeros) of a norm layer, or None entries when the

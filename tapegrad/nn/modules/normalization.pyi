@@ -31,6 +31,7 @@ __all__ = [
     'LayerNorm',
     'LocalResponseNorm',
     'RMSNorm',
+    'SyncBatchNorm',
 ]
 
 class BatchNorm1d(_Module):
@@ -142,3 +143,20 @@ class RMSNorm(_Module):
     eps: Any
     elementwise_affine: Any
     weight: Any
+
+class SyncBatchNorm(_Module):
+    def __init__(self, num_features: _int, eps: _float = ..., momentum: _float | None = ..., affine: _bool = ..., track_running_stats: _bool = ..., process_group: Any = ..., device: Any = ..., dtype: Any = ..., *, bias: _bool = ...) -> None: ...
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Any, process_group: Any = ...) -> Any: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    def reset_running_stats(self) -> None: ...
+    process_group: Any
+    num_features: Any
+    eps: Any
+    momentum: Any
+    affine: Any
+    track_running_stats: Any
+    weight: Any
+    bias: Any
+    num_batches_tracked: Any

@@ -20,6 +20,9 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn.utils import clip_grad as clip_grad
 from tapegrad.nn.utils import convert_parameters as convert_parameters
+from tapegrad.nn.utils import parametrizations as parametrizations
+from tapegrad.nn.utils import parametrize as parametrize
+from tapegrad.nn.utils import prune as prune
 from tapegrad.nn.utils import rnn as rnn
 from tapegrad.nn.utils.clip_grad import clip_grad_norm_ as clip_grad_norm_
 from tapegrad.nn.utils.clip_grad import clip_grad_value_ as clip_grad_value_
@@ -27,6 +30,10 @@ from tapegrad.nn.utils.clip_grad import clip_grads_with_norm_ as clip_grads_with
 from tapegrad.nn.utils.clip_grad import get_total_norm as get_total_norm
 from tapegrad.nn.utils.convert_parameters import parameters_to_vector as parameters_to_vector
 from tapegrad.nn.utils.convert_parameters import vector_to_parameters as vector_to_parameters
+from tapegrad.nn.utils.spectral_norm import remove_spectral_norm as remove_spectral_norm
+from tapegrad.nn.utils.spectral_norm import spectral_norm as spectral_norm
+from tapegrad.nn.utils.weight_norm import remove_weight_norm as remove_weight_norm
+from tapegrad.nn.utils.weight_norm import weight_norm as weight_norm
 
 __all__ = [
     'clip_grad_norm_',
@@ -36,4 +43,11 @@ __all__ = [
     'rnn',
     'parameters_to_vector',
     'vector_to_parameters',
+    'parametrize',
+    'parametrizations',
+    'prune',
+    'weight_norm',
+    'remove_weight_norm',
+    'spectral_norm',
+    'remove_spectral_norm',
 ]

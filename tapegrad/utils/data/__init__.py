@@ -7,9 +7,9 @@ not reproduce.
 """
 from ._worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader, default_collate, default_convert
-from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
-                      TensorDataset, random_split)
-from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset,
+                      Subset, TensorDataset, random_split)
+from .sampler import (BatchSampler, DistributedSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler, WeightedRandomSampler)
 
 __all__ = [
@@ -18,10 +18,12 @@ __all__ = [
     "ConcatDataset",
     "DataLoader",
     "Dataset",
+    "DistributedSampler",
     "IterableDataset",
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
+    "StackDataset",
     "Subset",
     "SubsetRandomSampler",
     "TensorDataset",

@@ -28,10 +28,12 @@ from tapegrad.utils.data.dataset import ChainDataset as ChainDataset
 from tapegrad.utils.data.dataset import ConcatDataset as ConcatDataset
 from tapegrad.utils.data.dataset import Dataset as Dataset
 from tapegrad.utils.data.dataset import IterableDataset as IterableDataset
+from tapegrad.utils.data.dataset import StackDataset as StackDataset
 from tapegrad.utils.data.dataset import Subset as Subset
 from tapegrad.utils.data.dataset import TensorDataset as TensorDataset
 from tapegrad.utils.data.dataset import random_split as random_split
 from tapegrad.utils.data.sampler import BatchSampler as BatchSampler
+from tapegrad.utils.data.sampler import DistributedSampler as DistributedSampler
 from tapegrad.utils.data.sampler import RandomSampler as RandomSampler
 from tapegrad.utils.data.sampler import Sampler as Sampler
 from tapegrad.utils.data.sampler import SequentialSampler as SequentialSampler
@@ -44,10 +46,12 @@ __all__ = [
     'ConcatDataset',
     'DataLoader',
     'Dataset',
+    'DistributedSampler',
     'IterableDataset',
     'RandomSampler',
     'Sampler',
     'SequentialSampler',
+    'StackDataset',
     'Subset',
     'SubsetRandomSampler',
     'TensorDataset',

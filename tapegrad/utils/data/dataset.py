@@ -8,8 +8,8 @@ import warnings
 
 from .sampler import _numpy_generator
 
-__all__ = ["ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "Subset",
-           "TensorDataset", "random_split"]
+__all__ = ["ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "StackDataset",
+           "Subset", "TensorDataset", "random_split"]
 
 
 class Dataset:
@@ -45,6 +45,51 @@ class TensorDataset(Dataset):
 
     def __len__(self) -> int:
         return self.tensors[0].size(0)
+
+
+class StackDataset(Dataset):
+    """Datasets of one length side by side: sample i is the tuple of their samples i
+    (``StackDataset(images, labels)``) or, given by keyword, the dict of them
+    (``StackDataset(image=images, label=labels)``)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        datasets = list(args) if args else list(kwargs.values())
+        if not datasets:
+            raise ValueError("At least one dataset should be passed")
+        self._length = len(datasets[0])
+        if any(len(d) != self._length for d in datasets):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = tuple(args) if args else dict(kwargs)
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {name: d[index] for name, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: list):
+        """The samples at ``indices`` (a DataLoader's batch), each dataset asked once: through
+        its own ``__getitems__`` when it has one."""
+        named = self.datasets if isinstance(self.datasets, dict) else dict(enumerate(self.datasets))
+        columns = {}
+        for name, d in named.items():
+            if callable(getattr(d, "__getitems__", None)):
+                items = d.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError("Nested dataset's output size mismatch. Expected "
+                                     f"{len(indices)}, got {len(items)}")
+            else:
+                items = [d[i] for i in indices]
+            columns[name] = items
+        rows = [{name: items[k] for name, items in columns.items()} for k in range(len(indices))]
+        if isinstance(self.datasets, dict):
+            return rows
+        return [tuple(row.values()) for row in rows]
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class ConcatDataset(Dataset):

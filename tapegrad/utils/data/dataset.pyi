@@ -24,6 +24,7 @@ __all__ = [
     'ConcatDataset',
     'Dataset',
     'IterableDataset',
+    'StackDataset',
     'Subset',
     'TensorDataset',
     'random_split',
@@ -51,6 +52,12 @@ class Dataset:
 class IterableDataset(Dataset):
     def __add__(self, other: Any) -> Any: ...  # type: ignore[override]
     def __iter__(self) -> Any: ...
+
+class StackDataset(Dataset):
+    def __getitem__(self, index: Any) -> Any: ...
+    def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+    def __len__(self) -> _int: ...
+    datasets: Any
 
 class Subset(Dataset):
     def __getitem__(self, idx: Any) -> Any: ...  # type: ignore[override]

@@ -1,11 +1,13 @@
 """Samplers: the orders in which a DataLoader visits a map-style dataset's indices."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ... import random
 
-__all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler",
+__all__ = ["BatchSampler", "DistributedSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler",
            "WeightedRandomSampler"]
 
 
@@ -207,3 +209,59 @@ class BatchSampler(Sampler):
         if self.drop_last:
             return len(self.sampler) // self.batch_size
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size
+
+
+class DistributedSampler(Sampler):
+    """The share of a dataset's indices that process ``rank`` of ``num_replicas`` visits in
+    data-parallel training: every ``num_replicas``-th index of the (shuffled, seeded with
+    ``seed + epoch``) order, padded by repeating it so each replica gets the same count, or cut
+    to a multiple of ``num_replicas`` with ``drop_last``.  Without an explicit
+    ``num_replicas``/``rank`` they come from the default process group, which this build never
+    has (``ValueError``, as PyTorch without ``init_process_group``)."""
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle: bool = True,
+                 seed: int = 0, drop_last: bool = False) -> None:
+        from ... import distributed
+        if num_replicas is None:
+            num_replicas = distributed.get_world_size()
+        if rank is None:
+            rank = distributed.get_rank()
+        if rank >= num_replicas or rank < 0:
+            raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
+                             f"[0, {num_replicas - 1}]")
+        self.dataset = dataset
+        self.num_replicas = num_replicas
+        self.rank = rank
+        self.epoch = 0
+        self.drop_last = drop_last
+        if drop_last and len(dataset) % num_replicas != 0:
+            self.num_samples = math.ceil((len(dataset) - num_replicas) / num_replicas)
+        else:
+            self.num_samples = math.ceil(len(dataset) / num_replicas)
+        self.total_size = self.num_samples * num_replicas
+        self.shuffle = shuffle
+        self.seed = seed
+
+    def __iter__(self):
+        n = len(self.dataset)
+        if self.shuffle:
+            generator = random.Generator()
+            generator.manual_seed(self.seed + self.epoch)
+            from ... import randperm
+            indices = randperm(n, generator=generator).tolist()
+        else:
+            indices = list(range(n))
+        if not self.drop_last:
+            missing = self.total_size - len(indices)
+            indices += (indices * math.ceil(missing / len(indices)))[:missing] if missing else []
+        else:
+            indices = indices[:self.total_size]
+        return iter(indices[self.rank:self.total_size:self.num_replicas])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch about to run: with ``shuffle``, each epoch has its own order (the same on
+        every replica)."""
+        self.epoch = epoch

@@ -21,6 +21,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     'BatchSampler',
+    'DistributedSampler',
     'RandomSampler',
     'Sampler',
     'SequentialSampler',
@@ -35,6 +36,21 @@ class BatchSampler(Sampler):
     sampler: Any
     batch_size: Any
     drop_last: Any
+
+class DistributedSampler(Sampler):
+    def __init__(self, dataset: Any, num_replicas: Any = ..., rank: Any = ..., shuffle: _bool = ..., seed: _int = ..., drop_last: _bool = ...) -> None: ...
+    def __iter__(self) -> Any: ...
+    def __len__(self) -> _int: ...
+    def set_epoch(self, epoch: _int) -> None: ...
+    dataset: Any
+    num_replicas: Any
+    rank: Any
+    epoch: Any
+    drop_last: Any
+    total_size: Any
+    shuffle: Any
+    seed: Any
+    num_samples: Any
 
 class RandomSampler(Sampler):
     def __init__(self, data_source: Any, replacement: _bool = ..., num_samples: _int | None = ..., generator: Any = ...) -> None: ...

@@ -1,0 +1,200 @@
+"""torch.quasirandom: the Sobol low-discrepancy sequence (SobolEngine).
+
+Points are 30-bit binary fractions made in Gray-code order: point k+1 is point k with one
+direction number per dimension XOR-ed in (the one at the position of the lowest zero bit of k).
+The direction numbers are Joe and Kuo's (new-joe-kuo-6.21201, as PyTorch uses): each dimension's
+primitive polynomial and initial numbers are read from tapegrad/data/sobol_directions.npz (made
+by tools/sobol_directions.py) and the rest follow from the polynomial's recurrence, so an
+unscrambled engine draws exactly PyTorch's points.  Scrambling (a random linear matrix scramble
+of the direction numbers and a random digital shift) draws its bits from tapegrad's generators,
+so scrambled points differ from PyTorch's as every random stream does.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+import tapegrad as _tg
+
+__all__ = ["SobolEngine"]
+
+_TABLE = Path(__file__).resolve().parent / "data" / "sobol_directions.npz"
+
+
+@lru_cache(maxsize=1)
+def _table():
+    """(poly, offset of each dimension's initial numbers, the initial numbers)."""
+    with np.load(_TABLE) as data:
+        poly = data["poly"].astype(np.int64)
+        initial = data["initial"].astype(np.int64)
+    degrees = np.zeros(poly.size, dtype=np.int64)
+    degrees[1:] = [int(p).bit_length() - 1 for p in poly[1:]]
+    offsets = np.concatenate(([0], np.cumsum(degrees)))
+    return poly, offsets, initial
+
+
+def _direction_numbers(dimension: int, maxbit: int) -> np.ndarray:
+    """(dimension, maxbit) int64: v[d, j] = m_j << (maxbit - 1 - j), m from the table and the
+    Bratley-Fox recurrence m_j = 2 a_1 m_{j-1} ^ ... ^ 2^s m_{j-s} ^ m_{j-s}."""
+    poly, offsets, initial = _table()
+    m = np.ones((dimension, maxbit), dtype=np.int64)      # dimension 0: all ones (van der Corput)
+    for d in range(1, dimension):
+        p = int(poly[d])
+        s = p.bit_length() - 1
+        row = [int(v) for v in initial[offsets[d]:offsets[d] + s]]
+        for j in range(s, maxbit):
+            value = row[j - s] ^ (row[j - s] << s)
+            for k in range(1, s):
+                if (p >> (s - k)) & 1:
+                    value ^= row[j - k] << k
+            row.append(value)
+        m[d] = row[:maxbit]
+    return m << (maxbit - 1 - np.arange(maxbit))
+
+
+def _lowest_zero_bits(start: int, n: int) -> np.ndarray:
+    """For k = start .. start + n - 1: the position of k's lowest zero bit."""
+    k = np.arange(start, start + n, dtype=np.int64)
+    return np.log2(~k & (k + 1)).astype(np.int64)        # a power of two: log2 is exact
+
+
+class SobolEngine:
+    """A generator of Sobol points in [0, 1)^dimension.
+
+    Args:
+        dimension (int): the dimensionality of the points, 1 to 21201
+        scramble (bool): scramble the sequence (a random linear matrix scramble and digital
+            shift) (default: False)
+        seed (int, optional): the seed of the scrambling's random bits
+
+    Examples
+    --------
+    >>> engine = tapegrad.quasirandom.SobolEngine(dimension=2)
+    >>> engine.draw(4)
+    tensor([[0.0000, 0.0000],
+            [0.5000, 0.5000],
+            [0.7500, 0.2500],
+            [0.2500, 0.7500]])
+    """
+
+    MAXBIT = 30
+    MAXDIM = 21201
+
+    def __init__(self, dimension: int, scramble: bool = False, seed: int | None = None) -> None:
+        if dimension > self.MAXDIM or dimension < 1:
+            raise ValueError("Supported range of dimensionality for SobolEngine is "
+                             f"[1, {self.MAXDIM}]")
+        self.seed = seed
+        self.scramble = scramble
+        self.dimension = dimension
+        self._directions = _direction_numbers(dimension, self.MAXBIT)
+        self._shift = np.zeros(dimension, dtype=np.int64)
+        if scramble:
+            self._scramble()
+        self._quasi = self._shift.copy()
+        # Computed as PyTorch computes it: an integer tensor divided in the default dtype.
+        self._first_point = _tg.tensor(self._quasi) / 2 ** self.MAXBIT
+        self._first_point = self._first_point.reshape(1, -1)
+        self.num_generated = 0
+
+    @property
+    def sobolstate(self):
+        """The direction numbers, (dimension, 30) int64, as PyTorch's attribute."""
+        return _tg.tensor(self._directions)
+
+    @property
+    def shift(self):
+        """The digital shift, (dimension,) int64 (zeros unless scrambled)."""
+        return _tg.tensor(self._shift)
+
+    @property
+    def quasi(self):
+        """The integer state: the last point drawn, times 2**30."""
+        return _tg.tensor(self._quasi)
+
+    def _scramble(self) -> None:
+        generator = _tg.Generator()
+        if self.seed is not None:
+            generator.manual_seed(self.seed)
+        else:
+            generator.seed()
+        bits = _tg.randint(2, (self.dimension, self.MAXBIT), generator=generator).numpy()
+        self._shift = bits.astype(np.int64) @ (1 << np.arange(self.MAXBIT, dtype=np.int64))
+        lower = _tg.randint(2, (self.dimension, self.MAXBIT, self.MAXBIT),
+                            generator=generator).numpy().astype(np.int64)
+        lower = np.tril(lower)
+        lower[:, np.arange(self.MAXBIT), np.arange(self.MAXBIT)] = 1
+        # Bit p (counted from the most significant) of a scrambled direction number is the
+        # parity of row p of the unit lower-triangular matrix with the number's bits: each bit
+        # mixes in the more significant ones.
+        msb_first = (self._directions[:, :, None] >> (self.MAXBIT - 1 - np.arange(self.MAXBIT))) & 1
+        mixed = np.einsum("dpk,djk->djp", lower, msb_first) & 1
+        self._directions = mixed @ (1 << (self.MAXBIT - 1 - np.arange(self.MAXBIT,
+                                                                      dtype=np.int64)))
+
+    def _advance(self, n: int, counter_start: int) -> np.ndarray:
+        """The next n integer points (n, dimension), counting Gray-code steps from
+        counter_start; the state moves to the last one."""
+        if n <= 0:
+            return np.zeros((0, self.dimension), dtype=np.int64)
+        steps = self._directions[:, _lowest_zero_bits(counter_start, n)].T
+        points = np.bitwise_xor.accumulate(steps, axis=0) ^ self._quasi
+        self._quasi = points[-1].copy()
+        return points
+
+    def draw(self, n: int = 1, out=None, dtype=None):
+        """The next ``n`` points, (n, dimension), in ``dtype`` (default: the default dtype)."""
+        dtype = _tg.get_default_dtype() if dtype is None else dtype
+        np_dtype = _tg.empty(0, dtype=dtype).numpy().dtype
+        if self.num_generated == 0:
+            rest = self._advance(n - 1, 0)
+            values = np.concatenate((self._first_point.to(dtype).numpy(),
+                                     (rest * 2.0 ** -self.MAXBIT).astype(np_dtype)))
+            values = values[:max(n, 1)] if n >= 1 else values[:0]
+        else:
+            values = (self._advance(n, self.num_generated - 1)
+                      * 2.0 ** -self.MAXBIT).astype(np_dtype)
+        self.num_generated += n
+        result = _tg.tensor(values, dtype=dtype)
+        if out is not None:
+            out.resize_as_(result).copy_(result)
+            return out
+        return result
+
+    def draw_base2(self, m: int, out=None, dtype=None):
+        """The next 2**m points; the total drawn must stay a power of two (the balance
+        properties of Sobol' points hold for such counts)."""
+        n = 2 ** m
+        total_n = self.num_generated + n
+        if total_n & (total_n - 1) != 0:
+            raise ValueError("The balance properties of Sobol' points require n to be a power "
+                             f"of 2. {self.num_generated} points have been previously "
+                             f"generated, then: n={self.num_generated}+2**{m}={total_n}. If "
+                             "you still want to do this, please use 'SobolEngine.draw()' "
+                             "instead.")
+        return self.draw(n=n, out=out, dtype=dtype)
+
+    def reset(self) -> "SobolEngine":
+        """Back to the first point."""
+        self._quasi = self._shift.copy()
+        self.num_generated = 0
+        return self
+
+    def fast_forward(self, n: int) -> "SobolEngine":
+        """Skip the next ``n`` points."""
+        if self.num_generated == 0:
+            self._advance(n - 1, 0)
+        else:
+            self._advance(n, self.num_generated - 1)
+        self.num_generated += n
+        return self
+
+    def __repr__(self) -> str:
+        settings = [f"dimension={self.dimension}"]
+        if self.scramble:
+            settings.append("scramble=True")
+        if self.seed is not None:
+            settings.append(f"seed={self.seed}")
+        return f"{type(self).__name__}({', '.join(settings)})"
