@@ -37,15 +37,39 @@
 #define VM_OWN(NAME) tg_vm_##NAME
 #endif
 
-/* Each op body below is compiled twice on x86 with GCC or Clang: for the baseline ISA and for
- * AVX2 (without FMA, so that no a*b+c is contracted: both versions round every operation alike and
- * give the same bits).  The AVX2 version runs when vecmath's level is AVX2 or above (TAPEGRAD_SIMD=scalar
- * forces both back to the portable code).  -O3 vectorises the loops 4 doubles / 8 floats wide
- * there: the divisions and square roots of rsqrt, softplus and the fused gradients take half the
- * time of the 2-/4-wide baseline ones.  Other compilers and CPUs build the portable version only. */
+/* Each op body below is compiled three times on x86 with GCC or Clang: for the baseline ISA, for
+ * AVX2 and for AVX-512 (without fused multiply-adds, so that no a*b+c is contracted: all versions
+ * round every operation alike and give the same bits).  The version of vecmath's level runs
+ * (TAPEGRAD_SIMD=scalar forces the portable code).  -O3 vectorises the loops 4 doubles / 8 floats
+ * wide for AVX2, 8 / 16 for AVX-512: the divisions and square roots of rsqrt and the fused
+ * gradients take half the time of the 2-/4-wide baseline ones at AVX2, and half again at AVX-512.
+ * Other compilers and CPUs build the portable version only. */
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__)) && \
     !defined(TG_VM_NO_AVX2)
 #define TG_KERNELS_AVX2 1
+/* AVX-512F has fused multiply-adds of its own, which GCC would contract a*b+c into: contraction
+ * is switched off for that version (GCC: the optimize attribute; Clang: the pragma, for the file,
+ * whose other versions have no FMA to contract into anyway). */
+#if TG_VM_BUILD_AVX512
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#define TG_AVX512_VARIANT __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2")))
+#else
+#define TG_AVX512_VARIANT                                                                         \
+    __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,prefer-vector-width=512"),     \
+                   optimize("fp-contract=off")))
+#endif
+#define KERNEL_VARIANTS(NAME, PARAMS, BODY, ARGS)                               \
+    static int NAME##_base PARAMS { BODY }                                      \
+    __attribute__((target("avx2"))) static int NAME##_avx2 PARAMS { BODY }      \
+    TG_AVX512_VARIANT static int NAME##_avx512 PARAMS { BODY }                  \
+    static int NAME PARAMS                                                      \
+    {                                                                           \
+        if (tg_vm_level_fast() == TG_VM_AVX512) return NAME##_avx512 ARGS;      \
+        if (tg_vm_level_fast() == TG_VM_AVX2) return NAME##_avx2 ARGS;          \
+        return NAME##_base ARGS;                                                \
+    }
+#else
 #define KERNEL_VARIANTS(NAME, PARAMS, BODY, ARGS)                               \
     static int NAME##_base PARAMS { BODY }                                      \
     __attribute__((target("avx2"))) static int NAME##_avx2 PARAMS { BODY }      \
@@ -54,6 +78,7 @@
         if (tg_vm_level_fast() >= TG_VM_AVX2) return NAME##_avx2 ARGS;          \
         return NAME##_base ARGS;                                                \
     }
+#endif
 #else
 #define KERNEL_VARIANTS(NAME, PARAMS, BODY, ARGS) static int NAME PARAMS { BODY }
 #endif

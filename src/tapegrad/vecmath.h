@@ -56,13 +56,14 @@ TG_VM_KERNELS(TG_VM_DECLARE)
 
 /* gelu x = 0.5 x (1 + erf(z)), z = x / sqrt 2 rounded to float, for float32.  The portable level
  * rounds PyTorch's three operations with the level's tg_vm_erf_f32 (within 1.5 ulp of the exact
- * formula at the float z for x >= 0); the AVX2 level evaluates erf(z) by its own polynomials
- * (within 0.75 ulp) and h + h erf(z), h = 0.5 x, by one multiply-add (within 1 ulp for x >= 0).
- * For x < 0 both are within 2^-25 |x| (+ the result's rounding) of the formula, whose 1 + erf(z)
- * cancels there. */
+ * formula at the float z for x >= 0); the AVX2 and AVX-512 levels evaluate erf(z) by their own
+ * polynomials (within 0.75 ulp) and h + h erf(z), h = 0.5 x, by one multiply-add (within 1 ulp
+ * for x >= 0).  For x < 0 both are within 2^-25 |x| (+ the result's rounding) of the formula, whose
+ * 1 + erf(z) cancels there. */
 void tg_vm_gelu_f32(const float *x, float *y, size_t n);
 /* gelu's gradient for float32: out = g (0.5 (1 + erf(x / sqrt 2)) + (x / sqrt(2 pi)) e^(-x^2/2)),
- * PyTorch's formula rounded in float (erf, exp: the level's float32 kernels).  out may be g. */
+ * PyTorch's formula rounded in float (exp: the level's float32 kernel; erf: the level's, or at the
+ * AVX2 and AVX-512 levels gelu's polynomials).  out may be g. */
 void tg_vm_gelu_grad_f32(const float *g, const float *x, float *out, size_t n);
 
 /* out = x ** y for a number y, as C99's pow / powf (numpy's): within 2 ulp (float64) / 1 ulp
