@@ -199,23 +199,6 @@ static inline vf erf_f32n(vf x)
 VF_LOOP(erf, erf_f32n)
 
 
-/* The other float32 kernels evaluate in double (vecmath_impl.h). */
-#define VM_EXPORT_F32(name)                                                      \
-    void tg_vm_##name##_f32_avx2(const float *x, float *y, size_t n)             \
-    {                                                                            \
-        name##_f32_via_f64(x, y, n);                                             \
-    }
-VM_EXPORT_F32(expm1)
-VM_EXPORT_F32(sin)
-VM_EXPORT_F32(cos)
-VM_EXPORT_F32(tanh)
-
-/* elu's float32 (expm1) in double; the other activations are vecmath_f32n.h's. */
-void tg_vm_elu_f32_avx2(const float *x, float p0, float p1, float *y, size_t n)
-{
-    elu_f32_via_f64(x, p0, p1, y, n);
-}
-
 #if defined(__clang__)
 #pragma clang attribute pop
 #endif

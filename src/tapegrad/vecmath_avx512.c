@@ -152,27 +152,11 @@ static inline vf vf_pick8(const float *column, vfi k)
 
 #include "vecmath_f32n.h"
 
-/* erf: the AVX2 level's 8-lane kernel (its table lookup has no 16-lane form here; the same bits);
- * the others on 8 double lanes. */
+/* erf: the AVX2 level's 8-lane kernel (its table lookup has no 16-lane form here; the same
+ * bits). */
 void tg_vm_erf_f32_avx512(const float *x, float *y, size_t n)
 {
     tg_vm_erf_f32_avx2(x, y, n);
-}
-
-#define VM_EXPORT_F32(name)                                                      \
-    void tg_vm_##name##_f32_avx512(const float *x, float *y, size_t n)           \
-    {                                                                            \
-        name##_f32_via_f64(x, y, n);                                             \
-    }
-VM_EXPORT_F32(expm1)
-VM_EXPORT_F32(sin)
-VM_EXPORT_F32(cos)
-VM_EXPORT_F32(tanh)
-
-/* elu's float32 (expm1) in double; the other activations are vecmath_f32n.h's. */
-void tg_vm_elu_f32_avx512(const float *x, float p0, float p1, float *y, size_t n)
-{
-    elu_f32_via_f64(x, p0, p1, y, n);
 }
 
 #if defined(__clang__)

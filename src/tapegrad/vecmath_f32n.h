@@ -362,3 +362,21 @@ VF_ACT_LOOP(softplus)
 VF_ACT_GRAD_LOOP(elu_grad)
 VF_ACT_GRAD_LOOP(softplus_grad)
 VF_ACT_GRAD_LOOP(silu_grad)
+
+/* The float32 kernels these levels evaluate in double (vecmath_impl.h's loops): expm1, sin, cos,
+ * tanh and elu (whose expm1 is double's). */
+#define VM_EXPORT_F32(name)                                                                       \
+    void VM_XCAT3(tg_vm_##name##_f32, _, VM_LEVEL_NAME)(const float *x, float *y, size_t n)      \
+    {                                                                                             \
+        name##_f32_via_f64(x, y, n);                                                              \
+    }
+VM_EXPORT_F32(expm1)
+VM_EXPORT_F32(sin)
+VM_EXPORT_F32(cos)
+VM_EXPORT_F32(tanh)
+
+void VM_XCAT3(tg_vm_elu_f32, _, VM_LEVEL_NAME)(const float *x, float p0, float p1, float *y,
+                                               size_t n)
+{
+    elu_f32_via_f64(x, p0, p1, y, n);
+}
