@@ -24,11 +24,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "tapegrad"
-SOURCES = ["vecmath.c", "vecmath_scalar.c", "vecmath_avx2.c"]
+SOURCES = ["vecmath.c", "vecmath_scalar.c", "vecmath_avx2.c", "vecmath_avx512.c"]
 HEADERS = ["vecmath.h", "vecmath_levels.h", "vecmath_impl.h", "vecmath_consts.h",
            "vecmath_tables.h"]
 KERNELS = ["exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "erf"]
-LEVELS = {"scalar": 0, "avx2": 1}
+# y = f(x; p0, p1) and out = f(g, x; p0, p1) (vecmath.h's TG_VM_ACTIVATIONS and _GRADS)
+ACTIVATIONS = ["elu", "softplus"]
+ACTIVATION_GRADS = ["elu_grad", "softplus_grad", "silu_grad"]
+LEVELS = {"scalar": 0, "avx2": 1, "avx512": 2}
 CFLAGS = ["-std=c99", "-O3", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror"]
 ULP_BOUND = {np.float32: 1.0, np.float64: 2.0}
 
@@ -76,6 +79,13 @@ class VecMath:
             fn = getattr(self.lib, f"tg_vm_pow_{suffix}")
             fn.argtypes = [ctypes.POINTER(ctype), ctype, ctypes.POINTER(ctype), ctypes.c_size_t]
             fn.restype = None
+        for name in ACTIVATIONS + ACTIVATION_GRADS:
+            for suffix, ctype in (("f64", ctypes.c_double), ("f32", ctypes.c_float)):
+                fn = getattr(self.lib, f"tg_vm_{name}_{suffix}")
+                arrays = 2 if name in ACTIVATIONS else 3
+                fn.argtypes = ([ctypes.POINTER(ctype)] * (arrays - 1) + [ctype, ctype]
+                               + [ctypes.POINTER(ctype), ctypes.c_size_t])
+                fn.restype = None
         self.lib.tg_vm_level_name.restype = ctypes.c_char_p
         self.lib.tg_vm_set_level.argtypes = [ctypes.c_int]
 
@@ -101,6 +111,20 @@ class VecMath:
         fn(x.ctypes.data_as(ptr), out.ctypes.data_as(ptr), x.size)
         return out
 
+
+    def act(self, name: str, *arrays: np.ndarray, p0: float = 0.0, p1: float = 0.0,
+            out: np.ndarray | None = None) -> np.ndarray:
+        """An activation (x) or an activation gradient (g, x) with parameters p0, p1."""
+        x = arrays[-1]
+        assert all(a.flags.c_contiguous and a.dtype == x.dtype and a.size == x.size
+                   for a in arrays) and x.dtype in (np.float32, np.float64)
+        if out is None:
+            out = np.empty_like(x)
+        suffix, ctype = ("f64", ctypes.c_double) if x.dtype == np.float64 else ("f32", ctypes.c_float)
+        ptr = ctypes.POINTER(ctype)
+        getattr(self.lib, f"tg_vm_{name}_{suffix}")(*(a.ctypes.data_as(ptr) for a in arrays),
+                                                     p0, p1, out.ctypes.data_as(ptr), x.size)
+        return out
 
     def pow(self, x: np.ndarray, y: float, out: np.ndarray | None = None) -> np.ndarray:
         """x ** y by tg_vm_pow_f64 / _f32 (y rounded to x's dtype, as the kernels take it)."""

@@ -24,31 +24,61 @@
 /* The level's function itself (one inline load and compare): through the public function, a
  * one-element exp paid two calls and a second level check before any arithmetic. */
 #define VM(NAME, SUF) TG_VM_PICK(tg_vm_level_fast(), NAME, SUF)
-/* The same for the fused kernels that only the AVX2 level has its own version of (vecmath.h's
- * gelu_f32, silu_*, gelu_grad_f32): that one directly, else the public function's portable code. */
-#if TG_VM_BUILD_AVX2
+/* The same for the fused kernels that only the AVX2 and AVX-512 levels have their own versions of
+ * (vecmath.h's gelu_f32, gelu_grad_f32): those directly, else the public function's portable
+ * code. */
+#if TG_VM_BUILD_AVX512
+#define VM_OWN(NAME)                                                            \
+    (tg_vm_level_fast() == TG_VM_AVX512 ? tg_vm_##NAME##_avx512 :               \
+     tg_vm_level_fast() == TG_VM_AVX2 ? tg_vm_##NAME##_avx2 : tg_vm_##NAME)
+#elif TG_VM_BUILD_AVX2
 #define VM_OWN(NAME) (tg_vm_level_fast() == TG_VM_AVX2 ? tg_vm_##NAME##_avx2 : tg_vm_##NAME)
 #else
 #define VM_OWN(NAME) tg_vm_##NAME
 #endif
 
-/* Each op body below is compiled twice on x86 with GCC or Clang: for the baseline ISA and for
- * AVX2 (without FMA, so that no a*b+c is contracted: both versions round every operation alike and
- * give the same bits).  The AVX2 version runs when vecmath's level is AVX2 (so TAPEGRAD_SIMD=scalar
- * forces both back to the portable code).  -O3 vectorises the loops 4 doubles / 8 floats wide
- * there: the divisions and square roots of rsqrt, softplus and the fused gradients take half the
- * time of the 2-/4-wide baseline ones.  Other compilers and CPUs build the portable version only. */
+/* Each op body below is compiled three times on x86 with GCC or Clang: for the baseline ISA, for
+ * AVX2 and for AVX-512 (without fused multiply-adds, so that no a*b+c is contracted: all versions
+ * round every operation alike and give the same bits).  The version of vecmath's level runs
+ * (TAPEGRAD_SIMD=scalar forces the portable code).  -O3 vectorises the loops 4 doubles / 8 floats
+ * wide for AVX2, 8 / 16 for AVX-512: the divisions and square roots of rsqrt and the fused
+ * gradients take half the time of the 2-/4-wide baseline ones at AVX2, and half again at AVX-512.
+ * Other compilers and CPUs build the portable version only. */
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__)) && \
     !defined(TG_VM_NO_AVX2)
 #define TG_KERNELS_AVX2 1
+/* AVX-512F has fused multiply-adds of its own, which GCC would contract a*b+c into: contraction
+ * is switched off for that version (GCC: the optimize attribute; Clang: the pragma, for the file,
+ * whose other versions have no FMA to contract into anyway). */
+#if TG_VM_BUILD_AVX512
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#define TG_AVX512_VARIANT __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2")))
+#else
+#define TG_AVX512_VARIANT                                                                         \
+    __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,prefer-vector-width=512"),     \
+                   optimize("fp-contract=off")))
+#endif
+#define KERNEL_VARIANTS(NAME, PARAMS, BODY, ARGS)                               \
+    static int NAME##_base PARAMS { BODY }                                      \
+    __attribute__((target("avx2"))) static int NAME##_avx2 PARAMS { BODY }      \
+    TG_AVX512_VARIANT static int NAME##_avx512 PARAMS { BODY }                  \
+    static int NAME PARAMS                                                      \
+    {                                                                           \
+        if (tg_vm_level_fast() == TG_VM_AVX512) return NAME##_avx512 ARGS;      \
+        if (tg_vm_level_fast() == TG_VM_AVX2) return NAME##_avx2 ARGS;          \
+        return NAME##_base ARGS;                                                \
+    }
+#else
 #define KERNEL_VARIANTS(NAME, PARAMS, BODY, ARGS)                               \
     static int NAME##_base PARAMS { BODY }                                      \
     __attribute__((target("avx2"))) static int NAME##_avx2 PARAMS { BODY }      \
     static int NAME PARAMS                                                      \
     {                                                                           \
-        if (tg_vm_level_fast() == TG_VM_AVX2) return NAME##_avx2 ARGS;          \
+        if (tg_vm_level_fast() >= TG_VM_AVX2) return NAME##_avx2 ARGS;          \
         return NAME##_base ARGS;                                                \
     }
+#endif
 #else
 #define KERNEL_VARIANTS(NAME, PARAMS, BODY, ARGS) static int NAME PARAMS { BODY }
 #endif
@@ -56,18 +86,6 @@
 /* No second function (the one-function expressions of CHUNKED_BINARY). */
 static void vm_none_f64(const double *x, double *y, size_t n) { (void)x; (void)y; (void)n; }
 static void vm_none_f32(const float *x, float *y, size_t n) { (void)x; (void)y; (void)n; }
-
-/* softplus's log1p(e^z) as one staged function. */
-static void vm_log1p_exp_f64(const double *x, double *y, size_t n)
-{
-    VM(exp, f64)(x, y, n);
-    VM(log1p, f64)(y, y, n);
-}
-static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
-{
-    VM(exp, f32)(x, y, n);
-    VM(log1p, f32)(y, y, n);
-}
 
 /* The shape of every case that calls vecmath: per chunk of at most TG_CHUNK elements, LOAD(T, i)
  * declares element i's operands (X, and Y or G), t1 = PRE1 and t2 = PRE2 are staged, FN1 and FN2
@@ -92,11 +110,9 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
         }                                                                       \
     }                                                                           \
     return 0;
-/* The operands of element I: the binary ops' X and Y (strided), the unary and parameterised
- * ops' X, the parameterised gradients' G (upstream gradient) and X (saved input). */
+/* The operands of element I: the binary ops' X and Y (strided), the unary ops' X. */
 #define LOAD_XY(T, I) const T X = a[(I) * sa], Y = b[(I) * sb]; (void)X; (void)Y;
 #define LOAD_X(T, I) const T X = a[I];
-#define LOAD_GX(T, I) const T G = a[I], X = b[I]; (void)G;
 
 /* Binary: one macro per element type.  X and Y name the operands in EXPR. */
 #define BINARY_CASE(T, CODE, EXPR) case CODE: BINARY_LOOPS(T, EXPR)
@@ -144,8 +160,6 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
 #define GELU_CASE_f64                                                           \
     CHUNKED_UNARY(double, f64, TG_GELU, X * TG_SQRT1_2, VM(erf, f64), 0.5 * X * (1.0 + E1))
 #define GELU_CASE_f32 VM_CASE(TG_GELU, VM_OWN(gelu_f32))
-#define SILU_CASE_f64 VM_CASE(TG_SILU, VM_OWN(silu_f64))
-#define SILU_CASE_f32 VM_CASE(TG_SILU, VM_OWN(silu_f32))
 /* float32 gelu gradient: both functions in registers (vecmath.h); contiguous operands only. */
 #define GELU_GRAD_CASE_f64                                                      \
     CHUNKED_BINARY(double, TG_GELU_GRAD, Y * TG_SQRT1_2, VM(erf, f64), -0.5 * Y * Y, \
@@ -158,6 +172,16 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
         }                                                                       \
         CHUNKED(float, LOAD_XY, Y * (float)TG_SQRT1_2, VM(erf, f32), -0.5f * Y * Y, \
                 VM(exp, f32), X * (0.5f * (1.0f + E1) + Y * (float)TG_INV_SQRT_2PI * E2))
+
+/* silu's gradient: vecmath's one-pass kernel for contiguous operands (what a VJP gets). */
+#define SILU_GRAD_CASE(T, SUF)                                                  \
+    case TG_SILU_GRAD:                                                          \
+        if (sa == 1 && sb == 1) {                                               \
+            VM(silu_grad, SUF)(a, b, (T)0, (T)0, out, (size_t)n);               \
+            return 0;                                                           \
+        }                                                                       \
+        CHUNKED(T, LOAD_XY, -Y, VM(exp, SUF), (T)0, vm_none_##SUF,              \
+                silu_grad_##T(X, Y, (T)1 / ((T)1 + E1)))
 
 /* max/min propagate NaN, as PyTorch's maximum/minimum do.  The fused gradients:
  *   gelu       g (Phi(x) + x phi(x))                           (PyTorch's cdf + x * pdf)
@@ -181,8 +205,7 @@ static void vm_log1p_exp_f32(const float *x, float *y, size_t n)
                        (T)(-2 * TG_GELU_BETA) * (Y + (T)TG_GELU_KAPPA * (Y * Y) * Y), \
                        VM(exp, SUF), (T)0, vm_none_##SUF,                       \
                        gelu_tanh_grad_##T(X, Y, (T)1 / ((T)1 + E1)))            \
-        CHUNKED_BINARY(T, TG_SILU_GRAD, -Y, VM(exp, SUF), (T)0, vm_none_##SUF,  \
-                       silu_grad_##T(X, Y, (T)1 / ((T)1 + E1)))                 \
+        SILU_GRAD_CASE(T, SUF)                                                  \
         CHUNKED_BINARY(T, TG_SIN_GRAD, Y, VM(cos, SUF), (T)0, vm_none_##SUF, X * E1) \
         CHUNKED_BINARY(T, TG_COS_GRAD, Y, VM(sin, SUF), (T)0, vm_none_##SUF, X * -E1) \
         CHUNKED_BINARY(T, TG_ERF_GRAD, -(Y * Y), VM(exp, SUF), (T)0, vm_none_##SUF, \
@@ -257,7 +280,7 @@ KERNEL_VARIANTS(binary_f32, (int op, ptrdiff_t n, const float *a, ptrdiff_t sa,
         CHUNKED_UNARY(T, SUF, TG_GELU_TANH,                                          \
                       (T)(-2 * TG_GELU_BETA) * (X + (T)TG_GELU_KAPPA * X * X * X), \
                       VM(exp, SUF), X / ((T)1 + E1))                            \
-        SILU_CASE_##SUF                                                         \
+        VM_CASE(TG_SILU, VM(silu, SUF))                                         \
         default: return -1;                                                     \
     }
 
@@ -268,12 +291,12 @@ KERNEL_VARIANTS(unary_f32, (int op, ptrdiff_t n, const float *a, float *out),
                 UNARY_BODY(float, f32, sqrtf, fabsf), (op, n, a, out))
 
 /* Parameterised ops.  X is the input x (forward) or the saved input (gradients), G the upstream
- * gradient, P0 and P1 the parameters; expressions mirror PyTorch's CPU kernels.  The chunked
- * forms stage E1 = FN(PRE). */
-#define CHUNKED_PARAM(T, SUF, CODE, PRE, FN, EXPR)                              \
-    case CODE: CHUNKED(T, LOAD_X, PRE, FN, (T)0, vm_none_##SUF, EXPR)
-#define CHUNKED_PARAM_GRAD(T, SUF, CODE, PRE, FN, EXPR)                         \
-    case CODE: CHUNKED(T, LOAD_GX, PRE, FN, (T)0, vm_none_##SUF, EXPR)
+ * gradient, P0 and P1 the parameters; expressions mirror PyTorch's CPU kernels. */
+/* elu, softplus and their gradients: vecmath's one-pass kernels (vecmath.h gives the formulas). */
+#define VM_PARAM_CASE(CODE, CALL)                                               \
+    case CODE:                                                                  \
+        CALL;                                                                   \
+        return 0;
 #define PARAM_CASE(T, CODE, EXPR)                                               \
     case CODE:                                                                  \
         for (ptrdiff_t i = 0; i < n; i++) { T X = a[i]; out[i] = (EXPR); }      \
@@ -313,18 +336,15 @@ PICK_FUNCTION(float, uint32_t)
 CLAMP_HELPER(double)
 CLAMP_HELPER(float)
 
-/* elu's gradient at a NaN x is NaN (x > 0 fails: G P0 e^NaN). */
 #define PARAM_BODY(T, SUF)                                                      \
     switch (op) {                                                               \
         PARAM_CASE(T, TG_LEAKY_RELU, pick_##T(X > (T)0, X, X * P0))             \
         PARAM_GRAD_CASE(T, TG_LEAKY_RELU_GRAD, pick_##T(X > (T)0, G, G * P0))   \
-        CHUNKED_PARAM(T, SUF, TG_ELU, X, VM(expm1, SUF), pick_##T(X <= (T)0, P0 * E1, X)) \
-        CHUNKED_PARAM_GRAD(T, SUF, TG_ELU_GRAD, X, VM(exp, SUF),                \
-                           pick_##T(X > (T)0, G, G * P0 * E1))                  \
-        CHUNKED_PARAM(T, SUF, TG_SOFTPLUS, X * P0, vm_log1p_exp_##SUF,          \
-                      pick_##T(X * P0 > P1, X, E1 / P0))                        \
-        CHUNKED_PARAM_GRAD(T, SUF, TG_SOFTPLUS_GRAD, X * P0, VM(exp, SUF),      \
-                           pick_##T(X * P0 > P1, G, G * E1 / (E1 + (T)1)))      \
+        VM_PARAM_CASE(TG_ELU, VM(elu, SUF)(a, P0, P1, out, (size_t)n))          \
+        VM_PARAM_CASE(TG_ELU_GRAD, VM(elu_grad, SUF)(a, b, P0, P1, out, (size_t)n)) \
+        VM_PARAM_CASE(TG_SOFTPLUS, VM(softplus, SUF)(a, P0, P1, out, (size_t)n)) \
+        VM_PARAM_CASE(TG_SOFTPLUS_GRAD,                                         \
+                      VM(softplus_grad, SUF)(a, b, P0, P1, out, (size_t)n))     \
         PARAM_CASE(T, TG_CLAMP, clamp_##T(X, P0, P1))                           \
         PARAM_GRAD_CASE(T, TG_CLAMP_GRAD, (P0 <= X && X <= P1) ? G : (T)0)      \
         default: return -1;                                                     \

@@ -433,17 +433,12 @@ static int use_haswell(void)
 }
 
 #ifdef TG_HASWELL
-/* Whether the AVX-512 kernels run: the CPU has it, and vecmath's level is not forced down
- * (TAPEGRAD_SIMD=avx2 or scalar runs the kernels a CPU without it gets). */
+/* Whether the AVX-512 kernels run: vecmath's level is AVX-512 (the CPU has F, DQ, VL and BW, and
+ * TAPEGRAD_SIMD does not force a lower level, which runs the kernels a CPU without it gets). */
 static int use_avx512(void)
 {
     static int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = use_haswell() && __builtin_cpu_supports("avx512f") &&
-                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                __builtin_cpu_supports("avx512bw") && getenv("TAPEGRAD_SIMD") == NULL;
-    }
+    if (known < 0) known = use_haswell() && tg_vm_level() == TG_VM_AVX512;
     return known;
 }
 
@@ -1439,11 +1434,11 @@ DEFINE_COL2IM_BLOCK(double, col2im_block_hsw_f64)
 DEFINE_CONV_DRIVERS(float, f32, hsw_f32)
 DEFINE_CONV_DRIVERS(double, f64, hsw_f64)
 #pragma GCC pop_options
-/* vecmath's level (AVX2 exactly when the CPU has AVX2 + FMA), so that TAPEGRAD_SIMD=scalar runs
+/* vecmath's level (AVX2 or above exactly when the CPU has AVX2 + FMA), so that TAPEGRAD_SIMD=scalar runs
  * (and the tests check) the portable tiles. */
 #define CONV_CALL(PREFIX, NAME, ARGS)                                                             \
     do {                                                                                          \
-        if (tg_vm_level() == TG_VM_AVX2) hsw_##PREFIX##_##NAME ARGS;                              \
+        if (tg_vm_level() >= TG_VM_AVX2) hsw_##PREFIX##_##NAME ARGS;                              \
         else PREFIX##_##NAME ARGS;                                                                \
     } while (0)
 #else

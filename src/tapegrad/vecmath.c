@@ -125,7 +125,7 @@ void tg_vm_rem_pio2_huge(double x, double *n_out, double *rhi, double *rlo)
  * for one function (nn_kernels.c calls exp) then carries that function only, since the linker
  * drops the sections nothing reaches; a table referring to all of them kept a second full copy of
  * vecmath in _ops_nn. */
-static const char *const level_names[TG_VM_N_LEVELS] = { "scalar", "avx2" };
+static const char *const level_names[TG_VM_N_LEVELS] = { "scalar", "avx2", "avx512" };
 
 static int cpu_has_avx2_fma(void)
 {
@@ -148,13 +148,26 @@ static int cpu_has_avx2_fma(void)
 #endif
 }
 
+static int cpu_has_avx512(void)
+{
+#if TG_VM_BUILD_AVX512
+    /* libgcc / compiler-rt check that the OS saves the ZMM and mask registers too. */
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
+           && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+#else
+    return 0;
+#endif
+}
+
 /* Resolved on first use (-1 until then; read inline by tg_vm_level_fast).  A race between two
  * first calls is benign: both store the same value. */
 int tg_vm_active_level = -1;
 
 int tg_vm_best_level(void)
 {
-    return cpu_has_avx2_fma() ? TG_VM_AVX2 : TG_VM_SCALAR;
+    if (!cpu_has_avx2_fma()) return TG_VM_SCALAR;
+    return cpu_has_avx512() ? TG_VM_AVX512 : TG_VM_AVX2;
 }
 
 const char *tg_vm_level_name(int level)
@@ -222,6 +235,12 @@ void tg_vm_pow_f32(const float *x, float y, float *out, size_t n)
 
 void tg_vm_gelu_f32(const float *x, float *y, size_t n)
 {
+#if TG_VM_BUILD_AVX512
+    if (resolve() == TG_VM_AVX512) {
+        tg_vm_gelu_f32_avx512(x, y, n);
+        return;
+    }
+#endif
 #if TG_VM_BUILD_AVX2
     if (resolve() == TG_VM_AVX2) {
         tg_vm_gelu_f32_avx2(x, y, n);
@@ -238,25 +257,14 @@ void tg_vm_gelu_f32(const float *x, float *y, size_t n)
     }
 }
 
-void tg_vm_silu_f32(const float *x, float *y, size_t n)
+void tg_vm_gelu_grad_f32(const float *g, const float *x, float *out, size_t n)
 {
-#if TG_VM_BUILD_AVX2
-    if (resolve() == TG_VM_AVX2) {
-        tg_vm_silu_f32_avx2(x, y, n);
+#if TG_VM_BUILD_AVX512
+    if (resolve() == TG_VM_AVX512) {
+        tg_vm_gelu_grad_f32_avx512(g, x, out, n);
         return;
     }
 #endif
-    float t[256];
-    for (size_t i0 = 0; i0 < n; i0 += 256) {
-        size_t m = n - i0 < 256 ? n - i0 : 256;
-        for (size_t k = 0; k < m; k++) t[k] = -x[i0 + k];
-        tg_vm_exp_f32(t, t, m);
-        for (size_t k = 0; k < m; k++) y[i0 + k] = x[i0 + k] / (1.0f + t[k]);
-    }
-}
-
-void tg_vm_gelu_grad_f32(const float *g, const float *x, float *out, size_t n)
-{
 #if TG_VM_BUILD_AVX2
     if (resolve() == TG_VM_AVX2) {
         tg_vm_gelu_grad_f32_avx2(g, x, out, n);
@@ -279,13 +287,25 @@ void tg_vm_gelu_grad_f32(const float *g, const float *x, float *out, size_t n)
     }
 }
 
-void tg_vm_silu_f64(const double *x, double *y, size_t n)
-{
-#if TG_VM_BUILD_AVX2
-    if (resolve() == TG_VM_AVX2) {
-        tg_vm_silu_f64_avx2(x, y, n);
-        return;
+#define TG_VM_PUBLIC_ACT(name)                                                                    \
+    void tg_vm_##name##_f64(const double *x, double p0, double p1, double *y, size_t n)          \
+    {                                                                                             \
+        TG_VM_PICK(resolve(), name, f64)(x, p0, p1, y, n);                                        \
+    }                                                                                             \
+    void tg_vm_##name##_f32(const float *x, float p0, float p1, float *y, size_t n)              \
+    {                                                                                             \
+        TG_VM_PICK(resolve(), name, f32)(x, p0, p1, y, n);                                        \
     }
-#endif
-    tg_vm_silu_f64_scalar(x, y, n);
-}
+#define TG_VM_PUBLIC_ACT_GRAD(name)                                                               \
+    void tg_vm_##name##_f64(const double *g, const double *x, double p0, double p1, double *out, \
+                            size_t n)                                                             \
+    {                                                                                             \
+        TG_VM_PICK(resolve(), name, f64)(g, x, p0, p1, out, n);                                   \
+    }                                                                                             \
+    void tg_vm_##name##_f32(const float *g, const float *x, float p0, float p1, float *out,      \
+                            size_t n)                                                             \
+    {                                                                                             \
+        TG_VM_PICK(resolve(), name, f32)(g, x, p0, p1, out, n);                                   \
+    }
+TG_VM_ACTIVATIONS(TG_VM_PUBLIC_ACT)
+TG_VM_ACTIVATION_GRADS(TG_VM_PUBLIC_ACT_GRAD)

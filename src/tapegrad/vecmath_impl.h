@@ -8,7 +8,8 @@
  * kernels use polynomials accurate to ~2^-57 and argument reductions that carry the low-order
  * bits, to stay within 2 ulp.
  *
- * Abstraction: vd_set vd_load vd_store vd_load_f32 vd_store_f32 vd_add vd_sub vd_mul vd_div
+ * Abstraction: vd_set vd_load vd_store vd_load_f32 vd_store_f32 vd_round_f32 (to the nearest
+ * float, as a double) vd_add vd_sub vd_mul vd_div
  * vd_fma(a,b,c)=a*b+c and vd_fnma(a,b,c)=c-a*b (fused or not), vd_fnma_exact (always fused),
  * vd_min vd_max (NaN in the first operand gives the second), vd_abs vd_and vd_or vd_xor,
  * comparisons vd_lt vd_gt vd_eq vd_isnan returning vm, vm_and vm_andnot(a,b)=~a&b vm_or vm_any,
@@ -653,10 +654,12 @@ VM_UNARY(tanh, tanh_core(x, 1, VM_P(exp_p_f64)), tanh_core(x, 0, VM_P(exp_p_f32)
 VM_UNARY(sigmoid, sigmoid_core(x, VM_P(exp_p_f64)), sigmoid_f32_core(x))
 VM_UNARY(erf, erf_f64_core(x), erf_f32_core(x))
 
-/* silu x = x / (1 + e^-x) for float64, e^-x the exp kernel's (vecmath.h: tg_vm_silu_f64); its
- * float32 loop here is unused (float32 silu: vecmath.c and the AVX2 level's own). */
+/* silu x = x / (1 + e^-x) for float64, e^-x the exp kernel's.  float32 (the portable level's; the
+ * others have native float code, vecmath_f32n.h): x sigmoid(x) in double, rounded once;
+ * sigmoid_f32_core is 0 where float's e^-x overflows, so that x = -inf gives NaN and x < -88.7
+ * gives -0, as PyTorch's float formula. */
 VM_UNARY(silu, vd_div(x, vd_add(vd_set(1.0), exp_core(vd_sub(vd_set(0.0), x), VM_P(exp_p_f64)))),
-         vd_div(x, vd_add(vd_set(1.0), exp_f32_core(vd_sub(vd_set(0.0), x)))))
+         vd_mul(x, sigmoid_f32_core(x)))
 
 /* Four vectors per iteration (their dependency chains -- a polynomial is one long chain -- overlap
  * in the out-of-order window), then one, then the tail padded with zeros into one more vector
@@ -704,4 +707,155 @@ VM_UNARY(silu, vd_div(x, vd_add(vd_set(1.0), exp_core(vd_sub(vd_set(0.0), x), VM
         }                                                                                      \
     }
 TG_VM_KERNELS(VM_LOOPS)
-VM_LOOPS(silu)
+
+/* ---- activations with parameters and activation gradients, one pass -------------------------
+ * vecmath.h (tg_vm_elu_f64 ...) gives their formulas: PyTorch's, with the transcendental function
+ * in registers instead of staged through memory.  float64 evaluates each formula's operations in
+ * PyTorch's order; float32 evaluates them in double from the float32 kernels' functions (accurate
+ * to ~2^-30) and rounds once, except where a float32 result decides a special value: x * beta is
+ * rounded to float before it is compared with the threshold and exponentiated (as PyTorch's float
+ * product), and e^z is inf where float's e^z overflows (z > VM_SIGMOID_ZERO_F32) and 0 where it
+ * rounds to 0 (e^z < 2^-150), so that the formulas give PyTorch's inf and NaN there (g = inf
+ * times e^-inf is NaN). */
+#define VM_EXP_ZERO_F32 (-0x1.9fe368f2a9ee1p+6)  /* -150 ln 2 */
+static inline vd exp_f32_as_float(vd z)
+{
+    vd e = vd_select(vd_gt(z, vd_set(VM_SIGMOID_ZERO_F32)), vd_set(INFINITY), exp_f32_core(z));
+    return vd_select(vd_lt(z, vd_set(VM_EXP_ZERO_F32)), vd_set(0.0), e);
+}
+
+/* elu: x > 0 ? x : alpha (e^x - 1) */
+static inline vd elu_v64(vd x, double alpha, double unused)
+{
+    (void)unused;
+    return vd_select(vd_gt(x, vd_set(0.0)), x, vd_mul(vd_set(alpha), expm1_core(x, VM_P(exp_p_f64))));
+}
+static inline vd elu_v32(vd x, double alpha, double unused)
+{
+    (void)unused;
+    return vd_select(vd_gt(x, vd_set(0.0)), x, vd_mul(vd_set(alpha), expm1_f32_core(x)));
+}
+
+/* softplus: z = x beta; z > threshold ? x : log1p(e^z) / beta */
+static inline vd softplus_v64(vd x, double beta, double threshold)
+{
+    vd z = vd_mul(x, vd_set(beta));
+    vd y = vd_div(log1p_core(exp_core(z, VM_P(exp_p_f64)), VM_P(log_q_f64)), vd_set(beta));
+    return vd_select(vd_gt(z, vd_set(threshold)), x, y);
+}
+static inline vd softplus_v32(vd x, double beta, double threshold)
+{
+    vd z = vd_round_f32(vd_mul(x, vd_set(beta)));
+    vd y = vd_div(log1p_f32_core(exp_f32_as_float(z)), vd_set(beta));
+    return vd_select(vd_gt(z, vd_set(threshold)), x, y);
+}
+
+/* elu's gradient: x > 0 ? g : g alpha e^x (a NaN x gives NaN, as PyTorch's vectorised kernel;
+ * its scalar tail gives g) */
+static inline vd elu_grad_v64(vd g, vd x, double alpha, double unused)
+{
+    (void)unused;
+    vd e = exp_core(x, VM_P(exp_p_f64));
+    return vd_select(vd_gt(x, vd_set(0.0)), g, vd_mul(vd_mul(g, vd_set(alpha)), e));
+}
+static inline vd elu_grad_v32(vd g, vd x, double alpha, double unused)
+{
+    (void)unused;
+    vd e = exp_f32_as_float(x);
+    return vd_select(vd_gt(x, vd_set(0.0)), g, vd_mul(vd_mul(g, vd_set(alpha)), e));
+}
+
+/* softplus's gradient: z = x beta; z > threshold ? g : g e^z / (e^z + 1) */
+static inline vd softplus_grad_v64(vd g, vd x, double beta, double threshold)
+{
+    vd z = vd_mul(x, vd_set(beta));
+    vd e = exp_core(z, VM_P(exp_p_f64));
+    vd y = vd_div(vd_mul(g, e), vd_add(e, vd_set(1.0)));
+    return vd_select(vd_gt(z, vd_set(threshold)), g, y);
+}
+static inline vd softplus_grad_v32(vd g, vd x, double beta, double threshold)
+{
+    vd z = vd_round_f32(vd_mul(x, vd_set(beta)));
+    vd e = exp_f32_as_float(z);
+    vd y = vd_div(vd_mul(g, e), vd_add(e, vd_set(1.0)));
+    return vd_select(vd_gt(z, vd_set(threshold)), g, y);
+}
+
+/* silu's gradient: s = 1 / (1 + e^-x); g s (1 + x (1 - s)) (no parameters) */
+static inline vd silu_grad_of(vd g, vd x, vd s)
+{
+    vd one = vd_set(1.0);
+    return vd_mul(vd_mul(g, s), vd_add(one, vd_mul(x, vd_sub(one, s))));
+}
+static inline vd silu_grad_v64(vd g, vd x, double unused0, double unused1)
+{
+    (void)unused0;
+    (void)unused1;
+    vd e = exp_core(vd_sub(vd_set(0.0), x), VM_P(exp_p_f64));
+    return silu_grad_of(g, x, vd_div(vd_set(1.0), vd_add(vd_set(1.0), e)));
+}
+static inline vd silu_grad_v32(vd g, vd x, double unused0, double unused1)
+{
+    (void)unused0;
+    (void)unused1;
+    return silu_grad_of(g, x, sigmoid_f32_core(x));
+}
+
+/* The loops: VM_LOOPS' shape (four vectors per iteration, the tail through a masked load) with
+ * the parameters, and for the gradients the upstream gradient g as a second array. */
+#define VM_ACT_LOOP(DECL, T, LOAD, LOAD_PART, STORE, V)                                        \
+    DECL(const T *x, T p0, T p1, T *y, size_t n)                                               \
+    {                                                                                          \
+        const double q0 = p0, q1 = p1;                                                         \
+        size_t i = 0;                                                                          \
+        for (; i + 4 * VM_W <= n; i += 4 * VM_W) {                                             \
+            vd a = V(LOAD(x + i), q0, q1), b = V(LOAD(x + i + VM_W), q0, q1);                  \
+            vd c = V(LOAD(x + i + 2 * VM_W), q0, q1), d = V(LOAD(x + i + 3 * VM_W), q0, q1);   \
+            STORE(y + i, a);                                                                   \
+            STORE(y + i + VM_W, b);                                                            \
+            STORE(y + i + 2 * VM_W, c);                                                        \
+            STORE(y + i + 3 * VM_W, d);                                                        \
+        }                                                                                      \
+        for (; i + VM_W <= n; i += VM_W) STORE(y + i, V(LOAD(x + i), q0, q1));                 \
+        if (i < n) {                                                                           \
+            T buf[VM_W];                                                                       \
+            STORE(buf, V(LOAD_PART(x + i, n - i), q0, q1));                                    \
+            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+        }                                                                                      \
+    }
+#define VM_ACT_GRAD_LOOP(DECL, T, LOAD, LOAD_PART, STORE, V)                                   \
+    DECL(const T *g, const T *x, T p0, T p1, T *y, size_t n)                                   \
+    {                                                                                          \
+        const double q0 = p0, q1 = p1;                                                         \
+        size_t i = 0;                                                                          \
+        for (; i + 4 * VM_W <= n; i += 4 * VM_W) {                                             \
+            vd a = V(LOAD(g + i), LOAD(x + i), q0, q1);                                        \
+            vd b = V(LOAD(g + i + VM_W), LOAD(x + i + VM_W), q0, q1);                          \
+            vd c = V(LOAD(g + i + 2 * VM_W), LOAD(x + i + 2 * VM_W), q0, q1);                  \
+            vd d = V(LOAD(g + i + 3 * VM_W), LOAD(x + i + 3 * VM_W), q0, q1);                  \
+            STORE(y + i, a);                                                                   \
+            STORE(y + i + VM_W, b);                                                            \
+            STORE(y + i + 2 * VM_W, c);                                                        \
+            STORE(y + i + 3 * VM_W, d);                                                        \
+        }                                                                                      \
+        for (; i + VM_W <= n; i += VM_W) STORE(y + i, V(LOAD(g + i), LOAD(x + i), q0, q1));    \
+        if (i < n) {                                                                           \
+            T buf[VM_W];                                                                       \
+            STORE(buf, V(LOAD_PART(g + i, n - i), LOAD_PART(x + i, n - i), q0, q1));           \
+            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+        }                                                                                      \
+    }
+/* The float64 loops are the level's kernels; the float32 ones (name_f32_via_f64) are exported by
+ * the level's translation unit, which may replace some by native float code (as VM_LOOPS'). */
+#define VM_ACT_LOOPS(name)                                                                     \
+    VM_ACT_LOOP(void VM_XCAT3(tg_vm_##name##_f64, _, VM_LEVEL_NAME), double, vd_load,          \
+                vd_load_part, vd_store, name##_v64)                                            \
+    VM_ACT_LOOP(static inline void name##_f32_via_f64, float, vd_load_f32, vd_load_f32_part,   \
+                vd_store_f32, name##_v32)
+#define VM_ACT_GRAD_LOOPS(name)                                                                \
+    VM_ACT_GRAD_LOOP(void VM_XCAT3(tg_vm_##name##_f64, _, VM_LEVEL_NAME), double, vd_load,     \
+                     vd_load_part, vd_store, name##_v64)                                       \
+    VM_ACT_GRAD_LOOP(static inline void name##_f32_via_f64, float, vd_load_f32,                \
+                     vd_load_f32_part, vd_store_f32, name##_v32)
+TG_VM_ACTIVATIONS(VM_ACT_LOOPS)
+TG_VM_ACTIVATION_GRADS(VM_ACT_GRAD_LOOPS)

@@ -24,6 +24,15 @@
 #define TG_VM_BUILD_AVX2 0
 #endif
 
+/* The AVX-512 level (F, DQ, VL, BW) is built where the AVX2 one is, with GCC or Clang (whose
+ * __builtin_cpu_supports also checks that the OS saves the ZMM registers); define
+ * TG_VM_NO_AVX512 to leave it out. */
+#if TG_VM_BUILD_AVX2 && (defined(__GNUC__) || defined(__clang__)) && !defined(TG_VM_NO_AVX512)
+#define TG_VM_BUILD_AVX512 1
+#else
+#define TG_VM_BUILD_AVX512 0
+#endif
+
 /* The level in use, -1 until the first call resolves it (vecmath.c). */
 extern int tg_vm_active_level;
 
@@ -37,7 +46,11 @@ static inline int tg_vm_level_fast(void)
 
 /* The function of a kernel (a TG_VM_KERNELS name) at `level`: what the public functions call
  * (vecmath.c's dispatch says why not a table), and what kernels.c calls directly. */
-#if TG_VM_BUILD_AVX2
+#if TG_VM_BUILD_AVX512
+#define TG_VM_PICK(level, name, suffix)                                           \
+    ((level) == TG_VM_AVX512 ? tg_vm_##name##_##suffix##_avx512 :                 \
+     (level) == TG_VM_AVX2 ? tg_vm_##name##_##suffix##_avx2 : tg_vm_##name##_##suffix##_scalar)
+#elif TG_VM_BUILD_AVX2
 #define TG_VM_PICK(level, name, suffix) \
     ((level) == TG_VM_AVX2 ? tg_vm_##name##_##suffix##_avx2 : tg_vm_##name##_##suffix##_scalar)
 #else
@@ -49,21 +62,48 @@ static inline int tg_vm_level_fast(void)
     void tg_vm_##name##_f32_##level(const float *x, float *y, size_t n);
 #define TG_VM_DECLARE_SCALAR(name) TG_VM_DECLARE_LEVEL(name, scalar)
 #define TG_VM_DECLARE_AVX2(name) TG_VM_DECLARE_LEVEL(name, avx2)
+#define TG_VM_DECLARE_AVX512(name) TG_VM_DECLARE_LEVEL(name, avx512)
 TG_VM_KERNELS(TG_VM_DECLARE_SCALAR)
 #if TG_VM_BUILD_AVX2
 TG_VM_KERNELS(TG_VM_DECLARE_AVX2)
 #endif
+#if TG_VM_BUILD_AVX512
+TG_VM_KERNELS(TG_VM_DECLARE_AVX512)
+#endif
 
-void tg_vm_silu_f64_scalar(const double *x, double *y, size_t n);
+#define TG_VM_DECLARE_ACT_LEVEL(name, level)                                                      \
+    void tg_vm_##name##_f64_##level(const double *x, double p0, double p1, double *y, size_t n); \
+    void tg_vm_##name##_f32_##level(const float *x, float p0, float p1, float *y, size_t n);
+#define TG_VM_DECLARE_ACT_GRAD_LEVEL(name, level)                                                 \
+    void tg_vm_##name##_f64_##level(const double *g, const double *x, double p0, double p1,      \
+                                    double *out, size_t n);                                       \
+    void tg_vm_##name##_f32_##level(const float *g, const float *x, float p0, float p1,          \
+                                    float *out, size_t n);
+#define TG_VM_DECLARE_ACTS(level)                                                                 \
+    TG_VM_DECLARE_ACT_LEVEL(elu, level) TG_VM_DECLARE_ACT_LEVEL(softplus, level)                 \
+    TG_VM_DECLARE_ACT_GRAD_LEVEL(elu_grad, level) TG_VM_DECLARE_ACT_GRAD_LEVEL(softplus_grad, level) \
+    TG_VM_DECLARE_ACT_GRAD_LEVEL(silu_grad, level)
+TG_VM_DECLARE_ACTS(scalar)
+#if TG_VM_BUILD_AVX2
+TG_VM_DECLARE_ACTS(avx2)
+#endif
+#if TG_VM_BUILD_AVX512
+TG_VM_DECLARE_ACTS(avx512)
+void tg_vm_gelu_f32_avx512(const float *x, float *y, size_t n);
+void tg_vm_gelu_grad_f32_avx512(const float *g, const float *x, float *out, size_t n);
+#endif
+
 void tg_vm_pow_f64_scalar(const double *x, double y, double *out, size_t n);
 void tg_vm_pow_f32_scalar(const float *x, float y, float *out, size_t n);
 #if TG_VM_BUILD_AVX2
-void tg_vm_silu_f64_avx2(const double *x, double *y, size_t n);
 void tg_vm_pow_f64_avx2(const double *x, double y, double *out, size_t n);
 void tg_vm_pow_f32_avx2(const float *x, float y, float *out, size_t n);
 void tg_vm_gelu_f32_avx2(const float *x, float *y, size_t n);
-void tg_vm_silu_f32_avx2(const float *x, float *y, size_t n);
 void tg_vm_gelu_grad_f32_avx2(const float *g, const float *x, float *out, size_t n);
+#endif
+#if TG_VM_BUILD_AVX512
+void tg_vm_pow_f64_avx512(const double *x, double y, double *out, size_t n);
+void tg_vm_pow_f32_avx512(const float *x, float y, float *out, size_t n);
 #endif
 #define TG_VM_SQRT1_2F 0.70710678118654752440f
 #define TG_VM_INV_SQRT_2PIF 0.39894228040143267794f

@@ -19,6 +19,7 @@ static inline vd vd_load(const double *p) { return *p; }
 static inline void vd_store(double *p, vd v) { *p = v; }
 static inline vd vd_load_f32(const float *p) { return (double)*p; }
 static inline void vd_store_f32(float *p, vd v) { *p = (float)v; }
+static inline vd vd_round_f32(vd v) { return (double)(float)v; }
 /* One lane: an array has no partial tail (never called). */
 static inline vd vd_load_part(const double *p, size_t m) { (void)m; return *p; }
 static inline vd vd_load_f32_part(const float *p, size_t m) { (void)m; return (double)*p; }
@@ -73,3 +74,17 @@ static inline void vd_lookup4(const double *t, vi i, vd *a, vd *b, vd *c, vd *d)
         name##_f32_via_f64(x, y, n);                                             \
     }
 TG_VM_KERNELS(VM_EXPORT_F32)
+
+#define VM_EXPORT_ACT_F32(name)                                                                   \
+    void tg_vm_##name##_f32_scalar(const float *x, float p0, float p1, float *y, size_t n)       \
+    {                                                                                             \
+        name##_f32_via_f64(x, p0, p1, y, n);                                                      \
+    }
+#define VM_EXPORT_ACT_GRAD_F32(name)                                                              \
+    void tg_vm_##name##_f32_scalar(const float *g, const float *x, float p0, float p1, float *y, \
+                                   size_t n)                                                      \
+    {                                                                                             \
+        name##_f32_via_f64(g, x, p0, p1, y, n);                                                   \
+    }
+TG_VM_ACTIVATIONS(VM_EXPORT_ACT_F32)
+TG_VM_ACTIVATION_GRADS(VM_EXPORT_ACT_GRAD_F32)
