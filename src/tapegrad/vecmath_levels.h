@@ -55,10 +55,14 @@ TG_VM_KERNELS(TG_VM_DECLARE_AVX2)
 #endif
 
 void tg_vm_silu_f64_scalar(const double *x, double *y, size_t n);
+void tg_vm_sincos_f64_scalar(const double *x, double *s, double *c, size_t n);
+void tg_vm_sincos_f32_scalar(const float *x, float *s, float *c, size_t n);
 void tg_vm_pow_f64_scalar(const double *x, double y, double *out, size_t n);
 void tg_vm_pow_f32_scalar(const float *x, float y, float *out, size_t n);
 #if TG_VM_BUILD_AVX2
 void tg_vm_silu_f64_avx2(const double *x, double *y, size_t n);
+void tg_vm_sincos_f64_avx2(const double *x, double *s, double *c, size_t n);
+void tg_vm_sincos_f32_avx2(const float *x, float *s, float *c, size_t n);
 void tg_vm_pow_f64_avx2(const double *x, double y, double *out, size_t n);
 void tg_vm_pow_f32_avx2(const float *x, float y, float *out, size_t n);
 void tg_vm_gelu_f32_avx2(const float *x, float *y, size_t n);
