@@ -10,8 +10,9 @@ PyTorch eager):
   mixed    300 ops mixing * + tanh sin sigmoid exp (50 cycles) at size 1 and 100,000, float64,
            forward + backward (issue targets: replay <= 0.1 us per op at size 1, <= 1/60 of
            PyTorch eager); at size 1,000,000 timed round-robin (test_mixed_chain_interleaved:
-           issue target replay <= 0.5x PyTorch eager, which the fused loops of
-           src/tapegrad/fusion.pxi reach: the 300 steps run as one loop over cache-sized blocks)
+           issue target replay <= 0.5x PyTorch eager; the fused loops of src/tapegrad/fusion.pxi
+           run the 300 steps as one loop over cache-sized blocks and reach ~0.6-0.65x, the
+           transcendental kernels being ~75% of the time: README)
   poly     the polynomial fit iteration of test_training.py (forward + backward compiled, the
            manual SGD update outside), 2,000 points, float32
   mlp      the MLP 784-256-10 SGD step of test_training.py (model + loss compiled, zero_grad and

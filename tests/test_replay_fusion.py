@@ -145,6 +145,32 @@ def test_chain_is_fused_and_exact():
     assert "30 of them fused into 1 loop" in compiled.explain(), compiled.explain()
 
 
+@pytest.mark.parametrize("dt", [tg.float32, tg.float64])
+def test_sin_cos_gradients_from_the_forward_pass_are_exact(dt):
+    """A fused sin / cos whose input gets a gradient computes cos / sin in the forward's pass
+    (tg_sincos) for its backward: gradients equal eager's bit for bit, with huge arguments (the
+    exact reduction), signed zeros, infinities and NaN among the values, at sizes that end a block
+    part way, and beside a sin whose input gets no gradient (no partner buffer)."""
+    def f(x, w):
+        h = tg.sin(x * w)                   # partner: x and w get gradients through x * w
+        k = tg.cos(h * 3.0 + 0.5)
+        u = tg.sin(w.detach() * 2.0) * k    # its input gets no gradient
+        return tg.cos(tg.sin(u) - x) * 2.0
+    compiled = tg.compile(f)
+    rng = np.random.default_rng(5)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -3e38, 2.0 ** 24 + 3,
+                         np.pi / 2, 1e-40])
+    for call, size in enumerate((4097, 9001, 4097, 20_000)):
+        base = rng.uniform(-40, 40, size)
+        base[rng.choice(size, len(specials), replace=False)] = specials
+        wbase = rng.uniform(-2, 2, size)
+        seed = rng.uniform(-1, 1, size)
+        got, want = (run(g, base, wbase, 0.0, dt, [seed]) for g in
+                     (lambda x, w, p: (compiled(x, w),), lambda x, w, p: (f(x, w),)))
+        assert same(got[0], want[0]) and same(got[1], want[1]), (size, call)
+    assert "fused" in compiled.explain(), compiled.explain()
+
+
 def test_no_fusion_at_small_sizes():
     compiled = tg.compile(lambda x: (x * 2 + 1).tanh())
     for _ in range(2):

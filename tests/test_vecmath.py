@@ -153,6 +153,23 @@ def test_result_does_not_depend_on_position_or_length(vm, level, dtype):
         np.testing.assert_array_equal(inplace, full, err_msg=f"{name} in place")
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+def test_sincos_is_sin_and_cos_bit_for_bit(vm, level, dtype):
+    """tg_vm_sincos (replay's fused sin / cos steps: the forward computes the function the
+    gradient needs in the same pass) gives exactly the sin and cos kernels' bits, at every length
+    (vector body, single vectors, tail), for random, edge and huge (Payne-Hanek) arguments."""
+    x = np.concatenate([vs.random_inputs("sin", dtype, 3001, _rng("sincos", dtype)),
+                        vs.edge_inputs("sin", dtype)]).astype(dtype)
+    s, c = vm.sincos(x)
+    np.testing.assert_array_equal(s.view(np.uint8), vm("sin", x).view(np.uint8))
+    np.testing.assert_array_equal(c.view(np.uint8), vm("cos", x).view(np.uint8))
+    for length in (1, 2, 3, 5, 7, 16, 17, 19):
+        part = np.ascontiguousarray(x[3:3 + length])
+        ps, pc = vm.sincos(part)
+        np.testing.assert_array_equal(ps.view(np.uint8), s[3:3 + length].view(np.uint8))
+        np.testing.assert_array_equal(pc.view(np.uint8), c[3:3 + length].view(np.uint8))
+
+
 def test_environment_variable_forces_the_level(vm, tmp_path, monkeypatch):
     """TAPEGRAD_SIMD is read on first use; a fresh copy of the library sees the new value."""
     lib = vs.build()

@@ -86,6 +86,10 @@ class VecMath:
                 fn.argtypes = ([ctypes.POINTER(ctype)] * (arrays - 1) + [ctype, ctype]
                                + [ctypes.POINTER(ctype), ctypes.c_size_t])
                 fn.restype = None
+        for suffix, ctype in (("f64", ctypes.c_double), ("f32", ctypes.c_float)):
+            fn = getattr(self.lib, f"tg_vm_sincos_{suffix}")
+            fn.argtypes = [ctypes.POINTER(ctype)] * 3 + [ctypes.c_size_t]
+            fn.restype = None
         self.lib.tg_vm_level_name.restype = ctypes.c_char_p
         self.lib.tg_vm_set_level.argtypes = [ctypes.c_int]
 
@@ -125,6 +129,15 @@ class VecMath:
         getattr(self.lib, f"tg_vm_{name}_{suffix}")(*(a.ctypes.data_as(ptr) for a in arrays),
                                                      p0, p1, out.ctypes.data_as(ptr), x.size)
         return out
+    def sincos(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(sin x, cos x) by tg_vm_sincos_f64 / _f32 (one pass)."""
+        assert x.flags.c_contiguous and x.dtype in (np.float32, np.float64)
+        s, c = np.empty_like(x), np.empty_like(x)
+        suffix, ctype = ("f64", ctypes.c_double) if x.dtype == np.float64 else ("f32", ctypes.c_float)
+        ptr = ctypes.POINTER(ctype)
+        getattr(self.lib, f"tg_vm_sincos_{suffix}")(x.ctypes.data_as(ptr), s.ctypes.data_as(ptr),
+                                                     c.ctypes.data_as(ptr), x.size)
+        return s, c
 
     def pow(self, x: np.ndarray, y: float, out: np.ndarray | None = None) -> np.ndarray:
         """x ** y by tg_vm_pow_f64 / _f32 (y rounded to x's dtype, as the kernels take it)."""

@@ -140,6 +140,8 @@ cdef extern from "kernels.h" nogil:
     void tg_fma_f64(ptrdiff_t n, const double* a, const double* b, ptrdiff_t sb, const double* c,
                     double* out) noexcept
     int tg_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexcept
+    void tg_sincos_f64(ptrdiff_t n, const double* x, double* s, double* c) noexcept
+    void tg_sincos_f32(ptrdiff_t n, const float* x, float* s, float* c) noexcept
     enum:
         TG_SUM_MAX_N
     float tg_sum_f32(ptrdiff_t n, const float* a) noexcept
@@ -174,6 +176,8 @@ cdef int pooled_binary_f32(int op, ptrdiff_t n, const float* a, ptrdiff_t sa, co
                            ptrdiff_t sb, float* out) noexcept nogil
 cdef int pooled_unary_f64(int op, ptrdiff_t n, const double* a, double* out) noexcept nogil
 cdef int pooled_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexcept nogil
+cdef void pooled_sincos_f64(ptrdiff_t n, const double* x, double* s, double* c) noexcept nogil
+cdef void pooled_sincos_f32(ptrdiff_t n, const float* x, float* s, float* c) noexcept nogil
 cdef double pooled_sum_f64(ptrdiff_t n, const double* a) noexcept nogil
 cdef float pooled_sum_f32(ptrdiff_t n, const float* a) noexcept nogil
 

@@ -20,6 +20,11 @@
 # product's operands) are kept at full size, as eager keeps them, and read back block by block
 # (recomputing them per block instead would run the transcendental kernels, most of the work,
 # twice, and would need a copy of any input a user may overwrite in place before backward).
+# A sin (cos) whose input gets a gradient computes the cos (sin) its backward needs in the same
+# pass (tg_sincos: one argument reduction for both, the same bits as the cos / sin kernel) into a
+# full-size partner buffer: its backward reads that instead of running a second transcendental
+# kernel (in a chain of sin, tanh and the like at 1e6 elements, cos was a fifth of the replay's
+# time), and its input needs no keeping for it.
 # A contribution to a one-element slot (a parameter broadcast over the group) is written at full
 # size and summed after the loop, by the same summation eager uses (give_full), in the sweep's
 # order.
@@ -77,8 +82,8 @@ cdef list backward_reads(Program p, Step* s):
                 out.append(s.b)
         elif s.kop == TG_POW and s.grad_a:
             out.append(s.a)
-    elif s.grad_a and s.op != OP_NEG:
-        if s.op == OP_LOG or s.kop == TG_SIN or s.kop == TG_COS:
+    elif s.grad_a and s.op != OP_NEG and s.partner < 0:     # (sin, cos: their partner)
+        if s.op == OP_LOG:
             out.append(s.a)
         else:
             out.append(s.out)           # exp, tanh, relu, sigmoid: their output
@@ -93,7 +98,8 @@ cdef int form_groups(Program p, object observed) except -1:
     cdef list spans = []
     for i in range(n):
         p.steps[i].group = -1
-        p.steps[i].bc_a = p.steps[i].bc_b = -1
+        p.steps[i].bc_a = p.steps[i].bc_b = p.steps[i].partner = -1
+    p.n_partner = 0
     for k in range(p.n_slots):
         p.vrow[k] = p.arow[k] = -1
     i = 0
@@ -116,6 +122,11 @@ cdef int form_groups(Program p, object observed) except -1:
     cdef set seen = set(p.outputs) | set(observed)
     cdef Py_ssize_t item = 8 if p.f64 else 4
     for g, (first, last) in enumerate(spans):
+        for i in range(first, last + 1):
+            s = &p.steps[i]
+            if s.kind == SK_UNARY and (s.kop == TG_SIN or s.kop == TG_COS) and s.grad_a:
+                s.partner = p.n_partner
+                p.n_partner += 1
         # what is read outside the group: the outputs, the guards, other steps' operands
         members = {p.steps[i].out for i in range(first, last + 1)}
         outside = set(seen)
@@ -222,6 +233,7 @@ cdef struct FusedRun:
     void** ptr
     void** aptr
     void** bcp
+    void** pptr
     bint f64
     Py_ssize_t item
     Py_ssize_t n_slots
@@ -269,6 +281,19 @@ cdef inline const void* operand_at(Lane* L, Step* s, bint second, Py_ssize_t o,
     return value_at(L, k, o)
 
 
+cdef inline char* partner_at(FusedRun* r, Step* s, Py_ssize_t o) noexcept nogil:
+    """The block at o of step s's partner buffer (the cos of a sin's input, the sin of a cos's)."""
+    return <char*>r.pptr[s.partner] + o * r.item
+
+
+cdef inline void k_sincos(bint f64, Py_ssize_t n, const void* x, void* sin_out,
+                          void* cos_out) noexcept nogil:
+    if f64:
+        pooled_sincos_f64(n, <const double*>x, <double*>sin_out, <double*>cos_out)
+    else:
+        pooled_sincos_f32(n, <const float*>x, <float*>sin_out, <float*>cos_out)
+
+
 cdef inline void lane_at(FusedRun* r, Py_ssize_t j, Lane* L) noexcept nogil:
     L.r = r
     L.rowp = r.rows + j * r.lane_rows
@@ -288,7 +313,7 @@ cdef int prepare_run(Program p, BufferSet bs, FuseGroup* G, FusedRun* r) except 
     r.steps = p.steps
     r.G = G
     r.vrow, r.arow = p.vrow, p.arow
-    r.ptr, r.aptr, r.bcp = bs.ptr, bs.aptr, bs.bcp
+    r.ptr, r.aptr, r.bcp, r.pptr = bs.ptr, bs.aptr, bs.bcp, bs.pptr
     r.f64, r.item = p.f64, p.item
     r.n_slots, r.n_bc = p.n_slots, max(p.n_bc, 1)
     r.row_len = G.block * p.item
@@ -348,8 +373,14 @@ cdef void forward_lanes(void* ctx, ptrdiff_t begin, ptrdiff_t end) noexcept nogi
                     pa = operand_at(&L, s, False, o, &sa)
                     pb = operand_at(&L, s, True, o, &sb)
                     k_binary(f64, s.kop, m, pa, sa, pb, sb, value_at(&L, s.out, o))
-                else:
+                elif s.partner < 0:
                     k_unary(f64, s.kop, m, value_at(&L, s.a, o), value_at(&L, s.out, o))
+                elif s.kop == TG_SIN:
+                    k_sincos(f64, m, value_at(&L, s.a, o), value_at(&L, s.out, o),
+                             partner_at(r, s, o))
+                else:
+                    k_sincos(f64, m, value_at(&L, s.a, o), partner_at(r, s, o),
+                             value_at(&L, s.out, o))
 
 
 cdef int fused_forward(Program p, BufferSet bs, FuseGroup* G) except -1:
@@ -480,12 +511,10 @@ cdef void fused_backward_block(Lane* L, Py_ssize_t o, Py_ssize_t m) noexcept nog
             k_binary(f64, TG_RELU_GRAD, m, g, 1, value_at(L, s.out, o), 1, dst)
         elif s.kop == TG_SIGMOID:
             k_binary(f64, TG_SIGMOID_GRAD, m, g, 1, value_at(L, s.out, o), 1, dst)
-        elif s.kop == TG_SIN:
-            k_unary(f64, TG_COS, m, value_at(L, s.a, o), s1)
-            k_binary(f64, TG_MUL, m, g, 1, s1, 1, dst)
-        else:                                   # cos: g * -sin(x)
-            k_unary(f64, TG_SIN, m, value_at(L, s.a, o), s1)
-            k_unary(f64, TG_NEG, m, s1, s1)
+        elif s.kop == TG_SIN:                   # g * cos(x), cos(x) from the forward's pass
+            k_binary(f64, TG_MUL, m, g, 1, partner_at(L.r, s, o), 1, dst)
+        else:                                   # cos: g * -sin(x), likewise
+            k_unary(f64, TG_NEG, m, partner_at(L.r, s, o), s1)
             k_binary(f64, TG_MUL, m, g, 1, s1, 1, dst)
         took_at(L, s.a, s.bc_a, dst, o, m)
 

@@ -474,6 +474,16 @@ int tg_unary_f32(int op, ptrdiff_t n, const float *a, float *out)
     return 0;
 }
 
+void tg_sincos_f64(ptrdiff_t n, const double *x, double *s, double *c)
+{
+    VM(sincos, f64)(x, s, c, (size_t)n);
+}
+
+void tg_sincos_f32(ptrdiff_t n, const float *x, float *s, float *c)
+{
+    VM(sincos, f32)(x, s, c, (size_t)n);
+}
+
 int tg_param_f64(int op, ptrdiff_t n, const double *a, const double *b, double p0, double p1,
                  double *out)
 {

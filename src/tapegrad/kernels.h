@@ -75,6 +75,11 @@ int tg_binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const float
 int tg_unary_f64(int op, ptrdiff_t n, const double *a, double *out);
 int tg_unary_f32(int op, ptrdiff_t n, const float *a, float *out);
 
+/* s[i] = sin(x[i]), c[i] = cos(x[i]) in one pass, bit for bit the TG_SIN and TG_COS results (the
+ * gradient of sin needs the cos of its input, and the reverse).  In the calling thread only. */
+void tg_sincos_f64(ptrdiff_t n, const double *x, double *s, double *c);
+void tg_sincos_f32(ptrdiff_t n, const float *x, float *s, float *c);
+
 /* out[i] = op(a[i], b[i]; p0, p1) for contiguous a (and b for the *_GRAD ops; NULL otherwise).
  * Returns 0, or -1 for an unknown op. */
 int tg_param_f64(int op, ptrdiff_t n, const double *a, const double *b, double p0, double p1,

@@ -24,6 +24,14 @@ cdef int pooled_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexc
     return tg_unary_f32(op, n, a, out)
 
 
+cdef void pooled_sincos_f64(ptrdiff_t n, const double* x, double* s, double* c) noexcept nogil:
+    tg_sincos_f64(n, x, s, c)        # (in the calling thread: replay's fused lanes split the work)
+
+
+cdef void pooled_sincos_f32(ptrdiff_t n, const float* x, float* s, float* c) noexcept nogil:
+    tg_sincos_f32(n, x, s, c)
+
+
 cdef double pooled_sum_f64(ptrdiff_t n, const double* a) noexcept nogil:
     return tg_sum_f64(n, a)
 

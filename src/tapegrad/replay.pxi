@@ -40,6 +40,9 @@ cdef struct Step:
     int group           # the fused group it belongs to (fusion.pxi), or -1
     int bc_a, bc_b      # in a group: index of a / b's full-size contribution buffer (a
                         # one-element slot's gradient, summed after the block loop), or -1
+    int partner         # in a group, a sin (cos) whose input gets a gradient: index of the
+                        # full-size buffer its forward fills with the cos (sin) of its input, in
+                        # the same pass (tg_sincos), for its backward; or -1
 
 
 cdef enum:
@@ -144,6 +147,8 @@ cdef class BufferSet:
     cdef list bc                # contribution to a one-element slot -> its full-size buffer
     cdef void** bcp
     cdef char* bcw              # whether it was written in this backward
+    cdef list partners          # partner -> its full-size buffer (Step.partner)
+    cdef void** pptr
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -158,6 +163,7 @@ cdef class BufferSet:
         free(self.lane_bcw)
         free(self.bcp)
         free(self.bcw)
+        free(self.pptr)
 
 
 cdef void clear_step_record(Record* r) noexcept:
@@ -237,6 +243,7 @@ cdef class Program:
     cdef int* arow              # slot -> its adjoint row in its group's block, or -1
     cdef Py_ssize_t n_bc        # contributions to one-element slots in groups
     cdef list bc_slots          # -> (slot, the step's out slot)
+    cdef Py_ssize_t n_partner   # the partner buffers of fused sin / cos steps (Step.partner)
     cdef list group_writes      # group -> the full-size adjoints its backward writes
     cdef Py_ssize_t rows_bytes  # the largest group's block rows
     cdef list effects           # (fn, args template, kwargs template): in-place writes into
@@ -360,6 +367,7 @@ cdef class Program:
         for i in range(self.n_steps):
             self.steps[i].group = -1
             self.steps[i].bc_a = self.steps[i].bc_b = -1
+            self.steps[i].partner = -1
         self.any_grad = any(self.grad[:n_ext])
         self.fresh_new = sorted([k for k in self.fresh
                                  if k >= self.n_ext and k not in self.replaced])
@@ -418,7 +426,7 @@ cdef class Program:
 
     cdef BufferSet new_buffers(self):
         cdef BufferSet bs = BufferSet.__new__(BufferSet)
-        cdef Py_ssize_t k
+        cdef Py_ssize_t k, i
         bs.ptr = <void**>calloc(self.n_slots, sizeof(void*))
         bs.aptr = <void**>calloc(self.n_slots, sizeof(void*))
         bs.touched = <char*>calloc(self.n_slots, sizeof(char))
@@ -438,6 +446,15 @@ cdef class Program:
         if bs.bcp == NULL or bs.bcw == NULL:
             raise MemoryError()
         bs.bc = [None] * self.n_bc
+        bs.pptr = <void**>calloc(max(self.n_partner, 1), sizeof(void*))
+        if bs.pptr == NULL:
+            raise MemoryError()
+        bs.partners = []
+        for i in range(self.n_steps):
+            if self.steps[i].partner >= 0:
+                arr = np.empty(self.steps[i].n, self.dtype)
+                bs.pptr[self.steps[i].partner] = cnp.PyArray_DATA(<cnp.ndarray>arr)
+                bs.partners.append(arr)
         bs.n_lanes = 0                  # the fused groups' rows: at their first run (fusion.pxi)
         for k in range(self.n_slots):
             if k >= self.n_ext and k not in self.fresh and self.vrow[k] < 0:

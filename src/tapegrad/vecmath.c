@@ -212,6 +212,16 @@ int tg_vm_level(void)
     }
 TG_VM_KERNELS(TG_VM_PUBLIC)
 
+void tg_vm_sincos_f64(const double *x, double *s, double *c, size_t n)
+{
+    TG_VM_PICK(resolve(), sincos, f64)(x, s, c, n);
+}
+
+void tg_vm_sincos_f32(const float *x, float *s, float *c, size_t n)
+{
+    TG_VM_PICK(resolve(), sincos, f32)(x, s, c, n);
+}
+
 /* The exponents whose results do not depend on the algorithm (0, NaN, infinities: exact special
  * values or a comparison of |x| with 1) go to the C library, lane by lane; the kernels take the
  * finite nonzero ones. */

@@ -66,6 +66,12 @@ void tg_vm_gelu_f32(const float *x, float *y, size_t n);
  * AVX2 and AVX-512 levels gelu's polynomials).  out may be g. */
 void tg_vm_gelu_grad_f32(const float *g, const float *x, float *out, size_t n);
 
+/* s = sin x and c = cos x in one pass, bit for bit what tg_vm_sin / tg_vm_cos give (one argument
+ * reduction serves both; the gradient of sin needs cos of the same x).  s and c are disjoint; x
+ * may be either of them. */
+void tg_vm_sincos_f64(const double *x, double *s, double *c, size_t n);
+void tg_vm_sincos_f32(const float *x, float *s, float *c, size_t n);
+
 /* out = x ** y for a number y, as C99's pow / powf (numpy's): within 2 ulp (float64) / 1 ulp
  * (float32) of the correctly rounded result, with pow's special values (y = 0 gives 1 even for a
  * NaN x, x = 1 gives 1 even for a NaN y, negative x with a non-integer y gives NaN, signed zeros and

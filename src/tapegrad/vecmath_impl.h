@@ -240,21 +240,37 @@ static inline vd cos_reduced(vd rh, vd rl, vd z, const double *c, int nc)
     return vd_add(w, tail);
 }
 
-/* which = 0: sin, 1: cos (cos x = sin(x + pi/2): the quadrant shifts by one). */
-static inline vd sincos_core(vd x, int which, const double *s, int ns, const double *c, int nc)
+/* sin (which = 0) or cos (1) of x from sin and cos of its reduced argument, sr and cr, in quadrant
+ * n (cos x = sin(x + pi/2): the quadrant shifts by one). */
+static inline vd trig_quadrant(vd n, vd sr, vd cr, int which)
+{
+    vi q = vi_add(vd_as_vi(vd_add(n, vd_set(VM_MAGIC))), vi_set((uint64_t)which));
+    vm odd = vi_eq(vi_and(q, vi_set(1)), vi_set(1));
+    vd sign = vi_as_vd(vi_shl(vi_and(q, vi_set(2)), 62));
+    return vd_xor(vd_select(odd, cr, sr), sign);
+}
+
+/* Both sin x and cos x: one reduction, both finished from it (each kernel alone computes sr and
+ * cr as well), so *ys and *yc are the sin and cos kernels' results bit for bit. */
+static inline void sincos_pair(vd x, vd *ys, vd *yc, const double *s, int ns, const double *c,
+                               int nc)
 {
     vd rh, rl;
     vd n = trig_reduce(x, &rh, &rl);
     vd z = vd_mul(rh, rh);
     vd sr = sin_reduced(rh, rl, z, s, ns);
     vd cr = cos_reduced(rh, rl, z, c, nc);
-    vi q = vi_add(vd_as_vi(vd_add(n, vd_set(VM_MAGIC))), vi_set((uint64_t)which));
-    vm odd = vi_eq(vi_and(q, vi_set(1)), vi_set(1));
-    vd sign = vi_as_vd(vi_shl(vi_and(q, vi_set(2)), 62));
-    vd y = vd_xor(vd_select(odd, cr, sr), sign);
-    if (which == 0) y = vd_select(vd_eq(x, vd_set(0.0)), x, y);    /* sin(-0) = -0 */
+    vd y = vd_select(vd_eq(x, vd_set(0.0)), x, trig_quadrant(n, sr, cr, 0));  /* sin(-0) = -0 */
     /* inf gives NaN through the reduction; NaN keeps its payload. */
-    return nan_passthrough(x, y);
+    *ys = nan_passthrough(x, y);
+    *yc = nan_passthrough(x, trig_quadrant(n, sr, cr, 1));
+}
+
+static inline vd sincos_core(vd x, int which, const double *s, int ns, const double *c, int nc)
+{
+    vd ys, yc;
+    sincos_pair(x, &ys, &yc, s, ns, c, nc);
+    return which == 0 ? ys : yc;
 }
 
 /* sigmoid(x) is 0 for x below minus these: where float64's / float32's e^-x overflows (ln of the
@@ -380,7 +396,8 @@ static inline vd log1p_f32_core(vd x)
     return vd_select(vd_eq(x, vd_set(0.0)), x, y);  /* log1p(-0) = -0 */
 }
 
-static inline vd sincos_f32_core(vd x, int which)
+/* Both sin x and cos x of a float (in double), as sincos_pair. */
+static inline void sincos_f32_pair(vd x, vd *ys, vd *yc)
 {
     vd t = vd_fma(x, vd_set(VM_TWO_OVER_PI), vd_set(VM_MAGIC));
     vd n = vd_sub(t, vd_set(VM_MAGIC));
@@ -403,12 +420,16 @@ static inline vd sincos_f32_core(vd x, int which)
     vd z = vd_mul(r, r);
     vd sr = vd_fma(vd_mul(r, z), poly(z, VM_P(sin_s_f32)), r);
     vd cr = vd_fma(vd_mul(z, z), poly(z, VM_P(cos_c_f32)), vd_fma(z, vd_set(-0.5), vd_set(1.0)));
-    vi q = vi_add(vd_as_vi(vd_add(n, vd_set(VM_MAGIC))), vi_set((uint64_t)which));
-    vm odd = vi_eq(vi_and(q, vi_set(1)), vi_set(1));
-    vd sign = vi_as_vd(vi_shl(vi_and(q, vi_set(2)), 62));
-    vd y = vd_xor(vd_select(odd, cr, sr), sign);
-    if (which == 0) y = vd_select(vd_eq(x, vd_set(0.0)), x, y);    /* sin(-0) = -0 */
-    return y;  /* NaN and inf give NaN through the arithmetic */
+    /* NaN and inf give NaN through the arithmetic */
+    *ys = vd_select(vd_eq(x, vd_set(0.0)), x, trig_quadrant(n, sr, cr, 0));  /* sin(-0) = -0 */
+    *yc = trig_quadrant(n, sr, cr, 1);
+}
+
+static inline vd sincos_f32_core(vd x, int which)
+{
+    vd ys, yc;
+    sincos_f32_pair(x, &ys, &yc);
+    return which == 0 ? ys : yc;
 }
 
 /* sigmoid = 1 / (1 + e^-x): with x clamped to +-200 in exp, e^-x stays finite in double. */
@@ -859,3 +880,47 @@ static inline vd silu_grad_v32(vd g, vd x, double unused0, double unused1)
                      vd_load_f32_part, vd_store_f32, name##_v32)
 TG_VM_ACTIVATIONS(VM_ACT_LOOPS)
 TG_VM_ACTIVATION_GRADS(VM_ACT_GRAD_LOOPS)
+
+/* sin and cos of the same x in one pass (vecmath.h: tg_vm_sincos_f64): the loops of VM_LOOPS with
+ * two results per element. */
+#define VM_SINCOS_LOOP(SUFFIX, T, LOAD, LOAD_PART, STORE, PAIR)                                 \
+    static inline void sincos_##SUFFIX##_loop(const T *x, T *s, T *c, size_t n)                \
+    {                                                                                          \
+        size_t i = 0;                                                                          \
+        vd ys[4], yc[4];                                                                       \
+        for (; i + 4 * VM_W <= n; i += 4 * VM_W) {                                             \
+            for (int j = 0; j < 4; j++) PAIR(LOAD(x + i + j * VM_W), &ys[j], &yc[j]);          \
+            for (int j = 0; j < 4; j++) {                                                      \
+                STORE(s + i + j * VM_W, ys[j]);                                                \
+                STORE(c + i + j * VM_W, yc[j]);                                                \
+            }                                                                                  \
+        }                                                                                      \
+        for (; i + VM_W <= n; i += VM_W) {                                                     \
+            PAIR(LOAD(x + i), &ys[0], &yc[0]);                                                 \
+            STORE(s + i, ys[0]);                                                               \
+            STORE(c + i, yc[0]);                                                               \
+        }                                                                                      \
+        if (i < n) {                                                                           \
+            T bs[VM_W], bc[VM_W];                                                              \
+            PAIR(LOAD_PART(x + i, n - i), &ys[0], &yc[0]);                                     \
+            STORE(bs, ys[0]);                                                                  \
+            STORE(bc, yc[0]);                                                                  \
+            for (size_t k = 0; k < n - i; k++) {                                               \
+                s[i + k] = bs[k];                                                              \
+                c[i + k] = bc[k];                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }
+#define VM_SINCOS_F64(x, ys, yc) sincos_pair(x, ys, yc, VM_P(sin_s_f64), VM_P(cos_c_f64))
+VM_SINCOS_LOOP(f64, double, vd_load, vd_load_part, vd_store, VM_SINCOS_F64)
+VM_SINCOS_LOOP(f32, float, vd_load_f32, vd_load_f32_part, vd_store_f32, sincos_f32_pair)
+
+void VM_XCAT3(tg_vm_sincos, _f64_, VM_LEVEL_NAME)(const double *x, double *s, double *c, size_t n)
+{
+    sincos_f64_loop(x, s, c, n);
+}
+
+void VM_XCAT3(tg_vm_sincos, _f32_, VM_LEVEL_NAME)(const float *x, float *s, float *c, size_t n)
+{
+    sincos_f32_loop(x, s, c, n);
+}

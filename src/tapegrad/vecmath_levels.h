@@ -93,15 +93,21 @@ void tg_vm_gelu_f32_avx512(const float *x, float *y, size_t n);
 void tg_vm_gelu_grad_f32_avx512(const float *g, const float *x, float *out, size_t n);
 #endif
 
+void tg_vm_sincos_f64_scalar(const double *x, double *s, double *c, size_t n);
+void tg_vm_sincos_f32_scalar(const float *x, float *s, float *c, size_t n);
 void tg_vm_pow_f64_scalar(const double *x, double y, double *out, size_t n);
 void tg_vm_pow_f32_scalar(const float *x, float y, float *out, size_t n);
 #if TG_VM_BUILD_AVX2
+void tg_vm_sincos_f64_avx2(const double *x, double *s, double *c, size_t n);
+void tg_vm_sincos_f32_avx2(const float *x, float *s, float *c, size_t n);
 void tg_vm_pow_f64_avx2(const double *x, double y, double *out, size_t n);
 void tg_vm_pow_f32_avx2(const float *x, float y, float *out, size_t n);
 void tg_vm_gelu_f32_avx2(const float *x, float *y, size_t n);
 void tg_vm_gelu_grad_f32_avx2(const float *g, const float *x, float *out, size_t n);
 #endif
 #if TG_VM_BUILD_AVX512
+void tg_vm_sincos_f64_avx512(const double *x, double *s, double *c, size_t n);
+void tg_vm_sincos_f32_avx512(const float *x, float *s, float *c, size_t n);
 void tg_vm_pow_f64_avx512(const double *x, double y, double *out, size_t n);
 void tg_vm_pow_f32_avx512(const float *x, float y, float *out, size_t n);
 #endif
