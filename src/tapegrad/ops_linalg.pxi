@@ -383,6 +383,8 @@ cdef object matmul_eager(input, other):
     cdef TensorBase b = require_tensor(other, "matmul", "other", 2)
     A = a._array
     B = b._array
+    if dtype_kind(<cnp.ndarray>A) == c'c' or dtype_kind(<cnp.ndarray>B) == c'c':
+        return complex_call("matmul", (a, b))
     fresh(a)
     fresh(b)
     cdef int route = matmul_route(A, B, a._requires_grad, b._requires_grad)
