@@ -24,7 +24,7 @@ import numpy as np
 from . import _core
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import _check_tensor
-from .autograd.function import Function
+from .autograd.function import Function, _modified_in_place_error
 
 # grad_fn names of compiled ops whose VJP is linear with real coefficients: right for complex.
 _SAFE_COMPILED_OPS = frozenset({
@@ -57,18 +57,23 @@ def _value(x, np_dt):
     return np.asarray(x, dtype=np_dt)
 
 
-def _fit(grad, like):
-    """The gradient `grad` for input `like`: summed over broadcast dims to its shape, the real
-    part for a real input, in its dtype.  None for an input that is no tensor."""
-    if not isinstance(like, _core.TensorBase) or grad is None:
+def _meta(x):
+    """What _fit needs of an operand: (shape, dtype) of a tensor, None for a number."""
+    return (x._array.shape, x._array.dtype) if isinstance(x, _core.TensorBase) else None
+
+
+def _fit(grad, meta):
+    """The gradient `grad` for an input of _meta `meta`: summed over broadcast dims to its shape,
+    the real part for a real input, in its dtype.  None for an input that is no tensor."""
+    if meta is None or grad is None:
         return None
-    target = like._array
+    shape, dtype = meta
     grad = np.asarray(grad)
-    if grad.shape != target.shape:
-        grad = _core._sum_to(grad, target.shape)
-    if target.dtype.kind != "c":
+    if grad.shape != shape:
+        grad = _core._sum_to(grad, shape)
+    if dtype.kind != "c":
         grad = grad.real
-    return _wrap(np.ascontiguousarray(grad, dtype=target.dtype))
+    return _wrap(np.ascontiguousarray(grad, dtype=dtype))
 
 
 class _Op(Function):
@@ -86,23 +91,66 @@ class _Op(Function):
 
     # whether the operands are computed in the op's dtype (not for ops of real operands)
     cast_operands = True
+    # what the VJP reads (saved, so that an in-place write to it before backward raises, as
+    # PyTorch's saved tensors do): the operands' values, the output's
+    reads_inputs = True
+    reads_output = True
 
     @classmethod
     def forward(cls, ctx, np_dt, *operands):
-        values = tuple(_value(x, np_dt if cls.cast_operands else x._array.dtype)
-                       for x in operands)
+        dtypes = tuple(np_dt if cls.cast_operands or not isinstance(x, _core.TensorBase)
+                       else x._array.dtype for x in operands)
+        values = tuple(_value(x, dt) for x, dt in zip(operands, dtypes))
         with np.errstate(all="ignore"):
-            out = np.asarray(cls.compute(ctx, *values))
-        ctx.values = values
-        ctx.out = out
-        ctx.operands = operands
-        return _wrap(out)
+            res = _wrap(cls.compute(ctx, *values))
+        ctx.dtypes = dtypes
+        ctx.metas = tuple(_meta(x) for x in operands)
+        ctx.pending = operands
+        return res
+
+    @classmethod
+    def apply(cls, np_dt, *operands):
+        out = super().apply(np_dt, *operands)
+        ctx = out.grad_fn
+        if isinstance(ctx, cls._backward_cls):
+            # What the VJP reads, saved once the node is recorded, as the compiled ops save it:
+            # the array itself (an in-place op records on a private copy, which later writes to
+            # the tensor do not touch) with its storage's version, checked before backward.
+            operands = ctx.__dict__.pop("pending")
+            ctx.saved = ((tuple(_saved(x) for x in operands) if cls.reads_inputs else ())
+                         + ((_saved(out, cls._backward_cls.__name__),) if cls.reads_output
+                            else ()))
+        return out
 
     @classmethod
     def backward(cls, ctx, g):
+        arrays = tuple(_checked(entry) for entry in ctx.saved)
+        ctx.values = (tuple(_value(a, dt) for a, dt in zip(arrays, ctx.dtypes))
+                      if cls.reads_inputs else (None,) * len(ctx.dtypes))
+        ctx.out = arrays[-1] if cls.reads_output else None
         with np.errstate(all="ignore"):
             grads = cls.vjp(ctx, g._array)
-        return (None,) + tuple(_fit(gr, x) for gr, x in zip(grads, ctx.operands))
+        return (None,) + tuple(_fit(gr, m) for gr, m in zip(grads, ctx.metas))
+
+
+def _saved(x, grad_fn_name=None):
+    """An operand or output as the VJP will read it: (value, version, its value now, name of
+    the node that made it) for a tensor, the number itself for a Python number."""
+    if not isinstance(x, _core.TensorBase):
+        return x
+    version = _core._version_of(x)
+    return (x._array, version, version.value,
+            grad_fn_name if grad_fn_name is not None else _core._grad_fn_name_of(x))
+
+
+def _checked(entry):
+    """The saved value, after PyTorch's check that no in-place op wrote it since."""
+    if not isinstance(entry, tuple):
+        return entry
+    arr, version, expected, name = entry
+    if version.value != expected:
+        raise _modified_in_place_error(arr, name, version.value, expected)
+    return arr
 
 
 def _op(name: str):
@@ -117,18 +165,21 @@ def _op(name: str):
 
 @_op("AddBackward0")
 class _Add(_Op):
+    reads_inputs = reads_output = False
     compute = staticmethod(lambda ctx, a, b: a + b)
     vjp = staticmethod(lambda ctx, g: (g, g))
 
 
 @_op("SubBackward0")
 class _Sub(_Op):
+    reads_inputs = reads_output = False
     compute = staticmethod(lambda ctx, a, b: a - b)
     vjp = staticmethod(lambda ctx, g: (g, -g))
 
 
 @_op("MulBackward0")
 class _Mul(_Op):
+    reads_output = False
     compute = staticmethod(lambda ctx, a, b: a * b)
 
     @staticmethod
@@ -139,13 +190,14 @@ class _Mul(_Op):
 
 @_op("DivBackward0")
 class _Div(_Op):
+    reads_output = False                                # as PyTorch: a and b, not a / b
     compute = staticmethod(lambda ctx, a, b: a / b)
 
     @staticmethod
     def vjp(ctx, g):
         a, b = ctx.values
-        # d(a/b)/da = 1/b, d(a/b)/db = -a/b^2 = -out/b
-        return g / np.conj(b), -g * np.conj(ctx.out / b)
+        # d(a/b)/da = 1/b, d(a/b)/db = -a/b^2
+        return g / np.conj(b), -g * np.conj(a / b / b)
 
 
 @_op("PowBackward1")
@@ -195,10 +247,13 @@ class _PowScalar(_Pow):
 
 # -- one-input functions ---------------------------------------------------------------------------
 
-def _holomorphic(name, f, df):
-    """A holomorphic function f with derivative df(z, out): input gradient g * conj(f'(z))."""
+def _holomorphic(name, f, df, reads):
+    """A holomorphic function f with derivative df(z, out), which reads z, out or both (reads:
+    "input", "output", "both"): input gradient g * conj(f'(z))."""
     @_op(name)
     class _Holo(_Op):
+        reads_inputs = reads in ("input", "both")
+        reads_output = reads in ("output", "both")
         compute = staticmethod(lambda ctx, z: f(z))
 
         @staticmethod
@@ -210,19 +265,21 @@ def _holomorphic(name, f, df):
 
 
 _UNARY = {
-    "neg": _holomorphic("NegBackward0", np.negative, lambda z, o: -np.ones_like(z)),
-    "exp": _holomorphic("ExpBackward0", np.exp, lambda z, o: o),
-    "log": _holomorphic("LogBackward0", np.log, lambda z, o: 1 / z),
-    "sqrt": _holomorphic("SqrtBackward0", np.sqrt, lambda z, o: 1 / (2 * o)),
-    "rsqrt": _holomorphic("RsqrtBackward0", lambda z: 1 / np.sqrt(z), lambda z, o: -0.5 * o / z),
-    "reciprocal": _holomorphic("ReciprocalBackward0", np.reciprocal, lambda z, o: -o * o),
-    "sin": _holomorphic("SinBackward0", np.sin, lambda z, o: np.cos(z)),
-    "cos": _holomorphic("CosBackward0", np.cos, lambda z, o: -np.sin(z)),
-    "tanh": _holomorphic("TanhBackward0", np.tanh, lambda z, o: 1 - o * o),
+    "neg": _holomorphic("NegBackward0", np.negative, lambda z, o: -1, "none"),
+    "exp": _holomorphic("ExpBackward0", np.exp, lambda z, o: o, "output"),
+    "log": _holomorphic("LogBackward0", np.log, lambda z, o: 1 / z, "input"),
+    "sqrt": _holomorphic("SqrtBackward0", np.sqrt, lambda z, o: 1 / (2 * o), "output"),
+    "rsqrt": _holomorphic("RsqrtBackward0", lambda z: 1 / np.sqrt(z), lambda z, o: -0.5 * o ** 3,
+                          "output"),
+    "reciprocal": _holomorphic("ReciprocalBackward0", np.reciprocal, lambda z, o: -o * o,
+                               "output"),
+    "sin": _holomorphic("SinBackward0", np.sin, lambda z, o: np.cos(z), "input"),
+    "cos": _holomorphic("CosBackward0", np.cos, lambda z, o: -np.sin(z), "input"),
+    "tanh": _holomorphic("TanhBackward0", np.tanh, lambda z, o: 1 - o * o, "output"),
     "sigmoid": _holomorphic("SigmoidBackward0", lambda z: 1 / (1 + np.exp(-z)),
-                            lambda z, o: o * (1 - o)),
-    "log1p": _holomorphic("Log1PBackward0", np.log1p, lambda z, o: 1 / (1 + z)),
-    "expm1": _holomorphic("Expm1Backward0", np.expm1, lambda z, o: o + 1),
+                            lambda z, o: o * (1 - o), "output"),
+    "log1p": _holomorphic("Log1PBackward0", np.log1p, lambda z, o: 1 / (1 + z), "input"),
+    "expm1": _holomorphic("Expm1Backward0", np.expm1, lambda z, o: o + 1, "output"),
 }
 
 
@@ -230,12 +287,13 @@ _UNARY = {
 class _Abs(_Op):
     """|z| (real): gradient Re(g) * sgn(z), 0 at 0.  Computed as hypot(x, y), as PyTorch's
     std::abs (numpy's complex64 abs can be one ulp off it: |polar(1, t)| = 1.0000001)."""
+    reads_output = False
     compute = staticmethod(lambda ctx, z: np.hypot(z.real, z.imag))
 
     @staticmethod
     def vjp(ctx, g):
         (z,) = ctx.values
-        return (np.real(g) * _sgn(z, ctx.out),)
+        return (np.real(g) * _sgn(z, np.hypot(z.real, z.imag)),)
 
 
 def _sgn(z, abs_z):
@@ -246,6 +304,7 @@ def _sgn(z, abs_z):
 class _Angle(_Op):
     """arg z (real): d arg/dx = -y/|z|^2, d arg/dy = x/|z|^2, so the gradient is g * i z / |z|^2
     (0 at 0)."""
+    reads_output = False
     compute = staticmethod(lambda ctx, z: np.angle(z))
 
     @staticmethod
@@ -271,6 +330,7 @@ class _Sgn(_Op):
 
 @_op("ConjPhysicalBackward0")
 class _ConjPhysical(_Op):
+    reads_inputs = reads_output = False
     compute = staticmethod(lambda ctx, z: np.conj(z))
     vjp = staticmethod(lambda ctx, g: (np.conj(g),))
 
@@ -290,12 +350,14 @@ def conj_physical(z):
 
 @_op("RealBackward0")
 class _Real(_Op):
+    reads_inputs = reads_output = False
     compute = staticmethod(lambda ctx, z: z.real)
     vjp = staticmethod(lambda ctx, g: (np.real(g) + 0j,))
 
 
 @_op("ImagBackward0")
 class _Imag(_Op):
+    reads_inputs = reads_output = False
     compute = staticmethod(lambda ctx, z: z.imag)
     vjp = staticmethod(lambda ctx, g: (1j * np.real(g),))
 
@@ -372,6 +434,7 @@ def _compare(name, a, b):
 
 class _Matmul(_Op):
     """A @ B for same-dtype complex tensors: dA = g @ B^H, dB = A^H @ g."""
+    reads_output = False
     compute = staticmethod(lambda ctx, a, b: np.matmul(a, b))
 
     @staticmethod
@@ -417,6 +480,7 @@ def _matmul(a, b):
 
 @_op("ComplexBackward0")
 class _Complex(_Op):
+    reads_inputs = reads_output = False
     cast_operands = False
 
     @staticmethod
@@ -505,26 +569,26 @@ def _pairs_view(arr):
 class _ViewAsReal(Function):
     @staticmethod
     def forward(ctx, z):
-        ctx.like = z
+        ctx.meta = _meta(z)
         return _wrap(_pairs_view(z._array))
 
     @staticmethod
     def backward(ctx, g):
         g = g._array
-        return _fit(g[..., 0] + 1j * g[..., 1], ctx.like)
+        return _fit(g[..., 0] + 1j * g[..., 1], ctx.meta)
 
 
 @_op("ViewAsComplexBackward0")
 class _ViewAsComplex(Function):
     @staticmethod
     def forward(ctx, x):
-        ctx.like = x
+        ctx.meta = _meta(x)
         a = x._array
         return _wrap(_complex_view(a, np.complex64 if a.dtype == np.float32 else np.complex128))
 
     @staticmethod
     def backward(ctx, g):
-        return _fit(_pairs_view(np.asarray(g._array)), ctx.like)
+        return _fit(_pairs_view(np.asarray(g._array)), ctx.meta)
 
 
 def _complex_view(a, cdt):

@@ -291,6 +291,26 @@ def test_conj_bit_as_torch_reports(torch):
         assert T.tensor([1.0]).conj().is_conj() is False
 
 
+@pytest.mark.parametrize("expr,written", [
+    ("z * w", "input"), ("z / w", "input"), ("z.exp()", "output"),
+    ("z ** 2", "input"), ("z.sqrt()", "output"), ("z.log()", "input"), ("z.abs()", "input"),
+])
+def test_inplace_write_after_forward_raises(torch, expr, written):
+    for T in (torch, tg):
+        z = T.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+        w = T.tensor([2 - 1j, 1j], requires_grad=True)
+        z2, w2 = z * 1, w * 1
+        y = eval(expr, {"z": z2, "w": w2})
+        with T.no_grad():
+            if written == "input":
+                z2.mul_(2)
+                w2.mul_(2)
+            else:
+                y.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            (y.abs() if y.is_complex() else y).sum().backward()
+
+
 def test_uncovered_compiled_op_refuses_instead_of_a_wrong_gradient():
     z = tg.tensor([1 + 2j, 3 - 1j], requires_grad=True)
     with pytest.raises(NotImplementedError, match="complex"):
