@@ -641,6 +641,29 @@ def view_as_complex(input):
     return _ViewAsComplex.apply(input)
 
 
+# -- reductions by composition ---------------------------------------------------------------------
+
+def _var_std(is_std, z, dim, correction, keepdim):
+    """var of a complex tensor: E|z - mean|^2 = var(real) + var(imag) (a real tensor); std its
+    square root.  Composed of recorded ops, so the gradient is theirs."""
+    var = (_core.var(real(z), dim, correction=correction, keepdim=keepdim)
+           + _core.var(imag(z), dim, correction=correction, keepdim=keepdim))
+    return var.sqrt() if is_std else var
+
+
+def _norm(z, p, dim, keepdim):
+    """The vector norm of a complex tensor: the norm of its moduli."""
+    return _core.norm(_unary("abs", z), p, dim, keepdim)
+
+
+def real(z):
+    return _unary("real", z)
+
+
+def imag(z):
+    return _unary("imag", z)
+
+
 # -- the door from the core ------------------------------------------------------------------------
 
 def dispatch(name, *args):
@@ -653,6 +676,10 @@ def dispatch(name, *args):
         return _matmul(*args)
     if name == "refuse":
         return refuse(*args)
+    if name == "var_std":
+        return _var_std(*args)
+    if name == "norm":
+        return _norm(*args)
     return _unary(name, *args)
 
 

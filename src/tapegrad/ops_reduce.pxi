@@ -701,6 +701,8 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
     elif unbiased is not None:
         c = 1.0 if unbiased else 0.0
     A = input._array
+    if A.dtype.kind == "c":                             # var of the real and imaginary parts
+        return complex_call("var_std", (is_std, input, dim, c, bool(keepdim)))
     if A.dtype.kind != "f":
         raise RuntimeError("std and var only support floating point and complex dtypes")
     cdef int ndim = A.ndim
@@ -847,6 +849,8 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     cdef Record* r
     cdef double pv
     A = input._array
+    if A.dtype.kind == "c" and dtype is None:           # the norm of the moduli
+        return complex_call("norm", (input, p, dim, keepdim))
     if dtype is not None:
         A = A.astype(to_np_dtype(dtype))
     if A.dtype.kind != "f":
