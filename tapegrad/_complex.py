@@ -452,7 +452,8 @@ class _Matmul(_Op):
         return ga, gb
 
 
-_MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0"}
+_MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0",
+                 (3, 3): "BmmBackward0"}
 _MATMULS = {key: _op(name)(type("_Matmul" + name, (_Matmul,), {}))
             for key, name in _MATMUL_NAMES.items()}
 _MATMUL_BATCHED = _op("UnsafeViewBackward0")(type("_MatmulBatched", (_Matmul,), {}))

@@ -143,10 +143,10 @@ def nextafter(input, other, *, out=None):
 
 
 def vdot(input, other, *, out=None):
-    """The dot product of two 1-D tensors (for real tensors, dot)."""
+    """The dot product of two 1-D tensors, the first conjugated (for real tensors, dot)."""
     _require_tensor_pair("vdot", input, other)
     from . import dot
-    return _out(dot(input, other), out)
+    return _out(dot(conj(input) if _is_complex(input) else input, other), out)
 
 
 def rsub(input, other, *, alpha=1):

@@ -65,6 +65,13 @@ GRADIENT_CASES = {
     "linalg_norm": lambda l, z, w, x: l.linalg.norm(z - w),
     "var_std": lambda l, z, w, x: (z * w).var() + l.stack([z, w]).std(0).sum(),
     "var_correction": lambda l, z, w, x: z.var(correction=0) * w.std(unbiased=False),
+    "mm_bmm_mv_dot": lambda l, z, w, x: (l.mm(z.reshape(3, 1), w.reshape(1, 3)).abs().sum()
+                                         + l.bmm(z.reshape(1, 3, 1), w.reshape(1, 1, 3))
+                                         .abs().sum()
+                                         + l.mv(l.stack([z, w]), w).abs().sum()
+                                         + l.dot(z, w).abs() + l.vdot(z, w).abs()),
+    "einsum_tensordot": lambda l, z, w, x: (l.einsum("i,i->", z, w).abs()
+                                            + l.tensordot(z, w, dims=1).abs()),
     "inplace_chain": lambda l, z, w, x: _inplace_chain(z, w).abs().sum(),
     "setitem": lambda l, z, w, x: _setitem(z, w).abs().sum(),
     "masked_fill": lambda l, z, w, x: (z * w).masked_fill(x > 0, 0).abs().sum(),
@@ -284,6 +291,14 @@ def test_errors_match_torch(torch, expr):
         eval(expr, {"T": tg})
     assert str(ours.value).split("(")[0].strip() in str(theirs.value), \
         (str(ours.value), str(theirs.value))
+
+
+def test_adjoints_conjugate(torch):
+    values = [[1 + 2j, 3j], [-1 + 0.5j, 2]]
+    for attr in ("mH", "H", "adjoint"):
+        ours, theirs = (getattr(T.tensor(values), attr) for T in (tg, torch))
+        ours, theirs = (r() if callable(r) else r for r in (ours, theirs))
+        np.testing.assert_array_equal(ours.numpy(), theirs.resolve_conj().numpy())
 
 
 def test_conj_bit_as_torch_reports(torch):
