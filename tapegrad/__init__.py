@@ -113,6 +113,7 @@ _more_creation.register(globals(), Tensor)
 _more_tensor_ops.register(globals(), Tensor)
 from . import _memory_format
 _memory_format.register(globals(), Tensor)
+from ._complex import complex, polar, view_as_real, view_as_complex  # noqa: A004
 
 
 def set_anomaly_enabled(enabled, check_nan=True):
@@ -141,11 +142,11 @@ def is_floating_point(input) -> bool:
 
 
 def is_complex(input) -> bool:
-    """Always False for a tensor: tapegrad has no complex dtypes. ``input`` must be a tensor
-    (``TypeError`` otherwise).
+    """Whether ``input``'s dtype is a complex one (complex64, complex128). ``input`` must be a
+    tensor (``TypeError`` otherwise).
     """
     _extra_ops._check_tensor(input, "is_complex")
-    return False
+    return input._array.dtype.kind == "c"
 
 
 # Loaded on first use (PEP 562, tapegrad/_lazy.py), keeping `import tapegrad` close to `import

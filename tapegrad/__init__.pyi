@@ -242,6 +242,7 @@ __all__ = [
     'column_stack',
     'combinations',
     'compile',
+    'complex',
     'complex128',
     'complex32',
     'complex64',
@@ -558,6 +559,7 @@ __all__ = [
     'pixel_unshuffle',
     'poisson',
     'poisson_nll_loss',
+    'polar',
     'polygamma',
     'positive',
     'pow',
@@ -718,6 +720,8 @@ __all__ = [
     'var',
     'var_mean',
     'vdot',
+    'view_as_complex',
+    'view_as_real',
     'vmap',
     'vsplit',
     'vstack',
@@ -1628,6 +1632,8 @@ def column_stack(tensors: Any) -> Tensor: ...
 
 def combinations(input: Any, r: Any = ..., with_replacement: Any = ...) -> Any: ...
 
+def complex(real: Any, imag: Any, *, out: Any = ...) -> Any: ...
+
 complex128: dtype
 complex32: dtype
 complex64: dtype
@@ -1932,7 +1938,7 @@ class iinfo:
     def __init__(self, type: Any) -> None: ...
     def __repr__(self) -> _str: ...
 
-def imag(input: Any) -> None: ...
+def imag(input: Any) -> Any: ...
 
 def index_add(input: Any, dim: Any, index: Any, source: Any, *, alpha: Any = ...) -> Tensor: ...
 
@@ -2215,6 +2221,8 @@ def pixel_unshuffle(input: Any, downscale_factor: Any) -> Tensor: ...
 def poisson(input: Any, generator: Any = ...) -> Tensor: ...
 
 def poisson_nll_loss(input: Any, target: Any, log_input: Any, full: Any, eps: Any, reduction: Any) -> Tensor: ...
+
+def polar(abs: Any, angle: Any, *, out: Any = ...) -> Any: ...
 
 def polygamma(n: Any, input: Any, *, out: Any = ...) -> Any: ...
 
@@ -2519,6 +2527,10 @@ def var(input: Any, dim: Any = ..., unbiased: Any = ..., keepdim: Any = ..., *, 
 def var_mean(input: Any, dim: Any = ..., unbiased: Any = ..., keepdim: Any = ..., *, correction: Any = ..., out: Any = ...) -> Any: ...
 
 def vdot(input: Any, other: Any, *, out: Any = ...) -> Any: ...
+
+def view_as_complex(input: Any) -> Any: ...
+
+def view_as_real(input: Any) -> Any: ...
 
 def vsplit(input: Any, indices_or_sections: Any) -> Any: ...
 

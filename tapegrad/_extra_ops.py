@@ -109,16 +109,23 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     _broadcast_shapes(a.shape, b.shape)
     close = a == b
-    if equal_nan and a.dtype.kind == "f":
+    if equal_nan and a.dtype.kind in "fc":
         close = close | (np.isnan(a) & np.isnan(b))
     if rtol != 0 or atol != 0:
-        if a.dtype.kind != "f":     # integers and bools are compared in the default float dtype
+        if a.dtype.kind not in "fc":  # integers and bools are compared in the default float dtype
             a, b = a.astype(np.float32), b.astype(np.float32)
         with np.errstate(invalid="ignore", over="ignore"):
             error = np.abs(a - b)
             allowed = atol + np.abs(rtol * b)
             close = close | (np.isfinite(error) & (error <= allowed))
     return _wrap(close)
+
+
+def _refuse_if_complex(name, input) -> None:
+    """PyTorch's error for an op that orders values (sort, topk) on a complex tensor."""
+    if input._array.dtype.kind == "c":
+        from ._complex import refuse
+        refuse(name, input)
 
 
 def _broadcast_shapes(sa, sb) -> None:
@@ -427,6 +434,7 @@ def _take(input, dim: int, order: np.ndarray):
 def sort(input, dim=-1, descending=False, *, stable=False):
     """(values, indices) of input sorted along dim (stably: equal values keep their order)."""
     _check_tensor(input, "sort")
+    _refuse_if_complex("sort", input)
     d = _dim(dim, input.ndim)
     order = _sort_order(input._array.reshape(input._array.shape or (1,)), d, bool(descending))
     order = order.reshape(input._array.shape)
@@ -444,6 +452,7 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     """(values, indices) of the k largest (smallest) elements along dim, largest first."""
     _check_tensor(input, "topk")
+    _refuse_if_complex("topk", input)
     d = _dim(dim, input.ndim)
     arr = input._array.reshape(input._array.shape or (1,))
     if k < 0 or k > arr.shape[d]:
@@ -885,8 +894,11 @@ def xlogy(input, other):
 
 
 def sgn(input):
-    """The sign of each element (for real tensors, sign)."""
+    """The sign of each element: z / |z| (0 at 0) for complex tensors, sign for real ones."""
     _check_tensor(input, "sgn")
+    if input._array.dtype.kind == "c":
+        from . import _complex
+        return _complex.dispatch("sgn", input)
     return input.sign()
 
 

@@ -56,7 +56,8 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 
 # dtypes PyTorch does not name in a repr: the default float dtype and the inferred int and bool.
 def _implied_dtypes() -> tuple:
-    return (_core.get_default_dtype().name, "int64", "bool")
+    default = _core.get_default_dtype().name
+    return (default, "complex128" if default == "float64" else "complex64", "int64", "bool")
 
 
 class _Formatter:
@@ -105,6 +106,29 @@ class _Formatter:
         else:
             text = f"{value:.{PRINT_OPTS.precision}f}"
         return " " * (self.max_width - len(text)) + text
+
+
+class _ComplexFormatter:
+    """PyTorch's complex print: one formatter for the real parts and one for the imaginary
+    parts, each element `real+imagj` (the imaginary part's own sign, its padding dropped)."""
+
+    def __init__(self, values: np.ndarray):
+        self.real = _Formatter(values.real)
+        self.imag = _Formatter(values.imag)
+        # the width an element takes, for the elements per line: both parts and the 'j'
+        self.max_width = self.real.max_width + self.imag.max_width + 1
+
+    def format(self, value) -> str:
+        value = complex(value)
+        real_str = self.real.format(value.real)
+        imag_str = (self.imag.format(value.imag) + "j").lstrip()
+        if imag_str[0] in "+-":
+            return real_str + imag_str
+        return real_str + "+" + imag_str
+
+
+def _formatter(values: np.ndarray):
+    return _ComplexFormatter(values) if values.dtype.kind == "c" else _Formatter(values)
 
 
 def _summarized(a: np.ndarray) -> np.ndarray:
@@ -184,7 +208,7 @@ def tensor_repr(t) -> str:
         if dtype_name not in _implied_dtypes():
             suffixes.append("dtype=" + repr(t.dtype))
         summarize = a.size > PRINT_OPTS.threshold
-        fmt = _Formatter(_summarized(a) if summarize else a)
+        fmt = _formatter(_summarized(a) if summarize else a)
         body = _tensor_str(a, indent, summarize, fmt)
     grad_fn = t.grad_fn
     if grad_fn is not None:
@@ -200,7 +224,7 @@ def _body(a: np.ndarray, indent: int) -> str:
     if a.size == 0:
         return "[], size=" + str(tuple(a.shape))
     summarize = a.size > PRINT_OPTS.threshold
-    fmt = _Formatter(_summarized(a) if summarize else a)
+    fmt = _formatter(_summarized(a) if summarize else a)
     return _tensor_str(a, indent, summarize, fmt)
 
 

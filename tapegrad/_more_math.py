@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from . import _core
+from . import _complex, _core
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import _check_tensor, _dtype_name, _in_place, _wrap, register_family
@@ -143,10 +143,10 @@ def nextafter(input, other, *, out=None):
 
 
 def vdot(input, other, *, out=None):
-    """The dot product of two 1-D tensors (for real tensors, dot)."""
+    """The dot product of two 1-D tensors, the first conjugated (for real tensors, dot)."""
     _require_tensor_pair("vdot", input, other)
     from . import dot
-    return _out(dot(input, other), out)
+    return _out(dot(conj(input) if _is_complex(input) else input, other), out)
 
 
 def rsub(input, other, *, alpha=1):
@@ -401,18 +401,25 @@ def igammac(input, other, *, out=None):
     return _incomplete_gamma("igammac", input, other, True, out)
 
 
-# -- complex-number queries on real tensors ------------------------------------------------------
+# -- complex-number parts and conjugates (complex tensors: tapegrad/_complex.py) -----------------
+
+def _is_complex(input) -> bool:
+    return input._array.dtype.kind == "c"
+
 
 def real(input):
-    """The real part: a real tensor itself."""
+    """The real part: of a complex tensor a real tensor (differentiable); a real tensor itself."""
     _check_tensor(input, "real")
+    if _is_complex(input):
+        return _complex.dispatch("real", input)
     return input
 
 
 def imag(input):
-    """The imaginary part: PyTorch's error for a real tensor (tapegrad has no complex
-    tensors)."""
+    """The imaginary part of a complex tensor (PyTorch's error for a real tensor)."""
     _check_tensor(input, "imag")
+    if _is_complex(input):
+        return _complex.dispatch("imag", input)
     raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
 
@@ -434,33 +441,50 @@ _torch_grad_fn_name(_Angle, "AngleBackward0")
 
 
 def angle(input, *, out=None):
-    """The elementwise angle of a real tensor: pi where negative, 0 elsewhere (NaN stays
-    NaN); integers give the default float dtype; zero gradient."""
+    """The elementwise angle: arg z of a complex tensor (a real tensor of its precision); of a
+    real tensor pi where negative, 0 elsewhere (NaN stays NaN), integers giving the default
+    float dtype, with a zero gradient."""
     _check_tensor(input, "angle")
+    if _is_complex(input):
+        return _out(_complex.dispatch("angle", input), out)
     return _out(_Angle.apply(_float_of(input)), out)
 
 
 def conj(input):
-    """The conjugate: a real tensor itself."""
+    """The conjugate.  PyTorch's is a lazy view with the conjugate bit set; tapegrad's is a new
+    tensor with the bit set (is_conj() says True, as PyTorch's), which does not see later
+    writes to input.  A real tensor itself."""
     _check_tensor(input, "conj")
-    return input
+    if not _is_complex(input):
+        return input
+    res = _complex.conj(input)
+    if not is_conj(input):
+        res._conj_bit = True
+    return res
 
 
 def conj_physical(input, *, out=None):
-    """The materialised conjugate: for a real tensor, the tensor itself."""
+    """The materialised conjugate (for a real tensor, the tensor itself)."""
     _check_tensor(input, "conj_physical")
+    if _is_complex(input):
+        return _out(_complex.conj_physical(input), out)
     return input if out is None else out.copy_(input)
 
 
 def conj_physical_(input):
-    """In-place conj_physical: nothing to do on a real tensor."""
+    """In-place conj_physical (nothing to do on a real tensor)."""
     _check_tensor(input, "conj_physical_")
+    if _is_complex(input):
+        return input.copy_(_complex.conj_physical(input))
     return input
 
 
 def resolve_conj(input):
-    """input with a pending conjugation applied: a real tensor itself."""
+    """input with a pending conjugation applied: a tensor without the conjugate bit (tapegrad
+    holds conjugates materialised, so a copy of the values)."""
     _check_tensor(input, "resolve_conj")
+    if is_conj(input):
+        return input.clone()
     return input
 
 
@@ -471,9 +495,9 @@ def resolve_neg(input):
 
 
 def is_conj(input) -> bool:
-    """Whether input's conjugate bit is set: never in tapegrad."""
+    """Whether input's conjugate bit is set (by conj() of a complex tensor)."""
     _check_tensor(input, "is_conj")
-    return False
+    return getattr(input, "_conj_bit", False)
 
 
 def is_neg(input) -> bool:
@@ -483,8 +507,11 @@ def is_neg(input) -> bool:
 
 
 def isreal(input):
-    """A bool tensor, True for every element of a real tensor."""
+    """A bool tensor, True where the element is real (imaginary part 0; always for a real
+    tensor)."""
     _check_tensor(input, "isreal")
+    if _is_complex(input):
+        return _wrap(input._array.imag == 0)
     return _wrap(np.ones(input._array.shape, dtype=np.bool_))
 
 
@@ -1129,13 +1156,13 @@ def _float_power_(self, exponent):
 
 
 def _real_property(self):
-    """The real part: a real tensor itself."""
-    return self
+    """The real part (a real tensor itself)."""
+    return real(self)
 
 
 def _imag_property(self):
-    """The imaginary part: PyTorch's error for a real tensor."""
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    """The imaginary part (PyTorch's error for a real tensor)."""
+    return imag(self)
 
 
 def register(namespace: dict, tensor_cls) -> None:

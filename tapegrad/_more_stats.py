@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
+from ._complex import refuse_if_complex
 from ._extra_ops import (_check_tensor, _dim, _dtype_name, _index_tensor, _no_dims,
                          _numpy_dim_names, _records, _wrap, register_family)
 from ._out_arg import compute_then_write, write_into
@@ -39,6 +40,7 @@ def _median_order(arr: np.ndarray, ignore_nan: bool) -> np.ndarray:
 
 def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
     _check_tensor(input, name)
+    refuse_if_complex("median", input)
     arr = input._array
     if arr.dtype == np.bool_:
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
@@ -101,6 +103,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """(values, indices) of the k-th smallest element (k from 1) along dim; NaN sorts last."""
     _check_tensor(input, "kthvalue")
+    refuse_if_complex("kthvalue", input)
     arr = input._array
     if arr.dtype == np.bool_:
         raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
@@ -281,6 +284,7 @@ def _running_extreme_positions(arr: np.ndarray, axis: int, maximum: bool) -> np.
 
 def _cumulative_extreme(name: str, input, dim, out, maximum: bool):
     _check_tensor(input, name)
+    refuse_if_complex(name, input)
     d = _dim(dim, input.ndim)
     if out is not None:
         return compute_then_write(name, tuple(out), (input,),

@@ -372,7 +372,7 @@ def adjoint(input):
     if input.dim() < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
                            f"matrices. Got {input.dim()}-D tensor.")
-    return input.mT
+    return _conjugated(input.mT)
 
 
 def _mH(self):
@@ -380,7 +380,7 @@ def _mH(self):
     if self.dim() < 2:
         raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
                            f"Got {self.dim()}-D tensor.")
-    return self.mT
+    return _conjugated(self.mT)
 
 
 def _H(self):
@@ -388,12 +388,17 @@ def _H(self):
     if self.dim() == 0:
         warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
                       UserWarning, stacklevel=2)
-        return self
+        return _conjugated(self)
     if self.dim() != 2:
         hint = ". For batches of matrices, consider using tensor.mH" if self.dim() > 2 else "."
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
                            f"{self.dim()}-D tensor{hint}")
-    return self.mT
+    return _conjugated(self.mT)
+
+
+def _conjugated(t):
+    """t.conj() for a complex tensor (the adjoints conjugate), t itself for a real one."""
+    return t.conj() if t._array.dtype.kind == "c" else t
 
 
 def _name(self):

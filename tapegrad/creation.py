@@ -146,23 +146,24 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
                 f"expected a rectangular nested sequence of numbers: {e}")) from None
         if arr.dtype.kind in "US":
             raise _string_data_error(data)
-        _refuse_complex(arr)
-        if arr.dtype.kind not in "biuf":
+        if arr.dtype.kind not in "biufc":
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
-            arr = arr.astype(_sequence_dtype(data, arr), copy=False)
+            arr = arr.astype(_sequence_dtype(data, arr) if arr.dtype.kind != "c"
+                             else _default_complex(), copy=False)
         if not arr.dtype.isnative:
             # a list of big-endian arrays: PyTorch converts their values element by element
             arr = arr.astype(arr.dtype.newbyteorder("="))
     target = _np_dtype(dtype)
     if target is not None:
         arr = arr.astype(target, copy=False)
-    elif _refuse_complex(arr) or arr.dtype.num not in (np.dtype(d).num for d in (np.float16, np.float32, np.float64, np.uint8,
-                                                           np.int8, np.int16, np.int32, np.int64,
-                                                           np.bool_)):
-        raise TypeError(f"can't convert np.ndarray of type {arr.dtype}; supported: float16, "
-                        f"float32, float64, uint8, int8, int16, int32, int64 and bool")
-    if requires_grad and arr.dtype.kind != "f":
+    elif arr.dtype.num not in (np.dtype(d).num for d in (
+            np.float16, np.float32, np.float64, np.complex64, np.complex128, np.uint8, np.int8,
+            np.int16, np.int32, np.int64, np.bool_)):
+        raise TypeError(f"can't convert np.ndarray of type {arr.dtype}; supported: float64, "
+                        f"float32, float16, complex64, complex128, int64, int32, int16, int8, "
+                        f"uint8, and bool")
+    if requires_grad and arr.dtype.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")
@@ -191,22 +192,20 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     _check_byte_order(array)
-    _refuse_complex(array)
     _core.np_dtype_of(array.dtype)
     return _make(array, False)
 
 
-def _refuse_complex(arr: np.ndarray) -> bool:
-    """Raise the no-complex TypeError for complex data (torch would make complex64/128)."""
-    if arr.dtype.kind == "c":
-        raise TypeError(_core.NO_COMPLEX)
-    return False
+def _default_complex() -> np.dtype:
+    """The complex dtype of Python complex numbers: complex64, complex128 when the default
+    float dtype is float64 (PyTorch's default complex dtype follows it)."""
+    return np.dtype(np.complex128 if _default_float() == np.float64 else np.complex64)
 
 
 def _filled(size, value, dtype, requires_grad) -> Tensor:
     shape = _size_args(size)
     dt = _np_dtype(dtype) or _default_float()
-    if requires_grad and dt.kind != "f":
+    if requires_grad and dt.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     return _make(np.full(shape, value, dtype=dt), requires_grad)
 
@@ -295,7 +294,8 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, device=No
     _check_placement("full", device, pin_memory)
     if dtype is None:
         dtype = (np.bool_ if isinstance(fill_value, bool) else
-                 np.int64 if isinstance(fill_value, int) else _default_float())
+                 np.int64 if isinstance(fill_value, int) else
+                 _default_complex() if isinstance(fill_value, complex) else _default_float())
     return _filled((size,) if not isinstance(size, (tuple, list)) else (tuple(size),),
                    fill_value, dtype, requires_grad)
 
@@ -374,7 +374,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, 
 # -- more creation functions -----------------------------------------------------------------------
 
 def _check_requires_grad(dt, requires_grad: bool) -> None:
-    if requires_grad and np.dtype(dt).kind != "f":
+    if requires_grad and np.dtype(dt).kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
 
 

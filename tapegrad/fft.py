@@ -1,9 +1,12 @@
-"""tapegrad.fft: the real-valued helpers of torch.fft; the transforms need complex tensors.
+"""tapegrad.fft: PyTorch's torch.fft, computed by numpy.fft.
 
-``fftfreq``/``rfftfreq`` (sample frequencies) and ``fftshift``/``ifftshift`` (a roll, so
-differentiable) work as PyTorch's.  The transforms themselves (``fft``, ``rfft``, ``irfft``, ...)
-produce or take complex tensors, which tapegrad does not have yet: they raise
-``NotImplementedError`` naming the function, never a result in another form.
+The transforms (``fft``/``ifft``, ``rfft``/``irfft``, ``hfft``/``ihfft`` and their 2-D and N-D
+forms) take ``n``/``s``, ``dim`` and ``norm`` as PyTorch's, produce or take complex tensors
+(complex64 from float32, complex128 from float64) and are differentiable with PyTorch's backward
+formulas (the onesided transforms' halving and doubling included).  ``fftfreq``/``rfftfreq``
+(sample frequencies) and ``fftshift``/``ifftshift`` (a roll, so differentiable) work as
+PyTorch's.  Values are numpy.fft's (pocketfft, as PyTorch's CPU build): equal to PyTorch's up to
+rounding.
 """
 from __future__ import annotations
 
@@ -11,6 +14,9 @@ import numpy as np
 
 from . import _core
 from ._device import check_device
+from ._extra_functions import _torch_grad_fn_name
+from ._extra_ops import _check_tensor
+from .autograd.function import Function
 
 __all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift", "fft", "ifft", "rfft", "irfft",
            "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfft",
@@ -95,31 +101,335 @@ def ifftshift(input, dim=None):
     return _shift(input, dim, -1)
 
 
-def _needs_complex(name: str):
-    def transform(input, *args, **kwargs):
-        raise NotImplementedError(f"torch.fft.{name}: the Fourier transforms produce or take "
-                                  f"complex tensors, and {_core.NO_COMPLEX}")
-    transform.__name__ = transform.__qualname__ = name
-    transform.__doc__ = (f"PyTorch's ``torch.fft.{name}``: raises NotImplementedError "
-                         f"(tapegrad has no complex tensors yet).")
-    return transform
+# -- the transforms ---------------------------------------------------------------------------------
+#
+# Three kinds, each one linear map with its gradient (PyTorch's convention for complex values: the
+# input gradient of a linear map A is A^H g, its real part for a real input):
+#   c2c  y = s * DFT_d(P x)                    (fft, ifft, fftn, ...)
+#   r2c  y = s * K DFT_d(P x), x real          (rfft; ihfft: the inverse direction)
+#   c2r  y = s * C2R_d(P X), y real            (irfft; hfft: the forward direction)
+# d is the direction (the exponent's sign), s the norm's scale, P the crop or zero-pad of the
+# input to the signal sizes, K the onesided half (n // 2 + 1 entries) of the last dim.  The
+# adjoint of DFT_d is the unscaled DFT of the other direction; of K, zero-filling the dropped half;
+# of P, the zero-pad or crop back.  C2R's adjoint is K DFT of the other direction with the
+# entries 1 .. n - (n // 2 + 1) doubled (they stand for two conjugate entries of the full
+# spectrum), as PyTorch's fft_c2r_backward.
+
+_NORMS = (None, "backward", "ortho", "forward")
 
 
-fft = _needs_complex("fft")
-ifft = _needs_complex("ifft")
-rfft = _needs_complex("rfft")
-irfft = _needs_complex("irfft")
-fft2 = _needs_complex("fft2")
-ifft2 = _needs_complex("ifft2")
-rfft2 = _needs_complex("rfft2")
-irfft2 = _needs_complex("irfft2")
-fftn = _needs_complex("fftn")
-ifftn = _needs_complex("ifftn")
-rfftn = _needs_complex("rfftn")
-irfftn = _needs_complex("irfftn")
-hfft = _needs_complex("hfft")
-ihfft = _needs_complex("ihfft")
-hfft2 = _needs_complex("hfft2")
-ihfft2 = _needs_complex("ihfft2")
-hfftn = _needs_complex("hfftn")
-ihfftn = _needs_complex("ihfftn")
+def _scale(norm, forward: bool, n: int) -> float:
+    if norm not in _NORMS:
+        raise RuntimeError(f'Invalid normalization mode: "{norm}"')
+    if norm == "ortho":
+        return 1.0 / np.sqrt(n) if n else 1.0
+    scaled = forward if norm == "forward" else not forward
+    return 1.0 / n if scaled and n else 1.0
+
+
+def _unscaled(a, dims, forward: bool):
+    """The unnormalised complex DFT of `a` over dims in the given direction."""
+    if not dims:
+        return a
+    if forward:
+        return np.fft.fftn(a, axes=dims, norm="backward")
+    return np.fft.ifftn(a, axes=dims, norm="forward")
+
+
+def _resize(a, dims, sizes):
+    """a cropped or zero-padded to sizes along dims (P above, and its adjoint)."""
+    for d, n in zip(dims, sizes):
+        m = a.shape[d]
+        if n < m:
+            a = a[(slice(None),) * d + (slice(0, n),)]
+        elif n > m:
+            pad = [(0, 0)] * a.ndim
+            pad[d] = (0, n - m)
+            a = np.pad(a, pad)
+    return a
+
+
+def _doubled(a, dim, n):
+    """The c2r gradient's doubling of entries 1 .. n - (n // 2 + 1) along dim."""
+    count = n - (n // 2 + 1)
+    if count > 0:
+        a = a.copy()
+        a[(slice(None),) * dim + (slice(1, 1 + count),)] *= 2
+    return a
+
+
+def _complex_dtype(real_dt):
+    return np.complex128 if real_dt == np.float64 else np.complex64
+
+
+def _c2c(a, dims, sizes, forward, norm):
+    n = int(np.prod(sizes))
+    return _scale(norm, forward, n) * _unscaled(_resize(a, dims, sizes), dims, forward)
+
+
+def _r2c(a, dims, sizes, forward, norm):
+    full = _c2c(a, dims, sizes, forward, norm)
+    last = dims[-1]
+    return full[(slice(None),) * last + (slice(0, sizes[-1] // 2 + 1),)]
+
+
+def _c2r(a, dims, sizes, forward, norm):
+    """sizes: the output's signal sizes (the last one the real length n)."""
+    n = int(np.prod(sizes))
+    half = list(sizes[:-1]) + [sizes[-1] // 2 + 1]
+    a = _resize(a, dims, half)
+    if forward:         # hfft: C2R of the conjugate, i.e. the other direction's C2R
+        a = np.conj(a)
+    out = np.fft.irfftn(a, s=sizes, axes=dims, norm="forward")
+    return _scale(norm, forward, n) * out
+
+
+class _Transform(Function):
+    """One FFT as one node: ctx.kind is c2c, r2c or c2r (the forward above, the VJP below)."""
+
+    @staticmethod
+    def forward(ctx, x, kind, dims, sizes, forward, norm, out_dtype):
+        ctx.kind, ctx.dims, ctx.sizes, ctx.forward, ctx.norm = kind, dims, sizes, forward, norm
+        ctx.in_shape, ctx.in_dtype = x._array.shape, x._array.dtype
+        transform = {"c2c": _c2c, "r2c": _r2c, "c2r": _c2r}[kind]
+        out = transform(x._array, dims, sizes, forward, norm)
+        return _core.wrap_array(np.ascontiguousarray(out, dtype=out_dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        g = g._array
+        dims, sizes, back = ctx.dims, ctx.sizes, not ctx.forward
+        if ctx.kind == "c2r":
+            n = int(np.prod(sizes))
+            grad = _scale(ctx.norm, ctx.forward, n) * _unscaled(g.astype(
+                _complex_dtype(g.dtype)), dims, back)
+            last = dims[-1]
+            grad = _doubled(grad[(slice(None),) * last + (slice(0, sizes[-1] // 2 + 1),)],
+                            last, sizes[-1])
+            resized = [ctx.in_shape[d] for d in dims]
+        else:
+            if ctx.kind == "r2c":                       # zero-fill the dropped half
+                g = _resize(g, dims[-1:], sizes[-1:])
+            n = int(np.prod(sizes))
+            grad = _scale(ctx.norm, ctx.forward, n) * _unscaled(g, dims, back)
+            resized = [ctx.in_shape[d] for d in dims]
+        grad = _resize(grad, dims, resized)
+        if ctx.in_dtype.kind != "c":
+            grad = grad.real
+        return (_core.wrap_array(np.ascontiguousarray(grad, dtype=ctx.in_dtype)),
+                None, None, None, None, None, None)
+
+
+class _TransformR2C(_Transform):
+    pass
+
+
+class _TransformC2R(_Transform):
+    pass
+
+
+class _TransformConj(_Transform):
+    pass
+
+
+_torch_grad_fn_name(_Transform, "FftC2CBackward0")
+_torch_grad_fn_name(_TransformR2C, "FftR2CBackward0")
+_torch_grad_fn_name(_TransformC2R, "FftC2RBackward0")
+_torch_grad_fn_name(_TransformConj, "ConjBackward0")
+
+
+def _check_input(fn: str, input):
+    _check_tensor(input, "fft_" + fn)
+
+
+def _plan(fn: str, input, s, dim, default_dims):
+    """The transform's dims (normalised, in order) and signal sizes (None entries: the input's
+    size along that dim), as torch.fft's n / s and dim arguments give them."""
+    ndim = input.ndim
+    if dim is None:
+        if s is not None:
+            if len(s) > ndim:
+                raise RuntimeError(f"Got shape with {len(s)} values but input tensor only has "
+                                   f"{ndim} dimensions.")
+            dims = tuple(range(ndim - len(s), ndim))
+        else:
+            dims = tuple(range(ndim)) if default_dims is None else default_dims
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = tuple(_core.normalize_dim(d, ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("FFT dims must be unique")
+    if s is None:
+        sizes = [None] * len(dims)
+    else:
+        sizes = list(s)
+        if len(sizes) != len(dims):
+            raise RuntimeError("When given, dim and shape arguments must have the same length")
+    for n in sizes:
+        if n is not None and n != -1 and n < 1:
+            raise RuntimeError(f"Invalid number of data points ({n}) specified")
+    return dims, [None if n == -1 else n for n in sizes]
+
+
+def _real_input(fn: str, input):
+    """The real operand of an r2c transform (integers: the default float dtype)."""
+    a = input._array
+    if a.dtype.kind == "c":
+        raise RuntimeError(f"{fn} expects a real input tensor, but got "
+                           f"{_core.scalar_type_name_of(a.dtype)}")
+    if a.dtype.kind != "f":
+        return input.to(_core.get_default_dtype())
+    return input
+
+
+def _complex_input(input):
+    """The complex operand of a c2c / c2r transform: a real input keeps its precision."""
+    a = input._array
+    if a.dtype.kind == "c":
+        return input, a.dtype
+    if a.dtype.kind != "f":
+        return input, np.dtype(_complex_dtype(_core.get_default_dtype().np_dtype))
+    if a.dtype == np.float16:
+        raise TypeError(_core.NO_COMPLEX32)
+    return input, np.dtype(_complex_dtype(a.dtype))
+
+
+def _c2c_call(fn, input, s, dim, norm, forward, default_dims):
+    _check_input(fn, input)
+    dims, sizes = _plan(fn, input, s, dim, default_dims)
+    sizes = [input.shape[d] if n is None else n for d, n in zip(dims, sizes)]
+    _scale(norm, forward, 1)
+    x, out_dt = _complex_input(input)
+    cls = _Transform if input._array.dtype.kind == "c" else _TransformR2C
+    _core._complex_in_use()
+    return cls.apply(x, "c2c", dims, sizes, forward, norm, out_dt)
+
+
+def _r2c_call(fn, input, s, dim, norm, forward, default_dims):
+    _check_input(fn, input)
+    x = _real_input(fn, input)
+    dims, sizes = _plan(fn, x, s, dim, default_dims)
+    sizes = [x.shape[d] if n is None else n for d, n in zip(dims, sizes)]
+    _scale(norm, forward, 1)
+    _core._complex_in_use()
+    # PyTorch's ihfft is the conjugate of an rfft: its node is ConjBackward0 for one dim
+    cls = _TransformR2C if forward else (_TransformConj if len(dims) == 1 else _Transform)
+    return cls.apply(x, "r2c", dims, sizes, forward, norm, _complex_dtype(x._array.dtype))
+
+
+def _c2r_call(fn, input, s, dim, norm, forward, default_dims):
+    _check_input(fn, input)
+    dims, sizes = _plan(fn, input, s, dim, default_dims)
+    sizes = [input.shape[d] if n is None else n for d, n in zip(dims, sizes[:-1])] + \
+        [2 * (input.shape[dims[-1]] - 1) if sizes[-1] is None else sizes[-1]]
+    if sizes[-1] < 1:
+        raise RuntimeError(f"Invalid number of data points ({sizes[-1]}) specified")
+    _scale(norm, forward, 1)
+    x, cdt = _complex_input(input)
+    _core._complex_in_use()
+    return _TransformC2R.apply(x, "c2r", dims, sizes, forward, norm,
+                               np.float64 if cdt == np.complex128 else np.float32)
+
+
+def _one(n):
+    return None if n is None else (n,)
+
+
+def fft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The 1-D discrete Fourier transform along dim (n: crop or zero-pad to n points first; norm:
+    "backward" (default, no scaling), "ortho" (1/sqrt(n)) or "forward" (1/n))."""
+    return _out(_c2c_call("fft", input, _one(n), dim, norm, True, None), out)
+
+
+def ifft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The inverse 1-D discrete Fourier transform along dim ("backward" norm: scaled by 1/n)."""
+    return _out(_c2c_call("ifft", input, _one(n), dim, norm, False, None), out)
+
+
+def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    """The 2-D discrete Fourier transform over dim (the last two by default)."""
+    return _out(_c2c_call("fft2", input, s, dim, norm, True, None), out)
+
+
+def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    """The inverse 2-D discrete Fourier transform over dim."""
+    return _out(_c2c_call("ifft2", input, s, dim, norm, False, None), out)
+
+
+def fftn(input, s=None, dim=None, norm=None, *, out=None):
+    """The N-D discrete Fourier transform over dim (every dim, or the last len(s), by default)."""
+    return _out(_c2c_call("fftn", input, s, dim, norm, True, None), out)
+
+
+def ifftn(input, s=None, dim=None, norm=None, *, out=None):
+    """The inverse N-D discrete Fourier transform over dim."""
+    return _out(_c2c_call("ifftn", input, s, dim, norm, False, None), out)
+
+
+def rfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The 1-D Fourier transform of a real signal: the n // 2 + 1 non-negative frequencies."""
+    return _out(_r2c_call("rfft", input, _one(n), dim, norm, True, None), out)
+
+
+def irfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The inverse of rfft: a real signal of n points (default 2 * (input.size(dim) - 1)) from
+    its non-negative frequencies (the imaginary parts of the zero and Nyquist terms ignored)."""
+    return _out(_c2r_call("irfft", input, _one(n), dim, norm, False, None), out)
+
+
+def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    """The 2-D Fourier transform of a real signal, onesided along the last dim."""
+    return _out(_r2c_call("rfft2", input, s, dim, norm, True, None), out)
+
+
+def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    """The inverse of rfft2."""
+    return _out(_c2r_call("irfft2", input, s, dim, norm, False, None), out)
+
+
+def rfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """The N-D Fourier transform of a real signal, onesided along the last of dim."""
+    return _out(_r2c_call("rfftn", input, s, dim, norm, True, None), out)
+
+
+def irfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """The inverse of rfftn."""
+    return _out(_c2r_call("irfftn", input, s, dim, norm, False, None), out)
+
+
+def hfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The Fourier transform of a Hermitian-symmetric signal given by its first half: a real
+    spectrum of n points (default 2 * (input.size(dim) - 1))."""
+    return _out(_c2r_call("hfft", input, _one(n), dim, norm, True, None), out)
+
+
+def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """The inverse of hfft: the onesided inverse transform of a real signal."""
+    return _out(_r2c_call("ihfft", input, _one(n), dim, norm, False, None), out)
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    """The 2-D hfft."""
+    return _out(_c2r_call("hfft2", input, s, dim, norm, True, None), out)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    """The 2-D ihfft."""
+    return _out(_r2c_call("ihfft2", input, s, dim, norm, False, None), out)
+
+
+def hfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """The N-D hfft."""
+    return _out(_c2r_call("hfftn", input, s, dim, norm, True, None), out)
+
+
+def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """The N-D ihfft."""
+    return _out(_r2c_call("ihfftn", input, s, dim, norm, False, None), out)
+
+
+def _out(res, out):
+    if out is None:
+        return res
+    out.copy_(res)
+    return out

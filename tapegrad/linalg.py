@@ -416,7 +416,8 @@ _torch_grad_fn_name(_CountNonzero, "LinalgVectorNormBackward0")
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The ord-norm of x over dim (all elements when None), as torch.linalg.vector_norm."""
     x = _as_tensor(x, "linalg_vector_norm")
-    _check_float(x, "linalg.vector_norm")
+    if x._array.dtype.kind != "c":                      # complex: the norm of the moduli
+        _check_float(x, "linalg.vector_norm")
     if dtype is not None:
         x = x.to(dtype)
     if isinstance(ord, str):
@@ -450,7 +451,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if ord == 1:
         return magnitude.sum(**reduce)
     if ord == 2:
-        return _EuclideanNorm.apply(x, dims, keepdim) if reduce else magnitude
+        return (_EuclideanNorm.apply(magnitude if x.is_complex() else x, dims, keepdim)
+                if reduce else magnitude)
     return magnitude.pow(ord).sum(**reduce).pow(1.0 / ord)
 
 

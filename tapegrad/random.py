@@ -340,6 +340,15 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     """Samples from the standard normal distribution: randn(2, 3) or randn((2, 3))."""
     shape = _shape_of(size, kwargs.pop("size", None), "randn")
     _no_extra(kwargs, "randn")
+    requested = _np_dtype(_out_dtype(out, dtype, "randn"))
+    if requested is not None and requested.kind == "c":
+        # PyTorch's complex normal: real and imaginary parts independent, each of variance 1/2
+        _check_factory(requested, requires_grad, device)
+        part = np.float64 if requested == np.complex128 else np.float32
+        pairs = _standard_normal(_numpy_rng(generator, "randn"), tuple(shape) + (2,), part)
+        pairs = pairs * part(np.sqrt(0.5))
+        return _finish((pairs[..., 0] + 1j * pairs[..., 1]).astype(requested), requires_grad,
+                       out)
     dt = _float_dtype(_out_dtype(out, dtype, "randn"), "normal_kernel_cpu", shape)
     _check_factory(dt, requires_grad, device)
     return _finish(_standard_normal(_numpy_rng(generator, "randn"), shape, dt), requires_grad,

@@ -527,8 +527,8 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         return self._array.dtype.kind == "f"
 
     def is_complex(self) -> bool:
-        """Always False: tapegrad has no complex dtypes."""
-        return False
+        """Whether the dtype is a complex one (complex64, complex128)."""
+        return self._array.dtype.kind == "c"
 
     # -- new tensors with self's dtype (Tensor.new_*) --------------------------------------------
     def new_tensor(self, data, dtype=None, device=None, requires_grad: bool = False,

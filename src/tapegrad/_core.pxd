@@ -212,6 +212,22 @@ cdef inline char dtype_kind(cnp.ndarray a) noexcept:
     return a.descr.kind
 
 
+cdef extern from "numpy/arrayobject.h":
+    ctypedef struct PyTypeObject_numpy "PyTypeObject":
+        pass
+    PyTypeObject_numpy PyComplexFloatingArrType_Type
+    bint PyObject_TypeCheck_numpy "PyObject_TypeCheck"(object, PyTypeObject_numpy*)
+
+
+cdef inline bint is_complex_operand(object x) noexcept:
+    """A complex tensor or a Python (or numpy) complex number: the operands the compiled ops
+    hand to tapegrad/_complex.py (complex_hook.pxi)."""
+    if isinstance(x, TensorBase):
+        return dtype_kind(<cnp.ndarray>(<TensorBase>x)._array) == c'c'
+    return (isinstance(x, complex)
+            or PyObject_TypeCheck_numpy(x, &PyComplexFloatingArrType_Type))
+
+
 cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b) noexcept:
     cdef int nd_ = cnp.PyArray_NDIM(a), i
     if nd_ != cnp.PyArray_NDIM(b):
@@ -289,6 +305,7 @@ cdef enum:
     CAT_BOOL = 0
     CAT_INT = 1
     CAT_FLOAT = 2
+    CAT_COMPLEX = 3
 
 cdef class dtype:
     cdef readonly str name
@@ -311,6 +328,12 @@ cdef int np_category(int type_num) noexcept
 cdef int scalar_category(object s) noexcept
 
 cdef object promote_pair(object a, object b)
+
+cdef object overtaken(object out, int cat, object higher)
+
+cdef object scalar_default(int sc)
+
+cdef object complex_call(str name, tuple args)
 
 cdef object result_dtype(object a, object b)
 

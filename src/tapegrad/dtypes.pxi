@@ -51,7 +51,7 @@ cdef class dtype:
 
     @property
     def is_complex(self):
-        return self.category == CAT_COMPLEX_NAME
+        return self.category == CAT_COMPLEX
 
     @property
     def is_signed(self):
@@ -77,24 +77,26 @@ bool_ = dtype("bool", np.bool_, CAT_BOOL)
 # PyTorch's bfloat16 as a name and its properties only: no tensor can have it (NoNumpyDtype).
 bfloat16 = dtype("bfloat16", NoNumpyDtype(_NO_BFLOAT16), CAT_FLOAT, 2)
 
-# Complex dtypes, names only for now: numpy has them, but tapegrad's kernels, promotion and
-# gradients are real-valued, so a complex tensor is refused rather than half-supported (numpy
-# would, e.g., order complex numbers where PyTorch refuses).  A category of their own: neither
-# is_floating_point nor accepted by set_default_dtype.
-NO_COMPLEX = ("tapegrad has no complex tensors yet (its kernels, type promotion and gradients "
-              "are real-valued); torch.complex64/complex128 exist for dtype checks only")
-cdef int CAT_COMPLEX_NAME = 3
-complex64 = dtype("complex64", NoNumpyDtype(NO_COMPLEX), CAT_COMPLEX_NAME, 8)
-complex128 = dtype("complex128", NoNumpyDtype(NO_COMPLEX), CAT_COMPLEX_NAME, 16)
-complex32 = dtype("complex32", NoNumpyDtype(NO_COMPLEX), CAT_COMPLEX_NAME, 4)
+# Complex dtypes: numpy holds the values; the ops that know complex arithmetic and PyTorch's
+# conjugate Wirtinger gradients live in tapegrad/_complex.py, reached through complex_hook below.
+# A category of their own, above floating: neither is_floating_point nor accepted by
+# set_default_dtype.  complex32 (chalf) has no numpy twin: a name for dtype checks only.
+NO_COMPLEX32 = ("tapegrad has no complex32 (chalf) tensors: numpy, which holds tapegrad's values, "
+                "has no complex half type; torch.complex32 exists for dtype checks only. Use "
+                "torch.complex64 (cfloat)")
+complex64 = dtype("complex64", np.complex64, CAT_COMPLEX)
+complex128 = dtype("complex128", np.complex128, CAT_COMPLEX)
+complex32 = dtype("complex32", NoNumpyDtype(NO_COMPLEX32), CAT_COMPLEX, 4)
 
 # A dict literal, built one item at a time: a 9-item tuple display would hold each item in its
 # own temporary of the module's load function, stored again at each of its 500 error exits.
 cdef dict DTYPE_OF_NAME = {"float16": float16, "float32": float32, "float64": float64,
                            "uint8": uint8, "int8": int8, "int16": int16, "int32": int32,
                            "int64": int64, "bool": bool_}
+DTYPE_OF_NAME["complex64"] = complex64
+DTYPE_OF_NAME["complex128"] = complex128
 cdef dict DTYPE_OF_NUM = {d.np_dtype.num: d for d in DTYPE_OF_NAME.values()}
-for _name_only in (bfloat16, complex64, complex128, complex32):
+for _name_only in (bfloat16, complex32):
     DTYPE_OF_NAME[_name_only.name] = _name_only
 NP_FLOAT32 = np.dtype(np.float32)
 NP_INT64 = np.dtype(np.int64)
@@ -163,6 +165,8 @@ cdef inline int np_category(int type_num) noexcept:
         return CAT_BOOL
     if cnp.PyTypeNum_ISFLOAT(type_num):
         return CAT_FLOAT
+    if cnp.PyTypeNum_ISCOMPLEX(type_num):
+        return CAT_COMPLEX
     return CAT_INT
 
 
@@ -172,6 +176,8 @@ cdef inline int scalar_category(object s) noexcept:
         return CAT_BOOL
     if isinstance(s, int):
         return CAT_INT
+    if isinstance(s, complex):
+        return CAT_COMPLEX
     return CAT_FLOAT
 
 
@@ -187,7 +193,8 @@ cdef inline long operand_code(object x):
 
 
 # torch's ScalarType names, for error messages
-SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+SCALAR_TYPE_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble",
+                     "float32": "Float", "float64": "Double", "float16": "Half",
                                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
                                "uint8": "Byte", "bool": "Bool"}
 
@@ -202,7 +209,34 @@ cdef object promote_pair(object a, object b):
     cdef int ca = np_category(a.num), cb = np_category(b.num)
     if ca == cb:
         return np.promote_types(a, b)
+    if (ca == CAT_COMPLEX and cb == CAT_FLOAT) or (cb == CAT_COMPLEX and ca == CAT_FLOAT):
+        return np.promote_types(a, b)                   # complex64 with float64: complex128
     return a if ca > cb else b
+
+
+cdef object complex_of(object real_dt):
+    """The complex dtype with real_dt's precision (PyTorch's toComplexType)."""
+    if real_dt.num == cnp.NPY_FLOAT64:
+        return np.dtype(np.complex128)
+    if real_dt.num == cnp.NPY_FLOAT16:
+        raise TypeError(NO_COMPLEX32)
+    return np.dtype(np.complex64)
+
+
+cdef object overtaken(object out, int cat, object higher):
+    """The dtype when `higher` (of a higher category, from a lower-priority operand: a zero-dim
+    tensor or a Python scalar) overtakes `out` (category `cat`; None when there is none):
+    PyTorch's combine_categories keeps a floating out's precision in a complex result."""
+    if cat == CAT_FLOAT and np_category(higher.num) == CAT_COMPLEX:
+        return complex_of(out)
+    return higher
+
+
+cdef object scalar_default(int sc):
+    """The dtype a Python scalar of category sc brings: the default of its category."""
+    if sc == CAT_COMPLEX:
+        return complex_of(DEFAULT_FLOAT)
+    return DEFAULT_FLOAT if sc == CAT_FLOAT else (NP_INT64 if sc == CAT_INT else NP_BOOL)
 
 
 cdef object compute_result_dtype(long code_a, long code_b):
@@ -221,14 +255,14 @@ cdef object compute_result_dtype(long code_a, long code_b):
         out = dims
         cat = np_category(out.num)
     if zeros is not None and np_category(zeros.num) > cat:
-        out = zeros
+        out = overtaken(out, cat, zeros)
         cat = np_category(out.num)
     for c in (code_a, code_b):
         if c < 10000:
             continue
         sc = c - 10000
         if sc > cat:
-            out = DEFAULT_FLOAT if sc == CAT_FLOAT else (NP_INT64 if sc == CAT_INT else NP_BOOL)
+            out = overtaken(out, cat, scalar_default(sc))
             cat = sc
     return out
 
@@ -256,4 +290,6 @@ def np_dtype_of(d):
 # C++ type names PyTorch's messages use (masked_fill, grad assignment).
 C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
                           "int64": "long int", "int32": "int", "int16": "short int",
-                          "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+                          "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+                          "complex64": "c10::complex<float>",
+                          "complex128": "c10::complex<double>"}

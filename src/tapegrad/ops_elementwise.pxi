@@ -352,6 +352,8 @@ cdef object binary_op(int op, object a, object b):
     if (op == OP_SUB or op == OP_RSUB) and (promote or type(a) is bool or type(b) is bool):
         check_no_bool_subtraction(a, b)
     if promote:
+        if is_complex_operand(a) or is_complex_operand(b):
+            return complex_call(BINARY_NAMES[op], (a, b))
         a = as_operand(a)
         b = as_operand(b)
         if a is NotImplemented or b is NotImplemented:
@@ -452,6 +454,10 @@ OP_LOG = register_op("LogBackward0", vjp_log)
 OP_TANH = register_op("TanhBackward0", vjp_tanh)
 OP_RELU = register_op("ReluBackward0", vjp_relu)
 
+# the names _complex.py knows unary_op's ops by
+cdef dict UNARY_NAMES = {OP_NEG: "neg", OP_EXP: "exp", OP_LOG: "log", OP_TANH: "tanh",
+                         OP_RELU: "relu"}
+
 
 cdef object unary_numpy(int op, object A):
     """numpy's version of a unary op (integer, non-contiguous or large input)."""
@@ -489,6 +495,8 @@ cdef object unary_op(int op, TensorBase x):
     cdef Record* r
     A = x._array
     cdef char kind = dtype_kind(<cnp.ndarray>A)
+    if kind == c'c':
+        return complex_call(UNARY_NAMES[op], (x,))
     if op != OP_NEG and op != OP_RELU and kind != c'f':
         A = A.astype(DEFAULT_FLOAT)                     # PyTorch: exp/log/tanh of ints: the default
     if op == OP_RELU and kind == c'b':

@@ -553,7 +553,8 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
         if not isinstance(o, TensorBase) or any(outs[j] is d for d in non_differentiable):
             continue
         t = <TensorBase>o
-        if not cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(t._array)):
+        if not (cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(t._array))
+                or cnp.PyTypeNum_ISCOMPLEX(cnp.PyArray_TYPE(t._array))):
             continue                    # integer and bool outputs are never differentiable
         si = TAPE.append(OP_FN_OUTPUT, 1, &fi)
         TAPE.recs[si].scalar = <double>j
@@ -717,6 +718,12 @@ TENSOR_METHODS.update(register_hook=register_hook,
 def scalar_type_name_of(object np_dt):
     """PyTorch's ScalarType name ("Float", "Double", ...) of a numpy dtype, for messages."""
     return scalar_type_name(np.dtype(np_dt))
+
+
+def c_type_name_of(object np_dt):
+    """The C++ type name PyTorch's messages give a numpy dtype ("float", "c10::complex<float>")."""
+    name = np.dtype(np_dt).name
+    return C_TYPE_NAMES.get(name, name)
 
 
 def _sum_to(object arr, object shape):

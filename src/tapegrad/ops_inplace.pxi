@@ -435,11 +435,6 @@ cdef int check_setitem_value(TensorBase self, object value) except -1:
     raise TypeError(f"can't assign a {name} to a {self.type()}")
 
 
-cdef dict C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-                          "int64": "long int", "int32": "int", "int16": "short int",
-                          "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
-
-
 cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=False):
     """self[key] = value.  `onto_base`: a write into a view or an in-place op on one, already
     checked as the user wrote it, going to the view's base under the base's index arrays."""

@@ -383,6 +383,8 @@ cdef object matmul_eager(input, other):
     cdef TensorBase b = require_tensor(other, "matmul", "other", 2)
     A = a._array
     B = b._array
+    if dtype_kind(<cnp.ndarray>A) == c'c' or dtype_kind(<cnp.ndarray>B) == c'c':
+        return complex_call("matmul", (a, b))
     fresh(a)
     fresh(b)
     cdef int route = matmul_route(A, B, a._requires_grad, b._requires_grad)
@@ -453,6 +455,13 @@ def _rmatmul_op(self, other):
     return matmul(other, self)
 
 
+cdef inline bint complex_product(object A, object B, int nd_a, int nd_b) noexcept:
+    """A complex product of the ranks the op takes (others fall to the op's own errors): it is
+    _complex.py's matmul, whose VJP conjugates."""
+    return ((dtype_kind(<cnp.ndarray>A) == c'c' or dtype_kind(<cnp.ndarray>B) == c'c')
+            and cnp.PyArray_NDIM(<cnp.ndarray>A) == nd_a and cnp.PyArray_NDIM(<cnp.ndarray>B) == nd_b)
+
+
 def mm(input, mat2):
     """Matrix product of two 2-D tensors (no broadcasting); either may be sparse COO."""
     if not (isinstance(input, TensorBase) and isinstance(mat2, TensorBase)):
@@ -463,6 +472,8 @@ def mm(input, mat2):
     cdef TensorBase b = require_tensor(mat2, "mm", "mat2", 2)
     A = a._array
     B = b._array
+    if complex_product(A, B, 2, 2):
+        return complex_call("matmul", (a, b))
     if A.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if B.ndim != 2:
@@ -477,6 +488,8 @@ def bmm(input, mat2):
     cdef TensorBase b = require_tensor(mat2, "bmm", "mat2", 2)
     A = a._array
     B = b._array
+    if complex_product(A, B, 3, 3):
+        return complex_call("matmul", (a, b))
     if A.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if B.ndim != 3:
@@ -495,6 +508,8 @@ def mv(input, vec):
     cdef TensorBase b = require_tensor(vec, "mv", "vec", 2)
     A = a._array
     B = b._array
+    if complex_product(A, B, 2, 1):
+        return complex_call("matmul", (a, b))
     if A.ndim != 2 or B.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {A.ndim}, {B.ndim}")
     check_mv(A.shape[0], A.shape[1], B.shape[0], A.dtype, B.dtype)
@@ -507,6 +522,8 @@ def dot(input, tensor):
     cdef TensorBase b = require_tensor(tensor, "dot", "tensor", 2)
     A = a._array
     B = b._array
+    if complex_product(A, B, 1, 1):
+        return complex_call("matmul", (a, b))
     if A.ndim != 1 or B.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {A.ndim}D and {B.ndim}D tensors")
     check_dot(A.shape[0], B.shape[0], A.dtype, B.dtype)

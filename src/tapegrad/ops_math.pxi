@@ -72,6 +72,8 @@ cdef object rounding(int op, TensorBase x, object fn, str kernel):
     """floor / ceil / round / trunc / frac: integer dtypes kept (frac refuses them); the
     derivative is zero (frac: one)."""
     A = x._array
+    if dtype_kind(<cnp.ndarray>A) == c'c':
+        return complex_call("refuse", (kernel, x))
     if A.dtype.kind != "f":
         if op == OP_FRAC or op == OP_ROUND_DECIMALS or A.dtype.kind == "b":
             raise NotImplementedError(f"\"{kernel}\" not implemented for "

@@ -153,13 +153,13 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
     cdef double count = reduced_count(A.shape, axes)
     if dtype is not None:
         dt = to_np_dtype(dtype)
-        if op == OP_MEAN and dt.kind != "f":
+        if op == OP_MEAN and dt.kind != "f" and dt.kind != "c":
             raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be "
                                "either a floating point or complex dtype. Got: "
                                f"{scalar_type_name(dt)}")
         if dt != in_dt:
             fresh(x)
-            if x._requires_grad and grad_enabled() and dt.kind != "f":
+            if x._requires_grad and grad_enabled() and dt.kind != "f" and dt.kind != "c":
                 raise RuntimeError(f"Autograd not support dtype: {scalar_type_name(dt)}")
             A = A.astype(dt)
     if op == OP_SUM:
@@ -172,7 +172,7 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
                 out = half_sum(A, axes, keepdim)
                 out = nd(out.astype(NP_FLOAT16) if is_half(A) else out)
     else:
-        if A.dtype.kind != "f":
+        if A.dtype.kind != "f" and A.dtype.kind != "c":
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                                f"floating point or complex dtype. Got: {scalar_type_name(A.dtype)}")
         with IeeeResults():                             # mean of no elements is nan, as PyTorch
@@ -472,6 +472,9 @@ cdef object extreme_dims(int op, TensorBase x, object dim, bint keepdim, str nam
     """amax/amin over `dim` (int, tuple or all) and max/min of all elements."""
     cdef Record* r
     A = x._array
+    if dtype_kind(<cnp.ndarray>A) == c'c':            # complex numbers have no order
+        return complex_call("refuse", (name + "_all" if dim is None and (
+            op == OP_MAX_ALL or op == OP_MIN_ALL) else name, x))
     cdef int ndim = A.ndim
     cdef tuple axes
     if dim is None:
@@ -512,6 +515,8 @@ cdef object extreme_along(int op, TensorBase x, int axis, bint keepdim, str name
     """max/min along one dim: (values, indices); the values' gradient goes to the indices."""
     cdef Record* r
     A = x._array
+    if dtype_kind(<cnp.ndarray>A) == c'c':
+        return complex_call("refuse", (name + "_dim", x))
     cdef int ndim = A.ndim
     shape = A.shape
     if ndim == 0:
@@ -608,6 +613,8 @@ def amin(TensorBase input, dim=(), keepdim=False, *, axis=None, keepdims=None):
 cdef object arg_extreme(bint is_max, TensorBase input, object dim, bint keepdim):
     cdef str name = "argmax" if is_max else "argmin"
     A = input._array
+    if dtype_kind(<cnp.ndarray>A) == c'c':
+        return complex_call("refuse", (name, input))
     if A.dtype.kind == "b":
         raise RuntimeError(f"{name}(): does not support bool input")
     if dim is None:
@@ -694,6 +701,8 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
     elif unbiased is not None:
         c = 1.0 if unbiased else 0.0
     A = input._array
+    if A.dtype.kind == "c":                             # var of the real and imaginary parts
+        return complex_call("var_std", (is_std, input, dim, c, bool(keepdim)))
     if A.dtype.kind != "f":
         raise RuntimeError("std and var only support floating point and complex dtypes")
     cdef int ndim = A.ndim
@@ -842,6 +851,8 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     cdef Record* r
     cdef double pv
     A = input._array
+    if A.dtype.kind == "c" and dtype is None:           # the norm of the moduli
+        return complex_call("norm", (input, p, dim, keepdim))
     if dtype is not None:
         A = A.astype(to_np_dtype(dtype))
     if A.dtype.kind != "f":

@@ -68,10 +68,10 @@ cdef object promote_operands(tuple ops):
         out = dims
         cat = np_category(out.num)
     if zeros is not None and np_category(zeros.num) > cat:
-        out = zeros
+        out = overtaken(out, cat, zeros)
         cat = np_category(out.num)
     if sc > cat:
-        out = DEFAULT_FLOAT if sc == CAT_FLOAT else (NP_INT64 if sc == CAT_INT else NP_BOOL)
+        out = overtaken(out, cat, scalar_default(sc))
     return out
 
 
@@ -276,6 +276,11 @@ OP_SIGMOID = register_op("SigmoidBackward0", vjp_sigmoid)
 OP_RECIPROCAL = register_op("ReciprocalBackward0", vjp_reciprocal)
 OP_ERF = register_op("ErfBackward0", vjp_erf)
 
+# the names _complex.py knows math_op's ops by
+cdef dict MATH_NAMES = {OP_ABS: "abs", OP_SIGN: "sign", OP_LOG1P: "log1p", OP_EXPM1: "expm1",
+                        OP_SQRT: "sqrt", OP_RSQRT: "rsqrt", OP_SIN: "sin", OP_COS: "cos",
+                        OP_SIGMOID: "sigmoid", OP_RECIPROCAL: "reciprocal", OP_ERF: "erf"}
+
 
 cdef object math_op(int op, int kop, TensorBase x, bint save_output):
     """Forward and record of a one-input math function.  Integer and bool inputs give float32
@@ -283,6 +288,8 @@ cdef object math_op(int op, int kop, TensorBase x, bint save_output):
     cdef Record* r
     A = x._array
     cdef char kind = dtype_kind(<cnp.ndarray>A)
+    if kind == c'c':
+        return complex_call(MATH_NAMES[op], (x,))
     if op == OP_ABS or op == OP_SIGN:
         if kind == c'b':
             if op == OP_ABS:
@@ -673,6 +680,8 @@ cdef object clamp_op(TensorBase input, object lo, object hi, int variant):
     """clamp / clamp_min / clamp_max: Number bounds (ClampBackward1 ...) or Tensor bounds
     (ClampBackward0 ..., broadcasting, gradients to the bounds too), as PyTorch's overloads."""
     cdef Record* r
+    if dtype_kind(<cnp.ndarray>input._array) == c'c':
+        return complex_call("refuse", ("clamp", input))
     lo2 = number_or_tensor(lo)
     hi2 = number_or_tensor(hi)
     name, sigs = clamp_signature(variant)
@@ -806,6 +815,8 @@ OP_MINIMUM = register_op("MinimumBackward0", vjp_maximum)
 cdef object maximum_op(int op, TensorBase input, object other):
     cdef Record* r
     cdef str name = "maximum" if op == OP_MAXIMUM else "minimum"
+    if is_complex_operand(input) or is_complex_operand(other):
+        return complex_call("refuse", (name, input))
     if not isinstance(other, TensorBase):
         raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other).__name__}")
@@ -962,6 +973,8 @@ cdef object elementwise_nograd(int which, object a, object b, bint dunder):
     """A comparison, bitwise or logical op of two operands (a tensor and a tensor or Python
     number), computed in their promoted dtype.  Dunders return NotImplemented for other types
     (so `t == None` is False and `t < None` a TypeError, as in PyTorch)."""
+    if is_complex_operand(a) or is_complex_operand(b):
+        return complex_call("compare", (CMP_NAMES[which], a, b))
     a2 = as_operand(a)
     b2 = as_operand(b)
     if a2 is NotImplemented or b2 is NotImplemented or (which >= LOGIC_AND and not (
@@ -1149,6 +1162,8 @@ def all_(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None)
 # -- dtype conversions -----------------------------------------------------------------------------
 
 cdef object vjp_to_copy(Record* r, object g):
+    if dtype_kind(<cnp.ndarray>g) == c'c' and (<object>r.aux).kind != "c":
+        return g.real.astype(<object>r.aux)             # a real input: the real part
     return g.astype(<object>r.aux)                      # back to the input's dtype
 
 
@@ -1162,13 +1177,18 @@ cdef object convert(TensorBase x, object np_dt, bint copy):
     A = x._array
     if A.dtype == np_dt and not copy:
         return x
+    if dtype_kind(<cnp.ndarray>A) == c'c' and np_dt.kind != "c":
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=2)
+        A = A.real
     with IeeeResults():                                 # overflow to inf, NaN to int: as PyTorch
         out = A.astype(np_dt)
     cdef TensorBase res = wrap(out)
-    if np_dt.kind == "f":
+    if (np_dt.kind == "f" or np_dt.kind == "c") and (A.dtype.kind == "f" or
+                                                     A.dtype.kind == "c"):
         r = record1(OP_TO_COPY, res, x)
         if r != NULL:
-            keep(&r.aux, A.dtype)
+            keep(&r.aux, x._array.dtype)
     return res
 
 

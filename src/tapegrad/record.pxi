@@ -34,8 +34,30 @@ cdef inline void drop_no_grad_view_edges(int n_in, Py_ssize_t* inp) noexcept:
                 inp[j] = -1
 
 
+cdef int check_complex_record(int op, TensorBase result, int n_in, Py_ssize_t* inp) except -1:
+    """Refuse to record a compiled op on complex values whose VJP is not right for them (see
+    complex_hook.pxi): a gradient computed as if the values were real would be silently wrong."""
+    cdef int j
+    cdef bint complex_values = dtype_kind(<cnp.ndarray>result._array) == c'c'
+    cdef PyObject* o
+    for j in range(n_in):
+        if complex_values:
+            break
+        if inp[j] >= 0:
+            o = TAPE.recs[inp[j]].out
+            complex_values = (o != NULL and
+                              dtype_kind(<cnp.ndarray>(<TensorBase>o)._array) == c'c')
+    if complex_values and not COMPLEX_SAFE[op]:
+        raise NotImplementedError(
+            f"tapegrad: the gradient of {OP_NAMES[op]} is not implemented for complex tensors "
+            f"(its compiled VJP is real-valued); see docs/differences.md")
+    return 0
+
+
 cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) except NULL:
     """Append the record of `result` (which then requires grad and is no longer a leaf)."""
+    if COMPLEX_IN_USE:
+        check_complex_record(op, result, n_in, inp)
     drop_no_grad_view_edges(n_in, inp)
     cdef Py_ssize_t i = TAPE.append(op, n_in, inp)
     if ANOMALY_MODE:                    # anomaly mode: remember where the forward ran (taken in C)

@@ -107,6 +107,8 @@ def wrap_array(object arr, bint requires_grad=False):
     """Tensor creation for the facade: wrap ndarray `arr` (not copied) as a leaf tensor."""
     arr = nd(arr)
     cdef TensorBase t = wrap(arr)
+    if not COMPLEX_IN_USE and dtype_kind(<cnp.ndarray>arr) == c'c':
+        _complex_in_use()
     if requires_grad:
         t._set_requires_grad(True)
     return t
@@ -451,7 +453,8 @@ cdef class TensorBase:
                 "you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
-        if flag and not cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(self._array)):
+        if flag and not (cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(self._array))
+                         or cnp.PyTypeNum_ISCOMPLEX(cnp.PyArray_TYPE(self._array))):
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                f"gradients (got {self.dtype})")
         if flag and self._inference and not inference_mode_on():

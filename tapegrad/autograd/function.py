@@ -48,6 +48,23 @@ def _legacy_type(arr) -> str:
     return f"torch.{_core.scalar_type_name_of(arr.dtype)}Tensor"
 
 
+def _modified_in_place_error(arr, grad_fn_name, version: int, expected: int) -> RuntimeError:
+    """PyTorch's error for a saved value (array `arr`, made by the node `grad_fn_name` or None
+    for a leaf) written in place after it was saved: its version moved from expected."""
+    which = "" if grad_fn_name is None else (
+        f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', grad_fn_name)},")
+    hint = ("Hint: the backtrace further above shows the operation that failed to "
+            "compute its gradient. The variable in question was changed in there or "
+            "anywhere later. Good luck!" if _core._anomaly_enabled() else
+            "Hint: enable anomaly detection to find the operation that failed to "
+            "compute its gradient, with torch.autograd.set_detect_anomaly(True, "
+            "check_nan=False).")
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [{_legacy_type(arr)} {list(arr.shape)}]{which} "
+        f"is at version {version}; expected version {expected} instead. {hint}")
+
+
 class _SavedOutput:
     """A saved output of the Function itself.  Holding the output tensor would make a cycle
     through the tape (output -> its record -> the Function record -> ctx -> output) that nothing
@@ -146,19 +163,8 @@ class FunctionCtx:
             else:
                 t = holder.get(self) if isinstance(holder, _SavedOutput) else holder
             if version.value != expected:
-                name = _core._grad_fn_name_of(t)
-                which = "" if name is None else (
-                    f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', name)},")
-                hint = ("Hint: the backtrace further above shows the operation that failed to "
-                        "compute its gradient. The variable in question was changed in there or "
-                        "anywhere later. Good luck!" if _core._anomaly_enabled() else
-                        "Hint: enable anomaly detection to find the operation that failed to "
-                        "compute its gradient, with torch.autograd.set_detect_anomaly(True, "
-                        "check_nan=False).")
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: [{_legacy_type(t._array)} {list(t._array.shape)}]{which} "
-                    f"is at version {version.value}; expected version {expected} instead. {hint}")
+                raise _modified_in_place_error(t._array, _core._grad_fn_name_of(t),
+                                              version.value, expected)
             out.append(t)
         return tuple(out)
 
