@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 import tapegrad as _tg
 from ...tensor import Tensor
+from ._pre_hooks import remove_pre_hook
 from .convert_parameters import parameters_to_vector
 
 __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructured",
@@ -396,12 +397,9 @@ def custom_from_mask(module, name, mask):
 
 def remove(module, name):
     """Make the pruning of ``module.<name>`` permanent (see ``BasePruningMethod.remove``)."""
-    hooks = module._forward_pre_hooks
-    for key, hook in list(hooks.items()):
-        if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
-            hook.remove(module)
-            del hooks[key]
-            return module
+    if remove_pre_hook(module,
+                       lambda h: isinstance(h, BasePruningMethod) and h._tensor_name == name):
+        return module
     raise ValueError(f"Parameter '{name}' of module {module} has to be pruned before pruning can "
                      "be removed")
 

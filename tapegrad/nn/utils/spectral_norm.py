@@ -10,6 +10,7 @@ from ...tensor import Tensor
 from .. import functional as F
 from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..parameter import Parameter, UninitializedParameter
+from ._pre_hooks import remove_pre_hook
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
@@ -147,13 +148,7 @@ def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps
 
 def remove_spectral_norm(module, name: str = "weight"):
     """Undo ``spectral_norm``: ``name`` becomes one parameter holding the normalized value."""
-    hooks = module._forward_pre_hooks
-    for key, hook in list(hooks.items()):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del hooks[key]
-            break
-    else:
+    if not remove_pre_hook(module, lambda h: isinstance(h, SpectralNorm) and h.name == name):
         raise ValueError(f"spectral_norm of '{name}' not found in {module}")
     state_hooks = module.__dict__.get("_state_dict_hooks") or {}
     for key, hook in list(state_hooks.items()):

@@ -13,6 +13,7 @@ from ..._scatter_functions import _sum_to
 from ...autograd.function import Function
 from ...tensor import Tensor
 from ..parameter import Parameter, UninitializedParameter
+from ._pre_hooks import remove_pre_hook
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
@@ -116,10 +117,6 @@ def weight_norm(module, name: str = "weight", dim: int = 0):
 
 def remove_weight_norm(module, name: str = "weight"):
     """Undo ``weight_norm``: ``name`` becomes one parameter again, holding the current value."""
-    hooks = module._forward_pre_hooks
-    for key, hook in list(hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
-            hook.remove(module)
-            del hooks[key]
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    if not remove_pre_hook(module, lambda h: isinstance(h, WeightNorm) and h.name == name):
+        raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    return module
