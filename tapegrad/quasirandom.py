@@ -23,12 +23,46 @@ __all__ = ["SobolEngine"]
 _TABLE = Path(__file__).resolve().parent / "data" / "sobol_directions.npz"
 
 
+def _initial_widths(poly: np.ndarray) -> np.ndarray:
+    """Bits stored per initial number, dimension by dimension: m_k (k = 1..s, s the degree of the
+    dimension's polynomial) is odd and below 2^k, so (m_k - 1) / 2 takes k - 1 bits."""
+    degrees = np.frexp(np.asarray(poly[1:], dtype=np.float64))[1].astype(np.int64) - 1
+    starts = np.cumsum(degrees) - degrees            # dimension 0 has no initial numbers
+    return np.arange(int(degrees.sum()), dtype=np.int64) - np.repeat(starts, degrees)
+
+
+def pack_initial(poly: np.ndarray, initial: np.ndarray) -> np.ndarray:
+    """The initial numbers as the table stores them: (m - 1) / 2 in _initial_widths bits each,
+    least significant bit first, concatenated and packed into bytes (a third of the size of
+    uint32 words deflated, which matters in the wheel: 0.35 instead of 0.65 MB)."""
+    initial = np.asarray(initial, dtype=np.int64)
+    widths = _initial_widths(poly)
+    assert widths.size == initial.size and (initial % 2 == 1).all()
+    values, starts = (initial - 1) >> 1, np.cumsum(widths) - widths
+    bits = np.zeros(int(widths.sum()), dtype=np.uint8)
+    for b in range(int(widths.max())):
+        has = widths > b
+        bits[starts[has] + b] = (values[has] >> b) & 1
+    return np.packbits(bits, bitorder="little")
+
+
+def _unpack_initial(poly: np.ndarray, packed: np.ndarray) -> np.ndarray:
+    widths = _initial_widths(poly)
+    starts = np.cumsum(widths) - widths
+    # A value spans at most 3 bytes (width <= 17 bits, <= 7 bits into its first byte).
+    assert widths.max() + 7 <= 24
+    data = np.concatenate((packed, np.zeros(2, dtype=np.uint8))).astype(np.int64)
+    first = starts >> 3
+    window = data[first] | (data[first + 1] << 8) | (data[first + 2] << 16)
+    return 2 * ((window >> (starts & 7)) & ((1 << widths) - 1)) + 1
+
+
 @lru_cache(maxsize=1)
 def _table():
     """(poly, offset of each dimension's initial numbers, the initial numbers)."""
     with np.load(_TABLE) as data:
         poly = data["poly"].astype(np.int64)
-        initial = data["initial"].astype(np.int64)
+        initial = _unpack_initial(poly, data["initial_bits"])
     degrees = np.zeros(poly.size, dtype=np.int64)
     degrees[1:] = [int(p).bit_length() - 1 for p in poly[1:]]
     offsets = np.concatenate(([0], np.cumsum(degrees)))

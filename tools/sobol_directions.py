@@ -6,7 +6,9 @@ dimension's polynomial degree s and coefficients from the recurrence they satisf
 linear solve), keeps the s initial numbers, and writes tapegrad/data/sobol_directions.npz:
 
     poly     uint32 (21201,)  the polynomial x^s + a_1 x^(s-1) + ... + 1 as bits (dimension 0: 1)
-    initial  uint32 (sum s,)  m_1..m_s of every dimension, concatenated in dimension order
+    initial_bits  uint8       m_1..m_s of every dimension, concatenated in dimension order and
+                              bit-packed (tapegrad.quasirandom.pack_initial: m_k is odd and
+                              below 2^k, so (m_k - 1) / 2 is stored in k - 1 bits)
 
     python tools/sobol_directions.py        # needs torch; rerun only to regenerate the table
 """
@@ -15,6 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
+from tapegrad.quasirandom import pack_initial
 
 MAXBIT = 30
 OUT = Path(__file__).resolve().parent.parent / "tapegrad" / "data" / "sobol_directions.npz"
@@ -77,8 +81,8 @@ def main() -> None:
         s = poly.bit_length() - 1
         polys.append(poly)
         initial.extend(m[d][:s])
-    np.savez_compressed(OUT, poly=np.array(polys, dtype=np.uint32),
-                        initial=np.array(initial, dtype=np.uint32))
+    poly = np.array(polys, dtype=np.uint32)
+    np.savez_compressed(OUT, poly=poly, initial_bits=pack_initial(poly, initial))
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
 
 

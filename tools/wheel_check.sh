@@ -17,12 +17,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 MAX_WHEEL_BYTES=$((2 * 1024 * 1024))
 MAX_INSTALLED_BYTES=$((5 * 1024 * 1024))
-# The gate: an unstripped build (debug info) is ~9 MB; the repaired wheel is 2.5 MB (measured
-# 2026-12: 4.6 MB of stripped modules, 1.79 MB deflated; 1.6 MB of Python, 0.47 MB deflated;
-# 0.4 MB of stubs, 0.1 MB; data and metadata 0.09 MB), over the 2 MB target, so the target is
-# reported and only a gross excess fails CI.  (All op families at -Os made it 2.1 MB but cost
-# 2-10% per op: setup.py, COLD.  The modules would have to lose a quarter of their code.)
-GATE_WHEEL_BYTES=$((3 * 1024 * 1024))
+# The gate: an unstripped build (debug info) is ~9 MB; the repaired wheel is 3.3 MB (measured
+# 2026-12-03: 2.1 MB of deflated stripped modules, 0.63 MB of Python, 0.13 MB of stubs, 0.44 MB
+# of data, 0.38 MB of it the Sobol direction numbers PyTorch's SobolEngine has for 21,201
+# dimensions, bit-packed), over the 2 MB target, so the target is reported and only a gross excess
+# fails CI.  (All op families at -Os made it 0.4 MB smaller but cost 2-10% per op: setup.py,
+# COLD.  The gate was 3 MB until complex tensors, torch.fft, the AVX-512 kernels and the Sobol
+# table came in; 4 MB still catches debug info.)
+GATE_WHEEL_BYTES=$((4 * 1024 * 1024))
 
 tools() {
     python -c "import build, auditwheel" 2>/dev/null && command -v patchelf > /dev/null \
@@ -110,7 +112,7 @@ print(f"{tapegrad_s / numpy_s:.2f} {numpy_s * 1e3:.0f} {tapegrad_s * 1e3:.0f}")
 PY
 )
     read -r ratio numpy_ms tapegrad_ms <<< "$figures"
-    # Over 3 MB means debug info or a stray file got in: that fails.  The installed size and the
+    # Over 4 MB means debug info or a stray file got in: that fails.  The installed size and the
     # import ratio (a timing, noisy on a shared machine) are reported against their targets.
     # Installed, 9.4 MB (MiB; measured 2026-12, CPython 3.11): compiled modules 4.6 MB (49%),
     # bytecode 2.6 MB (28%), Python source 1.6 MB (17%), stubs 0.4 MB (4%), data 0.07 MB.  The
@@ -122,7 +124,7 @@ PY
          "(target <= 5120 KiB) $(mark $((installed_bytes <= MAX_INSTALLED_BYTES)))"
     echo "wheel_check: import tapegrad ${tapegrad_ms} ms, import numpy ${numpy_ms} ms: ${ratio}x" \
          "(target <= 1.5x) $(mark "$(python -c "print(int($ratio <= 1.5))")")"
-    [ "$wheel_bytes" -le "$GATE_WHEEL_BYTES" ] || { echo "wheel_check: the wheel is over 3 MB (debug info?)"; return 1; }
+    [ "$wheel_bytes" -le "$GATE_WHEEL_BYTES" ] || { echo "wheel_check: the wheel is over 4 MB (debug info?)"; return 1; }
     "$venv/bin/python" "$dir/sdist/tools/test_installed.py" --project "$dir/sdist" "$@"
 }
 
