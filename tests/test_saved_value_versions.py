@@ -185,3 +185,31 @@ def test_embedding_bag_max_gradient_ignores_a_write_into_its_result(torch):
     for write in (False, True):
         for ours, theirs in zip(run(tg, write), run(torch, write)):
             np.testing.assert_allclose(ours, theirs, equal_nan=True)
+
+
+# -- boolean writes that select nothing (fuzz seed 54107820) ------------------------------------
+
+def _nothing_selected(L):
+    v7 = L.tensor([1.0], requires_grad=True)
+    out = []
+    base = L.zeros(())
+    view = base.view(1, 1)
+    view[view > 0] = v7             # index_put_ of nothing through a view of a 0-d tensor
+    out += [view.requires_grad, base.requires_grad]
+    (view.sum() + base * 2).backward()
+    out.append(v7.grad.tolist())
+    for shape in ((), (3,)):
+        t = L.zeros(shape)
+        t[False] = v7               # PyTorch returns before anything: no record
+        out.append(t.requires_grad)
+    t = L.zeros(3)
+    t[None, False] = v7             # ... but a False inside a tuple records
+    out.append(t.requires_grad)
+    leaf = L.zeros(3, requires_grad=True)
+    leaf[False] = 1.0               # no leaf refusal, no version bump
+    out.append(leaf._version)
+    return out
+
+
+def test_writes_selecting_nothing_record_as_torch(torch):
+    assert _nothing_selected(tg) == _nothing_selected(torch)
