@@ -1,7 +1,9 @@
 """Result layouts (strides) as PyTorch's, so that a later .view() works exactly where PyTorch's
 does (issue 16): flip, sort / argsort / msort, the *_like factories and F.normalize keep a
 permuted or sliced input's layout (PyTorch allocates them with preserve_format); repeat / tile
-and gather are row-major whatever the input's or the index's layout.  Strides of size-1 dims
+and gather are row-major whatever the input's or the index's layout; a copy of an expanded
+input (clone, casts, gelu, elu, erf) is row-major (numpy's order "K" put the stride-0 dim
+innermost, so x.expand(...).clone().view(-1) raised).  Strides of size-1 dims
 are free in both libraries and not compared."""
 import itertools
 
@@ -38,6 +40,11 @@ OPS = {
     "gather by a permuted index": lambda L, x: x.contiguous().gather(
         0, L.zeros(x.shape[::-1], dtype=L.int64).permute(2, 1, 0)),
     "logsigmoid": lambda L, x: F(L).logsigmoid(x),
+    "clone": lambda L, x: x.clone(),
+    "double": lambda L, x: x.double(),
+    "gelu": lambda L, x: F(L).gelu(x),
+    "elu": lambda L, x: F(L).elu(x),
+    "erf": lambda L, x: L.erf(x),
 }
 
 
@@ -50,6 +57,9 @@ def inputs():
         yield f"{shape} sliced", lambda L, b=base: L.tensor(np.concatenate([b, b], -1))[..., ::2]
         yield f"{shape} sliced, transposed", \
             lambda L, b=base: L.tensor(np.concatenate([b, b], 0))[::2].transpose(1, 2)
+        # an expanded (stride-0) input: its copies are row-major in PyTorch
+        yield f"{shape} expanded", lambda L, b=base: L.tensor(b[:1]).expand(*b.shape)
+        yield f"{shape} expanded inner", lambda L, b=base: L.tensor(b[..., :1]).expand(*b.shape)
 
 
 INPUTS = dict(inputs())

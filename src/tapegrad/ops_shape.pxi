@@ -835,7 +835,9 @@ OP_CLONE = register_op("CloneBackward0", vjp_identity)
 
 def clone(TensorBase input, *, memory_format=None):
     """A copy (same layout, as PyTorch's preserve_format) that gradients flow through."""
-    return shape_result(OP_CLONE, input, input._array.copy(order="K"), None)
+    A = input._array
+    S = torch_copy_source(A)
+    return shape_result(OP_CLONE, input, A.copy(order="K") if S is A else S, None)
 
 
 # tapegrad/_memory_format.py's (default format, contiguous, is_contiguous) for the layouts other
