@@ -23,6 +23,7 @@ import numpy as np
 from . import _core
 from ._class_members import has_member
 from ._format import set_printoptions
+from ._preserve_layout import inverse, preserved_order
 from .grad_mode import is_grad_enabled
 
 TensorBase = _core.TensorBase
@@ -436,6 +437,11 @@ def sort(input, dim=-1, descending=False, *, stable=False):
     _check_tensor(input, "sort")
     _refuse_if_complex("sort", input)
     d = _dim(dim, input.ndim)
+    layout = preserved_order(input)
+    if layout is not None:          # PyTorch's values and indices keep the input's layout
+        back = inverse(layout)
+        values, indices = sort(input.permute(*layout), layout.index(d), descending, stable=stable)
+        return _core.return_types.sort((values.permute(*back), indices.permute(*back)))
     order = _sort_order(input._array.reshape(input._array.shape or (1,)), d, bool(descending))
     order = order.reshape(input._array.shape)
     return _core.return_types.sort((_take(input, d, order), _index_tensor(order)))
@@ -1155,6 +1161,9 @@ def flip(input, dims):
         seen.add(d)
     if input.ndim == 0 or not seen:
         return input.clone()
+    order = preserved_order(input)
+    if order is not None:           # PyTorch's result keeps the input's layout
+        return flip(input.permute(*order), [order.index(d) for d in seen]).permute(*inverse(order))
     for d in sorted(seen):
         n = input._array.shape[d]
         out = out.index_select(d, _index_tensor(np.arange(n - 1, -1, -1)))

@@ -112,18 +112,22 @@ class ScatterReduce(Function):
         out, mask, count = _reduce_values(x._array, key, src._array, reduce, include_self)
         ctx.key, ctx.reduce, ctx.include_self = key, reduce, include_self
         ctx.mask, ctx.count = mask, count
-        ctx.out = out
-        ctx.save_for_backward(x, src)
-        return _wrap(out)
+        result = _wrap(out)
+        # amax, amin and prod's backward read the result: saved, as PyTorch saves it for every
+        # reduce, version-checked, so a write into it before backward raises instead of giving
+        # a wrong gradient
+        ctx.save_for_backward(x, src, result)
+        return result
 
     @staticmethod
     def backward(ctx, grad):
-        x_t, src_t = ctx.saved_tensors
+        x_t, src_t, result = ctx.saved_tensors
+        out = result._array
         if _core.is_grad_enabled():             # create_graph: the same formulas, recorded
-            return _recorded_grads(ctx, grad, x_t, src_t) + (None, None, None)
+            return _recorded_grads(ctx, grad, x_t, src_t, out) + (None, None, None)
         g = grad._array
         key, reduce, mask, count = ctx.key, ctx.reduce, ctx.mask, ctx.count
-        x, src, out = x_t._array, src_t._array, ctx.out
+        x, src = x_t._array, src_t._array
         if reduce == "sum":
             gx, gs = g, g[key]
         elif reduce == "mean":
@@ -147,7 +151,7 @@ class ScatterReduce(Function):
             None, None, None
 
 
-def _recorded_grads(ctx, g, x, src):
+def _recorded_grads(ctx, g, x, src, out):
     """(grad of self, grad of src) as recorded ops of g, x and src: the backward formulas above
     with their masks and counts as constants (sum, mean, amax, amin are linear in g), and prod's
     products of the other factors as scatter_reduce calls of their own."""
@@ -160,7 +164,7 @@ def _recorded_grads(ctx, g, x, src):
         scaled = g / const(ctx.count)
         gx, gs = scaled, scaled[at]
     elif reduce in ("amax", "amin"):
-        xa, sa, out = x._array, src._array, ctx.out
+        xa, sa = x._array, src._array
         x_hits, src_hits = xa == out, sa == out[key]
         ties = x_hits.astype(g._array.dtype)
         np.add.at(ties, key, src_hits)

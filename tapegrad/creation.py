@@ -10,6 +10,7 @@ import numpy as np
 from . import _core
 from ._device import check_device
 from ._extra_ops import _check_tensor
+from ._preserve_layout import empty_preserving, like_layout
 from .tensor import Tensor
 
 
@@ -210,6 +211,12 @@ def _filled(size, value, dtype, requires_grad) -> Tensor:
     return _make(np.full(shape, value, dtype=dt), requires_grad)
 
 
+def _in_layout_of(result: Tensor, input: Tensor, memory_format) -> Tensor:
+    """A *_like factory's result in PyTorch's preserve_format layout of input (the default)."""
+    arr = like_layout(result._array, input, memory_format)
+    return result if arr is result._array else _make(arr, result.requires_grad)
+
+
 def _keyword_size(size: tuple, kw_size, fn: str) -> tuple:
     """The shape given positionally (zeros(2, 3), zeros((2, 3))) or as size=(2, 3)."""
     if kw_size is None:
@@ -321,7 +328,8 @@ def zeros_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = 
     """
     _check_tensor(input, "zeros_like")
     check_device(device, "zeros_like")
-    return _filled(input.shape, 0, dtype or input.dtype, requires_grad)
+    return _in_layout_of(_filled(input.shape, 0, dtype or input.dtype, requires_grad),
+                         input, memory_format)
 
 
 def ones_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
@@ -329,7 +337,8 @@ def ones_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = F
     """Ones with ``input``'s shape and (unless ``dtype`` is given) its dtype."""
     _check_tensor(input, "ones_like")
     check_device(device, "ones_like")
-    return _filled(input.shape, 1, dtype or input.dtype, requires_grad)
+    return _in_layout_of(_filled(input.shape, 1, dtype or input.dtype, requires_grad),
+                         input, memory_format)
 
 
 def full_like(input: Tensor, fill_value, dtype=None, *, device=None, requires_grad: bool = False,
@@ -339,7 +348,8 @@ def full_like(input: Tensor, fill_value, dtype=None, *, device=None, requires_gr
     """
     _check_tensor(input, "full_like")
     check_device(device, "full_like")
-    return _filled(input.shape, fill_value, dtype or input.dtype, requires_grad)
+    return _in_layout_of(_filled(input.shape, fill_value, dtype or input.dtype, requires_grad),
+                         input, memory_format)
 
 
 def empty_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
@@ -349,7 +359,9 @@ def empty_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = 
     check_device(device, "empty_like")
     dt = _np_dtype(dtype or input.dtype)
     _check_requires_grad(dt, requires_grad)
-    return _make(np.empty(input._array.shape, dtype=dt), requires_grad)
+    return _make(empty_preserving(input, dt) if memory_format is None
+                 or getattr(memory_format, "_name", None) == "preserve_format"
+                 else np.empty(input._array.shape, dtype=dt), requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, device=None,

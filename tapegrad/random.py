@@ -17,7 +17,8 @@ import numpy as np
 from . import _core
 from ._device import as_device, check_device
 from .creation import (_default_float, _INT_CTYPES, _SCALAR_NAMES, _broadcast_shapes,
-                       _check_inplace, _check_requires_grad, _is_int, _make, _np_dtype,
+                       _check_inplace, _check_requires_grad, _in_layout_of, _is_int, _make,
+                       _np_dtype,
                        _size_args)
 from .tensor import Tensor
 
@@ -515,15 +516,17 @@ def _check_float_input(t, kernel: str) -> None:
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
               memory_format=None, generator=None) -> Tensor:
     """rand() with input's shape (and dtype, unless given)."""
-    return rand(tuple(input.shape), dtype=dtype or input.dtype, device=device,
-                requires_grad=requires_grad, generator=generator)
+    return _in_layout_of(rand(tuple(input.shape), dtype=dtype or input.dtype, device=device,
+                          requires_grad=requires_grad, generator=generator), input,
+                         memory_format)
 
 
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
                memory_format=None, generator=None) -> Tensor:
     """randn() with input's shape (and dtype, unless given)."""
-    return randn(tuple(input.shape), dtype=dtype or input.dtype, device=device,
-                 requires_grad=requires_grad, generator=generator)
+    return _in_layout_of(randn(tuple(input.shape), dtype=dtype or input.dtype, device=device,
+                           requires_grad=requires_grad, generator=generator), input,
+                         memory_format)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None,
@@ -532,8 +535,9 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
     (and dtype, unless given)."""
     if high is None:
         low, high = 0, low
-    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device,
-                   requires_grad=requires_grad, generator=generator)
+    return _in_layout_of(randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
+                                 device=device, requires_grad=requires_grad,
+                                 generator=generator), input, memory_format)
 
 
 # -- sampling from tensors of parameters ------------------------------------------------------------

@@ -467,6 +467,20 @@ cdef inline Version version_of(TensorBase t):
 cdef TensorBase wrap_result(object out, TensorBase x)
 
 
+cdef inline object torch_copy_source(object A):
+    """A, or A made row-major when an expanded dim (stride 0, size > 1) would make numpy's order
+    "K" copy differ from PyTorch's: PyTorch lays a copy of an expanded tensor out row-major (its
+    infer_dense_strides takes a zero stride as a tie that keeps the dims' order), numpy puts the
+    stride-0 dim innermost ((1, 8, 2) for a (2, 3, 4) expand of a (1, 3, 4) tensor, so that
+    x.expand(...).clone().view(-1) raised)."""
+    cdef cnp.ndarray a = <cnp.ndarray>A
+    cdef int i
+    for i in range(cnp.PyArray_NDIM(a)):
+        if cnp.PyArray_STRIDES(a)[i] == 0 and cnp.PyArray_DIMS(a)[i] > 1:
+            return cnp.PyArray_NewCopy(a, cnp.NPY_CORDER)
+    return A
+
+
 cdef inline void keep(PyObject** slot, object value) noexcept:
     """Store an owned reference to `value` in a record slot (saved value or aux)."""
     Py_INCREF(value)

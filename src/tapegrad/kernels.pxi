@@ -259,7 +259,7 @@ cdef object unary_c(int kop, object A):
     # the result keeps A's layout (numpy's order "K": PyTorch's elementwise output for a
     # permuted or sliced input, so .view() works or raises as there): the kernel runs on the
     # copy's dims in memory order, then they go back
-    K = np.array(A, dtype=wt, order="K")
+    K = np.array(torch_copy_source(A), dtype=wt, order="K")
     order = np.argsort([-abs(s) for s in K.strides], kind="stable")
     r = fast_unary(kop, np.asarray(K.transpose(order), order="C"))
     r = r.transpose(np.argsort(order))

@@ -287,17 +287,6 @@ cdef object binary_forward(int op, object a, object b):
     raise AssertionError(f"binary_forward: unknown op {op}")
 
 
-cdef inline int save_operand(Record* r, int j, object value, object operand) except -1:
-    """Save an operand's value; version-checked when it is the operand tensor's own storage
-    (a promoted copy or a Python scalar cannot be overwritten by anyone else)."""
-    if isinstance(operand, TensorBase):
-        if value is (<TensorBase>operand)._array:
-            return keep_saved(r, j, value, <TensorBase>operand)
-        check_saveable(<TensorBase>operand)     # a promoted copy: PyTorch saves the tensor
-    keep(&r.saved[j], value)
-    return 0
-
-
 cdef inline bint is_float_num(int t) noexcept:
     return t == cnp.NPY_FLOAT32 or t == cnp.NPY_FLOAT64
 
@@ -397,16 +386,16 @@ cdef object binary_op(int op, object a, object b):
     r = record_op(op, res, 2, inp)
     if op == OP_MUL:
         if inp[1] >= 0:
-            save_operand(r, 0, A, a)
+            save_value(r, 0, A, a)
         if inp[0] >= 0:
-            save_operand(r, 1, B, b)
+            save_value(r, 1, B, b)
     elif op == OP_DIV or op == OP_RDIV:
         if inp[1] >= 0:
-            save_operand(r, 0, A, a)
-        save_operand(r, 1, B, b)
+            save_value(r, 0, A, a)
+        save_value(r, 1, B, b)
     elif op == OP_POW or op == OP_POW_T or op == OP_POW_R:
-        save_operand(r, 0, A, a)
-        save_operand(r, 1, B, b)
+        save_value(r, 0, A, a)
+        save_value(r, 1, B, b)
         # The number operand also in the scalar: grad_fn._saved_exponent / _saved_self still
         # read it after a backward freed the saved values, as PyTorch's do.
         if op == OP_POW and isinstance(b, (int, float)):
@@ -524,7 +513,7 @@ cdef object unary_op(int op, TensorBase x):
     if op == OP_EXP or op == OP_TANH or op == OP_RELU:
         keep_saved(r, 0, out, res)
     elif op == OP_LOG:
-        save_operand(r, 0, A, x)
+        save_value(r, 0, A, x)
     return res
 
 

@@ -617,7 +617,8 @@ def gather(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, sparse_grad=False
             sh[k] = I1.shape[k]
             idx.append(np.arange(I1.shape[k], dtype=np.intp).reshape(sh))
     idx = tuple(idx)
-    out = A1[idx].reshape(I.shape)
+    # row-major as PyTorch's (at::empty(index.sizes())), not in the index's layout
+    out = contiguous_result(nd(A1[idx].reshape(I.shape)))
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_GATHER, res, (input,))
     if r != NULL:

@@ -271,12 +271,13 @@ cdef object inplace_binary_on_view(int op, TensorBase view, object other):
 
 
 cdef object base_key(TensorBase base, tuple key):
-    """A key from view_key (or a part of one) as a key of `base` itself, None when it selects
-    nothing of a 0-d base: a 0-d base's key indexes it seen as shape (1,), so a key that selects
-    its one element is `...` on the base itself."""
+    """A key from view_key (or a part of one) as a key of `base` itself.  A 0-d base's key
+    indexes it seen as shape (1,): a key that selects its one element is `...` on the base
+    itself, one that selects nothing a 0-d False mask (a write of nothing that PyTorch's
+    index_put_ still records, so base and view require grad: fuzz seed 54107820)."""
     if base._array.ndim != 0:
         return key
-    return Ellipsis if key[0].size else None
+    return Ellipsis if key[0].size else np.zeros((), dtype=np.bool_)
 
 
 cdef object inplace_apply(TensorBase self, object fn, tuple args):
@@ -561,6 +562,10 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
 
 
 cdef object user_setitem(TensorBase self, object key, object value):
+    if key is False:
+        # PyTorch's t[False] = v returns before anything (python_variable_indexing.cpp): no
+        # write, no record, no version bump (fuzz seed 54107820)
+        return None
     return setitem_op(self, key, value, False)
 
 

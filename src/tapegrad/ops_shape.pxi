@@ -523,7 +523,8 @@ cdef TensorBase repeat_impl(TensorBase x, tuple reps):
         if reps[i] < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {out_shape[i]}: "
                                f"{out_shape}")
-    out = np.tile(A.reshape(padded), reps) if n > 0 else A.copy()
+    # row-major as PyTorch's (np.tile of all-1 repeats copies in the input's layout)
+    out = contiguous_result(nd(np.tile(A.reshape(padded), reps))) if n > 0 else A.copy()
     if out.size == 0:
         out = np.empty(out.shape, dtype=A.dtype)    # (np.tile returns an empty input itself)
     return shape_result(OP_REPEAT, x, out, (padded, reps, A.shape))
@@ -834,7 +835,9 @@ OP_CLONE = register_op("CloneBackward0", vjp_identity)
 
 def clone(TensorBase input, *, memory_format=None):
     """A copy (same layout, as PyTorch's preserve_format) that gradients flow through."""
-    return shape_result(OP_CLONE, input, input._array.copy(order="K"), None)
+    A = input._array
+    S = torch_copy_source(A)
+    return shape_result(OP_CLONE, input, A.copy(order="K") if S is A else S, None)
 
 
 # tapegrad/_memory_format.py's (default format, contiguous, is_contiguous) for the layouts other

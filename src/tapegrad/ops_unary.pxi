@@ -515,7 +515,8 @@ def elu(TensorBase input, alpha=1.0, bint inplace=False):
         check_activation_inplace(input)
     out = fast_param(TG_ELU, A, None, a, 0)
     if out is None:
-        out = A.copy(order="K")                         # (PyTorch's layout: see unary_c)
+        out = torch_copy_source(A)                      # (PyTorch's layout: see unary_c)
+        out = A.copy(order="K") if out is A else out
         neg = A <= 0                                    # expm1 only there: no overflow warnings
         np.expm1(A, out=out, where=neg)
         np.multiply(out, a, out=out, where=neg)
@@ -1182,7 +1183,7 @@ cdef object convert(TensorBase x, object np_dt, bint copy):
                       UserWarning, stacklevel=2)
         A = A.real
     with IeeeResults():                                 # overflow to inf, NaN to int: as PyTorch
-        out = A.astype(np_dt)
+        out = torch_copy_source(A).astype(np_dt)      # (PyTorch's layout: see torch_copy_source)
     cdef TensorBase res = wrap(out)
     if (np_dt.kind == "f" or np_dt.kind == "c") and (A.dtype.kind == "f" or
                                                      A.dtype.kind == "c"):

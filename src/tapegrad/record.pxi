@@ -73,23 +73,32 @@ cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) exc
 
 
 cdef int save_value(Record* r, int j, object value, object owner) except -1:
-    """Save `value`, an array the VJP reads, derived from tensor `owner` (an input or the output):
-    version-checked when it lives in owner's storage (the array itself or a numpy view of it),
-    so an in-place write before backward raises instead of giving a wrong gradient.  A promoted
-    copy, or a value of a non-tensor operand, cannot be overwritten by anyone else."""
+    """Save `value`, an array the VJP reads, derived from `owner` (an operand: a tensor, or a
+    Python number), version-checked when a write into owner could change what backward reads:
+      - value lives in owner's storage (the array itself or a numpy view of it);
+      - value is a copy (promoted to the result dtype, made contiguous) of an owner that requires
+        grad: a create_graph backward computes with the live operand (graph_vjp.pxi's in_value),
+        not with the copy, so without the check a write between forward and a double backward
+        gave a silently wrong second derivative (mul of a float32 and a float64 tensor; the same
+        flaw as layer_norm's, fuzz seed 54101800).  PyTorch raises there too.
+    A copy of an owner without grad is read as a constant by both backwards: no write reaches
+    it (PyTorch, which sometimes saves such a copy too, computes from it: matmul's folds)."""
     cdef PyObject* b
     cdef PyObject* ob
-    if isinstance(owner, TensorBase) and (<TensorBase>owner)._inference:
-        check_saveable(<TensorBase>owner)     # even a copy of it: PyTorch saves the tensor itself
-    if isinstance(owner, TensorBase) and cnp.PyArray_Check(value):
-        arr = (<TensorBase>owner)._array
-        if value is arr:
+    if isinstance(owner, TensorBase):
+        if (<TensorBase>owner)._inference:
+            check_saveable(<TensorBase>owner)     # even a copy of it: PyTorch saves the tensor
+        if (<TensorBase>owner)._requires_grad:
             return keep_saved(r, j, value, <TensorBase>owner)
-        b = cnp.PyArray_BASE(<cnp.ndarray>value)
-        if b != NULL:
-            ob = cnp.PyArray_BASE(<cnp.ndarray>arr)
-            if b == <PyObject*>arr or (ob != NULL and b == ob):
+        if cnp.PyArray_Check(value):
+            arr = (<TensorBase>owner)._array
+            if value is arr:
                 return keep_saved(r, j, value, <TensorBase>owner)
+            b = cnp.PyArray_BASE(<cnp.ndarray>value)
+            if b != NULL:
+                ob = cnp.PyArray_BASE(<cnp.ndarray>arr)
+                if b == <PyObject*>arr or (ob != NULL and b == ob):
+                    return keep_saved(r, j, value, <TensorBase>owner)
     keep(&r.saved[j], value)
     return 0
 

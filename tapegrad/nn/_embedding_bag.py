@@ -92,8 +92,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     bag_index = _core.wrap_array(np.ascontiguousarray(bag_of[kept]), False)
     zeros = creation.zeros(n_bags, weight.shape[1], dtype=weight.dtype)
     if mode == "max":
-        index = bag_index.unsqueeze(1).expand(-1, weight.shape[1])
-        return zeros.scatter_reduce(0, index, rows, "amax", include_self=False)
+        if rows.shape[0] == 0:          # nothing to pick: zeros, recorded
+            return zeros.scatter_reduce(0, bag_index.unsqueeze(1).expand(-1, weight.shape[1]),
+                                        rows, "amax", include_self=False)
+        return _bag_max(rows, bag_of[kept], zeros)
     if per_sample_weights is not None:
         weights = per_sample_weights.reshape(-1)
         if weights.shape[0] != values.shape[0]:     # entries past the last bag are unused
@@ -106,3 +108,28 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         return summed
     counts = np.maximum(np.bincount(bag_of[kept], minlength=n_bags), 1)
     return summed / _core.wrap_array(counts.astype(weight._array.dtype)[:, None], False)
+
+
+def _bag_max(rows, bags, zeros):
+    """Each bag's elementwise maximum of its rows, as PyTorch's max mode: a running maximum
+    that starts at the bag's first row and moves only to a greater value (so NaN is skipped
+    unless it comes first, and a tie keeps the first row).  The gradient goes to that row;
+    PyTorch keeps those indices, not the result, so a write into the result before backward
+    changes nothing.  An empty bag gives 0."""
+    R = rows._array
+    n_bags, width = zeros.shape
+    n = R.shape[0]
+    best = np.full((n_bags, width), np.nan, dtype=R.dtype)
+    np.fmax.at(best, bags, R)
+    position = np.arange(n)[:, None]
+    first = np.full((n_bags, width), n, dtype=np.int64)
+    np.minimum.at(first, bags, np.where(R == best[bags], position, n))
+    empty = np.bincount(bags, minlength=n_bags)[:, None] == 0
+    first_row = np.minimum(np.searchsorted(bags, np.arange(n_bags)), n - 1)[:, None]
+    # a NaN first row stays the maximum, as does the first row of a column of NaN
+    first = np.where(np.isnan(R[first_row[:, 0]]) | (first == n), first_row, first)
+    empty = np.broadcast_to(empty, first.shape)
+    picked = rows.gather(0, _core.wrap_array(np.where(empty, 0, first), False))
+    if not empty.any():
+        return picked
+    return picked.masked_fill(_core.wrap_array(np.ascontiguousarray(empty), False), 0)

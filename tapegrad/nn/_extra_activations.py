@@ -8,6 +8,7 @@ import warnings
 
 from .. import _core  # noqa: F401  (keeps import order with functional.py)
 from .._half_precision import narrow_half, widen_half
+from .._preserve_layout import inverse, preserved_order
 from ..tensor import Tensor
 import tapegrad as _tg
 from ._graph_inplace import recording_inplace
@@ -99,7 +100,7 @@ def logsigmoid(input):
     # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), written as two branches that each only
     # see their own half of the inputs, so neither overflows and each carries the exact slope.
     """Elementwise ``log(sigmoid(x))``, computed stably as ``-softplus(-x)``."""
-    zero = _tg.zeros_like(input)
+    zero = _tg.zeros(input.shape, dtype=input.dtype)     # (row-major: PyTorch's result is)
     negative = input < 0
     x_neg = _tg.where(negative, input, zero)
     x_pos = _tg.where(negative, zero, input)
@@ -214,6 +215,11 @@ def glu(input, dim: int = -1):
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
     """input / max(||input||_p along dim, eps)."""
+    order = preserved_order(input)
+    if order is not None and out is None and -input.ndim <= dim < input.ndim:
+        # PyTorch's quotient keeps the input's layout
+        d = order.index(dim % input.ndim)
+        return normalize(input.permute(*order), p, d, eps).permute(*inverse(order))
     (wide,), half = widen_half(input)
     denom = _tg.clamp(wide.norm(p, dim, keepdim=True), min=eps).expand_as(wide)
     result = narrow_half(wide / denom, half)
