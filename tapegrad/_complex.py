@@ -98,13 +98,18 @@ class _Op(Function):
 
     @classmethod
     def forward(cls, ctx, np_dt, *operands):
+        # a last operand of type _Params: the op's non-tensor arguments (ctx.params), no gradient
+        params = operands[-1] if operands and type(operands[-1]) is _Params else None
+        if params is not None:
+            operands = operands[:-1]
+        ctx.params = params
         dtypes = tuple(np_dt if cls.cast_operands or not isinstance(x, _core.TensorBase)
                        else x._array.dtype for x in operands)
         values = tuple(_value(x, dt) for x, dt in zip(operands, dtypes))
         with np.errstate(all="ignore"):
             res = _wrap(cls.compute(ctx, *values))
         ctx.dtypes = dtypes
-        ctx.metas = tuple(_meta(x) for x in operands)
+        ctx.metas = tuple(_meta(x) for x in operands) + ((None,) if params is not None else ())
         ctx.pending = operands
         return res
 
@@ -130,7 +135,12 @@ class _Op(Function):
         ctx.out = arrays[-1] if cls.reads_output else None
         with np.errstate(all="ignore"):
             grads = cls.vjp(ctx, g._array)
+        grads = tuple(grads) + (None,) * (len(ctx.metas) - len(grads))
         return (None,) + tuple(_fit(gr, m) for gr, m in zip(grads, ctx.metas))
+
+
+class _Params(tuple):
+    """The non-tensor arguments of an op (dim, keepdim, ...), passed as its last operand."""
 
 
 def _saved(x, grad_fn_name=None):
@@ -245,6 +255,10 @@ class _PowScalar(_Pow):
     pass
 
 
+_LN2 = 0.693147180559945309417232121458176568
+_LN10 = 2.302585092994045684017991454684364208
+
+
 # -- one-input functions ---------------------------------------------------------------------------
 
 def _holomorphic(name, f, df, reads):
@@ -280,6 +294,23 @@ _UNARY = {
                             lambda z, o: o * (1 - o), "output"),
     "log1p": _holomorphic("Log1PBackward0", np.log1p, lambda z, o: 1 / (1 + z), "input"),
     "expm1": _holomorphic("Expm1Backward0", np.expm1, lambda z, o: o + 1, "output"),
+    "exp2": _holomorphic("Exp2Backward0", np.exp2, lambda z, o: o * _LN2, "output"),
+    "log10": _holomorphic("Log10Backward0", np.log10, lambda z, o: 1 / (z * _LN10), "input"),
+    "log2": _holomorphic("Log2Backward0", np.log2, lambda z, o: 1 / (z * _LN2), "input"),
+    "tan": _holomorphic("TanBackward0", np.tan, lambda z, o: 1 + o * o, "output"),
+    "sinh": _holomorphic("SinhBackward0", np.sinh, lambda z, o: np.cosh(z), "input"),
+    "cosh": _holomorphic("CoshBackward0", np.cosh, lambda z, o: np.sinh(z), "input"),
+    # the inverse functions' derivatives as PyTorch writes them (same branch cuts)
+    "asin": _holomorphic("AsinBackward0", np.arcsin, lambda z, o: (1 - z * z) ** -0.5, "input"),
+    "acos": _holomorphic("AcosBackward0", np.arccos, lambda z, o: -(1 - z * z) ** -0.5,
+                         "input"),
+    "atan": _holomorphic("AtanBackward0", np.arctan, lambda z, o: 1 / (1 + z * z), "input"),
+    "asinh": _holomorphic("AsinhBackward0", np.arcsinh, lambda z, o: (z * z + 1) ** -0.5,
+                          "input"),
+    "acosh": _holomorphic("AcoshBackward0", np.arccosh,
+                          lambda z, o: 1 / (np.sqrt(z - 1) * np.sqrt(z + 1)),
+                          "input"),
+    "atanh": _holomorphic("AtanhBackward0", np.arctanh, lambda z, o: 1 / (1 - z * z), "input"),
 }
 
 
@@ -642,6 +673,103 @@ def view_as_complex(input):
     return _ViewAsComplex.apply(input)
 
 
+# -- reductions -----------------------------------------------------------------------------------
+
+def _regrow(g, axes, keepdim):
+    """The gradient g of a reduction over `axes` with the reduced dims back (size 1)."""
+    return g if keepdim else np.expand_dims(g, axes)
+
+
+def _prod_of_others(z, axis):
+    """For each element of z, the product of the other elements along `axis`: exclusive running
+    products from both ends (exact with zeros in z, where out / z is not)."""
+    ones = np.ones_like(np.take(z, [0], axis))
+    left = np.concatenate([ones, np.cumprod(z, axis)], axis)
+    right = np.flip(np.cumprod(np.flip(z, axis), axis), axis)
+    right = np.concatenate([right, ones], axis)
+    n = z.shape[axis]
+    return (np.take(left, np.arange(n), axis) * np.take(right, np.arange(1, n + 1), axis))
+
+
+@_op("ProdBackward0")
+class _ProdAll(_Op):
+    reads_output = False
+    compute = staticmethod(lambda ctx, z: np.prod(z))
+
+    @staticmethod
+    def vjp(ctx, g):
+        (z,) = ctx.values
+        flat = z.reshape(-1)
+        if flat.size == 0:
+            return (np.zeros_like(z),)
+        return ((g * np.conj(_prod_of_others(flat, 0))).reshape(z.shape),)
+
+
+@_op("ProdBackward1")
+class _ProdDim(_Op):
+    reads_output = False
+
+    @staticmethod
+    def compute(ctx, z):
+        dim, keepdim = ctx.params
+        return np.prod(z, axis=dim, keepdims=keepdim) if z.ndim else z.copy()
+
+    @staticmethod
+    def vjp(ctx, g):
+        (z,) = ctx.values
+        dim, keepdim = ctx.params
+        if z.ndim == 0:
+            return (g,)
+        if z.shape[dim] == 0:
+            return (np.zeros_like(z),)
+        return (_regrow(g, dim, keepdim) * np.conj(_prod_of_others(z, dim)),)
+
+
+def _prod(z, dim, keepdim):
+    if dim is None:
+        return _ProdAll.apply(z._array.dtype, z)
+    from ._extra_ops import _dim
+    d = _dim(dim, max(z.ndim, 1)) if z.ndim else 0
+    return _ProdDim.apply(z._array.dtype, z, _Params((d, keepdim)))
+
+
+@_op("LogsumexpBackward0")
+class _Logsumexp(_Op):
+    """log(sum(exp(z))), shifted by the largest real part (PyTorch's): gradient
+    g * conj(exp(z - out))."""
+
+    @staticmethod
+    def compute(ctx, z):
+        axes, keepdim = ctx.params
+        shift = np.max(z.real, axis=axes, keepdims=True, initial=-np.inf) if z.size else 0
+        shift = np.where(np.isinf(shift), 0, shift)
+        out = np.log(np.sum(np.exp(z - shift), axis=axes, keepdims=True)) + shift
+        return out if keepdim else np.squeeze(out, axes)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (z,) = ctx.values
+        axes, keepdim = ctx.params
+        out = _regrow(ctx.out, axes, keepdim)
+        return (_regrow(g, axes, keepdim) * np.conj(np.exp(z - out)),)
+
+
+def _logsumexp(z, axes, keepdim):
+    return _Logsumexp.apply(z._array.dtype, z, _Params((axes, keepdim)))
+
+
+def _linear(x, w, bias):
+    """F.linear: x @ w^T + bias, of complex operands, composed of the complex matmul and add."""
+    y = _core.matmul(x, w.t() if w.ndim == 2 else w)
+    return y if bias is None else y + bias
+
+
+def _l1_loss(input, target, reduction):
+    """F.l1_loss of complex operands: the mean (or sum) of |input - target| (real)."""
+    d = (input - target).abs()
+    return d.mean() if reduction == "mean" else d.sum() if reduction == "sum" else d
+
+
 # -- reductions by composition ---------------------------------------------------------------------
 
 def _var_std(is_std, z, dim, correction, keepdim):
@@ -681,6 +809,14 @@ def dispatch(name, *args):
         return _var_std(*args)
     if name == "norm":
         return _norm(*args)
+    if name == "prod":
+        return _prod(*args)
+    if name == "logsumexp":
+        return _logsumexp(*args)
+    if name == "linear":
+        return _linear(*args)
+    if name == "l1_loss":
+        return _l1_loss(*args)
     return _unary(name, *args)
 
 
