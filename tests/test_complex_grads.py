@@ -173,3 +173,65 @@ def test_complex_input_is_not_cast_to_real(name):
 def test_real_only_special_functions_refuse_complex(name):
     with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
         getattr(tg, name)(tg.tensor([0.3 + 0.2j]))
+
+
+# -- create_graph=True (second derivatives) ---------------------------------------------------------
+
+SECOND_ORDER = {
+    "mul_div": lambda l, z, w: (z * w / (w + 2)).abs().sum(),
+    "holomorphic": lambda l, z, w: (z.sin() * w.exp() + z.sqrt() + z.tanh() + w.log()).real.sum(),
+    "pow": lambda l, z, w: ((z ** 3) + z ** w).imag.sum(),
+    "conj_real_imag": lambda l, z, w: (z.conj() * w).real.sum() + (z * z).imag.sum(),
+    "sgn_abs": lambda l, z, w: (z.sgn() * w).real.sum() + (z * w).abs().pow(3).sum(),
+    "matmul": lambda l, z, w: (z.reshape(2, 2) @ w.reshape(2, 2)).abs().pow(2).sum(),
+    "view_as_real": lambda l, z, w: l.view_as_real(z * w).pow(3).sum(),
+    "linalg_det": lambda l, z, w: l.linalg.det(z.reshape(2, 2) + w.reshape(2, 2) * 2).abs(),
+    "in_place": lambda l, z, w: _written_in_place(z, w).abs().pow(2).sum(),
+    "dead_intermediates": lambda l, z, w: ((z * w).exp() / (z + 1)).log().abs().sum(),
+}
+
+
+def _written_in_place(z, w):
+    y = (z * w).clone()
+    y.mul_(w)
+    return y.sin()
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER))
+def test_create_graph_second_derivatives_match_torch(name):
+    torch = pytest.importorskip("torch")
+    z0 = np.array([1 + 2j, -0.5 + 0.3j, 2 - 1j, 0.4 + 0.1j])
+    w0 = np.array([0.3 - 1j, 1.5 + 0.2j, -1 + 1j, 0.7 - 0.2j])
+    results = []
+    for lib in (tg, torch):
+        z = lib.tensor(z0, requires_grad=True)
+        w = lib.tensor(w0, requires_grad=True)
+        gz, gw = lib.autograd.grad(SECOND_ORDER[name](lib, z, w), (z, w), create_graph=True)
+        assert gz.requires_grad
+        second = lib.autograd.grad((gz * lib.tensor(z0).conj()).real.sum()
+                                   + gw.abs().sum(), (z, w), allow_unused=True)
+        results.append([g.resolve_conj().numpy() for g in (gz.detach(), gw.detach()) + second])
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_create_graph_through_an_op_without_a_graph_vjp_raises():
+    z = tg.tensor([1 + 2j, 0.5 - 1j], requires_grad=True)
+    with pytest.raises(NotImplementedError, match="create_graph=True"):
+        tg.autograd.grad(z.angle().sum(), z, create_graph=True)
+
+
+def test_create_graph_keeps_no_record_alive():
+    w = tg.tensor([1 + 1j, 2 - 1j], requires_grad=True)
+
+    def step():
+        z = tg.tensor([1 + 2j, 0.5 - 1j], requires_grad=True)
+        gz, = tg.autograd.grad(_written_in_place(z, w).abs().sum(), z, create_graph=True)
+        gz.abs().sum().backward()
+
+    step()
+    tape = tg._core.tape()
+    before = tape.live_records
+    for _ in range(20):
+        step()
+    assert tape.live_records == before
