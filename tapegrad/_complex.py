@@ -947,25 +947,14 @@ def dispatch(name, *args):
     """Run complex op `name` (called by the compiled entry points, complex_hook.pxi)."""
     if name in _BINARY:
         return _binary(name, *args)
-    if name == "compare":
-        return _compare(*args)
-    if name == "matmul":
-        return _matmul(*args)
-    if name == "refuse":
-        return refuse(*args)
-    if name == "var_std":
-        return _var_std(*args)
-    if name == "norm":
-        return _norm(*args)
-    if name == "prod":
-        return _prod(*args)
-    if name == "logsumexp":
-        return _logsumexp(*args)
-    if name == "linear":
-        return _linear(*args)
-    if name == "l1_loss":
-        return _l1_loss(*args)
-    return _unary(name, *args)
+    op = _ENTRIES.get(name)
+    return op(*args) if op is not None else _unary(name, *args)
+
+
+# the entry points other than the binary and one-input ops, by the name the core calls them
+_ENTRIES = {"compare": _compare, "matmul": _matmul, "refuse": refuse, "var_std": _var_std,
+            "norm": _norm, "prod": _prod, "logsumexp": _logsumexp, "linear": _linear,
+            "l1_loss": _l1_loss}
 
 
 _core._install_complex_ops(dispatch, _SAFE_COMPILED_OPS)

@@ -902,6 +902,10 @@ def xlogy(input, other):
         input = tensor(input, dtype=other.dtype if other.is_floating_point() else None)
     if not isinstance(other, TensorBase):
         other = tensor(other, dtype=input.dtype if input.is_floating_point() else None)
+    for t in (input, other):
+        if t._array.dtype.kind == "c":          # (a cast would drop the imaginary part)
+            raise NotImplementedError(f'"xlogy_cpu" not implemented for '
+                                      f"'{_dtype_name(t._array)}'")
     if _records(input, other):
         from ._extra_functions import Xlogy
         return Xlogy.apply(input, other)
@@ -941,6 +945,8 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """sum with nan elements counted as 0."""
     _check_tensor(input, "nansum")
+    if input._array.dtype.kind == "c":
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     from . import where
     x = where(input.isnan(), 0, input) if input._array.dtype.kind in "fc" else input
     if dim is None:

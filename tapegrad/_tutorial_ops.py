@@ -158,6 +158,9 @@ def logit(input, eps=None, *, out=None):
     """log(p / (1 - p)); with ``eps``, p is first clamped to [eps, 1 - eps] (zero gradient
     outside)."""
     p = _floating(input, "logit")
+    if p.is_complex():
+        raise NotImplementedError(f"\"logit_cpu\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(p._array.dtype)}'")
     if eps is not None:
         p = p.clamp(eps, 1 - eps)
     # log p - log1p(-p): its gradient 1/p + 1/(1-p) is +inf (not nan) at 0 and 1, as PyTorch's.

@@ -235,3 +235,17 @@ def test_create_graph_keeps_no_record_alive():
     for _ in range(20):
         step()
     assert tape.live_records == before
+
+
+@pytest.mark.parametrize("call", [
+    lambda l, z: l.xlogy(z, z), lambda l, z: l.logit(z), lambda l, z: l.nansum(z),
+    lambda l, z: l.cdist(z.reshape(1, 1), z.reshape(1, 1)),
+])
+def test_ops_torch_refuses_for_complex_raise_its_error(call):
+    torch = pytest.importorskip("torch")
+    errors = []
+    for lib in (tg, torch):
+        with pytest.raises((RuntimeError, NotImplementedError)) as info:
+            call(lib, lib.tensor([0.3 + 0.2j]))
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]
