@@ -99,6 +99,9 @@ class _Op(Function):
     # whether vjp(ctx, g, m) also runs on tensors (m = the tapegrad module, ctx.values and
     # ctx.out tensors with their graphs): backward with create_graph=True; other ops refuse it
     graph = False
+    # whether the output is a view of the first operand's storage (.real, .imag): it then shares
+    # that storage's version counter, as PyTorch's views do
+    views_input = False
 
     @classmethod
     def forward(cls, ctx, np_dt, *operands):
@@ -112,6 +115,8 @@ class _Op(Function):
         values = tuple(_value(x, dt) for x, dt in zip(operands, dtypes))
         with _IeeeResults():
             res = _wrap(cls.compute(ctx, *values))
+        if cls.views_input:
+            _core._share_version(res, operands[0])
         ctx.dtypes = dtypes
         ctx.np_dt = np_dt
         ctx.metas = tuple(_meta(x) for x in operands) + ((None,) if params is not None else ())
@@ -510,6 +515,7 @@ def conj_physical(z):
 class _Real(_Op):
     reads_inputs = reads_output = False
     graph = True
+    views_input = True
     compute = staticmethod(lambda ctx, z: z.real)
     vjp = staticmethod(lambda ctx, g, m: (m.real(g) + 0j,))
 
@@ -518,6 +524,7 @@ class _Real(_Op):
 class _Imag(_Op):
     reads_inputs = reads_output = False
     graph = True
+    views_input = True
     compute = staticmethod(lambda ctx, z: z.imag)
     vjp = staticmethod(lambda ctx, g, m: (1j * m.real(g),))
 
@@ -746,7 +753,9 @@ class _ViewAsReal(Function):
     @staticmethod
     def forward(ctx, z):
         ctx.meta = _meta(z)
-        return _wrap(_pairs_view(z._array))
+        out = _wrap(_pairs_view(z._array))
+        _core._share_version(out, z)
+        return out
 
     @staticmethod
     def backward(ctx, g):
@@ -762,7 +771,9 @@ class _ViewAsComplex(Function):
     def forward(ctx, x):
         ctx.meta = _meta(x)
         a = x._array
-        return _wrap(_complex_view(a, np.complex64 if a.dtype == np.float32 else np.complex128))
+        out = _wrap(_complex_view(a, np.complex64 if a.dtype == np.float32 else np.complex128))
+        _core._share_version(out, x)
+        return out
 
     @staticmethod
     def backward(ctx, g):

@@ -249,3 +249,22 @@ def test_ops_torch_refuses_for_complex_raise_its_error(call):
             call(lib, lib.tensor([0.3 + 0.2j]))
         errors.append((type(info.value), str(info.value)))
     assert errors[0] == errors[1]
+
+
+# -- views share their base's version counter -------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["write_real", "write_view_as_real", "write_base_after_imag"])
+def test_writes_through_real_imag_views_are_detected_as_torch(case):
+    torch = pytest.importorskip("torch")
+    for lib in (tg, torch):
+        a = lib.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+        b = a * 1
+        if case == "write_base_after_imag":
+            r = b.imag
+            loss = (r * r).sum()                        # saves r, a view of b's storage
+            b.mul_(2)
+        else:
+            loss = (b * b).abs().sum()                  # saves b
+            (b.real if case == "write_real" else lib.view_as_real(b)).mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
