@@ -18,6 +18,7 @@ as PyTorch names it (MulBackward0, ...).
 from __future__ import annotations
 
 import builtins
+import sys
 
 import numpy as np
 
@@ -86,7 +87,7 @@ class _Op(Function):
         raise NotImplementedError
 
     @staticmethod
-    def vjp(ctx, g):
+    def vjp(ctx, g, m):
         raise NotImplementedError
 
     # whether the operands are computed in the op's dtype (not for ops of real operands)
@@ -95,22 +96,52 @@ class _Op(Function):
     # PyTorch's saved tensors do): the operands' values, the output's
     reads_inputs = True
     reads_output = True
+    # whether vjp(ctx, g, m) also runs on tensors (m = the tapegrad module, ctx.values and
+    # ctx.out tensors with their graphs): backward with create_graph=True; other ops refuse it
+    graph = False
+    # whether the output is a view of the first operand's storage (.real, .imag): it then shares
+    # that storage's version counter, as PyTorch's views do
+    views_input = False
 
     @classmethod
     def forward(cls, ctx, np_dt, *operands):
+        # a last operand of type _Params: the op's non-tensor arguments (ctx.params), no gradient
+        params = operands[-1] if operands and type(operands[-1]) is _Params else None
+        if params is not None:
+            operands = operands[:-1]
+        ctx.params = params
         dtypes = tuple(np_dt if cls.cast_operands or not isinstance(x, _core.TensorBase)
                        else x._array.dtype for x in operands)
         values = tuple(_value(x, dt) for x, dt in zip(operands, dtypes))
-        with np.errstate(all="ignore"):
+        with _IeeeResults():
             res = _wrap(cls.compute(ctx, *values))
+        if cls.views_input:
+            _core._share_version(res, operands[0])
         ctx.dtypes = dtypes
-        ctx.metas = tuple(_meta(x) for x in operands)
+        ctx.np_dt = np_dt
+        ctx.metas = tuple(_meta(x) for x in operands) + ((None,) if params is not None else ())
         ctx.pending = operands
         return res
 
     @classmethod
     def apply(cls, np_dt, *operands):
-        out = super().apply(np_dt, *operands)
+        # Function.apply's work, less what a complex op never needs (setup_context, dirty and
+        # non-differentiable outputs, a no_grad block around a numpy forward, save_for_backward):
+        # this is the per-op cost of every complex op.  Forward-mode AD takes the full path.
+        if not (_core.is_grad_enabled() and any(
+                isinstance(x, _core.TensorBase) and x.requires_grad for x in operands)):
+            return cls.forward(_Unrecorded(), np_dt, *operands)
+        forward_ad = sys.modules.get("tapegrad.autograd.forward_ad")
+        if forward_ad is not None and forward_ad._levels:
+            out = super().apply(np_dt, *operands)
+        else:
+            ctx = cls._backward_cls()
+            ctx.needs_input_grad = (False,) + tuple(
+                isinstance(x, _core.TensorBase) and x.requires_grad for x in operands)
+            ctx.materialize_grads = True
+            out = _core._function_record(ctx, (np_dt,) + operands,
+                                         cls.forward(ctx, np_dt, *operands), (), ())
+            ctx._saved = ()
         ctx = out.grad_fn
         if isinstance(ctx, cls._backward_cls):
             # What the VJP reads, saved once the node is recorded, as the compiled ops save it:
@@ -120,17 +151,104 @@ class _Op(Function):
             ctx.saved = ((tuple(_saved(x) for x in operands) if cls.reads_inputs else ())
                          + ((_saved(out, cls._backward_cls.__name__),) if cls.reads_output
                             else ()))
+            if cls.graph and (cls.reads_inputs or cls.reads_output):
+                # Graph-free aliases, not the operands: an in-place op makes its tensor the
+                # output of this record (a cycle through the tape, and a later value); the
+                # graph is found again from the record's inputs (_graph_operands).
+                ctx.graph_operands = tuple(x.detach() if isinstance(x, _core.TensorBase) else x
+                                           for x in operands)
         return out
 
     @classmethod
     def backward(cls, ctx, g):
+        if _core.is_grad_enabled():
+            return cls._graph_backward(ctx, g)
         arrays = tuple(_checked(entry) for entry in ctx.saved)
         ctx.values = (tuple(_value(a, dt) for a, dt in zip(arrays, ctx.dtypes))
                       if cls.reads_inputs else (None,) * len(ctx.dtypes))
         ctx.out = arrays[-1] if cls.reads_output else None
-        with np.errstate(all="ignore"):
-            grads = cls.vjp(ctx, g._array)
+        with _IeeeResults():
+            grads = cls.vjp(ctx, g._array, np)
+        grads = tuple(grads) + (None,) * (len(ctx.metas) - len(grads))
         return (None,) + tuple(_fit(gr, m) for gr, m in zip(grads, ctx.metas))
+
+    @classmethod
+    def _graph_backward(cls, ctx, g):
+        """backward with create_graph=True: the same vjp on tensors, so the gradient has a
+        graph (the output re-derived from the inputs, as linalg's factorisations do)."""
+        if not cls.graph:
+            raise NotImplementedError(f"tapegrad: backward with create_graph=True through the "
+                                      f"complex op {type(ctx).__name__} is not implemented")
+        for entry in ctx.saved:
+            _checked(entry)                             # PyTorch's in-place check
+        import tapegrad
+        operands = _graph_operands(ctx)
+        ctx.values = tuple(_graph_value(x, dt) for x, dt in zip(operands, ctx.dtypes))
+        ctx.out = None
+        if cls.reads_output:
+            params = (ctx.params,) if ctx.params is not None else ()
+            ctx.out = cls.apply(ctx.np_dt, *operands, *params)
+        grads = cls.vjp(ctx, g, tapegrad)
+        grads = tuple(grads) + (None,) * (len(ctx.metas) - len(grads))
+        return (None,) + tuple(_fit_graph(gr, m) for gr, m in zip(grads, ctx.metas))
+
+
+def _graph_operands(ctx):
+    """The operands of ctx's record with their graphs (create_graph): each input record's output
+    tensor, revived on the saved alias's storage when it died or was overwritten in place."""
+    aliases = ctx.__dict__.get("graph_operands", ())
+    if not any(isinstance(x, _core.TensorBase) for x in aliases):
+        return aliases
+    nodes = ctx.__dict__.get("_output_nodes") or ()
+    n_out = len(ctx._output_meta)
+    record = nodes[n_out] if len(nodes) > n_out else -1
+    inputs = next((entry[2] for entry in _core.tape().records() if entry[0] == record), None)
+    if inputs is None:
+        raise RuntimeError(f"tapegrad: backward with create_graph=True through "
+                           f"{type(ctx).__name__} could not find its record's inputs")
+    # (input 0 of the record is the op's dtype argument)
+    return tuple(_core._resurrect(inputs[j + 1], x)
+                 if isinstance(x, _core.TensorBase) and inputs[j + 1] >= 0 else x
+                 for j, x in enumerate(aliases))
+
+
+def _graph_value(x, np_dt):
+    """Operand x as a tensor of numpy dtype np_dt, in x's graph."""
+    if not isinstance(x, _core.TensorBase):
+        return _wrap(np.asarray(x, dtype=np_dt))
+    return x if x._array.dtype == np_dt else x.to(_core.np_dtype_to_dtype(np_dt))
+
+
+def _fit_graph(grad, meta):
+    """_fit for a gradient tensor with a graph."""
+    if meta is None or grad is None:
+        return None
+    shape, dtype = meta
+    if tuple(grad.shape) != shape:
+        grad = grad.sum_to_size(shape)
+    if dtype.kind != "c" and grad.is_complex():
+        grad = grad.real
+    if grad._array.dtype != dtype:
+        grad = grad.to(_core.np_dtype_to_dtype(dtype))
+    return grad
+
+
+def _cj(m, x):
+    """conj(x) for an array (m = numpy), a tensor (m = tapegrad) or a Python number."""
+    if isinstance(x, (int, float, builtins.complex)):
+        return x.conjugate()
+    return m.conj(x)
+
+
+class _Unrecorded:
+    """The ctx of a complex op run without recording (grad mode off, no input requiring grad)."""
+
+
+_IeeeResults = _core.IeeeResults        # np.errstate(all="ignore"), at a fraction of its cost
+
+
+class _Params(tuple):
+    """The non-tensor arguments of an op (dim, keepdim, ...), passed as its last operand."""
 
 
 def _saved(x, grad_fn_name=None):
@@ -166,52 +284,57 @@ def _op(name: str):
 @_op("AddBackward0")
 class _Add(_Op):
     reads_inputs = reads_output = False
+    graph = True
     compute = staticmethod(lambda ctx, a, b: a + b)
-    vjp = staticmethod(lambda ctx, g: (g, g))
+    vjp = staticmethod(lambda ctx, g, m: (g, g))
 
 
 @_op("SubBackward0")
 class _Sub(_Op):
     reads_inputs = reads_output = False
+    graph = True
     compute = staticmethod(lambda ctx, a, b: a - b)
-    vjp = staticmethod(lambda ctx, g: (g, -g))
+    vjp = staticmethod(lambda ctx, g, m: (g, -g))
 
 
 @_op("MulBackward0")
 class _Mul(_Op):
     reads_output = False
+    graph = True
     compute = staticmethod(lambda ctx, a, b: a * b)
 
     @staticmethod
-    def vjp(ctx, g):
+    def vjp(ctx, g, m):
         a, b = ctx.values
-        return g * np.conj(b), g * np.conj(a)
+        return g * _cj(m, b), g * _cj(m, a)
 
 
 @_op("DivBackward0")
 class _Div(_Op):
     reads_output = False                                # as PyTorch: a and b, not a / b
+    graph = True
     compute = staticmethod(lambda ctx, a, b: a / b)
 
     @staticmethod
-    def vjp(ctx, g):
+    def vjp(ctx, g, m):
         a, b = ctx.values
         # d(a/b)/da = 1/b, d(a/b)/db = -a/b^2
-        return g / np.conj(b), -g * np.conj(a / b / b)
+        return g / _cj(m, b), -g * _cj(m, a / b / b)
 
 
 @_op("PowBackward1")
 class _Pow(_Op):
+    graph = True
     compute = staticmethod(lambda ctx, a, b: a ** b)
 
     @staticmethod
-    def vjp(ctx, g):
+    def vjp(ctx, g, m):
         a, b = ctx.values
         # d(a^b)/da = b a^(b-1) (0 where b == 0, as PyTorch), d(a^b)/db = a^b log(a) (0 where
         # a == 0 and Re b >= 0)
-        da = np.where(b == 0, 0, b * a ** (b - 1))
-        db = np.where((a == 0) & (np.real(b) >= 0), 0, ctx.out * np.log(a))
-        return g * np.conj(da), g * np.conj(db)
+        da = m.where(b == 0, 0, b * a ** (b - 1))
+        db = m.where((a == 0) & (m.real(b) >= 0), 0, ctx.out * m.log(a))
+        return g * _cj(m, da), g * _cj(m, db)
 
 
 _BINARY = {"add": _Add, "sub": _Sub, "mul": _Mul, "div": _Div, "pow": _Pow}
@@ -228,12 +351,17 @@ def _as_operand(x, other, name):
 
 
 def _binary(name, a, b):
+    if isinstance(a, _core.TensorBase) and isinstance(b, _core.TensorBase):
+        A, B = a._array, b._array
+        dt = A.dtype if A.dtype == B.dtype else _core.result_type(a, b).np_dtype
+        if A.shape != B.shape:
+            _broadcast_shapes(A.shape, B.shape)         # PyTorch's message on a mismatch
+        return _BINARY[name].apply(dt, a, b)
     a = _as_operand(a, b, name)
     b = _as_operand(b, a, name)
     dt = _core.result_type(a, b).np_dtype
     if isinstance(a, _core.TensorBase) and isinstance(b, _core.TensorBase):
-        from .creation import _broadcast_shapes
-        _broadcast_shapes(tuple(a.shape), tuple(b.shape))   # PyTorch's message on a mismatch
+        _broadcast_shapes(tuple(a.shape), tuple(b.shape))
     cls = _BINARY[name]
     if name == "pow" and not isinstance(b, _core.TensorBase):
         cls = _PowScalar
@@ -245,41 +373,70 @@ class _PowScalar(_Pow):
     pass
 
 
+_LN2 = 0.693147180559945309417232121458176568
+_LN10 = 2.302585092994045684017991454684364208
+
+
+def _broadcast_shapes(sa, sb):
+    from .creation import _broadcast_shapes as broadcast
+    broadcast(tuple(sa), tuple(sb))
+
+
 # -- one-input functions ---------------------------------------------------------------------------
 
 def _holomorphic(name, f, df, reads):
-    """A holomorphic function f with derivative df(z, out), which reads z, out or both (reads:
-    "input", "output", "both"): input gradient g * conj(f'(z))."""
+    """A holomorphic function f with derivative df(m, z, out) (m: numpy, or tapegrad for
+    create_graph), which reads z, out or both (reads: "input", "output", "both"): input
+    gradient g * conj(f'(z))."""
     @_op(name)
     class _Holo(_Op):
         reads_inputs = reads in ("input", "both")
         reads_output = reads in ("output", "both")
+        graph = True
         compute = staticmethod(lambda ctx, z: f(z))
 
         @staticmethod
-        def vjp(ctx, g):
+        def vjp(ctx, g, m):
             (z,) = ctx.values
-            return (g * np.conj(df(z, ctx.out)),)
+            return (g * _cj(m, df(m, z, ctx.out)),)
     _Holo.__name__ = _Holo.__qualname__ = "_" + name
     return _Holo
 
 
 _UNARY = {
-    "neg": _holomorphic("NegBackward0", np.negative, lambda z, o: -1, "none"),
-    "exp": _holomorphic("ExpBackward0", np.exp, lambda z, o: o, "output"),
-    "log": _holomorphic("LogBackward0", np.log, lambda z, o: 1 / z, "input"),
-    "sqrt": _holomorphic("SqrtBackward0", np.sqrt, lambda z, o: 1 / (2 * o), "output"),
-    "rsqrt": _holomorphic("RsqrtBackward0", lambda z: 1 / np.sqrt(z), lambda z, o: -0.5 * o ** 3,
+    "neg": _holomorphic("NegBackward0", np.negative, lambda m, z, o: -1, "none"),
+    "exp": _holomorphic("ExpBackward0", np.exp, lambda m, z, o: o, "output"),
+    "log": _holomorphic("LogBackward0", np.log, lambda m, z, o: 1 / z, "input"),
+    "sqrt": _holomorphic("SqrtBackward0", np.sqrt, lambda m, z, o: 1 / (2 * o), "output"),
+    "rsqrt": _holomorphic("RsqrtBackward0", lambda z: 1 / np.sqrt(z),
+                          lambda m, z, o: -0.5 * o ** 3,
                           "output"),
-    "reciprocal": _holomorphic("ReciprocalBackward0", np.reciprocal, lambda z, o: -o * o,
+    "reciprocal": _holomorphic("ReciprocalBackward0", np.reciprocal, lambda m, z, o: -o * o,
                                "output"),
-    "sin": _holomorphic("SinBackward0", np.sin, lambda z, o: np.cos(z), "input"),
-    "cos": _holomorphic("CosBackward0", np.cos, lambda z, o: -np.sin(z), "input"),
-    "tanh": _holomorphic("TanhBackward0", np.tanh, lambda z, o: 1 - o * o, "output"),
+    "sin": _holomorphic("SinBackward0", np.sin, lambda m, z, o: m.cos(z), "input"),
+    "cos": _holomorphic("CosBackward0", np.cos, lambda m, z, o: -m.sin(z), "input"),
+    "tanh": _holomorphic("TanhBackward0", np.tanh, lambda m, z, o: 1 - o * o, "output"),
     "sigmoid": _holomorphic("SigmoidBackward0", lambda z: 1 / (1 + np.exp(-z)),
-                            lambda z, o: o * (1 - o), "output"),
-    "log1p": _holomorphic("Log1PBackward0", np.log1p, lambda z, o: 1 / (1 + z), "input"),
-    "expm1": _holomorphic("Expm1Backward0", np.expm1, lambda z, o: o + 1, "output"),
+                            lambda m, z, o: o * (1 - o), "output"),
+    "log1p": _holomorphic("Log1PBackward0", np.log1p, lambda m, z, o: 1 / (1 + z), "input"),
+    "expm1": _holomorphic("Expm1Backward0", np.expm1, lambda m, z, o: o + 1, "output"),
+    "exp2": _holomorphic("Exp2Backward0", np.exp2, lambda m, z, o: o * _LN2, "output"),
+    "log10": _holomorphic("Log10Backward0", np.log10, lambda m, z, o: 1 / (z * _LN10), "input"),
+    "log2": _holomorphic("Log2Backward0", np.log2, lambda m, z, o: 1 / (z * _LN2), "input"),
+    "tan": _holomorphic("TanBackward0", np.tan, lambda m, z, o: 1 + o * o, "output"),
+    "sinh": _holomorphic("SinhBackward0", np.sinh, lambda m, z, o: m.cosh(z), "input"),
+    "cosh": _holomorphic("CoshBackward0", np.cosh, lambda m, z, o: m.sinh(z), "input"),
+    # the inverse functions' derivatives as PyTorch writes them (same branch cuts)
+    "asin": _holomorphic("AsinBackward0", np.arcsin, lambda m, z, o: (1 - z * z) ** -0.5, "input"),
+    "acos": _holomorphic("AcosBackward0", np.arccos, lambda m, z, o: -(1 - z * z) ** -0.5,
+                         "input"),
+    "atan": _holomorphic("AtanBackward0", np.arctan, lambda m, z, o: 1 / (1 + z * z), "input"),
+    "asinh": _holomorphic("AsinhBackward0", np.arcsinh, lambda m, z, o: (z * z + 1) ** -0.5,
+                          "input"),
+    "acosh": _holomorphic("AcoshBackward0", np.arccosh,
+                          lambda m, z, o: 1 / (m.sqrt(z - 1) * m.sqrt(z + 1)),
+                          "input"),
+    "atanh": _holomorphic("AtanhBackward0", np.arctanh, lambda m, z, o: 1 / (1 - z * z), "input"),
 }
 
 
@@ -290,10 +447,13 @@ class _Abs(_Op):
     reads_output = False
     compute = staticmethod(lambda ctx, z: np.hypot(z.real, z.imag))
 
+    graph = True
+
     @staticmethod
-    def vjp(ctx, g):
+    def vjp(ctx, g, m):
         (z,) = ctx.values
-        return (np.real(g) * _sgn(z, np.hypot(z.real, z.imag)),)
+        sgn = _sgn(z, np.hypot(z.real, z.imag)) if m is np else z.sgn()
+        return (m.real(g) * sgn,)
 
 
 def _sgn(z, abs_z):
@@ -308,7 +468,7 @@ class _Angle(_Op):
     compute = staticmethod(lambda ctx, z: np.angle(z))
 
     @staticmethod
-    def vjp(ctx, g):
+    def vjp(ctx, g, m):
         (z,) = ctx.values
         r2 = (z * np.conj(z)).real
         return (np.where(r2 == 0, 0, np.real(g) * 1j * z / np.where(r2 == 0, 1, r2)),)
@@ -319,20 +479,23 @@ class _Sgn(_Op):
     """z / |z| (0 at 0): not holomorphic, d sgn/dz = 1/(2|z|), d sgn/dz̄ = -sgn^2/(2|z|), so the
     gradient is (g - sgn^2 conj(g)) / (2|z|)."""
     compute = staticmethod(lambda ctx, z: _sgn(z, np.abs(z)))
+    graph = True
 
     @staticmethod
-    def vjp(ctx, g):
+    def vjp(ctx, g, m):
         (z,) = ctx.values
-        a = np.abs(z)
+        a = m.abs(z)
         s = ctx.out
-        return (np.where(a == 0, 0, (g - s * s * np.conj(g)) / np.where(a == 0, 1, 2 * a)),)
+        safe = m.where(a == 0, 1, 2 * a)
+        return (m.where(a == 0, 0, (g - s * s * _cj(m, g)) / safe),)
 
 
 @_op("ConjPhysicalBackward0")
 class _ConjPhysical(_Op):
     reads_inputs = reads_output = False
+    graph = True
     compute = staticmethod(lambda ctx, z: np.conj(z))
-    vjp = staticmethod(lambda ctx, g: (np.conj(g),))
+    vjp = staticmethod(lambda ctx, g, m: (_cj(m, g),))
 
 
 @_op("ConjBackward0")
@@ -351,15 +514,19 @@ def conj_physical(z):
 @_op("RealBackward0")
 class _Real(_Op):
     reads_inputs = reads_output = False
+    graph = True
+    views_input = True
     compute = staticmethod(lambda ctx, z: z.real)
-    vjp = staticmethod(lambda ctx, g: (np.real(g) + 0j,))
+    vjp = staticmethod(lambda ctx, g, m: (m.real(g) + 0j,))
 
 
 @_op("ImagBackward0")
 class _Imag(_Op):
     reads_inputs = reads_output = False
+    graph = True
+    views_input = True
     compute = staticmethod(lambda ctx, z: z.imag)
-    vjp = staticmethod(lambda ctx, g: (1j * np.real(g),))
+    vjp = staticmethod(lambda ctx, g, m: (1j * m.real(g),))
 
 
 # Ops PyTorch refuses for complex tensors (complex numbers have no order): name -> error.  The
@@ -436,10 +603,13 @@ class _Matmul(_Op):
     """A @ B for same-dtype complex tensors: dA = g @ B^H, dB = A^H @ g."""
     reads_output = False
     compute = staticmethod(lambda ctx, a, b: np.matmul(a, b))
+    graph = True
 
     @staticmethod
-    def vjp(ctx, g):
+    def vjp(ctx, g, m):
         a, b = ctx.values
+        if m is not np:
+            return _matmul_graph_vjp(a, b, g)
         a2 = a[None, :] if a.ndim == 1 else a
         b2 = b[:, None] if b.ndim == 1 else b
         # g as the product of the matrices a2 @ b2 (1-D operands made matrices) is shaped
@@ -450,6 +620,17 @@ class _Matmul(_Op):
         ga = _core._sum_to(ga, a2.shape).reshape(a.shape)
         gb = _core._sum_to(gb, b2.shape).reshape(b.shape)
         return ga, gb
+
+
+def _matmul_graph_vjp(a, b, g):
+    """_Matmul's vjp on tensors (create_graph)."""
+    a2 = a.unsqueeze(0) if a.ndim == 1 else a
+    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+    g2 = g.reshape(np.broadcast_shapes(tuple(a2.shape[:-2]), tuple(b2.shape[:-2]))
+                   + (a2.shape[-2], b2.shape[-1]))
+    ga = (g2 @ b2.mH).sum_to_size(tuple(a2.shape)).reshape(tuple(a.shape))
+    gb = (a2.mH @ g2).sum_to_size(tuple(b2.shape)).reshape(tuple(b.shape))
+    return ga, gb
 
 
 _MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0",
@@ -491,7 +672,8 @@ class _Complex(_Op):
         out.imag = im
         return out
 
-    vjp = staticmethod(lambda ctx, g: (np.real(g), np.imag(g)))
+    graph = True
+    vjp = staticmethod(lambda ctx, g, m: (m.real(g), m.imag(g)))
 
 
 @_op("PolarBackward0")
@@ -511,7 +693,7 @@ class _Polar(_Op):
         return out
 
     @staticmethod
-    def vjp(ctx, g):
+    def vjp(ctx, g, m):
         r, theta = ctx.values
         unit = np.cos(theta) + 1j * np.sin(theta)
         return np.real(g * np.conj(unit)), np.real(g * np.conj(1j * ctx.out))
@@ -571,10 +753,14 @@ class _ViewAsReal(Function):
     @staticmethod
     def forward(ctx, z):
         ctx.meta = _meta(z)
-        return _wrap(_pairs_view(z._array))
+        out = _wrap(_pairs_view(z._array))
+        _core._share_version(out, z)
+        return out
 
     @staticmethod
     def backward(ctx, g):
+        if _core.is_grad_enabled():                     # create_graph
+            return _fit_graph(view_as_complex(g.contiguous()), ctx.meta)
         g = g._array
         return _fit(g[..., 0] + 1j * g[..., 1], ctx.meta)
 
@@ -585,10 +771,14 @@ class _ViewAsComplex(Function):
     def forward(ctx, x):
         ctx.meta = _meta(x)
         a = x._array
-        return _wrap(_complex_view(a, np.complex64 if a.dtype == np.float32 else np.complex128))
+        out = _wrap(_complex_view(a, np.complex64 if a.dtype == np.float32 else np.complex128))
+        _core._share_version(out, x)
+        return out
 
     @staticmethod
     def backward(ctx, g):
+        if _core.is_grad_enabled():                     # create_graph
+            return _fit_graph(view_as_real(g.resolve_conj()), ctx.meta)
         return _fit(_pairs_view(np.asarray(g._array)), ctx.meta)
 
 
@@ -642,6 +832,103 @@ def view_as_complex(input):
     return _ViewAsComplex.apply(input)
 
 
+# -- reductions -----------------------------------------------------------------------------------
+
+def _regrow(g, axes, keepdim):
+    """The gradient g of a reduction over `axes` with the reduced dims back (size 1)."""
+    return g if keepdim else np.expand_dims(g, axes)
+
+
+def _prod_of_others(z, axis):
+    """For each element of z, the product of the other elements along `axis`: exclusive running
+    products from both ends (exact with zeros in z, where out / z is not)."""
+    ones = np.ones_like(np.take(z, [0], axis))
+    left = np.concatenate([ones, np.cumprod(z, axis)], axis)
+    right = np.flip(np.cumprod(np.flip(z, axis), axis), axis)
+    right = np.concatenate([right, ones], axis)
+    n = z.shape[axis]
+    return (np.take(left, np.arange(n), axis) * np.take(right, np.arange(1, n + 1), axis))
+
+
+@_op("ProdBackward0")
+class _ProdAll(_Op):
+    reads_output = False
+    compute = staticmethod(lambda ctx, z: np.prod(z))
+
+    @staticmethod
+    def vjp(ctx, g, m):
+        (z,) = ctx.values
+        flat = z.reshape(-1)
+        if flat.size == 0:
+            return (np.zeros_like(z),)
+        return ((g * np.conj(_prod_of_others(flat, 0))).reshape(z.shape),)
+
+
+@_op("ProdBackward1")
+class _ProdDim(_Op):
+    reads_output = False
+
+    @staticmethod
+    def compute(ctx, z):
+        dim, keepdim = ctx.params
+        return np.prod(z, axis=dim, keepdims=keepdim) if z.ndim else z.copy()
+
+    @staticmethod
+    def vjp(ctx, g, m):
+        (z,) = ctx.values
+        dim, keepdim = ctx.params
+        if z.ndim == 0:
+            return (g,)
+        if z.shape[dim] == 0:
+            return (np.zeros_like(z),)
+        return (_regrow(g, dim, keepdim) * np.conj(_prod_of_others(z, dim)),)
+
+
+def _prod(z, dim, keepdim):
+    if dim is None:
+        return _ProdAll.apply(z._array.dtype, z)
+    from ._extra_ops import _dim
+    d = _dim(dim, max(z.ndim, 1)) if z.ndim else 0
+    return _ProdDim.apply(z._array.dtype, z, _Params((d, keepdim)))
+
+
+@_op("LogsumexpBackward0")
+class _Logsumexp(_Op):
+    """log(sum(exp(z))), shifted by the largest real part (PyTorch's): gradient
+    g * conj(exp(z - out))."""
+
+    @staticmethod
+    def compute(ctx, z):
+        axes, keepdim = ctx.params
+        shift = np.max(z.real, axis=axes, keepdims=True, initial=-np.inf) if z.size else 0
+        shift = np.where(np.isinf(shift), 0, shift)
+        out = np.log(np.sum(np.exp(z - shift), axis=axes, keepdims=True)) + shift
+        return out if keepdim else np.squeeze(out, axes)
+
+    @staticmethod
+    def vjp(ctx, g, m):
+        (z,) = ctx.values
+        axes, keepdim = ctx.params
+        out = _regrow(ctx.out, axes, keepdim)
+        return (_regrow(g, axes, keepdim) * np.conj(np.exp(z - out)),)
+
+
+def _logsumexp(z, axes, keepdim):
+    return _Logsumexp.apply(z._array.dtype, z, _Params((axes, keepdim)))
+
+
+def _linear(x, w, bias):
+    """F.linear: x @ w^T + bias, of complex operands, composed of the complex matmul and add."""
+    y = _core.matmul(x, w.t() if w.ndim == 2 else w)
+    return y if bias is None else y + bias
+
+
+def _l1_loss(input, target, reduction):
+    """F.l1_loss of complex operands: the mean (or sum) of |input - target| (real)."""
+    d = (input - target).abs()
+    return d.mean() if reduction == "mean" else d.sum() if reduction == "sum" else d
+
+
 # -- reductions by composition ---------------------------------------------------------------------
 
 def _var_std(is_std, z, dim, correction, keepdim):
@@ -671,17 +958,14 @@ def dispatch(name, *args):
     """Run complex op `name` (called by the compiled entry points, complex_hook.pxi)."""
     if name in _BINARY:
         return _binary(name, *args)
-    if name == "compare":
-        return _compare(*args)
-    if name == "matmul":
-        return _matmul(*args)
-    if name == "refuse":
-        return refuse(*args)
-    if name == "var_std":
-        return _var_std(*args)
-    if name == "norm":
-        return _norm(*args)
-    return _unary(name, *args)
+    op = _ENTRIES.get(name)
+    return op(*args) if op is not None else _unary(name, *args)
+
+
+# the entry points other than the binary and one-input ops, by the name the core calls them
+_ENTRIES = {"compare": _compare, "matmul": _matmul, "refuse": refuse, "var_std": _var_std,
+            "norm": _norm, "prod": _prod, "logsumexp": _logsumexp, "linear": _linear,
+            "l1_loss": _l1_loss}
 
 
 _core._install_complex_ops(dispatch, _SAFE_COMPILED_OPS)

@@ -544,6 +544,9 @@ def _log_values(ufunc, arr: np.ndarray) -> np.ndarray:
 def log10(input):
     """Base-10 logarithm, elementwise (integers give float32)."""
     _check_tensor(input, "log10")
+    if input._array.dtype.kind == "c":
+        from ._complex import dispatch
+        return dispatch("log10", input)
     if _records(input):
         from ._extra_functions import Log10
         return Log10.apply(input)
@@ -553,6 +556,9 @@ def log10(input):
 def log2(input):
     """Base-2 logarithm, elementwise (integers give float32)."""
     _check_tensor(input, "log2")
+    if input._array.dtype.kind == "c":
+        from ._complex import dispatch
+        return dispatch("log2", input)
     if _records(input):
         from ._extra_functions import Log2
         return Log2.apply(input)
@@ -563,8 +569,12 @@ def log2(input):
 
 def _unary_float(name: str, ufunc, input):
     """`ufunc` of input's values in float64, rounded to input's float dtype (integers and bools
-    give float32); recorded through the Function of the same name when input records."""
+    give float32); recorded through the Function of the same name when input records.  Complex
+    input: _complex.py's op of that name."""
     _check_tensor(input, name)
+    if input._array.dtype.kind == "c":
+        from ._complex import dispatch
+        return dispatch(name, input)
     if _records(input):
         from . import _extra_functions
         return getattr(_extra_functions, name.capitalize()).apply(input)
@@ -871,6 +881,11 @@ def logaddexp(input, other):
         if t._array.dtype.kind not in "fc":
             raise NotImplementedError(f'"logaddexp_cpu" not implemented for '
                                       f"'{_dtype_name(t._array)}'")
+    if input.is_complex() or other.is_complex():
+        # log(exp(a) + exp(b)) as the logsumexp of the pair (shifted by the larger real part)
+        from . import broadcast_tensors, stack
+        from ._complex import dispatch
+        return dispatch("logsumexp", stack(broadcast_tensors(input, other)), (0,), False)
     from . import maximum, where
     same_inf = (input == other) & input.isinf()
     gap = where(same_inf, 0.0, input - other)
@@ -893,6 +908,10 @@ def xlogy(input, other):
         input = tensor(input, dtype=other.dtype if other.is_floating_point() else None)
     if not isinstance(other, TensorBase):
         other = tensor(other, dtype=input.dtype if input.is_floating_point() else None)
+    for t in (input, other):
+        if t._array.dtype.kind == "c":          # (a cast would drop the imaginary part)
+            raise NotImplementedError(f'"xlogy_cpu" not implemented for '
+                                      f"'{_dtype_name(t._array)}'")
     if _records(input, other):
         from ._extra_functions import Xlogy
         return Xlogy.apply(input, other)
@@ -932,6 +951,8 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """sum with nan elements counted as 0."""
     _check_tensor(input, "nansum")
+    if input._array.dtype.kind == "c":
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     from . import where
     x = where(input.isnan(), 0, input) if input._array.dtype.kind in "fc" else input
     if dim is None:

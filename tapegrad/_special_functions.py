@@ -165,6 +165,9 @@ _torch_grad_fn_name(Trigamma, "PolygammaBackward0")
 
 def _float_input(input, name):
     _check_tensor(input, name)
+    if input.is_complex():      # (a cast would drop the imaginary part silently)
+        raise NotImplementedError(f"\"{name}\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(input._array.dtype)}'")
     if not input.dtype.is_floating_point:
         from . import get_default_dtype
         input = input.to(get_default_dtype())
@@ -212,6 +215,10 @@ def erfc(input, *, out=None):
 
 def exp2(input, *, out=None):
     """2 ** input elementwise (integers give the default float dtype)."""
+    if isinstance(input, _core.TensorBase) and input._array.dtype.kind == "c":
+        from ._complex import dispatch
+        result = dispatch("exp2", input)
+        return result if out is None else out.copy_(result)
     result = _core.exp(_float_input(input, "exp2") * math.log(2.0))
     return result if out is None else out.copy_(result)
 

@@ -145,9 +145,10 @@ def dist(input, other, p=2):
 # -- elementwise compositions -------------------------------------------------------------------
 
 def _floating(input, name):
-    """input as a float tensor (integers and bools take the default float dtype, as PyTorch)."""
+    """input as a float or complex tensor (integers and bools take the default float dtype, as
+    PyTorch)."""
     _check_tensor(input, name)
-    if input.dtype.is_floating_point:
+    if input.dtype.is_floating_point or input.dtype.is_complex:
         return input
     from . import get_default_dtype
     return input.to(get_default_dtype())
@@ -157,6 +158,9 @@ def logit(input, eps=None, *, out=None):
     """log(p / (1 - p)); with ``eps``, p is first clamped to [eps, 1 - eps] (zero gradient
     outside)."""
     p = _floating(input, "logit")
+    if p.is_complex():
+        raise NotImplementedError(f"\"logit_cpu\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(p._array.dtype)}'")
     if eps is not None:
         p = p.clamp(eps, 1 - eps)
     # log p - log1p(-p): its gradient 1/p + 1/(1-p) is +inf (not nan) at 0 and 1, as PyTorch's.
@@ -183,12 +187,16 @@ def deg2rad(input, *, out=None):
 
 
 def float_power(input, exponent, *, out=None):
-    """``input ** exponent`` computed in float64 (the result is float64 whatever the inputs)."""
-    from . import float64
-    base = input.to(float64) if isinstance(input, _core.TensorBase) else input
-    power = exponent.to(float64) if isinstance(exponent, _core.TensorBase) else exponent
+    """``input ** exponent`` computed in float64 (the result is float64 whatever the inputs;
+    complex128 when either is complex)."""
+    from . import float64, complex128
+    operands = (input, exponent)
+    wide = (complex128 if any(x.is_complex() if isinstance(x, _core.TensorBase)
+                              else isinstance(x, complex) for x in operands) else float64)
+    base = input.to(wide) if isinstance(input, _core.TensorBase) else input
+    power = exponent.to(wide) if isinstance(exponent, _core.TensorBase) else exponent
     if not isinstance(base, _core.TensorBase):
-        base = _wrap(np.asarray(base, dtype=np.float64))
+        base = _wrap(np.asarray(base, dtype=wide.np_dtype))
     result = _core.pow(base, power)
     return result if out is None else out.copy_(result)
 
@@ -285,7 +293,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if weights is None:
         mean = x.mean(1, keepdim=True)
         centred = x - mean
-        result = _core.matmul(centred, centred.t()) / (x.shape[1] - correction)
+        result = _core.matmul(centred, _adjoint(centred)) / (x.shape[1] - correction)
     else:
         weights = weights.to(x.dtype)
         total = weights.sum()
@@ -295,8 +303,13 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
             norm = total - correction
         else:
             norm = total - correction * (weights * aweights.to(x.dtype)).sum() / total
-        result = _core.matmul(centred * weights, centred.t()) / norm
+        result = _core.matmul(centred * weights, _adjoint(centred)) / norm
     return result.squeeze() if input.ndim < 2 or x.shape[0] == 1 else result
+
+
+def _adjoint(m):
+    """The conjugate transpose of matrix m (its transpose when real)."""
+    return m.t().conj() if m.is_complex() else m.t()
 
 
 def corrcoef(input):
@@ -306,7 +319,11 @@ def corrcoef(input):
     if c.ndim == 0:
         return c / c
     d = c.diagonal().sqrt()
-    return (c / d.unsqueeze(1) / d.unsqueeze(0)).clamp(-1, 1)
+    r = c / d.unsqueeze(1) / d.unsqueeze(0)
+    if r.is_complex():          # PyTorch clips the real and imaginary parts
+        from ._complex import complex as make_complex
+        return make_complex(r.real.clamp(-1, 1), r.imag.clamp(-1, 1))
+    return r.clamp(-1, 1)
 
 
 # -- Tensor.unfold ---------------------------------------------------------------------------------

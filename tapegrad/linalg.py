@@ -21,7 +21,7 @@ from .grad_mode import is_grad_enabled, no_grad
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet",
            "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "matrix_rank", "pinv",
            "matrix_power", "multi_dot", "cross", "qr", "lstsq", "cond", "vecdot", "solve_triangular",
-           "householder_product"]
+           "householder_product", "eig", "eigvals", "matrix_exp"]
 
 
 class LinAlgError(RuntimeError):
@@ -41,7 +41,7 @@ def _as_tensor(x, name):
 
 
 def _check_float(A, name, what="input"):
-    if A._array.dtype.kind != "f":
+    if A._array.dtype.kind not in "fc":
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as {what}. Got "
                            f"{_core.scalar_type_name_of(A._array.dtype)}")
 
@@ -95,10 +95,25 @@ def _return_type(name, fields):
     return existing if existing is not None else _core._make_return_type(name, fields)
 
 
-def _tensor(array, like):
+def _tensor(array, like, real=False):
+    """array as a tensor of like's dtype (real: of its real counterpart, as the singular values
+    and Hermitian eigenvalues of a complex matrix are)."""
     from . import from_numpy
+    dtype = like._array.dtype
+    if real and dtype.kind == "c":
+        dtype = np.empty(0, dtype).real.dtype
     # np.array, not ascontiguousarray: the latter turns a 0-d result (det of one matrix) 1-d.
-    return from_numpy(np.array(array, dtype=like._array.dtype, order="C"))
+    return from_numpy(np.array(array, dtype=dtype, order="C"))
+
+
+def _adjoint(M):
+    """The conjugate transpose of the matrices of M (the transpose when M is real): what the
+    real formulas' transposes become for complex matrices (PyTorch's gradient convention)."""
+    return M.mH if M.is_complex() else M.mT
+
+
+def _conj(x):
+    return x.conj() if x.is_complex() else x
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,9 +133,9 @@ class _Inverse(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        # d(A^-1) = -A^-1 dA A^-1, so the adjoint is -A^-T G A^-T.
+        # d(A^-1) = -A^-1 dA A^-1, so the adjoint is -A^-H G A^-H.
         inverse, = ctx.saved_tensors
-        inverse_t = inverse.mT
+        inverse_t = _adjoint(inverse)
         return -(inverse_t @ grad @ inverse_t)
 
 
@@ -140,11 +155,11 @@ class _Determinant(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        # d det(A) = det(A) tr(A^-1 dA): the adjoint is G det(A) A^-T.  Through inv and det
-        # themselves, so create_graph gives the second derivative.
+        # d det(A) = det(A) tr(A^-1 dA): the adjoint is G conj(det(A)) A^-H.  Through inv and
+        # det themselves, so create_graph gives the second derivative.
         A, = ctx.saved_tensors
-        scale = (grad * det(A)).unsqueeze(-1).unsqueeze(-1)
-        return scale * inv(A).mT
+        scale = (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1)
+        return scale * _adjoint(inv(A))
 
 
 def det(A):
@@ -160,15 +175,23 @@ class _LogAbsDet(Function):
     def forward(ctx, A):
         sign, logabsdet = np.linalg.slogdet(A._array)
         sign = _tensor(sign, A)
-        ctx.save_for_backward(A)
-        ctx.mark_non_differentiable(sign)
-        return sign, _tensor(logabsdet, A)
+        if A.is_complex():
+            ctx.save_for_backward(A, sign)
+        else:
+            ctx.save_for_backward(A)
+            ctx.mark_non_differentiable(sign)
+        return sign, _tensor(logabsdet, A, real=True)
 
     @staticmethod
     def backward(ctx, grad_sign, grad_logabsdet):
-        # The sign is piecewise constant; d log|det A| = tr(A^-1 dA).
-        A, = ctx.saved_tensors
-        return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
+        # With dL = tr(A^-1 dA): d log|det A| = Re dL, and a real sign is piecewise constant;
+        # a complex sign moves by sign * i Im dL.  The adjoint is h A^-H with
+        # h = g_logabsdet + i Im(g_sign conj(sign)).
+        A, *sign = ctx.saved_tensors
+        h = grad_logabsdet
+        if sign and grad_sign is not None:
+            h = h + 1j * (grad_sign * sign[0].conj()).imag
+        return h.unsqueeze(-1).unsqueeze(-1) * _adjoint(inv(A))
 
 
 def slogdet(A):
@@ -196,10 +219,10 @@ class _Solve(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        # A X = B: gB = A^-T G and gA = -gB X^T.
+        # A X = B: gB = A^-H G and gA = -gB X^H.
         A, X = ctx.saved_tensors
-        grad_B = solve(A.mT, grad)
-        return -(grad_B @ X.mT), grad_B
+        grad_B = solve(_adjoint(A), grad)
+        return -(grad_B @ _adjoint(X)), grad_B
 
 
 def _broadcast_batch(A, B):
@@ -255,7 +278,7 @@ class _Cholesky(Function):
         arr = A._array
         # PyTorch reads only the lower triangle.
         lower = np.tril(arr)
-        symmetric = lower + np.swapaxes(np.tril(arr, -1), -1, -2)
+        symmetric = lower + np.conj(np.swapaxes(np.tril(arr, -1), -1, -2))   # Hermitian
         try:
             L = np.linalg.cholesky(symmetric)
         except np.linalg.LinAlgError:
@@ -277,13 +300,13 @@ class _Cholesky(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        # Murray (2016): gA = L^-T Phi(L^T gL) L^-1 with Phi keeping the lower triangle and
-        # halving the diagonal, then spread symmetrically over both triangles.
+        # Murray (2016): gA = L^-H Phi(L^H gL) L^-1 with Phi keeping the lower triangle and
+        # halving the diagonal, then spread Hermitian-symmetrically over both triangles.
         L, = ctx.saved_tensors
-        middle = (L.mT @ grad).tril()
-        middle = 0.5 * (middle + middle.tril(-1).mT)
+        middle = (_adjoint(L) @ grad).tril()
+        middle = 0.5 * (middle + _adjoint(middle.tril(-1)))
         L_inv = inv(L)
-        return L_inv.mT @ middle @ L_inv, None
+        return _adjoint(L_inv) @ middle @ L_inv, None
 
 
 def cholesky(A, *, upper=False, out=None):
@@ -296,7 +319,7 @@ def _cholesky(A, upper, name):
     _check_square(A, name)
     _check_float(A, name)
     L = _Cholesky.apply(A, name)
-    return L.mT if upper else L
+    return _adjoint(L) if upper else L
 
 
 class _Eigh(Function):
@@ -304,14 +327,14 @@ class _Eigh(Function):
     def forward(ctx, A, uplo):
         arr = A._array
         values, vectors = np.linalg.eigh(arr, UPLO=uplo)
-        values, vectors = _tensor(values, A), _tensor(vectors, A)
+        values, vectors = _tensor(values, A, real=True), _tensor(vectors, A)
         ctx.save_for_backward(A, values, vectors)
         ctx.uplo = uplo
         return values, vectors
 
     @staticmethod
     def backward(ctx, grad_values, grad_vectors):
-        # gA = V (diag(gλ) + sym(V^T gV) / E) V^T with E_ij = λj - λi off the diagonal.
+        # gA = V (diag(gλ) + skew(V^H gV) / E) V^H with E_ij = λj - λi off the diagonal.
         with no_grad():     # the outputs are re-derived below when the graph is needed
             A, values, vectors = ctx.saved_tensors
         if is_grad_enabled():
@@ -319,14 +342,26 @@ class _Eigh(Function):
             # refuses to hand it out under grad mode), so recompute the factors through the
             # Function itself; reading them under no_grad above still checks their versions.
             values, vectors = _Eigh.apply(A, ctx.uplo)
-        core = vectors.mT @ grad_vectors
-        core = 0.5 * (core - core.mT)
+        core = _adjoint(vectors) @ grad_vectors
+        if core.is_complex():
+            _check_phase_invariant(core, "linalg_eigh_backward", "eigenvectors")
+        core = 0.5 * (core - _adjoint(core))
         n = values.shape[-1]
         from . import eye
         identity = eye(n, dtype=values.dtype)
         gaps = values.unsqueeze(-2) - values.unsqueeze(-1) + identity
         core = core / gaps * (1 - identity) + identity * grad_values.unsqueeze(-2)
-        return vectors @ core @ vectors.mT, None
+        return vectors @ core @ _adjoint(vectors), None
+
+
+def _check_phase_invariant(VhgV, name, what):
+    """Complex eigenvectors and singular vectors are defined up to a phase e^{i phi} each: a loss
+    that depends on the phases (Im diag(V^H gV) != 0) has no gradient; PyTorch's check."""
+    imaginary = np.imag(np.diagonal(VhgV._array, 0, -2, -1))
+    if not np.allclose(imaginary, 0, rtol=1e-2, atol=1e-2):
+        raise RuntimeError(f"{name}: The {what} in the complex case are specified up to "
+                           "multiplication by e^{i phi}. The specified loss function depends on "
+                           "this phase term, making it ill-defined.")
 
 
 def _check_uplo(UPLO):
@@ -337,7 +372,7 @@ def _check_uplo(UPLO):
 
 def _check_eigh_dtype(A):
     # eigh has no dtype check of its own in PyTorch: the CPU kernel's dispatch refuses.
-    if A._array.dtype.kind != "f":
+    if A._array.dtype.kind not in "fc":
         raise NotImplementedError('"linalg_eigh_cpu" not implemented for '
                                   f"'{_core.scalar_type_name_of(A._array.dtype)}'")
 
@@ -360,6 +395,70 @@ def eigvalsh(A, UPLO="L", *, out=None):
     _check_square(A, "linalg.eigvalsh")
     _check_eigh_dtype(A)
     return _Eigh.apply(A, uplo)[0]
+
+
+class _Eig(Function):
+    """The eigendecomposition of a general square matrix: complex eigenvalues and unit-norm
+    eigenvectors (LAPACK's geev, as PyTorch's)."""
+
+    @staticmethod
+    def forward(ctx, A):
+        arr = A._array
+        complex_dtype = np.result_type(arr.dtype, np.complex64)
+        values, vectors = np.linalg.eig(arr)
+        from . import from_numpy
+        values = from_numpy(np.array(values, dtype=complex_dtype, order="C"))
+        vectors = from_numpy(np.array(vectors, dtype=complex_dtype, order="C"))
+        ctx.save_for_backward(A, values, vectors)
+        return values, vectors
+
+    @staticmethod
+    def backward(ctx, grad_values, grad_vectors):
+        # gA = V^-H (diag(gλ) + (V^H gV - V^H V Re diag(V^H gV)) / conj(E)) V^H, with
+        # E_ij = λj - λi off the diagonal; each eigenvector is defined up to a phase, so a loss
+        # must have Im diag(V^H gV) = 0 (PyTorch's check).  A real A takes the real part.
+        with no_grad():     # the outputs are re-derived below when the graph is needed
+            A, values, vectors = ctx.saved_tensors
+        if is_grad_enabled():
+            values, vectors = _Eig.apply(A)       # create_graph: see _Eigh.backward
+        from . import eye, zeros_like
+        if grad_values is None:
+            grad_values = zeros_like(values)
+        n = values.shape[-1]
+        identity = eye(n, dtype=values.dtype)
+        vectors_h = vectors.mH
+        core = identity * grad_values.unsqueeze(-2)
+        if grad_vectors is not None:
+            VhgV = vectors_h @ grad_vectors
+            _check_phase_invariant(VhgV, "linalg_eig_backward", "eigenvectors")
+            VhgV = VhgV - (vectors_h @ vectors) * VhgV.diagonal(0, -2, -1).real.unsqueeze(-2)
+            gaps = (values.unsqueeze(-2) - values.unsqueeze(-1) + identity).conj()
+            core = core + VhgV / gaps * (1 - identity)
+        grad_A = solve(vectors_h, core @ vectors_h)
+        return grad_A if A.is_complex() else grad_A.real
+
+
+def matrix_exp(A):
+    """The matrix exponential of each square matrix of A (torch.linalg.matrix_exp)."""
+    from ._more_math import matrix_exp as _matrix_exp
+    return _matrix_exp(A)
+
+
+def eig(A, *, out=None):
+    """Eigenvalues and eigenvectors (complex, unit norm) of each square matrix of A
+    (torch.linalg.eig)."""
+    A = _as_tensor(A, "linalg_eig")
+    _check_square(A, "linalg.eig")
+    _check_float(A, "linalg.eig")
+    return _return_type("linalg_eig", ("eigenvalues", "eigenvectors"))(_Eig.apply(A))
+
+
+def eigvals(A, *, out=None):
+    """The (complex) eigenvalues of each square matrix of A (torch.linalg.eigvals)."""
+    A = _as_tensor(A, "linalg_eigvals")
+    _check_square(A, "linalg.eigvals")
+    _check_float(A, "linalg.eigvals")
+    return _Eig.apply(A)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,7 +623,7 @@ class _SVD(Function):
     def forward(ctx, A, full_matrices):
         arr = A._array
         U, S, Vh = np.linalg.svd(arr, full_matrices=full_matrices)
-        U, S, Vh = _tensor(U, A), _tensor(S, A), _tensor(Vh, A)
+        U, S, Vh = _tensor(U, A), _tensor(S, A, real=True), _tensor(Vh, A)
         ctx.save_for_backward(A, U, S, Vh)
         ctx.full_matrices = full_matrices
         return U, S, Vh
@@ -532,11 +631,13 @@ class _SVD(Function):
     @staticmethod
     def backward(ctx, grad_U, grad_S, grad_Vh):
         # For distinct non-zero singular values, with k = min(m, n) and the thin factors:
-        #   gA = U [sym-part terms + diag(gS)] Vh + (I - U U^T) gU S^-1 Vh
-        #        + U S^-1 gV^T (I - V V^T)
-        # where the k x k core is (skew(U^T gU) / E) S + S (skew(V^T gV) / E), skew(X) = X - X^T
-        # and E_ij = S_j^2 - S_i^2.  Full matrices only contribute through their first k
-        # columns (the rest is an arbitrary basis).
+        #   gA = U [sym-part terms + diag(gS)] Vh + (I - U U^H) gU S^-1 Vh
+        #        + U S^-1 gV^H (I - V V^H)
+        # where the k x k core is (skew(U^H gU) / E) S + S (skew(V^H gV) / E), skew(X) = X - X^H
+        # and E_ij = S_j^2 - S_i^2; complex matrices add i Im diag(U^H gU - V^H gV) / 2S on the
+        # diagonal (each pair of singular vectors is defined up to a common phase, so a loss
+        # must have Im diag(U^H gU + V^H gV) = 0, which PyTorch checks).  Full matrices only
+        # contribute through their first k columns (the rest is an arbitrary basis).
         with no_grad():     # the outputs are re-derived below when the graph is needed
             A, U, S, Vh = ctx.saved_tensors
         if is_grad_enabled():
@@ -546,25 +647,29 @@ class _SVD(Function):
         k = min(m, n)
         U, Vh = U[..., :, :k], Vh[..., :k, :]
         grad_U, grad_Vh = grad_U[..., :, :k], grad_Vh[..., :k, :]
-        V, grad_V = Vh.mT, grad_Vh.mT
+        V, grad_V = _adjoint(Vh), _adjoint(grad_Vh)
         from . import eye
         identity = eye(k, dtype=S.dtype)
         squares = S * S
         gaps = squares.unsqueeze(-2) - squares.unsqueeze(-1) + identity
         off_diagonal = 1 - identity
-        UtgU = U.mT @ grad_U
-        VtgV = V.mT @ grad_V
-        core = ((UtgU - UtgU.mT) / gaps * off_diagonal) * S.unsqueeze(-2)
-        core = core + S.unsqueeze(-1) * ((VtgV - VtgV.mT) / gaps * off_diagonal)
-        core = core + identity * grad_S.unsqueeze(-2)
-        grad_A = U @ core @ Vh
+        UtgU = _adjoint(U) @ grad_U
+        VtgV = _adjoint(V) @ grad_V
         inverse_S = 1 / S
+        core = ((UtgU - _adjoint(UtgU)) / gaps * off_diagonal) * S.unsqueeze(-2)
+        core = core + S.unsqueeze(-1) * ((VtgV - _adjoint(VtgV)) / gaps * off_diagonal)
+        core = core + identity * grad_S.unsqueeze(-2)
+        if UtgU.is_complex():
+            _check_phase_invariant(UtgU + VtgV, "linalg_svd_backward", "singular vectors")
+            phase = (UtgU - VtgV).diagonal(0, -2, -1).imag * (0.5 * inverse_S)
+            core = core + 1j * identity * phase.unsqueeze(-2)
+        grad_A = U @ core @ Vh
         if m > k:
             projected = grad_U - U @ UtgU
             grad_A = grad_A + (projected * inverse_S.unsqueeze(-2)) @ Vh
         if n > k:
             projected = grad_V - V @ VtgV
-            grad_A = grad_A + (U * inverse_S.unsqueeze(-2)) @ projected.mT
+            grad_A = grad_A + (U * inverse_S.unsqueeze(-2)) @ _adjoint(projected)
         return grad_A, None
 
 
@@ -636,13 +741,14 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     if left:
         result = solve(triangle, B)
     else:
-        result = solve(triangle.mT, B.mT).mT
+        result = solve(triangle.mT, B.mT).mT            # X A = B: A^T X^T = B^T
     return result if out is None else out.copy_(result)
 
 
 def vecdot(x, y, *, dim=-1, out=None):
-    """The dot product of x and y along ``dim``, broadcasting the other dims."""
-    result = (x * y).sum(dim)
+    """The dot product of x and y along ``dim``, broadcasting the other dims (x conjugated, as
+    PyTorch's: the inner product of complex vectors)."""
+    result = ((x.conj() if x.is_complex() else x) * y).sum(dim)
     return result if out is None else out.copy_(result)
 
 
@@ -663,7 +769,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudo-inverse through the SVD (torch.linalg.pinv); singular values at
     or below the tolerance count as zero."""
     A = _as_tensor(A, "linalg_pinv")
-    if A.ndim < 2 or A._array.dtype.kind != "f":
+    if A.ndim < 2 or A._array.dtype.kind not in "fc":
         raise RuntimeError(
             f"linalg.pinv({_core.scalar_type_name_of(A._array.dtype)}{{{list(A.shape)}}}): "
             "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble "
@@ -675,13 +781,13 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
         keep = magnitude > _count_tolerance(magnitude, atol, rtol, A.shape)
         safe = where(keep, values, 1 + zeros_like(values))
         inverse = where(keep, 1 / safe, zeros_like(values))
-        return (vectors * inverse.unsqueeze(-2)) @ vectors.mT
+        return (vectors * inverse.unsqueeze(-2)) @ _adjoint(vectors)
     U, S, Vh = svd(A, full_matrices=False)
     keep = S > _count_tolerance(S, atol, rtol, A.shape)
     # The division runs on safe values so a dropped zero gives no inf (nor a nan gradient).
     safe = where(keep, S, 1 + zeros_like(S))
     inverse = where(keep, 1 / safe, zeros_like(S))
-    return (Vh.mT * inverse.unsqueeze(-2)) @ U.mT
+    return (_adjoint(Vh) * inverse.unsqueeze(-2)) @ _adjoint(U)
 
 
 def matrix_power(A, n, *, out=None):
@@ -768,11 +874,16 @@ def cross(input, other, *, dim=-1, out=None):
 # QR and least squares
 
 def _qr_backward_tall(Q, R, grad_Q, grad_R):
-    """The adjoint of A = Q R for m >= n (reduced Q): with M = R gR^T - gQ^T Q and copyltu(M)
-    the symmetric matrix built from M's lower triangle, gA = (gQ + Q copyltu(M)) R^-T."""
-    M = R @ grad_R.mT - grad_Q.mT @ Q
-    symmetric = M.tril() + M.tril(-1).mT
-    return (grad_Q + Q @ symmetric) @ inv(R).mT
+    """The adjoint of A = Q R for m >= n (reduced Q): with M = R gR^H - gQ^H Q and copyltu(M)
+    the Hermitian matrix built from M's lower triangle (real diagonal), gA = (gQ + Q copyltu(M))
+    R^-H."""
+    M = R @ _adjoint(grad_R) - _adjoint(grad_Q) @ Q
+    symmetric = M.tril() + _adjoint(M.tril(-1))
+    if M.is_complex():          # R's diagonal is real: only Re diag(M) moves it
+        from . import eye
+        identity = eye(M.shape[-1], dtype=M.real.dtype)
+        symmetric = symmetric - 1j * identity * M.diagonal(0, -2, -1).imag.unsqueeze(-2)
+    return (grad_Q + Q @ symmetric) @ _adjoint(inv(R))
 
 
 class _QR(Function):
@@ -804,7 +915,7 @@ class _QR(Function):
         # Wide: A = Q [R1 R2] with X = A[:, :m] = Q R1 square; Y = A[:, m:] = Q R2 moves Q's
         # cotangent by Y gR2^T.
         Y, grad_R2 = A[..., :, m:], grad_R[..., :, m:]
-        grad_X = _qr_backward_tall(Q, R[..., :, :m], grad_Q + Y @ grad_R2.mT,
+        grad_X = _qr_backward_tall(Q, R[..., :, :m], grad_Q + Y @ _adjoint(grad_R2),
                                    grad_R[..., :, :m])
         from . import cat
         return cat([grad_X, Q @ grad_R2], dim=-1), None

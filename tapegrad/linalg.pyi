@@ -45,6 +45,9 @@ __all__ = [
     'vecdot',
     'solve_triangular',
     'householder_product',
+    'eig',
+    'eigvals',
+    'matrix_exp',
 ]
 
 class LinAlgError(builtins.RuntimeError):
@@ -95,3 +98,9 @@ def vecdot(x: Any, y: Any, *, dim: Any = ..., out: Any = ...) -> Any: ...
 def solve_triangular(A: Any, B: Any, *, upper: Any, left: Any = ..., unitriangular: Any = ..., out: Any = ...) -> Any: ...
 
 def householder_product(A: Any, tau: Any, *, out: Any = ...) -> Any: ...
+
+def eig(A: Any, *, out: Any = ...) -> Any: ...
+
+def eigvals(A: Any, *, out: Any = ...) -> Any: ...
+
+def matrix_exp(A: Any) -> Any: ...

@@ -553,6 +553,8 @@ def outer(input, vec2):
         raise RuntimeError(f"outer: Expected 1-D argument self, but got {a._array.ndim}-D")
     if b._array.ndim != 1:
         raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {b._array.ndim}-D")
+    if is_complex_operand(a) or is_complex_operand(b):
+        return complex_call("mul", (a.unsqueeze(1), b.unsqueeze(0)))
     dt = promote_pair(a._array.dtype, b._array.dtype)
     A = operand_value(a, dt)
     B = operand_value(b, dt)
@@ -623,6 +625,8 @@ cdef object linear_eager(input, weight, bias=None):
     cdef TensorBase x = require_tensor(input, "linear", "input", 1)
     cdef TensorBase w = require_tensor(weight, "linear", "weight", 2)
     cdef TensorBase c
+    if is_complex_operand(x) or is_complex_operand(w) or is_complex_operand(bias):
+        return complex_call("linear", (x, w, bias))
     cdef Py_ssize_t rows, k
     X = x._array
     W = w._array

@@ -54,9 +54,17 @@ OP_TRUNC = register_op("TruncBackward0", vjp_math1)
 OP_FRAC = register_op("FracBackward0", vjp_math1)
 
 
+# the names _complex.py knows transcendental's ops by
+cdef dict TRANSCENDENTAL_NAMES = {OP_LOG10: "log10", OP_LOG2: "log2", OP_SINH: "sinh",
+                                  OP_COSH: "cosh", OP_ASIN: "asin", OP_ACOS: "acos",
+                                  OP_ATAN: "atan"}
+
+
 cdef object transcendental(int op, object ufunc, TensorBase x):
     """A one-input function of the float value of x (integers give the default float dtype)."""
     A = x._array
+    if dtype_kind(<cnp.ndarray>A) == c'c':
+        return complex_call(TRANSCENDENTAL_NAMES[op], (x,))
     if A.dtype.kind != "f":
         A = A.astype(DEFAULT_FLOAT)
     with IeeeResults():

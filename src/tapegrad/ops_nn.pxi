@@ -985,6 +985,9 @@ cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object 
     cdef int red
     if weight is None:
         red = nn_reduction(reduction)
+    if kind == NN_L1 and weight is None and (is_complex_operand(input)
+                                             or is_complex_operand(target)):
+        return complex_call("l1_loss", (input, target, reduction))
     shape = broadcast_shapes_torch(A.shape, B.shape) if A.shape != B.shape else A.shape
     w = None
     if weight is not None:

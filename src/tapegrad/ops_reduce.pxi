@@ -283,6 +283,8 @@ def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, ke
     dim = dim_alias("prod", dim, axis)
     keepdim = keepdim_alias("prod", keepdim, keepdims)
     A = input._array
+    if dtype_kind(<cnp.ndarray>A) == c'c' and dtype is None:
+        return complex_call("prod", (input, dim, bool(keepdim)))
     cdef int ndim = A.ndim
     cdef int ax = -1
     if dim is None:
@@ -786,6 +788,9 @@ def logsumexp(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=
         raise TypeError("logsumexp(): argument 'dim' (position 1) must be tuple of ints, not "
                         "NoneType")
     A = input._array
+    if dtype_kind(<cnp.ndarray>A) == c'c':
+        return complex_call("logsumexp", (input, reduction_axes(dim, A.ndim, "logsumexp"),
+                                          bool(keepdim)))
     if A.dtype.kind != "f":
         A = A.astype(DEFAULT_FLOAT)
     cdef int ndim = A.ndim

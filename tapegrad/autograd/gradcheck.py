@@ -8,6 +8,10 @@ every output, the numerical Jacobian (one column per perturbed input element,
 RuntimeError) with PyTorch's "Jacobian mismatch for output j with respect to input i" message, or
 returns False with raise_exception=False.  The analytical Jacobian is computed twice to detect a
 non-reentrant backward (nondet_tol), and backward must map zero output gradients to zero.
+
+Complex values are compared in PyTorch's convention (a gradient is dL/dx + i dL/dy for a real
+loss L of z = x + iy): each complex output element k gives two columns, the gradient of Re y_k
+(seed 1) and of Im y_k (seed i), and a complex input's numerical rows are d/dx + i d/dy of them.
 """
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ def _check_inputs(tupled_inputs) -> bool:
     any_requires = False
     for idx, inp in enumerate(tupled_inputs):
         if _is_tensor(inp) and inp.requires_grad:
-            if inp._array.dtype != np.float64:
+            if inp._array.dtype not in (np.float64, np.complex128):
                 warnings.warn(f"Input #{idx} requires gradient and is not a double precision "
                               "floating point or complex. This check will likely fail if all the "
                               "inputs are not of double precision floating point or complex. ",
@@ -56,26 +60,46 @@ def _outputs(func, inputs):
     return tuple(o for o in _as_tuple(func(*inputs)))
 
 
+def _columns(out):
+    """How many Jacobian columns an output has: one per element, two when complex."""
+    return out._array.size * (2 if out._array.dtype.kind == "c" else 1)
+
+
 def _numerical_jacobian(func, inputs, outputs, eps):
-    """{(input index, output index): ndarray (input numel, output numel)}."""
+    """{(input index, output index): ndarray (input numel, output columns)} (see the module
+    docstring for complex values)."""
     jac = {}
     for i, inp in enumerate(inputs):
         if not (_is_tensor(inp) and inp.requires_grad):
             continue
         arr = inp._array
-        cols = {j: np.zeros((arr.size, out._array.size), dtype=out._array.dtype)
+        complex_input = arr.dtype.kind == "c"
+        cols = {j: np.zeros((arr.size, _columns(out)),
+                            dtype=np.result_type(out._array.dtype, arr.dtype))
                 for j, out in enumerate(outputs) if _is_tensor(out)}
-        for k, idx in enumerate(np.ndindex(arr.shape)):
+
+        def derivative(idx, step):
             orig = arr[idx].copy()
             # (grad mode stays on: gradgradcheck's function differentiates inside)
-            arr[idx] = orig - eps
+            arr[idx] = orig - step
             lo = [o._array.copy() if _is_tensor(o) else None for o in _outputs(func, inputs)]
-            arr[idx] = orig + eps
+            arr[idx] = orig + step
             hi = [o._array.copy() if _is_tensor(o) else None for o in _outputs(func, inputs)]
             arr[idx] = orig
-            for j in cols:
-                d = (hi[j] - lo[j]) / (2 * eps)
-                cols[j][k] = np.asarray(d).reshape(-1)
+            return {j: np.asarray((hi[j] - lo[j]) / (2 * eps)).reshape(-1) for j in cols}
+
+        for k, idx in enumerate(np.ndindex(arr.shape)):
+            along_x = derivative(idx, eps)
+            along_y = derivative(idx, eps * 1j) if complex_input else None
+            for j, c in cols.items():
+                dx = along_x[j]
+                if c.shape[1] == dx.size:           # a real output
+                    c[k] = dx if along_y is None else dx + 1j * along_y[j]
+                elif along_y is None:               # complex output, real input
+                    c[k] = np.concatenate([dx.real, dx.imag])
+                else:
+                    dy = along_y[j]
+                    c[k] = np.concatenate([dx.real + 1j * dy.real, dx.imag + 1j * dy.imag])
         for j, c in cols.items():
             jac[(i, j)] = c
     return jac
@@ -91,12 +115,14 @@ def _analytical_jacobian(inputs, outputs):
     for j, out in enumerate(outputs):
         if not _is_tensor(out):
             continue
-        cols = {i: np.zeros((inputs[i]._array.size, out._array.size), dtype=out._array.dtype)
+        cols = {i: np.zeros((inputs[i]._array.size, _columns(out)),
+                            dtype=np.result_type(out._array.dtype, inputs[i]._array.dtype))
                 for i in diff_idx}
+        size = out._array.size
         if out.requires_grad:
-            for k in range(out._array.size):
-                onehot = np.zeros(out._array.size, dtype=out._array.dtype)
-                onehot[k] = 1
+            for k in range(_columns(out)):
+                onehot = np.zeros(size, dtype=out._array.dtype)
+                onehot[k % size] = 1 if k < size else 1j     # seed i: the gradient of Im y_k
                 seed = _core.wrap_array(onehot.reshape(out._array.shape))
                 grads = autograd_grad(out, diff_inputs, grad_outputs=seed, retain_graph=True,
                                       allow_unused=True)

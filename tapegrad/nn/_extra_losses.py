@@ -104,6 +104,10 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
     if x1.dim() < 2 or x2.dim() < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X{1 if x1.dim() < 2 else 2}"
                            f" got: {min(x1.dim(), x2.dim())}D")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if x.is_complex():
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{_tg._core.scalar_type_name_of(x._array.dtype)}")
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError("X1 and X2 must have the same number of columns. "
                            f"X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
