@@ -220,8 +220,8 @@ def test_result_does_not_depend_on_position_or_length(vm, level, dtype):
 
 def test_avx512_level_gives_the_avx2_bits(vm):
     """The AVX-512 level runs vecmath_impl.h's algorithms with the same IEEE operations as the
-    AVX2 level: the same bits for every kernel and both dtypes, except float32 sigmoid and silu,
-    which it evaluates on 8 double lanes where the AVX2 level has native float code."""
+    AVX2 level: the same bits for every kernel and both dtypes, except float32 sigmoid, for which
+    the AVX-512 level has an algorithm of its own (vecmath_avx512.c)."""
     if "avx512" not in vm.levels():
         pytest.skip("no AVX-512 on this machine")
     results = {}
