@@ -278,7 +278,7 @@ np.savez(sys.argv[2], **out)
 def test_eager_ops_give_the_same_bits_at_the_avx2_and_avx512_levels(tmp_path):
     """The elementwise kernels (kernels.c: its AVX-512 version rounds as the AVX2 one) and vecmath's
     kernels at the two levels, through tapegrad's ops and their gradients (float32 sigmoid aside:
-    its correction step takes the reciprocal estimate of the level)."""
+    the AVX-512 level has an algorithm of its own)."""
     import subprocess
     tg = pytest.importorskip("tapegrad")
     if "avx512" not in vs.load().levels():
