@@ -124,6 +124,22 @@ def test_sigmoid_float32_dense(vm, level):
     assert err.max() <= 1.0, _worst(x, y, vs.reference("sigmoid", x), err)
 
 
+def test_sigmoid_float64_dense(vm, level):
+    """float64 sigmoid on 200,000 points over |x| <= 710 (uniform and log-uniform) and around the
+    switches of the AVX-512 kernel (0, |x| = 708, the table intervals' ends, odd multiples of
+    ln2/32): within 2 ulp."""
+    rng = _rng("sigmoid-dense-f64", level)
+    x = np.concatenate([rng.uniform(-710, 710, 100_000),
+                        np.exp(rng.uniform(-40, 6.56, 100_000)) * rng.choice([-1, 1], 100_000)])
+    edges = [(2 * k + 1) * math.log(2) / 32 for k in range(-60, 60)] + [0.0, 708.0, -708.0]
+    x = np.concatenate([x] + [np.nextafter(e, [-np.inf, np.inf]) for e in edges]
+                       + [e + np.arange(-200, 201) * max(abs(e), 1e-300) * 2.0 ** -52 for e in edges])
+    y = vm("sigmoid", x)
+    ref = vs.reference("sigmoid", x)
+    err = vs.ulp_errors(y, ref)
+    assert err.max() <= 2.0, _worst(x, y, ref, err)
+
+
 def test_nan_payload_passes_through(vm, level):
     payload = np.array([0x7FF8DEADBEEF0001], dtype=np.uint64).view(np.float64)
     for name in vs.KERNELS:
