@@ -2,7 +2,7 @@
  * kernels convert 8 floats at a time) and those of vecmath_f32n.h on 16 float lanes.  Every
  * operation of the abstractions is the same IEEE operation as the AVX2 level's (fused where that
  * one fuses), so a kernel written once gives the AVX2 level's bits here, twice as many lanes at a
- * time (float32 sigmoid aside: a faster algorithm of its own, below).  Compiled for the target by pragmas, as
+ * time (sigmoid aside: faster algorithms of its own, below).  Compiled for the target by pragmas, as
  * vecmath_avx2.c; vecmath.c calls into this file only after checking the CPU and the OS. */
 #include "vecmath_levels.h"
 
