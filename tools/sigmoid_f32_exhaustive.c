@@ -4,7 +4,7 @@
  *
  *   cc -O2 -pthread -Isrc/tapegrad tools/sigmoid_f32_exhaustive.c src/tapegrad/vecmath.c \
  *      src/tapegrad/vecmath_scalar.c src/tapegrad/vecmath_avx2.c src/tapegrad/vecmath_avx512.c \
- *      -lm -o /tmp/sigmoid_check && /tmp/sigmoid_check
+ *      -lm -o /tmp/sigmoid_check && /tmp/sigmoid_check [level name, e.g. avx512: that level only]
  *
  * The reference, 1 / (1 + e^-x) or e^x / (1 + e^x) in double, is within ~2^-51 of the exact value,
  * far below the resolution that matters for a float's ulp.  PyTorch's special values are the
@@ -34,11 +34,12 @@ static double ulp_error(float got, double ref)
     return fabs((double)got - ref) / ulp;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     float *x = malloc(CHUNK * sizeof *x), *y = malloc(CHUNK * sizeof *y);
     int failed = 0;
     for (int level = 0; level < TG_VM_N_LEVELS; level++) {
+        if (argc > 1 && strcmp(argv[1], tg_vm_level_name(level)) != 0) continue;
         if (tg_vm_set_level(level) < 0) continue;
         double worst = 0;
         float worst_x = 0;
