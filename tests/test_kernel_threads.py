@@ -235,6 +235,62 @@ def test_replay_equals_eager_on_big_arrays(dtype, n_threads, threads):
         assert bits(w_c.grad) == bits(w_e.grad)
 
 
+_THREADS_CHILD = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import tapegrad as tg
+import tapegrad.nn.functional as F
+n = 70_007   # 7 x 10_001: above the split thresholds, not a multiple of a vector width
+ops = {
+    "exp": tg.exp, "log": lambda t: tg.log(t.abs() + 1e-3), "tanh": tg.tanh, "sigmoid": tg.sigmoid,
+    "sin": tg.sin, "cos": tg.cos, "erf": tg.erf, "expm1": tg.expm1, "log1p": lambda t: tg.log1p(t.abs()),
+    "sqrt": lambda t: tg.sqrt(t.abs()), "rsqrt": lambda t: tg.rsqrt(t.abs() + 1e-3),
+    "pow": lambda t: t.abs() ** 2.5, "gelu": F.gelu, "silu": F.silu, "softplus": F.softplus,
+    "elu": F.elu, "chain": lambda t: tg.sin(tg.tanh(t * 0.999 + 0.001) * t),
+    "sum": lambda t: t.sum(), "mean": lambda t: t.mean(), "sum_dim": lambda t: t.reshape(7, -1).sum(1),
+    "sum_dim0": lambda t: t.reshape(7, -1).sum(0), "var": lambda t: t.var(), "norm": lambda t: t.norm(),
+    "softmax": lambda t: F.softmax(t.reshape(7, -1), 1), "log_softmax": lambda t: F.log_softmax(t.reshape(7, -1), 1),
+    "logsumexp": lambda t: t.reshape(7, -1).logsumexp(1), "cumsum": lambda t: t.cumsum(0),
+    "prod": lambda t: (1 + t * 1e-4).prod(), "amax": lambda t: t.reshape(7, -1).amax(1),
+}
+runs = []
+for threads in (1, 2, 3):
+    tg.set_num_threads(threads)
+    out = []
+    for dt in (np.float32, np.float64):
+        runs_x = np.random.default_rng(11).standard_normal(n).astype(dt) * 4
+        for name, fn in ops.items():
+            x = tg.tensor(runs_x, requires_grad=True)
+            y = fn(x)
+            g = tg.tensor(np.linspace(-1, 1, y.numel()).astype(dt).reshape(tuple(y.shape)))
+            y.backward(g)
+            out.append((name, np.asarray(y.detach().numpy()).tobytes(), x.grad.numpy().tobytes()))
+    runs.append(out)
+bad = [a[0] for a, b, c in zip(*runs) if not (a == b == c)]
+print("differ between thread counts:", bad)
+sys.exit(1 if bad else 0)
+"""
+
+
+@pytest.mark.parametrize("level", ["scalar", "avx2", "avx512"])
+def test_results_do_not_depend_on_the_thread_count_at_each_simd_level(level):
+    """Elementwise ops, their gradients and reductions give the same bits at 1, 2 and 3 threads at
+    every vecmath level this machine runs (TAPEGRAD_SIMD forces it; a child process each, as the
+    level is fixed at first use)."""
+    import subprocess
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "tools"))
+    import vecmath_support as vs
+    if vs.compiler() is not None and level not in vs.load().levels():
+        pytest.skip(f"dispatch level {level} is not available on this machine")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(tg.__file__)))
+    env = dict(os.environ, TAPEGRAD_SIMD=level)
+    run = subprocess.run([sys.executable, "-c", _THREADS_CHILD, root], env=env, timeout=600,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 def test_a_forked_child_runs_the_pool(threads):
     threads(2)

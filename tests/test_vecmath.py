@@ -96,6 +96,50 @@ def test_special_values_as_numpy(vm, level, name, dtype):
                                   err_msg=f"sign of {name}({x[exact]})")
 
 
+def _float32_windows(centres, width):
+    """All float32 values within `width` representable steps of each centre."""
+    out = []
+    for c in centres:
+        bits = np.array([c], dtype=np.float32).view(np.int32)[0]
+        out.append(np.arange(bits - width, bits + width + 1, dtype=np.int32).view(np.float32))
+    return np.concatenate(out)
+
+
+def test_sigmoid_float32_dense(vm, level):
+    """float32 sigmoid on a million random bit patterns with |x| <= 90 and on every float around
+    the points where its algorithms switch: 0, the ends of the range the AVX-512 kernel evaluates
+    itself (|x| = 87) and where the result becomes PyTorch's 0 (-88.72), and the boundaries of the
+    AVX-512 kernel's table intervals (odd multiples of ln2/64).  tools/sigmoid_f32_exhaustive.c
+    checks all 2^32 inputs."""
+    rng = _rng("sigmoid-dense", level)
+    bits = rng.integers(0, 0x42B40000, size=1_000_000, dtype=np.int64)  # |x| < 90
+    x = bits.astype(np.uint32).view(np.float32)
+    x = np.where(rng.random(x.size) < 0.5, -x, x).astype(np.float32)
+    table_edges = [(2 * k + 1) * math.log(2) / 64 for k in range(-40, 40)]
+    centres = [0.0, 87.0, -87.0, -88.72283935546875, 1e-30, -1e-30] + table_edges + [
+        -e for e in table_edges] + [-(2 * k + 1) * math.log(2) / 64 for k in range(4000, 4016)]
+    x = np.concatenate([x, _float32_windows(centres, 300)])
+    y = vm("sigmoid", x)
+    err = vs.ulp_errors(y, vs.reference("sigmoid", x))
+    assert err.max() <= 1.0, _worst(x, y, vs.reference("sigmoid", x), err)
+
+
+def test_sigmoid_float64_dense(vm, level):
+    """float64 sigmoid on 200,000 points over |x| <= 710 (uniform and log-uniform) and around the
+    switches of the AVX-512 kernel (0, |x| = 708, the table intervals' ends, odd multiples of
+    ln2/32): within 2 ulp."""
+    rng = _rng("sigmoid-dense-f64", level)
+    x = np.concatenate([rng.uniform(-710, 710, 100_000),
+                        np.exp(rng.uniform(-40, 6.56, 100_000)) * rng.choice([-1, 1], 100_000)])
+    edges = [(2 * k + 1) * math.log(2) / 32 for k in range(-60, 60)] + [0.0, 708.0, -708.0]
+    x = np.concatenate([x] + [np.nextafter(e, [-np.inf, np.inf]) for e in edges]
+                       + [e + np.arange(-200, 201) * max(abs(e), 1e-300) * 2.0 ** -52 for e in edges])
+    y = vm("sigmoid", x)
+    ref = vs.reference("sigmoid", x)
+    err = vs.ulp_errors(y, ref)
+    assert err.max() <= 2.0, _worst(x, y, ref, err)
+
+
 def test_nan_payload_passes_through(vm, level):
     payload = np.array([0x7FF8DEADBEEF0001], dtype=np.uint64).view(np.float64)
     for name in vs.KERNELS:
