@@ -1,5 +1,6 @@
-"""MorvanZhou/PyTorch-Tutorial 201_torch_numpy, unchanged: numpy bridge, abs/sin/mean, matmul and
-the old tensor.dot on 2-D tensors (which PyTorch refuses with a RuntimeError)."""
+"""MorvanZhou/PyTorch-Tutorial 201_torch_numpy: numpy bridge, abs/sin/mean, matmul. The tutorial's
+last cell, tensor.dot on 2-D tensors, is left out: PyTorch now refuses it with a RuntimeError ("1D
+tensors expected"), and a corpus script must run cleanly under PyTorch."""
 """
 View more, visit my tutorial page: https://mofanpy.com/tutorials/
 My Youtube Channel: https://www.youtube.com/user/MorvanZhou
@@ -55,11 +56,4 @@ print(
     '\nmatrix multiplication (matmul)',
     '\nnumpy: ', np.matmul(data, data),     # [[7, 10], [15, 22]]
     '\ntorch: ', torch.mm(tensor, tensor)   # [[7, 10], [15, 22]]
-)
-# incorrect method
-data = np.array(data)
-print(
-    '\nmatrix multiplication (dot)',
-    '\nnumpy: ', data.dot(data),        # [[7, 10], [15, 22]]
-    '\ntorch: ', tensor.dot(tensor)     # this will convert tensor to [1,2,3,4], you'll get 30.0
 )
