@@ -282,6 +282,20 @@ def _resized_array(arr: np.ndarray, shape: tuple) -> np.ndarray:
     return out
 
 
+def _storage_of(arr: np.ndarray):
+    """The flat C-contiguous array owning arr's memory (its storage, as PyTorch sees it) and
+    arr's element offset into it; (None, 0) when the owner is not a flat-viewable array."""
+    root = arr
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not root.flags.c_contiguous or root.dtype != arr.dtype:
+        return None, 0
+    if arr.size == 0 and root is not arr:
+        return None, 0
+    start = arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return root.reshape(-1), start // arr.itemsize
+
+
 def _resize_(self, *size, memory_format=None):
     """Tensor.resize_: self takes `size`, keeping its first elements in row order (new ones
     uninitialised); refused for a tensor that requires grad, as PyTorch."""
@@ -291,8 +305,18 @@ def _resize_(self, *size, memory_format=None):
     if any(s < 0 for s in target):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(target)}: "
                            f"{list(target)}")
-    if tuple(self.shape) != tuple(target):
-        self.data = _wrap(_resized_array(self._array, tuple(int(s) for s in target)))
+    target = tuple(int(s) for s in target)
+    if tuple(self.shape) != target:
+        arr = self._array
+        count = int(np.prod(target, dtype=np.int64))
+        storage, offset = _storage_of(arr)
+        if storage is not None and offset + count <= storage.size:
+            # PyTorch keeps the storage when it is large enough and lays the new shape out
+            # contiguously from the tensor's offset: the tensor stays an alias of every tensor
+            # sharing it (torch.Tensor(t).resize_(...).zero_() zeroes t).
+            self.data = _wrap(storage[offset:offset + count].reshape(target))
+        else:
+            self.data = _wrap(_resized_array(arr, target))
     return self
 
 

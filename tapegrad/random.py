@@ -128,7 +128,9 @@ class Generator:
         return self
 
     def __repr__(self) -> str:
-        return f"<tapegrad.Generator object at {hex(id(self))}>"
+        # PyTorch's Generator is the extension type torch._C.Generator: notebooks that end a
+        # cell with torch.manual_seed(0) display this line.
+        return f"<torch._C.Generator object at {hex(id(self))}>"
 
 
 # The global stream: seeded from the operating system, as PyTorch's default generator is.

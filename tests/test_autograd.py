@@ -2504,3 +2504,18 @@ def test_dropped_saved_outputs_second_and_third_derivatives():
     np.testing.assert_allclose(g.detach().numpy(), np.cosh(xs), rtol=1e-12)
     np.testing.assert_allclose(h.detach().numpy(), np.sinh(xs), rtol=1e-12)
     np.testing.assert_allclose(k.numpy(), np.cosh(xs), rtol=1e-12)
+
+
+def test_inplace_modified_error_names_the_legacy_tensor_type():
+    """PyTorch names the overwritten saved value by its legacy type, [torch.FloatTensor [4, 1]]
+    (MorvanZhou's conditional GAN hits this error); tapegrad's message carries the same phrase."""
+    torch = pytest.importorskip("torch")
+    for lib, dtype, name in ((tg, tg.float32, "FloatTensor"), (torch, torch.float32, "FloatTensor"),
+                             (tg, tg.float64, "DoubleTensor"), (torch, torch.float64, "DoubleTensor")):
+        x = lib.ones(4, 1, dtype=dtype, requires_grad=True)
+        z = x * 3
+        h = z * z
+        z.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation") as info:
+            h.sum().backward()
+        assert f"[torch.{name} [4, 1]]" in str(info.value)

@@ -161,6 +161,30 @@ def test_sum_to_size_values():
     np.testing.assert_array_equal(x.sum_to_size(2, 1).numpy(), [[3], [12]])
 
 
+def test_resize_keeps_shared_storage():
+    """torch.Tensor(t) aliases t; resize_ within the storage keeps the alias (Atcold's tensor
+    tutorial: r = torch.Tensor(t); r.resize_(3, 8); r.zero_() zeroes t)."""
+    torch = pytest.importorskip("torch")
+    for lib in (tg, torch):
+        t = lib.arange(24.0).reshape(2, 3, 4)
+        r = lib.Tensor(t)
+        r.resize_(3, 8)
+        assert r.data_ptr() == t.data_ptr()
+        r.zero_()
+        assert float(t.abs().sum()) == 0.0
+        r.resize_(2)
+        r.fill_(5.0)
+        np.testing.assert_array_equal(t.reshape(-1)[:3].numpy(), [5.0, 5.0, 0.0])
+    for lib in (tg, torch):                      # a strided view: laid out from its offset
+        base = lib.arange(6.0)
+        y = base[1::2]
+        y.resize_(2)
+        np.testing.assert_array_equal(y.numpy(), [1.0, 2.0])
+        y.resize_(5)                             # still inside the storage: no copy
+        y.fill_(-1.0)
+        np.testing.assert_array_equal(base.numpy(), [0.0] + [-1.0] * 5)
+
+
 def test_resize():
     x = tg.arange(6.0).reshape(2, 3)
     assert x.resize_(3, 2) is x

@@ -72,6 +72,15 @@ def test_generator_basics():
     assert tg.Generator("cpu").initial_seed() == 67280421310721
 
 
+def test_generator_repr_matches_torch(torch):
+    """A notebook cell ending in torch.manual_seed(1) displays the generator's repr."""
+    import re
+    for lib in (tg, torch):
+        text = re.sub(r"0x[0-9a-f]+", "0x", repr(lib.manual_seed(1)))
+        assert text == "<torch._C.Generator object at 0x>"
+        assert re.sub(r"0x[0-9a-f]+", "0x", repr(lib.Generator())) == text
+
+
 def test_generator_errors_match_torch(torch):
     _same_error(torch, lambda m: m.Generator(device="cuda"))
     for bad in (2 ** 64, -2 ** 63 - 1, 1.5, "1"):

@@ -116,7 +116,7 @@ cdef int pack_slot(Py_ssize_t i, int j, object pack, object unpack, int rank,
         # into the storage): pack would keep the new value, a wrong gradient; refuse instead
         raise RuntimeError(
             f"one of the variables needed for gradient computation has been modified by an "
-            f"inplace operation: [torch.{dtype_of_array(value).name} {list(value.shape)}], which "
+            f"inplace operation: [torch.{scalar_type_name(value.dtype)}Tensor {list(value.shape)}], which "
             f"is saved by {OP_NAMES[r.op]}, was written before the saved-tensor pack hook ran "
             f"(tapegrad runs pack hooks when the op is done, at the next op: "
             f"docs/differences.md). Hint: clone() the tensor before writing it in place.")

@@ -59,7 +59,8 @@ cdef int check_saved_versions(Record* r) except -1:
         v = <Version>r.ver[j]
         if v.value != r.ver_at[j]:
             saved = <object>r.saved[j] if r.saved[j] != NULL else None
-            what = (f"[torch.{type(saved).__name__ if saved is None else dtype_of_array(saved).name}"
+            # PyTorch names the value by its legacy tensor type: [torch.FloatTensor [128, 1]]
+            what = (f"[torch.{type(saved).__name__ if saved is None else scalar_type_name(saved.dtype) + 'Tensor'}"
                     f" {list(saved.shape) if saved is not None else ''}]")
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an "
