@@ -239,6 +239,9 @@ long = int64
 
 from .version import __version__  # noqa: E402  (the one source: tapegrad/version.py)
 
+from . import _out_arg  # noqa: E402
+_out_arg.install(globals())  # out= on the functions that take it in PyTorch
+
 from ._pickle_names import repoint as _repoint  # noqa: E402
 _repoint(globals(), __name__)  # tapegrad.abs & co. pickle by name
 

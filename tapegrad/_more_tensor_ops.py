@@ -293,6 +293,7 @@ def _resize_(self, *size, memory_format=None):
                            f"{list(target)}")
     if tuple(self.shape) != tuple(target):
         self.data = _wrap(_resized_array(self._array, tuple(int(s) for s in target)))
+    _core._mark_written(self)
     return self
 
 
