@@ -221,7 +221,10 @@ _LAZY = _lazy.table({
 
 
 def __getattr__(name):
-    return _lazy.load(globals(), _LAZY, name)
+    value = _lazy.load(globals(), _LAZY, name)
+    # (the names the module brought along, addmm & co., get their out= now: once per module)
+    _out_arg.install(globals())
+    return globals()[name]
 
 
 def __dir__():

@@ -15,7 +15,6 @@ core's add, mul, matmul ...) are left alone.
 """
 from __future__ import annotations
 
-import functools
 import inspect
 
 import numpy as np
@@ -56,16 +55,12 @@ def _takes_out(fn) -> bool:
 
 def with_out(name: str, fn):
     """`fn` with PyTorch's keyword-only ``out`` argument (see the module's docstring)."""
-    dtype_from_out = name in DTYPE_FROM_OUT
-
-    @functools.wraps(fn)
-    def call(*args, out=None, **kwargs):
-        if out is None:
-            return fn(*args, **kwargs)
-        if dtype_from_out and kwargs.get("dtype") is None and isinstance(out, _core.TensorBase):
-            kwargs["dtype"] = out.dtype
-        return _core._write_out(name, out, args, fn, kwargs)
-
+    call = _core.WithOut(name, fn, name in DTYPE_FROM_OUT)
+    for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
+        value = getattr(fn, attr, None)
+        if value is not None:
+            setattr(call, attr, value)
+    call.__wrapped__ = fn
     try:
         sig = inspect.signature(fn)
         params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
@@ -74,7 +69,6 @@ def with_out(name: str, fn):
         call.__signature__ = sig.replace(parameters=params + [out_param] + tail)
     except (TypeError, ValueError):
         pass
-    call.__out_arg_of__ = fn    # (what the replay's routes map back to: tapegrad/replay.py)
     return call
 
 

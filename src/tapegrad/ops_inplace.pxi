@@ -580,6 +580,23 @@ cdef bint any_requires_grad(object args) except -1:
     return False
 
 
+import os
+import sys
+
+cdef str PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep     # tapegrad/
+
+
+cdef int user_stacklevel() except -1:
+    """The stacklevel of warnings.warn that names the first caller outside tapegrad's Python
+    modules (the compiled ones have no frames), as PyTorch's warnings name the user's line."""
+    frame = sys._getframe(0)
+    cdef int level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 cdef int store_out(TensorBase o, object res) except -1:
     """Write result `res` (a tensor) into out tensor `o`: cast to o's dtype if it can be, o
     resized (with PyTorch's warning unless it was empty) to res's shape."""
@@ -596,7 +613,7 @@ cdef int store_out(TensorBase o, object res) except -1:
                 f"{list(R.shape)}. This behavior is deprecated, and in a future PyTorch release "
                 "outputs will not be resized unless they have zero elements. You can explicitly "
                 "reuse an out tensor t by resizing it, inplace, to zero elements with "
-                "t.resize_(0).", UserWarning, stacklevel=2)
+                "t.resize_(0).", UserWarning, stacklevel=user_stacklevel())
         if o._base is not None:
             raise RuntimeError("tapegrad cannot resize a view given as out=; pass a tensor of "
                                f"shape {list(R.shape)}")
@@ -648,9 +665,41 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
 
 
 def _write_out(str name, out, tuple operands, fn, dict kwargs):
-    """The out= argument of the public functions that take it (tapegrad/_out_arg.py): see
+    """For Python-level functions that handle out= themselves (tapegrad/_out_arg.py): see
     write_out."""
     return write_out(name, out, operands, fn, kwargs)
+
+
+cdef class WithOut:
+    """A public function given PyTorch's keyword-only out= (tapegrad/_out_arg.py wraps each one
+    that takes it in PyTorch): a call without out goes straight to the function, with its
+    arguments as they came (no repacking: this is the eager path), and a call with out to
+    write_out.  `dtype_from_out`: the function computes in out's dtype (factories, sums)."""
+    cdef readonly object __out_arg_of__     # the function (what replay's routes map back to)
+    cdef readonly str name
+    cdef readonly bint dtype_from_out
+    cdef dict __dict__                      # __name__, __doc__, __signature__, __module__ ...
+
+    def __init__(self, str name, fn, bint dtype_from_out):
+        self.__out_arg_of__ = fn
+        self.name = name
+        self.dtype_from_out = dtype_from_out
+
+    def __call__(self, *args, **kwargs):
+        if not kwargs or "out" not in kwargs:
+            return self.__out_arg_of__(*args, **kwargs)
+        out = kwargs.pop("out")
+        if out is None:
+            return self.__out_arg_of__(*args, **kwargs)
+        if self.dtype_from_out and kwargs.get("dtype") is None and isinstance(out, TensorBase):
+            kwargs["dtype"] = (<TensorBase>out).dtype
+        return write_out(self.name, out, args, self.__out_arg_of__, kwargs)
+
+    def __repr__(self):
+        return f"<function {getattr(self, '__qualname__', self.name)}>"
+
+    def __reduce__(self):
+        return getattr(self, "__qualname__", self.name)     # pickled by name, as a function
 
 
 # -- in-place view ops (unsqueeze_, t_, as_strided_ ...) on tensors in a graph -------------------
