@@ -245,14 +245,17 @@ long = int64
 
 from .version import __version__  # noqa: E402  (the one source: tapegrad/version.py)
 
-from . import _out_arg  # noqa: E402
-_out_arg.install(globals())  # out= on the functions that take it in PyTorch
-
 from ._pickle_names import repoint as _repoint  # noqa: E402
 _repoint(globals(), __name__)  # tapegrad.abs & co. pickle by name
 
 from . import _meta as _meta  # noqa: E402
 _meta.install_factories()  # device='meta' on the creation functions
+
+# out= on the functions that take it in PyTorch: after the meta factories (which wrap the
+# creation functions wherever the layers look them up), then pickled by name as the others
+from . import _out_arg  # noqa: E402
+_out_arg.install(globals())
+_repoint(globals(), __name__)
 
 # `from tapegrad import *`: every public name, the lazy ones included (loading them then), and,
 # as PyTorch's __all__, no submodules.  Computed last, so a name added above is in it.
