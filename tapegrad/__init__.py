@@ -23,6 +23,9 @@ from ._core import (
     int32,
     int64,
     uint8,
+    uint16,
+    uint32,
+    uint64,
     exp,
     log,
     tanh,
@@ -221,7 +224,10 @@ _LAZY = _lazy.table({
 
 
 def __getattr__(name):
-    return _lazy.load(globals(), _LAZY, name)
+    value = _lazy.load(globals(), _LAZY, name)
+    # (the names the module brought along, addmm & co., get their out= now: once per module)
+    _out_arg.install(globals())
+    return globals()[name]
 
 
 def __dir__():
@@ -244,6 +250,12 @@ _repoint(globals(), __name__)  # tapegrad.abs & co. pickle by name
 
 from . import _meta as _meta  # noqa: E402
 _meta.install_factories()  # device='meta' on the creation functions
+
+# out= on the functions that take it in PyTorch: after the meta factories (which wrap the
+# creation functions wherever the layers look them up), then pickled by name as the others
+from . import _out_arg  # noqa: E402
+_out_arg.install(globals())
+_repoint(globals(), __name__)
 
 # `from tapegrad import *`: every public name, the lazy ones included (loading them then), and,
 # as PyTorch's __all__, no submodules.  Computed last, so a name added above is in it.

@@ -634,8 +634,9 @@ def install_dispatchers() -> None:
             if name.startswith("_") or isinstance(fn, type) or not callable(fn) or \
                     hasattr(fn, "__meta_dispatch__") or name in _NOT_OPS:
                 continue
-            if not isinstance(fn, (types.FunctionType, types.BuiltinFunctionType)) and \
-                    type(fn).__name__ != "cython_function_or_method":
+            if not isinstance(fn, (types.FunctionType, types.BuiltinFunctionType,
+                                   _core.WithOut)) and \
+                    type(fn).__name__ != "cython_function_or_method":   # (WithOut: out=)
                 continue
             wrapped = replaced.get(id(fn))
             if wrapped is None:

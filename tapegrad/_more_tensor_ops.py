@@ -317,6 +317,7 @@ def _resize_(self, *size, memory_format=None):
             self.data = _wrap(storage[offset:offset + count].reshape(target))
         else:
             self.data = _wrap(_resized_array(arr, target))
+    _core._mark_written(self)
     return self
 
 

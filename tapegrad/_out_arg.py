@@ -1,80 +1,105 @@
-"""PyTorch's out= semantics for ops written in Python (the compiled ops have their own, in
-src/tapegrad/ops_inplace.pxi; this mirrors it for the facade).
+"""The ``out=`` keyword of the public functions that take it in PyTorch (``torch.tanh(x, out=y)``,
+``torch.cat(ts, out=y)``, ``torch.max(x, 1, out=(values, indices))`` ...).
 
-An op with out= is not differentiable: PyTorch refuses it when grad mode is on and out or an
-operand requires grad.  The result is cast into out's dtype when type promotion allows it (same
-kind or wider), and out is resized to the result's shape, with PyTorch's deprecation warning
-unless out was empty.
+One mechanism for all of them: the function is wrapped once, and a call with ``out`` computes the
+result as usual and hands it to the core's ``write_out`` (src/tapegrad/ops_inplace.pxi), which
+applies PyTorch's rules: refused when grad mode is on and an argument requires grad, each result
+cast to its out tensor's dtype when the cast is "same kind" (else "result type Float can't be cast
+to the desired output type Long"), out resized to the result's shape (with PyTorch's deprecation
+warning unless it was empty), out's version bumped.  A call without ``out`` goes straight to the
+function.
+
+The names are the public functions whose PyTorch signature has ``out`` (read from torch 2.13's
+signatures when this list was written); those of them that already take ``out`` themselves (the
+core's add, mul, matmul ...) are left alone.
 """
 from __future__ import annotations
 
-import warnings
+import inspect
 
 import numpy as np
 
 from . import _core
-from .grad_mode import is_grad_enabled, no_grad
 
-TensorBase = _core.TensorBase
+# torch functions with an out= variant (elementwise math, comparisons, reductions along a dim,
+# products, joins, factories ...).
+OUT_FUNCTIONS = """
+abs absolute acos acosh addcdiv addcmul addmm all amax amin aminmax any arange arccos arccosh
+arcsin arcsinh arctan arctan2 arctanh argmax argmin asin asinh atan atan2 atanh baddbmm
+bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor bmm cat
+ceil clamp clamp_max clamp_min clip column_stack concat concatenate cos cosh cumprod cumsum diag
+divide dot dstack empty eq erf exp expm1 eye fix floor floor_divide fmod frac full gather ge ger
+greater greater_equal gt histc hstack index_add index_copy index_select isneginf isposinf le lerp
+less less_equal linspace log log10 log1p log2 logaddexp logical_and logical_not logical_or
+logical_xor logspace logsumexp lt masked_select matrix_power max maximum mean median min minimum
+mm mode msort multiply mv nan_to_num nanmean nanmedian nansum ne neg negative not_equal ones
+outer pow prod reciprocal remainder round row_stack rsqrt sgn sigmoid sign signbit sin sinh sort
+sqrt square stack std subtract sum tan tanh topk tril triu true_divide trunc var vstack where
+xlogy zeros
+""".split()
+
+# Functions whose out tensor's dtype is the dtype they compute in (PyTorch passes it as their
+# dtype): the factories, and the sums and products (torch.sum(x_float, 1, out=long) sums the
+# values cast to long).
+DTYPE_FROM_OUT = frozenset("""
+arange empty eye full linspace logspace ones zeros sum prod nansum cumsum cumprod
+""".split())
 
 
-def check_out_autograd(name: str, out, operands) -> None:
-    """PyTorch's refusal of out= when something would need a gradient."""
-    tensors = [t for t in operands if isinstance(t, TensorBase)]
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    if is_grad_enabled() and any(t.requires_grad for t in (*tensors, *outs)
-                                 if isinstance(t, TensorBase)):
-        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad.")
+def _takes_out(fn) -> bool:
+    try:
+        return "out" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
+
+def with_out(name: str, fn):
+    """`fn` with PyTorch's keyword-only ``out`` argument (see the module's docstring)."""
+    call = _core.WithOut(name, fn, name in DTYPE_FROM_OUT)
+    for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
+        value = getattr(fn, attr, None)
+        if value is not None:
+            setattr(call, attr, value)
+    call.__wrapped__ = fn
+    try:
+        sig = inspect.signature(fn)
+        params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        tail = [p for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD]
+        out_param = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)
+        call.__signature__ = sig.replace(parameters=params + [out_param] + tail)
+    except (TypeError, ValueError):
+        pass
+    return call
+
+
+def install(namespace: dict) -> None:
+    """Give each function of OUT_FUNCTIONS in `namespace` (tapegrad's) its out= argument."""
+    made = {}       # one wrapper per function: aliases stay one object (ger is outer)
+    for name in OUT_FUNCTIONS:
+        fn = namespace.get(name)
+        if fn is None or getattr(fn, "__out_arg_of__", None) is not None or _takes_out(fn):
+            continue
+        if id(fn) not in made:
+            made[id(fn)] = with_out(name, fn)
+        namespace[name] = made[id(fn)]
+
+
+# -- for functions written in Python that handle out= themselves -------------------------------
 
 def compute_then_write(name: str, out, operands, compute):
     """compute() run without recording, its result (a tensor, or a tuple matching a tuple `out`)
-    written into out; returns out (a tuple of tensors keeps the result's tuple type)."""
-    check_out_autograd(name, out, operands)
-    with no_grad():
-        result = compute()
-    if isinstance(result, tuple):
-        if not isinstance(out, (tuple, list)) or len(out) != len(result):
-            raise TypeError(f"{name}(): argument 'out' must be tuple of {len(result)} Tensors")
-        written = [write_into(name, o, r) for o, r in zip(out, result)]
-        return type(result)(written) if hasattr(result, "_fields") else tuple(written)
-    return write_into(name, out, result)
+    written into out by the core's write_out (refused if an operand or out requires grad while
+    grad mode is on); returns out."""
+    return _core._write_out(name, out, tuple(operands), lambda *_: compute(), None)
 
 
 def write_into(name: str, out, result):
     """result's values in out (cast to out's dtype, out resized to result's shape)."""
-    if not isinstance(out, TensorBase):
-        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    values, target = result._array, out._array
-    if not _castable(values.dtype, target.dtype):
-        raise RuntimeError(f"result type {_core.scalar_type_name_of(values.dtype)} can't be "
-                           f"cast to the desired output type "
-                           f"{_core.scalar_type_name_of(target.dtype)}")
-    if target.shape != values.shape:
-        if target.size:
-            warnings.warn(
-                f"An output with one or more elements was resized since it had shape "
-                f"{list(target.shape)}, which does not match the required output shape "
-                f"{list(values.shape)}. This behavior is deprecated, and in a future PyTorch "
-                "release outputs will not be resized unless they have zero elements. You can "
-                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
-                "t.resize_(0).", UserWarning, stacklevel=4)
-        out._array = np.ascontiguousarray(values.astype(target.dtype)).reshape(values.shape)
-        return out
-    with no_grad():
-        out.copy_(result)
-    return out
+    return _core._write_out(name, out, (), lambda: result, None)
 
 
 def require_dtype(name: str, out, np_dtype, label: str = "Long") -> None:
     """Ops whose out must have one exact dtype (nonzero's Long indices)."""
-    if isinstance(out, TensorBase) and out._array.dtype != np.dtype(np_dtype):
+    if isinstance(out, _core.TensorBase) and out._array.dtype != np.dtype(np_dtype):
         raise RuntimeError(f"{name}: Expected out tensor to have scalar type {label} but got "
                            f"scalar type{_core.scalar_type_name_of(out._array.dtype)}")
-
-
-def _castable(src: np.dtype, dst: np.dtype) -> bool:
-    # PyTorch's canCast: no float to integer, no non-bool to bool; widths do not matter.
-    rank = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
-    return rank[src.kind] <= rank[dst.kind]

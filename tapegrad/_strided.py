@@ -88,13 +88,7 @@ def as_strided(input, size, stride, storage_offset=None):
         raise RuntimeError(f"Tensor: invalid storage offset {offset}")
     numel = int(np.prod(size, dtype=np.int64))
     itemsize = arr.itemsize
-    if numel:
-        needed = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
-        if needed > storage.size:
-            raise RuntimeError(f"setStorage: sizes {size}, strides {stride}, storage offset "
-                               f"{offset}, and itemsize {itemsize} requiring a storage size of "
-                               f"{needed * itemsize} are out of bounds for storage of size "
-                               f"{storage.size * itemsize}")
+    check_storage_bounds(size, stride, offset, itemsize, storage.size)
     key = _input_key(arr, own_offset, _positions(size, stride, offset))
     out = np.ndarray(tuple(size), arr.dtype, buffer=storage, offset=offset * itemsize if numel
                      else 0,
@@ -102,6 +96,19 @@ def as_strided(input, size, stride, storage_offset=None):
     if not storage.flags.writeable:
         out.flags.writeable = False
     return strided_view(input, out, key)
+
+
+def check_storage_bounds(size, stride, offset: int, itemsize: int, storage_numel: int) -> None:
+    """PyTorch's refusal of a (size, stride, offset) layout reaching past a storage of
+    `storage_numel` elements (as_strided, set_)."""
+    if int(np.prod(size, dtype=np.int64)) == 0:
+        return
+    needed = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+    if needed > storage_numel:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                           f"offset {offset}, and itemsize {itemsize} requiring a storage size "
+                           f"of {needed * itemsize} are out of bounds for storage of size "
+                           f"{storage_numel * itemsize}")
 
 
 def strided_view(input, out: np.ndarray, key: tuple):

@@ -843,8 +843,8 @@ def _wrapper_for(module, name, obj):
         return known[1]
     wrapper = None
     if not (name.startswith("_") or name in _SKIP or isinstance(obj, type)) and (
-            isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)) or
-            type(obj).__name__ == "cython_function_or_method"):
+            isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, _core.WithOut)) or
+            type(obj).__name__ == "cython_function_or_method"):   # (WithOut: out=, _out_arg.py)
         wrapper = _dispatching(name, obj)
         _by_original[id(obj)] = wrapper
     _wrappers[(module.__name__, name)] = (obj, wrapper)

@@ -373,9 +373,15 @@ class _Routes:
         by_id = {id(e[2]): e[3] for e in entries}
         # (a meta-device dispatcher in a namespace (_meta.py) stands for the function the
         # layers hold: route both)
+        # (and so does the out= wrapper of a function (_out_arg.py): through both, down to
+        # the plain function)
         for e in list(entries):
-            plain = getattr(e[2], "__meta_dispatch__", None)
-            if plain is not None:
+            plain = e[2]
+            while True:
+                plain = (getattr(plain, "__meta_dispatch__", None)
+                         or getattr(plain, "__out_arg_of__", None))
+                if plain is None:
+                    break
                 by_id.setdefault(id(plain), e[3])
         for mod_name, mod in list(sys.modules.items()):
             if (not mod_name.startswith("tapegrad.") or mod in spaces

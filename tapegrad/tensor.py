@@ -28,6 +28,28 @@ class Size(tuple):
 
     __str__ = __repr__
 
+    # Sizes combine into Sizes, as PyTorch's (x.shape + (1,), x.shape[1:], 2 * x.shape); a list
+    # is refused as a tuple refuses it.
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) to "
+                            "torch.Size")
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
+    def __getitem__(self, key):
+        item = tuple.__getitem__(self, key)
+        return Size(item) if isinstance(key, slice) else item
+
     def numel(self) -> int:
         """The number of elements a tensor of this shape holds (the product of the sizes; 1 for ``()``)."""
         n = 1

@@ -55,7 +55,7 @@ cdef class dtype:
 
     @property
     def is_signed(self):
-        return self.name != "bool" and self.name != "uint8"
+        return self.name != "bool" and not self.name.startswith("uint")
 
     def __repr__(self):
         return "torch." + self.name
@@ -68,6 +68,12 @@ float16 = dtype("float16", np.float16, CAT_FLOAT)
 float32 = dtype("float32", np.float32, CAT_FLOAT)
 float64 = dtype("float64", np.float64, CAT_FLOAT)
 uint8 = dtype("uint8", np.uint8, CAT_INT)
+# PyTorch's "barebones" unsigned types: tensors of them exist (creation, conversion, printing,
+# indexing), but PyTorch promotes them with no other dtype of their category or below
+# (promote_pair) and implements few ops on them.
+uint16 = dtype("uint16", np.uint16, CAT_INT)
+uint32 = dtype("uint32", np.uint32, CAT_INT)
+uint64 = dtype("uint64", np.uint64, CAT_INT)
 int8 = dtype("int8", np.int8, CAT_INT)
 int16 = dtype("int16", np.int16, CAT_INT)
 int32 = dtype("int32", np.int32, CAT_INT)
@@ -94,8 +100,13 @@ cdef dict DTYPE_OF_NAME = {"float16": float16, "float32": float32, "float64": fl
                            "uint8": uint8, "int8": int8, "int16": int16, "int32": int32,
                            "int64": int64, "bool": bool_}
 DTYPE_OF_NAME["complex64"] = complex64
+DTYPE_OF_NAME["uint16"] = uint16
+DTYPE_OF_NAME["uint32"] = uint32
+DTYPE_OF_NAME["uint64"] = uint64
 DTYPE_OF_NAME["complex128"] = complex128
 cdef dict DTYPE_OF_NUM = {d.np_dtype.num: d for d in DTYPE_OF_NAME.values()}
+# (numpy makes Python ints above int64's range unsigned long long: the same 64 bits as uint64)
+DTYPE_OF_NUM.setdefault(np.dtype(np.ulonglong).num, uint64)
 for _name_only in (bfloat16, complex32):
     DTYPE_OF_NAME[_name_only.name] = _name_only
 NP_FLOAT32 = np.dtype(np.float32)
@@ -196,17 +207,28 @@ cdef inline long operand_code(object x):
 SCALAR_TYPE_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble",
                      "float32": "Float", "float64": "Double", "float16": "Half",
                                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                               "uint8": "Byte", "bool": "Bool"}
+                               "uint8": "Byte", "bool": "Bool", "uint16": "UInt16",
+                               "uint32": "UInt32", "uint64": "UInt64"}
 
 
 cdef inline str scalar_type_name(object np_dt):
     return SCALAR_TYPE_NAMES.get(np_dt.name, np_dt.name)
 
 
+cdef inline bint barebones_unsigned(object d) noexcept:
+    """uint16, uint32, uint64: dtypes PyTorch promotes with no other integer or bool dtype."""
+    return d.num == cnp.NPY_UINT16 or d.num == cnp.NPY_UINT32 or d.num == cnp.NPY_UINT64
+
+
 cdef object promote_pair(object a, object b):
     """PyTorch's promoteTypes: within a category numpy's rule; across categories the higher
     category's dtype wins as it is (int64 with float32 is float32, not numpy's float64)."""
     cdef int ca = np_category(a.num), cb = np_category(b.num)
+    if (a.num != b.num and (barebones_unsigned(a) or barebones_unsigned(b))
+            and ca <= CAT_INT and cb <= CAT_INT):
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {scalar_type_name(a)} and "
+                           f"{scalar_type_name(b)}")
     if ca == cb:
         return np.promote_types(a, b)
     if (ca == CAT_COMPLEX and cb == CAT_FLOAT) or (cb == CAT_COMPLEX and ca == CAT_FLOAT):
@@ -291,5 +313,7 @@ def np_dtype_of(d):
 C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
                           "int64": "long int", "int32": "int", "int16": "short int",
                           "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+                          "uint16": "short unsigned int", "uint32": "unsigned int",
+                          "uint64": "long unsigned int",
                           "complex64": "c10::complex<float>",
                           "complex128": "c10::complex<double>"}

@@ -524,6 +524,7 @@ def log(TensorBase x):
     return unary_op(OP_LOG, x)
 
 def tanh(TensorBase x):
+    """Hyperbolic tangent, elementwise (its gradient is 1 - tanh(x)**2)."""
     return unary_op(OP_TANH, x)
 
 def relu(TensorBase x):

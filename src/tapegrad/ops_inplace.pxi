@@ -571,20 +571,40 @@ cdef object user_setitem(TensorBase self, object key, object value):
 
 # -- out= ----------------------------------------------------------------------------------------
 
-cdef object write_out(str name, object out, tuple operands, object fn, dict kwargs):
-    """fn(*operands, **kwargs) written into `out`, PyTorch's out= semantics: not differentiable
-    (refused when grad mode is on and out or an operand requires grad), the result cast to out's
-    dtype if it can be, and out resized (with PyTorch's warning unless it was empty) to the
-    result's shape.  Returns out."""
-    if not isinstance(out, TensorBase):
-        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    cdef TensorBase o = <TensorBase>out
-    if grad_enabled() and (o._requires_grad or any(
-            isinstance(t, TensorBase) and (<TensorBase>t)._requires_grad for t in operands)):
-        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad.")
-    with no_grad_scope():
-        res = fn(*operands, **(kwargs or {}))
+cdef bint any_requires_grad(object args) except -1:
+    """Whether a tensor among `args` (a tuple, list or dict's values; one level of nested
+    lists, as cat's and stack's tensors) requires grad."""
+    for a in (args.values() if isinstance(args, dict) else args):
+        if isinstance(a, TensorBase):
+            if (<TensorBase>a)._requires_grad:
+                return True
+        elif isinstance(a, (list, tuple)):
+            for t in a:
+                if isinstance(t, TensorBase) and (<TensorBase>t)._requires_grad:
+                    return True
+    return False
+
+
+import os
+import sys
+
+cdef str PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep     # tapegrad/
+
+
+cdef int user_stacklevel() except -1:
+    """The stacklevel of warnings.warn that names the first caller outside tapegrad's Python
+    modules (the compiled ones have no frames), as PyTorch's warnings name the user's line."""
+    frame = sys._getframe(0)
+    cdef int level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+cdef int store_out(TensorBase o, object res) except -1:
+    """Write result `res` (a tensor) into out tensor `o`: cast to o's dtype if it can be, o
+    resized (with PyTorch's warning unless it was empty) to res's shape."""
     R = (<TensorBase>res)._array
     A = o._array
     if not np.can_cast(R.dtype, A.dtype, "same_kind"):
@@ -598,7 +618,7 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                 f"{list(R.shape)}. This behavior is deprecated, and in a future PyTorch release "
                 "outputs will not be resized unless they have zero elements. You can explicitly "
                 "reuse an out tensor t by resizing it, inplace, to zero elements with "
-                "t.resize_(0).", UserWarning, stacklevel=3)
+                "t.resize_(0).", UserWarning, stacklevel=user_stacklevel())
         if o._base is not None:
             raise RuntimeError("tapegrad cannot resize a view given as out=; pass a tensor of "
                                f"shape {list(R.shape)}")
@@ -606,7 +626,109 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
     else:
         np.copyto(writable(A), R, casting="unsafe")
     bump_version(o)
-    return out
+    return 0
+
+
+cdef object write_out(str name, object out, tuple operands, object fn, dict kwargs):
+    """fn(*operands, **kwargs) written into `out`, PyTorch's out= semantics: not differentiable
+    (refused when grad mode is on and out or an operand requires grad), each result cast to its
+    out tensor's dtype if it can be, and out resized (with PyTorch's warning unless it was
+    empty) to the result's shape.  `out` is one tensor, or a tuple of them for a function that
+    returns several (max along a dim, sort, topk ...).  Returns out (a tuple of several as the
+    function's own result type)."""
+    cdef tuple outs
+    if isinstance(out, TensorBase):
+        outs = (out,)
+    elif isinstance(out, (tuple, list)) and all(isinstance(o, TensorBase) for o in out):
+        outs = tuple(out)
+    elif isinstance(out, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
+                        f"{type(out).__name__}")
+    else:
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if grad_enabled() and (any_requires_grad(outs) or any_requires_grad(operands)
+                           or (kwargs and any_requires_grad(kwargs))):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    with no_grad_scope():
+        res = fn(*operands, **(kwargs or {}))
+    results = tuple(res) if isinstance(res, tuple) else (res,)
+    if len(results) != len(outs) or not all(isinstance(r, TensorBase) for r in results):
+        raise TypeError(f"{name}(): argument 'out' must be "
+                        + ("Tensor" if len(results) == 1 else
+                           f"tuple of {len(results)} Tensors") + f", not {type(out).__name__}")
+    cdef Py_ssize_t k
+    for k in range(len(outs)):
+        store_out(<TensorBase>outs[k], results[k])
+    if isinstance(out, TensorBase):
+        return out
+    if type(res) is tuple:
+        return outs
+    # (a namedtuple takes its fields as arguments; a return type as torch.return_types' one
+    # sequence)
+    return type(res)._make(outs) if hasattr(res, "_make") else type(res)(outs)
+
+
+def _write_out(str name, out, tuple operands, fn, dict kwargs):
+    """For Python-level functions that handle out= themselves (tapegrad/_out_arg.py): see
+    write_out."""
+    return write_out(name, out, operands, fn, kwargs)
+
+
+cdef class WithOut:
+    """A public function given PyTorch's keyword-only out= (tapegrad/_out_arg.py wraps each one
+    that takes it in PyTorch): a call without out goes straight to the function, with its
+    arguments as they came (no repacking: this is the eager path), and a call with out to
+    write_out.  `dtype_from_out`: the function computes in out's dtype (factories, sums)."""
+    cdef readonly object __out_arg_of__     # the function (what replay's routes map back to)
+    cdef readonly str name
+    cdef readonly bint dtype_from_out
+    cdef dict __dict__                      # __name__, __doc__, __signature__, __module__ ...
+
+    def __init__(self, str name, fn, bint dtype_from_out):
+        self.__out_arg_of__ = fn
+        self.name = name
+        self.dtype_from_out = dtype_from_out
+
+    def __call__(self, *args, **kwargs):
+        if not kwargs or "out" not in kwargs:
+            return self.__out_arg_of__(*args, **kwargs)
+        out = kwargs.pop("out")
+        if out is None:
+            return self.__out_arg_of__(*args, **kwargs)
+        if self.dtype_from_out and kwargs.get("dtype") is None and isinstance(out, TensorBase):
+            kwargs["dtype"] = (<TensorBase>out).dtype
+        return write_out(self.name, out, args, self.__out_arg_of__, kwargs)
+
+    def __repr__(self):
+        return f"<function {getattr(self, '__qualname__', self.name)}>"
+
+    def __reduce__(self):
+        return getattr(self, "__qualname__", self.name)     # pickled by name, as a function
+
+
+# -- in-place view ops (unsqueeze_, t_, as_strided_ ...) on tensors in a graph -------------------
+
+def _inplace_view(TensorBase self, fn, tuple args):
+    """self becomes fn(self, *args), a view op's result, in place, where autograd records it
+    (self requires grad, grad mode on): as PyTorch's in-place view ops, the view op is recorded
+    on self's history and self becomes its output, with the view's shape and strides over the
+    same storage; self's other views are rebased onto the new history when next used.  The
+    caller handles the unrecorded case.  Returns self."""
+    fresh_operands(self, None)
+    view_reads_base(self)
+    check_inplace(self, True, True)
+    result = fn(self, *args)
+    if not isinstance(result, TensorBase) or (<TensorBase>result)._node < 0:
+        raise RuntimeError("tapegrad: the view op of an in-place view op recorded nothing")
+    self._array = (<TensorBase>result)._array
+    bump_version(self)
+    if self._base is not None:
+        # (a layout change writes no value: the view's new history is current, not a history
+        # that an unrecorded write made stale, see written_unrecorded)
+        self._view_version = version_of(self).value
+    adopt_record(self, <TensorBase>result)
+    return self
 
 
 # -- named in-place methods ----------------------------------------------------------------------

@@ -1285,7 +1285,9 @@ def to(TensorBase self, *args, **kwargs):
 cdef dict TENSOR_TYPE_NAMES = {
     "float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
     "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
-    "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor"}
+    "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor",
+    "uint16": "torch.UInt16Tensor", "uint32": "torch.UInt32Tensor",
+    "uint64": "torch.UInt64Tensor"}
 
 
 def type_(TensorBase self, dtype=None, non_blocking=False, **kwargs):
