@@ -871,7 +871,8 @@ def g_param(g):
     m = g.meta[a]
     k = m.shape[-1]
     kind = r.choice(["register", "register", "chain", "weight_norm", "orthogonal"])
-    p = k if kind == "orthogonal" and r.random() < 0.6 else r.randint(1, 3)
+    # (orthogonal: square only; a non-square weight is completed with torch.randn columns)
+    p = k if kind == "orthogonal" else r.randint(1, 3)
     w = g.leaf((p, k), m.dtype, param=True)
     if w is None:
         return
