@@ -106,3 +106,90 @@ def test_complex_second_derivative_matches_finite_differences(case):
                 moved[k][idx] -= 2 * h * step
                 fd[idx] += step * (up - S(moved)) / (2 * h)
         np.testing.assert_allclose(second[k], fd, rtol=1e-5, atol=1e-6)
+
+
+# -- add/sub of complex tensors with a float alpha (seed 56100014) ------------------------------
+# The alpha check took every non-float result for an integral one: add(z, w, alpha=-0.5) of
+# complex tensors raised "For integral input tensors ..." where PyTorch computes z - 0.5 w.
+
+ALPHA_CASES = {
+    "complex, float alpha": ("complex128", "complex128", -0.5),
+    "complex and float, float alpha": ("complex64", "float32", 2.5),
+    "complex, complex alpha": ("complex128", "complex128", 1 - 2j),
+    "float, complex alpha": ("float64", "float64", 1j),
+    "int, float alpha": ("int64", "int64", 0.5),
+    "float, float alpha": ("float32", "float32", -0.5),
+}
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+@pytest.mark.parametrize("case", sorted(ALPHA_CASES))
+def test_alpha_check_by_result_dtype_as_torch(torch, op, case):
+    da, db, alpha = ALPHA_CASES[case]
+
+    def run(L):
+        a = L.tensor(np.array([1.5 + 0.5j, -2.0 + 1j]).astype(da) if "complex" in da
+                     else np.array([1.5, -2.0]).astype(da))
+        b = L.tensor(np.array([0.25 - 1j, 3.0 + 0j]).astype(db) if "complex" in db
+                     else np.array([0.25, 3.0]).astype(db))
+        try:
+            with L.no_grad():
+                out = getattr(L, op)(a, b, alpha=alpha)
+        except RuntimeError as e:
+            return "RuntimeError", str(e)
+        return str(out.dtype), out.numpy().tolist()
+
+    assert run(tg) == run(torch)
+
+
+# -- zero_ / fill_ of complex tensors that require grad (seeds 56100735, 56100843) -------------
+# Their VJPs (a zero gradient; for a tensor fill value, the summed gradient) are linear with real
+# coefficients, right for complex values, but were refused as unimplemented for complex.
+
+OVERWRITE_CASES = {
+    "zero_": lambda L, z, v: z.zero_(),
+    "fill_ number": lambda L, z, v: z.fill_(1.5 - 2j),
+    "fill_ complex tensor": lambda L, z, v: z.fill_(v.sum() * (1 + 1j)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVERWRITE_CASES))
+def test_complex_overwrite_gradients_as_torch(torch, case):
+    def run(L):
+        x = L.tensor(np.array([1 + 2j, -0.5j, 3.0 + 0j]), requires_grad=True)
+        v = L.tensor(np.array([0.5, -1.5]), requires_grad=True)
+        z = x * (2 - 1j)
+        OVERWRITE_CASES[case](L, z, v)
+        w = L.tensor(np.array([1 - 1j, 2 + 0.5j, -1j]))
+        (z * w).real.sum().backward()
+        return (z.detach().numpy().tolist(), x.grad.numpy().tolist(),
+                None if v.grad is None else v.grad.numpy().tolist())
+
+    assert run(tg) == run(torch)
+
+
+# -- a complex view used after an in-place write to its base (seed 56200222) ---------------------
+# Not fixed: view_as_complex / view_as_real / .real / .imag share their input's memory but are not
+# views to the autograd core, so a later in-place op on the input changes their values without
+# rebasing their history (PyTorch regenerates a view's grad_fn): the gradient silently ignores the
+# write.  Kept as a strict xfail until the core rebases them (docs/differences.md).
+
+@pytest.mark.xfail(strict=True, reason="complex views are not rebased after a write to their "
+                                       "base (docs/differences.md)")
+@pytest.mark.parametrize("view", ["view_as_complex", "real"])
+def test_complex_view_after_a_write_to_its_base_as_torch(torch, view):
+    def run(L):
+        a = L.tensor(np.array([1.5, -0.5]), requires_grad=True)
+        if view == "view_as_complex":
+            base = a * 1.0
+            v = L.view_as_complex(base)
+        else:
+            base = a * (1 + 1j)
+            v = base.real
+        base.sigmoid_()
+        (v * 3.0).real.sum().backward() if v.is_complex() else (v * 3.0).sum().backward()
+        return v.detach().numpy().tolist(), a.grad.numpy().tolist()
+
+    t, g = run(torch), run(tg)
+    np.testing.assert_allclose(np.array(g[0]), np.array(t[0]))
+    np.testing.assert_allclose(np.array(g[1]), np.array(t[1]))
