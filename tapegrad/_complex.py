@@ -329,7 +329,15 @@ def _binary(name, a, b):
 
 @_op("PowBackward0")
 class _PowScalar(_Pow):
-    pass
+    """z ** number: as PyTorch, the VJP reads the input only (a later in-place write to the
+    result is no error)."""
+    reads_output = False
+
+    @staticmethod
+    def vjp(ctx, g):
+        a, b = ctx.values
+        xp = ctx.xp
+        return g * xp.conj(xp.where(b == 0, 0, b * a ** (b - 1))), None
 
 
 # -- one-input functions ---------------------------------------------------------------------------
@@ -586,8 +594,11 @@ class _Complex(_Op):
 
 @_op("PolarBackward0")
 class _Polar(_Op):
-    """abs * exp(i angle): d/d abs = Re(conj(e^{i angle}) g), d/d angle = Re(conj(i out) g)."""
+    """abs * exp(i angle): d/d abs = Re(conj(sgn(out)) g), d/d angle = Re(conj(i out) g).  As
+    PyTorch, the VJP reads the output only (in-place writes to abs or angle after the forward are
+    no error), so where abs is 0 (or inf) the direction sgn(out) is 0 (nan), as PyTorch's."""
     cast_operands = False
+    reads_inputs = False
 
     @staticmethod
     def compute(ctx, r, theta):
@@ -602,10 +613,8 @@ class _Polar(_Op):
 
     @staticmethod
     def vjp(ctx, g):
-        r, theta = ctx.values
         xp = ctx.xp
-        unit = xp.cos(theta) + 1j * xp.sin(theta)
-        return xp.real(g * xp.conj(unit)), xp.real(g * xp.conj(1j * ctx.out))
+        return xp.real(g * xp.conj(xp.sgn(ctx.out))), xp.real(g * xp.conj(1j * ctx.out))
 
 
 def _complex_of(real_values):

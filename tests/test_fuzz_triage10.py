@@ -193,3 +193,29 @@ def test_complex_view_after_a_write_to_its_base_as_torch(torch, view):
     t, g = run(torch), run(tg)
     np.testing.assert_allclose(np.array(g[0]), np.array(t[0]))
     np.testing.assert_allclose(np.array(g[1]), np.array(t[1]))
+
+
+# -- what complex polar and z ** number save (seeds 56100557, 56100577, 56000294) -------------
+# PyTorch's PolarBackward0 saves the result only, PowBackward0 (a number exponent) the input only:
+# an in-place write to polar's abs/angle, or to z ** 3, before backward is no error, and polar's
+# gradient at abs 0 / inf uses sgn(result) (0 / nan), as PyTorch's.
+
+SAVED_CASES = {
+    "polar, angle written": lambda L, r, t: (L.polar(r * 1.0, t), t.sqrt_())[0],
+    "polar, abs written": lambda L, r, t: (lambda a: (L.polar(a, t * 1.0), a.mul_(2))[0])(r * 1.0),
+    "pow number, result written": lambda L, r, t: ((r + (1 - 0.5j)) ** 3).sqrt_(),
+    "polar at abs 0 and inf": lambda L, r, t: L.polar(r * L.tensor([0.0, float("inf"), 1.0]), t),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SAVED_CASES))
+def test_complex_saved_values_as_torch(torch, case):
+    def run(L):
+        r = L.tensor([0.5, 1.25, 2.0], requires_grad=True)
+        t = L.tensor([0.5, -1.0, 0.25])
+        z = SAVED_CASES[case](L, r, t)
+        (z * L.tensor(np.array([1 + 2j, -1j, 0.5 + 0j]))).real.sum().backward()
+        return z.detach().numpy(), r.grad.numpy()
+
+    for a, b in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, equal_nan=True)
