@@ -163,6 +163,15 @@ class _Op(Function):
     # PyTorch's saved tensors do): the operands' values, the output's
     reads_inputs = True
     reads_output = True
+    # per operand, the operands whose gradient reads it (None: every gradient reads every
+    # operand): an operand is saved only when one of those requires grad, as PyTorch saves
+    # x * y's y only for x's gradient
+    read_by = None
+
+    @classmethod
+    def _reads(cls, ctx, i):
+        # (needs_input_grad, not requires_grad: reading that of a stale view would rebase it)
+        return cls.read_by is None or any(ctx.needs_input_grad[1 + j] for j in cls.read_by[i])
 
     @classmethod
     def forward(cls, ctx, np_dt, *operands):
@@ -185,12 +194,15 @@ class _Op(Function):
             # the array itself (an in-place op records on a private copy, which later writes to
             # the tensor do not touch) with its storage's version, checked before backward.
             operands = ctx.__dict__.pop("pending")
-            ctx.saved = ((tuple(_saved(x) for x in operands) if cls.reads_inputs else ())
+            ctx.saved = ((tuple(_saved(x) if cls._reads(ctx, i) else None
+                                for i, x in enumerate(operands)) if cls.reads_inputs else ())
                          + ((_saved(out, cls._backward_cls.__name__),) if cls.reads_output
                             else ()))
             # and as tensors, for a backward with create_graph (the output weakly: it refers
             # to this node)
-            ctx.graph_operands = operands if cls.reads_inputs else None
+            ctx.graph_operands = (tuple(x if cls._reads(ctx, i) else None
+                                        for i, x in enumerate(operands))
+                                  if cls.reads_inputs else None)
             ctx.graph_out = _SavedOutput(out, 0) if cls.reads_output else None
         return out
 
@@ -209,7 +221,8 @@ class _Op(Function):
             grads = cls.vjp(ctx, g)
         else:
             ctx.xp = _ArrayMath
-            ctx.values = (tuple(_value(a, dt) for a, dt in zip(arrays, ctx.dtypes))
+            ctx.values = (tuple(None if a is None else _value(a, dt)
+                                for a, dt in zip(arrays, ctx.dtypes))
                           if cls.reads_inputs else (None,) * len(ctx.dtypes))
             ctx.out = arrays[-1] if cls.reads_output else None
             with np.errstate(all="ignore"):
@@ -264,18 +277,20 @@ class _Sub(_Op):
 @_op("MulBackward0")
 class _Mul(_Op):
     reads_output = False
+    read_by = ((1,), (0,))
     compute = staticmethod(lambda ctx, a, b: a * b)
 
     @staticmethod
     def vjp(ctx, g):
-        a, b = ctx.values
+        a, b = ctx.values               # (None: not saved, its partner needs no gradient)
         xp = ctx.xp
-        return g * xp.conj(b), g * xp.conj(a)
+        return (None if b is None else g * xp.conj(b)), (None if a is None else g * xp.conj(a))
 
 
 @_op("DivBackward0")
 class _Div(_Op):
     reads_output = False                                # as PyTorch: a and b, not a / b
+    read_by = ((1,), (0, 1))                            # (a only for b's gradient)
     compute = staticmethod(lambda ctx, a, b: a / b)
 
     @staticmethod
@@ -283,7 +298,7 @@ class _Div(_Op):
         a, b = ctx.values
         xp = ctx.xp
         # d(a/b)/da = 1/b, d(a/b)/db = -a/b^2
-        return g / xp.conj(b), -g * xp.conj(a / b / b)
+        return g / xp.conj(b), (None if a is None else -g * xp.conj(a / b / b))
 
 
 @_op("PowBackward1")

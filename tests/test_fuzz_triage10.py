@@ -219,3 +219,31 @@ def test_complex_saved_values_as_torch(torch, case):
 
     for a, b in zip(run(tg), run(torch)):
         np.testing.assert_allclose(a, b, rtol=1e-6, equal_nan=True)
+
+
+# -- complex x * y and x / y save only what the other operand's gradient reads (56400076) ------
+# PyTorch saves y for x's gradient and x for y's: a real tensor times 1j, then written in place
+# (x.exp_()) before backward, is no error.
+
+PRODUCT_CASES = {
+    "tensor * 1j, tensor written": lambda L, x, c: (x * 1j, x.exp_())[0],
+    "tensor * constant complex, tensor written": lambda L, x, c: (x * c, x.mul_(2))[0],
+    "tensor / constant complex, tensor written": lambda L, x, c: (x / c, x.mul_(2))[0],
+    "constant complex * tensor, constant written": lambda L, x, c: (c * x, c.mul_(2))[0],
+}
+
+
+@pytest.mark.parametrize("case", sorted(PRODUCT_CASES))
+def test_complex_product_saves_as_torch(torch, case):
+    def run(L):
+        a = L.tensor([0.5, -1.25], requires_grad=True)
+        x = a * 1.0
+        c = L.tensor(np.array([1 + 2j, -0.5j]))
+        z = PRODUCT_CASES[case](L, x, c)
+        try:
+            (z * L.tensor(np.array([1 - 1j, 2 + 0.5j]))).real.sum().backward()
+        except RuntimeError as e:
+            return "RuntimeError", "modified by an inplace operation" in str(e)
+        return z.detach().numpy().tolist(), a.grad.numpy().tolist()
+
+    assert run(tg) == run(torch)

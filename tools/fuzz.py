@@ -905,8 +905,8 @@ def g_param(g):
 SAVED_HOOKS = [
     "torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)",
     "torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t)",
-    "torch.autograd.graph.saved_tensors_hooks(lambda t: (t.dtype, t.tolist()), "
-    "lambda p: torch.tensor(p[1], dtype=p[0]))",
+    "torch.autograd.graph.saved_tensors_hooks(lambda t: (t.dtype, t.shape, t.tolist()), "
+    "lambda p: torch.tensor(p[2], dtype=p[0]).reshape(p[1]))",
     "torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach().numpy().copy(), "
     "lambda a: torch.from_numpy(a))",
     "torch.autograd.graph.save_on_cpu()",
@@ -1283,6 +1283,8 @@ KNOWN = [
     # deliberate: the sign of a zero sum depends on the accumulation order (BLAS, pairwise sums)
     ("signed-zero", r"linear|matmul|mm\(|einsum| @ |layer_norm|addmm|dot|sum|mean|norm|var|std|"
                     r"softmax|cumsum|cumprod|prod|logsumexp"),
+    # the same in a module's call (the parametrized nn.Linear of g_param: a matmul)
+    ("signed-zero", r"= v\d+\(v\d+\)`"),
     # minor: a zero loss term's sign (-(w * 0) vs 0) in cross_entropy / nll_loss
     ("signed-zero", r"cross_entropy|nll_loss"),
     # deliberate (README): fill_/zero_ directly on a view of a tensor that requires grad
