@@ -108,40 +108,6 @@ def test_complex_second_derivative_matches_finite_differences(case):
         np.testing.assert_allclose(second[k], fd, rtol=1e-5, atol=1e-6)
 
 
-# -- add/sub of complex tensors with a float alpha (seed 56100014) ------------------------------
-# The alpha check took every non-float result for an integral one: add(z, w, alpha=-0.5) of
-# complex tensors raised "For integral input tensors ..." where PyTorch computes z - 0.5 w.
-
-ALPHA_CASES = {
-    "complex, float alpha": ("complex128", "complex128", -0.5),
-    "complex and float, float alpha": ("complex64", "float32", 2.5),
-    "complex, complex alpha": ("complex128", "complex128", 1 - 2j),
-    "float, complex alpha": ("float64", "float64", 1j),
-    "int, float alpha": ("int64", "int64", 0.5),
-    "float, float alpha": ("float32", "float32", -0.5),
-}
-
-
-@pytest.mark.parametrize("op", ["add", "sub"])
-@pytest.mark.parametrize("case", sorted(ALPHA_CASES))
-def test_alpha_check_by_result_dtype_as_torch(torch, op, case):
-    da, db, alpha = ALPHA_CASES[case]
-
-    def run(L):
-        a = L.tensor(np.array([1.5 + 0.5j, -2.0 + 1j]).astype(da) if "complex" in da
-                     else np.array([1.5, -2.0]).astype(da))
-        b = L.tensor(np.array([0.25 - 1j, 3.0 + 0j]).astype(db) if "complex" in db
-                     else np.array([0.25, 3.0]).astype(db))
-        try:
-            with L.no_grad():
-                out = getattr(L, op)(a, b, alpha=alpha)
-        except RuntimeError as e:
-            return "RuntimeError", str(e)
-        return str(out.dtype), out.numpy().tolist()
-
-    assert run(tg) == run(torch)
-
-
 # -- zero_ / fill_ of complex tensors that require grad (seeds 56100735, 56100843) -------------
 # Their VJPs (a zero gradient; for a tensor fill value, the summed gradient) are linear with real
 # coefficients, right for complex values, but were refused as unimplemented for complex.

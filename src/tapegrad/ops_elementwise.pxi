@@ -152,11 +152,10 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
         if isinstance(alpha, (bool, np.bool_)):
             if kind != "b":
                 raise RuntimeError("Boolean alpha only supported for Boolean results.")
-        elif kind not in "fc" and not isinstance(alpha, (int, np.integer)):
-            # (a complex result takes any number: PyTorch's check is isIntegralType)
+        elif kind != "f" and not isinstance(alpha, (int, np.integer)):
             raise RuntimeError("For integral input tensors, argument alpha must not be a "
                                "floating point number.")
-        elif kind != "c" and isinstance(alpha, (complex, np.complexfloating)):
+        elif isinstance(alpha, (complex, np.complexfloating)):
             raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
                                "complex number.")
         if kind == "b":
