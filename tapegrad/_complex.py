@@ -13,9 +13,7 @@ is zero, so the input gradient is g * conj(f'(z)).  A real input of a complex op
 part of that (its imaginary direction does not exist).
 
 Each op is an autograd.Function: its forward and its VJP side by side, recorded as one node named
-as PyTorch names it (MulBackward0, ...).  A VJP is written once over `ctx.xp`, the functions it
-calls: on ndarrays (_ArrayMath) for a plain backward, on tensors (_TensorMath) for a backward with
-create_graph=True, whose gradients are then recorded ops that can be differentiated again.
+as PyTorch names it (MulBackward0, ...).
 """
 from __future__ import annotations
 
@@ -26,7 +24,7 @@ import numpy as np
 from . import _core
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import _check_tensor
-from .autograd.function import Function, _modified_in_place_error, _SavedOutput
+from .autograd.function import Function, _modified_in_place_error
 
 # grad_fn names of compiled ops whose VJP is linear with real coefficients: right for complex.
 _SAFE_COMPILED_OPS = frozenset({
@@ -67,81 +65,17 @@ def _meta(x):
 
 
 def _fit(grad, meta):
-    """The gradient `grad` (an array, or a tensor under create_graph) for an input of _meta
-    `meta`: summed over broadcast dims to its shape, the real part for a real input, in its
-    dtype.  None for an input that is no tensor."""
+    """The gradient `grad` for an input of _meta `meta`: summed over broadcast dims to its shape,
+    the real part for a real input, in its dtype.  None for an input that is no tensor."""
     if meta is None or grad is None:
         return None
     shape, dtype = meta
-    if isinstance(grad, _core.TensorBase):
-        if tuple(grad.shape) != shape:
-            grad = grad.sum_to_size(shape)
-        if dtype.kind != "c" and grad.is_complex():
-            grad = grad.real
-        return grad if grad._array.dtype == dtype else grad.to(_core.np_dtype_to_dtype(dtype))
     grad = np.asarray(grad)
     if grad.shape != shape:
         grad = _core._sum_to(grad, shape)
     if dtype.kind != "c":
         grad = grad.real
     return _wrap(np.ascontiguousarray(grad, dtype=dtype))
-
-
-class _ArrayMath:
-    """What the VJPs call, on ndarrays (a plain backward)."""
-    conj, real, imag, where = staticmethod(np.conj), staticmethod(np.real), \
-        staticmethod(np.imag), staticmethod(np.where)
-    cos, sin, log, abs = staticmethod(np.cos), staticmethod(np.sin), staticmethod(np.log), \
-        staticmethod(np.abs)
-    matmul, sum_to = staticmethod(np.matmul), staticmethod(_core._sum_to)
-    mT = staticmethod(lambda x: np.swapaxes(x, -1, -2))
-    sgn = staticmethod(lambda z: _sgn(z, np.hypot(z.real, z.imag)))
-
-
-class _TensorMath:
-    """The same on tensors (or Python numbers): recorded ops, for a backward with
-    create_graph=True."""
-
-    @staticmethod
-    def _lib():
-        import tapegrad
-        return tapegrad
-
-    @staticmethod
-    def conj(x):
-        return x.conj() if isinstance(x, _core.TensorBase) else x.conjugate()
-
-    @staticmethod
-    def real(x):
-        return x.real if not isinstance(x, _core.TensorBase) or x.is_complex() else x
-
-    @staticmethod
-    def imag(x):
-        return x.imag
-
-    @staticmethod
-    def where(cond, a, b):
-        if not isinstance(cond, _core.TensorBase):
-            return a if cond else b
-        return _TensorMath._lib().where(cond, a, b)
-
-    cos = staticmethod(lambda x: _TensorMath._lib().cos(x))
-    sin = staticmethod(lambda x: _TensorMath._lib().sin(x))
-    log = staticmethod(lambda x: _TensorMath._lib().log(x))
-    abs = staticmethod(lambda x: _TensorMath._lib().abs(x))
-    sgn = staticmethod(lambda x: _TensorMath._lib().sgn(x))
-    matmul = staticmethod(lambda a, b: _TensorMath._lib().matmul(a, b))
-    sum_to = staticmethod(lambda x, shape: x if tuple(x.shape) == tuple(shape)
-                          else x.sum_to_size(shape))
-    mT = staticmethod(lambda x: x.transpose(-1, -2))
-
-
-def _graph_value(x, np_dt):
-    """An operand as a create_graph VJP reads it: the tensor (in the op's dtype, by a recorded
-    cast) or the number."""
-    if not isinstance(x, _core.TensorBase) or x._array.dtype == np_dt:
-        return x
-    return x.to(_core.np_dtype_to_dtype(np_dt))
 
 
 class _Op(Function):
@@ -163,15 +97,6 @@ class _Op(Function):
     # PyTorch's saved tensors do): the operands' values, the output's
     reads_inputs = True
     reads_output = True
-    # per operand, the operands whose gradient reads it (None: every gradient reads every
-    # operand): an operand is saved only when one of those requires grad, as PyTorch saves
-    # x * y's y only for x's gradient
-    read_by = None
-
-    @classmethod
-    def _reads(cls, ctx, i):
-        # (needs_input_grad, not requires_grad: reading that of a stale view would rebase it)
-        return cls.read_by is None or any(ctx.needs_input_grad[1 + j] for j in cls.read_by[i])
 
     @classmethod
     def forward(cls, ctx, np_dt, *operands):
@@ -194,39 +119,19 @@ class _Op(Function):
             # the array itself (an in-place op records on a private copy, which later writes to
             # the tensor do not touch) with its storage's version, checked before backward.
             operands = ctx.__dict__.pop("pending")
-            ctx.saved = ((tuple(_saved(x) if cls._reads(ctx, i) else None
-                                for i, x in enumerate(operands)) if cls.reads_inputs else ())
+            ctx.saved = ((tuple(_saved(x) for x in operands) if cls.reads_inputs else ())
                          + ((_saved(out, cls._backward_cls.__name__),) if cls.reads_output
                             else ()))
-            # and as tensors, for a backward with create_graph (the output weakly: it refers
-            # to this node)
-            ctx.graph_operands = (tuple(x if cls._reads(ctx, i) else None
-                                        for i, x in enumerate(operands))
-                                  if cls.reads_inputs else None)
-            ctx.graph_out = _SavedOutput(out, 0) if cls.reads_output else None
         return out
 
     @classmethod
     def backward(cls, ctx, g):
         arrays = tuple(_checked(entry) for entry in ctx.saved)
-        if _core.is_grad_enabled():
-            # create_graph: the VJP on the tensors themselves, recorded, so that its gradients
-            # can be differentiated again (on arrays they would be constants: a second
-            # derivative would silently miss every term through this op)
-            ctx.xp = _TensorMath
-            ctx.values = (tuple(_graph_value(x, dt) for x, dt in zip(ctx.graph_operands,
-                                                                     ctx.dtypes))
-                          if cls.reads_inputs else (None,) * len(ctx.dtypes))
-            ctx.out = ctx.graph_out.get(ctx) if cls.reads_output else None
-            grads = cls.vjp(ctx, g)
-        else:
-            ctx.xp = _ArrayMath
-            ctx.values = (tuple(None if a is None else _value(a, dt)
-                                for a, dt in zip(arrays, ctx.dtypes))
-                          if cls.reads_inputs else (None,) * len(ctx.dtypes))
-            ctx.out = arrays[-1] if cls.reads_output else None
-            with np.errstate(all="ignore"):
-                grads = cls.vjp(ctx, g._array)
+        ctx.values = (tuple(_value(a, dt) for a, dt in zip(arrays, ctx.dtypes))
+                      if cls.reads_inputs else (None,) * len(ctx.dtypes))
+        ctx.out = arrays[-1] if cls.reads_output else None
+        with np.errstate(all="ignore"):
+            grads = cls.vjp(ctx, g._array)
         return (None,) + tuple(_fit(gr, m) for gr, m in zip(grads, ctx.metas))
 
 
@@ -277,28 +182,24 @@ class _Sub(_Op):
 @_op("MulBackward0")
 class _Mul(_Op):
     reads_output = False
-    read_by = ((1,), (0,))
     compute = staticmethod(lambda ctx, a, b: a * b)
 
     @staticmethod
     def vjp(ctx, g):
-        a, b = ctx.values               # (None: not saved, its partner needs no gradient)
-        xp = ctx.xp
-        return (None if b is None else g * xp.conj(b)), (None if a is None else g * xp.conj(a))
+        a, b = ctx.values
+        return g * np.conj(b), g * np.conj(a)
 
 
 @_op("DivBackward0")
 class _Div(_Op):
     reads_output = False                                # as PyTorch: a and b, not a / b
-    read_by = ((1,), (0, 1))                            # (a only for b's gradient)
     compute = staticmethod(lambda ctx, a, b: a / b)
 
     @staticmethod
     def vjp(ctx, g):
         a, b = ctx.values
-        xp = ctx.xp
         # d(a/b)/da = 1/b, d(a/b)/db = -a/b^2
-        return g / xp.conj(b), (None if a is None else -g * xp.conj(a / b / b))
+        return g / np.conj(b), -g * np.conj(a / b / b)
 
 
 @_op("PowBackward1")
@@ -308,12 +209,11 @@ class _Pow(_Op):
     @staticmethod
     def vjp(ctx, g):
         a, b = ctx.values
-        xp = ctx.xp
         # d(a^b)/da = b a^(b-1) (0 where b == 0, as PyTorch), d(a^b)/db = a^b log(a) (0 where
         # a == 0 and Re b >= 0)
-        da = xp.where(b == 0, 0, b * a ** (b - 1))
-        db = xp.where((a == 0) & (xp.real(b) >= 0), 0, ctx.out * xp.log(a))
-        return g * xp.conj(da), g * xp.conj(db)
+        da = np.where(b == 0, 0, b * a ** (b - 1))
+        db = np.where((a == 0) & (np.real(b) >= 0), 0, ctx.out * np.log(a))
+        return g * np.conj(da), g * np.conj(db)
 
 
 _BINARY = {"add": _Add, "sub": _Sub, "mul": _Mul, "div": _Div, "pow": _Pow}
@@ -344,22 +244,14 @@ def _binary(name, a, b):
 
 @_op("PowBackward0")
 class _PowScalar(_Pow):
-    """z ** number: as PyTorch, the VJP reads the input only (a later in-place write to the
-    result is no error)."""
-    reads_output = False
-
-    @staticmethod
-    def vjp(ctx, g):
-        a, b = ctx.values
-        xp = ctx.xp
-        return g * xp.conj(xp.where(b == 0, 0, b * a ** (b - 1))), None
+    pass
 
 
 # -- one-input functions ---------------------------------------------------------------------------
 
 def _holomorphic(name, f, df, reads):
-    """A holomorphic function f with derivative df(xp, z, out), which reads z, out or both
-    (reads: "input", "output", "both"): input gradient g * conj(f'(z))."""
+    """A holomorphic function f with derivative df(z, out), which reads z, out or both (reads:
+    "input", "output", "both"): input gradient g * conj(f'(z))."""
     @_op(name)
     class _Holo(_Op):
         reads_inputs = reads in ("input", "both")
@@ -369,27 +261,27 @@ def _holomorphic(name, f, df, reads):
         @staticmethod
         def vjp(ctx, g):
             (z,) = ctx.values
-            return (g * ctx.xp.conj(df(ctx.xp, z, ctx.out)),)
+            return (g * np.conj(df(z, ctx.out)),)
     _Holo.__name__ = _Holo.__qualname__ = "_" + name
     return _Holo
 
 
 _UNARY = {
-    "neg": _holomorphic("NegBackward0", np.negative, lambda xp, z, o: -1, "none"),
-    "exp": _holomorphic("ExpBackward0", np.exp, lambda xp, z, o: o, "output"),
-    "log": _holomorphic("LogBackward0", np.log, lambda xp, z, o: 1 / z, "input"),
-    "sqrt": _holomorphic("SqrtBackward0", np.sqrt, lambda xp, z, o: 1 / (2 * o), "output"),
-    "rsqrt": _holomorphic("RsqrtBackward0", lambda z: 1 / np.sqrt(z), lambda xp, z, o: -0.5 * o ** 3,
+    "neg": _holomorphic("NegBackward0", np.negative, lambda z, o: -1, "none"),
+    "exp": _holomorphic("ExpBackward0", np.exp, lambda z, o: o, "output"),
+    "log": _holomorphic("LogBackward0", np.log, lambda z, o: 1 / z, "input"),
+    "sqrt": _holomorphic("SqrtBackward0", np.sqrt, lambda z, o: 1 / (2 * o), "output"),
+    "rsqrt": _holomorphic("RsqrtBackward0", lambda z: 1 / np.sqrt(z), lambda z, o: -0.5 * o ** 3,
                           "output"),
-    "reciprocal": _holomorphic("ReciprocalBackward0", np.reciprocal, lambda xp, z, o: -o * o,
+    "reciprocal": _holomorphic("ReciprocalBackward0", np.reciprocal, lambda z, o: -o * o,
                                "output"),
-    "sin": _holomorphic("SinBackward0", np.sin, lambda xp, z, o: xp.cos(z), "input"),
-    "cos": _holomorphic("CosBackward0", np.cos, lambda xp, z, o: -xp.sin(z), "input"),
-    "tanh": _holomorphic("TanhBackward0", np.tanh, lambda xp, z, o: 1 - o * o, "output"),
+    "sin": _holomorphic("SinBackward0", np.sin, lambda z, o: np.cos(z), "input"),
+    "cos": _holomorphic("CosBackward0", np.cos, lambda z, o: -np.sin(z), "input"),
+    "tanh": _holomorphic("TanhBackward0", np.tanh, lambda z, o: 1 - o * o, "output"),
     "sigmoid": _holomorphic("SigmoidBackward0", lambda z: 1 / (1 + np.exp(-z)),
-                            lambda xp, z, o: o * (1 - o), "output"),
-    "log1p": _holomorphic("Log1PBackward0", np.log1p, lambda xp, z, o: 1 / (1 + z), "input"),
-    "expm1": _holomorphic("Expm1Backward0", np.expm1, lambda xp, z, o: o + 1, "output"),
+                            lambda z, o: o * (1 - o), "output"),
+    "log1p": _holomorphic("Log1PBackward0", np.log1p, lambda z, o: 1 / (1 + z), "input"),
+    "expm1": _holomorphic("Expm1Backward0", np.expm1, lambda z, o: o + 1, "output"),
 }
 
 
@@ -403,7 +295,7 @@ class _Abs(_Op):
     @staticmethod
     def vjp(ctx, g):
         (z,) = ctx.values
-        return (ctx.xp.real(g) * ctx.xp.sgn(z),)
+        return (np.real(g) * _sgn(z, np.hypot(z.real, z.imag)),)
 
 
 def _sgn(z, abs_z):
@@ -420,9 +312,8 @@ class _Angle(_Op):
     @staticmethod
     def vjp(ctx, g):
         (z,) = ctx.values
-        xp = ctx.xp
-        r2 = xp.real(z * xp.conj(z))
-        return (xp.where(r2 == 0, 0, xp.real(g) * 1j * z / xp.where(r2 == 0, 1, r2)),)
+        r2 = (z * np.conj(z)).real
+        return (np.where(r2 == 0, 0, np.real(g) * 1j * z / np.where(r2 == 0, 1, r2)),)
 
 
 @_op("SgnBackward0")
@@ -434,17 +325,16 @@ class _Sgn(_Op):
     @staticmethod
     def vjp(ctx, g):
         (z,) = ctx.values
-        xp = ctx.xp
-        a = xp.abs(z)
+        a = np.abs(z)
         s = ctx.out
-        return (xp.where(a == 0, 0, (g - s * s * xp.conj(g)) / xp.where(a == 0, 1, 2 * a)),)
+        return (np.where(a == 0, 0, (g - s * s * np.conj(g)) / np.where(a == 0, 1, 2 * a)),)
 
 
 @_op("ConjPhysicalBackward0")
 class _ConjPhysical(_Op):
     reads_inputs = reads_output = False
     compute = staticmethod(lambda ctx, z: np.conj(z))
-    vjp = staticmethod(lambda ctx, g: (ctx.xp.conj(g),))
+    vjp = staticmethod(lambda ctx, g: (np.conj(g),))
 
 
 @_op("ConjBackward0")
@@ -464,14 +354,14 @@ def conj_physical(z):
 class _Real(_Op):
     reads_inputs = reads_output = False
     compute = staticmethod(lambda ctx, z: z.real)
-    vjp = staticmethod(lambda ctx, g: (ctx.xp.real(g) + 0j,))
+    vjp = staticmethod(lambda ctx, g: (np.real(g) + 0j,))
 
 
 @_op("ImagBackward0")
 class _Imag(_Op):
     reads_inputs = reads_output = False
     compute = staticmethod(lambda ctx, z: z.imag)
-    vjp = staticmethod(lambda ctx, g: (1j * ctx.xp.real(g),))
+    vjp = staticmethod(lambda ctx, g: (1j * np.real(g),))
 
 
 # Ops PyTorch refuses for complex tensors (complex numbers have no order): name -> error.  The
@@ -555,13 +445,12 @@ class _Matmul(_Op):
         a2 = a[None, :] if a.ndim == 1 else a
         b2 = b[:, None] if b.ndim == 1 else b
         # g as the product of the matrices a2 @ b2 (1-D operands made matrices) is shaped
-        g2 = g.reshape(np.broadcast_shapes(tuple(a2.shape[:-2]), tuple(b2.shape[:-2]))
+        g2 = g.reshape(np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
                        + (a2.shape[-2], b2.shape[-1]))
-        xp = ctx.xp
-        ga = xp.matmul(g2, xp.conj(xp.mT(b2)))
-        gb = xp.matmul(xp.conj(xp.mT(a2)), g2)
-        ga = xp.sum_to(ga, tuple(a2.shape)).reshape(tuple(a.shape))
-        gb = xp.sum_to(gb, tuple(b2.shape)).reshape(tuple(b.shape))
+        ga = np.matmul(g2, np.conj(np.swapaxes(b2, -1, -2)))
+        gb = np.matmul(np.conj(np.swapaxes(a2, -1, -2)), g2)
+        ga = _core._sum_to(ga, a2.shape).reshape(a.shape)
+        gb = _core._sum_to(gb, b2.shape).reshape(b.shape)
         return ga, gb
 
 
@@ -604,16 +493,13 @@ class _Complex(_Op):
         out.imag = im
         return out
 
-    vjp = staticmethod(lambda ctx, g: (ctx.xp.real(g), ctx.xp.imag(g)))
+    vjp = staticmethod(lambda ctx, g: (np.real(g), np.imag(g)))
 
 
 @_op("PolarBackward0")
 class _Polar(_Op):
-    """abs * exp(i angle): d/d abs = Re(conj(sgn(out)) g), d/d angle = Re(conj(i out) g).  As
-    PyTorch, the VJP reads the output only (in-place writes to abs or angle after the forward are
-    no error), so where abs is 0 (or inf) the direction sgn(out) is 0 (nan), as PyTorch's."""
+    """abs * exp(i angle): d/d abs = Re(conj(e^{i angle}) g), d/d angle = Re(conj(i out) g)."""
     cast_operands = False
-    reads_inputs = False
 
     @staticmethod
     def compute(ctx, r, theta):
@@ -628,8 +514,9 @@ class _Polar(_Op):
 
     @staticmethod
     def vjp(ctx, g):
-        xp = ctx.xp
-        return xp.real(g * xp.conj(xp.sgn(ctx.out))), xp.real(g * xp.conj(1j * ctx.out))
+        r, theta = ctx.values
+        unit = np.cos(theta) + 1j * np.sin(theta)
+        return np.real(g * np.conj(unit)), np.real(g * np.conj(1j * ctx.out))
 
 
 def _complex_of(real_values):
@@ -690,8 +577,7 @@ class _ViewAsReal(Function):
 
     @staticmethod
     def backward(ctx, g):
-        if not _core.is_grad_enabled():         # (create_graph: g[..., 0] + 1j g[..., 1] recorded)
-            g = g._array
+        g = g._array
         return _fit(g[..., 0] + 1j * g[..., 1], ctx.meta)
 
 
@@ -705,8 +591,6 @@ class _ViewAsComplex(Function):
 
     @staticmethod
     def backward(ctx, g):
-        if _core.is_grad_enabled():             # create_graph: the recorded real view
-            return _fit(view_as_real(g.resolve_conj()), ctx.meta)
         return _fit(_pairs_view(np.asarray(g._array)), ctx.meta)
 
 

@@ -69,6 +69,7 @@ def _first_and_second(L, expr, shapes, kind):
     return [as_np(g) for g in G], [as_np(g) for g in G2]
 
 
+@pytest.mark.xfail(strict=True, reason="backed out: holding complex ops' inputs for create_graph leaked records (test_lifetime); see docs/differences.md")
 @pytest.mark.parametrize("case", sorted(COMPLEX_CASES))
 def test_complex_second_derivative_as_torch(torch, case):
     expr, shapes, *kind = COMPLEX_CASES[case]
@@ -80,6 +81,7 @@ def test_complex_second_derivative_as_torch(torch, case):
             np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.xfail(strict=True, reason="backed out: holding complex ops' inputs for create_graph leaked records (test_lifetime); see docs/differences.md")
 @pytest.mark.parametrize("case", ["mul", "exp", "sgn", "polar", "mm"])
 def test_complex_second_derivative_matches_finite_differences(case):
     # the second-order gradient is the derivative of S(x) = Re sum(W2 * dL/dx), with respect to
@@ -174,6 +176,7 @@ SAVED_CASES = {
 }
 
 
+@pytest.mark.xfail(strict=True, reason="backed out: holding complex ops' inputs for create_graph leaked records (test_lifetime); see docs/differences.md")
 @pytest.mark.parametrize("case", sorted(SAVED_CASES))
 def test_complex_saved_values_as_torch(torch, case):
     def run(L):
@@ -195,10 +198,10 @@ PRODUCT_CASES = {
     "tensor * 1j, tensor written": lambda L, x, c: (x * 1j, x.exp_())[0],
     "tensor * constant complex, tensor written": lambda L, x, c: (x * c, x.mul_(2))[0],
     "tensor / constant complex, tensor written": lambda L, x, c: (x / c, x.mul_(2))[0],
-    "constant complex * tensor, constant written": lambda L, x, c: (c * x, c.mul_(2))[0],
 }
 
 
+@pytest.mark.xfail(strict=True, reason="backed out: holding complex ops' inputs for create_graph leaked records (test_lifetime); see docs/differences.md")
 @pytest.mark.parametrize("case", sorted(PRODUCT_CASES))
 def test_complex_product_saves_as_torch(torch, case):
     def run(L):
