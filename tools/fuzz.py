@@ -1302,6 +1302,11 @@ def known(cat, msg):
 
 def known_for(prog, cat, msg):
     """Differences known from what the program does, not from the message alone."""
+    if cat in ("grad", "grad-none") and prog.mode == "grad2" and prog.cplx and \
+            msg.startswith(("G2", "G[")):
+        # open (docs/differences.md, session 10; strict xfails in tests/test_fuzz_triage10.py):
+        # second derivatives through complex ops miss their terms
+        return True
     if (cat == "spurious-error" and "modified by an inplace operation" in msg
             and any(s.ctx in SAVED_HOOKS for s in prog.steps)):
         # deliberate (docs/differences.md, saved-tensor hooks): with a hook that hands back the
