@@ -1304,7 +1304,7 @@ def known_for(prog, cat, msg):
     """Differences known from what the program does, not from the message alone."""
     if cat in ("grad", "grad-none") and prog.mode == "grad2" and prog.cplx and \
             msg.startswith(("G2", "G[")):
-        # open (docs/differences.md, session 10; strict xfails in tests/test_fuzz_triage10.py):
+        # open (docs/differences.md, session 10; strict xfails in tests/test_triage10_fuzz.py):
         # second derivatives through complex ops miss their terms
         return True
     if (cat == "spurious-error" and "modified by an inplace operation" in msg
