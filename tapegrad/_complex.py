@@ -40,6 +40,8 @@ _SAFE_COMPILED_OPS = frozenset({
     "AccumulateGrad", "TrilBackward0", "TriuBackward0", "CopySlices", "MaskedFillBackward0",
     "MaskedFillBackward1", "MaskedSelectBackward0", "WhereBackward0", "ConstantPadNdBackward0",
     "AsStridedBackward0", "GatherBackward0",
+    # overwrites: a zero gradient, or (fill_ with a tensor value) the summed one
+    "ZeroBackward0", "FillBackward2", "FillBackward3",
 })
 
 

@@ -22,6 +22,9 @@ import fuzz  # noqa: E402
 
 PROGRAMS = 200
 CHUNKS = 4
+# value/gradient findings the adjudicator settles (no derivative exists there, or tapegrad is the
+# one on the reference): not failures of the budget
+SETTLED = ("degenerate", "tapegrad-matches-FD", "tapegrad-matches-f64", "rounding")
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
@@ -31,7 +34,10 @@ def test_fuzz_programs_fixed_seeds(chunk):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for seed in range(chunk * per, (chunk + 1) * per):
-            prog, findings = fuzz.check_seed(seed)
+            verdict = {}
+            prog, findings = fuzz.check_seed(seed, verdict=verdict)
+            if verdict.get("verdict") in SETTLED:
+                continue
             failures += [f"seed {seed} [{cat}] {prog.mode}: {msg[:300]}" for cat, msg in findings]
     assert not failures, "\n".join(failures)
 

@@ -43,6 +43,7 @@ finding remains) and printed as a runnable script: `import torch` or `import tap
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -65,7 +66,11 @@ for _p in (ROOT, TOOLS):
 import fuzz_surface as surface  # noqa: E402  (the shared values, comparison and known list)
 
 FLOATS = ("float32", "float64")
+COMPLEXES = ("complex64", "complex128")
 MAX_STEPS = 14
+# A leaf of this many elements or more is drawn as a seeded generator call instead of a literal
+# (a program reaching the fused replay groups of tapegrad.compile needs >= 1024 elements).
+BIG = 1024
 
 
 # -- program text -------------------------------------------------------------------------------
@@ -73,10 +78,15 @@ MAX_STEPS = 14
 def literal(arr):
     """Python source for `arr` (exact: float32 values round-trip through their double repr)."""
     def fmt(x):
+        if arr.dtype.kind == "c":
+            return f"complex({real(x.real)}, {real(x.imag)})"
         if arr.dtype.kind == "b":
             return "True" if x else "False"
         if arr.dtype.kind in "iu":
             return str(int(x))
+        return real(x)
+
+    def real(x):
         x = float(x)
         if x != x:
             return "nan"
@@ -89,41 +99,72 @@ def literal(arr):
 
 class Step:
     """One statement.  `out`: the variable it defines (None for a pure statement);
-    `nograd`: runs under no_grad; `uses`: the variables it reads (for shrinking)."""
+    `nograd`: runs under no_grad; `ctx`: None or the source of a context manager it runs in
+    (saved-tensor hooks, parametrize.cached), outside no_grad; `uses`: the variables it reads
+    (for shrinking)."""
 
-    def __init__(self, code, out=None, nograd=False, stmt=False):
+    def __init__(self, code, out=None, nograd=False, stmt=False, ctx=None):
         self.code, self.out, self.nograd, self.stmt = code, out, nograd, stmt
-        self.uses = set(re.findall(r"\bv\d+\b", code)) - {out}
+        self.uses = set(re.findall(r"\bv\d+\b", code + (ctx or ""))) - {out}
         self.compiled = compile(code, "<fuzz>", "exec" if stmt else "eval")
+        self.set_ctx(ctx)
+
+    def set_ctx(self, ctx):
+        self.ctx = ctx
+        self.ctx_compiled = compile(ctx, "<fuzz>", "eval") if ctx else None
 
     def source(self):
         line = self.code if self.stmt else f"{self.out} = {self.code}"
-        return f"with torch.no_grad():\n    {line}" if self.nograd else line
+        if self.nograd:
+            line = f"with torch.no_grad():\n    {line}"
+        if self.ctx:
+            line = f"with {self.ctx}:\n" + "\n".join("    " + x for x in line.split("\n"))
+        return line
+
+    def is_leaf(self):
+        """Whether it defines a leaf of the program (a literal tensor, or a Parameter of one)."""
+        return self.code.startswith(("torch.tensor(", "torch.nn.Parameter(torch.tensor("))
 
 
 class Program:
-    def __init__(self, seed, steps, mode, loss_vars, retained, weight_seed):
+    """`cplx`: the variables of complex dtype (in torch's run): their loss terms and second-order
+    terms take the real part (backward needs a real scalar)."""
+
+    def __init__(self, seed, steps, mode, loss_vars, retained, weight_seed, cplx=frozenset()):
         self.seed, self.steps, self.mode = seed, steps, mode
         self.loss_vars, self.retained, self.weight_seed = loss_vars, retained, weight_seed
+        self.cplx = frozenset(cplx)
+
+    def derive(self, **changes):
+        """The same program with some fields replaced."""
+        f = dict(seed=self.seed, steps=self.steps, mode=self.mode, loss_vars=self.loss_vars,
+                 retained=self.retained, weight_seed=self.weight_seed, cplx=self.cplx)
+        f.update(changes)
+        return Program(**f)
 
     def leaves(self):
-        return [s.out for s in self.steps if s.code.startswith("torch.tensor(")]
+        return [s.out for s in self.steps if s.is_leaf()]
 
     def grad_leaves(self):
-        return [s.out for s in self.steps
-                if s.code.startswith("torch.tensor(") and "requires_grad=True" in s.code]
+        return [s.out for s in self.steps if s.is_leaf() and
+                ("requires_grad=True" in s.code or s.code.startswith("torch.nn.Parameter("))]
+
+    def term(self, v):
+        """Source of loss term v: (v * W).sum(), of its real part for a complex v."""
+        return f"({v} * W{v[1:]}).real.sum()" if v in self.cplx else f"({v} * W{v[1:]}).sum()"
 
     def tail(self, live):
         """The tail's statements, over the loss variables that exist (`live`)."""
         terms = [v for v in self.loss_vars if v in live]
         if not terms or self.mode == "plain":
             return []
-        lines = [f"loss = {' + '.join(f'({v} * W{v[1:]}).sum()' for v in terms)}"]
+        lines = [f"loss = {' + '.join(self.term(v) for v in terms)}"]
         leaves = self.grad_leaves()
         if self.mode == "grad2" and leaves:
             lines.append(f"G = torch.autograd.grad(loss, [{', '.join(leaves)}], "
                          "create_graph=True, allow_unused=True)")
-            lines.append("S = sum((g * WG[i]).sum() for i, g in enumerate(G) "
+            part = ".real" if self.cplx & set(leaves) else ""
+            lines.append(f"S = sum((g * WG[i]){part}.sum() for i, g in enumerate(G) "
                          "if g is not None and g.requires_grad)")
             lines.append(f"G2 = torch.autograd.grad(S, [{', '.join(leaves)}], allow_unused=True)"
                          " if isinstance(S, torch.Tensor) and S.requires_grad else None")
@@ -133,7 +174,11 @@ class Program:
 
     def weights(self, name, shape, dtype):
         rng = np.random.default_rng([self.weight_seed, int(name[1:])])
-        return rng.standard_normal(shape).astype(dtype)
+        w = rng.standard_normal(shape)
+        if dtype in COMPLEXES:
+            # a complex weight: Re(v * w) reads both the real and the imaginary part of v
+            w = w + 1j * rng.standard_normal(shape)
+        return w.astype(dtype)
 
     def script(self, live=None):
         live = live if live is not None else {s.out for s in self.steps if s.out}
@@ -159,6 +204,7 @@ class Meta:
         self.rg = t.requires_grad
         self.leaf = t.is_leaf
         self.float = t.is_floating_point()
+        self.cplx = t.is_complex()
 
     @property
     def nd(self):
@@ -196,12 +242,12 @@ class Generator:
         self.counter += 1
         return name
 
-    def add(self, code, stmt=False, nograd=False, out=None):
+    def add(self, code, stmt=False, nograd=False, out=None, ctx=None):
         """Append a step, run it in torch, refresh the metadata; returns its variable or None
         when torch raised (the step stays: the error is compared too)."""
         if not stmt and out is None:
             out = self.fresh()
-        step = Step(code, out, nograd, stmt)
+        step = Step(code, out, nograd, stmt, ctx)
         self.steps.append(step)
         ok = run_step(self.torch, self.ns, step)[0] == "ok"
         self.meta = {}
@@ -227,9 +273,26 @@ class Generator:
     def pick_float(self, pred=lambda m: True):
         return self.pick(lambda m: m.float and pred(m))
 
-    def leaf(self, shape, dtype=None, rg=None, kind="float", lo=0, hi=5, style=None):
+    def leaf(self, shape, dtype=None, rg=None, kind="float", lo=0, hi=5, style=None,
+             param=False):
+        """A literal leaf (`param`: wrapped in nn.Parameter, for a module's weight)."""
         r = self.r
-        if kind == "float":
+        if kind == "float" and int(np.prod(shape)) >= BIG and style is None and not param:
+            dtype = dtype or r.choice(FLOATS)
+            rg = r.random() < 0.8 if rg is None else rg
+            return self.add(f"torch.tensor({big_literal(r.randrange(2 ** 32), shape, dtype)}"
+                            + (", requires_grad=True)" if rg else ")"))
+        if kind == "complex":
+            dtype = dtype or r.choice(COMPLEXES)
+            part = FLOATS[dtype == "complex128"]
+            if style is None:
+                style = r.choices(["normal", "ties", "special", "zeros"], [8, 1, 0.5, 1])[0]
+            arr = (surface.make_values(r, shape, part, style)
+                   + 1j * surface.make_values(r, shape, part, "normal" if style == "special"
+                                              else style))
+            if rg is None:
+                rg = r.random() < 0.8
+        elif kind == "float":
             dtype = dtype or r.choice(FLOATS)
             if style is None:
                 style = r.choices(["normal", "ties", "special", "zeros", "positive", "negzero"],
@@ -250,6 +313,8 @@ class Generator:
             arr = np.random.default_rng(r.randrange(2 ** 32)).random(shape) < 0.5
             dtype, rg = "bool", False
         arr = np.asarray(arr, dtype=dtype)
+        if param:
+            return self.add(f"torch.nn.Parameter(torch.tensor({literal(arr)}))")
         code = f"torch.tensor({literal(arr)}" + (", requires_grad=True)" if rg else ")")
         return self.add(code)
 
@@ -261,6 +326,13 @@ class Generator:
         return surface.rdim(self.r, nd, invalid)
 
 
+def big_literal(key, shape, dtype):
+    """Source of a large leaf's values: seeded normal draws rounded to `dtype` (the second astype
+    is the one tools/fuzz_adjudicate.py widens to float64: the values stay those of `dtype`)."""
+    return (f"np.random.default_rng({key}).standard_normal({tuple(shape)})"
+            f".astype('{dtype}').astype(dtype='{dtype}')")
+
+
 def namespace(L):
     return {"torch": L, "F": L.nn.functional, "np": np, "nan": float("nan"),
             "inf": float("inf")}
@@ -268,10 +340,11 @@ def namespace(L):
 
 def run_step(L, ns, step):
     try:
-        if step.nograd:
-            with L.no_grad():
-                value = _exec(step, ns)
-        else:
+        with contextlib.ExitStack() as stack:
+            if step.ctx:
+                stack.enter_context(eval(step.ctx_compiled, ns))
+            if step.nograd:
+                stack.enter_context(L.no_grad())
             value = _exec(step, ns)
     except Exception as e:  # noqa: BLE001 - an error is a result here
         return ("err", surface.err_kind(e), f"{type(e).__name__}: {str(e)[:200]}")
@@ -674,6 +747,185 @@ def g_grad_ops(g):
                     f"{a}.new_zeros({a}.shape)", f"{a}.clone().detach_()"]))
 
 
+# Complex tensors: PyTorch's gradient of a real loss L at z = x + iy is dL/dx + i dL/dy (the
+# conjugate Wirtinger convention).  Complex variables reach the shape ops too (g_shape picks any
+# variable); the float generators leave them alone.
+C_UNARY = ["-{0}", "{0}.exp()", "{0}.log()", "{0}.sqrt()", "{0}.sin()", "{0}.cos()", "{0}.tanh()",
+           "{0}.sigmoid()", "{0}.reciprocal()", "{0}.rsqrt()", "{0}.log1p()", "{0}.expm1()",
+           "{0}.abs()", "{0}.angle()", "{0}.sgn()", "{0}.conj()", "{0}.conj_physical()",
+           "{0}.real", "{0}.imag", "torch.view_as_real({0})", "{0} * {0}", "{0}.pow(2)",
+           "{0}.pow(0.5)", "{0} ** 3", "{0}.square()", "torch.abs({0}) ** 2", "{0}.conj() * {0}",
+           "{0}.sum()", "{0}.mean()", "{0}.var()", "{0}.std()", "{0}.norm()", "{0}.prod()",
+           "torch.real({0})", "torch.imag({0})", "{0}.to(torch.complex128)",
+           "{0}.to(torch.complex64)", "{0} == {0}", "{0}.isfinite()", "{0}.clone()",
+           # PyTorch refuses these for complex values: the errors are compared
+           "{0}.sign()", "torch.relu({0})", "{0}.clamp(-1, 1)", "{0}.max()", "{0} > 0",
+           "{0}.floor()", "torch.erf({0})"]
+C_SCALARS = ["2.5", "-1.5", "1j", "(0.5-2j)", "0", "-0.0"]
+
+
+@gen(4)
+def g_complex(g):
+    r = g.r
+    c = g.pick(lambda m: m.cplx)
+    if c is None or r.random() < 0.2:
+        a = g.pick_float()
+        u = r.random()
+        if a is None or u < 0.35:
+            g.leaf(g.shape(), kind="complex")
+            return
+        m = g.meta[a]
+        if u < 0.55:
+            b = g.leaf(m.shape if r.random() < 0.8 else m.shape[1:], m.dtype)
+            if b:
+                g.add(r.choice([f"torch.complex({a}, {b})", f"torch.polar({a}.abs(), {b})"]))
+        elif u < 0.7 and m.nd and m.shape[-1] == 2:
+            g.add(f"torch.view_as_complex({a}{r.choice(['', '.contiguous()', '.clone()'])})")
+        else:
+            g.add(r.choice([f"{a}.to(torch.complex64)", f"{a}.to(torch.complex128)",
+                            f"{a} * 1j", f"{a} + (1-0.5j)", f"torch.exp(1j * {a})"]))
+        return
+    m = g.meta[c]
+    u = r.random()
+    if u < 0.35:
+        pool = g.vars(lambda x: (x.cplx or x.float) and _broadcasts(x.shape, m.shape))
+        v = r.random()
+        if v < 0.2:
+            b = r.choice(C_SCALARS)
+        elif v < 0.5 and pool:
+            b = r.choice(pool)
+        else:
+            shape = tuple(1 if r.random() < 0.3 else d for d in m.shape[r.randint(0, m.nd):])
+            b = g.leaf(shape, m.dtype if r.random() < 0.8 else None,
+                       kind="complex" if r.random() < 0.7 else "float")
+        if b is None:
+            return
+        x, y = (c, b) if r.random() < 0.7 else (b, c)
+        g.add(r.choice([f"{x} + {y}", f"{x} - {y}", f"{x} * {y}", f"{x} / {y}",
+                        f"torch.add({c}, {b}, alpha={r.choice([2, -0.5])})",
+                        f"torch.mul({x}, {y})", f"{c} ** {b}" if r.random() < 0.3
+                        else f"{x} * {y}", f"torch.where({c}.real > 0, {c}, {b})"]),
+               nograd=r.random() < 0.05)
+    elif u < 0.75:
+        g.add(r.choice(C_UNARY).format(c), nograd=r.random() < 0.05)
+    elif u < 0.85 and 1 <= m.nd <= 3:
+        k, p = m.shape[-1], r.randint(0, 3)
+        b = g.leaf(r.choice([(k, p), (k,)]), m.dtype if r.random() < 0.9 else None,
+                   kind="complex")
+        if b:
+            g.add(r.choice([f"{c} @ {b}", f"torch.matmul({c}, {b})"]))
+    elif u < 0.92 and m.nd:
+        d = g.dim(m.nd)
+        g.add(r.choice([f"{c}.sum({d})", f"{c}.mean({d}, keepdim=True)", f"{c}.cumsum({d})",
+                        f"{c}.masked_fill({c}.real > 0, 0)", f"{c}.flip({d})",
+                        f"{c}.var({d})", f"{c}.norm(dim={d})"]))
+    else:
+        # in place, on non-leaves (and a leaf now and then, for the error)
+        t = g.pick(lambda x: x.cplx and (not (x.leaf and x.rg) or r.random() < 0.1))
+        if t:
+            g.add(r.choice([f"{t}.mul_({r.choice(C_SCALARS)})", f"{t}.add_({r.choice(C_SCALARS)})",
+                            f"{t}.exp_()", f"{t}.zero_()", f"{t}.conj_physical_()",
+                            f"{t}.neg_()", f"{t}.sqrt_()"]),
+                  nograd=r.random() < 0.15)
+
+
+# Fused sin/cos: tapegrad.compile's replay computes a sin and the cos its backward needs (or the
+# reverse) in one pass, in groups of elementwise steps of >= 1024 elements; these steps put sin
+# and cos of one input side by side, on big leaves now and then.
+@gen(2)
+def g_sincos(g):
+    r = g.r
+    a = g.pick_float(lambda m: int(np.prod(m.shape)) >= BIG) if r.random() < 0.6 else None
+    if a is None:
+        if r.random() < 0.3:
+            a = g.leaf(r.choice([(BIG,), (32, 40), (3, 400), (BIG + 7,), (2, 3, 200)]))
+        else:
+            a = g.pick_float()
+    if a is None:
+        return
+    c = r.choice([f"{a}.sin() * {a}.cos()", f"torch.sin({a}) + torch.cos({a})",
+                  f"({a} * 2).sin() - ({a} * 2).cos().exp()", f"{a}.cos().tanh() * {a}.sin()",
+                  f"{a}.sin().sin().cos()", f"torch.sigmoid({a}).sin() / ({a}.cos() + 2)"])
+    if r.random() < 0.4:
+        s = g.add(f"{a}.sin()")
+        k = g.add(f"{a}.cos()")
+        if s and k:
+            g.add(r.choice([f"{s} * {k}", f"{s} - {k} * {s}", f"({s} + 1) / ({k} + 2)"]))
+    else:
+        g.add(c, nograd=r.random() < 0.05)
+
+
+# Parametrizations: a module's weight is a Parameter leaf of the program (the same object stays
+# the parametrization's `original`, so its .grad is compared); the output, the weight and the
+# input's gradient are compared too.
+PARAMETRIZATIONS = ["torch.nn.Tanh()", "torch.nn.Softplus()", "torch.nn.Sigmoid()",
+                    "torch.nn.Identity()", "torch.nn.Softsign()", "torch.nn.Hardtanh(-0.5, 0.5)"]
+
+
+@gen(1.5)
+def g_param(g):
+    r = g.r
+    a = g.pick_float(lambda m: 1 <= m.nd <= 3 and m.shape[-1] <= 6)
+    if a is None:
+        return
+    m = g.meta[a]
+    k = m.shape[-1]
+    kind = r.choice(["register", "register", "chain", "weight_norm", "orthogonal"])
+    # (orthogonal: square only; a non-square weight is completed with torch.randn columns)
+    p = k if kind == "orthogonal" else r.randint(1, 3)
+    w = g.leaf((p, k), m.dtype, param=True)
+    if w is None:
+        return
+    mod = g.add(f"torch.nn.Linear({k}, {p}, bias=False, dtype=torch.{m.dtype})")
+    if mod is None:
+        return
+    g.add(f"{mod}.weight = {w}", stmt=True)
+    P = "torch.nn.utils.parametrize"
+    if kind in ("register", "chain"):
+        for _ in range(1 if kind == "register" else 2):
+            g.add(f"{P}.register_parametrization({mod}, 'weight', {r.choice(PARAMETRIZATIONS)})",
+                  stmt=True)
+    else:
+        g.add(f"torch.nn.utils.parametrizations.{kind}({mod})", stmt=True)
+    u = r.random()
+    if u < 0.5:
+        g.add(f"{mod}({a})")
+    elif u < 0.7:
+        g.add(f"{mod}({a})", ctx=f"{P}.cached()")
+    elif u < 0.85:
+        g.add(f"{mod}.weight * 1")
+    else:
+        g.add(f"{P}.remove_parametrizations({mod}, 'weight', leave_parametrized="
+              f"{r.random() < 0.7})", stmt=True)
+        g.add(f"{mod}({a})")
+
+
+# Saved-tensor hooks: pack/unpack pairs that give back the saved values (by reference, a copy,
+# a list or a numpy round trip) and save_on_cpu; PyTorch's gradients are unchanged by them.
+SAVED_HOOKS = [
+    "torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)",
+    "torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t)",
+    "torch.autograd.graph.saved_tensors_hooks(lambda t: (t.dtype, t.shape, t.tolist()), "
+    "lambda p: torch.tensor(p[2], dtype=p[0]).reshape(p[1]))",
+    "torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach().numpy().copy(), "
+    "lambda a: torch.from_numpy(a))",
+    "torch.autograd.graph.save_on_cpu()",
+    "torch.autograd.graph.save_on_cpu(pin_memory=False)",
+]
+
+
+def add_saved_hooks(g, seed):
+    """Now and then, body steps run under saved-tensor hooks (a stream of its own, so the body is
+    the same program as without them)."""
+    r = random.Random(f"saved {seed}")
+    if r.random() >= 0.15:
+        return
+    hooks = r.choice(SAVED_HOOKS)
+    for s in g.steps:
+        if not s.ctx and not s.is_leaf() and r.random() < 0.5:
+            s.set_ctx(hooks if r.random() < 0.8 else r.choice(SAVED_HOOKS))
+
+
 HOOKS = ["lambda g: g * 2", "lambda g: None", "lambda g: g.clamp(-1.0, 1.0)",
          "lambda g: g + 1"]
 
@@ -708,12 +960,14 @@ def generate(seed):
     add_hooks(g, seed)
     mode = r.choices(["backward", "grad2", "compile", "plain"], [6, 2, 2, 0.5])[0]
     # the loss terms: float outputs that require grad, decided from torch's run
-    loss_vars = [k for k, m in g.meta.items() if m.float and m.rg and not m.leaf]
+    loss_vars = [k for k, m in g.meta.items() if (m.float or m.cplx) and m.rg and not m.leaf]
     if not loss_vars:
-        loss_vars = [k for k, m in g.meta.items() if m.float and m.rg][-1:]
+        loss_vars = [k for k, m in g.meta.items() if (m.float or m.cplx) and m.rg][-1:]
     loss_vars = [v for v in loss_vars if r.random() < 0.7] or loss_vars[-1:]
     retained = [s.code.split(".")[0] for s in g.steps if s.code.endswith(".retain_grad()")]
-    return Program(seed, g.steps, mode, loss_vars, retained, r.randrange(2 ** 32))
+    add_saved_hooks(g, seed)
+    return Program(seed, g.steps, mode, loss_vars, retained, r.randrange(2 ** 32),
+                   cplx={k for k, m in g.meta.items() if m.cplx})
 
 
 # -- running and comparing --------------------------------------------------------------------------
@@ -725,15 +979,28 @@ def snap(x):
                 # PyTorch's efficient zero tensor (a zero gradient it never materialises): read
                 # as the zeros it stands for
                 x = x.detach().clone()
-            return ("t", x.detach().numpy().copy(), str(x.dtype).split(".")[-1],
-                    tuple(x.shape), x.requires_grad)
+            d = x.detach()
+            # (PyTorch's lazy conjugate and negative views refuse numpy() until resolved)
+            if d.is_conj():
+                d = d.resolve_conj()
+            if d.is_neg():
+                d = d.resolve_neg()
+            arr = d.numpy().copy()
+            if arr.dtype.kind == "c":
+                # compared, adjudicated and moved by FD as (real, imag) pairs: flat index i is
+                # part i % 2 of element i // 2
+                arr = np.stack([arr.real, arr.imag], -1)
+            return ("t", arr, str(x.dtype).split(".")[-1], tuple(x.shape), x.requires_grad)
         except Exception as e:  # noqa: BLE001 - torch refuses to read some invalidated views
             return ("unreadable", surface.err_kind(e), str(e)[:120])
     if isinstance(x, (tuple, list)):
         return ("seq", [snap(e) for e in x])
     if x is None:
         return ("none",)
-    return ("py", x)
+    if isinstance(x, (bool, int, float, complex, str)):
+        return ("py", x)
+    # another object (a module): its class name (the two libraries' objects never compare equal)
+    return ("py", f"<{type(x).__name__}>")
 
 
 class Run:
@@ -761,7 +1028,7 @@ def execute(L, prog, live=None):
             res.final[k] = snap(v)
     if live is None:
         live = {k for k, v in ns.items() if re.fullmatch(r"v\d+", k) and is_tensor(v)
-                and v.is_floating_point() and v.requires_grad}
+                and (v.is_floating_point() or v.is_complex()) and v.requires_grad}
     res.live = live
     tail = prog.tail(live)
     for v in prog.loss_vars:
@@ -797,7 +1064,10 @@ def execute(L, prog, live=None):
 
 
 def tolerances(dtype):
-    return (2e-3, 2e-4) if dtype in ("float32", "float16", "bfloat16") else (1e-6, 1e-8)
+    return (2e-3, 2e-4) if dtype in SINGLE else (1e-6, 1e-8)
+
+
+SINGLE = ("float32", "float16", "bfloat16", "complex64")     # dtypes with float32 tolerances
 
 
 def compare_snaps(label, t, g, out, grad=False):
@@ -903,6 +1173,7 @@ def compile_check(prog, t_run, n_calls=3):
         return []
     leaves = prog.leaves()
     grad_leaves = set(prog.grad_leaves())
+    params = {s.out for s in prog.steps if s.code.startswith("torch.nn.Parameter(")}
     body = [s for s in prog.steps if s.out not in leaves]
     outs = [v for v in prog.loss_vars if v in t_run.live]
     if not outs:
@@ -922,12 +1193,13 @@ def compile_check(prog, t_run, n_calls=3):
         for v in leaves:
             s0 = prog.steps[[s.out for s in prog.steps].index(v)]
             arr = eval(_leaf_array(s0), {"np": np, "nan": np.nan, "inf": np.inf})
-            if arr.dtype.kind == "f" and call:
+            if arr.dtype.kind in "fc" and call:
                 arr = (arr + rng.standard_normal(arr.shape)).astype(arr.dtype)
             arrays.append(arr)
         results = []
         for f in (fn, compiled):
-            args = [tg.tensor(a.copy(), requires_grad=(v in grad_leaves))
+            args = [tg.nn.Parameter(tg.tensor(a.copy())) if v in params
+                    else tg.tensor(a.copy(), requires_grad=(v in grad_leaves))
                     for v, a in zip(leaves, arrays)]
             try:
                 with warnings.catch_warnings():
@@ -935,8 +1207,9 @@ def compile_check(prog, t_run, n_calls=3):
                     o = f(*args)
                     loss = None
                     for v, t in zip(outs, o):
-                        term = (t * tg.tensor(prog.weights(v, tuple(t.shape),
-                                                           str(t.dtype).split(".")[-1]))).sum()
+                        term = t * tg.tensor(prog.weights(v, tuple(t.shape),
+                                                          str(t.dtype).split(".")[-1]))
+                        term = (term.real if t.is_complex() else term).sum()
                         loss = term if loss is None else loss + term
                     if loss is not None and loss.requires_grad:
                         loss.backward()
@@ -964,7 +1237,9 @@ def compile_check(prog, t_run, n_calls=3):
 
 
 def _leaf_array(step):
-    m = re.search(r"np\.array\(.*?\)\.reshape\([^)]*\)\)", step.code)
+    """Source of a leaf step's values (a literal, or big_literal's generator call)."""
+    m = re.search(r"np\.array\(.*?\)\.reshape\([^)]*\)\)|np\.random\.default_rng\(.*?"
+                  r"\.astype\(dtype='\w+'\)", step.code)
     return m.group(0)
 
 
@@ -1008,8 +1283,13 @@ KNOWN = [
     # deliberate: the sign of a zero sum depends on the accumulation order (BLAS, pairwise sums)
     ("signed-zero", r"linear|matmul|mm\(|einsum| @ |layer_norm|addmm|dot|sum|mean|norm|var|std|"
                     r"softmax|cumsum|cumprod|prod|logsumexp"),
+    # the same in a module's call (the parametrized nn.Linear of g_param: a matmul)
+    ("signed-zero", r"= v\d+\(v\d+\)`"),
     # minor: a zero loss term's sign (-(w * 0) vs 0) in cross_entropy / nll_loss
     ("signed-zero", r"cross_entropy|nll_loss"),
+    # open (docs/differences.md, session 10): view_as_complex reads numpy's strides, which for an
+    # empty tensor are not always PyTorch's (the strides work of another scope)
+    ("spurious-error", r"view_as_complex\(.*Tensor must have a last dimension with stride 1"),
     # deliberate (README): fill_/zero_ directly on a view of a tensor that requires grad
     ("spurious-error", "in-place operations on a view of a tensor that requires grad are not "
                        "supported"),
@@ -1018,6 +1298,29 @@ KNOWN = [
 
 def known(cat, msg):
     return any(c in (cat, "*") and re.search(p, msg) for c, p in KNOWN)
+
+
+def known_for(prog, cat, msg):
+    """Differences known from what the program does, not from the message alone."""
+    if cat in ("grad", "grad-none") and prog.mode == "grad2" and prog.cplx and \
+            msg.startswith(("G2", "G[")):
+        # open (docs/differences.md, session 10; strict xfails in tests/test_triage10_fuzz.py):
+        # second derivatives through complex ops miss their terms
+        return True
+    if (cat == "spurious-error" and "modified by an inplace operation" in msg
+            and any(s.ctx in SAVED_HOOKS for s in prog.steps)):
+        # deliberate (docs/differences.md, saved-tensor hooks): with a hook that hands back the
+        # saved storage itself (identity, save_on_cpu on the CPU) PyTorch skips its check for
+        # in-place writes and differentiates the written value; tapegrad keeps the check.  Known
+        # when PyTorch raises the same error without the hooks.
+        import torch
+        bare = prog.derive(steps=[Step(x.code, x.out, x.nograd, x.stmt) for x in prog.steps])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = execute(torch, bare)
+        errors = [e for e in run.steps + [run.tail] if e and e[0] == "err"]
+        return any("modified by an inplace operation" in e[2] for e in errors)
+    return False
 
 
 def check_program(prog, runs=None):
@@ -1083,6 +1386,8 @@ def check_seed(seed, show_known=False, verdict=None):
     findings = check_program(prog, runs)
     if not show_known:
         findings = [(c, m) for c, m in findings if not known(c, m)]
+        if findings and all(known_for(prog, c, m) for c, m in findings):
+            findings = []
     if verdict is not None and runs:
         import fuzz_adjudicate
         with warnings.catch_warnings():
@@ -1105,8 +1410,8 @@ def shrink(prog, category):
                     gone.add(s.out)
                 continue
             keep.append(s)
-        return Program(p.seed, keep, p.mode, [v for v in p.loss_vars if v not in gone],
-                       [v for v in p.retained if v not in gone], p.weight_seed)
+        return p.derive(steps=keep, loss_vars=[v for v in p.loss_vars if v not in gone],
+                        retained=[v for v in p.retained if v not in gone])
 
     def fails(p):
         try:
@@ -1124,8 +1429,7 @@ def shrink(prog, category):
                 break
     # the tail too: fewer loss terms, then a plain backward instead of the double one
     for v in list(prog.loss_vars):
-        cand = Program(prog.seed, prog.steps, prog.mode, [x for x in prog.loss_vars if x != v],
-                       prog.retained, prog.weight_seed)
+        cand = prog.derive(loss_vars=[x for x in prog.loss_vars if x != v])
         if cand.loss_vars and fails(cand):
             prog = cand
     return prog

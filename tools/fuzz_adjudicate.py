@@ -43,21 +43,21 @@ MAX_ENTRIES = 8          # differing entries checked per finding (largest differ
 # -- the program in float64 ------------------------------------------------------------------------
 
 def to_float64(prog):
-    """The same program with every float32 leaf and cast in float64 (float32 literals are exact
-    in float64, so the program runs at the same point)."""
-    from fuzz import Program, Step
+    """The same program with every float32 (complex64) leaf and cast in float64 (complex128):
+    float32 literals are exact in float64, so the program runs at the same point."""
+    from fuzz import Step
     steps = []
     for s in prog.steps:
         code = (s.code.replace("dtype='float32'", "dtype='float64'")
-                .replace(".float()", ".double()").replace("torch.float32", "torch.float64"))
-        steps.append(Step(code, s.out, s.nograd, s.stmt))
-    return Program(prog.seed, steps, prog.mode, prog.loss_vars, prog.retained, prog.weight_seed)
+                .replace(".float()", ".double()").replace("torch.float32", "torch.float64")
+                .replace("dtype='complex64'", "dtype='complex128'")
+                .replace("torch.complex64", "torch.complex128"))
+        steps.append(Step(code, s.out, s.nograd, s.stmt, s.ctx))
+    return prog.derive(steps=steps)
 
 
 def without_hooks(prog):
-    from fuzz import Program
-    steps = [s for s in prog.steps if ".register_hook(" not in s.code]
-    return Program(prog.seed, steps, prog.mode, prog.loss_vars, prog.retained, prog.weight_seed)
+    return prog.derive(steps=[s for s in prog.steps if ".register_hook(" not in s.code])
 
 
 def run_both(prog):
@@ -117,10 +117,14 @@ class FDProgram:
             fuzz.run_step(torch, ns, step)
             if move and step.out == move[1] and step.out in ns:
                 t = ns[step.out]
-                arr = t.detach().clone().reshape(-1)
-                arr[move[2]] += move[3]
-                new = arr.reshape(t.shape)
-                if move[0] == "leaf":
+                new = t.detach().resolve_conj().clone()
+                # (a complex value moves one part: flat index i of its (real, imag) pairs, the
+                # order fuzz.snap flattens it in)
+                flat = torch.view_as_real(new) if new.is_complex() else new
+                flat.view(-1)[move[2]] += move[3]
+                if move[0] == "leaf" and isinstance(t, torch.nn.Parameter):
+                    ns[step.out] = torch.nn.Parameter(new)
+                elif move[0] == "leaf":
                     ns[step.out] = new.requires_grad_(t.requires_grad)
                 else:
                     ns[step.out] = t + (new - t.detach())
@@ -161,7 +165,7 @@ class FDProgram:
             if v in self.live and v in ns:
                 t = ns[v]
                 w = torch.tensor(self.prog.weights(v, tuple(t.shape), str(t.dtype).split(".")[-1]))
-                term = t * w
+                term = _real(t * w)
                 if masks is not None and v in masks:
                     term = torch.where(masks[v], term, torch.zeros_like(term))
                 term = term.sum()
@@ -178,7 +182,7 @@ class FDProgram:
                 continue
             w = torch.tensor(self.prog.weights(f"v{1000 + i}", tuple(leaves[i].shape),
                                                str(leaves[i].dtype).split(".")[-1]))
-            term = g * w
+            term = _real(g * w)
             if masks is not None and ("G", i) in masks:
                 term = torch.where(masks[("G", i)], term, torch.zeros_like(term))
             S += float(term.sum())
@@ -196,7 +200,8 @@ class FDProgram:
             for v in masks:
                 w = torch.tensor(self.prog.weights(v, tuple(ns[v].shape),
                                                    str(ns[v].dtype).split(".")[-1]))
-                term = torch.where(masks[v], ns[v] * w, torch.zeros_like(ns[v])).sum()
+                term = _real(ns[v] * w)
+                term = torch.where(masks[v], term, torch.zeros_like(term)).sum()
                 loss = term if loss is None else loss + term
             leaves = [ns[v] for v in self.leaves]
             G = torch.autograd.grad(loss, leaves, allow_unused=True)
@@ -237,6 +242,11 @@ class FDProgram:
         return c1, noise, None, masked
 
 
+def _real(t):
+    """A loss term's values: the real part of a complex one (as Program.term writes it)."""
+    return t.real if t.is_complex() else t
+
+
 # -- which entries differ ----------------------------------------------------------------------------
 
 def _flat_grads(run):
@@ -251,7 +261,8 @@ def _flat_grads(run):
 
 
 def _tol(dtype):
-    return (1e-2, 1e-3) if dtype in ("float32", "float16", "bfloat16") else (1e-5, 1e-7)
+    import fuzz
+    return (1e-2, 1e-3) if dtype in fuzz.SINGLE else (1e-5, 1e-7)
 
 
 def _differing(ta, ga, dtype, n=MAX_ENTRIES, grad=False):
@@ -383,11 +394,11 @@ def _values(prog, findings, t_run, g_run):
 
 
 def _grads(prog, t_run, g_run, hooks_dropped=False):
+    import fuzz
     notes = []
     if any(".register_hook(" in s.code for s in prog.steps) and not hooks_dropped:
         # hooks change gradients on purpose: adjudicate the program without them, when the
         # difference remains there
-        import fuzz
         bare = without_hooks(prog)
         found = [c for c, _ in fuzz.compare_runs(bare, *run_both(bare))]
         if "grad" not in found:
@@ -476,7 +487,8 @@ def _grads(prog, t_run, g_run, hooks_dropped=False):
         g64v = gg6.get(label)
         g64 = float(g64v[1].reshape(-1)[i]) if g64v and g64v[0] == "t" and g64v[1].size > i \
             else float("nan")
-        if (not g_ok and dtype != "float64" and _near(g64, fd, "float64", noise, fd_scale)
+        single = dtype in fuzz.SINGLE
+        if (not g_ok and single and _near(g64, fd, "float64", noise, fd_scale)
                 and abs(gv - fd) <= 4 * abs(tv - fd)):
             # float32 rounding: tapegrad's float64 run is on the FD and its float32 error is of
             # the size of PyTorch's (a cancellation both suffer)
@@ -486,7 +498,7 @@ def _grads(prog, t_run, g_run, hooks_dropped=False):
         judged.append((g_ok, t_ok))
         if masked:
             notes.append(f"{label}[{i}]: FD of the loss's finite elements")
-        g64s = f", tapegrad-f64 {g64:.8g}" if dtype != "float64" else ""
+        g64s = f", tapegrad-f64 {g64:.8g}" if single else ""
         ev.append(f"{label}[{i}]: FD {fd:.8g} (noise {noise:.1g}): torch {tv:.8g}"
                   f"{'' if t_ok else ' (off)'}, tapegrad {gv:.8g}{'' if g_ok else ' (off)'}{g64s}")
     evidence = "; ".join(notes + ev + degenerate)
