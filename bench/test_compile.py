@@ -13,6 +13,8 @@ PyTorch eager):
            issue target replay <= 0.5x PyTorch eager; the fused loops of src/tapegrad/fusion.pxi
            run the 300 steps as one loop over cache-sized blocks and reach ~0.6-0.65x, the
            transcendental kernels being ~75% of the time: README)
+  call     `x * 2` and its backward at size 1, eager against replayed, round-robin in thread CPU
+           time (test_call_path_interleaved: issue target replay < eager)
   poly     the polynomial fit iteration of test_training.py (forward + backward compiled, the
            manual SGD update outside), 2,000 points, float32
   mlp      the MLP 784-256-10 SGD step of test_training.py (model + loss compiled, zero_grad and
@@ -134,13 +136,16 @@ def test_mixed_chain_torch(benchmark, torch, size):
 
 
 MIXED_BIG = 1_000_000
+MIXED_BIG_ROUNDS = 5
 
 
 def test_mixed_chain_interleaved(bench_report, benchmark_disabled):
     """The mixed chain at size 1,000,000: tapegrad eager, its replay (fused) and PyTorch eager
     (when installed) one call each in turn, round after round (tapegrad.bench.time_contenders),
-    so the host's load hits all alike; one thread each (conftest pins torch's; tapegrad's here).
-    The smoke run (--benchmark-disable) takes one round at size 20,000."""
+    so the host's load hits all alike; one thread each (conftest pins torch's; tapegrad's here),
+    each call timed in thread CPU time (on a host loaded several times over its cores, wall time
+    counts the waits for a core: PyTorch's 300-op call measured 4.6 s of wall time for 1.0 s of
+    its own CPU time).  The smoke run (--benchmark-disable) takes one round at size 20,000."""
     size = 20_000 if benchmark_disabled else MIXED_BIG
     threads = tg.get_num_threads()
     tg.set_num_threads(1)
@@ -161,17 +166,61 @@ def test_mixed_chain_interleaved(bench_report, benchmark_disabled):
             gt = torch.ones(size, dtype=torch.float64)
             ways["torch"] = B.Contender(lambda: (torch, lambda x: mixed_chain(torch, x), xt, gt),
                                         chain_step)
-        med, rounds = B.time_contenders(ways, 1 if benchmark_disabled else 3, budget=0.0,
-                                        warmup=0 if benchmark_disabled else 1)
+        med, rounds = B.time_contenders(ways, 1 if benchmark_disabled else MIXED_BIG_ROUNDS,
+                                        budget=0.0, warmup=0 if benchmark_disabled else 1,
+                                        clock=time.thread_time)
     finally:
         tg.set_num_threads(threads)
     assert "fused" in compiled.explain(), compiled.explain()
-    bench_report(f"interleaved, {mixed_group(size)}, median of {rounds} rounds: "
+    bench_report(f"interleaved, {mixed_group(size)}, median of {rounds} rounds (thread CPU "
+                 "time): "
                  + ", ".join(f"{k} {v * 1e3:,.0f} ms" for k, v in med.items()))
     line = f"    tapegrad replay / tapegrad = {med['tapegrad replay'] / med['tapegrad']:.3f}"
     if "torch" in med:
         line += f";  tapegrad replay / torch = {med['tapegrad replay'] / med['torch']:.3f}"
     bench_report(line)
+
+
+def double(x):
+    return x * 2
+
+
+def double_step(fn, x):
+    x.grad = None
+    fn(x).backward()
+
+
+CALL_LOOP = 2_000           # calls per timed sample: one call is ~2-3 us, below the clock's grain
+CALL_ROUNDS = 60
+
+
+def test_call_path_interleaved(bench_report, benchmark_disabled):
+    """`x * 2` and its backward on a one-element tensor, eager against replayed (issue target:
+    replay < eager: the fixed cost of a replayed call, its backward node and its gradient
+    hand-off is at most that of one recorded op), round-robin in one process, each sample
+    CALL_LOOP steps in thread CPU time."""
+    x = tg.tensor([1.5], requires_grad=True)
+    compiled = tg.compile(double)
+    for fn in (double, compiled, double, compiled):
+        double_step(fn, x)
+    assert compiled.stats["replays"] == 1, compiled.explain()
+    loop = 1 if benchmark_disabled else CALL_LOOP
+
+    def steps(fn):
+        for _ in range(loop):
+            double_step(fn, x)
+
+    ways = {"tapegrad": B.Contender(lambda: (double,), steps),
+            "tapegrad replay": B.Contender(lambda: (compiled,), steps)}
+    med, rounds = B.time_contenders(ways, 1 if benchmark_disabled else CALL_ROUNDS, budget=0.0,
+                                    warmup=0 if benchmark_disabled else 2,
+                                    clock=time.thread_time)
+    assert x.grad.item() == 2.0
+    bench_report(f"interleaved, x * 2 + backward, size 1, median of {rounds} x {loop} calls "
+                 "(thread CPU time): "
+                 + ", ".join(f"{k} {v / loop * 1e6:,.2f} us" for k, v in med.items()))
+    bench_report(f"    tapegrad replay / tapegrad = "
+                 f"{med['tapegrad replay'] / med['tapegrad']:.3f}")
 
 
 def poly_iteration(lib, forward, params, x, y):
