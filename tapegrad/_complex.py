@@ -185,7 +185,10 @@ class _Op(Function):
             _checked(entry)                             # PyTorch's in-place check
         import tapegrad
         operands = _graph_operands(ctx)
-        ctx.values = tuple(_graph_value(x, dt) for x, dt in zip(operands, ctx.dtypes))
+        # An op that reads neither its inputs nor its output (neg, conj, ...) kept no operands:
+        # its vjp unpacks one placeholder per input, as on the array path (fuzz seed 154).
+        ctx.values = (tuple(_graph_value(x, dt) for x, dt in zip(operands, ctx.dtypes))
+                      if cls.reads_inputs or cls.reads_output else (None,) * len(ctx.dtypes))
         ctx.out = None
         if cls.reads_output:
             params = (ctx.params,) if ctx.params is not None else ()
@@ -467,13 +470,14 @@ class _Angle(_Op):
     """arg z (real): d arg/dx = -y/|z|^2, d arg/dy = x/|z|^2, so the gradient is g * i z / |z|^2
     (0 at 0)."""
     reads_output = False
+    graph = True
     compute = staticmethod(lambda ctx, z: np.angle(z))
 
     @staticmethod
     def vjp(ctx, g, m):
         (z,) = ctx.values
-        r2 = (z * np.conj(z)).real
-        return (np.where(r2 == 0, 0, np.real(g) * 1j * z / np.where(r2 == 0, 1, r2)),)
+        r2 = m.real(z * _cj(m, z))
+        return (m.where(r2 == 0, 0, m.real(g) * 1j * z / m.where(r2 == 0, 1, r2)),)
 
 
 @_op("SgnBackward0")
@@ -694,11 +698,13 @@ class _Polar(_Op):
         out.imag = r * sin
         return out
 
+    graph = True
+
     @staticmethod
     def vjp(ctx, g, m):
         r, theta = ctx.values
-        unit = np.cos(theta) + 1j * np.sin(theta)
-        return np.real(g * np.conj(unit)), np.real(g * np.conj(1j * ctx.out))
+        unit = m.cos(theta) + 1j * m.sin(theta)
+        return m.real(g * _cj(m, unit)), m.real(g * _cj(m, 1j * ctx.out))
 
 
 def _complex_of(real_values):

@@ -197,6 +197,11 @@ class _Transform(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if _core.is_grad_enabled():
+            # create_graph=True: this VJP runs on arrays, so its result would carry no graph and
+            # a gradient penalty through it would silently lose its terms
+            raise NotImplementedError("tapegrad: backward with create_graph=True through "
+                                      f"torch.fft ({type(ctx).__name__}) is not implemented")
         g = g._array
         dims, sizes, back = ctx.dims, ctx.sizes, not ctx.forward
         if ctx.kind == "c2r":

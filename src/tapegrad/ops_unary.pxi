@@ -1110,9 +1110,15 @@ def tensor_invert(TensorBase self):
     return bitwise_not(self)
 
 
-cdef object float_test(TensorBase input, object ufunc, bint non_float_value):
+cdef object float_test(TensorBase input, object ufunc, bint non_float_value,
+                       str complex_refusal=None):
+    """ufunc's answer for float and complex values (a complex value is NaN / infinite when
+    either part is: numpy's and PyTorch's rule); integers and bools are finite and not NaN.
+    complex_refusal: the name of a test PyTorch refuses for complex input (isposinf, isneginf)."""
     A = input._array
-    if A.dtype.kind == "f":
+    if A.dtype.kind == "c" and complex_refusal is not None:
+        raise RuntimeError(f"{complex_refusal} does not support complex inputs.")
+    if A.dtype.kind in "fc":
         return wrap(nd(ufunc(A)))
     return wrap(np.full(A.shape, non_float_value, dtype=NP_BOOL))
 
@@ -1131,11 +1137,11 @@ def isfinite(TensorBase input):
 
 def isposinf(TensorBase input):
     """True where input is +inf."""
-    return float_test(input, np.isposinf, False)
+    return float_test(input, np.isposinf, False, "isposinf")
 
 def isneginf(TensorBase input):
     """True where input is -inf."""
-    return float_test(input, np.isneginf, False)
+    return float_test(input, np.isneginf, False, "isneginf")
 
 
 cdef object any_all(TensorBase input, object dim, bint keepdim, bint is_any):

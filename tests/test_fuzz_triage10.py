@@ -69,7 +69,6 @@ def _first_and_second(L, expr, shapes, kind):
     return [as_np(g) for g in G], [as_np(g) for g in G2]
 
 
-@pytest.mark.xfail(strict=True, reason="backed out: holding complex ops' inputs for create_graph leaked records (test_lifetime); see docs/differences.md")
 @pytest.mark.parametrize("case", sorted(COMPLEX_CASES))
 def test_complex_second_derivative_as_torch(torch, case):
     expr, shapes, *kind = COMPLEX_CASES[case]
@@ -81,7 +80,6 @@ def test_complex_second_derivative_as_torch(torch, case):
             np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="backed out: holding complex ops' inputs for create_graph leaked records (test_lifetime); see docs/differences.md")
 @pytest.mark.parametrize("case", ["mul", "exp", "sgn", "polar", "mm"])
 def test_complex_second_derivative_matches_finite_differences(case):
     # the second-order gradient is the derivative of S(x) = Re sum(W2 * dL/dx), with respect to
@@ -176,7 +174,9 @@ SAVED_CASES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="backed out: holding complex ops' inputs for create_graph leaked records (test_lifetime); see docs/differences.md")
+@pytest.mark.xfail(strict=True, reason="loud difference left (docs/differences.md): complex polar "
+                   "and z ** number version-check what PyTorch does not save, so backward raises; "
+                   "polar's gradient at abs inf is -inf where PyTorch's is nan")
 @pytest.mark.parametrize("case", sorted(SAVED_CASES))
 def test_complex_saved_values_as_torch(torch, case):
     def run(L):
@@ -201,7 +201,8 @@ PRODUCT_CASES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="backed out: holding complex ops' inputs for create_graph leaked records (test_lifetime); see docs/differences.md")
+@pytest.mark.xfail(strict=True, reason="loud difference left (docs/differences.md): complex x * y "
+                   "and x / y version-check both operands, so backward raises where PyTorch runs")
 @pytest.mark.parametrize("case", sorted(PRODUCT_CASES))
 def test_complex_product_saves_as_torch(torch, case):
     def run(L):
@@ -219,12 +220,10 @@ def test_complex_product_saves_as_torch(torch, case):
 
 
 # -- isnan / isinf / isfinite of complex values (seed 56101440) ---------------------------------
-# Not fixed (needs a _core rebuild): float_test in src/tapegrad/ops_unary.pxi tests only float
-# arrays (dtype kind "f"), so a complex tensor gets the non-float answer: isfinite True and
-# isnan / isinf False everywhere, also for inf or nan parts.  The fix is kind in "fc" for these
-# three (isposinf / isneginf refuse complex in PyTorch).
+# float_test (src/tapegrad/ops_unary.pxi) tested only float arrays (dtype kind "f"), so a complex
+# tensor got the non-float answer: isfinite True and isnan / isinf False everywhere, also for inf
+# or nan parts.  isposinf / isneginf refuse complex input, as PyTorch.
 
-@pytest.mark.xfail(strict=True, reason="float_test ignores complex dtypes (needs a rebuild)")
 @pytest.mark.parametrize("name", ["isnan", "isinf", "isfinite"])
 def test_complex_float_tests_as_torch(torch, name):
     values = np.array([complex(np.inf, 1), complex(1, np.nan), 1 + 2j, complex(np.nan, -np.inf)])
@@ -233,3 +232,37 @@ def test_complex_float_tests_as_torch(torch, name):
         return getattr(L, name)(L.tensor(values.astype("complex64"))).tolist()
 
     assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("name", ["isposinf", "isneginf"])
+def test_complex_sign_infinity_tests_refused_as_torch(torch, name):
+    z = np.array([complex(np.inf, 1), 1 + 2j])
+    with pytest.raises(RuntimeError, match=f"{name} does not support complex inputs"):
+        getattr(torch, name)(torch.tensor(z))
+    with pytest.raises(RuntimeError, match=f"{name} does not support complex inputs"):
+        getattr(tg, name)(tg.tensor(z))
+
+
+def test_complex_negation_second_derivative_as_torch(torch):
+    # seed 154: an op that reads neither its input nor its output (neg, here in place after
+    # torch.complex) kept no operands, and its create_graph backward unpacked none: ValueError
+    def run(L):
+        x = L.tensor([[-0.5], [2.0]], requires_grad=True)
+        z = L.complex(x * 1.0, L.zeros(2, 1)).neg_()
+        w = L.tensor(np.array([[1 + 2j], [0.5 - 1j]]).astype("complex64"))
+        (g,) = L.autograd.grad((z * z * w).real.sum(), x, create_graph=True)
+        (g2,) = L.autograd.grad((g * g).sum(), x)
+        return g.detach().numpy(), g2.numpy()
+
+    for a, b in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_fft_create_graph_refused_not_graph_free():
+    # the fft VJP runs on arrays: under create_graph its gradient had no graph, so a gradient
+    # penalty through it silently lost its terms; it raises until the VJP runs on tensors
+    z = tg.tensor([1 + 2j, 0.5 - 1j], requires_grad=True)
+    with pytest.raises(NotImplementedError, match="create_graph=True"):
+        tg.autograd.grad(tg.fft.fft(z).abs().sum(), z, create_graph=True)
+    (g,) = tg.autograd.grad(tg.fft.fft(z).abs().sum(), z)
+    assert g.shape == (2,)
