@@ -282,6 +282,10 @@ def test_results_do_not_depend_on_the_thread_count_at_each_simd_level(level):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                     "tools"))
     import vecmath_support as vs
+    if not (vs.SRC / vs.SOURCES[0]).exists():
+        # a copy of tests/ run against an installed wheel (tools/test_installed.py): which levels
+        # this machine runs is read from the kernels built from source, which are not here
+        pytest.skip("the vecmath C sources are not here (tests run outside a source tree)")
     if vs.compiler() is not None and level not in vs.load().levels():
         pytest.skip(f"dispatch level {level} is not available on this machine")
     root = os.path.dirname(os.path.dirname(os.path.abspath(tg.__file__)))
