@@ -145,9 +145,9 @@ KERNELS = ("tapegrad_kernels", {
     "cflags": KERNELS_ARGS,
 })
 
-# Modules that call nn_kernels.c (linked from the same static library), so that an edit of it
-# rebuilds only them.
-NN_KERNELS = {"_ops_nn": ("nn_kernels.h", "nn_kernels.c")}
+# Hand-written C that only some modules read, so that an edit of it rebuilds only them: the nn
+# kernels (linked from the same static library) and the out= wrapper's type (a header).
+MODULE_C_FILES = {"_ops_nn": ("nn_kernels.h", "nn_kernels.c"), "_ops_inplace": ("out_arg_call.h",)}
 
 directives = {
     "language_level": 3,
@@ -179,7 +179,7 @@ def extensions():
             f"tapegrad.{name}",
             sources=[os.path.join(SRC, name + ".pyx")],
             depends=[os.path.join(SRC, f)
-                     for f in KERNEL_HEADERS + KERNEL_SOURCES + list(NN_KERNELS.get(name, ()))],
+                     for f in KERNEL_HEADERS + KERNEL_SOURCES + list(MODULE_C_FILES.get(name, ()))],
             include_dirs=[SRC],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")]
             + ([("CYTHON_UNPACK_METHODS", "0")] if name in NO_METHOD_UNPACKING else []),

@@ -160,3 +160,24 @@ def test_out_functions_pass_through_without_out():
     y = tg.tanh(x)
     assert y.grad_fn.name() == "TanhBackward0"
     assert tg.ger is tg.outer
+
+
+def test_wrapper_forwards_every_calling_form():
+    """The wrapper (a C type: out_arg_call.h) hands a call without out to the function with the
+    caller's own arguments: positional, keywords, out=None, errors from the function itself; a
+    call with out by keyword in any position reaches write_out."""
+    import pickle
+    x = tg.tensor([[1.0, -2.0], [3.0, 4.0]])
+    assert tg.sum(x, 1, keepdim=True).tolist() == [[-1.0], [7.0]]
+    assert tg.sum(x, dim=0, out=None).tolist() == [4.0, 2.0]
+    assert tg.clamp(x, max=2.0, min=-1.0).tolist() == [[1.0, -1.0], [2.0, 2.0]]
+    with pytest.raises(TypeError):
+        tg.tanh(x, bogus=1)
+    out = tg.empty(2, 2)
+    res = tg.clamp(x, out=out, min=0.0)
+    assert res is out and out.tolist() == [[1.0, 0.0], [3.0, 4.0]]
+    long_out = tg.empty(2, dtype=tg.long)
+    assert tg.sum(x, 1, out=long_out).tolist() == [-1, 7]      # computes in out's dtype
+    assert pickle.loads(pickle.dumps(tg.tanh)) is tg.tanh
+    assert repr(tg.tanh) == "<function tanh>" and tg.tanh.__name__ == "tanh"
+    assert tg.tanh.__out_arg_of__ is not tg.tanh and not tg.tanh.dtype_from_out

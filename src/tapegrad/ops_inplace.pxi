@@ -675,36 +675,28 @@ def _write_out(str name, out, tuple operands, fn, dict kwargs):
     return write_out(name, out, operands, fn, kwargs)
 
 
-cdef class WithOut:
-    """A public function given PyTorch's keyword-only out= (tapegrad/_out_arg.py wraps each one
-    that takes it in PyTorch): a call without out goes straight to the function, with its
-    arguments as they came (no repacking: this is the eager path), and a call with out to
-    write_out.  `dtype_from_out`: the function computes in out's dtype (factories, sums)."""
-    cdef readonly object __out_arg_of__     # the function (what replay's routes map back to)
-    cdef readonly str name
-    cdef readonly bint dtype_from_out
-    cdef dict __dict__                      # __name__, __doc__, __signature__, __module__ ...
+cdef extern from "out_arg_call.h":
+    object tg_out_arg_type(object slow_call)
 
-    def __init__(self, str name, fn, bint dtype_from_out):
-        self.__out_arg_of__ = fn
-        self.name = name
-        self.dtype_from_out = dtype_from_out
 
-    def __call__(self, *args, **kwargs):
-        if not kwargs or "out" not in kwargs:
-            return self.__out_arg_of__(*args, **kwargs)
-        out = kwargs.pop("out")
-        if out is None:
-            return self.__out_arg_of__(*args, **kwargs)
-        if self.dtype_from_out and kwargs.get("dtype") is None and isinstance(out, TensorBase):
-            kwargs["dtype"] = (<TensorBase>out).dtype
-        return write_out(self.name, out, args, self.__out_arg_of__, kwargs)
+def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
+    """A call of WithOut that names out (out_arg_call.h forwards the others to fn untouched):
+    out=None is a plain call; `dtype_from_out` functions compute in out's dtype unless given
+    one."""
+    out = kwargs.pop("out")
+    if out is None:
+        return fn(*args, **kwargs)
+    if dtype_from_out and kwargs.get("dtype") is None and isinstance(out, TensorBase):
+        kwargs["dtype"] = (<TensorBase>out).dtype
+    return write_out(name, out, args, fn, kwargs)
 
-    def __repr__(self):
-        return f"<function {getattr(self, '__qualname__', self.name)}>"
 
-    def __reduce__(self):
-        return getattr(self, "__qualname__", self.name)     # pickled by name, as a function
+# WithOut(name, fn, dtype_from_out): a public function given PyTorch's keyword-only out=
+# (tapegrad/_out_arg.py wraps each one that takes it in PyTorch).  A C type (out_arg_call.h) so
+# that a call without out reaches the function through vectorcall at the cost of one indirect
+# call; its attributes: __out_arg_of__ (the function: what replay's routes map back to), name,
+# dtype_from_out (the function computes in out's dtype: factories, sums), and a __dict__.
+WithOut = tg_out_arg_type(_call_with_out)
 
 
 # -- in-place view ops (unsqueeze_, t_, as_strided_ ...) on tensors in a graph -------------------

@@ -1,0 +1,218 @@
+/* The out= wrapper of a public function (tapegrad/_out_arg.py, ops_inplace.pxi's WithOut).
+ *
+ * Most calls of torch.exp, torch.sum, torch.cat ... pass no `out`, and at small sizes a call costs
+ * ~150 ns, so the wrapper must cost next to nothing on that path.  A Cython class's __call__ takes
+ * the call through tp_call: a tuple for the arguments, a dict for the keywords, then the same again
+ * to call the function (~60-120 ns, 1.4-1.5x the op at sizes 1-16).  This type implements the
+ * vectorcall protocol instead: a call without `out` is forwarded to the function with the caller's
+ * own argument vector (one indirect call, no allocation), and only a call naming `out` builds the
+ * tuple and dict and goes to the Python-level rules (`slow_call`, ops_inplace.pxi's
+ * _call_with_out: write_out's resizing, casting and autograd refusal).
+ *
+ * Included by one module (_ops_inplace), so everything here is static.
+ */
+#ifndef TAPEGRAD_OUT_ARG_CALL_H
+#define TAPEGRAD_OUT_ARG_CALL_H
+
+#include <Python.h>
+#include <structmember.h>
+#include <stddef.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn;               /* the wrapped function, called as it is when out is absent */
+    PyObject *name;             /* torch's name of the function (messages) */
+    char dtype_from_out;        /* the function computes in out's dtype (factories, sums) */
+    PyObject *dict;             /* __name__, __qualname__, __doc__, __signature__, __wrapped__ */
+    vectorcallfunc vectorcall;
+} TgOutArg;
+
+/* _call_with_out(fn, name, dtype_from_out, args, kwargs), set once by tg_out_arg_type(). */
+static PyObject *tg_out_arg_slow_call = NULL;
+
+static int
+tg_kwnames_name_out(PyObject *kwnames)
+{
+    Py_ssize_t i, n = PyTuple_GET_SIZE(kwnames);
+    for (i = 0; i < n; i++) {
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "out") == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static PyObject *
+tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    TgOutArg *self = (TgOutArg *)callable;
+    Py_ssize_t nargs, nkw, i;
+    PyObject *positional, *keywords, *result;
+
+    if (kwnames == NULL || !tg_kwnames_name_out(kwnames))
+        return PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+
+    nargs = PyVectorcall_NARGS(nargsf);
+    nkw = PyTuple_GET_SIZE(kwnames);
+    positional = PyTuple_New(nargs);
+    if (positional == NULL)
+        return NULL;
+    for (i = 0; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(positional, i, args[i]);
+    }
+    keywords = PyDict_New();
+    if (keywords == NULL) {
+        Py_DECREF(positional);
+        return NULL;
+    }
+    for (i = 0; i < nkw; i++) {
+        if (PyDict_SetItem(keywords, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) {
+            Py_DECREF(positional);
+            Py_DECREF(keywords);
+            return NULL;
+        }
+    }
+    result = PyObject_CallFunctionObjArgs(tg_out_arg_slow_call, self->fn, self->name,
+                                          self->dtype_from_out ? Py_True : Py_False,
+                                          positional, keywords, NULL);
+    Py_DECREF(positional);
+    Py_DECREF(keywords);
+    return result;
+}
+
+/* WithOut(name, fn, dtype_from_out) */
+static PyObject *
+tg_out_arg_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"name", "fn", "dtype_from_out", NULL};
+    PyObject *name, *fn;
+    int dtype_from_out;
+    TgOutArg *self;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UOp:WithOut", keywords,
+                                     &name, &fn, &dtype_from_out))
+        return NULL;
+    if (!PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "WithOut(): fn must be callable, not %.100s",
+                     Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    self = (TgOutArg *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(fn);
+    self->fn = fn;
+    Py_INCREF(name);
+    self->name = name;
+    self->dtype_from_out = (char)dtype_from_out;
+    self->dict = NULL;
+    self->vectorcall = tg_out_arg_vectorcall;
+    return (PyObject *)self;
+}
+
+static int
+tg_out_arg_traverse(TgOutArg *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->fn);
+    Py_VISIT(self->name);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int
+tg_out_arg_clear(TgOutArg *self)
+{
+    Py_CLEAR(self->fn);
+    Py_CLEAR(self->name);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void
+tg_out_arg_dealloc(TgOutArg *self)
+{
+    PyObject_GC_UnTrack(self);
+    tg_out_arg_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The name it is known by: __qualname__ as _out_arg.with_out copied it, else torch's name. */
+static PyObject *
+tg_out_arg_qualname(TgOutArg *self)
+{
+    PyObject *qualname = self->dict ? PyDict_GetItemString(self->dict, "__qualname__") : NULL;
+    if (qualname == NULL)
+        qualname = self->name;
+    Py_INCREF(qualname);
+    return qualname;
+}
+
+static PyObject *
+tg_out_arg_repr(TgOutArg *self)
+{
+    PyObject *qualname = tg_out_arg_qualname(self), *repr;
+    repr = PyUnicode_FromFormat("<function %S>", qualname);
+    Py_DECREF(qualname);
+    return repr;
+}
+
+/* Pickled by name, as a function is (pickle looks the name up in __module__). */
+static PyObject *
+tg_out_arg_reduce(TgOutArg *self, PyObject *Py_UNUSED(ignored))
+{
+    return tg_out_arg_qualname(self);
+}
+
+static PyMethodDef tg_out_arg_methods[] = {
+    {"__reduce__", (PyCFunction)tg_out_arg_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyMemberDef tg_out_arg_members[] = {
+    {"__out_arg_of__", T_OBJECT, offsetof(TgOutArg, fn), READONLY,
+     "the wrapped function (what replay's routes map back to)"},
+    {"name", T_OBJECT, offsetof(TgOutArg, name), READONLY, NULL},
+    {"dtype_from_out", T_BOOL, offsetof(TgOutArg, dtype_from_out), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyGetSetDef tg_out_arg_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL}
+};
+
+static PyTypeObject TgOutArg_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tapegrad._ops_inplace.WithOut",
+    .tp_basicsize = sizeof(TgOutArg),
+    .tp_dealloc = (destructor)tg_out_arg_dealloc,
+    .tp_vectorcall_offset = offsetof(TgOutArg, vectorcall),
+    .tp_repr = (reprfunc)tg_out_arg_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A public function given PyTorch's keyword-only out= (tapegrad/_out_arg.py).",
+    .tp_traverse = (traverseproc)tg_out_arg_traverse,
+    .tp_clear = (inquiry)tg_out_arg_clear,
+    .tp_methods = tg_out_arg_methods,
+    .tp_members = tg_out_arg_members,
+    .tp_getset = tg_out_arg_getset,
+    .tp_dictoffset = offsetof(TgOutArg, dict),
+    .tp_new = tg_out_arg_new,
+};
+
+/* The type, readied, with the Python-level handler of calls that name out. */
+static PyObject *
+tg_out_arg_type(PyObject *slow_call)
+{
+    if (PyType_Ready(&TgOutArg_Type) < 0)
+        return NULL;
+    Py_INCREF(slow_call);
+    Py_XDECREF(tg_out_arg_slow_call);
+    tg_out_arg_slow_call = slow_call;
+    Py_INCREF(&TgOutArg_Type);
+    return (PyObject *)&TgOutArg_Type;
+}
+
+#endif
