@@ -253,52 +253,44 @@ static inline __m512d sigmoid_f64_x8(__m512d x, __m512d hi0, __m512d hi1, __m512
     return y;
 }
 
+/* The loop of both sigmoids: the exp2 table in two register pairs, four vectors per iteration
+ * (independent dependency chains), then single vectors, then the tail through a buffer. */
+#define SIGMOID_LOOP(ELEM, VEC, W, LOAD_TABLE, LOAD, LOAD_PART, STORE, CORE, TABLE_HI, TABLE_LO)  \
+    do {                                                                                       \
+        const VEC hi0 = LOAD_TABLE(TABLE_HI), hi1 = LOAD_TABLE(TABLE_HI + (W));               \
+        const VEC lo0 = LOAD_TABLE(TABLE_LO), lo1 = LOAD_TABLE(TABLE_LO + (W));               \
+        size_t i = 0;                                                                          \
+        for (; i + 4 * (W) <= n; i += 4 * (W)) {                                               \
+            VEC a = CORE(LOAD(x + i), hi0, hi1, lo0, lo1);                                     \
+            VEC b = CORE(LOAD(x + i + (W)), hi0, hi1, lo0, lo1);                               \
+            VEC c = CORE(LOAD(x + i + 2 * (W)), hi0, hi1, lo0, lo1);                           \
+            VEC d = CORE(LOAD(x + i + 3 * (W)), hi0, hi1, lo0, lo1);                           \
+            STORE(y + i, a);                                                                   \
+            STORE(y + i + (W), b);                                                             \
+            STORE(y + i + 2 * (W), c);                                                         \
+            STORE(y + i + 3 * (W), d);                                                         \
+        }                                                                                      \
+        for (; i + (W) <= n; i += (W)) STORE(y + i, CORE(LOAD(x + i), hi0, hi1, lo0, lo1));    \
+        if (i < n) {                                                                           \
+            ELEM buf[W];                                                                       \
+            STORE(buf, CORE(LOAD_PART(x + i, n - i), hi0, hi1, lo0, lo1));                     \
+            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+        }                                                                                      \
+    } while (0)
+
 void tg_vm_sigmoid_f64_avx512(const double *x, double *y, size_t n)
 {
-    const __m512d hi0 = _mm512_loadu_pd(sigmoid_exp2_hi_f64), hi1 = _mm512_loadu_pd(sigmoid_exp2_hi_f64 + 8);
-    const __m512d lo0 = _mm512_loadu_pd(sigmoid_exp2_lo_f64), lo1 = _mm512_loadu_pd(sigmoid_exp2_lo_f64 + 8);
-    size_t i = 0;
-    for (; i + 4 * VM_W <= n; i += 4 * VM_W) {
-        __m512d a = sigmoid_f64_x8(vd_load(x + i), hi0, hi1, lo0, lo1);
-        __m512d b = sigmoid_f64_x8(vd_load(x + i + VM_W), hi0, hi1, lo0, lo1);
-        __m512d c = sigmoid_f64_x8(vd_load(x + i + 2 * VM_W), hi0, hi1, lo0, lo1);
-        __m512d d = sigmoid_f64_x8(vd_load(x + i + 3 * VM_W), hi0, hi1, lo0, lo1);
-        vd_store(y + i, a);
-        vd_store(y + i + VM_W, b);
-        vd_store(y + i + 2 * VM_W, c);
-        vd_store(y + i + 3 * VM_W, d);
-    }
-    for (; i + VM_W <= n; i += VM_W) vd_store(y + i, sigmoid_f64_x8(vd_load(x + i), hi0, hi1, lo0, lo1));
-    if (i < n) {
-        double buf[VM_W];
-        vd_store(buf, sigmoid_f64_x8(vd_load_part(x + i, n - i), hi0, hi1, lo0, lo1));
-        for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];
-    }
+    SIGMOID_LOOP(double, __m512d, VM_W, _mm512_loadu_pd, vd_load, vd_load_part, vd_store,
+                 sigmoid_f64_x8, sigmoid_exp2_hi_f64, sigmoid_exp2_lo_f64);
 }
 
 void tg_vm_sigmoid_f32_avx512(const float *x, float *y, size_t n)
 {
-    const __m512 hi0 = _mm512_loadu_ps(sigmoid_exp2_hi), hi1 = _mm512_loadu_ps(sigmoid_exp2_hi + 16);
-    const __m512 lo0 = _mm512_loadu_ps(sigmoid_exp2_lo), lo1 = _mm512_loadu_ps(sigmoid_exp2_lo + 16);
-    size_t i = 0;
-    for (; i + 4 * VF_W <= n; i += 4 * VF_W) {
-        __m512 a = sigmoid_f32_x16(vf_loadu(x + i), hi0, hi1, lo0, lo1);
-        __m512 b = sigmoid_f32_x16(vf_loadu(x + i + VF_W), hi0, hi1, lo0, lo1);
-        __m512 c = sigmoid_f32_x16(vf_loadu(x + i + 2 * VF_W), hi0, hi1, lo0, lo1);
-        __m512 d = sigmoid_f32_x16(vf_loadu(x + i + 3 * VF_W), hi0, hi1, lo0, lo1);
-        vf_storeu(y + i, a);
-        vf_storeu(y + i + VF_W, b);
-        vf_storeu(y + i + 2 * VF_W, c);
-        vf_storeu(y + i + 3 * VF_W, d);
-    }
-    for (; i + VF_W <= n; i += VF_W)
-        vf_storeu(y + i, sigmoid_f32_x16(vf_loadu(x + i), hi0, hi1, lo0, lo1));
-    if (i < n) {
-        float buf[VF_W];
-        vf_storeu(buf, sigmoid_f32_x16(vf_load_part(x + i, n - i), hi0, hi1, lo0, lo1));
-        for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];
-    }
+    SIGMOID_LOOP(float, __m512, VF_W, _mm512_loadu_ps, vf_loadu, vf_load_part, vf_storeu,
+                 sigmoid_f32_x16, sigmoid_exp2_hi, sigmoid_exp2_lo);
 }
+
+#undef SIGMOID_LOOP
 
 /* erf: the AVX2 level's 8-lane kernel (its table lookup has no 16-lane form here; the same
  * bits). */
