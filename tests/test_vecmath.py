@@ -14,7 +14,6 @@ import math
 import os
 import shutil
 import sys
-import zlib
 
 import numpy as np
 import pytest
@@ -22,34 +21,11 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tools"))
 import vecmath_support as vs  # noqa: E402
+from vecmath_fixtures import level, rng_for, vm  # noqa: E402,F401  (fixtures)
 
 DTYPES = [np.float32, np.float64]
 N_RANDOM = 20_000 if vs.LONGDOUBLE_IS_WIDE else 2_000  # the mpmath fallback is slow
 N_RANDOM_MPMATH = 2_000  # erf's reference is always mpmath
-
-
-@pytest.fixture(scope="module")
-def vm():
-    if vs.compiler() is None:
-        pytest.skip("no C compiler to build the vecmath kernels")
-    if not (vs.SRC / vs.SOURCES[0]).exists():
-        # run against an installed wheel from a copy of tests/ (tools/test_installed.py): the C
-        # sources are not part of the package, and these kernels are not yet in the extension
-        pytest.skip("the vecmath C sources are not here (tests run outside a source tree)")
-    return vs.load()
-
-
-@pytest.fixture(params=list(vs.LEVELS))
-def level(request, vm):
-    if request.param not in vm.levels():
-        pytest.skip(f"dispatch level {request.param} is not available on this machine")
-    vm.set_level(request.param)
-    yield request.param
-    vm.set_level(vm.levels()[-1])
-
-
-def _rng(*key) -> np.random.Generator:
-    return np.random.default_rng(zlib.crc32(repr(key).encode()))
 
 
 def _worst(x, y, ref, err) -> str:
@@ -61,7 +37,7 @@ def _worst(x, y, ref, err) -> str:
 @pytest.mark.parametrize("name", vs.KERNELS)
 def test_ulp_error_random_and_edge_inputs(vm, level, name, dtype):
     n = N_RANDOM if name in vs.LONG_DOUBLE_KERNELS else N_RANDOM_MPMATH
-    x = np.concatenate([vs.random_inputs(name, dtype, n, _rng(name, dtype)),
+    x = np.concatenate([vs.random_inputs(name, dtype, n, rng_for(name, dtype)),
                         vs.edge_inputs(name, dtype)])
     y = vm(name, x)
     ref = vs.reference(name, x)
@@ -111,7 +87,7 @@ def test_sigmoid_float32_dense(vm, level):
     itself (|x| = 87) and where the result becomes PyTorch's 0 (-88.72), and the boundaries of the
     AVX-512 kernel's table intervals (odd multiples of ln2/64).  tools/sigmoid_f32_exhaustive.c
     checks all 2^32 inputs."""
-    rng = _rng("sigmoid-dense", level)
+    rng = rng_for("sigmoid-dense", level)
     bits = rng.integers(0, 0x42B40000, size=1_000_000, dtype=np.int64)  # |x| < 90
     x = bits.astype(np.uint32).view(np.float32)
     x = np.where(rng.random(x.size) < 0.5, -x, x).astype(np.float32)
@@ -128,7 +104,7 @@ def test_sigmoid_float64_dense(vm, level):
     """float64 sigmoid on 200,000 points over |x| <= 710 (uniform and log-uniform) and around the
     switches of the AVX-512 kernel (0, |x| = 708, the table intervals' ends, odd multiples of
     ln2/32): within 2 ulp."""
-    rng = _rng("sigmoid-dense-f64", level)
+    rng = rng_for("sigmoid-dense-f64", level)
     x = np.concatenate([rng.uniform(-710, 710, 100_000),
                         np.exp(rng.uniform(-40, 6.56, 100_000)) * rng.choice([-1, 1], 100_000)])
     edges = [(2 * k + 1) * math.log(2) / 32 for k in range(-60, 60)] + [0.0, 708.0, -708.0]
@@ -169,7 +145,7 @@ def test_long_double_reference_agrees_with_mpmath():
     if not vs.LONGDOUBLE_IS_WIDE:
         pytest.skip("long double is not wider than double here: the reference is mpmath itself")
     for name in vs.LONG_DOUBLE_KERNELS:
-        x = np.concatenate([vs.random_inputs(name, np.float64, 120, _rng("mp", name)),
+        x = np.concatenate([vs.random_inputs(name, np.float64, 120, rng_for("mp", name)),
                             vs.edge_inputs(name, np.float64)[::7]])
         ld = vs.reference(name, x)
         mp_ref = vs.mpmath_reference(name, x)
@@ -183,7 +159,7 @@ def test_result_does_not_depend_on_position_or_length(vm, level, dtype):
     """Vector body, single vectors and the padded tail compute each element the same way; in-place
     works."""
     huge = np.finfo(dtype).max / 3  # one lane through the Payne-Hanek path
-    x = np.concatenate([vs.random_inputs("sin", dtype, 61, _rng("pos")), [huge]]).astype(dtype)
+    x = np.concatenate([vs.random_inputs("sin", dtype, 61, rng_for("pos")), [huge]]).astype(dtype)
     for name in vs.KERNELS:
         arg = np.abs(x) if name in ("log",) else x
         full = vm(name, arg)
@@ -202,7 +178,7 @@ def test_sincos_is_sin_and_cos_bit_for_bit(vm, level, dtype):
     """tg_vm_sincos (replay's fused sin / cos steps: the forward computes the function the
     gradient needs in the same pass) gives exactly the sin and cos kernels' bits, at every length
     (vector body, single vectors, tail), for random, edge and huge (Payne-Hanek) arguments."""
-    x = np.concatenate([vs.random_inputs("sin", dtype, 3001, _rng("sincos", dtype)),
+    x = np.concatenate([vs.random_inputs("sin", dtype, 3001, rng_for("sincos", dtype)),
                         vs.edge_inputs("sin", dtype)]).astype(dtype)
     s, c = vm.sincos(x)
     np.testing.assert_array_equal(s.view(np.uint8), vm("sin", x).view(np.uint8))
@@ -239,7 +215,7 @@ def test_portable_build_without_intrinsics(vm):
     try:
         for dtype in DTYPES:
             for name in vs.KERNELS:
-                x = np.concatenate([vs.random_inputs(name, dtype, 500, _rng("port", name)),
+                x = np.concatenate([vs.random_inputs(name, dtype, 500, rng_for("port", name)),
                                     vs.edge_inputs(name, dtype)])
                 np.testing.assert_array_equal(portable(name, x), vm(name, x), err_msg=name)
     finally:
@@ -270,7 +246,7 @@ def _pow_inputs(dtype, rng):
 def test_pow_within_ulp_bound_and_special_values_as_numpy(vm, level, dtype):
     """x ** y for a number y: within 1 / 2 ulp of the correctly rounded value, NaN exactly where
     numpy's power gives it, and numpy's zeros and infinities (with their signs)."""
-    x = _pow_inputs(dtype, _rng("pow", dtype))
+    x = _pow_inputs(dtype, rng_for("pow", dtype))
     for y in POW_EXPONENTS:
         if np.isfinite(y) and abs(y) > float(np.finfo(dtype).max):
             continue
@@ -290,7 +266,7 @@ def test_pow_within_ulp_bound_and_special_values_as_numpy(vm, level, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
 def test_pow_result_does_not_depend_on_position_or_length(vm, level, dtype):
-    x = np.abs(vs.random_inputs("sin", dtype, 40, _rng("powpos"))).astype(dtype)
+    x = np.abs(vs.random_inputs("sin", dtype, 40, rng_for("powpos"))).astype(dtype)
     full = vm.pow(x, 2.5)
     for start in range(0, 9):
         for length in (1, 3, 5, 8, 13, len(x) - start):
@@ -307,7 +283,7 @@ def test_pow_reference_agrees_with_mpmath():
         pytest.skip("long double is not wider than double here: the reference is mpmath itself")
     import mpmath as mp
 
-    x = _pow_inputs(np.float64, _rng("powmp"))[::40]
+    x = _pow_inputs(np.float64, rng_for("powmp"))[::40]
     x = x[np.isfinite(x) & (x > 0)]
     for y in (2.5, -0.7, 123.456):
         ld = vs.pow_reference(x, y)
@@ -337,7 +313,7 @@ def test_gelu_f32_against_the_exact_formula(vm, level):
     plus the result's own rounding.  Special values as the formula gives them."""
     import mpmath as mp
 
-    rng = _rng("gelu", level)
+    rng = rng_for("gelu", level)
     x = np.concatenate([rng.uniform(-6.5, 6.5, 400), rng.standard_normal(300) * 2,
                         rng.uniform(-1e-3, 1e-3, 100), np.linspace(-5.7, 5.7, 201)]).astype(np.float32)
     y = _gelu_f32(vm, x).astype(np.float64)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import zlib
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tools"))
 import vecmath_support as vs  # noqa: E402
+from vecmath_fixtures import level, rng_for, vm  # noqa: E402,F401  (fixtures)
 
 DTYPES = [np.float32, np.float64]
 L = np.longdouble
@@ -31,28 +31,6 @@ CASES = [("elu", 1.0, 0.0), ("elu", 0.7, 0.0), ("softplus", 1.0, 20.0), ("softpl
 # e^x, g alpha and the product; softplus_grad: e^z, g e^z, e^z + 1 and the quotient; silu_grad:
 # s = 1 / (1 + e^-x) and four more, with a mild cancellation in 1 + x (1 - s))
 F64_ULPS = {"elu": 2.0, "softplus": 2.5, "elu_grad": 2.5, "softplus_grad": 3.5, "silu_grad": 4.0}
-
-
-@pytest.fixture(scope="module")
-def vm():
-    if vs.compiler() is None:
-        pytest.skip("no C compiler to build the vecmath kernels")
-    if not (vs.SRC / vs.SOURCES[0]).exists():
-        pytest.skip("the vecmath C sources are not here (tests run outside a source tree)")
-    return vs.load()
-
-
-@pytest.fixture(params=list(vs.LEVELS))
-def level(request, vm):
-    if request.param not in vm.levels():
-        pytest.skip(f"dispatch level {request.param} is not available on this machine")
-    vm.set_level(request.param)
-    yield request.param
-    vm.set_level(vm.levels()[-1])
-
-
-def _rng(*key) -> np.random.Generator:
-    return np.random.default_rng(zlib.crc32(repr(key).encode()))
 
 
 def _inputs(dtype, rng, n=20_000):
@@ -100,7 +78,7 @@ def _call(vm, name, g, x, p0, p1):
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
 def test_within_ulp_bound_of_the_formula(vm, level, case, dtype):
     name, p0, p1 = case
-    g, x = _inputs(dtype, _rng(case, dtype))
+    g, x = _inputs(dtype, rng_for(case, dtype))
     y = _call(vm, name, g, x, p0, p1)
     ref = _reference(name, g, x, p0, p1)
     keep = np.isfinite(ref) & (ref != 0)
@@ -178,7 +156,7 @@ def test_agrees_with_pytorch(vm, level, dtype):
     """Random inputs (standard normal, and a wide range): PyTorch's values to rounding."""
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
-    g, x = _inputs(dtype, _rng("torch", dtype), 5000)
+    g, x = _inputs(dtype, rng_for("torch", dtype), 5000)
     tx, tg = torch.from_numpy(x), torch.from_numpy(g)
     rtol = 4e-7 if dtype == np.float32 else 4e-15
     np.testing.assert_allclose(vm.act("elu", x, p0=0.8), F.elu(tx, 0.8).numpy(), rtol=rtol)
@@ -202,7 +180,7 @@ def test_agrees_with_pytorch(vm, level, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
 def test_result_does_not_depend_on_position_or_length(vm, level, dtype):
-    g, x = _inputs(dtype, _rng("pos", dtype), 40)
+    g, x = _inputs(dtype, rng_for("pos", dtype), 40)
     for name, p0, p1 in CASES:
         full = _call(vm, name, g, x, p0, p1)
         for start in range(0, 9):
@@ -233,14 +211,14 @@ def test_avx512_level_gives_the_avx2_bits(vm):
                 for name in vs.KERNELS:
                     if name == "sigmoid":
                         continue
-                    x = np.concatenate([vs.random_inputs(name, dtype, 3000, _rng("lv", name)),
+                    x = np.concatenate([vs.random_inputs(name, dtype, 3000, rng_for("lv", name)),
                                         vs.edge_inputs(name, dtype)])
                     out[name, dtype] = vm(name, x)
-                base = np.concatenate([_rng("lv-pow").uniform(0, 10, 3000),
+                base = np.concatenate([rng_for("lv-pow").uniform(0, 10, 3000),
                                        [0.0, -0.0, np.inf, np.nan]])
                 for y in (2.5, -0.7, 7.0):
                     out["pow", y, dtype] = vm.pow(base.astype(dtype), y)
-                g, x = _inputs(dtype, _rng("lv", dtype), 2000)
+                g, x = _inputs(dtype, rng_for("lv", dtype), 2000)
                 for case in CASES:
                     out[case, dtype] = _call(vm, case[0], g, x, case[1], case[2])
             results[lv] = out
