@@ -111,6 +111,8 @@ from . import _torch_functional
 _torch_functional.register(globals(), Tensor)
 from . import _more_math
 _more_math.register(globals(), Tensor)
+from . import _spectral
+_spectral.register(globals(), Tensor)
 from . import _more_creation, _more_tensor_ops
 _more_creation.register(globals(), Tensor)
 _more_tensor_ops.register(globals(), Tensor)

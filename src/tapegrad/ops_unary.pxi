@@ -1293,7 +1293,8 @@ cdef dict TENSOR_TYPE_NAMES = {
     "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
     "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor",
     "uint16": "torch.UInt16Tensor", "uint32": "torch.UInt32Tensor",
-    "uint64": "torch.UInt64Tensor"}
+    "uint64": "torch.UInt64Tensor", "complex64": "torch.ComplexFloatTensor",
+    "complex128": "torch.ComplexDoubleTensor"}
 
 
 def type_(TensorBase self, dtype=None, non_blocking=False, **kwargs):
