@@ -1,0 +1,112 @@
+"""What the session-11 proxy of public scripts (pytorch/tutorials, d2l-ai/d2l-en) touched that
+tapegrad lacked: torch.func.stack_module_state (model ensembling with vmap), the torch.functional
+module, ..."""
+from __future__ import annotations
+
+import copy
+import importlib
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.nn as nn
+from tapegrad.func import functional_call, stack_module_state, vmap
+
+
+# -- torch.func.stack_module_state -------------------------------------------------------------
+
+class _TwoLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 3)
+        self.bn = nn.BatchNorm1d(3)
+        self.fc2 = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc2(tg.relu(self.bn(self.fc1(x))))
+
+
+def test_stack_module_state_stacks_parameters_and_buffers_as_new_leaves():
+    models = [_TwoLayer() for _ in range(3)]
+    params, buffers = stack_module_state(models)
+    assert list(params) == ["fc1.weight", "fc1.bias", "bn.weight", "bn.bias", "fc2.weight",
+                            "fc2.bias"]
+    assert list(buffers) == ["bn.running_mean", "bn.running_var", "bn.num_batches_tracked"]
+    for name, stacked in params.items():
+        assert stacked.shape == (3, *dict(models[0].named_parameters())[name].shape)
+        assert stacked.is_leaf and stacked.requires_grad and stacked.grad_fn is None
+        for i, m in enumerate(models):
+            np.testing.assert_array_equal(stacked[i].detach().numpy(),
+                                          dict(m.named_parameters())[name].detach().numpy())
+    assert not buffers["bn.running_mean"].requires_grad
+    assert buffers["bn.num_batches_tracked"].dtype == tg.int64
+    # new leaves: training the stack leaves the models alone
+    params["fc1.weight"].sum().backward()
+    assert models[0].fc1.weight.grad is None
+
+
+def test_stack_module_state_with_vmap_matches_the_loop():
+    tg.manual_seed(0)
+    models = [nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 2)) for _ in range(4)]
+    params, buffers = stack_module_state(models)
+    x = tg.randn(4, 6, 5)
+    base = copy.deepcopy(models[0]).to("meta")
+
+    def fmodel(p, b, xi):
+        return functional_call(base, (p, b), (xi,))
+
+    ours = vmap(fmodel)(params, buffers, x)
+    loop = tg.stack([m(xi) for m, xi in zip(models, x)])
+    np.testing.assert_allclose(ours.detach().numpy(), loop.detach().numpy(), rtol=1e-5, atol=1e-6)
+    same = vmap(fmodel, in_dims=(0, 0, None))(params, buffers, x[0])
+    loop = tg.stack([m(x[0]) for m in models])
+    np.testing.assert_allclose(same.detach().numpy(), loop.detach().numpy(), rtol=1e-5, atol=1e-6)
+    # the gradient reaches each model's slice of the stack
+    same.sum().backward()
+    for i, m in enumerate(models):
+        m.zero_grad()
+        m(x[0]).sum().backward()
+        np.testing.assert_allclose(params["0.weight"].grad[i].numpy(), m[0].weight.grad.numpy(),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_stack_module_state_refusals_match_torch(torch):
+    def refusal(lib, models):
+        with pytest.raises(RuntimeError) as info:
+            lib.func.stack_module_state(models)
+        return str(info.value)
+
+    assert refusal(tg, []) == refusal(torch, [])
+    assert refusal(tg, [tg.nn.Linear(2, 2), tg.nn.Linear(2, 2).eval()]) == \
+        refusal(torch, [torch.nn.Linear(2, 2), torch.nn.Linear(2, 2).eval()])
+    assert refusal(tg, [tg.nn.Linear(2, 2), tg.nn.Conv1d(2, 2, 1)]) == \
+        refusal(torch, [torch.nn.Linear(2, 2), torch.nn.Conv1d(2, 2, 1)])
+    frozen_tg, frozen_torch = tg.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    frozen_tg.bias.requires_grad_(False)
+    frozen_torch.bias.requires_grad_(False)
+    assert refusal(tg, [tg.nn.Linear(2, 2), frozen_tg]) == \
+        refusal(torch, [torch.nn.Linear(2, 2), frozen_torch])
+    # all frozen: stacked without requires_grad, as torch does
+    a, b = tg.nn.Linear(2, 2), tg.nn.Linear(2, 2)
+    for p in (*a.parameters(), *b.parameters()):
+        p.requires_grad_(False)
+    params, _ = tg.func.stack_module_state([a, b])
+    assert not params["weight"].requires_grad
+
+
+# -- the torch.functional module ---------------------------------------------------------------
+
+def test_torch_functional_module_holds_torch_names(torch):
+    ours = importlib.import_module("tapegrad.functional")
+    assert tg.functional is ours
+    for name in ours.__all__:
+        assert getattr(ours, name) is getattr(tg, name), name
+    missing = sorted(set(torch.functional.__all__) - set(ours.__all__))
+    assert missing == ["istft", "stft"]     # not in tapegrad at all (the top level lacks them too)
+    a = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(ours.einsum("ij,kj->ik", tg.tensor(a), tg.tensor(a)).numpy(),
+                               torch.functional.einsum("ij,kj->ik", torch.tensor(a),
+                                                       torch.tensor(a)).numpy())
+    assert [t.tolist() for t in ours.split(tg.arange(5), 2)] == \
+        [t.tolist() for t in torch.functional.split(torch.arange(5), 2)]
