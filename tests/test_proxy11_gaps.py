@@ -110,3 +110,86 @@ def test_torch_functional_module_holds_torch_names(torch):
                                                        torch.tensor(a)).numpy())
     assert [t.tolist() for t in ours.split(tg.arange(5), 2)] == \
         [t.tolist() for t in torch.functional.split(torch.arange(5), 2)]
+
+
+# -- float() of a tensor requiring grad warns once, as torch does ------------------------------
+
+def _scalar_warnings(lib, monkeypatch, convert, requires_grad=True, grad_mode=True):
+    import warnings
+    if lib is tg:
+        monkeypatch.setattr(importlib.import_module("tapegrad.tensor"),
+                            "_warned_scalar_of_grad_tensor", False)
+    x = lib.tensor(2.0, requires_grad=requires_grad)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with lib.set_grad_enabled(grad_mode):
+            convert(x * 3)
+            convert(x * 3)
+    return [str(w.message).split(" (Triggered")[0] for w in caught]
+
+
+@pytest.mark.parametrize("convert", [float, complex, lambda t: __import__("math").exp(t)])
+def test_float_of_a_grad_tensor_warns_once(monkeypatch, convert):
+    assert _scalar_warnings(tg, monkeypatch, convert) == [
+        "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+        "behavior.\nConsider using tensor.detach() first."]
+
+
+@pytest.mark.parametrize("convert", [int, lambda t: t.item(), lambda t: f"{t:.2f}", bool])
+def test_other_scalar_conversions_do_not_warn(monkeypatch, convert):
+    assert _scalar_warnings(tg, monkeypatch, convert) == []
+
+
+def test_a_grad_tensor_inside_a_sequence_warns_as_float_does(monkeypatch):
+    # (torch's warning is once per process, so whether it fires here depends on test order: the
+    # parity test below leaves this case out)
+    assert _scalar_warnings(tg, monkeypatch, lambda t: tg.tensor([t])) == [
+        "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+        "behavior.\nConsider using tensor.detach() first."]
+    assert tg.tensor([tg.tensor(1.0, requires_grad=True) * 2]).requires_grad is False
+
+
+def test_float_warns_only_with_grad_mode_and_requires_grad(monkeypatch):
+    assert _scalar_warnings(tg, monkeypatch, float, grad_mode=False) == []
+    assert _scalar_warnings(tg, monkeypatch, float, requires_grad=False) == []
+
+
+# -- a tensor inside a sequence given to torch.tensor is one number ----------------------------
+
+SEQUENCE_CASES = [
+    "m.tensor([m.tensor([0.5]), m.tensor([0.25])])",          # d2l multivariable calculus
+    "m.tensor([m.tensor([[1.]]), m.tensor([[2.]])])",
+    "m.tensor([m.tensor(1, dtype=m.int32)])",
+    "m.tensor([m.tensor(1, dtype=m.int32), 2])",
+    "m.tensor([m.tensor([1.5], dtype=m.float64), 1])",
+    "m.tensor([m.tensor(True), 1])",
+    "m.tensor([m.tensor([True])])",
+    "m.tensor([[m.tensor([1.])], [2.]])",
+    "m.tensor([m.tensor(1, dtype=m.float16), 2.5])",
+    "m.tensor((m.tensor([2]), m.tensor([3])))",
+    "m.tensor([m.tensor([1 + 2j])])",
+    "m.tensor([2., m.tensor([1.])])",
+    "m.tensor([[1, 2], [m.tensor(3.), 4]])",
+    "m.tensor([m.tensor([0.5]), m.tensor([0.25])], dtype=m.float64)",
+    "m.as_tensor([m.tensor([0.5]), m.tensor([0.25])])",
+    "m.Tensor([m.tensor([0.5]), m.tensor([0.25])])",
+    "m.FloatTensor([m.tensor([1]), 2])",
+    "m.ones(2).new_tensor([m.tensor([3]), m.tensor(4)])",
+    "m.tensor([m.ones(2, 2)])",
+    "m.tensor([m.empty(0)])",
+    "m.tensor([2., m.ones(2)])",
+]
+
+
+@pytest.mark.parametrize("case", SEQUENCE_CASES)
+def test_tensors_inside_a_sequence_match_torch(torch, case):
+    def run(m):
+        if m is tg:
+            importlib.import_module("tapegrad.tensor")._warned_scalar_of_grad_tensor = False
+        try:
+            r = eval(case, {"m": m})
+        except Exception as e:      # noqa: BLE001  (the exception itself is compared)
+            return type(e).__name__, str(e).split(" (Triggered")[0]
+        return r.tolist(), str(r.dtype), tuple(r.shape), r.requires_grad
+
+    assert run(tg) == run(torch)
