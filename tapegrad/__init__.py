@@ -199,6 +199,7 @@ _LAZY = _lazy.table({
     "examples": (),
     "fft": (),
     "func": ("vmap",),          # torch.func's transforms (torch.vmap is torch.func.vmap)
+    "functional": (),           # torch.functional: einsum, split, norm, ... under their module
     "hub": (),
     "jit": (),
     "linalg": (),

@@ -35,6 +35,7 @@ from tapegrad import distributions as distributions
 from tapegrad import examples as examples
 from tapegrad import fft as fft
 from tapegrad import func as func
+from tapegrad import functional as functional
 from tapegrad import grad_mode as grad_mode
 from tapegrad import hub as hub
 from tapegrad import jit as jit

@@ -99,11 +99,8 @@ def _from_data(data, np_dt) -> np.ndarray:
         if data.dtype.kind not in "biuf":
             raise TypeError(f"can't convert np.ndarray of type {data.dtype}")
         return np.array(data, dtype=np_dt, copy=True, order="C")
-    try:
-        values = np.array(data)
-    except ValueError as e:
-        raise (_ragged_error(data) or ValueError(f"expected a rectangular nested sequence of "
-                                                 f"numbers: {e}")) from None
+    from .creation import _nested_array
+    data, values = _nested_array(data)
     if values.dtype.kind not in "biuf":
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     _check_int_range(values, np_dt)

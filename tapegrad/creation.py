@@ -139,12 +139,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     elif _is_typed_storage(data):
         arr = np.array(data, copy=True)     # its elements, in its dtype
     else:
-        from ._legacy import _ragged_error
-        try:
-            arr = np.array(data)
-        except ValueError as e:
-            raise (_ragged_error(data) or ValueError(
-                f"expected a rectangular nested sequence of numbers: {e}")) from None
+        data, arr = _nested_array(data)
         if arr.dtype.kind in "US":
             raise _string_data_error(data)
         if arr.dtype.kind not in "biufc":
@@ -169,6 +164,40 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")
     return _make(arr, requires_grad)
+
+
+def _nested_array(data):
+    """(data, np.array(data)) for nested Python sequences as PyTorch reads them: a tensor inside
+    is one number (_tensors_as_scalars); a ragged nesting raises PyTorch's error."""
+    from ._legacy import _ragged_error
+    if isinstance(_first_leaf(data), _core.TensorBase):
+        data = _tensors_as_scalars(data)
+    try:
+        return data, np.array(data)
+    except ValueError as e:
+        error = e
+    scalars = _tensors_as_scalars(data)     # a tensor further in (refused if not one element)
+    try:
+        return scalars, np.array(scalars)
+    except ValueError:
+        raise (_ragged_error(data) or ValueError(
+            f"expected a rectangular nested sequence of numbers: {error}")) from None
+
+
+def _tensors_as_scalars(data):
+    """Inside a sequence given to torch.tensor, PyTorch reads each tensor as one number (its
+    only element, whatever its shape: [tensor([0.5]), tensor([[2.]])] is a tensor of shape [2])
+    and refuses a tensor of any other size.  Each becomes a numpy scalar of its dtype, so the
+    element still counts with its own dtype (_sequence_dtype)."""
+    if isinstance(data, _core.TensorBase):
+        if data._array.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        from .tensor import _warn_scalar_of_grad_tensor
+        _warn_scalar_of_grad_tensor(data)       # PyTorch reads it as float(t) does
+        return data._array.reshape(())[()]
+    if isinstance(data, (list, tuple)):
+        return [_tensors_as_scalars(item) for item in data]
+    return data
 
 
 def _is_typed_storage(data) -> bool:

@@ -32,7 +32,7 @@ from .grad_mode import enable_grad
 from .random import default_generator
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
-           "functional_call", "vmap"]
+           "functional_call", "stack_module_state", "vmap"]
 
 # How many transforms are running: inside one, results keep their graph for the outer one.
 _depth = 0
@@ -541,6 +541,37 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
 
 
 _MISSING = object()
+
+
+def stack_module_state(models):
+    """Stack the parameters and buffers of ``models`` (same class, same train/eval mode) into two
+    dicts of dotted names, each tensor with a new leading dimension of ``len(models)``: the input
+    ``vmap(functional_call ...)`` needs to run an ensemble.  Stacked parameters are new leaves
+    (detached from the models' own), so an optimizer can train the stack directly."""
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError(
+            "stack_module_state: Expected all models to have the same training/eval mode.")
+    first_type = type(models[0])
+    if not all(type(m) is first_type for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    all_params = [dict(m.named_parameters()) for m in models]
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    params = {k: _stacked_leaf([p[k] for p in all_params], k) for k in all_params[0]}
+    buffers = {k: _stacked_leaf([b[k] for b in all_buffers], k) for k in all_buffers[0]}
+    return params, buffers
+
+
+def _stacked_leaf(tensors, name):
+    from . import stack
+    requires_grad = [t.requires_grad for t in tensors]
+    if any(requires_grad) and not all(requires_grad):
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    result = stack(tensors)
+    if all(requires_grad):
+        result = result.detach().requires_grad_()
+    return result
 
 
 # -- vmap ------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ __all__ = [
     'jacfwd',
     'hessian',
     'functional_call',
+    'stack_module_state',
     'vmap',
 ]
 
@@ -46,5 +47,7 @@ def jacfwd(func: Any, argnums: Any = ..., has_aux: Any = ..., *, randomness: Any
 def hessian(func: Any, argnums: Any = ...) -> Any: ...
 
 def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = ..., kwargs: Any = ..., *, tie_weights: Any = ..., strict: Any = ...) -> Any: ...
+
+def stack_module_state(models: Any) -> Any: ...
 
 def vmap(func: Any, in_dims: Any = ..., out_dims: Any = ..., randomness: Any = ..., *, chunk_size: Any = ...) -> Any: ...

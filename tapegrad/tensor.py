@@ -168,6 +168,23 @@ def _torch_module_name(module: str) -> str:
     return module
 
 
+
+_warned_scalar_of_grad_tensor = False
+
+
+def _warn_scalar_of_grad_tensor(t) -> None:
+    """float(t) / complex(t) (math.exp(t) too) of a tensor requiring grad, with grad mode on:
+    PyTorch warns once per process that the result leaves the graph (int(), item() and
+    formatting do not warn)."""
+    global _warned_scalar_of_grad_tensor
+    if _warned_scalar_of_grad_tensor or not t.requires_grad or not _core.is_grad_enabled():
+        return
+    _warned_scalar_of_grad_tensor = True
+    import warnings
+    warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                  "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=3)
+
+
 class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     """A multi-dimensional array that records the operations applied to it for autograd."""
 
@@ -310,12 +327,14 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         return value
 
     def __float__(self) -> float:
+        _warn_scalar_of_grad_tensor(self)
         return float(self._scalar())
 
     def __int__(self) -> int:
         return int(self._scalar())
 
     def __complex__(self) -> complex:
+        _warn_scalar_of_grad_tensor(self)
         return complex(self._scalar())
 
     def __index__(self) -> int:
@@ -565,7 +584,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
                           UserWarning, stacklevel=2)
             data = data._array
         creation._check_placement("new_tensor", device, pin_memory)
-        arr = np.array(data)
+        arr = data if isinstance(data, np.ndarray) else creation._nested_array(data)[1]
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"new_tensor(): could not infer dtype of {type(data).__name__}")
         return creation.tensor(arr, dtype=self.dtype if dtype is None else dtype,

@@ -39,7 +39,7 @@ def test_adaptive_softmax_is_a_distribution_and_differentiable():
     full = asm.log_prob(x).detach().numpy()
     np.testing.assert_allclose(out.output.detach().numpy(), full[np.arange(5), TARGET],
                                rtol=1e-12)
-    assert float(out.loss) == pytest.approx(-full[np.arange(5), TARGET].mean(), rel=1e-12)
+    assert out.loss.item() == pytest.approx(-full[np.arange(5), TARGET].mean(), rel=1e-12)
     assert gradcheck(lambda a: asm(a, tg.tensor(TARGET)).output, [x])
     # Parameters too: the head and a tail layer, through functional_call.
     from tapegrad.func import functional_call
