@@ -1,15 +1,14 @@
 """torch.functional: the module PyTorch defines its tensor-level helpers in (einsum, split, norm,
 meshgrid, unique, ...).  Scripts import it directly (``import torch.functional as F``); its names
-are tapegrad's own top-level functions, so both spellings reach one implementation.  (stft and
-istft, which tapegrad does not have, are missing here as they are from the top level.)"""
+are tapegrad's own top-level functions, so both spellings reach one implementation."""
 from __future__ import annotations
 
 from . import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes,
                broadcast_tensors, cartesian_prod, cdist, chain_matmul, einsum, lu, meshgrid,
-               norm, pca_lowrank, split, svd_lowrank, tensordot, unique, unique_consecutive,
-               unravel_index)
+               istft, norm, pca_lowrank, split, stft, svd_lowrank, tensordot, unique,
+               unique_consecutive, unravel_index)
 
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors",
-           "cartesian_prod", "block_diag", "cdist", "chain_matmul", "einsum", "lu", "norm",
-           "meshgrid", "pca_lowrank", "split", "svd_lowrank", "tensordot", "unique",
+           "cartesian_prod", "block_diag", "cdist", "chain_matmul", "einsum", "istft", "lu",
+           "norm", "meshgrid", "pca_lowrank", "split", "stft", "svd_lowrank", "tensordot", "unique",
            "unique_consecutive", "unravel_index"]

@@ -27,11 +27,13 @@ from tapegrad import broadcast_tensors as broadcast_tensors
 from tapegrad import cartesian_prod as cartesian_prod
 from tapegrad import cdist as cdist
 from tapegrad import chain_matmul as chain_matmul
+from tapegrad import istft as istft
 from tapegrad import lu as lu
 from tapegrad import meshgrid as meshgrid
 from tapegrad import norm as norm
 from tapegrad import pca_lowrank as pca_lowrank
 from tapegrad import split as split
+from tapegrad import stft as stft
 from tapegrad import svd_lowrank as svd_lowrank
 from tapegrad import tensordot as tensordot
 from tapegrad import unique as unique
@@ -50,11 +52,13 @@ __all__ = [
     'cdist',
     'chain_matmul',
     'einsum',
+    'istft',
     'lu',
     'norm',
     'meshgrid',
     'pca_lowrank',
     'split',
+    'stft',
     'svd_lowrank',
     'tensordot',
     'unique',
