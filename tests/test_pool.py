@@ -205,6 +205,33 @@ def test_max_pool2d_2x2_vector_and_tail_windows_match_torch(torch, dtype):
     np.testing.assert_array_equal(xg.grad.numpy(), xt.grad.numpy())
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("geom", [dict(kernel_size=3, stride=2, padding=1),
+                                  dict(kernel_size=3, stride=1, padding=1, dilation=2),
+                                  dict(kernel_size=(2, 3), stride=(1, 3), padding=(0, 1)),
+                                  dict(kernel_size=4, stride=1)])
+def test_max_pool2d_general_vector_windows_match_torch(torch, dtype, geom):
+    """The general path runs the windows wholly inside a row's width 4 (float) / 2 (double) at a
+    time and the edge windows one by one: the same values, indices and gradients as PyTorch,
+    with -inf, 0.0/-0.0 ties and NaNs."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(-2, 3, size=(2, 3, 15, 29)).astype(dtype)
+    pick = rng.random(x.shape)
+    x[pick < 0.04] = np.nan
+    x[(pick > 0.3) & (pick < 0.4)] = -np.inf
+    x[(pick > 0.5) & (pick < 0.6)] = -0.0
+    xt, xg = torch.tensor(x, requires_grad=True), tg.tensor(x, requires_grad=True)
+    yt, it = torch.nn.functional.max_pool2d(xt, return_indices=True, **geom)
+    yg, ig = F.max_pool2d(xg, return_indices=True, **geom)
+    np.testing.assert_array_equal(yg.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(np.signbit(yg.detach().numpy()), np.signbit(yt.detach().numpy()))
+    np.testing.assert_array_equal(ig.numpy(), it.numpy())
+    w = rng.standard_normal(yt.shape).astype(dtype)
+    (yt * torch.tensor(w)).sum().backward()
+    (yg * tg.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(xg.grad.numpy(), xt.grad.numpy())
+
+
 def test_max_pool2d_2x2_ties_and_nans_by_hand():
     x = tg.tensor([[[[1.0, 1.0, float("nan"), 2.0], [0.0, 1.0, 3.0, float("nan")]]]])
     y, i = F.max_pool2d(x, 2, return_indices=True)

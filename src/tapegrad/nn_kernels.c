@@ -240,6 +240,72 @@ static void pool2x2_row_f64(const double* r0, const double* r1, double* yo, int6
     }
     pool2x2_tail_f64(r0, r1, yo, io, w, Wo, W, row0);
 }
+/* The general window, for the windows wo in [wlo, whi) of one output row that lie wholly inside
+ * the plane's width (taps h in [h0, h1) step dh, w = wo*sw - pl + j*dw): 4 (float) or 2 (double)
+ * windows at a time, each tap a compare and masked selects as in pool2x2_row, in the scalar
+ * loop's order (-inf and the window's first position to start).  Returns where it stopped; the
+ * caller's scalar loop does the rest.  Float indices are held in 32 bits: planes of 2^31
+ * elements or more are left to the scalar loop. */
+static ptrdiff_t pool_row_vec_f32(const float* plane, float* yrow, int64_t* irow,
+                                  const tg_window* g, ptrdiff_t h0, ptrdiff_t h1, ptrdiff_t wlo,
+                                  ptrdiff_t whi)
+{
+    const ptrdiff_t W = g->W, sw = g->sw;
+    if (g->H * W > 0x7fffffff)
+        return wlo;
+    const __m128i lanes = _mm_set_epi32((int)(3 * sw), (int)(2 * sw), (int)sw, 0);
+    const __m128i zero = _mm_setzero_si128();
+    ptrdiff_t wo = wlo;
+    for (; wo + 4 <= whi; wo += 4) {
+        const ptrdiff_t w0 = wo * sw - g->pl;
+        __m128 best = _mm_set1_ps(-INFINITY);
+        __m128i at = _mm_add_epi32(_mm_set1_epi32((int)(h0 * W + w0)), lanes);
+        for (ptrdiff_t h = h0; h < h1; h += g->dh)
+            for (ptrdiff_t j = 0; j < g->kw; j++) {
+                const ptrdiff_t pos = h * W + w0 + j * g->dw;
+                const float* src = plane + pos;
+                const __m128 v = sw == 1 ? _mm_loadu_ps(src)
+                                         : _mm_set_ps(src[3 * sw], src[2 * sw], src[sw], src[0]);
+                const __m128 take = _mm_or_ps(_mm_cmpgt_ps(v, best), _mm_cmpunord_ps(v, v));
+                best = _mm_or_ps(_mm_and_ps(take, v), _mm_andnot_ps(take, best));
+                const __m128i t = _mm_castps_si128(take);
+                const __m128i here = _mm_add_epi32(_mm_set1_epi32((int)pos), lanes);
+                at = _mm_or_si128(_mm_and_si128(t, here), _mm_andnot_si128(t, at));
+            }
+        _mm_storeu_ps(yrow + wo, best);
+        _mm_storeu_si128((__m128i*)(irow + wo), _mm_unpacklo_epi32(at, zero));
+        _mm_storeu_si128((__m128i*)(irow + wo + 2), _mm_unpackhi_epi32(at, zero));
+    }
+    return wo;
+}
+
+static ptrdiff_t pool_row_vec_f64(const double* plane, double* yrow, int64_t* irow,
+                                  const tg_window* g, ptrdiff_t h0, ptrdiff_t h1, ptrdiff_t wlo,
+                                  ptrdiff_t whi)
+{
+    const ptrdiff_t W = g->W, sw = g->sw;
+    const __m128i lanes = _mm_set_epi64x(sw, 0);
+    ptrdiff_t wo = wlo;
+    for (; wo + 2 <= whi; wo += 2) {
+        const ptrdiff_t w0 = wo * sw - g->pl;
+        __m128d best = _mm_set1_pd(-INFINITY);
+        __m128i at = _mm_add_epi64(_mm_set1_epi64x(h0 * W + w0), lanes);
+        for (ptrdiff_t h = h0; h < h1; h += g->dh)
+            for (ptrdiff_t j = 0; j < g->kw; j++) {
+                const ptrdiff_t pos = h * W + w0 + j * g->dw;
+                const double* src = plane + pos;
+                const __m128d v = sw == 1 ? _mm_loadu_pd(src) : _mm_set_pd(src[sw], src[0]);
+                const __m128d take = _mm_or_pd(_mm_cmpgt_pd(v, best), _mm_cmpunord_pd(v, v));
+                best = _mm_or_pd(_mm_and_pd(take, v), _mm_andnot_pd(take, best));
+                const __m128i t = _mm_castpd_si128(take);
+                const __m128i here = _mm_add_epi64(_mm_set1_epi64x(pos), lanes);
+                at = _mm_or_si128(_mm_and_si128(t, here), _mm_andnot_si128(t, at));
+            }
+        _mm_storeu_pd(yrow + wo, best);
+        _mm_storeu_si128((__m128i*)(irow + wo), at);
+    }
+    return wo;
+}
 #else
 static void pool2x2_row_f32(const float* r0, const float* r1, float* yo, int64_t* io,
                             ptrdiff_t Wo, ptrdiff_t W, int64_t row0)
@@ -251,6 +317,21 @@ static void pool2x2_row_f64(const double* r0, const double* r1, double* yo, int6
                             ptrdiff_t Wo, ptrdiff_t W, int64_t row0)
 {
     pool2x2_tail_f64(r0, r1, yo, io, 0, Wo, W, row0);
+}
+static ptrdiff_t pool_row_vec_f32(const float* plane, float* yrow, int64_t* irow,
+                                  const tg_window* g, ptrdiff_t h0, ptrdiff_t h1, ptrdiff_t wlo,
+                                  ptrdiff_t whi)
+{
+    (void)plane, (void)yrow, (void)irow, (void)g, (void)h0, (void)h1, (void)whi;
+    return wlo;
+}
+
+static ptrdiff_t pool_row_vec_f64(const double* plane, double* yrow, int64_t* irow,
+                                  const tg_window* g, ptrdiff_t h0, ptrdiff_t h1, ptrdiff_t wlo,
+                                  ptrdiff_t whi)
+{
+    (void)plane, (void)yrow, (void)irow, (void)g, (void)h0, (void)h1, (void)whi;
+    return wlo;
 }
 #endif
 
@@ -270,13 +351,26 @@ void tg_max_pool2d_##SFX(const T* x, T* y, int64_t* idx, const tg_window* g)    
             }                                                                                     \
         return;                                                                                   \
     }                                                                                             \
+    /* the windows [wlo, whi) of a row lie wholly inside the plane's width */                   \
+    const ptrdiff_t span = (g->kw - 1) * g->dw;                                                   \
+    ptrdiff_t wlo = (g->pl + g->sw - 1) / g->sw;                                                  \
+    ptrdiff_t whi = g->W - 1 - span + g->pl >= 0 ? (g->W - 1 - span + g->pl) / g->sw + 1 : 0;     \
+    if (whi > g->Wo) whi = g->Wo;                                                                 \
+    if (wlo > whi) wlo = whi;                                                                     \
     for (ptrdiff_t p = 0; p < planes; p++) {                                                      \
         const T* plane = x + p * g->H * g->W;                                                     \
         for (ptrdiff_t ho = 0; ho < g->Ho; ho++) {                                                \
             const ptrdiff_t h0 = first_on_grid(ho * g->sh - g->pt, g->dh);                        \
             ptrdiff_t h1 = ho * g->sh - g->pt + (g->kh - 1) * g->dh + 1;                          \
             if (h1 > g->H) h1 = g->H;                                                             \
+            const ptrdiff_t vend = pool_row_vec_##SFX(plane, y + (p * g->Ho + ho) * g->Wo,         \
+                                                      idx + (p * g->Ho + ho) * g->Wo, g, h0, h1,  \
+                                                      wlo, whi);                                  \
             for (ptrdiff_t wo = 0; wo < g->Wo; wo++) {                                            \
+                if (wo == wlo && vend > wlo) {          /* done by the vector rows */             \
+                    wo = vend - 1;                                                                \
+                    continue;                                                                     \
+                }                                                                                 \
                 const ptrdiff_t w0 = first_on_grid(wo * g->sw - g->pl, g->dw);                    \
                 ptrdiff_t w1 = wo * g->sw - g->pl + (g->kw - 1) * g->dw + 1;                      \
                 if (w1 > g->W) w1 = g->W;                                                         \
