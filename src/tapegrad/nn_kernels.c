@@ -182,6 +182,17 @@ DEFINE_POOL2X2_TAIL(double, f64)
 #if defined(__SSE2__)
 #include <emmintrin.h>
 
+/* POOL_TAP over SSE2 lanes (P: ps for float, pd for double; `at` and `here` hold each lane's
+ * index in its element width): a lane takes v where v > best or v is NaN. */
+#define POOL_TAP_SSE(P, v, best, at, here)                                                        \
+    do {                                                                                          \
+        const __typeof__(best) take_ = _mm_or_##P(_mm_cmpgt_##P(v, best),                         \
+                                                  _mm_cmpunord_##P(v, v));                        \
+        best = _mm_or_##P(_mm_and_##P(take_, v), _mm_andnot_##P(take_, best));                    \
+        const __m128i t_ = _mm_cast##P##_si128(take_);                                            \
+        at = _mm_or_si128(_mm_and_si128(t_, here), _mm_andnot_si128(t_, at));                     \
+    } while (0)
+
 static void pool2x2_row_f32(const float* r0, const float* r1, float* yo, int64_t* io,
                             ptrdiff_t Wo, ptrdiff_t W, int64_t row0)
 {
@@ -198,19 +209,14 @@ static void pool2x2_row_f32(const float* r0, const float* r1, float* yo, int64_t
             const __m128i offs[3] = {off1, offW, offW1};
             __m128 best = _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0));
             __m128i at = zero;
-            for (int q = 0; q < 3; q++) {
-                const __m128 v = taps[q];
-                const __m128 take = _mm_or_ps(_mm_cmpgt_ps(v, best), _mm_cmpunord_ps(v, v));
-                best = _mm_or_ps(_mm_and_ps(take, v), _mm_andnot_ps(take, best));
-                const __m128i t = _mm_castps_si128(take);
-                at = _mm_or_si128(_mm_and_si128(t, offs[q]), _mm_andnot_si128(t, at));
-            }
+            for (int q = 0; q < 3; q++)
+                POOL_TAP_SSE(ps, taps[q], best, at, offs[q]);
             _mm_storeu_ps(yo + w, best);
-            const __m128i base = _mm_set_epi64x(row0 + 2 * w + 2, row0 + 2 * w);
-            const __m128i four = _mm_set1_epi64x(4);
-            _mm_storeu_si128((__m128i*)(io + w), _mm_add_epi64(base, _mm_unpacklo_epi32(at, zero)));
+            const __m128i lo = _mm_set_epi64x(row0 + 2 * w + 2, row0 + 2 * w);
+            const __m128i hi = _mm_set_epi64x(row0 + 2 * w + 6, row0 + 2 * w + 4);
+            _mm_storeu_si128((__m128i*)(io + w), _mm_add_epi64(lo, _mm_unpacklo_epi32(at, zero)));
             _mm_storeu_si128((__m128i*)(io + w + 2),
-                             _mm_add_epi64(_mm_add_epi64(base, four), _mm_unpackhi_epi32(at, zero)));
+                             _mm_add_epi64(hi, _mm_unpackhi_epi32(at, zero)));
         }
     pool2x2_tail_f32(r0, r1, yo, io, w, Wo, W, row0);
 }
@@ -227,13 +233,8 @@ static void pool2x2_row_f64(const double* r0, const double* r1, double* yo, int6
                                  _mm_unpackhi_pd(b0, b1)};
         __m128d best = _mm_unpacklo_pd(a0, a1);
         __m128i at = _mm_setzero_si128();
-        for (int q = 0; q < 3; q++) {
-            const __m128d v = taps[q];
-            const __m128d take = _mm_or_pd(_mm_cmpgt_pd(v, best), _mm_cmpunord_pd(v, v));
-            best = _mm_or_pd(_mm_and_pd(take, v), _mm_andnot_pd(take, best));
-            const __m128i t = _mm_castpd_si128(take);
-            at = _mm_or_si128(_mm_and_si128(t, offs[q]), _mm_andnot_si128(t, at));
-        }
+        for (int q = 0; q < 3; q++)
+            POOL_TAP_SSE(pd, taps[q], best, at, offs[q]);
         _mm_storeu_pd(yo + w, best);
         const __m128i base = _mm_set_epi64x(row0 + 2 * w + 2, row0 + 2 * w);
         _mm_storeu_si128((__m128i*)(io + w), _mm_add_epi64(base, at));
@@ -266,11 +267,8 @@ static ptrdiff_t pool_row_vec_f32(const float* plane, float* yrow, int64_t* irow
                 const float* src = plane + pos;
                 const __m128 v = sw == 1 ? _mm_loadu_ps(src)
                                          : _mm_set_ps(src[3 * sw], src[2 * sw], src[sw], src[0]);
-                const __m128 take = _mm_or_ps(_mm_cmpgt_ps(v, best), _mm_cmpunord_ps(v, v));
-                best = _mm_or_ps(_mm_and_ps(take, v), _mm_andnot_ps(take, best));
-                const __m128i t = _mm_castps_si128(take);
                 const __m128i here = _mm_add_epi32(_mm_set1_epi32((int)pos), lanes);
-                at = _mm_or_si128(_mm_and_si128(t, here), _mm_andnot_si128(t, at));
+                POOL_TAP_SSE(ps, v, best, at, here);
             }
         _mm_storeu_ps(yrow + wo, best);
         _mm_storeu_si128((__m128i*)(irow + wo), _mm_unpacklo_epi32(at, zero));
@@ -295,11 +293,8 @@ static ptrdiff_t pool_row_vec_f64(const double* plane, double* yrow, int64_t* ir
                 const ptrdiff_t pos = h * W + w0 + j * g->dw;
                 const double* src = plane + pos;
                 const __m128d v = sw == 1 ? _mm_loadu_pd(src) : _mm_set_pd(src[sw], src[0]);
-                const __m128d take = _mm_or_pd(_mm_cmpgt_pd(v, best), _mm_cmpunord_pd(v, v));
-                best = _mm_or_pd(_mm_and_pd(take, v), _mm_andnot_pd(take, best));
-                const __m128i t = _mm_castpd_si128(take);
                 const __m128i here = _mm_add_epi64(_mm_set1_epi64x(pos), lanes);
-                at = _mm_or_si128(_mm_and_si128(t, here), _mm_andnot_si128(t, at));
+                POOL_TAP_SSE(pd, v, best, at, here);
             }
         _mm_storeu_pd(yrow + wo, best);
         _mm_storeu_si128((__m128i*)(irow + wo), at);
