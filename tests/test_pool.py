@@ -180,6 +180,55 @@ def test_max_pool2d_2x2_ties_and_nans_match_torch(torch, dtype, shape, kw):
     np.testing.assert_array_equal(ig.numpy(), it.numpy())
 
 
+def _max_pool_matches_torch(torch, x, rng, **kw):
+    """max_pool2d of x (values with their signs, indices, a weighted gradient) equals PyTorch's."""
+    xt, xg = torch.tensor(x, requires_grad=True), tg.tensor(x, requires_grad=True)
+    yt, it = torch.nn.functional.max_pool2d(xt, return_indices=True, **kw)
+    yg, ig = F.max_pool2d(xg, return_indices=True, **kw)
+    np.testing.assert_array_equal(yg.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(np.signbit(yg.detach().numpy()), np.signbit(yt.detach().numpy()))
+    np.testing.assert_array_equal(ig.numpy(), it.numpy())
+    w = rng.standard_normal(yt.shape).astype(x.dtype)
+    (yt * torch.tensor(w)).sum().backward()
+    (yg * tg.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(xg.grad.numpy(), xt.grad.numpy())
+
+
+def _specials(x, rng, nan=0.05):
+    """x with NaNs, -infs and -0.0s sprinkled in (with its small integers: many ties)."""
+    pick = rng.random(x.shape)
+    x[pick < nan] = np.nan
+    x[(pick > 0.3) & (pick < 0.4)] = -np.inf
+    x[(pick > 0.5) & (pick < 0.6)] = -0.0
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_max_pool2d_2x2_vector_and_tail_windows_match_torch(torch, dtype):
+    """A row of 11 windows runs the vector form of the 2x2 path (4 float / 2 double windows at
+    a time) and the scalar tail: the same values (signed zeros included), indices and gradients
+    as PyTorch, with -inf as the first tap, ties of 0.0 and -0.0, and NaNs."""
+    rng = np.random.default_rng(7)
+    x = _specials(rng.integers(-2, 3, size=(3, 4, 9, 23)).astype(dtype), rng)
+    x[0, 0, 0, :4] = [-np.inf, -np.inf, -np.inf, -np.inf]     # a window of -inf only
+    x[0, 0, 0, 4:6], x[0, 0, 1, 4:6] = [-0.0, 0.0], [0.0, -0.0]
+    _max_pool_matches_torch(torch, x, rng, kernel_size=2)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("geom", [dict(kernel_size=3, stride=2, padding=1),
+                                  dict(kernel_size=3, stride=1, padding=1, dilation=2),
+                                  dict(kernel_size=(2, 3), stride=(1, 3), padding=(0, 1)),
+                                  dict(kernel_size=4, stride=1)])
+def test_max_pool2d_general_vector_windows_match_torch(torch, dtype, geom):
+    """The general path runs the windows wholly inside a row's width 4 (float) / 2 (double) at a
+    time and the edge windows one by one: the same values, indices and gradients as PyTorch,
+    with -inf, 0.0/-0.0 ties and NaNs."""
+    rng = np.random.default_rng(11)
+    x = _specials(rng.integers(-2, 3, size=(2, 3, 15, 29)).astype(dtype), rng, nan=0.04)
+    _max_pool_matches_torch(torch, x, rng, **geom)
+
+
 def test_max_pool2d_2x2_ties_and_nans_by_hand():
     x = tg.tensor([[[[1.0, 1.0, float("nan"), 2.0], [0.0, 1.0, 3.0, float("nan")]]]])
     y, i = F.max_pool2d(x, 2, return_indices=True)

@@ -145,58 +145,235 @@ void tg_col2im_##SFX(const T* cols, T* x, const tg_window* g, ptrdiff_t row_stri
 
 /* -- max pooling ------------------------------------------------------------------------------ */
 
+/* One tap of a window: PyTorch's rule (a larger value or a NaN replaces the running maximum). */
+#define POOL_TAP(T, V, AT, best, at)                                                              \
+    do {                                                                                          \
+        const T v_ = (V);                                                                         \
+        if (v_ > best || v_ != v_) {                                                              \
+            best = v_;                                                                            \
+            at = (AT);                                                                            \
+        }                                                                                         \
+    } while (0)
+
+/* One output row of the 2x2 / stride 2 pooling from input rows r0 and r1: the taps r0[2w],
+ * r0[2w+1], r1[2w], r1[2w+1] in that order (the first always taken: it replaces the initial -inf,
+ * or is -inf at the window's first position, which is where an untaken -inf leaves the index),
+ * io[w] = row0 + 2w + the tap's offset (0, 1, W, W+1).  With SSE2 (every x86-64) the taps are
+ * compares and masked selects over 4 (float) or 2 (double) windows at a time: on real data each
+ * comparison goes either way at random, and the mispredicted branches of the scalar form made it
+ * ~5x slower.  The same rule in both forms, so the same values and indices. */
+#define DEFINE_POOL2X2_TAIL(T, SFX)                                                               \
+static inline void pool2x2_tail_##SFX(const T* r0, const T* r1, T* yo, int64_t* io,               \
+                                      ptrdiff_t w, ptrdiff_t Wo, ptrdiff_t W, int64_t row0)       \
+{                                                                                                 \
+    for (; w < Wo; w++) {                                                                         \
+        T best = r0[2 * w];                                                                       \
+        int64_t at = 0;                                                                           \
+        POOL_TAP(T, r0[2 * w + 1], 1, best, at);                                                  \
+        POOL_TAP(T, r1[2 * w], W, best, at);                                                      \
+        POOL_TAP(T, r1[2 * w + 1], W + 1, best, at);                                              \
+        yo[w] = best;                                                                             \
+        io[w] = row0 + 2 * w + at;                                                                \
+    }                                                                                             \
+}
+DEFINE_POOL2X2_TAIL(float, f32)
+DEFINE_POOL2X2_TAIL(double, f64)
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+/* POOL_TAP over SSE2 lanes (P: ps for float, pd for double; `at` and `here` hold each lane's
+ * index in its element width): a lane takes v where v > best or v is NaN. */
+#define POOL_TAP_SSE(P, v, best, at, here)                                                        \
+    do {                                                                                          \
+        const __typeof__(best) take_ = _mm_or_##P(_mm_cmpgt_##P(v, best),                         \
+                                                  _mm_cmpunord_##P(v, v));                        \
+        best = _mm_or_##P(_mm_and_##P(take_, v), _mm_andnot_##P(take_, best));                    \
+        const __m128i t_ = _mm_cast##P##_si128(take_);                                            \
+        at = _mm_or_si128(_mm_and_si128(t_, here), _mm_andnot_si128(t_, at));                     \
+    } while (0)
+
+static void pool2x2_row_f32(const float* r0, const float* r1, float* yo, int64_t* io,
+                            ptrdiff_t Wo, ptrdiff_t W, int64_t row0)
+{
+    const __m128i off1 = _mm_set1_epi32(1), offW = _mm_set1_epi32((int)W),
+                  offW1 = _mm_set1_epi32((int)W + 1), zero = _mm_setzero_si128();
+    ptrdiff_t w = 0;
+    if (W + 1 <= 0x7fffffff)
+        for (; w + 4 <= Wo; w += 4) {
+            const __m128 a0 = _mm_loadu_ps(r0 + 2 * w), a1 = _mm_loadu_ps(r0 + 2 * w + 4);
+            const __m128 b0 = _mm_loadu_ps(r1 + 2 * w), b1 = _mm_loadu_ps(r1 + 2 * w + 4);
+            const __m128 taps[3] = {_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)),
+                                    _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                    _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))};
+            const __m128i offs[3] = {off1, offW, offW1};
+            __m128 best = _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0));
+            __m128i at = zero;
+            for (int q = 0; q < 3; q++)
+                POOL_TAP_SSE(ps, taps[q], best, at, offs[q]);
+            _mm_storeu_ps(yo + w, best);
+            const __m128i lo = _mm_set_epi64x(row0 + 2 * w + 2, row0 + 2 * w);
+            const __m128i hi = _mm_set_epi64x(row0 + 2 * w + 6, row0 + 2 * w + 4);
+            _mm_storeu_si128((__m128i*)(io + w), _mm_add_epi64(lo, _mm_unpacklo_epi32(at, zero)));
+            _mm_storeu_si128((__m128i*)(io + w + 2),
+                             _mm_add_epi64(hi, _mm_unpackhi_epi32(at, zero)));
+        }
+    pool2x2_tail_f32(r0, r1, yo, io, w, Wo, W, row0);
+}
+
+static void pool2x2_row_f64(const double* r0, const double* r1, double* yo, int64_t* io,
+                            ptrdiff_t Wo, ptrdiff_t W, int64_t row0)
+{
+    const __m128i offs[3] = {_mm_set1_epi64x(1), _mm_set1_epi64x(W), _mm_set1_epi64x(W + 1)};
+    ptrdiff_t w = 0;
+    for (; w + 2 <= Wo; w += 2) {
+        const __m128d a0 = _mm_loadu_pd(r0 + 2 * w), a1 = _mm_loadu_pd(r0 + 2 * w + 2);
+        const __m128d b0 = _mm_loadu_pd(r1 + 2 * w), b1 = _mm_loadu_pd(r1 + 2 * w + 2);
+        const __m128d taps[3] = {_mm_unpackhi_pd(a0, a1), _mm_unpacklo_pd(b0, b1),
+                                 _mm_unpackhi_pd(b0, b1)};
+        __m128d best = _mm_unpacklo_pd(a0, a1);
+        __m128i at = _mm_setzero_si128();
+        for (int q = 0; q < 3; q++)
+            POOL_TAP_SSE(pd, taps[q], best, at, offs[q]);
+        _mm_storeu_pd(yo + w, best);
+        const __m128i base = _mm_set_epi64x(row0 + 2 * w + 2, row0 + 2 * w);
+        _mm_storeu_si128((__m128i*)(io + w), _mm_add_epi64(base, at));
+    }
+    pool2x2_tail_f64(r0, r1, yo, io, w, Wo, W, row0);
+}
+/* The general window, for the windows wo in [wlo, whi) of one output row that lie wholly inside
+ * the plane's width (taps h in [h0, h1) step dh, w = wo*sw - pl + j*dw): 4 (float) or 2 (double)
+ * windows at a time, each tap a compare and masked selects as in pool2x2_row, in the scalar
+ * loop's order (-inf and the window's first position to start).  Returns where it stopped; the
+ * caller's scalar loop does the rest.  Float indices are held in 32 bits: planes of 2^31
+ * elements or more are left to the scalar loop. */
+static ptrdiff_t pool_row_vec_f32(const float* plane, float* yrow, int64_t* irow,
+                                  const tg_window* g, ptrdiff_t h0, ptrdiff_t h1, ptrdiff_t wlo,
+                                  ptrdiff_t whi)
+{
+    const ptrdiff_t W = g->W, sw = g->sw;
+    if (g->H * W > 0x7fffffff)
+        return wlo;
+    const __m128i lanes = _mm_set_epi32((int)(3 * sw), (int)(2 * sw), (int)sw, 0);
+    const __m128i zero = _mm_setzero_si128();
+    ptrdiff_t wo = wlo;
+    for (; wo + 4 <= whi; wo += 4) {
+        const ptrdiff_t w0 = wo * sw - g->pl;
+        __m128 best = _mm_set1_ps(-INFINITY);
+        __m128i at = _mm_add_epi32(_mm_set1_epi32((int)(h0 * W + w0)), lanes);
+        for (ptrdiff_t h = h0; h < h1; h += g->dh)
+            for (ptrdiff_t j = 0; j < g->kw; j++) {
+                const ptrdiff_t pos = h * W + w0 + j * g->dw;
+                const float* src = plane + pos;
+                const __m128 v = sw == 1 ? _mm_loadu_ps(src)
+                                         : _mm_set_ps(src[3 * sw], src[2 * sw], src[sw], src[0]);
+                const __m128i here = _mm_add_epi32(_mm_set1_epi32((int)pos), lanes);
+                POOL_TAP_SSE(ps, v, best, at, here);
+            }
+        _mm_storeu_ps(yrow + wo, best);
+        _mm_storeu_si128((__m128i*)(irow + wo), _mm_unpacklo_epi32(at, zero));
+        _mm_storeu_si128((__m128i*)(irow + wo + 2), _mm_unpackhi_epi32(at, zero));
+    }
+    return wo;
+}
+
+static ptrdiff_t pool_row_vec_f64(const double* plane, double* yrow, int64_t* irow,
+                                  const tg_window* g, ptrdiff_t h0, ptrdiff_t h1, ptrdiff_t wlo,
+                                  ptrdiff_t whi)
+{
+    const ptrdiff_t W = g->W, sw = g->sw;
+    const __m128i lanes = _mm_set_epi64x(sw, 0);
+    ptrdiff_t wo = wlo;
+    for (; wo + 2 <= whi; wo += 2) {
+        const ptrdiff_t w0 = wo * sw - g->pl;
+        __m128d best = _mm_set1_pd(-INFINITY);
+        __m128i at = _mm_add_epi64(_mm_set1_epi64x(h0 * W + w0), lanes);
+        for (ptrdiff_t h = h0; h < h1; h += g->dh)
+            for (ptrdiff_t j = 0; j < g->kw; j++) {
+                const ptrdiff_t pos = h * W + w0 + j * g->dw;
+                const double* src = plane + pos;
+                const __m128d v = sw == 1 ? _mm_loadu_pd(src) : _mm_set_pd(src[sw], src[0]);
+                const __m128i here = _mm_add_epi64(_mm_set1_epi64x(pos), lanes);
+                POOL_TAP_SSE(pd, v, best, at, here);
+            }
+        _mm_storeu_pd(yrow + wo, best);
+        _mm_storeu_si128((__m128i*)(irow + wo), at);
+    }
+    return wo;
+}
+#else
+static void pool2x2_row_f32(const float* r0, const float* r1, float* yo, int64_t* io,
+                            ptrdiff_t Wo, ptrdiff_t W, int64_t row0)
+{
+    pool2x2_tail_f32(r0, r1, yo, io, 0, Wo, W, row0);
+}
+
+static void pool2x2_row_f64(const double* r0, const double* r1, double* yo, int64_t* io,
+                            ptrdiff_t Wo, ptrdiff_t W, int64_t row0)
+{
+    pool2x2_tail_f64(r0, r1, yo, io, 0, Wo, W, row0);
+}
+static ptrdiff_t pool_row_vec_f32(const float* plane, float* yrow, int64_t* irow,
+                                  const tg_window* g, ptrdiff_t h0, ptrdiff_t h1, ptrdiff_t wlo,
+                                  ptrdiff_t whi)
+{
+    (void)plane, (void)yrow, (void)irow, (void)g, (void)h0, (void)h1, (void)whi;
+    return wlo;
+}
+
+static ptrdiff_t pool_row_vec_f64(const double* plane, double* yrow, int64_t* irow,
+                                  const tg_window* g, ptrdiff_t h0, ptrdiff_t h1, ptrdiff_t wlo,
+                                  ptrdiff_t whi)
+{
+    (void)plane, (void)yrow, (void)irow, (void)g, (void)h0, (void)h1, (void)whi;
+    return wlo;
+}
+#endif
+
 #define DEFINE_MAX_POOL(T, SFX)                                                                   \
 void tg_max_pool2d_##SFX(const T* x, T* y, int64_t* idx, const tg_window* g)                      \
 {                                                                                                 \
     const ptrdiff_t planes = g->N * g->C;                                                         \
     if (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->pt == 0 && g->pl == 0 &&       \
         g->dh == 1 && g->dw == 1 && 2 * g->Ho <= g->H && 2 * g->Wo <= g->W) {                     \
-        /* the common 2x2 / stride 2 pooling inside the plane: the same four comparisons in the  \
-         * same order as the general loop below, without its per-window bounds */               \
-        const ptrdiff_t W = g->W;                                                                 \
-        for (ptrdiff_t p = 0; p < planes; p++) {                                                  \
-            const T* plane = x + p * g->H * W;                                                    \
-            T* yo = y + p * g->Ho * g->Wo;                                                        \
-            int64_t* io = idx + p * g->Ho * g->Wo;                                                \
-            for (ptrdiff_t ho = 0; ho < g->Ho; ho++)                                              \
-                for (ptrdiff_t wo = 0; wo < g->Wo; wo++) {                                        \
-                    const ptrdiff_t at0 = 2 * ho * W + 2 * wo;                                    \
-                    const ptrdiff_t cand[4] = {at0, at0 + 1, at0 + W, at0 + W + 1};               \
-                    T best = -INFINITY;                                                           \
-                    ptrdiff_t at = at0;                                                           \
-                    for (int q = 0; q < 4; q++) {                                                 \
-                        const T v = plane[cand[q]];                                               \
-                        if (v > best || isnan(v)) {                                               \
-                            best = v;                                                             \
-                            at = cand[q];                                                         \
-                        }                                                                         \
-                    }                                                                             \
-                    yo[ho * g->Wo + wo] = best;                                                   \
-                    io[ho * g->Wo + wo] = (int64_t)at;                                            \
-                }                                                                                 \
-        }                                                                                         \
+        /* the common 2x2 / stride 2 pooling inside the plane, a row at a time */               \
+        for (ptrdiff_t p = 0; p < planes; p++)                                                    \
+            for (ptrdiff_t ho = 0; ho < g->Ho; ho++) {                                            \
+                const T* r0 = x + (p * g->H + 2 * ho) * g->W;                                     \
+                pool2x2_row_##SFX(r0, r0 + g->W, y + (p * g->Ho + ho) * g->Wo,                    \
+                                  idx + (p * g->Ho + ho) * g->Wo, g->Wo, g->W,                    \
+                                  (int64_t)(2 * ho * g->W));                                      \
+            }                                                                                     \
         return;                                                                                   \
     }                                                                                             \
+    /* the windows [wlo, whi) of a row lie wholly inside the plane's width */                   \
+    const ptrdiff_t span = (g->kw - 1) * g->dw;                                                   \
+    ptrdiff_t wlo = (g->pl + g->sw - 1) / g->sw;                                                  \
+    ptrdiff_t whi = g->W - 1 - span + g->pl >= 0 ? (g->W - 1 - span + g->pl) / g->sw + 1 : 0;     \
+    if (whi > g->Wo) whi = g->Wo;                                                                 \
+    if (wlo > whi) wlo = whi;                                                                     \
     for (ptrdiff_t p = 0; p < planes; p++) {                                                      \
         const T* plane = x + p * g->H * g->W;                                                     \
         for (ptrdiff_t ho = 0; ho < g->Ho; ho++) {                                                \
             const ptrdiff_t h0 = first_on_grid(ho * g->sh - g->pt, g->dh);                        \
             ptrdiff_t h1 = ho * g->sh - g->pt + (g->kh - 1) * g->dh + 1;                          \
             if (h1 > g->H) h1 = g->H;                                                             \
+            const ptrdiff_t vend = pool_row_vec_##SFX(plane, y + (p * g->Ho + ho) * g->Wo,         \
+                                                      idx + (p * g->Ho + ho) * g->Wo, g, h0, h1,  \
+                                                      wlo, whi);                                  \
             for (ptrdiff_t wo = 0; wo < g->Wo; wo++) {                                            \
+                if (wo == wlo && vend > wlo) {          /* done by the vector rows */             \
+                    wo = vend - 1;                                                                \
+                    continue;                                                                     \
+                }                                                                                 \
                 const ptrdiff_t w0 = first_on_grid(wo * g->sw - g->pl, g->dw);                    \
                 ptrdiff_t w1 = wo * g->sw - g->pl + (g->kw - 1) * g->dw + 1;                      \
                 if (w1 > g->W) w1 = g->W;                                                         \
                 T best = -INFINITY;                                                               \
                 int64_t at = (int64_t)(h0 * g->W + w0);                                           \
                 for (ptrdiff_t h = h0; h < h1; h += g->dh)                                        \
-                    for (ptrdiff_t w = w0; w < w1; w += g->dw) {                                  \
-                        const T v = plane[h * g->W + w];                                          \
-                        if (v > best || isnan(v)) {                                               \
-                            best = v;                                                             \
-                            at = (int64_t)(h * g->W + w);                                         \
-                        }                                                                         \
-                    }                                                                             \
+                    for (ptrdiff_t w = w0; w < w1; w += g->dw)                                    \
+                        POOL_TAP(T, plane[h * g->W + w], (int64_t)(h * g->W + w), best, at);      \
                 y[(p * g->Ho + ho) * g->Wo + wo] = best;                                          \
                 idx[(p * g->Ho + ho) * g->Wo + wo] = at;                                          \
             }                                                                                     \
