@@ -276,13 +276,20 @@ cdef tuple view_key(TensorBase view):
                  for k in np.unravel_index(order[pos], B.shape))
 
 
+cdef inline bint stale_view_without_history(TensorBase t) noexcept:
+    """Whether t is a view taken (with grad mode on) while its base did not require grad, whose
+    base has a history since and whose own history was not read since: PyTorch's raw grad_fn of
+    such a view is still empty, so its C++ is_leaf() holds (in-place writes and retain_grad
+    treat it as a leaf) until its history is regenerated."""
+    return (t._base is not None and t._node < 0 and (<TensorBase>t._base)._requires_grad
+            and (t._gen >> 1) != (<TensorBase>t._base)._gen and not (t._gen & 1))
+
+
 cdef inline int fresh_operands(TensorBase t, object other) except -1:
     """Rebase the operands of an in-place op that are stale views (refresh_view).  PyTorch's
     quirk first: a stale view that had no history (taken while its base did not require grad)
     counts as a leaf that requires grad until its history is read, so writing into it raises."""
-    if (t._base is not None and t._node < 0 and grad_enabled()
-            and (<TensorBase>t._base)._requires_grad
-            and (t._gen >> 1) != (<TensorBase>t._base)._gen and not (t._gen & 1)):
+    if grad_enabled() and stale_view_without_history(t):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
     fresh(t)
