@@ -528,7 +528,10 @@ def cumprod(input, dim, *, dtype=None):
     running = []
     for part in input.to(_core.np_dtype_to_dtype(acc)).unbind(d):
         running.append(part if not running else running[-1] * part)
-    return stack(running, d).to(_core.np_dtype_to_dtype(out))
+    result = stack(running, d).to(_core.np_dtype_to_dtype(out))
+    # PyTorch's CumprodBackward saves self and the result: a write into either raises
+    _core._guard_saved_version(result, input, result)
+    return result
 
 
 # -- logarithms ------------------------------------------------------------------------------------

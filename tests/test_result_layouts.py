@@ -45,6 +45,9 @@ OPS = {
     "gelu": lambda L, x: F(L).gelu(x),
     "elu": lambda L, x: F(L).elu(x),
     "erf": lambda L, x: L.erf(x),
+    # PyTorch's rms_norm result is row-major (tapegrad's composite kept the input's layout)
+    "rms_norm": lambda L, x: F(L).rms_norm(x, (x.shape[-1],)),
+    "rms_norm two dims": lambda L, x: F(L).rms_norm(x, tuple(x.shape[1:])),
 }
 
 
@@ -116,3 +119,31 @@ def test_gradients_through_the_layout_keeping_path(torch, op):
         np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-9, atol=1e-10)
     x = tg.tensor(a, requires_grad=True)
     assert tg.autograd.gradcheck(lambda t: OPS[op](tg, t.permute(1, 2, 0)), (x,))
+
+
+def test_unsqueeze_strides_match_torch_including_the_new_dim(torch):
+    # the new size-1 dim's stride is the size times the stride of the dim it precedes (1 at the
+    # end), as PyTorch's; numpy's new axis had stride 0 (all strides compared here)
+    for name, make in INPUTS.items():
+        if make(tg).stride() != make(torch).stride():
+            continue                # (expand's size-1 dims: stride 0 here, kept in PyTorch)
+        for dim in range(-4, 4):
+            ours, theirs = make(tg).unsqueeze(dim), make(torch).unsqueeze(dim)
+            assert ours.stride() == theirs.stride(), (name, dim, ours.stride(), theirs.stride())
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    for shape in [(), (1,), (3, 1), (1, 3), (0, 2)]:
+        for dim in range(-len(shape) - 1, len(shape) + 1):
+            ours, theirs = tg.ones(shape).unsqueeze(dim), torch.ones(shape).unsqueeze(dim)
+            assert ours.stride() == theirs.stride(), (shape, dim)
+
+
+def test_unsqueeze_view_shares_storage_and_gradient():
+    x = tg.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    base = x * 1.0
+    u = base.t().unsqueeze(1)
+    assert u.stride() == (1, 3, 3)
+    with tg.no_grad():
+        u[2, 0, 0] = 7.0                 # writes through into base
+    assert base[0, 2].item() == 7.0
+    (x.t().unsqueeze(1) * tg.tensor([1.0, 2.0, 3.0]).reshape(3, 1, 1)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[1.0, 2.0, 3.0]])

@@ -126,6 +126,14 @@ def _window_max(xp: np.ndarray, g: Geometry):
 
 def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
               return_indices):
+    result = _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
+                          return_indices)
+    _core._guard_saved_version(result, input)     # PyTorch's node saves self: a write raises
+    return result
+
+
+def _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
+                 return_indices):
     # (a 2-d input as it is, batched or not: the kernel takes both, and a capture notes one
     # step without views around it; PyTorch's graph has none either)
     direct = isinstance(input, _core.TensorBase) and nd == 2 and _compiled(input._array)
