@@ -147,3 +147,50 @@ def test_unsqueeze_view_shares_storage_and_gradient():
     assert base[0, 2].item() == 7.0
     (x.t().unsqueeze(1) * tg.tensor([1.0, 2.0, 3.0]).reshape(3, 1, 1)).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [[1.0, 2.0, 3.0]])
+
+
+BINARY = {
+    "add": lambda L, a, b: a + b,
+    "mul": lambda L, a, b: a * b,
+    "sub": lambda L, a, b: a - b,
+    "div": lambda L, a, b: a / b,
+    "pow": lambda L, a, b: a.abs() ** b,
+    "heaviside": lambda L, a, b: L.heaviside(a, b),
+}
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_binary_results_take_torch_iterator_layout(torch, op):
+    # PyTorch's TensorIterator orders a result's dims by the first operand's strides (a broadcast
+    # dim defers to the next operand); numpy made x.T + x row-major
+    rng = np.random.default_rng(3)
+    for shape in [(2, 3, 4), (3, 1, 4), (4, 4, 2)]:
+        base = rng.standard_normal(shape)
+        other = rng.standard_normal(shape)
+        for p in itertools.permutations(range(3)):
+            for q in itertools.permutations(range(3)):
+                if tuple(np.array(shape)[list(p)]) != tuple(np.array(shape)[list(q)]):
+                    continue
+                results = []
+                for L in (tg, torch):
+                    a, b = L.tensor(base).permute(*p), L.tensor(other).permute(*q)
+                    results.append(BINARY[op](L, a, b))
+                ours, theirs = results
+                assert big_strides(ours) == big_strides(theirs), (shape, p, q)
+                np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+        # a broadcast operand (one row) and a 0-d one
+        for L_pair in [((lambda L: L.tensor(base).permute(2, 0, 1)),
+                        (lambda L: L.tensor(other[:1, :1]).permute(2, 0, 1)))]:
+            ours = BINARY[op](tg, L_pair[0](tg), L_pair[1](tg))
+            theirs = BINARY[op](torch, L_pair[0](torch), L_pair[1](torch))
+            assert big_strides(ours) == big_strides(theirs)
+
+
+def test_transposed_sum_views_as_torch(torch):
+    for L in (tg, torch):
+        x = L.arange(12.0).reshape(3, 4)
+        y = x.t() + x.t()
+        assert y.stride() == (1, 4)
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            y.view(-1)
+        assert (x.t() + x.t()).t().view(-1).shape == (12,)
