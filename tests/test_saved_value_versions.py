@@ -82,13 +82,22 @@ OPS = {
     "mse_loss sum": lambda L, a, b: F(L).mse_loss(a, b, reduction="sum"),
     "max_pool1d": lambda L, a, b: F(L).max_pool1d(a.reshape(1, 2, 3), 2, stride=1),
     "group_norm weight": lambda L, a, b: F(L).group_norm(a.reshape(1, 2, 3), 2, b[:2]),
+    "hardtanh": lambda L, a, b: F(L).hardtanh(a, 0.5, 2.0),
+    "relu6": lambda L, a, b: F(L).relu6(a),
+    "avg_pool1d": lambda L, a, b: F(L).avg_pool1d(a.reshape(1, 2, 3), 2, 1),
+    "avg_pool2d": lambda L, a, b: F(L).avg_pool2d(a.reshape(1, 1, 2, 3), 2, 1),
+    "avg_pool3d": lambda L, a, b: F(L).avg_pool3d(a.reshape(1, 1, 1, 2, 3), (1, 2, 2), 1),
+    "adaptive_max_pool1d": lambda L, a, b: F(L).adaptive_max_pool1d(a.reshape(1, 2, 3), 2),
+    "adaptive_max_pool2d": lambda L, a, b: F(L).adaptive_max_pool2d(a.reshape(1, 1, 2, 3), 2),
     "xlogy": lambda L, a, b: L.xlogy(a, b),
 }
 
-# first order only (see test_losses_refuse_a_written_operand_as_torch)
+# first order only (see test_first_order_refusals_as_torch)
 FIRST_ORDER_OPS = {
     "l1_loss": lambda L, a, b: F(L).l1_loss(a, b),
     "smooth_l1_loss beta 0": lambda L, a, b: F(L).smooth_l1_loss(a, b, beta=0.0),
+    # (no second derivative of hardsigmoid here)
+    "hardsigmoid": lambda L, a, b: F(L).hardsigmoid(a),
 }
 
 A = [0.3, 1.2, 2.1, 0.7, 1.8, 2.6]
@@ -157,8 +166,9 @@ def test_gradients_without_a_write_match_torch(torch, op):
         assert same(outcome(tg, op, None, order), outcome(torch, op, None, order))
 
 
-@pytest.mark.parametrize("loss", ["l1_loss", "smooth_l1_loss beta 0", "huber_loss", "mse_loss sum"])
-def test_losses_refuse_a_written_operand_as_torch(torch, loss):
+@pytest.mark.parametrize("loss", ["l1_loss", "smooth_l1_loss beta 0", "huber_loss", "mse_loss sum",
+                                  "hardsigmoid"])
+def test_first_order_refusals_as_torch(torch, loss):
     # PyTorch's l1_loss (and smooth_l1_loss with beta 0, which is l1_loss) is a composite that
     # saves only the difference: a write into input or target changes nothing; the native mse,
     # smooth_l1 and huber nodes save both operands and refuse (first order only: torch's second
