@@ -528,7 +528,10 @@ def cumprod(input, dim, *, dtype=None):
     running = []
     for part in input.to(_core.np_dtype_to_dtype(acc)).unbind(d):
         running.append(part if not running else running[-1] * part)
-    return stack(running, d).to(_core.np_dtype_to_dtype(out))
+    result = stack(running, d).to(_core.np_dtype_to_dtype(out))
+    # PyTorch's CumprodBackward saves self and the result: a write into either raises
+    _core._guard_saved_version(result, input, result)
+    return result
 
 
 # -- logarithms ------------------------------------------------------------------------------------
@@ -1151,10 +1154,9 @@ def _in_place(name: str):
             mask, value = _masked_fill_arguments(*args, **kwargs)
             if not (isinstance(value, _core.TensorBase) and _records(value)):
                 return _fill_stretched(self, mask.expand_as(self), value, "masked_fill_")
-        # self becomes the op's output (its grad_fn, the output it saves), as in PyTorch
-        if source is not self and _core._adopt_in_place_result(self, result):
-            return self
-        from ._shift_ops import _write_back
+        from ._shift_ops import _become_result, _write_back
+        if source is not self:
+            return _become_result(self, result)
         return _write_back(self, result)
     method.__name__ = method.__qualname__ = name + "_"
     method.__doc__ = f"In-place form of Tensor.{name}."

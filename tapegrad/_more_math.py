@@ -73,7 +73,7 @@ class _NotDifferentiable(Function):
     @staticmethod
     def forward(ctx, input, values, message, error=RuntimeError):
         ctx.message, ctx.error = message, error
-        return _wrap(values)
+        return values if isinstance(values, TensorBase) else _wrap(values)
 
     @staticmethod
     def backward(ctx, grad):
@@ -89,12 +89,15 @@ def heaviside(input, values, *, out=None):
     _require_tensor_pair("heaviside", input, values, "values")
     if input.dtype != values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
-    result = np.heaviside(input._array, values._array).astype(input._array.dtype)
+    # (in the layout PyTorch's TensorIterator gives a binary op's result, not row-major)
+    result = _core.wrap_array(_core._iterator_layout(
+        np.heaviside(input._array, values._array).astype(input._array.dtype),
+        input._array, values._array), False)
     if input.requires_grad or values.requires_grad:
         return _out(_NotDifferentiable.apply(input, result,
                                              "derivative for aten::heaviside is not implemented"),
                     out)
-    return _out(_wrap(result), out)
+    return _out(result, out)
 
 
 def logaddexp2(input, other, *, out=None):

@@ -71,6 +71,19 @@ def _write_back(self, result):
     return self.copy_(result)
 
 
+def _become_result(self, result):
+    """Finish `self.<op>_()` computed out of place as `result` (from a clone of self): self
+    becomes the op's output, as PyTorch's in-place ops make it: self adopts result's record, or,
+    where it cannot (a view), result is written back into self and the record reads its saved
+    output through self (so a second derivative reaches self's history, and a later write into
+    self is refused at backward)."""
+    if _core._adopt_in_place_result(self, result):
+        return self
+    out = _write_back(self, result)
+    _core._note_written_view(self, result)
+    return out
+
+
 def _iand(self, other):
     return _write_back(self, self & other)
 
@@ -94,9 +107,8 @@ def _irshift(self, other):
 def _ipow(self, other):
     source = self.clone()
     result = source ** other
-    # self becomes pow's output (its grad_fn, the output it saves), as in PyTorch
-    if isinstance(result, _core.TensorBase) and _core._adopt_in_place_result(self, result):
-        return self
+    if isinstance(result, _core.TensorBase):
+        return _become_result(self, result)
     return _write_back(self, result)
 
 

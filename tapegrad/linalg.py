@@ -150,14 +150,15 @@ def inv(A):
 class _Determinant(Function):
     @staticmethod
     def forward(ctx, A):
-        ctx.save_for_backward(A)
-        return _tensor(np.linalg.det(A._array), A)
+        out = _tensor(np.linalg.det(A._array), A)
+        ctx.save_for_backward(A, out)       # the result too, as PyTorch (a write into it raises)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
         # d det(A) = det(A) tr(A^-1 dA): the adjoint is G conj(det(A)) A^-H.  Through inv and
         # det themselves, so create_graph gives the second derivative.
-        A, = ctx.saved_tensors
+        A, _ = ctx.saved_tensors
         scale = (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1)
         return scale * _adjoint(inv(A))
 

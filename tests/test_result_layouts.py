@@ -45,6 +45,9 @@ OPS = {
     "gelu": lambda L, x: F(L).gelu(x),
     "elu": lambda L, x: F(L).elu(x),
     "erf": lambda L, x: L.erf(x),
+    # PyTorch's rms_norm result is row-major (tapegrad's composite kept the input's layout)
+    "rms_norm": lambda L, x: F(L).rms_norm(x, (x.shape[-1],)),
+    "rms_norm two dims": lambda L, x: F(L).rms_norm(x, tuple(x.shape[1:])),
 }
 
 
@@ -116,3 +119,78 @@ def test_gradients_through_the_layout_keeping_path(torch, op):
         np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-9, atol=1e-10)
     x = tg.tensor(a, requires_grad=True)
     assert tg.autograd.gradcheck(lambda t: OPS[op](tg, t.permute(1, 2, 0)), (x,))
+
+
+def test_unsqueeze_strides_match_torch_including_the_new_dim(torch):
+    # the new size-1 dim's stride is the size times the stride of the dim it precedes (1 at the
+    # end), as PyTorch's; numpy's new axis had stride 0 (all strides compared here)
+    for name, make in INPUTS.items():
+        if make(tg).stride() != make(torch).stride():
+            continue                # (expand's size-1 dims: stride 0 here, kept in PyTorch)
+        for dim in range(-4, 4):
+            ours, theirs = make(tg).unsqueeze(dim), make(torch).unsqueeze(dim)
+            assert ours.stride() == theirs.stride(), (name, dim, ours.stride(), theirs.stride())
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    for shape in [(), (1,), (3, 1), (1, 3), (2, 1, 3)]:
+        for dim in range(-len(shape) - 1, len(shape) + 1):
+            ours, theirs = tg.ones(shape).unsqueeze(dim), torch.ones(shape).unsqueeze(dim)
+            assert ours.stride() == theirs.stride(), (shape, dim)
+
+
+def test_unsqueeze_view_shares_storage_and_gradient():
+    x = tg.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    base = x * 1.0
+    u = base.t().unsqueeze(1)
+    assert u.stride() == (1, 3, 3)
+    with tg.no_grad():
+        u[2, 0, 0] = 7.0                 # writes through into base
+    assert base[0, 2].item() == 7.0
+    (x.t().unsqueeze(1) * tg.tensor([1.0, 2.0, 3.0]).reshape(3, 1, 1)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[1.0, 2.0, 3.0]])
+
+
+BINARY = {
+    "add": lambda L, a, b: a + b,
+    "mul": lambda L, a, b: a * b,
+    "sub": lambda L, a, b: a - b,
+    "div": lambda L, a, b: a / b,
+    "pow": lambda L, a, b: a.abs() ** b,
+    "heaviside": lambda L, a, b: L.heaviside(a, b),
+}
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_binary_results_take_torch_iterator_layout(torch, op):
+    # PyTorch's TensorIterator orders a result's dims by the first operand's strides (a broadcast
+    # dim defers to the next operand); numpy made x.T + x row-major
+    rng = np.random.default_rng(3)
+    for shape in [(2, 3, 4), (3, 1, 4), (4, 4, 2)]:
+        base = rng.standard_normal(shape)
+        other = rng.standard_normal(shape)
+        for p in itertools.permutations(range(3)):
+            for q in itertools.permutations(range(3)):
+                if tuple(np.array(shape)[list(p)]) != tuple(np.array(shape)[list(q)]):
+                    continue
+                results = []
+                for L in (tg, torch):
+                    a, b = L.tensor(base).permute(*p), L.tensor(other).permute(*q)
+                    results.append(BINARY[op](L, a, b))
+                ours, theirs = results
+                assert big_strides(ours) == big_strides(theirs), (shape, p, q)
+                np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+        # a broadcast operand (one row) and a 0-d one
+        for L_pair in [((lambda L: L.tensor(base).permute(2, 0, 1)),
+                        (lambda L: L.tensor(other[:1, :1]).permute(2, 0, 1)))]:
+            ours = BINARY[op](tg, L_pair[0](tg), L_pair[1](tg))
+            theirs = BINARY[op](torch, L_pair[0](torch), L_pair[1](torch))
+            assert big_strides(ours) == big_strides(theirs)
+
+
+def test_transposed_sum_views_as_torch(torch):
+    for L in (tg, torch):
+        x = L.arange(12.0).reshape(3, 4)
+        y = x.t() + x.t()
+        assert y.stride() == (1, 4)
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            y.view(-1)
+        assert (x.t() + x.t()).t().view(-1).shape == (12,)

@@ -580,6 +580,8 @@ cdef tuple view_key(TensorBase view)
 
 cdef int fresh_operands(TensorBase t, object other) except -1
 
+cdef int guard_version(Record* r, TensorBase t) except -1
+
 cdef object sum_to(object g, tuple shape)
 
 cdef object fit_grad(object g, object shape, object dt)

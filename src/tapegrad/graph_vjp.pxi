@@ -9,7 +9,8 @@
 #   - the adjoint G (a tensor, possibly with a graph);
 #   - an input's value as the tensor that is that input's record's output (node_tensor): the
 #     live tensor, or (if it died) a new tensor on the saved array that becomes that record's
-#     output again, so gradients of the gradient reach the original graph;
+#     output again, so gradients of the gradient reach the original graph; or the view an
+#     in-place op on it wrote that output into (_note_written_view);
 #   - inputs that need no gradient (-1) as constants.
 # Records without a graph VJP raise NotImplementedError naming the op, rather than returning a
 # gradient whose own derivative would silently be wrong.
@@ -28,8 +29,14 @@ cdef graph_vjp_fn GRAPH_VJP[MAX_OPS]
 
 cdef object node_tensor(Py_ssize_t k, object value):
     """The tensor that is record k's output: the live one, or a new one on `value` (the array
-    saved for the value of that output), made record k's output again."""
+    saved for the value of that output), made record k's output again; or the view an in-place
+    op on it wrote that output into, while it lives: PyTorch's node saved that view as its
+    result, so the gradient of the gradient flows through the view's own history."""
     cdef TensorBase t
+    if TAPE.recs[k].extra != NULL:
+        written = getattr(<object>TAPE.recs[k].extra, "written_view", None)
+        if written is not None and written() is not None:
+            return written()
     if TAPE.recs[k].out != NULL:
         return <object>TAPE.recs[k].out
     if value is None:

@@ -313,6 +313,87 @@ cdef dict BINARY_NAMES = {OP_ADD: "add", OP_SUB: "sub", OP_RSUB: "sub", OP_MUL: 
                           OP_POW_R: "pow"}
 
 
+cdef int iterator_should_swap(Py_ssize_t* sa, Py_ssize_t* sb, Py_ssize_t* shape, int d0,
+                              int d1) noexcept:
+    """TensorIterator's reorder_dimensions comparison of dims d0 and d1 (operands in order; a
+    broadcast dim defers to the next operand; equal strides put the longer dim outside)."""
+    cdef Py_ssize_t* s
+    cdef int k
+    for k in range(2):
+        s = sa if k == 0 else sb
+        if s[d0] == 0 or s[d1] == 0:
+            continue
+        if s[d0] < s[d1]:
+            return -1
+        if s[d0] > s[d1]:
+            return 1
+        if shape[d0] > shape[d1]:
+            return 1
+    return 0
+
+
+cdef void broadcast_strides(cnp.ndarray X, int nd_, Py_ssize_t* shape, Py_ssize_t* out) noexcept:
+    cdef int m = cnp.PyArray_NDIM(X), off = nd_ - m, k
+    for k in range(nd_):
+        if k < off or (cnp.PyArray_DIM(X, k - off) == 1 and shape[k] != 1):
+            out[k] = 0
+        else:
+            out[k] = cnp.PyArray_STRIDE(X, k - off)
+
+
+cdef object iterator_layout(object out, object A, object B):
+    """out, the result of a binary op of arrays A and B, in the layout PyTorch's TensorIterator
+    gives it: dims ordered by the first operand's strides, a broadcast dim deferring to the
+    next operand.  numpy orders a result of operands with different layouts row-major (x.T + x
+    came out row-major where PyTorch's follows x.T), so stride() and .view() differed.  Called
+    only when an operand is not row-major; a copy only when the layouts differ."""
+    cdef cnp.ndarray o = <cnp.ndarray>out
+    cdef int nd_ = cnp.PyArray_NDIM(o), i, d0, d1, c, t
+    if nd_ < 2 or nd_ > 32 or cnp.PyArray_SIZE(o) == 0:
+        return out
+    cdef Py_ssize_t shape[32]
+    cdef Py_ssize_t sa[32]
+    cdef Py_ssize_t sb[32]
+    cdef int perm[32]
+    for i in range(nd_):
+        shape[i] = cnp.PyArray_DIM(o, i)
+        perm[i] = nd_ - 1 - i                   # innermost first
+    broadcast_strides(<cnp.ndarray>A, nd_, shape, sa)
+    broadcast_strides(<cnp.ndarray>B, nd_, shape, sb)
+    for i in range(1, nd_):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = iterator_should_swap(sa, sb, shape, perm[d0], perm[d1])
+            if c > 0:
+                t = perm[d0]
+                perm[d0] = perm[d1]
+                perm[d1] = t
+                d1 = d0
+            elif c < 0:
+                break
+    cdef Py_ssize_t want = cnp.PyArray_ITEMSIZE(o)
+    cdef bint same = True
+    for i in range(nd_):
+        if shape[perm[i]] != 1 and cnp.PyArray_STRIDE(o, perm[i]) != want:
+            same = False
+            break
+        want *= shape[perm[i]]
+    if same:
+        return out
+    outer = [perm[nd_ - 1 - i] for i in range(nd_)]
+    fresh_out = np.empty([shape[d] for d in outer], dtype=o.dtype).transpose(
+        np.argsort(outer))
+    np.copyto(fresh_out, out)
+    return fresh_out
+
+
+def _iterator_layout(out, A, B):
+    """iterator_layout for the Python-level binary ops (arrays; numbers are left as they are)."""
+    if not (cnp.PyArray_Check(out) and cnp.PyArray_Check(A) and cnp.PyArray_Check(B)):
+        return out
+    return iterator_layout(out, A, B)
+
+
 cdef object binary_op(int op, object a, object b):
     """Forward and record of a binary elementwise op; a and/or b is a TensorBase."""
     cdef Py_ssize_t inp[2]
@@ -369,6 +450,9 @@ cdef object binary_op(int op, object a, object b):
         with IeeeResults():                              # IEEE results (inf, nan) as PyTorch gives
             out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
                                     (OP_DIV if op == OP_RDIV else op), A, B))
+    if a_tensor and b_tensor and not (cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A)
+                                      and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>B)):
+        out = iterator_layout(out, A, B)
     cdef TensorBase res = wrap(out)
     if CAPTURE is not None and capturing():
         capture_binary(kop, a, b, promote, in_c, res)

@@ -50,6 +50,8 @@ cdef class RecordExtra:
                                         # new grad_inputs (grad_fn.register_hook), after the VJP
     cdef public object metadata         # grad_fn.metadata: a dict, created on first read
     cdef public object trace            # anomaly mode: [(code, line), ...], innermost first
+    cdef public object written_view     # weakref to the view an in-place op wrote this record's
+                                        # output into (_note_written_view), or None
 
     def __cinit__(self):
         self.hooks = {}
@@ -57,6 +59,38 @@ cdef class RecordExtra:
         self.node_hooks = {}
         self.metadata = None
         self.trace = None
+        self.written_view = None
+
+
+def _note_written_view(TensorBase view, TensorBase result):
+    """After view.<op>_() was computed out of place as `result` (a fresh recorded tensor) and
+    written back into the view with copy_: the view is the op's output, as in PyTorch, where the
+    op's node saves the view as its result.  The output the record saved is guarded by the
+    view's version counter (a later write into the view or its base makes backward raise, as
+    PyTorch's), and a create_graph backward reads that output as the view itself
+    (graph_vjp.pxi's node_tensor), so a second derivative flows through the view's history
+    (the base's CopySlices) and reaches the retained .grad of the view and of its base, as
+    PyTorch's (fuzz seeds 54001360, 54105721: through the dead result, the second pass missed
+    them)."""
+    if (view._base is None or result._node < 0 or result._base is not None or result is view
+            or not grad_enabled() or not view._requires_grad
+            or result._array.shape != view._array.shape):
+        return
+    cdef Py_ssize_t i = result._node
+    cdef Record* r = &TAPE.recs[i]
+    cdef object R = result._array
+    cdef object version = version_of(view)
+    cdef bint moved = False
+    cdef int j
+    for j in range(MAX_SAVED):
+        if r.saved[j] != NULL and <object>r.saved[j] is R:
+            Py_XDECREF(r.ver[j])
+            Py_INCREF(version)
+            r.ver[j] = <PyObject*>version
+            r.ver_at[j] = (<Version>version).value
+            moved = True
+    if moved:
+        extra_of(i).written_view = weakref.ref(view)
 
 
 cdef RecordExtra extra_of(Py_ssize_t i):

@@ -623,6 +623,7 @@ def gather(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, sparse_grad=False
     cdef Record* r = record_from(OP_GATHER, res, (input,))
     if r != NULL:
         keep(&r.aux, (A.shape, A1.shape, A.dtype, idx, I1.shape))
+        guard_version(r, input)         # PyTorch's GatherBackward saves self
     return res
 
 

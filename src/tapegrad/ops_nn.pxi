@@ -1071,6 +1071,12 @@ cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object 
         if isinstance(target, TensorBase):
             check_saveable(<TensorBase>target)
         keep(&r.saved[0], d)
+        if w is None and kind != NN_L1:
+            # PyTorch's MseLoss/SmoothL1Loss/HuberLossBackward save self and target (l1_loss is
+            # a composite there that saves only the difference): writing either raises
+            guard_version(r, input)
+            if isinstance(target, TensorBase):
+                guard_version(r, <TensorBase>target)
         if w is not None:
             save_value(r, 1, wc, weight)
             if needs_grad(r, 2):

@@ -310,8 +310,44 @@ def unsqueeze(TensorBase input, dim=DIM_NOT_GIVEN, *, axis=None):
         dim = axis_alias("unsqueeze", dim, axis, DIM_NOT_GIVEN)
     A = input._array
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim + 1, "unsqueeze", "dim", 1)
-    out = A[(slice(None),) * d + (None, Ellipsis)]
-    return shape_result(OP_UNSQUEEZE, input, out, A.shape, d)
+    return shape_result(OP_UNSQUEEZE, input, unsqueezed(A, d), A.shape, d)
+
+
+cdef extern from "numpy/arrayobject.h":
+    # (numpy's .pxd leaves it commented out; its descr argument is stolen)
+    object array_from_descr "PyArray_NewFromDescr" (void* subtype, void* descr, int nd,
+                                                    cnp.npy_intp* dims, cnp.npy_intp* strides,
+                                                    void* data, int flags, void* obj)
+
+
+cdef object unsqueezed(object A, Py_ssize_t d):
+    """A view of array A with a size-1 dim at d, of PyTorch's stride: the size times the stride
+    of the dim it precedes, or 1 element at the end (numpy gives a new axis stride 0, so
+    stride() differed from PyTorch's)."""
+    cdef cnp.ndarray a = <cnp.ndarray>A
+    cdef int nd_ = cnp.PyArray_NDIM(a), k
+    cdef cnp.npy_intp dims[64]
+    cdef cnp.npy_intp steps[64]
+    if nd_ >= 63:
+        return A[(slice(None),) * d + (None, Ellipsis)]
+    for k in range(nd_ + 1):
+        if k < d:
+            dims[k] = cnp.PyArray_DIM(a, k)
+            steps[k] = cnp.PyArray_STRIDE(a, k)
+        elif k == d:
+            dims[k] = 1
+            steps[k] = (cnp.PyArray_DIM(a, d) * cnp.PyArray_STRIDE(a, d) if d < nd_
+                        else cnp.PyArray_ITEMSIZE(a))
+        else:
+            dims[k] = cnp.PyArray_DIM(a, k - 1)
+            steps[k] = cnp.PyArray_STRIDE(a, k - 1)
+    cdef object descr = a.dtype
+    Py_INCREF(descr)                    # (stolen by PyArray_NewFromDescr)
+    out = array_from_descr(<void*>np.ndarray, <void*>descr, nd_ + 1, dims, steps,
+                           cnp.PyArray_DATA(a), cnp.PyArray_FLAGS(a) & cnp.NPY_ARRAY_WRITEABLE,
+                           NULL)
+    cnp.set_array_base(<cnp.ndarray>out, A)
+    return out
 
 
 # -- permute family ------------------------------------------------------------------------------

@@ -8,11 +8,16 @@
 #
 # When: a hook runs Python code, which may record, release records or move the arena, so it cannot
 # run inside an op (between record_op and the op's keep() calls a Record* is held).  record_op
-# only marks the record (RF_PACK_PENDING) and notes it; the packing runs at the next point where
-# no op holds an index: the next op's begin_record, the start of a backward, a read of a saved
-# attribute, the exit of the hooks' context.  So pack sees every saved value and runs before it
-# can matter; only its order against the user's own code between two ops may differ from PyTorch
-# (docs/differences.md).  Nothing of this runs while no hooks are active: record_op tests one int.
+# only marks the record (RF_PACK_PENDING) and notes it in the saving thread's own list; the
+# packing runs at that thread's next point where no op holds an index: its next op's
+# begin_record, the start of its backward, a read of a saved attribute, the exit of the hooks'
+# context.  So pack sees every saved value, runs before it can matter and, as in PyTorch, always
+# on the thread that saved the value: a thread flushes only its own list.  Another thread's
+# backward that reaches a record still pending uses the value as saved (pack has not run, so
+# there is nothing to unpack), and leaves the packing to the saving thread.  Only pack's order
+# against the user's own code between two ops may differ from PyTorch (docs/differences.md).
+# Nothing of this runs while no hooks are active: record_op tests one int, and begin_record
+# tests TAPE.pending_packs (records pending on any thread).
 #
 # Which tensor pack receives: the input or output tensor itself when the record saved that
 # tensor's array, else a tensor on the saved array (sharing the version counter of the storage it
@@ -25,9 +30,12 @@
 import threading
 
 cdef int SAVED_HOOKS_DEPTH = 0          # hook pairs active on all threads (the one int tested)
-cdef object HOOK_STATE = threading.local()     # .stack: this thread's [(pack, unpack)], .disabled
-cdef list PENDING_PACKS = []            # (record index, pack, unpack), in creation order
-cdef bint FLUSHING = False
+cdef object HOOK_STATE = threading.local()     # .stack: this thread's [(pack, unpack)], .disabled,
+                                        # .pending: its [(record index, pack, unpack)] to pack,
+                                        # in creation order, .flushing: packing them now
+cdef dict PENDING_OWNER = {}            # record index -> the pending entry noted for it last:
+                                        # an entry left by a record freed since (whose index a
+                                        # record of another thread reuses) is not that record's
 
 
 cdef bint saved_hooks_on() noexcept:
@@ -143,18 +151,23 @@ cdef int pack_slot(Py_ssize_t i, int j, object pack, object unpack, int rank,
 
 
 cdef int flush_packs() except -1:
-    """Pack the saved values of the records noted since the last flush (see the header)."""
-    global FLUSHING
-    if FLUSHING:                        # (an op run by a pack hook, or by another thread meanwhile)
-        return 0
+    """Pack the saved values of the records this thread noted since its last flush (see the
+    header): pack runs on the saving thread, as PyTorch's."""
+    pending = getattr(HOOK_STATE, "pending", None)
+    if not pending or getattr(HOOK_STATE, "flushing", False):
+        return 0                        # (nothing of ours, or an op run by one of our pack hooks)
     cdef Py_ssize_t i
     cdef int j
-    FLUSHING = True
+    HOOK_STATE.flushing = True
     TAPE.sweeping += 1                  # pinned: no compaction moves the noted indices
     try:
-        while PENDING_PACKS:
-            i, pack, unpack = PENDING_PACKS.pop(0)
-            TAPE.pending_packs = len(PENDING_PACKS)
+        while pending:
+            entry = pending.pop(0)
+            i, pack, unpack = entry
+            if PENDING_OWNER.get(i) is not entry:
+                continue                # the record was freed and its index reused since
+            del PENDING_OWNER[i]
+            TAPE.pending_packs = len(PENDING_OWNER)
             if not (TAPE.recs[i].flags & RF_PACK_PENDING) or (TAPE.recs[i].flags & RF_FREE):
                 continue
             TAPE.recs[i].flags &= ~RF_PACK_PENDING
@@ -165,14 +178,17 @@ cdef int flush_packs() except -1:
     except BaseException:
         # A pack hook raised: the error surfaces here; the records still waiting keep their
         # values unpacked (their backward reads them as saved), none is left half-done.
-        for i, pack, unpack in PENDING_PACKS:
-            TAPE.recs[i].flags &= ~RF_PACK_PENDING
-        PENDING_PACKS.clear()
-        TAPE.pending_packs = 0
+        for entry in pending:
+            i = entry[0]
+            if PENDING_OWNER.get(i) is entry:
+                del PENDING_OWNER[i]
+                TAPE.recs[i].flags &= ~RF_PACK_PENDING
+        pending.clear()
+        TAPE.pending_packs = len(PENDING_OWNER)
         raise
     finally:
         TAPE.sweeping -= 1
-        FLUSHING = False
+        HOOK_STATE.flushing = False
     return 0
 
 
@@ -182,9 +198,14 @@ cdef int note_pack(Py_ssize_t i) except -1:
     if not stack:
         return 0
     pack, unpack = stack[len(stack) - 1]
+    pending = getattr(HOOK_STATE, "pending", None)
+    if pending is None:
+        pending = HOOK_STATE.pending = []
+    entry = (i, pack, unpack)
     TAPE.recs[i].flags |= RF_PACK_PENDING
-    PENDING_PACKS.append((i, pack, unpack))
-    TAPE.pending_packs = len(PENDING_PACKS)
+    pending.append(entry)
+    PENDING_OWNER[i] = entry
+    TAPE.pending_packs = len(PENDING_OWNER)
     capture_unsupported("saved tensor hooks")
     return 0
 

@@ -60,8 +60,9 @@ cdef int check_saved_versions(Record* r) except -1:
         if v.value != r.ver_at[j]:
             saved = <object>r.saved[j] if r.saved[j] != NULL else None
             # PyTorch names the value by its legacy tensor type: [torch.FloatTensor [128, 1]]
-            what = (f"[torch.{type(saved).__name__ if saved is None else scalar_type_name(saved.dtype) + 'Tensor'}"
-                    f" {list(saved.shape) if saved is not None else ''}]")
+            # (a version kept without a value, guard_version: the value is not at hand)
+            what = ("a tensor" if saved is None else
+                    f"[torch.{scalar_type_name(saved.dtype)}Tensor {list(saved.shape)}]")
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {what}, which is saved by {OP_NAMES[r.op]}, is at version "

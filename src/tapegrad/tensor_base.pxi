@@ -544,7 +544,11 @@ cdef class TensorBase:
         self._grad = value
 
     def retain_grad(self):
-        """Ask backward() to populate .grad of this non-leaf tensor (a no-op on leaves)."""
+        """Ask backward() to populate .grad of this non-leaf tensor (a no-op on leaves, and,
+        as in PyTorch, on a view that had no history and whose base has one since, until its
+        history is read: PyTorch tests its leafness before regenerating it; fuzz seed 54106587)."""
+        if stale_view_without_history(self):
+            return
         fresh(self)
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")

@@ -276,13 +276,55 @@ cdef tuple view_key(TensorBase view):
                  for k in np.unravel_index(order[pos], B.shape))
 
 
+cdef int guard_version(Record* r, TensorBase t) except -1:
+    """Make record r refuse its backward once t is written in place, as PyTorch's node refuses
+    it when it saved t, where r's VJP needs no value of t (or reads a copy made before the
+    write): the gradient would stay right, but PyTorch raises, and a program must see the same
+    outcome.  Takes a free saved slot (a version with no value); returns 1 if it found one."""
+    cdef int j
+    cdef Version v
+    for j in range(MAX_SAVED):
+        if r.saved[j] == NULL and r.ver[j] == NULL:
+            v = version_of(t)
+            Py_INCREF(v)
+            r.ver[j] = <PyObject*>v
+            r.ver_at[j] = v.value
+            return 1
+    return 0
+
+
+def _guard_saved_version(result, *tensors):
+    """guard_version for the record of `result` (a tensor, or the first of a tuple), for each
+    of `tensors` that is a tensor (the Python-level ops whose PyTorch node saves an input or
+    output that their own record does not keep)."""
+    if isinstance(result, tuple):
+        result = result[0]
+    if not isinstance(result, TensorBase) or (<TensorBase>result)._node < 0 or not grad_enabled():
+        return
+    cdef Py_ssize_t i = (<TensorBase>result)._node
+    if TAPE.recs[i].op == OP_FN_OUTPUT:
+        i = TAPE.recs[i].inp[0]         # an output of a Function: its node checks the versions
+    if TAPE.recs[i].op == OP_LEAF:
+        return
+    for t in tensors:
+        if isinstance(t, TensorBase):
+            guard_version(&TAPE.recs[i], <TensorBase>t)
+
+
+cdef inline bint stale_view_without_history(TensorBase t) noexcept:
+    """Whether t is a view taken (with grad mode on) while its base did not require grad, whose
+    base has a history since and whose own history was not read since: PyTorch's raw grad_fn of
+    such a view is still empty, so its C++ is_leaf() holds (in-place writes and retain_grad
+    treat it as a leaf) until its history is regenerated."""
+    return (t._base is not None and t._node < 0 and (<TensorBase>t._base)._requires_grad
+            and (t._gen >> 1) != (<TensorBase>t._base)._gen and not (t._gen & 1))
+
+
 cdef inline int fresh_operands(TensorBase t, object other) except -1:
     """Rebase the operands of an in-place op that are stale views (refresh_view).  PyTorch's
     quirk first: a stale view that had no history (taken while its base did not require grad)
     counts as a leaf that requires grad until its history is read, so writing into it raises."""
-    if (t._base is not None and t._node < 0 and grad_enabled()
-            and (<TensorBase>t._base)._requires_grad
-            and (t._gen >> 1) != (<TensorBase>t._base)._gen and not (t._gen & 1)):
+    if grad_enabled() and stale_view_without_history(t):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
     fresh(t)

@@ -30,6 +30,14 @@ def _finish(input, out, inplace: bool):
     return out
 
 
+def _finish_saving_input(input, out, inplace: bool):
+    """_finish for the activations whose PyTorch node saves the input (hardtanh, relu6,
+    hardsigmoid): out of place, a write into the input before backward raises as there."""
+    if not inplace:
+        _tg._core._guard_saved_version(out, input)
+    return _finish(input, out, inplace)
+
+
 def _piecewise(passes, input, other, backward: str):
     # input where `passes`, the constant `other` elsewhere, recorded so that its gradient reads
     # input as PyTorch's backward formula does (zero second derivatives under create_graph).
@@ -46,7 +54,7 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
         # the clamped value keeps a zero's sign (relu6(-0.0) is -0.0) and NaN, as PyTorch's
         clamped = _tg.clamp(input.detach(), min_val, max_val)
     out = _piecewise(~((input <= min_val) | (input >= max_val)), input, clamped, "hardtanh")
-    return _finish(input, out, inplace)
+    return _finish_saving_input(input, out, inplace)
 
 
 def relu6(input, inplace: bool = False):
@@ -93,7 +101,8 @@ def hardsigmoid(input, inplace: bool = False):
     linear = input / 6.0 + 0.5
     with _tg.no_grad():
         outside = _tg.clamp(linear.detach(), 0.0, 1.0)
-    return _finish(input, _piecewise(inside, linear, outside, "hardsigmoid"), inplace)
+    return _finish_saving_input(input, _piecewise(inside, linear, outside, "hardsigmoid"),
+                                inplace)
 
 
 def logsigmoid(input):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .. import _core
+from .._shift_ops import _become_result
 from ..grad_mode import is_grad_enabled
 
 
@@ -26,11 +26,9 @@ def activation_in_graph(activation, input, args=(), kwargs=None):
     plain call stays one compiled function."""
     result = activation(input.clone(), *args, **(kwargs or {}))
     # input becomes the activation's output (its grad_fn, the output it saves), as the
-    # in-place unary ops do; through a copy_ record a second derivative reaching the saved
+    # in-place unary ops do; through a plain copy_ a second derivative reaching the saved
     # output would bypass input, and input's retained .grad would miss it
-    if _core._adopt_in_place_result(input, result):
-        return input
-    return input.copy_(result)
+    return _become_result(input, result)
 
 
 def recording_inplace(activation):

@@ -63,8 +63,11 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
     if input.numel() == 0:
         return _affine(input * 1, weight, bias)
+    given = (input, weight)
     (input, weight, bias), half = widen_half(input, weight, bias)
-    return narrow_half(_affine(_normalise_groups(input, num_groups, eps), weight, bias), half)
+    result = narrow_half(_affine(_normalise_groups(input, num_groups, eps), weight, bias), half)
+    _core._guard_saved_version(result, *given)    # PyTorch's node saves input and weight
+    return result
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,

@@ -41,6 +41,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if weight is not None and weight.dtype != input.dtype:
         weight = weight.to(input.dtype)         # PyTorch's result keeps the input's dtype
     (x, w), half = widen_half(input, weight)
+    x = x.contiguous()      # PyTorch's result is row-major whatever the input's layout
     dims = tuple(range(x.dim() - n, x.dim()))
     out = x * (x * x).mean(dims, keepdim=True).add(eps).rsqrt()
     if w is not None:

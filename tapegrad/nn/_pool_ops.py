@@ -126,6 +126,14 @@ def _window_max(xp: np.ndarray, g: Geometry):
 
 def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
               return_indices):
+    result = _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
+                          return_indices)
+    _core._guard_saved_version(result, input)     # PyTorch's node saves self: a write raises
+    return result
+
+
+def _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
+                 return_indices):
     # (a 2-d input as it is, batched or not: the kernel takes both, and a capture notes one
     # step without views around it; PyTorch's graph has none either)
     direct = isinstance(input, _core.TensorBase) and nd == 2 and _compiled(input._array)
@@ -330,6 +338,14 @@ def integer_avg_pool(pool, input, divisor_override):
 
 def _avg_pool(input, nd, name, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
+    result = _avg_pool_of(input, nd, name, kernel_size, stride, padding, ceil_mode,
+                          count_include_pad, divisor_override)
+    _core._guard_saved_version(result, input)     # PyTorch's node saves self: a write raises
+    return result
+
+
+def _avg_pool_of(input, nd, name, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                 divisor_override):
     # (a 2-d input as it is, batched or not: one kernel step, as _max_pool)
     direct = (isinstance(input, _core.TensorBase) and nd == 2
               and input._array.dtype in (np.float32, np.float64))
@@ -455,6 +471,12 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def _adaptive_max(input, output_size, return_indices, nd, name):
+    result = _adaptive_max_of(input, output_size, return_indices, nd, name)
+    _core._guard_saved_version(result, input)     # PyTorch's node saves self: a write raises
+    return result
+
+
+def _adaptive_max_of(input, output_size, return_indices, nd, name):
     spatial, out_sp = _adaptive_sizes(input, output_size, nd, name)
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
