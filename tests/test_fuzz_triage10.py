@@ -135,13 +135,11 @@ def test_complex_overwrite_gradients_as_torch(torch, case):
 
 
 # -- a complex view used after an in-place write to its base (seed 56200222) ---------------------
-# Not fixed: view_as_complex / view_as_real / .real / .imag share their input's memory but are not
-# views to the autograd core, so a later in-place op on the input changes their values without
-# rebasing their history (PyTorch regenerates a view's grad_fn): the gradient silently ignores the
-# write.  Kept as a strict xfail until the core rebases them (docs/differences.md).
+# view_as_complex / view_as_real / .real / .imag shared their input's memory but were no views to
+# the autograd core, so a later in-place op on the input changed their values without rebasing
+# their history (PyTorch regenerates a view's grad_fn): the gradient silently ignored the write.
+# Fixed in session 11 (they are views now; siblings in tests/test_fuzz_triage11_complex_views.py).
 
-@pytest.mark.xfail(strict=True, reason="complex views are not rebased after a write to their "
-                                       "base (docs/differences.md)")
 @pytest.mark.parametrize("view", ["view_as_complex", "real"])
 def test_complex_view_after_a_write_to_its_base_as_torch(torch, view):
     def run(L):

@@ -5,7 +5,7 @@
 
 include "module_prelude.pxi"
 
-from tapegrad._core import TENSOR_METHODS, TORCH_FUNCTIONS
+from tapegrad._core import TENSOR_METHODS, TORCH_FUNCTIONS, _real_parts
 
 include "ops_shape.pxi"
 include "ops_index.pxi"

@@ -919,7 +919,21 @@ cdef object gv_scatter_basic(Py_ssize_t i, Record* r, object G, char* want):
     return recorded_index_scatter(G, (shape, dt, key, None, None))
 
 cdef object gv_index(Py_ssize_t i, Record* r, object G, char* want):
-    return recorded_index_scatter(G, index_aux(r))
+    cdef tuple aux = index_aux(r)
+    if isinstance(aux[2], str):
+        return recorded_real_numbers_scatter(G, aux)
+    return recorded_index_scatter(G, aux)
+
+
+cdef object recorded_real_numbers_scatter(object G, tuple aux):
+    """scatter_real_numbers (a view reading its base's storage as another dtype) recorded: G
+    as real numbers, scattered into the base's real numbers, read as the base's dtype."""
+    from tapegrad._complex import view_as_complex, view_as_real
+    shape, dt, _, bshape, key = aux
+    cdef object R = G if not (<TensorBase>G)._array.dtype.kind == "c" else view_as_real(G)
+    real_dt = np.zeros(0, dtype=dt).real.dtype
+    res = recorded_index_scatter(R, (bshape, real_dt, None, bshape, key))
+    return view_as_complex(res) if np.dtype(dt).kind == "c" else res
 
 cdef object gv_index_scatter(Py_ssize_t i, Record* r, object G, char* want):
     return recorded_index(G, <tuple>r.aux)

@@ -67,7 +67,9 @@ cdef inline object fit_grad(object g, object shape, object dt):
     if shape is not None:
         g = sum_to(g, <tuple>shape)
     if dt is not None and g.dtype != dt:
-        g = g.astype(dt)
+        if g.dtype.kind == "c" and dt.kind != "c":
+            g = g.real          # a real input of a complex result (where(c, x, 1j)): PyTorch's
+        g = g.astype(dt)        # gradient convention gives it the real part
     return g
 
 
@@ -142,7 +144,9 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
     tuple or str would silently repeat)."""
     if type(alpha) is int and alpha == 1:
         return b
-    x, y = as_operand(a), as_operand(b)
+    x = as_operand(a)
+    # (a complex number: an operand of the complex path, tapegrad._complex)
+    y = complex(b) if isinstance(b, (complex, np.complexfloating)) else as_operand(b)
     if y is NotImplemented:
         raise bad_operand_error(name, a, b)
     if x is not NotImplemented:
@@ -152,10 +156,10 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
         if isinstance(alpha, (bool, np.bool_)):
             if kind != "b":
                 raise RuntimeError("Boolean alpha only supported for Boolean results.")
-        elif kind != "f" and not isinstance(alpha, (int, np.integer)):
+        elif kind not in "fc" and not isinstance(alpha, (int, np.integer)):
             raise RuntimeError("For integral input tensors, argument alpha must not be a "
                                "floating point number.")
-        elif isinstance(alpha, (complex, np.complexfloating)):
+        elif kind != "c" and isinstance(alpha, (complex, np.complexfloating)):
             raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
                                "complex number.")
         if kind == "b":

@@ -617,13 +617,6 @@ def _version_of(TensorBase t):
     return version_of(t)
 
 
-def _share_version(TensorBase view, TensorBase base):
-    """Make view (a tensor on part of base's storage made outside the view machinery: .real,
-    .imag, view_as_real, view_as_complex) share base's version counter, as PyTorch's views do:
-    a write through either is then seen by what saved the other."""
-    view._version = version_of(base)
-
-
 def _grad_fn_name_of(TensorBase t):
     """The name of t's grad_fn for messages (None for leaves)."""
     if t._node < 0 or TAPE.recs[t._node].op == OP_LEAF:

@@ -249,6 +249,8 @@ cdef object scatter_index(tuple aux, object g):
     shape, dt, key1, bshape, key2 = aux
     if key2 is not None and g.size == 0:
         return np.zeros(shape, dtype=dt)         # (its indices may be out of range: see above)
+    if isinstance(key1, str):
+        return scatter_real_numbers(shape, dt, bshape, key2, g)
     if key2 is None:
         z = np.zeros(shape, dtype=dt)
         z[key1] = g
@@ -260,6 +262,21 @@ cdef object scatter_index(tuple aux, object g):
         return zb
     z = np.zeros(shape, dtype=dt)
     z[key1] = zb
+    return z
+
+
+cdef object scatter_real_numbers(tuple shape, object dt, tuple bshape, tuple key, object g):
+    """The transpose of a view reading its base's storage as another dtype (views.pxi,
+    REINTERPRETED): g's real numbers scattered into zeros of the base's real numbers (of shape
+    bshape) at `key`, read as the base's dtype."""
+    real_dt = np.zeros(0, dtype=dt).real.dtype
+    zb = np.zeros(bshape, dtype=real_dt)
+    np.add.at(zb, key, _real_parts(g))             # repeated elements accumulate
+    if np.dtype(dt).kind != "c":
+        return zb
+    z = np.empty(shape, dtype=dt)
+    z.real = zb[..., 0]
+    z.imag = zb[..., 1]
     return z
 
 

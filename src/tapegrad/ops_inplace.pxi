@@ -436,15 +436,48 @@ cdef int check_setitem_value(TensorBase self, object value) except -1:
     raise TypeError(f"can't assign a {name} to a {self.type()}")
 
 
+cdef bint key_is_whole(TensorBase self, object key) except -1:
+    """Whether `key` selects all of self as it is (Ellipsis, and slices each covering its whole
+    dim with step 1): PyTorch's indexing then takes no view (its applySlicing skips them)."""
+    items = key if type(key) is tuple else (key,)
+    cdef Py_ssize_t n = self._array.ndim, k, before = 0
+    cdef bint seen_ellipsis = False
+    for item in items:
+        if item is Ellipsis:
+            if seen_ellipsis:
+                return False
+            seen_ellipsis = True
+        elif type(item) is not slice:
+            return False
+    dims = [i for i in items if i is not Ellipsis]
+    if len(dims) > n:
+        return False
+    for item in items:
+        if item is Ellipsis:
+            break
+        before += 1
+    for k in range(len(dims)):
+        d = k if k < before else n - (len(dims) - k)
+        size = self._array.shape[d]
+        if (<slice>dims[k]).indices(size) != (0, size, 1):
+            return False
+    return True
+
+
 cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=False):
     """self[key] = value.  `onto_base`: a write into a view or an in-place op on one, already
     checked as the user wrote it, going to the view's base under the base's index arrays."""
     cdef list advanced = []
     check_setitem_value(self, value)
-    # PyTorch indexes first (reading self's history, so no leaf quirk as in fresh_operands)
-    fresh(self)
-    if isinstance(value, TensorBase):
-        fresh(<TensorBase>value)
+    if not onto_base and key_is_whole(self, key):
+        # PyTorch's indexing returns self itself for such a key, and copies into it: the leaf
+        # quirk of an in-place op applies (fuzz seed 56200018)
+        fresh_operands(self, value)
+    else:
+        # PyTorch indexes first (reading self's history, so no leaf quirk as in fresh_operands)
+        fresh(self)
+        if isinstance(value, TensorBase):
+            fresh(<TensorBase>value)
     cdef bint had_history = self._node >= 0
     # (an integer or bool tensor records nothing: a value that requires grad is cast, and no
     # gradient flows through the cast)

@@ -85,6 +85,13 @@ cdef object number_or_tensor(object v):
     return NotImplemented
 
 
+cdef object complex_or_number_or_tensor(object v):
+    """number_or_tensor, also taking a complex number (where's operands; clamp refuses them)."""
+    if isinstance(v, (complex, np.complexfloating)):
+        return complex(v)
+    return number_or_tensor(v)
+
+
 cdef int check_scalar_fits(object v, object dt) except -1:
     """An integer Python scalar used in integer dtype `dt` must fit it, and a finite float one
     float32's range (PyTorch's errors: where(c, x, 1e300) would silently hold inf)."""
@@ -894,8 +901,8 @@ def piecewise_where(condition, TensorBase input, other, str backward):
 
 cdef object where_record(object condition, object input, object other, object backward):
     cdef Record* r
-    x = number_or_tensor(input)
-    y = number_or_tensor(other)
+    x = complex_or_number_or_tensor(input)
+    y = complex_or_number_or_tensor(other)
     if (not isinstance(condition, TensorBase) or x is NotImplemented or y is NotImplemented
             or ((x is None) != (y is None))):
         got = ", ".join(type(v).__name__ for v in (condition, input, other)[:1 if input is None and

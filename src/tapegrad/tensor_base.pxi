@@ -130,17 +130,32 @@ cdef TensorBase make_view(object arr, TensorBase base):
     """A tensor for `arr`, a numpy view of base's storage: it shares base's version counter
     and remembers its base, so in-place writes through either are seen by the sweep's checks."""
     cdef TensorBase v = wrap(arr)
+    become_view(v, base, grad_enabled())
+    return v
+
+
+cdef int become_view(TensorBase v, TensorBase base, bint grad_mode) except -1:
+    """Make new tensor v, on base's storage, a view of base taken with grad mode `grad_mode`."""
     v._version = version_of(base)
     v._inference = base._inference      # a view is an inference tensor iff its base is one
     v._base = base if base._base is None else base._base
-    v._gen = ((<TensorBase>v._base)._gen << 1) | (not grad_enabled())
+    v._gen = ((<TensorBase>v._base)._gen << 1) | (not grad_mode)
     init_view(v, base)
     if v._gen & 1:
         # A view taken under no_grad requires grad when its input does (a leaf without grad_fn,
         # as PyTorch's); ops on it record, but the gradient reaching it goes nowhere (no_grad_view_
         # drops_grad) and in-place writes to it with grad enabled are refused (check_inplace).
         v._requires_grad = base._requires_grad
-    return v
+    return 0
+
+
+def _reinterpreting_view(TensorBase view, TensorBase base, bint grad_mode):
+    """Make `view`, made outside the view machinery on base's storage read as another dtype
+    (.real, .imag, view_as_real, view_as_complex, by tapegrad._complex under grad mode
+    `grad_mode`), a view of base as PyTorch's are: it shares base's version counter, and once
+    base or another view of it is written in place, its history is regenerated from the base's
+    (views.pxi, rebase_view: over the storage's real numbers)."""
+    become_view(view, base, grad_mode)
 
 
 cdef TensorBase wrap_result(object out, TensorBase x):

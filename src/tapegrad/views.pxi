@@ -24,6 +24,31 @@
 # the index family's (ops_index.pxi installs it into the op table when its module loads).
 OP_AS_STRIDED = register_op("AsStridedBackward0", NULL)
 
+# The marker, in an AsStridedBackward0 record's aux, of a view that reads its base's storage as
+# another dtype (.real / .imag / view_as_real of a complex base, view_as_complex of a real one):
+# its key indexes the base's real numbers, and its gradient's real numbers are scattered there.
+# For any such view that is the whole gradient: with PyTorch's convention (z.grad = dL/dx +
+# i dL/dy) a gradient lies in memory as the values it is the gradient of.
+REINTERPRETED = "real numbers"
+
+
+cdef inline bint reinterprets(TensorBase t) noexcept:
+    """Whether view t reads its base's storage as another dtype."""
+    return t._base is not None and cnp.PyArray_Check(t._array) and cnp.PyArray_Check(
+        (<TensorBase>t._base)._array) and cnp.PyArray_TYPE(<cnp.ndarray>t._array) != \
+        cnp.PyArray_TYPE(<cnp.ndarray>(<TensorBase>t._base)._array)
+
+
+def _real_parts(arr):
+    """Array arr as real numbers, on its memory: a complex one as its (..., 2) pairs (real part,
+    imaginary part), a real one itself."""
+    arr = np.asarray(arr)
+    if arr.dtype.kind != "c":
+        return arr
+    part = arr.real                                     # a view: same strides, part dtype
+    return np.lib.stride_tricks.as_strided(part, arr.shape + (2,),
+                                           arr.strides + (part.itemsize,))
+
 
 # PyTorch refuses in-place writes (with grad mode on) to a view that is not an ordinary one:
 # a view taken in no_grad (t._gen & 1), an output of a function that returns several views
@@ -166,7 +191,11 @@ cdef int rebase_view(TensorBase t, tuple key) except -1:
         t._node = -1
     else:
         r = record_op(OP_AS_STRIDED, t, 1, inp)
-        if b._array.ndim == 0:           # the key indexes the base seen as shape (1,)
+        if reinterprets(t):
+            # the gradient's real numbers scattered into the base's (ops_index.pxi, scatter_index)
+            keep(&r.aux, (b._array.shape, b._array.dtype, REINTERPRETED,
+                          _real_parts(b._array).shape, key))
+        elif b._array.ndim == 0:           # the key indexes the base seen as shape (1,)
             keep(&r.aux, ((), b._array.dtype, (None,), (1,), key))
         else:
             keep(&r.aux, (b._array.shape, b._array.dtype, None, b._array.shape, key))
@@ -233,8 +262,8 @@ cdef inline bint writes_through_view(TensorBase t) noexcept:
     """Whether a recorded in-place write into view t can go to its base as a CopySlices record:
     the view's history, if any, reads the base's current history (a view taken before the base
     was last written would carry a stale one), and the base is no leaf that requires grad."""
-    if t._base is None:
-        return False
+    if t._base is None or reinterprets(t):
+        return False                    # (a write into .real or view_as_complex: not yet)
     cdef TensorBase b = <TensorBase>t._base
     if not t._requires_grad:
         return not b._requires_grad
@@ -257,9 +286,14 @@ cdef object element_addresses(object arr):
 cdef tuple view_key(TensorBase view):
     """The advanced-index key (one int64 array per base dim, each of the view's shape) of the
     base elements that `view`, a numpy view of its base's storage, covers (of a 0-d base: of
-    the base seen as shape (1,))."""
+    the base seen as shape (1,)).  Of a view reading the storage as another dtype (reinterprets):
+    the same over both seen as real numbers (_real_parts), so each key array has the shape of
+    the view's real numbers and indexes the base's."""
     B = (<TensorBase>view._base)._array
     V = view._array
+    if reinterprets(view):              # (.real, view_as_complex, ...): keyed by real numbers
+        B = _real_parts(B)
+        V = _real_parts(V)
     if V.size == 0 or B.ndim == 0:
         # no element, or every element the base's one (a 0-d base's key indexes it seen as
         # shape (1,): see rebase_view, and base_key in ops_inplace.pxi)
