@@ -81,13 +81,17 @@ class _BatchNorm(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
 
-    def _upgrade_state_dict(self, state_dict, prefix: str, version) -> None:
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs) -> None:
         # A dict from before num_batches_tracked existed (version < 2, or no versions at all, as
         # for a hand-built dict) loads keeping the current count instead of reporting it missing.
+        version = local_metadata.get("version")
         key = prefix + "num_batches_tracked"
         if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
             state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
                                else creation.tensor(0))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
 
     def reset_running_stats(self) -> None:
         """Running mean back to zeros, running variance to ones, the batch count to 0."""
