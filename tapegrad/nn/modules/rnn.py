@@ -402,6 +402,7 @@ class RNNBase(Module):
 
     def check_hidden_size(self, hx, expected_hidden_size,
                           msg: str = "Expected hidden size {}, got {}") -> None:
+        """RuntimeError (`msg` formatted with both sizes) unless hx has the expected size."""
         if hx.size() != expected_hidden_size:
             raise RuntimeError(msg.format(expected_hidden_size, list(hx.size())))
 
