@@ -536,3 +536,21 @@ def test_attention_workspace_graphs_alive_at_once(dtype):
     runs[0][0].backward()                       # the retained graph again
     for a, b in zip(grads(runs[0][1]), expect[0]):
         np.testing.assert_array_equal(a, b)
+
+
+def _merge_masks_scenario(L):
+    m = L.nn.MultiheadAttention(4, 2, batch_first=True)
+    q = L.zeros(3, 5, 4)
+    am = L.triu(L.ones(5, 5), 1) * -1.0
+    kpm = L.zeros(3, 5)
+    kpm[0, 4] = -2.0
+    out = []
+    for a, k in ((None, None), (None, kpm), (am, None), (am, kpm), (am.expand(6, 5, 5), kpm)):
+        merged, kind = m.merge_masks(a, k, q)
+        out.append((kind, None if merged is None else (tuple(merged.shape), merged.tolist())))
+    return out
+
+
+def test_merge_masks_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    assert _merge_masks_scenario(tg) == _merge_masks_scenario(torch)

@@ -206,6 +206,7 @@ BACKEND_CASES = {
     "cuda_is_available": lambda T: T.cuda.is_available(),
     "cuda_device_count": lambda T: T.cuda.device_count(),
     "cuda_is_initialized": lambda T: T.cuda.is_initialized(),
+    "cuda_initialized_flag": lambda T: T.cuda._initialized,     # read by reversible networks
     "cuda_manual_seed": lambda T: T.cuda.manual_seed(1),
     "cuda_manual_seed_all": lambda T: T.cuda.manual_seed_all(1),
     "cuda_manual_seed_bad": lambda T: T.cuda.manual_seed("a"),

@@ -245,3 +245,81 @@ def test_registries_are_plain_dicts_printed_as_torch_prints_them(torch):
     assert repr(gnet._modules) == repr(tnet._modules)
     assert repr(nn.Module()._modules) == repr(torch.nn.Module()._modules) == "{}"
     assert repr(gbn._buffers) == repr(tbn._buffers)
+
+
+def _reset_and_repeat_scenario(L):
+    """reset_parameters / reset_running_stats of the norm and lookup layers, Sequential's * and
+    += and ModuleDict.pop/clear (values that do not depend on the random stream)."""
+    L.manual_seed(0)
+    out = []
+    bn = L.nn.BatchNorm1d(3)
+    bn(L.randn(4, 3))
+    with L.no_grad():
+        bn.weight.mul_(3)
+        bn.bias.add_(1)
+    bn.reset_parameters()
+    out.append([bn.weight.tolist(), bn.bias.tolist(), bn.running_mean.tolist(),
+                bn.running_var.tolist(), bn.num_batches_tracked.item()])
+    inorm = L.nn.InstanceNorm1d(3, affine=True, track_running_stats=True)
+    inorm(L.randn(2, 3, 5))
+    inorm.reset_running_stats()
+    out.append([inorm.running_var.tolist(), inorm.num_batches_tracked.item()])
+    ln = L.nn.LayerNorm(3)
+    with L.no_grad():
+        ln.weight.mul_(2)
+    ln.reset_parameters()
+    out.append(ln.weight.tolist())
+    gn = L.nn.GroupNorm(1, 2)
+    with L.no_grad():
+        gn.bias.add_(2)
+    gn.reset_parameters()
+    out.append(gn.bias.tolist())
+    for table in (L.nn.Embedding(4, 2, padding_idx=1), L.nn.EmbeddingBag(4, 2, padding_idx=1)):
+        with L.no_grad():
+            table.weight.fill_(5)
+        table.reset_parameters()
+        out.append((table.weight[1].tolist(), bool((table.weight[0] != 5).all())))
+    s = L.nn.Sequential(L.nn.Linear(2, 2), L.nn.ReLU())
+    m = s * 2
+    out.append((len(m), m[0] is m[2], list(m._modules), len(list(m.parameters()))))
+    out.append(len(3 * s))
+    s2 = L.nn.Sequential(L.nn.Linear(2, 2))
+    s2 *= 3
+    out.append((len(s2), s2[0] is s2[2]))
+    s2 += L.nn.Sequential(L.nn.Tanh())
+    out.append(str(s2))
+    for bad in (lambda: s * 0, lambda: s * 1.5, lambda: s.__iadd__(3)):
+        with pytest.raises((TypeError, ValueError)) as info:
+            bad()
+        out.append((info.type.__name__, str(info.value).replace("tapegrad", "torch")))
+    d = L.nn.ModuleDict({"a": L.nn.ReLU(), "b": L.nn.Tanh()})
+    out.append((type(d.pop("a")).__name__, list(d)))
+    d.clear()
+    out.append(len(d))
+    return out
+
+
+def test_reset_parameters_and_sequential_repeat_match_pytorch():
+    torch = pytest.importorskip("torch")
+    assert _reset_and_repeat_scenario(tg) == _reset_and_repeat_scenario(torch)
+
+
+def test_module_classes_list_pytorchs_public_methods():
+    # a script's `if hasattr(m, "reset_parameters"): m.reset_parameters()` must reach the same
+    # layers under tapegrad
+    torch = pytest.importorskip("torch")
+    for name in ("BatchNorm1d", "BatchNorm2d", "InstanceNorm2d", "LayerNorm", "GroupNorm",
+                 "Embedding", "EmbeddingBag", "Sequential", "ModuleDict"):
+        theirs = {n for n in dir(getattr(torch.nn, name)) if not n.startswith("_")}
+        mine = {n for n in dir(getattr(tg.nn, name)) if not n.startswith("_")}
+        assert theirs <= mine, (name, sorted(theirs - mine))
+
+
+def test_embedding_subclass_reset_parameters_runs_at_construction():
+    # PyTorch's Embedding.__init__ calls self.reset_parameters(): a subclass's override decides
+    # the initial table
+    class Zeros(tg.nn.Embedding):
+        def reset_parameters(self):
+            tg.nn.init.zeros_(self.weight)
+
+    assert Zeros(3, 2).weight.abs().sum().item() == 0

@@ -777,3 +777,41 @@ def test_workspace_is_bounded_and_released():
     assert _core._nn_workspace_bytes()[1] > 0      # the live graph's buffers are in use
     del out
     assert _core._nn_workspace_bytes()[1] == 0
+
+
+def _public_checks_scenario(L):
+    """RNNBase's public checks (check_input, get_expected_hidden_size / cell size,
+    check_hidden_size, check_forward_args, permute_hidden), which custom RNN subclasses call."""
+    out = []
+
+    def attempt(f):
+        try:
+            return f()
+        except (RuntimeError, ValueError) as e:
+            return type(e).__name__, str(e)
+
+    for cls in (L.nn.RNN, L.nn.GRU, L.nn.LSTM):
+        m = cls(3, 4, num_layers=2, bidirectional=True)
+        x = L.zeros(5, 2, 3)
+        h = L.zeros(4, 2, 4)
+        hid = (h, L.zeros(4, 3, 4)) if cls is L.nn.LSTM else h
+        out.append((m.get_expected_hidden_size(x, None),
+                    m.get_expected_hidden_size(L.zeros(7, 3), L.tensor([3, 2, 2]))))
+        out.append(attempt(lambda: m.check_forward_args(x, hid, None)))
+        out.append(attempt(lambda: m.check_input(L.zeros(5, 2, 3, dtype=L.float64), None)))
+        out.append(attempt(lambda: m.check_input(L.zeros(5, 3), None)))
+        out.append(attempt(lambda: m.check_input(L.zeros(5, 2, 2), None)))
+        out.append(attempt(lambda: m.check_hidden_size(h, (4, 2, 4))))
+        hp = L.arange(16.).reshape(4, 2, 2)
+        r = m.permute_hidden((hp, hp + 1) if cls is L.nn.LSTM else hp, L.tensor([1, 0]))
+        out.append(([t.tolist() for t in r] if isinstance(r, tuple) else r.tolist(),
+                    m.permute_hidden(hp, None) is hp))
+    lstm = L.nn.LSTM(3, 4, proj_size=2, batch_first=True)
+    out.append((lstm.get_expected_hidden_size(L.zeros(6, 5, 3), None),
+                lstm.get_expected_cell_size(L.zeros(6, 5, 3), None)))
+    return out
+
+
+def test_rnn_public_checks_match_pytorch():
+    torch = pytest.importorskip("torch")
+    assert _public_checks_scenario(tg) == _public_checks_scenario(torch)

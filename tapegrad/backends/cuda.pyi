@@ -20,10 +20,36 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
+    'cudnn_sdp_enabled',
+    'enable_cudnn_sdp',
+    'enable_flash_sdp',
+    'enable_math_sdp',
+    'enable_mem_efficient_sdp',
+    'flash_sdp_enabled',
     'is_built',
+    'math_sdp_enabled',
     'matmul',
+    'mem_efficient_sdp_enabled',
+    'sdp_kernel',
 ]
+
+def cudnn_sdp_enabled() -> _bool: ...
+
+def enable_cudnn_sdp(enabled: _bool) -> None: ...
+
+def enable_flash_sdp(enabled: _bool) -> None: ...
+
+def enable_math_sdp(enabled: _bool) -> None: ...
+
+def enable_mem_efficient_sdp(enabled: _bool) -> None: ...
+
+def flash_sdp_enabled() -> _bool: ...
 
 def is_built() -> _bool: ...
 
+def math_sdp_enabled() -> _bool: ...
+
 matmul: Any
+def mem_efficient_sdp_enabled() -> _bool: ...
+
+def sdp_kernel(enable_flash: _bool = ..., enable_math: _bool = ..., enable_mem_efficient: _bool = ..., enable_cudnn: _bool = ...) -> Any: ...

@@ -19,9 +19,14 @@ def is_available() -> bool:
     return False
 
 
+# PyTorch's module flag, read directly by scripts that save CUDA random states only once CUDA
+# is in use (reversible networks' `if torch.cuda._initialized:`).  Never set: no CUDA here.
+_initialized = False
+
+
 def is_initialized() -> bool:
     """Always False: there is no CUDA state to initialise."""
-    return False
+    return _initialized
 
 
 def device_count() -> int:

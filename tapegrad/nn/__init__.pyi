@@ -18,6 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.nn import attention as attention
 from tapegrad.nn import functional as functional
 from tapegrad.nn import init as init
 from tapegrad.nn import modules as modules
@@ -353,6 +354,7 @@ __all__ = [
     'ZeroPad1d',
     'ZeroPad2d',
     'ZeroPad3d',
+    'attention',
     'functional',
     'init',
     'modules',

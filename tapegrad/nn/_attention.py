@@ -19,6 +19,7 @@ from .. import _core
 from .. import creation
 from ..autograd.function import KernelFunction
 from ..grad_mode import enable_grad
+from .attention import check_cpu_backend
 
 _F = _core.NN_FUNCTIONS
 _T = _core.TORCH_FUNCTIONS
@@ -52,6 +53,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
     attn_mask: bool (True = may attend) or float (added to the scores), broadcast to (..., L, S).
     A query row that may attend nothing gives zeros (as PyTorch's math kernel), not NaN."""
+    check_cpu_backend()
     if query.dtype != key.dtype or query.dtype != value.dtype:
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
                            f"query.dtype: {_c_name(query)} key.dtype: {_c_name(key)} and "
@@ -440,6 +442,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             and not (attn_mask is not None and attn_mask.requires_grad)
             and not (key_padding_mask is not None and key_padding_mask.requires_grad)):
         # self-attention in one record, heads split and merged in place (_PackedSelfAttention)
+        check_cpu_backend()                    # PyTorch's scaled_dot_product_attention path
         attn_mask = _merge_key_padding(attn_mask, key_padding_mask, bsz, num_heads, tgt_len)
         if attn_mask is not None:
             bias = (attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1

@@ -15,6 +15,8 @@ variant finds those through saved-tensor hooks, which tapegrad's tape does not h
 """
 from __future__ import annotations
 
+import contextlib
+import importlib
 import warnings
 
 from .. import get_rng_state, is_tensor, set_rng_state
@@ -22,7 +24,9 @@ from ..autograd import backward as _backward
 from ..autograd.function import Function
 from ..grad_mode import enable_grad, is_grad_enabled, no_grad
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointFunction"]
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointFunction", "CheckpointError",
+           "check_backward_validity", "detach_variable", "get_device_states",
+           "set_device_states", "noop_context_fn", "DefaultDeviceType"]
 
 _PASS_USE_REENTRANT = (
     "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in "
@@ -36,6 +40,94 @@ _PASS_USE_REENTRANT_SEQUENTIAL = (
     "use_reentrant=False is recommended, but if you need to preserve the current default behavior, "
     "you can pass use_reentrant=True. Refer to docs for more details on the differences between "
     "the two variants.")
+
+
+class CheckpointError(RuntimeError):
+    """Raised when a checkpointed region's recomputation does not match its first run."""
+
+
+def check_backward_validity(inputs) -> None:
+    """Warn when no tensor among `inputs` requires grad (the checkpoint's gradients would be None)."""
+    if not any(inp.requires_grad for inp in inputs if is_tensor(inp)):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      stacklevel=2)
+
+
+def detach_variable(inputs: tuple) -> tuple:
+    """The tuple with each tensor replaced by a detached copy keeping its requires_grad flag
+    (other values pass through), the leaves a recomputation starts from."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError("Only tuple of tensors is supported. Got Unsupported input type: "
+                           f"{type(inputs).__name__}")
+    out = []
+    for inp in inputs:
+        if is_tensor(inp):
+            copy = inp.detach()
+            copy.requires_grad = inp.requires_grad
+            inp = copy
+        out.append(inp)
+    return tuple(out)
+
+
+def _tensors_in(value):
+    if is_tensor(value):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors_in(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors_in(v)
+
+
+def get_device_states(*args) -> tuple[list, list]:
+    """The accelerator device ids `args`' tensors live on and those devices' random states, for
+    a recomputation to replay; CPU and meta tensors have none (the CPU state is saved apart)."""
+    on_device = [t for t in _tensors_in(args) if t.device.type not in ("cpu", "meta")]
+    ids = [t.get_device() for t in on_device]
+    states = []
+    if on_device:
+        device_module = _device_module(on_device[0].device.type)
+        states = [device_module.get_rng_state(i) for i in ids]
+    return ids, states
+
+
+def _device_module(device_type: str):
+    return importlib.import_module(f"{__package__.rpartition('.')[0]}.{device_type}")
+
+
+def set_device_states(devices, states, *, device_type=None) -> None:
+    """Restore the random states get_device_states saved, one per device id."""
+    if device_type is None:
+        device_type = DefaultDeviceType.get_device_type()
+    if device_type == "meta":
+        return
+    device_module = _device_module(device_type)
+    for device, state in zip(devices, states):
+        with device_module.device(device):
+            device_module.set_rng_state(state)
+
+
+def noop_context_fn():
+    """checkpoint's default context_fn: no context around the forward or the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+class DefaultDeviceType:
+    """The device type whose random states checkpointing saves when no tensor is on an
+    accelerator: the current accelerator's, else "cpu" (the only one tapegrad has)."""
+
+    _default_device_type: str | None = None
+
+    @staticmethod
+    def set_device_type(device: str = "cuda") -> None:
+        DefaultDeviceType._default_device_type = device
+
+    @staticmethod
+    def get_device_type() -> str:
+        if not DefaultDeviceType._default_device_type:
+            DefaultDeviceType._default_device_type = "cpu"
+        return DefaultDeviceType._default_device_type
 
 
 class CheckpointFunction(Function):
@@ -52,13 +144,7 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        detached = []
-        for value in ctx.inputs:
-            if is_tensor(value):
-                copy = value.detach()
-                copy.requires_grad_(value.requires_grad)
-                value = copy
-            detached.append(value)
+        detached = detach_variable(tuple(ctx.inputs))
         current = get_rng_state()
         if ctx.rng_state is not None:
             set_rng_state(ctx.rng_state)
@@ -101,7 +187,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     if use_reentrant is None:
         warnings.warn(_PASS_USE_REENTRANT, UserWarning, stacklevel=2)
         use_reentrant = True
-    if context_fn is not None:
+    if context_fn is not None and context_fn is not noop_context_fn:
         raise NotImplementedError("tapegrad.utils.checkpoint: context_fn is not supported")
     if use_reentrant and kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
@@ -109,9 +195,8 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
         return function(*args, **kwargs)
     run = (lambda *a: function(*a[:len(args)], **kwargs)) if kwargs else function
     extra = [] if use_reentrant else _module_parameters(function)
-    if use_reentrant and not any(is_tensor(a) and a.requires_grad for a in args):
-        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
-                      UserWarning, stacklevel=2)
+    if use_reentrant:
+        check_backward_validity(args)
     return CheckpointFunction.apply(run, preserve_rng_state, len(args), *args, *extra)
 
 

@@ -24,6 +24,13 @@ __all__ = [
     'checkpoint',
     'checkpoint_sequential',
     'CheckpointFunction',
+    'CheckpointError',
+    'check_backward_validity',
+    'detach_variable',
+    'get_device_states',
+    'set_device_states',
+    'noop_context_fn',
+    'DefaultDeviceType',
 ]
 
 def checkpoint(function: Any, *args: Any, use_reentrant: Any = ..., context_fn: Any = ..., determinism_check: Any = ..., debug: Any = ..., preserve_rng_state: Any = ..., **kwargs: Any) -> Any: ...
@@ -35,3 +42,22 @@ class CheckpointFunction(_Function):
     def backward(ctx: Any, *grads: Any) -> Any: ...
     @staticmethod
     def forward(ctx: Any, run: Any, preserve_rng_state: Any, n_args: Any, *inputs: Any) -> Any: ...
+
+class CheckpointError(builtins.RuntimeError):
+    ...
+
+def check_backward_validity(inputs: Any) -> None: ...
+
+def detach_variable(inputs: builtins.tuple[Any, ...]) -> builtins.tuple[Any, ...]: ...
+
+def get_device_states(*args: Any) -> builtins.tuple[builtins.list[Any], builtins.list[Any]]: ...
+
+def set_device_states(devices: Any, states: Any, *, device_type: Any = ...) -> None: ...
+
+def noop_context_fn() -> Any: ...
+
+class DefaultDeviceType:
+    @staticmethod
+    def get_device_type() -> _str: ...
+    @staticmethod
+    def set_device_type(device: _str = ...) -> None: ...

@@ -85,6 +85,28 @@ class Sequential(Module):
                              f"but {type(other)} is given.")
         return Sequential(*self, *other)
 
+    def __iadd__(self, other) -> "Sequential":
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, "
+                             f"but {type(other)} is given.")
+        for m in list(other):
+            self.append(m)
+        return self
+
+    def __mul__(self, other: int) -> "Sequential":
+        _check_repeat(self, other)
+        return Sequential(*(list(self) * other))
+
+    def __rmul__(self, other: int) -> "Sequential":
+        return self.__mul__(other)
+
+    def __imul__(self, other: int) -> "Sequential":
+        _check_repeat(self, other)
+        # the same module objects again, as PyTorch repeats them (they share parameters)
+        for m in list(self) * (other - 1):
+            self.append(m)
+        return self
+
     def append(self, module: Module) -> "Sequential":
         """Add ``module`` at the end of the sequence (registered under the next index); returns self."""
         self.add_module(str(len(self)), module)
@@ -115,6 +137,13 @@ class Sequential(Module):
         module = self[key]
         del self[key]
         return module
+
+
+def _check_repeat(seq, factor) -> None:
+    if not isinstance(factor, int):
+        raise TypeError(f"unsupported operand type(s) for *: {type(seq)} and {type(factor)}")
+    if factor <= 0:
+        raise ValueError(f"Non-positive multiplication factor {factor} for {type(seq)}")
 
 
 class ModuleList(Module):
@@ -235,6 +264,16 @@ class ModuleDict(Module):
     def values(self):
         """The modules, in insertion order."""
         return self._modules.values()
+
+    def pop(self, key: str) -> Module:
+        """Remove `key` and return its module."""
+        module = self[key]
+        del self[key]
+        return module
+
+    def clear(self) -> None:
+        """Remove every module."""
+        self._modules.clear()
 
     def update(self, modules) -> None:
         """Add or replace modules from a mapping or an iterable of ``(name, module)`` pairs."""

@@ -154,26 +154,21 @@ class Module:
                                                                      **kwargs))
 
     # -- forward hooks ------------------------------------------------------------------------
-    def _hook_table(self, name: str) -> OrderedDict:
-        # Modules unpickled from an older layout lack the tables: create them on first use.
-        if name not in self.__dict__:
-            object.__setattr__(self, name, OrderedDict())
-        return self.__dict__[name]
 
     def register_forward_pre_hook(self, hook, *, prepend: bool = False,
                                   with_kwargs: bool = False) -> RemovableHandle:
         """hook(module, args) -> None or new args (a non-tuple is wrapped in one); with
         with_kwargs, hook(module, args, kwargs) -> None or (new_args, new_kwargs)."""
-        return add_hook(self._hook_table("_forward_pre_hooks"), hook, prepend,
-                        [(self._hook_table("_forward_pre_hooks_with_kwargs"), with_kwargs)])
+        return add_hook(_hook_table(self, "_forward_pre_hooks"), hook, prepend,
+                        [(_hook_table(self, "_forward_pre_hooks_with_kwargs"), with_kwargs)])
 
     def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
                               always_call: bool = False) -> RemovableHandle:
         """hook(module, args, output) (or (module, args, kwargs, output) with with_kwargs)
         -> None or a replacement output."""
-        return add_hook(self._hook_table("_forward_hooks"), hook, prepend,
-                        [(self._hook_table("_forward_hooks_with_kwargs"), with_kwargs),
-                         (self._hook_table("_forward_hooks_always_called"), always_call)])
+        return add_hook(_hook_table(self, "_forward_hooks"), hook, prepend,
+                        [(_hook_table(self, "_forward_hooks_with_kwargs"), with_kwargs),
+                         (_hook_table(self, "_forward_hooks_always_called"), always_call)])
 
     def _get_backward_hooks(self):
         """(full backward hooks, non-full ones): this module's _backward_hooks, as the kind
@@ -202,12 +197,12 @@ class Module:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
                                "on a single Module. Please use only one of them.")
         object.__setattr__(self, "_is_full_backward_hook", False)
-        return add_hook(self._hook_table("_backward_hooks"), hook, False, [])
+        return add_hook(_hook_table(self, "_backward_hooks"), hook, False, [])
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """hook(module, grad_output) -> None or a replacement grad_output, called when the
         gradients w.r.t. the module's outputs are known."""
-        return add_hook(self._hook_table("_backward_pre_hooks"), hook, prepend, [])
+        return add_hook(_hook_table(self, "_backward_pre_hooks"), hook, prepend, [])
 
     def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """hook(module, grad_input, grad_output) -> None or a replacement grad_input, called when
@@ -217,7 +212,7 @@ class Module:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
                                "on a single Module. Please use only one of them.")
         object.__setattr__(self, "_is_full_backward_hook", True)
-        return add_hook(self._hook_table("_backward_hooks"), hook, prepend, [])
+        return add_hook(_hook_table(self, "_backward_hooks"), hook, prepend, [])
 
     # -- registration -------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
@@ -238,10 +233,10 @@ class Module:
                 # A method or property of that name (a parametrized tensor's property): PyTorch
                 # refuses rather than register a parameter the attribute would hide.
                 raise KeyError(f"attribute '{name}' already exists")
-            self._discard(name, keep=params)
+            _discard(self, name, keep=params)
             params[name] = value
         elif isinstance(value, Module):
-            self._discard(name, keep=modules)
+            _discard(self, name, keep=modules)
             modules[name] = value
         elif name in params:
             if value is not None:
@@ -264,13 +259,6 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _discard(self, name: str, keep: dict | None = None) -> None:
-        # `keep` is the store about to receive `name`: replacing an entry there keeps its
-        # position, so a replaced layer prints and iterates where it was (as in PyTorch).
-        for store in (self.__dict__, self._parameters, self._buffers, self._modules):
-            if store is not keep:
-                store.pop(name, None)
-        self._non_persistent_buffers_set.discard(name)
 
     def __getattr__(self, name: str):
         d = self.__dict__
@@ -308,7 +296,7 @@ class Module:
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
                             f"'{name}' (torch.nn.Parameter or None required)")
-        self._discard(name, keep=self._parameters)
+        _discard(self, name, keep=self._parameters)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -338,7 +326,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
-        self._discard(name, keep=self._buffers)
+        _discard(self, name, keep=self._buffers)
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent_buffers_set.add(name)
@@ -351,7 +339,7 @@ class Module:
         """
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._discard(name, keep=self._modules)
+        _discard(self, name, keep=self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -419,13 +407,6 @@ class Module:
             raise AttributeError(f"`{name}` is not an nn.Module")
         setattr(parent, name, module)
 
-    def _get_leaf(self, target: str):
-        # The owning module and the attribute a dotted path ends in (get_parameter/get_buffer).
-        module_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, name):
-            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
-        return mod, name
 
     def get_parameter(self, target: str) -> Parameter:
         """The Parameter at a dotted path such as ``"encoder.0.weight"``.
@@ -433,7 +414,7 @@ class Module:
         Raises ``AttributeError`` (with PyTorch's phrases) when a step of the path does not exist or the
         last one is not a Parameter.
         """
-        mod, name = self._get_leaf(target)
+        mod, name = _get_leaf(self, target)
         param = getattr(mod, name)
         if not isinstance(param, Parameter):
             raise AttributeError(f"`{name}` is not an nn.Parameter")
@@ -443,7 +424,7 @@ class Module:
         """The buffer at a dotted path such as ``"bn.running_mean"``; ``AttributeError`` if it is not a
         registered buffer.
         """
-        mod, name = self._get_leaf(target)
+        mod, name = _get_leaf(self, target)
         if name not in mod._buffers:
             raise AttributeError(f"`{name}` is not a buffer")
         return getattr(mod, name)
@@ -589,46 +570,17 @@ class Module:
         return self
 
     # -- dtype and device ---------------------------------------------------------------------
-    def _tensors(self):
-        """Every parameter and buffer of every submodule (a shared one once)."""
-        seen = set()
-        for m in self.modules():
-            for store in (m._parameters, m._buffers):
-                for t in store.values():
-                    if t is not None and id(t) not in seen:
-                        seen.add(id(t))
-                        yield t
 
-    def _cast(self, np_dtype, floating_only: bool = True) -> "Module":
-        """Convert parameters and buffers (only the floating ones unless told) in place: each
-        keeps its identity (optimizers hold them), as PyTorch's conversions do; so do grads."""
-        np_dtype = np.dtype(np_dtype)
-        for t in self._tensors():
-            if floating_only and t._array.dtype.kind != "f":
-                continue
-            t._array = t._array.astype(np_dtype, copy=False)
-            if t.is_leaf and t.grad is not None:
-                t.grad = _core.wrap_array(t.grad._array.astype(np_dtype))
-        return self
 
-    def _check_move(self, device, fn: str) -> None:
-        """A device string must parse; an unavailable device raises only when there is a tensor
-        to move (PyTorch's ReLU().cuda() succeeds on a machine without CUDA)."""
-        if device is None:
-            return
-        if is_device_like(device) and not isinstance(device, int):
-            as_device(device)
-        if next(self._tensors(), None) is not None:
-            check_device(device, fn, allow_meta=True)
 
     def to(self, *args, **kwargs) -> "Module":
         """Module.to(device), to(dtype), to(device, dtype), to(tensor): floating parameters and
         buffers converted in place to the dtype; the CPU is the only device."""
         device, dtype, _, _ = parse_to(args, kwargs)
-        self._check_move(device, "to")
+        _check_move(self, device, "to")
         if device is not None and as_device(device).type == "meta":
             from ..._meta import become_meta
-            for t in self._tensors():
+            for t in _tensors(self):
                 become_meta(t)
         if dtype is None:
             return self
@@ -636,7 +588,7 @@ class Module:
         if not dt.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got "
                             f"desired dtype={dt}")
-        return self._cast(dt.np_dtype)
+        return _cast(self, dt.np_dtype)
 
     def type(self, dst_type) -> "Module":
         """Convert every parameter and buffer (integer ones too) to dst_type: a dtype or a
@@ -645,25 +597,25 @@ class Module:
         if np_dt.kind != "f" and any(p.requires_grad for p in self.parameters()):
             raise RuntimeError("data set to a tensor that requires gradients must be floating "
                                "point or complex dtype")
-        return self._cast(np_dt, floating_only=False)
+        return _cast(self, np_dt, floating_only=False)
 
     def float(self) -> "Module":
         """Cast every floating-point parameter and buffer to float32, in place; returns the module."""
-        return self._cast(np.float32)
+        return _cast(self, np.float32)
 
     def double(self) -> "Module":
         """Cast every floating-point parameter and buffer to float64, in place; returns the module."""
-        return self._cast(np.float64)
+        return _cast(self, np.float64)
 
     def half(self) -> "Module":
         """Cast every floating-point parameter and buffer to float16, in place; returns the module."""
-        return self._cast(np.float16)
+        return _cast(self, np.float16)
 
     def bfloat16(self) -> "Module":
         """Cast floating-point parameters and buffers to bfloat16: raises tapegrad's TypeError
         (numpy has no bfloat16) when there is one to cast; a module without any is returned."""
         from ... import bfloat16
-        for t in self._tensors():
+        for t in _tensors(self):
             if t._array.dtype.kind == "f":
                 t.to(bfloat16)      # raises, naming the reason and what to use instead
         return self
@@ -695,7 +647,7 @@ class Module:
         keeps its identity); the way to materialise a module built on the meta device."""
         from ..._meta import become_empty, become_meta, is_meta_device
         check_device(device, "to_empty", allow_meta=True)
-        tensors = self._tensors() if recurse else (
+        tensors = _tensors(self) if recurse else (
             t for store in (self._parameters, self._buffers) for t in store.values()
             if t is not None)
         for t in tensors:
@@ -711,7 +663,7 @@ class Module:
 
     def cuda(self, device=None) -> "Module":
         """Raises as a PyTorch build without CUDA does (when there is a tensor to move)."""
-        if next(self._tensors(), None) is not None:
+        if next(_tensors(self), None) is not None:
             if isinstance(device, int) and not isinstance(device, bool):
                 check_device(device, "cuda")
             check_device("cuda", "cuda")
@@ -719,19 +671,19 @@ class Module:
 
     def xpu(self, device=None) -> "Module":
         """Raises as a PyTorch build without XPU does (when there is a tensor to move)."""
-        if next(self._tensors(), None) is not None:
+        if next(_tensors(self), None) is not None:
             raise AssertionError("Torch not compiled with XPU enabled")
         return self
 
     def ipu(self, device=None) -> "Module":
         """Raises as a PyTorch build without IPU support does (when there is a tensor to move)."""
-        if next(self._tensors(), None) is not None:
+        if next(_tensors(self), None) is not None:
             raise RuntimeError("PyTorch is not linked with support for ipu devices")
         return self
 
     def mtia(self, device=None) -> "Module":
         """Raises as a PyTorch build without MTIA does (when there is a tensor to move)."""
-        if next(self._tensors(), None) is not None:
+        if next(_tensors(self), None) is not None:
             raise AssertionError("Torch not compiled with MTIA enabled")
         return self
 
@@ -763,22 +715,22 @@ class Module:
 
     def register_state_dict_pre_hook(self, hook) -> RemovableHandle:
         """``hook(module, prefix, keep_vars)`` runs before this module's entries are saved."""
-        return add_hook(self._hook_table("_state_dict_pre_hooks"), hook, False, [])
+        return add_hook(_hook_table(self, "_state_dict_pre_hooks"), hook, False, [])
 
     def register_state_dict_post_hook(self, hook) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata)`` runs after this module and its
         children are saved; it may edit ``state_dict`` in place and must return None."""
-        return add_hook(self._hook_table("_state_dict_hooks"), hook, False,
-                        [(self._hook_table("_state_dict_hooks_public"), True)])
+        return add_hook(_hook_table(self, "_state_dict_hooks"), hook, False,
+                        [(_hook_table(self, "_state_dict_hooks_public"), True)])
 
     def _register_state_dict_hook(self, hook) -> RemovableHandle:
         """The older private form of the post-hook: a non-None return replaces the dict."""
-        hooks, public = self._hook_table("_state_dict_hooks"), self._hook_table("_state_dict_hooks_public")
+        hooks, public = _hook_table(self, "_state_dict_hooks"), _hook_table(self, "_state_dict_hooks_public")
         if any(hooks.get(hid) is hook for hid in public):
             raise RuntimeError("Cannot register the same function as the state dict post hook "
                                "that was previously registered via register_state_dict_post_hook")
-        return add_hook(self._hook_table("_state_dict_hooks"), hook, False,
-                        [(self._hook_table("_state_dict_hooks_public"), False)])
+        return add_hook(_hook_table(self, "_state_dict_hooks"), hook, False,
+                        [(_hook_table(self, "_state_dict_hooks_public"), False)])
 
     def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -788,14 +740,14 @@ class Module:
 
     def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False) -> RemovableHandle:
         """The private form: without ``with_module`` the hook is called without the module."""
-        return add_hook(self._hook_table("_load_state_dict_pre_hooks"), hook, False,
-                        [(self._hook_table("_load_state_dict_pre_hooks_with_module"), with_module)])
+        return add_hook(_hook_table(self, "_load_state_dict_pre_hooks"), hook, False,
+                        [(_hook_table(self, "_load_state_dict_pre_hooks_with_module"), with_module)])
 
     def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
         """``hook(module, incompatible_keys)`` runs after this module and its children are
         loaded; it may edit ``incompatible_keys.missing_keys`` / ``.unexpected_keys`` in place
         (a strict load raises on what is left) and must return None."""
-        return add_hook(self._hook_table("_load_state_dict_post_hooks"), hook, False, [])
+        return add_hook(_hook_table(self, "_load_state_dict_post_hooks"), hook, False, [])
 
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False):
         """The module's state: an ordered dict of dotted names to parameters and persistent buffers.
@@ -938,7 +890,6 @@ class Module:
         ``local_metadata`` holds the saved ``version`` of this module's layout, and
         ``assign_to_params_buffers`` for ``load_state_dict(assign=True)``.
         """
-        self._upgrade_state_dict(state_dict, prefix, local_metadata.get("version"))
         if hasattr(self, "_materialize_from"):         # a lazy module takes the saved shapes
             self._materialize_from(state_dict, prefix)
         d = self.__dict__
@@ -975,7 +926,7 @@ class Module:
                                   f"in current model is torch.Size({list(target._array.shape)}).")
                 continue
             if assign:
-                self._assign_loaded(name, target, src)
+                _assign_loaded(self, name, target, src)
             elif target.is_meta:
                 if not getattr(src, "is_meta", False):
                     warnings.warn(f"for {name}: copying from a non-meta parameter in the "
@@ -1004,24 +955,7 @@ class Module:
                     if (head not in self._modules) if dot else (head not in local):
                         unexpected_keys.append(key)
 
-    def _assign_loaded(self, name: str, target, src) -> None:
-        """load_state_dict(assign=True): the checkpoint's tensor itself becomes this module's
-        parameter or buffer `name` (its storage and dtype; a parameter keeps the old
-        requires_grad)."""
-        if not isinstance(src, _core.TensorBase):
-            src = _core.wrap_array(src)
-        if name in self._parameters:
-            if isinstance(src, Parameter):
-                src.requires_grad_(target.requires_grad)
-            else:
-                src = Parameter(src, requires_grad=target.requires_grad)
-            self._parameters[name] = src
-        else:
-            self._buffers[name] = src
 
-    def _upgrade_state_dict(self, state_dict, prefix: str, version) -> None:
-        """Brings entries written under an older `version` of this module's layout (None: the
-        dict carries no versions) up to the current one, in place.  Nothing changed for most."""
 
     # -- repr ---------------------------------------------------------------------------------
     def extra_repr(self) -> str:
@@ -1051,9 +985,97 @@ class Module:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
 
+    def _replicate_for_data_parallel(self) -> "Module":
+        """A shallow replica for DataParallel: its own (empty) parameter table and copies of the
+        buffer and child tables, everything else shared with this module; marked _is_replica."""
+        replica = self.__new__(type(self))
+        replica.__dict__ = self.__dict__.copy()
+        replica._parameters = {}
+        replica._buffers = replica._buffers.copy()
+        replica._modules = replica._modules.copy()
+        replica._is_replica = True
+        return replica
+
     def __dir__(self):
         # Names that are not attribute names (a Sequential's "0", "1") are left out, as PyTorch
         # does: dir() lists what `module.<name>` can reach.
         names = set(list(super().__dir__()) + list(self._parameters) + list(self._buffers)
                     + list(self._modules))
         return sorted(n for n in names if not n[:1].isdigit())
+
+
+# Module's private helpers live outside the class: dir(module) lists what PyTorch's does.
+def _hook_table(module, name: str) -> OrderedDict:
+    # Modules unpickled from an older layout lack the tables: create them on first use.
+    if name not in module.__dict__:
+        object.__setattr__(module, name, OrderedDict())
+    return module.__dict__[name]
+
+
+def _discard(module, name: str, keep: dict | None = None) -> None:
+    # `keep` is the store about to receive `name`: replacing an entry there keeps its
+    # position, so a replaced layer prints and iterates where it was (as in PyTorch).
+    for store in (module.__dict__, module._parameters, module._buffers, module._modules):
+        if store is not keep:
+            store.pop(name, None)
+    module._non_persistent_buffers_set.discard(name)
+
+
+def _get_leaf(module, target: str):
+    # The owning module and the attribute a dotted path ends in (get_parameter/get_buffer).
+    module_path, _, name = target.rpartition(".")
+    mod = module.get_submodule(module_path)
+    if not hasattr(mod, name):
+        raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+    return mod, name
+
+
+def _tensors(module):
+    """Every parameter and buffer of every submodule (a shared one once)."""
+    seen = set()
+    for m in module.modules():
+        for store in (m._parameters, m._buffers):
+            for t in store.values():
+                if t is not None and id(t) not in seen:
+                    seen.add(id(t))
+                    yield t
+
+
+def _cast(module, np_dtype, floating_only: bool = True) -> "Module":
+    """Convert parameters and buffers (only the floating ones unless told) in place: each
+    keeps its identity (optimizers hold them), as PyTorch's conversions do; so do grads."""
+    np_dtype = np.dtype(np_dtype)
+    for t in _tensors(module):
+        if floating_only and t._array.dtype.kind != "f":
+            continue
+        t._array = t._array.astype(np_dtype, copy=False)
+        if t.is_leaf and t.grad is not None:
+            t.grad = _core.wrap_array(t.grad._array.astype(np_dtype))
+    return module
+
+
+def _check_move(module, device, fn: str) -> None:
+    """A device string must parse; an unavailable device raises only when there is a tensor
+    to move (PyTorch's ReLU().cuda() succeeds on a machine without CUDA)."""
+    if device is None:
+        return
+    if is_device_like(device) and not isinstance(device, int):
+        as_device(device)
+    if next(_tensors(module), None) is not None:
+        check_device(device, fn, allow_meta=True)
+
+
+def _assign_loaded(module, name: str, target, src) -> None:
+    """load_state_dict(assign=True): the checkpoint's tensor itself becomes this module's
+    parameter or buffer `name` (its storage and dtype; a parameter keeps the old
+    requires_grad)."""
+    if not isinstance(src, _core.TensorBase):
+        src = _core.wrap_array(src)
+    if name in module._parameters:
+        if isinstance(src, Parameter):
+            src.requires_grad_(target.requires_grad)
+        else:
+            src = Parameter(src, requires_grad=target.requires_grad)
+        module._parameters[name] = src
+    else:
+        module._buffers[name] = src

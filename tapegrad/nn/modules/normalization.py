@@ -7,6 +7,7 @@ from ... import creation
 from ..._device import check_device
 from ...grad_mode import no_grad
 from .. import functional as F
+from .. import init
 from .._batch_norm import batch_norm
 from .._group_norm import group_norm, instance_norm
 from ..parameter import Parameter
@@ -36,6 +37,11 @@ class LayerNorm(Module):
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
 
+    def reset_parameters(self) -> None:
+        """The scale back to ones and the shift (if any) to zeros."""
+        if self.elementwise_affine:
+            _reset_affine(self)
+
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
@@ -44,7 +50,33 @@ class LayerNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
-class _BatchNorm(Module):
+def _reset_affine(module) -> None:
+    init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
+class _NormBase(Module):
+    """What batch and instance normalisation share (PyTorch's _NormBase): resetting the
+    running statistics and the affine parameters."""
+
+    def reset_running_stats(self) -> None:
+        """Running mean back to zeros, running variance to ones, the batch count to 0."""
+        if self.track_running_stats and self.running_mean is not None:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                if self.num_batches_tracked is not None:
+                    self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        """reset_running_stats(), and the scale back to ones and the shift to zeros."""
+        self.reset_running_stats()
+        if self.affine:
+            _reset_affine(self)
+
+
+class _BatchNorm(_NormBase):
     """Batch normalisation over dim 1 with running statistics; subclasses name the input ranks
     they accept (PyTorch's _BatchNorm)."""
 
@@ -81,22 +113,17 @@ class _BatchNorm(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
 
-    def _upgrade_state_dict(self, state_dict, prefix: str, version) -> None:
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs) -> None:
         # A dict from before num_batches_tracked existed (version < 2, or no versions at all, as
         # for a hand-built dict) loads keeping the current count instead of reporting it missing.
+        version = local_metadata.get("version")
         key = prefix + "num_batches_tracked"
         if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
             state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
                                else creation.tensor(0))
-
-    def reset_running_stats(self) -> None:
-        """Running mean back to zeros, running variance to ones, the batch count to 0."""
-        if self.track_running_stats and self.running_mean is not None:
-            with no_grad():
-                self.running_mean.zero_()
-                self.running_var.fill_(1)
-                if self.num_batches_tracked is not None:
-                    self.num_batches_tracked.zero_()
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
 
     def _check_input_dim(self, input) -> None:
         if input.dim() not in self._ranks:
@@ -212,6 +239,11 @@ class GroupNorm(Module):
         self.affine = affine
         _register_affine(self, num_channels, affine, bias, device, dtype)
 
+    def reset_parameters(self) -> None:
+        """The scale back to ones and the shift (if any) to zeros."""
+        if self.affine:
+            _reset_affine(self)
+
     def forward(self, input):
         return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
@@ -220,7 +252,7 @@ class GroupNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_NormBase):
     """Instance normalisation: each channel of each sample normalised over its spatial dims;
     optional per-channel affine and running statistics (used in eval mode when tracked).
     Subclasses name the batched rank; one less is an unbatched input."""

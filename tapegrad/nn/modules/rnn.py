@@ -376,6 +376,55 @@ class RNNBase(Module):
             return [h_shape, (self.num_layers * num_directions, batch, self.hidden_size)]
         return [h_shape]
 
+    # -- PyTorch's public checks, for subclasses that call or override them ------------------
+    def check_input(self, input, batch_sizes) -> None:
+        """The input's dtype (the weights'), rank (3, or 2 for packed data) and feature size."""
+        w = self.weight_ih_l0
+        if input.dtype != w.dtype:
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
+                             f"({w.dtype}). Convert input: input.to({w.dtype}), or convert "
+                             f"model: model.to({input.dtype})")
+        expected = 2 if batch_sizes is not None else 3
+        if input.dim() != expected:
+            raise RuntimeError(f"input must have {expected} dimensions, got {input.dim()}")
+        if self.input_size != input.size(-1):
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.size(-1)}")
+
+    def _mini_batch(self, input, batch_sizes) -> int:
+        if batch_sizes is not None:
+            return int(batch_sizes[0])
+        return input.size(0) if self.batch_first else input.size(1)
+
+    def get_expected_hidden_size(self, input, batch_sizes) -> tuple:
+        """(layers * directions, batch, proj_size or hidden_size)."""
+        return self._state_shapes(self._mini_batch(input, batch_sizes))[0]
+
+    def check_hidden_size(self, hx, expected_hidden_size,
+                          msg: str = "Expected hidden size {}, got {}") -> None:
+        """RuntimeError (`msg` formatted with both sizes) unless hx has the expected size."""
+        if hx.size() != expected_hidden_size:
+            raise RuntimeError(msg.format(expected_hidden_size, list(hx.size())))
+
+    def check_forward_args(self, input, hidden, batch_sizes) -> None:
+        """check_input, then the state's size(s): h (and c for an LSTM)."""
+        self.check_input(input, batch_sizes)
+        if self.mode != "LSTM":
+            self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
+            return
+        self.check_hidden_size(hidden[0], self.get_expected_hidden_size(input, batch_sizes),
+                               "Expected hidden[0] size {}, got {}")
+        self.check_hidden_size(hidden[1], self.get_expected_cell_size(input, batch_sizes),
+                               "Expected hidden[1] size {}, got {}")
+
+    def permute_hidden(self, hx, permutation):
+        """The state with its batch dim reordered by `permutation` (None: unchanged)."""
+        if permutation is None:
+            return hx
+        if self.mode == "LSTM":
+            return hx[0].index_select(1, permutation), hx[1].index_select(1, permutation)
+        return hx.index_select(1, permutation)
+
     def _check_input(self, input, batch_sizes):
         name = "RNN" if self.mode.startswith("RNN") else self.mode
         expected = 2 if batch_sizes is not None else 3
@@ -516,6 +565,10 @@ class LSTM(RNNBase):
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None) -> None:
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, proj_size, device, dtype)
+
+    def get_expected_cell_size(self, input, batch_sizes) -> tuple:
+        """(layers * directions, batch, hidden_size): the cell state's shape."""
+        return self._state_shapes(self._mini_batch(input, batch_sizes))[1]
 
 
 class GRU(RNNBase):

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ... import creation
 from .. import functional as F
 from .. import init
+from ...grad_mode import no_grad
 from .._embedding_bag import embedding_bag
 from ..parameter import Parameter
 from .module import Module
@@ -28,9 +29,7 @@ def _set_up_table(module, num_embeddings: int, embedding_dim: int, padding_idx, 
     if weight is None:
         module.weight = Parameter(creation.empty(num_embeddings, embedding_dim, device=device,
                                                  dtype=dtype), requires_grad=not freeze)
-        init.normal_(module.weight)
-        if padding_idx is not None:
-            module.weight._array[padding_idx] = 0
+        module.reset_parameters()
     else:
         if list(weight.shape) != [num_embeddings, embedding_dim]:
             raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
@@ -48,7 +47,21 @@ def _norm_options_repr(module) -> str:
     return s
 
 
-class Embedding(Module):
+class _LookupTable(Module):
+    """reset_parameters for Embedding and EmbeddingBag, as PyTorch defines it on each."""
+
+    def reset_parameters(self) -> None:
+        """The table redrawn from N(0, 1), the padding_idx row (if any) zeroed."""
+        init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+
+class Embedding(_LookupTable):
     """A lookup table of `num_embeddings` vectors of size `embedding_dim` (N(0, 1) initialised)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
@@ -91,7 +104,7 @@ def _pretrained_shape(embeddings) -> tuple[int, int]:
     return embeddings.shape[0], embeddings.shape[1]
 
 
-class EmbeddingBag(Module):
+class EmbeddingBag(_LookupTable):
     """Sums, means or maxima of bags of embeddings without building the (bags, N, dim) tensor
     of rows in between (N(0, 1) initialised, the padding_idx row zeroed)."""
 

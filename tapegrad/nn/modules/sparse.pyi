@@ -31,6 +31,7 @@ class Embedding(_Module):
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     @classmethod
     def from_pretrained(cls, embeddings: Any, freeze: _bool = ..., padding_idx: _int | None = ..., max_norm: _float | None = ..., norm_type: _float = ..., scale_grad_by_freq: _bool = ..., sparse: _bool = ...) -> Any: ...
+    def reset_parameters(self) -> None: ...
     sparse: Any
 
 class EmbeddingBag(_Module):
@@ -39,6 +40,7 @@ class EmbeddingBag(_Module):
     def forward(self, input: Any, offsets: Any = ..., per_sample_weights: Any = ...) -> Any: ...  # type: ignore[override]
     @classmethod
     def from_pretrained(cls, embeddings: Any, freeze: _bool = ..., max_norm: _float | None = ..., norm_type: _float = ..., scale_grad_by_freq: _bool = ..., mode: _str = ..., sparse: _bool = ..., include_last_offset: _bool = ..., padding_idx: _int | None = ...) -> Any: ...
+    def reset_parameters(self) -> None: ...
     mode: Any
     sparse: Any
     include_last_offset: Any

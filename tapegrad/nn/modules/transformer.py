@@ -122,6 +122,26 @@ class MultiheadAttention(Module):
             out = out.transpose(1, 0)
         return out, (weights if weights_wanted else None)
 
+    def merge_masks(self, attn_mask, key_padding_mask, query):
+        """The mask the fused kernel takes and its type: the key padding mask alone (type 1), or
+        the attention mask expanded to (batch, heads, L, L), plus the padding mask when both are
+        given (type 2); (None, None) without masks.  `query` is batch-first."""
+        mask_type, merged_mask = None, None
+        if key_padding_mask is not None:
+            mask_type, merged_mask = 1, key_padding_mask
+        if attn_mask is not None:
+            batch_size, seq_len, _ = query.shape
+            mask_type = 2
+            if attn_mask.dim() == 3:
+                merged_mask = attn_mask.view(batch_size, -1, seq_len, seq_len)
+            else:
+                merged_mask = attn_mask.view(1, 1, seq_len, seq_len).expand(
+                    batch_size, self.num_heads, -1, -1)
+            if key_padding_mask is not None:
+                merged_mask = merged_mask + key_padding_mask.view(
+                    batch_size, 1, 1, seq_len).expand(-1, self.num_heads, -1, -1)
+        return merged_mask, mask_type
+
     def _takes_fast_path(self, query, key, value):
         """Whether PyTorch's forward runs its fused inference kernel (its why_not_fast_path
         checks: batched self-attention in eval, batch_first, an even number of heads, packed

@@ -34,6 +34,7 @@ __all__ = [
 class MultiheadAttention(_Module):
     def __init__(self, embed_dim: Any, num_heads: Any, dropout: Any = ..., bias: Any = ..., add_bias_kv: Any = ..., add_zero_attn: Any = ..., kdim: Any = ..., vdim: Any = ..., batch_first: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     def forward(self, query: Any, key: Any, value: Any, key_padding_mask: Any = ..., need_weights: Any = ..., attn_mask: Any = ..., average_attn_weights: Any = ..., is_causal: Any = ...) -> Any: ...  # type: ignore[override]
+    def merge_masks(self, attn_mask: Any, key_padding_mask: Any, query: Any) -> Any: ...
     embed_dim: Any
     kdim: Any
     vdim: Any
