@@ -23,7 +23,8 @@ def _install_complex_ops(dispatch, safe_names):
     COMPLEX_OPS = dispatch
     cdef int code
     for code in range(len(OP_NAMES)):
-        COMPLEX_SAFE[code] = OP_NAMES[code] in safe_names
+        # (the compiled complex ops, ops_complex.pxi, marked themselves when registered)
+        COMPLEX_SAFE[code] = COMPLEX_SAFE[code] or OP_NAMES[code] in safe_names
 
 
 def _complex_in_use():

@@ -67,6 +67,8 @@ cdef inline object fit_grad(object g, object shape, object dt):
     if shape is not None:
         g = sum_to(g, <tuple>shape)
     if dt is not None and g.dtype != dt:
+        if g.dtype.kind == "c" and dt.kind != "c":      # a real input of a complex op: the
+            g = g.real                                  # real part (no imaginary direction)
         g = g.astype(dt)
     return g
 
@@ -342,7 +344,7 @@ cdef object binary_op(int op, object a, object b):
         check_no_bool_subtraction(a, b)
     if promote:
         if is_complex_operand(a) or is_complex_operand(b):
-            return complex_call(BINARY_NAMES[op], (a, b))
+            return complex_binary(op, a, b)
         a = as_operand(a)
         b = as_operand(b)
         if a is NotImplemented or b is NotImplemented:
@@ -485,7 +487,7 @@ cdef object unary_op(int op, TensorBase x):
     A = x._array
     cdef char kind = dtype_kind(<cnp.ndarray>A)
     if kind == c'c':
-        return complex_call(UNARY_NAMES[op], (x,))
+        return complex_unary(UNARY_NAMES[op], x)
     if op != OP_NEG and op != OP_RELU and kind != c'f':
         A = A.astype(DEFAULT_FLOAT)                     # PyTorch: exp/log/tanh of ints: the default
     if op == OP_RELU and kind == c'b':
