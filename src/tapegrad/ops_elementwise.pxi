@@ -144,7 +144,7 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
     tuple or str would silently repeat)."""
     if type(alpha) is int and alpha == 1:
         return b
-    x, y = as_operand(a), as_operand(b)
+    x, y = complex_number_operand(a), complex_number_operand(b)
     if y is NotImplemented:
         raise bad_operand_error(name, a, b)
     if x is not NotImplemented:
@@ -154,10 +154,10 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
         if isinstance(alpha, (bool, np.bool_)):
             if kind != "b":
                 raise RuntimeError("Boolean alpha only supported for Boolean results.")
-        elif kind != "f" and not isinstance(alpha, (int, np.integer)):
+        elif kind != "f" and kind != "c" and not isinstance(alpha, (int, np.integer)):
             raise RuntimeError("For integral input tensors, argument alpha must not be a "
                                "floating point number.")
-        elif isinstance(alpha, (complex, np.complexfloating)):
+        elif kind != "c" and isinstance(alpha, (complex, np.complexfloating)):
             raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
                                "complex number.")
         if kind == "b":

@@ -15,12 +15,8 @@
 # ---------------------------------------------------------------------------------------------
 
 
-cdef dict CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-                            "int64": "long int", "int32": "int", "int16": "short int",
-                            "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
-
 cdef inline str cpp_type_name(object np_dt):
-    return CPP_TYPE_NAMES.get(np_dt.name, np_dt.name)
+    return C_TYPE_NAMES.get(np_dt.name, np_dt.name)
 
 
 cdef Py_ssize_t shape_prod(object shape, Py_ssize_t start, Py_ssize_t stop):
