@@ -1,6 +1,6 @@
 """Complex tensors (complex64 / complex128): the ops that know complex arithmetic.
 
-numpy holds and computes the values.  The hot ops (add, sub, mul, div, neg, abs and the
+numpy holds and computes the values.  The hot ops (add, sub, mul, div, neg, abs, conj and the
 holomorphic functions exp, log, sqrt, sin, tanh, ...) are compiled records of the core
 (src/tapegrad/ops_complex.pxi), matmul is the real ops' record (its VJP conjugates); the others
 are here.  The core's other compiled entry points
@@ -343,9 +343,6 @@ class _PowScalar(_Pow):
     pass
 
 
-_LN2 = 0.693147180559945309417232121458176568
-
-
 def _broadcast_shapes(sa, sb):
     from .creation import _broadcast_shapes as broadcast
     broadcast(tuple(sa), tuple(sb))
@@ -353,42 +350,8 @@ def _broadcast_shapes(sa, sb):
 
 # -- one-input functions ---------------------------------------------------------------------------
 
-def _holomorphic(name, f, df, reads):
-    """A holomorphic function f with derivative df(m, z, out) (m: numpy, or tapegrad for
-    create_graph), which reads z, out or both (reads: "input", "output", "both"): input
-    gradient g * conj(f'(z))."""
-    @_op(name)
-    class _Holo(_Op):
-        reads_inputs = reads in ("input", "both")
-        reads_output = reads in ("output", "both")
-        graph = True
-        compute = staticmethod(lambda ctx, z: f(z))
-
-        @staticmethod
-        def vjp(ctx, g, m):
-            (z,) = ctx.values
-            return (g * _cj(m, df(m, z, ctx.out)),)
-    _Holo.__name__ = _Holo.__qualname__ = "_" + name
-    return _Holo
-
-
-# (the other holomorphic functions are compiled records: src/tapegrad/ops_complex.pxi)
-_UNARY = {
-    "exp2": _holomorphic("Exp2Backward0", np.exp2, lambda m, z, o: o * _LN2, "output"),
-    "tan": _holomorphic("TanBackward0", np.tan, lambda m, z, o: 1 + o * o, "output"),
-    # the inverse functions' derivatives as PyTorch writes them (same branch cuts)
-    "asinh": _holomorphic("AsinhBackward0", np.arcsinh, lambda m, z, o: (z * z + 1) ** -0.5,
-                          "input"),
-    "acosh": _holomorphic("AcoshBackward0", np.arccosh,
-                          lambda m, z, o: 1 / (m.sqrt(z - 1) * m.sqrt(z + 1)),
-                          "input"),
-    "atanh": _holomorphic("AtanhBackward0", np.arctanh, lambda m, z, o: 1 / (1 - z * z), "input"),
-}
-
-
-def _sgn(z, abs_z):
-    return np.where(abs_z == 0, 0, z / np.where(abs_z == 0, 1, abs_z)).astype(z.dtype)
-
+# neg, abs, conj, conj_physical and the holomorphic functions (exp, log, sqrt, sin, tan, ...)
+# are compiled records (src/tapegrad/ops_complex.pxi).
 
 @_op("AngleBackward0")
 class _Angle(_Op):
@@ -403,6 +366,10 @@ class _Angle(_Op):
         (z,) = ctx.values
         r2 = m.real(z * _cj(m, z))
         return (m.where(r2 == 0, 0, m.real(g) * 1j * z / m.where(r2 == 0, 1, r2)),)
+
+
+def _sgn(z, abs_z):
+    return np.where(abs_z == 0, 0, z / np.where(abs_z == 0, 1, abs_z)).astype(z.dtype)
 
 
 @_op("SgnBackward0")
@@ -421,25 +388,13 @@ class _Sgn(_Op):
         return (m.where(a == 0, 0, (g - s * s * _cj(m, g)) / safe),)
 
 
-@_op("ConjPhysicalBackward0")
-class _ConjPhysical(_Op):
-    reads_inputs = reads_output = False
-    graph = True
-    compute = staticmethod(lambda ctx, z: np.conj(z))
-    vjp = staticmethod(lambda ctx, g, m: (_cj(m, g),))
-
-
-@_op("ConjBackward0")
-class _Conj(_ConjPhysical):
-    """conj(): PyTorch's lazy conjugate view, here materialised (torch.conj sets is_conj)."""
-
-
 def conj(z):
-    return _Conj.apply(z._array.dtype, z)
+    """The conjugate of complex tensor z (ConjBackward0; _more_math.conj sets the conj bit)."""
+    return _core._complex_op("conj", z)
 
 
 def conj_physical(z):
-    return _ConjPhysical.apply(z._array.dtype, z)
+    return _core._complex_op("conj_physical", z)
 
 
 @_op("RealBackward0")
@@ -508,8 +463,7 @@ def refuse_if_complex(name, x):
 def _unary(name, x):
     if name in _REFUSED:
         return refuse(name, x)
-    cls = {"angle": _Angle, "sgn": _Sgn, "conj": _Conj, "real": _Real,
-           "imag": _Imag}.get(name) or _UNARY[name]
+    cls = {"angle": _Angle, "sgn": _Sgn, "real": _Real, "imag": _Imag}[name]
     return cls.apply(x._array.dtype, x)
 
 

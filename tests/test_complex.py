@@ -396,7 +396,7 @@ def test_fft_rfft_abs_irfft_roundtrip():
 
 HOLOMORPHIC_NAMES = ["exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
                      "sigmoid", "log1p", "expm1", "log10", "log2", "sinh", "cosh", "asin",
-                     "acos", "atan"]
+                     "acos", "atan", "exp2", "tan", "asinh", "acosh", "atanh"]
 
 COMPILED_CASES = {
     "mul": lambda l, z, w, x: z * w,
@@ -412,6 +412,8 @@ COMPILED_CASES = {
     "broadcast": lambda l, z, w, x: z.unsqueeze(1) * w.unsqueeze(0) / x.unsqueeze(1),
     "neg": lambda l, z, w, x: -z * w,
     "abs": lambda l, z, w, x: (z * w).abs(),
+    "conj": lambda l, z, w, x: (z * w).conj() * z,
+    "conj_physical": lambda l, z, w, x: l.conj_physical(z * w) / w,
     "mm": lambda l, z, w, x: z.reshape(3, 1) @ w.reshape(1, 3),
     "dot": lambda l, z, w, x: z @ w,
     "mv": lambda l, z, w, x: l.stack([z, w]) @ z,

@@ -107,7 +107,7 @@ cdef object t_conj(object X):
     """conj(X) of a tensor (recorded) or a number; a real one passes unchanged."""
     if isinstance(X, TensorBase):
         if dtype_kind(<cnp.ndarray>(<TensorBase>X)._array) == c'c':
-            return complex_call("conj", (X,))
+            return complex_unary("conj", <TensorBase>X)
         return X
     return conj_of(X)
 
@@ -1385,6 +1385,9 @@ cdef object gv_holomorphic(Py_ssize_t i, Record* r, object G, char* want):
         D = holomorphic_derivative(r.op, in_value(r, 0, saved_value(r, 0)), None, tapegrad)
     return g_mul(G, t_conj(D))
 
+cdef object gv_conj(Py_ssize_t i, Record* r, object G, char* want):
+    return t_conj(G)
+
 cdef object gv_complex_abs(Py_ssize_t i, Record* r, object G, char* want):
     return g_mul(G, complex_call("sgn", (in_value(r, 0, saved_value(r, 0)),)))
 
@@ -1401,12 +1404,11 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_COMPLEX_MUL] = gv_complex_mul
     GRAPH_VJP[OP_COMPLEX_DIV] = gv_complex_div
     GRAPH_VJP[OP_COMPLEX_ABS] = gv_complex_abs
-    for op in (OP_COMPLEX_EXP, OP_COMPLEX_LOG, OP_COMPLEX_SQRT, OP_COMPLEX_RSQRT,
-               OP_COMPLEX_RECIPROCAL, OP_COMPLEX_SIN, OP_COMPLEX_COS, OP_COMPLEX_TANH,
-               OP_COMPLEX_SIGMOID, OP_COMPLEX_LOG1P, OP_COMPLEX_EXPM1, OP_COMPLEX_LOG10,
-               OP_COMPLEX_LOG2, OP_COMPLEX_SINH, OP_COMPLEX_COSH, OP_COMPLEX_ASIN,
-               OP_COMPLEX_ACOS, OP_COMPLEX_ATAN):
+    from tapegrad._core import _conj_opcodes, _holomorphic_opcodes
+    for op in _holomorphic_opcodes():
         GRAPH_VJP[op] = gv_holomorphic
+    for op in _conj_opcodes():
+        GRAPH_VJP[op] = gv_conj
     for op in (OP_DIV, OP_RDIV):
         GRAPH_VJP[op] = gv_div
     for op in (OP_POW, OP_POW_T, OP_POW_R):

@@ -7,7 +7,7 @@
 # real input of a complex op receives the real part of that (fit_grad).  The real ops' compiled
 # VJPs multiply without conjugating, so complex values get records of their own (registered under
 # PyTorch's names) and complex_hook.pxi's guard lets only these and the linear ops record them.
-# The ops not here (pow, sgn, angle, conj, ...) stay tapegrad/_complex.py's Function records.
+# The ops not here (pow, sgn, angle, real, imag, ...) stay tapegrad/_complex.py's Function records.
 # ---------------------------------------------------------------------------------------------
 
 
@@ -186,6 +186,16 @@ cdef object holomorphic_derivative(int op, object z, object out, object m):
         return -(1 - z * z) ** -0.5
     if op == OP_COMPLEX_ATAN:
         return 1 / (1 + z * z)
+    if op == OP_COMPLEX_EXP2:
+        return out * LN2_C
+    if op == OP_COMPLEX_TAN:
+        return 1 + out * out
+    if op == OP_COMPLEX_ASINH:
+        return (z * z + 1) ** -0.5
+    if op == OP_COMPLEX_ACOSH:
+        return 1 / (m.sqrt(z - 1) * m.sqrt(z + 1))
+    if op == OP_COMPLEX_ATANH:
+        return 1 / (1 - z * z)
     raise AssertionError(f"holomorphic_derivative: unknown op {op}")
 
 
@@ -234,6 +244,16 @@ OP_COMPLEX_COSH = register_holomorphic("cosh", "CoshBackward0", np.cosh, False)
 OP_COMPLEX_ASIN = register_holomorphic("asin", "AsinBackward0", np.arcsin, False)
 OP_COMPLEX_ACOS = register_holomorphic("acos", "AcosBackward0", np.arccos, False)
 OP_COMPLEX_ATAN = register_holomorphic("atan", "AtanBackward0", np.arctan, False)
+cdef int OP_COMPLEX_EXP2 = register_holomorphic("exp2", "Exp2Backward0", np.exp2, True)
+cdef int OP_COMPLEX_TAN = register_holomorphic("tan", "TanBackward0", np.tan, True)
+cdef int OP_COMPLEX_ASINH = register_holomorphic("asinh", "AsinhBackward0", np.arcsinh, False)
+cdef int OP_COMPLEX_ACOSH = register_holomorphic("acosh", "AcoshBackward0", np.arccosh, False)
+cdef int OP_COMPLEX_ATANH = register_holomorphic("atanh", "AtanhBackward0", np.arctanh, False)
+
+
+def _holomorphic_opcodes():
+    """The opcodes of the holomorphic functions (graph_vjp.pxi gives them gv_holomorphic)."""
+    return [entry[0] for entry in HOLOMORPHIC.values()]
 
 
 # -- abs: |z|, real ------------------------------------------------------------------------------
@@ -260,9 +280,24 @@ cdef object vjp_complex_abs(Record* r, object g):
 OP_COMPLEX_ABS = register_op("AbsBackward0", vjp_complex_abs)
 
 
+# -- conj: the conjugate (materialised; tapegrad/_more_math.py sets the conj bit) ----------------
+
+cdef object vjp_conj(Record* r, object g):
+    return nd(np.conjugate(g))
+
+
+cdef int OP_COMPLEX_CONJ = register_op("ConjBackward0", vjp_conj)
+cdef int OP_COMPLEX_CONJ_PHYSICAL = register_op("ConjPhysicalBackward0", vjp_conj)
+
+
+def _conj_opcodes():
+    """The opcodes of conj and conj_physical (graph_vjp.pxi gives them their graph VJP)."""
+    return [OP_COMPLEX_CONJ, OP_COMPLEX_CONJ_PHYSICAL]
+
+
 cdef object complex_unary(str name, TensorBase x):
-    """Forward and record of the one-input op `name` of a complex tensor: neg, abs and the
-    holomorphic functions here, the others by _complex.py."""
+    """Forward and record of the one-input op `name` of a complex tensor: neg, abs, conj,
+    conj_physical and the holomorphic functions here, the others by _complex.py."""
     cdef Py_ssize_t inp[1]
     cdef Record* r
     cdef int op
@@ -275,6 +310,9 @@ cdef object complex_unary(str name, TensorBase x):
     elif name == "neg":
         op = OP_NEG
         out = nd(-A)
+    elif name == "conj" or name == "conj_physical":
+        op = OP_COMPLEX_CONJ if name == "conj" else OP_COMPLEX_CONJ_PHYSICAL
+        out = nd(np.conjugate(A))
     elif name == "abs":
         op = OP_COMPLEX_ABS
         with IeeeResults():
@@ -290,8 +328,8 @@ cdef object complex_unary(str name, TensorBase x):
     if inp[0] < 0:
         return res
     r = record_op(op, res, 1, inp)
-    if op == OP_NEG:
-        pass
+    if op == OP_NEG or op == OP_COMPLEX_CONJ or op == OP_COMPLEX_CONJ_PHYSICAL:
+        pass                                            # linear: the VJP reads no value
     elif op != OP_COMPLEX_ABS and HOLOMORPHIC_READS_OUTPUT[op]:
         keep_saved(r, 0, out, res)
     else:
@@ -302,6 +340,8 @@ cdef object complex_unary(str name, TensorBase x):
 COMPLEX_SAFE[OP_COMPLEX_MUL] = True
 COMPLEX_SAFE[OP_COMPLEX_DIV] = True
 COMPLEX_SAFE[OP_COMPLEX_ABS] = True
+COMPLEX_SAFE[OP_COMPLEX_CONJ] = True
+COMPLEX_SAFE[OP_COMPLEX_CONJ_PHYSICAL] = True
 
 
 # -- the door from tapegrad/_complex.py ----------------------------------------------------------
@@ -312,7 +352,8 @@ cdef dict COMPLEX_BINARY_OPS = {"add": OP_ADD, "sub": OP_SUB, "mul": OP_MUL, "di
 
 def _compiled_complex_ops():
     """The names of the complex ops compiled here (_complex.dispatch sends them back)."""
-    return frozenset(COMPLEX_BINARY_OPS) | frozenset(HOLOMORPHIC) | {"neg", "abs"}
+    return (frozenset(COMPLEX_BINARY_OPS) | frozenset(HOLOMORPHIC)
+            | {"neg", "abs", "conj", "conj_physical"})
 
 
 def _complex_op(str name, *args):
