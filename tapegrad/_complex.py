@@ -3,11 +3,10 @@
 numpy holds and computes the values.  The hot ops (add, sub, mul, div, neg, abs, conj and the
 holomorphic functions exp, log, sqrt, sin, tanh, ...) are compiled records of the core
 (src/tapegrad/ops_complex.pxi), matmul is the real ops' record (its VJP conjugates); the others
-are here.  The core's other compiled entry points
-(matmul, comparisons, ...) hand a complex operand to `dispatch` (complex_hook.pxi), and it refuses
-to record any other compiled op on complex values unless that op's VJP is linear with real
-coefficients (shape ops, sums, indexing, casts: `_SAFE_COMPILED_OPS`), whose gradients are right
-for complex values as they are.
+are here.  The core's other compiled entry points (comparisons, prod, var, ...) hand a complex
+operand to `dispatch` (complex_hook.pxi), and it refuses to record any other compiled op on
+complex values unless that op's VJP is linear with real coefficients (shape ops, sums, indexing,
+casts: `_SAFE_COMPILED_OPS`), whose gradients are right for complex values as they are.
 
 Gradients follow PyTorch's convention: for a real loss L and z = x + iy, z.grad = dL/dx + i dL/dy
 (the conjugate Wirtinger derivative, times 2).  An op f receiving the output gradient g gives its
