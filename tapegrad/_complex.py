@@ -1,10 +1,12 @@
 """Complex tensors (complex64 / complex128): the ops that know complex arithmetic.
 
-numpy holds and computes the values.  The compiled core is real-valued: its elementwise, math,
-comparison and matmul entry points hand a complex operand to `dispatch` (complex_hook.pxi), and
-it refuses to record any other compiled op on complex values unless that op's VJP is linear with
-real coefficients (shape ops, sums, indexing, casts: `_SAFE_COMPILED_OPS`), whose gradients are
-right for complex values as they are.
+numpy holds and computes the values.  The hot ops (add, sub, mul, div, neg, abs, conj and the
+holomorphic functions exp, log, sqrt, sin, tanh, ...) are compiled records of the core
+(src/tapegrad/ops_complex.pxi), matmul is the real ops' record (its VJP conjugates); the others
+are here.  The core's other compiled entry points (comparisons, prod, var, ...) hand a complex
+operand to `dispatch` (complex_hook.pxi), and it refuses to record any other compiled op on
+complex values unless that op's VJP is linear with real coefficients (shape ops, sums, indexing,
+casts: `_SAFE_COMPILED_OPS`), whose gradients are right for complex values as they are.
 
 Gradients follow PyTorch's convention: for a real loss L and z = x + iy, z.grad = dL/dx + i dL/dy
 (the conjugate Wirtinger derivative, times 2).  An op f receiving the output gradient g gives its
@@ -12,8 +14,8 @@ input  g * conj(df/dz) + conj(g) * df/dz̄ ; for a holomorphic f (exp, mul, ...)
 is zero, so the input gradient is g * conj(f'(z)).  A real input of a complex op receives the real
 part of that (its imaginary direction does not exist).
 
-Each op is an autograd.Function: its forward and its VJP side by side, recorded as one node named
-as PyTorch names it (MulBackward0, ...).
+Each op here is an autograd.Function: its forward and its VJP side by side, recorded as one node
+named as PyTorch names it (PowBackward0, ...).
 """
 from __future__ import annotations
 
@@ -39,7 +41,9 @@ _SAFE_COMPILED_OPS = frozenset({
     "MeanBackward0", "MeanBackward1", "ToCopyBackward0", "FunctionBackward", "FunctionOutput",
     "AccumulateGrad", "TrilBackward0", "TriuBackward0", "CopySlices", "MaskedFillBackward0",
     "MaskedFillBackward1", "MaskedSelectBackward0", "WhereBackward0", "ConstantPadNdBackward0",
-    "AsStridedBackward0", "GatherBackward0",
+    "AsStridedBackward0", "GatherBackward0", "IndexBackwardBackward0",
+    # matmul's records: their VJPs multiply by the operands' conjugates
+    "DotBackward0", "MvBackward0", "MmBackward0", "BmmBackward0",
     # overwrites: a zero gradient, or (fill_ with a tensor value) the summed one
     "ZeroBackward0", "FillBackward2", "FillBackward3",
 })
@@ -285,47 +289,7 @@ def _op(name: str):
 
 
 # -- binary arithmetic -----------------------------------------------------------------------------
-
-@_op("AddBackward0")
-class _Add(_Op):
-    reads_inputs = reads_output = False
-    graph = True
-    compute = staticmethod(lambda ctx, a, b: a + b)
-    vjp = staticmethod(lambda ctx, g, m: (g, g))
-
-
-@_op("SubBackward0")
-class _Sub(_Op):
-    reads_inputs = reads_output = False
-    graph = True
-    compute = staticmethod(lambda ctx, a, b: a - b)
-    vjp = staticmethod(lambda ctx, g, m: (g, -g))
-
-
-@_op("MulBackward0")
-class _Mul(_Op):
-    reads_output = False
-    graph = True
-    compute = staticmethod(lambda ctx, a, b: a * b)
-
-    @staticmethod
-    def vjp(ctx, g, m):
-        a, b = ctx.values
-        return g * _cj(m, b), g * _cj(m, a)
-
-
-@_op("DivBackward0")
-class _Div(_Op):
-    reads_output = False                                # as PyTorch: a and b, not a / b
-    graph = True
-    compute = staticmethod(lambda ctx, a, b: a / b)
-
-    @staticmethod
-    def vjp(ctx, g, m):
-        a, b = ctx.values
-        # d(a/b)/da = 1/b, d(a/b)/db = -a/b^2
-        return g / _cj(m, b), -g * _cj(m, a / b / b)
-
+# add, sub, mul and div are compiled records (src/tapegrad/ops_complex.pxi); pow is here.
 
 @_op("PowBackward1")
 class _Pow(_Op):
@@ -342,7 +306,7 @@ class _Pow(_Op):
         return g * _cj(m, da), g * _cj(m, db)
 
 
-_BINARY = {"add": _Add, "sub": _Sub, "mul": _Mul, "div": _Div, "pow": _Pow}
+_BINARY = {"pow": _Pow}
 
 
 def _as_operand(x, other, name):
@@ -378,10 +342,6 @@ class _PowScalar(_Pow):
     pass
 
 
-_LN2 = 0.693147180559945309417232121458176568
-_LN10 = 2.302585092994045684017991454684364208
-
-
 def _broadcast_shapes(sa, sb):
     from .creation import _broadcast_shapes as broadcast
     broadcast(tuple(sa), tuple(sb))
@@ -389,81 +349,8 @@ def _broadcast_shapes(sa, sb):
 
 # -- one-input functions ---------------------------------------------------------------------------
 
-def _holomorphic(name, f, df, reads):
-    """A holomorphic function f with derivative df(m, z, out) (m: numpy, or tapegrad for
-    create_graph), which reads z, out or both (reads: "input", "output", "both"): input
-    gradient g * conj(f'(z))."""
-    @_op(name)
-    class _Holo(_Op):
-        reads_inputs = reads in ("input", "both")
-        reads_output = reads in ("output", "both")
-        graph = True
-        compute = staticmethod(lambda ctx, z: f(z))
-
-        @staticmethod
-        def vjp(ctx, g, m):
-            (z,) = ctx.values
-            return (g * _cj(m, df(m, z, ctx.out)),)
-    _Holo.__name__ = _Holo.__qualname__ = "_" + name
-    return _Holo
-
-
-_UNARY = {
-    "neg": _holomorphic("NegBackward0", np.negative, lambda m, z, o: -1, "none"),
-    "exp": _holomorphic("ExpBackward0", np.exp, lambda m, z, o: o, "output"),
-    "log": _holomorphic("LogBackward0", np.log, lambda m, z, o: 1 / z, "input"),
-    "sqrt": _holomorphic("SqrtBackward0", np.sqrt, lambda m, z, o: 1 / (2 * o), "output"),
-    "rsqrt": _holomorphic("RsqrtBackward0", lambda z: 1 / np.sqrt(z),
-                          lambda m, z, o: -0.5 * o ** 3,
-                          "output"),
-    "reciprocal": _holomorphic("ReciprocalBackward0", np.reciprocal, lambda m, z, o: -o * o,
-                               "output"),
-    "sin": _holomorphic("SinBackward0", np.sin, lambda m, z, o: m.cos(z), "input"),
-    "cos": _holomorphic("CosBackward0", np.cos, lambda m, z, o: -m.sin(z), "input"),
-    "tanh": _holomorphic("TanhBackward0", np.tanh, lambda m, z, o: 1 - o * o, "output"),
-    "sigmoid": _holomorphic("SigmoidBackward0", lambda z: 1 / (1 + np.exp(-z)),
-                            lambda m, z, o: o * (1 - o), "output"),
-    "log1p": _holomorphic("Log1PBackward0", np.log1p, lambda m, z, o: 1 / (1 + z), "input"),
-    "expm1": _holomorphic("Expm1Backward0", np.expm1, lambda m, z, o: o + 1, "output"),
-    "exp2": _holomorphic("Exp2Backward0", np.exp2, lambda m, z, o: o * _LN2, "output"),
-    "log10": _holomorphic("Log10Backward0", np.log10, lambda m, z, o: 1 / (z * _LN10), "input"),
-    "log2": _holomorphic("Log2Backward0", np.log2, lambda m, z, o: 1 / (z * _LN2), "input"),
-    "tan": _holomorphic("TanBackward0", np.tan, lambda m, z, o: 1 + o * o, "output"),
-    "sinh": _holomorphic("SinhBackward0", np.sinh, lambda m, z, o: m.cosh(z), "input"),
-    "cosh": _holomorphic("CoshBackward0", np.cosh, lambda m, z, o: m.sinh(z), "input"),
-    # the inverse functions' derivatives as PyTorch writes them (same branch cuts)
-    "asin": _holomorphic("AsinBackward0", np.arcsin, lambda m, z, o: (1 - z * z) ** -0.5, "input"),
-    "acos": _holomorphic("AcosBackward0", np.arccos, lambda m, z, o: -(1 - z * z) ** -0.5,
-                         "input"),
-    "atan": _holomorphic("AtanBackward0", np.arctan, lambda m, z, o: 1 / (1 + z * z), "input"),
-    "asinh": _holomorphic("AsinhBackward0", np.arcsinh, lambda m, z, o: (z * z + 1) ** -0.5,
-                          "input"),
-    "acosh": _holomorphic("AcoshBackward0", np.arccosh,
-                          lambda m, z, o: 1 / (m.sqrt(z - 1) * m.sqrt(z + 1)),
-                          "input"),
-    "atanh": _holomorphic("AtanhBackward0", np.arctanh, lambda m, z, o: 1 / (1 - z * z), "input"),
-}
-
-
-@_op("AbsBackward0")
-class _Abs(_Op):
-    """|z| (real): gradient Re(g) * sgn(z), 0 at 0.  Computed as hypot(x, y), as PyTorch's
-    std::abs (numpy's complex64 abs can be one ulp off it: |polar(1, t)| = 1.0000001)."""
-    reads_output = False
-    compute = staticmethod(lambda ctx, z: np.hypot(z.real, z.imag))
-
-    graph = True
-
-    @staticmethod
-    def vjp(ctx, g, m):
-        (z,) = ctx.values
-        sgn = _sgn(z, np.hypot(z.real, z.imag)) if m is np else z.sgn()
-        return (m.real(g) * sgn,)
-
-
-def _sgn(z, abs_z):
-    return np.where(abs_z == 0, 0, z / np.where(abs_z == 0, 1, abs_z)).astype(z.dtype)
-
+# neg, abs, conj, conj_physical and the holomorphic functions (exp, log, sqrt, sin, tan, ...)
+# are compiled records (src/tapegrad/ops_complex.pxi).
 
 @_op("AngleBackward0")
 class _Angle(_Op):
@@ -478,6 +365,10 @@ class _Angle(_Op):
         (z,) = ctx.values
         r2 = m.real(z * _cj(m, z))
         return (m.where(r2 == 0, 0, m.real(g) * 1j * z / m.where(r2 == 0, 1, r2)),)
+
+
+def _sgn(z, abs_z):
+    return np.where(abs_z == 0, 0, z / np.where(abs_z == 0, 1, abs_z)).astype(z.dtype)
 
 
 @_op("SgnBackward0")
@@ -496,25 +387,13 @@ class _Sgn(_Op):
         return (m.where(a == 0, 0, (g - s * s * _cj(m, g)) / safe),)
 
 
-@_op("ConjPhysicalBackward0")
-class _ConjPhysical(_Op):
-    reads_inputs = reads_output = False
-    graph = True
-    compute = staticmethod(lambda ctx, z: np.conj(z))
-    vjp = staticmethod(lambda ctx, g, m: (_cj(m, g),))
-
-
-@_op("ConjBackward0")
-class _Conj(_ConjPhysical):
-    """conj(): PyTorch's lazy conjugate view, here materialised (torch.conj sets is_conj)."""
-
-
 def conj(z):
-    return _Conj.apply(z._array.dtype, z)
+    """The conjugate of complex tensor z (ConjBackward0; _more_math.conj sets the conj bit)."""
+    return _core._complex_op("conj", z)
 
 
 def conj_physical(z):
-    return _ConjPhysical.apply(z._array.dtype, z)
+    return _core._complex_op("conj_physical", z)
 
 
 @_op("RealBackward0")
@@ -583,8 +462,7 @@ def refuse_if_complex(name, x):
 def _unary(name, x):
     if name in _REFUSED:
         return refuse(name, x)
-    cls = {"abs": _Abs, "angle": _Angle, "sgn": _Sgn, "conj": _Conj, "real": _Real,
-           "imag": _Imag}.get(name) or _UNARY[name]
+    cls = {"angle": _Angle, "sgn": _Sgn, "real": _Real, "imag": _Imag}[name]
     return cls.apply(x._array.dtype, x)
 
 
@@ -601,67 +479,6 @@ def _compare(name, a, b):
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_scalar_type(dt)}'")
     fn = getattr(np, {"eq": "equal", "ne": "not_equal"}.get(name, name))
     return _wrap(fn(_value(a, dt), _value(b, dt)))
-
-
-# -- matmul ----------------------------------------------------------------------------------------
-
-class _Matmul(_Op):
-    """A @ B for same-dtype complex tensors: dA = g @ B^H, dB = A^H @ g."""
-    reads_output = False
-    compute = staticmethod(lambda ctx, a, b: np.matmul(a, b))
-    graph = True
-
-    @staticmethod
-    def vjp(ctx, g, m):
-        a, b = ctx.values
-        if m is not np:
-            return _matmul_graph_vjp(a, b, g)
-        a2 = a[None, :] if a.ndim == 1 else a
-        b2 = b[:, None] if b.ndim == 1 else b
-        # g as the product of the matrices a2 @ b2 (1-D operands made matrices) is shaped
-        g2 = g.reshape(np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-                       + (a2.shape[-2], b2.shape[-1]))
-        ga = np.matmul(g2, np.conj(np.swapaxes(b2, -1, -2)))
-        gb = np.matmul(np.conj(np.swapaxes(a2, -1, -2)), g2)
-        ga = _core._sum_to(ga, a2.shape).reshape(a.shape)
-        gb = _core._sum_to(gb, b2.shape).reshape(b.shape)
-        return ga, gb
-
-
-def _matmul_graph_vjp(a, b, g):
-    """_Matmul's vjp on tensors (create_graph)."""
-    a2 = a.unsqueeze(0) if a.ndim == 1 else a
-    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
-    g2 = g.reshape(np.broadcast_shapes(tuple(a2.shape[:-2]), tuple(b2.shape[:-2]))
-                   + (a2.shape[-2], b2.shape[-1]))
-    ga = (g2 @ b2.mH).sum_to_size(tuple(a2.shape)).reshape(tuple(a.shape))
-    gb = (a2.mH @ g2).sum_to_size(tuple(b2.shape)).reshape(tuple(b.shape))
-    return ga, gb
-
-
-_MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0",
-                 (3, 3): "BmmBackward0"}
-_MATMULS = {key: _op(name)(type("_Matmul" + name, (_Matmul,), {}))
-            for key, name in _MATMUL_NAMES.items()}
-_MATMUL_BATCHED = _op("UnsafeViewBackward0")(type("_MatmulBatched", (_Matmul,), {}))
-
-
-def _matmul(a, b):
-    da, db = a._array.dtype, b._array.dtype
-    if da != db:
-        if a.ndim == 1 and b.ndim == 1:
-            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
-                               f"{_scalar_type(da)} and {_scalar_type(db)}")
-        if a.ndim == 2 and b.ndim == 1:
-            raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
-                               f"{_scalar_type(db)}, {_scalar_type(da)}, and {_scalar_type(db)}")
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{_core.c_type_name_of(da)} != {_core.c_type_name_of(db)}")
-    if a.ndim == 0 or b.ndim == 0:
-        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
-                           f"{a.ndim}D and {b.ndim}D")
-    cls = _MATMULS.get((a.ndim, b.ndim), _MATMUL_BATCHED)
-    return cls.apply(a._array.dtype, a, b)
 
 
 # -- construction: complex, polar, view_as_real / view_as_complex ---------------------------------
@@ -951,7 +768,7 @@ def _var_std(is_std, z, dim, correction, keepdim):
 
 def _norm(z, p, dim, keepdim):
     """The vector norm of a complex tensor: the norm of its moduli."""
-    return _core.norm(_unary("abs", z), p, dim, keepdim)
+    return _core.norm(z.abs(), p, dim, keepdim)
 
 
 def real(z):
@@ -965,7 +782,10 @@ def imag(z):
 # -- the door from the core ------------------------------------------------------------------------
 
 def dispatch(name, *args):
-    """Run complex op `name` (called by the compiled entry points, complex_hook.pxi)."""
+    """Run complex op `name` (called by the compiled entry points, complex_hook.pxi, and by the
+    Python-level ops)."""
+    if name in _COMPILED:
+        return _core._complex_op(name, *args)
     if name in _BINARY:
         return _binary(name, *args)
     op = _ENTRIES.get(name)
@@ -973,9 +793,10 @@ def dispatch(name, *args):
 
 
 # the entry points other than the binary and one-input ops, by the name the core calls them
-_ENTRIES = {"compare": _compare, "matmul": _matmul, "refuse": refuse, "var_std": _var_std,
+_ENTRIES = {"compare": _compare, "refuse": refuse, "var_std": _var_std,
             "norm": _norm, "prod": _prod, "logsumexp": _logsumexp, "linear": _linear,
             "l1_loss": _l1_loss}
 
 
+_COMPILED = _core._compiled_complex_ops()
 _core._install_complex_ops(dispatch, _SAFE_COMPILED_OPS)

@@ -270,6 +270,19 @@ _EXAMPLES = [
 ]
 
 
+# The compiled complex ops (src/tapegrad/ops_complex.pxi) record opcodes of their own: the same
+# examples on complex x, y.
+_COMPLEX_EXAMPLES = [
+    (lambda x, y, m, v: x * y, {"_saved_self": _Input(0, 0), "_saved_other": _Input(1, 1)}),
+    (lambda x, y, m, v: x / y, {"_saved_self": _Input(0, 0), "_saved_other": _Input(1, 1)}),
+    (lambda x, y, m, v: x.abs(), {"_saved_self": _SELF0}),
+] + [(lambda x, y, m, v, name=name: getattr(x, name)(), {"_saved_result": _Result(0)})
+     for name in ("exp", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "expm1")] + [
+    (lambda x, y, m, v, name=name: getattr(x, name)(), {"_saved_self": _SELF0})
+    for name in ("log", "sin", "cos", "log1p", "log10", "log2", "sinh", "cosh", "asin", "acos",
+                 "atan")]
+
+
 def _F():
     from .nn import functional
     return functional
@@ -310,6 +323,9 @@ def _learn_opcodes() -> dict[int, dict]:
                       for shape in ((2, 3), (2, 3), (3, 4), (3,)))
         for example, attributes in _EXAMPLES:
             table.setdefault(example(x, y, m, v).grad_fn._opcode, attributes)
+        xc, yc = (_core.wrap_array(t._array * (1 + 1j), True) for t in (x, y))
+        for example, attributes in _COMPLEX_EXAMPLES:
+            table.setdefault(example(xc, yc, m, v).grad_fn._opcode, attributes)
     return table
 
 

@@ -1451,6 +1451,11 @@ SECOND_ORDER = {
     "sigmoid": (lambda a: a.sigmoid().sum() * a.sum(), [(4,)]),
     "relu/abs": (lambda a: (a.relu() * a + (a - 1).abs() * a).sum(), [(4,)]),
     "sqrt/sin/cos": (lambda a: (a.sqrt() * a.sin() + a.cos()).sum(), [(4,)]),
+    "complex tan/asinh/acosh/atanh/exp2/conj": (
+        lambda a, b: (tg.complex(a, b).tan() * tg.complex(b, a).asinh()
+                      + tg.complex(a, a * 0.3).acosh().conj() * tg.complex(b * 0.5, a * 0.2).atanh()
+                      + tg.exp2(tg.complex(a, b)) * tg.conj_physical(tg.complex(b, a))).abs().sum(),
+        [(3,), (3,)]),
     "matmul": (lambda a, b: ((a @ b) ** 2).sum(), [(2, 3), (3, 2)]),
     "mv": (lambda a, b: ((a @ b) ** 2).sum(), [(2, 3), (3,)]),
     "vm": (lambda a, b: ((a @ b) ** 2).sum(), [(3,), (3, 2)]),

@@ -190,7 +190,8 @@ def test_complex_saved_values_as_torch(torch, case):
 
 # -- complex x * y and x / y save only what the other operand's gradient reads (56400076) ------
 # PyTorch saves y for x's gradient and x for y's: a real tensor times 1j, then written in place
-# (x.exp_()) before backward, is no error.
+# (x.exp_()) before backward, is no error.  (Fixed by the compiled complex records, which save
+# as the real ones do.)
 
 PRODUCT_CASES = {
     "tensor * 1j, tensor written": lambda L, x, c: (x * 1j, x.exp_())[0],
@@ -199,8 +200,6 @@ PRODUCT_CASES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="loud difference left (docs/differences.md): complex x * y "
-                   "and x / y version-check both operands, so backward raises where PyTorch runs")
 @pytest.mark.parametrize("case", sorted(PRODUCT_CASES))
 def test_complex_product_saves_as_torch(torch, case):
     def run(L):

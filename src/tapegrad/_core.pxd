@@ -650,6 +650,42 @@ cdef object unary_numpy(int op, object A)
 
 cdef object unary_op(int op, TensorBase x)
 
+# ops_complex.pxi
+cdef object conj_of(object x)
+
+cdef int OP_COMPLEX_MUL
+
+cdef int OP_COMPLEX_DIV
+
+cdef object complex_binary(int op, object a, object b)
+
+cdef object holomorphic_derivative(int op, object z, object out, object m)
+
+cdef char HOLOMORPHIC_READS_OUTPUT[MAX_OPS]
+
+cdef int OP_COMPLEX_EXP
+cdef int OP_COMPLEX_LOG
+cdef int OP_COMPLEX_SQRT
+cdef int OP_COMPLEX_RSQRT
+cdef int OP_COMPLEX_RECIPROCAL
+cdef int OP_COMPLEX_SIN
+cdef int OP_COMPLEX_COS
+cdef int OP_COMPLEX_TANH
+cdef int OP_COMPLEX_SIGMOID
+cdef int OP_COMPLEX_LOG1P
+cdef int OP_COMPLEX_EXPM1
+cdef int OP_COMPLEX_LOG10
+cdef int OP_COMPLEX_LOG2
+cdef int OP_COMPLEX_SINH
+cdef int OP_COMPLEX_COSH
+cdef int OP_COMPLEX_ASIN
+cdef int OP_COMPLEX_ACOS
+cdef int OP_COMPLEX_ATAN
+
+cdef int OP_COMPLEX_ABS
+
+cdef object complex_unary(str name, TensorBase x)
+
 cdef object run_graph_hooks(Py_ssize_t i, object g)
 
 cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1

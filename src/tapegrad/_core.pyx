@@ -31,6 +31,7 @@
 #   dims.pxi            dim arguments as PyTorch parses them
 #   views.pxi           version counters and stale views (shared by every in-place write)
 #   ops_elementwise.pxi elementwise arithmetic: forward, VJP and registration side by side
+#   ops_complex.pxi     complex elementwise ops: forward, VJP and registration side by side
 #   ops_function.pxi    custom autograd.Function records, tensor hooks, anomaly mode
 #   sweep.pxi           the reverse sweep (backward)
 
@@ -54,5 +55,6 @@ include "record.pxi"
 include "dims.pxi"
 include "views.pxi"
 include "ops_elementwise.pxi"
+include "ops_complex.pxi"
 include "ops_function.pxi"
 include "sweep.pxi"

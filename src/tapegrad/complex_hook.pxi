@@ -1,14 +1,16 @@
 # ---------------------------------------------------------------------------------------------
 # Complex tensors: the core's one door to tapegrad/_complex.py.
 #
-# The compiled ops are real-valued: their VJPs multiply by derivatives without conjugating, so a
-# complex operand must not reach them.  The elementwise entry points hand a complex operand to
-# COMPLEX_OPS (installed by _complex.py) from their slow path only, so the real fast path pays
-# nothing.  Every other compiled op is guarded at record time (record_op): once any complex
-# tensor exists, a record whose output or input is complex must be an op whose VJP is linear
-# with real coefficients (shape ops, sums, indexing, casts: right for complex gradients as they
-# are) or an autograd.Function record (how _complex.py records); anything else raises instead of
-# returning a silently wrong gradient.
+# Most compiled ops are real-valued: their VJPs multiply by derivatives without conjugating, so a
+# complex operand must not reach them.  The elementwise entry points hand a complex operand, from
+# their slow path only (the real fast path pays nothing), to the compiled complex ops of
+# ops_complex.pxi, which fall back to COMPLEX_OPS (installed by _complex.py) for the ops they do
+# not have; other entry points call COMPLEX_OPS directly.  Every other compiled op is guarded at
+# record time (record_op): once any complex tensor exists, a record whose output or input is
+# complex must be an op marked in COMPLEX_SAFE (the complex ops themselves, matmul, whose VJP
+# conjugates, and the ops whose VJP is linear with real coefficients: shape ops, sums, indexing,
+# casts) or an autograd.Function record (how _complex.py records); anything else raises instead
+# of returning a silently wrong gradient.
 # ---------------------------------------------------------------------------------------------
 
 cdef object COMPLEX_OPS = None          # _complex.dispatch(name, args): the complex op `name`
@@ -23,7 +25,8 @@ def _install_complex_ops(dispatch, safe_names):
     COMPLEX_OPS = dispatch
     cdef int code
     for code in range(len(OP_NAMES)):
-        COMPLEX_SAFE[code] = OP_NAMES[code] in safe_names
+        # (the compiled complex ops, ops_complex.pxi, marked themselves when registered)
+        COMPLEX_SAFE[code] = COMPLEX_SAFE[code] or OP_NAMES[code] in safe_names
 
 
 def _complex_in_use():

@@ -61,7 +61,7 @@ cdef object in_value(Record* r, int j, object value):
     cdef Py_ssize_t k = rec_inputs(r)[j]
     if k >= 0:
         return node_tensor(k, value)
-    if value is None or isinstance(value, (int, float, TensorBase)):
+    if value is None or isinstance(value, (int, float, complex, TensorBase)):
         return value
     return wrap(nd(value))
 
@@ -90,6 +90,8 @@ cdef object t_sum_to(object G, object shape):
 cdef object t_cast(object G, object dt):
     if G is None or dt is None or (<TensorBase>G)._array.dtype == dt:
         return G
+    if dtype_kind(<cnp.ndarray>(<TensorBase>G)._array) == c'c' and dt.kind != "c":
+        G = complex_call("real", (G,))         # a real input of a complex op: the real part
     return convert(<TensorBase>G, dt, False)
 
 
@@ -107,6 +109,14 @@ cdef tuple t_fit_binary(Record* r, object ga, object gb):
     cdef tuple aux = <tuple>r.aux
     return (t_fit(ga, aux[0], aux[1]), t_fit(gb, aux[2], aux[3]))
 
+
+cdef object t_conj(object X):
+    """conj(X) of a tensor (recorded) or a number; a real one passes unchanged."""
+    if isinstance(X, TensorBase):
+        if dtype_kind(<cnp.ndarray>(<TensorBase>X)._array) == c'c':
+            return complex_unary("conj", <TensorBase>X)
+        return X
+    return conj_of(X)
 
 cdef inline object g_mul(object a, object b):
     return binary_op(OP_MUL, a, b)
@@ -775,6 +785,7 @@ cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
                 if nb > 1 else in_value(r, 1, SB)
         else:
             B = in_value(r, 1, SB)
+        B = t_conj(B)                                   # (complex: g @ B^H)
         if nb == 1:
             ga = g_mul(G, B) if na == 1 else g_mul(unsqueeze(<TensorBase>G, -1), B)
         else:
@@ -783,7 +794,7 @@ cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
             ga = t_sum_to(ga, shape_a if na > 1 else (1, shape_a[na - 1]))
         ga = reshape_to(<TensorBase>ga, tuple(shape_a))
     if want[1]:
-        A = in_value(r, 0, saved_value(r, 0))
+        A = t_conj(in_value(r, 0, saved_value(r, 0)))   # (complex: A^H @ g)
         if na == 1:
             if nb == 1:
                 gb = g_mul(G, A)
@@ -1371,6 +1382,37 @@ cdef object gv_batch_norm(Py_ssize_t i, Record* r, object G, char* want):
         release_phantoms(phantoms)
 
 
+# -- complex ops (ops_complex.pxi): their formulas on tensors, the conjugates recorded ----------
+
+cdef object gv_complex_mul(Py_ssize_t i, Record* r, object G, char* want):
+    ga = g_mul(G, t_conj(in_value(r, 1, saved_value(r, 1)))) if want[0] else None
+    gb = g_mul(G, t_conj(in_value(r, 0, saved_value(r, 0)))) if want[1] else None
+    return t_fit_binary(r, ga, gb)
+
+cdef object gv_complex_div(Py_ssize_t i, Record* r, object G, char* want):
+    B = in_value(r, 1, saved_value(r, 1))
+    ga = g_div(G, t_conj(B)) if want[0] else None
+    gb = None
+    if want[1]:
+        A = in_value(r, 0, saved_value(r, 0))
+        gb = g_mul(g_neg(G), t_conj(g_div(g_div(A, B), B)))
+    return t_fit_binary(r, ga, gb)
+
+cdef object gv_holomorphic(Py_ssize_t i, Record* r, object G, char* want):
+    import tapegrad
+    if HOLOMORPHIC_READS_OUTPUT[r.op]:
+        D = holomorphic_derivative(r.op, None, own_output(i, r, 0), tapegrad)
+    else:
+        D = holomorphic_derivative(r.op, in_value(r, 0, saved_value(r, 0)), None, tapegrad)
+    return g_mul(G, t_conj(D))
+
+cdef object gv_conj(Py_ssize_t i, Record* r, object G, char* want):
+    return t_conj(G)
+
+cdef object gv_complex_abs(Py_ssize_t i, Record* r, object G, char* want):
+    return g_mul(G, complex_call("sgn", (in_value(r, 0, saved_value(r, 0)),)))
+
+
 cdef int register_graph_vjps() except -1:
     cdef int j
     for j in range(MAX_OPS):
@@ -1380,6 +1422,14 @@ cdef int register_graph_vjps() except -1:
     for op in (OP_SUB, OP_RSUB):
         GRAPH_VJP[op] = gv_sub
     GRAPH_VJP[OP_MUL] = gv_mul
+    GRAPH_VJP[OP_COMPLEX_MUL] = gv_complex_mul
+    GRAPH_VJP[OP_COMPLEX_DIV] = gv_complex_div
+    GRAPH_VJP[OP_COMPLEX_ABS] = gv_complex_abs
+    from tapegrad._core import _conj_opcodes, _holomorphic_opcodes
+    for op in _holomorphic_opcodes():
+        GRAPH_VJP[op] = gv_holomorphic
+    for op in _conj_opcodes():
+        GRAPH_VJP[op] = gv_conj
     for op in (OP_DIV, OP_RDIV):
         GRAPH_VJP[op] = gv_div
     for op in (OP_POW, OP_POW_T, OP_POW_R):

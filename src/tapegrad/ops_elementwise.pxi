@@ -67,9 +67,9 @@ cdef inline object fit_grad(object g, object shape, object dt):
     if shape is not None:
         g = sum_to(g, <tuple>shape)
     if dt is not None and g.dtype != dt:
-        if g.dtype.kind == "c" and dt.kind != "c":
-            g = g.real          # a real input of a complex result (where(c, x, 1j)): PyTorch's
-        g = g.astype(dt)        # gradient convention gives it the real part
+        if g.dtype.kind == "c" and dt.kind != "c":      # a real input of a complex op: the
+            g = g.real                                  # real part (no imaginary direction)
+        g = g.astype(dt)
     return g
 
 
@@ -144,9 +144,7 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
     tuple or str would silently repeat)."""
     if type(alpha) is int and alpha == 1:
         return b
-    x = as_operand(a)
-    # (a complex number: an operand of the complex path, tapegrad._complex)
-    y = complex(b) if isinstance(b, (complex, np.complexfloating)) else as_operand(b)
+    x, y = complex_number_operand(a), complex_number_operand(b)
     if y is NotImplemented:
         raise bad_operand_error(name, a, b)
     if x is not NotImplemented:
@@ -156,7 +154,7 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
         if isinstance(alpha, (bool, np.bool_)):
             if kind != "b":
                 raise RuntimeError("Boolean alpha only supported for Boolean results.")
-        elif kind not in "fc" and not isinstance(alpha, (int, np.integer)):
+        elif kind != "f" and kind != "c" and not isinstance(alpha, (int, np.integer)):
             raise RuntimeError("For integral input tensors, argument alpha must not be a "
                                "floating point number.")
         elif kind != "c" and isinstance(alpha, (complex, np.complexfloating)):
@@ -427,7 +425,7 @@ cdef object binary_op(int op, object a, object b):
         check_no_bool_subtraction(a, b)
     if promote:
         if is_complex_operand(a) or is_complex_operand(b):
-            return complex_call(BINARY_NAMES[op], (a, b))
+            return complex_binary(op, a, b)
         a = as_operand(a)
         b = as_operand(b)
         if a is NotImplemented or b is NotImplemented:
@@ -573,7 +571,7 @@ cdef object unary_op(int op, TensorBase x):
     A = x._array
     cdef char kind = dtype_kind(<cnp.ndarray>A)
     if kind == c'c':
-        return complex_call(UNARY_NAMES[op], (x,))
+        return complex_unary(UNARY_NAMES[op], x)
     if op != OP_NEG and op != OP_RELU and kind != c'f':
         A = A.astype(DEFAULT_FLOAT)                     # PyTorch: exp/log/tanh of ints: the default
     if op == OP_RELU and kind == c'b':

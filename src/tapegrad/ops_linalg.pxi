@@ -15,12 +15,8 @@
 # ---------------------------------------------------------------------------------------------
 
 
-cdef dict CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-                            "int64": "long int", "int32": "int", "int16": "short int",
-                            "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
-
 cdef inline str cpp_type_name(object np_dt):
-    return CPP_TYPE_NAMES.get(np_dt.name, np_dt.name)
+    return C_TYPE_NAMES.get(np_dt.name, np_dt.name)
 
 
 cdef Py_ssize_t shape_prod(object shape, Py_ssize_t start, Py_ssize_t stop):
@@ -170,10 +166,11 @@ cdef object vjp_matmul(Record* r, object g):
     cdef tuple aux = <tuple>r.aux
     shape_a, shape_b, trans_b, bias_shape, bias_dtype = aux
     ga = gb = None
+    # (complex operands: the gradients multiply by the conjugates, g @ B^H and A^H @ g)
     if needs_grad(r, 0):
-        ga = matmul_grad_a(g, <object>r.saved[1], <tuple>shape_a)
+        ga = matmul_grad_a(g, conj_of(<object>r.saved[1]), <tuple>shape_a)
     if needs_grad(r, 1):
-        A = <object>r.saved[0]
+        A = conj_of(<object>r.saved[0])
         if trans_b and len(<tuple>shape_b) == 2 and A.ndim >= 2:
             # linear's weight W (out, in) multiplies as W^T: its gradient g^T @ A comes out in
             # W's own layout, contiguous (no transposed copy when it becomes W.grad)
@@ -383,8 +380,6 @@ cdef object matmul_eager(input, other):
     cdef TensorBase b = require_tensor(other, "matmul", "other", 2)
     A = a._array
     B = b._array
-    if dtype_kind(<cnp.ndarray>A) == c'c' or dtype_kind(<cnp.ndarray>B) == c'c':
-        return complex_call("matmul", (a, b))
     fresh(a)
     fresh(b)
     cdef int route = matmul_route(A, B, a._requires_grad, b._requires_grad)
@@ -455,13 +450,6 @@ def _rmatmul_op(self, other):
     return matmul(other, self)
 
 
-cdef inline bint complex_product(object A, object B, int nd_a, int nd_b) noexcept:
-    """A complex product of the ranks the op takes (others fall to the op's own errors): it is
-    _complex.py's matmul, whose VJP conjugates."""
-    return ((dtype_kind(<cnp.ndarray>A) == c'c' or dtype_kind(<cnp.ndarray>B) == c'c')
-            and cnp.PyArray_NDIM(<cnp.ndarray>A) == nd_a and cnp.PyArray_NDIM(<cnp.ndarray>B) == nd_b)
-
-
 def mm(input, mat2):
     """Matrix product of two 2-D tensors (no broadcasting); either may be sparse COO."""
     if not (isinstance(input, TensorBase) and isinstance(mat2, TensorBase)):
@@ -472,8 +460,6 @@ def mm(input, mat2):
     cdef TensorBase b = require_tensor(mat2, "mm", "mat2", 2)
     A = a._array
     B = b._array
-    if complex_product(A, B, 2, 2):
-        return complex_call("matmul", (a, b))
     if A.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if B.ndim != 2:
@@ -488,8 +474,6 @@ def bmm(input, mat2):
     cdef TensorBase b = require_tensor(mat2, "bmm", "mat2", 2)
     A = a._array
     B = b._array
-    if complex_product(A, B, 3, 3):
-        return complex_call("matmul", (a, b))
     if A.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if B.ndim != 3:
@@ -508,8 +492,6 @@ def mv(input, vec):
     cdef TensorBase b = require_tensor(vec, "mv", "vec", 2)
     A = a._array
     B = b._array
-    if complex_product(A, B, 2, 1):
-        return complex_call("matmul", (a, b))
     if A.ndim != 2 or B.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {A.ndim}, {B.ndim}")
     check_mv(A.shape[0], A.shape[1], B.shape[0], A.dtype, B.dtype)
@@ -522,8 +504,6 @@ def dot(input, tensor):
     cdef TensorBase b = require_tensor(tensor, "dot", "tensor", 2)
     A = a._array
     B = b._array
-    if complex_product(A, B, 1, 1):
-        return complex_call("matmul", (a, b))
     if A.ndim != 1 or B.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {A.ndim}D and {B.ndim}D tensors")
     check_dot(A.shape[0], B.shape[0], A.dtype, B.dtype)

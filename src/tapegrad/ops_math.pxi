@@ -64,7 +64,7 @@ cdef object transcendental(int op, object ufunc, TensorBase x):
     """A one-input function of the float value of x (integers give the default float dtype)."""
     A = x._array
     if dtype_kind(<cnp.ndarray>A) == c'c':
-        return complex_call(TRANSCENDENTAL_NAMES[op], (x,))
+        return complex_unary(TRANSCENDENTAL_NAMES[op], x)
     if A.dtype.kind != "f":
         A = A.astype(DEFAULT_FLOAT)
     with IeeeResults():

@@ -296,7 +296,7 @@ cdef object math_op(int op, int kop, TensorBase x, bint save_output):
     A = x._array
     cdef char kind = dtype_kind(<cnp.ndarray>A)
     if kind == c'c':
-        return complex_call(MATH_NAMES[op], (x,))
+        return complex_unary(MATH_NAMES[op], x)
     if op == OP_ABS or op == OP_SIGN:
         if kind == c'b':
             if op == OP_ABS:
