@@ -509,3 +509,41 @@ def test_compiled_complex_saved_results_as_torch(torch):
         ours = getattr(tg.tensor(Z, requires_grad=True), name)().grad_fn._saved_result
         theirs = getattr(torch.tensor(Z, requires_grad=True), name)().grad_fn._saved_result
         np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
+
+
+# 0-d complex64 values: numpy arithmetic on 0-d arrays returns numpy scalars, and np.complex64
+# is not a Python complex, so a VJP that conjugated only arrays and Python numbers left the
+# divisor's gradient of a 0-d complex64 division unconjugated (fuzz 58000093: silently wrong).
+# The sweep covers the binary operators, the holomorphic functions and matmul at 0-d and
+# 1-element shapes, first and second derivatives.
+_ZERO_D_UNARY = ("exp log sqrt rsqrt reciprocal sigmoid sin tanh asin atanh neg abs conj"
+                 .split())
+_ZERO_D_CASES = ([(o, lambda l, a, b, o=o: getattr(a, o)(b))
+                  for o in ("__add__", "__sub__", "__mul__", "__truediv__", "__rtruediv__")]
+                 + [(o, lambda l, a, b, o=o: getattr(l, o)(a) * b) for o in _ZERO_D_UNARY]
+                 + [("number / a", lambda l, a, b: (0.3 + 2j) / a * b),
+                    ("matmul", lambda l, a, b: (a.reshape(-1, 1) @ b.reshape(1, -1)).sum())])
+
+
+@pytest.mark.parametrize("name,fn", _ZERO_D_CASES, ids=[c[0] for c in _ZERO_D_CASES])
+@pytest.mark.parametrize("shape", [(), (1,)], ids=["0d", "1"])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_scalar_shaped_complex_gradients_match_torch(torch, name, fn, shape, dtype):
+    rng = np.random.default_rng(len(name))
+    a0, b0 = ((rng.uniform(0.2, 0.9, shape) + 1j * rng.uniform(0.2, 0.9, shape)).astype(dtype)
+              for _ in range(2))
+    results = []
+    for lib in (torch, tg):
+        a = lib.tensor(a0, requires_grad=True)
+        b = lib.tensor(b0, requires_grad=True)
+        loss = (fn(lib, a, b) * (0.5 - 0.7j)).real.sum()
+        first = lib.autograd.grad(loss, (a, b), create_graph=True, allow_unused=True)
+        norm = sum((g.abs() ** 2).sum() for g in first if g is not None)
+        second = (lib.autograd.grad(norm, (a, b), allow_unused=True) if norm.requires_grad
+                  else (None, None))
+        results.append([None if g is None else g.detach().resolve_conj().numpy()
+                        for g in first + tuple(second)])
+    for expected, got in zip(*results):
+        assert (expected is None) == (got is None)
+        if expected is not None:
+            np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-4)

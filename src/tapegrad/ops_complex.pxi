@@ -12,12 +12,15 @@
 
 
 cdef object conj_of(object x):
-    """conj(x) of an array or a number; a real one passes unchanged."""
+    """conj(x) of an array or a number; a real one passes unchanged.  Numbers include numpy's
+    complex scalars, which arithmetic on 0-d arrays returns (a / b / b in the division's VJP):
+    np.complex64 is not a Python complex, and passing it unconjugated gave 0-d complex64
+    divisors a silently wrong gradient (fuzz 58000093)."""
     if cnp.PyArray_Check(x):
         if dtype_kind(<cnp.ndarray>x) == c'c':
             return np.conjugate(x)
         return x
-    if isinstance(x, complex):
+    if isinstance(x, (complex, np.complexfloating)):
         return x.conjugate()
     return x
 
