@@ -130,3 +130,39 @@ def test_retain_grad_on_a_stale_view_without_history(read_history_first, view_of
     assert mine == expected
     if theirs is not None:
         assert mine == theirs
+
+
+# 58107723 (held-out run on the merged main): under saved-tensor hooks a compiled call re-runs its
+# ops on tensors (SK_CALL steps), and the eager sweep's offer of the call's output gradient for
+# in-place reuse leaked into their VJPs: add(x, y, alpha=a) handed the gradient to x's slot, then
+# the scaling VJP of y's branch wrote a * g into the same array, so x.grad was a instead of 1
+# from the second call on.  The replay's backward withdraws the offer.
+_HOOKED_BODIES = {
+    "add alpha": lambda x, y: tg.add(x, y, alpha=-0.5),
+    "add same alpha": lambda x, y: tg.add(x, x, alpha=-0.5) * y,
+    "sub alpha": lambda x, y: tg.sub(x, y, alpha=3),
+    "mixed": lambda x, y: (x + 2 * y).tanh() * x - y,
+}
+
+
+@pytest.mark.parametrize("hooks", ["identity", "save_on_cpu"])
+@pytest.mark.parametrize("name", list(_HOOKED_BODIES))
+def test_compiled_call_under_saved_tensor_hooks_keeps_its_gradients(name, hooks):
+    body = _HOOKED_BODIES[name]
+
+    def hooked(x, y):
+        ctx = (tg.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
+               if hooks == "identity" else tg.autograd.graph.save_on_cpu(pin_memory=False))
+        with ctx:
+            return body(x, y)
+
+    compiled = tg.compile(hooked)
+    for k in range(4):
+        grads = []
+        for fn in (hooked, compiled):
+            x = tg.tensor([0.3 + k, -1.1], requires_grad=True)
+            y = tg.tensor([1.5, 0.25 * k], requires_grad=True)
+            fn(x, y).sum().backward()
+            grads.append((x.grad.numpy().copy(), y.grad.numpy().copy()))
+        for eager, replayed in zip(*grads):
+            np.testing.assert_array_equal(replayed, eager)

@@ -803,6 +803,11 @@ cdef class Program:
                 "retain_graph=True if you need to backward through the graph a second time or if "
                 "you need to access saved tensors after calling backward.")
         cdef Py_ssize_t i, k, j
+        # The eager sweep may have offered an output gradient for in-place reuse (offer_adjoint)
+        # to this call's record; the steps below hand it to slots and re-run ops' VJPs, which
+        # would write into it while a slot still holds it (fuzz 58107723: add(x, y, alpha=a)
+        # re-run under saved-tensor hooks gave x the gradient a instead of 1).  Not ours to reuse.
+        withdraw_adjoint()
         memset(bs.touched, 0, self.n_slots)
         self.drop_given(bs)                 # left by a backward that raised
         for j in range(len(self.outputs)):
