@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import warnings
 
-from . import _core
-
-TensorBase = _core.TensorBase
+from ._extra_ops import _check_tensor
 
 _REAL_INPUT_NEEDS_RETURN_COMPLEX = (
     "stft requires the return_complex parameter be given for real inputs, and will further "
@@ -60,12 +58,6 @@ def _window_repr(window) -> str:
     return "None" if window is None else f"{window.type()}{{{list(window.shape)}}}"
 
 
-def _check_tensor(name: str, value, what: str):
-    if not isinstance(value, TensorBase):
-        raise TypeError(f"{name}(): argument '{what}' (position 1) must be Tensor, not "
-                        f"{type(value).__name__}")
-
-
 def _framed_window(window, win_length: int, n_fft: int, like):
     """The window as n_fft samples: a rectangular one when none is given, a shorter one centred
     with zeros on both sides."""
@@ -83,7 +75,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
          align_to_window=None):
     """Short-time Fourier transform of a 1D signal or a batch of them (rows): (..., freq, frames),
     freq = n_fft // 2 + 1 when one-sided (real signal and window), else n_fft."""
-    _check_tensor("stft", input, "input")
+    _check_tensor(input, "stft")
     tg = _tg()
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
@@ -160,7 +152,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
           normalized=False, onesided=None, length=None, return_complex=False):
     """Inverse of stft by windowed overlap-add: a (freq, frames) or (batch, freq, frames) complex
     spectrum back to its signal(s)."""
-    _check_tensor("istft", input, "input")
+    _check_tensor(input, "istft")
     tg = _tg()
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "
@@ -236,7 +228,9 @@ FUNCTIONS = ("stft", "istft")
 
 
 def register(namespace: dict, tensor_cls) -> None:
-    """torch.stft/istft and Tensor.stft/istft; existing names win."""
+    """torch.stft/istft and Tensor.stft/istft; existing names win.  The functions serve as the
+    methods themselves (input is their first parameter): no wrapper frame, and their signatures
+    reach the stubs."""
     for name in FUNCTIONS:
         fn = globals()[name]
         namespace.setdefault(name, fn)
