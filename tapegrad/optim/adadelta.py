@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .optimizer import (Optimizer, _check_lr, _check_not_differentiable, _step_tensor,
-                        _to_scalar, add_alpha, add_scalar, addcmul, mul_scalar, neg, sqrt)
+from .optimizer import (Optimizer, _check_lr, _check_not_differentiable, _filled_state, _real_view,
+                        _step_tensor, _to_scalar, add_alpha, add_scalar, addcmul, mul_scalar, neg,
+                        sqrt)
 
 __all__ = ["Adadelta"]
 
@@ -46,16 +47,15 @@ class Adadelta(Optimizer):
         lr = _to_scalar(group["lr"])
         rho, eps = group["rho"], group["eps"]
         weight_decay, maximize = group["weight_decay"], group["maximize"]
-        for p, grad in self._params_with_grad(group):
-            param = p._array
+        for p, param, grad in self._params_with_grad(group):
             _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             if len(state) == 0:
                 state["step"] = _step_tensor()
-                state["square_avg"] = _core.wrap_array(np.zeros_like(param))
-                state["acc_delta"] = _core.wrap_array(np.zeros_like(param))
-            square_avg = state["square_avg"]._array
-            acc_delta = state["acc_delta"]._array
+                state["square_avg"] = _filled_state(p)
+                state["acc_delta"] = _filled_state(p)
+            square_avg = _real_view(state["square_avg"]._array)
+            acc_delta = _real_view(state["acc_delta"]._array)
             step_t = state["step"]._array
 
             np.add(step_t, 1, out=step_t)

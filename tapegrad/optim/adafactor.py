@@ -59,8 +59,9 @@ class Adafactor(Optimizer):
         lr = _to_scalar(group["lr"])
         eps1, eps2 = group["eps"]
         d, weight_decay = group["d"], group["weight_decay"]
-        for p, grad in self._params_with_grad(group):
-            param = p._array
+        for p, param, grad in self._params_with_grad(group):
+            if p.is_complex():
+                raise RuntimeError("Adafactor does not support complex parameters")
             _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             factored = grad.ndim > 1

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .optimizer import (Optimizer, _check_not_differentiable, _step_tensor, _to_scalar,
-                        add_scalar, add_alpha, addcdiv, addcmul, neg, sqrt)
+from .optimizer import (Optimizer, _check_not_differentiable, _filled_state, _real_view,
+                        _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv, addcmul, neg, sqrt)
 
 __all__ = ["Adagrad"]
 
@@ -65,7 +65,7 @@ class Adagrad(Optimizer):
     def _init_state(self, p, initial_accumulator_value) -> None:
         state = self.state[p]
         state["step"] = _step_tensor()
-        state["sum"] = _core.wrap_array(np.full_like(p._array, initial_accumulator_value))
+        state["sum"] = _filled_state(p, initial_accumulator_value)
 
     _GROUP_DEFAULTS = {"foreach": None, "maximize": False, "differentiable": False, "fused": None}
     _STEP_KEYS = ("step",)
@@ -76,13 +76,12 @@ class Adagrad(Optimizer):
         weight_decay = group["weight_decay"]
         eps = group["eps"]
         maximize = group["maximize"]
-        for p, grad in self._params_with_grad(group):
-            param = p._array
+        for p, param, grad in self._params_with_grad(group):
             _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             if len(state) == 0:
                 self._init_state(p, self.defaults["initial_accumulator_value"])
-            state_sum = state["sum"]._array
+            state_sum = _real_view(state["sum"]._array)
             step_t = state["step"]._array
 
             np.add(step_t, 1, out=step_t)

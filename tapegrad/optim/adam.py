@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .optimizer import (Optimizer, _check_not_differentiable, _step_tensor, _to_scalar,
-                        add_scalar, add_alpha, addcdiv, addcmul, div_scalar, lerp_scalar,
-                        mul_scalar, neg, sqrt)
+from .optimizer import (Optimizer, _check_not_differentiable, _filled_state, _real_view,
+                        _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv, addcmul,
+                        div_scalar, lerp_scalar, mul_scalar, neg, sqrt)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -78,18 +78,17 @@ class Adam(Optimizer):
         amsgrad = group["amsgrad"]
         maximize = group["maximize"]
         decoupled = group["decoupled_weight_decay"]
-        for p, grad in self._params_with_grad(group):
-            param = p._array
+        for p, param, grad in self._params_with_grad(group):
             _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             if len(state) == 0:         # lazy state initialization
                 state["step"] = _step_tensor()
-                state["exp_avg"] = _core.wrap_array(np.zeros_like(param))
-                state["exp_avg_sq"] = _core.wrap_array(np.zeros_like(param))
+                state["exp_avg"] = _filled_state(p)
+                state["exp_avg_sq"] = _filled_state(p)
                 if amsgrad:
-                    state["max_exp_avg_sq"] = _core.wrap_array(np.zeros_like(param))
-            exp_avg = state["exp_avg"]._array
-            exp_avg_sq = state["exp_avg_sq"]._array
+                    state["max_exp_avg_sq"] = _filled_state(p)
+            exp_avg = _real_view(state["exp_avg"]._array)
+            exp_avg_sq = _real_view(state["exp_avg_sq"]._array)
             step_t = state["step"]._array
 
             if maximize:
@@ -113,7 +112,7 @@ class Adam(Optimizer):
             bias_correction2_sqrt = bias_correction2 ** 0.5
 
             if amsgrad:
-                max_sq = state["max_exp_avg_sq"]._array
+                max_sq = _real_view(state["max_exp_avg_sq"]._array)
                 np.maximum(max_sq, exp_avg_sq, out=max_sq)
                 denom = sqrt(max_sq)
             else:

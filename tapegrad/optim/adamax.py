@@ -5,8 +5,8 @@ import numpy as np
 
 from .. import _core
 from .optimizer import (Optimizer, _check_betas, _check_lr, _check_not_differentiable,
-                        _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv, lerp_scalar,
-                        mul_scalar, neg)
+                        _filled_state, _real_view, _step_tensor, _to_scalar, add_alpha, add_scalar,
+                        addcdiv, lerp_scalar, mul_scalar, neg)
 
 __all__ = ["Adamax"]
 
@@ -47,16 +47,15 @@ class Adamax(Optimizer):
         beta1, beta2 = group["betas"]
         lr = _to_scalar(group["lr"])
         eps, weight_decay, maximize = group["eps"], group["weight_decay"], group["maximize"]
-        for p, grad in self._params_with_grad(group):
-            param = p._array
+        for p, param, grad in self._params_with_grad(group):
             _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             if len(state) == 0:
                 state["step"] = _step_tensor()
-                state["exp_avg"] = _core.wrap_array(np.zeros_like(param))
-                state["exp_inf"] = _core.wrap_array(np.zeros_like(param))
-            exp_avg = state["exp_avg"]._array
-            exp_inf = state["exp_inf"]._array
+                state["exp_avg"] = _filled_state(p)
+                state["exp_inf"] = _filled_state(p)
+            exp_avg = _real_view(state["exp_avg"]._array)
+            exp_inf = _real_view(state["exp_inf"]._array)
             step_t = state["step"]._array
 
             if maximize:

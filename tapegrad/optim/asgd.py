@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .optimizer import (Optimizer, _check_lr, _check_not_differentiable, _step_tensor,
-                        _nd, _to_scalar, add_alpha, mul_scalar, neg)
+from .optimizer import (Optimizer, _check_lr, _check_not_differentiable, _filled_state, _nd,
+                        _real_view, _step_tensor, _to_scalar, add_alpha, mul_scalar, neg)
 
 __all__ = ["ASGD"]
 
@@ -44,18 +44,17 @@ class ASGD(Optimizer):
         lr = _to_scalar(group["lr"])
         lambd, alpha, t0 = group["lambd"], group["alpha"], group["t0"]
         weight_decay, maximize = group["weight_decay"], group["maximize"]
-        for p, grad in self._params_with_grad(group):
-            param = p._array
+        for p, param, grad in self._params_with_grad(group):
             _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             if len(state) == 0:
                 state["step"] = _step_tensor()
                 state["eta"] = _step_tensor(lr)         # float32 scalars, as in PyTorch
                 state["mu"] = _step_tensor(1.0)
-                state["ax"] = _core.wrap_array(np.zeros_like(param))
+                state["ax"] = _filled_state(p)
             step_t = state["step"]._array
             eta_t, mu_t = state["eta"]._array, state["mu"]._array
-            ax = state["ax"]._array
+            ax = _real_view(state["ax"]._array)
 
             if maximize:
                 grad = neg(grad)

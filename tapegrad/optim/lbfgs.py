@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from ..grad_mode import enable_grad
-from .optimizer import Optimizer, _check_lr, _to_scalar, add_alpha
+from ..grad_mode import enable_grad, no_grad
+from .optimizer import Optimizer, _check_lr, _real_view, _to_scalar, add_alpha
 
 __all__ = ["LBFGS"]
 
@@ -175,18 +175,20 @@ class LBFGS(Optimizer):
 
     # -- the flat vector view of the parameters ------------------------------------------------
     def _gather_flat_grad(self) -> np.ndarray:
+        """The gradients as one flat vector; a complex parameter counts as its real pairs."""
         parts = []
         for p in self._params:
             g = p.grad
-            parts.append(np.zeros(p._array.size, p._array.dtype) if g is None
-                         else g._array.reshape(-1))
+            param = _real_view(p._array)
+            parts.append(np.zeros(param.size, param.dtype) if g is None
+                         else _real_view(g._array).reshape(-1))
         return np.concatenate(parts)
 
     def _add_grad(self, step_size, update: np.ndarray) -> None:
         """params += step_size * update (each parameter its slice of the flat update)."""
         offset = 0
         for p in self._params:
-            param = p._array
+            param = _real_view(p._array)
             _core._mark_written(p)
             piece = update[offset:offset + param.size].reshape(param.shape)
             add_alpha(param, piece, float(step_size), out=param)
@@ -194,7 +196,8 @@ class LBFGS(Optimizer):
 
     def _evaluate(self, closure):
         with enable_grad():
-            return float(closure())
+            loss = closure()
+        return float(loss)
 
     def _directional_evaluate(self, closure, x, t, d):
         self._add_grad(t, d)
@@ -206,8 +209,11 @@ class LBFGS(Optimizer):
         return loss, flat_grad
 
     # -- the step -------------------------------------------------------------------------------
+    @no_grad()
     def step(self, closure):
-        """Run up to max_iter L-BFGS iterations; returns the loss closure() gave first."""
+        """Run up to max_iter L-BFGS iterations; returns the loss closure() gave first.
+
+        As PyTorch's, the step runs with grad mode off and the closure with it on."""
         if len(self.param_groups) != 1:
             raise AssertionError(f"Expected exactly one param_group, but got "
                                  f"{len(self.param_groups)}")

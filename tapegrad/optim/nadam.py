@@ -5,8 +5,8 @@ import numpy as np
 
 from .. import _core
 from .optimizer import (Optimizer, _check_betas, _check_lr, _check_not_differentiable,
-                        _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv, addcmul,
-                        div_scalar, lerp_scalar, mul_scalar, neg, sqrt)
+                        _filled_state, _real_view, _step_tensor, _to_scalar, add_alpha, add_scalar,
+                        addcdiv, addcmul, div_scalar, lerp_scalar, mul_scalar, neg, sqrt)
 
 __all__ = ["NAdam"]
 
@@ -55,17 +55,16 @@ class NAdam(Optimizer):
         eps, weight_decay = group["eps"], group["weight_decay"]
         momentum_decay = group["momentum_decay"]
         decoupled, maximize = group["decoupled_weight_decay"], group["maximize"]
-        for p, grad in self._params_with_grad(group):
-            param = p._array
+        for p, param, grad in self._params_with_grad(group):
             _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             if len(state) == 0:
                 state["step"] = _step_tensor()
                 state["mu_product"] = _step_tensor(1.0)
-                state["exp_avg"] = _core.wrap_array(np.zeros_like(param))
-                state["exp_avg_sq"] = _core.wrap_array(np.zeros_like(param))
-            exp_avg = state["exp_avg"]._array
-            exp_avg_sq = state["exp_avg_sq"]._array
+                state["exp_avg"] = _filled_state(p)
+                state["exp_avg_sq"] = _filled_state(p)
+            exp_avg = _real_view(state["exp_avg"]._array)
+            exp_avg_sq = _real_view(state["exp_avg_sq"]._array)
             mu_product_t = state["mu_product"]._array      # a float32 scalar, as in PyTorch
             step_t = state["step"]._array
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..grad_mode import enable_grad
+from ..grad_mode import enable_grad, no_grad
 
 __all__ = ["Optimizer", "required"]
 
@@ -219,7 +219,8 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        with _core.IeeeResults():            # inf/nan propagate silently, as in PyTorch
+        # PyTorch's built-in steps run with grad mode off (hooks and warnings see it off).
+        with no_grad(), _core.IeeeResults():  # inf/nan propagate silently, as in PyTorch
             for group in self.param_groups:
                 self._update_group(group)
         return loss
@@ -304,15 +305,19 @@ class Optimizer:
 
     # -- helpers for subclasses -------------------------------------------------------------------
     def _params_with_grad(self, group):
-        """(param, grad array) for each parameter of `group` that has a gradient."""
+        """(param, param array, grad array) for each parameter of `group` that has a gradient.
+
+        A complex parameter's arrays come as their real views (`_real_view`): PyTorch updates a
+        complex parameter as if its real and imaginary parts were independent real parameters.
+        """
         out = []
         for p in group["params"]:
             g = p.grad
             if g is not None:
-                if g._array.dtype.kind != "f":
+                if g._array.dtype.kind not in "fc":
                     raise RuntimeError(f"{type(self).__name__} only supports floating point "
                                        f"parameters, got {p.dtype}")
-                out.append((p, g._array))
+                out.append((p, _real_view(p._array), _real_view(g._array)))
         return out
 
     def _fix_steps(self, keys=("step",)) -> None:
@@ -324,6 +329,32 @@ class Optimizer:
                     for key in keys:
                         if key in p_state and not _is_tensor(p_state[key]):
                             p_state[key] = _step_tensor(float(p_state[key]))
+
+
+def _real_view(a: np.ndarray) -> np.ndarray:
+    """A complex array's memory as (..., 2) real pairs, as torch.view_as_real; others as they are.
+
+    The optimizers update complex parameters and their state through these views, as PyTorch's
+    do (so Adam's second moment is per component, not |g|^2)."""
+    if a.dtype.kind != "c":
+        return a
+    return a[..., None].view(a.real.dtype)
+
+
+def _state_tensor(values: np.ndarray, p):
+    """Optimizer state computed on `_real_view(p)`-shaped arrays, as a tensor of p's dtype and
+    shape (PyTorch keeps a complex parameter's state complex)."""
+    if p._array.dtype.kind == "c":
+        values = np.ascontiguousarray(values).view(p._array.dtype)[..., 0]
+    return _core.wrap_array(values)
+
+
+def _filled_state(p, value: float = 0.0):
+    """State shaped like p, every real component `value` (PyTorch fills a complex parameter's
+    state with complex(value, value): each part an independent real number)."""
+    arr = p._array
+    return _core.wrap_array(np.full_like(arr, complex(value, value) if arr.dtype.kind == "c"
+                                         else value))
 
 
 def _step_tensor(value: float = 0.0):

@@ -5,8 +5,8 @@ import numpy as np
 
 from .. import _core
 from .optimizer import (Optimizer, _check_betas, _check_lr, _check_not_differentiable,
-                        _step_tensor, _to_scalar, add_alpha, add_scalar, addcmul, div_scalar,
-                        lerp_scalar, mul_scalar, neg, sqrt)
+                        _filled_state, _real_view, _step_tensor, _to_scalar, add_alpha, add_scalar,
+                        addcmul, div_scalar, lerp_scalar, mul_scalar, neg, sqrt)
 
 __all__ = ["RAdam"]
 
@@ -50,16 +50,15 @@ class RAdam(Optimizer):
         lr = _to_scalar(group["lr"])
         eps, weight_decay = group["eps"], group["weight_decay"]
         decoupled, maximize = group["decoupled_weight_decay"], group["maximize"]
-        for p, grad in self._params_with_grad(group):
-            param = p._array
+        for p, param, grad in self._params_with_grad(group):
             _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             if len(state) == 0:
                 state["step"] = _step_tensor()
-                state["exp_avg"] = _core.wrap_array(np.zeros_like(param))
-                state["exp_avg_sq"] = _core.wrap_array(np.zeros_like(param))
-            exp_avg = state["exp_avg"]._array
-            exp_avg_sq = state["exp_avg_sq"]._array
+                state["exp_avg"] = _filled_state(p)
+                state["exp_avg_sq"] = _filled_state(p)
+            exp_avg = _real_view(state["exp_avg"]._array)
+            exp_avg_sq = _real_view(state["exp_avg_sq"]._array)
             step_t = state["step"]._array
 
             if maximize:

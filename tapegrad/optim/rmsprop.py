@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .optimizer import (Optimizer, _check_not_differentiable, _step_tensor, _to_scalar,
-                        add_scalar, add_alpha, addcdiv, addcmul, lerp_scalar, mul_scalar,
-                        neg, sqrt)
+from .optimizer import (Optimizer, _check_not_differentiable, _filled_state, _real_view,
+                        _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv, addcmul,
+                        lerp_scalar, mul_scalar, neg, sqrt)
 
 __all__ = ["RMSprop"]
 
@@ -68,18 +68,17 @@ class RMSprop(Optimizer):
         momentum = group["momentum"]
         centered = group["centered"]
         maximize = group["maximize"]
-        for p, grad in self._params_with_grad(group):
-            param = p._array
+        for p, param, grad in self._params_with_grad(group):
             _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             if len(state) == 0:         # lazy state initialization
                 state["step"] = _step_tensor()
-                state["square_avg"] = _core.wrap_array(np.zeros_like(param))
+                state["square_avg"] = _filled_state(p)
                 if momentum > 0:
-                    state["momentum_buffer"] = _core.wrap_array(np.zeros_like(param))
+                    state["momentum_buffer"] = _filled_state(p)
                 if centered:
-                    state["grad_avg"] = _core.wrap_array(np.zeros_like(param))
-            square_avg = state["square_avg"]._array
+                    state["grad_avg"] = _filled_state(p)
+            square_avg = _real_view(state["square_avg"]._array)
             step_t = state["step"]._array
 
             if maximize:
@@ -92,7 +91,7 @@ class RMSprop(Optimizer):
             addcmul(square_avg, grad, grad, 1 - alpha, out=square_avg)
 
             if centered:
-                grad_avg = state["grad_avg"]._array
+                grad_avg = _real_view(state["grad_avg"]._array)
                 lerp_scalar(grad_avg, grad, 1 - alpha, out=grad_avg)
                 avg = addcmul(square_avg, grad_avg, grad_avg, -1)
                 sqrt(avg, out=avg)
@@ -101,7 +100,7 @@ class RMSprop(Optimizer):
             add_scalar(avg, eps, out=avg)
 
             if momentum > 0:
-                buf = state["momentum_buffer"]._array
+                buf = _real_view(state["momentum_buffer"]._array)
                 mul_scalar(buf, momentum, out=buf)
                 addcdiv(buf, grad, avg, out=buf)
                 add_alpha(param, buf, -lr, out=param)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .optimizer import (Optimizer, _check_lr, _check_not_differentiable, _step_tensor,
-                        _to_scalar, addcmul, neg)
+from .optimizer import (Optimizer, _check_lr, _check_not_differentiable, _filled_state, _real_view,
+                        _step_tensor, _to_scalar, addcmul, neg)
 
 __all__ = ["Rprop"]
 
@@ -44,17 +44,15 @@ class Rprop(Optimizer):
     def _update_group(self, group) -> None:
         etaminus, etaplus = group["etas"]
         step_size_min, step_size_max = group["step_sizes"]
-        for p, grad in self._params_with_grad(group):
-            param = p._array
+        for p, param, grad in self._params_with_grad(group):
             _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             if len(state) == 0:
                 state["step"] = _step_tensor()
-                state["prev"] = _core.wrap_array(np.zeros_like(param))
-                state["step_size"] = _core.wrap_array(
-                    np.full_like(grad, _to_scalar(group["lr"])))
-            prev = state["prev"]._array
-            step_size = state["step_size"]._array
+                state["prev"] = _filled_state(p)
+                state["step_size"] = _filled_state(p, _to_scalar(group["lr"]))
+            prev = _real_view(state["prev"]._array)
+            step_size = _real_view(state["step_size"]._array)
             step_t = state["step"]._array
             if group["maximize"]:
                 grad = neg(grad)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .optimizer import (Optimizer, _check_not_differentiable, _to_scalar, add_alpha, mul_scalar,
-                        neg)
+from .optimizer import (Optimizer, _check_not_differentiable, _real_view, _state_tensor, _to_scalar,
+                        add_alpha, mul_scalar, neg)
 
 __all__ = ["SGD"]
 
@@ -61,8 +61,7 @@ class SGD(Optimizer):
         weight_decay = _to_scalar(group["weight_decay"])
         nesterov = group["nesterov"]
         maximize = group["maximize"]
-        for p, grad in self._params_with_grad(group):
-            param = p._array
+        for p, param, grad in self._params_with_grad(group):
             _core._mark_written(p)      # in-place update: saved copies are now stale
             if maximize:
                 grad = neg(grad)
@@ -72,14 +71,14 @@ class SGD(Optimizer):
                 state = self.state[p]
                 buf = state.get("momentum_buffer")
                 if buf is None:
-                    buf = _core.wrap_array(np.array(grad, copy=True))
+                    buf = _state_tensor(np.array(grad, copy=True), p)
                     state["momentum_buffer"] = buf
                 else:
-                    b = buf._array
+                    b = _real_view(buf._array)
                     mul_scalar(b, momentum, out=b)                 # buf.mul_(momentum)
                     add_alpha(b, grad, 1 - dampening, out=b)
                 if nesterov:
-                    grad = add_alpha(grad, buf._array, momentum)
+                    grad = add_alpha(grad, _real_view(buf._array), momentum)
                 else:
-                    grad = buf._array
+                    grad = _real_view(buf._array)
             add_alpha(param, grad, -lr, out=param)
