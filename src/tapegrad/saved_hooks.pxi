@@ -28,10 +28,11 @@
 # ---------------------------------------------------------------------------------------------
 
 import threading
+from collections import deque
 
 cdef int SAVED_HOOKS_DEPTH = 0          # hook pairs active on all threads (the one int tested)
 cdef object HOOK_STATE = threading.local()     # .stack: this thread's [(pack, unpack)], .disabled,
-                                        # .pending: its [(record index, pack, unpack)] to pack,
+                                        # .pending: its deque of (record index, pack, unpack),
                                         # in creation order, .flushing: packing them now
 cdef dict PENDING_OWNER = {}            # record index -> the pending entry noted for it last:
                                         # an entry left by a record freed since (whose index a
@@ -162,7 +163,7 @@ cdef int flush_packs() except -1:
     TAPE.sweeping += 1                  # pinned: no compaction moves the noted indices
     try:
         while pending:
-            entry = pending.pop(0)
+            entry = pending.popleft()
             i, pack, unpack = entry
             if PENDING_OWNER.get(i) is not entry:
                 continue                # the record was freed and its index reused since
@@ -200,7 +201,7 @@ cdef int note_pack(Py_ssize_t i) except -1:
     pack, unpack = stack[len(stack) - 1]
     pending = getattr(HOOK_STATE, "pending", None)
     if pending is None:
-        pending = HOOK_STATE.pending = []
+        pending = HOOK_STATE.pending = deque()    # (flush_packs takes from the front)
     entry = (i, pack, unpack)
     TAPE.recs[i].flags |= RF_PACK_PENDING
     pending.append(entry)
