@@ -26,6 +26,7 @@ from tapegrad.optim import adamax as adamax
 from tapegrad.optim import asgd as asgd
 from tapegrad.optim import lbfgs as lbfgs
 from tapegrad.optim import lr_scheduler as lr_scheduler
+from tapegrad.optim import muon as muon
 from tapegrad.optim import nadam as nadam
 from tapegrad.optim import optimizer as optimizer
 from tapegrad.optim import radam as radam
@@ -42,6 +43,7 @@ from tapegrad.optim.adam import AdamW as AdamW
 from tapegrad.optim.adamax import Adamax as Adamax
 from tapegrad.optim.asgd import ASGD as ASGD
 from tapegrad.optim.lbfgs import LBFGS as LBFGS
+from tapegrad.optim.muon import Muon as Muon
 from tapegrad.optim.nadam import NAdam as NAdam
 from tapegrad.optim.optimizer import Optimizer as Optimizer
 from tapegrad.optim.radam import RAdam as RAdam
@@ -59,6 +61,7 @@ __all__ = [
     'AdamW',
     'Adamax',
     'LBFGS',
+    'Muon',
     'NAdam',
     'Optimizer',
     'RAdam',
