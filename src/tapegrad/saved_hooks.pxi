@@ -28,7 +28,7 @@
 # ---------------------------------------------------------------------------------------------
 
 import threading
-from collections import deque
+import collections
 
 cdef int SAVED_HOOKS_DEPTH = 0          # hook pairs active on all threads (the one int tested)
 cdef object HOOK_STATE = threading.local()     # .stack: this thread's [(pack, unpack)], .disabled,
@@ -201,7 +201,7 @@ cdef int note_pack(Py_ssize_t i) except -1:
     pack, unpack = stack[len(stack) - 1]
     pending = getattr(HOOK_STATE, "pending", None)
     if pending is None:
-        pending = HOOK_STATE.pending = deque()    # (flush_packs takes from the front)
+        pending = HOOK_STATE.pending = collections.deque()    # (flush_packs takes from the front)
     entry = (i, pack, unpack)
     TAPE.recs[i].flags |= RF_PACK_PENDING
     pending.append(entry)
