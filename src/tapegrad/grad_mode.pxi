@@ -8,7 +8,16 @@
 
 cdef extern from *:
     """
-    static _Thread_local int tapegrad_grad_disabled = 0;
+    #if defined(__GNUC__) && defined(__GLIBC__) && defined(__ELF__)
+    /* The initial-exec model reads the word at a fixed offset from the thread pointer; the
+       default model of a shared library (general dynamic) calls __tls_get_addr on every read,
+       ~10 instructions that every op paid twice (wrap's inference test, then grad_enabled).
+       glibc reserves static TLS room for the modules dlopen loads, which these 4 bytes fit. */
+    #define TAPEGRAD_TLS_MODEL __attribute__((tls_model("initial-exec")))
+    #else
+    #define TAPEGRAD_TLS_MODEL
+    #endif
+    static _Thread_local int tapegrad_grad_disabled TAPEGRAD_TLS_MODEL = 0;
     """
     int tapegrad_grad_disabled
 

@@ -136,6 +136,11 @@ static void vm_none_f32(const float *x, float *y, size_t n) { (void)x; (void)y; 
 #define POW_IS_FAST(T, Y)                                                       \
     ((Y) == (T)2 || (Y) == (T)3 || (Y) == (T)1 || (Y) == (T)0.5 || (Y) == (T)-0.5 \
      || (Y) == (T)-1 || (Y) == (T)-2)
+/* A contiguous base to a general number exponent: vecmath's pow (POW_CASE, and tg_binary_f64 /
+ * tg_binary_f32 directly below the thread threshold: through the level's variant of binary_f64 a
+ * one-element pow paid the variant dispatch and the jump into its switch, ~110 instructions). */
+#define POW_GENERAL(op, sa, sb, T, b)                                           \
+    ((op) == TG_POW && (sa) == 1 && (sb) == 0 && !POW_IS_FAST(T, (b)[0]))
 #define POW_FAST(T, POW, X, Y)                                                  \
     ((Y) == (T)2 ? (X) * (X) :                                                  \
      (Y) == (T)3 ? (X) * (X) * (X) :                                            \
@@ -150,7 +155,7 @@ static void vm_none_f32(const float *x, float *y, size_t n) { (void)x; (void)y; 
  * exponent stays with the C library's pow, as numpy's and PyTorch's elementwise pow. */
 #define POW_CASE(T, SUF, POW)                                                   \
     case TG_POW:                                                                \
-        if (sa == 1 && sb == 0 && !POW_IS_FAST(T, b[0])) {                      \
+        if (POW_GENERAL(TG_POW, sa, sb, T, b)) {                                \
             tg_vm_pow_##SUF(a, b[0], out, (size_t)n);                           \
             return 0;                                                           \
         }                                                                       \
@@ -255,34 +260,53 @@ KERNEL_VARIANTS(binary_f32, (int op, ptrdiff_t n, const float *a, ptrdiff_t sa,
 #define CHUNKED_UNARY(T, SUF, CODE, PRE, FN, EXPR)                              \
     case CODE: CHUNKED(T, LOAD_X, PRE, FN, (T)0, vm_none_##SUF, EXPR)
 
-/* sign is PyTorch's (0 < x) - (x < 0): 0 for NaN and for -0 (branch-free, so it vectorises).
- * gelu_tanh is 0.5 x (1 + tanh u) written as x sigmoid(2u) = x / (1 + e^(-2u)). */
-#define UNARY_BODY(T, SUF, SQRT, FABS)                                          \
-    switch (op) {                                                               \
-        UNARY_CASE(T, TG_NEG, -X)                                               \
+/* The unary ops that are one vecmath function over the whole array (no expression around it). */
+#define UNARY_VM_CASES(SUF)                                                     \
         VM_CASE(TG_EXP, VM(exp, SUF))                                           \
         VM_CASE(TG_LOG, VM(log, SUF))                                           \
         VM_CASE(TG_TANH, VM(tanh, SUF))                                         \
-        UNARY_CASE(T, TG_RELU, X < (T)0 ? (T)0 : X)                             \
         VM_CASE(TG_SIGMOID, VM(sigmoid, SUF))                                   \
-        UNARY_CASE(T, TG_SQRT, SQRT(X))                                         \
-        UNARY_CASE(T, TG_ABS, FABS(X))                                          \
         VM_CASE(TG_SIN, VM(sin, SUF))                                           \
         VM_CASE(TG_COS, VM(cos, SUF))                                           \
         VM_CASE(TG_LOG1P, VM(log1p, SUF))                                       \
         VM_CASE(TG_EXPM1, VM(expm1, SUF))                                       \
+        VM_CASE(TG_ERF, VM(erf, SUF))                                           \
+        VM_CASE(TG_SILU, VM(silu, SUF))
+
+/* sign is PyTorch's (0 < x) - (x < 0): 0 for NaN and for -0 (branch-free, so it vectorises).
+ * gelu_tanh is 0.5 x (1 + tanh u) written as x sigmoid(2u) = x / (1 + e^(-2u)). */
+#define UNARY_BODY(T, SUF, SQRT, FABS)                                          \
+    switch (op) {                                                               \
+        UNARY_VM_CASES(SUF)                                                     \
+        UNARY_CASE(T, TG_NEG, -X)                                               \
+        UNARY_CASE(T, TG_RELU, X < (T)0 ? (T)0 : X)                             \
+        UNARY_CASE(T, TG_SQRT, SQRT(X))                                         \
+        UNARY_CASE(T, TG_ABS, FABS(X))                                          \
         UNARY_CASE(T, TG_RSQRT, (T)1 / SQRT(X))                                 \
         UNARY_CASE(T, TG_SQUARE, X * X)                                         \
         UNARY_CASE(T, TG_RECIPROCAL, (T)1 / X)                                  \
         UNARY_CASE(T, TG_SIGN, (T)(X > (T)0) - (T)(X < (T)0))                   \
-        VM_CASE(TG_ERF, VM(erf, SUF))                                           \
         GELU_CASE_##SUF                                                         \
         CHUNKED_UNARY(T, SUF, TG_GELU_TANH,                                          \
                       (T)(-2 * TG_GELU_BETA) * (X + (T)TG_GELU_KAPPA * X * X * X), \
                       VM(exp, SUF), X / ((T)1 + E1))                            \
-        VM_CASE(TG_SILU, VM(silu, SUF))                                         \
         default: return -1;                                                     \
     }
+
+/* UNARY_VM_CASES alone, which tg_unary_f64 / tg_unary_f32 try first: the vecmath function is
+ * chosen by its own level, so the level's variant of unary_f64 (its dispatch, and the prologue of
+ * a function whose other cases stage chunks on the stack) only cost a one-element sin ~40
+ * instructions on the way to the same call. */
+#define UNARY_VM(T, SUF)                                                        \
+    static int unary_vm_##SUF(int op, ptrdiff_t n, const T *a, T *out)         \
+    {                                                                           \
+        switch (op) {                                                           \
+            UNARY_VM_CASES(SUF)                                                 \
+            default: return -1;                                                 \
+        }                                                                       \
+    }
+UNARY_VM(double, f64)
+UNARY_VM(float, f32)
 
 KERNEL_VARIANTS(unary_f64, (int op, ptrdiff_t n, const double *a, double *out),
                 UNARY_BODY(double, f64, sqrt, fabs), (op, n, a, out))
@@ -440,6 +464,10 @@ int tg_binary_f64(int op, ptrdiff_t n, const double *a, ptrdiff_t sa, const doub
                   ptrdiff_t sb, double *out)
 {
     if (n < TG_TINY && TINY_ARITH(op)) return binary_tiny_f64(op, n, a, sa, b, sb, out);
+    if (POW_GENERAL(op, sa, sb, double, b) && n < TG_PAR_MIN_MATH) {
+        tg_vm_pow_f64(a, b[0], out, (size_t)n);
+        return 0;
+    }
     if (op < 0 || op >= TG_N_BINARY || n < TG_PAR_MIN_MATH)
         return binary_f64(op, n, a, sa, b, sb, out);
     tg_job j = { op, a, b, sa, sb, 0, 0, out };
@@ -451,6 +479,10 @@ int tg_binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const float
                   ptrdiff_t sb, float *out)
 {
     if (n < TG_TINY && TINY_ARITH(op)) return binary_tiny_f32(op, n, a, sa, b, sb, out);
+    if (POW_GENERAL(op, sa, sb, float, b) && n < TG_PAR_MIN_MATH) {
+        tg_vm_pow_f32(a, b[0], out, (size_t)n);
+        return 0;
+    }
     if (op < 0 || op >= TG_N_BINARY || n < TG_PAR_MIN_MATH)
         return binary_f32(op, n, a, sa, b, sb, out);
     tg_job j = { op, a, b, sa, sb, 0, 0, out };
@@ -460,6 +492,7 @@ int tg_binary_f32(int op, ptrdiff_t n, const float *a, ptrdiff_t sa, const float
 
 int tg_unary_f64(int op, ptrdiff_t n, const double *a, double *out)
 {
+    if (n < TG_PAR_MIN_MATH && unary_vm_f64(op, n, a, out) == 0) return 0;
     if (op < 0 || op >= TG_N_UNARY || n < TG_PAR_MIN_MATH) return unary_f64(op, n, a, out);
     tg_job j = { op, a, NULL, 1, 0, 0, 0, out };
     tg_parallel_for(n, TG_MIN_PARALLEL(unary_is_arith, op), TG_PART_ALIGN, unary_range_f64, &j);
@@ -468,6 +501,7 @@ int tg_unary_f64(int op, ptrdiff_t n, const double *a, double *out)
 
 int tg_unary_f32(int op, ptrdiff_t n, const float *a, float *out)
 {
+    if (n < TG_PAR_MIN_MATH && unary_vm_f32(op, n, a, out) == 0) return 0;
     if (op < 0 || op >= TG_N_UNARY || n < TG_PAR_MIN_MATH) return unary_f32(op, n, a, out);
     tg_job j = { op, a, NULL, 1, 0, 0, 0, out };
     tg_parallel_for(n, TG_MIN_PARALLEL(unary_is_arith, op), TG_PART_ALIGN, unary_range_f32, &j);
