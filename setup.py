@@ -117,15 +117,16 @@ MODULES = [
     ("_graph_vjp", COLD),
 ]
 
-# Modules compiled without Cython's bound-method unpacking (CYTHON_UNPACK_METHODS=0).  At every
-# call of a Python method Cython inlines a test for a bound Python method and, when it is one, a
-# call of its function with self prepended: that saves only the bound method's own vectorcall
-# trampoline, and numpy's methods (most calls here) are C methods that never take the path.
-# Without it a module has 4-5% less code, deflated as much (all modules: 1,852 -> 1,801 KB), and
-# per-op time is unchanged (tools/compare_builds.py, families and small suites: medians 0.988-1.013
-# and 1.003 against A/A controls of 0.996-1.016 and 0.995).  Set for the cold families here; the
-# hot ones are left to their per-op speed work.
-NO_METHOD_UNPACKING = {"_ops_reduce", "_ops_inplace", "_ops_linalg", "_replay", "_graph_vjp"}
+# Every module is compiled without Cython's bound-method unpacking (CYTHON_UNPACK_METHODS=0).  At
+# every call of a Python method Cython inlines a test for a bound Python method and, when it is
+# one, a call of its function with self prepended: that saves only the bound method's own
+# vectorcall trampoline, and numpy's methods (most calls here) are C methods that never take the
+# path.  Without it a module has 1-5% less code, deflated as much, and per-op time is unchanged
+# (tools/compare_builds.py against A/A controls).  The cold families first (1,852 -> 1,801 KB
+# deflated; families and small suites: medians 0.988-1.013 and 1.003 against A/A 0.996-1.016 and
+# 0.995); then the hot ones (_core, _ops_unary, _ops_shape, _ops_nn: 2,185 -> 2,150 KB of the
+# repaired wheel's compiled modules; families median 0.972, every op 0.93-1.00, against A/A 0.993
+# (0.96-1.02); small suite median 0.985, max 1.043, against A/A 1.001, max 1.064).
 
 # Cython's utility code, shared by the modules above (each imports it when it loads).  Without
 # MemoryView, which no module uses (a third of the shared module's code).
@@ -182,7 +183,7 @@ def extensions():
                      for f in KERNEL_HEADERS + KERNEL_SOURCES + list(MODULE_C_FILES.get(name, ()))],
             include_dirs=[SRC],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")]
-            + ([("CYTHON_UNPACK_METHODS", "0")] if name in NO_METHOD_UNPACKING else []),
+            + [("CYTHON_UNPACK_METHODS", "0")],
             extra_compile_args=compile_args(opt),
             extra_link_args=link_args,
         )

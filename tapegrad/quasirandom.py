@@ -3,11 +3,13 @@
 Points are 30-bit binary fractions made in Gray-code order: point k+1 is point k with one
 direction number per dimension XOR-ed in (the one at the position of the lowest zero bit of k).
 The direction numbers are Joe and Kuo's (new-joe-kuo-6.21201, as PyTorch uses): each dimension's
-primitive polynomial and initial numbers are read from tapegrad/data/sobol_directions.npz (made
-by tools/sobol_directions.py) and the rest follow from the polynomial's recurrence, so an
-unscrambled engine draws exactly PyTorch's points.  Scrambling (a random linear matrix scramble
-of the direction numbers and a random digital shift) draws its bits from tapegrad's generators,
-so scrambled points differ from PyTorch's as every random stream does.
+initial numbers are read from tapegrad/data/sobol_directions.npz (made by
+tools/sobol_directions.py); its primitive polynomial is not stored, since the table's are every
+primitive polynomial over GF(2) in ascending order, found when first needed; the rest follow from
+the polynomial's recurrence, so an unscrambled engine draws exactly PyTorch's points.
+Scrambling (a random linear matrix scramble of the direction numbers and a random digital shift)
+draws its bits from tapegrad's generators, so scrambled points differ from PyTorch's as every
+random stream does.
 """
 from __future__ import annotations
 
@@ -21,22 +23,96 @@ import tapegrad as _tg
 __all__ = ["SobolEngine"]
 
 _TABLE = Path(__file__).resolve().parent / "data" / "sobol_directions.npz"
+_MAXDEGREE = 18         # dimension 21200's polynomial has degree 18
 
 
-def _initial_widths(poly: np.ndarray) -> np.ndarray:
+def _prime_factors(n: int) -> list:
+    factors, p = [], 2
+    while p * p <= n:
+        if n % p == 0:
+            factors.append(p)
+            while n % p == 0:
+                n //= p
+        p += 1
+    return factors + ([n] if n > 1 else [])
+
+
+@lru_cache(maxsize=1)
+def _degrees() -> np.ndarray:
+    """The degree of each dimension's polynomial.  Joe and Kuo's table gives dimension 0 none and
+    then every primitive polynomial over GF(2) in ascending order, phi(2^n - 1) / n of degree n
+    (tools/sobol_directions.py checks this against PyTorch's table)."""
+    counts = []
+    for n in range(1, _MAXDEGREE + 1):
+        totient = (1 << n) - 1
+        for q in _prime_factors(totient):
+            totient -= totient // q
+        counts.append(totient // n)
+    return np.concatenate(([0], np.repeat(np.arange(1, _MAXDEGREE + 1), counts)))
+
+
+# _SPREAD[b]: the byte b with a zero bit after each bit (squaring a polynomial over GF(2)).
+_SPREAD = np.zeros(256, dtype=np.int64)
+for _bit in range(8):
+    _SPREAD |= ((np.arange(256) >> _bit) & 1) << (2 * _bit)
+
+
+def _reduce(r: np.ndarray, p: np.ndarray, n: int, top: int) -> np.ndarray:
+    """r mod p elementwise over GF(2), p of degree n, r below 2^(top + 1)."""
+    for i in range(top, n - 1, -1):
+        r ^= ((r >> i) & 1) * (p << (i - n))
+    return r
+
+
+def _square(r: np.ndarray, p: np.ndarray, n: int) -> np.ndarray:
+    spread = _SPREAD[r & 255] | (_SPREAD[(r >> 8) & 255] << 16) | (_SPREAD[(r >> 16) & 255] << 32)
+    return _reduce(spread, p, n, 2 * n - 2)
+
+
+def _x_power(e: int, p: np.ndarray, n: int) -> np.ndarray:
+    """x^e mod p elementwise (left to right: square, then times x for a one bit)."""
+    r = np.ones_like(p)
+    for bit in bin(e)[2:]:
+        r = _square(r, p, n)
+        if bit == "1":
+            r = _reduce(r << 1, p, n, n)
+    return r
+
+
+@lru_cache(maxsize=None)
+def _primitive_polynomials(n: int) -> np.ndarray:
+    """The primitive polynomials of degree n over GF(2) in ascending order, as bits (x^n ... 1):
+    those in which x has order 2^n - 1, i.e. x^(2^n) = x and x^((2^n - 1) / q) != 1 for each
+    prime q dividing 2^n - 1 (a reducible polynomial's x has a smaller order)."""
+    assert 1 <= n <= _MAXDEGREE             # the squares' 2n - 1 bits fit in 64
+    if n == 1:
+        return np.array([3], dtype=np.int64)
+    p = (1 << n) | 1 | (np.arange(1 << (n - 1), dtype=np.int64) << 1)
+    r = np.full_like(p, 2)
+    for _ in range(n):
+        r = _square(r, p, n)
+    p = p[r == 2]
+    order = (1 << n) - 1
+    for q in _prime_factors(order):
+        if q < order:
+            p = p[_x_power(order // q, p, n) != 1]
+    return p
+
+
+def _initial_widths(degrees: np.ndarray) -> np.ndarray:
     """Bits stored per initial number, dimension by dimension: m_k (k = 1..s, s the degree of the
     dimension's polynomial) is odd and below 2^k, so (m_k - 1) / 2 takes k - 1 bits."""
-    degrees = np.frexp(np.asarray(poly[1:], dtype=np.float64))[1].astype(np.int64) - 1
+    degrees = np.asarray(degrees[1:], dtype=np.int64)
     starts = np.cumsum(degrees) - degrees            # dimension 0 has no initial numbers
     return np.arange(int(degrees.sum()), dtype=np.int64) - np.repeat(starts, degrees)
 
 
-def pack_initial(poly: np.ndarray, initial: np.ndarray) -> np.ndarray:
+def pack_initial(degrees: np.ndarray, initial: np.ndarray) -> np.ndarray:
     """The initial numbers as the table stores them: (m - 1) / 2 in _initial_widths bits each,
     least significant bit first, concatenated and packed into bytes (a third of the size of
     uint32 words deflated, which matters in the wheel: 0.35 instead of 0.65 MB)."""
     initial = np.asarray(initial, dtype=np.int64)
-    widths = _initial_widths(poly)
+    widths = _initial_widths(degrees)
     assert widths.size == initial.size and (initial % 2 == 1).all()
     values, starts = (initial - 1) >> 1, np.cumsum(widths) - widths
     bits = np.zeros(int(widths.sum()), dtype=np.uint8)
@@ -46,8 +122,8 @@ def pack_initial(poly: np.ndarray, initial: np.ndarray) -> np.ndarray:
     return np.packbits(bits, bitorder="little")
 
 
-def _unpack_initial(poly: np.ndarray, packed: np.ndarray) -> np.ndarray:
-    widths = _initial_widths(poly)
+def _unpack_initial(degrees: np.ndarray, packed: np.ndarray) -> np.ndarray:
+    widths = _initial_widths(degrees)
     starts = np.cumsum(widths) - widths
     # A value spans at most 3 bytes (width <= 17 bits, <= 7 bits into its first byte).
     assert widths.max() + 7 <= 24
@@ -59,24 +135,23 @@ def _unpack_initial(poly: np.ndarray, packed: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def _table():
-    """(poly, offset of each dimension's initial numbers, the initial numbers)."""
+    """(degree of each dimension's polynomial, offset of its initial numbers, the numbers)."""
+    degrees = _degrees()
     with np.load(_TABLE) as data:
-        poly = data["poly"].astype(np.int64)
-        initial = _unpack_initial(poly, data["initial_bits"])
-    degrees = np.zeros(poly.size, dtype=np.int64)
-    degrees[1:] = [int(p).bit_length() - 1 for p in poly[1:]]
+        initial = _unpack_initial(degrees, data["initial_bits"])
     offsets = np.concatenate(([0], np.cumsum(degrees)))
-    return poly, offsets, initial
+    return degrees, offsets, initial
 
 
 def _direction_numbers(dimension: int, maxbit: int) -> np.ndarray:
     """(dimension, maxbit) int64: v[d, j] = m_j << (maxbit - 1 - j), m from the table and the
     Bratley-Fox recurrence m_j = 2 a_1 m_{j-1} ^ ... ^ 2^s m_{j-s} ^ m_{j-s}."""
-    poly, offsets, initial = _table()
+    degrees, offsets, initial = _table()
+    first_of_degree = np.searchsorted(degrees, np.arange(_MAXDEGREE + 1))
     m = np.ones((dimension, maxbit), dtype=np.int64)      # dimension 0: all ones (van der Corput)
     for d in range(1, dimension):
-        p = int(poly[d])
-        s = p.bit_length() - 1
+        s = int(degrees[d])
+        p = int(_primitive_polynomials(s)[d - first_of_degree[s]])
         row = [int(v) for v in initial[offsets[d]:offsets[d] + s]]
         for j in range(s, maxbit):
             value = row[j - s] ^ (row[j - s] << s)

@@ -3,12 +3,14 @@ specification): PyTorch's SobolEngine uses Joe and Kuo's table new-joe-kuo-6.212
 polynomial and initial direction numbers m_1..m_s of each dimension).  This reads the full
 direction numbers PyTorch builds (torch._sobol_engine_initialize_state_), recovers each
 dimension's polynomial degree s and coefficients from the recurrence they satisfy (a GF(2)
-linear solve), keeps the s initial numbers, and writes tapegrad/data/sobol_directions.npz:
+linear solve), checks that the polynomials are what tapegrad.quasirandom generates instead of
+storing them (every primitive polynomial over GF(2) in ascending order), keeps the s initial
+numbers, and writes tapegrad/data/sobol_directions.npz:
 
-    poly     uint32 (21201,)  the polynomial x^s + a_1 x^(s-1) + ... + 1 as bits (dimension 0: 1)
     initial_bits  uint8       m_1..m_s of every dimension, concatenated in dimension order and
                               bit-packed (tapegrad.quasirandom.pack_initial: m_k is odd and
-                              below 2^k, so (m_k - 1) / 2 is stored in k - 1 bits)
+                              below 2^k, so (m_k - 1) / 2 is stored in k - 1 bits); stored, not
+                              deflated (random bits: deflate makes them larger)
 
     python tools/sobol_directions.py        # needs torch; rerun only to regenerate the table
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tapegrad.quasirandom import pack_initial
+from tapegrad.quasirandom import _degrees, _primitive_polynomials, pack_initial
 
 MAXBIT = 30
 OUT = Path(__file__).resolve().parent.parent / "tapegrad" / "data" / "sobol_directions.npz"
@@ -81,8 +83,11 @@ def main() -> None:
         s = poly.bit_length() - 1
         polys.append(poly)
         initial.extend(m[d][:s])
-    poly = np.array(polys, dtype=np.uint32)
-    np.savez_compressed(OUT, poly=poly, initial_bits=pack_initial(poly, initial))
+    degrees = _degrees()
+    generated = [1] + [int(p) for n in range(1, int(degrees.max()) + 1)
+                       for p in _primitive_polynomials(n)]
+    assert polys == generated, "the table's polynomials are not the primitive ones in order"
+    np.savez(OUT, initial_bits=pack_initial(degrees, initial))
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
 
 
