@@ -27,7 +27,7 @@ import numpy as np
 from . import _core
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import _check_tensor
-from .autograd.function import Function, _modified_in_place_error
+from .autograd.function import Function, _SavedOutput, _modified_in_place_error
 
 # grad_fn names of compiled ops whose VJP is linear with real coefficients: right for complex.
 _SAFE_COMPILED_OPS = frozenset({
@@ -157,7 +157,11 @@ class _Op(Function):
             ctx.saved = ((tuple(_saved(x) for x in operands) if cls.reads_inputs else ())
                          + ((_saved(out, cls._backward_cls.__name__),) if cls.reads_output
                             else ()))
-            if cls.graph and (cls.reads_inputs or cls.reads_output):
+            if cls.graph and cls.reads_output and not cls.reads_inputs:
+                # create_graph reads the output itself, with its graph (re-deriving it from the
+                # operands would read values written since, which nothing checks)
+                ctx.saved_output = _SavedOutput(out, 0)
+            elif cls.graph and cls.reads_inputs:
                 # Graph-free aliases, not the operands: an in-place op makes its tensor the
                 # output of this record (a cycle through the tape, and a later value); the
                 # graph is found again from the record's inputs (_graph_operands).
@@ -192,9 +196,11 @@ class _Op(Function):
         # An op that reads neither its inputs nor its output (neg, conj, ...) kept no operands:
         # its vjp unpacks one placeholder per input, as on the array path (fuzz seed 154).
         ctx.values = (tuple(_graph_value(x, dt) for x, dt in zip(operands, ctx.dtypes))
-                      if cls.reads_inputs or cls.reads_output else (None,) * len(ctx.dtypes))
+                      if cls.reads_inputs else (None,) * len(ctx.dtypes))
         ctx.out = None
-        if cls.reads_output:
+        if cls.reads_output and not cls.reads_inputs:
+            ctx.out = ctx.saved_output.get(ctx)
+        elif cls.reads_output:
             params = (ctx.params,) if ctx.params is not None else ()
             ctx.out = cls.apply(ctx.np_dt, *operands, *params)
         grads = cls.vjp(ctx, g, tapegrad)
@@ -299,11 +305,9 @@ class _Pow(_Op):
     @staticmethod
     def vjp(ctx, g, m):
         a, b = ctx.values
-        # d(a^b)/da = b a^(b-1) (0 where b == 0, as PyTorch), d(a^b)/db = a^b log(a) (0 where
-        # a == 0 and Re b >= 0)
-        da = m.where(b == 0, 0, b * a ** (b - 1))
+        # d(a^b)/db = a^b log(a) (0 where a == 0 and Re b >= 0)
         db = m.where((a == 0) & (m.real(b) >= 0), 0, ctx.out * m.log(a))
-        return g * _cj(m, da), g * _cj(m, db)
+        return _PowScalar.vjp(ctx, g, m)[0], g * _cj(m, db)
 
 
 _BINARY = {"pow": _Pow}
@@ -339,7 +343,15 @@ def _binary(name, a, b):
 
 @_op("PowBackward0")
 class _PowScalar(_Pow):
-    pass
+    """z ** number: the gradient reads the input only, so (as PyTorch's PowBackward0 saves self
+    and the exponent) an in-place write to the result before backward is no error."""
+    reads_output = False
+
+    @staticmethod
+    def vjp(ctx, g, m):
+        a, b = ctx.values
+        # d(a^b)/da = b a^(b-1) (0 where b == 0, as PyTorch)
+        return (g * _cj(m, m.where(b == 0, 0, b * a ** (b - 1))),)
 
 
 def _broadcast_shapes(sa, sb):
@@ -501,8 +513,12 @@ class _Complex(_Op):
 
 @_op("PolarBackward0")
 class _Polar(_Op):
-    """abs * exp(i angle): d/d abs = Re(conj(e^{i angle}) g), d/d angle = Re(conj(i out) g)."""
+    """abs * exp(i angle): d/d abs = Re(conj(sgn(out)) g), d/d angle = Re(conj(i out) g).  As
+    PyTorch's polar_backward, it reads the output only (so writing to abs or angle after the
+    forward does not invalidate it), and sgn(out) is PyTorch's unit: 0 where abs is 0, -e^{i
+    angle} where abs is negative."""
     cast_operands = False
+    reads_inputs = False
 
     @staticmethod
     def compute(ctx, r, theta):
@@ -519,9 +535,9 @@ class _Polar(_Op):
 
     @staticmethod
     def vjp(ctx, g, m):
-        r, theta = ctx.values
-        unit = m.cos(theta) + 1j * m.sin(theta)
-        return m.real(g * _cj(m, unit)), m.real(g * _cj(m, 1j * ctx.out))
+        out = ctx.out
+        unit = _sgn(out, np.abs(out)) if m is np else m.sgn(out)
+        return m.real(g * _cj(m, unit)), m.real(g * _cj(m, 1j * out))
 
 
 def _complex_of(real_values):
