@@ -102,3 +102,25 @@ def test_complex_pow_number_result_written_both_orders_match_torch(torch, expone
         return g.detach().numpy(), h.numpy()
     for a, b in zip(run(tg), run(torch)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+# -- max/min/amax/amin of an empty complex tensor (58102270, 58103145, 58109943, 58114388) ------
+# PyTorch checks an empty input's reduction dims before refusing complex numbers (no order).
+
+EMPTY_COMPLEX_CALLS = ["z.max()", "z.min()", "z.amax()", "z.amin(())", "z.max(0)", "z.min(1)",
+                       "z.amax(0)", "z.amax(1)", "z.amin((0, 1))", "z.argmax()",
+                       "w.max()", "w.amax(0)", "w.max(0)", "r.amax()", "r.amax(())"]
+
+
+@pytest.mark.parametrize("call", EMPTY_COMPLEX_CALLS)
+def test_empty_complex_extremes_raise_as_torch(torch, call):
+    def run(L):
+        env = {"z": L.zeros(0, 3, dtype=L.complex64), "w": L.ones(2, 3, dtype=L.complex128),
+               "r": L.zeros(0, 2)}
+        try:
+            out = eval(call, {}, env)
+        except Exception as e:                          # noqa: BLE001 (compared below)
+            return type(e).__name__, str(e).split("(Triggered")[0]
+        out = out[0] if isinstance(out, tuple) else out
+        return "ok", tuple(out.shape)
+    assert run(tg) == run(torch)
