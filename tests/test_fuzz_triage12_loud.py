@@ -124,3 +124,24 @@ def test_empty_complex_extremes_raise_as_torch(torch, call):
         out = out[0] if isinstance(out, tuple) else out
         return "ok", tuple(out.shape)
     assert run(tg) == run(torch)
+
+
+# -- view_as_complex ignores the stride of a dim of size 1 (58104149) ---------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.zeros(2, 1, dtype=L.float64).T,
+    lambda L: L.arange(6.0).as_strided((1, 2), (3, 1)),
+    lambda L: L.arange(6.0).as_strided((1, 1, 2), (5, 3, 1)),
+    lambda L: L.arange(12.0).as_strided((2, 1, 2), (4, 3, 1)),
+    lambda L: L.arange(6.0).as_strided((2, 2), (3, 1)),            # refused by both
+])
+def test_view_as_complex_strides_of_size_one_dims_as_torch(torch, make):
+    def run(L):
+        x = make(L).detach().requires_grad_(True)
+        try:
+            z = L.view_as_complex(x)
+        except RuntimeError as e:
+            return str(e)
+        (z * (2 - 1j)).real.sum().backward()
+        return z.detach().numpy().tolist(), z.stride(), x.grad.numpy().tolist()
+    assert run(tg) == run(torch)
