@@ -679,8 +679,11 @@ def _view_of(view_fn, base):
 # -- reductions -----------------------------------------------------------------------------------
 
 def _regrow(g, axes, keepdim):
-    """The gradient g of a reduction over `axes` with the reduced dims back (size 1)."""
-    return g if keepdim else np.expand_dims(g, axes)
+    """The gradient g of a reduction over `axes` with the reduced dims back (size 1); g an array
+    or (create_graph, one axis) a tensor."""
+    if keepdim:
+        return g
+    return np.expand_dims(g, axes) if isinstance(g, np.ndarray) else g.unsqueeze(axes)
 
 
 def _prod_of_others(z, axis):
@@ -694,23 +697,40 @@ def _prod_of_others(z, axis):
     return (np.take(left, np.arange(n), axis) * np.take(right, np.arange(1, n + 1), axis))
 
 
+def _prod_of_others_graph(z, axis):
+    """_prod_of_others of a tensor, with its graph (create_graph): row i of an n x n matrix holds
+    z along `axis` with element i replaced by 1, and its product is element i's (exact with
+    zeros; n^2 elements, for the second derivative only)."""
+    import tapegrad
+    zt = z.movedim(axis, -1)
+    n = zt.shape[-1]
+    rows = zt.unsqueeze(-2).expand(*zt.shape[:-1], n, n)
+    return rows.masked_fill(tapegrad.eye(n, dtype=tapegrad.bool), 1).prod(-1).movedim(-1, axis)
+
+
+def _others(m, z, axis):
+    return _prod_of_others(z, axis) if m is np else _prod_of_others_graph(z, axis)
+
+
 @_op("ProdBackward0")
 class _ProdAll(_Op):
     reads_output = False
+    graph = True
     compute = staticmethod(lambda ctx, z: np.prod(z))
 
     @staticmethod
     def vjp(ctx, g, m):
         (z,) = ctx.values
         flat = z.reshape(-1)
-        if flat.size == 0:
-            return (np.zeros_like(z),)
-        return ((g * np.conj(_prod_of_others(flat, 0))).reshape(z.shape),)
+        if flat.shape[0] == 0:
+            return (m.zeros_like(z),)
+        return ((g * _cj(m, _others(m, flat, 0))).reshape(z.shape),)
 
 
 @_op("ProdBackward1")
 class _ProdDim(_Op):
     reads_output = False
+    graph = True
 
     @staticmethod
     def compute(ctx, z):
@@ -724,8 +744,8 @@ class _ProdDim(_Op):
         if z.ndim == 0:
             return (g,)
         if z.shape[dim] == 0:
-            return (np.zeros_like(z),)
-        return (_regrow(g, dim, keepdim) * np.conj(_prod_of_others(z, dim)),)
+            return (m.zeros_like(z),)
+        return (_regrow(g, dim, keepdim) * _cj(m, _others(m, z, dim)),)
 
 
 def _prod(z, dim, keepdim):
