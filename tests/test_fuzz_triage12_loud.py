@@ -191,3 +191,22 @@ def test_complex_prod_gradgradcheck():
               lambda a, b: tg.view_as_real(tg.complex(a, b).prod(1))):
         assert tg.autograd.gradcheck(f, (x, y))
         assert tg.autograd.gradgradcheck(f, (x, y))
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_polar_retained_grad_of_output_after_two_passes_matches_torch(torch):
+    # PyTorch's second pass reaches polar's output through its saved result, so the output's
+    # retained .grad gains that term; tapegrad's VJP read the angle before (58002747, 57100087)
+    def run(L):
+        r = L.tensor([0.5, 1.5, 2.0], dtype=L.float64, requires_grad=True)
+        t = L.tensor([0.3, -1.0, 2.5], dtype=L.float64, requires_grad=True)
+        z = L.polar(r * 1.0, t * 1.0)
+        z.retain_grad()
+        w = L.tensor([1 + 2j, -1j, 0.5 - 0.25j], dtype=L.complex128)
+        loss = (z * w).real.sum() + (z * z).abs().sum()
+        loss.backward(create_graph=True)
+        first = z.grad.detach().clone()
+        ((r.grad ** 2).sum() + (t.grad * r.grad).sum()).backward()
+        return [x.detach().numpy() for x in (first, z.grad, r.grad, t.grad)]
+    for a, b in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
