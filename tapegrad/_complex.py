@@ -203,7 +203,13 @@ class _Op(Function):
         elif cls.reads_output:
             params = (ctx.params,) if ctx.params is not None else ()
             ctx.out = cls.apply(ctx.np_dt, *operands, *params)
-        grads = cls.vjp(ctx, g, tapegrad)
+        try:
+            grads = cls.vjp(ctx, g, tapegrad)
+        finally:
+            # Tensors with graphs, dropped: the output read back (polar) is this record's own
+            # output, and kept on ctx it would hold the record through the tape, a cycle that
+            # no collector sees
+            ctx.values = ctx.out = None
         grads = tuple(grads) + (None,) * (len(ctx.metas) - len(grads))
         return (None,) + tuple(_fit_graph(gr, m) for gr, m in zip(grads, ctx.metas))
 
