@@ -806,7 +806,11 @@ def _var_std(is_std, z, dim, correction, keepdim):
     square root.  Composed of recorded ops, so the gradient is theirs."""
     var = (_core.var(real(z), dim, correction=correction, keepdim=keepdim)
            + _core.var(imag(z), dim, correction=correction, keepdim=keepdim))
-    return var.sqrt() if is_std else var
+    if not is_std:
+        return var
+    # sqrt's derivative is infinite at 0, times var's zero gradient: NaN.  PyTorch's std gradient
+    # is 0 where std is 0 (fuzz 58402318), which routing no gradient through zeros gives.
+    return _core.where(var == 0, 0.0, var).sqrt()
 
 
 def _norm(z, p, dim, keepdim):

@@ -225,3 +225,29 @@ def test_polar_create_graph_keeps_no_record_alive():
     del r, th
     gc.collect()
     assert tg._core.tape().live_records == before
+
+
+# -- complex std where the deviation is 0 (58402318) --------------------------------------------
+# std = sqrt(var) composed: sqrt's infinite derivative at 0 times var's zero gradient gave NaN,
+# which spread to the whole gradient of a leaf; PyTorch's std gradient is 0 there.
+
+@pytest.mark.parametrize("dim", [None, 1])
+def test_complex_std_with_zero_deviation_as_torch(torch, dim):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 4))
+    a[1] = 0.75                                         # row 1 (and with dim=None nothing) constant
+
+    def run(L):
+        x = L.tensor(a, dtype=L.float64, requires_grad=True)
+        z = x + (1 - 0.5j) * x.detach()
+        s = z.std() if dim is None else z.std(dim)
+        w = L.tensor(np.linspace(0.5, 1.5, s.numel()).reshape(tuple(s.shape)), dtype=L.float64)
+        (g,) = L.autograd.grad((s * w).sum(), [x], create_graph=True)
+        (h,) = L.autograd.grad((g * g).sum(), [x])
+        return s.detach().numpy(), g.detach().numpy(), h.numpy()
+    for ours, theirs in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+
+    x = tg.tensor([0.8655], dtype=tg.float64, requires_grad=True)
+    (tg.cat([x, x]) + (1 - 0.5j)).std().backward()
+    assert x.grad.tolist() == [0.0]
