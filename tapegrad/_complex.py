@@ -27,7 +27,7 @@ import numpy as np
 from . import _core
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import _check_tensor
-from .autograd.function import Function, _modified_in_place_error
+from .autograd.function import Function, _SavedOutput, _modified_in_place_error
 
 # grad_fn names of compiled ops whose VJP is linear with real coefficients: right for complex.
 _SAFE_COMPILED_OPS = frozenset({
@@ -157,7 +157,11 @@ class _Op(Function):
             ctx.saved = ((tuple(_saved(x) for x in operands) if cls.reads_inputs else ())
                          + ((_saved(out, cls._backward_cls.__name__),) if cls.reads_output
                             else ()))
-            if cls.graph and (cls.reads_inputs or cls.reads_output):
+            if cls.graph and cls.reads_output and not cls.reads_inputs:
+                # create_graph reads the output itself, with its graph (re-deriving it from the
+                # operands would read values written since, which nothing checks)
+                ctx.saved_output = _SavedOutput(out, 0)
+            elif cls.graph and cls.reads_inputs:
                 # Graph-free aliases, not the operands: an in-place op makes its tensor the
                 # output of this record (a cycle through the tape, and a later value); the
                 # graph is found again from the record's inputs (_graph_operands).
@@ -192,12 +196,20 @@ class _Op(Function):
         # An op that reads neither its inputs nor its output (neg, conj, ...) kept no operands:
         # its vjp unpacks one placeholder per input, as on the array path (fuzz seed 154).
         ctx.values = (tuple(_graph_value(x, dt) for x, dt in zip(operands, ctx.dtypes))
-                      if cls.reads_inputs or cls.reads_output else (None,) * len(ctx.dtypes))
+                      if cls.reads_inputs else (None,) * len(ctx.dtypes))
         ctx.out = None
-        if cls.reads_output:
+        if cls.reads_output and not cls.reads_inputs:
+            ctx.out = ctx.saved_output.get(ctx)
+        elif cls.reads_output:
             params = (ctx.params,) if ctx.params is not None else ()
             ctx.out = cls.apply(ctx.np_dt, *operands, *params)
-        grads = cls.vjp(ctx, g, tapegrad)
+        try:
+            grads = cls.vjp(ctx, g, tapegrad)
+        finally:
+            # Tensors with graphs, dropped: the output read back (polar) is this record's own
+            # output, and kept on ctx it would hold the record through the tape, a cycle that
+            # no collector sees
+            ctx.values = ctx.out = None
         grads = tuple(grads) + (None,) * (len(ctx.metas) - len(grads))
         return (None,) + tuple(_fit_graph(gr, m) for gr, m in zip(grads, ctx.metas))
 
@@ -299,11 +311,9 @@ class _Pow(_Op):
     @staticmethod
     def vjp(ctx, g, m):
         a, b = ctx.values
-        # d(a^b)/da = b a^(b-1) (0 where b == 0, as PyTorch), d(a^b)/db = a^b log(a) (0 where
-        # a == 0 and Re b >= 0)
-        da = m.where(b == 0, 0, b * a ** (b - 1))
+        # d(a^b)/db = a^b log(a) (0 where a == 0 and Re b >= 0)
         db = m.where((a == 0) & (m.real(b) >= 0), 0, ctx.out * m.log(a))
-        return g * _cj(m, da), g * _cj(m, db)
+        return _PowScalar.vjp(ctx, g, m)[0], g * _cj(m, db)
 
 
 _BINARY = {"pow": _Pow}
@@ -339,7 +349,15 @@ def _binary(name, a, b):
 
 @_op("PowBackward0")
 class _PowScalar(_Pow):
-    pass
+    """z ** number: the gradient reads the input only, so (as PyTorch's PowBackward0 saves self
+    and the exponent) an in-place write to the result before backward is no error."""
+    reads_output = False
+
+    @staticmethod
+    def vjp(ctx, g, m):
+        a, b = ctx.values
+        # d(a^b)/da = b a^(b-1) (0 where b == 0, as PyTorch)
+        return (g * _cj(m, m.where(b == 0, 0, b * a ** (b - 1))),)
 
 
 def _broadcast_shapes(sa, sb):
@@ -501,8 +519,12 @@ class _Complex(_Op):
 
 @_op("PolarBackward0")
 class _Polar(_Op):
-    """abs * exp(i angle): d/d abs = Re(conj(e^{i angle}) g), d/d angle = Re(conj(i out) g)."""
+    """abs * exp(i angle): d/d abs = Re(conj(sgn(out)) g), d/d angle = Re(conj(i out) g).  As
+    PyTorch's polar_backward, it reads the output only (so writing to abs or angle after the
+    forward does not invalidate it), and sgn(out) is PyTorch's unit: 0 where abs is 0, -e^{i
+    angle} where abs is negative."""
     cast_operands = False
+    reads_inputs = False
 
     @staticmethod
     def compute(ctx, r, theta):
@@ -519,9 +541,9 @@ class _Polar(_Op):
 
     @staticmethod
     def vjp(ctx, g, m):
-        r, theta = ctx.values
-        unit = m.cos(theta) + 1j * m.sin(theta)
-        return m.real(g * _cj(m, unit)), m.real(g * _cj(m, 1j * ctx.out))
+        out = ctx.out
+        unit = _sgn(out, np.abs(out)) if m is np else m.sgn(out)
+        return m.real(g * _cj(m, unit)), m.real(g * _cj(m, 1j * out))
 
 
 def _complex_of(real_values):
@@ -643,7 +665,8 @@ def view_as_complex(input):
         pass        # (no element to read; tapegrad's empty results have zero strides, seed 56000183)
     elif a.strides[-1] != a.itemsize:
         raise RuntimeError("Tensor must have a last dimension with stride 1")
-    elif any(s % (2 * a.itemsize) for s in a.strides[:-1]):
+    elif any(s % (2 * a.itemsize) for s, n in zip(a.strides[:-1], a.shape) if n != 1):
+        # (a dim of size 1 is never stepped along: PyTorch ignores its stride, 58104149)
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last "
                            "dimension")
     _core._complex_in_use()
@@ -662,8 +685,11 @@ def _view_of(view_fn, base):
 # -- reductions -----------------------------------------------------------------------------------
 
 def _regrow(g, axes, keepdim):
-    """The gradient g of a reduction over `axes` with the reduced dims back (size 1)."""
-    return g if keepdim else np.expand_dims(g, axes)
+    """The gradient g of a reduction over `axes` with the reduced dims back (size 1); g an array
+    or (create_graph, one axis) a tensor."""
+    if keepdim:
+        return g
+    return np.expand_dims(g, axes) if isinstance(g, np.ndarray) else g.unsqueeze(axes)
 
 
 def _prod_of_others(z, axis):
@@ -677,23 +703,40 @@ def _prod_of_others(z, axis):
     return (np.take(left, np.arange(n), axis) * np.take(right, np.arange(1, n + 1), axis))
 
 
+def _prod_of_others_graph(z, axis):
+    """_prod_of_others of a tensor, with its graph (create_graph): row i of an n x n matrix holds
+    z along `axis` with element i replaced by 1, and its product is element i's (exact with
+    zeros; n^2 elements, for the second derivative only)."""
+    import tapegrad
+    zt = z.movedim(axis, -1)
+    n = zt.shape[-1]
+    rows = zt.unsqueeze(-2).expand(*zt.shape[:-1], n, n)
+    return rows.masked_fill(tapegrad.eye(n, dtype=tapegrad.bool), 1).prod(-1).movedim(-1, axis)
+
+
+def _others(m, z, axis):
+    return _prod_of_others(z, axis) if m is np else _prod_of_others_graph(z, axis)
+
+
 @_op("ProdBackward0")
 class _ProdAll(_Op):
     reads_output = False
+    graph = True
     compute = staticmethod(lambda ctx, z: np.prod(z))
 
     @staticmethod
     def vjp(ctx, g, m):
         (z,) = ctx.values
         flat = z.reshape(-1)
-        if flat.size == 0:
-            return (np.zeros_like(z),)
-        return ((g * np.conj(_prod_of_others(flat, 0))).reshape(z.shape),)
+        if flat.shape[0] == 0:
+            return (m.zeros_like(z),)
+        return ((g * _cj(m, _others(m, flat, 0))).reshape(z.shape),)
 
 
 @_op("ProdBackward1")
 class _ProdDim(_Op):
     reads_output = False
+    graph = True
 
     @staticmethod
     def compute(ctx, z):
@@ -707,8 +750,8 @@ class _ProdDim(_Op):
         if z.ndim == 0:
             return (g,)
         if z.shape[dim] == 0:
-            return (np.zeros_like(z),)
-        return (_regrow(g, dim, keepdim) * np.conj(_prod_of_others(z, dim)),)
+            return (m.zeros_like(z),)
+        return (_regrow(g, dim, keepdim) * _cj(m, _others(m, z, dim)),)
 
 
 def _prod(z, dim, keepdim):
@@ -763,7 +806,11 @@ def _var_std(is_std, z, dim, correction, keepdim):
     square root.  Composed of recorded ops, so the gradient is theirs."""
     var = (_core.var(real(z), dim, correction=correction, keepdim=keepdim)
            + _core.var(imag(z), dim, correction=correction, keepdim=keepdim))
-    return var.sqrt() if is_std else var
+    if not is_std:
+        return var
+    # sqrt's derivative is infinite at 0, times var's zero gradient: NaN.  PyTorch's std gradient
+    # is 0 where std is 0 (fuzz 58402318), which routing no gradient through zeros gives.
+    return _core.where(var == 0, 0.0, var).sqrt()
 
 
 def _norm(z, p, dim, keepdim):

@@ -218,7 +218,7 @@ def test_create_graph_second_derivatives_match_torch(name):
 def test_create_graph_through_an_op_without_a_graph_vjp_raises():
     z = tg.tensor([1 + 2j, 0.5 - 1j], requires_grad=True)
     with pytest.raises(NotImplementedError, match="create_graph=True"):
-        tg.autograd.grad(z.prod().real, z, create_graph=True)
+        tg.autograd.grad(z.logsumexp(0).real, z, create_graph=True)
 
 
 def test_create_graph_keeps_no_record_alive():

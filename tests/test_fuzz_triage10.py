@@ -172,9 +172,6 @@ SAVED_CASES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="loud difference left (docs/differences.md): complex polar "
-                   "and z ** number version-check what PyTorch does not save, so backward raises; "
-                   "polar's gradient at abs inf is -inf where PyTorch's is nan")
 @pytest.mark.parametrize("case", sorted(SAVED_CASES))
 def test_complex_saved_values_as_torch(torch, case):
     def run(L):

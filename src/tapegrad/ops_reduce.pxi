@@ -474,7 +474,8 @@ cdef object extreme_dims(int op, TensorBase x, object dim, bint keepdim, str nam
     """amax/amin over `dim` (int, tuple or all) and max/min of all elements."""
     cdef Record* r
     A = x._array
-    if dtype_kind(<cnp.ndarray>A) == c'c':            # complex numbers have no order
+    if dtype_kind(<cnp.ndarray>A) == c'c' and cnp.PyArray_SIZE(A) > 0:
+        # complex numbers have no order (PyTorch checks an empty input's dims first, below)
         return complex_call("refuse", (name + "_all" if dim is None and (
             op == OP_MAX_ALL or op == OP_MIN_ALL) else name, x))
     cdef int ndim = A.ndim
@@ -517,7 +518,8 @@ cdef object extreme_along(int op, TensorBase x, int axis, bint keepdim, str name
     """max/min along one dim: (values, indices); the values' gradient goes to the indices."""
     cdef Record* r
     A = x._array
-    if dtype_kind(<cnp.ndarray>A) == c'c':
+    if dtype_kind(<cnp.ndarray>A) == c'c' and not (A.ndim > 0 and A.shape[axis] == 0):
+        # (PyTorch checks for an empty reduced dim first, below)
         return complex_call("refuse", (name + "_dim", x))
     cdef int ndim = A.ndim
     shape = A.shape
