@@ -225,3 +225,30 @@ def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
     for col in range(cols):
         tensor._array[gen.permutation(rows)[:num_zeros], col] = 0
     return tensor
+
+
+def _deprecated(new):
+    """PyTorch keeps the old names without the trailing underscore: they warn and call the new."""
+    old_name, new_name = new.__name__[:-1], new.__name__
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+                      FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = (f"\n    {old_name}(...)\n\n    .. warning::\n        This method is now "
+                               f"deprecated in favor of :func:`torch.nn.init.{new_name}`.\n\n"
+                               f"    See :func:`~torch.nn.init.{new_name}` for details.")
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

@@ -1,0 +1,87 @@
+"""What the session-12 proxy of public scripts (phlippe/uvadlc_notebooks, L1aoXingyu/pytorch-beginner,
+bentrevett/pytorch-image-classification) touched that tapegrad lacked or did differently, each
+checked against PyTorch."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _same(ours, theirs):
+    assert str(ours.dtype) == str(theirs.dtype)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+# -- creation functions take one-element tensors where PyTorch does -----------------------------
+
+@pytest.mark.parametrize("args", [
+    (("t", 3, "int64"),),
+    (("t", 3.0, "float32"),),
+    (("t", 3, "int32"),),
+    (("t", 3.0, "float64"),),
+    (0, ("t", 5, "int64"), ("t", 2, "int64")),
+    (("t", 1, "int64"), 6),
+    (("t", 1, "int64"), 6.0),
+    (("t", 1.5, "float32"), 6),
+])
+def test_arange_reads_tensor_bounds_with_their_dtype(args):
+    # torch.arange(torch.tensor(3)) is int64, as arange(3): a silent float result before
+    def build(lib):
+        return [lib.tensor(a[1], dtype=getattr(lib, a[2])) if isinstance(a, tuple) else a
+                for a in args]
+    _same(tg.arange(*build(tg)), torch.arange(*build(torch)))
+
+
+@pytest.mark.parametrize("fn", ["linspace", "logspace"])
+def test_steps_may_be_a_0d_integer_tensor(fn):
+    for dtype in ("int64", "int32", "uint8"):
+        _same(getattr(tg, fn)(0, 1, steps=tg.tensor(4, dtype=getattr(tg, dtype))),
+              getattr(torch, fn)(0, 1, steps=torch.tensor(4, dtype=getattr(torch, dtype))))
+
+
+@pytest.mark.parametrize("fn", ["linspace", "logspace"])
+@pytest.mark.parametrize("steps", [4.0, [4], True])
+def test_steps_rejects_float_bool_and_1d_tensors_as_torch(fn, steps):
+    with pytest.raises(TypeError) as theirs:
+        getattr(torch, fn)(0, 1, steps=torch.tensor(steps))
+    with pytest.raises(TypeError, match="steps"):
+        getattr(tg, fn)(0, 1, steps=tg.tensor(steps))
+    assert "Tensor" in str(theirs.value)
+
+
+# -- nn.init's deprecated names without the underscore ------------------------------------------
+
+_DEPRECATED = {"uniform": (), "normal": (), "constant": (0.5,), "xavier_uniform": (),
+               "xavier_normal": (), "kaiming_uniform": (), "kaiming_normal": (),
+               "orthogonal": (), "sparse": (0.5,)}
+
+
+@pytest.mark.parametrize("old", sorted(_DEPRECATED))
+def test_nn_init_deprecated_names_warn_and_fill_as_the_new(old):
+    assert callable(getattr(torch.nn.init, old))
+    args = _DEPRECATED[old]
+    w = tg.empty(6, 5)
+    with pytest.warns(FutureWarning) as rec:
+        out = getattr(tg.nn.init, old)(w, *args)
+    assert out is w
+    assert str(rec[0].message) == (f"`nn.init.{old}` is now deprecated in favor of "
+                                   f"`nn.init.{old}_`.")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tw = getattr(torch.nn.init, old)(torch.empty(6, 5), *args)
+    # same distribution family: compare what does not depend on the random stream
+    if old == "constant":
+        _same(w, tw)
+    elif old == "orthogonal":
+        np.testing.assert_allclose(w.numpy() @ w.numpy().T if w.shape[0] <= w.shape[1]
+                                   else w.numpy().T @ w.numpy(), np.eye(min(w.shape)), atol=1e-5)
+    elif old == "sparse":
+        assert ((w.numpy() == 0).sum(0) == (tw.numpy() == 0).sum(0)).all()
+    assert getattr(tg.nn.init, old).__name__ == getattr(torch.nn.init, old).__name__ == old
