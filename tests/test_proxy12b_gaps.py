@@ -85,3 +85,71 @@ def test_nn_init_deprecated_names_warn_and_fill_as_the_new(old):
     elif old == "sparse":
         assert ((w.numpy() == 0).sum(0) == (tw.numpy() == 0).sum(0)).all()
     assert getattr(tg.nn.init, old).__name__ == getattr(torch.nn.init, old).__name__ == old
+
+
+# -- .data has a version counter of its own (uvadlc tutorial 12's masked convolution) -----------
+
+def _data_versions(lib):
+    x = lib.ones(3, requires_grad=True)
+    with lib.no_grad():
+        x.mul_(2)
+    y = lib.zeros(3)
+    for _ in range(3):
+        y.add_(1)
+    seen = [x._version, y._version]
+    x.data = y                          # set_data keeps x's own counter
+    seen += [x._version, y._version]
+    y.add_(1)
+    seen += [x._version, y._version, x.detach().tolist()]
+    d = x.data                          # a fresh counter, not x's
+    seen.append(d._version)
+    d.add_(1)
+    d[0:2].add_(1)                      # a view of .data shares .data's counter
+    seen += [d._version, x._version]
+    e = x.detach()                      # detach shares x's counter
+    e.add_(1)
+    seen += [e._version, x._version]
+    return seen
+
+
+def test_data_has_its_own_version_counter_and_set_data_keeps_ours():
+    assert _data_versions(tg) == _data_versions(torch)
+
+
+def _masked_conv_receptive_field(lib):
+    # the tutorial's MaskedConvolution: `conv.weight.data *= mask` on every forward, then
+    # backward(retain_graph=True) through graphs that saved the weight before the write
+    inp = lib.zeros(1, 1, 7, 7, requires_grad=True)
+    conv = lib.nn.Conv2d(1, 1, (1, 3), padding=(0, 1))
+    conv.weight.data.fill_(1)
+    conv.bias.data.fill_(0)
+    mask = lib.tensor([[[[1.0, 1.0, 0.0]]]])
+    h = inp
+    grads = []
+    for _ in range(3):
+        conv.weight.data *= mask
+        h = conv(h) + h
+        h[0, :, 3, 3].sum().backward(retain_graph=True)
+        grads.append(inp.grad.clone())
+        inp.grad.zero_()
+    conv.weight.data.mul_(2)            # untracked: the saved weight is read as it is now
+    h[0, :, 3, 3].sum().backward()
+    grads.append(inp.grad.clone())
+    return [g.numpy() for g in grads], conv.weight._version
+
+
+def test_writes_through_data_between_forward_and_backward_are_untracked_as_in_torch():
+    ours, our_version = _masked_conv_receptive_field(tg)
+    theirs, their_version = _masked_conv_receptive_field(torch)
+    assert our_version == their_version
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_in_place_write_through_detach_is_still_caught():
+    for lib in (tg, torch):
+        w = lib.ones(3, requires_grad=True)
+        y = (w * w).sum()
+        w.detach().mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()

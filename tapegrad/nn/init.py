@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from .. import _core
 from ..random import _numpy_rng
 
 
@@ -15,11 +16,11 @@ def _fill(tensor, values):
     if not tensor._array.flags.writeable:
         # an expand()ed view (numpy marks it read-only): as PyTorch, one value is written into
         # elements that share memory, values per element are refused there
-        from .. import _core
         from ..grad_mode import no_grad
         with no_grad():
             return _core._overwrite_(tensor, values, "FillBackward2")
     tensor._array[...] = values
+    _core._note_in_place_write(tensor)
     return tensor
 
 
@@ -83,6 +84,7 @@ def _fill_drawn(tensor, draw):
     for start in range(0, flat.size, _DRAW_CHUNK):
         stop = min(start + _DRAW_CHUNK, flat.size)
         flat[start:stop] = draw(stop - start)
+    _core._note_in_place_write(tensor)
     return tensor
 
 
@@ -224,6 +226,7 @@ def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
     gen = _numpy_rng(generator, "sparse_")
     for col in range(cols):
         tensor._array[gen.permutation(rows)[:num_zeros], col] = 0
+    _core._note_in_place_write(tensor)
     return tensor
 
 
