@@ -153,3 +153,18 @@ def test_in_place_write_through_detach_is_still_caught():
         w.detach().mul_(2)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             y.backward()
+
+
+@pytest.mark.parametrize("init", ["uniform_", "normal_", "zeros_", "xavier_uniform_", "kaiming_normal_",
+                                  "orthogonal_", "trunc_normal_", "eye_"])
+def test_nn_init_counts_as_an_in_place_write(init):
+    # a graph that saved the weight must refuse it after re-initialisation (it read the new
+    # values silently before), and the version moves as PyTorch's does
+    for lib in (tg, torch):
+        w = lib.ones(4, 3, requires_grad=True)
+        y = (w * w).sum()
+        getattr(lib.nn.init, init)(w)
+        assert w._version >= 1
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+    assert tg.nn.Linear(3, 2).weight._version == torch.nn.Linear(3, 2).weight._version
