@@ -168,3 +168,19 @@ def test_nn_init_counts_as_an_in_place_write(init):
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             y.backward()
     assert tg.nn.Linear(3, 2).weight._version == torch.nn.Linear(3, 2).weight._version
+
+
+def test_corpus_hook_loads_this_repos_tapegrad_for_a_script_outside_the_repo(tmp_path):
+    # `PYTHONPATH=tools/corpus_hook python /elsewhere/script.py` silently ran the installed PyTorch
+    # (the script's directory, not the repo, leads sys.path), so a proxy compared torch with torch
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[1]
+    script = tmp_path / "script.py"
+    script.write_text("import torch, torch.nn.functional\nprint(torch.__name__, torch.__file__)\n")
+    env = dict(os.environ, PYTHONPATH=str(repo / "tools" / "corpus_hook"))
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    assert out.split()[1] == str(repo / "tapegrad" / "__init__.py")
