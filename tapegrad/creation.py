@@ -397,6 +397,8 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, 
            pin_memory: bool = False) -> Tensor:
     """Values from start (default 0) up to but excluding end, every step; int64 for ints."""
     _check_placement("arange", device, pin_memory)
+    # one-element tensors count as their values (an integer tensor as an int, for the dtype)
+    start, end, step = _scalar_arg(start), _scalar_arg(end), _scalar_arg(step)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -430,16 +432,24 @@ def _is_int(x) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
+def _count_arg(x, fn: str, name: str, position: int) -> int:
+    """An int argument such as `steps`: a Python/numpy int, or (as PyTorch's argument parser
+    allows) a 0-d integer tensor."""
+    if (isinstance(x, _core.TensorBase) and x.ndim == 0 and x._array.dtype.kind in "iu"):
+        return int(x.item())
+    if not _is_int(x):
+        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be int, not "
+                        f"{type(x).__name__}")
+    return int(x)
+
+
 def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, device=None) -> Tensor:
     """`steps` values evenly spaced from start to end inclusive (float32 by default).
 
     Computed as PyTorch does (in the result's precision, the first half counted up from start and
     the second half down from end), so float32 values match PyTorch's bit for bit."""
     check_device(device, "linspace")
-    if not _is_int(steps):
-        raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not "
-                        f"{type(steps).__name__}")
-    steps = int(steps)
+    steps = _count_arg(steps, "linspace", "steps", 3)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = _scalar_arg(start), _scalar_arg(end)
@@ -478,10 +488,7 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     raised to `base`.  float64 and integer values match PyTorch's exactly; float32 and float16
     ones may differ in the last place (PyTorch's vectorised pow rounds differently)."""
     check_device(device, "logspace")
-    if not _is_int(steps):
-        raise TypeError(f"logspace(): argument 'steps' (position 3) must be int, not "
-                        f"{type(steps).__name__}")
-    steps = int(steps)
+    steps = _count_arg(steps, "logspace", "steps", 3)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = _scalar_arg(start), _scalar_arg(end)

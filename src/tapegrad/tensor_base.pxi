@@ -119,7 +119,7 @@ cdef class Version:
 
 
 cdef inline TensorBase alias(TensorBase t):
-    """A graph-free tensor on t's storage that shares t's version counter (detach, .data)."""
+    """A graph-free tensor on t's storage that shares t's version counter (detach)."""
     cdef TensorBase a = wrap(t._array)
     a._version = version_of(t)
     a._inference = t._inference
@@ -606,15 +606,20 @@ cdef class TensorBase:
 
     @property
     def data(self):
-        """The value as a tensor that shares storage and is cut from the graph."""
-        return alias(self)
+        """The value as a tensor that shares storage and is cut from the graph.  Unlike detach(),
+        it has a version counter of its own, as PyTorch's: writes through `.data` are invisible
+        to autograd (`conv.weight.data *= mask` between a forward and its backward raises
+        nothing; the backward reads the new values, as PyTorch's does)."""
+        cdef TensorBase a = alias(self)
+        a._version = None
+        return a
 
     @data.setter
     def data(self, value):
+        # PyTorch's set_data swaps the storage and keeps this tensor's own version counter
         if not isinstance(value, TensorBase):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         self._array = (<TensorBase>value)._array
-        self._version = version_of(<TensorBase>value)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad (or only of

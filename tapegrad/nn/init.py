@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from .. import _core
 from ..random import _numpy_rng
 
 
@@ -15,11 +16,11 @@ def _fill(tensor, values):
     if not tensor._array.flags.writeable:
         # an expand()ed view (numpy marks it read-only): as PyTorch, one value is written into
         # elements that share memory, values per element are refused there
-        from .. import _core
         from ..grad_mode import no_grad
         with no_grad():
             return _core._overwrite_(tensor, values, "FillBackward2")
     tensor._array[...] = values
+    _core._note_in_place_write(tensor)
     return tensor
 
 
@@ -83,6 +84,7 @@ def _fill_drawn(tensor, draw):
     for start in range(0, flat.size, _DRAW_CHUNK):
         stop = min(start + _DRAW_CHUNK, flat.size)
         flat[start:stop] = draw(stop - start)
+    _core._note_in_place_write(tensor)
     return tensor
 
 
@@ -224,4 +226,32 @@ def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
     gen = _numpy_rng(generator, "sparse_")
     for col in range(cols):
         tensor._array[gen.permutation(rows)[:num_zeros], col] = 0
+    _core._note_in_place_write(tensor)
     return tensor
+
+
+def _deprecated(new):
+    """PyTorch keeps the old names without the trailing underscore: they warn and call the new."""
+    old_name, new_name = new.__name__[:-1], new.__name__
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+                      FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = (f"\n    {old_name}(...)\n\n    .. warning::\n        This method is now "
+                               f"deprecated in favor of :func:`torch.nn.init.{new_name}`.\n\n"
+                               f"    See :func:`~torch.nn.init.{new_name}` for details.")
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import sys
 
 # `functorch` is the torch wheel's second top-level package: it goes with torch.
@@ -49,9 +50,20 @@ class TorchToTapegradFinder(importlib.abc.MetaPathFinder):
         )
 
 
+def _make_this_repos_tapegrad_importable() -> None:
+    """This hook lives in <repo>/tools/corpus_hook.  A script outside the repo (`PYTHONPATH=
+    tools/corpus_hook python /elsewhere/script.py`) has its own directory, not the repo, first on
+    sys.path: without this, `import torch` would find no tapegrad and silently load the installed
+    PyTorch, so a comparison would set PyTorch against itself."""
+    if importlib.util.find_spec("tapegrad") is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.path.append(os.path.dirname(os.path.dirname(here)))
+
+
 def install() -> None:
     if not any(isinstance(f, TorchToTapegradFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, TorchToTapegradFinder())
 
 
+_make_this_repos_tapegrad_importable()
 install()
