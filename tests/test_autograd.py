@@ -488,10 +488,14 @@ def test_function_gradients_match_finite_differences():
     a, b = tg.tensor(a0, requires_grad=True), tg.tensor(b0, requires_grad=True)
     f(a, b).backward()
     ea, eb = numeric_grad(lambda x, y: f(tg.tensor(x), tg.tensor(y)).item(), [a0.copy(), b0.copy()])
-    np.testing.assert_allclose(a.grad.numpy(), ea, rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(b.grad.numpy(), eb, rtol=1e-6, atol=1e-8)
+    # exp(p) reaches ~1e9 for some draws (the module RNG's draws depend on which tests ran
+    # before): finite differences of the sum then carry an absolute error ~eps*|f|/h in every
+    # component, so the tolerance scales with the largest gradient
+    atol = max(1e-8, 1e-9 * np.abs(ea).max())
+    np.testing.assert_allclose(a.grad.numpy(), ea, rtol=1e-6, atol=atol)
+    np.testing.assert_allclose(b.grad.numpy(), eb, rtol=1e-6, atol=atol)
     ga, gb = tg.autograd.grad(f(a, b), [a, b])
-    np.testing.assert_allclose(ga.numpy(), ea, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(ga.numpy(), ea, rtol=1e-6, atol=atol)
 
 
 def test_function_outputs_share_one_grad_fn_and_it_is_the_ctx():
