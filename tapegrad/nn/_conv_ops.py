@@ -521,7 +521,7 @@ def _check_tensor(x, name="input"):
 
 def _ctype(arr):
     """The C name PyTorch's messages use for a dtype (float, double, long...)."""
-    return {"f": "float", "d": "double", "e": "c10::Half", "l": "long", "i": "int",
+    return {"f": "float", "d": "double", "e": "c10::Half", "l": "long int", "i": "int",
             "h": "short", "b": "signed char", "B": "unsigned char", "?": "bool"}.get(
         arr.dtype.char, str(arr.dtype))
 
@@ -543,13 +543,21 @@ def _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups, tra
         raise RuntimeError(f"expected stride to be a single integer value or a list of "
                            f"{weight.dim() - 2} values to match the convolution dimensions, "
                            f"but got stride={list(stride)}")
-    if input._array.dtype == np.float64 and weight._array.dtype == np.float32:
-        raise RuntimeError("expected scalar type Double but found Float")
+    # PyTorch 2.13's order: a forward convolution checks the bias's dtype against the input's
+    # first, then the weight's; only a bfloat16 input (the MKLDNN path) names legacy types.
+    bias_differs = bias is not None and bias._array.dtype != input._array.dtype
+    if bias_differs and not transposed:
+        raise RuntimeError(f"Input type ({_ctype(input._array)}) and bias type "
+                           f"({_ctype(bias._array)}) should be the same")
     if input._array.dtype != weight._array.dtype:
-        raise RuntimeError(f"Input type ({_legacy(input._array)}) and weight type "
-                           f"({_legacy(weight._array)}) should be the same or input should be a "
-                           "MKLDNN tensor and weight is a dense tensor")
-    if bias is not None and bias._array.dtype != input._array.dtype:
+        in_name = _core.scalar_type_name_of(input._array.dtype)
+        if in_name == "BFloat16":
+            raise RuntimeError(f"Input type (CPUBFloat16Type) and weight type "
+                               f"({_legacy(weight._array)}) should be the same or input should "
+                               "be a MKLDNN tensor and weight is a dense tensor")
+        raise RuntimeError(f"expected scalar type {in_name} but found "
+                           f"{_core.scalar_type_name_of(weight._array.dtype)}")
+    if bias_differs:
         raise RuntimeError(f"Input type ({_ctype(input._array)}) and bias type "
                            f"({_ctype(bias._array)}) should be the same")
     if input._array.dtype.kind not in "fiu":

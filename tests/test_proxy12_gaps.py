@@ -1,0 +1,76 @@
+"""What the session-12 proxy of public scripts (mrdbourke/pytorch-deep-learning,
+harvardnlp/annotated-transformer, srush/Tensor-Puzzles) touched that tapegrad lacked or did
+differently: the torch.utils.data.distributed module, PyTorch 2.13's dtype messages of the
+convolutions, ..."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.nn.functional as F
+
+
+# -- torch.utils.data.distributed ---------------------------------------------------------------
+
+def test_utils_data_distributed_module_holds_the_distributed_sampler():
+    mod = importlib.import_module("tapegrad.utils.data.distributed")
+    assert mod.DistributedSampler is tg.utils.data.DistributedSampler
+    assert mod.__all__ == ["DistributedSampler"]
+    s = mod.DistributedSampler(range(10), num_replicas=3, rank=1, shuffle=False)
+    assert list(s) == [1, 4, 7, 0] and len(s) == 4
+
+
+def test_distributed_sampler_without_a_process_group_raises_as_torch():
+    torch = pytest.importorskip("torch")
+    from torch.utils.data.distributed import DistributedSampler as TorchSampler
+    from tapegrad.utils.data.distributed import DistributedSampler
+    for cls in (TorchSampler, DistributedSampler):
+        with pytest.raises(ValueError, match="Default process group has not been initialized"):
+            cls(range(10))
+        with pytest.raises(ValueError, match=r"Invalid rank 3, rank should be in the interval \[0, 2\]"):
+            cls(range(10), num_replicas=3, rank=3)
+    for kw in (dict(shuffle=False), dict(shuffle=False, drop_last=True)):
+        for rank in range(3):
+            assert list(DistributedSampler(range(11), num_replicas=3, rank=rank, **kw)) == \
+                list(TorchSampler(range(11), num_replicas=3, rank=rank, **kw))
+
+
+# -- convolution dtype checks (PyTorch 2.13's order and messages) -------------------------------
+
+_DTYPES = ["float32", "float64", "float16", "uint8", "int64"]
+
+
+def _conv_error(lib, fn, xd, wd, bd, transposed=False):
+    nd = {"conv1d": 1, "conv2d": 2, "conv3d": 3}[fn]
+    x = lib.ones((1, 3) + (6,) * nd, dtype=getattr(lib, xd))
+    w = lib.ones(((3, 4) if transposed else (4, 3)) + (3,) * nd, dtype=getattr(lib, wd))
+    b = None if bd is None else lib.ones(4, dtype=getattr(lib, bd))
+    f = getattr(lib.nn.functional, fn.replace("conv", "conv_transpose") if transposed else fn)
+    try:
+        out = f(x, w, b)
+    except Exception as e:  # noqa: BLE001 - the type and message are what is compared
+        return type(e).__name__, str(e).splitlines()[0]
+    return "ok", str(out.dtype).replace("tapegrad.", "torch.")
+
+
+@pytest.mark.parametrize("fn", ["conv1d", "conv2d", "conv3d"])
+@pytest.mark.parametrize("xd", _DTYPES)
+@pytest.mark.parametrize("wd", _DTYPES)
+@pytest.mark.parametrize("bd", [None] + _DTYPES)
+def test_conv_dtype_mismatch_messages_match_torch(fn, xd, wd, bd):
+    torch = pytest.importorskip("torch")
+    if xd == wd and (bd is None or bd == xd) and xd in ("float16",):
+        pytest.skip("half convolutions on CPU are not compared here")
+    expected = _conv_error(torch, fn, xd, wd, bd)
+    assert _conv_error(tg, fn, xd, wd, bd) == expected
+
+
+@pytest.mark.parametrize("xd,wd", [("float32", "float64"), ("float64", "float32"),
+                                   ("int64", "float32")])
+def test_conv_transpose_weight_dtype_mismatch_message_matches_torch(xd, wd):
+    torch = pytest.importorskip("torch")
+    assert _conv_error(tg, "conv2d", xd, wd, None, True) == \
+        _conv_error(torch, "conv2d", xd, wd, None, True)
