@@ -74,3 +74,32 @@ def test_conv_transpose_weight_dtype_mismatch_message_matches_torch(xd, wd):
     torch = pytest.importorskip("torch")
     assert _conv_error(tg, "conv2d", xd, wd, None, True) == \
         _conv_error(torch, "conv2d", xd, wd, None, True)
+
+
+# -- DataLoader(pin_memory=True) warns once per script, as PyTorch -------------------------------
+
+_PIN_SCRIPT = """
+import warnings, {lib} as torch
+warnings.simplefilter("default")
+loaders = [torch.utils.data.DataLoader(list(range(4)), batch_size=2, pin_memory=True)
+           for _ in range(2)]
+def train(dl):
+    for _ in dl: pass
+def test(dl):
+    for _ in dl: pass
+for epoch in range(2):
+    train(loaders[0]); test(loaders[1])
+"""
+
+
+def test_pin_memory_warning_shows_once_across_loops_as_torch():
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+    counts = {}
+    for lib in ("torch", "tapegrad"):
+        run = subprocess.run([sys.executable, "-c", _PIN_SCRIPT.format(lib=lib)],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        counts[lib] = run.stderr.count("UserWarning: 'pin_memory' argument is set as true")
+    assert counts == {"torch": 1, "tapegrad": 1}
