@@ -103,3 +103,43 @@ def test_pin_memory_warning_shows_once_across_loops_as_torch():
         assert run.returncode == 0, run.stderr
         counts[lib] = run.stderr.count("UserWarning: 'pin_memory' argument is set as true")
     assert counts == {"torch": 1, "tapegrad": 1}
+
+
+# -- linear with a bias checks dtypes before shapes, as PyTorch's addmm ---------------------------
+
+def _linear_error(lib, xs, ws, bs, xd, wd, bd):
+    x = lib.ones(xs, dtype=getattr(lib, xd))
+    w = lib.ones(ws, dtype=getattr(lib, wd))
+    b = None if bs is None else lib.ones(bs, dtype=getattr(lib, bd))
+    try:
+        out = lib.nn.functional.linear(x, w, b)
+    except Exception as e:  # noqa: BLE001 - the type and message are what is compared
+        return type(e).__name__, str(e)
+    return "ok", tuple(out.shape), str(out.dtype).replace("tapegrad.", "torch.")
+
+
+@pytest.mark.parametrize("xs,ws,bs", [((3, 28), (10, 28), (10,)), ((3, 28), (10, 27), (10,)),
+                                      ((2, 3, 28), (10, 27), (10,)), ((28,), (10, 27), (10,)),
+                                      ((3, 28), (10, 27), (3, 10)), ((3, 28), (10, 28), None),
+                                      ((28, 28), (10, 784), (10,)), ((28, 28), (10, 784), None)])
+@pytest.mark.parametrize("xd,wd,bd", [("uint8", "float32", "float32"),
+                                      ("float64", "float32", "float32"),
+                                      ("float64", "float32", "float64"),
+                                      ("float32", "float32", "float64"),
+                                      ("float32", "float32", "float32")])
+def test_linear_dtype_and_shape_errors_match_torch(xs, ws, bs, xd, wd, bd):
+    torch = pytest.importorskip("torch")
+    assert _linear_error(tg, xs, ws, bs, xd, wd, bd) == _linear_error(torch, xs, ws, bs, xd, wd, bd)
+
+
+def test_linear_layer_on_a_uint8_image_names_the_dtypes_as_torch():
+    # pytorch-deep-learning's "most common errors": a model fed the raw uint8 image
+    torch = pytest.importorskip("torch")
+    msgs = []
+    for lib in (torch, tg):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Flatten(), lib.nn.Linear(784, 10))
+        with pytest.raises(RuntimeError) as info:
+            model(lib.zeros(28, 28, dtype=lib.uint8))
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1] == "mat1 and mat2 must have the same dtype, but got Byte and Float"
