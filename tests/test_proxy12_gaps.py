@@ -76,6 +76,34 @@ def test_conv_transpose_weight_dtype_mismatch_message_matches_torch(xd, wd):
         _conv_error(torch, "conv2d", xd, wd, None, True)
 
 
+# Which words a float32 input with a float64 weight gets depends on the backend PyTorch picks
+# (MKLDNN names legacy tensor types): batch size, kernel size, stride, groups, input size.
+_BACKEND_CASES = [  # (input shape, weight shape, kwargs)
+    ((1, 3, 8, 8), (4, 3, 3, 3), {}), ((2, 3, 8, 8), (4, 3, 3, 3), {}),
+    ((1, 3, 8, 8), (4, 3, 5, 5), {}), ((1, 3, 8, 8), (4, 3, 3, 5), {}),
+    ((1, 3, 8, 8), (4, 3, 3, 3), {"stride": 2}), ((1, 3, 100, 100), (4, 3, 3, 3), {}),
+    ((1, 4, 8, 8), (4, 2, 3, 3), {"groups": 2}), ((1, 3, 8, 8), (4, 3, 1, 1), {}),
+    ((2, 3, 8, 8), (4, 3, 1, 1), {}), ((3, 8, 8), (4, 3, 3, 3), {}),
+    ((2, 3, 8), (4, 3, 3), {}), ((1, 3, 8), (4, 3, 5), {}), ((1, 3, 3000), (4, 3, 3), {}),
+    ((2, 3, 4, 4, 4), (4, 3, 3, 3, 3), {}), ((1, 3, 4, 4, 4), (4, 3, 3, 3, 3), {}),
+    ((1, 3, 8, 8, 8), (4, 3, 3, 5, 5), {}), ((1, 3, 8, 8, 8), (4, 3, 3, 3, 3), {"dilation": 2}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_BACKEND_CASES)))
+@pytest.mark.parametrize("wd", ["float64", "float16"])
+def test_conv_weight_dtype_message_follows_torchs_backend_choice(case, wd):
+    torch = pytest.importorskip("torch")
+    xs, ws, kw = _BACKEND_CASES[case]
+    fn = {3: "conv1d", 4: "conv2d", 5: "conv3d"}[len(ws)]
+
+    def error(lib):
+        with pytest.raises(RuntimeError) as info:
+            getattr(lib.nn.functional, fn)(lib.ones(xs), lib.ones(ws, dtype=getattr(lib, wd)), **kw)
+        return str(info.value)
+    assert error(tg) == error(torch)
+
+
 # -- DataLoader(pin_memory=True) warns once per script, as PyTorch -------------------------------
 
 _PIN_SCRIPT = """
