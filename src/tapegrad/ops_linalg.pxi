@@ -633,10 +633,15 @@ cdef object linear_eager(input, weight, bias=None):
         k = last(X.shape)
         if dw != 2:
             raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
-        check_mm(rows, k, Wt.shape[0], Wt.shape[1], X.dtype, W.dtype)
+        # addmm checks the dtypes (bias against weight, then input against weight) before
+        # the shapes: nn.Linear on a uint8 image names the dtypes, not the sizes
         if C.dtype != W.dtype:
             raise RuntimeError("self and mat2 must have the same dtype, but got "
                                f"{scalar_type_name(C.dtype)} and {scalar_type_name(W.dtype)}")
+        if X.dtype != W.dtype:
+            raise RuntimeError("mat1 and mat2 must have the same dtype, but got "
+                               f"{scalar_type_name(X.dtype)} and {scalar_type_name(W.dtype)}")
+        check_mm(rows, k, Wt.shape[0], Wt.shape[1], X.dtype, W.dtype)
         check_expand(C.shape, (rows, Wt.shape[1]), C.dtype)   # names it only on error
     else:
         matmul_route(X, Wt, x._requires_grad, w._requires_grad)

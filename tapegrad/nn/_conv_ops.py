@@ -521,13 +521,33 @@ def _check_tensor(x, name="input"):
 
 def _ctype(arr):
     """The C name PyTorch's messages use for a dtype (float, double, long...)."""
-    return {"f": "float", "d": "double", "e": "c10::Half", "l": "long", "i": "int",
+    return {"f": "float", "d": "double", "e": "c10::Half", "l": "long int", "i": "int",
             "h": "short", "b": "signed char", "B": "unsigned char", "?": "bool"}.get(
         arr.dtype.char, str(arr.dtype))
 
 
 def _legacy(arr):
     return f"torch.{_core.scalar_type_name_of(arr.dtype)}Tensor"
+
+
+def _mkldnn_backend(input, weight, nd, stride, dilation, groups) -> bool:
+    """Whether PyTorch's CPU convolution takes its MKLDNN backend for these operands (its
+    ``use_mkldnn`` heuristic, on the input seen as 4-D: a 1-D convolution has a unit height).
+    Only the words of a dtype-mismatch error depend on it."""
+    name = _core.scalar_type_name_of(input._array.dtype)
+    if name == "BFloat16":
+        return True
+    if name != "Float":
+        return False
+    shape = tuple(input.shape) if input.dim() == nd + 2 else (1,) + tuple(input.shape)
+    kernel = tuple(weight.shape[2:])
+    if nd == 1:
+        shape, kernel = shape[:2] + (1,) + shape[2:], (1,) + kernel
+    from .._threads import get_num_threads
+    worth_it = (any(s != 1 for s in stride) or any(d != 1 for d in dilation) or shape[0] >= 16
+                or kernel[-1] != 1 or kernel[-2] != 1 or get_num_threads() > 1)
+    return worth_it and (groups > 1 or (kernel[-1] > 3 and kernel[-2] > 3) or shape[0] > 1
+                         or shape[0] * shape[1] * shape[2] * shape[3] > 20480)
 
 
 def _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups, transposed=False):
@@ -543,13 +563,22 @@ def _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups, tra
         raise RuntimeError(f"expected stride to be a single integer value or a list of "
                            f"{weight.dim() - 2} values to match the convolution dimensions, "
                            f"but got stride={list(stride)}")
-    if input._array.dtype == np.float64 and weight._array.dtype == np.float32:
-        raise RuntimeError("expected scalar type Double but found Float")
+    # PyTorch 2.13's order: a forward convolution checks the bias's dtype against the input's
+    # first, then the weight's, in words that depend on the backend it picked
+    bias_differs = bias is not None and bias._array.dtype != input._array.dtype
+    if bias_differs and not transposed:
+        raise RuntimeError(f"Input type ({_ctype(input._array)}) and bias type "
+                           f"({_ctype(bias._array)}) should be the same")
     if input._array.dtype != weight._array.dtype:
-        raise RuntimeError(f"Input type ({_legacy(input._array)}) and weight type "
-                           f"({_legacy(weight._array)}) should be the same or input should be a "
-                           "MKLDNN tensor and weight is a dense tensor")
-    if bias is not None and bias._array.dtype != input._array.dtype:
+        in_name = _core.scalar_type_name_of(input._array.dtype)
+        if _mkldnn_backend(input, weight, nd, stride, dilation, groups):
+            legacy = "CPUBFloat16Type" if in_name == "BFloat16" else _legacy(input._array)
+            raise RuntimeError(f"Input type ({legacy}) and weight type ({_legacy(weight._array)}) "
+                               "should be the same or input should be a MKLDNN tensor and "
+                               "weight is a dense tensor")
+        raise RuntimeError(f"expected scalar type {in_name} but found "
+                           f"{_core.scalar_type_name_of(weight._array.dtype)}")
+    if bias_differs:
         raise RuntimeError(f"Input type ({_ctype(input._array)}) and bias type "
                            f"({_ctype(bias._array)}) should be the same")
     if input._array.dtype.kind not in "fiu":

@@ -20,6 +20,7 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.utils.data import dataloader as dataloader
 from tapegrad.utils.data import dataset as dataset
+from tapegrad.utils.data import distributed as distributed
 from tapegrad.utils.data import sampler as sampler
 from tapegrad.utils.data.dataloader import DataLoader as DataLoader
 from tapegrad.utils.data.dataloader import default_collate as default_collate

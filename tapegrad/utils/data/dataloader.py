@@ -393,14 +393,16 @@ class DataLoader:
     def _new_iterator_seed(self) -> int:
         """What PyTorch does when an epoch's iterator is created, for any num_workers: warn about
         pin_memory without an accelerator, and draw the workers' base seed from the loader's
-        generator (before the sampler draws, so the shuffle order ignores num_workers)."""
+        generator (before the sampler draws, so the shuffle order ignores num_workers).
+        The warnings name this file's line, as PyTorch's name its dataloader.py: under the
+        default filter a script sees each once, however many loops iterate its loaders."""
         if self.pin_memory and self.pin_memory_device:
             warnings.warn("pin_memory_device is deprecated, the current accelerator will be used "
                           f"as the device,ignore pin_memory_device='{self.pin_memory_device}'.",
-                          UserWarning, stacklevel=3)
+                          UserWarning, stacklevel=1)
         if self.pin_memory:
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then "
-                          "device pinned memory won't be used.", UserWarning, stacklevel=3)
+                          "device pinned memory won't be used.", UserWarning, stacklevel=1)
         return int(_numpy_generator(self.generator).integers(0, 2 ** 63 - 1))
 
     # -- the epoch ----------------------------------------------------------------------------
