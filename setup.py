@@ -171,9 +171,18 @@ def fail(what, fix):
     raise SystemExit(MISSING_TOOL.format(what=what, fix=fix))
 
 
+# Cython 3.3's extension types create instances through a vectorcall tp_new, which a plain
+# tp_new call (wrap()'s, every op's result tensor) reaches through an adapter
+# (__Pyx_CallTpnewAsVectorcall): ~45 instructions more per tensor made, 2% of a one-element op
+# (issue 20's check that sizes 1-16 keep their per-op time).  Every module (and the shared
+# utility module, so that they agree on it) uses the plain tp_new, as Cython 3.2 did.
+CYTHON_MACROS = [("CYTHON_VECTORCALL_TPNEW", "0")]
+
+
 def extensions():
     # Its sources: the C file Cython generates for it (cythonize maps this path into build_dir).
     shared = Extension(SHARED_UTILITY, sources=[SHARED_UTILITY.replace(".", os.sep) + ".c"],
+                       define_macros=CYTHON_MACROS,
                        extra_compile_args=compile_args(GLUE), extra_link_args=link_args)
     return [shared] + [
         Extension(
@@ -182,7 +191,7 @@ def extensions():
             depends=[os.path.join(SRC, f)
                      for f in KERNEL_HEADERS + KERNEL_SOURCES + list(MODULE_C_FILES.get(name, ()))],
             include_dirs=[SRC],
-            define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")]
+            define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")] + CYTHON_MACROS
             + [("CYTHON_UNPACK_METHODS", "0")],
             extra_compile_args=compile_args(opt),
             extra_link_args=link_args,

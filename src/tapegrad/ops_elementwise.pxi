@@ -397,9 +397,47 @@ def _iterator_layout(out, A, B):
 
 
 cdef object binary_op(int op, object a, object b):
-    """Forward and record of a binary elementwise op; a and/or b is a TensorBase."""
-    cdef Py_ssize_t inp[2]
-    cdef Record* r
+    """Forward and record of a binary elementwise op; a and/or b is a TensorBase.
+
+    The common case takes a short path kept small enough for the compiler to inline its helpers
+    (at sizes 1-16 the op is its overhead): a float32/float64 C-contiguous tensor of the plain
+    Tensor class with a Python number, or two such tensors of one dtype and shape.  Such a pair
+    passes every check of binary_general (meta operand: not the Tensor class; bool subtraction,
+    complex, promotion: no bool or non-float operand; broadcasting: one shape; TensorIterator
+    layout: both row-major), and both paths compute it with the same fast_binary call, so the
+    results are the same bits.  Anything else, and pow of a tensor exponent, goes the long way."""
+    cdef bint a_tensor = type(a) is TensorType, b_tensor = type(b) is TensorType
+    if a_tensor:
+        A = (<TensorBase>a)._array
+        if b_tensor:
+            B = (<TensorBase>b)._array
+            if not (cnp.PyArray_Check(B) and same_shape(<cnp.ndarray>A, <cnp.ndarray>B)):
+                return binary_general(op, a, b)
+        elif kernel_scalar(b):
+            B = b
+        else:
+            return binary_general(op, a, b)
+    elif b_tensor and kernel_scalar(a):
+        A = a
+        B = (<TensorBase>b)._array
+    else:
+        return binary_general(op, a, b)
+    cdef int kop = kernel_of(op)
+    if kop == TG_POW and not kernel_scalar(B):
+        return binary_general(op, a, b)                 # a tensor exponent: numpy's pow
+    out = fast_binary(kop, A, B)                        # None: not contiguous float32/float64
+    if out is None:
+        return binary_general(op, a, b)
+    cdef TensorBase res = wrap(out)
+    if CAPTURE is not None and capturing():
+        capture_binary(kop, a, b, False, True, res)
+    if not grad_enabled():
+        return res
+    return record_binary(op, a, b, A, B, out, res, a_tensor, b_tensor, False, True)
+
+
+cdef object binary_general(int op, object a, object b):
+    """binary_op for every pair: meta operands, promotion, broadcasting, bool and complex."""
     if is_meta_tensor(a) or is_meta_tensor(b):          # a meta operand of a CPU tensor's op
         return meta_entry(BINARY_NAMES.get(op, "binary"), (a, b))
     cdef bint a_tensor = isinstance(a, TensorBase), b_tensor = isinstance(b, TensorBase)
@@ -460,6 +498,16 @@ cdef object binary_op(int op, object a, object b):
         capture_binary(kop, a, b, promote, in_c, res)
     if not grad_enabled():
         return res
+    return record_binary(op, a, b, A, B, out, res, a_tensor, b_tensor, promote, same_shapes)
+
+
+cdef object record_binary(int op, object a, object b, object A, object B, object out,
+                          TensorBase res, bint a_tensor, bint b_tensor, bint promote,
+                          bint same_shapes):
+    """The record of binary_op's a (op) b (A, B: the operands as computed; out: res's array)
+    when grad mode is on; returns res."""
+    cdef Py_ssize_t inp[2]
+    cdef Record* r
     begin_record(2)
     inp[0] = node_for_input(<TensorBase>a) if a_tensor else -1
     inp[1] = node_for_input(<TensorBase>b) if b_tensor else -1
