@@ -5,15 +5,6 @@ import pytest
 import tapegrad as tg
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _meta_dispatchers_removed_after():
-    # Making a meta tensor routes tapegrad's public functions through the meta dispatchers for
-    # the rest of the process; the other test modules run without them.
-    yield
-    from tapegrad import _meta
-    _meta.uninstall_dispatchers()
-
-
 def _outcome(T, fn):
     try:
         out = fn(T)

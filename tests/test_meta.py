@@ -11,15 +11,6 @@ from tapegrad import nn
 from tapegrad.nn import functional as F
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _meta_dispatchers_removed_after():
-    # Making a meta tensor routes tapegrad's module-level functions through the meta dispatchers
-    # for the rest of the process; the other test modules run without them.
-    yield
-    from tapegrad import _meta
-    _meta.uninstall_dispatchers()
-
-
 def _outcome(fn):
     """What a call gives: ('ok', repr or value) or (exception type name, message)."""
     try:
