@@ -1,0 +1,126 @@
+"""Regressions of the silent differences the session-11 fuzz campaigns left (issue 16), each
+against PyTorch where it is installed (the `torch` fixture skips cleanly without it), with
+float64 finite-difference checks where the gradient is new.
+"""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def _as_np(t):
+    return None if t is None else np.asarray(t.detach().numpy() if hasattr(t, "detach") else t)
+
+
+def _same(a, b, rtol=1e-10, atol=1e-12):
+    np.testing.assert_allclose(_as_np(a), _as_np(b), rtol=rtol, atol=atol, equal_nan=True)
+
+
+# -- cumprod's gradient through zeros (seed 58118466) ---------------------------------------------
+# sqrt(|cumprod(x)|) where the running product is 0: the upstream gradient there is inf. The
+# gradient was a chain of recorded products whose VJP met that inf with the structural zeros
+# (0 * inf = NaN in the whole row); PyTorch's cumprod_backward takes the products that leave the
+# zero out directly, and gives the finite values finite differences give.
+
+_CUMPROD_ROWS = [
+    [0.7, -1.3, 2.0, 0.5, 1.1],      # no zero
+    [0.7, 0.0, 2.0, 0.5, 1.1],       # one zero
+    [0.0, 0.0, 0.5, -0.5, 2.0],      # zeros first
+    [1.5, 2.0, 0.0, 3.0, 0.0],       # two zeros apart
+    [1.2, -0.4, 0.9, 2.0, 0.0],      # zero last
+    [0.0, 0.0, 0.0, 0.0, 0.0],
+]
+
+
+def _cumprod_rows(L, dtype):
+    return L.tensor(np.array(_CUMPROD_ROWS), dtype=dtype, requires_grad=True)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cumprod_gradient_through_zeros_as_torch(torch, dim):
+    weights = np.random.default_rng(5).standard_normal((6, 5))
+    got = []
+    for L in (torch, tg):
+        x = _cumprod_rows(L, L.float64)
+        loss = (x.cumprod(dim).abs().sqrt() * L.tensor(weights)).sum()
+        loss.backward()
+        got.append(x.grad)
+    _same(got[1], got[0])
+
+
+def test_cumprod_sqrt_abs_seed_58118466_finite_as_torch(torch):
+    vals = np.array([0.0, 0.0, 0.5, -0.5, 0.0, 1.5, 1.0, 0.0]).reshape(2, 4)
+    w = np.random.default_rng([307945602, 6]).standard_normal((2, 4))
+    got = []
+    for L in (torch, tg):
+        v1 = L.tensor(vals, requires_grad=True)
+        (v1.cumprod(-1).abs().sqrt() * L.tensor(w)).sum().backward()
+        got.append(v1.grad)
+    _same(got[1], got[0])
+    assert np.isfinite(_as_np(got[1])[:, 1:]).all()
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("upstream", ["finite", "inf_at_zeros"])
+def test_cumprod_second_derivative_as_torch(torch, dim, upstream):
+    g = np.random.default_rng(7).standard_normal((6, 5))
+    if upstream == "inf_at_zeros":
+        g[np.cumprod(np.array(_CUMPROD_ROWS), dim) == 0] = np.inf
+    got = []
+    for L in (torch, tg):
+        x = _cumprod_rows(L, L.float64)
+        first, = L.autograd.grad(x.cumprod(dim), x, L.tensor(g), create_graph=True)
+        second, = L.autograd.grad((first * L.tensor(g[::-1].copy())).sum(), x)
+        got.append((first, second))
+    _same(got[1][0], got[0][0])
+    if upstream == "finite":     # (else the first derivative is already NaN in both)
+        _same(got[1][1], got[0][1])
+
+
+def test_cumprod_complex_gradients_as_torch(torch):
+    vals = np.array([1 + 2j, 0j, 3 - 1j, 2j, 0j, 0.5 + 0.5j])
+    got = []
+    for L in (torch, tg):
+        z = L.tensor(vals, requires_grad=True)
+        first, = L.autograd.grad((z.cumprod(0).abs() ** 2).sum(), z, create_graph=True)
+        second, = L.autograd.grad(first.abs().sum(), z)
+        got.append((first, second))
+    _same(got[1][0], got[0][0])
+    _same(got[1][1], got[0][1])
+
+
+@pytest.mark.parametrize("row", range(len(_CUMPROD_ROWS)))
+def test_cumprod_gradcheck_and_gradgradcheck(row):
+    # a polynomial: finite differences hold through the zeros too
+    x = tg.tensor(np.array(_CUMPROD_ROWS[row]) + 0.0, dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradcheck(lambda t: t.cumprod(0), (x,))
+    assert tg.autograd.gradgradcheck(lambda t: t.cumprod(0), (x,))
+    m = tg.tensor(np.array(_CUMPROD_ROWS)[:, :3], dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradgradcheck(lambda t: t.cumprod(0), (m,))
+
+
+def test_cumprod_grad_fn_and_saved_values_as_torch(torch):
+    for L in (torch, tg):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x.cumprod(0)
+        assert type(y.grad_fn).__name__ == "CumprodBackward0"
+        y2 = y * 1
+        y.mul_(2)                      # the node saved its result: the backward raises
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y2.sum().backward()
+
+
+@pytest.mark.parametrize("vals", [[2.0, 0.0, 4.0], [0.0, 3.0, 0.0], [0.0, 0.0, 0.0],
+                                  [1.5, -2.0, 0.5]])
+def test_prod_gradients_with_zeros_as_torch(torch, vals):
+    got = []
+    for L in (torch, tg):
+        x = L.tensor(vals, dtype=L.float64, requires_grad=True)
+        first, = L.autograd.grad(x.prod(), x, create_graph=True)
+        second, = L.autograd.grad((first * L.tensor([1.0, -2.0, 0.5], dtype=L.float64)).sum(),
+                                  x)
+        rows = L.tensor([vals, vals[::-1]], dtype=L.float64, requires_grad=True)
+        by_row, = L.autograd.grad(rows.prod(1), rows, L.tensor([1.5, -1.0], dtype=L.float64))
+        got.append((first, second, by_row))
+    for a, b in zip(got[1], got[0]):
+        _same(a, b)
