@@ -124,3 +124,65 @@ def test_prod_gradients_with_zeros_as_torch(torch, vals):
         got.append((first, second, by_row))
     for a, b in zip(got[1], got[0]):
         _same(a, b)
+
+
+# -- F.linear of an N-d input with a bias is a view of its 2-D addmm result (57100206, 57301596) --
+# PyTorch folds the input to 2-D, runs addmm, and views the product back (ViewBackward0 whose
+# _base is the 2-D AddmmBackward0 tensor). tapegrad's result was its own root: after an in-place
+# write through another view of it, the write rewrote the result's own history and its retained
+# .grad took the gradient that flowed through the write as well.
+
+def _linear_operands(L, x_shape):
+    rng = np.random.default_rng(3)
+    x = L.tensor(rng.standard_normal(x_shape), requires_grad=True)
+    w = L.tensor(rng.standard_normal((5, x_shape[-1])), requires_grad=True)
+    b = L.tensor(rng.standard_normal(5), requires_grad=True)
+    return x, w, b
+
+
+@pytest.mark.parametrize("x_shape", [(2, 3, 4), (2, 1, 3, 4), (4,)])
+def test_linear_nd_result_is_a_view_of_the_addmm_product_as_torch(torch, x_shape):
+    seen = []
+    for L in (torch, tg):
+        y = L.nn.functional.linear(*_linear_operands(L, x_shape))
+        base = y._base
+        seen.append((type(y.grad_fn).__name__, None if base is None else tuple(base.shape),
+                     None if base is None else type(base.grad_fn).__name__, y._version))
+    assert seen[1] == seen[0]
+
+
+def test_linear_other_layouts_as_torch(torch):
+    seen = []
+    for L in (torch, tg):
+        x, w, b = _linear_operands(L, (2, 3, 4))
+        F = L.nn.functional
+        ys = [F.linear(x, w), F.linear(x.transpose(0, 1), w, b), F.linear(x[0], w, b)]
+        seen.append([(type(y.grad_fn).__name__, y._base is None, y._version) for y in ys])
+    assert seen[1] == seen[0]
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_linear_retained_grad_after_a_write_through_another_view_as_torch(torch, create_graph):
+    got = []
+    for L in (torch, tg):
+        x, w, b = _linear_operands(L, (1, 2, 3))
+        w = L.tensor(np.random.default_rng(4).standard_normal((3, 3)), requires_grad=True)
+        b = b[:3].detach().requires_grad_()
+        y = L.nn.functional.linear(x.tanh(), w, b)
+        d = L.tensor([-1.2, 0.35, -1.4], dtype=L.float64, requires_grad=True)
+        z = y.unsqueeze(0).div_(d)
+        y.retain_grad()
+        y._base.retain_grad()
+        loss = (y * L.tensor([[[0.5, -1.0, 2.0], [1.5, 0.3, -0.7]]])).sum() + (z ** 2).sum()
+        grads = L.autograd.grad(loss, [x, w, b, d], create_graph=create_graph, retain_graph=True)
+        loss.backward()
+        got.append((y.grad, y._base.grad) + tuple(grads))
+    for a, b_ in zip(got[1], got[0]):
+        _same(a, b_, rtol=1e-6, atol=1e-9)
+
+
+def test_linear_nd_gradients_and_second_derivatives():
+    x, w, b = _linear_operands(tg, (2, 3, 4))
+    f = lambda x, w, b: tg.nn.functional.linear(x, w, b).tanh()
+    assert tg.autograd.gradcheck(f, (x, w, b))
+    assert tg.autograd.gradgradcheck(f, (x, w, b))

@@ -646,7 +646,17 @@ cdef object linear_eager(input, weight, bias=None):
             raise RuntimeError(f"result type {scalar_type_name(C.dtype)} can't be cast to the "
                                f"desired output type {scalar_type_name(X.dtype)}")
     out, op, X = linear_values(X, W, C)
-    return matmul_record(op, out, x, w, X, Wt, True, c)
+    if op == OP_LINEAR_VIEW:
+        # PyTorch's result is a view (ViewBackward0) of its 2-D addmm result, which is its _base:
+        # an in-place write through another view of the result rewrites the 2-D tensor's
+        # history, and the result's retained .grad keeps only what reaches the result itself
+        flat = out.reshape(-1, last(out.shape))
+        folded = matmul_record(OP_ADDMM, flat, x, w, X, Wt, True, c)
+        return view_from_array(folded, flat.reshape(out.shape))
+    cdef TensorBase res = matmul_record(op, out, x, w, X, Wt, True, c)
+    if op == OP_LINEAR_ADD:
+        version_of(res).value = 1       # (PyTorch adds the bias into the product in place)
+    return res
 
 
 cdef tuple linear_values(object X, object W, object C):
