@@ -181,8 +181,22 @@ def test_linear_retained_grad_after_a_write_through_another_view_as_torch(torch,
         _same(a, b_, rtol=1e-6, atol=1e-9)
 
 
-def test_linear_nd_gradients_and_second_derivatives():
-    x, w, b = _linear_operands(tg, (2, 3, 4))
+@pytest.mark.parametrize("x_shape", [(2, 3, 4), (4,), (2, 1, 3, 4)])
+def test_linear_nd_gradients_and_second_derivatives(x_shape):
+    x, w, b = _linear_operands(tg, x_shape)
     f = lambda x, w, b: tg.nn.functional.linear(x, w, b).tanh()
     assert tg.autograd.gradcheck(f, (x, w, b))
     assert tg.autograd.gradgradcheck(f, (x, w, b))
+
+
+@pytest.mark.parametrize("x_shape", [(2, 3, 4), (4,), (2, 1, 3, 4)])
+def test_linear_nd_gradients_as_torch(torch, x_shape):
+    got = []
+    for L in (torch, tg):
+        x, w, b = _linear_operands(L, x_shape)
+        y = L.nn.functional.linear(x, w, b)
+        first = L.autograd.grad((y.sin() * 2).sum(), [x, w, b], create_graph=True)
+        second = L.autograd.grad(sum((g ** 2).sum() for g in first), [x, w, b])
+        got.append(first + second)
+    for a, b_ in zip(got[1], got[0]):
+        _same(a, b_)

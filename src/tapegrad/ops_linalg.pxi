@@ -166,6 +166,9 @@ cdef object vjp_matmul(Record* r, object g):
     cdef tuple aux = <tuple>r.aux
     shape_a, shape_b, trans_b, bias_shape, bias_dtype = aux
     ga = gb = None
+    if r.op == OP_ADDMM and len(<tuple>shape_a) != 2:
+        # linear's 2-D product of an N-d or 1-D input (its result views it): g in the input's rows
+        g = g.reshape((<tuple>shape_a)[:len(<tuple>shape_a) - 1] + (last(g.shape),))
     # (complex operands: the gradients multiply by the conjugates, g @ B^H and A^H @ g)
     if needs_grad(r, 0):
         ga = matmul_grad_a(g, conj_of(<object>r.saved[1]), <tuple>shape_a)
