@@ -201,6 +201,8 @@ class Cumprod(KernelFunction):
         g = grads[0]
         if g is None or not needs[0]:
             return None, None
+        if x.shape[dim] == 1:               # the identity (PyTorch passes the gradient on)
+            return g, None
         return cumprod_grad_array(x, out, g, dim), None
 
     @staticmethod
@@ -208,6 +210,8 @@ class Cumprod(KernelFunction):
         from . import cumprod, eye, where
         x, = saved
         dim = ctx.params[1]
+        if x.shape[dim] == 1:               # the identity: a gradient independent of x
+            return g, None
         if not bool((x == 0).any()):        # PyTorch's choice: without zeros, its first form
             w = cumprod(x, dim) * g if not x.is_complex() else cumprod(x, dim).conj() * g
             return flip(cumsum(flip(w, (dim,)), dim), (dim,)) / (x.conj() if x.is_complex() else x), None

@@ -140,7 +140,7 @@ def _linear_operands(L, x_shape):
     return x, w, b
 
 
-@pytest.mark.parametrize("x_shape", [(2, 3, 4), (2, 1, 3, 4), (4,)])
+@pytest.mark.parametrize("x_shape", [(2, 3, 4), (2, 1, 3, 4), (4,), (2, 0, 4)])
 def test_linear_nd_result_is_a_view_of_the_addmm_product_as_torch(torch, x_shape):
     seen = []
     for L in (torch, tg):
@@ -200,3 +200,93 @@ def test_linear_nd_gradients_as_torch(torch, x_shape):
         got.append(first + second)
     for a, b_ in zip(got[1], got[0]):
         _same(a, b_)
+
+
+# -- conj() keeps in step with its input (57301121) -----------------------------------------------
+# PyTorch's conj() of a complex tensor is a lazy view: a write through either side reaches the
+# other. tapegrad's was a materialised copy that silently kept its old values; it is now a mirror
+# whose storage follows the input's through every in-place write, whose history is regenerated
+# after a recorded write into the input, and into which a recorded write is refused (never lost).
+
+def _conj_writes(L):
+    out = []
+    w = L.tensor([1 + 1j, 2 - 1j])
+    v = w.conj()
+    v[0] = 5 + 5j
+    out.append(w.clone())
+    w.mul_(2)
+    out.append(v.clone())
+    v.add_(1)
+    out.append(w.clone())
+    v[1:].mul_(1j)
+    out.append(w.clone())
+    w[0].copy_(L.tensor(3 - 4j))
+    out.append(v.clone())
+    vv = v.conj()
+    vv.sub_(1)
+    out.append((w.clone(), v.clone(), vv.clone()))
+    out.append((v.is_conj(), v.resolve_conj().is_conj(), w.conj_physical().is_conj()))
+    with L.no_grad():
+        a = L.tensor([1.0, -2.0], requires_grad=True) * (1 + 2j)
+        c = a.conj()
+        c.mul_(2j)
+        out.append(a.clone())
+    return out
+
+
+def test_conj_writes_reach_the_other_side_as_torch(torch):
+    for mine, theirs in zip(_conj_writes(tg), _conj_writes(torch)):
+        for a, b in zip(mine if isinstance(mine, tuple) else (mine,),
+                        theirs if isinstance(theirs, tuple) else (theirs,)):
+            if isinstance(b, bool):
+                assert a == b
+            else:
+                _same(a, b)
+
+
+def test_conj_after_a_recorded_write_into_its_input_as_torch(torch):
+    got = []
+    for L in (torch, tg):
+        a = L.tensor([1.0, 2.0], requires_grad=True)
+        b = L.tensor([0.5, -1.5], requires_grad=True)
+        z = a * (1 + 2j)
+        c = z.conj()
+        z.mul_(b)
+        loss = (c * L.tensor([1 - 1j, 2 + 0.5j])).real.sum() + (z.abs() ** 2).sum()
+        ga, gb = L.autograd.grad(loss, [a, b], create_graph=True)
+        second = L.autograd.grad((ga * ga).sum() + gb.sum(), [a, b])
+        got.append((c.detach().resolve_conj(), ga, gb) + second)
+    for a, b in zip(got[1], got[0]):
+        _same(a, b, rtol=1e-6)      # (float32)
+
+
+def test_conj_gradcheck_through_a_write_into_its_input():
+    a = tg.tensor([1.0, 2.0], dtype=tg.float64, requires_grad=True)
+    b = tg.tensor([0.5, -1.5], dtype=tg.float64, requires_grad=True)
+
+    def f(a, b):
+        z = a * (1 + 2j)
+        c = z.conj()
+        z.mul_(b * 1j)
+        return (c * (2 - 1j)).real + z.imag
+
+    assert tg.autograd.gradcheck(f, (a, b))
+    assert tg.autograd.gradgradcheck(f, (a, b))
+
+
+def test_recorded_write_into_a_conj_is_refused_not_lost():
+    # seed 57301121's write: PyTorch records it on the input (CopySlices); tapegrad refuses it
+    v0 = tg.tensor(-0.5, dtype=tg.float64, requires_grad=True)
+    v2 = tg.exp(1j * v0)
+    v4 = v2.conj()
+    before = v2.detach().clone()
+    with pytest.raises(RuntimeError, match="conj"):
+        v4.mul_(0.5 - 2j)
+    _same(v2.detach(), before)
+
+
+def test_conj_of_a_real_tensor_is_itself_and_costs_no_link(torch):
+    for L in (torch, tg):
+        r = L.tensor([1.0, 2.0])
+        assert r.conj() is r
+    assert not tg._core._is_conj_mirror(tg.tensor([1.0]).conj())

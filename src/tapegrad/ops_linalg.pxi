@@ -649,11 +649,12 @@ cdef object linear_eager(input, weight, bias=None):
             raise RuntimeError(f"result type {scalar_type_name(C.dtype)} can't be cast to the "
                                f"desired output type {scalar_type_name(X.dtype)}")
     out, op, X = linear_values(X, W, C)
-    if op == OP_LINEAR_VIEW:
+    if op == OP_LINEAR_VIEW and not (CAPTURE is not None and capturing()):
         # PyTorch's result is a view (ViewBackward0) of its 2-D addmm result, which is its _base:
         # an in-place write through another view of the result rewrites the 2-D tensor's
-        # history, and the result's retained .grad keeps only what reaches the result itself
-        flat = out.reshape(-1, last(out.shape))
+        # history, and the result's retained .grad keeps only what reaches the result itself.
+        # (Under tapegrad.compile the call is one replay step, whose record is the N-d product.)
+        flat = out.reshape(rows, last(out.shape))       # (rows: 0 for an empty input)
         folded = matmul_record(OP_ADDMM, flat, x, w, X, Wt, True, c)
         return view_from_array(folded, flat.reshape(out.shape))
     cdef TensorBase res = matmul_record(op, out, x, w, X, Wt, True, c)
