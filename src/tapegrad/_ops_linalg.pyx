@@ -5,7 +5,6 @@
 include "module_prelude.pxi"
 from tapegrad._ops_unary cimport *
 from tapegrad._ops_inplace cimport *
-from tapegrad._ops_shape cimport view_from_array
 
 from tapegrad._core import NN_FUNCTIONS, TENSOR_METHODS, TORCH_FUNCTIONS
 

@@ -26,8 +26,6 @@ cdef int OP_UNSQUEEZE
 
 cdef TensorBase reshape_to(TensorBase x, tuple shape)
 
-cdef TensorBase view_from_array(TensorBase x, object out)
-
 cdef int OP_TRANSPOSE
 
 cdef int OP_T

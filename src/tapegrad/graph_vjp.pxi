@@ -778,9 +778,6 @@ cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
     shape_a, shape_b, trans_b, bias_shape, bias_dtype = <tuple>r.aux
     cdef Py_ssize_t na = len(shape_a), nb = len(shape_b)
     ga = gb = gc = None
-    if r.op == OP_ADDMM and na != 2:
-        # linear's 2-D product of an N-d or 1-D input (its result views it): G in the input's rows
-        G = reshape_to(<TensorBase>G, tuple(shape_a)[:na - 1] + ((<TensorBase>G)._array.shape[1],))
     if want[0]:
         SB = saved_value(r, 1)
         if trans_b:

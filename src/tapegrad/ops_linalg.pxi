@@ -166,9 +166,6 @@ cdef object vjp_matmul(Record* r, object g):
     cdef tuple aux = <tuple>r.aux
     shape_a, shape_b, trans_b, bias_shape, bias_dtype = aux
     ga = gb = None
-    if r.op == OP_ADDMM and len(<tuple>shape_a) != 2:
-        # linear's 2-D product of an N-d or 1-D input (its result views it): g in the input's rows
-        g = g.reshape((<tuple>shape_a)[:len(<tuple>shape_a) - 1] + (last(g.shape),))
     # (complex operands: the gradients multiply by the conjugates, g @ B^H and A^H @ g)
     if needs_grad(r, 0):
         ga = matmul_grad_a(g, conj_of(<object>r.saved[1]), <tuple>shape_a)
@@ -649,18 +646,7 @@ cdef object linear_eager(input, weight, bias=None):
             raise RuntimeError(f"result type {scalar_type_name(C.dtype)} can't be cast to the "
                                f"desired output type {scalar_type_name(X.dtype)}")
     out, op, X = linear_values(X, W, C)
-    if op == OP_LINEAR_VIEW and not (CAPTURE is not None and capturing()):
-        # PyTorch's result is a view (ViewBackward0) of its 2-D addmm result, which is its _base:
-        # an in-place write through another view of the result rewrites the 2-D tensor's
-        # history, and the result's retained .grad keeps only what reaches the result itself.
-        # (Under tapegrad.compile the call is one replay step, whose record is the N-d product.)
-        flat = out.reshape(rows, last(out.shape))       # (rows: 0 for an empty input)
-        folded = matmul_record(OP_ADDMM, flat, x, w, X, Wt, True, c)
-        return view_from_array(folded, flat.reshape(out.shape))
-    cdef TensorBase res = matmul_record(op, out, x, w, X, Wt, True, c)
-    if op == OP_LINEAR_ADD:
-        version_of(res).value = 1       # (PyTorch adds the bias into the product in place)
-    return res
+    return matmul_record(op, out, x, w, X, Wt, True, c)
 
 
 cdef tuple linear_values(object X, object W, object C):

@@ -167,12 +167,6 @@ cdef TensorBase reshape_to(TensorBase x, tuple shape):
     return shape_result(op, x, out, A.shape)
 
 
-cdef TensorBase view_from_array(TensorBase x, object out):
-    """x viewed as `out`, a numpy view of x's array in another shape (its op made both:
-    linear's N-d result over its 2-D product), recorded as view() records it."""
-    return shape_result(OP_VIEW, x, out, x._array.shape)
-
-
 cdef TensorBase view_to(TensorBase x, tuple shape):
     A = x._array
     out = try_view(A, shape)
