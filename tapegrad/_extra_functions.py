@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from ._extra_ops import _cumsum_array, _log_values, _wrap, _xlogy_values, cumsum, flip, xlogy
-from .autograd.function import Function
+from ._extra_ops import _cumsum_array, _cumulative_array, _log_values, _wrap, _xlogy_values, cumsum, flip, xlogy
+from .autograd.function import Function, KernelFunction
 
 
 def _torch_grad_fn_name(function_cls, name: str) -> None:
@@ -145,3 +145,88 @@ class Xlogy(Function):
 
 
 _torch_grad_fn_name(Xlogy, "XlogyBackward0")
+
+
+def _reversed_cumsum(a: np.ndarray, axis: int) -> np.ndarray:
+    return np.flip(np.cumsum(np.flip(a, axis), axis), axis)
+
+
+def cumprod_grad_array(x: np.ndarray, out: np.ndarray, g: np.ndarray, axis: int) -> np.ndarray:
+    """The gradient of out = cumprod(x) along axis for the upstream gradient g, as PyTorch's
+    cumprod_backward computes it: reversed_cumsum(g * out) / x where x has no zero; where it has,
+    each position before the first zero z1 sums only over outputs before z1, the first zero
+    receives the products that leave it out (outputs z1 .. up to the second zero), and every
+    position after it 0. Those products are taken directly, never as 0 * g: an infinite upstream
+    gradient at an output that is exactly 0 (sqrt of it) leaves the other positions finite.
+    Complex inputs: the same with conj(x) and conj(out) (the gradient is conjugate-linear)."""
+    if x.dtype.kind == "c":
+        x, out = np.conj(x), np.conj(out)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        is_zero = x == 0
+        if not is_zero.any():
+            return _reversed_cumsum(out * g, axis) / x
+        zeros_so_far = np.cumsum(is_zero, axis)
+        before = zeros_so_far == 0
+        grad = np.where(before, _reversed_cumsum(np.where(before, out * g, 0), axis)
+                        / np.where(before, x, 1), 0).astype(out.dtype, copy=False)
+        upto_second = zeros_so_far == 1                 # from the first zero to the second
+        first_zero = upto_second & is_zero
+        after_first = upto_second & ~first_zero
+        products_after = np.cumprod(np.where(after_first, x, 1), axis)
+        left_out = np.sum(products_after * np.where(upto_second, g, 0), axis, keepdims=True)
+        z1 = np.argmax(first_zero, axis, keepdims=True)
+        before_z1 = np.take_along_axis(out, np.maximum(z1 - 1, 0), axis)
+        before_z1 = np.where(z1 == 0, 1, before_z1)
+        return np.where(first_zero, left_out * before_z1, grad).astype(out.dtype, copy=False)
+
+
+class Cumprod(KernelFunction):
+    """cumprod of a float or complex tensor: numpy's running product forward; PyTorch's
+    zero-aware gradient (cumprod_grad_array). With create_graph, an input without zeros takes the
+    same first form in recorded ops; one with zeros PyTorch's double-backward form,
+    differentiable also in the zeros: for each position k the
+    running products of the input with x_k left out, summed against the upstream gradient from
+    k on (O(n^2) along the dim, as PyTorch's)."""
+
+    saved_args = (0,)
+
+    @staticmethod
+    def kernel_forward(x, dim):
+        out = _cumulative_array(np.cumprod, x, dim)
+        return out, (x, out, dim)
+
+    @staticmethod
+    def kernel_backward(state, needs, grads):
+        x, out, dim = state
+        g = grads[0]
+        if g is None or not needs[0]:
+            return None, None
+        if x.shape[dim] == 1:               # the identity (PyTorch passes the gradient on)
+            return g, None
+        return cumprod_grad_array(x, out, g, dim), None
+
+    @staticmethod
+    def graph_backward(ctx, saved, g):
+        from . import cumprod, eye, where
+        x, = saved
+        dim = ctx.params[1]
+        if x.shape[dim] == 1:               # the identity: a gradient independent of x
+            return g, None
+        if not bool((x == 0).any()):        # PyTorch's choice: without zeros, its first form
+            w = cumprod(x, dim) * g if not x.is_complex() else cumprod(x, dim).conj() * g
+            return flip(cumsum(flip(w, (dim,)), dim), (dim,)) / (x.conj() if x.is_complex() else x), None
+        n = x.shape[dim]
+        xs = x.movedim(dim, -1).unsqueeze(-2)               # (..., 1, n): x_j along the last dim
+        k_is_j = eye(n, dtype=bool)                         # row k, column j
+        others = cumprod(where(k_is_j, 1, xs.expand(xs.shape[:-2] + (n, n))), -1)
+        if others.is_complex():
+            others = others.conj()
+        from_k_on = _wrap(np.triu(np.ones((n, n), dtype=bool)))
+        gs = g.movedim(dim, -1).unsqueeze(-2)
+        # (the gradient is masked before the product: its derivative by the products must not
+        # meet an infinite gradient of an output before k as 0 * inf)
+        grad = (where(from_k_on, gs, 0) * others).sum(-1)
+        return grad.movedim(-1, dim), None
+
+
+_torch_grad_fn_name(Cumprod, "CumprodBackward0")

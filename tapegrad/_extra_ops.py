@@ -484,12 +484,17 @@ def _cumulative_dtype(arr: np.ndarray, dtype):
     return out, np.dtype(acc)
 
 
-def _cumsum_array(arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
+def _cumulative_array(running, arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
+    """running (np.cumsum or np.cumprod) along axis at PyTorch's accumulator precision."""
     out, acc = _cumulative_dtype(arr, dtype)
     if arr.ndim == 0:
         return arr.astype(out)
-    with np.errstate(over="ignore"):        # a float16 total beyond 65504 is inf, silently
-        return np.cumsum(arr.astype(acc, copy=False), axis=axis).astype(out)
+    with np.errstate(over="ignore", invalid="ignore"):   # a float16 total beyond 65504 is inf
+        return running(arr.astype(acc, copy=False), axis=axis).astype(out)
+
+
+def _cumsum_array(arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
+    return _cumulative_array(np.cumsum, arr, axis, dtype)
 
 
 @_numpy_dim_names
@@ -512,23 +517,15 @@ def cumprod(input, dim, *, dtype=None):
     """Running products along dim (integers and bools multiply to int64)."""
     _check_tensor(input, "cumprod")
     d = _dim(dim, input.ndim)
-    out, acc = _cumulative_dtype(input._array, dtype)
+    out, _ = _cumulative_dtype(input._array, dtype)
     if dtype is not None:
         _check_autograd_dtype(input, out)
     if not _records(input):
-        arr = input._array
-        if arr.ndim == 0:
-            return _wrap(arr.astype(out))
-        return _wrap(np.cumprod(arr.astype(acc, copy=False), axis=d).astype(out))
-    if input.ndim == 0 or input.shape[d] == 0:      # nothing to multiply (no parts to stack)
+        return _wrap(_cumulative_array(np.cumprod, input._array, d, dtype))
+    if input.ndim == 0 or input.shape[d] == 0:      # (numpy has no running product of a 0-d array)
         return input.to(_core.np_dtype_to_dtype(out)) * 1
-    # A chain of recorded products, one per position: exact gradients even through zeros,
-    # accumulated at PyTorch's precision.
-    from . import stack
-    running = []
-    for part in input.to(_core.np_dtype_to_dtype(acc)).unbind(d):
-        running.append(part if not running else running[-1] * part)
-    result = stack(running, d).to(_core.np_dtype_to_dtype(out))
+    from ._extra_functions import Cumprod
+    result = Cumprod.apply(input.to(_core.np_dtype_to_dtype(out)), d)
     # PyTorch's CumprodBackward saves self and the result: a write into either raises
     _core._guard_saved_version(result, input, result)
     return result

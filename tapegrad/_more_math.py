@@ -463,6 +463,7 @@ def conj(input):
     res = _complex.conj(input)
     if not is_conj(input):
         res._conj_bit = True
+    _core._link_conj(input, res)        # writes through either side reach the other
     return res
 
 

@@ -212,6 +212,9 @@ KERNEL_FUNCTIONS = {
                                                     w.reshape(1, 3, 4) * x.reshape(1, 3, 4))],
     "_PackedSelfAttentionBackward": [
         lambda x, w: self_attention(MHAS[w.dtype], w.reshape(3, 1, 4) * x.reshape(3, 1, 4))],
+    "CumprodBackward0": [
+        lambda x, w: (w * x).reshape(3, 4).cumprod(1),
+        lambda x, w: w.reshape(3, 4).cumprod(0) * x.reshape(3, 4)],
     "StackBackward0": [
         lambda x, w: GRUS[w.dtype](w.reshape(3, 1, 4) - x.reshape(3, 1, 4))[0],
         lambda x, w: RNNS[w.dtype](w.reshape(1, 3, 4))[1] * 1.0],

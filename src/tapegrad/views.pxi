@@ -20,6 +20,9 @@
 # ---------------------------------------------------------------------------------------------
 
 
+import weakref
+
+
 # A view rebased onto its base's new history (refresh_view): an index of the base.  Its VJP is
 # the index family's (ops_index.pxi installs it into the op table when its module loads).
 OP_AS_STRIDED = register_op("AsStridedBackward0", NULL)
@@ -131,10 +134,141 @@ cdef int mark_multi_output_views(tuple views) except -1:
     return 0
 
 
-cdef inline void history_rewritten(TensorBase t) noexcept:
+cdef void history_rewritten(TensorBase t) noexcept:
     """A recorded in-place write gave t a new history: t's views taken before are now stale."""
     if t._base is None:
         t._gen += 1
+    if CONJ_LINKS:
+        try:
+            rebase_conj_mirrors(t)
+        except BaseException:           # (noexcept: a failure must not pass silently)
+            import traceback
+            traceback.print_exc()
+
+
+# -- conj() ----------------------------------------------------------------------------------------
+# PyTorch's conj() of a complex tensor is a lazy view (the conjugate bit): writes through either
+# side reach the other. numpy has no conjugating view, so tapegrad's conj() holds its values
+# materialised (the mirror) and keeps the two storages in step: every in-place write ends in
+# bump_version, which copies the conjugate of the written side into the other (sync_conj). A
+# recorded write into the source's storage regenerates the mirror's history as a conj of the
+# source's new history (history_rewritten), as PyTorch regenerates a view's grad_fn; a write
+# into the mirror that autograd would record is refused (PyTorch records it on the source as
+# CopySlices; tapegrad cannot), never lost. Costs nothing while no conj() mirror is alive.
+
+cdef class ConjLink:
+    """mirror = conj(source), kept in step (weak references: the link dies with either)."""
+    cdef object source
+    cdef object mirror
+    cdef Version source_version
+    cdef Version mirror_version
+
+
+cdef dict CONJ_LINKS = {}        # Version (either side's storage) -> list of ConjLink
+
+
+cdef int forget_conj_link(ConjLink link) except -1:
+    for v in (link.source_version, link.mirror_version):
+        links = CONJ_LINKS.get(v)
+        if links is not None:
+            if link in links:
+                links.remove(link)
+            if not links:
+                del CONJ_LINKS[v]
+    return 0
+
+
+def _link_conj(TensorBase source, TensorBase mirror):
+    """Called by conj(): mirror (conj(source), its own storage) follows source's storage."""
+    cdef ConjLink link = ConjLink()
+    link.source_version = version_of(source)
+    link.mirror_version = version_of(mirror)
+    link.source = weakref.ref(source, lambda _, l=link: forget_conj_link(l))
+    link.mirror = weakref.ref(mirror, lambda _, l=link: forget_conj_link(l))
+    CONJ_LINKS.setdefault(link.source_version, []).append(link)
+    CONJ_LINKS.setdefault(link.mirror_version, []).append(link)
+
+
+def _is_conj_mirror(TensorBase t):
+    """Whether t's storage is a conj() mirror (t is a conj() result or a view of one)."""
+    cdef ConjLink link
+    for link in CONJ_LINKS.get(version_of(t), ()):
+        if link.mirror_version is version_of(t):
+            return True
+    return False
+
+
+cdef int sync_conj(TensorBase t, Version v) except -1:
+    """After an in-place write to t's storage (version v): copy the conjugate across each link."""
+    cdef ConjLink link
+    cdef TensorBase src, mir, to, frm
+    cdef Version tv
+    for link in list(CONJ_LINKS.get(v, ())):
+        src = link.source()
+        mir = link.mirror()
+        if src is None or mir is None or src._array.shape != mir._array.shape:
+            continue
+        if v is link.mirror_version:
+            to, frm = src, mir
+        else:
+            to, frm = mir, src
+        np.copyto(to._array, np.conjugate(frm._array))
+        tv = version_of(to)
+        tv.value += 1
+        if tv is not v and tv in CONJ_LINKS:
+            sync_conj_others(to, link)
+    return 0
+
+
+cdef int sync_conj_others(TensorBase t, ConjLink done) except -1:
+    """The other links of t's storage after a copy across `done` (conj of conj of ...)."""
+    cdef ConjLink link
+    cdef TensorBase src, mir, to, frm
+    cdef Version tv
+    for link in list(CONJ_LINKS.get(version_of(t), ())):
+        if link is done:
+            continue
+        src = link.source()
+        mir = link.mirror()
+        if src is None or mir is None or src._array.shape != mir._array.shape:
+            continue
+        if version_of(t) is link.mirror_version:
+            to, frm = src, mir
+        else:
+            to, frm = mir, src
+        np.copyto(to._array, np.conjugate(frm._array))
+        tv = version_of(to)
+        tv.value += 1
+    return 0
+
+
+cdef int rebase_conj_mirrors(TensorBase t) except -1:
+    """t's storage got a new history: each conj() mirror of it that has a history becomes a
+    conj of its source's current history (its old one no longer describes its values)."""
+    cdef ConjLink link
+    cdef TensorBase src, mir
+    cdef Py_ssize_t inp[1]
+    cdef Py_ssize_t old
+    cdef Record* r
+    for link in list(CONJ_LINKS.get(version_of(t), ())):
+        if link.source_version is not version_of(t):
+            continue
+        src = link.source()
+        mir = link.mirror()
+        if src is None or mir is None or mir._node < 0 or TAPE.recs[mir._node].op == OP_LEAF:
+            continue
+        old = mir._node
+        inp[0] = node_for_input(src)
+        if inp[0] < 0:
+            mir._requires_grad = False
+            mir._node = -1
+        else:
+            r = record_op(OP_COMPLEX_CONJ, mir, 1, inp)
+            r.flags |= TAPE.recs[old].flags & RF_RETAIN_GRAD
+        if TAPE.recs[old].out == <PyObject*>mir:
+            TAPE.recs[old].out = NULL
+        TAPE.decref(old)
+    return 0
 
 
 cdef int refresh_view(TensorBase t) except -1:
@@ -208,6 +342,12 @@ cdef int rebase_view(TensorBase t, tuple key) except -1:
     return 0
 
 
+CONJ_WRITE_REFUSAL = (
+    "in-place operations on a conj() view that autograd records are not supported by tapegrad "
+    "(PyTorch records them on the view's base): write the base instead, or use "
+    "conj_physical() for a tensor of its own")
+
+
 INFERENCE_INPLACE = (
     "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone "
     "to get a normal tensor before doing inplace update.See "
@@ -225,6 +365,8 @@ cdef int bump_version(TensorBase t) except -1:
     check_inference_write(t)
     cdef Version v = version_of(t)
     v.value += 1
+    if CONJ_LINKS and v in CONJ_LINKS:
+        sync_conj(t, v)
     if CAPTURE is not None:
         capture_unsupported(IN_PLACE_WRITE)
     return 0
@@ -243,6 +385,8 @@ cdef int check_inplace(TensorBase t, bint recording, bint via_base=False) except
     if t._base is not None and special_view(t) and (
             recording or t._requires_grad or (<TensorBase>t._base)._requires_grad):
         raise RuntimeError(view_refusal(t, False))      # PyTorch's rule for such views
+    if recording and CONJ_LINKS and _is_conj_mirror(t):
+        raise RuntimeError(CONJ_WRITE_REFUSAL)
     if t._requires_grad and is_leaf_c(t):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
