@@ -33,12 +33,15 @@ cdef object node_tensor(Py_ssize_t k, object value):
     op on it wrote that output into, while it lives: PyTorch's node saved that view as its
     result, so the gradient of the gradient flows through the view's own history."""
     cdef TensorBase t
+    live = None
     if TAPE.recs[k].extra != NULL:
         written = getattr(<object>TAPE.recs[k].extra, "written_view", None)
-        if written is not None and written() is not None:
-            return written()
-    if TAPE.recs[k].out != NULL:
-        return <object>TAPE.recs[k].out
+        if written is not None:
+            live = written()
+    if live is None and TAPE.recs[k].out != NULL:
+        live = <object>TAPE.recs[k].out
+    if live is not None:
+        return saved_on_node(<TensorBase>live, value)
     if value is None:
         raise RuntimeError(f"tapegrad: create_graph needs the value of a "
                            f"{OP_NAMES[TAPE.recs[k].op]} output whose tensor no longer exists "
@@ -48,6 +51,24 @@ cdef object node_tensor(Py_ssize_t k, object value):
     t._requires_grad = True
     TAPE.recs[k].refcnt += 1
     TAPE.recs[k].out = <PyObject*>t
+    return t
+
+
+cdef object saved_on_node(TensorBase live, object value):
+    """`live` as the graph operand for a value saved for it, unless that value is another array
+    of its shape and dtype: a saved-tensor hook's unpacked copy, which the live tensor's later
+    in-place writes (under no_grad, or through .data) did not reach.  PyTorch's saved variable
+    is then the unpacked value on the node's edge: a tensor on `value` attached to live's node,
+    so the gradient of the gradient reads the values the forward saw and still flows there."""
+    cdef TensorBase t
+    a = live._array
+    if value is None or value is a or not cnp.PyArray_Check(value) or live._node < 0 \
+            or value.dtype != a.dtype or value.shape != a.shape:
+        return live
+    t = wrap(value)
+    t._node = live._node
+    t._requires_grad = True
+    TAPE.recs[live._node].refcnt += 1       # (not the record's output: `live` still is)
     return t
 
 
