@@ -198,12 +198,16 @@ def _is_conj_mirror(TensorBase t):
     return False
 
 
-cdef int sync_conj(TensorBase t, Version v) except -1:
-    """After an in-place write to t's storage (version v): copy the conjugate across each link."""
+cdef int sync_conj(Version v, ConjLink came_through=None) except -1:
+    """After an in-place write to the storage of version v: copy the conjugate across each of its
+    links, except the one the write came through; a side written that way passes it on across
+    its own other links once (conj of conj of ...)."""
     cdef ConjLink link
     cdef TensorBase src, mir, to, frm
     cdef Version tv
     for link in list(CONJ_LINKS.get(v, ())):
+        if link is came_through:
+            continue
         src = link.source()
         mir = link.mirror()
         if src is None or mir is None or src._array.shape != mir._array.shape:
@@ -215,30 +219,8 @@ cdef int sync_conj(TensorBase t, Version v) except -1:
         np.copyto(to._array, np.conjugate(frm._array))
         tv = version_of(to)
         tv.value += 1
-        if tv is not v and tv in CONJ_LINKS:
-            sync_conj_others(to, link)
-    return 0
-
-
-cdef int sync_conj_others(TensorBase t, ConjLink done) except -1:
-    """The other links of t's storage after a copy across `done` (conj of conj of ...)."""
-    cdef ConjLink link
-    cdef TensorBase src, mir, to, frm
-    cdef Version tv
-    for link in list(CONJ_LINKS.get(version_of(t), ())):
-        if link is done:
-            continue
-        src = link.source()
-        mir = link.mirror()
-        if src is None or mir is None or src._array.shape != mir._array.shape:
-            continue
-        if version_of(t) is link.mirror_version:
-            to, frm = src, mir
-        else:
-            to, frm = mir, src
-        np.copyto(to._array, np.conjugate(frm._array))
-        tv = version_of(to)
-        tv.value += 1
+        if came_through is None and tv is not v and tv in CONJ_LINKS:
+            sync_conj(tv, link)
     return 0
 
 
@@ -366,7 +348,7 @@ cdef int bump_version(TensorBase t) except -1:
     cdef Version v = version_of(t)
     v.value += 1
     if CONJ_LINKS and v in CONJ_LINKS:
-        sync_conj(t, v)
+        sync_conj(v)
     if CAPTURE is not None:
         capture_unsupported(IN_PLACE_WRITE)
     return 0
