@@ -114,6 +114,25 @@ def test_chain_assignment_cache_and_leave_unparametrized():
     np.testing.assert_array_equal(m.weight.detach().numpy(), 2 * np.eye(3))
 
 
+def test_cached_value_belongs_to_its_module_not_to_a_reused_address():
+    """PyTorch's cache is keyed by id(module): a module made inside a cached() block after
+    another one died there can land at the same address and read the dead module's value
+    (PyTorch 2.13 does, silently, about half the time in this loop); tapegrad's never does."""
+    import gc
+    stale = 0
+    with P.cached():
+        for k in range(100):
+            m = linear(tg, 2, 2)
+            with tg.no_grad():
+                m.weight.fill_(k)
+            P.register_parametrization(m, "weight", double_class(tg)())
+            stale += m.weight[0, 0].item() != k              # (right_inverse halves, forward doubles)
+            assert m.weight is m.weight                     # still cached within the block
+            del m
+            gc.collect()
+    assert stale == 0
+
+
 def test_several_originals():
     m = linear(tg, 3, 3)
     P.register_parametrization(m, "weight", rank_one_class(tg)())

@@ -15,6 +15,7 @@ import collections.abc
 import contextlib
 import copy
 import copyreg
+import weakref
 
 from ...grad_mode import no_grad
 from ...tensor import Tensor
@@ -26,7 +27,8 @@ __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_para
            "remove_parametrizations", "type_before_parametrizations",
            "transfer_parametrizations_and_params"]
 
-# Parametrized values computed inside a `cached()` block, by (id(module), tensor name).
+# Parametrized values computed inside a `cached()` block, by (id(module), tensor name):
+# (weak reference to the module, value).
 _cache_enabled = 0
 _cache: dict = {}
 
@@ -206,9 +208,14 @@ def _add_property(module: Module, tensor_name: str) -> None:
         if not _cache_enabled:
             return chain()
         key = (id(self), tensor_name)
-        value = _cache.get(key)
-        if value is None:
-            value = _cache[key] = chain()
+        entry = _cache.get(key)
+        # (PyTorch keys by id alone, so a module made after another one died inside the block,
+        # at the same address, would read the dead module's value: a weak reference tells them
+        # apart)
+        if entry is not None and entry[0]() is self:
+            return entry[1]
+        value = chain()
+        _cache[key] = (weakref.ref(self), value)
         return value
 
     def set_original(self, value: Tensor) -> None:
