@@ -126,7 +126,7 @@ def test_cached_value_belongs_to_its_module_not_to_a_reused_address():
             with tg.no_grad():
                 m.weight.fill_(k)
             P.register_parametrization(m, "weight", double_class(tg)())
-            stale += m.weight[0, 0].item() != k              # (right_inverse halves, forward doubles)
+            stale += m.weight[0, 0].item() != k     # (right_inverse halves, forward doubles)
             assert m.weight is m.weight                     # still cached within the block
             del m
             gc.collect()

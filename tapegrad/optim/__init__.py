@@ -8,14 +8,15 @@ from .optimizer import Optimizer
 from .sgd import SGD
 
 __all__ = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon",
-           "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler", "swa_utils"]
+           "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler",
+           "swa_utils"]
 
 # The schedulers and the other optimizers load on first use (PEP 562): a training loop uses one
 # optimizer, and the schedulers alone add 0.2 MB to the resident memory of every process.
-_LAZY = {"lr_scheduler": None, "swa_utils": None, "Adafactor": "adafactor", "Adagrad": "adagrad", "Adam": "adam", "AdamW": "adam",
-         "RMSprop": "rmsprop", "Adadelta": "adadelta", "Adamax": "adamax", "NAdam": "nadam",
-         "RAdam": "radam", "ASGD": "asgd", "LBFGS": "lbfgs", "Muon": "muon", "Rprop": "rprop",
-         "SparseAdam": "sparse_adam"}
+_LAZY = {"lr_scheduler": None, "swa_utils": None, "Adafactor": "adafactor", "Adagrad": "adagrad",
+         "Adam": "adam", "AdamW": "adam", "RMSprop": "rmsprop", "Adadelta": "adadelta",
+         "Adamax": "adamax", "NAdam": "nadam", "RAdam": "radam", "ASGD": "asgd", "LBFGS": "lbfgs",
+         "Muon": "muon", "Rprop": "rprop", "SparseAdam": "sparse_adam"}
 
 
 def __getattr__(name):

@@ -5,7 +5,8 @@ import numpy as np
 
 from .. import _core
 from .optimizer import (Optimizer, _check_not_differentiable, _filled_state, _real_view,
-                        _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv, addcmul, neg, sqrt)
+                        _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv, addcmul, neg,
+                        sqrt)
 
 __all__ = ["Adagrad"]
 
