@@ -135,3 +135,58 @@ def test_fuzz_58500409_minimal():
         v3.zero_()
     g = tg.autograd.grad(v4.sum(), [v0, v1], create_graph=True)
     np.testing.assert_allclose(g[1].detach().numpy(), expected.numpy(), rtol=1e-12)
+
+
+# 58900539, 58903121: the same for Functions (custom ones, and the library's kernel Functions:
+# cumprod, convolutions, pooling, ...): ctx.saved_tensors gave a hook's copy without its place
+# in the graph, so a create_graph backward through the saved values had no graph (second
+# derivatives silently missed those terms, or a second grad() raised).
+def _custom_cube(lib):
+    class Cube(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * x * x
+            ctx.save_for_backward(x, y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            return g * 3 * y / x
+    return Cube
+
+
+FUNCTION_OPS = {
+    "custom Function (input and output saved)": lambda lib, h: _custom_cube(lib).apply(h),
+    "cumprod": lambda lib, h: h.cumprod(0),
+    "conv1d": lambda lib, h: lib.nn.functional.conv1d(
+        h.reshape(1, 3, 3), lib.ones(2, 3, 2, dtype=lib.float64) * 0.3).tanh(),
+    "avg_pool1d": lambda lib, h: lib.nn.functional.avg_pool1d(h.reshape(1, 3, 3) ** 2, 2),
+}
+HOOKS = {
+    "numpy copy": _copying_hooks,
+    "clone": _cloning_hooks,
+    "tuple": lambda lib: lib.autograd.graph.saved_tensors_hooks(
+        lambda t: (t.dtype, t.shape, t.tolist()),
+        lambda p: lib.tensor(p[2], dtype=p[0]).reshape(p[1])),
+}
+
+
+@pytest.mark.parametrize("hooks", sorted(HOOKS))
+@pytest.mark.parametrize("name", sorted(FUNCTION_OPS))
+def test_function_saved_values_under_hooks_keep_their_graph(torch, name, hooks):
+    results = []
+    for lib in (tg, torch):
+        rng = np.random.default_rng(11)
+        x = lib.tensor(rng.uniform(0.3, 1.5, (3, 3)), requires_grad=True)
+        h = x * 1.5 + 0.25
+        with HOOKS[hooks](lib):
+            out = FUNCTION_OPS[name](lib, h)
+        weights = lib.tensor(rng.standard_normal(tuple(out.shape)))
+        g = lib.autograd.grad((out * weights).sum(), [x], create_graph=True)[0]
+        assert g.requires_grad
+        g2 = lib.autograd.grad((g * g).sum(), [x])[0]
+        results.append((g.detach().numpy(), g2.numpy()))
+    (g, g2), (tg_, tg2) = results
+    np.testing.assert_allclose(g, tg_, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(g2, tg2, rtol=1e-9, atol=1e-11)

@@ -465,6 +465,21 @@ def _resurrect(Py_ssize_t node, TensorBase like):
     return t
 
 
+def _on_node_of(TensorBase original, TensorBase value):
+    """`value` (a saved-tensor hook's copy of `original`, unpacked for a create_graph backward)
+    as PyTorch's unpacked saved variable: a tensor on value's storage at original's place in
+    the graph (its record, not as its output), so derivatives through it reach original's
+    history (a leaf's: the leaf)."""
+    cdef Py_ssize_t k = original._node
+    if k < 0 or k >= TAPE.n or (TAPE.recs[k].flags & RF_FREE) or not original._requires_grad:
+        return value
+    cdef TensorBase t = alias(value)
+    t._node = k
+    t._requires_grad = True
+    TAPE.recs[k].refcnt += 1
+    return t
+
+
 def _revive_function_output(Py_ssize_t fi, Py_ssize_t j, TensorBase like):
     """During a create_graph backward of Function record `fi`: its saved output j died without a
     gradient, so its output record is gone.  Give it back as a new output record of `fi` (on

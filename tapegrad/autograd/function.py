@@ -158,7 +158,9 @@ class FunctionCtx:
             if isinstance(holder, _HookPacked):
                 t = holder.unpack()
                 if _core._version_of(t) is not version:
-                    out.append(t)           # the hook made a copy: no write can reach it
+                    # the hook made a copy: no write can reach it; under create_graph (grad
+                    # mode on in the backward) it must still lead back to the saved tensor
+                    out.append(holder.on_graph(t) if _core.is_grad_enabled() else t)
                     continue
             else:
                 t = holder.get(self) if isinstance(holder, _SavedOutput) else holder
@@ -342,14 +344,15 @@ def _finish_saved(ctx, result, out) -> None:
         if t is None:
             saved.append(None)
             continue
-        holder = t
+        holder = anchor = t
         for j, (o, f) in enumerate(zip(outs, finals)):
             if t is o and f is not None and f.requires_grad:
                 holder = _SavedOutput(f, j)
+                anchor = f
                 break
         version = _core._version_of(t)
         if hooks is not None:
-            holder = _HookPacked(t, *hooks)
+            holder = _HookPacked(t, *hooks, anchor=anchor)
         saved.append((holder, version, version.value))
     ctx._saved = tuple(saved)
 
@@ -358,12 +361,23 @@ class _HookPacked:
     """A tensor saved by a Function under saved-tensor hooks (torch.autograd.graph): pack's
     result, given back through unpack each time ctx.saved_tensors is read."""
 
-    def __init__(self, t, pack, unpack):
+    def __init__(self, t, pack, unpack, anchor=None):
         self.packed = _core._pack_with_hook(pack, t)
         self._unpack = unpack
+        # where the saved tensor sits in the graph (the input, or the Function's output), weakly:
+        # a hook that copies exists to free the original
+        self._anchor = weakref.ref(anchor) if anchor is not None and anchor.requires_grad \
+            else None
 
     def unpack(self):
         return _core._unpack_with_hook(self._unpack, self.packed)
+
+    def on_graph(self, copy):
+        """The hook's copy as PyTorch's unpacked saved variable: on the saved tensor's place in
+        the graph (its node), so a create_graph backward through it still differentiates back
+        to the saved tensor's history.  (When that tensor is gone, the copy alone.)"""
+        anchor = self._anchor() if self._anchor is not None else None
+        return copy if anchor is None else _core._on_node_of(anchor, copy)
 
 
 class KernelFunction(Function):
