@@ -1890,12 +1890,6 @@ cdef object overwritable(object A, bint per_element):
     return W
 
 
-def _note_in_place_write(TensorBase t):
-    """Count a write that Python code made straight into t's array (nn.init's fills), as every
-    in-place op counts its own: graphs that saved the old value refuse it, t._version moves."""
-    bump_version(t)
-
-
 def _overwrite_(TensorBase t, values, str name, value=None):
     """t[...] = values in place (zero_, fill_, normal_, uniform_), for creation.py.
 

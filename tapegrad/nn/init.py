@@ -20,7 +20,7 @@ def _fill(tensor, values):
         with no_grad():
             return _core._overwrite_(tensor, values, "FillBackward2")
     tensor._array[...] = values
-    _core._note_in_place_write(tensor)
+    _core._mark_written(tensor)
     return tensor
 
 
@@ -84,7 +84,7 @@ def _fill_drawn(tensor, draw):
     for start in range(0, flat.size, _DRAW_CHUNK):
         stop = min(start + _DRAW_CHUNK, flat.size)
         flat[start:stop] = draw(stop - start)
-    _core._note_in_place_write(tensor)
+    _core._mark_written(tensor)
     return tensor
 
 
@@ -226,7 +226,7 @@ def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
     gen = _numpy_rng(generator, "sparse_")
     for col in range(cols):
         tensor._array[gen.permutation(rows)[:num_zeros], col] = 0
-    _core._note_in_place_write(tensor)
+    _core._mark_written(tensor)
     return tensor
 
 
