@@ -182,7 +182,7 @@ _LAZY = _lazy.table({
                  "set_num_interop_threads"),
     "_type_info": ("finfo", "iinfo"),
     "accelerator": (),
-    "amp": ("autocast",),
+    "amp": ("autocast", "GradScaler"),
     "autograd": (),
     "autograd.anomaly_mode": ("is_anomaly_enabled", "is_anomaly_check_nan_enabled"),
     "backends": (),
@@ -191,7 +191,7 @@ _LAZY = _lazy.table({
     # einsum, addmm, baddbmm: composed from the compiled ops (issue 17).
     "contractions": ("addmm", "baddbmm", "einsum"),
     "cpu": ("get_device_module",),
-    "cuda": (),
+    "cuda": ("OutOfMemoryError", "AcceleratorError"),
     "demo": (),
     "demo_chars": (),
     "distributed": (),

@@ -57,6 +57,7 @@ from tapegrad import storage as storage
 from tapegrad import testing as testing
 from tapegrad import utils as utils
 from tapegrad import version as version
+from tapegrad.amp import GradScaler as GradScaler
 from tapegrad.amp import autocast as autocast
 from tapegrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled
 from tapegrad.autograd.anomaly_mode import is_anomaly_enabled as is_anomaly_enabled
@@ -68,6 +69,8 @@ from tapegrad.creation import full_like as full_like
 from tapegrad.creation import ones_like as ones_like
 from tapegrad.creation import tensor as tensor
 from tapegrad.creation import zeros_like as zeros_like
+from tapegrad.cuda import AcceleratorError as AcceleratorError
+from tapegrad.cuda import OutOfMemoryError as OutOfMemoryError
 from tapegrad.func import vmap as vmap
 from tapegrad.grad_mode import enable_grad as enable_grad
 from tapegrad.grad_mode import inference_mode as inference_mode
@@ -89,6 +92,7 @@ from tapegrad.tensor import Size as Size
 from tapegrad.tensor import Size as _Size
 
 __all__ = [
+    'AcceleratorError',
     'BoolStorage',
     'BoolTensor',
     'ByteStorage',
@@ -100,12 +104,14 @@ __all__ = [
     'FloatStorage',
     'FloatTensor',
     'Generator',
+    'GradScaler',
     'HalfStorage',
     'HalfTensor',
     'IntStorage',
     'IntTensor',
     'LongStorage',
     'LongTensor',
+    'OutOfMemoryError',
     'ShortStorage',
     'ShortTensor',
     'Size',
@@ -940,8 +946,11 @@ class Tensor:
     def broadcast_to(self, *args: Any, **kwargs: Any) -> Tensor: ...
     def byte(self, memory_format: Any = ...) -> Tensor: ...
     def cauchy_(self, median: Any = ..., sigma: Any = ..., *, generator: Any = ...) -> Tensor: ...
+    def cdouble(self, memory_format: Any = ...) -> Any: ...
     def ceil(self) -> Tensor: ...
     def ceil_(self, *args: Any, **kwargs: Any) -> Tensor: ...
+    def cfloat(self, memory_format: Any = ...) -> Any: ...
+    def chalf(self, memory_format: Any = ...) -> Any: ...
     def char(self, memory_format: Any = ...) -> Tensor: ...
     def cholesky(self, upper: Any = ..., *, out: Any = ...) -> Tensor: ...
     def cholesky_inverse(self, *args: Any, **kwargs: Any) -> Any: ...

@@ -494,6 +494,18 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         for checks only; see docs/differences.md)."""
         return self.to(_core.bfloat16)
 
+    def cfloat(self, memory_format=None):
+        """self as complex64 (self when it already is)."""
+        return self.to(_core.complex64, memory_format=memory_format)
+
+    def cdouble(self, memory_format=None):
+        """self as complex128 (self when it already is)."""
+        return self.to(_core.complex128, memory_format=memory_format)
+
+    def chalf(self, memory_format=None):
+        """Raises TypeError: tapegrad has no complex32 tensors (see docs/differences.md)."""
+        return self.to(_core.complex32)
+
     def cpu(self, *, memory_format=None):
         """Return self: tapegrad tensors always live on the CPU."""
         return self

@@ -10,6 +10,15 @@ from .._device import _NO_CUDA, check_device
 from . import amp  # noqa: F401  (torch.cuda.amp.GradScaler / autocast; also importable as a module)
 
 
+class OutOfMemoryError(RuntimeError):
+    """A device ran out of memory (torch.OutOfMemoryError, also torch.cuda.OutOfMemoryError).
+    Never raised here, where there is no device; scripts name it in `except` clauses."""
+
+
+class AcceleratorError(RuntimeError):
+    """An accelerator reported an error (torch.AcceleratorError); never raised here."""
+
+
 def _no_cuda():
     raise AssertionError(_NO_CUDA)
 

@@ -21,6 +21,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.cuda import amp as amp
 
 __all__ = [
+    'AcceleratorError',
+    'OutOfMemoryError',
     'amp',
     'check_device',
     'current_device',
@@ -53,6 +55,12 @@ __all__ = [
     'set_rng_state',
     'synchronize',
 ]
+
+class AcceleratorError(builtins.RuntimeError):
+    ...
+
+class OutOfMemoryError(builtins.RuntimeError):
+    ...
 
 def check_device(spec: Any, fn: _str = ..., allow_meta: _bool = ...) -> None: ...
 

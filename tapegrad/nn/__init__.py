@@ -1,5 +1,7 @@
 """tapegrad.nn: layers, losses, initialisers and the functional API, as torch.nn has them."""
 from . import functional, init, utils
+from . import grad  # noqa: E402  (torch.nn.grad, which is also F.grad)
+functional.grad = grad
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from .modules import *  # noqa: F401,F403  (the layer classes, as torch.nn exports them)
 from .modules import __all__ as _modules_all  # noqa: F401

@@ -20,6 +20,7 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn import attention as attention
 from tapegrad.nn import functional as functional
+from tapegrad.nn import grad as grad
 from tapegrad.nn import init as init
 from tapegrad.nn import modules as modules
 from tapegrad.nn import parallel as parallel
@@ -356,6 +357,7 @@ __all__ = [
     'ZeroPad3d',
     'attention',
     'functional',
+    'grad',
     'init',
     'modules',
     'parallel',
