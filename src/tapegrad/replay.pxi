@@ -18,7 +18,7 @@ from libc.math cimport copysign
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy, memset
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from cpython.list cimport PyList_GET_ITEM
+from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
 
 
 cdef struct Step:
@@ -125,6 +125,13 @@ cdef extern from *:
     """
     bint reusable_result "tg_reusable_result" (PyObject* a, void* data) noexcept
     Py_ssize_t refcount "Py_REFCNT" (PyObject* o) noexcept
+
+
+cdef inline void list_put(list items, Py_ssize_t i, object o) noexcept:
+    """items[i] = o in a list made by PyList_New(n) (its entries start NULL): a call path's list
+    made at its final size, without append's growth (a reallocation per list)."""
+    Py_INCREF(o)                        # (PyList_SET_ITEM steals a reference)
+    PyList_SET_ITEM(items, i, o)
 
 
 cdef inline void fill_f64(double* dst, Py_ssize_t n, double v) noexcept:
@@ -1230,7 +1237,7 @@ cdef class Program:
         # wrapped around one: the caller gets its own copy of each such buffer the program owns,
         # so `y = f(x); y.mul_(2)` before backward cannot change what the backward reads (outputs
         # that view an external stay views; an output no backward reads needs no copy).
-        cdef list results = []
+        cdef list results = PyList_New(n_out)
         cdef TensorBase t
         for j in range(n_out):
             o = bs.arrays[<Py_ssize_t>self.outputs[j]]
@@ -1242,7 +1249,7 @@ cdef class Program:
                 made_by = bs.calls[<Py_ssize_t>(<tuple>made)[0]]
                 t._version = version_of(
                     <TensorBase>(<tuple>(<tuple>made_by)[0])[<Py_ssize_t>(<tuple>made)[1]])
-            results.append(t)
+            list_put(results, j, t)
         cdef CompiledFunctionBackward node = self.node_for(bs)
         node.program = self
         node.buffers = bs               # free again when the node releases it or dies
@@ -1946,24 +1953,24 @@ def _call_externals(list sources, list metas, list flat):
 
 cdef list call_externals(list sources, list metas, object flat):
     """_call_externals; `flat` a list or (the fast call path's arguments) a tuple."""
-    cdef list out = []
+    cdef Py_ssize_t k, n = len(sources)
+    cdef list out = PyList_New(n)
     cdef TensorBase t
     cdef object A
-    cdef Py_ssize_t k
     cdef bint is_list = type(flat) is list
-    for k in range(len(sources)):
+    for k in range(n):
         src = sources[k]
         if type(src) is int:
-            out.append((<list>flat)[<Py_ssize_t>src] if is_list
-                       else (<tuple>flat)[<Py_ssize_t>src])
+            list_put(out, k, (<list>flat)[<Py_ssize_t>src] if is_list
+                     else (<tuple>flat)[<Py_ssize_t>src])
             continue
         t = <TensorBase>src
         A = t._array
         shape, typenum, requires_grad = <tuple>metas[k]
         if (not shape_is(A, <tuple>shape) or cnp.PyArray_TYPE(A) != <int>typenum
                 or not cnp.PyArray_IS_C_CONTIGUOUS(A) or t._requires_grad != requires_grad):
-            return None
-        out.append(t)
+            return None                 # (a list with NULL entries frees as any other)
+        list_put(out, k, t)
     return out
 
 
