@@ -364,6 +364,7 @@ cdef int OP_LEAF
 
 cdef class CompiledBackward:
     cdef object backward(self, list g)
+    cdef object backward_one(self, object g)
     cdef object graph_backward(self, list g)
     cdef release(self)
 

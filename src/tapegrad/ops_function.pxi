@@ -334,6 +334,8 @@ cdef object vjp_function(Record* r, object g):
     tapegrad.compile'd call's one-output record (scalar ONE_RECORD), that output's adjoint."""
     ctx = <object>r.aux
     if isinstance(ctx, CompiledBackward):     # a tapegrad.compile'd call (replay.pxi): no Python
+        if r.scalar == ONE_RECORD and r.n_in == 1:
+            return (<CompiledBackward>ctx).backward_one(g)
         res = (<CompiledBackward>ctx).backward([g] if r.scalar == ONE_RECORD else <list>g)
     else:
         res = FUNCTION_BACKWARD(ctx, g, False)

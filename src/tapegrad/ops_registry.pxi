@@ -101,6 +101,10 @@ cdef class CompiledBackward:
     cdef object backward(self, list g):
         raise NotImplementedError
 
+    cdef object backward_one(self, object g):
+        """backward([g])[0] for a call with one input and one output (vjp_function)."""
+        return self.backward([g])[0]
+
     cdef object graph_backward(self, list g):
         """backward with create_graph=True: g and the result are tensors (or None)."""
         raise NotImplementedError

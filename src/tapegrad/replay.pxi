@@ -18,6 +18,7 @@ from libc.math cimport copysign
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy, memset
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
 
 
 cdef struct Step:
@@ -108,6 +109,31 @@ cdef object new_empty(tuple shape, int typenum):
     return cnp.PyArray_SimpleNew(nd, dims, typenum)
 
 
+cdef extern from *:
+    """
+    /* Whether a fresh slot's array from an earlier replay (borrowed from the set's list) can take
+       this replay's result in place of a new array: nothing but the set refers to it any more
+       (the tensor handed out for it died, and with it every view, buffer export and saved value
+       made from it, each of which holds a reference), it owns its memory, is writeable and is
+       still the one the set wrote.  Nobody can observe the reuse; a replay at size 1 skips an
+       allocation and a free. */
+    static inline int tg_reusable_result(PyObject* a, void* data) {
+        return a != NULL && Py_REFCNT(a) == 1 && PyArray_CheckExact(a)
+            && PyArray_CHKFLAGS((PyArrayObject*)a, NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEABLE)
+            && PyArray_DATA((PyArrayObject*)a) == data;
+    }
+    """
+    bint reusable_result "tg_reusable_result" (PyObject* a, void* data) noexcept
+    Py_ssize_t refcount "Py_REFCNT" (PyObject* o) noexcept
+
+
+cdef inline void list_put(list items, Py_ssize_t i, object o) noexcept:
+    """items[i] = o in a list made by PyList_New(n) (its entries start NULL): a call path's list
+    made at its final size, without append's growth (a reallocation per list)."""
+    Py_INCREF(o)                        # (PyList_SET_ITEM steals a reference)
+    PyList_SET_ITEM(items, i, o)
+
+
 cdef inline void fill_f64(double* dst, Py_ssize_t n, double v) noexcept:
     cdef Py_ssize_t j
     for j in range(n):
@@ -136,6 +162,9 @@ cdef class BufferSet:
     cdef void* s0
     cdef void* s1
     cdef public bint in_use
+    cdef bint pooled            # kept in its Program's pool (lives as long as the Program)
+    cdef CompiledFunctionBackward node  # a pooled set's node of its last replay, reused by the
+                                # next one when nothing else holds it (Program.node_for)
     cdef list calls             # step -> (result tensor, {slot: proxy tensor}) of re-run ops
     cdef list contiguous        # slot -> the C-contiguous copy ptr[slot] points into (re-run
                                 # ops' non-contiguous results that C kernels read), or None
@@ -480,11 +509,35 @@ cdef class Program:
             if not bs.in_use:
                 bs.in_use = True
                 return bs
+            if (bs.node is not None and bs.node.buffers is bs
+                    and refcount(<PyObject*>bs.node) == 1):
+                # its last replay's graph died without a backward: only the set holds the node
+                # (whose death would have freed the set, see CompiledFunctionBackward)
+                bs.node.buffers = None
+                return bs
         bs = self.new_buffers()
         bs.in_use = True
         if len(self.pool) < 4:          # more live graphs than that: extra sets are not kept
             self.pool.append(bs)
+            bs.pooled = True
         return bs
+
+    cdef CompiledFunctionBackward node_for(self, BufferSet bs):
+        """The node of a replay on `bs`: the set's node of its previous replay when the set alone
+        holds it (its graph died or was freed: no record, grad_fn or user variable refers to it,
+        so nobody can tell it from a new one), else a new one, which a pooled set keeps.  A
+        replay at size 1 pays for each object it makes and frees."""
+        cdef CompiledFunctionBackward node
+        if bs.node is not None and refcount(<PyObject*>bs.node) == 1:
+            node = bs.node
+            node.buffers = None
+            node.versions = None
+            node.rng_state = None
+            return node
+        node = CompiledFunctionBackward.__new__(CompiledFunctionBackward)
+        if bs.pooled:                   # (an unpooled set would make a cycle with its node)
+            bs.node = node
+        return node
 
     cdef inline int set_slot(self, BufferSet bs, Py_ssize_t k, object arr) except -1:
         bs.arrays[k] = arr
@@ -538,7 +591,8 @@ cdef class Program:
             for k in range(self.n_ext):
                 self.set_slot(bs, k, externals[k])
         for k in self.fresh_new:
-            self.set_slot(bs, k, new_empty(self.shapes[k], self.typenum))
+            if not reusable_result(<PyObject*>PyList_GET_ITEM(bs.arrays, k), bs.ptr[k]):
+                self.set_slot(bs, k, new_empty(self.shapes[k], self.typenum))
         i = 0
         while i < self.n_steps:
             s = &self.steps[i]
@@ -798,6 +852,29 @@ cdef class Program:
     cdef tuple backward_c(self, BufferSet bs, list out_grads):
         """Gradients of the externals (None where none flows) given the outputs' gradients (the
         first len(self.outputs) entries of out_grads)."""
+        cdef Py_ssize_t j, k
+        self.sweep_steps(bs, out_grads, None)
+        cdef tuple res = PyTuple_New(self.n_ext)
+        for k in range(self.n_ext):
+            g = self.hand_out(bs, k)
+            Py_INCREF(g)                    # (PyTuple_SET_ITEM steals a reference)
+            PyTuple_SET_ITEM(res, k, g)
+        g = None
+        self.drop_given(bs)
+        return res
+
+    cdef object backward_one(self, BufferSet bs, object g):
+        """backward_c of a program with one output and one external (a replayed call's
+        one-record node): its gradient given the output's, without a list or a tuple around
+        either (a replay at size 1 pays for each object it makes)."""
+        self.sweep_steps(bs, None, g)
+        g = self.hand_out(bs, 0)
+        self.drop_given(bs)
+        return g
+
+    cdef int sweep_steps(self, BufferSet bs, list out_grads, object g0) except -1:
+        """The backward of every step, from the outputs' gradients (out_grads; or, out_grads
+        None, g0 the one output's) to the adjoints of the externals."""
         if bs is None:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved "
@@ -813,11 +890,12 @@ cdef class Program:
         withdraw_adjoint()
         memset(bs.touched, 0, self.n_slots)
         self.drop_given(bs)                 # left by a backward that raised
-        for j in range(len(self.outputs)):
-            g = out_grads[j]
+        for j in range(len(self.outputs) if out_grads is not None else 1):
+            g = out_grads[j] if out_grads is not None else g0
             k = self.outputs[j]
             if g is not None and self.grad[k]:
                 self.give_array(bs, k, g)
+        g = None
         i = self.n_steps - 1
         while i >= 0:
             if self.steps[i].group >= 0:
@@ -827,24 +905,20 @@ cdef class Program:
             if self.any_touched(bs, &self.steps[i]):
                 self.backward_step(bs, i)
             i -= 1
-        cdef tuple res = PyTuple_New(self.n_ext)
-        for k in range(self.n_ext):
-            if self.grad[k] and bs.touched[k]:
-                if bs.given[k] is not None:
-                    g = self.adjoint(bs, k)
-                else:
-                    # hand the buffer itself out (it may become a .grad) and take a new one
-                    g = bs.adj[k]
-                    arr = new_empty(self.shapes[k], self.adj_typenum[k])
-                    bs.adj[k] = arr
-                    bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
-            else:
-                g = None
-            Py_INCREF(g)                    # (PyTuple_SET_ITEM steals a reference)
-            PyTuple_SET_ITEM(res, k, g)
-        g = None
-        self.drop_given(bs)
-        return res
+        return 0
+
+    cdef object hand_out(self, BufferSet bs, Py_ssize_t k):
+        """External k's gradient after sweep_steps, or None where none flows."""
+        if not (self.grad[k] and bs.touched[k]):
+            return None
+        if bs.given[k] is not None:
+            return self.adjoint(bs, k)
+        # hand the buffer itself out (it may become a .grad) and take a new one
+        g = bs.adj[k]
+        arr = new_empty(self.shapes[k], self.adj_typenum[k])
+        bs.adj[k] = arr
+        bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
+        return g
 
     cdef inline bint any_touched(self, BufferSet bs, Step* s) noexcept:
         cdef Py_ssize_t k
@@ -1163,7 +1237,7 @@ cdef class Program:
         # wrapped around one: the caller gets its own copy of each such buffer the program owns,
         # so `y = f(x); y.mul_(2)` before backward cannot change what the backward reads (outputs
         # that view an external stay views; an output no backward reads needs no copy).
-        cdef list results = []
+        cdef list results = PyList_New(n_out)
         cdef TensorBase t
         for j in range(n_out):
             o = bs.arrays[<Py_ssize_t>self.outputs[j]]
@@ -1175,9 +1249,8 @@ cdef class Program:
                 made_by = bs.calls[<Py_ssize_t>(<tuple>made)[0]]
                 t._version = version_of(
                     <TensorBase>(<tuple>(<tuple>made_by)[0])[<Py_ssize_t>(<tuple>made)[1]])
-            results.append(t)
-        cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
-            CompiledFunctionBackward)
+            list_put(results, j, t)
+        cdef CompiledFunctionBackward node = self.node_for(bs)
         node.program = self
         node.buffers = bs               # free again when the node releases it or dies
         node.n_out = n_out
@@ -1381,6 +1454,10 @@ cdef class CompiledFunctionBackward(CompiledBackward):
     cdef object backward(self, list g):
         self.check_versions()
         return self.program.backward_c(self.buffers, g)
+
+    cdef object backward_one(self, object g):
+        self.check_versions()
+        return self.program.backward_one(self.buffers, g)
 
     cdef object rerun(self):
         """The Program's outputs of the call computed eagerly again: the same values as the
@@ -1876,24 +1953,24 @@ def _call_externals(list sources, list metas, list flat):
 
 cdef list call_externals(list sources, list metas, object flat):
     """_call_externals; `flat` a list or (the fast call path's arguments) a tuple."""
-    cdef list out = []
+    cdef Py_ssize_t k, n = len(sources)
+    cdef list out = PyList_New(n)
     cdef TensorBase t
     cdef object A
-    cdef Py_ssize_t k
     cdef bint is_list = type(flat) is list
-    for k in range(len(sources)):
+    for k in range(n):
         src = sources[k]
         if type(src) is int:
-            out.append((<list>flat)[<Py_ssize_t>src] if is_list
-                       else (<tuple>flat)[<Py_ssize_t>src])
+            list_put(out, k, (<list>flat)[<Py_ssize_t>src] if is_list
+                     else (<tuple>flat)[<Py_ssize_t>src])
             continue
         t = <TensorBase>src
         A = t._array
         shape, typenum, requires_grad = <tuple>metas[k]
         if (not shape_is(A, <tuple>shape) or cnp.PyArray_TYPE(A) != <int>typenum
                 or not cnp.PyArray_IS_C_CONTIGUOUS(A) or t._requires_grad != requires_grad):
-            return None
-        out.append(t)
+            return None                 # (a list with NULL entries frees as any other)
+        list_put(out, k, t)
     return out
 
 
