@@ -9,6 +9,7 @@ initialised tensor or raises: none leaves an empty object behind.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -149,14 +150,22 @@ def legacy_value(np_dt, args: tuple, kwargs: dict):
     if isinstance(data, _core.TensorBase):
         _check_alias_dtype(data, np_dt)
         return data
-    if isinstance(data, str):
+    if isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     if isinstance(data, (list, tuple, np.ndarray)):
         return _from_data(data, data_dt)
     storage = sys.modules.get("tapegrad.storage")     # loaded once any storage exists
     if storage is not None and storage.is_storage(data):
         return _storage_elements(storage, data, np.dtype(data_dt))
+    if _is_sequence(data):      # range, deque, array.array, memoryview: what PySequence_Check takes
+        return _from_data(list(data), data_dt)
     raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+
+
+def _is_sequence(data) -> bool:
+    """Python's sequence protocol as PyTorch's legacy constructors test it (PySequence_Check):
+    indexable by position, mappings excluded."""
+    return not isinstance(data, Mapping) and hasattr(type(data), "__getitem__") and hasattr(type(data), "__len__")
 
 
 def _storage_elements(storage, data, np_dt: np.dtype) -> np.ndarray:

@@ -64,6 +64,15 @@ def test_retain_grad_prints_6_3_none(capsys):
     assert capsys.readouterr().out == "tensor([6.])\ntensor([3.])\nNone\n"
 
 
+def test_non_leaf_grad_warning_names_the_callers_line():
+    # PyTorch's C++ warning names the user's line; a stacklevel past the caller gave "sys:1".
+    z = torch.tensor([1.], requires_grad=True) * 3
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        z.grad; line = sys._getframe().f_lineno
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
+
+
 def test_requires_grad_false_on_leaf_stops_delivery():
     x = torch.tensor([1.], requires_grad=True)
     y = x**2

@@ -532,7 +532,9 @@ cdef class TensorBase:
         fresh(self)
         if (not is_leaf_c(self) and self._grad is None
                 and not (TAPE.recs[self._node].flags & RF_RETAIN_GRAD)):
-            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+            # stacklevel 1 is the innermost Python frame (a compiled getter has none): the line
+            # that read .grad, where PyTorch's C++ warning points too.
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=1)
         return self._grad
 
     @grad.setter

@@ -172,6 +172,8 @@ class FunctionCtx:
 
     @property
     def saved_variables(self):
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning,
+                      stacklevel=2)
         return self.saved_tensors
 
 
