@@ -635,7 +635,9 @@ VM_POW_LOOP(f64, double, vd_load, vd_load_part, vd_store, vd_store_part, pow_cor
 /* float32, evaluated in double: a float x is a normal double, and t = y log|x| only needs an
  * absolute error ~2^-45 (|t| <= ~104 where the float result is neither 0 nor inf), so log|x| is
  * the table's k ln2 - log(invc) + log1p(r) in plain double (r = m invc - 1 rounded once, log1p
- * to r^6) and e^t float64's exp. */
+ * to r^6) and e^t float32's exponential in double (exp_f32_core: ~2^-36 relative, clamped to
+ * +-200, beyond which the float result is 0 or inf anyway).  Measured on 24.75 million points over
+ * every level and eleven exponents: within 0.5005 ulp (float64's core: 0.893). */
 static const double log1p_taylor_f32[] = { -1.0 / 6, 1.0 / 5, -1.0 / 4, 1.0 / 3, -1.0 / 2 };
 
 static inline vd pow_f32_core(vd x, const pow_exponent *pe)
