@@ -277,6 +277,37 @@ def test_pow_result_does_not_depend_on_position_or_length(vm, level, dtype):
     np.testing.assert_array_equal(inplace, full)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("y", [2.5, -0.7, 7.0, -3.0])
+def test_pow_tail_writes_only_its_elements_and_zeros_anywhere(vm, level, dtype, y):
+    """The last partial vector is stored by a masked store: every length 1..19 (all tail sizes of
+    every level) writes exactly n results, each the full array's, and leaves what follows out[n - 1]
+    alone; zeros in any lane (the padding lanes of a tail are computed as x = 1, a real zero gets
+    its special value) give numpy's zeros and infinities with their signs."""
+    base = vs.random_inputs("sin", dtype, 19, rng_for("powtail", dtype)).astype(dtype)
+    base[[0, 5, 9, 16]] = 0.0
+    base[[3, 12]] = -0.0
+    full = vm.pow(base, y)
+    with np.errstate(all="ignore"):
+        expected = np.power(base, dtype(y))
+    zero = base == 0
+    np.testing.assert_array_equal(full[zero], expected[zero])
+    np.testing.assert_array_equal(np.signbit(full[zero]), np.signbit(expected[zero]))
+    sentinel = dtype(-12345.0)
+    for n in range(1, len(base) + 1):
+        for start in (0, 1, 3):
+            if start + n > len(base):
+                continue
+            x = np.ascontiguousarray(base[start:start + n])
+            out = np.full(n + 16, sentinel, dtype=dtype)
+            ptr_t = ctypes.c_double if dtype == np.float64 else ctypes.c_float
+            ptr = ctypes.POINTER(ptr_t)
+            fn = getattr(vm.lib, "tg_vm_pow_f64" if dtype == np.float64 else "tg_vm_pow_f32")
+            fn(x.ctypes.data_as(ptr), y, out.ctypes.data_as(ptr), n)
+            np.testing.assert_array_equal(out[:n], full[start:start + n], err_msg=f"n={n}")
+            assert (out[n:] == sentinel).all(), f"wrote beyond n={n}"
+
+
 def test_pow_reference_agrees_with_mpmath():
     pytest.importorskip("mpmath")
     if not vs.LONGDOUBLE_IS_WIDE:

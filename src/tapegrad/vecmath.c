@@ -223,24 +223,40 @@ void tg_vm_sincos_f32(const float *x, float *s, float *c, size_t n)
 }
 
 /* The exponents whose results do not depend on the algorithm (0, NaN, infinities: exact special
- * values or a comparison of |x| with 1) go to the C library, lane by lane; the kernels take the
- * finite nonzero ones. */
+ * values or a comparison of |x| with 1) go to the C library, lane by lane, out of line (the
+ * common call then needs no stack frame); the kernels take the finite nonzero ones. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TG_VM_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define TG_VM_NOINLINE __declspec(noinline)
+#else
+#define TG_VM_NOINLINE
+#endif
+
+static TG_VM_NOINLINE void pow_libm_f64(const double *x, double y, double *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = pow(x[i], y);
+}
+
+static TG_VM_NOINLINE void pow_libm_f32(const float *x, float y, float *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = powf(x[i], y);
+}
+
 void tg_vm_pow_f64(const double *x, double y, double *out, size_t n)
 {
-    if (y == 0.0 || !isfinite(y)) {
-        for (size_t i = 0; i < n; i++) out[i] = pow(x[i], y);
-        return;
-    }
-    TG_VM_PICK(resolve(), pow, f64)(x, y, out, n);
+    if (y == 0.0 || !isfinite(y))
+        pow_libm_f64(x, y, out, n);
+    else
+        TG_VM_PICK(tg_vm_level_fast(), pow, f64)(x, y, out, n);
 }
 
 void tg_vm_pow_f32(const float *x, float y, float *out, size_t n)
 {
-    if (y == 0.0f || !isfinite(y)) {
-        for (size_t i = 0; i < n; i++) out[i] = powf(x[i], y);
-        return;
-    }
-    TG_VM_PICK(resolve(), pow, f32)(x, y, out, n);
+    if (y == 0.0f || !isfinite(y))
+        pow_libm_f32(x, y, out, n);
+    else
+        TG_VM_PICK(tg_vm_level_fast(), pow, f32)(x, y, out, n);
 }
 
 void tg_vm_gelu_f32(const float *x, float *y, size_t n)

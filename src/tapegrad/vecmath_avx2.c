@@ -41,6 +41,15 @@ static inline vd vd_load_f32_part(const float *p, size_t m)
 {
     return _mm256_cvtps_pd(_mm_maskload_ps(p, _mm_loadu_si128((const __m128i *)(tail_mask32 + 8 - m))));
 }
+/* The first m < 4 lanes of v to p (nothing beyond p[m - 1] is written). */
+static inline void vd_store_part(double *p, vd v, size_t m)
+{
+    _mm256_maskstore_pd(p, _mm256_loadu_si256((const __m256i *)(tail_mask64 + 4 - m)), v);
+}
+static inline void vd_store_f32_part(float *p, vd v, size_t m)
+{
+    _mm_maskstore_ps(p, _mm_loadu_si128((const __m128i *)(tail_mask32 + 8 - m)), _mm256_cvtpd_ps(v));
+}
 static inline vd vd_add(vd a, vd b) { return _mm256_add_pd(a, b); }
 static inline vd vd_sub(vd a, vd b) { return _mm256_sub_pd(a, b); }
 static inline vd vd_mul(vd a, vd b) { return _mm256_mul_pd(a, b); }

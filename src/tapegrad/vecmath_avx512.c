@@ -40,6 +40,15 @@ static inline vd vd_load_f32_part(const float *p, size_t m)
 {
     return _mm512_cvtps_pd(_mm256_maskz_loadu_ps((__mmask8)((1u << m) - 1), p));
 }
+/* The first m < 8 lanes of v to p (nothing beyond p[m - 1] is written). */
+static inline void vd_store_part(double *p, vd v, size_t m)
+{
+    _mm512_mask_storeu_pd(p, (__mmask8)((1u << m) - 1), v);
+}
+static inline void vd_store_f32_part(float *p, vd v, size_t m)
+{
+    _mm256_mask_storeu_ps(p, (__mmask8)((1u << m) - 1), _mm512_cvtpd_ps(v));
+}
 static inline vd vd_add(vd a, vd b) { return _mm512_add_pd(a, b); }
 static inline vd vd_sub(vd a, vd b) { return _mm512_sub_pd(a, b); }
 static inline vd vd_mul(vd a, vd b) { return _mm512_mul_pd(a, b); }

@@ -17,7 +17,8 @@
  * vd_as_vi vi_as_vd vi_set vi_add vi_and vi_or vi_shl vi_shr (logical) vi_eq,
  * vd_lookup4(table, i, &a, &b, &c, &d): row i of a table of four-double rows, per lane,
  * vd_load_part vd_load_f32_part(p, m): the first m < VM_W elements of p into the first lanes, the
- * other lanes 0, reading nothing beyond p[m - 1] (the tail of an array). */
+ * other lanes 0, reading nothing beyond p[m - 1] (the tail of an array), and vd_store_part
+ * vd_store_f32_part(p, v, m): the first m < VM_W lanes of v to p, writing nothing beyond. */
 #include "vecmath_consts.h"
 #include "vecmath_tables.h"
 
@@ -586,20 +587,26 @@ static inline pow_exponent pow_exponent_of(double y)
     e.at_zero = y > 0 ? 0.0 : INFINITY;
     e.at_inf = y > 0 ? INFINITY : 0.0;
     e.integer = floor(y) == y;
-    e.odd = e.integer && fabs(y) < 0x1p53 && fmod(y, 2.0) != 0.0;
+    /* y / 2 is exact, and not an integer for an odd y (|y| >= 2^53 is even) */
+    e.odd = e.integer && floor(0.5 * y) != 0.5 * y;
     return e;
 }
 
 static inline vd pow_core(vd x, const pow_exponent *pe)
 {
     vd ax = vd_abs(x);
+    vm zero = vd_eq(ax, vd_set(0.0));
     vd y = vd_set(pe->y);
     vd lo;
-    vd hi = log_dd(ax, &lo);                  /* meaningless for |x| = 0, inf, NaN: patched */
+    /* meaningless for |x| = 0, inf, NaN: patched below.  A zero (an array's tail pads its last
+     * vector with zeros) is replaced by 1 here: log 0 went through the subnormal rescaling and
+     * e^(y log 0) underflowed through subnormal doubles, whose microcode assists cost a one-element
+     * call ~100 cycles; log 1 = 0 takes the plain path. */
+    vd hi = log_dd(vd_select(zero, vd_set(1.0), ax), &lo);
     vd th = vd_mul(y, hi);
     vd tl = vd_fma(y, lo, vd_sub(vd_set(0.0), vd_fnma_exact(y, hi, th)));
     vd r = exp_dd(th, tl);
-    r = vd_select(vd_eq(ax, vd_set(0.0)), vd_set(pe->at_zero), r);
+    r = vd_select(zero, vd_set(pe->at_zero), r);
     r = vd_select(vd_eq(ax, vd_set(INFINITY)), vd_set(pe->at_inf), r);
     if (pe->odd)
         r = vd_or(r, vd_and(x, vd_set(-0.0)));
@@ -608,35 +615,38 @@ static inline vd pow_core(vd x, const pow_exponent *pe)
     return nan_passthrough(x, r);
 }
 
-#define VM_POW_LOOP(SUFFIX, T, LOAD, LOAD_PART, STORE, CORE)                                         \
+/* The tail goes through a masked load and a masked store (through a buffer, its copy was a
+ * memcpy call, and at sizes 1-16 a pow is mostly tail). */
+#define VM_POW_LOOP(SUFFIX, T, LOAD, LOAD_PART, STORE, STORE_PART, CORE)                       \
     void VM_XCAT3(tg_vm_pow_##SUFFIX, _, VM_LEVEL_NAME)(const T *x, T y, T *out, size_t n)     \
     {                                                                                          \
         const pow_exponent pe = pow_exponent_of((double)y);                                    \
         size_t i = 0;                                                                          \
         for (; i + 2 * VM_W <= n; i += 2 * VM_W) {                                             \
-            vd a = CORE(LOAD(x + i), &pe), b = CORE(LOAD(x + i + VM_W), &pe);                \
+            vd a = CORE(LOAD(x + i), &pe), b = CORE(LOAD(x + i + VM_W), &pe);                  \
             STORE(out + i, a);                                                                 \
             STORE(out + i + VM_W, b);                                                          \
         }                                                                                      \
-        for (; i + VM_W <= n; i += VM_W) STORE(out + i, CORE(LOAD(x + i), &pe));                \
-        if (i < n) {                                                                           \
-            T buf[VM_W];                                                                       \
-            STORE(buf, CORE(LOAD_PART(x + i, n - i), &pe));                                    \
-            for (size_t k = 0; k < n - i; k++) out[i + k] = buf[k];                            \
-        }                                                                                      \
+        for (; i + VM_W <= n; i += VM_W) STORE(out + i, CORE(LOAD(x + i), &pe));               \
+        if (i < n) STORE_PART(out + i, CORE(LOAD_PART(x + i, n - i), &pe), n - i);             \
     }
-VM_POW_LOOP(f64, double, vd_load, vd_load_part, vd_store, pow_core)
+VM_POW_LOOP(f64, double, vd_load, vd_load_part, vd_store, vd_store_part, pow_core)
 
 /* float32, evaluated in double: a float x is a normal double, and t = y log|x| only needs an
  * absolute error ~2^-45 (|t| <= ~104 where the float result is neither 0 nor inf), so log|x| is
  * the table's k ln2 - log(invc) + log1p(r) in plain double (r = m invc - 1 rounded once, log1p
- * to r^6) and e^t float64's exp. */
+ * to r^6) and e^t float32's exponential in double (exp_f32_core: ~2^-36 relative, clamped to
+ * +-200, beyond which the float result is 0 or inf anyway).  Measured on 24.75 million points over
+ * every level and eleven exponents: within 0.5005 ulp (float64's core: 0.893). */
 static const double log1p_taylor_f32[] = { -1.0 / 6, 1.0 / 5, -1.0 / 4, 1.0 / 3, -1.0 / 2 };
 
 static inline vd pow_f32_core(vd x, const pow_exponent *pe)
 {
     vd ax = vd_abs(x);
-    vi b = vi_add(vd_as_vi(ax), vi_set(UINT64_C(0x3ff0000000000000) - VM_SQRT_HALF_BITS));
+    vm zero = vd_eq(ax, vd_set(0.0));
+    /* a zero as 1 (patched below), as in pow_core */
+    vi b = vi_add(vd_as_vi(vd_select(zero, vd_set(1.0), ax)),
+                  vi_set(UINT64_C(0x3ff0000000000000) - VM_SQRT_HALF_BITS));
     vi j = vi_and(vi_shr(b, 52 - VM_LOG_TABLE_BITS), vi_set((1u << VM_LOG_TABLE_BITS) - 1));
     vd m = vi_as_vd(vi_add(vi_and(b, vi_set(UINT64_C(0x000fffffffffffff))),
                            vi_set(VM_SQRT_HALF_BITS)));
@@ -650,8 +660,8 @@ static inline vd pow_f32_core(vd x, const pow_exponent *pe)
     vd r2 = vd_mul(r, r);
     vd l1p = vd_fma(r2, poly(r, VM_P(log1p_taylor_f32)), r);
     vd lg = vd_add(vd_fma(k, vd_set(VM_LN2_HI + VM_LN2_LO), lch), l1p);
-    vd res = exp_core(vd_mul(vd_set(pe->y), lg), VM_P(exp_p_f64));
-    res = vd_select(vd_eq(ax, vd_set(0.0)), vd_set(pe->at_zero), res);
+    vd res = exp_f32_core(vd_mul(vd_set(pe->y), lg));
+    res = vd_select(zero, vd_set(pe->at_zero), res);
     res = vd_select(vd_eq(ax, vd_set(INFINITY)), vd_set(pe->at_inf), res);
     if (pe->odd)
         res = vd_or(res, vd_and(x, vd_set(-0.0)));
@@ -659,7 +669,8 @@ static inline vd pow_f32_core(vd x, const pow_exponent *pe)
         res = vd_select(vm_and(vd_lt(x, vd_set(0.0)), vd_gt(x, vd_set(-INFINITY))), vd_set(NAN), res);
     return nan_passthrough(x, res);
 }
-VM_POW_LOOP(f32, float, vd_load_f32, vd_load_f32_part, vd_store_f32, pow_f32_core)
+VM_POW_LOOP(f32, float, vd_load_f32, vd_load_f32_part, vd_store_f32, vd_store_f32_part,
+            pow_f32_core)
 
 /* ---- per-element entry points and loops ----------------------------------------------------- */
 #define VM_UNARY(name, expr64, expr32)                                                        \

@@ -23,6 +23,8 @@ static inline vd vd_round_f32(vd v) { return (double)(float)v; }
 /* One lane: an array has no partial tail (never called). */
 static inline vd vd_load_part(const double *p, size_t m) { (void)m; return *p; }
 static inline vd vd_load_f32_part(const float *p, size_t m) { (void)m; return (double)*p; }
+static inline void vd_store_part(double *p, vd v, size_t m) { (void)m; *p = v; }
+static inline void vd_store_f32_part(float *p, vd v, size_t m) { (void)m; *p = (float)v; }
 static inline vd vd_add(vd a, vd b) { return a + b; }
 static inline vd vd_sub(vd a, vd b) { return a - b; }
 static inline vd vd_mul(vd a, vd b) { return a * b; }
