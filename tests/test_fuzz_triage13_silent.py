@@ -245,3 +245,22 @@ def test_copying_hooks_with_the_saved_tensor_dead_as_torch(torch, kind, hook):
     got = _dead_saved_run(tg, kind, hook)
     for a, b in zip(got, want):
         _same(a, b)
+
+
+# -- complex pow at a zero base (held-out fuzz 59400251, this session) ---------------------------
+# (-0 + 0j) ** (-0.0) was 1 (numpy's power) where PyTorch's exp(b log a) gives NaN; its signs of
+# zero differ too. Finite inputs, silently another value.
+
+def test_complex_pow_at_a_zero_base_as_torch(torch):
+    bases = [0j, complex(-0.0, 0.0), complex(0.0, -0.0), complex(-0.0, -0.0)]
+    exps = [0.0, -0.0, 1.0, 2.0, 0.5, -1.0, 1 + 1j, -0.5 + 2j, 1j, 0.7 - 0.2j]
+    a = np.array([b for b in bases for _ in exps] + [1.5 - 0.5j], dtype=np.complex128)
+    e = np.array(exps * len(bases) + [0.25 + 1j], dtype=np.complex128)
+    got = []
+    for L in (torch, tg):
+        out = L.tensor(a) ** L.tensor(e)
+        real_exp = L.tensor(a) ** L.tensor(e.real)
+        got.append([np.stack([o.real, o.imag]) for o in (out.numpy(), real_exp.numpy())])
+    for mine, theirs in zip(got[1], got[0]):
+        np.testing.assert_array_equal(mine, theirs)
+        np.testing.assert_array_equal(np.signbit(mine), np.signbit(theirs))

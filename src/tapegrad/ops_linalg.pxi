@@ -652,12 +652,13 @@ cdef object linear_eager(input, weight, bias=None):
             raise RuntimeError(f"result type {scalar_type_name(C.dtype)} can't be cast to the "
                                f"desired output type {scalar_type_name(X.dtype)}")
     out, op, X = linear_values(X, W, C)
-    if op == OP_LINEAR_VIEW:
+    if op == OP_LINEAR_VIEW and not (CAPTURE is not None and capturing()):
         # PyTorch's result is a view (ViewBackward0) of its 2-D addmm result, which is its _base:
         # an in-place write through another view of the result rewrites the 2-D tensor's
         # history, and the result's retained .grad keeps only what reaches the result itself
         # (fuzz 57100206, 57301596).  The 2-D product's record keeps the input's own shape:
-        # its VJPs take the gradient in the input's rows (gv_matmul)
+        # its VJPs take the gradient in the input's rows (gv_matmul).  (Under tapegrad.compile
+        # the call is one replay step, whose record is the N-d product.)
         folded = matmul_record(OP_ADDMM, cnp.PyArray_Reshape(<cnp.ndarray>out, (rows, Wt.shape[1])),
                                x, w, X, Wt, True, c)
         return view_result(<TensorBase>folded, out)
