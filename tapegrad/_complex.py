@@ -303,10 +303,23 @@ def _op(name: str):
 # -- binary arithmetic -----------------------------------------------------------------------------
 # add, sub, mul and div are compiled records (src/tapegrad/ops_complex.pxi); pow is here.
 
+def _pow_values(ctx, a, b):
+    """a ** b with a tensor exponent.  PyTorch's complex pow is exp(b log a): at a zero base
+    that gives NaN for 0 ** 0 and its own signs of zero, where numpy's power gives 1 (fuzz
+    59400251: a silent 1 where PyTorch's value is NaN).  Its formula is taken there."""
+    out = np.power(a, b)
+    zero = np.equal(a, 0)
+    if np.any(zero):
+        A = np.asarray(a).astype(out.dtype, copy=False)
+        B = np.asarray(b).astype(out.dtype, copy=False)
+        out = np.where(zero, np.exp(B * np.log(A)), out)
+    return out
+
+
 @_op("PowBackward1")
 class _Pow(_Op):
     graph = True
-    compute = staticmethod(lambda ctx, a, b: a ** b)
+    compute = staticmethod(_pow_values)
 
     @staticmethod
     def vjp(ctx, g, m):
@@ -352,6 +365,7 @@ class _PowScalar(_Pow):
     """z ** number: the gradient reads the input only, so (as PyTorch's PowBackward0 saves self
     and the exponent) an in-place write to the result before backward is no error."""
     reads_output = False
+    compute = staticmethod(lambda ctx, a, b: a ** b)   # (PyTorch's own paths for a number)
 
     @staticmethod
     def vjp(ctx, g, m):

@@ -560,7 +560,8 @@ def _check_inplace(t) -> None:
     tensor may be written in place only inside inference mode."""
     if t.is_inference() and not _core.is_inference_mode_enabled():
         raise RuntimeError(_core.INFERENCE_INPLACE)
-    if t.requires_grad and t.is_leaf and _core.is_grad_enabled():
+    if t.requires_grad and t.is_leaf and t._base is None and _core.is_grad_enabled():
+        # (a view taken in no_grad is a leaf too: _overwrite_ names PyTorch's rule for it)
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
 

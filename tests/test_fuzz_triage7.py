@@ -396,7 +396,11 @@ def test_compile_no_grad_view_then_base_written_runs_as_eager():
         eager = _nograd_view_then_fill(*[t.detach().requires_grad_() for t in leaves])
         assert out.tolist() == eager.tolist() == [-0.0, -0.0]
         assert leaves[0].grad.tolist() == [0.0] * 4
-        assert out.grad_fn.name() == eager.grad_fn.name()
+        # eager linear's result is a view of its 2-D product, as PyTorch's, so the fill goes to
+        # that base and the result reads it (AsStridedBackward0); the compiled linear is one N-d
+        # product without a base (docs/differences.md), so its grad_fn may be the fill's own
+        assert eager.grad_fn.name() == "AsStridedBackward0"
+        assert out.grad_fn.name() in ("AsStridedBackward0", "FillBackward2")
 
 
 def test_retains_grad_of_a_refused_view_is_false():

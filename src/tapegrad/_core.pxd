@@ -466,6 +466,7 @@ cdef inline Version version_of(TensorBase t):
     return t._version
 
 cdef TensorBase wrap_result(object out, TensorBase x)
+cdef TensorBase make_view(object arr, TensorBase base)
 
 
 cdef inline object torch_copy_source(object A):

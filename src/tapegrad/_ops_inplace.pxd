@@ -15,4 +15,6 @@ cdef object inplace_apply(TensorBase self, object fn, tuple args)
 
 cdef int OP_SETITEM
 
+cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=*)
+
 cdef object write_out(str name, object out, tuple operands, object fn, dict kwargs)

@@ -5,6 +5,7 @@
 include "module_prelude.pxi"
 from tapegrad._ops_unary cimport *
 from tapegrad._ops_shape cimport *
+from tapegrad._ops_inplace cimport setitem_op
 
 from tapegrad._core import NN_FUNCTIONS, TENSOR_METHODS, TORCH_FUNCTIONS, div, log, sub
 from tapegrad._ops_unary import gt

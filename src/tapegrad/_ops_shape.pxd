@@ -26,6 +26,8 @@ cdef int OP_UNSQUEEZE
 
 cdef TensorBase reshape_to(TensorBase x, tuple shape)
 
+cdef TensorBase view_result(TensorBase x, object out)
+
 cdef int OP_TRANSPOSE
 
 cdef int OP_T

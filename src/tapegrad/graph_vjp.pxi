@@ -795,9 +795,38 @@ cdef object gv_repeat(Py_ssize_t i, Record* r, object G, char* want):
     return reshape_to(<TensorBase>S, tuple(shape))
 
 
+cdef int check_grad_shape(Record* r, object G, tuple shape) except -1:
+    """A graph VJP whose kernels index G by its output's shape refuses any other shape (an
+    engine bug would otherwise read out of bounds: a mismatched G segfaulted gv_matmul)."""
+    cdef tuple gs = tuple((<TensorBase>G)._array.shape)
+    if gs != shape:
+        raise RuntimeError(f"{OP_NAMES[r.op]}: the gradient has shape {list(gs)} but the "
+                           f"output has shape {list(shape)}")
+    return 0
+
+
+cdef tuple matmul_result_shape(tuple shape_a, tuple shape_b):
+    """The shape of A @ B (A, B of these shapes, already checked by the forward)."""
+    cdef Py_ssize_t na = len(shape_a), nb = len(shape_b)
+    if na == 1 and nb == 1:
+        return ()
+    if na == 1:
+        return shape_b[:nb - 2] + shape_b[nb - 1:]
+    if nb == 1:
+        return shape_a[:na - 1]
+    return tuple(np.broadcast_shapes(shape_a[:na - 2], shape_b[:nb - 2])) + (
+        shape_a[na - 2], shape_b[nb - 1])
+
+
 cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
     shape_a, shape_b, trans_b, bias_shape, bias_dtype = <tuple>r.aux
     cdef Py_ssize_t na = len(shape_a), nb = len(shape_b)
+    if r.op == OP_ADDMM and na != 2:
+        # linear's 2-D product of an N-d or 1-D input (its result views it): G in the input's rows
+        check_grad_shape(r, G, (shape_prod(shape_a, 0, na - 1), shape_b[nb - 1]))
+        G = reshape_to(<TensorBase>G, tuple(shape_a)[:na - 1] + (shape_b[nb - 1],))
+    else:
+        check_grad_shape(r, G, matmul_result_shape(tuple(shape_a), tuple(shape_b)))
     ga = gb = gc = None
     if want[0]:
         SB = saved_value(r, 1)
@@ -862,6 +891,7 @@ cdef object gv_to_copy(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_softmax_family(Py_ssize_t i, Record* r, object G, bint log):
     Y = own_output(i, r, 0)
     axis, in_dt = <tuple>r.aux
+    check_grad_shape(r, G, tuple((<TensorBase>Y)._array.shape))     # (a C row kernel reads G)
     G = t_cast(G, (<TensorBase>Y)._array.dtype)
     if log:
         graph = g_sub(G, g_mul(unary_op(OP_EXP, <TensorBase>Y),

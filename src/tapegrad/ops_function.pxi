@@ -472,8 +472,23 @@ def _on_node_of(TensorBase original, TensorBase value):
     as PyTorch's unpacked saved variable: a tensor on value's storage at original's place in
     the graph (its record, not as its output), so derivatives through it reach original's
     history (a leaf's: the leaf)."""
-    cdef Py_ssize_t k = original._node
-    if k < 0 or k >= TAPE.n or (TAPE.recs[k].flags & RF_FREE) or not original._requires_grad:
+    if not original._requires_grad:
+        return value
+    return attached_to_node(original._node, value)
+
+
+def _on_input_node_of(Py_ssize_t fi, Py_ssize_t j, TensorBase value):
+    """_on_node_of for input j of Function record fi, a tensor that has died since it was saved:
+    the copy goes to that input's record, which fi still holds (during fi's backward)."""
+    if fi < 0 or fi >= TAPE.n or (TAPE.recs[fi].flags & RF_FREE) or \
+            TAPE.recs[fi].op != OP_FUNCTION or j < 0 or j >= TAPE.recs[fi].n_in:
+        return value
+    return attached_to_node(rec_inputs(&TAPE.recs[fi])[j], value)
+
+
+cdef object attached_to_node(Py_ssize_t k, TensorBase value):
+    """A tensor on value's storage at record k's place in the graph (not as its output)."""
+    if k < 0 or k >= TAPE.n or (TAPE.recs[k].flags & RF_FREE):
         return value
     cdef TensorBase t = alias(value)
     t._node = k

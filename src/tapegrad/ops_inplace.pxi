@@ -284,6 +284,11 @@ cdef object inplace_apply(TensorBase self, object fn, tuple args):
     """self = fn(self, *args) in place (tril_, triu_), recorded like inplace_binary."""
     fresh_operands(self, None)
     cdef bint recording = grad_enabled() and self._requires_grad
+    if recording and self._base is not None:
+        # through a view: its new value, recorded out of place, goes to the base as
+        # view[...] = value does (CopySlices), as PyTorch's
+        setitem_op(self, Ellipsis, fn(self, *args))
+        return self
     check_inplace(self, recording)
     if recording:
         orig = self._array

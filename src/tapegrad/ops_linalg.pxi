@@ -171,9 +171,10 @@ cdef object vjp_matmul(Record* r, object g):
         ga = matmul_grad_a(g, conj_of(<object>r.saved[1]), <tuple>shape_a)
     if needs_grad(r, 1):
         A = conj_of(<object>r.saved[0])
-        if trans_b and len(<tuple>shape_b) == 2 and A.ndim >= 2:
+        if trans_b and len(<tuple>shape_b) == 2 and (A.ndim >= 2 or g.ndim == 2):
             # linear's weight W (out, in) multiplies as W^T: its gradient g^T @ A comes out in
-            # W's own layout, contiguous (no transposed copy when it becomes W.grad)
+            # W's own layout, contiguous (no transposed copy when it becomes W.grad); a 1-D
+            # input's product is one row (its result views the 2-D addmm result)
             rows = shape_prod(A.shape, 0, A.ndim - 1)
             gb = np.matmul(g.reshape(rows, last(g.shape)).T, A.reshape(rows, last(A.shape)))
         else:
@@ -627,7 +628,7 @@ cdef object linear_eager(input, weight, bias=None):
         return matmul_record(route_op(route, out), out, x, w, X, Wt, True)
     c = require_tensor(bias, "linear", "bias", 3)
     C = c._array
-    if dx == 2 or (C.ndim == 1 and X.flags.c_contiguous):
+    if dx == 2 or (C.ndim == 1 and c_contiguous(X)):
         # PyTorch's fused addmm(bias, input folded to 2-D, weight.t()) (then a view if not 2-D)
         rows = shape_prod(X.shape, 0, dx - 1)
         k = last(X.shape)
@@ -651,14 +652,32 @@ cdef object linear_eager(input, weight, bias=None):
             raise RuntimeError(f"result type {scalar_type_name(C.dtype)} can't be cast to the "
                                f"desired output type {scalar_type_name(X.dtype)}")
     out, op, X = linear_values(X, W, C)
-    return matmul_record(op, out, x, w, X, Wt, True, c)
+    if op == OP_LINEAR_VIEW and not (CAPTURE is not None and capturing()):
+        # PyTorch's result is a view (ViewBackward0) of its 2-D addmm result, which is its _base:
+        # an in-place write through another view of the result rewrites the 2-D tensor's
+        # history, and the result's retained .grad keeps only what reaches the result itself
+        # (fuzz 57100206, 57301596).  The 2-D product's record keeps the input's own shape:
+        # its VJPs take the gradient in the input's rows (gv_matmul).  (Under tapegrad.compile
+        # the call is one replay step, whose record is the N-d product.)
+        folded = matmul_record(OP_ADDMM, cnp.PyArray_Reshape(<cnp.ndarray>out, (rows, Wt.shape[1])),
+                               x, w, X, Wt, True, c)
+        return view_result(<TensorBase>folded, out)
+    cdef TensorBase res = matmul_record(op, out, x, w, X, Wt, True, c)
+    if op == OP_LINEAR_ADD:
+        version_of(res).value = 1       # (PyTorch adds the bias into the product in place)
+    return res
+
+
+cdef inline bint c_contiguous(object A) noexcept:
+    """A.flags.c_contiguous without building numpy's flags object (linear's per-call path)."""
+    return cnp.PyArray_Check(A) and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A)
 
 
 cdef tuple linear_values(object X, object W, object C):
     """linear's forward on checked arrays, bias C given: (result, opcode, the input as
     multiplied), for the eager op and its replay step alike."""
     cdef Py_ssize_t dx = X.ndim
-    cdef bint x_contiguous = X.flags.c_contiguous
+    cdef bint x_contiguous = c_contiguous(X)
     cdef int op
     if dx > 2 and W.ndim == 2 and not x_contiguous and X.dtype.kind == "f":
         # PyTorch folds a strided N-D input into a matrix with a copy; one contiguous copy here

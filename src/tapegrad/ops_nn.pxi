@@ -1900,12 +1900,18 @@ def _overwrite_(TensorBase t, values, str name, value=None):
     cdef Py_ssize_t old
     cdef Record* r
     fresh_operands(t, value)
-    if grad_on and t._requires_grad and is_leaf_c(t):
-        raise RuntimeError(NN_LEAF_INPLACE)
+    if grad_on and t._requires_grad and is_leaf_c(t) and t._base is None:
+        raise RuntimeError(NN_LEAF_INPLACE)     # (a no_grad view: setitem_op names its rule)
     A = t._array
     value_grad = (isinstance(value, TensorBase) and (<TensorBase>value)._requires_grad
                   and grad_on)
     cdef bint recording = grad_on and (t._requires_grad or value_grad)
+    if recording and t._base is not None:
+        # a recorded overwrite of a view goes to its base as view[...] = values does (CopySlices
+        # on the base, the view an AsStridedBackward0 of it), as PyTorch's
+        setitem_op(t, Ellipsis, value if isinstance(value, TensorBase) else
+                   (wrap(values) if isinstance(values, np.ndarray) else values))
+        return t
     check_inplace(t, recording)
     if not A.flags.writeable:
         A = overwritable(A, isinstance(values, np.ndarray))

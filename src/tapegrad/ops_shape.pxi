@@ -167,6 +167,19 @@ cdef TensorBase reshape_to(TensorBase x, tuple shape):
     return shape_result(op, x, out, A.shape)
 
 
+cdef TensorBase view_result(TensorBase x, object out):
+    """x viewed as numpy array `out`, another shape on x's storage that x's own op made
+    (linear's N-d result over its 2-D product), recorded as view() records it.  The caller
+    knows `out` views x: no storage test."""
+    cdef TensorBase res = make_view(out, x)
+    cdef Py_ssize_t inp
+    if x._node >= 0 and grad_enabled():     # (x, the op's own product, was just recorded)
+        begin_record(1)
+        inp = x._node
+        keep(&record_op(OP_VIEW, res, 1, &inp).aux, x._array.shape)
+    return res
+
+
 cdef TensorBase view_to(TensorBase x, tuple shape):
     A = x._array
     out = try_view(A, shape)

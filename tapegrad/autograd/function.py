@@ -160,7 +160,7 @@ class FunctionCtx:
                 if _core._version_of(t) is not version:
                     # the hook made a copy: no write can reach it; under create_graph (grad
                     # mode on in the backward) it must still lead back to the saved tensor
-                    out.append(holder.on_graph(t) if _core.is_grad_enabled() else t)
+                    out.append(holder.on_graph(t, self) if _core.is_grad_enabled() else t)
                     continue
             else:
                 t = holder.get(self) if isinstance(holder, _SavedOutput) else holder
@@ -323,14 +323,14 @@ class Function(metaclass=FunctionMeta):
                                "returned as output. The inputs that are modified inplace must all "
                                "be outputs of the Function.")
         out = _core._function_record(ctx, args, result, dirty, non_diff)
-        _finish_saved(ctx, result, out)
+        _finish_saved(ctx, result, out, args)
         forward_ad = sys.modules.get("tapegrad.autograd.forward_ad")
         if forward_ad is not None and forward_ad._levels:
             forward_ad._function_jvp(cls, ctx, args, out)   # tangents eagerly, as PyTorch
         return out
 
 
-def _finish_saved(ctx, result, out) -> None:
+def _finish_saved(ctx, result, out, args=()) -> None:
     """Turn ctx.to_save into version-checked entries (PyTorch saves after forward returns)."""
     to_save = ctx.__dict__.pop("to_save", None)
     if to_save is None:
@@ -347,14 +347,18 @@ def _finish_saved(ctx, result, out) -> None:
             saved.append(None)
             continue
         holder = anchor = t
+        # (where t is among the Function's inputs or outputs: the place in the graph of a
+        # hook's copy if t dies before the backward, _HookPacked.on_graph)
+        place = next((("input", j) for j, a in enumerate(args) if a is t), None)
         for j, (o, f) in enumerate(zip(outs, finals)):
             if t is o and f is not None and f.requires_grad:
                 holder = _SavedOutput(f, j)
                 anchor = f
+                place = ("output", j)
                 break
         version = _core._version_of(t)
         if hooks is not None:
-            holder = _HookPacked(t, *hooks, anchor=anchor)
+            holder = _HookPacked(t, *hooks, anchor=anchor, place=place)
         saved.append((holder, version, version.value))
     ctx._saved = tuple(saved)
 
@@ -363,23 +367,38 @@ class _HookPacked:
     """A tensor saved by a Function under saved-tensor hooks (torch.autograd.graph): pack's
     result, given back through unpack each time ctx.saved_tensors is read."""
 
-    def __init__(self, t, pack, unpack, anchor=None):
+    def __init__(self, t, pack, unpack, anchor=None, place=None):
         self.packed = _core._pack_with_hook(pack, t)
         self._unpack = unpack
         # where the saved tensor sits in the graph (the input, or the Function's output), weakly:
-        # a hook that copies exists to free the original
-        self._anchor = weakref.ref(anchor) if anchor is not None and anchor.requires_grad \
-            else None
+        # a hook that copies exists to free the original; once it died, its place among the
+        # Function record's inputs or outputs leads to its record
+        in_graph = anchor is not None and anchor.requires_grad
+        self._anchor = weakref.ref(anchor) if in_graph else None
+        self._place = place if in_graph else None
 
     def unpack(self):
         return _core._unpack_with_hook(self._unpack, self.packed)
 
-    def on_graph(self, copy):
+    def on_graph(self, copy, ctx):
         """The hook's copy as PyTorch's unpacked saved variable: on the saved tensor's place in
         the graph (its node), so a create_graph backward through it still differentiates back
-        to the saved tensor's history.  (When that tensor is gone, the copy alone.)"""
+        to the saved tensor's history.  When that tensor has died, its record still lives (the
+        Function's record holds its inputs' records; a dead output's comes back from the
+        Function's), as PyTorch's SavedVariable keeps the grad_fn, not the tensor."""
         anchor = self._anchor() if self._anchor is not None else None
-        return copy if anchor is None else _core._on_node_of(anchor, copy)
+        if anchor is not None:
+            return _core._on_node_of(anchor, copy)
+        nodes = ctx.__dict__.get("_output_nodes")
+        n_out = len(ctx._output_meta)
+        if self._place is None or nodes is None or len(nodes) <= n_out or nodes[n_out] < 0:
+            return copy
+        kind, j = self._place
+        if kind == "input":
+            return _core._on_input_node_of(nodes[n_out], j, copy)
+        if nodes[j] >= 0:                   # the output died; its record lives on
+            return _core._resurrect(nodes[j], copy)
+        return _core._revive_function_output(nodes[n_out], j, copy)
 
 
 class KernelFunction(Function):
