@@ -227,3 +227,41 @@ def test_typed_dataset_subclass_works_with_dataloader():
 
     batches = list(tdata.DataLoader(Squares(), batch_size=2))
     assert [b[1].tolist() for b in batches] == [[0, 1], [4, 9], [16]]
+
+
+# -- a sequence object as an index: random_split's Subsets of an index tensor ------------------
+
+def _split_indices(lib, n):
+    idx = lib.arange(n)
+    subset = lib.utils.data.Subset(idx, [(7 * k) % n for k in range(34)])   # 34 distinct
+    return subset
+
+
+@pytest.mark.parametrize("n", [40, 100])
+def test_tensor_indexed_by_a_subset_of_index_tensors_matches_torch(n):
+    # PyTorchStepByStep's index_splitter: x_train = x_tensor[train_idx], train_idx a Subset;
+    # 32 items or more make one integer index, as a list would
+    a = np.random.RandomState(6).randn(n, 2)
+    res = []
+    for lib in (tg, torch):
+        x = lib.tensor(a, requires_grad=True)
+        sub = _split_indices(lib, n)
+        y = x[sub]
+        (y * lib.arange(float(y.numel()), dtype=lib.float64).view_as(y)).sum().backward()
+        res.append((y.detach().numpy(), x.grad.numpy(), y.grad_fn.name()))
+    np.testing.assert_array_equal(res[0][0], res[1][0])
+    np.testing.assert_array_equal(res[0][1], res[1][1])
+    assert res[0][2] == res[1][2]
+
+
+def test_short_subset_index_is_a_tuple_of_indices_as_torch():
+    # under 32 items holding tensors: a (deprecated) tuple of indices, one per dim
+    a = np.arange(12.0).reshape(3, 4)
+    for lib in (tg, torch):
+        x = lib.tensor(a)
+        with pytest.warns(UserWarning, match="non-tuple sequence"):
+            got = x[lib.utils.data.Subset(lib.arange(4), [2, 1])]
+        assert got.item() == 9.0
+        with pytest.warns(UserWarning, match="non-tuple sequence"):
+            with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
+                x[lib.utils.data.Subset(lib.arange(4), [2, 1, 0])]
