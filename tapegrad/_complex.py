@@ -35,6 +35,8 @@ _SAFE_COMPILED_OPS = frozenset({
     "SliceBackward0", "IndexBackward0", "AliasBackward0", "UnsqueezeBackward0",
     "IndexSelectBackward0", "SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2",
     "SqueezeBackward4", "UnsafeViewBackward0", "CloneBackward0", "TransposeBackward0",
+    "TransposeBackward1", "TBackward1", "SqueezeBackward3", "SqueezeBackward5",
+    "UnsqueezeBackward1",
     "ViewBackward0", "ReshapeAliasBackward0", "TBackward0", "PermuteBackward0",
     "ExpandBackward0", "RepeatBackward0", "CatBackward0", "StackBackward0", "SplitBackward0",
     "SplitWithSizesBackward0", "UnbindBackward0", "SumBackward0", "SumBackward1",

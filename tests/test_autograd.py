@@ -1601,6 +1601,12 @@ SECOND_ORDER = {
                    + (F.layer_norm(a, (2, 4)) * tg.tensor(LN_COEF)).sum(),
                    [(2, 4), (4,), (4,)]),
     "batch_norm": (lambda a, w, b: _p_batch_norm(tg, a, w, b, True), [(3, 2, 2), (2,), (2,)]),
+    "in-place views t_/transpose_/squeeze_/unsqueeze_": (
+        lambda a: ((a * a).t_() ** 3).sum() + ((a * 2).unsqueeze_(0).transpose_(0, 2) ** 2
+                                                * (a.unsqueeze(1) * 1).squeeze_()
+                                                .unsqueeze_(-1).squeeze_(2).unsqueeze_(0)
+                                                .unsqueeze_(0).squeeze_((0, 1))).sum(),
+        [(2, 3)]),
 }
 
 

@@ -445,6 +445,8 @@ class Renderer:
             elif base.__module__ == "builtins":
                 bases.append("builtins." + base.__qualname__ +
                              ("[Any, ...]" if base is tuple else ""))
+            elif base.__module__ in ("typing", "collections.abc"):
+                continue    # Generic / Iterable of a generic class (Dataset): the stub stays plain
             elif base.__module__ in ("enum", "threading"):
                 bases.append(f"{base.__module__}.{base.__qualname__}")
             elif base.__module__ == "collections" and base.__name__ == "OrderedDict":

@@ -34,6 +34,20 @@ cdef int OP_T
 
 cdef int OP_PERMUTE
 
+cdef int OP_SQUEEZE_INPLACE
+
+cdef int OP_SQUEEZE_DIM_INPLACE
+
+cdef int OP_SQUEEZE_DIMS_INPLACE
+
+cdef int OP_UNSQUEEZE_INPLACE
+
+cdef int OP_TRANSPOSE_INPLACE
+
+cdef int OP_T_INPLACE
+
+cdef int inplace_view_op(int op) noexcept
+
 cdef TensorBase permuted(int op, TensorBase x, list perm)
 
 cdef int OP_EXPAND

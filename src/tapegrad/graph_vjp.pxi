@@ -1531,9 +1531,10 @@ cdef int register_graph_vjps() except -1:
                OP_MATMUL_T, OP_ADDMM, OP_LINEAR_VIEW, OP_LINEAR_ADD):
         GRAPH_VJP[op] = gv_matmul
     for op in (OP_VIEW, OP_RESHAPE_ALIAS, OP_UNSAFE_VIEW, OP_SQUEEZE, OP_SQUEEZE_DIM,
-               OP_SQUEEZE_DIMS, OP_UNSQUEEZE):
+               OP_SQUEEZE_DIMS, OP_UNSQUEEZE, OP_SQUEEZE_INPLACE, OP_SQUEEZE_DIM_INPLACE,
+               OP_SQUEEZE_DIMS_INPLACE, OP_UNSQUEEZE_INPLACE):
         GRAPH_VJP[op] = gv_reshape
-    for op in (OP_TRANSPOSE, OP_T, OP_PERMUTE):
+    for op in (OP_TRANSPOSE, OP_T, OP_PERMUTE, OP_TRANSPOSE_INPLACE, OP_T_INPLACE):
         GRAPH_VJP[op] = gv_permute
     GRAPH_VJP[OP_OUTER] = gv_outer
     GRAPH_VJP[OP_DROPOUT] = gv_dropout

@@ -116,6 +116,16 @@ cdef bint sequence_as_tuple(list key):
     return False
 
 
+cdef bint is_other_sequence(object key):
+    """A key that is a sequence object of another kind (a Subset from random_split of an index
+    tensor, x[train_idx]): PyTorch reads it through the sequence protocol, as it would a list."""
+    if isinstance(key, (TensorBase, tuple, list, range, np.ndarray, str, bytes, dict, slice,
+                        int, np.integer, bool)) or key is None or key is Ellipsis:
+        return False
+    cls = type(key)
+    return hasattr(cls, "__getitem__") and hasattr(cls, "__len__")
+
+
 cdef inline bint trivial_slice(object s, Py_ssize_t length):
     """Whether slice s (start/stop/step as given) selects a whole dim (PyTorch then skips it)."""
     return ((s.start is None or s.start == 0) and (s.stop is None or s.stop >= length)
@@ -395,6 +405,8 @@ cdef object index_op(TensorBase x, object key):
             keep(&r.aux, (shape, A.dtype, key1, None, None))
         return res
     cdef bint single = not isinstance(key, tuple)
+    if is_other_sequence(key):
+        key = list(key)
     if isinstance(key, list) and sequence_as_tuple(<list>key):
         key = tuple(key)
         single = False

@@ -751,6 +751,8 @@ def _inplace_view(TensorBase self, fn, tuple args):
     result = fn(self, *args)
     if not isinstance(result, TensorBase) or (<TensorBase>result)._node < 0:
         raise RuntimeError("tapegrad: the view op of an in-place view op recorded nothing")
+    cdef Py_ssize_t node = (<TensorBase>result)._node
+    TAPE.recs[node].op = inplace_view_op(TAPE.recs[node].op)     # (its name: TransposeBackward1)
     self._array = (<TensorBase>result)._array
     bump_version(self)
     if self._base is not None:

@@ -1291,7 +1291,9 @@ def binary_cross_entropy_with_logits(TensorBase input, target, weight=None, size
         if w is not None:
             L = L * w
         L = nd(np.asarray(L, dtype=dt))
-        out = nd(nn_reduce(L, red))
+        # ATen builds the loss in place on (1 - target): it has the target's dtype, whatever the
+        # input's (float64 logits with a float32 target give a float32 loss)
+        out = nd(nn_reduce(L, red).astype(T.dtype, copy=False))
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_BCE_LOGITS, res, (input, target))
     if r != NULL:

@@ -153,6 +153,11 @@ OP_SQUEEZE = register_op("SqueezeBackward0", vjp_reshape)      # squeeze()
 OP_SQUEEZE_DIM = register_op("SqueezeBackward1", vjp_reshape)  # squeeze(dim)
 OP_SQUEEZE_DIMS = register_op("SqueezeBackward2", vjp_reshape) # squeeze((d0, d1))
 OP_UNSQUEEZE = register_op("UnsqueezeBackward0", vjp_reshape)
+# the in-place forms (squeeze_, unsqueeze_) record the same view under PyTorch's names for them
+OP_SQUEEZE_INPLACE = register_op("SqueezeBackward3", vjp_reshape)
+OP_SQUEEZE_DIM_INPLACE = register_op("SqueezeBackward4", vjp_reshape)
+OP_SQUEEZE_DIMS_INPLACE = register_op("SqueezeBackward5", vjp_reshape)
+OP_UNSQUEEZE_INPLACE = register_op("UnsqueezeBackward1", vjp_reshape)
 
 
 cdef TensorBase reshape_to(TensorBase x, tuple shape):
@@ -372,6 +377,26 @@ cdef object vjp_permute(Record* r, object g):
 OP_TRANSPOSE = register_op("TransposeBackward0", vjp_permute)
 OP_T = register_op("TBackward0", vjp_permute)
 OP_PERMUTE = register_op("PermuteBackward0", vjp_permute)
+OP_TRANSPOSE_INPLACE = register_op("TransposeBackward1", vjp_permute)     # transpose_
+OP_T_INPLACE = register_op("TBackward1", vjp_permute)                     # t_
+
+
+cdef int inplace_view_op(int op) noexcept:
+    """The op an in-place view op (transpose_, t_, squeeze_, unsqueeze_) records: its view op's
+    record under PyTorch's name for the in-place form (TransposeBackward1 for transpose_)."""
+    if op == OP_TRANSPOSE:
+        return OP_TRANSPOSE_INPLACE
+    if op == OP_T:
+        return OP_T_INPLACE
+    if op == OP_SQUEEZE:
+        return OP_SQUEEZE_INPLACE
+    if op == OP_SQUEEZE_DIM:
+        return OP_SQUEEZE_DIM_INPLACE
+    if op == OP_SQUEEZE_DIMS:
+        return OP_SQUEEZE_DIMS_INPLACE
+    if op == OP_UNSQUEEZE:
+        return OP_UNSQUEEZE_INPLACE
+    return op
 
 
 cdef TensorBase permuted(int op, TensorBase x, list perm):

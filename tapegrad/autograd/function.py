@@ -206,6 +206,10 @@ class BackwardCFunction(FunctionCtx, metaclass=_TorchNamedClass):
 
     def __repr__(self):
         cls = type(self)
+        if cls.__qualname__[-1].isdigit():
+            # a built-in op's node (CumsumBackward0, StackBackward0 of a GRU layer) prints as
+            # PyTorch's C++ nodes do, without a module; a user Function's is `<Name>Backward`
+            return f"<{cls.__qualname__} object at {id(self):#x}>"
         module = _torch_module_name(cls.__module__)
         return f"<{module}.{cls.__qualname__} object at {id(self):#x}>"
 

@@ -26,6 +26,10 @@ class RemovableHandle:
         self.remove()
 
 
+# PyTorch's class lives in torch.utils.hooks (its repr names it there); so does this one
+RemovableHandle.__module__ = "tapegrad.utils.hooks"
+
+
 def add_hook(hooks: OrderedDict, hook, prepend: bool, flags: list) -> RemovableHandle:
     """Store hook under a fresh handle id; flags pairs a side table with whether this hook is
     in it (with_kwargs, always_call)."""

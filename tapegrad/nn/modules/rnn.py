@@ -503,7 +503,9 @@ class RNNBase(Module):
             output = PackedSequence(output, batch_sizes_t, sorted_indices, unsorted_indices)
         else:
             if self.batch_first and batched:
-                output = output.transpose(0, 1)
+                # PyTorch's GRU and RNN layers transpose their fresh output in place
+                # (grad_fn TransposeBackward1); the LSTM's Python path takes a view
+                output = (output.transpose(0, 1) if is_lstm else output.transpose_(0, 1))
             if not batched:
                 output = output.squeeze(1)
                 final = [s.squeeze(1) for s in final]

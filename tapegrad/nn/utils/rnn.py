@@ -145,11 +145,13 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     padded = _stack(rows, 0)
     counts = np.array(batch_sizes, dtype=np.int64)
     lengths = (counts[None, :] > np.arange(batch)[:, None]).sum(axis=1).astype(np.int64)
-    if unsorted_indices is not None:
-        padded = padded.index_select(1, unsorted_indices)
-        lengths = lengths[unsorted_indices._array]
+    # (PyTorch's order: transpose, then restore the original order, so grad_fn is
+    # IndexSelectBackward0 for an unsorted batch)
     if batch_first:
         padded = padded.transpose(0, 1)
+    if unsorted_indices is not None:
+        padded = padded.index_select(0 if batch_first else 1, unsorted_indices)
+        lengths = lengths[unsorted_indices._array]
     return padded, creation.from_numpy(lengths)
 
 

@@ -8,6 +8,7 @@ import functools
 import math
 import re
 import warnings
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -260,7 +261,10 @@ class _SingleProcessDataLoaderIter:
         return len(self._loader)
 
 
-class DataLoader:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class DataLoader(Generic[_T_co]):
     """Combines a dataset and a sampler and iterates over batches of samples (single process).
 
     Args:

@@ -5,14 +5,19 @@ import bisect
 import itertools
 import math
 import warnings
+from typing import Generic, Iterable, TypeVar
 
 from .sampler import _numpy_generator
 
 __all__ = ["ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "StackDataset",
            "Subset", "TensorDataset", "random_split"]
 
+# PyTorch's datasets are generic in their sample type (`class Faces(Dataset[Tensor])`)
+_T_co = TypeVar("_T_co", covariant=True)
+_T_stack = TypeVar("_T_stack")
 
-class Dataset:
+
+class Dataset(Generic[_T_co]):
     """A map-style dataset: subclasses implement `__getitem__` (and usually `__len__`)."""
 
     def __getitem__(self, index):
@@ -22,7 +27,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[_T_co], Iterable[_T_co]):
     """An iterable-style dataset: subclasses implement `__iter__`."""
 
     def __iter__(self):
@@ -32,7 +37,7 @@ class IterableDataset(Dataset):
         return ChainDataset([self, other])
 
 
-class TensorDataset(Dataset):
+class TensorDataset(Dataset[tuple]):
     """Samples are the tensors' rows: `dataset[i] == tuple(t[i] for t in tensors)`."""
 
     def __init__(self, *tensors) -> None:
@@ -47,7 +52,7 @@ class TensorDataset(Dataset):
         return self.tensors[0].size(0)
 
 
-class StackDataset(Dataset):
+class StackDataset(Dataset[_T_stack]):
     """Datasets of one length side by side: sample i is the tuple of their samples i
     (``StackDataset(images, labels)``) or, given by keyword, the dict of them
     (``StackDataset(image=images, label=labels)``)."""
@@ -92,7 +97,7 @@ class StackDataset(Dataset):
         return self._length
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[_T_co]):
     """The concatenation of several map-style datasets."""
 
     @staticmethod
@@ -144,7 +149,7 @@ class ChainDataset(IterableDataset):
         return sum(len(d) for d in self.datasets)
 
 
-class Subset(Dataset):
+class Subset(Dataset[_T_co]):
     """The samples of `dataset` at `indices`."""
 
     def __init__(self, dataset, indices) -> None:

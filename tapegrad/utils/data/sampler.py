@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -32,7 +33,10 @@ def _fresh_generator(generator) -> np.random.Generator:
     return _numpy_generator(generator)
 
 
-class Sampler:
+_T_co = TypeVar("_T_co", covariant=True)     # (a sampler is generic in its index type)
+
+
+class Sampler(Generic[_T_co]):
     """Base class for all samplers: an iterable over dataset indices (or lists of them)."""
 
     def __init__(self, data_source=None) -> None:
@@ -42,7 +46,7 @@ class Sampler:
         raise NotImplementedError
 
 
-class SequentialSampler(Sampler):
+class SequentialSampler(Sampler[int]):
     """Samples elements sequentially, always in the same order."""
 
     def __init__(self, data_source) -> None:
@@ -62,7 +66,7 @@ class SequentialSampler(Sampler):
 _DRAW_CHUNK = 1 << 16
 
 
-class RandomSampler(Sampler):
+class RandomSampler(Sampler[int]):
     """Samples elements randomly: a permutation (or `num_samples` draws with replacement)."""
 
     def __init__(self, data_source, replacement: bool = False, num_samples: int | None = None,
@@ -107,7 +111,7 @@ class RandomSampler(Sampler):
         return self.num_samples
 
 
-class SubsetRandomSampler(Sampler):
+class SubsetRandomSampler(Sampler[int]):
     """Samples elements randomly from a given list of indices, without replacement."""
 
     def __init__(self, indices, generator=None) -> None:
@@ -122,7 +126,7 @@ class SubsetRandomSampler(Sampler):
         return len(self.indices)
 
 
-class WeightedRandomSampler(Sampler):
+class WeightedRandomSampler(Sampler[int]):
     """Samples ``num_samples`` indices in ``[0, len(weights))``, each with probability in
     proportion to its weight (with replacement by default): class rebalancing in a DataLoader."""
 
@@ -153,7 +157,7 @@ class WeightedRandomSampler(Sampler):
         return self.num_samples
 
 
-class BatchSampler(Sampler):
+class BatchSampler(Sampler[list]):
     """Wraps a sampler to yield lists of `batch_size` indices (the last one shorter unless
     `drop_last`)."""
 
@@ -211,7 +215,7 @@ class BatchSampler(Sampler):
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size
 
 
-class DistributedSampler(Sampler):
+class DistributedSampler(Sampler[_T_co]):
     """The share of a dataset's indices that process ``rank`` of ``num_replicas`` visits in
     data-parallel training: every ``num_replicas``-th index of the (shuffled, seeded with
     ``seed + epoch``) order, padded by repeating it so each replica gets the same count, or cut

@@ -1,0 +1,4 @@
+"""torch.utils.hooks: the handle a hook registration returns (its .remove() unregisters it)."""
+from ..nn.modules._hooks import RemovableHandle
+
+__all__ = ["RemovableHandle"]
