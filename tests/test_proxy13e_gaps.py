@@ -1,0 +1,86 @@
+"""What the session-13 proxy of public RL and model-summary scripts (seungeunrho/minimalRL,
+higgsfield/RL-Adventure, nikhilbarhate99/PPO-PyTorch, openai/spinningup, ...) found tapegrad
+doing differently from PyTorch, each checked against torch."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.creation as creation
+
+_SLOW_LIST = ("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider "
+              "converting the list to a single numpy.ndarray with numpy.array() before "
+              "converting to a tensor.")
+
+# -- torch.tensor of a list of ndarrays: the once-per-process warning, the dtype ----------------
+
+_DATA = {
+    "arrays": lambda: [np.zeros(3), np.ones(3)],
+    "tuple of arrays": lambda: (np.zeros(3), np.ones(3), np.full(3, 2.0)),
+    "nested": lambda: [[np.zeros(3)], [np.ones(3)]],
+    "list then float64 array": lambda: [[1.0, 2.0, 3.0], np.ones(3)],
+    "int arrays": lambda: [np.zeros(3, np.int32), np.ones(3, np.int32)],
+    "float32 arrays": lambda: [np.zeros(2, np.float32), np.ones(2, np.float32)],
+    "one array": lambda: [np.arange(2.0)],
+    "empty array": lambda: [np.zeros(0)],
+    "floats": lambda: [1.0, 2.5],
+    "lists of floats": lambda: [[1.0, 2.0], [3.0, 4.0]],
+}
+_SLOW = {"arrays", "tuple of arrays", "nested", "list then float64 array", "int arrays",
+         "float32 arrays", "one array"}
+
+
+def _created(lib, factory, data, dtype):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kwargs = {} if dtype is None else {"dtype": getattr(lib, dtype)}
+        t = getattr(lib, factory)(data, **kwargs)
+    return t, [str(w.message).split(" (Triggered")[0] for w in caught
+               if w.category is UserWarning]
+
+
+@pytest.mark.parametrize("dtype", [None, "float32"])
+@pytest.mark.parametrize("factory", ["tensor", "as_tensor", "Tensor"])
+@pytest.mark.parametrize("name", sorted(_DATA))
+def test_list_of_ndarrays_values_dtype_and_warning(name, factory, dtype, monkeypatch):
+    torch = pytest.importorskip("torch")
+    if factory == "Tensor" and dtype is not None:
+        pytest.skip("Tensor(data) takes no dtype")
+    monkeypatch.setattr(creation, "_warned_list_of_arrays", False)
+    t, messages = _created(tg, factory, _DATA[name](), dtype)
+    expected = _created(torch, factory, _DATA[name](), dtype)[0]
+    assert str(t.dtype) == str(expected.dtype)
+    assert tuple(t.shape) == tuple(expected.shape)
+    np.testing.assert_array_equal(t.numpy(), expected.numpy())
+    assert messages == ([_SLOW_LIST] if name in _SLOW else [])
+    assert _created(tg, factory, _DATA[name](), dtype)[1] == []     # once per process
+
+
+def test_list_of_ndarrays_warning_names_the_callers_line_once_per_process():
+    # PyTorch's TORCH_WARN_ONCE: printed once, whatever the filters, at the user's line; a fresh
+    # process of each library prints the same.
+    script = ("import warnings, numpy as np, torch\nwarnings.simplefilter('always')\n"
+              "for _ in range(3):\n    torch.tensor([np.zeros(2), np.ones(2)])\n"
+              "torch.as_tensor([np.zeros(2)])\n")
+    hook = str(__import__("pathlib").Path(__file__).parents[1] / "tools" / "corpus_hook")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": hook}).stderr
+    assert out.count("UserWarning") == 1
+    assert f"<string>:4: UserWarning: {_SLOW_LIST}" in out
+
+
+def test_list_of_zero_dim_arrays_has_no_len_as_in_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (tg, torch):
+        for factory in ("tensor", "as_tensor", "Tensor"):
+            with pytest.raises(TypeError, match="len\\(\\) of unsized object"):
+                getattr(lib, factory)([np.array(1.0), np.array(2.0)])
+    # after a Python number, a 0-d array is one more number (and a float64 one)
+    expected = _created(torch, "tensor", [1.0, np.array(2.0)], None)[0]
+    got = _created(tg, "tensor", [1.0, np.array(2.0)], None)[0]
+    assert str(got.dtype) == str(expected.dtype) == "torch.float64"
