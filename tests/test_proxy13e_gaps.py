@@ -84,3 +84,16 @@ def test_list_of_zero_dim_arrays_has_no_len_as_in_torch():
     expected = _created(torch, "tensor", [1.0, np.array(2.0)], None)[0]
     got = _created(tg, "tensor", [1.0, np.array(2.0)], None)[0]
     assert str(got.dtype) == str(expected.dtype) == "torch.float64"
+
+
+# -- autograd.Variable(volatile=True) ----------------------------------------------------------
+
+def test_variable_volatile_and_requires_grad_is_a_value_error_after_the_warning():
+    torch = pytest.importorskip("torch")
+    for lib in (tg, torch):
+        with pytest.warns(UserWarning, match="volatile was removed"):
+            with pytest.raises(ValueError, match="Variable can't be volatile and require_grad "
+                                                 "at the same time!"):
+                lib.autograd.Variable(lib.ones(2), requires_grad=True, volatile=True)
+        with pytest.warns(UserWarning, match="volatile was removed"):
+            assert lib.autograd.Variable(lib.ones(2), volatile=True).requires_grad is False
