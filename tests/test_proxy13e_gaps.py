@@ -97,3 +97,49 @@ def test_variable_volatile_and_requires_grad_is_a_value_error_after_the_warning(
                 lib.autograd.Variable(lib.ones(2), requires_grad=True, volatile=True)
         with pytest.warns(UserWarning, match="volatile was removed"):
             assert lib.autograd.Variable(lib.ones(2), volatile=True).requires_grad is False
+
+
+# -- torch.utils.hooks, nn.parameter.is_lazy, sys.getsizeof of storages (torchinfo) --------------
+
+def test_utils_hooks_removable_handle_as_torch():
+    torch = pytest.importorskip("torch")
+    from collections import OrderedDict
+    for lib in (tg, torch):
+        hooks, extra = OrderedDict(), OrderedDict()
+        h = lib.utils.hooks.RemovableHandle(hooks, extra_dict=extra)
+        hooks[h.id], extra[h.id] = "hook", True
+        h2 = lib.utils.hooks.RemovableHandle(hooks, extra_dict=[extra])
+        assert h2.id == h.id + 1
+        with h:
+            assert h.id in hooks
+        assert h.id not in hooks and h.id not in extra
+        h2.remove()     # nothing registered under it: no error
+    m = tg.nn.Linear(2, 2)
+    handle = m.register_forward_hook(lambda *a: None)
+    assert isinstance(handle, tg.utils.hooks.RemovableHandle)
+    handle.remove()
+    assert len(m._forward_hooks) == 0
+
+
+def test_is_lazy_as_torch():
+    torch = pytest.importorskip("torch")
+    import torch.nn.parameter as torch_parameter
+    from tapegrad.nn.parameter import is_lazy
+    for lib, lazy in ((tg, is_lazy), (torch, torch_parameter.is_lazy)):
+        layer = lib.nn.LazyLinear(3)
+        assert lazy(layer.weight) and not lazy(lib.nn.Linear(2, 3).weight)
+        layer(lib.ones(2, 4))
+        assert not lazy(layer.weight)
+
+
+def test_getsizeof_storage_counts_its_bytes():
+    torch = pytest.importorskip("torch")
+    import sys as _sys
+    for shape, dtype in (((16, 1, 28, 28), "float32"), ((3,), "float64"), ((0,), "float32")):
+        got = [_sys.getsizeof(lib.ones(shape, dtype=getattr(lib, dtype)).untyped_storage())
+               for lib in (tg, torch)]
+        empty = [_sys.getsizeof(lib.ones(0).untyped_storage()) for lib in (tg, torch)]
+        # the bytes held are counted as torch counts them; the object header is each
+        # implementation's own (PyTorch's C storage object is 8 bytes larger)
+        assert got[0] - empty[0] == got[1] - empty[1] == int(np.prod(shape)) * (
+            8 if dtype == "float64" else 4)

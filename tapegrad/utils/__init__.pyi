@@ -22,6 +22,7 @@ from tapegrad.utils import benchmark as benchmark
 from tapegrad.utils import checkpoint as checkpoint
 from tapegrad.utils import data as data
 from tapegrad.utils import dlpack as dlpack
+from tapegrad.utils import hooks as hooks
 from tapegrad.utils import viz as viz
 
 __all__ = [
@@ -29,5 +30,6 @@ __all__ = [
     'checkpoint',
     'data',
     'dlpack',
+    'hooks',
     'viz',
 ]
