@@ -143,3 +143,26 @@ def test_getsizeof_storage_counts_its_bytes():
         # implementation's own (PyTorch's C storage object is 8 bytes larger)
         assert got[0] - empty[0] == got[1] - empty[1] == int(np.prod(shape)) * (
             8 if dtype == "float64" else 4)
+
+
+# -- F.softmax / F.log_softmax without dim: the warning names its function and the user's line --
+
+def test_implicit_softmax_dim_warning_names_function_and_callers_line():
+    torch = pytest.importorskip("torch")
+    import inspect
+
+    def messages(lib):
+        x = lib.ones(2, 3)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            line = inspect.currentframe().f_lineno + 1
+            a = lib.nn.functional.softmax(x)
+            b = lib.nn.functional.log_softmax(x)
+        assert a.shape == b.shape == (2, 3)
+        return [(str(w.message), w.lineno - line, w.filename) for w in caught]
+
+    got, expected = messages(tg), messages(torch)
+    assert got == expected
+    assert [m[0].split(" has")[0] for m in got] == [
+        "Implicit dimension choice for softmax", "Implicit dimension choice for log_softmax"]
+    assert [m[1] for m in got] == [0, 1] and got[0][2] == __file__
