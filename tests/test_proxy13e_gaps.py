@@ -166,3 +166,21 @@ def test_implicit_softmax_dim_warning_names_function_and_callers_line():
     assert [m[0].split(" has")[0] for m in got] == [
         "Implicit dimension choice for softmax", "Implicit dimension choice for log_softmax"]
     assert [m[1] for m in got] == [0, 1] and got[0][2] == __file__
+
+
+# -- torch.cuda.random; manual_seed takes what int() takes (torchattacks' APGD, AutoAttack) --------
+
+def test_cuda_random_module_and_manual_seed_through_int():
+    torch = pytest.importorskip("torch")
+    for lib in (tg, torch):
+        assert lib.cuda.random.manual_seed is lib.cuda.manual_seed
+        lib.cuda.random.manual_seed(3)       # no CUDA: a no-op in both
+        for given, seeded in ((1.5, 1), ("3", 3), (lib.tensor(2.5), 2), (True, 1)):
+            lib.manual_seed(given)
+            assert lib.initial_seed() == seeded
+        with pytest.raises(TypeError, match="int\\(\\) argument must be"):
+            lib.manual_seed(None)
+        with pytest.raises(RuntimeError, match="manual_seed expected a long, but got float"):
+            lib.Generator().manual_seed(1.5)
+    a = (tg.manual_seed(7.9), tg.rand(3))[1]
+    assert tg.equal(a, (tg.manual_seed(7), tg.rand(3))[1])
