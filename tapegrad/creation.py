@@ -74,10 +74,10 @@ def _sequence_dtype(data, arr: np.ndarray):
     """PyTorch's dtype for a nested sequence: each element counts with its own type - a numpy
     scalar with its dtype, a Python float as the default float, an int as int64, a bool as bool
     - and floats win over ints (torch.promote_types, not numpy's float32 + int64 = float64).
-    The elements are walked only when numpy values or tensors are in play (the first element is
-    one, or numpy's dtype is not what Python numbers give)."""
-    if (not isinstance(_first_leaf(data), (np.generic, np.ndarray, _core.TensorBase))
-            and arr.dtype in _PYTHON_RESULT_DTYPES):
+    The elements are walked only when numpy values or tensors are in play (anywhere: a float64
+    array after lists of Python floats makes float64) or numpy's dtype is not what Python
+    numbers give."""
+    if arr.dtype in _PYTHON_RESULT_DTYPES and not _items_of_numpy_or_tensor(data)[0]:
         return _infer_dtype(arr)
     floats, others = [], []
     stack = [data]
@@ -166,11 +166,66 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     return _make(arr, requires_grad)
 
 
+_PYTHON_NUMBERS = frozenset((float, int, bool))
+
+
+def _items_of_numpy_or_tensor(data) -> tuple[bool, bool]:
+    """(whether a numpy value or a tensor is anywhere in nested sequence `data`, whether an
+    ndarray is one of its items).  A sequence of Python numbers only is checked at C speed (the
+    set of its item types), so the walk costs one Python step per sequence, not per number."""
+    if not isinstance(data, (list, tuple)):
+        return isinstance(data, (np.generic, np.ndarray, _core.TensorBase)), False
+    foreign = array_item = False
+    stack = [data]
+    while stack:
+        seq = stack.pop()
+        if set(map(type, seq)) <= _PYTHON_NUMBERS:
+            continue
+        for item in seq:
+            if isinstance(item, (list, tuple)):
+                stack.append(item)
+            elif isinstance(item, np.ndarray):
+                foreign = array_item = True
+            elif isinstance(item, (np.generic, _core.TensorBase)):
+                foreign = True
+    return foreign, array_item
+
+
+_warned_list_of_arrays = False
+
+
+def _warn_list_of_arrays() -> None:
+    """PyTorch's TORCH_WARN_ONCE (once per process, whatever the warning filters) when it stores
+    an ndarray item of a sequence element by element; the warning names the user's line."""
+    global _warned_list_of_arrays
+    if _warned_list_of_arrays:
+        return
+    _warned_list_of_arrays = True
+    frame, level = sys._getframe(1), 2     # level 2: the frame calling this function
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("tapegrad."):
+        frame, level = frame.f_back, level + 1
+    warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
+                  "consider converting the list to a single numpy.ndarray with numpy.array() "
+                  "before converting to a tensor.", UserWarning, stacklevel=level)
+
+
 def _nested_array(data):
     """(data, np.array(data)) for nested Python sequences as PyTorch reads them: a tensor inside
-    is one number (_tensors_as_scalars); a ragged nesting raises PyTorch's error."""
+    is one number (_tensors_as_scalars); a ragged nesting raises PyTorch's error; an ndarray
+    item of a non-empty result warns once (PyTorch stores it element by element)."""
+    data, arr = _rectangular_array(data)
+    if arr.size and isinstance(data, (list, tuple)) and _items_of_numpy_or_tensor(data)[1]:
+        _warn_list_of_arrays()
+    return data, arr
+
+
+def _rectangular_array(data):
     from ._legacy import _ragged_error
-    if isinstance(_first_leaf(data), _core.TensorBase):
+    first = _first_leaf(data)
+    if isinstance(first, np.ndarray) and first.ndim == 0 and first is not data:
+        # PyTorch measures the shape along the first items: a 0-d array has no len()
+        raise TypeError("len() of unsized object")
+    if isinstance(first, _core.TensorBase):
         data = _tensors_as_scalars(data)
     try:
         return data, np.array(data)

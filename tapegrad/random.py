@@ -140,8 +140,9 @@ default_generator._initial_seed = int.from_bytes(os.urandom(8), "little")
 
 def manual_seed(seed) -> Generator:
     """Seed the global generator; returns it (tapegrad's streams differ from PyTorch's; seeding
-    repeats them)."""
-    return default_generator.manual_seed(seed)
+    repeats them).  The seed goes through int() first, as PyTorch's: 1.5, '3' and a float
+    tensor are seeds here (Generator.manual_seed refuses them)."""
+    return default_generator.manual_seed(int(seed))
 
 
 def seed() -> int:

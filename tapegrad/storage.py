@@ -114,6 +114,11 @@ class _StorageBase:
     def __iter__(self):
         return iter(self.tolist())
 
+    def __sizeof__(self) -> int:
+        # sys.getsizeof counts the bytes held, as PyTorch's storages define it (torchinfo and
+        # other model summaries measure input sizes so)
+        return object.__sizeof__(self) + self.nbytes()
+
     @property
     def device(self):
         """The CPU device (tapegrad has no other)."""

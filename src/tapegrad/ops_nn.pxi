@@ -301,9 +301,12 @@ cdef object nn_softmax_forward(TensorBase input, object dim, object dt, bint log
     return res
 
 
-cdef int nn_implicit_dim(int ndim) except -1:
-    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to "
-                  "include dim=X as an argument.", UserWarning, stacklevel=2)
+cdef int nn_implicit_dim(str name, int ndim, object stacklevel) except -1:
+    # PyTorch's _stacklevel (3) counts its two Python frames (the dim helper, F.softmax); the
+    # compiled F.softmax has none, so the user's line is 2 levels nearer.
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", UserWarning,
+                  stacklevel=max(1, int(stacklevel) - 2))
     return 0 if ndim == 0 or ndim == 1 or ndim == 3 else 1
 
 
@@ -352,14 +355,14 @@ def functional_softmax(TensorBase input, dim=None, _stacklevel=3, dtype=None):
     """F.softmax(input, dim=None, _stacklevel=3, dtype=None).  Without `dim`, PyTorch's legacy
     choice (0 for 0-, 1- and 3-d inputs, else 1) with its deprecation warning."""
     if dim is None:
-        dim = nn_implicit_dim(input._array.ndim)
+        dim = nn_implicit_dim("softmax", input._array.ndim, _stacklevel)
     return softmax(input, dim, dtype)
 
 
 def functional_log_softmax(TensorBase input, dim=None, _stacklevel=3, dtype=None):
     """F.log_softmax(input, dim=None, _stacklevel=3, dtype=None) (see functional_softmax)."""
     if dim is None:
-        dim = nn_implicit_dim(input._array.ndim)
+        dim = nn_implicit_dim("log_softmax", input._array.ndim, _stacklevel)
     return log_softmax(input, dim, dtype)
 
 

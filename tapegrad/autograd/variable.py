@@ -20,6 +20,8 @@ class _VariableMeta(type):
         if volatile:
             warnings.warn("volatile was removed and now has no effect. Use `with "
                           "torch.no_grad():` instead.", UserWarning, stacklevel=2)
+            if requires_grad:
+                raise ValueError("Variable can't be volatile and require_grad at the same time!")
         if data is None:
             from ..creation import empty
             data = empty(0)

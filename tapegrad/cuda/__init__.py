@@ -193,3 +193,6 @@ def set_device(device) -> None:
 def reset_peak_memory_stats(device=None) -> None:
     """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
+
+
+from . import random  # noqa: E402,F401  (torch.cuda.random, importable without its own import)

@@ -19,6 +19,7 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.cuda import amp as amp
+from tapegrad.cuda import random as random
 
 __all__ = [
     'AcceleratorError',
@@ -48,6 +49,7 @@ __all__ = [
     'mem_get_info',
     'memory_allocated',
     'memory_reserved',
+    'random',
     'reset_peak_memory_stats',
     'seed',
     'seed_all',

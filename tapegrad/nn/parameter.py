@@ -89,6 +89,11 @@ class UninitializedBuffer(UninitializedParameter):
     __str__ = __repr__
 
 
+def is_lazy(param) -> bool:
+    """Whether `param` is a lazy module's placeholder not yet given its shape."""
+    return isinstance(param, UninitializedParameter)
+
+
 def _empty(dtype):
     from ..creation import empty
     return empty(0, dtype=dtype)

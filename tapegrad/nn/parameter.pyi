@@ -25,6 +25,7 @@ __all__ = [
     'Parameter',
     'UninitializedBuffer',
     'UninitializedParameter',
+    'is_lazy',
 ]
 
 class Buffer(_Tensor):
@@ -46,3 +47,5 @@ class UninitializedParameter(Parameter):
     def numel(self) -> None: ...  # type: ignore[override]
     shape: Any
     def size(self, dim: Any = ...) -> None: ...  # type: ignore[override]
+
+def is_lazy(param: Any) -> _bool: ...

@@ -30,5 +30,6 @@ __all__ = [
     'checkpoint',
     'data',
     'dlpack',
+    'hooks',
     'viz',
 ]

@@ -1,4 +1,45 @@
-"""torch.utils.hooks: the handle a hook registration returns (its .remove() unregisters it)."""
-from ..nn.modules._hooks import RemovableHandle
+"""torch.utils.hooks: RemovableHandle, the handle every Module.register_*hook returns."""
+from __future__ import annotations
 
-__all__ = ["RemovableHandle"]
+import weakref
+from collections import OrderedDict
+from typing import Any
+
+
+class RemovableHandle:
+    """A handle whose .remove() deletes its hook (key `id`) from `hooks_dict` and from
+    `extra_dict` (a dict or a list of dicts: side tables such as the with_kwargs one).  The
+    dicts are held weakly, as in PyTorch: a handle does not keep a dead module's hooks alive."""
+
+    id: int
+    next_id: int = 0
+
+    def __init__(self, hooks_dict: Any, *, extra_dict: Any = None) -> None:
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
+        extras = [extra_dict] if isinstance(extra_dict, dict) else (extra_dict or [])
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extras)
+
+    def remove(self) -> None:
+        for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
+            d = ref()
+            if d is not None:
+                d.pop(self.id, None)
+
+    def __getstate__(self):
+        return (self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref))
+
+    def __setstate__(self, state) -> None:
+        # a dead dict stays dead: a weak reference to a fresh dict nobody holds
+        self.hooks_dict_ref = weakref.ref(OrderedDict() if state[0] is None else state[0])
+        self.id = state[1]
+        RemovableHandle.next_id = max(RemovableHandle.next_id, self.id + 1)
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in (state[2] if len(state) > 2 and
+                                                             state[2] is not None else ()))
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()

@@ -1,29 +1,9 @@
 """Forward hooks of nn.Module: the handles and the call path that runs them around forward()."""
 from __future__ import annotations
 
-import itertools
 from collections import OrderedDict
 
-
-class RemovableHandle:
-    """What Module.register_forward_(pre_)hook returns: .remove() unregisters the hook from
-    every dict it was put in (the hook dict and its kwargs / always_call side tables)."""
-
-    _next_id = itertools.count()
-
-    def __init__(self, hooks_dict, extra_dicts=()) -> None:
-        self.id = next(RemovableHandle._next_id)
-        self._dicts = (hooks_dict,) + tuple(extra_dicts)
-
-    def remove(self) -> None:
-        for d in self._dicts:
-            d.pop(self.id, None)
-
-    def __enter__(self) -> "RemovableHandle":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
+from ...utils.hooks import RemovableHandle
 
 
 # PyTorch's class lives in torch.utils.hooks (its repr names it there); so does this one
@@ -33,7 +13,7 @@ RemovableHandle.__module__ = "tapegrad.utils.hooks"
 def add_hook(hooks: OrderedDict, hook, prepend: bool, flags: list) -> RemovableHandle:
     """Store hook under a fresh handle id; flags pairs a side table with whether this hook is
     in it (with_kwargs, always_call)."""
-    handle = RemovableHandle(hooks, tuple(table for table, _ in flags))
+    handle = RemovableHandle(hooks, extra_dict=[table for table, _ in flags])
     hooks[handle.id] = hook
     if prepend:
         hooks.move_to_end(handle.id, last=False)
