@@ -92,3 +92,51 @@ def test_without_hooks_the_guards_still_refuse():
     for out in (loss, c):
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             out.backward()
+
+
+# -- what an operand of a product saves (fuzz 59000494) ------------------------------------------
+# outer (and ger) saved both operands whatever required grad; PyTorch's outer is
+# a.unsqueeze(1) * b, whose MulBackward0 saves each operand only for the other's gradient, so a
+# write into the operand whose partner needs no gradient computes there (also when the partner
+# is empty, the fuzz seed).
+
+def _product(lib, op, n, partner_grad, swap, create_graph):
+    a = lib.tensor([0.5, -0.3], dtype=lib.float64, requires_grad=True)
+    h = a * 1.5
+    p = lib.linspace(0.5, 2.0, n, dtype=lib.float64).requires_grad_(partner_grad)
+    args = (p, h) if swap else (h, p)
+    y = lib.outer(*args) if op == "outer" else lib.ger(*args)
+    with lib.no_grad():
+        h.mul_(2.0)
+    leaves = [a, p] if partner_grad else [a]
+    try:
+        g = lib.autograd.grad((y * y.detach().cos()).sum(), leaves, create_graph=create_graph)
+    except RuntimeError as e:
+        return "modified by an inplace operation" in str(e)
+    if not create_graph:
+        return [t.detach().numpy() for t in g]
+    s = sum((t * (k + 1)).sum() for k, t in enumerate(g) if t.requires_grad)
+    if not isinstance(s, lib.Tensor) or not s.requires_grad:
+        return [t.detach().numpy() for t in g]
+    g2 = lib.autograd.grad(s, leaves, allow_unused=True)
+    return [t.detach().numpy() for t in g] + [None if t is None else t.numpy() for t in g2]
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("swap", [False, True])
+@pytest.mark.parametrize("n", [0, 3])
+@pytest.mark.parametrize("partner_grad", [False, True])
+@pytest.mark.parametrize("op", ["outer", "ger"])
+def test_outer_saves_each_operand_for_the_others_gradient(torch, op, n, partner_grad, swap,
+                                                           create_graph):
+    ours = _product(tg, op, n, partner_grad, swap, create_graph)
+    theirs = _product(torch, op, n, partner_grad, swap, create_graph)
+    if isinstance(theirs, bool):
+        assert ours is theirs
+        return
+    assert not isinstance(ours, bool), "tapegrad raised where PyTorch computes"
+    for x, y in zip(ours, theirs):
+        if x is None or y is None:
+            assert (x is None or not x.any()) and (y is None or not y.any())
+        else:
+            np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-14)
