@@ -693,7 +693,11 @@ def _regrow(g, axes, keepdim):
     or (create_graph, one axis) a tensor."""
     if keepdim:
         return g
-    return np.expand_dims(g, axes) if isinstance(g, np.ndarray) else g.unsqueeze(axes)
+    if isinstance(g, np.ndarray):
+        return np.expand_dims(g, axes)
+    for axis in sorted(axes) if isinstance(axes, tuple) else (axes,):
+        g = g.unsqueeze(axis)
+    return g
 
 
 def _prod_of_others(z, axis):
@@ -769,7 +773,9 @@ def _prod(z, dim, keepdim):
 @_op("LogsumexpBackward0")
 class _Logsumexp(_Op):
     """log(sum(exp(z))), shifted by the largest real part (PyTorch's): gradient
-    g * conj(exp(z - out))."""
+    g * conj(exp(z - out)), also with create_graph."""
+
+    graph = True
 
     @staticmethod
     def compute(ctx, z):
@@ -784,7 +790,7 @@ class _Logsumexp(_Op):
         (z,) = ctx.values
         axes, keepdim = ctx.params
         out = _regrow(ctx.out, axes, keepdim)
-        return (_regrow(g, axes, keepdim) * np.conj(np.exp(z - out)),)
+        return (_regrow(g, axes, keepdim) * _cj(m, m.exp(z - out)),)
 
 
 def _logsumexp(z, axes, keepdim):
