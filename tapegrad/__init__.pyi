@@ -60,6 +60,7 @@ from tapegrad import version as version
 from tapegrad.amp import autocast as autocast
 from tapegrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled
 from tapegrad.autograd.anomaly_mode import is_anomaly_enabled as is_anomaly_enabled
+from tapegrad.contractions import einsum as einsum
 from tapegrad.creation import as_tensor as as_tensor
 from tapegrad.creation import empty_like as empty_like
 from tapegrad.creation import full_like as full_like
@@ -1764,8 +1765,6 @@ class dtype:
 
 e: _float
 def eig(*args: Any, **kwargs: Any) -> None: ...
-
-def einsum(*args: Any) -> Tensor: ...
 
 def embedding(weight: Any, indices: Any, padding_idx: Any = ..., scale_grad_by_freq: Any = ..., sparse: Any = ...) -> Tensor: ...
 

@@ -27,7 +27,6 @@ from tapegrad import broadcast_tensors as broadcast_tensors
 from tapegrad import cartesian_prod as cartesian_prod
 from tapegrad import cdist as cdist
 from tapegrad import chain_matmul as chain_matmul
-from tapegrad import einsum as einsum
 from tapegrad import istft as istft
 from tapegrad import lu as lu
 from tapegrad import meshgrid as meshgrid
@@ -40,6 +39,7 @@ from tapegrad import tensordot as tensordot
 from tapegrad import unique as unique
 from tapegrad import unique_consecutive as unique_consecutive
 from tapegrad import unravel_index as unravel_index
+from tapegrad.contractions import einsum as einsum
 
 __all__ = [
     'atleast_1d',
