@@ -63,6 +63,7 @@ from tapegrad.autograd.anomaly_mode import is_anomaly_enabled as is_anomaly_enab
 from tapegrad.contractions import einsum as einsum
 from tapegrad.creation import as_tensor as as_tensor
 from tapegrad.creation import empty_like as empty_like
+from tapegrad.creation import from_numpy as from_numpy
 from tapegrad.creation import full_like as full_like
 from tapegrad.creation import ones_like as ones_like
 from tapegrad.creation import tensor as tensor
@@ -70,6 +71,7 @@ from tapegrad.creation import zeros_like as zeros_like
 from tapegrad.func import vmap as vmap
 from tapegrad.grad_mode import enable_grad as enable_grad
 from tapegrad.grad_mode import inference_mode as inference_mode
+from tapegrad.grad_mode import is_inference as is_inference
 from tapegrad.grad_mode import no_grad as no_grad
 from tapegrad.grad_mode import set_grad_enabled as set_grad_enabled
 from tapegrad.random import get_rng_state as get_rng_state
@@ -82,6 +84,7 @@ from tapegrad.serialization import load as load
 from tapegrad.serialization import save as save
 from tapegrad.storage import TypedStorage as TypedStorage
 from tapegrad.storage import UntypedStorage as UntypedStorage
+from tapegrad.storage import is_storage as is_storage
 from tapegrad.tensor import Size as Size
 from tapegrad.tensor import Size as _Size
 
@@ -1863,8 +1866,6 @@ def frobenius_norm(input: Any, dim: Any, keepdim: Any = ..., *, out: Any = ...) 
 
 def from_dlpack(ext_tensor: Any, *, device: Any = ..., copy: Any = ...) -> Tensor: ...
 
-def from_numpy(array: Any) -> Tensor: ...
-
 def frombuffer(buffer: Any, *, dtype: Any, count: Any = ..., offset: Any = ..., requires_grad: Any = ...) -> Any: ...
 
 def full(size: Any, fill_value: Any, dtype: Any = ..., requires_grad: _bool = ..., *, device: Any = ..., pin_memory: _bool = ..., out: Any = ...) -> Tensor: ...
@@ -1993,8 +1994,6 @@ def is_floating_point(input: Tensor) -> _bool: ...
 
 def is_grad_enabled() -> _bool: ...
 
-def is_inference(input: Any) -> _bool: ...
-
 def is_inference_mode_enabled() -> _bool: ...
 
 def is_neg(input: Any) -> _bool: ...
@@ -2004,8 +2003,6 @@ def is_nonzero(input: Any) -> Any: ...
 def is_same_size(input: Any, other: Any) -> Any: ...
 
 def is_signed(input: Any) -> Any: ...
-
-def is_storage(obj: Any) -> _bool: ...
 
 def is_tensor(obj: Any) -> _bool: ...
 

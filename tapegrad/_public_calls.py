@@ -15,6 +15,7 @@ class attribute (pooling's `_fn`) or as a default argument (TransformerEncoderLa
 """
 from __future__ import annotations
 
+import sys
 import types
 
 from . import _core
@@ -50,6 +51,13 @@ def public_call(name: str, fn):
         if value is not None:
             setattr(call, attr, value)
     call.__wrapped__ = fn
+    # pickled by name as the function was: where its declared (module, qualname) held the
+    # function (F.gelu's tapegrad._ops_unary.gelu), it holds the entry, once, at import
+    home = sys.modules.get(getattr(fn, "__module__", None) or "")
+    qualname = getattr(fn, "__qualname__", None)
+    if home is not None and qualname and "." not in qualname and \
+            getattr(home, qualname, None) is fn:
+        setattr(home, qualname, call)
     return call
 
 
