@@ -230,6 +230,7 @@ def __getattr__(name):
     value = _lazy.load(globals(), _LAZY, name)
     # (the names the module brought along, addmm & co., get their out= now: once per module)
     _out_arg.install(globals())
+    _public_calls.install(globals())
     return globals()[name]
 
 
@@ -259,6 +260,9 @@ _meta.install_factories()  # device='meta' on the creation functions
 from . import _out_arg  # noqa: E402
 _out_arg.install(globals())
 _repoint(globals(), __name__)
+# every other public function behind the same compiled entry, where the meta device dispatches
+from . import _public_calls  # noqa: E402
+_public_calls.install(globals())
 
 # `from tapegrad import *`: every public name, the lazy ones included (loading them then), and,
 # as PyTorch's __all__, no submodules.  Computed last, so a name added above is in it.

@@ -20,7 +20,6 @@ named as PyTorch names it (PowBackward0, ...).
 from __future__ import annotations
 
 import builtins
-import sys
 
 import numpy as np
 
@@ -135,21 +134,18 @@ class _Op(Function):
     def apply(cls, np_dt, *operands):
         # Function.apply's work, less what a complex op never needs (setup_context, dirty and
         # non-differentiable outputs, a no_grad block around a numpy forward, save_for_backward):
-        # this is the per-op cost of every complex op.  Forward-mode AD takes the full path.
+        # this is the per-op cost of every complex op.  Forward-mode AD too: an op is no tangent
+        # source (it has no jvp), unpack_dual's two reverse passes go through its backward.
         if not (_core.is_grad_enabled() and any(
                 isinstance(x, _core.TensorBase) and x.requires_grad for x in operands)):
             return cls.forward(_Unrecorded(), np_dt, *operands)
-        forward_ad = sys.modules.get("tapegrad.autograd.forward_ad")
-        if forward_ad is not None and forward_ad._levels:
-            out = super().apply(np_dt, *operands)
-        else:
-            ctx = cls._backward_cls()
-            ctx.needs_input_grad = (False,) + tuple(
-                isinstance(x, _core.TensorBase) and x.requires_grad for x in operands)
-            ctx.materialize_grads = True
-            out = _core._function_record(ctx, (np_dt,) + operands,
-                                         cls.forward(ctx, np_dt, *operands), (), ())
-            ctx._saved = ()
+        ctx = cls._backward_cls()
+        ctx.needs_input_grad = (False,) + tuple(
+            isinstance(x, _core.TensorBase) and x.requires_grad for x in operands)
+        ctx.materialize_grads = True
+        out = _core._function_record(ctx, (np_dt,) + operands,
+                                     cls.forward(ctx, np_dt, *operands), (), ())
+        ctx._saved = ()
         ctx = out.grad_fn
         if isinstance(ctx, cls._backward_cls):
             # What the VJP reads, saved once the node is recorded, as the compiled ops save it:
@@ -618,6 +614,10 @@ class _ViewAsReal(Function):
         g = g._array
         return _fit(g[..., 0] + 1j * g[..., 1], ctx.meta)
 
+    @staticmethod
+    def jvp(ctx, t):                                    # forward-mode AD: linear
+        return None if t is None else view_as_real(t.resolve_conj())
+
 
 @_op("ViewAsComplexBackward0")
 class _ViewAsComplex(Function):
@@ -632,6 +632,10 @@ class _ViewAsComplex(Function):
         if _core.is_grad_enabled():                     # create_graph
             return _fit_graph(view_as_real(g.resolve_conj()), ctx.meta)
         return _fit(_core._real_parts(g._array), ctx.meta)
+
+    @staticmethod
+    def jvp(ctx, t):                                    # forward-mode AD: linear
+        return None if t is None else view_as_complex(t.contiguous())
 
 
 def _complex_view(a, cdt):
@@ -705,7 +709,11 @@ def _regrow(g, axes, keepdim):
     or (create_graph, one axis) a tensor."""
     if keepdim:
         return g
-    return np.expand_dims(g, axes) if isinstance(g, np.ndarray) else g.unsqueeze(axes)
+    if isinstance(g, np.ndarray):
+        return np.expand_dims(g, axes)
+    for axis in sorted(axes) if isinstance(axes, tuple) else (axes,):
+        g = g.unsqueeze(axis)
+    return g
 
 
 def _prod_of_others(z, axis):
@@ -781,7 +789,9 @@ def _prod(z, dim, keepdim):
 @_op("LogsumexpBackward0")
 class _Logsumexp(_Op):
     """log(sum(exp(z))), shifted by the largest real part (PyTorch's): gradient
-    g * conj(exp(z - out))."""
+    g * conj(exp(z - out)), also with create_graph."""
+
+    graph = True
 
     @staticmethod
     def compute(ctx, z):
@@ -796,7 +806,7 @@ class _Logsumexp(_Op):
         (z,) = ctx.values
         axes, keepdim = ctx.params
         out = _regrow(ctx.out, axes, keepdim)
-        return (_regrow(g, axes, keepdim) * np.conj(np.exp(z - out)),)
+        return (_regrow(g, axes, keepdim) * _cj(m, m.exp(z - out)),)
 
 
 def _logsumexp(z, axes, keepdim):

@@ -23,10 +23,10 @@ Where a meta tensor enters decides how it is seen, and CPU tensors pay nothing f
   internal names: the core tests its operands' types against the meta classes (two pointer
   compares) and calls `entered_cpu_op`;
 - module-level functions (`torch.cat`, `F.conv2d`, ...), many of them Python code computing with
-  numpy: compiled wrappers (_core.MetaDispatcher) that `install_dispatchers` puts in place the
-  first time a meta tensor is made.  Tensor methods, operators and Module.__call__ are never
-  wrapped; these wrappers are what a meta tensor still costs a CPU program (a type test per
-  argument of a module-level call).  Backward through meta
+  numpy: every public function is, from import on, the compiled entry _core.WithOut
+  (tapegrad/_public_calls.py), which sends a call with a meta argument here once the first meta
+  tensor has told it the meta classes (one NULL compare per call before).  Names are never
+  rebound; Tensor methods, operators and Module.__call__ are not wrapped.  Backward through meta
   tensors is not supported (PyTorch computes meta gradients): it raises NotImplementedError.
 """
 from __future__ import annotations
@@ -304,7 +304,7 @@ def _register_with_core(parameter_cls=None) -> None:
         parameter_cls = meta_parameter_class()
     _META_CLASSES.update(c for c in (MetaTensor, parameter_cls) if c is not None)
     _core._set_meta_classes(MetaTensor, parameter_cls, entered_cpu_op)
-    install_dispatchers()
+    _core._set_public_call_meta(MetaTensor, parameter_cls, entered_cpu_op)   # (_public_calls.py)
 
 
 # -- dispatch -------------------------------------------------------------------------------------
@@ -562,114 +562,7 @@ _SHAPE_RULES = {"conv1d": _conv_rule(1), "conv2d": _conv_rule(2), "conv3d": _con
                 "as_strided": _as_strided_rule}
 
 
-# -- module-level functions ------------------------------------------------------------------------
-# A public function (torch.cat, F.conv2d, ...) handed a meta tensor has no type of its own to
-# dispatch on, and many are Python code that computes with numpy: they reach `dispatch` through
-# wrappers that install_dispatchers puts in the namespaces (and the layers' references) at the
-# first meta tensor.  Tensor methods and operators are not wrapped: a meta tensor's own class
-# dispatches them, and a CPU tensor's op handed a meta operand is caught by the core
-# (entered_cpu_op below), so CPU tensor methods and operators pay nothing for the meta device.
-def _dispatching(fn, name):
-    wrapper = _core.MetaDispatcher(fn, name)
-    functools.update_wrapper(wrapper, fn)
-    wrapper.__meta_dispatch__ = fn
-    return wrapper
-
-
 _META_CLASSES: set = set()          # MetaTensor and its Parameter class, once made
-
-
-_installed = False
-generation = 0          # bumped by each install and uninstall (replay.py's routes rebuild on it)
-_undo: list = []        # (object, attribute, previous value) of every change install made
-
-
-_INHERITED = object()    # undo marker: the class had no attribute of its own (it inherited one)
-
-
-def _set(obj, attr, value) -> None:
-    previous = obj.__dict__.get(attr, _INHERITED) if isinstance(obj, type) else getattr(obj, attr)
-    _undo.append((obj, attr, previous))
-    setattr(obj, attr, value)
-
-
-def uninstall_dispatchers() -> None:
-    """Undo install_dispatchers (the next meta tensor installs them again).  Meta tensors
-    already made keep their methods; module-level functions stop seeing them."""
-    global _installed, _registered, generation
-    _registered = False             # the next meta tensor installs them again
-    generation += 1
-    while _undo:
-        obj, attr, previous = _undo.pop()
-        if previous is _INHERITED:
-            delattr(obj, attr)
-        else:
-            setattr(obj, attr, previous)
-    _installed = False
-
-
-def install_dispatchers() -> None:
-    """Route the public functions of tapegrad, nn.functional, special, linalg and fft (and the nn
-    layers' references to them) through `dispatch` when given a meta tensor.  Done once, at the
-    first meta tensor."""
-    global _installed, generation
-    if _installed:
-        return
-    _installed = True
-    generation += 1
-    import importlib
-    import types
-    replaced = {}
-    # every namespace imported before any is changed: one imported midway would copy the
-    # dispatchers as its own plain names (special.expit = sigmoid), which uninstall misses
-    spaces = []
-    for modname in ("tapegrad", "tapegrad.nn.functional", "tapegrad.special", "tapegrad.linalg",
-                    "tapegrad.fft", "tapegrad.nn.modules"):
-        try:
-            spaces.append(importlib.import_module(modname))
-        except ImportError:
-            continue
-    for mod in spaces[:-1]:
-        for name, fn in list(vars(mod).items()):
-            if name.startswith("_") or isinstance(fn, type) or not callable(fn) or \
-                    hasattr(fn, "__meta_dispatch__") or name in _NOT_OPS:
-                continue
-            if not isinstance(fn, (types.FunctionType, types.BuiltinFunctionType,
-                                   _core.WithOut)) and \
-                    type(fn).__name__ != "cython_function_or_method":   # (WithOut: out=)
-                continue
-            wrapped = replaced.get(id(fn))
-            if wrapped is None:
-                wrapped = replaced[id(fn)] = _dispatching(fn, name)
-            _set(mod, name, wrapped)
-    # nn layers that keep a function as a class attribute (pooling's _fn), and layers whose
-    # constructors default to one (TransformerEncoderLayer's activation=F.relu, which it then
-    # compares with `is F.relu`): a layer built from now on holds the same object F.relu now is.
-    # (A layer built before keeps the plain function: pickling it by name would now find the
-    # dispatcher, so save such a model before making meta tensors.)
-    from .nn import modules
-    for cls in vars(modules).values():
-        if isinstance(cls, type):
-            for klass in cls.__mro__:
-                for attr, v in list(vars(klass).items()):
-                    if isinstance(v, staticmethod) and id(v.__func__) in replaced:
-                        _set(klass, attr, staticmethod(replaced[id(v.__func__)]))
-                    elif isinstance(v, types.FunctionType):
-                        _redirect_defaults(v, replaced)
-
-
-def _redirect_defaults(fn, replaced: dict) -> None:
-    if fn.__defaults__ and any(id(d) in replaced for d in fn.__defaults__):
-        _set(fn, "__defaults__", tuple(replaced.get(id(d), d) for d in fn.__defaults__))
-    if fn.__kwdefaults__ and any(id(d) in replaced for d in fn.__kwdefaults__.values()):
-        _set(fn, "__kwdefaults__",
-             {k: replaced.get(id(d), d) for k, d in fn.__kwdefaults__.items()})
-
-
-# Public callables that are not ops on tensors (factories are handled by `factory`).
-_NOT_OPS = frozenset(("load", "save", "manual_seed", "seed", "set_default_device",
-                      "set_default_dtype", "set_printoptions", "no_grad", "enable_grad",
-                      "set_grad_enabled", "inference_mode", "compile"))
 
 
 # -- CPU ops handed a meta tensor ----------------------------------------------------------------
@@ -685,7 +578,7 @@ def entered_cpu_op(name: str, args: tuple):
     """What a CPU op gives when a meta tensor reaches it: PyTorch's device error, or (the CPU
     tensors 0-d, acting as scalars) the meta result.  `name`: a binary op of `_BINARY`, 'inplace'
     (args: the CPU tensor written, the meta operand), 'call' (args: a function, its name, args
-    and kwargs: from a MetaDispatcher, or compiled cat/stack, which layers reach by internal
+    and kwargs: from a public function's entry, or compiled cat/stack, which layers reach by internal
     names) or 'function' (args: a custom Function's ctx, its inputs and the forward's result,
     computed on the meta inputs' stand-ins)."""
     if name == "inplace":

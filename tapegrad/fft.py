@@ -438,3 +438,7 @@ def _out(res, out):
         return res
     out.copy_(res)
     return out
+
+
+from ._public_calls import install as _install_public_calls  # noqa: E402
+_install_public_calls(globals())  # the public functions' entry (the meta device dispatches there)

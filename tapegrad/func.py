@@ -28,6 +28,7 @@ import functools
 
 from . import _core, _transform_leaves, _vmap, eye, zeros
 from .autograd import grad as _plain_grad
+from .autograd.forward_ad import tangent_pairing
 from .grad_mode import enable_grad
 from .random import default_generator
 
@@ -282,7 +283,7 @@ def _jvp_of(outputs, inputs, tangents):
         total = None
         for g, t in zip(gs, tangents):
             if g is not None and g.requires_grad:
-                term = (g * t).sum()
+                term = tangent_pairing(g, t)
                 total = term if total is None else total + term
         if total is None:
             results.append(_zeros_like(out))

@@ -1009,3 +1009,7 @@ def householder_product(A, tau, *, out=None):
         out.copy_(Q)
         return out
     return Q
+
+
+from ._public_calls import install as _install_public_calls  # noqa: E402
+_install_public_calls(globals())  # the public functions' entry (the meta device dispatches there)

@@ -340,11 +340,6 @@ def _routed_inplace(fn):
     return routed
 
 
-def _meta_generation() -> int:
-    meta = sys.modules.get("tapegrad._meta")
-    return meta.generation if meta is not None else 0
-
-
 def _loaded_modules() -> int:
     return sum(1 for name in sys.modules if name.startswith("tapegrad."))
 
@@ -355,7 +350,6 @@ class _Routes:
     def __init__(self):
         self.entries = None
         self.modules = 0            # how many tapegrad modules were loaded at the last build
-        self.meta = 0               # _meta.generation at the last build
 
     def build(self):
         import tapegrad
@@ -371,17 +365,11 @@ class _Routes:
         # The same functions bound under other names in the library's Python modules (a layer's
         # `from .._batch_norm import batch_norm`): routed too, or the op would run unseen.
         by_id = {id(e[2]): e[3] for e in entries}
-        # (a meta-device dispatcher in a namespace (_meta.py) stands for the function the
-        # layers hold: route both)
-        # (and so does the out= wrapper of a function (_out_arg.py): through both, down to
-        # the plain function)
+        # (a namespace holds a public function's entry (_public_calls.py, _out_arg.py), which
+        # stands for the plain function the layers hold: route both)
         for e in list(entries):
-            plain = e[2]
-            while True:
-                plain = (getattr(plain, "__meta_dispatch__", None)
-                         or getattr(plain, "__out_arg_of__", None))
-                if plain is None:
-                    break
+            plain = getattr(e[2], "__out_arg_of__", None)
+            if plain is not None:
                 by_id.setdefault(id(plain), e[3])
         for mod_name, mod in list(sys.modules.items()):
             if (not mod_name.startswith("tapegrad.") or mod in spaces
@@ -416,13 +404,11 @@ class _Routes:
                                     _routed_inplace(value), name in Tensor.__dict__))
         self.entries = entries
         self.modules = _loaded_modules()
-        self.meta = _meta_generation()
 
     def install(self):
-        # rebuilt when modules were loaded or the meta device's dispatchers came or went since
-        # (remove() must put back what the namespaces hold now, not a stale function)
-        if (self.entries is None or self.modules != _loaded_modules()
-                or self.meta != _meta_generation()):
+        # rebuilt when modules were loaded since (remove() must put back what the namespaces
+        # hold now, not a stale function)
+        if self.entries is None or self.modules != _loaded_modules():
             self.build()
         for ns, name, _, routed, _ in self.entries:
             setattr(ns, name, routed)

@@ -65,3 +65,7 @@ def xlog1py(input, other, *, out=None):
     safe_other = where(zero, other * 0, other)
     result = where(zero, input * 0, input * log1p(safe_other))
     return result if out is None else out.copy_(result)
+
+
+from ._public_calls import install as _install_public_calls  # noqa: E402
+_install_public_calls(globals())  # the public functions' entry (the meta device dispatches there)

@@ -30,18 +30,6 @@ def check_grads(fn, *arrays, atol=1e-6, rtol=1e-5):
         np.testing.assert_allclose(t.grad.numpy(), e, atol=atol, rtol=rtol)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _meta_dispatchers_removed_after():
-    """The first meta tensor routes tapegrad's module-level functions through the meta device's
-    dispatchers for the rest of the process (tapegrad/_meta.py): after each test module that made
-    one, take them out again, so that no module sees another's (vmap's batching rules, e.g.,
-    see the dispatchers, not the functions)."""
-    yield
-    from tapegrad import _meta
-    if _meta._installed:
-        _meta.uninstall_dispatchers()
-
-
 @pytest.fixture
 def gradcheck():
     return check_grads

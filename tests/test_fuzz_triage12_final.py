@@ -94,18 +94,8 @@ def _compare(ours, theirs):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)
 
 
-# Loud, left (docs/differences.md): mse_loss guards its inputs' versions without saving their
-# values, and cumprod's kernel Function keeps its values in its own state: neither goes through
-# the pack hooks, so the write is refused as "modified by an inplace operation" where PyTorch
-# (whose packed copies are not version-checked) computes.
-VERSION_CHECKED_UNDER_HOOKS = {"mse_loss", "cumprod"}
-
-
 @pytest.mark.parametrize("write", sorted(WRITES))
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=RuntimeError,
-                                            reason="version-checked under hooks (loud)"))
-    if n in VERSION_CHECKED_UNDER_HOOKS else n for n in sorted(OPS)])
+@pytest.mark.parametrize("name", sorted(OPS))
 def test_create_graph_reads_the_unpacked_value_not_the_written_tensor(torch, name, write):
     _compare(_run(tg, name, write, _copying_hooks), _run(torch, name, write, _copying_hooks))
 

@@ -715,6 +715,7 @@ def _write_out(str name, out, tuple operands, fn, dict kwargs):
 
 cdef extern from "out_arg_call.h":
     object tg_out_arg_type(object slow_call)
+    int tg_out_arg_set_meta(object tensor_cls, object parameter_cls, object entry) except -1
 
 
 def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
@@ -735,6 +736,13 @@ def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
 # call; its attributes: __out_arg_of__ (the function: what replay's routes map back to), name,
 # dtype_from_out (the function computes in out's dtype: factories, sums), and a __dict__.
 WithOut = tg_out_arg_type(_call_with_out)
+
+
+def _set_public_call_meta(tensor_cls, parameter_cls, entry):
+    """Called by tapegrad/_meta.py at the first meta tensor (and when its Parameter class is
+    made): WithOut calls with a meta argument go to entry("call", (function, name, args,
+    kwargs)) from then on (out_arg_call.h)."""
+    tg_out_arg_set_meta(tensor_cls, parameter_cls, entry)
 
 
 # -- in-place view ops (unsqueeze_, t_, as_strided_ ...) on tensors in a graph -------------------

@@ -515,11 +515,9 @@ def dot(input, tensor):
 
 cdef object vjp_outer(Record* r, object g):
     """out[i, j] = a[i] * b[j]: da = g @ b, db = g^T @ a (cast back to each input's dtype)."""
-    A = <object>r.saved[0]
-    B = <object>r.saved[1]
-    dta, dtb = <tuple>r.aux
-    return (fit_grad(np.matmul(g, B), None, dta) if needs_grad(r, 0) else None,
-            fit_grad(np.matmul(A, g), None, dtb) if needs_grad(r, 1) else None)
+    dta, dtb = <tuple>r.aux             # (each value is saved only for the other's gradient)
+    return (fit_grad(np.matmul(g, <object>r.saved[1]), None, dta) if needs_grad(r, 0) else None,
+            fit_grad(np.matmul(<object>r.saved[0], g), None, dtb) if needs_grad(r, 1) else None)
 
 
 OP_OUTER = register_op("MulBackward0", vjp_outer)     # PyTorch: a.unsqueeze(1) * b
@@ -547,8 +545,12 @@ def outer(input, vec2):
     cdef TensorBase res = wrap(out)
     r = record_from(OP_OUTER, res, (a, b))
     if r != NULL:
-        save_value(r, 0, A, a)
-        save_value(r, 1, B, b)
+        # as PyTorch's MulBackward0 (outer is a.unsqueeze(1) * b there): each operand saved only
+        # for the other's gradient, so a write into one the backward does not read computes
+        if needs_grad(r, 1):
+            save_value(r, 0, A, a)
+        if needs_grad(r, 0):
+            save_value(r, 1, B, b)
         keep(&r.aux, (a._array.dtype, b._array.dtype))
     return res
 

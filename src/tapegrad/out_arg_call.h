@@ -9,6 +9,13 @@
  * tuple and dict and goes to the Python-level rules (`slow_call`, ops_inplace.pxi's
  * _call_with_out: write_out's resizing, casting and autograd refusal).
  *
+ * The same type is the one entry of every public function of tapegrad's namespaces (tapegrad,
+ * nn.functional, special, linalg, fft; tapegrad/_public_calls.py wraps them once, at import),
+ * which is where the meta device dispatches: once a meta tensor has been made
+ * (tg_out_arg_set_meta), a call with a meta tensor among its arguments (or in a list or tuple
+ * argument) goes to the meta device's `entry`; before, the test is one NULL compare.  A function
+ * PyTorch gives no out= (takes_out 0) forwards `out` to the function like any other keyword.
+ *
  * Included by one module (_ops_inplace), so everything here is static.
  */
 #ifndef TAPEGRAD_OUT_ARG_CALL_H
@@ -23,6 +30,7 @@ typedef struct {
     PyObject *fn;               /* the wrapped function, called as it is when out is absent */
     PyObject *name;             /* torch's name of the function (messages) */
     char dtype_from_out;        /* the function computes in out's dtype (factories, sums) */
+    char takes_out;             /* PyTorch's function has out= (else `out` is the function's) */
     PyObject *dict;             /* __name__, __qualname__, __doc__, __signature__, __wrapped__ */
     vectorcallfunc vectorcall;
 } TgOutArg;
@@ -41,24 +49,66 @@ tg_kwnames_name_out(PyObject *kwnames)
     return 0;
 }
 
-static PyObject *
-tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+/* The meta tensor classes (NULL until the first meta tensor) and the meta device's entry,
+ * entry("call", (function, name, args, kwargs)): set by tg_out_arg_set_meta. */
+static PyTypeObject *tg_meta_type = NULL, *tg_meta_parameter_type = NULL;
+static PyObject *tg_meta_entry = NULL;
+
+static inline int
+tg_is_meta(PyObject *a)
 {
-    TgOutArg *self = (TgOutArg *)callable;
-    Py_ssize_t nargs, nkw, i;
-    PyObject *positional, *keywords, *result;
+    PyTypeObject *t = Py_TYPE(a);
+    return t == tg_meta_type || (t == tg_meta_parameter_type && t != NULL);
+}
 
-    if (kwnames == NULL || !tg_kwnames_name_out(kwnames)) {
-        /* The function's own vectorcall, as PyObject_Vectorcall finds it, minus that call's
-         * result check: our caller checks the result we return (~35 instructions a call). */
-        vectorcallfunc fn_call = PyVectorcall_Function(self->fn);
-        if (fn_call != NULL)
-            return fn_call(self->fn, args, nargsf, kwnames);
-        return PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+/* Whether an argument is a meta tensor, or a list or tuple holding one (torch.cat's). */
+static int
+tg_meta_argument(PyObject *a)
+{
+    Py_ssize_t i, n;
+    if (tg_is_meta(a))
+        return 1;
+    if (PyList_CheckExact(a)) {
+        n = PyList_GET_SIZE(a);
+        for (i = 0; i < n; i++)
+            if (tg_is_meta(PyList_GET_ITEM(a, i)))
+                return 1;
+    } else if (PyTuple_CheckExact(a)) {
+        n = PyTuple_GET_SIZE(a);
+        for (i = 0; i < n; i++)
+            if (tg_is_meta(PyTuple_GET_ITEM(a, i)))
+                return 1;
     }
+    return 0;
+}
 
-    nargs = PyVectorcall_NARGS(nargsf);
-    nkw = PyTuple_GET_SIZE(kwnames);
+static int
+tg_out_arg_set_meta(PyObject *tensor_cls, PyObject *parameter_cls, PyObject *entry)
+{
+    if (!PyType_Check(tensor_cls) || (parameter_cls != Py_None && !PyType_Check(parameter_cls))) {
+        PyErr_SetString(PyExc_TypeError, "the meta tensor classes must be types");
+        return -1;
+    }
+    Py_INCREF(tensor_cls);
+    Py_XSETREF(tg_meta_type, (PyTypeObject *)tensor_cls);
+    if (parameter_cls != Py_None) {
+        Py_INCREF(parameter_cls);
+        Py_XSETREF(tg_meta_parameter_type, (PyTypeObject *)parameter_cls);
+    }
+    Py_INCREF(entry);
+    Py_XSETREF(tg_meta_entry, entry);
+    return 0;
+}
+
+/* The call's arguments as a tuple and a dict, then handler(<head...>, positional, keywords). */
+static PyObject *
+tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, size_t nargsf,
+                     PyObject *kwnames, int unpack_head)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), i;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *positional, *keywords, *result, *packed;
+
     positional = PyTuple_New(nargs);
     if (positional == NULL)
         return NULL;
@@ -78,25 +128,81 @@ tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, 
             return NULL;
         }
     }
-    result = PyObject_CallFunctionObjArgs(tg_out_arg_slow_call, self->fn, self->name,
-                                          self->dtype_from_out ? Py_True : Py_False,
-                                          positional, keywords, NULL);
+    if (unpack_head) {          /* handler(*head, positional, keywords) */
+        PyObject *all = PyTuple_New(PyTuple_GET_SIZE(head) + 2);
+        if (all == NULL) {
+            result = NULL;
+        } else {
+            for (i = 0; i < PyTuple_GET_SIZE(head); i++) {
+                Py_INCREF(PyTuple_GET_ITEM(head, i));
+                PyTuple_SET_ITEM(all, i, PyTuple_GET_ITEM(head, i));
+            }
+            PyTuple_SET_ITEM(all, i, positional);
+            PyTuple_SET_ITEM(all, i + 1, keywords);
+            result = PyObject_Call(handler, all, NULL);
+            Py_DECREF(all);
+            return result;
+        }
+    } else {                    /* handler("call", (*head, positional, keywords)) */
+        packed = PyTuple_Pack(4, PyTuple_GET_ITEM(head, 0), PyTuple_GET_ITEM(head, 1),
+                              positional, keywords);
+        result = packed == NULL ? NULL
+                 : PyObject_CallFunction(handler, "sO", "call", packed);
+        Py_XDECREF(packed);
+    }
     Py_DECREF(positional);
     Py_DECREF(keywords);
     return result;
 }
 
-/* WithOut(name, fn, dtype_from_out) */
+static PyObject *
+tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    TgOutArg *self = (TgOutArg *)callable;
+    Py_ssize_t n, i;
+    PyObject *head, *result;
+
+    if (tg_meta_type != NULL) {
+        n = PyVectorcall_NARGS(nargsf) + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+        for (i = 0; i < n; i++) {
+            if (tg_meta_argument(args[i])) {
+                /* the meta device: dispatch(<this function>, name, args, kwargs) */
+                head = PyTuple_Pack(2, callable, self->name);
+                if (head == NULL)
+                    return NULL;
+                result = tg_out_arg_call_with(tg_meta_entry, head, args, nargsf, kwnames, 0);
+                Py_DECREF(head);
+                return result;
+            }
+        }
+    }
+    if (!self->takes_out || kwnames == NULL || !tg_kwnames_name_out(kwnames)) {
+        /* The function's own vectorcall, as PyObject_Vectorcall finds it, minus that call's
+         * result check: our caller checks the result we return (~35 instructions a call). */
+        vectorcallfunc fn_call = PyVectorcall_Function(self->fn);
+        if (fn_call != NULL)
+            return fn_call(self->fn, args, nargsf, kwnames);
+        return PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    }
+    head = Py_BuildValue("(OOO)", self->fn, self->name, self->dtype_from_out ? Py_True : Py_False);
+    if (head == NULL)
+        return NULL;
+    result = tg_out_arg_call_with(tg_out_arg_slow_call, head, args, nargsf, kwnames, 1);
+    Py_DECREF(head);
+    return result;
+}
+
+/* WithOut(name, fn, dtype_from_out, takes_out=True) */
 static PyObject *
 tg_out_arg_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"name", "fn", "dtype_from_out", NULL};
+    static char *keywords[] = {"name", "fn", "dtype_from_out", "takes_out", NULL};
     PyObject *name, *fn;
-    int dtype_from_out;
+    int dtype_from_out, takes_out = 1;
     TgOutArg *self;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UOp:WithOut", keywords,
-                                     &name, &fn, &dtype_from_out))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UOp|p:WithOut", keywords,
+                                     &name, &fn, &dtype_from_out, &takes_out))
         return NULL;
     if (!PyCallable_Check(fn)) {
         PyErr_Format(PyExc_TypeError, "WithOut(): fn must be callable, not %.100s",
@@ -111,6 +217,7 @@ tg_out_arg_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     Py_INCREF(name);
     self->name = name;
     self->dtype_from_out = (char)dtype_from_out;
+    self->takes_out = (char)takes_out;
     self->dict = NULL;
     self->vectorcall = tg_out_arg_vectorcall;
     return (PyObject *)self;
@@ -179,6 +286,7 @@ static PyMemberDef tg_out_arg_members[] = {
      "the wrapped function (what replay's routes map back to)"},
     {"name", T_OBJECT, offsetof(TgOutArg, name), READONLY, NULL},
     {"dtype_from_out", T_BOOL, offsetof(TgOutArg, dtype_from_out), READONLY, NULL},
+    {"takes_out", T_BOOL, offsetof(TgOutArg, takes_out), READONLY, NULL},
     {NULL, 0, 0, 0, NULL}
 };
 
@@ -198,7 +306,8 @@ static PyTypeObject TgOutArg_Type = {
     .tp_getattro = PyObject_GenericGetAttr,
     .tp_setattro = PyObject_GenericSetAttr,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "A public function given PyTorch's keyword-only out= (tapegrad/_out_arg.py).",
+    .tp_doc = "A public function of tapegrad: PyTorch's keyword-only out= where PyTorch has it "
+              "(tapegrad/_out_arg.py), and the meta device's dispatch (tapegrad/_public_calls.py).",
     .tp_traverse = (traverseproc)tg_out_arg_traverse,
     .tp_clear = (inquiry)tg_out_arg_clear,
     .tp_methods = tg_out_arg_methods,

@@ -45,59 +45,6 @@ cdef object meta_entry(str name, tuple args):
     return META_ENTRY(name, args)
 
 
-cdef inline bint meta_argument(object a) noexcept:
-    """Whether a is a meta tensor, or a list/tuple holding one."""
-    if is_meta_tensor(a):
-        return True
-    if type(a) is list or type(a) is tuple:
-        for e in a:
-            if is_meta_tensor(e):
-                return True
-    return False
-
-
-cdef class MetaDispatcher:
-    """A module-level function (torch.cat, F.conv2d, ...) as the namespaces hold it once the
-    meta device is in use (tapegrad/_meta.py install_dispatchers): a call with a meta tensor
-    among its arguments goes to the meta device's dispatch, any other straight to the function,
-    after a type test per argument in C (a Python wrapper cost ~0.15 us a call)."""
-    cdef readonly object function
-    cdef readonly str name
-    cdef dict __dict__
-
-    def __init__(self, function, str name):
-        self.function = function
-        self.name = name
-
-    def __call__(self, *args, **kwargs):
-        for a in args:
-            if meta_argument(a):
-                return META_ENTRY("call", (self.function, self.name, args, kwargs))
-        if not kwargs:
-            return self.function(*args)
-        for a in kwargs.values():
-            if meta_argument(a):
-                return META_ENTRY("call", (self.function, self.name, args, kwargs))
-        return self.function(*args, **kwargs)
-
-    def __repr__(self):
-        return repr(self.function)
-
-    def __reduce__(self):
-        # by name, as the function it stands for: unpickled, whatever that name holds then
-        return (_function_named, (getattr(self, "__module__", "tapegrad"),
-                                  getattr(self, "__qualname__", self.name)))
-
-
-def _function_named(str module, str qualname):
-    """The object `module`.`qualname` names (how a MetaDispatcher is pickled)."""
-    import importlib
-    obj = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
 cdef object as_ndarray(object x):
     """nd's conversion of a non-array (a numpy or Python scalar) to an ndarray."""
     return np.asarray(x)

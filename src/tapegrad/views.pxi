@@ -440,9 +440,14 @@ cdef int guard_version(Record* r, TensorBase t) except -1:
     """Make record r refuse its backward once t is written in place, as PyTorch's node refuses
     it when it saved t, where r's VJP needs no value of t (or reads a copy made before the
     write): the gradient would stay right, but PyTorch raises, and a program must see the same
-    outcome.  Takes a free saved slot (a version with no value); returns 1 if it found one."""
+    outcome.  Takes a free saved slot (a version with no value); returns 1 if it found one.
+    Not under saved-tensor hooks (the record is then pending its pack): PyTorch checks no hooked
+    value's version, so the write computes there, and the gradient stays right here too (the VJP
+    reads no value of t from this slot)."""
     cdef int j
     cdef Version v
+    if r.flags & RF_PACK_PENDING:
+        return 0
     for j in range(MAX_SAVED):
         if r.saved[j] == NULL and r.ver[j] == NULL:
             v = version_of(t)
@@ -461,6 +466,8 @@ def _guard_saved_version(result, *tensors):
         result = result[0]
     if not isinstance(result, TensorBase) or (<TensorBase>result)._node < 0 or not grad_enabled():
         return
+    if _saved_hooks_active() is not None:
+        return                          # (saved under hooks: no version check, guard_version)
     cdef Py_ssize_t i = (<TensorBase>result)._node
     if TAPE.recs[i].op == OP_FN_OUTPUT:
         i = TAPE.recs[i].inp[0]         # an output of a Function: its node checks the versions

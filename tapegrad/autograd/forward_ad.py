@@ -95,9 +95,10 @@ def make_dual(tensor, tangent, *, level=None):
                            f"that of the original Tensor, this is not supported. Tensor is of "
                            f"size {list(tensor.shape)} while the given forward gradient is of "
                            f"size {list(tangent.shape)}.")
-    if not (tensor.is_floating_point() and tangent.is_floating_point()):
+    inexact = tensor.is_floating_point() or tensor.is_complex()
+    if not (inexact and (tangent.is_floating_point() or tangent.is_complex())):
         raise ValueError(f"Expected primal to be floating point or complex, but got: "
-                         f"{tensor.dtype}" if not tensor.is_floating_point() else
+                         f"{tensor.dtype}" if not inexact else
                          f"Expected tangent to be floating point or complex, but got: "
                          f"{tangent.dtype}")
     with enable_grad():
@@ -121,6 +122,16 @@ def unpack_dual(tensor, *, level=None):
     return UnpackedDualTensor(tensor.detach(), _tangent_of(tensor, duals))
 
 
+def tangent_pairing(g, tangent):
+    """The real number whose gradient in the dummy cotangent u is J tangent, for g = J^T u as
+    the reverse pass gives it: sum(g * tangent), and for complex values Re sum(g conj(tangent)).
+    (PyTorch's reverse pass gives conj(ds/dz) u + ds/dconj(z) conj(u); the gradient of that
+    real part in u, under the same convention, is ds/dz t + ds/dconj(z) conj(t): the JVP.)"""
+    if g.is_complex() or tangent.is_complex():
+        return (g * tangent.conj()).real.sum()
+    return (g * tangent).sum()
+
+
 def _tangent_of(tensor, duals):
     """J tangent for ``tensor`` with respect to the level's tangent sources (None when it
     depends on none of them), by two reverse passes through a dummy cotangent u."""
@@ -136,7 +147,7 @@ def _tangent_of(tensor, duals):
             total = None
             for g, (_, tangent) in zip(grads, duals):
                 if g is not None and g.requires_grad:
-                    term = (g * tangent).sum()
+                    term = tangent_pairing(g, tangent)
                     total = term if total is None else total + term
             if total is None:
                 return _zeros_like(tensor) if any(g is not None for g in grads) else None

@@ -440,8 +440,11 @@ class KernelFunction(Function):
         from ..tensor import Tensor
         cls = ctx._forward_cls
         ctx.set_materialize_grads(False)
-        outs, ctx.kernel_state = cls.kernel_forward(
-            *[a._array if isinstance(a, Tensor) else a for a in args])
+        arrays = [a._array if isinstance(a, Tensor) else a for a in args]
+        outs, state = cls.kernel_forward(*arrays)
+        if _core._saved_hooks_active() is not None:
+            state = _state_apart(state, arrays + list(outs if isinstance(outs, tuple) else (outs,)))
+        ctx.kernel_state = state
         ctx.params = tuple(None if isinstance(a, Tensor) else a for a in args)
         ctx.save_for_backward(*[args[j] for j in cls.saved_args])
         wrap = _core.wrap_array
@@ -464,6 +467,23 @@ class KernelFunction(Function):
     @staticmethod
     def graph_backward(ctx, saved, *grads):
         raise NotImplementedError(f"{type(ctx).__name__} does not support create_graph=True")
+
+
+def _state_apart(state, arrays):
+    """A kernel state under saved-tensor hooks: its arrays that may share memory with the call's
+    argument or output arrays copied.  The backward kernel reads the state, not the unpacked
+    saved tensors, so a write into an argument or output after the forward (under no_grad),
+    which PyTorch's hooked copies do not see, would otherwise reach the gradient silently
+    (convolutions, attention, recurrent layers); under hooks PyTorch checks no version either."""
+    if isinstance(state, np.ndarray):
+        if any(isinstance(a, np.ndarray) and np.may_share_memory(state, a) for a in arrays):
+            return state.copy()
+        return state
+    if type(state) in (tuple, list):
+        return type(state)(_state_apart(s, arrays) for s in state)
+    if type(state) is dict:
+        return {k: _state_apart(v, arrays) for k, v in state.items()}
+    return state
 
 
 def _note_kernel_call(cls, args, out):

@@ -7,3 +7,7 @@ from .modules import *  # noqa: F401,F403  (the layer classes, as torch.nn expor
 from .modules import __all__ as _modules_all  # noqa: F401
 from . import parallel  # noqa: E402
 from .parallel import DataParallel  # noqa: E402
+
+from .._public_calls import redirect_layers as _redirect_layers  # noqa: E402
+from . import modules as _modules  # noqa: E402
+_redirect_layers(_modules)  # layers holding F.relu & co. hold the objects F holds

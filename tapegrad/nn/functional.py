@@ -69,3 +69,6 @@ from ._inplace_activations import (celu_, elu_, hardtanh_, leaky_relu_, relu_,  
 
 from .._pickle_names import repoint as _repoint  # noqa: E402
 _repoint(globals(), __name__)  # F.relu & co. pickle by name (torch.save of a whole model)
+
+from .._public_calls import install as _install_public_calls  # noqa: E402
+_install_public_calls(globals())  # the public functions' entry (the meta device dispatches there)

@@ -1,0 +1,90 @@
+"""The one entry of tapegrad's public functions, where the meta device dispatches.
+
+Every public function of the namespaces tapegrad, nn.functional, special, linalg and fft is a
+`_core.WithOut` (src/tapegrad/out_arg_call.h) from the moment its namespace is loaded: the
+functions that take PyTorch's out= already were one (tapegrad/_out_arg.py), the others are
+wrapped here with takes_out off.  The wrapper forwards a call to the function through vectorcall
+(one indirect call, no allocation) and, once a meta tensor has been made, sends a call with a
+meta tensor among its arguments to the meta device (tapegrad/_meta.py).
+
+So the names never change after import: `from tapegrad import exp` taken before the first meta
+tensor is the object `tapegrad.exp` stays, identity checks hold (`activation is F.relu`), and
+nothing is rebound, or has to be undone, at run time.  The nn layers that keep a function as a
+class attribute (pooling's `_fn`) or as a default argument (TransformerEncoderLayer's
+`activation=F.relu`) are pointed at the same objects once, when tapegrad.nn loads.
+"""
+from __future__ import annotations
+
+import sys
+import types
+
+from . import _core
+
+# Public callables that are not ops on tensors (left as they are: also where PyTorch's are the
+# same objects as another module's, torch.vmap is torch.func.vmap).
+NOT_OPS = frozenset(("load", "save", "manual_seed", "seed", "set_default_device",
+                     "set_default_dtype", "set_printoptions", "no_grad", "enable_grad",
+                     "set_grad_enabled", "inference_mode", "compile", "vmap", "get_rng_state",
+                     "set_rng_state", "initial_seed", "from_dlpack", "to_dlpack",
+                     "is_grad_enabled", "is_inference_mode_enabled", "is_anomaly_enabled",
+                     "is_anomaly_check_nan_enabled"))
+
+_made: dict = {}        # id(function) -> its wrapper: an alias (F.relu in two places) is one
+
+
+def _is_op(name: str, fn) -> bool:
+    if name.startswith("_") or isinstance(fn, type) or not callable(fn) or name in NOT_OPS or \
+            hasattr(fn, "__meta_dispatch__"):     # (the factories: device= decides, _meta.py)
+        return False
+    return isinstance(fn, (types.FunctionType, types.BuiltinFunctionType)) or \
+        type(fn).__name__ == "cython_function_or_method"
+
+
+def public_call(name: str, fn):
+    """fn behind the public functions' entry (out= left to fn itself)."""
+    call = _made.get(id(fn))
+    if call is not None:
+        return call
+    call = _made[id(fn)] = _core.WithOut(name, fn, False, takes_out=False)
+    for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
+        value = getattr(fn, attr, None)
+        if value is not None:
+            setattr(call, attr, value)
+    call.__wrapped__ = fn
+    # pickled by name as the function was: where its declared (module, qualname) held the
+    # function (F.gelu's tapegrad._ops_unary.gelu), it holds the entry, once, at import
+    home = sys.modules.get(getattr(fn, "__module__", None) or "")
+    qualname = getattr(fn, "__qualname__", None)
+    if home is not None and qualname and "." not in qualname and \
+            getattr(home, qualname, None) is fn:
+        setattr(home, qualname, call)
+    return call
+
+
+def install(namespace: dict) -> None:
+    """Put each public function of `namespace` (a module's globals) behind the entry; called at
+    the end of each namespace module (and by tapegrad's __getattr__ after a lazy load)."""
+    for name, fn in list(namespace.items()):
+        if _is_op(name, fn):
+            namespace[name] = public_call(name, fn)
+
+
+def redirect_layers(modules) -> None:
+    """The nn layer classes of `modules` (tapegrad.nn.modules) hold the entries where they held
+    the plain functions: staticmethod class attributes and default arguments."""
+    for cls in vars(modules).values():
+        if not isinstance(cls, type):
+            continue
+        for klass in cls.__mro__:
+            for attr, v in list(vars(klass).items()):
+                if isinstance(v, staticmethod) and id(v.__func__) in _made:
+                    setattr(klass, attr, staticmethod(_made[id(v.__func__)]))
+                elif isinstance(v, types.FunctionType):
+                    _redirect_defaults(v)
+
+
+def _redirect_defaults(fn) -> None:
+    if fn.__defaults__ and any(id(d) in _made for d in fn.__defaults__):
+        fn.__defaults__ = tuple(_made.get(id(d), d) for d in fn.__defaults__)
+    if fn.__kwdefaults__ and any(id(d) in _made for d in fn.__kwdefaults__.values()):
+        fn.__kwdefaults__ = {k: _made.get(id(d), d) for k, d in fn.__kwdefaults__.items()}
