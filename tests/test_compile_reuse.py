@@ -2,10 +2,10 @@
 
 A fresh output slot's array is written again only when nothing but the replay's buffer set holds
 it (the tensor handed out for it died, with every view, numpy export and saved value made from
-it), and a pooled buffer set's node of the previous replay is reused only when nothing else
-holds it (its graph died or was freed).  Each test holds one of those references across later
-replays and checks that what it sees is unchanged, and that values and gradients equal eager's;
-the reuse itself is checked where nothing is held (the same data pointer, the same node)."""
+it).  Each test holds one of those references across later replays and checks that what it sees
+is unchanged, and that values and gradients equal eager's; the reuse itself is checked where
+nothing is held (the same data pointer).  Nodes are not reused: a pooled set keeping its last
+node made a reference cycle (see test_dead_compiled_function_frees_without_the_collector)."""
 from __future__ import annotations
 
 import gc
@@ -151,3 +151,23 @@ def test_output_made_without_grad_is_never_written_again():
         for k in range(2, 5):
             compiled(_inputs(k))
     assert np.array_equal(y.numpy(), f(_inputs(1)).detach().numpy())
+
+
+def test_dead_compiled_function_frees_without_the_collector():
+    """A compiled function's buffers, and the inputs of its last call, are freed as soon as it
+    and its graphs die, by reference counting alone (no cycle through its buffer pool)."""
+    import weakref
+    gc.collect()
+    gc.disable()
+    try:
+        g = tg.compile(f)
+        for _ in range(3):
+            x = tg.randn(5, requires_grad=True)
+            g(x).sum().backward()
+        probe = tg.randn(5, requires_grad=True)
+        g(probe)                            # a graph that dies without a backward
+        seen = weakref.ref(probe)
+        del probe, x, g
+        assert seen() is None
+    finally:
+        gc.enable()

@@ -124,7 +124,6 @@ cdef extern from *:
     }
     """
     bint reusable_result "tg_reusable_result" (PyObject* a, void* data) noexcept
-    Py_ssize_t refcount "Py_REFCNT" (PyObject* o) noexcept
 
 
 cdef inline void list_put(list items, Py_ssize_t i, object o) noexcept:
@@ -162,9 +161,6 @@ cdef class BufferSet:
     cdef void* s0
     cdef void* s1
     cdef public bint in_use
-    cdef bint pooled            # kept in its Program's pool (lives as long as the Program)
-    cdef CompiledFunctionBackward node  # a pooled set's node of its last replay, reused by the
-                                # next one when nothing else holds it (Program.node_for)
     cdef list calls             # step -> (result tensor, {slot: proxy tensor}) of re-run ops
     cdef list contiguous        # slot -> the C-contiguous copy ptr[slot] points into (re-run
                                 # ops' non-contiguous results that C kernels read), or None
@@ -509,35 +505,11 @@ cdef class Program:
             if not bs.in_use:
                 bs.in_use = True
                 return bs
-            if (bs.node is not None and bs.node.buffers is bs
-                    and refcount(<PyObject*>bs.node) == 1):
-                # its last replay's graph died without a backward: only the set holds the node
-                # (whose death would have freed the set, see CompiledFunctionBackward)
-                bs.node.buffers = None
-                return bs
         bs = self.new_buffers()
         bs.in_use = True
         if len(self.pool) < 4:          # more live graphs than that: extra sets are not kept
             self.pool.append(bs)
-            bs.pooled = True
         return bs
-
-    cdef CompiledFunctionBackward node_for(self, BufferSet bs):
-        """The node of a replay on `bs`: the set's node of its previous replay when the set alone
-        holds it (its graph died or was freed: no record, grad_fn or user variable refers to it,
-        so nobody can tell it from a new one), else a new one, which a pooled set keeps.  A
-        replay at size 1 pays for each object it makes and frees."""
-        cdef CompiledFunctionBackward node
-        if bs.node is not None and refcount(<PyObject*>bs.node) == 1:
-            node = bs.node
-            node.buffers = None
-            node.versions = None
-            node.rng_state = None
-            return node
-        node = CompiledFunctionBackward.__new__(CompiledFunctionBackward)
-        if bs.pooled:                   # (an unpooled set would make a cycle with its node)
-            bs.node = node
-        return node
 
     cdef inline int set_slot(self, BufferSet bs, Py_ssize_t k, object arr) except -1:
         bs.arrays[k] = arr
@@ -1250,7 +1222,11 @@ cdef class Program:
                 t._version = version_of(
                     <TensorBase>(<tuple>(<tuple>made_by)[0])[<Py_ssize_t>(<tuple>made)[1]])
             list_put(results, j, t)
-        cdef CompiledFunctionBackward node = self.node_for(bs)
+        # (a new node per replay: a pooled set keeping its last node for the next replay made
+        # a cycle, Program -> pool -> set -> node -> Program, so a dead compiled function's
+        # buffers and its last call's inputs waited for the cyclic collector)
+        cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
+            CompiledFunctionBackward)
         node.program = self
         node.buffers = bs               # free again when the node releases it or dies
         node.n_out = n_out
