@@ -733,7 +733,7 @@ def cat(tensors, dim=0, *, axis=None):
             sizes[j] = s[d]
             o += s[d]
             parts.append(arrays[j] if arrays[j].dtype == dt else arrays[j].astype(dt))
-        out = np.concatenate(parts, axis=d)
+        out = joined_layout(np.concatenate(parts, axis=d), arrays)
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_CAT, res, ts)
     if r != NULL:
@@ -767,6 +767,27 @@ cdef object vjp_stack(Record* r, object g):
 OP_STACK = register_op("StackBackward0", vjp_stack)
 
 
+cdef bint channels_last_dense(object a):
+    """Whether a (4-d or 5-d) is laid out densely with its channels (dim 1) last."""
+    if a.ndim not in (4, 5):
+        return False
+    return np.transpose(a, (0,) + tuple(range(2, a.ndim)) + (1,)).flags.c_contiguous
+
+
+cdef object joined_layout(object out, tuple arrays):
+    """cat's and stack's result in PyTorch's layout.  numpy's concatenate follows its inputs'
+    strides (order 'K'): expanded or transposed inputs gave a column-major or otherwise strided
+    result, whose flatten() was then a copy where PyTorch's is a view (a later in-place write
+    through it missed the result: fuzz 59805016) and whose view() raised.  PyTorch's result is
+    contiguous unless its inputs are all channels_last, whose layout it keeps (as numpy does)."""
+    if out.flags.c_contiguous:
+        return out
+    for a in arrays:
+        if not channels_last_dense(a):
+            return np.ascontiguousarray(out)
+    return out
+
+
 def stack(tensors, dim=0, *, axis=None):
     """Stack equally shaped tensors along a new dim `dim` (also `axis`)."""
     if axis is not None:
@@ -785,7 +806,8 @@ def stack(tensors, dim=0, *, axis=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at "
                                f"entry 0 and {list(arrays[j].shape)} at entry {j}")
     dt = promote_arrays_dtype(arrays)
-    out = np.stack([a if a.dtype == dt else a.astype(dt) for a in arrays], axis=d)
+    out = joined_layout(np.stack([a if a.dtype == dt else a.astype(dt) for a in arrays], axis=d),
+                        arrays)
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_STACK, res, ts)
     if r != NULL:
