@@ -656,7 +656,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         if not size:
             raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
         creation._check_placement(fn, device, pin_memory)
-        shape = creation._size_args(size)
+        shape = creation._size_args(size, fn)
         dt = _core.np_dtype_of(self.dtype if dtype is None else dtype)
         creation._check_requires_grad(dt, requires_grad)
         arr = np.empty(shape, dtype=dt) if value is None else np.full(shape, value, dtype=dt)
