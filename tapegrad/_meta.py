@@ -92,7 +92,7 @@ class MetaNode:
 
 @functools.lru_cache(maxsize=None)
 def _node_class(name: str) -> type:
-    return type(name, (MetaNode,), {"__slots__": (), "__module__": "tapegrad.autograd"})
+    return type(name, (MetaNode,), {"__slots__": (), "__module__": "builtins"})
 
 
 # -- the tensor ----------------------------------------------------------------------------------
