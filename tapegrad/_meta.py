@@ -92,7 +92,7 @@ class MetaNode:
 
 @functools.lru_cache(maxsize=None)
 def _node_class(name: str) -> type:
-    return type(name, (MetaNode,), {"__slots__": (), "__module__": "tapegrad.autograd"})
+    return type(name, (MetaNode,), {"__slots__": (), "__module__": "builtins"})
 
 
 # -- the tensor ----------------------------------------------------------------------------------
@@ -704,20 +704,20 @@ def _meta_factory(fn, kind, args, kwargs):
     if kind in ("sizes", "size", "randint"):
         if kind == "sizes":
             if "size" in kwargs:
-                shape, probe = _size_args((kwargs.pop("size"),)), ()
+                shape, probe = _size_args((kwargs.pop("size"),), fn.__name__), ()
             else:
-                shape, probe = _size_args(args), ()
+                shape, probe = _size_args(args, fn.__name__), ()
             sample = fn(*(probe or (0,)), **kwargs)
         elif kind == "size":
             size = args[0] if args else kwargs.pop("size")
-            shape = _size_args((size,))
+            shape = _size_args((size,), fn.__name__)
             sample = fn((0,), *args[1:], **kwargs)
         else:
             pos = list(args)
             if "size" in kwargs:
-                shape = _size_args((kwargs.pop("size"),))
+                shape = _size_args((kwargs.pop("size"),), fn.__name__)
             else:
-                shape = _size_args((pos.pop(),))
+                shape = _size_args((pos.pop(),), fn.__name__)
             sample = fn(*pos, (0,), **kwargs)
         np_dtype = sample._array.dtype
     elif kind == "like":

@@ -464,6 +464,8 @@ def conj(input):
     if not is_conj(input):
         res._conj_bit = True
     _core._link_conj(input, res)        # writes through either side reach the other
+    if not _core.is_grad_enabled():
+        _core._mark_no_grad_conj_view(res, input)
     return res
 
 

@@ -229,14 +229,36 @@ def sinc(input, *, out=None):
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
-    """beta * input + alpha * (mat @ vec)."""
+    """beta * input + alpha * (mat @ vec): all three of one dtype, as PyTorch (no promotion)."""
+    _check_addmv(input, mat, vec)
     result = _scaled_sum(input, _core.matmul(mat, vec), beta, alpha)
     return result if out is None else out.copy_(result)
+
+
+def _check_addmv(input, mat, vec) -> None:
+    """PyTorch's addmv checks, in its order: the ranks, the sizes, then one dtype for all."""
+    if mat.dim() != 2 or vec.dim() != 1 or input.dim() > 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {mat.dim()}, "
+                           f"{vec.dim()}")
+    rows, cols = mat.shape
+    if cols != vec.shape[0] or (input.numel() != rows and input.numel() != 1):
+        if input.dim() == 0:        # PyTorch's message reads input.size(0)
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({rows}x{cols}), "
+                           f"vec ({vec.shape[0]})")
+    if not input.dtype == mat.dtype == vec.dtype:
+        names = [_core.scalar_type_name_of(t._array.dtype) for t in (input, mat, vec)]
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {names[0]}, "
+                           f"{names[1]}, and {names[2]}")
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * outer(vec1, vec2)."""
     product = _core.mul(vec1.unsqueeze(1), vec2.unsqueeze(0))
+    from .contractions import _expand_error     # (contractions imports the tensor class)
+    error = _expand_error(tuple(product.shape), input)     # PyTorch expands input to the product
+    if error is not None:
+        raise error
     result = _scaled_sum(input, product, beta, alpha)
     return result if out is None else out.copy_(result)
 

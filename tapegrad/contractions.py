@@ -38,7 +38,8 @@ def _expand_error(target, input):
                             f"({len(target)}) must be greater or equal to the number of "
                             f"dimensions in the tensor ({len(shape)})")
     offset = len(target) - len(shape)
-    for k, s in enumerate(shape):
+    for k in reversed(range(len(shape))):       # PyTorch names the last mismatching dimension
+        s = shape[k]
         if s != 1 and s != target[offset + k]:
             return RuntimeError(f"The expanded size of the tensor ({target[offset + k]}) must "
                                 f"match the existing size ({s}) at non-singleton dimension "
@@ -71,16 +72,17 @@ def _scaled_sum(input, product, beta, alpha, drop_zero_alpha=False):
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """beta * input + alpha * (mat1 @ mat2); input broadcasts to (n, p)."""
-    for name, m in (("mat1", mat1), ("mat2", mat2)):
-        if m.dim() != 2:
-            raise RuntimeError(f"{name} must be a matrix, got {m.dim()}-D tensor")
-    if mat1.dtype != mat2.dtype:
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
-                           f"{_type_name(mat1)} and {_type_name(mat2)}")
+    """beta * input + alpha * (mat1 @ mat2); input broadcasts to (n, p).  PyTorch checks the
+    dtypes (input's, then mat1's, against mat2's) before the ranks."""
     if input.dtype != mat2.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "
                            f"{_type_name(input)} and {_type_name(mat2)}")
+    if mat1.dtype != mat2.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_type_name(mat1)} and {_type_name(mat2)}")
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if m.dim() != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {m.dim()}-D tensor")
     return _scaled_sum(input, _mm(mat1, mat2), beta, alpha, drop_zero_alpha=True)
 
 

@@ -36,20 +36,32 @@ def _check_placement(fn: str, device, pin_memory: bool = False) -> None:
                            "pinned memory allocator is available on this system.")
 
 
-def _size_args(size) -> tuple:
-    """zeros(2, 3), zeros((2, 3)), zeros([2, 3]) and zeros(t.shape) all mean shape (2, 3)."""
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+def _size_args(size, fn: str, position: int = 1) -> tuple:
+    """zeros(2, 3), zeros((2, 3)), zeros([2, 3]) and zeros(t.shape) all mean shape (2, 3).
+    `fn` and `position` name factory and argument in the wrong-type message."""
+    packed = len(size) == 1 and isinstance(size[0], (tuple, list))
+    if packed:
         size = tuple(size[0])
     # A one-element integer tensor is an int there, as PyTorch's argument parser takes it
     # (zeros(torch.tensor(3)) is zeros(3)); float and bool tensors stay refused.
     size = tuple(int(s._array.reshape(-1)[0]) if isinstance(s, _core.TensorBase)
                  and s._array.size == 1 and s._array.dtype.kind in "iu" else s for s in size)
-    for s in size:
+    for i, s in enumerate(size):
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
-            raise TypeError(f"size must be a sequence of ints, got {type(s).__name__} in {size!r}")
+            raise _size_type_error(fn, position, i, type(s).__name__, packed)
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
     return tuple(int(s) for s in size)
+
+
+def _size_type_error(fn: str, position: int, i: int, type_name: str, packed: bool) -> TypeError:
+    """PyTorch's message for a non-int at index i of a size: its argument parser decides from the
+    first element whether the argument is a tuple of ints, then unpacks the rest (1-based)."""
+    if i > 0:
+        return TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos {i + 1} "
+                         f"with error \"type must be tuple of ints,but got {type_name}\"")
+    found = f", but found element of type {type_name} at pos 0" if packed else f", not {type_name}"
+    return TypeError(f"{fn}(): argument 'size' (position {position}) must be tuple of ints{found}")
 
 
 def _infer_dtype(arr: np.ndarray):
@@ -287,8 +299,8 @@ def _default_complex() -> np.dtype:
     return np.dtype(np.complex128 if _default_float() == np.float64 else np.complex64)
 
 
-def _filled(size, value, dtype, requires_grad) -> Tensor:
-    shape = _size_args(size)
+def _filled(size, value, dtype, requires_grad, fn: str) -> Tensor:
+    shape = _size_args(size, fn)
     dt = _np_dtype(dtype) or _default_float()
     if requires_grad and dt.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
@@ -339,7 +351,7 @@ def zeros(*size, dtype=None, device=None, requires_grad: bool = False,
     _check_placement("zeros", device, pin_memory)
     shape = _keyword_size(size, _only_size(kwargs, "zeros"), "zeros")
     try:
-        return _filled(shape, 0, dtype, requires_grad)
+        return _filled(shape, 0, dtype, requires_grad, "zeros")
     except RuntimeError as e:
         if "negative dimension" not in str(e):
             raise
@@ -359,7 +371,7 @@ def ones(*size, dtype=None, device=None, requires_grad: bool = False,
     """
     _check_placement("ones", device, pin_memory)
     return _filled(_keyword_size(size, _only_size(kwargs, "ones"), "ones"), 1, dtype,
-                   requires_grad)
+                   requires_grad, "ones")
 
 
 def _only_size(kwargs: dict, fn: str):
@@ -388,7 +400,7 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, device=No
                  np.int64 if isinstance(fill_value, int) else
                  _default_complex() if isinstance(fill_value, complex) else _default_float())
     return _filled((size,) if not isinstance(size, (tuple, list)) else (tuple(size),),
-                   fill_value, dtype, requires_grad)
+                   fill_value, dtype, requires_grad, "full")
 
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False,
@@ -397,7 +409,7 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memor
     them before reading. ``dtype`` defaults to the default float dtype.
     """
     _check_placement("empty", device, pin_memory)
-    shape = _size_args(_keyword_size(size, _only_size(kwargs, "empty"), "empty"))
+    shape = _size_args(_keyword_size(size, _only_size(kwargs, "empty"), "empty"), "empty")
     dt = _np_dtype(dtype) or _default_float()
     _check_requires_grad(dt, requires_grad)
     return _make(np.empty(shape, dtype=dt), requires_grad)
@@ -412,7 +424,8 @@ def zeros_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = 
     """
     _check_tensor(input, "zeros_like")
     check_device(device, "zeros_like")
-    return _in_layout_of(_filled(input.shape, 0, dtype or input.dtype, requires_grad),
+    return _in_layout_of(_filled(input.shape, 0, dtype or input.dtype,
+                                 requires_grad, "zeros_like"),
                          input, memory_format)
 
 
@@ -421,7 +434,8 @@ def ones_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = F
     """Ones with ``input``'s shape and (unless ``dtype`` is given) its dtype."""
     _check_tensor(input, "ones_like")
     check_device(device, "ones_like")
-    return _in_layout_of(_filled(input.shape, 1, dtype or input.dtype, requires_grad),
+    return _in_layout_of(_filled(input.shape, 1, dtype or input.dtype,
+                                 requires_grad, "ones_like"),
                          input, memory_format)
 
 
@@ -432,7 +446,8 @@ def full_like(input: Tensor, fill_value, dtype=None, *, device=None, requires_gr
     """
     _check_tensor(input, "full_like")
     check_device(device, "full_like")
-    return _in_layout_of(_filled(input.shape, fill_value, dtype or input.dtype, requires_grad),
+    return _in_layout_of(_filled(input.shape, fill_value, dtype or input.dtype,
+                                 requires_grad, "full_like"),
                          input, memory_format)
 
 

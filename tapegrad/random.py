@@ -325,7 +325,7 @@ def _shape_of(size, kw_size, fn: str) -> tuple:
     if not size:
         raise TypeError(f"{fn}() received an invalid combination of arguments - got (), but "
                         f"expected one of: (tuple of ints size, *, torch.Generator generator, ...)")
-    return _size_args(size)
+    return _size_args(size, fn)
 
 
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -431,7 +431,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     low, high = _as_long(low), _as_long(high)
     dt = _np_dtype(_out_dtype(out, dtype, "randint")) or np.dtype(np.int64)
     _check_int_range(low, high, dt)
-    shape = _size_args((tuple(size),))
+    shape = _size_args((tuple(size),), "randint", 2)
     _check_factory(dt, requires_grad, device)
     return _finish(_integers(_numpy_rng(generator, "randint"), low, high, shape, dt),
                    requires_grad, out)
@@ -476,7 +476,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
                             f"{type(size).__name__}), but expected size as a tuple of ints")
         if not std >= 0:                # NaN too, as PyTorch
             raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
-        shape = _size_args((tuple(size),))
+        shape = _size_args((tuple(size),), "normal", 3)
         dt = _float_dtype(_out_dtype(out, dtype, "normal"), "normal_kernel_cpu", shape)
         _check_factory(dt, requires_grad, device)
         values = _numpy_rng(generator, "normal").normal(mean, std, shape).astype(dt)

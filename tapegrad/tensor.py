@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _core, _dlpack
 from ._device import CPU, as_device, check_device, is_device_like
+from ._device import device as _device_type
 from ._format import tensor_repr
 from ._layout import sparse_coo, strided
 
@@ -511,9 +512,16 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         return self
 
     def cuda(self, device=None, non_blocking: bool = False, memory_format=None):
-        """Raises as a PyTorch build without CUDA does (an ordinal: its no-accelerator error)."""
+        """Raises as a PyTorch build without CUDA does (an ordinal: its no-accelerator error); a
+        device of another type is refused first, as PyTorch checks the argument before CUDA."""
         if isinstance(device, int) and not isinstance(device, bool):
             check_device(device, "cuda")
+        elif device is not None:
+            if not isinstance(device, (str, _device_type)):
+                raise TypeError(f"cuda(): argument 'device' (position 1) must be torch.device, "
+                                f"not {type(device).__name__}")
+            if as_device(device).type != "cuda":
+                raise RuntimeError("Invalid device, must be cuda device")
         check_device("cuda", "cuda")
 
     def pin_memory(self, device=None):
@@ -648,7 +656,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         if not size:
             raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
         creation._check_placement(fn, device, pin_memory)
-        shape = creation._size_args(size)
+        shape = creation._size_args(size, fn)
         dt = _core.np_dtype_of(self.dtype if dtype is None else dtype)
         creation._check_requires_grad(dt, requires_grad)
         arr = np.empty(shape, dtype=dt) if value is None else np.full(shape, value, dtype=dt)

@@ -46,3 +46,14 @@ def test_unpickling_never_imports_pytorch():
             "print('torch' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_grad_fn_classes_print_as_torch(torch):
+    def classes(T, device="cpu"):
+        x = T.ones(2, 3, requires_grad=True, device=device)
+        y = (x * 2).sum()
+        fns = [y.grad_fn] + ([y.grad_fn.next_functions[0][0]] if device == "cpu" else [])
+        return [(repr(type(f)), type(f).__module__, type(f).__qualname__) for f in fns]
+    assert classes(tg) == classes(torch)
+    assert classes(tg, "meta") == classes(torch, "meta")
+    assert classes(tg)[0][0] == "<class 'SumBackward0'>"

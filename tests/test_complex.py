@@ -547,3 +547,31 @@ def test_scalar_shaped_complex_gradients_match_torch(torch, name, fn, shape, dty
         assert (expected is None) == (got is None)
         if expected is not None:
             np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-4)
+
+
+def test_conj_under_no_grad_is_a_no_grad_view_as_torch(torch):
+    """fuzz 59708508: PyTorch's conj() taken in no_grad is a view of its base (requires grad,
+    no grad_fn, in-place writes with grad mode refused, gradient reaching it dropped)."""
+    def run(T):
+        out = []
+        z = T.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+        with T.no_grad():
+            c = z.conj()
+        out.append((c.requires_grad, c.grad_fn, c.is_leaf, c._is_view(), c.is_conj(),
+                    c._base is z))
+        with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
+            c.mul_(2)
+        (c * z).abs().sum().backward()
+        out.append(z.grad.tolist())
+        with T.no_grad():
+            c.mul_(2)                       # allowed in no_grad: writes through to z
+        out.append(z.tolist())
+        w = T.tensor([1 + 1j], requires_grad=True) * 2
+        with T.no_grad():
+            d = w.conj()
+            e = T.tensor([1j]).conj()
+        out.append((d.requires_grad, d.grad_fn, d._base is w, e.requires_grad, e._is_view()))
+        f = z.conj()
+        out.append((f.requires_grad, type(f.grad_fn).__name__))
+        return out
+    assert run(tg) == run(torch)

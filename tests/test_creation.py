@@ -356,3 +356,39 @@ def test_default_dtype_matches_torch(torch, float64_default):
                 assert repr(ours) == repr(theirs)
     finally:
         torch.set_default_dtype(torch.float32)
+
+
+# -- a non-int in a size: PyTorch's argument-parser message, naming factory and position --------
+
+SIZE_TYPE_CASES = {
+    "empty_packed_float_first": lambda T: T.empty((64.0, 1, 4, 4)),
+    "zeros_packed_float_later": lambda T: T.zeros((1, 2.0)),
+    "zeros_packed_none": lambda T: T.zeros((2, None)),
+    "zeros_size_kw": lambda T: T.zeros(size=(2, 2.0)),
+    "ones_varargs_float_later": lambda T: T.ones(1, 2.0),
+    "empty_varargs_str": lambda T: T.empty(2, 3, "a"),
+    "empty_varargs_float_first": lambda T: T.empty(2.0),
+    "rand_varargs_float_first": lambda T: T.rand(2.0),
+    "randn_packed": lambda T: T.randn((2.0,)),
+    "randn_varargs": lambda T: T.randn(2, 2.0),
+    "full_packed": lambda T: T.full((2.0,), 1),
+    "full_packed_later": lambda T: T.full((2, 2.0), 1.0),
+    "full_scalar_size": lambda T: T.full(2.0, 1.0),
+    "randint_packed": lambda T: T.randint(3, (2.0,)),
+    "randint_packed_later": lambda T: T.randint(3, (2, 2.0)),
+    "new_zeros_packed": lambda T: T.ones(2).new_zeros((2.0,)),
+    "new_empty_packed_later": lambda T: T.ones(2).new_empty((1, 2.0)),
+    "new_ones_varargs": lambda T: T.ones(2).new_ones(1, 2.5),
+    "new_full_later": lambda T: T.ones(2).new_full((2, 2.0), 1.0),
+    "meta_zeros": lambda T: T.zeros((2.0,), device="meta"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIZE_TYPE_CASES))
+def test_float_in_size_message_matches_torch(torch, name):
+    fn = SIZE_TYPE_CASES[name]
+    with pytest.raises(TypeError) as expected:
+        fn(torch)
+    with pytest.raises(TypeError) as got:
+        fn(tg)
+    assert str(got.value) == str(expected.value)

@@ -634,8 +634,6 @@ cdef object linear_eager(input, weight, bias=None):
         # PyTorch's fused addmm(bias, input folded to 2-D, weight.t()) (then a view if not 2-D)
         rows = shape_prod(X.shape, 0, dx - 1)
         k = last(X.shape)
-        if dw != 2:
-            raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
         # addmm checks the dtypes (bias against weight, then input against weight) before
         # the shapes: nn.Linear on a uint8 image names the dtypes, not the sizes
         if C.dtype != W.dtype:
@@ -644,13 +642,18 @@ cdef object linear_eager(input, weight, bias=None):
         if X.dtype != W.dtype:
             raise RuntimeError("mat1 and mat2 must have the same dtype, but got "
                                f"{scalar_type_name(X.dtype)} and {scalar_type_name(W.dtype)}")
+        if dw != 2:
+            raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
         check_mm(rows, k, Wt.shape[0], Wt.shape[1], X.dtype, W.dtype)
         check_expand(C.shape, (rows, Wt.shape[1]), C.dtype)   # names it only on error
     else:
         matmul_route(X, Wt, x._requires_grad, w._requires_grad)
         out_shape = tuple([X.shape[i] for i in range(dx - 1)]) + ((Wt.shape[1],) if dw == 2 else ())
         broadcast_shapes_torch(out_shape, C.shape)
-        if np.promote_types(C.dtype, X.dtype) != X.dtype:
+        # PyTorch adds the bias into the product in place (output.add_(bias)): the sum must
+        # cast back to the product's dtype, which only a bias of a higher category (int into
+        # float, float into int) prevents; a float64 bias into a float32 product is cast
+        if np_category(C.dtype.num) > np_category(X.dtype.num):
             raise RuntimeError(f"result type {scalar_type_name(C.dtype)} can't be cast to the "
                                f"desired output type {scalar_type_name(X.dtype)}")
     out, op, X = linear_values(X, W, C)

@@ -381,7 +381,9 @@ cdef object make_grad_fn(Py_ssize_t node):
         return function_ctx_of(node)    # a custom Function's grad_fn is its ctx (ops_function)
     cls = GRAD_FN_CLASSES.get(op)
     if cls is None:
-        cls = type(OP_NAMES[op], (GradFn,), {"__module__": "tapegrad.autograd"})
+        # Module "builtins", as PyTorch's C++ node classes: type(y.grad_fn) prints
+        # <class 'SumBackward0'>.  Nothing pickles or imports these classes by module.
+        cls = type(OP_NAMES[op], (GradFn,), {"__module__": "builtins"})
         GRAD_FN_CLASSES[op] = cls
     cdef GradFn fn = <GradFn>cls.__new__(cls)
     fn._node = node

@@ -189,6 +189,17 @@ def _link_conj(TensorBase source, TensorBase mirror):
     CONJ_LINKS.setdefault(link.mirror_version, []).append(link)
 
 
+def _mark_no_grad_conj_view(TensorBase mirror, TensorBase source):
+    """conj() under no_grad: PyTorch's result is a view taken in no_grad (requires grad as its
+    base does, no grad_fn, refused in-place writes with grad mode on, gradients reaching it
+    dropped).  tapegrad's mirror has its own storage (the conj link keeps the two in step), so
+    it takes a no_grad view's marks and keeps its own version counter."""
+    mirror._base = source if source._base is None else source._base
+    mirror._gen = ((<TensorBase>mirror._base)._gen << 1) | 1
+    mirror._requires_grad = source._requires_grad
+    mirror._view_version = version_of(mirror).value
+
+
 def _is_conj_mirror(TensorBase t):
     """Whether t's storage is a conj() mirror (t is a conj() result or a view of one)."""
     cdef ConjLink link

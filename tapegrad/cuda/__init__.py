@@ -151,15 +151,21 @@ def get_rng_state(device="cuda"):
 
 
 def get_rng_state_all():
-    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
-    _no_cuda()
+    """The states of all CUDA generators: none without a CUDA device, so an empty list."""
+    return []
 
 
 def set_rng_state(new_state, device="cuda") -> None:
-    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled`` (use
-    ``tapegrad.set_rng_state()`` for the CPU generator).
-    """
-    _no_cuda()
+    """Does nothing, as PyTorch without CUDA: it copies the state (so a non-tensor raises its
+    AttributeError) and defers the call until CUDA initializes, which never happens here (use
+    ``tapegrad.set_rng_state()`` for the CPU generator)."""
+    new_state.clone()
+
+
+def set_rng_state_all(new_states) -> None:
+    """Set each device's CUDA generator state, as ``set_rng_state`` (so nothing happens)."""
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)
 
 
 def mem_get_info(device=None):
