@@ -649,9 +649,17 @@ def _complex_view(a, cdt):
 
 
 def _base_buffer(a):
+    """The array owning a's memory, as a contiguous array (numpy takes only those as buffers).
+    An owner made in a permuted layout (the clone of a permuted tensor keeps its strides:
+    held-out fuzz 59910464) is its own axes reordered by decreasing stride: the same memory,
+    C-contiguous."""
     base = a
     while isinstance(base.base, np.ndarray):
         base = base.base
+    if not (base.flags.c_contiguous or base.flags.f_contiguous):
+        dense = base.transpose(np.argsort(base.strides, kind="stable")[::-1])
+        if dense.flags.c_contiguous:
+            return dense
     return base
 
 
