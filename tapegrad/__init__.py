@@ -222,6 +222,7 @@ _LAZY = _lazy.table({
                 "HalfStorage", "LongStorage", "IntStorage", "ShortStorage", "CharStorage",
                 "ByteStorage", "BoolStorage", "is_storage"),
     "testing": (),
+    "types": (),
     "utils": (),
 })
 

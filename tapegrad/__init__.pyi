@@ -55,6 +55,7 @@ from tapegrad import sparse as sparse
 from tapegrad import special as special
 from tapegrad import storage as storage
 from tapegrad import testing as testing
+from tapegrad import types as types
 from tapegrad import utils as utils
 from tapegrad import version as version
 from tapegrad.amp import GradScaler as GradScaler

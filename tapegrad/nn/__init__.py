@@ -1,5 +1,5 @@
 """tapegrad.nn: layers, losses, initialisers and the functional API, as torch.nn has them."""
-from . import functional, init, utils
+from . import common_types, functional, init, utils
 from . import grad  # noqa: E402  (torch.nn.grad, which is also F.grad)
 functional.grad = grad
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter

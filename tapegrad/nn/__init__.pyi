@@ -19,6 +19,7 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn import attention as attention
+from tapegrad.nn import common_types as common_types
 from tapegrad.nn import functional as functional
 from tapegrad.nn import grad as grad
 from tapegrad.nn import init as init
@@ -36,7 +37,6 @@ from tapegrad.nn.modules.activation import Sigmoid as Sigmoid
 from tapegrad.nn.modules.activation import Softmax as Softmax
 from tapegrad.nn.modules.activation import Softplus as Softplus
 from tapegrad.nn.modules.activation import Tanh as Tanh
-from tapegrad.nn.modules.activation_extra import AlphaDropout as AlphaDropout
 from tapegrad.nn.modules.activation_extra import CELU as CELU
 from tapegrad.nn.modules.activation_extra import GLU as GLU
 from tapegrad.nn.modules.activation_extra import Hardshrink as Hardshrink
@@ -68,6 +68,7 @@ from tapegrad.nn.modules.conv import ConvTranspose2d as ConvTranspose2d
 from tapegrad.nn.modules.conv import ConvTranspose3d as ConvTranspose3d
 from tapegrad.nn.modules.conv import Fold as Fold
 from tapegrad.nn.modules.conv import Unfold as Unfold
+from tapegrad.nn.modules.dropout import AlphaDropout as AlphaDropout
 from tapegrad.nn.modules.dropout import Dropout as Dropout
 from tapegrad.nn.modules.dropout import Dropout1d as Dropout1d
 from tapegrad.nn.modules.dropout import Dropout2d as Dropout2d
@@ -128,16 +129,21 @@ from tapegrad.nn.modules.padding_shuffle import Bilinear as Bilinear
 from tapegrad.nn.modules.padding_shuffle import ChannelShuffle as ChannelShuffle
 from tapegrad.nn.modules.padding_shuffle import CircularPad1d as CircularPad1d
 from tapegrad.nn.modules.padding_shuffle import CircularPad2d as CircularPad2d
+from tapegrad.nn.modules.padding_shuffle import CircularPad3d as CircularPad3d
 from tapegrad.nn.modules.padding_shuffle import ConstantPad1d as ConstantPad1d
 from tapegrad.nn.modules.padding_shuffle import ConstantPad2d as ConstantPad2d
+from tapegrad.nn.modules.padding_shuffle import ConstantPad3d as ConstantPad3d
 from tapegrad.nn.modules.padding_shuffle import PixelShuffle as PixelShuffle
 from tapegrad.nn.modules.padding_shuffle import PixelUnshuffle as PixelUnshuffle
 from tapegrad.nn.modules.padding_shuffle import ReflectionPad1d as ReflectionPad1d
 from tapegrad.nn.modules.padding_shuffle import ReflectionPad2d as ReflectionPad2d
+from tapegrad.nn.modules.padding_shuffle import ReflectionPad3d as ReflectionPad3d
 from tapegrad.nn.modules.padding_shuffle import ReplicationPad1d as ReplicationPad1d
 from tapegrad.nn.modules.padding_shuffle import ReplicationPad2d as ReplicationPad2d
+from tapegrad.nn.modules.padding_shuffle import ReplicationPad3d as ReplicationPad3d
 from tapegrad.nn.modules.padding_shuffle import ZeroPad1d as ZeroPad1d
 from tapegrad.nn.modules.padding_shuffle import ZeroPad2d as ZeroPad2d
+from tapegrad.nn.modules.padding_shuffle import ZeroPad3d as ZeroPad3d
 from tapegrad.nn.modules.param_containers import ParameterDict as ParameterDict
 from tapegrad.nn.modules.param_containers import ParameterList as ParameterList
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d
@@ -184,10 +190,6 @@ from tapegrad.nn.parameter import Parameter as Parameter
 from tapegrad.nn.parameter import UninitializedBuffer as UninitializedBuffer
 from tapegrad.nn.parameter import UninitializedParameter as UninitializedParameter
 from tapegrad.nn.modules.module import Module as _Module
-from tapegrad.nn.modules.padding_shuffle import CircularPad1d as _CircularPad1d
-from tapegrad.nn.modules.padding_shuffle import ReflectionPad1d as _ReflectionPad1d
-from tapegrad.nn.modules.padding_shuffle import ReplicationPad1d as _ReplicationPad1d
-from tapegrad.nn.modules.padding_shuffle import ZeroPad1d as _ZeroPad1d
 
 __all__ = [
     'AdaptiveAvgPool1d',
@@ -356,6 +358,7 @@ __all__ = [
     'ZeroPad2d',
     'ZeroPad3d',
     'attention',
+    'common_types',
     'functional',
     'grad',
     'init',
@@ -372,26 +375,10 @@ class CTCLoss(_Module):
     zero_infinity: Any
     reduction: Any
 
-class CircularPad3d(_CircularPad1d):
-    ...
-
-class ConstantPad3d(_Module):
-    def __init__(self, padding: Any, value: _float) -> None: ...
-    def extra_repr(self) -> _str: ...
-    def forward(self, input: Any) -> Any: ...
-    value: Any
-    padding: Any
-
 class MultiLabelMarginLoss(_Module):
     def __init__(self, size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
     reduction: Any
-
-class ReflectionPad3d(_ReflectionPad1d):
-    ...
-
-class ReplicationPad3d(_ReplicationPad1d):
-    ...
 
 class TripletMarginWithDistanceLoss(_Module):
     def __init__(self, *, distance_function: Any = ..., margin: _float = ..., swap: _bool = ..., reduction: _str = ...) -> None: ...
@@ -400,6 +387,3 @@ class TripletMarginWithDistanceLoss(_Module):
     margin: Any
     swap: Any
     reduction: Any
-
-class ZeroPad3d(_ZeroPad1d):
-    ...

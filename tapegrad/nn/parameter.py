@@ -55,11 +55,9 @@ _UNINITIALIZED_MESSAGE = (
     "Call `forward` to initialize the parameters before accessing their attributes.")
 
 
-class UninitializedParameter(Parameter):
-    """A parameter whose shape is not known yet; reading its shape raises, as in PyTorch."""
-
-    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
-        return super().__new__(cls, _empty(dtype), requires_grad)
+class UninitializedTensorMixin:
+    """What both lazy placeholders share (PyTorch's UninitializedTensorMixin): reading the
+    shape raises until the module's first forward gives it one."""
 
     @property
     def shape(self):
@@ -72,26 +70,35 @@ class UninitializedParameter(Parameter):
         raise RuntimeError(_UNINITIALIZED_MESSAGE)
 
     def __repr__(self) -> str:
-        return "<UninitializedParameter>"
+        return f"<{type(self).__name__}>"
 
     __str__ = __repr__
 
 
-class UninitializedBuffer(UninitializedParameter):
-    """A lazy module's buffer whose shape is not known yet (e.g. LazyBatchNorm's running_mean)."""
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A parameter whose shape is not known yet; reading its shape raises, as in PyTorch."""
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        return super().__new__(cls, _empty(dtype), requires_grad)
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A lazy module's buffer whose shape is not known yet (e.g. LazyBatchNorm's running_mean).
+    A plain tensor, not a Parameter, as in PyTorch."""
 
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
-        return super().__new__(cls, requires_grad, device, dtype)
+        t = _core.TensorBase.__new__(cls)
+        t._array = _empty(dtype)._array
+        t.requires_grad = requires_grad
+        return t
 
-    def __repr__(self) -> str:
-        return "<UninitializedBuffer>"
-
-    __str__ = __repr__
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None):
+        pass
 
 
 def is_lazy(param) -> bool:
     """Whether `param` is a lazy module's placeholder not yet given its shape."""
-    return isinstance(param, UninitializedParameter)
+    return isinstance(param, UninitializedTensorMixin)
 
 
 def _empty(dtype):

@@ -94,7 +94,7 @@ from .loss import NLLLoss2d  # noqa: E402
 __all__ += ["CTCLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
             "FeatureAlphaDropout", "NLLLoss2d"]
 
-from .activation_extra import AlphaDropout  # noqa: E402
+from .dropout import AlphaDropout  # noqa: E402
 __all__ += ["AlphaDropout"]
 
 from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
@@ -136,15 +136,12 @@ _add_to_torch_file(activation, _activation_extra, (
     "Tanhshrink", "Threshold"))
 _add_to_torch_file(activation, _transformer, ("MultiheadAttention",))
 _add_to_torch_file(container, _param_containers, ("ParameterDict", "ParameterList"))
-_add_to_torch_file(conv, _lazy, ("LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+_add_to_torch_file(conv, _lazy, ("LazyModuleMixin", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
                                  "LazyConvTranspose2d", "LazyConvTranspose3d"))
 _add_to_torch_file(instancenorm, _lazy, ("LazyInstanceNorm1d", "LazyInstanceNorm2d",
                                          "LazyInstanceNorm3d"))
-_add_to_torch_file(dropout, _activation_extra, ("AlphaDropout",))
-_add_to_torch_file(padding, _padding_shuffle, (
-    "CircularPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d"))
 _add_to_torch_file(linear, _padding_shuffle, ("Bilinear",))
-_add_to_torch_file(linear, _lazy, ("LazyLinear",))
+_add_to_torch_file(linear, _lazy, ("LazyModuleMixin", "LazyLinear"))
 _add_to_torch_file(linear, _transformer, ("NonDynamicallyQuantizableLinear",))
 _add_to_torch_file(loss, _loss_extra, (
     "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "KLDivLoss",

@@ -19,13 +19,8 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn import CTCLoss as CTCLoss
-from tapegrad.nn import CircularPad3d as CircularPad3d
-from tapegrad.nn import ConstantPad3d as ConstantPad3d
 from tapegrad.nn import MultiLabelMarginLoss as MultiLabelMarginLoss
-from tapegrad.nn import ReflectionPad3d as ReflectionPad3d
-from tapegrad.nn import ReplicationPad3d as ReplicationPad3d
 from tapegrad.nn import TripletMarginWithDistanceLoss as TripletMarginWithDistanceLoss
-from tapegrad.nn import ZeroPad3d as ZeroPad3d
 from tapegrad.nn.modules import activation as activation
 from tapegrad.nn.modules import activation_extra as activation_extra
 from tapegrad.nn.modules import adaptive as adaptive
@@ -53,6 +48,7 @@ from tapegrad.nn.modules import rnn as rnn
 from tapegrad.nn.modules import sparse as sparse
 from tapegrad.nn.modules import transformer as transformer
 from tapegrad.nn.modules import upsampling as upsampling
+from tapegrad.nn.modules import utils as utils
 from tapegrad.nn.modules.activation import ELU as ELU
 from tapegrad.nn.modules.activation import GELU as GELU
 from tapegrad.nn.modules.activation import LeakyReLU as LeakyReLU
@@ -63,7 +59,6 @@ from tapegrad.nn.modules.activation import Sigmoid as Sigmoid
 from tapegrad.nn.modules.activation import Softmax as Softmax
 from tapegrad.nn.modules.activation import Softplus as Softplus
 from tapegrad.nn.modules.activation import Tanh as Tanh
-from tapegrad.nn.modules.activation_extra import AlphaDropout as AlphaDropout
 from tapegrad.nn.modules.activation_extra import CELU as CELU
 from tapegrad.nn.modules.activation_extra import GLU as GLU
 from tapegrad.nn.modules.activation_extra import Hardshrink as Hardshrink
@@ -95,6 +90,7 @@ from tapegrad.nn.modules.conv import ConvTranspose2d as ConvTranspose2d
 from tapegrad.nn.modules.conv import ConvTranspose3d as ConvTranspose3d
 from tapegrad.nn.modules.conv import Fold as Fold
 from tapegrad.nn.modules.conv import Unfold as Unfold
+from tapegrad.nn.modules.dropout import AlphaDropout as AlphaDropout
 from tapegrad.nn.modules.dropout import Dropout as Dropout
 from tapegrad.nn.modules.dropout import Dropout1d as Dropout1d
 from tapegrad.nn.modules.dropout import Dropout2d as Dropout2d
@@ -155,16 +151,21 @@ from tapegrad.nn.modules.padding_shuffle import Bilinear as Bilinear
 from tapegrad.nn.modules.padding_shuffle import ChannelShuffle as ChannelShuffle
 from tapegrad.nn.modules.padding_shuffle import CircularPad1d as CircularPad1d
 from tapegrad.nn.modules.padding_shuffle import CircularPad2d as CircularPad2d
+from tapegrad.nn.modules.padding_shuffle import CircularPad3d as CircularPad3d
 from tapegrad.nn.modules.padding_shuffle import ConstantPad1d as ConstantPad1d
 from tapegrad.nn.modules.padding_shuffle import ConstantPad2d as ConstantPad2d
+from tapegrad.nn.modules.padding_shuffle import ConstantPad3d as ConstantPad3d
 from tapegrad.nn.modules.padding_shuffle import PixelShuffle as PixelShuffle
 from tapegrad.nn.modules.padding_shuffle import PixelUnshuffle as PixelUnshuffle
 from tapegrad.nn.modules.padding_shuffle import ReflectionPad1d as ReflectionPad1d
 from tapegrad.nn.modules.padding_shuffle import ReflectionPad2d as ReflectionPad2d
+from tapegrad.nn.modules.padding_shuffle import ReflectionPad3d as ReflectionPad3d
 from tapegrad.nn.modules.padding_shuffle import ReplicationPad1d as ReplicationPad1d
 from tapegrad.nn.modules.padding_shuffle import ReplicationPad2d as ReplicationPad2d
+from tapegrad.nn.modules.padding_shuffle import ReplicationPad3d as ReplicationPad3d
 from tapegrad.nn.modules.padding_shuffle import ZeroPad1d as ZeroPad1d
 from tapegrad.nn.modules.padding_shuffle import ZeroPad2d as ZeroPad2d
+from tapegrad.nn.modules.padding_shuffle import ZeroPad3d as ZeroPad3d
 from tapegrad.nn.modules.param_containers import ParameterDict as ParameterDict
 from tapegrad.nn.modules.param_containers import ParameterList as ParameterList
 from tapegrad.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d

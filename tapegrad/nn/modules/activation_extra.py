@@ -66,17 +66,19 @@ class Mish(_InplaceActivation):
     _fn = staticmethod(A.mish)
 
 
-class Hardswish(_InplaceActivation):
+class _HardActivation(_InplaceActivation):
+    def extra_repr(self) -> str:
+        return ""       # PyTorch does not show Hardswish's and Hardsigmoid's inplace flag
+
+
+class Hardswish(_HardActivation):
     """Elementwise ``x * clamp(x + 3, 0, 6) / 6`` (``F.hardswish``). Input of any shape; the output
     has the same shape.
     """
     _fn = staticmethod(A.hardswish)
 
-    def extra_repr(self) -> str:
-        return ""       # PyTorch does not show Hardswish's and Hardsigmoid's inplace flag
 
-
-class Hardsigmoid(Hardswish):
+class Hardsigmoid(_HardActivation):
     """Elementwise ``clamp(x / 6 + 1 / 2, 0, 1)`` (``F.hardsigmoid``). Input of any shape; the
     output has the same shape.
     """
@@ -252,22 +254,3 @@ __all__ = ["Hardtanh", "ReLU6", "SELU", "CELU", "Mish", "Hardswish", "Hardsigmoi
            "Softsign", "Tanhshrink", "Threshold", "Hardshrink", "Softshrink", "Softmin",
            "Softmax2d", "GLU", "RReLU", "PReLU"]
 
-
-class AlphaDropout(Module):
-    """Dropout that keeps the mean and variance of SELU activations (``F.alpha_dropout``) in
-    training mode; identity in eval mode. Input of any shape; the output has the same shape.
-    """
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        super().__init__()
-        if p < 0 or p > 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p, self.inplace = p, inplace
-
-    def forward(self, input):
-        return A.alpha_dropout(input, self.p, self.training)
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
-
-
-__all__ += ["AlphaDropout"]

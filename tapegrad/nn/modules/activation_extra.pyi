@@ -39,7 +39,6 @@ __all__ = [
     'GLU',
     'RReLU',
     'PReLU',
-    'AlphaDropout',
 ]
 
 class Hardtanh(_Module):
@@ -79,8 +78,11 @@ class Hardswish(_Module):
     def forward(self, input: Any) -> Any: ...
     inplace: Any
 
-class Hardsigmoid(Hardswish):
-    ...
+class Hardsigmoid(_Module):
+    def __init__(self, inplace: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    inplace: Any
 
 class LogSigmoid(_Module):
     def forward(self, input: Any) -> Any: ...
@@ -142,10 +144,3 @@ class PReLU(_Module):
     num_parameters: Any
     init: Any
     weight: Any
-
-class AlphaDropout(_Module):
-    def __init__(self, p: _float = ..., inplace: _bool = ...) -> None: ...
-    def extra_repr(self) -> _str: ...
-    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
-    p: Any
-    inplace: Any

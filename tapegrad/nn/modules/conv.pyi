@@ -24,6 +24,7 @@ from tapegrad.nn.modules.lazy import LazyConv3d as LazyConv3d
 from tapegrad.nn.modules.lazy import LazyConvTranspose1d as LazyConvTranspose1d
 from tapegrad.nn.modules.lazy import LazyConvTranspose2d as LazyConvTranspose2d
 from tapegrad.nn.modules.lazy import LazyConvTranspose3d as LazyConvTranspose3d
+from tapegrad.nn.modules.lazy import LazyModuleMixin as LazyModuleMixin
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     'LazyConvTranspose1d',
     'LazyConvTranspose2d',
     'LazyConvTranspose3d',
+    'LazyModuleMixin',
     'Unfold',
 ]
 

@@ -18,15 +18,14 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
-from tapegrad.nn.modules.activation_extra import AlphaDropout as AlphaDropout
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
-    'AlphaDropout',
     'Dropout',
     'Dropout1d',
     'Dropout2d',
     'Dropout3d',
+    'AlphaDropout',
     'FeatureAlphaDropout',
 ]
 
@@ -37,14 +36,37 @@ class Dropout(_Module):
     p: Any
     inplace: Any
 
-class Dropout1d(Dropout):
-    def forward(self, input: Any) -> Any: ...
+class Dropout1d(_Module):
+    def __init__(self, p: _float = ..., inplace: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    p: Any
+    inplace: Any
 
-class Dropout2d(Dropout):
-    def forward(self, input: Any) -> Any: ...
+class Dropout2d(_Module):
+    def __init__(self, p: _float = ..., inplace: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    p: Any
+    inplace: Any
 
-class Dropout3d(Dropout):
-    def forward(self, input: Any) -> Any: ...
+class Dropout3d(_Module):
+    def __init__(self, p: _float = ..., inplace: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    p: Any
+    inplace: Any
 
-class FeatureAlphaDropout(Dropout):
-    def forward(self, input: Any) -> Any: ...
+class AlphaDropout(_Module):
+    def __init__(self, p: _float = ..., inplace: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    p: Any
+    inplace: Any
+
+class FeatureAlphaDropout(_Module):
+    def __init__(self, p: _float = ..., inplace: _bool = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    p: Any
+    inplace: Any

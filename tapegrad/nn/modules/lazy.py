@@ -10,12 +10,12 @@ parameters are drawn at that moment, so the random stream is consumed where PyTo
 from __future__ import annotations
 
 from ... import creation, random
-from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
+from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter, is_lazy
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
 from .module import Module
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d,
-                            InstanceNorm2d, InstanceNorm3d)
+                            InstanceNorm2d, InstanceNorm3d, _BatchNorm, _InstanceNorm)
 
 def _without_drawing(build) -> None:
     """Run build() (a constructor with a placeholder size) and give back the random numbers its
@@ -48,8 +48,7 @@ class LazyModuleMixin:
 
     def has_uninitialized_params(self) -> bool:
         """Whether some parameter or buffer is still a placeholder (no forward call yet)."""
-        return any(isinstance(t, UninitializedParameter)
-                   for t in list(self._parameters.values()) + list(self._buffers.values()))
+        return any(is_lazy(t) for t in list(self._parameters.values()) + list(self._buffers.values()))
 
     def _materialize_from(self, state_dict, prefix: str) -> None:
         """Replace each placeholder that `state_dict` holds an entry for with an empty tensor of
@@ -58,7 +57,7 @@ class LazyModuleMixin:
         for store, make in ((self._parameters, Parameter), (self._buffers, None)):
             for name, value in list(store.items()):
                 key = prefix + name
-                if isinstance(value, UninitializedParameter) and key in state_dict:
+                if is_lazy(value) and key in state_dict:
                     empty = creation.empty(tuple(state_dict[key].shape), dtype=value.dtype)
                     store[name] = make(empty, value.requires_grad) if make else empty
 
@@ -158,9 +157,12 @@ class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
     cls_to_become = ConvTranspose3d
 
 
-class _LazyBatchNorm(LazyModuleMixin):
+class _LazyNormBase(LazyModuleMixin):
     """The lazy normalisation layers (batch and instance norms alike: PyTorch gives the lazy
-    instance norms the batch norms' defaults, affine and tracking running statistics)."""
+    instance norms the batch norms' defaults, affine and tracking running statistics).  As in
+    PyTorch, a lazy norm derives from the private base (_BatchNorm, _InstanceNorm), not from the
+    class it becomes, so `isinstance(m, nn.BatchNorm2d)` is False until it is materialised; it
+    takes that class's accepted ranks."""
 
     _lazy_size_attr = "num_features"
 
@@ -173,16 +175,18 @@ class _LazyBatchNorm(LazyModuleMixin):
                          ("weight", "bias", "running_mean", "running_var"))
 
 
-class LazyBatchNorm1d(_LazyBatchNorm, BatchNorm1d):
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
     """BatchNorm1d whose num_features is read from the first input's dim 1."""
 
     cls_to_become = BatchNorm1d
+    _ranks = BatchNorm1d._ranks
 
 
-class LazyBatchNorm2d(_LazyBatchNorm, BatchNorm2d):
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
     """BatchNorm2d whose num_features is read from the first input's dim 1."""
 
     cls_to_become = BatchNorm2d
+    _ranks = BatchNorm2d._ranks
 
 
 class LazyConv3d(_LazyConv, Conv3d):
@@ -191,28 +195,32 @@ class LazyConv3d(_LazyConv, Conv3d):
     cls_to_become = Conv3d
 
 
-class LazyBatchNorm3d(_LazyBatchNorm, BatchNorm3d):
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
     """BatchNorm3d whose num_features is read from the first input's dim 1."""
 
     cls_to_become = BatchNorm3d
+    _ranks = BatchNorm3d._ranks
 
 
-class LazyInstanceNorm1d(_LazyBatchNorm, InstanceNorm1d):
+class LazyInstanceNorm1d(_LazyNormBase, _InstanceNorm):
     """InstanceNorm1d whose num_features is read from the first input's dim 1."""
 
     cls_to_become = InstanceNorm1d
+    _rank = InstanceNorm1d._rank
 
 
-class LazyInstanceNorm2d(_LazyBatchNorm, InstanceNorm2d):
+class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
     """InstanceNorm2d whose num_features is read from the first input's dim 1."""
 
     cls_to_become = InstanceNorm2d
+    _rank = InstanceNorm2d._rank
 
 
-class LazyInstanceNorm3d(_LazyBatchNorm, InstanceNorm3d):
+class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
     """InstanceNorm3d whose num_features is read from the first input's dim 1."""
 
     cls_to_become = InstanceNorm3d
+    _rank = InstanceNorm3d._rank
 
 
 __all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyModuleMixin", "LazyLinear",

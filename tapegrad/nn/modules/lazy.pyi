@@ -27,6 +27,7 @@ from tapegrad.nn.modules.conv import ConvTranspose1d as _ConvTranspose1d
 from tapegrad.nn.modules.conv import ConvTranspose2d as _ConvTranspose2d
 from tapegrad.nn.modules.conv import ConvTranspose3d as _ConvTranspose3d
 from tapegrad.nn.modules.linear import Linear as _Linear
+from tapegrad.nn.modules.module import Module as _Module
 from tapegrad.nn.modules.normalization import BatchNorm1d as _BatchNorm1d
 from tapegrad.nn.modules.normalization import BatchNorm2d as _BatchNorm2d
 from tapegrad.nn.modules.normalization import BatchNorm3d as _BatchNorm3d
@@ -74,17 +75,53 @@ class LazyConv3d(LazyModuleMixin, _Conv3d):
     def __init__(self, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., groups: Any = ..., bias: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     cls_to_become: typing.ClassVar[builtins.type[_Conv3d]]
 
-class LazyBatchNorm1d(LazyModuleMixin, _BatchNorm1d):
+class LazyBatchNorm1d(LazyModuleMixin, _Module):
     def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     cls_to_become: typing.ClassVar[builtins.type[_BatchNorm1d]]
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    def reset_parameters(self) -> None: ...
+    def reset_running_stats(self) -> None: ...
+    num_features: Any
+    eps: Any
+    momentum: Any
+    affine: Any
+    track_running_stats: Any
+    weight: Any
+    bias: Any
+    num_batches_tracked: Any
 
-class LazyBatchNorm2d(LazyModuleMixin, _BatchNorm2d):
+class LazyBatchNorm2d(LazyModuleMixin, _Module):
     def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     cls_to_become: typing.ClassVar[builtins.type[_BatchNorm2d]]
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    def reset_parameters(self) -> None: ...
+    def reset_running_stats(self) -> None: ...
+    num_features: Any
+    eps: Any
+    momentum: Any
+    affine: Any
+    track_running_stats: Any
+    weight: Any
+    bias: Any
+    num_batches_tracked: Any
 
-class LazyBatchNorm3d(LazyModuleMixin, _BatchNorm3d):
+class LazyBatchNorm3d(LazyModuleMixin, _Module):
     def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     cls_to_become: typing.ClassVar[builtins.type[_BatchNorm3d]]
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    def reset_parameters(self) -> None: ...
+    def reset_running_stats(self) -> None: ...
+    num_features: Any
+    eps: Any
+    momentum: Any
+    affine: Any
+    track_running_stats: Any
+    weight: Any
+    bias: Any
+    num_batches_tracked: Any
 
 class LazyConvTranspose1d(LazyModuleMixin, _ConvTranspose1d):
     def __init__(self, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., bias: Any = ..., dilation: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
@@ -98,14 +135,41 @@ class LazyConvTranspose3d(LazyModuleMixin, _ConvTranspose3d):
     def __init__(self, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., bias: Any = ..., dilation: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     cls_to_become: typing.ClassVar[builtins.type[_ConvTranspose3d]]
 
-class LazyInstanceNorm1d(LazyModuleMixin, _InstanceNorm1d):
+class LazyInstanceNorm1d(LazyModuleMixin, _Module):
     def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     cls_to_become: typing.ClassVar[builtins.type[_InstanceNorm1d]]
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    def reset_parameters(self) -> None: ...
+    def reset_running_stats(self) -> None: ...
+    num_features: Any
+    eps: Any
+    momentum: Any
+    affine: Any
+    track_running_stats: Any
 
-class LazyInstanceNorm2d(LazyModuleMixin, _InstanceNorm2d):
+class LazyInstanceNorm2d(LazyModuleMixin, _Module):
     def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     cls_to_become: typing.ClassVar[builtins.type[_InstanceNorm2d]]
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    def reset_parameters(self) -> None: ...
+    def reset_running_stats(self) -> None: ...
+    num_features: Any
+    eps: Any
+    momentum: Any
+    affine: Any
+    track_running_stats: Any
 
-class LazyInstanceNorm3d(LazyModuleMixin, _InstanceNorm3d):
+class LazyInstanceNorm3d(LazyModuleMixin, _Module):
     def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...
     cls_to_become: typing.ClassVar[builtins.type[_InstanceNorm3d]]
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...
+    def reset_parameters(self) -> None: ...
+    def reset_running_stats(self) -> None: ...
+    num_features: Any
+    eps: Any
+    momentum: Any
+    affine: Any
+    track_running_stats: Any

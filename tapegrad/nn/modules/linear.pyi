@@ -19,6 +19,7 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn.modules.lazy import LazyLinear as LazyLinear
+from tapegrad.nn.modules.lazy import LazyModuleMixin as LazyModuleMixin
 from tapegrad.nn.modules.padding_shuffle import Bilinear as Bilinear
 from tapegrad.nn.modules.transformer import NonDynamicallyQuantizableLinear as NonDynamicallyQuantizableLinear
 from tapegrad.nn.modules.module import Module as _Module
@@ -29,6 +30,7 @@ __all__ = [
     'Flatten',
     'Identity',
     'LazyLinear',
+    'LazyModuleMixin',
     'Linear',
     'NonDynamicallyQuantizableLinear',
     'Unflatten',

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import _extra_losses as L
 from .. import functional as F
-from .loss import _Loss as _ReducedLoss
+from .loss import _Loss as _ReducedLoss, _WeightedLoss
 from .module import Module
 
 
@@ -64,34 +64,28 @@ class SoftMarginLoss(_ReducedLoss):
         return L.soft_margin_loss(input, target, reduction=self.reduction)
 
 
-class MultiLabelSoftMarginLoss(_ReducedLoss):
+class MultiLabelSoftMarginLoss(_WeightedLoss):
     """Multi-label one-versus-all loss: the mean over the C classes of the binary cross entropy of
     ``sigmoid(x)`` against targets in {0, 1} (N, C) (``F.multilabel_soft_margin_loss``).
     """
-    def __init__(self, weight=None, size_average=None, reduce=None,
-                 reduction: str = "mean") -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.register_buffer("weight", weight)
-
     def forward(self, input, target):
         return L.multilabel_soft_margin_loss(input, target, self.weight,
                                              reduction=self.reduction)
 
 
-class MultiMarginLoss(_ReducedLoss):
+class MultiMarginLoss(_WeightedLoss):
     """Multi-class hinge loss: ``sum_i max(0, margin - x[y] + x[i])**p / C`` over i != y, per
     sample (``F.multi_margin_loss``).
     """
     def __init__(self, p: int = 1, margin: float = 1.0, weight=None, size_average=None,
                  reduce=None, reduction: str = "mean") -> None:
-        super().__init__(size_average, reduce, reduction)
+        super().__init__(weight, size_average, reduce, reduction)
         if p not in (1, 2):
             raise ValueError("only p == 1 and p == 2 supported")
         if weight is not None and weight.dim() != 1:
             raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got "
                              f"{weight.dim()}D instead")
         self.p, self.margin = p, margin
-        self.register_buffer("weight", weight)
 
     def forward(self, input, target):
         return L.multi_margin_loss(input, target, self.p, self.margin, self.weight,

@@ -20,24 +20,34 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn.modules.padding_shuffle import CircularPad1d as CircularPad1d
 from tapegrad.nn.modules.padding_shuffle import CircularPad2d as CircularPad2d
+from tapegrad.nn.modules.padding_shuffle import CircularPad3d as CircularPad3d
 from tapegrad.nn.modules.padding_shuffle import ConstantPad1d as ConstantPad1d
 from tapegrad.nn.modules.padding_shuffle import ConstantPad2d as ConstantPad2d
+from tapegrad.nn.modules.padding_shuffle import ConstantPad3d as ConstantPad3d
 from tapegrad.nn.modules.padding_shuffle import ReflectionPad1d as ReflectionPad1d
 from tapegrad.nn.modules.padding_shuffle import ReflectionPad2d as ReflectionPad2d
+from tapegrad.nn.modules.padding_shuffle import ReflectionPad3d as ReflectionPad3d
 from tapegrad.nn.modules.padding_shuffle import ReplicationPad1d as ReplicationPad1d
 from tapegrad.nn.modules.padding_shuffle import ReplicationPad2d as ReplicationPad2d
+from tapegrad.nn.modules.padding_shuffle import ReplicationPad3d as ReplicationPad3d
 from tapegrad.nn.modules.padding_shuffle import ZeroPad1d as ZeroPad1d
 from tapegrad.nn.modules.padding_shuffle import ZeroPad2d as ZeroPad2d
+from tapegrad.nn.modules.padding_shuffle import ZeroPad3d as ZeroPad3d
 
 __all__ = [
     'CircularPad1d',
     'CircularPad2d',
+    'CircularPad3d',
     'ConstantPad1d',
     'ConstantPad2d',
+    'ConstantPad3d',
     'ReflectionPad1d',
     'ReflectionPad2d',
+    'ReflectionPad3d',
     'ReplicationPad1d',
     'ReplicationPad2d',
+    'ReplicationPad3d',
     'ZeroPad1d',
     'ZeroPad2d',
+    'ZeroPad3d',
 ]

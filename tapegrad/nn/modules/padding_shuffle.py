@@ -41,6 +41,22 @@ class _ConstantPadNd(_PadNd):
         return f"padding={self.padding}, value={self.value}"
 
 
+# One private base per mode, as PyTorch's (_ConstantPadNd, _ReflectionPadNd, ...): the 2-d and
+# 3-d classes are siblings of the 1-d one, never its subclasses, so `isinstance(m,
+# nn.ReflectionPad1d)` is False for a ReflectionPad2d as in PyTorch; ZeroPadNd is a
+# ConstantPadNd of the same rank.
+class _ReflectionPadNd(_PadNd):
+    _mode = "reflect"
+
+
+class _ReplicationPadNd(_PadNd):
+    _mode = "replicate"
+
+
+class _CircularPadNd(_PadNd):
+    _mode = "circular"
+
+
 class ConstantPad1d(_ConstantPadNd):
     """Pad the last dim with ``value`` (``F.pad``); ``padding`` is an int or (left, right)."""
     pass
@@ -53,58 +69,85 @@ class ConstantPad2d(_ConstantPadNd):
     _sides = 4
 
 
-class ZeroPad1d(_ConstantPadNd):
-    """Pad the last dim with zeros (``F.pad``); ``padding`` is an int or (left, right)."""
+class ConstantPad3d(_ConstantPadNd):
+    """Pad the last three dims with ``value`` (``F.pad``); ``padding`` is an int or (left, right,
+    top, bottom, front, back).
+    """
+    _sides = 6
+
+
+class _ZeroPad:
+    """A ConstantPadNd with value 0, printed as its padding alone (PyTorch's repr)."""
+
     def __init__(self, padding) -> None:
-        super().__init__(padding, 0.0)
+        _ConstantPadNd.__init__(self, padding, 0.0)
 
     def extra_repr(self) -> str:
         return f"{self.padding}"
 
 
-class ZeroPad2d(ZeroPad1d):
+class ZeroPad1d(_ZeroPad, ConstantPad1d):
+    """Pad the last dim with zeros (``F.pad``); ``padding`` is an int or (left, right)."""
+
+
+class ZeroPad2d(_ZeroPad, ConstantPad2d):
     """Pad the last two dims with zeros (``F.pad``); ``padding`` is an int or (left, right, top,
     bottom).
     """
-    _sides = 4
 
 
-class ReflectionPad1d(_PadNd):
+class ZeroPad3d(_ZeroPad, ConstantPad3d):
+    """Pad the last three dims with zeros (``F.pad``)."""
+
+
+class ReflectionPad1d(_ReflectionPadNd):
     """Pad the last dim by reflecting the input at its border, without repeating the edge
     (``F.pad(mode='reflect')``).
     """
-    _mode = "reflect"
 
 
-class ReflectionPad2d(ReflectionPad1d):
+class ReflectionPad2d(_ReflectionPadNd):
     """Pad the last two dims by reflection (``F.pad(mode='reflect')``); ``padding`` is an int or
     (left, right, top, bottom).
     """
     _sides = 4
 
 
-class ReplicationPad1d(_PadNd):
+class ReflectionPad3d(_ReflectionPadNd):
+    """Pad the last three dims by reflection (``F.pad(mode='reflect')``)."""
+    _sides = 6
+
+
+class ReplicationPad1d(_ReplicationPadNd):
     """Pad the last dim by repeating the edge value (``F.pad(mode='replicate')``)."""
-    _mode = "replicate"
 
 
-class ReplicationPad2d(ReplicationPad1d):
+class ReplicationPad2d(_ReplicationPadNd):
     """Pad the last two dims by repeating the edge values (``F.pad(mode='replicate')``)."""
     _sides = 4
 
 
-class CircularPad1d(_PadNd):
+class ReplicationPad3d(_ReplicationPadNd):
+    """Pad the last three dims by repeating the edge values (``F.pad(mode='replicate')``)."""
+    _sides = 6
+
+
+class CircularPad1d(_CircularPadNd):
     """Pad the last dim of (N, C, L) or (C, L) by wrapping around (``F.pad(mode='circular')``);
     ``padding`` is an int or (left, right).
     """
-    _mode = "circular"
 
 
-class CircularPad2d(CircularPad1d):
+class CircularPad2d(_CircularPadNd):
     """Pad the last two dims by wrapping around (``F.pad(mode='circular')``); ``padding`` is an int
     or (left, right, top, bottom).
     """
     _sides = 4
+
+
+class CircularPad3d(_CircularPadNd):
+    """Pad the last three dims by wrapping around (``F.pad(mode='circular')``)."""
+    _sides = 6
 
 
 class PixelShuffle(Module):
@@ -186,33 +229,9 @@ class Bilinear(Module):
                 f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
-__all__ = ["ConstantPad1d", "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d",
-           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
-           "CircularPad2d", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Bilinear"]
+__all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d",
+           "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+           "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
+           "CircularPad2d", "CircularPad3d", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle",
+           "Bilinear"]
 
-
-class ConstantPad3d(_ConstantPadNd):
-    """Pad the last three dims with ``value`` (``F.pad``); ``padding`` is an int or (left, right,
-    top, bottom, front, back).
-    """
-    _sides = 6
-
-
-class ZeroPad3d(ZeroPad1d):
-    """Pad the last three dims with zeros (``F.pad``)."""
-    _sides = 6
-
-
-class ReflectionPad3d(ReflectionPad1d):
-    """Pad the last three dims by reflection (``F.pad(mode='reflect')``)."""
-    _sides = 6
-
-
-class ReplicationPad3d(ReplicationPad1d):
-    """Pad the last three dims by repeating the edge values (``F.pad(mode='replicate')``)."""
-    _sides = 6
-
-
-class CircularPad3d(CircularPad1d):
-    """Pad the last three dims by wrapping around (``F.pad(mode='circular')``)."""
-    _sides = 6

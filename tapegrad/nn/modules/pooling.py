@@ -45,7 +45,14 @@ def _single(value):
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
-class AvgPool1d(Module):
+class _AvgPoolNd(Module):
+    """What every average pool shares (PyTorch's _AvgPoolNd): its repr."""
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1d(_AvgPoolNd):
     """Average pooling over windows of ``kernel_size`` along the last dim of (N, C, L) or (C, L)
     (``F.avg_pool1d``: stride, padding, ceil_mode, count_include_pad).
     """
@@ -62,11 +69,8 @@ class AvgPool1d(Module):
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding,
                                     self.ceil_mode, self.count_include_pad)
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-
-class _AvgPoolNd(Module):
+class _AvgPoolWithDivisor(_AvgPoolNd):
     """AvgPool2d's and AvgPool3d's shared state and forward (their op is the class's _fn)."""
     _fn = None
 
@@ -84,11 +88,8 @@ class _AvgPoolNd(Module):
         return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                               self.count_include_pad, self.divisor_override)
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-
-class AvgPool2d(_AvgPoolNd):
+class AvgPool2d(_AvgPoolWithDivisor):
     """Average pooling over ``kernel_size`` windows of (N, C, H, W) or (C, H, W) (``F.avg_pool2d``:
     stride, padding, ceil_mode, count_include_pad, divisor_override).
     """
@@ -107,29 +108,33 @@ class _AdaptivePool(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool1d(_AdaptivePool):
-    """Average pooling of an (N, C, L) or (C, L) input to length ``output_size``
-    (``F.adaptive_avg_pool1d``).
-    """
+# PyTorch's private bases of the adaptive pools, which scripts test with isinstance.
+class _AdaptiveAvgPoolNd(_AdaptivePool):
     def __init__(self, output_size) -> None:
         super().__init__(output_size)
 
+
+class _AdaptiveMaxPoolNd(_AdaptivePool):
+    pass
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    """Average pooling of an (N, C, L) or (C, L) input to length ``output_size``
+    (``F.adaptive_avg_pool1d``).
+    """
     def forward(self, input):
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
-class AdaptiveAvgPool2d(_AdaptivePool):
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """Average pooling of an (N, C, H, W) or (C, H, W) input to ``output_size`` (an int or (h, w);
     None keeps a size) (``F.adaptive_avg_pool2d``).
     """
-    def __init__(self, output_size) -> None:
-        super().__init__(output_size)
-
     def forward(self, input):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
-class AdaptiveMaxPool1d(_AdaptivePool):
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """Max pooling of an (N, C, L) or (C, L) input to length ``output_size``; ``return_indices``
     also returns the argmax positions (``F.adaptive_max_pool1d``).
     """
@@ -137,7 +142,7 @@ class AdaptiveMaxPool1d(_AdaptivePool):
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
-class AdaptiveMaxPool2d(_AdaptivePool):
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """Max pooling of an (N, C, H, W) or (C, H, W) input to ``output_size``
     (``F.adaptive_max_pool2d``).
     """
@@ -245,25 +250,22 @@ class MaxPool3d(_MaxPoolNd):
     _fn = staticmethod(F.max_pool3d)
 
 
-class AvgPool3d(_AvgPoolNd):
+class AvgPool3d(_AvgPoolWithDivisor):
     """Average pooling over ``kernel_size`` windows of (N, C, D, H, W) or (C, D, H, W)
     (``F.avg_pool3d``: stride, padding, ceil_mode, count_include_pad, divisor_override).
     """
     _fn = staticmethod(F.avg_pool3d)
 
 
-class AdaptiveAvgPool3d(_AdaptivePool):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Average pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size`` (an int or a
     triple; None keeps a size) (``F.adaptive_avg_pool3d``).
     """
-    def __init__(self, output_size) -> None:
-        super().__init__(output_size)
-
     def forward(self, input):
         return F.adaptive_avg_pool3d(input, self.output_size)
 
 
-class AdaptiveMaxPool3d(_AdaptivePool):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """Max pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size``
     (``F.adaptive_max_pool3d``).
     """
