@@ -90,11 +90,17 @@ class _Boolean(Constraint):
         return (v == 0) | (v == 1)
 
 
-class _GreaterThan(Constraint):
-    """The constraint ``value > lower_bound`` (``positive`` is ``greater_than(0.)``)."""
+# The class tree follows PyTorch's, where scripts and registries test constraints with
+# isinstance: greater_than_eq is not a greater_than, a half-open or integer interval not an
+# interval, a positive (semi)definite constraint is a symmetric and square one.  The private
+# bases below hold the shared state only.
+class _LowerBound(Constraint):
     def __init__(self, lower_bound):
         self.lower_bound = lower_bound
 
+
+class _GreaterThan(_LowerBound):
+    """The constraint ``value > lower_bound`` (``positive`` is ``greater_than(0.)``)."""
     def check(self, value):
         return _values(value) > _values(self.lower_bound)
 
@@ -102,7 +108,7 @@ class _GreaterThan(Constraint):
         return f"GreaterThan(lower_bound={_bound_repr(self.lower_bound)})"
 
 
-class _GreaterThanEq(_GreaterThan):
+class _GreaterThanEq(_LowerBound):
     """The constraint ``value >= lower_bound`` (``nonnegative`` is ``greater_than_eq(0.)``)."""
     def check(self, value):
         return _values(value) >= _values(self.lower_bound)
@@ -140,15 +146,6 @@ def _symmetric_and_smallest_eigenvalue(v):
     return symmetric, smallest
 
 
-class _PositiveDefinite(Constraint):
-    """The constraint: each trailing square matrix is symmetric with positive eigenvalues."""
-    event_dim = 2
-
-    def check(self, value):
-        symmetric, smallest = _symmetric_and_smallest_eigenvalue(_values(value))
-        return symmetric & (smallest > 0)
-
-
 class _LowerCholesky(Constraint):
     """The constraint: each trailing square matrix is lower triangular with a positive diagonal."""
     event_dim = 2
@@ -157,15 +154,6 @@ class _LowerCholesky(Constraint):
         v = _values(value)
         lower = (np.triu(v, 1) == 0).all(axis=(-2, -1))
         return lower & (np.diagonal(v, axis1=-2, axis2=-1) > 0).all(-1)
-
-
-class _PositiveSemidefinite(Constraint):
-    """The constraint: each trailing square matrix is symmetric with non-negative eigenvalues."""
-    event_dim = 2
-
-    def check(self, value):
-        symmetric, smallest = _symmetric_and_smallest_eigenvalue(_values(value))
-        return symmetric & (smallest >= 0)
 
 
 class _Square(Constraint):
@@ -185,6 +173,22 @@ class _Symmetric(_Square):
         if v.shape[-1] != v.shape[-2]:
             return np.zeros(v.shape[:-2], dtype=bool)
         return _is_symmetric(v)
+
+
+class _PositiveDefinite(_Symmetric):
+    """The constraint: each trailing square matrix is symmetric with positive eigenvalues."""
+
+    def check(self, value):
+        symmetric, smallest = _symmetric_and_smallest_eigenvalue(_values(value))
+        return symmetric & (smallest > 0)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    """The constraint: each trailing square matrix is symmetric with non-negative eigenvalues."""
+
+    def check(self, value):
+        symmetric, smallest = _symmetric_and_smallest_eigenvalue(_values(value))
+        return symmetric & (smallest >= 0)
 
 
 class _LowerTriangular(Constraint):
@@ -219,15 +223,12 @@ class _LessThan(Constraint):
         return f"LessThan(upper_bound={_bound_repr(self.upper_bound)})"
 
 
-class _Interval(Constraint):
-    """The constraint ``lower_bound <= value <= upper_bound`` (``unit_interval`` is
-    ``interval(0., 1.)``).
-    """
+class _TwoBounds(Constraint):
     def __init__(self, lower_bound, upper_bound):
         self.lower_bound = lower_bound
         self.upper_bound = upper_bound
 
-    def check(self, value):
+    def _within(self, value):
         v = _values(value)
         return (_values(self.lower_bound) <= v) & (v <= _values(self.upper_bound))
 
@@ -236,14 +237,22 @@ class _Interval(Constraint):
                 f"upper_bound={_bound_repr(self.upper_bound)})")
 
 
-class _HalfOpenInterval(_Interval):
+class _Interval(_TwoBounds):
+    """The constraint ``lower_bound <= value <= upper_bound`` (``unit_interval`` is
+    ``interval(0., 1.)``).
+    """
+    def check(self, value):
+        return self._within(value)
+
+
+class _HalfOpenInterval(_TwoBounds):
     """The constraint ``lower_bound <= value < upper_bound``."""
     def check(self, value):
         v = _values(value)
         return (_values(self.lower_bound) <= v) & (v < _values(self.upper_bound))
 
 
-class _IntegerInterval(_Interval):
+class _IntegerInterval(_TwoBounds):
     """The constraint: ``value`` is an integer (in value) with ``lower_bound <= value <=
     upper_bound``.
     """
@@ -251,7 +260,7 @@ class _IntegerInterval(_Interval):
 
     def check(self, value):
         v = _values(value)
-        return (v % 1 == 0) & super().check(value)
+        return (v % 1 == 0) & self._within(value)
 
 
 class _Simplex(Constraint):

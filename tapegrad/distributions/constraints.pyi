@@ -93,12 +93,18 @@ class greater_than(Constraint):
     def check(self, value: Any) -> Any: ...  # type: ignore[override]
     lower_bound: Any
 
-class greater_than_eq(greater_than):
-    def __repr__(self) -> Any: ...
-    def check(self, value: Any) -> Any: ...
+class greater_than_eq(Constraint):
+    def __init__(self, lower_bound: Any) -> None: ...
+    def __repr__(self) -> Any: ...  # type: ignore[override]
+    def check(self, value: Any) -> Any: ...  # type: ignore[override]
+    lower_bound: Any
 
-class half_open_interval(interval):
-    def check(self, value: Any) -> Any: ...
+class half_open_interval(Constraint):
+    def __init__(self, lower_bound: Any, upper_bound: Any) -> None: ...
+    def __repr__(self) -> Any: ...
+    def check(self, value: Any) -> Any: ...  # type: ignore[override]
+    lower_bound: Any
+    upper_bound: Any
 
 class independent(Constraint):
     def __init__(self, base_constraint: Any, reinterpreted_batch_ndims: Any) -> None: ...
@@ -109,13 +115,17 @@ class independent(Constraint):
     is_discrete: Any
     event_dim: Any
 
-class integer_interval(interval):
-    def check(self, value: Any) -> Any: ...
+class integer_interval(Constraint):
+    def __init__(self, lower_bound: Any, upper_bound: Any) -> None: ...
+    def __repr__(self) -> Any: ...
+    def check(self, value: Any) -> Any: ...  # type: ignore[override]
     is_discrete: _bool
+    lower_bound: Any
+    upper_bound: Any
 
 class interval(Constraint):
     def __init__(self, lower_bound: Any, upper_bound: Any) -> None: ...
-    def __repr__(self) -> Any: ...  # type: ignore[override]
+    def __repr__(self) -> Any: ...
     def check(self, value: Any) -> Any: ...  # type: ignore[override]
     lower_bound: Any
     upper_bound: Any

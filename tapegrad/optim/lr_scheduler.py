@@ -193,7 +193,9 @@ class LRScheduler:
         self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 
 
-_LRScheduler = LRScheduler
+class _LRScheduler(LRScheduler):
+    """PyTorch's deprecated base, kept as its own subclass there (so `isinstance(StepLR(...),
+    _LRScheduler)` is False, as in PyTorch 2); old scripts subclass it."""
 
 
 def _warn_get_lr_called_within_step(lr_scheduler: LRScheduler) -> None:
