@@ -11,8 +11,9 @@ multiply-add, and emulating one costs ~10x): results agree with PyTorch's to ~1e
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from itertools import chain
 from typing import Any
 
@@ -21,7 +22,61 @@ import numpy as np
 from .. import _core
 from ..grad_mode import enable_grad, no_grad
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
+           "required"]
+
+# Step hooks every optimizer runs (PyTorch's global ones): pre hooks before an optimizer's own,
+# post hooks after.
+_global_step_pre_hooks: OrderedDict = OrderedDict()
+_global_step_post_hooks: OrderedDict = OrderedDict()
+
+
+def _add_hook(hooks: OrderedDict, hook, prepend: bool = False):
+    from ..utils.hooks import RemovableHandle
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def register_optimizer_step_pre_hook(hook):
+    """Run ``hook(optimizer, args, kwargs)`` before every optimizer's step; it may return
+    ``(new_args, new_kwargs)``.  Returns a handle whose ``remove()`` unregisters it."""
+    return _add_hook(_global_step_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """Run ``hook(optimizer, args, kwargs)`` after every optimizer's step."""
+    return _add_hook(_global_step_post_hooks, hook)
+
+
+def _with_step_hooks(step):
+    """`step` running the global and the optimizer's step hooks around it, as PyTorch wraps the
+    step of each optimizer class (a script's own subclass too) at its first instance."""
+    @functools.wraps(step)
+    def hooked_step(self, *args, **kwargs):
+        pre, post = self._optimizer_step_pre_hooks, self._optimizer_step_post_hooks
+        if not (pre or post or _global_step_pre_hooks or _global_step_post_hooks):
+            return step(self, *args, **kwargs)
+        for hook in chain(_global_step_pre_hooks.values(), pre.values()):
+            result = hook(self, (self,) + args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+                (_, *args), kwargs = result
+        out = step(self, *args, **kwargs)
+        for hook in chain(post.values(), _global_step_post_hooks.values()):
+            hook(self, (self,) + tuple(args), kwargs)
+        return out
+    hooked_step.hooked = True
+    return hooked_step
+
+
+_HOOK_TABLES = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+                "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+                "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks")
 
 
 class _RequiredParameter:
@@ -87,6 +142,11 @@ class Optimizer:
                             "Tensors or dicts, but got " + _typename(params))
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
+        for table in _HOOK_TABLES:
+            setattr(self, table, OrderedDict())
+        cls = type(self)
+        if not getattr(cls.step, "hooked", False):
+            cls.step = _with_step_hooks(cls.step)
 
         param_groups = list(params)
         if len(param_groups) == 0:
@@ -107,6 +167,8 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        for table in _HOOK_TABLES:      # (hooks are not pickled, as in PyTorch)
+            self.__dict__.setdefault(table, OrderedDict())
         self.defaults.setdefault("differentiable", False)
         for group in self.param_groups:
             for key, value in self._GROUP_DEFAULTS.items():
@@ -228,6 +290,33 @@ class Optimizer:
     def _update_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    # -- hooks ------------------------------------------------------------------------------------
+    def register_step_pre_hook(self, hook):
+        """Run ``hook(optimizer, args, kwargs)`` before this optimizer's step; it may return
+        ``(new_args, new_kwargs)``.  Returns a handle whose ``remove()`` unregisters it."""
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook):
+        """Run ``hook(optimizer, args, kwargs)`` after this optimizer's step."""
+        return _add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False):
+        """Run ``hook(optimizer)`` before `state_dict()` builds the dict."""
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False):
+        """Run ``hook(optimizer, state_dict)`` on the built dict; a returned dict replaces it."""
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False):
+        """Run ``hook(optimizer, state_dict)`` before loading; a returned dict is loaded
+        instead."""
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False):
+        """Run ``hook(optimizer)`` after `load_state_dict()` has loaded."""
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
     # -- state dicts ------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """The optimizer's state as a dict, in PyTorch's layout.
@@ -236,6 +325,8 @@ class Optimizer:
         its state; ``param_groups`` lists the groups' options with ``params`` as index lists.
         The tensors in ``state`` are the optimizer's own (not copies), as in PyTorch.
         """
+        for hook in self._optimizer_state_dict_pre_hooks.values():
+            hook(self)
         param_mappings: dict[int, int] = {}
         start_index = 0
 
@@ -251,7 +342,12 @@ class Optimizer:
         param_groups = [pack_group(g) for g in self.param_groups]
         packed_state = {(param_mappings[id(k)] if _is_tensor(k) else k): v
                         for k, v in self.state.items()}
-        return {"state": packed_state, "param_groups": param_groups}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for hook in self._optimizer_state_dict_post_hooks.values():
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load the optimizer state (an object returned by `state_dict()`).
@@ -260,6 +356,10 @@ class Optimizer:
         optimizer never shares buffers with `state_dict`.
         """
         state_dict = state_dict.copy()
+        for hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = _copy_value(state_dict["param_groups"])
 
@@ -302,6 +402,8 @@ class Optimizer:
 
         param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
         self.__setstate__({"state": state, "param_groups": param_groups})
+        for hook in self._optimizer_load_state_dict_post_hooks.values():
+            hook(self)
 
     # -- helpers for subclasses -------------------------------------------------------------------
     def _params_with_grad(self, group):
