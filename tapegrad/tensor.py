@@ -483,9 +483,10 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """Tensor.type(): the type string ('torch.FloatTensor'); type(t): self converted to t, a
         dtype, a tensor type (DoubleTensor) or its name (self when it already has that type)."""
         from ._legacy import TypedTensorMeta
-        if isinstance(dtype, TypedTensorMeta):
+        if isinstance(dtype, TypedTensorMeta) and not dtype.is_cuda:
             dtype = dtype.dtype
-        elif isinstance(dtype, str) and dtype.startswith("torch.cuda."):
+        elif dtype is not None and (getattr(dtype, "is_cuda", False) is True or (
+                isinstance(dtype, str) and dtype.startswith("torch.cuda."))):
             raise RuntimeError("Cannot initialize CUDA without ATen_cuda library. tapegrad runs "
                                "on the CPU only.")
         return _core_type(self, dtype, non_blocking, **kwargs)

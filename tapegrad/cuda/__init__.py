@@ -6,6 +6,7 @@ exactly as they do in PyTorch's CPU build; the calls that need a GPU raise its A
 """
 from __future__ import annotations
 
+from .. import _legacy
 from .._device import _NO_CUDA, check_device
 from . import amp  # noqa: F401  (torch.cuda.amp.GradScaler / autocast; also importable as a module)
 
@@ -199,6 +200,92 @@ def set_device(device) -> None:
 def reset_peak_memory_stats(device=None) -> None:
     """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
+
+
+class _CudaTypedTensorMeta(_legacy.TypedTensorMeta):
+    """The metaclass of torch.cuda.FloatTensor & co.: old scripts name them (`Tensor =
+    torch.cuda.FloatTensor if cuda else torch.FloatTensor`, isinstance checks); as in PyTorch's
+    CPU build they exist, no tensor is one, and calling one raises TypeError."""
+
+    is_cuda = True
+
+    def __call__(cls, *args, **kwargs):
+        raise TypeError(f"type torch.cuda.{cls.__name__} not available. Torch not compiled with "
+                        f"CUDA enabled.")
+
+    def __instancecheck__(cls, obj) -> bool:
+        return False
+
+
+def _cuda_tensor_class(cpu_class) -> type:
+    cls = _CudaTypedTensorMeta(cpu_class.__name__, (), {
+        "__module__": "tapegrad.cuda",
+        "__doc__": f"The CUDA counterpart of {cpu_class.__name__}: no CUDA here."})
+    cls.dtype = cpu_class.dtype
+    return cls
+
+
+FloatTensor = _cuda_tensor_class(_legacy.FloatTensor)
+DoubleTensor = _cuda_tensor_class(_legacy.DoubleTensor)
+HalfTensor = _cuda_tensor_class(_legacy.HalfTensor)
+LongTensor = _cuda_tensor_class(_legacy.LongTensor)
+IntTensor = _cuda_tensor_class(_legacy.IntTensor)
+ShortTensor = _cuda_tensor_class(_legacy.ShortTensor)
+CharTensor = _cuda_tensor_class(_legacy.CharTensor)
+ByteTensor = _cuda_tensor_class(_legacy.ByteTensor)
+BoolTensor = _cuda_tensor_class(_legacy.BoolTensor)
+
+
+class device:
+    """``with torch.cuda.device(i):`` selects a CUDA device: constructing one works, entering it
+    raises PyTorch's RuntimeError (no CUDA here); ``device(-1)`` or None selects nothing."""
+
+    def __init__(self, device) -> None:
+        from .._device import as_device
+        if device is None or (isinstance(device, int) and not isinstance(device, bool)):
+            self.idx = -1 if device is None else device
+        else:
+            self.idx = as_device(device).index
+            self.idx = -1 if self.idx is None else self.idx
+        self.prev_idx = -1
+
+    def __enter__(self):
+        if self.idx != -1:
+            raise RuntimeError("PyTorch was compiled without CUDA support")
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+
+class device_of(device):
+    """``with torch.cuda.device_of(t):`` the device of tensor `t`: nothing to select for a CPU
+    tensor."""
+
+    def __init__(self, obj) -> None:
+        super().__init__(-1)
+
+
+class Stream:
+    """A CUDA stream: raises PyTorch's RuntimeError (no CUDA here)."""
+
+    def __new__(cls, *args, **kwargs):
+        raise RuntimeError("torch.cuda.Stream requires CUDA support")
+
+
+class Event:
+    """A CUDA event (timing GPU work): raises PyTorch's RuntimeError (no CUDA here)."""
+
+    def __new__(cls, *args, **kwargs):
+        raise RuntimeError("Tried to instantiate dummy base class Event")
+
+
+def default_stream(device=None):
+    """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
+    _no_cuda()
+
+
+# A build without CUDA has no CUDA generators.
+default_generators: tuple = ()
 
 
 from . import random  # noqa: E402,F401  (torch.cuda.random, importable without its own import)

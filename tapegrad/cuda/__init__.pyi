@@ -20,15 +20,31 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.cuda import amp as amp
 from tapegrad.cuda import random as random
+from tapegrad import dtype as _dtype
 
 __all__ = [
     'AcceleratorError',
+    'BoolTensor',
+    'ByteTensor',
+    'CharTensor',
+    'DoubleTensor',
+    'Event',
+    'FloatTensor',
+    'HalfTensor',
+    'IntTensor',
+    'LongTensor',
     'OutOfMemoryError',
+    'ShortTensor',
+    'Stream',
     'amp',
     'check_device',
     'current_device',
     'current_stream',
+    'default_generators',
+    'default_stream',
+    'device',
     'device_count',
+    'device_of',
     'empty_cache',
     'get_arch_list',
     'get_device_capability',
@@ -62,7 +78,40 @@ __all__ = [
 class AcceleratorError(builtins.RuntimeError):
     ...
 
+class BoolTensor:
+    dtype: _dtype
+
+class ByteTensor:
+    dtype: _dtype
+
+class CharTensor:
+    dtype: _dtype
+
+class DoubleTensor:
+    dtype: _dtype
+
+class Event:
+    ...
+
+class FloatTensor:
+    dtype: _dtype
+
+class HalfTensor:
+    dtype: _dtype
+
+class IntTensor:
+    dtype: _dtype
+
+class LongTensor:
+    dtype: _dtype
+
 class OutOfMemoryError(builtins.RuntimeError):
+    ...
+
+class ShortTensor:
+    dtype: _dtype
+
+class Stream:
     ...
 
 def check_device(spec: Any, fn: _str = ..., allow_meta: _bool = ...) -> None: ...
@@ -71,7 +120,20 @@ def current_device() -> _int: ...
 
 def current_stream(device: Any = ...) -> None: ...
 
+default_generators: Any
+def default_stream(device: Any = ...) -> None: ...
+
+class device:
+    def __enter__(self) -> None: ...
+    def __exit__(self, *exc: Any) -> _bool: ...
+    def __init__(self, device: Any) -> None: ...
+    prev_idx: Any
+    idx: Any
+
 def device_count() -> _int: ...
+
+class device_of(device):
+    def __init__(self, obj: Any) -> None: ...
 
 def empty_cache() -> None: ...
 
