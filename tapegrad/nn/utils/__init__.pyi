@@ -20,22 +20,30 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn.utils import clip_grad as clip_grad
 from tapegrad.nn.utils import convert_parameters as convert_parameters
+from tapegrad.nn.utils import fusion as fusion
 from tapegrad.nn.utils import parametrizations as parametrizations
 from tapegrad.nn.utils import parametrize as parametrize
 from tapegrad.nn.utils import prune as prune
 from tapegrad.nn.utils import rnn as rnn
+from tapegrad.nn.utils import stateless as stateless
+from tapegrad.nn.utils.clip_grad import clip_grad_norm as clip_grad_norm
 from tapegrad.nn.utils.clip_grad import clip_grad_norm_ as clip_grad_norm_
 from tapegrad.nn.utils.clip_grad import clip_grad_value_ as clip_grad_value_
 from tapegrad.nn.utils.clip_grad import clip_grads_with_norm_ as clip_grads_with_norm_
 from tapegrad.nn.utils.clip_grad import get_total_norm as get_total_norm
 from tapegrad.nn.utils.convert_parameters import parameters_to_vector as parameters_to_vector
 from tapegrad.nn.utils.convert_parameters import vector_to_parameters as vector_to_parameters
+from tapegrad.nn.utils.fusion import fuse_conv_bn_eval as fuse_conv_bn_eval
+from tapegrad.nn.utils.fusion import fuse_conv_bn_weights as fuse_conv_bn_weights
+from tapegrad.nn.utils.fusion import fuse_linear_bn_eval as fuse_linear_bn_eval
+from tapegrad.nn.utils.fusion import fuse_linear_bn_weights as fuse_linear_bn_weights
 from tapegrad.nn.utils.spectral_norm import remove_spectral_norm as remove_spectral_norm
 from tapegrad.nn.utils.spectral_norm import spectral_norm as spectral_norm
 from tapegrad.nn.utils.weight_norm import remove_weight_norm as remove_weight_norm
 from tapegrad.nn.utils.weight_norm import weight_norm as weight_norm
 
 __all__ = [
+    'clip_grad_norm',
     'clip_grad_norm_',
     'clip_grad_value_',
     'clip_grads_with_norm_',
@@ -50,4 +58,13 @@ __all__ = [
     'remove_weight_norm',
     'spectral_norm',
     'remove_spectral_norm',
+    'fusion',
+    'stateless',
+    'fuse_conv_bn_eval',
+    'fuse_conv_bn_weights',
+    'fuse_linear_bn_eval',
+    'fuse_linear_bn_weights',
+    'skip_init',
 ]
+
+def skip_init(module_cls: Any, *args: Any, **kwargs: Any) -> Any: ...

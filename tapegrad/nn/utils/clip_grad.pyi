@@ -20,11 +20,14 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
+    'clip_grad_norm',
     'clip_grad_norm_',
     'clip_grad_value_',
     'clip_grads_with_norm_',
     'get_total_norm',
 ]
+
+def clip_grad_norm(parameters: Any, max_norm: _float, norm_type: _float = ..., error_if_nonfinite: _bool = ..., foreach: Any = ...) -> Any: ...
 
 def clip_grad_norm_(parameters: Any, max_norm: _float, norm_type: _float = ..., error_if_nonfinite: _bool = ..., foreach: Any = ...) -> Any: ...
 
