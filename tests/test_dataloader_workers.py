@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -18,7 +19,9 @@ import tapegrad as tg
 from tapegrad.utils.data import (DataLoader, Dataset, IterableDataset, TensorDataset,
                                  get_worker_info)
 
-pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM")
+pytestmark = [pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM"),
+              # (more workers than this machine's CPUs warn, as in PyTorch: tested at the end)
+              pytest.mark.filterwarnings("ignore:This DataLoader will create")]
 
 WATCHDOG_SECONDS = 30
 
@@ -288,3 +291,20 @@ def test_samples_viewing_a_big_tensor_cross_the_queue_compactly():
     assert row.tolist() == big[3].tolist()
     got = list(DataLoader(TensorDataset(big), batch_size=None, num_workers=1))
     assert len(got) == 400 and got[7][0].tolist() == big[7].tolist()
+
+
+def test_more_workers_than_cpus_warns_as_torch_at_construction_and_each_iterator():
+    torch = pytest.importorskip("torch")
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    outcomes = []
+    for lib in (tg, torch):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loader = lib.utils.data.DataLoader(list(range(4)), num_workers=usable + 1,
+                                               batch_size=2)
+            constructed = len(caught)
+            batches = [b.tolist() for b in loader]
+            lib.utils.data.DataLoader(list(range(4)), num_workers=usable)
+        outcomes.append((constructed, len(caught), batches, str(caught[0].message)))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][:2] == (1, 2)

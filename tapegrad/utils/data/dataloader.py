@@ -6,6 +6,7 @@ import collections.abc
 import copy
 import functools
 import math
+import os
 import re
 import warnings
 from typing import Generic, TypeVar
@@ -362,6 +363,26 @@ class DataLoader(Generic[_T_co]):
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
+        self.check_worker_number_rationality()
+
+    def check_worker_number_rationality(self) -> None:
+        """Warn, as PyTorch does at construction and at each new workers' iterator, when more
+        worker processes are asked for than the CPUs this process may run on."""
+        if not self.num_workers:
+            return
+        cpuset_checked = hasattr(os, "sched_getaffinity")
+        usable = len(os.sched_getaffinity(0)) if cpuset_checked else os.cpu_count()
+        if usable is not None and self.num_workers <= usable:
+            return
+        suggestion = ("DataLoader is not able to compute a suggested max number of worker in "
+                      "current system." if usable is None else
+                      f"Our suggested max number of worker in current system is {usable}"
+                      f"{'' if cpuset_checked else ' (`cpuset` is not taken into account)'}, "
+                      "which is smaller than what this DataLoader is going to create.")
+        warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in "
+                      f"total. {suggestion} Please be aware that excessive worker creation might "
+                      "get DataLoader running slow or even freeze, lower the worker number to "
+                      "avoid potential slowness/freeze if necessary.", UserWarning, stacklevel=2)
 
     @property
     def _auto_collation(self) -> bool:
@@ -389,6 +410,7 @@ class DataLoader(Generic[_T_co]):
         if self.persistent_workers and self._iterator is not None:
             self._iterator._reset()          # the same workers (and seeds) for the next epoch
             return self._iterator
+        self.check_worker_number_rationality()
         iterator = _MultiProcessingDataLoaderIter(self, self._new_iterator_seed())
         if self.persistent_workers:
             self._iterator = iterator
