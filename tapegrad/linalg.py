@@ -231,10 +231,10 @@ def _broadcast_batch(A, B):
     return (A.expand(*batch, *A.shape[-2:]), B.expand(*batch, *B.shape[-2:]))
 
 
-def solve(A, B, *, left=True, out=None):
-    """The solution X of A X = B (left=True) or X A = B (torch.linalg.solve).  B is a batch of
-    vectors when it is 1-D or has exactly A's batch shape plus one dimension."""
-    A = _as_tensor(A, "linalg_solve")
+def _check_solve_operands(A, B, left, entry):
+    """PyTorch's checks of linalg.solve's operands; returns whether B is a (batch of)
+    vector(s): 1-D, or exactly A's batch shape plus one dimension."""
+    A = _as_tensor(A, entry)
     _check_square(A, "linalg.solve")
     _check_float(A, "linalg.solve")
     if A.dtype != B.dtype:
@@ -242,20 +242,22 @@ def solve(A, B, *, left=True, out=None):
                            f"A of type {_core.scalar_type_name_of(A._array.dtype)} and B of type "
                            f"{_core.scalar_type_name_of(B._array.dtype)} instead")
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
-    B_matrix = B.unsqueeze(-1) if vector else B
-    if not left:
-        if vector:
-            # A vector B is a column, which X A = B cannot take.
-            raise RuntimeError(
-                f"linalg.solve: Incompatible shapes of A and B for the equation XA = B "
-                f"({A.shape[-2]}x{A.shape[-1]} and {B_matrix.shape[-2]}x{B_matrix.shape[-1]})")
-        return solve(A.mT, B.mT).mT
-    n = A.shape[-1]
-    if B_matrix.shape[-2] != n:
+    rows, cols = (B.shape[-1], 1) if vector else tuple(B.shape[-2:])
+    # A vector B is a column, which X A = B cannot take.
+    if (rows if left else cols) != A.shape[-1] or (vector and not left):
         raise RuntimeError(
-            f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
-            f"({A.shape[-2]}x{A.shape[-1]} and {B_matrix.shape[-2]}x{B_matrix.shape[-1]})")
-    A_b, B_b = _broadcast_batch(A, B_matrix)
+            f"linalg.solve: Incompatible shapes of A and B for the equation "
+            f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{A.shape[-1]} and {rows}x{cols})")
+    return vector
+
+
+def solve(A, B, *, left=True, out=None):
+    """The solution X of A X = B (left=True) or X A = B (torch.linalg.solve).  B is a batch of
+    vectors when it is 1-D or has exactly A's batch shape plus one dimension."""
+    vector = _check_solve_operands(A, B, left, "linalg_solve")
+    if not left:
+        return solve(A.mT, B.mT).mT
+    A_b, B_b = _broadcast_batch(A, B.unsqueeze(-1) if vector else B)
     X = _Solve.apply(A_b, B_b)
     return X.squeeze(-1) if vector else X
 
@@ -1010,6 +1012,13 @@ def householder_product(A, tau, *, out=None):
         return out
     return Q
 
+
+# The LU family, the _ex variants and the small composites (their own module).
+from ._linalg_factor import (cholesky_ex, diagonal, inv_ex, lu, lu_factor,  # noqa: E402
+                             lu_factor_ex, lu_solve, matmul, solve_ex, tensorinv, tensorsolve,
+                             vander)
+__all__ += ["cholesky_ex", "diagonal", "inv_ex", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+            "matmul", "solve_ex", "tensorinv", "tensorsolve", "vander"]
 
 from ._public_calls import install as _install_public_calls  # noqa: E402
 _install_public_calls(globals())  # the public functions' entry (the meta device dispatches there)
