@@ -16,7 +16,7 @@ import warnings
 from . import _core
 from .grad_mode import no_grad
 
-__all__ = ["GradScaler", "autocast", "is_autocast_available"]
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd", "is_autocast_available"]
 
 _DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
                  "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
@@ -63,6 +63,59 @@ class autocast:  # noqa: N801  (PyTorch's name)
             with self:
                 return func(*args, **kwargs)
         return decorated
+
+
+def _check_device_type(device_type) -> None:
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+
+
+def _cast_floating(value, dtype):
+    """value with its floating-point tensors (also inside lists, tuples and dicts) cast."""
+    if isinstance(value, _core.TensorBase):
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, dict):
+        return {k: _cast_floating(v, dtype) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_floating(v, dtype) for v in value)
+    return value
+
+
+def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
+    """Decorate a custom Function's ``forward`` for autocast regions: inside an enabled
+    autocast of ``device_type`` it runs with autocast off and its floating inputs cast to
+    ``cast_inputs`` (if given); elsewhere it is called as is.  It records on ``ctx`` whether
+    autocast was on, for ``custom_bwd``.  (tapegrad's autocast is never enabled: see above.)"""
+    _check_device_type(device_type)
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorated_forward(ctx, *args, **kwargs):
+        from . import get_autocast_dtype, is_autocast_enabled
+        ctx._dtype = get_autocast_dtype(device_type)
+        enabled = is_autocast_enabled(device_type)
+        ctx._fwd_used_autocast = enabled and cast_inputs is None
+        if cast_inputs is None or not enabled:
+            return fwd(ctx, *args, **kwargs)
+        with autocast(device_type=device_type, enabled=False):
+            return fwd(ctx, *_cast_floating(args, cast_inputs),
+                       **_cast_floating(kwargs, cast_inputs))
+    return decorated_forward
+
+
+def custom_bwd(bwd=None, *, device_type: str):
+    """Decorate a custom Function's ``backward`` to run under the autocast state its
+    ``custom_fwd`` forward ran under."""
+    _check_device_type(device_type)
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorated_backward(ctx, *args, **kwargs):
+        with autocast(device_type=device_type, enabled=ctx._fwd_used_autocast, dtype=ctx._dtype):
+            return bwd(ctx, *args, **kwargs)
+    return decorated_backward
 
 
 class GradScaler:

@@ -22,6 +22,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 __all__ = [
     'GradScaler',
     'autocast',
+    'custom_bwd',
+    'custom_fwd',
     'is_autocast_available',
 ]
 
@@ -49,5 +51,9 @@ class autocast:
     def __init__(self, device_type: _str, dtype: Any = ..., enabled: _bool = ..., cache_enabled: Any = ...) -> None: ...
     device: Any
     fast_dtype: Any
+
+def custom_bwd(bwd: Any = ..., *, device_type: _str) -> Any: ...
+
+def custom_fwd(fwd: Any = ..., *, device_type: _str, cast_inputs: Any = ...) -> Any: ...
 
 def is_autocast_available(device_type: _str) -> _bool: ...

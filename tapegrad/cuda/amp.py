@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import warnings
 
+from .. import amp as _amp
 from ..amp import GradScaler as _GradScaler, autocast as _autocast
 
-__all__ = ["GradScaler", "autocast"]
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]
 
 
 class GradScaler(_GradScaler):
@@ -31,3 +32,19 @@ class autocast(_autocast):  # noqa: N801  (PyTorch's name)
         warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
                       "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning, stacklevel=2)
         super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    """``tapegrad.amp.custom_fwd(..., device_type='cuda')``, with PyTorch's FutureWarning."""
+    warnings.warn("`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.", FutureWarning,
+                  stacklevel=2)
+    return _amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd=None):
+    """``tapegrad.amp.custom_bwd(..., device_type='cuda')``, with PyTorch's FutureWarning."""
+    warnings.warn("`torch.cuda.amp.custom_bwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_bwd(args..., device_type='cuda')` instead.", FutureWarning,
+                  stacklevel=2)
+    return _amp.custom_bwd(bwd, device_type="cuda")

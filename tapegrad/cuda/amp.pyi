@@ -24,6 +24,8 @@ from tapegrad.amp import autocast as _autocast
 __all__ = [
     'GradScaler',
     'autocast',
+    'custom_bwd',
+    'custom_fwd',
 ]
 
 class GradScaler(_GradScaler):
@@ -31,3 +33,7 @@ class GradScaler(_GradScaler):
 
 class autocast(_autocast):
     def __init__(self, enabled: _bool = ..., dtype: Any = ..., cache_enabled: _bool = ...) -> None: ...
+
+def custom_bwd(bwd: Any = ...) -> Any: ...
+
+def custom_fwd(fwd: Any = ..., *, cast_inputs: Any = ...) -> Any: ...
