@@ -9,16 +9,21 @@ import numpy as np
 
 from ._extra_ops import _wrap
 from .autograd.function import Function
-from . import (digamma, erf, erfc, erfinv, exp2, expm1, lgamma, log1p, log_softmax, logit,
-               logsumexp, round, sigmoid, sinc, softmax, xlogy)
+from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lgamma, log1p,
+               log_softmax, logit, logsumexp, mvlgamma, polygamma, round, sigmoid, sinc, softmax,
+               xlogy)
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln",
-           "log1p", "log_softmax", "logit", "logsumexp", "ndtr", "ndtri", "psi", "round", "sinc",
-           "softmax", "xlog1py", "xlogy"]
+__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammainc",
+           "gammaincc", "gammaln", "i0", "log1p", "log_softmax", "logit", "logsumexp",
+           "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax",
+           "xlog1py", "xlogy"]
 
 expit = sigmoid
 gammaln = lgamma
 psi = digamma
+gammainc = igamma           # the regularized lower incomplete gamma function
+gammaincc = igammac         # and the upper one
+multigammaln = mvlgamma     # (input, p): the log of the multivariate gamma function
 
 
 class _Entr(Function):

@@ -25,11 +25,16 @@ from tapegrad import erfc as erfc
 from tapegrad import erfinv as erfinv
 from tapegrad import exp2 as exp2
 from tapegrad import expm1 as expm1
+from tapegrad import i0 as i0
+from tapegrad import igamma as gammainc
+from tapegrad import igammac as gammaincc
 from tapegrad import lgamma as gammaln
 from tapegrad import log1p as log1p
 from tapegrad import log_softmax as log_softmax
 from tapegrad import logit as logit
 from tapegrad import logsumexp as logsumexp
+from tapegrad import mvlgamma as multigammaln
+from tapegrad import polygamma as polygamma
 from tapegrad import round as round
 from tapegrad import sigmoid as expit
 from tapegrad import sinc as sinc
@@ -45,13 +50,18 @@ __all__ = [
     'exp2',
     'expit',
     'expm1',
+    'gammainc',
+    'gammaincc',
     'gammaln',
+    'i0',
     'log1p',
     'log_softmax',
     'logit',
     'logsumexp',
+    'multigammaln',
     'ndtr',
     'ndtri',
+    'polygamma',
     'psi',
     'round',
     'sinc',
