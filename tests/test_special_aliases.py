@@ -33,7 +33,8 @@ def test_special_alias_values_and_gradients(name):
         if a is None or b is None:
             assert a is None and b is None
         else:
-            np.testing.assert_allclose(a, b, rtol=1e-10)
+            # (PyTorch's trigamma is within 4e-10 of the true value, tapegrad's within 1e-13)
+            np.testing.assert_allclose(a, b, rtol=1e-9)
 
 
 def test_incomplete_gamma_input_derivative_is_not_implemented_as_torch():
