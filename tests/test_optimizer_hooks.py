@@ -70,4 +70,25 @@ def test_optimizer_without_hooks_steps_as_before():
     w.grad = tg.tensor([1.0, -1.0], dtype=tg.float64)
     opt.step()
     assert w.detach().numpy().round(6).tolist() == [0.9, 2.1]   # (float32, rounded)
-    assert type(opt).step.hooked and tg.optim.Optimizer.step is not type(opt).step
+    # The classes never change after they are made (stubs and introspection see one state).
+    assert type(opt).step is tg.optim.Optimizer.step and tg.optim.Optimizer.step.hooked
+
+
+def test_subclass_step_calling_super_runs_the_hooks_once():
+    """PyTorch runs them once too while SGD itself was never instantiated in the process (it
+    wraps each class's step at its first instance; after an SGD exists, twice): tapegrad's
+    count does not depend on the process's history."""
+    log = []
+
+    class Damped(tg.optim.SGD):
+        def step(self, closure=None):
+            log.append("inner")
+            return super().step(closure)
+    tg.optim.SGD([tg.nn.Parameter(tg.ones(1))], lr=0.1)
+    w = tg.nn.Parameter(tg.tensor([1.0]))
+    opt = Damped([w], lr=0.5)
+    opt.register_step_pre_hook(lambda o, a, k: log.append("pre"))
+    opt.register_step_post_hook(lambda o, a, k: log.append("post"))
+    w.grad = tg.tensor([1.0])
+    opt.step()
+    assert log == ["pre", "inner", "post"] and w.item() == 0.5

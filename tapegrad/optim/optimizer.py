@@ -52,26 +52,38 @@ def register_optimizer_step_post_hook(hook):
 
 
 def _with_step_hooks(step):
-    """`step` running the global and the optimizer's step hooks around it, as PyTorch wraps the
-    step of each optimizer class (a script's own subclass too) at its first instance."""
+    """`step` running the global and the optimizer's step hooks around it.  Every class's own
+    step is wrapped when the class is made (Optimizer's, and a script's subclass's), so the
+    classes never change later; a subclass's step calling super().step() runs the hooks once,
+    in the outermost call, as PyTorch (which wraps the instantiated class's step only)."""
     @functools.wraps(step)
     def hooked_step(self, *args, **kwargs):
         pre, post = self._optimizer_step_pre_hooks, self._optimizer_step_post_hooks
-        if not (pre or post or _global_step_pre_hooks or _global_step_post_hooks):
+        if not (pre or post or _global_step_pre_hooks or _global_step_post_hooks) or \
+                self.__dict__.get("_running_step_hooks"):
             return step(self, *args, **kwargs)
-        for hook in chain(_global_step_pre_hooks.values(), pre.values()):
-            result = hook(self, (self,) + args, kwargs)
-            if result is not None:
-                if not (isinstance(result, tuple) and len(result) == 2):
-                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
-                                       f"new_kwargs), but got {result}.")
-                (_, *args), kwargs = result
-        out = step(self, *args, **kwargs)
-        for hook in chain(post.values(), _global_step_post_hooks.values()):
-            hook(self, (self,) + tuple(args), kwargs)
-        return out
+        self._running_step_hooks = True
+        try:
+            return _run_with_hooks(self, step, pre, post, args, kwargs)
+        finally:
+            self._running_step_hooks = False
     hooked_step.hooked = True
     return hooked_step
+
+
+def _run_with_hooks(self, step, pre, post, args, kwargs):
+    """The pre hooks (which may replace the arguments), `step`, then the post hooks."""
+    for hook in chain(_global_step_pre_hooks.values(), pre.values()):
+        result = hook(self, (self,) + args, kwargs)
+        if result is not None:
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
+                                   f"new_kwargs), but got {result}.")
+            (_, *args), kwargs = result
+    out = step(self, *args, **kwargs)
+    for hook in chain(post.values(), _global_step_post_hooks.values()):
+        hook(self, (self,) + tuple(args), kwargs)
+    return out
 
 
 _HOOK_TABLES = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
@@ -135,6 +147,12 @@ class Optimizer:
             doesn't specify them).
     """
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        own_step = cls.__dict__.get("step")
+        if callable(own_step) and not getattr(own_step, "hooked", False):
+            cls.step = _with_step_hooks(own_step)
+
     def __init__(self, params, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         if _is_tensor(params):
@@ -144,9 +162,6 @@ class Optimizer:
         self.param_groups: list[dict[str, Any]] = []
         for table in _HOOK_TABLES:
             setattr(self, table, OrderedDict())
-        cls = type(self)
-        if not getattr(cls.step, "hooked", False):
-            cls.step = _with_step_hooks(cls.step)
 
         param_groups = list(params)
         if len(param_groups) == 0:
@@ -431,6 +446,10 @@ class Optimizer:
                     for key in keys:
                         if key in p_state and not _is_tensor(p_state[key]):
                             p_state[key] = _step_tensor(float(p_state[key]))
+
+
+# (Optimizer's own step, which the built-in optimizers inherit; subclasses' in __init_subclass__)
+Optimizer.step = _with_step_hooks(Optimizer.step)
 
 
 def _real_view(a: np.ndarray) -> np.ndarray:
