@@ -133,6 +133,15 @@ cdef inline void list_put(list items, Py_ssize_t i, object o) noexcept:
     PyList_SET_ITEM(items, i, o)
 
 
+cdef inline void list_set(list items, Py_ssize_t i, object o) noexcept:
+    """items[i] = o for an index known to be in range, without the generic item assignment's
+    checks (the call path assigns a slot's array or adjoint several times per replay)."""
+    cdef PyObject* old = <PyObject*>PyList_GET_ITEM(items, i)
+    Py_INCREF(o)                        # (PyList_SET_ITEM steals a reference)
+    PyList_SET_ITEM(items, i, o)
+    Py_XDECREF(old)
+
+
 cdef inline void fill_f64(double* dst, Py_ssize_t n, double v) noexcept:
     cdef Py_ssize_t j
     for j in range(n):
@@ -512,7 +521,7 @@ cdef class Program:
         return bs
 
     cdef inline int set_slot(self, BufferSet bs, Py_ssize_t k, object arr) except -1:
-        bs.arrays[k] = arr
+        list_set(bs.arrays, k, arr)
         bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
         return 0
 
@@ -757,7 +766,7 @@ cdef class Program:
         cdef int t = -1
         cdef int dt_num = self.adj_typenum[k]
         if not (kernel_array(g, &t) and t == dt_num
-                and cnp.PyArray_SIZE(<cnp.ndarray>g) == self.sizes[k]):
+                and cnp.PyArray_SIZE(<cnp.ndarray>g) == <Py_ssize_t>self.sizes[k]):
             g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), self.adj_dtypes[k])
         if bs.touched[k]:
             if dt_num != self.typenum:      # a slot only re-run ops touch: summed by numpy
@@ -766,7 +775,7 @@ cdef class Program:
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.given[k])
                 return 0
             return self.give(bs, k, cnp.PyArray_DATA(<cnp.ndarray>g), 1, self.sizes[k])
-        bs.given[k] = g
+        list_set(bs.given, k, g)
         bs.n_given += 1
         bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>g)
         bs.touched[k] = 1
@@ -786,7 +795,7 @@ cdef class Program:
             return 0
         for k in range(self.n_slots):
             if bs.given[k] is not None:
-                bs.given[k] = None
+                list_set(bs.given, k, None)
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.adj[k])
         bs.n_given = 0
         return 0
@@ -888,7 +897,7 @@ cdef class Program:
         # hand the buffer itself out (it may become a .grad) and take a new one
         g = bs.adj[k]
         arr = new_empty(self.shapes[k], self.adj_typenum[k])
-        bs.adj[k] = arr
+        list_set(bs.adj, k, arr)
         bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
         return g
 
@@ -1283,7 +1292,7 @@ cdef class Program:
         the one output, given without a list (results None)."""
         cdef Py_ssize_t n_in = len(tensors), j, fi, si
         cdef Py_ssize_t n_out = len(results) if results is not None else 1
-        cdef bint one = n_out == 1 and self.grad[self.outputs[0]]
+        cdef bint one = n_out == 1 and self.grad[<Py_ssize_t>self.outputs[0]]
         cdef Py_ssize_t few[8]
         cdef Py_ssize_t* inp = &few[0]
         if n_in > 8:
@@ -1311,7 +1320,7 @@ cdef class Program:
             return 0
         TAPE.recs[fi].scalar = <double>n_out
         for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest, as there
-            if not self.grad[self.outputs[j]]:
+            if not self.grad[<Py_ssize_t>self.outputs[j]]:
                 continue
             t = <TensorBase>(results[j] if results is not None else only)
             si = TAPE.append(OP_FN_OUTPUT, 1, &fi)
