@@ -188,6 +188,10 @@ class CompiledFunction(_core.CompiledCall):
         return result
 
 
+# (a Python subclass of CompiledCall: its calls take the vectorcall entry only when told so)
+_core._enable_vectorcall(CompiledFunction)
+
+
 # torch.compile's modes (its error lists them in this order).
 _TORCH_MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 

@@ -102,3 +102,60 @@ def test_anomaly_mode_through_a_replay():
         c(x, w).backward()
     _f(xe, we).backward()
     assert np.array_equal(w.grad.numpy(), we.grad.numpy())
+
+
+def test_every_calling_convention_replays_as_eager():
+    # A compiled function is called by vectorcall (no argument tuple or keyword dict on the way
+    # to the replay); keywords, argument unpacking, partial and an explicit __call__ (tp_call)
+    # reach the same plans and give eager's values and gradients.
+    import functools
+    from tapegrad.replay import CompiledFunction
+    assert CompiledFunction.__flags__ & (1 << 11)           # Py_TPFLAGS_HAVE_VECTORCALL
+    c = _replayed(_f)
+    calls = [lambda x, w: c(x, w), lambda x, w: c(x, w=w), lambda x, w: c(w=w, x=x),
+             lambda x, w: c(*(x, w)), lambda x, w: c(**{"x": x, "w": w}),
+             lambda x, w: functools.partial(c, x)(w), lambda x, w: c.__call__(x, w),
+             lambda x, w: type(c).__call__(c, x, w=w)]
+    for seed, call in enumerate(calls):
+        call(*_pair(seed)[:2])      # (keywords make another signature: captured once)
+        x, w, xe, we = _pair(seed)
+        y = call(x, w)
+        assert y.grad_fn.name() == "CompiledFunctionBackward"
+        ye = _f(xe, we)
+        assert np.array_equal(y.detach().numpy(), ye.detach().numpy())
+        y.backward()
+        ye.backward()
+        assert np.array_equal(x.grad.numpy(), xe.grad.numpy())
+        assert np.array_equal(w.grad.numpy(), we.grad.numpy())
+    assert c.stats["captures"] == 3     # (x, w), (x, w=w), keywords only (in any order)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'v'"):
+        c(x, v=w)
+
+
+def test_create_graph_after_a_call_with_keywords():
+    c = _replayed(_f)
+    for seed in range(2):
+        x, w, xe, we = _pair(seed + 20)
+        g, = tg.autograd.grad(c(x, w=w), x, create_graph=True)
+        ge, = tg.autograd.grad(_f(xe, w=we), xe, create_graph=True)
+        h, = tg.autograd.grad(g.sum(), w)
+        he, = tg.autograd.grad(ge.sum(), we)
+        assert np.array_equal(g.detach().numpy(), ge.detach().numpy())
+        assert np.array_equal(h.numpy(), he.numpy())
+
+
+def test_one_output_without_grad_and_the_call_path_guard():
+    c = _replayed(_f)
+    x, w, xe, we = _pair(7)
+    with tg.no_grad():
+        y = c(x, w)
+        ye = _f(xe, we)
+    assert isinstance(y, tg.Tensor) and y.grad_fn is None and not y.requires_grad
+    assert np.array_equal(y.numpy(), ye.numpy())
+
+    class OwnCall(tg.replay.CompiledFunction):
+        def __call__(self, *args, **kwargs):
+            return "own"
+    with pytest.raises(TypeError, match="does not take CompiledCall's call path"):
+        tg._core._enable_vectorcall(OwnCall)
+    assert OwnCall(_f)(x, w) == "own"

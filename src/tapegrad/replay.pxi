@@ -133,6 +133,15 @@ cdef inline void list_put(list items, Py_ssize_t i, object o) noexcept:
     PyList_SET_ITEM(items, i, o)
 
 
+cdef inline void list_set(list items, Py_ssize_t i, object o) noexcept:
+    """items[i] = o for an index known to be in range, without the generic item assignment's
+    checks (the call path assigns a slot's array or adjoint several times per replay)."""
+    cdef PyObject* old = <PyObject*>PyList_GET_ITEM(items, i)
+    Py_INCREF(o)                        # (PyList_SET_ITEM steals a reference)
+    PyList_SET_ITEM(items, i, o)
+    Py_XDECREF(old)
+
+
 cdef inline void fill_f64(double* dst, Py_ssize_t n, double v) noexcept:
     cdef Py_ssize_t j
     for j in range(n):
@@ -512,7 +521,7 @@ cdef class Program:
         return bs
 
     cdef inline int set_slot(self, BufferSet bs, Py_ssize_t k, object arr) except -1:
-        bs.arrays[k] = arr
+        list_set(bs.arrays, k, arr)
         bs.ptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
         return 0
 
@@ -757,7 +766,7 @@ cdef class Program:
         cdef int t = -1
         cdef int dt_num = self.adj_typenum[k]
         if not (kernel_array(g, &t) and t == dt_num
-                and cnp.PyArray_SIZE(<cnp.ndarray>g) == self.sizes[k]):
+                and cnp.PyArray_SIZE(<cnp.ndarray>g) == <Py_ssize_t>self.sizes[k]):
             g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), self.adj_dtypes[k])
         if bs.touched[k]:
             if dt_num != self.typenum:      # a slot only re-run ops touch: summed by numpy
@@ -766,7 +775,7 @@ cdef class Program:
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.given[k])
                 return 0
             return self.give(bs, k, cnp.PyArray_DATA(<cnp.ndarray>g), 1, self.sizes[k])
-        bs.given[k] = g
+        list_set(bs.given, k, g)
         bs.n_given += 1
         bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>g)
         bs.touched[k] = 1
@@ -786,7 +795,7 @@ cdef class Program:
             return 0
         for k in range(self.n_slots):
             if bs.given[k] is not None:
-                bs.given[k] = None
+                list_set(bs.given, k, None)
                 bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.adj[k])
         bs.n_given = 0
         return 0
@@ -888,7 +897,7 @@ cdef class Program:
         # hand the buffer itself out (it may become a .grad) and take a new one
         g = bs.adj[k]
         arr = new_empty(self.shapes[k], self.adj_typenum[k])
-        bs.adj[k] = arr
+        list_set(bs.adj, k, arr)
         bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>arr)
         return g
 
@@ -1177,11 +1186,13 @@ cdef class Program:
                 return False
         return True
 
-    cdef object run(self, list tensors, ReplayPlan plan, object call, tuple args, dict kwargs):
+    cdef object run(self, list tensors, ReplayPlan plan, object call, tuple args, dict kwargs,
+                    bint single):
         """Replay on `tensors` (the externals, checked by the caller): the outputs as tensors
         (linked into the tape as one node when a gradient flows), or None when the plan's value
         guards say the replay differs from an eager run.  call(*args, **kwargs): the function,
-        run again eagerly by a create_graph backward."""
+        run again eagerly by a create_graph backward (kwargs None: none).  single: the program
+        has one output, returned as the tensor itself (no list around it)."""
         cdef Py_ssize_t k, j, n_out = len(self.outputs)
         cdef BufferSet bs
         rng_state = None
@@ -1203,25 +1214,22 @@ cdef class Program:
                 raise
         if not recording:
             bs.in_use = False
+            if single:
+                return wrap(bs.arrays[<Py_ssize_t>self.outputs[0]])
             return [wrap(bs.arrays[k]) for k in self.outputs]
         # The backward reads some of the program's buffers (a saved exp or tanh output, a
         # product's operands), and eager's version check cannot see a write into a fresh tensor
         # wrapped around one: the caller gets its own copy of each such buffer the program owns,
         # so `y = f(x); y.mul_(2)` before backward cannot change what the backward reads (outputs
         # that view an external stay views; an output no backward reads needs no copy).
-        cdef list results = PyList_New(n_out)
-        cdef TensorBase t
-        for j in range(n_out):
-            o = bs.arrays[<Py_ssize_t>self.outputs[j]]
-            if self.out_copy[j] and cnp.PyArray_CHKFLAGS(<cnp.ndarray>o, cnp.NPY_ARRAY_OWNDATA):
-                o = cnp.PyArray_NewCopy(<cnp.ndarray>o, cnp.NPY_CORDER)
-            t = wrap(o)
-            made = self.out_call[j]
-            if made is not None:        # a re-run op's result: writes bump its version too
-                made_by = bs.calls[<Py_ssize_t>(<tuple>made)[0]]
-                t._version = version_of(
-                    <TensorBase>(<tuple>(<tuple>made_by)[0])[<Py_ssize_t>(<tuple>made)[1]])
-            list_put(results, j, t)
+        cdef list results
+        if single:
+            results = None
+            t0 = self.output_tensor(bs, 0)
+        else:
+            results = PyList_New(n_out)
+            for j in range(n_out):
+                list_put(results, j, self.output_tensor(bs, j))
         # (a new node per replay: a pooled set keeping its last node for the next replay made
         # a cycle, Program -> pool -> set -> node -> Program, so a dead compiled function's
         # buffers and its last call's inputs waited for the cyclic collector)
@@ -1234,8 +1242,8 @@ cdef class Program:
             node.versions = [(version_of(<TensorBase>tensors[k]),
                               version_of(<TensorBase>tensors[k]).value) for k in plan.saved_ext]
             for k in plan.saved_out:    # an in-place write to one raises at backward, as eager
-                node.versions.append((version_of(<TensorBase>results[k]),
-                                      version_of(<TensorBase>results[k]).value))
+                o = results[k] if results is not None else t0
+                node.versions.append((version_of(<TensorBase>o), version_of(<TensorBase>o).value))
         node.inputs = tensors           # (a fresh list: call_externals')
         node.plan, node.call, node.args, node.kwargs = plan, call, args, kwargs
         node.rng_state = rng_state
@@ -1243,25 +1251,48 @@ cdef class Program:
             self.input_meta = tuple([((<TensorBase>t)._array.shape, (<TensorBase>t)._array.dtype)
                                      for t in tensors])
             self.output_meta = tuple([((<TensorBase>t)._array.shape, (<TensorBase>t)._array.dtype)
-                                      for t in results])
+                                      for t in (results if results is not None else [t0])])
         node._input_meta = self.input_meta
         node._output_meta = self.output_meta
         if ANOMALY_MODE:                # the general path takes the anomaly trace
+            if results is None:
+                results = [t0]
             non_diff = tuple([results[k] for k in range(n_out)
                               if not self.grad[self.outputs[k]]])
             out = _function_record(node, tuple(tensors), tuple(results), (), non_diff)
+            if single:
+                return out[0] if isinstance(out, tuple) else out
             return list(out) if isinstance(out, tuple) else [out]   # (a list: replay's cast)
-        self.record(node, tensors, results)
+        if single:
+            self.record(node, tensors, None, t0)
+            return t0
+        self.record(node, tensors, results, None)
         return results
 
-    cdef int record(self, CompiledFunctionBackward node, list tensors, list results) except -1:
+    cdef TensorBase output_tensor(self, BufferSet bs, Py_ssize_t j):
+        """Output j of a recorded replay as the tensor handed to the caller."""
+        o = bs.arrays[<Py_ssize_t>self.outputs[j]]
+        if self.out_copy[j] and cnp.PyArray_CHKFLAGS(<cnp.ndarray>o, cnp.NPY_ARRAY_OWNDATA):
+            o = cnp.PyArray_NewCopy(<cnp.ndarray>o, cnp.NPY_CORDER)
+        cdef TensorBase t = wrap(o)
+        made = self.out_call[j]
+        if made is not None:            # a re-run op's result: writes bump its version too
+            made_by = bs.calls[<Py_ssize_t>(<tuple>made)[0]]
+            t._version = version_of(
+                <TensorBase>(<tuple>(<tuple>made_by)[0])[<Py_ssize_t>(<tuple>made)[1]])
+        return t
+
+    cdef int record(self, CompiledFunctionBackward node, list tensors, list results,
+                    object only) except -1:
         """Link the results into the tape as _function_record does for a custom Function's
         outputs (one OP_FUNCTION record holding the node, one OP_FN_OUTPUT record per output a
         gradient flows through), specialised to what a replay gives it: fresh float results, no
         in-place outputs, metadata computed once.  One output (a loss): the OP_FUNCTION record
-        is the output's own node (scalar ONE_RECORD), one record for the whole call."""
-        cdef Py_ssize_t n_in = len(tensors), n_out = len(results), j, fi, si
-        cdef bint one = n_out == 1 and self.grad[self.outputs[0]]
+        is the output's own node (scalar ONE_RECORD), one record for the whole call.  `only`:
+        the one output, given without a list (results None)."""
+        cdef Py_ssize_t n_in = len(tensors), j, fi, si
+        cdef Py_ssize_t n_out = len(results) if results is not None else 1
+        cdef bint one = n_out == 1 and self.grad[<Py_ssize_t>self.outputs[0]]
         cdef Py_ssize_t few[8]
         cdef Py_ssize_t* inp = &few[0]
         if n_in > 8:
@@ -1282,16 +1313,16 @@ cdef class Program:
         keep(&TAPE.recs[fi].aux, node)
         if one:                         # the output holds the record's one reference
             TAPE.recs[fi].scalar = ONE_RECORD
-            t = <TensorBase>results[0]
+            t = <TensorBase>(results[0] if results is not None else only)
             TAPE.recs[fi].out = <PyObject*>t
             t._node = fi
             t._requires_grad = True
             return 0
         TAPE.recs[fi].scalar = <double>n_out
         for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest, as there
-            if not self.grad[self.outputs[j]]:
+            if not self.grad[<Py_ssize_t>self.outputs[j]]:
                 continue
-            t = <TensorBase>results[j]
+            t = <TensorBase>(results[j] if results is not None else only)
             si = TAPE.append(OP_FN_OUTPUT, 1, &fi)
             TAPE.recs[si].scalar = <double>j
             TAPE.recs[si].out = <PyObject*>t
@@ -1442,12 +1473,12 @@ cdef class CompiledFunctionBackward(CompiledBackward):
         cdef list kept = self.program.state_before_rerun(self.inputs)
         try:
             if self.rng_state is None:
-                return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
+                return self.plan.program_outputs(self.call(*self.args, **(self.kwargs or {})))
             bits = self.program.global_rng().bit_generator
             now = bits.state
             bits.state = self.rng_state
             try:
-                return self.plan.program_outputs(self.call(*self.args, **self.kwargs))
+                return self.plan.program_outputs(self.call(*self.args, **(self.kwargs or {})))
             finally:
                 bits.state = now
         finally:
@@ -2031,9 +2062,12 @@ cdef class ReplayPlan:
         tensors = call_externals(self.sources, self.ext_meta, flat)
         if tensors is None:
             return NOT_REPLAYED
-        outs = self.program.run(<list>tensors, self, call, args, kwargs)
+        cdef bint single = self.direct and self.structure is None and len(self.output_map) == 1
+        outs = self.program.run(<list>tensors, self, call, args, kwargs, single)
         if outs is None:
             return NOT_REPLAYED
+        if single:                      # fn returns the Program's one output
+            return outs
         if self.direct:                 # fn returns the Program's outputs, in order
             if self.structure is None:
                 return (<list>outs)[0]
@@ -2139,20 +2173,45 @@ cdef bint same_signature(tuple key, tuple args) except -1:
     return True
 
 
+cdef extern from *:
+    """
+    /* The compiled function's type takes calls by vectorcall (PEP 590) through a function
+       pointer each instance holds `offset` bytes in: a call from Python reaches the replay
+       without the argument tuple and keyword dict of tp_call. */
+    static int tg_enable_vectorcall(PyObject* type, Py_ssize_t offset) {
+        PyTypeObject* t = (PyTypeObject*)type;
+        t->tp_vectorcall_offset = offset;
+        t->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
+        PyType_Modified(t);
+        return 0;
+    }
+    """
+    ctypedef PyObject* (*vectorcallfunc)(PyObject* callable, PyObject* const* args,
+                                         size_t nargsf, PyObject* kwnames)
+    int enable_vectorcall "tg_enable_vectorcall" (object type, Py_ssize_t offset) except -1
+    Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
+
+
 cdef class CompiledCall:
     """The call path of tapegrad.compile's CompiledFunction (its Python subclass adds the
     capture, explain() ...): a replayable signature is replayed here, anything else goes to
     self._slow_call(args, kwargs, flat, key, plan, guard_failed).
 
-    The plan the previous call replayed is kept with its signature key: a call with the same
-    positional arguments (no keywords, no lists or tuples) is matched against that key in place
-    (same_signature) instead of building its key and looking it up - what most loops do."""
+    Calls arrive by vectorcall (compiled_call_vectorcall; tp_call is the same path for callers
+    that hold an argument tuple).  The plan the previous call replayed is kept with its
+    signature key: a call with the same positional arguments (no keywords, no lists or tuples)
+    is matched against that key in place (same_signature) instead of building its key and
+    looking it up - what most loops do."""
+    cdef vectorcallfunc entry           # what a vectorcall of this object runs
     cdef public object fn
     cdef public dict _plans
     cdef dict _stats
     cdef Py_ssize_t replays             # replays not yet added to _stats["replays"]
     cdef public ReplayPlan _last_plan   # the plan the previous call replayed, and its key
     cdef public tuple _last_key
+
+    def __cinit__(self):
+        self.entry = <vectorcallfunc>compiled_call_vectorcall
 
     @property
     def stats(self):
@@ -2168,17 +2227,25 @@ cdef class CompiledCall:
         self.replays = 0
 
     def __call__(self, *args, **kwargs):
+        return self.call(args, kwargs)
+
+    cdef object call(self, tuple args, dict kwargs):
+        """The call fn(*args, **kwargs) (kwargs None: no keywords)."""
         cdef ReplayPlan plan = self._last_plan
         if saved_hooks_on():            # a replay would bypass the pack and unpack hooks
-            return self.fn(*args, **kwargs)
+            return self.fn(*args, **(kwargs or {}))
         if plan is not None and not kwargs and same_signature(self._last_key, args):
             if env_holds(plan.env):
                 out = plan.replay(args, self.fn, args, kwargs)
                 if out is not NOT_REPLAYED:
                     self.replays += 1
                     return out
+            if kwargs is None:
+                kwargs = {}
             flat, key = call_key(args, kwargs)
             return self._slow_call(args, kwargs, flat, key, plan, True)     # a guard failed
+        if kwargs is None:
+            kwargs = {}
         flat, key = call_key(args, kwargs)
         try:
             found = self._plans.get(key)
@@ -2194,3 +2261,38 @@ cdef class CompiledCall:
                     return out
             return self._slow_call(args, kwargs, flat, key, plan, True)     # a guard failed
         return self._slow_call(args, kwargs, flat, key, found, False)
+
+
+cdef object compiled_call_vectorcall(PyObject* callable, PyObject** argv, size_t nargsf,
+                                     PyObject* kwnames):
+    """CompiledCall's vectorcall: the positional arguments as a tuple (kept by a replay's node
+    for a create_graph re-run), keywords (rare) as a dict."""
+    cdef Py_ssize_t n = PyVectorcall_NARGS(nargsf), j, n_kw
+    cdef tuple args = PyTuple_New(n)
+    for j in range(n):
+        Py_INCREF(<object>argv[j])      # (PyTuple_SET_ITEM steals a reference)
+        PyTuple_SET_ITEM(args, j, <object>argv[j])
+    if kwnames == NULL:
+        return (<CompiledCall><object>callable).call(args, None)
+    cdef dict kwargs = {}
+    n_kw = len(<tuple><object>kwnames)
+    for j in range(n_kw):
+        kwargs[(<tuple><object>kwnames)[j]] = <object>argv[n + j]
+    return (<CompiledCall><object>callable).call(args, kwargs)
+
+
+cdef Py_ssize_t vectorcall_offset():
+    """Where a CompiledCall holds its vectorcall function (the same in every subclass)."""
+    cdef CompiledCall probe = CompiledCall.__new__(CompiledCall)
+    return <Py_ssize_t>(<char*>&probe.entry - <char*><PyObject*>probe)
+
+
+def _enable_vectorcall(type cls):
+    """Make calls of `cls` (CompiledCall or a subclass that keeps its __call__) vectorcalls: a
+    Python subclass does not inherit the flag (Python 3.11)."""
+    if not issubclass(cls, CompiledCall) or cls.__call__ is not CompiledCall.__call__:
+        raise TypeError(f"{cls.__name__} does not take CompiledCall's call path")
+    enable_vectorcall(cls, vectorcall_offset())
+
+
+_enable_vectorcall(CompiledCall)
