@@ -106,14 +106,19 @@ cdef inline object operand_value(object x, object dt):
 
 
 cdef object as_operand(object x):
-    """Normalise a non-tensor operand: Python scalars stay, numpy scalars become Python scalars,
-    arrays and sequences become tensors; anything else is not ours to handle."""
+    """Normalise a non-tensor operand: Python scalars stay, numpy scalars become Python scalars;
+    anything else, an ndarray included, is not ours to handle (NotImplemented).
+
+    An ndarray is not a Tensor to PyTorch's argument parser, so its operators return
+    NotImplemented and Python hands `t + array` to numpy: ndarray's reflected method runs the
+    ufunc, which reads the tensor through Tensor.__array__ (numpy() refuses a tensor that
+    requires grad) and wraps numpy's result (numpy's dtype, no graph) through __array_wrap__;
+    `array + t` defers to Tensor's reflected method by __array_priority__ and fails alike.  The
+    named forms (torch.add(t, array)) raise TypeError.  Only Tensor.__eq__ takes an array."""
     if isinstance(x, np.generic):       # before float: np.float64 subclasses float, but numpy
         return x.item()                 # treats it as a typed (not weak) scalar
     if isinstance(x, (TensorBase, float, int)):
         return x
-    if isinstance(x, np.ndarray):
-        return wrap(x)
     return NotImplemented
 
 

@@ -1060,6 +1060,14 @@ def logical_xor(TensorBase input, other):
 
 
 def tensor_eq(self, other):
+    if cnp.PyArray_Check(other):
+        # PyTorch's __eq__ alone of the operators takes an ndarray (as_operand says why the
+        # others leave it to numpy): as torch.from_numpy(other), compared by PyTorch's rules (a
+        # 0-d array as a 0-d tensor); a dtype no tensor has gives NotImplemented.
+        try:
+            other = tensor_from_numpy(other)
+        except TypeError:
+            return NotImplemented
     return elementwise_nograd(CMP_EQ, self, other, True)
 
 def tensor_ne(self, other):
