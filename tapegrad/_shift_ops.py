@@ -46,6 +46,7 @@ def _shift(input, other, left: bool, name: str):
                         f"({type(input).__name__}, {type(other).__name__}), but expected one of:\n"
                         f" * (Tensor input, Tensor other)\n * (Scalar self, Tensor other)\n"
                         f" * (Tensor input, Scalar other)")
+    input, other = _core.number_operand(input), _core.number_operand(other)
     dt = _result_dtype(input, other)
     if dt.kind not in "iu":
         raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for "
