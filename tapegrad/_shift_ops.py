@@ -1,5 +1,5 @@
 """Bit shifts (<<, >>, bitwise_left_shift, bitwise_right_shift) and the in-place operator forms
-the compiled core lacks (&=, |=, ^=, <<=, >>=, **=).
+the compiled core lacks (&=, |=, ^=, <<=, >>=, **=, //=, %=).
 
 Shifts follow PyTorch's integer rules: the operands promote as for arithmetic, a shift by a
 negative amount or by at least the type's width gives 0 (a right shift of a negative value gives
@@ -30,9 +30,23 @@ def _result_dtype(input, other) -> np.dtype:
     return np.dtype(np.int64) if dt.kind == "b" and not both_tensors else dt
 
 
+def _takes(other) -> bool:
+    """Whether PyTorch's operators take `other`: a tensor or a (Python or numpy) number.  For
+    anything else, an ndarray included, they return NotImplemented and Python goes on to the
+    other operand's reflected method (`t << array`: numpy's ufunc; see _core.as_operand), and an
+    in-place operator falls back to the out-of-place one, rebinding the name."""
+    return isinstance(other, (TensorBase, bool, int, float, complex, np.generic))
+
+
 def _shift(input, other, left: bool, name: str):
     if not isinstance(input, TensorBase) and not isinstance(other, TensorBase):
         raise TypeError(f"{name}(): expected a Tensor")
+    if not (_takes(input) and _takes(other)):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({type(input).__name__}, {type(other).__name__}), but expected one of:\n"
+                        f" * (Tensor input, Tensor other)\n * (Scalar self, Tensor other)\n"
+                        f" * (Tensor input, Scalar other)")
+    input, other = _core.number_operand(input), _core.number_operand(other)
     dt = _result_dtype(input, other)
     if dt.kind not in "iu":
         raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for "
@@ -84,26 +98,49 @@ def _become_result(self, result):
     return out
 
 
+def _operator(fn):
+    """fn as an operator: NotImplemented for an operand PyTorch's operators do not take."""
+    def operator(self, other):
+        return fn(self, other) if _takes(other) else NotImplemented
+    return operator
+
+
+@_operator
 def _iand(self, other):
     return _write_back(self, self & other)
 
 
+@_operator
 def _ior(self, other):
     return _write_back(self, self | other)
 
 
+@_operator
 def _ixor(self, other):
     return _write_back(self, self ^ other)
 
 
+@_operator
 def _ilshift(self, other):
     return _write_back(self, bitwise_left_shift(self, other))
 
 
+@_operator
 def _irshift(self, other):
     return _write_back(self, bitwise_right_shift(self, other))
 
 
+@_operator
+def _ifloordiv(self, other):
+    return self.floor_divide_(other)
+
+
+@_operator
+def _imod(self, other):
+    return self.remainder_(other)
+
+
+@_operator
 def _ipow(self, other):
     source = self.clone()
     result = source ** other
@@ -119,12 +156,13 @@ def register(namespace: dict, tensor_cls) -> None:
     methods = {
         "bitwise_left_shift": bitwise_left_shift,
         "bitwise_right_shift": bitwise_right_shift,
-        "__lshift__": bitwise_left_shift,
-        "__rshift__": bitwise_right_shift,
-        "__rlshift__": lambda self, other: bitwise_left_shift(other, self),
-        "__rrshift__": lambda self, other: bitwise_right_shift(other, self),
-        "__iand__": _iand, "__ior__": _ior, "__ixor__": _ixor,
-        "__ilshift__": _ilshift, "__irshift__": _irshift, "__ipow__": _ipow,
+        "__lshift__": _operator(bitwise_left_shift),
+        "__rshift__": _operator(bitwise_right_shift),
+        "__rlshift__": _operator(lambda self, other: bitwise_left_shift(other, self)),
+        "__rrshift__": _operator(lambda self, other: bitwise_right_shift(other, self)),
+        "__iand__": _iand, "__ior__": _ior, "__ixor__": _ixor, "__ilshift__": _ilshift,
+        "__irshift__": _irshift, "__ipow__": _ipow, "__ifloordiv__": _ifloordiv,
+        "__imod__": _imod,
     }
     for name, fn in methods.items():
         if not has_member(tensor_cls, name):

@@ -288,9 +288,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with numpy array `array`."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
-    _check_byte_order(array)
-    _core.np_dtype_of(array.dtype)
-    return _make(array, False)
+    return _core.tensor_from_numpy(array)
 
 
 def _default_complex() -> np.dtype:

@@ -5,7 +5,8 @@
 
 include "module_prelude.pxi"
 
-from tapegrad._core import NN_FUNCTIONS, TENSOR_METHODS, TORCH_FUNCTIONS, neg, relu, tanh
+from tapegrad._core import (NN_FUNCTIONS, TENSOR_METHODS, TORCH_FUNCTIONS, neg, relu, tanh,
+                            tensor_from_numpy)
 
 include "ops_unary.pxi"
 include "ops_math.pxi"

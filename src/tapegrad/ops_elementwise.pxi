@@ -106,15 +106,35 @@ cdef inline object operand_value(object x, object dt):
 
 
 cdef object as_operand(object x):
-    """Normalise a non-tensor operand: Python scalars stay, numpy scalars become Python scalars,
-    arrays and sequences become tensors; anything else is not ours to handle."""
+    """Normalise a non-tensor operand: Python scalars stay, numpy scalars become Python scalars;
+    anything else, an ndarray included, is not ours to handle (NotImplemented).
+
+    An ndarray is not a Tensor to PyTorch's argument parser, so its operators return
+    NotImplemented and Python hands `t + array` to numpy: ndarray's reflected method runs the
+    ufunc, which reads the tensor through Tensor.__array__ (numpy() refuses a tensor that
+    requires grad) and wraps numpy's result (numpy's dtype, no graph) through __array_wrap__;
+    `array + t` defers to Tensor's reflected method by __array_priority__ and fails alike.  The
+    named forms (torch.add(t, array)) raise TypeError.  Only Tensor.__eq__ takes an array."""
     if isinstance(x, np.generic):       # before float: np.float64 subclasses float, but numpy
-        return x.item()                 # treats it as a typed (not weak) scalar
+        if isinstance(x, np.bool_):     # treats it as a typed (not weak) scalar
+            return float(x)             # PyTorch's Scalar: a numpy bool is neither a Python
+        return x.item()                 # bool nor a numpy int, so it is read as a double
     if isinstance(x, (TensorBase, float, int)):
         return x
-    if isinstance(x, np.ndarray):
-        return wrap(x)
     return NotImplemented
+
+
+def number_operand(x):
+    """as_operand for the Python-level ops: a numpy scalar as the Python number PyTorch reads it
+    as (a numpy bool as a double); anything else as it is."""
+    y = as_operand(x)
+    return x if y is NotImplemented else y
+
+
+cdef inline bint takes_operand(object x):
+    """Whether the binary ops take x: a tensor or a Python or numpy number (complex included);
+    not an ndarray (as_operand)."""
+    return is_complex_operand(x) or as_operand(x) is not NotImplemented
 
 
 # The named forms whose PyTorch signature has a Number overload report "invalid combination"
@@ -457,6 +477,8 @@ cdef object binary_general(int op, object a, object b):
         A = a
         B = (<TensorBase>b)._array
         promote = not is_float_num(cnp.PyArray_TYPE(B))
+    if promote and not (takes_operand(a) and takes_operand(b)):
+        return NotImplemented                            # (an ndarray: before any other check)
     # Only an operand off the fast path (any non-float tensor) or a Python bool can be a bool:
     # the fast path pays two pointer compares, not two dtype lookups.
     if (op == OP_SUB or op == OP_RSUB) and (promote or type(a) is bool or type(b) is bool):

@@ -209,6 +209,12 @@ cdef object inplace_binary(int op, TensorBase self, object other):
     """self (op)= other, recorded when a gradient must flow through it."""
     if is_meta_tensor(other):                           # written into a CPU tensor: refused
         return meta_entry("inplace", (self, other))
+    if not (kernel_scalar(other) or isinstance(other, (TensorBase, complex))) and (
+            as_operand(other) is NotImplemented):
+        # An operand the op does not take (an ndarray: as_operand) is refused before the leaf
+        # and view checks, as by PyTorch's argument parser: `t += array` then rebinds t to
+        # t + array (numpy's result), the named forms raise TypeError.
+        return NotImplemented
     fresh_operands(self, other)
     cdef bint recording = records(self, other)
     if recording:

@@ -436,9 +436,7 @@ cdef bint merges(object X, int keep):
 
 
 def _matmul_op(self, other):
-    """Tensor.__matmul__: self @ other."""
-    if isinstance(other, np.ndarray):
-        other = wrap(other)
+    """Tensor.__matmul__: self @ other (only tensors: an ndarray is numpy's, see as_operand)."""
     if not isinstance(other, TensorBase):
         return NotImplemented
     return matmul(self, other)

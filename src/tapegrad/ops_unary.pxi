@@ -981,10 +981,9 @@ cdef object elementwise_nograd(int which, object a, object b, bint dunder):
     """A comparison, bitwise or logical op of two operands (a tensor and a tensor or Python
     number), computed in their promoted dtype.  Dunders return NotImplemented for other types
     (so `t == None` is False and `t < None` a TypeError, as in PyTorch)."""
-    if is_complex_operand(a) or is_complex_operand(b):
-        return complex_call("compare", (CMP_NAMES[which], a, b))
-    a2 = as_operand(a)
-    b2 = as_operand(b)
+    cdef bint complex_op = is_complex_operand(a) or is_complex_operand(b)
+    a2 = a if complex_op and is_complex_operand(a) else as_operand(a)
+    b2 = b if complex_op and is_complex_operand(b) else as_operand(b)
     if a2 is NotImplemented or b2 is NotImplemented or (which >= LOGIC_AND and not (
             isinstance(a2, TensorBase) and isinstance(b2, TensorBase))):
         if dunder:
@@ -995,6 +994,11 @@ cdef object elementwise_nograd(int which, object a, object b, bint dunder):
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
                         f"({type(a).__name__}, {type(b).__name__}), but expected one of:\n"
                         f" * (Tensor input, Tensor other)\n * (Tensor input, Number other)")
+    sa, sb = operand_shape(a2), operand_shape(b2)
+    if sa != sb and isinstance(a2, TensorBase) and isinstance(b2, TensorBase):
+        broadcast_shapes_torch(sa, sb)                   # PyTorch's message, complex included
+    if complex_op:
+        return complex_call("compare", (CMP_NAMES[which], a, b))
     dt = promote2(a2, b2) if isinstance(a2, TensorBase) else promote2(b2, a2)
     if BIT_AND <= which <= BIT_XOR and dt.kind == "f":
         raise NotImplementedError(f"\"{CMP_NAMES[which]}_cpu\" not implemented for "
@@ -1004,9 +1008,6 @@ cdef object elementwise_nograd(int which, object a, object b, bint dunder):
         check_scalar_fits(b2, dt)
     A = operand_value(a2, dt)
     B = operand_value(b2, dt)
-    sa, sb = operand_shape(a2), operand_shape(b2)
-    if sa != sb and isinstance(a2, TensorBase) and isinstance(b2, TensorBase):
-        broadcast_shapes_torch(sa, sb)
     return wrap(nd((<object>CMP_UFUNCS[which])(A, B)))
 
 
@@ -1060,6 +1061,14 @@ def logical_xor(TensorBase input, other):
 
 
 def tensor_eq(self, other):
+    if cnp.PyArray_Check(other):
+        # PyTorch's __eq__ alone of the operators takes an ndarray (as_operand says why the
+        # others leave it to numpy): as torch.from_numpy(other), compared by PyTorch's rules (a
+        # 0-d array as a 0-d tensor); a dtype no tensor has gives NotImplemented.
+        try:
+            other = tensor_from_numpy(other)
+        except TypeError:
+            return NotImplemented
     return elementwise_nograd(CMP_EQ, self, other, True)
 
 def tensor_ne(self, other):

@@ -61,6 +61,39 @@ def wrap_array(object arr, bint requires_grad=False):
     return t
 
 
+# PyTorch's numpy dtype refusal lists the types tensor_from_numpy takes.
+cdef str NUMPY_TYPES_TAKEN = ("float64, float32, float16, complex64, complex128, int64, int32, "
+                              "int16, int8, uint64, uint32, uint16, uint8, and bool")
+
+
+def tensor_from_numpy(cnp.ndarray arr):
+    """torch.from_numpy's tensor on ndarray `arr`'s memory (not copied), with PyTorch's refusals
+    in its order: strides that are not whole elements, negative strides, a foreign byte order
+    (ValueError), a dtype no tensor has (TypeError).  Also Tensor.__eq__'s conversion of an
+    array operand, so `t == a[::-1]` raises as in PyTorch."""
+    cdef int i, nd_ = cnp.PyArray_NDIM(arr)
+    cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(arr)
+    for i in range(nd_):
+        if item and cnp.PyArray_STRIDE(arr, i) % item:
+            raise ValueError("given numpy array strides not a multiple of the element byte size. "
+                             "Copy the numpy array to reallocate the memory.")
+    for i in range(nd_):
+        if cnp.PyArray_STRIDE(arr, i) < 0:
+            raise ValueError("At least one stride in the given numpy array is negative, and "
+                             "tensors with negative strides are not currently supported. (You "
+                             "can probably work around this by making a copy of your array  with "
+                             "array.copy().) ")
+    dt = arr.dtype
+    if not dt.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte "
+                         "order. Conversion between byte orders is currently not supported.")
+    if not ((dt.kind == "f" and item in (2, 4, 8)) or (dt.kind == "c" and item in (8, 16))
+            or (dt.kind in "iu" and item in (1, 2, 4, 8)) or dt.kind == "b"):
+        raise TypeError(f"can't convert np.ndarray of type numpy.{dt.type.__name__}. The only "
+                        f"supported types are: {NUMPY_TYPES_TAKEN}.")
+    return wrap_array(arr)
+
+
 cdef class Version:
     """The version counter of a storage, shared by the tensors that view it (tensor._version)."""
 
@@ -620,7 +653,17 @@ cdef class TensorBase:
         # other (other / self rounds differently at times).  torch.div(other, self) divides.
         if is_meta_tensor(self):
             return binary_op(OP_DIV, other, self)
-        return binary_op(OP_MUL, TORCH_FUNCTIONS["reciprocal"](self), other)
+        recip = TORCH_FUNCTIONS["reciprocal"](self)
+        res = binary_op(OP_MUL, recip, other)
+        if res is not NotImplemented:
+            return res
+        # PyTorch's __rdiv__ multiplies with Python's `*`, under a wrapper that turns a
+        # TypeError into NotImplemented: an operand mul refuses goes on to its reflected method
+        # (array / t: ndarray.__rmul__, numpy's ufunc on the reciprocal, see as_operand).
+        try:
+            return recip * other
+        except TypeError:
+            return NotImplemented
 
     def __pow__(self, other, modulo):
         if modulo is not None:
