@@ -25,6 +25,7 @@
 /* The lookup tables every level shares (declared in vecmath_impl.h). */
 const double tg_vm_erf_table[] = VM_ERF_TABLE;
 const double tg_vm_log_table[] = VM_LOG_TABLE;
+const double tg_vm_pow_exp_table[] = VM_POW_EXP_TABLE;
 
 static const uint64_t two_over_pi_words[20] = VM_TWO_OVER_PI_WORDS;
 
