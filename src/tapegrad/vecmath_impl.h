@@ -517,8 +517,9 @@ static inline vd erf_f32_core(vd x)
  * the critical path (the former double-double log summed everything through error-free
  * additions and evaluated its polynomials by Horner's rule, ~2x the latency), so polynomials are
  * evaluated by Estrin's scheme.
- * exp: e^(th + tl), K = round(th 128/ln2) = 128 n + i, th + tl = K ln2/128 + r (the product with
- * ln2/128's leading part subtracted exactly by an FMA), |r| < 0.0031, e^t = 2^n 2^(i/128) e^r with
+ * exp: e^(th + tl), K = round(th 128/ln2) = 128 n + i (from y 128/ln2 times log's hi: it does not
+ * wait for th, and any integer near serves), th + tl = K ln2/128 + r (the product with ln2/128's
+ * leading part subtracted exactly by an FMA), |r| < 0.0031, e^t = 2^n 2^(i/128) e^r with
  * 2^(i/128) = s_i (1 + tail_i) from the table and 2^n added to s_i's exponent bits, e^r - 1 by
  * Taylor's polynomial to r^5 (float32: r^3): s (1 + (tail + r + ...)) is rounded once (FMA).
  * |th| > 708 (a result that overflows, is subnormal or 0: rare) takes a branch that clamps th and
@@ -580,8 +581,9 @@ static inline vd pow_log(vd ax, vd *lo_out)
     return y;
 }
 
-/* e^(th - ntl), |ntl| <= ~2^-52 |th| (float32: ntl = 0 and a shorter polynomial). */
-static inline vd pow_exp(vd th, vd ntl, int f32)
+/* e^(th - ntl), |ntl| <= ~2^-52 |th| (float32: ntl = 0 and a shorter polynomial); zk = th 128/ln2
+ * + MAGIC (the caller's product: from y's multiple and log's hi it does not wait for th). */
+static inline vd pow_exp(vd th, vd ntl, vd zk, int f32)
 {
     int rare = vm_any(vd_gt(vd_abs(th), vd_set(708.0)));
     vd bias = vd_set(0.0), scale2 = vd_set(1.0);
@@ -590,12 +592,12 @@ static inline vd pow_exp(vd th, vd ntl, int f32)
         vd xc = vd_min(vd_set(720.0), vd_max(vd_set(-760.0), th));
         ntl = vd_select(vd_eq(xc, th), ntl, vd_set(0.0));
         th = xc;
+        zk = vd_fma_exact(th, vd_set(VM_POW_N_OVER_LN2), vd_set(VM_MAGIC));
         vm pos = vd_gt(th, vd_set(0.0));
         bias = vd_select(pos, vi_as_vd(vi_set(UINT64_C(0) - (UINT64_C(600) << 52))),
                          vi_as_vd(vi_set(UINT64_C(600) << 52)));
         scale2 = vd_select(pos, vd_set(0x1p600), vd_set(0x1p-600));
     }
-    vd zk = vd_fma_exact(th, vd_set(VM_POW_N_OVER_LN2), vd_set(VM_MAGIC));
     vd kd = vd_sub(zk, vd_set(VM_MAGIC));
     vi ki = vd_as_vi(zk);                         /* K in the low bits */
     vd r = vd_fma_exact(kd, vd_set(-VM_POW_LN2N_HI), th);     /* exact */
@@ -603,6 +605,7 @@ static inline vd pow_exp(vd th, vd ntl, int f32)
     vd tail, sbits;
     vd_lookup2(tg_vm_pow_exp_table, vi_and(ki, vi_set((1u << VM_POW_EXP_BITS) - 1)), &tail, &sbits);
     vd s = vi_as_vd(vi_add(vd_as_vi(sbits), vi_shl(ki, 52 - VM_POW_EXP_BITS)));
+    /* tail + r + r^2 (1/2 + r/6) + r^4 (1/24 + r/120) */
     vd z = vd_mul(r, r);
     vd c23 = vd_fma_exact(r, vd_set(1.0 / 6), vd_set(0.5));
     vd p = f32 ? c23 : vd_fma_exact(z, vd_fma_exact(r, vd_set(1.0 / 120), vd_set(1.0 / 24)), c23);
@@ -614,7 +617,8 @@ static inline vd pow_exp(vd th, vd ntl, int f32)
 
 /* What the loops need to know about the exponent y (finite, nonzero). */
 typedef struct {
-    double y, at_zero, at_inf;  /* |x|^y for |x| = 0 and inf */
+    double y, y_n;              /* y and y 128/ln2 (pow_exp's zk) */
+    double at_zero, at_inf;     /* |x|^y for |x| = 0 and inf */
     int odd, integer;           /* y an odd integer; y an integer */
 } pow_exponent;
 
@@ -622,6 +626,7 @@ static inline pow_exponent pow_exponent_of(double y)
 {
     pow_exponent e;
     e.y = y;
+    e.y_n = y * VM_POW_N_OVER_LN2;
     e.at_zero = y > 0 ? 0.0 : INFINITY;
     e.at_inf = y > 0 ? INFINITY : 0.0;
     e.integer = floor(y) == y;
@@ -630,9 +635,12 @@ static inline pow_exponent pow_exponent_of(double y)
     return e;
 }
 
-/* |x|^y = r for finite nonzero |x| to pow's value at every x. */
+/* From r = |x|^y (right for positive normal x) to pow's value at every x; the selects only for
+ * vectors that need them (a branch off the critical path: positive data never takes it). */
 static inline vd pow_specials(vd x, vd ax, vd r, const pow_exponent *pe)
 {
+    vm special = vm_or(vm_or(vd_lt(x, vd_set(0x1p-1022)), vd_gt(x, vd_set(0x1.fffffffffffffp+1023))), vd_isnan(x));
+    if (!vm_any(special)) return r;
     r = vd_select(vd_eq(ax, vd_set(0.0)), vd_set(pe->at_zero), r);
     r = vd_select(vd_eq(ax, vd_set(INFINITY)), vd_set(pe->at_inf), r);
     if (pe->odd)
@@ -651,7 +659,8 @@ static inline vd pow_core(vd x, const pow_exponent *pe)
     vd th = vd_mul(y, hi);
     /* th - y (hi + lo) = (th - y hi) - y lo, both products exactly */
     vd ntl = vd_fnma_exact(y, lo, vd_fnma_exact(y, hi, th));
-    return pow_specials(x, ax, pow_exp(th, ntl, 0), pe);
+    vd zk = vd_fma_exact(vd_set(pe->y_n), hi, vd_set(VM_MAGIC));
+    return pow_specials(x, ax, pow_exp(th, ntl, zk, 0), pe);
 }
 
 /* The tail goes through a masked load (lanes past the end read as 1) and a masked store (through a
@@ -691,7 +700,8 @@ static inline vd pow_f32_core(vd x, const pow_exponent *pe)
                         vd_fma_exact(z, vd_fma_exact(r, vd_set(1.0 / 5), vd_set(-1.0 / 4)),
                                      vd_fma_exact(r, vd_set(1.0 / 3), vd_set(-0.5))));
     vd lg = vd_add(c, vd_fma_exact(z, q, r));
-    return pow_specials(x, ax, pow_exp(vd_mul(vd_set(pe->y), lg), vd_set(0.0), 1), pe);
+    vd zk = vd_fma_exact(vd_set(pe->y_n), lg, vd_set(VM_MAGIC));
+    return pow_specials(x, ax, pow_exp(vd_mul(vd_set(pe->y), lg), vd_set(0.0), zk, 1), pe);
 }
 VM_POW_LOOP(f32, float, vd_load_f32, vd_load_f32_part_one, vd_store_f32, vd_store_f32_part,
             pow_f32_core)
