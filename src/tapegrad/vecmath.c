@@ -252,6 +252,8 @@ static inline int pow_level(size_t n)
     int level = tg_vm_level_fast();
 #if TG_VM_BUILD_AVX512
     if (level == TG_VM_AVX512 && n <= 4) level = TG_VM_AVX2;
+#else
+    (void)n;
 #endif
     return level;
 }
