@@ -308,6 +308,69 @@ def test_pow_tail_writes_only_its_elements_and_zeros_anywhere(vm, level, dtype, 
             assert (out[n:] == sentinel).all(), f"wrote beyond n={n}"
 
 
+def _pow_hard_cases(dtype, rng):
+    """(x, y) pairs where pow's float64 core is pushed hardest: results near overflow, underflow
+    and in the subnormal range (t = y log x near its ends, where t's absolute error is the
+    result's relative one), x next to 1 with huge exponents (log x tiny, y log x not), and x at
+    the edges of the log table's slices (r at its largest, the Fast2Sum steps at their limits)."""
+    big = 709.7 if dtype == np.float64 else 88.7
+    small = -745.1 if dtype == np.float64 else -103.9
+    for y in (0.37, -2.9, 13.5, -121.25, 3001.7):
+        t = np.concatenate([rng.uniform(big - 10, big + 0.1, 400), rng.uniform(small, small + 40, 400)])
+        with np.errstate(all="ignore"):
+            x = np.exp(t / float(dtype(y))).astype(dtype)
+        x = x[np.isfinite(x) & (x > 0)]
+        if x.size:
+            yield x, y
+    for k in ((3, 8, 14, 20) if dtype == np.float32 else (3, 8, 14, 20, 30, 45)):
+        x = (1 + rng.uniform(-1, 1, 400) * 2.0 ** -k).astype(dtype)
+        for y in (2.0 ** k * 5.3, -(2.0 ** k) * 7.1, 2.0 ** k * 600.5 / 8):
+            yield x, y
+    j = rng.integers(0, 128, 800).astype(np.uint64)
+    bits = np.uint64(0x3FE6A09E667F3BCD) + (j << np.uint64(45))
+    bits += rng.integers(-40, 40, 800).astype(np.int64).astype(np.uint64)
+    x = (bits.view(np.float64) * np.ldexp(1.0, rng.integers(-20, 20, 800))).astype(dtype)
+    for y in (1.7, -213.4, 5e4):
+        yield x, y
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+def test_pow_hard_cases_within_ulp_bound(vm, level, dtype):
+    for x, y in _pow_hard_cases(dtype, rng_for("powhard", dtype)):
+        yd = float(dtype(y))
+        got = vm.pow(x, yd)
+        ref = vs.pow_reference(x, yd)
+        err = vs.ulp_errors(got, ref)
+        assert err.max() <= vs.ULP_BOUND[dtype], f"y={yd}: " + _worst(x, got, ref, err)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+def test_pow_levels_give_the_same_bits(vm, dtype):
+    """Every multiply-add of pow is fused at every level (the portable one by C99's fma), so the
+    levels agree bit for bit: random, hard and special inputs, every tail length (at the AVX-512
+    level lengths up to 4 run the AVX2 kernel)."""
+    levels = vm.levels()
+    if len(levels) < 2:
+        pytest.skip("one dispatch level on this machine")
+    rng = rng_for("powlevels", dtype)
+    cases = [(_pow_inputs(dtype, rng), y) for y in (2.5, -0.7, 7.0, -3.0, 123.456, 1e-5)]
+    cases += list(_pow_hard_cases(dtype, rng))
+    cases += [(_pow_inputs(dtype, rng)[:n], 1.37) for n in range(1, 20)]
+    uint = np.uint64 if dtype == np.float64 else np.uint32
+    try:
+        for x, y in cases:
+            x = np.ascontiguousarray(x)
+            outs = {}
+            for name in levels:
+                vm.set_level(name)
+                outs[name] = vm.pow(x, float(dtype(y))).view(uint)
+            for name in levels[:-1]:
+                np.testing.assert_array_equal(outs[name], outs[levels[-1]],
+                                              err_msg=f"{name} vs {levels[-1]}, y={y}, n={x.size}")
+    finally:
+        vm.set_level(levels[-1])
+
+
 def test_pow_reference_agrees_with_mpmath():
     pytest.importorskip("mpmath")
     if not vs.LONGDOUBLE_IS_WIDE:

@@ -16,10 +16,17 @@ Each table row is four doubles (one 32-byte load per lane; vecmath's vd_lookup4)
   of a table load.  Fitted by least squares on the absolute error at Chebyshev nodes, one
   coefficient at a time (each fit after rounding the ones before it to float, which it absorbs):
   absolute error below 2^-29 per interval, far under the half ulp of the result's rounding.
-* VM_LOG_TABLE, the double-double log of float64 pow: for the 128 slices of the log kernel's
-  mantissa range [sqrt(1/2), sqrt(2)) (7 bits after the offset by sqrt(1/2)'s bits), invc, a
-  double near 1 / the slice's centre (exactly 1 for the slice holding 1, so that log stays
-  relatively accurate next to 1), and -log(invc) as a double-double; row = (invc, hi, lo, 0).
+* VM_LOG_TABLE, the log of pow (vecmath_impl.h: pow_log): for the 128 slices of the mantissa range
+  [sqrt(1/2), sqrt(2)) (7 bits after the offset by sqrt(1/2)'s bits), invc, a short number near
+  1 / the slice's centre (a multiple of 2^-7 below 1, of 2^-8 above: m invc then has at most 61
+  significant bits and |m invc - 1| < 2^-7, so r = m invc - 1 is exact in one FMA; exactly 1 for
+  the slice holding 1, so that log stays relatively accurate next to 1), and log c = -log(invc)
+  as hi + lo with hi on the grid of 2^-43, so that k ln2_hi + hi is exact for every exponent k;
+  row = (invc, hi, lo, 0).  Checked here: r exact, and |r| small enough against hi in every slice
+  that hi + r loses nothing to Fast2Sum (pow_log's error-free steps).
+* VM_POW_EXP_TABLE, the exponential of pow: 2^(i/128), i = 0 .. 127, as a double s_i and its
+  relative tail (2^(i/128) - s_i) / s_i, with s_i's bits stored less i << 45: adding k << 45 for
+  k = 128 n + i puts 2^n in the exponent field; row = (tail, bits).
 """
 from __future__ import annotations
 
@@ -93,13 +100,52 @@ def gelu_erf_columns(degree=7, nodes=80):
     return [[r[i] for r in rows] for i in range(degree + 2)]
 
 
+LOG_HI_GRID = mp.mpf(2) ** -43
+EXP_BITS = 7             # 2^(i / 128)
+
+
+def exponent(v) -> int:
+    """floor(log2 |v|) of a nonzero double."""
+    return int(mp.floor(mp.log(abs(mp.mpf(v)), 2)))
+
+
 def log_rows():
     shift = 52 - LOG_BITS
+    worst_r = mp.mpf(0)
     for j in range(1 << LOG_BITS):
-        lo = bits_to_double(SQRT_HALF_BITS + (j << shift))
-        hi = bits_to_double(SQRT_HALF_BITS + ((j + 1) << shift) - 1)
-        invc = 1.0 if lo <= 1.0 <= hi else float(2 / (mp.mpf(lo) + mp.mpf(hi)))
-        yield (invc, *dd(-mp.log(mp.mpf(invc))), 0.0)
+        lo = mp.mpf(bits_to_double(SQRT_HALF_BITS + (j << shift)))
+        hi = mp.mpf(bits_to_double(SQRT_HALF_BITS + ((j + 1) << shift) - 1))
+        if lo <= 1 <= hi:
+            candidates = [mp.mpf(1)]
+        else:
+            step = mp.mpf(2) ** (-7 if hi < 1 else -8)
+            centre = 2 / (lo + hi)
+            base = mp.floor(centre / step)
+            candidates = [base * step, (base + 1) * step]
+        best = None
+        for invc in candidates:
+            rmax = max(abs(lo * invc - 1), abs(hi * invc - 1))
+            logc = -mp.log(invc)
+            logc_hi = mp.nint(logc / LOG_HI_GRID) * LOG_HI_GRID
+            if rmax >= mp.mpf(2) ** -7:
+                continue                       # r = m invc - 1 would not be exact
+            if logc_hi != 0 and rmax >= mp.mpf(2) ** (exponent(logc_hi) + 1):
+                continue                       # k = 0: Fast2Sum of hi + r would not be exact
+            if best is None or rmax < best[0]:
+                best = (rmax, invc, logc_hi, logc - logc_hi)
+        assert best is not None, f"slice {j}: no invc meets the conditions"
+        worst_r = max(worst_r, best[0])
+        yield (float(best[1]), float(best[2]), float(best[3]), 0.0)
+    log_rows.worst_r = worst_r
+
+
+def pow_exp_rows():
+    for i in range(1 << EXP_BITS):
+        v = mp.mpf(2) ** (mp.mpf(i) / (1 << EXP_BITS))
+        s = float(v)
+        tail = float((v - mp.mpf(s)) / mp.mpf(s))
+        bits = struct.unpack("<Q", struct.pack("<d", s))[0] - (i << (52 - EXP_BITS))
+        yield (tail, bits_to_double(bits))
 
 
 def main():
@@ -120,11 +166,22 @@ def main():
     print("}\n\n/* float32 gelu's erf: per interval k (|z| near k / 2) c0h, c0l, c1 .. c7 */")
     for name, column in zip(["C0H", "C0L"] + [f"C{j}" for j in range(1, 8)], gelu_erf_columns()):
         print(f"#define VM_GELU_ERF_{name} {{ " + ", ".join(float(v).hex() + "f" for v in column) + " }")
-    print("\n/* invc, -log(invc) hi, lo, 0 */\n#define VM_LOG_TABLE { \\")
+    print(f"\n/* pow's log: invc, log c hi (on the 2^-43 grid), lo, 0 */\n#define VM_LOG_TABLE {{ \\")
     for values in log_rows():
         print(row(values) + " \\")
+    print("}")
+    print(f"/* |r| = |m invc - 1| < {float(log_rows.worst_r):.6g} in every slice */")
+    ln2n = mp.log(2) / (1 << EXP_BITS)
+    ln2n_hi = float(ln2n)
+    print(f"\n#define VM_POW_EXP_BITS {EXP_BITS}")
+    print(f"#define VM_POW_N_OVER_LN2 {float(1 / ln2n).hex()}")
+    print(f"#define VM_POW_LN2N_HI {ln2n_hi.hex()}")
+    print(f"#define VM_POW_LN2N_LO {float(ln2n - mp.mpf(ln2n_hi)).hex()}")
+    print("/* pow's exp: (2^(i/128) - s) / s, bits(s) - (i << 45) as a double */")
+    print("#define VM_POW_EXP_TABLE { \\")
+    for values in pow_exp_rows():
+        print(row(values) + " \\")
     print("}\n\n#endif")
-
 
 if __name__ == "__main__":
     main()

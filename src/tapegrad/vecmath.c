@@ -25,6 +25,7 @@
 /* The lookup tables every level shares (declared in vecmath_impl.h). */
 const double tg_vm_erf_table[] = VM_ERF_TABLE;
 const double tg_vm_log_table[] = VM_LOG_TABLE;
+const double tg_vm_pow_exp_table[] = VM_POW_EXP_TABLE;
 
 static const uint64_t two_over_pi_words[20] = VM_TWO_OVER_PI_WORDS;
 
@@ -243,12 +244,26 @@ static TG_VM_NOINLINE void pow_libm_f32(const float *x, float y, float *out, siz
     for (size_t i = 0; i < n; i++) out[i] = powf(x[i], y);
 }
 
+/* The level for a pow of n elements: at most 4 take AVX2's 4-lane kernel at the AVX-512 level too
+ * (the same bits; one 8-lane vector waits longer on CPUs that split 512-bit operations in two, and
+ * a short array is all latency). */
+static inline int pow_level(size_t n)
+{
+    int level = tg_vm_level_fast();
+#if TG_VM_BUILD_AVX512
+    if (level == TG_VM_AVX512 && n <= 4) level = TG_VM_AVX2;
+#else
+    (void)n;
+#endif
+    return level;
+}
+
 void tg_vm_pow_f64(const double *x, double y, double *out, size_t n)
 {
     if (y == 0.0 || !isfinite(y))
         pow_libm_f64(x, y, out, n);
     else
-        TG_VM_PICK(tg_vm_level_fast(), pow, f64)(x, y, out, n);
+        TG_VM_PICK(pow_level(n), pow, f64)(x, y, out, n);
 }
 
 void tg_vm_pow_f32(const float *x, float y, float *out, size_t n)
@@ -256,7 +271,7 @@ void tg_vm_pow_f32(const float *x, float y, float *out, size_t n)
     if (y == 0.0f || !isfinite(y))
         pow_libm_f32(x, y, out, n);
     else
-        TG_VM_PICK(tg_vm_level_fast(), pow, f32)(x, y, out, n);
+        TG_VM_PICK(pow_level(n), pow, f32)(x, y, out, n);
 }
 
 void tg_vm_gelu_f32(const float *x, float *y, size_t n)

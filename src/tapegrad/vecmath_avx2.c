@@ -41,6 +41,19 @@ static inline vd vd_load_f32_part(const float *p, size_t m)
 {
     return _mm256_cvtps_pd(_mm_maskload_ps(p, _mm_loadu_si128((const __m128i *)(tail_mask32 + 8 - m))));
 }
+/* As vd_load_part and vd_load_f32_part with the other lanes 1 (pow: log 1 = 0 and e^0 = 1). */
+static inline vd vd_load_part_one(const double *p, size_t m)
+{
+    __m256i mask = _mm256_loadu_si256((const __m256i *)(tail_mask64 + 4 - m));
+    return _mm256_blendv_pd(_mm256_set1_pd(1.0), _mm256_maskload_pd(p, mask),
+                            _mm256_castsi256_pd(mask));
+}
+static inline vd vd_load_f32_part_one(const float *p, size_t m)
+{
+    __m128i mask = _mm_loadu_si128((const __m128i *)(tail_mask32 + 8 - m));
+    return _mm256_cvtps_pd(_mm_blendv_ps(_mm_set1_ps(1.0f), _mm_maskload_ps(p, mask),
+                                         _mm_castsi128_ps(mask)));
+}
 /* The first m < 4 lanes of v to p (nothing beyond p[m - 1] is written). */
 static inline void vd_store_part(double *p, vd v, size_t m)
 {
@@ -57,6 +70,7 @@ static inline vd vd_div(vd a, vd b) { return _mm256_div_pd(a, b); }
 static inline vd vd_fma(vd a, vd b, vd c) { return _mm256_fmadd_pd(a, b, c); }
 static inline vd vd_fnma(vd a, vd b, vd c) { return _mm256_fnmadd_pd(a, b, c); }
 static inline vd vd_fnma_exact(vd a, vd b, vd c) { return _mm256_fnmadd_pd(a, b, c); }
+static inline vd vd_fma_exact(vd a, vd b, vd c) { return _mm256_fmadd_pd(a, b, c); }
 /* minpd/maxpd return the second operand when either is NaN, like the scalar a < b ? a : b. */
 static inline vd vd_min(vd a, vd b) { return _mm256_min_pd(a, b); }
 static inline vd vd_max(vd a, vd b) { return _mm256_max_pd(a, b); }
@@ -96,6 +110,18 @@ static inline void vd_lookup4(const double *t, vi i, vd *a, vd *b, vd *c, vd *d)
     *b = _mm256_permute2f128_pd(hi01, hi23, 0x20);
     *c = _mm256_permute2f128_pd(lo01, lo23, 0x31);
     *d = _mm256_permute2f128_pd(hi01, hi23, 0x31);
+}
+/* Row i (two doubles) of each lane: rows 0 and 2, 1 and 3 loaded as pairs, then unpacked. */
+static inline void vd_lookup2(const double *t, vi i, vd *a, vd *b)
+{
+    int64_t idx[4];
+    _mm256_storeu_si256((__m256i *)idx, i);
+    vd r02 = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(t + 2 * idx[0])),
+                                  _mm_loadu_pd(t + 2 * idx[2]), 1);
+    vd r13 = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(t + 2 * idx[1])),
+                                  _mm_loadu_pd(t + 2 * idx[3]), 1);
+    *a = _mm256_unpacklo_pd(r02, r13);
+    *b = _mm256_unpackhi_pd(r02, r13);
 }
 
 #include "vecmath_impl.h"

@@ -40,6 +40,15 @@ static inline vd vd_load_f32_part(const float *p, size_t m)
 {
     return _mm512_cvtps_pd(_mm256_maskz_loadu_ps((__mmask8)((1u << m) - 1), p));
 }
+/* As vd_load_part and vd_load_f32_part with the other lanes 1 (pow: log 1 = 0 and e^0 = 1). */
+static inline vd vd_load_part_one(const double *p, size_t m)
+{
+    return _mm512_mask_loadu_pd(_mm512_set1_pd(1.0), (__mmask8)((1u << m) - 1), p);
+}
+static inline vd vd_load_f32_part_one(const float *p, size_t m)
+{
+    return _mm512_cvtps_pd(_mm256_mask_loadu_ps(_mm256_set1_ps(1.0f), (__mmask8)((1u << m) - 1), p));
+}
 /* The first m < 8 lanes of v to p (nothing beyond p[m - 1] is written). */
 static inline void vd_store_part(double *p, vd v, size_t m)
 {
@@ -56,6 +65,7 @@ static inline vd vd_div(vd a, vd b) { return _mm512_div_pd(a, b); }
 static inline vd vd_fma(vd a, vd b, vd c) { return _mm512_fmadd_pd(a, b, c); }
 static inline vd vd_fnma(vd a, vd b, vd c) { return _mm512_fnmadd_pd(a, b, c); }
 static inline vd vd_fnma_exact(vd a, vd b, vd c) { return _mm512_fnmadd_pd(a, b, c); }
+static inline vd vd_fma_exact(vd a, vd b, vd c) { return _mm512_fmadd_pd(a, b, c); }
 /* vminpd/vmaxpd return the second operand when either is NaN, as at the AVX2 level. */
 static inline vd vd_min(vd a, vd b) { return _mm512_min_pd(a, b); }
 static inline vd vd_max(vd a, vd b) { return _mm512_max_pd(a, b); }
@@ -81,13 +91,29 @@ static inline vi vi_or(vi a, vi b) { return _mm512_or_si512(a, b); }
 static inline vi vi_shl(vi a, int k) { return _mm512_slli_epi64(a, (unsigned)k); }
 static inline vi vi_shr(vi a, int k) { return _mm512_srli_epi64(a, (unsigned)k); }
 static inline vm vi_eq(vi a, vi b) { return _mm512_cmpeq_epi64_mask(a, b); }
+/* The lanes of i as integers, moved out register to register: through a 64-byte store to the
+ * stack, the loads that read them back waited for the store (no forwarding from it). */
+static inline void vm_indices(vi i, int64_t idx[8])
+{
+    __m256i lo = _mm512_castsi512_si256(i), hi = _mm512_extracti64x4_epi64(i, 1);
+    __m128i q0 = _mm256_castsi256_si128(lo), q1 = _mm256_extracti128_si256(lo, 1);
+    __m128i q2 = _mm256_castsi256_si128(hi), q3 = _mm256_extracti128_si256(hi, 1);
+    idx[0] = _mm_cvtsi128_si64(q0);
+    idx[1] = _mm_extract_epi64(q0, 1);
+    idx[2] = _mm_cvtsi128_si64(q1);
+    idx[3] = _mm_extract_epi64(q1, 1);
+    idx[4] = _mm_cvtsi128_si64(q2);
+    idx[5] = _mm_extract_epi64(q2, 1);
+    idx[6] = _mm_cvtsi128_si64(q3);
+    idx[7] = _mm_extract_epi64(q3, 1);
+}
 /* Row i (four doubles) of each lane, transposed: eight 32-byte loads, paired into four registers
  * (rows j and j + 4), unpacked within 128-bit blocks and gathered across blocks by four
  * two-source permutes (cheaper than four 8-lane gathers). */
 static inline void vd_lookup4(const double *t, vi i, vd *a, vd *b, vd *c, vd *d)
 {
     int64_t idx[8];
-    _mm512_storeu_si512((void *)idx, i);
+    vm_indices(i, idx);
     vd r04 = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_loadu_pd(t + 4 * idx[0])),
                                 _mm256_loadu_pd(t + 4 * idx[4]), 1);
     vd r15 = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_loadu_pd(t + 4 * idx[1])),
@@ -105,6 +131,20 @@ static inline void vd_lookup4(const double *t, vi i, vd *a, vd *b, vd *c, vd *d)
     *b = _mm512_permutex2var_pd(hi01, first, hi23);
     *c = _mm512_permutex2var_pd(lo01, second, lo23);
     *d = _mm512_permutex2var_pd(hi01, second, hi23);
+}
+/* Row i (two doubles) of each lane: even and odd lanes' rows as pairs in two registers (16-byte
+ * loads, inserted), then unpacked within 128-bit blocks. */
+static inline void vd_lookup2(const double *t, vi i, vd *a, vd *b)
+{
+    int64_t idx[8];
+    vm_indices(i, idx);
+#define VM_PAIR(j, k) _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(t + 2 * idx[j])), \
+                                           _mm_loadu_pd(t + 2 * idx[k]), 1)
+    vd even = _mm512_insertf64x4(_mm512_castpd256_pd512(VM_PAIR(0, 2)), VM_PAIR(4, 6), 1);
+    vd odd = _mm512_insertf64x4(_mm512_castpd256_pd512(VM_PAIR(1, 3)), VM_PAIR(5, 7), 1);
+#undef VM_PAIR
+    *a = _mm512_unpacklo_pd(even, odd);
+    *b = _mm512_unpackhi_pd(even, odd);
 }
 
 /* vecmath_impl.h's float64 sigmoid loop is kept under another name: this level exports a faster

@@ -10,14 +10,17 @@
  *
  * Abstraction: vd_set vd_load vd_store vd_load_f32 vd_store_f32 vd_round_f32 (to the nearest
  * float, as a double) vd_add vd_sub vd_mul vd_div
- * vd_fma(a,b,c)=a*b+c and vd_fnma(a,b,c)=c-a*b (fused or not), vd_fnma_exact (always fused),
+ * vd_fma(a,b,c)=a*b+c and vd_fnma(a,b,c)=c-a*b (fused or not), vd_fma_exact vd_fnma_exact (always
+ * fused),
  * vd_min vd_max (NaN in the first operand gives the second), vd_abs vd_and vd_or vd_xor,
  * comparisons vd_lt vd_gt vd_eq vd_isnan returning vm, vm_and vm_andnot(a,b)=~a&b vm_or vm_any,
  * vd_select(m,a,b)=m?a:b,
  * vd_as_vi vi_as_vd vi_set vi_add vi_and vi_or vi_shl vi_shr (logical) vi_eq,
- * vd_lookup4(table, i, &a, &b, &c, &d): row i of a table of four-double rows, per lane,
+ * vd_lookup4(table, i, &a, &b, &c, &d): row i of a table of four-double rows, per lane, vd_lookup2
+ * the same for two-double rows,
  * vd_load_part vd_load_f32_part(p, m): the first m < VM_W elements of p into the first lanes, the
- * other lanes 0, reading nothing beyond p[m - 1] (the tail of an array), and vd_store_part
+ * other lanes 0, reading nothing beyond p[m - 1] (the tail of an array), vd_load_part_one
+ * vd_load_f32_part_one the same with the other lanes 1, and vd_store_part
  * vd_store_f32_part(p, v, m): the first m < VM_W lanes of v to p, writing nothing beyond. */
 #include "vecmath_consts.h"
 #include "vecmath_tables.h"
@@ -33,10 +36,11 @@ static const double sin_s_f64[] = VM_SIN_S_F64;
 static const double sin_s_f32[] = VM_SIN_S_F32;
 static const double cos_c_f64[] = VM_COS_C_F64;
 static const double cos_c_f32[] = VM_COS_C_F32;
-/* The two large tables (24 KB and 4 KB) are defined once, in vecmath.c: each level's translation
- * unit includes this file, and a static copy per level put both into the core twice. */
+/* The large tables (24 KB, 4 KB and 2 KB) are defined once, in vecmath.c: each level's translation
+ * unit includes this file, and a static copy per level put them into the core once per level. */
 extern const double tg_vm_erf_table[];
 extern const double tg_vm_log_table[];
+extern const double tg_vm_pow_exp_table[];
 static const double erf_a_f32[] = VM_ERF_A_F32;
 static const double erf_b_f32[] = VM_ERF_B_F32;
 #define VM_NCOEF(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -499,84 +503,122 @@ static inline vd erf_f32_core(vd x)
 }
 
 /* ---- pow (x ** y for a number y) ---------------------------------------------------------
- * x^y = e^(y log|x|) with log|x| as a double-double hi + lo (~2^-68 relative): |x| = 2^k m,
- * m in [sqrt(1/2), sqrt 2) as in log_positive, then a 128-row table (tools/vecmath_tables.py)
- * gives invc ~ 1/m and -log(invc) (double-double), r = m invc - 1 (exactly, FMA; |r| < 2^-7),
- * log1p(r) = r - r^2/2 + r^3 P(r) with r^2/2 exact and P Taylor's to r^10; the parts are summed
- * by error-free additions.  t = y log|x| is then a double-double too (FMA), so that its absolute
- * error stays ~2^-60 even at |t| ~ 745, and e^(th + tl) takes tl into the reduced argument's low
- * part.  Special values (C99 / numpy pow): the caller handles y = 0, NaN and infinities;
- * here |x| = 0 or inf give 0 or inf by the sign of y, a negative x gives NaN unless y is an
- * integer, and an odd integer y keeps the sign of x (signed zeros and infinities too). */
-static const double log1p_taylor[] = { -1.0 / 10, 1.0 / 9, -1.0 / 8, 1.0 / 7, -1.0 / 6, 1.0 / 5,
-                                       -1.0 / 4, 1.0 / 3 };
-
-static inline vd log_dd(vd u, vd *lo_out)
+ * x^y = e^(y log|x|), both halves table-driven (tools/vecmath_tables.py).  float64 keeps log|x| as
+ * a double-double, so that t = y log|x| has an absolute error ~2^-60 even at |t| ~ 745, where the
+ * result's relative error is t's absolute one.
+ *
+ * log: |x| = 2^k m, m in [sqrt(1/2), sqrt 2) as in log_positive; m's slice (7 bits) gives invc ~
+ * 1/c, a short number, and log c = lc + lcl, so that r = m invc - 1 is exact in one FMA
+ * (|r| < 0.0056) and log|x| = k ln2 + log c + log1p(r), log1p(r) = r - r^2/2 + r^3 Q(r) with Q
+ * Taylor's to r^10.  k ln2_hi + lc is exact (lc's grid), adding r is exact by Fast2Sum (the
+ * table generator checks the slices where r could outrun lc) and so is adding -r^2/2 (the
+ * square's rounding error is recovered by an FMA); these steps' errors, k ln2_lo, lcl and
+ * r^3 Q(r) make the low part.  No division and no long chain: a one-element call waits for
+ * the critical path (the former double-double log summed everything through error-free
+ * additions and evaluated its polynomials by Horner's rule, ~2x the latency), so polynomials are
+ * evaluated by Estrin's scheme.
+ * exp: e^(th + tl), K = round(th 128/ln2) = 128 n + i (from y 128/ln2 times log's hi: it does not
+ * wait for th, and any integer near serves), th + tl = K ln2/128 + r (the product with ln2/128's
+ * leading part subtracted exactly by an FMA), |r| < 0.0031, e^t = 2^n 2^(i/128) e^r with
+ * 2^(i/128) = s_i (1 + tail_i) from the table and 2^n added to s_i's exponent bits, e^r - 1 by
+ * Taylor's polynomial to r^5 (float32: r^3): s (1 + (tail + r + ...)) is rounded once (FMA).
+ * |th| > 708 (a result that overflows, is subnormal or 0: rare) takes a branch that clamps th and
+ * scales by 2^600 or 2^-600 in two steps, giving the common path's bits wherever that one is in
+ * range.  Every multiply-add is fused at every level (vd_fma_exact), so the levels' bits agree.
+ * Special values (C99 / numpy pow): the caller handles y = 0, NaN and infinities; here |x| = 0
+ * or inf give 0 or inf by the sign of y, a negative x gives NaN unless y is an integer, and an
+ * odd integer y keeps the sign of x (signed zeros and infinities too).  Lanes past an array's end
+ * are loaded as 1 (vd_load_part_one): log 1 = 0 and e^0 = 1 take no rare branch, where zeros
+ * went through log 0 and an underflowing exponential (microcode assists at every short call). */
+/* u = 2^k m (u a positive normal double): m, k and the log table's row for m's slice. */
+static inline void pow_log_split(vd u, vd *m, vd *k, vd *invc, vd *lc, vd *lcl)
 {
-    vm sub = vd_lt(u, vd_set(0x1p-1022));
-    u = vd_select(sub, vd_mul(u, vd_set(0x1p54)), u);
-    vd kadj = vd_select(sub, vd_set(-54.0), vd_set(0.0));
     vi b = vi_add(vd_as_vi(u), vi_set(UINT64_C(0x3ff0000000000000) - VM_SQRT_HALF_BITS));
     vi j = vi_and(vi_shr(b, 52 - VM_LOG_TABLE_BITS), vi_set((1u << VM_LOG_TABLE_BITS) - 1));
-    vd m = vi_as_vd(vi_add(vi_and(b, vi_set(UINT64_C(0x000fffffffffffff))),
-                           vi_set(VM_SQRT_HALF_BITS)));
-    vd k = vd_sub(vi_as_vd(vi_or(vi_shr(b, 52), vi_set(UINT64_C(0x4330000000000000)))),
-                  vd_set(0x1p52 + 1023.0));
-    k = vd_add(k, kadj);
-    vd invc, lch, lcl, unused;
-    vd_lookup4(tg_vm_log_table, j, &invc, &lch, &lcl, &unused);
+    *m = vi_as_vd(vi_add(vi_and(b, vi_set(UINT64_C(0x000fffffffffffff))),
+                         vi_set(VM_SQRT_HALF_BITS)));
+    *k = vd_sub(vi_as_vd(vi_or(vi_shr(b, 52), vi_set(UINT64_C(0x4330000000000000)))),
+                vd_set(0x1p52 + 1023.0));
+    vd unused;
+    vd_lookup4(tg_vm_log_table, j, invc, lc, lcl, &unused);
     (void)unused;
-    /* r = m invc - 1 = rh + rl: the product exactly as p + pe, p - 1 exact (Sterbenz), then
-     * Fast2Sum (p - 1 is 0 or a multiple of ulp(p) >= |pe|). */
-    vd zero = vd_set(0.0);
-    vd p = vd_mul(m, invc);
-    vd pe = vd_sub(zero, vd_fnma_exact(m, invc, p));
-    vd q = vd_sub(p, vd_set(1.0));
-    vd rh = vd_add(q, pe);
-    vd rl = vd_add(vd_sub(q, rh), pe);
-    /* -rh^2 / 2 = a2 + a2l exactly */
-    vd sq = vd_mul(rh, rh);
-    vd sql = vd_sub(zero, vd_fnma_exact(rh, rh, sq));
-    vd a2 = vd_mul(sq, vd_set(-0.5));
-    vd a2l = vd_mul(sql, vd_set(-0.5));
-    vd tail = vd_mul(vd_mul(sq, rh), poly(rh, VM_P(log1p_taylor)));
-    /* k ln2 + (-log invc) + rh + a2: k * LN2_HI is exact and 0 or larger than |lch| (Fast2Sum);
-     * rh may exceed the sum so far (TwoSum); a2 never does (Fast2Sum). */
-    vd kh = vd_mul(k, vd_set(VM_LN2_HI));
-    vd s1 = vd_add(kh, lch);
-    vd e1 = vd_add(vd_sub(kh, s1), lch);
-    vd s2 = vd_add(s1, rh);
-    vd bb = vd_sub(s2, s1);
-    vd e2 = vd_add(vd_sub(s1, vd_sub(s2, bb)), vd_sub(rh, bb));
-    vd s3 = vd_add(s2, a2);
-    vd e3 = vd_add(vd_sub(s2, s3), a2);
-    vd lo = vd_add(vd_add(e1, e2), vd_add(e3, a2l));
-    lo = vd_add(lo, vd_fma(k, vd_set(VM_LN2_LO), vd_add(lcl, vd_add(rl, tail))));
-    vd hi = vd_add(s3, lo);
-    *lo_out = vd_add(vd_sub(s3, hi), lo);
-    return hi;
 }
 
-/* e^(xh + xl), |xl| <= 2^-40 |xh|-ish: exp_core_ext with xl folded into the reduced argument's
- * low part (x = n ln2 + rh + rl). */
-static inline vd exp_dd(vd xh, vd xl)
+/* log|x| = hi + *lo_out for ax = |x| > 0 finite; 0 gives log 1 (the caller patches it), inf and
+ * NaN something finite. */
+static inline vd pow_log(vd ax, vd *lo_out)
 {
-    vd xc = vd_min(vd_set(710.0), vd_max(vd_set(-750.0), xh));
-    /* Outside the clamp the result is 0 or inf whatever xl is (and xl may be inf or NaN there). */
-    xl = vd_select(vd_eq(xc, xh), xl, vd_set(0.0));
-    vd t = vd_fma(xc, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
-    vd n = vd_sub(t, vd_set(VM_MAGIC));
-    vd rl = vd_fma(n, vd_set(-VM_LN2_LO), xl);
-    vd rh = vd_fma(n, vd_set(-VM_LN2_HI), xc);
-    vd e = vd_add(vd_set(1.0), vd_add(rh, expm1_tail(rh, rl, VM_P(exp_p_f64))));
-    vm out = vm_or(vd_lt(xc, vd_set(-708.0)), vd_gt(xc, vd_set(709.0)));
-    if (vm_any(out)) return scale_pow2(e, n);
-    return vd_mul(e, vi_as_vd(vi_shl(vi_add(vd_as_vi(t), vi_set(1023)), 52)));
+    vd u = ax, kadj = vd_set(0.0);
+    vm tiny = vd_lt(ax, vd_set(0x1p-1022));
+    if (vm_any(tiny)) {  /* subnormals: scaled into the normal range; zeros: 1 */
+        vm zero = vd_eq(ax, vd_set(0.0));
+        u = vd_select(zero, vd_set(1.0), vd_select(tiny, vd_mul(ax, vd_set(0x1p54)), ax));
+        kadj = vd_select(vm_andnot(zero, tiny), vd_set(-54.0), vd_set(0.0));
+    }
+    vd m, k, invc, lc, lcl;
+    pow_log_split(u, &m, &k, &invc, &lc, &lcl);
+    k = vd_add(k, kadj);
+    vd r = vd_fma_exact(m, invc, vd_set(-1.0));               /* exact */
+    vd t1 = vd_fma_exact(k, vd_set(VM_LN2_HI), lc);           /* exact */
+    vd t2 = vd_add(t1, r);
+    vd lo1 = vd_fma_exact(k, vd_set(VM_LN2_LO), lcl);
+    vd lo2 = vd_add(vd_sub(t1, t2), r);                        /* Fast2Sum */
+    vd z = vd_mul(r, r);
+    vd ar2 = vd_mul(z, vd_set(-0.5));
+    vd hi = vd_add(t2, ar2);
+    vd lo3 = vd_mul(vd_fnma_exact(r, r, z), vd_set(0.5));     /* -(r^2 - z) / 2 */
+    vd lo4 = vd_add(vd_sub(t2, hi), ar2);                      /* Fast2Sum */
+    /* Q = 1/3 - r/4 + ... - r^7/10 by Estrin's scheme */
+    vd z2 = vd_mul(z, z);
+    vd q01 = vd_fma_exact(r, vd_set(-1.0 / 4), vd_set(1.0 / 3));
+    vd q23 = vd_fma_exact(r, vd_set(-1.0 / 6), vd_set(1.0 / 5));
+    vd q45 = vd_fma_exact(r, vd_set(-1.0 / 8), vd_set(1.0 / 7));
+    vd q67 = vd_fma_exact(r, vd_set(-1.0 / 10), vd_set(1.0 / 9));
+    vd q = vd_fma_exact(z2, vd_fma_exact(z, q67, q45), vd_fma_exact(z, q23, q01));
+    vd lo = vd_fma_exact(vd_mul(z, r), q, vd_add(vd_add(lo1, lo2), vd_add(lo3, lo4)));
+    vd y = vd_add(hi, lo);
+    *lo_out = vd_add(vd_sub(hi, y), lo);
+    return y;
+}
+
+/* e^(th - ntl), |ntl| <= ~2^-52 |th| (float32: ntl = 0 and a shorter polynomial); zk = th 128/ln2
+ * + MAGIC (the caller's product: from y's multiple and log's hi it does not wait for th). */
+static inline vd pow_exp(vd th, vd ntl, vd zk, int f32)
+{
+    int rare = vm_any(vd_gt(vd_abs(th), vd_set(708.0)));
+    vd bias = vd_set(0.0), scale2 = vd_set(1.0);
+    if (rare) {
+        /* Beyond the clamp the result is 0 or inf whatever ntl is (which may be inf or NaN). */
+        vd xc = vd_min(vd_set(720.0), vd_max(vd_set(-760.0), th));
+        ntl = vd_select(vd_eq(xc, th), ntl, vd_set(0.0));
+        th = xc;
+        zk = vd_fma_exact(th, vd_set(VM_POW_N_OVER_LN2), vd_set(VM_MAGIC));
+        vm pos = vd_gt(th, vd_set(0.0));
+        bias = vd_select(pos, vi_as_vd(vi_set(UINT64_C(0) - (UINT64_C(600) << 52))),
+                         vi_as_vd(vi_set(UINT64_C(600) << 52)));
+        scale2 = vd_select(pos, vd_set(0x1p600), vd_set(0x1p-600));
+    }
+    vd kd = vd_sub(zk, vd_set(VM_MAGIC));
+    vi ki = vd_as_vi(zk);                         /* K in the low bits */
+    vd r = vd_fma_exact(kd, vd_set(-VM_POW_LN2N_HI), th);     /* exact */
+    if (!f32) r = vd_sub(r, vd_fma_exact(kd, vd_set(VM_POW_LN2N_LO), ntl));
+    vd tail, sbits;
+    vd_lookup2(tg_vm_pow_exp_table, vi_and(ki, vi_set((1u << VM_POW_EXP_BITS) - 1)), &tail, &sbits);
+    vd s = vi_as_vd(vi_add(vd_as_vi(sbits), vi_shl(ki, 52 - VM_POW_EXP_BITS)));
+    /* tail + r + r^2 (1/2 + r/6) + r^4 (1/24 + r/120) */
+    vd z = vd_mul(r, r);
+    vd c23 = vd_fma_exact(r, vd_set(1.0 / 6), vd_set(0.5));
+    vd p = f32 ? c23 : vd_fma_exact(z, vd_fma_exact(r, vd_set(1.0 / 120), vd_set(1.0 / 24)), c23);
+    vd tmp = vd_fma_exact(z, p, vd_add(tail, r));
+    if (!rare) return vd_fma_exact(s, tmp, s);
+    s = vi_as_vd(vi_add(vd_as_vi(s), vd_as_vi(bias)));
+    return vd_mul(vd_fma_exact(s, tmp, s), scale2);
 }
 
 /* What the loops need to know about the exponent y (finite, nonzero). */
 typedef struct {
-    double y, at_zero, at_inf;  /* |x|^y for |x| = 0 and inf */
+    double y, y_n;              /* y and y 128/ln2 (pow_exp's zk) */
+    double at_zero, at_inf;     /* |x|^y for |x| = 0 and inf */
     int odd, integer;           /* y an odd integer; y an integer */
 } pow_exponent;
 
@@ -584,6 +626,7 @@ static inline pow_exponent pow_exponent_of(double y)
 {
     pow_exponent e;
     e.y = y;
+    e.y_n = y * VM_POW_N_OVER_LN2;
     e.at_zero = y > 0 ? 0.0 : INFINITY;
     e.at_inf = y > 0 ? INFINITY : 0.0;
     e.integer = floor(y) == y;
@@ -592,21 +635,13 @@ static inline pow_exponent pow_exponent_of(double y)
     return e;
 }
 
-static inline vd pow_core(vd x, const pow_exponent *pe)
+/* From r = |x|^y (right for positive normal x) to pow's value at every x; the selects only for
+ * vectors that need them (a branch off the critical path: positive data never takes it). */
+static inline vd pow_specials(vd x, vd ax, vd r, const pow_exponent *pe)
 {
-    vd ax = vd_abs(x);
-    vm zero = vd_eq(ax, vd_set(0.0));
-    vd y = vd_set(pe->y);
-    vd lo;
-    /* meaningless for |x| = 0, inf, NaN: patched below.  A zero (an array's tail pads its last
-     * vector with zeros) is replaced by 1 here: log 0 went through the subnormal rescaling and
-     * e^(y log 0) underflowed through subnormal doubles, whose microcode assists cost a one-element
-     * call ~100 cycles; log 1 = 0 takes the plain path. */
-    vd hi = log_dd(vd_select(zero, vd_set(1.0), ax), &lo);
-    vd th = vd_mul(y, hi);
-    vd tl = vd_fma(y, lo, vd_sub(vd_set(0.0), vd_fnma_exact(y, hi, th)));
-    vd r = exp_dd(th, tl);
-    r = vd_select(zero, vd_set(pe->at_zero), r);
+    vm special = vm_or(vm_or(vd_lt(x, vd_set(0x1p-1022)), vd_gt(x, vd_set(0x1.fffffffffffffp+1023))), vd_isnan(x));
+    if (!vm_any(special)) return r;
+    r = vd_select(vd_eq(ax, vd_set(0.0)), vd_set(pe->at_zero), r);
     r = vd_select(vd_eq(ax, vd_set(INFINITY)), vd_set(pe->at_inf), r);
     if (pe->odd)
         r = vd_or(r, vd_and(x, vd_set(-0.0)));
@@ -615,8 +650,21 @@ static inline vd pow_core(vd x, const pow_exponent *pe)
     return nan_passthrough(x, r);
 }
 
-/* The tail goes through a masked load and a masked store (through a buffer, its copy was a
- * memcpy call, and at sizes 1-16 a pow is mostly tail). */
+static inline vd pow_core(vd x, const pow_exponent *pe)
+{
+    vd ax = vd_abs(x);
+    vd lo;
+    vd hi = pow_log(ax, &lo);
+    vd y = vd_set(pe->y);
+    vd th = vd_mul(y, hi);
+    /* th - y (hi + lo) = (th - y hi) - y lo, both products exactly */
+    vd ntl = vd_fnma_exact(y, lo, vd_fnma_exact(y, hi, th));
+    vd zk = vd_fma_exact(vd_set(pe->y_n), hi, vd_set(VM_MAGIC));
+    return pow_specials(x, ax, pow_exp(th, ntl, zk, 0), pe);
+}
+
+/* The tail goes through a masked load (lanes past the end read as 1) and a masked store (through a
+ * buffer, its copy was a memcpy call, and at sizes 1-16 a pow is mostly tail). */
 #define VM_POW_LOOP(SUFFIX, T, LOAD, LOAD_PART, STORE, STORE_PART, CORE)                       \
     void VM_XCAT3(tg_vm_pow_##SUFFIX, _, VM_LEVEL_NAME)(const T *x, T y, T *out, size_t n)     \
     {                                                                                          \
@@ -630,46 +678,32 @@ static inline vd pow_core(vd x, const pow_exponent *pe)
         for (; i + VM_W <= n; i += VM_W) STORE(out + i, CORE(LOAD(x + i), &pe));               \
         if (i < n) STORE_PART(out + i, CORE(LOAD_PART(x + i, n - i), &pe), n - i);             \
     }
-VM_POW_LOOP(f64, double, vd_load, vd_load_part, vd_store, vd_store_part, pow_core)
+VM_POW_LOOP(f64, double, vd_load, vd_load_part_one, vd_store, vd_store_part, pow_core)
 
 /* float32, evaluated in double: a float x is a normal double, and t = y log|x| only needs an
- * absolute error ~2^-45 (|t| <= ~104 where the float result is neither 0 nor inf), so log|x| is
- * the table's k ln2 - log(invc) + log1p(r) in plain double (r = m invc - 1 rounded once, log1p
- * to r^6) and e^t float32's exponential in double (exp_f32_core: ~2^-36 relative, clamped to
- * +-200, beyond which the float result is 0 or inf anyway).  Measured on 24.75 million points over
- * every level and eleven exponents: within 0.5005 ulp (float64's core: 0.893). */
-static const double log1p_taylor_f32[] = { -1.0 / 6, 1.0 / 5, -1.0 / 4, 1.0 / 3, -1.0 / 2 };
-
+ * absolute error ~2^-45 (|t| <= ~104 where the float result is neither 0 nor inf; |y| <= 2^16
+ * where log|x| is small but not in the slice of 1), so log|x| is the table's k ln2 + log c +
+ * log1p(r) in plain double, log1p to r^6, and e^t pow_exp's float32 variant. */
 static inline vd pow_f32_core(vd x, const pow_exponent *pe)
 {
     vd ax = vd_abs(x);
+    vd u = ax;
     vm zero = vd_eq(ax, vd_set(0.0));
-    /* a zero as 1 (patched below), as in pow_core */
-    vi b = vi_add(vd_as_vi(vd_select(zero, vd_set(1.0), ax)),
-                  vi_set(UINT64_C(0x3ff0000000000000) - VM_SQRT_HALF_BITS));
-    vi j = vi_and(vi_shr(b, 52 - VM_LOG_TABLE_BITS), vi_set((1u << VM_LOG_TABLE_BITS) - 1));
-    vd m = vi_as_vd(vi_add(vi_and(b, vi_set(UINT64_C(0x000fffffffffffff))),
-                           vi_set(VM_SQRT_HALF_BITS)));
-    vd k = vd_sub(vi_as_vd(vi_or(vi_shr(b, 52), vi_set(UINT64_C(0x4330000000000000)))),
-                  vd_set(0x1p52 + 1023.0));
-    vd invc, lch, lcl, unused;
-    vd_lookup4(tg_vm_log_table, j, &invc, &lch, &lcl, &unused);
-    (void)lcl;
-    (void)unused;
-    vd r = vd_fma(m, invc, vd_set(-1.0));
-    vd r2 = vd_mul(r, r);
-    vd l1p = vd_fma(r2, poly(r, VM_P(log1p_taylor_f32)), r);
-    vd lg = vd_add(vd_fma(k, vd_set(VM_LN2_HI + VM_LN2_LO), lch), l1p);
-    vd res = exp_f32_core(vd_mul(vd_set(pe->y), lg));
-    res = vd_select(zero, vd_set(pe->at_zero), res);
-    res = vd_select(vd_eq(ax, vd_set(INFINITY)), vd_set(pe->at_inf), res);
-    if (pe->odd)
-        res = vd_or(res, vd_and(x, vd_set(-0.0)));
-    else if (!pe->integer)
-        res = vd_select(vm_and(vd_lt(x, vd_set(0.0)), vd_gt(x, vd_set(-INFINITY))), vd_set(NAN), res);
-    return nan_passthrough(x, res);
+    if (vm_any(zero)) u = vd_select(zero, vd_set(1.0), ax);   /* patched by pow_specials */
+    vd m, k, invc, lc, lcl;
+    pow_log_split(u, &m, &k, &invc, &lc, &lcl);
+    vd r = vd_fma_exact(m, invc, vd_set(-1.0));
+    vd c = vd_add(vd_fma_exact(k, vd_set(VM_LN2_HI), lc), vd_fma_exact(k, vd_set(VM_LN2_LO), lcl));
+    /* log1p(r) = r + r^2 (-1/2 + r/3 + r^2 (-1/4 + r/5) - r^4/6) */
+    vd z = vd_mul(r, r);
+    vd q = vd_fma_exact(vd_mul(z, z), vd_set(-1.0 / 6),
+                        vd_fma_exact(z, vd_fma_exact(r, vd_set(1.0 / 5), vd_set(-1.0 / 4)),
+                                     vd_fma_exact(r, vd_set(1.0 / 3), vd_set(-0.5))));
+    vd lg = vd_add(c, vd_fma_exact(z, q, r));
+    vd zk = vd_fma_exact(vd_set(pe->y_n), lg, vd_set(VM_MAGIC));
+    return pow_specials(x, ax, pow_exp(vd_mul(vd_set(pe->y), lg), vd_set(0.0), zk, 1), pe);
 }
-VM_POW_LOOP(f32, float, vd_load_f32, vd_load_f32_part, vd_store_f32, vd_store_f32_part,
+VM_POW_LOOP(f32, float, vd_load_f32, vd_load_f32_part_one, vd_store_f32, vd_store_f32_part,
             pow_f32_core)
 
 /* ---- per-element entry points and loops ----------------------------------------------------- */

@@ -1,6 +1,7 @@
 /* The portable level of vecmath: the algorithms of vecmath_impl.h on one lane of plain C99
  * doubles.  a*b+c stays unfused here (a software fma() would be slow on CPUs without one); the
- * algorithms only rely on products being exact where they say so. */
+ * algorithms only rely on products being exact where they say so, and pow fuses every
+ * multiply-add (vd_fma_exact: C99's fma) to give the other levels' bits. */
 #include "vecmath_levels.h"
 
 #include <math.h>
@@ -23,6 +24,8 @@ static inline vd vd_round_f32(vd v) { return (double)(float)v; }
 /* One lane: an array has no partial tail (never called). */
 static inline vd vd_load_part(const double *p, size_t m) { (void)m; return *p; }
 static inline vd vd_load_f32_part(const float *p, size_t m) { (void)m; return (double)*p; }
+static inline vd vd_load_part_one(const double *p, size_t m) { (void)m; return *p; }
+static inline vd vd_load_f32_part_one(const float *p, size_t m) { (void)m; return (double)*p; }
 static inline void vd_store_part(double *p, vd v, size_t m) { (void)m; *p = v; }
 static inline void vd_store_f32_part(float *p, vd v, size_t m) { (void)m; *p = (float)v; }
 static inline vd vd_add(vd a, vd b) { return a + b; }
@@ -35,6 +38,8 @@ static inline vd vd_fnma(vd a, vd b, vd c) { return c - a * b; }
  * fma(), in hardware where the CPU has it (glibc and MSVC's CRT dispatch at run time), in
  * software otherwise. */
 static inline vd vd_fnma_exact(vd a, vd b, vd c) { return fma(-a, b, c); }
+/* Fused where the other levels' bits must be matched (pow: every multiply-add). */
+static inline vd vd_fma_exact(vd a, vd b, vd c) { return fma(a, b, c); }
 static inline vd vd_min(vd a, vd b) { return a < b ? a : b; }
 static inline vd vd_max(vd a, vd b) { return a > b ? a : b; }
 static inline vd vd_abs(vd a) { return fabs(a); }
@@ -66,6 +71,11 @@ static inline void vd_lookup4(const double *t, vi i, vd *a, vd *b, vd *c, vd *d)
     *b = row[1];
     *c = row[2];
     *d = row[3];
+}
+static inline void vd_lookup2(const double *t, vi i, vd *a, vd *b)
+{
+    *a = t[2 * i];
+    *b = t[2 * i + 1];
 }
 
 #include "vecmath_impl.h"
