@@ -23,6 +23,7 @@ from tapegrad.utils import checkpoint as checkpoint
 from tapegrad.utils import data as data
 from tapegrad.utils import dlpack as dlpack
 from tapegrad.utils import hooks as hooks
+from tapegrad.utils import model_zoo as model_zoo
 from tapegrad.utils import viz as viz
 
 __all__ = [
@@ -31,5 +32,6 @@ __all__ = [
     'data',
     'dlpack',
     'hooks',
+    'model_zoo',
     'viz',
 ]
