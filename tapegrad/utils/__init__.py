@@ -1,6 +1,5 @@
 """tapegrad.utils: data loading (utils.data), DLPack exchange (utils.dlpack), timing (utils.benchmark), graph drawing
-(utils.viz), activation checkpointing (utils.checkpoint), hook handles (utils.hooks), cached checkpoints
-(utils.model_zoo)."""
-from . import benchmark, checkpoint, data, dlpack, hooks, model_zoo, viz
+(utils.viz), activation checkpointing (utils.checkpoint), hook handles (utils.hooks)."""
+from . import benchmark, checkpoint, data, dlpack, hooks, viz
 
-__all__ = ["benchmark", "checkpoint", "data", "dlpack", "hooks", "model_zoo", "viz"]
+__all__ = ["benchmark", "checkpoint", "data", "dlpack", "hooks", "viz"]

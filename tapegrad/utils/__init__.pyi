@@ -32,6 +32,5 @@ __all__ = [
     'data',
     'dlpack',
     'hooks',
-    'model_zoo',
     'viz',
 ]
