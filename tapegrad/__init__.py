@@ -229,9 +229,9 @@ _LAZY = _lazy.table({
 
 def __getattr__(name):
     value = _lazy.load(globals(), _LAZY, name)
-    # (the names the module brought along, addmm & co., get their out= now: once per module)
-    _out_arg.install(globals())
-    _public_calls.install(globals())
+    # (the names the module brought along, addmm & co., get their entry and out= now: once per
+    # module)
+    _public_calls.install(globals(), _out_arg.OUT_FUNCTIONS)
     return globals()[name]
 
 
@@ -256,14 +256,12 @@ _repoint(globals(), __name__)  # tapegrad.abs & co. pickle by name
 from . import _meta as _meta  # noqa: E402
 _meta.install_factories()  # device='meta' on the creation functions
 
-# out= on the functions that take it in PyTorch: after the meta factories (which wrap the
-# creation functions wherever the layers look them up), then pickled by name as the others
-from . import _out_arg  # noqa: E402
-_out_arg.install(globals())
+# every public function behind the compiled entry where the meta device dispatches, with out=
+# on those that take it in PyTorch: after the meta factories (which wrap the creation functions
+# wherever the layers look them up); then the out= entries pickle by name as the others
+from . import _out_arg, _public_calls  # noqa: E402
+_public_calls.install(globals(), _out_arg.OUT_FUNCTIONS)
 _repoint(globals(), __name__)
-# every other public function behind the same compiled entry, where the meta device dispatches
-from . import _public_calls  # noqa: E402
-_public_calls.install(globals())
 
 # `from tapegrad import *`: every public name, the lazy ones included (loading them then), and,
 # as PyTorch's __all__, no submodules.  Computed last, so a name added above is in it.

@@ -55,6 +55,7 @@ from tapegrad import sparse as sparse
 from tapegrad import special as special
 from tapegrad import storage as storage
 from tapegrad import testing as testing
+from tapegrad import torch_version as torch_version
 from tapegrad import types as types
 from tapegrad import utils as utils
 from tapegrad import version as version
@@ -529,6 +530,7 @@ __all__ = [
     'nanquantile',
     'nansum',
     'narrow',
+    'narrow_copy',
     'ne',
     'neg',
     'neg_',
@@ -1235,6 +1237,7 @@ class Tensor:
     def nanquantile(self, *args: Any, **kwargs: Any) -> Any: ...
     def nansum(self, *args: Any, **kwargs: Any) -> Tensor: ...
     def narrow(self, dim: Any = ..., start: Any = ..., length: Any = ..., *, axis: Any = ...) -> Tensor: ...
+    def narrow_copy(self, *args: Any, **kwargs: Any) -> Any: ...
     nbytes: _int
     ndim: _int
     def ndimension(self) -> _int: ...
@@ -2200,6 +2203,8 @@ def nanquantile(input: Any, q: Any, dim: Any = ..., keepdim: Any = ..., *, inter
 def nansum(input: Any, dim: Any = ..., keepdim: Any = ..., *, dtype: Any = ..., out: Any = ...) -> Tensor: ...
 
 def narrow(input: Any, dim: Any = ..., start: Any = ..., length: Any = ..., *, axis: Any = ...) -> Tensor: ...
+
+def narrow_copy(input: Any, dim: Any, start: Any, length: Any, *, out: Any = ...) -> Any: ...
 
 def ne(input: Any, other: Any, *, out: Any = ...) -> Tensor: ...
 

@@ -15,13 +15,13 @@ COMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .version import tapegrad_version
     parser = argparse.ArgumentParser(
         prog="python -m tapegrad",
         description="tapegrad: a small PyTorch-compatible autodiff library. With no command, "
                     "runs 'demo'.",
         epilog="'python -m tapegrad COMMAND --help' lists a command's options.")
-    parser.add_argument("--version", action="version", version=f"tapegrad {__version__}")
+    parser.add_argument("--version", action="version", version=f"tapegrad {tapegrad_version}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, summary in COMMANDS.items():
         # add_help=False: a command's --help reaches the command's own parser, which knows its

@@ -669,6 +669,12 @@ _define_methods()
 
 
 # -- factories ------------------------------------------------------------------------------------
+# tapegrad.compile's capture (capture.pxi's _capture_op_call) while one runs, else None: a CPU
+# creation call is noted there, as the public functions' entry notes theirs (out_arg_call.h);
+# set by tapegrad/replay.py, so that no name is rebound for a capture.
+capture_route = [None]
+
+
 def factory(fn, name: str, kind: str):
     """Wrap creation function `fn` so that device='meta' (or a meta default device, or a meta
     input for *_like) makes a meta tensor without allocating.  `kind`: 'sizes' (fn(*size, ...)),
@@ -684,13 +690,15 @@ def factory(fn, name: str, kind: str):
                     del kwargs["device"]
                 return _meta_factory(fn, kind, args, kwargs)
             if not default_is_meta():
-                return fn(*args, **kwargs)
+                route = capture_route[0]
+                return fn(*args, **kwargs) if route is None else route(fn, args, kwargs)
         elif not is_meta_device(dev):
             if kind == "like" and args and isinstance(args[0], MetaTensor):
                 # a CPU tensor shaped like a meta one
                 return fn(_core.wrap_array(np.empty(args[0].shape, args[0]._array.dtype)),
                           *args[1:], **kwargs)
-            return fn(*args, **kwargs)
+            route = capture_route[0]
+            return fn(*args, **kwargs) if route is None else route(fn, args, kwargs)
         kwargs = {k: v for k, v in kwargs.items() if k != "device"}
         return _meta_factory(fn, kind, args, kwargs)
     wrapper.__meta_dispatch__ = fn

@@ -18,6 +18,7 @@ import numpy as np
 from . import _core
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
+from ._out_arg import compute_then_write
 from ._extra_ops import _check_tensor, _dim, _dtype_name, _in_place, _index_tensor, _wrap
 from .autograd.function import Function
 
@@ -237,6 +238,28 @@ def split_with_sizes(input, split_sizes, dim=0):
                            f"{input.shape[d]} (input tensor's size at dimension {d}), but got "
                            f"split_sizes={sizes}")
     return input.split(sizes, d)
+
+
+def narrow_copy(input, dim, start, length, *, out=None):
+    """narrow's elements as a new contiguous tensor (its own storage), differentiable as narrow:
+    the gradient reaches the narrowed region of the input.  ``out`` must have input's dtype."""
+    _check_tensor(input, "narrow_copy")
+    if out is not None:
+        if isinstance(out, _core.TensorBase) and out.dtype != input.dtype:
+            raise RuntimeError("Expected self.dtype() == output.dtype() to be true, but got "
+                               "false.")
+        return compute_then_write("narrow_copy", out, (input,),
+                                  lambda: narrow_copy(input, dim, start, length))
+    if isinstance(dim, int) and input.dim() > 0 and dim >= input.dim():
+        # (PyTorch's check of narrow_copy, before narrow's IndexError for a negative dim)
+        raise RuntimeError("Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, "
+                           "but got false.")
+    if isinstance(length, int) and length < 0 and input.dim() > 0:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({input.shape[dim]}).")
+    view = input.narrow(dim, start, length)
+    # (contiguous() copies a strided view into row-major order; a row-major view needs a copy)
+    return view.clone() if view.is_contiguous() else view.contiguous()
 
 
 def unsafe_split(input, split_size, dim=0):
@@ -481,10 +504,10 @@ def _volatile(self):
 FUNCTIONS = ("select_scatter", "slice_scatter", "diagonal_scatter", "masked_scatter", "put",
              "index_reduce", "fill", "fill_", "zero_", "detach", "detach_", "split_with_sizes",
              "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "resize_as_", "adjoint",
-             "get_device", "nonzero_static")
+             "get_device", "nonzero_static", "narrow_copy")
 METHODS = ("select_scatter", "slice_scatter", "diagonal_scatter", "masked_scatter", "put",
            "index_reduce", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes",
-           "unsafe_chunk", "adjoint", "nonzero_static")
+           "unsafe_chunk", "adjoint", "nonzero_static", "narrow_copy")
 
 
 def register(namespace: dict, tensor_cls) -> None:

@@ -1,9 +1,10 @@
 """The ``out=`` keyword of the public functions that take it in PyTorch (``torch.tanh(x, out=y)``,
 ``torch.cat(ts, out=y)``, ``torch.max(x, 1, out=(values, indices))`` ...).
 
-One mechanism for all of them: the function is wrapped once, and a call with ``out`` computes the
-result as usual and hands it to the core's ``write_out`` (src/tapegrad/ops_inplace.pxi), which
-applies PyTorch's rules: refused when grad mode is on and an argument requires grad, each result
+One mechanism for all of them: the function is wrapped once, in the public functions' entry
+(tapegrad/_public_calls.py's `install`, given OUT_FUNCTIONS for the tapegrad namespace), and a
+call with ``out`` computes the result as usual and hands it to the core's ``write_out``
+(src/tapegrad/ops_inplace.pxi), which applies PyTorch's rules: refused when grad mode is on and an argument requires grad, each result
 cast to its out tensor's dtype when the cast is "same kind" (else "result type Float can't be cast
 to the desired output type Long"), out resized to the result's shape (with PyTorch's deprecation
 warning unless it was empty), out's version bumped.  A call without ``out`` goes straight to the
@@ -14,8 +15,6 @@ signatures when this list was written); those of them that already take ``out`` 
 core's add, mul, matmul ...) are left alone.
 """
 from __future__ import annotations
-
-import inspect
 
 import numpy as np
 
@@ -44,44 +43,6 @@ xlogy zeros
 DTYPE_FROM_OUT = frozenset("""
 arange empty eye full linspace logspace ones zeros sum prod nansum cumsum cumprod
 """.split())
-
-
-def _takes_out(fn) -> bool:
-    try:
-        return "out" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def with_out(name: str, fn):
-    """`fn` with PyTorch's keyword-only ``out`` argument (see the module's docstring)."""
-    call = _core.WithOut(name, fn, name in DTYPE_FROM_OUT)
-    for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
-        value = getattr(fn, attr, None)
-        if value is not None:
-            setattr(call, attr, value)
-    call.__wrapped__ = fn
-    try:
-        sig = inspect.signature(fn)
-        params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
-        tail = [p for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD]
-        out_param = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)
-        call.__signature__ = sig.replace(parameters=params + [out_param] + tail)
-    except (TypeError, ValueError):
-        pass
-    return call
-
-
-def install(namespace: dict) -> None:
-    """Give each function of OUT_FUNCTIONS in `namespace` (tapegrad's) its out= argument."""
-    made = {}       # one wrapper per function: aliases stay one object (ger is outer)
-    for name in OUT_FUNCTIONS:
-        fn = namespace.get(name)
-        if fn is None or getattr(fn, "__out_arg_of__", None) is not None or _takes_out(fn):
-            continue
-        if id(fn) not in made:
-            made[id(fn)] = with_out(name, fn)
-        namespace[name] = made[id(fn)]
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

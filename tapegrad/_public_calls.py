@@ -1,11 +1,13 @@
-"""The one entry of tapegrad's public functions, where the meta device dispatches.
+"""The one entry of tapegrad's public functions: PyTorch's out= and the meta device's dispatch.
 
 Every public function of the namespaces tapegrad, nn.functional, special, linalg and fft is a
-`_core.WithOut` (src/tapegrad/out_arg_call.h) from the moment its namespace is loaded: the
-functions that take PyTorch's out= already were one (tapegrad/_out_arg.py), the others are
-wrapped here with takes_out off.  The wrapper forwards a call to the function through vectorcall
-(one indirect call, no allocation) and, once a meta tensor has been made, sends a call with a
-meta tensor among its arguments to the meta device (tapegrad/_meta.py).
+`_core.WithOut` (src/tapegrad/out_arg_call.h) from the moment its namespace is loaded, made here
+by one installer, `install(namespace, out_functions)`: the functions named in `out_functions`
+(those whose PyTorch counterpart in that namespace takes out=: tapegrad/_out_arg.py's list for
+the tapegrad namespace) take out= through it (`_out_arg.py` says how a result is written), the
+others are wrapped with takes_out off.  The wrapper forwards a call without out to the function
+through vectorcall (one indirect call, no allocation) and, once a meta tensor has been made,
+sends a call with a meta tensor among its arguments to the meta device (tapegrad/_meta.py).
 
 So the names never change after import: `from tapegrad import exp` taken before the first meta
 tensor is the object `tapegrad.exp` stays, identity checks hold (`activation is F.relu`), and
@@ -15,10 +17,12 @@ class attribute (pooling's `_fn`) or as a default argument (TransformerEncoderLa
 """
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 
 from . import _core
+from ._out_arg import DTYPE_FROM_OUT
 
 # Public callables that are not ops on tensors (left as they are: also where PyTorch's are the
 # same objects as another module's, torch.vmap is torch.func.vmap).
@@ -29,7 +33,10 @@ NOT_OPS = frozenset(("load", "save", "manual_seed", "seed", "set_default_device"
                      "is_grad_enabled", "is_inference_mode_enabled", "is_anomaly_enabled",
                      "is_anomaly_check_nan_enabled"))
 
-_made: dict = {}        # id(function) -> its wrapper: an alias (F.relu in two places) is one
+# id(function) -> its entry: an alias (F.relu in two places, tapegrad.ger and outer) is one
+# object; the entries that take out= apart (torch.sigmoid takes out=, F.sigmoid does not)
+_made: dict = {}
+_made_with_out: dict = {}
 
 
 def _is_op(name: str, fn) -> bool:
@@ -40,17 +47,33 @@ def _is_op(name: str, fn) -> bool:
         type(fn).__name__ == "cython_function_or_method"
 
 
-def public_call(name: str, fn):
-    """fn behind the public functions' entry (out= left to fn itself)."""
-    call = _made.get(id(fn))
+def _takes_out(fn) -> bool:
+    try:
+        return "out" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def public_call(name: str, fn, out_arg: bool = False):
+    """fn behind the public functions' entry; with `out_arg`, the entry takes PyTorch's
+    keyword-only ``out`` for it (else out= is left to fn itself)."""
+    made = _made_with_out if out_arg else _made
+    call = made.get(id(fn))
     if call is not None:
         return call
-    call = _made[id(fn)] = _core.WithOut(name, fn, False, takes_out=False)
+    if out_arg:
+        call = _core.WithOut(name, fn, name in DTYPE_FROM_OUT)
+    else:
+        call = _core.WithOut(name, fn, False, takes_out=False)
+    made[id(fn)] = call
     for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
         value = getattr(fn, attr, None)
         if value is not None:
             setattr(call, attr, value)
     call.__wrapped__ = fn
+    if out_arg:
+        _add_out_to_signature(call, fn)
+        return call     # (pickled by the name its namespace exports it under: _pickle_names)
     # pickled by name as the function was: where its declared (module, qualname) held the
     # function (F.gelu's tapegrad._ops_unary.gelu), it holds the entry, once, at import
     home = sys.modules.get(getattr(fn, "__module__", None) or "")
@@ -61,9 +84,26 @@ def public_call(name: str, fn):
     return call
 
 
-def install(namespace: dict) -> None:
-    """Put each public function of `namespace` (a module's globals) behind the entry; called at
+def _add_out_to_signature(call, fn) -> None:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    tail = [p for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD]
+    out_param = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)
+    call.__signature__ = sig.replace(parameters=params + [out_param] + tail)
+
+
+def install(namespace: dict, out_functions=()) -> None:
+    """Put each public function of `namespace` (a module's globals) behind the entry, those
+    named in `out_functions` with PyTorch's out= (unless they take out themselves); called at
     the end of each namespace module (and by tapegrad's __getattr__ after a lazy load)."""
+    for name in out_functions:
+        fn = namespace.get(name)
+        if fn is None or isinstance(fn, _core.WithOut) or _takes_out(fn):
+            continue
+        namespace[name] = public_call(name, fn, out_arg=True)
     for name, fn in list(namespace.items()):
         if _is_op(name, fn):
             namespace[name] = public_call(name, fn)

@@ -139,7 +139,7 @@ def train(epochs: int | None = None, lr: float | None = None, batch_size: int | 
     optimizer = torch.optim.Adam(net.parameters(), lr=lr)
     scheduler = (torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * len(loader))
                  if defaults["anneal"] else None)
-    print(f"tapegrad {torch.__version__}: {description} on {len(x_train)} UCI digits "
+    print(f"tapegrad {torch.version.tapegrad_version}: {description} on {len(x_train)} UCI digits "
           f"({len(x_test)} held out), {epochs} epochs, batch {batch_size}, Adam lr {lr}"
           f"{' cosine-annealed' if scheduler is not None else ''}", file=stream)
     progress = Progress(epochs, len(loader), stream)

@@ -104,7 +104,7 @@ def train_chars(steps: int = 300, lr: float = 5e-3, batch_size: int = 32, seq_le
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
     loss_fn = nn.CrossEntropyLoss()
-    print(f"tapegrad {torch.__version__}: character-level GRU (embedding 32, hidden 128) on "
+    print(f"tapegrad {torch.version.tapegrad_version}: character-level GRU (embedding 32, hidden 128) on "
           f"{len(text):,} characters ({len(vocab)} distinct), {steps} steps of {batch_size} "
           f"windows x {seq_len} characters, Adam lr {lr}", file=stream)
     bar = StepBar(steps, stream)

@@ -58,7 +58,7 @@ import weakref
 
 import numpy as np
 
-from . import _core
+from . import _core, _meta
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
@@ -166,11 +166,13 @@ class CompiledFunction(_core.CompiledCall):
         capture = _core._capture_begin()
         _capture_state.capture = capture
         try:
+            _route_public_calls(_core._capture_op_call)
             _ROUTES.install()
             try:
                 result = self.fn(*args, **kwargs)
             finally:
                 _ROUTES.remove()
+                _route_public_calls(None)
         finally:
             _capture_state.capture = None
             _core._capture_end()
@@ -265,11 +267,15 @@ def _rerun_kind(program, drew_global) -> int:
 # -- the library's ops, routed through the capture while one runs ---------------------------------
 # A capture notes each public op the function calls (src/tapegrad/capture.pxi, _capture_op_call):
 # ops with C replay hooks keep their steps, any other op becomes one step that re-runs it.  The
-# routes exist only while a capture runs (the eager path pays nothing): the public names of the
-# tapegrad namespace, nn.functional, linalg/special and Tensor's methods are pointed at thin
-# wrappers, and put back after.  An op reached another way (a reference taken before, an internal
-# alias) is not routed: its tensors stay unclaimed and the call runs eagerly (explain() says so),
-# never a stale replay.
+# public functions of the namespaces (tapegrad, nn.functional, linalg, special, fft) reach it
+# through their entry (tapegrad/_public_calls.py, src/tapegrad/out_arg_call.h), which sends a call
+# there while a capture runs: their names are never rebound, so a reference taken before
+# (`from tapegrad import exp`) is captured too and identity checks hold.  The creation functions
+# (their meta wrapper, tapegrad/_meta.py) do the same.  Still pointed at thin wrappers during a
+# capture, and put back after: Tensor's methods, and the public functions' plain objects bound
+# under other names in the library's modules (a layer's `from .._batch_norm import batch_norm`).
+# An op reached another way is not routed: its tensors stay unclaimed and the call runs eagerly
+# (explain() says so), never a stale replay.
 
 # Names that are not ops, or must not run again at every replay (disk I/O).
 _NOT_ROUTED = frozenset({
@@ -285,6 +291,13 @@ _NOT_ROUTED = frozenset({
 # the op families define (comparisons, bitwise, @, ...: _core.TENSOR_METHODS).
 _ROUTED_DUNDERS = frozenset(["__getitem__"] + [n for n in _core.TENSOR_METHODS
                                                if n.startswith("__")])
+
+
+def _route_public_calls(route) -> None:
+    """Send the public functions' calls (their entry, and the creation functions' meta wrapper)
+    to `route` (_core._capture_op_call) while a capture runs; None ends it."""
+    _core._set_capture_route(route)
+    _meta.capture_route[0] = route
 
 
 def _routable(name, value) -> bool:
@@ -362,19 +375,17 @@ class _Routes:
         spaces = [tapegrad] + [sys.modules[m] for m in (
             "tapegrad.nn.functional", "tapegrad.linalg", "tapegrad.special", "tapegrad.fft")
             if m in sys.modules]
+        # The namespaces' public functions are entries, captured there (not rebound); the plain
+        # functions behind them, bound under other names in the library's Python modules (a
+        # layer's `from .._batch_norm import batch_norm`), are routed, or the op would run unseen.
+        by_id = {}
         for ns in spaces:
             for name, value in list(vars(ns).items()):
-                if _routable(name, value):
-                    entries.append((ns, name, value, _routed(value), True))
-        # The same functions bound under other names in the library's Python modules (a layer's
-        # `from .._batch_norm import batch_norm`): routed too, or the op would run unseen.
-        by_id = {id(e[2]): e[3] for e in entries}
-        # (a namespace holds a public function's entry (_public_calls.py, _out_arg.py), which
-        # stands for the plain function the layers hold: route both)
-        for e in list(entries):
-            plain = getattr(e[2], "__out_arg_of__", None)
-            if plain is not None:
-                by_id.setdefault(id(plain), e[3])
+                plain = getattr(value, "__out_arg_of__", None)
+                if plain is None and _routable(name, value):
+                    plain = getattr(value, "__meta_dispatch__", None)   # a creation function
+                if plain is not None and _routable(name, plain) and id(plain) not in by_id:
+                    by_id[id(plain)] = _routed(plain)
         for mod_name, mod in list(sys.modules.items()):
             if (not mod_name.startswith("tapegrad.") or mod in spaces
                     or not (getattr(mod, "__file__", None) or "").endswith(".py")):

@@ -22,9 +22,19 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 __all__ = [
     'cuda',
     'debug',
+    'git_version',
     'hip',
+    'rocm',
+    'tapegrad_version',
+    'torch_api_version',
+    'xpu',
 ]
 
 cuda: Any
 debug: _bool
+git_version: _str
 hip: Any
+rocm: Any
+tapegrad_version: _str
+torch_api_version: _str
+xpu: Any

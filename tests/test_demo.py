@@ -66,7 +66,7 @@ def test_command_line_help_version_and_task_options():
     top = _run("--help")
     assert top.returncode == 0 and all(c in top.stdout for c in ("demo", "bench", "examples"))
     version = _run("--version")
-    assert version.returncode == 0 and version.stdout.strip() == f"tapegrad {demo.torch.__version__}"
+    assert version.returncode == 0 and version.stdout.strip() == f"tapegrad {demo.torch.version.tapegrad_version}"
     help_ = _run("demo", "--help")
     assert help_.returncode == 0
     for option in ("--model", "--epochs", "--steps", "--temperature", "--seed", "--plot",

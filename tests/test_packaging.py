@@ -23,7 +23,10 @@ def test_one_version_everywhere():
     cli = subprocess.run([sys.executable, "-m", "tapegrad", "--version"], capture_output=True,
                          text=True, timeout=60)
     assert cli.returncode == 0, cli.stderr
-    assert tapegrad.__version__ == tapegrad.version.__version__ == dist.version
+    assert tapegrad.version.tapegrad_version == dist.version
+    # the PyTorch API version, labelled with the package's (docs/differences.md)
+    assert tapegrad.__version__ == tapegrad.version.__version__ == \
+        f"{tapegrad.version.torch_api_version}+tapegrad.{dist.version}"
     assert cli.stdout.strip() == f"tapegrad {dist.version}"
 
 

@@ -5,8 +5,8 @@
 # capture_step: (kind, op, operands..., result).  The elementwise ops and reductions that replay.pxi
 # runs in C have hooks of their own; ops with a registered replay step (OP_REPLAY: linear, softmax,
 # nll_loss, ...) note it with capture_op; every other public op is noted as a whole by _capture_op_call
-# (tapegrad/replay.py routes the library's public names through it during a capture), as a step
-# that re-runs it.  Every tensor any op creates goes through wrap() and is noted in `created`; a
+# (the public functions' entry sends their calls there during a capture, out_arg_call.h; Tensor's
+# methods are routed by tapegrad/replay.py), as a step that re-runs it.  Every tensor any op creates goes through wrap() and is noted in `created`; a
 # created tensor that no step claims was made by an op reached some other way, so the call is not
 # replayable (it keeps running eagerly): no op can be replayed with stale values.
 #
@@ -206,8 +206,9 @@ cdef int capture_op(int op, tuple tensors, int n_rec_in, object attrs, TensorBas
 
 
 # -- every public op, without a hook of its own ---------------------------------------------------
-# While a capture runs, tapegrad.compile routes the library's public ops (tapegrad.*, Tensor
-# methods, nn.functional.*: tapegrad/replay.py installs the routes) through _capture_op_call.
+# While a capture runs, the library's public ops reach _capture_op_call: the public functions
+# (tapegrad.*, nn.functional.*, linalg, special, fft) from their entry (out_arg_call.h) and the
+# creation functions' meta wrapper, Tensor's methods through routes tapegrad/replay.py installs.
 # An op whose work the capture already noted step by step (the C-replayed elementwise ops and
 # reductions, which have hooks) keeps those steps; any other op becomes one SK_CALL step.  So every
 # op of the library replays, and an op added tomorrow does too, with no replay code of its own.

@@ -722,6 +722,7 @@ def _write_out(str name, out, tuple operands, fn, dict kwargs):
 cdef extern from "out_arg_call.h":
     object tg_out_arg_type(object slow_call)
     int tg_out_arg_set_meta(object tensor_cls, object parameter_cls, object entry) except -1
+    int tg_out_arg_set_capture_route(object route) except -1
 
 
 def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
@@ -749,6 +750,13 @@ def _set_public_call_meta(tensor_cls, parameter_cls, entry):
     made): WithOut calls with a meta argument go to entry("call", (function, name, args,
     kwargs)) from then on (out_arg_call.h)."""
     tg_out_arg_set_meta(tensor_cls, parameter_cls, entry)
+
+
+def _set_capture_route(route):
+    """Called by tapegrad.compile around a capture (tapegrad/replay.py): WithOut calls without
+    out= go to route(function, args, kwargs) (capture.pxi's _capture_op_call) while it is set;
+    None ends it (out_arg_call.h)."""
+    tg_out_arg_set_capture_route(route)
 
 
 # -- in-place view ops (unsqueeze_, t_, as_strided_ ...) on tensors in a graph -------------------

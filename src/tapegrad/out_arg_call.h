@@ -16,6 +16,13 @@
  * argument) goes to the meta device's `entry`; before, the test is one NULL compare.  A function
  * PyTorch gives no out= (takes_out 0) forwards `out` to the function like any other keyword.
  *
+ * It is also where tapegrad.compile's capture sees the public functions: while a capture runs
+ * (tg_out_arg_set_capture_route), a call without out= goes to the route, capture.pxi's
+ * _capture_op_call(function, args, kwargs), which notes it on the capturing thread and runs it as
+ * it is on any other.  No name is rebound for a capture; outside one, the test is one NULL
+ * compare.  (A call naming out= writes into a tensor the call did not make: not replayable, so it
+ * is not routed; the capture notes the write.)
+ *
  * Included by one module (_ops_inplace), so everything here is static.
  */
 #ifndef TAPEGRAD_OUT_ARG_CALL_H
@@ -100,6 +107,25 @@ tg_out_arg_set_meta(PyObject *tensor_cls, PyObject *parameter_cls, PyObject *ent
     return 0;
 }
 
+/* _capture_op_call while a capture runs, else NULL: set by tg_out_arg_set_capture_route. */
+static PyObject *tg_capture_route = NULL;
+
+static int
+tg_out_arg_set_capture_route(PyObject *route)
+{
+    if (route == Py_None) {
+        Py_CLEAR(tg_capture_route);
+        return 0;
+    }
+    if (!PyCallable_Check(route)) {
+        PyErr_SetString(PyExc_TypeError, "the capture route must be callable or None");
+        return -1;
+    }
+    Py_INCREF(route);
+    Py_XSETREF(tg_capture_route, route);
+    return 0;
+}
+
 /* The call's arguments as a tuple and a dict, then handler(<head...>, positional, keywords). */
 static PyObject *
 tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, size_t nargsf,
@@ -177,6 +203,15 @@ tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, 
         }
     }
     if (!self->takes_out || kwnames == NULL || !tg_kwnames_name_out(kwnames)) {
+        if (tg_capture_route != NULL) {
+            /* a capture runs: _capture_op_call(<the function>, args, kwargs) */
+            head = PyTuple_Pack(1, self->fn);
+            if (head == NULL)
+                return NULL;
+            result = tg_out_arg_call_with(tg_capture_route, head, args, nargsf, kwnames, 1);
+            Py_DECREF(head);
+            return result;
+        }
         /* The function's own vectorcall, as PyObject_Vectorcall finds it, minus that call's
          * result check: our caller checks the result we return (~35 instructions a call). */
         vectorcallfunc fn_call = PyVectorcall_Function(self->fn);

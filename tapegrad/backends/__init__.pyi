@@ -21,11 +21,17 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.backends import cpu as cpu
 from tapegrad.backends import cuda as cuda
 from tapegrad.backends import cudnn as cudnn
+from tapegrad.backends import mkl as mkl
+from tapegrad.backends import mkldnn as mkldnn
 from tapegrad.backends import mps as mps
+from tapegrad.backends import openmp as openmp
 
 __all__ = [
     'cpu',
     'cuda',
     'cudnn',
+    'mkl',
+    'mkldnn',
     'mps',
+    'openmp',
 ]

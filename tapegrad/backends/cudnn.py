@@ -5,8 +5,9 @@ tapegrad's computation (which is deterministic on the CPU)."""
 from __future__ import annotations
 
 import sys
-import types
 from contextlib import contextmanager
+
+from ._flags import check_flags
 
 
 def is_available() -> bool:
@@ -27,40 +28,26 @@ def is_acceptable(tensor) -> bool:
 # The bool flags and the name of the setter PyTorch's type error names.
 _FLAGS = {"enabled": "set_enabled_cudnn", "benchmark": "set_benchmark_cudnn",
           "deterministic": "set_deterministic_cudnn", "allow_tf32": "set_allow_tf32_cudnn"}
-_values = {"enabled": True, "benchmark": False, "deterministic": False, "allow_tf32": True}
-
-
-class _CudnnModule(types.ModuleType):
-    """The module's class: assigning a flag goes through the bool check."""
-
-    def __getattr__(self, name):
-        if name in _values:
-            return _values[name]
-        raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
-
-    def __setattr__(self, name, value):
-        if name in _FLAGS:
-            if not isinstance(value, bool):
-                raise RuntimeError(f"{_FLAGS[name]} expects a bool, but got "
-                                   f"{type(value).__name__}")
-            _values[name] = value
-            return
-        super().__setattr__(name, value)
+enabled = True
+benchmark = False
+deterministic = False
+allow_tf32 = True
+benchmark_limit = None      # PyTorch's value on a build without cuDNN
 
 
 @contextmanager
 def flags(enabled: bool = False, benchmark: bool = False, benchmark_limit: int = 10,
           deterministic: bool = False, allow_tf32: bool = True):
     """Set the flags for the duration of a with-block, then restore them."""
-    saved = dict(_values)
     module = sys.modules[__name__]
+    saved = {name: getattr(module, name) for name in _FLAGS}
     for name, value in (("enabled", enabled), ("benchmark", benchmark),
                         ("deterministic", deterministic), ("allow_tf32", allow_tf32)):
         setattr(module, name, value)
     try:
         yield
     finally:
-        _values.update(saved)
+        module.__dict__.update(saved)
 
 
-sys.modules[__name__].__class__ = _CudnnModule
+check_flags(__name__)

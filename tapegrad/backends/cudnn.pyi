@@ -20,12 +20,22 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
+    'allow_tf32',
+    'benchmark',
+    'benchmark_limit',
+    'deterministic',
+    'enabled',
     'flags',
     'is_acceptable',
     'is_available',
     'version',
 ]
 
+allow_tf32: _bool
+benchmark: _bool
+benchmark_limit: Any
+deterministic: _bool
+enabled: _bool
 def flags(enabled: _bool = ..., benchmark: _bool = ..., benchmark_limit: _int = ..., deterministic: _bool = ..., allow_tf32: _bool = ...) -> Any: ...
 
 def is_acceptable(tensor: Any) -> _bool: ...
