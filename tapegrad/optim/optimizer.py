@@ -11,8 +11,9 @@ multiply-add, and emulating one costs ~10x): results agree with PyTorch's to ~1e
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from itertools import chain
 from typing import Any
 
@@ -20,8 +21,36 @@ import numpy as np
 
 from .. import _core
 from ..grad_mode import enable_grad, no_grad
+from ..utils.hooks import RemovableHandle
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+
+# Step hooks every optimizer runs (before its own pre-hooks, after its own post-hooks).
+_global_optimizer_pre_hooks: OrderedDict = OrderedDict()
+_global_optimizer_post_hooks: OrderedDict = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook) -> RemovableHandle:
+    """Register `hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`, called before
+    every optimizer's step()."""
+    handle = RemovableHandle(_global_optimizer_pre_hooks)
+    _global_optimizer_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook) -> RemovableHandle:
+    """Register `hook(optimizer, args, kwargs) -> None`, called after every optimizer's step()."""
+    handle = RemovableHandle(_global_optimizer_post_hooks)
+    _global_optimizer_post_hooks[handle.id] = hook
+    return handle
+
+
+def _add_hook(hooks: OrderedDict, hook, prepend: bool = False) -> RemovableHandle:
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
 
 
 class _RequiredParameter:
@@ -80,8 +109,16 @@ class Optimizer:
             doesn't specify them).
     """
 
+    # The hook tables an optimizer owns (not pickled: __getstate__ leaves them out, as PyTorch's).
+    _HOOK_TABLES = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+                    "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+                    "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks")
+
     def __init__(self, params, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
+        for table in self._HOOK_TABLES:
+            setattr(self, table, OrderedDict())
+        self._patch_step_function()
         if _is_tensor(params):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             "Tensors or dicts, but got " + _typename(params))
@@ -107,6 +144,10 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        for table in self._HOOK_TABLES:
+            if table not in self.__dict__:
+                setattr(self, table, OrderedDict())
+        self._patch_step_function()
         self.defaults.setdefault("differentiable", False)
         for group in self.param_groups:
             for key, value in self._GROUP_DEFAULTS.items():
@@ -124,6 +165,68 @@ class Optimizer:
                     format_string += f"    {key}: {group[key]}\n"
         format_string += ")"
         return format_string
+
+    # -- hooks ------------------------------------------------------------------------------------
+    @staticmethod
+    def profile_hook_step(func):
+        """Wrap an optimizer class's step() so that it runs the step pre- and post-hooks (the
+        global ones first before, last after); a pre-hook may return (new_args, new_kwargs)."""
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            self = args[0]
+            for pre_hook in chain(_global_optimizer_pre_hooks.values(),
+                                  self._optimizer_step_pre_hooks.values()):
+                result = pre_hook(self, args, kwargs)
+                if result is not None:
+                    if isinstance(result, tuple) and len(result) == 2:
+                        args, kwargs = result
+                    else:
+                        raise RuntimeError(f"{func} must return None or a tuple of "
+                                           f"(new_args, new_kwargs), but got {result}.")
+            out = func(*args, **kwargs)
+            self._optimizer_step_code()
+            for post_hook in chain(self._optimizer_step_post_hooks.values(),
+                                   _global_optimizer_post_hooks.values()):
+                post_hook(self, args, kwargs)
+            return out
+        return wrapper
+
+    def _optimizer_step_code(self) -> None:
+        """Called after every step(); PyTorch's profiler entry point, nothing to do here."""
+
+    def _patch_step_function(self) -> None:
+        # Once per class, as PyTorch: a subclass's own step() is wrapped the first time one of
+        # its instances is made.
+        if not getattr(self.__class__.step, "hooked", None):
+            self.__class__.step = self.profile_hook_step(self.__class__.step)
+            self.__class__.step.hooked = True
+
+    def register_step_pre_hook(self, hook) -> RemovableHandle:
+        """Register `hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`, called
+        before this optimizer's step()."""
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook) -> RemovableHandle:
+        """Register `hook(optimizer, args, kwargs) -> None`, called after step()."""
+        return _add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """Register `hook(optimizer) -> None`, called before state_dict() builds its result."""
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """Register `hook(optimizer, state_dict) -> state_dict or None`, called on the result of
+        state_dict(); a returned dict replaces it."""
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """Register `hook(optimizer, state_dict) -> state_dict or None`, called before
+        load_state_dict() reads its (shallow-copied) argument; a returned dict replaces it."""
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """Register `hook(optimizer) -> None`, called after load_state_dict()."""
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     # -- param groups -----------------------------------------------------------------------------
     def add_param_group(self, param_group: dict[str, Any]) -> None:
@@ -236,6 +339,8 @@ class Optimizer:
         its state; ``param_groups`` lists the groups' options with ``params`` as index lists.
         The tensors in ``state`` are the optimizer's own (not copies), as in PyTorch.
         """
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         param_mappings: dict[int, int] = {}
         start_index = 0
 
@@ -251,7 +356,12 @@ class Optimizer:
         param_groups = [pack_group(g) for g in self.param_groups]
         packed_state = {(param_mappings[id(k)] if _is_tensor(k) else k): v
                         for k, v in self.state.items()}
-        return {"state": packed_state, "param_groups": param_groups}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load the optimizer state (an object returned by `state_dict()`).
@@ -260,6 +370,10 @@ class Optimizer:
         optimizer never shares buffers with `state_dict`.
         """
         state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = _copy_value(state_dict["param_groups"])
 
@@ -302,6 +416,8 @@ class Optimizer:
 
         param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
         self.__setstate__({"state": state, "param_groups": param_groups})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
 
     # -- helpers for subclasses -------------------------------------------------------------------
     def _params_with_grad(self, group):
