@@ -194,12 +194,21 @@ class Optimizer:
     def _optimizer_step_code(self) -> None:
         """Called after every step(); PyTorch's profiler entry point, nothing to do here."""
 
+    @classmethod
+    def _hook_step_of(cls, owner: type) -> None:
+        if not getattr(owner.step, "hooked", None):
+            owner.step = cls.profile_hook_step(owner.step)
+            owner.step.hooked = True
+
+    def __init_subclass__(cls, **kwargs):
+        # Each optimizer class's step() is wrapped when the class is made (PyTorch wraps it at
+        # the first instance): a class then looks the same whether or not one was instantiated.
+        super().__init_subclass__(**kwargs)
+        Optimizer._hook_step_of(cls)
+
     def _patch_step_function(self) -> None:
-        # Once per class, as PyTorch: a subclass's own step() is wrapped the first time one of
-        # its instances is made.
-        if not getattr(self.__class__.step, "hooked", None):
-            self.__class__.step = self.profile_hook_step(self.__class__.step)
-            self.__class__.step.hooked = True
+        # As PyTorch, at each instance: covers a step() assigned to the class after it was made.
+        Optimizer._hook_step_of(self.__class__)
 
     def register_step_pre_hook(self, hook) -> RemovableHandle:
         """Register `hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`, called
