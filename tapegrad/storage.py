@@ -103,6 +103,46 @@ def _listing(values: list, title: str) -> str:
     return " " + "\n ".join(str(v) for v in values) + f"\n[{title}]"
 
 
+_BYTE_ORDERS = {"little": "<", "big": ">", "native": "="}
+_NOT_GIVEN = object()
+
+
+def _values_from_buffer(buffer, byte_order, count: int, offset: int, dtype) -> np.ndarray:
+    """A copy of `count` values of `dtype` read from the bytes-like `buffer` from byte `offset`
+    (count < 0: all that follow), in `byte_order`; PyTorch's checks and messages, in its order."""
+    np_dtype = np.dtype(dtype.np_dtype)
+    single_byte = np_dtype in (np.dtype(np.uint8), np.dtype(np.int8))  # (bool needs an order)
+    if byte_order is None:
+        raise TypeError("argument 2 must be str, not None")
+    if not single_byte:
+        if byte_order is _NOT_GIVEN:
+            raise RuntimeError("function missing required argument 'byte_order' (pos 2)")
+        if byte_order not in _BYTE_ORDERS:
+            raise ValueError(f"invalid byte_order '{byte_order}' (expected 'big', 'little', or "
+                             "'native')")
+    try:
+        raw = memoryview(buffer).cast("B")
+    except TypeError:
+        raise TypeError(f"a bytes-like object is required, not '{type(buffer).__name__}'") from None
+    length, itemsize = raw.nbytes, np_dtype.itemsize
+    if offset < 0 or offset > length:
+        # (PyTorch's message names the offset as the length and the length as what it got)
+        raise ValueError(f"offset must be non-negative and no greater than buffer length "
+                         f"({offset}) , but got {length}")
+    if count < 0:
+        if (length - offset) % itemsize:
+            raise ValueError(f"buffer size ({length}) must be a multiple of element size "
+                             f"({itemsize})")
+        count = (length - offset) // itemsize
+    if offset + count * itemsize > length:
+        raise ValueError(f"buffer has only {length - offset} elements after offset {offset}, "
+                         f"but specified a size of {count}")
+    if np_dtype.kind == "b":
+        return np.frombuffer(raw, np.uint8, count, offset) != 0
+    order = "=" if single_byte else _BYTE_ORDERS[byte_order]
+    return np.frombuffer(raw, np_dtype.newbyteorder(order), count, offset).astype(np_dtype)
+
+
 class _StorageBase:
     """What both storage kinds answer alike (they live on the CPU, in this process)."""
 
@@ -157,6 +197,15 @@ class UntypedStorage(_StorageBase):
         data = _initial_values(args, np.dtype(np.uint8), "UntypedStorage")
         self._bytes = data
         self._owner = data
+
+    @classmethod
+    def from_buffer(cls, buffer, byte_order=_NOT_GIVEN, count: int = -1, offset: int = 0, *,
+                    dtype=None) -> "UntypedStorage":
+        """The bytes of `count` values of `dtype` read from a bytes-like object (a copy), in
+        this machine's byte order."""
+        if dtype is None:
+            raise RuntimeError("argument 'dtype' cannot be None")
+        return cls._viewing(_values_from_buffer(buffer, byte_order, count, offset, dtype))
 
     @classmethod
     def _viewing(cls, root: np.ndarray) -> "UntypedStorage":
@@ -267,6 +316,23 @@ class TypedStorage(_StorageBase, metaclass=_LegacyStorageType):
         values = _initial_values(args, np.dtype(dtype.np_dtype), "TypedStorage")
         self._untyped = UntypedStorage._viewing(values)
         self._dtype_of = dtype
+
+    @classmethod
+    def from_buffer(cls, buffer, byte_order=_NOT_GIVEN, count: int = -1, offset: int = 0, *,
+                    dtype=None) -> "TypedStorage":
+        """A storage of `count` values read from a bytes-like object (a copy): of the legacy
+        class's dtype (ByteStorage.from_buffer(img.tobytes())), or TypedStorage's `dtype`."""
+        import tapegrad
+        if cls._dtype is not None:
+            if dtype is not None:
+                raise RuntimeError("from_buffer: 'dtype' can only be specified in "
+                                   "UntypedStorage.from_buffer and TypedStorage.from_buffer")
+            dtype = cls._dtype
+        elif dtype is None:
+            dtype = tapegrad.get_default_dtype()
+        warn_typed_storage(stacklevel=3)
+        values = _values_from_buffer(buffer, byte_order, count, offset, dtype)
+        return TypedStorage._over(UntypedStorage._viewing(values), dtype)
 
     @classmethod
     def _over(cls, untyped: UntypedStorage, dtype) -> "TypedStorage":
@@ -418,7 +484,7 @@ def untyped_storage_of(arr: np.ndarray) -> UntypedStorage:
     return storage
 
 
-def warn_typed_storage() -> None:
+def warn_typed_storage(stacklevel: int = 4) -> None:
     """PyTorch's deprecation warning for typed storages, once per process."""
     global _warned_typed
     if not _warned_typed:
@@ -427,7 +493,7 @@ def warn_typed_storage() -> None:
                       "UntypedStorage will be the only storage class. This should only matter "
                       "to you if you are using storages directly.  To access UntypedStorage "
                       "directly, use tensor.untyped_storage() instead of tensor.storage()",
-                      UserWarning, stacklevel=4)
+                      UserWarning, stacklevel=stacklevel)
 
 
 def typed_storage_of(arr: np.ndarray, dtype) -> TypedStorage:

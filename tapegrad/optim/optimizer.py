@@ -22,8 +22,7 @@ import numpy as np
 from .. import _core
 from ..grad_mode import enable_grad, no_grad
 
-__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
-           "required"]
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 
 # Step hooks every optimizer runs (PyTorch's global ones): pre hooks before an optimizer's own,
 # post hooks after.
@@ -306,6 +305,9 @@ class Optimizer:
         raise NotImplementedError
 
     # -- hooks ------------------------------------------------------------------------------------
+    # PyTorch's name of the wrapper that runs the step hooks around a step function.
+    profile_hook_step = staticmethod(_with_step_hooks)
+
     def register_step_pre_hook(self, hook):
         """Run ``hook(optimizer, args, kwargs)`` before this optimizer's step; it may return
         ``(new_args, new_kwargs)``.  Returns a handle whose ``remove()`` unregisters it."""
