@@ -212,3 +212,18 @@ def test_save_for_backward_still_refuses_non_tensors():
 
     with pytest.raises(TypeError, match="save_for_backward can only save variables, but argument 1 is of type int"):
         Bad.apply(tg.ones(2, requires_grad=True))
+
+
+# -- torch.load of a whole pickled module (spro/char-rnn.pytorch's generate.py) ----------------
+
+def test_weights_only_refusal_of_a_pickled_module_matches_torch(tmp_path):
+    """PyTorch's message prints its warning in bold (ANSI escapes); the text up to the
+    unpickler's own detail is the same."""
+    results = []
+    for lib in (torch, tg):
+        path = tmp_path / f"{lib.__name__}.pt"
+        lib.save(lib.nn.Linear(2, 1), str(path))
+        kind, message = _message(lambda: lib.load(str(path)))
+        results.append((kind.__name__, message.split("WeightsUnpickler error: ")[0]))
+    assert results[1] == results[0]
+    assert "\x1b[1mdo those steps only if you trust the source of the checkpoint\x1b[0m" in results[0][1]
