@@ -227,3 +227,34 @@ def test_weights_only_refusal_of_a_pickled_module_matches_torch(tmp_path):
         results.append((kind.__name__, message.split("WeightsUnpickler error: ")[0]))
     assert results[1] == results[0]
     assert "\x1b[1mdo those steps only if you trust the source of the checkpoint\x1b[0m" in results[0][1]
+
+
+# -- a BatchSampler subclass with its own __iter__ (adambielski/siamese-triplet) -----------------
+
+def _balanced_batch_sampler(lib, call_super):
+    class BalancedBatchSampler(lib.utils.data.BatchSampler):
+        """Yields [i, i + 1] pairs from the end: its own order, whatever BatchSampler would do."""
+        def __init__(self, n):
+            if call_super:
+                super().__init__(lib.utils.data.SequentialSampler(range(n)), 2, False)
+            self.n = n
+            self.batch_size = 2
+
+        def __iter__(self):
+            for start in range(self.n - 2, -1, -2):
+                yield [start, start + 1]
+
+        def __len__(self):
+            return self.n // 2
+    return BalancedBatchSampler
+
+
+@pytest.mark.parametrize("call_super", [False, True])
+def test_batch_sampler_subclass_iter_is_used_as_torch(call_super):
+    outs = []
+    for lib in (torch, tg):
+        data = lib.utils.data.TensorDataset(lib.arange(8.0), lib.arange(8) * 10)
+        loader = lib.utils.data.DataLoader(data, batch_sampler=_balanced_batch_sampler(lib, call_super)(8))
+        outs.append([(x.tolist(), y.tolist(), str(x.dtype)) for x, y in loader] + [len(loader)])
+    assert outs[1] == outs[0]
+    assert outs[0][0][0] == [6.0, 7.0]
