@@ -205,6 +205,10 @@ class TypedTensorMeta(type):
     def __instancecheck__(cls, obj) -> bool:
         return isinstance(obj, _core.TensorBase) and obj._array.dtype == cls.dtype.np_dtype
 
+    def __repr__(cls) -> str:
+        from .tensor import _torch_module_name
+        return f"<class '{_torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
+
 
 def _typed_tensor_class(name: str, dt) -> type:
     cls = TypedTensorMeta(name, (), {"__module__": "tapegrad", "__doc__":

@@ -501,6 +501,36 @@ def _volatile(self):
     return False
 
 
+_REINFORCE_REMOVED = """reinforce() was removed.
+Use torch.distributions instead.
+See https://pytorch.org/docs/main/distributions.html
+
+Instead of:
+
+probs = policy_network(state)
+action = probs.multinomial()
+next_state, reward = env.step(action)
+action.reinforce(reward)
+action.backward()
+
+Use:
+
+probs = policy_network(state)
+# NOTE: categorical is equivalent to what used to be called multinomial
+m = torch.distributions.Categorical(probs)
+action = m.sample()
+next_state, reward = env.step(action)
+loss = -m.log_prob(action) * reward
+loss.backward()
+"""
+
+
+def _reinforce(self, reward):
+    """Removed from PyTorch (0.3-era REINFORCE scripts call it): raises PyTorch's RuntimeError,
+    which points to torch.distributions."""
+    raise RuntimeError(_REINFORCE_REMOVED)
+
+
 FUNCTIONS = ("select_scatter", "slice_scatter", "diagonal_scatter", "masked_scatter", "put",
              "index_reduce", "fill", "fill_", "zero_", "detach", "detach_", "split_with_sizes",
              "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "resize_as_", "adjoint",
@@ -521,7 +551,7 @@ def register(namespace: dict, tensor_cls) -> None:
               "resize_as": _resize_as, "apply_": _apply_, "map_": _map_, "map2_": _map2_,
               "dim_order": _dim_order, "is_set_to": _is_set_to,
               "H": property(_H), "mH": property(_mH), "name": property(_name),
-              "volatile": property(_volatile)}
+              "volatile": property(_volatile), "reinforce": _reinforce}
     for name, value in extras.items():
         if not has_member(tensor_cls, name):
             setattr(tensor_cls, name, value)

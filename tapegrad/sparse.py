@@ -3,6 +3,8 @@ tapegrad._sparse_coo for how they are built on the recorded dense ops)."""
 from __future__ import annotations
 
 from ._sparse_coo import sparse_mm, sparse_sum
+from ._sparse_legacy import (BFloat16Tensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: F401
+                             FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
 
 __all__ = ["mm", "sum"]
 

@@ -112,9 +112,9 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors):
         """Save tensors (or None) for backward; read them back with ctx.saved_tensors."""
-        from ..tensor import Tensor
+        from .. import is_tensor
         for i, t in enumerate(tensors):
-            if t is not None and not isinstance(t, Tensor):
+            if t is not None and not is_tensor(t):      # dense or sparse
                 raise TypeError("save_for_backward can only save variables, but argument "
                                 f"{i} is of type {type(t).__name__}")
         self.to_save = tensors
@@ -155,6 +155,9 @@ class FunctionCtx:
                 out.append(None)
                 continue
             holder, version, expected = entry
+            if version is None:         # a sparse COO tensor: kept as saved, unversioned
+                out.append(holder)
+                continue
             if isinstance(holder, _HookPacked):
                 t = holder.unpack()
                 if _core._version_of(t) is not version:
@@ -349,6 +352,11 @@ def _finish_saved(ctx, result, out, args=()) -> None:
     for t in to_save:
         if t is None:
             saved.append(None)
+            continue
+        if not isinstance(t, _core.TensorBase):
+            # A sparse COO tensor (pyGAT's SpecialSpmmFunction saves the one its forward built):
+            # its values are its own tensor; no in-place op of tapegrad's writes a sparse tensor.
+            saved.append((t, None, None))
             continue
         holder = anchor = t
         # (where t is among the Function's inputs or outputs: the place in the graph of a

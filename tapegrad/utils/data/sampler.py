@@ -173,7 +173,10 @@ class BatchSampler(Sampler[list]):
 
     def _index_arrays(self):
         """The batches as index arrays, without a Python int per index for built-in samplers."""
-        if type(self.sampler) in (SequentialSampler, RandomSampler):
+        # A subclass with its own __iter__ (siamese-triplet's BalancedBatchSampler, which sets no
+        # .sampler) yields its own batches: only BatchSampler's iteration is chunked here.
+        if (type(self).__iter__ is BatchSampler.__iter__
+                and type(getattr(self, "sampler", None)) in (SequentialSampler, RandomSampler)):
             bs = self.batch_size
             pending = np.empty(0, dtype=np.int64)  # the tail of a chunk, short of a batch
             for chunk in self.sampler._index_chunks():
