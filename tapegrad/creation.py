@@ -128,7 +128,7 @@ def _string_data_error(data) -> Exception:
     return TypeError("new(): invalid data type 'str'")
 
 
-def user_stacklevel(depth: int = 1) -> int:
+def _user_stacklevel(depth: int = 1) -> int:
     """The `stacklevel` that makes a warning raised `depth` frames below the caller of this
     function (1: the caller itself) name the user's line: PyTorch's warnings come from C++ and
     point at the Python line that called in, whatever wrappers (the meta-device factory, other
@@ -154,7 +154,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         warnings.warn("To copy construct from a tensor, it is recommended to use "
                       "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
                       "requires_grad_(True), rather than torch.tensor(sourceTensor).",
-                      UserWarning, stacklevel=user_stacklevel())
+                      UserWarning, stacklevel=_user_stacklevel())
         arr = np.array(data._array, copy=True)
     elif isinstance(data, (np.ndarray, np.generic)):     # a numpy scalar keeps its dtype too
         _check_byte_order(np.asarray(data))
@@ -224,7 +224,7 @@ def _warn_list_of_arrays() -> None:
     if _warned_list_of_arrays:
         return
     _warned_list_of_arrays = True
-    level = user_stacklevel(2)
+    level = _user_stacklevel(2)
     warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
                   "consider converting the list to a single numpy.ndarray with numpy.array() "
                   "before converting to a tensor.", UserWarning, stacklevel=level)
