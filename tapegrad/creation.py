@@ -128,6 +128,17 @@ def _string_data_error(data) -> Exception:
     return TypeError("new(): invalid data type 'str'")
 
 
+def _user_stacklevel(depth: int = 1) -> int:
+    """The `stacklevel` that makes a warning raised `depth` frames below the caller of this
+    function (1: the caller itself) name the user's line: PyTorch's warnings come from C++ and
+    point at the Python line that called in, whatever wrappers (the meta-device factory, other
+    tapegrad functions) stand between it and the user here."""
+    frame, level = sys._getframe(depth), depth
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("tapegrad."):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _check_byte_order(array: np.ndarray) -> None:
     """PyTorch refuses a numpy array of non-native byte order (it would share or copy its bytes
     as they are); the C kernels read native bytes only, so such an array must never get in."""
@@ -141,9 +152,9 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     _check_placement("tensor", device, pin_memory)
     if isinstance(data, _core.TensorBase):
         warnings.warn("To copy construct from a tensor, it is recommended to use "
-                      "sourceTensor.clone().detach() or sourceTensor.clone().detach()."
+                      "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
                       "requires_grad_(True), rather than torch.tensor(sourceTensor).",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=_user_stacklevel())
         arr = np.array(data._array, copy=True)
     elif isinstance(data, (np.ndarray, np.generic)):     # a numpy scalar keeps its dtype too
         _check_byte_order(np.asarray(data))
@@ -213,9 +224,7 @@ def _warn_list_of_arrays() -> None:
     if _warned_list_of_arrays:
         return
     _warned_list_of_arrays = True
-    frame, level = sys._getframe(1), 2     # level 2: the frame calling this function
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("tapegrad."):
-        frame, level = frame.f_back, level + 1
+    level = _user_stacklevel(2)
     warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
                   "consider converting the list to a single numpy.ndarray with numpy.array() "
                   "before converting to a tensor.", UserWarning, stacklevel=level)

@@ -470,9 +470,50 @@ cdef bint key_is_whole(TensorBase self, object key) except -1:
     for k in range(len(dims)):
         d = k if k < before else n - (len(dims) - k)
         size = self._array.shape[d]
-        if (<slice>dims[k]).indices(size) != (0, size, 1):
+        if not slice_is_whole(<slice>dims[k], size):
             return False
     return True
+
+
+cdef bint slice_is_whole(slice item, Py_ssize_t size) except -1:
+    """PyTorch's test for a slice its indexing skips: start 0 as written (a negative start
+    that wraps to 0 still takes a view), a stop at or past the end, step 1."""
+    start, stop, step = item.start, item.stop, item.step
+    return ((start is None or start == 0) and (stop is None or stop >= size)
+            and (step is None or step == 1))
+
+
+cdef bint key_takes_view(TensorBase self, object key) except -1:
+    """Whether PyTorch's indexing takes a view before it writes self[key] = value: an integer,
+    True, None, a 0-d tensor or a slice not covering its whole dim does (the write is then into
+    a view, and a leaf's refusal names the view); Ellipsis, whole slices and index arrays alone
+    leave self itself, written by index_put_."""
+    items = key if type(key) is tuple else (key,)
+    cdef Py_ssize_t n = self._array.ndim, d = 0, i, after
+    for i in range(len(items)):
+        item = items[i]
+        if item is Ellipsis:
+            after = 0                   # the dims the items after the Ellipsis index
+            for rest in items[i + 1:]:
+                if rest is not None and rest is not Ellipsis:
+                    after += (<TensorBase>rest)._array.ndim if (
+                        isinstance(rest, TensorBase) and (<TensorBase>rest)._array.dtype == np.bool_) else 1
+            d = n - after
+        elif item is None or item is True:
+            return True
+        elif type(item) is slice:
+            if d >= n or not slice_is_whole(<slice>item, self._array.shape[d]):
+                return True
+            d += 1
+        elif isinstance(item, TensorBase):
+            if (<TensorBase>item)._array.ndim == 0:
+                return True
+            d += (<TensorBase>item)._array.ndim if (<TensorBase>item)._array.dtype == np.bool_ else 1
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
+            return True
+        else:
+            d += 1
+    return False
 
 
 cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=False):
@@ -505,6 +546,10 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
             self._array[nkey]
         except IndexError as e:
             raise IndexError(str(e).replace("axis", "dimension")) from None
+    if (self._requires_grad and grad_enabled() and is_leaf_c(self) and not onto_base
+            and key_takes_view(self, key)):
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
     check_inplace(self, recording, True)
     A = self._array
     if isinstance(value, TensorBase):
