@@ -1,6 +1,6 @@
 """torch.memory_format and its values (contiguous_format, channels_last, channels_last_3d,
 preserve_format), honoured where PyTorch takes memory_format=: Tensor.contiguous,
-Tensor.is_contiguous and Tensor.to.
+Tensor.is_contiguous, Tensor.clone and Tensor.to.
 
 channels_last is a real strided layout, not a flag: tapegrad tensors are numpy arrays with
 strides, so an (N, C, H, W) tensor in channels_last is the (N, H, W, C) C-order array viewed
@@ -100,7 +100,15 @@ def install(tensor_cls) -> None:
             return core_is_contiguous(self)
         return _is_channels_last(self, _CHANNELS_LAST[id(fmt)])
 
-    _core._set_memory_format_layouts(contiguous_format, contiguous, is_contiguous)
+    def clone(self, memory_format):
+        fmt = check_memory_format(memory_format, "clone")
+        if fmt is contiguous_format:     # one recorded copy either way
+            return self.clone() if core_is_contiguous(self) else self.contiguous()
+        laid_out = _to_channels_last(self, _CHANNELS_LAST[id(fmt)])
+        return self.clone() if laid_out is self else laid_out
+
+    _core._set_memory_format_layouts(contiguous_format, contiguous, is_contiguous,
+                                     preserve_format, clone)
 
 
 def apply_to_result(result, value):

@@ -930,21 +930,29 @@ OP_CLONE = register_op("CloneBackward0", vjp_identity)
 
 
 def clone(TensorBase input, *, memory_format=None):
-    """A copy (same layout, as PyTorch's preserve_format) that gradients flow through."""
+    """A copy that gradients flow through: by default in the same layout (PyTorch's
+    preserve_format); another ``memory_format`` (contiguous_format, channels_last) lays the copy
+    out in that format (tapegrad/_memory_format.py)."""
+    if memory_format is not None and MEMORY_FORMAT_LAYOUTS is not None and \
+            memory_format is not MEMORY_FORMAT_LAYOUTS[3]:
+        return MEMORY_FORMAT_LAYOUTS[4](input, memory_format)
     A = input._array
     S = torch_copy_source(A)
     return shape_result(OP_CLONE, input, A.copy(order="K") if S is A else S, None)
 
 
-# tapegrad/_memory_format.py's (default format, contiguous, is_contiguous) for the layouts other
-# than row-major: the default keeps to the compiled path below, with no Python call.
+# tapegrad/_memory_format.py's (default format, contiguous, is_contiguous, preserve_format,
+# clone) for the layouts other than each function's default: the default keeps to the compiled
+# path, with no Python call.
 MEMORY_FORMAT_LAYOUTS = None
 
 
-def _set_memory_format_layouts(default_format, contiguous_in, is_contiguous_in):
+def _set_memory_format_layouts(default_format, contiguous_in, is_contiguous_in,
+                               preserve_format, clone_in):
     """Called once by tapegrad/_memory_format.py."""
     global MEMORY_FORMAT_LAYOUTS
-    MEMORY_FORMAT_LAYOUTS = (default_format, contiguous_in, is_contiguous_in)
+    MEMORY_FORMAT_LAYOUTS = (default_format, contiguous_in, is_contiguous_in, preserve_format,
+                             clone_in)
 
 
 def contiguous(TensorBase input, memory_format=None):
