@@ -18,6 +18,8 @@ import functools
 import math
 import warnings
 
+import numbers
+
 import numpy as np
 
 from . import _core
@@ -45,10 +47,30 @@ def _index_tensor(arr) -> TensorBase:
     return _wrap(np.asarray(arr, dtype=np.int64))
 
 
+def _type_name(x) -> str:
+    """The name PyTorch's argument parser gives x's type (the C type's tp_name): a class defined
+    in Python by its name, a compiled one outside builtins with its module (numpy.ndarray)."""
+    t = type(x)
+    if t.__module__ == "builtins" or t.__flags__ & (1 << 9):      # Py_TPFLAGS_HEAPTYPE
+        return t.__name__
+    return f"{t.__module__}.{t.__qualname__}"
+
+
 def _check_tensor(x, fn: str, arg: str = "input", position: int = 1) -> None:
     if not isinstance(x, TensorBase):
         raise TypeError(f"{fn}(): argument '{arg}' (position {position}) must be Tensor, not "
-                        f"{type(x).__name__}")
+                        f"{_type_name(x)}")
+
+
+def _check_tensor_or_number(fn: str, args: tuple, signatures: tuple) -> None:
+    """PyTorch's "invalid combination of arguments" TypeError when an argument of a function
+    taking a Tensor or a Number in each place is neither (a numpy array, a list, ...)."""
+    if all(isinstance(a, (TensorBase, numbers.Number)) for a in args):
+        return
+    got = ", ".join("Tensor" if isinstance(a, TensorBase) else _type_name(a) for a in args)
+    lines = "".join(f"\n * ({signature})" for signature in signatures)
+    raise TypeError(f"{fn}() received an invalid combination of arguments - got ({got}), but "
+                    f"expected one of:{lines}\n")
 
 
 def _dim(dim, ndim: int) -> int:
@@ -860,12 +882,16 @@ def _short(t) -> str:
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2."""
     _check_tensor(input, "addcmul")
+    _check_tensor(tensor1, "addcmul", "tensor1", 2)
+    _check_tensor(tensor2, "addcmul", "tensor2", 3)
     return input + value * (tensor1 * tensor2)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 / tensor2 (PyTorch refuses two integer tensors)."""
     _check_tensor(input, "addcdiv")
+    _check_tensor(tensor1, "addcdiv", "tensor1", 2)
+    _check_tensor(tensor2, "addcdiv", "tensor2", 3)
     if tensor1._array.dtype.kind in "biu" and tensor2._array.dtype.kind in "biu":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            " release addcdiv will perform a true division of tensor1 and tensor2.")
@@ -904,6 +930,10 @@ def _xlogy_values(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def xlogy(input, other):
     """input * log(other), 0 where input is 0 (unless other is nan)."""
     from . import tensor
+    _check_tensor_or_number("xlogy", (input, other), (
+        "Tensor input, Tensor other, *, Tensor out = None",
+        "Number self, Tensor other, *, Tensor out = None",
+        "Tensor input, Number other, *, Tensor out = None"))
     if not isinstance(input, TensorBase):
         input = tensor(input, dtype=other.dtype if other.is_floating_point() else None)
     if not isinstance(other, TensorBase):

@@ -60,11 +60,14 @@ def argwhere(input):
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """A bool tensor shaped like `elements`: whether each element occurs in test_elements (NaN
     never does).  Either argument may be a Python number, not both."""
+    from ._extra_ops import _check_tensor_or_number
+    signatures = tuple(f"{kinds}, *, bool assume_unique = False, bool invert = False, Tensor "
+                       f"out = None" for kinds in ("Tensor elements, Tensor test_elements",
+                                                   "Number element, Tensor test_elements",
+                                                   "Tensor elements, Number test_element"))
+    _check_tensor_or_number("isin", (elements, test_elements), signatures)
     if not isinstance(elements, TensorBase) and not isinstance(test_elements, TensorBase):
-        raise TypeError(f"isin() received an invalid combination of arguments - got "
-                        f"({type(elements).__name__}, {type(test_elements).__name__}), but "
-                        f"expected one of: (Tensor elements, Tensor test_elements), (Number "
-                        f"element, Tensor test_elements), (Tensor elements, Number test_element)")
+        _check_tensor_or_number("isin", (elements, test_elements, None), signatures)
     values = elements._array if isinstance(elements, TensorBase) else np.asarray(elements)
     tests = (test_elements._array if isinstance(test_elements, TensorBase)
              else np.asarray(test_elements))

@@ -170,6 +170,9 @@ def logit(input, eps=None, *, out=None):
 
 def hypot(input, other, *, out=None):
     """sqrt(input ** 2 + other ** 2) elementwise."""
+    from ._extra_ops import _check_tensor
+    _check_tensor(input, "hypot")
+    _check_tensor(other, "hypot", "other", 2)
     result = (input * input + other * other).sqrt()
     return result if out is None else out.copy_(result)
 
@@ -203,6 +206,10 @@ def float_power(input, exponent, *, out=None):
 
 def copysign(input, other, *, out=None):
     """|input| with the sign (sign bit, so -0.0 counts as negative) of other, broadcast."""
+    from ._extra_ops import _check_tensor_or_number
+    _check_tensor_or_number("copysign", (input, other), (
+        "Tensor input, Tensor other, *, Tensor out = None",
+        "Tensor input, Number other, *, Tensor out = None"))
     magnitude = _floating(input, "copysign").abs()
     sign_array = np.signbit(other._array if isinstance(other, _core.TensorBase)
                             else np.asarray(other, dtype=np.float64))

@@ -241,3 +241,23 @@ def test_ndarray_operand_on_the_short_path_shapes():
 @pytest.mark.parametrize("expr", CALLS_TYPE_ONLY)
 def test_call_with_ndarray_argument_raises_torch_type(expr):
     assert run_call(tapegrad, expr)[:2] == run_call(torch, expr)[:2]
+
+
+# Functions composed in Python took a numpy array where PyTorch's argument parser raises
+# TypeError (they computed through numpy: silent dtype and graph differences).
+_COMPOSED = ["lib.addcmul(t, a, t)", "lib.addcmul(t, t, a)", "lib.addcdiv(t, t, a)",
+             "lib.hypot(t, a)", "lib.hypot(a, t)", "lib.xlogy(t, a)", "lib.xlogy(a, t)",
+             "lib.copysign(t, a)", "lib.copysign(a, t)", "lib.isin(t, a)", "lib.isin(a, t)",
+             "lib.nn.functional.pairwise_distance(t, a)",
+             "lib.nn.functional.pairwise_distance(a, t)"]
+
+
+@pytest.mark.parametrize("expression", _COMPOSED)
+def test_composed_functions_refuse_ndarray_arguments_as_torch(expression):
+    messages = []
+    for lib in (tapegrad, torch):
+        namespace = {"lib": lib, "t": lib.ones(3), "a": np.ones(3)}
+        with pytest.raises(TypeError) as caught:
+            eval(expression, namespace)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]

@@ -94,6 +94,9 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
     """||x1 - x2 + eps||_p over the last dimension (eps keeps the gradient finite at 0)."""
+    from .._extra_ops import _check_tensor
+    _check_tensor(x1, "pairwise_distance", "x1", 1)
+    _check_tensor(x2, "pairwise_distance", "x2", 2)
     diff = x1 - x2 + eps
     dim = -1 if diff.dim() > 0 else 0
     return diff.norm(p, dim, keepdim=keepdim)
