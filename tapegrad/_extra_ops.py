@@ -62,10 +62,13 @@ def _check_tensor(x, fn: str, arg: str = "input", position: int = 1) -> None:
                         f"{_type_name(x)}")
 
 
-def _check_tensor_or_number(fn: str, args: tuple, signatures: tuple) -> None:
+def _check_tensor_or_number(fn: str, args: tuple, signatures: tuple,
+                            first_is_tensor: bool = False) -> None:
     """PyTorch's "invalid combination of arguments" TypeError when an argument of a function
-    taking a Tensor or a Number in each place is neither (a numpy array, a list, ...)."""
-    if all(isinstance(a, (TensorBase, numbers.Number)) for a in args):
+    taking a Tensor or a Number in each place is neither (a numpy array, a list, ...), or, with
+    `first_is_tensor`, when the first is not a Tensor."""
+    if all(isinstance(a, (TensorBase, numbers.Number)) for a in args) and (
+            not first_is_tensor or isinstance(args[0], TensorBase)):
         return
     got = ", ".join("Tensor" if isinstance(a, TensorBase) else _type_name(a) for a in args)
     lines = "".join(f"\n * ({signature})" for signature in signatures)

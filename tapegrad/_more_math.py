@@ -24,7 +24,8 @@ import numpy as np
 from . import _complex, _core
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
-from ._extra_ops import _check_tensor, _dtype_name, _in_place, _wrap, register_family
+from ._extra_ops import (_check_tensor, _check_tensor_or_number, _dtype_name, _in_place, _wrap,
+                         register_family)
 from ._incomplete_gamma import continued_fraction, series_sum
 from ._special_functions import _lgamma_values, _polygamma_values
 from .autograd.function import Function
@@ -154,7 +155,9 @@ def vdot(input, other, *, out=None):
 
 def rsub(input, other, *, alpha=1):
     """other - alpha * input (the reversed subtraction)."""
-    _check_tensor(input, "rsub")
+    _check_tensor_or_number("rsub", (input, other), (
+        "Tensor input, Tensor other, *, Number alpha = 1",
+        "Tensor input, Number other, Number alpha = 1"), first_is_tensor=True)
     from . import sub
     integral = input._array.dtype.kind in "biu" and (
         other._array.dtype.kind in "biu" if isinstance(other, TensorBase)

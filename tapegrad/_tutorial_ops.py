@@ -57,6 +57,8 @@ def storage_offset(self) -> int:
 def cross(input, other, dim=None, *, out=None):
     """The cross product of 3-vectors along ``dim``; without ``dim``, along the first dim of
     size 3 (deprecated in PyTorch, which warns), unlike ``linalg.cross``'s last dim."""
+    _check_tensor(input, "cross")
+    _check_tensor(other, "cross", "other", 2)
     if dim is None:
         import warnings
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
@@ -281,6 +283,7 @@ def _scaled_sum(input, product, beta, alpha):
 
 def _integer_pair(name, fn, input, other):
     _check_tensor(input, name)
+    _check_tensor(other, name, "other", 2)
     b = other._array if isinstance(other, _core.TensorBase) else np.asarray(other)
     if input._array.dtype.kind not in "iub" or b.dtype.kind not in "iub":
         raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_label(input, b)}\'')

@@ -856,6 +856,9 @@ def multi_dot(tensors, *, out=None):
 
 def cross(input, other, *, dim=-1, out=None):
     """The cross product of 3-vectors along dim, broadcasting the rest (torch.linalg.cross)."""
+    from ._extra_ops import _check_tensor
+    _check_tensor(input, "linalg_cross")
+    _check_tensor(other, "linalg_cross", "other", 2)
     if input.ndim != other.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
     if input.shape[dim] != 3 or other.shape[dim] != 3:

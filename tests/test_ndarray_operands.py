@@ -249,7 +249,10 @@ _COMPOSED = ["lib.addcmul(t, a, t)", "lib.addcmul(t, t, a)", "lib.addcdiv(t, t, 
              "lib.hypot(t, a)", "lib.hypot(a, t)", "lib.xlogy(t, a)", "lib.xlogy(a, t)",
              "lib.copysign(t, a)", "lib.copysign(a, t)", "lib.isin(t, a)", "lib.isin(a, t)",
              "lib.nn.functional.pairwise_distance(t, a)",
-             "lib.nn.functional.pairwise_distance(a, t)"]
+             "lib.nn.functional.pairwise_distance(a, t)", "lib.rsub(t, a)", "lib.rsub(a, t)",
+             "lib.rsub(2, t)", "lib.gcd(t.long(), a.astype('int64'))", "lib.gcd(t.long(), 2)",
+             "lib.lcm(t.long(), a.astype('int64'))", "lib.cross(t, a, dim=0)",
+             "lib.cross(a, t, dim=0)", "lib.linalg.cross(t, a)"]
 
 
 @pytest.mark.parametrize("expression", _COMPOSED)
@@ -261,3 +264,14 @@ def test_composed_functions_refuse_ndarray_arguments_as_torch(expression):
             eval(expression, namespace)
         messages.append(str(caught.value))
     assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("method", ["hypot", "copysign", "xlogy", "hypot_", "copysign_",
+                                    "xlogy_", "sub_"])
+def test_methods_refuse_ndarray_arguments(method):
+    """(PyTorch's method messages name the argument from position 1: only the type is compared)"""
+    for lib in (tapegrad, torch):
+        t = lib.ones(3)
+        with pytest.raises(TypeError):
+            getattr(t, method)(np.ones(3))
+        assert t.tolist() == [1.0, 1.0, 1.0]

@@ -92,3 +92,21 @@ def test_subclass_step_calling_super_runs_the_hooks_once():
     w.grad = tg.tensor([1.0])
     opt.step()
     assert log == ["pre", "inner", "post"] and w.item() == 0.5
+
+
+def test_wrapper_optimizer_without_optimizer_init_steps_as_torch():
+    """Lookahead/Ranger-style wrappers never call Optimizer.__init__ (no hook tables)."""
+    results = []
+    for lib in (tg, torch):
+        class Lookahead(lib.optim.Optimizer):
+            def __init__(self, base):
+                self.optimizer, self.param_groups = base, base.param_groups
+                self.state, self.defaults = base.state, base.defaults
+
+            def step(self, closure=None):
+                return self.optimizer.step(closure)
+        w = lib.nn.Parameter(lib.tensor([1.0]))
+        w.grad = lib.tensor([1.0])
+        Lookahead(lib.optim.SGD([w], lr=0.5)).step()
+        results.append(w.item())
+    assert results == [0.5, 0.5]

@@ -57,9 +57,13 @@ def _with_step_hooks(step):
     in the outermost call, as PyTorch (which wraps the instantiated class's step only)."""
     @functools.wraps(step)
     def hooked_step(self, *args, **kwargs):
-        pre, post = self._optimizer_step_pre_hooks, self._optimizer_step_post_hooks
+        # (read from the instance's dict: an optimizer wrapping another, Lookahead-style, may
+        # never call Optimizer.__init__, which makes the tables)
+        state = self.__dict__
+        pre = state.get("_optimizer_step_pre_hooks") or _NO_HOOKS
+        post = state.get("_optimizer_step_post_hooks") or _NO_HOOKS
         if not (pre or post or _global_step_pre_hooks or _global_step_post_hooks) or \
-                self.__dict__.get("_running_step_hooks"):
+                state.get("_running_step_hooks"):
             return step(self, *args, **kwargs)
         self._running_step_hooks = True
         try:
@@ -84,6 +88,8 @@ def _run_with_hooks(self, step, pre, post, args, kwargs):
         hook(self, (self,) + tuple(args), kwargs)
     return out
 
+
+_NO_HOOKS: OrderedDict = OrderedDict()   # (never written: the tables of an uninitialised one)
 
 _HOOK_TABLES = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
                 "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
