@@ -275,3 +275,22 @@ def test_methods_refuse_ndarray_arguments(method):
         with pytest.raises(TypeError):
             getattr(t, method)(np.ones(3))
         assert t.tolist() == [1.0, 1.0, 1.0]
+
+
+_NUMPY_BOOL_SCALARS = [
+    "lib.where(f > 0, np.bool_(True), 0)", "lib.where(t > 1, t, np.bool_(False))",
+    "lib.where(t > 1, np.bool_(True), np.bool_(False))", "t.clamp(np.bool_(True))",
+    "lib.clamp(t, min=np.bool_(False), max=np.int64(1))", "lib.clamp_min(t, np.bool_(True))",
+    "f.clamp(max=np.bool_(True))", "lib.where(f > 0, np.int64(3), 0)",
+    "lib.where(f > 0, np.float32(3), 0)", "t.masked_fill(t > 1, np.bool_(True))"]
+
+
+@pytest.mark.parametrize("expression", _NUMPY_BOOL_SCALARS)
+def test_numpy_bool_scalars_in_where_and_clamp_as_torch(expression):
+    """PyTorch reads a numpy bool scalar as a double there too (silent: an integer result)."""
+    results = []
+    for lib in (tapegrad, torch):
+        namespace = {"lib": lib, "np": np, "t": lib.tensor([1, 2]), "f": lib.tensor([1., -2.])}
+        r = eval(expression, namespace)
+        results.append((str(r.dtype).split(".")[-1], r.tolist()))
+    assert results[0] == results[1]

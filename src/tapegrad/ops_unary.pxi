@@ -80,6 +80,8 @@ cdef object number_or_tensor(object v):
     None; anything else gives NotImplemented."""
     if v is None or isinstance(v, (TensorBase, bool, int, float)):
         return v
+    if isinstance(v, np.bool_):     # PyTorch's Scalar reads a numpy bool as a double (as the
+        return float(v)             # binary operators' as_operand does)
     if isinstance(v, np.generic) and v.dtype.kind in "biuf":
         return v.item()
     return NotImplemented
