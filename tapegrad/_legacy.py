@@ -186,14 +186,30 @@ _STORAGE_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half
                        "uint8": "Byte", "bool": "Bool"}
 
 
-class TypedTensorMeta(type):
-    """The metaclass of FloatTensor, LongTensor, ...: calling one builds a tensor of its dtype;
-    isinstance(t, FloatTensor) asks whether t is a float32 tensor (none of them is a subclass of
-    Tensor: as in PyTorch, every tensor's class is Tensor)."""
+class LegacyTensorClassMeta(type):
+    """What the metaclasses of the legacy tensor classes share (the dense ones here, torch.cuda's
+    and torch.sparse's): a dtype, the device and layout flags, PyTorch's repr."""
 
     dtype = None
     is_cuda = False
     is_sparse = False
+
+    def __repr__(cls) -> str:
+        from .tensor import _torch_module_name
+        return f"<class '{_torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
+
+
+def legacy_tensor_class(metaclass, name: str, dt, module: str, doc: str) -> type:
+    """A legacy tensor class `name` of dtype `dt` made by `metaclass`, living in `module`."""
+    cls = metaclass(name, (), {"__module__": module, "__doc__": doc})
+    cls.dtype = dt
+    return cls
+
+
+class TypedTensorMeta(LegacyTensorClassMeta):
+    """The metaclass of FloatTensor, LongTensor, ...: calling one builds a tensor of its dtype;
+    isinstance(t, FloatTensor) asks whether t is a float32 tensor (none of them is a subclass of
+    Tensor: as in PyTorch, every tensor's class is Tensor)."""
 
     def __call__(cls, *args, **kwargs):
         value = legacy_value(cls.dtype.np_dtype, args, kwargs)
@@ -205,17 +221,11 @@ class TypedTensorMeta(type):
     def __instancecheck__(cls, obj) -> bool:
         return isinstance(obj, _core.TensorBase) and obj._array.dtype == cls.dtype.np_dtype
 
-    def __repr__(cls) -> str:
-        from .tensor import _torch_module_name
-        return f"<class '{_torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
-
 
 def _typed_tensor_class(name: str, dt) -> type:
-    cls = TypedTensorMeta(name, (), {"__module__": "tapegrad", "__doc__":
-                                     f"Legacy constructor of {dt} tensors: {name}(data), "
-                                     f"{name}(*sizes), {name}(size=...)."})
-    cls.dtype = dt
-    return cls
+    return legacy_tensor_class(TypedTensorMeta, name, dt, "tapegrad",
+                               f"Legacy constructor of {dt} tensors: {name}(data), "
+                               f"{name}(*sizes), {name}(size=...).")
 
 
 FloatTensor = _typed_tensor_class("FloatTensor", _core.float32)

@@ -18,15 +18,11 @@ import math
 import numpy as np
 
 from . import _core
+from ._extra_ops import _wrap
 from ._more_math import _LUFactor, _lu_factor_values, _permutation, lu_unpack
 
 _FACTOR_HINT = ("If you still want to perform the factorization, consider calling "
                 "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
-
-
-def _wrap(array):
-    # np.array, not ascontiguousarray: the latter makes a 0-d info 1-d.
-    return _core.wrap_array(np.array(array, order="C"))
 
 
 def _return(name, fields, values):
@@ -107,10 +103,9 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=Non
     n = LU.shape[-1]
     rows = B.shape[-2] if left else B.shape[-1]
     if rows != n:
-        shape = (f"{B.shape[-2]}x{B.shape[-1]}" if left else f"{B.shape[-2]}x{B.shape[-1]}")
         equation = "AX = B" if left else "XA = B"
         raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
-                           f"{equation} ({LU.shape[-2]}x{n} and {shape})")
+                           f"{equation} ({LU.shape[-2]}x{n} and {B.shape[-2]}x{B.shape[-1]})")
     if not left:
         # X A = B  <=>  A^H X^H = B^H.
         return lu_solve(LU, pivots, B.mH, adjoint=not adjoint).mH

@@ -9,7 +9,7 @@ import warnings
 
 from . import _core
 from ._device import check_device
-from .tensor import _torch_module_name
+from ._legacy import LegacyTensorClassMeta, legacy_tensor_class
 
 _SIGNATURES = (" * (*, torch.device device = None)\n"
                " * (Tensor indices, Tensor values, *, torch.device device = None)\n"
@@ -64,12 +64,11 @@ def _arg_types(args: tuple) -> str:
     return ", ".join("Tensor" if isinstance(a, _core.TensorBase) else type(a).__name__ for a in args)
 
 
-class SparseTypedTensorMeta(type):
+class SparseTypedTensorMeta(LegacyTensorClassMeta):
     """The metaclass of torch.sparse.FloatTensor, ...: none of them is a class of the tensors it
-    makes (as in PyTorch)."""
+    makes (as in PyTorch).  Not a TypedTensorMeta: Tensor.type() and Module.type() take those as
+    dense dtypes."""
 
-    dtype = None
-    is_cuda = False
     is_sparse = True
 
     def __call__(cls, *args, device=None):
@@ -96,17 +95,12 @@ class SparseTypedTensorMeta(type):
     def __instancecheck__(cls, obj) -> bool:
         return bool(getattr(obj, "is_sparse", False)) and obj.dtype == cls.dtype
 
-    def __repr__(cls) -> str:
-        return f"<class '{_torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
-
 
 def _sparse_typed_class(name: str, dt) -> type:
-    cls = SparseTypedTensorMeta(name, (), {
-        "__module__": "tapegrad.sparse",
-        "__doc__": f"Legacy constructor of sparse COO {dt} tensors: {name}(indices, values, "
-                   f"size), {name}(indices, values), {name}(*sizes), {name}() (each deprecated)."})
-    cls.dtype = dt
-    return cls
+    return legacy_tensor_class(
+        SparseTypedTensorMeta, name, dt, "tapegrad.sparse",
+        f"Legacy constructor of sparse COO {dt} tensors: {name}(indices, values, size), "
+        f"{name}(indices, values), {name}(*sizes), {name}() (each deprecated).")
 
 
 FloatTensor = _sparse_typed_class("FloatTensor", _core.float32)

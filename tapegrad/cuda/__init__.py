@@ -218,11 +218,9 @@ class _CudaTypedTensorMeta(_legacy.TypedTensorMeta):
 
 
 def _cuda_tensor_class(cpu_class) -> type:
-    cls = _CudaTypedTensorMeta(cpu_class.__name__, (), {
-        "__module__": "tapegrad.cuda",
-        "__doc__": f"The CUDA counterpart of {cpu_class.__name__}: no CUDA here."})
-    cls.dtype = cpu_class.dtype
-    return cls
+    return _legacy.legacy_tensor_class(_CudaTypedTensorMeta, cpu_class.__name__, cpu_class.dtype,
+                                       "tapegrad.cuda", f"The CUDA counterpart of "
+                                       f"{cpu_class.__name__}: no CUDA here.")
 
 
 FloatTensor = _cuda_tensor_class(_legacy.FloatTensor)
