@@ -289,14 +289,32 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         # A tensor converts like Tensor.to (recorded, shared when the dtype already matches).
         return data if dtype is None else data.to(dtype)
     if isinstance(data, np.ndarray) and (dtype is None or _np_dtype(dtype) == data.dtype):
-        return from_numpy(data)
+        return _shared_with_numpy(data)
     return tensor(data, dtype=dtype)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with numpy array `array`."""
+    return _shared_with_numpy(array)
+
+
+# PyTorch warns once per program (TORCH_WARN_ONCE), from from_numpy and as_tensor alike, when it
+# shares a read-only array: writes through the tensor reach it anyway.
+_warned_not_writable = False
+
+
+def _shared_with_numpy(array) -> Tensor:
+    global _warned_not_writable
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    if not _warned_not_writable and not array.flags.writeable:
+        _warned_not_writable = True
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support "
+                      "non-writable tensors. This means writing to this tensor will result in "
+                      "undefined behavior. You may want to copy the array to protect its data or "
+                      "make it writable before converting it to a tensor. This type of warning "
+                      "will be suppressed for the rest of this program.", UserWarning,
+                      stacklevel=_user_stacklevel())
     return _core.tensor_from_numpy(array)
 
 

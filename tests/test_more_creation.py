@@ -195,3 +195,40 @@ def test_binomial():
     assert sample.grad_fn.name() == "NotImplemented"
     with pytest.raises(RuntimeError, match="derivative for aten::binomial is not implemented"):
         sample.sum().backward()
+
+
+_READ_ONLY_SHARING = """
+import warnings, numpy as np, {lib} as t
+a = np.arange(3.0); a.flags.writeable = False
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    x = t.from_numpy(a); y = t.as_tensor(a); z = t.from_numpy(a.copy()); w = t.tensor(a)
+print(len(caught), [str(c.message).split(" (Triggered")[0] for c in caught], caught[0].lineno)
+x[0] = 5.0
+print(a.tolist(), y.tolist())
+"""
+
+
+def _run_snippet(lib: str) -> str:
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-c", _READ_ONLY_SHARING.format(lib=lib)],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_read_only_array_warns_once_like_torch(torch):
+    # PyTorch warns once per program (from_numpy and as_tensor share the warning) and still
+    # shares the array; torch.tensor copies and never warns.  Each runs in a fresh process.
+    expected = _run_snippet("torch")
+    assert expected.startswith("1 ['The given NumPy array is not writable")
+    assert _run_snippet("tapegrad") == expected
+
+
+def test_read_only_array_warning_names_the_callers_line(monkeypatch):
+    import tapegrad.creation as creation
+    monkeypatch.setattr(creation, "_warned_not_writable", False)
+    a = np.zeros(2, dtype=np.float32)
+    a.flags.writeable = False
+    with pytest.warns(UserWarning, match="will be suppressed for the rest") as caught:
+        t = tg.as_tensor(a)
+    assert caught[0].filename == __file__ and t.dtype == tg.float32
