@@ -288,8 +288,10 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, _core.TensorBase):
         # A tensor converts like Tensor.to (recorded, shared when the dtype already matches).
         return data if dtype is None else data.to(dtype)
-    if isinstance(data, np.ndarray) and (dtype is None or _np_dtype(dtype) == data.dtype):
-        return _shared_with_numpy(data)
+    if isinstance(data, np.ndarray):
+        if dtype is None or _np_dtype(dtype) == data.dtype:
+            return _shared_with_numpy(data)
+        warn_if_read_only(data)          # PyTorch reads it through a shared tensor, then converts
     return tensor(data, dtype=dtype)
 
 
@@ -298,15 +300,21 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return _shared_with_numpy(array)
 
 
-# PyTorch warns once per program (TORCH_WARN_ONCE), from from_numpy and as_tensor alike, when it
-# shares a read-only array: writes through the tensor reach it anyway.
+def _shared_with_numpy(array) -> Tensor:
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    warn_if_read_only(array)
+    return _core.tensor_from_numpy(array)
+
+
+# PyTorch warns once per program (TORCH_WARN_ONCE) when it wraps a read-only array in a tensor:
+# from_numpy, as_tensor and the legacy constructors (torch.Tensor(array)) alike; writes through the
+# tensor reach the array anyway.  torch.tensor copies and never warns.
 _warned_not_writable = False
 
 
-def _shared_with_numpy(array) -> Tensor:
+def warn_if_read_only(array: np.ndarray) -> None:
     global _warned_not_writable
-    if not isinstance(array, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     if not _warned_not_writable and not array.flags.writeable:
         _warned_not_writable = True
         warnings.warn("The given NumPy array is not writable, and PyTorch does not support "
@@ -315,7 +323,6 @@ def _shared_with_numpy(array) -> Tensor:
                       "make it writable before converting it to a tensor. This type of warning "
                       "will be suppressed for the rest of this program.", UserWarning,
                       stacklevel=_user_stacklevel())
-    return _core.tensor_from_numpy(array)
 
 
 def _default_complex() -> np.dtype:

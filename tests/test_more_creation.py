@@ -232,3 +232,32 @@ def test_read_only_array_warning_names_the_callers_line(monkeypatch):
     with pytest.warns(UserWarning, match="will be suppressed for the rest") as caught:
         t = tg.as_tensor(a)
     assert caught[0].filename == __file__ and t.dtype == tg.float32
+
+
+
+
+_READ_ONLY_CALLS = ["t.as_tensor(a, dtype=t.float32)", "t.FloatTensor(a)", "t.zeros(2).new_tensor(a)"]
+_COUNT_READ_ONLY_WARNINGS = """
+import warnings, numpy as np
+a = np.arange(4.0)
+a.flags.writeable = False
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    {call}
+print(sum("is not writable" in str(c.message) for c in caught))
+"""
+
+
+def test_which_constructors_warn_on_a_read_only_array(torch, monkeypatch, capsys):
+    # the ones that wrap the array (even to convert it) warn; the copying ones do not.  PyTorch
+    # warns once per process, so each of its calls runs in a fresh one
+    import subprocess
+    import sys
+    import tapegrad.creation as creation
+    for call in _READ_ONLY_CALLS:
+        code = _COUNT_READ_ONLY_WARNINGS.format(call=call)
+        expected = subprocess.run([sys.executable, "-c", "import torch as t\n" + code],
+                                  capture_output=True, text=True, check=True).stdout
+        monkeypatch.setattr(creation, "_warned_not_writable", False)
+        exec(code, {"t": tg})
+        assert capsys.readouterr().out == expected, call
