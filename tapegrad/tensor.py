@@ -302,10 +302,11 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         # (np.exp(t)) and the functions that fall back to the array method (np.clip(t, 0, 1) in
         # a denoising-autoencoder tutorial, np.round, np.transpose...).  Bool results become
         # uint8, as PyTorch's do.  One parameter, as PyTorch's: numpy 2 then warns alike.
+        # (Wrapped without from_numpy's read-only warning: a read-only result here comes from a
+        # tapegrad broadcast view, whose PyTorch counterpart is writable.)
         if array.dtype == np.bool_:
             array = array.astype(np.uint8)
-        from .creation import from_numpy
-        return from_numpy(array)
+        return _core.tensor_from_numpy(array)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         return _dlpack.export_tensor(self, stream, max_version, dl_device, copy)

@@ -261,3 +261,15 @@ def test_which_constructors_warn_on_a_read_only_array(torch, monkeypatch, capsys
         monkeypatch.setattr(creation, "_warned_not_writable", False)
         exec(code, {"t": tg})
         assert capsys.readouterr().out == expected, call
+
+
+def test_numpy_function_on_a_broadcast_view_does_not_warn():
+    # np.transpose(t) wraps its result through Tensor.__array_wrap__; tapegrad's expanded view is
+    # a read-only numpy view where PyTorch's is writable, so no read-only warning may surface
+    import warnings
+    t = tg.ones(3, 1).expand(3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        out = np.transpose(t)
+    assert isinstance(out, tg.Tensor) and tuple(out.shape) == (4, 3)

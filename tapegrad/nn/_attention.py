@@ -287,7 +287,8 @@ def _repeat_heads(t, repeats):
 
 
 def _constant(arr):
-    return creation.from_numpy(np.ascontiguousarray(arr))
+    # (not creation.from_numpy: a broadcast mask is a read-only view, and PyTorch never warns here)
+    return _core.tensor_from_numpy(np.ascontiguousarray(arr))
 
 
 def _bias(allowed, dtype):
