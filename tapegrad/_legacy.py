@@ -99,8 +99,8 @@ def _from_data(data, np_dt) -> np.ndarray:
     if isinstance(data, np.ndarray):
         if data.dtype.kind not in "biuf":
             raise TypeError(f"can't convert np.ndarray of type {data.dtype}")
-        from .creation import warn_if_read_only
-        warn_if_read_only(data)
+        from .creation import _warn_if_read_only
+        _warn_if_read_only(data)
         return np.array(data, dtype=np_dt, copy=True, order="C")
     from .creation import _nested_array
     data, values = _nested_array(data)

@@ -291,7 +291,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, np.ndarray):
         if dtype is None or _np_dtype(dtype) == data.dtype:
             return _shared_with_numpy(data)
-        warn_if_read_only(data)          # PyTorch reads it through a shared tensor, then converts
+        _warn_if_read_only(data)          # PyTorch reads it through a shared tensor, then converts
     return tensor(data, dtype=dtype)
 
 
@@ -303,7 +303,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
 def _shared_with_numpy(array) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
-    warn_if_read_only(array)
+    _warn_if_read_only(array)
     return _core.tensor_from_numpy(array)
 
 
@@ -313,7 +313,7 @@ def _shared_with_numpy(array) -> Tensor:
 _warned_not_writable = False
 
 
-def warn_if_read_only(array: np.ndarray) -> None:
+def _warn_if_read_only(array: np.ndarray) -> None:
     global _warned_not_writable
     if not _warned_not_writable and not array.flags.writeable:
         _warned_not_writable = True
