@@ -94,9 +94,23 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=None, _use_new_zipfile_se
     pickler.dump(obj)
     if hasattr(f, "write"):
         _write_archive(f, buf.getvalue(), pickler.arrays)
-    else:
-        with open(os.fspath(f), "wb") as fh:
-            _write_archive(fh, buf.getvalue(), pickler.arrays)
+        return
+    with _open_for_save(os.fspath(f), _use_new_zipfile_serialization) as fh:
+        _write_archive(fh, buf.getvalue(), pickler.arrays)
+
+
+def _open_for_save(path, zipfile_writer: bool):
+    """Open `path` for torch.save, failing as PyTorch does: its zip writer (the default) raises
+    RuntimeError (a missing parent directory named first), the legacy format open()'s OSError."""
+    if not zipfile_writer:
+        return open(path, "wb")
+    parent = os.path.dirname(path)
+    if parent and not os.path.exists(parent):
+        raise RuntimeError(f"Parent directory {parent} does not exist.")
+    try:
+        return open(path, "wb")
+    except OSError as e:
+        raise RuntimeError(f"open file failed with strerror: {e.strerror}") from None
 
 
 def _write_archive(fh, pickled: bytes, arrays: list) -> None:
