@@ -432,8 +432,20 @@ def _load_from(fh, name: str, map_storage, weights_only: bool, pickle_module):
         archive = zipfile.ZipFile(fh)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError):
         archive = None
+    if archive is not None and _FORMAT_ENTRY not in archive.namelist():
+        from ._torch_checkpoint import load_torch_archive, torch_archive_root
+        root = torch_archive_root(archive)
+        if root is not None:               # written by PyTorch's torch.save: weights only
+            with archive:
+                try:
+                    return load_torch_archive(archive, root, name, map_storage)
+                except (WeightsOnlyLoadError, CheckpointError):
+                    raise
+                except Exception as e:
+                    raise CheckpointError(f"tapegrad.load: {name} (a PyTorch checkpoint) is "
+                                          f"corrupt: {type(e).__name__}: {e}") from e
     if archive is None or _FORMAT_ENTRY not in archive.namelist():
-        fh.seek(start)                     # the first format (npz), a torch file, or foreign
+        fh.seek(start)                     # the first format (npz), or foreign
         if archive is not None:
             archive.close()
         return load_npz(fh, name)
