@@ -94,9 +94,23 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=None, _use_new_zipfile_se
     pickler.dump(obj)
     if hasattr(f, "write"):
         _write_archive(f, buf.getvalue(), pickler.arrays)
-    else:
-        with open(os.fspath(f), "wb") as fh:
-            _write_archive(fh, buf.getvalue(), pickler.arrays)
+        return
+    with _open_for_save(os.fspath(f), _use_new_zipfile_serialization) as fh:
+        _write_archive(fh, buf.getvalue(), pickler.arrays)
+
+
+def _open_for_save(path, zipfile_writer: bool):
+    """Open `path` for torch.save, failing as PyTorch does: its zip writer (the default) raises
+    RuntimeError (a missing parent directory named first), the legacy format open()'s OSError."""
+    if not zipfile_writer:
+        return open(path, "wb")
+    parent = os.path.dirname(path)
+    if parent and not os.path.exists(parent):
+        raise RuntimeError(f"Parent directory {parent} does not exist.")
+    try:
+        return open(path, "wb")
+    except OSError as e:
+        raise RuntimeError(f"open file failed with strerror: {e.strerror}") from None
 
 
 def _write_archive(fh, pickled: bytes, arrays: list) -> None:
@@ -418,8 +432,20 @@ def _load_from(fh, name: str, map_storage, weights_only: bool, pickle_module):
         archive = zipfile.ZipFile(fh)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError):
         archive = None
+    if archive is not None and _FORMAT_ENTRY not in archive.namelist():
+        from ._torch_checkpoint import load_torch_archive, torch_archive_root
+        root = torch_archive_root(archive)
+        if root is not None:               # written by PyTorch's torch.save: weights only
+            with archive:
+                try:
+                    return load_torch_archive(archive, root, name, map_storage)
+                except (WeightsOnlyLoadError, CheckpointError):
+                    raise
+                except Exception as e:
+                    raise CheckpointError(f"tapegrad.load: {name} (a PyTorch checkpoint) is "
+                                          f"corrupt: {type(e).__name__}: {e}") from e
     if archive is None or _FORMAT_ENTRY not in archive.namelist():
-        fh.seek(start)                     # the first format (npz), a torch file, or foreign
+        fh.seek(start)                     # the first format (npz), or foreign
         if archive is not None:
             archive.close()
         return load_npz(fh, name)

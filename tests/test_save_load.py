@@ -236,3 +236,29 @@ def test_weights_only_refuses_hand_made_attacks():
     bad_dtype = b"\x80\x04cnumpy\ndtype\nX\x02\x00\x00\x00O8\x89\x88\x87R."
     with pytest.raises(RuntimeError, match="not a plain numeric dtype"):
         tg.load(io.BytesIO(_archive_with_pickle(bad_dtype)))
+
+
+@pytest.mark.parametrize("relative", ["missing_dir/model.pt", "a_dir_itself"])
+def test_save_to_an_unwritable_path_raises_runtime_error_as_torch(tmp_path, relative):
+    # RL scripts save checkpoints into './exp.../actor.pth' before creating the directory:
+    # PyTorch's zip writer raises RuntimeError (naming the missing parent), not FileNotFoundError.
+    torch = pytest.importorskip("torch")
+    (tmp_path / "a_dir_itself").mkdir()
+    path = str(tmp_path / relative)
+    with pytest.raises(RuntimeError) as theirs:
+        torch.save({"w": torch.zeros(2)}, path)
+    with pytest.raises(RuntimeError) as ours:
+        tg.save({"w": tg.zeros(2)}, path)
+    if relative.startswith("missing"):
+        assert str(ours.value) == str(theirs.value)
+    else:
+        assert str(ours.value) in str(theirs.value)
+
+
+def test_legacy_format_save_to_a_missing_directory_keeps_open_error(tmp_path):
+    torch = pytest.importorskip("torch")
+    path = str(tmp_path / "missing_dir" / "model.pt")
+    with pytest.raises(FileNotFoundError):
+        torch.save({}, path, _use_new_zipfile_serialization=False)
+    with pytest.raises(FileNotFoundError):
+        tg.save({}, path, _use_new_zipfile_serialization=False)

@@ -29,12 +29,13 @@ class Categorical(Distribution):
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         _check_one_of(probs, logits)
+        # .dim() as PyTorch calls it: a numpy array or a list fails here with its AttributeError
         if probs is not None:
-            if probs.ndim < 1:
+            if probs.dim() < 1:
                 raise ValueError("`probs` parameter must be at least one-dimensional.")
             self.probs = probs / probs.sum(-1, keepdim=True)
         else:
-            if logits.ndim < 1:
+            if logits.dim() < 1:
                 raise ValueError("`logits` parameter must be at least one-dimensional.")
             self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
         self._param = self.probs if probs is not None else self.logits

@@ -191,7 +191,8 @@ class Distribution:
 
     def __repr__(self) -> str:
         names = [k for k in self.arg_constraints if k in self.__dict__]
-        shown = ", ".join(f"{k}: {self.__dict__[k].item() if self.__dict__[k].numel() == 1 else self.__dict__[k].size()}"
+        # One element shows as formatted (a 0-d tensor as its number, any other as the tensor).
+        shown = ", ".join(f"{k}: {self.__dict__[k] if self.__dict__[k].numel() == 1 else self.__dict__[k].size()}"
                           for k in names)
         return f"{type(self).__name__}({shown})"
 

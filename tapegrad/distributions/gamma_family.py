@@ -153,6 +153,11 @@ class Beta(ExponentialFamily):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
         super().__init__(self.concentration1.shape, validate_args=validate_args)
 
+    def __repr__(self) -> str:
+        # PyTorch's Beta keeps its parameters in an inner Dirichlet (properties here), so its
+        # repr lists none: "Beta()".
+        return "Beta()"
+
     @property
     def mean(self):
         return self.concentration1 / (self.concentration1 + self.concentration0)

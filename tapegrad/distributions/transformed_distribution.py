@@ -171,6 +171,3 @@ class LogNormal(TransformedDistribution):
 
     def entropy(self):
         return self.base_dist.entropy() + self.loc
-
-    def __repr__(self) -> str:
-        return f"LogNormal({self.base_dist!r})"

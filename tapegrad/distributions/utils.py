@@ -20,8 +20,8 @@ def broadcast_all(*values):
     tensors = [v for v in values if isinstance(v, _core.TensorBase)]
     for v in values:
         if not isinstance(v, (_core.TensorBase, numbers.Number)):
-            raise ValueError("Input arguments must all be instances of numbers.Number or "
-                             "torch.tensor.")
+            raise ValueError("Input arguments must all be instances of Number, torch.Tensor or "
+                             "objects implementing __torch_function__.")
     dtype = tensors[0].dtype if tensors else None     # None: float32, tensor()'s default
     out = [v if isinstance(v, _core.TensorBase) else tensor(float(v), dtype=dtype)
            for v in values]
