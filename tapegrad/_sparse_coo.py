@@ -403,19 +403,36 @@ class SparseTensor:
     @property
     def grad(self):
         """A leaf's gradient: a coalesced sparse tensor on this tensor's (coalesced) pattern."""
+        assigned = getattr(self, "_assigned_grad", None)
         if not self._leaf or self._vals.grad is None:
-            return None
+            return assigned if self._leaf else None
         from .creation import tensor
         unique, first, _ = self._coalesce_plan()
         vals = self._vals.grad.detach()
-        return SparseTensor._make(self._unravel(unique), vals[tensor(first.astype(np.int64))],
-                                  self._size, True, True, None)
+        accumulated = SparseTensor._make(self._unravel(unique), vals[tensor(first.astype(np.int64))],
+                                         self._size, True, True, None)
+        # backward() after an assignment adds into it, as PyTorch's AccumulateGrad does
+        return accumulated if assigned is None else assigned + accumulated
 
     @grad.setter
     def grad(self, value) -> None:
+        """A sparse gradient of this tensor's size and dtype (PyTorch's checks and messages);
+        backward() then adds to it."""
         if value is not None:
-            raise RuntimeError("tapegrad: only None can be assigned to a sparse tensor's grad")
+            from .tensor import Tensor
+            from .creation import zeros
+            if not isinstance(value, (Tensor, SparseTensor)):
+                raise TypeError("assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if not isinstance(value, SparseTensor):
+                raise RuntimeError("attempting to assign a gradient to a tensor that has data of "
+                                   "a different type")
+            # The dense setter's dtype and size checks, on a stand-in of the gradient's dtype
+            # and size that allocates nothing (an expanded zero-dim tensor).
+            zeros((), dtype=self.dtype).expand(self._size).grad = \
+                zeros((), dtype=value.dtype).expand(value.shape)
         self._vals.grad = None
+        self._assigned_grad = value
 
     def detach(self):
         """The same indices and values, cut from the graph (sharing memory)."""

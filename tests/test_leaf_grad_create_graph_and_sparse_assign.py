@@ -1,0 +1,167 @@
+"""Leaf gradients as PyTorch lays them out and accepts them (found running jettify/pytorch-optimizer's
+optimizers under tapegrad):
+
+- backward(create_graph=True) gave nn.Linear's weight a transposed (non-contiguous) .grad, so
+  AdamP's grad.view(n, -1) raised where PyTorch's works (its gradient layout contract: a
+  contiguous leaf's first .grad is contiguous);
+- its reference-cycle warning came from each calling line (shown once per line, so a training
+  loop printed it several times): PyTorch warns from one line of its own, shown once;
+- assigning a sparse gradient to a sparse leaf raised (PyTorch accepts one of the same size and
+  dtype, and backward adds to it).
+"""
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _linear_weight_grad(lib, create_graph, times=1):
+    lin = lib.nn.Linear(3, 4)
+    rng = np.random.RandomState(0)
+    with lib.no_grad():
+        lin.weight.copy_(lib.tensor(rng.randn(4, 3)))
+        lin.bias.copy_(lib.tensor(rng.randn(4)))
+    x = lib.tensor(rng.randn(5, 3), dtype=lib.float32, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(times):
+            (lin(x) ** 2).sum().backward(create_graph=create_graph)
+    return lin.weight, x
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("times", [1, 2])
+def test_linear_weight_grad_layout_and_values(create_graph, times):
+    w_t, x_t = _linear_weight_grad(torch, create_graph, times)
+    w_g, x_g = _linear_weight_grad(tg, create_graph, times)
+    assert w_g.grad.stride() == w_t.grad.stride() == (3, 1)
+    assert w_g.grad.is_contiguous()
+    np.testing.assert_allclose(w_g.grad.detach().numpy(), w_t.grad.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(x_g.grad.detach().numpy(), x_t.grad.detach().numpy(), rtol=1e-5)
+    # the optimizer's reshaping that raised before
+    assert w_g.grad.view(w_g.grad.size(0), -1).shape == (4, 3)
+    assert w_g.grad.requires_grad == w_t.grad.requires_grad == create_graph
+
+
+def test_create_graph_grad_stays_differentiable():
+    """The contiguous copy is a recorded op: the second-order gradient flows through it."""
+    def second_order(lib):
+        w = lib.tensor(np.arange(6.).reshape(2, 3) / 5, requires_grad=True)
+        x = lib.tensor(np.arange(12.).reshape(4, 3) / 7)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (x @ w.t()).pow(3).sum().backward(create_graph=True)
+        g = w.grad
+        (h,) = lib.autograd.grad((g * g).sum(), w)
+        return g.stride(), g.detach().numpy(), h.numpy()
+
+    (st, gt, ht), (sg, gg, hg) = second_order(torch), second_order(tg)
+    assert sg == st
+    np.testing.assert_allclose(gg, gt, rtol=1e-12)
+    np.testing.assert_allclose(hg, ht, rtol=1e-12)
+
+
+def test_create_graph_grad_second_order_finite_differences():
+    x0 = np.random.RandomState(1).randn(2, 3)
+    a = tg.tensor(np.random.RandomState(2).randn(4, 3))
+
+    def grad_norm(w):
+        w = w.detach().requires_grad_()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (a @ w.t()).tanh().sum().backward(create_graph=True)
+        return (w.grad * w.grad).sum(), w
+
+    value, w = grad_norm(tg.tensor(x0))
+    (analytic,) = tg.autograd.grad(value, w)
+    eps, numeric = 1e-6, np.zeros_like(x0)
+    for i in np.ndindex(x0.shape):
+        up, down = x0.copy(), x0.copy()
+        up[i] += eps
+        down[i] -= eps
+        numeric[i] = (grad_norm(tg.tensor(up))[0].item() - grad_norm(tg.tensor(down))[0].item()) / (2 * eps)
+    np.testing.assert_allclose(analytic.numpy(), numeric, rtol=1e-6, atol=1e-8)
+
+
+SCRIPT = """
+import warnings, {lib} as torch
+warnings.simplefilter("default")
+w = torch.ones(2, requires_grad=True)
+for i in range(3):
+    (w * w).sum().backward(create_graph=True)
+(w * 3).sum().backward(create_graph=True)
+print(float(w.grad.sum()))
+"""
+
+
+def test_create_graph_warning_shown_once_per_process():
+    def run(lib):
+        r = subprocess.run([sys.executable, "-c", SCRIPT.format(lib=lib)], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout, r.stderr.count("Using backward() with create_graph=True")
+    assert run("tapegrad") == run("torch") == ("18.0\n", 1)
+
+
+def test_create_graph_warning_is_an_ordinary_user_warning():
+    w = tg.ones(2, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (w * w).sum().backward(create_graph=True)
+        (w * w).sum().backward(create_graph=True)
+    assert [c.category for c in caught] == [UserWarning, UserWarning]
+    assert "reset the .grad fields" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning):
+            (w * w).sum().backward(create_graph=True)
+
+
+def _sparse_leaf(lib):
+    p = lib.tensor([[0., 2., 0.], [3., 0., 4.]]).to_sparse().requires_grad_(True)
+    g = lib.tensor([[1., 0., 0.], [0., 0., 5.]]).to_sparse()
+    return p, g
+
+
+def test_assign_sparse_grad_to_sparse_leaf():
+    for lib in (torch, tg):
+        p, g = _sparse_leaf(lib)
+        p.grad = g
+        assert p.grad is g and p.grad.is_sparse
+        p.grad = None
+        assert p.grad is None
+
+
+@pytest.mark.parametrize("bad", ["dense", "size", "dtype", "int"])
+def test_assign_bad_grad_to_sparse_leaf(bad):
+    def outcome(lib):
+        p, g = _sparse_leaf(lib)
+        value = {"dense": lambda: lib.zeros(2, 3), "size": lambda: lib.zeros(3, 2).to_sparse(),
+                 "dtype": lambda: g.double(), "int": lambda: 5}[bad]()
+        try:
+            p.grad = value
+        except (RuntimeError, TypeError) as e:
+            return type(e).__name__, str(e)[:120]
+        return "accepted"
+    assert outcome(tg) == outcome(torch)
+
+
+def test_backward_adds_to_an_assigned_sparse_grad():
+    def run(lib):
+        q = lib.sparse_coo_tensor([[0, 1]], [1., 2.], (3,), requires_grad=True)
+        q.grad = lib.sparse_coo_tensor([[2, 0]], [5., 7.], (3,))
+        (q * 3.0).to_dense().sum().backward()
+        return q.grad.is_sparse, q.grad.to_dense().numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = run(torch)
+    got = run(tg)
+    assert got[0] == expected[0]
+    np.testing.assert_array_equal(got[1], expected[1])
+
