@@ -165,3 +165,48 @@ def test_backward_adds_to_an_assigned_sparse_grad():
     assert got[0] == expected[0]
     np.testing.assert_array_equal(got[1], expected[1])
 
+
+
+OPTIMIZERS = ["Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta", "Adamax", "NAdam", "RAdam",
+              "ASGD", "Rprop", "SparseAdam"]
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_optimizer_with_a_sparse_parameter(name):
+    """torch_optimizer's test_param_validation: an optimizer takes a sparse leaf, a step without
+    gradients passes, and a step that sees an assigned sparse gradient refuses it as PyTorch's."""
+    def outcome(lib):
+        p, g = _sparse_leaf(lib)
+        try:
+            opt = getattr(lib.optim, name)([p], lr=0.1)
+            opt.zero_grad()
+            opt.step()
+            sd = opt.state_dict()
+            p.grad = g
+            opt.step()
+        except (RuntimeError, ValueError) as e:
+            return type(e).__name__, str(e)
+        return "stepped", sd["param_groups"][0]["params"]
+    assert outcome(tg) == outcome(torch)
+
+
+def test_sparse_refusal_names_the_builtin_class_in_a_subclass():
+    def outcome(lib):
+        class MyRMSprop(lib.optim.RMSprop):
+            pass
+        p, g = _sparse_leaf(lib)
+        opt = MyRMSprop([p])
+        p.grad = g
+        with pytest.raises(RuntimeError) as e:
+            opt.step()
+        return str(e.value)
+    assert outcome(tg) == outcome(torch) == "RMSprop does not support sparse gradients"
+
+
+def test_sgd_refuses_a_sparse_gradient_loudly():
+    """PyTorch's SGD adds a sparse gradient into a sparse parameter; tapegrad's says it cannot."""
+    p, g = _sparse_leaf(tg)
+    opt = tg.optim.SGD([p], lr=0.1)
+    p.grad = g
+    with pytest.raises(NotImplementedError, match="SGD steps on sparse gradients"):
+        opt.step()

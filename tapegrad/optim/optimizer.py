@@ -110,6 +110,13 @@ def _is_tensor(x) -> bool:
     return isinstance(x, _core.TensorBase)
 
 
+def _is_sparse_tensor(x) -> bool:
+    """A sparse COO tensor (not a tapegrad.Tensor, see tapegrad/_sparse_coo.py): PyTorch's
+    optimizers take one as a parameter, and a step refuses its sparse gradient where the
+    algorithm has no sparse form."""
+    return type(x).__name__ == "SparseTensor" and getattr(x, "is_sparse", False)
+
+
 def _typename(x) -> str:
     if _is_tensor(x):
         return f"{type(x).__module__}.{type(x).__name__}"
@@ -240,7 +247,7 @@ class Optimizer:
                                  "names are missing")
 
         for param in param_group["params"]:
-            if not _is_tensor(param):
+            if not (_is_tensor(param) or _is_sparse_tensor(param)):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is "
                                 + _typename(param))
             if not self.defaults.get("differentiable", None) and not (
@@ -309,6 +316,12 @@ class Optimizer:
 
     def _update_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def _refuse_sparse_grad(self) -> None:
+        """A step's error for a sparse gradient (of a sparse parameter: tapegrad makes no sparse
+        gradients itself).  PyTorch's message names the built-in class, also in a subclass."""
+        name = next(c.__name__ for c in type(self).__mro__ if "_update_group" in c.__dict__)
+        raise RuntimeError(f"{name} does not support sparse gradients")
 
     # -- hooks ------------------------------------------------------------------------------------
     # PyTorch's name of the wrapper that runs the step hooks around a step function.
@@ -439,6 +452,8 @@ class Optimizer:
         for p in group["params"]:
             g = p.grad
             if g is not None:
+                if _is_sparse_tensor(g):
+                    self._refuse_sparse_grad()
                 if g._array.dtype.kind not in "fc":
                     raise RuntimeError(f"{type(self).__name__} only supports floating point "
                                        f"parameters, got {p.dtype}")
@@ -481,6 +496,8 @@ def _state_tensor(values: np.ndarray, p):
 def _filled_state(p, value: float = 0.0):
     """State shaped like p, every real component `value` (PyTorch fills a complex parameter's
     state with complex(value, value): each part an independent real number)."""
+    if _is_sparse_tensor(p):     # PyTorch's full_like(p, memory_format=preserve_format)
+        raise RuntimeError("memory format option is only supported by strided tensors")
     arr = p._array
     return _core.wrap_array(np.full_like(arr, complex(value, value) if arr.dtype.kind == "c"
                                          else value))
