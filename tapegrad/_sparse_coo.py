@@ -434,6 +434,11 @@ class SparseTensor:
         self._vals.grad = None
         self._assigned_grad = value
 
+    @property
+    def data(self):
+        """The same indices and values outside the graph (PyTorch's .data of a sparse tensor)."""
+        return self.detach()
+
     def detach(self):
         """The same indices and values, cut from the graph (sharing memory)."""
         return SparseTensor._make(self._idx, self._vals.detach(), self._size, self._coalesced,
@@ -656,10 +661,14 @@ class SparseTensor:
         # when such an op is called on a sparse tensor; so does tapegrad (at the call).
         from .tensor import Tensor
         if not name.startswith("__") and hasattr(Tensor, name):
+            message = (f"Could not run 'aten::{name}' with arguments from the 'SparseCPU' backend "
+                       f"(tapegrad supports only a subset of operations on sparse tensors)")
+            if not callable(getattr(Tensor, name)):
+                # a property (T, real, ...): raise at the access, not hand back a function
+                raise NotImplementedError(message)
+
             def unsupported(*args, **kwargs):
-                raise NotImplementedError(
-                    f"Could not run 'aten::{name}' with arguments from the 'SparseCPU' backend "
-                    f"(tapegrad supports only a subset of operations on sparse tensors)")
+                raise NotImplementedError(message)
             return unsupported
         raise AttributeError(f"'Tensor' object has no attribute '{name}'")
 

@@ -210,3 +210,24 @@ def test_sgd_refuses_a_sparse_gradient_loudly():
     p.grad = g
     with pytest.raises(NotImplementedError, match="SGD steps on sparse gradients"):
         opt.step()
+
+
+def test_sparse_data_is_a_detached_sparse_tensor():
+    """p.grad.data on a sparse gradient (every torch_optimizer step reads it): it gave a function
+    object, so grad.is_sparse raised AttributeError."""
+    for lib in (torch, tg):
+        p, g = _sparse_leaf(lib)
+        d = p.data
+        assert d.is_sparse and not d.requires_grad and p.requires_grad
+        np.testing.assert_array_equal(d.to_dense().numpy(), p.detach().to_dense().numpy())
+        p.grad = g
+        assert p.grad.data.is_sparse
+
+
+def test_unsupported_sparse_property_raises_at_access():
+    s = tg.tensor([[0., 1.], [2., 0.]]).to_sparse()
+    with pytest.raises(NotImplementedError, match="SparseCPU"):
+        s.itemsize
+    with pytest.raises(NotImplementedError, match="SparseCPU"):
+        s.abs_()
+
