@@ -231,3 +231,19 @@ def test_unsupported_sparse_property_raises_at_access():
     with pytest.raises(NotImplementedError, match="SparseCPU"):
         s.abs_()
 
+
+
+def test_zero_grad_keeping_a_sparse_gradient_empties_it():
+    """zero_grad(set_to_none=False) (torch_optimizer's Lookahead passes False): PyTorch zeroes a
+    sparse gradient to no entries and keeps it, so the next step still refuses it."""
+    def outcome(lib):
+        p, g = _sparse_leaf(lib)
+        p.grad = g
+        opt = lib.optim.RMSprop([p])
+        opt.zero_grad(set_to_none=False)
+        kept = (p.grad.is_sparse, p.grad._nnz(), tuple(p.grad.shape), p.grad.dtype == p.dtype,
+                float(p.grad.to_dense().abs().sum()))
+        with pytest.raises(RuntimeError) as e:
+            opt.step()
+        return kept, str(e.value)
+    assert outcome(tg) == outcome(torch)
