@@ -68,6 +68,16 @@ def _check_index_bounds(idx: np.ndarray, sparse_shape: tuple) -> None:
                                f"{sparse_shape[d]} but found index {int(hi[d])}")
 
 
+def zeros_like_sparse(s, dtype=None, requires_grad: bool = False):
+    """A sparse tensor of ``s``'s size with no entries (PyTorch's zeros_like of a sparse tensor,
+    and its zero_()): ``s``'s dtype unless ``dtype`` is given."""
+    from .creation import zeros
+    sparse_dim = s.sparse_dim()
+    return sparse_coo_tensor(zeros((sparse_dim, 0), dtype=_core.int64),
+                             zeros((0,) + tuple(s.shape[sparse_dim:]), dtype=dtype or s.dtype),
+                             s.shape, requires_grad=requires_grad)
+
+
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
                       pin_memory: bool = False, requires_grad: bool = False,
                       check_invariants=None, is_coalesced=None):

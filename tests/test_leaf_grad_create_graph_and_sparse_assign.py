@@ -247,3 +247,16 @@ def test_zero_grad_keeping_a_sparse_gradient_empties_it():
             opt.step()
         return kept, str(e.value)
     assert outcome(tg) == outcome(torch)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"dtype": "float64"}, {"requires_grad": True}])
+def test_zeros_like_of_a_sparse_tensor(kwargs):
+    """torch_optimizer's MADGRAD initialises its state with zeros_like(p.data) (TypeError for a
+    sparse parameter before): a sparse tensor with no entries, as PyTorch's."""
+    def outcome(lib):
+        s = lib.tensor([[0., 2.], [3., 0.]]).to_sparse().requires_grad_(True)
+        kw = {k: (getattr(lib, v) if k == "dtype" else v) for k, v in kwargs.items()}
+        z = lib.zeros_like(s.data, **kw)
+        return (z.is_sparse, z._nnz(), tuple(z.shape), str(z.dtype), z.requires_grad, z.is_leaf,
+                z.to_dense().tolist())
+    assert outcome(tg) == outcome(torch)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from .._sparse_coo import zeros_like_sparse
 from ..grad_mode import enable_grad, no_grad
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
@@ -292,7 +293,7 @@ class Optimizer:
                     p.grad = None
                 elif _is_sparse_tensor(g):
                     # PyTorch's zero_() of a sparse gradient: no entries left, the layout kept
-                    p.grad = _empty_sparse_like(g)
+                    p.grad = zeros_like_sparse(g)
                 else:
                     if g.grad_fn is not None:
                         g.detach_()
@@ -494,14 +495,6 @@ def _state_tensor(values: np.ndarray, p):
     if p._array.dtype.kind == "c":
         values = np.ascontiguousarray(values).view(p._array.dtype)[..., 0]
     return _core.wrap_array(values)
-
-
-def _empty_sparse_like(g):
-    """A sparse tensor of g's size and dtype with no entries."""
-    from .._sparse_coo import sparse_coo_tensor
-    from ..creation import zeros
-    return sparse_coo_tensor(zeros((g.sparse_dim(), 0), dtype=_core.int64),
-                             zeros((0,) + tuple(g.shape[g.sparse_dim():]), dtype=g.dtype), g.shape)
 
 
 def _filled_state(p, value: float = 0.0):
