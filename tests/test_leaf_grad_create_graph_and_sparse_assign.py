@@ -9,6 +9,7 @@ optimizers under tapegrad):
 - assigning a sparse gradient to a sparse leaf raised (PyTorch accepts one of the same size and
   dtype, and backward adds to it).
 """
+import copy
 import subprocess
 import sys
 import warnings
@@ -259,4 +260,34 @@ def test_zeros_like_of_a_sparse_tensor(kwargs):
         z = lib.zeros_like(s.data, **kw)
         return (z.is_sparse, z._nnz(), tuple(z.shape), str(z.dtype), z.requires_grad, z.is_leaf,
                 z.to_dense().tolist())
+    assert outcome(tg) == outcome(torch)
+
+
+@pytest.mark.parametrize("name", ["Adam", "SGD", "RMSprop"])
+def test_loaded_optimizer_state_shares_the_dicts_tensors(name):
+    """PyTorch's load_state_dict keeps the dict's tensors when their dtype already fits (its
+    value.to(param.dtype)); later steps update them in place, so the loaded dict changes too
+    (torch_optimizer's test_optimizer relies on it; tapegrad copied: silent). A float64
+    parameter gets a converted copy of a float32 state; `step` is kept as it is."""
+    def outcome(lib):
+        kwargs = {"lr": 0.1, "momentum": 0.9} if name != "Adam" else {"lr": 0.1}
+        p = lib.ones(3, requires_grad=True)
+        a = getattr(lib.optim, name)([p], **kwargs)
+        p.grad = lib.tensor([1., 2., 3.])
+        a.step()
+        sd = a.state_dict()
+        saved = copy.deepcopy(sd)
+        q = lib.ones(3, requires_grad=True)
+        b = getattr(lib.optim, name)([q], **kwargs)
+        b.load_state_dict(sd)
+        shared = [b.state[q][k] is a.state[p][k] for k in sorted(a.state[p])]
+        q.grad = lib.tensor([1., 1., 1.])
+        b.step()
+        changed = [not lib.equal(sd["state"][0][k], saved["state"][0][k])
+                   for k in sorted(saved["state"][0])]
+        r = lib.ones(3, dtype=lib.float64, requires_grad=True)
+        c = getattr(lib.optim, name)([r], **kwargs)
+        c.load_state_dict(saved)
+        converted = [(str(v.dtype), v is saved["state"][0][k]) for k, v in sorted(c.state[r].items())]
+        return shared, changed, converted, q.tolist()
     assert outcome(tg) == outcome(torch)

@@ -418,6 +418,10 @@ class Optimizer:
             if _is_tensor(value):
                 dt = (param._array.dtype if key != "step" and param._array.dtype.kind == "f"
                       else value._array.dtype)
+                if dt == value._array.dtype:
+                    # PyTorch's value.to(param.dtype): the loaded tensor itself, so the state
+                    # shares memory with the dict it was loaded from (steps update both)
+                    return value
                 arr = np.array(value._array, dtype=dt, order="C", copy=True)
                 return _core.wrap_array(arr, value.requires_grad)
             if isinstance(value, dict):
