@@ -68,6 +68,16 @@ def _check_index_bounds(idx: np.ndarray, sparse_shape: tuple) -> None:
                                f"{sparse_shape[d]} but found index {int(hi[d])}")
 
 
+def zeros_like_sparse(s, dtype=None, requires_grad: bool = False):
+    """A sparse tensor of ``s``'s size with no entries (PyTorch's zeros_like of a sparse tensor,
+    and its zero_()): ``s``'s dtype unless ``dtype`` is given."""
+    from .creation import zeros
+    sparse_dim = s.sparse_dim()
+    return sparse_coo_tensor(zeros((sparse_dim, 0), dtype=_core.int64),
+                             zeros((0,) + tuple(s.shape[sparse_dim:]), dtype=dtype or s.dtype),
+                             s.shape, requires_grad=requires_grad)
+
+
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
                       pin_memory: bool = False, requires_grad: bool = False,
                       check_invariants=None, is_coalesced=None):
@@ -403,19 +413,41 @@ class SparseTensor:
     @property
     def grad(self):
         """A leaf's gradient: a coalesced sparse tensor on this tensor's (coalesced) pattern."""
+        assigned = getattr(self, "_assigned_grad", None)
         if not self._leaf or self._vals.grad is None:
-            return None
+            return assigned if self._leaf else None
         from .creation import tensor
         unique, first, _ = self._coalesce_plan()
         vals = self._vals.grad.detach()
-        return SparseTensor._make(self._unravel(unique), vals[tensor(first.astype(np.int64))],
-                                  self._size, True, True, None)
+        accumulated = SparseTensor._make(self._unravel(unique), vals[tensor(first.astype(np.int64))],
+                                         self._size, True, True, None)
+        # backward() after an assignment adds into it, as PyTorch's AccumulateGrad does
+        return accumulated if assigned is None else assigned + accumulated
 
     @grad.setter
     def grad(self, value) -> None:
+        """A sparse gradient of this tensor's size and dtype (PyTorch's checks and messages);
+        backward() then adds to it."""
         if value is not None:
-            raise RuntimeError("tapegrad: only None can be assigned to a sparse tensor's grad")
+            from .tensor import Tensor
+            from .creation import zeros
+            if not isinstance(value, (Tensor, SparseTensor)):
+                raise TypeError("assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if not isinstance(value, SparseTensor):
+                raise RuntimeError("attempting to assign a gradient to a tensor that has data of "
+                                   "a different type")
+            # The dense setter's dtype and size checks, on a stand-in of the gradient's dtype
+            # and size that allocates nothing (an expanded zero-dim tensor).
+            zeros((), dtype=self.dtype).expand(self._size).grad = \
+                zeros((), dtype=value.dtype).expand(value.shape)
         self._vals.grad = None
+        self._assigned_grad = value
+
+    @property
+    def data(self):
+        """The same indices and values outside the graph (PyTorch's .data of a sparse tensor)."""
+        return self.detach()
 
     def detach(self):
         """The same indices and values, cut from the graph (sharing memory)."""
@@ -639,10 +671,14 @@ class SparseTensor:
         # when such an op is called on a sparse tensor; so does tapegrad (at the call).
         from .tensor import Tensor
         if not name.startswith("__") and hasattr(Tensor, name):
+            message = (f"Could not run 'aten::{name}' with arguments from the 'SparseCPU' backend "
+                       f"(tapegrad supports only a subset of operations on sparse tensors)")
+            if not callable(getattr(Tensor, name)):
+                # a property (T, real, ...): raise at the access, not hand back a function
+                raise NotImplementedError(message)
+
             def unsupported(*args, **kwargs):
-                raise NotImplementedError(
-                    f"Could not run 'aten::{name}' with arguments from the 'SparseCPU' backend "
-                    f"(tapegrad supports only a subset of operations on sparse tensors)")
+                raise NotImplementedError(message)
             return unsupported
         raise AttributeError(f"'Tensor' object has no attribute '{name}'")
 

@@ -452,8 +452,12 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memor
 def zeros_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
     """Zeros with ``input``'s shape and (unless ``dtype`` is given) its dtype; a new leaf, not
-    connected to ``input``'s graph.
+    connected to ``input``'s graph.  A sparse ``input`` gives a sparse tensor with no entries.
     """
+    if getattr(input, "is_sparse", False) is True and not isinstance(input, Tensor):
+        from ._sparse_coo import zeros_like_sparse
+        check_device(device, "zeros_like")
+        return zeros_like_sparse(input, dtype, requires_grad)
     _check_tensor(input, "zeros_like")
     check_device(device, "zeros_like")
     return _in_layout_of(_filled(input.shape, 0, dtype or input.dtype,

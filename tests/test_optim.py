@@ -2,6 +2,7 @@
 groups, state dicts, errors, and the learning-rate schedulers."""
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 
@@ -364,7 +365,9 @@ def test_state_dict_round_trip_continues_identically(name, kwargs):
 
     ps_b = [tg.tensor(p._array.copy(), requires_grad=True) for p in ps_a]
     opt_b = cls(ps_b, lr=123.0)          # hyperparameters come from the state dict
-    opt_b.load_state_dict(sd)
+    # a deep copy: as in PyTorch, a loaded state shares the dict's tensors
+    # (test_leaf_grad_create_graph_and_sparse_assign.py), and both optimizers step on below
+    opt_b.load_state_dict(copy.deepcopy(sd))
     assert opt_b.param_groups[0]["lr"] == kwargs["lr"]
     assert opt_b.param_groups[0]["params"][0] is ps_b[0]
     for key, value in opt_b.state[ps_b[1]].items():       # copies, not the same buffers

@@ -13,7 +13,7 @@ from tapegrad._ops_nn cimport *
 from tapegrad._core import div, log, neg
 from tapegrad._ops_unary import (abs_, cos, cosh, erf, gt, log1p, reciprocal, sigmoid, sign, sin,
                                 sinh, softplus, sqrt, where)
-from tapegrad._ops_shape import cat, clone, expand, t, transpose, unsqueeze
+from tapegrad._ops_shape import cat, clone, contiguous, expand, t, transpose, unsqueeze
 from tapegrad._ops_linalg import matmul, tril, triu
 
 include "graph_vjp.pxi"

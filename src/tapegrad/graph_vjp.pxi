@@ -1630,12 +1630,10 @@ cdef object graph_engine_run(tuple outputs, list grads, bint retain_graph, tuple
     mode = SWEEP_ACCUMULATE if inputs is None else (SWEEP_INPUTS if accumulate_grad
                                                     else SWEEP_CAPTURE)
     if accumulate_grad:
-        warnings.warn(
-            "Using backward() with create_graph=True will create a reference cycle between the "
-            "parameter and its gradient which can cause a memory leak. We recommend using "
-            "autograd.grad when creating the graph to avoid this. If you have to use this "
-            "function, make sure to reset the .grad fields of your parameters to None after use to "
-            "break the cycle and avoid the leak.", UserWarning, stacklevel=1)
+        # Warned from one Python line (as PyTorch warns from one line of its autograd/graph.py),
+        # so the default filter shows it once per process, not once per calling line.
+        from tapegrad.autograd.graph import _warn_create_graph_cycle
+        _warn_create_graph_cycle()
     with IeeeResults():
         captured = graph_sweep(roots, seeds, retain_graph, mode, targets)
     if accumulate_grad:
@@ -1658,7 +1656,11 @@ cdef int deliver_graph_grad(TensorBase t, object g) except -1:
     if G._array.dtype != A.dtype:
         G = <TensorBase>convert(G, A.dtype, False)
     if t._grad is None:
-        t._grad = clone(G)
+        # PyTorch's gradient layout contract: a leaf's first .grad is laid out as a contiguous
+        # leaf is (a matmul VJP's transposed result would otherwise stay transposed, and
+        # grad.view(n, -1) in an optimizer fail).
+        C = contiguous(G)
+        t._grad = clone(G) if C is G else C
     else:
         t._grad = binary_op(OP_ADD, t._grad, G)
     return 0

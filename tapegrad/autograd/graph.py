@@ -19,6 +19,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import threading
+import warnings
 from typing import Any, Callable, NamedTuple
 
 from .. import _core
@@ -190,3 +191,15 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
         return hook
 
     return _MultiHandle([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)])
+
+
+def _warn_create_graph_cycle() -> None:
+    """backward(create_graph=True)'s warning, from this one line: PyTorch warns from one line of
+    its own graph.py, so under the default filter a script sees it once, whichever of its lines
+    called backward (src/tapegrad/graph_vjp.pxi calls this)."""
+    warnings.warn(
+        "Using backward() with create_graph=True will create a reference cycle between the "
+        "parameter and its gradient which can cause a memory leak. We recommend using "
+        "autograd.grad when creating the graph to avoid this. If you have to use this "
+        "function, make sure to reset the .grad fields of your parameters to None after use to "
+        "break the cycle and avoid the leak.", UserWarning, stacklevel=1)

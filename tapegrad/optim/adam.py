@@ -70,6 +70,10 @@ class Adam(Optimizer):
                        "differentiable": False, "decoupled_weight_decay": False, "fused": None}
     _STEP_KEYS = ("step",)
 
+    def _refuse_sparse_grad(self) -> None:
+        raise RuntimeError("Adam does not support sparse gradients, please consider SparseAdam "
+                           "instead")
+
     def _update_group(self, group) -> None:
         beta1, beta2 = (_to_scalar(b) for b in group["betas"])
         lr = _to_scalar(group["lr"])

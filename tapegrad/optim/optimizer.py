@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from .._sparse_coo import zeros_like_sparse
 from ..grad_mode import enable_grad, no_grad
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
@@ -108,6 +109,13 @@ required = _RequiredParameter()
 
 def _is_tensor(x) -> bool:
     return isinstance(x, _core.TensorBase)
+
+
+def _is_sparse_tensor(x) -> bool:
+    """A sparse COO tensor (not a tapegrad.Tensor, see tapegrad/_sparse_coo.py): PyTorch's
+    optimizers take one as a parameter, and a step refuses its sparse gradient where the
+    algorithm has no sparse form."""
+    return type(x).__name__ == "SparseTensor" and getattr(x, "is_sparse", False)
 
 
 def _typename(x) -> str:
@@ -240,7 +248,7 @@ class Optimizer:
                                  "names are missing")
 
         for param in param_group["params"]:
-            if not _is_tensor(param):
+            if not (_is_tensor(param) or _is_sparse_tensor(param)):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is "
                                 + _typename(param))
             if not self.defaults.get("differentiable", None) and not (
@@ -283,6 +291,9 @@ class Optimizer:
                     continue
                 if set_to_none:
                     p.grad = None
+                elif _is_sparse_tensor(g):
+                    # PyTorch's zero_() of a sparse gradient: no entries left, the layout kept
+                    p.grad = zeros_like_sparse(g)
                 else:
                     if g.grad_fn is not None:
                         g.detach_()
@@ -309,6 +320,12 @@ class Optimizer:
 
     def _update_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def _refuse_sparse_grad(self) -> None:
+        """A step's error for a sparse gradient (of a sparse parameter: tapegrad makes no sparse
+        gradients itself).  PyTorch's message names the built-in class, also in a subclass."""
+        name = next(c.__name__ for c in type(self).__mro__ if "_update_group" in c.__dict__)
+        raise RuntimeError(f"{name} does not support sparse gradients")
 
     # -- hooks ------------------------------------------------------------------------------------
     # PyTorch's name of the wrapper that runs the step hooks around a step function.
@@ -401,6 +418,10 @@ class Optimizer:
             if _is_tensor(value):
                 dt = (param._array.dtype if key != "step" and param._array.dtype.kind == "f"
                       else value._array.dtype)
+                if dt == value._array.dtype:
+                    # PyTorch's value.to(param.dtype): the loaded tensor itself, so the state
+                    # shares memory with the dict it was loaded from (steps update both)
+                    return value
                 arr = np.array(value._array, dtype=dt, order="C", copy=True)
                 return _core.wrap_array(arr, value.requires_grad)
             if isinstance(value, dict):
@@ -439,6 +460,8 @@ class Optimizer:
         for p in group["params"]:
             g = p.grad
             if g is not None:
+                if _is_sparse_tensor(g):
+                    self._refuse_sparse_grad()
                 if g._array.dtype.kind not in "fc":
                     raise RuntimeError(f"{type(self).__name__} only supports floating point "
                                        f"parameters, got {p.dtype}")
@@ -481,6 +504,8 @@ def _state_tensor(values: np.ndarray, p):
 def _filled_state(p, value: float = 0.0):
     """State shaped like p, every real component `value` (PyTorch fills a complex parameter's
     state with complex(value, value): each part an independent real number)."""
+    if _is_sparse_tensor(p):     # PyTorch's full_like(p, memory_format=preserve_format)
+        raise RuntimeError("memory format option is only supported by strided tensors")
     arr = p._array
     return _core.wrap_array(np.full_like(arr, complex(value, value) if arr.dtype.kind == "c"
                                          else value))

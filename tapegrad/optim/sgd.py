@@ -54,6 +54,10 @@ class SGD(Optimizer):
     _GROUP_DEFAULTS = {"nesterov": False, "maximize": False, "foreach": None,
                        "differentiable": False, "fused": False}
 
+    def _refuse_sparse_grad(self) -> None:
+        # PyTorch's SGD adds a sparse gradient into a sparse parameter; tapegrad's does not.
+        raise NotImplementedError("tapegrad: SGD steps on sparse gradients are not supported")
+
     def _update_group(self, group) -> None:
         lr = _to_scalar(group["lr"])
         momentum = group["momentum"]

@@ -58,6 +58,11 @@ class SparseAdam(Optimizer):
         if not 0.0 <= betas[1] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "maximize": maximize})
+        sparse_params = [[i, j] for i, group in enumerate(self.param_groups)
+                         for j, p in enumerate(group["params"]) if p.is_sparse]
+        if sparse_params:
+            raise ValueError(f"Sparse params at indices {sparse_params}: SparseAdam requires "
+                             "dense parameter tensors")
         complex_params = [[i, j] for i, group in enumerate(self.param_groups)
                           for j, p in enumerate(group["params"]) if p.is_complex()]
         if complex_params:
