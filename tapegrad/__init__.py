@@ -227,7 +227,20 @@ _LAZY = _lazy.table({
 })
 
 
+# PyTorch's deprecated build flags: each warns and answers from the torch.backends function it
+# names (torch/__init__.py's _deprecated_attrs); scripts pick their device with `torch.has_mps`.
+_DEPRECATED_FLAGS = {"has_mps": ("mps", "is_built"), "has_cuda": ("cuda", "is_built"),
+                     "has_cudnn": ("cudnn", "is_available"), "has_mkldnn": ("mkldnn", "is_available")}
+
+
 def __getattr__(name):
+    if name in _DEPRECATED_FLAGS:
+        import importlib
+        import warnings
+        backend, function = _DEPRECATED_FLAGS[name]
+        warnings.warn(f"'{name}' is deprecated, please use 'torch.backends.{backend}.{function}()'",
+                      stacklevel=2)
+        return getattr(importlib.import_module(f".backends.{backend}", __name__), function)()
     value = _lazy.load(globals(), _LAZY, name)
     # (the names the module brought along, addmm & co., get their entry and out= now: once per
     # module)
@@ -237,6 +250,13 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
+
+# PyTorch's build flags that are plain attributes: tapegrad has LAPACK (numpy's) and spectral
+# ops (tapegrad.fft), no OpenMP and no MKL (as torch.backends.openmp / mkl answer)
+has_lapack = True
+has_spectral = True
+has_openmp = False
+has_mkl = False
 
 half = float16
 cfloat = complex64

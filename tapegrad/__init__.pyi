@@ -385,6 +385,10 @@ __all__ = [
     'hamming_window',
     'hann_window',
     'hardshrink',
+    'has_lapack',
+    'has_mkl',
+    'has_openmp',
+    'has_spectral',
     'heaviside',
     'hinge_embedding_loss',
     'histc',
@@ -1934,6 +1938,10 @@ def hann_window(window_length: Any, periodic: Any = ..., *, dtype: Any = ..., la
 
 def hardshrink(input: Any, lambd: Any = ...) -> Tensor: ...
 
+has_lapack: _bool
+has_mkl: _bool
+has_openmp: _bool
+has_spectral: _bool
 def heaviside(input: Any, values: Any, *, out: Any = ...) -> Any: ...
 
 def hinge_embedding_loss(input: Any, target: Any, margin: Any = ..., reduction: Any = ...) -> Tensor: ...

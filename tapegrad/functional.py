@@ -7,6 +7,9 @@ from . import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes,
                broadcast_tensors, cartesian_prod, cdist, chain_matmul, einsum, lu, meshgrid,
                istft, norm, pca_lowrank, split, stft, svd_lowrank, tensordot, unique,
                unique_consecutive, unravel_index)
+# torch/functional.py imports torch.nn.functional as F, and scripts reach it as
+# torch.functional.F (llama3-from-scratch's `torch.functional.F.silu`)
+from .nn import functional as F  # noqa: N812
 
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors",
            "cartesian_prod", "block_diag", "cdist", "chain_matmul", "einsum", "istft", "lu",

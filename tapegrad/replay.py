@@ -52,6 +52,7 @@ Not guarded: numbers and tensors reached through attributes (`self.scale`, rebin
 from __future__ import annotations
 
 import functools
+import types
 import sys
 import threading
 import weakref
@@ -118,6 +119,11 @@ class CompiledFunction(_core.CompiledCall):
         functools.update_wrapper(self, fn)
         _COMPILED.add(self)
 
+    def __get__(self, instance, owner=None):
+        """A compiled method (`@torch.compile()` on `def forward(self, x)`, as minRF's MMDiT
+        does) binds to its instance as the function it wraps would."""
+        return self if instance is None else types.MethodType(self, instance)
+
     def reset(self):
         """Forget every capture (the next call captures again)."""
         self._plans.clear()
@@ -158,6 +164,11 @@ class CompiledFunction(_core.CompiledCall):
         return self._capture(key, flat, args, kwargs)
 
     def _capture(self, key, flat, args, kwargs):
+        if getattr(_capture_state, "capture", None) is not None:
+            # called while another compiled function captures (a compiled block inside a
+            # compiled model): its ops run eagerly into the outer capture, as torch.compile
+            # inlines a nested compiled function
+            return self.fn(*args, **kwargs)
         self._last_plan = None          # (the C path's shortcut to the plan it replayed last)
         env = _environment(self.fn)
         rng_before = _global_rng().bit_generator.state

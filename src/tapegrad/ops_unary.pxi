@@ -912,6 +912,11 @@ cdef object where_record(object condition, object input, object other, object ba
         raise TypeError(f"where() received an invalid combination of arguments - got ({got}), but "
                         f"expected one of:\n{WHERE_SIGNATURES}")
     C = (<TensorBase>condition)._array
+    if x is None:
+        # where(condition) is nonzero(condition, as_tuple=True): any dtype, no uint8 warning (a
+        # 0-dim condition counts as one element, as nonzero reads it)
+        return tuple(wrap(nd(i.astype(NP_INT64))) for i in np.nonzero(C.reshape(-1) if C.ndim == 0
+                                                                       else C))
     if C.dtype.kind != "b":
         if C.dtype.num == cnp.NPY_UINT8:
             warnings.warn("where received a uint8 condition tensor. This behavior is deprecated "
@@ -921,8 +926,6 @@ cdef object where_record(object condition, object input, object other, object ba
         else:
             raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
                                f"with dtype {scalar_type_name(C.dtype)}")
-    if x is None:
-        return tuple(wrap(nd(i.astype(NP_INT64))) for i in np.nonzero(C))
     dt = promote_operands((x, y))
     sx, sy = operand_shape(x), operand_shape(y)
     shape = broadcast_shapes_torch(C.shape, sx)
