@@ -115,6 +115,43 @@ def test_held_grad_fn_keeps_its_node_and_graph():
     assert np.array_equal(x2.grad.numpy(), np.full(3, 2.0))
 
 
+def test_freed_graph_never_touches_the_set_a_later_call_took():
+    """A replayed call's record holds its buffer set itself (its grad_fn is made when read):
+    after a backward frees the graph the set is free for the next call, and the first record's
+    grad_fn read or death then must not release or show the later call's state."""
+    compiled = _replayed(lambda x: (x * x).tanh())
+    x1 = _inputs(1)
+    y1 = compiled(x1)
+    y1.sum().backward()                 # y1's graph freed: its set is free again
+    x2 = _inputs(2)
+    y2 = compiled(x2)                   # takes that set
+    assert y1.grad_fn.name() == "CompiledFunctionBackward"
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y1.sum().backward()
+    del y1                              # its record dies: y2's set stays taken
+    y3 = compiled(_inputs(3))
+    assert y3.data_ptr() != y2.data_ptr()
+    y2.sum().backward()
+    xe = _inputs(2)
+    (xe * xe).tanh().sum().backward()
+    assert np.array_equal(x2.grad.numpy(), xe.grad.numpy())
+
+
+def test_grad_fn_read_before_and_after_backward():
+    compiled = _replayed()
+    for read_before in (True, False):
+        x = _inputs(4)
+        y = compiled(x)
+        node = y.grad_fn if read_before else None
+        y.backward(tg.ones_like(y))
+        after = y.grad_fn
+        assert after.name() == "CompiledFunctionBackward" and after is y.grad_fn
+        assert node is None or after is node
+        assert np.array_equal(x.grad.numpy(), np.full(3, 2.0))
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            y.backward(tg.ones_like(y))
+
+
 def test_retained_graph_backwards_twice_after_later_replays():
     compiled = _replayed(lambda x: (x * x).tanh())
     x = _inputs(1)

@@ -522,7 +522,9 @@ cdef int release_function_ctx(Py_ssize_t i) except -1:
         return 0
     ctx = <object>TAPE.recs[i].aux
     if isinstance(ctx, CompiledBackward):
-        (<CompiledBackward>ctx).release()
+        after = (<CompiledBackward>ctx).release()
+        if after is not None:           # the ctx was a replay's pooled state, free again now: the
+            replace_aux(i, after)       # record keeps a grad_fn that does not hold it
     elif FUNCTION_RELEASE is not None:
         FUNCTION_RELEASE(ctx)
     return 0
@@ -551,7 +553,20 @@ cdef object function_ctx_of(Py_ssize_t node):
     cdef Py_ssize_t k = TAPE.recs[node].inp[0] if TAPE.recs[node].op == OP_FN_OUTPUT else node
     if k < 0 or TAPE.recs[k].aux == NULL:
         return None
-    return <object>TAPE.recs[k].aux
+    ctx = <object>TAPE.recs[k].aux
+    if isinstance(ctx, CompiledBackward):   # a replayed call's record holds its replay state,
+        face = ctx.grad_fn_node()           # whose grad_fn is made when first read (replay.pxi)
+        if face is not ctx:
+            replace_aux(k, face)
+        return face
+    return ctx
+
+
+cdef void replace_aux(Py_ssize_t i, object value) noexcept:
+    """Record i's aux becomes `value` (the old one is dropped last: it may run code)."""
+    cdef PyObject* old = TAPE.recs[i].aux
+    keep(&TAPE.recs[i].aux, value)
+    Py_XDECREF(old)
 
 
 def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_differentiable):

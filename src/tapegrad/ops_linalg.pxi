@@ -171,10 +171,12 @@ cdef object vjp_matmul(Record* r, object g):
         ga = matmul_grad_a(g, conj_of(<object>r.saved[1]), <tuple>shape_a)
     if needs_grad(r, 1):
         A = conj_of(<object>r.saved[0])
-        if trans_b and len(<tuple>shape_b) == 2 and (A.ndim >= 2 or g.ndim == 2):
+        if trans_b and len(<tuple>shape_b) == 2:
             # linear's weight W (out, in) multiplies as W^T: its gradient g^T @ A comes out in
             # W's own layout, contiguous (no transposed copy when it becomes W.grad); a 1-D
-            # input's product is one row (its result views the 2-D addmm result)
+            # input is one row, multiplied as PyTorch's mm does (an outer product instead gave
+            # -0.0 where x is 0 and g negative: PyTorch's sum starts at +0.0; with a bias, the
+            # compiled step's 1-D record differed from eager's folded one: fuzz 61401252)
             rows = shape_prod(A.shape, 0, A.ndim - 1)
             gb = np.matmul(g.reshape(rows, last(g.shape)).T, A.reshape(rows, last(A.shape)))
         else:

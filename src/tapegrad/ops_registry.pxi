@@ -110,4 +110,10 @@ cdef class CompiledBackward:
         raise NotImplementedError
 
     cdef release(self):
-        pass
+        """The graph no longer needs the backward (swept without retain_graph, or its record
+        died): returns what the record's aux becomes instead, or None to keep this."""
+        return None
+
+    def grad_fn_node(self):
+        """What grad_fn shows for the record holding this (which then holds that instead)."""
+        return self

@@ -154,8 +154,10 @@ cdef inline void fill_f32(float* dst, Py_ssize_t n, float v) noexcept:
         dst[j] = v
 
 
-cdef class BufferSet:
-    """One replay's values and adjoints (see the top of this file)."""
+cdef class BufferSet(CompiledBackward):
+    """One replay's values and adjoints (see the top of this file).  A recorded replay's
+    OP_FUNCTION record holds its set as its ctx, with the call's backward state below (no node
+    object per call: its grad_fn, a CompiledFunctionBackward, is made when first read)."""
     cdef list arrays            # slot -> ndarray (externals: the tensors' arrays at forward)
     cdef void** ptr             # slot -> data pointer of arrays[slot]
     cdef list adj               # slot -> adjoint buffer (None for slots that get no gradient)
@@ -186,6 +188,20 @@ cdef class BufferSet:
     cdef char* bcw              # whether it was written in this backward
     cdef list partners          # partner -> its full-size buffer (Step.partner)
     cdef void** pptr
+    # the backward of the recorded call holding the set (Program.run), cleared by release():
+    # an idle pooled set holding its Program would be a cycle (Program -> pool -> set -> Program)
+    # that only the cyclic collector frees, with the last call's inputs
+    cdef Program program
+    cdef Py_ssize_t n_out
+    cdef list versions          # (Version, value at forward) of the externals and outputs
+                                # the backward reads (None: none)
+    cdef list inputs            # the externals
+    # what a create_graph backward needs to run the call again eagerly (rerun)
+    cdef ReplayPlan plan
+    cdef object call
+    cdef tuple args
+    cdef dict kwargs
+    cdef object rng_state       # the global stream's state before the replay's forward, or None
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -202,6 +218,108 @@ cdef class BufferSet:
         free(self.bcw)
         free(self.pptr)
 
+    cdef int check_versions(self) except -1:
+        cdef Version v
+        if self.versions is None:
+            return 0
+        for v, at in self.versions:
+            if v.value != at:
+                raise RuntimeError("one of the variables needed for gradient computation has "
+                                   "been modified by an inplace operation: is at version "
+                                   f"{v.value}; expected version {at} instead.")
+        return 0
+
+    cdef Program owner(self):
+        if self.program is None:        # (a record never holds a released set: release)
+            raise RuntimeError(BACKWARD_TWICE)
+        return self.program
+
+    cdef object backward(self, list g):
+        cdef Program program = self.owner()
+        self.check_versions()
+        return program.backward_c(self, g)
+
+    cdef object backward_one(self, object g):
+        cdef Program program = self.owner()
+        self.check_versions()
+        return program.backward_one(self, g)
+
+    cdef object rerun(self):
+        """The Program's outputs of the call computed eagerly again: the same values as the
+        replay's, its random draws included (the global stream is set back to its state before
+        the replay's forward for the re-run, then restored)."""
+        cdef list kept = self.program.state_before_rerun(self.inputs)
+        try:
+            if self.rng_state is None:
+                return self.plan.program_outputs(self.call(*self.args, **(self.kwargs or {})))
+            bits = self.program.global_rng().bit_generator
+            now = bits.state
+            bits.state = self.rng_state
+            try:
+                return self.plan.program_outputs(self.call(*self.args, **(self.kwargs or {})))
+            finally:
+                bits.state = now
+        finally:
+            restore_state(kept)
+
+    cdef object graph_backward(self, list g):
+        """create_graph=True: the call run again eagerly on the same externals (its values are
+        the replay's: same ops, same inputs), then its recorded backward, itself recorded."""
+        cdef Program program = self.owner()
+        if program.rerun_kind == RERUN_NONE:
+            raise RuntimeError(
+                "create_graph=True through a tapegrad.compile'd call that draws random numbers "
+                "from a generator= argument is not supported: call the original function "
+                "(compiled.fn) for higher-order derivatives")
+        self.check_versions()
+        cdef bint was = grad_enabled()
+        _set_grad_enabled(True)
+        try:
+            outs = self.rerun()
+        finally:
+            _set_grad_enabled(was)
+        cdef list roots = [], seeds = []
+        cdef Py_ssize_t j
+        for j in range(self.n_out):
+            if g[j] is not None and (<TensorBase>outs[j])._requires_grad:
+                roots.append(outs[j])
+                seeds.append(g[j])
+        wanted = [t for t in self.inputs if (<TensorBase>t)._requires_grad]
+        if not roots or not wanted:
+            return (None,) * len(self.inputs)
+        grads = _grad(tuple(roots), tuple(wanted), tuple(seeds), True, True, True, False)
+        found = {id(t): gr for t, gr in zip(wanted, grads)}
+        return tuple([found.get(id(t)) for t in self.inputs])
+
+    cdef release(self):
+        """The graph was freed (backward without retain_graph, or its record died): the set can
+        be reused.  Returns the grad_fn its record keeps instead (one without a backward)."""
+        cdef Program program = self.program
+        if program is None:
+            return None
+        self.program = None
+        self.in_use = False
+        # (each field's old value is dropped after the field is cleared: dropping may run code)
+        self.inputs = None              # the call's tensors, and what holds the ReplayPlan (a
+        self.args = None                # cycle through its Program)
+        self.kwargs = None
+        self.plan = None
+        self.call = None
+        self.versions = None
+        self.rng_state = None
+        if program.freed is None:       # one for all its calls: no node per call
+            program.freed = released_node(program.input_meta, program.output_meta)
+        return program.freed
+
+    def grad_fn_node(self):
+        """The grad_fn of the recorded call holding the set: a node that holds the set now (its
+        record holds the node instead, so it shows the same node at every read)."""
+        cdef Program program = self.owner()
+        cdef CompiledFunctionBackward node = released_node(program.input_meta,
+                                                           program.output_meta)
+        node.state = self
+        return node
+
 
 cdef void clear_step_record(Record* r) noexcept:
     """Drop what an SK_OP step's replay put in its record (replay_fn), leaving it zeroed."""
@@ -216,7 +334,7 @@ cdef void clear_step_record(Record* r) noexcept:
 
 cdef class Lease:
     """Program.forward's handle on a replay's BufferSet (Python callers): the set is free again
-    when this dies or is released.  (A replayed call's node holds its set itself.)"""
+    when this dies or is released.  (A recorded replay's record holds its set itself.)"""
     cdef public BufferSet buffers
 
     def array(self, Py_ssize_t k):
@@ -267,6 +385,7 @@ cdef class Program:
                                 # from a generator= argument: not supported)
     cdef public object global_rng   # () -> the numpy Generator of the global stream
     cdef object input_meta, output_meta     # the replay node's (shape, dtype)s: computed once
+    cdef CompiledFunctionBackward freed     # the grad_fn of its calls whose graph was freed
     cdef list out_copy          # output j -> whether a step's backward reads its buffer where no
                                 # version check guards it (handed out as a copy: run)
     cdef list out_call          # output j -> (step, index) of the re-run op (SK_CALL) that made
@@ -1230,44 +1349,42 @@ cdef class Program:
             results = PyList_New(n_out)
             for j in range(n_out):
                 list_put(results, j, self.output_tensor(bs, j))
-        # (a new node per replay: a pooled set keeping its last node for the next replay made
-        # a cycle, Program -> pool -> set -> node -> Program, so a dead compiled function's
-        # buffers and its last call's inputs waited for the cyclic collector)
-        cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
-            CompiledFunctionBackward)
-        node.program = self
-        node.buffers = bs               # free again when the node releases it or dies
-        node.n_out = n_out
+        # The record holds the set itself as its ctx, with the call's backward state (no node
+        # object per call); the set holds the Program until release() (record.pxi's decref, or
+        # the sweep without retain_graph): see BufferSet.program.
+        bs.program = self
+        bs.n_out = n_out
+        bs.versions = None
         if plan.saved_ext or plan.saved_out:
-            node.versions = [(version_of(<TensorBase>tensors[k]),
-                              version_of(<TensorBase>tensors[k]).value) for k in plan.saved_ext]
+            bs.versions = [(version_of(<TensorBase>tensors[k]),
+                            version_of(<TensorBase>tensors[k]).value) for k in plan.saved_ext]
             for k in plan.saved_out:    # an in-place write to one raises at backward, as eager
                 o = results[k] if results is not None else t0
-                node.versions.append((version_of(<TensorBase>o), version_of(<TensorBase>o).value))
-        node.inputs = tensors           # (a fresh list: call_externals')
-        node.plan, node.call, node.args, node.kwargs = plan, call, args, kwargs
-        node.rng_state = rng_state
+                bs.versions.append((version_of(<TensorBase>o), version_of(<TensorBase>o).value))
+        bs.inputs = tensors             # (a fresh list: call_externals')
+        bs.plan, bs.call, bs.args, bs.kwargs = plan, call, args, kwargs
+        bs.rng_state = rng_state
         if self.input_meta is None:     # the same at every replay: the guards fix them
             self.input_meta = tuple([((<TensorBase>t)._array.shape, (<TensorBase>t)._array.dtype)
                                      for t in tensors])
             self.output_meta = tuple([((<TensorBase>t)._array.shape, (<TensorBase>t)._array.dtype)
                                       for t in (results if results is not None else [t0])])
-        node._input_meta = self.input_meta
-        node._output_meta = self.output_meta
-        if ANOMALY_MODE:                # the general path takes the anomaly trace
-            if results is None:
+        if ANOMALY_MODE:                # the general path takes the anomaly trace (the set's
+            if results is None:         # node holds it from the start: it frees it if this raises)
                 results = [t0]
             non_diff = tuple([results[k] for k in range(n_out)
                               if not self.grad[self.outputs[k]]])
-            out = _function_record(node, tuple(tensors), tuple(results), (), non_diff)
+            out = _function_record(bs.grad_fn_node(), tuple(tensors), tuple(results), (),
+                                   non_diff)
             if single:
                 return out[0] if isinstance(out, tuple) else out
             return list(out) if isinstance(out, tuple) else [out]   # (a list: replay's cast)
-        if single:
-            self.record(node, tensors, None, t0)
-            return t0
-        self.record(node, tensors, results, None)
-        return results
+        try:
+            self.record(bs, tensors, results, t0 if single else None)
+        except BaseException:           # (record raises only before its record holds the set)
+            bs.release()
+            raise
+        return t0 if single else results
 
     cdef TensorBase output_tensor(self, BufferSet bs, Py_ssize_t j):
         """Output j of a recorded replay as the tensor handed to the caller."""
@@ -1282,10 +1399,10 @@ cdef class Program:
                 <TensorBase>(<tuple>(<tuple>made_by)[0])[<Py_ssize_t>(<tuple>made)[1]])
         return t
 
-    cdef int record(self, CompiledFunctionBackward node, list tensors, list results,
+    cdef int record(self, BufferSet state, list tensors, list results,
                     object only) except -1:
         """Link the results into the tape as _function_record does for a custom Function's
-        outputs (one OP_FUNCTION record holding the node, one OP_FN_OUTPUT record per output a
+        outputs (one OP_FUNCTION record holding the set, one OP_FN_OUTPUT record per output a
         gradient flows through), specialised to what a replay gives it: fresh float results, no
         in-place outputs, metadata computed once.  One output (a loss): the OP_FUNCTION record
         is the output's own node (scalar ONE_RECORD), one record for the whole call.  `only`:
@@ -1310,7 +1427,7 @@ cdef class Program:
         finally:
             if inp != &few[0]:
                 free(inp)
-        keep(&TAPE.recs[fi].aux, node)
+        keep(&TAPE.recs[fi].aux, state)
         if one:                         # the output holds the record's one reference
             TAPE.recs[fi].scalar = ONE_RECORD
             t = <TensorBase>(results[0] if results is not None else only)
@@ -1425,20 +1542,10 @@ cdef enum:
 
 
 cdef class CompiledFunctionBackward(CompiledBackward):
-    """The grad_fn of a replayed call's outputs: the aux of its OP_FUNCTION record, whose
-    backward the sweep runs through here without calling Python (ops_function.pxi)."""
-    cdef Program program
-    cdef BufferSet buffers      # this replay's values, in use until release() or death
-    cdef Py_ssize_t n_out
-    cdef list versions          # (Version, value at forward) of the externals and outputs
-                                # the backward reads (None: none)
-    cdef list inputs            # the externals
-    # what a create_graph backward needs to run the call again eagerly (rerun)
-    cdef ReplayPlan plan
-    cdef object call
-    cdef tuple args
-    cdef dict kwargs
-    cdef object rng_state       # the global stream's state before the replay's forward, or None
+    """The grad_fn of a replayed call's outputs, made when first read (BufferSet.grad_fn_node):
+    then the aux of its OP_FUNCTION record, whose backward the sweep runs through here without
+    calling Python (ops_function.pxi)."""
+    cdef BufferSet state        # the replay's set, until the graph frees it (None after)
     cdef public object _input_meta, _output_meta    # set by _function_record
 
     def name(self):
@@ -1447,80 +1554,39 @@ cdef class CompiledFunctionBackward(CompiledBackward):
     def __repr__(self):
         return f"<CompiledFunctionBackward object at {id(self):#x}>"
 
-    cdef int check_versions(self) except -1:
-        cdef Version v
-        if self.versions is None:
-            return 0
-        for v, at in self.versions:
-            if v.value != at:
-                raise RuntimeError("one of the variables needed for gradient computation has "
-                                   "been modified by an inplace operation: is at version "
-                                   f"{v.value}; expected version {at} instead.")
-        return 0
+    cdef BufferSet held(self):
+        if self.state is None:
+            raise RuntimeError(BACKWARD_TWICE)
+        return self.state
 
     cdef object backward(self, list g):
-        self.check_versions()
-        return self.program.backward_c(self.buffers, g)
+        return self.held().backward(g)
 
     cdef object backward_one(self, object g):
-        self.check_versions()
-        return self.program.backward_one(self.buffers, g)
-
-    cdef object rerun(self):
-        """The Program's outputs of the call computed eagerly again: the same values as the
-        replay's, its random draws included (the global stream is set back to its state before
-        the replay's forward for the re-run, then restored)."""
-        cdef list kept = self.program.state_before_rerun(self.inputs)
-        try:
-            if self.rng_state is None:
-                return self.plan.program_outputs(self.call(*self.args, **(self.kwargs or {})))
-            bits = self.program.global_rng().bit_generator
-            now = bits.state
-            bits.state = self.rng_state
-            try:
-                return self.plan.program_outputs(self.call(*self.args, **(self.kwargs or {})))
-            finally:
-                bits.state = now
-        finally:
-            restore_state(kept)
+        return self.held().backward_one(g)
 
     cdef object graph_backward(self, list g):
-        """create_graph=True: the call run again eagerly on the same externals (its values are
-        the replay's: same ops, same inputs), then its recorded backward, itself recorded."""
-        if self.program.rerun_kind == RERUN_NONE:
-            raise RuntimeError(
-                "create_graph=True through a tapegrad.compile'd call that draws random numbers "
-                "from a generator= argument is not supported: call the original function "
-                "(compiled.fn) for higher-order derivatives")
-        self.check_versions()
-        cdef bint was = grad_enabled()
-        _set_grad_enabled(True)
-        try:
-            outs = self.rerun()
-        finally:
-            _set_grad_enabled(was)
-        cdef list roots = [], seeds = []
-        cdef Py_ssize_t j
-        for j in range(self.n_out):
-            if g[j] is not None and (<TensorBase>outs[j])._requires_grad:
-                roots.append(outs[j])
-                seeds.append(g[j])
-        wanted = [t for t in self.inputs if (<TensorBase>t)._requires_grad]
-        if not roots or not wanted:
-            return (None,) * len(self.inputs)
-        grads = _grad(tuple(roots), tuple(wanted), tuple(seeds), True, True, True, False)
-        found = {id(t): gr for t, gr in zip(wanted, grads)}
-        return tuple([found.get(id(t)) for t in self.inputs])
+        return self.held().graph_backward(g)
 
     cdef release(self):
-        """The graph was freed (backward without retain_graph): the buffers can be reused."""
-        if self.buffers is not None:
-            self.buffers.in_use = False
-            self.buffers = None
+        cdef BufferSet state = self.state
+        if state is not None:
+            self.state = None
+            state.release()
+        return None
 
     def __dealloc__(self):
-        if self.buffers is not None:
-            self.buffers.in_use = False
+        if self.state is not None:
+            self.state.release()
+
+
+cdef CompiledFunctionBackward released_node(tuple input_meta, tuple output_meta):
+    """A grad_fn without a backward (its graph was freed)."""
+    cdef CompiledFunctionBackward node = CompiledFunctionBackward.__new__(
+        CompiledFunctionBackward)
+    node._input_meta = input_meta
+    node._output_meta = output_meta
+    return node
 
 
 # -- building a Program from a capture --------------------------------------------------------

@@ -169,6 +169,7 @@ cdef class Tape:
         cdef Record* r
         cdef Py_ssize_t* ins
         cdef PyObject* held[2 * MAX_SAVED + 2]
+        cdef bint compiled
         self.recs[i].refcnt -= 1
         if self.recs[i].refcnt > 0:
             return 0
@@ -187,6 +188,8 @@ cdef class Tape:
                 r.ver[j] = NULL
             held[MAX_SAVED] = r.aux
             r.aux = NULL
+            compiled = r.op == OP_FUNCTION and held[MAX_SAVED] != NULL and \
+                isinstance(<object>held[MAX_SAVED], CompiledBackward)
             held[2 * MAX_SAVED + 1] = r.extra
             r.extra = NULL
             r.out = NULL
@@ -205,6 +208,8 @@ cdef class Tape:
                         self.sp += 1
             free(r.more)
             r.more = NULL
+            if compiled:                # a replayed call's pooled state is free again
+                (<CompiledBackward><object>held[MAX_SAVED]).release()
             for j in range(2 * MAX_SAVED + 2):
                 Py_XDECREF(held[j])
         while self.n > 0 and (self.recs[self.n - 1].flags & RF_FREE):
