@@ -308,6 +308,67 @@ def test_pow_tail_writes_only_its_elements_and_zeros_anywhere(vm, level, dtype, 
             assert (out[n:] == sentinel).all(), f"wrote beyond n={n}"
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+def test_pow_short_arrays_give_the_long_array_bits(vm, level, dtype):
+    """Up to 2 elements the AVX2 and AVX-512 levels take pow's one-lane path (vecmath_pow_one.c),
+    3-4 AVX2's 4-lane kernel, longer arrays the level's own loop and tails: every length 1..17 at
+    every offset 0..16 gives the bits of one call over the whole array, at this level, for normal,
+    subnormal, negative and special bases (each one takes its rare branch in a short call too)."""
+    rng = rng_for("powshort", dtype)
+    info = np.finfo(dtype)
+    x = _pow_inputs(dtype, rng)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, -2.5, info.smallest_subnormal,
+                         info.max, info.tiny], dtype=dtype)
+    base = np.concatenate([rng.choice(x, 40), specials, rng.choice(x, 40)]).astype(dtype)
+    rng.shuffle(base)
+    for y in (2.5, -0.7, 7.0, -3.0, 1.37, 123.456, 1e-5):
+        yd = float(dtype(y))
+        full = vm.pow(base, yd).view(np.uint64 if dtype == np.float64 else np.uint32)
+        for start in range(17):
+            for n in range(1, 18):
+                part = np.ascontiguousarray(base[start:start + n])
+                got = vm.pow(part, yd).view(full.dtype)
+                np.testing.assert_array_equal(got, full[start:start + n],
+                                              err_msg=f"y={yd}, n={n}, offset {start}")
+
+
+_EAGER_POW_CHILD = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import tapegrad as tg
+rng = np.random.default_rng(20)
+base = np.concatenate([rng.uniform(1e-3, 10.0, 60), [0.0, -0.0, np.inf, -np.inf, np.nan, -2.0, 5e-324]])
+rng.shuffle(base)
+bad = []
+for dt in (np.float32, np.float64):
+    b = base.astype(dt)
+    for y in (2.5, -0.7, 7.0, 1.37):
+        full = tg.pow(tg.tensor(b), y).numpy()
+        for start in range(17):
+            for n in range(1, 18):
+                got = tg.pow(tg.tensor(b[start:start + n].copy()), y).numpy()
+                if got.tobytes() != full[start:start + n].tobytes():
+                    bad.append((np.dtype(dt).name, y, start, n))
+print(bad[:5])
+sys.exit(1 if bad else 0)
+"""
+
+
+@pytest.mark.parametrize("simd", ["scalar", "avx2", "avx512"])
+def test_eager_pow_short_tensors_give_the_long_tensor_bits(vm, simd):
+    """tapegrad.pow(x, y) of 1..17 elements at every offset gives the bits of the pow of the whole
+    tensor, at each level (TAPEGRAD_SIMD in a child process: the level is fixed at first use)."""
+    import subprocess
+    import tapegrad as tg
+    if simd not in vm.levels():
+        pytest.skip(f"dispatch level {simd} is not available on this machine")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(tg.__file__)))
+    run = subprocess.run([sys.executable, "-c", _EAGER_POW_CHILD, root], timeout=600,
+                         env=dict(os.environ, TAPEGRAD_SIMD=simd), capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
 def _pow_hard_cases(dtype, rng):
     """(x, y) pairs where pow's float64 core is pushed hardest: results near overflow, underflow
     and in the subnormal range (t = y log x near its ends, where t's absolute error is the

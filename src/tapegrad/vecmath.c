@@ -258,10 +258,23 @@ static inline int pow_level(size_t n)
     return level;
 }
 
+/* Up to this many elements, the AVX2 and AVX-512 levels take pow's one-lane path (the same bits,
+ * less latency: vecmath_pow_one.c; at 3 its scalar chains cost more than one 4-lane vector). */
+#define TG_VM_POW_ONE_LANE_MAX 2
+#if TG_VM_BUILD_POW_ONE
+#define POW_ONE_LANE(n) ((n) <= TG_VM_POW_ONE_LANE_MAX && tg_vm_level_fast() != TG_VM_SCALAR)
+#else /* not built: the branch is never taken, and calls the portable level */
+#define POW_ONE_LANE(n) 0
+#define tg_vm_pow_f64_one tg_vm_pow_f64_scalar
+#define tg_vm_pow_f32_one tg_vm_pow_f32_scalar
+#endif
+
 void tg_vm_pow_f64(const double *x, double y, double *out, size_t n)
 {
     if (y == 0.0 || !isfinite(y))
         pow_libm_f64(x, y, out, n);
+    else if (POW_ONE_LANE(n))
+        tg_vm_pow_f64_one(x, y, out, n);
     else
         TG_VM_PICK(pow_level(n), pow, f64)(x, y, out, n);
 }
@@ -270,6 +283,8 @@ void tg_vm_pow_f32(const float *x, float y, float *out, size_t n)
 {
     if (y == 0.0f || !isfinite(y))
         pow_libm_f32(x, y, out, n);
+    else if (POW_ONE_LANE(n))
+        tg_vm_pow_f32_one(x, y, out, n);
     else
         TG_VM_PICK(pow_level(n), pow, f32)(x, y, out, n);
 }

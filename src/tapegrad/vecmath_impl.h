@@ -21,13 +21,16 @@
  * vd_load_part vd_load_f32_part(p, m): the first m < VM_W elements of p into the first lanes, the
  * other lanes 0, reading nothing beyond p[m - 1] (the tail of an array), vd_load_part_one
  * vd_load_f32_part_one the same with the other lanes 1, and vd_store_part
- * vd_store_f32_part(p, v, m): the first m < VM_W lanes of v to p, writing nothing beyond. */
+ * vd_store_f32_part(p, v, m): the first m < VM_W lanes of v to p, writing nothing beyond.
+ *
+ * VM_POW_ONLY (defined by the includer): pow alone, for pow's one-lane path (vecmath_pow_one.c). */
 #include "vecmath_consts.h"
 #include "vecmath_tables.h"
 
 #define VM_CAT3(a, b, c) a##b##c
 #define VM_XCAT3(a, b, c) VM_CAT3(a, b, c)
 
+#ifndef VM_POW_ONLY
 static const double exp_p_f64[] = VM_EXP_P_F64;
 static const double exp_p_f32[] = VM_EXP_P_F32;
 static const double log_q_f64[] = VM_LOG_Q_F64;
@@ -36,19 +39,25 @@ static const double sin_s_f64[] = VM_SIN_S_F64;
 static const double sin_s_f32[] = VM_SIN_S_F32;
 static const double cos_c_f64[] = VM_COS_C_F64;
 static const double cos_c_f32[] = VM_COS_C_F32;
+#endif
 /* The large tables (24 KB, 4 KB and 2 KB) are defined once, in vecmath.c: each level's translation
  * unit includes this file, and a static copy per level put them into the core once per level. */
 extern const double tg_vm_erf_table[];
 extern const double tg_vm_log_table[];
 extern const double tg_vm_pow_exp_table[];
+#ifndef VM_POW_ONLY
 static const double erf_a_f32[] = VM_ERF_A_F32;
 static const double erf_b_f32[] = VM_ERF_B_F32;
+#endif
 #define VM_NCOEF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define VM_P(arr) arr, VM_NCOEF(arr)
 
 /* Adding 1.5 * 2^52 rounds a double of magnitude < 2^51 to an integer (in the current rounding
  * mode, nearest) and leaves that integer in the low bits of the sum's representation. */
 #define VM_MAGIC 0x1.8p52
+
+/* The bits of sqrt(1/2), where log's and pow's reductions split m's range. */
+#define VM_SQRT_HALF_BITS UINT64_C(0x3fe6a09e667f3bcd)
 
 static inline vd poly(vd x, const double *c, int n)
 {
@@ -67,6 +76,7 @@ static inline vd pow2i(vd k)
 
 static inline vd nan_passthrough(vd x, vd y) { return vd_select(vd_isnan(x), x, y); }
 
+#ifndef VM_POW_ONLY
 /* ---- exp, expm1 ----------------------------------------------------------------------------
  * x = n ln2 + rh + rl, |rh| <= ln2/2 (Cody-Waite: n * LN2_HI is exact for |n| < 2^11, so rh is
  * exact and rl = -n LN2_LO carries the rest; |rl| < 2^-34).  e^r - 1 = rh + tail with
@@ -141,8 +151,6 @@ static inline vd expm1_core(vd x, const double *p, int np)
  * u = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f):
  * log(1 + f) = 2 atanh(s) = f - (f^2/2 - s (f^2/2 + R)), R = s^2 Q(s^2), which keeps the
  * leading term f exact.  For positive finite u only; callers patch the special values. */
-#define VM_SQRT_HALF_BITS UINT64_C(0x3fe6a09e667f3bcd)
-
 /* corr: a small term added to the result (log1p's c / u); 0 for log. */
 static inline vd log_positive(vd u, vd corr, const double *q, int nq)
 {
@@ -502,6 +510,8 @@ static inline vd erf_f32_core(vd x)
     return vd_select(big, tail, y);
 }
 
+#endif /* VM_POW_ONLY */
+
 /* ---- pow (x ** y for a number y) ---------------------------------------------------------
  * x^y = e^(y log|x|), both halves table-driven (tools/vecmath_tables.py).  float64 keeps log|x| as
  * a double-double, so that t = y log|x| has an absolute error ~2^-60 even at |t| ~ 745, where the
@@ -706,6 +716,7 @@ static inline vd pow_f32_core(vd x, const pow_exponent *pe)
 VM_POW_LOOP(f32, float, vd_load_f32, vd_load_f32_part_one, vd_store_f32, vd_store_f32_part,
             pow_f32_core)
 
+#ifndef VM_POW_ONLY
 /* ---- per-element entry points and loops ----------------------------------------------------- */
 #define VM_UNARY(name, expr64, expr32)                                                        \
     static inline vd name##_v64(vd x) { return expr64; }                                       \
@@ -969,3 +980,4 @@ void VM_XCAT3(tg_vm_sincos, _f32_, VM_LEVEL_NAME)(const float *x, float *s, floa
 {
     sincos_f32_loop(x, s, c, n);
 }
+#endif /* VM_POW_ONLY */

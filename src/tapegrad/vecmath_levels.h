@@ -33,6 +33,14 @@
 #define TG_VM_BUILD_AVX512 0
 #endif
 
+/* pow's one-lane path (vecmath_pow_one.c): where the AVX2 level is built by GCC or Clang, whose
+ * target pragmas compile C99's fma() to one instruction (MSVC would call its CRT's). */
+#if TG_VM_BUILD_AVX2 && (defined(__GNUC__) || defined(__clang__))
+#define TG_VM_BUILD_POW_ONE 1
+#else
+#define TG_VM_BUILD_POW_ONE 0
+#endif
+
 /* The level in use, -1 until the first call resolves it (vecmath.c). */
 extern int tg_vm_active_level;
 
@@ -104,6 +112,10 @@ void tg_vm_pow_f64_avx2(const double *x, double y, double *out, size_t n);
 void tg_vm_pow_f32_avx2(const float *x, float y, float *out, size_t n);
 void tg_vm_gelu_f32_avx2(const float *x, float *y, size_t n);
 void tg_vm_gelu_grad_f32_avx2(const float *g, const float *x, float *out, size_t n);
+#endif
+#if TG_VM_BUILD_POW_ONE
+void tg_vm_pow_f64_one(const double *x, double y, double *out, size_t n);
+void tg_vm_pow_f32_one(const float *x, float y, float *out, size_t n);
 #endif
 #if TG_VM_BUILD_AVX512
 void tg_vm_sincos_f64_avx512(const double *x, double *s, double *c, size_t n);
