@@ -8,7 +8,7 @@ the error PyTorch raises for a backend that is not built in.
 """
 from __future__ import annotations
 
-from tapegrad._core import type_name
+from tapegrad._core import type_name as _type_name
 
 # The device types PyTorch's parser accepts, in the order its error message lists them.
 _KNOWN_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
@@ -39,7 +39,7 @@ class device:
             raise RuntimeError("Cannot access accelerator device when none is available.")
         if not isinstance(type, str):
             raise TypeError(f"device() received an invalid combination of arguments - got "
-                            f"({type_name(type)})")
+                            f"({_type_name(type)})")
         kind, sep, ordinal = type.partition(":")
         if kind not in _KNOWN_TYPES:
             raise RuntimeError(f"Expected one of {', '.join(_KNOWN_TYPES)} device type at start "
@@ -53,7 +53,7 @@ class device:
             index = int(ordinal)
         if index is not None:
             if isinstance(index, bool) or not isinstance(index, int):
-                raise TypeError(f"device(): argument 'index' must be int, not {type_name(index)}")
+                raise TypeError(f"device(): argument 'index' must be int, not {_type_name(index)}")
             if index < 0:
                 raise RuntimeError(f"Device index must not be negative")
         object.__setattr__(self, "_type", kind)
@@ -148,7 +148,7 @@ def check_device(spec, fn: str = "device", allow_meta: bool = False) -> None:
             return
         spec = _default
     elif not is_device_like(spec):
-        raise TypeError(f"{fn}(): argument 'device' must be torch.device, not {type_name(spec)}")
+        raise TypeError(f"{fn}(): argument 'device' must be torch.device, not {_type_name(spec)}")
     d = as_device(spec)
     if d._type == "cpu" or (allow_meta and d._type == "meta"):
         return

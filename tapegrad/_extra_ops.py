@@ -13,7 +13,7 @@ method (see `register`, called by tapegrad/__init__.py); names that already exis
 """
 from __future__ import annotations
 
-from tapegrad._core import type_name
+from tapegrad._core import type_name as _type_name
 import builtins
 import functools
 import math
@@ -51,7 +51,7 @@ def _index_tensor(arr) -> TensorBase:
 def _check_tensor(x, fn: str, arg: str = "input", position: int = 1) -> None:
     if not isinstance(x, TensorBase):
         raise TypeError(f"{fn}(): argument '{arg}' (position {position}) must be Tensor, not "
-                        f"{type_name(x)}")
+                        f"{_type_name(x)}")
 
 
 def _check_tensor_or_number(fn: str, args: tuple, signatures: tuple,
@@ -62,7 +62,7 @@ def _check_tensor_or_number(fn: str, args: tuple, signatures: tuple,
     if all(isinstance(a, (TensorBase, numbers.Number)) for a in args) and (
             not first_is_tensor or isinstance(args[0], TensorBase)):
         return
-    got = ", ".join("Tensor" if isinstance(a, TensorBase) else type_name(a) for a in args)
+    got = ", ".join("Tensor" if isinstance(a, TensorBase) else _type_name(a) for a in args)
     lines = "".join(f"\n * ({signature})" for signature in signatures)
     raise TypeError(f"{fn}() received an invalid combination of arguments - got ({got}), but "
                     f"expected one of:{lines}\n")
@@ -670,7 +670,7 @@ def true_divide(input, other):
     if not isinstance(other, (TensorBase, int, float, np.generic, np.ndarray)):
         # PyTorch names true_divide (not div) for an operand neither tensor nor number
         raise TypeError(f"true_divide() received an invalid combination of arguments - got "
-                        f"({type_name(input)}, {type_name(other)}), but expected one of:\n"
+                        f"({_type_name(input)}, {_type_name(other)}), but expected one of:\n"
                         f" * (Tensor input, Tensor other)\n * (Tensor input, Number other)")
     return input.div(other)
 
@@ -756,7 +756,7 @@ def broadcast_tensors(*tensors):
 def _tensor_sequence(tensors, fn: str) -> list:
     if isinstance(tensors, TensorBase) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
-                        f"{type_name(tensors)}")
+                        f"{_type_name(tensors)}")
     if not tensors:
         raise RuntimeError(f"{fn} expects a non-empty TensorList")
     return list(tensors)
@@ -1005,7 +1005,7 @@ def can_cast(from_, to):
         if not isinstance(arg, _core.dtype):
             raise TypeError(f"can_cast(): argument '{'from_' if position == 1 else 'to'}' "
                             f"(position {position}) must be torch.dtype, not "
-                            f"{type_name(arg)}")
+                            f"{_type_name(arg)}")
     # PyTorch orders the kinds bool < integer (signed or not) < float < complex and refuses
     # only a cast down that order; any width within a kind is allowed
     rank = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
@@ -1015,7 +1015,7 @@ def can_cast(from_, to):
 def _triangle_indices(row, col, offset, upper: bool, fn: str, dtype):
     if dtype is not None and not isinstance(dtype, _core.dtype):
         raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not "
-                        f"{type_name(dtype)}")
+                        f"{_type_name(dtype)}")
     for name, value in (("row", row), ("col", col)):
         if value < 0:
             raise RuntimeError(f"{name} must be non-negative, got{value}")
@@ -1098,7 +1098,7 @@ def aminmax(input, *, dim=None, keepdim=False):
                            "operation has no identity.")
     result_type = _core.return_types.aminmax
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))):
-        raise TypeError(f"aminmax(): argument 'dim' must be int, not {type_name(dim)}")
+        raise TypeError(f"aminmax(): argument 'dim' must be int, not {_type_name(dim)}")
     if dim is None:
         low, high = input.amin(), input.amax()
         if keepdim:

@@ -8,7 +8,7 @@ initialised tensor or raises: none leaves an empty object behind.
 """
 from __future__ import annotations
 
-from tapegrad._core import type_name
+from tapegrad._core import type_name as _type_name
 import sys
 from collections.abc import Mapping
 
@@ -40,7 +40,7 @@ def _check_legacy_device(device) -> None:
         return
     if not is_device_like(device):
         raise TypeError(f"new(): argument 'device' must be torch.device, not "
-                        f"{type_name(device)}")
+                        f"{_type_name(device)}")
     d = as_device(device)
     if d.type != "cpu":
         raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
@@ -80,7 +80,7 @@ def _ragged_error(data, dim: int = 0):
     for d, n in zip(data, lengths):
         if n != first:
             if first is None:
-                return TypeError(f"must be real number, not {type_name(d)}")
+                return TypeError(f"must be real number, not {_type_name(d)}")
             if n is None:
                 return TypeError("not a sequence")
             return ValueError(f"expected sequence of length {first} at dim {dim + 1} (got {n})")
@@ -137,7 +137,7 @@ def legacy_value(np_dt, args: tuple, kwargs: dict):
             if not is_int(s):
                 raise TypeError(f"new(): argument 'size' failed to unpack the object at pos "
                                 f"{i + 1} with error \"type must be tuple of ints,but got "
-                                f"{type_name(s)}\"")
+                                f"{_type_name(s)}\"")
         return _sized(args, data_dt)
     if len(args) > 1:
         raise invalid_arguments("new", args, kwargs, _SIGNATURES)
@@ -156,7 +156,7 @@ def legacy_value(np_dt, args: tuple, kwargs: dict):
         return _storage_elements(storage, data, np.dtype(data_dt))
     if _is_sequence(data):      # range, deque, array.array, memoryview: what PySequence_Check takes
         return _from_data(list(data), data_dt)
-    raise TypeError(f"new(): data must be a sequence (got {type_name(data)})")
+    raise TypeError(f"new(): data must be a sequence (got {_type_name(data)})")
 
 
 def _is_sequence(data) -> bool:

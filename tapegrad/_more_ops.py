@@ -11,7 +11,7 @@ alone.  Statistics (median, quantile, ...) live in _more_stats.py.
 """
 from __future__ import annotations
 
-from tapegrad._core import type_name
+from tapegrad._core import type_name as _type_name
 import itertools
 import math
 
@@ -101,7 +101,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     else:
         if not is_int(repeats):
             raise TypeError(f"repeat_interleave(): argument 'repeats' (position 2) must be "
-                            f"Tensor, not {type_name(repeats)}")
+                            f"Tensor, not {_type_name(repeats)}")
         if repeats < 0:
             raise RuntimeError("Repeats must be non-negative")
         counts = np.full(length, int(repeats), dtype=np.int64)
@@ -392,7 +392,7 @@ def _tensordot_dims(a, b, dims):
         return list(range(-dims, 0)), list(range(dims))
     if not isinstance(dims, (list, tuple)) or len(dims) != 2:
         raise TypeError(f"tensordot(): argument 'dims' must be int or a pair of lists of ints, "
-                        f"not {type_name(dims)}")
+                        f"not {_type_name(dims)}")
     dims_a, dims_b = dims
     for part in (dims_a, dims_b):
         if is_int(part):
@@ -527,7 +527,7 @@ def promote_types(type1, type2):
     for arg, position in ((type1, 1), (type2, 2)):
         if not isinstance(arg, _core.dtype):
             raise TypeError(f"promote_types(): argument 'type{position}' (position {position}) "
-                            f"must be torch.dtype, not {type_name(arg)}")
+                            f"must be torch.dtype, not {_type_name(arg)}")
     from . import empty, result_type
     return result_type(empty(0, dtype=type1), empty(0, dtype=type2))
 

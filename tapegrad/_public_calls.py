@@ -145,10 +145,14 @@ def argument_error(fn, name: str, error, args: tuple, kwargs: dict):
     arrays, or an error already in PyTorch's words."""
     if name in TAKES_ARRAYS:
         return None
-    if isinstance(error, TypeError):        # this function's own parser message stands
+    if isinstance(error, TypeError):
+        # this function's own parser message stands: PyTorch's name for it, which may carry its
+        # namespace (linalg_cross), or an alias's (one entry serves gt and greater)
         message = str(error)
-        if "numpy.ndarray" in message and (message.startswith(f"{name}()") or
-                                           message.startswith("expected Tensor as element")):
+        head = message.split("(", 1)[0]
+        if "numpy.ndarray" in message and (
+                head in (name, getattr(fn, "__name__", name)) or head.endswith("_" + name)
+                or message.startswith("expected Tensor as element")):
             return None
     names, star = _positional_parameters(fn)
     ndarray = np.ndarray

@@ -2,7 +2,7 @@
 tapegrad.random and are re-exported here."""
 from __future__ import annotations
 
-from tapegrad._core import type_name
+from tapegrad._core import type_name as _type_name
 import sys
 import warnings
 
@@ -125,7 +125,7 @@ def _string_data_error(data) -> Exception:
     while isinstance(first, (list, tuple)) and first:
         first = first[0]
     if isinstance(first, str) and first is not data:
-        return ValueError(f"too many dimensions '{type_name(first)}'")
+        return ValueError(f"too many dimensions '{_type_name(first)}'")
     return TypeError("new(): invalid data type 'str'")
 
 
@@ -156,7 +156,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         if arr.dtype.kind in "US":
             raise _string_data_error(data)
         if arr.dtype.kind not in "biufc":
-            raise TypeError(f"Could not infer dtype of {type_name(data)}")
+            raise TypeError(f"Could not infer dtype of {_type_name(data)}")
         if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
             arr = arr.astype(_sequence_dtype(data, arr) if arr.dtype.kind != "c"
                              else _default_complex(), copy=False)
@@ -286,7 +286,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with numpy array `array`."""
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type_name(array)})")
+        raise TypeError(f"expected np.ndarray (got {_type_name(array)})")
     return _core.tensor_from_numpy(array)
 
 
@@ -318,7 +318,7 @@ def _keyword_size(size: tuple, kw_size, fn: str) -> tuple:
         raise TypeError(f"{fn}() got multiple values for argument 'size'")
     if not isinstance(kw_size, (tuple, list)):
         raise TypeError(f"{fn}(): argument 'size' must be tuple of ints, not "
-                        f"{type_name(kw_size)}")
+                        f"{_type_name(kw_size)}")
     return (tuple(kw_size),)
 
 
@@ -502,7 +502,7 @@ def _count_arg(x, fn: str, name: str, position: int) -> int:
         return int(x.item())
     if not is_int(x):
         raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be int, not "
-                        f"{type_name(x)}")
+                        f"{_type_name(x)}")
     return int(x)
 
 
@@ -582,9 +582,9 @@ def eye(n, m=None, dtype=None, requires_grad: bool = False, *, device=None,
     """The n x m (default n x n) identity matrix, float32 by default."""
     _check_placement("eye", device, pin_memory)
     if not is_int(n):
-        raise TypeError(f"eye(): argument 'n' (position 1) must be int, not {type_name(n)}")
+        raise TypeError(f"eye(): argument 'n' (position 1) must be int, not {_type_name(n)}")
     if m is not None and not is_int(m):
-        raise TypeError(f"eye(): argument 'm' (position 2) must be int, not {type_name(m)}")
+        raise TypeError(f"eye(): argument 'm' (position 2) must be int, not {_type_name(m)}")
     n = int(n)
     m = n if m is None else int(m)
     if n < 0:

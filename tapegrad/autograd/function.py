@@ -22,7 +22,7 @@ user's backward and checks what it returns as PyTorch's engine does.
 """
 from __future__ import annotations
 
-from tapegrad._core import type_name
+from tapegrad._core import type_name as _type_name
 import functools
 import sys
 import warnings
@@ -605,7 +605,7 @@ def _backward(ctx, grads, create_graph=False):
             out.append(None)
             continue
         if not isinstance(g, Tensor):
-            raise RuntimeError(f"expected Variable or None (got {type_name(g)})")
+            raise RuntimeError(f"expected Variable or None (got {_type_name(g)})")
         shape, dtype = meta
         gshape = tuple(g._array.shape)
         if gshape != shape:

@@ -7,7 +7,7 @@ attribute (and printed as "Object of type: ...").
 """
 from __future__ import annotations
 
-from tapegrad._core import type_name
+from tapegrad._core import type_name as _type_name
 from collections import OrderedDict
 from collections.abc import Mapping
 
@@ -25,7 +25,7 @@ def _as_parameter(value):
 def _describe(value, type_name: str) -> str:
     """One entry of the repr: 'Parameter containing: [<type> of size 2x3]'."""
     if not isinstance(value, Tensor):
-        return f"Object of type: {type_name(value)}"
+        return f"Object of type: {type(value).__name__}"
     size = "x".join(str(n) for n in value.shape)
     kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
     return f"{kind} containing: [{type_name} of size {size}]"
@@ -77,7 +77,7 @@ class ParameterList(Module):
         """Append each of an iterable of values."""
         if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
             raise TypeError(f"ParameterList.extend should be called with an iterable, but got "
-                            f"{type_name(values)}")
+                            f"{_type_name(values)}")
         for value in values:
             self.append(value)
         return self
@@ -105,7 +105,7 @@ class ParameterDict(Module):
     def _key(key) -> str:
         if not isinstance(key, str):
             raise TypeError(f"Index given to ParameterDict cannot be used as a key as it is not a "
-                            f"string (type is '{type_name(key)}'). Open an issue on github if "
+                            f"string (type is '{_type_name(key)}'). Open an issue on github if "
                             f"you need non-string keys.")
         return key
 
@@ -199,7 +199,7 @@ class ParameterDict(Module):
                 pairs.append(pair)
         else:
             raise TypeError(f"ParametersDict.update should be called with an iterable of "
-                            f"key/value pairs, but got {type_name(parameters)}")
+                            f"key/value pairs, but got {_type_name(parameters)}")
         for key, value in pairs:
             self[key] = value
 
