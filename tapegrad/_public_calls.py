@@ -107,13 +107,26 @@ def install(namespace: dict, out_functions=()) -> None:
         if fn is None or isinstance(fn, _core.WithOut) or _takes_out(fn):
             continue
         namespace[name] = public_call(name, fn, out_arg=True)
+    module = namespace.get("__name__")
     for name, fn in list(namespace.items()):
         if _is_op(name, fn):
             namespace[name] = public_call(name, fn)
+            if (module, name) in TORCH_READS_FIRST:
+                _reads_first.add(id(fn))
 
 
 # The public functions that take an ndarray for what it is (its data), not in a Tensor's place.
 TAKES_ARRAYS = frozenset(("tensor", "as_tensor", "asarray", "from_numpy", "frombuffer"))
+
+# PyTorch's functions written in Python that read an attribute of their argument before any
+# check: an ndarray raises AttributeError there ("'numpy.ndarray' object has no attribute
+# 'dim'"), as tapegrad's own code does, so their error stands.  (F.margin_ranking_loss reads
+# first; torch.margin_ranking_loss, another function, parses its arguments.)
+TORCH_READS_FIRST = frozenset(
+    [("tapegrad", "svd_lowrank")] +
+    [("tapegrad.nn.functional", n) for n in ("dropout1d", "dropout2d", "dropout3d", "normalize",
+                                             "softmin", "softsign", "margin_ranking_loss")])
+_reads_first: set = set()       # id() of those functions, found by install()
 
 # id(function) -> (its positional parameters' names, the index of its *args or -1)
 _parameters: dict = {}
@@ -143,7 +156,7 @@ def argument_error(fn, name: str, error, args: tuple, kwargs: dict):
     where tapegrad's function may have run into an ndarray's missing attribute (AttributeError),
     its truth value (ValueError) or a shape check first.  None keeps `error`: a function that takes
     arrays, or an error already in PyTorch's words."""
-    if name in TAKES_ARRAYS:
+    if name in TAKES_ARRAYS or id(fn) in _reads_first:
         return None
     if isinstance(error, TypeError):
         # this function's own parser message stands: PyTorch's name for it, which may carry its

@@ -87,6 +87,20 @@ def test_the_message_names_the_argument_as_pytorch_does():
         tapegrad.einsum("ij,ij->", t, a)
 
 
+# PyTorch's Python-level functions that read an attribute of the ndarray first: AttributeError
+READS_FIRST = [("F", "dropout1d", "f"), ("F", "normalize", "f"), ("F", "softmin", "f"),
+               ("F", "softsign", "f"), ("F", "margin_ranking_loss", "fff"),
+               ("torch", "svd_lowrank", "f")]
+
+
+@pytest.mark.parametrize("space,name,kinds", READS_FIRST)
+def test_pytorchs_python_level_functions_raise_attributeerror(space, name, kinds):
+    T_ns, G_ns = _namespaces(space)
+    t_type, t_msg = _raised(getattr(T_ns, name), _args(torch, kinds, 0))
+    g_type, g_msg = _raised(getattr(G_ns, name), _args(tapegrad, kinds, 0))
+    assert t_type is g_type is AttributeError, (t_msg, g_msg)
+
+
 def test_functions_that_take_arrays_and_other_errors_are_left_alone():
     a = np.ones((2, 2))
     assert tapegrad.as_tensor(a).shape == (2, 2)
