@@ -8,6 +8,8 @@ the error PyTorch raises for a backend that is not built in.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
+
 # The device types PyTorch's parser accepts, in the order its error message lists them.
 _KNOWN_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
                 "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
@@ -101,10 +103,6 @@ class device:
         global _default
         _default = _entered.pop()
         return False
-
-
-def _type_name(x) -> str:
-    return type(x).__name__
 
 
 CPU = device("cpu")

@@ -7,6 +7,7 @@ the layouts and dtypes a consumer or tapegrad cannot take are refused with a cle
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from . import _core
@@ -92,7 +93,7 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
         producer = ext_tensor
     else:
         raise RuntimeError(f"{_INVALID_CAPSULE} (got an object of type "
-                           f"{type(ext_tensor).__name__}, which has no __dlpack__)")
+                           f"{_type_name(ext_tensor)}, which has no __dlpack__)")
     try:
         arr = np.from_dlpack(producer, copy=copy)
     except RuntimeError as e:

@@ -13,6 +13,7 @@ method (see `register`, called by tapegrad/__init__.py); names that already exis
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import builtins
 import functools
 import math
@@ -45,15 +46,6 @@ def _wrap(arr) -> TensorBase:
 
 def _index_tensor(arr) -> TensorBase:
     return _wrap(np.asarray(arr, dtype=np.int64))
-
-
-def _type_name(x) -> str:
-    """The name PyTorch's argument parser gives x's type (the C type's tp_name): a class defined
-    in Python by its name, a compiled one outside builtins with its module (numpy.ndarray)."""
-    t = type(x)
-    if t.__module__ == "builtins" or t.__flags__ & (1 << 9):      # Py_TPFLAGS_HEAPTYPE
-        return t.__name__
-    return f"{t.__module__}.{t.__qualname__}"
 
 
 def _check_tensor(x, fn: str, arg: str = "input", position: int = 1) -> None:
@@ -678,7 +670,7 @@ def true_divide(input, other):
     if not isinstance(other, (TensorBase, int, float, np.generic, np.ndarray)):
         # PyTorch names true_divide (not div) for an operand neither tensor nor number
         raise TypeError(f"true_divide() received an invalid combination of arguments - got "
-                        f"({type(input).__name__}, {type(other).__name__}), but expected one of:\n"
+                        f"({_type_name(input)}, {_type_name(other)}), but expected one of:\n"
                         f" * (Tensor input, Tensor other)\n * (Tensor input, Number other)")
     return input.div(other)
 
@@ -764,7 +756,7 @@ def broadcast_tensors(*tensors):
 def _tensor_sequence(tensors, fn: str) -> list:
     if isinstance(tensors, TensorBase) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
-                        f"{type(tensors).__name__}")
+                        f"{_type_name(tensors)}")
     if not tensors:
         raise RuntimeError(f"{fn} expects a non-empty TensorList")
     return list(tensors)
@@ -1013,7 +1005,7 @@ def can_cast(from_, to):
         if not isinstance(arg, _core.dtype):
             raise TypeError(f"can_cast(): argument '{'from_' if position == 1 else 'to'}' "
                             f"(position {position}) must be torch.dtype, not "
-                            f"{type(arg).__name__}")
+                            f"{_type_name(arg)}")
     # PyTorch orders the kinds bool < integer (signed or not) < float < complex and refuses
     # only a cast down that order; any width within a kind is allowed
     rank = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
@@ -1023,7 +1015,7 @@ def can_cast(from_, to):
 def _triangle_indices(row, col, offset, upper: bool, fn: str, dtype):
     if dtype is not None and not isinstance(dtype, _core.dtype):
         raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not "
-                        f"{type(dtype).__name__}")
+                        f"{_type_name(dtype)}")
     for name, value in (("row", row), ("col", col)):
         if value < 0:
             raise RuntimeError(f"{name} must be non-negative, got{value}")
@@ -1106,7 +1098,7 @@ def aminmax(input, *, dim=None, keepdim=False):
                            "operation has no identity.")
     result_type = _core.return_types.aminmax
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))):
-        raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
+        raise TypeError(f"aminmax(): argument 'dim' must be int, not {_type_name(dim)}")
     if dim is None:
         low, high = input.amin(), input.amax()
         if keepdim:

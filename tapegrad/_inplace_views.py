@@ -11,6 +11,7 @@ takes the view's layout.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from . import _core
@@ -104,7 +105,7 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     if not (source is None or isinstance(source, (_core.TensorBase, storages.UntypedStorage,
                                                   storages.TypedStorage))):
         raise TypeError(f"set_() received an invalid combination of arguments - got "
-                        f"({type(source).__name__}), but expected one of: (), (Storage source), "
+                        f"({_type_name(source)}), but expected one of: (), (Storage source), "
                         "(Storage source, int storage_offset, tuple of ints size, tuple of ints "
                         "stride), (Tensor source)")
     if _core.is_grad_enabled() and (self.requires_grad or (

@@ -8,6 +8,7 @@ initialised tensor or raises: none leaves an empty object behind.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import sys
 from collections.abc import Mapping
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from . import _core
 from ._device import as_device, is_device_like
-from .tensor import Size, invalid_arguments
+from .tensor import Size, invalid_arguments, is_int
 
 # The C types PyTorch names in its legacy constructor's dtype-mismatch message.
 _C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
@@ -25,10 +26,6 @@ _C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half"
 _SIGNATURES = ("\n * (*, torch.device device = None)\n * (torch.Storage storage)\n"
                " * (Tensor other)\n * (tuple of ints size, *, torch.device device = None)\n"
                " * (object data, *, torch.device device = None)\n")
-
-
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
 def _default_float() -> np.dtype:
@@ -43,7 +40,7 @@ def _check_legacy_device(device) -> None:
         return
     if not is_device_like(device):
         raise TypeError(f"new(): argument 'device' must be torch.device, not "
-                        f"{type(device).__name__}")
+                        f"{_type_name(device)}")
     d = as_device(device)
     if d.type != "cpu":
         raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
@@ -83,7 +80,7 @@ def _ragged_error(data, dim: int = 0):
     for d, n in zip(data, lengths):
         if n != first:
             if first is None:
-                return TypeError(f"must be real number, not {type(d).__name__}")
+                return TypeError(f"must be real number, not {_type_name(d)}")
             if n is None:
                 return TypeError("not a sequence")
             return ValueError(f"expected sequence of length {first} at dim {dim + 1} (got {n})")
@@ -132,17 +129,17 @@ def legacy_value(np_dt, args: tuple, kwargs: dict):
     _check_legacy_device(device)
     data_dt = _default_float() if np_dt is None else np_dt
     if size is not None:
-        if not isinstance(size, (tuple, list)) or not all(_is_int(s) for s in size):
+        if not isinstance(size, (tuple, list)) or not all(is_int(s) for s in size):
             raise invalid_arguments("new", args, kwargs, _SIGNATURES)
         return _sized(size, data_dt)
     if not args:
         return np.empty(0, dtype=data_dt)
-    if _is_int(args[0]):
+    if is_int(args[0]):
         for i, s in enumerate(args):
-            if not _is_int(s):
+            if not is_int(s):
                 raise TypeError(f"new(): argument 'size' failed to unpack the object at pos "
                                 f"{i + 1} with error \"type must be tuple of ints,but got "
-                                f"{type(s).__name__}\"")
+                                f"{_type_name(s)}\"")
         return _sized(args, data_dt)
     if len(args) > 1:
         raise invalid_arguments("new", args, kwargs, _SIGNATURES)
@@ -161,7 +158,7 @@ def legacy_value(np_dt, args: tuple, kwargs: dict):
         return _storage_elements(storage, data, np.dtype(data_dt))
     if _is_sequence(data):      # range, deque, array.array, memoryview: what PySequence_Check takes
         return _from_data(list(data), data_dt)
-    raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+    raise TypeError(f"new(): data must be a sequence (got {_type_name(data)})")
 
 
 def _is_sequence(data) -> bool:

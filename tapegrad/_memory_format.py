@@ -13,6 +13,7 @@ and shapes are PyTorch's; only the strides of an uninitialised or constant tenso
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 from . import _core
 
 TensorBase = _core.TensorBase
@@ -51,7 +52,7 @@ def check_memory_format(value, fn: str):
         return contiguous_format
     if not isinstance(value, memory_format):
         raise TypeError(f"{fn}(): argument 'memory_format' must be torch.memory_format, not "
-                        f"{type(value).__name__}")
+                        f"{_type_name(value)}")
     return value
 
 

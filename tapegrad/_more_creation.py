@@ -10,6 +10,7 @@ they can differ in the last bit).
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import math
 import warnings
 
@@ -291,7 +292,7 @@ def unravel_index(indices, shape):
     """The coordinates of flat `indices` in a tensor of `shape`: a tuple of int64 tensors
     shaped like indices, one per dim (indices wrap around modulo the size, as PyTorch's)."""
     if not isinstance(indices, TensorBase):
-        raise TypeError(f"expected 'indices' to be a Tensor, but got {type(indices).__name__}")
+        raise TypeError(f"expected 'indices' to be a Tensor, but got {_type_name(indices)}")
     if indices._array.dtype.kind not in "iu":
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
     dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)

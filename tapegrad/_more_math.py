@@ -16,6 +16,7 @@ functions (power series below a + 1, Lentz's continued fraction above).
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import math
 import warnings
 
@@ -308,7 +309,7 @@ def polygamma(n, input, *, out=None):
     _check_tensor(input, "polygamma", "input", 2)
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
-                        f"{type(n).__name__}")
+                        f"{_type_name(n)}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     return _out(Polygamma.apply(_float_of(input), int(n)), out)

@@ -11,6 +11,7 @@ alone.  Statistics (median, quantile, ...) live in _more_stats.py.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import itertools
 import math
 
@@ -20,12 +21,9 @@ from . import _core
 from ._extra_ops import (_check_tensor, _numpy_dim_names, _dim, _dtype_name, _index_tensor, _wrap,
                          register_family)
 from ._out_arg import compute_then_write, require_dtype, write_into
+from .tensor import is_int
 
 TensorBase = _core.TensorBase
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def _slice_along(input, dim: int, start, stop):
@@ -101,9 +99,9 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         counts = _repeat_counts(repeats, length)
         counts_given = True
     else:
-        if not _is_int(repeats):
+        if not is_int(repeats):
             raise TypeError(f"repeat_interleave(): argument 'repeats' (position 2) must be "
-                            f"Tensor, not {type(repeats).__name__}")
+                            f"Tensor, not {_type_name(repeats)}")
         if repeats < 0:
             raise RuntimeError("Repeats must be non-negative")
         counts = np.full(length, int(repeats), dtype=np.int64)
@@ -162,7 +160,7 @@ def tensor_split(input, indices_or_sections, dim=0):
                                f"with {arr.ndim} dims")
         split = int(arr) if arr.ndim == 0 else [int(i) for i in arr]
     size = input._array.shape[d]
-    if _is_int(split):
+    if is_int(split):
         if split <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {split}")
         base, extra = divmod(size, int(split))
@@ -180,7 +178,7 @@ def _directional_split(name: str, dim: int, min_ndim: int):
             raise RuntimeError(f"torch.{name} requires a tensor with at least {min_ndim} "
                                f"dimension, but got a tensor with {input.ndim} dimensions!")
         d = 0 if (name == "hsplit" and input.ndim == 1) else dim
-        if _is_int(indices_or_sections):
+        if is_int(indices_or_sections):
             size = input._array.shape[d]
             if indices_or_sections == 0 or size % indices_or_sections:
                 raise RuntimeError(f"torch.{name} attempted to split along dimension {d}, but "
@@ -385,7 +383,7 @@ def _tensordot_dims(a, b, dims):
     if isinstance(dims, TensorBase):
         arr = dims._array
         dims = int(arr) if arr.ndim == 0 else [list(map(int, row)) for row in arr]
-    if _is_int(dims):
+    if is_int(dims):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         if dims > a.ndim or dims > b.ndim:
@@ -394,10 +392,10 @@ def _tensordot_dims(a, b, dims):
         return list(range(-dims, 0)), list(range(dims))
     if not isinstance(dims, (list, tuple)) or len(dims) != 2:
         raise TypeError(f"tensordot(): argument 'dims' must be int or a pair of lists of ints, "
-                        f"not {type(dims).__name__}")
+                        f"not {_type_name(dims)}")
     dims_a, dims_b = dims
     for part in (dims_a, dims_b):
-        if _is_int(part):
+        if is_int(part):
             raise TypeError("tensordot(): argument 'dims_self' (position 3) must be tuple of "
                             "ints, not int")
     dims_a, dims_b = [int(d) for d in dims_a], [int(d) for d in dims_b]
@@ -529,7 +527,7 @@ def promote_types(type1, type2):
     for arg, position in ((type1, 1), (type2, 2)):
         if not isinstance(arg, _core.dtype):
             raise TypeError(f"promote_types(): argument 'type{position}' (position {position}) "
-                            f"must be torch.dtype, not {type(arg).__name__}")
+                            f"must be torch.dtype, not {_type_name(arg)}")
     from . import empty, result_type
     return result_type(empty(0, dtype=type1), empty(0, dtype=type2))
 

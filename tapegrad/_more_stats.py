@@ -11,6 +11,7 @@ alone.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from . import _core
@@ -161,7 +162,7 @@ def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, out,
         qs = np.array(q, dtype=arr.dtype)
     else:
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                        f"(Tensor, {type(q).__name__}), but expected one of: (Tensor input, "
+                        f"(Tensor, {_type_name(q)}), but expected one of: (Tensor input, "
                         f"Tensor q, ...), (Tensor input, float q, ...)")
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, "
@@ -342,7 +343,7 @@ def _integration_spacing(name: str, y, x, dx, d: int):
     (1-d x runs along d; otherwise x broadcasts with y)."""
     if x is not None and dx is not None:
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                        f"(Tensor, Tensor, dx={type(dx).__name__}), but expected one of: "
+                        f"(Tensor, Tensor, dx={_type_name(dx)}), but expected one of: "
                         f"(Tensor y, Tensor x, *, int dim), (Tensor y, *, Number dx, int dim)")
     if x is None:
         return 1 if dx is None else dx
@@ -350,7 +351,7 @@ def _integration_spacing(name: str, y, x, dx, d: int):
         _check_tensor(x, name, "x", 2)
     else:
         raise TypeError(f"{name}(): argument 'x' (position 2) must be Tensor, not "
-                        f"{type(x).__name__}")
+                        f"{_type_name(x)}")
     if x.ndim == 1:
         if x.shape[0] != y.shape[d]:
             raise RuntimeError(f"{'trapezoid' if name == 'trapz' else name}: There must be one "

@@ -21,7 +21,10 @@ import inspect
 import sys
 import types
 
+import numpy as np
+
 from . import _core
+from ._core import type_name
 from ._out_arg import DTYPE_FROM_OUT
 
 # Public callables that are not ops on tensors (left as they are: also where PyTorch's are the
@@ -104,9 +107,90 @@ def install(namespace: dict, out_functions=()) -> None:
         if fn is None or isinstance(fn, _core.WithOut) or _takes_out(fn):
             continue
         namespace[name] = public_call(name, fn, out_arg=True)
+    module = namespace.get("__name__")
     for name, fn in list(namespace.items()):
         if _is_op(name, fn):
             namespace[name] = public_call(name, fn)
+            if (module, name) in TORCH_READS_FIRST:
+                _reads_first.add(id(fn))
+
+
+# The public functions that take an ndarray for what it is (its data), not in a Tensor's place.
+TAKES_ARRAYS = frozenset(("tensor", "as_tensor", "asarray", "from_numpy", "frombuffer"))
+
+# PyTorch's functions written in Python that read an attribute of their argument before any
+# check: an ndarray raises AttributeError there ("'numpy.ndarray' object has no attribute
+# 'dim'"), as tapegrad's own code does, so their error stands.  (F.margin_ranking_loss reads
+# first; torch.margin_ranking_loss, another function, parses its arguments.)
+TORCH_READS_FIRST = frozenset(
+    [("tapegrad", "svd_lowrank")] +
+    [("tapegrad.nn.functional", n) for n in ("dropout1d", "dropout2d", "dropout3d", "normalize",
+                                             "softmin", "softsign", "margin_ranking_loss")])
+_reads_first: set = set()       # id() of those functions, found by install()
+
+# id(function) -> (its positional parameters' names, the index of its *args or -1)
+_parameters: dict = {}
+
+
+def _positional_parameters(fn) -> tuple:
+    found = _parameters.get(id(fn))
+    if found is None:
+        names, star = [], -1
+        try:
+            for p in inspect.signature(fn).parameters.values():
+                if p.kind is p.VAR_POSITIONAL:
+                    star = len(names)
+                    break
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                    names.append(p.name)
+        except (TypeError, ValueError):
+            pass
+        found = _parameters[id(fn)] = (tuple(names), star)
+    return found
+
+
+def argument_error(fn, name: str, error, args: tuple, kwargs: dict):
+    """The exception a public function's call raises when it raised `error` with an ndarray among
+    its arguments (out_arg_call.h calls this on that error path only): PyTorch's argument parser
+    takes no ndarray where a Tensor goes and says so with a TypeError before anything runs,
+    where tapegrad's function may have run into an ndarray's missing attribute (AttributeError),
+    its truth value (ValueError) or a shape check first.  None keeps `error`: a function that takes
+    arrays, or an error already in PyTorch's words."""
+    if name in TAKES_ARRAYS or id(fn) in _reads_first:
+        return None
+    if isinstance(error, TypeError):
+        # this function's own parser message stands: PyTorch's name for it, which may carry its
+        # namespace (linalg_cross), or an alias's (one entry serves gt and greater)
+        message = str(error)
+        head = message.split("(", 1)[0]
+        if "numpy.ndarray" in message and (
+                head in (name, getattr(fn, "__name__", name)) or head.endswith("_" + name)
+                or message.startswith("expected Tensor as element")):
+            return None
+    names, star = _positional_parameters(fn)
+    ndarray = np.ndarray
+    for i, a in enumerate(args):
+        if isinstance(a, ndarray):
+            if 0 <= star <= i:          # one of *tensors: PyTorch's list argument (einsum's
+                # operands follow its equation, argument 0, where tapegrad's takes *args)
+                first = star + (star == 0 and isinstance(args[0], str))
+                return TypeError(f"expected Tensor as element {i - first} in argument {first}, "
+                                 f"but got {type_name(a)}")
+            label = f"'{names[i]}' " if i < len(names) else ""
+            return TypeError(f"{name}(): argument {label}(position {i + 1}) must be Tensor, "
+                             f"not {type_name(a)}")
+        if isinstance(a, (list, tuple)):
+            for j, e in enumerate(a):
+                if isinstance(e, ndarray):
+                    return TypeError(f"expected Tensor as element {j} in argument {i}, but got "
+                                     f"{type_name(e)}")
+    for key, v in kwargs.items():
+        if isinstance(v, ndarray):
+            return TypeError(f"{name}(): argument '{key}' must be Tensor, not {type_name(v)}")
+    return None
+
+
+_core._set_argument_error(argument_error)
 
 
 def redirect_layers(modules) -> None:

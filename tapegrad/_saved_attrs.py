@@ -14,6 +14,7 @@ Negative dims read back normalised (PyTorch shows the argument as given).
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import math
 
 import numpy as np
@@ -366,7 +367,7 @@ class SavedTensor:
         if not callable(pack_hook) or not callable(unpack_hook):
             raise TypeError("register_hooks(): incompatible function arguments: pack_hook and "
                             "unpack_hook must be callables, got "
-                            f"{type(pack_hook).__name__} and {type(unpack_hook).__name__}")
+                            f"{_type_name(pack_hook)} and {_type_name(unpack_hook)}")
         if self._fn._released:
             raise RuntimeError(
                 "Calling register_hooks on a saved tensor after it has been freed. Saved "

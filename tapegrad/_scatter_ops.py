@@ -70,7 +70,7 @@ def _scatter_key(self, dim: int, index, src, fname: str):
     read) after PyTorch's checks of scatter/scatter_add/scatter_reduce."""
     if not isinstance(index, TensorBase):
         raise TypeError(f"{fname}(): argument 'index' (position 2) must be Tensor, not "
-                        f"{type(index).__name__}")
+                        f"{_core.type_name(index)}")
     idx = index._array
     if idx.dtype not in (np.int64, np.int32):
         # PyTorch names scatter() here for the whole family.
@@ -163,7 +163,7 @@ def scatter(input, dim, index, src=None, reduce=None, *, value=None):
         return _overwrite(input, key, part)
     if not isinstance(src, numbers.Number):
         raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not "
-                        f"{type(src).__name__}")
+                        f"{_core.type_name(src)}")
     _, key, _ = _scatter_key(input, dim, index, None, "scatter")
     return _overwrite(input, key, src)
 
@@ -181,7 +181,7 @@ def scatter_add(input, dim, index, src):
     """input plus src's values added at index along dim (repeated indices accumulate)."""
     if not isinstance(src, TensorBase):
         raise TypeError(f"scatter_add(): argument 'src' (position 3) must be Tensor, not "
-                        f"{type(src).__name__}")
+                        f"{_core.type_name(src)}")
     _check_same_dtype(input, src, "scatter_add")
     _, key, part = _scatter_key(input, dim, index, src, "scatter_add")
     from ._scatter_functions import accumulate
@@ -210,7 +210,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
                            f"{reduce}")
     if not isinstance(src, TensorBase):
         raise TypeError(f"scatter_reduce(): argument 'src' (position 3) must be Tensor, not "
-                        f"{type(src).__name__}")
+                        f"{_core.type_name(src)}")
     _check_same_dtype(input, src, "scatter_reduce")
     _, key, part = _scatter_key(input, dim, index, src, "scatter_reduce")
     from ._scatter_functions import scatter_reduce_apply
@@ -231,7 +231,7 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
 def _index_put_key(self, indices):
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put(): argument 'indices' (position 1) must be tuple of Tensors, "
-                        f"not {type(indices).__name__}")
+                        f"not {_core.type_name(indices)}")
     shape = self._array.shape
     if len(indices) > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got "
@@ -283,7 +283,7 @@ def _check_index_put(self, key, values):
 def _check_values(self, values, fname):
     if not isinstance(values, TensorBase):
         raise TypeError(f"{fname}(): argument 'values' (position 2) must be Tensor, not "
-                        f"{type(values).__name__}")
+                        f"{_core.type_name(values)}")
     if values._array.dtype != self._array.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_type_name(self._array)} for the destination and "
@@ -317,7 +317,7 @@ def _index_dim_key(self, dim, index, fname: str, wrap: bool, error=RuntimeError,
     """(dim, key) selecting the slices `index` names along dim, after PyTorch's checks."""
     if not isinstance(index, TensorBase):
         raise TypeError(f"{fname}(): argument 'index' (position 2) must be Tensor, not "
-                        f"{type(index).__name__}")
+                        f"{_core.type_name(index)}")
     idx = index._array
     if idx.dtype not in (np.int64, np.int32):
         raise RuntimeError(f"{fname}(): Expected dtype int32/int64 for index")
@@ -335,7 +335,7 @@ def _index_dim_key(self, dim, index, fname: str, wrap: bool, error=RuntimeError,
 def _check_source(self, source, dim, n_index, fname):
     if not isinstance(source, TensorBase):
         raise TypeError(f"{fname}(): argument 'source' (position 3) must be Tensor, not "
-                        f"{type(source).__name__}")
+                        f"{_core.type_name(source)}")
     shape, sshape = self._array.shape, source._array.shape
     if shape:
         fits = tuple(sshape) == shape[:dim] + (n_index,) + shape[dim + 1:]

@@ -16,6 +16,7 @@ What each means for tapegrad:
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import threading
 import warnings
 
@@ -63,7 +64,7 @@ def set_deterministic_debug_mode(debug_mode):
                                f"`error`, but got {debug_mode}")
         debug_mode = _DEBUG_MODES[debug_mode]
     elif not isinstance(debug_mode, int) or isinstance(debug_mode, bool):
-        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode).__name__}")
+        raise TypeError(f"debug_mode must be str or int, but got {_type_name(debug_mode)}")
     if debug_mode not in (0, 1, 2):
         raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got "
                            f"{debug_mode}")
@@ -106,7 +107,7 @@ def set_warn_always(b):
     """Ask warnings PyTorch issues once to be issued every time (stored; tapegrad's warnings
     follow Python's warning filters)."""
     if not isinstance(b, bool):
-        raise RuntimeError(f"setWarnOnlyOnce expects a bool, but got {type(b).__name__}")
+        raise RuntimeError(f"setWarnOnlyOnce expects a bool, but got {_type_name(b)}")
     _state["warn_always"] = b
 
 
@@ -172,7 +173,7 @@ def set_autocast_dtype(device_type: str, dtype):
     """Set the dtype autocast would use on device_type."""
     if not isinstance(dtype, _core.dtype):
         raise TypeError(f"set_autocast_dtype(): argument 'dtype' must be torch.dtype, not "
-                        f"{type(dtype).__name__}")
+                        f"{_type_name(dtype)}")
     _table("dtype")[_device_type(device_type)] = dtype
 
 

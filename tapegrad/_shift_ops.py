@@ -12,6 +12,7 @@ power's saved input is not the tensor being overwritten.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from . import _core
@@ -43,7 +44,7 @@ def _shift(input, other, left: bool, name: str):
         raise TypeError(f"{name}(): expected a Tensor")
     if not (_takes(input) and _takes(other)):
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                        f"({type(input).__name__}, {type(other).__name__}), but expected one of:\n"
+                        f"({_type_name(input)}, {_type_name(other)}), but expected one of:\n"
                         f" * (Tensor input, Tensor other)\n * (Scalar self, Tensor other)\n"
                         f" * (Tensor input, Scalar other)")
     input, other = _core.number_operand(input), _core.number_operand(other)

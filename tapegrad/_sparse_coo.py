@@ -19,6 +19,7 @@ to_dense and torch.sparse.sum.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import numbers
 
 import numpy as np
@@ -710,7 +711,7 @@ def _sparse_product(name: str, a, b):
     if name == "mv" or (name == "matmul" and sa and not sb and b.dim() == 1):
         if not sa:
             raise TypeError(f"mv(): argument 'input' (position 1) must be Tensor, not "
-                            f"{type(a).__name__}")
+                            f"{_type_name(a)}")
         return a.mv(b)
     if name == "matmul" and sb and not sa and a.dim() == 1:
         return b.t().mv(a)                  # vector @ sparse matrix
@@ -736,7 +737,7 @@ def sparse_mm(mat1, mat2):
         return to_sparse(sparse_mm(mat1, mat2.to_dense()))
     if not isinstance(mat2, _core.TensorBase):
         raise TypeError(f"mm(): argument 'mat2' (position 2) must be Tensor, not "
-                        f"{type(mat2).__name__}")
+                        f"{_type_name(mat2)}")
     if mat1.dim() < 2:
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -2)")
     if mat1.sparse_dim() != 2 or mat1.dense_dim() != 0:

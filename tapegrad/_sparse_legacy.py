@@ -10,12 +10,16 @@ import warnings
 from . import _core
 from ._device import check_device
 from ._legacy import LegacyTensorClassMeta, legacy_tensor_class
+from .tensor import Size, is_int
 
 _SIGNATURES = (" * (*, torch.device device = None)\n"
                " * (Tensor indices, Tensor values, *, torch.device device = None)\n"
                " * (Tensor indices, Tensor values, tuple of ints size, *, torch.device device = None)\n"
                " * (tuple of ints size, *, torch.device device = None)\n")
 
+_SEQUENCE_REFUSED = ("torch.sparse.SparseTensor(sequence) only accepts sizes.  Please use "
+                     "torch.sparse_coo_tensor() or construct a strided tensor and convert it to "
+                     "sparse via to_sparse.")
 _DEPRECATED = {
     "empty": ("torch.sparse.SparseTensor() is deprecated.  Please use "
               "torch.sparse_coo_tensor((0,), dtype=)."),
@@ -40,28 +44,26 @@ def _warn_once(form: str) -> None:
         warnings.warn(_DEPRECATED[form], UserWarning, stacklevel=3)
 
 
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
 def _form(args: tuple) -> str | None:
     """Which of the four signatures args match (None: no match)."""
     if not args:
         return "empty"
-    if all(_is_int(a) for a in args):
+    if all(is_int(a) for a in args):
         return "shape"
-    if len(args) == 1 and isinstance(args[0], (tuple, list)) and all(_is_int(a) for a in args[0]):
+    if len(args) == 1 and isinstance(args[0], (tuple, list)) and all(is_int(a) for a in args[0]):
+        if not isinstance(args[0], Size):       # PyTorch takes its sizes as a torch.Size only
+            raise TypeError(_SEQUENCE_REFUSED)
         return "shape"
     if len(args) in (2, 3) and all(isinstance(a, _core.TensorBase) for a in args[:2]):
         if len(args) == 2:
             return "indices, values"
-        if isinstance(args[2], (tuple, list)) and all(_is_int(a) for a in args[2]):
+        if isinstance(args[2], (tuple, list)) and all(is_int(a) for a in args[2]):
             return "indices, values, shape"
     return None
 
 
 def _arg_types(args: tuple) -> str:
-    return ", ".join("Tensor" if isinstance(a, _core.TensorBase) else type(a).__name__ for a in args)
+    return ", ".join("Tensor" if isinstance(a, _core.TensorBase) else _core.type_name(a) for a in args)
 
 
 class SparseTypedTensorMeta(LegacyTensorClassMeta):
@@ -83,7 +85,7 @@ class SparseTypedTensorMeta(LegacyTensorClassMeta):
                             f"({_arg_types(args)}), but expected one of:\n{_SIGNATURES}")
         _warn_once(form)
         if form in ("empty", "shape"):
-            shape = (0,) if form == "empty" else tuple(args[0] if len(args) == 1 and not _is_int(args[0]) else args)
+            shape = (0,) if form == "empty" else tuple(args[0] if len(args) == 1 and not is_int(args[0]) else args)
             return sparse_coo_tensor(zeros((len(shape), 0), dtype=_core.int64),
                                      zeros((0,), dtype=cls.dtype), shape)
         indices, values = args[0], args[1]

@@ -9,6 +9,7 @@ view may only reach storage elements that the input itself covers.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from . import _core
@@ -39,7 +40,7 @@ def _int_list(v, name: str) -> list:
         items = [None]
     if None in items:
         raise TypeError(f"as_strided(): argument '{name}' must be tuple of ints, not "
-                        f"{type(v).__name__}")
+                        f"{_type_name(v)}")
     return items
 
 
@@ -67,7 +68,7 @@ def as_strided(input, size, stride, storage_offset=None):
     """
     if not isinstance(input, _core.TensorBase):
         raise TypeError(f"as_strided(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+                        f"{_type_name(input)}")
     size, stride = _int_list(size, "size"), _int_list(stride, "stride")
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")

@@ -9,6 +9,7 @@ recorded only.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import os
 
 from . import _core
@@ -27,7 +28,7 @@ _limiter = None     # the threadpoolctl limiter in force (kept alive so the limi
 
 def _check_count(fn: str, n) -> int:
     if isinstance(n, bool) or not isinstance(n, int):
-        raise RuntimeError(f"{fn} expects an int, but got {type(n).__name__}")
+        raise RuntimeError(f"{fn} expects an int, but got {_type_name(n)}")
     if n <= 0:
         raise RuntimeError(f"{fn} expects a positive integer")
     return n

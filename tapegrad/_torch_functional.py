@@ -14,6 +14,7 @@ pdist (torch.pdist and F.pdist) is built here: the p-norm distances of the row p
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import math
 
 import numpy as np
@@ -34,7 +35,7 @@ def _reduction_name(reduction, fn: str, position: int) -> str:
     """ATen's int reduction as the functional API's string."""
     if not isinstance(reduction, (int, np.integer)) or isinstance(reduction, bool):
         raise TypeError(f"{fn}(): argument 'reduction' (position {position}) must be int, not "
-                        f"{type(reduction).__name__}")
+                        f"{_type_name(reduction)}")
     return _REDUCTIONS.get(int(reduction), "none")
 
 

@@ -2,6 +2,7 @@
 same IEEE and two's-complement types), with PyTorch's attribute names, types and repr."""
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from . import _core
@@ -10,7 +11,7 @@ from . import _core
 def _check_dtype(type_, fn: str):
     if not isinstance(type_, _core.dtype):
         raise TypeError(f"{fn}(): argument 'type' (position 1) must be torch.dtype, not "
-                        f"{type(type_).__name__}")
+                        f"{_type_name(type_)}")
     return np.dtype(_core.np_dtype_of(type_))
 
 

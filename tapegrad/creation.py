@@ -2,6 +2,7 @@
 tapegrad.random and are re-exported here."""
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import sys
 import warnings
 
@@ -11,7 +12,7 @@ from . import _core
 from ._device import check_device
 from ._extra_ops import _check_tensor
 from ._preserve_layout import empty_preserving, like_layout
-from .tensor import Tensor
+from .tensor import Tensor, is_int
 
 
 def _default_float() -> np.dtype:
@@ -124,19 +125,8 @@ def _string_data_error(data) -> Exception:
     while isinstance(first, (list, tuple)) and first:
         first = first[0]
     if isinstance(first, str) and first is not data:
-        return ValueError(f"too many dimensions '{type(first).__name__}'")
+        return ValueError(f"too many dimensions '{_type_name(first)}'")
     return TypeError("new(): invalid data type 'str'")
-
-
-def _user_stacklevel(depth: int = 1) -> int:
-    """The `stacklevel` that makes a warning raised `depth` frames below the caller of this
-    function (1: the caller itself) name the user's line: PyTorch's warnings come from C++ and
-    point at the Python line that called in, whatever wrappers (the meta-device factory, other
-    tapegrad functions) stand between it and the user here."""
-    frame, level = sys._getframe(depth), depth
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("tapegrad."):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _check_byte_order(array: np.ndarray) -> None:
@@ -154,7 +144,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         warnings.warn("To copy construct from a tensor, it is recommended to use "
                       "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
                       "requires_grad_(True), rather than torch.tensor(sourceTensor).",
-                      UserWarning, stacklevel=_user_stacklevel())
+                      UserWarning, stacklevel=_core.user_stacklevel())
         arr = np.array(data._array, copy=True)
     elif isinstance(data, (np.ndarray, np.generic)):     # a numpy scalar keeps its dtype too
         _check_byte_order(np.asarray(data))
@@ -166,7 +156,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         if arr.dtype.kind in "US":
             raise _string_data_error(data)
         if arr.dtype.kind not in "biufc":
-            raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+            raise TypeError(f"Could not infer dtype of {_type_name(data)}")
         if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
             arr = arr.astype(_sequence_dtype(data, arr) if arr.dtype.kind != "c"
                              else _default_complex(), copy=False)
@@ -224,7 +214,7 @@ def _warn_list_of_arrays() -> None:
     if _warned_list_of_arrays:
         return
     _warned_list_of_arrays = True
-    level = _user_stacklevel(2)
+    level = _core.user_stacklevel()
     warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
                   "consider converting the list to a single numpy.ndarray with numpy.array() "
                   "before converting to a tensor.", UserWarning, stacklevel=level)
@@ -302,7 +292,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 def _shared_with_numpy(array) -> Tensor:
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+        raise TypeError(f"expected np.ndarray (got {_type_name(array)})")
     _warn_if_read_only(array)
     return _core.tensor_from_numpy(array)
 
@@ -353,7 +343,7 @@ def _keyword_size(size: tuple, kw_size, fn: str) -> tuple:
         raise TypeError(f"{fn}() got multiple values for argument 'size'")
     if not isinstance(kw_size, (tuple, list)):
         raise TypeError(f"{fn}(): argument 'size' must be tuple of ints, not "
-                        f"{type(kw_size).__name__}")
+                        f"{_type_name(kw_size)}")
     return (tuple(kw_size),)
 
 
@@ -510,8 +500,8 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, 
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if dtype is None:
-        is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
-        dtype = np.int64 if is_int else _default_float()
+        all_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+        dtype = np.int64 if all_int else _default_float()
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     # Computed in float64 (or int64) and cast, as PyTorch does, so float32 ranges match its values.
@@ -534,18 +524,14 @@ def _scalar_arg(x):
     return x
 
 
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
-
-
 def _count_arg(x, fn: str, name: str, position: int) -> int:
     """An int argument such as `steps`: a Python/numpy int, or (as PyTorch's argument parser
     allows) a 0-d integer tensor."""
     if (isinstance(x, _core.TensorBase) and x.ndim == 0 and x._array.dtype.kind in "iu"):
         return int(x.item())
-    if not _is_int(x):
+    if not is_int(x):
         raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be int, not "
-                        f"{type(x).__name__}")
+                        f"{_type_name(x)}")
     return int(x)
 
 
@@ -624,10 +610,10 @@ def eye(n, m=None, dtype=None, requires_grad: bool = False, *, device=None,
         pin_memory: bool = False) -> Tensor:
     """The n x m (default n x n) identity matrix, float32 by default."""
     _check_placement("eye", device, pin_memory)
-    if not _is_int(n):
-        raise TypeError(f"eye(): argument 'n' (position 1) must be int, not {type(n).__name__}")
-    if m is not None and not _is_int(m):
-        raise TypeError(f"eye(): argument 'm' (position 2) must be int, not {type(m).__name__}")
+    if not is_int(n):
+        raise TypeError(f"eye(): argument 'n' (position 1) must be int, not {_type_name(n)}")
+    if m is not None and not is_int(m):
+        raise TypeError(f"eye(): argument 'm' (position 2) must be int, not {_type_name(m)}")
     n = int(n)
     m = n if m is None else int(m)
     if n < 0:

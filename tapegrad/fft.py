@@ -10,6 +10,7 @@ rounding.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from . import _core
@@ -42,7 +43,7 @@ def _frequencies(fn: str, n, d, dtype, device, requires_grad, values: np.ndarray
 
 def _check_n(fn: str, n) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"{fn}(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+        raise TypeError(f"{fn}(): argument 'n' (position 1) must be int, not {_type_name(n)}")
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     return int(n)
@@ -81,7 +82,7 @@ def _shift(input, dim, sign: int):
     from . import roll
     if not isinstance(input, _core.TensorBase):
         raise TypeError(f"fftshift(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+                        f"{_type_name(input)}")
     dims = tuple(range(input.ndim)) if dim is None else \
         ((dim,) if isinstance(dim, int) else tuple(dim))
     if not dims:

@@ -6,6 +6,7 @@ these classes only flip them and restore them, so both are per thread, as in PyT
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import functools
 import inspect
 import sys
@@ -20,7 +21,7 @@ def is_inference(input) -> bool:
     """Whether `input` is an inference tensor (created in inference mode); ``input.is_inference()``."""
     if not isinstance(input, _core.TensorBase):
         raise TypeError(f"is_inference(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+                        f"{_type_name(input)}")
     return input.is_inference()
 
 

@@ -13,6 +13,7 @@ TorchScript archive, loading needs the module's class to be importable.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import contextlib
 import typing
 
@@ -258,7 +259,7 @@ def save(m, f, _extra_files=None):
     if isinstance(m, ScriptFunction):
         m.save(f)
     if not isinstance(m, Module):
-        raise TypeError(f"tapegrad.jit.save expects a Module, got {type(m).__name__}")
+        raise TypeError(f"tapegrad.jit.save expects a Module, got {_type_name(m)}")
     kind = type(m) if isinstance(m, ScriptModule) else RecursiveScriptModule
     plain = m._original() if isinstance(m, ScriptModule) else m
     save_object({"tapegrad.jit": kind.__name__, "module": plain}, f)

@@ -8,6 +8,7 @@ not positive-definite) are LinAlgError, a RuntimeError subclass.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import math
 
 import numpy as np
@@ -36,7 +37,7 @@ def _as_tensor(x, name):
     from .tensor import Tensor
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
+                        f"{_type_name(x)}")
     return x
 
 

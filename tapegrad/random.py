@@ -9,6 +9,7 @@ the global one, and get_state()/set_state() round-trip exactly.  The global stre
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import contextlib
 import os
 
@@ -17,10 +18,10 @@ import numpy as np
 from . import _core
 from ._device import as_device, check_device
 from .creation import (_default_float, _INT_CTYPES, _SCALAR_NAMES, _broadcast_shapes,
-                       _check_inplace, _check_requires_grad, _in_layout_of, _is_int, _make,
+                       _check_inplace, _check_requires_grad, _in_layout_of, _make,
                        _np_dtype,
                        _size_args)
-from .tensor import Tensor
+from .tensor import Tensor, is_int as _is_int
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
            "get_rng_state", "set_rng_state", "fork_rng"]
@@ -39,7 +40,7 @@ def _seed_value(seed) -> int:
     if isinstance(seed, _core.TensorBase):
         seed = seed.item()
     if not isinstance(seed, (int, np.integer)):
-        raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
+        raise RuntimeError(f"manual_seed expected a long, but got {_type_name(seed)}")
     seed = int(seed)
     if not -(1 << 63) <= seed < _U64:
         raise ValueError("Overflow when unpacking long long")
@@ -108,7 +109,7 @@ class Generator:
     def set_state(self, new_state) -> "Generator":
         """Restore a state returned by get_state(); the stream continues exactly from there."""
         if not isinstance(new_state, _core.TensorBase):
-            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+            raise TypeError(f"expected a torch.ByteTensor, but got {_type_name(new_state)}")
         arr = new_state._array
         if arr.dtype != np.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
@@ -197,7 +198,7 @@ def _numpy_rng(generator, fn: str = "sampling function") -> np.random.Generator:
     if isinstance(generator, np.random.Generator):
         return generator
     raise TypeError(f"{fn}() received an invalid combination of arguments - got (generator="
-                    f"{type(generator).__name__}), but expected one of: (..., *, torch.Generator "
+                    f"{_type_name(generator)}), but expected one of: (..., *, torch.Generator "
                     f"generator, ...)")
 
 
@@ -255,7 +256,7 @@ def _out_dtype(out, dtype, fn: str):
     if out is None:
         return dtype
     if not isinstance(out, _core.TensorBase):
-        raise TypeError(f"{fn}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        raise TypeError(f"{fn}(): argument 'out' must be Tensor, not {_type_name(out)}")
     _check_no_grad_out(out, fn)
     if dtype is not None and _np_dtype(dtype) != out._array.dtype:
         raise RuntimeError(f"dtype {_scalar_name(_np_dtype(dtype))} does not match dtype of out "
@@ -427,7 +428,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
         raise TypeError("randint() missing required argument 'high'")
     for name, v in (("low", low), ("high", high)):
         if not _is_int(v):
-            raise TypeError(f"randint(): argument '{name}' must be int, not {type(v).__name__}")
+            raise TypeError(f"randint(): argument '{name}' must be int, not {_type_name(v)}")
     low, high = _as_long(low), _as_long(high)
     dt = _np_dtype(_out_dtype(out, dtype, "randint")) or np.dtype(np.int64)
     _check_int_range(low, high, dt)
@@ -442,7 +443,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     """A random permutation of 0 .. n-1 (int64 by default)."""
     if not _is_int(n):
         raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
-                        f"{type(n).__name__}")
+                        f"{_type_name(n)}")
     n = int(n)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
@@ -468,12 +469,12 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     if not mt and not st:
         if size is None:
             raise TypeError(f"normal() received an invalid combination of arguments - got "
-                            f"({type(mean).__name__}, {type(std).__name__}), but expected a size "
+                            f"({_type_name(mean)}, {_type_name(std)}), but expected a size "
                             f"when mean and std are numbers")
         if not isinstance(size, (tuple, list)):
             raise TypeError(f"normal() received an invalid combination of arguments - got "
-                            f"({type(mean).__name__}, {type(std).__name__}, "
-                            f"{type(size).__name__}), but expected size as a tuple of ints")
+                            f"({_type_name(mean)}, {_type_name(std)}, "
+                            f"{_type_name(size)}), but expected size as a tuple of ints")
         if not std >= 0:                # NaN too, as PyTorch
             raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
         shape = _size_args((tuple(size),), "normal", 3)
@@ -552,10 +553,10 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
     for a 2-D one, int64."""
     if not isinstance(input, _core.TensorBase):
         raise TypeError(f"multinomial(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+                        f"{_type_name(input)}")
     if not _is_int(num_samples):
         raise TypeError(f"multinomial(): argument 'num_samples' (position 2) must be int, not "
-                        f"{type(num_samples).__name__}")
+                        f"{_type_name(num_samples)}")
     P = input._array
     if P.dtype.kind != "f":
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
@@ -610,7 +611,7 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
     every element when p is given), in input's dtype."""
     if not isinstance(input, _core.TensorBase):
         raise TypeError(f"bernoulli(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+                        f"{_type_name(input)}")
     rng = _numpy_rng(generator, "bernoulli")
     A = input._array
     if p is None:
@@ -643,7 +644,7 @@ def poisson(input, generator=None) -> Tensor:
     """Counts drawn from Poisson distributions with the rates in `input`, in input's dtype."""
     if not isinstance(input, _core.TensorBase):
         raise TypeError(f"poisson(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+                        f"{_type_name(input)}")
     A = input._array
     _check_float_input(input, "poisson_cpu")
     if not bool(np.all(A >= 0)):        # also refuses nan, as PyTorch does
@@ -716,7 +717,7 @@ def random_(self, *args, generator=None, **kwargs):
     for name, v in (("from", low), ("to", high)):
         if v is not None and not _is_int(v):
             raise TypeError(f"random_() received an invalid combination of arguments - got "
-                            f"({type(v).__name__}), but expected one of: (*, torch.Generator "
+                            f"({_type_name(v)}), but expected one of: (*, torch.Generator "
                             f"generator), (int from, int to, *, torch.Generator generator), "
                             f"(int to, *, torch.Generator generator)")
     _check_inplace(self)

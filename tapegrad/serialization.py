@@ -17,6 +17,7 @@ Checkpoints in the first tapegrad format (a pickle-free .npz, see _checkpoint_np
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import _compat_pickle
 import contextlib
 import io
@@ -410,11 +411,11 @@ def _storage_mapper(map_location):
                 result = result._array
             if type(result) is not np.ndarray or result.shape != arr.shape:
                 raise TypeError("map_location callable must return the storage it was given "
-                                f"(or None), got {type(result).__name__}")
+                                f"(or None), got {_type_name(result)}")
             return result
         return mapped
     raise TypeError(f"map_location must be a str, a device, a dict or a callable, got "
-                    f"{type(map_location).__name__}")
+                    f"{_type_name(map_location)}")
 
 
 def _check_target(target) -> None:

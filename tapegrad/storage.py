@@ -16,6 +16,7 @@ reach the tensors that view it.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import ctypes
 import warnings
 import weakref
@@ -123,7 +124,7 @@ def _values_from_buffer(buffer, byte_order, count: int, offset: int, dtype) -> n
     try:
         raw = memoryview(buffer).cast("B")
     except TypeError:
-        raise TypeError(f"a bytes-like object is required, not '{type(buffer).__name__}'") from None
+        raise TypeError(f"a bytes-like object is required, not '{_type_name(buffer)}'") from None
     length, itemsize = raw.nbytes, np_dtype.itemsize
     if offset < 0 or offset > length:
         # (PyTorch's message names the offset as the length and the length as what it got)

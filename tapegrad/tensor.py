@@ -5,6 +5,7 @@ class adds the conveniences PyTorch users expect: shape and size queries, conver
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import copy as _copy
 import numbers
 
@@ -33,7 +34,7 @@ class Size(tuple):
     # is refused as a tuple refuses it.
     def __add__(self, other):
         if not isinstance(other, tuple):
-            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) to "
+            raise TypeError(f"can only concatenate tuple (not {_type_name(other)}) to "
                             "torch.Size")
         return Size(tuple.__add__(self, other))
 
@@ -80,6 +81,12 @@ def as_dtype(x):
     return {float: _core.float64, int: _core.int64, bool: _core.bool_}[x]
 
 
+def is_int(x) -> bool:
+    """Whether PyTorch's argument parser takes x as an int (a size, a count, a dim): a Python or
+    numpy integer, not a bool (Python's or numpy's).  The one test of the Python modules."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
 def _arg_label(x) -> str:
     if isinstance(x, _core.TensorBase):
         return "Tensor"
@@ -87,7 +94,7 @@ def _arg_label(x) -> str:
         return "torch.dtype"
     if is_device_like(x) and not isinstance(x, (str, int)):
         return "torch.device"
-    return type(x).__name__
+    return _type_name(x)
 
 
 def invalid_arguments(fn: str, args: tuple, kwargs: dict, signatures: str) -> TypeError:
@@ -521,7 +528,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         elif device is not None:
             if not isinstance(device, (str, _device_type)):
                 raise TypeError(f"cuda(): argument 'device' (position 1) must be torch.device, "
-                                f"not {type(device).__name__}")
+                                f"not {_type_name(device)}")
             if as_device(device).type != "cuda":
                 raise RuntimeError("Invalid device, must be cuda device")
         check_device("cuda", "cuda")
@@ -608,7 +615,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         creation._check_placement("new_tensor", device, pin_memory)
         arr = data if isinstance(data, np.ndarray) else creation._nested_array(data)[1]
         if arr.dtype.kind not in "biuf":
-            raise TypeError(f"new_tensor(): could not infer dtype of {type(data).__name__}")
+            raise TypeError(f"new_tensor(): could not infer dtype of {_type_name(data)}")
         return creation.tensor(arr, dtype=self.dtype if dtype is None else dtype,
                                requires_grad=requires_grad)
 
@@ -647,7 +654,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """
         if not isinstance(size, (tuple, list)):
             raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, "
-                            f"not {type(size).__name__}")
+                            f"not {_type_name(size)}")
         return self._new_filled("new_full", (tuple(size),), fill_value, dtype, device,
                                 requires_grad, pin_memory)
 

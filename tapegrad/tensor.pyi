@@ -25,6 +25,7 @@ __all__ = [
     'Tensor',
     'as_dtype',
     'invalid_arguments',
+    'is_int',
     'parse_to',
 ]
 
@@ -41,5 +42,7 @@ class Size(builtins.tuple[_int, ...]):
 def as_dtype(x: Any) -> Any: ...
 
 def invalid_arguments(fn: _str, args: builtins.tuple[Any, ...], kwargs: builtins.dict[Any, Any], signatures: _str) -> Any: ...
+
+def is_int(x: Any) -> _bool: ...
 
 def parse_to(args: builtins.tuple[Any, ...], kwargs: builtins.dict[Any, Any]) -> Any: ...

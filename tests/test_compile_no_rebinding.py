@@ -103,8 +103,9 @@ def test_no_capture_route_left_after_a_capture_that_raised():
     f = tg.compile(fn)
     with pytest.raises(ValueError):
         f(tg.randn(2))
-    from tapegrad import _meta
-    assert _meta.capture_route[0] is None
+    from tapegrad import _core, _meta
+    assert _meta.capture_route[0] is None       # the creation functions' wrapper (Python)
+    assert _core._capture_route() is None       # the public entry (compiled, out_arg_call.h)
     # eager calls go straight to the function again (a capture would otherwise note them)
     y = exp(tg.tensor([0.0]))
     assert y.tolist() == [1.0]

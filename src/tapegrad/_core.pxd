@@ -323,6 +323,10 @@ cdef object DEFAULT_FLOAT
 
 cdef object to_np_dtype(object d)
 
+cpdef str type_name(object x)
+
+cpdef int user_stacklevel() except -1
+
 cdef int np_category(int type_num) noexcept
 
 cdef int scalar_category(object s) noexcept

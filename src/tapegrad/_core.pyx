@@ -36,6 +36,8 @@
 #   sweep.pxi           the reverse sweep (backward)
 
 cimport numpy as cnp
+import sys
+
 import numpy as np
 
 cnp.import_array()

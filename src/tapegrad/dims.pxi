@@ -34,7 +34,7 @@ cdef tuple normalize_dims(object dim, int ndim):
         if isinstance(d, np.integer):
             d = int(d)
         if not isinstance(d, int) or isinstance(d, bool):
-            raise TypeError(f"dim must be an int or a tuple of ints, got {type(d).__name__}")
+            raise TypeError(f"dim must be an int or a tuple of ints, got {type_name(d)}")
         if d < lo or d > hi:
             raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], "
                              f"but got {d})")

@@ -120,12 +120,39 @@ cdef object NP_FLOAT64 = np.dtype(np.float64)
 DEFAULT_FLOAT = NP_FLOAT32
 
 
+cpdef str type_name(object x):
+    """The name PyTorch's messages give x's type ("must be Tensor, not numpy.ndarray"): the C
+    type's tp_name, as its argument parser prints it: a class defined in Python by its name
+    (Tensor, Parameter), a compiled one outside builtins with its module (numpy.ndarray,
+    numpy.float64).  The one helper for every such message, Python and compiled."""
+    cdef object t = type(x)
+    return (<PyTypeObject*>t).tp_name.decode("utf-8")
+
+
+cpdef int user_stacklevel() except -1:
+    """The `stacklevel` for warnings.warn, called where the warning is raised, that names the
+    first line outside tapegrad (PyTorch's warnings come from C++ and point at the Python line
+    that called in, whatever wrappers stand between it and the user here).  A frame is
+    tapegrad's by its module (tapegrad or tapegrad.*); compiled functions have no frames, so
+    called from one this starts at the Python function that called it.  The one rule for the
+    Python modules and the compiled ones."""
+    frame = sys._getframe(0)
+    cdef int level = 1
+    while frame is not None:
+        name = frame.f_globals.get("__name__")
+        if not (isinstance(name, str) and (name == "tapegrad" or name.startswith("tapegrad."))):
+            break
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 def set_default_dtype(d):
     """Set the default floating point dtype (float32 at start; float64 or float16 allowed)."""
     global DEFAULT_FLOAT
     if not isinstance(d, dtype):
         raise TypeError(f"set_default_dtype(): argument 'd' must be torch.dtype, not "
-                        f"{type(d).__name__}")
+                        f"{type_name(d)}")
     if (<dtype>d).category != CAT_FLOAT:
         raise TypeError("only floating-point types are supported as the default type")
     if isinstance((<dtype>d).np_dtype, NoNumpyDtype):

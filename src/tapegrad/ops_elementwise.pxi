@@ -149,14 +149,14 @@ cdef object bad_operand_error(str name, object a, object b):
     can try the reflected op."""
     if name in INVALID_COMBINATION_NAMES:
         return TypeError(f"{name}() received an invalid combination of arguments - got "
-                         f"({type(a).__name__}, {type(b).__name__}), but expected one of:\n"
+                         f"({type_name(a)}, {type_name(b)}), but expected one of:\n"
                          f" * (Tensor input, Tensor other)\n * (Tensor input, Number other)")
     if as_operand(a) is NotImplemented:
         return TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                         f"{type(a).__name__}")
+                         f"{type_name(a)}")
     # In-place forms exist only as methods, where other is the first argument.
     return TypeError(f"{name}(): argument 'other' (position {1 if name.endswith('_') else 2}) must be "
-                     f"Tensor, not {type(b).__name__}")
+                     f"Tensor, not {type_name(b)}")
 
 
 cdef object scaled_operand(str name, object a, object b, object alpha):

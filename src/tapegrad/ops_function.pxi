@@ -234,7 +234,7 @@ cdef object run_node_hooks(Record* rec, object grads, object g, bint graph):
             if r is None:
                 continue
             if not isinstance(r, TensorBase):
-                raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+                raise TypeError(f"expected Variable, but hook returned '{type_name(r)}'")
             if grad_inputs[q] is not None and \
                     (<TensorBase>r)._array.shape != (<TensorBase>grad_inputs[q])._array.shape:
                 raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
@@ -270,7 +270,7 @@ cdef object run_tensor_hooks(Py_ssize_t i, object g):
         if res is None:
             continue
         if not isinstance(res, TensorBase):
-            raise TypeError(f"expected Variable, but hook returned '{type(res).__name__}'")
+            raise TypeError(f"expected Variable, but hook returned '{type_name(res)}'")
         R = (<TensorBase>res)._array
         if R.shape != g.shape:
             raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
@@ -293,7 +293,7 @@ cdef object run_graph_hooks(Py_ssize_t i, object g):
         if res is None:
             continue
         if not isinstance(res, TensorBase):
-            raise TypeError(f"expected Variable, but hook returned '{type(res).__name__}'")
+            raise TypeError(f"expected Variable, but hook returned '{type_name(res)}'")
         R = (<TensorBase>res)._array
         if R.shape != G._array.shape:
             raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
@@ -662,6 +662,31 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
 def _version_of(TensorBase t):
     """The Version object (shared by views and aliases) of t's storage."""
     return version_of(t)
+
+
+def modified_in_place_error(arr, grad_fn_name, version, expected):
+    """PyTorch's error for a saved value (array `arr`, or None where only its version was kept)
+    written in place after it was saved: its version moved from `expected`.  `grad_fn_name` is
+    the node PyTorch names ("which is output 0 of Exp": the node's name without its Backward
+    suffix), None for a leaf.  The one message of the sweeps and of custom Functions'
+    saved_tensors."""
+    what = ("a tensor" if arr is None else
+            f"[torch.{scalar_type_name(arr.dtype)}Tensor {list(arr.shape)}]")
+    which = ""
+    if grad_fn_name is not None:
+        k = grad_fn_name.rfind("Backward")
+        tail = grad_fn_name[k + 8:] if k >= 0 else "-"
+        node = grad_fn_name[:k] if tail.isdigit() or not tail else grad_fn_name
+        which = f", which is output 0 of {node},"
+    hint = ("Hint: the backtrace further above shows the operation that failed to compute its "
+            "gradient. The variable in question was changed in there or anywhere later. Good "
+            "luck!" if ANOMALY_MODE else
+            "Hint: enable anomaly detection to find the operation that failed to compute its "
+            "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    return RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: {what}{which} is at version {version}; expected version {expected} "
+        f"instead. {hint}")
 
 
 def _grad_fn_name_of(TensorBase t):

@@ -100,7 +100,7 @@ cdef object classify_item(object item, list kinds):
             arr = arr.astype(NP_INT64, copy=False)
         return classify_array(arr, kinds)
     raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
-                     f"Variables are valid indices (got {type(item).__name__})")
+                     f"Variables are valid indices (got {type_name(item)})")
 
 
 cdef bint sequence_as_tuple(list key):
@@ -605,7 +605,7 @@ OP_INDEX_SELECT = register_op("IndexSelectBackward0", vjp_take)
 cdef object index_tensor_arg(object index, str fname, int pos):
     if not isinstance(index, TensorBase):
         raise TypeError(f"{fname}(): argument 'index' (position {pos}) must be Tensor, not "
-                        f"{type(index).__name__}")
+                        f"{type_name(index)}")
     return (<TensorBase>index)._array
 
 
@@ -720,7 +720,7 @@ def masked_fill(TensorBase input, mask, value):
     A = input._array
     if not isinstance(mask, TensorBase):
         raise TypeError(f"masked_fill(): argument 'mask' (position 1) must be Tensor, not "
-                        f"{type(mask).__name__}")
+                        f"{type_name(mask)}")
     M = (<TensorBase>mask)._array
     if M.dtype != NP_BOOL:
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
@@ -736,7 +736,7 @@ def masked_fill(TensorBase input, mask, value):
         fill = np.asarray(value)
     else:
         raise TypeError("masked_fill() received an invalid combination of arguments - got "
-                        f"(Tensor, {type(value).__name__})")
+                        f"(Tensor, {type_name(value)})")
     out_shape = broadcast_shapes_torch(M.shape, A.shape)
     with IeeeResults():
         fill = fill.astype(A.dtype)
@@ -766,7 +766,7 @@ def masked_select(TensorBase input, mask):
     A = input._array
     if not isinstance(mask, TensorBase):
         raise TypeError(f"masked_select(): argument 'mask' (position 1) must be Tensor, not "
-                        f"{type(mask).__name__}")
+                        f"{type_name(mask)}")
     M = (<TensorBase>mask)._array
     if M.dtype != NP_BOOL:
         raise RuntimeError("masked_select: expected BoolTensor for mask")

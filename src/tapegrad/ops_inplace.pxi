@@ -674,23 +674,6 @@ cdef bint any_requires_grad(object args) except -1:
     return False
 
 
-import os
-import sys
-
-cdef str PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep     # tapegrad/
-
-
-cdef int user_stacklevel() except -1:
-    """The stacklevel of warnings.warn that names the first caller outside tapegrad's Python
-    modules (the compiled ones have no frames), as PyTorch's warnings name the user's line."""
-    frame = sys._getframe(0)
-    cdef int level = 1
-    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
-        frame = frame.f_back
-        level += 1
-    return level
-
-
 cdef int store_out(TensorBase o, object res) except -1:
     """Write result `res` (a tensor) into out tensor `o`: cast to o's dtype if it can be, o
     resized (with PyTorch's warning unless it was empty) to res's shape."""
@@ -732,9 +715,9 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
         outs = tuple(out)
     elif isinstance(out, (tuple, list)):
         raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
-                        f"{type(out).__name__}")
+                        f"{type_name(out)}")
     else:
-        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type_name(out)}")
     if grad_enabled() and (any_requires_grad(outs) or any_requires_grad(operands)
                            or (kwargs and any_requires_grad(kwargs))):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
@@ -745,7 +728,7 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
     if len(results) != len(outs) or not all(isinstance(r, TensorBase) for r in results):
         raise TypeError(f"{name}(): argument 'out' must be "
                         + ("Tensor" if len(results) == 1 else
-                           f"tuple of {len(results)} Tensors") + f", not {type(out).__name__}")
+                           f"tuple of {len(results)} Tensors") + f", not {type_name(out)}")
     cdef Py_ssize_t k
     for k in range(len(outs)):
         store_out(<TensorBase>outs[k], results[k])
@@ -768,6 +751,8 @@ cdef extern from "out_arg_call.h":
     object tg_out_arg_type(object slow_call)
     int tg_out_arg_set_meta(object tensor_cls, object parameter_cls, object entry) except -1
     int tg_out_arg_set_capture_route(object route) except -1
+    object tg_out_arg_capture_route()
+    int tg_out_arg_set_argument_error(object ndarray_type, object handler) except -1
 
 
 def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
@@ -795,6 +780,18 @@ def _set_public_call_meta(tensor_cls, parameter_cls, entry):
     made): WithOut calls with a meta argument go to entry("call", (function, name, args,
     kwargs)) from then on (out_arg_call.h)."""
     tg_out_arg_set_meta(tensor_cls, parameter_cls, entry)
+
+
+def _capture_route():
+    """The route WithOut calls go to while a capture runs, else None (out_arg_call.h)."""
+    return tg_out_arg_capture_route()
+
+
+def _set_argument_error(handler):
+    """Called once by tapegrad/_public_calls.py: a public function's call that raised with an
+    ndarray among its arguments raises handler(function, name, error, args, kwargs)'s exception
+    instead, unless it returns None (out_arg_call.h)."""
+    tg_out_arg_set_argument_error(np.ndarray, handler)
 
 
 def _set_capture_route(route):
@@ -873,7 +870,7 @@ def copy_(TensorBase self, src, non_blocking=False):
             src = src.real
     else:
         raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
-                        f"{type(src).__name__}")
+                        f"{type_name(src)}")
     if isinstance(src, TensorBase):
         # (copy_ compares the source as given, before broadcasting it: PyTorch's copy_)
         check_source_overlap(self._array, (<TensorBase>src)._array, False)

@@ -341,7 +341,7 @@ cdef inline object sparse_product(str name, object a, object b):
 cdef inline TensorBase require_tensor(object x, str fn, str arg, int pos):
     if not isinstance(x, TensorBase):
         raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not "
-                        f"{type(x).__name__}")
+                        f"{type_name(x)}")
     return <TensorBase>x
 
 

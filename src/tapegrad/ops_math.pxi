@@ -236,7 +236,7 @@ cdef object binary_math(int op, object a, object b, str name):
     cdef bint a_tensor = isinstance(a, TensorBase), b_tensor = isinstance(b, TensorBase)
     if op == OP_ATAN2 and not b_tensor:
         raise TypeError(f"atan2(): argument 'other' (position 2) must be Tensor, not "
-                        f"{type(b).__name__}")
+                        f"{type_name(b)}")
     dt = result_dtype(a, b)
     if op == OP_ATAN2 and dt.kind != "f":
         dt = DEFAULT_FLOAT

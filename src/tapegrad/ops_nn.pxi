@@ -95,7 +95,7 @@ cdef int nn_no_weight_grad(object w, str fname, str arg) except -1:
 cdef int nn_check_tensor(object x, str fname, str arg, int pos) except -1:
     if not isinstance(x, TensorBase):
         raise TypeError(f"{fname}(): argument '{arg}' (position {pos}) must be Tensor, not "
-                        f"{type(x).__name__}")
+                        f"{type_name(x)}")
     return 0
 
 
@@ -282,7 +282,7 @@ cdef object nn_softmax_forward(TensorBase input, object dim, object dt, bint log
     cdef int ndim = A.ndim
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
         raise TypeError(f"{'log_softmax' if log else 'softmax'}(): argument 'dim' (position 2) "
-                        f"must be int, not {type(dim).__name__}")
+                        f"must be int, not {type_name(dim)}")
     axes = normalize_dims(int(dim), ndim)
     axis = axes[0] if ndim > 0 else ()
     if dt is not None:
@@ -1553,7 +1553,7 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
     if isinstance(normalized_shape, (int, np.integer)) or not isinstance(normalized_shape,
                                                                         (tuple, list)):
         raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of "
-                        f"ints, not {type(normalized_shape).__name__}")
+                        f"ints, not {type_name(normalized_shape)}")
     norm_shape = tuple(int(s) for s in normalized_shape)
     A = input._array
     cdef Py_ssize_t k = len(norm_shape), ndim = A.ndim, i
@@ -1790,7 +1790,7 @@ def pad(TensorBase input, pad, mode="constant", value=None):
             p = int(p)
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
             raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but found "
-                            f"element of type {type(p).__name__} at pos {j}")
+                            f"element of type {type_name(p)} at pos {j}")
         amounts.append(int(p))
     if mode != "constant":
         if mode in ("reflect", "replicate", "circular"):

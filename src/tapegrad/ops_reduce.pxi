@@ -22,7 +22,7 @@ from libc.math cimport INFINITY
 
 cdef str invalid_args(str name, object arg):
     return (f"{name}() received an invalid combination of arguments - got "
-            f"({type(arg).__name__}), but expected one of:\n"
+            f"({type_name(arg)}), but expected one of:\n"
             " * (Tensor input, int dim, bool keepdim)")
 
 
@@ -582,7 +582,7 @@ cdef object other_or_dim(str name, object dim, object keepdim, object other):
                         " * (Tensor input, Tensor other, *, Tensor out = None)\n"
                         " * (Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = None)")
     if not isinstance(other, TensorBase):
-        raise TypeError(f"{name}(): argument 'other' must be Tensor, not {type(other).__name__}")
+        raise TypeError(f"{name}(): argument 'other' must be Tensor, not {type_name(other)}")
     return other
 
 

@@ -33,7 +33,7 @@ cdef object int_arg(object v, str fname, str argname, int pos):
         except TypeError:
             pass
     raise TypeError(f"{fname}(): argument '{argname}' (position {pos}) must be int, not "
-                    f"{type(v).__name__}")
+                    f"{type_name(v)}")
 
 
 cdef tuple int_list_arg(tuple args, str fname, str argname):
@@ -52,7 +52,7 @@ cdef tuple int_list_arg(tuple args, str fname, str argname):
             except TypeError:
                 pass
         raise TypeError(f"{fname}(): argument '{argname}' (position 1) must be tuple of ints, but "
-                        f"found element of type {type(v).__name__} at pos {i}")
+                        f"found element of type {type_name(v)} at pos {i}")
     return tuple(out)
 
 
@@ -641,12 +641,12 @@ cdef object promote_arrays_dtype(tuple arrays):
 cdef tuple tensor_list_arg(object tensors, str fname):
     if isinstance(tensors, TensorBase) or not isinstance(tensors, (tuple, list)):
         raise TypeError(f"{fname}(): argument 'tensors' (position 1) must be tuple of Tensors, "
-                        f"not {type(tensors).__name__}")
+                        f"not {type_name(tensors)}")
     tensors = tuple(tensors)
     for j in range(len(tensors)):
         if not isinstance(tensors[j], TensorBase):
             raise TypeError(f"expected Tensor as element {j} in argument 0, but got "
-                            f"{type(tensors[j]).__name__}")
+                            f"{type_name(tensors[j])}")
     return tensors
 
 

@@ -700,9 +700,9 @@ cdef object clamp_op(TensorBase input, object lo, object hi, int variant):
             or (variant == CLAMP_MAX_ONLY and hi2 is None)):
         got = []
         if variant != CLAMP_MAX_ONLY:
-            got.append(f"min={type(lo).__name__}")
+            got.append(f"min={type_name(lo)}")
         if variant != CLAMP_MIN_ONLY:
-            got.append(f"max={type(hi).__name__}")
+            got.append(f"max={type_name(hi)}")
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
                         f"({', '.join(got)}), but expected one of:\n{sigs}")
     lo, hi = lo2, hi2
@@ -716,12 +716,12 @@ cdef object clamp_op(TensorBase input, object lo, object hi, int variant):
     if lo_t:
         if (<TensorBase>lo)._array.ndim != 0:
             raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                            f"(min=Tensor, max={type(hi).__name__}), but expected one of:\n{sigs}")
+                            f"(min=Tensor, max={type_name(hi)}), but expected one of:\n{sigs}")
         lo = (<TensorBase>lo)._array.item()
     if hi_t:
         if (<TensorBase>hi)._array.ndim != 0:
             raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                            f"(min={type(lo).__name__}, max=Tensor), but expected one of:\n{sigs}")
+                            f"(min={type_name(lo)}, max=Tensor), but expected one of:\n{sigs}")
         hi = (<TensorBase>hi)._array.item()
     dt = promote_operands((input, lo, hi))
     check_scalar_fits(lo, dt)
@@ -829,7 +829,7 @@ cdef object maximum_op(int op, TensorBase input, object other):
         return complex_call("refuse", (name, input))
     if not isinstance(other, TensorBase):
         raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
-                        f"{type(other).__name__}")
+                        f"{type_name(other)}")
     dt = promote2(input, other)
     A = operand_value(input, dt)
     B = operand_value(other, dt)
@@ -907,7 +907,7 @@ cdef object where_record(object condition, object input, object other, object ba
     y = complex_or_number_or_tensor(other)
     if (not isinstance(condition, TensorBase) or x is NotImplemented or y is NotImplemented
             or ((x is None) != (y is None))):
-        got = ", ".join(type(v).__name__ for v in (condition, input, other)[:1 if input is None and
+        got = ", ".join(type_name(v) for v in (condition, input, other)[:1 if input is None and
                                                                             other is None else 3])
         raise TypeError(f"where() received an invalid combination of arguments - got ({got}), but "
                         f"expected one of:\n{WHERE_SIGNATURES}")
@@ -997,7 +997,7 @@ cdef object elementwise_nograd(int which, object a, object b, bint dunder):
         if which >= LOGIC_AND:           # PyTorch's logical ops have no Number overload
             raise bad_operand_error(name, a, b)
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                        f"({type(a).__name__}, {type(b).__name__}), but expected one of:\n"
+                        f"({type_name(a)}, {type_name(b)}), but expected one of:\n"
                         f" * (Tensor input, Tensor other)\n * (Tensor input, Number other)")
     sa, sb = operand_shape(a2), operand_shape(b2)
     if sa != sb and isinstance(a2, TensorBase) and isinstance(b2, TensorBase):
@@ -1288,7 +1288,7 @@ def to(TensorBase self, *args, **kwargs):
                 dt = rest.pop(0)
         else:
             raise TypeError(f"to() received an invalid combination of arguments - got "
-                            f"({type(a0).__name__}), but expected one of:\n"
+                            f"({type_name(a0)}), but expected one of:\n"
                             " * (torch.device device = None, torch.dtype dtype = None, "
                             "bool non_blocking = False, bool copy = False)\n"
                             " * (torch.dtype dtype, bool non_blocking = False, bool copy = False)\n"
@@ -1299,13 +1299,13 @@ def to(TensorBase self, *args, **kwargs):
             copy = bool(rest[1])
     if device is not None and not is_device(device):
         raise TypeError(f"to(): argument 'device' must be torch.device, not "
-                        f"{type(device).__name__}")
+                        f"{type_name(device)}")
     check_device(device)
     if dt is None:
         return convert(self, self._array.dtype, copy)
     np_dt = dtype_arg(dt)
     if np_dt is None:
-        raise TypeError(f"to(): argument 'dtype' must be torch.dtype, not {type(dt).__name__}")
+        raise TypeError(f"to(): argument 'dtype' must be torch.dtype, not {type_name(dt)}")
     return convert(self, np_dt, copy)
 
 
@@ -1337,7 +1337,7 @@ def type_as(TensorBase self, other):
     """self converted to other's dtype (self when they match)."""
     if not isinstance(other, TensorBase):
         raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not "
-                        f"{type(other).__name__}")
+                        f"{type_name(other)}")
     return convert(self, (<TensorBase>other)._array.dtype, False)
 
 

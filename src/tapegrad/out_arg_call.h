@@ -126,6 +126,63 @@ tg_out_arg_set_capture_route(PyObject *route)
     return 0;
 }
 
+/* numpy.ndarray and _public_calls.argument_error(function, name, error, args, kwargs), set once
+ * by tg_out_arg_set_argument_error: a call that raised with an ndarray among its arguments (or in
+ * a list or tuple argument) gets PyTorch's TypeError from it ("must be Tensor, not
+ * numpy.ndarray"), whatever the function's own code ran into first.  Only on the error path. */
+static PyTypeObject *tg_ndarray_type = NULL;
+static PyObject *tg_argument_error = NULL;
+
+static int
+tg_out_arg_set_argument_error(PyObject *ndarray_type, PyObject *handler)
+{
+    if (!PyType_Check(ndarray_type) || !PyCallable_Check(handler)) {
+        PyErr_SetString(PyExc_TypeError, "the ndarray type must be a type, the handler callable");
+        return -1;
+    }
+    Py_INCREF(ndarray_type);
+    Py_XSETREF(tg_ndarray_type, (PyTypeObject *)ndarray_type);
+    Py_INCREF(handler);
+    Py_XSETREF(tg_argument_error, handler);
+    return 0;
+}
+
+static inline int
+tg_is_ndarray(PyObject *a)
+{
+    return PyObject_TypeCheck(a, tg_ndarray_type);
+}
+
+/* Whether an argument is an ndarray, or a list or tuple holding one. */
+static int
+tg_ndarray_argument(PyObject *a)
+{
+    Py_ssize_t i, n;
+    if (tg_is_ndarray(a))
+        return 1;
+    if (PyList_CheckExact(a)) {
+        n = PyList_GET_SIZE(a);
+        for (i = 0; i < n; i++)
+            if (tg_is_ndarray(PyList_GET_ITEM(a, i)))
+                return 1;
+    } else if (PyTuple_CheckExact(a)) {
+        n = PyTuple_GET_SIZE(a);
+        for (i = 0; i < n; i++)
+            if (tg_is_ndarray(PyTuple_GET_ITEM(a, i)))
+                return 1;
+    }
+    return 0;
+}
+
+/* The capture route now (a new reference), or None: what tests read to see none is left. */
+static PyObject *
+tg_out_arg_capture_route(void)
+{
+    PyObject *route = tg_capture_route != NULL ? tg_capture_route : Py_None;
+    Py_INCREF(route);
+    return route;
+}
+
 /* The call's arguments as a tuple and a dict, then handler(<head...>, positional, keywords). */
 static PyObject *
 tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, size_t nargsf,
@@ -181,6 +238,39 @@ tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, s
     return result;
 }
 
+/* The function raised (the error is set): with an ndarray argument, argument_error's exception
+ * instead of it, unless that returns None (the error stands). */
+static PyObject *
+tg_out_arg_failed(TgOutArg *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t i, n = PyVectorcall_NARGS(nargsf) + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    PyObject *type, *value, *tb, *head, *replacement;
+
+    for (i = 0; i < n && !tg_ndarray_argument(args[i]); i++)
+        ;
+    if (i == n)
+        return NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    head = PyTuple_Pack(3, self->fn, self->name, value != NULL ? value : Py_None);
+    replacement = head == NULL ? NULL
+                  : tg_out_arg_call_with(tg_argument_error, head, args, nargsf, kwnames, 1);
+    Py_XDECREF(head);
+    if (replacement == Py_None) {
+        Py_DECREF(replacement);
+        PyErr_Restore(type, value, tb);
+        return NULL;
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    if (replacement != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(replacement), replacement);
+        Py_DECREF(replacement);
+    }
+    return NULL;
+}
+
 static PyObject *
 tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -215,9 +305,11 @@ tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, 
         /* The function's own vectorcall, as PyObject_Vectorcall finds it, minus that call's
          * result check: our caller checks the result we return (~35 instructions a call). */
         vectorcallfunc fn_call = PyVectorcall_Function(self->fn);
-        if (fn_call != NULL)
-            return fn_call(self->fn, args, nargsf, kwnames);
-        return PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+        result = fn_call != NULL ? fn_call(self->fn, args, nargsf, kwnames)
+                                 : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+        if (result == NULL && tg_argument_error != NULL)
+            return tg_out_arg_failed(self, args, nargsf, kwnames);
+        return result;
     }
     head = Py_BuildValue("(OOO)", self->fn, self->name, self->dtype_from_out ? Py_True : Py_False);
     if (head == NULL)

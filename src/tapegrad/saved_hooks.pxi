@@ -268,7 +268,7 @@ def _unpack_with_hook(unpack, packed):
     t = unpack(packed)
     if not isinstance(t, TensorBase):
         raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
-                        f"result of type {type(t).__name__}")
+                        f"result of type {type_name(t)}")
     return t
 
 
@@ -280,7 +280,7 @@ def _saved_hooks_push(pack_hook, unpack_hook):
         raise RuntimeError(disabled)
     if not callable(pack_hook) or not callable(unpack_hook):
         raise TypeError("saved_tensors_hooks: pack_hook and unpack_hook must be callables, got "
-                        f"{type(pack_hook).__name__} and {type(unpack_hook).__name__}")
+                        f"{type_name(pack_hook)} and {type_name(unpack_hook)}")
     flush_packs()                       # what was saved before belongs to the outer hooks
     stack = getattr(HOOK_STATE, "stack", None)
     if stack is None:

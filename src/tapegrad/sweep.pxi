@@ -59,17 +59,35 @@ cdef int check_saved_versions(Record* r) except -1:
         v = <Version>r.ver[j]
         if v.value != r.ver_at[j]:
             saved = <object>r.saved[j] if r.saved[j] != NULL else None
-            # PyTorch names the value by its legacy tensor type: [torch.FloatTensor [128, 1]]
-            # (a version kept without a value, guard_version: the value is not at hand)
-            what = ("a tensor" if saved is None else
-                    f"[torch.{scalar_type_name(saved.dtype)}Tensor {list(saved.shape)}]")
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {what}, which is saved by {OP_NAMES[r.op]}, is at version "
-                f"{v.value}; expected version {r.ver_at[j]} instead. Hint: the value was "
-                f"overwritten by an in-place operation (add_, mul_, x[i] = v, ...) after it was "
-                f"used; use the out-of-place form (x = x + y) or .clone() it first.")
+            raise modified_in_place_error(saved, saved_value_node_name(r, j), v.value,
+                                          r.ver_at[j])
     return 0
+
+
+cdef object saved_value_node_name(Record* r, int j):
+    """The node PyTorch's in-place error names for saved value j of record r (a copy of a tape
+    record: the sweeps run on copies): "which is output 0 of Exp".  PyTorch keeps the node an
+    output was saved with (r's own), and names a saved input by its tensor's grad_fn at the time
+    of the error: the in-place op's when the write was recorded, none for a leaf.  Which of the
+    two: the live tensor holding the value, its history followed back through the in-place
+    records (each takes the tensor's previous history as input 0) to r (a saved output) or
+    elsewhere.  Only on the error path: a walk over the tape."""
+    cdef Py_ssize_t me = -1, i, k
+    cdef TensorBase t = None
+    saved = <object>r.saved[j] if r.saved[j] != NULL else None
+    for i in range(TAPE.n - 1, -1, -1):
+        if me < 0 and TAPE.recs[i].ver[j] == r.ver[j] and TAPE.recs[i].saved[j] == r.saved[j] \
+                and TAPE.recs[i].op == r.op:
+            me = i
+        if t is None and saved is not None and TAPE.recs[i].out != NULL and \
+                (<TensorBase>TAPE.recs[i].out)._array is saved:
+            t = <TensorBase>TAPE.recs[i].out
+    if t is None or me < 0:
+        return OP_NAMES[r.op]
+    k = t._node
+    while k > me:
+        k = rec_inputs(&TAPE.recs[k])[0] if TAPE.recs[k].n_in > 0 else -1
+    return OP_NAMES[r.op] if k == me else _grad_fn_name_of(t)
 
 
 cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
@@ -378,7 +396,7 @@ cdef list make_grads(tuple outputs, tuple grads):
         out = outputs[i]
         grad = grads[i]
         if not isinstance(out, TensorBase):
-            raise TypeError(f"outputs must be Tensors, but got {type(out).__name__}")
+            raise TypeError(f"outputs must be Tensors, but got {type_name(out)}")
         A = (<TensorBase>out)._array
         if isinstance(grad, TensorBase):
             G = (<TensorBase>grad)._array
@@ -404,7 +422,7 @@ cdef list make_grads(tuple outputs, tuple grads):
                 new.append(None)
         else:
             raise TypeError(f"gradients can be either Tensors or None, but got "
-                            f"{type(grad).__name__}")
+                            f"{type_name(grad)}")
     return new
 
 
@@ -415,7 +433,7 @@ cdef tuple normalize_inputs(object inputs, str fname):
         return tuple(inputs.values())
     if isinstance(inputs, dict):
         raise TypeError(f"`inputs` argument to `{fname}()` must be a dict, not "
-                        f"{type(inputs).__name__}. Other Mapping types are not supported.")
+                        f"{type_name(inputs)}. Other Mapping types are not supported.")
     return tuple(inputs)
 
 
@@ -483,7 +501,7 @@ cdef object engine_pass(tuple outputs, list grads, bint retain_graph, bint creat
         for x in inputs:
             if not isinstance(x, TensorBase):
                 raise RuntimeError("all inputs have to be Tensors or GradientEdges, but got "
-                                   f"{type(x).__name__}")
+                                   f"{type_name(x)}")
             t = <TensorBase>x
             fresh(t)
             if accumulate_grad:

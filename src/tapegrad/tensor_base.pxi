@@ -199,7 +199,7 @@ cdef class GradFn:
         AccumulateGrad node, fn((), (grad,)) after the leaf's .grad was accumulated."""
         if not callable(fn):
             raise TypeError("register_hook(): argument 'fn' must be callable, got "
-                            f"{type(fn).__name__}")
+                            f"{type_name(fn)}")
         return register_node_hook(self._node, fn)
 
     def register_prehook(self, fn):
@@ -207,7 +207,7 @@ cdef class GradFn:
         gradient arriving at its output, as a tensor hook on that output)."""
         if not callable(fn):
             raise TypeError("register_prehook(): argument 'fn' must be callable, got "
-                            f"{type(fn).__name__}")
+                            f"{type_name(fn)}")
         return register_node_prehook(self._node, fn)
 
     @property
@@ -526,7 +526,7 @@ cdef class TensorBase:
             return
         if not isinstance(value, TensorBase):
             raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
-                            f"{type(value).__name__}")
+                            f"{type_name(value)}")
         if value is self:
             raise RuntimeError("can't assign Variable as its own grad")
         gdt = (<TensorBase>value)._array.dtype
@@ -602,7 +602,7 @@ cdef class TensorBase:
     def data(self, value):
         # PyTorch's set_data swaps the storage and keeps this tensor's own version counter
         if not isinstance(value, TensorBase):
-            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+            raise TypeError(f"data must be a Tensor, got {type_name(value)}")
         self._array = (<TensorBase>value)._array
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

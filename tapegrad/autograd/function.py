@@ -22,8 +22,8 @@ user's backward and checks what it returns as PyTorch's engine does.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import functools
-import re
 import sys
 import warnings
 import weakref
@@ -44,25 +44,8 @@ _BACKWARD_TWICE = (
     "graph a second time or if you need to access saved tensors after calling backward.")
 
 
-def _legacy_type(arr) -> str:
-    return f"torch.{_core.scalar_type_name_of(arr.dtype)}Tensor"
-
-
-def _modified_in_place_error(arr, grad_fn_name, version: int, expected: int) -> RuntimeError:
-    """PyTorch's error for a saved value (array `arr`, made by the node `grad_fn_name` or None
-    for a leaf) written in place after it was saved: its version moved from expected."""
-    which = "" if grad_fn_name is None else (
-        f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', grad_fn_name)},")
-    hint = ("Hint: the backtrace further above shows the operation that failed to "
-            "compute its gradient. The variable in question was changed in there or "
-            "anywhere later. Good luck!" if _core._anomaly_enabled() else
-            "Hint: enable anomaly detection to find the operation that failed to "
-            "compute its gradient, with torch.autograd.set_detect_anomaly(True, "
-            "check_nan=False).")
-    return RuntimeError(
-        "one of the variables needed for gradient computation has been modified by an "
-        f"inplace operation: [{_legacy_type(arr)} {list(arr.shape)}]{which} "
-        f"is at version {version}; expected version {expected} instead. {hint}")
+# PyTorch's error for a saved value written in place since (the sweeps' too)
+_modified_in_place_error = _core.modified_in_place_error
 
 
 class _SavedOutput:
@@ -622,7 +605,7 @@ def _backward(ctx, grads, create_graph=False):
             out.append(None)
             continue
         if not isinstance(g, Tensor):
-            raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
+            raise RuntimeError(f"expected Variable or None (got {_type_name(g)})")
         shape, dtype = meta
         gshape = tuple(g._array.shape)
         if gshape != shape:

@@ -4,6 +4,7 @@
 graph, with the requested requires_grad; `isinstance(x, Variable)` holds for every tensor."""
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import warnings
 
 from .. import _core
@@ -26,7 +27,7 @@ class _VariableMeta(type):
             from ..creation import empty
             data = empty(0)
         elif not isinstance(data, _core.TensorBase):
-            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+            raise TypeError(f"Variable data has to be a tensor, but got {_type_name(data)}")
         result = data.detach()
         if requires_grad:
             if not result.is_floating_point():

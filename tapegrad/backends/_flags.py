@@ -3,6 +3,7 @@ attributes that accept only a bool, as PyTorch's (`set_benchmark_cudnn expects a
 int`), remembered with no effect on tapegrad's computation."""
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import sys
 import types
 
@@ -14,7 +15,7 @@ class _BoolFlagModule(types.ModuleType):
     def __setattr__(self, name, value):
         setter = self.__dict__["_FLAGS"].get(name)
         if setter is not None and not isinstance(value, bool):
-            raise RuntimeError(f"{setter} expects a bool, but got {type(value).__name__}")
+            raise RuntimeError(f"{setter} expects a bool, but got {_type_name(value)}")
         super().__setattr__(name, value)
 
 

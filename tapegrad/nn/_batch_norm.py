@@ -6,6 +6,7 @@ the running statistics are updated in place here, outside the graph.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from .. import _core
@@ -27,7 +28,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     for position, (name, v) in ((7, ("momentum", momentum)), (8, ("eps", eps))):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise TypeError(f"batch_norm(): argument '{name}' (position {position}) must be "
-                            f"float, not {type(v).__name__}")
+                            f"float, not {_type_name(v)}")
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != C:

@@ -27,6 +27,7 @@ call as one step running the same array kernels on its buffers.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import functools
 import math
 from typing import NamedTuple
@@ -516,7 +517,7 @@ def _tuple(value, n, name, what="convolution"):
 
 def _check_tensor(x, name="input"):
     if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a Tensor, not {type(x).__name__}")
+        raise TypeError(f"{name} must be a Tensor, not {_type_name(x)}")
 
 
 def _ctype(arr):

@@ -13,6 +13,7 @@ log_softmax), which is how CTC is used; frames past an input's length get zero.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from .. import _core
@@ -169,7 +170,7 @@ def _lengths(value, name):
     if isinstance(value, (list, tuple)):
         return np.asarray([int(v) for v in value], dtype=np.int64)
     raise TypeError(f"ctc_loss(): argument '{name}' must be tuple of ints or Tensor, not "
-                    f"{type(value).__name__}")
+                    f"{_type_name(value)}")
 
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",

@@ -2,6 +2,7 @@
 and the bookkeeping tensors PyTorch's backward uses returned alongside the output)."""
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from .. import _core, grad_mode
@@ -23,7 +24,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq: bool = False, mo
     """
     if not isinstance(offsets, _core.TensorBase):
         raise TypeError("embedding_bag(): argument 'offsets' (position 3) must be Tensor, not "
-                        f"{type(offsets).__name__}")
+                        f"{_type_name(offsets)}")
     if mode not in (0, 1, 2):
         raise RuntimeError("`mode` must be sum, mean, or max.")
     if isinstance(indices, _core.TensorBase) and indices.dim() != 1:

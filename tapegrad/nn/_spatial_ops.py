@@ -7,6 +7,7 @@ create_graph) come from the core.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import math
 import warnings
 
@@ -191,7 +192,7 @@ def pad(input, pad, mode="constant", value=None):
     for i, p in enumerate(pad):
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
             raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but "
-                            f"found element of type {type(p).__name__} at pos {i}")
+                            f"found element of type {_type_name(p)} at pos {i}")
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")

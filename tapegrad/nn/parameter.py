@@ -2,6 +2,7 @@
 modules' placeholders, UninitializedParameter and UninitializedBuffer."""
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import copy
 
 from .. import _core
@@ -16,7 +17,7 @@ class Parameter(Tensor):
             from ..creation import empty
             data = empty(0)
         if not isinstance(data, _core.TensorBase):
-            raise TypeError(f"Parameter data must be a Tensor, got {type(data).__name__}")
+            raise TypeError(f"Parameter data must be a Tensor, got {_type_name(data)}")
         if data.is_meta and not cls.is_meta:
             from .._meta import meta_parameter_class
             cls = meta_parameter_class()

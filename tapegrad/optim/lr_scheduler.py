@@ -6,6 +6,7 @@ uses the closed form where PyTorch has one.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import math
 import types
 import warnings
@@ -256,7 +257,7 @@ class MultiplicativeLR(_LambdaMixin, LRScheduler):
         self._set_lambdas(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
             if not callable(fn):
-                raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
+                raise TypeError(f"lr_lambda should be a function, but got {_type_name(fn)}")
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list:

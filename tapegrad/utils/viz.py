@@ -22,6 +22,7 @@ used it), so the output is at the bottom.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 from collections.abc import Mapping
 
 __all__ = ["graph"]
@@ -72,7 +73,7 @@ def _roots_of(output) -> list:
     for r in roots:
         if not _is_tensor(r):
             raise TypeError(f"graph() expects a Tensor or a sequence of Tensors, but got "
-                            f"{type(r).__name__}")
+                            f"{_type_name(r)}")
     return roots
 
 
@@ -81,7 +82,7 @@ def _named_tensors(named) -> list:
         return []
     if not isinstance(named, Mapping):
         raise TypeError(f"graph(): named must be a mapping of names to Tensors, but got "
-                        f"{type(named).__name__}")
+                        f"{_type_name(named)}")
     # Passing locals() is the idiom: keep only the tensors among the values.
     return [(str(k), v) for k, v in named.items() if _is_tensor(v)]
 

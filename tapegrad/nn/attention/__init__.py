@@ -8,6 +8,7 @@ viable backend" error.
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import contextlib
 from enum import Enum
 
@@ -67,7 +68,7 @@ def sdpa_kernel(backends, set_priority: bool = False):
     CPU kernel the order changes nothing.  The argument is checked on entering the block."""
     if not isinstance(backends, (list, SDPBackend)):
         raise AssertionError("Backend must be an instance of SDPBackend or a list of SDPBackend "
-                             f"instances, got {type(backends).__name__}")
+                             f"instances, got {_type_name(backends)}")
     if isinstance(backends, SDPBackend):
         backends = [backends]
     with _flags(set(backends)) as ctx:

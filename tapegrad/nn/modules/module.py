@@ -1,6 +1,7 @@
 """nn.Module: parameters, buffers and submodules registered by attribute assignment."""
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator, TypeVar
@@ -240,12 +241,12 @@ class Module:
             modules[name] = value
         elif name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
                                 "(torch.nn.Parameter or None expected)")
             params[name] = None
         elif name in modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
+                raise TypeError(f"cannot assign '{_type_name(value)}' as child module "
                                 f"'{name}' (torch.nn.Module or None expected)")
             modules[name] = None
         elif isinstance(value, Buffer):
@@ -253,7 +254,7 @@ class Module:
             self.register_buffer(name, value, value.persistent)
         elif name in buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
                                 "(torch.nn.Buffer, torch.Tensor or None expected)")
             buffers[name] = value
         else:
@@ -294,7 +295,7 @@ class Module:
         ['scale']
         """
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+            raise TypeError(f"cannot assign '{_type_name(param)}' object to parameter "
                             f"'{name}' (torch.nn.Parameter or None required)")
         _discard(self, name, keep=self._parameters)
         self._parameters[name] = param
@@ -324,7 +325,7 @@ class Module:
         if "." in name or name == "":
             raise KeyError(f'buffer name can\'t contain "." or be empty (got "{name}")')
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+            raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
         _discard(self, name, keep=self._buffers)
         self._buffers[name] = tensor

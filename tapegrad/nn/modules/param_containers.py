@@ -7,6 +7,7 @@ attribute (and printed as "Object of type: ...").
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 from collections import OrderedDict
 from collections.abc import Mapping
 
@@ -76,7 +77,7 @@ class ParameterList(Module):
         """Append each of an iterable of values."""
         if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
             raise TypeError(f"ParameterList.extend should be called with an iterable, but got "
-                            f"{type(values).__name__}")
+                            f"{_type_name(values)}")
         for value in values:
             self.append(value)
         return self
@@ -104,7 +105,7 @@ class ParameterDict(Module):
     def _key(key) -> str:
         if not isinstance(key, str):
             raise TypeError(f"Index given to ParameterDict cannot be used as a key as it is not a "
-                            f"string (type is '{type(key).__name__}'). Open an issue on github if "
+                            f"string (type is '{_type_name(key)}'). Open an issue on github if "
                             f"you need non-string keys.")
         return key
 
@@ -198,7 +199,7 @@ class ParameterDict(Module):
                 pairs.append(pair)
         else:
             raise TypeError(f"ParametersDict.update should be called with an iterable of "
-                            f"key/value pairs, but got {type(parameters).__name__}")
+                            f"key/value pairs, but got {_type_name(parameters)}")
         for key, value in pairs:
             self[key] = value
 

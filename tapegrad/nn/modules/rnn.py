@@ -12,6 +12,7 @@ with n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
 """
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import math
 import numbers
 import warnings
@@ -279,7 +280,7 @@ class RNNBase(Module):
                           f"dropout={dropout} and num_layers={num_layers}", stacklevel=3)
         if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
             raise TypeError(f"hidden_size should be of type int, got: "
-                            f"{type(hidden_size).__name__}")
+                            f"{_type_name(hidden_size)}")
         if hidden_size <= 0:
             raise ValueError("hidden_size must be greater than zero")
         if num_layers <= 0:

@@ -1,6 +1,7 @@
 """Flatten parameters into one vector and write a vector back (torch.nn.utils's pair)."""
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import tapegrad as _tg
 from ...tensor import Tensor
 
@@ -13,7 +14,7 @@ def parameters_to_vector(parameters) -> Tensor:
 def vector_to_parameters(vec, parameters) -> None:
     """Overwrite each parameter's data with its consecutive slice of vec."""
     if not isinstance(vec, Tensor):
-        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+        raise TypeError(f"expected torch.Tensor, but got: {_type_name(vec)}")
     offset = 0
     for param in parameters:
         n = param.numel()

@@ -1,6 +1,7 @@
 """Samplers: the orders in which a DataLoader visits a map-style dataset's indices."""
 from __future__ import annotations
 
+from tapegrad._core import type_name as _type_name
 import math
 from typing import Generic, TypeVar
 
@@ -22,7 +23,7 @@ def _numpy_generator(generator) -> np.random.Generator:
         if isinstance(inner, np.random.Generator):
             return inner
     raise TypeError("generator must be a tapegrad.Generator (or a numpy.random.Generator), got "
-                    f"{type(generator).__name__}")
+                    f"{_type_name(generator)}")
 
 
 def _fresh_generator(generator) -> np.random.Generator:
