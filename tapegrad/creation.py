@@ -312,7 +312,7 @@ def _warn_if_read_only(array: np.ndarray) -> None:
                       "undefined behavior. You may want to copy the array to protect its data or "
                       "make it writable before converting it to a tensor. This type of warning "
                       "will be suppressed for the rest of this program.", UserWarning,
-                      stacklevel=_user_stacklevel())
+                      stacklevel=_core.user_stacklevel())
 
 
 def _default_complex() -> np.dtype:
