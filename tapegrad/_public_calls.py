@@ -149,6 +149,16 @@ def _positional_parameters(fn) -> tuple:
     return found
 
 
+def _all_zero_d(args: tuple, kwargs: dict) -> bool:
+    """Whether every ndarray among the arguments (and inside list/tuple arguments) is 0-d."""
+    ndarray = np.ndarray
+    for a in (*args, *kwargs.values()):
+        for e in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(e, ndarray) and e.ndim != 0:
+                return False
+    return True
+
+
 def argument_error(fn, name: str, error, args: tuple, kwargs: dict):
     """The exception a public function's call raises when it raised `error` with an ndarray among
     its arguments (out_arg_call.h calls this on that error path only): PyTorch's argument parser
@@ -157,6 +167,12 @@ def argument_error(fn, name: str, error, args: tuple, kwargs: dict):
     its truth value (ValueError) or a shape check first.  None keeps `error`: a function that takes
     arrays, or an error already in PyTorch's words."""
     if name in TAKES_ARRAYS or id(fn) in _reads_first:
+        return None
+    if not isinstance(error, Exception):
+        return None                     # KeyboardInterrupt, SystemExit: never replaced
+    if not isinstance(error, (TypeError, AttributeError, ValueError)) and _all_zero_d(args, kwargs):
+        # PyTorch reads a 0-d array as a number where it takes an int or a scalar (topk's k,
+        # narrow's start): the call's own error (a range check's RuntimeError) stands
         return None
     if isinstance(error, TypeError):
         # this function's own parser message stands: PyTorch's name for it, which may carry its

@@ -121,3 +121,19 @@ def test_type_name_is_pytorchs(value, name):
     with pytest.raises(TypeError) as g_info:
         tapegrad.dot(tapegrad.ones(2), value)
     assert f"not {name}" in str(t_info.value) and f"not {name}" in str(g_info.value)
+
+
+# A 0-d integer ndarray where PyTorch reads an int: the call's own error (a range check's
+# RuntimeError) stands; only the errors an ndarray in a Tensor's place produces are replaced.
+@pytest.mark.parametrize("call", [
+    lambda T: T.topk(T.ones(5), np.array(9)),
+    lambda T: T.narrow(T.ones(5), 0, np.array(1), 9),
+    lambda T: T.split(T.ones(5), [np.array(1), 9]),
+])
+def test_zero_d_int_array_keeps_the_calls_own_error(call):
+    with pytest.raises(RuntimeError) as expected:
+        call(torch)
+    with pytest.raises(RuntimeError) as got:
+        call(tapegrad)
+    assert str(got.value).split(" (")[0] == str(expected.value).split(" (")[0]
+
