@@ -440,12 +440,16 @@ def _sort_order(arr: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     return (arr.shape[axis] - 1) - np.flip(order, axis)
 
 
-def _take(input, dim: int, order: np.ndarray):
-    """input's values at `order` along dim: a gather, so that the values are differentiable."""
-    from . import gather
+def values_at(input, dim: int, positions: np.ndarray):
+    """input's values at `positions` along dim (numpy indices of input's shape but along dim),
+    differentiable: the values of sort, topk, kthvalue and median.  An advanced index, not a
+    gather: PyTorch's backward of those saves only the indices, so an in-place write to input
+    after them must not fail their backward (gather's record guards its input's version)."""
     if input.ndim == 0:
         return input.clone()
-    return gather(input, dim, _index_tensor(order))
+    grid = list(np.indices(positions.shape, sparse=True))
+    grid[dim] = positions
+    return input[tuple(_index_tensor(g) for g in grid)]
 
 
 @_numpy_dim_names
@@ -461,7 +465,7 @@ def sort(input, dim=-1, descending=False, *, stable=False):
         return _core.return_types.sort((values.permute(*back), indices.permute(*back)))
     order = _sort_order(input._array.reshape(input._array.shape or (1,)), d, bool(descending))
     order = order.reshape(input._array.shape)
-    return _core.return_types.sort((_take(input, d, order), _index_tensor(order)))
+    return _core.return_types.sort((values_at(input, d, order), _index_tensor(order)))
 
 
 @_numpy_dim_names
@@ -483,7 +487,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     order = np.take(_sort_order(arr, d, bool(largest)), np.arange(k), axis=d)
     if input.ndim == 0:         # PyTorch returns the element and index 0 for k = 0 and 1 alike
         order = np.zeros((), dtype=np.int64)
-    return _core.return_types.topk((_take(input, d, order), _index_tensor(order)))
+    return _core.return_types.topk((values_at(input, d, order), _index_tensor(order)))
 
 
 # -- cumulative sums and products ------------------------------------------------------------------

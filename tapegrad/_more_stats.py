@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _core
 from ._complex import refuse_if_complex
-from ._extra_ops import (_check_tensor, _dim, _dtype_name, _index_tensor, _no_dims,
+from ._extra_ops import (values_at, _check_tensor, _dim, _dtype_name, _index_tensor, _no_dims,
                          _numpy_dim_names, _records, _wrap, register_family)
 from ._out_arg import compute_then_write, write_into
 
@@ -80,7 +80,7 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     rows = np.moveaxis(arr, d, -1)
     position = np.expand_dims(_median_order(rows, ignore_nan), d)
-    values = input.gather(d, _index_tensor(position))
+    values = values_at(input, d, position)
     indices = _index_tensor(position)
     if not keepdim:
         values, indices = values.squeeze(d), indices.squeeze(d)
@@ -122,7 +122,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
         return result_type((input.clone(), _index_tensor(0)))
     order = np.argsort(arr, axis=d, kind="stable")
     position = np.take(order, [k - 1], axis=d)
-    values, indices = input.gather(d, _index_tensor(position)), _index_tensor(position)
+    values, indices = values_at(input, d, position), _index_tensor(position)
     if not keepdim:
         values, indices = values.squeeze(d), indices.squeeze(d)
     return result_type((values, indices))
