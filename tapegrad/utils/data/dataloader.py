@@ -30,34 +30,12 @@ def _wrap(arr: np.ndarray):
     return _core.wrap_array(arr)
 
 
-_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
-
-
-def _promote(a: np.dtype, b: np.dtype) -> np.dtype:
-    """PyTorch's promotion of two tensors' dtypes: within a category (bool < integer < floating)
-    the wider type, across categories the higher category's dtype (int64 with float32: float32)."""
-    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
-    if ca == cb:
-        return np.promote_types(a, b)
-    return a if ca > cb else b
-
-
 def _stack_tensors(batch):
-    """torch.stack(batch, 0) on the tensors' arrays (the result does not record on the tape)."""
-    first = batch[0]._array
-    shape, dt = first.shape, first.dtype
-    arrays = []
-    for i, t in enumerate(batch):
-        a = t._array
-        if a.shape != shape:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} "
-                               f"at entry 0 and {list(a.shape)} at entry {i}")
-        arrays.append(a)
-    if any(a.dtype != dt for a in arrays):         # mixed dtypes: PyTorch's type promotion
-        for a in arrays:
-            dt = _promote(dt, a.dtype)
-        return _wrap(np.stack(arrays).astype(dt, copy=False))
-    return _wrap(np.stack(arrays))
+    """torch.stack(batch, 0), as PyTorch's collate calls it: the one stack, so the batch has
+    stack's layout (contiguous unless every sample is channels_last; a numpy-side stack kept the
+    samples' strides, and a transposed sample gave a batch whose view() raised) and records
+    when a sample requires grad (grad_fn=<StackBackward0>, as PyTorch's)."""
+    return _core.stack(batch, 0)
 
 
 def _as_tensor(data):
