@@ -119,6 +119,7 @@ class ReplayPlan:
     def rebuild(self, outs: Any) -> Any: ...
     saved_ext: Any
     saved_out: Any
+    saved_out_nodes: Any
     sources: Any
     structure: Any
 

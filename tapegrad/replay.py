@@ -687,8 +687,10 @@ def _plan_from(capture, flat, result, effects=()):
     plan.direct = plan.output_map == list(range(len(plan.output_map)))
     plan.guards = [(root_slot[id(t)], kind, value) for t, kind, value in guard_reads]
     plan.saved_ext = saved_ext
-    plan.saved_out = tuple(plan.output_map[i] for i in _saved_outputs(outputs, ext)
-                           if plan.output_map[i] >= 0)
+    saved_out = [i for i in _saved_outputs(outputs, ext) if plan.output_map[i] >= 0]
+    plan.saved_out = tuple(plan.output_map[i] for i in saved_out)
+    # the node eager's error names for an in-place write into a saved output (the op that made it)
+    plan.saved_out_nodes = tuple(type(outputs[i].grad_fn).__name__ for i in saved_out)
     if effects:
         _check_effects(targets, ext, outputs, flat)
     effect_slots = {id(t): root_slot[id(t)] for t in effect_reads}

@@ -22,6 +22,8 @@ cdef enum:
     RF_MOVED = 8            # a LEAF record whose tensor an in-place op gave a history since
     RF_PACK_PENDING = 16    # saved while saved-tensor hooks were active: to be packed (saved_hooks.pxi)
     RF_PACKED = 32          # some saved[j] is a PackedSaved: the sweep unpacks it first
+    RF_SAVED_NO_HISTORY = 64    # << j: saved[j] is an input that had no history (no grad) when
+                                # saved (bits 64 .. 64 << (MAX_SAVED - 1))
 
 cdef struct Record:
     int op                          # opcode: index into the op table (OPS)

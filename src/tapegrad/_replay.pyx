@@ -6,7 +6,8 @@ include "module_prelude.pxi"
 from tapegrad._ops_reduce cimport *
 from tapegrad._ops_linalg cimport *
 
-from tapegrad._core import _function_record, _grad
+from tapegrad._core import _function_record, _grad, _grad_fn_name_of
+from tapegrad._core import modified_in_place_error
 from tapegrad._core import _set_grad_enabled
 
 include "replay.pxi"

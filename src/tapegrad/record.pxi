@@ -92,13 +92,13 @@ cdef int save_value(Record* r, int j, object value, object owner) except -1:
             return keep_saved(r, j, value, <TensorBase>owner)
         if cnp.PyArray_Check(value):
             arr = (<TensorBase>owner)._array
-            if value is arr:
-                return keep_saved(r, j, value, <TensorBase>owner)
             b = cnp.PyArray_BASE(<cnp.ndarray>value)
-            if b != NULL:
-                ob = cnp.PyArray_BASE(<cnp.ndarray>arr)
-                if b == <PyObject*>arr or (ob != NULL and b == ob):
-                    return keep_saved(r, j, value, <TensorBase>owner)
+            ob = cnp.PyArray_BASE(<cnp.ndarray>arr)
+            if value is arr or (b != NULL and (b == <PyObject*>arr or (ob != NULL and b == ob))):
+                # an input with no history: the in-place error names no node for it, as
+                # PyTorch's (saved_value_node_name)
+                r.flags |= RF_SAVED_NO_HISTORY << j
+                return keep_saved(r, j, value, <TensorBase>owner)
     keep(&r.saved[j], value)
     return 0
 

@@ -222,11 +222,14 @@ cdef class BufferSet(CompiledBackward):
         cdef Version v
         if self.versions is None:
             return 0
-        for v, at in self.versions:
+        for v, at, arr, node in self.versions:
             if v.value != at:
-                raise RuntimeError("one of the variables needed for gradient computation has "
-                                   "been modified by an inplace operation: is at version "
-                                   f"{v.value}; expected version {at} instead.")
+                # eager's message (the one builder): a saved external is named by its tensor's
+                # grad_fn now (none for a leaf), a saved output by the node that made it in the
+                # capture (eager's record saved it with that node)
+                raise modified_in_place_error(
+                    arr, _grad_fn_name_of(node) if isinstance(node, TensorBase) else node,
+                    v.value, at)
         return 0
 
     cdef Program owner(self):
@@ -1356,11 +1359,15 @@ cdef class Program:
         bs.n_out = n_out
         bs.versions = None
         if plan.saved_ext or plan.saved_out:
+            # (Version, its value now, the array and what names it in the error: an external's
+            # tensor, whose grad_fn at the error names it, or an output's node name)
             bs.versions = [(version_of(<TensorBase>tensors[k]),
-                            version_of(<TensorBase>tensors[k]).value) for k in plan.saved_ext]
-            for k in plan.saved_out:    # an in-place write to one raises at backward, as eager
-                o = results[k] if results is not None else t0
-                bs.versions.append((version_of(<TensorBase>o), version_of(<TensorBase>o).value))
+                            version_of(<TensorBase>tensors[k]).value,
+                            (<TensorBase>tensors[k])._array, tensors[k]) for k in plan.saved_ext]
+            for j, k in enumerate(plan.saved_out):  # an in-place write to one raises at
+                o = results[k] if results is not None else t0   # backward, as eager
+                bs.versions.append((version_of(<TensorBase>o), version_of(<TensorBase>o).value,
+                                    (<TensorBase>o)._array, plan.saved_out_nodes[j]))
         bs.inputs = tensors             # (a fresh list: call_externals')
         bs.plan, bs.call, bs.args, bs.kwargs = plan, call, args, kwargs
         bs.rng_state = rng_state
@@ -2079,6 +2086,8 @@ cdef class ReplayPlan:
     cdef public list output_map         # fn's tensor outputs: Program output j, or ~external
     cdef public list saved_ext          # externals whose values the backward reads
     cdef public tuple saved_out         # Program outputs whose values the backward reads
+    cdef public tuple saved_out_nodes   # saved_out's grad_fn names in the capture (errors name
+                                        # them: "which is output 0 of Exp")
     cdef public object structure        # how to rebuild fn's return value (None: one tensor)
     cdef public tuple env               # (namespace, name, value) the capture read by name
     cdef public bint direct             # output_map is 0, 1, ...: fn returns the Program's
@@ -2093,6 +2102,7 @@ cdef class ReplayPlan:
         self.output_map = []
         self.saved_ext = []
         self.saved_out = ()
+        self.saved_out_nodes = ()
         self.structure = None
         self.env = ()
         self.direct = False

@@ -82,6 +82,11 @@ cdef object saved_value_node_name(Record* r, int j):
         if t is None and saved is not None and TAPE.recs[i].out != NULL and \
                 (<TensorBase>TAPE.recs[i].out)._array is saved:
             t = <TensorBase>TAPE.recs[i].out
+    if t is None and r.flags & (RF_SAVED_NO_HISTORY << j):
+        # an input that had no history when saved (a tensor that requires no grad) and got none
+        # since (no record's output holds it): PyTorch names no node ("[torch.FloatTensor [3]] is
+        # at version 1"); without this test it was named as r's own output
+        return None
     if t is None or me < 0:
         return OP_NAMES[r.op]
     k = t._node
