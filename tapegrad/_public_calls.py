@@ -125,7 +125,8 @@ TAKES_ARRAYS = frozenset(("tensor", "as_tensor", "asarray", "from_numpy", "fromb
 TORCH_READS_FIRST = frozenset(
     [("tapegrad", "svd_lowrank")] +
     [("tapegrad.nn.functional", n) for n in ("dropout1d", "dropout2d", "dropout3d", "normalize",
-                                             "softmin", "softsign", "margin_ranking_loss")])
+                                             "softmax", "log_softmax", "softmin", "softsign",
+                                             "margin_ranking_loss")])
 _reads_first: set = set()       # id() of those functions, found by install()
 
 # id(function) -> (its positional parameters' names, the index of its *args or -1)

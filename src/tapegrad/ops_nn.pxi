@@ -351,18 +351,33 @@ cdef object log_softmax_eager(TensorBase input, dim, dtype=None):
     return nn_softmax_forward(input, dim, dtype, True)
 
 
-def functional_softmax(TensorBase input, dim=None, _stacklevel=3, dtype=None):
+cdef object nn_softmax_by_method(object input, str method, dim, _stacklevel, dtype):
+    # PyTorch's F.softmax/F.log_softmax read `input.dim()` (no dim given) and call
+    # `input.softmax(dim)` / `input.log_softmax(dim)`: a non-tensor (an int, a list, an ndarray)
+    # fails with AttributeError naming that method, and an object that has the methods works.
+    if dim is None:
+        dim = nn_implicit_dim(method, input.dim(), _stacklevel)
+    if dtype is None:
+        return getattr(input, method)(dim)
+    return getattr(input, method)(dim, dtype=dtype)
+
+
+def functional_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """F.softmax(input, dim=None, _stacklevel=3, dtype=None).  Without `dim`, PyTorch's legacy
     choice (0 for 0-, 1- and 3-d inputs, else 1) with its deprecation warning."""
+    if not isinstance(input, TensorBase):
+        return nn_softmax_by_method(input, "softmax", dim, _stacklevel, dtype)
     if dim is None:
-        dim = nn_implicit_dim("softmax", input._array.ndim, _stacklevel)
+        dim = nn_implicit_dim("softmax", (<TensorBase>input)._array.ndim, _stacklevel)
     return softmax(input, dim, dtype)
 
 
-def functional_log_softmax(TensorBase input, dim=None, _stacklevel=3, dtype=None):
+def functional_log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """F.log_softmax(input, dim=None, _stacklevel=3, dtype=None) (see functional_softmax)."""
+    if not isinstance(input, TensorBase):
+        return nn_softmax_by_method(input, "log_softmax", dim, _stacklevel, dtype)
     if dim is None:
-        dim = nn_implicit_dim("log_softmax", input._array.ndim, _stacklevel)
+        dim = nn_implicit_dim("log_softmax", (<TensorBase>input)._array.ndim, _stacklevel)
     return log_softmax(input, dim, dtype)
 
 

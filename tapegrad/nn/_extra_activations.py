@@ -204,7 +204,11 @@ def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
         dim = _legacy_softmax_dim("softmin", input.dim(), _stacklevel)
     if dtype is not None:
         input = input.to(dtype)
-    return _compiled("softmax")(-input, dim)
+    negated = -input
+    if not isinstance(negated, _core.TensorBase):
+        # PyTorch calls `(-input).softmax(dim)`: a non-tensor fails naming that method.
+        return negated.softmax(dim)
+    return _compiled("softmax")(negated, dim)
 
 
 def glu(input, dim: int = -1):

@@ -11,7 +11,8 @@ number // 100 runs (at least 2) and records one measurement of `number` runs; `b
 grows the block size by tens until the timer's overhead is negligible, then records blocks until
 `min_run_time` has passed; `adaptive_autorange` records until the interquartile range falls below
 `threshold` of the median.  `torch` (here tapegrad) is added to the statement's globals when it is
-not given, as PyTorch does.  Not here yet: `Compare`, the C++ language and Callgrind counts
+not given, as PyTorch does.  `Compare` (tapegrad/utils/_benchmark_compare.py) prints many
+Measurements as one table.  Not here: the C++ language and Callgrind counts
 (`collect_callgrind`), which need PyTorch's C++ toolchain.
 """
 from __future__ import annotations
@@ -24,12 +25,15 @@ import textwrap
 import timeit as _timeit_module
 from typing import Any, Callable
 
-__all__ = ["Timer", "Measurement", "TaskSpec", "Language", "select_unit", "timer"]
+__all__ = ["Timer", "Measurement", "TaskSpec", "Language", "select_unit", "timer", "Compare",
+           "Colorize"]
 
 timer = _timeit_module.default_timer
 
 _IQR_WARN_THRESHOLD = 0.1          # PyTorch's thresholds for the "noisy measurement" warnings
 _IQR_GROSS_WARN_THRESHOLD = 0.25
+_MAX_SIGNIFICANT_FIGURES = 4       # and for the figures a Compare table prints
+_MIN_CONFIDENCE_INTERVAL = 25e-9
 
 
 class Language(enum.Enum):
@@ -131,6 +135,30 @@ class Measurement:
     @property
     def title(self) -> str:
         return self.task_spec.title
+
+    @property
+    def as_row_name(self) -> str:
+        """The name of this measurement's row in a Compare table."""
+        return self.task_spec.sub_label or self.task_spec.stmt or "[Unknown]"
+
+    @property
+    def significant_figures(self) -> int:
+        """How many figures of the median the spread of the middle half of the times supports
+        (1 to 4): PyTorch's estimate, a 90% interval (z = 1.645) of at least 25 ns."""
+        s = sorted(self.times)
+        middle = s[len(s) // 4:math.ceil(3 * len(s) / 4)]
+        std = statistics.pstdev(middle) if len(middle) > 1 else 0.0
+        interval = max(1.645 * std / math.sqrt(len(middle)), _MIN_CONFIDENCE_INTERVAL)
+        return min(max(math.floor(math.log10(self.median / interval)), 1), _MAX_SIGNIFICANT_FIGURES)
+
+    @staticmethod
+    def merge(measurements) -> list:
+        """One Measurement per TaskSpec, holding the per-run times of all of its measurements
+        (number_per_run 1, no metadata), in order of first appearance."""
+        grouped: dict = {}
+        for m in measurements:
+            grouped.setdefault(m.task_spec, []).extend(m.times)
+        return [Measurement(1, times, spec) for spec, times in grouped.items()]
 
     @property
     def has_warnings(self) -> bool:
@@ -256,3 +284,6 @@ class Timer:
 
         times = self._measure(number, enough, min_run_time, max_run_time, callback)
         return Measurement(number, times, self._task_spec)
+
+
+from ._benchmark_compare import Colorize, Compare  # noqa: E402  (it reads Measurement)

@@ -26,6 +26,8 @@ __all__ = [
     'Language',
     'select_unit',
     'timer',
+    'Compare',
+    'Colorize',
 ]
 
 class Timer:
@@ -42,12 +44,16 @@ class Measurement:
     __hash__: typing.ClassVar[None]  # type: ignore[assignment]
     def __init__(self, number_per_run: _int, raw_times: builtins.list[Any], task_spec: Any, metadata: builtins.dict[Any, Any] | None = ...) -> None: ...
     def __repr__(self) -> _str: ...
+    as_row_name: Any
     has_warnings: Any
     iqr: Any
     mean: Any
     median: Any
     def meets_confidence(self, threshold: _float = ...) -> _bool: ...
+    @staticmethod
+    def merge(measurements: Any) -> builtins.list[Any]: ...
     metadata: Any
+    significant_figures: Any
     times: Any
     title: Any
     number_per_run: Any
@@ -80,3 +86,17 @@ class Language(enum.Enum):
 def select_unit(t: _float) -> builtins.tuple[_str, _float]: ...
 
 def timer(*args: Any, **kwargs: Any) -> Any: ...
+
+class Compare:
+    def __init__(self, results: Any) -> None: ...
+    def __str__(self) -> _str: ...
+    def colorize(self, rowwise: _bool = ...) -> None: ...
+    def extend_results(self, results: Any) -> None: ...
+    def highlight_warnings(self) -> None: ...
+    def print(self) -> None: ...
+    def trim_significant_figures(self) -> None: ...
+
+class Colorize(enum.Enum):
+    COLUMNWISE: Any
+    NONE: Any
+    ROWWISE: Any
