@@ -393,11 +393,14 @@ cdef object gv_log(Py_ssize_t i, Record* r, object G, char* want):
 
 cdef object gv_tanh(Py_ssize_t i, Record* r, object G, char* want):
     Y = own_output(i, r, 0)
-    return g_mul(G, binary_op(OP_RSUB, 1, g_mul(Y, Y)))
+    YA = (<TensorBase>Y)._array
+    # 1 - y^2 with the compiled kernel's single rounding (PyTorch's fused tanh_backward)
+    one_minus = exact(ew(TG_TANH_GRAD, np.ones_like(YA), YA), binary_op(OP_RSUB, 1, g_mul(Y, Y)))
+    return g_mul(G, one_minus)
 
 cdef object gv_sigmoid(Py_ssize_t i, Record* r, object G, char* want):
     Y = own_output(i, r, 0)
-    return g_mul(g_mul(G, Y), binary_op(OP_RSUB, 1, Y))     # the compiled kernel's order
+    return g_mul(g_mul(G, binary_op(OP_RSUB, 1, Y)), Y)     # the compiled kernel's order
 
 cdef object gv_relu(Py_ssize_t i, Record* r, object G, char* want):
     # the eager kernel's y <= 0 ? 0 : g: a NaN output passes the gradient, as PyTorch's

@@ -188,11 +188,38 @@ static void vm_none_f32(const float *x, float *y, size_t n) { (void)x; (void)y; 
         CHUNKED(T, LOAD_XY, -Y, VM(exp, SUF), (T)0, vm_none_##SUF,              \
                 silu_grad_##T(X, Y, (T)1 / ((T)1 + E1)))
 
+/* tanh's gradient g (1 - y^2) with 1 - y^2 rounded once, as PyTorch's tanh_backward computes it
+ * (its vectorised kernel is a fused negative multiply-add, and its results are what scripts
+ * compare a hand-written backward against).  A contiguous pair runs the hardware FMA loop when
+ * the CPU has one; otherwise the correctly rounded libm fma gives the same bits. */
+#define TANH_GRAD_HW_LOOP(FMA)                                                  \
+    for (ptrdiff_t i = 0; i < n; i++) out[i] = a[i] * FMA(-b[i], b[i], 1);
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+__attribute__((target("avx2,fma"))) static void tanh_grad_hw_f32(ptrdiff_t n, const float *a,
+                                                                 const float *b, float *out)
+{ TANH_GRAD_HW_LOOP(__builtin_fmaf) }
+__attribute__((target("avx2,fma"))) static void tanh_grad_hw_f64(ptrdiff_t n, const double *a,
+                                                                 const double *b, double *out)
+{ TANH_GRAD_HW_LOOP(__builtin_fma) }
+#define TANH_GRAD_HW(SUF, n, a, b, out)                                         \
+    (__builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2")            \
+     ? (tanh_grad_hw_##SUF(n, a, b, out), 1) : 0)
+#else
+#define TANH_GRAD_HW(SUF, n, a, b, out) 0
+#endif
+#define TG_FMA_f64 fma
+#define TG_FMA_f32 fmaf
+#define TANH_GRAD_CASE(T, SUF)                                                  \
+    case TG_TANH_GRAD:                                                          \
+        if (sa == 1 && sb == 1 && TANH_GRAD_HW(SUF, n, a, b, out)) return 0;    \
+        BINARY_LOOPS(T, X * TG_FMA_##SUF(-Y, Y, (T)1))
+
 /* max/min propagate NaN, as PyTorch's maximum/minimum do.  The fused gradients:
  *   gelu       g (Phi(x) + x phi(x))                           (PyTorch's cdf + x * pdf)
  *   gelu_tanh  g (s + 2 x s (1 - s) beta (1 + 3 kappa x^2)),   s = sigmoid(2u): d/dx [x s],
  *              0.5 x (1 + tanh u) = x s without 1 + tanh u's cancellation
- *   silu       g s (1 + x (1 - s)),                            s = sigmoid(x) */
+ *   silu       g s (1 + x (1 - s)),                            s = sigmoid(x)
+ * sigmoid's gradient is (g (1 - s)) s, PyTorch's sigmoid_backward order. */
 #define BINARY_BODY(T, SUF, POW, ISNAN)                                         \
     switch (op) {                                                               \
         BINARY_CASE(T, TG_ADD, X + Y)                                           \
@@ -202,9 +229,9 @@ static void vm_none_f32(const float *x, float *y, size_t n) { (void)x; (void)y; 
         POW_CASE(T, SUF, POW)                                                   \
         BINARY_CASE(T, TG_MAX, (!ISNAN(X) && (ISNAN(Y) || Y > X)) ? Y : X)       \
         BINARY_CASE(T, TG_MIN, (!ISNAN(X) && (ISNAN(Y) || Y < X)) ? Y : X)       \
-        BINARY_CASE(T, TG_TANH_GRAD, X * ((T)1 - Y * Y))                        \
+        TANH_GRAD_CASE(T, SUF)                                                  \
         BINARY_CASE(T, TG_RELU_GRAD, Y <= (T)0 ? (T)0 : X)                      \
-        BINARY_CASE(T, TG_SIGMOID_GRAD, X * Y * ((T)1 - Y))                     \
+        BINARY_CASE(T, TG_SIGMOID_GRAD, (X * ((T)1 - Y)) * Y)                   \
         GELU_GRAD_CASE_##SUF                                                    \
         CHUNKED_BINARY(T, TG_GELU_TANH_GRAD,                                    \
                        (T)(-2 * TG_GELU_BETA) * (Y + (T)TG_GELU_KAPPA * (Y * Y) * Y), \

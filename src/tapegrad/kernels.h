@@ -20,9 +20,9 @@
 typedef enum {
     TG_ADD, TG_SUB, TG_MUL, TG_DIV, TG_POW, TG_MAX, TG_MIN,
     /* fused VJPs (a = upstream gradient, b = saved output y) */
-    TG_TANH_GRAD,     /* a * (1 - b*b) */
+    TG_TANH_GRAD,     /* a * (1 - b*b), 1 - b*b rounded once (fma) */
     TG_RELU_GRAD,     /* b <= 0 ? 0 : a (PyTorch's threshold_backward: NaN passes a) */
-    TG_SIGMOID_GRAD,  /* a * b * (1 - b) */
+    TG_SIGMOID_GRAD,  /* (a * (1 - b)) * b */
     /* fused VJPs (a = upstream gradient, b = saved input x) */
     TG_GELU_GRAD,       /* a * (Phi(b) + b * phi(b)): exact gelu */
     TG_GELU_TANH_GRAD,  /* a * d/db [0.5 b (1 + tanh(k0 (b + k1 b^3)))] */

@@ -374,14 +374,27 @@ cdef object ew(int kop, object a, object b):
     if kop == TG_DIV:
         return nd(a / b)
     if kop == TG_TANH_GRAD:
-        return nd(a * (1 - b * b))
+        return tanh_grad_numpy(a, b)
     if kop == TG_RELU_GRAD:                             # b <= 0 ? 0 : a, without 0 * inf = nan
         out = np.zeros(a.shape, a.dtype)
         np.positive(a, out=out, where=np.logical_not(b <= 0))
         return out
     if kop == TG_SIGMOID_GRAD:
-        return nd(a * b * (1 - b))
+        return nd(a * (1 - b) * b)                      # PyTorch's sigmoid_backward order
     raise AssertionError(f"ew: unknown kernel op {kop}")
+
+
+cdef object tanh_grad_numpy(object a, object b):
+    """a * (1 - b*b) for a pair the C kernel does not take as it is (broadcast, strided, mixed
+    float dtypes): 1 - b*b must round once, as PyTorch's fused tanh_backward does, which numpy
+    cannot express, so a float32/float64 pair runs the C kernel on contiguous copies."""
+    dt = np.result_type(a, b)
+    if dt == np.float64 or dt == np.float32:
+        A, B = np.broadcast_arrays(a, b)
+        r = fast_binary(TG_TANH_GRAD, np.ascontiguousarray(A, dt), np.ascontiguousarray(B, dt))
+        if r is not None:
+            return r
+    return nd(a * (1 - b * b))
 
 
 # -- writing a VJP's result into its upstream gradient ------------------------------------------
