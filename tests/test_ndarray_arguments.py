@@ -3,6 +3,7 @@ TypeError naming numpy.ndarray before anything runs; tapegrad's public entry (ou
 _public_calls.argument_error) gives the same on the error path, whatever the function ran into
 first (an ndarray's missing attribute, its truth value, a shape check).  Type names in messages
 are the C type's tp_name (_core.type_name), as PyTorch prints them."""
+import re
 import warnings
 
 import numpy as np
@@ -137,3 +138,29 @@ def test_zero_d_int_array_keeps_the_calls_own_error(call):
         call(tapegrad)
     assert str(got.value).split(" (")[0] == str(expected.value).split(" (")[0]
 
+
+
+
+# The public entry walks a call's arguments once for both of its tests (out_arg_call.h's
+# tg_any_argument): a meta tensor dispatches to the meta device, an ndarray turns a failed call's
+# error into PyTorch's TypeError; each is found positional, by keyword, and in a list or tuple.
+@pytest.mark.parametrize("call", [
+    lambda T, t, x: T.add(t, x), lambda T, t, x: T.add(t, other=x),
+    lambda T, t, x: T.add(input=t, other=x), lambda T, t, x: T.cat([t, x]),
+    lambda T, t, x: T.cat((t, x)), lambda T, t, x: T.stack((x, t), dim=0),
+])
+def test_the_argument_walk_finds_meta_tensors_and_ndarrays_where_pytorch_does(call):
+    results = [call(T, T.ones(2, device="meta"), T.ones(2, device="meta"))
+               for T in (torch, tapegrad)]
+    assert [(str(r.device), tuple(r.shape)) for r in results] == [
+        (str(results[0].device), tuple(results[0].shape))] * 2
+    assert str(results[1].device) == "meta"
+    with pytest.raises(TypeError) as expected:
+        call(torch, torch.ones(2), np.ones(2))
+    with pytest.raises(TypeError) as got:
+        call(tapegrad, tapegrad.ones(2), np.ones(2))
+    # (PyTorch names no position for an argument given by keyword; some of tapegrad's own
+    # messages do: the phrase compared is the rest)
+    def phrase(error):
+        return re.sub(r" \(position \d+\)", "", str(error.value))
+    assert phrase(got) == phrase(expected)

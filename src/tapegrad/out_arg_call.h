@@ -61,32 +61,45 @@ tg_kwnames_name_out(PyObject *kwnames)
 static PyTypeObject *tg_meta_type = NULL, *tg_meta_parameter_type = NULL;
 static PyObject *tg_meta_entry = NULL;
 
-static inline int
+static int
 tg_is_meta(PyObject *a)
 {
     PyTypeObject *t = Py_TYPE(a);
     return t == tg_meta_type || (t == tg_meta_parameter_type && t != NULL);
 }
 
-/* Whether an argument is a meta tensor, or a list or tuple holding one (torch.cat's). */
-static int
-tg_meta_argument(PyObject *a)
+/* Whether any of a call's n arguments (positional then keyword values) is an object `is_kind`
+ * accepts, or a list or tuple holding one (torch.cat's tensors): the one walk of the arguments
+ * that the meta device's dispatch and the ndarray error path share. */
+static inline int
+tg_any_argument(PyObject *const *args, Py_ssize_t n, int (*is_kind)(PyObject *))
 {
-    Py_ssize_t i, n;
-    if (tg_is_meta(a))
-        return 1;
-    if (PyList_CheckExact(a)) {
-        n = PyList_GET_SIZE(a);
-        for (i = 0; i < n; i++)
-            if (tg_is_meta(PyList_GET_ITEM(a, i)))
-                return 1;
-    } else if (PyTuple_CheckExact(a)) {
-        n = PyTuple_GET_SIZE(a);
-        for (i = 0; i < n; i++)
-            if (tg_is_meta(PyTuple_GET_ITEM(a, i)))
-                return 1;
+    Py_ssize_t i, j, m;
+    PyObject *a;
+    for (i = 0; i < n; i++) {
+        a = args[i];
+        if (is_kind(a))
+            return 1;
+        if (PyList_CheckExact(a)) {
+            m = PyList_GET_SIZE(a);
+            for (j = 0; j < m; j++)
+                if (is_kind(PyList_GET_ITEM(a, j)))
+                    return 1;
+        } else if (PyTuple_CheckExact(a)) {
+            m = PyTuple_GET_SIZE(a);
+            for (j = 0; j < m; j++)
+                if (is_kind(PyTuple_GET_ITEM(a, j)))
+                    return 1;
+        }
     }
     return 0;
+}
+
+/* The number of arguments in a vectorcall's vector: positional, then one per keyword. */
+static inline Py_ssize_t
+tg_argument_count(size_t nargsf, PyObject *kwnames)
+{
+    return PyVectorcall_NARGS(nargsf) + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
 }
 
 static int
@@ -147,31 +160,10 @@ tg_out_arg_set_argument_error(PyObject *ndarray_type, PyObject *handler)
     return 0;
 }
 
-static inline int
+static int
 tg_is_ndarray(PyObject *a)
 {
     return PyObject_TypeCheck(a, tg_ndarray_type);
-}
-
-/* Whether an argument is an ndarray, or a list or tuple holding one. */
-static int
-tg_ndarray_argument(PyObject *a)
-{
-    Py_ssize_t i, n;
-    if (tg_is_ndarray(a))
-        return 1;
-    if (PyList_CheckExact(a)) {
-        n = PyList_GET_SIZE(a);
-        for (i = 0; i < n; i++)
-            if (tg_is_ndarray(PyList_GET_ITEM(a, i)))
-                return 1;
-    } else if (PyTuple_CheckExact(a)) {
-        n = PyTuple_GET_SIZE(a);
-        for (i = 0; i < n; i++)
-            if (tg_is_ndarray(PyTuple_GET_ITEM(a, i)))
-                return 1;
-    }
-    return 0;
 }
 
 /* The capture route now (a new reference), or None: what tests read to see none is left. */
@@ -243,12 +235,9 @@ tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, s
 static PyObject *
 tg_out_arg_failed(TgOutArg *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    Py_ssize_t i, n = PyVectorcall_NARGS(nargsf) + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
     PyObject *type, *value, *tb, *head, *replacement;
 
-    for (i = 0; i < n && !tg_ndarray_argument(args[i]); i++)
-        ;
-    if (i == n)
+    if (!tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_ndarray))
         return NULL;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
@@ -275,22 +264,17 @@ static PyObject *
 tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     TgOutArg *self = (TgOutArg *)callable;
-    Py_ssize_t n, i;
     PyObject *head, *result;
 
-    if (tg_meta_type != NULL) {
-        n = PyVectorcall_NARGS(nargsf) + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
-        for (i = 0; i < n; i++) {
-            if (tg_meta_argument(args[i])) {
-                /* the meta device: dispatch(<this function>, name, args, kwargs) */
-                head = PyTuple_Pack(2, callable, self->name);
-                if (head == NULL)
-                    return NULL;
-                result = tg_out_arg_call_with(tg_meta_entry, head, args, nargsf, kwnames, 0);
-                Py_DECREF(head);
-                return result;
-            }
-        }
+    if (tg_meta_type != NULL
+            && tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_meta)) {
+        /* the meta device: dispatch(<this function>, name, args, kwargs) */
+        head = PyTuple_Pack(2, callable, self->name);
+        if (head == NULL)
+            return NULL;
+        result = tg_out_arg_call_with(tg_meta_entry, head, args, nargsf, kwnames, 0);
+        Py_DECREF(head);
+        return result;
     }
     if (!self->takes_out || kwnames == NULL || !tg_kwnames_name_out(kwnames)) {
         if (tg_capture_route != NULL) {
