@@ -680,8 +680,17 @@ def factory(fn, name: str, kind: str):
     input for *_like) makes a meta tensor without allocating.  `kind`: 'sizes' (fn(*size, ...)),
     'size' (fn(size, ...)), 'randint' (fn(low?, high, size, ...)), 'like' (fn(input, ...)), or
     'data' (anything else: computed on the CPU, then given to the meta device)."""
+    reads_tensors = kind in ("like", "size")      # (an input, full's fill_value)
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if reads_tensors and any(isinstance(a, np.ndarray) for a in args):
+            # PyTorch's parser refuses an ndarray for the input or a Number: the public
+            # functions' one verdict (their entry's, _public_calls.argument_error)
+            from ._public_calls import argument_error
+            refused = argument_error(fn, name, None, args, kwargs)
+            if refused is not None:
+                raise refused
         dev = kwargs.get("device")
         if dev is None:
             if kind == "like" and args and isinstance(args[0], MetaTensor):

@@ -19,6 +19,7 @@ import numpy as np
 from . import _core
 from ._class_members import has_member
 from ._extra_ops import _check_tensor, _dtype_name, _wrap
+from .storage import buffer_element_count
 
 TensorBase = _core.TensorBase
 
@@ -125,6 +126,16 @@ def _is_buffer(obj) -> bool:
     return True
 
 
+_FROMBUFFER_ERRORS = {
+    "offset": "offset ({offset} bytes) must be non-negative and no greater than buffer length "
+              "({length} bytes) minus 1",
+    "multiple": "buffer length ({rest} bytes) after offset ({offset} bytes) must be a multiple "
+                "of element size ({itemsize})",
+    "size": "requested buffer length ({count} * {itemsize} bytes) after offset ({offset} bytes) "
+            "must not be greater than actual buffer length ({length} bytes)",
+}
+
+
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     """A 1-D tensor viewing the bytes of a Python buffer (bytearray, array.array, mmap, ...)
     from byte `offset`, `count` elements of `dtype` (-1: all that fit).  Writes through the
@@ -134,21 +145,10 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     view = memoryview(buffer).cast("B")
     length = view.nbytes
     np_dt = dtype.np_dtype
-    item = np_dt.itemsize
     if length == 0 or count == 0:
         raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
-    if offset < 0 or offset >= length:
-        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
-                         f"buffer length ({length} bytes) minus 1")
-    if count < 0:
-        if (length - offset) % item:
-            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} "
-                             f"bytes) must be a multiple of element size ({item})")
-        count = (length - offset) // item
-    elif offset + count * item > length:
-        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset "
-                         f"({offset} bytes) must not be greater than actual buffer length "
-                         f"({length} bytes)")
+    count = buffer_element_count(length, np_dt.itemsize, offset, count, _FROMBUFFER_ERRORS,
+                                 offset_may_reach_end=False)
     if view.readonly:
         warnings.warn("The given buffer is not writable, and PyTorch does not support "
                       "non-writable tensors. This means you can write to the underlying "

@@ -249,25 +249,52 @@ _BERNOULLI_OVER_FACTORIAL = (1 / 12, -1 / 720, 1 / 30240, -1 / 1209600, 1 / 4790
                              -691 / 1307674368000, 1 / 74724249600, -3617 / 10670622842880000)
 
 
-def _hurwitz_zeta(s: int, q: np.ndarray) -> np.ndarray:
-    """zeta(s, q) = sum_k (q + k) ** -s for integer s >= 2 and float64 q (q not a pole): the
-    first terms summed directly until q + k >= 20, then the Euler-Maclaurin tail."""
-    total = np.zeros_like(q)
+def _hurwitz_zeta(s, q: np.ndarray) -> np.ndarray:
+    """zeta(s, q) = sum_k (q + k) ** -s elementwise in float64, for s > 1 (a number or an array
+    broadcast with q) and q not a pole (q < 0 only with an integer s): at least 10 terms summed
+    directly and on until q + k >= 20, then the Euler-Maclaurin tail.  (The ten terms keep the
+    tail's error small beside the sum for a large s, where the tail's series converges slowly.)"""
+    s, q = np.broadcast_arrays(np.asarray(s, dtype=np.float64), np.asarray(q, dtype=np.float64))
+    total = np.zeros(q.shape)
     w = q.copy()
-    for _ in range(64):
-        small = w < 20
-        if not small.any():
+    for k in range(_DIRECT_TERMS_AT_MOST):
+        direct = (w < 20) | (k < 10)
+        if not direct.any():
             break
-        total += np.where(small, w ** -s, 0.0)
-        w = np.where(small, w + 1, w)
+        total += np.where(direct, w ** -s, 0.0)
+        w = np.where(direct, w + 1, w)
     tail = w ** (1 - s) / (s - 1) + 0.5 * w ** -s
-    rising = float(s)            # s (s + 1) ... (s + 2j - 2)
+    rising = s.copy()            # s (s + 1) ... (s + 2j - 2)
     power = w ** (-s - 1)        # w ** (-s - 2j + 1)
     for j, b in enumerate(_BERNOULLI_OVER_FACTORIAL, start=1):
         tail += b * rising * power
-        rising *= (s + 2 * j - 1) * (s + 2 * j)
+        rising = rising * (s + 2 * j - 1) * (s + 2 * j)
         power = power / (w * w)
     return total + tail
+
+
+# q far below 0 (only with an integer s) needs a term per unit up to 20; beyond this many
+# the value is NaN rather than a slow loop
+_DIRECT_TERMS_AT_MOST = 1 << 12
+
+
+def _zeta_values(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The Hurwitz zeta function zeta(x, q) elementwise in float64, with PyTorch's edges: inf at
+    x = 1 and at the poles q = 0, -1, -2, ... (for x > 1 or NaN); NaN for x < 1, for a negative
+    non-integer q with a non-integer x (q ** -x undefined) and for q = +inf; at x = +inf, inf
+    for q < 1, 1 at q = 1 and NaN above (the sum's first term, as PyTorch's series gives it)."""
+    x, q = np.broadcast_arrays(x.astype(np.float64), q.astype(np.float64))
+    out = np.full(x.shape, np.nan)
+    pole = (q <= 0) & (q == np.floor(q))
+    out[((x > 1) | np.isnan(x)) & pole] = np.inf
+    out[x == 1] = np.inf
+    defined = (x > 1) & ~pole & ((q > 0) | (x == np.floor(x))) & np.isfinite(q)
+    out[defined & np.isposinf(x) & (q < 1)] = np.inf
+    out[defined & np.isposinf(x) & (q == 1)] = 1.0
+    finite = defined & np.isfinite(x)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        out[finite] = _hurwitz_zeta(x[finite], q[finite])
+    return out
 
 
 def _polygamma_any(n: int, x: np.ndarray) -> np.ndarray:
@@ -318,6 +345,47 @@ def polygamma(n, input, *, out=None):
 def _polygamma_method(self, n):
     """Tensor.polygamma(n): see :func:`tapegrad.polygamma`."""
     return polygamma(n, self)
+
+
+class _Zeta(Function):
+    """The Hurwitz zeta function zeta(x, q); differentiable in q only, d/dq = -x zeta(x + 1, q)
+    (PyTorch raises at backward for x)."""
+
+    @staticmethod
+    def forward(ctx, x, q):
+        ctx.save_for_backward(x, q)
+        return _wrap(_zeta_values(x._array, q._array).astype(x._array.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, q = ctx.saved_tensors
+        if ctx.needs_input_grad[0]:
+            raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+        grad_q = grad * -x * _Zeta.apply(x + 1, q)
+        return None, _sum_to_shape(grad_q, q.shape)
+
+
+_torch_grad_fn_name(_Zeta, "SpecialZetaBackward0")
+
+
+def zeta(input, other, *, out=None):
+    """The Hurwitz zeta function sum_k (other + k) ** -input, elementwise with broadcasting;
+    either argument may be a number; integers give the default float dtype.  Differentiable in
+    `other` (PyTorch has no derivative in `input`)."""
+    signatures = ("Tensor input, Tensor other, *, Tensor out = None",
+                  "Number self, Tensor other, *, Tensor out = None",
+                  "Tensor input, Number other, *, Tensor out = None")
+    _check_tensor_or_number("special_zeta", (input, other), signatures)
+    if not isinstance(other, TensorBase):          # (two numbers: no Tensor to work on)
+        _check_tensor_or_number("special_zeta", (input, other), signatures, first_is_tensor=True)
+    from . import result_type, tensor
+    dtype = result_type(input, other)
+    if not dtype.is_floating_point:
+        from . import get_default_dtype
+        dtype = get_default_dtype()
+    x, q = (a.to(dtype) if isinstance(a, TensorBase) else tensor(a, dtype=dtype)
+            for a in (input, other))
+    return _out(_Zeta.apply(x, q), out)
 
 
 def mvlgamma(input, p, *, out=None):

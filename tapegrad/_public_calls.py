@@ -115,8 +115,12 @@ def install(namespace: dict, out_functions=()) -> None:
                 _reads_first.add(id(fn))
 
 
-# The public functions that take an ndarray for what it is (its data), not in a Tensor's place.
-TAKES_ARRAYS = frozenset(("tensor", "as_tensor", "asarray", "from_numpy", "frombuffer"))
+# The public functions that take an ndarray for what it is (its data, or any object), not in a
+# Tensor's place.
+TAKES_ARRAYS = frozenset(("tensor", "as_tensor", "asarray", "from_numpy", "frombuffer",
+                          "sparse_coo_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
+                          "sparse_bsr_tensor", "sparse_bsc_tensor", "sparse_compressed_tensor",
+                          "is_tensor", "is_storage", "typename"))
 
 # PyTorch's functions written in Python that read an attribute of their argument before any
 # check: an ndarray raises AttributeError there ("'numpy.ndarray' object has no attribute
@@ -129,14 +133,15 @@ TORCH_READS_FIRST = frozenset(
                                              "margin_ranking_loss")])
 _reads_first: set = set()       # id() of those functions, found by install()
 
-# id(function) -> (its positional parameters' names, the index of its *args or -1)
+# id(function) -> (its positional parameters' names, the index of its *args or -1, what PyTorch's
+# parser names each parameter's type in its message)
 _parameters: dict = {}
 
 
 def _positional_parameters(fn) -> tuple:
     found = _parameters.get(id(fn))
     if found is None:
-        names, star = [], -1
+        names, star, kinds = [], -1, []
         try:
             for p in inspect.signature(fn).parameters.values():
                 if p.kind is p.VAR_POSITIONAL:
@@ -144,10 +149,32 @@ def _positional_parameters(fn) -> tuple:
                     break
                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
                     names.append(p.name)
+                    kinds.append(_parameter_kind(p.default))
         except (TypeError, ValueError):
             pass
-        found = _parameters[id(fn)] = (tuple(names), star)
+        found = _parameters[id(fn)] = (tuple(names), star, tuple(kinds))
     return found
+
+
+def _parameter_kind(default) -> str:
+    """A parameter with a number for its default is PyTorch's Scalar ("must be Number": celu's
+    alpha, softplus's beta, leaky_relu's negative_slope; a few are its float, dropout's p); any
+    other takes a Tensor where an ndarray was given."""
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        return "Number"
+    return "Tensor"
+
+
+def _only_index_arrays(args: tuple, kwargs: dict) -> bool:
+    """Whether every ndarray among the arguments (and inside list/tuple arguments) is a 0-d
+    integer array: what PyTorch's parser reads as an int (topk's k, repeat_interleave's repeats,
+    a size), through the array's __index__."""
+    ndarray = np.ndarray
+    for a in (*args, *kwargs.values()):
+        for e in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(e, ndarray) and (e.ndim != 0 or e.dtype.kind not in "iu"):
+                return False
+    return True
 
 
 def _all_zero_d(args: tuple, kwargs: dict) -> bool:
@@ -161,17 +188,24 @@ def _all_zero_d(args: tuple, kwargs: dict) -> bool:
 
 
 def argument_error(fn, name: str, error, args: tuple, kwargs: dict):
-    """The exception a public function's call raises when it raised `error` with an ndarray among
-    its arguments (out_arg_call.h calls this on that error path only): PyTorch's argument parser
-    takes no ndarray where a Tensor goes and says so with a TypeError before anything runs,
-    where tapegrad's function may have run into an ndarray's missing attribute (AttributeError),
-    its truth value (ValueError) or a shape check first.  None keeps `error`: a function that takes
-    arrays, or an error already in PyTorch's words."""
-    if name in TAKES_ARRAYS or id(fn) in _reads_first:
-        return None
-    if not isinstance(error, Exception):
+    """The exception a public function's call raises when an ndarray is among its arguments
+    (out_arg_call.h calls this only then): PyTorch's argument parser takes no ndarray where a
+    Tensor, a Number or a float goes and says so with a TypeError before anything runs.  `error`
+    is what tapegrad's function raised (it may have run into an ndarray's missing attribute
+    (AttributeError), its truth value (ValueError) or a shape check first), or None when it
+    returned (numpy's operators and conversions took the array: kl_div, bucketize, celu's alpha,
+    linalg.lstsq ...).  None keeps the call's outcome: a function that takes arrays, an error
+    already in PyTorch's words, or only 0-d integer arrays, which PyTorch reads as ints."""
+    if name in TAKES_ARRAYS or (id(fn) in _reads_first and args and
+                                isinstance(args[0], np.ndarray)):
+        return None                     # (PyTorch's Python code reads input's attribute first)
+    if error is None:
+        if _only_index_arrays(args, kwargs):
+            return None
+    elif not isinstance(error, Exception):
         return None                     # KeyboardInterrupt, SystemExit: never replaced
-    if not isinstance(error, (TypeError, AttributeError, ValueError)) and _all_zero_d(args, kwargs):
+    elif not isinstance(error, (TypeError, AttributeError, ValueError)) and \
+            _all_zero_d(args, kwargs):
         # PyTorch reads a 0-d array as a number where it takes an int or a scalar (topk's k,
         # narrow's start): the call's own error (a range check's RuntimeError) stands
         return None
@@ -184,26 +218,33 @@ def argument_error(fn, name: str, error, args: tuple, kwargs: dict):
                 head in (name, getattr(fn, "__name__", name)) or head.endswith("_" + name)
                 or message.startswith("expected Tensor as element")):
             return None
-    names, star = _positional_parameters(fn)
-    ndarray = np.ndarray
+    names, star, kinds = _positional_parameters(fn)
+    if error is None or not _only_index_arrays(args, kwargs):
+        def named(e):               # (a 0-d integer array beside it may well be an int)
+            return isinstance(e, np.ndarray) and (e.ndim != 0 or e.dtype.kind not in "iu")
+    else:
+        def named(e):
+            return isinstance(e, np.ndarray)
     for i, a in enumerate(args):
-        if isinstance(a, ndarray):
+        if named(a):
             if 0 <= star <= i:          # one of *tensors: PyTorch's list argument (einsum's
                 # operands follow its equation, argument 0, where tapegrad's takes *args)
                 first = star + (star == 0 and isinstance(args[0], str))
                 return TypeError(f"expected Tensor as element {i - first} in argument {first}, "
                                  f"but got {type_name(a)}")
             label = f"'{names[i]}' " if i < len(names) else ""
-            return TypeError(f"{name}(): argument {label}(position {i + 1}) must be Tensor, "
+            kind = kinds[i] if i < len(kinds) else "Tensor"
+            return TypeError(f"{name}(): argument {label}(position {i + 1}) must be {kind}, "
                              f"not {type_name(a)}")
         if isinstance(a, (list, tuple)):
             for j, e in enumerate(a):
-                if isinstance(e, ndarray):
+                if named(e):
                     return TypeError(f"expected Tensor as element {j} in argument {i}, but got "
                                      f"{type_name(e)}")
     for key, v in kwargs.items():
-        if isinstance(v, ndarray):
-            return TypeError(f"{name}(): argument '{key}' must be Tensor, not {type_name(v)}")
+        if named(v):
+            kind = kinds[names.index(key)] if key in names else "Tensor"
+            return TypeError(f"{name}(): argument '{key}' must be {kind}, not {type_name(v)}")
     return None
 
 

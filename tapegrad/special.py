@@ -12,11 +12,12 @@ from .autograd.function import Function
 from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lgamma, log1p,
                log_softmax, logit, logsumexp, mvlgamma, polygamma, round, sigmoid, sinc, softmax,
                xlogy)
+from ._more_math import zeta
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammainc",
            "gammaincc", "gammaln", "i0", "log1p", "log_softmax", "logit", "logsumexp",
            "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax",
-           "xlog1py", "xlogy"]
+           "xlog1py", "xlogy", "zeta"]
 
 expit = sigmoid
 gammaln = lgamma

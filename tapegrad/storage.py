@@ -108,6 +108,41 @@ _BYTE_ORDERS = {"little": "<", "big": ">", "native": "="}
 _NOT_GIVEN = object()
 
 
+def buffer_element_count(length: int, itemsize: int, offset: int, count: int, errors: dict,
+                         *, offset_may_reach_end: bool) -> int:
+    """How many `itemsize`-byte elements a read from byte `offset` of a `length`-byte buffer
+    takes: `count`, or all that follow the offset when count < 0.  torch.frombuffer and
+    Storage.from_buffer check the same three things in the same order, each with its own words:
+    `errors` maps "offset", "multiple" and "size" to a ValueError message template over
+    {length, offset, count, itemsize, rest} (rest: the bytes after the offset).  The offset may
+    equal the length only where `offset_may_reach_end` (Storage.from_buffer's empty read)."""
+    last = length if offset_may_reach_end else length - 1
+    rest = length - offset
+
+    def fail(check: str):
+        return ValueError(errors[check].format(length=length, offset=offset, count=count,
+                                               itemsize=itemsize, rest=rest))
+    if offset < 0 or offset > last:
+        raise fail("offset")
+    if count < 0:
+        if rest % itemsize:
+            raise fail("multiple")
+        return rest // itemsize
+    if offset + count * itemsize > length:
+        raise fail("size")
+    return count
+
+
+# (PyTorch's "offset" message names the offset as the length and the length as what it got)
+_FROM_BUFFER_ERRORS = {
+    "offset": "offset must be non-negative and no greater than buffer length ({offset}) , but "
+              "got {length}",
+    "multiple": "buffer size ({length}) must be a multiple of element size ({itemsize})",
+    "size": "buffer has only {rest} elements after offset {offset}, but specified a size of "
+            "{count}",
+}
+
+
 def _values_from_buffer(buffer, byte_order, count: int, offset: int, dtype) -> np.ndarray:
     """A copy of `count` values of `dtype` read from the bytes-like `buffer` from byte `offset`
     (count < 0: all that follow), in `byte_order`; PyTorch's checks and messages, in its order."""
@@ -125,19 +160,8 @@ def _values_from_buffer(buffer, byte_order, count: int, offset: int, dtype) -> n
         raw = memoryview(buffer).cast("B")
     except TypeError:
         raise TypeError(f"a bytes-like object is required, not '{_type_name(buffer)}'") from None
-    length, itemsize = raw.nbytes, np_dtype.itemsize
-    if offset < 0 or offset > length:
-        # (PyTorch's message names the offset as the length and the length as what it got)
-        raise ValueError(f"offset must be non-negative and no greater than buffer length "
-                         f"({offset}) , but got {length}")
-    if count < 0:
-        if (length - offset) % itemsize:
-            raise ValueError(f"buffer size ({length}) must be a multiple of element size "
-                             f"({itemsize})")
-        count = (length - offset) // itemsize
-    if offset + count * itemsize > length:
-        raise ValueError(f"buffer has only {length - offset} elements after offset {offset}, "
-                         f"but specified a size of {count}")
+    count = buffer_element_count(raw.nbytes, np_dtype.itemsize, offset, count,
+                                 _FROM_BUFFER_ERRORS, offset_may_reach_end=True)
     if np_dtype.kind == "b":
         return np.frombuffer(raw, np.uint8, count, offset) != 0
     order = "=" if single_byte else _BYTE_ORDERS[byte_order]

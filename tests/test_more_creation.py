@@ -143,6 +143,46 @@ def test_frombuffer():
         tg.frombuffer([1, 2], dtype=tg.float32)
 
 
+# torch.frombuffer's count/offset checks (shared with Storage.from_buffer through
+# storage.buffer_element_count, in frombuffer's own words): every outcome against PyTorch
+FROMBUFFER_CASES = [
+    "lib.frombuffer(bytearray(8), dtype=lib.float32)",
+    "lib.frombuffer(bytearray(8), dtype=lib.float32, count=3)",
+    "lib.frombuffer(bytearray(8), dtype=lib.float32, count=2, offset=1)",
+    "lib.frombuffer(bytearray(8), dtype=lib.float32, count=1, offset=4)",
+    "lib.frombuffer(bytearray(8), dtype=lib.float32, offset=8)",
+    "lib.frombuffer(bytearray(8), dtype=lib.float32, offset=7)",
+    "lib.frombuffer(bytearray(8), dtype=lib.float32, offset=-1)",
+    "lib.frombuffer(bytearray(8), dtype=lib.float32, offset=4)",
+    "lib.frombuffer(bytearray(8), dtype=lib.float32, count=0)",
+    "lib.frombuffer(bytearray(0), dtype=lib.float32)",
+    "lib.frombuffer(bytearray(9), dtype=lib.float32)",
+    "lib.frombuffer(bytearray(9), dtype=lib.float32, offset=1)",
+    "lib.frombuffer(bytearray(9), dtype=lib.float32, count=-3)",
+    "lib.frombuffer(bytearray(8), dtype=lib.uint8, count=8, offset=1)",
+    "lib.frombuffer(b'abcd', dtype=lib.uint8)",
+    "lib.frombuffer([1, 2], dtype=lib.uint8)",
+    "lib.frombuffer(array.array('i', [1, 2, 3]), dtype=lib.int16, offset=2)",
+    "lib.frombuffer(array.array('i', [1, 2, 3]), dtype=lib.int64, offset=4)",
+]
+
+
+def _frombuffer_outcome(lib, expr):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            r = eval(expr, {"lib": lib, "array": array, "np": np})
+        except Exception as e:  # noqa: BLE001 - the exception is what is compared
+            return type(e).__name__, str(e)
+    return str(r.dtype).split(".")[-1], tuple(r.shape), r.tolist()
+
+
+@pytest.mark.parametrize("expr", FROMBUFFER_CASES)
+def test_frombuffer_matches_torch(torch, expr):
+    assert _frombuffer_outcome(tg, expr) == _frombuffer_outcome(torch, expr)
+
+
 def test_empty_strided():
     t = tg.empty_strided((2, 3), (1, 2))
     assert tuple(t.shape) == (2, 3) and t.stride() == (1, 2) and t.dtype == tg.float32

@@ -788,9 +788,10 @@ def _capture_route():
 
 
 def _set_argument_error(handler):
-    """Called once by tapegrad/_public_calls.py: a public function's call that raised with an
-    ndarray among its arguments raises handler(function, name, error, args, kwargs)'s exception
-    instead, unless it returns None (out_arg_call.h)."""
+    """Called once by tapegrad/_public_calls.py: a public function's call with an ndarray among
+    its arguments raises handler(function, name, error, args, kwargs)'s exception instead of its
+    outcome (error: what it raised, or None), unless that returns None; an in-place function's
+    before it runs (out_arg_call.h)."""
     tg_out_arg_set_argument_error(np.ndarray, handler)
 
 

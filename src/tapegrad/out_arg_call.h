@@ -38,6 +38,7 @@ typedef struct {
     PyObject *name;             /* torch's name of the function (messages) */
     char dtype_from_out;        /* the function computes in out's dtype (factories, sums) */
     char takes_out;             /* PyTorch's function has out= (else `out` is the function's) */
+    char in_place;              /* its name ends in '_': it writes its input (fill_, resize_as_) */
     PyObject *dict;             /* __name__, __qualname__, __doc__, __signature__, __wrapped__ */
     vectorcallfunc vectorcall;
 } TgOutArg;
@@ -68,25 +69,38 @@ tg_is_meta(PyObject *a)
     return t == tg_meta_type || (t == tg_meta_parameter_type && t != NULL);
 }
 
-/* Whether an argument is a meta tensor, or a list or tuple holding one (torch.cat's). */
-static int
-tg_meta_argument(PyObject *a)
+/* Whether any of a call's n arguments (positional then keyword values) is an object `is_kind`
+ * accepts, or a list or tuple holding one (torch.cat's tensors): the one walk of the arguments
+ * that the meta device's dispatch and the ndarray error path share. */
+static inline __attribute__((always_inline)) int
+tg_any_argument(PyObject *const *args, Py_ssize_t n, int (*is_kind)(PyObject *))
 {
-    Py_ssize_t i, n;
-    if (tg_is_meta(a))
-        return 1;
-    if (PyList_CheckExact(a)) {
-        n = PyList_GET_SIZE(a);
-        for (i = 0; i < n; i++)
-            if (tg_is_meta(PyList_GET_ITEM(a, i)))
-                return 1;
-    } else if (PyTuple_CheckExact(a)) {
-        n = PyTuple_GET_SIZE(a);
-        for (i = 0; i < n; i++)
-            if (tg_is_meta(PyTuple_GET_ITEM(a, i)))
-                return 1;
+    Py_ssize_t i, j, m;
+    PyObject *a;
+    for (i = 0; i < n; i++) {
+        a = args[i];
+        if (is_kind(a))
+            return 1;
+        if (PyList_CheckExact(a)) {
+            m = PyList_GET_SIZE(a);
+            for (j = 0; j < m; j++)
+                if (is_kind(PyList_GET_ITEM(a, j)))
+                    return 1;
+        } else if (PyTuple_CheckExact(a)) {
+            m = PyTuple_GET_SIZE(a);
+            for (j = 0; j < m; j++)
+                if (is_kind(PyTuple_GET_ITEM(a, j)))
+                    return 1;
+        }
     }
     return 0;
+}
+
+/* The number of arguments in a vectorcall's vector: positional, then one per keyword. */
+static inline Py_ssize_t
+tg_argument_count(size_t nargsf, PyObject *kwnames)
+{
+    return PyVectorcall_NARGS(nargsf) + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
 }
 
 static int
@@ -127,9 +141,11 @@ tg_out_arg_set_capture_route(PyObject *route)
 }
 
 /* numpy.ndarray and _public_calls.argument_error(function, name, error, args, kwargs), set once
- * by tg_out_arg_set_argument_error: a call that raised with an ndarray among its arguments (or in
- * a list or tuple argument) gets PyTorch's TypeError from it ("must be Tensor, not
- * numpy.ndarray"), whatever the function's own code ran into first.  Only on the error path. */
+ * by tg_out_arg_set_argument_error: a call with an ndarray among its arguments (or in a list or
+ * tuple argument) gets PyTorch's TypeError from it ("must be Tensor, not numpy.ndarray"), whatever
+ * the function's own code ran into first (error: what it raised), or where the function computed
+ * with the array (error None: numpy's operators and conversions take it).  A call without an
+ * ndarray pays one walk of its arguments (a few compares each). */
 static PyTypeObject *tg_ndarray_type = NULL;
 static PyObject *tg_argument_error = NULL;
 
@@ -147,30 +163,18 @@ tg_out_arg_set_argument_error(PyObject *ndarray_type, PyObject *handler)
     return 0;
 }
 
+/* An ndarray or a subclass (np.memmap, np.matrix): walks the base-type chain inline, as every
+ * successful call with arguments asks (PyObject_TypeCheck's out-of-line MRO search cost a call of
+ * add(t, u) ~10% more instructions). */
 static inline int
 tg_is_ndarray(PyObject *a)
 {
-    return PyObject_TypeCheck(a, tg_ndarray_type);
-}
-
-/* Whether an argument is an ndarray, or a list or tuple holding one. */
-static int
-tg_ndarray_argument(PyObject *a)
-{
-    Py_ssize_t i, n;
-    if (tg_is_ndarray(a))
-        return 1;
-    if (PyList_CheckExact(a)) {
-        n = PyList_GET_SIZE(a);
-        for (i = 0; i < n; i++)
-            if (tg_is_ndarray(PyList_GET_ITEM(a, i)))
-                return 1;
-    } else if (PyTuple_CheckExact(a)) {
-        n = PyTuple_GET_SIZE(a);
-        for (i = 0; i < n; i++)
-            if (tg_is_ndarray(PyTuple_GET_ITEM(a, i)))
-                return 1;
-    }
+    PyTypeObject *t = Py_TYPE(a);
+    do {
+        if (t == tg_ndarray_type)
+            return 1;
+        t = t->tp_base;
+    } while (t != NULL);
     return 0;
 }
 
@@ -238,35 +242,79 @@ tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, s
     return result;
 }
 
-/* The function raised (the error is set): with an ndarray argument, argument_error's exception
- * instead of it, unless that returns None (the error stands). */
+/* argument_error's verdict on a call with an ndarray argument: `error` is what the function
+ * raised (NULL: it returned).  A new reference to the exception to raise instead, to None (the
+ * call's own outcome stands), or NULL with an error set. */
 static PyObject *
-tg_out_arg_failed(TgOutArg *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+tg_out_arg_argument_error(TgOutArg *self, PyObject *error, PyObject *const *args, size_t nargsf,
+                          PyObject *kwnames)
 {
-    Py_ssize_t i, n = PyVectorcall_NARGS(nargsf) + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
-    PyObject *type, *value, *tb, *head, *replacement;
+    PyObject *head, *verdict;
+    head = PyTuple_Pack(3, self->fn, self->name, error != NULL ? error : Py_None);
+    if (head == NULL)
+        return NULL;
+    verdict = tg_out_arg_call_with(tg_argument_error, head, args, nargsf, kwnames, 1);
+    Py_DECREF(head);
+    return verdict;
+}
 
-    for (i = 0; i < n && !tg_ndarray_argument(args[i]); i++)
-        ;
-    if (i == n)
-        return NULL;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    head = PyTuple_Pack(3, self->fn, self->name, value != NULL ? value : Py_None);
-    replacement = head == NULL ? NULL
-                  : tg_out_arg_call_with(tg_argument_error, head, args, nargsf, kwnames, 1);
-    Py_XDECREF(head);
-    if (replacement == Py_None) {
-        Py_DECREF(replacement);
-        PyErr_Restore(type, value, tb);
-        return NULL;
+/* An in-place function (fill_, resize_as_) with an ndarray argument: argument_error's verdict
+ * before the call, since PyTorch's parser refuses before anything is written.  0 to go on with
+ * the call, -1 with PyTorch's exception (or another error) set.  (Any other function is judged
+ * on its outcome, so that an error it words as PyTorch does stands.) */
+static int
+tg_out_arg_refused_in_place(TgOutArg *self, PyObject *const *args, size_t nargsf,
+                            PyObject *kwnames)
+{
+    PyObject *verdict;
+    if (!self->in_place || tg_argument_error == NULL
+            || !tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_ndarray))
+        return 0;
+    verdict = tg_out_arg_argument_error(self, NULL, args, nargsf, kwnames);
+    if (verdict == NULL)
+        return -1;
+    if (verdict == Py_None) {
+        Py_DECREF(verdict);
+        return 0;
     }
+    PyErr_SetObject((PyObject *)Py_TYPE(verdict), verdict);
+    Py_DECREF(verdict);
+    return -1;
+}
+
+/* The call's outcome (`result`, or NULL with the error set), unless an ndarray is among its
+ * arguments and argument_error gives PyTorch's exception instead (raised, NULL returned). */
+static PyObject *
+tg_out_arg_checked(TgOutArg *self, PyObject *result, PyObject *const *args, size_t nargsf,
+                   PyObject *kwnames)
+{
+    PyObject *type = NULL, *value = NULL, *tb = NULL, *verdict;
+
+    if (tg_argument_error == NULL
+            || !tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_ndarray))
+        return result;
+    if (result == NULL) {
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (value == NULL) {        /* (an error without a value: nothing to judge) */
+            PyErr_Restore(type, value, tb);
+            return NULL;
+        }
+    }
+    verdict = tg_out_arg_argument_error(self, value, args, nargsf, kwnames);
+    if (verdict == Py_None) {
+        Py_DECREF(verdict);
+        if (result == NULL)
+            PyErr_Restore(type, value, tb);
+        return result;
+    }
+    Py_XDECREF(result);
     Py_XDECREF(type);
     Py_XDECREF(value);
     Py_XDECREF(tb);
-    if (replacement != NULL) {
-        PyErr_SetObject((PyObject *)Py_TYPE(replacement), replacement);
-        Py_DECREF(replacement);
+    if (verdict != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(verdict), verdict);
+        Py_DECREF(verdict);
     }
     return NULL;
 }
@@ -275,23 +323,20 @@ static PyObject *
 tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     TgOutArg *self = (TgOutArg *)callable;
-    Py_ssize_t n, i;
     PyObject *head, *result;
 
-    if (tg_meta_type != NULL) {
-        n = PyVectorcall_NARGS(nargsf) + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
-        for (i = 0; i < n; i++) {
-            if (tg_meta_argument(args[i])) {
-                /* the meta device: dispatch(<this function>, name, args, kwargs) */
-                head = PyTuple_Pack(2, callable, self->name);
-                if (head == NULL)
-                    return NULL;
-                result = tg_out_arg_call_with(tg_meta_entry, head, args, nargsf, kwnames, 0);
-                Py_DECREF(head);
-                return result;
-            }
-        }
+    if (tg_meta_type != NULL
+            && tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_meta)) {
+        /* the meta device: dispatch(<this function>, name, args, kwargs) */
+        head = PyTuple_Pack(2, callable, self->name);
+        if (head == NULL)
+            return NULL;
+        result = tg_out_arg_call_with(tg_meta_entry, head, args, nargsf, kwnames, 0);
+        Py_DECREF(head);
+        return result;
     }
+    if (tg_out_arg_refused_in_place(self, args, nargsf, kwnames) < 0)
+        return NULL;
     if (!self->takes_out || kwnames == NULL || !tg_kwnames_name_out(kwnames)) {
         if (tg_capture_route != NULL) {
             /* a capture runs: _capture_op_call(<the function>, args, kwargs) */
@@ -300,23 +345,21 @@ tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, 
                 return NULL;
             result = tg_out_arg_call_with(tg_capture_route, head, args, nargsf, kwnames, 1);
             Py_DECREF(head);
-            return result;
+            return tg_out_arg_checked(self, result, args, nargsf, kwnames);
         }
         /* The function's own vectorcall, as PyObject_Vectorcall finds it, minus that call's
          * result check: our caller checks the result we return (~35 instructions a call). */
         vectorcallfunc fn_call = PyVectorcall_Function(self->fn);
         result = fn_call != NULL ? fn_call(self->fn, args, nargsf, kwnames)
                                  : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
-        if (result == NULL && tg_argument_error != NULL)
-            return tg_out_arg_failed(self, args, nargsf, kwnames);
-        return result;
+        return tg_out_arg_checked(self, result, args, nargsf, kwnames);
     }
     head = Py_BuildValue("(OOO)", self->fn, self->name, self->dtype_from_out ? Py_True : Py_False);
     if (head == NULL)
         return NULL;
     result = tg_out_arg_call_with(tg_out_arg_slow_call, head, args, nargsf, kwnames, 1);
     Py_DECREF(head);
-    return result;
+    return tg_out_arg_checked(self, result, args, nargsf, kwnames);
 }
 
 /* WithOut(name, fn, dtype_from_out, takes_out=True) */
@@ -345,6 +388,8 @@ tg_out_arg_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->name = name;
     self->dtype_from_out = (char)dtype_from_out;
     self->takes_out = (char)takes_out;
+    self->in_place = PyUnicode_GET_LENGTH(name) > 1
+                     && PyUnicode_READ_CHAR(name, PyUnicode_GET_LENGTH(name) - 1) == '_';
     self->dict = NULL;
     self->vectorcall = tg_out_arg_vectorcall;
     return (PyObject *)self;
