@@ -8,6 +8,8 @@ share over the ordinary range, and the edge cases), in chunks of 1M; the referen
 double (64-bit significand on x86-64) -- or mpmath where long double is not wider than double or
 numpy lacks the function (erf), which is slow (~60 us a point): those kernels get --mpmath-points.  Prints per kernel the maximum error in ulps, the share of results not correctly rounded,
 and the worst input; exits 1 if a bound (1 ulp float32, 2 ulp float64) is exceeded.
+`--ops pow` (not in the default list) checks x ** y for the exponents of POW_EXPONENTS, the points
+shared among them, x of both signs over the whole exponent range (y rounded to the dtype).
 """
 from __future__ import annotations
 
@@ -20,6 +22,19 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import vecmath_support as vs  # noqa: E402
+
+
+# Exponents for --ops pow: fractional, odd and even integers, tiny and large (x near 1 matters).
+POW_EXPONENTS = [2.5, -2.5, 0.1, -0.7, 1.5, 7.0, -3.0, 1 / 3, 1e-5, 17.3, -97.1, 123.456, 1e4, -3e5]
+
+
+def pow_case(vm, dtype, n, rng, k):
+    """(x, y, result, reference) for the k-th chunk of the pow check."""
+    y = float(dtype(POW_EXPONENTS[k % len(POW_EXPONENTS)]))
+    x = vs.random_inputs("sin", dtype, n, rng)
+    if k < len(POW_EXPONENTS):
+        x = np.concatenate([vs.edge_inputs("sin", dtype), x])
+    return x, y, vm.pow(x, y), vs.pow_reference(x, y)
 
 
 def main() -> int:
@@ -43,17 +58,23 @@ def main() -> int:
             for dtype in (np.float32, np.float64):
                 t0 = time.perf_counter()
                 worst, worst_x, count, not_rounded = -1.0, None, 0, 0
-                edges = vs.edge_inputs(name, dtype)
-                wide = vs.LONGDOUBLE_IS_WIDE and name in vs.LONG_DOUBLE_KERNELS
+                wide = vs.LONGDOUBLE_IS_WIDE and (name in vs.LONG_DOUBLE_KERNELS or name == "pow")
                 points = args.points if wide else min(args.points, args.mpmath_points)
+                k = 0
                 while count < points:
-                    x = vs.random_inputs(name, dtype, min(chunk, points - count), rng)
-                    if count == 0:
-                        x = np.concatenate([edges, x])
-                    err = vs.ulp_errors(vm(name, x), vs.reference(name, x))
+                    n = min(chunk, points - count)
+                    if name == "pow":
+                        x, y, got, ref = pow_case(vm, dtype, min(n, 200_000), rng, k)
+                    else:
+                        x = vs.random_inputs(name, dtype, n, rng)
+                        if count == 0:
+                            x = np.concatenate([vs.edge_inputs(name, dtype), x])
+                        got, ref = vm(name, x), vs.reference(name, x)
+                    k += 1
+                    err = vs.ulp_errors(got, ref)
                     i = int(np.argmax(err))
                     if err[i] > worst:
-                        worst, worst_x = float(err[i]), x[i]
+                        worst, worst_x = float(err[i]), (x[i] if name != "pow" else (x[i], y))
                     not_rounded += int(np.count_nonzero(err > 0.5))
                     count += x.size
                 bad = worst > vs.ULP_BOUND[dtype]

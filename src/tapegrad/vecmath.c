@@ -26,6 +26,7 @@
 const double tg_vm_erf_table[] = VM_ERF_TABLE;
 const double tg_vm_log_table[] = VM_LOG_TABLE;
 const double tg_vm_pow_exp_table[] = VM_POW_EXP_TABLE;
+const double tg_vm_pow_log2_f32_table[] = VM_POW_LOG2_F32_TABLE;
 
 static const uint64_t two_over_pi_words[20] = VM_TWO_OVER_PI_WORDS;
 
@@ -226,13 +227,6 @@ void tg_vm_sincos_f32(const float *x, float *s, float *c, size_t n)
 /* The exponents whose results do not depend on the algorithm (0, NaN, infinities: exact special
  * values or a comparison of |x| with 1) go to the C library, lane by lane, out of line (the
  * common call then needs no stack frame); the kernels take the finite nonzero ones. */
-#if defined(__GNUC__) || defined(__clang__)
-#define TG_VM_NOINLINE __attribute__((noinline))
-#elif defined(_MSC_VER)
-#define TG_VM_NOINLINE __declspec(noinline)
-#else
-#define TG_VM_NOINLINE
-#endif
 
 static TG_VM_NOINLINE void pow_libm_f64(const double *x, double y, double *out, size_t n)
 {

@@ -40,11 +40,14 @@ static const double sin_s_f32[] = VM_SIN_S_F32;
 static const double cos_c_f64[] = VM_COS_C_F64;
 static const double cos_c_f32[] = VM_COS_C_F32;
 #endif
-/* The large tables (24 KB, 4 KB and 2 KB) are defined once, in vecmath.c: each level's translation
+/* The large tables (24 KB, 4 KB, 2 KB and 512 B) are defined once, in vecmath.c: each level's translation
  * unit includes this file, and a static copy per level put them into the core once per level. */
 extern const double tg_vm_erf_table[];
 extern const double tg_vm_log_table[];
 extern const double tg_vm_pow_exp_table[];
+extern const double tg_vm_pow_log2_f32_table[];
+static const double pow_log2_q_f32[] = VM_POW_LOG2_F32_Q;
+static const double pow_exp2_e_f32[] = VM_POW_EXP2_F32_E;
 #ifndef VM_POW_ONLY
 static const double erf_a_f32[] = VM_ERF_A_F32;
 static const double erf_b_f32[] = VM_ERF_B_F32;
@@ -540,15 +543,22 @@ static inline vd erf_f32_core(vd x)
  * odd integer y keeps the sign of x (signed zeros and infinities too).  Lanes past an array's end
  * are loaded as 1 (vd_load_part_one): log 1 = 0 and e^0 = 1 take no rare branch, where zeros
  * went through log 0 and an underflowing exponential (microcode assists at every short call). */
-/* u = 2^k m (u a positive normal double): m, k and the log table's row for m's slice. */
-static inline void pow_log_split(vd u, vd *m, vd *k, vd *invc, vd *lc, vd *lcl)
+/* u = 2^k m (u a positive normal double, m in [sqrt(1/2), sqrt 2)): m, k, and the index of m's
+ * slice when that range is cut into 2^bits (uniformly in the bits of each binade). */
+static inline vi pow_split(vd u, int bits, vd *m, vd *k)
 {
     vi b = vi_add(vd_as_vi(u), vi_set(UINT64_C(0x3ff0000000000000) - VM_SQRT_HALF_BITS));
-    vi j = vi_and(vi_shr(b, 52 - VM_LOG_TABLE_BITS), vi_set((1u << VM_LOG_TABLE_BITS) - 1));
     *m = vi_as_vd(vi_add(vi_and(b, vi_set(UINT64_C(0x000fffffffffffff))),
                          vi_set(VM_SQRT_HALF_BITS)));
     *k = vd_sub(vi_as_vd(vi_or(vi_shr(b, 52), vi_set(UINT64_C(0x4330000000000000)))),
                 vd_set(0x1p52 + 1023.0));
+    return vi_and(vi_shr(b, 52 - bits), vi_set((UINT64_C(1) << bits) - 1));
+}
+
+/* pow_split with the log table's row for m's slice. */
+static inline void pow_log_split(vd u, vd *m, vd *k, vd *invc, vd *lc, vd *lcl)
+{
+    vi j = pow_split(u, VM_LOG_TABLE_BITS, m, k);
     vd unused;
     vd_lookup4(tg_vm_log_table, j, invc, lc, lcl, &unused);
     (void)unused;
@@ -591,45 +601,55 @@ static inline vd pow_log(vd ax, vd *lo_out)
     return y;
 }
 
-/* e^(th - ntl), |ntl| <= ~2^-52 |th| (float32: ntl = 0 and a shorter polynomial); zk = th 128/ln2
- * + MAGIC (the caller's product: from y's multiple and log's hi it does not wait for th). */
-static inline vd pow_exp(vd th, vd ntl, vd zk, int f32)
+/* The common part of e^(th - ntl): 2^(K/128) into *s, and e^(th - ntl) / 2^(K/128) - 1 returned;
+ * zk = th 128/ln2 + MAGIC, K in its low bits. */
+static inline vd pow_exp_parts(vd th, vd ntl, vd zk, vd *s)
 {
-    int rare = vm_any(vd_gt(vd_abs(th), vd_set(708.0)));
-    vd bias = vd_set(0.0), scale2 = vd_set(1.0);
-    if (rare) {
-        /* Beyond the clamp the result is 0 or inf whatever ntl is (which may be inf or NaN). */
-        vd xc = vd_min(vd_set(720.0), vd_max(vd_set(-760.0), th));
-        ntl = vd_select(vd_eq(xc, th), ntl, vd_set(0.0));
-        th = xc;
-        zk = vd_fma_exact(th, vd_set(VM_POW_N_OVER_LN2), vd_set(VM_MAGIC));
-        vm pos = vd_gt(th, vd_set(0.0));
-        bias = vd_select(pos, vi_as_vd(vi_set(UINT64_C(0) - (UINT64_C(600) << 52))),
-                         vi_as_vd(vi_set(UINT64_C(600) << 52)));
-        scale2 = vd_select(pos, vd_set(0x1p600), vd_set(0x1p-600));
-    }
     vd kd = vd_sub(zk, vd_set(VM_MAGIC));
     vi ki = vd_as_vi(zk);                         /* K in the low bits */
     vd r = vd_fma_exact(kd, vd_set(-VM_POW_LN2N_HI), th);     /* exact */
-    if (!f32) r = vd_sub(r, vd_fma_exact(kd, vd_set(VM_POW_LN2N_LO), ntl));
+    r = vd_sub(r, vd_fma_exact(kd, vd_set(VM_POW_LN2N_LO), ntl));
     vd tail, sbits;
     vd_lookup2(tg_vm_pow_exp_table, vi_and(ki, vi_set((1u << VM_POW_EXP_BITS) - 1)), &tail, &sbits);
-    vd s = vi_as_vd(vi_add(vd_as_vi(sbits), vi_shl(ki, 52 - VM_POW_EXP_BITS)));
+    *s = vi_as_vd(vi_add(vd_as_vi(sbits), vi_shl(ki, 52 - VM_POW_EXP_BITS)));
     /* tail + r + r^2 (1/2 + r/6) + r^4 (1/24 + r/120) */
     vd z = vd_mul(r, r);
     vd c23 = vd_fma_exact(r, vd_set(1.0 / 6), vd_set(0.5));
-    vd p = f32 ? c23 : vd_fma_exact(z, vd_fma_exact(r, vd_set(1.0 / 120), vd_set(1.0 / 24)), c23);
-    vd tmp = vd_fma_exact(z, p, vd_add(tail, r));
-    if (!rare) return vd_fma_exact(s, tmp, s);
+    vd p = vd_fma_exact(z, vd_fma_exact(r, vd_set(1.0 / 120), vd_set(1.0 / 24)), c23);
+    return vd_fma_exact(z, p, vd_add(tail, r));
+}
+
+/* pow_exp for a vector with some |th| > 708 (a result that overflows, is subnormal or 0): th
+ * clamped, and 2^K scaled in two steps by 2^600 or 2^-600. */
+static TG_VM_NOINLINE vd pow_exp_far(vd th, vd ntl)
+{
+    /* Beyond the clamp the result is 0 or inf whatever ntl is (which may be inf or NaN). */
+    vd xc = vd_min(vd_set(720.0), vd_max(vd_set(-760.0), th));
+    ntl = vd_select(vd_eq(xc, th), ntl, vd_set(0.0));
+    th = xc;
+    vd zk = vd_fma_exact(th, vd_set(VM_POW_N_OVER_LN2), vd_set(VM_MAGIC));
+    vm pos = vd_gt(th, vd_set(0.0));
+    vd bias = vd_select(pos, vi_as_vd(vi_set(UINT64_C(0) - (UINT64_C(600) << 52))),
+                        vi_as_vd(vi_set(UINT64_C(600) << 52)));
+    vd scale2 = vd_select(pos, vd_set(0x1p600), vd_set(0x1p-600));
+    vd s, tmp = pow_exp_parts(th, ntl, zk, &s);
     s = vi_as_vd(vi_add(vd_as_vi(s), vd_as_vi(bias)));
     return vd_mul(vd_fma_exact(s, tmp, s), scale2);
 }
 
-/* What the loops need to know about the exponent y (finite, nonzero). */
+/* e^(th - ntl), |ntl| <= ~2^-52 |th|; zk = th 128/ln2 + MAGIC (the caller's product: from y's
+ * multiple and log's hi it does not wait for th). */
+static inline vd pow_exp(vd th, vd ntl, vd zk)
+{
+    if (vm_any(vd_gt(vd_abs(th), vd_set(708.0)))) return pow_exp_far(th, ntl);
+    vd s, tmp = pow_exp_parts(th, ntl, zk, &s);
+    return vd_fma_exact(s, tmp, s);
+}
+
+/* What the loops need to know about the exponent y (finite, nonzero): y and y 128/ln2 (pow_exp's
+ * zk).  What the special values need (pow_specials) is derived from y only where an x needs it. */
 typedef struct {
-    double y, y_n;              /* y and y 128/ln2 (pow_exp's zk) */
-    double at_zero, at_inf;     /* |x|^y for |x| = 0 and inf */
-    int odd, integer;           /* y an odd integer; y an integer */
+    double y, y_n;
 } pow_exponent;
 
 static inline pow_exponent pow_exponent_of(double y)
@@ -637,11 +657,6 @@ static inline pow_exponent pow_exponent_of(double y)
     pow_exponent e;
     e.y = y;
     e.y_n = y * VM_POW_N_OVER_LN2;
-    e.at_zero = y > 0 ? 0.0 : INFINITY;
-    e.at_inf = y > 0 ? INFINITY : 0.0;
-    e.integer = floor(y) == y;
-    /* y / 2 is exact, and not an integer for an odd y (|y| >= 2^53 is even) */
-    e.odd = e.integer && floor(0.5 * y) != 0.5 * y;
     return e;
 }
 
@@ -651,18 +666,20 @@ static inline vd pow_specials(vd x, vd ax, vd r, const pow_exponent *pe)
 {
     vm special = vm_or(vm_or(vd_lt(x, vd_set(0x1p-1022)), vd_gt(x, vd_set(0x1.fffffffffffffp+1023))), vd_isnan(x));
     if (!vm_any(special)) return r;
-    r = vd_select(vd_eq(ax, vd_set(0.0)), vd_set(pe->at_zero), r);
-    r = vd_select(vd_eq(ax, vd_set(INFINITY)), vd_set(pe->at_inf), r);
-    if (pe->odd)
+    double y = pe->y;
+    r = vd_select(vd_eq(ax, vd_set(0.0)), vd_set(y > 0 ? 0.0 : INFINITY), r);
+    r = vd_select(vd_eq(ax, vd_set(INFINITY)), vd_set(y > 0 ? INFINITY : 0.0), r);
+    /* y / 2 is exact, and not an integer for an odd y (|y| >= 2^53 is even) */
+    if (floor(y) == y && floor(0.5 * y) != 0.5 * y)
         r = vd_or(r, vd_and(x, vd_set(-0.0)));
-    else if (!pe->integer)
+    else if (floor(y) != y)
         r = vd_select(vm_and(vd_lt(x, vd_set(0.0)), vd_gt(x, vd_set(-INFINITY))), vd_set(NAN), r);
     return nan_passthrough(x, r);
 }
 
-static inline vd pow_core(vd x, const pow_exponent *pe)
+/* |x|^y, right for positive normal x (others: pow_specials). */
+static inline vd pow_abs(vd ax, const pow_exponent *pe)
 {
-    vd ax = vd_abs(x);
     vd lo;
     vd hi = pow_log(ax, &lo);
     vd y = vd_set(pe->y);
@@ -670,9 +687,110 @@ static inline vd pow_core(vd x, const pow_exponent *pe)
     /* th - y (hi + lo) = (th - y hi) - y lo, both products exactly */
     vd ntl = vd_fnma_exact(y, lo, vd_fnma_exact(y, hi, th));
     vd zk = vd_fma_exact(vd_set(pe->y_n), hi, vd_set(VM_MAGIC));
-    return pow_specials(x, ax, pow_exp(th, ntl, zk, 0), pe);
+    return pow_exp(th, ntl, zk);
 }
 
+static inline vd pow_core(vd x, const pow_exponent *pe)
+{
+    vd ax = vd_abs(x);
+    return pow_specials(x, ax, pow_abs(ax, pe), pe);
+}
+
+/* ---- float32 pow ----------------------------------------------------------------------------
+ * Its own algorithm, evaluated in double: a float x is a normal double (or 0, inf, NaN), and
+ * where the float result is neither 0 nor inf, |t| = |y log2|x|| <= 150, so t needs an absolute
+ * error ~2^-28 only.  log2|x| = (k + log2 c) + r Q(r) with c from a 32-slice table (rows invc,
+ * log2 c; r = m invc - 1, |r| < 0.0153; Q of degree 4 by Estrin's scheme, relative error
+ * < 2^-35.8 where log2|x| is smallest: tools/vecmath_tables.py).  t is never rounded: K =
+ * round(128 t) and r' = t - K/128 come each from one FMA of y and log2|x| (adding 1.5 2^45 leaves
+ * K in the low bits), 2^(K/128) is pow's exp table's s (2^n added to its exponent bits) and
+ * 2^r' = 1 + r' E(r') (E of degree 2, |r'| <= 2^-8, 2^-40.7).  The double result is within
+ * 2^-28.6 of x^y at |t| = 150 (less below) and is rounded once to float: a 0.54 ulp bound, and
+ * ~1e-6 of the results not correctly rounded.  Shorter than the float64 core (no double-double,
+ * small tables), it is what a one-element float32 pow waits for.  |t| > 1000 (the result far
+ * past float's range; also 0, inf and NaN x, which pow_specials replaces) takes a branch that
+ * computes 2^(+-1000) there instead, so that the exponent arithmetic stays in range, with the
+ * common path's bits in a vector's other lanes. */
+#define VM_POW_F32_SHIFT (VM_MAGIC / (1 << VM_POW_EXP_BITS))
+
+/* 2^(y lg) from kd = y lg + SHIFT (K = round(128 y lg) in its low bits) and nk = SHIFT - kd. */
+static inline vd pow_f32_exp2(vd y, vd lg, vd kd, vd nk)
+{
+    vd r = vd_fma_exact(y, lg, nk);
+    vi ki = vd_as_vi(kd);
+    vd unused, sbits;
+    vd_lookup2(tg_vm_pow_exp_table, vi_and(ki, vi_set((1u << VM_POW_EXP_BITS) - 1)), &unused, &sbits);
+    (void)unused;
+    vd s = vi_as_vd(vi_add(vd_as_vi(sbits), vi_shl(ki, 52 - VM_POW_EXP_BITS)));
+    /* r E(r) = r e2 + r^2 (e1 + e0 r) */
+    vd p = vd_fma_exact(vd_mul(r, r), vd_fma_exact(r, vd_set(pow_exp2_e_f32[0]), vd_set(pow_exp2_e_f32[1])),
+                        vd_mul(r, vd_set(pow_exp2_e_f32[2])));
+    return vd_fma_exact(s, p, s);
+}
+
+/* pow_f32_exp2 for a vector with some |y lg| > 1000 (nk = SHIFT - kd): 2^(+-1000) there. */
+static TG_VM_NOINLINE vd pow_f32_exp2_far(vd y, vd lg, vd nk)
+{
+    vm big = vd_gt(vd_abs(nk), vd_set(1000.0));
+    lg = vd_select(big, vd_select(vd_gt(nk, vd_set(0.0)), vd_set(-1000.0), vd_set(1000.0)), lg);
+    y = vd_select(big, vd_set(1.0), y);
+    vd kd = vd_fma_exact(y, lg, vd_set(VM_POW_F32_SHIFT));
+    return pow_f32_exp2(y, lg, kd, vd_sub(vd_set(VM_POW_F32_SHIFT), kd));
+}
+
+/* |x|^y, right for positive normal x (others: pow_specials). */
+static inline vd pow_f32_abs(vd ax, const pow_exponent *pe)
+{
+    vd m, k, invc, log2c;
+    vi j = pow_split(ax, VM_POW_LOG2_F32_BITS, &m, &k);
+    vd_lookup2(tg_vm_pow_log2_f32_table, j, &invc, &log2c);
+    vd r = vd_fma_exact(m, invc, vd_set(-1.0));
+    /* r Q(r) = r (q4 + q3 r) + r^3 (q2 + q1 r + q0 r^2) */
+    vd r2 = vd_mul(r, r);
+    vd lo = vd_fma_exact(r, vd_set(pow_log2_q_f32[3]), vd_set(pow_log2_q_f32[4]));
+    vd hi = vd_fma_exact(r2, vd_set(pow_log2_q_f32[0]),
+                         vd_fma_exact(r, vd_set(pow_log2_q_f32[1]), vd_set(pow_log2_q_f32[2])));
+    vd lg = vd_fma_exact(vd_mul(r2, r), hi, vd_fma_exact(r, lo, vd_add(k, log2c)));
+    vd y = vd_set(pe->y);
+    vd kd = vd_fma_exact(y, lg, vd_set(VM_POW_F32_SHIFT));
+    vd nk = vd_sub(vd_set(VM_POW_F32_SHIFT), kd);                 /* -K/128, exact */
+    if (vm_any(vd_gt(vd_abs(nk), vd_set(1000.0)))) return pow_f32_exp2_far(y, lg, nk);
+    return pow_f32_exp2(y, lg, kd, nk);
+}
+
+static inline vd pow_f32_core(vd x, const pow_exponent *pe)
+{
+    vd ax = vd_abs(x);
+    return pow_specials(x, ax, pow_f32_abs(ax, pe), pe);
+}
+
+#ifdef VM_POW_ONLY
+#if VM_W != 1
+#error "VM_POW_ONLY is pow's one-lane path"
+#endif
+/* pow's one-lane path (1-2 elements): one element at a time, no unrolled body (whose constants the
+ * compiler loaded, and partly spilled, before it could start the first element); a positive
+ * normal x goes straight to |x|^y, any other x to the vector levels' code for it (pow_specials
+ * gives |x|^y unchanged for positive normal x: the same bits either way), out of line. */
+#define VM_POW_ONE_LANE(CORE, ABS)                                                             \
+    static TG_VM_NOINLINE vd CORE##_special(vd x, const pow_exponent *pe)                      \
+    {                                                                                          \
+        return CORE(x, pe);                                                                    \
+    }                                                                                          \
+    static inline vd CORE##_one(vd x, const pow_exponent *pe)                                  \
+    {                                                                                          \
+        if (x >= 0x1p-1022 && x <= 0x1.fffffffffffffp+1023) return ABS(x, pe);                \
+        return CORE##_special(x, pe);                                                          \
+    }
+VM_POW_ONE_LANE(pow_core, pow_abs)
+VM_POW_ONE_LANE(pow_f32_core, pow_f32_abs)
+#define VM_POW_LOOP(SUFFIX, T, LOAD, LOAD_PART, STORE, STORE_PART, CORE)                       \
+    void VM_XCAT3(tg_vm_pow_##SUFFIX, _, VM_LEVEL_NAME)(const T *x, T y, T *out, size_t n)     \
+    {                                                                                          \
+        const pow_exponent pe = pow_exponent_of((double)y);                                    \
+        for (size_t i = 0; i < n; i++) STORE(out + i, CORE##_one(LOAD(x + i), &pe));           \
+    }
+#else
 /* The tail goes through a masked load (lanes past the end read as 1) and a masked store (through a
  * buffer, its copy was a memcpy call, and at sizes 1-16 a pow is mostly tail). */
 #define VM_POW_LOOP(SUFFIX, T, LOAD, LOAD_PART, STORE, STORE_PART, CORE)                       \
@@ -688,31 +806,8 @@ static inline vd pow_core(vd x, const pow_exponent *pe)
         for (; i + VM_W <= n; i += VM_W) STORE(out + i, CORE(LOAD(x + i), &pe));               \
         if (i < n) STORE_PART(out + i, CORE(LOAD_PART(x + i, n - i), &pe), n - i);             \
     }
+#endif
 VM_POW_LOOP(f64, double, vd_load, vd_load_part_one, vd_store, vd_store_part, pow_core)
-
-/* float32, evaluated in double: a float x is a normal double, and t = y log|x| only needs an
- * absolute error ~2^-45 (|t| <= ~104 where the float result is neither 0 nor inf; |y| <= 2^16
- * where log|x| is small but not in the slice of 1), so log|x| is the table's k ln2 + log c +
- * log1p(r) in plain double, log1p to r^6, and e^t pow_exp's float32 variant. */
-static inline vd pow_f32_core(vd x, const pow_exponent *pe)
-{
-    vd ax = vd_abs(x);
-    vd u = ax;
-    vm zero = vd_eq(ax, vd_set(0.0));
-    if (vm_any(zero)) u = vd_select(zero, vd_set(1.0), ax);   /* patched by pow_specials */
-    vd m, k, invc, lc, lcl;
-    pow_log_split(u, &m, &k, &invc, &lc, &lcl);
-    vd r = vd_fma_exact(m, invc, vd_set(-1.0));
-    vd c = vd_add(vd_fma_exact(k, vd_set(VM_LN2_HI), lc), vd_fma_exact(k, vd_set(VM_LN2_LO), lcl));
-    /* log1p(r) = r + r^2 (-1/2 + r/3 + r^2 (-1/4 + r/5) - r^4/6) */
-    vd z = vd_mul(r, r);
-    vd q = vd_fma_exact(vd_mul(z, z), vd_set(-1.0 / 6),
-                        vd_fma_exact(z, vd_fma_exact(r, vd_set(1.0 / 5), vd_set(-1.0 / 4)),
-                                     vd_fma_exact(r, vd_set(1.0 / 3), vd_set(-0.5))));
-    vd lg = vd_add(c, vd_fma_exact(z, q, r));
-    vd zk = vd_fma_exact(vd_set(pe->y_n), lg, vd_set(VM_MAGIC));
-    return pow_specials(x, ax, pow_exp(vd_mul(vd_set(pe->y), lg), vd_set(0.0), zk, 1), pe);
-}
 VM_POW_LOOP(f32, float, vd_load_f32, vd_load_f32_part_one, vd_store_f32, vd_store_f32_part,
             pow_f32_core)
 

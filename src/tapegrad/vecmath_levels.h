@@ -41,6 +41,16 @@
 #define TG_VM_BUILD_POW_ONE 0
 #endif
 
+/* Out of line: rare paths, whose code would otherwise be laid out (and its registers allocated)
+ * among the common path's. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TG_VM_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define TG_VM_NOINLINE __declspec(noinline)
+#else
+#define TG_VM_NOINLINE
+#endif
+
 /* The level in use, -1 until the first call resolves it (vecmath.c). */
 extern int tg_vm_active_level;
 

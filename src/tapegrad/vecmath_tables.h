@@ -1323,4 +1323,45 @@
     0x1.305c14160cc89p-58, 0x1.ff3c22b8f71f1p-1, \
 }
 
+#define VM_POW_LOG2_F32_BITS 5
+/* float32 pow's log2: invc, log2 c */
+#define VM_POW_LOG2_F32_TABLE { \
+    0x1.66151710ac423p+0, -0x1.efc46c5ebebdfp-2, \
+    0x1.5e6c74e8d538cp+0, -0x1.cfd3cb8c8ad88p-2, \
+    0x1.5715ef8b1867ep+0, -0x1.b090366c64386p-2, \
+    0x1.500c798202d12p+0, -0x1.91f280b816334p-2, \
+    0x1.494b6d54b21fbp+0, -0x1.73f3ee055d701p-2, \
+    0x1.42ce83485d5ddp+0, -0x1.568e28de414f6p-2, \
+    0x1.3c91c851e43a2p+0, -0x1.39bb3ab7db083p-2, \
+    0x1.3691960f0d944p+0, -0x1.1d7584adfed38p-2, \
+    0x1.30ca8ba51efcap+0, -0x1.01b7b8ed97574p-2, \
+    0x1.2b3987677b21ep+0, -0x1.ccf9a974c0e5bp-3, \
+    0x1.25dba12d2a29ep+0, -0x1.978035fe42eacp-3, \
+    0x1.20ae253fb929cp+0, -0x1.62fa1eb340cd6p-3, \
+    0x1.1bae8fd0daf10p+0, -0x1.2f5ee32aad373p-3, \
+    0x1.16da88e6bc2b9p+0, -0x1.f94ce625f70ecp-4, \
+    0x1.122fe0b1231ffp+0, -0x1.95924d4197247p-4, \
+    0x1.0dac8c3b48080p+0, -0x1.337f6f3cbc584p-4, \
+    0x1.094ea26fe370ep+0, -0x1.a60cec304868bp-5, \
+    0x1.05145966470cap+0, -0x1.d068da1f73d21p-6, \
+    0x1.0000000000000p+0, 0x0.0p+0, \
+    0x1.f433734bd4d16p-1, 0x1.138ba966d043ep-5, \
+    0x1.e561e06e0f275p-1, 0x1.3b7ba66a03696p-4, \
+    0x1.d76a9b983dd0bp-1, 0x1.e8012db1734eep-4, \
+    0x1.ca3b53b00dd90p-1, 0x1.47d0e489d57f8p-3, \
+    0x1.bdc3b5eae5222p-1, 0x1.99514d0d62671p-3, \
+    0x1.b1f52a38d34a7p-1, 0x1.e8a1986b559a0p-3, \
+    0x1.a6c29a260cafdp-1, 0x1.1aef883d637cbp-2, \
+    0x1.9c20405b4cf7dp-1, 0x1.409260f741ba8p-2, \
+    0x1.92037f4212fcep-1, 0x1.6545daa64600bp-2, \
+    0x1.8862bd9a47fb0p-1, 0x1.8915907ec4bfep-2, \
+    0x1.7f3548083a2a4p-1, 0x1.ac0c4ab7ad115p-2, \
+    0x1.767336cf5e0f4p-1, 0x1.ce34120e9a27bp-2, \
+    0x1.6e155712ac523p-1, 0x1.ef9641174652ap-2, \
+}
+/* log2(1 + r) = r Q(r), r in [-0.0152649, 0.0152649], relative error < 2^-35.8; highest degree first */
+#define VM_POW_LOG2_F32_Q { 0x1.27868266f9a75p-2, -0x1.7166d331986dcp-2, 0x1.ec709d8788777p-2, -0x1.7154762faa62ep-1, 0x1.71547652b82fep+0 }
+/* 2^r = 1 + r E(r), |r| <= 2^-8, relative error < 2^-40.7 */
+#define VM_POW_EXP2_F32_E { 0x1.c6b095a17b1afp-5, 0x1.ebfbeebe2ef2ep-3, 0x1.62e42fefa39efp-1 }
+
 #endif
