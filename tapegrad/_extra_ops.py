@@ -492,11 +492,11 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
 
 # -- cumulative sums and products ------------------------------------------------------------------
 
-def _cumulative_dtype(arr: np.ndarray, dtype):
+def _cumulative_dtype(arr: np.ndarray, dtype, fn: str = None):
     """The result dtype (integers and bools accumulate to int64) and the accumulator dtype
     (PyTorch accumulates float32 in float64 and float16 in float32)."""
     if dtype is not None:
-        out = np.dtype(_core.np_dtype_of(dtype))
+        out = np.dtype(_core.np_dtype_of(dtype, fn))
     elif arr.dtype.kind in "biu":
         out = np.dtype(np.int64)
     else:
@@ -524,7 +524,9 @@ def cumsum(input, dim, *, dtype=None):
     _check_tensor(input, "cumsum")
     d = _dim(dim, input.ndim)
     if dtype is not None:
-        _check_autograd_dtype(input, _core.np_dtype_of(dtype))
+        from .creation import _check_not_bool
+        _check_not_bool(_core.np_dtype_of(dtype, "cumsum"), "cumsum_out_cpu")
+        _check_autograd_dtype(input, _core.np_dtype_of(dtype, "cumsum"))
     if dtype is not None and _records(input):
         input = input.to(dtype)
     if _records(input):
@@ -538,7 +540,7 @@ def cumprod(input, dim, *, dtype=None):
     """Running products along dim (integers and bools multiply to int64)."""
     _check_tensor(input, "cumprod")
     d = _dim(dim, input.ndim)
-    out, _ = _cumulative_dtype(input._array, dtype)
+    out, _ = _cumulative_dtype(input._array, dtype, "cumprod")
     if dtype is not None:
         _check_autograd_dtype(input, out)
     if not _records(input):

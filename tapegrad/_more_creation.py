@@ -26,8 +26,7 @@ TensorBase = _core.TensorBase
 newaxis = None
 
 
-def _np_dtype(dtype):
-    return None if dtype is None else dtype.np_dtype
+from .creation import _np_dtype
 
 
 def _default_dtype():
@@ -67,7 +66,7 @@ def torch_range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None,
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     count = int(math.floor((end - start) / step)) + 1
-    np_dt = _np_dtype(dtype) or _default_dtype().np_dtype
+    np_dt = _np_dtype(dtype, "range") or _default_dtype().np_dtype
     values = (start + np.arange(count, dtype=np.float64) * step).astype(np_dt)
     result = _finish(_wrap(values), requires_grad)
     return result if out is None else out.copy_(result)
@@ -90,7 +89,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     converted (copied).  copy=True always copies; copy=False raises where sharing is
     impossible."""
     _check_cpu(device)
-    target = _np_dtype(dtype)
+    target = _np_dtype(dtype, "asarray")
     if isinstance(obj, TensorBase):
         if target is None or obj._array.dtype == target:
             result = obj.clone() if copy else obj
@@ -175,7 +174,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape")
-    np_dt = _np_dtype(dtype) or _default_dtype().np_dtype
+    np_dt = _np_dtype(dtype, "empty_strided") or _default_dtype().np_dtype
     if any(s < 0 for s in size):
         raise RuntimeError(f"Trying to create tensor with negative dimension "
                            f"{min(size)}: {list(size)}")
@@ -209,7 +208,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
                            f"len(physical_layout) = {len(order)}")
     if sorted(order) != list(range(len(size))):
         raise RuntimeError("Duplicate dim not allowed")
-    np_dt = _np_dtype(dtype) or _default_dtype().np_dtype
+    np_dt = _np_dtype(dtype, "empty_permuted") or _default_dtype().np_dtype
     physical = _wrap(np.empty(tuple(size[d] for d in order), dtype=np_dt))
     result = physical.permute(*np.argsort(order).tolist())
     if requires_grad:
@@ -223,6 +222,7 @@ def _window(name: str, window_length, periodic, dtype, requires_grad, values_of)
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got "
                            f"window_length={window_length}")
+    _np_dtype(dtype, name)                              # PyTorch's TypeError for a non-dtype
     dt = dtype or _default_dtype()
     if not dt.is_floating_point:
         raise RuntimeError(f"{name} expects floating point dtypes, got: {dt}")

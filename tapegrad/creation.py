@@ -20,8 +20,16 @@ def _default_float() -> np.dtype:
     return _core.get_default_dtype().np_dtype
 
 
-def _np_dtype(dtype):
-    return None if dtype is None else _core.np_dtype_of(dtype)
+def _np_dtype(dtype, fn: str = None):
+    """The numpy dtype of factory `fn`'s `dtype=` argument (None stays None): PyTorch's TypeError
+    for what it does not take as a dtype."""
+    return None if dtype is None else _core.np_dtype_of(dtype, fn)
+
+
+def _check_not_bool(dt: np.dtype, kernel: str) -> None:
+    """PyTorch has no bool kernel for ranges (arange, linspace) or running sums."""
+    if dt == np.bool_:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
 
 
 def _make(arr: np.ndarray, requires_grad: bool) -> Tensor:
@@ -163,7 +171,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         if not arr.dtype.isnative:
             # a list of big-endian arrays: PyTorch converts their values element by element
             arr = arr.astype(arr.dtype.newbyteorder("="))
-    target = _np_dtype(dtype)
+    target = _np_dtype(dtype, "tensor")
     if target is not None:
         arr = arr.astype(target, copy=False)
     elif arr.dtype.num not in (np.dtype(d).num for d in (
@@ -279,7 +287,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         # A tensor converts like Tensor.to (recorded, shared when the dtype already matches).
         return data if dtype is None else data.to(dtype)
     if isinstance(data, np.ndarray):
-        if dtype is None or _np_dtype(dtype) == data.dtype:
+        if dtype is None or _np_dtype(dtype, "as_tensor") == data.dtype:
             return _shared_with_numpy(data)
         _warn_if_read_only(data)          # PyTorch reads it through a shared tensor, then converts
     return tensor(data, dtype=dtype)
@@ -323,7 +331,7 @@ def _default_complex() -> np.dtype:
 
 def _filled(size, value, dtype, requires_grad, fn: str) -> Tensor:
     shape = _size_args(size, fn)
-    dt = _np_dtype(dtype) or _default_float()
+    dt = _np_dtype(dtype, fn) or _default_float()
     if requires_grad and dt.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     return _make(np.full(shape, value, dtype=dt), requires_grad)
@@ -417,10 +425,11 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, device=No
     (tensor([7, 7]), tensor([7., 7.]))
     """
     _check_placement("full", device, pin_memory)
-    if dtype is None:
-        dtype = (np.bool_ if isinstance(fill_value, bool) else
-                 np.int64 if isinstance(fill_value, int) else
-                 _default_complex() if isinstance(fill_value, complex) else _default_float())
+    if dtype is None:                   # inferred as a tapegrad dtype: _filled checks `dtype=`
+        dtype = _core.np_dtype_to_dtype(
+            np.dtype(np.bool_) if isinstance(fill_value, bool) else
+            np.dtype(np.int64) if isinstance(fill_value, int) else
+            _default_complex() if isinstance(fill_value, complex) else _default_float())
     return _filled((size,) if not isinstance(size, (tuple, list)) else (tuple(size),),
                    fill_value, dtype, requires_grad, "full")
 
@@ -432,7 +441,7 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memor
     """
     _check_placement("empty", device, pin_memory)
     shape = _size_args(_keyword_size(size, _only_size(kwargs, "empty"), "empty"), "empty")
-    dt = _np_dtype(dtype) or _default_float()
+    dt = _np_dtype(dtype, "empty") or _default_float()
     _check_requires_grad(dt, requires_grad)
     return _make(np.empty(shape, dtype=dt), requires_grad)
 
@@ -482,7 +491,7 @@ def empty_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = 
     """An uninitialised tensor with ``input``'s shape and (unless ``dtype`` is given) its dtype."""
     _check_tensor(input, "empty_like")
     check_device(device, "empty_like")
-    dt = _np_dtype(dtype or input.dtype)
+    dt = _np_dtype(dtype or input.dtype, "empty_like")
     _check_requires_grad(dt, requires_grad)
     return _make(empty_preserving(input, dt) if memory_format is None
                  or getattr(memory_format, "_name", None) == "preserve_format"
@@ -501,13 +510,16 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, 
         raise RuntimeError("step must be nonzero")
     if dtype is None:
         all_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
-        dtype = np.int64 if all_int else _default_float()
+        dt = np.dtype(np.int64) if all_int else _default_float()
+    else:
+        dt = _np_dtype(dtype, "arange")
+        _check_not_bool(dt, "arange_cpu")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     # Computed in float64 (or int64) and cast, as PyTorch does, so float32 ranges match its values.
-    values = np.arange(start, end, step, dtype=np.float64 if np.dtype(_np_dtype(dtype)).kind == "f"
+    values = np.arange(start, end, step, dtype=np.float64 if dt.kind == "f"
                        else np.int64)
-    return _make(values.astype(_np_dtype(dtype)), requires_grad)
+    return _make(values.astype(dt), requires_grad)
 
 
 # -- more creation functions -----------------------------------------------------------------------
@@ -545,7 +557,8 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, devi
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = _scalar_arg(start), _scalar_arg(end)
-    dt = _np_dtype(dtype) or _default_float()
+    dt = _np_dtype(dtype, "linspace") or _default_float()
+    _check_not_bool(dt, "linspace_cpu")
     _check_requires_grad(dt, requires_grad)
     if steps == 0:
         return _make(np.empty(0, dtype=dt), requires_grad)
@@ -584,7 +597,7 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = _scalar_arg(start), _scalar_arg(end)
-    dt = _np_dtype(dtype) or _default_float()
+    dt = _np_dtype(dtype, "logspace") or _default_float()
     _check_requires_grad(dt, requires_grad)
     if dt.kind == "f":
         ct = dt if dt.itemsize >= 4 else np.dtype(np.float32)
@@ -620,7 +633,7 @@ def eye(n, m=None, dtype=None, requires_grad: bool = False, *, device=None,
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
-    dt = _np_dtype(dtype) or _default_float()
+    dt = _np_dtype(dtype, "eye") or _default_float()
     _check_requires_grad(dt, requires_grad)
     return _make(np.eye(n, m, dtype=dt), requires_grad)
 

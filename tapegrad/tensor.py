@@ -462,7 +462,10 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
 
     def to_dense(self, dtype=None, *, masked_grad=None):
         """Self (a dense tensor), or a copy converted to ``dtype``."""
-        return self if dtype is None else self.to(dtype)
+        if dtype is None:
+            return self
+        _core.np_dtype_of(dtype, "to_dense")            # PyTorch's TypeError for a non-dtype
+        return self.to(dtype)
 
     def get_device(self) -> int:
         """-1: the index PyTorch reports for a CPU tensor."""
@@ -666,7 +669,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
             raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
         creation._check_placement(fn, device, pin_memory)
         shape = creation._size_args(size, fn)
-        dt = _core.np_dtype_of(self.dtype if dtype is None else dtype)
+        dt = _core.np_dtype_of(self.dtype if dtype is None else dtype, fn)
         creation._check_requires_grad(dt, requires_grad)
         arr = np.empty(shape, dtype=dt) if value is None else np.full(shape, value, dtype=dt)
         return _core.wrap_array(arr, requires_grad)

@@ -323,7 +323,9 @@ cdef object NP_BOOL
 
 cdef object DEFAULT_FLOAT
 
-cdef object to_np_dtype(object d)
+cdef object numpy_dtype_of(object d)
+cdef bint is_dtype_arg(object d)
+cdef object to_np_dtype(object d, str fn=*)
 
 cpdef str type_name(object x)
 

@@ -179,8 +179,9 @@ cdef inline dtype dtype_of_array(cnp.ndarray a):
     return <dtype>d
 
 
-cdef object to_np_dtype(object d):
-    """Accept a tapegrad dtype, a numpy dtype or a Python type; return the numpy dtype."""
+cdef object numpy_dtype_of(object d):
+    """Internal coercion: a tapegrad dtype, a numpy dtype or a Python type to the numpy dtype
+    (for numpy arrays' own dtypes; a user's `dtype=` argument goes through to_np_dtype)."""
     if isinstance(d, dtype):
         return (<dtype>d).np_dtype
     if d is float:                                      # PyTorch: Python's float is double
@@ -196,6 +197,21 @@ cdef object to_np_dtype(object d):
     if nd.num not in DTYPE_OF_NUM:
         raise TypeError(f"unsupported dtype {d!r}")
     return nd
+
+
+cdef bint is_dtype_arg(object d):
+    """What PyTorch's argument parser takes as a dtype: a dtype, or Python's float/int/bool/
+    complex (never a string or a numpy dtype)."""
+    return isinstance(d, dtype) or d is float or d is int or d is bool or d is complex
+
+
+cdef object to_np_dtype(object d, str fn=None):
+    """A user's `dtype=` argument of function `fn` to its numpy dtype: what PyTorch accepts, and
+    PyTorch's TypeError ("zeros(): argument 'dtype' must be torch.dtype, not str") for the rest."""
+    if not is_dtype_arg(d):
+        raise TypeError(f"{fn + '(): ' if fn else ''}argument 'dtype' must be torch.dtype, not "
+                        f"{type_name(d)}")
+    return numpy_dtype_of(d)
 
 
 cdef inline int np_category(int type_num) noexcept:
@@ -331,9 +347,16 @@ def result_type(a, b):
     return DTYPE_OF_NUM[result_dtype(a, b).num]
 
 
-def np_dtype_of(d):
-    """The numpy dtype for a tapegrad dtype, numpy dtype or Python type (TypeError otherwise)."""
-    return to_np_dtype(d)
+def np_dtype_of(d, fn=None):
+    """The numpy dtype of a user's `dtype=` argument to function `fn` (PyTorch's TypeError for a
+    string, a numpy dtype or anything but a dtype or Python's float/int/bool/complex)."""
+    return to_np_dtype(d, fn)
+
+
+def numpy_dtype(d):
+    """The numpy dtype of a tapegrad dtype, numpy dtype or Python type (internal callers holding
+    a numpy array's dtype; TypeError for a dtype tapegrad has no tensor type for)."""
+    return numpy_dtype_of(d)
 
 
 # C++ type names PyTorch's messages use (masked_fill, grad assignment).

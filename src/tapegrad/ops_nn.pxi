@@ -286,7 +286,7 @@ cdef object nn_softmax_forward(TensorBase input, object dim, object dt, bint log
     axes = normalize_dims(int(dim), ndim)
     axis = axes[0] if ndim > 0 else ()
     if dt is not None:
-        A = A.astype(to_np_dtype(dt), copy=False)
+        A = A.astype(to_np_dtype(dt, 'log_softmax' if log else 'softmax'), copy=False)
     if A.dtype.kind != "f":
         last = ndim == 0 or axis == ndim - 1
         kernel = (("log_softmax" if log else "softmax") +

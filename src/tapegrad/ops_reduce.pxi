@@ -152,7 +152,7 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
     cdef tuple axes = reduction_axes(dim, ndim, "sum" if op == OP_SUM else "mean")
     cdef double count = reduced_count(A.shape, axes)
     if dtype is not None:
-        dt = to_np_dtype(dtype)
+        dt = to_np_dtype(dtype, "sum" if op == OP_SUM else "mean")
         if op == OP_MEAN and dt.kind != "f" and dt.kind != "c":
             raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be "
                                "either a floating point or complex dtype. Got: "
@@ -166,7 +166,9 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
         if A.dtype.kind in "biu":
             if dtype is None:
                 A = A.astype(NP_INT64)                  # PyTorch sums integers and bools as int64
-            out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
+            # in A's dtype: numpy would widen int8..int32 to int64 and sum bools as ints, where
+            # PyTorch keeps a requested dtype (sum(dtype=torch.int32) is int32, dtype=bool is any)
+            out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim, dtype=A.dtype))
         else:
             with IeeeResults():                         # inf - inf, overflow: IEEE, as PyTorch
                 out = half_sum(A, axes, keepdim)
@@ -297,7 +299,7 @@ def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, ke
         ax = single_axis(dim, ndim, "prod")
         axes = (ax,) if ndim > 0 else ()
     if dtype is not None:
-        A = A.astype(to_np_dtype(dtype))
+        A = A.astype(to_np_dtype(dtype, "prod"))
     elif A.dtype.kind in "biu":
         A = A.astype(NP_INT64)
     with IeeeResults():
@@ -861,7 +863,7 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     if A.dtype.kind == "c" and dtype is None:           # the norm of the moduli
         return complex_call("norm", (input, p, dim, keepdim))
     if dtype is not None:
-        A = A.astype(to_np_dtype(dtype))
+        A = A.astype(to_np_dtype(dtype, "norm"))
     if A.dtype.kind != "f":
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {scalar_type_name(A.dtype)}")

@@ -1221,19 +1221,9 @@ cdef object convert(TensorBase x, object np_dt, bint copy):
 
 
 cdef object dtype_arg(object d):
-    """The numpy dtype of a dtype argument (tapegrad dtype, Python float/int/bool as PyTorch maps
-    them, numpy dtype), or None when `d` is not one."""
-    if isinstance(d, dtype):
-        return (<dtype>d).np_dtype
-    if d is float:
-        return np.dtype(np.float64)
-    if d is int:
-        return NP_INT64
-    if d is bool:
-        return NP_BOOL
-    if isinstance(d, np.dtype) or (isinstance(d, type) and issubclass(d, np.generic)):
-        return to_np_dtype(d)
-    return None
+    """The numpy dtype of a dtype argument (tapegrad dtype, Python float/int/bool/complex as
+    PyTorch maps them), or None when `d` is not one (a numpy dtype is not, as in PyTorch)."""
+    return numpy_dtype_of(d) if is_dtype_arg(d) else None
 
 
 cdef tuple KNOWN_DEVICES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep",
@@ -1328,8 +1318,12 @@ def type_(TensorBase self, dtype=None, non_blocking=False, **kwargs):
             if s == dtype:
                 return convert(self, np.dtype(name), False)
         raise ValueError(f"invalid type: '{dtype}'")
-    if dtype is float or dtype is int or dtype is bool or dtype_arg(dtype) is None:
-        raise ValueError(f"invalid type: '{getattr(dtype, '__name__', dtype)}'")
+    if not (isinstance(dtype, type) or is_dtype_arg(dtype)):
+        raise TypeError("dtype must be a type, str, or dtype object")
+    if not isinstance(dtype, type):
+        return convert(self, dtype_arg(dtype), False)
+    module = dtype.__module__
+    raise ValueError(f"invalid type: '{dtype.__qualname__ if module == 'builtins' else module + '.' + dtype.__qualname__}'")
     return convert(self, dtype_arg(dtype), False)
 
 

@@ -40,7 +40,7 @@ def _stack_tensors(batch):
 
 def _as_tensor(data):
     arr = np.asarray(data)
-    _core.np_dtype_of(arr.dtype)            # raises for dtypes tapegrad has no tensor type for
+    _core.numpy_dtype(arr.dtype)            # raises for dtypes tapegrad has no tensor type for
     return _wrap(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
 
 
