@@ -8,6 +8,8 @@ the error PyTorch raises for a backend that is not built in.
 """
 from __future__ import annotations
 
+from ._torch_names import TorchNamedClass
+
 from tapegrad._core import type_name as _type_name
 
 # The device types PyTorch's parser accepts, in the order its error message lists them.
@@ -18,7 +20,7 @@ _KNOWN_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "idee
 _NO_CUDA = "Torch not compiled with CUDA enabled"
 
 
-class device:
+class device(metaclass=TorchNamedClass):
     """A device: `device('cpu')`, `device('cpu:0')`, `device('cpu', 0)`, `device(other)`.
 
     Immutable and hashable; equal when type and index are equal (`device('cpu') != 'cpu'`, as in

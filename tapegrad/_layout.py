@@ -2,8 +2,10 @@
 a tapegrad.sparse SparseTensor reports sparse_coo."""
 from __future__ import annotations
 
+from ._torch_names import TorchNamedClass
 
-class layout:
+
+class layout(metaclass=TorchNamedClass):
     """A tensor memory layout; the two instances are ``tapegrad.strided`` and
     ``tapegrad.sparse_coo``, printed as PyTorch prints them (``torch.strided``)."""
 

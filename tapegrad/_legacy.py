@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _core
 from ._device import as_device, is_device_like
+from ._torch_names import torch_module_name
 from .tensor import Size, invalid_arguments, is_int
 
 # The C types PyTorch names in its legacy constructor's dtype-mismatch message.
@@ -194,8 +195,7 @@ class LegacyTensorClassMeta(type):
     is_sparse = False
 
     def __repr__(cls) -> str:
-        from .tensor import _torch_module_name
-        return f"<class '{_torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
+        return f"<class '{torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
 
 
 def legacy_tensor_class(metaclass, name: str, dt, module: str, doc: str) -> type:

@@ -13,13 +13,15 @@ and shapes are PyTorch's; only the strides of an uninitialised or constant tenso
 """
 from __future__ import annotations
 
+from ._torch_names import TorchNamedClass
+
 from tapegrad._core import type_name as _type_name
 from . import _core
 
 TensorBase = _core.TensorBase
 
 
-class memory_format:  # noqa: N801  (PyTorch's name)
+class memory_format(metaclass=TorchNamedClass):  # noqa: N801  (PyTorch's name)
     """A memory layout a tensor can be asked for (torch.memory_format); its values are the
     module constants contiguous_format, channels_last, channels_last_3d, preserve_format."""
 

@@ -2,6 +2,8 @@
 same IEEE and two's-complement types), with PyTorch's attribute names, types and repr."""
 from __future__ import annotations
 
+from ._torch_names import TorchNamedClass
+
 from tapegrad._core import type_name as _type_name
 import numpy as np
 
@@ -15,7 +17,7 @@ def _check_dtype(type_, fn: str):
     return np.dtype(_core.np_dtype_of(type_))
 
 
-class finfo:
+class finfo(metaclass=TorchNamedClass):
     """Limits of a floating point dtype (default: float32): bits, eps, max, min, tiny,
     smallest_normal, resolution, dtype (its name)."""
 
@@ -59,7 +61,7 @@ class finfo:
                 f"tiny={self.tiny:g}, dtype={self.dtype})")
 
 
-class iinfo:
+class iinfo(metaclass=TorchNamedClass):
     """Limits of an integer dtype: bits, max, min, dtype (its name)."""
 
     __module__ = "tapegrad"

@@ -218,6 +218,8 @@ def _default_safe_globals() -> dict[tuple[str, str], object]:
         ("tapegrad.tensor", "_rebuild_tensor"): _checked_rebuild_tensor,
         _qualified(Tensor): _TensorClass("Tensor"),
         ("tapegrad.nn.parameter", "Parameter"): _TensorClass("Parameter"),
+        _qualified(Size): Size,
+        # files written before Size took the package's name (2026-12) pickled its defining module
         ("tapegrad.tensor", "Size"): Size,
         _qualified(device): device,
         ("tapegrad._core", "_dtype_by_name"): _core._dtype_by_name,

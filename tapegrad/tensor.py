@@ -16,14 +16,17 @@ from ._device import CPU, as_device, check_device, is_device_like
 from ._device import device as _device_type
 from ._format import tensor_repr
 from ._layout import sparse_coo, strided
+from ._torch_names import TorchNamedClass as _TorchNamedClass
 
 
 _NUMPY_REQUIRES_GRAD = ("Can't call numpy() on Tensor that requires grad. "
                         "Use tensor.detach().numpy() instead.")
 
 
-class Size(tuple):
+class Size(tuple, metaclass=_TorchNamedClass):
     """A tensor's shape: a tuple that prints as PyTorch prints it."""
+
+    __module__ = "tapegrad"
 
     def __repr__(self) -> str:
         return f"torch.Size({list(self)})"
@@ -155,26 +158,6 @@ def _size_kwarg(size: tuple, kwargs: dict) -> tuple:
     if kwargs:
         raise TypeError(f"new_*() got an unexpected keyword argument '{next(iter(kwargs))}'")
     return size
-
-
-class _TorchNamedClass(type):
-    """Tensor's metaclass: the class prints under PyTorch's name, `<class 'torch.Tensor'>` (and a
-    subclass of ours in tapegrad.nn.parameter as `torch.nn.parameter.Parameter`), so a script
-    run with `import tapegrad as torch` prints what it prints under PyTorch, as dtypes already
-    do.  Only the repr changes: `__module__` stays `tapegrad`, so pickle still finds our classes
-    (renaming the module would make an unpickler import PyTorch itself).  Classes outside the
-    package (a user's subclass) print as usual."""
-
-    def __repr__(cls) -> str:
-        return f"<class '{_torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
-
-
-def _torch_module_name(module: str) -> str:
-    """PyTorch's name for one of our modules (`tapegrad.x` -> `torch.x`); others unchanged."""
-    if module == "tapegrad" or module.startswith("tapegrad."):
-        return "torch" + module[len("tapegrad"):]
-    return module
-
 
 
 _warned_scalar_of_grad_tensor = False

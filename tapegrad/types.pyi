@@ -18,8 +18,8 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad import Size as Size
 from tapegrad import Tensor as Tensor
-from tapegrad.tensor import Size as Size
 
 __all__ = [
     'Number',

@@ -57,3 +57,42 @@ def test_grad_fn_classes_print_as_torch(torch):
     assert classes(tg) == classes(torch)
     assert classes(tg, "meta") == classes(torch, "meta")
     assert classes(tg)[0][0] == "<class 'SumBackward0'>"
+
+
+def _value_classes(T):
+    return [T.ones(2).shape, T.Size([2, 3]), T.device("cpu"), T.finfo(), T.iinfo(T.int8),
+            T.strided, T.contiguous_format]
+
+
+def test_value_classes_print_torch_names(torch):
+    # `print(type(x.size()))` is a line of many first tutorials: torch prints <class 'torch.Size'>.
+    assert [repr(type(v)) for v in _value_classes(tg)] == \
+        [repr(type(v)) for v in _value_classes(torch)]
+    assert repr(tg.Size) == "<class 'torch.Size'>"
+
+
+def test_value_classes_pickle_as_themselves():
+    for v in (tg.Size([2, 3]), tg.device("cpu")):
+        back = pickle.loads(pickle.dumps(v))
+        assert type(back) is type(v) and back == v
+    assert pickle.loads(pickle.dumps(tg.Size)) is tg.Size
+
+
+def test_module_subclass_keeps_a_users_metaclass():
+    # nn.Module keeps the plain `type` metaclass, so mixing in ABC works as under PyTorch.
+    import abc
+
+    class Net(nn.Module, abc.ABC):
+        @abc.abstractmethod
+        def forward(self, x): ...
+    assert type(Net) is abc.ABCMeta
+
+
+def test_checkpoints_naming_sizes_old_module_still_load(tmp_path, monkeypatch):
+    # Before Size took the package's name, files pickled it as tapegrad.tensor.Size.
+    monkeypatch.setattr(tg.Size, "__module__", "tapegrad.tensor")
+    path = tmp_path / "old.pt"
+    tg.save({"shape": tg.Size([2, 3])}, path)
+    assert b"tapegrad.tensor" in path.read_bytes()
+    monkeypatch.undo()
+    assert tg.load(path, weights_only=True) == {"shape": tg.Size([2, 3])}

@@ -59,7 +59,7 @@ FACADE_MODULES = {"tapegrad.nn.functional"}
 
 # Class bases the live class cannot tell precisely.
 CLASS_BASES = {
-    "tapegrad.tensor.Size": ["builtins.tuple[_int, ...]"],
+    "tapegrad.Size": ["builtins.tuple[_int, ...]"],
 }
 
 # Types of properties and attributes (`module.Class.attr` or `module.name`).
@@ -181,9 +181,9 @@ SIGNATURES = {
     # Comparisons are elementwise: they return a bool Tensor, unlike object's (hence the ignore).
     "tapegrad.Tensor.__eq__": "def __eq__(self, other: Any) -> %Tensor%: ...  # type: ignore[override]",
     "tapegrad.Tensor.__ne__": "def __ne__(self, other: Any) -> %Tensor%: ...  # type: ignore[override]",
-    "tapegrad.tensor.Size.numel": "def numel(self) -> _int: ...",
-    "tapegrad.tensor.Size.__repr__": "def __repr__(self) -> _str: ...",
-    "tapegrad.tensor.Size.__str__": "def __str__(self) -> _str: ...",
+    "tapegrad.Size.numel": "def numel(self) -> _int: ...",
+    "tapegrad.Size.__repr__": "def __repr__(self) -> _str: ...",
+    "tapegrad.Size.__str__": "def __str__(self) -> _str: ...",
     # -- factories -------------------------------------------------------------------------------
     "tapegrad.tensor": ("def tensor(data: Any, dtype: Any = None, device: Any = None, "
                         "requires_grad: _bool = False, pin_memory: _bool = False) -> %Tensor%: ..."),

@@ -32,7 +32,8 @@ import numpy as np
 
 from .. import _core
 from ..grad_mode import no_grad
-from ..tensor import _TorchNamedClass, _torch_module_name
+from .._torch_names import TorchNamedClass as _TorchNamedClass
+from .._torch_names import torch_module_name as _torch_module_name
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
            "InplaceFunction", "NestedIOFunction"]

@@ -1,0 +1,26 @@
+"""PyTorch's printed names for tapegrad's classes.
+
+A script run with `import tapegrad as torch` prints `type(x)`, `type(x.shape)` or
+`type(torch.finfo())` and expects PyTorch's text (`<class 'torch.Size'>`).  Only the class's repr
+changes: `__module__` stays in tapegrad, so pickle still finds our classes (renaming the module
+would make an unpickler import PyTorch itself).  Classes outside the package (a user's subclass)
+print as usual.
+"""
+from __future__ import annotations
+
+
+def torch_module_name(module: str) -> str:
+    """PyTorch's name for one of our modules (`tapegrad.x` -> `torch.x`); others unchanged."""
+    if module == "tapegrad" or module.startswith("tapegrad."):
+        return "torch" + module[len("tapegrad"):]
+    return module
+
+
+class TorchNamedClass(type):
+    """A metaclass for the public classes whose PyTorch counterparts live in `torch` itself or a
+    submodule of the same path: Tensor, Size, device, finfo, iinfo, layout, memory_format, and
+    the autograd nodes.  (Not nn.Module: a metaclass there would conflict with a user's own, e.g.
+    `class Net(nn.Module, ABC)`.)"""
+
+    def __repr__(cls) -> str:
+        return f"<class '{torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
