@@ -956,3 +956,12 @@ def test_huber_loss_module(torch):
             np.testing.assert_allclose(ours_in.grad.numpy(), theirs_in.grad.numpy(), rtol=1e-12)
     assert repr(tg.nn.HuberLoss(delta=0.5)) == "HuberLoss()"
     assert tg.nn.HuberLoss(delta=2.0)(tg.tensor([3.0]), tg.tensor([0.0])).item() == 2.0 * (3.0 - 1.0)
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=(5,)), dict(kernel_size=3, padding=(0, 0)),
+                                    dict(kernel_size=3, padding="same"),
+                                    dict(kernel_size=(3, 2), padding=(1, 0), dilation=(2, 1))])
+def test_conv_repr_with_short_kernel_tuples_equals_torchs(torch, kwargs):
+    # torch compares padding with (0,) * len(padding): a kernel_size=(5,) typo (DeepLizard's
+    # lesson 17) prints no padding
+    assert repr(tg.nn.Conv2d(1, 6, **kwargs)) == repr(torch.nn.Conv2d(1, 6, **kwargs))

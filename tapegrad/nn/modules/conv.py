@@ -89,7 +89,7 @@ class _ConvNd(Module):
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, " \
             f"stride={self.stride}"
-        if self.padding != (0,) * len(self.kernel_size):
+        if self.padding != (0,) * len(self.padding):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * len(self.dilation):
             s += f", dilation={self.dilation}"
