@@ -203,6 +203,7 @@ _LAZY = _lazy.table({
     "hub": (),
     "jit": (),
     "linalg": (),
+    "mps": (),
     "multiprocessing": (),
     "nn": (),
     "nn._embedding_bag_aten": ("embedding_bag",),   # torch.embedding_bag (weight first)
@@ -224,6 +225,7 @@ _LAZY = _lazy.table({
     "testing": (),
     "types": (),
     "utils": (),
+    "xpu": (),
 })
 
 

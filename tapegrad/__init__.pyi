@@ -40,6 +40,7 @@ from tapegrad import grad_mode as grad_mode
 from tapegrad import hub as hub
 from tapegrad import jit as jit
 from tapegrad import linalg as linalg
+from tapegrad import mps as mps
 from tapegrad import multiprocessing as multiprocessing
 from tapegrad import nn as nn
 from tapegrad import onnx as onnx
@@ -59,6 +60,7 @@ from tapegrad import torch_version as torch_version
 from tapegrad import types as types
 from tapegrad import utils as utils
 from tapegrad import version as version
+from tapegrad import xpu as xpu
 from tapegrad.amp import GradScaler as GradScaler
 from tapegrad.amp import autocast as autocast
 from tapegrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled
