@@ -965,3 +965,28 @@ def test_conv_repr_with_short_kernel_tuples_equals_torchs(torch, kwargs):
     # torch compares padding with (0,) * len(padding): a kernel_size=(5,) typo (DeepLizard's
     # lesson 17) prints no padding
     assert repr(tg.nn.Conv2d(1, 6, **kwargs)) == repr(torch.nn.Conv2d(1, 6, **kwargs))
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (3, 3, 1), (4, 3, 1, 1), (3, 3, 2)])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_gradient_with_a_strided_weight(torch, shape, training):
+    # PyTorch's CPU kernel misreads a non-contiguous weight when each channel holds one element
+    # per sample (its gradcheck fails: fuzz seed 60607292); the right answer is PyTorch's with the
+    # same weight values made contiguous, and tapegrad's strided and contiguous weights agree.
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal(shape)
+    w0 = rng.standard_normal(2 * shape[1])
+    g0 = rng.standard_normal(shape)
+
+    def input_grad(T, strided):
+        x = T.tensor(x0, requires_grad=True)
+        wb = T.tensor(w0, requires_grad=True)
+        w = wb[::2] if strided else wb[::2].contiguous()
+        rm, rv = T.zeros(shape[1], dtype=T.float64), T.ones(shape[1], dtype=T.float64)
+        y = T.nn.functional.batch_norm(x, rm, rv, w, None, training=training)
+        y.backward(T.tensor(g0))
+        return x.grad.numpy(), wb.grad.numpy()
+    expected = input_grad(torch, strided=False)
+    for strided in (True, False):
+        for a, b in zip(input_grad(tg, strided), expected):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

@@ -815,3 +815,47 @@ def _public_checks_scenario(L):
 def test_rnn_public_checks_match_pytorch():
     torch = pytest.importorskip("torch")
     assert _public_checks_scenario(tg) == _public_checks_scenario(torch)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan, 200.0, -200.0])
+@pytest.mark.parametrize("where", ["input", "hidden"])
+def test_float32_gates_saturate_exactly_as_torch(torch, kind, bad, where):
+    # The float32 gate kernels' exp is an approximation that used to stop at ~1e-38: a saturated
+    # gate was 6e-39 instead of 0, so with an infinite hidden state GRU gave inf where PyTorch's
+    # 0 * inf gives NaN (fuzz seed 60607158).  Now 0/1 exactly, NaN where PyTorch has NaN.
+    rng = np.random.default_rng(1)
+    x0 = rng.standard_normal((2, 3, 3)).astype(np.float32)
+    h00 = rng.standard_normal((1, 2, 2)).astype(np.float32)
+    (x0 if where == "input" else h00)[0, 0, 1] = bad
+    torch.manual_seed(0)
+    theirs = getattr(torch.nn, kind)(3, 2, batch_first=True)
+    ours = getattr(tg.nn, kind)(3, 2, batch_first=True)
+    ours.load_state_dict({k: tg.tensor(v.detach().numpy().copy())
+                          for k, v in theirs.state_dict().items()})
+    h_t = torch.tensor(h00) if kind == "GRU" else (torch.tensor(h00), torch.zeros(1, 2, 2))
+    h_g = tg.tensor(h00) if kind == "GRU" else (tg.tensor(h00), tg.zeros(1, 2, 2))
+    expected = theirs(torch.tensor(x0), h_t)[0].detach().numpy()
+    actual = ours(tg.tensor(x0), h_g)[0].detach().numpy()
+    assert np.array_equal(np.isnan(actual), np.isnan(expected))
+    assert np.array_equal(np.isinf(actual), np.isinf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(actual[finite], expected[finite], rtol=1e-5, atol=1e-6)
+
+
+def test_gru_infinite_hidden_state_is_nan_where_torch_is(torch):
+    # fuzz seed 60607158's values: the update gate saturates at 0 for unit 0, so PyTorch's
+    # n + z * (h - n) is 0 * inf = NaN there; tapegrad's float32 gate was 6e-39, giving inf
+    x0 = np.array([[[-1.4040865, 1.069657, -0.11640299], [-0.23668197, 1.1334829, -1.1752589]],
+                   [[-1.6394017, -0.23572513, 0.6019364], [-0.94130063, -1.0412496, -0.3972641]]],
+                  np.float32)
+    h00 = np.array([[[np.inf, -0.3570306], [np.inf, -0.326518]]], np.float32)
+    torch.manual_seed(0)
+    theirs = torch.nn.GRU(3, 2, batch_first=True)
+    ours = tg.nn.GRU(3, 2, batch_first=True)
+    ours.load_state_dict({k: tg.tensor(v.detach().numpy().copy())
+                          for k, v in theirs.state_dict().items()})
+    expected = theirs(torch.tensor(x0), torch.tensor(h00))[0].detach().numpy()
+    actual = ours(tg.tensor(x0), tg.tensor(h00))[0].detach().numpy()
+    assert np.isnan(expected).any()
+    np.testing.assert_array_equal(actual, expected)

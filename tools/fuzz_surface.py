@@ -1301,6 +1301,13 @@ def known(prog, cat, msg):
             leaf.array.dtype.kind == "f" and not np.isfinite(leaf.array).all()
             for leaf in prog.case.leaves):
         return True
+    # torch's CPU batch_norm backward misreads a non-contiguous weight when each channel has one
+    # element per sample (input (N, C) or (N, C, 1, ...)): torch.autograd.gradcheck fails there;
+    # tapegrad's input gradient equals torch's with the weight made contiguous (seed 60607292,
+    # tests/test_nn_layers.py)
+    if prog.op == "batch_norm" and cat in ("grad", "grad2") and "w=True" in prog.case.desc and \
+            prog.case.leaves[3].layout != "c" and int(np.prod(prog.case.leaves[0].shape[2:])) == 1:
+        return True
     # torch's input gradient under beta=0 is 0 * upstream (NaN where upstream is NaN); tapegrad's
     # is an exact zero
     if prog.op == "addmm" and cat in ("grad", "grad2") and "beta=0," in prog.case.desc:

@@ -398,9 +398,10 @@ void tg_max_pool2d_grad_##SFX(const T* gy, const int64_t* idx, T* gx, const tg_w
 /* float32 exp, sigmoid and tanh written without calls or branches, so that the gate loops below
  * vectorise (libm's expf/tanhf calls would keep them scalar, and the gate math is then most of an
  * LSTM step).  exp: x = n ln2 + r with |r| <= ln2/2 (n rounded by the 1.5 * 2^23 trick), e^r by its
- * Taylor polynomial to r^7 (truncation < 1e-8 relative), 2^n put into the exponent bits; inputs
- * clamped to the range where 2^n is a normal float (below it the result is ~1e-38 instead of a
- * denormal or 0, which moves a sigmoid by less than 1e-38).  sigmoid = 1 / (1 + e^-x): no
+ * Taylor polynomial to r^7 (truncation < 1e-8 relative), 2^n put into the exponent bits, for
+ * inputs in [-87, 88], where 2^n is a normal float; below that range the result is 0 (the true
+ * value, at most 1.7e-38, is a denormal), above it inf, so that a gate saturates to exactly 0 or 1
+ * as libm's would (this exp only serves the gates).  sigmoid = 1 / (1 + e^-x): no
  * cancellation, ~2 ulp.  tanh: 2 sigmoid(2x) - 1 loses bits to cancellation near 0, so |x| < 0.3
  * uses its Taylor series to x^11 (truncation < 1e-9 relative) instead; the worst case, just above
  * 0.3, is ~7 ulp (measured over [-10, 10] in steps of 1e-4).
@@ -410,9 +411,9 @@ void tg_max_pool2d_grad_##SFX(const T* gy, const int64_t* idx, T* gx, const tg_w
  * needs -fno-trapping-math; these loops never read the floating-point flags (numpy clears them
  * before each of its own calls). */
 #define DEFINE_FAST_MATH_F32(PREFIX)                                                              \
-static inline float PREFIX##_exp(float x)                                                         \
+static inline float PREFIX##_exp(float v)                                                         \
 {                                                                                                 \
-    x = x < -87.0f ? -87.0f : x;                                                                  \
+    float x = v < -87.0f ? -87.0f : v;                                                            \
     x = x > 88.0f ? 88.0f : x;                                                                    \
     const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;                       \
     const float r = (x - n * 0.693145751953125f) - n * 1.42860682030941723212e-6f;                \
@@ -426,7 +427,10 @@ static inline float PREFIX##_exp(float x)                                       
     p = p * r + 1.0f;                                                                             \
     union { int32_t i; float f; } scale;                                                          \
     scale.i = ((int32_t)n + 127) << 23;                                                           \
-    return p * scale.f;                                                                           \
+    /* beyond the clamps: 0 and inf, as libm's (so sigmoid(-inf) is 0, and 0 * an infinite      \
+     * hidden state is NaN as in PyTorch, not a ~1e-38 gate times inf; fuzz seed 60607158) */    \
+    const float e = v > 88.0f ? INFINITY : p * scale.f;                                           \
+    return v < -87.0f ? 0.0f : e;                                                                 \
 }                                                                                                 \
                                                                                                   \
 static inline float PREFIX##_sigmoid(float x) { return 1.0f / (1.0f + PREFIX##_exp(-x)); }        \
