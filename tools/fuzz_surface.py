@@ -1304,9 +1304,11 @@ def known(prog, cat, msg):
     # torch's CPU batch_norm backward misreads a non-contiguous weight when each channel has one
     # element per sample (input (N, C) or (N, C, 1, ...)): torch.autograd.gradcheck fails there;
     # tapegrad's input gradient equals torch's with the weight made contiguous (seed 60607292,
-    # tests/test_nn_layers.py)
+    # tests/test_nn_layers.py); its double backward with a strided weight fails gradgradcheck at
+    # any spatial size (seed 60607725: NaN where tapegrad is finite)
     if prog.op == "batch_norm" and cat in ("grad", "grad2") and "w=True" in prog.case.desc and \
-            prog.case.leaves[3].layout != "c" and int(np.prod(prog.case.leaves[0].shape[2:])) == 1:
+            prog.case.leaves[3].layout != "c" and (
+                cat == "grad2" or int(np.prod(prog.case.leaves[0].shape[2:])) == 1):
         return True
     # torch's input gradient under beta=0 is 0 * upstream (NaN where upstream is NaN); tapegrad's
     # is an exact zero
