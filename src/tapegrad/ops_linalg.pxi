@@ -223,6 +223,8 @@ cdef object linear_input(tuple shape_a, bint bias, bint copied):
 
 
 def linear_edges(fn):
+    """The layout of a matmul-family record's node (graph_layout.pxi): PyTorch's nodes for a
+    linear record, None (the operands in order) for a plain product."""
     shape_a, shape_b, trans_b, bias_shape, _ = fn._aux
     if not trans_b or len(shape_b) != 2:
         return None
@@ -241,8 +243,14 @@ def linear_edges(fn):
     return (("MmBackward0", (x, LINEAR_WEIGHT)),)   # the view of a vector's or a batch's product
 
 
-for _op in (OP_MM, OP_MATMUL_VM, OP_MATMUL_VIEW, OP_ADDMM, OP_LINEAR_VIEW, OP_LINEAR_ADD):
-    register_edges(_op, linear_edges)
+cdef int register_linear_layouts() except -1:
+    cdef int op
+    for op in (OP_MM, OP_MATMUL_VM, OP_MATMUL_VIEW, OP_ADDMM, OP_LINEAR_VIEW, OP_LINEAR_ADD):
+        register_edges(op, linear_edges)
+    return 0
+
+
+register_linear_layouts()
 
 
 # -- matmul's route -------------------------------------------------------------------------------
