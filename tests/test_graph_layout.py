@@ -356,3 +356,33 @@ def test_global_average_pool_is_one_mean_as_torch():
     np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-6)
     np.testing.assert_array_equal(out[0][1], out[1][1])
     assert out[0][2] == out[1][2] == "MeanBackward1"
+
+
+# -- _saved_* attributes of the nodes above (torchviz's show_saved) --------------------------------
+
+def saved_attributes(fn):
+    out = {}
+    for name in dir(fn):
+        if name.startswith("_saved_"):
+            value = getattr(fn, name)
+            # (tensors compared to 12 digits: tanh's last bit may differ from PyTorch's)
+            out[name] = (tuple(value.shape), np.round(value.detach().numpy(), 12).tolist()) \
+                if hasattr(value, "grad_fn") else value
+    return out
+
+
+def test_split_and_activation_backward_saved_attributes_match_torch():
+    torch = pytest.importorskip("torch")
+    X = np.arange(24.0).reshape(4, 6) / 10
+    shown = []
+    for L in (tg, torch):
+        x = L.tensor(X, requires_grad=True)
+        nodes = [x.split(4, 1)[1], x.unsafe_split(4, 1)[0], x.split([2, 4], 1)[0],
+                 x.unsafe_split_with_sizes([5, 1], 1)[1], L.unsafe_chunk(x, 3, 0)[1],
+                 x.unbind(1)[3],
+                 L.autograd.grad((x.tanh() * 2).sum(), x, create_graph=True)[0],
+                 L.autograd.grad((x.sigmoid() * 2).sum(), x, create_graph=True)[0]]
+        shown.append([(type(n.grad_fn).__name__, saved_attributes(n.grad_fn)) for n in nodes])
+        out = nodes[6].grad_fn._saved_output
+        assert type(out.grad_fn).__name__ == "TanhBackward0"
+    assert shown[0] == shown[1]

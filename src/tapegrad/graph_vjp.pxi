@@ -1024,7 +1024,7 @@ cdef object gv_stack(Py_ssize_t i, Record* r, object G, char* want):
     return grads[0] if n == 1 else tuple(grads)
 
 cdef object gv_scatter_basic(Py_ssize_t i, Record* r, object G, char* want):
-    shape, dt, key = <tuple>r.aux
+    shape, dt, key = (<tuple>r.aux)[:3]
     return recorded_index_scatter(G, (shape, dt, key, None, None))
 
 cdef object gv_index(Py_ssize_t i, Record* r, object G, char* want):

@@ -819,7 +819,7 @@ def stack(tensors, dim=0, *, axis=None):
 
 cdef object vjp_scatter_basic(Record* r, object g):
     """The VJP of a basic-indexing view: zeros of the input's shape with g where the view was."""
-    shape, dt, key = <tuple>r.aux
+    shape, dt, key = (<tuple>r.aux)[:3]
     z = np.zeros(shape, dtype=dt)
     z[key] = g
     return z
@@ -834,18 +834,19 @@ OP_UNSAFE_SPLIT = register_op("UnsafeSplitBackward0", vjp_scatter_basic)
 OP_UNSAFE_SPLIT_SIZES = register_op("UnsafeSplitWithSizesBackward0", vjp_scatter_basic)
 
 
-cdef TensorBase basic_view(int op, TensorBase x, tuple key):
-    """A view x[key] (key: basic indexing ending in Ellipsis) recorded with the scatter VJP."""
+cdef TensorBase basic_view(int op, TensorBase x, tuple key, object argument=None):
+    """A view x[key] (key: basic indexing ending in Ellipsis) recorded with the scatter VJP;
+    `argument`: split's split_size or sizes, kept for grad_fn._saved_split_size(s)."""
     A = x._array
-    return shape_result(op, x, A[key], (A.shape, A.dtype, key))
+    return shape_result(op, x, A[key], (A.shape, A.dtype, key, argument))
 
 
-cdef tuple split_with_sizes(int op, TensorBase x, Py_ssize_t d, sizes):
+cdef tuple split_with_sizes(int op, TensorBase x, Py_ssize_t d, sizes, object argument):
     pre = (slice(None),) * d
     outs = []
     o = 0
     for s in sizes:
-        outs.append(basic_view(op, x, pre + (slice(o, o + s), Ellipsis)))
+        outs.append(basic_view(op, x, pre + (slice(o, o + s), Ellipsis), argument))
         o += s
     outs = tuple(outs)
     mark_multi_output_views(outs)
@@ -889,7 +890,7 @@ cdef tuple split_by(TensorBase tensor, split_size_or_sections, dim, bint unsafe)
                                f"(input tensor's size at dimension {d}), but got "
                                f"split_sizes={list(sizes)}")
         return split_with_sizes(OP_UNSAFE_SPLIT_SIZES if unsafe else OP_SPLIT_SIZES, tensor, d,
-                                sizes)
+                                sizes, tuple(sizes))
     ss = int_arg(split_size_or_sections, "split", "split_size", 1)
     if ss < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={ss}")
@@ -899,7 +900,7 @@ cdef tuple split_by(TensorBase tensor, split_size_or_sections, dim, bint unsafe)
     nsplit = (size + ss - 1) // ss if ss > 0 and size > 0 else 1
     sizes = [ss] * nsplit
     sizes[nsplit - 1] = ss - (ss * nsplit - size)
-    return split_with_sizes(OP_UNSAFE_SPLIT if unsafe else OP_SPLIT, tensor, d, sizes)
+    return split_with_sizes(OP_UNSAFE_SPLIT if unsafe else OP_SPLIT, tensor, d, sizes, ss)
 
 
 def chunk(TensorBase input, chunks, dim=0, *, axis=None):
@@ -927,7 +928,7 @@ cdef tuple chunk_by(TensorBase input, chunks, dim, bint unsafe):
     ss = (size + c - 1) // c
     if ss == 0 and size == 0:
         return split_with_sizes(OP_UNSAFE_SPLIT_SIZES if unsafe else OP_SPLIT_SIZES, input, d,
-                                [0] * c)
+                                [0] * c, (0,) * c)
     return split_by(input, ss, d, unsafe)
 
 
