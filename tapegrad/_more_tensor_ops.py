@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from . import _core
+from . import _core, _ops_shape
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._out_arg import compute_then_write
@@ -230,14 +230,20 @@ def detach_(input):
 
 def split_with_sizes(input, split_sizes, dim=0):
     """input split along dim into pieces of the given sizes, which must sum to its size."""
-    _check_tensor(input, "split_with_sizes")
+    d, sizes = _split_with_sizes_check(input, split_sizes, dim, "split_with_sizes")
+    return input.split(sizes, d)
+
+
+def _split_with_sizes_check(input, split_sizes, dim, name):
+    """PyTorch's checks of split_with_sizes' arguments: (dim, sizes)."""
+    _check_tensor(input, name)
     d = _dim(dim, input.dim())
     sizes = [int(s) for s in split_sizes]
     if sum(sizes) != input.shape[d] or any(s < 0 for s in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
                            f"{input.shape[d]} (input tensor's size at dimension {d}), but got "
                            f"split_sizes={sizes}")
-    return input.split(sizes, d)
+    return d, sizes
 
 
 def narrow_copy(input, dim, start, length, *, out=None):
@@ -263,20 +269,27 @@ def narrow_copy(input, dim, start, length, *, out=None):
 
 
 def unsafe_split(input, split_size, dim=0):
-    """split without the view bookkeeping in PyTorch; here the same pieces as split."""
+    """split without the view bookkeeping in PyTorch; here the same pieces as split, whose
+    grad_fn is PyTorch's UnsafeSplitBackward0."""
     _check_tensor(input, "unsafe_split")
-    return input.split(split_size, dim)
+    if isinstance(split_size, (list, tuple)):
+        raise TypeError("unsafe_split(): argument 'split_size' (position 2) must be int, not "
+                        f"{type(split_size).__name__}")
+    return _ops_shape._unsafe_split(input, split_size, dim)
 
 
 def unsafe_split_with_sizes(input, split_sizes, dim=0):
-    """split_with_sizes without the view bookkeeping in PyTorch; here the same pieces."""
-    return split_with_sizes(input, split_sizes, dim)
+    """split_with_sizes without the view bookkeeping in PyTorch; here the same pieces, whose
+    grad_fn is PyTorch's UnsafeSplitWithSizesBackward0."""
+    _split_with_sizes_check(input, split_sizes, dim, "unsafe_split_with_sizes")
+    return _ops_shape._unsafe_split(input, [int(s) for s in split_sizes], dim)
 
 
 def unsafe_chunk(input, chunks, dim=0):
-    """chunk without the view bookkeeping in PyTorch; here the same pieces as chunk."""
+    """chunk without the view bookkeeping in PyTorch; here the same pieces as chunk, whose
+    grad_fn is PyTorch's UnsafeSplitBackward0."""
     _check_tensor(input, "unsafe_chunk")
-    return input.chunk(chunks, dim)
+    return _ops_shape._unsafe_chunk(input, chunks, dim)
 
 
 # -- sum_to_size, resize ---------------------------------------------------------------------------

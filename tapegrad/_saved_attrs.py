@@ -173,6 +173,14 @@ _MM = {"_saved_self": _SELF0, "_saved_mat2": _Input(1, 1),
        "_saved_self_sym_sizes": _aux(0, tuple), "_saved_mat2_sym_sizes": _aux(1, tuple)}
 
 
+# split's pieces: the dim is the position of the piece's slice in the record's key
+_SPLIT_DIMS = {"_saved_dim": _Value(lambda fn: len(fn._aux[2]) - 2),
+               "_saved_self_sym_sizes": _aux(0, tuple)}
+_SPLIT = {**_SPLIT_DIMS, "_saved_split_size": _aux(3, int)}
+_SPLIT_SIZES = {**_SPLIT_DIMS, "_saved_split_sizes": _aux(3, _dims)}
+_ACTIVATION_BACKWARD = {"_saved_grad_output": _Input(0, 0), "_saved_output": _Input(1, 1)}
+
+
 # -- the table: an example call that records the op, and its attributes ---------------------------
 # Each example takes x, y: (2, 3) float64 tensors that require grad, m: (3, 4), v: (3,).
 
@@ -268,6 +276,13 @@ _EXAMPLES = [
     (lambda x, y, m, v: _cat()([x, y]), {"_saved_dim": _aux(0, int)}),
     (lambda x, y, m, v: _stack()([x, y]), {"_saved_dim": _aux(0, int)}),
     (lambda x, y, m, v: _where()(x > 0, x, y), {"_saved_condition": _Slot(0)}),
+    (lambda x, y, m, v: x.split(2, 1)[0], _SPLIT),
+    (lambda x, y, m, v: x.unsafe_split(2, 1)[0], _SPLIT),
+    (lambda x, y, m, v: x.split([1, 2], 1)[0], _SPLIT_SIZES),
+    (lambda x, y, m, v: x.unsafe_split_with_sizes([1, 2], 1)[0], _SPLIT_SIZES),
+    (lambda x, y, m, v: x.unbind(1)[0], {"_saved_dim": _Value(lambda fn: len(fn._aux[2]) - 2)}),
+    (lambda x, y, m, v: _create_graph_gradient(x.tanh(), x), _ACTIVATION_BACKWARD),
+    (lambda x, y, m, v: _create_graph_gradient(x.sigmoid(), x), _ACTIVATION_BACKWARD),
 ]
 
 
@@ -287,6 +302,11 @@ _COMPLEX_EXAMPLES = [
 def _F():
     from .nn import functional
     return functional
+
+
+def _create_graph_gradient(y, x):
+    from .autograd import grad
+    return grad(y.sum(), x, create_graph=True)[0]
 
 
 def _cat():

@@ -1484,7 +1484,9 @@ SECOND_ORDER = {
                   + (tg.stack([a, b]) ** 2).unbind(0)[0].dot(tg.stack([b, a], 1)[:, 0]),
                   [(3,), (3,)]),
     "split/chunk/unbind": (lambda a: sum((p ** 3).sum() * j for j, p in enumerate(a.split(2)))
-                           + a.unbind(0)[1] * a.chunk(3)[0].sum(), [(6,)]),
+                           + a.unbind(0)[1] * a.chunk(3)[0].sum()
+                           + (a.unsafe_chunk(2)[1] ** 2).sum() * a.unsafe_split(4)[1].sum()
+                           + (a.unsafe_split_with_sizes([1, 5])[1] ** 3).sum(), [(6,)]),
     "function with 5 tensor inputs": (lambda a, b, c, d, e: (make_many(tg).apply(a, b, c, d, 2.0, e)
                                                              ** 2).sum(),
                                       [(2,), (2,), (2,), (2,), (2,)]),
@@ -1669,7 +1671,8 @@ def test_second_order_table_covers_every_op():
     # (IndexBackwardBackward0 is the recorded transpose of indexing, Threshold-, LeakyRelu-,
     # Hardtanh-, Hardshrink- and SoftshrinkBackwardBackward0 the recorded gradients of relu,
     # leaky_relu and the piecewise activations, NativeLayerNormBackwardBackward0 layer_norm's
-    # weight gradient: only graph VJPs make them)
+    # weight gradient, Tanh- and SigmoidBackwardBackward0 the recorded gradients of tanh and
+    # sigmoid: only graph VJPs make them)
     # (NotImplemented is the grad_fn of ops without a derivative, floor_divide: backward raises;
     # KernelFunctionBackward is a replay step's record, never on the tape)
     names = set(tg._core.op_names()) - {"AccumulateGrad", "FunctionOutput",
@@ -1680,7 +1683,8 @@ def test_second_order_table_covers_every_op():
                                         "HardtanhBackwardBackward0",
                                         "HardshrinkBackwardBackward0",
                                         "SoftshrinkBackwardBackward0",
-                                        "NativeLayerNormBackwardBackward0"}
+                                        "NativeLayerNormBackwardBackward0",
+                                        "TanhBackwardBackward0", "SigmoidBackwardBackward0"}
     assert names - seen == set()
 
 

@@ -128,6 +128,8 @@ CASES = {
     "SplitBackward0": [lambda x, w: w.split(2, 1)[1]],
     "SplitWithSizesBackward0": [lambda x, w: w.split([1, 3], 1)[1]],
     "UnbindBackward0": [lambda x, w: w.unbind(0)[1]],
+    "UnsafeSplitBackward0": [lambda x, w: tg.unsafe_chunk(w, 2, 1)[1]],
+    "UnsafeSplitWithSizesBackward0": [lambda x, w: w.unsafe_split_with_sizes([1, 3], 1)[1]],
     "CloneBackward0": [lambda x, w: w.clone(), lambda x, w: w @ x.t().unsqueeze(0).expand(2, 4, 3)],
     "SelectBackward0": [lambda x, w: w[1]],
     "SliceBackward0": [lambda x, w: w[:, 1:3]],
@@ -256,6 +258,8 @@ NOT_REPLAYED = {
     "HardshrinkBackwardBackward0": "only in double-backward graphs (create_graph)",
     "SoftshrinkBackwardBackward0": "only in double-backward graphs (create_graph)",
     "NativeLayerNormBackwardBackward0": "only in double-backward graphs (create_graph)",
+    "TanhBackwardBackward0": "only in double-backward graphs (create_graph)",
+    "SigmoidBackwardBackward0": "only in double-backward graphs (create_graph)",
 }
 
 

@@ -33,6 +33,7 @@
 #   ops_elementwise.pxi elementwise arithmetic: forward, VJP and registration side by side
 #   ops_complex.pxi     complex elementwise ops: forward, VJP and registration side by side
 #   ops_function.pxi    custom autograd.Function records, tensor hooks, anomaly mode
+#   graph_layout.pxi    what grad_fn.next_functions shows where an op registered PyTorch's layout
 #   sweep.pxi           the reverse sweep (backward)
 
 cimport numpy as cnp
@@ -59,4 +60,5 @@ include "views.pxi"
 include "ops_elementwise.pxi"
 include "ops_complex.pxi"
 include "ops_function.pxi"
+include "graph_layout.pxi"
 include "sweep.pxi"

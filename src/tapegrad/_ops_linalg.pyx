@@ -7,7 +7,7 @@ from tapegrad._ops_unary cimport *
 from tapegrad._ops_inplace cimport *
 from tapegrad._ops_shape cimport view_result
 
-from tapegrad._core import NN_FUNCTIONS, TENSOR_METHODS, TORCH_FUNCTIONS
+from tapegrad._core import NN_FUNCTIONS, TENSOR_METHODS, TORCH_FUNCTIONS, register_edges
 
 include "matmul_layout.pxi"
 include "ops_linalg.pxi"

@@ -7,7 +7,8 @@ from tapegrad._ops_unary cimport *
 from tapegrad._ops_shape cimport *
 from tapegrad._ops_inplace cimport setitem_op
 
-from tapegrad._core import NN_FUNCTIONS, TENSOR_METHODS, TORCH_FUNCTIONS, div, log, sub
+from tapegrad._core import (NN_FUNCTIONS, TENSOR_METHODS, TORCH_FUNCTIONS, div, log, sub,
+                            register_edges)
 from tapegrad._ops_unary import gt
 from tapegrad._ops_reduce import mean, prod, var
 

@@ -64,6 +64,10 @@ cdef int OP_SPLIT_SIZES
 
 cdef int OP_UNBIND
 
+cdef int OP_UNSAFE_SPLIT
+
+cdef int OP_UNSAFE_SPLIT_SIZES
+
 cdef int OP_CLONE
 
 cdef bint sequence_as_tuple(list key)

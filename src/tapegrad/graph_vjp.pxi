@@ -391,16 +391,60 @@ cdef object gv_exp(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_log(Py_ssize_t i, Record* r, object G, char* want):
     return g_div(G, in_value(r, 0, saved_value(r, 0)))
 
-cdef object gv_tanh(Py_ssize_t i, Record* r, object G, char* want):
-    Y = own_output(i, r, 0)
+# tanh's and sigmoid's gradients under create_graph are one record each, PyTorch's
+# tanh_backward(grad, y) / sigmoid_backward(grad, y) (TanhBackwardBackward0 over the gradient's
+# node and the output's node): the eager kernel's value (one rounding of 1 - y*y; (g*(1-y))*y) and
+# derivatives.yaml's formulas for both operands.
+
+cdef object vjp_tanh_backward(Record* r, object g):
+    """out = G * (1 - Y*Y): dG = g * (1 - Y*Y), dY = g * (-2 * Y * G)."""
+    G = <object>r.saved[0]
+    Y = <object>r.saved[1]
+    return (ew(TG_TANH_GRAD, g, Y) if needs_grad(r, 0) else None,
+            nd(g * ((-2 * Y) * G)) if needs_grad(r, 1) else None)
+
+
+cdef object vjp_sigmoid_backward(Record* r, object g):
+    """out = G * (1 - Y) * Y: dG = g * (1 - Y) * Y, dY = g * (G * (1 - 2 * Y))."""
+    G = <object>r.saved[0]
+    Y = <object>r.saved[1]
+    return (ew(TG_SIGMOID_GRAD, g, Y) if needs_grad(r, 0) else None,
+            nd(g * (G * (-2 * Y + 1))) if needs_grad(r, 1) else None)
+
+
+cdef int OP_TANH_BACKWARD = register_op("TanhBackwardBackward0", vjp_tanh_backward)
+cdef int OP_SIGMOID_BACKWARD = register_op("SigmoidBackwardBackward0", vjp_sigmoid_backward)
+
+
+cdef object activation_backward(int op, object G, object Y):
+    """tanh_backward / sigmoid_backward(G, Y) as a graph operand (one record)."""
+    GA = (<TensorBase>G)._array
     YA = (<TensorBase>Y)._array
-    # 1 - y^2 with the compiled kernel's single rounding (PyTorch's fused tanh_backward)
-    one_minus = exact(ew(TG_TANH_GRAD, np.ones_like(YA), YA), binary_op(OP_RSUB, 1, g_mul(Y, Y)))
-    return g_mul(G, one_minus)
+    cdef TensorBase res = wrap(ew(TG_TANH_GRAD if op == OP_TANH_BACKWARD else TG_SIGMOID_GRAD,
+                                  GA, YA))
+    cdef Record* b = record_from(op, res, (G, Y))
+    if b != NULL:
+        save_value(b, 0, GA, G)
+        save_value(b, 1, YA, Y)
+    return res
+
+
+cdef object gv_activation_backward(Py_ssize_t i, Record* r, object G2, char* want):
+    G = in_value(r, 0, saved_value(r, 0))
+    Y = in_value(r, 1, saved_value(r, 1))
+    gg = activation_backward(r.op, G2, Y) if want[0] else None
+    if not want[1]:
+        return (gg, None)
+    if r.op == OP_TANH_BACKWARD:
+        return (gg, g_mul(G2, g_mul(g_mul(Y, -2), G)))
+    return (gg, g_mul(G2, g_mul(G, binary_op(OP_ADD, g_mul(Y, -2), 1))))
+
+
+cdef object gv_tanh(Py_ssize_t i, Record* r, object G, char* want):
+    return activation_backward(OP_TANH_BACKWARD, G, own_output(i, r, 0))
 
 cdef object gv_sigmoid(Py_ssize_t i, Record* r, object G, char* want):
-    Y = own_output(i, r, 0)
-    return g_mul(g_mul(G, binary_op(OP_RSUB, 1, Y)), Y)     # the compiled kernel's order
+    return activation_backward(OP_SIGMOID_BACKWARD, G, own_output(i, r, 0))
 
 cdef object gv_relu(Py_ssize_t i, Record* r, object G, char* want):
     # the eager kernel's y <= 0 ? 0 : g: a NaN output passes the gradient, as PyTorch's
@@ -980,7 +1024,7 @@ cdef object gv_stack(Py_ssize_t i, Record* r, object G, char* want):
     return grads[0] if n == 1 else tuple(grads)
 
 cdef object gv_scatter_basic(Py_ssize_t i, Record* r, object G, char* want):
-    shape, dt, key = <tuple>r.aux
+    shape, dt, key = (<tuple>r.aux)[:3]
     return recorded_index_scatter(G, (shape, dt, key, None, None))
 
 cdef object gv_index(Py_ssize_t i, Record* r, object G, char* want):
@@ -1551,7 +1595,7 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_INDEX_SCATTER] = gv_index_scatter
     GRAPH_VJP[OP_CAT] = gv_cat
     GRAPH_VJP[OP_STACK] = gv_stack
-    for op in (OP_SPLIT, OP_SPLIT_SIZES, OP_UNBIND):
+    for op in (OP_SPLIT, OP_SPLIT_SIZES, OP_UNBIND, OP_UNSAFE_SPLIT, OP_UNSAFE_SPLIT_SIZES):
         GRAPH_VJP[op] = gv_scatter_basic
     GRAPH_VJP[OP_REPEAT] = gv_repeat
     GRAPH_VJP[OP_CONSTANT_PAD] = gv_pad
@@ -1587,6 +1631,8 @@ cdef int register_graph_vjps() except -1:
     for op in (OP_HARDTANH_BACKWARD, OP_HARDSHRINK_BACKWARD, OP_SOFTSHRINK_BACKWARD):
         GRAPH_VJP[op] = gv_through_input
     GRAPH_VJP[OP_LAYER_NORM_BACKWARD] = gv_link_without_gradient
+    GRAPH_VJP[OP_TANH_BACKWARD] = gv_activation_backward
+    GRAPH_VJP[OP_SIGMOID_BACKWARD] = gv_activation_backward
     GRAPH_VJP[OP_TRIL] = gv_triangle
     GRAPH_VJP[OP_TRIU] = gv_triangle
     return 0

@@ -261,6 +261,10 @@ OP_RDIV = register_op("DivBackward0", vjp_div)        # div(scalar, tensor) (`/`
 OP_POW = register_op("PowBackward0", vjp_pow)         # tensor ** scalar
 OP_POW_T = register_op("PowBackward1", vjp_pow)       # tensor ** tensor
 OP_POW_R = register_op("PowBackward2", vjp_pow)       # scalar ** tensor
+# PyTorch's pow with a number operand has one edge, the tensor's (the record keeps the number's
+# place as an input without gradient)
+register_edges(OP_POW, lambda fn: (0,))
+register_edges(OP_POW_R, lambda fn: (1,))
 
 
 cdef inline bint special_exponent(object e) noexcept:

@@ -201,6 +201,58 @@ OP_LINEAR_VIEW = register_op("ViewBackward0", vjp_matmul)       # linear, N-D in
 OP_LINEAR_ADD = register_op("AddBackward0", vjp_matmul)         # linear, other + bias
 
 
+# -- the nodes PyTorch shows for linear (grad_fn.next_functions) ----------------------------------
+# One record computes linear, where PyTorch's graph has addmm(bias, input as a matrix, weight.t())
+# (or mm without a bias) and the views around it; the layout shows PyTorch's nodes in its order
+# (graph_layout.pxi).  A plain matmul's record shows its operands in order.
+
+cdef tuple LINEAR_WEIGHT = ("TBackward0", (1,))
+
+
+cdef object linear_input(tuple shape_a, bint bias, bint copied):
+    """Linear's input as PyTorch's product takes it: a matrix as it is, a vector unsqueezed (viewed,
+    with a bias), a batch viewed as a matrix (copied first when its rows do not merge)."""
+    cdef Py_ssize_t n = len(shape_a)
+    if n == 2:
+        return 0
+    if n == 1 and not bias:
+        return ("UnsqueezeBackward0", (0,))
+    if copied:
+        return ("UnsafeViewBackward0", (("CloneBackward0", (0,)),))
+    return ("ViewBackward0", (0,))
+
+
+def linear_edges(fn):
+    """The layout of a matmul-family record's node (graph_layout.pxi): PyTorch's nodes for a
+    linear record, None (the operands in order) for a plain product."""
+    shape_a, shape_b, trans_b, bias_shape, _ = fn._aux
+    if not trans_b or len(shape_b) != 2:
+        return None
+    cdef int op = fn._opcode
+    # (a 1-D bias reaches OP_LINEAR_ADD only when a batch input's rows did not merge)
+    x = linear_input(shape_a, bias_shape is not None,
+                     op == OP_LINEAR_ADD and len(bias_shape) == 1)
+    if op == OP_ADDMM:
+        return (2, x, LINEAR_WEIGHT)
+    if op == OP_LINEAR_VIEW:
+        return (("AddmmBackward0", (2, x, LINEAR_WEIGHT)),)
+    if op == OP_LINEAR_ADD:
+        return (("UnsafeViewBackward0", (("MmBackward0", (x, LINEAR_WEIGHT)),)), 2)
+    if op == OP_MM:
+        return (x, LINEAR_WEIGHT)
+    return (("MmBackward0", (x, LINEAR_WEIGHT)),)   # the view of a vector's or a batch's product
+
+
+cdef int register_linear_layouts() except -1:
+    cdef int op
+    for op in (OP_MM, OP_MATMUL_VM, OP_MATMUL_VIEW, OP_ADDMM, OP_LINEAR_VIEW, OP_LINEAR_ADD):
+        register_edges(op, linear_edges)
+    return 0
+
+
+register_linear_layouts()
+
+
 # -- matmul's route -------------------------------------------------------------------------------
 
 cdef enum:

@@ -1347,6 +1347,7 @@ cdef object vjp_dropout(Record* r, object g):
 
 
 OP_DROPOUT = register_op("MulBackward0", vjp_dropout)
+register_edges(OP_DROPOUT, lambda fn: (0, None))   # PyTorch's input * mask: the mask's edge None
 
 
 def dropout(TensorBase input, p=0.5, training=True, inplace=False):

@@ -32,6 +32,18 @@ cdef int register_replay(int op, replay_fn forward) except -1:
     return 0
 
 
+# opcode -> layout(grad_fn): the order and intermediate nodes grad_fn.next_functions shows where
+# they are not the record's inputs in order (graph_layout.pxi).
+cdef dict OP_EDGES = {}
+
+
+def register_edges(int op, layout):
+    """Give op `op` a layout for grad_fn.next_functions (graph_layout.pxi describes it)."""
+    if not 0 <= op < len(OP_NAMES):
+        raise RuntimeError(f"tapegrad: register_edges of an unknown op {op}")
+    OP_EDGES[op] = layout
+
+
 def op_replayed_natively(int op):
     """Whether op `op` has a registered replay step (for tests and explain())."""
     return 0 <= op < len(OP_NAMES) and OP_REPLAY[op] != NULL

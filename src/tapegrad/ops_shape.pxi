@@ -819,7 +819,7 @@ def stack(tensors, dim=0, *, axis=None):
 
 cdef object vjp_scatter_basic(Record* r, object g):
     """The VJP of a basic-indexing view: zeros of the input's shape with g where the view was."""
-    shape, dt, key = <tuple>r.aux
+    shape, dt, key = (<tuple>r.aux)[:3]
     z = np.zeros(shape, dtype=dt)
     z[key] = g
     return z
@@ -828,20 +828,25 @@ cdef object vjp_scatter_basic(Record* r, object g):
 OP_SPLIT = register_op("SplitBackward0", vjp_scatter_basic)
 OP_SPLIT_SIZES = register_op("SplitWithSizesBackward0", vjp_scatter_basic)
 OP_UNBIND = register_op("UnbindBackward0", vjp_scatter_basic)
+# unsafe_split / unsafe_chunk (what PyTorch's LSTM and GRU cells split their gates with): the same
+# pieces, under PyTorch's node names
+OP_UNSAFE_SPLIT = register_op("UnsafeSplitBackward0", vjp_scatter_basic)
+OP_UNSAFE_SPLIT_SIZES = register_op("UnsafeSplitWithSizesBackward0", vjp_scatter_basic)
 
 
-cdef TensorBase basic_view(int op, TensorBase x, tuple key):
-    """A view x[key] (key: basic indexing ending in Ellipsis) recorded with the scatter VJP."""
+cdef TensorBase basic_view(int op, TensorBase x, tuple key, object argument=None):
+    """A view x[key] (key: basic indexing ending in Ellipsis) recorded with the scatter VJP;
+    `argument`: split's split_size or sizes, kept for grad_fn._saved_split_size(s)."""
     A = x._array
-    return shape_result(op, x, A[key], (A.shape, A.dtype, key))
+    return shape_result(op, x, A[key], (A.shape, A.dtype, key, argument))
 
 
-cdef tuple split_with_sizes(int op, TensorBase x, Py_ssize_t d, sizes):
+cdef tuple split_with_sizes(int op, TensorBase x, Py_ssize_t d, sizes, object argument):
     pre = (slice(None),) * d
     outs = []
     o = 0
     for s in sizes:
-        outs.append(basic_view(op, x, pre + (slice(o, o + s), Ellipsis)))
+        outs.append(basic_view(op, x, pre + (slice(o, o + s), Ellipsis), argument))
         o += s
     outs = tuple(outs)
     mark_multi_output_views(outs)
@@ -855,6 +860,16 @@ def split(TensorBase tensor, split_size_or_sections=None, dim=0, *, split_size=N
         split_size_or_sections = split_size
     if split_size_or_sections is None:
         raise TypeError('split() missing 1 required positional argument: "split_size"')
+    return split_by(tensor, split_size_or_sections, dim, False)
+
+
+def _unsafe_split(TensorBase tensor, split_size_or_sections, dim=0):
+    """split's pieces recorded as PyTorch's unsafe_split / unsafe_split_with_sizes (the names
+    their grad_fn shows); tapegrad/_more_tensor_ops.py checks the public arguments."""
+    return split_by(tensor, split_size_or_sections, dim, True)
+
+
+cdef tuple split_by(TensorBase tensor, split_size_or_sections, dim, bint unsafe):
     A = tensor._array
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "split", "dim", 2)
     if A.ndim == 0:
@@ -874,7 +889,8 @@ def split(TensorBase tensor, split_size_or_sections=None, dim=0, *, split_size=N
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
                                f"(input tensor's size at dimension {d}), but got "
                                f"split_sizes={list(sizes)}")
-        return split_with_sizes(OP_SPLIT_SIZES, tensor, d, sizes)
+        return split_with_sizes(OP_UNSAFE_SPLIT_SIZES if unsafe else OP_SPLIT_SIZES, tensor, d,
+                                sizes, tuple(sizes))
     ss = int_arg(split_size_or_sections, "split", "split_size", 1)
     if ss < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={ss}")
@@ -884,7 +900,7 @@ def split(TensorBase tensor, split_size_or_sections=None, dim=0, *, split_size=N
     nsplit = (size + ss - 1) // ss if ss > 0 and size > 0 else 1
     sizes = [ss] * nsplit
     sizes[nsplit - 1] = ss - (ss * nsplit - size)
-    return split_with_sizes(OP_SPLIT, tensor, d, sizes)
+    return split_with_sizes(OP_UNSAFE_SPLIT if unsafe else OP_SPLIT, tensor, d, sizes, ss)
 
 
 def chunk(TensorBase input, chunks, dim=0, *, axis=None):
@@ -892,6 +908,15 @@ def chunk(TensorBase input, chunks, dim=0, *, axis=None):
     pieces)."""
     if axis is not None:
         dim = axis_alias("chunk", dim, axis, 0)
+    return chunk_by(input, chunks, dim, False)
+
+
+def _unsafe_chunk(TensorBase input, chunks, dim=0):
+    """chunk's pieces recorded as PyTorch's unsafe_chunk (UnsafeSplitBackward0)."""
+    return chunk_by(input, chunks, dim, True)
+
+
+cdef tuple chunk_by(TensorBase input, chunks, dim, bint unsafe):
     A = input._array
     if A.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
@@ -902,8 +927,9 @@ def chunk(TensorBase input, chunks, dim=0, *, axis=None):
     size = A.shape[d]
     ss = (size + c - 1) // c
     if ss == 0 and size == 0:
-        return split_with_sizes(OP_SPLIT_SIZES, input, d, [0] * c)
-    return split(input, ss, d)
+        return split_with_sizes(OP_UNSAFE_SPLIT_SIZES if unsafe else OP_SPLIT_SIZES, input, d,
+                                [0] * c, (0,) * c)
+    return split_by(input, ss, d, unsafe)
 
 
 def unbind(TensorBase input, dim=0, *, axis=None):

@@ -220,19 +220,14 @@ cdef class GradFn:
 
     @property
     def next_functions(self):
-        """((node, 0), ...) per recorded input, as PyTorch's: the input's grad_fn, the
+        """((node, 0), ...) per input edge, as PyTorch's: the input's grad_fn, the
         AccumulateGrad node of a leaf that requires grad, or None where no gradient flows
         (the index is the output number of a custom Function's node, else 0: built-in ops record
-        one output per node)."""
-        cdef Record* r = &TAPE.recs[self._node]
-        if r.op == OP_LEAF:
+        one output per node), in PyTorch's order and with its intermediate nodes where the op
+        registered a layout (graph_layout.pxi)."""
+        if TAPE.recs[self._node].op == OP_LEAF:
             return ()
-        cdef Py_ssize_t* inp = rec_inputs(r)
-        cdef Py_ssize_t j
-        cdef list out = []
-        for j in range(r.n_in):
-            out.append(next_function(inp[j]))
-        return tuple(out)
+        return node_edges(self)         # (graph_layout.pxi: the op's layout, if it has one)
 
     @property
     def variable(self):

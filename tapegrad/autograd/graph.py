@@ -98,7 +98,7 @@ class Node(abc.ABC):
     def __subclasshook__(cls, C):
         if cls is Node:
             from .function import BackwardCFunction
-            if issubclass(C, (_core.GradFn, BackwardCFunction)):
+            if issubclass(C, (_core.GradFn, _core.EdgeNode, BackwardCFunction)):
                 return True
         return NotImplemented
 

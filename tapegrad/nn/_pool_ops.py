@@ -467,6 +467,9 @@ def adaptive_avg_pool2d(input, output_size):
     if dtype.kind != "f":
         raise RuntimeError(f'"adaptive_avg_pool2d" not implemented for '
                            f"'{_core.scalar_type_name_of(dtype)}'")
+    if Ho == 1 and Wo == 1:
+        # PyTorch's global average: one mean over both dims (its MeanBackward1, its rounding)
+        return input.mean((-1, -2), keepdim=True)
     return _window_average(_window_average(input, -1, Wo), -2, Ho)
 
 

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from ... import _core
+from ... import _core, _ops_shape
 from ... import creation
 from ...autograd.function import KernelFunction
 from ...grad_mode import enable_grad
@@ -35,18 +35,21 @@ _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 # -- one time step per mode ---------------------------------------------------------------------
 # Each takes the input projection of this step (bias included where it can be folded in), the
 # state tuple and the hidden-side weights, and returns the new state tuple; state[0] is the output.
+# The operands are in PyTorch's order (its cells add the input's projection into the hidden one's,
+# and split the gates with unsafe_chunk), so a script walking grad_fn sees PyTorch's graph; the
+# values are the same either way (a sum or product of two values rounds the same in either order).
 
 def _rnn_tanh_step(gi, state, w_hh, b_hh, w_hr):
-    return (_core.tanh(gi + F.linear(state[0], w_hh, b_hh)),)
+    return (_core.tanh(F.linear(state[0], w_hh, b_hh) + gi),)
 
 
 def _rnn_relu_step(gi, state, w_hh, b_hh, w_hr):
-    return (_core.relu(gi + F.linear(state[0], w_hh, b_hh)),)
+    return (_core.relu(F.linear(state[0], w_hh, b_hh) + gi),)
 
 
 def _lstm_step(gi, state, w_hh, b_hh, w_hr):
     h, c = state
-    i, f, g, o = (gi + F.linear(h, w_hh, b_hh)).chunk(4, -1)
+    i, f, g, o = _ops_shape._unsafe_chunk(F.linear(h, w_hh, b_hh) + gi, 4, -1)
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()
     h = o.sigmoid() * c.tanh()
     if w_hr is not None:
@@ -56,12 +59,12 @@ def _lstm_step(gi, state, w_hh, b_hh, w_hr):
 
 def _gru_step(gi, state, w_hh, b_hh, w_hr):
     h = state[0]
-    i_r, i_z, i_n = gi.chunk(3, -1)
-    h_r, h_z, h_n = F.linear(h, w_hh, b_hh).chunk(3, -1)
-    r = (i_r + h_r).sigmoid()
-    z = (i_z + h_z).sigmoid()
-    n = (i_n + r * h_n).tanh()
-    return (n + z * (h - n),)
+    i_r, i_z, i_n = _ops_shape._unsafe_chunk(gi, 3, -1)
+    h_r, h_z, h_n = _ops_shape._unsafe_chunk(F.linear(h, w_hh, b_hh), 3, -1)
+    r = (h_r + i_r).sigmoid()
+    z = (h_z + i_z).sigmoid()
+    n = (i_n + h_n * r).tanh()
+    return ((h - n) * z + n,)
 
 
 _STEPS = {"LSTM": _lstm_step, "GRU": _gru_step, "RNN_TANH": _rnn_tanh_step,
