@@ -205,7 +205,8 @@ def script_method(fn):
     warning)."""
     import warnings
     warnings.warn("`torch.jit.script_method` is deprecated. Please switch to `torch.compile` or "
-                  "`torch.export`.", DeprecationWarning, stacklevel=2)
+                  "`torch.export`.", DeprecationWarning)
+    # (stacklevel 1, as PyTorch's: attributed to this module, the default filters hide it)
     return fn
 
 
