@@ -22,7 +22,7 @@ from .nn import Module
 __all__ = ["script", "trace", "trace_module", "ScriptModule", "ScriptFunction",
            "RecursiveScriptModule", "TopLevelTracedModule", "ignore", "unused", "export",
            "is_scripting", "is_tracing", "annotate", "Final", "save", "load", "fork", "wait",
-           "Future", "freeze", "optimize_for_inference"]
+           "Future", "freeze", "optimize_for_inference", "script_method"]
 
 Final = typing.Final
 
@@ -197,6 +197,17 @@ unused = _flag("unused")
 unused.__doc__ = "Mark a method the compiler would skip: returns it unchanged."
 export = _flag("export")
 export.__doc__ = "Mark a method as a compiled entry point: returns it unchanged."
+
+
+def script_method(fn):
+    """The method decorator of a ``ScriptModule`` subclass (the legacy scripting API): here the
+    method stays the Python it is and is returned unchanged (with PyTorch's deprecation
+    warning)."""
+    import warnings
+    warnings.warn("`torch.jit.script_method` is deprecated. Please switch to `torch.compile` or "
+                  "`torch.export`.", DeprecationWarning)
+    # (stacklevel 1, as PyTorch's: attributed to this module, the default filters hide it)
+    return fn
 
 
 def is_scripting() -> bool:

@@ -42,6 +42,7 @@ __all__ = [
     'Future',
     'freeze',
     'optimize_for_inference',
+    'script_method',
 ]
 
 def script(obj: Any, optimize: Any = ..., _frames_up: Any = ..., _rcb: Any = ..., example_inputs: Any = ...) -> Any: ...
@@ -106,3 +107,5 @@ class Future:
 def freeze(mod: Any, preserved_attrs: Any = ..., optimize_numerics: Any = ...) -> Any: ...
 
 def optimize_for_inference(mod: Any, other_methods: Any = ...) -> Any: ...
+
+def script_method(fn: Any) -> Any: ...

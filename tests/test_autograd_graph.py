@@ -496,6 +496,154 @@ def test_module_register_backward_hook_warns_when_the_module_has_several_nodes()
     assert mine == theirs
 
 
+class _ScaledProduct:
+    """A custom Function (x, k, y) -> (x * y * k, x + y) built on library L, with a non-tensor
+    argument between two tensors (its node's hooks see one entry per tensor argument)."""
+
+    @staticmethod
+    def make(L):
+        class ScaledProduct(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k, y):
+                ctx.save_for_backward(x, y)
+                ctx.k = k
+                return x * y * k, x + y
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                x, y = ctx.saved_tensors
+                return g1 * y * ctx.k + g2, None, g1 * x * ctx.k + g2
+        return ScaledProduct
+
+
+def test_custom_function_node_hooks_see_and_replace_its_gradients():
+    # the hooks of a custom Function's node (pytorch-cnn-visualizations hangs them on a
+    # convolution's node through Module.register_backward_hook); before, they were missing
+    def scenario(L):
+        fn = _ScaledProduct.make(L)
+        x = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
+        y = L.tensor([3.0, 4.0], dtype=L.float64, requires_grad=True)
+        log = []
+
+        def shown(gs):
+            return [None if g is None else values(g).tolist() for g in gs]
+
+        def post(grad_inputs, grad_outputs):
+            log.append(("post", shown(grad_inputs), shown(grad_outputs)))
+            return (grad_inputs[0] * 10, grad_inputs[1])
+
+        def pre(grad_outputs):
+            log.append(("pre", shown(grad_outputs)))
+            return (grad_outputs[0] * 3, None)
+
+        a, b = fn.apply(x, 2.0, y)
+        same_node = a.grad_fn is b.grad_fn
+        handle = a.grad_fn.register_hook(post)
+        a.grad_fn.register_prehook(pre)
+        (a.sum() + b.sum()).backward(retain_graph=True)
+        first = values(x.grad).tolist(), values(y.grad).tolist()
+        handle.remove()
+        x.grad = y.grad = None
+        a.sum().backward()
+        return same_node, log, first, values(x.grad).tolist(), values(y.grad).tolist()
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+    # the pre-hook tripled a's gradient and dropped b's, the post-hook scaled x's by 10
+    assert mine[2] == ([180.0, 240.0], [6.0, 12.0])
+
+
+def test_custom_function_node_hook_results_are_checked():
+    def scenario(L):
+        fn = _ScaledProduct.make(L)
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = L.tensor([3.0, 4.0], requires_grad=True)
+        errors = []
+        for hook in (lambda gi, go: (gi[0],), lambda gi, go: (gi[0], 3), lambda gi, go: 5,
+                     lambda gi, go: (gi[0], L.ones(3))):
+            a, _ = fn.apply(x, 2.0, y)
+            a.grad_fn.register_hook(hook)
+            errors.append(error_of(lambda: a.sum().backward()))
+        a, _ = fn.apply(x, 2.0, y)
+        a.grad_fn.register_prehook(lambda go: (go[0],))
+        errors.append(error_of(lambda: a.sum().backward()))
+        return errors
+
+    mine, theirs = both(scenario)
+    assert [e[0] for e in mine] == [e[0] for e in theirs]
+    for (_, m), (_, t) in zip(mine, theirs):
+        assert m.replace("<lambda>", "") == t.replace("<lambda>", ""), (m, t)
+
+
+def test_custom_function_node_hooks_under_create_graph_keep_the_graph():
+    def scenario(L):
+        fn = _ScaledProduct.make(L)
+        x = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
+        y = L.tensor([3.0, 4.0], dtype=L.float64, requires_grad=True)
+        a, _ = fn.apply(x, 2.0, y)
+        a.grad_fn.register_hook(lambda gi, go: (gi[0] * gi[0], gi[1]))
+        (gx,) = L.autograd.grad(a.sum(), x, create_graph=True)
+        (ggy,) = L.autograd.grad(gx.sum(), y)
+        return values(gx).tolist(), values(ggy).tolist()
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+
+
+def test_legacy_backward_hook_on_a_convolution_sees_the_input_gradient():
+    # saliency maps (pytorch-cnn-visualizations): register_backward_hook on the first Conv2d
+    # keeps grad_in[0], the gradient of the image; before, registering it raised AttributeError
+    def scenario(L):
+        conv = L.nn.Conv2d(1, 2, 3)
+        with L.no_grad():
+            conv.weight.copy_(L.arange(18, dtype=L.float32).reshape(2, 1, 3, 3) / 10 - 0.8)
+            conv.bias.copy_(L.tensor([0.1, -0.2]))
+        seen = {}
+
+        def hook(module, grad_in, grad_out):
+            seen["in0"] = values(grad_in[0])
+            seen["out"] = [tuple(g.shape) for g in grad_out]
+
+        conv.register_backward_hook(hook)
+        img = (L.arange(25, dtype=L.float32).reshape(1, 1, 5, 5) / 25).requires_grad_()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            conv(img).pow(2).sum().backward()
+        return seen["in0"], seen["out"], values(img.grad)
+
+    mine, theirs = both(scenario)
+    np.testing.assert_allclose(mine[0], theirs[0], rtol=1e-6)
+    assert mine[1] == theirs[1]
+    np.testing.assert_allclose(mine[0], mine[2], rtol=0)    # the image's gradient itself
+
+
+def test_script_method_subclass_of_script_module_runs_its_forward():
+    # the legacy scripting API (EffectivePyTorch's checkerboard network)
+    def scenario(L):
+        class Net(L.jit.ScriptModule):
+            def __init__(self):
+                super().__init__()
+                self.lin = L.nn.Linear(2, 1)
+
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+
+                @L.jit.script_method
+                def forward(self, x):
+                    return self.lin(x) * 2
+            warned = [(w.category.__name__, str(w.message)) for w in caught]
+
+        net = Net()
+        with L.no_grad():
+            net.lin.weight.fill_(0.5)
+            net.lin.bias.fill_(0.25)
+        out = net(L.ones(3, 2))
+        return values(out).tolist(), isinstance(net, L.jit.ScriptModule), Net.warned
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+
+
 def test_module_dir_lists_pytorchs_internals():
     torch = pytest.importorskip("torch")
     # print(dir(model)) in a script prints what PyTorch prints: no tapegrad-only helpers either

@@ -400,6 +400,12 @@ OP_KERNEL = register_op("KernelFunctionBackward", vjp_kernel)
 register_replay(OP_KERNEL, replay_kernel)
 
 
+def _capture_unsupported(str why):
+    """Make a running capture (tapegrad.compile) fall back to eager calls: the Python-side
+    registration `why` (a hook on a custom Function's node) would be skipped by a replay."""
+    capture_unsupported(why)
+
+
 def _capturing_ops():
     """Whether a capture of this thread notes ops one by one now (KernelFunction.apply asks)."""
     return capturing() and CAPTURE.depth == 0

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
 import functools
+from collections import OrderedDict
 import sys
 import warnings
 import weakref
@@ -179,6 +180,29 @@ class BackwardCFunction(FunctionCtx, metaclass=_TorchNamedClass):
     def apply(self, *grads):
         """Call the Function's backward directly (torch: grad_fn.apply)."""
         return self._forward_cls.backward(self, *grads)
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) -> None or new grad_inputs, after this node's backward
+        (grad_inputs: one entry per tensor argument of forward, None where no gradient flows;
+        grad_outputs: one per output, None where none arrived).  Module.register_backward_hook
+        hangs its hooks here when a module's last op is a Function (a convolution)."""
+        return self._add_node_hook("_node_post_hooks", fn, "register_hook")
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) -> None or new grad_outputs, before this node's backward runs."""
+        return self._add_node_hook("_node_pre_hooks", fn, "register_prehook")
+
+    def _add_node_hook(self, table: str, fn, name: str):
+        from ..utils.hooks import RemovableHandle
+        # A replay would run the recorded steps without this Python: a compiled call that
+        # registers one runs eagerly instead (as for a built-in op's node).
+        _core._capture_unsupported(f"it registers a hook on a grad_fn inside the call ({name})")
+        hooks = self.__dict__.get(table)
+        if hooks is None:               # (an OrderedDict: the handle refers to it weakly)
+            hooks = self.__dict__[table] = OrderedDict()
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = fn
+        return handle
 
     @property
     def next_functions(self):
@@ -579,6 +603,17 @@ def _backward(ctx, grads, create_graph=False):
             grad_outputs.append(wrap(np.zeros(meta[0], dtype=meta[1])))
         else:
             grad_outputs.append(None)
+    pre_hooks = ctx.__dict__.get("_node_pre_hooks")
+    post_hooks = ctx.__dict__.get("_node_post_hooks")
+    if pre_hooks or post_hooks:
+        # what the node's hooks see: the gradients that arrived (None where none did)
+        arrived = tuple(None if g is None or meta is None else grad_outputs[j]
+                        for j, (g, meta) in enumerate(zip(grads[:n_out], ctx._output_meta)))
+        if pre_hooks:
+            arrived = _run_node_hooks(pre_hooks, (arrived,), n_out)
+            grad_outputs = [g if g is not None or meta is None or not ctx.materialize_grads
+                            else wrap(np.zeros(meta[0], dtype=meta[1]))
+                            for g, meta in zip(arrived, ctx._output_meta)]
     ctx._output_nodes = grads[n_out:]
     try:
         result = cls.backward(ctx, *grad_outputs)
@@ -629,7 +664,49 @@ def _backward(ctx, grads, create_graph=False):
             g = g.to(_core.np_dtype_to_dtype(dtype)) if create_graph else wrap(
                 g._array.astype(dtype))
         out.append(g if create_graph else g._array)
+    if post_hooks:
+        out = _post_hooked(post_hooks, out, arrived, ctx._input_meta, create_graph)
     return tuple(out)
+
+
+def _run_node_hooks(hooks, args: tuple, n: int) -> tuple:
+    """Call each of a node's hooks fn(*args) in turn; a hook may return None or a replacement
+    for args[0] (n gradients, tensors or None), which the next hook then sees."""
+    from ..tensor import Tensor
+    current = args[0]
+    for fn in list(hooks.values()):
+        res = fn(current, *args[1:])
+        if res is None:
+            continue
+        label = getattr(fn, "__name__", None) or repr(fn)
+        if not isinstance(res, (tuple, list)):
+            raise TypeError(f"expected tuple, but hook returned '{_type_name(res)}'")
+        if len(res) != n:
+            raise RuntimeError(f"hook '{label}' has returned an incorrect number of values "
+                               f"(got {len(res)}, but expected {n})")
+        for new, old in zip(res, current):
+            if new is None:
+                continue
+            if not isinstance(new, Tensor):
+                raise TypeError(f"expected Variable, but hook returned '{_type_name(new)}'")
+            if old is not None and tuple(new.shape) != tuple(old.shape):
+                raise RuntimeError(f"hook '{label}' has changed the size of value")
+        current = tuple(res)
+    return current
+
+
+def _post_hooked(hooks, out: list, grad_outputs: tuple, input_meta: tuple, create_graph: bool):
+    """The per-argument gradients `out` (ndarrays, or tensors with create_graph) after the
+    node's post-hooks: they see and may replace one entry per tensor argument."""
+    wrap = _core.wrap_array
+    slots = [i for i, meta in enumerate(input_meta) if meta is not None]
+    grad_inputs = tuple(None if out[i] is None else (out[i] if create_graph else wrap(out[i]))
+                        for i in slots)
+    grad_inputs = _run_node_hooks(hooks, (grad_inputs, grad_outputs), len(slots))
+    out = list(out)
+    for i, g in zip(slots, grad_inputs):
+        out[i] = None if g is None else (g if create_graph else g._array)
+    return out
 
 
 def _release(ctx):
