@@ -373,13 +373,15 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         weights_only = pickle_module is None
     if weights_only and pickle_module is not None:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
-    map_storage = _storage_mapper(map_location)
     name = _describe(f)
     if hasattr(f, "read"):
+        map_storage = _storage_mapper(map_location)
         if not (hasattr(f, "seek") and getattr(f, "seekable", lambda: True)()):
             f = io.BytesIO(f.read())
         return _load_from(f, name, map_storage, weights_only, pickle_module)
+    # As PyTorch: a missing file is reported before a map_location naming another device.
     with open(os.fspath(f), "rb") as fh:
+        map_storage = _storage_mapper(map_location)
         return _load_from(fh, name, map_storage, weights_only, pickle_module)
 
 

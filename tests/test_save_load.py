@@ -262,3 +262,15 @@ def test_legacy_format_save_to_a_missing_directory_keeps_open_error(tmp_path):
         torch.save({}, path, _use_new_zipfile_serialization=False)
     with pytest.raises(FileNotFoundError):
         tg.save({}, path, _use_new_zipfile_serialization=False)
+
+
+@pytest.mark.parametrize("map_location", ["cuda", device("cuda")])
+def test_missing_file_reported_before_a_cuda_map_location(tmp_path, map_location):
+    # PyTorch opens the file first: a notebook's torch.load('x.pt', map_location='cuda') on a
+    # machine without the file says FileNotFoundError, not the CUDA error.
+    with pytest.raises(FileNotFoundError):
+        tg.load(str(tmp_path / "absent.pt"), map_location=map_location)
+    path = tmp_path / "present.pt"
+    tg.save({"a": tg.ones(2)}, str(path))
+    with pytest.raises(RuntimeError, match="Attempting to deserialize object on a CUDA device"):
+        tg.load(str(path), map_location=map_location)
