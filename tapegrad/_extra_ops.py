@@ -194,12 +194,9 @@ def bincount(input, weights=None, minlength=0):
     # PyTorch keeps float32 weights' dtype and counts every other weight dtype in float64.
     out_dtype = np.float32 if w.dtype == np.float32 else np.float64
     counts = np.bincount(arr, weights=w.astype(np.float64), minlength=minlength)
-    if weights.requires_grad and is_grad_enabled():
-        # PyTorch's result is in the graph with a backward that raises (no derivative)
-        from ._more_math import _NotDifferentiable
-        return _NotDifferentiable.apply(weights, counts.astype(out_dtype),
-                                        "derivative for aten::bincount is not implemented")
-    return _wrap(counts.astype(out_dtype))
+    from ._more_math import without_derivative
+    return without_derivative((weights,), counts.astype(out_dtype),
+                              "derivative for aten::bincount is not implemented", RuntimeError)
 
 
 def _check_histogram_input(arr, kernel: str) -> None:
@@ -336,7 +333,11 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     w = _check_weight(arr, weight, arr.shape)
     edges = _dimension_edges(flat, bins, range, 0, check_order=True)
     hist = _bin_counts(flat.reshape(-1, 1), [edges], w, density)
-    return _core.return_types.histogram((_wrap(hist), _wrap(edges)))
+    # in the graph when input, weight or the edges require grad, with no derivative (PyTorch's)
+    from ._more_math import without_derivative
+    sources, message = (input, weight, bins), "derivative for aten::histogram is not implemented"
+    return _core.return_types.histogram((without_derivative(sources, hist, message, RuntimeError),
+                                         without_derivative(sources, edges, message, RuntimeError)))
 
 
 def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa: A002
@@ -377,7 +378,17 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa
                               check_order=False)
              for d in builtins.range(n_dims)]
     hist = _bin_counts(samples, edges, w, density)
-    return _core.return_types.histogramdd((_wrap(hist), tuple(_wrap(e) for e in edges)))
+    # in the graph when input or weight requires grad, with no derivative (PyTorch's); edges
+    # computed from bin counts too, given edges not
+    from ._more_math import without_derivative
+    counted = all(isinstance(b, (int, np.integer)) for b in bins)
+    sources = (input, weight)
+    hist = without_derivative(sources, hist, "derivative for aten::_histogramdd_from_bin_%s is "
+                              "not implemented" % ("cts" if counted else "tensors"), RuntimeError)
+    edges = tuple(without_derivative(sources if counted else (), e, "derivative for "
+                                     "aten::_histogramdd_bin_edges is not implemented",
+                                     RuntimeError) for e in edges)
+    return _core.return_types.histogramdd((hist, edges))
 
 
 def _c_type(arr) -> str:
@@ -417,7 +428,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True,
                                             axis=axis, equal_nan=False)
         inverse = inverse.reshape(-1)
-    out = _wrap(values)
+    from ._more_math import without_derivative
+    out = without_derivative((input,), values, "the derivative for '%s' is not implemented."
+                             % ("_unique2" if dim is None else "unique_dim"))
     if not (return_inverse or return_counts):
         return out
     result = [out]

@@ -85,6 +85,16 @@ class _NotDifferentiable(Function):
 _torch_grad_fn_name(_NotDifferentiable, "NotImplemented")
 
 
+def without_derivative(inputs, values, message: str, error=NotImplementedError):
+    """``values`` (an ndarray computed from ``inputs``) as a tensor; when one of ``inputs``
+    requires grad, in the graph with a backward raising ``error(message)``, as PyTorch's ops
+    without a derivative formula (their result requires grad; only differentiating fails)."""
+    source = next((t for t in inputs if isinstance(t, TensorBase) and t.requires_grad), None)
+    if source is not None and _core.is_grad_enabled():
+        return _NotDifferentiable.apply(source, values, message, error)
+    return _wrap(values)
+
+
 def heaviside(input, values, *, out=None):
     """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (same dtypes only;
     no derivative, as PyTorch)."""
@@ -830,12 +840,9 @@ def geqrf(input, *, out=None):
     h, tau = np.linalg.qr(input._array, mode="raw")
     a_values = np.ascontiguousarray(np.swapaxes(h, -1, -2)).astype(input._array.dtype)
     tau_values = tau.astype(input._array.dtype)
-    if input.requires_grad:
-        message = "the derivative for 'geqrf' is not implemented."
-        a = _NotDifferentiable.apply(input, a_values, message, NotImplementedError)
-        t = _NotDifferentiable.apply(input, tau_values, message, NotImplementedError)
-    else:
-        a, t = _wrap(a_values), _wrap(tau_values)
+    message = "the derivative for 'geqrf' is not implemented."
+    a = without_derivative((input,), a_values, message)
+    t = without_derivative((input,), tau_values, message)
     result = _core.return_types.geqrf((a, t))
     if out is not None:
         out[0].copy_(a)

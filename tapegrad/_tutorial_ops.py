@@ -402,7 +402,9 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         values = np.moveaxis(moved[starts], 0, axis)
         inverse_shape = (arr.shape[axis],)
     run_index = np.cumsum(starts) - 1
-    outputs = [_wrap(np.ascontiguousarray(values))]
+    from ._more_math import without_derivative
+    outputs = [without_derivative((input,), np.ascontiguousarray(values),
+                                  "the derivative for 'unique_consecutive' is not implemented.")]
     if return_inverse:
         outputs.append(_wrap(run_index.reshape(inverse_shape).astype(np.int64)))
     if return_counts:
