@@ -873,24 +873,30 @@ def _as_tensor_like(value, like):
 
 def lerp(input, end, weight):
     """input + weight * (end - input), computed from the nearer end as PyTorch does (weight
-    >= 0.5 interpolates back from `end`), so lerp(a, b, 1) is exactly b."""
+    >= 0.5 interpolates back from `end`), so lerp(a, b, 1) is exactly b.  Floating inputs only;
+    `end` and a weight tensor of more than 0 dims of input's dtype (a 0-d weight is a scalar)."""
     _check_tensor(input, "lerp")
     _check_tensor(end, "lerp", "end", 2)
-    if end.dtype != input.dtype:
-        raise RuntimeError(f"expected dtype {_short(input)} for "
-                           f"`end` but got dtype {_short(end)}")
+    from .nn._attention import _c_name
+    from .contractions import kernel_scalar
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, TensorBase) and other.dtype != input.dtype and \
+                (name == "end" or other.dim() > 0):
+            raise RuntimeError(f"expected dtype {_c_name(input)} for `{name}` but got dtype "
+                               f"{_c_name(other)}")
+    if input._array.dtype.kind not in "fc":
+        kernel = "lerp_kernel_tensor" if isinstance(weight, TensorBase) and weight.dim() else \
+            "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_core.scalar_type_name_of(input._array.dtype)}'")
+    weight = kernel_scalar(weight, input._array.dtype)
     from . import where
     diff = end - input
     if not isinstance(weight, TensorBase):
         return input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+    if weight.dtype != input.dtype:         # a 0-d weight of another dtype, read as a scalar
+        weight = weight.to(input.dtype)
     return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
-
-
-def _short(t) -> str:
-    """PyTorch's short dtype word in messages (float, double, long, ...)."""
-    return {"float32": "float", "float64": "double", "int64": "long", "int32": "int",
-            "float16": "half", "bool": "bool", "int16": "short", "int8": "signed char",
-            "uint8": "unsigned char"}.get(t._array.dtype.name, t._array.dtype.name)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -898,7 +904,14 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     _check_tensor(input, "addcmul")
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
-    return input + value * (tensor1 * tensor2)
+    product = tensor1 * tensor2
+    return input + _result_scalar(value, input, product) * product
+
+
+def _result_scalar(value, input, product):
+    """addcmul/addcdiv's value as PyTorch's kernel reads it, in the result's dtype."""
+    from .contractions import kernel_scalar
+    return kernel_scalar(value, np.result_type(input._array.dtype, product._array.dtype))
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
@@ -909,7 +922,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     if tensor1._array.dtype.kind in "biu" and tensor2._array.dtype.kind in "biu":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            " release addcdiv will perform a true division of tensor1 and tensor2.")
-    return input + value * (tensor1 / tensor2)
+    quotient = tensor1 / tensor2
+    return input + _result_scalar(value, input, quotient) * quotient
 
 
 def logaddexp(input, other):

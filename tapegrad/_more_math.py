@@ -639,7 +639,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
         _check_tensor(t, "addbmm", name, 2 if name == "batch1" else 3)
         if t.dim() != 3:
             raise RuntimeError(f"{name} must be a 3D tensor")
-    from ._tutorial_ops import _scaled_sum
+    from .contractions import _scaled_sum
     product = _core.bmm(batch1, batch2).sum(0)
     return _out(_scaled_sum(input, product, beta, alpha), out)
 
