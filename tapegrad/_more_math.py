@@ -357,9 +357,23 @@ def _polygamma_method(self, n):
     return polygamma(n, self)
 
 
+def _no_derivative_in_first(function, first, second, message: str, *extra):
+    """``function.apply(first, second, *extra)`` for an op PyTorch differentiates in its second
+    argument only: ``first`` enters the Function detached and, when it requires grad, through a
+    separate zero term whose backward raises ``message``.  So autograd.grad with respect to
+    ``second`` alone works while ``first`` requires grad (the sweep runs only the records that
+    lead to the requested inputs, as PyTorch's engine does), and a backward reaching ``first``
+    raises PyTorch's error."""
+    result = function.apply(first.detach(), second, *extra)
+    if not (first.requires_grad and _core.is_grad_enabled()):
+        return result
+    zeros = np.zeros(result.shape, dtype=result._array.dtype)
+    return result + without_derivative((first,), zeros, message)
+
+
 class _Zeta(Function):
     """The Hurwitz zeta function zeta(x, q); differentiable in q only, d/dq = -x zeta(x + 1, q)
-    (PyTorch raises at backward for x)."""
+    (PyTorch raises at backward for x: _no_derivative_in_first)."""
 
     @staticmethod
     def forward(ctx, x, q):
@@ -368,9 +382,7 @@ class _Zeta(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, q = ctx.saved_tensors
-        if ctx.needs_input_grad[0]:
-            raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+        x, q = ctx.saved_tensors         # (x comes detached: see _no_derivative_in_first)
         grad_q = grad * -x * _Zeta.apply(x + 1, q)
         return None, _sum_to_shape(grad_q, q.shape)
 
@@ -395,7 +407,8 @@ def zeta(input, other, *, out=None):
         dtype = get_default_dtype()
     x, q = (a.to(dtype) if isinstance(a, TensorBase) else tensor(a, dtype=dtype)
             for a in (input, other))
-    return _out(_Zeta.apply(x, q), out)
+    return _out(_no_derivative_in_first(_Zeta, x, q, "the derivative for 'zeta' is not "
+                                        "implemented."), out)
 
 
 def mvlgamma(input, p, *, out=None):
@@ -450,11 +463,7 @@ class _IncompleteGamma(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        a, x = ctx.saved_tensors
-        if ctx.needs_input_grad[0]:
-            raise NotImplementedError(
-                f"the derivative for '{'igammac' if ctx.upper else 'igamma'}: input' is not "
-                f"implemented.")
+        a, x = ctx.saved_tensors         # (a comes detached: see _no_derivative_in_first)
         from . import lgamma
         # d P / dx = x^(a-1) e^-x / Gamma(a); Q = 1 - P
         density = _core.exp((a - 1) * x.log() - x - lgamma(a))
@@ -472,7 +481,9 @@ def _incomplete_gamma(fn: str, input, other, upper: bool, out):
     if not dtype.is_floating_point:
         raise NotImplementedError(f'"{fn}_cpu" not implemented for '
                                   f"'{_dtype_name(np.empty(0, dtype=np.result_type(input._array, other._array)))}'")
-    return _out(_IncompleteGamma.apply(input.to(dtype), other.to(dtype), upper), out)
+    return _out(_no_derivative_in_first(
+        _IncompleteGamma, input.to(dtype), other.to(dtype),
+        f"the derivative for '{fn}: input' is not implemented.", upper), out)
 
 
 def igamma(input, other, *, out=None):
