@@ -1,7 +1,7 @@
 """igamma/igammac/zeta are differentiable in their second argument only: autograd.grad with
 respect to it works while the first also requires grad (PyTorch runs only the nodes leading to
 the requested inputs; tapegrad raised).  randint / random_ of a complex dtype raise as PyTorch
-does (tapegrad returned complex values)."""
+does (tapegrad returned complex values); a zero pad returns a new tensor."""
 import pytest
 
 import tapegrad as tg
@@ -84,3 +84,19 @@ def test_random_integers_of_a_complex_dtype_are_refused(call):
             call(lib)
         return type(e.value).__name__, str(e.value)
     assert message(tg) == message(torch)
+
+
+@pytest.mark.parametrize("mode", ["circular", "reflect", "replicate"])
+def test_zero_padding_returns_a_new_tensor(mode):
+    """SILENT before (surface fuzz 62950223): a zero pad in these modes returned input itself,
+    so an in-place write into the result changed input, and under no_grad the result required
+    grad."""
+    def outcome(lib):
+        x = lib.ones(1, 2, 3, requires_grad=True)
+        with lib.no_grad():
+            r = lib.nn.functional.pad(x, (0, 0), mode=mode)
+            r.mul_(5)
+        y = lib.nn.functional.pad(x, (0, 0), mode=mode)
+        y.sum().backward()
+        return r.requires_grad, x.tolist(), r.tolist(), y.requires_grad, x.grad.tolist()
+    assert outcome(tg) == outcome(torch)
