@@ -194,12 +194,9 @@ def bincount(input, weights=None, minlength=0):
     # PyTorch keeps float32 weights' dtype and counts every other weight dtype in float64.
     out_dtype = np.float32 if w.dtype == np.float32 else np.float64
     counts = np.bincount(arr, weights=w.astype(np.float64), minlength=minlength)
-    if weights.requires_grad and is_grad_enabled():
-        # PyTorch's result is in the graph with a backward that raises (no derivative)
-        from ._more_math import _NotDifferentiable
-        return _NotDifferentiable.apply(weights, counts.astype(out_dtype),
-                                        "derivative for aten::bincount is not implemented")
-    return _wrap(counts.astype(out_dtype))
+    from ._more_math import without_derivative
+    return without_derivative((weights,), counts.astype(out_dtype),
+                              "derivative for aten::bincount is not implemented", RuntimeError)
 
 
 def _check_histogram_input(arr, kernel: str) -> None:
@@ -336,7 +333,11 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     w = _check_weight(arr, weight, arr.shape)
     edges = _dimension_edges(flat, bins, range, 0, check_order=True)
     hist = _bin_counts(flat.reshape(-1, 1), [edges], w, density)
-    return _core.return_types.histogram((_wrap(hist), _wrap(edges)))
+    # in the graph when input, weight or the edges require grad, with no derivative (PyTorch's)
+    from ._more_math import without_derivative
+    sources, message = (input, weight, bins), "derivative for aten::histogram is not implemented"
+    return _core.return_types.histogram((without_derivative(sources, hist, message, RuntimeError),
+                                         without_derivative(sources, edges, message, RuntimeError)))
 
 
 def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa: A002
@@ -377,7 +378,17 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa
                               check_order=False)
              for d in builtins.range(n_dims)]
     hist = _bin_counts(samples, edges, w, density)
-    return _core.return_types.histogramdd((_wrap(hist), tuple(_wrap(e) for e in edges)))
+    # in the graph when input or weight requires grad, with no derivative (PyTorch's); edges
+    # computed from bin counts too, given edges not
+    from ._more_math import without_derivative
+    counted = all(isinstance(b, (int, np.integer)) for b in bins)
+    sources = (input, weight)
+    hist = without_derivative(sources, hist, "derivative for aten::_histogramdd_from_bin_%s is "
+                              "not implemented" % ("cts" if counted else "tensors"), RuntimeError)
+    edges = tuple(without_derivative(sources if counted else (), e, "derivative for "
+                                     "aten::_histogramdd_bin_edges is not implemented",
+                                     RuntimeError) for e in edges)
+    return _core.return_types.histogramdd((hist, edges))
 
 
 def _c_type(arr) -> str:
@@ -417,7 +428,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True,
                                             axis=axis, equal_nan=False)
         inverse = inverse.reshape(-1)
-    out = _wrap(values)
+    from ._more_math import without_derivative
+    out = without_derivative((input,), values, "the derivative for '%s' is not implemented."
+                             % ("_unique2" if dim is None else "unique_dim"))
     if not (return_inverse or return_counts):
         return out
     result = [out]
@@ -860,24 +873,30 @@ def _as_tensor_like(value, like):
 
 def lerp(input, end, weight):
     """input + weight * (end - input), computed from the nearer end as PyTorch does (weight
-    >= 0.5 interpolates back from `end`), so lerp(a, b, 1) is exactly b."""
+    >= 0.5 interpolates back from `end`), so lerp(a, b, 1) is exactly b.  Floating inputs only;
+    `end` and a weight tensor of more than 0 dims of input's dtype (a 0-d weight is a scalar)."""
     _check_tensor(input, "lerp")
     _check_tensor(end, "lerp", "end", 2)
-    if end.dtype != input.dtype:
-        raise RuntimeError(f"expected dtype {_short(input)} for "
-                           f"`end` but got dtype {_short(end)}")
+    from .nn._attention import _c_name
+    from .contractions import kernel_scalar
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, TensorBase) and other.dtype != input.dtype and \
+                (name == "end" or other.dim() > 0):
+            raise RuntimeError(f"expected dtype {_c_name(input)} for `{name}` but got dtype "
+                               f"{_c_name(other)}")
+    if input._array.dtype.kind not in "fc":
+        kernel = "lerp_kernel_tensor" if isinstance(weight, TensorBase) and weight.dim() else \
+            "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_core.scalar_type_name_of(input._array.dtype)}'")
+    weight = kernel_scalar(weight, input._array.dtype)
     from . import where
     diff = end - input
     if not isinstance(weight, TensorBase):
         return input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+    if weight.dtype != input.dtype:         # a 0-d weight of another dtype, read as a scalar
+        weight = weight.to(input.dtype)
     return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
-
-
-def _short(t) -> str:
-    """PyTorch's short dtype word in messages (float, double, long, ...)."""
-    return {"float32": "float", "float64": "double", "int64": "long", "int32": "int",
-            "float16": "half", "bool": "bool", "int16": "short", "int8": "signed char",
-            "uint8": "unsigned char"}.get(t._array.dtype.name, t._array.dtype.name)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -885,7 +904,14 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     _check_tensor(input, "addcmul")
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
-    return input + value * (tensor1 * tensor2)
+    product = tensor1 * tensor2
+    return input + _result_scalar(value, input, product) * product
+
+
+def _result_scalar(value, input, product):
+    """addcmul/addcdiv's value as PyTorch's kernel reads it, in the result's dtype."""
+    from .contractions import kernel_scalar
+    return kernel_scalar(value, np.result_type(input._array.dtype, product._array.dtype))
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
@@ -896,7 +922,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     if tensor1._array.dtype.kind in "biu" and tensor2._array.dtype.kind in "biu":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            " release addcdiv will perform a true division of tensor1 and tensor2.")
-    return input + value * (tensor1 / tensor2)
+    quotient = tensor1 / tensor2
+    return input + _result_scalar(value, input, quotient) * quotient
 
 
 def logaddexp(input, other):

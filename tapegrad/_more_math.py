@@ -85,6 +85,16 @@ class _NotDifferentiable(Function):
 _torch_grad_fn_name(_NotDifferentiable, "NotImplemented")
 
 
+def without_derivative(inputs, values, message: str, error=NotImplementedError):
+    """``values`` (an ndarray computed from ``inputs``) as a tensor; when one of ``inputs``
+    requires grad, in the graph with a backward raising ``error(message)``, as PyTorch's ops
+    without a derivative formula (their result requires grad; only differentiating fails)."""
+    source = next((t for t in inputs if isinstance(t, TensorBase) and t.requires_grad), None)
+    if source is not None and _core.is_grad_enabled():
+        return _NotDifferentiable.apply(source, values, message, error)
+    return _wrap(values)
+
+
 def heaviside(input, values, *, out=None):
     """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (same dtypes only;
     no derivative, as PyTorch)."""
@@ -347,9 +357,23 @@ def _polygamma_method(self, n):
     return polygamma(n, self)
 
 
+def _no_derivative_in_first(function, first, second, message: str, *extra):
+    """``function.apply(first, second, *extra)`` for an op PyTorch differentiates in its second
+    argument only: ``first`` enters the Function detached and, when it requires grad, through a
+    separate zero term whose backward raises ``message``.  So autograd.grad with respect to
+    ``second`` alone works while ``first`` requires grad (the sweep runs only the records that
+    lead to the requested inputs, as PyTorch's engine does), and a backward reaching ``first``
+    raises PyTorch's error."""
+    result = function.apply(first.detach(), second, *extra)
+    if not (first.requires_grad and _core.is_grad_enabled()):
+        return result
+    zeros = np.zeros(result.shape, dtype=result._array.dtype)
+    return result + without_derivative((first,), zeros, message)
+
+
 class _Zeta(Function):
     """The Hurwitz zeta function zeta(x, q); differentiable in q only, d/dq = -x zeta(x + 1, q)
-    (PyTorch raises at backward for x)."""
+    (PyTorch raises at backward for x: _no_derivative_in_first)."""
 
     @staticmethod
     def forward(ctx, x, q):
@@ -358,9 +382,7 @@ class _Zeta(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, q = ctx.saved_tensors
-        if ctx.needs_input_grad[0]:
-            raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+        x, q = ctx.saved_tensors         # (x comes detached: see _no_derivative_in_first)
         grad_q = grad * -x * _Zeta.apply(x + 1, q)
         return None, _sum_to_shape(grad_q, q.shape)
 
@@ -385,7 +407,8 @@ def zeta(input, other, *, out=None):
         dtype = get_default_dtype()
     x, q = (a.to(dtype) if isinstance(a, TensorBase) else tensor(a, dtype=dtype)
             for a in (input, other))
-    return _out(_Zeta.apply(x, q), out)
+    return _out(_no_derivative_in_first(_Zeta, x, q, "the derivative for 'zeta' is not "
+                                        "implemented."), out)
 
 
 def mvlgamma(input, p, *, out=None):
@@ -440,11 +463,7 @@ class _IncompleteGamma(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        a, x = ctx.saved_tensors
-        if ctx.needs_input_grad[0]:
-            raise NotImplementedError(
-                f"the derivative for '{'igammac' if ctx.upper else 'igamma'}: input' is not "
-                f"implemented.")
+        a, x = ctx.saved_tensors         # (a comes detached: see _no_derivative_in_first)
         from . import lgamma
         # d P / dx = x^(a-1) e^-x / Gamma(a); Q = 1 - P
         density = _core.exp((a - 1) * x.log() - x - lgamma(a))
@@ -462,7 +481,9 @@ def _incomplete_gamma(fn: str, input, other, upper: bool, out):
     if not dtype.is_floating_point:
         raise NotImplementedError(f'"{fn}_cpu" not implemented for '
                                   f"'{_dtype_name(np.empty(0, dtype=np.result_type(input._array, other._array)))}'")
-    return _out(_IncompleteGamma.apply(input.to(dtype), other.to(dtype), upper), out)
+    return _out(_no_derivative_in_first(
+        _IncompleteGamma, input.to(dtype), other.to(dtype),
+        f"the derivative for '{fn}: input' is not implemented.", upper), out)
 
 
 def igamma(input, other, *, out=None):
@@ -629,7 +650,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
         _check_tensor(t, "addbmm", name, 2 if name == "batch1" else 3)
         if t.dim() != 3:
             raise RuntimeError(f"{name} must be a 3D tensor")
-    from ._tutorial_ops import _scaled_sum
+    from .contractions import _scaled_sum
     product = _core.bmm(batch1, batch2).sum(0)
     return _out(_scaled_sum(input, product, beta, alpha), out)
 
@@ -830,12 +851,9 @@ def geqrf(input, *, out=None):
     h, tau = np.linalg.qr(input._array, mode="raw")
     a_values = np.ascontiguousarray(np.swapaxes(h, -1, -2)).astype(input._array.dtype)
     tau_values = tau.astype(input._array.dtype)
-    if input.requires_grad:
-        message = "the derivative for 'geqrf' is not implemented."
-        a = _NotDifferentiable.apply(input, a_values, message, NotImplementedError)
-        t = _NotDifferentiable.apply(input, tau_values, message, NotImplementedError)
-    else:
-        a, t = _wrap(a_values), _wrap(tau_values)
+    message = "the derivative for 'geqrf' is not implemented."
+    a = without_derivative((input,), a_values, message)
+    t = without_derivative((input,), tau_values, message)
     result = _core.return_types.geqrf((a, t))
     if out is not None:
         out[0].copy_(a)

@@ -99,6 +99,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         counts = _repeat_counts(repeats, length)
         counts_given = True
     else:
+        if isinstance(repeats, np.ndarray) and repeats.ndim == 0 and repeats.dtype.kind in "iu":
+            repeats = int(repeats)      # PyTorch's SymInt takes it through __index__
         if not is_int(repeats):
             raise TypeError(f"repeat_interleave(): argument 'repeats' (position 2) must be "
                             f"Tensor, not {_type_name(repeats)}")

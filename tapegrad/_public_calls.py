@@ -120,7 +120,9 @@ def install(namespace: dict, out_functions=()) -> None:
 TAKES_ARRAYS = frozenset(("tensor", "as_tensor", "asarray", "from_numpy", "frombuffer",
                           "sparse_coo_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
                           "sparse_bsr_tensor", "sparse_bsc_tensor", "sparse_compressed_tensor",
-                          "is_tensor", "is_storage", "typename"))
+                          "is_tensor", "is_storage", "typename",
+                          # (Python in PyTorch, dividing by tau: a 0-d array works there)
+                          "gumbel_softmax"))
 
 # PyTorch's functions written in Python that read an attribute of their argument before any
 # check: an ndarray raises AttributeError there ("'numpy.ndarray' object has no attribute

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
 import numbers
+import weakref
 
 import numpy as np
 
@@ -170,6 +171,8 @@ class SparseTensor:
         """``SparseTensor(indices, values, size)``: the same as ``tapegrad.sparse_coo_tensor``."""
         made = sparse_coo_tensor(*args, **kwargs)
         self.__dict__.update(made.__dict__)
+        if self._leaf and self._vals.requires_grad:
+            self._track_grad()      # the hook made registered follows `made`, not self
 
     @classmethod
     def _make(cls, indices, values, size, coalesced, leaf, grad_fn_name):
@@ -180,7 +183,76 @@ class SparseTensor:
         s._coalesced = coalesced
         s._leaf = leaf
         s._grad_fn_name = grad_fn_name
+        s._grad = None
+        if leaf and values.requires_grad:
+            s._track_grad()
         return s
+
+    def _track_grad(self) -> None:
+        """Fold each backward's gradient of the leaf values into this tensor's one sparse
+        ``.grad`` object, in place, as PyTorch's AccumulateGrad adds into a sparse grad: a script
+        holding ``s.grad`` sees later backwards and ``zero_grad(set_to_none=False)``.  The hook
+        holds this tensor weakly (the tape must not keep it alive)."""
+        owner = weakref.ref(self)
+
+        def fold(_values):
+            live = owner()
+            if live is not None and live._vals is _values:
+                live._fold_grad()
+        self._vals.register_post_accumulate_grad_hook(fold)
+
+    def _fold_grad(self) -> None:
+        """Move the values' dense gradient into the sparse ``.grad`` (on this tensor's
+        coalesced pattern), adding in place to a gradient already there."""
+        dense = self._vals.grad
+        if dense is None:
+            return
+        from .creation import tensor
+        self._vals.grad = None
+        unique, first, _ = self._coalesce_plan()
+        contribution = SparseTensor._make(self._unravel(unique),
+                                          dense.detach()[tensor(first.astype(np.int64))],
+                                          self._size, True, True, None)
+        if self._grad is None:
+            self._grad = contribution
+        else:
+            self._grad._replace_contents(self._grad._add_sparse(contribution, 1))
+
+    def _replace_contents(self, other) -> None:
+        """Make this object hold ``other``'s entries (an in-place op's result)."""
+        self._idx, self._vals, self._size = other._idx, other._vals, other._size
+        self._coalesced, self._leaf, self._grad_fn_name = (other._coalesced, other._leaf,
+                                                           other._grad_fn_name)
+        if self._leaf and self._vals.requires_grad:
+            self._track_grad()
+
+    def _check_inplace(self) -> None:
+        if self._leaf and self._vals.requires_grad and _core.is_grad_enabled():
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+
+    def zero_(self):
+        """Remove every entry, in place (the size and dtype kept; PyTorch's zero_ of a sparse
+        tensor, which ``zero_grad(set_to_none=False)`` calls on a sparse gradient)."""
+        self._check_inplace()
+        emptied = zeros_like_sparse(self, requires_grad=self._leaf and self._vals.requires_grad)
+        grad = self._grad
+        self._replace_contents(emptied)
+        self._grad = grad
+        return self
+
+    def add_(self, other, *, alpha=1):
+        """``self += alpha * other`` in place for a sparse ``other``."""
+        self._check_inplace()
+        if not isinstance(other, SparseTensor):
+            return self.__add__(other)
+        grad = self._grad
+        self._replace_contents(self._add_sparse(other, alpha))
+        self._grad = grad
+        return self
+
+    def __iadd__(self, other):
+        return self.add_(other)
 
     def _derived(self, indices, values, size=None, coalesced=None, grad_fn_name=None):
         """A result of an op on self: a leaf only when nothing requires grad."""
@@ -398,6 +470,8 @@ class SparseTensor:
         if self._vals.requires_grad != requires_grad:
             # A fresh leaf sharing the memory: the caller's values tensor keeps its own flag.
             self._vals = self._vals.detach().requires_grad_(requires_grad)
+            if requires_grad:
+                self._track_grad()
         return self
 
     @property
@@ -413,17 +487,12 @@ class SparseTensor:
 
     @property
     def grad(self):
-        """A leaf's gradient: a coalesced sparse tensor on this tensor's (coalesced) pattern."""
-        assigned = getattr(self, "_assigned_grad", None)
-        if not self._leaf or self._vals.grad is None:
-            return assigned if self._leaf else None
-        from .creation import tensor
-        unique, first, _ = self._coalesce_plan()
-        vals = self._vals.grad.detach()
-        accumulated = SparseTensor._make(self._unravel(unique), vals[tensor(first.astype(np.int64))],
-                                         self._size, True, True, None)
-        # backward() after an assignment adds into it, as PyTorch's AccumulateGrad does
-        return accumulated if assigned is None else assigned + accumulated
+        """A leaf's gradient: a sparse tensor, first on this tensor's (coalesced) pattern; later
+        backwards add into the same object."""
+        if not self._leaf:
+            return None
+        self._fold_grad()       # a gradient accumulated where no hook ran (none expected)
+        return self._grad
 
     @grad.setter
     def grad(self, value) -> None:
@@ -443,7 +512,7 @@ class SparseTensor:
             zeros((), dtype=self.dtype).expand(self._size).grad = \
                 zeros((), dtype=value.dtype).expand(value.shape)
         self._vals.grad = None
-        self._assigned_grad = value
+        self._grad = value
 
     @property
     def data(self):

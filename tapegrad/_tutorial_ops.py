@@ -240,6 +240,7 @@ def sinc(input, *, out=None):
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat @ vec): all three of one dtype, as PyTorch (no promotion)."""
     _check_addmv(input, mat, vec)
+    from .contractions import _scaled_sum
     result = _scaled_sum(input, _core.matmul(mat, vec), beta, alpha)
     return result if out is None else out.copy_(result)
 
@@ -262,23 +263,25 @@ def _check_addmv(input, mat, vec) -> None:
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
-    """beta * input + alpha * outer(vec1, vec2)."""
+    """beta * input + alpha * outer(vec1, vec2); PyTorch checks beta and alpha against the
+    result's dtype as add's alpha (no float factor for integers, bool ones only for bool)."""
     product = _core.mul(vec1.unsqueeze(1), vec2.unsqueeze(0))
-    from .contractions import _expand_error     # (contractions imports the tensor class)
-    error = _expand_error(tuple(product.shape), input)     # PyTorch expands input to the product
-    if error is not None:
-        raise error
+    from .contractions import _scaled_sum
+    kind = np.result_type(input._array.dtype, product._array.dtype).kind
+    for name, value in (("beta", beta), ("alpha", alpha)):
+        _check_factor(name, value, kind)
     result = _scaled_sum(input, product, beta, alpha)
     return result if out is None else out.copy_(result)
 
 
-def _scaled_sum(input, product, beta, alpha):
-    # PyTorch ignores input (even nan/inf in it) when beta is 0.
-    scaled = product if alpha == 1 else product * alpha
-    if beta == 0:
-        from .creation import zeros_like
-        return _core.add(scaled, zeros_like(input))
-    return _core.add(scaled, input if beta == 1 else input * beta)
+def _check_factor(name: str, value, kind: str) -> None:
+    """PyTorch's alpha_check of a scalar factor against a result of dtype kind ``kind``."""
+    if isinstance(value, (bool, np.bool_)):
+        if kind != "b":
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+    elif kind in "iub" and not isinstance(value, (int, np.integer)):
+        raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating "
+                           f"point number.")
 
 
 def _integer_pair(name, fn, input, other):
@@ -402,7 +405,9 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         values = np.moveaxis(moved[starts], 0, axis)
         inverse_shape = (arr.shape[axis],)
     run_index = np.cumsum(starts) - 1
-    outputs = [_wrap(np.ascontiguousarray(values))]
+    from ._more_math import without_derivative
+    outputs = [without_derivative((input,), np.ascontiguousarray(values),
+                                  "the derivative for 'unique_consecutive' is not implemented.")]
     if return_inverse:
         outputs.append(_wrap(run_index.reshape(inverse_shape).astype(np.int64)))
     if return_counts:

@@ -55,13 +55,44 @@ def _zeroed(t):
     return t.masked_fill(from_numpy(np.ones((), dtype=bool)), 0.0)
 
 
+# C++ type names of PyTorch's "value cannot be converted to type ... without overflow"
+_SCALAR_C_TYPES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                   "int64": "int64_t", "int32": "int", "int16": "short", "int8": "signed char",
+                   "uint8": "unsigned char", "bool": "bool"}
+
+
+def kernel_scalar(value, dtype):
+    """A Python/numpy scalar (beta, alpha, addcmul's value) as PyTorch's kernel of a ``dtype``
+    result reads it: converted to that type, so an integer result truncates a float factor
+    toward zero (alpha=0.5 is 0) and stays integer, a bool result takes its truth value, and a
+    complex factor with an imaginary part is refused where the result is real."""
+    if isinstance(value, _core.TensorBase):
+        return value
+    kind = np.dtype(dtype).kind
+    if kind == "c":
+        return value
+    if isinstance(value, (complex, np.complexfloating)):
+        if value.imag != 0:
+            c_type = _SCALAR_C_TYPES.get(np.dtype(dtype).name, np.dtype(dtype).name)
+            raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+        value = value.real
+    if kind in "iu":
+        return int(value)
+    if kind == "b":
+        return bool(value)
+    return value
+
+
 def _scaled_sum(input, product, beta, alpha, drop_zero_alpha=False):
-    """beta * input + alpha * product.  A zero beta ignores input's values (as PyTorch: NaN/inf
-    in input do not leak) but keeps it in the graph; so does a zero alpha for the product when
-    `drop_zero_alpha` (PyTorch's addmm, unlike its baddbmm)."""
+    """beta * input + alpha * product, beta and alpha read in the product's dtype (see
+    kernel_scalar).  A zero beta ignores input's values (as PyTorch: NaN/inf in input do not
+    leak) but keeps it in the graph (its gradient is zeros); so does a zero alpha for the
+    product when `drop_zero_alpha` (PyTorch's addmm, unlike its baddbmm)."""
     error = _expand_error(tuple(product.shape), input)
     if error is not None:
         raise error
+    dtype = product._array.dtype
+    beta, alpha = kernel_scalar(beta, dtype), kernel_scalar(alpha, dtype)
     if alpha == 0 and drop_zero_alpha:
         product = _zeroed(product)
     elif alpha != 1:

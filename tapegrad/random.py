@@ -365,9 +365,18 @@ def _no_extra(kwargs: dict, fn: str) -> None:
         raise TypeError(f"{fn}() got an unexpected keyword argument '{next(iter(kwargs))}'")
 
 
+def _refuse_complex(dt) -> None:
+    """random_/randint of a complex dtype: PyTorch's bounds check refuses it (before the bounds)."""
+    if np.dtype(dt).kind == "c":
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and "
+                           "boolean types")
+
+
 def _check_int_range(low: int, high: int, dt) -> None:
     """PyTorch's bound checks of random_/randint for the result dtype: [low, high - 1] must be
-    representable (floats: a warning past the exactly representable integers is not raised)."""
+    representable (floats: a warning past the exactly representable integers is not raised);
+    complex dtypes are refused."""
+    _refuse_complex(dt)
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
@@ -722,6 +731,10 @@ def random_(self, *args, generator=None, **kwargs):
                             f"(int to, *, torch.Generator generator)")
     _check_inplace(self)
     dt = self._array.dtype
+    if dt.kind == "c" and low is None and high is None:     # (no bounds to check)
+        raise NotImplementedError(f'"random_kernel_cpu" not implemented for '
+                                  f"'{_core.scalar_type_name_of(dt)}'")
+    _refuse_complex(dt)
     default_low, default_high = _random_default_bounds(dt)
     low = default_low if low is None else _as_long(low)
     high = default_high if high is None else _as_long(high)

@@ -291,3 +291,81 @@ def test_loaded_optimizer_state_shares_the_dicts_tensors(name):
         converted = [(str(v.dtype), v is saved["state"][0][k]) for k, v in sorted(c.state[r].items())]
         return shared, changed, converted, q.tolist()
     assert outcome(tg) == outcome(torch)
+
+
+def _held_sparse_grad_trace(lib, zero):
+    """What a script holding ``s.grad`` sees across backwards and a zero_grad that keeps it."""
+    s = lib.sparse_coo_tensor([[0, 1, 0], [1, 0, 1]], [3., 4., 5.], (2, 2), requires_grad=True)
+    d = lib.tensor([[1., 2.], [3., 4.]])
+    trace = []
+
+    def step():
+        lib.sparse.mm(s, d).sum().backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        step()
+        held = s.grad
+        step()
+        trace.append((s.grad is held, held.to_dense().tolist()))
+        zero(s)
+        trace.append((s.grad is held, held._nnz(), held.to_dense().tolist()))
+        step()
+        trace.append((s.grad is held, held._nnz(), held.to_dense().tolist()))
+    return trace
+
+
+@pytest.mark.parametrize("how", ["optimizer", "zero_"])
+def test_a_held_sparse_gradient_is_accumulated_and_zeroed_in_place(how):
+    """SILENT before: backward and zero_grad(set_to_none=False) replaced a sparse leaf's .grad
+    by a new object, so a reference the script held kept stale values."""
+    def zero(lib):
+        def run(s):
+            if how == "optimizer":
+                lib.optim.SGD([s], lr=0.1).zero_grad(set_to_none=False)
+            else:
+                s.grad.zero_()
+        return run
+    assert _held_sparse_grad_trace(tg, zero(tg)) == _held_sparse_grad_trace(torch, zero(torch))
+
+
+def test_backward_adds_into_an_assigned_sparse_gradient_in_place():
+    def outcome(lib):
+        s = lib.sparse_coo_tensor([[0, 1, 0], [1, 0, 1]], [3., 4., 5.], (2, 2),
+                                  requires_grad=True)
+        s.grad = lib.sparse_coo_tensor([[0], [0]], [1.], (2, 2))
+        held = s.grad
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lib.sparse.mm(s, lib.tensor([[1., 2.], [3., 4.]])).sum().backward()
+        return s.grad is held, held._nnz(), held.to_dense().tolist()
+    assert outcome(tg) == outcome(torch)
+
+
+def test_sparse_zero_and_add_in_place():
+    def outcome(lib):
+        a = lib.sparse_coo_tensor([[0, 1]], [1., 2.], (3,)).coalesce()
+        b = lib.sparse_coo_tensor([[1, 2]], [1., 2.], (3,)).coalesce()
+        c = a.clone()
+        same = c.add_(b, alpha=2) is c
+        z = a.clone()
+        emptied = (z.zero_() is z, z._nnz(), z.is_coalesced(), tuple(z.shape))
+        leaf = lib.sparse_coo_tensor([[0]], [1.], (3,), requires_grad=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            leaf.zero_()
+        return same, c._nnz(), c.is_coalesced(), c.to_dense().tolist(), emptied
+    assert outcome(tg) == outcome(torch)
+
+
+def test_module_zero_grad_detaches_a_create_graph_gradient():
+    """Module.zero_grad(set_to_none=False) left a backward(create_graph=True) gradient on the
+    graph (requires_grad, a grad_fn); PyTorch detaches it as the optimizers' zero_grad does."""
+    def outcome(lib):
+        m = lib.nn.Linear(1, 1)
+        m.weight = lib.nn.Parameter(lib.tensor([[2.]]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (m.weight ** 3).sum().backward(create_graph=True)
+        held = m.weight.grad
+        m.zero_grad(set_to_none=False)
+        return m.weight.grad is held, held.requires_grad, held.grad_fn is None, held.tolist()
+    assert outcome(tg) == outcome(torch)

@@ -262,6 +262,12 @@ def test_the_argument_walk_finds_meta_tensors_and_ndarrays_where_pytorch_does(ca
     "lib.sparse_coo_tensor(np.array([[0, 1]]), np.ones(2), (3,)).to_dense().tolist()",
     "lib.topk(lib.ones(3), np.array(2)).values.tolist()",
     "lib.narrow(lib.arange(5), 0, np.array(1), 2).tolist()",
+    # repeats is PyTorch's SymInt (read through __index__); gumbel_softmax is Python there and
+    # divides by tau
+    "lib.repeat_interleave(lib.arange(3), np.array(2)).tolist()",
+    "lib.arange(4).reshape(2, 2).repeat_interleave(np.array(2), dim=0).tolist()",
+    "lib.nn.functional.gumbel_softmax(lib.zeros(2, 3), tau=np.array(0.5)).shape",
+    "lib.nn.functional.gumbel_softmax(lib.zeros(2, 3), np.array(0.5), hard=True).sum().item()",
 ])
 def test_calls_pytorch_takes_an_ndarray_in_are_left_alone(expression):
     with warnings.catch_warnings():

@@ -237,7 +237,9 @@ def pad(input, pad, mode="constant", value=None):
                                "clone() the tensor before performing the operation.")
         if before or after:
             out = out.index_select(dim, _wrap(_pad_index(n, before, after, mode)))
-    return out
+    # all-zero padding: a new tensor all the same, as PyTorch (never input itself: a write into
+    # the result must not reach input)
+    return input.clone() if out is input else out
 
 
 # -- channel dropout -------------------------------------------------------------------------------

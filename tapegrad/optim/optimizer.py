@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._sparse_coo import zeros_like_sparse
 from ..grad_mode import enable_grad, no_grad
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
@@ -109,6 +108,28 @@ required = _RequiredParameter()
 
 def _is_tensor(x) -> bool:
     return isinstance(x, _core.TensorBase)
+
+
+def reset_grads(params, set_to_none: bool) -> None:
+    """``zero_grad`` of an optimizer or a Module: each ``.grad`` set to None, or detached and
+    zeroed in place -- the same object, dense or sparse (a sparse one loses its entries), so a
+    script holding a reference sees the zeros, as under PyTorch."""
+    for p in params:
+        g = p.grad
+        if g is None:
+            continue
+        if set_to_none:
+            p.grad = None
+            continue
+        if _is_sparse_tensor(g):
+            with no_grad():
+                g.zero_()
+            continue
+        if g.grad_fn is not None:
+            g.detach_()
+        elif g.requires_grad:
+            g.requires_grad_(False)
+        g._array.fill(0)
 
 
 def _is_sparse_tensor(x) -> bool:
@@ -284,22 +305,7 @@ class Optimizer:
     # -- gradients --------------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors (to None by default, else to zeros)."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                elif _is_sparse_tensor(g):
-                    # PyTorch's zero_() of a sparse gradient: no entries left, the layout kept
-                    p.grad = zeros_like_sparse(g)
-                else:
-                    if g.grad_fn is not None:
-                        g.detach_()
-                    elif g.requires_grad:
-                        g.requires_grad_(False)
-                    g._array.fill(0)
+        reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         """Perform a single optimization step (to update the parameters).

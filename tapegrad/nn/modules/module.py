@@ -535,13 +535,8 @@ class Module:
         """Reset the gradients of all parameters: to ``None`` (default, as PyTorch 2) or, with
         ``set_to_none=False``, to zeros in place.
         """
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                p.grad._array[...] = 0
+        from ...optim.optimizer import reset_grads
+        reset_grads(self.parameters(), set_to_none)
 
     def apply(self, fn: Callable[["Module"], None]) -> "Module":
         """Call ``fn(m)`` on every submodule, children before parents, then on this module; returns the
