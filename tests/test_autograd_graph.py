@@ -801,3 +801,25 @@ def test_a_write_that_bypasses_the_flush_is_refused_not_packed():
             tg.autograd.graph.increment_version(b)     # (a writer that only bumps the version)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_node_hook_results_checked_alike_for_builtin_and_custom_nodes(torch):
+    # one check (the core's node_hook_result) for both kinds of node: a non-tuple return is
+    # PyTorch's "expected tuple" TypeError on a built-in op's node too
+    def message(T, custom):
+        class Double(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+        x = T.ones(2, requires_grad=True)
+        y = Double.apply(x) if custom else x * 2
+        y.grad_fn.register_hook(lambda gi, go: gi[0])
+        with pytest.raises(TypeError) as info:
+            y.sum().backward()
+        return str(info.value)
+    for custom in (False, True):
+        assert message(tg, custom) == message(torch, custom)

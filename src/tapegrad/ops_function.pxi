@@ -167,6 +167,27 @@ cdef str hook_name(object fn):
     return getattr(fn, "__name__", None) or repr(fn)
 
 
+def node_hook_result(fn, res, tuple current):
+    """What node hook `fn` returned, checked as PyTorch checks it: None keeps `current`; a
+    replacement holds one tensor (of the same size) or None per entry of `current`.  The one
+    check for a built-in op's node and a custom Function's (autograd/function.py)."""
+    if res is None:
+        return current
+    if not isinstance(res, (tuple, list)):
+        raise TypeError(f"expected tuple, but hook returned '{type_name(res)}'")
+    if len(res) != len(current):
+        raise RuntimeError(f"hook '{hook_name(fn)}' has returned an incorrect number of values "
+                           f"(got {len(res)}, but expected {len(current)})")
+    for new, old in zip(res, current):
+        if new is None:
+            continue
+        if not isinstance(new, TensorBase):
+            raise TypeError(f"expected Variable, but hook returned '{type_name(new)}'")
+        if old is not None and (<TensorBase>new)._array.shape != (<TensorBase>old)._array.shape:
+            raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
+    return tuple(res)
+
+
 # -- hooks on a grad_fn node (GradFn.register_hook / register_prehook) ---------------------------
 # A pre-hook sees the node's total incoming gradient, as a tensor hook on its output does (it is
 # kept with those: fn((grad,)) -> None or (new_grad,)).  A post-hook runs after the node's VJP:
@@ -220,25 +241,7 @@ cdef object run_node_hooks(Record* rec, object grads, object g, bint graph):
                          (entries[q] if graph else wrap(nd(entries[q]))) for q in range(n)])
     grad_outputs = (g if graph else wrap(nd(g)),)
     for fn in list(ex.node_hooks.values()):
-        res = fn(grad_inputs, grad_outputs)
-        if res is None:
-            continue
-        if not isinstance(res, (tuple, list)):
-            raise TypeError(f"hook '{hook_name(fn)}' returned a {type(res).__name__}, expected a "
-                            "tuple of gradients (or None)")
-        if len(res) != n:
-            raise RuntimeError(f"hook '{hook_name(fn)}' has returned an incorrect number of "
-                               f"values (got {len(res)}, but expected {n})")
-        for q in range(n):
-            r = res[q]
-            if r is None:
-                continue
-            if not isinstance(r, TensorBase):
-                raise TypeError(f"expected Variable, but hook returned '{type_name(r)}'")
-            if grad_inputs[q] is not None and \
-                    (<TensorBase>r)._array.shape != (<TensorBase>grad_inputs[q])._array.shape:
-                raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
-        grad_inputs = tuple(res)
+        grad_inputs = node_hook_result(fn, fn(grad_inputs, grad_outputs), grad_inputs)
     out = [None if (t is None or ins[q] < 0) else (t if graph else (<TensorBase>t)._array)
            for q, t in enumerate(grad_inputs)]
     return out[0] if n == 1 else tuple(out)

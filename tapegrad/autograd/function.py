@@ -610,7 +610,7 @@ def _backward(ctx, grads, create_graph=False):
         arrived = tuple(None if g is None or meta is None else grad_outputs[j]
                         for j, (g, meta) in enumerate(zip(grads[:n_out], ctx._output_meta)))
         if pre_hooks:
-            arrived = _run_node_hooks(pre_hooks, (arrived,), n_out)
+            arrived = _run_node_hooks(pre_hooks, (arrived,))
             grad_outputs = [g if g is not None or meta is None or not ctx.materialize_grads
                             else wrap(np.zeros(meta[0], dtype=meta[1]))
                             for g, meta in zip(arrived, ctx._output_meta)]
@@ -669,29 +669,13 @@ def _backward(ctx, grads, create_graph=False):
     return tuple(out)
 
 
-def _run_node_hooks(hooks, args: tuple, n: int) -> tuple:
+def _run_node_hooks(hooks, args: tuple) -> tuple:
     """Call each of a node's hooks fn(*args) in turn; a hook may return None or a replacement
-    for args[0] (n gradients, tensors or None), which the next hook then sees."""
-    from ..tensor import Tensor
-    current = args[0]
+    for args[0] (one tensor or None per entry), which the next hook then sees (checked by the
+    core's node_hook_result, as a built-in op's node hooks are)."""
+    current = tuple(args[0])
     for fn in list(hooks.values()):
-        res = fn(current, *args[1:])
-        if res is None:
-            continue
-        label = getattr(fn, "__name__", None) or repr(fn)
-        if not isinstance(res, (tuple, list)):
-            raise TypeError(f"expected tuple, but hook returned '{_type_name(res)}'")
-        if len(res) != n:
-            raise RuntimeError(f"hook '{label}' has returned an incorrect number of values "
-                               f"(got {len(res)}, but expected {n})")
-        for new, old in zip(res, current):
-            if new is None:
-                continue
-            if not isinstance(new, Tensor):
-                raise TypeError(f"expected Variable, but hook returned '{_type_name(new)}'")
-            if old is not None and tuple(new.shape) != tuple(old.shape):
-                raise RuntimeError(f"hook '{label}' has changed the size of value")
-        current = tuple(res)
+        current = _core.node_hook_result(fn, fn(current, *args[1:]), current)
     return current
 
 
@@ -702,7 +686,7 @@ def _post_hooked(hooks, out: list, grad_outputs: tuple, input_meta: tuple, creat
     slots = [i for i, meta in enumerate(input_meta) if meta is not None]
     grad_inputs = tuple(None if out[i] is None else (out[i] if create_graph else wrap(out[i]))
                         for i in slots)
-    grad_inputs = _run_node_hooks(hooks, (grad_inputs, grad_outputs), len(slots))
+    grad_inputs = _run_node_hooks(hooks, (grad_inputs, grad_outputs))
     out = list(out)
     for i, g in zip(slots, grad_inputs):
         out[i] = None if g is None else (g if create_graph else g._array)
