@@ -24,6 +24,7 @@ import numbers
 import numpy as np
 
 from . import _core
+from ._layout import sparse_factory_layout
 from ._class_members import has_member
 from ._format import set_printoptions
 from ._preserve_layout import inverse, preserved_order
@@ -1062,11 +1063,13 @@ def _triangle_indices(row, col, offset, upper: bool, fn: str, dtype):
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The 2 x N (row, column) coordinates of the lower triangle of a row x col matrix."""
+    sparse_factory_layout(layout, "tril_indices", "tril_indices")
     return _triangle_indices(row, col, offset, False, "tril_indices", dtype)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The 2 x N (row, column) coordinates of the upper triangle of a row x col matrix."""
+    sparse_factory_layout(layout, "triu_indices", "triu_indices")
     return _triangle_indices(row, col, offset, True, "triu_indices", dtype)
 
 

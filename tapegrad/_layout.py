@@ -26,3 +26,33 @@ class layout(metaclass=TorchNamedClass):
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+
+
+_Layout = layout
+
+
+def sparse_factory_layout(requested, fn: str, kernel: str | None = None) -> bool:
+    """The `layout=` argument of factory `fn`: False for a dense result (None, torch.strided).
+
+    torch.sparse_coo is True where the factory makes sparse tensors (`kernel` None: zeros, empty
+    and zeros_like give one with no entries, which the caller builds); elsewhere PyTorch refuses
+    it with its dispatcher's NotImplementedError naming the factory's ATen `kernel` (the *_like
+    factories and the random ones reach empty_strided or their sampler first), or with the
+    RuntimeError of the fill factories ("full": ones, full) and the windows ("hann_window" ...).
+    Not a layout: TypeError."""
+    if requested is None or requested is strided:
+        return False
+    if not isinstance(requested, _Layout):
+        from ._core import type_name
+        raise TypeError(f"{fn}(): argument 'layout' must be torch.layout, not "
+                        f"{type_name(requested)}")
+    if kernel is None:
+        return True
+    if kernel == "full":
+        raise RuntimeError("full(...) is not implemented for sparse layout")
+    if kernel.endswith("_window"):
+        raise RuntimeError(f"{kernel} is not implemented for sparse types")
+    raise NotImplementedError(
+        f"Could not run 'aten::{kernel}' with arguments from the 'SparseCPU' backend. This could "
+        f"be because the operator doesn't exist for this backend, or was omitted during the "
+        f"selective/custom build process (if using custom build).")

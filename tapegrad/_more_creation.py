@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._layout import sparse_factory_layout
 from ._class_members import has_member
 from ._extra_ops import _check_tensor, _dtype_name, _wrap
 from .storage import buffer_element_count
@@ -52,6 +53,7 @@ def torch_range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None,
           requires_grad=False):
     """The values start, start + step, ... up to and including end (PyTorch's deprecated
     torch.range, which warns; arange excludes end).  Default dtype: the default float dtype."""
+    sparse_factory_layout(layout, "range", "range.out")
     warnings.warn("torch.range is deprecated and will be removed in a future release because "
                   "its behavior is inconsistent with Python's range builtin. Instead, use "
                   "torch.arange, which produces values in [start, end).", UserWarning,
@@ -170,6 +172,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
                   pin_memory=False):
     """An uninitialised tensor of `size` whose elements lie `stride` apart in a new storage
     (as_strided over a fresh 1-D allocation just large enough)."""
+    sparse_factory_layout(layout, "empty_strided", "empty_strided")
     _check_cpu(device)
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
@@ -200,6 +203,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
                    requires_grad=False, pin_memory=False):
     """An uninitialised tensor of logical `size` whose memory order is `physical_layout` (the
     dims from outermost to innermost): empty((size[p] for p in layout)).permute(inverse)."""
+    sparse_factory_layout(layout, "empty_permuted", "as_strided")
     _check_cpu(device)
     size, order = tuple(size), tuple(physical_layout)
     if len(size) != len(order):
@@ -246,6 +250,7 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
                 requires_grad=False):
     """The Hann window 0.5 - 0.5 cos(2 pi n / (N - 1)); periodic windows are the first N of
     N + 1 points (for spectral analysis)."""
+    sparse_factory_layout(layout, "hann_window", "hann_window")
     _check_cpu(device)
     return _window("hann_window", window_length, periodic, dtype, requires_grad,
                    _cosine_sum(0.5, 0.5))
@@ -254,6 +259,7 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
                    layout=None, device=None, requires_grad=False):
     """The Hamming window alpha - beta cos(2 pi n / (N - 1))."""
+    sparse_factory_layout(layout, "hamming_window", "hamming_window")
     _check_cpu(device)
     return _window("hamming_window", window_length, periodic, dtype, requires_grad,
                    _cosine_sum(alpha, beta))
@@ -262,6 +268,7 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     requires_grad=False):
     """The Blackman window 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
+    sparse_factory_layout(layout, "blackman_window", "blackman_window")
     _check_cpu(device)
     return _window("blackman_window", window_length, periodic, dtype, requires_grad,
                    _cosine_sum(0.42, 0.5, 0.08))
@@ -270,6 +277,7 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     requires_grad=False):
     """The triangular Bartlett window 1 - |2n / (N - 1) - 1|."""
+    sparse_factory_layout(layout, "bartlett_window", "bartlett_window")
     _check_cpu(device)
     return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
                    lambda n, length: 1 - np.abs(2 * n / (length - 1) - 1))
@@ -278,6 +286,7 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
                   device=None, requires_grad=False):
     """The Kaiser window I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta)."""
+    sparse_factory_layout(layout, "kaiser_window", "kaiser_window")
     _check_cpu(device)
 
     def values(n, length):

@@ -11,6 +11,7 @@ import numpy as np
 from . import _core
 from ._device import check_device
 from ._extra_ops import _check_tensor
+from ._layout import sparse_factory_layout
 from ._preserve_layout import empty_preserving, like_layout
 from .tensor import Tensor, is_int
 
@@ -337,6 +338,16 @@ def _filled(size, value, dtype, requires_grad, fn: str) -> Tensor:
     return _make(np.full(shape, value, dtype=dt), requires_grad)
 
 
+def _sparse_zeros(shape: tuple, dtype, requires_grad: bool):
+    """A sparse COO tensor of `shape` with no entries (zeros and empty with layout=sparse_coo):
+    every dimension sparse, the default float dtype unless `dtype` is given."""
+    from ._sparse_coo import sparse_coo_tensor
+    dt = _core.np_dtype_to_dtype(_np_dtype(dtype) or _default_float())
+    return sparse_coo_tensor(_make(np.zeros((len(shape), 0), dtype=np.int64), False),
+                             _make(np.zeros(0, dtype=dt.np_dtype), False), shape,
+                             requires_grad=requires_grad)
+
+
 def _in_layout_of(result: Tensor, input: Tensor, memory_format) -> Tensor:
     """A *_like factory's result in PyTorch's preserve_format layout of input (the default)."""
     arr = like_layout(result._array, input, memory_format)
@@ -355,7 +366,7 @@ def _keyword_size(size: tuple, kw_size, fn: str) -> tuple:
     return (tuple(kw_size),)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False,
+def zeros(*size, dtype=None, layout=None, device=None, requires_grad: bool = False,
           pin_memory: bool = False, **kwargs) -> Tensor:
     """A tensor of zeros of the given shape.
 
@@ -368,6 +379,9 @@ def zeros(*size, dtype=None, device=None, requires_grad: bool = False,
         Default: the default float dtype (float32, see ``set_default_dtype``).
     device : optional
         Only the CPU is accepted (a CUDA device raises as PyTorch without CUDA).
+    layout : tapegrad.layout, optional
+        ``tapegrad.strided`` (the default) or ``tapegrad.sparse_coo`` (a sparse tensor with no
+        entries).
     requires_grad : bool, default False
         Make the result a leaf that records operations (floating dtypes only).
 
@@ -380,6 +394,8 @@ def zeros(*size, dtype=None, device=None, requires_grad: bool = False,
     """
     _check_placement("zeros", device, pin_memory)
     shape = _keyword_size(size, _only_size(kwargs, "zeros"), "zeros")
+    if sparse_factory_layout(layout, "zeros"):
+        return _sparse_zeros(_size_args(shape, "zeros"), dtype, requires_grad)
     try:
         return _filled(shape, 0, dtype, requires_grad, "zeros")
     except RuntimeError as e:
@@ -389,7 +405,7 @@ def zeros(*size, dtype=None, device=None, requires_grad: bool = False,
         raise RuntimeError("zeros: Dimension size must be non-negative.") from None
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False,
+def ones(*size, dtype=None, layout=None, device=None, requires_grad: bool = False,
          pin_memory: bool = False, **kwargs) -> Tensor:
     """A tensor of ones of the given shape (``ones(2, 3)`` or ``ones((2, 3))``); ``dtype``, ``device``
     and ``requires_grad`` as for ``zeros``.
@@ -400,6 +416,7 @@ def ones(*size, dtype=None, device=None, requires_grad: bool = False,
     tensor([1., 1.], requires_grad=True)
     """
     _check_placement("ones", device, pin_memory)
+    sparse_factory_layout(layout, "ones", "full")
     return _filled(_keyword_size(size, _only_size(kwargs, "ones"), "ones"), 1, dtype,
                    requires_grad, "ones")
 
@@ -412,7 +429,7 @@ def _only_size(kwargs: dict, fn: str):
     return size
 
 
-def full(size, fill_value, dtype=None, requires_grad: bool = False, *, device=None,
+def full(size, fill_value, dtype=None, requires_grad: bool = False, *, layout=None, device=None,
          pin_memory: bool = False) -> Tensor:
     """A tensor of shape ``size`` (an int or a sequence) filled with ``fill_value``.
 
@@ -425,6 +442,7 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, device=No
     (tensor([7, 7]), tensor([7., 7.]))
     """
     _check_placement("full", device, pin_memory)
+    sparse_factory_layout(layout, "full", "full")
     if dtype is None:                   # inferred as a tapegrad dtype: _filled checks `dtype=`
         dtype = _core.np_dtype_to_dtype(
             np.dtype(np.bool_) if isinstance(fill_value, bool) else
@@ -434,13 +452,15 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, device=No
                    fill_value, dtype, requires_grad, "full")
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False,
-          memory_format=None, **kwargs) -> Tensor:
+def empty(*size, dtype=None, layout=None, device=None, requires_grad: bool = False,
+          pin_memory: bool = False, memory_format=None, **kwargs) -> Tensor:
     """An uninitialised tensor of the given shape: its values are whatever the memory held, so write
     them before reading. ``dtype`` defaults to the default float dtype.
     """
     _check_placement("empty", device, pin_memory)
     shape = _size_args(_keyword_size(size, _only_size(kwargs, "empty"), "empty"), "empty")
+    if sparse_factory_layout(layout, "empty"):
+        return _sparse_zeros(shape, dtype, requires_grad)
     dt = _np_dtype(dtype, "empty") or _default_float()
     _check_requires_grad(dt, requires_grad)
     return _make(np.empty(shape, dtype=dt), requires_grad)
@@ -448,7 +468,7 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memor
 
 # The *_like factories: input's shape, and its dtype unless given (memory_format is accepted for
 # PyTorch's signature: every tapegrad tensor is contiguous).
-def zeros_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
+def zeros_like(input: Tensor, dtype=None, *, layout=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
     """Zeros with ``input``'s shape and (unless ``dtype`` is given) its dtype; a new leaf, not
     connected to ``input``'s graph.  A sparse ``input`` gives a sparse tensor with no entries.
@@ -459,38 +479,43 @@ def zeros_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = 
         return zeros_like_sparse(input, dtype, requires_grad)
     _check_tensor(input, "zeros_like")
     check_device(device, "zeros_like")
+    if sparse_factory_layout(layout, "zeros_like"):
+        return _sparse_zeros(tuple(input.shape), dtype or input.dtype, requires_grad)
     return _in_layout_of(_filled(input.shape, 0, dtype or input.dtype,
                                  requires_grad, "zeros_like"),
                          input, memory_format)
 
 
-def ones_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
+def ones_like(input: Tensor, dtype=None, *, layout=None, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
     """Ones with ``input``'s shape and (unless ``dtype`` is given) its dtype."""
     _check_tensor(input, "ones_like")
     check_device(device, "ones_like")
+    sparse_factory_layout(layout, "ones_like", "empty_strided")
     return _in_layout_of(_filled(input.shape, 1, dtype or input.dtype,
                                  requires_grad, "ones_like"),
                          input, memory_format)
 
 
-def full_like(input: Tensor, fill_value, dtype=None, *, device=None, requires_grad: bool = False,
-              memory_format=None) -> Tensor:
+def full_like(input: Tensor, fill_value, dtype=None, *, layout=None, device=None,
+              requires_grad: bool = False, memory_format=None) -> Tensor:
     """``fill_value`` in ``input``'s shape and (unless ``dtype`` is given) its dtype (the value is
     cast to it: ``full_like(int_tensor, 2.7)`` holds 2).
     """
     _check_tensor(input, "full_like")
     check_device(device, "full_like")
+    sparse_factory_layout(layout, "full_like", "empty_strided")
     return _in_layout_of(_filled(input.shape, fill_value, dtype or input.dtype,
                                  requires_grad, "full_like"),
                          input, memory_format)
 
 
-def empty_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = False,
+def empty_like(input: Tensor, dtype=None, *, layout=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
     """An uninitialised tensor with ``input``'s shape and (unless ``dtype`` is given) its dtype."""
     _check_tensor(input, "empty_like")
     check_device(device, "empty_like")
+    sparse_factory_layout(layout, "empty_like", "empty_strided")
     dt = _np_dtype(dtype or input.dtype, "empty_like")
     _check_requires_grad(dt, requires_grad)
     return _make(empty_preserving(input, dt) if memory_format is None
@@ -498,10 +523,11 @@ def empty_like(input: Tensor, dtype=None, *, device=None, requires_grad: bool = 
                  else np.empty(input._array.shape, dtype=dt), requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, device=None,
-           pin_memory: bool = False) -> Tensor:
+def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, layout=None,
+           device=None, pin_memory: bool = False) -> Tensor:
     """Values from start (default 0) up to but excluding end, every step; int64 for ints."""
     _check_placement("arange", device, pin_memory)
+    sparse_factory_layout(layout, "arange", "arange.start_out")
     # one-element tensors count as their values (an integer tensor as an int, for the dtype)
     start, end, step = _scalar_arg(start), _scalar_arg(end), _scalar_arg(step)
     if end is None:
@@ -547,12 +573,14 @@ def _count_arg(x, fn: str, name: str, position: int) -> int:
     return int(x)
 
 
-def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, device=None) -> Tensor:
+def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layout=None,
+             device=None) -> Tensor:
     """`steps` values evenly spaced from start to end inclusive (float32 by default).
 
     Computed as PyTorch does (in the result's precision, the first half counted up from start and
     the second half down from end), so float32 values match PyTorch's bit for bit."""
     check_device(device, "linspace")
+    sparse_factory_layout(layout, "linspace", "linspace.out")
     steps = _count_arg(steps, "linspace", "steps", 3)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -585,7 +613,7 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, devi
 
 
 def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: bool = False, *,
-             device=None) -> Tensor:
+             layout=None, device=None) -> Tensor:
     """`steps` values base**e for e evenly spaced from start to end inclusive (float32 default).
 
     As PyTorch: exponents counted up from start for the first half and down from end for the
@@ -593,6 +621,7 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     raised to `base`.  float64 and integer values match PyTorch's exactly; float32 and float16
     ones may differ in the last place (PyTorch's vectorised pow rounds differently)."""
     check_device(device, "logspace")
+    sparse_factory_layout(layout, "logspace", "logspace.out")
     steps = _count_arg(steps, "logspace", "steps", 3)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -619,10 +648,11 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     return _make(values.astype(dt), requires_grad)
 
 
-def eye(n, m=None, dtype=None, requires_grad: bool = False, *, device=None,
+def eye(n, m=None, dtype=None, requires_grad: bool = False, *, layout=None, device=None,
         pin_memory: bool = False) -> Tensor:
     """The n x m (default n x n) identity matrix, float32 by default."""
     _check_placement("eye", device, pin_memory)
+    sparse_factory_layout(layout, "eye", "eye.m_out")
     if not is_int(n):
         raise TypeError(f"eye(): argument 'n' (position 1) must be int, not {_type_name(n)}")
     if m is not None and not is_int(m):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
 import numpy as np
+from ._layout import sparse_factory_layout
 
 from . import _core
 from ._device import check_device
@@ -59,6 +60,7 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None,
     >>> tapegrad.fft.fftfreq(4)
     tensor([ 0.0000,  0.2500, -0.5000, -0.2500])
     """
+    sparse_factory_layout(layout, "fftfreq", "arange.start_out")
     n = _check_n("fftfreq", n)
     values = np.concatenate([np.arange((n + 1) // 2), np.arange(-(n // 2), 0)])
     return _frequencies("fftfreq", n, d, dtype, device, requires_grad, values)
@@ -74,6 +76,7 @@ def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None,
     >>> tapegrad.fft.rfftfreq(5)
     tensor([0.0000, 0.2000, 0.4000])
     """
+    sparse_factory_layout(layout, "rfftfreq", "arange.start_out")
     n = _check_n("rfftfreq", n)
     return _frequencies("rfftfreq", n, d, dtype, device, requires_grad, np.arange(n // 2 + 1))
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _core
 from ._device import as_device, check_device
+from ._layout import sparse_factory_layout
 from .creation import (_default_float, _INT_CTYPES, _SCALAR_NAMES, _broadcast_shapes,
                        _check_inplace, _check_requires_grad, _in_layout_of, _make,
                        _np_dtype,
@@ -333,6 +334,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad: bool = False, pin_memory: bool = False, **kwargs) -> Tensor:
     """Samples from the uniform distribution on [0, 1): rand(2, 3) or rand((2, 3)); float32 by
     default."""
+    sparse_factory_layout(layout, "rand", "uniform_")
     shape = _shape_of(size, kwargs.pop("size", None), "rand")
     _no_extra(kwargs, "rand")
     dt = _float_dtype(_out_dtype(out, dtype, "rand"), "check_uniform_bounds")
@@ -343,6 +345,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad: bool = False, pin_memory: bool = False, **kwargs) -> Tensor:
     """Samples from the standard normal distribution: randn(2, 3) or randn((2, 3))."""
+    sparse_factory_layout(layout, "randn", "normal_")
     shape = _shape_of(size, kwargs.pop("size", None), "randn")
     _no_extra(kwargs, "randn")
     requested = _np_dtype(_out_dtype(out, dtype, "randn"))
@@ -414,6 +417,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
             ) -> Tensor:
     """randint(high, size) or randint(low, high, size): uniform integers in [low, high) (low
     defaults to 0), int64 by default."""
+    sparse_factory_layout(layout, "randint", "random_.from")
     args = list(args)
     if size is None and args and isinstance(args[len(args) - 1], (tuple, list)):
         size = args.pop()
@@ -450,6 +454,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,
              requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1 (int64 by default)."""
+    sparse_factory_layout(layout, "randperm", "randperm.generator_out")
     if not _is_int(n):
         raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
                         f"{_type_name(n)}")
@@ -474,6 +479,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     """Samples from normal distributions, PyTorch's four overloads: normal(mean, std, size) with
     numbers, or elementwise with tensor mean and/or std (broadcast).  Gradients to tensor
     mean/std are zero (PyTorch's NormalBackward1/2/3)."""
+    sparse_factory_layout(layout, "normal", "normal_")
     mt, st = isinstance(mean, _core.TensorBase), isinstance(std, _core.TensorBase)
     if not mt and not st:
         if size is None:
@@ -529,6 +535,7 @@ def _check_float_input(t, kernel: str) -> None:
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
               memory_format=None, generator=None) -> Tensor:
     """rand() with input's shape (and dtype, unless given)."""
+    sparse_factory_layout(layout, "rand_like", "empty_strided")
     return _in_layout_of(rand(tuple(input.shape), dtype=dtype or input.dtype, device=device,
                           requires_grad=requires_grad, generator=generator), input,
                          memory_format)
@@ -537,6 +544,7 @@ def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad: boo
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
                memory_format=None, generator=None) -> Tensor:
     """randn() with input's shape (and dtype, unless given)."""
+    sparse_factory_layout(layout, "randn_like", "empty_strided")
     return _in_layout_of(randn(tuple(input.shape), dtype=dtype or input.dtype, device=device,
                            requires_grad=requires_grad, generator=generator), input,
                          memory_format)
@@ -546,6 +554,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
                  requires_grad: bool = False, memory_format=None, generator=None) -> Tensor:
     """randint_like(input, high) or randint_like(input, low, high): randint() with input's shape
     (and dtype, unless given)."""
+    sparse_factory_layout(layout, "randint_like", "empty_strided")
     if high is None:
         low, high = 0, low
     return _in_layout_of(randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,

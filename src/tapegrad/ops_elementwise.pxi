@@ -677,21 +677,21 @@ cdef object unary_op(int op, TensorBase x):
     return res
 
 
-def exp(TensorBase x):
-    return unary_op(OP_EXP, x)
+def exp(TensorBase input):
+    return unary_op(OP_EXP, input)
 
-def log(TensorBase x):
-    return unary_op(OP_LOG, x)
+def log(TensorBase input):
+    return unary_op(OP_LOG, input)
 
-def tanh(TensorBase x):
+def tanh(TensorBase input):
     """Hyperbolic tangent, elementwise (its gradient is 1 - tanh(x)**2)."""
-    return unary_op(OP_TANH, x)
+    return unary_op(OP_TANH, input)
 
-def relu(TensorBase x):
-    return unary_op(OP_RELU, x)
+def relu(TensorBase input):
+    return unary_op(OP_RELU, input)
 
-def neg(TensorBase x):
-    return unary_op(OP_NEG, x)
+def neg(TensorBase input):
+    return unary_op(OP_NEG, input)
 
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other (out=: written into `out`, not differentiable)."""
@@ -719,8 +719,8 @@ def div(input, other, *, out=None):
         return WRITE_OUT("div", out, (input, other), div, None)
     return named_result(binary_op(OP_DIV, input, other), "div", input, other)
 
-def pow(a, b):
-    return named_result(binary_op(OP_POW, a, b), "pow", a, b)
+def pow(input, exponent):
+    return named_result(binary_op(OP_POW, input, exponent), "pow", input, exponent)
 
 
 NN_FUNCTIONS.update(relu=relu, tanh=tanh)
