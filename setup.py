@@ -162,6 +162,11 @@ directives = {
     "initializedcheck": DEBUG,
     "embedsignature": True,
     "binding": True,
+    # A def function's extension-typed (or builtin-typed) argument, `def exp(TensorBase input)`,
+    # refuses None unless it says `or None` or defaults to None: by Cython's default it took
+    # None, and the function then read through it (tapegrad.exp(None) crashed the interpreter,
+    # as did some 170 other functions).
+    "allow_none_for_extension_args": False,
 }
 
 MISSING_TOOL = (

@@ -18,6 +18,7 @@ class attribute (pooling's `_fn`) or as a default argument (TransformerEncoderLa
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 import types
 
@@ -250,7 +251,92 @@ def argument_error(fn, name: str, error, args: tuple, kwargs: dict):
     return None
 
 
-_core._set_argument_error(argument_error)
+# What Python and Cython say of a call that does not fit a function's parameters.
+_UNFIT_CALL = re.compile(r"[\w.]+\(\) (got an unexpected keyword argument|missing \d+ required|"
+                         r"takes (exactly|at least|at most|from|no keyword|\d+ positional)|"
+                         r"got multiple values for argument|got some positional-only)")
+
+# What Cython says of an argument of the wrong type for a typed parameter (None included).
+_WRONG_TYPE = re.compile(r"Argument '(\w+)' has incorrect type \(expected ([\w.]+), got (\w+)\)$")
+
+
+def _wrong_type_error(entry, name: str, parameter: str, expected: str, got: str, args: tuple,
+                      kwargs: dict):
+    """PyTorch's wording of Cython's refusal of a typed parameter's argument ("exp(): argument
+    'input' (position 1) must be Tensor, not NoneType"), when the refused argument is the
+    caller's: a parameter of the entry, given a value of that type (else None: the refusal was
+    of an argument the function passed on, and stands)."""
+    try:
+        names = list(inspect.signature(entry).parameters)
+    except (TypeError, ValueError):
+        return None
+    if parameter not in names:
+        return None
+    position = names.index(parameter)
+    value = args[position] if position < len(args) else kwargs.get(parameter, _MISSING)
+    if value is _MISSING or type_name(value) != got:
+        return None
+    kind = "Tensor" if expected.endswith("TensorBase") else expected.rsplit(".", 1)[-1]
+    where = f" (position {position + 1})" if position < len(args) else ""
+    return TypeError(f"{name}(): argument '{parameter}'{where} must be {kind}, not {got}")
+
+
+_MISSING = object()
+
+# id(entry) -> (entry, a Python function of the entry's parameters that does nothing), or None
+_binding_probes: dict = {}
+
+
+def _binding_probe(entry, name: str):
+    """A do-nothing Python function named `name` with `entry`'s parameters (defaults None), so
+    that calling it with a call's arguments raises exactly Python's TypeError for a call that does
+    not fit them; None when the entry has no signature to copy."""
+    kept = _binding_probes.get(id(entry))
+    if kept is not None:
+        return kept[1]
+    probe = None
+    if name.isidentifier():
+        try:
+            signature = inspect.signature(entry)
+        except (TypeError, ValueError):
+            signature = None
+        if signature is not None:
+            signature = signature.replace(return_annotation=inspect.Signature.empty, parameters=[
+                p.replace(annotation=inspect.Parameter.empty,
+                          default=None if p.default is not inspect.Parameter.empty else p.default)
+                for p in signature.parameters.values()])
+            namespace: dict = {}
+            exec(f"def {name}{signature}:\n    pass", namespace)
+            probe = namespace[name]
+    _binding_probes[id(entry)] = (entry, probe)
+    return probe
+
+
+def binding_error(entry, name: str, error, args: tuple, kwargs: dict):
+    """The exception a public function's call raises when the call does not fit its parameters
+    (out_arg_call.h asks only for a call that raised a TypeError): Python's own message for it
+    under PyTorch's name, which is PyTorch's for its Python-level functions (F.relu, F.softmax)
+    and carries the key phrase ("missing 1 required positional argument", "got an unexpected
+    keyword argument 'dimm'") for its builtins.  Without this, the message was Cython's
+    ("takes exactly 2 positional arguments (1 given)"), under the name of the function behind
+    the entry (relu_nn, functional_softmax, or a helper the call reached: max_).  None, the
+    error stands, when the arguments fit (the function raised for another reason)."""
+    wrong_type = _WRONG_TYPE.match(str(error))
+    if wrong_type is not None:
+        return _wrong_type_error(entry, name, *wrong_type.groups(), args, kwargs)
+    if _UNFIT_CALL.match(str(error)) is None:
+        return None                     # (a message of the function's own, in PyTorch's words)
+    probe = _binding_probe(entry, name)
+    if probe is None:
+        return None
+    try:
+        probe(*args, **kwargs)
+    except TypeError as unfit:
+        return TypeError(str(unfit))
+    return None
+
+
+_core._set_argument_error(argument_error, binding_error)
 
 
 def redirect_layers(modules) -> None:

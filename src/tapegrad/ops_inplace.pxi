@@ -741,7 +741,7 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
     return type(res)._make(outs) if hasattr(res, "_make") else type(res)(outs)
 
 
-def _write_out(str name, out, tuple operands, fn, dict kwargs):
+def _write_out(str name, out, tuple operands, fn, dict kwargs or None):
     """For Python-level functions that handle out= themselves (tapegrad/_out_arg.py): see
     write_out."""
     return write_out(name, out, operands, fn, kwargs)
@@ -752,7 +752,7 @@ cdef extern from "out_arg_call.h":
     int tg_out_arg_set_meta(object tensor_cls, object parameter_cls, object entry) except -1
     int tg_out_arg_set_capture_route(object route) except -1
     object tg_out_arg_capture_route()
-    int tg_out_arg_set_argument_error(object ndarray_type, object handler) except -1
+    int tg_out_arg_set_argument_error(object ndarray_type, object handler, object binding) except -1
 
 
 def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
@@ -787,12 +787,13 @@ def _capture_route():
     return tg_out_arg_capture_route()
 
 
-def _set_argument_error(handler):
+def _set_argument_error(handler, binding):
     """Called once by tapegrad/_public_calls.py: a public function's call with an ndarray among
     its arguments raises handler(function, name, error, args, kwargs)'s exception instead of its
     outcome (error: what it raised, or None), unless that returns None; an in-place function's
-    before it runs (out_arg_call.h)."""
-    tg_out_arg_set_argument_error(np.ndarray, handler)
+    before it runs.  A call without one that raised a TypeError raises binding(entry, name,
+    error, args, kwargs)'s instead, unless that returns None (out_arg_call.h)."""
+    tg_out_arg_set_argument_error(np.ndarray, handler, binding)
 
 
 def _set_capture_route(route):

@@ -149,17 +149,25 @@ tg_out_arg_set_capture_route(PyObject *route)
 static PyTypeObject *tg_ndarray_type = NULL;
 static PyObject *tg_argument_error = NULL;
 
+/* _public_calls.binding_error(entry, name, error, args, kwargs), set with argument_error: a call
+ * without an ndarray that raised a TypeError gets its verdict (PyTorch's wording, under PyTorch's
+ * name, of a call that does not fit the function's parameters; None: the error stands).  Only
+ * failed calls pay for it. */
+static PyObject *tg_binding_error = NULL;
+
 static int
-tg_out_arg_set_argument_error(PyObject *ndarray_type, PyObject *handler)
+tg_out_arg_set_argument_error(PyObject *ndarray_type, PyObject *handler, PyObject *binding)
 {
-    if (!PyType_Check(ndarray_type) || !PyCallable_Check(handler)) {
-        PyErr_SetString(PyExc_TypeError, "the ndarray type must be a type, the handler callable");
+    if (!PyType_Check(ndarray_type) || !PyCallable_Check(handler) || !PyCallable_Check(binding)) {
+        PyErr_SetString(PyExc_TypeError, "the ndarray type must be a type, the handlers callable");
         return -1;
     }
     Py_INCREF(ndarray_type);
     Py_XSETREF(tg_ndarray_type, (PyTypeObject *)ndarray_type);
     Py_INCREF(handler);
     Py_XSETREF(tg_argument_error, handler);
+    Py_INCREF(binding);
+    Py_XSETREF(tg_binding_error, binding);
     return 0;
 }
 
@@ -238,18 +246,20 @@ tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, s
     return result;
 }
 
-/* argument_error's verdict on a call with an ndarray argument: `error` is what the function
- * raised (NULL: it returned).  A new reference to the exception to raise instead, to None (the
- * call's own outcome stands), or NULL with an error set. */
+/* A handler's verdict on a call: handler(function, name, error, args, kwargs), `error` what the
+ * function raised (NULL: it returned).  A new reference to the exception to raise instead, to
+ * None (the call's own outcome stands), or NULL with an error set.  argument_error (a call with
+ * an ndarray argument) is given the wrapped function, binding_error the entry itself (its
+ * signature has out= where PyTorch's has it). */
 static PyObject *
-tg_out_arg_argument_error(TgOutArg *self, PyObject *error, PyObject *const *args, size_t nargsf,
-                          PyObject *kwnames)
+tg_out_arg_verdict(PyObject *handler, PyObject *function, TgOutArg *self, PyObject *error,
+                   PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     PyObject *head, *verdict;
-    head = PyTuple_Pack(3, self->fn, self->name, error != NULL ? error : Py_None);
+    head = PyTuple_Pack(3, function, self->name, error != NULL ? error : Py_None);
     if (head == NULL)
         return NULL;
-    verdict = tg_out_arg_call_with(tg_argument_error, head, args, nargsf, kwnames, 1);
+    verdict = tg_out_arg_call_with(handler, head, args, nargsf, kwnames, 1);
     Py_DECREF(head);
     return verdict;
 }
@@ -266,7 +276,7 @@ tg_out_arg_refused_in_place(TgOutArg *self, PyObject *const *args, size_t nargsf
     if (!self->in_place || tg_argument_error == NULL
             || !tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_ndarray))
         return 0;
-    verdict = tg_out_arg_argument_error(self, NULL, args, nargsf, kwnames);
+    verdict = tg_out_arg_verdict(tg_argument_error, self->fn, self, NULL, args, nargsf, kwnames);
     if (verdict == NULL)
         return -1;
     if (verdict == Py_None) {
@@ -279,16 +289,25 @@ tg_out_arg_refused_in_place(TgOutArg *self, PyObject *const *args, size_t nargsf
 }
 
 /* The call's outcome (`result`, or NULL with the error set), unless an ndarray is among its
- * arguments and argument_error gives PyTorch's exception instead (raised, NULL returned). */
+ * arguments and argument_error gives PyTorch's exception instead, or the call failed with a
+ * TypeError and binding_error gives PyTorch's wording of it (raised, NULL returned). */
 static PyObject *
 tg_out_arg_checked(TgOutArg *self, PyObject *result, PyObject *const *args, size_t nargsf,
                    PyObject *kwnames)
 {
-    PyObject *type = NULL, *value = NULL, *tb = NULL, *verdict;
+    PyObject *type = NULL, *value = NULL, *tb = NULL, *verdict, *handler, *function;
 
-    if (tg_argument_error == NULL
-            || !tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_ndarray))
+    if (tg_argument_error == NULL)
         return result;
+    if (tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_ndarray)) {
+        handler = tg_argument_error;
+        function = self->fn;
+    } else if (result == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        handler = tg_binding_error;
+        function = (PyObject *)self;
+    } else {
+        return result;
+    }
     if (result == NULL) {
         PyErr_Fetch(&type, &value, &tb);
         PyErr_NormalizeException(&type, &value, &tb);
@@ -297,7 +316,7 @@ tg_out_arg_checked(TgOutArg *self, PyObject *result, PyObject *const *args, size
             return NULL;
         }
     }
-    verdict = tg_out_arg_argument_error(self, value, args, nargsf, kwnames);
+    verdict = tg_out_arg_verdict(handler, function, self, value, args, nargsf, kwnames);
     if (verdict == Py_None) {
         Py_DECREF(verdict);
         if (result == NULL)
