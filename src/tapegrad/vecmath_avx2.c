@@ -124,6 +124,7 @@ static inline void vd_lookup2(const double *t, vi i, vd *a, vd *b)
     *b = _mm256_unpackhi_pd(r02, r13);
 }
 
+#define VM_UPPER_CLEAN() _mm256_zeroupper()   /* see VM_TAIL_COPY */
 #include "vecmath_impl.h"
 
 /* ---- native float32 kernels (vecmath_f32n.h) on 8 float lanes ------------------------------- */

@@ -150,6 +150,7 @@ static inline void vd_lookup2(const double *t, vi i, vd *a, vd *b)
 /* vecmath_impl.h's float64 sigmoid loop is kept under another name: this level exports a faster
  * one (below), which calls its per-vector core, sigmoid_v64, for rare lanes only. */
 #define tg_vm_sigmoid_f64_avx512 tg_vm_sigmoid_f64_avx512_generic
+#define VM_UPPER_CLEAN() _mm256_zeroupper()   /* see VM_TAIL_COPY */
 #include "vecmath_impl.h"
 #undef tg_vm_sigmoid_f64_avx512
 
@@ -323,7 +324,7 @@ static inline __m512d sigmoid_f64_x8(__m512d x, __m512d hi0, __m512d hi1, __m512
         if (i < n) {                                                                           \
             ELEM buf[W];                                                                       \
             STORE(buf, CORE(LOAD_PART(x + i, n - i), hi0, hi1, lo0, lo1));                     \
-            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+            VM_TAIL_COPY(y + i, buf, n - i);                                                   \
         }                                                                                      \
     } while (0)
 

@@ -290,7 +290,7 @@ void VM_XCAT3(tg_vm_gelu_grad_f32, _, VM_LEVEL_NAME)(const float *g, const float
     if (i < n) {
         float buf[VF_W];
         vf_storeu(buf, gelu_grad_f32n(vf_load_part(g + i, n - i), vf_load_part(x + i, n - i)));
-        for (size_t k = 0; k < n - i; k++) out[i + k] = buf[k];
+        VM_TAIL_COPY(out + i, buf, n - i);
     }
 }
 
@@ -312,7 +312,7 @@ void VM_XCAT3(tg_vm_gelu_grad_f32, _, VM_LEVEL_NAME)(const float *g, const float
         if (i < n) {                                                                           \
             float buf[VF_W];                                                                   \
             vf_storeu(buf, core(vf_load_part(x + i, n - i)));                                  \
-            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+            VM_TAIL_COPY(y + i, buf, n - i);                                                   \
         }                                                                                      \
     }
 #define VF_ACT_LOOP(name)                                                                      \
@@ -330,7 +330,7 @@ void VM_XCAT3(tg_vm_gelu_grad_f32, _, VM_LEVEL_NAME)(const float *g, const float
         if (i < n) {                                                                           \
             float buf[VF_W];                                                                   \
             vf_storeu(buf, name##_f32n(vf_load_part(x + i, n - i), p0, p1));                   \
-            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+            VM_TAIL_COPY(y + i, buf, n - i);                                                   \
         }                                                                                      \
     }
 #define VF_ACT_GRAD_LOOP(name)                                                                 \
@@ -350,7 +350,7 @@ void VM_XCAT3(tg_vm_gelu_grad_f32, _, VM_LEVEL_NAME)(const float *g, const float
             float buf[VF_W];                                                                   \
             vf_storeu(buf, name##_f32n(vf_load_part(g + i, n - i), vf_load_part(x + i, n - i), \
                                        p0, p1));                                               \
-            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+            VM_TAIL_COPY(y + i, buf, n - i);                                                   \
         }                                                                                      \
     }
 VF_LOOP(exp, exp_f32n)

@@ -40,6 +40,22 @@ static const double sin_s_f32[] = VM_SIN_S_F32;
 static const double cos_c_f64[] = VM_COS_C_F64;
 static const double cos_c_f32[] = VM_COS_C_F32;
 #endif
+/* The last tail's results from its staging buffer to y, leaving the vector registers' upper
+ * halves clean.  Where GCC keeps a kernel's core out of line (sincos_f32_pair and sincos_core take
+ * a vector argument), the call returns with the upper halves in use; GCC takes every call to
+ * return them clean, and the copy loop became a call of memcpy, so the kernel returned by a path
+ * past its VZEROUPPER, and the caller's next SSE instruction stalled: sin and cos of 1-3 elements
+ * cost ~130 ns more than of 4 (AMD EPYC here; bench/large_tensors.py's sizes 1-2 at 1.3-1.4x the
+ * numpy build).  VM_UPPER_CLEAN is the level's VZEROUPPER (nothing at the portable level). */
+#ifndef VM_UPPER_CLEAN
+#define VM_UPPER_CLEAN() ((void)0)
+#endif
+#define VM_TAIL_COPY(dst, src, m)                                                              \
+    do {                                                                                       \
+        for (size_t k_ = 0; k_ < (m); k_++) (dst)[k_] = (src)[k_];                              \
+        VM_UPPER_CLEAN();                                                                      \
+    } while (0)
+
 /* The large tables (24 KB, 4 KB, 2 KB and 512 B) are defined once, in vecmath.c: each level's translation
  * unit includes this file, and a static copy per level put them into the core once per level. */
 extern const double tg_vm_erf_table[];
@@ -856,7 +872,7 @@ VM_UNARY(silu, vd_div(x, vd_add(vd_set(1.0), exp_core(vd_sub(vd_set(0.0), x), VM
         if (i < n) {                                                                           \
             double buf[VM_W];                                                                  \
             vd_store(buf, name##_v64(vd_load_part(x + i, n - i)));                             \
-            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+            VM_TAIL_COPY(y + i, buf, n - i);                                                   \
         }                                                                                      \
     }                                                                                          \
     static inline void name##_f32_via_f64(const float *x, float *y, size_t n)                  \
@@ -875,7 +891,7 @@ VM_UNARY(silu, vd_div(x, vd_add(vd_set(1.0), exp_core(vd_sub(vd_set(0.0), x), VM
         if (i < n) {                                                                           \
             float buf[VM_W];                                                                   \
             vd_store_f32(buf, name##_v32(vd_load_f32_part(x + i, n - i)));                     \
-            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+            VM_TAIL_COPY(y + i, buf, n - i);                                                   \
         }                                                                                      \
     }
 TG_VM_KERNELS(VM_LOOPS)
@@ -992,7 +1008,7 @@ static inline vd silu_grad_v32(vd g, vd x, double unused0, double unused1)
         if (i < n) {                                                                           \
             T buf[VM_W];                                                                       \
             STORE(buf, V(LOAD_PART(x + i, n - i), q0, q1));                                    \
-            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+            VM_TAIL_COPY(y + i, buf, n - i);                                                   \
         }                                                                                      \
     }
 #define VM_ACT_GRAD_LOOP(DECL, T, LOAD, LOAD_PART, STORE, V)                                   \
@@ -1014,7 +1030,7 @@ static inline vd silu_grad_v32(vd g, vd x, double unused0, double unused1)
         if (i < n) {                                                                           \
             T buf[VM_W];                                                                       \
             STORE(buf, V(LOAD_PART(g + i, n - i), LOAD_PART(x + i, n - i), q0, q1));           \
-            for (size_t k = 0; k < n - i; k++) y[i + k] = buf[k];                              \
+            VM_TAIL_COPY(y + i, buf, n - i);                                                   \
         }                                                                                      \
     }
 /* The float64 loops are the level's kernels; the float32 ones (name_f32_via_f64) are exported by
