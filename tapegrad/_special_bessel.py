@@ -326,16 +326,16 @@ def _spherical_j0_values(x: np.ndarray) -> np.ndarray:
 _erfc = np.frompyfunc(math.erfc, 1, 1)
 
 
-def _exp_square(x: np.ndarray) -> np.ndarray:
-    """e^(x^2) with x^2 split into hi + lo exactly (Dekker), so the rounding of x^2 does not
-    reach the result."""
+def _exp_square(x: np.ndarray, factor: float = 1.0) -> np.ndarray:
+    """e^(factor x^2) with x^2 split into hi + lo exactly (Dekker), so the rounding of x^2 does
+    not reach the result (factor a power of 2, so factor * hi is exact too)."""
     split = x * 134217729.0             # 2^27 + 1
     hi_x = split - (split - x)
     lo_x = x - hi_x
     hi = x * x
     lo = ((hi_x * hi_x - hi) + 2 * hi_x * lo_x) + lo_x * lo_x
     with np.errstate(over="ignore"):
-        return np.exp(hi) * (1 + lo)
+        return np.exp(factor * hi) * (1 + factor * lo)
 
 
 def _erfcx_nonnegative(x: np.ndarray) -> np.ndarray:
@@ -375,9 +375,14 @@ def _log_ndtr_values(x: np.ndarray) -> np.ndarray:
     x64 = x.astype(np.float64)
     t = x64 / math.sqrt(2.0)
     out = np.full(x64.shape, np.nan)
-    upper = t > -1
+    upper = (t > -1) & (t <= 1)
     with np.errstate(divide="ignore"):
         out[upper] = np.log1p(-0.5 * np.asarray(_erfc(t[upper]), dtype=np.float64))
+        # above: erfc(t) = erfcx(t) e^(-x^2/2), so the rounding of x / sqrt 2 stays out of the
+        # exponent (it would cost x^2 ulps)
+        far = (t > 1) & (x64 < 40)
+        out[far] = np.log1p(-0.5 * _erfcx64(t[far]) * _exp_square(x64[far], -0.5))
+        out[x64 >= 40] = -0.0           # (1 - Phi(x) < 1e-349 there)
         lower = t <= -1         # log(erfc(-t) / 2) = log(erfcx(-t) / 2) - t^2
         out[lower] = np.log(_erfcx64(-t[lower]) / 2) - x64[lower] ** 2 / 2
     out[np.isneginf(x64)] = -np.inf
