@@ -33,7 +33,8 @@ import numpy as np
 
 from . import _core
 from ._extra_functions import _torch_grad_fn_name
-from ._extra_ops import _check_tensor, _check_tensor_or_number, _wrap
+from ._extra_ops import _check_tensor_or_number, _wrap
+from ._special_functions import _float_input
 from .autograd.function import Function
 
 TensorBase = _core.TensorBase
@@ -576,103 +577,62 @@ def _polynomial_values(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 # -- autograd Functions (the differentiable ones) -------------------------------------------------
 
-class I0e(Function):
-    """e^-|x| I0(x); derivative i1e(x) - sgn(x) i0e(x)."""
-
-    @staticmethod
+def _differentiable(name: str, values, derivative, grad_fn: str, doc: str):
+    """The autograd Function of a differentiable unary special function: forward `values`
+    (ndarray -> ndarray), backward grad * derivative(x), written with these Functions (so the
+    derivatives are differentiable in turn, as PyTorch's)."""
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return _wrap(_modified_i_values(x._array, 0, True))
+        return _wrap(values(x._array))
 
-    @staticmethod
     def backward(ctx, grad):
         x, = ctx.saved_tensors
-        return grad * (I1e.apply(x) - x.sign() * I0e.apply(x))
+        return grad * derivative(x)
+    op = type(name, (Function,), {"forward": staticmethod(forward),
+                                  "backward": staticmethod(backward), "__doc__": doc,
+                                  "__module__": __name__})
+    _torch_grad_fn_name(op, grad_fn)
+    return op
 
 
-class I1(Function):
-    """I1(x); derivative I0(x) - I1(x) / x (1/2 at 0)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _wrap(_modified_i_values(x._array, 1, False, np.nan))
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, = ctx.saved_tensors
-        from ._more_math import i0
-        from . import where
-        zero = x == 0
-        safe = where(zero, x.detach() * 0 + 1, x)
-        return grad * where(zero, x * 0 + 0.5, i0(x) - I1.apply(safe) / safe)
+def _half_at_zero(x, derivative):
+    """derivative(x) where x != 0 and 1/2 at 0 (the limit there of I1' and i1e', whose
+    formulas divide by x); x enters `derivative` as 1 at 0, so no 0/0 reaches the graph."""
+    from . import where
+    zero = x == 0
+    safe = where(zero, x.detach() * 0 + 1, x)
+    return where(zero, x * 0 + 0.5, derivative(safe))
 
 
-class I1e(Function):
-    """e^-|x| I1(x); derivative i0e(x) - i1e(x) (sgn(x) + 1/x) (1/2 at 0)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _wrap(_modified_i_values(x._array, 1, True))
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, = ctx.saved_tensors
-        from . import where
-        zero = x == 0
-        safe = where(zero, x.detach() * 0 + 1, x)
-        return grad * where(zero, x * 0 + 0.5,
-                            I0e.apply(x) - I1e.apply(safe) * (safe.sign() + 1 / safe))
+def _i0(x):
+    from ._more_math import i0
+    return i0(x)
 
 
-class Erfcx(Function):
-    """e^(x^2) erfc(x); derivative 2 x erfcx(x) - 2 / sqrt(pi)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _wrap(_erfcx_values(x._array))
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, = ctx.saved_tensors
-        return grad * (2 * x * Erfcx.apply(x) - 2 / _SQRT_PI)
-
-
-class LogNdtr(Function):
-    """log Phi(x); derivative phi(x) / Phi(x) = sqrt(2 / pi) / erfcx(-x / sqrt 2)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _wrap(_log_ndtr_values(x._array))
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, = ctx.saved_tensors
-        return grad * (math.sqrt(2 / math.pi) / Erfcx.apply(x * (-1 / math.sqrt(2.0))))
-
-
-for _cls, _name in ((I0e, "SpecialI0EBackward0"), (I1, "SpecialI1Backward0"),
-                    (I1e, "SpecialI1EBackward0"), (Erfcx, "SpecialErfcxBackward0"),
-                    (LogNdtr, "SpecialLogNdtrBackward0")):
-    _torch_grad_fn_name(_cls, _name)
+I0e = _differentiable(
+    "I0e", lambda a: _modified_i_values(a, 0, True),
+    lambda x: I1e.apply(x) - x.sign() * I0e.apply(x), "SpecialI0EBackward0",
+    "e^-|x| I0(x); derivative i1e(x) - sgn(x) i0e(x).")
+I1 = _differentiable(
+    "I1", lambda a: _modified_i_values(a, 1, False, np.nan),
+    lambda x: _half_at_zero(x, lambda t: _i0(t) - I1.apply(t) / t), "SpecialI1Backward0",
+    "I1(x); derivative I0(x) - I1(x) / x (1/2 at 0).")
+I1e = _differentiable(
+    "I1e", lambda a: _modified_i_values(a, 1, True),
+    lambda x: _half_at_zero(x, lambda t: I0e.apply(t) - I1e.apply(t) * (t.sign() + 1 / t)),
+    "SpecialI1EBackward0", "e^-|x| I1(x); derivative i0e(x) - i1e(x) (sgn(x) + 1/x) (1/2 at 0).")
+Erfcx = _differentiable(
+    "Erfcx", _erfcx_values, lambda x: 2 * x * Erfcx.apply(x) - 2 / _SQRT_PI,
+    "SpecialErfcxBackward0", "e^(x^2) erfc(x); derivative 2 x erfcx(x) - 2 / sqrt(pi).")
+LogNdtr = _differentiable(
+    "LogNdtr", _log_ndtr_values,
+    lambda x: math.sqrt(2 / math.pi) / Erfcx.apply(x * (-1 / math.sqrt(2.0))),
+    "SpecialLogNdtrBackward0",
+    "log Phi(x); derivative phi(x) / Phi(x) = sqrt(2 / pi) / erfcx(-x / sqrt 2), accurate in "
+    "the lower tail where exp(-x^2/2) / Phi(x) would lose digits.")
 
 
 # -- public functions ------------------------------------------------------------------------------
-
-def _float_input(input, fn: str):
-    """input as a float tensor (integers and bool give the default dtype); complex raises."""
-    _check_tensor(input, "special_" + fn)
-    if input.is_complex():
-        raise NotImplementedError(f"\"{fn}_cpu\" not implemented for "
-                                  f"'{_core.scalar_type_name_of(input._array.dtype)}'")
-    if not input.dtype.is_floating_point:
-        from . import get_default_dtype
-        input = input.to(get_default_dtype())
-    return input
-
 
 def _unary_function(name: str, values=None, function=None, doc: str = ""):
     """The public function `name`: a differentiable autograd `function`, or `values` (ndarray ->
@@ -680,7 +640,7 @@ def _unary_function(name: str, values=None, function=None, doc: str = ""):
     torch_name = name[:-1] if name.endswith("_") else name
 
     def op(input):
-        x = _float_input(input, torch_name)
+        x = _float_input(input, torch_name + "_cpu", "special_" + torch_name)
         if function is not None:
             return function.apply(x)
         return _wrap(values(x._array))
