@@ -44,10 +44,14 @@ _SQRT_PI = math.sqrt(math.pi)
 
 def _quiet(values):
     """values run with numpy's floating-point warnings off (overflow to inf, NaN for NaN are
-    the results PyTorch gives, silently)."""
+    the results PyTorch gives, silently), on arrays of at least one dim (numpy's arithmetic
+    makes scalars of 0-d arrays, which masked assignment cannot take)."""
     def run(*args):
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        args = [a.reshape(1) if isinstance(a, np.ndarray) and a.ndim == 0 else a for a in args]
         with np.errstate(all="ignore"):
-            return values(*args)
+            return np.asarray(values(*args)).reshape(shape)
     run.__name__ = values.__name__
     run.__doc__ = values.__doc__
     return run

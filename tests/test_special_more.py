@@ -294,3 +294,21 @@ def test_unary_out_and_errors(torch):
             getattr(S, name)(tg.tensor([1j]))
     with pytest.raises(TypeError, match="invalid combination of arguments"):
         S.chebyshev_polynomial_t(0.5, 2)
+
+
+@pytest.mark.parametrize("name", UNARY + POLYNOMIALS)
+def test_zero_dim_empty_and_strided_inputs_match_torch(name, torch):
+    makers = [lambda T: T.tensor(0.7, dtype=T.float64), lambda T: T.empty(0, 3),
+              lambda T: T.tensor([[1.5, 2.5], [3.0, 4.0]]).t()]
+    for make in makers:
+        tail = (3,) if name in POLYNOMIALS else ()
+        got = getattr(S, name)(make(tg), *tail)
+        expected = getattr(torch.special, name)(make(torch), *tail)
+        assert tuple(got.shape) == tuple(expected.shape)
+        assert str(got.dtype) == str(expected.dtype)
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+    if name in POLYNOMIALS:     # a bool degree tensor: n = 1 and 0
+        got = getattr(S, name)(tg.tensor([0.3, 0.6]), tg.tensor([True, False]))
+        expected = getattr(torch.special, name)(torch.tensor([0.3, 0.6]),
+                                                torch.tensor([True, False]))
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
