@@ -628,12 +628,24 @@ I1e = _differentiable(
 Erfcx = _differentiable(
     "Erfcx", _erfcx_values, lambda x: 2 * x * Erfcx.apply(x) - 2 / _SQRT_PI,
     "SpecialErfcxBackward0", "e^(x^2) erfc(x); derivative 2 x erfcx(x) - 2 / sqrt(pi).")
+
+@_quiet
+def _normal_hazard_values(x: np.ndarray) -> np.ndarray:
+    """phi(x) / Phi(x) = sqrt(2 / pi) / erfcx(-x / sqrt 2), in x's dtype."""
+    x64 = x.astype(np.float64)
+    return (math.sqrt(2 / math.pi) / _erfcx64(-x64 / math.sqrt(2.0))).astype(x.dtype)
+
+
+# log_ndtr' = g = phi / Phi and g' = -g (x + g): no ratio of overflowing erfcx values (the
+# quotient rule on 1 / erfcx would square one), so every derivative keeps its digits in the tails
+NormalHazard = _differentiable(
+    "NormalHazard", _normal_hazard_values,
+    lambda x: -NormalHazard.apply(x) * (x + NormalHazard.apply(x)), "SpecialLogNdtrBackward0",
+    "phi(x) / Phi(x), the derivative of log_ndtr; its own derivative is -g (x + g).")
 LogNdtr = _differentiable(
-    "LogNdtr", _log_ndtr_values,
-    lambda x: math.sqrt(2 / math.pi) / Erfcx.apply(x * (-1 / math.sqrt(2.0))),
-    "SpecialLogNdtrBackward0",
-    "log Phi(x); derivative phi(x) / Phi(x) = sqrt(2 / pi) / erfcx(-x / sqrt 2), accurate in "
-    "the lower tail where exp(-x^2/2) / Phi(x) would lose digits.")
+    "LogNdtr", _log_ndtr_values, NormalHazard.apply, "SpecialLogNdtrBackward0",
+    "log Phi(x); derivative phi(x) / Phi(x), accurate in the lower tail where "
+    "exp(-x^2/2) / Phi(x) would lose digits.")
 
 
 # -- public functions ------------------------------------------------------------------------------
