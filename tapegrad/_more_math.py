@@ -9,8 +9,8 @@ forms scripts call (erfc_, lgamma_, ldexp_, ...), made by the project's one in-p
 Differentiable results are composites of recorded ops where the composite's gradient is the
 one PyTorch computes; the rest are autograd Functions whose backward is written next to the
 forward (special functions, cholesky_solve, whose PyTorch gradient is the full-matrix one).
-Values without a numpy primitive are computed here in float64 and cast: i0's derivative i1
-(power series, asymptotic expansion for large |x|), polygamma of order >= 2 (the Hurwitz zeta
+Values without a numpy primitive are computed here in float64 and cast (i0's derivative is
+special.i1, tapegrad/_special_bessel.py, itself differentiable): polygamma of order >= 2 (the Hurwitz zeta
 function: shifted direct sum plus Euler-Maclaurin tail) and the regularised incomplete gamma
 functions (power series below a + 1, Lentz's continued fraction above).
 """
@@ -29,6 +29,7 @@ from ._extra_ops import (_check_tensor, _check_tensor_or_number, _dtype_name, _i
                          register_family)
 from ._incomplete_gamma import continued_fraction, series_sum
 from ._special_functions import _lgamma_values, _polygamma_values
+from ._special_bessel import I1
 from .autograd.function import Function
 
 TensorBase = _core.TensorBase
@@ -190,31 +191,6 @@ def _scalar_like(value, input):
 
 # -- special functions ---------------------------------------------------------------------------
 
-def _i1_values(x: np.ndarray) -> np.ndarray:
-    """The modified Bessel function I1 in float64: power series for |x| <= 30, the
-    asymptotic expansion above (both accurate to about 1e-15 relative)."""
-    ax = np.abs(x)
-    out = np.empty_like(ax)
-    small = ax <= 30
-    xs = ax[small]
-    term = xs / 2
-    total = term.copy()
-    quarter_sq = xs * xs / 4
-    for k in range(1, 90):
-        term = term * quarter_sq / (k * (k + 1))
-        total += term
-    out[small] = total
-    xl = ax[~small]
-    with np.errstate(over="ignore", invalid="ignore"):
-        series = np.ones_like(xl)
-        coefficient = np.ones_like(xl)
-        for k in range(1, 16):   # (-1)^k a_k(1) / x^k, a_k(1) = prod (4 - (2j - 1)^2) / (k! 8^k)
-            coefficient = -coefficient * (4 - (2 * k - 1) ** 2) / (k * 8 * xl)
-            series += coefficient
-        out[~small] = np.exp(xl) / np.sqrt(2 * np.pi * xl) * series
-    return np.copysign(out, x)
-
-
 class I0(Function):
     """The modified Bessel function I0; its derivative is I1."""
 
@@ -231,21 +207,7 @@ class I0(Function):
         return grad * I1.apply(x)
 
 
-class I1(Function):
-    """I1 = I0'; its own derivative (I0 - I1 / x) is not provided."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return _wrap(_i1_values(x._array.astype(np.float64)).astype(x._array.dtype))
-
-    @staticmethod
-    def backward(ctx, grad):
-        raise NotImplementedError("tapegrad has no derivative of i1 (the second derivative of "
-                                  "i0)")
-
-
 _torch_grad_fn_name(I0, "I0Backward0")
-_torch_grad_fn_name(I1, "SpecialI1Backward0")
 
 
 def i0(input, *, out=None):

@@ -163,8 +163,11 @@ _torch_grad_fn_name(Digamma, "DigammaBackward0")
 _torch_grad_fn_name(Trigamma, "PolygammaBackward0")
 
 
-def _float_input(input, name):
-    _check_tensor(input, name)
+def _float_input(input, name, parser_name=None):
+    """input as a float tensor (integers and bool give the default dtype); a complex one raises
+    PyTorch's "<name>" not implemented error, a non-tensor its parser's TypeError under
+    `parser_name` (default `name`)."""
+    _check_tensor(input, parser_name or name)
     if input.is_complex():      # (a cast would drop the imaginary part silently)
         raise NotImplementedError(f"\"{name}\" not implemented for "
                                   f"'{_core.scalar_type_name_of(input._array.dtype)}'")

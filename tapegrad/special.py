@@ -13,11 +13,20 @@ from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lga
                log_softmax, logit, logsumexp, mvlgamma, polygamma, round, sigmoid, sinc, softmax,
                xlogy)
 from ._more_math import zeta
+from . import _special_bessel
+from ._special_bessel import (  # noqa: F401
+    airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, chebyshev_polynomial_t,
+    chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w, erfcx,
+    hermite_polynomial_h, hermite_polynomial_he, i0e, i1, i1e, laguerre_polynomial_l,
+    legendre_polynomial_p, log_ndtr, modified_bessel_i0, modified_bessel_i1, modified_bessel_k0,
+    modified_bessel_k1, scaled_modified_bessel_k0, scaled_modified_bessel_k1,
+    shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
+    shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, spherical_bessel_j0)
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammainc",
            "gammaincc", "gammaln", "i0", "log1p", "log_softmax", "logit", "logsumexp",
            "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax",
-           "xlog1py", "xlogy", "zeta"]
+           "xlog1py", "xlogy", "zeta", *_special_bessel.NAMES]
 
 expit = sigmoid
 gammaln = lgamma
@@ -74,4 +83,5 @@ def xlog1py(input, other, *, out=None):
 
 
 from ._public_calls import install as _install_public_calls  # noqa: E402
-_install_public_calls(globals())  # the public functions' entry (the meta device dispatches there)
+# (the Bessel functions and polynomials take out= through the entry: PyTorch's rules there)
+_install_public_calls(globals(), _special_bessel.NAMES)  # the public functions' entry (the meta device dispatches there)
