@@ -977,6 +977,10 @@ def _xlog(input, other, _name):
         if t._array.dtype.kind == "c":          # (a cast would drop the imaginary part)
             raise NotImplementedError(f'"{_name}_cpu" not implemented for '
                                       f"'{_dtype_name(t._array)}'")
+    from . import get_default_dtype, result_type
+    dtype = result_type(input, other)       # PyTorch's promotion (a 0-d operand does not widen)
+    dtype = dtype if dtype.is_floating_point else get_default_dtype()
+    input, other = (t if t.dtype == dtype else t.to(dtype) for t in (input, other))
     log = np.log if _name == "xlogy" else np.log1p
     if _records(input, other):
         from ._extra_functions import Xlogy, Xlog1py

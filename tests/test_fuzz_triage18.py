@@ -75,3 +75,57 @@ def test_digamma_trigamma_at_signed_zero_and_minus_inf_as_torch(torch):
         np.testing.assert_allclose(g[keep], t[keep], rtol=1e-8, equal_nan=True)
     np.testing.assert_allclose(tg.digamma(tg.tensor(x)).numpy(), torch.digamma(torch.tensor(x)).numpy(),
                                rtol=1e-6, equal_nan=True)
+
+
+# -- xlogy / xlog1py promote as PyTorch (62600359, 62600392) --  SILENT dtype: numpy's promotion
+# made float32 with an int64 or a 0-d float64 operand float64; PyTorch's keeps float32 (a 0-d
+# tensor does not widen a dimensioned one of its category).
+
+@pytest.mark.parametrize("fn", ["xlogy", "special.xlog1py"])
+def test_xlogy_family_promotion_as_torch(torch, fn):
+    def call(L, a, b):
+        f = L.xlogy if fn == "xlogy" else L.special.xlog1py
+        return f(a, b)
+    cases = [(lambda L: L.tensor(1.5, requires_grad=True), lambda L: L.tensor(2)),
+             (lambda L: L.tensor([1.5, 0.0], requires_grad=True),
+              lambda L: L.tensor(2.0, dtype=L.float64, requires_grad=True)),
+             (lambda L: L.tensor([1, 2]), lambda L: L.tensor([0.5], dtype=L.float64)),
+             (lambda L: 2, lambda L: L.tensor([1, 2]))]
+    for ma, mb in cases:
+        got = []
+        for L in (torch, tg):
+            a, b = ma(L), mb(L)
+            out = call(L, a, b)
+            grads = []
+            if out.requires_grad:
+                out.sum().backward()
+                grads = [(t.grad.dtype, _np(t.grad)) for t in (a, b) if getattr(t, "requires_grad", False)]
+            got.append((str(out.dtype).split(".")[-1], _np(out), grads))
+        (td, tv, tgr), (d, v, gr) = got
+        assert d == td
+        np.testing.assert_allclose(v, tv, rtol=1e-6)
+        assert [str(x[0]).split(".")[-1] for x in gr] == [str(x[0]).split(".")[-1] for x in tgr]
+        for (_, x), (_, t) in zip(gr, tgr):
+            np.testing.assert_allclose(x, t, rtol=1e-6)
+
+
+# -- addmv and addbmm with alpha=0 ignore the product (62600446, 62600466) --  SILENT: PyTorch's
+# addmv and addbmm (as its addmm) do not let NaN/inf of the matrices through a zero alpha;
+# tapegrad's gave NaN.  baddbmm and addr do propagate them in PyTorch, and still do here.
+
+def test_zero_alpha_drops_the_product_as_torch(torch):
+    nan, inf = float("nan"), float("inf")
+    m = [[nan, 1.0], [inf, 2.0]]
+    v = [1.0, nan]
+    calls = [lambda L: L.addmv(L.tensor([1.0]), L.tensor(m), L.tensor(v), beta=0.5, alpha=0),
+             lambda L: L.addbmm(L.tensor([1.0]), L.tensor([m]), L.tensor([m]), beta=0.5, alpha=0),
+             lambda L: L.addmm(L.tensor([1.0]), L.tensor(m), L.tensor(m), beta=0.5, alpha=0),
+             lambda L: L.baddbmm(L.tensor([1.0]), L.tensor([m]), L.tensor([m]), beta=0.5, alpha=0),
+             lambda L: L.addr(L.tensor([1.0]), L.tensor(v), L.tensor(v), beta=0.5, alpha=0)]
+    for call in calls:
+        np.testing.assert_array_equal(_np(call(tg)), _np(call(torch)))
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    mat = tg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    tg.addmv(x, mat, tg.tensor([1.0, 1.0]), alpha=0).sum().backward()
+    np.testing.assert_array_equal(mat.grad.numpy(), np.zeros((2, 2)))
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones(2))
