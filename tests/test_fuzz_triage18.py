@@ -129,3 +129,15 @@ def test_zero_alpha_drops_the_product_as_torch(torch):
     tg.addmv(x, mat, tg.tensor([1.0, 1.0]), alpha=0).sum().backward()
     np.testing.assert_array_equal(mat.grad.numpy(), np.zeros((2, 2)))
     np.testing.assert_array_equal(x.grad.numpy(), np.ones(2))
+
+
+# -- igamma / igammac at a = inf (62600354) --  P(inf, x) is 0 for finite x (Q 1), nan at x = inf,
+# where tapegrad gave nan for finite x (and 1 at x = inf).
+
+def test_igamma_at_infinite_a_as_torch(torch):
+    inf = float("inf")
+    a, x = [inf, inf, inf, 2.0, inf, 0.0, 1.5], [1.0, inf, 0.0, inf, 1e30, inf, 0.7]
+    for name in ("igamma", "igammac"):
+        t = getattr(torch, name)(torch.tensor(a, dtype=torch.float64), torch.tensor(x, dtype=torch.float64))
+        g = getattr(tg, name)(tg.tensor(a, dtype=tg.float64), tg.tensor(x, dtype=tg.float64))
+        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-10, equal_nan=True)
