@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from ._extra_ops import _cumsum_array, _cumulative_array, _log_values, _wrap, _xlogy_values, cumsum, flip, xlogy
+from ._extra_ops import (_cumsum_array, _cumulative_array, _log_values, _wrap, _xlog, _xlogy_values,
+                         cumsum, flip)
 from .autograd.function import Function, KernelFunction
 
 
@@ -126,25 +127,32 @@ for _cls in (Tan, Asinh, Acosh, Atanh):
 
 class Xlogy(Function):
     """x * log(y), 0 where x is 0 (values: _extra_ops._xlogy_values); PyTorch's gradients:
-    xlogy(grad, y) for x, except 0 where x is 0 and y <= 0, and x / y for y."""
+    xlogy(grad, y) for x, except 0 where x is 0 and y <= 0, and x / y for y.  Xlog1py is the
+    same with log1p(y), the pole at y = -1 and x / (y + 1)."""
+    name, log, pole = "xlogy", staticmethod(np.log), 0
 
-    @staticmethod
-    def forward(ctx, x, y):
+    @classmethod
+    def forward(cls, ctx, x, y):
         ctx.save_for_backward(x, y)
-        return _wrap(_xlogy_values(x._array, y._array))
+        return _wrap(_xlogy_values(x._array, y._array, cls.log))
 
-    @staticmethod
-    def backward(ctx, grad):
+    @classmethod
+    def backward(cls, ctx, grad):
         from . import where
         from ._scatter_functions import _sum_to
         x, y = ctx.saved_tensors
-        grad_x = (_sum_to(where((x == 0) & (y <= 0), 0, xlogy(grad, y)), x.shape)
+        grad_x = (_sum_to(where((x == 0) & (y <= cls.pole), 0, _xlog(grad, y, cls.name)), x.shape)
                   if ctx.needs_input_grad[0] else None)
-        grad_y = _sum_to(grad * x / y, y.shape) if ctx.needs_input_grad[1] else None
+        grad_y = _sum_to(grad * x / (y - cls.pole), y.shape) if ctx.needs_input_grad[1] else None
         return grad_x, grad_y
 
 
+class Xlog1py(Xlogy):
+    name, log, pole = "xlog1py", staticmethod(np.log1p), -1
+
+
 _torch_grad_fn_name(Xlogy, "XlogyBackward0")
+_torch_grad_fn_name(Xlog1py, "SpecialXlog1PyBackward0")
 
 
 def _reversed_cumsum(a: np.ndarray, axis: int) -> np.ndarray:

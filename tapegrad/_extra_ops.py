@@ -947,19 +947,26 @@ def logaddexp(input, other):
     return where(same_inf, input, maximum(input, other) + (-gap.abs()).exp().log1p())
 
 
-def _xlogy_values(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x * log(y) in the promoted float dtype, 0 where x is 0 and y is not nan."""
+def _xlogy_values(x: np.ndarray, y: np.ndarray, log=np.log) -> np.ndarray:
+    """x * log(y) (log1p for xlog1py) in the promoted float dtype, 0 where x is 0 and y is not
+    nan."""
     out = np.result_type(x, y)
     out = out if out.kind == "f" else np.dtype(np.float32)
     with np.errstate(divide="ignore", invalid="ignore"):
-        product = x.astype(out) * np.log(y.astype(out))
+        product = x.astype(out) * log(y.astype(out))
     return np.where((x == 0) & ~np.isnan(y), out.type(0), product).astype(out)
 
 
 def xlogy(input, other):
     """input * log(other), 0 where input is 0 (unless other is nan)."""
+    return _xlog(input, other, "xlogy")
+
+
+def _xlog(input, other, _name):
+    """xlogy, or with _name "xlog1py" input * log1p(other) (torch.special.xlog1py): one op,
+    two logarithms."""
     from . import tensor
-    _check_tensor_or_number("xlogy", (input, other), (
+    _check_tensor_or_number(_name, (input, other), (
         "Tensor input, Tensor other, *, Tensor out = None",
         "Number self, Tensor other, *, Tensor out = None",
         "Tensor input, Number other, *, Tensor out = None"))
@@ -969,12 +976,17 @@ def xlogy(input, other):
         other = tensor(other, dtype=input.dtype if input.is_floating_point() else None)
     for t in (input, other):
         if t._array.dtype.kind == "c":          # (a cast would drop the imaginary part)
-            raise NotImplementedError(f'"xlogy_cpu" not implemented for '
+            raise NotImplementedError(f'"{_name}_cpu" not implemented for '
                                       f"'{_dtype_name(t._array)}'")
+    from . import get_default_dtype, result_type
+    dtype = result_type(input, other)       # PyTorch's promotion (a 0-d operand does not widen)
+    dtype = dtype if dtype.is_floating_point else get_default_dtype()
+    input, other = (t if t.dtype == dtype else t.to(dtype) for t in (input, other))
+    log = np.log if _name == "xlogy" else np.log1p
     if _records(input, other):
-        from ._extra_functions import Xlogy
-        return Xlogy.apply(input, other)
-    return _wrap(_xlogy_values(input._array, other._array))
+        from ._extra_functions import Xlogy, Xlog1py
+        return (Xlogy if _name == "xlogy" else Xlog1py).apply(input, other)
+    return _wrap(_xlogy_values(input._array, other._array, log))
 
 
 def sgn(input):

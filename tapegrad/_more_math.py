@@ -392,9 +392,11 @@ def _regularized_gamma(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
     a, x = np.broadcast_arrays(a.astype(np.float64), x.astype(np.float64))
     out = np.full(a.shape, np.nan)
     valid = (a >= 0) & (x >= 0) & ~np.isnan(a) & ~np.isnan(x) & ~((a == 0) & (x == 0))
-    # edges: a = 0 puts all mass at 0, x = 0 none, x = inf all of it
-    lower_edge = np.where(a == 0, 1.0, np.where(x == 0, 0.0, np.where(np.isinf(x), 1.0, np.nan)))
-    edge = valid & ((a == 0) | (x == 0) | np.isinf(x))
+    # edges: a = 0 puts all mass at 0, x = 0 none, x = inf all of it, a = inf none below a
+    # finite x (PyTorch's: nan at a = x = inf)
+    lower_edge = np.where(a == 0, 1.0, np.where(x == 0, 0.0, np.where(
+        np.isinf(a), np.where(np.isinf(x), np.nan, 0.0), np.where(np.isinf(x), 1.0, np.nan))))
+    edge = valid & ((a == 0) | (x == 0) | np.isinf(x) | np.isinf(a))
     out[edge] = lower_edge[edge]
     inner = valid & ~edge & np.isfinite(a)
     av, xv = a[inner], x[inner]
@@ -614,7 +616,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
             raise RuntimeError(f"{name} must be a 3D tensor")
     from .contractions import _scaled_sum
     product = _core.bmm(batch1, batch2).sum(0)
-    return _out(_scaled_sum(input, product, beta, alpha), out)
+    return _out(_scaled_sum(input, product, beta, alpha, drop_zero_alpha=True), out)
 
 
 def chain_matmul(*matrices, out=None):

@@ -87,9 +87,10 @@ def _polygamma_values(order: int, x: np.ndarray) -> np.ndarray:
     """digamma (order 0) or trigamma (order 1) of x elementwise, in x's dtype."""
     x64 = x.astype(np.float64)
     out = np.full(x64.shape, np.nan)
-    poles = (x64 <= 0) & (x64 == np.floor(x64))
+    poles = (x64 <= 0) & (x64 == np.floor(x64)) & np.isfinite(x64)     # (-inf gives nan)
     if order == 0:
-        out[x64 == 0] = -np.inf             # PyTorch: digamma(0) = -inf, other poles nan
+        zero = x64 == 0                     # PyTorch: digamma(+-0) = -+inf, other poles nan
+        out[zero] = np.copysign(np.inf, -x64[zero])
     else:
         out[poles] = np.inf
     ok = np.isfinite(x64) & ~poles

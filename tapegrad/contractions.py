@@ -87,7 +87,8 @@ def _scaled_sum(input, product, beta, alpha, drop_zero_alpha=False):
     """beta * input + alpha * product, beta and alpha read in the product's dtype (see
     kernel_scalar).  A zero beta ignores input's values (as PyTorch: NaN/inf in input do not
     leak) but keeps it in the graph (its gradient is zeros); so does a zero alpha for the
-    product when `drop_zero_alpha` (PyTorch's addmm, unlike its baddbmm)."""
+    product when `drop_zero_alpha` (PyTorch's addmm, addmv and addbmm, unlike its baddbmm
+    and addr)."""
     error = _expand_error(tuple(product.shape), input)
     if error is not None:
         raise error

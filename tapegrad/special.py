@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ._extra_ops import _wrap
+from ._extra_ops import _wrap, _xlog
 from .autograd.function import Function
 from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lgamma, log1p,
                log_softmax, logit, logsumexp, mvlgamma, polygamma, round, sigmoid, sinc, softmax,
@@ -73,12 +73,8 @@ def ndtri(input, *, out=None):
 
 
 def xlog1py(input, other, *, out=None):
-    """input * log1p(other), 0 where input is 0 (even where log1p(other) is infinite)."""
-    from . import where
-    zero = input == 0
-    # log1p runs on other with 0 where input is 0, so no 0 * inf reaches input's gradient.
-    safe_other = where(zero, other * 0, other)
-    result = where(zero, input * 0, input * log1p(safe_other))
+    """input * log1p(other), 0 where input is 0 (unless other is nan): xlogy's op with log1p."""
+    result = _xlog(input, other, "xlog1py")
     return result if out is None else out.copy_(result)
 
 
