@@ -76,3 +76,31 @@ def test_view_as_real_copy(torch):
     np.testing.assert_allclose(ours.numpy(), theirs.numpy())
     back = tapegrad.view_as_complex_copy(ours)
     np.testing.assert_allclose(back.numpy(), data)
+
+
+@pytest.mark.parametrize("nshape,affine", [((4,), False), ((3, 4), True)])
+def test_native_layer_norm_parity(torch, nshape, affine):
+    data = np.random.default_rng(5).standard_normal((2, 3, 4))
+    w = np.random.default_rng(6).standard_normal(nshape) if affine else None
+    x, tx = tapegrad.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    ours = tapegrad.native_layer_norm(x, list(nshape), None if w is None else tapegrad.tensor(w),
+                                      None, 1e-5)
+    theirs = torch.native_layer_norm(tx, list(nshape), None if w is None else torch.tensor(w),
+                                     None, 1e-5)
+    for o, t in zip(ours, theirs):
+        assert tuple(o.shape) == tuple(t.shape) and o.requires_grad == t.requires_grad
+        np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), rtol=1e-6, atol=1e-8)
+    (ours[0] ** 3).sum().backward()
+    (theirs[0] ** 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-8)
+
+
+def test_native_dropout():
+    x = tapegrad.ones(1000, requires_grad=True)
+    out, mask = tapegrad.native_dropout(x, 0.25, True)
+    assert mask.dtype == tapegrad.bool and not mask.requires_grad
+    np.testing.assert_allclose(out.detach().numpy(), mask.numpy() / 0.75)
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), mask.numpy() / 0.75)
+    out, mask = tapegrad.native_dropout(x, 0.25, False)
+    assert bool(mask.all()) and np.array_equal(out.detach().numpy(), x.detach().numpy())
