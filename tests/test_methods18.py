@@ -104,3 +104,13 @@ def test_native_dropout():
     np.testing.assert_allclose(x.grad.numpy(), mask.numpy() / 0.75)
     out, mask = tapegrad.native_dropout(x, 0.25, False)
     assert bool(mask.all()) and np.array_equal(out.detach().numpy(), x.detach().numpy())
+
+
+@pytest.mark.parametrize("call", ["x.cumsum('a')", "x.sort('a')", "x.flip('a')", "x.roll('a')",
+                                  "x.roll(True)", "x.cumsum(1.5)", "torch.cumsum(x, 'a')"])
+def test_non_integer_dim_is_type_error(torch, call):
+    """A str/float dim was int()'s ValueError; PyTorch raises TypeError "must be ... int"."""
+    for lib in (torch, tapegrad):
+        x = lib.zeros(2, 3)
+        with pytest.raises(TypeError, match=None if "sort" in call else "must be (tuple of )?int"):
+            eval(call, {"x": x, "torch": lib})
