@@ -116,6 +116,10 @@ _spectral.register(globals(), Tensor)
 from . import _more_creation, _more_tensor_ops
 _more_creation.register(globals(), Tensor)
 _more_tensor_ops.register(globals(), Tensor)
+from . import _copy_variants
+_copy_variants.register(globals())
+from . import _native_ops
+_native_ops.register(globals())
 from . import _memory_format
 _memory_format.register(globals(), Tensor)
 from ._complex import complex, polar, view_as_real, view_as_complex  # noqa: A004

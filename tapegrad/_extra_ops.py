@@ -71,7 +71,10 @@ def _check_tensor_or_number(fn: str, args: tuple, signatures: tuple,
 
 def _dim(dim, ndim: int) -> int:
     """`dim` normalised for a tensor of `ndim` dims; a 0-d tensor takes dim 0 or -1 (axis 0 of
-    its one-element view)."""
+    its one-element view).  A dim that is not an integer is PyTorch's TypeError ("must be int,
+    not str"), not int()'s ValueError."""
+    if isinstance(dim, (str, float, complex)) or not hasattr(dim, "__index__"):
+        raise TypeError(f"argument 'dim' must be int, not {type(dim).__name__}")
     _core.normalize_dim(dim, ndim)          # raises PyTorch's IndexError when out of range
     return 0 if ndim == 0 else dim % ndim
 
@@ -1266,7 +1269,13 @@ def flip(input, dims):
 def roll(input, shifts, dims=None):
     """input with elements shifted along dims, wrapping around (flattened when dims is None)."""
     _check_tensor(input, "roll")
+    if isinstance(shifts, bool):
+        raise TypeError("roll(): argument 'shifts' must be tuple of ints, not bool")
     shifts = [shifts] if isinstance(shifts, (int, np.integer)) else list(shifts)
+    bad = next((s for s in shifts if not hasattr(s, "__index__")), None)
+    if bad is not None:
+        raise TypeError(f"roll(): argument 'shifts' must be tuple of ints, not "
+                        f"{type(bad).__name__}")
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")

@@ -1,0 +1,75 @@
+"""The `*_copy` functions PyTorch has at top level (view_copy, permute_copy, ..., unbind_copy):
+each is its view op followed by a contiguous copy, so one generic definition serves them all.
+The gradient is the view's gradient (the copy passes it through); a tuple-returning view
+(unbind, split) gives a tuple of copies.  `out=` writes through the shared out-argument path.
+"""
+from __future__ import annotations
+
+from . import _core
+from ._out_arg import compute_then_write
+
+
+def _slice(input, dim=0, start=None, end=None, step=1):
+    """Tensor.slice's view: input[..., start:end:step, ...] along dim."""
+    index = [slice(None)] * input.dim()
+    index[dim] = slice(start, end, step)
+    return input[tuple(index)]
+
+
+# name -> the view it copies, as a function of (input, *args, **kwargs)
+_VIEWS = {
+    "view_copy": lambda input, *a, **k: input.view(*a, **k),
+    "permute_copy": lambda input, *a, **k: input.permute(*a, **k),
+    "transpose_copy": lambda input, *a, **k: input.transpose(*a, **k),
+    "t_copy": lambda input, *a, **k: input.t(*a, **k),
+    "expand_copy": lambda input, *a, **k: input.expand(*a, **k),
+    "squeeze_copy": lambda input, *a, **k: input.squeeze(*a, **k),
+    "unsqueeze_copy": lambda input, *a, **k: input.unsqueeze(*a, **k),
+    "select_copy": lambda input, *a, **k: input.select(*a, **k),
+    "slice_copy": _slice,
+    "diagonal_copy": lambda input, *a, **k: input.diagonal(*a, **k),
+    "detach_copy": lambda input, *a, **k: input.detach(*a, **k),
+    "alias_copy": lambda input: input.view(tuple(input.shape)),
+    "unbind_copy": lambda input, *a, **k: input.unbind(*a, **k),
+    "split_copy": lambda input, *a, **k: input.split(*a, **k),
+    "split_with_sizes_copy": lambda input, *a, **k: input.split_with_sizes(*a, **k),
+    "unfold_copy": lambda input, *a, **k: input.unfold(*a, **k),
+    "as_strided_copy": lambda input, *a, **k: input.as_strided(*a, **k),
+    "view_as_real_copy": lambda input: _view_as("view_as_real", input),
+    "view_as_complex_copy": lambda input: _view_as("view_as_complex", input),
+}
+
+
+def _view_as(name, input):
+    import tapegrad
+    return getattr(tapegrad, name)(input)
+
+
+def _copy(t):
+    from ._memory_format import contiguous_format
+    return t.clone(memory_format=contiguous_format)
+
+
+def _make(name: str, view):
+    def copy_variant(input, *args, out=None, **kwargs):
+        if not isinstance(input, _core.TensorBase):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, "
+                            f"not {type(input).__name__}")
+
+        def compute():
+            result = view(input, *args, **kwargs)
+            if isinstance(result, (tuple, list)):
+                return tuple(_copy(r) for r in result)
+            return _copy(result)
+        if out is not None:
+            return compute_then_write(name, out, (input,), compute)
+        return compute()
+    copy_variant.__name__ = copy_variant.__qualname__ = name
+    copy_variant.__doc__ = f"{name[:-5]} of input, copied into a new contiguous tensor."
+    return copy_variant
+
+
+def register(namespace: dict) -> None:
+    """Add the `*_copy` functions to `namespace` (existing names win)."""
+    for name, view in _VIEWS.items():
+        namespace.setdefault(name, _make(name, view))
