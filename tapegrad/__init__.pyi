@@ -139,6 +139,7 @@ __all__ = [
     'addmv_',
     'addr',
     'adjoint',
+    'alias_copy',
     'all',
     'allclose',
     'alpha_dropout',
@@ -168,6 +169,7 @@ __all__ = [
     'argsort',
     'argwhere',
     'as_strided',
+    'as_strided_copy',
     'as_tensor',
     'asarray',
     'asin',
@@ -281,11 +283,13 @@ __all__ = [
     'det',
     'detach',
     'detach_',
+    'detach_copy',
     'device',
     'diag',
     'diag_embed',
     'diagflat',
     'diagonal',
+    'diagonal_copy',
     'diagonal_scatter',
     'diff',
     'digamma',
@@ -321,6 +325,7 @@ __all__ = [
     'exp2',
     'exp2_',
     'exp_',
+    'expand_copy',
     'expm1',
     'expm1_',
     'eye',
@@ -535,6 +540,8 @@ __all__ = [
     'nansum',
     'narrow',
     'narrow_copy',
+    'native_dropout',
+    'native_layer_norm',
     'ne',
     'neg',
     'neg_',
@@ -558,6 +565,7 @@ __all__ = [
     'pca_lowrank',
     'pdist',
     'permute',
+    'permute_copy',
     'pi',
     'pinverse',
     'pixel_shuffle',
@@ -620,6 +628,7 @@ __all__ = [
     'searchsorted',
     'seed',
     'select',
+    'select_copy',
     'select_scatter',
     'selu',
     'selu_',
@@ -654,6 +663,7 @@ __all__ = [
     'sinc_',
     'sinh',
     'sinh_',
+    'slice_copy',
     'slice_scatter',
     'slogdet',
     'softmax',
@@ -662,13 +672,16 @@ __all__ = [
     'sparse_coo',
     'sparse_coo_tensor',
     'split',
+    'split_copy',
     'split_with_sizes',
+    'split_with_sizes_copy',
     'spmm',
     'sqrt',
     'sqrt_',
     'square',
     'square_',
     'squeeze',
+    'squeeze_copy',
     'stack',
     'std',
     'std_mean',
@@ -683,6 +696,7 @@ __all__ = [
     'swapdims',
     'symeig',
     't',
+    't_copy',
     'take',
     'take_along_dim',
     'tan',
@@ -699,6 +713,7 @@ __all__ = [
     'topk',
     'trace',
     'transpose',
+    'transpose_copy',
     'trapezoid',
     'trapz',
     'triangular_solve',
@@ -716,7 +731,9 @@ __all__ = [
     'uint64',
     'uint8',
     'unbind',
+    'unbind_copy',
     'unflatten',
+    'unfold_copy',
     'unique',
     'unique_consecutive',
     'unravel_index',
@@ -724,13 +741,17 @@ __all__ = [
     'unsafe_split',
     'unsafe_split_with_sizes',
     'unsqueeze',
+    'unsqueeze_copy',
     'use_deterministic_algorithms',
     'vander',
     'var',
     'var_mean',
     'vdot',
     'view_as_complex',
+    'view_as_complex_copy',
     'view_as_real',
+    'view_as_real_copy',
+    'view_copy',
     'vmap',
     'vsplit',
     'vstack',
@@ -1483,6 +1504,8 @@ def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = ..., alpha: Any = ...,
 
 def adjoint(input: Any) -> Any: ...
 
+def alias_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
+
 def all(input: Any, dim: Any = ..., keepdim: Any = ..., *, axis: Any = ..., keepdims: Any = ..., out: Any = ...) -> Tensor: ...
 
 def allclose(input: Tensor, other: Tensor, rtol: _float = ..., atol: _float = ..., equal_nan: _bool = ...) -> _bool: ...
@@ -1533,6 +1556,8 @@ def argsort(input: Any, dim: Any = ..., descending: Any = ..., *, stable: Any = 
 def argwhere(input: Any) -> Any: ...
 
 def as_strided(input: Any, size: Any, stride: Any, storage_offset: Any = ...) -> Any: ...
+
+def as_strided_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 
 def asarray(obj: Any, *, dtype: Any = ..., device: Any = ..., copy: Any = ..., requires_grad: Any = ...) -> Any: ...
 
@@ -1740,6 +1765,8 @@ def detach(input: Any) -> Tensor: ...
 
 def detach_(input: Any) -> Any: ...
 
+def detach_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
+
 class device:
     def __enter__(self) -> Any: ...
     def __eq__(self, other: Any) -> Any: ...
@@ -1759,6 +1786,8 @@ def diag_embed(input: Any, offset: Any = ..., dim1: Any = ..., dim2: Any = ...) 
 def diagflat(input: Any, offset: Any = ...) -> Any: ...
 
 def diagonal(input: Any, offset: Any = ..., dim1: Any = ..., dim2: Any = ...) -> Any: ...
+
+def diagonal_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 
 def diagonal_scatter(input: Any, src: Any, offset: Any = ..., dim1: Any = ..., dim2: Any = ...) -> Any: ...
 
@@ -1830,6 +1859,8 @@ def exp2(input: Any, *, out: Any = ...) -> Any: ...
 def exp2_(self: Any, *args: Any, **kwargs: Any) -> Any: ...
 
 def exp_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
+
+def expand_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 
 def expm1(input: Any, *, out: Any = ...) -> Tensor: ...
 
@@ -2225,6 +2256,10 @@ def narrow(input: Any, dim: Any = ..., start: Any = ..., length: Any = ..., *, a
 
 def narrow_copy(input: Any, dim: Any, start: Any, length: Any, *, out: Any = ...) -> Any: ...
 
+def native_dropout(input: Any, p: Any, train: Any) -> Any: ...
+
+def native_layer_norm(input: Any, normalized_shape: Any, weight: Any, bias: Any, eps: Any) -> Any: ...
+
 def ne(input: Any, other: Any, *, out: Any = ...) -> Tensor: ...
 
 def neg(input: Any, *, out: Any = ...) -> Tensor: ...
@@ -2264,6 +2299,8 @@ def pca_lowrank(A: Tensor, q: _int | None = ..., center: _bool = ..., niter: _in
 def pdist(input: Any, p: Any = ...) -> Any: ...
 
 def permute(input: Any, *dims_args: Any, dims: Any = ...) -> Tensor: ...
+
+def permute_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 
 pi: _float
 def pinverse(input: Any, rcond: Any = ...) -> Tensor: ...
@@ -2382,6 +2419,8 @@ def searchsorted(sorted_sequence: Any, input: Any, *, out_int32: Any = ..., righ
 
 def select(input: Any, dim: Any = ..., index: Any = ..., *, axis: Any = ...) -> Tensor: ...
 
+def select_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
+
 def select_scatter(input: Any, src: Any, dim: Any, index: Any) -> Any: ...
 
 def selu(input: Any) -> Tensor: ...
@@ -2445,6 +2484,8 @@ def sinh(input: Any, *, out: Any = ...) -> Tensor: ...
 
 def sinh_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 
+def slice_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
+
 def slice_scatter(input: Any, src: Any, dim: Any = ..., start: Any = ..., end: Any = ..., step: Any = ...) -> Any: ...
 
 def slogdet(input: Any) -> Any: ...
@@ -2460,7 +2501,11 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = ..., *, dtype: Any 
 
 def split(tensor: Tensor, split_size_or_sections: _int | Sequence[_int], dim: _int = 0) -> builtins.tuple[Tensor, ...]: ...
 
+def split_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
+
 def split_with_sizes(input: Any, split_sizes: Any, dim: Any = ...) -> Any: ...
+
+def split_with_sizes_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 
 def spmm(input: Any, mat2: Any) -> Any: ...
 
@@ -2473,6 +2518,8 @@ def square(input: Any, *, out: Any = ...) -> Tensor: ...
 def square_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 
 def squeeze(input: Any, *dims: Any, dim: Any = ..., axis: Any = ...) -> Tensor: ...
+
+def squeeze_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 
 def stack(tensors: Any, dim: Any = ..., *, axis: Any = ..., out: Any = ...) -> Tensor: ...
 
@@ -2500,6 +2547,8 @@ def swapdims(input: Any, dim0: Any, dim1: Any) -> Tensor: ...
 def symeig(*args: Any, **kwargs: Any) -> None: ...
 
 def t(input: Any) -> Tensor: ...
+
+def t_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 
 def take(input: Any, index: Any) -> Any: ...
 
@@ -2531,6 +2580,8 @@ def trace(input: Any) -> Tensor: ...
 
 def transpose(input: Any, dim0: Any, dim1: Any) -> Tensor: ...
 
+def transpose_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
+
 def trapezoid(y: Any, x: Any = ..., *, dx: Any = ..., dim: Any = ...) -> Any: ...
 
 def trapz(y: Any, x: Any = ..., *, dx: Any = ..., dim: Any = ...) -> Any: ...
@@ -2561,7 +2612,11 @@ uint64: dtype
 uint8: dtype
 def unbind(input: Tensor, dim: _int = 0) -> builtins.tuple[Tensor, ...]: ...
 
+def unbind_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
+
 def unflatten(input: Any, dim: Any, sizes: Any) -> Tensor: ...
+
+def unfold_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 
 def unique(input: Any, sorted: Any = ..., return_inverse: Any = ..., return_counts: Any = ..., dim: Any = ...) -> Any: ...
 
@@ -2577,6 +2632,8 @@ def unsafe_split_with_sizes(input: Any, split_sizes: Any, dim: Any = ...) -> Any
 
 def unsqueeze(input: Any, dim: Any = ..., *, axis: Any = ...) -> Tensor: ...
 
+def unsqueeze_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
+
 def use_deterministic_algorithms(mode: Any, *, warn_only: Any = ...) -> None: ...
 
 def vander(x: Any, N: Any = ..., increasing: Any = ...) -> Any: ...
@@ -2589,7 +2646,13 @@ def vdot(input: Any, other: Any, *, out: Any = ...) -> Any: ...
 
 def view_as_complex(input: Any) -> Any: ...
 
+def view_as_complex_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
+
 def view_as_real(input: Any) -> Any: ...
+
+def view_as_real_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
+
+def view_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 
 def vsplit(input: Any, indices_or_sections: Any) -> Any: ...
 
