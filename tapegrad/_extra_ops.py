@@ -1238,9 +1238,18 @@ def _in_place(name: str):
 
 # -- shape and index composites ------------------------------------------------------------------
 
+def _one_int_tensor(value) -> bool:
+    """A 0-d integer tensor: PyTorch's parser takes it as an int (x.roll(torch.tensor(1)),
+    x.flip(torch.tensor(0)), whose dims are *dims there)."""
+    return isinstance(value, _core.TensorBase) and value.ndim == 0 and \
+        value._array.dtype.kind in "iu"
+
+
 def _dims_list(dims, fn: str):
-    if isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
-        raise TypeError(f"{fn}(): argument 'dims' (position 2) must be tuple of ints, not int")
+    if (isinstance(dims, (int, np.integer)) and not isinstance(dims, bool)) or \
+            _one_int_tensor(dims):
+        raise TypeError(f"{fn}(): argument 'dims' (position 2) must be tuple of ints, not "
+                        f"{_type_name(dims)}")
     return list(dims)
 
 
@@ -1271,7 +1280,8 @@ def roll(input, shifts, dims=None):
     _check_tensor(input, "roll")
     if isinstance(shifts, bool):
         raise TypeError("roll(): argument 'shifts' must be tuple of ints, not bool")
-    shifts = [shifts] if isinstance(shifts, (int, np.integer)) else list(shifts)
+    shifts = [shifts] if isinstance(shifts, (int, np.integer)) or _one_int_tensor(shifts) \
+        else list(shifts)
     bad = next((s for s in shifts if not hasattr(s, "__index__")), None)
     if bad is not None:
         raise TypeError(f"roll(): argument 'shifts' must be tuple of ints, not "
@@ -1282,7 +1292,7 @@ def roll(input, shifts, dims=None):
         if input.ndim == 0:
             return input.clone()
         return roll(input.flatten(), shifts, 0).reshape(input.shape)
-    dims = [dims] if isinstance(dims, (int, np.integer)) else list(dims)
+    dims = [dims] if isinstance(dims, (int, np.integer)) or _one_int_tensor(dims) else list(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims:{len(dims)}")
@@ -1430,7 +1440,7 @@ def _tensor_method_flip(self, *dims, **kwargs):
         dims = (kwargs["dims"],)
     if not dims:
         raise TypeError('flip() missing 1 required positional arguments: "dims"')
-    if len(dims) == 1 and not isinstance(dims[0], (int, np.integer)):
+    if len(dims) == 1 and not (isinstance(dims[0], (int, np.integer)) or _one_int_tensor(dims[0])):
         dims = dims[0]
     return flip(self, dims)
 

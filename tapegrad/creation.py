@@ -716,6 +716,10 @@ def fill_(self, value):
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
         return _core._overwrite_(self, value._array, "FillBackward3", value)
+    if not isinstance(value, (int, float, complex, np.number, np.bool_)):
+        raise TypeError(f"fill_() received an invalid combination of arguments - got "
+                        f"({_type_name(value)}), but expected one of:\n * (Tensor value)\n"
+                        f" * (Number value)\n")
     if dt.kind in "iu" and not isinstance(value, bool):
         info = np.iinfo(dt)
         if not (info.min <= value <= info.max):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import tapegrad
+import tapegrad as tg
 
 CASES = [
     ("view_copy", (2, 3), ((3, 2),), {}),
@@ -114,3 +115,26 @@ def test_non_integer_dim_is_type_error(torch, call):
         x = lib.zeros(2, 3)
         with pytest.raises(TypeError, match=None if "sort" in call else "must be (tuple of )?int"):
             eval(call, {"x": x, "torch": lib})
+
+
+# -- a 0-d integer tensor where an int goes; fill_ of a non-number ------------------------------
+
+@pytest.mark.parametrize("call", ["x.roll(T.tensor(1))", "x.flip(T.tensor(0))",
+                                  "x.roll(T.tensor(1), T.tensor(1))", "T.roll(x, T.tensor(1), 0)",
+                                  "x.flip(T.tensor(0), T.tensor(1))"])
+def test_zero_d_int_tensor_as_an_int(torch, call):
+    got = eval(call, {"T": tg, "x": tg.arange(6.).reshape(2, 3)})
+    want = eval(call, {"T": torch, "x": torch.arange(6.).reshape(2, 3)})
+    assert got.tolist() == want.tolist()
+
+
+def test_flip_function_refuses_a_single_dim_as_pytorch():
+    with pytest.raises(TypeError, match=r"flip\(\): argument 'dims' \(position 2\) must be tuple "
+                                        r"of ints, not Tensor"):
+        tg.flip(tg.arange(3.), tg.tensor(0))
+
+
+@pytest.mark.parametrize("value", ["a", None, [1]])
+def test_fill_of_a_non_number_is_a_type_error(value):
+    with pytest.raises(TypeError, match=r"fill_\(\) received an invalid combination of arguments"):
+        tg.zeros(2).fill_(value)
