@@ -138,3 +138,16 @@ def test_flip_function_refuses_a_single_dim_as_pytorch():
 def test_fill_of_a_non_number_is_a_type_error(value):
     with pytest.raises(TypeError, match=r"fill_\(\) received an invalid combination of arguments"):
         tg.zeros(2).fill_(value)
+
+
+def test_rnn_dropout_warning_shown_once_like_pytorch():
+    """PyTorch attributes the warning to its own rnn.py, so two layers built on two lines of a
+    script warn once under the default filter; tapegrad pointed at the script's lines (twice)."""
+    import subprocess
+    import sys
+    code = ("import tapegrad.nn as nn\n"
+            "a = nn.RNN(4, 3, dropout=0.5)\n"
+            "b = nn.RNN(4, 3, dropout=0.5)\n")
+    err = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True,
+                         text=True, check=True).stderr
+    assert err.count("dropout option adds dropout") == 1

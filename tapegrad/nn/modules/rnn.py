@@ -278,9 +278,11 @@ class RNNBase(Module):
             raise ValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
         if dropout > 0 and num_layers == 1:
+            # (attributed to the subclass's super().__init__ line, as PyTorch's is: shown once
+            # per process by the default filter, however many layers a script builds)
             warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
                           "non-zero dropout expects num_layers greater than 1, but got "
-                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=3)
+                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
         if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
             raise TypeError(f"hidden_size should be of type int, got: "
                             f"{_type_name(hidden_size)}")
