@@ -118,6 +118,8 @@ _more_creation.register(globals(), Tensor)
 _more_tensor_ops.register(globals(), Tensor)
 from . import _memory_format
 _memory_format.register(globals(), Tensor)
+from . import _deprecated_overloads
+_deprecated_overloads.register(globals(), Tensor)   # (last: wraps what the others bound)
 from ._complex import complex, polar, view_as_real, view_as_complex  # noqa: A004
 
 
