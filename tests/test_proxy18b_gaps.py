@@ -92,3 +92,39 @@ def test_deprecated_overload_warns_once_and_current_forms_unchanged(torch):
     np.testing.assert_allclose(tg.add(t, t, alpha=3).numpy(), [4., 4.])
     np.testing.assert_allclose(tg.addcmul(t, t, t).numpy(), [2., 2.])
     assert tg.add.__name__ == "add" and tg.Tensor.add_.__name__ == "add_"
+
+
+# -- loss shape checks (zhangxiann lesson4: CosineEmbeddingLoss with a 2-D target) ---------------
+
+def _outcome(T, fn, shapes, long_target):
+    F = T.nn.functional
+    args = [T.full(s, 0.5) for s in shapes[:-1]]
+    args.append(T.zeros(shapes[-1], dtype=T.long) if long_target else T.ones(shapes[-1]))
+    try:
+        out = getattr(F, fn)(*args, reduction="none")
+    except Exception as e:          # noqa: BLE001  (the exception itself is compared)
+        return type(e), str(e)
+    return tuple(out.shape), out.detach().numpy().round(6).tolist()
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (2, 3), (1, 2)), ((2, 3), (2, 3), (2,)),
+                                    ((3,), (3,), ()), ((3,), (3,), (1,)), ((2, 3), (2, 3), ()),
+                                    ((2, 3), (3,), (2,)), ((2, 2, 3), (2, 2, 3), (2,)),
+                                    ((2, 2, 3), (2, 2, 3), (2, 2))])
+def test_cosine_embedding_loss_target_and_input_ranks(shapes, torch):
+    """SILENT before: a 2-D target or 3-D inputs broadcast into a result of the wrong shape
+    where PyTorch refuses them."""
+    assert _outcome(tg, "cosine_embedding_loss", shapes, False) == \
+        _outcome(torch, "cosine_embedding_loss", shapes, False)
+
+
+@pytest.mark.parametrize("fn,shapes", [
+    ("multi_margin_loss", s) for s in [((2, 3), (3,)), ((2, 3), (2, 1)), ((2, 3, 1), (2,)),
+                                       ((3,), (2,)), ((3,), ()), ((2, 0), (2,)), ((0,), ()),
+                                       ((), (1,)), ((2, 3), (2,))]] + [
+    ("multilabel_margin_loss", s) for s in [((2, 3), (3,)), ((2, 3, 1), (2, 3, 1)),
+                                            ((3,), (1, 3)), ((2, 0), (2, 0)), ((2, 3), (2, 3))]])
+def test_multi_margin_losses_shape_checks(fn, shapes, torch):
+    """multi_margin_loss took a (N, 1) target (flattened) and named a wrong size in another
+    phrase; multilabel_margin_loss met a wrong target size with a numpy ValueError."""
+    assert _outcome(tg, fn, shapes, True) == _outcome(torch, fn, shapes, True)
