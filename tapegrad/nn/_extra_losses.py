@@ -126,6 +126,14 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
     eps = 1e-12  # PyTorch's EPSILON inside cosine_embedding_loss
+    # (one pair of vectors per target element: PyTorch refuses any other ranks, which would
+    # otherwise broadcast into a result of the wrong shape)
+    if target.dim() > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.dim() != target.dim() + 1 or input2.dim() != target.dim() + 1:
+        raise RuntimeError(f"{target.dim()}D target tensor expects {target.dim() + 1}D input "
+                           f"tensors, but found inputs with sizes {list(input1.shape)} and "
+                           f"{list(input2.shape)}.")
     dim = input1.dim() - 1
     prod = (input1 * input2).sum(dim)
     mag1 = (input1 * input1).sum(dim) + eps
@@ -182,6 +190,15 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
+def _check_vector_or_matrix(input):
+    """The input check of PyTorch's multi-class margin losses: a 0-d tensor, a non-empty vector,
+    or a matrix with non-empty rows."""
+    if not (input.dim() == 0 or input.dim() == 1 and input.shape[0]
+            or input.dim() == 2 and input.shape[1]):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+
+
 def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None,
                       size_average=None, reduce=None, reduction: str = "mean"):
     """Per sample: sum over classes j != y of max(0, margin - x[y] + x[j])^p / C."""
@@ -189,13 +206,16 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     reduction = _check_reduction(reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    _check_vector_or_matrix(input)
     squeeze = input.dim() <= 1
     x = input.reshape(1, -1) if squeeze else input
+    if target.dim() > 1 or target.numel() != x.shape[0]:
+        raise RuntimeError("multi_margin_loss: target tensor should be 1-D with size equal to the "
+                           "number of input samples (batch size). Expected target size "
+                           f"[{x.shape[0]}], but got {list(target.shape)}. Input has shape "
+                           f"{list(input.shape)}.")
     y = target.reshape(-1)
     n_classes = x.shape[1]
-    if y.shape[0] != x.shape[0]:
-        raise RuntimeError(f"inconsistent target size, expected {x.shape[0]} but got "
-                           f"{tuple(target.shape)}")
     x_y = x.gather(1, y.unsqueeze(1))
     z = _tg.clamp(margin - x_y + x, min=0)
     if p == 2:

@@ -10,7 +10,7 @@ from .. import _core
 from ..creation import rand
 from ._conv_ops import _check_tensor
 from ._extra_activations import _SELU_ALPHA, _SELU_SCALE, _finish
-from ._extra_losses import _reduction, pairwise_distance
+from ._extra_losses import _check_vector_or_matrix, _reduction, pairwise_distance
 
 _wrap = _core.wrap_array
 
@@ -55,13 +55,14 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     reduction = _reduction(size_average, reduce, reduction)
     _check_tensor(input)
     _check_tensor(target, "target")
+    _check_vector_or_matrix(input)
     unbatched = input.dim() <= 1
     x = input.reshape(1, -1) if unbatched else input
-    labels = np.asarray(target._array).astype(np.int64).reshape(x.shape[0], -1) \
-        if target.numel() else np.zeros((x.shape[0], 0), np.int64)
-    if x.dim() != 2 or tuple(target.shape) != tuple(input.shape):
+    if tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
+    labels = np.asarray(target._array).astype(np.int64).reshape(x.shape[0], -1) \
+        if target.numel() else np.zeros((x.shape[0], 0), np.int64)
     n, classes = x.shape
     # Targets are the entries before each row's first -1 (counted with repetition).
     before_end = np.cumprod(labels != -1, axis=1).astype(bool)
