@@ -122,8 +122,6 @@ from . import _native_ops
 _native_ops.register(globals())
 from . import _memory_format
 _memory_format.register(globals(), Tensor)
-from . import _deprecated_overloads
-_deprecated_overloads.register(globals(), Tensor)   # (last: wraps what the others bound)
 from ._complex import complex, polar, view_as_real, view_as_complex  # noqa: A004
 
 

@@ -24,6 +24,7 @@ import numbers
 import numpy as np
 
 from . import _core
+from ._deprecated_overloads import NOT_GIVEN, scalar_first
 from ._layout import sparse_factory_layout
 from ._class_members import has_member
 from ._format import set_printoptions
@@ -903,8 +904,12 @@ def lerp(input, end, weight):
     return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
 
 
-def addcmul(input, tensor1, tensor2, *, value=1):
-    """input + value * tensor1 * tensor2."""
+def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
+    """input + value * tensor1 * tensor2 (addcmul(input, value, tensor1, tensor2): PyTorch's
+    deprecated form)."""
+    if tensor2_after_scale is not NOT_GIVEN:
+        value, (tensor1, tensor2) = scalar_first("addcmul", "value", tensor1, value,
+                                                 (tensor2, tensor2_after_scale))
     _check_tensor(input, "addcmul")
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
@@ -918,8 +923,12 @@ def _result_scalar(value, input, product):
     return kernel_scalar(value, np.result_type(input._array.dtype, product._array.dtype))
 
 
-def addcdiv(input, tensor1, tensor2, *, value=1):
-    """input + value * tensor1 / tensor2 (PyTorch refuses two integer tensors)."""
+def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
+    """input + value * tensor1 / tensor2 (PyTorch refuses two integer tensors);
+    addcdiv(input, value, tensor1, tensor2), PyTorch's deprecated form, too."""
+    if tensor2_after_scale is not NOT_GIVEN:
+        value, (tensor1, tensor2) = scalar_first("addcdiv", "value", tensor1, value,
+                                                 (tensor2, tensor2_after_scale))
     _check_tensor(input, "addcdiv")
     _check_tensor(tensor1, "addcdiv", "tensor1", 2)
     _check_tensor(tensor2, "addcdiv", "tensor2", 3)

@@ -15,6 +15,7 @@ from . import _core, _dlpack
 from ._device import CPU, as_device, check_device, is_device_like
 from ._device import device as _device_type
 from ._format import tensor_repr
+from ._deprecated_overloads import NOT_GIVEN
 from ._layout import sparse_coo, strided
 from ._torch_names import TorchNamedClass as _TorchNamedClass
 
@@ -696,7 +697,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """Elementwise ``-self``; the same as ``tapegrad.neg(self)``."""
         return _core.neg(self)
 
-    def add(self, other, *, alpha=1):
+    def add(self, other, other_after_scale=NOT_GIVEN, *, alpha=1):
         """``self + alpha * other`` with broadcasting and PyTorch's type promotion (``other`` may be a
         Python number).
 
@@ -705,11 +706,11 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         >>> tapegrad.tensor([1., 2.]).add(tapegrad.tensor([10., 20.]), alpha=2)
         tensor([21., 42.])
         """
-        return _core.add(self, other, alpha=alpha)
+        return _core.add(self, other, other_after_scale, alpha=alpha)
 
-    def sub(self, other, *, alpha=1):
+    def sub(self, other, other_after_scale=NOT_GIVEN, *, alpha=1):
         """``self - alpha * other`` with broadcasting and PyTorch's type promotion."""
-        return _core.sub(self, other, alpha=alpha)
+        return _core.sub(self, other, other_after_scale, alpha=alpha)
 
     def mul(self, other):
         """``self * other`` elementwise, with broadcasting and PyTorch's type promotion."""

@@ -693,15 +693,24 @@ def relu(TensorBase input):
 def neg(TensorBase input):
     return unary_op(OP_NEG, input)
 
-def add(input, other, *, alpha=1, out=None):
-    """input + alpha * other (out=: written into `out`, not differentiable)."""
+# PyTorch's deprecated scalar-first forms (add(input, alpha, other)): see the module.
+from tapegrad._deprecated_overloads import NOT_GIVEN as SCALAR_FIRST_NOT_GIVEN, scalar_first
+
+def add(input, other, other_after_scale=SCALAR_FIRST_NOT_GIVEN, *, alpha=1, out=None):
+    """input + alpha * other (out=: written into `out`, not differentiable).  add(input, alpha,
+    other), PyTorch's deprecated form, too (tapegrad/_deprecated_overloads.py)."""
+    if other_after_scale is not SCALAR_FIRST_NOT_GIVEN:
+        alpha, (other,) = scalar_first("add", "alpha", other, alpha, (other_after_scale,))
     if out is not None:
         return WRITE_OUT("add", out, (input, other), add, {"alpha": alpha})
     return named_result(binary_op(OP_ADD, input, scaled_operand("add", input, other, alpha)),
                         "add", input, other)
 
-def sub(input, other, *, alpha=1, out=None):
-    """input - alpha * other (out=: written into `out`, not differentiable)."""
+def sub(input, other, other_after_scale=SCALAR_FIRST_NOT_GIVEN, *, alpha=1, out=None):
+    """input - alpha * other (out=: written into `out`, not differentiable).  sub(input, alpha,
+    other), PyTorch's deprecated form, too."""
+    if other_after_scale is not SCALAR_FIRST_NOT_GIVEN:
+        alpha, (other,) = scalar_first("sub", "alpha", other, alpha, (other_after_scale,))
     if out is not None:
         return WRITE_OUT("sub", out, (input, other), sub, {"alpha": alpha})
     return named_result(binary_op(OP_SUB, input, scaled_operand("sub", input, other, alpha)),

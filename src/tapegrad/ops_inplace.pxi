@@ -831,13 +831,19 @@ def _inplace_view(TensorBase self, fn, tuple args):
 
 # -- named in-place methods ----------------------------------------------------------------------
 
-def add_(TensorBase self, other, *, alpha=1):
-    """self += alpha * other, in place."""
+from tapegrad._deprecated_overloads import NOT_GIVEN as SCALAR_FIRST_NOT_GIVEN, scalar_first
+
+def add_(TensorBase self, other, other_after_scale=SCALAR_FIRST_NOT_GIVEN, *, alpha=1):
+    """self += alpha * other, in place (add_(alpha, other): PyTorch's deprecated form)."""
+    if other_after_scale is not SCALAR_FIRST_NOT_GIVEN:
+        alpha, (other,) = scalar_first("add_", "alpha", other, alpha, (other_after_scale,))
     return named_result(inplace_binary(OP_ADD, self, scaled_operand("add_", self, other, alpha)),
                         "add_", self, other)
 
-def sub_(TensorBase self, other, *, alpha=1):
-    """self -= alpha * other, in place."""
+def sub_(TensorBase self, other, other_after_scale=SCALAR_FIRST_NOT_GIVEN, *, alpha=1):
+    """self -= alpha * other, in place (sub_(alpha, other): PyTorch's deprecated form)."""
+    if other_after_scale is not SCALAR_FIRST_NOT_GIVEN:
+        alpha, (other,) = scalar_first("sub_", "alpha", other, alpha, (other_after_scale,))
     return named_result(inplace_binary(OP_SUB, self, scaled_operand("sub_", self, other, alpha)),
                         "sub_", self, other)
 
