@@ -74,7 +74,7 @@ def _dim(dim, ndim: int) -> int:
     """`dim` normalised for a tensor of `ndim` dims; a 0-d tensor takes dim 0 or -1 (axis 0 of
     its one-element view).  A dim that is not an integer is PyTorch's TypeError ("must be int,
     not str"), not int()'s ValueError."""
-    if isinstance(dim, (str, float, complex)) or not hasattr(dim, "__index__"):
+    if not hasattr(dim, "__index__"):
         raise TypeError(f"argument 'dim' must be int, not {type(dim).__name__}")
     _core.normalize_dim(dim, ndim)          # raises PyTorch's IndexError when out of range
     return 0 if ndim == 0 else dim % ndim
@@ -994,11 +994,11 @@ def _xlog(input, other, _name):
     dtype = result_type(input, other)       # PyTorch's promotion (a 0-d operand does not widen)
     dtype = dtype if dtype.is_floating_point else get_default_dtype()
     input, other = (t if t.dtype == dtype else t.to(dtype) for t in (input, other))
-    log = np.log if _name == "xlogy" else np.log1p
+    from ._extra_functions import Xlogy, Xlog1py
+    op = Xlogy if _name == "xlogy" else Xlog1py     # (its logarithm and its gradients)
     if _records(input, other):
-        from ._extra_functions import Xlogy, Xlog1py
-        return (Xlogy if _name == "xlogy" else Xlog1py).apply(input, other)
-    return _wrap(_xlogy_values(input._array, other._array, log))
+        return op.apply(input, other)
+    return _wrap(_xlogy_values(input._array, other._array, op.log))
 
 
 def sgn(input):

@@ -266,11 +266,8 @@ def _wrong_type_error(entry, name: str, parameter: str, expected: str, got: str,
     'input' (position 1) must be Tensor, not NoneType"), when the refused argument is the
     caller's: a parameter of the entry, given a value of that type (else None: the refusal was
     of an argument the function passed on, and stands)."""
-    try:
-        names = list(inspect.signature(entry).parameters)
-    except (TypeError, ValueError):
-        return None
-    if parameter not in names:
+    names = _binding_probe(entry, name)[1]
+    if names is None or parameter not in names:
         return None
     position = names.index(parameter)
     value = args[position] if position < len(args) else kwargs.get(parameter, _MISSING)
@@ -288,19 +285,21 @@ _binding_probes: dict = {}
 
 
 def _binding_probe(entry, name: str):
-    """A do-nothing Python function named `name` with `entry`'s parameters (defaults None), so
-    that calling it with a call's arguments raises exactly Python's TypeError for a call that does
-    not fit them; None when the entry has no signature to copy."""
+    """(probe, names): a do-nothing Python function named `name` with `entry`'s parameters
+    (defaults None), so that calling it with a call's arguments raises exactly Python's TypeError
+    for a call that does not fit them, and the parameters' names; None for what the entry has no
+    signature to give (and no probe for a name that is not an identifier)."""
     kept = _binding_probes.get(id(entry))
     if kept is not None:
-        return kept[1]
-    probe = None
-    if name.isidentifier():
-        try:
-            signature = inspect.signature(entry)
-        except (TypeError, ValueError):
-            signature = None
-        if signature is not None:
+        return kept[1:]
+    probe = names = None
+    try:
+        signature = inspect.signature(entry)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        names = tuple(signature.parameters)
+        if name.isidentifier():
             signature = signature.replace(return_annotation=inspect.Signature.empty, parameters=[
                 p.replace(annotation=inspect.Parameter.empty,
                           default=None if p.default is not inspect.Parameter.empty else p.default)
@@ -308,8 +307,8 @@ def _binding_probe(entry, name: str):
             namespace: dict = {}
             exec(f"def {name}{signature}:\n    pass", namespace)
             probe = namespace[name]
-    _binding_probes[id(entry)] = (entry, probe)
-    return probe
+    _binding_probes[id(entry)] = (entry, probe, names)
+    return probe, names
 
 
 def binding_error(entry, name: str, error, args: tuple, kwargs: dict):
@@ -326,7 +325,7 @@ def binding_error(entry, name: str, error, args: tuple, kwargs: dict):
         return _wrong_type_error(entry, name, *wrong_type.groups(), args, kwargs)
     if _UNFIT_CALL.match(str(error)) is None:
         return None                     # (a message of the function's own, in PyTorch's words)
-    probe = _binding_probe(entry, name)
+    probe = _binding_probe(entry, name)[0]
     if probe is None:
         return None
     try:
