@@ -27,13 +27,15 @@ except ImportError:  # pragma: no cover - depends on the machine
     torch = None
 
 BLOCK = 10
-ROUNDS = {"mlp": 40, "poly": 300}          # rounds of BLOCK calls of each implementation
-CONTENDERS = {"mlp": B.mlp_contenders, "poly": B.poly_contenders}
+ROUNDS = {"mlp": 40, "poly": 300, "hand_adam": 300}   # rounds of BLOCK calls of each
+CONTENDERS = {"mlp": B.mlp_contenders, "poly": B.poly_contenders,
+              "hand_adam": lambda libs, compiled: B.hand_adam_contenders(libs)}
 LABELS = {"mlp": "MLP 784-256-10 SGD step, batch 64, float32",
-          "poly": f"poly fit of sin, {B.POLY_POINTS} points, float32, per iteration"}
+          "poly": f"poly fit of sin, {B.POLY_POINTS} points, float32, per iteration",
+          "hand_adam": "hand-written Adam step over a 4-32-32-3 MLP's parameters, float32"}
 
 
-@pytest.mark.parametrize("workload", ["mlp", "poly"])
+@pytest.mark.parametrize("workload", ["mlp", "poly", "hand_adam"])
 def test_interleaved(workload, bench_report, benchmark_disabled):
     libs = {"tapegrad": tg}
     if torch is not None:
@@ -46,6 +48,8 @@ def test_interleaved(workload, bench_report, benchmark_disabled):
                  "calls: "
                  + ", ".join(f"{k} {v * 1e6:,.1f} us" for k, v in med.items()))
     for mine in ("tapegrad", "tapegrad replay"):
+        if mine not in med:
+            continue
         line = f"    {mine} / numpy = {med[mine] / med['numpy']:.3f}"
         if "torch" in med:
             line += f";  {mine} / torch = {med[mine] / med['torch']:.3f}"

@@ -240,3 +240,13 @@ def test_poly_torch_total(benchmark, torch, poly):
                        args=(torch, params, torch.from_numpy(x), torch.from_numpy(y)),
                        **POLY_ROUNDS)
     B.check_poly(torch)
+
+
+# -- the hand-written Adam step (timed in test_interleaved.py) -------------------------------------
+
+def test_hand_adam_matches_numpy():
+    B.check_hand_adam(tg)
+
+
+def test_hand_adam_torch_matches_numpy(torch):
+    B.check_hand_adam(torch)

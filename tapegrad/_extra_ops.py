@@ -29,6 +29,7 @@ from ._layout import sparse_factory_layout
 from ._class_members import has_member
 from ._format import set_printoptions
 from ._preserve_layout import inverse, preserved_order
+from ._shift_ops import _become_result, _write_back
 from .grad_mode import is_grad_enabled
 
 TensorBase = _core.TensorBase
@@ -882,11 +883,10 @@ def lerp(input, end, weight):
     `end` and a weight tensor of more than 0 dims of input's dtype (a 0-d weight is a scalar)."""
     _check_tensor(input, "lerp")
     _check_tensor(end, "lerp", "end", 2)
-    from .nn._attention import _c_name
-    from .contractions import kernel_scalar
     for name, other in (("end", end), ("weight", weight)):
         if isinstance(other, TensorBase) and other.dtype != input.dtype and \
                 (name == "end" or other.dim() > 0):
+            from .nn._attention import _c_name
             raise RuntimeError(f"expected dtype {_c_name(input)} for `{name}` but got dtype "
                                f"{_c_name(other)}")
     if input._array.dtype.kind not in "fc":
@@ -894,11 +894,12 @@ def lerp(input, end, weight):
             "lerp_kernel_scalar"
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{_core.scalar_type_name_of(input._array.dtype)}'")
-    weight = kernel_scalar(weight, input._array.dtype)
-    from . import where
+    weight = _kernel_scalar(weight, input._array.dtype)
+    _core._check_scalar_fits(weight, input._array.dtype)
     diff = end - input
     if not isinstance(weight, TensorBase):
         return input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+    from . import where
     if weight.dtype != input.dtype:         # a 0-d weight of another dtype, read as a scalar
         weight = weight.to(input.dtype)
     return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
@@ -919,8 +920,20 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
 
 def _result_scalar(value, input, product):
     """addcmul/addcdiv's value as PyTorch's kernel reads it, in the result's dtype."""
+    if ((type(value) is float or type(value) is int) and input._array.dtype.kind == "f"
+            and product._array.dtype.kind == "f"):
+        return value                        # (see _kernel_scalar)
+    return _kernel_scalar(value, np.result_type(input._array.dtype, product._array.dtype))
+
+
+def _kernel_scalar(value, dtype):
+    """contractions.kernel_scalar(value, dtype), with the common case (a Python float or int
+    into a floating result, which it returns unchanged) answered here: the optimizer updates
+    addcmul_, addcdiv_ and lerp_ are per-step calls, and the import below costs a microsecond."""
+    if (type(value) is float or type(value) is int) and np.dtype(dtype).kind == "f":
+        return value
     from .contractions import kernel_scalar
-    return kernel_scalar(value, np.result_type(input._array.dtype, product._array.dtype))
+    return kernel_scalar(value, dtype)
 
 
 def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
@@ -1229,14 +1242,13 @@ def _in_place(name: str):
         _core._fresh_for_write(self)
         source = self.clone() if _records(self) else self
         result = getattr(source, name)(*args, **kwargs)
-        if tuple(result.shape) != tuple(self.shape):
+        if result._array.shape != self._array.shape:
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
         if name == "masked_fill" and source is self and _stretched(self):
             mask, value = _masked_fill_arguments(*args, **kwargs)
             if not (isinstance(value, _core.TensorBase) and _records(value)):
                 return _fill_stretched(self, mask.expand_as(self), value, "masked_fill_")
-        from ._shift_ops import _become_result, _write_back
         if source is not self:
             return _become_result(self, result)
         return _write_back(self, result)

@@ -80,7 +80,7 @@ def _write_back(self, result):
     if result is NotImplemented:
         return NotImplemented
     res_dt, own_dt = result._array.dtype, self._array.dtype
-    if not np.can_cast(res_dt, own_dt, "same_kind"):
+    if res_dt != own_dt and not np.can_cast(res_dt, own_dt, "same_kind"):
         raise RuntimeError(f"result type {_core.scalar_type_name_of(res_dt)} can't be cast to the "
                            f"desired output type {_core.scalar_type_name_of(own_dt)}")
     return self.copy_(result)

@@ -925,6 +925,79 @@ def poly_contenders(libs, compiled: bool = False) -> dict[str, Contender]:
     return ways
 
 
+# -- a hand-written Adam update --------------------------------------------------------------------
+# The optimizer step as tutorials write it by hand, one parameter at a time, with the in-place
+# methods (mul_, add_, addcmul_, addcdiv_, sqrt, lerp_) under no_grad: per-op cost on small
+# tensors, the parameters of a 4-32-32-3 MLP in float32.  No autograd: gradients are fixed.
+HAND_ADAM_SHAPES = [(32, 4), (32,), (32, 32), (32,), (3, 32), (3,)]
+HAND_ADAM = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8)
+
+
+def hand_adam_problem():
+    """Parameters and gradients (numpy float32), seeded."""
+    rng = np.random.default_rng(7)
+    params = [rng.standard_normal(s).astype(np.float32) for s in HAND_ADAM_SHAPES]
+    grads = [rng.standard_normal(s).astype(np.float32) for s in HAND_ADAM_SHAPES]
+    return params, grads
+
+
+def numpy_hand_adam_step(params, grads, ms, vs, step):
+    """The step in numpy, in the order the library version computes it."""
+    lr, b1, b2, eps = (HAND_ADAM[k] for k in ("lr", "beta1", "beta2", "eps"))
+    step[0] += 1
+    c1, c2 = 1 - b1 ** step[0], 1 - b2 ** step[0]
+    for p, g, m, v in zip(params, grads, ms, vs):
+        m += (g - m) * np.float32(1 - b1)                   # lerp_ (weight < 0.5)
+        v *= np.float32(b2)
+        v += np.float32(1 - b2) * (g * g)                   # addcmul_
+        denom = np.sqrt(v) / np.float32(math.sqrt(c2)) + np.float32(eps)
+        p += np.float32(-lr / c1) * (m / denom)             # addcdiv_
+
+
+def lib_hand_adam_step(lib, params, grads, ms, vs, step):
+    """The step as a user writes it with `lib`'s tensors."""
+    lr, b1, b2, eps = (HAND_ADAM[k] for k in ("lr", "beta1", "beta2", "eps"))
+    step[0] += 1
+    c1, c2 = 1 - b1 ** step[0], 1 - b2 ** step[0]
+    with lib.no_grad():
+        for p, g, m, v in zip(params, grads, ms, vs):
+            m.lerp_(g, 1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            denom = (v.sqrt() / math.sqrt(c2)).add_(eps)
+            p.addcdiv_(m, denom, value=-lr / c1)
+
+
+def _hand_adam_state(lib=None):
+    params, grads = hand_adam_problem()
+    ms = [np.zeros_like(p) for p in params]
+    vs = [np.zeros_like(p) for p in params]
+    if lib is not None:
+        params = [lib.tensor(p, requires_grad=True) for p in params]
+        grads, ms, vs = ([lib.tensor(a) for a in arrays] for arrays in (grads, ms, vs))
+    return params, grads, ms, vs, [0]
+
+
+def hand_adam_contenders(libs) -> dict[str, Contender]:
+    """The hand-written Adam step of numpy and of each library in `libs`."""
+    ref = _hand_adam_state()
+    ways = {"numpy": Contender(lambda: ref, numpy_hand_adam_step)}
+    for name, lib in libs.items():
+        state = (lib,) + _hand_adam_state(lib)
+        ways[name] = Contender(lambda state=state: state, lib_hand_adam_step)
+    return ways
+
+
+def check_hand_adam(lib, steps: int = 3, rtol=1e-6) -> None:
+    """A few steps of `lib` give the numpy version's parameters and moments."""
+    ref, mine = _hand_adam_state(), _hand_adam_state(lib)
+    for _ in range(steps):
+        numpy_hand_adam_step(*ref)
+        lib_hand_adam_step(lib, *mine)
+    for arrays, tensors in zip(ref[:4], mine[:4]):
+        for a, t in zip(arrays, tensors):
+            np.testing.assert_allclose(t.detach().numpy(), a, rtol=rtol, atol=1e-7)
+
+
 def cli_workloads(libs: dict[str, Any]):
     """(row label, n_ops or None, contenders, check) for the command-line run."""
     cases = {c.id: c for c in graph_cases()}
@@ -942,6 +1015,9 @@ def cli_workloads(libs: dict[str, Any]):
     rows.append((f"poly fit of sin, {POLY_POINTS} points, per iteration", None,
                  lambda: poly_contenders(libs),
                  lambda: [check_poly(lib) for lib in libs.values()]))
+    rows.append(("hand-written Adam step, 4-32-32-3 MLP's parameters, float32", None,
+                 lambda: hand_adam_contenders(libs),
+                 lambda: [check_hand_adam(lib) for lib in libs.values()]))
     hvp = hvp_cases()[0]
     rows.append((f"Hessian-vector product, tanh/exp, {HVP_SIZE}", None,
                  lambda: _hvp_contenders(hvp, libs),

@@ -26,6 +26,8 @@ __all__ = [
     'FAN_CONSTS',
     'FAN_OUT',
     'GraphCase',
+    'HAND_ADAM',
+    'HAND_ADAM_SHAPES',
     'HVP_BATCH',
     'HVP_MLP',
     'HVP_SIZE',
@@ -43,6 +45,7 @@ __all__ = [
     'blas_info',
     'blas_line',
     'chain',
+    'check_hand_adam',
     'check_mlp_step',
     'check_poly',
     'cli_workloads',
@@ -52,6 +55,8 @@ __all__ = [
     'fan_graph',
     'fan_numpy',
     'graph_cases',
+    'hand_adam_contenders',
+    'hand_adam_problem',
     'hvp_cases',
     'hvp_elementwise',
     'hvp_elementwise_numpy',
@@ -61,6 +66,7 @@ __all__ = [
     'indexing_graph',
     'indexing_numpy',
     'lib_gradient',
+    'lib_hand_adam_step',
     'lib_hvp',
     'lib_mlp',
     'lib_mlp_step',
@@ -74,6 +80,7 @@ __all__ = [
     'mlp_problem',
     'numpy_chain',
     'numpy_cross_entropy',
+    'numpy_hand_adam_step',
     'numpy_mlp_step',
     'numpy_poly_iteration',
     'peak_rss',
@@ -128,6 +135,8 @@ class GraphCase:
     graph: Any
     numpy: Any
 
+HAND_ADAM: Any
+HAND_ADAM_SHAPES: Any
 HVP_BATCH: _int
 HVP_MLP: Any
 HVP_SIZE: _int
@@ -165,6 +174,8 @@ def blas_line(info: builtins.dict[_str, Any] | None = ...) -> _str: ...
 
 def chain(x: Any, cycles: Any, tanh: Any, exp: Any, log: Any, mul: Any = ..., add: Any = ...) -> Any: ...
 
+def check_hand_adam(lib: Any, steps: _int = ..., rtol: Any = ...) -> None: ...
+
 def check_mlp_step(lib: Any, rtol: Any = ..., atol: Any = ...) -> None: ...
 
 def check_poly(lib: Any, iterations: _int = ..., rtol: Any = ...) -> None: ...
@@ -183,6 +194,10 @@ def fan_numpy(seed: Any, x: Any) -> Any: ...
 
 def graph_cases(rounds_scale: _float = ...) -> Any: ...
 
+def hand_adam_contenders(libs: Any) -> Any: ...
+
+def hand_adam_problem() -> Any: ...
+
 def hvp_cases() -> Any: ...
 
 def hvp_elementwise(lib: Any, x: Any) -> Any: ...
@@ -200,6 +215,8 @@ def indexing_graph(lib: Any, x: Any, idx: Any, rows: Any, cols: Any, w: Any) -> 
 def indexing_numpy(seed: Any, x: Any, idx: Any, rows: Any, cols: Any, w: Any) -> Any: ...
 
 def lib_gradient(lib: Any, f: Any, leaves: Any) -> Any: ...
+
+def lib_hand_adam_step(lib: Any, params: Any, grads: Any, ms: Any, vs: Any, step: Any) -> None: ...
 
 def lib_hvp(lib: Any, f: Any, leaves: Any, vs: Any) -> Any: ...
 
@@ -226,6 +243,8 @@ def mlp_problem(seed: _int = ...) -> Any: ...
 def numpy_chain(x: Any, cycles: Any, g: Any, mul: Any = ..., add: Any = ...) -> Any: ...
 
 def numpy_cross_entropy(z: Any, target: Any) -> Any: ...
+
+def numpy_hand_adam_step(params: Any, grads: Any, ms: Any, vs: Any, step: Any) -> None: ...
 
 def numpy_mlp_step(p: Any, x: Any, y: Any, lr: Any = ...) -> Any: ...
 

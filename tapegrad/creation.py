@@ -167,14 +167,16 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         if arr.dtype.kind not in "biufc":
             raise TypeError(f"Could not infer dtype of {_type_name(data)}")
         if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
-            arr = arr.astype(_sequence_dtype(data, arr) if arr.dtype.kind != "c"
-                             else _default_complex(), copy=False)
+            with _core.IeeeResults():       # (1e40 as float32 is inf, silently as in PyTorch)
+                arr = arr.astype(_sequence_dtype(data, arr) if arr.dtype.kind != "c"
+                                 else _default_complex(), copy=False)
         if not arr.dtype.isnative:
             # a list of big-endian arrays: PyTorch converts their values element by element
             arr = arr.astype(arr.dtype.newbyteorder("="))
     target = _np_dtype(dtype, "tensor")
     if target is not None:
-        arr = arr.astype(target, copy=False)
+        with _core.IeeeResults():
+            arr = arr.astype(target, copy=False)
     elif arr.dtype.num not in (np.dtype(d).num for d in (
             np.float16, np.float32, np.float64, np.complex64, np.complex128, np.uint8, np.int8,
             np.int16, np.int32, np.int64, np.bool_)):
@@ -335,6 +337,7 @@ def _filled(size, value, dtype, requires_grad, fn: str) -> Tensor:
     dt = _np_dtype(dtype, fn) or _default_float()
     if requires_grad and dt.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    _core._check_scalar_fits(value, dt)
     return _make(np.full(shape, value, dtype=dt), requires_grad)
 
 
@@ -728,6 +731,8 @@ def fill_(self, value):
         value = int(value)
     elif dt.kind == "b":
         value = bool(value)
+    else:
+        _core._check_scalar_fits(value, dt)
     return _core._overwrite_(self, value, "FillBackward2")
 
 

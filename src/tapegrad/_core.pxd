@@ -749,5 +749,6 @@ cdef str scalar_type_name(object np_dt)
 cdef dict SCALAR_TYPE_NAMES
 
 cdef dict C_TYPE_NAMES
+cdef int check_scalar_fits(object v, object dt, bint check_half=*) except -1
 
 cdef dtype dtype_of_array(cnp.ndarray a)

@@ -367,3 +367,29 @@ C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
                           "uint64": "long unsigned int",
                           "complex64": "c10::complex<float>",
                           "complex128": "c10::complex<double>"}
+
+
+# The largest finite value of each floating dtype a Python scalar may be converted to.
+cdef dict FLOAT_MAX = {np.dtype(np.float16): 65504.0, np.dtype(np.float32): 3.4028234663852886e38}
+
+
+cdef int check_scalar_fits(object v, object dt, bint check_half=True) except -1:
+    """A Python scalar converted to dtype `dt` (a fill value, a clamp bound, where's operand, a
+    weight) must fit it: an integer one an integer dtype's range, a finite float one a float16
+    (unless not `check_half`: where's, which PyTorch lets overflow) or float32 range; infinities
+    and NaN pass (PyTorch's errors: where(c, x, 1e300) or full((2,), 1e40) would silently hold
+    inf)."""
+    if dt.kind in "iu" and isinstance(v, int) and not isinstance(v, bool):
+        info = np.iinfo(dt)
+        if v < info.min or v > info.max:
+            raise RuntimeError(f"value cannot be converted to type {dt.name}_t without overflow")
+    elif isinstance(v, float) and dt in FLOAT_MAX and abs(v) > <double>FLOAT_MAX[dt] and (
+            abs(v) != float("inf")) and (check_half or dt.itemsize != 2):
+        raise RuntimeError(f"value cannot be converted to type {C_TYPE_NAMES[dt.name]} without "
+                           "overflow")
+    return 0
+
+
+def _check_scalar_fits(v, dt):
+    """check_scalar_fits for the Python-level ops (fill_, full, lerp's weight)."""
+    check_scalar_fits(v, np.dtype(dt))

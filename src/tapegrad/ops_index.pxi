@@ -733,6 +733,7 @@ def masked_fill(TensorBase input, mask, value):
                                f"tensor with {V.ndim} dimension(s).")
         fill = V
     elif isinstance(value, (bool, int, float, np.generic)):
+        check_scalar_fits(value, A.dtype)
         fill = np.asarray(value)
     else:
         raise TypeError("masked_fill() received an invalid combination of arguments - got "

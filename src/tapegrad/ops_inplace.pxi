@@ -126,7 +126,8 @@ cdef int check_result(TensorBase t, object value) except -1:
 cdef int write_result(TensorBase t, object value) except -1:
     """Store `value` into t's storage (same shape; castable to t's dtype, as PyTorch requires)."""
     check_result(t, value)              # (t's array is writable after it)
-    np.copyto(t._array, value, casting="unsafe")
+    with IeeeResults():                 # (a cast to inf or from NaN: PyTorch's is silent)
+        np.copyto(t._array, value, casting="unsafe")
     return 0
 
 
@@ -626,19 +627,21 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         # then view.abs_() runs there)
         return None
     if not recording:
-        if A.flags.writeable:
-            A[nkey] = V
-        elif advanced:                  # (overlapping: PyTorch warned above, and writes)
-            writable(A, True)[nkey] = V
-        elif isinstance(T, np.ndarray):
-            writable(T)[...] = V
-        else:                           # one element (a numpy scalar, not a view)
-            writable(A, True)[nkey] = V
+        with IeeeResults():             # (a cast to inf or from NaN: PyTorch's is silent)
+            if A.flags.writeable:
+                A[nkey] = V
+            elif advanced:              # (overlapping: PyTorch warned above, and writes)
+                writable(A, True)[nkey] = V
+            elif isinstance(T, np.ndarray):
+                writable(T)[...] = V
+            else:                       # one element (a numpy scalar, not a view)
+                writable(A, True)[nkey] = V
         bump_version(self)
         return None
     # Recorded: the new value of self is a function of its old value and `value`.
     new = A.copy()
-    new[nkey] = V
+    with IeeeResults():
+        new[nkey] = V
     result = wrap(new)
     r = record_from(OP_SETITEM, result, (self, value if isinstance(value, TensorBase) else None))
     if r != NULL:
@@ -694,9 +697,11 @@ cdef int store_out(TensorBase o, object res) except -1:
         if o._base is not None:
             raise RuntimeError("tapegrad cannot resize a view given as out=; pass a tensor of "
                                f"shape {list(R.shape)}")
-        o._array = R.astype(A.dtype, copy=True)
+        with IeeeResults():
+            o._array = R.astype(A.dtype, copy=True)
     else:
-        np.copyto(writable(A), R, casting="unsafe")
+        with IeeeResults():
+            np.copyto(writable(A), R, casting="unsafe")
     bump_version(o)
     return 0
 
@@ -853,6 +858,29 @@ def mul_(TensorBase self, other):
 def div_(TensorBase self, other):
     return named_result(inplace_binary(OP_DIV, self, other), "div_", self, other)
 
+cdef bint plain_copy(TensorBase self, TensorBase src) except -1:
+    """copy_ of an unrecorded source of self's shape and kind into a writeable, dense self (the
+    optimizers' and the in-place methods' write-back: `target.copy_(tau * p + ...)`): the checks
+    every in-place write makes (the leaf quirk and view rebase, the in-place refusals, source
+    overlap), then numpy's copy, without setitem_op's indexing path (a third of the time).
+    False, having written nothing, where that path is needed."""
+    A = self._array
+    V = src._array
+    if not (cnp.PyArray_Check(A) and cnp.PyArray_Check(V)):
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>A
+    if (not cnp.PyArray_ISWRITEABLE(a) or not cnp.PyArray_IS_C_CONTIGUOUS(a)
+            or A.shape != V.shape or (V.dtype.kind == "c" and A.dtype.kind != "c")):
+        return False                    # (an expanded self, broadcasting, complex to real: below)
+    fresh_operands(self, src)
+    check_inplace(self, False, True)
+    check_source_overlap(A, V, False)
+    with IeeeResults():                 # (numpy's unsafe cast, as copy_'s; silent as PyTorch's)
+        cnp.PyArray_CopyInto(a, <cnp.ndarray>V)
+    bump_version(self)
+    return True
+
+
 def copy_(TensorBase self, src, non_blocking=False):
     """Copy src's values (broadcast to self's shape, cast to self's dtype) into self."""
     if ((src is self or isinstance(src, TensorBase)
@@ -865,6 +893,8 @@ def copy_(TensorBase self, src, non_blocking=False):
     # (a copy onto itself that autograd sees is an in-place op in PyTorch, its checks and
     # record included: a leaf's view copied onto itself is refused; fuzz seed 50015864)
     if isinstance(src, TensorBase):
+        if not records(self, src) and plain_copy(self, <TensorBase>src):
+            return self
         # PyTorch broadcasts src to self's shape as a binary op would (no leading 1s dropped)
         shape = self._array.shape
         out_shape = broadcast_shapes_torch(shape, (<TensorBase>src)._array.shape)

@@ -94,19 +94,6 @@ cdef object complex_or_number_or_tensor(object v):
     return number_or_tensor(v)
 
 
-cdef int check_scalar_fits(object v, object dt) except -1:
-    """An integer Python scalar used in integer dtype `dt` must fit it, and a finite float one
-    float32's range (PyTorch's errors: where(c, x, 1e300) would silently hold inf)."""
-    if dt.kind in "iu" and isinstance(v, int) and not isinstance(v, bool):
-        info = np.iinfo(dt)
-        if v < info.min or v > info.max:
-            raise RuntimeError(f"value cannot be converted to type {dt.name}_t without overflow")
-    elif dt == NP_FLOAT32 and isinstance(v, float) and abs(v) > 3.4028234663852886e38 and (
-            v != INFINITY and v != -INFINITY):
-        raise RuntimeError("value cannot be converted to type float without overflow")
-    return 0
-
-
 cdef inline Record* record1(int op, TensorBase res, TensorBase x) except? NULL:
     """Record a one-input op when grad mode is on and x requires grad (else NULL)."""
     cdef Py_ssize_t inp[1]
@@ -930,8 +917,8 @@ cdef object where_record(object condition, object input, object other, object ba
     sx, sy = operand_shape(x), operand_shape(y)
     shape = broadcast_shapes_torch(C.shape, sx)
     shape = broadcast_shapes_torch(shape, sy)
-    check_scalar_fits(x, dt)
-    check_scalar_fits(y, dt)
+    check_scalar_fits(x, dt, False)
+    check_scalar_fits(y, dt, False)
     with IeeeResults():                 # (a number beyond float16's range is inf, as PyTorch)
         X = operand_value(x, dt) if isinstance(x, TensorBase) else np.asarray(x, dtype=dt)
         Y = operand_value(y, dt) if isinstance(y, TensorBase) else np.asarray(y, dtype=dt)
