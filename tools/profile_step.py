@@ -5,9 +5,10 @@
     python tools/profile_step.py mlp numpy --callgrind --steps 20   # instructions per step
     python tools/profile_step.py lenet --apart --rounds 30   # replay / eager, one process each
 
-Workloads: lenet, lstm, encoder (bench/test_layers.py: model and loss in one tapegrad.compile'd
-call for `replay`, zero_grad and SGD outside, as bench/test_compile.py times them) and mlp
-(tapegrad.bench.mlp_contenders: `numpy` is the hand-written step).  One thread everywhere.
+Workloads: lenet, lstm, encoder (bench/test_layers.py, stepped by bench/test_compile.py's
+_layer_step: model and loss in one tapegrad.compile'd call for `replay`, zero_grad and SGD
+outside) and mlp (tapegrad.bench.mlp_contenders: `numpy` is the hand-written step).  One thread
+everywhere.
 
 A whole-process profile of a step is mostly the interpreter starting and importing (a LeNet run of
 a few hundred steps was half parser and import time).  Here the step runs in a child process that
@@ -61,28 +62,15 @@ def make_step(workload: str, mode: str):
     if mode == "numpy":
         raise SystemExit(f"{workload} has no numpy step (only mlp has)")
     spec = importlib.util.spec_from_file_location(
-        "_bench_layers", os.path.join(ROOT, "bench", "test_layers.py"))
-    layers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(layers)
-    _, build, data = layers.WORKLOADS[workload]
+        "_bench_compile", os.path.join(ROOT, "bench", "test_compile.py"))
+    bench_compile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_compile)
+    _, build, data = bench_compile._layer_workloads()[workload]
     x, y = data(np.random.default_rng(0))
     tg.manual_seed(0)
-    model = build(tg)
-    opt = tg.optim.SGD(model.parameters(), lr=0.01)
-    loss_fn = tg.nn.CrossEntropyLoss()
-
-    def forward(xs, ys):
-        out = model(xs)
-        return loss_fn(out.reshape(-1, out.shape[-1]), ys.reshape(-1))
-
-    fn = tg.compile(forward) if mode == "replay" else forward
-    xs, ys = tg.from_numpy(x), tg.from_numpy(y)
-
-    def step():
-        opt.zero_grad()
-        fn(xs, ys).backward()
-        opt.step()
-    return step
+    _, way = bench_compile._layer_step(build(tg), x, y, mode == "replay")
+    args = way.setup()
+    return lambda: way.run(*args)
 
 
 def child(workload: str, mode: str, steps: int) -> None:
