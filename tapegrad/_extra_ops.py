@@ -1432,12 +1432,11 @@ METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "un
 CONSTANTS = {"inf": inf, "nan": nan, "pi": pi, "e": e}
 
 
-def _method(fn):
-    def method(self, *args, **kwargs):
-        return fn(self, *args, **kwargs)
-    method.__name__ = method.__qualname__ = fn.__name__
-    method.__doc__ = fn.__doc__
-    return method
+def _method(name: str, fn):
+    """fn(self, ...) as Tensor's method `name`, behind the methods' entry (PyTorch's wording of
+    its argument errors, counted after self)."""
+    from ._public_calls import method_entry
+    return method_entry(name, fn)
 
 
 def _tensor_method_flip(self, *dims, **kwargs):
@@ -1468,7 +1467,7 @@ def register_family(namespace: dict, tensor_cls, module_globals: dict, functions
     overrides = method_overrides or {}
     for name in methods:
         if not has_member(tensor_cls, name):
-            setattr(tensor_cls, name, overrides.get(name) or _method(module_globals[name]))
+            setattr(tensor_cls, name, overrides.get(name) or _method(name, module_globals[name]))
 
 
 def register(namespace: dict, tensor_cls) -> None:
