@@ -631,6 +631,8 @@ cdef object arg_extreme(bint is_max, TensorBase input, object dim, bint keepdim)
         if keepdim:
             out = out.reshape((1,) * A.ndim)
         return wrap(out)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):    # (one signature)
+        raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not {type_name(dim)}")
     cdef int ax = single_axis(dim, A.ndim, name)
     if A.ndim == 0:
         return wrap(np.asarray(0, dtype=NP_INT64))
