@@ -912,6 +912,11 @@ def lerp(input, end, weight):
     `end` and a weight tensor of more than 0 dims of input's dtype (a 0-d weight is a scalar)."""
     _check_tensor(input, "lerp")
     _check_tensor(end, "lerp", "end", 2)
+    if not isinstance(weight, (TensorBase, numbers.Number)):
+        raise TypeError(f"lerp() received an invalid combination of arguments - got (Tensor, "
+                        f"Tensor, {_type_name(weight)}), but expected one of:\n"
+                        " * (Tensor input, Tensor end, Tensor weight)\n"
+                        " * (Tensor input, Tensor end, Number weight)\n")
     from .nn._attention import _c_name
     from .contractions import kernel_scalar
     for name, other in (("end", end), ("weight", weight)):

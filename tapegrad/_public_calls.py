@@ -455,11 +455,12 @@ def method_error(entry, name: str, error, args: tuple, kwargs: dict):
     return _reworded(entry, name, error, args, kwargs, True)
 
 
-def method_entry(name: str, op, like=None):
+def method_entry(name: str, op, like=None, refuses_out: bool = False):
     """`op` as Tensor's method `name`: behind a TensorMethod (out_arg_call.h), which calls it
     through vectorcall with self first and gives a call that raised a TypeError method_error's
-    wording; with the __name__, __qualname__, __module__ and __doc__ of `like` (default op)."""
-    method = _core.TensorMethod(name, op)
+    wording; with the __name__, __qualname__ and __doc__ of `like` (default op).  refuses_out:
+    op takes out= as the function, which PyTorch's method does not."""
+    method = _core.TensorMethod(name, op, refuses_out)
     for attr in ("__name__", "__qualname__", "__doc__"):
         value = getattr(op if like is None else like, attr, None)
         if value is not None:
@@ -479,7 +480,9 @@ def install_methods(cls) -> None:
             continue
         if isinstance(fn, types.FunctionType):
             if getattr(fn, "__compiled_op__", False):
-                setattr(cls, name, method_entry(name, getattr(_core, name), fn))
+                op = getattr(_core, name)       # (a public entry's function)
+                op = getattr(op, "__out_arg_of__", op)
+                setattr(cls, name, method_entry(name, op, fn, _takes_out(op)))
         elif type(fn).__name__ == "cython_function_or_method":
             setattr(cls, name, method_entry(name, fn))
 

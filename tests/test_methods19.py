@@ -68,11 +68,15 @@ CALLS = [
     ("x.sum('a')", TypeError, "sum() received an invalid combination of arguments - got (str)"),
     ("x.max('a')", TypeError, "max() received an invalid combination of arguments - got (str)"),
     ("x.min(1.5)", TypeError, "min() received an invalid combination of arguments - got (float)"),
+    ("x.lerp(y, 'a')", TypeError,
+     "lerp() received an invalid combination of arguments - got (Tensor, str)"),
     # a call that does not fit: counted without self, or PyTorch's overloads refusing it
     ("x.transpose(0)", TypeError, "transpose() missing 1 required positional argument"),
     ("x.matmul()", TypeError, "matmul() missing 1 required positional argument"),
     ("x.mul(y, y)", TypeError, "mul() takes 1 positional argument but 2 were given"),
     ("x.mul(other=y, foo=1)", TypeError, "mul() got an unexpected keyword argument 'foo'"),
+    ("x.add(y, out=y)", TypeError, "add() got an unexpected keyword argument 'out'"),
+    ("x.mul(y, out=y)", TypeError, "mul() got an unexpected keyword argument 'out'"),
     ("x.exp(1)", TypeError, "TensorBase.exp() takes no arguments (1 given)"),
     ("x.relu(1, 2)", TypeError, "TensorBase.relu() takes no arguments (2 given)"),
     ("x.add(1, 2, 3)", TypeError, "add() received an invalid combination of arguments - got ("),
@@ -104,6 +108,8 @@ CALLS = [
      "min() received an invalid combination of arguments - got (Tensor, str)"),
     ("torch.std(x, 'a')", TypeError,
      "std() received an invalid combination of arguments - got (Tensor, str)"),
+    ("torch.lerp(x, y, None)", TypeError,
+     "lerp() received an invalid combination of arguments - got (Tensor, Tensor, NoneType)"),
     ("torch.add(x)", TypeError, "add() received an invalid combination of arguments - got (Tensor)"),
     ("torch.pow(x)", TypeError, "pow() received an invalid combination of arguments - got (Tensor)"),
     ("torch.sum(x, dimm=0)", TypeError,
@@ -186,7 +192,9 @@ def test_methods_behave_as_functions_do():
     assert list(inspect.signature(tg.Tensor.mul).parameters)[1] == "other"
     assert list(inspect.signature(x.mul).parameters)[0] == "other"
     assert list(inspect.signature(x.transpose).parameters) == ["dim0", "dim1"]
-    assert pickle.loads(pickle.dumps(tg.Tensor.mul)) is tg.Tensor.mul
+    for name in ("mul", "view", "cumsum", "add_"):
+        method = getattr(tg.Tensor, name)
+        assert pickle.loads(pickle.dumps(method)) is method
     (x.mul(y).sum()).backward()
     assert y.grad.tolist() == [1.0, 1.0]
 

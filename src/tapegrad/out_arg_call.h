@@ -32,15 +32,25 @@
 #include <structmember.h>
 #include <stddef.h>
 
+/* What both entries, WithOut and TensorMethod (below), start with: their object handling (GC,
+ * deallocation) is written once, for this. */
 typedef struct {
     PyObject_HEAD
     PyObject *fn;               /* the wrapped function, called as it is when out is absent */
     PyObject *name;             /* torch's name of the function (messages) */
+    PyObject *dict;             /* __name__, __qualname__, __doc__, __signature__, __wrapped__ */
+    vectorcallfunc vectorcall;
+} TgEntry;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn;               /* (TgEntry's fields, first) */
+    PyObject *name;
+    PyObject *dict;
+    vectorcallfunc vectorcall;
     char dtype_from_out;        /* the function computes in out's dtype (factories, sums) */
     char takes_out;             /* PyTorch's function has out= (else `out` is the function's) */
     char in_place;              /* its name ends in '_': it writes its input (fill_, resize_as_) */
-    PyObject *dict;             /* __name__, __qualname__, __doc__, __signature__, __wrapped__ */
-    vectorcallfunc vectorcall;
 } TgOutArg;
 
 /* _call_with_out(fn, name, dtype_from_out, args, kwargs), set once by tg_out_arg_type(). */
@@ -429,7 +439,7 @@ tg_out_arg_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 }
 
 static int
-tg_out_arg_traverse(TgOutArg *self, visitproc visit, void *arg)
+tg_entry_traverse(TgEntry *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->fn);
     Py_VISIT(self->name);
@@ -438,7 +448,7 @@ tg_out_arg_traverse(TgOutArg *self, visitproc visit, void *arg)
 }
 
 static int
-tg_out_arg_clear(TgOutArg *self)
+tg_entry_clear(TgEntry *self)
 {
     Py_CLEAR(self->fn);
     Py_CLEAR(self->name);
@@ -447,10 +457,10 @@ tg_out_arg_clear(TgOutArg *self)
 }
 
 static void
-tg_out_arg_dealloc(TgOutArg *self)
+tg_entry_dealloc(TgEntry *self)
 {
     PyObject_GC_UnTrack(self);
-    tg_out_arg_clear(self);
+    tg_entry_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -504,7 +514,7 @@ static PyTypeObject TgOutArg_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "tapegrad._ops_inplace.WithOut",
     .tp_basicsize = sizeof(TgOutArg),
-    .tp_dealloc = (destructor)tg_out_arg_dealloc,
+    .tp_dealloc = (destructor)tg_entry_dealloc,
     .tp_vectorcall_offset = offsetof(TgOutArg, vectorcall),
     .tp_repr = (reprfunc)tg_out_arg_repr,
     .tp_call = PyVectorcall_Call,
@@ -513,8 +523,8 @@ static PyTypeObject TgOutArg_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "A public function of tapegrad: PyTorch's keyword-only out= where PyTorch has it "
               "(tapegrad/_out_arg.py), and the meta device's dispatch (tapegrad/_public_calls.py).",
-    .tp_traverse = (traverseproc)tg_out_arg_traverse,
-    .tp_clear = (inquiry)tg_out_arg_clear,
+    .tp_traverse = (traverseproc)tg_entry_traverse,
+    .tp_clear = (inquiry)tg_entry_clear,
     .tp_methods = tg_out_arg_methods,
     .tp_members = tg_out_arg_members,
     .tp_getset = tg_out_arg_getset,
@@ -546,10 +556,11 @@ tg_out_arg_type(PyObject *slow_call)
  * tapegrad.mul(t, y) and t.mul(y), and only the failed call learns which it was. */
 typedef struct {
     PyObject_HEAD
-    PyObject *fn;               /* the method's function: fn(self, *args, **kwargs) */
-    PyObject *name;             /* torch's name of the method (messages) */
-    PyObject *dict;             /* __name__, __qualname__, __doc__, __module__ */
+    PyObject *fn;               /* (TgEntry's fields, first): fn(self, *args, **kwargs) */
+    PyObject *name;
+    PyObject *dict;
     vectorcallfunc vectorcall;
+    char refuses_out;           /* fn takes out= as the function, which PyTorch's method has not */
 } TgMethod;
 
 static PyObject *
@@ -557,22 +568,30 @@ tg_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, P
 {
     TgMethod *self = (TgMethod *)callable;
     vectorcallfunc fn_call = PyVectorcall_Function(self->fn);
-    PyObject *result = fn_call != NULL ? fn_call(self->fn, args, nargsf, kwnames)
-                                       : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    PyObject *result;
+    if (kwnames != NULL && self->refuses_out && tg_kwnames_name_out(kwnames)) {
+        PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument 'out'",
+                     self->name);
+        return NULL;
+    }
+    result = fn_call != NULL ? fn_call(self->fn, args, nargsf, kwnames)
+                             : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
     if (result != NULL || tg_method_error == NULL || !PyErr_ExceptionMatches(PyExc_TypeError))
         return result;
     return tg_out_arg_judged(tg_method_error, callable, self->name, NULL, args, nargsf, kwnames);
 }
 
-/* TensorMethod(name, fn) */
+/* TensorMethod(name, fn, refuses_out=False) */
 static PyObject *
 tg_method_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"name", "fn", NULL};
+    static char *keywords[] = {"name", "fn", "refuses_out", NULL};
     PyObject *name, *fn;
+    int refuses_out = 0;
     TgMethod *self;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO:TensorMethod", keywords, &name, &fn))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO|p:TensorMethod", keywords, &name, &fn,
+                                     &refuses_out))
         return NULL;
     if (!PyCallable_Check(fn)) {
         PyErr_Format(PyExc_TypeError, "TensorMethod(): fn must be callable, not %.100s",
@@ -588,33 +607,8 @@ tg_method_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->name = name;
     self->dict = NULL;
     self->vectorcall = tg_method_vectorcall;
+    self->refuses_out = (char)refuses_out;
     return (PyObject *)self;
-}
-
-static int
-tg_method_traverse(TgMethod *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->fn);
-    Py_VISIT(self->name);
-    Py_VISIT(self->dict);
-    return 0;
-}
-
-static int
-tg_method_clear(TgMethod *self)
-{
-    Py_CLEAR(self->fn);
-    Py_CLEAR(self->name);
-    Py_CLEAR(self->dict);
-    return 0;
-}
-
-static void
-tg_method_dealloc(TgMethod *self)
-{
-    PyObject_GC_UnTrack(self);
-    tg_method_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 /* t.mul: a bound method, as a function's __get__ gives; Tensor.mul: the method itself. */
@@ -657,7 +651,7 @@ static PyTypeObject TgMethod_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "tapegrad._ops_inplace.TensorMethod",
     .tp_basicsize = sizeof(TgMethod),
-    .tp_dealloc = (destructor)tg_method_dealloc,
+    .tp_dealloc = (destructor)tg_entry_dealloc,
     .tp_vectorcall_offset = offsetof(TgMethod, vectorcall),
     .tp_repr = (reprfunc)tg_method_repr,
     .tp_call = PyVectorcall_Call,
@@ -667,8 +661,8 @@ static PyTypeObject TgMethod_Type = {
                 | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "A method of tapegrad.Tensor: its function, and PyTorch's wording of a method's "
               "argument errors (tapegrad/_public_calls.py).",
-    .tp_traverse = (traverseproc)tg_method_traverse,
-    .tp_clear = (inquiry)tg_method_clear,
+    .tp_traverse = (traverseproc)tg_entry_traverse,
+    .tp_clear = (inquiry)tg_entry_clear,
     .tp_methods = tg_method_methods,
     .tp_members = tg_method_members,
     .tp_getset = tg_out_arg_getset,
