@@ -405,6 +405,29 @@ tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, 
     return tg_out_arg_checked(self, result, args, nargsf, kwnames);
 }
 
+/* A new entry of `type` (WithOut, TensorMethod) calling `fn`, named `name`: its TgEntry fields
+ * set, the others zero. */
+static TgEntry *
+tg_entry_new(PyTypeObject *type, PyObject *name, PyObject *fn, vectorcallfunc vectorcall)
+{
+    TgEntry *self;
+    if (!PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "%.100s(): fn must be callable, not %.100s",
+                     type->tp_name, Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    self = (TgEntry *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(fn);
+    self->fn = fn;
+    Py_INCREF(name);
+    self->name = name;
+    self->dict = NULL;
+    self->vectorcall = vectorcall;
+    return self;
+}
+
 /* WithOut(name, fn, dtype_from_out, takes_out=True) */
 static PyObject *
 tg_out_arg_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -417,24 +440,13 @@ tg_out_arg_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UOp|p:WithOut", keywords,
                                      &name, &fn, &dtype_from_out, &takes_out))
         return NULL;
-    if (!PyCallable_Check(fn)) {
-        PyErr_Format(PyExc_TypeError, "WithOut(): fn must be callable, not %.100s",
-                     Py_TYPE(fn)->tp_name);
-        return NULL;
-    }
-    self = (TgOutArg *)type->tp_alloc(type, 0);
+    self = (TgOutArg *)tg_entry_new(type, name, fn, tg_out_arg_vectorcall);
     if (self == NULL)
         return NULL;
-    Py_INCREF(fn);
-    self->fn = fn;
-    Py_INCREF(name);
-    self->name = name;
     self->dtype_from_out = (char)dtype_from_out;
     self->takes_out = (char)takes_out;
     self->in_place = PyUnicode_GET_LENGTH(name) > 1
                      && PyUnicode_READ_CHAR(name, PyUnicode_GET_LENGTH(name) - 1) == '_';
-    self->dict = NULL;
-    self->vectorcall = tg_out_arg_vectorcall;
     return (PyObject *)self;
 }
 
@@ -593,20 +605,9 @@ tg_method_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO|p:TensorMethod", keywords, &name, &fn,
                                      &refuses_out))
         return NULL;
-    if (!PyCallable_Check(fn)) {
-        PyErr_Format(PyExc_TypeError, "TensorMethod(): fn must be callable, not %.100s",
-                     Py_TYPE(fn)->tp_name);
-        return NULL;
-    }
-    self = (TgMethod *)type->tp_alloc(type, 0);
+    self = (TgMethod *)tg_entry_new(type, name, fn, tg_method_vectorcall);
     if (self == NULL)
         return NULL;
-    Py_INCREF(fn);
-    self->fn = fn;
-    Py_INCREF(name);
-    self->name = name;
-    self->dict = NULL;
-    self->vectorcall = tg_method_vectorcall;
     self->refuses_out = (char)refuses_out;
     return (PyObject *)self;
 }
