@@ -24,6 +24,7 @@ CALLS = [
     ("x.mul('a')", TypeError, "mul(): argument 'other' (position 1) must be Tensor, not str"),
     ("x.add('a')", TypeError, "add(): argument 'other' (position 1) must be Tensor, not str"),
     ("x.sub('a')", TypeError, "sub(): argument 'other' (position 1) must be Tensor, not str"),
+    ("x.div('a')", TypeError, "div(): argument 'other' (position 1) must be Tensor, not str"),
     ("x.matmul('a')", TypeError, "matmul(): argument 'other' (position 1) must be Tensor, not str"),
     ("x.maximum('a')", TypeError, "maximum(): argument 'other' (position 1) must be Tensor"),
     ("x.atan2('a')", TypeError, "atan2(): argument 'other' (position 1) must be Tensor, not str"),
@@ -192,7 +193,10 @@ def test_methods_behave_as_functions_do():
     assert list(inspect.signature(tg.Tensor.mul).parameters)[1] == "other"
     assert list(inspect.signature(x.mul).parameters)[0] == "other"
     assert list(inspect.signature(x.transpose).parameters) == ["dim0", "dim1"]
-    for name in ("mul", "view", "cumsum", "add_"):
+    # PyTorch's method has no out= (it says so, or that no overload fits)
+    with pytest.raises(TypeError, match="out"):
+        x.div(y, out=y)
+    for name in ("mul", "view", "cumsum", "add_", "div"):
         method = getattr(tg.Tensor, name)
         assert pickle.loads(pickle.dumps(method)) is method
     (x.mul(y).sum()).backward()
