@@ -231,7 +231,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """
         if dim is None:
             return Size(self._array.shape)
-        return self._array.shape[_core.normalize_dim(dim, self._array.ndim)]
+        return self._array.shape[_core.normalize_dim(dim, self._array.ndim, "size")]
 
     def dim(self) -> int:
         """The number of dimensions (0 for a scalar tensor); also ``ndim``."""

@@ -52,6 +52,10 @@ CALLS = [
                                      "pos 2"),
     ("x.reshape(('a', 2))", TypeError, "reshape(): argument 'shape' (position 1) must be tuple of "
                                        "ints, but found element of type str at pos 0"),
+    # a dim that is no int: x.size(1.5) was x.size(1), x.size(True) x.size(1) (SILENT)
+    ("x.size(1.5)", TypeError, "must be int, not float"),
+    ("x.size(True)", TypeError, "must be int, not bool"),
+    ("x.size('1')", TypeError, "must be int, not str"),
     # a keyword has no position
     ("x.mul(other='a')", TypeError, "mul(): argument 'other' must be Tensor, not str"),
     ("x.softmax(dim='a')", TypeError, "softmax(): argument 'dim' must be int, not str"),
