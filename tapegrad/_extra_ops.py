@@ -1263,7 +1263,12 @@ def _in_place(name: str):
     def method(self, *args, **kwargs):
         _core._fresh_for_write(self)
         source = self.clone() if _records(self) else self
-        result = getattr(source, name)(*args, **kwargs)
+        try:
+            result = getattr(source, name)(*args, **kwargs)
+        except TypeError as error:      # (its argument errors: PyTorch's, under this name)
+            if str(error).startswith(name + "()"):
+                raise TypeError(name + "_" + str(error)[len(name):]) from None
+            raise
         if tuple(result.shape) != tuple(self.shape):
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")

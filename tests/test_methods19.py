@@ -75,6 +75,12 @@ CALLS = [
     ("x.min(1.5)", TypeError, "min() received an invalid combination of arguments - got (float)"),
     ("x.lerp(y, 'a')", TypeError,
      "lerp() received an invalid combination of arguments - got (Tensor, str)"),
+    # an in-place method under its own name
+    ("x.pow_('a')", TypeError, "pow_() received an invalid combination of arguments - got (str)"),
+    ("x.eq_('a')", TypeError, "eq_() received an invalid combination of arguments - got (str)"),
+    ("x.clamp_(min='a')", TypeError,
+     "clamp_() received an invalid combination of arguments - got (min=str, )"),
+    ("x.mul_('a')", TypeError, "mul_(): argument 'other' (position 1) must be Tensor, not str"),
     # a call that does not fit: counted without self, or PyTorch's overloads refusing it
     ("x.transpose(0)", TypeError, "transpose() missing 1 required positional argument"),
     ("x.matmul()", TypeError, "matmul() missing 1 required positional argument"),
