@@ -348,8 +348,12 @@ def _counted_as_called(message: str, entry, name: str, args: tuple, kwargs: dict
     found = _POSITIONED.match(message)
     if found is not None and found.group(1) == name:
         argument, said = found.group(2), found.group(4)
-        if argument in kwargs:          # (given by keyword: PyTorch names no position)
-            return None if said is None else message[:found.start(3)] + message[found.end(3):]
+        if argument in kwargs:
+            # given by keyword, PyTorch's builtins name no position (its Python-level functions
+            # may pass it on by position: F.batch_norm's momentum is torch.batch_norm's 7th)
+            if said is None or not (method or _in_torch_namespace(entry, name)):
+                return None
+            return message[:found.start(3)] + message[found.end(3):]
         index = _position_of(entry, name, argument)
         if index is None or index >= len(args):
             return None
@@ -417,7 +421,13 @@ def _overloaded(entry, name: str, method: bool) -> bool:
     from . import _overloads
     if method:
         return name in _overloads.METHODS
-    return name in _overloads.FUNCTIONS and getattr(sys.modules[__package__], name, None) is entry
+    return name in _overloads.FUNCTIONS and _in_torch_namespace(entry, name)
+
+
+def _in_torch_namespace(entry, name: str) -> bool:
+    """Whether `entry` is tapegrad.<name>, whose PyTorch twin is a builtin (nn.functional's are
+    mostly Python that calls one)."""
+    return getattr(sys.modules[__package__], name, None) is entry
 
 
 def _invalid_combination(entry, name: str, given: tuple, kwargs: dict, method: bool):
