@@ -287,6 +287,7 @@ _meta.install_factories()  # device='meta' on the creation functions
 # wherever the layers look them up); then the out= entries pickle by name as the others
 from . import _out_arg, _public_calls  # noqa: E402
 _public_calls.install(globals(), _out_arg.OUT_FUNCTIONS)
+_public_calls.install_methods(Tensor)  # Tensor's methods: PyTorch's wording of their arg errors
 _repoint(globals(), __name__)
 
 # `from tapegrad import *`: every public name, the lazy ones included (loading them then), and,

@@ -71,12 +71,14 @@ def _check_tensor_or_number(fn: str, args: tuple, signatures: tuple,
                     f"expected one of:{lines}\n")
 
 
-def _dim(dim, ndim: int) -> int:
+def _dim(dim, ndim: int, fn: str = "") -> int:
     """`dim` normalised for a tensor of `ndim` dims; a 0-d tensor takes dim 0 or -1 (axis 0 of
-    its one-element view).  A dim that is not an integer is PyTorch's TypeError ("must be int,
-    not str"), not int()'s ValueError."""
+    its one-element view).  A dim that is not an integer is PyTorch's TypeError ("cumsum():
+    argument 'dim' must be int, not str", under the name of `fn` where given: the public entry
+    then says at which position the call gave it), not int()'s ValueError."""
     if not hasattr(dim, "__index__"):
-        raise TypeError(f"argument 'dim' must be int, not {type(dim).__name__}")
+        raise TypeError(f"{fn + '(): ' if fn else ''}argument 'dim' must be int, not "
+                        f"{type(dim).__name__}")
     _core.normalize_dim(dim, ndim)          # raises PyTorch's IndexError when out of range
     return 0 if ndim == 0 else dim % ndim
 
@@ -274,7 +276,7 @@ def _dimension_edges(column, bins, bounds, dim: int, check_order: bool):
     way), made by
     linspace in the input's dtype as PyTorch makes them."""
     if isinstance(bins, TensorBase):
-        edges = bins._array.astype(column.dtype, copy=False)
+        edges = _edges_of_dtype(column, bins, dim)
         if edges.ndim != 1 or edges.size < 2:
             raise RuntimeError(f"torch.histogramdd(): bins tensor should have one dimension and "
                                f"at least 2 elements, but got {edges.ndim} dimensions and "
@@ -282,26 +284,47 @@ def _dimension_edges(column, bins, bounds, dim: int, check_order: bool):
         if check_order and np.any(np.diff(edges) < 0):
             raise RuntimeError("torch.histogramdd(): bin edges must be non-decreasing")
         return edges
-    bins = int(bins)
-    if bins <= 0:
-        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension "
-                           f"{dim}")
-    if bounds is not None:
-        lo, hi = float(bounds[0]), float(bounds[1])
-        if lo > hi:
-            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
-                               f"{lo:g} max {hi:g} for dimension {dim}")
-    elif column.size:
-        lo, hi = float(column.min()), float(column.max())
-    else:
-        lo, hi = 0.0, 1.0         # PyTorch's range for no data
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise RuntimeError(f"torch.histogramdd: dimension {dim}'s range [{lo:g}, {hi:g}] is "
-                           "not finite")
+    bins, lo, hi = _bin_count(bins, bounds, dim)
+    if bounds is None:
+        lo, hi = (float(column.min()), float(column.max())) if column.size else (0.0, 1.0)
+        _finite_bounds(lo, hi, dim)     # ([0, 1]: PyTorch's range for no data)
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
     from .creation import linspace
     return linspace(lo, hi, bins + 1, dtype=_core.np_dtype_to_dtype(column.dtype))._array
+
+
+def _edges_of_dtype(column, bins, dim: int):
+    """The given bin edges' array, of the input's dtype (PyTorch converts neither)."""
+    edges = bins._array
+    if edges.dtype != column.dtype:
+        raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the "
+                           f"same dtype, but got input with dtype {_c_type(column)} and bins "
+                           f"for dimension {dim} with dtype {_c_type(edges)}")
+    return edges
+
+
+def _bin_count(bins, bounds, dim: int):
+    """(bins, lo, hi): a dimension's bin count and given range (None, None without), checked as
+    PyTorch checks them, the count first."""
+    bins = int(bins)
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension "
+                           f"{dim}")
+    if bounds is None:
+        return bins, None, None
+    lo, hi = float(bounds[0]), float(bounds[1])
+    _finite_bounds(lo, hi, dim)
+    if lo > hi:
+        raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                           f"{lo:g} max {hi:g} for dimension {dim}")
+    return bins, lo, hi
+
+
+def _finite_bounds(lo: float, hi: float, dim: int) -> None:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histogramdd: dimension {dim}'s range [{lo:g}, {hi:g}] is "
+                           "not finite")
 
 
 def _bin_counts(samples, edges_per_dim, weights, density: bool):
@@ -334,7 +357,13 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     range), or the given increasing bin edges (a 1-d tensor)."""
     _check_tensor(input, "histogram")
     arr = input._array
-    _check_histogram_input(arr, "histogramdd")
+    # PyTorch checks a bin count and its range before the dtype; given edges, their dtype
+    if isinstance(bins, TensorBase):
+        _edges_of_dtype(arr, bins, 0)
+        _check_histogram_input(arr, "histogram_cpu")
+    else:
+        _bin_count(bins, range, 0)
+        _check_histogram_input(arr, "histogramdd")
     flat = arr.reshape(-1)
     w = _check_weight(arr, weight, arr.shape)
     edges = _dimension_edges(flat, bins, range, 0, check_order=True)
@@ -398,8 +427,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa
 
 
 def _c_type(arr) -> str:
-    return {"float32": "float", "float64": "double", "float16": "c10::Half"}.get(
-        arr.dtype.name, arr.dtype.name)
+    return _core.c_type_name_of(arr.dtype)
 
 
 # -- unique ---------------------------------------------------------------------------------------
@@ -499,7 +527,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     """(values, indices) of the k largest (smallest) elements along dim, largest first."""
     _check_tensor(input, "topk")
     _refuse_if_complex("topk", input)
-    d = _dim(dim, input.ndim)
+    if not hasattr(k, "__index__"):
+        raise TypeError(f"topk(): argument 'k' must be int, not {_type_name(k)}")
+    d = _dim(dim, input.ndim, "topk")
     arr = input._array.reshape(input._array.shape or (1,))
     if k < 0 or k > arr.shape[d]:
         raise RuntimeError("selected index k out of range")
@@ -541,7 +571,7 @@ def _cumsum_array(arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
 def cumsum(input, dim, *, dtype=None):
     """Running sums along dim (integers and bools sum to int64)."""
     _check_tensor(input, "cumsum")
-    d = _dim(dim, input.ndim)
+    d = _dim(dim, input.ndim, "cumsum")
     if dtype is not None:
         from .creation import _check_not_bool
         _check_not_bool(_core.np_dtype_of(dtype, "cumsum"), "cumsum_out_cpu")
@@ -558,7 +588,7 @@ def cumsum(input, dim, *, dtype=None):
 def cumprod(input, dim, *, dtype=None):
     """Running products along dim (integers and bools multiply to int64)."""
     _check_tensor(input, "cumprod")
-    d = _dim(dim, input.ndim)
+    d = _dim(dim, input.ndim, "cumprod")
     out, _ = _cumulative_dtype(input._array, dtype, "cumprod")
     if dtype is not None:
         _check_autograd_dtype(input, out)
@@ -883,6 +913,11 @@ def lerp(input, end, weight):
     `end` and a weight tensor of more than 0 dims of input's dtype (a 0-d weight is a scalar)."""
     _check_tensor(input, "lerp")
     _check_tensor(end, "lerp", "end", 2)
+    if not isinstance(weight, (TensorBase, numbers.Number)):
+        raise TypeError(f"lerp() received an invalid combination of arguments - got (Tensor, "
+                        f"Tensor, {_type_name(weight)}), but expected one of:\n"
+                        " * (Tensor input, Tensor end, Tensor weight)\n"
+                        " * (Tensor input, Tensor end, Number weight)\n")
     for name, other in (("end", end), ("weight", weight)):
         if isinstance(other, TensorBase) and other.dtype != input.dtype and \
                 (name == "end" or other.dim() > 0):
@@ -1241,7 +1276,12 @@ def _in_place(name: str):
     def method(self, *args, **kwargs):
         _core._fresh_for_write(self)
         source = self.clone() if _records(self) else self
-        result = getattr(source, name)(*args, **kwargs)
+        try:
+            result = getattr(source, name)(*args, **kwargs)
+        except TypeError as error:      # (its argument errors: PyTorch's, under this name)
+            if str(error).startswith(name + "()"):
+                raise TypeError(name + "_" + str(error)[len(name):]) from None
+            raise
         if result._array.shape != self._array.shape:
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
@@ -1444,12 +1484,11 @@ METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "un
 CONSTANTS = {"inf": inf, "nan": nan, "pi": pi, "e": e}
 
 
-def _method(fn):
-    def method(self, *args, **kwargs):
-        return fn(self, *args, **kwargs)
-    method.__name__ = method.__qualname__ = fn.__name__
-    method.__doc__ = fn.__doc__
-    return method
+def _method(name: str, fn):
+    """fn(self, ...) as Tensor's method `name`, behind the methods' entry (PyTorch's wording of
+    its argument errors, counted after self)."""
+    from ._public_calls import method_entry
+    return method_entry(name, fn)
 
 
 def _tensor_method_flip(self, *dims, **kwargs):
@@ -1480,7 +1519,7 @@ def register_family(namespace: dict, tensor_cls, module_globals: dict, functions
     overrides = method_overrides or {}
     for name in methods:
         if not has_member(tensor_cls, name):
-            setattr(tensor_cls, name, overrides.get(name) or _method(module_globals[name]))
+            setattr(tensor_cls, name, overrides.get(name) or _method(name, module_globals[name]))
 
 
 def register(namespace: dict, tensor_cls) -> None:

@@ -261,81 +261,243 @@ _WRONG_TYPE = re.compile(r"Argument '(\w+)' has incorrect type \(expected ([\w.]
 
 
 def _wrong_type_error(entry, name: str, parameter: str, expected: str, got: str, args: tuple,
-                      kwargs: dict):
+                      kwargs: dict, method: bool):
     """PyTorch's wording of Cython's refusal of a typed parameter's argument ("exp(): argument
     'input' (position 1) must be Tensor, not NoneType"), when the refused argument is the
     caller's: a parameter of the entry, given a value of that type (else None: the refusal was
-    of an argument the function passed on, and stands)."""
+    of an argument the function passed on, and stands).  A method's positions follow self."""
     names = _binding_probe(entry, name)[1]
     if names is None or parameter not in names:
         return None
     position = names.index(parameter)
     value = args[position] if position < len(args) else kwargs.get(parameter, _MISSING)
-    if value is _MISSING or type_name(value) != got:
+    if value is _MISSING or type_name(value) != got or (method and position == 0):
         return None
     kind = "Tensor" if expected.endswith("TensorBase") else expected.rsplit(".", 1)[-1]
-    where = f" (position {position + 1})" if position < len(args) else ""
+    where = f" (position {position + 1 - method})" if position < len(args) else ""
     return TypeError(f"{name}(): argument '{parameter}'{where} must be {kind}, not {got}")
 
 
 _MISSING = object()
 
-# id(entry) -> (entry, a Python function of the entry's parameters that does nothing), or None
+# id(entry) -> (entry, a Python function of the entry's parameters that does nothing, their
+# names, (the positional ones' names, the index of its *args or None))
 _binding_probes: dict = {}
 
 
 def _binding_probe(entry, name: str):
     """(probe, names): a do-nothing Python function named `name` with `entry`'s parameters
-    (defaults None), so that calling it with a call's arguments raises exactly Python's TypeError
-    for a call that does not fit them, and the parameters' names; None for what the entry has no
-    signature to give (and no probe for a name that is not an identifier)."""
+    (defaults None; a TensorMethod's without self), so that calling it with a call's arguments
+    (a method's without self) raises exactly Python's TypeError for a call that does not fit
+    them, and the parameters' names (self's included); None for what the entry has no signature
+    to give (and no probe for a name that is not an identifier)."""
     kept = _binding_probes.get(id(entry))
     if kept is not None:
-        return kept[1:]
+        return kept[1:3]
     probe = names = None
     try:
         signature = inspect.signature(entry)
     except (TypeError, ValueError):
         signature = None
+    positional, star = (), None
     if signature is not None:
         names = tuple(signature.parameters)
+        for p in signature.parameters.values():
+            if p.kind is p.VAR_POSITIONAL:
+                star = len(positional)
+                break
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                positional += (p.name,)
         if name.isidentifier():
+            parameters = list(signature.parameters.values())
+            if isinstance(entry, _core.TensorMethod):
+                parameters = parameters[1:]
             signature = signature.replace(return_annotation=inspect.Signature.empty, parameters=[
                 p.replace(annotation=inspect.Parameter.empty,
                           default=None if p.default is not inspect.Parameter.empty else p.default)
-                for p in signature.parameters.values()])
+                for p in parameters])
             namespace: dict = {}
             exec(f"def {name}{signature}:\n    pass", namespace)
             probe = namespace[name]
-    _binding_probes[id(entry)] = (entry, probe, names)
+    _binding_probes[id(entry)] = (entry, probe, names, (positional, star))
     return probe, names
 
 
-def binding_error(entry, name: str, error, args: tuple, kwargs: dict):
-    """The exception a public function's call raises when the call does not fit its parameters
-    (out_arg_call.h asks only for a call that raised a TypeError): Python's own message for it
-    under PyTorch's name, which is PyTorch's for its Python-level functions (F.relu, F.softmax)
-    and carries the key phrase ("missing 1 required positional argument", "got an unexpected
-    keyword argument 'dimm'") for its builtins.  Without this, the message was Cython's
-    ("takes exactly 2 positional arguments (1 given)"), under the name of the function behind
-    the entry (relu_nn, functional_softmax, or a helper the call reached: max_).  None, the
-    error stands, when the arguments fit (the function raised for another reason)."""
-    wrong_type = _WRONG_TYPE.match(str(error))
+def _position_of(entry, name: str, argument: str):
+    """The index among `entry`'s positional parameters (self's included) of the one a message
+    names `argument`: by its name, else its *args (view's *size), else None."""
+    _binding_probe(entry, name)
+    positional, star = _binding_probes[id(entry)][3]
+    return positional.index(argument) if argument in positional else star
+
+
+# PyTorch's parser's messages that say how the call gave its arguments: "mul(): argument 'other'
+# (position 2) must be ..." (no position for a keyword), "sum() received an invalid combination of
+# arguments - got (Tensor, str), but expected ...".
+_POSITIONED = re.compile(r"(\w+)\(\): argument '(\w+)'( \(position (\d+)\))? must be ")
+_GOT = re.compile(r"(\w+)\(\) received an invalid combination of arguments - got \(([^)]*)\)")
+
+
+def _counted_as_called(message: str, entry, name: str, args: tuple, kwargs: dict, method: bool):
+    """`message`, a parser message of the op itself ("mul(): argument 'other' (position 2) must
+    be", "sum() ... got (Tensor, str)"), made this call's as PyTorch's parser words it: the
+    position the call gave the argument at (a method's counted after self; none for a keyword),
+    and the call's own arguments in "got" (a method's without self).  One op serves
+    tapegrad.mul(t, y) and t.mul(y), so its messages cannot know; a position said more than one
+    off the call's is another argument's, and stands (None: the message stands)."""
+    found = _POSITIONED.match(message)
+    if found is not None and found.group(1) == name:
+        argument, said = found.group(2), found.group(4)
+        if argument in kwargs:
+            # given by keyword, PyTorch's builtins name no position (its Python-level functions
+            # may pass it on by position: F.batch_norm's momentum is torch.batch_norm's 7th)
+            if said is None or not (method or _in_torch_namespace(entry, name)):
+                return None
+            return message[:found.start(3)] + message[found.end(3):]
+        index = _position_of(entry, name, argument)
+        if index is None or index >= len(args):
+            return None
+        wanted = index + 1 - method
+        if wanted < 1 or (said is not None and int(said) not in (wanted - 1, wanted + 1)):
+            return None
+        rest = found.end(3) if said is not None else found.end(2) + 1
+        return f"{message[:found.end(2) + 1]} (position {wanted}){message[rest:]}"
+    found = _GOT.match(message)
+    if found is None or found.group(1) != name:
+        return None
+    from .tensor import arguments_got
+    text = message[:found.start(2)] + arguments_got(args[method:], kwargs) + message[found.end(2):]
+    if method:                      # (the overloads a method lists have no self)
+        text = text.replace("(Tensor input, ", "(").replace("(Tensor input)", "()")
+    return text
+
+
+def _reworded(entry, name: str, error, args: tuple, kwargs: dict, method: bool):
+    """PyTorch's wording of `error`, the TypeError a call of `entry` (a public function, or a
+    TensorMethod with self first among `args`) raised, or None: the error stands.  A call that
+    does not fit the parameters gets Python's own message for it under PyTorch's name (a method's
+    without self: "transpose() missing 1 required positional argument: 'dim1'"); a typed
+    parameter's refusal (Cython's "Argument 'input' has incorrect type") PyTorch's "must be";
+    the op's own parser messages, the call's count of its arguments."""
+    message = str(error)
+    wrong_type = _WRONG_TYPE.match(message)
     if wrong_type is not None:
-        return _wrong_type_error(entry, name, *wrong_type.groups(), args, kwargs)
-    if _UNFIT_CALL.match(str(error)) is None:
-        return None                     # (a message of the function's own, in PyTorch's words)
-    probe = _binding_probe(entry, name)[0]
+        return _wrong_type_error(entry, name, *wrong_type.groups(), args, kwargs, method)
+    if _UNFIT_CALL.match(message) is None:
+        counted = _counted_as_called(message, entry, name, args, kwargs, method)
+        return None if counted is None else TypeError(counted)
+    probe, names = _binding_probe(entry, name)
     if probe is None:
         return None
+    given = args[1:] if method else args
+    if method and names is not None and len(names) == 1 and (given or kwargs):
+        # (a method of self alone: PyTorch's are C methods that take no arguments)
+        return TypeError(f"TensorBase.{name}() takes no keyword arguments" if kwargs else
+                         f"TensorBase.{name}() takes no arguments ({len(given)} given)")
     try:
-        probe(*args, **kwargs)
+        probe(*given, **kwargs)
     except TypeError as unfit:
+        if _overloaded(entry, name, method) and (method or not _one_plausible(entry, unfit, args,
+                                                                               kwargs)):
+            return _invalid_combination(entry, name, given, kwargs, method)
         return TypeError(str(unfit))
     return None
 
 
-_core._set_argument_error(argument_error, binding_error)
+def _one_plausible(entry, unfit, args: tuple, kwargs: dict) -> bool:
+    """Whether PyTorch's parser would refuse this call of an overloaded function with its own
+    signature's message, as it does when the arguments are no more than that signature has
+    parameters (out= among them: torch.add(x, 1, 2, 3) "takes 2 positional arguments but 4 were
+    given"); the entry's parameters stand for that signature's."""
+    if "positional argument" not in str(unfit) or " takes " not in str(unfit):
+        return False
+    parameters = inspect.signature(entry).parameters.values()
+    return len(args) + len(kwargs) <= sum(p.kind is not p.VAR_KEYWORD for p in parameters)
+
+
+def _overloaded(entry, name: str, method: bool) -> bool:
+    """Whether PyTorch's builtin of this name (a Tensor method's, or the torch namespace's
+    function's, which `entry` must be) has several signatures (tapegrad/_overloads.py)."""
+    from . import _overloads
+    if method:
+        return name in _overloads.METHODS
+    return name in _overloads.FUNCTIONS and _in_torch_namespace(entry, name)
+
+
+def _in_torch_namespace(entry, name: str) -> bool:
+    """Whether `entry` is tapegrad.<name>, whose PyTorch twin is a builtin (nn.functional's are
+    mostly Python that calls one)."""
+    return getattr(sys.modules[__package__], name, None) is entry
+
+
+def _invalid_combination(entry, name: str, given: tuple, kwargs: dict, method: bool):
+    """PyTorch's TypeError for a call of an overloaded builtin that fits none of its signatures,
+    with the entry's own signature (a method's without self) for the one expected."""
+    from .tensor import invalid_arguments
+    signature = inspect.signature(entry)
+    if method:
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    return invalid_arguments(name, given, kwargs, f"\n * {signature}\n")
+
+
+def binding_error(entry, name: str, error, args: tuple, kwargs: dict):
+    """The exception a public function's call raises when its TypeError is not in PyTorch's
+    words (out_arg_call.h asks only for a call that raised a TypeError): _reworded's, for a
+    call that does not fit the function's parameters Python's own message under PyTorch's name,
+    which is PyTorch's for its Python-level functions (F.relu, F.softmax) and carries the key
+    phrase ("missing 1 required positional argument", "got an unexpected keyword argument
+    'dimm'") for its builtins.  Without this, the message was Cython's ("takes exactly 2
+    positional arguments (1 given)"), under the name of the function behind the entry
+    (relu_nn, functional_softmax, or a helper the call reached: max_).  None, the error stands,
+    when the arguments fit (the function raised for another reason)."""
+    return _reworded(entry, name, error, args, kwargs, False)
+
+
+def method_error(entry, name: str, error, args: tuple, kwargs: dict):
+    """The exception a Tensor method's call (a TensorMethod: out_arg_call.h asks only for a call
+    that raised a TypeError) raises instead, in the words of PyTorch's method, which counts its
+    arguments after self: "mul(): argument 'other' (position 1)", "pow() received an invalid
+    combination of arguments - got (NoneType)", "transpose() missing 1 required positional
+    argument"; None, the error stands (Tensor.mul(3, y), called with no tensor for self, is a
+    call of the function)."""
+    if not args or not isinstance(args[0], _core.TensorBase):
+        return None
+    return _reworded(entry, name, error, args, kwargs, True)
+
+
+def method_entry(name: str, op, like=None, refuses_out: bool = False):
+    """`op` as Tensor's method `name`: behind a TensorMethod (out_arg_call.h), which calls it
+    through vectorcall with self first and gives a call that raised a TypeError method_error's
+    wording; with the __name__, __qualname__ and __doc__ of `like` (default op).  refuses_out:
+    op takes out= as the function, which PyTorch's method does not."""
+    method = _core.TensorMethod(name, op, refuses_out)
+    for attr in ("__name__", "__qualname__", "__doc__"):
+        value = getattr(op if like is None else like, attr, None)
+        if value is not None:
+            setattr(method, attr, value)
+    method.__module__ = f"{__package__}.tensor"     # (pickled by name: Tensor.<name> there)
+    return method
+
+
+def install_methods(cls) -> None:
+    """Tensor's compiled methods behind method entries.  A Python method marked as handing self
+    to the compiled op of its name (tensor.py's _compiled_op: add, mul, sum ...) is that op
+    itself behind one, with its docstring; the generic ones were made so (_extra_ops._method);
+    another Python method stays a function (the interpreter inlines a call from Python into it,
+    not one through C: ~50 ns more a call)."""
+    for name, fn in list(vars(cls).items()):
+        if name.startswith("_"):
+            continue
+        if isinstance(fn, types.FunctionType):
+            if getattr(fn, "__compiled_op__", False):
+                op = getattr(_core, name)       # (a public entry's function)
+                op = getattr(op, "__out_arg_of__", op)
+                setattr(cls, name, method_entry(name, op, fn, _takes_out(op)))
+        elif type(fn).__name__ == "cython_function_or_method":
+            setattr(cls, name, method_entry(name, fn))
+
+
+_core._set_argument_error(argument_error, binding_error, method_error)
 
 
 def redirect_layers(modules) -> None:

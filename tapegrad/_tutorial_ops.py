@@ -30,11 +30,6 @@ def div(input, other, *, rounding_mode=None, out=None):
     return result if out is None else out.copy_(result)
 
 
-def _div_method(self, other, *, rounding_mode=None):
-    """``self / other``; ``rounding_mode`` as :func:`tapegrad.div`."""
-    return div(self, other, rounding_mode=rounding_mode)
-
-
 # -- memory layout -------------------------------------------------------------------------------
 
 def stride(self, dim=None):
@@ -433,4 +428,5 @@ def register(namespace: dict, tensor_cls) -> None:
         if not has_member(tensor_cls, name):
             setattr(tensor_cls, name, method)
     namespace["div"] = div
-    tensor_cls.div = _div_method
+    from ._public_calls import method_entry     # (the method: div without its out=)
+    tensor_cls.div = method_entry("div", div, refuses_out=True)

@@ -103,9 +103,17 @@ def _scaled_sum(input, product, beta, alpha, drop_zero_alpha=False):
     return product + (input if beta == 1 else input * beta)
 
 
+def _check_tensors(fn: str, named: tuple) -> None:
+    """PyTorch's TypeError for the first of the (argument, name) pairs that is no tensor."""
+    from ._extra_ops import _check_tensor
+    for position, (t, name) in enumerate(named, 1):
+        _check_tensor(t, fn, name, position)
+
+
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2); input broadcasts to (n, p).  PyTorch checks the
     dtypes (input's, then mat1's, against mat2's) before the ranks."""
+    _check_tensors("addmm", ((input, "input"), (mat1, "mat1"), (mat2, "mat2")))
     if input.dtype != mat2.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "
                            f"{_type_name(input)} and {_type_name(mat2)}")
@@ -120,6 +128,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * (batch1 @ batch2) per batch; input broadcasts to (b, n, p)."""
+    _check_tensors("baddbmm", ((input, "input"), (batch1, "batch1"), (batch2, "batch2")))
     if batch1.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if batch2.dim() != 3:

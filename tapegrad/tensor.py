@@ -101,12 +101,25 @@ def _arg_label(x) -> str:
     return _type_name(x)
 
 
+def _compiled_op(method):
+    """Marks a method whose body only hands self to the compiled op of its name: Tensor holds
+    that op itself, behind the methods' entry (_public_calls.install_methods), with the method's
+    docstring; the def documents it."""
+    method.__compiled_op__ = True
+    return method
+
+
 def invalid_arguments(fn: str, args: tuple, kwargs: dict, signatures: str) -> TypeError:
     """PyTorch's error for a call that matches none of a function's overloads."""
-    got = [_arg_label(a) for a in args] + [f"{k}={_arg_label(v)}" for k, v in kwargs.items()]
-    tail = "" if args or not kwargs else ", "    # PyTorch prints "(foo=int, )"
     return TypeError(f"{fn}() received an invalid combination of arguments - got "
-                     f"({', '.join(got)}{tail}), but expected one of:" + signatures)
+                     f"({arguments_got(args, kwargs)}), but expected one of:" + signatures)
+
+
+def arguments_got(args: tuple, kwargs: dict) -> str:
+    """What PyTorch's parser lists of a call's arguments in "got (...)": "Tensor, int",
+    "Tensor, min=str", "dimm=int, " (its separator stays after keywords alone)."""
+    got = [_arg_label(a) for a in args] + [f"{k}={_arg_label(v)}" for k, v in kwargs.items()]
+    return ", ".join(got) + ("" if args or not kwargs else ", ")
 
 
 def parse_to(args: tuple, kwargs: dict):
@@ -218,7 +231,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """
         if dim is None:
             return Size(self._array.shape)
-        return self._array.shape[_core.normalize_dim(dim, self._array.ndim)]
+        return self._array.shape[_core.normalize_dim(dim, self._array.ndim, "size")]
 
     def dim(self) -> int:
         """The number of dimensions (0 for a scalar tensor); also ``ndim``."""
@@ -673,30 +686,36 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         from .contractions import baddbmm
         return baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
+    @_compiled_op
     def exp(self):
         """Elementwise ``e ** self``; the same as ``tapegrad.exp(self)`` (recorded, gradient
         ``grad * exp(self)``).
         """
         return _core.exp(self)
 
+    @_compiled_op
     def log(self):
         """Elementwise natural logarithm (``nan`` below 0, ``-inf`` at 0); the same as
         ``tapegrad.log(self)``.
         """
         return _core.log(self)
 
+    @_compiled_op
     def tanh(self):
         """Elementwise hyperbolic tangent; the same as ``tapegrad.tanh(self)``."""
         return _core.tanh(self)
 
+    @_compiled_op
     def relu(self):
         """Elementwise ``max(self, 0)``; the gradient at 0 is 0, as PyTorch's."""
         return _core.relu(self)
 
+    @_compiled_op
     def neg(self):
         """Elementwise ``-self``; the same as ``tapegrad.neg(self)``."""
         return _core.neg(self)
 
+    @_compiled_op
     def add(self, other, other_after_scale=NOT_GIVEN, *, alpha=1):
         """``self + alpha * other`` with broadcasting and PyTorch's type promotion (``other`` may be a
         Python number).
@@ -708,10 +727,12 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """
         return _core.add(self, other, other_after_scale, alpha=alpha)
 
+    @_compiled_op
     def sub(self, other, other_after_scale=NOT_GIVEN, *, alpha=1):
         """``self - alpha * other`` with broadcasting and PyTorch's type promotion."""
         return _core.sub(self, other, other_after_scale, alpha=alpha)
 
+    @_compiled_op
     def mul(self, other):
         """``self * other`` elementwise, with broadcasting and PyTorch's type promotion."""
         return _core.mul(self, other)
@@ -720,10 +741,12 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """``self / other`` elementwise (true division: integer inputs give the default float dtype)."""
         return _core.div(self, other)
 
+    @_compiled_op
     def pow(self, exponent):
         """``self ** exponent`` elementwise; ``exponent`` is a number or a broadcastable tensor."""
         return _core.pow(self, exponent)
 
+    @_compiled_op
     def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
         """The sum of all elements (a 0-d tensor), or over ``dim`` (an int or a tuple of ints; negative
         counts from the end), keeping reduced dims as size 1 with ``keepdim=True``.
@@ -739,12 +762,14 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """
         return _core.sum(self, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
 
+    @_compiled_op
     def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
         """The mean of all elements, or over ``dim`` (int or tuple) with ``keepdim``; the input must be
         floating point (or ``dtype`` given), as in PyTorch.
         """
         return _core.mean(self, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
 
+    @_compiled_op
     def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """The index of the largest element of the flattened tensor (int64, 0-d), or along ``dim``; not
         differentiable (the result never requires grad).

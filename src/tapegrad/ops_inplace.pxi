@@ -757,7 +757,9 @@ cdef extern from "out_arg_call.h":
     int tg_out_arg_set_meta(object tensor_cls, object parameter_cls, object entry) except -1
     int tg_out_arg_set_capture_route(object route) except -1
     object tg_out_arg_capture_route()
-    int tg_out_arg_set_argument_error(object ndarray_type, object handler, object binding) except -1
+    int tg_out_arg_set_argument_error(object ndarray_type, object handler, object binding,
+                                      object method) except -1
+    object tg_method_type()
 
 
 def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
@@ -792,13 +794,20 @@ def _capture_route():
     return tg_out_arg_capture_route()
 
 
-def _set_argument_error(handler, binding):
+def _set_argument_error(handler, binding, method):
     """Called once by tapegrad/_public_calls.py: a public function's call with an ndarray among
     its arguments raises handler(function, name, error, args, kwargs)'s exception instead of its
     outcome (error: what it raised, or None), unless that returns None; an in-place function's
     before it runs.  A call without one that raised a TypeError raises binding(entry, name,
-    error, args, kwargs)'s instead, unless that returns None (out_arg_call.h)."""
-    tg_out_arg_set_argument_error(np.ndarray, handler, binding)
+    error, args, kwargs)'s instead, unless that returns None; a TensorMethod's call that raised
+    one, method(entry, name, error, args, kwargs)'s (out_arg_call.h)."""
+    tg_out_arg_set_argument_error(np.ndarray, handler, binding, method)
+
+
+# TensorMethod(name, fn): a method of Tensor (tapegrad/_public_calls.py install_methods), a C
+# method descriptor that calls fn with the caller's vector and hands a call that raised a
+# TypeError to method_error, for PyTorch's wording of a method's argument errors.
+TensorMethod = tg_method_type()
 
 
 def _set_capture_route(route):

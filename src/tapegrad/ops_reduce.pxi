@@ -631,6 +631,8 @@ cdef object arg_extreme(bint is_max, TensorBase input, object dim, bint keepdim)
         if keepdim:
             out = out.reshape((1,) * A.ndim)
         return wrap(out)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):    # (one signature)
+        raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not {type_name(dim)}")
     cdef int ax = single_axis(dim, A.ndim, name)
     if A.ndim == 0:
         return wrap(np.asarray(0, dtype=NP_INT64))
@@ -922,9 +924,15 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     return res
 
 
-def normalize_dim(dim, int ndim):
-    """One dim (negative allowed) -> its axis, with PyTorch's IndexError when out of range."""
-    return normalize_dims(int(dim), ndim)[0] if ndim > 0 else normalize_dims(int(dim), ndim)
+def normalize_dim(dim, int ndim, str fname=None):
+    """One dim (negative allowed) -> its axis, with PyTorch's IndexError when out of range and
+    its TypeError for what is not an int (a float was truncated, a bool and a numeric string
+    taken: x.size(1.5) was x.size(1)), under the name of `fname` where given."""
+    if isinstance(dim, (bool, np.bool_)) or not hasattr(dim, "__index__"):
+        raise TypeError(f"{fname + '(): ' if fname else ''}argument 'dim' must be int, not "
+                        f"{type_name(dim)}")
+    dim = _operator.index(dim)
+    return normalize_dims(dim, ndim)[0] if ndim > 0 else normalize_dims(dim, ndim)
 
 
 max_.__name__ = max_.__qualname__ = "max"

@@ -37,9 +37,14 @@ cdef object int_arg(object v, str fname, str argname, int pos):
 
 
 cdef tuple int_list_arg(tuple args, str fname, str argname):
-    """Sizes or dims given as varargs (x.f(2, 3)) or as one sequence (x.f((2, 3)), x.f([2, 3]))."""
+    """Sizes or dims given as varargs (x.f(2, 3)) or as one sequence (x.f((2, 3)), x.f([2, 3])).
+    PyTorch's parser names a bad first element by its type, a later one as the element it failed
+    to unpack (counted from 1), and a single argument that is no sequence by its own type."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
+    elif len(args) == 1 and isinstance(args[0], (str, bytes, float)):
+        raise TypeError(f"{fname}(): argument '{argname}' (position 1) must be tuple of ints, not "
+                        f"{type_name(args[0])}")
     out = []
     for i, v in enumerate(args):
         if isinstance(v, int) and not isinstance(v, bool):
@@ -51,6 +56,10 @@ cdef tuple int_list_arg(tuple args, str fname, str argname):
                 continue
             except TypeError:
                 pass
+        if i:
+            raise TypeError(f"{fname}(): argument '{argname}' failed to unpack the object at pos "
+                            f"{i + 1} with error \"type must be tuple of ints,but got "
+                            f"{type_name(v)}\"")
         raise TypeError(f"{fname}(): argument '{argname}' (position 1) must be tuple of ints, but "
                         f"found element of type {type_name(v)} at pos {i}")
     return tuple(out)

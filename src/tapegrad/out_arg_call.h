@@ -32,15 +32,25 @@
 #include <structmember.h>
 #include <stddef.h>
 
+/* What both entries, WithOut and TensorMethod (below), start with: their object handling (GC,
+ * deallocation) is written once, for this. */
 typedef struct {
     PyObject_HEAD
     PyObject *fn;               /* the wrapped function, called as it is when out is absent */
     PyObject *name;             /* torch's name of the function (messages) */
+    PyObject *dict;             /* __name__, __qualname__, __doc__, __signature__, __wrapped__ */
+    vectorcallfunc vectorcall;
+} TgEntry;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn;               /* (TgEntry's fields, first) */
+    PyObject *name;
+    PyObject *dict;
+    vectorcallfunc vectorcall;
     char dtype_from_out;        /* the function computes in out's dtype (factories, sums) */
     char takes_out;             /* PyTorch's function has out= (else `out` is the function's) */
     char in_place;              /* its name ends in '_': it writes its input (fill_, resize_as_) */
-    PyObject *dict;             /* __name__, __qualname__, __doc__, __signature__, __wrapped__ */
-    vectorcallfunc vectorcall;
 } TgOutArg;
 
 /* _call_with_out(fn, name, dtype_from_out, args, kwargs), set once by tg_out_arg_type(). */
@@ -155,10 +165,19 @@ static PyObject *tg_argument_error = NULL;
  * failed calls pay for it. */
 static PyObject *tg_binding_error = NULL;
 
+/* _public_calls.method_error(entry, name, error, args, kwargs), set with argument_error: a
+ * Tensor method's call (TensorMethod below, self first among args) that raised a TypeError gets
+ * its verdict: PyTorch's wording for a method, which counts positions after self and leaves
+ * self out of "got (...)" (the core's messages count them as the function's do); None: the
+ * error stands.  Only failed calls pay for it. */
+static PyObject *tg_method_error = NULL;
+
 static int
-tg_out_arg_set_argument_error(PyObject *ndarray_type, PyObject *handler, PyObject *binding)
+tg_out_arg_set_argument_error(PyObject *ndarray_type, PyObject *handler, PyObject *binding,
+                              PyObject *method)
 {
-    if (!PyType_Check(ndarray_type) || !PyCallable_Check(handler) || !PyCallable_Check(binding)) {
+    if (!PyType_Check(ndarray_type) || !PyCallable_Check(handler) || !PyCallable_Check(binding)
+            || !PyCallable_Check(method)) {
         PyErr_SetString(PyExc_TypeError, "the ndarray type must be a type, the handlers callable");
         return -1;
     }
@@ -168,6 +187,8 @@ tg_out_arg_set_argument_error(PyObject *ndarray_type, PyObject *handler, PyObjec
     Py_XSETREF(tg_argument_error, handler);
     Py_INCREF(binding);
     Py_XSETREF(tg_binding_error, binding);
+    Py_INCREF(method);
+    Py_XSETREF(tg_method_error, method);
     return 0;
 }
 
@@ -250,18 +271,52 @@ tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, s
  * function raised (NULL: it returned).  A new reference to the exception to raise instead, to
  * None (the call's own outcome stands), or NULL with an error set.  argument_error (a call with
  * an ndarray argument) is given the wrapped function, binding_error the entry itself (its
- * signature has out= where PyTorch's has it). */
+ * signature has out= where PyTorch's has it), method_error the method's entry. */
 static PyObject *
-tg_out_arg_verdict(PyObject *handler, PyObject *function, TgOutArg *self, PyObject *error,
+tg_out_arg_verdict(PyObject *handler, PyObject *function, PyObject *name, PyObject *error,
                    PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     PyObject *head, *verdict;
-    head = PyTuple_Pack(3, function, self->name, error != NULL ? error : Py_None);
+    head = PyTuple_Pack(3, function, name, error != NULL ? error : Py_None);
     if (head == NULL)
         return NULL;
     verdict = tg_out_arg_call_with(handler, head, args, nargsf, kwnames, 1);
     Py_DECREF(head);
     return verdict;
+}
+
+/* The call's outcome (`result`, or NULL with its error set) as handler's verdict on it has it:
+ * the outcome itself (None), or the verdict's exception raised (NULL returned). */
+static PyObject *
+tg_out_arg_judged(PyObject *handler, PyObject *function, PyObject *name, PyObject *result,
+                  PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *type = NULL, *value = NULL, *tb = NULL, *verdict;
+
+    if (result == NULL) {
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (value == NULL) {        /* (an error without a value: nothing to judge) */
+            PyErr_Restore(type, value, tb);
+            return NULL;
+        }
+    }
+    verdict = tg_out_arg_verdict(handler, function, name, value, args, nargsf, kwnames);
+    if (verdict == Py_None) {
+        Py_DECREF(verdict);
+        if (result == NULL)
+            PyErr_Restore(type, value, tb);
+        return result;
+    }
+    Py_XDECREF(result);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    if (verdict != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(verdict), verdict);
+        Py_DECREF(verdict);
+    }
+    return NULL;
 }
 
 /* An in-place function (fill_, resize_as_) with an ndarray argument: argument_error's verdict
@@ -276,7 +331,8 @@ tg_out_arg_refused_in_place(TgOutArg *self, PyObject *const *args, size_t nargsf
     if (!self->in_place || tg_argument_error == NULL
             || !tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_ndarray))
         return 0;
-    verdict = tg_out_arg_verdict(tg_argument_error, self->fn, self, NULL, args, nargsf, kwnames);
+    verdict = tg_out_arg_verdict(tg_argument_error, self->fn, self->name, NULL, args, nargsf,
+                                 kwnames);
     if (verdict == NULL)
         return -1;
     if (verdict == Py_None) {
@@ -295,43 +351,15 @@ static PyObject *
 tg_out_arg_checked(TgOutArg *self, PyObject *result, PyObject *const *args, size_t nargsf,
                    PyObject *kwnames)
 {
-    PyObject *type = NULL, *value = NULL, *tb = NULL, *verdict, *handler, *function;
-
     if (tg_argument_error == NULL)
         return result;
-    if (tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_ndarray)) {
-        handler = tg_argument_error;
-        function = self->fn;
-    } else if (result == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
-        handler = tg_binding_error;
-        function = (PyObject *)self;
-    } else {
-        return result;
-    }
-    if (result == NULL) {
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        if (value == NULL) {        /* (an error without a value: nothing to judge) */
-            PyErr_Restore(type, value, tb);
-            return NULL;
-        }
-    }
-    verdict = tg_out_arg_verdict(handler, function, self, value, args, nargsf, kwnames);
-    if (verdict == Py_None) {
-        Py_DECREF(verdict);
-        if (result == NULL)
-            PyErr_Restore(type, value, tb);
-        return result;
-    }
-    Py_XDECREF(result);
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
-    if (verdict != NULL) {
-        PyErr_SetObject((PyObject *)Py_TYPE(verdict), verdict);
-        Py_DECREF(verdict);
-    }
-    return NULL;
+    if (tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_ndarray))
+        return tg_out_arg_judged(tg_argument_error, self->fn, self->name, result, args, nargsf,
+                                 kwnames);
+    if (result == NULL && PyErr_ExceptionMatches(PyExc_TypeError))
+        return tg_out_arg_judged(tg_binding_error, (PyObject *)self, self->name, NULL, args,
+                                 nargsf, kwnames);
+    return result;
 }
 
 static PyObject *
@@ -377,6 +405,29 @@ tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, 
     return tg_out_arg_checked(self, result, args, nargsf, kwnames);
 }
 
+/* A new entry of `type` (WithOut, TensorMethod) calling `fn`, named `name`: its TgEntry fields
+ * set, the others zero. */
+static TgEntry *
+tg_entry_new(PyTypeObject *type, PyObject *name, PyObject *fn, vectorcallfunc vectorcall)
+{
+    TgEntry *self;
+    if (!PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "%.100s(): fn must be callable, not %.100s",
+                     type->tp_name, Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    self = (TgEntry *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(fn);
+    self->fn = fn;
+    Py_INCREF(name);
+    self->name = name;
+    self->dict = NULL;
+    self->vectorcall = vectorcall;
+    return self;
+}
+
 /* WithOut(name, fn, dtype_from_out, takes_out=True) */
 static PyObject *
 tg_out_arg_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -389,29 +440,18 @@ tg_out_arg_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UOp|p:WithOut", keywords,
                                      &name, &fn, &dtype_from_out, &takes_out))
         return NULL;
-    if (!PyCallable_Check(fn)) {
-        PyErr_Format(PyExc_TypeError, "WithOut(): fn must be callable, not %.100s",
-                     Py_TYPE(fn)->tp_name);
-        return NULL;
-    }
-    self = (TgOutArg *)type->tp_alloc(type, 0);
+    self = (TgOutArg *)tg_entry_new(type, name, fn, tg_out_arg_vectorcall);
     if (self == NULL)
         return NULL;
-    Py_INCREF(fn);
-    self->fn = fn;
-    Py_INCREF(name);
-    self->name = name;
     self->dtype_from_out = (char)dtype_from_out;
     self->takes_out = (char)takes_out;
     self->in_place = PyUnicode_GET_LENGTH(name) > 1
                      && PyUnicode_READ_CHAR(name, PyUnicode_GET_LENGTH(name) - 1) == '_';
-    self->dict = NULL;
-    self->vectorcall = tg_out_arg_vectorcall;
     return (PyObject *)self;
 }
 
 static int
-tg_out_arg_traverse(TgOutArg *self, visitproc visit, void *arg)
+tg_entry_traverse(TgEntry *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->fn);
     Py_VISIT(self->name);
@@ -420,7 +460,7 @@ tg_out_arg_traverse(TgOutArg *self, visitproc visit, void *arg)
 }
 
 static int
-tg_out_arg_clear(TgOutArg *self)
+tg_entry_clear(TgEntry *self)
 {
     Py_CLEAR(self->fn);
     Py_CLEAR(self->name);
@@ -429,10 +469,10 @@ tg_out_arg_clear(TgOutArg *self)
 }
 
 static void
-tg_out_arg_dealloc(TgOutArg *self)
+tg_entry_dealloc(TgEntry *self)
 {
     PyObject_GC_UnTrack(self);
-    tg_out_arg_clear(self);
+    tg_entry_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -486,7 +526,7 @@ static PyTypeObject TgOutArg_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "tapegrad._ops_inplace.WithOut",
     .tp_basicsize = sizeof(TgOutArg),
-    .tp_dealloc = (destructor)tg_out_arg_dealloc,
+    .tp_dealloc = (destructor)tg_entry_dealloc,
     .tp_vectorcall_offset = offsetof(TgOutArg, vectorcall),
     .tp_repr = (reprfunc)tg_out_arg_repr,
     .tp_call = PyVectorcall_Call,
@@ -495,8 +535,8 @@ static PyTypeObject TgOutArg_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "A public function of tapegrad: PyTorch's keyword-only out= where PyTorch has it "
               "(tapegrad/_out_arg.py), and the meta device's dispatch (tapegrad/_public_calls.py).",
-    .tp_traverse = (traverseproc)tg_out_arg_traverse,
-    .tp_clear = (inquiry)tg_out_arg_clear,
+    .tp_traverse = (traverseproc)tg_entry_traverse,
+    .tp_clear = (inquiry)tg_entry_clear,
     .tp_methods = tg_out_arg_methods,
     .tp_members = tg_out_arg_members,
     .tp_getset = tg_out_arg_getset,
@@ -515,6 +555,130 @@ tg_out_arg_type(PyObject *slow_call)
     tg_out_arg_slow_call = slow_call;
     Py_INCREF(&TgOutArg_Type);
     return (PyObject *)&TgOutArg_Type;
+}
+
+/* -- TensorMethod: a method of Tensor --------------------------------------------------------
+ *
+ * TensorMethod(name, fn) is what Tensor's class holds for each of its Python-level and compiled
+ * methods (tapegrad/_public_calls.py install_methods): `t.mul(y)` calls fn(t, y) through
+ * vectorcall with the caller's own vector (a method descriptor, as a function is: no bound
+ * method is made for a call), and only a call that raised a TypeError goes to method_error,
+ * which words it as PyTorch's method does.  The function's own messages are a function's
+ * ("mul(): argument 'other' (position 2)", "got (Tensor, str)"): the same op serves
+ * tapegrad.mul(t, y) and t.mul(y), and only the failed call learns which it was. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn;               /* (TgEntry's fields, first): fn(self, *args, **kwargs) */
+    PyObject *name;
+    PyObject *dict;
+    vectorcallfunc vectorcall;
+    char refuses_out;           /* fn takes out= as the function, which PyTorch's method has not */
+} TgMethod;
+
+static PyObject *
+tg_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    TgMethod *self = (TgMethod *)callable;
+    vectorcallfunc fn_call = PyVectorcall_Function(self->fn);
+    PyObject *result;
+    if (kwnames != NULL && self->refuses_out && tg_kwnames_name_out(kwnames)) {
+        PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument 'out'",
+                     self->name);
+        return NULL;
+    }
+    result = fn_call != NULL ? fn_call(self->fn, args, nargsf, kwnames)
+                             : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+    if (result != NULL || tg_method_error == NULL || !PyErr_ExceptionMatches(PyExc_TypeError))
+        return result;
+    return tg_out_arg_judged(tg_method_error, callable, self->name, NULL, args, nargsf, kwnames);
+}
+
+/* TensorMethod(name, fn, refuses_out=False) */
+static PyObject *
+tg_method_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"name", "fn", "refuses_out", NULL};
+    PyObject *name, *fn;
+    int refuses_out = 0;
+    TgMethod *self;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO|p:TensorMethod", keywords, &name, &fn,
+                                     &refuses_out))
+        return NULL;
+    self = (TgMethod *)tg_entry_new(type, name, fn, tg_method_vectorcall);
+    if (self == NULL)
+        return NULL;
+    self->refuses_out = (char)refuses_out;
+    return (PyObject *)self;
+}
+
+/* t.mul: a bound method, as a function's __get__ gives; Tensor.mul: the method itself. */
+static PyObject *
+tg_method_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
+{
+    if (obj == NULL || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *
+tg_method_repr(TgMethod *self)
+{
+    return PyUnicode_FromFormat("<function Tensor.%U>", self->name);
+}
+
+/* Pickled by name, as a function is: Tensor.<name> of its __module__. */
+static PyObject *
+tg_method_reduce(TgMethod *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyUnicode_FromFormat("Tensor.%U", self->name);
+}
+
+static PyMethodDef tg_method_methods[] = {
+    {"__reduce__", (PyCFunction)tg_method_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyMemberDef tg_method_members[] = {
+    {"__wrapped__", T_OBJECT, offsetof(TgMethod, fn), READONLY,
+     "the method's function (its signature is the method's)"},
+    {"name", T_OBJECT, offsetof(TgMethod, name), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyTypeObject TgMethod_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tapegrad._ops_inplace.TensorMethod",
+    .tp_basicsize = sizeof(TgMethod),
+    .tp_dealloc = (destructor)tg_entry_dealloc,
+    .tp_vectorcall_offset = offsetof(TgMethod, vectorcall),
+    .tp_repr = (reprfunc)tg_method_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
+                | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A method of tapegrad.Tensor: its function, and PyTorch's wording of a method's "
+              "argument errors (tapegrad/_public_calls.py).",
+    .tp_traverse = (traverseproc)tg_entry_traverse,
+    .tp_clear = (inquiry)tg_entry_clear,
+    .tp_methods = tg_method_methods,
+    .tp_members = tg_method_members,
+    .tp_getset = tg_out_arg_getset,
+    .tp_descr_get = tg_method_get,
+    .tp_dictoffset = offsetof(TgMethod, dict),
+    .tp_new = tg_method_new,
+};
+
+static PyObject *
+tg_method_type(void)
+{
+    if (PyType_Ready(&TgMethod_Type) < 0)
+        return NULL;
+    Py_INCREF(&TgMethod_Type);
+    return (PyObject *)&TgMethod_Type;
 }
 
 #endif

@@ -1,0 +1,49 @@
+"""PyTorch's overloaded builtins: the functions of the torch namespace and the Tensor methods
+that PyTorch's argument parser knows under more than one signature.  A call that fits none of them
+raises "received an invalid combination of arguments - got (...)" where a builtin with one
+signature says what Python would ("missing 1 required positional argument", "takes 2 positional
+arguments but 3 were given"): tapegrad/_public_calls.py words a call that does not fit one of
+these so.  Found by calling each of PyTorch's builtins with 25 arguments (every signature refuses
+that many: an overloaded one says "invalid combination", another "takes ... positional
+arguments"); tests/test_methods19.py checks the lists against the installed PyTorch.
+"""
+
+FUNCTIONS = frozenset((
+    "add", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addmv_", "addr", "all", "any",
+    "arange", "argsort", "baddbmm", "bartlett_window", "bernoulli", "bitwise_and",
+    "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "blackman_window", "bmm", "bucketize", "clamp", "clamp_", "clamp_max", "clamp_max_",
+    "clamp_min", "clamp_min_", "clip", "clip_", "conv1d", "conv2d", "conv3d", "copysign",
+    "count_nonzero", "ctc_loss", "cumulative_trapezoid", "div", "divide", "dsplit",
+    "embedding_bag", "eq", "eye", "fill", "fill_", "float_power", "floor_divide", "fmod",
+    "ge", "gradient", "greater", "greater_equal", "gt", "hamming_window", "hann_window",
+    "histogram", "histogramdd", "hsplit", "index_fill", "is_autocast_enabled", "isin",
+    "kaiser_window", "le", "lerp", "less", "less_equal", "linspace", "logspace", "lt",
+    "masked_fill", "max", "mean", "median", "min", "mm", "moveaxis", "movedim", "multiply",
+    "nanmedian", "nanquantile", "narrow", "ne", "normal", "not_equal", "nuclear_norm", "pow",
+    "prod", "quantile", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like",
+    "randperm", "remainder", "repeat_interleave", "result_type", "round", "round_", "rsub",
+    "scatter", "searchsorted", "set_autocast_enabled", "sort", "sparse_coo_tensor", "spmm",
+    "squeeze", "squeeze_copy", "std", "std_mean", "sub", "subtract", "sum", "tensor_split",
+    "trapezoid", "trapz", "true_divide", "var", "var_mean", "view_copy", "vsplit", "where",
+    "xlogy", "xlogy_"))
+
+METHODS = frozenset((
+    "add", "add_", "addbmm", "addbmm_", "addcdiv", "addcdiv_", "addcmul", "addcmul_", "addmm",
+    "addmm_", "addmv", "addmv_", "addr", "addr_", "all", "any", "argsort", "baddbmm",
+    "baddbmm_", "bernoulli", "bernoulli_", "bitwise_and", "bitwise_and_",
+    "bitwise_left_shift", "bitwise_left_shift_", "bitwise_or", "bitwise_or_",
+    "bitwise_right_shift", "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "clamp",
+    "clamp_", "clamp_max", "clamp_max_", "clamp_min", "clamp_min_", "clip", "clip_", "copy_",
+    "copysign", "copysign_", "count_nonzero", "cuda", "div", "div_", "divide", "divide_",
+    "dsplit", "eq", "eq_", "fill_", "float_power", "float_power_", "floor_divide",
+    "floor_divide_", "fmod", "fmod_", "ge", "ge_", "greater", "greater_", "greater_equal",
+    "greater_equal_", "gt", "gt_", "histogram", "hsplit", "index_fill", "index_fill_", "le",
+    "le_", "lerp", "lerp_", "less", "less_", "less_equal", "less_equal_", "lt", "lt_",
+    "masked_fill", "masked_fill_", "max", "mean", "median", "min", "moveaxis", "movedim",
+    "multiply", "multiply_", "nanmedian", "nanquantile", "narrow", "ne", "ne_", "new",
+    "nonzero", "not_equal", "not_equal_", "pow", "pow_", "prod", "quantile", "random_",
+    "remainder", "remainder_", "repeat_interleave", "round", "round_", "scatter", "scatter_",
+    "set_", "sort", "squeeze", "squeeze_", "std", "sub", "sub_", "subtract", "subtract_",
+    "sum", "tensor_split", "to", "to_sparse", "true_divide", "true_divide_", "type", "var",
+    "view", "vsplit", "where", "xlogy", "xlogy_"))
