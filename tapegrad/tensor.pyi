@@ -24,11 +24,14 @@ from tapegrad import Tensor as Tensor
 __all__ = [
     'Size',
     'Tensor',
+    'arguments_got',
     'as_dtype',
     'invalid_arguments',
     'is_int',
     'parse_to',
 ]
+
+def arguments_got(args: builtins.tuple[Any, ...], kwargs: builtins.dict[Any, Any]) -> _str: ...
 
 def as_dtype(x: Any) -> Any: ...
 

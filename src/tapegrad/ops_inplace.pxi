@@ -126,8 +126,11 @@ cdef int check_result(TensorBase t, object value) except -1:
 cdef int write_result(TensorBase t, object value) except -1:
     """Store `value` into t's storage (same shape; castable to t's dtype, as PyTorch requires)."""
     check_result(t, value)              # (t's array is writable after it)
-    with IeeeResults():                 # (a cast to inf or from NaN: PyTorch's is silent)
+    if value.dtype == t._array.dtype:
         np.copyto(t._array, value, casting="unsafe")
+    else:
+        with IeeeResults():             # (a cast to inf or from NaN: PyTorch's is silent)
+            np.copyto(t._array, value, casting="unsafe")
     return 0
 
 
@@ -627,15 +630,11 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         # then view.abs_() runs there)
         return None
     if not recording:
-        with IeeeResults():             # (a cast to inf or from NaN: PyTorch's is silent)
-            if A.flags.writeable:
-                A[nkey] = V
-            elif advanced:              # (overlapping: PyTorch warned above, and writes)
-                writable(A, True)[nkey] = V
-            elif isinstance(T, np.ndarray):
-                writable(T)[...] = V
-            else:                       # one element (a numpy scalar, not a view)
-                writable(A, True)[nkey] = V
+        if V.dtype == A.dtype:
+            assign_unrecorded(A, T, nkey, V, bool(advanced))
+        else:
+            with IeeeResults():         # (a cast to inf or from NaN: PyTorch's is silent)
+                assign_unrecorded(A, T, nkey, V, bool(advanced))
         bump_version(self)
         return None
     # Recorded: the new value of self is a function of its old value and `value`.
@@ -651,6 +650,19 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     bump_version(self)
     adopt_record(self, result)
     return None
+
+
+cdef int assign_unrecorded(object A, object T, object nkey, object V, bint advanced) except -1:
+    """A[nkey] = V (T: A[nkey] as setitem_op indexed it), into a read-only A too."""
+    if A.flags.writeable:
+        A[nkey] = V
+    elif advanced:                      # (overlapping: PyTorch warned above, and writes)
+        writable(A, True)[nkey] = V
+    elif isinstance(T, np.ndarray):
+        writable(T)[...] = V
+    else:                               # one element (a numpy scalar, not a view)
+        writable(A, True)[nkey] = V
+    return 0
 
 
 cdef object user_setitem(TensorBase self, object key, object value):
@@ -884,8 +896,11 @@ cdef bint plain_copy(TensorBase self, TensorBase src) except -1:
     fresh_operands(self, src)
     check_inplace(self, False, True)
     check_source_overlap(A, V, False)
-    with IeeeResults():                 # (numpy's unsafe cast, as copy_'s; silent as PyTorch's)
+    if cnp.PyArray_DESCR(a) is cnp.PyArray_DESCR(<cnp.ndarray>V) or A.dtype == V.dtype:
         cnp.PyArray_CopyInto(a, <cnp.ndarray>V)
+    else:
+        with IeeeResults():             # (numpy's unsafe cast, as copy_'s; silent as PyTorch's)
+            cnp.PyArray_CopyInto(a, <cnp.ndarray>V)
     bump_version(self)
     return True
 
