@@ -142,3 +142,34 @@ def test_leaf_grad_after_backward_with_create_graph_is_a_copy(torch):
     np.testing.assert_allclose(v1, v2)
     np.testing.assert_allclose(gg1, gg2)
     np.testing.assert_allclose(w1, w2)
+
+
+def _stale_saved_value(lib, case):
+    """The message of a backward through a value written in place after it was saved."""
+    b = lib.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    c = b * 1
+    if case == "mean(0)":
+        c = c.mean(0)
+    elif case == "fill_":
+        c = c.fill_(2.0)
+    d = c * c
+    if case == "c[0:1] = v":
+        c[:, 0:1] = b[:, :1] * 2
+    elif case == "c[...] = 0-d":
+        c[...] = b.sum()
+    elif case == "copy_":
+        c.copy_(b * 3)
+    else:
+        with lib.no_grad():
+            c.mul_(1)
+    with pytest.raises(RuntimeError) as info:
+        d.sum().backward()
+    return str(info.value).split(";")[0]
+
+
+@pytest.mark.parametrize("case", ["c[0:1] = v", "c[...] = 0-d", "copy_", "mean(0)", "fill_",
+                                  "plain"])
+def test_modified_in_place_message_names_the_node_as_pytorch(case, torch):
+    # PyTorch drops only "Backward0" (MeanBackward1 is "Mean1"), and names its hand-written
+    # nodes with their namespace (torch::autograd::CopySlices)
+    assert _stale_saved_value(tg, case) == _stale_saved_value(torch, case)
