@@ -173,3 +173,20 @@ def test_modified_in_place_message_names_the_node_as_pytorch(case, torch):
     # PyTorch drops only "Backward0" (MeanBackward1 is "Mean1"), and names its hand-written
     # nodes with their namespace (torch::autograd::CopySlices)
     assert _stale_saved_value(tg, case) == _stale_saved_value(torch, case)
+
+
+@pytest.mark.parametrize("other", [2.0, 3, -1.5])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_rsub_of_a_number_is_one_rsub_node(other, dtype, torch):
+    # torch.rsub(t, number) is `number - t`: grad_fn RsubBackward1, dtype as the operator's
+    x = np.array([1.0, -2.0, 0.5]) if dtype != "int64" else np.array([1, -2, 5])
+    ours_in = tg.tensor(x, dtype=getattr(tg, dtype), requires_grad=dtype != "int64")
+    their_in = torch.tensor(x, dtype=getattr(torch, dtype), requires_grad=dtype != "int64")
+    ours, theirs = tg.rsub(ours_in, other), torch.rsub(their_in, other)
+    assert ours.dtype == getattr(tg, str(theirs.dtype).split(".")[1])
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy())
+    assert _name(ours.grad_fn) == _name(theirs.grad_fn)
+    if dtype != "int64":
+        (ours * ours).sum().backward()
+        (theirs * theirs).sum().backward()
+        np.testing.assert_allclose(ours_in.grad.numpy(), their_in.grad.numpy())
