@@ -179,6 +179,8 @@ def rsub(input, other, *, alpha=1):
                            "point number.")
     if isinstance(other, TensorBase):
         return sub(other, input, alpha=alpha)
+    if alpha == 1 and type(alpha) is not bool:
+        return input.__rsub__(other)        # `other - input`: PyTorch's RsubBackward1 node
     return sub(_scalar_like(other, input), input, alpha=alpha)
 
 

@@ -1418,6 +1418,14 @@ def setitem_scenario(a, b):
     return (y ** 3).sum() + (z * a).sum()
 
 
+def copy_scenario(a, b):
+    y = a * 1
+    y.copy_(a.sin() * b[0])                        # all of y itself (CopyBackwards)
+    z = a * 2
+    z[...] = b.prod()                              # a 0-d value (FillBackward3)
+    return (y ** 3).sum() + (z * a * y).sum()
+
+
 def stale_view_scenario(a, b):
     y = a * 1
     v = y[1:4]                                     # taken before the write: AsStridedBackward0
@@ -1555,6 +1563,7 @@ SECOND_ORDER = {
                                   + (a.masked_select(tg.tensor(MASK)) ** 3).sum(),
                                   [(2, 3), (2,)]),
     "setitem (CopySlices)": (lambda a, b: setitem_scenario(a, b), [(5,), (2,)]),
+    "copy_ (CopyBackwards)": (lambda a, b: copy_scenario(a, b), [(5,), (2,)]),
     "stale view (AsStrided)": (lambda a, b: stale_view_scenario(a, b), [(5,), (2,)]),
     "embedding": (lambda w: (F.embedding(tg.tensor([[0, 2], [2, 3]]), w, padding_idx=3) ** 3)
                   .sum() + (F.embedding(tg.tensor([1, 1, 0]), w) ** 2 * w[0]).sum()

@@ -13,8 +13,8 @@ cdef bint records(TensorBase t, object other) noexcept
 
 cdef object inplace_apply(TensorBase self, object fn, tuple args)
 
-cdef int OP_SETITEM
+cdef int OP_SETITEM, OP_COPY, OP_SETITEM_FILL
 
-cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=*)
+cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=*, bint is_copy=*)
 
 cdef object write_out(str name, object out, tuple operands, object fn, dict kwargs)

@@ -1604,7 +1604,8 @@ cdef int register_graph_vjps() except -1:
     for op in (OP_MASKED_FILL, OP_MASKED_FILL_T):
         GRAPH_VJP[op] = gv_masked_fill
     GRAPH_VJP[OP_MASKED_SELECT] = gv_masked_select
-    GRAPH_VJP[OP_SETITEM] = gv_setitem
+    for op in (OP_SETITEM, OP_COPY, OP_SETITEM_FILL):
+        GRAPH_VJP[op] = gv_setitem
     for op in NN_OVERWRITE_OPS.values():
         GRAPH_VJP[<int>op] = gv_overwrite
     GRAPH_VJP[OP_EMBEDDING] = gv_embedding
@@ -1697,7 +1698,8 @@ cdef object t_accumulate(dict adj, Py_ssize_t k, object g):
 
 cdef int deliver_graph_grad(TensorBase t, object g) except -1:
     """.grad accumulation with create_graph: a recorded copy the first time, then an
-    out-of-place recorded sum (PyTorch's AccumulateGrad under grad mode)."""
+    out-of-place recorded sum (PyTorch's AccumulateGrad under grad mode).  The copy is PyTorch's
+    (clone_obey_contract): a new tensor laid out as the leaf, copy_'d into (CopyBackwards)."""
     A = t._array
     cdef TensorBase G = <TensorBase>g
     if G._array.shape != A.shape:
@@ -1708,8 +1710,9 @@ cdef int deliver_graph_grad(TensorBase t, object g) except -1:
         # PyTorch's gradient layout contract: a leaf's first .grad is laid out as a contiguous
         # leaf is (a matmul VJP's transposed result would otherwise stay transposed, and
         # grad.view(n, -1) in an optimizer fail).
-        C = contiguous(G)
-        t._grad = clone(G) if C is G else C
+        E = wrap(np.empty(A.shape, dtype=A.dtype))
+        setitem_op(E, Ellipsis, G, True, True)
+        t._grad = E
     else:
         t._grad = binary_op(OP_ADD, t._grad, G)
     return 0

@@ -676,16 +676,21 @@ def _version_of(TensorBase t):
 def modified_in_place_error(arr, grad_fn_name, version, expected):
     """PyTorch's error for a saved value (array `arr`, or None where only its version was kept)
     written in place after it was saved: its version moved from `expected`.  `grad_fn_name` is
-    the node PyTorch names ("which is output 0 of Exp": the node's name without its Backward
-    suffix), None for a leaf.  The one message of the sweeps and of custom Functions'
-    saved_tensors."""
+    the node PyTorch names ("which is output 0 of Exp": the node's name without "Backward0",
+    "Mean1" for MeanBackward1, the namespace before a hand-written node's name), None for a
+    leaf.  The one message of the sweeps and of custom Functions' saved_tensors."""
     what = ("a tensor" if arr is None else
             f"[torch.{scalar_type_name(arr.dtype)}Tensor {list(arr.shape)}]")
     which = ""
     if grad_fn_name is not None:
         k = grad_fn_name.rfind("Backward")
         tail = grad_fn_name[k + 8:] if k >= 0 else "-"
-        node = grad_fn_name[:k] if tail.isdigit() or not tail else grad_fn_name
+        if grad_fn_name in ("CopyBackwards", "CopySlices"):
+            node = "torch::autograd::" + grad_fn_name
+        elif tail.isdigit() or not tail:
+            node = grad_fn_name[:k] + ("" if tail == "0" else tail)
+        else:
+            node = grad_fn_name
         which = f", which is output 0 of {node},"
     hint = ("Hint: the backtrace further above shows the operation that failed to compute its "
             "gradient. The variable in question was changed in there or anywhere later. Good "

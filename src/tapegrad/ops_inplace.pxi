@@ -336,6 +336,11 @@ cdef object vjp_setitem(Record* r, object g):
 
 
 OP_SETITEM = register_op("CopySlices", vjp_setitem)
+# A recorded write of all of self itself, not through a view: PyTorch's copy_ (CopyBackwards),
+# which x[key] = v also is for a key that takes no view, except that a 0-d value there is its
+# fill_ (FillBackward3).  The same write with the same VJP: only grad_fn's name differs.
+OP_COPY = register_op("CopyBackwards", vjp_setitem)
+OP_SETITEM_FILL = register_op("FillBackward3", vjp_setitem)
 
 
 cdef object setitem_key_item(object item, list advanced):
@@ -520,9 +525,11 @@ cdef bint key_takes_view(TensorBase self, object key) except -1:
     return False
 
 
-cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=False):
+cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=False,
+                       bint is_copy=False):
     """self[key] = value.  `onto_base`: a write into a view or an in-place op on one, already
-    checked as the user wrote it, going to the view's base under the base's index arrays."""
+    checked as the user wrote it, going to the view's base under the base's index arrays.
+    `is_copy`: self.copy_(value) (key `...`)."""
     cdef list advanced = []
     check_setitem_value(self, value)
     if not onto_base and key_is_whole(self, key):
@@ -642,7 +649,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     with IeeeResults():
         new[nkey] = V
     result = wrap(new)
-    r = record_from(OP_SETITEM, result, (self, value if isinstance(value, TensorBase) else None))
+    cdef int op = OP_SETITEM
+    if is_copy:
+        op = OP_COPY
+    elif not onto_base and key_is_whole(self, key):
+        op = OP_SETITEM_FILL if V.ndim == 0 and A.ndim != 0 else OP_COPY
+    r = record_from(op, result, (self, value if isinstance(value, TensorBase) else None))
     if r != NULL:
         keep(&r.aux, (nkey, bool(advanced), V.shape, value_shape,
                       V.dtype if V.dtype != A.dtype else None))
@@ -936,7 +948,7 @@ def copy_(TensorBase self, src, non_blocking=False):
     if isinstance(src, TensorBase):
         # (copy_ compares the source as given, before broadcasting it: PyTorch's copy_)
         check_source_overlap(self._array, (<TensorBase>src)._array, False)
-    setitem_op(self, Ellipsis, src, True)
+    setitem_op(self, Ellipsis, src, True, True)
     return self
 
 def _adopt_in_place_result(TensorBase self, TensorBase result):
