@@ -1,0 +1,65 @@
+"""What the session-19 proxy of rasbt/deeplearning-models and dragen1860's tutorials turned up:
+the multi-class hinge losses passed gradient through a term sitting exactly on the margin
+(PyTorch's kernels pass none there), a silent difference on integer-valued or tied logits."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.nn.functional as F
+
+# Row 0 (target 0) has a term exactly on the margin: 1 - x[0] + x[1] == 0.
+_X = [[1.0, 0.0, 1.0], [0.0, 1.0, 0.0], [0.5, 2.0, -1.0]]
+
+
+def _grads(mod, fn, x, *args, **kw):
+    t = mod.tensor(np.array(x), requires_grad=True)
+    out = fn(mod, t, *args, **kw)
+    out.backward(mod.arange(1.0, out.numel() + 1, dtype=mod.float64).reshape(out.shape))
+    return out.detach().numpy(), t.grad.numpy()
+
+
+def _multi_margin(mod, t, **kw):
+    return mod.nn.functional.multi_margin_loss(t, mod.tensor([0, 1, 1]), reduction="none", **kw)
+
+
+def _multilabel_margin(mod, t):
+    target = mod.tensor([[0, -1, 1], [2, 1, -1], [1, -1, 0]])
+    return mod.nn.functional.multilabel_margin_loss(t, target, reduction="none")
+
+
+def test_multi_margin_loss_term_on_the_margin_passes_no_gradient():
+    out, grad = _grads(tg, _multi_margin, _X)
+    # row 0, target 0: j=1 sits on the margin (1 - 1 + 0 == 0) and contributes nothing
+    np.testing.assert_allclose(grad[0], [-1 / 3, 0.0, 1 / 3])
+    np.testing.assert_allclose(out[0], 1 / 3)
+
+
+@pytest.mark.parametrize("kw", [{}, {"p": 2}, {"margin": 0.5},
+                                {"weight": [1.0, 2.0, 3.0]}])
+def test_multi_margin_loss_matches_torch_at_the_margin(torch, kw):
+    x = [[1.0, 0.5, 1.0], [0.0, 1.0, 0.0], [0.5, 2.0, 1.5]] if kw.get("margin") else _X
+
+    def run(mod):
+        kw2 = dict(kw)
+        if "weight" in kw2:
+            kw2["weight"] = mod.tensor(kw2["weight"], dtype=mod.float64)
+        return _grads(mod, lambda m, t: _multi_margin(m, t, **kw2), x)
+
+    for ours, theirs in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+def test_multilabel_margin_loss_matches_torch_at_the_margin(torch):
+    ours, theirs = _grads(tg, _multilabel_margin, _X), _grads(torch, _multilabel_margin, _X)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_hinge_losses_off_the_margin_pass_finite_difference(gradcheck):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 5))
+    gradcheck(lambda t: F.multi_margin_loss(t, tg.tensor([0, 3, 4, 1]), reduction="none"), x)
+    target = tg.tensor([[0, 2, -1, 0, 0], [4, -1, 0, 0, 0], [1, 2, 3, -1, 0], [3, -1, 0, 0, 0]])
+    gradcheck(lambda t: F.multilabel_margin_loss(t, target, reduction="none"), x)
