@@ -63,3 +63,53 @@ def test_hinge_losses_off_the_margin_pass_finite_difference(gradcheck):
     gradcheck(lambda t: F.multi_margin_loss(t, tg.tensor([0, 3, 4, 1]), reduction="none"), x)
     target = tg.tensor([[0, 2, -1, 0, 0], [4, -1, 0, 0, 0], [1, 2, 3, -1, 0], [3, -1, 0, 0, 0]])
     gradcheck(lambda t: F.multilabel_margin_loss(t, target, reduction="none"), x)
+
+
+# -- p-norms with p other than 0, 1, 2, inf: zeros of x and zero norms ---------------------------
+# The composite (sum |x|^p)^(1/p) gave nan gradients at the zeros of x for p < 1 (inf * 0) and
+# where a whole norm is 0 for p > 1; PyTorch gives 0 there.
+
+_Z = [[1.0, 0.0, 2.0], [0.0, 0.0, 3.0], [0.0, 0.0, 0.0], [-1.5, 0.5, 0.0]]
+
+
+def _norm_grads(mod, fn, *arrays):
+    ts = [mod.tensor(np.array(a), requires_grad=True) for a in arrays]
+    out = fn(mod, *ts)
+    out.backward(mod.arange(1.0, out.numel() + 1, dtype=mod.float64).reshape(out.shape))
+    return [out.detach().numpy()] + [t.grad.numpy() for t in ts]
+
+
+@pytest.mark.parametrize("p", [0.5, 0.3, 1.5, 3.0, -1.0])
+@pytest.mark.parametrize("case", ["vector_norm", "linalg_norm", "dist", "renorm", "keepdim"])
+def test_p_norm_gradient_at_zeros_matches_torch(torch, p, case):
+    other = [[1.0, 1.0, 2.0], [0.0, 0.0, 3.0], [0.0, 0.0, 0.0], [-1.5, 0.0, 0.0]]
+    fns = {
+        "vector_norm": (lambda m, x: m.linalg.vector_norm(x, p, dim=1), (_Z,)),
+        "linalg_norm": (lambda m, x: m.linalg.norm(x[0], p).reshape(1), (_Z,)),
+        "dist": (lambda m, x, y: m.dist(x, y, p).reshape(1), (_Z, other)),
+        "renorm": (lambda m, x: m.renorm(x, p, 0, 0.5), (_Z,)),
+        "keepdim": (lambda m, x: m.linalg.vector_norm(x, p, dim=(0, 1), keepdim=True), (_Z,)),
+    }
+    if case == "renorm" and p < 0:
+        pytest.skip("renorm needs p > 0")
+    fn, arrays = fns[case]
+    ours, theirs = _norm_grads(tg, fn, *arrays), _norm_grads(torch, fn, *arrays)
+    for a, b in zip(ours, theirs):
+        assert not np.isnan(a).any()
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("p", [0.5, 1.5, 3.0])
+def test_p_norm_finite_difference_and_second_order(gradcheck, torch, p):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 4))
+    gradcheck(lambda t: tg.linalg.vector_norm(t, p, dim=1), x)
+
+    def second(mod):
+        t = mod.tensor(x, requires_grad=True)
+        (g,) = mod.autograd.grad(mod.linalg.vector_norm(t, p, dim=1).sum(), t, create_graph=True)
+        (g * g).sum().backward()
+        return g.detach().numpy(), t.grad.numpy()
+
+    for a, b in zip(second(tg), second(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
