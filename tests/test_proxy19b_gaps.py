@@ -113,3 +113,31 @@ def test_p_norm_finite_difference_and_second_order(gradcheck, torch, p):
 
     for a, b in zip(second(tg), second(torch)):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+# -- pad_packed_sequence builds its output as PyTorch does -----------------------------------------
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+@pytest.mark.parametrize("total_length", [None, 6])
+def test_pad_packed_sequence_grad_fn_and_gradient_match_torch(torch, batch_first, enforce_sorted,
+                                                              total_length):
+    x = np.arange(24, dtype=np.float64).reshape(4, 3, 2) / 10
+    lengths = [4, 3, 1] if enforce_sorted else [3, 4, 1]
+
+    def run(mod):
+        t = mod.tensor(x, requires_grad=True)
+        packed = mod.nn.utils.rnn.pack_padded_sequence(t, mod.tensor(lengths),
+                                                       enforce_sorted=enforce_sorted)
+        out, out_lengths = mod.nn.utils.rnn.pad_packed_sequence(
+            packed, batch_first=batch_first, padding_value=-1.0, total_length=total_length)
+        weights = mod.arange(1.0, out.numel() + 1, dtype=mod.float64).reshape(out.shape)
+        (out * weights).sum().backward()
+        return type(out.grad_fn).__name__, out.detach().numpy(), out_lengths.tolist(), \
+            t.grad.numpy()
+
+    ours, theirs = run(tg), run(torch)
+    assert ours[0] == theirs[0]
+    np.testing.assert_array_equal(ours[1], theirs[1])
+    assert ours[2] == theirs[2]
+    np.testing.assert_array_equal(ours[3], theirs[3])
