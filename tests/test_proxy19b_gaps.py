@@ -141,3 +141,17 @@ def test_pad_packed_sequence_grad_fn_and_gradient_match_torch(torch, batch_first
     np.testing.assert_array_equal(ours[1], theirs[1])
     assert ours[2] == theirs[2]
     np.testing.assert_array_equal(ours[3], theirs[3])
+
+
+# -- torch.distributed.rpc: the RRef type scripts test outputs against ---------------------------
+
+def test_distributed_rpc_rref_isinstance_check_is_false(torch):
+    import tapegrad.distributed.rpc as rpc
+
+    # rasbt's helper_train.py: `if isinstance(logits, torch.distributed.rpc.api.RRef): ...`
+    assert not isinstance(tg.ones(2), tg.distributed.rpc.api.RRef)
+    assert rpc.RRef is rpc.api.RRef and not rpc.is_available()
+    with pytest.raises(RuntimeError, match="Current RPC agent is not set"):
+        rpc.RRef(1)
+    with pytest.raises(RuntimeError, match="Current RPC agent is not set"):
+        torch.distributed.rpc.RRef(1)
