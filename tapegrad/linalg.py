@@ -499,6 +499,42 @@ class _EuclideanNorm(Function):
         return where(zero, zeros_like(x), x * (grad / safe)), None, None
 
 
+class _PNorm(Function):
+    """(sum |x|^p)^(1/p) over dims for a real x and any other p, with PyTorch's gradient
+    sgn(x) |x|^(p-1) grad / norm^(p-1): 0, not nan, at the zeros of x when p < 1 and where the
+    norm is 0 (the composite of pow and sum gave inf * 0 there)."""
+
+    @staticmethod
+    def forward(ctx, x, ord, dims, keepdim):
+        with np.errstate(divide="ignore", over="ignore"):
+            total = np.sum(np.abs(x._array) ** ord, axis=dims, keepdims=keepdim)
+            out = _tensor(total ** (1.0 / ord), x)
+        ctx.save_for_backward(x, out)
+        ctx.ord, ctx.dims, ctx.keepdim = ord, dims, keepdim
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        if not ctx.keepdim:
+            for d in sorted(ctx.dims):
+                grad, out = grad.unsqueeze(d), out.unsqueeze(d)
+        from . import where, zeros_like
+        p = ctx.ord
+        x_zero = x == 0
+        magnitude = where(x_zero, 1 + zeros_like(x), x.abs())
+        scaled = where(x_zero, zeros_like(x), x.sgn() * magnitude.pow(p - 1))
+        if p < 1:
+            return scaled * grad * out.pow(1 - p), None, None, None
+        norm_zero = out == 0
+        safe = where(norm_zero, 1 + zeros_like(out), out)
+        return where(norm_zero, zeros_like(x), scaled * (grad / safe.pow(p - 1))), None, None, \
+            None
+
+
+_torch_grad_fn_name(_PNorm, "LinalgVectorNormBackward0")
+
+
 class _CountNonzero(Function):
     """The 0-norm (the count of non-zeros): in the graph, but without a gradient, as PyTorch's
     (its backward gives none: a leaf's .grad stays None, autograd.grad needs allow_unused)."""
@@ -556,7 +592,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if ord == 2:
         return (_EuclideanNorm.apply(magnitude if x.is_complex() else x, dims, keepdim)
                 if reduce else magnitude)
-    return magnitude.pow(ord).sum(**reduce).pow(1.0 / ord)
+    if x.is_complex() or not reduce:
+        return magnitude.pow(ord).sum(**reduce).pow(1.0 / ord)
+    return _PNorm.apply(x, ord, dims, keepdim)
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):

@@ -217,7 +217,8 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     y = target.reshape(-1)
     n_classes = x.shape[1]
     x_y = x.gather(1, y.unsqueeze(1))
-    z = _tg.clamp(margin - x_y + x, min=0)
+    # relu, not clamp: a term at exactly the margin passes no gradient, as in PyTorch's kernel.
+    z = _tg.relu(margin - x_y + x)
     if p == 2:
         z = z * z
     if weight is not None:

@@ -73,7 +73,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     np.add.at(counts, (rows[before_end], labels[before_end]), 1.0)
     is_target = counts > 0
     weight = counts[:, :, None] * (~is_target)[:, None, :]        # (N, target j, other i)
-    margins = (1.0 - x.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)
+    # relu, not clamp_min: a margin of exactly 0 passes no gradient, as in PyTorch's kernel.
+    margins = (1.0 - x.unsqueeze(2) + x.unsqueeze(1)).relu()
     loss = (margins * _wrap(weight.astype(x._array.dtype))).sum((1, 2)) / classes
     if unbatched:
         loss = loss.squeeze(0) if input.dim() == 1 else loss.reshape(())

@@ -130,19 +130,13 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
         total_length = max_len
     batch = batch_sizes[0]
     tail = tuple(data.shape[1:])
-    rows = []
+    # As PyTorch: a padding-filled output whose time steps are copied in place (grad_fn
+    # CopySlices, which a script printing the output's grad_fn sees).
+    padded = creation.full((total_length, batch) + tail, padding_value, dtype=data.dtype)
     offset = 0
-    for bs in batch_sizes:
-        piece = data[offset:offset + bs]
+    for step, bs in enumerate(batch_sizes):
+        padded[step, :bs] = data[offset:offset + bs]
         offset += bs
-        if bs < batch:
-            pad = creation.full((batch - bs,) + tail, padding_value, dtype=data.dtype)
-            piece = _cat([piece, pad], 0)
-        rows.append(piece)
-    if total_length > max_len:
-        pad = creation.full((batch,) + tail, padding_value, dtype=data.dtype)
-        rows.extend([pad] * (total_length - max_len))
-    padded = _stack(rows, 0)
     counts = np.array(batch_sizes, dtype=np.int64)
     lengths = (counts[None, :] > np.arange(batch)[:, None]).sum(axis=1).astype(np.int64)
     # (PyTorch's order: transpose, then restore the original order, so grad_fn is

@@ -4,7 +4,9 @@ when launched by torchrun), ``is_available()`` is False, and every call that nee
 group raises the error PyTorch raises when none was initialised."""
 from __future__ import annotations
 
-__all__ = ["barrier", "destroy_process_group", "get_rank", "get_world_size", "init_process_group",
+from . import rpc
+
+__all__ = ["rpc", "barrier", "destroy_process_group", "get_rank", "get_world_size", "init_process_group",
            "is_available", "is_initialized"]
 
 _NOT_INITIALISED = ("Default process group has not been initialized, please make sure to call "
