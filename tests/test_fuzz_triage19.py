@@ -1,0 +1,71 @@
+"""Regressions of session 19's differential fuzzing (seeds 60611500 on, 62604000 on, 63001000 on)
+and of the two items it took over (circular F.pad's size rule, complex log's gradient at 0),
+against PyTorch where it is installed (the `torch` fixture skips cleanly without it), with
+float64 finite-difference checks.
+"""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.nn.functional as F
+
+
+def _np(t):
+    return None if t is None else t.detach().numpy()
+
+
+# -- circular F.pad: PyTorch's overlap error only for dense slices (63000047) ---------------------
+# PyTorch wraps by copying slices of its output onto its own pad regions; a pad wider than what
+# the crop kept makes such a copy overlap itself, and PyTorch's overlap check raises only where
+# both slices are dense (every dim before the padded one of size 1).  tapegrad raised for every
+# such pad; where PyTorch computes a right pad, its values are the periodic ones (unless its copy
+# runs vectorised over rows coalesced across the padded dim: then they are not, nor is a left
+# pad's, which reads unwritten memory; those are not compared).
+
+@pytest.mark.parametrize("shape, pads", [
+    ((2, 2, 2), (-1, 2, 0, -1)),        # the seed: batch 2, so the slices are strided
+    ((4, 2), (-1, 2)),                  # unbatched 1-d padding of 4 channels
+    ((2, 3, 4), (-2, 3)),
+])
+def test_circular_pad_wider_than_kept_on_strided_slices_as_torch(torch, shape, pads):
+    x = np.arange(float(np.prod(shape))).reshape(shape)
+    ya = torch.nn.functional.pad(torch.tensor(x), pads, mode="circular")
+    yb = F.pad(tg.tensor(x, requires_grad=True), pads, mode="circular")
+    assert tuple(yb.shape) == tuple(ya.shape)
+    np.testing.assert_array_equal(_np(yb), ya.numpy())
+
+
+@pytest.mark.parametrize("shape, pads", [
+    ((1, 2), (-1, 2)), ((1, 1, 2), (-1, 2)), ((1, 1, 3, 2), (0, 0, -2, 2)),
+    ((1, 1, 1, 4), (-3, 2, 0, 0)),
+])
+def test_circular_pad_wider_than_kept_on_dense_slices_raises_as_torch(torch, shape, pads):
+    x = np.ones(shape)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        torch.nn.functional.pad(torch.tensor(x), pads, mode="circular")
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        F.pad(tg.tensor(x), pads, mode="circular")
+
+
+def test_circular_pad_wider_than_kept_gradient_is_the_derivative(gradcheck):
+    # PyTorch's own gradient here fails torch.autograd.gradcheck (docs/differences.md)
+    gradcheck(lambda x: F.pad(x, (-1, 2), mode="circular") * tg.arange(1.0, 13.0,
+              dtype=tg.float64).reshape(4, 3), np.random.default_rng(0).standard_normal((4, 2)))
+    gradcheck(lambda x: F.pad(x, (2, -2), mode="circular") ** 2,
+              np.random.default_rng(1).standard_normal((2, 3, 3)))
+
+
+def test_circular_pad_checks_in_torchs_order(torch):
+    # an empty output never wraps (nothing kept elsewhere is no error); the outermost dim's
+    # check comes first
+    for shape, pads in [((2, 1, 1, 1), (-1, 1, 1, 0, 0, -1)), ((1, 3, 2), (1, -2, -3, 0)),
+                        ((1, 2, 3), (4, 0, -3, -2))]:
+        try:
+            ya = torch.nn.functional.pad(torch.ones(shape), pads, mode="circular")
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError, match=str(e)[:30]):
+                F.pad(tg.ones(shape), pads, mode="circular")
+        else:
+            yb = F.pad(tg.ones(shape, requires_grad=True), pads, mode="circular")
+            assert tuple(yb.shape) == tuple(ya.shape) and yb.numel() == 0
+            assert yb.requires_grad
