@@ -267,6 +267,14 @@ def _check_weight(arr, weight, sample_shape):
     return w.reshape(-1)
 
 
+def _bin_count(bins, dim: int) -> int:
+    bins = int(bins)
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension "
+                           f"{dim}")
+    return bins
+
+
 def _dimension_edges(column, bins, bounds, dim: int, check_order: bool):
     """The bin edges of one dimension: the given 1-d tensor of edges, or `bins` equal bins over
     `bounds` (None: the column's range, [0, 1] for no data; an empty range widens by 0.5 each
@@ -281,10 +289,7 @@ def _dimension_edges(column, bins, bounds, dim: int, check_order: bool):
         if check_order and np.any(np.diff(edges) < 0):
             raise RuntimeError("torch.histogramdd(): bin edges must be non-decreasing")
         return edges
-    bins = int(bins)
-    if bins <= 0:
-        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension "
-                           f"{dim}")
+    bins = _bin_count(bins, dim)
     if bounds is not None:
         lo, hi = float(bounds[0]), float(bounds[1])
         if lo > hi:
@@ -333,6 +338,8 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     range), or the given increasing bin edges (a 1-d tensor)."""
     _check_tensor(input, "histogram")
     arr = input._array
+    if not isinstance(bins, TensorBase):
+        _bin_count(bins, 0)       # (PyTorch checks a bin count before the input's dtype)
     _check_histogram_input(arr, "histogramdd")
     flat = arr.reshape(-1)
     w = _check_weight(arr, weight, arr.shape)

@@ -69,3 +69,73 @@ def test_circular_pad_checks_in_torchs_order(torch):
             yb = F.pad(tg.ones(shape, requires_grad=True), pads, mode="circular")
             assert tuple(yb.shape) == tuple(ya.shape) and yb.numel() == 0
             assert yb.requires_grad
+
+
+# -- reflect / replicate F.pad: PyTorch's output-size checks (60611677) ---------------------------
+# Reflect padding to no width was computed (an empty result); PyTorch's 1-d kernels raise below
+# width 1, its 2-d and 3-d ones when every padded output dim is below 1, and a negative size
+# otherwise fails to allocate.
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("shape, pads", [
+    ((1, 1), (-1, -1)), ((2, 3), (-3, 0)), ((2, 3), (-2, 0)), ((1, 2, 2), (0, 0, -1, -1)),
+    ((1, 2, 2), (-2, 0, -2, 0)), ((1, 2, 2), (-3, 0, 0, 0)), ((1, 2, 2), (-3, 0, -2, 0)),
+    ((1, 1, 2, 2, 2), (-2, 0, -2, 0, -2, 0)), ((1, 1, 2, 2, 2), (0, 0, 0, 0, -3, 0)),
+    ((1, 1, 2, 2, 2), (-2, 0, -2, 0, 0, 0)), ((1, 1, 2, 2, 2), (-3, 0, -3, 0, -3, 0)),
+])
+def test_edge_pad_output_size_checks_as_torch(torch, mode, shape, pads):
+    x = np.arange(float(np.prod(shape))).reshape(shape)
+    try:
+        ya = torch.nn.functional.pad(torch.tensor(x), pads, mode=mode)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as info:
+            F.pad(tg.tensor(x), pads, mode=mode)
+        assert str(info.value) == str(e).split("\n")[0]
+    else:
+        yb = F.pad(tg.tensor(x), pads, mode=mode)
+        assert tuple(yb.shape) == tuple(ya.shape)
+        np.testing.assert_array_equal(_np(yb), ya.numpy())
+
+
+# -- histogram: PyTorch checks the bin count before the input's dtype (60612243) ----------------
+
+def test_histogram_bin_count_checked_before_dtype(torch):
+    for L in (torch, tg):
+        with pytest.raises(RuntimeError, match="bins must be > 0, but got 0 for dimension 0"):
+            L.histogram(L.tensor([1, 2]), 0)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        tg.histogram(tg.tensor([1, 2]), 3)
+
+
+# -- einsum of mixed float32/float64 operands with an empty product (60611822, 60612965) ----------
+# PyTorch contracts a summed pair with bmm, which compares dtypes only when it multiplies
+# anything: an empty product (a summed subscript of size 0, or an empty output) is zeros in the
+# second operand's dtype.  tapegrad raised bmm's dtype error.
+
+@pytest.mark.parametrize("eq, sa, sb", [
+    ("ij,jk->ik", (2, 0), (0, 3)), ("ij,jk->ik", (2, 2), (2, 0)), ("ij,jk->ik", (0, 2), (2, 3)),
+    ("bij,bjk->bik", (0, 2, 2), (0, 2, 3)), ("dcd,,bdd->c", (2, 0, 2), ()),
+])
+@pytest.mark.parametrize("order", [0, 1])
+def test_einsum_mixed_dtypes_empty_product_as_torch(torch, eq, sa, sb, order):
+    dts = ["float32", "float64"][::1 if order == 0 else -1]
+    seen = []
+    for L in (torch, tg):
+        a = L.ones(sa, dtype=getattr(L, dts[0]), requires_grad=True)
+        b = L.ones(sb, dtype=getattr(L, dts[1]), requires_grad=True)
+        ops = [a, b] if eq.count(",") == 1 else [a, b, L.ones((3, 2, 2), dtype=L.float32)]
+        out = L.einsum(eq, *ops)
+        out.sum().backward()
+        seen.append((str(out.dtype).split(".")[-1], tuple(out.shape), _np(out),
+                     str(a.grad.dtype), tuple(a.grad.shape), str(b.grad.dtype)))
+    (td, ts, tv, *tg_), (d, s, v, *g) = seen
+    assert (d, s) == (td, ts)
+    np.testing.assert_array_equal(v, tv)
+    assert [x.split(".")[-1] if isinstance(x, str) else x for x in g] == \
+        [x.split(".")[-1] if isinstance(x, str) else x for x in tg_]
+
+
+def test_einsum_mixed_dtypes_nonempty_product_still_raises(torch):
+    for L in (torch, tg):
+        with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+            L.einsum("ij,jk->ik", L.ones(2, 2), L.ones(2, 3, dtype=L.float64))

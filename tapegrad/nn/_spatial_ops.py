@@ -157,6 +157,38 @@ def _pad_index(n, before, after, mode):
     return np.arange(-max(before, 0), kept + max(after, 0)) % kept + start
 
 
+def _edge_pad_checks(shape, pad, n_dims, mode):
+    """PyTorch's checks of reflect and replicate padding, in its order: reflect's pad sizes
+    (innermost dim first), then the output size: its kernels raise when every padded output dim
+    is below 1, and otherwise a negative one fails to allocate (an empty one is fine)."""
+    nd = len(shape)
+    if mode == "reflect":
+        for i in range(n_dims):
+            dim, before, after = nd - 1 - i, pad[2 * i], pad[2 * i + 1]
+            if before >= shape[dim] or after >= shape[dim]:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the "
+                                   f"corresponding input dimension, but got: padding ({before}, "
+                                   f"{after}) at dimension {dim} of input {list(shape)}")
+    ins = [shape[nd - 1 - i] for i in reversed(range(n_dims))]                # D, H, W
+    outs = [shape[nd - 1 - i] + pad[2 * i] + pad[2 * i + 1] for i in reversed(range(n_dims))]
+    if max(outs) < 1:
+        if n_dims == 1:
+            sizes = f"(W: {ins[0]})", f"W: {outs[0]}"
+        elif n_dims == 2:       # (the replication kernel's message has a space before ')')
+            sizes = (f"(H: {ins[0]}, W: {ins[1]}{' ' if mode == 'replicate' else ''})",
+                     f"H: {outs[0]} W: {outs[1]}")
+        else:
+            sizes = (f"(D: {ins[0]} H: {ins[1]}, W: {ins[2]})",
+                     f"D: {outs[0]} H: {outs[1]} W: {outs[2]}")
+        raise RuntimeError(f"input {sizes[0]} is too small. Calculated output {sizes[1]}")
+    if min(outs) < 0:
+        if mode == "reflect" and n_dims == 2:
+            raise RuntimeError("numel: integer multiplication overflow")
+        full = list(shape[:nd - n_dims]) + outs
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{next(o for o in outs if o < 0)}: {full}")
+
+
 def _circular_checks(shape, pad, n_dims):
     """The output shape of circular padding, after PyTorch's checks in PyTorch's order.
 
@@ -253,20 +285,13 @@ def pad(input, pad, mode="constant", value=None):
                 dim = input.dim() - 1 - i
                 out = out.index_select(dim, _wrap(np.zeros(out_shape[dim], dtype=np.int64)))
             return out
+    else:
+        _edge_pad_checks(tuple(input.shape), pad, n_dims, mode)
     out = input
     for i in range(n_dims):
         dim = input.dim() - 1 - i
         before, after = pad[2 * i], pad[2 * i + 1]
         n = input.shape[dim]
-        if mode == "reflect" and (before >= n or after >= n):
-            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
-                               f"input dimension, but got: padding ({before}, {after}) at "
-                               f"dimension {dim} of input {list(input.shape)}")
-        if mode == "replicate" and n_dims == 1 and n + before + after < 1:
-            # (PyTorch's 1-d replication kernel checks its output width; the 2-d and 3-d ones
-            # return an empty result)
-            raise RuntimeError(f"input (W: {n}) is too small. Calculated output W: "
-                               f"{n + before + after}")
         if before or after:
             out = out.index_select(dim, _wrap(_pad_index(n, before, after, mode)))
     # all-zero padding: a new tensor all the same, as PyTorch (never input itself: a write into
