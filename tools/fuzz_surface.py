@@ -1414,6 +1414,18 @@ def known(prog, cat, msg):
             prog.case.leaves[3].layout != "c" and (
                 cat == "grad2" or int(np.prod(prog.case.leaves[0].shape[2:])) == 1):
         return True
+    # torch's transposed convolution to an output size 0: its oneDNN path (float32 with a batch
+    # or groups above 1, more than one thread) returns an empty output (and fails to build a
+    # memory descriptor for a negative size); its native path raises, as tapegrad always does
+    if cat == "crash" and prog.op == "conv" and "conv_transpose" in prog.case.desc and \
+            "Output size is too small" in msg:
+        return True
+    # torch's addmv with an empty matrix returns beta * input unbroadcast (addmv(ones(1),
+    # ones(2, 0), ones(0)) has shape (1,), with a resize warning) and its backward then fails;
+    # tapegrad broadcasts to the product's shape (seed 60613049)
+    if prog.op == "addmm" and re.match(r"torch\.addmv\(a\([^)]*\), b\((0, \d+|\d+, 0)\)",
+                                       prog.case.desc):
+        return True
     # torch's input gradient under beta=0 is 0 * upstream (NaN where upstream is NaN); tapegrad's
     # is an exact zero
     if prog.op == "addmm" and cat in ("grad", "grad2") and "beta=0," in prog.case.desc:
