@@ -139,3 +139,59 @@ def test_einsum_mixed_dtypes_nonempty_product_still_raises(torch):
     for L in (torch, tg):
         with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
             L.einsum("ij,jk->ik", L.ones(2, 2), L.ones(2, 3, dtype=L.float64))
+
+
+# -- complex functions at their poles: PyTorch divides the gradient (session 18's open item) -----
+# PyTorch's formulas divide where the derivative has a pole (log: grad / conj(z)); a complex
+# division by zero is inf+infj there (numpy's and c10's), while tapegrad multiplied by
+# conj(1 / z), which is nan+nanj.  By limits the derivative is infinite, so inf is the answer.
+# The reciprocal's forward at 0 is 1 / z too (inf+nanj; np.reciprocal gave nan+nanj).
+
+_POLES = [complex(0, 0), complex(-0.0, 0), complex(0, -0.0), complex(-1, 0), complex(0, 1),
+          complex(0, -1), complex(1, 0), complex(1.5, -0.5)]
+
+
+def _same_complex(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    for part in ("real", "imag"):
+        x, y = getattr(a, part), getattr(b, part)
+        assert np.array_equal(np.isnan(x), np.isnan(y)), (a, b)
+        np.testing.assert_allclose(np.where(np.isnan(x), 0, x), np.where(np.isnan(y), 0, y),
+                                   rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn", ["log", "log2", "log10", "log1p", "sqrt", "atan", "atanh",
+                                "reciprocal", "rsqrt", "exp"])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_complex_pole_gradients_as_torch(torch, fn, dtype, create_graph):
+    seen = []
+    for L in (torch, tg):
+        x = L.tensor(_POLES, dtype=getattr(L, dtype), requires_grad=True)
+        y = getattr(L, fn)(x)
+        w = L.tensor([complex(1, 2)] * len(_POLES), dtype=getattr(L, dtype))
+        g, = L.autograd.grad((y * w).real.sum(), x, create_graph=create_graph)
+        seen.append((y.detach().resolve_conj().numpy(), g.detach().resolve_conj().numpy()))
+    _same_complex(seen[1][0], seen[0][0])
+    _same_complex(seen[1][1], seen[0][1])
+
+
+# -- complex log1p near 0 (found triaging the above) -- SILENT: numpy's complex log1p is
+# log(hypot(1 + x, y)), which keeps no digits of a small z: complex64 log1p(1e-5) was 1.0014e-05,
+# log1p(4e-09) was 0, and complex128 log1p(3e-14) was off in its third digit.
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_log1p_accurate_near_zero(torch, dtype):
+    rng = np.random.default_rng(0)
+    z = 10.0 ** rng.uniform(-20, -0.5, 400) * np.exp(1j * rng.uniform(-np.pi, np.pi, 400))
+    z = np.concatenate([z, z.real + 0j, [complex(-0.0, 0.0), complex(0.3, 0.1), complex(-0.9, 2)]])
+    z = z.astype(dtype)
+    mine = tg.log1p(tg.tensor(z)).numpy().astype(np.complex128)
+    ref = torch.log1p(torch.tensor(z)).numpy().astype(np.complex128)
+    eps = np.finfo(z.real.dtype).eps
+    np.testing.assert_allclose(mine, ref, rtol=8 * eps, atol=0)
+    assert np.signbit(mine[-3].real)                # log1p(-0+0j) = -0+0j, as PyTorch
+    small = np.abs(z) < 1e-4                        # the series, in float64
+    z64 = z.astype(np.complex128)
+    series = z64 - z64 ** 2 / 2 + z64 ** 3 / 3 - z64 ** 4 / 4
+    np.testing.assert_allclose(mine[small], series[small], rtol=4 * eps)
