@@ -1228,6 +1228,11 @@ def _masked_fill_arguments(mask, value):
     return mask, value
 
 
+# PyTorch has no derivative formula for these in-place forms: differentiating them raises
+_NO_IN_PLACE_DERIVATIVE = {"asinh": "asinh", "arcsinh": "asinh", "acosh": "acosh",
+                           "arccosh": "acosh", "atanh": "atanh", "arctanh": "atanh"}
+
+
 def _in_place(name: str):
     """Tensor.<name>_: the out-of-place result written into self with copy_, so the project's
     in-place rules (leaf, view, version counter) apply.  When self records, the op reads a
@@ -1244,6 +1249,11 @@ def _in_place(name: str):
             if not (isinstance(value, _core.TensorBase) and _records(value)):
                 return _fill_stretched(self, mask.expand_as(self), value, "masked_fill_")
         from ._shift_ops import _become_result, _write_back
+        if source is not self and name in _NO_IN_PLACE_DERIVATIVE:
+            from ._more_math import without_derivative
+            result = without_derivative(
+                (source,), result.detach()._array, "the derivative for 'inplace version of "
+                f"{_NO_IN_PLACE_DERIVATIVE[name]}' is not implemented.")
         if source is not self:
             return _become_result(self, result)
         return _write_back(self, result)

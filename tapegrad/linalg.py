@@ -213,8 +213,11 @@ class _Solve(Function):
         try:
             X = np.linalg.solve(A._array, B._array)
         except np.linalg.LinAlgError:
-            raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix "
-                              "is singular.") from None
+            arr = A._array
+            flat = arr.reshape((-1,) + arr.shape[-2:])
+            index = next((i for i, m in enumerate(flat) if _lu_first_zero_pivot(m)), 0)
+            raise LinAlgError(f"torch.linalg.solve: {_batch_prefix(index, arr.ndim > 2)}The "
+                              "solver failed because the input matrix is singular.") from None
         X = _tensor(X, A)
         ctx.save_for_backward(A, X)
         return X
@@ -228,7 +231,8 @@ class _Solve(Function):
 
 
 def _broadcast_batch(A, B):
-    batch = np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+    from .creation import _broadcast_shapes       # (PyTorch names B's size as tensor a's)
+    batch = _broadcast_shapes(tuple(B.shape[:-2]), tuple(A.shape[:-2]))
     return (A.expand(*batch, *A.shape[-2:]), B.expand(*batch, *B.shape[-2:]))
 
 
@@ -578,8 +582,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         # Norms of the singular values: move the two dims last, reduce, put them back.
         moved = A.movedim((rows, cols), (-2, -1))
         values = svdvals(moved)
-        result = (values.sum(dim=-1) if ord == "nuc" else
-                  values.amax(dim=-1) if ord == 2 else values.amin(dim=-1))
+        # (an empty matrix: PyTorch's 2-norm is 0, the max of no non-negative values; its
+        # -2-norm raises amin's IndexError there as here)
+        result = (values.sum(dim=-1) if ord == "nuc" or (ord == 2 and not values.shape[-1])
+                  else values.amax(dim=-1) if ord == 2 else values.amin(dim=-1))
         if keepdim:
             for d in sorted((rows, cols)):
                 result = result.unsqueeze(d)
@@ -626,7 +632,15 @@ class _SVD(Function):
     @staticmethod
     def forward(ctx, A, full_matrices):
         arr = A._array
-        U, S, Vh = np.linalg.svd(arr, full_matrices=full_matrices)
+        try:
+            U, S, Vh = np.linalg.svd(arr, full_matrices=full_matrices)
+        except np.linalg.LinAlgError:
+            # a NaN: PyTorch's error (an infinity gives NaN values in both, no error)
+            flat = arr.reshape((-1,) + arr.shape[-2:])
+            index = next((i for i, m in enumerate(flat) if not np.isfinite(m).all()), 0)
+            raise LinAlgError(f"linalg.svd: {_batch_prefix(index, arr.ndim > 2)}The algorithm "
+                              "failed to converge because the input matrix contained non-finite "
+                              "values.") from None
         U, S, Vh = _tensor(U, A), _tensor(S, A, real=True), _tensor(Vh, A)
         ctx.save_for_backward(A, U, S, Vh)
         ctx.full_matrices = full_matrices

@@ -195,3 +195,106 @@ def test_complex_log1p_accurate_near_zero(torch, dtype):
     z64 = z.astype(np.complex128)
     series = z64 - z64 ** 2 / 2 + z64 ** 3 / 3 - z64 ** 4 / 4
     np.testing.assert_allclose(mine[small], series[small], rtol=4 * eps)
+
+
+# -- logit's gradient outside [0, 1] (62604431) -- SILENT: logit was composed as
+# log(x) - log1p(-x), whose gradient 1/x + 1/(1 - x) is finite where the value is NaN (x < 0 or
+# x > 1); PyTorch's is NaN there (0 outside [eps, 1 - eps] with eps), and its second derivative
+# comes from the same masked formula.
+
+_LOGIT_X = [-0.5, 0.0, 0.3, 1.0, 1.5, 0.05, 0.97]
+
+
+@pytest.mark.parametrize("form", ["logit", "eps", "inplace", "inplace_eps", "special"])
+def test_logit_gradients_as_torch(torch, form):
+    seen = []
+    for L in (torch, tg):
+        x = L.tensor(_LOGIT_X, dtype=L.float64, requires_grad=True)
+        y = {"logit": lambda: L.logit(x), "eps": lambda: L.logit(x, eps=0.1),
+             "inplace": lambda: (x * 1).logit_(), "inplace_eps": lambda: (x * 1).logit_(eps=0.1),
+             "special": lambda: L.special.logit(x)}[form]()
+        g, = L.autograd.grad(y.sum(), x, create_graph=True)
+        g2, = L.autograd.grad(g.sum(), x)
+        seen.append((_np(y), _np(g), _np(g2)))
+    for mine, ref in zip(seen[1], seen[0]):
+        np.testing.assert_allclose(mine, ref, rtol=1e-13, equal_nan=True)
+
+
+def test_logit_gradient_inside_matches_finite_differences(gradcheck):
+    gradcheck(lambda x: tg.logit(x), [0.1, 0.4, 0.8])
+    gradcheck(lambda x: tg.logit(x, eps=0.2) * 3, [0.1, 0.4, 0.9, 0.5])
+
+
+# -- detach_copy (62604089, 62604361) --  PyTorch has no derivative for it: its result requires
+# grad and differentiating raises; tapegrad detached (no gradient, silently).
+
+def test_detach_copy_requires_grad_and_refuses_backward(torch):
+    for L in (torch, tg):
+        x = L.ones(2, requires_grad=True)
+        y = L.detach_copy(x)
+        assert y.requires_grad
+        with pytest.raises(RuntimeError, match="derivative for aten::detach_copy is not "
+                                               "implemented"):
+            (y * 2).sum().backward()
+        y[0] = 5.0                                  # a copy: x keeps its values
+        assert x.tolist() == [1.0, 1.0]
+        assert not L.detach_copy(L.ones(2)).requires_grad
+
+
+# -- in-place asinh_/acosh_/atanh_ (62604577): PyTorch has no derivative for their in-place
+# forms ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["asinh_", "acosh_", "atanh_", "arcsinh_"])
+def test_inverse_hyperbolic_in_place_refuses_backward(torch, name):
+    for L in (torch, tg):
+        x = L.tensor([0.2, 0.4], dtype=L.float64, requires_grad=True)
+        y = getattr(x * 1 + (1.5 if "cosh" in name else 0.0), name)()
+        with pytest.raises(NotImplementedError, match="inplace version of"):
+            y.sum().backward()
+    y = tg.tensor([0.2, 0.4], dtype=tg.float64, requires_grad=True) * 1
+    np.testing.assert_allclose(_np(tg.asinh(y)), np.arcsinh([0.2, 0.4]))
+
+
+# -- linalg on empty and non-finite matrices (62604037, 62604166, 62604394, 62604243) -------------
+
+def test_linalg_empty_matrices_as_torch(torch):
+    for shape in [(0, 0), (2, 0, 3), (3, 0), (0, 2, 2)]:
+        seen = []
+        for L in (torch, tg):
+            A = L.ones(shape, requires_grad=True)
+            LU, piv = L.linalg.lu_factor(A)
+            LU.sum().backward()
+            seen.append((tuple(LU.shape), tuple(piv.shape), str(piv.dtype).split(".")[-1],
+                         tuple(A.grad.shape), _np(L.linalg.lu_factor_ex(A.detach()).info).tolist(),
+                         _np(L.linalg.matrix_norm(A.detach(), 2)).tolist()))
+        assert seen[1] == seen[0]
+    for L in (torch, tg):
+        with pytest.raises(IndexError, match="amin"):
+            L.linalg.matrix_norm(L.ones(0, 3), -2)
+
+
+def test_svd_of_nan_raises_torchs_linalg_error(torch):
+    nan = float("nan")
+    for fn in ("svdvals", "pinv", "matrix_rank", "cond"):
+        for A, prefix in [([[nan, 1.0], [1.0, 2.0]], ""),
+                          ([[[1.0, 0.0], [0.0, 1.0]], [[nan, 1.0], [1.0, 2.0]]],
+                           r"\(Batch element 1\): ")]:
+            for L in (torch, tg):
+                with pytest.raises(RuntimeError, match=f"linalg.svd: {prefix}The algorithm "
+                                                       "failed to converge because the input "
+                                                       "matrix contained non-finite values."):
+                    getattr(L.linalg, fn)(L.tensor(A))
+    assert issubclass(tg.linalg.LinAlgError, RuntimeError)
+
+
+def test_solve_batch_broadcast_errors_as_torch(torch):
+    for a, b in [((3, 0, 0), (3, 2, 0, 1)), ((2, 3, 3), (3, 3, 1)), ((2, 3, 3), (4, 3, 1))]:
+        with pytest.raises(RuntimeError) as ref:
+            torch.linalg.solve(torch.ones(a), torch.ones(b))
+        with pytest.raises(RuntimeError) as mine:
+            tg.linalg.solve(tg.ones(a), tg.ones(b))
+        assert str(mine.value) == str(ref.value)
+    A = np.stack([np.eye(3), np.diag([1.0, 1.0, 0.0])])
+    for L in (torch, tg):
+        with pytest.raises(RuntimeError, match=r"solve: \(Batch element 1\): The solver failed"):
+            L.linalg.solve(L.tensor(A), L.ones(2, 3, 1, dtype=L.float64))
