@@ -1239,7 +1239,9 @@ def _in_place(name: str):
     clone: the op may save its input for backward, and copy_ is about to overwrite self."""
     def method(self, *args, **kwargs):
         _core._fresh_for_write(self)
-        source = self.clone() if _records(self) else self
+        # (an operand that requires grad makes the op record too, and it may save self)
+        operands = [a for a in (*args, *kwargs.values()) if isinstance(a, _core.TensorBase)]
+        source = self.clone() if _records(self, *operands) else self
         result = getattr(source, name)(*args, **kwargs)
         if tuple(result.shape) != tuple(self.shape):
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "

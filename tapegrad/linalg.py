@@ -33,10 +33,10 @@ class LinAlgError(RuntimeError):
 # ---------------------------------------------------------------------------------------------
 # argument checks (PyTorch's wording)
 
-def _as_tensor(x, name):
+def _as_tensor(x, name, arg="A", position=1):
     from .tensor import Tensor
     if not isinstance(x, Tensor):
-        raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not "
+        raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not "
                         f"{_type_name(x)}")
     return x
 
@@ -582,10 +582,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         # Norms of the singular values: move the two dims last, reduce, put them back.
         moved = A.movedim((rows, cols), (-2, -1))
         values = svdvals(moved)
-        # (an empty matrix: PyTorch's 2-norm is 0, the max of no non-negative values; its
-        # -2-norm raises amin's IndexError there as here)
-        result = (values.sum(dim=-1) if ord == "nuc" or (ord == 2 and not values.shape[-1])
-                  else values.amax(dim=-1) if ord == 2 else values.amin(dim=-1))
+        # (an empty matrix: PyTorch's 2-norm is a constant 0, the max of no non-negative
+        # values, with no gradient; its -2-norm raises amin's IndexError there as here)
+        result = (values.sum(dim=-1) if ord == "nuc" else
+                  values.detach().sum(dim=-1) if ord == 2 and not values.shape[-1] else
+                  values.amax(dim=-1) if ord == 2 else values.amin(dim=-1))
         if keepdim:
             for d in sorted((rows, cols)):
                 result = result.unsqueeze(d)
@@ -596,9 +597,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     sum_dim, pick_dim = (cols, rows) if abs(ord) == math.inf else (rows, cols)
     sums = A.abs().sum(dim=sum_dim, keepdim=True)
     if A.shape[pick_dim] == 0 and ord > 0:
-        # PyTorch gives 0 for an empty max (norms are non-negative); an empty min raises
-        # amin's IndexError there as here.
-        picked = sums.sum(dim=pick_dim, keepdim=True)
+        # PyTorch gives a constant 0 for an empty max (norms are non-negative; no gradient);
+        # an empty min raises amin's IndexError there as here.
+        picked = sums.detach().sum(dim=pick_dim, keepdim=True)
     elif ord > 0:
         picked = sums.amax(dim=pick_dim, keepdim=True)
     else:
@@ -766,6 +767,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 def vecdot(x, y, *, dim=-1, out=None):
     """The dot product of x and y along ``dim``, broadcasting the other dims (x conjugated, as
     PyTorch's: the inner product of complex vectors)."""
+    _as_tensor(x, "linalg_vecdot", "x", 1)
+    _as_tensor(y, "linalg_vecdot", "y", 2)
     result = ((x.conj() if x.is_complex() else x) * y).sum(dim)
     return result if out is None else out.copy_(result)
 

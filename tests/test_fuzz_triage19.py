@@ -298,3 +298,41 @@ def test_solve_batch_broadcast_errors_as_torch(torch):
     for L in (torch, tg):
         with pytest.raises(RuntimeError, match=r"solve: \(Batch element 1\): The solver failed"):
             L.linalg.solve(L.tensor(A), L.ones(2, 3, 1, dtype=L.float64))
+
+
+def test_matrix_norm_of_empty_is_a_constant_as_torch(torch):
+    inf = float("inf")
+    for shape in [(0, 3), (2, 0), (0, 0)]:
+        flags = []
+        for L in (torch, tg):
+            A = L.ones(shape, requires_grad=True)
+            flags.append([L.linalg.matrix_norm(A, o).requires_grad
+                          for o in (2, "nuc", "fro", 1, inf)])
+        assert flags[1] == flags[0]
+
+
+def test_vecdot_refuses_numbers_as_torch(torch):
+    for args, name in [((None, -1.5), r"'y' \(position 2\)"), ((1.5, None), r"'x' \(position 1\)")]:
+        for L in (torch, tg):
+            a = [L.ones(3) if v is None else v for v in args]
+            with pytest.raises(TypeError, match=f"linalg_vecdot\\(\\): argument {name}"):
+                L.linalg.vecdot(*a)
+
+
+# -- an in-place op on a tensor that does not record, with an operand that does (62604779,
+# 62604799): the op records and may save self, which the write then changed: tapegrad raised
+# the version error at backward; it now computes from a copy of self, as PyTorch.
+
+@pytest.mark.parametrize("op, extra", [("xlogy_", ()), ("lerp_", (0.3,)), ("atan2_", ()),
+                                       ("hypot_", ())])
+def test_in_place_with_recording_operand_as_torch(torch, op, extra):
+    seen = []
+    for L in (torch, tg):
+        v0 = L.tensor([-1.35, 0.7, 2.0], requires_grad=True)
+        with L.no_grad():
+            v7 = L.tensor([0.72, 1.5, -0.3]) * 1
+        getattr(v7, op)(v0, *extra)
+        (v7 * L.tensor([1.0, 2.0, 3.0])).sum().backward()
+        seen.append((_np(v7), _np(v0.grad)))
+    np.testing.assert_allclose(seen[1][0], seen[0][0], rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(seen[1][1], seen[0][1], rtol=1e-6, equal_nan=True)

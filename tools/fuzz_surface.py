@@ -1426,6 +1426,12 @@ def known(prog, cat, msg):
     if prog.op == "addmm" and re.match(r"torch\.addmv\(a\([^)]*\), b\((0, \d+|\d+, 0)\)",
                                        prog.case.desc):
         return True
+    # torch's CPU batch_norm backward (training) of a permuted input with one sample is wrong:
+    # tapegrad's equals finite differences and torch's on the input made contiguous (62604810)
+    if prog.op == "batch_norm" and cat in ("grad", "grad2") and "training=True" in \
+            prog.case.desc and prog.case.leaves[0].layout == "T" and \
+            prog.case.leaves[0].shape[0] == 1:
+        return True
     # torch's input gradient under beta=0 is 0 * upstream (NaN where upstream is NaN); tapegrad's
     # is an exact zero
     if prog.op == "addmm" and cat in ("grad", "grad2") and "beta=0," in prog.case.desc:
