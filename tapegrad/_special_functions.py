@@ -120,15 +120,18 @@ def _polygamma_values(order: int, x: np.ndarray) -> np.ndarray:
 
 
 class Trigamma(Function):
-    """The derivative of digamma; its own derivative is not provided (it raises)."""
+    """The derivative of digamma; its own derivative is polygamma(2) (tapegrad.polygamma)."""
 
     @staticmethod
     def forward(ctx, x):
+        ctx.save_for_backward(x)
         return _wrap(_polygamma_values(1, x._array))
 
     @staticmethod
     def backward(ctx, grad):
-        raise NotImplementedError("tapegrad has no derivative of trigamma (polygamma(2))")
+        x, = ctx.saved_tensors
+        from . import polygamma
+        return grad * polygamma(2, x)
 
 
 class Digamma(Function):

@@ -336,3 +336,21 @@ def test_in_place_with_recording_operand_as_torch(torch, op, extra):
         seen.append((_np(v7), _np(v0.grad)))
     np.testing.assert_allclose(seen[1][0], seen[0][0], rtol=1e-6, equal_nan=True)
     np.testing.assert_allclose(seen[1][1], seen[0][1], rtol=1e-6, equal_nan=True)
+
+
+# -- lgamma / digamma to the fourth derivative (63001365): trigamma's own derivative raised
+# NotImplementedError; it is polygamma(2) --------------------------------------------------------
+
+@pytest.mark.parametrize("fn", ["lgamma", "digamma"])
+def test_lgamma_digamma_higher_derivatives_as_torch(torch, fn):
+    seen = []
+    for L in (torch, tg):
+        x = L.tensor([0.3, 1.7, 4.0, -1.5], dtype=L.float64, requires_grad=True)
+        g = getattr(L, fn)(x).sum()
+        grads = []
+        for k in range(4):
+            g, = L.autograd.grad(g.sum() if k else g, x, create_graph=k < 3)
+            grads.append(_np(g))
+        seen.append(grads)
+    for mine, ref in zip(*seen[::-1]):
+        np.testing.assert_allclose(mine, ref, rtol=1e-9)
