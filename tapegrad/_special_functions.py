@@ -58,13 +58,15 @@ class Erfinv(Function):
 
     @staticmethod
     def forward(ctx, x):
-        result = _wrap(_erfinv_values(x._array))
-        ctx.save_for_backward(result)
-        return result
+        # (PyTorch saves the input and recomputes erfinv in backward: an in-place write into
+        # the result is no error there, nor here)
+        ctx.save_for_backward(x)
+        return _wrap(_erfinv_values(x._array))
 
     @staticmethod
     def backward(ctx, grad):
-        result, = ctx.saved_tensors
+        x, = ctx.saved_tensors
+        result = Erfinv.apply(x)
         return grad * _core.exp(result * result) * _SQRT_PI_OVER_2
 
 

@@ -354,3 +354,21 @@ def test_lgamma_digamma_higher_derivatives_as_torch(torch, fn):
         seen.append(grads)
     for mine, ref in zip(*seen[::-1]):
         np.testing.assert_allclose(mine, ref, rtol=1e-9)
+
+
+# -- erfinv saves its input, as PyTorch (63001769): it saved its result, so a write into the
+# result (or a view of it) raised the version error at backward where PyTorch runs ------------
+
+def test_erfinv_result_written_in_place_as_torch(torch):
+    seen = []
+    for L in (torch, tg):
+        v2 = L.tensor([[-1.21, 0.29], [-1.8, 1.53], [-1.88, 1.64]], requires_grad=True)
+        v4 = L.special.erfinv(v2.tanh())[:, None]
+        v4[0:1] = -0.0
+        (v4 * 2).sum().backward()
+        x = L.tensor([0.3, -0.7, 0.95], dtype=L.float64, requires_grad=True)
+        g, = L.autograd.grad(L.erfinv(x).sum(), x, create_graph=True)
+        g2, = L.autograd.grad(g.sum(), x)
+        seen.append((_np(v2.grad), _np(g), _np(g2)))
+    for mine, ref in zip(seen[1], seen[0]):
+        np.testing.assert_allclose(mine, ref, rtol=1e-6)
