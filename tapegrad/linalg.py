@@ -769,6 +769,10 @@ def vecdot(x, y, *, dim=-1, out=None):
     PyTorch's: the inner product of complex vectors)."""
     _as_tensor(x, "linalg_vecdot", "x", 1)
     _as_tensor(y, "linalg_vecdot", "y", 2)
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
+                           f"of type {_core.scalar_type_name_of(x._array.dtype)} and y of type "
+                           f"{_core.scalar_type_name_of(y._array.dtype)} instead")
     result = ((x.conj() if x.is_complex() else x) * y).sum(dim)
     return result if out is None else out.copy_(result)
 

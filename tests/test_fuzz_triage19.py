@@ -317,6 +317,9 @@ def test_vecdot_refuses_numbers_as_torch(torch):
             a = [L.ones(3) if v is None else v for v in args]
             with pytest.raises(TypeError, match=f"linalg_vecdot\\(\\): argument {name}"):
                 L.linalg.vecdot(*a)
+    for L in (torch, tg):                           # (63003686)
+        with pytest.raises(RuntimeError, match="found x of type Double and y of type Float"):
+            L.linalg.vecdot(L.ones(3, dtype=L.float64), L.ones(3))
 
 
 # -- an in-place op on a tensor that does not record, with an operand that does (62604779,
