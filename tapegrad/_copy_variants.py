@@ -28,7 +28,7 @@ _VIEWS = {
     "select_copy": lambda input, *a, **k: input.select(*a, **k),
     "slice_copy": _slice,
     "diagonal_copy": lambda input, *a, **k: input.diagonal(*a, **k),
-    "detach_copy": lambda input, *a, **k: input.detach(*a, **k),
+    "detach_copy": lambda input: _detached(input),
     "alias_copy": lambda input: input.view(tuple(input.shape)),
     "unbind_copy": lambda input, *a, **k: input.unbind(*a, **k),
     "split_copy": lambda input, *a, **k: input.split(*a, **k),
@@ -38,6 +38,14 @@ _VIEWS = {
     "view_as_real_copy": lambda input: _view_as("view_as_real", input),
     "view_as_complex_copy": lambda input: _view_as("view_as_complex", input),
 }
+
+
+def _detached(input):
+    # PyTorch has no derivative formula for detach_copy: its result requires grad when input
+    # does, and differentiating it raises (a plain detach would silently give no gradient)
+    from ._more_math import without_derivative
+    return without_derivative((input,), input.detach()._array,
+                              "derivative for aten::detach_copy is not implemented", RuntimeError)
 
 
 def _view_as(name, input):

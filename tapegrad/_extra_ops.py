@@ -1269,13 +1269,21 @@ def _masked_fill_arguments(mask, value):
     return mask, value
 
 
+# PyTorch has no derivative formula for these in-place forms: differentiating them raises
+_NO_IN_PLACE_DERIVATIVE = {"asinh": "asinh", "arcsinh": "asinh", "acosh": "acosh",
+                           "arccosh": "acosh", "atanh": "atanh", "arctanh": "atanh"}
+
+
 def _in_place(name: str):
     """Tensor.<name>_: the out-of-place result written into self with copy_, so the project's
-    in-place rules (leaf, view, version counter) apply.  When self records, the op reads a
-    clone: the op may save its input for backward, and copy_ is about to overwrite self."""
+    in-place rules (leaf, view, version counter) apply.  When the op records (self or a tensor
+    operand requires grad), it reads a clone: it may save self for backward, and copy_ is about
+    to overwrite self."""
     def method(self, *args, **kwargs):
         _core._fresh_for_write(self)
-        source = self.clone() if _records(self) else self
+        # (an operand that requires grad makes the op record too, and it may save self)
+        operands = [a for a in (*args, *kwargs.values()) if isinstance(a, _core.TensorBase)]
+        source = self.clone() if _records(self, *operands) else self
         try:
             result = getattr(source, name)(*args, **kwargs)
         except TypeError as error:      # (its argument errors: PyTorch's, under this name)
@@ -1289,6 +1297,11 @@ def _in_place(name: str):
             mask, value = _masked_fill_arguments(*args, **kwargs)
             if not (isinstance(value, _core.TensorBase) and _records(value)):
                 return _fill_stretched(self, mask.expand_as(self), value, "masked_fill_")
+        if source is not self and name in _NO_IN_PLACE_DERIVATIVE:
+            from ._more_math import without_derivative
+            result = without_derivative(
+                (source,), result.detach()._array, "the derivative for 'inplace version of "
+                f"{_NO_IN_PLACE_DERIVATIVE[name]}' is not implemented.")
         if source is not self:
             return _become_result(self, result)
         return _write_back(self, result)

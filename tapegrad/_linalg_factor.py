@@ -47,6 +47,8 @@ def _zero_pivot_info(lu_values: np.ndarray) -> np.ndarray:
     """LAPACK getrf's info per matrix: the 1-based index of the first zero on U's diagonal."""
     diagonal = np.diagonal(lu_values, axis1=-2, axis2=-1)
     zero = diagonal == 0
+    if not zero.shape[-1]:                              # empty matrices: nothing to divide by
+        return np.zeros(zero.shape[:-1], dtype=np.int32)
     return np.where(zero.any(-1), zero.argmax(-1) + 1, 0).astype(np.int32)
 
 

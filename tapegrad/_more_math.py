@@ -928,6 +928,13 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
 
 # -- LU factorisation ------------------------------------------------------------------------------
 
+def _batches(arr: np.ndarray, core: int) -> np.ndarray:
+    """arr as (batch, *its last `core` dims): numpy's -1 cannot infer the batch count of an
+    array with no elements (an empty matrix)."""
+    split = arr.ndim - core
+    return arr.reshape((int(np.prod(arr.shape[:split], dtype=np.int64)),) + arr.shape[split:])
+
+
 def _lu_factor_values(a: np.ndarray):
     """LAPACK getrf by partial pivoting on a copy of a (..., m, n): the packed LU (L below the
     diagonal, unit diagonal implied, U on and above) and the 1-based int32 pivots (row k was
@@ -936,7 +943,7 @@ def _lu_factor_values(a: np.ndarray):
     m, n = lu.shape[-2:]
     k_count = min(m, n)
     batch = lu.shape[:-2]
-    lu = lu.reshape((-1, m, n))
+    lu = _batches(lu, 2)
     pivots = np.zeros((lu.shape[0], k_count), dtype=np.int32)
     rows = np.arange(lu.shape[0])
     for k in range(k_count):
@@ -955,7 +962,7 @@ def _lu_factor_values(a: np.ndarray):
 
 def _permutation(pivots: np.ndarray, m: int) -> np.ndarray:
     """perm with A[..., perm, :] = L U for LAPACK pivots (P[perm[i], i] = 1)."""
-    flat = pivots.reshape((-1, pivots.shape[-1]))
+    flat = _batches(pivots, 1)
     perm = np.tile(np.arange(m), (flat.shape[0], 1))
     rows = np.arange(flat.shape[0])
     for k in range(flat.shape[1]):
@@ -974,12 +981,15 @@ class _LUFactor(Function):
     def forward(ctx, a, lu_values, pivots):
         lu = _wrap(lu_values)
         ctx.save_for_backward(lu)
-        ctx.square = a.shape[-1] == a.shape[-2]
+        # (an empty matrix is differentiable whatever its shape: its gradient has no entry)
+        ctx.square = a.shape[-1] == a.shape[-2] or a._array.size == 0
         ctx.perm = _permutation(pivots, a.shape[-2])
         return lu
 
     @staticmethod
     def backward(ctx, grad):
+        if grad._array.size == 0:
+            return grad.clone(), None, None
         if not ctx.square:
             raise NotImplementedError("tapegrad differentiates torch.lu of square matrices "
                                       "only")

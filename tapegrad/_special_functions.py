@@ -58,13 +58,15 @@ class Erfinv(Function):
 
     @staticmethod
     def forward(ctx, x):
-        result = _wrap(_erfinv_values(x._array))
-        ctx.save_for_backward(result)
-        return result
+        # (PyTorch saves the input and recomputes erfinv in backward: an in-place write into
+        # the result is no error there, nor here)
+        ctx.save_for_backward(x)
+        return _wrap(_erfinv_values(x._array))
 
     @staticmethod
     def backward(ctx, grad):
-        result, = ctx.saved_tensors
+        x, = ctx.saved_tensors
+        result = Erfinv.apply(x)
         return grad * _core.exp(result * result) * _SQRT_PI_OVER_2
 
 
@@ -120,15 +122,18 @@ def _polygamma_values(order: int, x: np.ndarray) -> np.ndarray:
 
 
 class Trigamma(Function):
-    """The derivative of digamma; its own derivative is not provided (it raises)."""
+    """The derivative of digamma; its own derivative is polygamma(2) (tapegrad.polygamma)."""
 
     @staticmethod
     def forward(ctx, x):
+        ctx.save_for_backward(x)
         return _wrap(_polygamma_values(1, x._array))
 
     @staticmethod
     def backward(ctx, grad):
-        raise NotImplementedError("tapegrad has no derivative of trigamma (polygamma(2))")
+        x, = ctx.saved_tensors
+        from . import polygamma
+        return grad * polygamma(2, x)
 
 
 class Digamma(Function):

@@ -158,11 +158,41 @@ def logit(input, eps=None, *, out=None):
     if p.is_complex():
         raise NotImplementedError(f"\"logit_cpu\" not implemented for "
                                   f"'{_core.scalar_type_name_of(p._array.dtype)}'")
-    if eps is not None:
-        p = p.clamp(eps, 1 - eps)
-    # log p - log1p(-p): its gradient 1/p + 1/(1-p) is +inf (not nan) at 0 and 1, as PyTorch's.
-    result = p.log() - (-p).log1p()
+    result = _Logit.apply(p, None if eps is None else float(eps))
     return result if out is None else out.copy_(result)
+
+
+from .autograd.function import Function as _Function  # noqa: E402
+
+
+class _Logit(_Function):
+    """PyTorch's logit: log(x / (1 - x)) of x clamped to [eps, 1 - eps] when eps is given; the
+    gradient g / (x (1 - x)) inside [eps, 1 - eps] (or [0, 1]) and 0 (NaN without eps)
+    outside, in recorded ops so that its own derivative is PyTorch's too.  (Composed as
+    log(x) - log1p(-x), the gradient was finite where the value is NaN, x < 0 or x > 1.)"""
+
+    @staticmethod
+    def forward(ctx, input, eps):
+        ctx.save_for_backward(input)
+        ctx.eps = eps
+        x = input._array if eps is None else np.clip(input._array, eps, 1 - eps)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _wrap(np.log(x / (1 - x)).astype(x.dtype, copy=False))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        lo, hi, outside = (0.0, 1.0, np.nan) if ctx.eps is None else (ctx.eps, 1 - ctx.eps, 0.0)
+        inside = (x >= lo).logical_and(x <= hi)
+        return _core.where(inside, grad / (x * (1 - x)), outside), None
+
+
+def _name_logit_backward():
+    from ._extra_functions import _torch_grad_fn_name
+    _torch_grad_fn_name(_Logit, "LogitBackward0")
+
+
+_name_logit_backward()
 
 
 def hypot(input, other, *, out=None):

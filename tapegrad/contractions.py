@@ -289,9 +289,15 @@ def _contract_pair(a, la, b, lb, needed):
     if summed and a._array.dtype == np.bool_:
         # bmm's dtype check (on the first operand) comes before its operands' comparison.
         raise NotImplementedError('"bmm" not implemented for \'Bool\'')
-    if a.dtype != b.dtype or a._array.dtype == np.bool_:
-        if summed:
+    if summed and a.dtype != b.dtype:
+        out_sizes = batch_sizes + [size_a[lab] for lab in a_only] + [size_b[lab] for lab in b_only]
+        if b._array.dtype == np.bool_ or (0 not in out_sizes and
+                                          all(size_a[lab] for lab in summed)):
             raise RuntimeError(f"expected scalar type {_type_name(a)} but found {_type_name(b)}")
+        # PyTorch's bmm compares dtypes only when it multiplies anything: an empty product
+        # (nothing to sum, or an empty output) is zeros in the second operand's dtype
+        a = a.to(b.dtype)
+    elif a.dtype != b.dtype or a._array.dtype == np.bool_:
         # No summed subscript: PyTorch multiplies (with type promotion) instead of a bmm.
         sa = [size_a[lab] for lab in a_only]
         sb = [size_b[lab] for lab in b_only]

@@ -33,10 +33,10 @@ class LinAlgError(RuntimeError):
 # ---------------------------------------------------------------------------------------------
 # argument checks (PyTorch's wording)
 
-def _as_tensor(x, name):
+def _as_tensor(x, name, arg="A", position=1):
     from .tensor import Tensor
     if not isinstance(x, Tensor):
-        raise TypeError(f"{name}(): argument 'A' (position 1) must be Tensor, not "
+        raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not "
                         f"{_type_name(x)}")
     return x
 
@@ -213,8 +213,11 @@ class _Solve(Function):
         try:
             X = np.linalg.solve(A._array, B._array)
         except np.linalg.LinAlgError:
-            raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix "
-                              "is singular.") from None
+            arr = A._array
+            flat = arr.reshape((-1,) + arr.shape[-2:])
+            index = next((i for i, m in enumerate(flat) if _lu_first_zero_pivot(m)), 0)
+            raise LinAlgError(f"torch.linalg.solve: {_batch_prefix(index, arr.ndim > 2)}The "
+                              "solver failed because the input matrix is singular.") from None
         X = _tensor(X, A)
         ctx.save_for_backward(A, X)
         return X
@@ -228,7 +231,8 @@ class _Solve(Function):
 
 
 def _broadcast_batch(A, B):
-    batch = np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+    from .creation import _broadcast_shapes       # (PyTorch names B's size as tensor a's)
+    batch = _broadcast_shapes(tuple(B.shape[:-2]), tuple(A.shape[:-2]))
     return (A.expand(*batch, *A.shape[-2:]), B.expand(*batch, *B.shape[-2:]))
 
 
@@ -616,7 +620,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         # Norms of the singular values: move the two dims last, reduce, put them back.
         moved = A.movedim((rows, cols), (-2, -1))
         values = svdvals(moved)
+        # (an empty matrix: PyTorch's 2-norm is a constant 0, the max of no non-negative
+        # values, with no gradient; its -2-norm raises amin's IndexError there as here)
         result = (values.sum(dim=-1) if ord == "nuc" else
+                  values.detach().sum(dim=-1) if ord == 2 and not values.shape[-1] else
                   values.amax(dim=-1) if ord == 2 else values.amin(dim=-1))
         if keepdim:
             for d in sorted((rows, cols)):
@@ -628,9 +635,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     sum_dim, pick_dim = (cols, rows) if abs(ord) == math.inf else (rows, cols)
     sums = A.abs().sum(dim=sum_dim, keepdim=True)
     if A.shape[pick_dim] == 0 and ord > 0:
-        # PyTorch gives 0 for an empty max (norms are non-negative); an empty min raises
-        # amin's IndexError there as here.
-        picked = sums.sum(dim=pick_dim, keepdim=True)
+        # PyTorch gives a constant 0 for an empty max (norms are non-negative; no gradient);
+        # an empty min raises amin's IndexError there as here.
+        picked = sums.detach().sum(dim=pick_dim, keepdim=True)
     elif ord > 0:
         picked = sums.amax(dim=pick_dim, keepdim=True)
     else:
@@ -664,7 +671,15 @@ class _SVD(Function):
     @staticmethod
     def forward(ctx, A, full_matrices):
         arr = A._array
-        U, S, Vh = np.linalg.svd(arr, full_matrices=full_matrices)
+        try:
+            U, S, Vh = np.linalg.svd(arr, full_matrices=full_matrices)
+        except np.linalg.LinAlgError:
+            # a NaN: PyTorch's error (an infinity gives NaN values in both, no error)
+            flat = arr.reshape((-1,) + arr.shape[-2:])
+            index = next((i for i, m in enumerate(flat) if not np.isfinite(m).all()), 0)
+            raise LinAlgError(f"linalg.svd: {_batch_prefix(index, arr.ndim > 2)}The algorithm "
+                              "failed to converge because the input matrix contained non-finite "
+                              "values.") from None
         U, S, Vh = _tensor(U, A), _tensor(S, A, real=True), _tensor(Vh, A)
         ctx.save_for_backward(A, U, S, Vh)
         ctx.full_matrices = full_matrices
@@ -790,6 +805,12 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 def vecdot(x, y, *, dim=-1, out=None):
     """The dot product of x and y along ``dim``, broadcasting the other dims (x conjugated, as
     PyTorch's: the inner product of complex vectors)."""
+    _as_tensor(x, "linalg_vecdot", "x", 1)
+    _as_tensor(y, "linalg_vecdot", "y", 2)
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
+                           f"of type {_core.scalar_type_name_of(x._array.dtype)} and y of type "
+                           f"{_core.scalar_type_name_of(y._array.dtype)} instead")
     result = ((x.conj() if x.is_complex() else x) * y).sum(dim)
     return result if out is None else out.copy_(result)
 

@@ -222,5 +222,5 @@ def test_einsum_contraction_refusals_match_torch(torch, make):
 def test_circular_pad_negative_crops(torch, shape, pad):
     # (ran before this session; guards values and gradients.  Where a wrap would copy the
     # output onto itself, PyTorch raises or runs depending on memory layout, and its gradient
-    # there is not the derivative of its values: tapegrad raises PyTorch's overlap error.)
+    # there is not the derivative of its values: see tests/test_fuzz_triage19.py.)
     _conv_case(torch, lambda t, x: t.nn.functional.pad(x, pad, mode="circular") * 1.0, [shape])

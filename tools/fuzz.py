@@ -22,7 +22,9 @@ A program here is Python source, one statement per step, over variables v0, v1, 
     select, view/reshape, squeeze), indexing (gather, index_select, masks, integer lists),
     the matmul family, nn.functional losses / softmax / log_softmax / layer_norm, dtype casts,
     detach, in-place ops on non-leaves and on views (and on leaves, for the error), setitem,
-    retain_grad, and any step now and then under no_grad;
+    retain_grad, and any step now and then under no_grad; and the wider surface, one table entry
+    per op (g_wide): torch.special's one-tensor functions, the *_copy functions, torch.linalg
+    and native_layer_norm, and in-place methods;
   - a tail: backward of a weighted sum of the float outputs that require grad (leaf and
     retained .grad compared), or first and second derivatives via autograd.grad(create_graph).
 
@@ -692,6 +694,108 @@ def g_nn(g):
         g.add(f"F.normalize({a}, dim={g.dim(nd)})")
     else:
         g.add(f"F.dropout({a}, p=0.5, training=False)")
+
+
+# The wider surface (session 19): one table entry per op.  Each entry is a format string over
+# {a} (the picked float variable), {b} (a broadcast partner of it), {d} (a dim of it) and {n}
+# (its last dim's size), and the least ndim it needs.
+WIDE_UNARY = [  # torch.special's one-tensor functions (the last ones are not differentiable)
+    ("torch.special.erfcx({a})", 0), ("torch.special.i0({a})", 0), ("torch.special.i0e({a})", 0),
+    ("torch.special.i1({a})", 0), ("torch.special.i1e({a})", 0), ("torch.special.ndtr({a})", 0),
+    ("torch.special.ndtri({a}.sigmoid())", 0), ("torch.special.log_ndtr({a})", 0),
+    ("torch.special.entr({a})", 0), ("torch.special.sinc({a})", 0),
+    ("torch.special.logit({a}.sigmoid())", 0), ("torch.special.logit({a}, eps=0.1)", 0),
+    ("torch.special.expit({a})", 0), ("torch.special.digamma({a})", 0),
+    ("torch.special.psi({a}.abs() + 0.5)", 0), ("torch.special.gammaln({a})", 0),
+    ("torch.special.erfinv({a}.tanh())", 0), ("torch.special.erfc({a})", 0),
+    ("torch.special.exp2({a})", 0), ("torch.special.multigammaln({a}.abs() + 2, 2)", 0),
+    ("torch.special.xlogy({a}, {b})", 0), ("torch.special.log_softmax({a}, {d})", 1),
+    ("torch.special.softmax({a}, {d})", 1), ("torch.special.logsumexp({a}, {d})", 1),
+    ("torch.special.bessel_j0({a})", 0), ("torch.special.modified_bessel_k1({a}.abs())", 0),
+    ("torch.special.spherical_bessel_j0({a})", 0), ("torch.special.airy_ai({a})", 0),
+    ("torch.special.chebyshev_polynomial_t({a}, 3)", 0),
+    ("torch.special.hermite_polynomial_h({a}, 2)", 0),
+]
+WIDE_COPY = [  # the *_copy functions (a view op's values, materialised)
+    ("torch.transpose_copy({a}, 0, -1)", 1), ("torch.permute_copy({a}, (1, 0))", 2),
+    ("torch.t_copy({a})", 1), ("torch.diagonal_copy({a}, 0, -2, -1)", 2),
+    ("torch.expand_copy({a}, (2,) + tuple({a}.shape))", 0), ("torch.narrow_copy({a}, {d}, 0, 1)", 1),
+    ("torch.select_copy({a}, {d}, -1)", 1), ("torch.squeeze_copy({a})", 0),
+    ("torch.unsqueeze_copy({a}, -1)", 0), ("torch.view_copy({a}, (-1,))", 0),
+    ("torch.detach_copy({a})", 0), ("torch.alias_copy({a})", 0),
+    ("torch.unfold_copy({a}, {d}, 2, 1)", 1), ("torch.slice_copy({a}, {d}, 1, None, 2)", 1),
+    ("torch.split_copy({a}, 1, {d})[-1]", 1), ("torch.unbind_copy({a}, {d})[0]", 1),
+    ("torch.split_with_sizes_copy({a}, [1, {n} - 1], -1)[1]", 1),
+    ("torch.as_strided_copy({a}.contiguous(), (1,), (1,))", 1),
+]
+WIDE_LINALG = [  # {s}: a square matrix (or batch) of {a}'s last dim
+    ("torch.linalg.det({s})", 0), ("torch.linalg.slogdet({s})[1]", 0),
+    ("torch.linalg.inv({s})", 0), ("torch.linalg.matrix_power({s}, 3)", 0),
+    ("torch.linalg.matrix_power({s}, -1)", 0), ("torch.linalg.matrix_exp({s})", 0),
+    ("torch.linalg.solve({s}, {a}.unsqueeze(-1))", 1), ("torch.linalg.svdvals({a})", 2),
+    ("torch.linalg.eigvalsh({s} + {s}.mT)", 0), ("torch.linalg.eigh({s} + {s}.mT)[0]", 0),
+    ("torch.linalg.cholesky({s} @ {s}.mT + torch.eye({n}, dtype={s}.dtype))", 0),
+    ("torch.linalg.vector_norm({a}, {p})", 0), ("torch.linalg.vector_norm({a}, 2, dim={d})", 1),
+    ("torch.linalg.matrix_norm({a})", 2), ("torch.linalg.matrix_norm({a}, 'nuc')", 2),
+    ("torch.linalg.matrix_norm({a}, 2)", 2), ("torch.linalg.pinv({a})", 2),
+    ("torch.linalg.multi_dot([{a}, {s}, {s}])", 2), ("torch.linalg.vecdot({a}, {b})", 1),
+    ("torch.linalg.solve_triangular({s}.triu() + 3 * torch.eye({n}, dtype={s}.dtype), {s}, "
+     "upper=True)", 0), ("torch.linalg.norm({a})", 0), ("torch.linalg.cond({s})", 0),
+    ("torch.linalg.diagonal({s})", 0), ("torch.linalg.lu_factor({s})[0]", 0),
+    ("torch.native_layer_norm({a}, ({n},), None, None, 1e-5)[0]", 1),
+    ("torch.native_layer_norm({a}, ({n},), {w}, {w}, 1e-5)[2]", 1),
+]
+WIDE_INPLACE = [  # in-place methods on non-leaves ({a} picked as g_inplace picks)
+    ("{a}.sin_()", 0), ("{a}.cos_()", 0), ("{a}.tan_()", 0), ("{a}.atan_()", 0),
+    ("{a}.asinh_()", 0), ("{a}.sinh_()", 0), ("{a}.cosh_()", 0), ("{a}.log1p_()", 0),
+    ("{a}.expm1_()", 0), ("{a}.erf_()", 0), ("{a}.erfc_()", 0), ("{a}.erfinv_()", 0),
+    ("{a}.reciprocal_()", 0), ("{a}.rsqrt_()", 0), ("{a}.square_()", 0), ("{a}.sign_()", 0),
+    ("{a}.sgn_()", 0), ("{a}.floor_()", 0), ("{a}.ceil_()", 0), ("{a}.round_()", 0),
+    ("{a}.trunc_()", 0), ("{a}.frac_()", 0), ("{a}.exp2_()", 0), ("{a}.log_()", 0),
+    ("{a}.log2_()", 0), ("{a}.log10_()", 0), ("{a}.lgamma_()", 0), ("{a}.digamma_()", 0),
+    ("{a}.sinc_()", 0), ("{a}.logit_()", 0), ("{a}.nan_to_num_()", 0), ("{a}.deg2rad_()", 0),
+    ("{a}.clamp_max_(0.3)", 0), ("{a}.clamp_min_(-0.3)", 0), ("{a}.clip_(-1, 1)", 0),
+    ("{a}.negative_()", 0), ("{a}.absolute_()", 0), ("{a}.cumsum_({d})", 1),
+    ("{a}.cumprod_({d})", 1), ("{a}.tril_()", 2), ("{a}.triu_(1)", 2),
+    ("{a}.lerp_({b}, 0.3)", 0), ("{a}.addcmul_({b}, {b}, value=0.5)", 0),
+    ("{a}.addcdiv_({b}, {b}.abs() + 1)", 0), ("{a}.hypot_({b})", 0), ("{a}.atan2_({b})", 0),
+    ("{a}.copysign_({b})", 0), ("{a}.fmod_(1.5)", 0), ("{a}.remainder_(-1.5)", 0),
+    ("{a}.xlogy_({b})", 0), ("{a}.float_power_(2)", 0), ("{a}.mvlgamma_(1)", 0),
+    ("{a}.polygamma_(1)", 0), ("{a}.renorm_(2, 0, 1.0)", 1), ("{a}.index_fill_(-1, "
+     "torch.tensor([0]), -1.5)", 1), ("{a}.fill_diagonal_(2.0)", 2),
+]
+WIDE = {"unary": WIDE_UNARY, "copy": WIDE_COPY, "linalg": WIDE_LINALG, "inplace": WIDE_INPLACE}
+
+
+@gen(4)
+def g_wide(g):
+    r = g.r
+    table = r.choice(list(WIDE))
+    if table == "inplace":
+        a = g.pick_float(lambda m: not (m.leaf and m.rg) or r.random() < 0.1)
+    else:
+        a = g.pick_float()
+    if a is None:
+        return
+    m = g.meta[a]
+    fmt = r.choice([code for code, least in WIDE[table] if m.nd >= least])
+    n = m.shape[-1] if m.nd else 1
+    fill = {"a": a, "d": g.dim(m.nd) if m.nd else 0, "n": n,
+            "p": r.choice([1, 2, 3, 0.5, "float('inf')", "-float('inf')", 0])}
+    if "{b}" in fmt:
+        fill["b"] = broadcast_partner(g, a)
+        if fill["b"] is None:
+            return
+    if "{s}" in fmt:
+        batch = m.shape[:-2] if m.nd >= 3 and r.random() < 0.5 else ()
+        fill["s"] = g.leaf(batch + (n, n), m.dtype, style="normal")
+        if fill["s"] is None:
+            return
+    if "{w}" in fmt:
+        fill["w"] = g.leaf((n,), m.dtype)
+        if fill["w"] is None:
+            return
+    g.add(fmt.format(**fill), nograd=r.random() < 0.08)
 
 
 @gen(4)

@@ -136,8 +136,10 @@ class Case:
     """What an op generator returns: the leaves it needs and `call(lib, views, env)`."""
 
     def __init__(self, leaves, call, desc, unordered=False, no_grad_check=False, modules=None,
-                 grad_tol=None, skip_indices=False):
+                 grad_tol=None, skip_indices=False, torch_unspecified=None):
         self.leaves, self.call, self.desc = leaves, call, desc
+        # why torch's result is no spec here (uninitialised memory, ...): findings are known
+        self.torch_unspecified = torch_unspecified
         self.unordered = unordered          # outputs compared after sorting (topk sorted=False)
         self.no_grad_check = no_grad_check
         self.modules = modules or {}        # name -> (ctor(lib), ) built once per lib
@@ -564,7 +566,16 @@ def g_pad(r):
     kw = {"mode": mode}
     if mode == "constant" and r.random() < 0.5:
         kw["value"] = r.choice([1.5, -2.0, float("nan")])
-    return Case([x], lambda L, v: L.nn.functional.pad(v[0], pads, **kw), f"F.pad(x, {pads}, {kw})")
+    unspecified = None
+    for i in range(npad // 2):
+        n = x.shape[-1 - i]
+        kept = n - max(-pads[2 * i], 0) - max(-pads[2 * i + 1], 0)
+        if mode == "circular" and (kept <= 0 or max(pads[2 * i], pads[2 * i + 1]) > kept):
+            # torch's copies of its output onto itself overlap: uninitialised memory or an order-
+            # dependent copy where it does not raise, and a wrong gradient (gradcheck fails)
+            unspecified = "circular pad wider than what is kept (docs/differences.md)"
+    return Case([x], lambda L, v: L.nn.functional.pad(v[0], pads, **kw), f"F.pad(x, {pads}, {kw})",
+                torch_unspecified=unspecified)
 
 
 @op("fold", 2)
@@ -1379,6 +1390,8 @@ def known(prog, cat, msg):
         return True
     if cat == "requires_grad" and prog.op in ("unique", "hist"):
         return True
+    if prog.case.torch_unspecified and cat not in ("process-crash", "fuzzer-error"):
+        return True
     # CORE BUG (src/): a view taken before an in-place write to its base keeps its old history,
     # so its gradient misses the write (torch rebases the view).  Filtered only where the chain
     # took a view of an output that the in-place step then modified.
@@ -1400,6 +1413,24 @@ def known(prog, cat, msg):
     if prog.op == "batch_norm" and cat in ("grad", "grad2") and "w=True" in prog.case.desc and \
             prog.case.leaves[3].layout != "c" and (
                 cat == "grad2" or int(np.prod(prog.case.leaves[0].shape[2:])) == 1):
+        return True
+    # torch's transposed convolution to an output size 0: its oneDNN path (float32 with a batch
+    # or groups above 1, more than one thread) returns an empty output (and fails to build a
+    # memory descriptor for a negative size); its native path raises, as tapegrad always does
+    if cat == "crash" and prog.op == "conv" and "conv_transpose" in prog.case.desc and \
+            "Output size is too small" in msg:
+        return True
+    # torch's addmv with an empty matrix returns beta * input unbroadcast (addmv(ones(1),
+    # ones(2, 0), ones(0)) has shape (1,), with a resize warning) and its backward then fails;
+    # tapegrad broadcasts to the product's shape (seed 60613049)
+    if prog.op == "addmm" and re.match(r"torch\.addmv\(a\([^)]*\), b\((0, \d+|\d+, 0)\)",
+                                       prog.case.desc):
+        return True
+    # torch's CPU batch_norm backward (training) of a permuted input with one sample is wrong:
+    # tapegrad's equals finite differences and torch's on the input made contiguous (62604810)
+    if prog.op == "batch_norm" and cat in ("grad", "grad2") and "training=True" in \
+            prog.case.desc and prog.case.leaves[0].layout == "T" and \
+            prog.case.leaves[0].shape[0] == 1:
         return True
     # torch's input gradient under beta=0 is 0 * upstream (NaN where upstream is NaN); tapegrad's
     # is an exact zero

@@ -669,7 +669,7 @@ cdef int OP_COMPLEX_DIV
 
 cdef object complex_binary(int op, object a, object b)
 
-cdef object holomorphic_derivative(int op, object z, object out, object m)
+cdef tuple holomorphic_factor(int op, object z, object out, object m)
 
 cdef char HOLOMORPHIC_READS_OUTPUT[MAX_OPS]
 

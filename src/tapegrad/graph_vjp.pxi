@@ -1499,10 +1499,10 @@ cdef object gv_complex_div(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_holomorphic(Py_ssize_t i, Record* r, object G, char* want):
     import tapegrad
     if HOLOMORPHIC_READS_OUTPUT[r.op]:
-        D = holomorphic_derivative(r.op, None, own_output(i, r, 0), tapegrad)
+        W, divides = holomorphic_factor(r.op, None, own_output(i, r, 0), tapegrad)
     else:
-        D = holomorphic_derivative(r.op, in_value(r, 0, saved_value(r, 0)), None, tapegrad)
-    return g_mul(G, t_conj(D))
+        W, divides = holomorphic_factor(r.op, in_value(r, 0, saved_value(r, 0)), None, tapegrad)
+    return g_div(G, t_conj(W)) if divides else g_mul(G, t_conj(W))
 
 cdef object gv_conj(Py_ssize_t i, Record* r, object G, char* want):
     return t_conj(G)

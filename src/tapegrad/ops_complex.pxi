@@ -140,9 +140,11 @@ cdef int keep_fit_aux(Record* r, object a, object b, object out) except -1:
 
 # -- holomorphic one-input functions -------------------------------------------------------------
 # Each: numpy's function, whether the derivative reads the output (else the input), and the
-# derivative f'(z) (holomorphic_derivative, in arrays for the VJP and in tensors for the graph
-# VJP: `m` is numpy or the tapegrad module).  The inverse functions' derivatives are written as
-# PyTorch writes them (same branch cuts).
+# derivative f'(z) (holomorphic_factor, in arrays for the VJP and in tensors for the graph VJP:
+# `m` is numpy or the tapegrad module).  The derivatives are written as PyTorch writes them
+# (same branch cuts), and where PyTorch divides the gradient by conj(w) (log: grad / conj(z))
+# the factor is w with `divides` set: at a pole the complex division by zero gives inf+infj, as
+# PyTorch's does, where multiplying by conj(1 / z) gave nan+nanj.
 
 cdef object sigmoid_numpy(object z):
     return 1 / (1 + np.exp(-z))
@@ -150,56 +152,74 @@ cdef object sigmoid_numpy(object z):
 cdef object rsqrt_numpy(object z):
     return 1 / np.sqrt(z)
 
+cdef object log1p_numpy(object z):
+    """log(1 + z) accurate near 0, as PyTorch's: numpy's complex log1p is log(hypot(1 + x, y))
+    and keeps no digits of a small z (log1p(1e-5) in complex64 was 1.0014e-05, of 4e-09 zero).
+    Below |z| = 0.5 the real part is log1p(x (2 + x) + y^2) / 2 (exactly x where that sum is
+    0: log1p(-0.0) is -0.0); the imaginary part is atan2(y, 1 + x)."""
+    x, y = z.real, z.imag
+    r = x * (2 + x) + y * y
+    out = np.empty_like(z)
+    out.real = np.where(np.hypot(x, y) < 0.5, np.where(r == 0, x, 0.5 * np.log1p(r)),
+                        np.log(np.hypot(x + 1, y)))
+    out.imag = np.arctan2(y, x + 1)
+    return out
 
-cdef object holomorphic_derivative(int op, object z, object out, object m):
-    """f'(z) of the holomorphic op `op`, from its input z or its output out (arrays or tensors)."""
+cdef object reciprocal_numpy(object z):
+    # a complex division, as PyTorch's 1 / z: np.reciprocal gives nan+nanj at 0 (PyTorch inf+nanj)
+    return 1 / z
+
+
+cdef tuple holomorphic_factor(int op, object z, object out, object m):
+    """(w, divides) of the holomorphic op `op`, from its input z or its output out (arrays or
+    tensors): its VJP is g / conj(w) when `divides`, else g * conj(w) (w = f'(z))."""
     if op == OP_COMPLEX_EXP:
-        return out
+        return out, False
     if op == OP_COMPLEX_LOG:
-        return 1 / z
+        return z, True
     if op == OP_COMPLEX_SQRT:
-        return 1 / (2 * out)
+        return 2 * out, True
     if op == OP_COMPLEX_RSQRT:
-        return -0.5 * out * out * out
+        return -0.5 * out * out * out, False
     if op == OP_COMPLEX_RECIPROCAL:
-        return -out * out
+        return -out * out, False
     if op == OP_COMPLEX_SIN:
-        return m.cos(z)
+        return m.cos(z), False
     if op == OP_COMPLEX_COS:
-        return -m.sin(z)
+        return -m.sin(z), False
     if op == OP_COMPLEX_TANH:
-        return 1 - out * out
+        return 1 - out * out, False
     if op == OP_COMPLEX_SIGMOID:
-        return out * (1 - out)
+        return out * (1 - out), False
     if op == OP_COMPLEX_LOG1P:
-        return 1 / (1 + z)
+        return z + 1, True
     if op == OP_COMPLEX_EXPM1:
-        return out + 1
+        return out + 1, False
     if op == OP_COMPLEX_LOG10:
-        return 1 / (z * LN10_C)
+        return z * LN10_C, True
     if op == OP_COMPLEX_LOG2:
-        return 1 / (z * LN2_C)
+        return z * LN2_C, True
     if op == OP_COMPLEX_SINH:
-        return m.cosh(z)
+        return m.cosh(z), False
     if op == OP_COMPLEX_COSH:
-        return m.sinh(z)
+        return m.sinh(z), False
     if op == OP_COMPLEX_ASIN:
-        return (1 - z * z) ** -0.5
+        return (1 - z * z) ** -0.5, False
     if op == OP_COMPLEX_ACOS:
-        return -(1 - z * z) ** -0.5
+        return -(1 - z * z) ** -0.5, False
     if op == OP_COMPLEX_ATAN:
-        return 1 / (1 + z * z)
+        return z * z + 1, True
     if op == OP_COMPLEX_EXP2:
-        return out * LN2_C
+        return out * LN2_C, False
     if op == OP_COMPLEX_TAN:
-        return 1 + out * out
+        return 1 + out * out, False
     if op == OP_COMPLEX_ASINH:
-        return (z * z + 1) ** -0.5
+        return (z * z + 1) ** -0.5, False
     if op == OP_COMPLEX_ACOSH:
-        return 1 / (m.sqrt(z - 1) * m.sqrt(z + 1))
+        return 1 / (m.sqrt(z - 1) * m.sqrt(z + 1)), False
     if op == OP_COMPLEX_ATANH:
-        return 1 / (1 - z * z)
-    raise AssertionError(f"holomorphic_derivative: unknown op {op}")
+        return 1 - z * z, True
+    raise AssertionError(f"holomorphic_factor: unknown op {op}")
 
 
 cdef double LN10_C = 2.302585092994045684017991454684364208
@@ -207,14 +227,14 @@ cdef double LN2_C = 0.693147180559945309417232121458176568
 
 
 cdef object vjp_holomorphic(Record* r, object g):
-    """g * conj(f'(z)), f' read off the saved input or output (saved[0])."""
+    """g * conj(f'(z)) (or g / conj(w)), read off the saved input or output (saved[0])."""
     v = <object>r.saved[0]
     with IeeeResults():
         if HOLOMORPHIC_READS_OUTPUT[r.op]:
-            d = holomorphic_derivative(r.op, None, v, np)
+            w, divides = holomorphic_factor(r.op, None, v, np)
         else:
-            d = holomorphic_derivative(r.op, v, None, np)
-        return nd(g * np.conjugate(d))
+            w, divides = holomorphic_factor(r.op, v, None, np)
+        return nd(g / np.conjugate(w) if divides else g * np.conjugate(w))
 
 
 cdef dict HOLOMORPHIC = {}          # name (as the core calls the op) -> (opcode, numpy function)
@@ -232,13 +252,13 @@ OP_COMPLEX_EXP = register_holomorphic("exp", "ExpBackward0", np.exp, True)
 OP_COMPLEX_LOG = register_holomorphic("log", "LogBackward0", np.log, False)
 OP_COMPLEX_SQRT = register_holomorphic("sqrt", "SqrtBackward0", np.sqrt, True)
 OP_COMPLEX_RSQRT = register_holomorphic("rsqrt", "RsqrtBackward0", rsqrt_numpy, True)
-OP_COMPLEX_RECIPROCAL = register_holomorphic("reciprocal", "ReciprocalBackward0", np.reciprocal,
+OP_COMPLEX_RECIPROCAL = register_holomorphic("reciprocal", "ReciprocalBackward0", reciprocal_numpy,
                                              True)
 OP_COMPLEX_SIN = register_holomorphic("sin", "SinBackward0", np.sin, False)
 OP_COMPLEX_COS = register_holomorphic("cos", "CosBackward0", np.cos, False)
 OP_COMPLEX_TANH = register_holomorphic("tanh", "TanhBackward0", np.tanh, True)
 OP_COMPLEX_SIGMOID = register_holomorphic("sigmoid", "SigmoidBackward0", sigmoid_numpy, True)
-OP_COMPLEX_LOG1P = register_holomorphic("log1p", "Log1PBackward0", np.log1p, False)
+OP_COMPLEX_LOG1P = register_holomorphic("log1p", "Log1PBackward0", log1p_numpy, False)
 OP_COMPLEX_EXPM1 = register_holomorphic("expm1", "Expm1Backward0", np.expm1, True)
 OP_COMPLEX_LOG10 = register_holomorphic("log10", "Log10Backward0", np.log10, False)
 OP_COMPLEX_LOG2 = register_holomorphic("log2", "Log2Backward0", np.log2, False)

@@ -157,6 +157,76 @@ def _pad_index(n, before, after, mode):
     return np.arange(-max(before, 0), kept + max(after, 0)) % kept + start
 
 
+def _edge_pad_checks(shape, pad, n_dims, mode):
+    """PyTorch's checks of reflect and replicate padding, in its order: reflect's pad sizes
+    (innermost dim first), then the output size: its kernels raise when every padded output dim
+    is below 1, and otherwise a negative one fails to allocate (an empty one is fine)."""
+    nd = len(shape)
+    if mode == "reflect":
+        for i in range(n_dims):
+            dim, before, after = nd - 1 - i, pad[2 * i], pad[2 * i + 1]
+            if before >= shape[dim] or after >= shape[dim]:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the "
+                                   f"corresponding input dimension, but got: padding ({before}, "
+                                   f"{after}) at dimension {dim} of input {list(shape)}")
+    ins = [shape[nd - 1 - i] for i in reversed(range(n_dims))]                # D, H, W
+    outs = [shape[nd - 1 - i] + pad[2 * i] + pad[2 * i + 1] for i in reversed(range(n_dims))]
+    if max(outs) < 1:
+        if n_dims == 1:
+            sizes = f"(W: {ins[0]})", f"W: {outs[0]}"
+        elif n_dims == 2:       # (the replication kernel's message has a space before ')')
+            sizes = (f"(H: {ins[0]}, W: {ins[1]}{' ' if mode == 'replicate' else ''})",
+                     f"H: {outs[0]} W: {outs[1]}")
+        else:
+            sizes = (f"(D: {ins[0]} H: {ins[1]}, W: {ins[2]})",
+                     f"D: {outs[0]} H: {outs[1]} W: {outs[2]}")
+        raise RuntimeError(f"input {sizes[0]} is too small. Calculated output {sizes[1]}")
+    if min(outs) < 0:
+        if mode == "reflect" and n_dims == 2:
+            raise RuntimeError("numel: integer multiplication overflow")
+        full = list(shape[:nd - n_dims]) + outs
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{next(o for o in outs if o < 0)}: {full}")
+
+
+def _circular_checks(shape, pad, n_dims):
+    """The output shape of circular padding, after PyTorch's checks in PyTorch's order.
+
+    PyTorch pads circularly by copying the kept (cropped) input into the output and then
+    copying slices of the output onto its own pad regions, innermost dim first.  A pad wider
+    than what is kept makes such a copy read what it writes: PyTorch's overlap check raises
+    when both slices are dense (every dim before the padded one has size 1); otherwise the copy
+    runs, and a right pad wider than the kept part comes out periodic, as here (a left one reads
+    uninitialised memory there; here it is periodic too).  With nothing kept the slices coincide
+    (no overlap error) and PyTorch's result is uninitialised memory: raised here.  PyTorch's
+    gradient where a pad is wider than the kept part is wrong (autograd through the overlapping
+    self-copies; torch.autograd.gradcheck fails); here it is the index selection's."""
+    nd = len(shape)
+    out_shape = list(shape)
+    for i in reversed(range(n_dims)):                    # outermost padded dim first
+        dim = nd - 1 - i
+        before, after, n = pad[2 * i], pad[2 * i + 1], shape[dim]
+        if before > n or after > n:
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if n + before + after < 0:
+            raise RuntimeError("Negative padding value is resulting in an empty dimension")
+        out_shape[dim] = n + before + after
+    if 0 in out_shape:
+        return tuple(out_shape)
+    kept = [shape[nd - 1 - i] - max(-pad[2 * i], 0) - max(-pad[2 * i + 1], 0)
+            for i in range(n_dims)]
+    for i in range(n_dims):                              # innermost first, as PyTorch copies
+        dim = nd - 1 - i
+        if max(pad[2 * i], pad[2 * i + 1]) > kept[i] > 0 and int(np.prod(out_shape[:dim])) == 1:
+            raise RuntimeError("unsupported operation: some elements of the input tensor and the "
+                               "written-to tensor refer to a single memory location. Please "
+                               "clone() the tensor before performing the operation.")
+    if min(kept) <= 0:
+        # (all of a dim cropped away: PyTorch returns uninitialised memory, never a spec)
+        raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    return tuple(out_shape)
+
+
 def _deprecated_upsampling(name: str) -> None:
     warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` "
                   "instead.", stacklevel=3)
@@ -206,35 +276,22 @@ def pad(input, pad, mode="constant", value=None):
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     if value is not None and value != 0:
         raise ValueError(f"Padding mode \"{mode}\"\" doesn't take in value argument")
+    if mode == "circular":
+        out_shape = _circular_checks(tuple(input.shape), pad, n_dims)
+        if 0 in out_shape:
+            # empty: no values to wrap (PyTorch copies nothing, whatever was cropped away)
+            out = input
+            for i in range(n_dims):
+                dim = input.dim() - 1 - i
+                out = out.index_select(dim, _wrap(np.zeros(out_shape[dim], dtype=np.int64)))
+            return out
+    else:
+        _edge_pad_checks(tuple(input.shape), pad, n_dims, mode)
     out = input
     for i in range(n_dims):
         dim = input.dim() - 1 - i
         before, after = pad[2 * i], pad[2 * i + 1]
         n = input.shape[dim]
-        if mode == "reflect" and (before >= n or after >= n):
-            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
-                               f"input dimension, but got: padding ({before}, {after}) at "
-                               f"dimension {dim} of input {list(input.shape)}")
-        if mode == "circular" and (before > n or after > n):
-            raise RuntimeError("Padding value causes wrapping around more than once.")
-        kept = n - max(-before, 0) - max(-after, 0)
-        if mode == "replicate" and n_dims == 1 and n + before + after < 1:
-            # (PyTorch's 1-d replication kernel checks its output width; the 2-d and 3-d ones
-            # return an empty result)
-            raise RuntimeError(f"input (W: {n}) is too small. Calculated output W: "
-                               f"{n + before + after}")
-        if mode == "circular" and n + before + after == 0:
-            out = out.index_select(dim, _wrap(np.zeros(0, dtype=np.int64)))    # empty, as PyTorch
-            continue
-        if mode == "circular" and kept <= 0:
-            # (cropped away: PyTorch raises this when the size goes negative, and returns
-            # uninitialised memory otherwise - never a spec to follow)
-            raise RuntimeError("Negative padding value is resulting in an empty dimension")
-        if mode == "circular" and max(before, after) > kept:
-            # (PyTorch's copy of the cropped input onto itself fails with this message)
-            raise RuntimeError("unsupported operation: some elements of the input tensor and the "
-                               "written-to tensor refer to a single memory location. Please "
-                               "clone() the tensor before performing the operation.")
         if before or after:
             out = out.index_select(dim, _wrap(_pad_index(n, before, after, mode)))
     # all-zero padding: a new tensor all the same, as PyTorch (never input itself: a write into
