@@ -361,8 +361,8 @@ def pdist(input, p=2.0):
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     first, second = np.triu_indices(input.shape[0], 1)
-    diff = input[_index_tensor(first)] - input[_index_tensor(second)]
-    return diff.norm(p, -1)
+    from .nn._extra_losses import row_distances
+    return row_distances(input[_index_tensor(first)] - input[_index_tensor(second)], p)
 
 
 # -- losses (reduction as an int) ----------------------------------------------------------------

@@ -1015,7 +1015,7 @@ def cli_workloads(libs: dict[str, Any]):
     rows.append((f"poly fit of sin, {POLY_POINTS} points, per iteration", None,
                  lambda: poly_contenders(libs),
                  lambda: [check_poly(lib) for lib in libs.values()]))
-    rows.append(("hand-written Adam step, 4-32-32-3 MLP's parameters, float32", None,
+    rows.append(("hand-written Adam step, 4-32-32-3 MLP, f32", None,
                  lambda: hand_adam_contenders(libs),
                  lambda: [check_hand_adam(lib) for lib in libs.values()]))
     hvp = hvp_cases()[0]

@@ -155,3 +155,25 @@ def test_distributed_rpc_rref_isinstance_check_is_false(torch):
         rpc.RRef(1)
     with pytest.raises(RuntimeError, match="Current RPC agent is not set"):
         torch.distributed.rpc.RRef(1)
+
+
+# -- cdist / pdist at p = 0: zero gradients, as PyTorch's kernels (the norm's gave none) -----------
+
+def _p0_distances(lib):
+    x = lib.tensor([[1.0, 2.0], [3.0, float("inf")]], requires_grad=True)
+    y = lib.tensor([[0.0, 1.0]], requires_grad=True)
+    d1 = lib.cdist(x, y, 0)
+    z = lib.tensor([[1.0, 2.0], [3.0, 5.0], [1.0, 1.0]], requires_grad=True)
+    d2 = lib.pdist(z, 0)
+    (d1.sum() + d2.sum()).backward()
+    return [t.detach().numpy().tolist() for t in (d1, d2, x.grad, y.grad, z.grad)]
+
+
+def test_p0_distances_have_zero_gradients():
+    d1, d2, gx, gy, gz = _p0_distances(tg)
+    assert d1 == [[2.0], [2.0]] and d2 == [2.0, 1.0, 2.0]
+    assert gx == [[0.0, 0.0], [0.0, 0.0]] and gy == [[0.0, 0.0]] and gz == [[0.0, 0.0]] * 3
+
+
+def test_p0_distances_match_torch(torch):
+    assert _p0_distances(tg) == _p0_distances(torch)

@@ -18,8 +18,10 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.distributed import rpc as rpc
 
 __all__ = [
+    'rpc',
     'barrier',
     'destroy_process_group',
     'get_rank',

@@ -116,8 +116,18 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
                            f"X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
-    return diff.norm(p, -1)
+    return row_distances(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
+
+
+def row_distances(diff, p: float):
+    """The p-norms over the last dim of row differences, as cdist's and pdist's kernels give
+    them: their gradient at p = 0 is zeros, where the norm's (vector_norm's, PyTorch's too) is
+    none, which left x.grad None."""
+    dist = diff.norm(p, -1)
+    if p == 0 and diff.requires_grad:
+        from ..contractions import _zeroed      # (zeros in the graph; NaN/inf do not leak)
+        dist = dist + _zeroed(diff).sum(-1)
+    return dist
 
 
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None,
