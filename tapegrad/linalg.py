@@ -494,13 +494,20 @@ class _EuclideanNorm(Function):
     @staticmethod
     def backward(ctx, grad):
         x, out = ctx.saved_tensors
-        if not ctx.keepdim:
-            for d in sorted(ctx.dims):
-                grad, out = grad.unsqueeze(d), out.unsqueeze(d)
+        grad, out = _with_reduced_dims(ctx, grad, out)
         from . import where, zeros_like
         zero = out == 0
         safe = where(zero, 1 + zeros_like(out), out)
         return where(zero, zeros_like(x), x * (grad / safe)), None, None
+
+
+def _with_reduced_dims(ctx, *tensors):
+    """A norm's output and its gradient with the dims it reduced (ctx.dims) back as size 1, where
+    the norm dropped them (keepdim=False), so that they broadcast against its input."""
+    if not ctx.keepdim:
+        for d in sorted(ctx.dims):
+            tensors = tuple(t.unsqueeze(d) for t in tensors)
+    return tensors
 
 
 class _PNorm(Function):
@@ -520,9 +527,7 @@ class _PNorm(Function):
     @staticmethod
     def backward(ctx, grad):
         x, out = ctx.saved_tensors
-        if not ctx.keepdim:
-            for d in sorted(ctx.dims):
-                grad, out = grad.unsqueeze(d), out.unsqueeze(d)
+        grad, out = _with_reduced_dims(ctx, grad, out)
         from . import where, zeros_like
         p = ctx.ord
         x_zero = x == 0
