@@ -40,7 +40,8 @@ _SAFE_COMPILED_OPS = frozenset({
     "ExpandBackward0", "RepeatBackward0", "CatBackward0", "StackBackward0", "SplitBackward0",
     "SplitWithSizesBackward0", "UnbindBackward0", "SumBackward0", "SumBackward1",
     "MeanBackward0", "MeanBackward1", "ToCopyBackward0", "FunctionBackward", "FunctionOutput",
-    "AccumulateGrad", "TrilBackward0", "TriuBackward0", "CopySlices", "CopyBackwards", "MaskedFillBackward0",
+    "AccumulateGrad", "TrilBackward0", "TriuBackward0", "CopySlices", "CopyBackwards",
+    "IndexPutBackward0", "MaskedFillBackward0",
     "MaskedFillBackward1", "MaskedSelectBackward0", "WhereBackward0", "ConstantPadNdBackward0",
     "AsStridedBackward0", "GatherBackward0", "IndexBackwardBackward0",
     # matmul's records: their VJPs multiply by the operands' conjugates

@@ -190,3 +190,44 @@ def test_rsub_of_a_number_is_one_rsub_node(other, dtype, torch):
         (ours * ours).sum().backward()
         (theirs * theirs).sum().backward()
         np.testing.assert_allclose(ours_in.grad.numpy(), their_in.grad.numpy())
+
+
+# -- x[advanced key] = v: PyTorch's index_put_ (IndexPutBackward0) where its indexing takes no
+# view first; CopySlices where an int, a partial slice or None does --------------------------------
+
+def _advanced_write_names(lib):
+    keys = [lambda x, v: ([0, 1], v), lambda x, v: (lib.tensor([0, 1]), v),
+            lambda x, v: (lib.tensor([True, False, True]), v),
+            lambda x, v: (lib.tensor([True, False, True]), 5.0), lambda x, v: (x > 0, 5.0),
+            lambda x, v: ((slice(None), [0, 1]), v.t()[:3, :2]),
+            lambda x, v: ((Ellipsis, [0, 1]), v.t()[:3, :2]),
+            lambda x, v: (([0, 1], [1, 2]), 7.0), lambda x, v: ((0, [0, 1]), v[0, :2]),
+            lambda x, v: ((slice(1, None), [0, 1]), 7.0), lambda x, v: ((None, [0, 1]), 7.0)]
+    out = []
+    for make in keys:
+        x = lib.ones(3, 3, requires_grad=True).clone()
+        v = lib.full((2, 3), 2.0, requires_grad=True)
+        key, value = make(x, v)
+        x[key] = value
+        (x * x).sum().backward()
+        out.append((x.grad_fn.name().replace("torch::autograd::", ""),
+                    [n.name().replace("torch::autograd::", "") if n else None
+                     for n, _ in x.grad_fn.next_functions],
+                    None if v.grad is None else v.grad.tolist()))
+    return out
+
+
+def test_advanced_writes_match_torch(torch):
+    assert _advanced_write_names(tg) == _advanced_write_names(torch)
+
+
+def test_index_put_record_second_order():
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = tg.tensor([4.0, 5.0], requires_grad=True)
+    y = x * 1
+    y[[0, 2]] = v * v
+    assert y.grad_fn.name() == "IndexPutBackward0"
+    (gv,) = tg.autograd.grad((y * y).sum(), v, create_graph=True)
+    assert gv.tolist() == [4 * 4.0 ** 3, 4 * 5.0 ** 3]          # d/dv (v^2)^2 = 4 v^3
+    (ggv,) = tg.autograd.grad(gv.sum(), v)
+    assert ggv.tolist() == [12 * 4.0 ** 2, 12 * 5.0 ** 2]

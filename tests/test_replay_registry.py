@@ -238,6 +238,7 @@ NOT_REPLAYED = {
     "AsStridedBackward0": "the history of a view after an in-place write into it",
     "CopySlices": "x[key] = v, an in-place write (a replay cannot repeat writes into inputs)",
     "CopyBackwards": "copy_(), x[:] = v, an in-place write of a whole tensor",
+    "IndexPutBackward0": "x[index] = v, an in-place write with an advanced index",
     "ZeroBackward0": "zero_(), an in-place write",
     "TransposeBackward1": "transpose_(), an in-place view op (the step runs eagerly)",
     "TBackward1": "t_(), an in-place view op",

@@ -13,7 +13,7 @@ cdef bint records(TensorBase t, object other) noexcept
 
 cdef object inplace_apply(TensorBase self, object fn, tuple args)
 
-cdef int OP_SETITEM, OP_COPY, OP_SETITEM_FILL
+cdef int OP_SETITEM, OP_COPY, OP_SETITEM_FILL, OP_INDEX_PUT
 
 cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=*, bint is_copy=*)
 

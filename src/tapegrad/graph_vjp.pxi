@@ -1604,7 +1604,7 @@ cdef int register_graph_vjps() except -1:
     for op in (OP_MASKED_FILL, OP_MASKED_FILL_T):
         GRAPH_VJP[op] = gv_masked_fill
     GRAPH_VJP[OP_MASKED_SELECT] = gv_masked_select
-    for op in (OP_SETITEM, OP_COPY, OP_SETITEM_FILL):
+    for op in (OP_SETITEM, OP_COPY, OP_SETITEM_FILL, OP_INDEX_PUT):
         GRAPH_VJP[op] = gv_setitem
     for op in NN_OVERWRITE_OPS.values():
         GRAPH_VJP[<int>op] = gv_overwrite

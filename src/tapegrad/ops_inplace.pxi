@@ -341,6 +341,21 @@ OP_SETITEM = register_op("CopySlices", vjp_setitem)
 # fill_ (FillBackward3).  The same write with the same VJP: only grad_fn's name differs.
 OP_COPY = register_op("CopyBackwards", vjp_setitem)
 OP_SETITEM_FILL = register_op("FillBackward3", vjp_setitem)
+# x[key] = v with an advanced key (index tensors, lists, masks) that takes no view first (its
+# other items whole slices or Ellipsis): PyTorch's index_put_ on x itself (IndexPutBackward0).
+OP_INDEX_PUT = register_op("IndexPutBackward0", vjp_setitem)
+
+
+cdef bint only_whole_slices_beside(object key) except -1:
+    """Whether the basic items of an advanced key are all `:` or Ellipsis, so that PyTorch's
+    indexing takes no view before its index_put_ (an int, a partial slice or None would)."""
+    for item in (key if type(key) is tuple else (key,)):
+        if item is None or isinstance(item, (int, np.integer)):
+            return False
+        if type(item) is slice and not ((<slice>item).start is None and (<slice>item).stop is None
+                                         and (<slice>item).step in (None, 1)):
+            return False
+    return True
 
 
 cdef object setitem_key_item(object item, list advanced):
@@ -654,6 +669,8 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         op = OP_COPY
     elif not onto_base and key_is_whole(self, key):
         op = OP_SETITEM_FILL if V.ndim == 0 and A.ndim != 0 else OP_COPY
+    elif advanced and not onto_base and only_whole_slices_beside(key):
+        op = OP_INDEX_PUT
     r = record_from(op, result, (self, value if isinstance(value, TensorBase) else None))
     if r != NULL:
         keep(&r.aux, (nkey, bool(advanced), V.shape, value_shape,
