@@ -304,10 +304,20 @@ def index_put_(self, indices, values, accumulate=False):
     """In place: ``self[indices] = values`` where ``indices`` is a tuple of index tensors (advanced
     indexing), or ``+=`` with ``accumulate=True`` (repeated indices then add up). Returns self.
     """
-    result = index_put(self, indices, values, accumulate)
-    if not accumulate and _stretched(self) and not _records(self, values):
+    if accumulate:
+        # (self becomes the op's output when it records, as _extra_ops._in_place's ops do)
+        from ._shift_ops import _become_result, _write_back
+        source = self.clone() if _records(self, values) else self
+        result = index_put(source, indices, values, accumulate)
+        return _become_result(self, result) if source is not self else _write_back(self, result)
+    _check_values(self, values, "index_put_")
+    key = _check_index_put(self, _index_put_key(self, indices), values)
+    if _stretched(self) and not _records(self, values):
         return _fill_stretched(self, tuple(indices), values, "index_put_")
-    return self.copy_(result)
+    # (the write itself, as x[indices] = values: recorded as PyTorch's IndexPutBackward0 on
+    # self's history, not as a copy of an out-of-place result)
+    self[key] = values
+    return self
 
 
 # -- index_add / index_copy / index_fill -----------------------------------------------------------

@@ -231,3 +231,33 @@ def test_index_put_record_second_order():
     assert gv.tolist() == [4 * 4.0 ** 3, 4 * 5.0 ** 3]          # d/dv (v^2)^2 = 4 v^3
     (ggv,) = tg.autograd.grad(gv.sum(), v)
     assert ggv.tolist() == [12 * 4.0 ** 2, 12 * 5.0 ** 2]
+
+
+def _index_put_outcomes(lib):
+    cases = [lambda x, v: x.index_put_((lib.tensor([0, 1]),), v),
+             lambda x, v: x.index_put_((lib.tensor([True, False, True]),), v),
+             lambda x, v: x.index_put_((lib.tensor([0, 1]), lib.tensor([2, 0])), v[0, :2]),
+             lambda x, v: x.index_put_((lib.tensor([0, 0]),), v, accumulate=True),
+             lambda x, v: x.index_put_((lib.tensor([0, 1]),), v.double()),
+             lambda x, v: x.index_put_((lib.tensor([5]),), v[:1]),
+             lambda x, v: x.index_put_((lib.tensor([-1, 0]),), v),
+             lambda x, v: lib.index_put(x, (lib.tensor([0, 1]),), v)]
+    out = []
+    for f in cases:
+        x = lib.ones(3, 3, requires_grad=True).clone()
+        v = lib.full((2, 3), 2.0, requires_grad=True)
+        try:
+            r = f(x, v)
+            (r * r).sum().backward()
+        except (RuntimeError, IndexError) as e:
+            out.append(type(e).__name__)
+            continue
+        out.append((r.grad_fn.name(), [n.name() if n else None for n, _ in r.grad_fn.next_functions],
+                    v.grad.tolist(), r.tolist()))
+    return out
+
+
+def test_index_put_is_one_index_put_record_as_torch(torch):
+    """index_put_ records IndexPutBackward0 on self's history (it was a CopyBackwards of an
+    out-of-place result), accumulate=True too."""
+    assert _index_put_outcomes(tg) == _index_put_outcomes(torch)
