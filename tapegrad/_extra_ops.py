@@ -1281,9 +1281,12 @@ def _in_place(name: str):
     to overwrite self."""
     def method(self, *args, **kwargs):
         _core._fresh_for_write(self)
-        # (an operand that requires grad makes the op record too, and it may save self)
-        operands = [a for a in (*args, *kwargs.values()) if isinstance(a, _core.TensorBase)]
-        source = self.clone() if _records(self, *operands) else self
+        # (an operand that requires grad makes the op record too, and it may save self; under
+        # no_grad, where optimizers make these calls, nothing records and nothing is scanned)
+        records = is_grad_enabled() and (self.requires_grad or any(
+            isinstance(a, _core.TensorBase) and a.requires_grad
+            for a in (*args, *kwargs.values())))
+        source = self.clone() if records else self
         try:
             result = getattr(source, name)(*args, **kwargs)
         except TypeError as error:      # (its argument errors: PyTorch's, under this name)
