@@ -5,7 +5,9 @@
 #                                            (default: the fast tests, -m "not slow and not corpus")
 #   bash tools/asan.sh build DIR             only build, into DIR (CI runs this in the background
 #                                            while the main test run uses the other core)
-#   bash tools/asan.sh test DIR [args...]    only test what `build DIR` built
+#   bash tools/asan.sh test DIR [args...]    only test what `build DIR` built (CI runs two shards
+#                                            of the default selection, TAPEGRAD_TEST_SHARD:
+#                                            tests/conftest.py)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -32,8 +34,18 @@ asan_test() {
     # DataLoader worker processes are pure Python (multiprocessing); forked under the ASan
     # runtime they run too slowly for their watchdogs, and they exercise no C code of ours: the
     # plain run covers them.
+    # Left out as well, as they check no C code of ours and are among the slowest under the
+    # sanitizer: the stubs, imports, docstrings and packaging (Python tooling, fresh
+    # interpreters); the demo and the bench CLI (whole runs in child processes: the kernels they
+    # use have their own tests); special functions against mpmath (numpy code; the time is the
+    # reference's).
     if [ $# -eq 0 ]; then
         set -- tests -m "not slow and not corpus" --ignore=tests/test_dataloader_workers.py
+        local skip
+        for skip in stubs lazy_imports docstrings packaging public_entry_install bench_cli \
+                    demo demo_chars special_more; do
+            set -- "$@" "--ignore=tests/test_$skip.py"
+        done
     fi
     # PyTorch's libraries abort under an LD_PRELOADed ASan runtime: hide torch (an import of it
     # fails, so the parity tests skip; ModuleNotFoundError, which pytest.importorskip skips on) -
