@@ -206,6 +206,36 @@ def test_environment_variable_forces_the_level(vm, tmp_path, monkeypatch):
         assert fresh.level() == expected, value
 
 
+def _included_headers(sources):
+    """The local headers the C files `sources` include, followed through the headers."""
+    import re
+
+    seen, todo = set(), list(sources)
+    while todo:
+        text = (vs.SRC / todo.pop()).read_text(encoding="utf-8")
+        for name in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
+
+
+def test_build_dependency_lists_name_every_included_header():
+    """A kernel header missing from setup.py's KERNEL_HEADERS (the modules' cache key) or from
+    vecmath_support's HEADERS (this library's) leaves a stale build in use after an edit of it:
+    vecmath_f32n.h was missing from both, so its edits reached neither tapegrad nor these tests."""
+    import ast
+
+    if not (vs.SRC / "vecmath.c").exists() or not (vs.ROOT / "setup.py").exists():
+        pytest.skip("needs the source tree")
+    tree = ast.parse((vs.ROOT / "setup.py").read_text(encoding="utf-8"))
+    lists = {t.id: ast.literal_eval(node.value) for node in tree.body
+             if isinstance(node, ast.Assign) for t in node.targets
+             if isinstance(t, ast.Name) and t.id in ("KERNEL_HEADERS", "KERNEL_SOURCES")}
+    assert _included_headers(lists["KERNEL_SOURCES"]) <= set(lists["KERNEL_HEADERS"])
+    assert _included_headers(vs.SOURCES) <= set(vs.HEADERS) | set(vs.SOURCES)
+
+
 def test_portable_build_without_intrinsics(vm):
     """-DTG_VM_NO_AVX2 builds only the C99 level (what MSVC/arm64-like targets get) with
     -pedantic; it computes exactly what the scalar level of the full build computes."""
