@@ -83,17 +83,18 @@ def _float32_windows(centres, width):
 
 def test_sigmoid_float32_dense(vm, level):
     """float32 sigmoid on a million random bit patterns with |x| <= 90 and on every float around
-    the points where its algorithms switch: 0, the ends of the range the AVX-512 kernel evaluates
-    itself (|x| = 87) and where the result becomes PyTorch's 0 (-88.72), and the boundaries of the
-    AVX-512 kernel's table intervals (odd multiples of ln2/64).  tools/sigmoid_f32_exhaustive.c
-    checks all 2^32 inputs."""
+    the points where its algorithms switch: 0, the ends of the range the AVX2 and AVX-512 kernels
+    evaluate themselves (|x| = 87) and where the result becomes PyTorch's 0 (-88.72), and the
+    boundaries of their table intervals (odd multiples of ln2/16 and ln2/64).
+    tools/sigmoid_f32_exhaustive.c checks all 2^32 inputs."""
     rng = rng_for("sigmoid-dense", level)
     bits = rng.integers(0, 0x42B40000, size=1_000_000, dtype=np.int64)  # |x| < 90
     x = bits.astype(np.uint32).view(np.float32)
     x = np.where(rng.random(x.size) < 0.5, -x, x).astype(np.float32)
-    table_edges = [(2 * k + 1) * math.log(2) / 64 for k in range(-40, 40)]
+    table_edges = [(2 * k + 1) * math.log(2) / w for k in range(-40, 40) for w in (16, 64)]
     centres = [0.0, 87.0, -87.0, -88.72283935546875, 1e-30, -1e-30] + table_edges + [
-        -e for e in table_edges] + [-(2 * k + 1) * math.log(2) / 64 for k in range(4000, 4016)]
+        -e for e in table_edges] + [-(2 * k + 1) * math.log(2) / 64 for k in range(4000, 4016)] + [
+        -(2 * k + 1) * math.log(2) / 16 for k in range(1000, 1004)]
     x = np.concatenate([x, _float32_windows(centres, 300)])
     y = vm("sigmoid", x)
     err = vs.ulp_errors(y, vs.reference("sigmoid", x))

@@ -18,9 +18,10 @@
  * correction of weight <= 0.17 (exp) or 0.03 (log), one final rounding; sigmoid is within 1 ulp
  * too (a float-float e^-|x| and a corrected quotient); tests/test_vecmath.py and
  * tools/ulp_check.py hold them to the bound.  Every operation is the same IEEE operation at both
- * widths, so both levels give the same bits.  sigmoid_f32n is the AVX2 level's float32 sigmoid;
- * the AVX-512 level has a faster one (vecmath_avx512.c) and calls this one only for x < -87 and
- * NaN (with its 14-bit reciprocal estimate there: those lanes may differ from AVX2's in the last bit). */
+ * widths, so both levels give the same bits.  sigmoid_f32n is not a loop of its own: each level
+ * has a faster float32 sigmoid (a table of 2^(j/8) in vecmath_avx2.c, of 2^(j/32) in
+ * vecmath_avx512.c) and calls this one only for x < -87 and NaN (with the level's reciprocal
+ * estimate: those lanes may differ between the levels in the last bit). */
 
 static const float exp_p_f32n[] = VM_EXP_P_F32N;
 static const float log_q_f32n[] = VM_LOG_Q_F32N;
@@ -382,9 +383,6 @@ void VM_XCAT3(tg_vm_gelu_grad_f32, _, VM_LEVEL_NAME)(const float *g, const float
 VF_LOOP(exp, exp_f32n)
 VF_LOOP(log, log_f32n)
 VF_LOOP(log1p, log1p_f32n)
-#ifndef VF_LEVEL_SIGMOID  /* a level with a faster kernel of its own defines it (AVX-512) */
-VF_LOOP(sigmoid, sigmoid_f32n)
-#endif
 VF_LOOP(silu, silu_f32n)
 VF_LOOP(gelu, gelu_f32n)
 VF_ACT_LOOP(softplus)
