@@ -143,7 +143,8 @@ SHARED_UTILITY_OPTIONS = {"shared_utility_qualified_name": SHARED_UTILITY,
 KERNEL_SOURCES = ["kernels.c", "vecmath.c", "vecmath_scalar.c", "vecmath_avx2.c", "vecmath_avx512.c",
                   "vecmath_pow_one.c", "threadpool.c"]
 KERNEL_HEADERS = ["kernels.h", "vecmath.h", "vecmath_levels.h", "vecmath_impl.h",
-                  "vecmath_one_lane.h", "vecmath_consts.h", "vecmath_tables.h", "threadpool.h"]
+                  "vecmath_one_lane.h", "vecmath_consts.h", "vecmath_tables.h", "vecmath_f32n.h",
+                  "threadpool.h"]
 KERNELS = ("tapegrad_kernels", {
     "sources": [os.path.join(SRC, f) for f in KERNEL_SOURCES + ["nn_kernels.c"]],
     "include_dirs": [SRC],

@@ -83,17 +83,18 @@ def _float32_windows(centres, width):
 
 def test_sigmoid_float32_dense(vm, level):
     """float32 sigmoid on a million random bit patterns with |x| <= 90 and on every float around
-    the points where its algorithms switch: 0, the ends of the range the AVX-512 kernel evaluates
-    itself (|x| = 87) and where the result becomes PyTorch's 0 (-88.72), and the boundaries of the
-    AVX-512 kernel's table intervals (odd multiples of ln2/64).  tools/sigmoid_f32_exhaustive.c
-    checks all 2^32 inputs."""
+    the points where its algorithms switch: 0, the ends of the range the AVX2 and AVX-512 kernels
+    evaluate themselves (|x| = 87) and where the result becomes PyTorch's 0 (-88.72), and the
+    boundaries of their table intervals (odd multiples of ln2/16 and ln2/64).
+    tools/sigmoid_f32_exhaustive.c checks all 2^32 inputs."""
     rng = rng_for("sigmoid-dense", level)
     bits = rng.integers(0, 0x42B40000, size=1_000_000, dtype=np.int64)  # |x| < 90
     x = bits.astype(np.uint32).view(np.float32)
     x = np.where(rng.random(x.size) < 0.5, -x, x).astype(np.float32)
-    table_edges = [(2 * k + 1) * math.log(2) / 64 for k in range(-40, 40)]
+    table_edges = [(2 * k + 1) * math.log(2) / w for k in range(-40, 40) for w in (16, 64)]
     centres = [0.0, 87.0, -87.0, -88.72283935546875, 1e-30, -1e-30] + table_edges + [
-        -e for e in table_edges] + [-(2 * k + 1) * math.log(2) / 64 for k in range(4000, 4016)]
+        -e for e in table_edges] + [-(2 * k + 1) * math.log(2) / 64 for k in range(4000, 4016)] + [
+        -(2 * k + 1) * math.log(2) / 16 for k in range(1000, 1004)]
     x = np.concatenate([x, _float32_windows(centres, 300)])
     y = vm("sigmoid", x)
     err = vs.ulp_errors(y, vs.reference("sigmoid", x))
@@ -204,6 +205,36 @@ def test_environment_variable_forces_the_level(vm, tmp_path, monkeypatch):
         fresh = vs.load(copy)
         fresh.lib.tg_vm_exp_f64  # noqa: B018 - resolve happens on the first kernel call
         assert fresh.level() == expected, value
+
+
+def _included_headers(sources):
+    """The local headers the C files `sources` include, followed through the headers."""
+    import re
+
+    seen, todo = set(), list(sources)
+    while todo:
+        text = (vs.SRC / todo.pop()).read_text(encoding="utf-8")
+        for name in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
+
+
+def test_build_dependency_lists_name_every_included_header():
+    """A kernel header missing from setup.py's KERNEL_HEADERS (the modules' cache key) or from
+    vecmath_support's HEADERS (this library's) leaves a stale build in use after an edit of it:
+    vecmath_f32n.h was missing from both, so its edits reached neither tapegrad nor these tests."""
+    import ast
+
+    if not (vs.SRC / "vecmath.c").exists() or not (vs.ROOT / "setup.py").exists():
+        pytest.skip("needs the source tree")
+    tree = ast.parse((vs.ROOT / "setup.py").read_text(encoding="utf-8"))
+    lists = {t.id: ast.literal_eval(node.value) for node in tree.body
+             if isinstance(node, ast.Assign) for t in node.targets
+             if isinstance(t, ast.Name) and t.id in ("KERNEL_HEADERS", "KERNEL_SOURCES")}
+    assert _included_headers(lists["KERNEL_SOURCES"]) <= set(lists["KERNEL_HEADERS"])
+    assert _included_headers(vs.SOURCES) <= set(vs.HEADERS) | set(vs.SOURCES)
 
 
 def test_portable_build_without_intrinsics(vm):
@@ -491,6 +522,66 @@ def test_gelu_f32_against_the_exact_formula(vm, level):
     np.testing.assert_array_equal(got, want)
     assert np.array_equal(np.signbit(got), np.signbit(want))
     assert np.isnan(_gelu_f32(vm, np.array([-np.inf], np.float32)))[0]
+
+
+def _gelu_grad_f32(vm, g, x):
+    fn = vm.lib.tg_vm_gelu_grad_f32
+    ptr = ctypes.POINTER(ctypes.c_float)
+    fn.argtypes = [ptr, ptr, ptr, ctypes.c_size_t]
+    fn.restype = None
+    out = np.empty_like(x)
+    fn(g.ctypes.data_as(ptr), x.ctypes.data_as(ptr), out.ctypes.data_as(ptr), x.size)
+    return out
+
+
+def test_gelu_grad_f32_against_the_exact_formula(vm, level):
+    """float32 gelu gradient g (0.5 (1 + erf(z)) + x c e^w), PyTorch's formula at its rounded
+    arguments z = x / sqrt 2 and w = (-0.5 x) x, c = 1 / sqrt(2 pi) rounded to float as PyTorch's
+    constant, against that formula evaluated exactly (mpmath):
+    * x <= -5.6, where float's erf(z) is -1 and the gradient is the pdf term alone: within
+      2.25 ulp (x c rounded, e^w, the product: 2.13 measured with the short exponential of
+      vecmath_f32n.h, 1.82 with exp_f32n);
+    * everywhere else: within |g| (half a float spacing of erf(z), what an erf within 1 ulp costs
+      after the halving, plus one spacing of the terms' size cdf + |x c e^w|) plus the rounding of
+      the product by g (0.93 spacings measured; the terms cancel near x = -0.75).
+    Special values as PyTorch's gelu_backward gives them."""
+    import mpmath as mp
+
+    rng = rng_for("gelu-grad", level)
+    x = np.concatenate([rng.uniform(-14, 14, 700), rng.standard_normal(700) * 2.5,
+                        rng.uniform(-1e-3, 1e-3, 100), np.linspace(-13.2, -5.6, 400)]).astype(np.float32)
+    g = rng.uniform(-3, 3, x.size).astype(np.float32)
+    z = x * np.float32(1 / math.sqrt(2))
+    w = (np.float32(-0.5) * x) * x
+    c = mp.mpf(float(np.float32(1 / math.sqrt(2 * math.pi))))
+    with mp.workdps(30):
+        erf = np.array([float(mp.erf(float(v))) for v in z])
+        pdf = np.array([float(float(v) * c * mp.exp(float(b))) for v, b in zip(x, w)])
+        ref = np.array([float(float(gv) * (mp.mpf(0.5) * (1 + mp.erf(float(a))) + float(v) * c
+                                         * mp.exp(float(b)))) for gv, v, a, b in zip(g, x, z, w)])
+    spacing = lambda a: np.spacing(np.abs(a).astype(np.float32)).astype(np.float64)  # noqa: E731
+    normal = (w > -87.3) & (np.abs(pdf) >= 2.0 ** -126)   # e^w and the pdf term normal floats
+    alone = (x <= -5.6) & normal
+    y1 = _gelu_grad_f32(vm, np.ones_like(x), x).astype(np.float64)
+    err = np.abs(y1 - pdf)[alone] / spacing(pdf[alone])
+    assert err.max() <= 2.25, _worst(x[alone], y1[alone], pdf[alone], err)
+    y = _gelu_grad_f32(vm, g, x).astype(np.float64)
+    keep = normal & (np.abs(ref) >= 2.0 ** -126)
+    bound = (np.abs(g) * (0.5 * spacing(erf) + spacing(0.5 * (1 + erf) + np.abs(pdf)))
+             + 0.5 * spacing(ref))
+    over = (np.abs(y - ref) / bound)[keep]
+    assert over.max() <= 1.0, _worst(x[keep], y[keep], ref[keep], over)
+    torch = pytest.importorskip("torch")
+    xs = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 3e38, -3e38, 20.0, -20.0,
+                   -5.0, 5.0], np.float32)
+    for gv in (1.0, -2.0, 0.0, np.inf):
+        gs = np.full_like(xs, gv)
+        want = torch.ops.aten.gelu_backward(torch.from_numpy(gs), torch.from_numpy(xs)).numpy()
+        got = _gelu_grad_f32(vm, gs, xs)
+        exact = ~np.isfinite(want) | (want == 0) | (np.abs(xs) > 10)
+        np.testing.assert_array_equal(got[exact], want[exact], err_msg=f"g={gv}")
+        np.testing.assert_array_equal(np.signbit(got[exact & ~np.isnan(want)]),
+                                      np.signbit(want[exact & ~np.isnan(want)]), err_msg=f"g={gv}")
 
 
 _GUARD_PAGE_CHECK = r"""

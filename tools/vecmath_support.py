@@ -27,7 +27,7 @@ SRC = ROOT / "src" / "tapegrad"
 SOURCES = ["vecmath.c", "vecmath_scalar.c", "vecmath_avx2.c", "vecmath_avx512.c",
            "vecmath_pow_one.c"]
 HEADERS = ["vecmath.h", "vecmath_levels.h", "vecmath_impl.h", "vecmath_one_lane.h",
-           "vecmath_consts.h", "vecmath_tables.h"]
+           "vecmath_consts.h", "vecmath_tables.h", "vecmath_f32n.h"]
 KERNELS = ["exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sigmoid", "erf"]
 # y = f(x; p0, p1) and out = f(g, x; p0, p1) (vecmath.h's TG_VM_ACTIVATIONS and _GRADS)
 ACTIVATIONS = ["elu", "softplus"]

@@ -178,6 +178,70 @@ static inline vf vf_load_part(const float *p, size_t m)
 
 #include "vecmath_f32n.h"
 
+/* float32 sigmoid on 8 lanes: the AVX-512 level's scheme (vecmath_avx512.c, sigmoid_f32_x16) with
+ * an 8-entry table, which one permute reads from a register.  With a = -min(|x|, 87):
+ *
+ *   e^a = 2^k E,  E = 2^(j/8) e^r,  a = (8 k + j) ln2/8 + r,  |r| <= ln2/16,
+ *   sigmoid x = p / (p + E) for x >= 0 and E / (p + E) for x < 0,  p = 2^-k >= 1,
+ *
+ * 2^(j/8) as the float pair hi + lo (entries 4j of the 2^(j/32) table), e^r - 1 as
+ * r + r^2 (1/2 + r/6 + r^2/24) (the wider interval takes one more term: ~2^-29.5), E as hi + b,
+ * b = hi (e^r - 1) + lo.  The quotient: d = p + E rounded and its error dl (exact), y0 = num / d
+ * by a division (AVX2's reciprocal estimate has 12 bits, too few for one correction step), then
+ * y0 + (num + numl - y0 (d + dl)) / d with 1/d by the estimate: the float nearest to the pair's
+ * quotient up to ~2^-28.  x < -87 and NaN take sigmoid_f32n. */
+static inline vf sigmoid_f32_x8(vf x, vf hi8, vf lo8)
+{
+    vf a = vf_max(vf_or(x, vf_set(-0.0f)), vf_set(-87.0f));
+    vf t = vf_fma(a, vf_set(VM_INV_LN2_32_F * 0.25f), vf_set(VF_MAGIC));
+    vf n = vf_sub(t, vf_set(VF_MAGIC));
+    vf r = vf_fnma(n, vf_set(VM_LN2_32_HI_F * 4.0f), a);  /* exact */
+    r = vf_fnma(n, vf_set(VM_LN2_32_LO_F * 4.0f), r);
+    vfi tb = vf_as_int(t);   /* its low 3 bits are j = n mod 8 (all the permutes read) */
+    vf th = _mm256_permutevar8x32_ps(hi8, tb), tl = _mm256_permutevar8x32_ps(lo8, tb);
+    vf q = vf_fma(vf_fma(r, vf_set(1.0f / 24.0f), vf_set(1.0f / 6.0f)), r, vf_set(0.5f));
+    vf b = vf_fma(th, vf_fma(vf_mul(r, r), q, r), tl);
+    /* p = 2^-k, k = floor(n / 8): (C - bits(t)) >> 3 = 127 - k, C = bits(VF_MAGIC) + 127 * 8 + 7 */
+    vf p = vf_bits(vfi_shl(vfi_shr(vfi_sub(vfi_set(0x4B400000 + 127 * 8 + 7), tb), 3), 23));
+    vf eh = vf_add(th, b);
+    vf d = vf_add(p, eh);
+    vf dl = vf_add(vf_add(vf_sub(p, d), th), b);
+    vfm neg = vf_lt(x, vf_set(0.0f));
+    vf y0 = vf_div(vf_select(neg, eh, p), d);
+    vf num = vf_select(neg, th, p), numl = vf_keep(neg, b);
+    vf res = vf_add(vf_fnma(y0, d, num), vf_fnma(y0, dl, numl));
+    vf y = vf_fma(res, vf_rcp(d), y0);
+    vfm rare = _mm256_cmp_ps(x, vf_set(-87.0f), _CMP_NGE_UQ);  /* or NaN */
+    if (vfm_any(rare)) y = vf_select(rare, sigmoid_f32n(x), y);
+    return y;
+}
+
+void tg_vm_sigmoid_f32_avx2(const float *x, float *y, size_t n)
+{
+    static const float exp2_32_hi[32] = VM_EXP2_32_HI_F, exp2_32_lo[32] = VM_EXP2_32_LO_F;
+    const vf hi8 = _mm256_set_ps(exp2_32_hi[28], exp2_32_hi[24], exp2_32_hi[20], exp2_32_hi[16],
+                                 exp2_32_hi[12], exp2_32_hi[8], exp2_32_hi[4], exp2_32_hi[0]);
+    const vf lo8 = _mm256_set_ps(exp2_32_lo[28], exp2_32_lo[24], exp2_32_lo[20], exp2_32_lo[16],
+                                 exp2_32_lo[12], exp2_32_lo[8], exp2_32_lo[4], exp2_32_lo[0]);
+    size_t i = 0;
+    for (; i + 4 * VF_W <= n; i += 4 * VF_W) {
+        vf a = sigmoid_f32_x8(vf_loadu(x + i), hi8, lo8);
+        vf b = sigmoid_f32_x8(vf_loadu(x + i + VF_W), hi8, lo8);
+        vf c = sigmoid_f32_x8(vf_loadu(x + i + 2 * VF_W), hi8, lo8);
+        vf d = sigmoid_f32_x8(vf_loadu(x + i + 3 * VF_W), hi8, lo8);
+        vf_storeu(y + i, a);
+        vf_storeu(y + i + VF_W, b);
+        vf_storeu(y + i + 2 * VF_W, c);
+        vf_storeu(y + i + 3 * VF_W, d);
+    }
+    for (; i + VF_W <= n; i += VF_W) vf_storeu(y + i, sigmoid_f32_x8(vf_loadu(x + i), hi8, lo8));
+    if (i < n) {
+        float buf[VF_W];
+        vf_storeu(buf, sigmoid_f32_x8(vf_load_part(x + i, n - i), hi8, lo8));
+        VM_TAIL_COPY(y + i, buf, n - i);
+    }
+}
+
 /* erf on 8 float lanes, the table method of float64's erf_f64_core (vecmath_impl.h) scaled to
  * float: |x| = r + d, r = i/64 (|d| <= 1/128, |x| clamped to 4, where erf rounds to 1), erf(r)
  * and S = 2/sqrt(pi) e^(-r^2) as float pairs (tools/vecmath_tables.py), erf(r + d) =

@@ -204,13 +204,13 @@ static inline vf vf_pick8(const float *column, vfi k)
     return _mm512_permutexvar_ps(k, _mm512_castps256_ps512(_mm256_loadu_ps(column)));
 }
 
-#define VF_LEVEL_SIGMOID
 #include "vecmath_f32n.h"
 
 /* float32 sigmoid on 16 lanes, within 0.56 ulp (every float with |x| <= 87 checked against a
  * float64 reference: tools/sigmoid_f32_exhaustive.c) and about half the operations of
- * sigmoid_f32n, which the AVX2 level runs (16-lane vectors cost twice a half-width one's issue
- * slots on some CPUs that run AVX-512, so the operation count is the time).  With a = -|x|:
+ * sigmoid_f32n (16-lane vectors cost twice a half-width one's issue slots on some CPUs that run
+ * AVX-512, so the operation count is the time; the AVX2 level runs this scheme on an 8-entry
+ * table, vecmath_avx2.c).  With a = -|x|:
  *
  *   e^a = 2^k E,  E = 2^(j/32) e^r in [1, 2),  a = (32 k + j) ln2/32 + r,  |r| <= ln2/64,
  *   sigmoid x = p / (p + E) for x >= 0 and E / (p + E) for x < 0,  p = 2^-k >= 1,

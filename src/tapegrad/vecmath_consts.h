@@ -22,6 +22,8 @@
 #define VM_COS_C_F32 { -0x1.25243c2f39550p-22, 0x1.a015c4462d9e2p-16, -0x1.6c16bf54be1f5p-10, 0x1.5555555502c6dp-5 }
 /* VM_EXP_P_F32N: degree 5 on [-0.346608, 0.346608], max error 4.08e-9 */
 #define VM_EXP_P_F32N { 0x1.a124f20000000p-13f, 0x1.6d43240000000p-10f, 0x1.1110e00000000p-7f, 0x1.5554ea0000000p-5f, 0x1.5555560000000p-3f, 0x1.0000000000000p-1f }
+/* VM_EXP_P4_F32N: degree 4 on [-0.346608, 0.346608], max error 6.73e-8 */
+#define VM_EXP_P4_F32N { 0x1.6d110a0000000p-10f, 0x1.120b6e0000000p-7f, 0x1.55551a0000000p-5f, 0x1.5554dc0000000p-3f, 0x1.0000000000000p-1f }
 /* VM_LOG_Q_F32N: degree 2 on [0, 0.0294402], max error 2.02e-7 */
 #define VM_LOG_Q_F32N { 0x1.2ee6560000000p-2f, 0x1.997c2e0000000p-2f, 0x1.55555c0000000p-1f }
 /* VM_ERF_A_F32: degree 7 on [0, 1], max error 3.38e-11 */
