@@ -183,6 +183,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
     cdef bint any_needed, node_hooked
     cdef vjp_fn vjp
     cdef list captured = None
+    cdef object token = None            # the profiler's event of the node running (PROFILING)
     for j in range(nr):
         k = roots[j]
         if k > top:
@@ -271,7 +272,12 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 elif leaf_takes_grad(&rec):
                     # A fresh VJP result nobody else holds (a linear layer's weight gradient) is
                     # adopted as .grad rather than copied.
+                    if PROFILING:
+                        token = profiler_open("torch::autograd::AccumulateGrad", None)
                     deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g))
+                    if PROFILING:
+                        profiler_close(token)
+                        token = None
                     if rec.extra != NULL:
                         run_post_accumulate_hooks(i)
                         run_leaf_node_hooks(i, g)
@@ -311,6 +317,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 Py_XINCREF(rec.saved[q])
             Py_XINCREF(rec.aux)
             Py_XINCREF(rec.extra)
+            if PROFILING:               # (the node's events: evaluate_function, then the node)
+                token = profiler_open(record_name(&rec), None)
             try:
                 if rec.flags & RF_RELEASED:
                     raise RuntimeError(BACKWARD_TWICE)
@@ -340,6 +348,9 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     Py_XDECREF(rec.saved[q])
                 Py_XDECREF(rec.aux)
                 Py_XDECREF(rec.extra)
+                if token is not None:
+                    profiler_close(token)
+                    token = None
             ins = rec_inputs(&rec)
             if rec.n_in == 1:
                 k = ins[0]
@@ -418,6 +429,8 @@ cdef list make_grads(tuple outputs, tuple grads):
                     raise RuntimeError("grad can be implicitly created only for real scalar "
                                        f"outputs but got {dtype_of_array(A)}")
                 # the seed of loss.backward(): through the C API (np.ones costs 1.5 us)
+                if PROFILING:
+                    profiler_close(profiler_open("ones_like", (out,)))
                 seed = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(<cnp.ndarray>A),
                                          cnp.PyArray_DIMS(<cnp.ndarray>A),
                                          cnp.PyArray_TYPE(<cnp.ndarray>A), 0)
