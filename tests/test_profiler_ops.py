@@ -268,3 +268,26 @@ def test_legacy_profiler_function_events(torch):
         assert [e.name for e in prof.function_events] == ["aten::exp"]
         assert prof.key_averages()[0].key == "aten::exp"
         assert prof.key_averages()[0].count == 1
+
+
+def _optimizer_labels(module):
+    module.manual_seed(0)
+
+    class Sub(module.optim.SGD):
+        def step(self, closure=None):           # a subclass's step calling super().step()
+            return super().step(closure)
+
+    model = module.nn.Linear(3, 1)
+    opt = Sub(model.parameters(), lr=0.1)
+    model(module.ones(2, 3)).sum().backward()
+    with module.profiler.profile() as prof:
+        opt.zero_grad()
+        model(module.ones(2, 3)).sum().backward()
+        opt.step()
+    top = _top_level(prof)
+    return {k: v for k, v in top.items() if k.startswith("Optimizer.")}
+
+
+def test_optimizer_step_and_zero_grad_labels_match_torch(torch):
+    assert _optimizer_labels(tg) == _optimizer_labels(torch) == {
+        "Optimizer.zero_grad#Sub.zero_grad": 1, "Optimizer.step#Sub.step": 1}
