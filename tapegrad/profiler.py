@@ -181,7 +181,16 @@ class Interval:
         return self.end - self.start
 
 
-class FunctionEvent:
+class _NoDevice:
+    """What an event has of torch's device and memory figures: zeros (no device; memory is not
+    measured, and the table shows no memory columns), so that sort_by="cuda_time_total" or
+    "self_cpu_memory_usage" sorts as it does on a CPU-only PyTorch without profile_memory."""
+    device_time_total = self_device_time_total = device_time = 0.0
+    cpu_memory_usage = self_cpu_memory_usage = device_memory_usage = self_device_memory_usage = 0
+    flops = 0
+
+
+class FunctionEvent(_NoDevice):
     """One event: an op call, a backward node or a record_function block, with the events opened
     inside it (cpu_children) and the one it was opened in (cpu_parent)."""
 
@@ -230,7 +239,7 @@ class FunctionEvent:
                 f"input_shapes={self.input_shapes}>")
 
 
-class FunctionEventAvg:
+class FunctionEventAvg(_NoDevice):
     """The events of one key (and input shapes, when grouped so), aggregated: what
     key_averages lists."""
 
@@ -313,8 +322,9 @@ class EventList(list):
         if not events:
             return ""
         if sort_by is not None:
-            events.sort(key=lambda e: getattr(e, sort_by.replace("cpu_time_avg", "cpu_time")),
-                        reverse=True)
+            key = sort_by.replace("cuda", "device").replace("xpu", "device").replace(
+                "privateuse1", "device").replace("cpu_time_avg", "cpu_time")
+            events.sort(key=lambda e: getattr(e, key), reverse=True)
         name_width = max(len(e.key) for e in events) + 4
         if max_name_column_width is not None:
             name_width = min(name_width, max_name_column_width)
@@ -417,6 +427,9 @@ def _now_us():
     return time.perf_counter_ns() / 1e3
 
 
+_RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+
+
 class profile:
     """Context manager recording the ops and record_function blocks run inside it (see the module
     doc); torch.profiler.profile and torch.autograd.profiler.profile.
@@ -424,8 +437,9 @@ class profile:
     ``record_shapes`` keeps each op's input shapes; ``activities``, ``profile_memory``,
     ``with_stack``... are accepted for signature parity; CUDA activity cannot be recorded (there
     is no device).  With ``schedule``, only steps the schedule marks RECORD / RECORD_AND_SAVE are
-    recorded (``step()`` advances) and ``on_trace_ready(prof)`` is called at each
-    RECORD_AND_SAVE step's end."""
+    recorded (``step()`` advances), each step a "ProfilerStep*" block, and
+    ``on_trace_ready(prof)`` is called at each RECORD_AND_SAVE step's end (and at the end of a
+    profile that records when it stops), each active cycle's events replacing the last's."""
 
     def __init__(self, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
                  profile_memory=False, with_stack=False, with_flops=False, with_modules=False,
@@ -439,23 +453,26 @@ class profile:
         self._events = []         # every event opened, in order of opening
         self._stacks = {}         # thread id -> its open events, innermost last
         self._recording = False
+        self._step_block = None   # the record_function of the step running (with a schedule)
+        self.acc_events = acc_events
 
-    def _should_record(self):
-        if self.schedule is None:
-            return True
-        return self.schedule(self.step_num) in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+    def _action(self):
+        return ProfilerAction.RECORD if self.schedule is None else self.schedule(self.step_num)
 
     def start(self):
         """Begin recording (what entering the ``with`` block does)."""
         if self.enabled:
             _active_profilers.append(self)
-            self._recording = self._should_record()
+            self._recording = self._action() in _RECORDING
             _sync_hooks()
+            self._enter_step()
         return self
 
     def stop(self):
         """End recording (what leaving the ``with`` block does); events still open (an
-        exception left them) end now."""
+        exception left them) end now, and a trace being recorded is handed to on_trace_ready."""
+        self._exit_step()
+        was_recording = self._recording
         if self in _active_profilers:
             _active_profilers.remove(self)
         self._recording = False
@@ -465,6 +482,8 @@ class profile:
             for event in stack:
                 event.time_range.end = end
         self._stacks.clear()
+        if was_recording and self.on_trace_ready is not None:
+            self.on_trace_ready(self)
 
     def __enter__(self):
         return self.start()
@@ -474,13 +493,35 @@ class profile:
         return False
 
     def step(self):
-        """Mark the end of a training step (advances the schedule)."""
-        if self.schedule is not None and \
-                self.schedule(self.step_num) is ProfilerAction.RECORD_AND_SAVE and self.on_trace_ready:
-            self.on_trace_ready(self)
+        """Mark the end of a training step: advance the schedule; at the end of an active cycle
+        (RECORD_AND_SAVE) hand the trace to on_trace_ready, and a new cycle's recording starts
+        with no events (unless acc_events)."""
+        self._exit_step()
+        previous = self._action()
+        if previous is ProfilerAction.RECORD_AND_SAVE and self._recording:
+            self._recording = False
+            _sync_hooks()
+            if self.on_trace_ready is not None:
+                self.on_trace_ready(self)
         self.step_num += 1
-        self._recording = self.enabled and self in _active_profilers and self._should_record()
+        recording = self.enabled and self in _active_profilers and self._action() in _RECORDING
+        if recording and previous is not ProfilerAction.RECORD and not self.acc_events:
+            self._events = []
+            self._stacks.clear()
+        self._recording = recording
         _sync_hooks()
+        self._enter_step()
+
+    def _enter_step(self):
+        # With a schedule, each step is a block of its own (PyTorch's "ProfilerStep#<n>", which
+        # its events list as "ProfilerStep*").
+        if self.schedule is not None and self._recording:
+            self._step_block = record_function("ProfilerStep*").__enter__()
+
+    def _exit_step(self):
+        if self._step_block is not None:
+            self._step_block.__exit__(None, None, None)
+            self._step_block = None
 
     def _open(self, name, operands=None, category="user_annotation"):
         thread = threading.get_ident()

@@ -291,3 +291,49 @@ def _optimizer_labels(module):
 def test_optimizer_step_and_zero_grad_labels_match_torch(torch):
     assert _optimizer_labels(tg) == _optimizer_labels(torch) == {
         "Optimizer.zero_grad#Sub.zero_grad": 1, "Optimizer.step#Sub.step": 1}
+
+
+def _scheduled(module):
+    x = module.ones(2)
+    traces = []
+
+    def ready(prof):
+        traces.append([e.name for e in prof.events() if e.cpu_parent is None])
+
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # (torch warns that cycles clear the events)
+        sched = module.profiler.schedule(wait=1, warmup=1, active=2, repeat=2)
+        with module.profiler.profile(schedule=sched, on_trace_ready=ready) as prof:
+            for i in range(9):
+                module.exp(x) if i % 2 else module.relu(x)
+                prof.step()
+        first = [(e.key, e.count) for e in prof.key_averages() if e.key != "aten::clamp_min"]
+        with module.profiler.profile(schedule=module.profiler.schedule(wait=0, warmup=0, active=3),
+                                     on_trace_ready=ready) as prof:
+            for i in range(2):
+                module.exp(x)
+                prof.step()
+    steps = [e for e in prof.events() if e.name == "ProfilerStep*"]
+    inside = [c.name for c in steps[0].cpu_children]
+    return traces, first, [(e.key, e.count) for e in prof.key_averages()], inside
+
+
+def test_schedule_steps_and_trace_ready_match_torch(torch):
+    mine = _scheduled(tg)
+    assert mine == _scheduled(torch)[:3] + (mine[3],)
+    assert mine[0] == [["ProfilerStep*"] * 2, ["ProfilerStep*"] * 2, ["ProfilerStep*"] * 3]
+    assert mine[3] == ["aten::exp"]
+
+
+def test_sort_by_device_and_memory_keys_and_trace_ready_at_exit(tmp_path):
+    x = tg.ones(4)
+    ready = []
+    with profile(on_trace_ready=ready.append) as prof:     # no schedule: handed over at exit
+        tg.exp(x)
+        x.sum()
+    assert ready == [prof]
+    for key in ("cuda_time_total", "self_cuda_time_total", "self_cpu_memory_usage",
+                "cpu_memory_usage", "xpu_time_total"):
+        lines = prof.key_averages().table(sort_by=key, row_limit=-1).splitlines()
+        assert sorted(line.split()[0] for line in lines[3:5]) == ["aten::exp", "aten::sum"]
