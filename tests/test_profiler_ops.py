@@ -240,6 +240,8 @@ def test_backward_nodes_of_create_graph_and_custom_function():
         (g,) = tg.autograd.grad(y, x, create_graph=True)
         g.sum().backward()
     names = _top_level(prof)
+    assert names["Square"] == 1         # the forward, labelled as PyTorch's
+    assert [c.name for c in prof.events()[0].cpu_children] == ["aten::mul"]
     assert names["autograd::engine::evaluate_function: SquareBackward"] == 1
     assert names["autograd::engine::evaluate_function: SumBackward0"] >= 2
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])

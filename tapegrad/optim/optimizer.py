@@ -10,10 +10,8 @@ multiply-add, and emulating one costs ~10x): results agree with PyTorch's to ~1e
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
-import sys
 import warnings
 from collections import OrderedDict, defaultdict
 from itertools import chain
@@ -22,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from .._profiling import label, recording_profiler
 from ..grad_mode import enable_grad, no_grad
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
@@ -52,12 +51,6 @@ def register_optimizer_step_post_hook(hook):
     return _add_hook(_global_step_post_hooks, hook)
 
 
-def _profiler_recording():
-    """tapegrad.profiler while a profiler is active (it is loaded on first use), else None."""
-    profiler = sys.modules.get(f"{__package__.rsplit('.', 1)[0]}.profiler")
-    return profiler if profiler is not None and profiler._active_profilers else None
-
-
 def _with_step_hooks(step):
     """`step` running the global and the optimizer's step hooks around it.  Every class's own
     step is wrapped when the class is made (Optimizer's, and a script's subclass's), so the
@@ -68,7 +61,7 @@ def _with_step_hooks(step):
         # (read from the instance's dict: an optimizer wrapping another, Lookahead-style, may
         # never call Optimizer.__init__, which makes the tables)
         state = self.__dict__
-        profiler = _profiler_recording()
+        profiler = recording_profiler()
         if profiler is not None and not state.get("_profiled_step"):
             # PyTorch's label of a step under the profiler (its profile_hook_step), once for a
             # subclass's step that calls super().step()
@@ -107,7 +100,6 @@ def _run_with_hooks(self, step, pre, post, args, kwargs):
     return out
 
 
-_NO_LABEL = contextlib.nullcontext()     # (zero_grad's profiler label when none records)
 _NO_HOOKS: OrderedDict = OrderedDict()   # (never written: the tables of an uninitialised one)
 
 _HOOK_TABLES = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
@@ -324,9 +316,7 @@ class Optimizer:
     # -- gradients --------------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors (to None by default, else to zeros)."""
-        profiler = _profiler_recording()    # (PyTorch labels it for the profiler)
-        with _NO_LABEL if profiler is None else profiler.record_function(
-                f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):
+        with label(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):    # (PyTorch's)
             reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
