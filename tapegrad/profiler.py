@@ -98,7 +98,10 @@ _event_names: dict = {}         # public name -> event name, or None for no even
 def _event_name(name):
     found = _event_names.get(name, False)
     if found is False:
-        found = None if name in _NO_EVENT else "aten::" + _RENAMED.get(name, name)
+        if "::" in name:                # (the core's own: a backward engine's event)
+            found = name
+        else:
+            found = None if name in _NO_EVENT else "aten::" + _RENAMED.get(name, name)
         _event_names[name] = found
     return found
 
@@ -383,7 +386,8 @@ class EventList(list):
     def __str__(self):
         return self.table()
 
-    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0,
+                     group_by_overload_name=False):
         """The events aggregated by key (and input shapes), in order of first appearance."""
         groups = {}
         for event in self:

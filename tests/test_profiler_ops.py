@@ -171,7 +171,6 @@ def test_no_events_when_off():
     x = tg.ones(3)
     with profile() as prof:
         tg.exp(x)
-    assert _core._set_profiler is not None
     count = len(prof.events())
     tg.exp(x) + x
     x.sum().item()
@@ -339,3 +338,47 @@ def test_sort_by_device_and_memory_keys_and_trace_ready_at_exit(tmp_path):
                 "cpu_memory_usage", "xpu_time_total"):
         lines = prof.key_averages().table(sort_by=key, row_limit=-1).splitlines()
         assert sorted(line.split()[0] for line in lines[3:5]) == ["aten::exp", "aten::sum"]
+
+
+def _grad_events(module):
+    x = module.tensor([1.0, 2.0], requires_grad=True)
+    w = module.tensor([1.0, 2.0], requires_grad=True)
+    with module.profiler.profile() as prof:
+        h = x * w
+        y = h.exp().sum()
+        module.autograd.grad(y, [x], retain_graph=True)
+        module.autograd.grad(y, [h])
+    return [(e.name, [c.name for c in e.cpu_children])
+            for e in prof.events() if e.cpu_parent is None and "::engine::" in e.name]
+
+
+def test_autograd_grad_captured_nodes_match_torch(torch):
+    mine = _grad_events(tg)
+    assert mine == _grad_events(torch)
+    assert mine[3] == ("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", [])
+    assert mine[-1] == ("autograd::engine::evaluate_function: MulBackward0", [])
+
+
+def test_core_hooks_called_only_while_set():
+    x = tg.ones(3, requires_grad=True)
+    calls = []
+    _core._set_profiler(lambda name, operands: calls.append((name, operands)) or None,
+                        lambda token: None)
+    try:
+        y = tg.exp(x)
+        z = (y + x).sum()
+        z.backward()
+    finally:
+        _core._set_profiler(None, None)
+    assert [c[0] for c in calls] == ["exp", "add", "sum", "ones_like", "SumBackward0",
+                                     "AddBackward0", "ExpBackward0",
+                                     "torch::autograd::AccumulateGrad"]
+    assert calls[1][1][0] is y and calls[1][1][1] is x      # the operands, as called
+    assert calls[4][1] is None                               # a backward node
+    tg.exp(x) + x
+    x.sum()
+    assert len(calls) == 8
+    with profile():
+        pass
+    tg.exp(x)
+    assert len(calls) == 8

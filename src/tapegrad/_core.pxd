@@ -726,6 +726,7 @@ cdef int profiler_close(object token) except -1
 cdef object profiled_call(str name, object fn, tuple args)
 cdef object profiled_binary(str name, int op, object a, object b)
 cdef str record_name(Record* r)
+cdef int profile_captured(Record* r) except -1
 
 cdef object anomaly_reraise(Record* r, object e)
 

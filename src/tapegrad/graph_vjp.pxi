@@ -1793,6 +1793,8 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
                 if mode == SWEEP_CAPTURE:
+                    if PROFILING and slot[i] >= 0:
+                        profile_captured(&rec)
                     # (a view taken under no_grad has no gradient accumulator in PyTorch: the
                     # gradient reaching it is dropped, for autograd.grad as for .grad)
                     if slot[i] >= 0 and not (rec.out != NULL and
@@ -1844,6 +1846,8 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                     if wantp[q]:
                         any_needed = True
                 if not any_needed:
+                    if PROFILING and mode == SWEEP_CAPTURE and slot != NULL and slot[i] >= 0:
+                        profile_captured(&rec)
                     i -= 1
                     continue
                 for q in range(MAX_SAVED):

@@ -140,13 +140,15 @@ tg_set_profiler(PyObject *open_event, PyObject *close_event)
     return 0;
 }
 
-/* body(callable, args...) as one profiler event named `name`, its operands the call's positional
- * arguments (what record_shapes lists: a keyword's value, relu's inplace=False, is no operand of
- * PyTorch's op): the result, or NULL with the call's error (or the profiler's) set. */
+/* body(entry, args...) as one profiler event named as the entry (a WithOut or a TensorMethod),
+ * its operands the call's positional arguments (what record_shapes lists: a keyword's value,
+ * relu's inplace=False, is no operand of PyTorch's op): the result, or NULL with the call's error
+ * (or the profiler's) set. */
 static PyObject *
-tg_profiled_call(vectorcallfunc body, PyObject *callable, PyObject *name, PyObject *const *args,
-                 size_t nargsf, PyObject *kwnames)
+tg_profiled_call(vectorcallfunc body, PyObject *callable, PyObject *const *args, size_t nargsf,
+                 PyObject *kwnames)
 {
+    PyObject *name = ((TgEntry *)callable)->name;
     Py_ssize_t i, n = PyVectorcall_NARGS(nargsf);
     PyObject *operands, *token, *result, *closed, *type, *value, *tb;
     PyObject *open_args[2];
@@ -180,6 +182,17 @@ tg_profiled_call(vectorcallfunc body, PyObject *callable, PyObject *name, PyObje
     PyErr_Restore(type, value, tb);
     return result;
 }
+
+/* `vectorcall`, an entry type's vectorcall: `body` (inlined), or, while a profiler is active,
+ * body as one of its events.  Outside one, the cost is one NULL compare. */
+#define TG_ENTRY_VECTORCALL(vectorcall, body)                                                  \
+    static PyObject *                                                                          \
+    vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)    \
+    {                                                                                          \
+        if (tg_profiler_open != NULL)                                                          \
+            return tg_profiled_call(body, callable, args, nargsf, kwnames);                    \
+        return body(callable, args, nargsf, kwnames);                                          \
+    }
 
 static int
 tg_out_arg_set_meta(PyObject *tensor_cls, PyObject *parameter_cls, PyObject *entry)
@@ -473,14 +486,7 @@ tg_out_arg_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
     return tg_out_arg_checked(self, result, args, nargsf, kwnames);
 }
 
-static PyObject *
-tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    if (tg_profiler_open != NULL)
-        return tg_profiled_call(tg_out_arg_call, callable, ((TgOutArg *)callable)->name, args,
-                                nargsf, kwnames);
-    return tg_out_arg_call(callable, args, nargsf, kwnames);
-}
+TG_ENTRY_VECTORCALL(tg_out_arg_vectorcall, tg_out_arg_call)
 
 /* A new entry of `type` (WithOut, TensorMethod) calling `fn`, named `name`: its TgEntry fields
  * set, the others zero. */
@@ -670,14 +676,7 @@ tg_method_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
     return tg_out_arg_judged(tg_method_error, callable, self->name, NULL, args, nargsf, kwnames);
 }
 
-static PyObject *
-tg_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    if (tg_profiler_open != NULL)
-        return tg_profiled_call(tg_method_call, callable, ((TgMethod *)callable)->name, args,
-                                nargsf, kwnames);
-    return tg_method_call(callable, args, nargsf, kwnames);
-}
+TG_ENTRY_VECTORCALL(tg_method_vectorcall, tg_method_call)
 
 /* TensorMethod(name, fn, refuses_out=False) */
 static PyObject *

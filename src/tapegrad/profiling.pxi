@@ -11,7 +11,8 @@
 #
 # PROFILER_OPEN(name, args) -> token opens an event: `name` a public name ("add", "matmul"), args
 # the call's operands (record_shapes reads their shapes); args None opens a backward node's pair
-# of events, `name` its grad_fn name.  PROFILER_CLOSE(token) closes what it opened.
+# of events, `name` its grad_fn name; a name with "::" in it is the event's own name.
+# PROFILER_CLOSE(token) closes what it opened.
 # ---------------------------------------------------------------------------------------------
 
 cdef int PROFILING = 0
@@ -58,3 +59,12 @@ cdef object profiled_binary(str name, int op, object a, object b):
         return binary_op(op, a, b)
     finally:
         profiler_close(token)
+
+
+cdef int profile_captured(Record* r) except -1:
+    """The event of a node autograd.grad captures a gradient at without running it (an input's
+    record: a leaf's AccumulateGrad, a non-leaf's own node), as PyTorch's engine shows it: its
+    evaluate_function alone."""
+    name = "torch::autograd::AccumulateGrad" if r.op == OP_LEAF else record_name(r)
+    profiler_close(profiler_open("autograd::engine::evaluate_function: " + name, ()))
+    return 0

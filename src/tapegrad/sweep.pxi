@@ -264,6 +264,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
                 if mode == SWEEP_CAPTURE:
+                    if PROFILING and slot[i] >= 0:
+                        profile_captured(&rec)
                     # (a view taken under no_grad has no gradient accumulator in PyTorch: the
                     # gradient reaching it is dropped, for autograd.grad as for .grad)
                     if slot[i] >= 0 and not (rec.out != NULL and
@@ -309,6 +311,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     elif rec.more == NULL:
                         rec.inp[q] = -1
                 if not any_needed:
+                    if PROFILING and mode == SWEEP_CAPTURE and slot != NULL and slot[i] >= 0:
+                        profile_captured(&rec)
                     i -= 1
                     continue
             # Hold the saved values for the duration of the VJP (a hook or another thread could
