@@ -382,3 +382,18 @@ def test_core_hooks_called_only_while_set():
         pass
     tg.exp(x)
     assert len(calls) == 8
+
+
+def test_normalize_ops_and_graph_match_torch(torch):
+    """F.normalize is Python in PyTorch: its events are its ops, clamp_min among them (tapegrad's
+    called clamp(min=), which recorded ClampBackward1 where PyTorch has ClampMinBackward0)."""
+    found = []
+    for module in (tg, torch):
+        x = module.tensor([[3.0, 4.0], [0.0, 0.0]], requires_grad=True)
+        with module.profiler.profile() as prof:
+            y = module.nn.functional.normalize(x)
+        denominator = y.grad_fn.next_functions[1][0].next_functions[0][0]
+        y.sum().backward()
+        found.append((sorted(_top_level(prof)), type(denominator).__name__, x.grad.tolist()))
+    assert found[0] == found[1]
+    assert found[0][1] == "ClampMinBackward0"
