@@ -22,3 +22,10 @@ def label(name):
     """A record_function(name) block while a profiler records, else a do-nothing context."""
     profiler = recording_profiler()
     return NO_LABEL if profiler is None else profiler.record_function(name)
+
+
+def op_event(name, self, args):
+    """The profiler's event of a Python-level op self.<name>(*args) (named as the core names
+    its ops: aten::<name>) while a profiler records, else a do-nothing context."""
+    profiler = recording_profiler()
+    return NO_LABEL if profiler is None else profiler._OpEvent(name, (self, *args))

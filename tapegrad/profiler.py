@@ -162,6 +162,24 @@ def _op_close(token):
             profiler._close(event, end)
 
 
+class _OpEvent:
+    """The event of an op written in Python (the generic in-place methods, x.exp_()), as the
+    core's hooks make them for its own (tapegrad/_profiling.py op_event)."""
+
+    def __init__(self, name, operands):
+        self.name = name
+        self.operands = operands
+        self.token = None
+
+    def __enter__(self):
+        self.token = _op_open(self.name, self.operands)
+        return self
+
+    def __exit__(self, *exc):
+        _op_close(self.token)
+        return False
+
+
 def _sync_hooks():
     """Give the compiled core the hooks while some profiler records, take them back after."""
     from . import _core

@@ -397,3 +397,14 @@ def test_normalize_ops_and_graph_match_torch(torch):
         found.append((sorted(_top_level(prof)), type(denominator).__name__, x.grad.tolist()))
     assert found[0] == found[1]
     assert found[0][1] == "ClampMinBackward0"
+
+
+def test_python_level_in_place_method_is_one_event(torch):
+    for module in (tg, torch):
+        x = module.tensor([0.5, 1.0])
+        with module.profiler.profile(record_shapes=True) as prof:
+            x.exp_()
+        top = [e for e in prof.events() if e.cpu_parent is None]
+        assert [e.name for e in top] == ["aten::exp_"]
+        assert top[0].input_shapes == [[2]]
+        np.testing.assert_allclose(x.numpy(), np.exp([0.5, 1.0]), rtol=1e-6)
