@@ -202,16 +202,29 @@ class Interval:
         return self.end - self.start
 
 
-class _NoDevice:
-    """What an event has of torch's device and memory figures: zeros (no device; memory is not
-    measured, and the table shows no memory columns), so that sort_by="cuda_time_total" or
-    "self_cpu_memory_usage" sorts as it does on a CPU-only PyTorch without profile_memory."""
+class _Figures:
+    """What an event and an average of events share: their times as the table prints them, and
+    torch's device and memory figures, zeros (no device; memory is not measured, and the table
+    shows no memory columns), so that sort_by="cuda_time_total" or "self_cpu_memory_usage" sorts
+    as it does on a CPU-only PyTorch without profile_memory."""
     device_time_total = self_device_time_total = device_time = 0.0
     cpu_memory_usage = self_cpu_memory_usage = device_memory_usage = self_device_memory_usage = 0
     flops = 0
 
+    @property
+    def cpu_time_str(self):
+        return _format_time(self.cpu_time)
 
-class FunctionEvent(_NoDevice):
+    @property
+    def cpu_time_total_str(self):
+        return _format_time(self.cpu_time_total)
+
+    @property
+    def self_cpu_time_total_str(self):
+        return _format_time(self.self_cpu_time_total)
+
+
+class FunctionEvent(_Figures):
     """One event: an op call, a backward node or a record_function block, with the events opened
     inside it (cpu_children) and the one it was opened in (cpu_parent)."""
 
@@ -241,18 +254,6 @@ class FunctionEvent(_NoDevice):
 
     cpu_time = cpu_time_total
 
-    @property
-    def cpu_time_str(self):
-        return _format_time(self.cpu_time)
-
-    @property
-    def cpu_time_total_str(self):
-        return _format_time(self.cpu_time_total)
-
-    @property
-    def self_cpu_time_total_str(self):
-        return _format_time(self.self_cpu_time_total)
-
     def __repr__(self):
         return (f"<FunctionEvent id={self.id} name={self.name} cpu_time={self.cpu_time_str} "
                 f"start_us={self.time_range.start:.3f} end_us={self.time_range.end:.3f} "
@@ -260,7 +261,7 @@ class FunctionEvent(_NoDevice):
                 f"input_shapes={self.input_shapes}>")
 
 
-class FunctionEventAvg(_NoDevice):
+class FunctionEventAvg(_Figures):
     """The events of one key (and input shapes, when grouped so), aggregated: what
     key_averages lists."""
 
@@ -298,18 +299,6 @@ class FunctionEventAvg(_NoDevice):
     def cpu_time(self):
         """Average wall time per call, microseconds."""
         return self.cpu_time_total / self.count if self.count else 0.0
-
-    @property
-    def cpu_time_str(self):
-        return _format_time(self.cpu_time)
-
-    @property
-    def cpu_time_total_str(self):
-        return _format_time(self.cpu_time_total)
-
-    @property
-    def self_cpu_time_total_str(self):
-        return _format_time(self.self_cpu_time_total)
 
     def __repr__(self):
         return (f"<FunctionEventAvg key={self.key} self_cpu_time={self.self_cpu_time_total_str} "

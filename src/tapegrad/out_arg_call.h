@@ -117,6 +117,21 @@ tg_argument_count(size_t nargsf, PyObject *kwnames)
     return PyVectorcall_NARGS(nargsf) + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
 }
 
+/* A vectorcall's positional arguments as a tuple (a new reference, NULL on error). */
+static PyObject *
+tg_positional(PyObject *const *args, size_t nargsf)
+{
+    Py_ssize_t i, n = PyVectorcall_NARGS(nargsf);
+    PyObject *tuple = PyTuple_New(n);
+    if (tuple == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(tuple, i, args[i]);
+    }
+    return tuple;
+}
+
 /* The profiler's open(name, operands) -> token and close(token) while one is active, else NULL:
  * set by tg_set_profiler. */
 static PyObject *tg_profiler_open = NULL, *tg_profiler_close = NULL;
@@ -149,17 +164,12 @@ tg_profiled_call(vectorcallfunc body, PyObject *callable, PyObject *const *args,
                  PyObject *kwnames)
 {
     PyObject *name = ((TgEntry *)callable)->name;
-    Py_ssize_t i, n = PyVectorcall_NARGS(nargsf);
     PyObject *operands, *token, *result, *closed, *type, *value, *tb;
     PyObject *open_args[2];
 
-    operands = PyTuple_New(n);
+    operands = tg_positional(args, nargsf);
     if (operands == NULL)
         return NULL;
-    for (i = 0; i < n; i++) {
-        Py_INCREF(args[i]);
-        PyTuple_SET_ITEM(operands, i, args[i]);
-    }
     open_args[0] = name;
     open_args[1] = operands;
     token = PyObject_Vectorcall(tg_profiler_open, open_args, 2, NULL);
@@ -302,13 +312,9 @@ tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, s
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     PyObject *positional, *keywords, *result, *packed;
 
-    positional = PyTuple_New(nargs);
+    positional = tg_positional(args, nargsf);
     if (positional == NULL)
         return NULL;
-    for (i = 0; i < nargs; i++) {
-        Py_INCREF(args[i]);
-        PyTuple_SET_ITEM(positional, i, args[i]);
-    }
     keywords = PyDict_New();
     if (keywords == NULL) {
         Py_DECREF(positional);
