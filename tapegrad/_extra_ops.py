@@ -25,6 +25,7 @@ import numpy as np
 
 from . import _core
 from ._deprecated_overloads import NOT_GIVEN, scalar_first
+from . import _profiling
 from ._profiling import op_event
 from ._layout import sparse_factory_layout
 from ._class_members import has_member
@@ -1280,36 +1281,41 @@ def _in_place(name: str):
     in-place rules (leaf, view, version counter) apply.  When the op records (self or a tensor
     operand requires grad), it reads a clone: it may save self for backward, and copy_ is about
     to overwrite self."""
+    def apply(self, args, kwargs):
+        _core._fresh_for_write(self)
+        # (an operand that requires grad makes the op record too, and it may save self; under
+        # no_grad, where optimizers make these calls, nothing records and nothing is scanned)
+        records = is_grad_enabled() and (self.requires_grad or any(
+            isinstance(a, _core.TensorBase) and a.requires_grad
+            for a in (*args, *kwargs.values())))
+        source = self.clone() if records else self
+        try:
+            result = getattr(source, name)(*args, **kwargs)
+        except TypeError as error:      # (its argument errors: PyTorch's, under this name)
+            if str(error).startswith(name + "()"):
+                raise TypeError(name + "_" + str(error)[len(name):]) from None
+            raise
+        if result._array.shape != self._array.shape:
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(result.shape)}")
+        if name == "masked_fill" and source is self and _stretched(self):
+            mask, value = _masked_fill_arguments(*args, **kwargs)
+            if not (isinstance(value, _core.TensorBase) and _records(value)):
+                return _fill_stretched(self, mask.expand_as(self), value, "masked_fill_")
+        if source is not self and name in _NO_IN_PLACE_DERIVATIVE:
+            from ._more_math import without_derivative
+            result = without_derivative(
+                (source,), result.detach()._array, "the derivative for 'inplace version of "
+                f"{_NO_IN_PLACE_DERIVATIVE[name]}' is not implemented.")
+        if source is not self:
+            return _become_result(self, result)
+        return _write_back(self, result)
+
     def method(self, *args, **kwargs):
-        with op_event(name + "_", self, args):     # (the profiler's aten::<name>_)
-            _core._fresh_for_write(self)
-            # (an operand that requires grad makes the op record too, and it may save self; under
-            # no_grad, where optimizers make these calls, nothing records and nothing is scanned)
-            records = is_grad_enabled() and (self.requires_grad or any(
-                isinstance(a, _core.TensorBase) and a.requires_grad
-                for a in (*args, *kwargs.values())))
-            source = self.clone() if records else self
-            try:
-                result = getattr(source, name)(*args, **kwargs)
-            except TypeError as error:      # (its argument errors: PyTorch's, under this name)
-                if str(error).startswith(name + "()"):
-                    raise TypeError(name + "_" + str(error)[len(name):]) from None
-                raise
-            if result._array.shape != self._array.shape:
-                raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
-                                   f"broadcast shape {list(result.shape)}")
-            if name == "masked_fill" and source is self and _stretched(self):
-                mask, value = _masked_fill_arguments(*args, **kwargs)
-                if not (isinstance(value, _core.TensorBase) and _records(value)):
-                    return _fill_stretched(self, mask.expand_as(self), value, "masked_fill_")
-            if source is not self and name in _NO_IN_PLACE_DERIVATIVE:
-                from ._more_math import without_derivative
-                result = without_derivative(
-                    (source,), result.detach()._array, "the derivative for 'inplace version of "
-                    f"{_NO_IN_PLACE_DERIVATIVE[name]}' is not implemented.")
-            if source is not self:
-                return _become_result(self, result)
-            return _write_back(self, result)
+        if _profiling.RECORDING:
+            with op_event(name + "_", self, args):     # (the profiler's aten::<name>_)
+                return apply(self, args, kwargs)
+        return apply(self, args, kwargs)
     method.__name__ = method.__qualname__ = name + "_"
     method.__doc__ = f"In-place form of Tensor.{name}."
     return method

@@ -182,8 +182,9 @@ class _OpEvent:
 
 def _sync_hooks():
     """Give the compiled core the hooks while some profiler records, take them back after."""
-    from . import _core
-    if any(p._recording for p in _active_profilers):
+    from . import _core, _profiling
+    _profiling.RECORDING = any(p._recording for p in _active_profilers)
+    if _profiling.RECORDING:
         _core._set_profiler(_op_open, _op_close)
     else:
         _core._set_profiler(None, None)

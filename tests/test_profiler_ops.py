@@ -408,3 +408,13 @@ def test_python_level_in_place_method_is_one_event(torch):
         assert [e.name for e in top] == ["aten::exp_"]
         assert top[0].input_shapes == [[2]]
         np.testing.assert_allclose(x.numpy(), np.exp([0.5, 1.0]), rtol=1e-6)
+
+
+def test_detach_event_matches_torch(torch):
+    found = []
+    for module in (tg, torch):
+        x = module.tensor([1.5], requires_grad=True)
+        with module.profiler.profile() as prof:
+            d = x.detach() * 2
+        found.append(([e.name for e in prof.events() if e.cpu_parent is None], d.tolist()))
+    assert found[0] == found[1] == (["aten::detach", "aten::mul"], [3.0])

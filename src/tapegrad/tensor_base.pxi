@@ -562,6 +562,12 @@ cdef class TensorBase:
     def detach(self):
         """A new leaf tensor sharing this tensor's storage (and its version counter), cut from
         the graph."""
+        if PROFILING:
+            token = profiler_open("detach", (self,))
+            try:
+                return alias(self)
+            finally:
+                profiler_close(token)
         return alias(self)
 
     def detach_(self):
