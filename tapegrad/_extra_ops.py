@@ -25,6 +25,8 @@ import numpy as np
 
 from . import _core
 from ._deprecated_overloads import NOT_GIVEN, scalar_first
+from . import _profiling
+from ._profiling import op_event
 from ._layout import sparse_factory_layout
 from ._class_members import has_member
 from ._format import set_printoptions
@@ -1279,7 +1281,7 @@ def _in_place(name: str):
     in-place rules (leaf, view, version counter) apply.  When the op records (self or a tensor
     operand requires grad), it reads a clone: it may save self for backward, and copy_ is about
     to overwrite self."""
-    def method(self, *args, **kwargs):
+    def apply(self, args, kwargs):
         _core._fresh_for_write(self)
         # (an operand that requires grad makes the op record too, and it may save self; under
         # no_grad, where optimizers make these calls, nothing records and nothing is scanned)
@@ -1308,6 +1310,12 @@ def _in_place(name: str):
         if source is not self:
             return _become_result(self, result)
         return _write_back(self, result)
+
+    def method(self, *args, **kwargs):
+        if _profiling.RECORDING:
+            with op_event(name + "_", self, args):     # (the profiler's aten::<name>_)
+                return apply(self, args, kwargs)
+        return apply(self, args, kwargs)
     method.__name__ = method.__qualname__ = name + "_"
     method.__doc__ = f"In-place form of Tensor.{name}."
     return method

@@ -718,6 +718,16 @@ cdef int release_function_ctx(Py_ssize_t i) except -1
 
 cdef int ANOMALY_MODE
 
+# The profiler's per-op events (profiling.pxi): PROFILING is the flag every public call tests.
+cdef int PROFILING
+cdef int set_core_profiler(object open_event, object close_event) except -1
+cdef object profiler_open(str name, object args)
+cdef int profiler_close(object token) except -1
+cdef object profiled_call(str name, object fn, tuple args)
+cdef object profiled_binary(str name, int op, object a, object b)
+cdef str record_name(Record* r)
+cdef int profile_captured(Record* r) except -1
+
 cdef object anomaly_reraise(Record* r, object e)
 
 cdef str BACKWARD_TWICE

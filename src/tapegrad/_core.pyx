@@ -19,6 +19,7 @@
 #
 # This module is split by concern into the .pxi files included below (in dependency order):
 #   grad_mode.pxi       thread-local grad mode flag
+#   profiling.pxi       the profiler's per-op events: the flag every public call tests
 #   fp_errors.pxi       IeeeResults: numpy's errstate(all="ignore") at C cost
 #   kernels.pxi         the C elementwise kernels (kernels.c) and their drivers
 #   dtypes.pxi          dtype objects and PyTorch's promotion rules
@@ -44,6 +45,7 @@ import numpy as np
 cnp.import_array()
 
 include "grad_mode.pxi"
+include "profiling.pxi"
 include "fp_errors.pxi"
 include "kernels.pxi"
 include "pooled_kernels.pxi"

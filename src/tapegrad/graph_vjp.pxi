@@ -1732,6 +1732,7 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
     cdef graph_vjp_fn gvjp
     cdef dict adj = {}
     cdef list captured = None
+    cdef object token = None            # the profiler's event of the node running (PROFILING)
     for j in range(nr):
         k = roots[j]
         if k > top:
@@ -1792,13 +1793,20 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
                 if mode == SWEEP_CAPTURE:
+                    if PROFILING and slot[i] >= 0:
+                        profile_captured(&rec)
                     # (a view taken under no_grad has no gradient accumulator in PyTorch: the
                     # gradient reaching it is dropped, for autograd.grad as for .grad)
                     if slot[i] >= 0 and not (rec.out != NULL and
                                              no_grad_view_drops_grad(<TensorBase>rec.out)):
                         captured[slot[i]] = g
                 elif leaf_takes_grad(&rec):
+                    if PROFILING:
+                        token = profiler_open("torch::autograd::AccumulateGrad", None)
                     deliver_graph_grad(<TensorBase>rec.out, g)
+                    if PROFILING:
+                        profiler_close(token)
+                        token = None
                     if rec.extra != NULL:
                         run_post_accumulate_hooks(i)
                 i -= 1
@@ -1838,12 +1846,16 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                     if wantp[q]:
                         any_needed = True
                 if not any_needed:
+                    if PROFILING and mode == SWEEP_CAPTURE and slot != NULL and slot[i] >= 0:
+                        profile_captured(&rec)
                     i -= 1
                     continue
                 for q in range(MAX_SAVED):
                     Py_XINCREF(rec.saved[q])
                 Py_XINCREF(rec.aux)
                 Py_XINCREF(rec.extra)
+                if PROFILING:           # (the node's events: evaluate_function, then the node)
+                    token = profiler_open(record_name(&rec), None)
                 try:
                     if rec.flags & RF_RELEASED:
                         raise RuntimeError(BACKWARD_TWICE)
@@ -1881,6 +1893,9 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                         Py_XDECREF(rec.saved[q])
                     Py_XDECREF(rec.aux)
                     Py_XDECREF(rec.extra)
+                    if token is not None:
+                        profiler_close(token)
+                        token = None
                 if rec.n_in == 1:
                     if grads is not None:
                         t_accumulate(adj, ins[0], grads)

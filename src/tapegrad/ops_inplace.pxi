@@ -801,6 +801,7 @@ cdef extern from "out_arg_call.h":
     int tg_out_arg_set_argument_error(object ndarray_type, object handler, object binding,
                                       object method) except -1
     object tg_method_type()
+    int tg_set_profiler(object open_event, object close_event) except -1
 
 
 def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
@@ -849,6 +850,19 @@ def _set_argument_error(handler, binding, method):
 # method descriptor that calls fn with the caller's vector and hands a call that raised a
 # TypeError to method_error, for PyTorch's wording of a method's argument errors.
 TensorMethod = tg_method_type()
+
+
+def _set_profiler(open_event, close_event):
+    """Called by tapegrad/profiler.py when the first profiler starts and the last one stops
+    (None, None): while set, every public call, Tensor method, operator and backward node is an
+    event open_event(name, operands) -> token ... close_event(token) (src/tapegrad/profiling.pxi:
+    the entries' pointers and the core's flag, set together)."""
+    if open_event is None:
+        tg_set_profiler(None, None)
+        set_core_profiler(None, None)
+    else:
+        tg_set_profiler(open_event, close_event)
+        set_core_profiler(open_event, close_event)
 
 
 def _set_capture_route(route):

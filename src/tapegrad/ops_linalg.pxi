@@ -493,6 +493,8 @@ def _matmul_op(self, other):
     """Tensor.__matmul__: self @ other (only tensors: an ndarray is numpy's, see as_operand)."""
     if not isinstance(other, TensorBase):
         return NotImplemented
+    if PROFILING:
+        return profiled_call("matmul", matmul, (self, other))
     return matmul(self, other)
 
 
@@ -500,6 +502,8 @@ def _rmatmul_op(self, other):
     """Tensor.__rmatmul__: other @ self (only tensors; PyTorch refuses other operands)."""
     if not isinstance(other, TensorBase):
         return NotImplemented
+    if PROFILING:
+        return profiled_call("matmul", matmul, (other, self))
     return matmul(other, self)
 
 

@@ -1052,6 +1052,18 @@ def logical_xor(TensorBase input, other):
     return elementwise_nograd(LOGIC_XOR, input, other, False)
 
 
+cdef inline object operator_nograd(int which, object a, object b):
+    """elementwise_nograd of a Tensor operator (==, <, & ...): one profiler event, named as
+    PyTorch's op, while a profiler is active (profiling.pxi)."""
+    if not PROFILING:
+        return elementwise_nograd(which, a, b, True)
+    token = profiler_open(CMP_NAMES[which], (a, b))
+    try:
+        return elementwise_nograd(which, a, b, True)
+    finally:
+        profiler_close(token)
+
+
 def tensor_eq(self, other):
     if cnp.PyArray_Check(other):
         # PyTorch's __eq__ alone of the operators takes an ndarray (as_operand says why the
@@ -1061,40 +1073,40 @@ def tensor_eq(self, other):
             other = tensor_from_numpy(other)
         except TypeError:
             return NotImplemented
-    return elementwise_nograd(CMP_EQ, self, other, True)
+    return operator_nograd(CMP_EQ, self, other)
 
 def tensor_ne(self, other):
-    return elementwise_nograd(CMP_NE, self, other, True)
+    return operator_nograd(CMP_NE, self, other)
 
 def tensor_lt(self, other):
-    return elementwise_nograd(CMP_LT, self, other, True)
+    return operator_nograd(CMP_LT, self, other)
 
 def tensor_le(self, other):
-    return elementwise_nograd(CMP_LE, self, other, True)
+    return operator_nograd(CMP_LE, self, other)
 
 def tensor_gt(self, other):
-    return elementwise_nograd(CMP_GT, self, other, True)
+    return operator_nograd(CMP_GT, self, other)
 
 def tensor_ge(self, other):
-    return elementwise_nograd(CMP_GE, self, other, True)
+    return operator_nograd(CMP_GE, self, other)
 
 def tensor_and(self, other):
-    return elementwise_nograd(BIT_AND, self, other, True)
+    return operator_nograd(BIT_AND, self, other)
 
 def tensor_rand(self, other):
-    return elementwise_nograd(BIT_AND, other, self, True)
+    return operator_nograd(BIT_AND, other, self)
 
 def tensor_or(self, other):
-    return elementwise_nograd(BIT_OR, self, other, True)
+    return operator_nograd(BIT_OR, self, other)
 
 def tensor_ror(self, other):
-    return elementwise_nograd(BIT_OR, other, self, True)
+    return operator_nograd(BIT_OR, other, self)
 
 def tensor_xor(self, other):
-    return elementwise_nograd(BIT_XOR, self, other, True)
+    return operator_nograd(BIT_XOR, self, other)
 
 def tensor_rxor(self, other):
-    return elementwise_nograd(BIT_XOR, other, self, True)
+    return operator_nograd(BIT_XOR, other, self)
 
 
 def logical_not(TensorBase input):

@@ -23,6 +23,10 @@
  * compare.  (A call naming out= writes into a tensor the call did not make: not replayable, so it
  * is not routed; the capture notes the write.)
  *
+ * While a profiler is active (tg_set_profiler), every call of either entry is one event of the
+ * profiler's (tapegrad/profiler.py, src/tapegrad/profiling.pxi): open(name, operands) before the
+ * call, close(token) after it, whatever its outcome.  Outside one, the test is one NULL compare.
+ *
  * Included by one module (_ops_inplace), so everything here is static.
  */
 #ifndef TAPEGRAD_OUT_ARG_CALL_H
@@ -112,6 +116,93 @@ tg_argument_count(size_t nargsf, PyObject *kwnames)
 {
     return PyVectorcall_NARGS(nargsf) + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
 }
+
+/* A vectorcall's positional arguments as a tuple (a new reference, NULL on error). */
+static PyObject *
+tg_positional(PyObject *const *args, size_t nargsf)
+{
+    Py_ssize_t i, n = PyVectorcall_NARGS(nargsf);
+    PyObject *tuple = PyTuple_New(n);
+    if (tuple == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(tuple, i, args[i]);
+    }
+    return tuple;
+}
+
+/* The profiler's open(name, operands) -> token and close(token) while one is active, else NULL:
+ * set by tg_set_profiler. */
+static PyObject *tg_profiler_open = NULL, *tg_profiler_close = NULL;
+
+static int
+tg_set_profiler(PyObject *open_event, PyObject *close_event)
+{
+    if (open_event == Py_None) {
+        Py_CLEAR(tg_profiler_open);
+        Py_CLEAR(tg_profiler_close);
+        return 0;
+    }
+    if (!PyCallable_Check(open_event) || !PyCallable_Check(close_event)) {
+        PyErr_SetString(PyExc_TypeError, "the profiler's hooks must be callable or None");
+        return -1;
+    }
+    Py_INCREF(open_event);
+    Py_XSETREF(tg_profiler_open, open_event);
+    Py_INCREF(close_event);
+    Py_XSETREF(tg_profiler_close, close_event);
+    return 0;
+}
+
+/* body(entry, args...) as one profiler event named as the entry (a WithOut or a TensorMethod),
+ * its operands the call's positional arguments (what record_shapes lists: a keyword's value,
+ * relu's inplace=False, is no operand of PyTorch's op): the result, or NULL with the call's error
+ * (or the profiler's) set. */
+static PyObject *
+tg_profiled_call(vectorcallfunc body, PyObject *callable, PyObject *const *args, size_t nargsf,
+                 PyObject *kwnames)
+{
+    PyObject *name = ((TgEntry *)callable)->name;
+    PyObject *operands, *token, *result, *closed, *type, *value, *tb;
+    PyObject *open_args[2];
+
+    operands = tg_positional(args, nargsf);
+    if (operands == NULL)
+        return NULL;
+    open_args[0] = name;
+    open_args[1] = operands;
+    token = PyObject_Vectorcall(tg_profiler_open, open_args, 2, NULL);
+    Py_DECREF(operands);
+    if (token == NULL)
+        return NULL;
+    result = body(callable, args, nargsf, kwnames);
+    PyErr_Fetch(&type, &value, &tb);
+    closed = tg_profiler_close != NULL ? PyObject_CallOneArg(tg_profiler_close, token)
+                                       : Py_NewRef(Py_None);
+    Py_DECREF(token);
+    if (closed == NULL) {       /* (the profiler's own error wins) */
+        Py_XDECREF(result);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return NULL;
+    }
+    Py_DECREF(closed);
+    PyErr_Restore(type, value, tb);
+    return result;
+}
+
+/* `vectorcall`, an entry type's vectorcall: `body` (inlined), or, while a profiler is active,
+ * body as one of its events.  Outside one, the cost is one NULL compare. */
+#define TG_ENTRY_VECTORCALL(vectorcall, body)                                                  \
+    static PyObject *                                                                          \
+    vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)    \
+    {                                                                                          \
+        if (tg_profiler_open != NULL)                                                          \
+            return tg_profiled_call(body, callable, args, nargsf, kwnames);                    \
+        return body(callable, args, nargsf, kwnames);                                          \
+    }
 
 static int
 tg_out_arg_set_meta(PyObject *tensor_cls, PyObject *parameter_cls, PyObject *entry)
@@ -221,13 +312,9 @@ tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, s
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     PyObject *positional, *keywords, *result, *packed;
 
-    positional = PyTuple_New(nargs);
+    positional = tg_positional(args, nargsf);
     if (positional == NULL)
         return NULL;
-    for (i = 0; i < nargs; i++) {
-        Py_INCREF(args[i]);
-        PyTuple_SET_ITEM(positional, i, args[i]);
-    }
     keywords = PyDict_New();
     if (keywords == NULL) {
         Py_DECREF(positional);
@@ -362,8 +449,8 @@ tg_out_arg_checked(TgOutArg *self, PyObject *result, PyObject *const *args, size
     return result;
 }
 
-static PyObject *
-tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static inline PyObject *
+tg_out_arg_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     TgOutArg *self = (TgOutArg *)callable;
     PyObject *head, *result;
@@ -404,6 +491,8 @@ tg_out_arg_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, 
     Py_DECREF(head);
     return tg_out_arg_checked(self, result, args, nargsf, kwnames);
 }
+
+TG_ENTRY_VECTORCALL(tg_out_arg_vectorcall, tg_out_arg_call)
 
 /* A new entry of `type` (WithOut, TensorMethod) calling `fn`, named `name`: its TgEntry fields
  * set, the others zero. */
@@ -575,8 +664,8 @@ typedef struct {
     char refuses_out;           /* fn takes out= as the function, which PyTorch's method has not */
 } TgMethod;
 
-static PyObject *
-tg_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static inline PyObject *
+tg_method_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     TgMethod *self = (TgMethod *)callable;
     vectorcallfunc fn_call = PyVectorcall_Function(self->fn);
@@ -592,6 +681,8 @@ tg_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, P
         return result;
     return tg_out_arg_judged(tg_method_error, callable, self->name, NULL, args, nargsf, kwnames);
 }
+
+TG_ENTRY_VECTORCALL(tg_method_vectorcall, tg_method_call)
 
 /* TensorMethod(name, fn, refuses_out=False) */
 static PyObject *

@@ -183,6 +183,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
     cdef bint any_needed, node_hooked
     cdef vjp_fn vjp
     cdef list captured = None
+    cdef object token = None            # the profiler's event of the node running (PROFILING)
     for j in range(nr):
         k = roots[j]
         if k > top:
@@ -263,6 +264,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
                 if mode == SWEEP_CAPTURE:
+                    if PROFILING and slot[i] >= 0:
+                        profile_captured(&rec)
                     # (a view taken under no_grad has no gradient accumulator in PyTorch: the
                     # gradient reaching it is dropped, for autograd.grad as for .grad)
                     if slot[i] >= 0 and not (rec.out != NULL and
@@ -271,7 +274,12 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 elif leaf_takes_grad(&rec):
                     # A fresh VJP result nobody else holds (a linear layer's weight gradient) is
                     # adopted as .grad rather than copied.
+                    if PROFILING:
+                        token = profiler_open("torch::autograd::AccumulateGrad", None)
                     deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g))
+                    if PROFILING:
+                        profiler_close(token)
+                        token = None
                     if rec.extra != NULL:
                         run_post_accumulate_hooks(i)
                         run_leaf_node_hooks(i, g)
@@ -303,6 +311,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     elif rec.more == NULL:
                         rec.inp[q] = -1
                 if not any_needed:
+                    if PROFILING and mode == SWEEP_CAPTURE and slot != NULL and slot[i] >= 0:
+                        profile_captured(&rec)
                     i -= 1
                     continue
             # Hold the saved values for the duration of the VJP (a hook or another thread could
@@ -311,6 +321,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 Py_XINCREF(rec.saved[q])
             Py_XINCREF(rec.aux)
             Py_XINCREF(rec.extra)
+            if PROFILING:               # (the node's events: evaluate_function, then the node)
+                token = profiler_open(record_name(&rec), None)
             try:
                 if rec.flags & RF_RELEASED:
                     raise RuntimeError(BACKWARD_TWICE)
@@ -340,6 +352,9 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     Py_XDECREF(rec.saved[q])
                 Py_XDECREF(rec.aux)
                 Py_XDECREF(rec.extra)
+                if token is not None:
+                    profiler_close(token)
+                    token = None
             ins = rec_inputs(&rec)
             if rec.n_in == 1:
                 k = ins[0]
@@ -418,6 +433,8 @@ cdef list make_grads(tuple outputs, tuple grads):
                     raise RuntimeError("grad can be implicitly created only for real scalar "
                                        f"outputs but got {dtype_of_array(A)}")
                 # the seed of loss.backward(): through the C API (np.ones costs 1.5 us)
+                if PROFILING:
+                    profiler_close(profiler_open("ones_like", (out,)))
                 seed = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(<cnp.ndarray>A),
                                          cnp.PyArray_DIMS(<cnp.ndarray>A),
                                          cnp.PyArray_TYPE(<cnp.ndarray>A), 0)

@@ -562,6 +562,12 @@ cdef class TensorBase:
     def detach(self):
         """A new leaf tensor sharing this tensor's storage (and its version counter), cut from
         the graph."""
+        if PROFILING:
+            token = profiler_open("detach", (self,))
+            try:
+                return alias(self)
+            finally:
+                profiler_close(token)
         return alias(self)
 
     def detach_(self):
@@ -618,27 +624,41 @@ cdef class TensorBase:
     # -- arithmetic (C number slots; forward + record in ops_elementwise.pxi) --------------------
 
     def __add__(self, other):
+        if PROFILING:
+            return profiled_binary("add", OP_ADD, self, other)
         return binary_op(OP_ADD, self, other)
 
     def __radd__(self, other):
         # PyTorch's __radd__ is self.add(other): the tensor is the first input of the node
         # (grad_fn.next_functions lists it first); addition commutes, so the value is the same.
+        if PROFILING:
+            return profiled_binary("add", OP_ADD, self, other)
         return binary_op(OP_ADD, self, other)
 
     def __sub__(self, other):
+        if PROFILING:
+            return profiled_binary("sub", OP_SUB, self, other)
         return binary_op(OP_SUB, self, other)
 
     def __rsub__(self, other):
+        if PROFILING:
+            return profiled_binary("rsub", OP_RSUB, other, self)
         return binary_op(OP_RSUB, other, self)
 
     def __mul__(self, other):
+        if PROFILING:
+            return profiled_binary("mul", OP_MUL, self, other)
         return binary_op(OP_MUL, self, other)
 
     def __rmul__(self, other):
         # As __radd__: PyTorch records `2 * t` as t.mul(2), the tensor first.
+        if PROFILING:
+            return profiled_binary("mul", OP_MUL, self, other)
         return binary_op(OP_MUL, self, other)
 
     def __truediv__(self, other):
+        if PROFILING:
+            return profiled_binary("div", OP_DIV, self, other)
         return binary_op(OP_DIV, self, other)
 
     def __rtruediv__(self, other):
@@ -648,8 +668,12 @@ cdef class TensorBase:
         # other (other / self rounds differently at times).  torch.div(other, self) divides.
         if is_meta_tensor(self):
             return binary_op(OP_DIV, other, self)
-        recip = TORCH_FUNCTIONS["reciprocal"](self)
-        res = binary_op(OP_MUL, recip, other)
+        if PROFILING:
+            recip = profiled_call("reciprocal", TORCH_FUNCTIONS["reciprocal"], (self,))
+            res = profiled_binary("mul", OP_MUL, recip, other)
+        else:
+            recip = TORCH_FUNCTIONS["reciprocal"](self)
+            res = binary_op(OP_MUL, recip, other)
         if res is not NotImplemented:
             return res
         # PyTorch's __rdiv__ multiplies with Python's `*`, under a wrapper that turns a
@@ -663,37 +687,84 @@ cdef class TensorBase:
     def __pow__(self, other, modulo):
         if modulo is not None:
             return NotImplemented
+        if PROFILING:
+            return profiled_binary("pow", OP_POW, self, other)
         return binary_op(OP_POW, self, other)
 
     def __rpow__(self, other, modulo):
         if modulo is not None:
             return NotImplemented
+        if PROFILING:
+            return profiled_binary("pow", OP_POW, other, self)
         return binary_op(OP_POW, other, self)
 
     def __neg__(self):
+        if PROFILING:
+            token = profiler_open("neg", (self,))
+            try:
+                return unary_op(OP_NEG, self)
+            finally:
+                profiler_close(token)
         return unary_op(OP_NEG, self)
 
     def __pos__(self):
         return self
 
     def __getitem__(self, key):
+        if PROFILING:
+            token = profiler_open("__getitem__", (self, key))
+            try:
+                return INDEX_OP(self, key)
+            finally:
+                profiler_close(token)
         return INDEX_OP(self, key)
 
     def __setitem__(self, key, value):
+        if PROFILING:
+            token = profiler_open("__setitem__", (self, key, value))
+            try:
+                SETITEM_OP(self, key, value)
+            finally:
+                profiler_close(token)
+            return
         SETITEM_OP(self, key, value)
 
     # -- in place (ops_inplace.pxi) ----------------------------------------------------------------
 
     def __iadd__(self, other):
+        if PROFILING:
+            token = profiler_open("add_", (self, other))
+            try:
+                return INPLACE_BINARY(OP_ADD, self, other)
+            finally:
+                profiler_close(token)
         return INPLACE_BINARY(OP_ADD, self, other)
 
     def __isub__(self, other):
+        if PROFILING:
+            token = profiler_open("sub_", (self, other))
+            try:
+                return INPLACE_BINARY(OP_SUB, self, other)
+            finally:
+                profiler_close(token)
         return INPLACE_BINARY(OP_SUB, self, other)
 
     def __imul__(self, other):
+        if PROFILING:
+            token = profiler_open("mul_", (self, other))
+            try:
+                return INPLACE_BINARY(OP_MUL, self, other)
+            finally:
+                profiler_close(token)
         return INPLACE_BINARY(OP_MUL, self, other)
 
     def __itruediv__(self, other):
+        if PROFILING:
+            token = profiler_open("div_", (self, other))
+            try:
+                return INPLACE_BINARY(OP_DIV, self, other)
+            finally:
+                profiler_close(token)
         return INPLACE_BINARY(OP_DIV, self, other)
 
     @property

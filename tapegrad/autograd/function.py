@@ -32,6 +32,7 @@ import weakref
 import numpy as np
 
 from .. import _core
+from .._profiling import label
 from ..grad_mode import no_grad
 from .._torch_names import TorchNamedClass as _TorchNamedClass
 from .._torch_names import torch_module_name as _torch_module_name
@@ -322,7 +323,7 @@ class Function(metaclass=FunctionMeta):
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx.materialize_grads = True
         new_style = _is_overridden(cls, "setup_context", Function.setup_context)
-        with no_grad():
+        with no_grad(), label(cls.__name__):    # (PyTorch's profiler shows cls's name)
             if new_style:
                 result = cls.forward(*args, **kwargs)
             else:

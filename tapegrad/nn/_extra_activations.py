@@ -234,7 +234,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
         d = order.index(dim % input.ndim)
         return normalize(input.permute(*order), p, d, eps).permute(*inverse(order))
     (wide,), half = widen_half(input)
-    denom = _tg.clamp(wide.norm(p, dim, keepdim=True), min=eps).expand_as(wide)
+    denom = _tg.clamp_min(wide.norm(p, dim, keepdim=True), eps).expand_as(wide)   # (as PyTorch)
     result = narrow_half(wide / denom, half)
     if out is not None:
         out.copy_(result)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from .._profiling import label, recording_profiler
 from ..grad_mode import enable_grad, no_grad
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
@@ -60,6 +61,16 @@ def _with_step_hooks(step):
         # (read from the instance's dict: an optimizer wrapping another, Lookahead-style, may
         # never call Optimizer.__init__, which makes the tables)
         state = self.__dict__
+        profiler = recording_profiler()
+        if profiler is not None and not state.get("_profiled_step"):
+            # PyTorch's label of a step under the profiler (its profile_hook_step), once for a
+            # subclass's step that calls super().step()
+            self._profiled_step = True
+            try:
+                with profiler.record_function(f"Optimizer.step#{type(self).__name__}.step"):
+                    return hooked_step(self, *args, **kwargs)
+            finally:
+                self._profiled_step = False
         pre = state.get("_optimizer_step_pre_hooks") or _NO_HOOKS
         post = state.get("_optimizer_step_post_hooks") or _NO_HOOKS
         if not (pre or post or _global_step_pre_hooks or _global_step_post_hooks) or \
@@ -305,7 +316,8 @@ class Optimizer:
     # -- gradients --------------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors (to None by default, else to zeros)."""
-        reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
+        with label(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):    # (PyTorch's)
+            reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         """Perform a single optimization step (to update the parameters).
