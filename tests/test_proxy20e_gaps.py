@@ -174,3 +174,36 @@ def test_multivariate_normal_one_dim_matrix_messages():
         MultivariateNormal(loc, precision_matrix=tg.ones(2))
     with pytest.raises(ValueError, match="^scale_tril matrix must be at least two-dimensional"):
         MultivariateNormal(loc, scale_tril=tg.ones(2))
+
+
+# The same conversion in full and masked_fill (check_scalar_fits): a float for an integer dtype
+# was cast by numpy, NaN and values past the range silently becoming the type's minimum.
+FILL_VALUES = [1e40, -1e40, float("nan"), float("inf"), 9.3e18, 9.2e18, 2147483648.0, -0.5,
+               255.9, 2.7, -2.7]
+
+
+def _fill_outcome(mod, how, dtype, value):
+    try:
+        if how == "full":
+            t = mod.full((2,), value, dtype=getattr(mod, dtype))
+        else:
+            t = mod.zeros(2, dtype=getattr(mod, dtype)).masked_fill(mod.tensor([True, False]), value)
+    except Exception as e:                  # noqa: BLE001 - the outcome compared with PyTorch's
+        return type(e).__name__
+    return t.tolist()
+
+
+def test_full_and_masked_fill_refuse_floats_past_an_integer_range():
+    # SILENT before: both wrote -9223372036854775808
+    with pytest.raises(RuntimeError, match="without overflow"):
+        tg.full((2,), 1e40, dtype=tg.long)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        tg.zeros(2, dtype=tg.long).masked_fill(tg.tensor([True, False]), float("nan"))
+    assert tg.full((2,), -2.7, dtype=tg.int32).tolist() == [-2, -2]
+
+
+@pytest.mark.parametrize("how", ["full", "masked_fill"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64"])
+def test_full_and_masked_fill_floats_against_torch(torch, how, dtype):
+    for value in FILL_VALUES:
+        assert _fill_outcome(tg, how, dtype, value) == _fill_outcome(torch, how, dtype, value), value
