@@ -72,15 +72,24 @@ def _check_int_range(values: np.ndarray, np_dt) -> None:
         raise RuntimeError(f"value cannot be converted to type {np_dt.name} without overflow")
 
 
+def _is_sequence(x) -> bool:
+    """Whether PyTorch's reading of nested data descends into x: a list, a tuple or a numpy
+    array of one dim or more (a list of arrays is measured as a list of lists)."""
+    return isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim > 0)
+
+
 def _ragged_error(data, dim: int = 0):
     """PyTorch's error for nested sequences that do not form a box (None when they do)."""
-    if not isinstance(data, (list, tuple)) or not data:
+    if not _is_sequence(data) or not len(data):
         return None
-    lengths = [len(d) if isinstance(d, (list, tuple)) else None for d in data]
+    lengths = [len(d) if _is_sequence(d) else None for d in data]
     first = lengths[0]
     for d, n in zip(data, lengths):
         if n != first:
             if first is None:
+                if isinstance(d, np.ndarray):       # (numpy's own refusal of float(array))
+                    return TypeError("only 0-dimensional arrays can be converted to Python "
+                                     "scalars")
                 return TypeError(f"must be real number, not {_type_name(d)}")
             if n is None:
                 return TypeError("not a sequence")

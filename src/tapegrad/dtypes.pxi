@@ -375,13 +375,20 @@ cdef dict FLOAT_MAX = {np.dtype(np.float16): 65504.0, np.dtype(np.float32): 3.40
 
 cdef int check_scalar_fits(object v, object dt, bint check_half=True) except -1:
     """A Python scalar converted to dtype `dt` (a fill value, a clamp bound, where's operand, a
-    weight) must fit it: an integer one an integer dtype's range, a finite float one a float16
-    (unless not `check_half`: where's, which PyTorch lets overflow) or float32 range; infinities
-    and NaN pass (PyTorch's errors: where(c, x, 1e300) or full((2,), 1e40) would silently hold
-    inf)."""
+    weight) must fit it: an integer or float one an integer dtype's range, a finite float one a
+    float16 (unless not `check_half`: where's, which PyTorch lets overflow) or float32 range;
+    infinities and NaN pass a float dtype (PyTorch's errors: where(c, x, 1e300) or
+    full((2,), 1e40) would silently hold inf)."""
     if dt.kind in "iu" and isinstance(v, int) and not isinstance(v, bool):
         info = np.iinfo(dt)
         if v < info.min or v > info.max:
+            raise RuntimeError(f"value cannot be converted to type {dt.name}_t without overflow")
+    elif dt.kind in "iu" and isinstance(v, (float, np.floating)):
+        # a float for an integer dtype (full, masked_fill): NaN, infinities and values past the
+        # type's range are refused before truncation, as PyTorch's checked_convert (numpy's cast
+        # would write the type's minimum)
+        info = np.iinfo(dt)
+        if not (<double>info.min <= v <= <double>info.max):
             raise RuntimeError(f"value cannot be converted to type {dt.name}_t without overflow")
     elif isinstance(v, float) and dt in FLOAT_MAX and abs(v) > <double>FLOAT_MAX[dt] and (
             abs(v) != float("inf")) and (check_half or dt.itemsize != 2):

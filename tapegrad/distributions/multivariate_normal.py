@@ -47,8 +47,9 @@ class MultivariateNormal(Distribution):
         if matrix.dim() < 2:
             name = ("covariance_matrix" if covariance_matrix is not None else
                     "precision_matrix" if precision_matrix is not None else "scale_tril")
-            raise ValueError(f"{name} matrix must be at least two-dimensional, with optional "
-                             "leading batch dimensions")
+            # (PyTorch's wording: "matrix" follows scale_tril alone)
+            raise ValueError(f"{name}{' matrix' if name == 'scale_tril' else ''} must be at least "
+                             "two-dimensional, with optional leading batch dimensions")
         batch = _batch_broadcast(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1]))
         event = tuple(loc.shape[-1:])
         if covariance_matrix is not None:
