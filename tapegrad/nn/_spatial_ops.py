@@ -161,7 +161,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
     if antialias:
-        raise NotImplementedError(f"tapegrad's interpolate does not support antialias=True")
+        raise NotImplementedError("tapegrad's interpolate does not support antialias=True")
     want = _INTERP_DIMS.get(mode, 0)
     if want == 0 or nd not in (1, 2, 3) or (mode == "bicubic" and nd != 2):
         raise NotImplementedError(
