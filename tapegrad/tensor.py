@@ -489,10 +489,14 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
 
     def type(self, dtype=None, non_blocking: bool = False, **kwargs):
         """Tensor.type(): the type string ('torch.FloatTensor'); type(t): self converted to t, a
-        dtype, a tensor type (DoubleTensor) or its name (self when it already has that type)."""
+        dtype, a tensor type (DoubleTensor, or torch.Tensor: the default dtype) or its name (self
+        when it already has that type)."""
         from ._legacy import TypedTensorMeta
         if isinstance(dtype, TypedTensorMeta) and not dtype.is_cuda:
             dtype = dtype.dtype
+        elif dtype is Tensor or (isinstance(dtype, str) and dtype == "torch.Tensor"):
+            from . import get_default_dtype     # torch.Tensor: the default tensor type
+            dtype = get_default_dtype()
         elif dtype is not None and (getattr(dtype, "is_cuda", False) is True or (
                 isinstance(dtype, str) and dtype.startswith("torch.cuda."))):
             raise RuntimeError("Cannot initialize CUDA without ATen_cuda library. tapegrad runs "

@@ -1711,7 +1711,7 @@ def _native_batch_norm(TensorBase input, weight, bias, running_mean, running_var
     variance) in training, (output, None, None) otherwise; the statistics as (C,) ndarrays."""
     A = input._array
     if A.dtype.kind != "f":
-        raise RuntimeError(f'"batch_norm" not implemented for \'{nn_scalar_name(A.dtype)}\'')
+        raise NotImplementedError(f'"batch_norm" not implemented for \'{nn_scalar_name(A.dtype)}\'')
     cdef Py_ssize_t N = A.shape[0], C = A.shape[1], S = 1, i
     for i in range(2, A.ndim):
         S *= A.shape[i]

@@ -1321,9 +1321,12 @@ def type_(TensorBase self, dtype=None, non_blocking=False, **kwargs):
         raise TypeError("dtype must be a type, str, or dtype object")
     if not isinstance(dtype, type):
         return convert(self, dtype_arg(dtype), False)
+    # PyTorch names the type by its tp_name: a class defined in Python by its bare name, a C type
+    # by its dotted name
     module = dtype.__module__
-    raise ValueError(f"invalid type: '{dtype.__qualname__ if module == 'builtins' else module + '.' + dtype.__qualname__}'")
-    return convert(self, dtype_arg(dtype), False)
+    heap = dtype.__flags__ & (1 << 9)           # Py_TPFLAGS_HEAPTYPE
+    name = dtype.__name__ if heap or module == "builtins" else module + "." + dtype.__qualname__
+    raise ValueError(f"invalid type: '{name}'")
 
 
 def type_as(TensorBase self, other):

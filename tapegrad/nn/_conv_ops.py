@@ -559,6 +559,14 @@ def _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups, tra
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
                            f"{name}, but got input of size: {list(input.shape)}")
+    if weight.dim() < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if weight.dim() != nd + 2 and len(stride) == 1:
+        # a single stride value (1-d) is expanded to the weight's dims: the input's rank is off
+        shape = list(input.shape) if input.dim() == nd + 2 else [1] + list(input.shape)
+        raise RuntimeError(f"Expected {weight.dim()}-dimensional input for {weight.dim()}-"
+                           f"dimensional weight {list(weight.shape)}, but got {len(shape)}-"
+                           f"dimensional input of size {shape} instead")
     if weight.dim() != nd + 2:
         # PyTorch infers the dimensionality from the weight, so it reports the stride.
         raise RuntimeError(f"expected stride to be a single integer value or a list of "
@@ -583,7 +591,7 @@ def _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups, tra
         raise RuntimeError(f"Input type ({_ctype(input._array)}) and bias type "
                            f"({_ctype(bias._array)}) should be the same")
     if input._array.dtype.kind not in "fiu":
-        raise RuntimeError(f'"slow_conv2d_cpu" not implemented for '
+        raise NotImplementedError(f'"slow_conv2d_cpu" not implemented for '
                            f"'{_core.scalar_type_name_of(input._array.dtype)}'")
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")

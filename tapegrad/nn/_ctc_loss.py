@@ -189,8 +189,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if lp.dim() != 3:
         raise RuntimeError(f"ctc_loss(): expected log_probs to be 2-D (unbatched) or 3-D, but "
                            f"got {log_probs.dim()}-D")
-    if not lp.is_floating_point():
-        raise RuntimeError(f'"ctc_loss_cpu" not implemented for '
+    if not lp.is_floating_point() or lp._array.dtype.itemsize < 4:      # (float and double only)
+        raise NotImplementedError(f'"ctc_loss_cpu" not implemented for '
                            f"'{_core.scalar_type_name_of(lp._array.dtype)}'")
     T, n, C = lp.shape
     in_len = _lengths(input_lengths, "input_lengths")

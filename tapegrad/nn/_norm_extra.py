@@ -34,7 +34,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                            f"weight of shape {list(weight.shape)} and normalized_shape = "
                            f"{list(shape)}")
     if not input.is_floating_point():
-        raise RuntimeError(f'"rms_norm" not implemented for '
+        raise NotImplementedError(f'"rms_norm" not implemented for '
                            f"'{_core.scalar_type_name_of(input._array.dtype)}'")
     if eps is None:
         eps = float(np.finfo(input._array.dtype).eps)

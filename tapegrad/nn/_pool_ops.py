@@ -139,7 +139,8 @@ def _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_m
     direct = isinstance(input, _core.TensorBase) and nd == 2 and _compiled(input._array)
     x, unbatched = _pool_input(input, nd, name, views=not direct)
     if x._array.dtype == np.bool_:
-        raise RuntimeError(f'"max_pool{nd}d" not implemented for \'Bool\'')
+        raise NotImplementedError(f'"{name}{"_impl" if nd == 1 else ""}" not implemented for '
+                                  f"'Bool'")
     g = _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode)
     if direct:
         N, C = (1, x.shape[0]) if unbatched else x.shape[:2]
@@ -454,19 +455,24 @@ def _window_average(x, dim, n):
     return total / _wrap(counts)
 
 
+def _floating_kernel(input, kernel):
+    """PyTorch's dispatch error of a kernel compiled for floating point types only."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_core.scalar_type_name_of(input._array.dtype)}'")
+
+
 def adaptive_avg_pool1d(input, output_size):
     """Average pooling to `output_size` positions (each window spans floor..ceil of its share)."""
     (L,), (Lo,) = _adaptive_sizes(input, output_size, 1, "adaptive_avg_pool1d")
+    _floating_kernel(input, "adaptive_avg_pool2d")      # (PyTorch runs it as the 2-d one)
     return _window_average(input, -1, Lo)
 
 
 def adaptive_avg_pool2d(input, output_size):
     """Average pooling to an (H_out, W_out) grid (None keeps that dimension)."""
     (H, W), (Ho, Wo) = _adaptive_sizes(input, output_size, 2, "adaptive_avg_pool2d")
-    dtype = input._array.dtype
-    if dtype.kind != "f":
-        raise RuntimeError(f'"adaptive_avg_pool2d" not implemented for '
-                           f"'{_core.scalar_type_name_of(dtype)}'")
+    _floating_kernel(input, "adaptive_avg_pool2d")
     if Ho == 1 and Wo == 1:
         # PyTorch's global average: one mean over both dims (its MeanBackward1, its rounding)
         return input.mean((-1, -2), keepdim=True)
@@ -481,6 +487,7 @@ def _adaptive_max(input, output_size, return_indices, nd, name):
 
 def _adaptive_max_of(input, output_size, return_indices, nd, name):
     spatial, out_sp = _adaptive_sizes(input, output_size, nd, name)
+    _floating_kernel(input, "adaptive_max_pool2d")      # (1-d runs as the 2-d one)
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
     if nd == 1:

@@ -1,9 +1,9 @@
 """Resampling, padding modes and channel dropout for tapegrad.nn.functional.
 
 interpolate is separable: nearest modes are an index_select per axis, linear modes two weighted
-index_select taps per axis and 'area' adaptive average pooling per axis; the non-constant F.pad modes are an
-index_select per padded dim.  All of it is the core's differentiable ops, so gradients (and
-create_graph) come from the core.
+index_select taps per axis, bicubic four ('area' is adaptive average pooling, as in PyTorch); the
+non-constant F.pad modes are an index_select per padded dim.  All of it is the core's
+differentiable ops, so gradients (and create_graph) come from the core.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _core
 from ._conv_ops import _check_tensor, _wrap
-from ._pool_ops import _adaptive_sizes, _shape_along, _window_average
+from ._pool_ops import _shape_along, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pad", "dropout1d",
            "dropout2d"]
@@ -24,7 +24,31 @@ __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "
 # -- interpolation ---------------------------------------------------------------------------------
 
 _INTERP_DIMS = {"nearest": None, "nearest-exact": None, "area": None, "linear": 1,
-                "bilinear": 2}
+                "bilinear": 2, "bicubic": 2, "trilinear": 3}
+
+
+def _interp_kernel_checks(input, mode, out_sp):
+    """PyTorch's interpolation kernels' checks: every size positive, then a dtype they have
+    (floating point; uint8 too for the nearest, bilinear and bicubic 2-d kernels)."""
+    nd = len(out_sp)
+    labels = ("D", "H", "W")[3 - nd:]
+    ins = ", ".join(f"{k}: {v}" for k, v in zip(labels, input.shape[2:]))
+    outs = ", ".join(f"{k}: {v}" for k, v in zip(labels, out_sp))
+    if any(o <= 0 for o in out_sp) or any(s <= 0 for s in input.shape[2:]):
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({ins}){' and' if nd == 1 else ''} output ({outs})")
+    if input._array.dtype.kind == "f":
+        return
+    nearest = mode in ("nearest", "nearest-exact")
+    if input._array.dtype == np.uint8 and (nearest or mode in ("bilinear", "bicubic")):
+        return
+    if nearest:
+        kernel = "upsample_nearest2d_channels_last" if nd == 2 else "compute_indices_weights_nearest"
+    else:
+        kernel = {"bilinear": "upsample_bilinear2d_channels_last",
+                  "bicubic": "compute_indices_weights_cubic"}.get(mode, "compute_indices_weights_linear")
+    raise NotImplementedError(f'"{kernel}" not implemented for '
+                              f"'{_core.scalar_type_name_of(input._array.dtype)}'")
 
 
 def _interp_sizes(x, nd, size, scale_factor):
@@ -83,61 +107,87 @@ def _linear_taps(size, n, scale, align_corners):
     return lo, hi, 1 - frac, frac
 
 
-def _linear_along(x, dim, lo, hi, w_lo, w_hi):
-    """Linear interpolation of x along `dim`: w_lo * x[lo] + w_hi * x[hi], two taps per output
-    as PyTorch computes it, so a NaN or inf reaches only the outputs (and its gradient only the
-    inputs) whose taps touch it; a dense interpolation matrix would spread it along the axis."""
-    shape = _shape_along(x.dim(), dim, len(lo))
+def _cubic_taps(size, n, scale, align_corners):
+    """Per output position along one axis: PyTorch's four bicubic taps (source positions
+    floor(src) - 1 .. floor(src) + 2, clamped to the axis) and their weights, the cubic
+    convolution kernel with A = -0.75 (the source position is not clamped at 0, as it is for
+    linear modes)."""
+    step = _source_scale(size, n, scale, align_corners)
+    pos = np.arange(n, dtype=np.float64)
+    src = pos * step if align_corners else (pos + 0.5) * step - 0.5
+    base = np.floor(src)
+    t = src - base
+    a = -0.75
+    near = lambda d: ((a + 2) * d - (a + 3)) * d * d + 1              # |d| <= 1
+    far = lambda d: ((a * d - 5 * a) * d + 8 * a) * d - 4 * a          # 1 < |d| < 2
+    weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
+    taps = [np.clip(base.astype(np.int64) + k, 0, size - 1) for k in (-1, 0, 1, 2)]
+    return list(zip(taps, weights))
+
+
+def _taps_along(x, dim, taps):
+    """Interpolation of x along `dim` as PyTorch computes it: sum of w * x[index] over the taps
+    (index, w), each tap one index_select, so a NaN or inf reaches only the outputs (and its
+    gradient only the inputs) whose taps touch it; a dense interpolation matrix would spread it
+    along the axis."""
+    shape = _shape_along(x.dim(), dim, len(taps[0][0]))
     dtype = x._array.dtype
-    return (x.index_select(dim, _wrap(lo)) * _wrap(w_lo.astype(dtype).reshape(shape))
-            + x.index_select(dim, _wrap(hi)) * _wrap(w_hi.astype(dtype).reshape(shape)))
+    out = None
+    for index, w in taps:
+        term = x.index_select(dim, _wrap(index)) * _wrap(w.astype(dtype).reshape(shape))
+        out = term if out is None else out + term
+    return out
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """Resample (N, C, L) or (N, C, H, W) input: mode 'nearest', 'nearest-exact', 'linear' (3-D)
-    or 'bilinear' (4-D), to `size` or by `scale_factor`."""
+    """Resample (N, C, L), (N, C, H, W) or (N, C, D, H, W) input: mode 'nearest',
+    'nearest-exact', 'area', 'linear' (3-D), 'bilinear' or 'bicubic' (4-D) or 'trilinear' (5-D),
+    to `size` or by `scale_factor`."""
     _check_tensor(input)
-    if mode not in _INTERP_DIMS:
-        if mode in ("bicubic", "trilinear", "lanczos"):
-            raise NotImplementedError(f"tapegrad's interpolate does not support mode={mode!r} "
-                                      f"(nearest, nearest-exact, linear, bilinear, area)")
+    if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    nd = input.dim() - 2
+    out_sp, scales = _interp_sizes(input, nd, size, scale_factor)
+    if recompute_scale_factor:
+        scales = (None,) * nd
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and nd == 2):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes "
+                         "and requires a 4-D tensor as input")
+    if mode == "lanczos" and nd == 2:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+    if antialias:
+        raise NotImplementedError("tapegrad's interpolate does not support antialias=True")
+    want = _INTERP_DIMS.get(mode, 0)
+    if want == 0 or nd not in (1, 2, 3) or (mode == "bicubic" and nd != 2):
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
             f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
             f"nearest-exact (got {mode})")
-    if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
-        raise ValueError("align_corners option can only be set with the interpolating modes: "
-                         "linear | bilinear | bicubic | trilinear")
-    if antialias:
-        raise NotImplementedError("tapegrad's interpolate does not support antialias=True")
-    nd = input.dim() - 2
-    want = _INTERP_DIMS[mode]
-    if nd not in (1, 2) or (want is not None and want != nd):
-        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
-                                  f"{(want or 1) + 2}D input")
-    out_sp, scales = _interp_sizes(input, nd, size, scale_factor)
-    if recompute_scale_factor:
-        scales = (None,) * nd
-    if mode == "area":
-        # PyTorch runs area as adaptive average pooling: its checks (an empty input dim raises,
-        # an output size of 0 gives an empty result), not the interpolation kernels' ones.
-        _adaptive_sizes(input, out_sp, nd, f"adaptive_avg_pool{nd}d")
-    elif any(o <= 0 for o in out_sp):
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
-                           f"({', '.join(map(str, input.shape[2:]))}) and output "
-                           f"({', '.join(map(str, out_sp))})")
+    if want is not None and want != nd:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {want + 2}D "
+                                  f"input")
+    if mode == "area":          # PyTorch runs area as adaptive average pooling
+        from ._volumetric import adaptive_avg_pool3d
+        pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1]
+        return pool(input, out_sp)
+    _interp_kernel_checks(input, mode, out_sp)
     spatial = tuple(input.shape[2:])
     out = input
     for axis, (s, n, f) in enumerate(zip(spatial, out_sp, scales)):
         dim = 2 + axis
-        if mode == "area":          # area is adaptive average pooling, axis by axis
-            out = _window_average(out, dim, n)
-        elif mode in ("nearest", "nearest-exact"):
+        if mode in ("nearest", "nearest-exact"):
             idx = _nearest_index(s, n, f, mode == "nearest-exact")
             out = out.index_select(dim, _wrap(idx))
+        elif mode == "bicubic":
+            out = _taps_along(out, dim, _cubic_taps(s, n, f, bool(align_corners)))
         else:
-            out = _linear_along(out, dim, *_linear_taps(s, n, f, bool(align_corners)))
+            lo, hi, w_lo, w_hi = _linear_taps(s, n, f, bool(align_corners))
+            out = _taps_along(out, dim, [(lo, w_lo), (hi, w_hi)])
     return out
 
 

@@ -28,8 +28,8 @@ from .. import stack as _stack
 from ._conv_ops import (_check_tensor, _conv_arguments, _conv_checks, _out_size,
                         _transposed_weight_check, _tuple, _weight_rows_check, empty_input_output)
 from ._conv_ops import conv2d, conv_transpose2d
-from ._pool_ops import (_adaptive_bounds, _window_average, adaptive_max_pool2d, avg_pool2d,
-                        integer_avg_pool, max_pool2d)
+from ._pool_ops import (_adaptive_bounds, _floating_kernel, _window_average, adaptive_max_pool2d,
+                        avg_pool2d, integer_avg_pool, max_pool2d)
 from ._spatial_ops import _channel_dropout
 
 _wrap = _core.wrap_array
@@ -213,6 +213,8 @@ def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return
         raise RuntimeError(f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size: "
                            f"({C}x{max(Do, 0)}x{max(Ho, 0)}x{max(Wo, 0)}). Output size is too "
                            f"small")
+    if x._array.dtype == np.bool_:
+        raise NotImplementedError("\"max_pool3d\" not implemented for 'Bool'")
     planes, plane_idx = max_pool2d(x.reshape(N, C * D, H, W), kernel[1:], stride[1:],
                                    padding[1:], dilation[1:], ceil_mode, True)
     planes = planes.reshape(N, C, D, Ho, Wo)
@@ -254,7 +256,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         def pool(t, divisor):
             return avg_pool3d(t, kernel, stride, padding, ceil_mode, count_include_pad, divisor)
         return integer_avg_pool(pool, input, divisor_override)
-    if x._array.dtype.kind != "f":
+    if x._array.dtype.kind != "f" or x._array.dtype == np.float16:   # (float and double only)
         raise NotImplementedError(f'"avg_pool3d_out_frame" not implemented for '
                                   f"'{_core.scalar_type_name_of(x._array.dtype)}'")
     if divisor_override is not None and divisor_override == 0:
@@ -309,14 +311,13 @@ def adaptive_avg_pool3d(input, output_size):
     """Average pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size`` (an int or a
     triple; None keeps that size)."""
     _, (Do, Ho, Wo) = _adaptive3d_sizes(input, output_size, "adaptive_avg_pool3d")
-    if not input.is_floating_point():
-        raise RuntimeError(f'"adaptive_avg_pool3d_cpu" not implemented for '
-                           f"'{_core.scalar_type_name_of(input._array.dtype)}'")
+    _floating_kernel(input, "adaptive_avg_pool3d_cpu")
     return _window_average(_window_average(_window_average(input, -1, Wo), -2, Ho), -3, Do)
 
 
 def _adaptive_max_pool3d(input, output_size):
     (D, H, W), (Do, Ho, Wo) = _adaptive3d_sizes(input, output_size, "adaptive_max_pool3d")
+    _floating_kernel(input, "adaptive_max_pool3d_cpu")
     unbatched = input.dim() == 4
     x = input.unsqueeze(0) if unbatched else input
     N, C = x.shape[:2]
