@@ -338,6 +338,7 @@ class _Eigh(Function):
         values, vectors = _tensor(values, A, real=True), _tensor(vectors, A)
         ctx.save_for_backward(A, values, vectors)
         ctx.uplo = uplo
+        ctx.set_materialize_grads(False)     # (backward tells an unused output from a zero one)
         return values, vectors
 
     @staticmethod
@@ -350,6 +351,13 @@ class _Eigh(Function):
             # refuses to hand it out under grad mode), so recompute the factors through the
             # Function itself; reading them under no_grad above still checks their versions.
             values, vectors = _Eigh.apply(A, ctx.uplo)
+        from . import zeros_like
+        if grad_values is None:
+            grad_values = zeros_like(values)
+        if grad_vectors is None:
+            # eigvalsh's gradient V diag(gλ) V^H, PyTorch's shortcut when the eigenvectors got
+            # none: no division by the gaps, so repeated eigenvalues have a finite gradient
+            return (vectors * grad_values.unsqueeze(-2)) @ _adjoint(vectors), None
         core = _adjoint(vectors) @ grad_vectors
         if core.is_complex():
             _check_phase_invariant(core, "linalg_eigh_backward", "eigenvectors")
@@ -418,6 +426,7 @@ class _Eig(Function):
         values = from_numpy(np.array(values, dtype=complex_dtype, order="C"))
         vectors = from_numpy(np.array(vectors, dtype=complex_dtype, order="C"))
         ctx.save_for_backward(A, values, vectors)
+        ctx.set_materialize_grads(False)     # (eigvals: no division by the gaps, below)
         return values, vectors
 
     @staticmethod
@@ -688,6 +697,7 @@ class _SVD(Function):
         U, S, Vh = _tensor(U, A), _tensor(S, A, real=True), _tensor(Vh, A)
         ctx.save_for_backward(A, U, S, Vh)
         ctx.full_matrices = full_matrices
+        ctx.set_materialize_grads(False)     # (backward tells an unused output from a zero one)
         return U, S, Vh
 
     @staticmethod
@@ -708,7 +718,16 @@ class _SVD(Function):
         m, n = A.shape[-2], A.shape[-1]
         k = min(m, n)
         U, Vh = U[..., :, :k], Vh[..., :k, :]
-        grad_U, grad_Vh = grad_U[..., :, :k], grad_Vh[..., :k, :]
+        from . import zeros_like
+        if grad_S is None:
+            grad_S = zeros_like(S)
+        if grad_U is None and grad_Vh is None:
+            # svdvals' gradient U diag(gS) Vh, PyTorch's shortcut when the singular vectors got
+            # none: no division by the gaps or by S, so repeated or zero singular values (a
+            # rank-deficient matrix, the identity) have a finite gradient
+            return (U * grad_S.unsqueeze(-2)) @ Vh, None
+        grad_U = zeros_like(U) if grad_U is None else grad_U[..., :, :k]
+        grad_Vh = zeros_like(Vh) if grad_Vh is None else grad_Vh[..., :k, :]
         V, grad_V = _adjoint(Vh), _adjoint(grad_Vh)
         from . import eye
         identity = eye(k, dtype=S.dtype)
