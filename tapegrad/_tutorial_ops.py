@@ -151,6 +151,14 @@ def _floating(input, name):
     return input.to(get_default_dtype())
 
 
+def _floating_result_type(input, other):
+    """The dtype of a binary op that computes in floats (copysign, ldexp): the two operands'
+    promoted dtype, the default float dtype when that is integral or bool."""
+    from . import get_default_dtype, result_type
+    dtype = result_type(input, other)
+    return dtype if dtype.is_floating_point or dtype.is_complex else get_default_dtype()
+
+
 def logit(input, eps=None, *, out=None):
     """log(p / (1 - p)); with ``eps``, p is first clamped to [eps, 1 - eps] (zero gradient
     outside)."""
@@ -200,6 +208,11 @@ def hypot(input, other, *, out=None):
     from ._extra_ops import _check_tensor
     _check_tensor(input, "hypot")
     _check_tensor(other, "hypot", "other", 2)
+    from . import result_type
+    dtype = result_type(input, other)
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f'"hypot_cpu" not implemented for '
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
     result = (input * input + other * other).sqrt()
     return result if out is None else out.copy_(result)
 
@@ -237,7 +250,8 @@ def copysign(input, other, *, out=None):
     _check_tensor_or_number("copysign", (input, other), (
         "Tensor input, Tensor other, *, Tensor out = None",
         "Tensor input, Number other, *, Tensor out = None"))
-    magnitude = _floating(input, "copysign").abs()
+    # (the dtype of the two operands promoted, as a binary op: copysign(int, float64) is float64)
+    magnitude = input.to(_floating_result_type(input, other)).abs()
     sign_array = np.signbit(other._array if isinstance(other, _core.TensorBase)
                             else np.asarray(other, dtype=np.float64))
     result = _core.where(_wrap(np.asarray(sign_array)), -magnitude, magnitude)

@@ -144,3 +144,93 @@ def test_nuclear_norm_of_an_expanded_rank_one_input_has_a_gradient(torch):
     got = run(tg)
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, run(torch), rtol=1e-6, atol=1e-9)
+
+
+# -- SILENT: multi_margin_loss's weight of the wrong size (seed 60614136) ---------------------
+# PyTorch checks weight against the number of classes ("inconsistent weight size"), a 2-D
+# weight in Python ("weight must be one-dimensional") and the targets ("target out of range");
+# tapegrad indexed weight[y] and returned a loss for any weight long enough for the targets.
+
+@pytest.mark.parametrize("wshape,error", [
+    ((2,), (RuntimeError, "inconsistent weight size, expected 3 but got [2]")),
+    ((0,), (RuntimeError, "inconsistent weight size, expected 3 but got [0]")),
+    ((4,), (RuntimeError, "inconsistent weight size, expected 3 but got [4]")),
+    ((), (ValueError, "weight must be one-dimensional")),
+    ((1, 3), (ValueError, "weight must be one-dimensional")),
+])
+def test_multi_margin_loss_checks_the_weight(wshape, error):
+    x, t = tg.zeros(2, 3, requires_grad=True), tg.tensor([2, 1])
+    with pytest.raises(error[0]) as info:
+        tg.nn.functional.multi_margin_loss(x, t, weight=tg.ones(wshape))
+    assert error[1] in str(info.value)
+
+
+@pytest.mark.parametrize("target", [[0, -1], [0, 3]])
+def test_multi_margin_loss_checks_the_targets(target):
+    with pytest.raises(RuntimeError, match="target out of range"):
+        tg.nn.functional.multi_margin_loss(tg.zeros(2, 3), tg.tensor(target))
+
+
+def test_multi_margin_loss_with_weight_matches_torch(torch):
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((4, 3)), rng.random(3) + 0.5
+    t = np.array([0, 2, 1, 2])
+
+    def run(L):
+        xx = L.tensor(x, requires_grad=True)
+        y = L.nn.functional.multi_margin_loss(xx, L.tensor(t), p=2, margin=0.7, weight=L.tensor(w))
+        y.backward()
+        return y.item(), xx.grad.numpy()
+    (a, ga), (b, gb) = run(tg), run(torch)
+    assert a == pytest.approx(b, rel=1e-12)
+    np.testing.assert_allclose(ga, gb, rtol=1e-12)
+
+
+# -- copysign / ldexp promote both operands; hypot refuses integers (seed 60614138) ----------
+
+PROMOTED = [
+    ("copysign", [3, -2], "int64", [-1.0, 0.0], "float64", "float64"),
+    ("copysign", [1.5, -2.0], "float16", [-1.0, -0.0], "float32", "float32"),
+    ("copysign", [1.5, 0.0], "float64", [-1, 1], "int64", "float64"),
+    ("copysign", [-1], "int64", [1.0], "float16", "float16"),
+    ("ldexp", [1e-3, 3.0, -2.5], "float16", [20, -30, 2], "int64", "float16"),
+    ("ldexp", [1.5, -0.25], "float32", [2.5, -1.0], "float64", "float64"),
+    ("ldexp", [1, 2], "int64", [3, 4], "int64", "float32"),
+    ("ldexp", [1, 2], "int64", [0.5, 1.0], "float16", "float16"),
+]
+
+
+@pytest.mark.parametrize("name,a,adt,b,bdt,want", PROMOTED)
+def test_float_binary_ops_promote_both_operands(name, a, adt, b, bdt, want):
+    x = tg.tensor(a, dtype=getattr(tg, adt))
+    y = getattr(tg, name)(x, tg.tensor(b, dtype=getattr(tg, bdt)))
+    assert y.dtype == getattr(tg, want)
+
+
+@pytest.mark.parametrize("name,a,adt,b,bdt,want", PROMOTED)
+def test_float_binary_ops_promote_both_operands_as_torch(torch, name, a, adt, b, bdt, want):
+    def run(L):
+        x = L.tensor(a, dtype=getattr(L, adt))
+        e = L.tensor(b, dtype=getattr(L, bdt))
+        x.requires_grad_(x.is_floating_point())
+        y = getattr(L, name)(x, e)
+        if x.requires_grad:
+            (y * 0.5).sum().backward()
+        return str(y.dtype), y.detach().double().numpy(), \
+            None if x.grad is None else x.grad.double().numpy()
+    (d1, v1, g1), (d2, v2, g2) = run(tg), run(torch)
+    assert d1 == d2
+    np.testing.assert_array_equal(v1, v2)
+    if g2 is not None:
+        np.testing.assert_array_equal(g1, g2)
+
+
+def test_ldexp_of_float16_does_not_overflow_its_scale():
+    y = tg.ldexp(tg.tensor([1e-3], dtype=tg.float16), tg.tensor([20]))
+    assert y.dtype == tg.float16 and y.item() == 1049.0
+
+
+@pytest.mark.parametrize("a,b", [([3], [4]), ([True], [4])])
+def test_hypot_refuses_integers(a, b):
+    with pytest.raises(NotImplementedError, match='"hypot_cpu" not implemented for \'Long\''):
+        tg.hypot(tg.tensor(a), tg.tensor(b))
