@@ -84,6 +84,8 @@ def mode(input, dim=-1, keepdim=False):
         index = _wrap(np.zeros((), dtype=np.int64))
         return _core.return_types.mode((input.clone(), index))
     axis = _dim(dim, input.ndim)
+    if input.shape[axis] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {axis} to have non-zero size.")
     moved = np.moveaxis(input._array, axis, -1)
     rows = moved.reshape(-1, moved.shape[-1])
     picked = np.array([_mode_index(r) for r in rows], dtype=np.int64).reshape(moved.shape[:-1])

@@ -4,6 +4,7 @@ Each test asserts the right values without torch where it can and, where torch i
 compares with it (the `torch` fixture skips cleanly without it).
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -234,3 +235,36 @@ def test_ldexp_of_float16_does_not_overflow_its_scale():
 def test_hypot_refuses_integers(a, b):
     with pytest.raises(NotImplementedError, match='"hypot_cpu" not implemented for \'Long\''):
         tg.hypot(tg.tensor(a), tg.tensor(b))
+
+
+# -- prelu of a 0-d input keeps its shape; its weight checks (seeds 62605113, 62605414) --------
+
+@pytest.mark.parametrize("xshape,wshape,want", [
+    ((), (1,), ()), ((), (), ()), ((3,), (1,), (3,)), ((2, 3), (3,), (2, 3)), ((2, 3), (), (2, 3)),
+])
+def test_prelu_shapes(xshape, wshape, want):
+    x = tg.linspace(-1, 1, int(np.prod(xshape))).reshape(xshape).double().requires_grad_()
+    w = (tg.ones(wshape, dtype=tg.float64) * 0.25).requires_grad_()
+    y = tg.nn.functional.prelu(x, w)
+    (y * 1.5).sum().backward()
+    assert tuple(y.shape) == want and tuple(x.grad.shape) == xshape
+    assert tuple(w.grad.shape) == wshape
+    xs = x.detach().numpy()
+    assert w.grad.sum().item() == pytest.approx(1.5 * xs[xs < 0].sum())
+
+
+@pytest.mark.parametrize("xshape,wshape,message", [
+    ((), (2,), "Not allow zero-dim input tensor."),
+    ((2, 3), (1, 1), "prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = 2"),
+])
+def test_prelu_refuses(xshape, wshape, message):
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        tg.nn.functional.prelu(tg.ones(xshape), tg.ones(wshape))
+
+
+# -- mode over an empty dim: PyTorch's IndexError (seed 62605081) ------------------------------
+
+@pytest.mark.parametrize("shape,dim", [((2, 0), -1), ((0, 3), 0), ((0,), 0)])
+def test_mode_over_an_empty_dim_raises_index_error(shape, dim):
+    with pytest.raises(IndexError, match=r"mode\(\): Expected reduction dim \d to have non-zero"):
+        tg.mode(tg.zeros(shape), dim)
