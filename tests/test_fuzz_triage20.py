@@ -268,3 +268,22 @@ def test_prelu_refuses(xshape, wshape, message):
 def test_mode_over_an_empty_dim_raises_index_error(shape, dim):
     with pytest.raises(IndexError, match=r"mode\(\): Expected reduction dim \d to have non-zero"):
         tg.mode(tg.zeros(shape), dim)
+
+
+# -- histogram takes any weight with one value per element (seed 62605054) --------------------
+# PyTorch's 1-D histogram is histogramdd of the (N, 1) samples with the flattened weight.
+
+@pytest.mark.parametrize("wshape", [(2,), (2, 1), (1, 1, 2), (1, 2)])
+def test_histogram_weight_of_any_shape_with_one_value_per_element(wshape):
+    x = tg.tensor([[0.1, 0.5]])
+    w = tg.tensor([1.0, 2.0]).reshape(wshape)
+    hist = tg.histogram(x, 5, weight=w, range=(-1.0, 1.0)).hist
+    assert hist.tolist() == [0.0, 0.0, 1.0, 2.0, 0.0]
+
+
+@pytest.mark.parametrize("wshape", [(3,), (), (2, 2)])
+def test_histogram_weight_of_another_size_raises(wshape):
+    x = tg.tensor([[0.1, 0.5]])
+    with pytest.raises(RuntimeError, match=re.escape(
+            f"but got input with shape [2, 1] and weight with shape [{int(np.prod(wshape))}]")):
+        tg.histogram(x, 5, weight=tg.ones(wshape), range=(-1.0, 1.0))
