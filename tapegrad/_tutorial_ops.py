@@ -406,9 +406,9 @@ def corrcoef(input):
 
 def unfold(self, dimension: int, size: int, step: int):
     """Every window of ``size`` elements along ``dimension``, ``step`` apart: that dim becomes
-    the number of windows and a last dim of ``size`` is appended.  Built by a recorded
-    index_select (gradients add up where windows overlap); unlike PyTorch's it is a copy, not a
-    view, so writes into it do not reach self."""
+    the number of windows and a last dim of ``size`` is appended.  A view of self's storage, as
+    PyTorch's (as_strided: the windows' dim strides step elements, the new last dim one;
+    gradients add up where windows overlap), so writes into it reach self."""
     dim = _dim(dimension, max(self.ndim, 1))
     length = self.shape[dim] if self.ndim else 1
     if size > length:
@@ -417,10 +417,12 @@ def unfold(self, dimension: int, size: int, step: int):
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     windows = (length - size) // step + 1
-    index = (np.arange(windows)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
-    picked = self.index_select(dim, _wrap(index.astype(np.int64)))
-    shape = tuple(self.shape[:dim]) + (windows, size) + tuple(self.shape[dim + 1:])
-    return picked.reshape(shape).movedim(dim + 1, -1)
+    if self.ndim == 0:
+        return self.as_strided((size,), (1,), self.storage_offset())
+    strides = self.stride()
+    shape = tuple(self.shape[:dim]) + (windows,) + tuple(self.shape[dim + 1:]) + (size,)
+    stride = strides[:dim] + (strides[dim] * step,) + strides[dim + 1:] + (strides[dim],)
+    return self.as_strided(shape, stride, self.storage_offset())
 
 
 # -- unique_consecutive --------------------------------------------------------------------------

@@ -287,3 +287,38 @@ def test_histogram_weight_of_another_size_raises(wshape):
     with pytest.raises(RuntimeError, match=re.escape(
             f"but got input with shape [2, 1] and weight with shape [{int(np.prod(wshape))}]")):
         tg.histogram(x, 5, weight=tg.ones(wshape), range=(-1.0, 1.0))
+
+
+# -- SILENT: Tensor.unfold is a view, as PyTorch's (seed 60614393) ---------------------------
+# It was a copy: an in-place write into the windows did not reach self (torch's does), and one
+# on the windows of a leaf that requires grad ran instead of raising.
+
+def test_unfold_is_a_view_whose_writes_reach_self():
+    x = tg.arange(6.0)
+    u = x.unfold(0, 2, 3)           # windows [0, 1], [3, 4]: no overlap
+    u.mul_(10)
+    assert x.tolist() == [0.0, 10.0, 2.0, 30.0, 40.0, 5.0]
+    assert u._base is x
+
+
+def test_in_place_on_the_unfold_of_a_leaf_raises():
+    x = tg.ones(2, 2, 1, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is "
+                                           "being used in an in-place operation"):
+        x.unfold(-1, 1, 2).div_(0.5)
+
+
+@pytest.mark.parametrize("shape,dim,size,step", [((4,), 0, 2, 1), ((2, 5), 1, 3, 1),
+                                                 ((5, 2), 0, 2, 3), ((3, 4, 2), 1, 2, 2),
+                                                 ((), 0, 1, 1), ((0, 3), 1, 2, 1)])
+def test_unfold_of_a_strided_input_matches_torch(torch, shape, dim, size, step):
+    n = int(np.prod(shape))
+
+    def run(L):
+        base = L.arange(float(2 * max(n, 1)), dtype=L.float64).requires_grad_()
+        x = base[: 2 * n].reshape((2 * shape[0],) + shape[1:])[::2] if shape else base[0]
+        u = x.unfold(dim, size, step)
+        w = L.linspace(-1, 1, u.numel(), dtype=L.float64).reshape(u.shape)
+        (u * w).sum().backward()
+        return tuple(u.shape), u.detach().numpy().tolist(), base.grad.numpy().tolist()
+    assert run(tg) == run(torch)
