@@ -835,6 +835,12 @@ def vecdot(x, y, *, dim=-1, out=None):
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
                            f"of type {_core.scalar_type_name_of(x._array.dtype)} and y of type "
                            f"{_core.scalar_type_name_of(y._array.dtype)} instead")
+    if x.ndim == 1 and y.ndim == 1 and x.shape != y.shape:
+        # two vectors: PyTorch's vdot, which does not broadcast
+        n, m = x.shape[0], y.shape[0]
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to "
+                           f"have the same number of elements, but got {n} and {m} elements "
+                           "respectively")
     result = ((x.conj() if x.is_complex() else x) * y).sum(dim)
     return result if out is None else out.copy_(result)
 

@@ -322,3 +322,17 @@ def test_unfold_of_a_strided_input_matches_torch(torch, shape, dim, size, step):
         (u * w).sum().backward()
         return tuple(u.shape), u.detach().numpy().tolist(), base.grad.numpy().tolist()
     assert run(tg) == run(torch)
+
+
+# -- linalg.vecdot of two vectors does not broadcast (seed 63005192) ---------------------------
+
+@pytest.mark.parametrize("a,b", [(27, 1), (1, 3), (0, 1)])
+def test_vecdot_of_two_vectors_of_different_sizes_raises(a, b):
+    with pytest.raises(RuntimeError, match=re.escape(
+            f"inconsistent tensor size, expected tensor [{a}] and src [{b}]")):
+        tg.linalg.vecdot(tg.ones(a, requires_grad=True), tg.ones(b))
+
+
+def test_vecdot_still_broadcasts_batches():
+    assert tg.linalg.vecdot(tg.ones(2, 3), tg.ones(1)).tolist() == [3.0, 3.0]
+    assert tg.linalg.vecdot(tg.ones(3), tg.ones(2, 3)).tolist() == [3.0, 3.0]
