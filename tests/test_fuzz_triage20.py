@@ -336,3 +336,15 @@ def test_vecdot_of_two_vectors_of_different_sizes_raises(a, b):
 def test_vecdot_still_broadcasts_batches():
     assert tg.linalg.vecdot(tg.ones(2, 3), tg.ones(1)).tolist() == [3.0, 3.0]
     assert tg.linalg.vecdot(tg.ones(3), tg.ones(2, 3)).tolist() == [3.0, 3.0]
+
+
+# -- index_copy's count checks are IndexErrors, as PyTorch's (seed 60700073) -------------------
+
+@pytest.mark.parametrize("index,sshape,dim,phrase", [
+    ([0], (2, 3), -1, "Number of indices (1) should be equal to source.size(dim) (3)"),
+    ([0], (1,), 0, "When source and destination are not scalars, their dimensionality must"),
+    ([0, 1], (), 0, "When source is scalar, index should have one element (got 2)"),
+])
+def test_index_copy_count_checks(index, sshape, dim, phrase):
+    with pytest.raises(IndexError, match=re.escape(phrase)):
+        tg.zeros(2, 3).index_copy(dim, tg.tensor(index), tg.ones(sshape))
