@@ -215,6 +215,8 @@ def hypot(input, other, *, out=None):
     if not dtype.is_floating_point:
         raise NotImplementedError(f'"hypot_cpu" not implemented for '
                                   f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
+    # (squared in the promoted dtype: a float16 operand of a float64 one is not rounded first)
+    input, other = input.to(dtype), other.to(dtype)
     result = (input * input + other * other).sqrt()
     return result if out is None else out.copy_(result)
 

@@ -348,3 +348,15 @@ def test_vecdot_still_broadcasts_batches():
 def test_index_copy_count_checks(index, sshape, dim, phrase):
     with pytest.raises(IndexError, match=re.escape(phrase)):
         tg.zeros(2, 3).index_copy(dim, tg.tensor(index), tg.ones(sshape))
+
+
+# -- SILENT (precision): hypot squares in the promoted dtype (seed 60700501) -------------------
+
+def test_hypot_of_float64_and_float16_squares_in_float64(torch):
+    a = np.array([1.1, 0.3, 2.7])
+    b = np.array([1.7, -0.9, 0.11], dtype=np.float16)
+    y = tg.hypot(tg.tensor(a), tg.tensor(b))
+    assert y.dtype == tg.float64
+    np.testing.assert_allclose(y.numpy(), np.hypot(a, b.astype(np.float64)), rtol=1e-15)
+    want = torch.hypot(torch.tensor(a), torch.tensor(b)).numpy()
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-15)
