@@ -485,7 +485,16 @@ def _normalize_dims(dim, ndim):
     if dim is None:
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    return tuple(d % max(ndim, 1) for d in dims)
+    n = max(ndim, 1)
+    for d in dims:      # PyTorch's order: every dim's range, then the repeats
+        if not -n <= d < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, "
+                             f"{n - 1}], but got {d})")
+    normalized = tuple(d % n for d in dims)
+    for i, d in enumerate(normalized):
+        if d in normalized[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return normalized
 
 
 class _EuclideanNorm(Function):
@@ -625,7 +634,13 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     _check_float(A, "linalg.matrix_norm")
     if dtype is not None:
         A = A.to(dtype)
-    rows, cols = _normalize_dims(dim, A.ndim)
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           f"{', '.join(map(str, dims))}")
+    rows, cols = (_normalize_dims(d, A.ndim)[0] for d in dims)
+    if rows == cols:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({rows}, {cols})")
     if ord == "fro":
         return vector_norm(A, 2, (rows, cols), keepdim)
     if isinstance(ord, str) and ord != "nuc":
@@ -669,12 +684,11 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     if dim is None and ord is not None and A.ndim not in (1, 2):
         raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
                            f"1D or 2D. Got {A.ndim}D.")
-    matrix = (isinstance(ord, str) or (dim is not None and not isinstance(dim, int)
-                                       and len(dim) == 2)
-              or (dim is None and ord is not None and A.ndim == 2))
+    # (ord None: PyTorch's vector 2-norm over the dims, the Frobenius norm of two)
+    matrix = ord is not None and (isinstance(ord, str) or A.ndim == 2 and dim is None or (
+        dim is not None and not isinstance(dim, int) and len(dim) == 2))
     if matrix:
-        return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim,
-                           keepdim, dtype=dtype)
+        return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 

@@ -360,3 +360,29 @@ def test_hypot_of_float64_and_float16_squares_in_float64(torch):
     np.testing.assert_allclose(y.numpy(), np.hypot(a, b.astype(np.float64)), rtol=1e-15)
     want = torch.hypot(torch.tensor(a), torch.tensor(b)).numpy()
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-15)
+
+
+# -- the norms check their dims as PyTorch (seed 60700859) ------------------------------------
+
+@pytest.mark.parametrize("call,error,phrase", [
+    (lambda x: tg.linalg.vector_norm(x, 0.5, dim=(2, 1, 0, 2)), IndexError,
+     "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
+    (lambda x: tg.linalg.vector_norm(x, 2, dim=(0, -1, 1)), RuntimeError,
+     "dim 1 appears multiple times in the list of dims"),
+    (lambda x: tg.linalg.norm(x, dim=(0, 0)), RuntimeError,
+     "dim 0 appears multiple times in the list of dims"),
+    (lambda x: tg.linalg.matrix_norm(x, dim=(1, -1)), RuntimeError,
+     "linalg.matrix_norm: dims must be different. Got (1, 1)"),
+    (lambda x: tg.linalg.matrix_norm(x, dim=(-3,)), RuntimeError,
+     "linalg.matrix_norm: dim must be a 2-tuple. Got -3"),
+])
+def test_norm_dim_checks(call, error, phrase):
+    with pytest.raises(error, match=re.escape(phrase)):
+        call(tg.zeros(2, 3))
+
+
+def test_linalg_norm_without_ord_is_the_vector_two_norm():
+    x = tg.tensor([[3.0, 0.0], [0.0, 4.0]], requires_grad=True)
+    y = tg.linalg.norm(x, dim=(0, 1))
+    y.backward()
+    assert y.item() == 5.0 and np.allclose(x.grad.numpy(), [[0.6, 0.0], [0.0, 0.8]])
