@@ -375,6 +375,8 @@ def zeta(input, other, *, out=None):
     if not dtype.is_floating_point:
         from . import get_default_dtype
         dtype = get_default_dtype()
+    if dtype.np_dtype == np.float16:
+        raise NotImplementedError("\"zeta_cpu\" not implemented for 'Half'")
     x, q = (a.to(dtype) if isinstance(a, TensorBase) else tensor(a, dtype=dtype)
             for a in (input, other))
     return _out(_no_derivative_in_first(_Zeta, x, q, "the derivative for 'zeta' is not "

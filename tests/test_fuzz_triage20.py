@@ -386,3 +386,25 @@ def test_linalg_norm_without_ord_is_the_vector_two_norm():
     y = tg.linalg.norm(x, dim=(0, 1))
     y.backward()
     assert y.item() == 5.0 and np.allclose(x.grad.numpy(), [[0.6, 0.0], [0.0, 0.8]])
+
+
+# -- the special functions PyTorch has no float16 CPU kernel for refuse it (seed 60700684) -----
+
+NO_HALF = ["erfcx", "ndtri", "log_ndtr", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
+           "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
+           "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+           "spherical_bessel_j0", "airy_ai"]
+
+
+@pytest.mark.parametrize("name", NO_HALF)
+def test_special_function_without_a_half_kernel_refuses_float16(name):
+    with pytest.raises(NotImplementedError, match=f'"{name}_cpu" not implemented for \'Half\''):
+        getattr(tg.special, name)(tg.tensor([0.5, 1.5], dtype=tg.float16))
+    assert getattr(tg.special, name)(tg.tensor([0.5], dtype=tg.float32)).dtype == tg.float32
+
+
+def test_zeta_refuses_float16_and_i0e_takes_it():
+    with pytest.raises(NotImplementedError, match="\"zeta_cpu\" not implemented for 'Half'"):
+        tg.special.zeta(tg.tensor([2.0], dtype=tg.float16), 1.0)
+    assert tg.special.zeta(tg.tensor([2.0], dtype=tg.float16), tg.tensor([1.0])).dtype == tg.float32
+    assert tg.special.i0e(tg.tensor([0.5], dtype=tg.float16)).dtype == tg.float16
