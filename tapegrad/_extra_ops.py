@@ -367,7 +367,10 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
         _bin_count(bins, range, 0)
         _check_histogram_input(arr, "histogramdd")
     flat = arr.reshape(-1)
-    w = _check_weight(arr, weight, arr.shape)
+    # (PyTorch's histogram is histogramdd of the (N, 1) samples, weighted by the flat weight:
+    # any weight with one value per element)
+    w = _check_weight(flat.reshape(-1, 1), None if weight is None else weight.reshape(-1),
+                      flat.shape)
     edges = _dimension_edges(flat, bins, range, 0, check_order=True)
     hist = _bin_counts(flat.reshape(-1, 1), [edges], w, density)
     # in the graph when input, weight or the edges require grad, with no derivative (PyTorch's)

@@ -128,7 +128,13 @@ def logaddexp2(input, other, *, out=None):
 def ldexp(input, other, *, out=None):
     """input * 2 ** other (integers give the default float dtype); differentiable in both."""
     _require_tensor_pair("ldexp", input, other)
-    return _out(_core.mul(input, _core.pow(2.0, other)), out)
+    from ._tutorial_ops import _floating_result_type
+    from . import float16, float32
+    # in the operands' promoted (float) dtype, float16 computing in float32 as PyTorch's kernel:
+    # ldexp(float16 1e-3, 20) is 1049, not inf * 1e-3 from a float16 2 ** 20
+    dtype = _floating_result_type(input, other)
+    wide = float32 if dtype == float16 else dtype
+    return _out(_core.mul(input.to(wide), _core.pow(2.0, other.to(wide))).to(dtype), out)
 
 
 class _Nextafter(Function):
@@ -369,6 +375,8 @@ def zeta(input, other, *, out=None):
     if not dtype.is_floating_point:
         from . import get_default_dtype
         dtype = get_default_dtype()
+    if dtype.np_dtype == np.float16:
+        raise NotImplementedError("\"zeta_cpu\" not implemented for 'Half'")
     x, q = (a.to(dtype) if isinstance(a, TensorBase) else tensor(a, dtype=dtype)
             for a in (input, other))
     return _out(_no_derivative_in_first(_Zeta, x, q, "the derivative for 'zeta' is not "

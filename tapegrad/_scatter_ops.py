@@ -347,6 +347,18 @@ def _check_source(self, source, dim, n_index, fname):
         raise TypeError(f"{fname}(): argument 'source' (position 3) must be Tensor, not "
                         f"{_core.type_name(source)}")
     shape, sshape = self._array.shape, source._array.shape
+    if fname == "index_copy" and shape:
+        # PyTorch's index_copy checks the counts first, with IndexErrors
+        if not sshape and n_index != 1:
+            raise IndexError(f"index_copy_(): When source is scalar, index should have one "
+                             f"element (got {n_index})")
+        if sshape and len(sshape) != len(shape):
+            raise IndexError(f"index_copy_(): When source and destination are not scalars, "
+                             f"their dimensionality must match. Source dimensionality "
+                             f"({len(sshape)}), destination dimensionality ({len(shape)})")
+        if sshape and sshape[dim] != n_index:
+            raise IndexError(f"index_copy_(): Number of indices ({n_index}) should be equal to "
+                             f"source.size(dim) ({sshape[dim]})")
     if shape:
         fits = tuple(sshape) == shape[:dim] + (n_index,) + shape[dim + 1:]
     else:       # a 0-d self: index_copy takes any one-element source, index_add a 0-d one

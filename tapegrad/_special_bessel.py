@@ -650,13 +650,16 @@ LogNdtr = _differentiable(
 
 # -- public functions ------------------------------------------------------------------------------
 
-def _unary_function(name: str, values=None, function=None, doc: str = ""):
+def _unary_function(name: str, values=None, function=None, doc: str = "", half=False):
     """The public function `name`: a differentiable autograd `function`, or `values` (ndarray ->
-    ndarray) whose result does not require grad (PyTorch has no derivative for it)."""
+    ndarray) whose result does not require grad (PyTorch has no derivative for it).  `half`:
+    PyTorch's CPU kernel takes float16 (the others refuse it)."""
     torch_name = name[:-1] if name.endswith("_") else name
 
     def op(input):
         x = _float_input(input, torch_name + "_cpu", "special_" + torch_name)
+        if not half and x._array.dtype == np.float16:
+            raise NotImplementedError(f"\"{torch_name}_cpu\" not implemented for 'Half'")
         if function is not None:
             return function.apply(x)
         return _wrap(values(x._array))
@@ -666,11 +669,11 @@ def _unary_function(name: str, values=None, function=None, doc: str = ""):
 
 
 i0e = _unary_function("i0e", function=I0e, doc="The exponentially scaled modified Bessel "
-                      "function of order 0: e^-|x| I0(x).")
+                      "function of order 0: e^-|x| I0(x).", half=True)
 i1 = _unary_function("i1", function=I1, doc="The modified Bessel function of the first kind of "
-                     "order 1.")
+                     "order 1.", half=True)
 i1e = _unary_function("i1e", function=I1e, doc="The exponentially scaled modified Bessel "
-                      "function of order 1: e^-|x| I1(x).")
+                      "function of order 1: e^-|x| I1(x).", half=True)
 erfcx = _unary_function("erfcx", function=Erfcx, doc="The scaled complementary error function "
                         "e^(x^2) erfc(x).")
 log_ndtr = _unary_function("log_ndtr", function=LogNdtr, doc="The log of the standard normal "

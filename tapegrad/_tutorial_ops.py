@@ -84,6 +84,8 @@ def mode(input, dim=-1, keepdim=False):
         index = _wrap(np.zeros((), dtype=np.int64))
         return _core.return_types.mode((input.clone(), index))
     axis = _dim(dim, input.ndim)
+    if input.shape[axis] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {axis} to have non-zero size.")
     moved = np.moveaxis(input._array, axis, -1)
     rows = moved.reshape(-1, moved.shape[-1])
     picked = np.array([_mode_index(r) for r in rows], dtype=np.int64).reshape(moved.shape[:-1])
@@ -151,6 +153,14 @@ def _floating(input, name):
     return input.to(get_default_dtype())
 
 
+def _floating_result_type(input, other):
+    """The dtype of a binary op that computes in floats (copysign, ldexp): the two operands'
+    promoted dtype, the default float dtype when that is integral or bool."""
+    from . import get_default_dtype, result_type
+    dtype = result_type(input, other)
+    return dtype if dtype.is_floating_point or dtype.is_complex else get_default_dtype()
+
+
 def logit(input, eps=None, *, out=None):
     """log(p / (1 - p)); with ``eps``, p is first clamped to [eps, 1 - eps] (zero gradient
     outside)."""
@@ -200,6 +210,13 @@ def hypot(input, other, *, out=None):
     from ._extra_ops import _check_tensor
     _check_tensor(input, "hypot")
     _check_tensor(other, "hypot", "other", 2)
+    from . import result_type
+    dtype = result_type(input, other)
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f'"hypot_cpu" not implemented for '
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
+    # (squared in the promoted dtype: a float16 operand of a float64 one is not rounded first)
+    input, other = input.to(dtype), other.to(dtype)
     result = (input * input + other * other).sqrt()
     return result if out is None else out.copy_(result)
 
@@ -237,7 +254,8 @@ def copysign(input, other, *, out=None):
     _check_tensor_or_number("copysign", (input, other), (
         "Tensor input, Tensor other, *, Tensor out = None",
         "Tensor input, Number other, *, Tensor out = None"))
-    magnitude = _floating(input, "copysign").abs()
+    # (the dtype of the two operands promoted, as a binary op: copysign(int, float64) is float64)
+    magnitude = input.to(_floating_result_type(input, other)).abs()
     sign_array = np.signbit(other._array if isinstance(other, _core.TensorBase)
                             else np.asarray(other, dtype=np.float64))
     result = _core.where(_wrap(np.asarray(sign_array)), -magnitude, magnitude)
@@ -390,9 +408,9 @@ def corrcoef(input):
 
 def unfold(self, dimension: int, size: int, step: int):
     """Every window of ``size`` elements along ``dimension``, ``step`` apart: that dim becomes
-    the number of windows and a last dim of ``size`` is appended.  Built by a recorded
-    index_select (gradients add up where windows overlap); unlike PyTorch's it is a copy, not a
-    view, so writes into it do not reach self."""
+    the number of windows and a last dim of ``size`` is appended.  A view of self's storage, as
+    PyTorch's (as_strided: the windows' dim strides step elements, the new last dim one;
+    gradients add up where windows overlap), so writes into it reach self."""
     dim = _dim(dimension, max(self.ndim, 1))
     length = self.shape[dim] if self.ndim else 1
     if size > length:
@@ -401,10 +419,12 @@ def unfold(self, dimension: int, size: int, step: int):
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     windows = (length - size) // step + 1
-    index = (np.arange(windows)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
-    picked = self.index_select(dim, _wrap(index.astype(np.int64)))
-    shape = tuple(self.shape[:dim]) + (windows, size) + tuple(self.shape[dim + 1:])
-    return picked.reshape(shape).movedim(dim + 1, -1)
+    if self.ndim == 0:
+        return self.as_strided((size,), (1,), self.storage_offset())
+    strides = self.stride()
+    shape = tuple(self.shape[:dim]) + (windows,) + tuple(self.shape[dim + 1:]) + (size,)
+    stride = strides[:dim] + (strides[dim] * step,) + strides[dim + 1:] + (strides[dim],)
+    return self.as_strided(shape, stride, self.storage_offset())
 
 
 # -- unique_consecutive --------------------------------------------------------------------------

@@ -338,6 +338,7 @@ class _Eigh(Function):
         values, vectors = _tensor(values, A, real=True), _tensor(vectors, A)
         ctx.save_for_backward(A, values, vectors)
         ctx.uplo = uplo
+        ctx.set_materialize_grads(False)     # (backward tells an unused output from a zero one)
         return values, vectors
 
     @staticmethod
@@ -350,6 +351,13 @@ class _Eigh(Function):
             # refuses to hand it out under grad mode), so recompute the factors through the
             # Function itself; reading them under no_grad above still checks their versions.
             values, vectors = _Eigh.apply(A, ctx.uplo)
+        from . import zeros_like
+        if grad_values is None:
+            grad_values = zeros_like(values)
+        if grad_vectors is None:
+            # eigvalsh's gradient V diag(gλ) V^H, PyTorch's shortcut when the eigenvectors got
+            # none: no division by the gaps, so repeated eigenvalues have a finite gradient
+            return (vectors * grad_values.unsqueeze(-2)) @ _adjoint(vectors), None
         core = _adjoint(vectors) @ grad_vectors
         if core.is_complex():
             _check_phase_invariant(core, "linalg_eigh_backward", "eigenvectors")
@@ -418,6 +426,7 @@ class _Eig(Function):
         values = from_numpy(np.array(values, dtype=complex_dtype, order="C"))
         vectors = from_numpy(np.array(vectors, dtype=complex_dtype, order="C"))
         ctx.save_for_backward(A, values, vectors)
+        ctx.set_materialize_grads(False)     # (eigvals: no division by the gaps, below)
         return values, vectors
 
     @staticmethod
@@ -476,7 +485,16 @@ def _normalize_dims(dim, ndim):
     if dim is None:
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    return tuple(d % max(ndim, 1) for d in dims)
+    n = max(ndim, 1)
+    for d in dims:      # PyTorch's order: every dim's range, then the repeats
+        if not -n <= d < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, "
+                             f"{n - 1}], but got {d})")
+    normalized = tuple(d % n for d in dims)
+    for i, d in enumerate(normalized):
+        if d in normalized[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return normalized
 
 
 class _EuclideanNorm(Function):
@@ -616,7 +634,13 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     _check_float(A, "linalg.matrix_norm")
     if dtype is not None:
         A = A.to(dtype)
-    rows, cols = _normalize_dims(dim, A.ndim)
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           f"{', '.join(map(str, dims))}")
+    rows, cols = (_normalize_dims(d, A.ndim)[0] for d in dims)
+    if rows == cols:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({rows}, {cols})")
     if ord == "fro":
         return vector_norm(A, 2, (rows, cols), keepdim)
     if isinstance(ord, str) and ord != "nuc":
@@ -660,12 +684,11 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     if dim is None and ord is not None and A.ndim not in (1, 2):
         raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
                            f"1D or 2D. Got {A.ndim}D.")
-    matrix = (isinstance(ord, str) or (dim is not None and not isinstance(dim, int)
-                                       and len(dim) == 2)
-              or (dim is None and ord is not None and A.ndim == 2))
+    # (ord None: PyTorch's vector 2-norm over the dims, the Frobenius norm of two)
+    matrix = ord is not None and (isinstance(ord, str) or A.ndim == 2 and dim is None or (
+        dim is not None and not isinstance(dim, int) and len(dim) == 2))
     if matrix:
-        return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim,
-                           keepdim, dtype=dtype)
+        return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
@@ -688,6 +711,7 @@ class _SVD(Function):
         U, S, Vh = _tensor(U, A), _tensor(S, A, real=True), _tensor(Vh, A)
         ctx.save_for_backward(A, U, S, Vh)
         ctx.full_matrices = full_matrices
+        ctx.set_materialize_grads(False)     # (backward tells an unused output from a zero one)
         return U, S, Vh
 
     @staticmethod
@@ -708,7 +732,16 @@ class _SVD(Function):
         m, n = A.shape[-2], A.shape[-1]
         k = min(m, n)
         U, Vh = U[..., :, :k], Vh[..., :k, :]
-        grad_U, grad_Vh = grad_U[..., :, :k], grad_Vh[..., :k, :]
+        from . import zeros_like
+        if grad_S is None:
+            grad_S = zeros_like(S)
+        if grad_U is None and grad_Vh is None:
+            # svdvals' gradient U diag(gS) Vh, PyTorch's shortcut when the singular vectors got
+            # none: no division by the gaps or by S, so repeated or zero singular values (a
+            # rank-deficient matrix, the identity) have a finite gradient
+            return (U * grad_S.unsqueeze(-2)) @ Vh, None
+        grad_U = zeros_like(U) if grad_U is None else grad_U[..., :, :k]
+        grad_Vh = zeros_like(Vh) if grad_Vh is None else grad_Vh[..., :k, :]
         V, grad_V = _adjoint(Vh), _adjoint(grad_Vh)
         from . import eye
         identity = eye(k, dtype=S.dtype)
@@ -816,6 +849,12 @@ def vecdot(x, y, *, dim=-1, out=None):
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
                            f"of type {_core.scalar_type_name_of(x._array.dtype)} and y of type "
                            f"{_core.scalar_type_name_of(y._array.dtype)} instead")
+    if x.ndim == 1 and y.ndim == 1 and x.shape != y.shape:
+        # two vectors: PyTorch's vdot, which does not broadcast
+        n, m = x.shape[0], y.shape[0]
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to "
+                           f"have the same number of elements, but got {n} and {m} elements "
+                           "respectively")
     result = ((x.conj() if x.is_complex() else x) * y).sum(dim)
     return result if out is None else out.copy_(result)
 

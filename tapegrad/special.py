@@ -13,6 +13,7 @@ from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lga
                log_softmax, logit, logsumexp, mvlgamma, polygamma, round, sigmoid, sinc, softmax,
                xlogy)
 from ._more_math import zeta
+from . import float16
 from . import _special_bessel
 from ._special_bessel import (  # noqa: F401
     airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, chebyshev_polynomial_t,
@@ -68,6 +69,8 @@ def ndtr(input, *, out=None):
 
 def ndtri(input, *, out=None):
     """The inverse of ndtr: the standard normal quantile of probability ``input``."""
+    if getattr(input, "dtype", None) is float16:
+        raise NotImplementedError("\"ndtri_cpu\" not implemented for 'Half'")
     result = erfinv(2 * input - 1) * math.sqrt(2.0)
     return result if out is None else out.copy_(result)
 

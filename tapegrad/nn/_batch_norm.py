@@ -6,6 +6,8 @@ the running statistics are updated in place here, outside the graph.
 """
 from __future__ import annotations
 
+import math
+
 from tapegrad._core import type_name as _type_name
 import numpy as np
 
@@ -20,9 +22,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if input.dim() < 2:
         raise ValueError(f"Expected 2D or higher input (got {input.dim()}D input)")
     C = input.shape[1]
-    count = input.numel() // C if C else 0
-    # PyTorch's order: the batch-size check (Python), the argument types, then the shapes
-    if training and count <= 1:
+    # PyTorch's order: the batch-size check (Python), the argument types, then the shapes; the
+    # check counts the values per channel from the shape (N * prod(spatial)), so a batch with no
+    # channels is checked too and an empty one passes
+    count = math.prod(input.shape[:1] + input.shape[2:])
+    if training and count == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input "
                          f"size {input.shape}")
     for position, (name, v) in ((7, ("momentum", momentum)), (8, ("eps", eps))):
@@ -37,7 +41,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise RuntimeError("running_mean must be defined in evaluation mode")
     out, mean, var = _core._native_batch_norm(input, weight, bias, running_mean, running_var,
                                               bool(training), float(eps))
-    if training and (running_mean is not None or running_var is not None):
+    if training and input.numel() and (running_mean is not None or running_var is not None):
+        # (an empty batch leaves the running statistics as they are, as PyTorch's kernel does)
         _update_running(running_mean, running_var, mean, var, count, momentum)
     return out
 

@@ -164,14 +164,20 @@ def softshrink(input, lambd: float = 0.5):
 
 def prelu(input, weight):
     """x if x > 0 else weight * x, with one weight per channel (dim 1) or one shared weight."""
+    if weight.dim() > 1:
+        raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight.dim()}")
     n = weight.numel()
     if n != 1:
+        if input.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
         channels = input.shape[1] if input.dim() >= 2 else 1
         if n != channels:
             raise RuntimeError("Mismatch of parameter numbers and input channel size. Found "
                                f"parameter numbers = {n} and channel size = {channels}.")
         weight = weight.reshape((1, n) + (1,) * (input.dim() - 2))
-    elif weight.dim() > 0 and input.dim() > 0:
+    elif weight.dim() > 0:
+        # (one shared weight of shape (1,): a 0-d input keeps its shape, as PyTorch's)
         weight = weight.reshape(())
     from ._prelu_function import PreluKernel
     return PreluKernel.apply(input, weight)

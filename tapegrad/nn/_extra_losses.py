@@ -216,6 +216,8 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     reduction = _check_reduction(reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
     _check_vector_or_matrix(input)
     squeeze = input.dim() <= 1
     x = input.reshape(1, -1) if squeeze else input
@@ -226,6 +228,12 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
                            f"{list(input.shape)}.")
     y = target.reshape(-1)
     n_classes = x.shape[1]
+    if weight is not None and weight.numel() != n_classes:
+        raise RuntimeError(f"inconsistent weight size, expected {n_classes} but got "
+                           f"{list(weight.shape)}")
+    labels = y._array
+    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
+        raise RuntimeError("target out of range")
     x_y = x.gather(1, y.unsqueeze(1))
     # relu, not clamp: a term at exactly the margin passes no gradient, as in PyTorch's kernel.
     z = _tg.relu(margin - x_y + x)

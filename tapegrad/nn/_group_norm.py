@@ -6,6 +6,10 @@ graph, as batch_norm's are.
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .. import _core
 from .._half_precision import narrow_half, widen_half
 from ..grad_mode import no_grad
@@ -79,8 +83,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         raise ValueError(f"Expected 2D or higher input (got {input.dim()}D input)")
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
-    spatial = input.numel() // max(input.shape[0] * input.shape[1], 1)
-    if spatial <= 1:
+    spatial = math.prod(input.shape[2:])     # (from the shape: N * C may be 0)
+    if spatial == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                          f"{input.shape}")
     channels = input.shape[1]
@@ -92,7 +96,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         _update_running(input, running_mean, running_var, momentum, spatial)
     # PyTorch's instance_norm is batch_norm over the (1, N * C, *spatial) regrouping: the one
     # record (NativeBatchNormBackward0) with its numerics (float16 statistics rounded as its)
-    grouped = input.reshape((1, -1) + tuple(input.shape[2:]))
+    grouped = input.reshape((1, input.shape[0] * channels) + tuple(input.shape[2:]))
     out = batch_norm(grouped, None, None, None, None, True, 0.0, eps).reshape(input.shape)
     return _affine(out, weight, bias)
 
@@ -100,6 +104,15 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 def _update_running(input, running_mean, running_var, momentum, spatial) -> None:
     """running <- (1 - momentum) running + momentum * (the batch mean of the per-instance mean,
     and of the per-instance unbiased variance)."""
+    if input.numel() == 0:
+        # PyTorch blends a copy of the running statistics per instance (none moves when there
+        # is no value) and averages the copies: over no instance, NaN
+        if input.shape[0] == 0:
+            for running in (running_mean, running_var):
+                if running is not None:
+                    running._array[...] = np.nan
+                    _core._mark_written(running)
+        return
     with no_grad():
         flat = input.detach().reshape(input.shape[0], input.shape[1], -1)
         mean = flat.mean(2)
