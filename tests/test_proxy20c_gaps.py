@@ -58,3 +58,9 @@ def test_multiprocessing_iterator_repr():
         assert _norm(repr(it)) == "<torch.utils.data.dataloader._MultiProcessingDataLoaderIter object at 0x?>"
     finally:
         del it
+
+
+def test_hook_handle_repr_matches_torch(torch):
+    mine = tapegrad.nn.Linear(2, 2).register_forward_hook(lambda *a: None)
+    theirs = torch.nn.Linear(2, 2).register_forward_hook(lambda *a: None)
+    assert _norm(repr(mine)) == _norm(repr(theirs)) == "<torch.utils.hooks.RemovableHandle object at 0x?>"
