@@ -64,3 +64,6 @@ def test_hook_handle_repr_matches_torch(torch):
     mine = tapegrad.nn.Linear(2, 2).register_forward_hook(lambda *a: None)
     theirs = torch.nn.Linear(2, 2).register_forward_hook(lambda *a: None)
     assert _norm(repr(mine)) == _norm(repr(theirs)) == "<torch.utils.hooks.RemovableHandle object at 0x?>"
+    # a tensor hook's handle (the core's own handle type) prints the same
+    assert _norm(repr(tapegrad.zeros(1, requires_grad=True).register_hook(lambda g: g))) == _norm(
+        repr(torch.zeros(1, requires_grad=True).register_hook(lambda g: g)))
