@@ -16,6 +16,15 @@ def torch_module_name(module: str) -> str:
     return module
 
 
+def object_repr(obj, module: str | None = None) -> str:
+    """Python's default object repr with PyTorch's module path: `<torch.utils.data.dataloader.
+    DataLoader object at 0x...>`, as a tutorial printing its loader, dataset, sampler or scheduler
+    shows.  Used as `__repr__` by those base classes; a user's subclass keeps its own module.
+    `module`: our module whose PyTorch counterpart holds the class, where ours lives elsewhere."""
+    cls = type(obj)
+    return f"<{torch_module_name(module or cls.__module__)}.{cls.__qualname__} object at {id(obj):#x}>"
+
+
 class TorchNamedClass(type):
     """A metaclass for the public classes whose PyTorch counterparts live in `torch` itself or a
     submodule of the same path: Tensor, Size, device, finfo, iinfo, layout, memory_format, and

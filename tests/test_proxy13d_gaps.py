@@ -188,7 +188,7 @@ def test_removable_handle_lives_in_utils_hooks():
     import tapegrad.utils.hooks as hooks
     handle = nn.Linear(2, 2).register_forward_hook(lambda *a: None)
     assert isinstance(handle, hooks.RemovableHandle)
-    assert repr(handle).startswith("<tapegrad.utils.hooks.RemovableHandle object at 0x")
+    assert repr(handle).startswith("<torch.utils.hooks.RemovableHandle object at 0x")  # as PyTorch
     assert type(handle).__module__.replace("tapegrad", "torch") == type(
         torch.nn.Linear(2, 2).register_forward_hook(lambda *a: None)).__module__
 

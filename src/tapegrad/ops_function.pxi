@@ -124,7 +124,8 @@ cdef class RemovableHandle:
         self.remove()
 
     def __repr__(self):
-        return f"<tapegrad.utils.hooks.RemovableHandle object at {id(self):#x}>"
+        from tapegrad._torch_names import object_repr  # PyTorch's <torch.utils.hooks...> path
+        return object_repr(self, "tapegrad.utils.hooks")
 
 
 cdef RemovableHandle add_hook(dict hooks, object fn):

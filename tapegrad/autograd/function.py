@@ -35,7 +35,7 @@ from .. import _core
 from .._profiling import label
 from ..grad_mode import no_grad
 from .._torch_names import TorchNamedClass as _TorchNamedClass
-from .._torch_names import torch_module_name as _torch_module_name
+from .._torch_names import object_repr as _object_repr
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
            "InplaceFunction", "NestedIOFunction"]
@@ -222,8 +222,7 @@ class BackwardCFunction(FunctionCtx, metaclass=_TorchNamedClass):
             # a built-in op's node (CumsumBackward0, StackBackward0 of a GRU layer) prints as
             # PyTorch's C++ nodes do, without a module; a user Function's is `<Name>Backward`
             return f"<{cls.__qualname__} object at {id(self):#x}>"
-        module = _torch_module_name(cls.__module__)
-        return f"<{module}.{cls.__qualname__} object at {id(self):#x}>"
+        return _object_repr(self)
 
 
 class FunctionMeta(type):

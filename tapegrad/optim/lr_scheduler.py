@@ -19,6 +19,7 @@ from weakref import ref
 import numpy as np
 
 from .. import _core
+from .._torch_names import object_repr as _object_repr
 from .optimizer import Optimizer, _to_scalar
 
 __all__ = [
@@ -78,6 +79,8 @@ class LRScheduler:
         optimizer (Optimizer): the optimizer whose param groups' learning rates are scheduled.
         last_epoch (int): the index of the last epoch (-1, the default, starts a new schedule).
     """
+
+    __repr__ = _object_repr
 
     _get_lr_called_within_step: bool = False
     _is_initial: bool = False

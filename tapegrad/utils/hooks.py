@@ -5,6 +5,8 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
+from .._torch_names import object_repr as _object_repr
+
 
 class RemovableHandle:
     """A handle whose .remove() deletes its hook (key `id`) from `hooks_dict` and from
@@ -13,6 +15,7 @@ class RemovableHandle:
 
     id: int
     next_id: int = 0
+    __repr__ = _object_repr
 
     def __init__(self, hooks_dict: Any, *, extra_dict: Any = None) -> None:
         self.hooks_dict_ref = weakref.ref(hooks_dict)

@@ -19,6 +19,7 @@ import queue
 import sys
 import weakref
 
+from ..._torch_names import object_repr as _object_repr
 from . import _worker
 
 # Seconds between checks that the workers are alive while waiting without a timeout.
@@ -40,6 +41,9 @@ def _context(spec):
 
 
 class _MultiProcessingDataLoaderIter:
+
+    def __repr__(self) -> str:
+        return _object_repr(self, "tapegrad.utils.data.dataloader")  # PyTorch's class lives there
 
     def __init__(self, loader, base_seed: int) -> None:
         self._loader = loader

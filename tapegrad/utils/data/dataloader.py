@@ -14,6 +14,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from ... import _core
+from ..._torch_names import object_repr as _object_repr
 from ._worker import get_worker_info
 from .dataset import IterableDataset, Subset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler, _numpy_generator
@@ -225,6 +226,8 @@ class _IterableFetcher:
 class _SingleProcessDataLoaderIter:
     """An iterator over one epoch of a DataLoader's batches, loaded in the main process."""
 
+    __repr__ = _object_repr
+
     def __init__(self, loader: "DataLoader") -> None:
         self._loader = loader
         self._base_seed = loader._new_iterator_seed()
@@ -265,6 +268,8 @@ class DataLoader(Generic[_T_co]):
         generator: tapegrad.Generator (or numpy Generator) used to shuffle (default: the global
             stream, seeded by manual_seed).
     """
+
+    __repr__ = _object_repr
 
     def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None,
                  sampler=None, batch_sampler=None, num_workers: int = 0, collate_fn=None,

@@ -8,6 +8,7 @@ import warnings
 from typing import Generic, Iterable, TypeVar
 
 from .sampler import _numpy_generator
+from ..._torch_names import object_repr as _object_repr
 
 __all__ = ["ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "StackDataset",
            "Subset", "TensorDataset", "random_split"]
@@ -19,6 +20,8 @@ _T_stack = TypeVar("_T_stack")
 
 class Dataset(Generic[_T_co]):
     """A map-style dataset: subclasses implement `__getitem__` (and usually `__len__`)."""
+
+    __repr__ = _object_repr
 
     def __getitem__(self, index):
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")

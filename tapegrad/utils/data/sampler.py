@@ -8,6 +8,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from ... import random
+from ..._torch_names import object_repr as _object_repr
 
 __all__ = ["BatchSampler", "DistributedSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler",
            "WeightedRandomSampler"]
@@ -39,6 +40,8 @@ _T_co = TypeVar("_T_co", covariant=True)     # (a sampler is generic in its inde
 
 class Sampler(Generic[_T_co]):
     """Base class for all samplers: an iterable over dataset indices (or lists of them)."""
+
+    __repr__ = _object_repr
 
     def __init__(self, data_source=None) -> None:
         pass
