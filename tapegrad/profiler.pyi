@@ -35,9 +35,10 @@ class profile:
     def __enter__(self) -> Any: ...
     def __exit__(self, *exc: Any) -> Any: ...
     def __init__(self, activities: Any = ..., schedule: Any = ..., on_trace_ready: Any = ..., record_shapes: Any = ..., profile_memory: Any = ..., with_stack: Any = ..., with_flops: Any = ..., with_modules: Any = ..., experimental_config: Any = ..., execution_trace_observer: Any = ..., acc_events: Any = ..., use_cuda: Any = ..., enabled: Any = ..., **kwargs: Any) -> None: ...
+    def events(self) -> Any: ...
     def export_chrome_trace(self, path: Any) -> None: ...
-    def function_events(self) -> Any: ...
-    def key_averages(self, group_by_input_shape: Any = ..., group_by_stack_n: Any = ...) -> Any: ...
+    function_events: Any
+    def key_averages(self, group_by_input_shape: Any = ..., group_by_stack_n: Any = ..., group_by_overload_name: Any = ...) -> Any: ...
     def start(self) -> Any: ...
     def step(self) -> None: ...
     def stop(self) -> None: ...
@@ -45,8 +46,9 @@ class profile:
     enabled: Any
     schedule: Any
     on_trace_ready: Any
+    record_shapes: Any
     step_num: Any
-    events: Any
+    acc_events: Any
 
 class record_function:
     def __call__(self, fn: Any) -> Any: ...
@@ -73,30 +75,69 @@ def schedule(*, wait: Any, warmup: Any, active: Any, repeat: Any = ..., skip_fir
 
 class EventList(builtins.list):
     def __str__(self) -> Any: ...
+    def export_chrome_trace(self, path: Any) -> None: ...
+    def key_averages(self, group_by_input_shape: Any = ..., group_by_stack_n: Any = ..., group_by_overload_name: Any = ...) -> Any: ...
     self_cpu_time_total: Any
-    def table(self, sort_by: Any = ..., row_limit: Any = ..., max_src_column_width: Any = ..., max_name_column_width: Any = ..., max_shapes_column_width: Any = ..., header: Any = ..., top_level_events_only: Any = ...) -> Any: ...
+    def table(self, sort_by: Any = ..., row_limit: Any = ..., max_src_column_width: Any = ..., max_name_column_width: Any = ..., max_shapes_column_width: Any = ..., header: Any = ..., top_level_events_only: Any = ..., time_unit: Any = ...) -> Any: ...
+    def total_average(self) -> Any: ...
 
 class FunctionEvent:
-    def __init__(self, name: Any, start_us: Any, parent: Any) -> None: ...
+    def __init__(self, id: Any, name: Any, start_us: Any, parent: Any, input_shapes: Any, category: Any, thread: Any) -> None: ...
+    def __repr__(self) -> Any: ...
+    cpu_memory_usage: _int
     cpu_time: Any
+    cpu_time_str: Any
     cpu_time_total: Any
+    cpu_time_total_str: Any
+    device_memory_usage: _int
+    device_time: _float
+    device_time_total: _float
+    flops: _int
+    self_cpu_memory_usage: _int
     self_cpu_time_total: Any
+    self_cpu_time_total_str: Any
+    self_device_memory_usage: _int
+    self_device_time_total: _float
+    id: Any
     name: Any
     key: Any
-    start_us: Any
-    end_us: Any
-    parent: Any
-    children: Any
+    time_range: Any
+    cpu_parent: Any
+    cpu_children: Any
+    input_shapes: Any
+    category: Any
+    thread: Any
     count: Any
+    is_async: Any
+    is_user_annotation: Any
+    stack: Any
 
 class FunctionEventAvg:
-    def __init__(self, key: Any) -> None: ...
+    def __iadd__(self, other: Any) -> Any: ...
+    def __init__(self) -> None: ...
     def __repr__(self) -> Any: ...
-    def add(self, event: Any) -> Any: ...
+    def add(self, other: Any) -> Any: ...
+    cpu_memory_usage: _int
     cpu_time: Any
+    cpu_time_str: Any
+    cpu_time_total_str: Any
+    device_memory_usage: _int
+    device_time: _float
+    device_time_total: _float
+    flops: _int
+    self_cpu_memory_usage: _int
+    self_cpu_time_total_str: Any
+    self_device_memory_usage: _int
+    self_device_time_total: _float
     key: Any
     count: Any
     cpu_time_total: Any
     self_cpu_time_total: Any
+    input_shapes: Any
+    cpu_parent: Any
+    cpu_children: Any
+    is_async: Any
+    is_user_annotation: Any
+    stack: Any
 
 def tensorboard_trace_handler(dir_name: Any, worker_name: Any = ..., use_gzip: Any = ...) -> Any: ...
