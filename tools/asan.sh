@@ -5,9 +5,7 @@
 #                                            (default: the fast tests, -m "not slow and not corpus")
 #   bash tools/asan.sh build DIR             only build, into DIR (CI runs this in the background
 #                                            while the main test run uses the other core)
-#   bash tools/asan.sh test DIR [args...]    only test what `build DIR` built (CI runs two shards
-#                                            of the default selection, TAPEGRAD_TEST_SHARD:
-#                                            tests/conftest.py)
+#   bash tools/asan.sh test DIR [args...]    only test what `build DIR` built
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
