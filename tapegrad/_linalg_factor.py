@@ -31,7 +31,7 @@ def _return(name, fields, values):
 
 
 def _check_lu_input(A, name: str, pivot: bool) -> None:
-    from .linalg import _as_tensor
+    from .linalg import _as_tensor, _refuse_half
     _as_tensor(A, name.replace(".", "_"))
     if A.dim() < 2:
         raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
@@ -39,6 +39,7 @@ def _check_lu_input(A, name: str, pivot: bool) -> None:
     if not A.dtype.is_floating_point and not A.dtype.is_complex:
         raise NotImplementedError(f'"lu_cpu" not implemented for '
                                   f"'{_core.scalar_type_name_of(A._array.dtype)}'")
+    _refuse_half(A, name)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
 

@@ -45,6 +45,40 @@ def _check_float(A, name, what="input"):
     if A._array.dtype.kind not in "fc":
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as {what}. Got "
                            f"{_core.scalar_type_name_of(A._array.dtype)}")
+    _refuse_half(A, name)
+
+
+# PyTorch's CPU linear algebra has no float16 kernels, and each function refuses float16 in its
+# own words (checked against torch 2.13), where numpy's LAPACK raised "array type float16 is
+# unsupported in linalg" (a TypeError).  Keyed by the name the function's checks use.
+_HALF_REFUSED_BY_CHECK = {
+    "linalg.inv": "linalg.inv: Low precision dtypes not supported. Got Half",
+    "linalg.slogdet": "linalg.slogdet: Low precision dtypes not supported. Got Half",
+    "torch.linalg.matrix_rank": "This function doesn't handle types other than float and double",
+    "torch.linalg.lstsq": "This function doesn't handle types other than float and double",
+}
+_HALF_REFUSED_BY_KERNEL = {       # the CPU kernel PyTorch's dispatch names
+    "linalg.det": "lu_cpu", "linalg.solve": "lu_cpu", "torch.linalg.lu_factor": "lu_cpu",
+    "torch.linalg.lu_factor_ex": "lu_cpu", "torch.linalg.lu": "lu_cpu",
+    "linalg.eig": "linalg_eig_out_cpu", "linalg.eigvals": "linalg_eig_out_cpu",
+    "linalg.eigh": "linalg_eigh_cpu", "linalg.eigvalsh": "linalg_eigh_cpu",
+    "linalg.svd": "linalg_svd_cpu", "linalg.svdvals": "linalg_svd_cpu",
+    "linalg.cond": "linalg_svd_cpu", "linalg.qr": "geqrf_cpu",
+    "linalg.cholesky": "cholesky_cpu", "linalg.cholesky_ex": "cholesky_cpu",
+    "linalg.solve_triangular": "triangular_solve_cpu",
+    "torch.linalg.householder_product": "orgqr_cpu",
+}
+
+
+def _refuse_half(A, name):
+    """PyTorch's error for a float16 input of the linear algebra function `name`."""
+    if A._array.dtype != np.float16:
+        return
+    if name in _HALF_REFUSED_BY_CHECK:
+        raise RuntimeError(_HALF_REFUSED_BY_CHECK[name])
+    if name in _HALF_REFUSED_BY_KERNEL:
+        raise NotImplementedError(f'"{_HALF_REFUSED_BY_KERNEL[name]}" not implemented for '
+                                  "'Half'")
 
 
 def _check_square(A, name, arg="A"):
@@ -391,6 +425,7 @@ def _check_eigh_dtype(A):
     if A._array.dtype.kind not in "fc":
         raise NotImplementedError('"linalg_eigh_cpu" not implemented for '
                                   f"'{_core.scalar_type_name_of(A._array.dtype)}'")
+    _refuse_half(A, "linalg.eigh")
 
 
 
@@ -876,7 +911,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudo-inverse through the SVD (torch.linalg.pinv); singular values at
     or below the tolerance count as zero."""
     A = _as_tensor(A, "linalg_pinv")
-    if A.ndim < 2 or A._array.dtype.kind not in "fc":
+    if A.ndim < 2 or A._array.dtype.kind not in "fc" or A._array.dtype == np.float16:
         raise RuntimeError(
             f"linalg.pinv({_core.scalar_type_name_of(A._array.dtype)}{{{list(A.shape)}}}): "
             "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble "
@@ -1107,6 +1142,7 @@ def householder_product(A, tau, *, out=None):
         names = {"float32": "Float", "float64": "Double", "float16": "Half"}
         raise RuntimeError(f"{name}: tau dtype {names.get(str(tau.dtype)[6:], tau.dtype)} does "
                            f"not match input dtype {names.get(str(A.dtype)[6:], A.dtype)}")
+    _refuse_half(A, name)
     from . import eye
     reflectors = A.tril(-1) + eye(m, n, dtype=A.dtype)        # unit leading entries
     Q = eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n)

@@ -369,3 +369,35 @@ def test_errors_match_torch(torch):
         assert str(ours.value) == str(theirs.value)
         assert ("LinAlg" in type(ours.value).__name__) == ("LinAlg" in type(
             theirs.value).__name__)
+
+
+HALF_CALLS = {
+    "cholesky": lambda L, a: L.linalg.cholesky(a),
+    "cholesky_ex": lambda L, a: L.linalg.cholesky_ex(a),
+    "inv": lambda L, a: L.linalg.inv(a), "inv_ex": lambda L, a: L.linalg.inv_ex(a),
+    "det": lambda L, a: L.linalg.det(a), "slogdet": lambda L, a: L.linalg.slogdet(a),
+    "solve": lambda L, a: L.linalg.solve(a, a), "lstsq": lambda L, a: L.linalg.lstsq(a, a),
+    "solve_triangular": lambda L, a: L.linalg.solve_triangular(a, a, upper=True),
+    "eig": lambda L, a: L.linalg.eig(a), "eigvals": lambda L, a: L.linalg.eigvals(a),
+    "eigh": lambda L, a: L.linalg.eigh(a), "eigvalsh": lambda L, a: L.linalg.eigvalsh(a),
+    "svd": lambda L, a: L.linalg.svd(a), "svdvals": lambda L, a: L.linalg.svdvals(a),
+    "cond": lambda L, a: L.linalg.cond(a), "pinv": lambda L, a: L.linalg.pinv(a),
+    "matrix_rank": lambda L, a: L.linalg.matrix_rank(a), "qr": lambda L, a: L.linalg.qr(a),
+    "lu": lambda L, a: L.linalg.lu(a), "lu_factor": lambda L, a: L.linalg.lu_factor(a),
+    "lu_factor_ex": lambda L, a: L.linalg.lu_factor_ex(a),
+    "householder_product": lambda L, a: L.linalg.householder_product(
+        a, L.ones(1, dtype=L.float16)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HALF_CALLS))
+def test_float16_is_refused_in_pytorchs_words(name, torch):
+    """PyTorch's CPU linear algebra has no float16 kernels; each function's own error (numpy's
+    LAPACK raised a TypeError, and lu / lu_factor / householder_product computed)."""
+    call = HALF_CALLS[name]
+    with pytest.raises(Exception) as expected:
+        call(torch, torch.eye(2, dtype=torch.float16))
+    with pytest.raises(Exception) as got:
+        call(tg, tg.eye(2, dtype=tg.float16))
+    assert type(got.value) is type(expected.value)
+    assert str(got.value) == str(expected.value)
