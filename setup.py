@@ -139,10 +139,11 @@ SHARED_UTILITY_OPTIONS = {"shared_utility_qualified_name": SHARED_UTILITY,
                           "shared_utility_features_disabled": ["MemoryView"]}
 
 # kernels.c, compiled once into a static library that the modules calling the kernels link, with
-# the vectorised math functions it calls (vecmath*.c) and its thread pool.
+# the vectorised math functions it calls (vecmath*.c), its thread pool and the sums in PyTorch's
+# order (cascade_sum.c).
 KERNEL_SOURCES = ["kernels.c", "vecmath.c", "vecmath_scalar.c", "vecmath_avx2.c", "vecmath_avx512.c",
-                  "vecmath_pow_one.c", "threadpool.c"]
-KERNEL_HEADERS = ["kernels.h", "vecmath.h", "vecmath_levels.h", "vecmath_impl.h",
+                  "vecmath_pow_one.c", "threadpool.c", "cascade_sum.c"]
+KERNEL_HEADERS = ["kernels.h", "cascade_sum.h", "vecmath.h", "vecmath_levels.h", "vecmath_impl.h",
                   "vecmath_one_lane.h", "vecmath_consts.h", "vecmath_tables.h", "vecmath_f32n.h",
                   "threadpool.h"]
 KERNELS = ("tapegrad_kernels", {

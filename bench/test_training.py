@@ -250,3 +250,13 @@ def test_hand_adam_matches_numpy():
 
 def test_hand_adam_torch_matches_numpy(torch):
     B.check_hand_adam(torch)
+
+
+# -- the evaluation metrics (timed in test_interleaved.py) ----------------------------------------
+
+def test_metrics_match_numpy():
+    B.check_metrics(tg)
+
+
+def test_metrics_torch_matches_numpy(torch):
+    B.check_metrics(torch)

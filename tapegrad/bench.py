@@ -998,6 +998,50 @@ def check_hand_adam(lib, steps: int = 3, rtol=1e-6) -> None:
             np.testing.assert_allclose(t.detach().numpy(), a, rtol=rtol, atol=1e-7)
 
 
+# -- evaluation metrics: the reductions a training script prints ---------------------------------
+
+METRICS_SHAPE = (64, 10)
+
+
+def metrics_problem():
+    """A batch of predictions and targets (numpy float32), seeded."""
+    rng = np.random.default_rng(11)
+    return tuple(rng.standard_normal(METRICS_SHAPE).astype(np.float32) for _ in range(2))
+
+
+def numpy_metrics(pred, target):
+    """MSE, MAE, per-output means and per-sample sums, as a numpy script computes them."""
+    err = pred - target
+    return (float((err * err).mean()), float(np.abs(err).mean()), pred.mean(0), pred.sum(1))
+
+
+def lib_metrics(lib, pred, target):
+    """The same metrics as a user writes them with `lib`'s tensors."""
+    with lib.no_grad():
+        err = pred - target
+        return ((err ** 2).mean().item(), err.abs().mean().item(), pred.mean(0), pred.sum(1))
+
+
+def metrics_contenders(libs) -> dict[str, Contender]:
+    """The metrics of numpy and of each library in `libs`."""
+    pred, target = metrics_problem()
+    ways = {"numpy": Contender(lambda: (pred, target), numpy_metrics)}
+    for name, lib in libs.items():
+        tensors = (lib, lib.tensor(pred), lib.tensor(target))
+        ways[name] = Contender(lambda tensors=tensors: tensors, lib_metrics)
+    return ways
+
+
+def check_metrics(lib, rtol=1e-5) -> None:
+    """`lib` computes the numpy version's metrics."""
+    pred, target = metrics_problem()
+    ref = numpy_metrics(pred, target)
+    mine = lib_metrics(lib, lib.tensor(pred), lib.tensor(target))
+    np.testing.assert_allclose(mine[:2], ref[:2], rtol=rtol)
+    for t, a in zip(mine[2:], ref[2:]):
+        np.testing.assert_allclose(t.numpy(), a, rtol=rtol, atol=1e-6)
+
+
 def cli_workloads(libs: dict[str, Any]):
     """(row label, n_ops or None, contenders, check) for the command-line run."""
     cases = {c.id: c for c in graph_cases()}
@@ -1018,6 +1062,9 @@ def cli_workloads(libs: dict[str, Any]):
     rows.append(("hand-written Adam step, 4-32-32-3 MLP, f32", None,
                  lambda: hand_adam_contenders(libs),
                  lambda: [check_hand_adam(lib) for lib in libs.values()]))
+    rows.append(("eval metrics, (64, 10) f32", None,
+                 lambda: metrics_contenders(libs),
+                 lambda: [check_metrics(lib) for lib in libs.values()]))
     hvp = hvp_cases()[0]
     rows.append((f"Hessian-vector product, tanh/exp, {HVP_SIZE}", None,
                  lambda: _hvp_contenders(hvp, libs),

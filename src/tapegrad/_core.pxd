@@ -163,8 +163,6 @@ cdef extern from "kernels.h" nogil:
                      double* out) noexcept
     int tg_param_f32(int op, ptrdiff_t n, const float* a, const float* b, float p0, float p1,
                      float* out) noexcept
-    void tg_sum_rows_f32(ptrdiff_t rows, ptrdiff_t cols, const float* a, float* out) noexcept
-    void tg_sum_rows_f64(ptrdiff_t rows, ptrdiff_t cols, const double* a, double* out) noexcept
     void tg_transpose_4(ptrdiff_t rows, ptrdiff_t cols, const uint32_t* src,
                         uint32_t* dst) noexcept
     void tg_transpose_8(ptrdiff_t rows, ptrdiff_t cols, const uint64_t* src,
@@ -180,8 +178,27 @@ cdef int pooled_unary_f64(int op, ptrdiff_t n, const double* a, double* out) noe
 cdef int pooled_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexcept nogil
 cdef void pooled_sincos_f64(ptrdiff_t n, const double* x, double* s, double* c) noexcept nogil
 cdef void pooled_sincos_f32(ptrdiff_t n, const float* x, float* s, float* c) noexcept nogil
-cdef double pooled_sum_f64(ptrdiff_t n, const double* a) noexcept nogil
-cdef float pooled_sum_f32(ptrdiff_t n, const float* a) noexcept nogil
+
+# Sums in PyTorch's order (cascade_sum.pxi), called through the core by the modules above it.
+cdef extern from "cascade_sum.h" nogil:
+    float tg_cascade_sum_f32(ptrdiff_t n, const float* a, int blocks) noexcept
+    double tg_cascade_sum_f64(ptrdiff_t n, const double* a, int blocks) noexcept
+    void tg_cascade_rows_f32(ptrdiff_t rows, ptrdiff_t n, const float* a, float* out) noexcept
+    void tg_cascade_rows_f64(ptrdiff_t rows, ptrdiff_t n, const double* a, double* out) noexcept
+    void tg_cascade_cols_f32(ptrdiff_t rows, ptrdiff_t cols, const float* a, float* out) noexcept
+    void tg_cascade_cols_f64(ptrdiff_t rows, ptrdiff_t cols, const double* a,
+                             double* out) noexcept
+    void tg_cascade_groups_f32(int ngroups, const ptrdiff_t* sizes, const char* reduced,
+                               const float* a, float* out) noexcept
+    void tg_cascade_groups_f64(int ngroups, const ptrdiff_t* sizes, const char* reduced,
+                               const double* a, double* out) noexcept
+    float tg_nll_sum_f32(ptrdiff_t n, const float* values, const char* valid) noexcept
+    double tg_nll_sum_f64(ptrdiff_t n, const double* values, const char* valid) noexcept
+
+cdef double cascade_sum_f64(ptrdiff_t n, const double* a) noexcept nogil
+cdef float cascade_sum_f32(ptrdiff_t n, const float* a) noexcept nogil
+cdef object cascade_reduce(object A, tuple axes, bint keepdim, double divisor=*)
+cdef object nll_sum(object values, object valid)
 
 cdef extern from "threadpool.h" nogil:
     ctypedef void (*tg_range_fn)(void* ctx, ptrdiff_t begin, ptrdiff_t end) noexcept nogil

@@ -22,6 +22,7 @@
 #   profiling.pxi       the profiler's per-op events: the flag every public call tests
 #   fp_errors.pxi       IeeeResults: numpy's errstate(all="ignore") at C cost
 #   kernels.pxi         the C elementwise kernels (kernels.c) and their drivers
+#   cascade_sum.pxi     sums in PyTorch's order (cascade_sum.c): sum, mean, sum_to, replays
 #   dtypes.pxi          dtype objects and PyTorch's promotion rules
 #   ops_registry.pxi    the op table: names and VJP function pointers; the higher modules' entries
 #   tape.pxi            the flat record arena and record lifetimes
@@ -49,6 +50,7 @@ include "profiling.pxi"
 include "fp_errors.pxi"
 include "kernels.pxi"
 include "pooled_kernels.pxi"
+include "cascade_sum.pxi"
 include "dtypes.pxi"
 include "complex_hook.pxi"
 include "ops_registry.pxi"

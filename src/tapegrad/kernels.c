@@ -689,20 +689,6 @@ void NAME(int log_, ptrdiff_t rows, ptrdiff_t cols, const T *g, const T *y, T *o
 SOFTMAX_GRAD_ROWS(float, tg_softmax_grad_rows_f32, tg_sum_f32, expf)
 SOFTMAX_GRAD_ROWS(double, tg_softmax_grad_rows_f64, tg_sum_f64, exp)
 
-/* Row after row, each added across all columns: the inner loop is contiguous (vectorised) and
- * every column's additions happen in row order, which is numpy's order for this reduction. */
-#define SUM_ROWS(T, NAME)                                                                      \
-void NAME(ptrdiff_t rows, ptrdiff_t cols, const T *a, T *out)                                  \
-{                                                                                              \
-    for (ptrdiff_t j = 0; j < cols; j++) out[j] = 0;                                           \
-    for (ptrdiff_t i = 0; i < rows; i++) {                                                     \
-        const T *row = a + i * cols;                                                           \
-        for (ptrdiff_t j = 0; j < cols; j++) out[j] += row[j];                                 \
-    }                                                                                          \
-}
-SUM_ROWS(float, tg_sum_rows_f32)
-SUM_ROWS(double, tg_sum_rows_f64)
-
 /* Tiles of TILE x TILE elements: each tile's rows of src and of dst stay in L1 while it is copied,
  * where a plain double loop would touch a new cache line of dst for every element it writes.
  * (numpy's strided copy of a transposed 64 x 256 float32 matrix takes about 20 us; this, 3.) */

@@ -107,12 +107,6 @@ void tg_softmax_grad_rows_f32(int log_, ptrdiff_t rows, ptrdiff_t cols, const fl
 void tg_softmax_grad_rows_f64(int log_, ptrdiff_t rows, ptrdiff_t cols, const double *g,
                               const double *y, double *out);
 
-/* Column sums of a C-contiguous rows x cols matrix in np.add.reduce(axis=0)'s order and
- * rounding: out[j] = ((0 + a[0][j]) + a[1][j]) + ... in the dtype (numpy starts from the
- * identity, so a column of -0.0 sums to +0.0, as here). */
-void tg_sum_rows_f32(ptrdiff_t rows, ptrdiff_t cols, const float *a, float *out);
-void tg_sum_rows_f64(ptrdiff_t rows, ptrdiff_t cols, const double *a, double *out);
-
 /* dst = the transpose of src: src is a C-contiguous rows x cols matrix of 4-byte (or 8-byte)
  * elements, dst a C-contiguous cols x rows one.  Elements are copied as bits. */
 void tg_transpose_4(ptrdiff_t rows, ptrdiff_t cols, const uint32_t *src, uint32_t *dst);

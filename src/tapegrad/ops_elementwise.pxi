@@ -20,44 +20,17 @@ cdef object sum_to(object g, tuple shape):
     for i in range(len(shape)):
         if shape[i] == 1 and gs[lead + i] != 1:
             axes.append(lead + i)
-    if axes and cnp.PyArray_Check(g) and not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>g):
-        # numpy's summation order follows the memory layout: a gradient that is a view here (a
+    if not axes:
+        return nd(g).reshape(shape)
+    if cnp.PyArray_Check(g) and not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>g):
+        # the order of a sum follows the memory layout: a gradient that is a view here (a
         # transpose's) but arrives C-contiguous in a tapegrad.compile replay (which adopts
         # gradients contiguous) must sum the same, bit for bit, so both sum a contiguous array
         g = np.ascontiguousarray(g)
-    if len(axes) == lead and lead > 0:                  # only leading dims: column sums
-        out = sum_rows_c(g, lead)
-        if out is not None:
-            return out
-    if axes:
-        g = np.add.reduce(g, axis=tuple(axes), keepdims=True)
-    return nd(g).reshape(shape)
-
-
-cdef object sum_rows_c(object g, Py_ssize_t lead):
-    """g (C-contiguous float32/float64) summed over its first `lead` dims in C, in
-    np.add.reduce's order (bit for bit); None for other layouts.  The result has g's trailing
-    dims and is made through the C API: this runs in every broadcast operand's VJP."""
-    cdef int t = -1
-    if not kernel_array(g, &t):
-        return None
-    cdef cnp.ndarray a = <cnp.ndarray>g
-    cdef int nd_ = cnp.PyArray_NDIM(a), i
-    cdef Py_ssize_t size = cnp.PyArray_SIZE(a), cols = 1
-    for i in range(lead, nd_):
-        cols *= cnp.PyArray_DIMS(a)[i]
-    if cols < 2 or size == 0:
-        # One column: numpy's reduction runs along the contiguous axis, summing pairwise.
-        return None
-    cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_EMPTY(nd_ - <int>lead,
-                                                          cnp.PyArray_DIMS(a) + lead, t, 0)
-    if t == cnp.NPY_FLOAT64:
-        tg_sum_rows_f64(size // cols, cols, <const double*>cnp.PyArray_DATA(a),
-                        <double*>cnp.PyArray_DATA(out))
-    else:
-        tg_sum_rows_f32(size // cols, cols, <const float*>cnp.PyArray_DATA(a),
-                        <float*>cnp.PyArray_DATA(out))
-    return out
+    out = cascade_reduce(g, tuple(axes), True)      # PyTorch's order, as its sum_to
+    if out is None:
+        out = np.add.reduce(g, axis=tuple(axes), keepdims=True)
+    return nd(out).reshape(shape)
 
 
 cdef inline object fit_grad(object g, object shape, object dt):

@@ -67,6 +67,10 @@ cdef object nn_reduce(object L, int red):
     if red == NN_RED_NONE:
         return L
     with IeeeResults():
+        # PyTorch's order (its losses reduce with .sum() / .mean()) for contiguous float32/64
+        s = cascade_reduce(L, tuple(range(L.ndim)), False, L.size if red == NN_RED_MEAN else -1)
+        if s is not None:
+            return s
         s = np.add.reduce(L, axis=None, dtype=NP_FLOAT32 if L.dtype == np.float16 else None)
         if red == NN_RED_MEAN:
             s = np.true_divide(s, s.dtype.type(L.size))
@@ -604,28 +608,36 @@ cdef tuple nn_nll_prepare(TensorBase input, object target, object weight, object
         wv = np.where(valid, w[tc], 0).astype(A.dtype, copy=False)
     with IeeeResults():
         losses = np.where(valid, np.negative(picked) * wv, 0).astype(A.dtype, copy=False)
-        total = np.asarray(np.add.reduce(wv, axis=None), dtype=A.dtype)
+        # the class weights summed as the losses are (nn_nll_value); without weights, the count
+        total = nll_sum(wv, valid) if ndim <= 2 and w is not None else None
+        if total is None:
+            total = np.asarray(np.add.reduce(wv, axis=None), dtype=A.dtype)
     out_shape = () if ndim == 1 else (A.shape[0],) + tuple(A.shape)[2:]
     return X3.shape, tc, valid, wv, losses, total, out_shape, C, w
 
 
-cdef object nn_nll_value(object losses, object total, object out_shape, int red):
-    cdef int t = -1
-    cdef Py_ssize_t n
-    cdef double sd
-    cdef float sf
+cdef enum:
+    # The order nn_nll_value sums per-sample losses in, as PyTorch does for each caller:
+    NLL_ORDER = 0       # nll_loss of a 1-D/2-D input: its own cascade, ignored targets skipped
+    SUM_ORDER = 1       # a plain .sum() (cross_entropy's smoothing term): the cascade sum
+    NUMPY_ORDER = 2     # nll_loss of an N-d input: PyTorch's nll_loss2d order is not reproduced
+
+
+cdef object nn_nll_value(object losses, object total, object out_shape, int red, int order,
+                         object valid):
+    """The loss from per-sample `losses` (0 where a target is ignored; `valid` marks the others)
+    by reduction `red`, summed in `order` and divided by `total` (the summed class weights) for
+    a mean, in the loss dtype."""
     if red == NN_RED_NONE:
         return losses.reshape(out_shape)
-    if kernel_array(losses, &t) and cnp.PyArray_SIZE(<cnp.ndarray>losses) <= TG_SUM_MAX_N:
-        # numpy's sum order (tg_sum) and its division in the loss dtype, without numpy calls
-        n = cnp.PyArray_SIZE(<cnp.ndarray>losses)
-        if t == cnp.NPY_FLOAT64:
-            sd = tg_sum_f64(n, <const double*>cnp.PyArray_DATA(<cnp.ndarray>losses))
-            return np.asarray(sd / <double>total if red == NN_RED_MEAN else sd, dtype=losses.dtype)
-        sf = tg_sum_f32(n, <const float*>cnp.PyArray_DATA(<cnp.ndarray>losses))
-        return np.asarray(sf / <float>total if red == NN_RED_MEAN else sf, dtype=losses.dtype)
+    s = None
+    if order == NLL_ORDER:
+        s = nll_sum(losses, valid)
+    elif order == SUM_ORDER:
+        s = cascade_reduce(losses, tuple(range(losses.ndim)), False)
     with IeeeResults():
-        s = np.add.reduce(losses, axis=None)
+        if s is None:
+            s = np.add.reduce(losses, axis=None)
         if red == NN_RED_MEAN:
             s = np.true_divide(s, total)
     return np.asarray(s, dtype=losses.dtype)
@@ -643,7 +655,7 @@ cdef object replay_nll(Record* r, tuple ins, object attrs):
                            f"did not (input {X.dtype} {X.shape}, target {ins[1].dtype} "
                            f"{ins[1].shape})")
     shape3, tc, valid, wv, losses, total, out_shape, C, w = fast
-    out = nn_nll_value(losses, total, out_shape, red)
+    out = nn_nll_value(losses, total, out_shape, red, NLL_ORDER, valid)
     r.op = OP_NLL
     keep(&r.saved[0], tc)
     keep(&r.saved[1], wv)
@@ -661,9 +673,10 @@ cdef object nn_nll_loss(TensorBase input, object target, object weight, object i
                         int red):
     shape3, tc, valid, wv, losses, total, out_shape, C, w = nn_nll_prepare(
         input, target, weight, ignore_index)
-    out = nn_nll_value(losses, total, out_shape, red)
-    cdef TensorBase res = wrap(out)
     cdef int ndim = input._array.ndim
+    out = nn_nll_value(losses, total, out_shape, red, NLL_ORDER if ndim <= 2 else NUMPY_ORDER,
+                       valid)
+    cdef TensorBase res = wrap(out)
     cdef int op = OP_NLL if ndim <= 2 else (OP_NLL_VIEW if red == NN_RED_NONE and ndim != 4
                                             else OP_NLL2D)
     cdef Record* r = record_from(op, res, (input,))
@@ -784,13 +797,18 @@ cdef object nn_ce_smooth(TensorBase logp, object target, object weight, object i
     N, K = shape3[0], shape3[2]
     X3 = A.reshape(shape3)
     with IeeeResults():
-        if w is None:
-            smooth = np.negative(np.add.reduce(X3, axis=1))
-        else:
-            smooth = np.negative(np.add.reduce(X3 * w.reshape(1, C, 1), axis=1))
+        per_class = X3 if w is None else X3 * w.reshape(1, C, 1)
+        smooth = cascade_reduce(per_class, (1,), False)     # PyTorch's sum over the classes
+        if smooth is None:
+            smooth = np.add.reduce(per_class, axis=1)
+        smooth = np.negative(smooth)
         smooth = np.where(valid, smooth, 0).astype(dt, copy=False)
-        nll = nn_nll_value(losses, total, out_shape, red)
-        sm = nn_nll_value(smooth, total, out_shape, red)
+        nll = nn_nll_value(losses, total, out_shape, red,
+                           NLL_ORDER if A.ndim <= 2 else NUMPY_ORDER, valid)
+        if w is not None and red == NN_RED_MEAN:
+            # PyTorch divides the smoothing term by its own sum of the valid targets' weights
+            total = cascade_reduce(np.ascontiguousarray(wv[valid]), (0,), False)
+        sm = nn_nll_value(smooth, total, out_shape, red, SUM_ORDER, valid)
         out = nd(np.asarray(nll * dt.type(1 - ls) + sm * dt.type(smoothing_share(ls, C)), dtype=dt))
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_CE_SMOOTH, res, (logp,))

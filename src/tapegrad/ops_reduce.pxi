@@ -171,14 +171,18 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
             out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim, dtype=A.dtype))
         else:
             with IeeeResults():                         # inf - inf, overflow: IEEE, as PyTorch
-                out = half_sum(A, axes, keepdim)
-                out = nd(out.astype(NP_FLOAT16) if is_half(A) else out)
+                out = cascade_reduce(A, axes, keepdim)  # float32/64 in PyTorch's order
+                if out is None:
+                    out = half_sum(A, axes, keepdim)
+                    out = nd(out.astype(NP_FLOAT16) if is_half(A) else out)
     else:
         if A.dtype.kind != "f" and A.dtype.kind != "c":
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                                f"floating point or complex dtype. Got: {scalar_type_name(A.dtype)}")
         with IeeeResults():                             # mean of no elements is nan, as PyTorch
-            out = half_mean(A, axes, keepdim, count)
+            out = cascade_reduce(A, axes, keepdim, count)   # PyTorch's mean: its sum / count
+            if out is None:
+                out = half_mean(A, axes, keepdim, count)
     out = contiguous_result(out)                        # PyTorch's layout, not the input's
     cdef TensorBase res = wrap(out)
     if CAPTURE is not None and capturing():

@@ -32,14 +32,6 @@ cdef void pooled_sincos_f32(ptrdiff_t n, const float* x, float* s, float* c) noe
     tg_sincos_f32(n, x, s, c)
 
 
-cdef double pooled_sum_f64(ptrdiff_t n, const double* a) noexcept nogil:
-    return tg_sum_f64(n, a)
-
-
-cdef float pooled_sum_f32(ptrdiff_t n, const float* a) noexcept nogil:
-    return tg_sum_f32(n, a)
-
-
 cdef extern from "threadpool.h" nogil:
     void tg_parallel_for(ptrdiff_t n, ptrdiff_t min_parallel, ptrdiff_t align, tg_range_fn fn,
                          void* ctx) noexcept

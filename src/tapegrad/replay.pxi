@@ -506,9 +506,8 @@ cdef class Program:
                 self.replaced.add(out)
             elif kind == SK_REDUCE:
                 axes, keepdim, count = aux
-                if (len(axes) == len(self.shapes[a]) and self.sizes[a] <= TG_SUM_MAX_N
-                        and self.sizes[a] > 0):
-                    s.kind = SK_SUM_ALL         # all dims: the C sum equals numpy's
+                if len(axes) == len(self.shapes[a]) and self.sizes[a] > 0:
+                    s.kind = SK_SUM_ALL         # all dims: eager's cascade_reduce, in C
                     s.count = count if op == OP_MEAN else 0
                 else:
                     self.fresh.add(out)
@@ -831,15 +830,15 @@ cdef class Program:
         return 0
 
     cdef inline void sum_all(self, Step* s, const void* src, void* dst) noexcept:
-        """dst[0] = sum (or mean) of the input slot, as eager's np.add.reduce [/ count]."""
+        """dst[0] = sum (or mean) of the input slot, as eager's cascade_reduce [/ count]."""
         cdef Py_ssize_t n = self.sizes[s.a]
         cdef double d
         cdef float f
         if self.f64:
-            d = pooled_sum_f64(n, <const double*>src)
+            d = cascade_sum_f64(n, <const double*>src)
             (<double*>dst)[0] = d / s.count if s.count != 0 else d
         else:
-            f = pooled_sum_f32(n, <const float*>src)
+            f = cascade_sum_f32(n, <const float*>src)
             (<float*>dst)[0] = f / <float>s.count if s.count != 0 else f
 
     cdef int forward_numpy(self, BufferSet bs, Py_ssize_t i) except -1:
@@ -849,11 +848,11 @@ cdef class Program:
             np.copyto(bs.arrays[s.out], unary_numpy(s.op, A))
             return 0
         axes, keepdim, count = self.aux[i]
-        with IeeeResults():
-            if s.op == OP_SUM:
-                out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim))
-            else:
-                out = nd(np.add.reduce(A, axis=axes, keepdims=keepdim) / count)
+        with IeeeResults():                 # as eager's reduce_op (contiguous floats only)
+            out = cascade_reduce(A, axes, keepdim, -1 if s.op == OP_SUM else count)
+            if out is None:                     # dims that are not one block: numpy's order
+                out = np.add.reduce(A, axis=axes, keepdims=keepdim)
+                out = nd(out if s.op == OP_SUM else out / count)
         return self.set_result(bs, s.out, out)
 
     # -- backward ----------------------------------------------------------------------------
@@ -923,8 +922,8 @@ cdef class Program:
         return 0
 
     cdef inline bint c_summable(self, Py_ssize_t k, Py_ssize_t out) noexcept:
-        # A gradient of out's shape sums down to slot k in C: k has one element, out few.
-        return self.sizes[k] == 1 and self.sizes[out] <= TG_SUM_MAX_N
+        # A gradient of out's shape sums down to slot k in C: k has one element.
+        return self.sizes[k] == 1
 
     cdef int give_full(self, BufferSet bs, Py_ssize_t k, void* full, Py_ssize_t out,
                        bint bcast) except -1:
@@ -936,11 +935,11 @@ cdef class Program:
         cdef float f
         if not bcast:
             return self.give(bs, k, full, 1, n)
-        if self.c_summable(k, out):         # the C sum equals eager's numpy sum_to here
+        if self.c_summable(k, out):         # the C sum is eager's sum_to (cascade_reduce) here
             if self.f64:
-                d = pooled_sum_f64(n, <const double*>full)
+                d = cascade_sum_f64(n, <const double*>full)
                 return self.give(bs, k, &d, 1, 1)
-            f = pooled_sum_f32(n, <const float*>full)
+            f = cascade_sum_f32(n, <const float*>full)
             return self.give(bs, k, &f, 1, 1)
         if full != bs.s0 and full != bs.s1:     # numpy reads a scratch array: copy there
             memcpy(bs.s0, full, n * (8 if self.f64 else 4))

@@ -1,0 +1,314 @@
+/* Floating-point sums in PyTorch's CPU order: see cascade_sum.h for the order and why.
+ *
+ * Each lane is a C scalar and each addition a C `+` in a fixed order, so the result does not
+ * depend on how the compiler vectorises the lanes (no -ffast-math here: it could reassociate). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cascade_sum.h"
+#include "vecmath.h"
+
+#define CASCADE_LEVELS 4      /* partial sums carried up four levels */
+#define CASCADE_ROWS 4        /* accumulators interleaved (ILP), and columns summed at once */
+#define MAX_LANES 16          /* float32 lanes of a 64-byte vector */
+#define MAX_BLOCKS 1024       /* chunks of a big full sum (threads PyTorch would use) */
+
+/* The cascade's level size, as a power of two: max(4, ceil(log2 size) / levels), where ATen's
+ * CeilLog2 of 0, 1 and 2 is 1. */
+static ptrdiff_t level_power(ptrdiff_t size, int levels)
+{
+    ptrdiff_t ceil_log2 = 1, p;
+    if (size > 2) {
+        unsigned long long v = (unsigned long long)(size - 1);
+        ceil_log2 = 0;
+        while (v) {
+            ceil_log2++;
+            v >>= 1;
+        }
+    }
+    p = ceil_log2 / levels;
+    return p > 4 ? p : 4;
+}
+
+/* MULTI_ROW: CASCADE_ROWS x L running sums over `size` rows, each one cascade; value (i, k, l)
+ * is x[i * row_stride + k * col_stride + l].  ROW_SUM: the sum of `size` vectors of L lanes
+ * (vector i at x + i * stride) through MULTI_ROW with the rows interleaved CASCADE_ROWS ways,
+ * the vectors past the last whole group added to the first accumulator, then the others. */
+#define DEFINE_CASCADE(T, L, SUFFIX)                                                            \
+static void multi_row_##SUFFIX(const T *x, ptrdiff_t size, ptrdiff_t row_stride,               \
+                               ptrdiff_t col_stride, T *out)                                    \
+{                                                                                               \
+    T acc[CASCADE_LEVELS][CASCADE_ROWS * L];                                                    \
+    const ptrdiff_t power = level_power(size, CASCADE_LEVELS);                                  \
+    const ptrdiff_t step = (ptrdiff_t)1 << power, mask = step - 1;                              \
+    ptrdiff_t i = 0, j;                                                                         \
+    int lev, k, l, m;                                                                           \
+    for (lev = 0; lev < CASCADE_LEVELS; ++lev)                                                  \
+        for (m = 0; m < CASCADE_ROWS * L; ++m)                                                  \
+            acc[lev][m] = 0;                                                                    \
+    while (i + step <= size) {                                                                  \
+        for (j = 0; j < step; ++j, ++i) {                                                       \
+            const T *row = x + i * row_stride;                                                  \
+            for (k = 0; k < CASCADE_ROWS; ++k)                                                  \
+                for (l = 0; l < L; ++l)                                                         \
+                    acc[0][k * L + l] += row[k * col_stride + l];                               \
+        }                                                                                       \
+        for (lev = 1; lev < CASCADE_LEVELS; ++lev) {                                            \
+            for (m = 0; m < CASCADE_ROWS * L; ++m) {                                            \
+                acc[lev][m] += acc[lev - 1][m];                                                 \
+                acc[lev - 1][m] = 0;                                                            \
+            }                                                                                   \
+            if ((i & (mask << (lev * power))) != 0)                                             \
+                break;                                                                          \
+        }                                                                                       \
+    }                                                                                           \
+    for (; i < size; ++i) {                                                                     \
+        const T *row = x + i * row_stride;                                                      \
+        for (k = 0; k < CASCADE_ROWS; ++k)                                                      \
+            for (l = 0; l < L; ++l)                                                             \
+                acc[0][k * L + l] += row[k * col_stride + l];                                   \
+    }                                                                                           \
+    for (lev = 1; lev < CASCADE_LEVELS; ++lev)                                                  \
+        for (m = 0; m < CASCADE_ROWS * L; ++m)                                                  \
+            acc[0][m] += acc[lev][m];                                                           \
+    memcpy(out, acc[0], sizeof(acc[0]));                                                        \
+}                                                                                               \
+                                                                                                \
+static void row_sum_##SUFFIX(const T *x, ptrdiff_t size, ptrdiff_t stride, T *out)             \
+{                                                                                               \
+    T partial[CASCADE_ROWS * L];                                                                \
+    const ptrdiff_t groups = size / CASCADE_ROWS;                                               \
+    ptrdiff_t i;                                                                                \
+    int k, l;                                                                                   \
+    multi_row_##SUFFIX(x, groups, stride * CASCADE_ROWS, stride, partial);                      \
+    for (i = groups * CASCADE_ROWS; i < size; ++i)                                              \
+        for (l = 0; l < L; ++l)                                                                 \
+            partial[l] += x[i * stride + l];                                                    \
+    for (k = 1; k < CASCADE_ROWS; ++k)                                                          \
+        for (l = 0; l < L; ++l)                                                                 \
+            partial[l] += partial[k * L + l];                                                   \
+    memcpy(out, partial, L * sizeof(T));                                                        \
+}
+
+DEFINE_CASCADE(float, 1, f32_1)
+DEFINE_CASCADE(float, 8, f32_8)
+DEFINE_CASCADE(float, 16, f32_16)
+DEFINE_CASCADE(double, 1, f64_1)
+DEFINE_CASCADE(double, 4, f64_4)
+DEFINE_CASCADE(double, 8, f64_8)
+
+static int cascade_width_bytes = 0;
+
+int tg_cascade_width(void)
+{
+    if (cascade_width_bytes == 0) {
+        const char *capability = getenv("ATEN_CPU_CAPABILITY");
+        int wide = tg_vm_best_level() == TG_VM_AVX512;
+        if (capability && (strcmp(capability, "default") == 0 || strcmp(capability, "avx2") == 0))
+            wide = 0;
+        cascade_width_bytes = wide ? 64 : 32;
+    }
+    return cascade_width_bytes;
+}
+
+/* DEFINE_SUMS: the public kernels for one dtype; V_NARROW / V_WIDE are its lanes in a 32- and a
+ * 64-byte vector.  run() is ATen's sum of one contiguous run: whole vectors through the
+ * cascade, then the remaining values into a scalar, then the lanes; runs shorter than a vector
+ * go through the scalar cascade.  Callers add the run's sum to a zero (PyTorch's output). */
+#define DEFINE_SUMS(T, SFX, V_NARROW, V_WIDE)                                                   \
+static void vec_row_sum_##SFX(int lanes, const T *x, ptrdiff_t size, ptrdiff_t stride, T *out)  \
+{                                                                                               \
+    if (lanes == V_WIDE)                                                                        \
+        row_sum_##SFX##_##V_WIDE(x, size, stride, out);                                         \
+    else                                                                                        \
+        row_sum_##SFX##_##V_NARROW(x, size, stride, out);                                       \
+}                                                                                               \
+                                                                                                \
+static void vec_multi_row_##SFX(int lanes, const T *x, ptrdiff_t size, ptrdiff_t row_stride,    \
+                                ptrdiff_t col_stride, T *out)                                   \
+{                                                                                               \
+    if (lanes == V_WIDE)                                                                        \
+        multi_row_##SFX##_##V_WIDE(x, size, row_stride, col_stride, out);                       \
+    else                                                                                        \
+        multi_row_##SFX##_##V_NARROW(x, size, row_stride, col_stride, out);                     \
+}                                                                                               \
+                                                                                                \
+static T run_##SFX(const T *x, ptrdiff_t n)                                                     \
+{                                                                                               \
+    const int lanes = tg_cascade_width() / (int)sizeof(T);                                      \
+    T total;                                                                                    \
+    if (n >= lanes) {                                                                           \
+        T vec[MAX_LANES];                                                                       \
+        const ptrdiff_t whole = n / lanes;                                                      \
+        ptrdiff_t k;                                                                            \
+        int l;                                                                                  \
+        vec_row_sum_##SFX(lanes, x, whole, lanes, vec);                                         \
+        total = 0;                                                                              \
+        for (k = whole * lanes; k < n; ++k)                                                     \
+            total += x[k];                                                                      \
+        for (l = 0; l < lanes; ++l)                                                             \
+            total += vec[l];                                                                    \
+    } else {                                                                                    \
+        row_sum_##SFX##_1(x, n, 1, &total);                                                     \
+    }                                                                                           \
+    return total;                                                                               \
+}                                                                                               \
+                                                                                                \
+T tg_cascade_sum_##SFX(ptrdiff_t n, const T *a, int blocks)                                     \
+{                                                                                               \
+    T zero = 0, slots[MAX_BLOCKS];                                                              \
+    ptrdiff_t chunks, size, t;                                                                  \
+    if (blocks > MAX_BLOCKS)                                                                    \
+        blocks = MAX_BLOCKS;                                                                    \
+    if (n <= TG_CASCADE_GRAIN || blocks <= 1)                                                   \
+        return zero + run_##SFX(a, n);                                                          \
+    /* PyTorch's two-pass reduction: min(threads, ceil(n / grain)) chunks of ceil(n / chunks)  \
+     * values, one per thread, each into its thread's zeroed slot; then the sum of all slots. */\
+    chunks = (n + TG_CASCADE_GRAIN - 1) / TG_CASCADE_GRAIN;                                     \
+    if (chunks > blocks)                                                                        \
+        chunks = blocks;                                                                        \
+    size = (n + chunks - 1) / chunks;                                                           \
+    for (t = 0; t < blocks; ++t) {                                                              \
+        const ptrdiff_t begin = t * size;                                                       \
+        slots[t] = zero;                                                                        \
+        if (begin < n)                                                                          \
+            slots[t] = zero + run_##SFX(a + begin, n - begin < size ? n - begin : size);        \
+    }                                                                                           \
+    return zero + run_##SFX(slots, blocks);                                                     \
+}                                                                                               \
+                                                                                                \
+void tg_cascade_rows_##SFX(ptrdiff_t rows, ptrdiff_t n, const T *a, T *out)                     \
+{                                                                                               \
+    const T zero = 0;                                                                           \
+    ptrdiff_t r;                                                                                \
+    for (r = 0; r < rows; ++r)                                                                  \
+        out[r] = zero + run_##SFX(a + r * n, n);                                                \
+}                                                                                               \
+                                                                                                \
+void tg_cascade_cols_##SFX(ptrdiff_t rows, ptrdiff_t cols, const T *a, T *out)                  \
+{                                                                                               \
+    const int lanes = tg_cascade_width() / (int)sizeof(T);                                      \
+    const T zero = 0;                                                                           \
+    T sums[CASCADE_ROWS * MAX_LANES];                                                           \
+    ptrdiff_t j = 0;                                                                            \
+    int m;                                                                                      \
+    if (cols == 1) {                    /* one column is a contiguous run */                    \
+        out[0] = zero + run_##SFX(a, rows);                                                     \
+        return;                                                                                 \
+    }                                                                                           \
+    if (cols >= lanes) {                                                                        \
+        /* CASCADE_ROWS vectors of columns through one cascade each, rows in order */           \
+        for (; j + CASCADE_ROWS * lanes <= cols; j += CASCADE_ROWS * lanes) {                   \
+            vec_multi_row_##SFX(lanes, a + j, rows, cols, lanes, sums);                         \
+            for (m = 0; m < CASCADE_ROWS * lanes; ++m)                                          \
+                out[j + m] = zero + sums[m];                                                    \
+        }                                                                                       \
+        /* then one vector of columns at a time, rows interleaved CASCADE_ROWS ways */         \
+        for (; j + lanes <= cols; j += lanes) {                                                 \
+            vec_row_sum_##SFX(lanes, a + j, rows, cols, sums);                                  \
+            for (m = 0; m < lanes; ++m)                                                         \
+                out[j + m] = zero + sums[m];                                                    \
+        }                                                                                       \
+    } else {                                                                                    \
+        for (; j + CASCADE_ROWS <= cols; j += CASCADE_ROWS) {                                   \
+            multi_row_##SFX##_1(a + j, rows, cols, 1, sums);                                    \
+            for (m = 0; m < CASCADE_ROWS; ++m)                                                  \
+                out[j + m] = zero + sums[m];                                                    \
+        }                                                                                       \
+    }                                                                                           \
+    for (; j < cols; ++j) {             /* the last columns one by one */                       \
+        row_sum_##SFX##_1(a + j, rows, cols, sums);                                             \
+        out[j] = zero + sums[0];                                                                \
+    }                                                                                           \
+}
+
+DEFINE_SUMS(float, f32, 8, 16)
+DEFINE_SUMS(double, f64, 4, 8)
+
+/* Reduced dims in several blocks: PyTorch's iterator puts the reduced groups innermost, in
+ * memory order, and its 2-d loop sums runs of the innermost one (R1): a contiguous run as run()
+ * does, a strided one through the scalar cascade; each run's sum is added in turn to the
+ * output element (a zero), runs in memory order. */
+#define DEFINE_GROUP_SUMS(T, SFX)                                                               \
+static T strided_run_##SFX(const T *x, ptrdiff_t n, ptrdiff_t stride)                          \
+{                                                                                               \
+    T total;                                                                                    \
+    if (stride == 1)                                                                            \
+        return run_##SFX(x, n);                                                                 \
+    row_sum_##SFX##_1(x, n, stride, &total);                                                    \
+    return total;                                                                               \
+}                                                                                               \
+                                                                                                \
+void tg_cascade_groups_##SFX(int ngroups, const ptrdiff_t *sizes, const char *reduced,          \
+                             const T *a, T *out)                                                \
+{                                                                                               \
+    ptrdiff_t stride[TG_CASCADE_MAX_GROUPS], r_index[TG_CASCADE_MAX_GROUPS];                    \
+    ptrdiff_t n_index[TG_CASCADE_MAX_GROUPS], n_out = 1, n_runs = 1, o, r, off;                 \
+    int r_groups[TG_CASCADE_MAX_GROUPS], n_groups[TG_CASCADE_MAX_GROUPS], nr = 0, nn = 0, g, k; \
+    for (g = ngroups - 1; g >= 0; --g) {            /* innermost first */                       \
+        stride[g] = g == ngroups - 1 ? 1 : stride[g + 1] * sizes[g + 1];                        \
+        if (reduced[g]) {                                                                       \
+            if (nr > 0)                                                                         \
+                n_runs *= sizes[g];                                                             \
+            r_groups[nr++] = g;                                                                 \
+        } else {                                                                                \
+            n_out *= sizes[g];                                                                  \
+            n_index[nn] = 0;                                                                    \
+            n_groups[nn++] = g;                                                                 \
+        }                                                                                       \
+    }                                                                                           \
+    for (o = 0; o < n_out; ++o) {                   /* output elements in C order */            \
+        const T *base = a;                                                                      \
+        T acc = 0;                                                                              \
+        for (k = 0; k < nn; ++k)                                                                \
+            base += n_index[k] * stride[n_groups[k]];                                           \
+        for (k = 1; k < nr; ++k)                                                                \
+            r_index[k] = 0;                                                                     \
+        for (r = 0; r < n_runs; ++r) {                                                          \
+            off = 0;                                                                            \
+            for (k = 1; k < nr; ++k)                                                            \
+                off += r_index[k] * stride[r_groups[k]];                                        \
+            acc += strided_run_##SFX(base + off, sizes[r_groups[0]], stride[r_groups[0]]);      \
+            for (k = 1; k < nr && ++r_index[k] == sizes[r_groups[k]]; ++k)                      \
+                r_index[k] = 0;                                                                 \
+        }                                                                                       \
+        out[o] = acc;                                                                           \
+        for (k = 0; k < nn && ++n_index[k] == sizes[n_groups[k]]; ++k)                          \
+            n_index[k] = 0;                                                                     \
+    }                                                                                           \
+}
+
+DEFINE_GROUP_SUMS(float, f32)
+DEFINE_GROUP_SUMS(double, f64)
+
+/* nll_loss's own cascade (ATen's LossNLL.cpp): eight levels over the batch, a level carried up
+ * after value b when b's bits under that level are all zero, values whose target is ignored
+ * (valid[b] == 0) neither added nor carried; then the levels added in order to a zero. */
+#define NLL_LEVELS 8
+#define DEFINE_NLL_SUM(T, SFX)                                                                  \
+T tg_nll_sum_##SFX(ptrdiff_t n, const T *values, const char *valid)                             \
+{                                                                                               \
+    T partial[NLL_LEVELS], total = 0;                                                           \
+    const ptrdiff_t power = level_power(n, NLL_LEVELS), mask = ((ptrdiff_t)1 << power) - 1;      \
+    ptrdiff_t b;                                                                                \
+    int j;                                                                                      \
+    for (j = 0; j < NLL_LEVELS; ++j)                                                            \
+        partial[j] = 0;                                                                         \
+    for (b = 0; b < n; ++b) {                                                                   \
+        if (valid && !valid[b])                                                                 \
+            continue;                                                                           \
+        partial[0] += values[b];                                                                \
+        for (j = 0; j + 1 < NLL_LEVELS; ++j) {                                                  \
+            if ((b & (mask << (j * power))) != 0)                                               \
+                break;                                                                          \
+            partial[j + 1] += partial[j];                                                       \
+            partial[j] = 0;                                                                     \
+        }                                                                                       \
+    }                                                                                           \
+    for (j = 0; j < NLL_LEVELS; ++j)                                                            \
+        total += partial[j];                                                                    \
+    return total;                                                                               \
+}
+
+DEFINE_NLL_SUM(float, f32)
+DEFINE_NLL_SUM(double, f64)
