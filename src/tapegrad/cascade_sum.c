@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cascade_sum.h"
+#include "threadpool.h"
 #include "vecmath.h"
 
 #define CASCADE_LEVELS 4      /* partial sums carried up four levels */
@@ -97,6 +98,14 @@ DEFINE_CASCADE(double, 1, f64_1)
 DEFINE_CASCADE(double, 4, f64_4)
 DEFINE_CASCADE(double, 8, f64_8)
 
+/* tg_parallel_for's min_parallel for items of `per_item` values each: split only where every
+ * part gets at least PyTorch's grain of values. */
+static ptrdiff_t parallel_min(ptrdiff_t per_item)
+{
+    const ptrdiff_t items = per_item > 0 ? (TG_CASCADE_GRAIN + per_item - 1) / per_item : 1;
+    return 2 * (items > 1 ? items : 1);
+}
+
 static int cascade_width_bytes = 0;
 
 int tg_cascade_width(void)
@@ -154,73 +163,123 @@ static T run_##SFX(const T *x, ptrdiff_t n)                                     
     return total;                                                                               \
 }                                                                                               \
                                                                                                 \
-T tg_cascade_sum_##SFX(ptrdiff_t n, const T *a, int blocks)                                     \
+/* The parallel parts: each writes its own outputs, computed exactly as the serial loop would   \
+ * (a part of columns starts at a multiple of CASCADE_ROWS vectors, so the column groups are    \
+ * the serial ones), so no result depends on the thread count. */                               \
+typedef struct {                                                                                \
+    const T *a;                                                                                 \
+    ptrdiff_t n, size;              /* sum: values, chunk size; rows: row length */             \
+    ptrdiff_t rows, cols;           /* cols */                                                  \
+    T *out;                                                                                     \
+} sum_job_##SFX;                                                                                \
+                                                                                                \
+static void chunks_part_##SFX(void *p, ptrdiff_t begin, ptrdiff_t end)                          \
 {                                                                                               \
-    T zero = 0, slots[MAX_BLOCKS];                                                              \
-    ptrdiff_t chunks, size, t;                                                                  \
-    if (blocks > MAX_BLOCKS)                                                                    \
-        blocks = MAX_BLOCKS;                                                                    \
-    if (n <= TG_CASCADE_GRAIN || blocks <= 1)                                                   \
-        return zero + run_##SFX(a, n);                                                          \
-    /* PyTorch's two-pass reduction: min(threads, ceil(n / grain)) chunks of ceil(n / chunks)  \
-     * values, one per thread, each into its thread's zeroed slot; then the sum of all slots. */\
-    chunks = (n + TG_CASCADE_GRAIN - 1) / TG_CASCADE_GRAIN;                                     \
-    if (chunks > blocks)                                                                        \
-        chunks = blocks;                                                                        \
-    size = (n + chunks - 1) / chunks;                                                           \
-    for (t = 0; t < blocks; ++t) {                                                              \
-        const ptrdiff_t begin = t * size;                                                       \
-        slots[t] = zero;                                                                        \
-        if (begin < n)                                                                          \
-            slots[t] = zero + run_##SFX(a + begin, n - begin < size ? n - begin : size);        \
+    const sum_job_##SFX *job = (const sum_job_##SFX *)p;                                        \
+    const T zero = 0;                                                                           \
+    ptrdiff_t t;                                                                                \
+    for (t = begin; t < end; ++t) {                                                             \
+        const ptrdiff_t first = t * job->size, left = job->n - first;                           \
+        job->out[t] = first < job->n ? zero + run_##SFX(job->a + first,                         \
+                                                        left < job->size ? left : job->size)    \
+                                     : zero;                                                    \
     }                                                                                           \
-    return zero + run_##SFX(slots, blocks);                                                     \
 }                                                                                               \
                                                                                                 \
-void tg_cascade_rows_##SFX(ptrdiff_t rows, ptrdiff_t n, const T *a, T *out)                     \
+static void rows_part_##SFX(void *p, ptrdiff_t begin, ptrdiff_t end)                            \
 {                                                                                               \
+    const sum_job_##SFX *job = (const sum_job_##SFX *)p;                                        \
     const T zero = 0;                                                                           \
     ptrdiff_t r;                                                                                \
-    for (r = 0; r < rows; ++r)                                                                  \
-        out[r] = zero + run_##SFX(a + r * n, n);                                                \
+    for (r = begin; r < end; ++r)                                                               \
+        job->out[r] = zero + run_##SFX(job->a + r * job->n, job->n);                            \
 }                                                                                               \
                                                                                                 \
-void tg_cascade_cols_##SFX(ptrdiff_t rows, ptrdiff_t cols, const T *a, T *out)                  \
+static void cols_part_##SFX(void *p, ptrdiff_t begin, ptrdiff_t end)                            \
 {                                                                                               \
+    const sum_job_##SFX *job = (const sum_job_##SFX *)p;                                        \
     const int lanes = tg_cascade_width() / (int)sizeof(T);                                      \
+    const ptrdiff_t rows = job->rows, cols = job->cols;                                         \
+    const T *a = job->a;                                                                        \
+    T *out = job->out;                                                                          \
     const T zero = 0;                                                                           \
     T sums[CASCADE_ROWS * MAX_LANES];                                                           \
-    ptrdiff_t j = 0;                                                                            \
+    ptrdiff_t j = begin;                                                                        \
     int m;                                                                                      \
-    if (cols == 1) {                    /* one column is a contiguous run */                    \
-        out[0] = zero + run_##SFX(a, rows);                                                     \
-        return;                                                                                 \
-    }                                                                                           \
     if (cols >= lanes) {                                                                        \
         /* CASCADE_ROWS vectors of columns through one cascade each, rows in order */           \
-        for (; j + CASCADE_ROWS * lanes <= cols; j += CASCADE_ROWS * lanes) {                   \
+        for (; j + CASCADE_ROWS * lanes <= end; j += CASCADE_ROWS * lanes) {                    \
             vec_multi_row_##SFX(lanes, a + j, rows, cols, lanes, sums);                         \
             for (m = 0; m < CASCADE_ROWS * lanes; ++m)                                          \
                 out[j + m] = zero + sums[m];                                                    \
         }                                                                                       \
-        /* then one vector of columns at a time, rows interleaved CASCADE_ROWS ways */         \
-        for (; j + lanes <= cols; j += lanes) {                                                 \
+        /* then one vector of columns at a time, rows interleaved CASCADE_ROWS ways */          \
+        for (; j + lanes <= end; j += lanes) {                                                  \
             vec_row_sum_##SFX(lanes, a + j, rows, cols, sums);                                  \
             for (m = 0; m < lanes; ++m)                                                         \
                 out[j + m] = zero + sums[m];                                                    \
         }                                                                                       \
     } else {                                                                                    \
-        for (; j + CASCADE_ROWS <= cols; j += CASCADE_ROWS) {                                   \
+        for (; j + CASCADE_ROWS <= end; j += CASCADE_ROWS) {                                    \
             multi_row_##SFX##_1(a + j, rows, cols, 1, sums);                                    \
             for (m = 0; m < CASCADE_ROWS; ++m)                                                  \
                 out[j + m] = zero + sums[m];                                                    \
         }                                                                                       \
     }                                                                                           \
-    for (; j < cols; ++j) {             /* the last columns one by one */                       \
+    for (; j < end; ++j) {              /* the last columns one by one */                       \
         row_sum_##SFX##_1(a + j, rows, cols, sums);                                             \
         out[j] = zero + sums[0];                                                                \
     }                                                                                           \
-}
+}                                                                                               \
+                                                                                                \
+T tg_cascade_sum_##SFX(ptrdiff_t n, const T *a, int blocks)                                     \
+{                                                                                               \
+    T zero = 0, slots[MAX_BLOCKS];                                                              \
+    ptrdiff_t chunks;                                                                           \
+    sum_job_##SFX job;                                                                          \
+    if (blocks > MAX_BLOCKS)                                                                    \
+        blocks = MAX_BLOCKS;                                                                    \
+    if (n <= TG_CASCADE_GRAIN || blocks <= 1)                                                   \
+        return zero + run_##SFX(a, n);                                                          \
+    /* PyTorch's two-pass reduction: min(threads, ceil(n / grain)) chunks of ceil(n / chunks)   \
+     * values, one per thread, each into its thread's zeroed slot; then the sum of all slots. */\
+    chunks = (n + TG_CASCADE_GRAIN - 1) / TG_CASCADE_GRAIN;                                     \
+    if (chunks > blocks)                                                                        \
+        chunks = blocks;                                                                        \
+    job.a = a;                                                                                  \
+    job.n = n;                                                                                  \
+    job.size = (n + chunks - 1) / chunks;                                                       \
+    job.out = slots;                                                                            \
+    tg_parallel_for(blocks, 2, 1, chunks_part_##SFX, &job);                                     \
+    return zero + run_##SFX(slots, blocks);                                                     \
+}                                                                                               \
+                                                                                                \
+void tg_cascade_rows_##SFX(ptrdiff_t rows, ptrdiff_t n, const T *a, T *out)                     \
+{                                                                                               \
+    sum_job_##SFX job;                                                                          \
+    job.a = a;                                                                                  \
+    job.n = n;                                                                                  \
+    job.out = out;                                                                              \
+    tg_parallel_for(rows, parallel_min(n), 1, rows_part_##SFX, &job);                           \
+}                                                                                               \
+                                                                                                \
+void tg_cascade_cols_##SFX(ptrdiff_t rows, ptrdiff_t cols, const T *a, T *out)                  \
+{                                                                                               \
+    const int lanes = tg_cascade_width() / (int)sizeof(T);                                      \
+    sum_job_##SFX job;                                                                          \
+    if (cols == 1) {                    /* one column is a contiguous run */                    \
+        out[0] = (T)0 + run_##SFX(a, rows);                                                     \
+        return;                                                                                 \
+    }                                                                                           \
+    job.a = a;                                                                                  \
+    job.rows = rows;                                                                            \
+    job.cols = cols;                                                                            \
+    job.out = out;                                                                              \
+    if (cols < lanes)                   /* (the scalar groups: too few columns to split) */     \
+        cols_part_##SFX(&job, 0, cols);                                                         \
+    else                                                                                        \
+        tg_parallel_for(cols, parallel_min(rows), CASCADE_ROWS * lanes, cols_part_##SFX, &job); \
+}                                                                                               \
 
 DEFINE_SUMS(float, f32, 8, 16)
 DEFINE_SUMS(double, f64, 4, 8)
@@ -239,44 +298,70 @@ static T strided_run_##SFX(const T *x, ptrdiff_t n, ptrdiff_t stride)           
     return total;                                                                               \
 }                                                                                               \
                                                                                                 \
+typedef struct {                                                                                \
+    const T *a;                                                                                 \
+    T *out;                                                                                     \
+    ptrdiff_t stride[TG_CASCADE_MAX_GROUPS], size[TG_CASCADE_MAX_GROUPS], n_runs;               \
+    int r_groups[TG_CASCADE_MAX_GROUPS], n_groups[TG_CASCADE_MAX_GROUPS], nr, nn;               \
+} groups_job_##SFX;                                                                             \
+                                                                                                \
+static void groups_part_##SFX(void *p, ptrdiff_t begin, ptrdiff_t end)                          \
+{                                                                                               \
+    const groups_job_##SFX *job = (const groups_job_##SFX *)p;                                  \
+    ptrdiff_t r_index[TG_CASCADE_MAX_GROUPS], n_index[TG_CASCADE_MAX_GROUPS], o, r, off, rest;  \
+    const int nr = job->nr, nn = job->nn;                                                       \
+    int k;                                                                                      \
+    for (k = 0, rest = begin; k < nn; ++k) {        /* output `begin`'s index, innermost first */\
+        n_index[k] = rest % job->size[job->n_groups[k]];                                        \
+        rest /= job->size[job->n_groups[k]];                                                    \
+    }                                                                                           \
+    for (o = begin; o < end; ++o) {                 /* output elements in C order */            \
+        const T *base = job->a;                                                                 \
+        T acc = 0;                                                                              \
+        for (k = 0; k < nn; ++k)                                                                \
+            base += n_index[k] * job->stride[job->n_groups[k]];                                 \
+        for (k = 1; k < nr; ++k)                                                                \
+            r_index[k] = 0;                                                                     \
+        for (r = 0; r < job->n_runs; ++r) {                                                     \
+            off = 0;                                                                            \
+            for (k = 1; k < nr; ++k)                                                            \
+                off += r_index[k] * job->stride[job->r_groups[k]];                              \
+            acc += strided_run_##SFX(base + off, job->size[job->r_groups[0]],                   \
+                                     job->stride[job->r_groups[0]]);                            \
+            for (k = 1; k < nr && ++r_index[k] == job->size[job->r_groups[k]]; ++k)             \
+                r_index[k] = 0;                                                                 \
+        }                                                                                       \
+        job->out[o] = acc;                                                                      \
+        for (k = 0; k < nn && ++n_index[k] == job->size[job->n_groups[k]]; ++k)                 \
+            n_index[k] = 0;                                                                     \
+    }                                                                                           \
+}                                                                                               \
+                                                                                                \
 void tg_cascade_groups_##SFX(int ngroups, const ptrdiff_t *sizes, const char *reduced,          \
                              const T *a, T *out)                                                \
 {                                                                                               \
-    ptrdiff_t stride[TG_CASCADE_MAX_GROUPS], r_index[TG_CASCADE_MAX_GROUPS];                    \
-    ptrdiff_t n_index[TG_CASCADE_MAX_GROUPS], n_out = 1, n_runs = 1, o, r, off;                 \
-    int r_groups[TG_CASCADE_MAX_GROUPS], n_groups[TG_CASCADE_MAX_GROUPS], nr = 0, nn = 0, g, k; \
+    groups_job_##SFX job;                                                                       \
+    ptrdiff_t n_out = 1;                                                                        \
+    int g;                                                                                      \
+    job.a = a;                                                                                  \
+    job.out = out;                                                                              \
+    job.n_runs = 1;                                                                             \
+    job.nr = job.nn = 0;                                                                        \
     for (g = ngroups - 1; g >= 0; --g) {            /* innermost first */                       \
-        stride[g] = g == ngroups - 1 ? 1 : stride[g + 1] * sizes[g + 1];                        \
+        job.size[g] = sizes[g];                                                                 \
+        job.stride[g] = g == ngroups - 1 ? 1 : job.stride[g + 1] * sizes[g + 1];                \
         if (reduced[g]) {                                                                       \
-            if (nr > 0)                                                                         \
-                n_runs *= sizes[g];                                                             \
-            r_groups[nr++] = g;                                                                 \
+            if (job.nr > 0)                                                                     \
+                job.n_runs *= sizes[g];                                                         \
+            job.r_groups[job.nr++] = g;                                                         \
         } else {                                                                                \
             n_out *= sizes[g];                                                                  \
-            n_index[nn] = 0;                                                                    \
-            n_groups[nn++] = g;                                                                 \
+            job.n_groups[job.nn++] = g;                                                         \
         }                                                                                       \
     }                                                                                           \
-    for (o = 0; o < n_out; ++o) {                   /* output elements in C order */            \
-        const T *base = a;                                                                      \
-        T acc = 0;                                                                              \
-        for (k = 0; k < nn; ++k)                                                                \
-            base += n_index[k] * stride[n_groups[k]];                                           \
-        for (k = 1; k < nr; ++k)                                                                \
-            r_index[k] = 0;                                                                     \
-        for (r = 0; r < n_runs; ++r) {                                                          \
-            off = 0;                                                                            \
-            for (k = 1; k < nr; ++k)                                                            \
-                off += r_index[k] * stride[r_groups[k]];                                        \
-            acc += strided_run_##SFX(base + off, sizes[r_groups[0]], stride[r_groups[0]]);      \
-            for (k = 1; k < nr && ++r_index[k] == sizes[r_groups[k]]; ++k)                      \
-                r_index[k] = 0;                                                                 \
-        }                                                                                       \
-        out[o] = acc;                                                                           \
-        for (k = 0; k < nn && ++n_index[k] == sizes[n_groups[k]]; ++k)                          \
-            n_index[k] = 0;                                                                     \
-    }                                                                                           \
-}
+    tg_parallel_for(n_out, parallel_min(job.n_runs * sizes[job.r_groups[0]]), 1,                \
+                    groups_part_##SFX, &job);                                                   \
+}                                                                                               \
 
 DEFINE_GROUP_SUMS(float, f32)
 DEFINE_GROUP_SUMS(double, f64)
