@@ -1087,6 +1087,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """sum with nan elements counted as 0."""
     _check_tensor(input, "nansum")
+    _core.check_keepdim("nansum", keepdim)
     if input._array.dtype.kind == "c":
         raise RuntimeError("nansum on CPU does not support complex inputs")
     from . import where
@@ -1100,6 +1101,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """mean over the non-nan elements (nan where all are nan)."""
     _check_tensor(input, "nanmean")
+    _core.check_keepdim("nanmean", keepdim)
     if input._array.dtype.kind not in "fc":
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {_dtype_name(input._array)}")
@@ -1206,6 +1208,7 @@ def aminmax(input, *, dim=None, keepdim=False):
     """(min, max) of input, overall or along dim: amin and amax, which share a tie's gradient
     evenly as PyTorch's aminmax."""
     _check_tensor(input, "aminmax")
+    _core.check_keepdim("aminmax", keepdim)
     if input._array.size == 0:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")

@@ -45,3 +45,49 @@ def test_resize_as_shares_storage_and_keeps_grad(torch):
             warnings.simplefilter("ignore")
             (w.resize(2, 2) * lib.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
         assert w.grad.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+_KEEPDIM_CALLS = [
+    ("sum", lambda lib, a, k: a.sum(1, k)), ("mean", lambda lib, a, k: a.mean(1, k)),
+    ("prod", lambda lib, a, k: a.prod(1, k)), ("amax", lambda lib, a, k: a.amax(1, k)),
+    ("amin", lambda lib, a, k: a.amin(1, k)), ("max", lambda lib, a, k: a.max(1, keepdim=k)),
+    ("min", lambda lib, a, k: a.min(1, keepdim=k)), ("argmax", lambda lib, a, k: a.argmax(1, k)),
+    ("argmin", lambda lib, a, k: a.argmin(keepdim=k)), ("logsumexp", lambda lib, a, k: a.logsumexp(1, k)),
+    ("var", lambda lib, a, k: a.var(1, keepdim=k, correction=0)),
+    ("std", lambda lib, a, k: lib.std(a, 1, keepdim=k)), ("sum_keepdims", lambda lib, a, k: a.sum(1, keepdims=k)),
+    ("nansum", lambda lib, a, k: a.nansum(1, k)), ("nanmean", lambda lib, a, k: a.nanmean(1, k)),
+    ("median", lambda lib, a, k: a.median(1, k)), ("nanmedian", lambda lib, a, k: a.nanmedian(1, k)),
+    ("kthvalue", lambda lib, a, k: a.kthvalue(1, 1, k)), ("mode", lambda lib, a, k: a.mode(1, k)),
+    ("quantile", lambda lib, a, k: a.quantile(0.5, 1, k)), ("var_mean", lambda lib, a, k: lib.var_mean(a, 1, keepdim=k)),
+    ("aminmax", lambda lib, a, k: lib.aminmax(a, dim=1, keepdim=k)),
+    ("linalg_vector_norm", lambda lib, a, k: lib.linalg.vector_norm(a, 2, 1, k)),
+    ("linalg_norm", lambda lib, a, k: lib.linalg.norm(a, dim=1, keepdim=k)),
+    ("linalg_matrix_norm", lambda lib, a, k: lib.linalg.matrix_norm(a, keepdim=k)),
+]
+
+
+@pytest.mark.parametrize("value", [2, 1, 0, None, 1.0, np.True_], ids=repr)
+@pytest.mark.parametrize("name, call", _KEEPDIM_CALLS, ids=[n for n, _ in _KEEPDIM_CALLS])
+def test_keepdim_must_be_a_bool(torch, name, call, value):
+    # x.sum(1, 2) (meaning dims 1 and 2) is a TypeError in PyTorch; tapegrad used to read 2 as
+    # keepdim=True and return a silently different shape.
+    if name == "sum_keepdims" and value is None:
+        pytest.skip("keepdims=None is tapegrad's 'alias not given'")
+    with pytest.raises(TypeError) as expected:
+        call(torch, torch.ones(2, 3), value)
+    with pytest.raises(TypeError, match="keepdim") as got:
+        call(tg, tg.ones(2, 3), value)
+    if "must be bool" in str(expected.value):
+        assert f"must be bool, not {type(value).__module__ + '.' if type(value).__module__ == 'numpy' else ''}" \
+            f"{type(value).__name__}" in str(got.value)
+
+
+@pytest.mark.parametrize("name, call", _KEEPDIM_CALLS, ids=[n for n, _ in _KEEPDIM_CALLS])
+def test_keepdim_bools_still_work(torch, name, call):
+    for k in (True, False):
+        want = call(torch, torch.arange(6.0).reshape(2, 3), k)
+        got = call(tg, tg.arange(6.0).reshape(2, 3), k)
+        want = want if isinstance(want, tuple) else (want,)
+        got = got if isinstance(got, tuple) else (got,)
+        for w, g in zip(want, got):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
