@@ -91,3 +91,26 @@ def test_keepdim_bools_still_work(torch, name, call):
         got = got if isinstance(got, tuple) else (got,)
         for w, g in zip(want, got):
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: a.broadcast_to(2, 2, 3), lambda a: a.broadcast_to((2, 2, 3)),
+    lambda a: a.broadcast_to(size=[2, 2, 3]), lambda a: a[0, 0].broadcast_to(3),
+    lambda a: a.flip(0, 1), lambda a: a.flip(2), lambda a: a.flip(dims=[0, 2]),
+])
+def test_method_packs_loose_ints_into_its_sequence(torch, call):
+    # Tensor.broadcast_to(2, 2, 3) works in PyTorch (its method parser packs the ints);
+    # tapegrad raised TypeError.
+    want = call(torch.arange(6.0).reshape(1, 2, 3))
+    got = call(tg.arange(6.0).reshape(1, 2, 3))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("call", [lambda a: a.broadcast_to(), lambda a: a.broadcast_to(2, size=3),
+                                  lambda a: a.flip()])
+def test_method_sequence_argument_errors(torch, call):
+    with pytest.raises(TypeError) as expected:
+        call(torch.ones(3))
+    with pytest.raises(TypeError) as got:
+        call(tg.ones(3))
+    assert str(got.value) == str(expected.value)
