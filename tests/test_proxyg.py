@@ -63,6 +63,8 @@ _KEEPDIM_CALLS = [
     ("linalg_vector_norm", lambda lib, a, k: lib.linalg.vector_norm(a, 2, 1, k)),
     ("linalg_norm", lambda lib, a, k: lib.linalg.norm(a, dim=1, keepdim=k)),
     ("linalg_matrix_norm", lambda lib, a, k: lib.linalg.matrix_norm(a, keepdim=k)),
+    ("norm", lambda lib, a, k: a.norm(2, 1, k)), ("norm_kw", lambda lib, a, k: lib.norm(a, dim=1, keepdim=k)),
+    ("pairwise_distance", lambda lib, a, k: lib.nn.functional.pairwise_distance(a, a, keepdim=k)),
 ]
 
 
