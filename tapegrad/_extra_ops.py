@@ -1087,6 +1087,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """sum with nan elements counted as 0."""
     _check_tensor(input, "nansum")
+    _core.check_keepdim("nansum", keepdim)
     if input._array.dtype.kind == "c":
         raise RuntimeError("nansum on CPU does not support complex inputs")
     from . import where
@@ -1100,6 +1101,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """mean over the non-nan elements (nan where all are nan)."""
     _check_tensor(input, "nanmean")
+    _core.check_keepdim("nanmean", keepdim)
     if input._array.dtype.kind not in "fc":
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {_dtype_name(input._array)}")
@@ -1206,6 +1208,7 @@ def aminmax(input, *, dim=None, keepdim=False):
     """(min, max) of input, overall or along dim: amin and amax, which share a tie's gradient
     evenly as PyTorch's aminmax."""
     _check_tensor(input, "aminmax")
+    _core.check_keepdim("aminmax", keepdim)
     if input._array.size == 0:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")
@@ -1518,18 +1521,26 @@ def _method(name: str, fn):
     return method_entry(name, fn)
 
 
-def _tensor_method_flip(self, *dims, **kwargs):
-    """Tensor.flip(dims) and Tensor.flip(*dims), as PyTorch's method accepts both."""
-    if kwargs:
-        if dims or set(kwargs) != {"dims"}:
-            raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kwargs))}'"
-                            if set(kwargs) != {"dims"} else "flip() got multiple values for argument 'dims'")
-        dims = (kwargs["dims"],)
-    if not dims:
-        raise TypeError('flip() missing 1 required positional arguments: "dims"')
-    if len(dims) == 1 and not (isinstance(dims[0], (int, np.integer)) or _one_int_tensor(dims[0])):
-        dims = dims[0]
-    return flip(self, dims)
+def _packed_sequence_method(name: str, param: str, fn):
+    """Tensor.<name>(seq) and Tensor.<name>(*ints): PyTorch's method parser packs loose ints into
+    the method's one sequence argument (x.flip(0, 1), x.broadcast_to(2, 3)); the function form
+    takes only the sequence."""
+    def method(self, *values, **kwargs):
+        if kwargs:
+            if values or set(kwargs) != {param}:
+                raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(kwargs))}'"
+                                if set(kwargs) != {param} else
+                                f"{name}() got multiple values for argument '{param}'")
+            values = (kwargs[param],)
+        if not values:
+            raise TypeError(f'{name}() missing 1 required positional arguments: "{param}"')
+        if len(values) == 1 and not (isinstance(values[0], (int, np.integer))
+                                     or _one_int_tensor(values[0])):
+            values = values[0]
+        return fn(self, values)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = fn.__doc__
+    return method
 
 
 def register_family(namespace: dict, tensor_cls, module_globals: dict, functions, methods,
@@ -1556,7 +1567,8 @@ def register(namespace: dict, tensor_cls) -> None:
                     {"sort": ("values", "indices"), "topk": ("values", "indices"),
                      "histogram": ("hist", "bin_edges"), "histogramdd": ("hist", "bin_edges"),
                      "aminmax": ("min", "max")},
-                    {"flip": _tensor_method_flip})
+                    {"flip": _packed_sequence_method("flip", "dims", flip),
+                     "broadcast_to": _packed_sequence_method("broadcast_to", "size", broadcast_to)})
     for name, value in CONSTANTS.items():
         namespace.setdefault(name, value)
     for name in IN_PLACE:

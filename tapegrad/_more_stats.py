@@ -41,6 +41,7 @@ def _median_order(arr: np.ndarray, ignore_nan: bool) -> np.ndarray:
 
 def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
     _check_tensor(input, name)
+    _core.check_keepdim(name, keepdim)
     refuse_if_complex("median", input)
     arr = input._array
     if arr.dtype == np.bool_:
@@ -104,6 +105,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """(values, indices) of the k-th smallest element (k from 1) along dim; NaN sorts last."""
     _check_tensor(input, "kthvalue")
+    _core.check_keepdim("kthvalue", keepdim)
     refuse_if_complex("kthvalue", input)
     arr = input._array
     if arr.dtype == np.bool_:
@@ -143,6 +145,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, out,
               ignore_nan: bool):
     _check_tensor(input, name)
+    _core.check_keepdim(name, keepdim)
     arr = input._array
     if arr.size == 0:
         raise RuntimeError("quantile() input tensor must be non-empty")
@@ -226,6 +229,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 
 def _moment_mean(name: str, reducer: str, input, dim, unbiased, keepdim, correction, out):
     _check_tensor(input, name)
+    _core.check_keepdim(name, keepdim)
     if input._array.dtype.kind not in "fc":
         raise RuntimeError(f"{name} only support floating point and complex dtypes")
     if isinstance(dim, bool):           # the (input, unbiased) overload

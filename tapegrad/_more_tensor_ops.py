@@ -390,7 +390,9 @@ def _autograd_resize(self, *size):
                            f"elements in total), but the given tensor has a size of {shape} "
                            f"({self.numel()} elements). autograd's resize can only change the "
                            f"shape of a given tensor, while preserving the number of elements. ")
-    return self.reshape(target).clone()
+    # PyTorch's Resize is new(self).contiguous().view(sizes): the result shares a contiguous
+    # tensor's storage (writing through it changes self) and copies only a non-contiguous one.
+    return self.contiguous().view(target)
 
 
 # -- apply_, map_, map2_ ---------------------------------------------------------------------------

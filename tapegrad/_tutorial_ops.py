@@ -80,6 +80,7 @@ def mode(input, dim=-1, keepdim=False):
     """The most frequent value along ``dim`` and its index (named tuple ``values, indices``);
     the values are gathered by a recorded op, so the gradient reaches the chosen element."""
     _check_tensor(input, "mode")
+    _core.check_keepdim("mode", keepdim)
     if input.ndim == 0:
         index = _wrap(np.zeros((), dtype=np.int64))
         return _core.return_types.mode((input.clone(), index))

@@ -617,6 +617,7 @@ _torch_grad_fn_name(_CountNonzero, "LinalgVectorNormBackward0")
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The ord-norm of x over dim (all elements when None), as torch.linalg.vector_norm."""
     x = _as_tensor(x, "linalg_vector_norm")
+    _core.check_keepdim("linalg_vector_norm", keepdim)
     if x._array.dtype.kind != "c":                      # complex: the norm of the moduli
         _check_float(x, "linalg.vector_norm")
     if dtype is not None:
@@ -663,6 +664,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     """The ord-norm of the matrices of A over the two dims (torch.linalg.matrix_norm): 'fro',
     inf, -inf, 1, -1."""
     A = _as_tensor(A, "linalg_matrix_norm")
+    _core.check_keepdim("linalg_matrix_norm", keepdim)
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
@@ -713,6 +715,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     """torch.linalg.norm: a vector norm over one dim (or the flattened input when neither ord
     nor dim is given), a matrix norm over two."""
     A = _as_tensor(A, "linalg_norm")
+    _core.check_keepdim("linalg_norm", keepdim)
     if dim is not None and not isinstance(dim, int) and len(dim) not in (1, 2):
         raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
                            f"{list(dim)}")

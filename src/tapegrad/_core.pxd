@@ -588,6 +588,7 @@ cdef inline bint needs_grad(Record* r, int j) noexcept:
 cdef object dim_alias(str fname, object dim, object axis)
 
 cdef bint keepdim_alias(str fname, object keepdim, object keepdims) except -1
+cpdef bint check_keepdim(str fname, object keepdim) except -1
 
 cdef tuple normalize_dims(object dim, int ndim)
 

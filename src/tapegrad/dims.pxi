@@ -14,13 +14,26 @@ cdef object dim_alias(str fname, object dim, object axis):
 
 
 cdef bint keepdim_alias(str fname, object keepdim, object keepdims) except -1:
-    """keepdim, or its alias `keepdims`."""
+    """keepdim, or its alias `keepdims`: a Python bool, as PyTorch's parser requires (an int, None
+    or numpy bool there is a TypeError, not a truth value: x.sum(1, 2) must not keep dim 1)."""
     if keepdims is None:
-        return bool(keepdim)
-    if keepdim:
-        raise TypeError(f"{fname}() got multiple values for argument 'keepdim' (alias "
-                        "'keepdims')")
-    return bool(keepdims)
+        return check_keepdim(fname, keepdim)
+    if keepdim is not False:
+        if keepdim is True:
+            raise TypeError(f"{fname}() got multiple values for argument 'keepdim' (alias "
+                            "'keepdims')")
+        check_keepdim(fname, keepdim)
+    return check_keepdim(fname, keepdims)
+
+
+cpdef bint check_keepdim(str fname, object keepdim) except -1:
+    """keepdim as PyTorch's parser takes it: exactly a Python bool (shared by the Python-level
+    reductions, so every reduction refuses the same values)."""
+    if keepdim is True:
+        return True
+    if keepdim is False:
+        return False
+    raise TypeError(f"{fname}(): argument 'keepdim' must be bool, not {type_name(keepdim)}")
 
 
 cdef tuple normalize_dims(object dim, int ndim):

@@ -865,6 +865,7 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     inf, -inf, 0 (count of non-zeros) or any other number.  Gradient 0 at the zero vector."""
     cdef Record* r
     cdef double pv
+    check_keepdim("linalg_vector_norm", keepdim)        # PyTorch's norm parses as vector_norm
     A = input._array
     if A.dtype.kind == "c" and dtype is None:           # the norm of the moduli
         return complex_call("norm", (input, p, dim, keepdim))

@@ -10,6 +10,7 @@ import numpy as np
 
 import tapegrad as _tg
 
+from .. import _core
 from .._half_precision import narrow_half, widen_half
 from ._extra_activations import logsigmoid
 from ._legacy_reduction import mean_alias
@@ -97,6 +98,7 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     from .._extra_ops import _check_tensor
     _check_tensor(x1, "pairwise_distance", "x1", 1)
     _check_tensor(x2, "pairwise_distance", "x2", 2)
+    _core.check_keepdim("pairwise_distance", keepdim)
     diff = x1 - x2 + eps
     dim = -1 if diff.dim() > 0 else 0
     return diff.norm(p, dim, keepdim=keepdim)
