@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
 import copy as _copy
+import math
 import numbers
 
 import numpy as np
@@ -672,7 +673,9 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         shape = creation._size_args(size, fn)
         dt = _core.np_dtype_of(self.dtype if dtype is None else dtype, fn)
         creation._check_requires_grad(dt, requires_grad)
-        arr = np.empty(shape, dtype=dt) if value is None else np.full(shape, value, dtype=dt)
+        arr = np.empty(shape, dtype=dt) if value is None else np.full(
+            shape, creation._fill_scalar(creation._number_argument(value, fn), dt,
+                                         math.prod(shape)), dtype=dt)
         return _core.wrap_array(arr, requires_grad)
 
     # -- ops as methods -------------------------------------------------------------------------

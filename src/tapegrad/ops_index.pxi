@@ -732,15 +732,15 @@ def masked_fill(TensorBase input, mask, value):
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {V.ndim} dimension(s).")
         fill = V
-    elif isinstance(value, (bool, int, float, np.generic)):
-        check_scalar_fits(value, A.dtype)
-        fill = np.asarray(value)
+    elif isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
+        fill = np.asarray(scalar_to_dtype(value, A.dtype))
     else:
         raise TypeError("masked_fill() received an invalid combination of arguments - got "
                         f"(Tensor, {type_name(value)})")
     out_shape = broadcast_shapes_torch(M.shape, A.shape)
-    with IeeeResults():
-        fill = fill.astype(A.dtype)
+    if fill.dtype != A.dtype:
+        with IeeeResults():
+            fill = fill.astype(A.dtype)
     out = np.asarray(np.where(M, fill, A), order="C")   # (contiguous, as PyTorch's clone)
     cdef TensorBase res = wrap(nd(out))
     cdef Record* r = record_from(OP_MASKED_FILL_T if tensor_value else OP_MASKED_FILL, res,
