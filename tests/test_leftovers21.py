@@ -191,3 +191,20 @@ def test_dim_list_error_precedence_as_pytorch(dims):
         got = outcome(tg, lambda lib: call(lib, lib.zeros(2, 3)))
         expected = outcome(torch, lambda lib: call(lib, lib.zeros(2, 3)))
         assert got == expected, name
+
+
+# -- 5. Tensor.unfold's node ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,dim,size,step", [((6,), 0, 2, 1), ((6,), 0, 3, 2), ((3, 4), 1, 2, 2),
+                                                 ((4, 3), 0, 2, 1), ((), 0, 1, 1)])
+def test_unfold_is_unfold_backward_with_exact_gradient(shape, dim, size, step):
+    def fn(lib):
+        a = lib.arange(float(max(1, int(np.prod(shape)))), dtype=lib.float64).reshape(shape)
+        a.requires_grad_()
+        u = a.unfold(dim, size, step)
+        weights = lib.arange(float(u.numel()), dtype=lib.float64).reshape(u.shape)
+        (u * weights).sum().backward()
+        return u.grad_fn.name(), repr(a.grad.tolist())
+    assert fn(tg) == fn(torch)
+    x = tg.arange(6.0, dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradgradcheck(lambda t: t.unfold(0, 3, 2).pow(2), (x,))
