@@ -208,3 +208,43 @@ def test_unfold_is_unfold_backward_with_exact_gradient(shape, dim, size, step):
     assert fn(tg) == fn(torch)
     x = tg.arange(6.0, dtype=tg.float64, requires_grad=True)
     assert tg.autograd.gradgradcheck(lambda t: t.unfold(0, 3, 2).pow(2), (x,))
+
+
+# -- 4. a view taken under no_grad of a leaf requiring grad follows the leaf's requires_grad ------
+
+def test_no_grad_view_follows_its_leafs_requires_grad():
+    def fn(lib):
+        seen = []
+        x = lib.ones(3, requires_grad=True)
+        with lib.no_grad():
+            v = x[:2]
+            w = v[:1]
+        seen.append((v.requires_grad, w.requires_grad, v.is_leaf))
+        x.requires_grad_(False)
+        seen.append((v.requires_grad, w.requires_grad, (v * 2).grad_fn is None))
+        v.mul_(2)               # no longer refused: nothing requires grad
+        seen.append(repr(x.tolist()))
+        x.requires_grad_(True)
+        seen.append(v.requires_grad)
+        seen.append(outcome(lib, lambda _: type((v * 2).grad_fn).__name__)[0])  # (v was written)
+        with lib.no_grad():
+            v = x[:2]
+        seen.append((v.requires_grad, type((v * 2).grad_fn).__name__))
+        with lib.no_grad():
+            u = x[1:]
+        u.requires_grad_(True)      # its own flag holds it, whatever the leaf's
+        x.requires_grad_(False)
+        seen.append((u.requires_grad, v.requires_grad))
+        return seen
+    assert fn(tg) == fn(torch)
+
+
+def test_no_grad_views_are_forgotten_when_they_die():
+    import gc
+    w = tg.ones(10, requires_grad=True)
+    for _ in range(200):
+        with tg.no_grad():
+            w[:3].view(3)
+    gc.collect()
+    w.requires_grad_(False)             # (walks only the live views)
+    assert not w.requires_grad
