@@ -248,3 +248,24 @@ def test_no_grad_views_are_forgotten_when_they_die():
     gc.collect()
     w.requires_grad_(False)             # (walks only the live views)
     assert not w.requires_grad
+
+
+# -- 7. einsum's dtype error, kernel scalars' error: one table of type names ------------------------
+
+@pytest.mark.parametrize("eq,shapes", [("i,i->", [(2,), (2,)]), ("ij,jk->ik", [(2, 2), (2, 2)]),
+                                       ("bij,bjk->bik", [(2, 2, 2), (2, 2, 2)])])
+@pytest.mark.parametrize("dtypes", [("float32", "float64"), ("float64", "float32"),
+                                    ("int64", "float32"), ("float32", "complex64"),
+                                    ("float16", "float32")])
+def test_einsum_dtype_mismatch_as_pytorch(eq, shapes, dtypes):
+    same(lambda lib: lib.einsum(eq, *[lib.ones(s, dtype=getattr(lib, d))
+                                      for s, d in zip(shapes, dtypes)]))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "float16",
+                                   "float32"])
+def test_complex_kernel_scalar_error_names_the_compute_type(dtype):
+    def a(lib):
+        return lib.ones(2, 2, dtype=getattr(lib, dtype))
+    same(lambda lib: a(lib).addcmul(a(lib), a(lib), value=1 + 1j))
+    same(lambda lib: lib.addmm(a(lib), a(lib), a(lib), beta=1 + 1j))
