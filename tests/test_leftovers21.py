@@ -269,3 +269,27 @@ def test_complex_kernel_scalar_error_names_the_compute_type(dtype):
         return lib.ones(2, 2, dtype=getattr(lib, dtype))
     same(lambda lib: a(lib).addcmul(a(lib), a(lib), value=1 + 1j))
     same(lambda lib: lib.addmm(a(lib), a(lib), a(lib), beta=1 + 1j))
+
+
+# -- an operator's Python int is PyTorch's wrapped number (cast unchecked) ------------------------
+
+WRAPPED = {
+    "u+300": lambda L, u: u + 300, "300+u": lambda L, u: 300 + u, "u-300": lambda L, u: u - 300,
+    "300-u": lambda L, u: 300 - u, "u*300": lambda L, u: u * 300, "u//300": lambda L, u: u // 300,
+    "u%300": lambda L, u: u % 300, "u%-200": lambda L, u: u % -200,
+    "u**300": lambda L, u: u ** 300, "300**u": lambda L, u: 300 ** u[:1],
+    "u/300": lambda L, u: u / 300, "add_": lambda L, u: u.add_(-200),
+    "mul_": lambda L, u: u.mul_(300), "add alpha": lambda L, u: u.add(300, alpha=2),
+    "fmod": lambda L, u: u.fmod(300), "u+2**63": lambda L, u: u + 2 ** 63,
+    "u+2**64-1": lambda L, u: u + (2 ** 64 - 1), "u+2**70": lambda L, u: u + 2 ** 70,
+    "u<300": lambda L, u: u < 300, "u==300": lambda L, u: u == 300,
+    "u&300": lambda L, u: u & 300, "u|-200": lambda L, u: u | -200,
+    "bool+300": lambda L, u: L.tensor([True]) + 300,
+    "i64+2**63": lambda L, u: L.tensor([1]) + 2 ** 63,
+}
+
+
+@pytest.mark.parametrize("name", list(WRAPPED))
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16"])
+def test_operator_ints_wrap_as_pytorch(name, dtype):
+    same(lambda lib: WRAPPED[name](lib, lib.tensor([1, 2, 100], dtype=getattr(lib, dtype))))
