@@ -1258,6 +1258,9 @@ def scalar_tensor(s, *, dtype=None, device=None, layout=None, requires_grad=Fals
                   pin_memory=False):
     """A 0-d tensor holding s, of the default float dtype unless dtype is given."""
     from . import get_default_dtype, tensor
+    if dtype is not None and isinstance(s, (bool, int, float, complex, np.bool_, np.number)):
+        # a Number, stored by the conversion every number written into a tensor shares
+        s = _core._scalar_to_dtype(s, _core.np_dtype_of(dtype, "scalar_tensor")).item()
     return tensor(float(s) if dtype is None else s, dtype=dtype or get_default_dtype(),
                   requires_grad=requires_grad)
 

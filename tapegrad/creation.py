@@ -605,6 +605,20 @@ def _count_arg(x, fn: str, name: str, position: int) -> int:
     return int(x)
 
 
+def _endpoints_as(dt, start, end):
+    """linspace's start and end (None: unused) as PyTorch's kernel reads them: converted to dt
+    with the checked conversion of every number written into a tensor (an integer dtype's
+    endpoints as stored: uint8's -200 is 56; a float dtype's only checked, its values computed
+    from the numbers as given)."""
+    converted = []
+    for v in (start, end):
+        if v is not None and not isinstance(v, (complex, np.complexfloating)):
+            stored = _core._scalar_to_dtype(v, dt).item()
+            v = stored if dt.kind in "iu" else v
+        converted.append(v)
+    return converted
+
+
 def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layout=None,
              device=None) -> Tensor:
     """`steps` values evenly spaced from start to end inclusive (float32 by default).
@@ -622,6 +636,7 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layo
     _check_requires_grad(dt, requires_grad)
     if steps == 0:
         return _make(np.empty(0, dtype=dt), requires_grad)
+    start, end = _endpoints_as(dt, start, end if steps > 1 else None)
     if steps == 1:
         return _make(np.full(1, start, dtype=dt), requires_grad)
     # PyTorch computes in the result's precision (half: float; integers: double from integer
@@ -667,6 +682,7 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
         start, end = int(start), int(end)
     if steps == 0:
         return _make(np.empty(0, dtype=dt), requires_grad)
+    _endpoints_as(dt, start, end if steps > 1 else None)        # (PyTorch's overflow error)
     with _core.IeeeResults():
         if steps == 1:
             values = np.power(ct.type(base), np.full(1, start, dtype=ct))

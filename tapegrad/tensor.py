@@ -621,8 +621,13 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         arr = data if isinstance(data, np.ndarray) else creation._nested_array(data)[1]
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"new_tensor(): could not infer dtype of {_type_name(data)}")
-        return creation.tensor(arr, dtype=self.dtype if dtype is None else dtype,
-                               requires_grad=requires_grad)
+        dtype = self.dtype if dtype is None else dtype
+        if arr is not data:
+            # Python numbers must fit an integer dtype, as tensor() checks them (it wrapped
+            # silently: new_tensor([250]) of an int8 tensor held -6)
+            from ._legacy import _check_int_range
+            _check_int_range(arr, _core.np_dtype_of(dtype, "new_tensor"))
+        return creation.tensor(arr, dtype=dtype, requires_grad=requires_grad)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False,
                   layout=None, pin_memory: bool = False, **kwargs):

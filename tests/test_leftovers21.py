@@ -293,3 +293,31 @@ WRAPPED = {
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int16"])
 def test_operator_ints_wrap_as_pytorch(name, dtype):
     same(lambda lib: WRAPPED[name](lib, lib.tensor([1, 2, 100], dtype=getattr(lib, dtype))))
+
+
+CREATION_NUMBERS = {
+    "new_tensor": lambda L: L.zeros(1, dtype=L.int8).new_tensor([250]),
+    "new_tensor dtype": lambda L: L.zeros(1).new_tensor([250], dtype=L.int8),
+    "new_tensor -200 uint8": lambda L: L.zeros(1, dtype=L.uint8).new_tensor([-200]),
+    "as_tensor": lambda L: L.as_tensor([250], dtype=L.int8),
+    "scalar_tensor": lambda L: L.scalar_tensor(250, dtype=L.int8),
+    "scalar_tensor -200": lambda L: L.scalar_tensor(-200, dtype=L.uint8),
+    "masked_fill 0-d tensor": lambda L: L.zeros(2, dtype=L.uint8).masked_fill(
+        L.tensor([True, False]), L.tensor(300)),
+    "fill_ 0-d tensor wraps": lambda L: L.zeros(2, dtype=L.uint8).fill_(L.tensor(300)),
+    "linspace 300": lambda L: L.linspace(0, 300, 3, dtype=L.uint8),
+    "linspace -200": lambda L: L.linspace(-200, 0, 3, dtype=L.uint8),
+    "linspace one step": lambda L: L.linspace(0, 300, 1, dtype=L.uint8),
+    "linspace one step start": lambda L: L.linspace(300, 0, 1, dtype=L.uint8),
+    "linspace no step": lambda L: L.linspace(0, 300, 0, dtype=L.uint8),
+    "linspace float": lambda L: L.linspace(0, 1e300, 3),
+    "linspace half": lambda L: L.linspace(0, 7e4, 3, dtype=L.float16),
+    "logspace": lambda L: L.logspace(0, 300, 3, dtype=L.uint8),
+}
+
+
+@pytest.mark.parametrize("name", list(CREATION_NUMBERS))
+def test_creation_numbers_as_pytorch(name):
+    # SILENT before: new_tensor([250]) (int8) held -6, linspace(-200, 0, 3, uint8) [56, 156, 0],
+    # masked_fill(uint8, mask, tensor(300)) 44
+    same(CREATION_NUMBERS[name])

@@ -733,6 +733,7 @@ def masked_fill(TensorBase input, mask, value):
         if V.ndim != 0:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {V.ndim} dimension(s).")
+        scalar_to_dtype(V.item(), A.dtype)      # (PyTorch reads it as a number: its check)
         fill = V
     elif isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
         fill = np.asarray(scalar_to_dtype(value, A.dtype))
