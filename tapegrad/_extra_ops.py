@@ -1260,7 +1260,7 @@ def scalar_tensor(s, *, dtype=None, device=None, layout=None, requires_grad=Fals
     from . import get_default_dtype, tensor
     if dtype is not None and isinstance(s, (bool, int, float, complex, np.bool_, np.number)):
         # a Number, stored by the conversion every number written into a tensor shares
-        s = _core._scalar_to_dtype(s, _core.np_dtype_of(dtype, "scalar_tensor")).item()
+        s = _core._scalar_to_dtype(s, _core.np_dtype_of(dtype, "scalar_tensor"))
     return tensor(float(s) if dtype is None else s, dtype=dtype or get_default_dtype(),
                   requires_grad=requires_grad)
 

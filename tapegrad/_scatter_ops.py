@@ -418,7 +418,7 @@ def _fill_number(input, value):
     if isinstance(value, (complex, np.complexfloating)) and dt.kind != "c":
         raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not "
                            "supported")
-    return _core._scalar_to_dtype(value, dt).item()
+    return _core._scalar_to_dtype(value, dt)
 
 
 @_numpy_dim_names

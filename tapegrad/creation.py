@@ -355,17 +355,19 @@ def _number_argument(value, fn: str):
 
 def _fill_scalar(value, dt, numel: int):
     """Number `value` as fill_ stores it into `numel` elements of numpy dtype `dt` (PyTorch's
-    checked conversion; its one-element fill converts to float16 unchecked, rounding to inf), as
-    a Python number."""
-    return _core._scalar_to_dtype(value, dt, numel == 1).item()
+    checked conversion; its one-element fill converts to float16 unchecked, rounding to inf)."""
+    return _core._scalar_to_dtype(value, dt, numel == 1)
 
 
-def _filled(size, value, dtype, requires_grad, fn: str) -> Tensor:
+def _filled(size, value, dtype, requires_grad, fn: str, user_value: bool = False) -> Tensor:
+    """`value` in shape `size`; a `user_value` (full's, full_like's) is read and converted as
+    PyTorch's fill_value (zeros' 0 and ones' 1 fit every dtype as they are)."""
     shape = _size_args(size, fn)
     dt = _np_dtype(dtype, fn) or _default_float()
     if requires_grad and dt.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
-    value = _fill_scalar(_number_argument(value, fn), dt, math.prod(shape))
+    if user_value:
+        value = _fill_scalar(_number_argument(value, fn), dt, math.prod(shape))
     return _make(np.full(shape, value, dtype=dt), requires_grad)
 
 
@@ -481,7 +483,7 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, layout=No
             np.dtype(np.int64) if isinstance(fill_value, int) else
             _default_complex() if isinstance(fill_value, complex) else _default_float())
     return _filled((size,) if not isinstance(size, (tuple, list)) else (tuple(size),),
-                   fill_value, dtype, requires_grad, "full")
+                   fill_value, dtype, requires_grad, "full", True)
 
 
 def empty(*size, dtype=None, layout=None, device=None, requires_grad: bool = False,
@@ -538,7 +540,7 @@ def full_like(input: Tensor, fill_value, dtype=None, *, layout=None, device=None
     check_device(device, "full_like")
     sparse_factory_layout(layout, "full_like", "empty_strided")
     return _in_layout_of(_filled(input.shape, fill_value, dtype or input.dtype,
-                                 requires_grad, "full_like"),
+                                 requires_grad, "full_like", True),
                          input, memory_format)
 
 
@@ -613,7 +615,7 @@ def _endpoints_as(dt, start, end):
     converted = []
     for v in (start, end):
         if v is not None and not isinstance(v, (complex, np.complexfloating)):
-            stored = _core._scalar_to_dtype(v, dt).item()
+            stored = _core._scalar_to_dtype(v, dt)
             v = stored if dt.kind in "iu" else v
         converted.append(v)
     return converted

@@ -678,9 +678,10 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         shape = creation._size_args(size, fn)
         dt = _core.np_dtype_of(self.dtype if dtype is None else dtype, fn)
         creation._check_requires_grad(dt, requires_grad)
-        arr = np.empty(shape, dtype=dt) if value is None else np.full(
-            shape, creation._fill_scalar(creation._number_argument(value, fn), dt,
-                                         math.prod(shape)), dtype=dt)
+        if fn == "new_full":            # (new_zeros' 0 and new_ones' 1 fit every dtype)
+            value = creation._fill_scalar(creation._number_argument(value, fn), dt,
+                                          math.prod(shape))
+        arr = np.empty(shape, dtype=dt) if value is None else np.full(shape, value, dtype=dt)
         return _core.wrap_array(arr, requires_grad)
 
     # -- ops as methods -------------------------------------------------------------------------

@@ -383,6 +383,18 @@ cdef dict CHECKED_C_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int
                              "complex128": "c10::complex<double>"}
 
 
+cdef dict INT_LIMITS = {}
+
+
+cdef tuple int_limits(object dt):
+    """(min, max) of integer dtype dt as Python ints (np.iinfo, cached: it costs a microsecond)."""
+    limits = INT_LIMITS.get(dt)
+    if limits is None:
+        info = np.iinfo(dt)
+        limits = INT_LIMITS[dt] = (int(info.min), int(info.max))
+    return <tuple>limits
+
+
 cdef object overflow_error(object dt, bint half_as_double):
     """PyTorch's error for a number that does not fit dtype `dt`."""
     name = "double" if half_as_double and dt.itemsize == 2 and dt.kind == "f" else (
@@ -393,7 +405,8 @@ cdef object overflow_error(object dt, bint half_as_double):
 cdef object scalar_to_dtype(object v, object dt, bint half_as_double=False):
     """A Python or numpy number `v` converted to numpy dtype `dt` as PyTorch's checked_convert
     does when a Scalar is written into a tensor (fill_, full, masked_fill, index_fill,
-    x[key] = v, where's and clamp's numbers), returned as a `dt` scalar.
+    x[key] = v, where's and clamp's numbers), returned as the Python number (bool, int, float
+    or complex) that stores as it (a numpy scalar costs a microsecond to make).
 
     Its rules: a bool target takes any number's truth value; an integer must fit an integer
     target's range, except that an unsigned target also takes integers down to -max, stored
@@ -403,44 +416,48 @@ cdef object scalar_to_dtype(object v, object dt, bint half_as_double=False):
     float16 as a double and round to inf, and name "double" in their errors); a complex number
     for a real target must have a zero imaginary part. Python ints beyond 64 bits are refused
     as PyTorch's argument parser does (OverflowError)."""
-    if isinstance(v, (bool, np.bool_)):
-        return dt.type(bool(v))
-    if isinstance(v, (int, np.integer)):
-        v = int(v)
+    cdef type t = type(v)
+    if t is not float and t is not int and t is not bool and t is not complex:
+        v = v.item() if isinstance(v, np.generic) else (
+            int(v) if isinstance(v, int) else complex(v) if isinstance(v, complex) else float(v))
+        t = type(v)
+    cdef str kind = dt.kind
+    if t is bool:
+        return v if kind == "b" else (complex(v) if kind == "c" else
+                                      float(v) if kind == "f" else int(v))
+    if t is int:
         if v >= (1 << 64):
             raise OverflowError("int too big to convert")
         if v < -(1 << 63):
             raise OverflowError("can't convert negative int to unsigned")
-    elif isinstance(v, (complex, np.complexfloating)):
-        v = complex(v)
-        if dt.kind == "b":
-            return dt.type(v != 0)
-        if dt.kind != "c":
+    elif t is complex:
+        if kind == "b":
+            return v != 0
+        if kind != "c":
             if v.imag != 0:
                 raise overflow_error(dt, half_as_double)
             v = v.real
-    else:
-        v = float(v)
-    if dt.kind == "b":
-        return dt.type(bool(v))
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        if isinstance(v, int):
-            low = -int(info.max) if dt.kind == "u" else int(info.min)
-            if v < low or v > info.max:
+    if kind == "b":
+        return bool(v)
+    if kind == "i" or kind == "u":
+        lo, hi = int_limits(dt)
+        if type(v) is int:
+            if v < (-hi if kind == "u" else lo) or v > hi:
                 raise overflow_error(dt, half_as_double)
-            return dt.type(v % (int(info.max) + 1) if v < 0 and dt.kind == "u" else v)
-        if not (<double>info.min <= v <= <double>info.max):        # (NaN fails too)
+            return v % (hi + 1) if v < 0 and kind == "u" else v
+        if not (<double>lo <= v <= <double>hi):        # (NaN fails too)
             raise overflow_error(dt, half_as_double)
-        return dt.type(int(v))
+        return int(v)
     limit = FLOAT_MAX.get(dt)
-    if limit is not None and not (half_as_double and dt.kind == "f" and dt.itemsize == 2):
-        parts = (v.real, v.imag) if isinstance(v, complex) else (v,)
+    if limit is not None:
+        parts = (v.real, v.imag) if type(v) is complex else (v,)
         for part in parts:
             if abs(part) != float("inf") and abs(part) > <double>limit:
+                if half_as_double and kind == "f" and dt.itemsize == 2:
+                    with IeeeResults():         # (rounded to inf, as PyTorch's double -> Half)
+                        return float(dt.type(v))
                 raise overflow_error(dt, half_as_double)
-    with IeeeResults():                 # (float16 past its range under half_as_double: inf)
-        return dt.type(v)
+    return complex(v) if kind == "c" else float(v)
 
 
 cdef object wrapped_int(object v, object dt):
@@ -453,14 +470,14 @@ cdef object wrapped_int(object v, object dt):
         raise OverflowError("int too big to convert")
     if v < -(1 << 63):
         raise OverflowError("can't convert negative int to unsigned")
-    bits = 8 * dt.itemsize
+    bits = 8 * dt.itemsize             # (a Python int: 1 << 64 must not overflow)
     v &= (1 << bits) - 1
     if dt.kind == "i" and v >= (1 << (bits - 1)):
         v -= 1 << bits
-    return dt.type(v)
+    return v
 
 
 def _scalar_to_dtype(v, dt, half_as_double=False):
     """scalar_to_dtype for the Python-level ops (fill_, full, fill, lerp's weight): `v` as the
-    `dt` scalar PyTorch stores, or its error."""
+    number PyTorch stores in a `dt` tensor, or its error."""
     return scalar_to_dtype(v, np.dtype(dt), half_as_double)

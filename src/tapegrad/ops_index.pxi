@@ -736,7 +736,7 @@ def masked_fill(TensorBase input, mask, value):
         scalar_to_dtype(V.item(), A.dtype)      # (PyTorch reads it as a number: its check)
         fill = V
     elif isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
-        fill = np.asarray(scalar_to_dtype(value, A.dtype))
+        fill = np.asarray(scalar_to_dtype(value, A.dtype), dtype=A.dtype)
     else:
         raise TypeError("masked_fill() received an invalid combination of arguments - got "
                         f"(Tensor, {type_name(value)})")

@@ -713,9 +713,9 @@ cdef object clamp_op(TensorBase input, object lo, object hi, int variant):
     dt = promote_operands((input, lo, hi))
     # (the bounds converted to dt as every number written into a tensor: uint8's -1 is 255)
     if lo is not None:
-        lo = scalar_to_dtype(lo, dt).item()
+        lo = scalar_to_dtype(lo, dt)
     if hi is not None:
-        hi = scalar_to_dtype(hi, dt).item()
+        hi = scalar_to_dtype(hi, dt)
     X = A if A.dtype == dt else A.astype(dt)
     out = fast_param(TG_CLAMP, X, None, -INFINITY if lo is None else lo,
                      INFINITY if hi is None else hi)
@@ -922,9 +922,9 @@ cdef object where_record(object condition, object input, object other, object ba
     shape = broadcast_shapes_torch(shape, sy)
     # (a number is converted as x[key] = number: beyond float16's range it is inf, as PyTorch)
     X = operand_value(x, dt) if isinstance(x, TensorBase) else np.asarray(
-        scalar_to_dtype(x, dt, True))
+        scalar_to_dtype(x, dt, True), dtype=dt)
     Y = operand_value(y, dt) if isinstance(y, TensorBase) else np.asarray(
-        scalar_to_dtype(y, dt, True))
+        scalar_to_dtype(y, dt, True), dtype=dt)
     out = nd(np.where(C, X, Y))
     if out.dtype != dt:
         out = out.astype(dt)
