@@ -504,6 +504,33 @@ def values_at(input, dim: int, positions: np.ndarray):
     return input[tuple(_index_tensor(g) for g in grid)]
 
 
+def _sort_overloads(fn):
+    """PyTorch's two signatures of sort and argsort: (input, *, bool stable, int dim=-1,
+    bool descending=False) and (input, int dim=-1, bool descending=False). Given stable, dim
+    and descending are keywords too; dim is an int (not a bool), descending a bool, stable a
+    bool (sort's may be None). A call that fits neither is PyTorch's TypeError, not a sort
+    along dim 0 (positional dim beside stable=) or with a truthy non-bool."""
+    name = fn.__name__
+    signatures = (f"\n * (Tensor input, *, bool stable, int dim = -1, bool descending = False, "
+                  f"{'tuple of Tensors' if name == 'sort' else 'Tensor'} out = None)\n"
+                  f" * (Tensor input, int dim = -1, bool descending = False)\n")
+
+    @functools.wraps(fn)
+    def op(input, *args, **kwargs):
+        named = dict(zip(("dim", "descending"), args), **kwargs)
+        dim = named.get("dim", -1)
+        stable = kwargs.get("stable", False)
+        if (("stable" in kwargs and args)
+                or isinstance(dim, (bool, np.bool_)) or not hasattr(dim, "__index__")
+                or not isinstance(named.get("descending", False), bool)
+                or not (isinstance(stable, bool) or (stable is None and name == "sort"))):
+            from .tensor import invalid_arguments
+            raise invalid_arguments(name, (input,) + args, kwargs, signatures)
+        return fn(input, *args, **kwargs)
+    return op
+
+
+@_sort_overloads
 @_numpy_dim_names
 def sort(input, dim=-1, descending=False, *, stable=False):
     """(values, indices) of input sorted along dim (stably: equal values keep their order)."""
@@ -513,18 +540,20 @@ def sort(input, dim=-1, descending=False, *, stable=False):
     layout = preserved_order(input)
     if layout is not None:          # PyTorch's values and indices keep the input's layout
         back = inverse(layout)
-        values, indices = sort(input.permute(*layout), layout.index(d), descending, stable=stable)
+        values, indices = sort(input.permute(*layout), dim=layout.index(d),
+                               descending=descending, stable=stable)
         return _core.return_types.sort((values.permute(*back), indices.permute(*back)))
     order = _sort_order(input._array.reshape(input._array.shape or (1,)), d, bool(descending))
     order = order.reshape(input._array.shape)
     return _core.return_types.sort((values_at(input, d, order), _index_tensor(order)))
 
 
+@_sort_overloads
 @_numpy_dim_names
 def argsort(input, dim=-1, descending=False, *, stable=False):
     """The indices that sort input along dim (stably)."""
     _check_tensor(input, "argsort")
-    return sort(input, dim, descending, stable=stable)[1]
+    return sort(input, dim=dim, descending=descending, stable=stable)[1]
 
 
 @_numpy_dim_names
@@ -935,7 +964,8 @@ def lerp(input, end, weight):
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{_core.scalar_type_name_of(input._array.dtype)}'")
     weight = _kernel_scalar(weight, input._array.dtype)
-    _core._check_scalar_fits(weight, input._array.dtype)
+    if not isinstance(weight, TensorBase):
+        _core._scalar_to_dtype(weight, input._array.dtype)     # (PyTorch's overflow error)
     diff = end - input
     if not isinstance(weight, TensorBase):
         return input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
@@ -1090,6 +1120,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     _core.check_keepdim("nansum", keepdim)
     if input._array.dtype.kind == "c":
         raise RuntimeError("nansum on CPU does not support complex inputs")
+    if dim is not None:
+        _core._normalize_dims(dim, input.ndim)      # (PyTorch's error order: each dim in turn)
     from . import where
     x = where(input.isnan(), 0, input) if input._array.dtype.kind in "fc" else input
     if dim is None:
@@ -1105,6 +1137,8 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     if input._array.dtype.kind not in "fc":
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {_dtype_name(input._array)}")
+    if dim is not None:
+        _core._normalize_dims(dim, input.ndim, True)    # (PyTorch's: every range, then repeats)
     count = nansum((~input.isnan()).to(input.dtype), dim, keepdim)
     return nansum(input, dim, keepdim, dtype=dtype) / count
 
@@ -1227,6 +1261,9 @@ def scalar_tensor(s, *, dtype=None, device=None, layout=None, requires_grad=Fals
                   pin_memory=False):
     """A 0-d tensor holding s, of the default float dtype unless dtype is given."""
     from . import get_default_dtype, tensor
+    if dtype is not None and isinstance(s, (bool, int, float, complex, np.bool_, np.number)):
+        # a Number, stored by the conversion every number written into a tensor shares
+        s = _core._scalar_to_dtype(s, _core.np_dtype_of(dtype, "scalar_tensor"))
     return tensor(float(s) if dtype is None else s, dtype=dtype or get_default_dtype(),
                   requires_grad=requires_grad)
 

@@ -191,8 +191,10 @@ class _Fill(Function):
 
     @staticmethod
     def forward(ctx, x, value):
+        from .creation import _fill_scalar
         ctx.value_dtype = value.dtype if isinstance(value, TensorBase) else None
-        fill_value = value._array if isinstance(value, TensorBase) else value
+        fill_value = value._array if isinstance(value, TensorBase) else _fill_scalar(
+            value, x._array.dtype, x._array.size)
         return _wrap(np.full(x._array.shape, fill_value, dtype=x._array.dtype))
 
     @staticmethod

@@ -411,6 +411,16 @@ def index_copy_(self, dim, index, source):
     return self.copy_(index_copy(self, dim, index, source))
 
 
+def _fill_number(input, value):
+    """index_fill's number as PyTorch's kernel stores it: converted to input's dtype as fill_
+    converts (float16 range checked), a complex one refused for a real input."""
+    dt = input._array.dtype
+    if isinstance(value, (complex, np.complexfloating)) and dt.kind != "c":
+        raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not "
+                           "supported")
+    return _core._scalar_to_dtype(value, dt)
+
+
 @_numpy_dim_names
 def index_fill(input, dim, index, value):
     """input with the slices index names along dim set to value (a number or a 0-d tensor)."""
@@ -418,6 +428,8 @@ def index_fill(input, dim, index, value):
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value._array.ndim} dimension(s).")
     dim, key = _index_dim_key(input, dim, index, "index_fill", wrap=True, error=IndexError)
+    if isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
+        value = _fill_number(input, value)
     if key:
         # Each slice is filled once however often index names it: a tensor value's gradient
         # sums each filled position once.

@@ -66,6 +66,11 @@ def as_strided(input, size, stride, storage_offset=None):
     tensor([[0., 1., 2.],
             [1., 2., 3.]])
     """
+    return strided(input, size, stride, storage_offset)
+
+
+def strided(input, size, stride, storage_offset=None, unfold: bool = False):
+    """as_strided's view; with `unfold`, recorded under Tensor.unfold's node name."""
     if not isinstance(input, _core.TensorBase):
         raise TypeError(f"as_strided(): argument 'input' (position 1) must be Tensor, not "
                         f"{_type_name(input)}")
@@ -96,7 +101,7 @@ def as_strided(input, size, stride, storage_offset=None):
                      strides=tuple(s * itemsize for s in stride))
     if not storage.flags.writeable:
         out.flags.writeable = False
-    return strided_view(input, out, key)
+    return strided_view(input, out, key, unfold)
 
 
 def check_storage_bounds(size, stride, offset: int, itemsize: int, storage_numel: int) -> None:
@@ -112,10 +117,11 @@ def check_storage_bounds(size, stride, offset: int, itemsize: int, storage_numel
                            f"{storage_numel * itemsize}")
 
 
-def strided_view(input, out: np.ndarray, key: tuple):
+def strided_view(input, out: np.ndarray, key: tuple, unfold: bool = False):
     """The view tensor for `out` (a numpy view of input's storage holding input's elements at
-    `key`, one index array per dim of input), recorded as AsStridedBackward0."""
-    return _core._as_strided_view(input, out, key)
+    `key`, one index array per dim of input), recorded as AsStridedBackward0 (UnfoldBackward0
+    for Tensor.unfold's windows)."""
+    return _core._as_strided_view(input, out, key, unfold)
 
 
 def _input_key(arr: np.ndarray, own_offset: int, positions: np.ndarray) -> tuple:

@@ -420,12 +420,13 @@ def unfold(self, dimension: int, size: int, step: int):
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     windows = (length - size) // step + 1
+    from ._strided import strided
     if self.ndim == 0:
-        return self.as_strided((size,), (1,), self.storage_offset())
+        return strided(self, (size,), (1,), self.storage_offset(), unfold=True)
     strides = self.stride()
     shape = tuple(self.shape[:dim]) + (windows,) + tuple(self.shape[dim + 1:]) + (size,)
     stride = strides[:dim] + (strides[dim] * step,) + strides[dim + 1:] + (strides[dim],)
-    return self.as_strided(shape, stride, self.storage_offset())
+    return strided(self, shape, stride, self.storage_offset(), unfold=True)
 
 
 # -- unique_consecutive --------------------------------------------------------------------------

@@ -14,12 +14,10 @@ from .tensor import Tensor
 _mm = _core.TORCH_FUNCTIONS["mm"]
 _bmm = _core.TORCH_FUNCTIONS["bmm"]
 
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
 
 def _type_name(t) -> str:
-    return _TYPE_NAMES.get(t._array.dtype.name, t._array.dtype.name)
+    """PyTorch's ScalarType name of t's dtype (the core's one table: ComplexFloat too)."""
+    return _core.scalar_type_name_of(t._array.dtype)
 
 
 def _c_name(t) -> str:
@@ -55,12 +53,6 @@ def _zeroed(t):
     return t.masked_fill(from_numpy(np.ones((), dtype=bool)), 0.0)
 
 
-# C++ type names of PyTorch's "value cannot be converted to type ... without overflow"
-_SCALAR_C_TYPES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-                   "int64": "int64_t", "int32": "int", "int16": "short", "int8": "signed char",
-                   "uint8": "unsigned char", "bool": "bool"}
-
-
 def kernel_scalar(value, dtype):
     """A Python/numpy scalar (beta, alpha, addcmul's value) as PyTorch's kernel of a ``dtype``
     result reads it: converted to that type, so an integer result truncates a float factor
@@ -73,8 +65,9 @@ def kernel_scalar(value, dtype):
         return value
     if isinstance(value, (complex, np.complexfloating)):
         if value.imag != 0:
-            c_type = _SCALAR_C_TYPES.get(np.dtype(dtype).name, np.dtype(dtype).name)
-            raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+            # PyTorch's error, naming the type its kernel computes in (float16's is float)
+            _core._scalar_to_dtype(value, np.float32 if kind == "f" and np.dtype(dtype).itemsize
+                                   == 2 else dtype)
         value = value.real
     if kind in "iu":
         return int(value)

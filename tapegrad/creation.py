@@ -3,6 +3,7 @@ tapegrad.random and are re-exported here."""
 from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
+import math
 import sys
 import warnings
 
@@ -149,6 +150,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
            pin_memory: bool = False) -> Tensor:
     """A new leaf tensor holding a copy of `data` (nested lists, scalars, arrays or tensors)."""
     _check_placement("tensor", device, pin_memory)
+    numbers = None                  # (the values of Python data, before any dtype's rounding)
     if isinstance(data, _core.TensorBase):
         warnings.warn("To copy construct from a tensor, it is recommended to use "
                       "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
@@ -166,6 +168,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
             raise _string_data_error(data)
         if arr.dtype.kind not in "biufc":
             raise TypeError(f"Could not infer dtype of {_type_name(data)}")
+        numbers = arr
         if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
             with _core.IeeeResults():       # (1e40 as float32 is inf, silently as in PyTorch)
                 arr = arr.astype(_sequence_dtype(data, arr) if arr.dtype.kind != "c"
@@ -174,6 +177,11 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
             # a list of big-endian arrays: PyTorch converts their values element by element
             arr = arr.astype(arr.dtype.newbyteorder("="))
     target = _np_dtype(dtype, "tensor")
+    if target is not None and numbers is not None:
+        # Python numbers must fit an integer dtype as PyTorch checks each (it wrapped silently:
+        # tensor([250], dtype=int8) held -6)
+        from ._legacy import _check_int_range
+        _check_int_range(numbers, target)
     if target is not None:
         with _core.IeeeResults():
             arr = arr.astype(target, copy=False)
@@ -332,12 +340,34 @@ def _default_complex() -> np.dtype:
     return np.dtype(np.complex128 if _default_float() == np.float64 else np.complex64)
 
 
-def _filled(size, value, dtype, requires_grad, fn: str) -> Tensor:
+def _number_argument(value, fn: str):
+    """The fill_value of full, full_like and new_full as PyTorch's argument parser reads a
+    Number: a Python or numpy number, or a 0-d tensor's item (TypeError for anything else: a
+    string, None, a list would otherwise reach numpy, which parses or broadcasts them)."""
+    if isinstance(value, (bool, int, float, complex)):
+        return value
+    if isinstance(value, (np.number, np.bool_)) or (isinstance(value, _core.TensorBase)
+                                                    and value.ndim == 0):
+        return value.item()
+    raise TypeError(f"{fn}(): argument 'fill_value' (position 2) must be Number, not "
+                    f"{_type_name(value)}")
+
+
+def _fill_scalar(value, dt, numel: int):
+    """Number `value` as fill_ stores it into `numel` elements of numpy dtype `dt` (PyTorch's
+    checked conversion; its one-element fill converts to float16 unchecked, rounding to inf)."""
+    return _core._scalar_to_dtype(value, dt, numel == 1)
+
+
+def _filled(size, value, dtype, requires_grad, fn: str, user_value: bool = False) -> Tensor:
+    """`value` in shape `size`; a `user_value` (full's, full_like's) is read and converted as
+    PyTorch's fill_value (zeros' 0 and ones' 1 fit every dtype as they are)."""
     shape = _size_args(size, fn)
     dt = _np_dtype(dtype, fn) or _default_float()
     if requires_grad and dt.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
-    _core._check_scalar_fits(value, dt)
+    if user_value:
+        value = _fill_scalar(_number_argument(value, fn), dt, math.prod(shape))
     return _make(np.full(shape, value, dtype=dt), requires_grad)
 
 
@@ -446,13 +476,14 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, layout=No
     """
     _check_placement("full", device, pin_memory)
     sparse_factory_layout(layout, "full", "full")
+    fill_value = _number_argument(fill_value, "full")
     if dtype is None:                   # inferred as a tapegrad dtype: _filled checks `dtype=`
         dtype = _core.np_dtype_to_dtype(
             np.dtype(np.bool_) if isinstance(fill_value, bool) else
             np.dtype(np.int64) if isinstance(fill_value, int) else
             _default_complex() if isinstance(fill_value, complex) else _default_float())
     return _filled((size,) if not isinstance(size, (tuple, list)) else (tuple(size),),
-                   fill_value, dtype, requires_grad, "full")
+                   fill_value, dtype, requires_grad, "full", True)
 
 
 def empty(*size, dtype=None, layout=None, device=None, requires_grad: bool = False,
@@ -509,7 +540,7 @@ def full_like(input: Tensor, fill_value, dtype=None, *, layout=None, device=None
     check_device(device, "full_like")
     sparse_factory_layout(layout, "full_like", "empty_strided")
     return _in_layout_of(_filled(input.shape, fill_value, dtype or input.dtype,
-                                 requires_grad, "full_like"),
+                                 requires_grad, "full_like", True),
                          input, memory_format)
 
 
@@ -576,6 +607,20 @@ def _count_arg(x, fn: str, name: str, position: int) -> int:
     return int(x)
 
 
+def _endpoints_as(dt, start, end):
+    """linspace's start and end (None: unused) as PyTorch's kernel reads them: converted to dt
+    with the checked conversion of every number written into a tensor (an integer dtype's
+    endpoints as stored: uint8's -200 is 56; a float dtype's only checked, its values computed
+    from the numbers as given)."""
+    converted = []
+    for v in (start, end):
+        if v is not None and not isinstance(v, (complex, np.complexfloating)):
+            stored = _core._scalar_to_dtype(v, dt)
+            v = stored if dt.kind in "iu" else v
+        converted.append(v)
+    return converted
+
+
 def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layout=None,
              device=None) -> Tensor:
     """`steps` values evenly spaced from start to end inclusive (float32 by default).
@@ -593,6 +638,7 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layo
     _check_requires_grad(dt, requires_grad)
     if steps == 0:
         return _make(np.empty(0, dtype=dt), requires_grad)
+    start, end = _endpoints_as(dt, start, end if steps > 1 else None)
     if steps == 1:
         return _make(np.full(1, start, dtype=dt), requires_grad)
     # PyTorch computes in the result's precision (half: float; integers: double from integer
@@ -638,6 +684,7 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
         start, end = int(start), int(end)
     if steps == 0:
         return _make(np.empty(0, dtype=dt), requires_grad)
+    _endpoints_as(dt, start, end if steps > 1 else None)        # (PyTorch's overflow error)
     with _core.IeeeResults():
         if steps == 1:
             values = np.power(ct.type(base), np.full(1, start, dtype=ct))
@@ -686,8 +733,6 @@ def _broadcast_shapes(a: tuple, b: tuple) -> tuple:
 
 # -- in-place initialisers (Tensor methods) ---------------------------------------------------------
 
-_INT_CTYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
-               "uint8": "uint8_t"}
 _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
                  "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
@@ -723,16 +768,7 @@ def fill_(self, value):
         raise TypeError(f"fill_() received an invalid combination of arguments - got "
                         f"({_type_name(value)}), but expected one of:\n * (Tensor value)\n"
                         f" * (Number value)\n")
-    if dt.kind in "iu" and not isinstance(value, bool):
-        info = np.iinfo(dt)
-        if not (info.min <= value <= info.max):
-            raise RuntimeError(f"value cannot be converted to type {_INT_CTYPES[dt.name]} without "
-                               f"overflow")
-        value = int(value)
-    elif dt.kind == "b":
-        value = bool(value)
-    else:
-        _core._check_scalar_fits(value, dt)
+    value = _fill_scalar(value, dt, self._array.size)
     return _core._overwrite_(self, value, "FillBackward2")
 
 

@@ -517,19 +517,13 @@ def eigvals(A, *, out=None):
 # norms (composites of differentiable reductions)
 
 def _normalize_dims(dim, ndim):
+    """The dims of a norm, non-negative, in the order given (dim 0 of a 0-d tensor), checked
+    by the core's normalize_dims (PyTorch's vector_norm checks each dim in turn)."""
     if dim is None:
         return tuple(range(ndim))
+    _core._normalize_dims(dim, ndim)
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    n = max(ndim, 1)
-    for d in dims:      # PyTorch's order: every dim's range, then the repeats
-        if not -n <= d < n:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, "
-                             f"{n - 1}], but got {d})")
-    normalized = tuple(d % n for d in dims)
-    for i, d in enumerate(normalized):
-        if d in normalized[:i]:
-            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-    return normalized
+    return tuple(int(d) % max(ndim, 1) for d in dims)
 
 
 class _EuclideanNorm(Function):

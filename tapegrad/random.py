@@ -18,7 +18,7 @@ import numpy as np
 from . import _core
 from ._device import as_device, check_device
 from ._layout import sparse_factory_layout
-from .creation import (_default_float, _INT_CTYPES, _SCALAR_NAMES, _broadcast_shapes,
+from .creation import (_default_float, _SCALAR_NAMES, _broadcast_shapes,
                        _check_inplace, _check_requires_grad, _in_layout_of, _make,
                        _np_dtype,
                        _size_args)
@@ -464,9 +464,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     dt = _np_dtype(_out_dtype(out, dtype, "randperm")) or np.dtype(np.int64)
     if dt.kind == "b":
         raise NotImplementedError("\"randperm\" not implemented for 'Bool'")
-    if dt.kind in "iu" and n > 0 and n - 1 > np.iinfo(dt).max:
-        raise RuntimeError(f"value cannot be converted to type {_INT_CTYPES[dt.name]} without "
-                           f"overflow")
+    if n > 0:
+        _core._scalar_to_dtype(n - 1, dt)       # (its largest value must fit dt)
     if dt == np.float16 and n > 2049:       # beyond it, half cannot hold distinct integers
         raise RuntimeError("n cannot be greater than 2049 for Half type.")
     _check_factory(dt, requires_grad, device)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
 import copy as _copy
+import math
 import numbers
 
 import numpy as np
@@ -620,8 +621,13 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         arr = data if isinstance(data, np.ndarray) else creation._nested_array(data)[1]
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"new_tensor(): could not infer dtype of {_type_name(data)}")
-        return creation.tensor(arr, dtype=self.dtype if dtype is None else dtype,
-                               requires_grad=requires_grad)
+        dtype = self.dtype if dtype is None else dtype
+        if arr is not data:
+            # Python numbers must fit an integer dtype, as tensor() checks them (it wrapped
+            # silently: new_tensor([250]) of an int8 tensor held -6)
+            from ._legacy import _check_int_range
+            _check_int_range(arr, _core.np_dtype_of(dtype, "new_tensor"))
+        return creation.tensor(arr, dtype=dtype, requires_grad=requires_grad)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False,
                   layout=None, pin_memory: bool = False, **kwargs):
@@ -672,6 +678,9 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         shape = creation._size_args(size, fn)
         dt = _core.np_dtype_of(self.dtype if dtype is None else dtype, fn)
         creation._check_requires_grad(dt, requires_grad)
+        if fn == "new_full":            # (new_zeros' 0 and new_ones' 1 fit every dtype)
+            value = creation._fill_scalar(creation._number_argument(value, fn), dt,
+                                          math.prod(shape))
         arr = np.empty(shape, dtype=dt) if value is None else np.full(shape, value, dtype=dt)
         return _core.wrap_array(arr, requires_grad)
 

@@ -1481,6 +1481,7 @@ SECOND_ORDER = {
     "permute/unsqueeze/squeeze": (lambda a: (a.permute(1, 0).unsqueeze(0).squeeze(0) ** 3)
                                   .sum(), [(2, 3)]),
     "index": (lambda a: (a[[0, 2, 0]] ** 3).sum() + (a[1:] ** 2).sum() + a[3] ** 4, [(4,)]),
+    "unfold": (lambda a: (a.unfold(0, 3, 1) ** 3).sum(), [(5,)]),
     "expand/sum dim": (lambda a: (a.expand(3, 4) * a.sum(0, keepdim=True)).sum(1).pow(2).sum(),
                        [(1, 4)]),
     "mean dim": (lambda a: (a.mean(1) ** 3).sum(), [(2, 3)]),

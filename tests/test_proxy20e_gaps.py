@@ -176,7 +176,7 @@ def test_multivariate_normal_one_dim_matrix_messages():
         MultivariateNormal(loc, scale_tril=tg.ones(2))
 
 
-# The same conversion in full and masked_fill (check_scalar_fits): a float for an integer dtype
+# The same conversion in full and masked_fill (scalar_to_dtype): a float for an integer dtype
 # was cast by numpy, NaN and values past the range silently becoming the type's minimum.
 FILL_VALUES = [1e40, -1e40, float("nan"), float("inf"), 9.3e18, 9.2e18, 2147483648.0, -0.5,
                255.9, 2.7, -2.7]

@@ -590,7 +590,7 @@ cdef object dim_alias(str fname, object dim, object axis)
 cdef bint keepdim_alias(str fname, object keepdim, object keepdims) except -1
 cpdef bint check_keepdim(str fname, object keepdim) except -1
 
-cdef tuple normalize_dims(object dim, int ndim)
+cdef tuple normalize_dims(object dim, int ndim, bint range_first=*)
 
 cdef void history_rewritten(TensorBase t) noexcept
 
@@ -777,6 +777,7 @@ cdef str scalar_type_name(object np_dt)
 cdef dict SCALAR_TYPE_NAMES
 
 cdef dict C_TYPE_NAMES
-cdef int check_scalar_fits(object v, object dt, bint check_half=*) except -1
+cdef object scalar_to_dtype(object v, object dt, bint half_as_double=*)
+cdef object wrapped_int(object v, object dt)
 
 cdef dtype dtype_of_array(cnp.ndarray a)

@@ -86,6 +86,8 @@ cdef int OP_SELECT
 
 cdef int OP_SLICE
 
+cdef int OP_UNFOLD
+
 cdef int OP_INDEX
 
 cdef int OP_ALIAS

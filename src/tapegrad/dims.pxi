@@ -36,8 +36,13 @@ cpdef bint check_keepdim(str fname, object keepdim) except -1:
     raise TypeError(f"{fname}(): argument 'keepdim' must be bool, not {type_name(keepdim)}")
 
 
-cdef tuple normalize_dims(object dim, int ndim):
-    """dim (None, int or sequence, negatives allowed) -> sorted tuple of axes; PyTorch's errors."""
+cdef tuple normalize_dims(object dim, int ndim, bint range_first=False):
+    """dim (None, int or sequence, negatives allowed) -> sorted tuple of axes; PyTorch's errors.
+
+    Which error a list both repeating a dim and holding one out of range raises follows
+    PyTorch's op: its std, var, nansum and vector_norm check each dim in turn (range, then
+    repeat), its sum, mean, amax, amin, logsumexp, count_nonzero, nanmean, any and all every
+    dim's range before any repeat (`range_first`)."""
     if dim is None:
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
@@ -54,7 +59,16 @@ cdef tuple normalize_dims(object dim, int ndim):
         a = d + ndim if d < 0 else d
         if ndim == 0:
             a = 0
-        if a in axes:
+        if a in axes and not range_first:
             raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
         axes.append(a)
+    if range_first:
+        for i in range(len(axes)):
+            if axes[i] in axes[:i]:
+                raise RuntimeError(f"dim {axes[i]} appears multiple times in the list of dims")
     return tuple(sorted(axes)) if ndim > 0 else ()
+
+
+def _normalize_dims(dim, int ndim, bint range_first=False):
+    """normalize_dims for the Python-level reductions (nansum, nanmean, vector_norm)."""
+    return normalize_dims(dim, ndim, range_first)

@@ -370,33 +370,114 @@ C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
 
 
 # The largest finite value of each floating dtype a Python scalar may be converted to.
-cdef dict FLOAT_MAX = {np.dtype(np.float16): 65504.0, np.dtype(np.float32): 3.4028234663852886e38}
+cdef dict FLOAT_MAX = {np.dtype(np.float16): 65504.0, np.dtype(np.float32): 3.4028234663852886e38,
+                       np.dtype(np.complex64): 3.4028234663852886e38}
+
+# The C++ type PyTorch's checked_convert names in "value cannot be converted to type ... without
+# overflow" (its scalar accessors' type names).
+cdef dict CHECKED_C_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t",
+                             "int32": "int", "int64": "int64_t", "uint16": "uint16_t",
+                             "uint32": "uint32_t", "uint64": "uint64_t", "float16": "c10::Half",
+                             "float32": "float", "float64": "double",
+                             "complex64": "c10::complex<float>",
+                             "complex128": "c10::complex<double>"}
 
 
-cdef int check_scalar_fits(object v, object dt, bint check_half=True) except -1:
-    """A Python scalar converted to dtype `dt` (a fill value, a clamp bound, where's operand, a
-    weight) must fit it: an integer or float one an integer dtype's range, a finite float one a
-    float16 (unless not `check_half`: where's, which PyTorch lets overflow) or float32 range;
-    infinities and NaN pass a float dtype (PyTorch's errors: where(c, x, 1e300) or
-    full((2,), 1e40) would silently hold inf)."""
-    if dt.kind in "iu" and isinstance(v, int) and not isinstance(v, bool):
+cdef dict INT_LIMITS = {}
+
+
+cdef tuple int_limits(object dt):
+    """(min, max) of integer dtype dt as Python ints (np.iinfo, cached: it costs a microsecond)."""
+    limits = INT_LIMITS.get(dt)
+    if limits is None:
         info = np.iinfo(dt)
-        if v < info.min or v > info.max:
-            raise RuntimeError(f"value cannot be converted to type {dt.name}_t without overflow")
-    elif dt.kind in "iu" and isinstance(v, (float, np.floating)):
-        # a float for an integer dtype (full, masked_fill): NaN, infinities and values past the
-        # type's range are refused before truncation, as PyTorch's checked_convert (numpy's cast
-        # would write the type's minimum)
-        info = np.iinfo(dt)
-        if not (<double>info.min <= v <= <double>info.max):
-            raise RuntimeError(f"value cannot be converted to type {dt.name}_t without overflow")
-    elif isinstance(v, float) and dt in FLOAT_MAX and abs(v) > <double>FLOAT_MAX[dt] and (
-            abs(v) != float("inf")) and (check_half or dt.itemsize != 2):
-        raise RuntimeError(f"value cannot be converted to type {C_TYPE_NAMES[dt.name]} without "
-                           "overflow")
-    return 0
+        limits = INT_LIMITS[dt] = (int(info.min), int(info.max))
+    return <tuple>limits
 
 
-def _check_scalar_fits(v, dt):
-    """check_scalar_fits for the Python-level ops (fill_, full, lerp's weight)."""
-    check_scalar_fits(v, np.dtype(dt))
+cdef object overflow_error(object dt, bint half_as_double):
+    """PyTorch's error for a number that does not fit dtype `dt`."""
+    name = "double" if half_as_double and dt.itemsize == 2 and dt.kind == "f" else (
+        CHECKED_C_TYPES[dt.name])
+    return RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
+cdef object scalar_to_dtype(object v, object dt, bint half_as_double=False):
+    """A Python or numpy number `v` converted to numpy dtype `dt` as PyTorch's checked_convert
+    does when a Scalar is written into a tensor (fill_, full, masked_fill, index_fill,
+    x[key] = v, where's and clamp's numbers), returned as the Python number (bool, int, float
+    or complex) that stores as it (a numpy scalar costs a microsecond to make).
+
+    Its rules: a bool target takes any number's truth value; an integer must fit an integer
+    target's range, except that an unsigned target also takes integers down to -max, stored
+    modulo 2**bits (uint8's -200 is 56); a float for an integer target must be a number within
+    the range before it is truncated toward zero; a finite number for a float target must lie
+    within its finite range (float16's too unless `half_as_double`: x[key] = v and where check
+    float16 as a double and round to inf, and name "double" in their errors); a complex number
+    for a real target must have a zero imaginary part. Python ints beyond 64 bits are refused
+    as PyTorch's argument parser does (OverflowError)."""
+    cdef type t = type(v)
+    if t is not float and t is not int and t is not bool and t is not complex:
+        v = v.item() if isinstance(v, np.generic) else (
+            int(v) if isinstance(v, int) else complex(v) if isinstance(v, complex) else float(v))
+        t = type(v)
+    cdef str kind = dt.kind
+    if t is bool:
+        return v if kind == "b" else (complex(v) if kind == "c" else
+                                      float(v) if kind == "f" else int(v))
+    if t is int:
+        if v >= (1 << 64):
+            raise OverflowError("int too big to convert")
+        if v < -(1 << 63):
+            raise OverflowError("can't convert negative int to unsigned")
+    elif t is complex:
+        if kind == "b":
+            return v != 0
+        if kind != "c":
+            if v.imag != 0:
+                raise overflow_error(dt, half_as_double)
+            v = v.real
+    if kind == "b":
+        return bool(v)
+    if kind == "i" or kind == "u":
+        lo, hi = int_limits(dt)
+        if type(v) is int:
+            if v < (-hi if kind == "u" else lo) or v > hi:
+                raise overflow_error(dt, half_as_double)
+            return v % (hi + 1) if v < 0 and kind == "u" else v
+        if not (<double>lo <= v <= <double>hi):        # (NaN fails too)
+            raise overflow_error(dt, half_as_double)
+        return int(v)
+    limit = FLOAT_MAX.get(dt)
+    if limit is not None:
+        parts = (v.real, v.imag) if type(v) is complex else (v,)
+        for part in parts:
+            if abs(part) != float("inf") and abs(part) > <double>limit:
+                if half_as_double and kind == "f" and dt.itemsize == 2:
+                    with IeeeResults():         # (rounded to inf, as PyTorch's double -> Half)
+                        return float(dt.type(v))
+                raise overflow_error(dt, half_as_double)
+    return complex(v) if kind == "c" else float(v)
+
+
+cdef object wrapped_int(object v, object dt):
+    """A Python int operand of an operator (&, <, ==) computed in integer dtype `dt`, as PyTorch
+    casts its wrapped number: unchecked, keeping the low bits (two's complement), after its
+    argument parser's 64-bit range check; other numbers and dtypes are returned as they are."""
+    if dt.kind not in "iu" or not isinstance(v, int) or isinstance(v, bool):
+        return v
+    if v >= (1 << 64):
+        raise OverflowError("int too big to convert")
+    if v < -(1 << 63):
+        raise OverflowError("can't convert negative int to unsigned")
+    bits = 8 * dt.itemsize             # (a Python int: 1 << 64 must not overflow)
+    v &= (1 << bits) - 1
+    if dt.kind == "i" and v >= (1 << (bits - 1)):
+        v -= 1 << bits
+    return v
+
+
+def _scalar_to_dtype(v, dt, half_as_double=False):
+    """scalar_to_dtype for the Python-level ops (fill_, full, fill, lerp's weight): `v` as the
+    number PyTorch stores in a `dt` tensor, or its error."""
+    return scalar_to_dtype(v, np.dtype(dt), half_as_double)

@@ -1590,7 +1590,8 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_TO_COPY] = gv_to_copy
     GRAPH_VJP[OP_SOFTMAX] = gv_softmax
     GRAPH_VJP[OP_LOG_SOFTMAX] = gv_log_softmax
-    for op in (OP_SELECT, OP_SLICE, OP_INDEX, OP_ALIAS, OP_INDEX_UNSQUEEZE, OP_AS_STRIDED):
+    for op in (OP_SELECT, OP_SLICE, OP_INDEX, OP_ALIAS, OP_INDEX_UNSQUEEZE, OP_AS_STRIDED,
+               OP_UNFOLD):
         GRAPH_VJP[op] = gv_index
     GRAPH_VJP[OP_INDEX_SCATTER] = gv_index_scatter
     GRAPH_VJP[OP_CAT] = gv_cat

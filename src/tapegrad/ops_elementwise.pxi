@@ -472,6 +472,14 @@ cdef object binary_general(int op, object a, object b):
         dt = result_dtype(a, b)
         if op == OP_DIV and dt.kind != "f":
             dt = DEFAULT_FLOAT                           # true division of integers: the default
+        if dt.kind in "iu":
+            # A Python int is PyTorch's wrapped number: cast to dt unchecked (uint8 + 300 is
+            # uint8 + 44), except a tensor's power, whose exponent is checked
+            if op == OP_POW and not b_tensor:
+                scalar_to_dtype(b, dt)
+            else:
+                a = wrapped_int(a, dt)
+                b = wrapped_int(b, dt)
         A = operand_value(a, dt)
         B = operand_value(b, dt)
     if a_tensor and b_tensor and not same_shape(<cnp.ndarray>A, <cnp.ndarray>B):

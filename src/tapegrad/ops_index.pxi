@@ -302,6 +302,8 @@ OP_INDEX_UNSQUEEZE = register_op("UnsqueezeBackward0", vjp_index)
 # a view rebased onto its base's new history (the core's views.pxi, refresh_view): an index of
 # the base, registered by the core, which has no index VJP of its own
 OP_VJP[OP_AS_STRIDED] = vjp_index
+# Tensor.unfold's windows: an as_strided view under PyTorch's node name
+OP_UNFOLD = register_op("UnfoldBackward0", vjp_index)
 
 
 cdef str numpy_index_message(str msg):
@@ -731,16 +733,17 @@ def masked_fill(TensorBase input, mask, value):
         if V.ndim != 0:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {V.ndim} dimension(s).")
+        scalar_to_dtype(V.item(), A.dtype)      # (PyTorch reads it as a number: its check)
         fill = V
-    elif isinstance(value, (bool, int, float, np.generic)):
-        check_scalar_fits(value, A.dtype)
-        fill = np.asarray(value)
+    elif isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
+        fill = np.asarray(scalar_to_dtype(value, A.dtype), dtype=A.dtype)
     else:
         raise TypeError("masked_fill() received an invalid combination of arguments - got "
                         f"(Tensor, {type_name(value)})")
     out_shape = broadcast_shapes_torch(M.shape, A.shape)
-    with IeeeResults():
-        fill = fill.astype(A.dtype)
+    if fill.dtype != A.dtype:
+        with IeeeResults():
+            fill = fill.astype(A.dtype)
     out = np.asarray(np.where(M, fill, A), order="C")   # (contiguous, as PyTorch's clone)
     cdef TensorBase res = wrap(nd(out))
     cdef Record* r = record_from(OP_MASKED_FILL_T if tensor_value else OP_MASKED_FILL, res,
@@ -795,16 +798,17 @@ TORCH_FUNCTIONS.update({
 INDEX_OP = index_op                 # TensorBase.__getitem__ (the core's slot, ops_registry.pxi)
 
 
-def _as_strided_view(TensorBase x, object out, tuple key):
+def _as_strided_view(TensorBase x, object out, tuple key, bint unfold=False):
     """The tensor for `out`, a numpy view of x's storage made of x's elements at `key` (one
     int64 index array per dim of x, each of out's shape; of a 0-d x: one array indexing x seen
     as shape (1,)): a view of x (writes through either reach the other) recorded as PyTorch's
     AsStridedBackward0, whose gradient scatters into x's shape, elements the view repeats
     (overlapping strides) accumulating.  tapegrad.as_strided (tapegrad/_strided.py) checks the
-    geometry and builds `out` and `key`."""
+    geometry and builds `out` and `key`; with `unfold`, the record is named as Tensor.unfold's
+    (UnfoldBackward0), the same gradient."""
     A = x._array
     cdef TensorBase res = wrap_result(out, x)
-    cdef Record* r = record_from(OP_AS_STRIDED, res, (x,))
+    cdef Record* r = record_from(OP_UNFOLD if unfold else OP_AS_STRIDED, res, (x,))
     if r != NULL:
         if A.ndim == 0:
             keep(&r.aux, ((), A.dtype, (None,), (1,), key))

@@ -702,15 +702,6 @@ cdef object user_setitem(TensorBase self, object key, object value):
     return setitem_op(self, key, value, False)
 
 
-# The C++ type PyTorch names when the number of x[key] = number does not fit x's dtype (its
-# checked_convert); a float16 target is checked as a double, then rounded (to inf past 65504).
-cdef dict SETITEM_C_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t",
-                             "int32": "int", "int64": "int64_t", "float16": "double",
-                             "float32": "float", "float64": "double",
-                             "complex64": "c10::complex<float>",
-                             "complex128": "c10::complex<double>"}
-
-
 cdef str c_type_name(type cls):
     """The name CPython's tp_name holds: bare for a builtin or a class defined in Python, with
     its module for an extension type (numpy.float32)."""
@@ -719,61 +710,21 @@ cdef str c_type_name(type cls):
     return f"{cls.__module__}.{cls.__name__}"
 
 
-cdef bint float_overflows(double f, object dt):
-    """PyTorch's overflows<To, double>: infinities pass where To has them, NaN too; a finite
-    value must lie within To's range (an integer type's, before truncation)."""
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return f != f or f < <double>info.min or f > <double>info.max
-    if dt.name in ("float32", "complex64") and f == f and abs(f) != float("inf"):
-        return abs(f) > 3.4028234663852886e38
-    return False
-
-
 cdef object setitem_scalar(TensorBase self, object value):
     """The number of x[key] = number as PyTorch's indexing reads it (valueToTensor): a Python
     bool, int, float or complex, or a numpy integer (numpy's float64 and complex128 are float
     and complex; its float32, float16, bool and complex64 scalars are refused, as sequences
-    and arrays are), checked to fit x's dtype as its checked_convert does (an unsigned type
-    also takes integers down to -max, stored modulo 2**bits) and returned as written."""
-    dt = self._array.dtype
+    and arrays are), converted to x's dtype by the conversion every number written into a
+    tensor shares (scalar_to_dtype; float16 checked as a double) and returned as written."""
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, np.integer)):
         v = int(value)
         if v < -(1 << 63) or v >= (1 << 63):
             raise ValueError("Overflow when unpacking long long")
-        if dt.kind in "iu":
-            info = np.iinfo(dt)
-            low = -int(info.max) if dt.kind == "u" else int(info.min)
-            if v < low or v > info.max:
-                raise RuntimeError(f"value cannot be converted to type "
-                                   f"{SETITEM_C_TYPES[dt.name]} without overflow")
-            return v % (int(info.max) + 1) if v < 0 and dt.kind == "u" else v
-        with IeeeResults():
-            return dt.type(v)
-    if not isinstance(value, (float, complex)):
+    elif not isinstance(value, (float, complex)):
         raise TypeError(f"can't assign a {c_type_name(type(value))} to a {self.type()}")
-    if dt.kind == "b":
-        return bool(value)
-    if isinstance(value, complex):
-        if dt.kind == "c":
-            if float_overflows(value.real, dt) or float_overflows(value.imag, dt):
-                raise RuntimeError(f"value cannot be converted to type "
-                                   f"{SETITEM_C_TYPES[dt.name]} without overflow")
-            return value
-        if value.imag != 0:
-            raise RuntimeError(f"value cannot be converted to type "
-                               f"{SETITEM_C_TYPES[dt.name]} without overflow")
-        value = value.real
-    f = float(value)
-    if float_overflows(f, dt):
-        raise RuntimeError(f"value cannot be converted to type {SETITEM_C_TYPES[dt.name]} "
-                           "without overflow")
-    if dt.kind in "iu":
-        return int(f)
-    with IeeeResults():
-        return dt.type(f)
+    return scalar_to_dtype(value, self._array.dtype, True)
 
 
 # -- out= ----------------------------------------------------------------------------------------

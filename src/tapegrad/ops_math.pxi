@@ -240,6 +240,8 @@ cdef object binary_math(int op, object a, object b, str name):
     dt = result_dtype(a, b)
     if op == OP_ATAN2 and dt.kind != "f":
         dt = DEFAULT_FLOAT
+    a = wrapped_int(a, dt)              # (PyTorch's wrapped number: uint8 % 300 is uint8 % 44)
+    b = wrapped_int(b, dt)
     A = operand_value(a, dt)
     B = operand_value(b, dt)
     sa, sb = operand_shape(a), operand_shape(b)

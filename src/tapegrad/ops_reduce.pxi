@@ -26,16 +26,17 @@ cdef str invalid_args(str name, object arg):
             " * (Tensor input, int dim, bool keepdim)")
 
 
-cdef tuple reduction_axes(object dim, int ndim, str name):
+cdef tuple reduction_axes(object dim, int ndim, str name, bint range_first=True):
     """Axes for a reduction taking an int, a sequence of ints or None; None and an empty sequence
-    reduce every dim (PyTorch's convention for sum/mean/amax/...)."""
+    reduce every dim (PyTorch's convention for sum/mean/amax/...); `range_first`: see
+    normalize_dims."""
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer, tuple, list)):
         raise TypeError(invalid_args(name, dim))
     if isinstance(dim, (tuple, list)) and len(dim) == 0:
         return tuple(range(ndim))
-    return normalize_dims(dim, ndim)
+    return normalize_dims(dim, ndim, range_first)
 
 
 cdef int single_axis(object dim, int ndim, str name) except -2:
@@ -718,7 +719,7 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
     if A.dtype.kind != "f":
         raise RuntimeError("std and var only support floating point and complex dtypes")
     cdef int ndim = A.ndim
-    cdef tuple axes = reduction_axes(dim, ndim, name)
+    cdef tuple axes = reduction_axes(dim, ndim, name, False)
     cdef bint kd = bool(keepdim)
     cdef double n = reduced_count(A.shape, axes)
     cdef double dof = n - c
@@ -875,15 +876,16 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {scalar_type_name(A.dtype)}")
     cdef int ndim = A.ndim
-    cdef tuple axes = reduction_axes(dim, ndim, "norm")
-    if isinstance(p, str):
-        if p == "nuc":
-            raise NotImplementedError("norm(p='nuc') (the nuclear norm) is not supported")
-        if p != "fro":
+    if isinstance(p, str):          # (PyTorch's matrix-norm checks come before the dims')
+        if p not in ("fro", "nuc"):
             raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
         if dim is not None and isinstance(dim, (tuple, list)) and len(dim) > 2:
             raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
                                + " ".join([str(d) for d in dim]))
+    cdef tuple axes = reduction_axes(dim, ndim, "norm", False)
+    if isinstance(p, str):
+        if p == "nuc":
+            raise NotImplementedError("norm(p='nuc') (the nuclear norm) is not supported")
         pv = 2.0
     elif p is None:
         pv = 2.0

@@ -711,8 +711,11 @@ cdef object clamp_op(TensorBase input, object lo, object hi, int variant):
                             f"(min={type_name(lo)}, max=Tensor), but expected one of:\n{sigs}")
         hi = (<TensorBase>hi)._array.item()
     dt = promote_operands((input, lo, hi))
-    check_scalar_fits(lo, dt)
-    check_scalar_fits(hi, dt)
+    # (the bounds converted to dt as every number written into a tensor: uint8's -1 is 255)
+    if lo is not None:
+        lo = scalar_to_dtype(lo, dt)
+    if hi is not None:
+        hi = scalar_to_dtype(hi, dt)
     X = A if A.dtype == dt else A.astype(dt)
     out = fast_param(TG_CLAMP, X, None, -INFINITY if lo is None else lo,
                      INFINITY if hi is None else hi)
@@ -917,11 +920,11 @@ cdef object where_record(object condition, object input, object other, object ba
     sx, sy = operand_shape(x), operand_shape(y)
     shape = broadcast_shapes_torch(C.shape, sx)
     shape = broadcast_shapes_torch(shape, sy)
-    check_scalar_fits(x, dt, False)
-    check_scalar_fits(y, dt, False)
-    with IeeeResults():                 # (a number beyond float16's range is inf, as PyTorch)
-        X = operand_value(x, dt) if isinstance(x, TensorBase) else np.asarray(x, dtype=dt)
-        Y = operand_value(y, dt) if isinstance(y, TensorBase) else np.asarray(y, dtype=dt)
+    # (a number is converted as x[key] = number: beyond float16's range it is inf, as PyTorch)
+    X = operand_value(x, dt) if isinstance(x, TensorBase) else np.asarray(
+        scalar_to_dtype(x, dt, True), dtype=dt)
+    Y = operand_value(y, dt) if isinstance(y, TensorBase) else np.asarray(
+        scalar_to_dtype(y, dt, True), dtype=dt)
     out = nd(np.where(C, X, Y))
     if out.dtype != dt:
         out = out.astype(dt)
@@ -995,9 +998,12 @@ cdef object elementwise_nograd(int which, object a, object b, bint dunder):
     if BIT_AND <= which <= BIT_XOR and dt.kind == "f":
         raise NotImplementedError(f"\"{CMP_NAMES[which]}_cpu\" not implemented for "
                                   f"'{scalar_type_name(dt)}'")
-    if BIT_AND <= which <= BIT_XOR:
-        check_scalar_fits(a2, dt)
-        check_scalar_fits(b2, dt)
+    # (an operator's Python int is PyTorch's wrapped number: cast to dt unchecked, so uint8's
+    # 300 is 44 and `uint8 < 300` can be False)
+    if not isinstance(a2, TensorBase):
+        a2 = wrapped_int(a2, dt)
+    if not isinstance(b2, TensorBase):
+        b2 = wrapped_int(b2, dt)
     A = operand_value(a2, dt)
     B = operand_value(b2, dt)
     return wrap(nd((<object>CMP_UFUNCS[which])(A, B)))
@@ -1166,7 +1172,7 @@ def isneginf(TensorBase input):
 
 cdef object any_all(TensorBase input, object dim, bint keepdim, bint is_any):
     A = input._array
-    axes = normalize_dims(dim, A.ndim)
+    axes = normalize_dims(dim, A.ndim, True)
     out = nd(np.any(A, axis=axes, keepdims=keepdim) if is_any
              else np.all(A, axis=axes, keepdims=keepdim))
     if A.dtype.num == cnp.NPY_UINT8:                    # PyTorch keeps uint8 for any/all

@@ -114,6 +114,50 @@ cdef TensorBase make_view(object arr, TensorBase base):
     return v
 
 
+# The live views taken under no_grad of each leaf that requires grad: id(leaf) -> (weakref to
+# the leaf, {id(view): weakref to the view}), entries dropped as the tensors die (keyed by id:
+# a tensor's == is elementwise). PyTorch's such view requires grad while its base does (its
+# requires_grad reads the base's); the core keeps the flag on each tensor, where every op reads
+# it, so the leaf's requires_grad_() passes its new flag on to them (requires_grad_(False) on
+# the leaf left the view requiring grad, its ops recording and its in-place writes refused).
+import functools as _functools
+import weakref as _weakref
+cdef dict NO_GRAD_VIEWS = {}
+
+
+def _forget_leaf(key, ref):
+    entry = NO_GRAD_VIEWS.get(key)
+    if entry is not None and entry[0] is ref:
+        del NO_GRAD_VIEWS[key]
+
+
+def _forget_view(dict views, key, ref):
+    if views.get(key) is ref:
+        del views[key]
+
+
+cdef int follow_base_requires_grad(TensorBase v) except -1:
+    """Register no_grad view v of a leaf that requires grad (NO_GRAD_VIEWS)."""
+    base = v._base
+    key = id(base)
+    entry = NO_GRAD_VIEWS.get(key)
+    if entry is None or (<tuple>entry)[0]() is not base:
+        entry = NO_GRAD_VIEWS[key] = (_weakref.ref(base, _functools.partial(_forget_leaf, key)),
+                                      {})
+    views = (<tuple>entry)[1]
+    views[id(v)] = _weakref.ref(v, _functools.partial(_forget_view, views, id(v)))
+    return 0
+
+
+cdef list no_grad_views_of(TensorBase leaf):
+    """The live views NO_GRAD_VIEWS holds for `leaf`."""
+    entry = NO_GRAD_VIEWS.get(id(leaf))
+    if entry is None or (<tuple>entry)[0]() is not leaf:
+        return []
+    return [v for v in (ref() for ref in list((<dict>(<tuple>entry)[1]).values()))
+            if v is not None]
+
+
 cdef int become_view(TensorBase v, TensorBase base, bint grad_mode) except -1:
     """Make new tensor v, on base's storage, a view of base taken with grad mode `grad_mode`."""
     v._version = version_of(base)
@@ -126,6 +170,8 @@ cdef int become_view(TensorBase v, TensorBase base, bint grad_mode) except -1:
         # as PyTorch's); ops on it record, but the gradient reaching it goes nowhere (no_grad_view_
         # drops_grad) and in-place writes to it with grad enabled are refused (check_inplace).
         v._requires_grad = base._requires_grad
+        if v._requires_grad and is_leaf_c(<TensorBase>v._base):
+            follow_base_requires_grad(v)
     return 0
 
 
@@ -461,6 +507,14 @@ cdef class TensorBase:
             # slots), so a call that flips it runs eagerly (tapegrad.compile)
             capture_unsupported("requires_grad_() or .requires_grad = on a tensor")
         self._requires_grad = flag
+        if NO_GRAD_VIEWS:
+            if self._base is not None:
+                entry = NO_GRAD_VIEWS.get(id(self._base))
+                if flag and entry is not None:          # its own flag now holds it True
+                    (<dict>(<tuple>entry)[1]).pop(id(self), None)
+            else:
+                for v in no_grad_views_of(self):
+                    (<TensorBase>v)._requires_grad = flag
         return 0
 
     @property
