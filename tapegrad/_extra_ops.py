@@ -1282,8 +1282,9 @@ _NO_IN_PLACE_DERIVATIVE = {"asinh": "asinh", "arcsinh": "asinh", "acosh": "acosh
 def _in_place(name: str):
     """Tensor.<name>_: the out-of-place result written into self with copy_, so the project's
     in-place rules (leaf, view, version counter) apply.  When the op records (self or a tensor
-    operand requires grad), it reads a clone: it may save self for backward, and copy_ is about
-    to overwrite self."""
+    operand requires grad), it reads a copy (_in_place_operand: a clone, or for a view that
+    overlaps itself one whose gradient reaches each shared element once): it may save self for
+    backward, and copy_ is about to overwrite self."""
     def apply(self, args, kwargs):
         _core._fresh_for_write(self)
         # (an operand that requires grad makes the op record too, and it may save self; under
@@ -1291,7 +1292,7 @@ def _in_place(name: str):
         records = is_grad_enabled() and (self.requires_grad or any(
             isinstance(a, _core.TensorBase) and a.requires_grad
             for a in (*args, *kwargs.values())))
-        source = self.clone() if records else self
+        source = _core._in_place_operand(self) if records else self
         try:
             result = getattr(source, name)(*args, **kwargs)
         except TypeError as error:      # (its argument errors: PyTorch's, under this name)

@@ -173,7 +173,7 @@ def scatter_(self, dim, index, src=None, reduce=None, *, value=None):
     ``dim``, as ``tapegrad.scatter``; ``reduce='add'|'multiply'`` combines instead of writing.
     Returns self.
     """
-    return self.copy_(scatter(self, dim, index, src, reduce, value=value))
+    return self.copy_(scatter(_core._overlap_operand(self), dim, index, src, reduce, value=value))
 
 
 @_numpy_dim_names
@@ -192,7 +192,7 @@ def scatter_add_(self, dim, index, src):
     """In place: add ``src``'s values into self at ``index`` along ``dim`` (repeated indices
     accumulate), as ``tapegrad.scatter_add``. Returns self.
     """
-    return self.copy_(scatter_add(self, dim, index, src))
+    return self.copy_(scatter_add(_core._overlap_operand(self), dim, index, src))
 
 
 _SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
@@ -221,8 +221,8 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """In place: reduce ``src``'s values into self at ``index`` along ``dim`` with ``reduce`` ('sum',
     'prod', 'mean', 'amax', 'amin'), as ``tapegrad.scatter_reduce``. Returns self.
     """
-    # (reduced from a clone: the reduction saves its input, which the copy_ then overwrites)
-    return self.copy_(scatter_reduce(self.clone(), dim, index, src, reduce,
+    # (reduced from a copy: the reduction saves its input, which the copy_ then overwrites)
+    return self.copy_(scatter_reduce(_core._in_place_operand(self), dim, index, src, reduce,
                                      include_self=include_self))
 
 
@@ -307,7 +307,7 @@ def index_put_(self, indices, values, accumulate=False):
     if accumulate:
         # (self becomes the op's output when it records, as _extra_ops._in_place's ops do)
         from ._shift_ops import _become_result, _write_back
-        source = self.clone() if _records(self, values) else self
+        source = _core._in_place_operand(self) if _records(self, values) else self
         result = index_put(source, indices, values, accumulate)
         return _become_result(self, result) if source is not self else _write_back(self, result)
     _check_values(self, values, "index_put_")
@@ -388,7 +388,7 @@ def index_add_(self, dim, index, source, *, alpha=1):
     """In place: add ``alpha * source`` into self at the positions ``index`` along ``dim``, as
     ``tapegrad.index_add``. Returns self.
     """
-    return self.copy_(index_add(self, dim, index, source, alpha=alpha))
+    return self.copy_(index_add(_core._overlap_operand(self), dim, index, source, alpha=alpha))
 
 
 @_numpy_dim_names
@@ -408,7 +408,7 @@ def index_copy_(self, dim, index, source):
     """In place: copy ``source``'s slices into self at the positions ``index`` along ``dim``, as
     ``tapegrad.index_copy``. Returns self.
     """
-    return self.copy_(index_copy(self, dim, index, source))
+    return self.copy_(index_copy(_core._overlap_operand(self), dim, index, source))
 
 
 @_numpy_dim_names
@@ -429,7 +429,7 @@ def index_fill_(self, dim, index, value):
     """In place: fill the slices of self at ``index`` along ``dim`` with ``value``, as
     ``tapegrad.index_fill``. Returns self.
     """
-    result = index_fill(self, dim, index, value)
+    result = index_fill(_core._overlap_operand(self), dim, index, value)
     if _stretched(self) and not _records(self, value):
         d = dim % self.ndim
         return _fill_stretched(self, (slice(None),) * d + (index.reshape(-1),), value,
