@@ -166,6 +166,13 @@ def _broadcast_shapes(sa, sb) -> None:
                                f"({pb[i]}) at non-singleton dimension {i}")
 
 
+def _check_broadcast(input, other) -> None:
+    """_broadcast_shapes for an elementwise op's two operands when both are tensors (a function
+    computed on numpy arrays would raise numpy's ValueError, not PyTorch's RuntimeError)."""
+    if isinstance(input, TensorBase) and isinstance(other, TensorBase):
+        _broadcast_shapes(input._array.shape, other._array.shape)
+
+
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """True when isclose(input, other, ...) holds everywhere."""
     _check_tensor(input, "allclose")
@@ -1043,6 +1050,7 @@ def _xlog(input, other, _name):
         if t._array.dtype.kind == "c":          # (a cast would drop the imaginary part)
             raise NotImplementedError(f'"{_name}_cpu" not implemented for '
                                       f"'{_dtype_name(t._array)}'")
+    _check_broadcast(input, other)
     from . import get_default_dtype, result_type
     dtype = result_type(input, other)       # PyTorch's promotion (a 0-d operand does not widen)
     dtype = dtype if dtype.is_floating_point else get_default_dtype()
@@ -1206,12 +1214,17 @@ def aminmax(input, *, dim=None, keepdim=False):
     """(min, max) of input, overall or along dim: amin and amax, which share a tie's gradient
     evenly as PyTorch's aminmax."""
     _check_tensor(input, "aminmax")
-    if input._array.size == 0:
-        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
-                           "operation has no identity.")
     result_type = _core.return_types.aminmax
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))):
         raise TypeError(f"aminmax(): argument 'dim' must be int, not {_type_name(dim)}")
+    if dim is None and input._array.size == 0:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    if dim is not None and input.ndim:
+        # (along a dim, only that dim must have elements: an empty result otherwise, as amin's)
+        d = _dim(dim, input.ndim)
+        if input.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     if dim is None:
         low, high = input.amin(), input.amax()
         if keepdim:

@@ -25,8 +25,8 @@ import numpy as np
 from . import _complex, _core
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
-from ._extra_ops import (_check_tensor, _check_tensor_or_number, _dtype_name, _in_place, _wrap,
-                         register_family)
+from ._extra_ops import (_check_broadcast, _check_tensor, _check_tensor_or_number, _dtype_name,
+                         _in_place, _wrap, register_family)
 from ._incomplete_gamma import continued_fraction, series_sum
 from ._special_functions import _lgamma_values, _polygamma_values
 from ._special_bessel import I1
@@ -102,6 +102,7 @@ def heaviside(input, values, *, out=None):
     _require_tensor_pair("heaviside", input, values, "values")
     if input.dtype != values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    _check_broadcast(input, values)
     # (in the layout PyTorch's TensorIterator gives a binary op's result, not row-major)
     result = _core.wrap_array(_core._iterator_layout(
         np.heaviside(input._array, values._array).astype(input._array.dtype),
@@ -156,6 +157,7 @@ def nextafter(input, other, *, out=None):
     """The next float after input in the direction of other (numpy's nextafter); the gradient
     passes through to input unchanged and is 0 for other, as PyTorch's."""
     _require_tensor_pair("nextafter", input, other)
+    _check_broadcast(input, other)
     from . import result_type
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
@@ -370,6 +372,7 @@ def zeta(input, other, *, out=None):
     _check_tensor_or_number("special_zeta", (input, other), signatures)
     if not isinstance(other, TensorBase):          # (two numbers: no Tensor to work on)
         _check_tensor_or_number("special_zeta", (input, other), signatures, first_is_tensor=True)
+    _check_broadcast(input, other)
     from . import result_type, tensor
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
@@ -450,6 +453,7 @@ _torch_grad_fn_name(_IncompleteGamma, "IgammaBackward0")
 
 def _incomplete_gamma(fn: str, input, other, upper: bool, out):
     _require_tensor_pair(fn, input, other)
+    _check_broadcast(input, other)
     from . import result_type
     dtype = result_type(input, other)
     if not dtype.is_floating_point:

@@ -847,12 +847,21 @@ def cond(A, p=None, *, out=None):
     _check_float(A, "linalg.cond")
     if A.ndim < 2:
         raise RuntimeError(f"linalg.cond: The input tensor A must have at least 2 dimensions.")
-    if p is None or p in (2, -2):
+    if isinstance(p, str):
+        _check_square(A, f"linalg.cond(ord={p})")
+    if A.numel() == 0:
+        # PyTorch's answer for matrices without elements (NumPy defines none): zeros of the batch
+        # shape in the real dtype, a constant (no gradient path)
+        from .creation import zeros
+        real = A.real.dtype if A.is_complex() else A.dtype
+        result = zeros(tuple(A.shape[:-2]), dtype=real)
+    elif p is None or p in (2, -2):
         S = svdvals(A)
         largest, smallest = S[..., 0], S[..., -1]
         result = smallest / largest if p == -2 else largest / smallest
     else:
-        _check_square(A, "linalg.cond")
+        if not isinstance(p, str):      # (PyTorch names the order as an integer: ord=inf, ord=-1)
+            _check_square(A, f"linalg.cond(ord={p if abs(p) == math.inf else int(p)})")
         result = matrix_norm(A, ord=p) * matrix_norm(inv(A), ord=p)
     return result if out is None else out.copy_(result)
 

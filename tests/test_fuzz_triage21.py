@@ -120,3 +120,137 @@ def test_in_place_through_ordinary_view_unchanged(torch):
     assert type(v.grad_fn).__name__ == "AsStridedBackward0"
     names = [type(f).__name__ for f, _ in v.grad_fn.next_functions[0][0].next_functions]
     assert "WhereBackward0" not in names
+
+
+# -- take_along_dim without dim flattens with view(-1) (seed 63007169) -----------------------------
+# PyTorch's `input.view(-1).gather(0, indices.view(-1))`: a permuted input (or index) that no
+# view flattens raises its view error; tapegrad reshaped (a copy) and ran.
+
+def _take_along(L, transpose_input, transpose_index):
+    x = L.arange(6.0).reshape(2, 3)
+    x = x.t() if transpose_input else x
+    index = L.tensor([[1, 2], [0, 1]])
+    index = index.t() if transpose_index else index
+    try:
+        return L.take_along_dim(x, index).tolist()
+    except RuntimeError as e:
+        return str(e)[:60]
+
+
+@pytest.mark.parametrize("transpose_input", [False, True])
+@pytest.mark.parametrize("transpose_index", [False, True])
+def test_take_along_dim_without_dim_views(torch, transpose_input, transpose_index):
+    assert (_take_along(tg, transpose_input, transpose_index)
+            == _take_along(torch, transpose_input, transpose_index))
+
+
+def test_take_along_dim_without_dim_refuses_permuted_input():
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        tg.take_along_dim(tg.arange(6.0).reshape(2, 3).t(), tg.tensor([1]))
+
+
+# -- functions computed on numpy arrays raise PyTorch's broadcast error (seed 63008424) ------------
+# `v.xlogy_(w)` with shapes that do not broadcast raised numpy's ValueError; PyTorch raises
+# RuntimeError "The size of tensor a (3) must match the size of tensor b (4) at non-singleton
+# dimension 1".  The same in every binary function computed on numpy arrays.
+
+BROADCAST_FUNCTIONS = ["xlogy", "special.xlogy", "special.xlog1py", "nextafter", "heaviside",
+                       "igamma", "igammac", "special.gammainc", "special.gammaincc", "gcd", "lcm",
+                       "polar", "complex", "special.zeta", "special.chebyshev_polynomial_t",
+                       "special.hermite_polynomial_h", "special.legendre_polynomial_p"]
+
+
+def _function(L, name):
+    f = L
+    for part in name.split("."):
+        f = getattr(f, part)
+    return f
+
+
+def _broadcast_error(L, name, method=False):
+    a, b = L.ones(3, 3, 1) + 1, L.ones(4, 4, 2) + 1
+    if name in ("gcd", "lcm"):
+        a, b = a.long(), b.long()
+    try:
+        if method:
+            getattr(a, name + "_")(b)
+        else:
+            _function(L, name)(a, b)
+    except Exception as e:  # noqa: BLE001 - the type is the point
+        return type(e).__name__, str(e)
+    return "ran"
+
+
+@pytest.mark.parametrize("name", BROADCAST_FUNCTIONS)
+def test_binary_function_broadcast_error(name):
+    assert _broadcast_error(tg, name) == (
+        "RuntimeError", "The size of tensor a (3) must match the size of tensor b (4) at "
+                        "non-singleton dimension 1")
+
+
+@pytest.mark.parametrize("name", BROADCAST_FUNCTIONS)
+def test_binary_function_broadcast_error_matches_torch(torch, name):
+    assert _broadcast_error(tg, name) == _broadcast_error(torch, name)
+
+
+@pytest.mark.parametrize("name", ["xlogy", "nextafter", "heaviside", "gcd", "lcm"])
+def test_in_place_binary_broadcast_error_matches_torch(torch, name):
+    assert _broadcast_error(tg, name, True) == _broadcast_error(torch, name, True)
+
+
+# -- linalg.cond of matrices without elements (seed 63009002) --------------------------------------
+# PyTorch returns zeros of the batch shape (real dtype, no gradient path) for any order, after
+# the square check for 'fro' / 'nuc' only; tapegrad indexed the singular values of nothing
+# (IndexError) and for the other orders gave results that required grad.  The square check
+# names the order as PyTorch's does (linalg.cond(ord=1)).
+
+COND_SHAPES = [(0, 0), (2, 0, 0), (0, 3, 3), (0, 3), (3, 0), (2, 3)]
+COND_ORDERS = [None, 2, -2, "fro", "nuc", 1, -1, float("inf")]
+
+
+def _cond(L, shape, p):
+    try:
+        r = L.linalg.cond(L.zeros(shape, requires_grad=True), p)
+    except RuntimeError as e:
+        return str(e)
+    return tuple(r.shape), str(r.tolist()), r.requires_grad, str(r.dtype)
+
+
+@pytest.mark.parametrize("shape", COND_SHAPES)
+@pytest.mark.parametrize("p", COND_ORDERS)
+def test_cond_of_empty_matrices_matches_torch(torch, shape, p):
+    assert _cond(tg, shape, p) == _cond(torch, shape, p)
+
+
+def test_cond_of_empty_matrix_is_a_constant_zero():
+    r = tg.linalg.cond(tg.zeros((2, 0, 0), dtype=tg.complex64, requires_grad=True))
+    assert r.tolist() == [0.0, 0.0] and r.dtype == tg.float32 and not r.requires_grad
+
+
+# -- aminmax along a dim of a tensor without elements (seed 63005904) -----------------------------
+# PyTorch refuses only a reduced dim of size 0 (IndexError) and, without dim, an empty input;
+# along a dim that has elements, an empty result.  tapegrad refused every empty input.
+
+AMINMAX_CASES = [((3, 0), 0), ((0, 3), 0), ((0, 3), -2), ((0, 3), 1), ((0, 3), None),
+                 ((0,), None), ((), 0), ((), None), ((2, 0, 3), -1)]
+
+
+def _aminmax(L, shape, dim, keepdim):
+    x = L.ones(shape)
+    try:
+        r = x.aminmax(keepdim=keepdim) if dim is None else x.aminmax(dim=dim, keepdim=keepdim)
+    except (RuntimeError, IndexError) as e:
+        return type(e).__name__, str(e)
+    return tuple(r.min.shape), tuple(r.max.shape)
+
+
+@pytest.mark.parametrize("shape,dim", AMINMAX_CASES)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_aminmax_of_empty_tensors_matches_torch(torch, shape, dim, keepdim):
+    assert _aminmax(tg, shape, dim, keepdim) == _aminmax(torch, shape, dim, keepdim)
+
+
+def test_aminmax_along_a_dim_with_elements_of_an_empty_tensor():
+    assert _aminmax(tg, (3, 0), 0, True) == ((1, 0), (1, 0))
+    assert _aminmax(tg, (0, 3), 0, False) == (
+        "IndexError", "aminmax: Expected reduction dim 0 to have non-zero size.")
