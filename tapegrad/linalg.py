@@ -604,7 +604,8 @@ class _CountNonzero(Function):
     @staticmethod
     def forward(ctx, magnitude, reduce):
         with no_grad():
-            return magnitude.sign().sum(**reduce)
+            # (x != 0, as PyTorch counts: a NaN is not zero; its sign() is NaN's 0)
+            return (magnitude != 0).to(magnitude.dtype).sum(**reduce)
 
     @staticmethod
     def backward(ctx, grad):

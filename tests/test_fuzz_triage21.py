@@ -254,3 +254,93 @@ def test_aminmax_along_a_dim_with_elements_of_an_empty_tensor():
     assert _aminmax(tg, (3, 0), 0, True) == ((1, 0), (1, 0))
     assert _aminmax(tg, (0, 3), 0, False) == (
         "IndexError", "aminmax: Expected reduction dim 0 to have non-zero size.")
+
+
+# -- the 0-"norm" counts NaN as non-zero (seed 60616385, silent) -----------------------------------
+# PyTorch's vector_norm(x, 0) is the count of x != 0, and NaN != 0; tapegrad summed sign(|x|),
+# which is 0 at NaN (torch.norm(x, 0) and linalg.norm(x, 0) of a vector go the same way).
+
+def test_zero_norm_counts_nan():
+    x = tg.tensor([[float("nan"), 1.0, 0.0], [0.0, float("inf"), -0.0]])
+    assert tg.linalg.vector_norm(x, 0).item() == 3.0
+    assert tg.linalg.vector_norm(x, 0, dim=0).tolist() == [1.0, 2.0, 0.0]
+    assert tg.linalg.norm(x.reshape(-1), 0).item() == 3.0
+    assert tg.linalg.vector_norm(tg.tensor(float("nan")), 0).item() == 1.0
+
+
+def test_zero_norm_matches_torch(torch):
+    values = [[float("nan"), 1.0, 0.0], [0.0, float("inf"), -0.0]]
+    for dim in (None, 0, 1, (0, 1)):
+        for keepdim in (False, True):
+            mine = tg.linalg.vector_norm(tg.tensor(values), 0, dim=dim, keepdim=keepdim)
+            theirs = torch.linalg.vector_norm(torch.tensor(values), 0, dim=dim, keepdim=keepdim)
+            assert mine.tolist() == theirs.tolist() and mine.shape == theirs.shape
+
+
+# -- hardswish's gradient at +-inf (found beside seed 60616687) -----------------------------------
+# PyTorch's hardswish_backward is 0 below -3 and the incoming gradient above 3, so 0 at -inf and
+# 1 at inf; tapegrad's middle piece x * (x + 3) / 6, masked out by where(), still multiplied its
+# zero gradient by inf there: NaN.
+
+def test_hardswish_gradient_at_infinities():
+    x = tg.tensor([float("inf"), -float("inf"), 1.0, -4.0, 4.0], requires_grad=True)
+    tg.nn.functional.hardswish(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 0.0, 1.0 / 3 + 0.5, 0.0, 1.0], rtol=1e-6)
+
+
+def test_hardswish_matches_torch_at_infinities_and_second_derivative(torch):
+    def run(L):
+        x = L.tensor([float("inf"), -float("inf"), 1.0, -2.5, 2.9, -4.0, 4.0], dtype=L.float64,
+                     requires_grad=True)
+        (g,) = L.autograd.grad(L.nn.functional.hardswish(x).sum(), x, create_graph=True)
+        (g2,) = L.autograd.grad(g.sum(), x)
+        return g.detach().numpy(), g2.numpy()
+    for mine, theirs in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12)
+
+
+# -- tensor arguments of the distance functions (seed 60615663) -----------------------------------
+# A number where a tensor is expected raised AttributeError ('float' object has no attribute
+# 'shape'); PyTorch raises its TypeError naming the argument.
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.nn.functional.cosine_similarity(x, -0.0, dim=-1, eps=0.1),
+    lambda L, x: L.nn.functional.cosine_similarity(1.0, x),
+    lambda L, x: L.cosine_similarity(x, 2),
+    lambda L, x: L.nn.functional.cosine_embedding_loss(x, 1.0, x[:, 0]),
+    lambda L, x: L.nn.functional.cosine_embedding_loss(1, x, x[:, 0]),
+    lambda L, x: L.nn.functional.cosine_embedding_loss(x, x, 1),
+    lambda L, x: L.cdist(x, 1.0),
+    lambda L, x: L.cdist([1.0], x),
+])
+def test_distance_functions_refuse_numbers_as_torch(torch, call):
+    def run(L):
+        with pytest.raises(TypeError) as info:
+            call(L, L.ones(2, 3))
+        return str(info.value)
+    assert run(tg) == run(torch)
+
+
+# -- remainder's zero keeps the dividend's sign (seeds 60614796, 63007745, 63008902) ---------------
+# PyTorch's remainder is fmod moved into the divisor's sign, so an exact zero keeps fmod's sign,
+# the dividend's; numpy's gives it the divisor's.
+
+def test_remainder_zero_sign():
+    x = tg.tensor([3.0, -3.0, 0.0, -0.0])
+    signs = lambda t: np.signbit(t.numpy()).tolist()    # noqa: E731
+    assert signs(tg.remainder(x, -1.5)) == [False, True, False, True]
+    assert signs(x % 1.5) == [False, True, False, True]
+    assert signs(x.clone().remainder_(tg.tensor(-1.5))) == [False, True, False, True]
+
+
+def test_remainder_matches_torch(torch):
+    a = [3.0, -3.0, 0.0, -0.0, 3.0, -3.0, float("nan"), 1.0, -1.0, float("inf"), 2.5]
+    b = [-1.5, -1.5, -1.5, 1.5, 1.5, 1.5, 1.0, float("inf"), float("inf"), 2.0, -0.7]
+    for dt in ("float32", "float64"):
+        def run(L):
+            x = L.tensor(np.array(a, dtype=dt))
+            y = L.tensor(np.array(b, dtype=dt))
+            results = [L.remainder(x, y), L.remainder(x, -1.5), x % 1.5, L.remainder(3.0, y),
+                       -3.0 % y, x.clone().remainder_(y)]
+            return [(r.numpy().tolist(), np.signbit(r.numpy()).tolist()) for r in results]
+        assert str(run(tg)) == str(run(torch))

@@ -98,7 +98,10 @@ def hardswish(input, inplace: bool = False):
     """Elementwise ``x * clamp(x + 3, 0, 6) / 6``."""
     # input * 0 keeps the sign PyTorch's x * clamp(x + 3, 0, 6) / 6 gives below -3: -0.0.
     zero = input * 0.0
-    out = _tg.where(input <= -3.0, zero, _tg.where(input < 3.0, input * (input + 3.0) / 6.0,
+    # the middle piece reads input clamped to [-3, 3]: the same values where it is taken, and
+    # where it is not (at +-inf) no inf * 0 = NaN in its masked-out gradient (PyTorch: 1 and 0)
+    middle = _tg.clamp(input, -3.0, 3.0)
+    out = _tg.where(input <= -3.0, zero, _tg.where(input < 3.0, middle * (middle + 3.0) / 6.0,
                                                    input))
     return _finish(input, out, inplace)
 
