@@ -764,6 +764,8 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
                            f"{input2.shape[-2]} by {n} but each b matrix is {input.shape[-2]} "
                            f"by {input.shape[-1]}")
     _check_float("cholesky_solve", input)
+    from .linalg import _refuse_half
+    _refuse_half(input, "cholesky_solve")
     return _out(_CholeskySolve.apply(input, input2, bool(upper)), out)
 
 
@@ -772,6 +774,8 @@ def cholesky_inverse(input, upper=False, *, out=None):
     _check_tensor(input, "cholesky_inverse")
     _check_square("cholesky_inverse", input)
     _check_float("cholesky_inverse", input)
+    from .linalg import _refuse_half
+    _refuse_half(input, "cholesky_inverse")
     from .creation import eye
     n = input.shape[-1]
     identity = eye(n, dtype=input.dtype).expand(*input.shape)
@@ -826,6 +830,8 @@ def geqrf(input, *, out=None):
     if input.dim() < 2:
         raise RuntimeError(f"geqrf: The input tensor A must have at least 2 dimensions.")
     _check_float("geqrf", input)
+    from .linalg import _refuse_half
+    _refuse_half(input, "geqrf")
     h, tau = np.linalg.qr(input._array, mode="raw")
     a_values = np.ascontiguousarray(np.swapaxes(h, -1, -2)).astype(input._array.dtype)
     tau_values = tau.astype(input._array.dtype)
@@ -1103,7 +1109,8 @@ def lu_solve(b, LU_data, LU_pivots, *, out=None):  # noqa: N803
         raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
                            f"AX = B ({LU_data.shape[-2]}x{n} and "
                            f"{'x'.join(str(s) for s in b.shape[-2:])})")
-    from .linalg import solve_triangular
+    from .linalg import _refuse_half, solve_triangular
+    _refuse_half(LU_data, "linalg.lu_solve")
     perm = _permutation(LU_pivots._array, n)
     shape = np.broadcast_shapes(perm.shape[:-1], tuple(b.shape[:-2]))
     index = np.broadcast_to(perm[..., None], shape + (n, b.shape[-1]))

@@ -56,6 +56,9 @@ _HALF_REFUSED_BY_CHECK = {
     "linalg.slogdet": "linalg.slogdet: Low precision dtypes not supported. Got Half",
     "torch.linalg.matrix_rank": "This function doesn't handle types other than float and double",
     "torch.linalg.lstsq": "This function doesn't handle types other than float and double",
+    "logdet": "logdet: Low precision dtypes not supported. Got Half",
+    # (the orders computed from singular values only: 'fro', 1 and inf take float16)
+    "linalg.matrix_norm(svd)": "linalg.matrix_norm: Low precision dtypes not supported. Got Half",
 }
 _HALF_REFUSED_BY_KERNEL = {       # the CPU kernel PyTorch's dispatch names
     "linalg.det": "lu_cpu", "linalg.solve": "lu_cpu", "torch.linalg.lu_factor": "lu_cpu",
@@ -66,7 +69,9 @@ _HALF_REFUSED_BY_KERNEL = {       # the CPU kernel PyTorch's dispatch names
     "linalg.cond": "linalg_svd_cpu", "linalg.qr": "geqrf_cpu",
     "linalg.cholesky": "cholesky_cpu", "linalg.cholesky_ex": "cholesky_cpu",
     "linalg.solve_triangular": "triangular_solve_cpu",
-    "torch.linalg.householder_product": "orgqr_cpu",
+    "torch.linalg.householder_product": "orgqr_cpu", "cholesky": "cholesky_cpu",
+    "geqrf": "geqrf_cpu", "cholesky_solve": "cholesky_solve_cpu",
+    "cholesky_inverse": "cholesky_inverse_out_cpu", "linalg.lu_solve": "linalg.lu_solve_cpu",
 }
 
 
@@ -682,6 +687,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if isinstance(ord, str) and ord != "nuc":
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if ord == "nuc" or ord in (2, -2):
+        _refuse_half(A, "linalg.matrix_norm(svd)")
         # Norms of the singular values: move the two dims last, reduce, put them back.
         moved = A.movedim((rows, cols), (-2, -1))
         values = svdvals(moved)
