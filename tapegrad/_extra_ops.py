@@ -1287,6 +1287,40 @@ def _masked_fill_arguments(mask, value):
     return mask, value
 
 
+class _leaf_error_first:
+    """Around an in-place op computed here from its out-of-place form: where that raises the
+    error of a value it checks (an index out of range: fuzz seed 60617181), PyTorch's refusal of
+    a write into a leaf that requires grad comes first, as its autograd layer makes it before
+    the kernel runs.  Argument TypeErrors stay first (PyTorch's parser raises them)."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if kind is not None and not issubclass(kind, TypeError):
+            _refuse_leaf_write(self.tensor)
+        return False
+
+
+def _refuse_leaf_write(self) -> None:
+    """PyTorch's refusal of an in-place op on a leaf that requires grad (or a view of one, with
+    grad mode on).  Views taken in no_grad and the like are left to copy_'s checks (PyTorch
+    names them differently)."""
+    if not (is_grad_enabled() and self.requires_grad):
+        return
+    base = self._base
+    if base is None:
+        if self.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+    elif not self.is_leaf and base.is_leaf and base.requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+
+
 # PyTorch has no derivative formula for these in-place forms: differentiating them raises
 _NO_IN_PLACE_DERIVATIVE = {"asinh": "asinh", "arcsinh": "asinh", "acosh": "acosh",
                            "arccosh": "acosh", "atanh": "atanh", "arctanh": "atanh"}
@@ -1307,7 +1341,8 @@ def _in_place(name: str):
             for a in (*args, *kwargs.values())))
         source = _core._in_place_operand(self) if records else self
         try:
-            result = getattr(source, name)(*args, **kwargs)
+            with _leaf_error_first(self):
+                result = getattr(source, name)(*args, **kwargs)
         except TypeError as error:      # (its argument errors: PyTorch's, under this name)
             if str(error).startswith(name + "()"):
                 raise TypeError(name + "_" + str(error)[len(name):]) from None

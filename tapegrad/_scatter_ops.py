@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _core
 from ._class_members import has_member
-from ._extra_ops import _fill_stretched, _numpy_dim_names, _stretched
+from ._extra_ops import _fill_stretched, _leaf_error_first, _numpy_dim_names, _stretched
 from .grad_mode import is_grad_enabled
 
 TensorBase = _core.TensorBase
@@ -173,7 +173,9 @@ def scatter_(self, dim, index, src=None, reduce=None, *, value=None):
     ``dim``, as ``tapegrad.scatter``; ``reduce='add'|'multiply'`` combines instead of writing.
     Returns self.
     """
-    return self.copy_(scatter(_core._overlap_operand(self), dim, index, src, reduce, value=value))
+    with _leaf_error_first(self):
+        result = scatter(_core._overlap_operand(self), dim, index, src, reduce, value=value)
+    return self.copy_(result)
 
 
 @_numpy_dim_names
@@ -192,7 +194,9 @@ def scatter_add_(self, dim, index, src):
     """In place: add ``src``'s values into self at ``index`` along ``dim`` (repeated indices
     accumulate), as ``tapegrad.scatter_add``. Returns self.
     """
-    return self.copy_(scatter_add(_core._overlap_operand(self), dim, index, src))
+    with _leaf_error_first(self):
+        result = scatter_add(_core._overlap_operand(self), dim, index, src)
+    return self.copy_(result)
 
 
 _SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
@@ -222,8 +226,10 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     'prod', 'mean', 'amax', 'amin'), as ``tapegrad.scatter_reduce``. Returns self.
     """
     # (reduced from a copy: the reduction saves its input, which the copy_ then overwrites)
-    return self.copy_(scatter_reduce(_core._in_place_operand(self), dim, index, src, reduce,
-                                     include_self=include_self))
+    with _leaf_error_first(self):
+        result = scatter_reduce(_core._in_place_operand(self), dim, index, src, reduce,
+                                include_self=include_self)
+    return self.copy_(result)
 
 
 # -- index_put ------------------------------------------------------------------------------------
@@ -388,7 +394,9 @@ def index_add_(self, dim, index, source, *, alpha=1):
     """In place: add ``alpha * source`` into self at the positions ``index`` along ``dim``, as
     ``tapegrad.index_add``. Returns self.
     """
-    return self.copy_(index_add(_core._overlap_operand(self), dim, index, source, alpha=alpha))
+    with _leaf_error_first(self):
+        result = index_add(_core._overlap_operand(self), dim, index, source, alpha=alpha)
+    return self.copy_(result)
 
 
 @_numpy_dim_names
@@ -408,7 +416,9 @@ def index_copy_(self, dim, index, source):
     """In place: copy ``source``'s slices into self at the positions ``index`` along ``dim``, as
     ``tapegrad.index_copy``. Returns self.
     """
-    return self.copy_(index_copy(_core._overlap_operand(self), dim, index, source))
+    with _leaf_error_first(self):
+        result = index_copy(_core._overlap_operand(self), dim, index, source)
+    return self.copy_(result)
 
 
 @_numpy_dim_names
@@ -429,7 +439,8 @@ def index_fill_(self, dim, index, value):
     """In place: fill the slices of self at ``index`` along ``dim`` with ``value``, as
     ``tapegrad.index_fill``. Returns self.
     """
-    result = index_fill(_core._overlap_operand(self), dim, index, value)
+    with _leaf_error_first(self):
+        result = index_fill(_core._overlap_operand(self), dim, index, value)
     if _stretched(self) and not _records(self, value):
         d = dim % self.ndim
         return _fill_stretched(self, (slice(None),) * d + (index.reshape(-1),), value,

@@ -398,3 +398,47 @@ def test_float16_linear_algebra_matches_torch(torch, name):
 def test_geqrf_refuses_float16():
     with pytest.raises(NotImplementedError, match='"geqrf_cpu" not implemented for \'Half\''):
         tg.geqrf(tg.eye(3, dtype=tg.float16))
+
+
+# -- an in-place op on a leaf refuses the leaf before checking its values (seed 60617181) ----------
+# The in-place ops computed from their out-of-place form raised the value's error (an index out
+# of range, shapes that do not broadcast) where PyTorch's autograd layer refuses the leaf first;
+# argument TypeErrors still come first, as PyTorch's parser raises them.
+
+LEAF_WRITES = {
+    "index_fill_": lambda L, x: x.index_fill_(0, L.tensor([5]), 1.0),
+    "index_fill_ empty": lambda L, x: x[:0].detach().requires_grad_().index_fill_(
+        -1, L.tensor([0]), -1.5),
+    "scatter_": lambda L, x: x.scatter_(0, L.tensor([5]), 1.0),
+    "scatter_add_": lambda L, x: x.scatter_add_(0, L.tensor([5]), L.ones(1)),
+    "scatter_reduce_": lambda L, x: x.scatter_reduce_(0, L.tensor([5]), L.ones(1), "sum"),
+    "index_add_": lambda L, x: x.index_add_(0, L.tensor([5]), L.ones(1)),
+    "index_copy_": lambda L, x: x.index_copy_(0, L.tensor([5]), L.ones(1)),
+    "xlogy_": lambda L, x: x.xlogy_(L.ones(4)),
+    "masked_fill_": lambda L, x: x.masked_fill_(L.ones(4, dtype=L.bool), 1.0),
+    "view index_fill_": lambda L, x: x[1:].index_fill_(0, L.tensor([5]), 1.0),
+    "clamp_ bad type": lambda L, x: x.clamp_(min="a"),
+}
+
+
+def _leaf_write(L, name):
+    x = L.ones(3, requires_grad=True)
+    try:
+        LEAF_WRITES[name](L, x)
+    except (RuntimeError, IndexError, TypeError) as e:
+        return type(e).__name__, str(e)[:40]
+    return "ran"
+
+
+@pytest.mark.parametrize("name", sorted(LEAF_WRITES))
+def test_leaf_refusal_comes_first_as_torch(torch, name):
+    assert _leaf_write(tg, name) == _leaf_write(torch, name)
+
+
+def test_leaf_refusal_before_index_error():
+    x = tg.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        x.index_fill_(0, tg.tensor([5]), 1.0)
+    with tg.no_grad():                  # (no refusal there: the index's own error)
+        with pytest.raises(IndexError):
+            x.index_fill_(0, tg.tensor([5]), 1.0)

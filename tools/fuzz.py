@@ -1678,8 +1678,9 @@ def known(cat, msg):
 def known_for(prog, cat, msg):
     """Differences known from what the program does, not from the message alone."""
     if cat == "missing-error" and msg.startswith("tail:") and "The size of tensor a" in msg and \
-            any(re.search(r"scatter_reduce\(.*'am(ax|in)'", s.code) for s in prog.steps):
-        # torch's bug (KNOWN: ScatterReduceBackward0): amax / amin with an index smaller than src
+            any(re.search(r"scatter_reduce\(.*'(am(ax|in)|prod)'", s.code) for s in prog.steps):
+        # torch's bug (KNOWN: ScatterReduceBackward0): amax / amin / prod (60617723) with an
+        # index smaller than src
         return True
     if cat in ("grad", "grad-none") and prog.mode == "grad2" and prog.cplx and \
             msg.startswith(("G2", "G[")):
