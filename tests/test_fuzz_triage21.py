@@ -442,3 +442,53 @@ def test_leaf_refusal_before_index_error():
     with tg.no_grad():                  # (no refusal there: the index's own error)
         with pytest.raises(IndexError):
             x.index_fill_(0, tg.tensor([5]), 1.0)
+
+
+# -- a conv weight gradient with a dilated tap that misses a short input (seed 60705316, silent) --
+# The fused im2col of the weight gradient packs several samples' columns side by side; for a
+# kernel tap that reaches the input only below the block of output rows (dilation 2, height 1,
+# padding 2), its fill of the rows before the first valid one ran past the block into the next
+# sample's columns and the next tap's row: the weight gradient of a batch of two or more was
+# wrong (the values and the input gradient were right).
+
+CONV_CASES = [  # (input shape, weight shape, padding, dilation)
+    ((2, 1, 1, 5), (2, 1, 3, 1), "same", 2),
+    ((2, 1, 1, 5), (2, 1, 3, 1), 2, 2),
+    ((3, 2, 1, 4), (2, 2, 3, 2), (3, 0), 3),
+    ((4, 1, 2, 3), (3, 1, 3, 3), 4, 3),
+    ((2, 1, 5), (2, 1, 3), 2, 2),
+]
+
+
+def _conv_weight_grad(L, x_shape, w_shape, padding, dilation, dtype):
+    rng = np.random.default_rng(7)
+    x = L.tensor(rng.standard_normal(x_shape).astype(dtype), requires_grad=True)
+    w = L.tensor(rng.standard_normal(w_shape).astype(dtype), requires_grad=True)
+    conv = L.nn.functional.conv2d if len(x_shape) == 4 else L.nn.functional.conv1d
+    y = conv(x, w, padding=padding, dilation=dilation)
+    (y * L.tensor(rng.standard_normal(tuple(y.shape)).astype(dtype))).sum().backward()
+    return y.detach().numpy(), x.grad.numpy(), w.grad.numpy()
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv_weight_grad_with_dilated_taps_over_short_input(torch, case, dtype):
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for mine, theirs in zip(_conv_weight_grad(tg, *case, dtype), _conv_weight_grad(torch, *case,
+                                                                                    dtype)):
+        np.testing.assert_allclose(mine, theirs, rtol=tol, atol=tol)
+
+
+def test_conv_weight_grad_sums_each_sample():
+    # height 1, kernel 3 dilated by 2 with padding 2: only the middle tap reads the input, so
+    # its gradient is sum over samples and positions of x * gy
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 1, 1, 5))
+    gy = rng.standard_normal((2, 2, 1, 5))
+    xt = tg.tensor(x)
+    w = tg.tensor(rng.standard_normal((2, 1, 3, 1)), requires_grad=True)
+    y = tg.nn.functional.conv2d(xt, w, padding="same", dilation=2)
+    (y * tg.tensor(gy)).sum().backward()
+    expected = [(gy[:, o, 0, :] * x[:, 0, 0, :]).sum() for o in range(2)]
+    np.testing.assert_allclose(w.grad.numpy()[:, 0, 1, 0], expected, rtol=1e-12)
+    assert not w.grad.numpy()[:, 0, [0, 2], 0].any()
