@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _core
 from ._extra_functions import _torch_grad_fn_name
-from ._extra_ops import _check_tensor
+from ._extra_ops import _check_broadcast, _check_tensor
 from .autograd.function import Function, _SavedOutput, _modified_in_place_error
 
 # grad_fn names of compiled ops whose VJP is linear with real coefficients: right for complex.
@@ -576,6 +576,7 @@ def _real_pair(fn, a, b, what):
                            f"type {_scalar_type(db)} for second argument")
     if da == np.float16:
         raise TypeError(_core.NO_COMPLEX32)
+    _check_broadcast(a, b)
     _core._complex_in_use()
     return np.result_type(da, np.complex64)
 

@@ -166,6 +166,13 @@ def _broadcast_shapes(sa, sb) -> None:
                                f"({pb[i]}) at non-singleton dimension {i}")
 
 
+def _check_broadcast(input, other) -> None:
+    """_broadcast_shapes for an elementwise op's two operands when both are tensors (a function
+    computed on numpy arrays would raise numpy's ValueError, not PyTorch's RuntimeError)."""
+    if isinstance(input, TensorBase) and isinstance(other, TensorBase):
+        _broadcast_shapes(input._array.shape, other._array.shape)
+
+
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """True when isclose(input, other, ...) holds everywhere."""
     _check_tensor(input, "allclose")
@@ -1073,6 +1080,7 @@ def _xlog(input, other, _name):
         if t._array.dtype.kind == "c":          # (a cast would drop the imaginary part)
             raise NotImplementedError(f'"{_name}_cpu" not implemented for '
                                       f"'{_dtype_name(t._array)}'")
+    _check_broadcast(input, other)
     from . import get_default_dtype, result_type
     dtype = result_type(input, other)       # PyTorch's promotion (a 0-d operand does not widen)
     dtype = dtype if dtype.is_floating_point else get_default_dtype()
@@ -1243,12 +1251,17 @@ def aminmax(input, *, dim=None, keepdim=False):
     evenly as PyTorch's aminmax."""
     _check_tensor(input, "aminmax")
     _core.check_keepdim("aminmax", keepdim)
-    if input._array.size == 0:
-        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
-                           "operation has no identity.")
     result_type = _core.return_types.aminmax
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))):
         raise TypeError(f"aminmax(): argument 'dim' must be int, not {_type_name(dim)}")
+    if dim is None and input._array.size == 0:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    if dim is not None and input.ndim:
+        # (along a dim, only that dim must have elements: an empty result otherwise, as amin's)
+        d = _dim(dim, input.ndim)
+        if input.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     if dim is None:
         low, high = input.amin(), input.amax()
         if keepdim:
@@ -1314,6 +1327,40 @@ def _masked_fill_arguments(mask, value):
     return mask, value
 
 
+class _leaf_error_first:
+    """Around an in-place op computed here from its out-of-place form: where that raises the
+    error of a value it checks (an index out of range: fuzz seed 60617181), PyTorch's refusal of
+    a write into a leaf that requires grad comes first, as its autograd layer makes it before
+    the kernel runs.  Argument TypeErrors stay first (PyTorch's parser raises them)."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if kind is not None and not issubclass(kind, TypeError):
+            _refuse_leaf_write(self.tensor)
+        return False
+
+
+def _refuse_leaf_write(self) -> None:
+    """PyTorch's refusal of an in-place op on a leaf that requires grad (or a view of one, with
+    grad mode on).  Views taken in no_grad and the like are left to copy_'s checks (PyTorch
+    names them differently)."""
+    if not (is_grad_enabled() and self.requires_grad):
+        return
+    base = self._base
+    if base is None:
+        if self.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+    elif not self.is_leaf and base.is_leaf and base.requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+
+
 # PyTorch has no derivative formula for these in-place forms: differentiating them raises
 _NO_IN_PLACE_DERIVATIVE = {"asinh": "asinh", "arcsinh": "asinh", "acosh": "acosh",
                            "arccosh": "acosh", "atanh": "atanh", "arctanh": "atanh"}
@@ -1322,8 +1369,9 @@ _NO_IN_PLACE_DERIVATIVE = {"asinh": "asinh", "arcsinh": "asinh", "acosh": "acosh
 def _in_place(name: str):
     """Tensor.<name>_: the out-of-place result written into self with copy_, so the project's
     in-place rules (leaf, view, version counter) apply.  When the op records (self or a tensor
-    operand requires grad), it reads a clone: it may save self for backward, and copy_ is about
-    to overwrite self."""
+    operand requires grad), it reads a copy (_in_place_operand: a clone, or for a view that
+    overlaps itself one whose gradient reaches each shared element once): it may save self for
+    backward, and copy_ is about to overwrite self."""
     def apply(self, args, kwargs):
         _core._fresh_for_write(self)
         # (an operand that requires grad makes the op record too, and it may save self; under
@@ -1331,9 +1379,10 @@ def _in_place(name: str):
         records = is_grad_enabled() and (self.requires_grad or any(
             isinstance(a, _core.TensorBase) and a.requires_grad
             for a in (*args, *kwargs.values())))
-        source = self.clone() if records else self
+        source = _core._in_place_operand(self) if records else self
         try:
-            result = getattr(source, name)(*args, **kwargs)
+            with _leaf_error_first(self):
+                result = getattr(source, name)(*args, **kwargs)
         except TypeError as error:      # (its argument errors: PyTorch's, under this name)
             if str(error).startswith(name + "()"):
                 raise TypeError(name + "_" + str(error)[len(name):]) from None

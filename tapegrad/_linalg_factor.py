@@ -112,6 +112,8 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=Non
     if not left:
         # X A = B  <=>  A^H X^H = B^H.
         return lu_solve(LU, pivots, B.mH, adjoint=not adjoint).mH
+    from .linalg import _refuse_half
+    _refuse_half(LU, "linalg.lu_solve")
     perm = _permutation(pivots._array, n)
     batch = np.broadcast_shapes(perm.shape[:-1], tuple(B.shape[:-2]), tuple(LU.shape[:-2]))
     B = B.expand(*batch, *B.shape[-2:])

@@ -25,8 +25,8 @@ import numpy as np
 from . import _complex, _core
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
-from ._extra_ops import (_check_tensor, _check_tensor_or_number, _dtype_name, _in_place, _wrap,
-                         register_family)
+from ._extra_ops import (_check_broadcast, _check_tensor, _check_tensor_or_number, _dtype_name,
+                         _in_place, _wrap, register_family)
 from ._incomplete_gamma import continued_fraction, series_sum
 from ._special_functions import _lgamma_values, _polygamma_values
 from ._special_bessel import I1
@@ -102,6 +102,7 @@ def heaviside(input, values, *, out=None):
     _require_tensor_pair("heaviside", input, values, "values")
     if input.dtype != values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    _check_broadcast(input, values)
     # (in the layout PyTorch's TensorIterator gives a binary op's result, not row-major)
     result = _core.wrap_array(_core._iterator_layout(
         np.heaviside(input._array, values._array).astype(input._array.dtype),
@@ -156,6 +157,7 @@ def nextafter(input, other, *, out=None):
     """The next float after input in the direction of other (numpy's nextafter); the gradient
     passes through to input unchanged and is 0 for other, as PyTorch's."""
     _require_tensor_pair("nextafter", input, other)
+    _check_broadcast(input, other)
     from . import result_type
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
@@ -370,6 +372,7 @@ def zeta(input, other, *, out=None):
     _check_tensor_or_number("special_zeta", (input, other), signatures)
     if not isinstance(other, TensorBase):          # (two numbers: no Tensor to work on)
         _check_tensor_or_number("special_zeta", (input, other), signatures, first_is_tensor=True)
+    _check_broadcast(input, other)
     from . import result_type, tensor
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
@@ -450,6 +453,7 @@ _torch_grad_fn_name(_IncompleteGamma, "IgammaBackward0")
 
 def _incomplete_gamma(fn: str, input, other, upper: bool, out):
     _require_tensor_pair(fn, input, other)
+    _check_broadcast(input, other)
     from . import result_type
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
@@ -760,6 +764,8 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
                            f"{input2.shape[-2]} by {n} but each b matrix is {input.shape[-2]} "
                            f"by {input.shape[-1]}")
     _check_float("cholesky_solve", input)
+    from .linalg import _refuse_half
+    _refuse_half(input, "cholesky_solve")
     return _out(_CholeskySolve.apply(input, input2, bool(upper)), out)
 
 
@@ -768,6 +774,8 @@ def cholesky_inverse(input, upper=False, *, out=None):
     _check_tensor(input, "cholesky_inverse")
     _check_square("cholesky_inverse", input)
     _check_float("cholesky_inverse", input)
+    from .linalg import _refuse_half
+    _refuse_half(input, "cholesky_inverse")
     from .creation import eye
     n = input.shape[-1]
     identity = eye(n, dtype=input.dtype).expand(*input.shape)
@@ -822,6 +830,8 @@ def geqrf(input, *, out=None):
     if input.dim() < 2:
         raise RuntimeError(f"geqrf: The input tensor A must have at least 2 dimensions.")
     _check_float("geqrf", input)
+    from .linalg import _refuse_half
+    _refuse_half(input, "geqrf")
     h, tau = np.linalg.qr(input._array, mode="raw")
     a_values = np.ascontiguousarray(np.swapaxes(h, -1, -2)).astype(input._array.dtype)
     tau_values = tau.astype(input._array.dtype)
@@ -1099,7 +1109,8 @@ def lu_solve(b, LU_data, LU_pivots, *, out=None):  # noqa: N803
         raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
                            f"AX = B ({LU_data.shape[-2]}x{n} and "
                            f"{'x'.join(str(s) for s in b.shape[-2:])})")
-    from .linalg import solve_triangular
+    from .linalg import _refuse_half, solve_triangular
+    _refuse_half(LU_data, "linalg.lu_solve")
     perm = _permutation(LU_pivots._array, n)
     shape = np.broadcast_shapes(perm.shape[:-1], tuple(b.shape[:-2]))
     index = np.broadcast_to(perm[..., None], shape + (n, b.shape[-1]))

@@ -211,7 +211,9 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         return compute_then_write("take_along_dim", out, (input, indices),
                                   lambda: take_along_dim(input, indices, dim))
     if dim is None:
-        return input.reshape(-1).gather(0, indices.reshape(-1))
+        # (PyTorch flattens both with view(-1): a layout that no view flattens, a permuted
+        # input, raises its view error)
+        return input.view(-1).gather(0, indices.view(-1))
     if input.ndim == 0:
         from ._extra_ops import _no_dims
         _no_dims(dim)

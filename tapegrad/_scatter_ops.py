@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _core
 from ._class_members import has_member
-from ._extra_ops import _fill_stretched, _numpy_dim_names, _stretched
+from ._extra_ops import _fill_stretched, _leaf_error_first, _numpy_dim_names, _stretched
 from .grad_mode import is_grad_enabled
 
 TensorBase = _core.TensorBase
@@ -173,7 +173,9 @@ def scatter_(self, dim, index, src=None, reduce=None, *, value=None):
     ``dim``, as ``tapegrad.scatter``; ``reduce='add'|'multiply'`` combines instead of writing.
     Returns self.
     """
-    return self.copy_(scatter(self, dim, index, src, reduce, value=value))
+    with _leaf_error_first(self):
+        result = scatter(_core._overlap_operand(self), dim, index, src, reduce, value=value)
+    return self.copy_(result)
 
 
 @_numpy_dim_names
@@ -192,7 +194,9 @@ def scatter_add_(self, dim, index, src):
     """In place: add ``src``'s values into self at ``index`` along ``dim`` (repeated indices
     accumulate), as ``tapegrad.scatter_add``. Returns self.
     """
-    return self.copy_(scatter_add(self, dim, index, src))
+    with _leaf_error_first(self):
+        result = scatter_add(_core._overlap_operand(self), dim, index, src)
+    return self.copy_(result)
 
 
 _SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
@@ -221,9 +225,11 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """In place: reduce ``src``'s values into self at ``index`` along ``dim`` with ``reduce`` ('sum',
     'prod', 'mean', 'amax', 'amin'), as ``tapegrad.scatter_reduce``. Returns self.
     """
-    # (reduced from a clone: the reduction saves its input, which the copy_ then overwrites)
-    return self.copy_(scatter_reduce(self.clone(), dim, index, src, reduce,
-                                     include_self=include_self))
+    # (reduced from a copy: the reduction saves its input, which the copy_ then overwrites)
+    with _leaf_error_first(self):
+        result = scatter_reduce(_core._in_place_operand(self), dim, index, src, reduce,
+                                include_self=include_self)
+    return self.copy_(result)
 
 
 # -- index_put ------------------------------------------------------------------------------------
@@ -307,7 +313,7 @@ def index_put_(self, indices, values, accumulate=False):
     if accumulate:
         # (self becomes the op's output when it records, as _extra_ops._in_place's ops do)
         from ._shift_ops import _become_result, _write_back
-        source = self.clone() if _records(self, values) else self
+        source = _core._in_place_operand(self) if _records(self, values) else self
         result = index_put(source, indices, values, accumulate)
         return _become_result(self, result) if source is not self else _write_back(self, result)
     _check_values(self, values, "index_put_")
@@ -388,7 +394,9 @@ def index_add_(self, dim, index, source, *, alpha=1):
     """In place: add ``alpha * source`` into self at the positions ``index`` along ``dim``, as
     ``tapegrad.index_add``. Returns self.
     """
-    return self.copy_(index_add(self, dim, index, source, alpha=alpha))
+    with _leaf_error_first(self):
+        result = index_add(_core._overlap_operand(self), dim, index, source, alpha=alpha)
+    return self.copy_(result)
 
 
 @_numpy_dim_names
@@ -408,7 +416,9 @@ def index_copy_(self, dim, index, source):
     """In place: copy ``source``'s slices into self at the positions ``index`` along ``dim``, as
     ``tapegrad.index_copy``. Returns self.
     """
-    return self.copy_(index_copy(self, dim, index, source))
+    with _leaf_error_first(self):
+        result = index_copy(_core._overlap_operand(self), dim, index, source)
+    return self.copy_(result)
 
 
 def _fill_number(input, value):
@@ -441,7 +451,8 @@ def index_fill_(self, dim, index, value):
     """In place: fill the slices of self at ``index`` along ``dim`` with ``value``, as
     ``tapegrad.index_fill``. Returns self.
     """
-    result = index_fill(self, dim, index, value)
+    with _leaf_error_first(self):
+        result = index_fill(_core._overlap_operand(self), dim, index, value)
     if _stretched(self) and not _records(self, value):
         d = dim % self.ndim
         return _fill_stretched(self, (slice(None),) * d + (index.reshape(-1),), value,

@@ -143,7 +143,7 @@ def _imod(self, other):
 
 @_operator
 def _ipow(self, other):
-    source = self.clone()
+    source = _core._in_place_operand(self)
     result = source ** other
     if isinstance(result, _core.TensorBase):
         return _become_result(self, result)

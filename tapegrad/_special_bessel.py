@@ -33,7 +33,7 @@ import numpy as np
 
 from . import _core
 from ._extra_functions import _torch_grad_fn_name
-from ._extra_ops import _check_tensor_or_number, _wrap
+from ._extra_ops import _check_broadcast, _check_tensor_or_number, _wrap
 from ._special_functions import _float_input
 from .autograd.function import Function
 
@@ -718,6 +718,7 @@ def _polynomial_function(name: str, kind: str, doc: str):
         if not isinstance(input, TensorBase) and not isinstance(n, TensorBase):
             _check_tensor_or_number("special_" + name, (input, n), signatures,
                                     first_is_tensor=True)
+        _check_broadcast(input, n)
         for a in (input, n):
             if isinstance(a, TensorBase) and a.is_complex():
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for "

@@ -14,8 +14,8 @@ import numpy as np
 
 from . import _core
 from ._class_members import has_member
-from ._extra_ops import (_check_tensor, _check_unique_dim_of_empty, _dim, _wrap, divide,
-                         register_family)
+from ._extra_ops import (_check_broadcast, _check_tensor, _check_unique_dim_of_empty, _dim, _wrap,
+                         divide, register_family)
 
 _core_div = _core.div
 
@@ -331,6 +331,7 @@ def _check_factor(name: str, value, kind: str) -> None:
 def _integer_pair(name, fn, input, other):
     _check_tensor(input, name)
     _check_tensor(other, name, "other", 2)
+    _check_broadcast(input, other)
     b = other._array if isinstance(other, _core.TensorBase) else np.asarray(other)
     if input._array.dtype.kind not in "iub" or b.dtype.kind not in "iub":
         raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_label(input, b)}\'')

@@ -56,6 +56,9 @@ _HALF_REFUSED_BY_CHECK = {
     "linalg.slogdet": "linalg.slogdet: Low precision dtypes not supported. Got Half",
     "torch.linalg.matrix_rank": "This function doesn't handle types other than float and double",
     "torch.linalg.lstsq": "This function doesn't handle types other than float and double",
+    "logdet": "logdet: Low precision dtypes not supported. Got Half",
+    # (the orders computed from singular values only: 'fro', 1 and inf take float16)
+    "linalg.matrix_norm(svd)": "linalg.matrix_norm: Low precision dtypes not supported. Got Half",
 }
 _HALF_REFUSED_BY_KERNEL = {       # the CPU kernel PyTorch's dispatch names
     "linalg.det": "lu_cpu", "linalg.solve": "lu_cpu", "torch.linalg.lu_factor": "lu_cpu",
@@ -66,7 +69,9 @@ _HALF_REFUSED_BY_KERNEL = {       # the CPU kernel PyTorch's dispatch names
     "linalg.cond": "linalg_svd_cpu", "linalg.qr": "geqrf_cpu",
     "linalg.cholesky": "cholesky_cpu", "linalg.cholesky_ex": "cholesky_cpu",
     "linalg.solve_triangular": "triangular_solve_cpu",
-    "torch.linalg.householder_product": "orgqr_cpu",
+    "torch.linalg.householder_product": "orgqr_cpu", "cholesky": "cholesky_cpu",
+    "geqrf": "geqrf_cpu", "cholesky_solve": "cholesky_solve_cpu",
+    "cholesky_inverse": "cholesky_inverse_out_cpu", "linalg.lu_solve": "linalg.lu_solve_cpu",
 }
 
 
@@ -598,7 +603,8 @@ class _CountNonzero(Function):
     @staticmethod
     def forward(ctx, magnitude, reduce):
         with no_grad():
-            return magnitude.sign().sum(**reduce)
+            # (x != 0, as PyTorch counts: a NaN is not zero; its sign() is NaN's 0)
+            return (magnitude != 0).to(magnitude.dtype).sum(**reduce)
 
     @staticmethod
     def backward(ctx, grad):
@@ -677,6 +683,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if isinstance(ord, str) and ord != "nuc":
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if ord == "nuc" or ord in (2, -2):
+        _refuse_half(A, "linalg.matrix_norm(svd)")
         # Norms of the singular values: move the two dims last, reduce, put them back.
         moved = A.movedim((rows, cols), (-2, -1))
         values = svdvals(moved)
@@ -844,12 +851,21 @@ def cond(A, p=None, *, out=None):
     _check_float(A, "linalg.cond")
     if A.ndim < 2:
         raise RuntimeError(f"linalg.cond: The input tensor A must have at least 2 dimensions.")
-    if p is None or p in (2, -2):
+    if isinstance(p, str):
+        _check_square(A, f"linalg.cond(ord={p})")
+    if A.numel() == 0:
+        # PyTorch's answer for matrices without elements (NumPy defines none): zeros of the batch
+        # shape in the real dtype, a constant (no gradient path)
+        from .creation import zeros
+        real = A.real.dtype if A.is_complex() else A.dtype
+        result = zeros(tuple(A.shape[:-2]), dtype=real)
+    elif p is None or p in (2, -2):
         S = svdvals(A)
         largest, smallest = S[..., 0], S[..., -1]
         result = smallest / largest if p == -2 else largest / smallest
     else:
-        _check_square(A, "linalg.cond")
+        if not isinstance(p, str):      # (PyTorch names the order as an integer: ord=inf, ord=-1)
+            _check_square(A, f"linalg.cond(ord={p if abs(p) == math.inf else int(p)})")
         result = matrix_norm(A, ord=p) * matrix_norm(inv(A), ord=p)
     return result if out is None else out.copy_(result)
 

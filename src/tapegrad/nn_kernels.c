@@ -38,13 +38,17 @@ static inline void copy_run(void* restrict dst, const void* restrict src, size_t
 }
 
 /* The output rows [lo, hi) whose tap at offset `base` (= i*dh - pt) reads a real input row:
- * 0 <= ho*sh + base < H, clipped to [ho0, ho1). */
+ * 0 <= ho*sh + base < H, clipped to [ho0, ho1).  Both ends are clipped: a tap that reaches the
+ * input only below the block (a dilated tap over a short input) gives lo = hi = ho1, so the
+ * callers' fill of the rows before lo stays inside the block (it ran past it into the next
+ * sample's columns of the weight gradient, and from there into the next tap's row: fuzz seed
+ * 60705316, a silent wrong conv weight gradient). */
 static inline void rows_inside(ptrdiff_t base, ptrdiff_t sh, ptrdiff_t H, ptrdiff_t ho0,
                                ptrdiff_t ho1, ptrdiff_t* lo, ptrdiff_t* hi)
 {
     ptrdiff_t a = base >= 0 ? 0 : (-base + sh - 1) / sh;
     ptrdiff_t b = H - base <= 0 ? 0 : (H - base + sh - 1) / sh;
-    a = a < ho0 ? ho0 : a;
+    a = a < ho0 ? ho0 : a > ho1 ? ho1 : a;
     b = b > ho1 ? ho1 : b;
     *lo = a;
     *hi = b > a ? b : a;

@@ -172,6 +172,74 @@ cdef int view_reads_base(TensorBase t) except -1:
     return rebase_view(t, view_key(t))
 
 
+# -- what an in-place op through a view reads -----------------------------------------------------
+#
+# PyTorch records `view.op_(...)` on the base as CopySlices: the gradient of the op's input (the
+# view's old value) goes straight into the base's gradient, ASSIGNED at the view's positions.
+# tapegrad computes the op on a copy of the view, so that gradient flows back through the view's
+# own history, which ADDS the gradients of positions that share a base element.  The two agree
+# unless the view overlaps itself (unfold with step < size, as_strided): there the addition
+# counted each shared element once per position (fuzz seed 63005906, silent).  The copy then
+# reads the view at each base element's last position only (the assignment's survivor, in C
+# order) and is detached at the others.
+
+cdef bint may_overlap_itself(object A) except -1:
+    """False when A's elements provably occupy distinct memory (each stride, in increasing
+    order, steps past everything the smaller ones reach); True when they might share it."""
+    dims = sorted((abs(s), n) for s, n in zip(A.strides, A.shape) if n > 1)
+    cdef Py_ssize_t reach = A.itemsize, s, n
+    for s, n in dims:
+        if s < reach:
+            return True
+        reach += s * (n - 1)
+    return False
+
+
+cdef object last_write_mask(TensorBase view):
+    """For a view of its base that overlaps itself: a bool array of the view's shape, True at the
+    last position (C order) of each base element the view covers.  None when no two of the
+    view's elements are one element of the base (every ordinary view)."""
+    V = view._array
+    if V.size < 2 or not may_overlap_itself(V):
+        return None
+    B = (<TensorBase>view._base)._array
+    key = view_key(view)
+    flat = np.ravel_multi_index(key, B.shape if B.ndim else (1,)).reshape(-1)
+    first_from_end = np.unique(flat[::-1], return_index=True)[1]
+    if first_from_end.size == flat.size:
+        return None
+    mask = np.zeros(flat.size, dtype=NP_BOOL)
+    mask[flat.size - 1 - first_from_end] = True
+    return mask.reshape(V.shape)
+
+
+cdef object overlap_operand(TensorBase self):
+    """For a recorded in-place op on a view that overlaps itself: the copy of self's value it
+    computes from, whose gradient reaches each base element once (see above); None for any
+    other tensor (the caller reads self, or its own copy of it)."""
+    if self._base is None or not grad_enabled() or not self._requires_grad:
+        return None
+    mask = last_write_mask(self)
+    if mask is None:
+        return None
+    from tapegrad._ops_unary import where
+    return where(wrap(mask), self, self.detach())
+
+
+def _overlap_operand(TensorBase self):
+    """What an in-place op computed in Python from self itself (then written back with copy_)
+    reads: self, or for a view that overlaps itself, overlap_operand's copy."""
+    source = overlap_operand(self)
+    return self if source is None else source
+
+
+def _in_place_operand(TensorBase self):
+    """The copy of self that an in-place op computed in Python computes from: self.clone(), or
+    overlap_operand's copy for a view that overlaps itself."""
+    source = overlap_operand(self)
+    return self.clone() if source is None else source
+
+
 cdef inline bint records(TensorBase t, object other) noexcept:
     return grad_enabled() and (t._requires_grad or
                                (isinstance(other, TensorBase) and (<TensorBase>other)._requires_grad))
@@ -259,16 +327,21 @@ cdef object inplace_binary(int op, TensorBase self, object other):
 
 cdef object inplace_binary_on_view(int op, TensorBase view, object other):
     """view (op)= other, recorded as base[key] = view_old (op) other (CopySlices on the base, as
-    PyTorch's); the op reads a private copy of the old value (see inplace_binary)."""
-    orig = view._array
-    orig_version = view._version
-    view._array = orig.copy()
-    view._version = None
-    try:
-        result = binary_op(op, view, other)
-    finally:
-        view._array = orig
-        view._version = orig_version
+    PyTorch's); the op reads a private copy of the old value (see inplace_binary), or for a view
+    that overlaps itself, overlap_operand's."""
+    source = overlap_operand(view)
+    if source is not None:
+        result = binary_op(op, source, other)
+    else:
+        orig = view._array
+        orig_version = view._version
+        view._array = orig.copy()
+        view._version = None
+        try:
+            result = binary_op(op, view, other)
+        finally:
+            view._array = orig
+            view._version = orig_version
     if result is NotImplemented:
         return NotImplemented
     check_result(view, (<TensorBase>result)._array)
@@ -297,7 +370,8 @@ cdef object inplace_apply(TensorBase self, object fn, tuple args):
     if recording and self._base is not None:
         # through a view: its new value, recorded out of place, goes to the base as
         # view[...] = value does (CopySlices), as PyTorch's
-        setitem_op(self, Ellipsis, fn(self, *args))
+        source = overlap_operand(self)
+        setitem_op(self, Ellipsis, fn(self if source is None else source, *args))
         return self
     check_inplace(self, recording)
     if recording:

@@ -261,6 +261,11 @@ cdef object binary_math(int op, object a, object b, str name):
                 out = nd(np.asarray(np.fmod(A, B)))
             elif op == OP_REMAINDER:
                 out = nd(np.asarray(np.remainder(A, B)))
+                # PyTorch's remainder is fmod moved into the divisor's sign: a zero keeps
+                # fmod's sign, the dividend's (numpy gives it the divisor's)
+                zero = out == 0
+                if zero.any():
+                    out = nd(np.asarray(np.where(zero, np.copysign(out, A), out)))
             else:                                       # Python's float //, as PyTorch's
                 out = nd(np.asarray(np.floor_divide(A, B)))
     out = np.asarray(out, dtype=dt)

@@ -22,6 +22,13 @@ def _compiled(name):
     return _core.NN_FUNCTIONS[name]
 
 
+def _operand(input, inplace: bool):
+    """What an activation computes from: input itself, or with inplace=True on a view that
+    overlaps itself (unfold, as_strided), a copy whose gradient reaches each shared element
+    once, as PyTorch's in-place write into a view sends it (the core's _overlap_operand)."""
+    return _core._overlap_operand(input) if inplace else input
+
+
 def _finish(input, out, inplace: bool):
     # In-place variants write the result back into the caller's tensor, as PyTorch's do.
     if inplace:
@@ -53,7 +60,8 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
     with _tg.no_grad():
         # the clamped value keeps a zero's sign (relu6(-0.0) is -0.0) and NaN, as PyTorch's
         clamped = _tg.clamp(input.detach(), min_val, max_val)
-    out = _piecewise(~((input <= min_val) | (input >= max_val)), input, clamped, "hardtanh")
+    x = _operand(input, inplace)
+    out = _piecewise(~((input <= min_val) | (input >= max_val)), x, clamped, "hardtanh")
     return _finish_saving_input(input, out, inplace)
 
 
@@ -74,7 +82,8 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):
     """Elementwise ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return _finish(input, _compiled("elu")(input / alpha, alpha=1.0) * alpha, inplace)
+    x = _operand(input, inplace)
+    return _finish(input, _compiled("elu")(x / alpha, alpha=1.0) * alpha, inplace)
 
 
 @recording_inplace
@@ -89,7 +98,10 @@ def hardswish(input, inplace: bool = False):
     """Elementwise ``x * clamp(x + 3, 0, 6) / 6``."""
     # input * 0 keeps the sign PyTorch's x * clamp(x + 3, 0, 6) / 6 gives below -3: -0.0.
     zero = input * 0.0
-    out = _tg.where(input <= -3.0, zero, _tg.where(input < 3.0, input * (input + 3.0) / 6.0,
+    # the middle piece reads input clamped to [-3, 3]: the same values where it is taken, and
+    # where it is not (at +-inf) no inf * 0 = NaN in its masked-out gradient (PyTorch: 1 and 0)
+    middle = _tg.clamp(input, -3.0, 3.0)
+    out = _tg.where(input <= -3.0, zero, _tg.where(input < 3.0, middle * (middle + 3.0) / 6.0,
                                                    input))
     return _finish(input, out, inplace)
 
@@ -98,7 +110,7 @@ def hardsigmoid(input, inplace: bool = False):
     """Elementwise ``clamp(x / 6 + 1 / 2, 0, 1)``."""
     # PyTorch's gradient is 1/6 strictly inside (-3, 3), 0 elsewhere and at NaN
     inside = (input > -3.0) & (input < 3.0)
-    linear = input / 6.0 + 0.5
+    linear = _operand(input, inplace) / 6.0 + 0.5
     with _tg.no_grad():
         outside = _tg.clamp(linear.detach(), 0.0, 1.0)
     return _finish_saving_input(input, _piecewise(inside, linear, outside, "hardsigmoid"),
@@ -132,7 +144,8 @@ def tanhshrink(input):
 def threshold(input, threshold: float, value: float, inplace: bool = False):
     """Elementwise ``x`` where ``x > threshold``, else ``value``."""
     # PyTorch replaces x <= threshold: NaN is kept, with its gradient
-    out = _piecewise(~(input <= threshold), input, _tg.full_like(input, value), "threshold")
+    out = _piecewise(~(input <= threshold), _operand(input, inplace), _tg.full_like(input, value),
+                     "threshold")
     return _finish(input, out, inplace)
 
 
@@ -268,7 +281,7 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
     a = 1.0 / math.sqrt((saturation * saturation * p + 1) * (1 - p))
     keep = (_tg.rand(input.shape, dtype=input.dtype) >= p).to(input.dtype)
     b = (keep - 1) * (saturation * a) + saturation * a * p
-    return _finish(input, input * (keep * a) + b, inplace)
+    return _finish(input, _operand(input, inplace) * (keep * a) + b, inplace)
 
 
 def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-10,

@@ -82,6 +82,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     """Sum over dim of (x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps))."""
+    from .._extra_ops import _check_tensor
+    _check_tensor(x1, "cosine_similarity", "x1", 1)
+    _check_tensor(x2, "cosine_similarity", "x2", 2)
     try:
         shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
     except ValueError:
@@ -106,6 +109,9 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
 
 def cdist(x1, x2, p: float = 2.0, compute_mode=None):
     """p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M): (..., P, R)."""
+    from .._extra_ops import _check_tensor
+    _check_tensor(x1, "cdist", "x1", 1)
+    _check_tensor(x2, "cdist", "x2", 2)
     if x1.dim() < 2 or x2.dim() < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X{1 if x1.dim() < 2 else 2}"
                            f" got: {min(x1.dim(), x2.dim())}D")
@@ -137,6 +143,10 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
     """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1."""
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
+    from .._extra_ops import _check_tensor
+    for position, (name, t) in enumerate((("input1", input1), ("input2", input2),
+                                          ("target", target)), 1):
+        _check_tensor(t, "cosine_embedding_loss", name, position)
     eps = 1e-12  # PyTorch's EPSILON inside cosine_embedding_loss
     # (one pair of vectors per target element: PyTorch refuses any other ranks, which would
     # otherwise broadcast into a result of the wrong shape)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 
+from .. import _core
 from .._shift_ops import _become_result
 from ..grad_mode import is_grad_enabled
 
@@ -24,7 +25,7 @@ def activation_in_graph(activation, input, args=(), kwargs=None):
     arguments): the activation of a copy, adopted by (or written back into) input.  The compiled
     activations (relu, leaky_relu, elu, silu) call this themselves on that path only, so their
     plain call stays one compiled function."""
-    result = activation(input.clone(), *args, **(kwargs or {}))
+    result = activation(_core._in_place_operand(input), *args, **(kwargs or {}))
     # input becomes the activation's output (its grad_fn, the output it saves), as the
     # in-place unary ops do; through a plain copy_ a second derivative reaching the saved
     # output would bypass input, and input's retained .grad would miss it

@@ -97,5 +97,5 @@ def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace
         shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
         keep = (rand(shape, dtype=input.dtype) >= p).to(input.dtype)
         b = (keep - 1) * (saturation * a) + saturation * a * p
-        result = input * (keep * a) + b
+        result = (_core._overlap_operand(input) if inplace else input) * (keep * a) + b
     return _finish(input, result, inplace)
