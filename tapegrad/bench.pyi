@@ -32,6 +32,7 @@ __all__ = [
     'HVP_MLP',
     'HVP_SIZE',
     'HvpCase',
+    'METRICS_SHAPE',
     'MLP_BATCH',
     'MLP_LR',
     'MLP_PARAMS',
@@ -46,6 +47,7 @@ __all__ = [
     'blas_line',
     'chain',
     'check_hand_adam',
+    'check_metrics',
     'check_mlp_step',
     'check_poly',
     'cli_workloads',
@@ -68,6 +70,7 @@ __all__ = [
     'lib_gradient',
     'lib_hand_adam_step',
     'lib_hvp',
+    'lib_metrics',
     'lib_mlp',
     'lib_mlp_step',
     'lib_poly_forward',
@@ -76,11 +79,14 @@ __all__ = [
     'lib_poly_update',
     'limit_threads',
     'main',
+    'metrics_contenders',
+    'metrics_problem',
     'mlp_contenders',
     'mlp_problem',
     'numpy_chain',
     'numpy_cross_entropy',
     'numpy_hand_adam_step',
+    'numpy_metrics',
     'numpy_mlp_step',
     'numpy_poly_iteration',
     'peak_rss',
@@ -158,6 +164,7 @@ class HvpCase:
     vs: Any
     fn: Any
 
+METRICS_SHAPE: Any
 MLP_BATCH: _int
 MLP_LR: _float
 MLP_PARAMS: Any
@@ -175,6 +182,8 @@ def blas_line(info: builtins.dict[_str, Any] | None = ...) -> _str: ...
 def chain(x: Any, cycles: Any, tanh: Any, exp: Any, log: Any, mul: Any = ..., add: Any = ...) -> Any: ...
 
 def check_hand_adam(lib: Any, steps: _int = ..., rtol: Any = ...) -> None: ...
+
+def check_metrics(lib: Any, rtol: Any = ...) -> None: ...
 
 def check_mlp_step(lib: Any, rtol: Any = ..., atol: Any = ...) -> None: ...
 
@@ -220,6 +229,8 @@ def lib_hand_adam_step(lib: Any, params: Any, grads: Any, ms: Any, vs: Any, step
 
 def lib_hvp(lib: Any, f: Any, leaves: Any, vs: Any) -> Any: ...
 
+def lib_metrics(lib: Any, pred: Any, target: Any) -> Any: ...
+
 def lib_mlp(lib: Any, params: Any, lr: Any = ...) -> Any: ...
 
 def lib_mlp_step(model: Any, loss_fn: Any, opt: Any, x: Any, y: Any) -> Any: ...
@@ -236,6 +247,10 @@ def limit_threads(n: _int = ...) -> _str: ...
 
 def main(argv: Any = ...) -> _int: ...
 
+def metrics_contenders(libs: Any) -> Any: ...
+
+def metrics_problem() -> Any: ...
+
 def mlp_contenders(libs: Any, compiled: _bool = ...) -> Any: ...
 
 def mlp_problem(seed: _int = ...) -> Any: ...
@@ -245,6 +260,8 @@ def numpy_chain(x: Any, cycles: Any, g: Any, mul: Any = ..., add: Any = ...) -> 
 def numpy_cross_entropy(z: Any, target: Any) -> Any: ...
 
 def numpy_hand_adam_step(params: Any, grads: Any, ms: Any, vs: Any, step: Any) -> None: ...
+
+def numpy_metrics(pred: Any, target: Any) -> Any: ...
 
 def numpy_mlp_step(p: Any, x: Any, y: Any, lr: Any = ...) -> Any: ...
 
