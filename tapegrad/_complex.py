@@ -43,7 +43,7 @@ _SAFE_COMPILED_OPS = frozenset({
     "AccumulateGrad", "TrilBackward0", "TriuBackward0", "CopySlices", "CopyBackwards",
     "IndexPutBackward0", "MaskedFillBackward0",
     "MaskedFillBackward1", "MaskedSelectBackward0", "WhereBackward0", "ConstantPadNdBackward0",
-    "AsStridedBackward0", "GatherBackward0", "IndexBackwardBackward0",
+    "AsStridedBackward0", "UnfoldBackward0", "GatherBackward0", "IndexBackwardBackward0",
     # matmul's records: their VJPs multiply by the operands' conjugates
     "DotBackward0", "MvBackward0", "MmBackward0", "BmmBackward0",
     # overwrites: a zero gradient, or (fill_ with a tensor value) the summed one

@@ -236,6 +236,7 @@ NOT_REPLAYED = {
     "FunctionBackward": "custom autograd.Function: its forward is user Python (runs eagerly)",
     "FunctionOutput": "custom autograd.Function's output records",
     "AsStridedBackward0": "the history of a view after an in-place write into it",
+    "UnfoldBackward0": "Tensor.unfold's windows, an as_strided view (AsStridedBackward0 before)",
     "CopySlices": "x[key] = v, an in-place write (a replay cannot repeat writes into inputs)",
     "CopyBackwards": "copy_(), x[:] = v, an in-place write of a whole tensor",
     "IndexPutBackward0": "x[index] = v, an in-place write with an advanced index",

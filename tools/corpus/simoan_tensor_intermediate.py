@@ -212,4 +212,8 @@ print(b.shape)
 # + => 3, 2, 2
 print(torch.add(a, b).shape)
 
-torch.clamp()
+# the notebook's last cell calls clamp with no arguments: PyTorch's TypeError
+try:
+    torch.clamp()
+except TypeError as e:
+    print(type(e).__name__, "clamp" in str(e))
