@@ -404,6 +404,11 @@ class EventList(list):
             if average is None:
                 average = groups[key] = FunctionEventAvg()
             average.add(event)
+        if not group_by_input_shape:
+            # PyTorch blanks the shapes of an average not grouped by them: they would be the first
+            # call's shapes only, and the table then has no Input Shapes column.
+            for average in groups.values():
+                average.input_shapes = ""
         return EventList(groups.values())
 
     def total_average(self):

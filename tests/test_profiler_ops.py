@@ -122,6 +122,18 @@ def test_record_shapes_and_grouping(torch):
     assert "Input Shapes" not in prof.key_averages().table()
 
 
+def test_averages_not_grouped_by_shape_blank_the_shapes(torch):
+    # A real script's table(record_shapes=True, key_averages()) has no Input Shapes column.
+    for module in (tg, torch):
+        with module.profiler.profile(record_shapes=True) as prof:
+            module.nn.functional.linear(module.ones(3, 4), module.ones(2, 4), module.ones(2))
+        averages = {e.key: e for e in prof.key_averages()}
+        assert averages["aten::linear"].input_shapes == ""
+        assert "Input Shapes" not in prof.key_averages().table()
+        grouped = {e.key: e for e in prof.key_averages(group_by_input_shape=True)}
+        assert grouped["aten::linear"].input_shapes == [[3, 4], [2, 4], [2]]
+
+
 def test_ops_nest_under_record_function_and_times_are_consistent():
     x = tg.ones(64, 64)
     with profile() as prof:
