@@ -1,0 +1,55 @@
+"""Names held-out PyTorch scripts import from torch's submodules (editors' auto-imports and custom
+optimizers' annotations), checked against PyTorch."""
+from __future__ import annotations
+
+import importlib
+import typing
+
+import pytest
+
+import tapegrad as tg
+
+
+def _torch_submodule(torch, name):
+    return importlib.import_module(name.replace("tapegrad", "torch", 1))
+
+
+@pytest.mark.parametrize("module", ["tapegrad.nn.modules.module", "tapegrad.nn.modules.container"])
+def test_module_type_variable_imports_like_pytorch(torch, module):
+    # `from torch.nn.modules.container import T`, an IDE auto-import, must not stop a script.
+    ours = importlib.import_module(module).T
+    theirs = _torch_submodule(torch, module).T
+    assert isinstance(ours, typing.TypeVar) and isinstance(theirs, typing.TypeVar)
+    assert ours.__name__ == theirs.__name__ == "T"
+
+
+def test_self_returning_module_methods_still_return_the_module():
+    seq = tg.nn.Sequential(tg.nn.Linear(2, 2))
+    assert seq.append(tg.nn.ReLU()) is seq
+    assert seq.train() is seq and seq.eval() is seq and seq.to(tg.float64) is seq
+    assert seq.requires_grad_(False) is seq and seq.apply(lambda m: None) is seq
+
+
+def test_params_type_alias_annotates_a_custom_optimizer(torch):
+    results = []
+    for module in (tg, torch):
+        ParamsT = _torch_submodule(torch, "tapegrad.optim.optimizer").ParamsT if module is torch \
+            else importlib.import_module("tapegrad.optim.optimizer").ParamsT
+        assert len(typing.get_args(ParamsT)) == 3
+
+        class PlainSGD(module.optim.Optimizer):
+            def __init__(self, params: ParamsT, lr: float = 0.1):
+                super().__init__(params, {"lr": lr})
+
+            @module.no_grad()
+            def step(self):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        p -= group["lr"] * p.grad
+
+        w = module.tensor([1.0, -2.0], requires_grad=True)
+        opt = PlainSGD([w])
+        (w * w).sum().backward()
+        opt.step()
+        results.append(w.detach().tolist())
+    assert results[0] == pytest.approx(results[1])
