@@ -53,3 +53,24 @@ def test_params_type_alias_annotates_a_custom_optimizer(torch):
         opt.step()
         results.append(w.detach().tolist())
     assert results[0] == pytest.approx(results[1])
+
+
+@pytest.mark.parametrize("convert", [
+    float,
+    lambda t, lib=None: (lib or tg).tensor([t, t]),
+    lambda t, lib=None: (lib or tg).tensor([[t], [t]]),      # deeper inside torch.tensor's recursion
+])
+def test_scalar_of_grad_tensor_warning_names_the_users_line(torch, monkeypatch, convert):
+    # `torch.tensor(losses)` of a list of graph tensors: the warning points at the script's line,
+    # as PyTorch's does, not at tapegrad's creation code.
+    import warnings
+    monkeypatch.setattr(importlib.import_module("tapegrad.tensor"), "_warned_scalar_of_grad_tensor", False)
+    for lib in (tg, torch):
+        x = lib.tensor(2.0, requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            convert(x * 3) if convert is float else convert(x * 3, lib)
+        scalar_warnings = [w for w in caught if "requires_grad=True to a scalar" in str(w.message)]
+        if lib is tg:
+            assert len(scalar_warnings) == 1
+        assert all(w.filename == __file__ for w in scalar_warnings), [w.filename for w in scalar_warnings]
