@@ -74,3 +74,24 @@ def test_scalar_of_grad_tensor_warning_names_the_users_line(torch, monkeypatch, 
         if lib is tg:
             assert len(scalar_warnings) == 1
         assert all(w.filename == __file__ for w in scalar_warnings), [w.filename for w in scalar_warnings]
+
+
+def test_multiprocessing_spawn_runs_and_reports_children_as_pytorch(torch):
+    # DDP-style scripts start workers with torch.multiprocessing.spawn(fn, args, nprocs).
+    import operator
+    import sys
+    import time
+    results = []
+    for mp in (tg.multiprocessing, torch.multiprocessing):
+        assert mp.spawn(time.sleep, nprocs=0) is None
+        context = mp.spawn(time.sleep, args=(), nprocs=1, join=False)   # child 0 sleeps 0 s
+        assert isinstance(context, mp.ProcessContext) and context.join() is True
+        with pytest.raises(mp.ProcessRaisedException) as raised:
+            mp.spawn(operator.truediv, args=(0,), nprocs=1)
+        with pytest.raises(mp.ProcessExitedException) as exited:
+            mp.spawn(sys.exit, nprocs=2)                                 # child 1 exits with 1
+        results.append((raised.value.error_index, str(raised.value).splitlines()[2],
+                        str(raised.value).splitlines()[-1], str(exited.value),
+                        exited.value.exit_code, exited.value.error_index))
+    assert results[0] == results[1]
+    assert results[0][1] == "-- Process 0 terminated with the following error:"
