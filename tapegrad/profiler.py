@@ -126,6 +126,16 @@ def _index_event_name(key, value=None, writing=False):
     return "aten::unsqueeze" if any(p is None for p in parts) else "aten::alias"
 
 
+def _inside_counted_op(event) -> bool:
+    # An op nested in one whose FLOPs are counted (x @ y's inner matmul, addmm's add): its work
+    # is already in that count.
+    while event is not None:
+        if event.flops:
+            return True
+        event = event.cpu_parent
+    return False
+
+
 def _shape_of(x, tensor_type):
     return list(x.shape) if isinstance(x, tensor_type) else []
 
@@ -291,6 +301,7 @@ class FunctionEventAvg(_Figures):
         self.count += other.count
         self.cpu_time_total += other.cpu_time_total
         self.self_cpu_time_total += other.self_cpu_time_total
+        self.flops += other.flops
         return self
 
     def __iadd__(self, other):
@@ -404,6 +415,11 @@ class EventList(list):
             if average is None:
                 average = groups[key] = FunctionEventAvg()
             average.add(event)
+        if not group_by_input_shape:
+            # PyTorch blanks the shapes of an average not grouped by them: they would be the first
+            # call's shapes only, and the table then has no Input Shapes column.
+            for average in groups.values():
+                average.input_shapes = ""
         return EventList(groups.values())
 
     def total_average(self):
@@ -413,6 +429,7 @@ class EventList(list):
             total.count += event.count
             total.cpu_time_total += event.cpu_time_total
             total.self_cpu_time_total += event.self_cpu_time_total
+            total.flops += event.flops
         total.key = "Total"
         return total
 
@@ -446,7 +463,8 @@ class profile:
     """Context manager recording the ops and record_function blocks run inside it (see the module
     doc); torch.profiler.profile and torch.autograd.profiler.profile.
 
-    ``record_shapes`` keeps each op's input shapes; ``activities``, ``profile_memory``,
+    ``record_shapes`` keeps each op's input shapes; ``with_flops`` sets each op event's ``flops``
+    by PyTorch's formulas (tapegrad/_profiler_flops.py); ``activities``, ``profile_memory``,
     ``with_stack``... are accepted for signature parity; CUDA activity cannot be recorded (there
     is no device).  With ``schedule``, only steps the schedule marks RECORD / RECORD_AND_SAVE are
     recorded (``step()`` advances), each step a "ProfilerStep*" block, and
@@ -461,6 +479,7 @@ class profile:
         self.schedule = schedule
         self.on_trace_ready = on_trace_ready
         self.record_shapes = bool(record_shapes)
+        self.with_flops = bool(with_flops)
         self.step_num = 0
         self._events = []         # every event opened, in order of opening
         self._stacks = {}         # thread id -> its open events, innermost last
@@ -547,6 +566,9 @@ class profile:
             shapes = [_shape_of(x, TensorBase) for x in operands]
         event = FunctionEvent(len(self._events), name, _now_us(), parent, shapes, category,
                               thread)
+        if self.with_flops and operands and not _inside_counted_op(parent):
+            from ._profiler_flops import op_flops
+            event.flops = op_flops(name, operands)
         if parent is not None:
             parent.cpu_children.append(event)
         stack.append(event)

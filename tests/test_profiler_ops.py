@@ -122,6 +122,18 @@ def test_record_shapes_and_grouping(torch):
     assert "Input Shapes" not in prof.key_averages().table()
 
 
+def test_averages_not_grouped_by_shape_blank_the_shapes(torch):
+    # A real script's table(record_shapes=True, key_averages()) has no Input Shapes column.
+    for module in (tg, torch):
+        with module.profiler.profile(record_shapes=True) as prof:
+            module.nn.functional.linear(module.ones(3, 4), module.ones(2, 4), module.ones(2))
+        averages = {e.key: e for e in prof.key_averages()}
+        assert averages["aten::linear"].input_shapes == ""
+        assert "Input Shapes" not in prof.key_averages().table()
+        grouped = {e.key: e for e in prof.key_averages(group_by_input_shape=True)}
+        assert grouped["aten::linear"].input_shapes == [[3, 4], [2, 4], [2]]
+
+
 def test_ops_nest_under_record_function_and_times_are_consistent():
     x = tg.ones(64, 64)
     with profile() as prof:
@@ -418,3 +430,36 @@ def test_detach_event_matches_torch(torch):
             d = x.detach() * 2
         found.append(([e.name for e in prof.events() if e.cpu_parent is None], d.tolist()))
     assert found[0] == found[1] == (["aten::detach", "aten::mul"], [3.0])
+
+
+def _flops_workload(module):
+    conv = module.nn.Conv2d(3, 4, 3, stride=2, padding=1)
+    net = module.nn.Sequential(conv, module.nn.Flatten(), module.nn.Linear(64, 5))
+    x = module.ones(2, 3, 8, 8)
+    net(x)
+    x @ x.transpose(-1, -2)                                     # a batched matmul
+    x * x, x + x, x.mul(2.0)
+    module.bmm(x[0], x[0]), module.mm(x[0, 0], x[0, 0])
+    module.addmm(module.ones(5), module.ones(3, 4), module.ones(4, 5))
+    module.baddbmm(module.ones(2, 3, 5), module.ones(2, 3, 4), module.ones(2, 4, 5))
+    module.nn.functional.conv2d(module.ones(1, 4, 9, 9), module.ones(6, 2, 3, 3), None, 1, 2, 2, 2)
+    module.nn.functional.linear(module.ones(3, 4), module.ones(5, 4))   # no bias: mm in torch
+    module.matmul(module.ones(7, 4), module.ones(4, 3)), module.ones(2, 3, 4) @ module.ones(4, 5)
+    module.matmul(module.ones(4, 3), module.ones(3))            # mv: not counted by either
+
+
+def test_with_flops_counts_as_pytorch(torch):
+    # A held-out script summed e.flops over key_averages() to report a model's FLOPs: 0 before.
+    totals, by_op = [], []
+    for module in (tg, torch):
+        with module.profiler.profile(with_flops=True) as prof:
+            _flops_workload(module)
+        averages = prof.key_averages()
+        totals.append((sum(e.flops for e in averages), averages.total_average().flops))
+        by_op.append({e.key: e.flops for e in averages
+                      if e.key in ("aten::conv2d", "aten::mul", "aten::add", "aten::baddbmm")})
+    assert totals[0] == totals[1]
+    assert by_op[0] == by_op[1]
+    with tg.profiler.profile() as prof:                     # without with_flops: none counted
+        _flops_workload(tg)
+    assert all(e.flops == 0 for e in prof.events())

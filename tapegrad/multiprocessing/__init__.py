@@ -7,8 +7,11 @@ import multiprocessing
 from multiprocessing import *  # noqa: F401,F403  (the same names torch.multiprocessing exports)
 
 from .. import _shared_memory
+from .spawn import (ProcessContext, ProcessExitedException, ProcessRaisedException,  # noqa: E402
+                    spawn, start_processes)
 
-__all__ = ["set_sharing_strategy", "get_sharing_strategy", "get_all_sharing_strategies"]
+__all__ = ["set_sharing_strategy", "get_sharing_strategy", "get_all_sharing_strategies", "spawn",
+           "start_processes", "ProcessContext", "ProcessRaisedException", "ProcessExitedException"]
 __all__ += multiprocessing.__all__
 
 # PyTorch chooses how storages are shared; tapegrad always uses named shared-memory segments,

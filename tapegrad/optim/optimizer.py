@@ -15,6 +15,7 @@ import functools
 import warnings
 from collections import OrderedDict, defaultdict
 from itertools import chain
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -22,8 +23,13 @@ import numpy as np
 from .. import _core
 from .._profiling import label, recording_profiler
 from ..grad_mode import enable_grad, no_grad
+from ..tensor import Tensor
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+
+# What an optimizer's `params` may be: tensors, parameter groups (dicts), or (name, tensor) pairs,
+# as PyTorch spells the type that custom optimizers annotate their own __init__ with.
+ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
 
 # Step hooks every optimizer runs (PyTorch's global ones): pre hooks before an optimizer's own,
 # post hooks after.
@@ -198,7 +204,7 @@ class Optimizer:
         if callable(own_step) and not getattr(own_step, "hooked", False):
             cls.step = _with_step_hooks(own_step)
 
-    def __init__(self, params, defaults: dict[str, Any]) -> None:
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         if _is_tensor(params):
             raise TypeError("params argument given to the optimizer should be an iterable of "

@@ -5,7 +5,8 @@ import operator
 import warnings
 from collections import OrderedDict
 
-from .module import Module, _addindent
+# T: what a self-returning method hands back (scripts import it from here, as from PyTorch's)
+from .module import Module, T, _addindent
 
 
 def _absolute_index(idx, length: int) -> int:
@@ -85,7 +86,7 @@ class Sequential(Module):
                              f"but {type(other)} is given.")
         return Sequential(*self, *other)
 
-    def __iadd__(self, other) -> "Sequential":
+    def __iadd__(self: T, other) -> T:
         if not isinstance(other, Sequential):
             raise ValueError("add operator supports only objects of Sequential class, "
                              f"but {type(other)} is given.")
@@ -100,25 +101,25 @@ class Sequential(Module):
     def __rmul__(self, other: int) -> "Sequential":
         return self.__mul__(other)
 
-    def __imul__(self, other: int) -> "Sequential":
+    def __imul__(self: T, other: int) -> T:
         _check_repeat(self, other)
         # the same module objects again, as PyTorch repeats them (they share parameters)
         for m in list(self) * (other - 1):
             self.append(m)
         return self
 
-    def append(self, module: Module) -> "Sequential":
+    def append(self: T, module: Module) -> T:
         """Add ``module`` at the end of the sequence (registered under the next index); returns self."""
         self.add_module(str(len(self)), module)
         return self
 
-    def extend(self, sequential) -> "Sequential":
+    def extend(self: T, sequential) -> T:
         """Append each module of `sequential` (any iterable of modules)."""
         for m in sequential:
             self.append(m)
         return self
 
-    def insert(self, index: int, module: Module) -> "Sequential":
+    def insert(self: T, index: int, module: Module) -> T:
         """Put `module` at position `index`; the children are numbered 0..n-1 again."""
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")

@@ -17,6 +17,11 @@ from ...tensor import Tensor, as_dtype, parse_to
 from ..parameter import Buffer, Parameter
 from ._hooks import RemovableHandle, add_hook, call_with_hooks
 
+# The type a self-returning method (train, to, apply, ...) hands back: the caller's own subclass.
+# PyTorch's module defines it too, and editors' auto-imports bring it into scripts.
+T = TypeVar("T", bound="Module")
+
+
 _HOOK_TABLES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
                 "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_hooks",
                 "_backward_pre_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
@@ -500,7 +505,7 @@ class Module:
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
-    def share_memory(self) -> "Module":
+    def share_memory(self: T) -> T:
         """Move every parameter, buffer and gradient into shared memory (Hogwild training)."""
         for t in list(self.parameters()) + list(self.buffers()):
             t.share_memory_()
@@ -509,7 +514,7 @@ class Module:
         return self
 
     # -- modes and grads ----------------------------------------------------------------------
-    def train(self, mode: bool = True) -> "Module":
+    def train(self: T, mode: bool = True) -> T:
         """Set training mode (``mode=True``) or evaluation mode on this module and every submodule.
 
         Dropout and batch normalisation behave differently in the two modes. ``mode`` must be a bool
@@ -521,11 +526,11 @@ class Module:
             object.__setattr__(m, "training", mode)
         return self
 
-    def eval(self) -> "Module":
+    def eval(self: T) -> T:
         """Set evaluation mode on this module and every submodule (``train(False)``); returns the module."""
         return self.train(False)
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+    def requires_grad_(self: T, requires_grad: bool = True) -> T:
         """Set ``requires_grad`` on every parameter (to freeze a part of a model); returns the module."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
@@ -538,7 +543,7 @@ class Module:
         from ...optim.optimizer import reset_grads
         reset_grads(self.parameters(), set_to_none)
 
-    def apply(self, fn: Callable[["Module"], None]) -> "Module":
+    def apply(self: T, fn: Callable[["Module"], None]) -> T:
         """Call ``fn(m)`` on every submodule, children before parents, then on this module; returns the
         module. The usual way to run a custom initialisation.
 
@@ -569,7 +574,7 @@ class Module:
 
 
 
-    def to(self, *args, **kwargs) -> "Module":
+    def to(self: T, *args, **kwargs) -> T:
         """Module.to(device), to(dtype), to(device, dtype), to(tensor): floating parameters and
         buffers converted in place to the dtype; the CPU is the only device."""
         device, dtype, _, _ = parse_to(args, kwargs)
@@ -586,7 +591,7 @@ class Module:
                             f"desired dtype={dt}")
         return _cast(self, dt.np_dtype)
 
-    def type(self, dst_type) -> "Module":
+    def type(self: T, dst_type) -> T:
         """Convert every parameter and buffer (integer ones too) to dst_type: a dtype or a
         tensor type (FloatTensor, 'torch.DoubleTensor')."""
         np_dt = _type_arg_np_dtype(dst_type)
@@ -595,19 +600,19 @@ class Module:
                                "point or complex dtype")
         return _cast(self, np_dt, floating_only=False)
 
-    def float(self) -> "Module":
+    def float(self: T) -> T:
         """Cast every floating-point parameter and buffer to float32, in place; returns the module."""
         return _cast(self, np.float32)
 
-    def double(self) -> "Module":
+    def double(self: T) -> T:
         """Cast every floating-point parameter and buffer to float64, in place; returns the module."""
         return _cast(self, np.float64)
 
-    def half(self) -> "Module":
+    def half(self: T) -> T:
         """Cast every floating-point parameter and buffer to float16, in place; returns the module."""
         return _cast(self, np.float16)
 
-    def bfloat16(self) -> "Module":
+    def bfloat16(self: T) -> T:
         """Cast floating-point parameters and buffers to bfloat16: raises tapegrad's TypeError
         (numpy has no bfloat16) when there is one to cast; a module without any is returned."""
         from ... import bfloat16
@@ -638,7 +643,7 @@ class Module:
                 self._buffers[key] = fn(buf)
         return self
 
-    def to_empty(self, *, device, recurse: bool = True) -> "Module":
+    def to_empty(self: T, *, device, recurse: bool = True) -> T:
         """Give every parameter and buffer uninitialised storage on ``device`` (in place: each
         keeps its identity); the way to materialise a module built on the meta device."""
         from ..._meta import become_empty, become_meta, is_meta_device
@@ -653,11 +658,11 @@ class Module:
                 become_empty(t)
         return self
 
-    def cpu(self) -> "Module":
+    def cpu(self: T) -> T:
         """Return the module: its tensors are always on the CPU."""
         return self
 
-    def cuda(self, device=None) -> "Module":
+    def cuda(self: T, device=None) -> T:
         """Raises as a PyTorch build without CUDA does (when there is a tensor to move)."""
         if next(_tensors(self), None) is not None:
             if isinstance(device, int) and not isinstance(device, bool):
