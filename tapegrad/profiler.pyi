@@ -47,6 +47,7 @@ class profile:
     schedule: Any
     on_trace_ready: Any
     record_shapes: Any
+    with_flops: Any
     step_num: Any
     acc_events: Any
 

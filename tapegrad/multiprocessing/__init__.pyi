@@ -19,11 +19,21 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from multiprocessing import reducer as reducer
+from tapegrad.multiprocessing.spawn import ProcessContext as ProcessContext
+from tapegrad.multiprocessing.spawn import ProcessExitedException as ProcessExitedException
+from tapegrad.multiprocessing.spawn import ProcessRaisedException as ProcessRaisedException
+from tapegrad.multiprocessing.spawn import spawn as spawn
+from tapegrad.multiprocessing.spawn import start_processes as start_processes
 
 __all__ = [
     'set_sharing_strategy',
     'get_sharing_strategy',
     'get_all_sharing_strategies',
+    'spawn',
+    'start_processes',
+    'ProcessContext',
+    'ProcessRaisedException',
+    'ProcessExitedException',
     'Array',
     'AuthenticationError',
     'Barrier',

@@ -24,6 +24,7 @@ from tapegrad.nn.parameter import Parameter as _Parameter
 __all__ = [
     'IncompatibleKeys',
     'Module',
+    'T',
 ]
 
 class IncompatibleKeys(builtins.tuple[Any, ...]):
@@ -92,3 +93,5 @@ class Module:
     def xpu(self, device: Any = ...) -> Any: ...
     def zero_grad(self, set_to_none: _bool = True) -> None: ...
     training: _bool
+
+T: Any
