@@ -161,3 +161,17 @@ def test_pointwise_losses_reduce_as_pytorch(dtype, loss):
                       getattr(tapegrad.nn.functional, loss)(tapegrad.tensor(a),
                                                              tapegrad.tensor(b),
                                                              reduction=reduction))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_strided_column_sums_match_pytorch(dtype):
+    """`x[:, 0].sum()`: a strided run is summed with PyTorch's scalar cascade (chunked above its
+    grain size as a contiguous one)."""
+    rng = np.random.default_rng(7)
+    for n in [1, 5, 17, 64, 1000, 40000, 100001]:
+        a = values(rng, (n, 3), dtype)
+        t, g = torch.from_numpy(a), tapegrad.from_numpy(a)
+        same_bits(t[:, 1].sum(), g[:, 1].sum())
+        same_bits(t[:, 2].mean(), g[:, 2].mean())
+        same_bits(t[:, :1].sum(0), g[:, :1].sum(0))
+        same_bits(t[:, 0].sum(0, keepdim=True), g[:, 0].sum(0, keepdim=True))

@@ -183,6 +183,10 @@ cdef void pooled_sincos_f32(ptrdiff_t n, const float* x, float* s, float* c) noe
 cdef extern from "cascade_sum.h" nogil:
     float tg_cascade_sum_f32(ptrdiff_t n, const float* a, int blocks) noexcept
     double tg_cascade_sum_f64(ptrdiff_t n, const double* a, int blocks) noexcept
+    float tg_cascade_strided_sum_f32(ptrdiff_t n, ptrdiff_t stride, const float* a,
+                                     int blocks) noexcept
+    double tg_cascade_strided_sum_f64(ptrdiff_t n, ptrdiff_t stride, const double* a,
+                                      int blocks) noexcept
     void tg_cascade_rows_f32(ptrdiff_t rows, ptrdiff_t n, const float* a, float* out) noexcept
     void tg_cascade_rows_f64(ptrdiff_t rows, ptrdiff_t n, const double* a, double* out) noexcept
     void tg_cascade_cols_f32(ptrdiff_t rows, ptrdiff_t cols, const float* a, float* out) noexcept

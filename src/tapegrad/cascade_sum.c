@@ -254,6 +254,32 @@ T tg_cascade_sum_##SFX(ptrdiff_t n, const T *a, int blocks)                     
     return zero + run_##SFX(slots, blocks);                                                     \
 }                                                                                               \
                                                                                                 \
+T tg_cascade_strided_sum_##SFX(ptrdiff_t n, ptrdiff_t stride, const T *a, int blocks)           \
+{                                                                                               \
+    /* a strided run is never a vector load: the scalar cascade, chunked as a contiguous one */ \
+    T zero = 0, sum, slots[MAX_BLOCKS];                                                         \
+    ptrdiff_t chunks, size, t;                                                                  \
+    if (blocks > MAX_BLOCKS)                                                                    \
+        blocks = MAX_BLOCKS;                                                                    \
+    if (n <= TG_CASCADE_GRAIN || blocks <= 1) {                                                 \
+        row_sum_##SFX##_1(a, n, stride, &sum);                                                  \
+        return zero + sum;                                                                      \
+    }                                                                                           \
+    chunks = (n + TG_CASCADE_GRAIN - 1) / TG_CASCADE_GRAIN;                                     \
+    if (chunks > blocks)                                                                        \
+        chunks = blocks;                                                                        \
+    size = (n + chunks - 1) / chunks;                                                           \
+    for (t = 0; t < blocks; ++t) {                                                              \
+        const ptrdiff_t first = t * size, left = n - first;                                     \
+        slots[t] = zero;                                                                        \
+        if (first < n) {                                                                        \
+            row_sum_##SFX##_1(a + first * stride, left < size ? left : size, stride, &sum);     \
+            slots[t] = zero + sum;                                                              \
+        }                                                                                       \
+    }                                                                                           \
+    return zero + run_##SFX(slots, blocks);                                                     \
+}                                                                                               \
+                                                                                                \
 void tg_cascade_rows_##SFX(ptrdiff_t rows, ptrdiff_t n, const T *a, T *out)                     \
 {                                                                                               \
     sum_job_##SFX job;                                                                          \

@@ -35,6 +35,11 @@ int tg_cascade_width(void);
 float tg_cascade_sum_f32(ptrdiff_t n, const float *a, int blocks);
 double tg_cascade_sum_f64(ptrdiff_t n, const double *a, int blocks);
 
+/* The sum of n values a[0], a[stride], ... (a strided 1-d view, stride in elements > 1),
+ * chunked as tg_cascade_sum. */
+float tg_cascade_strided_sum_f32(ptrdiff_t n, ptrdiff_t stride, const float *a, int blocks);
+double tg_cascade_strided_sum_f64(ptrdiff_t n, ptrdiff_t stride, const double *a, int blocks);
+
 /* out[r] = the sum of row r of a (rows x n, C-contiguous): a reduction over trailing dims. */
 void tg_cascade_rows_f32(ptrdiff_t rows, ptrdiff_t n, const float *a, float *out);
 void tg_cascade_rows_f64(ptrdiff_t rows, ptrdiff_t n, const double *a, double *out);

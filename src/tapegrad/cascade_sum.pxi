@@ -28,7 +28,7 @@ cdef object cascade_reduce(object A, tuple axes, bint keepdim, double divisor=-1
     (`x.mean((0, 2, 3))` of a batch of images) go to tg_cascade_groups."""
     cdef int t = -1
     if not kernel_array(A, &t):
-        return None
+        return strided_sum(A, axes, keepdim, divisor)
     cdef cnp.ndarray a = <cnp.ndarray>A
     cdef int ndim = cnp.PyArray_NDIM(a), i, n_groups = 0, n_reduced_groups = 0
     cdef Py_ssize_t d, outer = 1, reduced = 1, inner = 1, o
@@ -97,6 +97,46 @@ cdef object cascade_reduce(object A, tuple axes, bint keepdim, double divisor=-1
                     (<double*>dst)[k] = (<double*>dst)[k] / divisor
                 else:
                     (<float*>dst)[k] = (<float*>dst)[k] / fdiv
+    return out
+
+
+cdef object strided_sum(object A, tuple axes, bint keepdim, double divisor):
+    """cascade_reduce of a strided 1-d view (one dim of more than one element, a positive
+    stride: `x[:, 0].sum()`), reduced over that dim, as PyTorch sums one (the scalar cascade);
+    None for any other layout."""
+    if not cnp.PyArray_Check(A):
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>A
+    cdef int t = cnp.PyArray_TYPE(a), ndim = cnp.PyArray_NDIM(a), i, out_ndim = 0
+    if (t != cnp.NPY_FLOAT64 and t != cnp.NPY_FLOAT32) or not cnp.PyArray_ISALIGNED(a) \
+            or not cnp.PyArray_ISNOTSWAPPED(a):
+        return None
+    cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(a), n = 1, stride = 0, d
+    cdef cnp.npy_intp out_dims[64]
+    for i in range(ndim):
+        d = cnp.PyArray_DIMS(a)[i]
+        if d != 1:
+            if stride != 0 or i not in axes or cnp.PyArray_STRIDES(a)[i] <= 0 \
+                    or cnp.PyArray_STRIDES(a)[i] % item != 0:
+                return None
+            n = d
+            stride = cnp.PyArray_STRIDES(a)[i] // item
+        if keepdim or i not in axes:
+            out_dims[out_ndim] = 1
+            out_ndim += 1
+    if stride == 0:
+        return None
+    cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_EMPTY(out_ndim, out_dims, t, 0)
+    if t == cnp.NPY_FLOAT64:
+        (<double*>cnp.PyArray_DATA(out))[0] = tg_cascade_strided_sum_f64(
+            n, stride, <const double*>cnp.PyArray_DATA(a), REDUCTION_BLOCKS)
+        if divisor >= 0:
+            (<double*>cnp.PyArray_DATA(out))[0] /= divisor
+    else:
+        (<float*>cnp.PyArray_DATA(out))[0] = tg_cascade_strided_sum_f32(
+            n, stride, <const float*>cnp.PyArray_DATA(a), REDUCTION_BLOCKS)
+        if divisor >= 0:
+            (<float*>cnp.PyArray_DATA(out))[0] /= <float>divisor
     return out
 
 
