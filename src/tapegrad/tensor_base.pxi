@@ -114,47 +114,46 @@ cdef TensorBase make_view(object arr, TensorBase base):
     return v
 
 
-# The live views taken under no_grad of each leaf that requires grad: id(leaf) -> (weakref to
-# the leaf, {id(view): weakref to the view}), entries dropped as the tensors die (keyed by id:
+# The live views taken under no_grad of each leaf that requires grad: id(leaf) -> [weakref to
+# the leaf, {id(view): weakref to the view}, the view count after the last sweep] (keyed by id:
 # a tensor's == is elementwise). PyTorch's such view requires grad while its base does (its
 # requires_grad reads the base's); the core keeps the flag on each tensor, where every op reads
 # it, so the leaf's requires_grad_() passes its new flag on to them (requires_grad_(False) on
 # the leaf left the view requiring grad, its ops recording and its in-place writes refused).
-import functools as _functools
+# Registering is on the path of every view op under no_grad, so the weakrefs carry no
+# callbacks: dead entries are swept when a table has doubled since its last sweep.
 import weakref as _weakref
 cdef dict NO_GRAD_VIEWS = {}
-
-
-def _forget_leaf(key, ref):
-    entry = NO_GRAD_VIEWS.get(key)
-    if entry is not None and entry[0] is ref:
-        del NO_GRAD_VIEWS[key]
-
-
-def _forget_view(dict views, key, ref):
-    if views.get(key) is ref:
-        del views[key]
+cdef Py_ssize_t NO_GRAD_LEAVES_SWEPT = 0        # len(NO_GRAD_VIEWS) after the last sweep
 
 
 cdef int follow_base_requires_grad(TensorBase v) except -1:
     """Register no_grad view v of a leaf that requires grad (NO_GRAD_VIEWS)."""
+    global NO_GRAD_LEAVES_SWEPT
     base = v._base
     key = id(base)
     entry = NO_GRAD_VIEWS.get(key)
-    if entry is None or (<tuple>entry)[0]() is not base:
-        entry = NO_GRAD_VIEWS[key] = (_weakref.ref(base, _functools.partial(_forget_leaf, key)),
-                                      {})
-    views = (<tuple>entry)[1]
-    views[id(v)] = _weakref.ref(v, _functools.partial(_forget_view, views, id(v)))
+    if entry is None or (<list>entry)[0]() is not base:
+        if len(NO_GRAD_VIEWS) >= 2 * NO_GRAD_LEAVES_SWEPT + 16:
+            for k in [k for k, e in NO_GRAD_VIEWS.items() if (<list>e)[0]() is None]:
+                del NO_GRAD_VIEWS[k]
+            NO_GRAD_LEAVES_SWEPT = len(NO_GRAD_VIEWS)
+        entry = NO_GRAD_VIEWS[key] = [_weakref.ref(base), {}, 0]
+    cdef dict views = <dict>(<list>entry)[1]
+    if len(views) >= 2 * <Py_ssize_t>(<list>entry)[2] + 16:
+        for k in [k for k, r in views.items() if r() is None]:
+            del views[k]
+        (<list>entry)[2] = len(views)
+    views[id(v)] = _weakref.ref(v)
     return 0
 
 
 cdef list no_grad_views_of(TensorBase leaf):
     """The live views NO_GRAD_VIEWS holds for `leaf`."""
     entry = NO_GRAD_VIEWS.get(id(leaf))
-    if entry is None or (<tuple>entry)[0]() is not leaf:
+    if entry is None or (<list>entry)[0]() is not leaf:
         return []
-    return [v for v in (ref() for ref in list((<dict>(<tuple>entry)[1]).values()))
+    return [v for v in (ref() for ref in list((<dict>(<list>entry)[1]).values()))
             if v is not None]
 
 
@@ -511,7 +510,7 @@ cdef class TensorBase:
             if self._base is not None:
                 entry = NO_GRAD_VIEWS.get(id(self._base))
                 if flag and entry is not None:          # its own flag now holds it True
-                    (<dict>(<tuple>entry)[1]).pop(id(self), None)
+                    (<dict>(<list>entry)[1]).pop(id(self), None)
             else:
                 for v in no_grad_views_of(self):
                     (<TensorBase>v)._requires_grad = flag
