@@ -133,6 +133,13 @@ for name, vals in (("HI", [float(v) for v in exp2_16]),
     for i in range(0, 16, 4):
         print("    " + " ".join(f"{hexd(v)}," for v in vals[i:i + 4]) + " \\")
     print("}")
+# The same pairs interleaved (hi_j, lo_j) for the AVX2 level, which reads one row per lane with a
+# 16-byte load (vd_lookup2): 4-lane gathers cost more than the kernel's arithmetic there.
+print("#define VM_EXP2_16_PAIRS { \\")
+for i in range(0, 16, 2):
+    print("    " + " ".join(f"{hexd(float(v))}, {hexd(float(v - mp.mpf(float(v))))},"
+                            for v in exp2_16[i:i + 2]) + " \\")
+print("}")
 exp2_32 = [mp.mpf(2) ** (mp.mpf(j) / 32) for j in range(32)]
 exp2_32_hi = [to_float32(v) for v in exp2_32]
 for name, vals in (("HI", exp2_32_hi), ("LO", [to_float32(v - h) for v, h in zip(exp2_32, exp2_32_hi)])):
