@@ -402,6 +402,16 @@ cdef object overflow_error(object dt, bint half_as_double):
     return RuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
+cdef inline int check_int64_argument(object v) except -1:
+    """PyTorch's argument parser's range check of a Python int given as a number: it must fit
+    64 bits, signed or unsigned, or OverflowError (with the parser's messages)."""
+    if v >= (1 << 64):
+        raise OverflowError("int too big to convert")
+    if v < -(1 << 63):
+        raise OverflowError("can't convert negative int to unsigned")
+    return 0
+
+
 cdef object scalar_to_dtype(object v, object dt, bint half_as_double=False):
     """A Python or numpy number `v` converted to numpy dtype `dt` as PyTorch's checked_convert
     does when a Scalar is written into a tensor (fill_, full, masked_fill, index_fill,
@@ -426,10 +436,7 @@ cdef object scalar_to_dtype(object v, object dt, bint half_as_double=False):
         return v if kind == "b" else (complex(v) if kind == "c" else
                                       float(v) if kind == "f" else int(v))
     if t is int:
-        if v >= (1 << 64):
-            raise OverflowError("int too big to convert")
-        if v < -(1 << 63):
-            raise OverflowError("can't convert negative int to unsigned")
+        check_int64_argument(v)
     elif t is complex:
         if kind == "b":
             return v != 0
@@ -466,10 +473,7 @@ cdef object wrapped_int(object v, object dt):
     argument parser's 64-bit range check; other numbers and dtypes are returned as they are."""
     if dt.kind not in "iu" or not isinstance(v, int) or isinstance(v, bool):
         return v
-    if v >= (1 << 64):
-        raise OverflowError("int too big to convert")
-    if v < -(1 << 63):
-        raise OverflowError("can't convert negative int to unsigned")
+    check_int64_argument(v)
     bits = 8 * dt.itemsize             # (a Python int: 1 << 64 must not overflow)
     v &= (1 << bits) - 1
     if dt.kind == "i" and v >= (1 << (bits - 1)):
