@@ -183,15 +183,32 @@ cdef int view_reads_base(TensorBase t) except -1:
 # reads the view at each base element's last position only (the assignment's survivor, in C
 # order) and is detached at the others.
 
-cdef bint may_overlap_itself(object A) except -1:
+cdef bint may_overlap_itself(cnp.ndarray A) noexcept:
     """False when A's elements provably occupy distinct memory (each stride, in increasing
-    order, steps past everything the smaller ones reach); True when they might share it."""
-    dims = sorted((abs(s), n) for s, n in zip(A.strides, A.shape) if n > 1)
-    cdef Py_ssize_t reach = A.itemsize, s, n
-    for s, n in dims:
-        if s < reach:
+    order, steps past everything the smaller ones reach); True when they might share it.  In C:
+    it runs on every recorded in-place op through a view that requires grad."""
+    cdef Py_ssize_t stride[64]          # NPY_MAXDIMS (numpy 2)
+    cdef Py_ssize_t extent[64]
+    cdef Py_ssize_t s, n, reach = cnp.PyArray_ITEMSIZE(A)
+    cdef int nd = cnp.PyArray_NDIM(A), i, j, m = 0
+    for i in range(nd):                             # insertion sort of the dims longer than 1
+        n = cnp.PyArray_DIMS(A)[i]
+        if n < 2:
+            continue
+        s = cnp.PyArray_STRIDES(A)[i]
+        s = -s if s < 0 else s
+        j = m
+        while j > 0 and stride[j - 1] > s:
+            stride[j] = stride[j - 1]
+            extent[j] = extent[j - 1]
+            j -= 1
+        stride[j] = s
+        extent[j] = n
+        m += 1
+    for i in range(m):
+        if stride[i] < reach:
             return True
-        reach += s * (n - 1)
+        reach += stride[i] * (extent[i] - 1)
     return False
 
 
