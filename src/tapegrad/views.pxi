@@ -410,14 +410,37 @@ cdef inline bint writes_through_view(TensorBase t) noexcept:
     return r.n_in >= 1 and rec_inputs(r)[0] == b._node
 
 
-cdef object element_addresses(object arr):
-    """The address of each element of numpy array `arr` (its shape)."""
-    cdef Py_ssize_t k, nd_ = arr.ndim
-    addr = np.full(arr.shape, arr.__array_interface__["data"][0], dtype=np.intp)
+cdef object element_offsets(object arr, Py_ssize_t origin, Py_ssize_t unit):
+    """(address of each element of numpy array `arr` - origin) / unit, in arr's shape: unit 1
+    gives byte offsets, the itemsize element offsets (when every stride is a multiple of it)."""
+    cdef Py_ssize_t k, nd_ = cnp.PyArray_NDIM(<cnp.ndarray>arr)
+    cdef Py_ssize_t start = <Py_ssize_t>cnp.PyArray_DATA(<cnp.ndarray>arr) - origin
+    pos = np.full(arr.shape, start // unit, dtype=np.intp)
     for k in range(nd_):
-        step = np.arange(arr.shape[k], dtype=np.intp) * arr.strides[k]
-        addr += step.reshape((-1,) + (1,) * (nd_ - 1 - k))
-    return addr
+        step = np.arange(cnp.PyArray_DIMS(<cnp.ndarray>arr)[k], dtype=np.intp) * (
+            cnp.PyArray_STRIDES(<cnp.ndarray>arr)[k] // unit)
+        pos += step.reshape((-1,) + (1,) * (nd_ - 1 - k))
+    return pos
+
+
+cdef object positions_in_contiguous(object B, object V):
+    """The flat index in B of each element of V, a view of B's memory, when B is C-contiguous and
+    V's elements are whole elements of B (offset and strides multiples of the itemsize); None
+    otherwise.  view_key's direct route: no sort of B's addresses (a full-size array per write)."""
+    if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>B):
+        return None
+    cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(<cnp.ndarray>B), k
+    cdef Py_ssize_t origin = <Py_ssize_t>cnp.PyArray_DATA(<cnp.ndarray>B)
+    if cnp.PyArray_ITEMSIZE(<cnp.ndarray>V) != item or (
+            <Py_ssize_t>cnp.PyArray_DATA(<cnp.ndarray>V) - origin) % item:
+        return None
+    for k in range(cnp.PyArray_NDIM(<cnp.ndarray>V)):
+        if cnp.PyArray_STRIDES(<cnp.ndarray>V)[k] % item:
+            return None
+    pos = element_offsets(V, origin, item)
+    if pos.min() < 0 or pos.max() >= B.size:
+        return None                     # (not within B: view_key's general route raises)
+    return pos
 
 
 cdef tuple view_key(TensorBase view):
@@ -435,10 +458,13 @@ cdef tuple view_key(TensorBase view):
         # no element, or every element the base's one (a 0-d base's key indexes it seen as
         # shape (1,): see rebase_view, and base_key in ops_inplace.pxi)
         return tuple(np.zeros(V.shape, dtype=NP_INT64) for _ in range(max(B.ndim, 1)))
-    base_addr = element_addresses(B).ravel()
+    pos = positions_in_contiguous(B, V)
+    if pos is not None:
+        return tuple(k.astype(NP_INT64, copy=False) for k in np.unravel_index(pos, B.shape))
+    base_addr = element_offsets(B, 0, 1).ravel()
     order = np.argsort(base_addr, kind="stable")
     ordered = base_addr[order]
-    view_addr = element_addresses(V)
+    view_addr = element_offsets(V, 0, 1)
     pos = np.minimum(np.searchsorted(ordered, view_addr), ordered.size - 1)
     if ordered.size == 0 or not np.array_equal(ordered[pos], view_addr):
         raise RuntimeError("in-place write into a view that does not cover whole elements of its "
