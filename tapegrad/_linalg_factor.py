@@ -73,6 +73,7 @@ def lu_factor(A, *, pivot: bool = True, out=None):
     """(LU, pivots): A = P L U packed as LAPACK's getrf (L below the diagonal, unit diagonal
     implied, U on and above; 1-based int32 pivots).  A zero pivot raises RuntimeError (use
     lu_factor_ex to get it in `info` instead)."""
+    _core.check_bool("linalg_lu_factor", "pivot", pivot)
     LU, pivots, info = _factor(A, "torch.linalg.lu_factor", pivot)
     _raise_zero_pivot(info, "torch.linalg.lu_factor")
     return _return("linalg_lu_factor", ("LU", "pivots"), (LU, pivots))
@@ -80,6 +81,8 @@ def lu_factor(A, *, pivot: bool = True, out=None):
 
 def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None):
     """(LU, pivots, info): lu_factor without raising on a zero pivot unless `check_errors`."""
+    _core.check_bool("linalg_lu_factor_ex", "pivot", pivot)
+    _core.check_bool("linalg_lu_factor_ex", "check_errors", check_errors)
     LU, pivots, info = _factor(A, "torch.linalg.lu_factor_ex", pivot)
     if check_errors:
         _raise_zero_pivot(info, "torch.linalg.lu_factor_ex")
@@ -89,6 +92,7 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None)
 def lu(A, *, pivot: bool = True, out=None):
     """(P, L, U) with A = P L U: L unit lower trapezoidal, U upper trapezoidal, P a
     permutation matrix (differentiable in A through the packed factorisation)."""
+    _core.check_bool("linalg_lu", "pivot", pivot)
     LU, pivots, _ = _factor(A, "torch.linalg.lu", pivot)
     P, L, U = lu_unpack(LU, pivots)
     return _return("linalg_lu", ("P", "L", "U"), (P, L, U))

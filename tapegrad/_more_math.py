@@ -749,6 +749,7 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
     """The solution X of A X = input where A = L L^T for the lower-triangular Cholesky factor
     input2 (A = U^T U with upper=True); batches broadcast."""
     _require_tensor_pair("cholesky_solve", input, input2, "input2")
+    _core.check_bool("cholesky_solve", "upper", upper)
     if input.dim() < 2 or input2.dim() < 2:
         raise RuntimeError(f"b should have at least 2 dimensions, but has {input.dim()} "
                            f"dimensions instead" if input.dim() < 2 else
@@ -772,6 +773,7 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
 def cholesky_inverse(input, upper=False, *, out=None):
     """The inverse of A = L L^T (or U^T U with upper=True) from its Cholesky factor."""
     _check_tensor(input, "cholesky_inverse")
+    _core.check_bool("cholesky_inverse", "upper", upper)
     _check_square("cholesky_inverse", input)
     _check_float("cholesky_inverse", input)
     from .linalg import _refuse_half
@@ -793,6 +795,9 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
                   "A).solution\nshould be replaced with\nX = torch.linalg.solve_triangular(A, B).",
                   UserWarning, stacklevel=2)
     _require_tensor_pair("triangular_solve", b, A, "A")
+    for name, flag in (("upper", upper), ("transpose", transpose),
+                       ("unitriangular", unitriangular)):
+        _core.check_bool("triangular_solve", name, flag)
     from .linalg import solve_triangular
     coefficient = A.mT if transpose else A
     solution = solve_triangular(coefficient, b, upper=bool(upper) != bool(transpose),
@@ -1044,6 +1049,7 @@ def lu(A, pivot=True, get_infos=False, out=None):
                   "pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)", UserWarning,
                   stacklevel=2)
     _check_tensor(A, "lu", "A")
+    _core.check_bool("_lu_with_info", "pivot", pivot)    # (get_infos is Python's truth value)
     if A.dim() < 2:
         raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
                            f"size: {list(A.shape)} instead")
