@@ -1415,9 +1415,10 @@ def _in_place(name: str):
             result = without_derivative(
                 (source,), result.detach()._array, "the derivative for 'inplace version of "
                 f"{_NO_IN_PLACE_DERIVATIVE[name]}' is not implemented.")
+        op = (name, (self, *args), kwargs)
         if source is not self:
-            return _become_result(self, result)
-        return _write_back(self, result)
+            return _become_result(self, result, op)
+        return _write_back(self, result, op)
 
     def method(self, *args, **kwargs):
         if _profiling.RECORDING:

@@ -431,14 +431,28 @@ def _fill_number(input, value):
     return _core._scalar_to_dtype(value, dt)
 
 
+_FILL_NUMBER_TYPES = (bool, int, float, complex, np.bool_, np.number)
+
+
+def _check_fill_value(name: str, input, dim, index, value) -> None:
+    """PyTorch's parser's refusal of an index_fill value that is neither a Tensor nor a Number
+    (a str, None, a list): its two signatures, not a failed conversion."""
+    if not isinstance(value, (TensorBase,) + _FILL_NUMBER_TYPES):
+        from .tensor import invalid_arguments
+        raise invalid_arguments(name, (input, dim, index, value), {}, "".join(
+            f"\n * (Tensor input, int dim, Tensor index, {kind} value)"
+            for kind in ("Tensor", "Number")) + "\n")
+
+
 @_numpy_dim_names
 def index_fill(input, dim, index, value):
     """input with the slices index names along dim set to value (a number or a 0-d tensor)."""
+    _check_fill_value("index_fill", input, dim, index, value)
     if isinstance(value, TensorBase) and value._array.ndim != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value._array.ndim} dimension(s).")
     dim, key = _index_dim_key(input, dim, index, "index_fill", wrap=True, error=IndexError)
-    if isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
+    if isinstance(value, _FILL_NUMBER_TYPES):
         value = _fill_number(input, value)
     if key:
         # Each slice is filled once however often index names it: a tensor value's gradient
@@ -451,6 +465,7 @@ def index_fill_(self, dim, index, value):
     """In place: fill the slices of self at ``index`` along ``dim`` with ``value``, as
     ``tapegrad.index_fill``. Returns self.
     """
+    _check_fill_value("index_fill_", self, dim, index, value)
     with _leaf_error_first(self):
         result = index_fill(_core._overlap_operand(self), dim, index, value)
     if _stretched(self) and not _records(self, value):

@@ -1,6 +1,7 @@
 """Argument-type strictness checked against PyTorch: a bool parameter takes a bool alone (an int
 there is PyTorch's TypeError, never a truth value: a.topk(2, 1, 0) must not quietly mean the
-smallest), and the torch namespace's shape functions take no varargs."""
+smallest), the torch namespace's shape functions take no varargs, and small divergences found
+with them (clamp's complex bounds, linspace's complex endpoints, index_fill's value)."""
 from __future__ import annotations
 
 import warnings
@@ -198,3 +199,82 @@ def test_requires_grad_setter_takes_a_bool():
 ])
 def test_varargs_as_pytorch(expr):
     same(expr)
+
+
+# -- 3. small leftovers -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("expr", [
+    # a complex bound: its real part for a floating input when the imaginary part is 0
+    "torch.clamp(a, 3+0j)", "torch.clamp(a, None, 3+0j)", "torch.clamp(a, 3+0j, 4+0j)",
+    "a.clamp(3+0j)", "a.clone().clamp_(3+0j)", "torch.clip(a, 3+0j)",
+    "torch.clamp(a.double(), min=3+0j)", "torch.clamp(a, 3+1j)", "a.clone().clamp_(3+1j)",
+    "torch.arange(6).clamp(3+0j)", "a.clamp_min(3+0j)", "a.clamp_max(3+0j)",
+    # an integer output of clamp's Number overload is named by its C++ type
+    "torch.arange(6).clamp_(0.5)", "torch.arange(6).clamp_(None, 0.5)",
+    "torch.arange(6).clamp_min_(0.5)", "torch.arange(6).clamp_max_(0.5)",
+    "torch.arange(6).clip_(0.5)", "torch.arange(6, dtype=torch.int32).clamp_(0.5)",
+    "torch.arange(6, dtype=torch.uint8).clamp_(0.5)", "torch.ones(3, dtype=torch.bool).clamp_(2)",
+    "torch.arange(6).clamp_(torch.tensor(0.5))", "torch.clamp(torch.arange(6), 0.5)",
+    "torch.clamp(n := torch.arange(6), 0.5, out=n)",
+    "torch.clamp(n := torch.arange(6), torch.tensor(0.5), out=n)",
+    "torch.arange(6).add_(0.5)",
+    # index_fill's value is a Tensor or a Number
+    "a.index_fill_(0, torch.tensor([0]), 'a')", "a.index_fill(0, torch.tensor([0]), 'a')",
+    "torch.index_fill(a, 0, torch.tensor([0]), 'a')", "a.index_fill_(0, torch.tensor([0]), None)",
+    "a.index_fill_(0, torch.tensor([0]), [1])", "a.index_fill_(0, torch.tensor([0]), 1+1j)",
+    "a.index_fill(0, torch.tensor([1]), 2.5)",
+    # new_full's fill value
+    "a.new_full((2,), None)",
+    # index_add_ out of range (a RuntimeError in PyTorch, eager or not)
+    "a.index_add_(0, torch.tensor([5]), torch.ones(1, 4))",
+    "a.index_add(0, torch.tensor([-4]), torch.ones(1, 4))",
+])
+def test_leftovers_as_pytorch(expr):
+    same(expr)
+
+
+def test_index_add_out_of_range_under_no_grad():
+    for lib in (torch, tg):
+        with lib.no_grad():
+            with pytest.raises(RuntimeError, match="index 5 is out of bounds for dimension 0 "
+                                                   "with size 3"):
+                lib.zeros(3, 2).index_add_(0, lib.tensor([5]), lib.ones(1, 2))
+
+
+@pytest.mark.parametrize("expr", [
+    "torch.linspace(0, 1+1j, 5)", "torch.linspace(0j, 1, 5)", "torch.linspace(0.1, 1.3+0.7j, 7)",
+    "torch.linspace(-2.5+1j, 3-4j, 11)", "torch.linspace(0, 1+1j, 1)", "torch.linspace(0, 1+1j, 0)",
+    "torch.linspace(0, 1+1j, 5, dtype=torch.complex128)", "torch.linspace(0, 1, 5, "
+    "dtype=torch.complex64)", "torch.linspace(torch.tensor(0), torch.tensor(1+1j), 3)",
+    "torch.linspace(0, 1+1j, 5, dtype=torch.float32)",
+    "torch.linspace(0, 1+1j, 5, dtype=torch.int64)",
+    "torch.logspace(0, 1+1j, 3)", "torch.logspace(0, 1+1j, 3, base=2)",
+    "torch.logspace(0.5j, 1, 1)",
+])
+def test_linspace_with_complex_endpoints(expr):
+    # (values to a few ulps: PyTorch's vectorised complex kernel rounds its own way)
+    env = {"np": np}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = eval(expr, dict(env, torch=torch))
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=str(e).replace("(", r"\(").replace(")", r"\)")):
+            eval(expr, dict(env, torch=tg))
+        return
+    got = eval(expr, dict(env, torch=tg))
+    assert str(got.dtype) == str(want.dtype) and tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_linspace_complex_follows_the_default_dtype():
+    previous = tg.get_default_dtype()
+    try:
+        for lib in (torch, tg):
+            lib.set_default_dtype(lib.float64)
+        assert tg.linspace(0, 1 + 1j, 3).dtype == tg.complex128
+        np.testing.assert_allclose(tg.linspace(0.1, 1 + 1j, 7).numpy(),
+                                   torch.linspace(0.1, 1 + 1j, 7).numpy(), rtol=1e-14)
+    finally:
+        torch.set_default_dtype(torch.float32)
+        tg.set_default_dtype(previous)
