@@ -412,6 +412,8 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa
             [2., 1.]])
     """
     _check_tensor(input, "histogramdd")
+    _core.check_bool("histogramdd", "density", density, 0, _HISTOGRAM_SIGNATURES.replace(
+        "histogram", "histogramdd"))
     arr = input._array
     if arr.ndim < 2:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")

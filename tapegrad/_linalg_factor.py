@@ -101,6 +101,8 @@ def lu(A, *, pivot: bool = True, out=None):
 def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=None):
     """The solution X of A X = B (or X A = B with left=False; A^H instead of A with
     adjoint=True) from A's (LU, pivots) as lu_factor returns them."""
+    _core.check_bool("linalg_lu_solve", "left", left)
+    _core.check_bool("linalg_lu_solve", "adjoint", adjoint)
     from .linalg import solve_triangular
     from ._more_math import _check_pivots
     if B.dim() < 2:
@@ -158,6 +160,7 @@ def _singular_lu_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def inv_ex(A, *, check_errors: bool = False, out=None):
     """(inverse, info): linalg.inv that reports a singular matrix in `info` (its first zero
     pivot) instead of raising, unless `check_errors`."""
+    _core.check_bool("linalg_inv_ex", "check_errors", check_errors)
     from . import linalg
     from .linalg import _as_tensor, _check_float, _check_square
     _as_tensor(A, "linalg_inv_ex")
@@ -176,6 +179,8 @@ def inv_ex(A, *, check_errors: bool = False, out=None):
 def solve_ex(A, B, *, left: bool = True, check_errors: bool = False, out=None):
     """(result, info): linalg.solve that reports a singular A in `info` instead of raising,
     unless `check_errors`."""
+    _core.check_bool("linalg_solve_ex", "left", left)
+    _core.check_bool("linalg_solve_ex", "check_errors", check_errors)
     from . import linalg
     vector = linalg._check_solve_operands(A, B, left, "linalg_solve_ex")
     info = _info_of_lu(A)
@@ -216,6 +221,8 @@ def _failed_cholesky(matrix: np.ndarray):
 def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None):
     """(L, info): linalg.cholesky that reports a matrix that is not positive-definite in `info`
     (the order of its first such leading minor) instead of raising, unless `check_errors`."""
+    _core.check_bool("linalg_cholesky_ex", "upper", upper)
+    _core.check_bool("linalg_cholesky_ex", "check_errors", check_errors)
     from . import linalg
     from .linalg import _as_tensor, _check_float, _check_square
     _as_tensor(A, "linalg_cholesky_ex")

@@ -500,6 +500,7 @@ def combinations(input, r=2, with_replacement=False):
     """All length-r combinations of input's elements (in input order, as itertools), as a
     (count, r) tensor; r = 0 gives an empty vector."""
     _check_vector(input, "combinations")
+    _core.check_bool("combinations", "with_replacement", with_replacement)
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:

@@ -208,6 +208,7 @@ _REDUCTION_ALIASES = {"max": "amax", "min": "amin"}
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """input with src's values reduced into it at index along dim ('sum', 'prod', 'mean',
     'amax', 'amin'); include_self=False leaves input's own value out where anything lands."""
+    _core.check_bool("scatter_reduce", "include_self", include_self)
     reduce = _REDUCTION_ALIASES.get(reduce, reduce)
     if reduce not in _SCATTER_REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
@@ -298,6 +299,7 @@ def _check_values(self, values, fname):
 
 def index_put(input, indices, values, accumulate=False):
     """input with values written (or, accumulate=True, added) at the advanced index `indices`."""
+    _core.check_bool("index_put", "accumulate", accumulate)
     _check_values(input, values, "index_put")
     key = _check_index_put(input, _index_put_key(input, indices), values)
     if not accumulate:
@@ -310,6 +312,7 @@ def index_put_(self, indices, values, accumulate=False):
     """In place: ``self[indices] = values`` where ``indices`` is a tuple of index tensors (advanced
     indexing), or ``+=`` with ``accumulate=True`` (repeated indices then add up). Returns self.
     """
+    _core.check_bool("index_put_", "accumulate", accumulate)
     if accumulate:
         # (self becomes the op's output when it records, as _extra_ops._in_place's ops do)
         from ._shift_ops import _become_result, _write_back

@@ -168,6 +168,11 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     """Inverse of stft by windowed overlap-add: a (freq, frames) or (batch, freq, frames) complex
     spectrum back to its signal(s)."""
     _check_tensor(input, "istft")
+    # (PyTorch's istft is its builtin: bools, and None for onesided)
+    for name, flag in (("center", center), ("normalized", normalized), ("onesided", onesided),
+                       ("return_complex", return_complex)):
+        if flag is not None or name != "onesided":
+            _core.check_bool("istft", name, flag)
     tg = _tg()
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "

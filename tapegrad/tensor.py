@@ -506,6 +506,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """Tensor.type(): the type string ('torch.FloatTensor'); type(t): self converted to t, a
         dtype, a tensor type (DoubleTensor, or torch.Tensor: the default dtype) or its name (self
         when it already has that type)."""
+        _core.check_bool("type", "non_blocking", non_blocking)
         from ._legacy import TypedTensorMeta
         if isinstance(dtype, TypedTensorMeta) and not dtype.is_cuda:
             dtype = dtype.dtype
