@@ -128,6 +128,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise |input - other| <= atol + rtol * |other| (and exact equality, for infinities)."""
     _check_tensor(input, "isclose")
     _check_tensor(other, "isclose", "other", 2)
+    _core.check_bool("isclose", "equal_nan", equal_nan)
     a, b = input._array, other._array
     if a.dtype != b.dtype:
         raise RuntimeError(f"{_dtype_name(a)} did not match {_dtype_name(b)}")
@@ -177,6 +178,7 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """True when isclose(input, other, ...) holds everywhere."""
     _check_tensor(input, "allclose")
     _check_tensor(other, "allclose", "other", 2)
+    _core.check_bool("allclose", "equal_nan", equal_nan)
     return bool(isclose(input, other, rtol, atol, equal_nan)._array.all())
 
 
@@ -361,10 +363,18 @@ def _bin_counts(samples, edges_per_dim, weights, density: bool):
     return hist
 
 
+# PyTorch's signatures of histogram, which its parser lists for a call that fits none
+_HISTOGRAM_SIGNATURES = (
+    " * (Tensor input, Tensor bins, *, Tensor weight = None, bool density = False, tuple of "
+    "Tensors out = None)\n * (Tensor input, int bins = 100, *, tuple of floats range = None, "
+    "Tensor weight = None, bool density = False, tuple of Tensors out = None)\n")
+
+
 def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
     """(hist, bin_edges) of all elements: `bins` equal bins over `range` (default: the data's
     range), or the given increasing bin edges (a 1-d tensor)."""
     _check_tensor(input, "histogram")
+    _core.check_bool("histogram", "density", density, 0, _HISTOGRAM_SIGNATURES)
     arr = input._array
     # PyTorch checks a bin count and its range before the dtype; given edges, their dtype
     if isinstance(bins, TensorBase):
@@ -402,6 +412,8 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa
             [2., 1.]])
     """
     _check_tensor(input, "histogramdd")
+    _core.check_bool("histogramdd", "density", density, 0, _HISTOGRAM_SIGNATURES.replace(
+        "histogram", "histogramdd"))
     arr = input._array
     if arr.ndim < 2:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
@@ -461,6 +473,10 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     """The distinct values (sorted; along `dim`, the distinct slices), optionally with the inverse
     indices and the counts.  NaNs are all distinct, as in PyTorch."""
     _check_tensor(input, "unique")
+    # (PyTorch's Python unique passes them by keyword to _unique2, or to unique_dim with a dim)
+    for name, flag in (("sorted", sorted), ("return_inverse", return_inverse),
+                       ("return_counts", return_counts)):
+        _core.check_bool("_unique2" if dim is None else "unique_dim", name, flag)
     arr = input._array
     if dim is None:
         values, inverse, counts = np.unique(arr.reshape(-1), return_inverse=True,
@@ -567,6 +583,8 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     """(values, indices) of the k largest (smallest) elements along dim, largest first."""
     _check_tensor(input, "topk")
+    _core.check_bool("topk", "largest", largest)
+    _core.check_bool("topk", "sorted", sorted)
     _refuse_if_complex("topk", input)
     if not hasattr(k, "__index__"):
         raise TypeError(f"topk(): argument 'k' must be int, not {_type_name(k)}")
@@ -1125,7 +1143,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """sum with nan elements counted as 0."""
     _check_tensor(input, "nansum")
-    _core.check_keepdim("nansum", keepdim)
+    _core.check_bool("nansum", "keepdim", keepdim)
     if input._array.dtype.kind == "c":
         raise RuntimeError("nansum on CPU does not support complex inputs")
     if dim is not None:
@@ -1141,7 +1159,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """mean over the non-nan elements (nan where all are nan)."""
     _check_tensor(input, "nanmean")
-    _core.check_keepdim("nanmean", keepdim)
+    _core.check_bool("nanmean", "keepdim", keepdim)
     if input._array.dtype.kind not in "fc":
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {_dtype_name(input._array)}")
@@ -1250,7 +1268,7 @@ def aminmax(input, *, dim=None, keepdim=False):
     """(min, max) of input, overall or along dim: amin and amax, which share a tie's gradient
     evenly as PyTorch's aminmax."""
     _check_tensor(input, "aminmax")
-    _core.check_keepdim("aminmax", keepdim)
+    _core.check_bool("aminmax", "keepdim", keepdim)
     result_type = _core.return_types.aminmax
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))):
         raise TypeError(f"aminmax(): argument 'dim' must be int, not {_type_name(dim)}")
@@ -1399,9 +1417,10 @@ def _in_place(name: str):
             result = without_derivative(
                 (source,), result.detach()._array, "the derivative for 'inplace version of "
                 f"{_NO_IN_PLACE_DERIVATIVE[name]}' is not implemented.")
+        op = (name, (self, *args), kwargs)
         if source is not self:
-            return _become_result(self, result)
-        return _write_back(self, result)
+            return _become_result(self, result, op)
+        return _write_back(self, result, op)
 
     def method(self, *args, **kwargs):
         if _profiling.RECORDING:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 
+from . import _core
 from ._class_members import has_member
 
 _CHOLESKY_DEPRECATED = (
@@ -54,6 +55,7 @@ def logdet(input):
 
 def cholesky(input, upper=False, *, out=None):
     """The deprecated torch.cholesky (upper as a positional flag)."""
+    _core.check_bool("cholesky", "upper", upper)
     warnings.warn(_CHOLESKY_DEPRECATED, UserWarning, stacklevel=2)
     return _linalg()._cholesky(input, upper, "cholesky")
 
@@ -72,6 +74,8 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     """The old torch.svd: returns V (not Vh); some=False gives full square factors and
     compute_uv=False zero-filled square U and V."""
     linalg = _linalg()
+    _core.check_bool("svd", "some", some)
+    _core.check_bool("svd", "compute_uv", compute_uv)
     if input.ndim < 2:
         raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has "
                            f"{input.ndim} dimensions instead")

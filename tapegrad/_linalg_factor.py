@@ -73,6 +73,7 @@ def lu_factor(A, *, pivot: bool = True, out=None):
     """(LU, pivots): A = P L U packed as LAPACK's getrf (L below the diagonal, unit diagonal
     implied, U on and above; 1-based int32 pivots).  A zero pivot raises RuntimeError (use
     lu_factor_ex to get it in `info` instead)."""
+    _core.check_bool("linalg_lu_factor", "pivot", pivot)
     LU, pivots, info = _factor(A, "torch.linalg.lu_factor", pivot)
     _raise_zero_pivot(info, "torch.linalg.lu_factor")
     return _return("linalg_lu_factor", ("LU", "pivots"), (LU, pivots))
@@ -80,6 +81,8 @@ def lu_factor(A, *, pivot: bool = True, out=None):
 
 def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None):
     """(LU, pivots, info): lu_factor without raising on a zero pivot unless `check_errors`."""
+    _core.check_bool("linalg_lu_factor_ex", "pivot", pivot)
+    _core.check_bool("linalg_lu_factor_ex", "check_errors", check_errors)
     LU, pivots, info = _factor(A, "torch.linalg.lu_factor_ex", pivot)
     if check_errors:
         _raise_zero_pivot(info, "torch.linalg.lu_factor_ex")
@@ -89,6 +92,7 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None)
 def lu(A, *, pivot: bool = True, out=None):
     """(P, L, U) with A = P L U: L unit lower trapezoidal, U upper trapezoidal, P a
     permutation matrix (differentiable in A through the packed factorisation)."""
+    _core.check_bool("linalg_lu", "pivot", pivot)
     LU, pivots, _ = _factor(A, "torch.linalg.lu", pivot)
     P, L, U = lu_unpack(LU, pivots)
     return _return("linalg_lu", ("P", "L", "U"), (P, L, U))
@@ -97,6 +101,8 @@ def lu(A, *, pivot: bool = True, out=None):
 def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=None):
     """The solution X of A X = B (or X A = B with left=False; A^H instead of A with
     adjoint=True) from A's (LU, pivots) as lu_factor returns them."""
+    _core.check_bool("linalg_lu_solve", "left", left)
+    _core.check_bool("linalg_lu_solve", "adjoint", adjoint)
     from .linalg import solve_triangular
     from ._more_math import _check_pivots
     if B.dim() < 2:
@@ -154,6 +160,7 @@ def _singular_lu_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def inv_ex(A, *, check_errors: bool = False, out=None):
     """(inverse, info): linalg.inv that reports a singular matrix in `info` (its first zero
     pivot) instead of raising, unless `check_errors`."""
+    _core.check_bool("linalg_inv_ex", "check_errors", check_errors)
     from . import linalg
     from .linalg import _as_tensor, _check_float, _check_square
     _as_tensor(A, "linalg_inv_ex")
@@ -172,6 +179,8 @@ def inv_ex(A, *, check_errors: bool = False, out=None):
 def solve_ex(A, B, *, left: bool = True, check_errors: bool = False, out=None):
     """(result, info): linalg.solve that reports a singular A in `info` instead of raising,
     unless `check_errors`."""
+    _core.check_bool("linalg_solve_ex", "left", left)
+    _core.check_bool("linalg_solve_ex", "check_errors", check_errors)
     from . import linalg
     vector = linalg._check_solve_operands(A, B, left, "linalg_solve_ex")
     info = _info_of_lu(A)
@@ -212,6 +221,8 @@ def _failed_cholesky(matrix: np.ndarray):
 def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None):
     """(L, info): linalg.cholesky that reports a matrix that is not positive-definite in `info`
     (the order of its first such leading minor) instead of raising, unless `check_errors`."""
+    _core.check_bool("linalg_cholesky_ex", "upper", upper)
+    _core.check_bool("linalg_cholesky_ex", "check_errors", check_errors)
     from . import linalg
     from .linalg import _as_tensor, _check_float, _check_square
     _as_tensor(A, "linalg_cholesky_ex")

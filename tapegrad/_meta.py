@@ -32,6 +32,7 @@ Where a meta tensor enters decides how it is seen, and CPU tensors pay nothing f
 from __future__ import annotations
 
 import functools
+import inspect
 import operator
 import warnings
 
@@ -675,15 +676,30 @@ _define_methods()
 capture_route = [None]
 
 
+def check_requires_grad_argument(fn, name: str, args: tuple, kwargs: dict) -> None:
+    """A factory's requires_grad as PyTorch's parser takes it: a bool (zeros(2, requires_grad=1)
+    is its TypeError, not a truth value).  PyTorch's factories known under several signatures
+    (arange, rand, eye ...) say "invalid combination" instead."""
+    from . import _overloads
+    if name not in _overloads.FUNCTIONS:
+        _core.check_bool(name, "requires_grad", kwargs["requires_grad"])
+    elif type(kwargs["requires_grad"]) is not bool:
+        from .tensor import invalid_arguments
+        raise invalid_arguments(name, args, kwargs, f"\n * {inspect.signature(fn)}\n")
+
+
 def factory(fn, name: str, kind: str):
     """Wrap creation function `fn` so that device='meta' (or a meta default device, or a meta
     input for *_like) makes a meta tensor without allocating.  `kind`: 'sizes' (fn(*size, ...)),
     'size' (fn(size, ...)), 'randint' (fn(low?, high, size, ...)), 'like' (fn(input, ...)), or
     'data' (anything else: computed on the CPU, then given to the meta device)."""
     reads_tensors = kind in ("like", "size")      # (an input, full's fill_value)
+    takes_requires_grad = "requires_grad" in inspect.signature(fn).parameters
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if takes_requires_grad and kwargs and "requires_grad" in kwargs:
+            check_requires_grad_argument(fn, name, args, kwargs)
         if reads_tensors and any(isinstance(a, np.ndarray) for a in args):
             # PyTorch's parser refuses an ndarray for the input or a Number: the public
             # functions' one verdict (their entry's, _public_calls.argument_error)

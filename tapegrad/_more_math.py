@@ -749,6 +749,7 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
     """The solution X of A X = input where A = L L^T for the lower-triangular Cholesky factor
     input2 (A = U^T U with upper=True); batches broadcast."""
     _require_tensor_pair("cholesky_solve", input, input2, "input2")
+    _core.check_bool("cholesky_solve", "upper", upper)
     if input.dim() < 2 or input2.dim() < 2:
         raise RuntimeError(f"b should have at least 2 dimensions, but has {input.dim()} "
                            f"dimensions instead" if input.dim() < 2 else
@@ -772,6 +773,7 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
 def cholesky_inverse(input, upper=False, *, out=None):
     """The inverse of A = L L^T (or U^T U with upper=True) from its Cholesky factor."""
     _check_tensor(input, "cholesky_inverse")
+    _core.check_bool("cholesky_inverse", "upper", upper)
     _check_square("cholesky_inverse", input)
     _check_float("cholesky_inverse", input)
     from .linalg import _refuse_half
@@ -786,6 +788,9 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     """The solution X of op(A) X = b for triangular A (op transposes when asked), and a copy of
     A: the named tuple (solution, cloned_coefficient).  Deprecated by PyTorch (which warns) in
     favour of linalg.solve_triangular."""
+    for name, flag in (("upper", upper), ("transpose", transpose),
+                       ("unitriangular", unitriangular)):
+        _core.check_bool("triangular_solve", name, flag)    # (its parser's, before the warning)
     warnings.warn("torch.triangular_solve is deprecated in favor of "
                   "torch.linalg.solve_triangularand will be removed in a future PyTorch "
                   "release.\ntorch.linalg.solve_triangular has its arguments reversed and does "
@@ -808,6 +813,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
 def qr(input, some=True, *, out=None):
     """The QR decomposition (Q, R): reduced with some=True, complete otherwise.  Deprecated by
     PyTorch (which warns) in favour of linalg.qr."""
+    _core.check_bool("qr", "some", some)
     warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a "
                   "future PyTorch release.\nThe boolean parameter 'some' has been replaced with "
                   "a string parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced "
@@ -1036,6 +1042,7 @@ def lu(A, pivot=True, get_infos=False, out=None):
     """The LU factorisation with partial pivoting (deprecated by PyTorch, which warns, in
     favour of linalg.lu_factor): (LU, pivots) or, with get_infos, (LU, pivots, info) where info
     counts nothing but marks a zero pivot (its 1-based index), as LAPACK's."""
+    _core.check_bool("_lu_with_info", "pivot", pivot)    # (get_infos is Python's truth value)
     warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / "
                   "torch.linalg.lu_factor_ex and will be removed in a future PyTorch release.\n"
                   "LU, pivots = torch.lu(A, compute_pivots)\nshould be replaced with\nLU, pivots "
@@ -1074,6 +1081,8 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     """(P, L, U) from a packed LU and its pivots: A = P L U; empty tensors for the parts not
     asked for."""
     _require_tensor_pair("lu_unpack", LU_data, LU_pivots, "LU_pivots")
+    _core.check_bool("lu_unpack", "unpack_data", unpack_data)
+    _core.check_bool("lu_unpack", "unpack_pivots", unpack_pivots)
     _check_pivots(LU_pivots, "lu_unpack")
     m, n = LU_data.shape[-2:]
     k = min(m, n)

@@ -37,6 +37,7 @@ def nonzero(input, *, out=None, as_tuple=False):
     """The coordinates of input's non-zero elements: an int64 (count, ndim) tensor, or with
     as_tuple one int64 vector per dim (a 0-d input counts as 1-d)."""
     _check_tensor(input, "nonzero")
+    _core.check_bool("nonzero", "as_tuple", as_tuple)
     arr = input._array
     if as_tuple:
         if out is not None:
@@ -64,6 +65,9 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
                                                    "Number element, Tensor test_elements",
                                                    "Tensor elements, Number test_element"))
     _check_tensor_or_number("isin", (elements, test_elements), signatures)
+    overloads = "".join(f" * ({signature})\n" for signature in signatures)
+    _core.check_bool("isin", "assume_unique", assume_unique, 0, overloads)
+    _core.check_bool("isin", "invert", invert, 0, overloads)
     if not isinstance(elements, TensorBase) and not isinstance(test_elements, TensorBase):
         _check_tensor_or_number("isin", (elements, test_elements, None), signatures)
     values = elements._array if isinstance(elements, TensorBase) else np.asarray(elements)
@@ -496,6 +500,7 @@ def combinations(input, r=2, with_replacement=False):
     """All length-r combinations of input's elements (in input order, as itertools), as a
     (count, r) tensor; r = 0 gives an empty vector."""
     _check_vector(input, "combinations")
+    _core.check_bool("combinations", "with_replacement", with_replacement)
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:

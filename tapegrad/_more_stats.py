@@ -15,6 +15,7 @@ from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from . import _core
+from ._ops_reduce import MOMENT_SIGNATURES
 from ._complex import refuse_if_complex
 from ._extra_ops import (values_at, _check_tensor, _dim, _dtype_name, _index_tensor, _no_dims,
                          _numpy_dim_names, _records, _wrap, register_family)
@@ -41,7 +42,7 @@ def _median_order(arr: np.ndarray, ignore_nan: bool) -> np.ndarray:
 
 def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
     _check_tensor(input, name)
-    _core.check_keepdim(name, keepdim)
+    _core.check_bool(name, "keepdim", keepdim)
     refuse_if_complex("median", input)
     arr = input._array
     if arr.dtype == np.bool_:
@@ -105,7 +106,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """(values, indices) of the k-th smallest element (k from 1) along dim; NaN sorts last."""
     _check_tensor(input, "kthvalue")
-    _core.check_keepdim("kthvalue", keepdim)
+    _core.check_bool("kthvalue", "keepdim", keepdim)
     refuse_if_complex("kthvalue", input)
     arr = input._array
     if arr.dtype == np.bool_:
@@ -145,7 +146,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, out,
               ignore_nan: bool):
     _check_tensor(input, name)
-    _core.check_keepdim(name, keepdim)
+    _core.check_bool(name, "keepdim", keepdim)
     arr = input._array
     if arr.size == 0:
         raise RuntimeError("quantile() input tensor must be non-empty")
@@ -229,11 +230,13 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 
 def _moment_mean(name: str, reducer: str, input, dim, unbiased, keepdim, correction, out):
     _check_tensor(input, name)
-    _core.check_keepdim(name, keepdim)
+    _core.check_bool(name, "keepdim", keepdim, 0, MOMENT_SIGNATURES)
     if input._array.dtype.kind not in "fc":
         raise RuntimeError(f"{name} only support floating point and complex dtypes")
     if isinstance(dim, bool):           # the (input, unbiased) overload
         dim, unbiased = None, dim
+    elif unbiased is not None:
+        _core.check_bool(name, "unbiased", unbiased, 0, MOMENT_SIGNATURES)
     if unbiased is not None and correction is not None:
         raise RuntimeError(f"{name}: can't specify both unbiased and correction")
     if correction is None:
@@ -463,11 +466,29 @@ def _binary_search(name: str, boundaries, values, out_int32: bool, right: bool, 
     return result
 
 
+# PyTorch's signatures of searchsorted and bucketize, which its parser lists for a call that fits
+# none (out_int32=1: an int is no bool)
+_SEARCHSORTED_SIGNATURES = "".join(
+    f" * (Tensor sorted_sequence, {kind} {name}, *, bool out_int32 = False, bool right = False, "
+    "str side = None, Tensor sorter = None, Tensor out = None)\n"
+    for kind, name in (("Tensor", "input"), ("Number", "self")))
+_BUCKETIZE_SIGNATURES = "".join(
+    f" * ({kind} {name}, Tensor boundaries, *, bool out_int32 = False, bool right = False"
+    f"{out})\n" for kind, name, out in (("Tensor", "input", ", Tensor out = None"),
+                                        ("Number", "self", "")))
+
+
+def _check_binary_search_flags(name: str, out_int32, right, overloads: str) -> None:
+    _core.check_bool(name, "out_int32", out_int32, 0, overloads)
+    _core.check_bool(name, "right", right, 0, overloads)
+
+
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
                  sorter=None, out=None):
     """For each value of input, the index where it would be inserted into the innermost dim of
     sorted_sequence to keep it sorted (after equal values with right / side='right')."""
     _check_tensor(sorted_sequence, "searchsorted", "sorted_sequence", 1)
+    _check_binary_search_flags("searchsorted", out_int32, right, _SEARCHSORTED_SIGNATURES)
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
@@ -485,6 +506,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """The index of the bucket of each value of input among the 1-d boundaries: i with
     boundaries[i-1] < x <= boundaries[i] (or boundaries[i-1] <= x < boundaries[i] with right)."""
     _check_tensor(boundaries, "bucketize", "boundaries", 2)
+    _check_binary_search_flags("bucketize", out_int32, right, _BUCKETIZE_SIGNATURES)
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
                            f"{boundaries.ndim})")

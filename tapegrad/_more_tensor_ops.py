@@ -118,6 +118,7 @@ def put(input, index, source, accumulate=False):
     """A copy of input with input.flatten()[index] = source (added with accumulate=True);
     negative indices count from the end."""
     _check_tensor(input, "put")
+    _core.check_bool("put", "accumulate", accumulate)
     if index._array.dtype != np.int64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
                            f"{_dtype_name(index._array).capitalize()}")

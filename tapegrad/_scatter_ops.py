@@ -208,6 +208,7 @@ _REDUCTION_ALIASES = {"max": "amax", "min": "amin"}
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """input with src's values reduced into it at index along dim ('sum', 'prod', 'mean',
     'amax', 'amin'); include_self=False leaves input's own value out where anything lands."""
+    _core.check_bool("scatter_reduce", "include_self", include_self)
     reduce = _REDUCTION_ALIASES.get(reduce, reduce)
     if reduce not in _SCATTER_REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
@@ -298,6 +299,7 @@ def _check_values(self, values, fname):
 
 def index_put(input, indices, values, accumulate=False):
     """input with values written (or, accumulate=True, added) at the advanced index `indices`."""
+    _core.check_bool("index_put", "accumulate", accumulate)
     _check_values(input, values, "index_put")
     key = _check_index_put(input, _index_put_key(input, indices), values)
     if not accumulate:
@@ -310,6 +312,7 @@ def index_put_(self, indices, values, accumulate=False):
     """In place: ``self[indices] = values`` where ``indices`` is a tuple of index tensors (advanced
     indexing), or ``+=`` with ``accumulate=True`` (repeated indices then add up). Returns self.
     """
+    _core.check_bool("index_put_", "accumulate", accumulate)
     if accumulate:
         # (self becomes the op's output when it records, as _extra_ops._in_place's ops do)
         from ._shift_ops import _become_result, _write_back
@@ -431,14 +434,28 @@ def _fill_number(input, value):
     return _core._scalar_to_dtype(value, dt)
 
 
+_FILL_NUMBER_TYPES = (bool, int, float, complex, np.bool_, np.number)
+
+
+def _check_fill_value(name: str, input, dim, index, value) -> None:
+    """PyTorch's parser's refusal of an index_fill value that is neither a Tensor nor a Number
+    (a str, None, a list): its two signatures, not a failed conversion."""
+    if not isinstance(value, (TensorBase,) + _FILL_NUMBER_TYPES):
+        from .tensor import invalid_arguments
+        raise invalid_arguments(name, (input, dim, index, value), {}, "".join(
+            f"\n * (Tensor input, int dim, Tensor index, {kind} value)"
+            for kind in ("Tensor", "Number")) + "\n")
+
+
 @_numpy_dim_names
 def index_fill(input, dim, index, value):
     """input with the slices index names along dim set to value (a number or a 0-d tensor)."""
+    _check_fill_value("index_fill", input, dim, index, value)
     if isinstance(value, TensorBase) and value._array.ndim != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value._array.ndim} dimension(s).")
     dim, key = _index_dim_key(input, dim, index, "index_fill", wrap=True, error=IndexError)
-    if isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
+    if isinstance(value, _FILL_NUMBER_TYPES):
         value = _fill_number(input, value)
     if key:
         # Each slice is filled once however often index names it: a tensor value's gradient
@@ -451,6 +468,7 @@ def index_fill_(self, dim, index, value):
     """In place: fill the slices of self at ``index`` along ``dim`` with ``value``, as
     ``tapegrad.index_fill``. Returns self.
     """
+    _check_fill_value("index_fill_", self, dim, index, value)
     with _leaf_error_first(self):
         result = index_fill(_core._overlap_operand(self), dim, index, value)
     if _stretched(self) and not _records(self, value):

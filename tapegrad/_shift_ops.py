@@ -74,19 +74,23 @@ def bitwise_right_shift(input, other):
     return _shift(input, other, False, "bitwise_right_shift")
 
 
-def _write_back(self, result):
+def _write_back(self, result, op=None):
     """self's values replaced by result's, refused as PyTorch when result's type does not
-    cast to self's dtype (`t &= long_tensor` on a bool t)."""
+    cast to self's dtype (`t &= long_tensor` on a bool t).  `op`: (name, operands, kwargs) of
+    the op whose in-place form this is, for how the refusal names self's dtype."""
     if result is NotImplemented:
         return NotImplemented
     res_dt, own_dt = result._array.dtype, self._array.dtype
     if res_dt != own_dt and not np.can_cast(res_dt, own_dt, "same_kind"):
+        from ._ops_inplace import output_type_name
+        own = (_core.scalar_type_name_of(own_dt) if op is None else
+               output_type_name(*op, own_dt))
         raise RuntimeError(f"result type {_core.scalar_type_name_of(res_dt)} can't be cast to the "
-                           f"desired output type {_core.scalar_type_name_of(own_dt)}")
+                           f"desired output type {own}")
     return self.copy_(result)
 
 
-def _become_result(self, result):
+def _become_result(self, result, op=None):
     """Finish `self.<op>_()` computed out of place as `result` (from a clone of self): self
     becomes the op's output, as PyTorch's in-place ops make it: self adopts result's record, or,
     where it cannot (a view), result is written back into self and the record reads its saved
@@ -94,7 +98,7 @@ def _become_result(self, result):
     self is refused at backward)."""
     if _core._adopt_in_place_result(self, result):
         return self
-    out = _write_back(self, result)
+    out = _write_back(self, result, op)
     _core._note_written_view(self, result)
     return out
 

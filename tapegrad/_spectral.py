@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import warnings
 
+from . import _core
 from ._extra_ops import _check_tensor
 
 _REAL_INPUT_NEEDS_RETURN_COMPLEX = (
@@ -70,12 +71,26 @@ def _framed_window(window, win_length: int, n_fft: int, like):
     return window
 
 
+# PyTorch's signatures of its stft builtin, which its parser lists for a call that fits none
+_STFT_SIGNATURES = "".join(
+    f" * (Tensor input, int n_fft, int hop_length = None, int win_length = None, Tensor window = "
+    f"None, {centered}bool normalized = False, bool onesided = None, bool return_complex = None, "
+    "bool align_to_window = None)\n" for centered in ('bool center = True, str pad_mode = '
+                                                      '"reflect", ', ""))
+
+
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
          pad_mode="reflect", normalized=False, onesided=None, return_complex=None,
          align_to_window=None):
     """Short-time Fourier transform of a 1D signal or a batch of them (rows): (..., freq, frames),
     freq = n_fft // 2 + 1 when one-sided (real signal and window), else n_fft."""
     _check_tensor(input, "stft")
+    # (PyTorch's Python stft passes them on to its builtin, whose parser takes bools, and None
+    # but for normalized; center is Python's truth value: the padding is done before)
+    for name, flag in (("normalized", normalized), ("onesided", onesided),
+                       ("return_complex", return_complex), ("align_to_window", align_to_window)):
+        if flag is not None or name == "normalized":
+            _core.check_bool("stft", name, flag, 0, _STFT_SIGNATURES)
     tg = _tg()
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
@@ -153,6 +168,11 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     """Inverse of stft by windowed overlap-add: a (freq, frames) or (batch, freq, frames) complex
     spectrum back to its signal(s)."""
     _check_tensor(input, "istft")
+    # (PyTorch's istft is its builtin: bools, and None for onesided)
+    for name, flag in (("center", center), ("normalized", normalized), ("onesided", onesided),
+                       ("return_complex", return_complex)):
+        if flag is not None or name != "onesided":
+            _core.check_bool("istft", name, flag)
     tg = _tg()
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "

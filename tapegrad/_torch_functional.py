@@ -208,6 +208,7 @@ def _finish(input, result, inplace):
 
 def _feature_dropout(input, p, train, inplace):
     _check_p(p)
+    _core.check_bool("feature_dropout_" if inplace else "feature_dropout", "train", train, 3)
     if not train:
         return input
     _check_feature_input(input)
@@ -231,6 +232,8 @@ def feature_dropout_(input, p, train):
 def _feature_alpha_dropout(input, p, train, inplace):
     from .nn._extra_activations import _SELU_ALPHA, _SELU_SCALE
     _check_p(p)
+    _core.check_bool("feature_alpha_dropout_" if inplace else "feature_alpha_dropout", "train",
+                     train, 3)
     if not train:
         return input
     _check_feature_input(input)

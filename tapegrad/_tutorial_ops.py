@@ -80,7 +80,7 @@ def mode(input, dim=-1, keepdim=False):
     """The most frequent value along ``dim`` and its index (named tuple ``values, indices``);
     the values are gathered by a recorded op, so the gradient reaches the chosen element."""
     _check_tensor(input, "mode")
-    _core.check_keepdim("mode", keepdim)
+    _core.check_bool("mode", "keepdim", keepdim)
     if input.ndim == 0:
         index = _wrap(np.zeros((), dtype=np.int64))
         return _core.return_types.mode((input.clone(), index))
@@ -436,6 +436,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     """Collapse each run of equal neighbours to one element (over the flattened tensor, or of
     slices along ``dim``); optionally the run index of every element and each run's length."""
     _check_tensor(input, "unique_consecutive")
+    _core.check_bool("unique_consecutive", "return_inverse", return_inverse)
+    _core.check_bool("unique_consecutive", "return_counts", return_counts)
     arr = input._array
     if dim is None:
         flat = arr.reshape(-1)

@@ -621,6 +621,32 @@ def _endpoints_as(dt, start, end):
     return converted
 
 
+def _range_dtype(fn: str, dtype, start, end) -> np.dtype:
+    """linspace's and logspace's result dtype: `dtype`, else the default float, or its complex
+    counterpart when an endpoint is complex (PyTorch infers that one from the endpoints, and
+    refuses a given real dtype then rather than dropping the imaginary part)."""
+    dt = _np_dtype(dtype, fn)
+    if not any(isinstance(v, (complex, np.complexfloating)) for v in (start, end)):
+        return dt or _default_float()
+    inferred = np.result_type(_default_float(), np.complex64)
+    if dt is not None and dt.kind != "c":
+        raise RuntimeError(f"torch.{fn}(): inferred dtype c10::complex<"
+                           f"{'float' if inferred == np.complex64 else 'double'}> can't be safely "
+                           f"cast to passed dtype {_core.scalar_type_name_of(dt)}")
+    return dt or inferred
+
+
+def _complex_range(dt: np.dtype, start, end, steps: int) -> np.ndarray:
+    """linspace's values in complex dtype dt, as PyTorch's kernel counts them: the first half up
+    from start, the second down from end, in dt's precision."""
+    s, e = dt.type(start), dt.type(end)
+    step = (e - s) / dt.type(steps - 1)
+    idx = np.arange(steps)
+    with _core.IeeeResults():
+        return np.where(idx < steps // 2, s + step * idx.astype(dt),
+                        e - step * (steps - idx - 1).astype(dt)).astype(dt)
+
+
 def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layout=None,
              device=None) -> Tensor:
     """`steps` values evenly spaced from start to end inclusive (float32 by default).
@@ -633,7 +659,7 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layo
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = _scalar_arg(start), _scalar_arg(end)
-    dt = _np_dtype(dtype, "linspace") or _default_float()
+    dt = _range_dtype("linspace", dtype, start, end)
     _check_not_bool(dt, "linspace_cpu")
     _check_requires_grad(dt, requires_grad)
     if steps == 0:
@@ -641,6 +667,8 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layo
     start, end = _endpoints_as(dt, start, end if steps > 1 else None)
     if steps == 1:
         return _make(np.full(1, start, dtype=dt), requires_grad)
+    if dt.kind == "c":
+        return _make(_complex_range(dt, start, end, steps), requires_grad)
     # PyTorch computes in the result's precision (half: float; integers: double from integer
     # start/end) with fused multiply-adds: emulated by one wider multiply-add and one rounding.
     if dt.kind == "f":
@@ -675,8 +703,13 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = _scalar_arg(start), _scalar_arg(end)
-    dt = _np_dtype(dtype, "logspace") or _default_float()
+    dt = _range_dtype("logspace", dtype, start, end)
     _check_requires_grad(dt, requires_grad)
+    if dt.kind == "c":
+        exps = (np.full(min(steps, 1), start, dtype=dt) if steps < 2 else
+                _complex_range(dt, start, end, steps))
+        with _core.IeeeResults():
+            return _make(np.power(dt.type(base), exps).astype(dt), requires_grad)
     if dt.kind == "f":
         ct = dt if dt.itemsize >= 4 else np.dtype(np.float32)
     else:

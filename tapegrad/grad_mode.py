@@ -117,7 +117,7 @@ class set_grad_enabled(_GradModeGuard):
     """Sets grad mode to `mode` now (usable as a plain call), restoring it when used with `with`."""
 
     def __init__(self, mode: bool) -> None:
-        self._mode = bool(mode)
+        self._mode = _core.check_bool("set_grad_enabled", "enabled", mode, 1)
         self._prev = _core._set_grad_enabled(self._mode)
 
     def __enter__(self):

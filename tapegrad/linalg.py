@@ -298,6 +298,7 @@ def _check_solve_operands(A, B, left, entry):
 def solve(A, B, *, left=True, out=None):
     """The solution X of A X = B (left=True) or X A = B (torch.linalg.solve).  B is a batch of
     vectors when it is 1-D or has exactly A's batch shape plus one dimension."""
+    _core.check_bool("linalg_solve", "left", left)
     vector = _check_solve_operands(A, B, left, "linalg_solve")
     if not left:
         return solve(A.mT, B.mT).mT
@@ -358,6 +359,7 @@ class _Cholesky(Function):
 
 def cholesky(A, *, upper=False, out=None):
     """The lower (or upper) Cholesky factor of each symmetric positive-definite matrix of A."""
+    _core.check_bool("linalg_cholesky", "upper", upper)
     return _cholesky(A, upper, "linalg.cholesky")
 
 
@@ -617,7 +619,7 @@ _torch_grad_fn_name(_CountNonzero, "LinalgVectorNormBackward0")
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The ord-norm of x over dim (all elements when None), as torch.linalg.vector_norm."""
     x = _as_tensor(x, "linalg_vector_norm")
-    _core.check_keepdim("linalg_vector_norm", keepdim)
+    _core.check_bool("linalg_vector_norm", "keepdim", keepdim)
     if x._array.dtype.kind != "c":                      # complex: the norm of the moduli
         _check_float(x, "linalg.vector_norm")
     if dtype is not None:
@@ -664,7 +666,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     """The ord-norm of the matrices of A over the two dims (torch.linalg.matrix_norm): 'fro',
     inf, -inf, 1, -1."""
     A = _as_tensor(A, "linalg_matrix_norm")
-    _core.check_keepdim("linalg_matrix_norm", keepdim)
+    _core.check_bool("linalg_matrix_norm", "keepdim", keepdim)
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
@@ -716,7 +718,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     """torch.linalg.norm: a vector norm over one dim (or the flattened input when neither ord
     nor dim is given), a matrix norm over two."""
     A = _as_tensor(A, "linalg_norm")
-    _core.check_keepdim("linalg_norm", keepdim)
+    _core.check_bool("linalg_norm", "keepdim", keepdim)
     if dim is not None and not isinstance(dim, int) and len(dim) not in (1, 2):
         raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
                            f"{list(dim)}")
@@ -817,6 +819,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     """A = U diag(S) Vh for each matrix of A (torch.linalg.svd); singular vectors are defined
     up to sign, as in PyTorch."""
     A = _as_tensor(A, "linalg_svd")
+    _core.check_bool("linalg_svd", "full_matrices", full_matrices)
     _check_matrix(A, "linalg.svd")
     _check_float(A, "linalg.svd")
     return _return_type("linalg_svd", ("U", "S", "Vh"))(_SVD.apply(A, bool(full_matrices)))
@@ -875,6 +878,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     triangle named by ``upper`` is read (its diagonal taken as ones with ``unitriangular``), so
     A's gradient lands in that triangle alone."""
     A = _as_tensor(A, "linalg.solve_triangular")
+    for name, flag in (("upper", upper), ("left", left), ("unitriangular", unitriangular)):
+        _core.check_bool("linalg_solve_triangular", name, flag)
     _check_float(A, "linalg.solve_triangular")
     from .creation import eye
     triangle = A.triu() if upper else A.tril()
@@ -910,6 +915,7 @@ def vecdot(x, y, *, dim=-1, out=None):
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The number of singular values above the tolerance, per matrix (int64)."""
     A = _as_tensor(A, "linalg_matrix_rank")
+    _core.check_bool("linalg_matrix_rank", "hermitian", hermitian, 0, _MATRIX_RANK_SIGNATURES)
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least "
                            "2 dimensions.")
@@ -920,10 +926,21 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
         return (S > tolerance).sum(dim=-1)
 
 
+# PyTorch's signatures of pinv and matrix_rank, which its parser lists for a call that fits none
+_PINV_SIGNATURES = "".join(f" * (Tensor input, {rest})\n" for rest in (
+    "*, Tensor atol = None, Tensor rtol = None, bool hermitian = False, Tensor out = None",
+    "*, float atol = None, float rtol = None, bool hermitian = False, Tensor out = None",
+    "Tensor rcond, bool hermitian = False, *, Tensor out = None",
+    "float rcond, bool hermitian = False, *, Tensor out = None"))
+_MATRIX_RANK_SIGNATURES = _PINV_SIGNATURES.replace("Tensor rcond", "Tensor tol").replace(
+    "float rcond", "float tol")
+
+
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudo-inverse through the SVD (torch.linalg.pinv); singular values at
     or below the tolerance count as zero."""
     A = _as_tensor(A, "linalg_pinv")
+    _core.check_bool("linalg_pinv", "hermitian", hermitian, 0, _PINV_SIGNATURES)
     if A.ndim < 2 or A._array.dtype.kind not in "fc" or A._array.dtype == np.float16:
         raise RuntimeError(
             f"linalg.pinv({_core.scalar_type_name_of(A._array.dtype)}{{{list(A.shape)}}}): "

@@ -574,6 +574,7 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
     if not _is_int(num_samples):
         raise TypeError(f"multinomial(): argument 'num_samples' (position 2) must be int, not "
                         f"{_type_name(num_samples)}")
+    _core.check_bool("multinomial", "replacement", replacement)
     P = input._array
     if P.dtype.kind != "f":
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "

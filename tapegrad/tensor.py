@@ -160,7 +160,7 @@ def parse_to(args: tuple, kwargs: dict):
             flags.append(kw.pop(name))
         else:
             flags.append(False)
-        ok = ok and isinstance(flags[i], int)       # bools (ints pass PyTorch's parser too)
+        ok = ok and type(flags[i]) is bool      # (an int is no bool to PyTorch's parser)
     if not ok or kw:
         raise invalid_arguments("to", args, kwargs, _TO_SIGNATURES)
     return device, dtype, bool(flags[0]), bool(flags[1])
@@ -506,6 +506,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """Tensor.type(): the type string ('torch.FloatTensor'); type(t): self converted to t, a
         dtype, a tensor type (DoubleTensor, or torch.Tensor: the default dtype) or its name (self
         when it already has that type)."""
+        _core.check_bool("type", "non_blocking", non_blocking)
         from ._legacy import TypedTensorMeta
         if isinstance(dtype, TypedTensorMeta) and not dtype.is_cuda:
             dtype = dtype.dtype
@@ -624,6 +625,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
                    layout=None, pin_memory: bool = False):
         """A new leaf tensor holding a copy of `data`, of self's dtype unless `dtype` is given."""
         from . import creation
+        _core.check_bool("new_tensor", "requires_grad", requires_grad)
         if isinstance(data, _core.TensorBase):
             import warnings
             warnings.warn("To copy construct from a tensor, it is recommended to use "
@@ -688,6 +690,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         from . import creation
         if not size:
             raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
+        _core.check_bool(fn, "requires_grad", requires_grad)
         creation._check_placement(fn, device, pin_memory)
         shape = creation._size_args(size, fn)
         dt = _core.np_dtype_of(self.dtype if dtype is None else dtype, fn)

@@ -592,7 +592,8 @@ cdef inline bint needs_grad(Record* r, int j) noexcept:
 cdef object dim_alias(str fname, object dim, object axis)
 
 cdef bint keepdim_alias(str fname, object keepdim, object keepdims) except -1
-cpdef bint check_keepdim(str fname, object keepdim) except -1
+cpdef bint check_bool(str fname, str name, object value, int position=*,
+                      str overloads=*) except -1
 
 cdef tuple normalize_dims(object dim, int ndim, bint range_first=*)
 

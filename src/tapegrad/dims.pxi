@@ -17,23 +17,35 @@ cdef bint keepdim_alias(str fname, object keepdim, object keepdims) except -1:
     """keepdim, or its alias `keepdims`: a Python bool, as PyTorch's parser requires (an int, None
     or numpy bool there is a TypeError, not a truth value: x.sum(1, 2) must not keep dim 1)."""
     if keepdims is None:
-        return check_keepdim(fname, keepdim)
+        return check_bool(fname, "keepdim", keepdim)
     if keepdim is not False:
         if keepdim is True:
             raise TypeError(f"{fname}() got multiple values for argument 'keepdim' (alias "
                             "'keepdims')")
-        check_keepdim(fname, keepdim)
-    return check_keepdim(fname, keepdims)
+        check_bool(fname, "keepdim", keepdim)
+    return check_bool(fname, "keepdim", keepdims)
 
 
-cpdef bint check_keepdim(str fname, object keepdim) except -1:
-    """keepdim as PyTorch's parser takes it: exactly a Python bool (shared by the Python-level
-    reductions, so every reduction refuses the same values)."""
-    if keepdim is True:
+cpdef bint check_bool(str fname, str name, object value, int position=0,
+                      str overloads=None) except -1:
+    """`value` of the bool parameter `name` of PyTorch's `fname`, as PyTorch's argument parser
+    takes it: exactly a Python bool.  An int, None or a numpy bool is its TypeError, never a
+    truth value (a.topk(2, 1, 0) must not mean largest=False).  The one check of every bool
+    parameter (keepdim, descending, requires_grad, ceil_mode ...), cheap on the hot paths (the
+    identity tests come first).  `position`: the one PyTorch's message names whichever way the
+    argument came (its Python-level functions pass it on by position to an aten op: F.max_pool1d's
+    ceil_mode is max_pool1d's 6th); a public entry adds the call's own position otherwise.
+    `overloads`: the signatures of a function PyTorch knows under several, whose parser says
+    "invalid combination" instead (the entry puts the call's arguments in its "got")."""
+    if value is True:
         return True
-    if keepdim is False:
+    if value is False:
         return False
-    raise TypeError(f"{fname}(): argument 'keepdim' must be bool, not {type_name(keepdim)}")
+    if overloads is not None:
+        raise TypeError(f"{fname}() received an invalid combination of arguments - got "
+                        f"({name}={type_name(value)}), but expected one of:\n{overloads}")
+    where = f" (position {position})" if position else ""
+    raise TypeError(f"{fname}(): argument '{name}'{where} must be bool, not {type_name(value)}")
 
 
 cdef tuple normalize_dims(object dim, int ndim, bint range_first=False):

@@ -834,14 +834,36 @@ cdef bint any_requires_grad(object args) except -1:
     return False
 
 
-cdef int store_out(TensorBase o, object res) except -1:
+# PyTorch's clamp with Number bounds checks that its result casts to the output itself and names
+# the output's dtype by its C++ type ("desired output type long int"); every other op, and clamp
+# with a Tensor bound, by its ScalarType ("Long").
+cdef frozenset NUMBER_CLAMPS = frozenset(("clamp", "clamp_min", "clamp_max", "clip"))
+
+
+cpdef str output_type_name(str name, tuple operands, object kwargs, object np_dt):
+    """How PyTorch's refusal to cast op `name`'s result into an output (out=, or self for its
+    in-place form) names the output's dtype `np_dt`, given the op's operands (self first)."""
+    if name not in NUMBER_CLAMPS:
+        return scalar_type_name(np_dt)
+    for a in operands[1:]:
+        if isinstance(a, TensorBase):
+            return scalar_type_name(np_dt)
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, TensorBase):
+                return scalar_type_name(np_dt)
+    return C_TYPE_NAMES.get(np_dt.name, np_dt.name)
+
+
+cdef int store_out(TensorBase o, object res, str output_type=None) except -1:
     """Write result `res` (a tensor) into out tensor `o`: cast to o's dtype if it can be, o
-    resized (with PyTorch's warning unless it was empty) to res's shape."""
+    resized (with PyTorch's warning unless it was empty) to res's shape.  `output_type`: how the
+    refusal of the cast names o's dtype (output_type_name; its ScalarType by default)."""
     R = (<TensorBase>res)._array
     A = o._array
     if not np.can_cast(R.dtype, A.dtype, "same_kind"):
         raise RuntimeError(f"result type {scalar_type_name(R.dtype)} can't be cast to the "
-                           f"desired output type {scalar_type_name(A.dtype)}")
+                           f"desired output type {output_type or scalar_type_name(A.dtype)}")
     if A.shape != R.shape:
         if A.size:
             warnings.warn(
@@ -893,7 +915,8 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                            f"tuple of {len(results)} Tensors") + f", not {type_name(out)}")
     cdef Py_ssize_t k
     for k in range(len(outs)):
-        store_out(<TensorBase>outs[k], results[k])
+        store_out(<TensorBase>outs[k], results[k], output_type_name(
+            name, operands, kwargs, (<TensorBase>outs[k])._array.dtype))
     if isinstance(out, TensorBase):
         return out
     if type(res) is tuple:

@@ -1376,6 +1376,8 @@ def dropout(TensorBase input, p=0.5, training=True, inplace=False):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if p != p:      # NaN passes PyTorch's Python check; its kernel's (even in eval) raises
         raise RuntimeError("dropout probability has to be between 0 and 1, but got nan")
+    # F.dropout passes training on as aten dropout's 3rd argument `train` (inplace is Python's)
+    check_bool("dropout_" if inplace else "dropout", "train", training, 3)
     A = input._array
     if p == 0.0 or not training or A.size == 0:
         return input
@@ -1467,6 +1469,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             padding_idx = W.shape[0] + padding_idx
     else:
         padding_idx = -1
+    # (F.embedding passes them on as aten embedding's 4th and 5th arguments)
+    check_bool("embedding", "scale_grad_by_freq", scale_grad_by_freq, 4)
+    check_bool("embedding", "sparse", sparse, 5)
     if sparse:
         raise NotImplementedError("embedding(sparse=True) is not supported: tapegrad has no sparse "
                                   "gradients")

@@ -668,6 +668,25 @@ def count_nonzero(TensorBase input, dim=None, *, axis=None):
                                                    dtype=NP_INT64))))
 
 
+def count_nonzero_method(TensorBase input, *dims, dim=None, axis=None):
+    """Tensor.count_nonzero: count_nonzero() whose dims may also come as varargs
+    (x.count_nonzero(0, 1)), as PyTorch's method takes them (its function does not)."""
+    if len(dims) > 1:
+        if dim is not None or axis is not None:
+            raise TypeError(f"count_nonzero() received an invalid combination of arguments - got "
+                            f"({', '.join(type_name(d) for d in dims)}, ...), but expected one of:"
+                            "\n * (int dim = None)\n * (tuple of ints dim)\n")
+        return count_nonzero(input, dims)
+    if dims:
+        if dim is not None:
+            raise TypeError("count_nonzero() got multiple values for argument 'dim'")
+        dim = dims[0]
+    return count_nonzero(input, dim, axis=axis)
+
+
+count_nonzero_method.__name__ = count_nonzero_method.__qualname__ = "count_nonzero"
+
+
 # -- var / std ------------------------------------------------------------------------------------
 # saved = (input - mean under the input's version, the result (std only)); aux = (shape, axes, keepdim, dim was None);
 # scalar = dof
@@ -694,6 +713,13 @@ OP_VAR = register_op("VarBackward0", vjp_var)
 OP_STD = register_op("StdBackward0", vjp_var)
 
 
+# PyTorch's signatures of var, std, var_mean and std_mean, which its parser lists when a call fits
+# none: unbiased is a bool, so var(x, 0, 0) is one of them (not correction=0).
+MOMENT_SIGNATURES = (" * (Tensor input, tuple of ints dim, bool unbiased = True, bool keepdim = "
+                     "False)\n * (Tensor input, tuple of ints dim = None, *, Number correction = "
+                     "None, bool keepdim = False)\n * (Tensor input, bool unbiased = True)\n")
+
+
 cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, object keepdim,
                     object correction):
     cdef Record* r
@@ -703,6 +729,8 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
             raise TypeError(f"{name}() received an invalid combination of arguments - got "
                             "(bool, unbiased=bool)")
         unbiased, dim = dim, None
+    elif unbiased is not None:
+        check_bool(name, "unbiased", unbiased, 0, MOMENT_SIGNATURES)
     if unbiased is not None and correction is not None:
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
                         "(unbiased=bool, correction=int), but expected one of:\n"
@@ -765,6 +793,7 @@ def var(TensorBase input, dim=None, unbiased=None, keepdim=False, *, correction=
         axis=None, keepdims=None):
     """Variance over all elements or `dim`, with Bessel's correction by default (`correction=1`;
     `unbiased=False` or `correction=0` for the population variance)."""
+    check_bool("var", "keepdim", keepdim, 0, MOMENT_SIGNATURES)
     return var_std(False, input, dim_alias("var", dim, axis), unbiased,
                    keepdim_alias("var", keepdim, keepdims), correction)
 
@@ -773,6 +802,7 @@ def std(TensorBase input, dim=None, unbiased=None, keepdim=False, *, correction=
         axis=None, keepdims=None):
     """Standard deviation (square root of var(); same arguments).  Its gradient is 0 where the
     result is 0, as in PyTorch."""
+    check_bool("std", "keepdim", keepdim, 0, MOMENT_SIGNATURES)
     return var_std(True, input, dim_alias("std", dim, axis), unbiased,
                    keepdim_alias("std", keepdim, keepdims), correction)
 
@@ -866,7 +896,7 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     inf, -inf, 0 (count of non-zeros) or any other number.  Gradient 0 at the zero vector."""
     cdef Record* r
     cdef double pv
-    check_keepdim("linalg_vector_norm", keepdim)        # PyTorch's norm parses as vector_norm
+    check_bool("linalg_vector_norm", "keepdim", keepdim)    # PyTorch's norm parses as vector_norm
     A = input._array
     if A.dtype.kind == "c" and dtype is None:           # the norm of the moduli
         return complex_call("norm", (input, p, dim, keepdim))
@@ -949,5 +979,6 @@ _REDUCE_OPS = dict(sum=sum, mean=mean, prod=prod, max=max_, min=min_, amax=amax,
                    argmax=argmax, argmin=argmin, count_nonzero=count_nonzero, var=var, std=std,
                    logsumexp=logsumexp, norm=norm)
 TENSOR_METHODS.update(_REDUCE_OPS)
+TENSOR_METHODS.update(count_nonzero=count_nonzero_method)
 TORCH_FUNCTIONS.update(_REDUCE_OPS)
 TORCH_FUNCTIONS.update(return_types=return_types)

@@ -1010,6 +1010,39 @@ def is_contiguous(TensorBase input, memory_format=None):
     return bool(input._array.flags.c_contiguous)
 
 
+# -- the torch namespace's reshape, permute and tile ------------------------------------------------
+# PyTorch's functions take the sizes or dims as one sequence: torch.reshape(x, 2, 3) and
+# torch.reshape(x, 6) are its TypeErrors, where the methods take varargs (x.reshape(2, 3)).
+
+cdef object one_int_list(object value, str fname, str argname):
+    """value, the one sequence of ints a torch-namespace shape function takes."""
+    if isinstance(value, (int, np.integer)):
+        raise TypeError(f"{fname}(): argument '{argname}' (position 2) must be tuple of ints, not "
+                        f"{type_name(value)}")
+    return value
+
+
+def reshape_function(TensorBase input, shape):
+    """torch.reshape: a tensor with the same elements in `shape` (one dim may be -1), a view
+    when possible."""
+    return reshape(input, one_int_list(shape, "reshape", "shape"))
+
+
+def permute_function(TensorBase input, dims):
+    """torch.permute: a view with the dims reordered (output dim i is input dim dims[i])."""
+    return permute(input, one_int_list(dims, "permute", "dims"))
+
+
+def tile_function(TensorBase input, dims):
+    """torch.tile: repeat(), with `dims` padded with leading 1s when shorter than input's dims."""
+    return tile(input, one_int_list(dims, "tile", "dims"))
+
+
+for _function, _name in ((reshape_function, "reshape"), (permute_function, "permute"),
+                         (tile_function, "tile")):
+    _function.__name__ = _function.__qualname__ = _name
+
+
 # Dict literals, not keyword calls: ops_unary.pxi's registration says why (load-code size).
 TENSOR_METHODS.update({
     "reshape": reshape, "view": view, "view_as": view_as, "reshape_as": reshape_as,
@@ -1020,8 +1053,8 @@ TENSOR_METHODS.update({
     "chunk": chunk, "unbind": unbind, "clone": clone, "contiguous": contiguous,
     "is_contiguous": is_contiguous})
 TORCH_FUNCTIONS.update({
-    "reshape": reshape, "flatten": flatten, "unflatten": unflatten, "squeeze": squeeze,
-    "unsqueeze": unsqueeze, "transpose": transpose, "t": t, "permute": permute,
+    "reshape": reshape_function, "flatten": flatten, "unflatten": unflatten, "squeeze": squeeze,
+    "unsqueeze": unsqueeze, "transpose": transpose, "t": t, "permute": permute_function,
     "movedim": movedim, "moveaxis": movedim, "swapaxes": swapaxes, "swapdims": swapdims,
-    "tile": tile, "cat": cat, "concat": cat, "concatenate": concatenate, "stack": stack,
+    "tile": tile_function, "cat": cat, "concat": cat, "concatenate": concatenate, "stack": stack,
     "split": split, "chunk": chunk, "unbind": unbind, "clone": clone})

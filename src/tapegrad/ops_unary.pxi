@@ -673,14 +673,28 @@ cdef tuple clamp_signature(int variant):
                       " * (Number min = None, Number max = None)")
 
 
+cdef object real_clamp_bound(object bound, TensorBase input, int variant):
+    """A complex Number bound as PyTorch's clamp takes it: its real part, for a floating input
+    when the imaginary part is 0 (the result keeps input's dtype); PyTorch refuses it for
+    clamp_min and clamp_max, and for an integer or bool input (whose result would be complex).
+    Any other bound as it is."""
+    if not isinstance(bound, (complex, np.complexfloating)):
+        return bound
+    if variant != CLAMP_BOTH or dtype_kind(<cnp.ndarray>input._array) != c'f':
+        raise NotImplementedError("clamp is not supported for complex types")
+    if bound.imag != 0:
+        raise RuntimeError("value cannot be converted to type double without overflow")
+    return float(bound.real)
+
+
 cdef object clamp_op(TensorBase input, object lo, object hi, int variant):
     """clamp / clamp_min / clamp_max: Number bounds (ClampBackward1 ...) or Tensor bounds
     (ClampBackward0 ..., broadcasting, gradients to the bounds too), as PyTorch's overloads."""
     cdef Record* r
     if dtype_kind(<cnp.ndarray>input._array) == c'c':
         return complex_call("refuse", ("clamp", input))
-    lo2 = number_or_tensor(lo)
-    hi2 = number_or_tensor(hi)
+    lo2 = number_or_tensor(real_clamp_bound(lo, input, variant))
+    hi2 = number_or_tensor(real_clamp_bound(hi, input, variant))
     name, sigs = clamp_signature(variant)
     if (lo2 is NotImplemented or hi2 is NotImplemented
             or (variant == CLAMP_MIN_ONLY and lo2 is None)

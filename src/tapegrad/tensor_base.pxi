@@ -527,11 +527,14 @@ cdef class TensorBase:
 
     @requires_grad.setter
     def requires_grad(self, value):
-        self._set_requires_grad(bool(value))
+        if value is not True and value is not False:    # (PyTorch's setter takes no 1 either)
+            raise RuntimeError("requires_grad must be a bool")
+        self._set_requires_grad(value)
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad in place (leaves only) and return self."""
-        self._set_requires_grad(bool(requires_grad))
+        # (PyTorch's message names position 1, as nearly every call gives it)
+        self._set_requires_grad(check_bool("requires_grad_", "requires_grad", requires_grad, 1))
         return self
 
     def is_inference(self):

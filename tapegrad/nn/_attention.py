@@ -54,6 +54,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     attn_mask: bool (True = may attend) or float (added to the scores), broadcast to (..., L, S).
     A query row that may attend nothing gives zeros (as PyTorch's math kernel), not NaN."""
     check_cpu_backend()
+    _core.check_bool("scaled_dot_product_attention", "is_causal", is_causal)
+    _core.check_bool("scaled_dot_product_attention", "enable_gqa", enable_gqa)
     if query.dtype != key.dtype or query.dtype != value.dtype:
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
                            f"query.dtype: {_c_name(query)} key.dtype: {_c_name(key)} and "

@@ -29,6 +29,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if training and count == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input "
                          f"size {input.shape}")
+    _core.check_bool("batch_norm", "training", training, 6)
     for position, (name, v) in ((7, ("momentum", momentum)), (8, ("eps", eps))):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise TypeError(f"batch_norm(): argument '{name}' (position {position}) must be "

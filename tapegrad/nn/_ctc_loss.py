@@ -184,6 +184,11 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     _check_tensor(targets, "targets")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
+    # (PyTorch passes zero_infinity on to its builtin ctc_loss, which lists its signatures)
+    _core.check_bool("ctc_loss", "zero_infinity", zero_infinity, 0, "".join(
+        f" * (Tensor log_probs, Tensor targets, {lengths} input_lengths, {lengths} "
+        "target_lengths, int blank = 0, int reduction = at::Reduction::Mean, bool zero_infinity "
+        "= False)\n" for lengths in ("tuple of ints", "Tensor")))
     unbatched = log_probs.dim() == 2
     lp = log_probs.unsqueeze(1) if unbatched else log_probs
     if lp.dim() != 3:

@@ -72,6 +72,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on GitHub.")
+    # (PyTorch passes them on as its builtin embedding_bag's 4th, 6th and 8th arguments)
+    for position, name, flag in ((4, "scale_grad_by_freq", scale_grad_by_freq),
+                                 (6, "sparse", sparse),
+                                 (8, "include_last_offset", include_last_offset)):
+        _core.check_bool("embedding_bag", name, flag, position)
     if scale_grad_by_freq:
         raise NotImplementedError("embedding_bag: scale_grad_by_freq=True is not supported by "
                                   "tapegrad")

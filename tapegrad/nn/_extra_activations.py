@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from .. import _core  # noqa: F401  (keeps import order with functional.py)
+from .. import _core
 from .._half_precision import narrow_half, widen_half
 from .._preserve_layout import inverse, preserved_order
 from ..tensor import Tensor
@@ -201,6 +201,8 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
           inplace: bool = False):
     """Randomized leaky ReLU: in training each non-positive entry gets a slope drawn from
     U(lower, upper); in evaluation the slope is their mean."""
+    # (PyTorch passes training on as its builtin rrelu's 4th argument; inplace is Python's)
+    _core.check_bool("rrelu_" if inplace else "rrelu", "training", training, 4)
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
@@ -273,6 +275,8 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if p != p:      # NaN passes PyTorch's Python check; its kernel's (even in eval) raises
         raise RuntimeError("dropout probability has to be between 0 and 1, but got nan")
+    # (PyTorch passes training on as its builtin alpha_dropout's 3rd argument `train`)
+    _core.check_bool("alpha_dropout_" if inplace else "alpha_dropout", "train", training, 3)
     if not training or p == 0:
         return input
     if p == 1:

@@ -70,6 +70,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
         warnings.warn(_KL_MEAN_WARNING, stacklevel=2)
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction, ("batchmean",))
+    _core.check_bool("kl_div", "log_target", log_target)
     if log_target:
         pointwise = _tg.exp(target) * (target - input)
     else:
@@ -101,7 +102,7 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     from .._extra_ops import _check_tensor
     _check_tensor(x1, "pairwise_distance", "x1", 1)
     _check_tensor(x2, "pairwise_distance", "x2", 2)
-    _core.check_keepdim("pairwise_distance", keepdim)
+    _core.check_bool("pairwise_distance", "keepdim", keepdim)
     diff = x1 - x2 + eps
     dim = -1 if diff.dim() > 0 else 0
     return diff.norm(p, dim, keepdim=keepdim)
@@ -270,6 +271,7 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     """
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
+    _core.check_bool("triplet_margin_loss", "swap", swap, 7)     # (its builtin's 7th argument)
     dims = (anchor.dim(), positive.dim(), negative.dim())
     if len(set(dims)) != 1:
         raise RuntimeError("The anchor, positive, and negative tensors are expected to have the "
@@ -289,6 +291,9 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
     """
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction, legacy_mean=False)
+    # (PyTorch passes them on as its builtin poisson_nll_loss's 3rd and 4th arguments)
+    _core.check_bool("poisson_nll_loss", "log_input", log_input, 3)
+    _core.check_bool("poisson_nll_loss", "full", full, 4)
     if log_input:
         loss = _tg.exp(input) - target * input
     else:

@@ -54,6 +54,7 @@ def affine_grid(theta, size, align_corners=None):
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
         align_corners = False
+    _core.check_bool("affine_grid_generator", "align_corners", align_corners, 3)
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
     size = tuple(int(s) for s in size)
@@ -258,6 +259,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
         align_corners = False
+    _core.check_bool("grid_sampler", "align_corners", align_corners, 5)
     n, channels = input.shape[:2]
     spatial = tuple(input.shape[2:])
     out_spatial = tuple(grid.shape[1:-1])

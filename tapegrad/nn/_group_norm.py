@@ -81,6 +81,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     without use_input_stats, the running statistics normalise instead (as batch_norm in eval)."""
     if input.dim() < 2:
         raise ValueError(f"Expected 2D or higher input (got {input.dim()}D input)")
+    # (PyTorch passes it on as its builtin instance_norm's 6th argument)
+    _core.check_bool("instance_norm", "use_input_stats", use_input_stats, 6)
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     spatial = math.prod(input.shape[2:])     # (from the shape: N * C may be 0)

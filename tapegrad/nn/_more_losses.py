@@ -87,6 +87,9 @@ def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace
     variance (as alpha_dropout, one draw per channel)."""
     if p < 0 or p > 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    # (PyTorch passes training on as its builtin feature_alpha_dropout's 3rd argument `train`)
+    _core.check_bool("feature_alpha_dropout_" if inplace else "feature_alpha_dropout", "train",
+                     training, 3)
     if not training or p == 0:
         return input
     saturation = _SELU_ALPHA * _SELU_SCALE

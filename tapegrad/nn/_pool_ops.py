@@ -124,8 +124,22 @@ def _window_max(xp: np.ndarray, g: Geometry):
     return best, arg
 
 
+def check_max_pool_flags(name: str, ceil_mode, return_indices) -> None:
+    """PyTorch's F.max_poolNd passes ceil_mode on as its builtin's 6th argument (return_indices,
+    a Python truth value, picks max_poolNd_with_indices)."""
+    _core.check_bool(name + "_with_indices" if return_indices else name, "ceil_mode", ceil_mode,
+                     6)
+
+
+def check_avg_pool_flags(name: str, ceil_mode, count_include_pad) -> None:
+    """F.avg_poolNd are PyTorch's builtins: their parser takes only bools for these."""
+    _core.check_bool(name, "ceil_mode", ceil_mode)
+    _core.check_bool(name, "count_include_pad", count_include_pad)
+
+
 def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
               return_indices):
+    check_max_pool_flags(name, ceil_mode, return_indices)
     result = _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
                           return_indices)
     _core._guard_saved_version(result, input)     # PyTorch's node saves self: a write raises
@@ -339,6 +353,7 @@ def integer_avg_pool(pool, input, divisor_override):
 
 def _avg_pool(input, nd, name, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
+    check_avg_pool_flags(name, ceil_mode, count_include_pad)
     result = _avg_pool_of(input, nd, name, kernel_size, stride, padding, ceil_mode,
                           count_include_pad, divisor_override)
     _core._guard_saved_version(result, input)     # PyTorch's node saves self: a write raises

@@ -139,6 +139,17 @@ def _taps_along(x, dim, taps):
     return out
 
 
+def _check_upsample_align_corners(name: str, nd: int, align_corners) -> None:
+    """PyTorch's interpolate passes align_corners on to its upsample builtin (`name`), whose
+    parser takes a bool alone and lists both its signatures otherwise."""
+    scales = ", ".join(f"float scales{axis} = None" for axis in
+                       (("",), ("_h", "_w"), ("_d", "_h", "_w"))[nd - 1])
+    _core.check_bool(name, "align_corners", align_corners, 0,
+                     " * (Tensor input, tuple of ints output_size, bool align_corners, tuple of "
+                     f"floats scale_factors)\n * (Tensor input, tuple of ints output_size, bool "
+                     f"align_corners, {scales}, *, Tensor out = None)\n")
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resample (N, C, L), (N, C, H, W) or (N, C, D, H, W) input: mode 'nearest',
@@ -171,6 +182,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if want is not None and want != nd:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {want + 2}D "
                                   f"input")
+    if align_corners is not None and mode in ("linear", "bilinear", "bicubic", "trilinear"):
+        _check_upsample_align_corners(f"upsample_{mode}{nd}d", nd, align_corners)
     if mode == "area":          # PyTorch runs area as adaptive average pooling
         from ._volumetric import adaptive_avg_pool3d
         pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1]
@@ -358,6 +371,8 @@ def _channel_dropout(input, p, training, inplace, batched_dim):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if p != p:      # NaN passes PyTorch's Python check; its kernel's (even in eval) raises
         raise RuntimeError("dropout probability has to be between 0 and 1, but got nan")
+    # (PyTorch passes training on as its builtin feature_dropout's 3rd argument `train`)
+    _core.check_bool("feature_dropout_" if inplace else "feature_dropout", "train", training, 3)
     if not training or p == 0.0:
         return input
     # Mask one value per (sample, channel), broadcast over the feature map; unbatched input

@@ -28,6 +28,7 @@ from .. import stack as _stack
 from ._conv_ops import (_check_tensor, _conv_arguments, _conv_checks, _out_size,
                         _transposed_weight_check, _tuple, _weight_rows_check, empty_input_output)
 from ._conv_ops import conv2d, conv_transpose2d
+from ._pool_ops import check_avg_pool_flags, check_max_pool_flags
 from ._pool_ops import (_adaptive_bounds, _floating_kernel, _window_average, adaptive_max_pool2d,
                         avg_pool2d, integer_avg_pool, max_pool2d)
 from ._spatial_ops import _channel_dropout
@@ -203,6 +204,7 @@ def _depth_window_geometry(D, k, s, p, d, ceil_mode):
 
 
 def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    check_max_pool_flags("max_pool3d", ceil_mode, return_indices)
     x, unbatched = _pool3d_input(input)
     kernel, stride, padding, dilation = _pool3d_args(kernel_size, stride, padding, dilation)
     N, C, D, H, W = x.shape
@@ -250,6 +252,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """3-d average pooling over (N, C, D, H, W) or (C, D, H, W) (count_include_pad,
     divisor_override and ceil_mode as PyTorch)."""
+    check_avg_pool_flags("avg_pool3d", ceil_mode, count_include_pad)
     x, unbatched = _pool3d_input(input)
     kernel, stride, padding, _ = _pool3d_args(kernel_size, stride, padding, 1)
     if x._array.dtype == np.int64:

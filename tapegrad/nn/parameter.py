@@ -26,7 +26,8 @@ class Parameter(Tensor):
         # A Parameter of an inference tensor is one too (it shares that storage), so making it
         # require grad outside inference mode raises, as in PyTorch.
         p._set_inference(data.is_inference())
-        p.requires_grad = requires_grad
+        # (PyTorch's parser names the call Parameter makes of it)
+        p.requires_grad = _core.check_bool("_make_subclass", "require_grad", requires_grad, 3)
         return p
 
     def __init__(self, data=None, requires_grad: bool = True):
