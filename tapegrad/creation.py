@@ -53,6 +53,11 @@ def _size_args(size, fn: str, position: int = 1) -> tuple:
     packed = len(size) == 1 and isinstance(size[0], (tuple, list))
     if packed:
         size = tuple(size[0])
+    for s in size:                      # (the common case first: plain non-negative ints)
+        if type(s) is not int or s < 0:
+            break
+    else:
+        return size if type(size) is tuple else tuple(size)
     # A one-element integer tensor is an int there, as PyTorch's argument parser takes it
     # (zeros(torch.tensor(3)) is zeros(3)); float and bool tensors stay refused.
     size = tuple(int(s._array.reshape(-1)[0]) if isinstance(s, _core.TensorBase)
@@ -149,6 +154,14 @@ def _check_byte_order(array: np.ndarray) -> None:
 def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
            pin_memory: bool = False) -> Tensor:
     """A new leaf tensor holding a copy of `data` (nested lists, scalars, arrays or tensors)."""
+    if type(data) is list and dtype is None and data and (device is None or device == "cpu") \
+            and not pin_memory:
+        arr = _plain_number_array(data)
+        if arr is not None:
+            if requires_grad and arr.dtype.kind != "f":
+                raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                                   "gradients")
+            return _make(arr, requires_grad)
     _check_placement("tensor", device, pin_memory)
     numbers = None                  # (the values of Python data, before any dtype's rounding)
     if isinstance(data, _core.TensorBase):
@@ -199,6 +212,41 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
 
 
 _PYTHON_NUMBERS = frozenset((float, int, bool))
+_FLOAT_OR_INT = frozenset((float, int))
+
+
+def _plain_number_array(data: list):
+    """tensor()'s common case without its nested walks: a list of Python floats and/or ints, or
+    a list of such lists, as the array the general route makes of it (floats -> the default
+    float dtype, ints alone -> int64, and PyTorch's error for one beyond int64).  None for
+    anything else (bools, numpy values, tensors, ragged rows), which takes the general route."""
+    types = set(map(type, data))
+    if types == _LIST:
+        row_types = set()
+        for row in data:
+            row_types |= set(map(type, row))
+        if not row_types or not row_types <= _FLOAT_OR_INT:
+            return None
+        types = row_types
+    elif not types <= _FLOAT_OR_INT:
+        return None
+    try:
+        arr = np.array(data)
+    except ValueError:
+        return None                     # (ragged)
+    if float in types:
+        if arr.dtype.kind != "f":
+            return None
+        with _core.IeeeResults():       # (1e40 as float32 is inf, silently as in PyTorch)
+            return arr.astype(_default_float(), copy=False)
+    if arr.dtype != np.int64:
+        # an int beyond int64 (numpy made uint64, float64 or objects of them), where PyTorch's
+        # dtype is int64 (with a float anywhere it is a float dtype, and the ints convert)
+        raise ValueError("Overflow when unpacking long long")
+    return arr
+
+
+_LIST = frozenset((list,))
 
 
 def _items_of_numpy_or_tensor(data) -> tuple[bool, bool]:
@@ -366,9 +414,14 @@ def _filled(size, value, dtype, requires_grad, fn: str, user_value: bool = False
     dt = _np_dtype(dtype, fn) or _default_float()
     if requires_grad and dt.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    if not user_value and value == 0:
+        return _make(np.zeros(shape, dtype=dt), requires_grad)
     if user_value:
         value = _fill_scalar(_number_argument(value, fn), dt, math.prod(shape))
-    return _make(np.full(shape, value, dtype=dt), requires_grad)
+    # (np.empty then fill: np.full's Python-level wrapper cost more than the fill itself)
+    arr = np.empty(shape, dtype=dt)
+    arr.fill(value)
+    return _make(arr, requires_grad)
 
 
 def _sparse_zeros(shape: tuple, dtype, requires_grad: bool):
