@@ -4,7 +4,9 @@ While a `profile` records, every op call is an event named as PyTorch's top-leve
 public functions (tapegrad.matmul, F.linear ...), the Tensor methods (x.sum()), the operators
 (a + b, a @ b, a < b, a[i]), and each node backward runs, as PyTorch's engine names it
 ("autograd::engine::evaluate_function: MmBackward0" holding "MmBackward0"; a leaf's
-"torch::autograd::AccumulateGrad").  `record_function(name)` blocks are events too; an event's
+"torch::autograd::AccumulateGrad").  A Python autograd.Function's forward is an event named
+after its class, as in PyTorch (not the Functions tapegrad implements native ops with: F.conv2d's
+event is aten::conv2d alone).  `record_function(name)` blocks are events too; an event's
 total time includes the events opened inside it, its self time excludes them.  The compiled core
 calls `_op_open` / `_op_close` below only while a profiler records (src/tapegrad/profiling.pxi:
 outside one, each call pays one C int test).

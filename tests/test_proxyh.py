@@ -1,0 +1,60 @@
+"""What held-out tutorial scripts (proxyh's units) showed tapegrad doing otherwise than PyTorch,
+checked against torch where it is installed."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def _function_events(module):
+    """The events of a few ops tapegrad implements with internal autograd.Functions (conv,
+    pooling, linalg.inv, lgamma, prelu, logcumsumexp, fft), a user's Function, a module's full
+    backward hook and a reentrant checkpoint, under module's profiler: the names not aten's."""
+    F = module.nn.functional
+
+    class Square(module.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, = ctx.saved_tensors
+            return 2 * x * grad
+
+    lin = module.nn.Linear(3, 3)
+    lin.register_full_backward_hook(lambda m, gi, go: None)
+    image = module.tensor(np.linspace(-1, 1, 2 * 3 * 6 * 6, dtype=np.float32).reshape(2, 3, 6, 6),
+                          requires_grad=True)
+    kernel = module.tensor(np.linspace(-1, 1, 4 * 3 * 3 * 3, dtype=np.float32).reshape(4, 3, 3, 3))
+    x = module.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+    with module.profiler.profile() as prof:
+        F.max_pool2d(F.relu(F.conv2d(image, kernel, padding=1)), 2)
+        F.avg_pool2d(image, 2)
+        y = module.utils.checkpoint.checkpoint(module.sin, lin(x), use_reentrant=True)
+        Square.apply(y)
+        module.logcumsumexp(y, 0)
+        module.linalg.inv(module.eye(3) + y[:1].T @ y[:1])
+        F.prelu(y, module.tensor([0.1]))
+        module.lgamma(y.abs() + 1)
+        module.i0(y)
+        module.fft.fft(y)
+    return [e.name for e in prof.events() if "::" not in e.name and e.name != "detach_"]
+
+
+def test_library_functions_make_no_events_of_their_own(torch):
+    # An op tapegrad implements as an internal Function (F.conv2d's _Conv, linalg.inv's _Inverse)
+    # is native in PyTorch: its only event is the public call's (aten::conv2d); the Python
+    # Functions (the user's, PyTorch's own hook and checkpoint Functions) are events by name.
+    mine = _function_events(tg)
+    assert mine == _function_events(torch)
+    assert mine == ["BackwardHookFunction", "BackwardHookFunction", "CheckpointFunction",
+                    "Square"]
+
+
+def test_library_functions_no_event_without_torch():
+    names = _function_events(tg)
+    assert "_Conv" not in names and "_MaxPool2d" not in names and "Square" in names
