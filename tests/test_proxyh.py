@@ -58,3 +58,60 @@ def test_library_functions_make_no_events_of_their_own(torch):
 def test_library_functions_no_event_without_torch():
     names = _function_events(tg)
     assert "_Conv" not in names and "_MaxPool2d" not in names and "Square" in names
+
+
+def _memory_profile(module, profile_memory):
+    x = module.tensor(np.linspace(-1, 1, 64 * 64, dtype=np.float32).reshape(64, 64))
+    with module.profiler.profile(profile_memory=profile_memory, record_shapes=True) as prof:
+        with module.profiler.record_function("block"):
+            for _ in range(3):
+                y = module.mm(x, x)
+            z = y.view(-1)
+    return prof, z
+
+
+def _header(table):
+    return [cell.strip() for cell in table.splitlines()[1].split("  ") if cell.strip()]
+
+
+def test_profile_memory_columns_and_sizes_match_torch(torch):
+    # A tutorial's profile(profile_memory=True) table lacked the "CPU Mem" and "Self CPU Mem"
+    # columns; the sizes are tracemalloc's (a few hundred bytes of Python objects above torch's).
+    import tracemalloc
+    mine, _ = _memory_profile(tg, True)
+    theirs, _ = _memory_profile(torch, True)
+    assert not tracemalloc.is_tracing()
+    for kwargs in ({}, {"sort_by": "self_cpu_memory_usage"}):
+        assert _header(mine.key_averages().table(**kwargs)) == \
+            _header(theirs.key_averages().table(**kwargs))
+    grouped = (mine.key_averages(group_by_input_shape=True).table(),
+               theirs.key_averages(group_by_input_shape=True).table())
+    assert _header(grouped[0]) == _header(grouped[1])
+    a = {e.key: e for e in mine.key_averages()}
+    b = {e.key: e for e in theirs.key_averages()}
+    assert b["aten::mm"].cpu_memory_usage == 3 * 64 * 64 * 4
+    assert abs(a["aten::mm"].cpu_memory_usage - b["aten::mm"].cpu_memory_usage) < 1024
+    assert abs(a["aten::mm"].self_cpu_memory_usage - b["aten::mm"].self_cpu_memory_usage) < 1024
+    assert 0 <= a["aten::view"].cpu_memory_usage < 1024 and b["aten::view"].cpu_memory_usage == 0
+    block = next(e for e in mine.events() if e.name == "block")
+    assert block.self_cpu_memory_usage == block.cpu_memory_usage - sum(
+        c.cpu_memory_usage for c in block.cpu_children)
+
+
+def test_profile_without_memory_has_no_memory_columns(torch):
+    mine, _ = _memory_profile(tg, False)
+    theirs, _ = _memory_profile(torch, False)
+    assert _header(mine.key_averages().table()) == _header(theirs.key_averages().table())
+    assert "CPU Mem" not in mine.key_averages().table()
+    assert all(e.cpu_memory_usage == 0 for e in mine.events())
+
+
+def test_profile_memory_keeps_a_trace_it_did_not_start():
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        prof, _ = _memory_profile(tg, True)
+        assert tracemalloc.is_tracing()
+    finally:
+        tracemalloc.stop()
+    assert "Self CPU Mem" in prof.key_averages().table()
