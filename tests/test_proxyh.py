@@ -115,3 +115,26 @@ def test_profile_memory_keeps_a_trace_it_did_not_start():
     finally:
         tracemalloc.stop()
     assert "Self CPU Mem" in prof.key_averages().table()
+
+
+@pytest.mark.parametrize("name", ["entr", "ndtr", "ndtri"])
+@pytest.mark.parametrize("bad", [None, 1, [0.5], np.array([0.5])], ids=["None", "int", "list", "ndarray"])
+def test_special_composed_functions_refuse_non_tensors_as_torch(torch, name, bad):
+    # special.entr(1) said "save_for_backward can only save variables", special.ndtr(1) named
+    # erfc and a float: PyTorch's parser names the special_ op and the argument's own type
+    with pytest.raises(TypeError) as theirs:
+        getattr(torch.special, name)(bad)
+    with pytest.raises(TypeError) as mine:
+        getattr(tg.special, name)(bad)
+    assert str(mine.value) == str(theirs.value)
+
+
+def test_special_composed_functions_values(torch):
+    x = np.array([0.25, 0.5, 0.0, -1.0, 2.0], dtype=np.float32)
+    for name in ("entr", "ndtr"):
+        np.testing.assert_allclose(getattr(tg.special, name)(tg.tensor(x)).numpy(),
+                                   getattr(torch.special, name)(torch.tensor(x)).numpy(),
+                                   rtol=1e-6, atol=1e-7)
+    p = np.array([0.1, 0.5, 0.9], dtype=np.float64)
+    np.testing.assert_allclose(tg.special.ndtri(tg.tensor(p)).numpy(),
+                               torch.special.ndtri(torch.tensor(p)).numpy(), rtol=1e-12)
