@@ -138,3 +138,29 @@ def test_special_composed_functions_values(torch):
     p = np.array([0.1, 0.5, 0.9], dtype=np.float64)
     np.testing.assert_allclose(tg.special.ndtri(tg.tensor(p)).numpy(),
                                torch.special.ndtri(torch.tensor(p)).numpy(), rtol=1e-12)
+
+
+_LINALG_BAD_CALLS = [
+    ("cholesky", (1,)), ("cholesky_ex", (1,)), ("eigh", (1,)), ("eigvalsh", (1,)), ("eig", (1,)),
+    ("eigvals", (1,)), ("vector_norm", (1,)), ("matrix_norm", (1,)), ("norm", (1,)),
+    ("cond", (1,)), ("matrix_power", (1, 2)), ("lstsq", (1, "eye")),
+    ("householder_product", (1, "eye")), ("householder_product", ("eye", 1)),
+    ("lu", (1,)), ("lu_factor", (1,)), ("lu_factor_ex", (1,)), ("vander", (1,)),
+    ("tensorinv", (1,)), ("diagonal", (1,)), ("multi_dot", (1,)), ("multi_dot", ([1, "eye"],)),
+    ("tensorsolve", (1, "eye")), ("tensorsolve", ("eye", 1)), ("inv", (None,)), ("svd", ([1.0],))]
+
+
+@pytest.mark.parametrize("name,args", _LINALG_BAD_CALLS,
+                         ids=[f"{n}-{i}" for i, (n, _) in enumerate(_LINALG_BAD_CALLS)])
+def test_linalg_refuses_non_tensors_as_torch(torch, name, args):
+    # linalg.vander / tensorinv / tensorsolve / diagonal raised AttributeError on a non-tensor
+    # (PyTorch: TypeError); lu named itself torch_linalg_lu, cond linalg.cond, and cholesky,
+    # eig*, the norms ... called their argument 'A' where PyTorch's parser says 'input'
+    def run(module):
+        eye = module.eye(2)
+        call = [eye if a == "eye" else [eye if e == "eye" else e for e in a] if isinstance(a, list)
+                else a for a in args]
+        with pytest.raises(Exception) as info:
+            getattr(module.linalg, name)(*call)
+        return type(info.value), str(info.value)
+    assert run(tg) == run(torch)
