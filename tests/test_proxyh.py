@@ -164,3 +164,16 @@ def test_linalg_refuses_non_tensors_as_torch(torch, name, args):
             getattr(module.linalg, name)(*call)
         return type(info.value), str(info.value)
     assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("name", ["fftshift", "ifftshift"])
+def test_fft_shifts_refuse_non_tensors_as_torch(torch, name):
+    # both said "fftshift(): ..."; PyTorch names fft_fftshift and fft_ifftshift
+    with pytest.raises(TypeError) as theirs:
+        getattr(torch.fft, name)([1.0, 2.0])
+    with pytest.raises(TypeError) as mine:
+        getattr(tg.fft, name)([1.0, 2.0])
+    assert str(mine.value) == str(theirs.value)
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(getattr(tg.fft, name)(tg.tensor(x), dim=1).numpy(),
+                                  getattr(torch.fft, name)(torch.tensor(x), dim=1).numpy())
