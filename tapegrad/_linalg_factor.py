@@ -32,7 +32,7 @@ def _return(name, fields, values):
 
 def _check_lu_input(A, name: str, pivot: bool) -> None:
     from .linalg import _as_tensor, _refuse_half
-    _as_tensor(A, name.replace(".", "_"))
+    _as_tensor(A, name.removeprefix("torch.").replace(".", "_"))
     if A.dim() < 2:
         raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
                            f"size: {list(A.shape)} instead")
@@ -225,7 +225,7 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None)
     _core.check_bool("linalg_cholesky_ex", "check_errors", check_errors)
     from . import linalg
     from .linalg import _as_tensor, _check_float, _check_square
-    _as_tensor(A, "linalg_cholesky_ex")
+    _as_tensor(A, "linalg_cholesky_ex", "input")
     _check_square(A, "linalg.cholesky_ex")
     _check_float(A, "linalg.cholesky_ex")
     arr = A._array
@@ -258,6 +258,8 @@ def vander(x, *, N=None):
     """The Vandermonde matrix of the last dimension of x: columns x^0, x^1, ..., x^(N-1)
     (N defaults to x's last size)."""
     from . import cat
+    from .linalg import _as_tensor
+    _as_tensor(x, "linalg_vander", "x")
     n = x.shape[-1] if x.dim() else 1
     N = n if N is None else N
     if N <= 1:
@@ -271,6 +273,7 @@ def tensorinv(A, ind: int = 2, *, out=None):
     """The inverse of A seen as a linear map from its first `ind` dims to the rest: the result
     has shape A.shape[ind:] + A.shape[:ind]."""
     from . import linalg
+    linalg._as_tensor(A, "linalg_tensorinv", "input")
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
@@ -283,6 +286,8 @@ def tensorinv(A, ind: int = 2, *, out=None):
 def tensorsolve(A, B, dims=None, *, out=None):
     """The X with tensordot(A, X, X.ndim) = B; `dims` first moves those dims of A to the end."""
     from . import linalg
+    linalg._as_tensor(A, "linalg_tensorsolve", "input")
+    linalg._as_tensor(B, "linalg_tensorsolve", "other", 2)
     if dims is not None:
         dims = [d % A.dim() for d in dims]
         order = [d for d in range(A.dim()) if d not in dims] + list(dims)
@@ -303,4 +308,6 @@ def matmul(input, other, *, out=None):
 
 def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
     """torch.diagonal over A's last two dimensions by default."""
+    from .linalg import _as_tensor
+    _as_tensor(A, "linalg_diagonal")
     return A.diagonal(offset, dim1, dim2)

@@ -84,7 +84,8 @@ def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None,
 def _shift(input, dim, sign: int):
     from . import roll
     if not isinstance(input, _core.TensorBase):
-        raise TypeError(f"fftshift(): argument 'input' (position 1) must be Tensor, not "
+        name = "fft_fftshift" if sign > 0 else "fft_ifftshift"
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{_type_name(input)}")
     dims = tuple(range(input.ndim)) if dim is None else \
         ((dim,) if isinstance(dim, int) else tuple(dim))

@@ -364,7 +364,7 @@ def cholesky(A, *, upper=False, out=None):
 
 
 def _cholesky(A, upper, name):
-    A = _as_tensor(A, name.replace(".", "_"))
+    A = _as_tensor(A, name.replace(".", "_"), "input")
     _check_square(A, name)
     _check_float(A, name)
     L = _Cholesky.apply(A, name)
@@ -439,7 +439,7 @@ def _check_eigh_dtype(A):
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric matrix of A,
     reading only the UPLO triangle (torch.linalg.eigh)."""
-    A = _as_tensor(A, "linalg_eigh")
+    A = _as_tensor(A, "linalg_eigh", "input")
     uplo = _check_uplo(UPLO)
     _check_square(A, "linalg.eigh")
     _check_eigh_dtype(A)
@@ -448,7 +448,7 @@ def eigh(A, UPLO="L", *, out=None):
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """The ascending eigenvalues of each symmetric matrix of A (torch.linalg.eigvalsh)."""
-    A = _as_tensor(A, "linalg_eigvalsh")
+    A = _as_tensor(A, "linalg_eigvalsh", "input")
     uplo = _check_uplo(UPLO)
     _check_square(A, "linalg.eigvalsh")
     _check_eigh_dtype(A)
@@ -506,7 +506,7 @@ def matrix_exp(A):
 def eig(A, *, out=None):
     """Eigenvalues and eigenvectors (complex, unit norm) of each square matrix of A
     (torch.linalg.eig)."""
-    A = _as_tensor(A, "linalg_eig")
+    A = _as_tensor(A, "linalg_eig", "input")
     _check_square(A, "linalg.eig")
     _check_float(A, "linalg.eig")
     return _return_type("linalg_eig", ("eigenvalues", "eigenvectors"))(_Eig.apply(A))
@@ -514,7 +514,7 @@ def eig(A, *, out=None):
 
 def eigvals(A, *, out=None):
     """The (complex) eigenvalues of each square matrix of A (torch.linalg.eigvals)."""
-    A = _as_tensor(A, "linalg_eigvals")
+    A = _as_tensor(A, "linalg_eigvals", "input")
     _check_square(A, "linalg.eigvals")
     _check_float(A, "linalg.eigvals")
     return _Eig.apply(A)[0]
@@ -618,7 +618,7 @@ _torch_grad_fn_name(_CountNonzero, "LinalgVectorNormBackward0")
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The ord-norm of x over dim (all elements when None), as torch.linalg.vector_norm."""
-    x = _as_tensor(x, "linalg_vector_norm")
+    x = _as_tensor(x, "linalg_vector_norm", "input")
     _core.check_bool("linalg_vector_norm", "keepdim", keepdim)
     if x._array.dtype.kind != "c":                      # complex: the norm of the moduli
         _check_float(x, "linalg.vector_norm")
@@ -665,7 +665,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """The ord-norm of the matrices of A over the two dims (torch.linalg.matrix_norm): 'fro',
     inf, -inf, 1, -1."""
-    A = _as_tensor(A, "linalg_matrix_norm")
+    A = _as_tensor(A, "linalg_matrix_norm", "input")
     _core.check_bool("linalg_matrix_norm", "keepdim", keepdim)
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
@@ -717,7 +717,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     """torch.linalg.norm: a vector norm over one dim (or the flattened input when neither ord
     nor dim is given), a matrix norm over two."""
-    A = _as_tensor(A, "linalg_norm")
+    A = _as_tensor(A, "linalg_norm", "input")
     _core.check_bool("linalg_norm", "keepdim", keepdim)
     if dim is not None and not isinstance(dim, int) and len(dim) not in (1, 2):
         raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
@@ -850,7 +850,7 @@ def cond(A, p=None, *, out=None):
     """The condition number of A (batched) in the matrix norm ``p``: for ``None``/2 the ratio
     of the largest to the smallest singular value (-2 the inverse), otherwise
     ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` (square A only)."""
-    A = _as_tensor(A, "linalg.cond")
+    A = _as_tensor(A, "linalg_cond", "input")
     _check_float(A, "linalg.cond")
     if A.ndim < 2:
         raise RuntimeError(f"linalg.cond: The input tensor A must have at least 2 dimensions.")
@@ -877,7 +877,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """X with ``A @ X = B`` (or ``X @ A = B`` when ``left=False``) for triangular A: only the
     triangle named by ``upper`` is read (its diagonal taken as ones with ``unitriangular``), so
     A's gradient lands in that triangle alone."""
-    A = _as_tensor(A, "linalg.solve_triangular")
+    A = _as_tensor(A, "linalg_solve_triangular", "input")
+    _as_tensor(B, "linalg_solve_triangular", "B", 2)
     for name, flag in (("upper", upper), ("left", left), ("unitriangular", unitriangular)):
         _core.check_bool("linalg_solve_triangular", name, flag)
     _check_float(A, "linalg.solve_triangular")
@@ -965,7 +966,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 def matrix_power(A, n, *, out=None):
     """A to the integer power n by repeated squaring (n < 0 inverts first; n = 0 gives the
     identity), as torch.linalg.matrix_power."""
-    A = _as_tensor(A, "linalg_matrix_power")
+    A = _as_tensor(A, "linalg_matrix_power", "input")
     _check_square(A, "linalg.matrix_power")
     if n == 0:
         # As PyTorch: the identity copied into a tensor that stays in A's graph (zero
@@ -991,7 +992,14 @@ def matrix_power(A, n, *, out=None):
 def multi_dot(tensors, *, out=None):
     """The product of a chain of matrices; the first may be a row vector and the last a column
     vector (1-D), as torch.linalg.multi_dot."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"linalg_multi_dot(): argument 'tensors' (position 1) must be tuple of "
+                        f"Tensors, not {_type_name(tensors)}")
     tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, _core.TensorBase):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{_type_name(t)}")
     if len(tensors) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
     first, last = tensors[0], tensors[-1]
@@ -1115,7 +1123,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     """The least-squares solution of A X = B (torch.linalg.lstsq, CPU default driver 'gelsy'):
     the solution through the pseudo-inverse, the numerical rank; residuals and singular values
     are empty as with that driver.  B is a batch of vectors when it has one dimension fewer."""
-    A = _as_tensor(A, "linalg_lstsq")
+    A = _as_tensor(A, "linalg_lstsq", "input")
     _check_float(A, "torch.linalg.lstsq")
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
@@ -1154,8 +1162,8 @@ def householder_product(A, tau, *, out=None):
     True
     """
     name = "torch.linalg.householder_product"
-    A = _as_tensor(A, "linalg_householder_product")
-    tau = _as_tensor(tau, "linalg_householder_product")
+    A = _as_tensor(A, "linalg_householder_product", "input")
+    tau = _as_tensor(tau, "linalg_householder_product", "tau", 2)
     if A.ndim < 2:
         raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
     m, n = A.shape[-2], A.shape[-1]

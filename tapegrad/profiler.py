@@ -4,7 +4,9 @@ While a `profile` records, every op call is an event named as PyTorch's top-leve
 public functions (tapegrad.matmul, F.linear ...), the Tensor methods (x.sum()), the operators
 (a + b, a @ b, a < b, a[i]), and each node backward runs, as PyTorch's engine names it
 ("autograd::engine::evaluate_function: MmBackward0" holding "MmBackward0"; a leaf's
-"torch::autograd::AccumulateGrad").  `record_function(name)` blocks are events too; an event's
+"torch::autograd::AccumulateGrad").  A Python autograd.Function's forward is an event named
+after its class, as in PyTorch (not the Functions tapegrad implements native ops with: F.conv2d's
+event is aten::conv2d alone).  `record_function(name)` blocks are events too; an event's
 total time includes the events opened inside it, its self time excludes them.  The compiled core
 calls `_op_open` / `_op_close` below only while a profiler records (src/tapegrad/profiling.pxi:
 outside one, each call pays one C int test).
@@ -29,6 +31,7 @@ import json
 import os
 import threading
 import time
+import tracemalloc
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "ProfilerAction", "schedule",
            "EventList", "FunctionEvent", "FunctionEventAvg", "tensorboard_trace_handler"]
@@ -215,11 +218,11 @@ class Interval:
 
 class _Figures:
     """What an event and an average of events share: their times as the table prints them, and
-    torch's device and memory figures, zeros (no device; memory is not measured, and the table
-    shows no memory columns), so that sort_by="cuda_time_total" or "self_cpu_memory_usage" sorts
-    as it does on a CPU-only PyTorch without profile_memory."""
+    torch's device figures, zeros (there is no device), so that sort_by="cuda_time_total" sorts
+    as it does on a CPU-only PyTorch.  The CPU memory figures stay 0 unless the profile measures
+    memory (profile_memory=True)."""
     device_time_total = self_device_time_total = device_time = 0.0
-    cpu_memory_usage = self_cpu_memory_usage = device_memory_usage = self_device_memory_usage = 0
+    device_memory_usage = self_device_memory_usage = 0
     flops = 0
 
     @property
@@ -252,6 +255,8 @@ class FunctionEvent(_Figures):
         self.is_async = False
         self.is_user_annotation = category == "user_annotation"
         self.stack = []
+        self.cpu_memory_usage = 0           # bytes allocated less bytes freed while it ran
+        self._traced_at_open = 0
 
     @property
     def cpu_time_total(self):
@@ -264,6 +269,11 @@ class FunctionEvent(_Figures):
         return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
 
     cpu_time = cpu_time_total
+
+    @property
+    def self_cpu_memory_usage(self):
+        """cpu_memory_usage minus the events opened in it, bytes."""
+        return self.cpu_memory_usage - sum(c.cpu_memory_usage for c in self.cpu_children)
 
     def __repr__(self):
         return (f"<FunctionEvent id={self.id} name={self.name} cpu_time={self.cpu_time_str} "
@@ -287,6 +297,8 @@ class FunctionEventAvg(_Figures):
         self.is_async = False
         self.is_user_annotation = False
         self.stack = None
+        self.cpu_memory_usage = 0
+        self.self_cpu_memory_usage = 0
 
     def add(self, other):
         """Accumulate one event (or average) of this key."""
@@ -301,6 +313,8 @@ class FunctionEventAvg(_Figures):
         self.count += other.count
         self.cpu_time_total += other.cpu_time_total
         self.self_cpu_time_total += other.self_cpu_time_total
+        self.cpu_memory_usage += other.cpu_memory_usage
+        self.self_cpu_memory_usage += other.self_cpu_memory_usage
         self.flops += other.flops
         return self
 
@@ -325,6 +339,14 @@ def _format_time(us):
     return f"{us:.3f}us"
 
 
+def _format_memory(nbytes):
+    # torch's units: B, then KB / MB / GB with two decimals (a negative size frees)
+    for unit, size in (("GB", 1024 ** 3), ("MB", 1024 ** 2), ("KB", 1024)):
+        if abs(nbytes) >= size:
+            return f"{nbytes / size:.2f} {unit}"
+    return f"{nbytes} B"
+
+
 def _format_share(part, total):
     if total == 0:
         return "NaN"
@@ -332,7 +354,12 @@ def _format_share(part, total):
 
 
 class EventList(list):
-    """A list of events (or of their averages) with torch's summary table."""
+    """A list of events (or of their averages) with torch's summary table; from a profile that
+    measured memory, the table has torch's "CPU Mem" and "Self CPU Mem" columns."""
+
+    def __init__(self, events=(), profile_memory=False):
+        super().__init__(events)
+        self._profile_memory = profile_memory
 
     def table(self, sort_by=None, row_limit=100, max_src_column_width=75, max_name_column_width=55,
               max_shapes_column_width=80, header=None, top_level_events_only=False,
@@ -354,9 +381,11 @@ class EventList(list):
         shapes_width = max(len(str(e.input_shapes)) for e in events) + 4
         if max_shapes_column_width is not None:
             shapes_width = min(shapes_width, max_shapes_column_width)
-        headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
-                   "# of Calls"]
-        widths = [name_width] + [12] * 6
+        headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+        if self._profile_memory:
+            headers += ["CPU Mem", "Self CPU Mem"]
+        headers.append("# of Calls")
+        widths = [name_width] + [12] * (len(headers) - 1)
         if has_shapes:
             headers.append("Input Shapes")
             widths.append(shapes_width)
@@ -394,7 +423,11 @@ class EventList(list):
                 name = name[:max_name_column_width - 3] + "..."
             cells = [name, _format_share(e.self_cpu_time_total, total),
                      shown(e.self_cpu_time_total), _format_share(e.cpu_time_total, total),
-                     shown(e.cpu_time_total), shown(e.cpu_time), e.count]
+                     shown(e.cpu_time_total), shown(e.cpu_time)]
+            if self._profile_memory:
+                cells += [_format_memory(e.cpu_memory_usage),
+                          _format_memory(e.self_cpu_memory_usage)]
+            cells.append(e.count)
             if has_shapes:
                 cells.append(str(e.input_shapes)[:shapes_width])
             out.append(line(cells))
@@ -420,7 +453,7 @@ class EventList(list):
             # call's shapes only, and the table then has no Input Shapes column.
             for average in groups.values():
                 average.input_shapes = ""
-        return EventList(groups.values())
+        return EventList(groups.values(), self._profile_memory)
 
     def total_average(self):
         """All the events as one average, key "Total"."""
@@ -429,6 +462,8 @@ class EventList(list):
             total.count += event.count
             total.cpu_time_total += event.cpu_time_total
             total.self_cpu_time_total += event.self_cpu_time_total
+            total.cpu_memory_usage += event.cpu_memory_usage
+            total.self_cpu_memory_usage += event.self_cpu_memory_usage
             total.flops += event.flops
         total.key = "Total"
         return total
@@ -464,7 +499,11 @@ class profile:
     doc); torch.profiler.profile and torch.autograd.profiler.profile.
 
     ``record_shapes`` keeps each op's input shapes; ``with_flops`` sets each op event's ``flops``
-    by PyTorch's formulas (tapegrad/_profiler_flops.py); ``activities``, ``profile_memory``,
+    by PyTorch's formulas (tapegrad/_profiler_flops.py); ``profile_memory`` sets each event's
+    ``cpu_memory_usage``, the bytes allocated less the bytes freed while it ran, as tracemalloc
+    counts them (tensor data, which numpy reports to it, and the Python objects made: a view
+    shows a few hundred bytes where PyTorch shows 0; memory allocated before the profile started
+    counts nothing when freed), and gives the table its memory columns; ``activities``,
     ``with_stack``... are accepted for signature parity; CUDA activity cannot be recorded (there
     is no device).  With ``schedule``, only steps the schedule marks RECORD / RECORD_AND_SAVE are
     recorded (``step()`` advances), each step a "ProfilerStep*" block, and
@@ -480,6 +519,8 @@ class profile:
         self.on_trace_ready = on_trace_ready
         self.record_shapes = bool(record_shapes)
         self.with_flops = bool(with_flops)
+        self.profile_memory = bool(profile_memory)
+        self._started_tracing = False     # (whether stop() ends the tracemalloc trace)
         self.step_num = 0
         self._events = []         # every event opened, in order of opening
         self._stacks = {}         # thread id -> its open events, innermost last
@@ -493,6 +534,9 @@ class profile:
     def start(self):
         """Begin recording (what entering the ``with`` block does)."""
         if self.enabled:
+            if self.profile_memory and not tracemalloc.is_tracing():
+                tracemalloc.start()
+                self._started_tracing = True
             _active_profilers.append(self)
             self._recording = self._action() in _RECORDING
             _sync_hooks()
@@ -512,7 +556,11 @@ class profile:
         for stack in self._stacks.values():
             for event in stack:
                 event.time_range.end = end
+                self._measure_memory(event)
         self._stacks.clear()
+        if self._started_tracing:
+            tracemalloc.stop()
+            self._started_tracing = False
         if was_recording and self.on_trace_ready is not None:
             self.on_trace_ready(self)
 
@@ -566,6 +614,8 @@ class profile:
             shapes = [_shape_of(x, TensorBase) for x in operands]
         event = FunctionEvent(len(self._events), name, _now_us(), parent, shapes, category,
                               thread)
+        if self.profile_memory:
+            event._traced_at_open = tracemalloc.get_traced_memory()[0]
         if self.with_flops and operands and not _inside_counted_op(parent):
             from ._profiler_flops import op_flops
             event.flops = op_flops(name, operands)
@@ -577,15 +627,20 @@ class profile:
 
     def _close(self, event, end=None):
         event.time_range.end = _now_us() if end is None else end
+        self._measure_memory(event)
         stack = self._stacks.get(event.thread)
         if stack and event in stack:
             while stack.pop() is not event:     # (events an exception left open end here)
                 pass
 
+    def _measure_memory(self, event):
+        if self.profile_memory and tracemalloc.is_tracing():
+            event.cpu_memory_usage = tracemalloc.get_traced_memory()[0] - event._traced_at_open
+
     @property
     def function_events(self):
         """Every event recorded, in order of start (torch.autograd.profiler.profile's)."""
-        return EventList(self._events)
+        return EventList(self._events, self.profile_memory)
 
     def events(self):
         """Every event recorded, in order of start (torch.profiler.profile's)."""

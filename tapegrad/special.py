@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ._extra_ops import _wrap, _xlog
+from ._extra_ops import _check_tensor, _wrap, _xlog
 from .autograd.function import Function
 from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lgamma, log1p,
                log_softmax, logit, logsumexp, mvlgamma, polygamma, round, sigmoid, sinc, softmax,
@@ -57,18 +57,21 @@ class _Entr(Function):
 
 def entr(input, *, out=None):
     """-x * log(x) elementwise: 0 at 0, -inf below 0."""
+    _check_tensor(input, "special_entr")    # (PyTorch's parser, before the op runs)
     result = _Entr.apply(input)
     return result if out is None else out.copy_(result)
 
 
 def ndtr(input, *, out=None):
     """The standard normal cumulative distribution function."""
+    _check_tensor(input, "special_ndtr")
     result = 0.5 * erfc(-input / math.sqrt(2.0))
     return result if out is None else out.copy_(result)
 
 
 def ndtri(input, *, out=None):
     """The inverse of ndtr: the standard normal quantile of probability ``input``."""
+    _check_tensor(input, "special_ndtri")
     if getattr(input, "dtype", None) is float16:
         raise NotImplementedError("\"ndtri_cpu\" not implemented for 'Half'")
     result = erfinv(2 * input - 1) * math.sqrt(2.0)

@@ -236,6 +236,20 @@ class FunctionMeta(type):
         super().__init__(name, bases, attrs)
 
 
+_LIBRARY = __package__.partition(".")[0]
+
+
+def _shows_in_profiler(cls) -> bool:
+    """Whether PyTorch's profiler would show an event named after this Function while its forward
+    runs: yes for a Python autograd.Function, the user's or one PyTorch itself writes in Python
+    (the classes tapegrad mirrors set _torch_python_function: BackwardHookFunction,
+    CheckpointFunction); no for the Functions tapegrad implements native ops with (F.conv2d's
+    _Conv, linalg.inv's _Inverse, torch.lgamma's Lgamma ...): PyTorch's op is native there, and
+    the public call's own event (aten::conv2d) is the one it shows."""
+    return (cls.__module__.partition(".")[0] != _LIBRARY
+            or getattr(cls, "_torch_python_function", False))
+
+
 def _is_overridden(cls, name, base_fn) -> bool:
     fn = getattr(cls, name, None)
     return getattr(fn, "__func__", fn) is not base_fn
@@ -325,7 +339,8 @@ class Function(metaclass=FunctionMeta):
         forward_args = args if new_style else (ctx, *args)
         profiler = recording_profiler()
         with no_grad():
-            if profiler is None:        # (a `with` costs ~0.5 us a call: only while one records)
+            # (a `with` costs ~0.5 us a call: only while one records)
+            if profiler is None or not _shows_in_profiler(cls):
                 result = cls.forward(*forward_args, **kwargs)
             else:                       # PyTorch's profiler shows the forward under cls's name
                 with profiler.record_function(cls.__name__):

@@ -133,6 +133,8 @@ class DefaultDeviceType:
 class CheckpointFunction(Function):
     """forward: run the function unrecorded; backward: re-run it recorded and backpropagate."""
 
+    _torch_python_function = True     # (PyTorch's is Python too: its profiler shows it)
+
     @staticmethod
     def forward(ctx, run, preserve_rng_state, n_args, *inputs):
         ctx.run = run

@@ -77,6 +77,8 @@ class BackwardHookFunction(Function):
     (the module's hooks), whose result it returns in their place.  PyTorch hands the hooks
     zeros for an input whose gradient is missing and None for such an output: `materialize`."""
 
+    _torch_python_function = True     # (PyTorch's is Python too: its profiler shows it)
+
     @staticmethod
     def forward(ctx, on_grads, materialize, *tensors):
         ctx.on_grads = on_grads
