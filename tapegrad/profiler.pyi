@@ -48,6 +48,7 @@ class profile:
     on_trace_ready: Any
     record_shapes: Any
     with_flops: Any
+    profile_memory: Any
     step_num: Any
     acc_events: Any
 
@@ -75,6 +76,7 @@ class ProfilerAction(enum.Enum):
 def schedule(*, wait: Any, warmup: Any, active: Any, repeat: Any = ..., skip_first: Any = ..., skip_first_wait: Any = ...) -> Any: ...
 
 class EventList(builtins.list):
+    def __init__(self, events: Any = ..., profile_memory: Any = ...) -> None: ...
     def __str__(self) -> Any: ...
     def export_chrome_trace(self, path: Any) -> None: ...
     def key_averages(self, group_by_input_shape: Any = ..., group_by_stack_n: Any = ..., group_by_overload_name: Any = ...) -> Any: ...
@@ -85,7 +87,6 @@ class EventList(builtins.list):
 class FunctionEvent:
     def __init__(self, id: Any, name: Any, start_us: Any, parent: Any, input_shapes: Any, category: Any, thread: Any) -> None: ...
     def __repr__(self) -> Any: ...
-    cpu_memory_usage: _int
     cpu_time: Any
     cpu_time_str: Any
     cpu_time_total: Any
@@ -94,7 +95,7 @@ class FunctionEvent:
     device_time: _float
     device_time_total: _float
     flops: _int
-    self_cpu_memory_usage: _int
+    self_cpu_memory_usage: Any
     self_cpu_time_total: Any
     self_cpu_time_total_str: Any
     self_device_memory_usage: _int
@@ -112,13 +113,13 @@ class FunctionEvent:
     is_async: Any
     is_user_annotation: Any
     stack: Any
+    cpu_memory_usage: Any
 
 class FunctionEventAvg:
     def __iadd__(self, other: Any) -> Any: ...
     def __init__(self) -> None: ...
     def __repr__(self) -> Any: ...
     def add(self, other: Any) -> Any: ...
-    cpu_memory_usage: _int
     cpu_time: Any
     cpu_time_str: Any
     cpu_time_total_str: Any
@@ -126,7 +127,6 @@ class FunctionEventAvg:
     device_time: _float
     device_time_total: _float
     flops: _int
-    self_cpu_memory_usage: _int
     self_cpu_time_total_str: Any
     self_device_memory_usage: _int
     self_device_time_total: _float
@@ -140,5 +140,7 @@ class FunctionEventAvg:
     is_async: Any
     is_user_annotation: Any
     stack: Any
+    cpu_memory_usage: Any
+    self_cpu_memory_usage: Any
 
 def tensorboard_trace_handler(dir_name: Any, worker_name: Any = ..., use_gzip: Any = ...) -> Any: ...
