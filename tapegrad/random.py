@@ -225,9 +225,14 @@ def _uniform01(rng: np.random.Generator, shape, dt) -> np.ndarray:
     drawn, so seeded scripts keep their values), never 1.0 after rounding, as PyTorch
     guarantees."""
     u = rng.random(shape)
-    if np.dtype(dt) != u.dtype:
-        u = np.minimum(u.astype(dt), np.nextafter(np.dtype(dt).type(1), np.dtype(dt).type(0)))
+    if dt != u.dtype:
+        u = u.astype(dt)
+        np.minimum(u, _BELOW_ONE[u.dtype], out=u)
     return u
+
+
+# The largest value below 1 of each float dtype (_uniform01's bound).
+_BELOW_ONE = {np.dtype(t): np.nextafter(t(1), t(0)) for t in (np.float16, np.float32, np.float64)}
 
 
 def _standard_normal(rng: np.random.Generator, shape, dt) -> np.ndarray:
