@@ -615,8 +615,10 @@ def _cumulative_dtype(arr: np.ndarray, dtype, fn: str = None):
         out = np.dtype(np.int64)
     else:
         out = arr.dtype
-    acc = {np.dtype(np.float16): np.float32, np.dtype(np.float32): np.float64}.get(out, out)
-    return out, np.dtype(acc)
+    return out, _ACCUMULATOR.get(out, out)
+
+
+_ACCUMULATOR = {np.dtype(np.float16): np.dtype(np.float32), np.dtype(np.float32): np.dtype(np.float64)}
 
 
 def _cumulative_array(running, arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
@@ -624,12 +626,12 @@ def _cumulative_array(running, arr: np.ndarray, axis: int, dtype=None) -> np.nda
     out, acc = _cumulative_dtype(arr, dtype)
     if arr.ndim == 0:
         return arr.astype(out)
-    with np.errstate(over="ignore", invalid="ignore"):   # a float16 total beyond 65504 is inf
-        return running(arr.astype(acc, copy=False), axis=axis).astype(out)
+    with _core.IeeeResults():               # a float16 total beyond 65504 is inf
+        return running(arr.astype(acc, copy=False), axis=axis).astype(out, copy=False)
 
 
 def _cumsum_array(arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
-    return _cumulative_array(np.cumsum, arr, axis, dtype)
+    return _cumulative_array(np.ndarray.cumsum, arr, axis, dtype)
 
 
 @_numpy_dim_names
@@ -658,7 +660,7 @@ def cumprod(input, dim, *, dtype=None):
     if dtype is not None:
         _check_autograd_dtype(input, out)
     if not _records(input):
-        return _wrap(_cumulative_array(np.cumprod, input._array, d, dtype))
+        return _wrap(_cumulative_array(np.ndarray.cumprod, input._array, d, dtype))
     if input.ndim == 0 or input.shape[d] == 0:      # (numpy has no running product of a 0-d array)
         return input.to(_core.np_dtype_to_dtype(out)) * 1
     from ._extra_functions import Cumprod
