@@ -815,8 +815,11 @@ def stack(tensors, dim=0, *, axis=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at "
                                f"entry 0 and {list(arrays[j].shape)} at entry {j}")
     dt = promote_arrays_dtype(arrays)
-    out = joined_layout(np.stack([a if a.dtype == dt else a.astype(dt) for a in arrays], axis=d),
-                        arrays)
+    # np.stack's own steps (a new axis d on each, then one concatenate) without its Python-level
+    # dispatch and checks, which cost more than the copy for small tensors
+    new_axis = (slice(None),) * d + (None,)
+    out = joined_layout(np.concatenate([(a if a.dtype == dt else a.astype(dt))[new_axis]
+                                        for a in arrays], axis=d), arrays)
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_STACK, res, ts)
     if r != NULL:
