@@ -104,6 +104,7 @@ def _ragged_error(data, dim: int = 0):
 def _from_data(data, np_dt) -> np.ndarray:
     """A new array of dtype np_dt from nested Python sequences or a numpy array (copied)."""
     if isinstance(data, np.ndarray):
+        _core.check_numpy_convertible(data)     # (read as torch.from_numpy reads it, then copied)
         if data.dtype.kind not in "biuf":
             raise TypeError(f"can't convert np.ndarray of type {data.dtype}")
         from .creation import _warn_if_read_only
@@ -166,14 +167,16 @@ def legacy_value(np_dt, args: tuple, kwargs: dict):
     storage = sys.modules.get("tapegrad.storage")     # loaded once any storage exists
     if storage is not None and storage.is_storage(data):
         return _storage_elements(storage, data, np.dtype(data_dt))
-    if _is_sequence(data):      # range, deque, array.array, memoryview: what PySequence_Check takes
+    if _follows_sequence_protocol(data):    # range, deque, array.array, memoryview: PySequence_Check
         return _from_data(list(data), data_dt)
     raise TypeError(f"new(): data must be a sequence (got {_type_name(data)})")
 
 
-def _is_sequence(data) -> bool:
+def _follows_sequence_protocol(data) -> bool:
     """Python's sequence protocol as PyTorch's legacy constructors test it (PySequence_Check):
-    indexable by position, mappings excluded."""
+    indexable by position, mappings excluded.  (Named apart from _is_sequence, the nesting test
+    of tensor data: sharing that name replaced it, and a string, indexable, then recursed for
+    ever in _ragged_error.)"""
     return not isinstance(data, Mapping) and hasattr(type(data), "__getitem__") and hasattr(type(data), "__len__")
 
 
