@@ -110,10 +110,19 @@ def _from_data(data, np_dt) -> np.ndarray:
         from .creation import _warn_if_read_only
         _warn_if_read_only(data)
         return np.array(data, dtype=np_dt, copy=True, order="C")
-    from .creation import _nested_array
+    from .creation import (_WIDE_INT_RESULTS, _nested_array, _python_leaves, _storing_error,
+                           _with_wide_ints_read)
     data, values = _nested_array(data)
+    if values.dtype.kind in "US" and isinstance(data, (list, tuple)):
+        raise _storing_error(data, np_dt)
+    if values.dtype in _WIDE_INT_RESULTS:
+        if values.dtype.kind == "O" and not all(isinstance(v, int) for v in _python_leaves(data)):
+            raise _storing_error(data, np_dt)
+        values = _with_wide_ints_read(data, values, np.dtype(np_dt))
+    if values.dtype.kind == "c" and np.dtype(np_dt).kind == "b":
+        return np.array(values != 0, order="C")     # (a complex number is true when nonzero)
     if values.dtype.kind not in "biuf":
-        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+        raise _storing_error(data, np_dt)
     _check_int_range(values, np_dt)
     with np.errstate(over="ignore", invalid="ignore"):
         return np.array(values, dtype=np_dt, order="C")

@@ -185,43 +185,37 @@ def _with_wide_ints_read(data, arr: np.ndarray, target):
         error = _inference_error(data)
         if error is not None:
             raise error
-    types = _python_leaf_types(data)
-    if arr.dtype.kind == "f" and (float in types or not types <= _PYTHON_NUMBERS):
-        return arr          # floats (or numpy values, read with their own dtypes) made it float64
-    wide = [v for v in _python_leaves(data) if type(v) is int and not -2**63 <= v < 2**63]
+    elif not (arr.size and np.abs(arr).max() >= 2.0 ** 63):
+        return arr      # no int past int64 in it (one C pass spares walking a list of floats)
+    leaves = list(_python_leaves(data))
+    wide = [v for v in leaves if type(v) is int and not -2 ** 63 <= v < 2 ** 63]
     if not wide:
         return arr
-    inferred_kind = "c" if complex in types else "f" if float in types else "i"
+    kinds = {_leaf_kind(v) for v in leaves}
+    inferred_kind = "c" if "c" in kinds else "f" if "f" in kinds else "i"    # floats win
     kind = target.kind if target is not None else inferred_kind
     if kind in "fcb":
-        return np.array(data, dtype=np.complex128 if kind == "c" else np.float64)
-    if target == np.dtype(np.uint64) and all(0 <= v < 2**64 for v in wide):
-        return np.array(data, dtype=np.uint64)
+        return np.array(leaves, dtype=np.complex128 if kind == "c" else np.float64).reshape(arr.shape)
+    if target == np.dtype(np.uint64) and all(0 <= v < 2 ** 64 for v in wide):
+        return np.array(leaves, dtype=np.uint64).reshape(arr.shape)
     raise ValueError(_LONG_LONG_OVERFLOW)
 
 
+def _leaf_kind(v) -> str:
+    """numpy's kind letter of one number of tensor data (a tensor was made a numpy scalar)."""
+    if isinstance(v, np.generic):
+        return v.dtype.kind
+    return "b" if isinstance(v, bool) else "i" if isinstance(v, int) else \
+        "f" if isinstance(v, float) else "c" if isinstance(v, complex) else "O"
+
+
 def _python_leaves(data):
-    """The numbers of nested Python sequences `data`, in order."""
-    if not isinstance(data, (list, tuple)):
+    """The items of nested sequences `data` (lists, tuples, ranges), in order."""
+    if not isinstance(data, (list, tuple, range)):
         yield data
         return
     for item in data:
         yield from _python_leaves(item)
-
-
-def _python_leaf_types(data) -> set:
-    """The types of the leaves of nested sequences `data` (one C-speed set per sequence)."""
-    if not isinstance(data, (list, tuple)):
-        return {type(data)}
-    types, stack = set(), [data]
-    while stack:
-        seq = stack.pop()
-        item_types = set(map(type, seq))
-        if item_types & {list, tuple}:
-            stack.extend(item for item in seq if isinstance(item, (list, tuple)))
-            item_types -= {list, tuple}
-        types |= item_types
-    return types
 
 
 def _inference_error(data):
@@ -239,6 +233,25 @@ def _inference_error(data):
             return TypeError(f"new(): invalid data type '{type(leaf).__name__}'")
         return RuntimeError(f"Could not infer dtype of {type(leaf).__name__}")
     return None
+
+
+def _storing_error(data, np_dt) -> Exception:
+    """PyTorch's error when it stores nested data holding a non-number into a tensor of a known
+    dtype (the legacy constructors, new_tensor): Python's own conversion error for the first
+    item that is not a number - to a double for a float dtype, to an integer otherwise.  A
+    string first in line is measured as one more nesting, as torch.tensor measures it."""
+    first = _first_leaf(data)
+    if isinstance(first, str) and first is not data:
+        return _string_data_error(data)
+    for leaf in _python_leaves(data):
+        if isinstance(leaf, (bool, int, float, np.number, np.bool_, np.ndarray, _core.TensorBase)):
+            continue
+        if isinstance(leaf, complex) and np.dtype(np_dt).kind in "cb":
+            continue
+        if np.dtype(np_dt).kind in "fc":
+            return TypeError(f"must be real number, not {_type_name(leaf)}")
+        return TypeError(f"'{_type_name(leaf)}' object cannot be interpreted as an integer")
+    return TypeError(f"new(): invalid data type '{_type_name(data)}'")
 
 _FOREIGN_BYTE_ORDER = ("given numpy array has byte order different from the native byte order. "
                        "Conversion between byte orders is currently not supported.")
@@ -284,7 +297,15 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     elif _is_typed_storage(data):
         arr = np.array(data, copy=True)     # its elements, in its dtype
     else:
-        data, arr = _nested_array(data)
+        try:
+            data, arr = _nested_array(data)
+        except (TypeError, ValueError):
+            # PyTorch infers the dtype from every item before it stores any: None among the
+            # items is refused as such, not as a ragged nesting
+            error = _inference_error(data)
+            if error is None:
+                raise
+            raise error from None
         if arr.dtype.kind in "US" or (arr.dtype.kind == "O" and isinstance(_first_leaf(data), str)):
             raise _string_data_error(data)
         if arr.dtype in _WIDE_INT_RESULTS:
@@ -380,9 +401,7 @@ def _rectangular_array(data):
     try:
         return scalars, np.array(scalars)
     except ValueError:
-        # PyTorch infers the dtype from every item before it stores any: None among the items
-        # is refused as such, not as a ragged nesting
-        raise (_inference_error(data) or _ragged_error(data) or ValueError(
+        raise (_ragged_error(data) or ValueError(
             f"expected a rectangular nested sequence of numbers: {error}")) from None
 
 

@@ -46,6 +46,16 @@ PYTHON_INTS_PAST_INT64 = [
     lambda m: m.tensor([BIG, 1j]),
     lambda m: m.tensor(10 ** 30, dtype=m.float64),
     lambda m: m.as_tensor([BIG]),
+    lambda m: m.tensor([np.int64(1), BIG]),             # numpy or tensor items beside it
+    lambda m: m.tensor([np.float32(1), BIG]),
+    lambda m: m.tensor([m.tensor(1), BIG]),
+    lambda m: m.tensor(range(BIG, BIG + 2)),
+    lambda m: m.LongTensor([BIG]),                      # the constructors of a known dtype
+    lambda m: m.IntTensor([BIG]),
+    lambda m: m.Tensor([BIG]),
+    lambda m: m.zeros(2).new_tensor([BIG]),
+    lambda m: m.zeros(2, dtype=m.int64).new_tensor([BIG]),
+    lambda m: m.zeros(2, dtype=m.int64).new_tensor([1, 2 ** 70]),
 ]
 
 
@@ -155,3 +165,20 @@ def test_arange_tensor_bounds_and_requires_grad(torch):
 def test_arange_integer_step_past_int64(torch, step):
     assert_same(torch, lambda m: m.arange(0, 3, step, dtype=m.int64))
     assert_same(torch, lambda m: m.arange(0, 3, step, dtype=m.int32))
+
+
+STORED_NOT_NUMBERS = [[None], [1, None], [[1], None], [[1], [None]], [1, "a"], ["a"], [1, {}],
+                      [1, object()], [1j]]
+
+
+@pytest.mark.parametrize("data", STORED_NOT_NUMBERS, ids=repr)
+@pytest.mark.parametrize("make", ["Tensor", "LongTensor", "BoolTensor", "DoubleTensor",
+                                  "new_tensor float", "new_tensor int"])
+def test_constructors_of_a_known_dtype_refuse_non_numbers(torch, make, data):
+    # their dtype is known, so they store without inferring: Python's conversion error of the
+    # first non-number (to a double or to an integer), not torch.tensor's inference error
+    def build(m):
+        if make.startswith("new_tensor"):
+            return m.zeros(1, dtype=m.float32 if make.endswith("float") else m.int64).new_tensor(data)
+        return getattr(m, make)(data)
+    assert_same(torch, build)
