@@ -235,6 +235,19 @@ def _inference_error(data):
     return None
 
 
+def _check_complex_to_real(data, target) -> None:
+    """PyTorch stores a Python complex into a real dtype with Python's own conversion, which
+    refuses it (tensor([1.5+2j], dtype=float32) is a TypeError, not 1.5); a numpy complex scalar
+    goes into a float dtype (its real part) but not into an integer one."""
+    if target.kind not in "iuf":
+        return
+    for leaf in _python_leaves(data):
+        if isinstance(leaf, complex) or (isinstance(leaf, np.complexfloating) and target.kind != "f"):
+            if target.kind == "f":
+                raise TypeError(f"must be real number, not {_type_name(leaf)}")
+            raise TypeError(f"'{_type_name(leaf)}' object cannot be interpreted as an integer")
+
+
 def _storing_error(data, np_dt) -> Exception:
     """PyTorch's error when it stores nested data holding a non-number into a tensor of a known
     dtype (the legacy constructors, new_tensor): Python's own conversion error for the first
@@ -311,6 +324,8 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         if arr.dtype in _WIDE_INT_RESULTS:
             arr = _with_wide_ints_read(data, arr, _np_dtype(dtype, "tensor"))
         numbers = arr
+        if arr.dtype.kind == "c" and dtype is not None:
+            _check_complex_to_real(data, _np_dtype(dtype, "tensor"))
         if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
             with _core.IeeeResults():       # (1e40 as float32 is inf, silently as in PyTorch)
                 arr = arr.astype(_sequence_dtype(data, arr) if arr.dtype.kind != "c"

@@ -182,3 +182,20 @@ def test_constructors_of_a_known_dtype_refuse_non_numbers(torch, make, data):
             return m.zeros(1, dtype=m.float32 if make.endswith("float") else m.int64).new_tensor(data)
         return getattr(m, make)(data)
     assert_same(torch, build)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.tensor([1.5 + 2j], dtype=m.float32),        # SILENT before: [1.5]
+    lambda m: m.tensor([1.5 + 2j], dtype=m.int64),
+    lambda m: m.tensor([1, 1j], dtype=m.float64),
+    lambda m: m.tensor(1j, dtype=m.float32),
+    lambda m: m.tensor([[1j]], dtype=m.uint8),
+    lambda m: m.tensor([1 + 2j], dtype=m.float16),
+    lambda m: m.as_tensor([1 + 2j], dtype=m.float32),
+    lambda m: m.tensor([np.complex64(1 + 2j)], dtype=m.int64),
+    lambda m: m.tensor([np.complex64(1 + 2j)], dtype=m.float32),     # numpy's: taken
+    lambda m: m.tensor([1j, 0j], dtype=m.bool),
+    lambda m: m.tensor([1 + 2j], dtype=m.complex64),
+])
+def test_python_complex_into_a_real_dtype(torch, make):
+    assert_same(torch, make)
