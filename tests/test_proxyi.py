@@ -199,3 +199,29 @@ def test_constructors_of_a_known_dtype_refuse_non_numbers(torch, make, data):
 ])
 def test_python_complex_into_a_real_dtype(torch, make):
     assert_same(torch, make)
+
+
+INDEX_ENTRIES_OF_NO_KIND = ["a", b"a", ("a",), (1, "a"), ["a"], [1, "a"], 1.5, (0, 1.5), {"a": 1},
+                            {1, 2}, object(), 1j, np.float64(1.0)]
+
+
+@pytest.mark.parametrize("key", INDEX_ENTRIES_OF_NO_KIND, ids=repr)
+def test_index_entries_of_no_kind(torch, key):
+    # a string key (batch['image'] on a tensor) is a TypeError in PyTorch, not an IndexError; and
+    # x[key] = v refused a float or a dict with numpy's message (numpy.newaxis), not PyTorch's
+    def write(m):
+        x = m.zeros(3, 4)
+        x[key] = 1.0
+        return x
+    assert_same(torch, lambda m: m.zeros(3, 4)[key])
+    assert_same(torch, write)
+
+
+def test_index_entries_still_taken(torch):
+    for key in [(0, (1, 2)), (slice(None), [0, 2]), [0, 2], (Ellipsis, None, 1), range(2)]:
+        def write(m):
+            x = m.zeros(3, 4)
+            x[key] = 1.0
+            return x
+        assert_same(torch, lambda m: m.arange(12.0).view(3, 4)[key])
+        assert_same(torch, write)
