@@ -746,16 +746,22 @@ def _bound_text(v) -> str:
     return str(v)
 
 
+def _truncated_to_int64(*values) -> list:
+    """Range bounds as ATen's integer kernels read them: converted to int64, their accumulate
+    type (truncated toward zero; NaN, infinities and values past int64 refused)."""
+    for v in values:
+        if not (math.isfinite(v) and -2 ** 63 <= v < 2 ** 63):
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
+    return [int(v) for v in values]
+
+
 def _integer_range(start, end, step, dt) -> np.ndarray:
     """arange's values for an integer dtype as PyTorch's kernel makes them: start and step
     truncated to int64 (its accumulate type), start + i * step written as dt (wrapping); the
     count from the truncated bounds for int64 - ceil in integer arithmetic, a step truncated to
     0 refused - and from the bounds as given for the narrower types.  (arange(0, 5, 1.5,
     dtype=int64) is [0, 1, 2, 3, 4]; computed with the float step it had lost its last value.)"""
-    for v in (start, end, step):
-        if not (math.isfinite(v) and -2 ** 63 <= v < 2 ** 63):
-            raise RuntimeError("value cannot be converted to type int64_t without overflow")
-    first, last, stride = int(start), int(end), int(step)
+    first, last, stride = _truncated_to_int64(start, end, step)
     if dt == np.dtype(np.int64):
         if stride == 0:
             raise ValueError("step must be nonzero")
