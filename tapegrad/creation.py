@@ -278,7 +278,8 @@ def _string_data_error(data) -> Exception:
         first = first[0]
     if isinstance(first, str) and first is not data:
         return ValueError(f"too many dimensions '{_type_name(first)}'")
-    return TypeError("new(): invalid data type 'str'")
+    text = next((v for v in _python_leaves(data) if isinstance(v, (str, bytes))), "")
+    return TypeError(f"new(): invalid data type '{_type_name(text)}'")
 
 
 def _check_byte_order(array: np.ndarray) -> None:
@@ -310,6 +311,12 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     elif _is_typed_storage(data):
         arr = np.array(data, copy=True)     # its elements, in its dtype
     else:
+        if not isinstance(data, _PYTHON_SCALARS):
+            from ._legacy import _follows_sequence_protocol
+            if not _follows_sequence_protocol(data):
+                # PyTorch reads numbers and sequences only: an object numpy would convert (by
+                # __array__) is refused as a set or None is
+                raise RuntimeError(f"Could not infer dtype of {_type_name(data)}")
         try:
             data, arr = _nested_array(data)
         except (TypeError, ValueError):
@@ -350,6 +357,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
 
 
 _PYTHON_NUMBERS = frozenset((float, int, bool))
+_PYTHON_SCALARS = (bool, int, float, complex, list, tuple)
 
 
 def _items_of_numpy_or_tensor(data) -> tuple[bool, bool]:

@@ -245,3 +245,27 @@ def test_deprecated_range_integer_dtype(torch, bounds, dtype):
 def test_range_step_truncated_to_zero():
     with pytest.raises(RuntimeError, match="step must be nonzero"):
         tg.range(0, 3, 0.5, dtype=tg.int64)
+
+
+class _ArrayLike:
+    """Not a sequence, but numpy converts it (by __array__)."""
+    def __array__(self, dtype=None, copy=None):
+        return np.array([1, 2], dtype=np.int32)
+
+
+class _Sequence:
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        if i >= 2:
+            raise IndexError(i)
+        return i * 1.5
+
+
+@pytest.mark.parametrize("data", [_ArrayLike(), b"ab", [1, b"a"], [1, "a"], _Sequence(), bytearray(b"ab"),
+                                  {1: 2.0}.values(), map(float, [1, 2])], ids=repr)
+def test_data_read_as_pytorch_reads_it(torch, data):
+    # an __array__ object is refused (it was converted, as int64 at that); bytes are named bytes
+    items = list(data) if isinstance(data, map) else None
+    assert_same(torch, lambda m: m.tensor(data if items is None else map(float, items)))
