@@ -104,15 +104,25 @@ def _ragged_error(data, dim: int = 0):
 def _from_data(data, np_dt) -> np.ndarray:
     """A new array of dtype np_dt from nested Python sequences or a numpy array (copied)."""
     if isinstance(data, np.ndarray):
+        _core.check_numpy_convertible(data)     # (read as torch.from_numpy reads it, then copied)
         if data.dtype.kind not in "biuf":
             raise TypeError(f"can't convert np.ndarray of type {data.dtype}")
         from .creation import _warn_if_read_only
         _warn_if_read_only(data)
         return np.array(data, dtype=np_dt, copy=True, order="C")
-    from .creation import _nested_array
+    from .creation import (_WIDE_INT_RESULTS, _nested_array, _python_leaves, _storing_error,
+                           _with_wide_ints_read)
     data, values = _nested_array(data)
+    if values.dtype.kind in "US" and isinstance(data, (list, tuple)):
+        raise _storing_error(data, np_dt)
+    if values.dtype in _WIDE_INT_RESULTS:
+        if values.dtype.kind == "O" and not all(isinstance(v, int) for v in _python_leaves(data)):
+            raise _storing_error(data, np_dt)
+        values = _with_wide_ints_read(data, values, np.dtype(np_dt))
+    if values.dtype.kind == "c" and np.dtype(np_dt).kind == "b":
+        return np.array(values != 0, order="C")     # (a complex number is true when nonzero)
     if values.dtype.kind not in "biuf":
-        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+        raise _storing_error(data, np_dt)
     _check_int_range(values, np_dt)
     with np.errstate(over="ignore", invalid="ignore"):
         return np.array(values, dtype=np_dt, order="C")
@@ -166,14 +176,16 @@ def legacy_value(np_dt, args: tuple, kwargs: dict):
     storage = sys.modules.get("tapegrad.storage")     # loaded once any storage exists
     if storage is not None and storage.is_storage(data):
         return _storage_elements(storage, data, np.dtype(data_dt))
-    if _is_sequence(data):      # range, deque, array.array, memoryview: what PySequence_Check takes
+    if _follows_sequence_protocol(data):    # range, deque, array.array, memoryview: PySequence_Check
         return _from_data(list(data), data_dt)
     raise TypeError(f"new(): data must be a sequence (got {_type_name(data)})")
 
 
-def _is_sequence(data) -> bool:
+def _follows_sequence_protocol(data) -> bool:
     """Python's sequence protocol as PyTorch's legacy constructors test it (PySequence_Check):
-    indexable by position, mappings excluded."""
+    indexable by position, mappings excluded.  (Named apart from _is_sequence, the nesting test
+    of tensor data: sharing that name replaced it, and a string, indexable, then recursed for
+    ever in _ragged_error.)"""
     return not isinstance(data, Mapping) and hasattr(type(data), "__getitem__") and hasattr(type(data), "__len__")
 
 

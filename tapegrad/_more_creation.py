@@ -63,13 +63,27 @@ def torch_range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None,
     _check_cpu(device)
     start, end, step = (float(v.item()) if isinstance(v, TensorBase) else v
                         for v in (start, end, step))
-    if step == 0:
+    np_dt = _np_dtype(dtype, "range") or _default_dtype().np_dtype
+    if np_dt.kind in "iu":
+        # ATen counts and steps in int64 for an integer dtype: range(0, 5, 1.5, dtype=int64) is
+        # [0, 1, 2, 3, 4, 5] (its values from the float step had been [0, 1, 3, 4])
+        from .creation import _truncated_to_int64
+        first, last, stride = _truncated_to_int64(start, end, step)
+        if stride == 0:
+            raise RuntimeError("step must be nonzero")     # (PyTorch divides by it: SIGFPE)
+    elif step == 0:
         raise RuntimeError("step must be nonzero")
+    elif not (math.isfinite(start) and math.isfinite(end)):
+        from .creation import _bound_text
+        raise RuntimeError(f"unsupported range: {_bound_text(start)} -> {_bound_text(end)}")
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
-    count = int(math.floor((end - start) / step)) + 1
-    np_dt = _np_dtype(dtype, "range") or _default_dtype().np_dtype
-    values = (start + np.arange(count, dtype=np.float64) * step).astype(np_dt)
+    if np_dt.kind in "iu":
+        count = abs(last - first) // abs(stride) + 1
+        values = (first + np.arange(count, dtype=np.int64) * stride).astype(np_dt)
+    else:
+        count = int(math.floor((end - start) / step)) + 1
+        values = (start + np.arange(count, dtype=np.float64) * step).astype(np_dt)
     result = _finish(_wrap(values), requires_grad)
     return result if out is None else out.copy_(result)
 

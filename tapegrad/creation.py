@@ -122,12 +122,154 @@ def _sequence_dtype(data, arr: np.ndarray):
             floats.append(_default_float())
         else:
             others.append(np.dtype(np.bool_) if isinstance(item, bool) else np.dtype(np.int64))
+    if any(d in _BAREBONES_UNSIGNED for d in others):
+        return _promoted_in_order(data)
     if floats:
         return max(floats, key=lambda d: d.itemsize)
     return np.result_type(*others) if others else _infer_dtype(arr)
 
 
+# uint16/32/64 promote with nothing but themselves and floats in PyTorch (c10::promoteTypes).
+_BAREBONES_UNSIGNED = (np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64))
+_SCALAR_TYPE_NAMES = {np.dtype(np.bool_): "Bool", np.dtype(np.uint8): "Byte", np.dtype(np.int8): "Char",
+                      np.dtype(np.int16): "Short", np.dtype(np.int32): "Int", np.dtype(np.int64): "Long",
+                      np.dtype(np.uint16): "UInt16", np.dtype(np.uint32): "UInt32",
+                      np.dtype(np.uint64): "UInt64", np.dtype(np.float16): "Half",
+                      np.dtype(np.float32): "Float", np.dtype(np.float64): "Double",
+                      np.dtype(np.complex64): "ComplexFloat", np.dtype(np.complex128): "ComplexDouble"}
+
+
+def _promoted_in_order(data):
+    """The dtype of nested data holding uint16/32/64 values, promoted item by item in order as
+    PyTorch infers it: such a type meets another integer type (or bool, or complex) only as an
+    error, and yields to a float type."""
+    result = None
+    for leaf in _python_leaves(data):
+        if isinstance(leaf, (np.generic, np.ndarray)):
+            dt = leaf.dtype
+        elif isinstance(leaf, bool):
+            dt = np.dtype(np.bool_)
+        elif isinstance(leaf, float):
+            dt = _default_float()
+        elif isinstance(leaf, complex):
+            dt = _default_complex()
+        else:
+            dt = np.dtype(np.int64)
+        if result is None or dt == result:
+            result = dt
+        elif result in _BAREBONES_UNSIGNED or dt in _BAREBONES_UNSIGNED:
+            if dt.kind == "f" or result.kind == "f":
+                result = dt if dt.kind == "f" else result
+            else:
+                raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
+                                   f"attempted to promote {_SCALAR_TYPE_NAMES[result]} and "
+                                   f"{_SCALAR_TYPE_NAMES[dt]}")
+        elif result.kind in "iub" and dt.kind in "fc" or dt.kind in "iub" and result.kind in "fc":
+            result = dt if dt.kind in "fc" else result
+        else:
+            result = np.promote_types(result, dt)
+    return result
+
+
 _PYTHON_RESULT_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
+
+# What numpy makes of Python data holding an int past int64: uint64 (all in [0, 2**64)), float64
+# (mixed with ints below 2**63) or object (beyond) - object also for data that are not numbers.
+_WIDE_INT_RESULTS = (np.dtype(np.uint64), np.dtype(np.float64), np.dtype(object))
+_LONG_LONG_OVERFLOW = "Overflow when unpacking long long"
+
+
+def _with_wide_ints_read(data, arr: np.ndarray, target):
+    """`arr` (np.array of Python data) as PyTorch reads the data when an int in it may lie past
+    int64: every int is unpacked as a C long long when the dtype inferred (no float or complex in
+    the data) or given is an integer type - ValueError past int64, a given uint64 taking up to
+    2**64 - 1 - and as a double otherwise.  (numpy's uint64 or float64 for such ints had wrapped
+    to -2**63 or silently become float32.)  Data that are not numbers raise PyTorch's inference
+    error."""
+    if arr.dtype.kind == "O":
+        error = _inference_error(data)
+        if error is not None:
+            raise error
+    elif not (arr.size and np.abs(arr).max() >= 2.0 ** 63):
+        return arr      # no int past int64 in it (one C pass spares walking a list of floats)
+    leaves = list(_python_leaves(data))
+    wide = [v for v in leaves if type(v) is int and not -2 ** 63 <= v < 2 ** 63]
+    if not wide:
+        return arr
+    kinds = {_leaf_kind(v) for v in leaves}
+    inferred_kind = "c" if "c" in kinds else "f" if "f" in kinds else "i"    # floats win
+    kind = target.kind if target is not None else inferred_kind
+    if kind in "fcb":
+        return np.array(leaves, dtype=np.complex128 if kind == "c" else np.float64).reshape(arr.shape)
+    if target == np.dtype(np.uint64) and all(0 <= v < 2 ** 64 for v in wide):
+        return np.array(leaves, dtype=np.uint64).reshape(arr.shape)
+    raise ValueError(_LONG_LONG_OVERFLOW)
+
+
+def _leaf_kind(v) -> str:
+    """numpy's kind letter of one number of tensor data (a tensor was made a numpy scalar)."""
+    if isinstance(v, np.generic):
+        return v.dtype.kind
+    return "b" if isinstance(v, bool) else "i" if isinstance(v, int) else \
+        "f" if isinstance(v, float) else "c" if isinstance(v, complex) else "O"
+
+
+def _python_leaves(data):
+    """The items of nested sequences `data` (lists, tuples, ranges), in order."""
+    if not isinstance(data, (list, tuple, range)):
+        yield data
+        return
+    for item in data:
+        yield from _python_leaves(item)
+
+
+def _inference_error(data):
+    """PyTorch's error when it infers the dtype of nested data (None when every leaf is a
+    number): it walks the items in order and stops at the first that is a string (TypeError)
+    or neither a number, an array, a tensor nor a sequence (RuntimeError)."""
+    for leaf in _python_leaves(data):
+        if isinstance(leaf, (bool, int, float, complex, np.ndarray, _core.TensorBase)):
+            continue
+        if isinstance(leaf, np.generic):
+            if leaf.dtype.kind in "biufc":
+                continue
+            return TypeError(f"new(): invalid data type 'numpy.{type(leaf).__name__}'")
+        if isinstance(leaf, (str, bytes)):
+            return TypeError(f"new(): invalid data type '{type(leaf).__name__}'")
+        return RuntimeError(f"Could not infer dtype of {type(leaf).__name__}")
+    return None
+
+
+def _check_complex_to_real(data, target) -> None:
+    """PyTorch stores a Python complex into a real dtype with Python's own conversion, which
+    refuses it (tensor([1.5+2j], dtype=float32) is a TypeError, not 1.5); a numpy complex scalar
+    goes into a float dtype (its real part) but not into an integer one."""
+    if target.kind not in "iuf":
+        return
+    for leaf in _python_leaves(data):
+        if isinstance(leaf, complex) or (isinstance(leaf, np.complexfloating) and target.kind != "f"):
+            if target.kind == "f":
+                raise TypeError(f"must be real number, not {_type_name(leaf)}")
+            raise TypeError(f"'{_type_name(leaf)}' object cannot be interpreted as an integer")
+
+
+def _storing_error(data, np_dt) -> Exception:
+    """PyTorch's error when it stores nested data holding a non-number into a tensor of a known
+    dtype (the legacy constructors, new_tensor): Python's own conversion error for the first
+    item that is not a number - to a double for a float dtype, to an integer otherwise.  A
+    string first in line is measured as one more nesting, as torch.tensor measures it."""
+    first = _first_leaf(data)
+    if isinstance(first, str) and first is not data:
+        return _string_data_error(data)
+    for leaf in _python_leaves(data):
+        if isinstance(leaf, (bool, int, float, np.number, np.bool_, np.ndarray, _core.TensorBase)):
+            continue
+        if isinstance(leaf, complex) and np.dtype(np_dt).kind in "cb":
+            continue
+        if np.dtype(np_dt).kind in "fc":
+            return TypeError(f"must be real number, not {_type_name(leaf)}")
+        return TypeError(f"'{_type_name(leaf)}' object cannot be interpreted as an integer")
+    return TypeError(f"new(): invalid data type '{_type_name(data)}'")
 
 _FOREIGN_BYTE_ORDER = ("given numpy array has byte order different from the native byte order. "
                        "Conversion between byte orders is currently not supported.")
@@ -141,7 +283,8 @@ def _string_data_error(data) -> Exception:
         first = first[0]
     if isinstance(first, str) and first is not data:
         return ValueError(f"too many dimensions '{_type_name(first)}'")
-    return TypeError("new(): invalid data type 'str'")
+    text = next((v for v in _python_leaves(data) if isinstance(v, (str, bytes))), "")
+    return TypeError(f"new(): invalid data type '{_type_name(text)}'")
 
 
 def _check_byte_order(array: np.ndarray) -> None:
@@ -170,18 +313,39 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
                       "requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=_core.user_stacklevel())
         arr = np.array(data._array, copy=True)
-    elif isinstance(data, (np.ndarray, np.generic)):     # a numpy scalar keeps its dtype too
-        _check_byte_order(np.asarray(data))
+    elif isinstance(data, np.ndarray):
+        # read as torch.from_numpy reads it (same refusals: negative strides, dtypes), then copied
+        _core.check_numpy_convertible(data)
+        arr = np.array(data, copy=True)
+    elif isinstance(data, np.generic):          # a numpy scalar keeps its dtype too
+        if data.dtype.kind not in "biufc":
+            raise TypeError(f"new(): invalid data type 'numpy.{type(data).__name__}'")
         arr = np.array(data, copy=True)
     elif _is_typed_storage(data):
         arr = np.array(data, copy=True)     # its elements, in its dtype
     else:
-        data, arr = _nested_array(data)
-        if arr.dtype.kind in "US":
+        if not isinstance(data, _PYTHON_SCALARS):
+            from ._legacy import _follows_sequence_protocol
+            if not _follows_sequence_protocol(data):
+                # PyTorch reads numbers and sequences only: an object numpy would convert (by
+                # __array__) is refused as a set or None is
+                raise RuntimeError(f"Could not infer dtype of {_type_name(data)}")
+        try:
+            data, arr = _nested_array(data)
+        except (TypeError, ValueError):
+            # PyTorch infers the dtype from every item before it stores any: None among the
+            # items is refused as such, not as a ragged nesting
+            error = _inference_error(data)
+            if error is None:
+                raise
+            raise error from None
+        if arr.dtype.kind in "US" or (arr.dtype.kind == "O" and isinstance(_first_leaf(data), str)):
             raise _string_data_error(data)
-        if arr.dtype.kind not in "biufc":
-            raise TypeError(f"Could not infer dtype of {_type_name(data)}")
+        if arr.dtype in _WIDE_INT_RESULTS:
+            arr = _with_wide_ints_read(data, arr, _np_dtype(dtype, "tensor"))
         numbers = arr
+        if arr.dtype.kind == "c" and dtype is not None:
+            _check_complex_to_real(data, _np_dtype(dtype, "tensor"))
         if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
             with _core.IeeeResults():       # (1e40 as float32 is inf, silently as in PyTorch)
                 arr = arr.astype(_sequence_dtype(data, arr) if arr.dtype.kind != "c"
@@ -198,12 +362,6 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     if target is not None:
         with _core.IeeeResults():
             arr = arr.astype(target, copy=False)
-    elif arr.dtype.num not in (np.dtype(d).num for d in (
-            np.float16, np.float32, np.float64, np.complex64, np.complex128, np.uint8, np.int8,
-            np.int16, np.int32, np.int64, np.bool_)):
-        raise TypeError(f"can't convert np.ndarray of type {arr.dtype}; supported: float64, "
-                        f"float32, float16, complex64, complex128, int64, int32, int16, int8, "
-                        f"uint8, and bool")
     if requires_grad and arr.dtype.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     if not arr.flags.c_contiguous:
@@ -247,6 +405,7 @@ def _plain_number_array(data: list):
 
 
 _LIST = frozenset((list,))
+_PYTHON_SCALARS = (bool, int, float, complex, list, tuple)
 
 
 def _items_of_numpy_or_tensor(data) -> tuple[bool, bool]:
@@ -619,7 +778,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, 
     start, end, step = _scalar_arg(start), _scalar_arg(end), _scalar_arg(step)
     if end is None:
         start, end = 0, start
-    if step == 0:
+    if step == 0 or step != step:
         raise RuntimeError("step must be nonzero")
     if dtype is None:
         all_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
@@ -627,12 +786,53 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, 
     else:
         dt = _np_dtype(dtype, "arange")
         _check_not_bool(dt, "arange_cpu")
+    _check_requires_grad(dt, requires_grad)
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {_bound_text(start)} -> {_bound_text(end)}")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
-    # Computed in float64 (or int64) and cast, as PyTorch does, so float32 ranges match its values.
-    values = np.arange(start, end, step, dtype=np.float64 if dt.kind == "f"
-                       else np.int64)
+    if dt.kind in "iu":
+        return _make(_integer_range(start, end, step, dt), requires_grad)
+    # Computed in float64 and cast, as PyTorch does, so float32 ranges match its values.
+    # (An infinite step counts ceil(span / inf) = 0 values, where numpy gives the start.)
+    values = (np.arange(start, end, step, dtype=np.float64) if math.isfinite(step)
+              else np.empty(0, dtype=np.float64))
     return _make(values.astype(dt), requires_grad)
+
+
+def _bound_text(v) -> str:
+    """A bound as PyTorch's Scalar prints it in arange's message: 0.0 as 0, 1.5, inf, nan."""
+    if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _truncated_to_int64(*values) -> list:
+    """Range bounds as ATen's integer kernels read them: converted to int64, their accumulate
+    type (truncated toward zero; NaN, infinities and values past int64 refused)."""
+    for v in values:
+        if not (math.isfinite(v) and -2 ** 63 <= v < 2 ** 63):
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
+    return [int(v) for v in values]
+
+
+def _integer_range(start, end, step, dt) -> np.ndarray:
+    """arange's values for an integer dtype as PyTorch's kernel makes them: start and step
+    truncated to int64 (its accumulate type), start + i * step written as dt (wrapping); the
+    count from the truncated bounds for int64 - ceil in integer arithmetic, a step truncated to
+    0 refused - and from the bounds as given for the narrower types.  (arange(0, 5, 1.5,
+    dtype=int64) is [0, 1, 2, 3, 4]; computed with the float step it had lost its last value.)"""
+    first, last, stride = _truncated_to_int64(start, end, step)
+    if dt == np.dtype(np.int64):
+        if stride == 0:
+            raise ValueError("step must be nonzero")
+        sign = 1 if stride > 0 else -1
+        span = last - first + stride - sign
+        count = abs(span) // abs(stride) * (1 if (span >= 0) == (stride > 0) else -1)
+    else:
+        count = math.ceil((float(end) - float(start)) / float(step))
+    values = first + np.arange(max(count, 0), dtype=np.int64) * stride
+    return values.astype(dt)
 
 
 # -- more creation functions -----------------------------------------------------------------------

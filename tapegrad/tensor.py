@@ -634,15 +634,24 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
                           UserWarning, stacklevel=2)
             data = data._array
         creation._check_placement("new_tensor", device, pin_memory)
-        arr = data if isinstance(data, np.ndarray) else creation._nested_array(data)[1]
-        if arr.dtype.kind not in "biuf":
-            raise TypeError(f"new_tensor(): could not infer dtype of {_type_name(data)}")
         dtype = self.dtype if dtype is None else dtype
+        np_dt = _core.np_dtype_of(dtype, "new_tensor")
+        if isinstance(data, np.ndarray):
+            arr = data
+        else:
+            data, arr = creation._nested_array(data)
+            if arr.dtype in creation._WIDE_INT_RESULTS and arr.dtype.kind != "O":
+                arr = creation._with_wide_ints_read(data, arr, np_dt)   # ints past int64
+        if arr.dtype.kind not in "biuf":
+            if arr.dtype.kind == "O" and all(type(v) is int for v in creation._python_leaves(data)):
+                arr = creation._with_wide_ints_read(data, arr, np_dt)
+            else:
+                raise creation._storing_error(data, np_dt)
         if arr is not data:
             # Python numbers must fit an integer dtype, as tensor() checks them (it wrapped
             # silently: new_tensor([250]) of an int8 tensor held -6)
             from ._legacy import _check_int_range
-            _check_int_range(arr, _core.np_dtype_of(dtype, "new_tensor"))
+            _check_int_range(arr, np_dt)
         return creation.tensor(arr, dtype=dtype, requires_grad=requires_grad)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False,

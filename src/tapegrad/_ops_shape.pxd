@@ -71,6 +71,7 @@ cdef int OP_UNSAFE_SPLIT_SIZES
 cdef int OP_CLONE
 
 cdef bint sequence_as_tuple(list key)
+cdef object bad_index_item_error(object item)
 
 cdef tuple index_aux(Record* r)
 

@@ -92,6 +92,8 @@ cdef object classify_item(object item, list kinds):
             arr = np.asarray(item)
         except (ValueError, TypeError, RuntimeError):
             raise IndexError(BAD_INDEX_DTYPE) from None
+        if arr.dtype.kind in "US":
+            raise bad_index_item_error(arr.flat[0])
         if arr.size == 0 and arr.dtype.kind not in "biu":
             arr = arr.astype(NP_INT64)
         if arr.dtype.kind not in "biu":
@@ -99,8 +101,18 @@ cdef object classify_item(object item, list kinds):
         if arr.dtype.kind in "iu":
             arr = arr.astype(NP_INT64, copy=False)
         return classify_array(arr, kinds)
-    raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
-                     f"Variables are valid indices (got {type_name(item)})")
+    raise bad_index_item_error(item)
+
+
+cdef object bad_index_item_error(object item):
+    """PyTorch's refusal of an index entry of no index kind (x[key] and x[key] = v alike): a
+    string is a sequence to it, read as index data - new()'s TypeError (batch['image'] on a
+    tensor) -; a float, a dict, an object are IndexErrors naming the type."""
+    if isinstance(item, (str, bytes, np.str_, np.bytes_)):
+        name = "str" if isinstance(item, str) else "bytes"
+        return TypeError(f"new(): invalid data type '{name}'")
+    return IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                      f"Variables are valid indices (got {type_name(item)})")
 
 
 cdef bint sequence_as_tuple(list key):
@@ -111,7 +123,7 @@ cdef bint sequence_as_tuple(list key):
     for e in key:
         if (isinstance(e, (TensorBase, list, tuple, range, slice, np.ndarray)) or e is None
                 or e is Ellipsis):
-            warnings.warn(NON_TUPLE_WARNING, UserWarning, stacklevel=4)
+            warnings.warn(NON_TUPLE_WARNING, UserWarning, stacklevel=user_stacklevel())
             return True
     return False
 

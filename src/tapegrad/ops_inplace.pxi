@@ -456,6 +456,8 @@ cdef object setitem_key_item(object item, list advanced):
         item = (<TensorBase>item)._array
     elif isinstance(item, (list, range)):
         item = np.asarray(item)
+        if item.dtype.kind in "US":
+            raise bad_index_item_error(item.flat[0])
         if item.size == 0 and item.dtype.kind not in "biu":
             item = item.astype(NP_INT64)
     elif isinstance(item, np.integer):
@@ -473,6 +475,8 @@ cdef object setitem_key_item(object item, list advanced):
         advanced.append(True)
     elif isinstance(item, bool):
         advanced.append(True)
+    elif not (item is None or item is Ellipsis or isinstance(item, (int, slice, tuple))):
+        raise bad_index_item_error(item)     # (numpy's own refusal spoke of numpy.newaxis)
     return item
 
 

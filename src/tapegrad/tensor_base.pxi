@@ -67,10 +67,18 @@ cdef str NUMPY_TYPES_TAKEN = ("float64, float32, float16, complex64, complex128,
 
 
 def tensor_from_numpy(cnp.ndarray arr):
-    """torch.from_numpy's tensor on ndarray `arr`'s memory (not copied), with PyTorch's refusals
-    in its order: strides that are not whole elements, negative strides, a foreign byte order
-    (ValueError), a dtype no tensor has (TypeError).  Also Tensor.__eq__'s conversion of an
-    array operand, so `t == a[::-1]` raises as in PyTorch."""
+    """torch.from_numpy's tensor on ndarray `arr`'s memory (not copied), after PyTorch's refusals
+    (check_numpy_convertible).  Also Tensor.__eq__'s conversion of an array operand, so
+    `t == a[::-1]` raises as in PyTorch."""
+    check_numpy_convertible(arr)
+    return wrap_array(arr)
+
+
+def check_numpy_convertible(cnp.ndarray arr):
+    """PyTorch's refusals of an ndarray, in its order: strides that are not whole elements,
+    negative strides, a foreign byte order (ValueError), a dtype no tensor has (TypeError).
+    torch.tensor and the legacy constructors read an array through the same conversion as
+    torch.from_numpy before copying it, so they refuse the same arrays."""
     cdef int i, nd_ = cnp.PyArray_NDIM(arr)
     cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(arr)
     for i in range(nd_):
@@ -91,7 +99,6 @@ def tensor_from_numpy(cnp.ndarray arr):
             or (dt.kind in "iu" and item in (1, 2, 4, 8)) or dt.kind == "b"):
         raise TypeError(f"can't convert np.ndarray of type numpy.{dt.type.__name__}. The only "
                         f"supported types are: {NUMPY_TYPES_TAKEN}.")
-    return wrap_array(arr)
 
 
 cdef class Version:
