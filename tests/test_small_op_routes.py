@@ -65,3 +65,43 @@ def test_sort_and_topk_values(requires_grad):
                 got[0].sum().backward()
                 want[0].sum().backward()
                 _same(x.grad, xt.grad)
+
+
+INT_INPLACE = [
+    ("add_ int", lambda lib: lib.tensor([1, -2, 3]).add_(5)),
+    ("sub_ int", lambda lib: lib.tensor([1, -2, 3]).sub_(-7)),
+    ("mul_ wraps", lambda lib: lib.tensor([2 ** 62, 5]).mul_(4)),
+    ("+= 0-d tensor", lambda lib: lib.tensor([1, 2]).__iadd__(lib.tensor(3))),
+    ("+= same shape", lambda lib: lib.arange(6).reshape(2, 3).__iadd__(lib.arange(6).reshape(2, 3))),
+    ("-= overlapping view", lambda lib: _overlap(lib)),
+    ("*= transposed", lambda lib: lib.arange(6).reshape(2, 3).t().__imul__(lib.arange(6).reshape(3, 2))),
+    ("add_ alpha", lambda lib: lib.tensor([1, 2]).add_(lib.tensor([3, 4]), alpha=2)),
+    ("add_ float", lambda lib: lib.tensor([1]).add_(1.5)),
+    ("/= int", lambda lib: lib.tensor([1]).__itruediv__(2)),
+    ("add_ bigger", lambda lib: lib.tensor([1, 2]).add_(lib.ones(2, 2, dtype=lib.int64))),
+    ("add_ int32 other", lambda lib: lib.tensor([1, 2]).add_(lib.tensor([1, 2], dtype=lib.int32))),
+    ("add_ bool", lambda lib: lib.tensor([1, 2]).add_(True)),
+    ("add_ 2**63", lambda lib: lib.tensor(1).add_(2 ** 63)),
+    ("add_ 2**64", lambda lib: lib.tensor(1).add_(2 ** 64)),
+    ("add_ broadcast row", lambda lib: lib.zeros(2, 3, dtype=lib.int64).add_(lib.tensor([1, 2, 3]))),
+]
+
+
+def _overlap(lib):
+    z = lib.tensor([1, 2, 3, 4])
+    z[1:] -= z[:3]
+    return z
+
+
+def _int_outcome(make):
+    try:
+        t = make()
+    except Exception as e:          # noqa: BLE001 - the exception is the outcome compared
+        return type(e).__name__
+    return str(t.dtype), t.tolist()
+
+
+@pytest.mark.parametrize("make", [m for _, m in INT_INPLACE], ids=[n for n, _ in INT_INPLACE])
+def test_int64_in_place_arithmetic_matches_torch(make):
+    torch = pytest.importorskip("torch")
+    assert _int_outcome(lambda: make(tg)) == _int_outcome(lambda: make(torch))

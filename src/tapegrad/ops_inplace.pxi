@@ -262,6 +262,30 @@ cdef inline bint records(TensorBase t, object other) noexcept:
                                (isinstance(other, TensorBase) and (<TensorBase>other)._requires_grad))
 
 
+cdef bint inplace_int64(int op, object A, object other) except -1:
+    """int64 self (+ - *)= a Python int within int64 or an int64 tensor of self's shape (or 0-d),
+    by one numpy ufunc into self's storage (wrapping on overflow, as PyTorch's): the counters of
+    training loops (`correct += (pred == y).sum()`, BatchNorm's num_batches_tracked.add_(1)),
+    which took numpy's general route at ~35x the float kernels' cost.  False for anything else
+    (/, other dtypes, broadcasting self to a larger shape), which that route checks and words."""
+    if op == OP_DIV:
+        return False
+    if type(other) is int:
+        if not (-(1 << 63) <= other < (1 << 63)):
+            return False
+        B = other
+    elif isinstance(other, TensorBase):
+        B = (<TensorBase>other)._array
+        if not cnp.PyArray_Check(B) or cnp.PyArray_TYPE(<cnp.ndarray>B) != cnp.NPY_INT64 or not (
+                cnp.PyArray_NDIM(<cnp.ndarray>B) == 0 or B.shape == A.shape):
+            return False
+    else:
+        return False
+    ufunc = np.add if op == OP_ADD else (np.subtract if op == OP_SUB else np.multiply)
+    ufunc(A, B, out=A)                  # (numpy buffers a B that overlaps A)
+    return True
+
+
 cdef bint inplace_in_c(int op, TensorBase self, object other) except -1:
     """Unrecorded self (op)= other straight into self's storage by a C kernel (the SGD update
     `p -= lr * p.grad` under no_grad), or False when numpy's path is needed: +, -, *, / only
@@ -273,6 +297,8 @@ cdef bint inplace_in_c(int op, TensorBase self, object other) except -1:
     A = self._array
     if not cnp.PyArray_Check(A) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>A):
         return False
+    if cnp.PyArray_TYPE(<cnp.ndarray>A) == cnp.NPY_INT64:
+        return inplace_int64(op, A, other)
     cdef KernelOperands ko
     if isinstance(other, TensorBase):
         B = (<TensorBase>other)._array
