@@ -53,10 +53,11 @@ def _update_running(running_mean, running_var, mean, var, count, momentum):
     unbiased = var * (count / (count - 1))
     # The blend runs in the statistics' (wider) dtype and is rounded once into the buffer, as
     # PyTorch's: a float16 buffer takes momentum * 1e5 without overflowing (to inf, silently).
-    with np.errstate(over="ignore", invalid="ignore"):
+    with _core.IeeeResults():
         for running, stat in ((running_mean, batch_mean), (running_var, unbiased)):
             if running is not None:
                 buf = running._array
                 wide = np.float32 if buf.dtype == np.float16 else buf.dtype
-                buf[...] = ((1 - momentum) * buf.astype(wide) + momentum * stat.astype(wide)
-                            ).astype(buf.dtype)
+                blend = buf.astype(wide) * (1 - momentum)       # (a new array: buf is read)
+                blend += stat.astype(wide, copy=False) * momentum
+                buf[...] = blend
