@@ -349,6 +349,8 @@ cdef object torch_index_layout(object B, tuple key, object out):
     cdef Py_ssize_t n = out.ndim, nb = B.ndim, i, j, d0, d1, c
     if n < 2 or out.size == 0:
         return out if out.flags.c_contiguous else np.ascontiguousarray(out)
+    if out.flags.c_contiguous and B.flags.c_contiguous:
+        return out                      # (the common case: PyTorch's result is contiguous too)
     k = list(key)
     for i in range(len(k)):
         if k[i] is Ellipsis:
@@ -356,7 +358,7 @@ cdef object torch_index_layout(object B, tuple key, object out):
             break
     k += [slice(None)] * (nb - len(k))
     adv = [i for i in range(nb) if cnp.PyArray_Check(k[i])]
-    ishape = np.broadcast_shapes(*[k[i].shape for i in adv])
+    ishape = k[adv[0]].shape if len(adv) == 1 else np.broadcast_shapes(*[k[i].shape for i in adv])
     ni = len(ishape)
     others = [i for i in range(nb) if i not in adv]
     isz = B.itemsize

@@ -553,7 +553,7 @@ cdef object fit_value(object V, tuple target, bint advanced, object value):
     cdef Py_ssize_t nv = V.ndim, nt = len(target), i
     if advanced:
         try:
-            fits = np.broadcast_shapes(V.shape, target) == target
+            fits = V.shape == target or np.broadcast_shapes(V.shape, target) == target
         except ValueError:
             fits = False
         if not fits:
