@@ -630,7 +630,9 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
             raise RuntimeError(f"{name} must be a 3D tensor")
     from .contractions import _scaled_sum
     product = _core.bmm(batch1, batch2).sum(0)
-    return _out(_scaled_sum(input, product, beta, alpha, drop_zero_alpha=True), out)
+    empty = batch1.shape[0] == 0 or batch1.shape[2] == 0
+    return _out(_scaled_sum(input, product, beta, alpha, drop_zero_alpha=True, empty_sum=empty),
+                out)
 
 
 def chain_matmul(*matrices, out=None):

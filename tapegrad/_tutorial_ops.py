@@ -285,7 +285,8 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat @ vec): all three of one dtype, as PyTorch (no promotion)."""
     _check_addmv(input, mat, vec)
     from .contractions import _scaled_sum
-    result = _scaled_sum(input, _core.matmul(mat, vec), beta, alpha, drop_zero_alpha=True)
+    result = _scaled_sum(input, _core.matmul(mat, vec), beta, alpha, drop_zero_alpha=True,
+                         empty_sum=mat.shape[1] == 0)
     return result if out is None else out.copy_(result)
 
 

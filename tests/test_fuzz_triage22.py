@@ -1,0 +1,80 @@
+"""Regressions of the session-22 fuzz findings (programs 60620012-, 63011428-; surface 60708400-).
+
+Each test asserts the right values without torch where it can and, where torch is installed,
+compares with it (the `torch` fixture skips cleanly without it).
+"""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+# -- a product of no terms added to a bias keeps the bias exactly (60619507, 60619702) -------------
+# PyTorch's addmm family returns beta * input itself when the inner dimension is empty (and
+# addmm / addmv / addbmm when alpha is 0): a bias of -0.0 stays -0.0.  tapegrad added the
+# empty product's +0.0, which turns -0.0 into +0.0.
+
+def _empty_sum_cases(L):
+    F = L.nn.functional
+    b = L.tensor([-0.0, 1.0, -0.0], dtype=L.float64, requires_grad=True)
+    x = L.zeros(4, 0, dtype=L.float64, requires_grad=True)
+    w = L.zeros(3, 0, dtype=L.float64, requires_grad=True)
+    ones = L.ones(4, 3, dtype=L.float64)
+    return {
+        "linear 2-D": lambda: F.linear(x, w, b),
+        "linear 1-D": lambda: F.linear(x[0], w, b),
+        "linear 3-D": lambda: F.linear(x.reshape(2, 2, 0), w, b),
+        "linear 3-D strided": lambda: F.linear(x.reshape(2, 2, 0).transpose(0, 1), w, b),
+        "nn.Linear": lambda: _linear_module(L, b),
+        "addmm": lambda: L.addmm(b, x, w.t()),
+        "addmm beta": lambda: L.addmm(b, x, w.t(), beta=0.5),
+        "addmm alpha 0": lambda: L.addmm(b, ones, ones.t()[:, :3], alpha=0),
+        "addmv": lambda: L.addmv(b, w, x[0]),
+        "addmv alpha 0": lambda: L.addmv(b, ones.t(), ones[:, 0], alpha=0),
+        "baddbmm": lambda: L.baddbmm(b, x.reshape(1, 4, 0), w.t().reshape(1, 0, 3), beta=2),
+        "addbmm no batch": lambda: L.addbmm(b, L.zeros(0, 4, 2, dtype=L.float64),
+                                           L.zeros(0, 2, 3, dtype=L.float64)),
+        "addbmm alpha 0": lambda: L.addbmm(b, ones.reshape(1, 4, 3), ones.t().reshape(1, 3, 4)[:, :, :3],
+                                           alpha=0),
+        # beta 0 drops the input: zeros of either product, +0.0 (baddbmm and addr keep alpha 0's
+        # product: +0.0 too)
+        "addmm beta 0": lambda: L.addmm(b, x, w.t(), beta=0),
+        "baddbmm alpha 0": lambda: L.baddbmm(b, ones.reshape(1, 4, 3), ones.t().reshape(1, 3, 4)[:, :, :3],
+                                             alpha=0),
+        "addr alpha 0": lambda: L.addr(b, ones[:, 0], ones[0], alpha=0),
+    }
+
+
+def _linear_module(L, b):
+    layer = L.nn.Linear(0, 3, dtype=L.float64)
+    with L.no_grad():
+        layer.bias.copy_(b)
+    return layer(L.zeros(4, 0, dtype=L.float64))
+
+
+@pytest.mark.filterwarnings("ignore:Initializing zero-element tensors is a no-op")
+@pytest.mark.parametrize("case", list(_empty_sum_cases(tg)))
+def test_empty_product_keeps_the_bias_sign(case, torch):
+    got = _empty_sum_cases(tg)[case]()
+    want = _empty_sum_cases(torch)[case]()
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    np.testing.assert_array_equal(np.signbit(got.detach().numpy()),
+                                  np.signbit(want.detach().numpy()))
+    assert got.requires_grad == want.requires_grad
+
+
+def test_empty_linear_keeps_negative_zero_without_torch():
+    b = tg.tensor([-0.0, 2.0])
+    out = tg.nn.functional.linear(tg.zeros(3, 0), tg.zeros(2, 0), b)
+    assert np.signbit(out.numpy()[:, 0]).all() and (out.numpy()[:, 1] == 2.0).all()
+
+
+def test_empty_linear_compiled_keeps_negative_zero():
+    b = tg.tensor([-0.0, 2.0], requires_grad=True)
+    w = tg.zeros(2, 0, requires_grad=True)
+    step = tg.compile(lambda x: (tg.nn.functional.linear(x, w, b),))
+    for _ in range(3):
+        out = step(tg.zeros(3, 0))[0]
+        assert np.signbit(out.detach().numpy()[:, 0]).all()
+        out.sum().backward()
+    np.testing.assert_array_equal(b.grad.numpy(), [9.0, 9.0])
