@@ -734,6 +734,27 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
 # ---------------------------------------------------------------------------------------------
 # singular value decomposition
 
+def _svd_of_non_finite(arr, full_matrices):
+    """The SVD of matrices numpy's LAPACK refused (a NaN or an infinity), as PyTorch's: a NaN
+    raises its error naming the first matrix with one; a matrix with infinities only has NaN
+    factors, without error, and the other matrices of the batch their own (fuzz 60620368)."""
+    flat = arr.reshape((-1,) + arr.shape[-2:])
+    index = next((i for i, m in enumerate(flat) if np.isnan(m).any()), None)
+    if index is not None:
+        raise LinAlgError(f"linalg.svd: {_batch_prefix(index, arr.ndim > 2)}The algorithm "
+                          "failed to converge because the input matrix contained non-finite "
+                          "values.") from None
+    parts = []
+    for m in flat:
+        finite = np.isfinite(m).all()
+        factors = np.linalg.svd(m if finite else np.zeros_like(m), full_matrices=full_matrices)
+        parts.append([f if finite else np.full_like(f, np.nan) for f in factors])
+    batch = arr.shape[:-2]
+    return tuple(np.stack([p[j] for p in parts]).reshape(batch + parts[0][j].shape)
+                 if parts else np.linalg.svd(arr, full_matrices=full_matrices)[j]
+                 for j in range(3))
+
+
 class _SVD(Function):
     @staticmethod
     def forward(ctx, A, full_matrices):
@@ -741,12 +762,7 @@ class _SVD(Function):
         try:
             U, S, Vh = np.linalg.svd(arr, full_matrices=full_matrices)
         except np.linalg.LinAlgError:
-            # a NaN: PyTorch's error (an infinity gives NaN values in both, no error)
-            flat = arr.reshape((-1,) + arr.shape[-2:])
-            index = next((i for i, m in enumerate(flat) if not np.isfinite(m).all()), 0)
-            raise LinAlgError(f"linalg.svd: {_batch_prefix(index, arr.ndim > 2)}The algorithm "
-                              "failed to converge because the input matrix contained non-finite "
-                              "values.") from None
+            U, S, Vh = _svd_of_non_finite(arr, full_matrices)
         U, S, Vh = _tensor(U, A), _tensor(S, A, real=True), _tensor(Vh, A)
         ctx.save_for_backward(A, U, S, Vh)
         ctx.full_matrices = full_matrices

@@ -78,3 +78,29 @@ def test_empty_linear_compiled_keeps_negative_zero():
         assert np.signbit(out.detach().numpy()[:, 0]).all()
         out.sum().backward()
     np.testing.assert_array_equal(b.grad.numpy(), [9.0, 9.0])
+
+
+# -- the SVD of a matrix with infinities has NaN values, no error (60620368) -----------------------
+# PyTorch's LAPACK refuses a NaN (LinAlgError naming the matrix) but returns NaN singular values for
+# infinities; numpy's svd refuses both, and tapegrad raised for both.
+
+def test_svdvals_of_infinities_is_nan(torch):
+    for make in (lambda L: L.full((6, 4), -float("inf")),
+                 lambda L: L.tensor([[1.0, float("inf")], [2.0, 3.0]]),
+                 lambda L: L.stack([L.full((3, 2), -float("inf")),
+                                    L.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])])):
+        got, want = tg.linalg.svdvals(make(tg)), torch.linalg.svdvals(make(torch))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+    U, S, Vh = tg.linalg.svd(make(tg), full_matrices=False)
+    assert np.isnan(U.numpy()[0]).all() and np.isfinite(U.numpy()[1]).all()
+
+
+def test_svd_of_a_nan_names_its_matrix(torch):
+    def make(L):
+        return L.stack([L.full((3, 2), -float("inf")),
+                        L.tensor([[1.0, 2.0], [3.0, float("nan")], [5.0, 6.0]])])
+    with pytest.raises(torch.linalg.LinAlgError) as want:
+        torch.linalg.svdvals(make(torch))
+    with pytest.raises(tg.linalg.LinAlgError) as got:
+        tg.linalg.svdvals(make(tg))
+    assert str(got.value) == str(want.value)
