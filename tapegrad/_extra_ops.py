@@ -1098,7 +1098,10 @@ def sgn(input):
     if input._array.dtype.kind == "c":
         from . import _complex
         return _complex.dispatch("sgn", input)
-    return input.sign()
+    result = input.sign()
+    # PyTorch's SgnBackward0 saves the result: a write into it makes backward raise
+    _core._guard_saved_version(result, result)
+    return result
 
 
 def signbit(input):

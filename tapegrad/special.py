@@ -14,6 +14,7 @@ from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lga
                xlogy)
 from ._more_math import zeta
 from . import float16
+from . import _core
 from . import _special_bessel
 from ._special_bessel import (  # noqa: F401
     airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, chebyshev_polynomial_t,
@@ -72,6 +73,8 @@ def ndtri(input, *, out=None):
     if getattr(input, "dtype", None) is float16:
         raise NotImplementedError("\"ndtri_cpu\" not implemented for 'Half'")
     result = erfinv(2 * input - 1) * math.sqrt(2.0)
+    # PyTorch's NdtriBackward0 saves the result (its derivative is sqrt(2 pi) e^(result^2 / 2))
+    _core._guard_saved_version(result, result)
     return result if out is None else out.copy_(result)
 
 

@@ -104,3 +104,48 @@ def test_svd_of_a_nan_names_its_matrix(torch):
     with pytest.raises(tg.linalg.LinAlgError) as got:
         tg.linalg.svdvals(make(tg))
     assert str(got.value) == str(want.value)
+
+
+# -- which unary ops' results are saved for backward (60623752) ------------------------------------
+# PyTorch's erfcx, ndtri, log_ndtr, i0e, i1, i1e and sgn nodes save their result: writing into it
+# (here under no_grad, through a view) makes backward raise the in-place error; tapegrad
+# recomputed from the input and ran.  asinh, acosh and atanh save only their input: tapegrad
+# saved the result too and refused a backward PyTorch runs.
+
+RESULT_WRITES = {
+    "special.erfcx": lambda L, x: L.special.erfcx(x),
+    "special.ndtri": lambda L, x: L.special.ndtri(x),
+    "special.log_ndtr": lambda L, x: L.special.log_ndtr(x),
+    "special.i0e": lambda L, x: L.special.i0e(x),
+    "special.i1": lambda L, x: L.special.i1(x),
+    "special.i1e": lambda L, x: L.special.i1e(x),
+    "sgn": lambda L, x: L.sgn(x),
+    "asinh": lambda L, x: L.asinh(x),
+    "acosh": lambda L, x: L.acosh(x + 1),
+    "atanh": lambda L, x: L.atanh(x),
+    "tan": lambda L, x: L.tan(x),
+}
+
+
+def _write_into_result(L, op):
+    x = L.tensor([[0.25, 0.5], [0.625, 0.75]], dtype=L.float64, requires_grad=True)
+    y = RESULT_WRITES[op](L, x)
+    with L.no_grad():
+        y.select(0, -1).mul_(2.0)
+    try:
+        y.sum().backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+        return None
+    return x.grad.numpy()
+
+
+@pytest.mark.parametrize("op", list(RESULT_WRITES))
+def test_write_into_a_saved_result(op, torch):
+    want = _write_into_result(torch, op)
+    got = _write_into_result(tg, op)
+    if want is None:
+        assert got is None, "tapegrad ran where PyTorch raises the in-place error"
+    else:
+        assert got is not None, "tapegrad raised where PyTorch runs"
+        np.testing.assert_allclose(got, want, rtol=1e-12)
