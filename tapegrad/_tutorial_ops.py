@@ -198,9 +198,39 @@ class _Logit(_Function):
         return _core.where(inside, grad / (x * (1 - x)), outside), None
 
 
+class _Copysign(_Function):
+    """|x| with the sign bit of other (broadcast).  PyTorch's gradients: grad * result / x (0
+    where x is 0), from the saved x and result, and for other a constant zeros tensor: it
+    requires no grad, so a second derivative does not reach other's side (fuzz 63007556: a
+    where that kept other in the graph made the first gradient depend on the upstream one)."""
+
+    @staticmethod
+    def forward(ctx, x, other):
+        magnitude = np.abs(x._array)
+        result = _wrap(np.where(np.signbit(other._array), -magnitude, magnitude)
+                       .astype(magnitude.dtype, copy=False))
+        ctx.save_for_backward(x, result)
+        ctx.other_shape = tuple(other.shape)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, result = ctx.saved_tensors
+        grad_x = grad_other = None
+        if ctx.needs_input_grad[0]:
+            from ._scatter_functions import _sum_to
+            ratio = _core.where(x == 0, 0.0, result / x)
+            grad_x = _sum_to(grad * ratio, x.shape)
+        if ctx.needs_input_grad[1]:
+            from .creation import zeros
+            grad_other = zeros(ctx.other_shape, dtype=grad.dtype)
+        return grad_x, grad_other
+
+
 def _name_logit_backward():
     from ._extra_functions import _torch_grad_fn_name
     _torch_grad_fn_name(_Logit, "LogitBackward0")
+    _torch_grad_fn_name(_Copysign, "CopysignBackward0")
 
 
 _name_logit_backward()
@@ -256,15 +286,10 @@ def copysign(input, other, *, out=None):
         "Tensor input, Tensor other, *, Tensor out = None",
         "Tensor input, Number other, *, Tensor out = None"))
     # (the dtype of the two operands promoted, as a binary op: copysign(int, float64) is float64)
-    magnitude = input.to(_floating_result_type(input, other)).abs()
-    sign_array = np.signbit(other._array if isinstance(other, _core.TensorBase)
-                            else np.asarray(other, dtype=np.float64))
-    result = _core.where(_wrap(np.asarray(sign_array)), -magnitude, magnitude)
-    if isinstance(other, _core.TensorBase) and other.requires_grad and _core.is_grad_enabled():
-        # PyTorch's gradient for other is zeros (not none): keep other in the graph through a
-        # where that never selects it (the value is result's, bit for bit)
-        never = _wrap(np.zeros(result._array.shape, dtype=bool))
-        result = _core.where(never, other, result)
+    x = input.to(_floating_result_type(input, other))
+    if not isinstance(other, _core.TensorBase):
+        other = _wrap(np.asarray(other, dtype=np.float64))
+    result = _Copysign.apply(x, other)
     return result if out is None else out.copy_(result)
 
 

@@ -149,3 +149,50 @@ def test_write_into_a_saved_result(op, torch):
     else:
         assert got is not None, "tapegrad raised where PyTorch runs"
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# -- which first gradients require grad (create_graph; 63007556, 60622975) -------------------------
+# PyTorch's copysign gives `other` a constant zeros gradient: tapegrad kept other in the graph with
+# a where whose backward tied the first gradient to the upstream one, so a second derivative
+# existed where PyTorch's is none.  PyTorch's prelu gradients are one node of (grad, x, weight):
+# both require grad when any does; tapegrad's lacked x (weight's) or weight (x's).
+
+def _first_grads(L, op, wrt):
+    x = L.tensor([0.3, -0.7, 1.2, -0.2, 0.0], dtype=L.float64, requires_grad="x" in wrt)
+    a = L.tensor([-0.4], dtype=L.float64, requires_grad="a" in wrt)
+    y = op(L, x, a)
+    inputs = [t for t in (x, a) if t.requires_grad]
+    return L.autograd.grad((y * L.arange(5.0, dtype=L.float64)).sum(), inputs, create_graph=True,
+                           allow_unused=True)
+
+
+FIRST_GRAD_OPS = {
+    "copysign(x, a)": lambda L, x, a: L.copysign(x, a),
+    "copysign(a, x)": lambda L, x, a: L.copysign(a, x),
+    "copysign(l1 chain)": lambda L, x, a: L.nn.functional.l1_loss(
+        L.copysign(L.tensor([1, -2, 3, 0, 5]), x), L.zeros(5, dtype=L.float64), reduction="none"),
+    "prelu": lambda L, x, a: L.nn.functional.prelu(x, a),
+}
+
+
+@pytest.mark.parametrize("op", list(FIRST_GRAD_OPS))
+@pytest.mark.parametrize("wrt", ["x", "a", "xa"])
+def test_first_gradients_require_grad_as_torch(op, wrt, torch):
+    if op == "copysign(l1 chain)" and wrt == "a":
+        wrt = "xa"                  # (that loss does not depend on a alone)
+    want = _first_grads(torch, FIRST_GRAD_OPS[op], wrt)
+    got = _first_grads(tg, FIRST_GRAD_OPS[op], wrt)
+    for g, w in zip(got, want):
+        assert (g is None) == (w is None)
+        if w is not None:
+            np.testing.assert_array_equal(g.detach().numpy(), w.detach().numpy())
+            assert g.requires_grad == w.requires_grad
+
+
+def test_copysign_gradient_at_infinity_is_torch_s(torch):
+    # PyTorch's self gradient is grad * result / self: NaN at +-inf (abs's sign gave +-1)
+    def grads(L):
+        x = L.tensor([float("inf"), -float("inf"), 0.0, -2.0], requires_grad=True)
+        L.copysign(x, L.tensor([-1.0, 1.0, -1.0, -0.0])).sum().backward()
+        return x.grad.numpy()
+    np.testing.assert_array_equal(grads(tg), grads(torch))
