@@ -196,3 +196,60 @@ def test_copysign_gradient_at_infinity_is_torch_s(torch):
         L.copysign(x, L.tensor([-1.0, 1.0, -1.0, -0.0])).sum().backward()
         return x.grad.numpy()
     np.testing.assert_array_equal(grads(tg), grads(torch))
+
+
+# -- triangular solves by substitution (60624567, silent) ------------------------------------------
+# solve_triangular solved with numpy's LU (partial pivoting); a random triangle is exponentially
+# ill-conditioned, and the pivoted LU of a lower triangle (the forward of a lower solve, the
+# backward of an upper one) lost every digit where PyTorch's trsm keeps them (a 1031 x 1031 upper
+# solve: B's gradient 1e16 instead of 1e32).  cholesky_solve solved with L L^T itself (the
+# condition squared): it is two triangular solves now, as PyTorch's potrs.
+
+def _ill_conditioned_triangle(n=200, seed=3):
+    rng = np.random.default_rng(seed)
+    return np.tril(rng.standard_normal((n, n))) * 0.3 + 0.5 * np.eye(n), rng.standard_normal((n, 3))
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("left", [True, False])
+def test_solve_triangular_of_an_ill_conditioned_triangle(upper, left, torch):
+    a, b = _ill_conditioned_triangle()
+    a = a.T.copy() if upper else a
+    b = b if left else b.T.copy()
+
+    def run(L):
+        A, B = L.tensor(a, requires_grad=True), L.tensor(b, requires_grad=True)
+        X = L.linalg.solve_triangular(A, B, upper=upper, left=left)
+        (X * L.tensor(np.cos(np.arange(X.numel())).reshape(X.shape))).sum().backward()
+        return X.detach().numpy(), B.grad.numpy()
+    for got, want in zip(run(tg), run(torch)):
+        assert np.abs(got - want).max() <= 1e-10 * np.abs(want).max()
+
+
+def test_cholesky_solve_of_an_ill_conditioned_factor(torch):
+    a, b = _ill_conditioned_triangle()
+    got = tg.cholesky_solve(tg.tensor(b), tg.tensor(a)).numpy()
+    want = torch.cholesky_solve(torch.tensor(b), torch.tensor(a)).numpy()
+    assert np.abs(got - want).max() <= 1e-10 * np.abs(want).max()
+
+
+def test_solve_triangular_checks_as_torch(torch):
+    cases = [((3, 3), (3, 2), False, "float32", "float32"), ((3,), (3, 2), True, "float32", "float32"),
+             ((3, 3), (3,), True, "float32", "float32"), ((2, 3), (2, 2), True, "float32", "float32"),
+             ((3, 3), (2, 3), True, "float32", "float32"), ((3, 3), (3, 2), True, "int64", "int64")]
+    for a, b, left, da, db in cases:
+        errors = []
+        for L in (torch, tg):
+            with pytest.raises(Exception) as e:
+                L.linalg.solve_triangular(L.ones(a, dtype=getattr(L, da)), L.ones(b, dtype=getattr(L, db)),
+                                          upper=True, left=left)
+            errors.append((type(e.value), str(e.value)))
+        assert errors[0] == errors[1]
+    for da, db in (("float32", "float64"), ("float64", "float32")):
+        got = tg.linalg.solve_triangular(tg.eye(3, dtype=getattr(tg, da)), tg.ones(3, 2, dtype=getattr(tg, db)), upper=True)
+        want = torch.linalg.solve_triangular(torch.eye(3, dtype=getattr(torch, da)), torch.ones(3, 2, dtype=getattr(torch, db)), upper=True)
+        assert str(got.dtype) == str(want.dtype)
+    # a zero on the diagonal: inf / NaN, no error
+    got = tg.linalg.solve_triangular(tg.tensor([[1.0, 2.0], [0.0, 0.0]]), tg.ones(2, 1), upper=True)
+    want = torch.linalg.solve_triangular(torch.tensor([[1.0, 2.0], [0.0, 0.0]]), torch.ones(2, 1), upper=True)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
