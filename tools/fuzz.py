@@ -1598,6 +1598,9 @@ def _how_bits_differ(a, b):
             or a[1].dtype.kind != "f":
         return "structure"
     x, y = a[1].astype(np.float64), b[1].astype(np.float64)
+    if np.array_equal(x, y, equal_nan=True) and np.array_equal(np.signbit(x[~np.isnan(x)]),
+                                                               np.signbit(y[~np.isnan(y)])):
+        return "only the bits of NaNs differ"       # (their sign or payload)
     nan_same = bool(np.array_equal(np.isnan(x), np.isnan(y)))
     ok = ~(np.isnan(x) | np.isnan(y))
     with np.errstate(invalid="ignore", over="ignore"):
@@ -1669,6 +1672,9 @@ KNOWN = [
     # PyTorch's own complex32 kernels are few (NotImplementedError for exp, polar; seeds
     # 60620125, 60622171, 60622970)
     ("*", r"tapegrad has no complex32 \(chalf\) tensors"),
+    # degenerate: compiled and eager NaNs with other sign or payload bits (a NaN's sign is no
+    # value PyTorch promises either: 60626895, amin's gradient of a NaN row)
+    ("compile", r"\(only the bits of NaNs differ\)"),
     # deliberate (README): fill_/zero_ directly on a view of a tensor that requires grad
     ("spurious-error", "in-place operations on a view of a tensor that requires grad are not "
                        "supported"),
