@@ -92,8 +92,8 @@ def mode(input, dim=-1, keepdim=False):
     picked = np.array([_mode_index(r) for r in rows], dtype=np.int64).reshape(moved.shape[:-1])
     index = _wrap(np.expand_dims(picked, axis))
     values = input.gather(axis, index)
-    if not keepdim:
-        values, index = values.squeeze(axis), index.squeeze(axis)
+    if not keepdim:         # (in place: PyTorch's values are no view, as median's)
+        values, index = values.squeeze_(axis), index.squeeze_(axis)
     return _core.return_types.mode((values, index))
 
 

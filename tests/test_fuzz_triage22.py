@@ -253,3 +253,39 @@ def test_solve_triangular_checks_as_torch(torch):
     got = tg.linalg.solve_triangular(tg.tensor([[1.0, 2.0], [0.0, 0.0]]), tg.ones(2, 1), upper=True)
     want = torch.linalg.solve_triangular(torch.tensor([[1.0, 2.0], [0.0, 0.0]]), torch.ones(2, 1), upper=True)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# -- results that are no views (63009249) ----------------------------------------------------------
+# PyTorch's quantile, median / nanmedian / mode / kthvalue along a dim and roll without dims return
+# tensors that are not views (they squeeze in place or copy); tapegrad's were views of an
+# intermediate, so an in-place write with grad mode on into one taken under no_grad raised "A view
+# was created in no_grad mode" where PyTorch runs.
+
+NOT_VIEWS = {
+    "quantile keepdim": lambda L, v: L.quantile(v, 0.5, dim=1, keepdim=True, interpolation="midpoint"),
+    "quantile q tensor": lambda L, v: L.quantile(v, L.tensor([0.25, 0.5], dtype=L.float64), dim=1),
+    "quantile all": lambda L, v: L.quantile(v, 0.5),
+    "nanquantile": lambda L, v: L.nanquantile(v, 0.5, dim=0),
+    "median dim": lambda L, v: L.median(v, 1)[0],
+    "nanmedian dim": lambda L, v: L.nanmedian(v, 1)[0],
+    "mode": lambda L, v: L.mode(v, 1)[0],
+    "kthvalue": lambda L, v: L.kthvalue(v, 2, 1)[0],
+    "roll flat": lambda L, v: v.roll(1),
+}
+
+
+@pytest.mark.parametrize("op", list(NOT_VIEWS))
+def test_results_that_are_no_views(op, torch):
+    def run(L):
+        v = (L.arange(12.0, dtype=L.float64).reshape(3, 4) * 0.3 - 1.0).requires_grad_()
+        floor = v.floor()
+        with L.no_grad():
+            r = NOT_VIEWS[op](L, floor)
+        w = L.tensor(0.5, dtype=L.float64, requires_grad=True)
+        r.mul_(w)
+        r.sum().backward()
+        return r._base is not None, r.detach().numpy(), w.grad.numpy()
+    got, want = run(tg), run(torch)
+    assert got[0] == want[0]
+    np.testing.assert_allclose(got[1], want[1])
+    np.testing.assert_allclose(got[2], want[2])
