@@ -200,26 +200,29 @@ class _Logit(_Function):
 
 class _Copysign(_Function):
     """|x| with the sign bit of other (broadcast).  PyTorch's gradients: grad * result / x (0
-    where x is 0), from the saved x and result, and for other a constant zeros tensor: it
+    where x is 0: +-1, NaN at +-inf and NaN), and for other a constant zeros tensor: it
     requires no grad, so a second derivative does not reach other's side (fuzz 63007556: a
-    where that kept other in the graph made the first gradient depend on the upstream one)."""
+    where that kept other in the graph made the first gradient depend on the upstream one).
+    result / x is formed from x and other's sign bits, not from the result tensor, which
+    copysign_ writes into its input (a later no_grad write there must not change it; 63011679)."""
 
     @staticmethod
     def forward(ctx, x, other):
         magnitude = np.abs(x._array)
-        result = _wrap(np.where(np.signbit(other._array), -magnitude, magnitude)
-                       .astype(magnitude.dtype, copy=False))
-        ctx.save_for_backward(x, result)
+        negative = np.signbit(other._array)
+        ctx.save_for_backward(x)
+        ctx.negative = negative
         ctx.other_shape = tuple(other.shape)
-        return result
+        return _wrap(np.where(negative, -magnitude, magnitude).astype(magnitude.dtype, copy=False))
 
     @staticmethod
     def backward(ctx, grad):
-        x, result = ctx.saved_tensors
+        x, = ctx.saved_tensors
         grad_x = grad_other = None
         if ctx.needs_input_grad[0]:
             from ._scatter_functions import _sum_to
-            ratio = _core.where(x == 0, 0.0, result / x)
+            flip = _wrap(np.where(ctx.negative, -1.0, 1.0).astype(x._array.dtype))
+            ratio = _core.where(x == 0, 0.0, _core.where(x.isinf(), float("nan"), x.sign() * flip))
             grad_x = _sum_to(grad * ratio, x.shape)
         if ctx.needs_input_grad[1]:
             from .creation import zeros

@@ -289,3 +289,18 @@ def test_results_that_are_no_views(op, torch):
     assert got[0] == want[0]
     np.testing.assert_allclose(got[1], want[1])
     np.testing.assert_allclose(got[2], want[2])
+
+
+def test_copysign_in_place_then_a_no_grad_write(torch):
+    # 63011679 (silent, from the copysign Function above while it read its saved result):
+    # copysign_ writes the result into its input, abs_ under no_grad rewrites it; PyTorch's
+    # gradient (and finite differences) keep the sign copysign gave
+    def run(L):
+        v0 = L.tensor([[1.62, -0.07], [0.51, 0.19]], requires_grad=True)
+        v2 = v0 ** 2
+        v2.copysign_(L.tensor([-0.0, -0.86]))
+        with L.no_grad():
+            v2.abs_()
+        (v2 * L.tensor([[1.0, -2.0], [3.0, 0.5]])).sum().backward()
+        return v0.grad.numpy()
+    np.testing.assert_allclose(run(tg), run(torch), rtol=1e-6)
