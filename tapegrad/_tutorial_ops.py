@@ -293,6 +293,9 @@ def copysign(input, other, *, out=None):
     if not isinstance(other, _core.TensorBase):
         other = _wrap(np.asarray(other, dtype=np.float64))
     result = _Copysign.apply(x, other)
+    # PyTorch's node saves the result (its formula reads it): a write into it makes backward
+    # raise; the gradient here is computed without it
+    _core._guard_saved_version(result, result)
     return result if out is None else out.copy_(result)
 
 

@@ -291,16 +291,24 @@ def test_results_that_are_no_views(op, torch):
     np.testing.assert_allclose(got[2], want[2])
 
 
-def test_copysign_in_place_then_a_no_grad_write(torch):
+def test_copysign_then_a_no_grad_write(torch):
     # 63011679 (silent, from the copysign Function above while it read its saved result):
-    # copysign_ writes the result into its input, abs_ under no_grad rewrites it; PyTorch's
-    # gradient (and finite differences) keep the sign copysign gave
-    def run(L):
+    # copysign_ writes the result into its input, abs_ under no_grad rewrites it; PyTorch raises
+    # the in-place error (its node saves the result), and with the saved values kept
+    # (allow_mutation_on_saved_tensors) its gradient keeps the sign copysign gave, as finite
+    # differences.  tapegrad raises for copysign's result, and copysign_ gives that gradient.
+    def run(L, inplace):
         v0 = L.tensor([[1.62, -0.07], [0.51, 0.19]], requires_grad=True)
         v2 = v0 ** 2
-        v2.copysign_(L.tensor([-0.0, -0.86]))
+        other = L.tensor([-0.0, -0.86])
+        v2 = v2.copysign_(other) if inplace else L.copysign(v2, other)
         with L.no_grad():
             v2.abs_()
         (v2 * L.tensor([[1.0, -2.0], [3.0, 0.5]])).sum().backward()
         return v0.grad.numpy()
-    np.testing.assert_allclose(run(tg), run(torch), rtol=1e-6)
+    for L in (torch, tg):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run(L, inplace=False)
+    with torch.autograd.graph.allow_mutation_on_saved_tensors():
+        want = run(torch, inplace=True)
+    np.testing.assert_allclose(run(tg, inplace=True), want, rtol=1e-6)
