@@ -312,3 +312,23 @@ def test_copysign_then_a_no_grad_write(torch):
     with torch.autograd.graph.allow_mutation_on_saved_tensors():
         want = run(torch, inplace=True)
     np.testing.assert_allclose(run(tg, inplace=True), want, rtol=1e-6)
+
+
+# -- multi_margin_loss leaves NaN terms out (63015582) ---------------------------------------------
+# PyTorch's kernel adds max(0, margin - x[y] + x[j]) only where it is > 0, so a NaN input gives no
+# term (a NaN target score: a zero loss); tapegrad's relu kept the NaN.
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_multi_margin_loss_with_nan_inputs(p, torch):
+    x = np.array([[0.1, np.nan, -0.3, 0.8, 0.2], [0.3, 0.2, 0.1, -0.4, 0.0],
+                  [0.1, 0.2, np.nan, 0.1, 0.5]])
+
+    def run(L):
+        xx = L.tensor(x, requires_grad=True)
+        loss = L.nn.functional.multi_margin_loss(xx, L.tensor([3, 1, 2]), p=p,
+                                                 weight=L.tensor(np.arange(1.0, 6.0)),
+                                                 reduction="none")
+        loss.sum().backward()
+        return loss.detach().numpy(), xx.grad.numpy()
+    for got, want in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
