@@ -459,7 +459,13 @@ def unfold(self, dimension: int, size: int, step: int):
     strides = self.stride()
     shape = tuple(self.shape[:dim]) + (windows,) + tuple(self.shape[dim + 1:]) + (size,)
     stride = strides[:dim] + (strides[dim] * step,) + strides[dim + 1:] + (strides[dim],)
-    return strided(self, shape, stride, self.storage_offset(), unfold=True)
+    # each window element's index in self, from the indices (not from storage positions, which
+    # an expanded self shares between elements; fuzz 60621067, 60622377)
+    index = list(np.indices(shape, sparse=True))
+    position = index.pop()                      # (the new last dim: the place in the window)
+    index[dim] = index[dim] * step + position
+    key = tuple(np.broadcast_to(i, shape).astype(np.int64) for i in index)
+    return strided(self, shape, stride, self.storage_offset(), unfold=True, key=key)
 
 
 # -- unique_consecutive --------------------------------------------------------------------------

@@ -332,3 +332,29 @@ def test_multi_margin_loss_with_nan_inputs(p, torch):
         return loss.detach().numpy(), xx.grad.numpy()
     for got, want in zip(run(tg), run(torch)):
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# -- unfold of an expanded tensor (60621067, 60622377) ---------------------------------------------
+# unfold found each window element's input element from its storage position, which an expanded
+# input shares between elements: it refused (NotImplementedError) where PyTorch runs.
+
+UNFOLD_EXPANDED = {
+    "expand": lambda x: x.expand(2, 3).unfold(-1, 2, 1),
+    "expanded column, transposed": lambda x: x.reshape(3, 1).expand(3, 4).t().unfold(-1, 2, 1),
+    "unfold of an unfold": lambda x: x[None].expand(2, 3).unfold(1, 2, 1).unfold(1, 1, 1),
+    "unfold_copy": lambda x: x.expand(2, 3).unfold(1, 2, 1).clone(),
+}
+
+
+@pytest.mark.parametrize("case", list(UNFOLD_EXPANDED))
+def test_unfold_of_an_expanded_tensor(case, torch):
+    def run(L):
+        x = L.tensor([1.0, 2.0, 3.0], dtype=L.float64, requires_grad=True)
+        u = UNFOLD_EXPANDED[case](x)
+        (u * L.arange(float(u.numel()), dtype=L.float64).reshape(u.shape)).sum().backward()
+        return u.detach().numpy(), x.grad.numpy()
+    for got, want in zip(run(tg), run(torch)):
+        np.testing.assert_array_equal(got, want)
+    e = tg.ones(3).expand(2, 3)
+    np.testing.assert_array_equal(tg.unfold_copy(e, 1, 2, 1).numpy(),
+                                  torch.unfold_copy(torch.ones(3).expand(2, 3), 1, 2, 1).numpy())
