@@ -39,7 +39,8 @@ multigammaln = mvlgamma     # (input, p): the log of the multivariate gamma func
 
 
 class _Entr(Function):
-    """-x log x (0 at 0, -inf below); gradient -(log x + 1): +inf at 0, nan below, as PyTorch."""
+    """-x log x (0 at 0, -inf below, NaN at NaN: fuzz 60620763); gradient -(log x + 1): +inf at
+    0, nan below, as PyTorch."""
 
     @staticmethod
     def forward(ctx, x):
@@ -47,7 +48,7 @@ class _Entr(Function):
         arr = x._array
         with np.errstate(divide="ignore", invalid="ignore"):
             values = np.where(arr > 0, -arr * np.log(np.where(arr > 0, arr, 1)),
-                              np.where(arr == 0, 0.0, -np.inf))
+                              np.where(arr == 0, 0.0, np.where(np.isnan(arr), arr, -np.inf)))
         return _wrap(values.astype(arr.dtype))
 
     @staticmethod

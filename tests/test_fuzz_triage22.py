@@ -358,3 +358,12 @@ def test_unfold_of_an_expanded_tensor(case, torch):
     e = tg.ones(3).expand(2, 3)
     np.testing.assert_array_equal(tg.unfold_copy(e, 1, 2, 1).numpy(),
                                   torch.unfold_copy(torch.ones(3).expand(2, 3), 1, 2, 1).numpy())
+
+
+def test_entr_of_nan_is_nan(torch):
+    # 60620763, 63012195, 63019691, 63019830: entr(NaN) was -inf (the "below 0" branch)
+    vals = [float("-inf"), -1.0, -0.0, 0.0, 1e-30, 0.5, float("inf"), float("nan")]
+    for dt in ("float32", "float64"):
+        got = tg.special.entr(tg.tensor(vals, dtype=getattr(tg, dt))).numpy()
+        want = torch.special.entr(torch.tensor(vals, dtype=getattr(torch, dt))).numpy()
+        np.testing.assert_array_equal(got, want)
