@@ -249,10 +249,39 @@ def hypot(input, other, *, out=None):
     if not dtype.is_floating_point:
         raise NotImplementedError(f'"hypot_cpu" not implemented for '
                                   f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
-    # (squared in the promoted dtype: a float16 operand of a float64 one is not rounded first)
+    # (in the promoted dtype: a float16 operand of a float64 one is not rounded first)
     input, other = input.to(dtype), other.to(dtype)
-    result = (input * input + other * other).sqrt()
+    result = _Hypot.apply(input, other)
     return result if out is None else out.copy_(result)
+
+
+class _Hypot(_Function):
+    """C's hypot, as PyTorch's kernel: no overflow of the squares (float32 3e19 and 4e19 give
+    5e19, not inf) and an infinite operand gives inf even beside a NaN (the composite
+    sqrt(x^2 + y^2) gave inf and NaN there; fuzz 63016766).  Gradients x / h and y / h, h
+    recomputed from x and y (hypot_ writes the result into x)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return _wrap(np.hypot(x._array, y._array))
+
+    @staticmethod
+    def backward(ctx, grad):
+        from ._scatter_functions import _sum_to
+        x, y = ctx.saved_tensors
+        h = _Hypot.apply(x, y)
+        grad_x = _sum_to(grad * x / h, x.shape) if ctx.needs_input_grad[0] else None
+        grad_y = _sum_to(grad * y / h, y.shape) if ctx.needs_input_grad[1] else None
+        return grad_x, grad_y
+
+
+def _name_hypot_backward():
+    from ._extra_functions import _torch_grad_fn_name
+    _torch_grad_fn_name(_Hypot, "HypotBackward0")
+
+
+_name_hypot_backward()
 
 
 def rad2deg(input, *, out=None):

@@ -367,3 +367,32 @@ def test_entr_of_nan_is_nan(torch):
         got = tg.special.entr(tg.tensor(vals, dtype=getattr(tg, dt))).numpy()
         want = torch.special.entr(torch.tensor(vals, dtype=getattr(torch, dt))).numpy()
         np.testing.assert_array_equal(got, want)
+
+
+# -- hypot is C's hypot (63016766; silent overflow) ------------------------------------------------
+# tapegrad composed sqrt(x^2 + y^2): float32 3e19 and 4e19 gave inf (PyTorch 5e19), and an infinite
+# operand beside a NaN gave NaN (PyTorch inf).
+
+def test_hypot_values_and_gradients(torch):
+    a = [float("inf"), float("nan"), float("-inf"), 3.0, float("nan"), 3e19, 0.0, -2.0]
+    b = [float("nan"), float("inf"), float("nan"), 4.0, 1.0, 4e19, 0.0, 1.5]
+    for dt in ("float32", "float64"):
+        def run(L):
+            x = L.tensor(a, dtype=getattr(L, dt), requires_grad=True)
+            y = L.tensor(b, dtype=getattr(L, dt), requires_grad=True)
+            h = L.hypot(x, y)
+            (h * L.arange(8.0).to(h.dtype)).sum().backward()
+            in_place = L.tensor(a, dtype=getattr(L, dt)).hypot_(L.tensor(b, dtype=getattr(L, dt)))
+            return h.detach().numpy(), x.grad.numpy(), y.grad.numpy(), in_place.numpy()
+        for got, want in zip(run(tg), run(torch)):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_hypot_second_derivative(torch):
+    def run(L):
+        x = L.tensor([[3.0], [1.0]], dtype=L.float64, requires_grad=True)
+        y = L.tensor([4.0, 0.5], dtype=L.float64, requires_grad=True)
+        gx, gy = L.autograd.grad(L.hypot(x, y).sum(), [x, y], create_graph=True)
+        return [g.numpy() for g in L.autograd.grad((gx * gx).sum() + gy.sum(), [x, y])]
+    for got, want in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
