@@ -396,3 +396,78 @@ def test_hypot_second_derivative(torch):
         return [g.numpy() for g in L.autograd.grad((gx * gx).sum() + gy.sum(), [x, y])]
     for got, want in zip(run(tg), run(torch)):
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# -- adaptive pools to an empty size refuse backward (60706190, 60708564) --------------------------
+# PyTorch's adaptive pools run forward to an output with an empty non-batch dim, but their backward
+# refuses it (area interpolation to size 0 is one); tapegrad gave zeros.
+
+EMPTY_POOLS = {
+    "avg1d": lambda F, x: F.adaptive_avg_pool1d(x.reshape(2, 4, 3), 0),
+    "avg1d unbatched": lambda F, x: F.adaptive_avg_pool1d(x.reshape(8, 3), 0),
+    "avg2d": lambda F, x: F.adaptive_avg_pool2d(x.reshape(2, 4, 3, 1), (2, 0)),
+    "avg2d unbatched": lambda F, x: F.adaptive_avg_pool2d(x.reshape(8, 3, 1), (0, 1)),
+    "avg3d": lambda F, x: F.adaptive_avg_pool3d(x.reshape(2, 4, 3, 1, 1), (1, 0, 1)),
+    "max1d": lambda F, x: F.adaptive_max_pool1d(x.reshape(2, 4, 3), 0),
+    "max2d indices": lambda F, x: F.adaptive_max_pool2d(x.reshape(2, 4, 3, 1), (0, 1), True)[0],
+    "max3d": lambda F, x: F.adaptive_max_pool3d(x.reshape(2, 4, 3, 1, 1), (0, 1, 1)),
+    "area interpolate": lambda F, x: F.interpolate(x.reshape(2, 12, 1), scale_factor=0.5,
+                                                   mode="area"),
+}
+
+
+@pytest.mark.parametrize("case", list(EMPTY_POOLS))
+def test_adaptive_pool_to_an_empty_size(case, torch):
+    messages = []
+    for L in (torch, tg):
+        x = L.ones(24, dtype=L.float64, requires_grad=True)
+        y = EMPTY_POOLS[case](L.nn.functional, x)
+        assert y.requires_grad
+        with pytest.raises(RuntimeError) as e:
+            y.sum().backward()
+        messages.append((tuple(y.shape), str(e.value)))
+    assert messages[0] == messages[1]
+
+
+def test_adaptive_pool_to_an_empty_batch_differentiates(torch):
+    for L in (torch, tg):
+        x = L.ones(0, 4, 3, 3, requires_grad=True)
+        L.nn.functional.adaptive_avg_pool2d(x, (2, 2)).sum().backward()
+        assert tuple(x.grad.shape) == (0, 4, 3, 3)
+
+
+# -- fmod / remainder save their operands only for the divisor's gradient (60624546) ---------------
+# PyTorch's Fmod/RemainderBackward1 read self and other only for other's gradient; tapegrad saved
+# them always, so a write into the dividend after the op refused a backward PyTorch runs.
+
+@pytest.mark.parametrize("op", ["fmod", "remainder"])
+@pytest.mark.parametrize("other_requires_grad", [False, True])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_fmod_write_into_the_dividend(op, other_requires_grad, create_graph, torch):
+    def run(L):
+        x = L.tensor([1.5, -2.5], dtype=L.float64, requires_grad=True)
+        dividend = x * 2
+        other = L.tensor([1.2, 0.7], dtype=L.float64, requires_grad=other_requires_grad)
+        y = getattr(L, op)(dividend, other)
+        with L.no_grad():
+            dividend.mul_(3)
+        try:
+            (g,) = L.autograd.grad((y * L.tensor([1.0, -2.0], dtype=L.float64)).sum(), [x],
+                                   create_graph=create_graph)
+        except RuntimeError as e:
+            assert "modified by an inplace operation" in str(e)
+            return None
+        return g.detach().numpy()
+    got, want = run(tg), run(torch)
+    assert (got is None) == (want is None)
+    if want is not None:
+        np.testing.assert_array_equal(got, want)
+    # the scalar divisor: never saved
+    for L in (torch, tg):
+        x = L.tensor([1.5, -2.5], requires_grad=True)
+        d = x * 2
+        y = getattr(L, op)(d, 0.7)
+        with L.no_grad():
+            d.mul_(3)
+        y.sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
