@@ -1467,7 +1467,11 @@ def compare_runs(prog, t, g):
     # a float16 step rounds what follows it to 11 bits: its gradients, in any dtype, too
     half = any("half()" in s.code or "float16" in s.code for s in prog.steps)
     for i, (step, a, b) in enumerate(zip(prog.steps, t.steps, g.steps)):
-        label = f"step {i} `{step.source()[:120]}`"
+        # the statement first (the known-difference patterns read it), then what it runs in
+        where = " ".join(w for w in ("(no_grad)" if step.nograd else "",
+                                     f"(in {step.ctx})" if step.ctx else "") if w)
+        statement = step.code if step.stmt else f"{step.out} = {step.code}"
+        label = f"step {i} `{statement[:120]}`" + (f" {where[:80]}" if where else "")
         if a[0] == "err" or b[0] == "err":
             if a[0] != b[0]:
                 out.append(("missing-error" if a[0] == "err" else "spurious-error",
