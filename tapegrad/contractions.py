@@ -235,9 +235,9 @@ def _take_diagonals(t, labels):
             return t, labels
         i, j = repeat
         others = [k for k in range(len(labels)) if k not in (i, j)]
-        n = t.shape[i]
-        t = t.permute(*others, i, j).reshape(*[t.shape[k] for k in others], n * n)
-        t = t.index_select(t.dim() - 1, _index(np.arange(0, n * n, n + 1)))
+        # a view, as PyTorch's (diagonal moves the collapsed dim last): einsum('ii->i', x) under
+        # no_grad is a view of x that requires grad there (fuzz 60717960, 60719931)
+        t = t.diagonal(0, i, j)
         labels = [labels[k] for k in others] + [labels[i]]
 
 

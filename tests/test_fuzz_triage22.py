@@ -471,3 +471,16 @@ def test_fmod_write_into_the_dividend(op, other_requires_grad, create_graph, tor
             d.mul_(3)
         y.sum().backward()
         np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+
+
+def test_einsum_diagonal_is_a_view(torch):
+    # 60717960, 60719931: einsum's repeated subscript took the diagonal with index_select (a
+    # copy): under no_grad PyTorch's result is a view of the input that requires grad
+    for L in (torch, tg):
+        x = L.arange(4.0).reshape(2, 2).requires_grad_()
+        with L.no_grad():
+            d = L.einsum("dd->d", x)
+        assert d.requires_grad and d._base is not None
+    got = tg.einsum("iji->ij", tg.arange(8.0).reshape(2, 2, 2)).numpy()
+    want = torch.einsum("iji->ij", torch.arange(8.0).reshape(2, 2, 2)).numpy()
+    np.testing.assert_array_equal(got, want)
