@@ -477,7 +477,7 @@ def test_einsum_diagonal_is_a_view(torch):
     # 60717960, 60719931: einsum's repeated subscript took the diagonal with index_select (a
     # copy): under no_grad PyTorch's result is a view of the input that requires grad
     for L in (torch, tg):
-        x = L.arange(4.0).reshape(2, 2).requires_grad_()
+        x = L.tensor([[0.0, 1.0], [2.0, 3.0]], requires_grad=True)
         with L.no_grad():
             d = L.einsum("dd->d", x)
         assert d.requires_grad and d._base is not None
