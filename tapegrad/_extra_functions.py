@@ -76,17 +76,20 @@ class _UnaryFloat(Function):
     _log_values) and whose gradient `derivative(x, y)` is made of recorded ops."""
 
     ufunc = None
+    # whether PyTorch's node saves the result (its formula reads it: a write into the result
+    # then makes backward raise); asinh, acosh and atanh save only x (fuzz 60623752's siblings)
+    saves_result = True
 
     @classmethod
     def forward(cls, ctx, x):
         y = _wrap(_log_values(cls.ufunc, x._array))
-        ctx.save_for_backward(x, y)
+        ctx.save_for_backward(x, y) if cls.saves_result else ctx.save_for_backward(x)
         return y
 
     @classmethod
     def backward(cls, ctx, grad):
-        x, y = ctx.saved_tensors
-        return grad * cls.derivative(x, y)
+        saved = ctx.saved_tensors
+        return grad * cls.derivative(saved[0], saved[1] if cls.saves_result else None)
 
 
 class Tan(_UnaryFloat):
@@ -98,6 +101,7 @@ class Tan(_UnaryFloat):
 
 
 class Asinh(_UnaryFloat):
+    saves_result = False
     ufunc = np.arcsinh
 
     @staticmethod
@@ -106,6 +110,7 @@ class Asinh(_UnaryFloat):
 
 
 class Acosh(_UnaryFloat):
+    saves_result = False
     ufunc = np.arccosh
 
     @staticmethod
@@ -114,6 +119,7 @@ class Acosh(_UnaryFloat):
 
 
 class Atanh(_UnaryFloat):
+    saves_result = False
     ufunc = np.arctanh
 
     @staticmethod

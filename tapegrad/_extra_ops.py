@@ -1124,7 +1124,10 @@ def sgn(input):
     if input._array.dtype.kind == "c":
         from . import _complex
         return _complex.dispatch("sgn", input)
-    return input.sign()
+    result = input.sign()
+    # PyTorch's SgnBackward0 saves the result: a write into it makes backward raise
+    _core._guard_saved_version(result, result)
+    return result
 
 
 def signbit(input):
@@ -1495,7 +1498,8 @@ def roll(input, shifts, dims=None):
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         if input.ndim == 0:
             return input.clone()
-        return roll(input.flatten(), shifts, 0).reshape(input.shape)
+        # (a copy, not a view of the flat roll: PyTorch's result is no view)
+        return roll(input.flatten(), shifts, 0).reshape(input.shape).clone()
     dims = [dims] if isinstance(dims, (int, np.integer)) or _one_int_tensor(dims) else list(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "

@@ -630,7 +630,9 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
             raise RuntimeError(f"{name} must be a 3D tensor")
     from .contractions import _scaled_sum
     product = _core.bmm(batch1, batch2).sum(0)
-    return _out(_scaled_sum(input, product, beta, alpha, drop_zero_alpha=True), out)
+    empty = batch1.shape[0] == 0 or batch1.shape[2] == 0
+    return _out(_scaled_sum(input, product, beta, alpha, drop_zero_alpha=True, empty_sum=empty),
+                out)
 
 
 def chain_matmul(*matrices, out=None):
@@ -709,12 +711,16 @@ class _CholeskySolve(Function):
 
     @staticmethod
     def forward(ctx, b, factor, upper):
+        from .linalg import _substitute
         lower = _cholesky_factor(factor, upper)
-        A = lower @ np.swapaxes(lower, -1, -2)
-        shape = np.broadcast_shapes(A.shape[:-2], b._array.shape[:-2])
-        A = np.broadcast_to(A, shape + A.shape[-2:])
+        shape = np.broadcast_shapes(lower.shape[:-2], b._array.shape[:-2])
+        lower = np.broadcast_to(lower, shape + lower.shape[-2:])
         B = np.broadcast_to(b._array, shape + b._array.shape[-2:])
-        result = _wrap(np.linalg.solve(A, B).astype(np.result_type(b._array, factor._array)))
+        # two triangular solves, L Y = B then L^T X = Y, as PyTorch's potrs: solving with the
+        # product L L^T squared the factor's condition number (fuzz 60624567's sibling)
+        Y = _substitute(lower, B, upper=False)
+        X = _substitute(np.swapaxes(lower, -1, -2), Y, upper=True)
+        result = _wrap(X.astype(np.result_type(b._array, factor._array)))
         ctx.save_for_backward(factor, result)
         ctx.upper = upper
         ctx.b_shape = tuple(b.shape)

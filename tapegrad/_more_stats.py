@@ -85,7 +85,9 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
     values = values_at(input, d, position)
     indices = _index_tensor(position)
     if not keepdim:
-        values, indices = values.squeeze(d), indices.squeeze(d)
+        # (in place, as PyTorch: its values are no view, so an in-place write into the result
+        # of a no_grad call is allowed; fuzz 63009249's siblings)
+        values, indices = values.squeeze_(d), indices.squeeze_(d)
     return result_type((values, indices))
 
 
@@ -127,7 +129,9 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     position = np.take(order, [k - 1], axis=d)
     values, indices = values_at(input, d, position), _index_tensor(position)
     if not keepdim:
-        values, indices = values.squeeze(d), indices.squeeze(d)
+        # (in place, as PyTorch: its values are no view, so an in-place write into the result
+        # of a no_grad call is allowed; fuzz 63009249's siblings)
+        values, indices = values.squeeze_(d), indices.squeeze_(d)
     return result_type((values, indices))
 
 
@@ -210,7 +214,10 @@ def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, out,
     result = result.movedim(-1, 0)
     if keepdim:
         result = result.reshape(result.shape[0], *kept_shape)
-    return result[0] if qs.ndim == 0 else result
+    result = result[0] if qs.ndim == 0 else result
+    # PyTorch's result is no view (it squeezes in place): an in-place write into a quantile
+    # taken under no_grad is allowed there (fuzz 63009249), refused into a view here
+    return result.clone() if result._base is not None else result
 
 
 @_numpy_dim_names

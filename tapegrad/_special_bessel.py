@@ -581,16 +581,20 @@ def _polynomial_values(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 # -- autograd Functions (the differentiable ones) -------------------------------------------------
 
-def _differentiable(name: str, values, derivative, grad_fn: str, doc: str):
+def _differentiable(name: str, values, derivative, grad_fn: str, doc: str,
+                    saves_result=True):
     """The autograd Function of a differentiable unary special function: forward `values`
     (ndarray -> ndarray), backward grad * derivative(x), written with these Functions (so the
-    derivatives are differentiable in turn, as PyTorch's)."""
+    derivatives are differentiable in turn, as PyTorch's).  `saves_result`: PyTorch's node saves
+    the result too (its formula reads it), so a write into the result makes backward raise
+    the in-place error there (fuzz 60623752); the derivative here is computed from x alone."""
     def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _wrap(values(x._array))
+        result = _wrap(values(x._array))
+        ctx.save_for_backward(x, result) if saves_result else ctx.save_for_backward(x)
+        return result
 
     def backward(ctx, grad):
-        x, = ctx.saved_tensors
+        x = ctx.saved_tensors[0]
         return grad * derivative(x)
     op = type(name, (Function,), {"forward": staticmethod(forward),
                                   "backward": staticmethod(backward), "__doc__": doc,
@@ -641,7 +645,8 @@ def _normal_hazard_values(x: np.ndarray) -> np.ndarray:
 NormalHazard = _differentiable(
     "NormalHazard", _normal_hazard_values,
     lambda x: -NormalHazard.apply(x) * (x + NormalHazard.apply(x)), "SpecialLogNdtrBackward0",
-    "phi(x) / Phi(x), the derivative of log_ndtr; its own derivative is -g (x + g).")
+    "phi(x) / Phi(x), the derivative of log_ndtr; its own derivative is -g (x + g).",
+    saves_result=False)
 LogNdtr = _differentiable(
     "LogNdtr", _log_ndtr_values, NormalHazard.apply, "SpecialLogNdtrBackward0",
     "log Phi(x); derivative phi(x) / Phi(x), accurate in the lower tail where "

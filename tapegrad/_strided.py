@@ -69,8 +69,11 @@ def as_strided(input, size, stride, storage_offset=None):
     return strided(input, size, stride, storage_offset)
 
 
-def strided(input, size, stride, storage_offset=None, unfold: bool = False):
-    """as_strided's view; with `unfold`, recorded under Tensor.unfold's node name."""
+def strided(input, size, stride, storage_offset=None, unfold: bool = False, key=None):
+    """as_strided's view; with `unfold`, recorded under Tensor.unfold's node name.  `key`: the
+    input element of each view element when the caller knows it (unfold's windows), instead of
+    finding it from storage positions (which cannot tell apart the elements of an expanded
+    input, which share memory)."""
     if not isinstance(input, _core.TensorBase):
         raise TypeError(f"as_strided(): argument 'input' (position 1) must be Tensor, not "
                         f"{_type_name(input)}")
@@ -95,7 +98,8 @@ def strided(input, size, stride, storage_offset=None, unfold: bool = False):
     numel = int(np.prod(size, dtype=np.int64))
     itemsize = arr.itemsize
     check_storage_bounds(size, stride, offset, itemsize, storage.size)
-    key = _input_key(arr, own_offset, _positions(size, stride, offset))
+    if key is None:
+        key = _input_key(arr, own_offset, _positions(size, stride, offset))
     out = np.ndarray(tuple(size), arr.dtype, buffer=storage, offset=offset * itemsize if numel
                      else 0,
                      strides=tuple(s * itemsize for s in stride))

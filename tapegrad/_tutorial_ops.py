@@ -92,8 +92,8 @@ def mode(input, dim=-1, keepdim=False):
     picked = np.array([_mode_index(r) for r in rows], dtype=np.int64).reshape(moved.shape[:-1])
     index = _wrap(np.expand_dims(picked, axis))
     values = input.gather(axis, index)
-    if not keepdim:
-        values, index = values.squeeze(axis), index.squeeze(axis)
+    if not keepdim:         # (in place: PyTorch's values are no view, as median's)
+        values, index = values.squeeze_(axis), index.squeeze_(axis)
     return _core.return_types.mode((values, index))
 
 
@@ -198,9 +198,42 @@ class _Logit(_Function):
         return _core.where(inside, grad / (x * (1 - x)), outside), None
 
 
+class _Copysign(_Function):
+    """|x| with the sign bit of other (broadcast).  PyTorch's gradients: grad * result / x (0
+    where x is 0: +-1, NaN at +-inf and NaN), and for other a constant zeros tensor: it
+    requires no grad, so a second derivative does not reach other's side (fuzz 63007556: a
+    where that kept other in the graph made the first gradient depend on the upstream one).
+    result / x is formed from x and other's sign bits, not from the result tensor, which
+    copysign_ writes into its input (a later no_grad write there must not change it; 63011679)."""
+
+    @staticmethod
+    def forward(ctx, x, other):
+        magnitude = np.abs(x._array)
+        negative = np.signbit(other._array)
+        ctx.save_for_backward(x)
+        ctx.negative = negative
+        ctx.other_shape = tuple(other.shape)
+        return _wrap(np.where(negative, -magnitude, magnitude).astype(magnitude.dtype, copy=False))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        grad_x = grad_other = None
+        if ctx.needs_input_grad[0]:
+            from ._scatter_functions import _sum_to
+            flip = _wrap(np.where(ctx.negative, -1.0, 1.0).astype(x._array.dtype))
+            ratio = _core.where(x == 0, 0.0, _core.where(x.isinf(), float("nan"), x.sign() * flip))
+            grad_x = _sum_to(grad * ratio, x.shape)
+        if ctx.needs_input_grad[1]:
+            from .creation import zeros
+            grad_other = zeros(ctx.other_shape, dtype=grad.dtype)
+        return grad_x, grad_other
+
+
 def _name_logit_backward():
     from ._extra_functions import _torch_grad_fn_name
     _torch_grad_fn_name(_Logit, "LogitBackward0")
+    _torch_grad_fn_name(_Copysign, "CopysignBackward0")
 
 
 _name_logit_backward()
@@ -216,10 +249,39 @@ def hypot(input, other, *, out=None):
     if not dtype.is_floating_point:
         raise NotImplementedError(f'"hypot_cpu" not implemented for '
                                   f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
-    # (squared in the promoted dtype: a float16 operand of a float64 one is not rounded first)
+    # (in the promoted dtype: a float16 operand of a float64 one is not rounded first)
     input, other = input.to(dtype), other.to(dtype)
-    result = (input * input + other * other).sqrt()
+    result = _Hypot.apply(input, other)
     return result if out is None else out.copy_(result)
+
+
+class _Hypot(_Function):
+    """C's hypot, as PyTorch's kernel: no overflow of the squares (float32 3e19 and 4e19 give
+    5e19, not inf) and an infinite operand gives inf even beside a NaN (the composite
+    sqrt(x^2 + y^2) gave inf and NaN there; fuzz 63016766).  Gradients x / h and y / h, h
+    recomputed from x and y (hypot_ writes the result into x)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return _wrap(np.hypot(x._array, y._array))
+
+    @staticmethod
+    def backward(ctx, grad):
+        from ._scatter_functions import _sum_to
+        x, y = ctx.saved_tensors
+        h = _Hypot.apply(x, y)
+        grad_x = _sum_to(grad * x / h, x.shape) if ctx.needs_input_grad[0] else None
+        grad_y = _sum_to(grad * y / h, y.shape) if ctx.needs_input_grad[1] else None
+        return grad_x, grad_y
+
+
+def _name_hypot_backward():
+    from ._extra_functions import _torch_grad_fn_name
+    _torch_grad_fn_name(_Hypot, "HypotBackward0")
+
+
+_name_hypot_backward()
 
 
 def rad2deg(input, *, out=None):
@@ -256,15 +318,13 @@ def copysign(input, other, *, out=None):
         "Tensor input, Tensor other, *, Tensor out = None",
         "Tensor input, Number other, *, Tensor out = None"))
     # (the dtype of the two operands promoted, as a binary op: copysign(int, float64) is float64)
-    magnitude = input.to(_floating_result_type(input, other)).abs()
-    sign_array = np.signbit(other._array if isinstance(other, _core.TensorBase)
-                            else np.asarray(other, dtype=np.float64))
-    result = _core.where(_wrap(np.asarray(sign_array)), -magnitude, magnitude)
-    if isinstance(other, _core.TensorBase) and other.requires_grad and _core.is_grad_enabled():
-        # PyTorch's gradient for other is zeros (not none): keep other in the graph through a
-        # where that never selects it (the value is result's, bit for bit)
-        never = _wrap(np.zeros(result._array.shape, dtype=bool))
-        result = _core.where(never, other, result)
+    x = input.to(_floating_result_type(input, other))
+    if not isinstance(other, _core.TensorBase):
+        other = _wrap(np.asarray(other, dtype=np.float64))
+    result = _Copysign.apply(x, other)
+    # PyTorch's node saves the result (its formula reads it): a write into it makes backward
+    # raise; the gradient here is computed without it
+    _core._guard_saved_version(result, result)
     return result if out is None else out.copy_(result)
 
 
@@ -285,7 +345,8 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat @ vec): all three of one dtype, as PyTorch (no promotion)."""
     _check_addmv(input, mat, vec)
     from .contractions import _scaled_sum
-    result = _scaled_sum(input, _core.matmul(mat, vec), beta, alpha, drop_zero_alpha=True)
+    result = _scaled_sum(input, _core.matmul(mat, vec), beta, alpha, drop_zero_alpha=True,
+                         empty_sum=mat.shape[1] == 0)
     return result if out is None else out.copy_(result)
 
 
@@ -427,7 +488,13 @@ def unfold(self, dimension: int, size: int, step: int):
     strides = self.stride()
     shape = tuple(self.shape[:dim]) + (windows,) + tuple(self.shape[dim + 1:]) + (size,)
     stride = strides[:dim] + (strides[dim] * step,) + strides[dim + 1:] + (strides[dim],)
-    return strided(self, shape, stride, self.storage_offset(), unfold=True)
+    # each window element's index in self, from the indices (not from storage positions, which
+    # an expanded self shares between elements; fuzz 60621067, 60622377)
+    index = list(np.indices(shape, sparse=True))
+    position = index.pop()                      # (the new last dim: the place in the window)
+    index[dim] = index[dim] * step + position
+    key = tuple(np.broadcast_to(i, shape).astype(np.int64) for i in index)
+    return strided(self, shape, stride, self.storage_offset(), unfold=True, key=key)
 
 
 # -- unique_consecutive --------------------------------------------------------------------------

@@ -46,11 +46,12 @@ def _expand_error(target, input):
     return None
 
 
-def _zeroed(t):
+def _zeroed(t, zero=0.0):
     """Zeros of t's shape that stay in t's graph (t receives a zero gradient, as PyTorch's
-    input does through a zero beta), with no NaN/inf of t leaking into them (0 * nan)."""
+    input does through a zero beta), with no NaN/inf of t leaking into them (0 * nan).
+    ``zero=-0.0`` gives the zero that adds to any x giving x exactly, signed zeros included."""
     from .creation import from_numpy
-    return t.masked_fill(from_numpy(np.ones((), dtype=bool)), 0.0)
+    return t.masked_fill(from_numpy(np.ones((), dtype=bool)), zero)
 
 
 def kernel_scalar(value, dtype):
@@ -76,19 +77,21 @@ def kernel_scalar(value, dtype):
     return value
 
 
-def _scaled_sum(input, product, beta, alpha, drop_zero_alpha=False):
+def _scaled_sum(input, product, beta, alpha, drop_zero_alpha=False, empty_sum=False):
     """beta * input + alpha * product, beta and alpha read in the product's dtype (see
     kernel_scalar).  A zero beta ignores input's values (as PyTorch: NaN/inf in input do not
     leak) but keeps it in the graph (its gradient is zeros); so does a zero alpha for the
     product when `drop_zero_alpha` (PyTorch's addmm, addmv and addbmm, unlike its baddbmm
-    and addr)."""
+    and addr).  Where the product is dropped so, or is a sum of no terms (`empty_sum`: an
+    inner dimension or addbmm's batch of size 0), PyTorch's result is beta * input itself,
+    -0.0 kept: the dropped product is -0.0, which adds to anything without changing it."""
     error = _expand_error(tuple(product.shape), input)
     if error is not None:
         raise error
     dtype = product._array.dtype
     beta, alpha = kernel_scalar(beta, dtype), kernel_scalar(alpha, dtype)
-    if alpha == 0 and drop_zero_alpha:
-        product = _zeroed(product)
+    if empty_sum or (alpha == 0 and drop_zero_alpha):
+        product = _zeroed(product, -0.0)
     elif alpha != 1:
         product = product * alpha
     if beta == 0:
@@ -116,7 +119,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     for name, m in (("mat1", mat1), ("mat2", mat2)):
         if m.dim() != 2:
             raise RuntimeError(f"{name} must be a matrix, got {m.dim()}-D tensor")
-    return _scaled_sum(input, _mm(mat1, mat2), beta, alpha, drop_zero_alpha=True)
+    return _scaled_sum(input, _mm(mat1, mat2), beta, alpha, drop_zero_alpha=True,
+                       empty_sum=mat1.shape[1] == 0)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
@@ -140,7 +144,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     if batch1.dtype != batch2.dtype:
         raise RuntimeError(f"expected scalar type {_type_name(batch1)} but found "
                            f"{_type_name(batch2)}")
-    return _scaled_sum(input, _bmm(batch1, batch2), beta, alpha)
+    return _scaled_sum(input, _bmm(batch1, batch2), beta, alpha, empty_sum=m == 0)
 
 
 # -- einsum: parsing ----------------------------------------------------------------------------
@@ -231,9 +235,9 @@ def _take_diagonals(t, labels):
             return t, labels
         i, j = repeat
         others = [k for k in range(len(labels)) if k not in (i, j)]
-        n = t.shape[i]
-        t = t.permute(*others, i, j).reshape(*[t.shape[k] for k in others], n * n)
-        t = t.index_select(t.dim() - 1, _index(np.arange(0, n * n, n + 1)))
+        # a view, as PyTorch's (diagonal moves the collapsed dim last): einsum('ii->i', x) under
+        # no_grad is a view of x that requires grad there (fuzz 60717960, 60719931)
+        t = t.diagonal(0, i, j)
         labels = [labels[k] for k in others] + [labels[i]]
 
 

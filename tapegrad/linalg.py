@@ -736,6 +736,27 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
 # ---------------------------------------------------------------------------------------------
 # singular value decomposition
 
+def _svd_of_non_finite(arr, full_matrices):
+    """The SVD of matrices numpy's LAPACK refused (a NaN or an infinity), as PyTorch's: a NaN
+    raises its error naming the first matrix with one; a matrix with infinities only has NaN
+    factors, without error, and the other matrices of the batch their own (fuzz 60620368)."""
+    flat = arr.reshape((-1,) + arr.shape[-2:])
+    index = next((i for i, m in enumerate(flat) if np.isnan(m).any()), None)
+    if index is not None:
+        raise LinAlgError(f"linalg.svd: {_batch_prefix(index, arr.ndim > 2)}The algorithm "
+                          "failed to converge because the input matrix contained non-finite "
+                          "values.") from None
+    parts = []
+    for m in flat:
+        finite = np.isfinite(m).all()
+        factors = np.linalg.svd(m if finite else np.zeros_like(m), full_matrices=full_matrices)
+        parts.append([f if finite else np.full_like(f, np.nan) for f in factors])
+    batch = arr.shape[:-2]
+    return tuple(np.stack([p[j] for p in parts]).reshape(batch + parts[0][j].shape)
+                 if parts else np.linalg.svd(arr, full_matrices=full_matrices)[j]
+                 for j in range(3))
+
+
 class _SVD(Function):
     @staticmethod
     def forward(ctx, A, full_matrices):
@@ -743,12 +764,7 @@ class _SVD(Function):
         try:
             U, S, Vh = np.linalg.svd(arr, full_matrices=full_matrices)
         except np.linalg.LinAlgError:
-            # a NaN: PyTorch's error (an infinity gives NaN values in both, no error)
-            flat = arr.reshape((-1,) + arr.shape[-2:])
-            index = next((i for i, m in enumerate(flat) if not np.isfinite(m).all()), 0)
-            raise LinAlgError(f"linalg.svd: {_batch_prefix(index, arr.ndim > 2)}The algorithm "
-                              "failed to converge because the input matrix contained non-finite "
-                              "values.") from None
+            U, S, Vh = _svd_of_non_finite(arr, full_matrices)
         U, S, Vh = _tensor(U, A), _tensor(S, A, real=True), _tensor(Vh, A)
         ctx.save_for_backward(A, U, S, Vh)
         ctx.full_matrices = full_matrices
@@ -881,17 +897,77 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     _as_tensor(B, "linalg_solve_triangular", "B", 2)
     for name, flag in (("upper", upper), ("left", left), ("unitriangular", unitriangular)):
         _core.check_bool("linalg_solve_triangular", name, flag)
+    _check_triangular_operands(A, B, left)
+    if A._array.dtype.kind not in "fc":
+        raise NotImplementedError('"triangular_solve_cpu" not implemented for '
+                                  f"'{_core.scalar_type_name_of(A._array.dtype)}'")
     _check_float(A, "linalg.solve_triangular")
     from .creation import eye
     triangle = A.triu() if upper else A.tril()
     if unitriangular:
         identity = eye(A.shape[-1], dtype=A.dtype)
         triangle = triangle * (1 - identity) + identity
-    if left:
-        result = solve(triangle, B)
-    else:
-        result = solve(triangle.mT, B.mT).mT            # X A = B: A^T X^T = B^T
+    if B.dtype != A.dtype:
+        B = B.to(A.dtype)                           # (PyTorch's result takes A's dtype)
+    if not left:                                    # X A = B: A^T X^T = B^T
+        triangle, B, upper = triangle.mT, B.mT, not upper
+    A_b, B_b = _broadcast_batch(triangle, B)
+    result = _TriangularSolve.apply(A_b, B_b, upper)
+    result = result if left else result.mT
     return result if out is None else out.copy_(result)
+
+
+def _check_triangular_operands(A, B, left):
+    """PyTorch's checks of linalg.solve_triangular's operands (B a matrix: no vector form)."""
+    name = "linalg.solve_triangular"
+    _check_square(A, name)
+    if B.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor B must have at least 2 dimensions.")
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+
+
+def _substitute(T, B, upper, block=64):
+    """X with T X = B for triangular T (zeros off its triangle), by substitution as LAPACK's
+    trsm: accurate for the ill-conditioned triangles an LU solve with pivoting gets wrong (a
+    random triangle's condition grows exponentially with its size; fuzz 60624567).  Blocked as
+    trsm: the rows already solved enter each block of rows through one product, the block is
+    solved row by row.  A zero on the diagonal gives inf/NaN, no error, as PyTorch's."""
+    n = T.shape[-1]
+    X = np.zeros(B.shape, dtype=np.result_type(T, B))
+    starts = range(0, n, block)
+    with np.errstate(all="ignore"):
+        for start in (reversed(starts) if upper else starts):
+            stop = min(start + block, n)
+            solved = slice(stop, n) if upper else slice(0, start)
+            rest = B[..., start:stop, :] - T[..., start:stop, solved] @ X[..., solved, :]
+            for i in (range(stop - 1, start - 1, -1) if upper else range(start, stop)):
+                inner = slice(i + 1, stop) if upper else slice(start, i)
+                row = rest[..., i - start, :] - (T[..., i:i + 1, inner] @ X[..., inner, :])[..., 0, :]
+                X[..., i, :] = row / T[..., i, i:i + 1]
+    return X
+
+
+class _TriangularSolve(Function):
+    """X = T^-1 B for a triangular T (the caller takes the triangle and broadcasts the batch):
+    _Solve's gradients (gB = T^-H G, gT = -gB X^H, which the caller's triu/tril keeps in the
+    triangle), each solve by substitution."""
+
+    @staticmethod
+    def forward(ctx, T, B, upper):
+        X = _tensor(_substitute(T._array, B._array, upper), T)
+        ctx.save_for_backward(T, X)
+        ctx.upper = upper
+        return X
+
+    @staticmethod
+    def backward(ctx, grad):
+        T, X = ctx.saved_tensors
+        grad_B = _TriangularSolve.apply(_adjoint(T), grad, not ctx.upper)
+        return -(grad_B @ _adjoint(X)), grad_B, None
 
 
 def vecdot(x, y, *, dim=-1, out=None):

@@ -14,6 +14,7 @@ from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lga
                xlogy)
 from ._more_math import zeta
 from . import float16
+from . import _core
 from . import _special_bessel
 from ._special_bessel import (  # noqa: F401
     airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, chebyshev_polynomial_t,
@@ -38,7 +39,8 @@ multigammaln = mvlgamma     # (input, p): the log of the multivariate gamma func
 
 
 class _Entr(Function):
-    """-x log x (0 at 0, -inf below); gradient -(log x + 1): +inf at 0, nan below, as PyTorch."""
+    """-x log x (0 at 0, -inf below, NaN at NaN: fuzz 60620763); gradient -(log x + 1): +inf at
+    0, nan below, as PyTorch."""
 
     @staticmethod
     def forward(ctx, x):
@@ -46,7 +48,7 @@ class _Entr(Function):
         arr = x._array
         with np.errstate(divide="ignore", invalid="ignore"):
             values = np.where(arr > 0, -arr * np.log(np.where(arr > 0, arr, 1)),
-                              np.where(arr == 0, 0.0, -np.inf))
+                              np.where(arr == 0, 0.0, np.where(np.isnan(arr), arr, -np.inf)))
         return _wrap(values.astype(arr.dtype))
 
     @staticmethod
@@ -75,6 +77,8 @@ def ndtri(input, *, out=None):
     if getattr(input, "dtype", None) is float16:
         raise NotImplementedError("\"ndtri_cpu\" not implemented for 'Half'")
     result = erfinv(2 * input - 1) * math.sqrt(2.0)
+    # PyTorch's NdtriBackward0 saves the result (its derivative is sqrt(2 pi) e^(result^2 / 2))
+    _core._guard_saved_version(result, result)
     return result if out is None else out.copy_(result)
 
 

@@ -563,10 +563,10 @@ cdef object gv_math1(Py_ssize_t i, Record* r, object G, char* want):
     return g_div(G, root) if op == OP_ASIN else g_div(g_neg(G), root)
 
 cdef object gv_math2(Py_ssize_t i, Record* r, object G, char* want):
-    A = in_value(r, 0, saved_value(r, 0))
-    B = in_value(r, 1, saved_value(r, 1))
     ga = gb = None
     if r.op == OP_ATAN2:
+        A = in_value(r, 0, saved_value(r, 0))
+        B = in_value(r, 1, saved_value(r, 1))
         den = g_add(g_mul(A, A), g_mul(B, B))
         # 0 where a^2 + b^2 is 0, as the compiled VJP (PyTorch's)
         zero = np.equal((<TensorBase>den)._array, 0)

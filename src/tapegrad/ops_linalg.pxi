@@ -750,6 +750,10 @@ cdef tuple linear_values(object X, object W, object C):
         op = OP_LINEAR_ADD
     with IeeeResults():                                 # one errstate for product and add
         out = folded_product(X, W.T)
+        if X.shape[dx - 1] == 0 and out.size:
+            # no in_features: PyTorch's result is the bias itself, -0.0 kept; -0.0 is the zero
+            # that adds to it without changing it (the empty product's +0.0 does not)
+            out.fill(-0.0)
         if op != OP_LINEAR_ADD and out.ndim > 0:         # C expands to the product's shape
             add_into(out, C)                            # the product is fresh: add in place
         else:

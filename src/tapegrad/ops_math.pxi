@@ -182,12 +182,12 @@ def round_(TensorBase input, *, decimals=0):
 # saved = (a, b) in the computation dtype (a scalar operand as itself); aux as binary_op's.
 
 cdef object vjp_math2(Record* r, object g):
-    A = <object>r.saved[0]
-    B = <object>r.saved[1]
     cdef int op = r.op
     ga = gb = None
     with IeeeResults():
         if op == OP_ATAN2:                              # (grad b, -grad a) / (a^2 + b^2)
+            A = <object>r.saved[0]
+            B = <object>r.saved[1]
             den = np.add(np.multiply(A, A), np.multiply(B, B))
             # 0 where a^2 + b^2 is 0 (PyTorch's: no NaN at the origin, nor where it underflows)
             recip = np.where(np.equal(den, 0), 0, np.reciprocal(den)).astype(den.dtype, copy=False)
@@ -198,8 +198,8 @@ cdef object vjp_math2(Record* r, object g):
         else:                                           # fmod: trunc(a / b); remainder: floor
             if needs_grad(r, 0):
                 ga = g
-            if needs_grad(r, 1):
-                q = np.divide(A, B)
+            if needs_grad(r, 1):                        # (a, b saved only for this one)
+                q = np.divide(<object>r.saved[0], <object>r.saved[1])
                 q = np.trunc(q) if op == OP_FMOD or op == OP_FMOD_T else np.floor(q)
                 gb = nd(np.multiply(np.negative(g), q))
     return fit_binary_grads(r, ga, gb)
@@ -280,8 +280,12 @@ cdef object binary_math(int op, object a, object b, str name):
     if r != NULL and aten is not None:
         keep(&r.aux, aten)
     elif r != NULL:
-        save_value(r, 0, A, a)
-        save_value(r, 1, B, b)
+        # fmod / remainder read a and b only for b's gradient (a's is the gradient itself): as
+        # PyTorch's FmodBackward1, they are saved (and a later write into a refused) only then
+        # (fuzz 60624546)
+        if op == OP_ATAN2 or needs_grad(r, 1):
+            save_value(r, 0, A, a)
+            save_value(r, 1, B, b)
         oshape = out.shape
         keep(&r.aux, (sa if sa != oshape else None,
                       (<TensorBase>a)._array.dtype if a_tensor else None,

@@ -112,7 +112,8 @@ class MultivariateNormal(Distribution):
             self._validate_sample(value)
         diff = value - self.loc
         L = self.scale_tril.expand(*(tuple(diff.shape[:-1]) + tuple(self.scale_tril.shape[-2:])))
-        whitened = linalg.solve(L, diff.unsqueeze(-1)).squeeze(-1)
+        # (a triangular solve, as PyTorch's: an LU solve of the triangle loses digits)
+        whitened = linalg.solve_triangular(L, diff.unsqueeze(-1), upper=False).squeeze(-1)
         mahalanobis = whitened.pow(2).sum(-1)
         k = self.event_shape[0]
         return -0.5 * (k * math.log(2 * math.pi) + mahalanobis) - self._half_log_det()

@@ -248,8 +248,10 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
         raise RuntimeError("target out of range")
     x_y = x.gather(1, y.unsqueeze(1))
-    # relu, not clamp: a term at exactly the margin passes no gradient, as in PyTorch's kernel.
-    z = _tg.relu(margin - x_y + x)
+    # PyTorch's kernel adds a term only where z > 0: a term at exactly the margin passes no
+    # gradient, and a NaN term is left out (relu kept it: a NaN loss; fuzz 63015582)
+    z = margin - x_y + x
+    z = _tg.where(z > 0, z, _tg.zeros_like(z))
     if p == 2:
         z = z * z
     if weight is not None:

@@ -477,11 +477,36 @@ def _floating_kernel(input, kernel):
                                   f"'{_core.scalar_type_name_of(input._array.dtype)}'")
 
 
+def _empty_pool_result(input, out_sp, nd: int, return_indices: bool):
+    """An adaptive max pool's result with an empty output size (values and int64 indices)."""
+    shape = tuple(input.shape[:input.dim() - nd]) + tuple(out_sp)
+    values = _wrap(np.zeros(shape, dtype=input._array.dtype))
+    return (values, _wrap(np.zeros(shape, dtype=np.int64))) if return_indices else values
+
+
+def refuse_empty_backward(input, result, kind: str, nd: int):
+    """`result` of an adaptive pool of kind "avg" or "max" (values, not indices), whose backward
+    PyTorch refuses when a non-batch dim of the output is empty (its grad_output: the 1-d pools
+    run as the 2-d ones), as there (fuzz 60706190, 60708564: area interpolation to size 0)."""
+    shape = list(result.shape)
+    if nd == 1:
+        shape.insert(len(shape) - 1, 1)
+    empty = next((d for d in range(1, len(shape)) if shape[d] == 0), None)
+    if empty is None or not (input.requires_grad and _core.is_grad_enabled()):
+        return result
+    from .._more_math import without_derivative
+    return without_derivative(
+        (input,), result.detach()._array,
+        f"adaptive_{kind}_pool{max(nd, 2)}d_backward(): Expected grad_output to have non-zero size "
+        f"for non-batch dimensions, but grad_output has sizes {shape} with dimension {empty} "
+        "being empty", RuntimeError)
+
+
 def adaptive_avg_pool1d(input, output_size):
     """Average pooling to `output_size` positions (each window spans floor..ceil of its share)."""
     (L,), (Lo,) = _adaptive_sizes(input, output_size, 1, "adaptive_avg_pool1d")
     _floating_kernel(input, "adaptive_avg_pool2d")      # (PyTorch runs it as the 2-d one)
-    return _window_average(input, -1, Lo)
+    return refuse_empty_backward(input, _window_average(input, -1, Lo), "avg", 1)
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -491,18 +516,23 @@ def adaptive_avg_pool2d(input, output_size):
     if Ho == 1 and Wo == 1:
         # PyTorch's global average: one mean over both dims (its MeanBackward1, its rounding)
         return input.mean((-1, -2), keepdim=True)
-    return _window_average(_window_average(input, -1, Wo), -2, Ho)
+    return refuse_empty_backward(input, _window_average(_window_average(input, -1, Wo), -2, Ho),
+                                 "avg", 2)
 
 
 def _adaptive_max(input, output_size, return_indices, nd, name):
     result = _adaptive_max_of(input, output_size, return_indices, nd, name)
     _core._guard_saved_version(result, input)     # PyTorch's node saves self: a write raises
-    return result
+    if isinstance(result, tuple):
+        return (refuse_empty_backward(input, result[0], "max", nd),) + tuple(result[1:])
+    return refuse_empty_backward(input, result, "max", nd)
 
 
 def _adaptive_max_of(input, output_size, return_indices, nd, name):
     spatial, out_sp = _adaptive_sizes(input, output_size, nd, name)
     _floating_kernel(input, "adaptive_max_pool2d")      # (1-d runs as the 2-d one)
+    if 0 in out_sp:                                     # (no window: an empty result)
+        return _empty_pool_result(input, out_sp, nd, return_indices)
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
     if nd == 1:

@@ -315,12 +315,18 @@ def adaptive_avg_pool3d(input, output_size):
     triple; None keeps that size)."""
     _, (Do, Ho, Wo) = _adaptive3d_sizes(input, output_size, "adaptive_avg_pool3d")
     _floating_kernel(input, "adaptive_avg_pool3d_cpu")
-    return _window_average(_window_average(_window_average(input, -1, Wo), -2, Ho), -3, Do)
+    from ._pool_ops import refuse_empty_backward
+    return refuse_empty_backward(
+        input, _window_average(_window_average(_window_average(input, -1, Wo), -2, Ho), -3, Do),
+        "avg", 3)
 
 
 def _adaptive_max_pool3d(input, output_size):
     (D, H, W), (Do, Ho, Wo) = _adaptive3d_sizes(input, output_size, "adaptive_max_pool3d")
     _floating_kernel(input, "adaptive_max_pool3d_cpu")
+    if 0 in (Do, Ho, Wo):
+        from ._pool_ops import _empty_pool_result
+        return _empty_pool_result(input, (Do, Ho, Wo), 3, True)
     unbatched = input.dim() == 4
     x = input.unsqueeze(0) if unbatched else input
     N, C = x.shape[:2]
@@ -344,13 +350,15 @@ def _adaptive_max_pool3d(input, output_size):
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Max pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size``; return_indices gives
     flat positions in each D*H*W volume."""
-    values, index = _adaptive_max_pool3d(input, output_size)
+    values, index = adaptive_max_pool3d_with_indices(input, output_size)
     return (values, index) if return_indices else values
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     """``adaptive_max_pool3d`` returning ``(values, indices)``."""
-    return _adaptive_max_pool3d(input, output_size)
+    from ._pool_ops import refuse_empty_backward
+    values, index = _adaptive_max_pool3d(input, output_size)
+    return refuse_empty_backward(input, values, "max", 3), index
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
