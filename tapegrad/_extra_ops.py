@@ -526,7 +526,7 @@ def values_at(input, dim: int, positions: np.ndarray):
     if not (input.requires_grad and is_grad_enabled()):
         # nothing to record: the values straight from the array (the index route below costs
         # ~10x the sort itself on small inputs)
-        from ._ops_reduce import _values_at_positions
+        from ._ops_shape import _values_at_positions
         return _wrap(_values_at_positions(input._array, positions, dim))
     grid = list(np.indices(positions.shape, sparse=True))
     grid[dim] = positions

@@ -105,3 +105,22 @@ def _int_outcome(make):
 def test_int64_in_place_arithmetic_matches_torch(make):
     torch = pytest.importorskip("torch")
     assert _int_outcome(lambda: make(tg)) == _int_outcome(lambda: make(torch))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gather_without_a_record(dtype):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    for name, arr in _inputs(dtype).items():
+        for dim in range(3):
+            for along in (1, arr.shape[dim], arr.shape[dim] + 2):
+                shape = list(arr.shape)
+                shape[dim] = along
+                idx = rng.integers(0, arr.shape[dim], shape)
+                _same(tg.tensor(arr).gather(dim, tg.tensor(idx)),
+                      torch.tensor(arr).gather(dim, torch.tensor(idx)))
+        idx = np.zeros(arr.shape, dtype=np.int64)
+        idx[0, 0, 0] = arr.shape[1]
+        for lib in (tg, torch):
+            with pytest.raises(RuntimeError, match="out of bounds for dimension 1"):
+                lib.tensor(arr).gather(1, lib.tensor(idx))

@@ -125,3 +125,7 @@ cdef inline str overlapping_write_message():
     """PyTorch's refusal of such a write where the result would depend on the element order."""
     return ("unsupported operation: more than one element of the written-to tensor refers to a "
             "single memory location. Please clone() the tensor before performing the operation.")
+
+# np.take_along_axis for int64 positions shaped as A but along axis (ops_index.pxi): max/min(dim),
+# the values of sort/topk, gather.
+cdef object values_at_positions(object A, object idx, int axis)

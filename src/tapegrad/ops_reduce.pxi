@@ -521,42 +521,6 @@ cdef object extreme_dims(int op, TensorBase x, object dim, bint keepdim, str nam
     return res
 
 
-cdef object values_at_positions(object A, object idx, int axis):
-    """np.take_along_axis(A, idx, axis) for int64 positions idx shaped as A but along axis (the
-    argmax's, a sort's): one C loop of element copies, where numpy builds its index grids in
-    Python (~5 us of a small max(dim)'s 11).  A position out of range is an IndexError."""
-    if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A) or cnp.PyArray_TYPE(<cnp.ndarray>idx) != cnp.NPY_INT64:
-        return np.take_along_axis(A, idx, axis=axis)
-    idx = np.ascontiguousarray(idx)     # (a sliced sort order: topk's)
-    cdef Py_ssize_t outer = 1, inner = 1, d, o, j, i, at
-    cdef int64_t k
-    cdef Py_ssize_t K = cnp.PyArray_DIMS(<cnp.ndarray>A)[axis]
-    cdef Py_ssize_t m = cnp.PyArray_DIMS(<cnp.ndarray>idx)[axis]
-    cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(<cnp.ndarray>A)
-    for d in range(axis):
-        outer *= cnp.PyArray_DIMS(<cnp.ndarray>A)[d]
-    for d in range(axis + 1, cnp.PyArray_NDIM(<cnp.ndarray>A)):
-        inner *= cnp.PyArray_DIMS(<cnp.ndarray>A)[d]
-    out = np.empty(idx.shape, dtype=A.dtype)
-    cdef const char* src = <const char*>cnp.PyArray_DATA(<cnp.ndarray>A)
-    cdef char* dst = <char*>cnp.PyArray_DATA(<cnp.ndarray>out)
-    cdef const int64_t* pos = <const int64_t*>cnp.PyArray_DATA(<cnp.ndarray>idx)
-    for o in range(outer):
-        for j in range(m):
-            for i in range(inner):
-                at = (o * m + j) * inner + i
-                k = pos[at]
-                if k < 0 or k >= K:
-                    raise IndexError(f"position {k} out of range for a dim of size {K}")
-                memcpy(dst + at * item, src + ((o * K + k) * inner + i) * item, item)
-    return out
-
-
-def _values_at_positions(A, idx, int axis):
-    """values_at_positions for the Python-level ops (the values of sort, topk, kthvalue, median)."""
-    return values_at_positions(A, idx, axis)
-
-
 cdef object extreme_along(int op, TensorBase x, int axis, bint keepdim, str name):
     """max/min along one dim: (values, indices); the values' gradient goes to the indices."""
     cdef Record* r
