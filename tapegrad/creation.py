@@ -792,6 +792,10 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, 
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dt.kind in "iu":
+        if (dt == np.int64 and type(start) is int and type(end) is int and type(step) is int
+                and max(abs(start), abs(end), abs(step)) < 2 ** 53):
+            # Python ints well inside int64: numpy's count and values are the kernel's exactly
+            return _make(np.arange(start, end, step, dtype=np.int64), requires_grad)
         return _make(_integer_range(start, end, step, dt), requires_grad)
     # Computed in float64 and cast, as PyTorch does, so float32 ranges match its values.
     # (An infinite step counts ceil(span / inf) = 0 values, where numpy gives the start.)
