@@ -509,10 +509,10 @@ def _sort_order(arr: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     """Stable sort indices along `axis`, NaN last ascending and first descending (PyTorch's
     order; ties keep their input order both ways)."""
     if not descending:
-        return np.argsort(arr, axis=axis, kind="stable")
+        return arr.argsort(axis=axis, kind="stable")
     # Stable descending: sort the reversed array ascending, then read that order backwards.
     backwards = (slice(None),) * axis + (slice(None, None, -1),)
-    order = np.argsort(arr[backwards], axis=axis, kind="stable")
+    order = arr[backwards].argsort(axis=axis, kind="stable")
     return (arr.shape[axis] - 1) - order[backwards]
 
 
