@@ -1,0 +1,70 @@
+"""Regressions of the session-22 second fuzz run (programs 60626957-, 63020370-; surface 60720681-).
+
+Each test compares with PyTorch (the `torch` fixture skips cleanly without it).
+"""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+# -- the factorisations save their factors, not their input (63013694) ----------------------------
+# PyTorch's eigh / eig / svd / qr nodes save only their results, so an in-place write into the
+# factored matrix after the call leaves the backward valid; tapegrad saved the input too and
+# refused it (matrix_norm(x, 2) of a tensor written afterwards: a spurious in-place error).
+
+_FACTORED = {
+    "matrix_norm 2": lambda L, a: L.linalg.matrix_norm(a, 2),
+    "matrix_norm nuc": lambda L, a: L.linalg.matrix_norm(a, "nuc"),
+    "svdvals": lambda L, a: L.linalg.svdvals(a),
+    "svd U": lambda L, a: L.linalg.svd(a, full_matrices=False)[0][..., :1] ** 2,
+    "cond": lambda L, a: L.linalg.cond(a[:, :3, :3]),
+    "eigvalsh": lambda L, a: L.linalg.eigvalsh(a[:, :3, :3]),
+    "eigh vectors": lambda L, a: L.linalg.eigh(a[:, :3, :3])[1] ** 2,
+    "eigvals": lambda L, a: L.linalg.eigvals(a[:, :3, :3]).abs(),
+    "qr R tall": lambda L, a: L.linalg.qr(a.mT)[1],
+    "qr Q tall": lambda L, a: L.linalg.qr(a.mT)[0],
+    "qr wide": lambda L, a: L.linalg.qr(a)[0] + L.linalg.qr(a)[1][..., :1],
+}
+
+
+def _grads(L, case, write, create_graph):
+    x = L.tensor(np.random.default_rng(0).standard_normal((2, 3, 4)), requires_grad=True)
+    y = x * 2
+    r = _FACTORED[case](L, y)
+    w = L.tensor(np.random.default_rng(1).standard_normal(tuple(r.shape)))
+    if write:
+        with L.no_grad():
+            y.add_(1)
+    g, = L.autograd.grad((r * w).sum(), x, create_graph=create_graph)
+    if not create_graph:
+        return [g.detach().numpy()]
+    g2, = L.autograd.grad((g * g).sum(), x)
+    return [g.detach().numpy(), g2.numpy()]
+
+
+@pytest.mark.parametrize("case", sorted(_FACTORED))
+def test_write_into_factored_input_leaves_backward_valid(case, torch):
+    got = _grads(tg, case, write=True, create_graph=False)
+    want = _grads(torch, case, write=True, create_graph=False)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("case", sorted(_FACTORED))
+def test_factored_second_derivative(case, torch):
+    got = _grads(tg, case, write=False, create_graph=True)
+    want = _grads(torch, case, write=False, create_graph=True)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-9)
+
+
+def test_create_graph_after_a_write_into_factored_input_refuses():
+    # tapegrad re-derives the factors from the input under create_graph: a written input would
+    # give a wrong second derivative, so it raises the in-place error (PyTorch runs; documented)
+    x = tg.tensor(np.random.default_rng(0).standard_normal((3, 3)), requires_grad=True)
+    y = x * 2
+    s = tg.linalg.svdvals(y)
+    with tg.no_grad():
+        y.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        tg.autograd.grad(s.sum(), x, create_graph=True)
