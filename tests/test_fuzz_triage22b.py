@@ -68,3 +68,26 @@ def test_create_graph_after_a_write_into_factored_input_refuses():
         y.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         tg.autograd.grad(s.sum(), x, create_graph=True)
+
+
+# -- multilabel_margin_loss leaves NaN terms out, as multi_margin_loss (60628872, 60627050) -------
+# PyTorch's kernel adds a (target, other class) term only where its margin is > 0: a NaN input
+# drops its terms, and pairs of two targets are never visited.  tapegrad's relu kept the NaN and
+# a zero weight times an infinite margin gave NaN (a SILENT NaN loss where PyTorch's is finite).
+
+@pytest.mark.parametrize("xs, ts", [
+    ([-1.1, float("nan"), 1.19], [1, 0, 1]),
+    ([0.5, float("inf"), float("-inf"), 1.0], [0, 3, -1, 2]),
+    ([float("nan"), 0.2, 0.3], [1, -1, 0]),
+    ([0.1, float("-inf"), 0.3], [0, 1, 2]),
+    ([[0.3, float("nan"), -0.2, 0.9], [1.0, 0.0, float("inf"), 2.0]], [[2, 1, -1, 0], [3, 3, 0, -1]]),
+])
+def test_multilabel_margin_loss_drops_nan_terms(xs, ts, torch):
+    def run(L):
+        x = L.tensor(xs, dtype=L.float64, requires_grad=True)
+        loss = L.nn.functional.multilabel_margin_loss(x, L.tensor(ts), reduction="sum")
+        loss.backward()
+        return loss.item(), x.grad.numpy()
+    got, want = run(tg), run(torch)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
