@@ -91,3 +91,34 @@ def test_multilabel_margin_loss_drops_nan_terms(xs, ts, torch):
     got, want = run(tg), run(torch)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+
+
+# -- index_put on an empty tensor checks its values as PyTorch (60627883) ------------------------
+# The shape check skipped any self with an empty dim: accumulate=True then raised numpy's
+# ValueError, and an index into a dim of size 0 named the index where PyTorch's does not.
+
+_INDEX_PUT_CASES = [
+    ((2, 0, 2), [[0]], (0, 0, 2)),
+    ((2, 0, 2), [[True, False]], (0, 0, 2)),
+    ((2, 0, 2), [[0, 1]], (3, 0, 2)),
+    ((2, 0, 3), [[1, 0]], (4, 0, 3)),
+    ((2, 0, 3), [[1, 0]], (2, 0, 3)),
+    ((0, 2), [[0]], (1, 2)),
+    ((0, 2), [[0]], (3, 2)),
+    ((0, 2), [[]], (0, 2)),
+    ((2, 0), [[1], [0]], (2,)),
+]
+
+
+@pytest.mark.parametrize("accumulate", [True, False])
+@pytest.mark.parametrize("shape, indices, vshape", _INDEX_PUT_CASES)
+def test_index_put_on_empty_self(shape, indices, vshape, accumulate, torch):
+    def run(L):
+        key = tuple(L.tensor(i, dtype=L.bool) if i and isinstance(i[0], bool)
+                    else L.tensor(i, dtype=L.long) for i in indices)
+        try:
+            return tuple(L.zeros(shape).index_put(key, L.zeros(vshape), accumulate=accumulate).shape)
+        except Exception as e:  # noqa: BLE001 - the exception type is what is compared
+            return type(e).__name__, str(e)[:40]
+    got, want = run(tg), run(torch)
+    assert got == want
