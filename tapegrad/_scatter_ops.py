@@ -341,7 +341,10 @@ def index_put_(self, indices, values, accumulate=False):
 
 def _index_dim_key(self, dim, index, fname: str, wrap: bool, error=RuntimeError,
                    prefix: str = ""):
-    """(dim, key) selecting the slices `index` names along dim, after PyTorch's checks."""
+    """(dim, key) selecting the slices `index` names along dim, after PyTorch's checks.
+    PyTorch's kernels do not range-check the index of a self without elements when the slices
+    it names hold none (the dims other than dim multiply to 0; index_add, any self of two or
+    more dims without elements): the key then names no slice (60630620)."""
     if not isinstance(index, TensorBase):
         raise TypeError(f"{fname}(): argument 'index' (position 2) must be Tensor, not "
                         f"{_core.type_name(index)}")
@@ -353,6 +356,9 @@ def _index_dim_key(self, dim, index, fname: str, wrap: bool, error=RuntimeError,
     shape = self._array.shape
     dim = _norm_dim(dim, len(shape))
     size = shape[dim] if shape else 1
+    others = shape[:dim] + shape[dim + 1:]
+    if 0 in others or (fname == "index_add" and len(shape) > 1 and 0 in shape):
+        return dim, (slice(None),) * dim + (np.zeros(0, np.int64),)
     flat = _check_bounds(idx.astype(np.int64).reshape(-1), size, dim, wrap, prefix, error)
     if not shape:
         return dim, () if flat.size else None

@@ -122,3 +122,29 @@ def test_index_put_on_empty_self(shape, indices, vshape, accumulate, torch):
             return type(e).__name__, str(e)[:40]
     got, want = run(tg), run(torch)
     assert got == want
+
+
+# -- index_fill / index_copy / index_add of a self without elements check no index (60630620) -----
+# PyTorch's kernels skip the range check when the slices the index names hold no element;
+# tapegrad refused an index no slice exists for.  (A self whose indexed dim alone is empty
+# fails inside PyTorch, setStorage: filtered in the fuzzer, tapegrad keeps its IndexError.)
+
+@pytest.mark.parametrize("name", ["index_fill", "index_fill_", "index_copy", "index_add"])
+@pytest.mark.parametrize("shape, dim, index", [
+    ((0, 0), -1, [0]), ((0, 3), 1, [5]), ((0, 3), 1, [-5]), ((0, 3), 1, [1]), ((2, 0), 0, [5]),
+    ((0, 2, 0), 1, [7]), ((3, 2), 0, [2]),
+])
+def test_index_ops_of_a_self_without_elements(name, shape, dim, index, torch):
+    # (forward only: PyTorch's backward of index_copy / index_add then range-checks in its
+    # index_select, "INDICES element is out of DATA bounds"; tapegrad's empty gradient does not)
+    def run(L):
+        x = L.zeros(shape) * 1          # (a materialised tensor: no expanded-write warning)
+        source_shape = list(shape)
+        source_shape[dim] = len(index)
+        value = 1.0 if name.startswith("index_fill") else L.ones(source_shape)
+        try:
+            out = getattr(x, name)(dim, L.tensor(index), value)
+        except Exception as e:  # noqa: BLE001 - the exception type is what is compared
+            return type(e).__name__
+        return tuple(out.shape), float(out.sum())
+    assert run(tg) == run(torch)
