@@ -148,3 +148,21 @@ def test_index_ops_of_a_self_without_elements(name, shape, dim, index, torch):
             return type(e).__name__
         return tuple(out.shape), float(out.sum())
     assert run(tg) == run(torch)
+
+
+# -- interpolation of an input without channels (surface 60719313) ------------------------------
+# PyTorch's upsample kernels refuse it ("Non-empty 4D data tensor expected"); area (an adaptive
+# pool) takes it.  tapegrad returned an empty result.
+
+@pytest.mark.parametrize("mode, shape", [
+    ("nearest", (2, 0, 1)), ("linear", (2, 0, 1)), ("nearest-exact", (0, 0, 3)),
+    ("bilinear", (1, 0, 3, 3)), ("bicubic", (1, 0, 3, 3)), ("trilinear", (2, 0, 1, 1, 1)),
+    ("area", (1, 0, 3, 3)), ("nearest", (0, 2, 1)), ("nearest", (2, 2, 0)),
+])
+def test_interpolate_without_channels(mode, shape, torch):
+    def run(L):
+        try:
+            return tuple(L.nn.functional.interpolate(L.zeros(shape), scale_factor=2, mode=mode).shape)
+        except RuntimeError as e:
+            return str(e)[:30]
+    assert run(tg) == run(torch)
