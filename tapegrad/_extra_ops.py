@@ -1335,8 +1335,9 @@ IN_PLACE_FUNCTIONS = ("abs", "acos", "arccos", "asin", "arcsin", "atan", "arctan
 
 
 def _stretched(t) -> bool:
-    """Whether two of t's elements share one memory location (an expand()ed view)."""
-    return any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape))
+    """Whether two of t's elements share one memory location (an expand()ed view).  A tensor
+    without elements has none to share (numpy gives its dims stride 0)."""
+    return 0 not in t.shape and any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape))
 
 
 def _fill_stretched(self, key, value, op: str):

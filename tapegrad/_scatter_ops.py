@@ -264,24 +264,32 @@ def _check_index_put(self, key, values):
     """PyTorch's order: the values must broadcast to the indexed shape, then the indices must
     be in range; returns the key with negative indices wrapped."""
     shape = self._array.shape
-    if all(n > 0 for n in shape):
-        probe_key = tuple(np.clip(k, -n, n - 1) if isinstance(k, np.ndarray) and k.dtype != bool
-                          else k for k, n in zip(key, shape))
-        try:
-            target = np.broadcast_to(np.empty((), np.int8), shape)[probe_key].shape
-        except IndexError as e:
-            raise IndexError(str(e).replace("axis", "dimension")) from None
-        vshape = values._array.shape
-        while len(vshape) > len(target) and vshape[0] == 1:
-            vshape = vshape[1:]
-        try:
-            fits = np.broadcast_shapes(vshape, target) == tuple(target)
-        except ValueError:
-            fits = False
-        if not fits:
-            raise RuntimeError(f"shape mismatch: value tensor of shape {list(values._array.shape)} "
-                               f"cannot be broadcast to indexing result of shape "
-                               f"{list(target)}") from None
+    # The indexed shape does not depend on the size of a dim an integer array indexes: probe it
+    # at a size of at least 1, with the indices clipped into it (an empty self still checks its
+    # values first; 60627883, index_put(accumulate=True) gave numpy's ValueError)
+    integer = [isinstance(k, np.ndarray) and k.dtype != bool for k in key]
+    if any(is_int and k.size and shape[d] == 0 for d, (k, is_int) in enumerate(zip(key, integer))):
+        # (PyTorch's first check: any index into a dim of size 0 is out of range)
+        raise IndexError("index is out of bounds for dimension with size 0")
+    probe_shape = tuple(max(n, 1) if d < len(key) and integer[d] else n
+                        for d, n in enumerate(shape))
+    probe_key = tuple(np.clip(k, -n, n - 1) if is_int else k
+                      for k, n, is_int in zip(key, probe_shape, integer))
+    try:
+        target = np.broadcast_to(np.empty((), np.int8), probe_shape)[probe_key].shape
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+    vshape = values._array.shape
+    while len(vshape) > len(target) and vshape[0] == 1:
+        vshape = vshape[1:]
+    try:
+        fits = np.broadcast_shapes(vshape, target) == tuple(target)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(values._array.shape)} "
+                           f"cannot be broadcast to indexing result of shape "
+                           f"{list(target)}") from None
     return tuple(_check_bounds(k, shape[d], d, wrap=True, error=IndexError)
                  if isinstance(k, np.ndarray) and k.dtype != bool else k
                  for d, k in enumerate(key))
@@ -333,7 +341,10 @@ def index_put_(self, indices, values, accumulate=False):
 
 def _index_dim_key(self, dim, index, fname: str, wrap: bool, error=RuntimeError,
                    prefix: str = ""):
-    """(dim, key) selecting the slices `index` names along dim, after PyTorch's checks."""
+    """(dim, key) selecting the slices `index` names along dim, after PyTorch's checks.
+    PyTorch's kernels do not range-check the index of a self without elements when the slices
+    it names hold none (the dims other than dim multiply to 0; index_add, any self of two or
+    more dims without elements): the key then names no slice (60630620)."""
     if not isinstance(index, TensorBase):
         raise TypeError(f"{fname}(): argument 'index' (position 2) must be Tensor, not "
                         f"{_core.type_name(index)}")
@@ -345,6 +356,9 @@ def _index_dim_key(self, dim, index, fname: str, wrap: bool, error=RuntimeError,
     shape = self._array.shape
     dim = _norm_dim(dim, len(shape))
     size = shape[dim] if shape else 1
+    others = shape[:dim] + shape[dim + 1:]
+    if 0 in others or (fname == "index_add" and len(shape) > 1 and 0 in shape):
+        return dim, (slice(None),) * dim + (np.zeros(0, np.int64),)
     flat = _check_bounds(idx.astype(np.int64).reshape(-1), size, dim, wrap, prefix, error)
     if not shape:
         return dim, () if flat.size else None

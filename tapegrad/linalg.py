@@ -371,13 +371,34 @@ def _cholesky(A, upper, name):
     return _adjoint(L) if upper else L
 
 
+def _keep_factored_input(ctx, A):
+    """Hold A for a create_graph backward only.  PyTorch's eigh/eig/svd/qr nodes save their
+    factors alone, so a later in-place write into A leaves a first backward valid; tapegrad's
+    saved factors carry no graph, so a create_graph backward re-derives them from A, which
+    must then still hold the factored values."""
+    ctx.factored_input, ctx.factored_version = A, A._version
+
+
+def _factored_input(ctx):
+    """A as held by _keep_factored_input, refused (PyTorch's in-place error) once written."""
+    A = ctx.factored_input
+    if A._version != ctx.factored_version:
+        raise RuntimeError(
+            f"one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [{A.type()} {list(A.shape)}], is at version {A._version}; "
+            f"expected version {ctx.factored_version} instead (tapegrad re-derives the factors "
+            f"of a create_graph backward from the factored input: docs/differences.md).")
+    return A
+
+
 class _Eigh(Function):
     @staticmethod
     def forward(ctx, A, uplo):
         arr = A._array
         values, vectors = np.linalg.eigh(arr, UPLO=uplo)
         values, vectors = _tensor(values, A, real=True), _tensor(vectors, A)
-        ctx.save_for_backward(A, values, vectors)
+        ctx.save_for_backward(values, vectors)
+        _keep_factored_input(ctx, A)
         ctx.uplo = uplo
         ctx.set_materialize_grads(False)     # (backward tells an unused output from a zero one)
         return values, vectors
@@ -386,12 +407,12 @@ class _Eigh(Function):
     def backward(ctx, grad_values, grad_vectors):
         # gA = V (diag(gλ) + skew(V^H gV) / E) V^H with E_ij = λj - λi off the diagonal.
         with no_grad():     # the outputs are re-derived below when the graph is needed
-            A, values, vectors = ctx.saved_tensors
+            values, vectors = ctx.saved_tensors
         if is_grad_enabled():
             # create_graph: a saved output the loss did not use has no graph left (tapegrad
             # refuses to hand it out under grad mode), so recompute the factors through the
             # Function itself; reading them under no_grad above still checks their versions.
-            values, vectors = _Eigh.apply(A, ctx.uplo)
+            values, vectors = _Eigh.apply(_factored_input(ctx), ctx.uplo)
         from . import zeros_like
         if grad_values is None:
             grad_values = zeros_like(values)
@@ -467,7 +488,8 @@ class _Eig(Function):
         from . import from_numpy
         values = from_numpy(np.array(values, dtype=complex_dtype, order="C"))
         vectors = from_numpy(np.array(vectors, dtype=complex_dtype, order="C"))
-        ctx.save_for_backward(A, values, vectors)
+        ctx.save_for_backward(values, vectors)
+        _keep_factored_input(ctx, A)
         ctx.set_materialize_grads(False)     # (eigvals: no division by the gaps, below)
         return values, vectors
 
@@ -477,9 +499,9 @@ class _Eig(Function):
         # E_ij = λj - λi off the diagonal; each eigenvector is defined up to a phase, so a loss
         # must have Im diag(V^H gV) = 0 (PyTorch's check).  A real A takes the real part.
         with no_grad():     # the outputs are re-derived below when the graph is needed
-            A, values, vectors = ctx.saved_tensors
+            values, vectors = ctx.saved_tensors
         if is_grad_enabled():
-            values, vectors = _Eig.apply(A)       # create_graph: see _Eigh.backward
+            values, vectors = _Eig.apply(_factored_input(ctx))  # create_graph: _Eigh.backward
         from . import eye, zeros_like
         if grad_values is None:
             grad_values = zeros_like(values)
@@ -494,7 +516,7 @@ class _Eig(Function):
             gaps = (values.unsqueeze(-2) - values.unsqueeze(-1) + identity).conj()
             core = core + VhgV / gaps * (1 - identity)
         grad_A = solve(vectors_h, core @ vectors_h)
-        return grad_A if A.is_complex() else grad_A.real
+        return grad_A if ctx.factored_input.is_complex() else grad_A.real
 
 
 def matrix_exp(A):
@@ -766,7 +788,8 @@ class _SVD(Function):
         except np.linalg.LinAlgError:
             U, S, Vh = _svd_of_non_finite(arr, full_matrices)
         U, S, Vh = _tensor(U, A), _tensor(S, A, real=True), _tensor(Vh, A)
-        ctx.save_for_backward(A, U, S, Vh)
+        ctx.save_for_backward(U, S, Vh)
+        _keep_factored_input(ctx, A)
         ctx.full_matrices = full_matrices
         ctx.set_materialize_grads(False)     # (backward tells an unused output from a zero one)
         return U, S, Vh
@@ -782,11 +805,11 @@ class _SVD(Function):
         # must have Im diag(U^H gU + V^H gV) = 0, which PyTorch checks).  Full matrices only
         # contribute through their first k columns (the rest is an arbitrary basis).
         with no_grad():     # the outputs are re-derived below when the graph is needed
-            A, U, S, Vh = ctx.saved_tensors
+            U, S, Vh = ctx.saved_tensors
         if is_grad_enabled():
             # create_graph: see _Eigh.backward.
-            U, S, Vh = _SVD.apply(A, ctx.full_matrices)
-        m, n = A.shape[-2], A.shape[-1]
+            U, S, Vh = _SVD.apply(_factored_input(ctx), ctx.full_matrices)
+        m, n = U.shape[-2], Vh.shape[-1]
         k = min(m, n)
         U, Vh = U[..., :, :k], Vh[..., :k, :]
         from . import zeros_like
@@ -1150,15 +1173,16 @@ class _QR(Function):
     def forward(ctx, A, mode):
         Q, R = np.linalg.qr(A._array, mode="complete" if mode == "complete" else "reduced")
         Q, R = _tensor(Q, A), _tensor(R, A)
-        ctx.save_for_backward(A, Q, R)
+        ctx.save_for_backward(Q, R)
+        _keep_factored_input(ctx, A)
         ctx.mode = mode
         return Q, R
 
     @staticmethod
     def backward(ctx, grad_Q, grad_R):
         with no_grad():     # the outputs are re-derived below when the graph is needed
-            A, Q, R = ctx.saved_tensors
-        m, n = A.shape[-2], A.shape[-1]
+            Q, R = ctx.saved_tensors
+        m, n = Q.shape[-2], R.shape[-1]
         if ctx.mode == "r":
             raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
                                "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
@@ -1168,12 +1192,12 @@ class _QR(Function):
                                "and nrows > ncols.")
         if is_grad_enabled():
             # create_graph: see _Eigh.backward.
-            Q, R = _QR.apply(A, ctx.mode)
+            Q, R = _QR.apply(_factored_input(ctx), ctx.mode)
         if m >= n:
             return _qr_backward_tall(Q, R, grad_Q, grad_R), None
         # Wide: A = Q [R1 R2] with X = A[:, :m] = Q R1 square; Y = A[:, m:] = Q R2 moves Q's
-        # cotangent by Y gR2^T.
-        Y, grad_R2 = A[..., :, m:], grad_R[..., :, m:]
+        # cotangent by Y gR2^T (Y from the saved factors, as PyTorch's: A may be written since).
+        Y, grad_R2 = Q @ R[..., :, m:], grad_R[..., :, m:]
         grad_X = _qr_backward_tall(Q, R[..., :, :m], grad_Q + Y @ _adjoint(grad_R2),
                                    grad_R[..., :, :m])
         from . import cat

@@ -73,8 +73,12 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     np.add.at(counts, (rows[before_end], labels[before_end]), 1.0)
     is_target = counts > 0
     weight = counts[:, :, None] * (~is_target)[:, None, :]        # (N, target j, other i)
-    # relu, not clamp_min: a margin of exactly 0 passes no gradient, as in PyTorch's kernel.
-    margins = (1.0 - x.unsqueeze(2) + x.unsqueeze(1)).relu()
+    # PyTorch's kernel adds a (target j, other i) term only where z > 0: a margin of exactly 0
+    # passes no gradient, a NaN term is left out, and so is any pair it does not visit (a zero
+    # weight times an infinite or NaN z would be NaN; fuzz 60628872, as multi_margin_loss).
+    z = 1.0 - x.unsqueeze(2) + x.unsqueeze(1)
+    kept = (z > 0) & _wrap(weight > 0)
+    margins = _core.where(kept, z, 0.0)
     loss = (margins * _wrap(weight.astype(x._array.dtype))).sum((1, 2)) / classes
     if unbatched:
         loss = loss.squeeze(0) if input.dim() == 1 else loss.reshape(())

@@ -37,6 +37,11 @@ def _interp_kernel_checks(input, mode, out_sp):
     if any(o <= 0 for o in out_sp) or any(s <= 0 for s in input.shape[2:]):
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({ins}){' and' if nd == 1 else ''} output ({outs})")
+    if input.shape[1] == 0 and mode != "area":
+        # (PyTorch's upsample kernels refuse an input without channels; area is an adaptive
+        # pool, which takes it; surface 60719313)
+        raise RuntimeError(f"Non-empty {input.ndim}D data tensor expected but got a tensor with "
+                           f"sizes {list(input.shape)}")
     if input._array.dtype.kind == "f":
         return
     nearest = mode in ("nearest", "nearest-exact")
