@@ -769,15 +769,37 @@ def empty_like(input: Tensor, dtype=None, *, layout=None, device=None, requires_
                  else np.empty(input._array.shape, dtype=dt), requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, layout=None,
-           device=None, pin_memory: bool = False) -> Tensor:
-    """Values from start (default 0) up to but excluding end, every step; int64 for ints."""
+_ARANGE_SIGNATURES = (
+    "(Number end, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+    "torch.device device = None, bool pin_memory = False, bool requires_grad = False)",
+    "(Number start, Number end, *, torch.dtype dtype = None, torch.layout layout = None, "
+    "torch.device device = None, bool pin_memory = False, bool requires_grad = False)",
+    "(Number start, Number end, Number step = 1, *, Tensor out = None, torch.dtype dtype = None, "
+    "torch.layout layout = None, torch.device device = None, bool pin_memory = False, "
+    "bool requires_grad = False)")
+
+
+def arange(start=None, end=None, step=None, dtype=None, requires_grad: bool = False, *,
+           layout=None, device=None, pin_memory: bool = False) -> Tensor:
+    """Values from start (default 0) up to but excluding end, every step; int64 for ints.
+
+    PyTorch's three signatures are (end), (start, end) and (start, end, step): a lone bound,
+    positional or `end=`, is the end; a step needs both bounds."""
     _check_placement("arange", device, pin_memory)
     sparse_factory_layout(layout, "arange", "arange.start_out")
+    if (start is None or end is None) and (step is not None or (start is None and end is None)):
+        given = ", ".join(f"{name}={_type_name(value)}" for name, value in
+                          (("start", start), ("end", end), ("step", step)) if value is not None)
+        lines = "".join(f"\n * {signature}" for signature in _ARANGE_SIGNATURES)
+        raise TypeError(f"arange() received an invalid combination of arguments - got "
+                        f"({given}), but expected one of:{lines}\n")
     # one-element tensors count as their values (an integer tensor as an int, for the dtype)
-    start, end, step = _scalar_arg(start), _scalar_arg(end), _scalar_arg(step)
+    start, end = _scalar_arg(start), _scalar_arg(end)
+    step = 1 if step is None else _scalar_arg(step)
     if end is None:
         start, end = 0, start
+    elif start is None:
+        start = 0
     if step == 0 or step != step:
         raise RuntimeError("step must be nonzero")
     if dtype is None:

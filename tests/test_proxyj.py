@@ -1,0 +1,61 @@
+"""What held-out tutorial scripts (proxyj's units) showed tapegrad doing otherwise than PyTorch,
+checked against torch where it is installed."""
+from __future__ import annotations
+
+import pytest
+
+import tapegrad as tg
+
+
+def _outcome(fn):
+    """fn()'s result as (dtype, values), or the type of the exception it raised."""
+    try:
+        result = fn()
+    except Exception as exc:  # noqa: BLE001  (the type is what is compared)
+        return type(exc).__name__
+    return str(result.dtype).rsplit(".", 1)[-1], result.tolist()
+
+
+# PyTorch's arange has three signatures, (end), (start, end) and (start, end, step): a lone
+# bound given as `end=` is the end (a vision-transformer notebook's
+# `torch.arange(end=C * H * W, dtype=torch.float)`), a step needs both bounds.
+ARANGE_CALLS = [
+    ("end_kw", lambda m: m.arange(end=5)),
+    ("end_kw_float", lambda m: m.arange(end=4.0)),
+    ("end_kw_dtype", lambda m: m.arange(end=6, dtype=m.float32)),
+    ("start_end_kw", lambda m: m.arange(start=1, end=5)),
+    ("all_kw", lambda m: m.arange(start=2, end=7, step=2)),
+    ("start_pos_end_kw", lambda m: m.arange(1, end=4)),
+    ("lone_positional", lambda m: m.arange(5)),
+    ("positional_step", lambda m: m.arange(0, 1, 0.25)),
+    ("tensor_end_kw", lambda m: m.arange(end=m.tensor(3))),
+    ("end_step_no_start", lambda m: m.arange(end=5, step=2)),
+    ("lone_bound_with_step", lambda m: m.arange(5, step=2)),
+    ("nothing", lambda m: m.arange()),
+]
+
+
+@pytest.mark.parametrize("name,call", ARANGE_CALLS, ids=[c[0] for c in ARANGE_CALLS])
+def test_arange_keyword_bounds_match_torch(name, call):
+    torch = pytest.importorskip("torch")
+    assert _outcome(lambda: call(tg)) == _outcome(lambda: call(torch))
+
+
+def test_arange_end_keyword_values():
+    # Without torch too: the lone `end=` bound starts the range at 0.
+    assert tg.arange(end=3).tolist() == [0, 1, 2]
+    assert tg.arange(end=3).dtype == tg.int64
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        tg.arange(end=5, step=2)
+
+
+def test_one_hot_takes_input_keyword():
+    # PyTorch's parser names one_hot's argument `input` (its docstring says `tensor`).
+    torch = pytest.importorskip("torch")
+    got = tg.nn.functional.one_hot(input=tg.tensor([0, 2]), num_classes=3)
+    want = torch.nn.functional.one_hot(input=torch.tensor([0, 2]), num_classes=3)
+    assert got.tolist() == want.tolist() and got.dtype == tg.int64
+    with pytest.raises(TypeError):
+        torch.nn.functional.one_hot(tensor=torch.tensor([0]), num_classes=2)
+    with pytest.raises(TypeError):
+        tg.nn.functional.one_hot(tensor=tg.tensor([0]), num_classes=2)
