@@ -59,3 +59,30 @@ def test_one_hot_takes_input_keyword():
         torch.nn.functional.one_hot(tensor=torch.tensor([0]), num_classes=2)
     with pytest.raises(TypeError):
         tg.nn.functional.one_hot(tensor=tg.tensor([0]), num_classes=2)
+
+
+# torch.diff, torch.norm and torch.histogram take out= in PyTorch; tapegrad refused the keyword.
+OUT_CALLS = [
+    ("diff", lambda m: m.diff(m.tensor([1.0, 4.0, 9.0, 7.0]), out=m.empty(0))),
+    ("diff_int", lambda m: m.diff(m.tensor([1, 4, 9]), out=m.empty(0, dtype=m.int64))),
+    ("norm", lambda m: m.norm(m.tensor([3.0, 4.0]), out=m.empty(()))),
+    ("norm_dim", lambda m: m.norm(m.tensor([[3.0, 4.0], [1.0, 1.0]]), p=1, dim=1,
+                                  out=m.empty(0))),
+    ("norm_long_out", lambda m: m.norm(m.tensor([3.0, 4.0]), out=m.empty(0, dtype=m.int64))),
+    ("histogram", lambda m: m.histogram(m.tensor([1.0, 2.0, 2.0, 5.0]), bins=2,
+                                        out=(m.empty(0), m.empty(0)))[0]),
+]
+
+
+@pytest.mark.parametrize("name,call", OUT_CALLS, ids=[c[0] for c in OUT_CALLS])
+def test_out_keyword_of_diff_norm_histogram(name, call):
+    torch = pytest.importorskip("torch")
+    assert _outcome(lambda: call(tg)) == _outcome(lambda: call(torch))
+
+
+def test_diff_out_refused_under_grad():
+    torch = pytest.importorskip("torch")
+    for m in (tg, torch):
+        w = m.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            m.diff(w, out=m.empty(0))
