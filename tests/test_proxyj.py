@@ -86,3 +86,13 @@ def test_diff_out_refused_under_grad():
         w = m.ones(3, requires_grad=True)
         with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
             m.diff(w, out=m.empty(0))
+
+
+def test_set_default_device_takes_device_keyword():
+    torch = pytest.importorskip("torch")
+    for m in (tg, torch):
+        m.set_default_device(device="cpu")
+        try:
+            assert m.zeros(2).device.type == "cpu"
+        finally:
+            m.set_default_device(None)
