@@ -96,3 +96,11 @@ def test_set_default_device_takes_device_keyword():
             assert m.zeros(2).device.type == "cpu"
         finally:
             m.set_default_device(None)
+
+
+def test_tensor_where_takes_keywords():
+    # Tensor.where's parameters are condition and other in PyTorch.
+    torch = pytest.importorskip("torch")
+    got = tg.arange(4.0).where(condition=tg.arange(4.0) > 1, other=-1.0)
+    want = torch.arange(4.0).where(condition=torch.arange(4.0) > 1, other=-1.0)
+    assert got.tolist() == want.tolist()
