@@ -104,3 +104,30 @@ def test_tensor_where_takes_keywords():
     got = tg.arange(4.0).where(condition=tg.arange(4.0) > 1, other=-1.0)
     want = torch.arange(4.0).where(condition=torch.arange(4.0) > 1, other=-1.0)
     assert got.tolist() == want.tolist()
+
+
+# PyTorch 2.13's batch norms (and the lazy norms) take bias=False: a scale without a shift.
+BIAS_FREE_NORMS = [
+    ("BatchNorm1d", lambda m: m.nn.BatchNorm1d(3, bias=False), (4, 3)),
+    ("BatchNorm2d", lambda m: m.nn.BatchNorm2d(3, bias=False), (2, 3, 2, 2)),
+    ("BatchNorm3d", lambda m: m.nn.BatchNorm3d(3, affine=False, bias=False), (2, 3, 1, 2, 2)),
+    ("LazyBatchNorm1d", lambda m: m.nn.LazyBatchNorm1d(bias=False), (4, 3)),
+    ("LazyInstanceNorm1d", lambda m: m.nn.LazyInstanceNorm1d(bias=False), (2, 3, 4)),
+]
+
+
+@pytest.mark.parametrize("name,make,shape", BIAS_FREE_NORMS, ids=[c[0] for c in BIAS_FREE_NORMS])
+def test_norm_layers_without_bias(name, make, shape):
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    x = np.linspace(-2, 3, int(np.prod(shape)), dtype=np.float32).reshape(shape) ** 2
+    seen = []
+    for m in (tg, torch):
+        layer = make(m)
+        before = repr(layer)
+        out = layer(m.tensor(x, requires_grad=True))
+        out.pow(2).sum().backward()
+        seen.append((before, repr(layer), layer.bias is None, sorted(layer.state_dict()),
+                     np.round(out.detach().numpy(), 5).tolist(),
+                     None if layer.weight is None else np.round(layer.weight.grad.numpy(), 4).tolist()))
+    assert seen[0] == seen[1]
