@@ -123,6 +123,14 @@ def set_default_device(device) -> None:
     _default = None if device is None else as_device(device)
 
 
+def check_unpinned(pin_memory: bool) -> None:
+    """A factory's `pin_memory=`: False is all there is (pinned memory needs an accelerator, as
+    in a PyTorch build without one)."""
+    if pin_memory:
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no "
+                           "pinned memory allocator is available on this system.")
+
+
 def get_default_device() -> device:
     """The device factories use by default: the CPU, or the error an unavailable device gives."""
     if _default is None:

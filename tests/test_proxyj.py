@@ -131,3 +131,35 @@ def test_norm_layers_without_bias(name, make, shape):
                      np.round(out.detach().numpy(), 5).tolist(),
                      None if layer.weight is None else np.round(layer.weight.grad.numpy(), 4).tolist()))
     assert seen[0] == seen[1]
+
+
+# Factories that take pin_memory= in PyTorch: False is accepted, True refused (no accelerator).
+PINNABLE = [
+    ("tril_indices", lambda m, pin: m.tril_indices(3, 3, pin_memory=pin)),
+    ("triu_indices", lambda m, pin: m.triu_indices(3, 3, pin_memory=pin)),
+    ("linspace", lambda m, pin: m.linspace(0, 1, 3, pin_memory=pin)),
+    ("logspace", lambda m, pin: m.logspace(0, 1, 3, pin_memory=pin)),
+    ("zeros_like", lambda m, pin: m.zeros_like(m.ones(2), pin_memory=pin)),
+    ("ones_like", lambda m, pin: m.ones_like(m.ones(2), pin_memory=pin)),
+    ("full_like", lambda m, pin: m.full_like(m.ones(2), 3, pin_memory=pin)),
+    ("empty_like", lambda m, pin: m.empty_like(m.ones(2), pin_memory=pin).fill_(0)),
+    ("rand_like", lambda m, pin: m.rand_like(m.ones(2), pin_memory=pin).mul(0)),
+    ("randn_like", lambda m, pin: m.randn_like(m.ones(2), pin_memory=pin).mul(0)),
+    ("randint_like", lambda m, pin: m.randint_like(m.ones(2), 1, pin_memory=pin)),
+    ("hann_window", lambda m, pin: m.hann_window(4, pin_memory=pin)),
+    ("hamming_window", lambda m, pin: m.hamming_window(4, pin_memory=pin)),
+    ("blackman_window", lambda m, pin: m.blackman_window(4, pin_memory=pin)),
+    ("bartlett_window", lambda m, pin: m.bartlett_window(4, pin_memory=pin)),
+    ("kaiser_window", lambda m, pin: m.kaiser_window(4, pin_memory=pin)),
+]
+
+
+@pytest.mark.parametrize("name,call", PINNABLE, ids=[c[0] for c in PINNABLE])
+def test_factories_take_pin_memory(name, call):
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    got, want = _outcome(lambda: call(tg, False)), _outcome(lambda: call(torch, False))
+    assert got[0] == want[0]
+    assert np.allclose(got[1], want[1], atol=1e-6)
+    if not torch.cuda.is_available():
+        assert _outcome(lambda: call(tg, True)) == _outcome(lambda: call(torch, True))
