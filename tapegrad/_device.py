@@ -115,12 +115,20 @@ _default = None
 _entered: list = []     # the defaults that enclosing `with device:` blocks restore on exit
 
 
-def set_default_device(spec) -> None:
+def set_default_device(device) -> None:
     """torch.set_default_device: accepted for any known device type (PyTorch checks availability
-    only when a factory uses it); None restores the CPU."""
+    only when a factory uses it); None restores the CPU.  (`device`, PyTorch's parameter name.)"""
     global _default
     _default = None         # as in PyTorch, a failing call leaves the CPU as the default
-    _default = None if spec is None else as_device(spec)
+    _default = None if device is None else as_device(device)
+
+
+def check_unpinned(pin_memory: bool) -> None:
+    """A factory's `pin_memory=`: False is all there is (pinned memory needs an accelerator, as
+    in a PyTorch build without one)."""
+    if pin_memory:
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no "
+                           "pinned memory allocator is available on this system.")
 
 
 def get_default_device() -> device:

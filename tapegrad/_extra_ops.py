@@ -24,6 +24,7 @@ import numbers
 import numpy as np
 
 from . import _core
+from ._device import check_unpinned
 from ._deprecated_overloads import NOT_GIVEN, scalar_first
 from . import _profiling
 from ._profiling import op_event
@@ -1211,14 +1212,18 @@ def _triangle_indices(row, col, offset, upper: bool, fn: str, dtype):
     return _wrap(out.reshape(2, -1))
 
 
-def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+def tril_indices(row, col, offset=0, *, dtype=None, device=None,
+                 pin_memory: bool = False, layout=None):
     """The 2 x N (row, column) coordinates of the lower triangle of a row x col matrix."""
+    check_unpinned(pin_memory)
     sparse_factory_layout(layout, "tril_indices", "tril_indices")
     return _triangle_indices(row, col, offset, False, "tril_indices", dtype)
 
 
-def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+def triu_indices(row, col, offset=0, *, dtype=None, device=None,
+                 pin_memory: bool = False, layout=None):
     """The 2 x N (row, column) coordinates of the upper triangle of a row x col matrix."""
+    check_unpinned(pin_memory)
     sparse_factory_layout(layout, "triu_indices", "triu_indices")
     return _triangle_indices(row, col, offset, True, "triu_indices", dtype)
 

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._device import check_unpinned
 from ._layout import sparse_factory_layout
 from ._class_members import has_member
 from ._extra_ops import _check_tensor, _dtype_name, _wrap
@@ -261,9 +262,10 @@ def _cosine_sum(*coefficients):
 
 
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-                requires_grad=False):
+                pin_memory: bool = False, requires_grad=False):
     """The Hann window 0.5 - 0.5 cos(2 pi n / (N - 1)); periodic windows are the first N of
     N + 1 points (for spectral analysis)."""
+    check_unpinned(pin_memory)
     sparse_factory_layout(layout, "hann_window", "hann_window")
     _check_cpu(device)
     return _window("hann_window", window_length, periodic, dtype, requires_grad,
@@ -271,8 +273,9 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
-                   layout=None, device=None, requires_grad=False):
+                   layout=None, device=None, pin_memory: bool = False, requires_grad=False):
     """The Hamming window alpha - beta cos(2 pi n / (N - 1))."""
+    check_unpinned(pin_memory)
     sparse_factory_layout(layout, "hamming_window", "hamming_window")
     _check_cpu(device)
     return _window("hamming_window", window_length, periodic, dtype, requires_grad,
@@ -280,8 +283,9 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-                    requires_grad=False):
+                    pin_memory: bool = False, requires_grad=False):
     """The Blackman window 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
+    check_unpinned(pin_memory)
     sparse_factory_layout(layout, "blackman_window", "blackman_window")
     _check_cpu(device)
     return _window("blackman_window", window_length, periodic, dtype, requires_grad,
@@ -289,8 +293,9 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-                    requires_grad=False):
+                    pin_memory: bool = False, requires_grad=False):
     """The triangular Bartlett window 1 - |2n / (N - 1) - 1|."""
+    check_unpinned(pin_memory)
     sparse_factory_layout(layout, "bartlett_window", "bartlett_window")
     _check_cpu(device)
     return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
@@ -298,8 +303,9 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
-                  device=None, requires_grad=False):
+                  device=None, pin_memory: bool = False, requires_grad=False):
     """The Kaiser window I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta)."""
+    check_unpinned(pin_memory)
     sparse_factory_layout(layout, "kaiser_window", "kaiser_window")
     _check_cpu(device)
 

@@ -27,11 +27,11 @@ abs absolute acos acosh addcdiv addcmul addmm all amax amin aminmax any arange a
 arcsin arcsinh arctan arctan2 arctanh argmax argmin asin asinh atan atan2 atanh baddbmm
 bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor bmm cat
 ceil clamp clamp_max clamp_min clip column_stack concat concatenate cos cosh cumprod cumsum diag
-divide dot dstack empty eq erf exp expm1 eye fix floor floor_divide fmod frac full gather ge ger
-greater greater_equal gt histc hstack index_add index_copy index_select isneginf isposinf le lerp
+diff divide dot dstack empty eq erf exp expm1 eye fix floor floor_divide fmod frac full gather ge ger
+greater greater_equal gt histc histogram hstack index_add index_copy index_select isneginf isposinf le lerp
 less less_equal linspace log log10 log1p log2 logaddexp logical_and logical_not logical_or
 logical_xor logspace logsumexp lt masked_select matrix_power max maximum mean median min minimum
-mm mode msort multiply mv nan_to_num nanmean nanmedian nansum ne neg negative not_equal ones
+mm mode msort multiply mv nan_to_num nanmean nanmedian nansum ne neg negative norm not_equal ones
 outer pow prod reciprocal remainder round row_stack rsqrt sgn sigmoid sign signbit sin sinh sort
 sqrt square stack std subtract sum tan tanh topk tril triu true_divide trunc var vstack where
 xlogy zeros

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from . import _core
-from ._device import check_device
+from ._device import check_device, check_unpinned
 from ._extra_ops import _check_tensor
 from ._layout import sparse_factory_layout
 from ._preserve_layout import empty_preserving, like_layout
@@ -42,9 +42,7 @@ def _check_placement(fn: str, device, pin_memory: bool = False) -> None:
     """The `device=` and `pin_memory=` arguments of factory `fn`: the CPU, unpinned, is all there
     is (pinned memory needs an accelerator, as in a PyTorch build without one)."""
     check_device(device, fn)
-    if pin_memory:
-        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no "
-                           "pinned memory allocator is available on this system.")
+    check_unpinned(pin_memory)
 
 
 def _size_args(size, fn: str, position: int = 1) -> tuple:
@@ -714,11 +712,13 @@ def empty(*size, dtype=None, layout=None, device=None, requires_grad: bool = Fal
 
 # The *_like factories: input's shape, and its dtype unless given (memory_format is accepted for
 # PyTorch's signature: every tapegrad tensor is contiguous).
-def zeros_like(input: Tensor, dtype=None, *, layout=None, device=None, requires_grad: bool = False,
+def zeros_like(input: Tensor, dtype=None, *, layout=None, device=None,
+               pin_memory: bool = False, requires_grad: bool = False,
                memory_format=None) -> Tensor:
     """Zeros with ``input``'s shape and (unless ``dtype`` is given) its dtype; a new leaf, not
     connected to ``input``'s graph.  A sparse ``input`` gives a sparse tensor with no entries.
     """
+    check_unpinned(pin_memory)
     if getattr(input, "is_sparse", False) is True and not isinstance(input, Tensor):
         from ._sparse_coo import zeros_like_sparse
         check_device(device, "zeros_like")
@@ -732,9 +732,11 @@ def zeros_like(input: Tensor, dtype=None, *, layout=None, device=None, requires_
                          input, memory_format)
 
 
-def ones_like(input: Tensor, dtype=None, *, layout=None, device=None, requires_grad: bool = False,
+def ones_like(input: Tensor, dtype=None, *, layout=None, device=None,
+              pin_memory: bool = False, requires_grad: bool = False,
               memory_format=None) -> Tensor:
     """Ones with ``input``'s shape and (unless ``dtype`` is given) its dtype."""
+    check_unpinned(pin_memory)
     _check_tensor(input, "ones_like")
     check_device(device, "ones_like")
     sparse_factory_layout(layout, "ones_like", "empty_strided")
@@ -744,10 +746,12 @@ def ones_like(input: Tensor, dtype=None, *, layout=None, device=None, requires_g
 
 
 def full_like(input: Tensor, fill_value, dtype=None, *, layout=None, device=None,
+              pin_memory: bool = False,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     """``fill_value`` in ``input``'s shape and (unless ``dtype`` is given) its dtype (the value is
     cast to it: ``full_like(int_tensor, 2.7)`` holds 2).
     """
+    check_unpinned(pin_memory)
     _check_tensor(input, "full_like")
     check_device(device, "full_like")
     sparse_factory_layout(layout, "full_like", "empty_strided")
@@ -756,9 +760,11 @@ def full_like(input: Tensor, fill_value, dtype=None, *, layout=None, device=None
                          input, memory_format)
 
 
-def empty_like(input: Tensor, dtype=None, *, layout=None, device=None, requires_grad: bool = False,
+def empty_like(input: Tensor, dtype=None, *, layout=None, device=None,
+               pin_memory: bool = False, requires_grad: bool = False,
                memory_format=None) -> Tensor:
     """An uninitialised tensor with ``input``'s shape and (unless ``dtype`` is given) its dtype."""
+    check_unpinned(pin_memory)
     _check_tensor(input, "empty_like")
     check_device(device, "empty_like")
     sparse_factory_layout(layout, "empty_like", "empty_strided")
@@ -769,15 +775,37 @@ def empty_like(input: Tensor, dtype=None, *, layout=None, device=None, requires_
                  else np.empty(input._array.shape, dtype=dt), requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, *, layout=None,
-           device=None, pin_memory: bool = False) -> Tensor:
-    """Values from start (default 0) up to but excluding end, every step; int64 for ints."""
+_ARANGE_SIGNATURES = (
+    "(Number end, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+    "torch.device device = None, bool pin_memory = False, bool requires_grad = False)",
+    "(Number start, Number end, *, torch.dtype dtype = None, torch.layout layout = None, "
+    "torch.device device = None, bool pin_memory = False, bool requires_grad = False)",
+    "(Number start, Number end, Number step = 1, *, Tensor out = None, torch.dtype dtype = None, "
+    "torch.layout layout = None, torch.device device = None, bool pin_memory = False, "
+    "bool requires_grad = False)")
+
+
+def arange(start=None, end=None, step=None, dtype=None, requires_grad: bool = False, *,
+           layout=None, device=None, pin_memory: bool = False) -> Tensor:
+    """Values from start (default 0) up to but excluding end, every step; int64 for ints.
+
+    PyTorch's three signatures are (end), (start, end) and (start, end, step): a lone bound,
+    positional or `end=`, is the end; a step needs both bounds."""
     _check_placement("arange", device, pin_memory)
     sparse_factory_layout(layout, "arange", "arange.start_out")
+    if (start is None or end is None) and (step is not None or (start is None and end is None)):
+        given = ", ".join(f"{name}={_type_name(value)}" for name, value in
+                          (("start", start), ("end", end), ("step", step)) if value is not None)
+        lines = "".join(f"\n * {signature}" for signature in _ARANGE_SIGNATURES)
+        raise TypeError(f"arange() received an invalid combination of arguments - got "
+                        f"({given}), but expected one of:{lines}\n")
     # one-element tensors count as their values (an integer tensor as an int, for the dtype)
-    start, end, step = _scalar_arg(start), _scalar_arg(end), _scalar_arg(step)
+    start, end = _scalar_arg(start), _scalar_arg(end)
+    step = 1 if step is None else _scalar_arg(step)
     if end is None:
         start, end = 0, start
+    elif start is None:
+        start = 0
     if step == 0 or step != step:
         raise RuntimeError("step must be nonzero")
     if dtype is None:
@@ -905,11 +933,12 @@ def _complex_range(dt: np.dtype, start, end, steps: int) -> np.ndarray:
 
 
 def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layout=None,
-             device=None) -> Tensor:
+             device=None, pin_memory: bool = False) -> Tensor:
     """`steps` values evenly spaced from start to end inclusive (float32 by default).
 
     Computed as PyTorch does (in the result's precision, the first half counted up from start and
     the second half down from end), so float32 values match PyTorch's bit for bit."""
+    check_unpinned(pin_memory)
     check_device(device, "linspace")
     sparse_factory_layout(layout, "linspace", "linspace.out")
     steps = _count_arg(steps, "linspace", "steps", 3)
@@ -947,13 +976,14 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layo
 
 
 def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: bool = False, *,
-             layout=None, device=None) -> Tensor:
+             layout=None, device=None, pin_memory: bool = False) -> Tensor:
     """`steps` values base**e for e evenly spaced from start to end inclusive (float32 default).
 
     As PyTorch: exponents counted up from start for the first half and down from end for the
     second, in the result's precision (double from integer start/end for integer results), then
     raised to `base`.  float64 and integer values match PyTorch's exactly; float32 and float16
     ones may differ in the last place (PyTorch's vectorised pow rounds differently)."""
+    check_unpinned(pin_memory)
     check_device(device, "logspace")
     sparse_factory_layout(layout, "logspace", "logspace.out")
     steps = _count_arg(steps, "logspace", "steps", 3)

@@ -16,6 +16,7 @@ import os
 import numpy as np
 
 from . import _core
+from ._device import check_unpinned
 from ._device import as_device, check_device
 from ._layout import sparse_factory_layout
 from .creation import (_default_float, _SCALAR_NAMES, _broadcast_shapes,
@@ -536,18 +537,22 @@ def _check_float_input(t, kernel: str) -> None:
                                   f"'{_scalar_name(t._array.dtype)}'")
 
 
-def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
+def rand_like(input, *, dtype=None, layout=None, device=None,
+              pin_memory: bool = False, requires_grad: bool = False,
               memory_format=None, generator=None) -> Tensor:
     """rand() with input's shape (and dtype, unless given)."""
+    check_unpinned(pin_memory)
     sparse_factory_layout(layout, "rand_like", "empty_strided")
     return _in_layout_of(rand(tuple(input.shape), dtype=dtype or input.dtype, device=device,
                           requires_grad=requires_grad, generator=generator), input,
                          memory_format)
 
 
-def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
+def randn_like(input, *, dtype=None, layout=None, device=None,
+               pin_memory: bool = False, requires_grad: bool = False,
                memory_format=None, generator=None) -> Tensor:
     """randn() with input's shape (and dtype, unless given)."""
+    check_unpinned(pin_memory)
     sparse_factory_layout(layout, "randn_like", "empty_strided")
     return _in_layout_of(randn(tuple(input.shape), dtype=dtype or input.dtype, device=device,
                            requires_grad=requires_grad, generator=generator), input,
@@ -555,9 +560,11 @@ def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad: bo
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None,
+                 pin_memory: bool = False,
                  requires_grad: bool = False, memory_format=None, generator=None) -> Tensor:
     """randint_like(input, high) or randint_like(input, low, high): randint() with input's shape
     (and dtype, unless given)."""
+    check_unpinned(pin_memory)
     sparse_factory_layout(layout, "randint_like", "empty_strided")
     if high is None:
         low, high = 0, low

@@ -1784,9 +1784,10 @@ def _native_batch_norm(TensorBase input, weight, bias, running_mean, running_var
 
 # -- one_hot ------------------------------------------------------------------------------------
 
-def one_hot(TensorBase tensor, num_classes=-1):
-    """int64 one-hot encoding of an int64 index tensor (new last dim of num_classes); no grad."""
-    I = tensor._array
+def one_hot(TensorBase input, num_classes=-1):
+    """int64 one-hot encoding of an int64 index tensor (new last dim of num_classes); no grad.
+    The argument is `input`, as PyTorch's parser names it (its docstring says `tensor`)."""
+    I = input._array
     if I.dtype != NP_INT64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     num_classes = int(num_classes)

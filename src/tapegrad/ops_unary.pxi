@@ -956,9 +956,10 @@ cdef object where_record(object condition, object input, object other, object ba
     return res
 
 
-def where_method(TensorBase self, condition, y):
-    """Tensor.where(condition, y): self where condition is True, y elsewhere."""
-    return where(condition, self, y)
+def where_method(TensorBase self, condition, other):
+    """Tensor.where(condition, other): self where condition is True, other elsewhere (the
+    parameters named as PyTorch's, which a call may give by keyword)."""
+    return where(condition, self, other)
 
 
 # -- comparisons and logical ops (bool results, never recorded) ------------------------------------

@@ -167,12 +167,11 @@ class _LazyNormBase(LazyModuleMixin):
     _lazy_size_attr = "num_features"
 
     def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 device=None, dtype=None) -> None:
+                 device=None, dtype=None, *, bias=True) -> None:
         args = (eps, momentum, affine, track_running_stats)
-        _without_drawing(lambda: self.cls_to_become.__init__(self, 1, *args, device=device,
-                                                             dtype=dtype))
-        self._lazy_setup(args, {"device": device, "dtype": dtype},
-                         ("weight", "bias", "running_mean", "running_var"))
+        kwargs = {"device": device, "dtype": dtype, "bias": bias}
+        _without_drawing(lambda: self.cls_to_become.__init__(self, 1, *args, **kwargs))
+        self._lazy_setup(args, kwargs, ("weight", "bias", "running_mean", "running_var"))
 
 
 class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):

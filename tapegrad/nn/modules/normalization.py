@@ -88,7 +88,7 @@ class _BatchNorm(_NormBase):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
-                 dtype=None) -> None:
+                 dtype=None, *, bias: bool = True) -> None:
         super().__init__()
         check_device(device, allow_meta=True)
         self.num_features = num_features
@@ -96,12 +96,8 @@ class _BatchNorm(_NormBase):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(creation.ones(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(creation.zeros(num_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        # bias=False (PyTorch 2.13): a scale without a shift
+        _register_affine(self, num_features, affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", creation.zeros(num_features, device=device,
                                                                 dtype=dtype))
@@ -151,7 +147,7 @@ class _BatchNorm(_NormBase):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.affine}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
                 f"track_running_stats={self.track_running_stats}")
 
 
