@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 class BatchNorm1d(_Module):
-    def __init__(self, num_features: _int, eps: _float = ..., momentum: _float | None = ..., affine: _bool = ..., track_running_stats: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    def __init__(self, num_features: _int, eps: _float = ..., momentum: _float | None = ..., affine: _bool = ..., track_running_stats: _bool = ..., device: Any = ..., dtype: Any = ..., *, bias: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...
     def reset_parameters(self) -> None: ...
@@ -45,12 +45,10 @@ class BatchNorm1d(_Module):
     momentum: Any
     affine: Any
     track_running_stats: Any
-    weight: Any
-    bias: Any
     num_batches_tracked: Any
 
 class BatchNorm2d(_Module):
-    def __init__(self, num_features: _int, eps: _float = ..., momentum: _float | None = ..., affine: _bool = ..., track_running_stats: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    def __init__(self, num_features: _int, eps: _float = ..., momentum: _float | None = ..., affine: _bool = ..., track_running_stats: _bool = ..., device: Any = ..., dtype: Any = ..., *, bias: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...
     def reset_parameters(self) -> None: ...
@@ -60,12 +58,10 @@ class BatchNorm2d(_Module):
     momentum: Any
     affine: Any
     track_running_stats: Any
-    weight: Any
-    bias: Any
     num_batches_tracked: Any
 
 class BatchNorm3d(_Module):
-    def __init__(self, num_features: _int, eps: _float = ..., momentum: _float | None = ..., affine: _bool = ..., track_running_stats: _bool = ..., device: Any = ..., dtype: Any = ...) -> None: ...
+    def __init__(self, num_features: _int, eps: _float = ..., momentum: _float | None = ..., affine: _bool = ..., track_running_stats: _bool = ..., device: Any = ..., dtype: Any = ..., *, bias: _bool = ...) -> None: ...
     def extra_repr(self) -> _str: ...
     def forward(self, input: Any) -> Any: ...
     def reset_parameters(self) -> None: ...
@@ -75,8 +71,6 @@ class BatchNorm3d(_Module):
     momentum: Any
     affine: Any
     track_running_stats: Any
-    weight: Any
-    bias: Any
     num_batches_tracked: Any
 
 class GroupNorm(_Module):
@@ -169,6 +163,4 @@ class SyncBatchNorm(_Module):
     momentum: Any
     affine: Any
     track_running_stats: Any
-    weight: Any
-    bias: Any
     num_batches_tracked: Any
