@@ -129,12 +129,6 @@ def _sequence_dtype(data, arr: np.ndarray):
 
 # uint16/32/64 promote with nothing but themselves and floats in PyTorch (c10::promoteTypes).
 _BAREBONES_UNSIGNED = (np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64))
-_SCALAR_TYPE_NAMES = {np.dtype(np.bool_): "Bool", np.dtype(np.uint8): "Byte", np.dtype(np.int8): "Char",
-                      np.dtype(np.int16): "Short", np.dtype(np.int32): "Int", np.dtype(np.int64): "Long",
-                      np.dtype(np.uint16): "UInt16", np.dtype(np.uint32): "UInt32",
-                      np.dtype(np.uint64): "UInt64", np.dtype(np.float16): "Half",
-                      np.dtype(np.float32): "Float", np.dtype(np.float64): "Double",
-                      np.dtype(np.complex64): "ComplexFloat", np.dtype(np.complex128): "ComplexDouble"}
 
 
 def _promoted_in_order(data):
@@ -160,8 +154,8 @@ def _promoted_in_order(data):
                 result = dt if dt.kind == "f" else result
             else:
                 raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
-                                   f"attempted to promote {_SCALAR_TYPE_NAMES[result]} and "
-                                   f"{_SCALAR_TYPE_NAMES[dt]}")
+                                   f"attempted to promote {_core.scalar_type_name_of(result)} "
+                                   f"and {_core.scalar_type_name_of(dt)}")
         elif result.kind in "iub" and dt.kind in "fc" or dt.kind in "iub" and result.kind in "fc":
             result = dt if dt.kind in "fc" else result
         else:
@@ -374,8 +368,8 @@ _FLOAT_OR_INT = frozenset((float, int))
 def _plain_number_array(data: list):
     """tensor()'s common case without its nested walks: a list of Python floats and/or ints, or
     a list of such lists, as the array the general route makes of it (floats -> the default
-    float dtype, ints alone -> int64, and PyTorch's error for one beyond int64).  None for
-    anything else (bools, numpy values, tensors, ragged rows), which takes the general route."""
+    float dtype, ints alone -> int64).  None for anything else (bools, numpy values, tensors,
+    ragged rows, ints beyond int64), which takes the general route and its errors."""
     types = set(map(type, data))
     if types == _LIST:
         row_types = set()
@@ -395,11 +389,9 @@ def _plain_number_array(data: list):
             return None
         with _core.IeeeResults():       # (1e40 as float32 is inf, silently as in PyTorch)
             return arr.astype(_default_float(), copy=False)
-    if arr.dtype != np.int64:
-        # an int beyond int64 (numpy made uint64, float64 or objects of them), where PyTorch's
-        # dtype is int64 (with a float anywhere it is a float dtype, and the ints convert)
-        raise ValueError("Overflow when unpacking long long")
-    return arr
+    # an int beyond int64 (numpy made uint64, float64 or objects of them): the general route's
+    # _with_wide_ints_read gives PyTorch's error
+    return arr if arr.dtype == np.int64 else None
 
 
 _LIST = frozenset((list,))

@@ -885,15 +885,15 @@ cpdef str output_type_name(str name, tuple operands, object kwargs, object np_dt
     return C_TYPE_NAMES.get(np_dt.name, np_dt.name)
 
 
-cdef int store_out(TensorBase o, object res, str output_type=None) except -1:
-    """Write result `res` (a tensor) into out tensor `o`: cast to o's dtype if it can be, o
-    resized (with PyTorch's warning unless it was empty) to res's shape.  `output_type`: how the
-    refusal of the cast names o's dtype (output_type_name; its ScalarType by default)."""
+cdef int store_out(TensorBase o, object res, str name, tuple operands, object kwargs) except -1:
+    """Write result `res` (a tensor) of op `name` on `operands` into out tensor `o`: cast to o's
+    dtype if it can be, o resized (with PyTorch's warning unless it was empty) to res's shape;
+    a refused cast names o's dtype as output_type_name says."""
     R = (<TensorBase>res)._array
     A = o._array
     if not np.can_cast(R.dtype, A.dtype, "same_kind"):
-        raise RuntimeError(f"result type {scalar_type_name(R.dtype)} can't be cast to the "
-                           f"desired output type {output_type or scalar_type_name(A.dtype)}")
+        raise RuntimeError(f"result type {scalar_type_name(R.dtype)} can't be cast to the desired "
+                           f"output type {output_type_name(name, operands, kwargs, A.dtype)}")
     if A.shape != R.shape:
         if A.size:
             warnings.warn(
@@ -945,8 +945,7 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                            f"tuple of {len(results)} Tensors") + f", not {type_name(out)}")
     cdef Py_ssize_t k
     for k in range(len(outs)):
-        store_out(<TensorBase>outs[k], results[k], output_type_name(
-            name, operands, kwargs, (<TensorBase>outs[k])._array.dtype))
+        store_out(<TensorBase>outs[k], results[k], name, operands, kwargs)
     if isinstance(out, TensorBase):
         return out
     if type(res) is tuple:
