@@ -9,8 +9,6 @@ from tapegrad._core import type_name as _type_name
 import copy as _copy
 import math
 import numbers
-import os as _os
-import sys as _sys
 
 import numpy as np
 
@@ -178,19 +176,6 @@ def _size_kwarg(size: tuple, kwargs: dict) -> tuple:
 
 
 _warned_scalar_of_grad_tensor = False
-_PACKAGE_DIR = _os.path.dirname(_os.path.abspath(__file__)) + _os.sep
-
-
-def _stacklevel_outside_package() -> int:
-    """The warnings.warn stacklevel that names the first caller outside tapegrad, for a warning
-    raised at a varying depth inside the package (torch.tensor's recursion over nested lists):
-    PyTorch attributes such a warning to the user's line."""
-    frame, level = _sys._getframe(1), 1      # frame 1: the function about to warn
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def _warn_scalar_of_grad_tensor(t) -> None:
     """float(t) / complex(t) (math.exp(t) too) of a tensor requiring grad, with grad mode on:
     PyTorch warns once per process that the result leaves the graph (int(), item() and
@@ -202,7 +187,7 @@ def _warn_scalar_of_grad_tensor(t) -> None:
     import warnings
     warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
                   "behavior.\nConsider using tensor.detach() first.", UserWarning,
-                  stacklevel=_stacklevel_outside_package())
+                  stacklevel=_core.user_stacklevel())
 
 
 class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
