@@ -581,25 +581,17 @@ def _real_pair(fn, a, b, what):
     return np.result_type(da, np.complex64)
 
 
-def complex(real, imag, *, out=None):
+def complex(real, imag):
     """A complex tensor real + i imag from two real tensors of one floating dtype (float32 gives
     complex64, float64 complex128); broadcasting; differentiable in both."""
     dt = _real_pair("complex", real, imag, ("real", "imag"))
-    return _out(_Complex.apply(dt, real, imag), out)
+    return _Complex.apply(dt, real, imag)
 
 
-def polar(abs, angle, *, out=None):
+def polar(abs, angle):
     """The complex tensor abs * (cos(angle) + i sin(angle)); differentiable in both."""
     dt = _real_pair("polar", abs, angle, ("abs", "angle"))
-    res = _Polar.apply(dt, abs, angle)
-    return _out(res, out)
-
-
-def _out(res, out):
-    if out is None:
-        return res
-    out.copy_(res)
-    return out
+    return _Polar.apply(dt, abs, angle)
 
 
 @_op("ViewAsRealBackward0")

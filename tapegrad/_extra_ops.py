@@ -1162,6 +1162,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
         _core._normalize_dims(dim, input.ndim)      # (PyTorch's error order: each dim in turn)
     from . import where
     x = where(input.isnan(), 0, input) if input._array.dtype.kind in "fc" else input
+    if dim is None and keepdim and input.ndim:      # (every dim kept as a 1)
+        dim = tuple(range(input.ndim))
     if dim is None:
         return x.sum(dtype=dtype) if dtype is not None else x.sum()
     return x.sum(dim, keepdim=keepdim, dtype=dtype) if dtype is not None else x.sum(dim, keepdim)

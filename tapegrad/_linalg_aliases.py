@@ -25,7 +25,7 @@ def _linalg():
     return linalg
 
 
-def inverse(input, *, out=None):
+def inverse(input):
     """torch.inverse: torch.linalg.inv."""
     return _linalg().inv(input)
 
@@ -53,7 +53,7 @@ def logdet(input):
     return logabsdet + sign.log()
 
 
-def cholesky(input, upper=False, *, out=None):
+def cholesky(input, upper=False):
     """The deprecated torch.cholesky (upper as a positional flag)."""
     _core.check_bool("cholesky", "upper", upper)
     warnings.warn(_CHOLESKY_DEPRECATED, UserWarning, stacklevel=2)
@@ -70,7 +70,7 @@ def matrix_power(input, n):
     return _linalg().matrix_power(input, n)
 
 
-def svd(input, some=True, compute_uv=True, *, out=None):
+def svd(input, some=True, compute_uv=True):
     """The old torch.svd: returns V (not Vh); some=False gives full square factors and
     compute_uv=False zero-filled square U and V."""
     linalg = _linalg()

@@ -69,7 +69,7 @@ def _raise_zero_pivot(info: np.ndarray, name: str) -> None:
                                f"lu_solve would result in a division by zero. {_FACTOR_HINT}")
 
 
-def lu_factor(A, *, pivot: bool = True, out=None):
+def lu_factor(A, *, pivot: bool = True):
     """(LU, pivots): A = P L U packed as LAPACK's getrf (L below the diagonal, unit diagonal
     implied, U on and above; 1-based int32 pivots).  A zero pivot raises RuntimeError (use
     lu_factor_ex to get it in `info` instead)."""
@@ -79,7 +79,7 @@ def lu_factor(A, *, pivot: bool = True, out=None):
     return _return("linalg_lu_factor", ("LU", "pivots"), (LU, pivots))
 
 
-def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None):
+def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):
     """(LU, pivots, info): lu_factor without raising on a zero pivot unless `check_errors`."""
     _core.check_bool("linalg_lu_factor_ex", "pivot", pivot)
     _core.check_bool("linalg_lu_factor_ex", "check_errors", check_errors)
@@ -89,7 +89,7 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None)
     return _return("linalg_lu_factor_ex", ("LU", "pivots", "info"), (LU, pivots, _wrap(info)))
 
 
-def lu(A, *, pivot: bool = True, out=None):
+def lu(A, *, pivot: bool = True):
     """(P, L, U) with A = P L U: L unit lower trapezoidal, U upper trapezoidal, P a
     permutation matrix (differentiable in A through the packed factorisation)."""
     _core.check_bool("linalg_lu", "pivot", pivot)
@@ -98,7 +98,7 @@ def lu(A, *, pivot: bool = True, out=None):
     return _return("linalg_lu", ("P", "L", "U"), (P, L, U))
 
 
-def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=None):
+def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):
     """The solution X of A X = B (or X A = B with left=False; A^H instead of A with
     adjoint=True) from A's (LU, pivots) as lu_factor returns them."""
     _core.check_bool("linalg_lu_solve", "left", left)
@@ -157,7 +157,7 @@ def _singular_lu_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x
 
 
-def inv_ex(A, *, check_errors: bool = False, out=None):
+def inv_ex(A, *, check_errors: bool = False):
     """(inverse, info): linalg.inv that reports a singular matrix in `info` (its first zero
     pivot) instead of raising, unless `check_errors`."""
     _core.check_bool("linalg_inv_ex", "check_errors", check_errors)
@@ -176,7 +176,7 @@ def inv_ex(A, *, check_errors: bool = False, out=None):
     return _return("linalg_inv_ex", ("inverse", "info"), (inverse, _wrap(info)))
 
 
-def solve_ex(A, B, *, left: bool = True, check_errors: bool = False, out=None):
+def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):
     """(result, info): linalg.solve that reports a singular A in `info` instead of raising,
     unless `check_errors`."""
     _core.check_bool("linalg_solve_ex", "left", left)
@@ -218,7 +218,7 @@ def _failed_cholesky(matrix: np.ndarray):
     return a, 0
 
 
-def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None):
+def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):
     """(L, info): linalg.cholesky that reports a matrix that is not positive-definite in `info`
     (the order of its first such leading minor) instead of raising, unless `check_errors`."""
     _core.check_bool("linalg_cholesky_ex", "upper", upper)
@@ -269,7 +269,7 @@ def vander(x, *, N=None):
     return cat([x.new_ones(x.shape), powers], -1)
 
 
-def tensorinv(A, ind: int = 2, *, out=None):
+def tensorinv(A, ind: int = 2):
     """The inverse of A seen as a linear map from its first `ind` dims to the rest: the result
     has shape A.shape[ind:] + A.shape[:ind]."""
     from . import linalg
@@ -283,7 +283,7 @@ def tensorinv(A, ind: int = 2, *, out=None):
     return linalg.inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
 
 
-def tensorsolve(A, B, dims=None, *, out=None):
+def tensorsolve(A, B, dims=None):
     """The X with tensordot(A, X, X.ndim) = B; `dims` first moves those dims of A to the end."""
     from . import linalg
     linalg._as_tensor(A, "linalg_tensorsolve", "input")
@@ -300,10 +300,10 @@ def tensorsolve(A, B, dims=None, *, out=None):
     return linalg.solve(A.reshape(rows, cols), B.reshape(rows)).reshape(result_shape)
 
 
-def matmul(input, other, *, out=None):
+def matmul(input, other):
     """torch.matmul under torch.linalg's name."""
     from . import matmul as plain
-    return plain(input, other, out=out) if out is not None else plain(input, other)
+    return plain(input, other)
 
 
 def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):

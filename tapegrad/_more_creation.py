@@ -50,7 +50,7 @@ def _check_cpu(device) -> None:
 
 # -- range ---------------------------------------------------------------------------------------
 
-def torch_range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+def torch_range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None,
           requires_grad=False):
     """The values start, start + step, ... up to and including end (PyTorch's deprecated
     torch.range, which warns; arange excludes end).  Default dtype: the default float dtype."""
@@ -85,8 +85,7 @@ def torch_range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None,
     else:
         count = int(math.floor((end - start) / step)) + 1
         values = (start + np.arange(count, dtype=np.float64) * step).astype(np_dt)
-    result = _finish(_wrap(values), requires_grad)
-    return result if out is None else out.copy_(result)
+    return _finish(_wrap(values), requires_grad)
 
 
 torch_range.__name__ = torch_range.__qualname__ = "range"

@@ -48,25 +48,21 @@ def _require_tensor_pair(fn: str, input, other, other_name: str = "other"):
     _check_tensor(other, fn, other_name, 2)
 
 
-def _out(result, out):
-    return result if out is None else out.copy_(result)
-
-
 # -- NaN-ignoring extrema, heaviside, logaddexp2, ldexp, nextafter -------------------------------
 
-def fmax(input, other, *, out=None):
+def fmax(input, other):
     """The elementwise maximum that ignores NaN (NaN only where both are NaN); the gradient
     goes to input where input >= other or other is NaN, to other elsewhere."""
     _require_tensor_pair("fmax", input, other)
     take_input = _core.logical_or(_core.ge(input, other), other.isnan())
-    return _out(_core.where(take_input, input, other), out)
+    return _core.where(take_input, input, other)
 
 
-def fmin(input, other, *, out=None):
+def fmin(input, other):
     """The elementwise minimum that ignores NaN (NaN only where both are NaN)."""
     _require_tensor_pair("fmin", input, other)
     take_input = _core.logical_or(_core.le(input, other), other.isnan())
-    return _out(_core.where(take_input, input, other), out)
+    return _core.where(take_input, input, other)
 
 
 class _NotDifferentiable(Function):
@@ -96,7 +92,7 @@ def without_derivative(inputs, values, message: str, error=NotImplementedError):
     return _wrap(values)
 
 
-def heaviside(input, values, *, out=None):
+def heaviside(input, values):
     """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (same dtypes only;
     no derivative, as PyTorch)."""
     _require_tensor_pair("heaviside", input, values, "values")
@@ -108,13 +104,12 @@ def heaviside(input, values, *, out=None):
         np.heaviside(input._array, values._array).astype(input._array.dtype),
         input._array, values._array), False)
     if input.requires_grad or values.requires_grad:
-        return _out(_NotDifferentiable.apply(input, result,
-                                             "derivative for aten::heaviside is not implemented"),
-                    out)
-    return _out(result, out)
+        return _NotDifferentiable.apply(input, result,
+                                        "derivative for aten::heaviside is not implemented")
+    return result
 
 
-def logaddexp2(input, other, *, out=None):
+def logaddexp2(input, other):
     """log2(2 ** input + 2 ** other) without overflow (float tensors)."""
     _require_tensor_pair("logaddexp2", input, other)
     from . import logaddexp, result_type
@@ -123,10 +118,10 @@ def logaddexp2(input, other, *, out=None):
         raise NotImplementedError(f'"logaddexp2_cpu" not implemented for '
                                   f"'{_dtype_name(np.empty(0, dtype.np_dtype))}'")
     ln2 = math.log(2.0)
-    return _out(logaddexp(input.to(dtype) * ln2, other.to(dtype) * ln2) / ln2, out)
+    return logaddexp(input.to(dtype) * ln2, other.to(dtype) * ln2) / ln2
 
 
-def ldexp(input, other, *, out=None):
+def ldexp(input, other):
     """input * 2 ** other (integers give the default float dtype); differentiable in both."""
     _require_tensor_pair("ldexp", input, other)
     from ._tutorial_ops import _floating_result_type
@@ -135,7 +130,7 @@ def ldexp(input, other, *, out=None):
     # ldexp(float16 1e-3, 20) is 1049, not inf * 1e-3 from a float16 2 ** 20
     dtype = _floating_result_type(input, other)
     wide = float32 if dtype == float16 else dtype
-    return _out(_core.mul(input.to(wide), _core.pow(2.0, other.to(wide))).to(dtype), out)
+    return _core.mul(input.to(wide), _core.pow(2.0, other.to(wide))).to(dtype)
 
 
 class _Nextafter(Function):
@@ -153,7 +148,7 @@ class _Nextafter(Function):
 _torch_grad_fn_name(_Nextafter, "NextafterBackward0")
 
 
-def nextafter(input, other, *, out=None):
+def nextafter(input, other):
     """The next float after input in the direction of other (numpy's nextafter); the gradient
     passes through to input unchanged and is 0 for other, as PyTorch's."""
     _require_tensor_pair("nextafter", input, other)
@@ -163,14 +158,14 @@ def nextafter(input, other, *, out=None):
     if not dtype.is_floating_point:
         raise NotImplementedError(f'"nextafter_cpu" not implemented for '
                                   f"'{_dtype_name(input._array)}'")
-    return _out(_Nextafter.apply(input.to(dtype), other.to(dtype)), out)
+    return _Nextafter.apply(input.to(dtype), other.to(dtype))
 
 
-def vdot(input, other, *, out=None):
+def vdot(input, other):
     """The dot product of two 1-D tensors, the first conjugated (for real tensors, dot)."""
     _require_tensor_pair("vdot", input, other)
     from . import dot
-    return _out(dot(conj(input) if _is_complex(input) else input, other), out)
+    return dot(conj(input) if _is_complex(input) else input, other)
 
 
 def rsub(input, other, *, alpha=1):
@@ -220,11 +215,11 @@ class I0(Function):
 _torch_grad_fn_name(I0, "I0Backward0")
 
 
-def i0(input, *, out=None):
+def i0(input):
     """The zeroth-order modified Bessel function of the first kind, elementwise (integers give
     the default float dtype); gradient I1."""
     _check_tensor(input, "i0")
-    return _out(I0.apply(_float_of(input)), out)
+    return I0.apply(_float_of(input))
 
 
 _BERNOULLI_OVER_FACTORIAL = (1 / 12, -1 / 720, 1 / 30240, -1 / 1209600, 1 / 47900160,
@@ -312,7 +307,7 @@ class Polygamma(Function):
 _torch_grad_fn_name(Polygamma, "PolygammaBackward0")
 
 
-def polygamma(n, input, *, out=None):
+def polygamma(n, input):
     """The n-th derivative of digamma (n = 0 is digamma), elementwise; integers give the
     default float dtype."""
     _check_tensor(input, "polygamma", "input", 2)
@@ -321,7 +316,7 @@ def polygamma(n, input, *, out=None):
                         f"{_type_name(n)}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
-    return _out(Polygamma.apply(_float_of(input), int(n)), out)
+    return Polygamma.apply(_float_of(input), int(n))
 
 
 def _polygamma_method(self, n):
@@ -362,7 +357,7 @@ class _Zeta(Function):
 _torch_grad_fn_name(_Zeta, "SpecialZetaBackward0")
 
 
-def zeta(input, other, *, out=None):
+def zeta(input, other):
     """The Hurwitz zeta function sum_k (other + k) ** -input, elementwise with broadcasting;
     either argument may be a number; integers give the default float dtype.  Differentiable in
     `other` (PyTorch has no derivative in `input`)."""
@@ -382,11 +377,10 @@ def zeta(input, other, *, out=None):
         raise NotImplementedError("\"zeta_cpu\" not implemented for 'Half'")
     x, q = (a.to(dtype) if isinstance(a, TensorBase) else tensor(a, dtype=dtype)
             for a in (input, other))
-    return _out(_no_derivative_in_first(_Zeta, x, q, "the derivative for 'zeta' is not "
-                                        "implemented."), out)
+    return _no_derivative_in_first(_Zeta, x, q, "the derivative for 'zeta' is not implemented.")
 
 
-def mvlgamma(input, p, *, out=None):
+def mvlgamma(input, p):
     """The multivariate log-gamma of dimension p: sum_j lgamma(input - j / 2) over j < p, plus
     p (p - 1) / 4 * log(pi)."""
     _check_tensor(input, "mvlgamma")
@@ -397,7 +391,7 @@ def mvlgamma(input, p, *, out=None):
     total = lgamma(x)
     for j in range(1, p):
         total = total + lgamma(x - j / 2)
-    return _out(total + p * (p - 1) / 4 * math.log(math.pi), out)
+    return total + p * (p - 1) / 4 * math.log(math.pi)
 
 
 def _regularized_gamma(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
@@ -451,7 +445,7 @@ class _IncompleteGamma(Function):
 _torch_grad_fn_name(_IncompleteGamma, "IgammaBackward0")
 
 
-def _incomplete_gamma(fn: str, input, other, upper: bool, out):
+def _incomplete_gamma(fn: str, input, other, upper: bool):
     _require_tensor_pair(fn, input, other)
     _check_broadcast(input, other)
     from . import result_type
@@ -459,20 +453,20 @@ def _incomplete_gamma(fn: str, input, other, upper: bool, out):
     if not dtype.is_floating_point:
         raise NotImplementedError(f'"{fn}_cpu" not implemented for '
                                   f"'{_dtype_name(np.empty(0, dtype=np.result_type(input._array, other._array)))}'")
-    return _out(_no_derivative_in_first(
+    return _no_derivative_in_first(
         _IncompleteGamma, input.to(dtype), other.to(dtype),
-        f"the derivative for '{fn}: input' is not implemented.", upper), out)
+        f"the derivative for '{fn}: input' is not implemented.", upper)
 
 
-def igamma(input, other, *, out=None):
+def igamma(input, other):
     """The regularised lower incomplete gamma function P(input, other); differentiable in
     other only (PyTorch raises at backward for input)."""
-    return _incomplete_gamma("igamma", input, other, False, out)
+    return _incomplete_gamma("igamma", input, other, False)
 
 
-def igammac(input, other, *, out=None):
+def igammac(input, other):
     """The regularised upper incomplete gamma function Q(input, other) = 1 - P."""
-    return _incomplete_gamma("igammac", input, other, True, out)
+    return _incomplete_gamma("igammac", input, other, True)
 
 
 # -- complex-number parts and conjugates (complex tensors: tapegrad/_complex.py) -----------------
@@ -514,14 +508,14 @@ class _Angle(Function):
 _torch_grad_fn_name(_Angle, "AngleBackward0")
 
 
-def angle(input, *, out=None):
+def angle(input):
     """The elementwise angle: arg z of a complex tensor (a real tensor of its precision); of a
     real tensor pi where negative, 0 elsewhere (NaN stays NaN), integers giving the default
     float dtype, with a zero gradient."""
     _check_tensor(input, "angle")
     if _is_complex(input):
-        return _out(_complex.dispatch("angle", input), out)
-    return _out(_Angle.apply(_float_of(input)), out)
+        return _complex.dispatch("angle", input)
+    return _Angle.apply(_float_of(input))
 
 
 def conj(input):
@@ -540,12 +534,12 @@ def conj(input):
     return res
 
 
-def conj_physical(input, *, out=None):
+def conj_physical(input):
     """The materialised conjugate (for a real tensor, the tensor itself)."""
     _check_tensor(input, "conj_physical")
     if _is_complex(input):
-        return _out(_complex.conj_physical(input), out)
-    return input if out is None else out.copy_(input)
+        return _complex.conj_physical(input)
+    return input
 
 
 def conj_physical_(input):
@@ -594,7 +588,7 @@ def isreal(input):
 
 # -- renorm, addbmm, chain_matmul ----------------------------------------------------------------
 
-def renorm(input, p, dim, maxnorm, *, out=None):
+def renorm(input, p, dim, maxnorm):
     """Each slice along dim whose p-norm exceeds maxnorm rescaled to norm maxnorm (the factor
     maxnorm / (norm + 1e-7)); differentiable through the norm as PyTorch's."""
     _check_tensor(input, "renorm")
@@ -613,7 +607,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     others = tuple(i for i in range(input.dim()) if i != d)
     norm = vector_norm(input, p, others, keepdim=True)
     factor = _core.where(_core.gt(norm, maxnorm), maxnorm / (norm + 1e-7), _ones_like(norm))
-    return _out(input * factor, out)
+    return input * factor
 
 
 def _ones_like(t):
@@ -621,7 +615,7 @@ def _ones_like(t):
     return ones_like(t)
 
 
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * sum over b of batch1[b] @ batch2[b]."""
     _check_tensor(input, "addbmm")
     for name, t in (("batch1", batch1), ("batch2", batch2)):
@@ -631,11 +625,10 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     from .contractions import _scaled_sum
     product = _core.bmm(batch1, batch2).sum(0)
     empty = batch1.shape[0] == 0 or batch1.shape[2] == 0
-    return _out(_scaled_sum(input, product, beta, alpha, drop_zero_alpha=True, empty_sum=empty),
-                out)
+    return _scaled_sum(input, product, beta, alpha, drop_zero_alpha=True, empty_sum=empty)
 
 
-def chain_matmul(*matrices, out=None):
+def chain_matmul(*matrices):
     """The product of the 2-D matrices in order (deprecated by PyTorch, which warns, in favour
     of linalg.multi_dot)."""
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
@@ -648,9 +641,9 @@ def chain_matmul(*matrices, out=None):
         if m.dim() != 2:
             raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
     if len(matrices) == 1:
-        return _out(matrices[0].clone(), out)
+        return matrices[0].clone()
     from .linalg import multi_dot
-    return _out(multi_dot(list(matrices)), out)
+    return multi_dot(list(matrices))
 
 
 # -- matrix functions and solvers ----------------------------------------------------------------
@@ -751,7 +744,7 @@ def _sum_to_shape(grad, shape):
 _torch_grad_fn_name(_CholeskySolve, "CholeskySolveBackward0")
 
 
-def cholesky_solve(input, input2, upper=False, *, out=None):
+def cholesky_solve(input, input2, upper=False):
     """The solution X of A X = input where A = L L^T for the lower-triangular Cholesky factor
     input2 (A = U^T U with upper=True); batches broadcast."""
     _require_tensor_pair("cholesky_solve", input, input2, "input2")
@@ -773,10 +766,10 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
     _check_float("cholesky_solve", input)
     from .linalg import _refuse_half
     _refuse_half(input, "cholesky_solve")
-    return _out(_CholeskySolve.apply(input, input2, bool(upper)), out)
+    return _CholeskySolve.apply(input, input2, bool(upper))
 
 
-def cholesky_inverse(input, upper=False, *, out=None):
+def cholesky_inverse(input, upper=False):
     """The inverse of A = L L^T (or U^T U with upper=True) from its Cholesky factor."""
     _check_tensor(input, "cholesky_inverse")
     _core.check_bool("cholesky_inverse", "upper", upper)
@@ -787,10 +780,10 @@ def cholesky_inverse(input, upper=False, *, out=None):
     from .creation import eye
     n = input.shape[-1]
     identity = eye(n, dtype=input.dtype).expand(*input.shape)
-    return _out(cholesky_solve(identity, input, upper), out)
+    return cholesky_solve(identity, input, upper)
 
 
-def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """The solution X of op(A) X = b for triangular A (op transposes when asked), and a copy of
     A: the named tuple (solution, cloned_coefficient).  Deprecated by PyTorch (which warns) in
     favour of linalg.solve_triangular."""
@@ -808,15 +801,10 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     coefficient = A.mT if transpose else A
     solution = solve_triangular(coefficient, b, upper=bool(upper) != bool(transpose),
                                 unitriangular=unitriangular)
-    result = _core.return_types.triangular_solve((solution, A.clone()))
-    if out is not None:
-        out[0].copy_(result[0])
-        out[1].copy_(result[1])
-        return _core.return_types.triangular_solve(tuple(out))
-    return result
+    return _core.return_types.triangular_solve((solution, A.clone()))
 
 
-def qr(input, some=True, *, out=None):
+def qr(input, some=True):
     """The QR decomposition (Q, R): reduced with some=True, complete otherwise.  Deprecated by
     PyTorch (which warns) in favour of linalg.qr."""
     _core.check_bool("qr", "some", some)
@@ -828,14 +816,10 @@ def qr(input, some=True, *, out=None):
     _check_tensor(input, "qr")
     from .linalg import qr as linalg_qr
     q, r = linalg_qr(input, "reduced" if some else "complete")
-    result = _core.return_types.qr((q, r))
-    if out is not None:
-        out[0].copy_(q)
-        out[1].copy_(r)
-    return result
+    return _core.return_types.qr((q, r))
 
 
-def geqrf(input, *, out=None):
+def geqrf(input):
     """LAPACK's geqrf: R on and above the diagonal, the Householder vectors below it, and the
     scalar factors tau (numpy's raw QR); no derivative, as PyTorch."""
     _check_tensor(input, "geqrf")
@@ -850,11 +834,7 @@ def geqrf(input, *, out=None):
     message = "the derivative for 'geqrf' is not implemented."
     a = without_derivative((input,), a_values, message)
     t = without_derivative((input,), tau_values, message)
-    result = _core.return_types.geqrf((a, t))
-    if out is not None:
-        out[0].copy_(a)
-        out[1].copy_(t)
-    return result
+    return _core.return_types.geqrf((a, t))
 
 
 # -- numerical gradient --------------------------------------------------------------------------
@@ -1044,7 +1024,7 @@ def _unpermute_rows(x, perm: np.ndarray):
 _torch_grad_fn_name(_LUFactor, "LinalgLuFactorExBackward0")
 
 
-def lu(A, pivot=True, get_infos=False, out=None):
+def lu(A, pivot=True, get_infos=False):
     """The LU factorisation with partial pivoting (deprecated by PyTorch, which warns, in
     favour of linalg.lu_factor): (LU, pivots) or, with get_infos, (LU, pivots, info) where info
     counts nothing but marks a zero pivot (its 1-based index), as LAPACK's."""
@@ -1083,7 +1063,7 @@ def _check_pivots(pivots, fn: str) -> None:
                            f"with the output produced by torch.linalg.lu_factor")
 
 
-def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):  # noqa: N803
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):  # noqa: N803
     """(P, L, U) from a packed LU and its pivots: A = P L U; empty tensors for the parts not
     asked for."""
     _require_tensor_pair("lu_unpack", LU_data, LU_pivots, "LU_pivots")
@@ -1109,7 +1089,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     return _core.return_types.lu_unpack((permutation, lower, upper))
 
 
-def lu_solve(b, LU_data, LU_pivots, *, out=None):  # noqa: N803
+def lu_solve(b, LU_data, LU_pivots):  # noqa: N803
     """The solution x of A x = b from A's packed LU and pivots (torch.lu's outputs);
     differentiable in b and LU_data.  Deprecated by PyTorch (which warns) in favour of
     linalg.lu_solve."""
@@ -1132,7 +1112,7 @@ def lu_solve(b, LU_data, LU_pivots, *, out=None):  # noqa: N803
     permuted = b.expand(*shape, *b.shape[-2:]).gather(-2, _wrap(
         np.ascontiguousarray(index, dtype=np.int64)))
     y = solve_triangular(LU_data, permuted, upper=False, unitriangular=True)
-    return _out(solve_triangular(LU_data, y, upper=True), out)
+    return solve_triangular(LU_data, y, upper=True)
 
 
 # -- functions PyTorch removed in 1.9 (they still exist and raise) -------------------------------
@@ -1184,7 +1164,7 @@ solve, lstsq, symeig, eig, matrix_rank = (_removed(n) for n in ("solve", "lstsq"
 
 # -- norms kept for TorchScript (deprecated by PyTorch, which warns) ------------------------------
 
-def frobenius_norm(input, dim, keepdim=False, *, out=None):
+def frobenius_norm(input, dim, keepdim=False):
     """The 2-norm over `dim` (PyTorch keeps it for TorchScript and warns: use
     linalg.vector_norm(input, 2, dim, keepdim))."""
     warnings.warn("at::frobenius_norm is deprecated and it is just left for JIT compatibility. "
@@ -1193,10 +1173,10 @@ def frobenius_norm(input, dim, keepdim=False, *, out=None):
     _check_tensor(input, "frobenius_norm")
     from .linalg import vector_norm
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    return _out(vector_norm(input, 2.0, dims, keepdim), out)
+    return vector_norm(input, 2.0, dims, keepdim)
 
 
-def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
+def nuclear_norm(input, dim=None, keepdim=False):
     """The sum of the singular values of the matrices over `dim` (the last two by default;
     PyTorch warns: use linalg.matrix_norm(input, 'nuc', dim, keepdim))."""
     warnings.warn("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It "
@@ -1207,7 +1187,7 @@ def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
     if isinstance(dim, bool):            # nuclear_norm(input, keepdim) overload
         dim, keepdim = None, dim
     from .linalg import matrix_norm
-    return _out(matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim), out)
+    return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
 
 
 def norm_except_dim(v, pow=2, dim=0):

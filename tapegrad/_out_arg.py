@@ -35,14 +35,128 @@ mm mode msort multiply mv nan_to_num nanmean nanmedian nansum ne neg negative no
 outer pow prod reciprocal remainder round row_stack rsqrt sgn sigmoid sign signbit sin sinh sort
 sqrt square stack std subtract sum tan tanh topk tril triu true_divide trunc var vstack where
 xlogy zeros
+addbmm addmv addr angle chain_matmul cholesky cholesky_inverse cholesky_solve complex copysign
+deg2rad digamma erfc erfinv exp2 float_power fmax fmin frobenius_norm gcd geqrf heaviside hypot i0
+igamma igammac inverse lcm ldexp lgamma logaddexp2 logit lu_solve mvlgamma nextafter
+nuclear_norm polar polygamma qr rad2deg range renorm sinc svd triangular_solve vdot
+div take conj_physical isin
+""".split()
+
+# The same for torch.linalg, torch.special and torch.fft (their entry names them as PyTorch's
+# messages do: "linalg_norm(): argument 'out' must be Tensor, not int").
+LINALG_OUT_FUNCTIONS = """
+cholesky cholesky_ex cond cross det eig eigh eigvals eigvalsh householder_product inv inv_ex
+lu lu_factor lu_factor_ex lu_solve matmul matrix_norm matrix_power matrix_rank multi_dot
+norm pinv qr slogdet solve solve_ex solve_triangular svd svdvals tensorinv tensorsolve vecdot
+vector_norm
+""".split()
+SPECIAL_OUT_FUNCTIONS = """
+airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 chebyshev_polynomial_t chebyshev_polynomial_u
+chebyshev_polynomial_v chebyshev_polynomial_w digamma entr erf erfc erfcx erfinv exp2 expit expm1
+gammainc gammaincc gammaln hermite_polynomial_h hermite_polynomial_he i0 i0e i1 i1e
+laguerre_polynomial_l legendre_polynomial_p log1p log_ndtr logit logsumexp modified_bessel_i0
+modified_bessel_i1 modified_bessel_k0 modified_bessel_k1 multigammaln ndtr ndtri polygamma psi
+round scaled_modified_bessel_k0 scaled_modified_bessel_k1 shifted_chebyshev_polynomial_t
+shifted_chebyshev_polynomial_u shifted_chebyshev_polynomial_v shifted_chebyshev_polynomial_w sinc
+spherical_bessel_j0 xlog1py xlogy zeta
+""".split()
+FFT_OUT_FUNCTIONS = """
+fft fft2 fftfreq fftn hfft hfft2 hfftn ifft ifft2 ifftn ihfft ihfft2 ihfftn irfft irfft2 irfftn
+rfft rfft2 rfftfreq rfftn
 """.split()
 
 # Functions whose out tensor's dtype is the dtype they compute in (PyTorch passes it as their
 # dtype): the factories, and the sums and products (torch.sum(x_float, 1, out=long) sums the
 # values cast to long).
 DTYPE_FROM_OUT = frozenset("""
-arange empty eye full linspace logspace ones zeros sum prod nansum cumsum cumprod
+arange empty eye full linspace logspace ones zeros sum prod nansum cumsum cumprod range
+fft_fftfreq fft_rfftfreq
 """.split())
+
+# The ops whose out PyTorch refuses in any dtype but the result's (where the others cast a
+# result into any out of the same kind), with PyTorch's message for each (read from torch 2.13's
+# errors; placeholders: {out} / {result} name dtypes as ScalarType does, "Float", and {out_c} /
+# {result_c} as C does, "float").  Applied to each result of a tuple-returning op (max's values
+# and indices), by the core's write_out.
+_EXPECTED = "Expected out tensor to have dtype {result_c}, but got {out_c} instead"
+_FOUND = "Found dtype {out} but expected {result}"
+_SCALAR_TYPE = "expected scalar_type {result} but found {out}"
+EXACT_OUT_DTYPE = {
+    **dict.fromkeys("""abs absolute ceil fix floor frac neg negative round sgn sign trunc
+                       bitwise_not conj_physical clamp clamp_min clamp_max clip""".split(),
+                    _FOUND),
+    **dict.fromkeys("""max min sort msort topk norm matmul mm bmm mv addmm addmv baddbmm tril
+                       triu gather diag cross inverse argmax argmin aminmax renorm index_add
+                       index_copy triangular_solve frobenius_norm qr svd lu_unpack isin
+                       linalg_cholesky linalg_cholesky_ex linalg_cond linalg_cross linalg_det
+                       linalg_eig linalg_eigh linalg_eigvals linalg_eigvalsh linalg_inv
+                       linalg_inv_ex linalg_lu linalg_lu_factor linalg_lu_factor_ex
+                       linalg_lu_solve linalg_matmul linalg_matrix_power linalg_matrix_rank
+                       linalg_qr linalg_slogdet linalg_solve linalg_solve_ex
+                       linalg_solve_triangular linalg_svd linalg_svdvals linalg_tensorinv
+                       linalg_tensorsolve linalg_vecdot linalg_vector_norm
+                       linalg_householder_product""".split(), _EXPECTED),
+    **dict.fromkeys(("cummax", "cummin", "logcumsumexp"), _SCALAR_TYPE),
+    "where": "Expected out type to be {result} but got {out}",
+    "amax": "Expected the dtype for input and out to match, but got {result} for input's dtype "
+            "and {out} for out's dtype.",
+    "amin": "Expected the dtype for input and out to match, but got {result} for input's dtype "
+            "and {out} for out's dtype.",
+    "linalg_norm": "linalg.norm expected out tensor dtype {result} but got: {out}",
+    "linalg_matrix_norm": "linalg.matrix_norm expected out tensor dtype {result} but got: {out}",
+    "nuclear_norm": "linalg.matrix_norm expected out tensor dtype {result} but got: {out}",
+    "linalg_multi_dot": "multi_dot(): expected out tensor to have dtype {result_c} but got {out_c}",
+    "chain_matmul": "multi_dot(): expected out tensor to have dtype {result_c} but got {out_c}",
+    "dot": "result dtype {out} does not match input dtype {result}",
+    "vdot": "result dtype {out} does not match input dtype {result}",
+    "index_select": "index_select(): self and result must have the same scalar type",
+    "masked_select": "masked_select(): self and result must have the same scalar type",
+    "all": "all only supports bool tensor for result, got: {out}",
+    "any": "any only supports bool tensor for result, got: {out}",
+    "nan_to_num": "nan_to_num: dtype of out: {out} should be same as input: {result}",
+    "signbit": "signbit does not support non-boolean outputs.",
+    "isneginf": "isneginf does not support non-boolean outputs.",
+    "isposinf": "isposinf does not support non-boolean outputs.",
+    "take": "take(): self and out expected to have the same dtype, but got self.dtype = {result} "
+            "and out.dtype = {out}",
+    "kthvalue": "output values must be of same type as input",
+    "quantile": "quantile() out tensor must be same dtype as the input tensor",
+    "nanquantile": "quantile() out tensor must be same dtype as the input tensor",
+    "complex": "Expected object of scalar type {result} but got scalar type {out} for argument "
+               "'out'",
+    "polar": "Expected object of scalar type {result} but got scalar type {out} for argument "
+             "'out'",
+    "tensordot": "tensordot: Expected the output tensor to have dtype {result}, but got an output "
+                 "tensor with dtype {out}",
+    "inner": "tensordot: Expected the output tensor to have dtype {result}, but got an output "
+             "tensor with dtype {out}",
+    "histc": "torch.histogram: input tensor and hist tensor should have the same dtype, but got "
+             "input {result_c} and hist {out_c}",
+    "heaviside": "heaviside is not yet implemented for tensors with different dtypes.",
+    "mode": ("expected scalar type '{result}' but got '{out}' for values output",
+             "expected scalar type '{result}' but got '{out}' for indices output"),
+    **dict.fromkeys(("median", "nanmedian"), (
+        "Expected tensor for 'values' to have the same type as tensor for argument #2 'self'; but "
+        "type torch.{out}Tensor does not equal torch.{result}Tensor (while checking arguments "
+        "for median)",
+        "Expected tensor for argument #1 'indices' to have scalar type Long; but got "
+        "torch.{out}Tensor instead (while checking arguments for median)")),
+    "float_power": "the output given to float_power has dtype {out} but the operation's result "
+                   "requires dtype {result}",
+}
+
+# An out of another shape is resized with PyTorch's deprecation warning (the core's RESIZED),
+# except by the factories, which resize it silently, and by the range factories, which word it
+# their own way.
+_RANGE_RESIZED = ("The number of elements in the out tensor of shape {shape} is {numel} which does "
+                  "not match the computed number of elements {n}. Note that this may occur as a "
+                  "result of rounding error. The out tensor will be resized to a tensor of shape "
+                  "{result_tuple}.")
+OUT_RESIZE_WARNING = {
+    **dict.fromkeys("empty eye full linspace logspace ones zeros range".split()),
+    **dict.fromkeys(("arange", "fft_fftfreq", "fft_rfftfreq"), _RANGE_RESIZED),
+}
+_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING)
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

@@ -62,14 +62,15 @@ def public_call(name: str, fn, out_arg: bool = False):
     """fn behind the public functions' entry; with `out_arg`, the entry takes PyTorch's
     keyword-only ``out`` for it (else out= is left to fn itself)."""
     made = _made_with_out if out_arg else _made
-    call = made.get(id(fn))
+    key = (id(fn), name) if out_arg else id(fn)
+    call = made.get(key)
     if call is not None:
         return call
     if out_arg:
         call = _core.WithOut(name, fn, name in DTYPE_FROM_OUT)
     else:
         call = _core.WithOut(name, fn, False, takes_out=False)
-    made[id(fn)] = call
+    made[key] = call
     for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
         value = getattr(fn, attr, None)
         if value is not None:
@@ -99,15 +100,19 @@ def _add_out_to_signature(call, fn) -> None:
     call.__signature__ = sig.replace(parameters=params + [out_param] + tail)
 
 
-def install(namespace: dict, out_functions=()) -> None:
+def install(namespace: dict, out_functions=(), prefix: str = "") -> None:
     """Put each public function of `namespace` (a module's globals) behind the entry, those
-    named in `out_functions` with PyTorch's out= (unless they take out themselves); called at
-    the end of each namespace module (and by tapegrad's __getattr__ after a lazy load)."""
+    named in `out_functions` with PyTorch's out= (unless they take out themselves, as the core's
+    add, mul, matmul ... do), under the name PyTorch's messages give them (`prefix` + name:
+    "linalg_norm"); called at the end of each namespace module (and by tapegrad's __getattr__
+    after a lazy load)."""
     for name in out_functions:
         fn = namespace.get(name)
-        if fn is None or isinstance(fn, _core.WithOut) or _takes_out(fn):
+        if isinstance(fn, _core.WithOut):
+            fn = fn.__wrapped__     # (another namespace's entry: this one's is its own object)
+        if fn is None or _takes_out(fn):
             continue
-        namespace[name] = public_call(name, fn, out_arg=True)
+        namespace[name] = public_call(prefix + name, fn, out_arg=True)
     module = namespace.get("__name__")
     for name, fn in list(namespace.items()):
         if _is_op(name, fn):

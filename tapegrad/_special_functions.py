@@ -183,17 +183,17 @@ def _float_input(input, name, parser_name=None):
     return input
 
 
-def lgamma(input, *, out=None):
+def lgamma(input):
     """log |Gamma(input)| elementwise (inf at 0, -1, -2, ...); gradient digamma(input)."""
     result = Lgamma.apply(_float_input(input, "lgamma"))
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def digamma(input, *, out=None):
+def digamma(input):
     """The logarithmic derivative of Gamma elementwise (-inf at 0, nan at negative integers);
     gradient trigamma(input)."""
     result = Digamma.apply(_float_input(input, "digamma"))
-    return result if out is None else out.copy_(result)
+    return result
 
 
 _erfc = np.frompyfunc(math.erfc, 1, 1)
@@ -216,27 +216,27 @@ class Erfc(Function):
 _torch_grad_fn_name(Erfc, "ErfcBackward0")
 
 
-def erfc(input, *, out=None):
+def erfc(input):
     """The complementary error function 1 - erf(input), accurate in the tails."""
     result = Erfc.apply(_float_input(input, "erfc"))
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def exp2(input, *, out=None):
+def exp2(input):
     """2 ** input elementwise (integers give the default float dtype)."""
     if isinstance(input, _core.TensorBase) and input._array.dtype.kind == "c":
         from ._complex import dispatch
         result = dispatch("exp2", input)
-        return result if out is None else out.copy_(result)
+        return result
     result = _core.exp(_float_input(input, "exp2") * math.log(2.0))
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def erfinv(input, *, out=None):
+def erfinv(input):
     """The inverse error function: the x with erf(x) = input (input in [-1, 1]; +-inf at the
     ends, nan outside); integer inputs give the default float dtype."""
     result = Erfinv.apply(_float_input(input, "erfinv"))
-    return result if out is None else out.copy_(result)
+    return result
 
 
 def register(namespace: dict, tensor_cls) -> None:

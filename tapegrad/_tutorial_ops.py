@@ -20,14 +20,13 @@ from ._extra_ops import (_check_broadcast, _check_tensor, _check_unique_dim_of_e
 _core_div = _core.div
 
 
-def div(input, other, *, rounding_mode=None, out=None):
+def div(input, other, *, rounding_mode=None):
     """``input / other`` elementwise; ``rounding_mode='floor'`` rounds the quotient down,
     ``'trunc'`` toward zero (both keep integer dtypes and have zero gradient, as PyTorch's:
     the rounding is tapegrad.divide's)."""
     if rounding_mode is None:
-        return _core_div(input, other) if out is None else _core_div(input, other, out=out)
-    result = divide(input, other, rounding_mode=rounding_mode)
-    return result if out is None else out.copy_(result)
+        return _core_div(input, other)
+    return divide(input, other, rounding_mode=rounding_mode)
 
 
 # -- memory layout -------------------------------------------------------------------------------
@@ -49,7 +48,7 @@ def storage_offset(self) -> int:
 
 # -- cross ---------------------------------------------------------------------------------------
 
-def cross(input, other, dim=None, *, out=None):
+def cross(input, other, dim=None):
     """The cross product of 3-vectors along ``dim``; without ``dim``, along the first dim of
     size 3 (deprecated in PyTorch, which warns), unlike ``linalg.cross``'s last dim."""
     _check_tensor(input, "cross")
@@ -63,7 +62,7 @@ def cross(input, other, dim=None, *, out=None):
         sizes = list(input.shape)
         dim = sizes.index(3) if 3 in sizes else -1
     from .linalg import cross as linalg_cross
-    return linalg_cross(input, other, dim=dim, out=out)
+    return linalg_cross(input, other, dim=dim)
 
 
 # -- mode ----------------------------------------------------------------------------------------
@@ -162,7 +161,7 @@ def _floating_result_type(input, other):
     return dtype if dtype.is_floating_point or dtype.is_complex else get_default_dtype()
 
 
-def logit(input, eps=None, *, out=None):
+def logit(input, eps=None):
     """log(p / (1 - p)); with ``eps``, p is first clamped to [eps, 1 - eps] (zero gradient
     outside)."""
     p = _floating(input, "logit")
@@ -170,7 +169,7 @@ def logit(input, eps=None, *, out=None):
         raise NotImplementedError(f"\"logit_cpu\" not implemented for "
                                   f"'{_core.scalar_type_name_of(p._array.dtype)}'")
     result = _Logit.apply(p, None if eps is None else float(eps))
-    return result if out is None else out.copy_(result)
+    return result
 
 
 from .autograd.function import Function as _Function  # noqa: E402
@@ -239,7 +238,7 @@ def _name_logit_backward():
 _name_logit_backward()
 
 
-def hypot(input, other, *, out=None):
+def hypot(input, other):
     """sqrt(input ** 2 + other ** 2) elementwise."""
     from ._extra_ops import _check_tensor
     _check_tensor(input, "hypot")
@@ -252,7 +251,7 @@ def hypot(input, other, *, out=None):
     # (in the promoted dtype: a float16 operand of a float64 one is not rounded first)
     input, other = input.to(dtype), other.to(dtype)
     result = _Hypot.apply(input, other)
-    return result if out is None else out.copy_(result)
+    return result
 
 
 class _Hypot(_Function):
@@ -284,19 +283,19 @@ def _name_hypot_backward():
 _name_hypot_backward()
 
 
-def rad2deg(input, *, out=None):
+def rad2deg(input):
     """Radians to degrees (integers give the default float dtype)."""
     result = _floating(input, "rad2deg") * (180.0 / np.pi)
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def deg2rad(input, *, out=None):
+def deg2rad(input):
     """Degrees to radians (integers give the default float dtype)."""
     result = _floating(input, "deg2rad") * (np.pi / 180.0)
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def float_power(input, exponent, *, out=None):
+def float_power(input, exponent):
     """``input ** exponent`` computed in float64 (the result is float64 whatever the inputs;
     complex128 when either is complex)."""
     from . import float64, complex128
@@ -308,10 +307,10 @@ def float_power(input, exponent, *, out=None):
     if not isinstance(base, _core.TensorBase):
         base = _wrap(np.asarray(base, dtype=wide.np_dtype))
     result = _core.pow(base, power)
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def copysign(input, other, *, out=None):
+def copysign(input, other):
     """|input| with the sign (sign bit, so -0.0 counts as negative) of other, broadcast."""
     from ._extra_ops import _check_tensor_or_number
     _check_tensor_or_number("copysign", (input, other), (
@@ -325,10 +324,10 @@ def copysign(input, other, *, out=None):
     # PyTorch's node saves the result (its formula reads it): a write into it makes backward
     # raise; the gradient here is computed without it
     _core._guard_saved_version(result, result)
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def sinc(input, *, out=None):
+def sinc(input):
     """sin(pi x) / (pi x), 1 at x = 0 (with gradient 0 there, as PyTorch's)."""
     x = _floating(input, "sinc")
     at_zero = _core.eq(x, 0)
@@ -338,16 +337,16 @@ def sinc(input, *, out=None):
     # would pass 0 * inf = nan back otherwise).
     scaled = _core.where(at_zero, one, x) * np.pi
     result = _core.where(at_zero, one, scaled.sin() / scaled)
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec): all three of one dtype, as PyTorch (no promotion)."""
     _check_addmv(input, mat, vec)
     from .contractions import _scaled_sum
     result = _scaled_sum(input, _core.matmul(mat, vec), beta, alpha, drop_zero_alpha=True,
                          empty_sum=mat.shape[1] == 0)
-    return result if out is None else out.copy_(result)
+    return result
 
 
 def _check_addmv(input, mat, vec) -> None:
@@ -367,7 +366,7 @@ def _check_addmv(input, mat, vec) -> None:
                            f"{names[1]}, and {names[2]}")
 
 
-def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
     """beta * input + alpha * outer(vec1, vec2); PyTorch checks beta and alpha against the
     result's dtype as add's alpha (no float factor for integers, bool ones only for bool)."""
     product = _core.mul(vec1.unsqueeze(1), vec2.unsqueeze(0))
@@ -376,7 +375,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     for name, value in (("beta", beta), ("alpha", alpha)):
         _check_factor(name, value, kind)
     result = _scaled_sum(input, product, beta, alpha)
-    return result if out is None else out.copy_(result)
+    return result
 
 
 def _check_factor(name: str, value, kind: str) -> None:
@@ -404,16 +403,16 @@ def _dtype_label(input, other_array) -> str:
     return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(str(arr.dtype), str(arr.dtype))
 
 
-def gcd(input, other, *, out=None):
+def gcd(input, other):
     """The greatest common divisor of integer tensors, elementwise (non-negative)."""
     result = _integer_pair("gcd", np.gcd, input, other)
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def lcm(input, other, *, out=None):
+def lcm(input, other):
     """The least common multiple of integer tensors, elementwise (non-negative)."""
     result = _integer_pair("lcm", np.lcm, input, other)
-    return result if out is None else out.copy_(result)
+    return result
 
 
 # -- statistics of variables in rows --------------------------------------------------------------

@@ -50,7 +50,7 @@ def _check_n(fn: str, n) -> int:
     return int(n)
 
 
-def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None,
+def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None,
             requires_grad: bool = False):
     """The sample frequencies of an ``n``-point FFT with sample spacing ``d``:
     ``[0, 1, ..., ceil(n/2) - 1, -floor(n/2), ..., -1] / (d * n)``.
@@ -66,7 +66,7 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None,
     return _frequencies("fftfreq", n, d, dtype, device, requires_grad, values)
 
 
-def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None,
+def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None,
              requires_grad: bool = False):
     """The sample frequencies of ``rfft`` of an ``n``-point signal: ``[0, 1, ..., n // 2] /
     (d * n)``.
@@ -345,105 +345,99 @@ def _one(n):
     return None if n is None else (n,)
 
 
-def fft(input, n=None, dim=-1, norm=None, *, out=None):
+def fft(input, n=None, dim=-1, norm=None):
     """The 1-D discrete Fourier transform along dim (n: crop or zero-pad to n points first; norm:
     "backward" (default, no scaling), "ortho" (1/sqrt(n)) or "forward" (1/n))."""
-    return _out(_c2c_call("fft", input, _one(n), dim, norm, True, None), out)
+    return _c2c_call("fft", input, _one(n), dim, norm, True, None)
 
 
-def ifft(input, n=None, dim=-1, norm=None, *, out=None):
+def ifft(input, n=None, dim=-1, norm=None):
     """The inverse 1-D discrete Fourier transform along dim ("backward" norm: scaled by 1/n)."""
-    return _out(_c2c_call("ifft", input, _one(n), dim, norm, False, None), out)
+    return _c2c_call("ifft", input, _one(n), dim, norm, False, None)
 
 
-def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+def fft2(input, s=None, dim=(-2, -1), norm=None):
     """The 2-D discrete Fourier transform over dim (the last two by default)."""
-    return _out(_c2c_call("fft2", input, s, dim, norm, True, None), out)
+    return _c2c_call("fft2", input, s, dim, norm, True, None)
 
 
-def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+def ifft2(input, s=None, dim=(-2, -1), norm=None):
     """The inverse 2-D discrete Fourier transform over dim."""
-    return _out(_c2c_call("ifft2", input, s, dim, norm, False, None), out)
+    return _c2c_call("ifft2", input, s, dim, norm, False, None)
 
 
-def fftn(input, s=None, dim=None, norm=None, *, out=None):
+def fftn(input, s=None, dim=None, norm=None):
     """The N-D discrete Fourier transform over dim (every dim, or the last len(s), by default)."""
-    return _out(_c2c_call("fftn", input, s, dim, norm, True, None), out)
+    return _c2c_call("fftn", input, s, dim, norm, True, None)
 
 
-def ifftn(input, s=None, dim=None, norm=None, *, out=None):
+def ifftn(input, s=None, dim=None, norm=None):
     """The inverse N-D discrete Fourier transform over dim."""
-    return _out(_c2c_call("ifftn", input, s, dim, norm, False, None), out)
+    return _c2c_call("ifftn", input, s, dim, norm, False, None)
 
 
-def rfft(input, n=None, dim=-1, norm=None, *, out=None):
+def rfft(input, n=None, dim=-1, norm=None):
     """The 1-D Fourier transform of a real signal: the n // 2 + 1 non-negative frequencies."""
-    return _out(_r2c_call("rfft", input, _one(n), dim, norm, True, None), out)
+    return _r2c_call("rfft", input, _one(n), dim, norm, True, None)
 
 
-def irfft(input, n=None, dim=-1, norm=None, *, out=None):
+def irfft(input, n=None, dim=-1, norm=None):
     """The inverse of rfft: a real signal of n points (default 2 * (input.size(dim) - 1)) from
     its non-negative frequencies (the imaginary parts of the zero and Nyquist terms ignored)."""
-    return _out(_c2r_call("irfft", input, _one(n), dim, norm, False, None), out)
+    return _c2r_call("irfft", input, _one(n), dim, norm, False, None)
 
 
-def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+def rfft2(input, s=None, dim=(-2, -1), norm=None):
     """The 2-D Fourier transform of a real signal, onesided along the last dim."""
-    return _out(_r2c_call("rfft2", input, s, dim, norm, True, None), out)
+    return _r2c_call("rfft2", input, s, dim, norm, True, None)
 
 
-def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+def irfft2(input, s=None, dim=(-2, -1), norm=None):
     """The inverse of rfft2."""
-    return _out(_c2r_call("irfft2", input, s, dim, norm, False, None), out)
+    return _c2r_call("irfft2", input, s, dim, norm, False, None)
 
 
-def rfftn(input, s=None, dim=None, norm=None, *, out=None):
+def rfftn(input, s=None, dim=None, norm=None):
     """The N-D Fourier transform of a real signal, onesided along the last of dim."""
-    return _out(_r2c_call("rfftn", input, s, dim, norm, True, None), out)
+    return _r2c_call("rfftn", input, s, dim, norm, True, None)
 
 
-def irfftn(input, s=None, dim=None, norm=None, *, out=None):
+def irfftn(input, s=None, dim=None, norm=None):
     """The inverse of rfftn."""
-    return _out(_c2r_call("irfftn", input, s, dim, norm, False, None), out)
+    return _c2r_call("irfftn", input, s, dim, norm, False, None)
 
 
-def hfft(input, n=None, dim=-1, norm=None, *, out=None):
+def hfft(input, n=None, dim=-1, norm=None):
     """The Fourier transform of a Hermitian-symmetric signal given by its first half: a real
     spectrum of n points (default 2 * (input.size(dim) - 1))."""
-    return _out(_c2r_call("hfft", input, _one(n), dim, norm, True, None), out)
+    return _c2r_call("hfft", input, _one(n), dim, norm, True, None)
 
 
-def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
+def ihfft(input, n=None, dim=-1, norm=None):
     """The inverse of hfft: the onesided inverse transform of a real signal."""
-    return _out(_r2c_call("ihfft", input, _one(n), dim, norm, False, None), out)
+    return _r2c_call("ihfft", input, _one(n), dim, norm, False, None)
 
 
-def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+def hfft2(input, s=None, dim=(-2, -1), norm=None):
     """The 2-D hfft."""
-    return _out(_c2r_call("hfft2", input, s, dim, norm, True, None), out)
+    return _c2r_call("hfft2", input, s, dim, norm, True, None)
 
 
-def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+def ihfft2(input, s=None, dim=(-2, -1), norm=None):
     """The 2-D ihfft."""
-    return _out(_r2c_call("ihfft2", input, s, dim, norm, False, None), out)
+    return _r2c_call("ihfft2", input, s, dim, norm, False, None)
 
 
-def hfftn(input, s=None, dim=None, norm=None, *, out=None):
+def hfftn(input, s=None, dim=None, norm=None):
     """The N-D hfft."""
-    return _out(_c2r_call("hfftn", input, s, dim, norm, True, None), out)
+    return _c2r_call("hfftn", input, s, dim, norm, True, None)
 
 
-def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
+def ihfftn(input, s=None, dim=None, norm=None):
     """The N-D ihfft."""
-    return _out(_r2c_call("ihfftn", input, s, dim, norm, False, None), out)
+    return _r2c_call("ihfftn", input, s, dim, norm, False, None)
 
 
-def _out(res, out):
-    if out is None:
-        return res
-    out.copy_(res)
-    return out
-
-
+from . import _out_arg  # noqa: E402
 from ._public_calls import install as _install_public_calls  # noqa: E402
-_install_public_calls(globals())  # the public functions' entry (the meta device dispatches there)
+_install_public_calls(globals(), _out_arg.FFT_OUT_FUNCTIONS, "fft_")  # the public functions' entry (the meta device dispatches there)

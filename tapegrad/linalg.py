@@ -295,7 +295,7 @@ def _check_solve_operands(A, B, left, entry):
     return vector
 
 
-def solve(A, B, *, left=True, out=None):
+def solve(A, B, *, left=True):
     """The solution X of A X = B (left=True) or X A = B (torch.linalg.solve).  B is a batch of
     vectors when it is 1-D or has exactly A's batch shape plus one dimension."""
     _core.check_bool("linalg_solve", "left", left)
@@ -357,7 +357,7 @@ class _Cholesky(Function):
         return _adjoint(L_inv) @ middle @ L_inv, None
 
 
-def cholesky(A, *, upper=False, out=None):
+def cholesky(A, *, upper=False):
     """The lower (or upper) Cholesky factor of each symmetric positive-definite matrix of A."""
     _core.check_bool("linalg_cholesky", "upper", upper)
     return _cholesky(A, upper, "linalg.cholesky")
@@ -457,7 +457,7 @@ def _check_eigh_dtype(A):
 
 
 
-def eigh(A, UPLO="L", *, out=None):
+def eigh(A, UPLO="L"):
     """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric matrix of A,
     reading only the UPLO triangle (torch.linalg.eigh)."""
     A = _as_tensor(A, "linalg_eigh", "input")
@@ -467,7 +467,7 @@ def eigh(A, UPLO="L", *, out=None):
     return _return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))(_Eigh.apply(A, uplo))
 
 
-def eigvalsh(A, UPLO="L", *, out=None):
+def eigvalsh(A, UPLO="L"):
     """The ascending eigenvalues of each symmetric matrix of A (torch.linalg.eigvalsh)."""
     A = _as_tensor(A, "linalg_eigvalsh", "input")
     uplo = _check_uplo(UPLO)
@@ -525,7 +525,7 @@ def matrix_exp(A):
     return _matrix_exp(A)
 
 
-def eig(A, *, out=None):
+def eig(A):
     """Eigenvalues and eigenvectors (complex, unit norm) of each square matrix of A
     (torch.linalg.eig)."""
     A = _as_tensor(A, "linalg_eig", "input")
@@ -534,7 +534,7 @@ def eig(A, *, out=None):
     return _return_type("linalg_eig", ("eigenvalues", "eigenvectors"))(_Eig.apply(A))
 
 
-def eigvals(A, *, out=None):
+def eigvals(A):
     """The (complex) eigenvalues of each square matrix of A (torch.linalg.eigvals)."""
     A = _as_tensor(A, "linalg_eigvals", "input")
     _check_square(A, "linalg.eigvals")
@@ -638,17 +638,29 @@ class _CountNonzero(Function):
 _torch_grad_fn_name(_CountNonzero, "LinalgVectorNormBackward0")
 
 
-def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """The ord-norm of x over dim (all elements when None), as torch.linalg.vector_norm."""
     x = _as_tensor(x, "linalg_vector_norm", "input")
     _core.check_bool("linalg_vector_norm", "keepdim", keepdim)
     if x._array.dtype.kind != "c":                      # complex: the norm of the moduli
         _check_float(x, "linalg.vector_norm")
     if dtype is not None:
+        # PyTorch's checks: a float or complex dtype that x's converts to without narrowing
+        if not (dtype.is_floating_point or dtype.is_complex):
+            raise RuntimeError("linalg.vector_norm: dtype should be floating point or complex, "
+                               f"but got {_core.scalar_type_name_of(dtype.np_dtype)}")
+        from . import promote_types
+        if promote_types(x.dtype, dtype) != dtype:
+            raise RuntimeError(
+                "linalg.vector_norm: the dtype of the input "
+                f"({_core.scalar_type_name_of(x._array.dtype)}) should be convertible without "
+                f"narrowing to the specified dtype ({_core.scalar_type_name_of(dtype.np_dtype)})")
         x = x.to(dtype)
     if isinstance(ord, str):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not str")
     ord = float(ord)
+    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
+        dim = None      # (an empty dim list is every dim, as in PyTorch: not none of them)
     if x.dtype == _core.float16:
         (wide,), half = widen_half(x)
         return narrow_half(vector_norm(wide, ord, dim, keepdim), half)
@@ -684,7 +696,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     return _PNorm.apply(x, ord, dims, keepdim)
 
 
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """The ord-norm of the matrices of A over the two dims (torch.linalg.matrix_norm): 'fro',
     inf, -inf, 1, -1."""
     A = _as_tensor(A, "linalg_matrix_norm", "input")
@@ -736,7 +748,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return picked if keepdim else picked.squeeze(max(rows, cols)).squeeze(min(rows, cols))
 
 
-def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """torch.linalg.norm: a vector norm over one dim (or the flattened input when neither ord
     nor dim is given), a matrix norm over two."""
     A = _as_tensor(A, "linalg_norm", "input")
@@ -854,7 +866,7 @@ def _check_matrix(A, name):
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
 
 
-def svd(A, full_matrices=True, *, driver=None, out=None):
+def svd(A, full_matrices=True, *, driver=None):
     """A = U diag(S) Vh for each matrix of A (torch.linalg.svd); singular vectors are defined
     up to sign, as in PyTorch."""
     A = _as_tensor(A, "linalg_svd")
@@ -864,7 +876,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     return _return_type("linalg_svd", ("U", "S", "Vh"))(_SVD.apply(A, bool(full_matrices)))
 
 
-def svdvals(A, *, driver=None, out=None):
+def svdvals(A, *, driver=None):
     """The singular values of each matrix of A, descending (torch.linalg.svdvals)."""
     A = _as_tensor(A, "linalg_svdvals")
     _check_matrix(A, "linalg.svdvals")
@@ -885,7 +897,7 @@ def _count_tolerance(S, atol, rtol, shape):
     return (largest * rtol).clamp(min=atol)
 
 
-def cond(A, p=None, *, out=None):
+def cond(A, p=None):
     """The condition number of A (batched) in the matrix norm ``p``: for ``None``/2 the ratio
     of the largest to the smallest singular value (-2 the inverse), otherwise
     ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` (square A only)."""
@@ -909,10 +921,10 @@ def cond(A, p=None, *, out=None):
         if not isinstance(p, str):      # (PyTorch names the order as an integer: ord=inf, ord=-1)
             _check_square(A, f"linalg.cond(ord={p if abs(p) == math.inf else int(p)})")
         result = matrix_norm(A, ord=p) * matrix_norm(inv(A), ord=p)
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     """X with ``A @ X = B`` (or ``X @ A = B`` when ``left=False``) for triangular A: only the
     triangle named by ``upper`` is read (its diagonal taken as ones with ``unitriangular``), so
     A's gradient lands in that triangle alone."""
@@ -937,7 +949,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     A_b, B_b = _broadcast_batch(triangle, B)
     result = _TriangularSolve.apply(A_b, B_b, upper)
     result = result if left else result.mT
-    return result if out is None else out.copy_(result)
+    return result
 
 
 def _check_triangular_operands(A, B, left):
@@ -993,7 +1005,7 @@ class _TriangularSolve(Function):
         return -(grad_B @ _adjoint(X)), grad_B, None
 
 
-def vecdot(x, y, *, dim=-1, out=None):
+def vecdot(x, y, *, dim=-1):
     """The dot product of x and y along ``dim``, broadcasting the other dims (x conjugated, as
     PyTorch's: the inner product of complex vectors)."""
     _as_tensor(x, "linalg_vecdot", "x", 1)
@@ -1009,10 +1021,10 @@ def vecdot(x, y, *, dim=-1, out=None):
                            f"have the same number of elements, but got {n} and {m} elements "
                            "respectively")
     result = ((x.conj() if x.is_complex() else x) * y).sum(dim)
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
     """The number of singular values above the tolerance, per matrix (int64)."""
     A = _as_tensor(A, "linalg_matrix_rank")
     _core.check_bool("linalg_matrix_rank", "hermitian", hermitian, 0, _MATRIX_RANK_SIGNATURES)
@@ -1036,7 +1048,7 @@ _MATRIX_RANK_SIGNATURES = _PINV_SIGNATURES.replace("Tensor rcond", "Tensor tol")
     "float rcond", "float tol")
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """The Moore-Penrose pseudo-inverse through the SVD (torch.linalg.pinv); singular values at
     or below the tolerance count as zero."""
     A = _as_tensor(A, "linalg_pinv")
@@ -1062,7 +1074,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return (_adjoint(Vh) * inverse.unsqueeze(-2)) @ _adjoint(U)
 
 
-def matrix_power(A, n, *, out=None):
+def matrix_power(A, n):
     """A to the integer power n by repeated squaring (n < 0 inverts first; n = 0 gives the
     identity), as torch.linalg.matrix_power."""
     A = _as_tensor(A, "linalg_matrix_power", "input")
@@ -1088,7 +1100,7 @@ def matrix_power(A, n, *, out=None):
     return result
 
 
-def multi_dot(tensors, *, out=None):
+def multi_dot(tensors):
     """The product of a chain of matrices; the first may be a row vector and the last a column
     vector (1-D), as torch.linalg.multi_dot."""
     if not isinstance(tensors, (list, tuple)):
@@ -1130,7 +1142,7 @@ def multi_dot(tensors, *, out=None):
     return result
 
 
-def cross(input, other, *, dim=-1, out=None):
+def cross(input, other, *, dim=-1):
     """The cross product of 3-vectors along dim, broadcasting the rest (torch.linalg.cross)."""
     from ._extra_ops import _check_tensor
     _check_tensor(input, "linalg_cross")
@@ -1204,7 +1216,7 @@ class _QR(Function):
         return cat([grad_X, Q @ grad_R2], dim=-1), None
 
 
-def qr(A, mode="reduced", *, out=None):
+def qr(A, mode="reduced"):
     """A = Q R per matrix (torch.linalg.qr): mode 'reduced', 'complete' or 'r' (an empty Q)."""
     A = _as_tensor(A, "linalg_qr")
     if mode not in ("reduced", "complete", "r"):
@@ -1246,7 +1258,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     return result((solution, empty(0, dtype=A.dtype), rank, empty(0, dtype=A.dtype)))
 
 
-def householder_product(A, tau, *, out=None):
+def householder_product(A, tau):
     """The first n columns of the product H_1 ... H_k of Householder reflectors
     H_i = I - tau_i v_i v_i^H, v_i stored below the diagonal of column i of ``A`` (m, n) with an
     implicit unit leading entry (LAPACK's orgqr; ``geqrf``'s output gives the Q of the QR
@@ -1288,9 +1300,6 @@ def householder_product(A, tau, *, out=None):
     for i in reversed(range(tau.shape[-1])):
         v = reflectors[..., :, i:i + 1]
         Q = Q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (v.mH @ Q))
-    if out is not None:
-        out.copy_(Q)
-        return out
     return Q
 
 
@@ -1301,5 +1310,6 @@ from ._linalg_factor import (cholesky_ex, diagonal, inv_ex, lu, lu_factor,  # no
 __all__ += ["cholesky_ex", "diagonal", "inv_ex", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
             "matmul", "solve_ex", "tensorinv", "tensorsolve", "vander"]
 
+from . import _out_arg  # noqa: E402
 from ._public_calls import install as _install_public_calls  # noqa: E402
-_install_public_calls(globals())  # the public functions' entry (the meta device dispatches there)
+_install_public_calls(globals(), _out_arg.LINALG_OUT_FUNCTIONS, "linalg_")  # the public functions' entry (the meta device dispatches there)

@@ -57,21 +57,21 @@ class _Entr(Function):
         return -(x.log() + 1) * grad
 
 
-def entr(input, *, out=None):
+def entr(input):
     """-x * log(x) elementwise: 0 at 0, -inf below 0."""
     _check_tensor(input, "special_entr")    # (PyTorch's parser, before the op runs)
     result = _Entr.apply(input)
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def ndtr(input, *, out=None):
+def ndtr(input):
     """The standard normal cumulative distribution function."""
     _check_tensor(input, "special_ndtr")
     result = 0.5 * erfc(-input / math.sqrt(2.0))
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def ndtri(input, *, out=None):
+def ndtri(input):
     """The inverse of ndtr: the standard normal quantile of probability ``input``."""
     _check_tensor(input, "special_ndtri")
     if getattr(input, "dtype", None) is float16:
@@ -79,15 +79,16 @@ def ndtri(input, *, out=None):
     result = erfinv(2 * input - 1) * math.sqrt(2.0)
     # PyTorch's NdtriBackward0 saves the result (its derivative is sqrt(2 pi) e^(result^2 / 2))
     _core._guard_saved_version(result, result)
-    return result if out is None else out.copy_(result)
+    return result
 
 
-def xlog1py(input, other, *, out=None):
+def xlog1py(input, other):
     """input * log1p(other), 0 where input is 0 (unless other is nan): xlogy's op with log1p."""
     result = _xlog(input, other, "xlog1py")
-    return result if out is None else out.copy_(result)
+    return result
 
 
+from . import _out_arg  # noqa: E402
 from ._public_calls import install as _install_public_calls  # noqa: E402
-# (the Bessel functions and polynomials take out= through the entry: PyTorch's rules there)
-_install_public_calls(globals(), _special_bessel.NAMES)  # the public functions' entry (the meta device dispatches there)
+# the public functions' entry (out= with PyTorch's rules; the meta device dispatches there)
+_install_public_calls(globals(), _out_arg.SPECIAL_OUT_FUNCTIONS, "special_")

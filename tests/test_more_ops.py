@@ -571,11 +571,15 @@ def test_out_argument_resizes_with_warning_and_checks_dtype():
     assert out.shape == (4,)
     _raises(RuntimeError, "result type Float can't be cast to the desired output type Long",
             tg.kron, tg.ones(2), tg.ones(2), out=tg.empty(0, dtype=tg.int64))
+    # tensordot's out takes no cast at all, even a widening one (PyTorch's check)
+    _raises(RuntimeError, "tensordot: Expected the output tensor to have dtype Float, but got an "
+            "output tensor with dtype Double", tg.tensordot, tg.ones(2, 2), tg.ones(2, 2),
+            out=tg.empty(0, dtype=tg.float64))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        wide = tg.empty(0, dtype=tg.float64)
-        tg.tensordot(tg.ones(2, 2), tg.ones(2, 2), out=wide)
-        assert wide.dtype == tg.float64 and wide.item() == 4.0
+        same = tg.empty(0)
+        tg.tensordot(tg.ones(2, 2), tg.ones(2, 2), out=same)
+        assert same.dtype == tg.float32 and same.item() == 4.0
     mantissa, exponent = tg.empty(0), tg.empty(0, dtype=tg.int32)
     tg.frexp(tg.tensor([4.0]), out=(mantissa, exponent))
     assert mantissa.tolist() == [0.5] and exponent.tolist() == [3]

@@ -885,24 +885,64 @@ cpdef str output_type_name(str name, tuple operands, object kwargs, object np_dt
     return C_TYPE_NAMES.get(np_dt.name, np_dt.name)
 
 
-cdef int store_out(TensorBase o, object res, str name, tuple operands, object kwargs) except -1:
+# The ops whose out= PyTorch refuses in any dtype but the result's, even where the cast is "same
+# kind" (torch.abs(x64, out=f32), torch.max(x, 1, out=...), the products, linalg ...): name ->
+# PyTorch's message, a format string of {out} / {result} (ScalarType names: Float) and {out_c} /
+# {result_c} (C type names: float), or a tuple of them, one per result.
+# tapegrad/_out_arg.py's EXACT_OUT_DTYPE, set at import.
+cdef dict exact_out_dtype = {}
+# How an out of another shape (not empty) is resized: name -> PyTorch's warning for that op, a
+# format string of {shape} {numel} {n} {result_shape} {result_tuple}, or None for no warning (the
+# factories); any other op warns with RESIZED.  tapegrad/_out_arg.py's OUT_RESIZE_WARNING.
+cdef dict out_resize_warning = {}
+cdef str RESIZED = (
+    "An output with one or more elements was resized since it had shape {shape}, which does not "
+    "match the required output shape {result_shape}. This behavior is deprecated, and in a future "
+    "PyTorch release outputs will not be resized unless they have zero elements. You can "
+    "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
+    "t.resize_(0).")
+
+
+def _set_out_rules(dict exact_dtype, dict resize_warning):
+    global exact_out_dtype, out_resize_warning
+    exact_out_dtype = exact_dtype
+    out_resize_warning = resize_warning
+
+
+cdef bint promoted_input(tuple operands, object R):
+    """Whether the op's input (its first tensor operand that is not a bool condition, as where's)
+    has another dtype than its result R."""
+    for a in operands:
+        if isinstance(a, TensorBase) and (<TensorBase>a)._array.dtype != np.bool_:
+            return (<TensorBase>a)._array.dtype != R.dtype
+    return False
+
+
+cdef int store_out(TensorBase o, object res, str name, tuple operands, object kwargs,
+                   object rule=None) except -1:
     """Write result `res` (a tensor) of op `name` on `operands` into out tensor `o`: cast to o's
-    dtype if it can be, o resized (with PyTorch's warning unless it was empty) to res's shape;
-    a refused cast names o's dtype as output_type_name says."""
+    dtype if it can be (unless `rule`, PyTorch's message for an op that allows no cast:
+    exact_out_dtype), o resized (with PyTorch's warning unless it was empty) to res's shape; a
+    refused cast names o's dtype as output_type_name says."""
     R = (<TensorBase>res)._array
     A = o._array
-    if not np.can_cast(R.dtype, A.dtype, "same_kind"):
+    cdef bint castable = np.can_cast(R.dtype, A.dtype, "same_kind")
+    # PyTorch checks an exact op's out dtype first, unless the op promoted its input (clamp of
+    # an int64 tensor to 0.5: its cast check speaks first)
+    if rule is not None and R.dtype != A.dtype and (castable or not promoted_input(operands, R)):
+        raise RuntimeError(rule.format(
+            out=scalar_type_name(A.dtype), result=scalar_type_name(R.dtype),
+            out_c=C_TYPE_NAMES.get(A.dtype.name, A.dtype.name),
+            result_c=C_TYPE_NAMES.get(R.dtype.name, R.dtype.name)))
+    if not castable:
         raise RuntimeError(f"result type {scalar_type_name(R.dtype)} can't be cast to the desired "
                            f"output type {output_type_name(name, operands, kwargs, A.dtype)}")
     if A.shape != R.shape:
-        if A.size:
-            warnings.warn(
-                f"An output with one or more elements was resized since it had shape "
-                f"{list(A.shape)}, which does not match the required output shape "
-                f"{list(R.shape)}. This behavior is deprecated, and in a future PyTorch release "
-                "outputs will not be resized unless they have zero elements. You can explicitly "
-                "reuse an out tensor t by resizing it, inplace, to zero elements with "
-                "t.resize_(0).", UserWarning, stacklevel=user_stacklevel())
+        template = out_resize_warning.get(name, RESIZED)
+        if A.size and template is not None:
+            warnings.warn(template.format(
+                shape=list(A.shape), numel=A.size, n=R.size, result_shape=list(R.shape),
+                result_tuple=tuple(R.shape)), UserWarning, stacklevel=user_stacklevel())
         if o._base is not None:
             raise RuntimeError("tapegrad cannot resize a view given as out=; pass a tensor of "
                                f"shape {list(R.shape)}")
@@ -944,8 +984,10 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                         + ("Tensor" if len(results) == 1 else
                            f"tuple of {len(results)} Tensors") + f", not {type_name(out)}")
     cdef Py_ssize_t k
+    rule = exact_out_dtype.get(name)
     for k in range(len(outs)):
-        store_out(<TensorBase>outs[k], results[k], name, operands, kwargs)
+        store_out(<TensorBase>outs[k], results[k], name, operands, kwargs,
+                  rule[k] if isinstance(rule, tuple) else rule)
     if isinstance(out, TensorBase):
         return out
     if type(res) is tuple:

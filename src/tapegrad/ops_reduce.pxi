@@ -307,8 +307,9 @@ def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, ke
         A = A.astype(to_np_dtype(dtype, "prod"))
     elif A.dtype.kind in "biu":
         A = A.astype(NP_INT64)
-    with IeeeResults():
-        outk = contiguous_result(nd(np.multiply.reduce(A, axis=axes, keepdims=True)))
+    with IeeeResults():     # (in A's dtype: numpy's own reduce widens int32 and bool to int64)
+        outk = contiguous_result(nd(np.multiply.reduce(A, axis=axes, keepdims=True,
+                                                       dtype=A.dtype)))
     out = outk if (keepdim and dim is not None) else outk.reshape(
         tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)
@@ -900,11 +901,22 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     A = input._array
     if A.dtype.kind == "c" and dtype is None:           # the norm of the moduli
         return complex_call("norm", (input, p, dim, keepdim))
-    if dtype is not None:
-        A = A.astype(to_np_dtype(dtype, "norm"))
     if A.dtype.kind != "f":
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {scalar_type_name(A.dtype)}")
+    if dtype is not None:
+        # PyTorch's checks (vector_norm's): a float or complex dtype A's converts to without
+        # narrowing
+        wanted = to_np_dtype(dtype, "norm")
+        if wanted.kind not in "fc":
+            raise RuntimeError("linalg.vector_norm: dtype should be floating point or complex, "
+                               f"but got {scalar_type_name(wanted)}")
+        if np.promote_types(A.dtype, wanted) != wanted:
+            raise RuntimeError(
+                f"linalg.vector_norm: the dtype of the input ({scalar_type_name(A.dtype)}) should "
+                f"be convertible without narrowing to the specified dtype "
+                f"({scalar_type_name(wanted)})")
+        A = A.astype(wanted)
     cdef int ndim = A.ndim
     if isinstance(p, str):          # (PyTorch's matrix-norm checks come before the dims')
         if p not in ("fro", "nuc"):

@@ -256,11 +256,10 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
         return normalize(input.permute(*order), p, d, eps).permute(*inverse(order))
     (wide,), half = widen_half(input)
     denom = _tg.clamp_min(wide.norm(p, dim, keepdim=True), eps).expand_as(wide)   # (as PyTorch)
-    result = narrow_half(wide / denom, half)
-    if out is not None:
-        out.copy_(result)
-        return out
-    return result
+    if out is not None:     # (PyTorch's torch.div(input, denom, out=out): div's out= rules)
+        from .._out_arg import compute_then_write
+        return compute_then_write("div", out, (input,), lambda: narrow_half(wide / denom, half))
+    return narrow_half(wide / denom, half)
 
 
 __all__ = ["hardtanh", "relu6", "selu", "celu", "mish", "hardswish", "hardsigmoid", "logsigmoid",
