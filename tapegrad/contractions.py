@@ -3,7 +3,7 @@
 einsum reduces every equation to the ops the tape already differentiates: index_select for a
 repeated subscript (a diagonal), sum for a subscript nobody else needs, and per pair of operands
 one permute + reshape + (b)mm.  Gradients, create_graph and higher order come from those ops.
-_int_mm (int8 products in int32, which have no gradient) sits beside them.
+_int_mm and _weight_int8pack_mm (int8 products, which have no gradient) sit beside them.
 """
 from __future__ import annotations
 
@@ -184,6 +184,38 @@ def _int_mm(input, mat2, *, out=None):
                                f"{out.size(dim)}")
     from ._out_arg import write_into
     return write_into("_int_mm", out, from_numpy(product))
+
+
+def _weight_int8pack_mm(input, mat2, scales):
+    """input @ (mat2 * scales[:, None]).T: float activations (M, K) times int8 weights (N, K)
+    scaled per output channel, the weight-only int8 linear of quantized LLM inference on CPU.
+    Computed in float32 (float16 input: rounded back to float16).  Checks in the order of
+    PyTorch's CPU kernel, which reads input.size(1) and mat2.size(1) first (IndexError for a 1-d
+    operand); like PyTorch, the result joins the graph but has no derivative."""
+    from ._more_math import without_derivative
+    _check_tensors("_weight_int8pack_mm", ((input, "input"), (mat2, "mat2"), (scales, "scales")))
+    n, k = mat2.size(0), input.size(1)
+    where = "_weight_int8pack_mm_cpu : "
+    dtype = input._array.dtype
+    if dtype not in (np.float32, np.float16):
+        raise RuntimeError(f"{where}expect A to be either 32-bit or 16-bit float tensor.")
+    if input.stride(1) != 1:
+        raise RuntimeError(f"{where}A must be contiguous on the last dimension.")
+    if mat2._array.dtype != np.int8:
+        raise RuntimeError(f"{where}expect B to be int8 tensor.")
+    if not mat2.is_contiguous():
+        raise RuntimeError(f"{where}expect B to be contiguous.")
+    if mat2.size(1) != k:
+        raise RuntimeError(f"{where}expect B.size(1) == {k}")
+    if scales.dim() != 1 or scales.size(0) != n:
+        raise RuntimeError(f"{where}expect scales to be 1d tensor with size {n}")
+    if scales._array.dtype != dtype:
+        raise RuntimeError(f"expected scalar type {_type_name(input)} but found {_type_name(scales)}")
+    product = np.matmul(input._array.astype(np.float32), mat2._array.T.astype(np.float32))
+    values = (product * scales._array.astype(np.float32)).astype(dtype)
+    return without_derivative((input, scales), values,
+                              "derivative for aten::_weight_int8pack_mm is not implemented",
+                              RuntimeError)
 
 # -- einsum: parsing ----------------------------------------------------------------------------
 

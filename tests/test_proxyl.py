@@ -60,3 +60,64 @@ def test_int_mm_writes_out(torch):
     assert tg._int_mm(a, b, out=out) is out
     expected = torch._int_mm(_int8(torch, 3, 4, 0), _int8(torch, 4, 5, 1))
     assert out.tolist() == expected.tolist()
+
+
+# -- torch._weight_int8pack_mm (the same family: weight-only int8 linear on CPU) -----------------
+
+def _pack_operands(lib, dtype="float32", rows=4):
+    rng = np.random.RandomState(5)
+    a = lib.tensor(rng.randn(rows, 16), dtype=getattr(lib, dtype))
+    b = lib.tensor(rng.randint(-128, 128, (8, 16)), dtype=lib.int8)
+    scales = lib.tensor(rng.rand(8) / 64, dtype=getattr(lib, dtype))
+    return a, b, scales
+
+
+_PACK_ERRORS = {
+    "double_input": lambda lib: lib._weight_int8pack_mm(*_pack_operands(lib, "float64")),
+    "float_scales_for_half": lambda lib: lib._weight_int8pack_mm(
+        _pack_operands(lib, "float16")[0], *_pack_operands(lib)[1:]),
+    "uint8_weight": lambda lib: (lambda a, b, s: lib._weight_int8pack_mm(
+        a, b.to(lib.uint8), s))(*_pack_operands(lib)),
+    "strided_weight": lambda lib: (lambda a, b, s: lib._weight_int8pack_mm(
+        a, b[:, :15], s))(*_pack_operands(lib)),
+    "short_weight": lambda lib: (lambda a, b, s: lib._weight_int8pack_mm(
+        a, b[:, :15].contiguous(), s))(*_pack_operands(lib)),
+    "input_not_last_contiguous": lambda lib: (lambda a, b, s: lib._weight_int8pack_mm(
+        a.t().contiguous().t(), b, s))(*_pack_operands(lib)),
+    "short_scales": lambda lib: (lambda a, b, s: lib._weight_int8pack_mm(
+        a, b, s[:7]))(*_pack_operands(lib)),
+    "1d_input": lambda lib: (lambda a, b, s: lib._weight_int8pack_mm(
+        a[0], b, s))(*_pack_operands(lib)),
+    # torch.tensor of a (0, 16) ndarray has strides (0, 0): "not contiguous on the last dimension"
+    "empty_rows_from_numpy": lambda lib: lib._weight_int8pack_mm(*_pack_operands(lib, rows=0)),
+    "1d_weight": lambda lib: (lambda a, b, s: lib._weight_int8pack_mm(
+        a, b[0], s))(*_pack_operands(lib)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_PACK_ERRORS))
+def test_weight_int8pack_mm_errors_match_torch(torch, case):
+    fn = _PACK_ERRORS[case]
+    assert _outcome(tg, fn) == _outcome(torch, fn)
+
+
+@pytest.mark.parametrize("dtype, rows", [("float32", 4), ("float16", 3)])
+def test_weight_int8pack_mm_values_match_torch(torch, dtype, rows):
+    got = tg._weight_int8pack_mm(*_pack_operands(tg, dtype, rows))
+    expected = torch._weight_int8pack_mm(*_pack_operands(torch, dtype, rows))
+    assert got.dtype == getattr(tg, dtype) and tuple(got.shape) == tuple(expected.shape)
+    tol = 1e-5 if dtype == "float32" else 2e-3
+    np.testing.assert_allclose(got.numpy().astype(np.float64),
+                               expected.numpy().astype(np.float64), rtol=tol, atol=tol)
+
+
+def test_weight_int8pack_mm_has_no_derivative(torch):
+    outcomes = []
+    for lib in (tg, torch):
+        a, b, scales = _pack_operands(lib)
+        result = lib._weight_int8pack_mm(a.requires_grad_(), b, scales)
+        assert result.requires_grad
+        with pytest.raises(RuntimeError) as info:
+            result.sum().backward()
+        outcomes.append(str(info.value))
+    assert outcomes[0] == outcomes[1]
