@@ -193,7 +193,7 @@ _LAZY = _lazy.table({
     "bench": (),
     "compiler": (),
     # einsum, addmm, baddbmm: composed from the compiled ops (issue 17).
-    "contractions": ("addmm", "baddbmm", "einsum"),
+    "contractions": ("addmm", "baddbmm", "einsum", "_int_mm", "_weight_int8pack_mm"),
     "cpu": ("get_device_module",),
     "cuda": ("OutOfMemoryError", "AcceleratorError"),
     "demo": (),

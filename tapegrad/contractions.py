@@ -3,6 +3,7 @@
 einsum reduces every equation to the ops the tape already differentiates: index_select for a
 repeated subscript (a diagonal), sum for a subscript nobody else needs, and per pair of operands
 one permute + reshape + (b)mm.  Gradients, create_graph and higher order come from those ops.
+_int_mm and _weight_int8pack_mm (int8 products, which have no gradient) sit beside them.
 """
 from __future__ import annotations
 
@@ -146,6 +147,75 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
                            f"{_type_name(batch2)}")
     return _scaled_sum(input, _bmm(batch1, batch2), beta, alpha, empty_sum=m == 0)
 
+
+
+# -- _int_mm: int8 matrix product ---------------------------------------------------------------
+
+def _int_mm(input, mat2, *, out=None):
+    """input @ mat2 for int8 matrices (input may be uint8), accumulated and returned in int32, as
+    quantized models call it.  Integer results have no gradient, so nothing is recorded.  The
+    checks and their order are PyTorch's CPU kernel's (int_mm_out_cpu): the result is allocated
+    from input.size(0) and mat2.size(1) first (a 1-d mat2 raises IndexError there), then ranks,
+    inner sizes, dtypes, and an out tensor must already be int32 of the right size."""
+    from .creation import from_numpy
+    _check_tensors("_int_mm", ((input, "input"), (mat2, "mat2")))
+    rows, cols = input.size(0), mat2.size(1)
+    where = "int_mm_out_cpu: "
+    for t, name in ((input, "self"), (mat2, "mat2")):
+        if t.dim() != 2:
+            raise RuntimeError(f"{where}Expected {name} to be of dimension 2 but got {t.dim()}")
+    if input.size(1) != mat2.size(0):
+        raise RuntimeError(f"{where}self.size(1) needs to match mat2.size(0) but got "
+                           f"{input.size(1)} and {mat2.size(0)}")
+    if input._array.dtype not in (np.int8, np.uint8):
+        raise RuntimeError(f"{where}Expected self dtype to be int8 or uint8 but got {_c_name(input)}")
+    if mat2._array.dtype != np.int8:
+        raise RuntimeError(f"{where}Expected mat2 dtype to be of type int8 but got {_c_name(mat2)}")
+    # int32 operands: numpy then accumulates in int32, wrapping on overflow as PyTorch's kernel does
+    product = np.matmul(input._array.astype(np.int32), mat2._array.astype(np.int32))
+    if out is None:
+        return from_numpy(product)
+    _check_tensors("_int_mm", ((out, "out"),))
+    if out._array.dtype != np.int32:
+        raise RuntimeError(f"{where}Expected result dtype to be of type kInt but got {_c_name(out)}")
+    for dim, size in enumerate((rows, cols)):
+        if out.dim() > dim and out.size(dim) != size:
+            raise RuntimeError(f"{where}Expected result.size({dim}) to be {size} but got "
+                               f"{out.size(dim)}")
+    from ._out_arg import write_into
+    return write_into("_int_mm", out, from_numpy(product))
+
+
+def _weight_int8pack_mm(input, mat2, scales):
+    """input @ (mat2 * scales[:, None]).T: float activations (M, K) times int8 weights (N, K)
+    scaled per output channel, the weight-only int8 linear of quantized LLM inference on CPU.
+    Computed in float32 (float16 input: rounded back to float16).  Checks in the order of
+    PyTorch's CPU kernel, which reads input.size(1) and mat2.size(1) first (IndexError for a 1-d
+    operand); like PyTorch, the result joins the graph but has no derivative."""
+    from ._more_math import without_derivative
+    _check_tensors("_weight_int8pack_mm", ((input, "input"), (mat2, "mat2"), (scales, "scales")))
+    n, k = mat2.size(0), input.size(1)
+    where = "_weight_int8pack_mm_cpu : "
+    dtype = input._array.dtype
+    if dtype not in (np.float32, np.float16):
+        raise RuntimeError(f"{where}expect A to be either 32-bit or 16-bit float tensor.")
+    if input.stride(1) != 1:
+        raise RuntimeError(f"{where}A must be contiguous on the last dimension.")
+    if mat2._array.dtype != np.int8:
+        raise RuntimeError(f"{where}expect B to be int8 tensor.")
+    if not mat2.is_contiguous():
+        raise RuntimeError(f"{where}expect B to be contiguous.")
+    if mat2.size(1) != k:
+        raise RuntimeError(f"{where}expect B.size(1) == {k}")
+    if scales.dim() != 1 or scales.size(0) != n:
+        raise RuntimeError(f"{where}expect scales to be 1d tensor with size {n}")
+    if scales._array.dtype != dtype:
+        raise RuntimeError(f"expected scalar type {_type_name(input)} but found {_type_name(scales)}")
+    product = np.matmul(input._array.astype(np.float32), mat2._array.T.astype(np.float32))
+    values = (product * scales._array.astype(np.float32)).astype(dtype)
+    return without_derivative((input, scales), values,
+                              "derivative for aten::_weight_int8pack_mm is not implemented",
+                              RuntimeError)
 
 # -- einsum: parsing ----------------------------------------------------------------------------
 
