@@ -121,6 +121,8 @@ __all__ = [
     'Tensor',
     'TypedStorage',
     'UntypedStorage',
+    '_int_mm',
+    '_weight_int8pack_mm',
     'abs',
     'abs_',
     'absolute',
@@ -1468,6 +1470,10 @@ class Tensor:
     def xlogy_(self, *args: Any, **kwargs: Any) -> Tensor: ...
     def zero_(self) -> Tensor: ...
     def __imatmul__(self, other: Any) -> Tensor: ...
+
+def _int_mm(input: Any, mat2: Any, *, out: Any = ...) -> Any: ...
+
+def _weight_int8pack_mm(input: Any, mat2: Any, scales: Any) -> Any: ...
 
 def abs(input: Any, *, out: Any = ...) -> Tensor: ...
 
