@@ -37,6 +37,9 @@ def stride(self, dim=None):
     steps = tuple(s // self._array.itemsize for s in self._array.strides)
     if dim is None:
         return steps
+    if not steps:
+        from ._extra_ops import _no_dims_of_scalar
+        _no_dims_of_scalar(dim, "stride")
     return steps[_dim(dim, self.ndim)]
 
 
@@ -338,6 +341,9 @@ def sinc(input, *, out=None):
     # would pass 0 * inf = nan back otherwise).
     scaled = _core.where(at_zero, one, x) * np.pi
     result = _core.where(at_zero, one, scaled.sin() / scaled)
+    # PyTorch's node saves the input: a write into it makes backward raise (the records here
+    # hold copies: the where's operand and the product)
+    _core._guard_saved_version(result, x)
     return result if out is None else out.copy_(result)
 
 

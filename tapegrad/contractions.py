@@ -126,6 +126,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * (batch1 @ batch2) per batch; input broadcasts to (b, n, p)."""
     _check_tensors("baddbmm", ((input, "input"), (batch1, "batch1"), (batch2, "batch2")))
+    # (PyTorch reads the result's size, batch1.size(0), size(1) and batch2.size(2), before it
+    # checks the ranks: a batch of fewer dims gives that read's IndexError)
+    batch1.size(0), batch1.size(1), batch2.size(2)
     if batch1.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if batch2.dim() != 3:

@@ -1,0 +1,203 @@
+"""Regressions of the session-23 fuzz run (programs 60632304-, 62606200-; surface 60726962-) and
+of the open seeds of session 22 it triaged (63015532, 63013796, 63019660).
+
+Each test compares with PyTorch (the `torch` fixture skips cleanly without it).
+"""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def _outcome(fn):
+    """('ok', value) or ('raises', exception type): what a program sees."""
+    try:
+        return "ok", fn()
+    except Exception as error:  # noqa: BLE001 - the type is what is compared
+        return "raises", type(error)
+
+
+# -- which tensors an op's node saves: a write into them makes backward raise (63015532) ----------
+# nansum, nan_to_num, sinc, sgn and median/nanmedian over all elements are composites here whose
+# records keep masks or copies; PyTorch's nodes save the input (and the result), so a later
+# in-place write into it refuses the backward.  tan's node saves only its result (tapegrad saved
+# the input too and refused a backward PyTorch runs).
+
+_SAVING = {
+    "nansum": lambda x: x.nansum(),
+    "nansum dim": lambda x: x.nansum(1),
+    "nanmean": lambda x: x.nanmean(),
+    "nan_to_num": lambda x: x.nan_to_num(),
+    "sinc": lambda x: x.sinc(),
+    "sgn": lambda x: x.sgn(),
+    "median": lambda x: x.median(),
+    "nanmedian": lambda x: x.nanmedian(),
+    "tan": lambda x: x.tan(),
+    "asinh": lambda x: x.asinh(),
+}
+
+
+def _backward_after_write(L, case, into):
+    x0 = L.tensor([[0.3, -0.2, 0.5], [0.4, 0.1, -0.7]], dtype=L.float64, requires_grad=True)
+    x = x0 * 1
+    y = _SAVING[case](x)
+    with L.no_grad():
+        (x if into == "input" else y).mul_(2)
+
+    def run():
+        y.sum().backward()
+        return x0.grad.numpy().copy()
+    return _outcome(run)
+
+
+@pytest.mark.parametrize("into", ["input", "result"])
+@pytest.mark.parametrize("case", sorted(_SAVING))
+def test_write_into_saved_tensor_refuses_backward(case, into, torch):
+    got = _backward_after_write(tg, case, into)
+    want = _backward_after_write(torch, case, into)
+    assert got[0] == want[0], (got, want)
+    if got[0] == "ok":
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    else:
+        assert got[1] is want[1]
+
+
+def test_nansum_of_no_grad_view_written_refuses_backward(torch):
+    # the fuzz program: a view taken under no_grad, summed, then written under no_grad
+    def run(L):
+        v2 = L.tensor([[3.27], [-0.62], [-0.45]], requires_grad=True)
+        v8 = L.nn.functional.relu6(L.clamp(v2, max=3))
+        with L.no_grad():
+            v11 = v8.permute(0, 1)
+        v13 = v11.nansum()
+        with L.no_grad():
+            v11.fill_(-0.0)
+        return _outcome(lambda: (v13 * 2).sum().backward())
+    assert run(tg) == run(torch)
+
+
+def test_tan_gradients_from_its_result(torch):
+    x = tg.tensor([0.3, -1.2, 2.0], dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradcheck(tg.tan, (x,))
+    assert tg.autograd.gradgradcheck(tg.tan, (x,))
+    xt = torch.tensor([0.3, -1.2, 2.0], dtype=torch.float64, requires_grad=True)
+    g, = tg.autograd.grad(tg.tan(x).sum(), x, create_graph=True)
+    gt, = torch.autograd.grad(torch.tan(xt).sum(), xt, create_graph=True)
+    g2, = tg.autograd.grad((g * g).sum(), x)
+    g2t, = torch.autograd.grad((gt * gt).sum(), xt)
+    np.testing.assert_allclose(g.detach().numpy(), gt.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(g2.numpy(), g2t.numpy(), rtol=1e-12)
+
+
+# -- an in-place op computed in Python refuses an operand sharing self's memory (63013796) --------
+# addcdiv_, lerp_, atan2_, pow_, clamp_ ... are their out-of-place forms written back with copy_,
+# whose fresh result never overlaps self: `v4.addcdiv_(v2, ...)` with v4 = v2.flatten() ran
+# (from a copy of the operand) where PyTorch's kernel refuses it.
+
+_IN_PLACE_OVERLAP = {
+    "addcdiv_": lambda a, b: a.addcdiv_(b, b.abs() + 1),
+    "addcdiv_ divisor": lambda a, b: a.addcdiv_(b.abs() + 1, b),
+    "addcmul_": lambda a, b: a.addcmul_(b, b),
+    "lerp_": lambda a, b: a.lerp_(b, 0.5),
+    "clamp_": lambda a, b: a.clamp_(b),
+    "atan2_": lambda a, b: a.atan2_(b),
+    "pow_": lambda a, b: a.pow_(b),
+    "hypot_": lambda a, b: a.hypot_(b),
+    "copysign_": lambda a, b: a.copysign_(b),
+    "fmod_": lambda a, b: a.fmod_(b),
+    "xlogy_": lambda a, b: a.xlogy_(b),
+    "ldexp_": lambda a, b: a.ldexp_(b),
+    "masked_fill_": lambda a, b: a.masked_fill_(a > 0, b[0]),
+}
+
+
+def _shifted(L, kind):
+    if kind == "0-d flattened":
+        b = L.tensor(1.5, dtype=L.float64)
+        return b.flatten(), b
+    base = L.arange(1.0, 10.0, dtype=L.float64)
+    if kind == "shifted":
+        return base[:4].reshape(2, 2), base[1:5].reshape(2, 2)
+    return base[:4].reshape(2, 2), base[:4].reshape(2, 2)      # the same memory and layout
+
+
+@pytest.mark.parametrize("kind", ["0-d flattened", "shifted", "same"])
+@pytest.mark.parametrize("case", sorted(_IN_PLACE_OVERLAP))
+def test_in_place_operand_overlap(case, kind, torch):
+    if case == "masked_fill_" and kind == "0-d flattened":
+        pytest.skip("masked_fill_'s value is b[0], not 0-d")
+    results = []
+    for L in (tg, torch):
+        a, b = _shifted(L, kind)
+        results.append(_outcome(lambda: _IN_PLACE_OVERLAP[case](a, b).numpy().copy()))
+    got, want = results
+    assert got[0] == want[0], (got, want)
+    if got[0] == "ok":
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    else:
+        assert got[1] is want[1]
+
+
+def test_in_place_argument_error_comes_before_overlap(torch):
+    # PyTorch's parser refuses the call before any kernel looks at memory
+    for L in (tg, torch):
+        a, b = _shifted(L, "shifted")
+        with pytest.raises(TypeError):
+            a.exp_(b)
+
+
+@pytest.mark.parametrize("shape", [(0,), (3,), (1,), (2, 0)])
+@pytest.mark.parametrize("key", ["mask", "all", "list"])
+def test_index_put_of_itself(shape, key, torch):
+    # x[mask] = x refuses even when x has no elements (63019660): PyTorch's overlap test finds
+    # the tensor itself before it looks at sizes
+    def run(L):
+        x = L.tensor(np.arange(np.prod(shape), dtype=np.float64).reshape(shape) - 0.5)
+
+        def put():
+            if key == "mask":
+                x[x > 0] = x
+            elif key == "all":
+                x[x == x] = x
+            else:
+                x[[0] if x.numel() else []] = x
+            return x.numpy().copy()
+        return _outcome(put)
+    got, want = run(tg), run(torch)
+    assert got[0] == want[0], (got, want)
+    if got[0] == "ok":
+        np.testing.assert_array_equal(got[1], want[1])
+    else:
+        assert got[1] is want[1]
+
+
+# -- size(dim) / stride(dim) of a 0-d tensor, and the batched products' rank errors ---------------
+
+@pytest.mark.parametrize("dim", [0, 1, -1, -2, 2])
+@pytest.mark.parametrize("method", ["size", "stride"])
+def test_size_of_a_scalar_tensor(method, dim, torch):
+    # size(0) raised a TypeError (a tuple index), size(1) the range error of a 1-d tensor
+    for L in (tg, torch):
+        with pytest.raises(IndexError, match=f"Dimension specified as {dim} but tensor has no "
+                                             "dimensions"):
+            getattr(L.ones(()), method)(dim)
+    with pytest.raises(TypeError):
+        tg.ones(()).size("a")
+
+
+_RANKS = [((2, 2), (2, 2), (2, 2)), ((3,), (3,), (2, 2)), ((2, 2, 2), (2, 2), (2, 2)),
+          ((), (), (2, 2)), ((2, 2, 2, 2), (2, 2, 2, 2), (2, 2)), ((2, 2), (2, 2, 2), (2, 2))]
+
+
+@pytest.mark.parametrize("shapes", _RANKS)
+@pytest.mark.parametrize("fn", ["addbmm", "baddbmm"])
+def test_batched_product_rank_errors(fn, shapes, torch):
+    # PyTorch reads the result's size from the batches before it checks their ranks: a batch
+    # of fewer than 3 dims gives an IndexError, not "batch1 must be a 3D tensor"
+    s1, s2, si = shapes
+    errors = []
+    for L in (tg, torch):
+        with pytest.raises(Exception) as info:
+            getattr(L, fn)(L.ones(si), L.ones(s1), L.ones(s2))
+        errors.append((info.type, str(info.value)))
+    assert errors[0] == errors[1]
