@@ -201,3 +201,103 @@ def test_batched_product_rank_errors(fn, shapes, torch):
             getattr(L, fn)(L.ones(si), L.ones(s1), L.ones(s2))
         errors.append((info.type, str(info.value)))
     assert errors[0] == errors[1]
+
+
+# -- batch_norm forms its output as PyTorch's kernel: x * alpha + beta (60712509, 60720749) -------
+# alpha = rstd * weight, beta = bias - mean * alpha, each multiply-add fused.  (x - mean) * rstd *
+# weight + bias gave +-inf for an infinite weight where PyTorch's inf - inf is NaN (SILENT), and
+# differed in the last bits elsewhere.
+
+def _batch_norm(L, training, dtype, weight0):
+    rng = np.random.default_rng(3)
+    x = L.tensor(rng.standard_normal((4, 3, 5)) * 3 + 1, dtype=dtype)
+    rm = L.tensor(rng.standard_normal(3), dtype=dtype)
+    rv = L.tensor(rng.random(3) + 0.5, dtype=dtype)
+    w = L.tensor(rng.standard_normal(3), dtype=dtype)
+    b = L.tensor(rng.standard_normal(3), dtype=dtype)
+    if weight0 is not None:
+        w[0] = weight0
+    out = L.nn.functional.batch_norm(x, rm, rv, w, b, training=training, eps=1e-5)
+    return out.numpy(), rm.numpy(), rv.numpy()
+
+
+@pytest.mark.parametrize("weight0", [None, float("inf"), float("-inf"), 1e30])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("training", [False, True])
+def test_batch_norm_output_as_pytorch_forms_it(training, dtype, weight0, torch):
+    got = _batch_norm(tg, training, getattr(tg, dtype), weight0)
+    want = _batch_norm(torch, training, getattr(torch, dtype), weight0)
+    if training:
+        # (PyTorch's batch statistics are a Welford sum: the last bits can differ; NaN and
+        # infinities stand where PyTorch's do)
+        tol = 2e-6 if dtype == "float32" else 1e-13
+        np.testing.assert_allclose(got[0], want[0], rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(got[0], want[0])     # bit for bit
+    for a, b in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_batch_norm_gradients_unchanged(torch):
+    rng = np.random.default_rng(4)
+    for training in (False, True):
+        args = [rng.standard_normal((3, 2, 4)), rng.standard_normal(2), rng.random(2) + 0.5,
+                rng.standard_normal(2), rng.standard_normal(2)]
+        grads = []
+        for L in (tg, torch):
+            x, rm, rv, w, b = (L.tensor(a, dtype=L.float64) for a in args)
+            for t in (x, w, b):
+                t.requires_grad_()
+            y = L.nn.functional.batch_norm(x, rm, rv, w, b, training=training)
+            (y * L.tensor(np.arange(24.0).reshape(3, 2, 4))).sum().backward()
+            grads.append([t.grad.numpy() for t in (x, w, b)])
+        for a, b in zip(*grads):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+# siblings: instance_norm (PyTorch: batch_norm with the weight repeated per sample) and
+# group_norm (its kernel's scale = rstd * weight, shift = bias - mean * scale)
+
+_NORMS = {
+    "group_norm": lambda L, x, w, b: L.nn.functional.group_norm(x, 2, w, b),
+    "instance_norm": lambda L, x, w, b: L.nn.functional.instance_norm(x, weight=w, bias=b),
+}
+
+
+def _norm(L, case, dtype, weight0, grad=False):
+    rng = np.random.default_rng(5)
+    x = L.tensor(rng.standard_normal((2, 4, 3)), dtype=dtype, requires_grad=grad)
+    w = L.tensor(rng.standard_normal(4), dtype=dtype)
+    b = L.tensor(rng.standard_normal(4), dtype=dtype)
+    if weight0 is not None:
+        w[0] = weight0
+    w.requires_grad_(grad)
+    b.requires_grad_(grad)
+    y = _NORMS[case](L, x, w, b)
+    if not grad:
+        return [y.detach().numpy()]
+    (y * L.tensor(np.arange(24.0).reshape(2, 4, 3), dtype=dtype)).sum().backward()
+    return [y.detach().numpy()] + [t.grad.numpy() for t in (x, w, b)]
+
+
+@pytest.mark.parametrize("weight0", [float("inf"), float("-inf")])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", sorted(_NORMS))
+def test_norm_with_infinite_weight(case, dtype, weight0, torch):
+    got = _norm(tg, case, getattr(tg, dtype), weight0)[0]
+    want = _norm(torch, case, getattr(torch, dtype), weight0)[0]
+    tol = 2e-6 if dtype == "float32" else 1e-13
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)  # (NaN and inf where PyTorch's)
+
+
+@pytest.mark.parametrize("case", sorted(_NORMS))
+def test_norm_values_and_gradients(case, torch):
+    got = _norm(tg, case, tg.float64, None, grad=True)
+    want = _norm(torch, case, torch.float64, None, grad=True)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    rng = np.random.default_rng(6)
+    args = tuple(tg.tensor(rng.standard_normal(s), requires_grad=True)
+                 for s in ((2, 4, 3), (4,), (4,)))
+    assert tg.autograd.gradcheck(lambda x, w, b: _NORMS[case](tg, x, w, b), args)
+    assert tg.autograd.gradgradcheck(lambda x, w, b: _NORMS[case](tg, x, w, b), args)
