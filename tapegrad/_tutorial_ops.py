@@ -350,9 +350,10 @@ def sinc(input, *, out=None):
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat @ vec): all three of one dtype, as PyTorch (no promotion)."""
     _check_addmv(input, mat, vec)
-    from .contractions import _scaled_sum
-    result = _scaled_sum(input, _core.matmul(mat, vec), beta, alpha, drop_zero_alpha=True,
-                         empty_sum=mat.shape[1] == 0)
+    from .contractions import _scaled_sum, _in_float32_if_half
+    result = _in_float32_if_half(
+        lambda i, m, v: _scaled_sum(i, _core.matmul(m, v), beta, alpha, drop_zero_alpha=True,
+                                    empty_sum=mat.shape[1] == 0), input, mat, vec)
     return result if out is None else out.copy_(result)
 
 
