@@ -552,6 +552,10 @@ def _normalize_dims(dim, ndim):
         return tuple(range(ndim))
     _core._normalize_dims(dim, ndim)
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if not dims:
+        # an empty list reduces over every dim, as dim=None (PyTorch's reductions; the norm of
+        # dim=() was the elementwise magnitude, fuzz 60635106)
+        return tuple(range(ndim))
     return tuple(int(d) % max(ndim, 1) for d in dims)
 
 
