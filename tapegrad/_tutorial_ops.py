@@ -244,9 +244,10 @@ _name_logit_backward()
 
 def hypot(input, other, *, out=None):
     """sqrt(input ** 2 + other ** 2) elementwise."""
-    from ._extra_ops import _check_tensor
+    from ._extra_ops import _check_tensor, _check_broadcast
     _check_tensor(input, "hypot")
     _check_tensor(other, "hypot", "other", 2)
+    _check_broadcast(input, other)      # (PyTorch's RuntimeError, not numpy's ValueError)
     from . import result_type
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
@@ -316,10 +317,11 @@ def float_power(input, exponent, *, out=None):
 
 def copysign(input, other, *, out=None):
     """|input| with the sign (sign bit, so -0.0 counts as negative) of other, broadcast."""
-    from ._extra_ops import _check_tensor_or_number
+    from ._extra_ops import _check_tensor_or_number, _check_broadcast
     _check_tensor_or_number("copysign", (input, other), (
         "Tensor input, Tensor other, *, Tensor out = None",
         "Tensor input, Number other, *, Tensor out = None"))
+    _check_broadcast(input, other)      # (PyTorch's RuntimeError, not numpy's ValueError)
     # (the dtype of the two operands promoted, as a binary op: copysign(int, float64) is float64)
     x = input.to(_floating_result_type(input, other))
     if not isinstance(other, _core.TensorBase):

@@ -366,3 +366,16 @@ def test_vector_norm_of_empty_dim_list(shape, ord, dim, keepdim, torch):
     assert s1 == s2
     np.testing.assert_allclose(y1, y2, rtol=1e-12)
     np.testing.assert_allclose(g1, g2, rtol=1e-12, atol=1e-15)
+
+
+# -- copysign and hypot refuse shapes that do not broadcast with PyTorch's RuntimeError (60635320) -
+
+@pytest.mark.parametrize("case", ["copysign", "copysign_", "hypot", "hypot_"])
+def test_binary_shape_mismatch_type(case, torch):
+    for L in (tg, torch):
+        a, b = L.ones(3, 2), L.ones(3)
+        call = (lambda: getattr(a, case)(b)) if case.endswith("_") else \
+            (lambda: getattr(L, case)(a, b))
+        with pytest.raises(RuntimeError, match=r"The size of tensor a \(2\) must match the size "
+                                               r"of tensor b \(3\) at non-singleton dimension 1"):
+            call()
