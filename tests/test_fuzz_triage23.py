@@ -379,3 +379,20 @@ def test_binary_shape_mismatch_type(case, torch):
         with pytest.raises(RuntimeError, match=r"The size of tensor a \(2\) must match the size "
                                                r"of tensor b \(3\) at non-singleton dimension 1"):
             call()
+
+
+# -- index_add out of range: PyTorch's IndexError for a self of at most one dim (60634635) --------
+
+@pytest.mark.parametrize("shape, dim, idx", [((3,), 0, [5]), ((3,), 0, [-1]), ((), 0, [1]),
+                                             ((0,), 0, [0]), ((2, 3), 1, [7]), ((2, 3), 0, [2])])
+@pytest.mark.parametrize("method", ["index_add", "index_add_"])
+def test_index_add_out_of_range(shape, dim, idx, method, torch):
+    errors = []
+    for L in (tg, torch):
+        size = list(shape)
+        if size:
+            size[dim] = len(idx)
+        with pytest.raises(Exception) as info:
+            getattr(L.zeros(shape), method)(dim, L.tensor(idx), L.ones(size))
+        errors.append((info.type, str(info.value)))
+    assert errors[0] == errors[1]
