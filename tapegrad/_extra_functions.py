@@ -73,30 +73,32 @@ _torch_grad_fn_name(Log2, "Log2Backward0")
 
 class _UnaryFloat(Function):
     """An elementwise function whose values come from a float64 numpy ufunc (_extra_ops.
-    _log_values) and whose gradient `derivative(x, y)` is made of recorded ops."""
+    _log_values) and whose gradient `derivative(saved)` is made of recorded ops, from the one
+    tensor PyTorch's node saves."""
 
     ufunc = None
-    # whether PyTorch's node saves the result (its formula reads it: a write into the result
-    # then makes backward raise); asinh, acosh and atanh save only x (fuzz 60623752's siblings)
+    # which tensor PyTorch's node saves, the result or the input (its formula reads that one, so
+    # a write into it, and only into it, makes backward raise): tan saves its result, asinh,
+    # acosh and atanh their input (fuzz 60623752's siblings; 63015532's for tan's input)
     saves_result = True
 
     @classmethod
     def forward(cls, ctx, x):
         y = _wrap(_log_values(cls.ufunc, x._array))
-        ctx.save_for_backward(x, y) if cls.saves_result else ctx.save_for_backward(x)
+        ctx.save_for_backward(y if cls.saves_result else x)
         return y
 
     @classmethod
     def backward(cls, ctx, grad):
-        saved = ctx.saved_tensors
-        return grad * cls.derivative(saved[0], saved[1] if cls.saves_result else None)
+        saved, = ctx.saved_tensors
+        return grad * cls.derivative(saved)
 
 
 class Tan(_UnaryFloat):
     ufunc = np.tan
 
     @staticmethod
-    def derivative(x, y):
+    def derivative(y):
         return 1 + y * y
 
 
@@ -105,7 +107,7 @@ class Asinh(_UnaryFloat):
     ufunc = np.arcsinh
 
     @staticmethod
-    def derivative(x, y):
+    def derivative(x):
         return (x * x + 1).rsqrt()
 
 
@@ -114,7 +116,7 @@ class Acosh(_UnaryFloat):
     ufunc = np.arccosh
 
     @staticmethod
-    def derivative(x, y):
+    def derivative(x):
         return (x * x - 1).rsqrt()
 
 
@@ -123,7 +125,7 @@ class Atanh(_UnaryFloat):
     ufunc = np.arctanh
 
     @staticmethod
-    def derivative(x, y):
+    def derivative(x):
         return 1 / (1 - x * x)
 
 

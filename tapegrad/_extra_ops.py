@@ -107,6 +107,17 @@ def _no_dims(dim) -> None:
     raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
 
 
+def _no_dims_of_scalar(dim, fname: str) -> None:
+    """Tensor.size(dim) / stride(dim) of a 0-d tensor: unlike the ops, which read a 0-d tensor
+    as one of shape (1,), PyTorch's refuses every dim, after its parser's TypeError for what is
+    not an int (size(0) raised a TypeError from a tuple index, size(1) the range error)."""
+    try:
+        _core.normalize_dim(dim, 1, fname)
+    except IndexError:
+        pass
+    _no_dims(int(dim))
+
+
 def _check_autograd_dtype(input, out_dtype) -> None:
     """A recorded op cannot produce an integer result (PyTorch's check on dtype=)."""
     if _records(input) and np.dtype(out_dtype).kind not in "fc":
@@ -1126,8 +1137,9 @@ def sgn(input):
         from . import _complex
         return _complex.dispatch("sgn", input)
     result = input.sign()
-    # PyTorch's SgnBackward0 saves the result: a write into it makes backward raise
-    _core._guard_saved_version(result, result)
+    # PyTorch's SgnBackward0 saves the input and the result: a write into either makes
+    # backward raise
+    _core._guard_saved_version(result, result, input)
     return result
 
 
@@ -1148,7 +1160,11 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     neginf = float(info.min) if neginf is None else neginf
     out = where(input.isnan(), nan, input)
     out = where(input.isposinf(), posinf, out)
-    return where(input.isneginf(), neginf, out)
+    result = where(input.isneginf(), neginf, out)
+    # PyTorch's node saves the input (its gradient masks the non-finite positions): a write
+    # into it makes backward raise; the wheres here keep only their masks
+    _core._guard_saved_version(result, input)
+    return result
 
 
 @_numpy_dim_names
@@ -1165,8 +1181,14 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     if dim is None and keepdim and input.ndim:      # (every dim kept as a 1)
         dim = tuple(range(input.ndim))
     if dim is None:
-        return x.sum(dtype=dtype) if dtype is not None else x.sum()
-    return x.sum(dim, keepdim=keepdim, dtype=dtype) if dtype is not None else x.sum(dim, keepdim)
+        result = x.sum(dtype=dtype) if dtype is not None else x.sum()
+    else:
+        result = (x.sum(dim, keepdim=keepdim, dtype=dtype) if dtype is not None
+                  else x.sum(dim, keepdim))
+    # PyTorch's node saves the input (its gradient masks the NaN positions): a write into it
+    # makes backward raise; the gradient here flows through the where instead (63015532)
+    _core._guard_saved_version(result, input)
+    return result
 
 
 @_numpy_dim_names
@@ -1403,6 +1425,13 @@ _NO_IN_PLACE_DERIVATIVE = {"asinh": "asinh", "arcsinh": "asinh", "acosh": "acosh
                            "arccosh": "acosh", "atanh": "atanh", "arctanh": "atanh"}
 
 
+# In-place forms PyTorch computes without its elementwise kernel's check that an operand does not
+# partly share memory with self: the products (a matmul writes into a buffer first), masked_fill
+# (its value is read as a number) and ldexp (self.mul_ of a fresh power of two)
+_NO_OVERLAP_CHECK = frozenset(("addmm", "addbmm", "baddbmm", "addmv", "addr", "masked_fill",
+                               "ldexp"))
+
+
 def _in_place(name: str):
     """Tensor.<name>_: the out-of-place result written into self with copy_, so the project's
     in-place rules (leaf, view, version counter) apply.  When the op records (self or a tensor
@@ -1420,6 +1449,9 @@ def _in_place(name: str):
         try:
             with _leaf_error_first(self):
                 result = getattr(source, name)(*args, **kwargs)
+                # (after the call: PyTorch's argument errors come first)
+                if name not in _NO_OVERLAP_CHECK:
+                    _core._check_operands_overlap(self, (*args, *kwargs.values()))
         except TypeError as error:      # (its argument errors: PyTorch's, under this name)
             if str(error).startswith(name + "()"):
                 raise TypeError(name + "_" + str(error)[len(name):]) from None

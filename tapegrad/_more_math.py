@@ -618,8 +618,12 @@ def _ones_like(t):
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * sum over b of batch1[b] @ batch2[b]."""
     _check_tensor(input, "addbmm")
+    _check_tensor(batch1, "addbmm", "batch1", 2)
+    _check_tensor(batch2, "addbmm", "batch2", 3)
+    # (PyTorch reads the result's size, batch1.size(1) and batch2.size(2), before it checks the
+    # ranks: a batch of fewer dims gives that read's IndexError)
+    batch1.size(1), batch2.size(2)
     for name, t in (("batch1", batch1), ("batch2", batch2)):
-        _check_tensor(t, "addbmm", name, 2 if name == "batch1" else 3)
         if t.dim() != 3:
             raise RuntimeError(f"{name} must be a 3D tensor")
     from .contractions import _scaled_sum

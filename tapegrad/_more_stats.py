@@ -64,7 +64,11 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
         if not _records(input):
             return _wrap(np.asarray(value))
         from ._more_functions import EvenlyDistributed
-        return EvenlyDistributed.apply(input, np.asarray(value), mask)
+        result = EvenlyDistributed.apply(input, np.asarray(value), mask)
+        # PyTorch's node saves the input and the result (evenly_distribute_backward reads
+        # both): a write into either makes backward raise; the mask here is a copy
+        _core._guard_saved_version(result, input, result)
+        return result
     result_type = getattr(_core.return_types, name)
     if out is not None:
         if not isinstance(out, (tuple, list)) or len(out) != 2:

@@ -392,13 +392,20 @@ def _check_source(self, source, dim, n_index, fname):
                            f"source.shape = {list(sshape)}")
 
 
+def _index_out_of_range_in_self(_message):
+    return IndexError("index out of range in self")
+
+
 @_numpy_dim_names
 def index_add(input, dim, index, source, *, alpha=1):
     """input plus alpha * source's slices added at index along dim (repeats accumulate)."""
     if isinstance(source, TensorBase) and source._array.dtype != input._array.dtype:
         raise RuntimeError(f"index_add_(): self ({_type_name(input._array)}) and source "
                            f"({_type_name(source._array)}) must have the same scalar type")
-    dim, key = _index_dim_key(input, dim, index, "index_add", wrap=False)
+    # PyTorch's kernel for a self of at most one dim is index_select's loop, whose error is an
+    # IndexError without the index (60634635); a wider self names it in a RuntimeError
+    error = _index_out_of_range_in_self if input.ndim <= 1 else RuntimeError
+    dim, key = _index_dim_key(input, dim, index, "index_add", wrap=False, error=error)
     _check_source(input, source, dim, index._array.size, "index_add")
     if key is None:
         return input.clone()

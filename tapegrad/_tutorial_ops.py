@@ -36,6 +36,9 @@ def stride(self, dim=None):
     steps = tuple(s // self._array.itemsize for s in self._array.strides)
     if dim is None:
         return steps
+    if not steps:
+        from ._extra_ops import _no_dims_of_scalar
+        _no_dims_of_scalar(dim, "stride")
     return steps[_dim(dim, self.ndim)]
 
 
@@ -240,9 +243,10 @@ _name_logit_backward()
 
 def hypot(input, other):
     """sqrt(input ** 2 + other ** 2) elementwise."""
-    from ._extra_ops import _check_tensor
+    from ._extra_ops import _check_tensor, _check_broadcast
     _check_tensor(input, "hypot")
     _check_tensor(other, "hypot", "other", 2)
+    _check_broadcast(input, other)      # (PyTorch's RuntimeError, not numpy's ValueError)
     from . import result_type
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
@@ -312,10 +316,11 @@ def float_power(input, exponent):
 
 def copysign(input, other):
     """|input| with the sign (sign bit, so -0.0 counts as negative) of other, broadcast."""
-    from ._extra_ops import _check_tensor_or_number
+    from ._extra_ops import _check_tensor_or_number, _check_broadcast
     _check_tensor_or_number("copysign", (input, other), (
         "Tensor input, Tensor other, *, Tensor out = None",
         "Tensor input, Number other, *, Tensor out = None"))
+    _check_broadcast(input, other)      # (PyTorch's RuntimeError, not numpy's ValueError)
     # (the dtype of the two operands promoted, as a binary op: copysign(int, float64) is float64)
     x = input.to(_floating_result_type(input, other))
     if not isinstance(other, _core.TensorBase):
@@ -337,16 +342,19 @@ def sinc(input):
     # would pass 0 * inf = nan back otherwise).
     scaled = _core.where(at_zero, one, x) * np.pi
     result = _core.where(at_zero, one, scaled.sin() / scaled)
+    # PyTorch's node saves the input: a write into it makes backward raise (the records here
+    # hold copies: the where's operand and the product)
+    _core._guard_saved_version(result, x)
     return result
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec): all three of one dtype, as PyTorch (no promotion)."""
     _check_addmv(input, mat, vec)
-    from .contractions import _scaled_sum
-    result = _scaled_sum(input, _core.matmul(mat, vec), beta, alpha, drop_zero_alpha=True,
-                         empty_sum=mat.shape[1] == 0)
-    return result
+    from .contractions import _scaled_sum, _in_float32_if_half
+    return _in_float32_if_half(
+        lambda i, m, v: _scaled_sum(i, _core.matmul(m, v), beta, alpha, drop_zero_alpha=True,
+                                    empty_sum=mat.shape[1] == 0), input, mat, vec)
 
 
 def _check_addmv(input, mat, vec) -> None:

@@ -552,6 +552,10 @@ def _normalize_dims(dim, ndim):
         return tuple(range(ndim))
     _core._normalize_dims(dim, ndim)
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if not dims:
+        # an empty list reduces over every dim, as dim=None (PyTorch's reductions; the norm of
+        # dim=() was the elementwise magnitude, fuzz 60635106)
+        return tuple(range(ndim))
     return tuple(int(d) % max(ndim, 1) for d in dims)
 
 
@@ -659,8 +663,6 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if isinstance(ord, str):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not str")
     ord = float(ord)
-    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
-        dim = None      # (an empty dim list is every dim, as in PyTorch: not none of them)
     if x.dtype == _core.float16:
         (wide,), half = widen_half(x)
         return narrow_half(vector_norm(wide, ord, dim, keepdim), half)

@@ -231,6 +231,9 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """
         if dim is None:
             return Size(self._array.shape)
+        if self._array.ndim == 0:
+            from ._extra_ops import _no_dims_of_scalar
+            _no_dims_of_scalar(dim, "size")
         return self._array.shape[_core.normalize_dim(dim, self._array.ndim, "size")]
 
     def dim(self) -> int:

@@ -250,6 +250,15 @@ def _overlap_operand(TensorBase self):
     return self if source is None else source
 
 
+def _check_operands_overlap(TensorBase self, operands):
+    """PyTorch's refusal (check_source_overlap) of an in-place op computed in Python, as its
+    out-of-place form written back with copy_, whose tensor operands partly share memory with
+    self: the copy_ of a fresh result cannot see it (`v[:3].addcdiv_(v[1:], d)`, fuzz 63013796)."""
+    for x in operands:
+        if isinstance(x, TensorBase) and x is not self:
+            check_source_overlap(self._array, (<TensorBase>x)._array, False)
+
+
 def _in_place_operand(TensorBase self):
     """The copy of self that an in-place op computed in Python computes from: self.clone(), or
     overlap_operand's copy for a view that overlaps itself."""
@@ -728,6 +737,10 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     cdef bint check_overlap = isinstance(value, TensorBase) and not onto_base
     if check_overlap and advanced:
         if index_put_key(nkey, V):
+            if value is self:
+                # (PyTorch's overlap test finds a tensor itself fully overlapping before it
+                # looks at sizes: refused even without elements; x[x > 0] = x, fuzz 63019660)
+                raise RuntimeError(SOURCE_OVERLAP)
             check_source_overlap(A, V, True)
         else:
             # one mask and a one-element value: PyTorch's masked_fill_, which reads the value

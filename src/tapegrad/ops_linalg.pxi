@@ -748,8 +748,14 @@ cdef tuple linear_values(object X, object W, object C):
         op = OP_ADDMM if dx == 2 else OP_LINEAR_VIEW
     else:
         op = OP_LINEAR_ADD
+    # PyTorch's fused float16 addmm adds the bias to the float32 accumulator and rounds once
+    # (the product rounded to float16 first was a float16 ulp off; fuzz 60634316)
+    cdef bint half_fused = op != OP_LINEAR_ADD and X.dtype.itemsize == 2
     with IeeeResults():                                 # one errstate for product and add
-        out = folded_product(X, W.T)
+        if half_fused:
+            out = folded_product(X.astype(NP_FLOAT32), W.T.astype(NP_FLOAT32))
+        else:
+            out = folded_product(X, W.T)
         if X.shape[dx - 1] == 0 and out.size:
             # no in_features: PyTorch's result is the bias itself, -0.0 kept; -0.0 is the zero
             # that adds to it without changing it (the empty product's +0.0 does not)
@@ -758,6 +764,8 @@ cdef tuple linear_values(object X, object W, object C):
             add_into(out, C)                            # the product is fresh: add in place
         else:
             out = nd(np.add(out, C, dtype=out.dtype, casting="unsafe"))
+        if half_fused:
+            out = out.astype(X.dtype)
     return out, op, X
 
 

@@ -1727,6 +1727,53 @@ cdef object vjp_batch_norm(Record* r, object g):
 OP_BATCH_NORM = register_op("NativeBatchNormBackward0", vjp_batch_norm)
 
 
+from libc.math cimport fma, fmaf
+
+
+cdef object per_channel_affine(object X, object mean, object rstd, object w, object b):
+    """batch_norm's output as PyTorch's CPU kernel forms it: per channel alpha = rstd * w and
+    beta = b - mean * alpha, then X * alpha + beta, the last two each one fused multiply-add (the
+    rounding its compiled loops give, bit for bit in float64).  Not (X - mean) * rstd * w + b:
+    an infinite weight there gives +-inf where PyTorch's inf - inf gives NaN (fuzz 60712509,
+    60720749).  X: (N, C, S) C-contiguous float32/float64; mean, rstd, w, b: (C,) of its dtype,
+    w and b may be None."""
+    cdef Py_ssize_t N = X.shape[0], C = X.shape[1], S = X.shape[2], n, c, k
+    alpha = rstd * w if w is not None else rstd.copy()
+    beta = np.empty(C, dtype=X.dtype)
+    Y = np.empty((N, C, S), dtype=X.dtype)
+    cdef float* xf
+    cdef float* yf
+    cdef float* af
+    cdef float* bf
+    cdef float* mf
+    cdef double* xd
+    cdef double* yd
+    cdef double* ad
+    cdef double* bd
+    cdef double* md
+    if X.dtype == NP_FLOAT32:
+        xf, yf = <float*>nk_ptr(X), <float*>nk_ptr(Y)
+        af, bf, mf = <float*>nk_ptr(alpha), <float*>nk_ptr(beta), <float*>nk_ptr(mean)
+        for c in range(C):
+            bf[c] = fmaf(-mf[c], af[c], <float>b[c] if b is not None else 0.0)
+        with nogil:
+            for n in range(N):
+                for c in range(C):
+                    for k in range(S):
+                        yf[(n * C + c) * S + k] = fmaf(xf[(n * C + c) * S + k], af[c], bf[c])
+    else:
+        xd, yd = <double*>nk_ptr(X), <double*>nk_ptr(Y)
+        ad, bd, md = <double*>nk_ptr(alpha), <double*>nk_ptr(beta), <double*>nk_ptr(mean)
+        for c in range(C):
+            bd[c] = fma(-md[c], ad[c], <double>b[c] if b is not None else 0.0)
+        with nogil:
+            for n in range(N):
+                for c in range(C):
+                    for k in range(S):
+                        yd[(n * C + c) * S + k] = fma(xd[(n * C + c) * S + k], ad[c], bd[c])
+    return Y
+
+
 def _native_batch_norm(TensorBase input, weight, bias, running_mean, running_var, bint training,
                        double eps):
     """The normalisation of F.batch_norm as one record (the front end, nn/_batch_norm.py, checks
@@ -1748,23 +1795,25 @@ def _native_batch_norm(TensorBase input, weight, bias, running_mean, running_var
     mean = var = None
     with IeeeResults():
         if training:
+            # (float32 statistics accumulated in double, PyTorch's CPU accumulation type, and
+            # rounded once: its output bit for bit with per_channel_affine, where float32 sums
+            # were off in the last bits)
             count = N * S
-            mean = np.true_divide(np.add.reduce(X, axis=(0, 2), keepdims=True), count)
-            xc = X - mean
+            Xs = X.astype(np.float64) if cdt == NP_FLOAT32 else X
+            mean = np.true_divide(np.add.reduce(Xs, axis=(0, 2), keepdims=True), count)
+            xc = Xs - mean
             var = np.true_divide(np.add.reduce(xc * xc, axis=(0, 2), keepdims=True), count)
+            rstd = (1 / np.sqrt(var + eps)).astype(cdt, copy=False)
+            mean, var = mean.astype(cdt, copy=False), var.astype(cdt, copy=False)
+            xc = X - mean
         else:
             mean = (<TensorBase>running_mean)._array.reshape(1, C, 1).astype(cdt, copy=False)
             var = (<TensorBase>running_var)._array.reshape(1, C, 1).astype(cdt, copy=False)
             xc = X - mean
-        rstd = 1 / np.sqrt(var + cdt.type(eps))
-        xhat = xc * rstd
-        y = xhat * wc.reshape(1, C, 1) if wc is not None else xhat
-        if bc is not None:
-            y = y + bc.reshape(1, C, 1)
-    if y is xhat:
-        # without weight and bias the output would share memory with the saved xhat, and an
-        # in-place op on the output would silently change the gradient (PyTorch saves the input)
-        y = xhat.copy()
+            rstd = 1 / np.sqrt(var + cdt.type(eps))
+        xhat = xc * rstd            # (saved for the gradients)
+        y = per_channel_affine(np.ascontiguousarray(X), np.ascontiguousarray(mean.reshape(C)),
+                               np.ascontiguousarray(rstd.reshape(C)), wc, bc)
     out = nd(np.asarray(y, dtype=A.dtype).reshape(A.shape))
     cdef TensorBase res = wrap(out)
     inputs = (input,) if weight is None and bias is None else (

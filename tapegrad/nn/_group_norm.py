@@ -16,9 +16,13 @@ from ..grad_mode import no_grad
 from ._batch_norm import batch_norm
 
 
-def _normalise_groups(input, groups: int, eps: float):
-    """input (N, C, *) normalised over each of `groups` runs of channels and the spatial dims."""
-    n = input.shape[0]
+def _normalise_groups(input, groups: int, eps: float, weight, bias):
+    """input (N, C, *) normalised over each of `groups` runs of channels and the spatial dims,
+    then scaled and shifted per channel, as PyTorch's kernel forms it: scale = rstd * weight,
+    shift = bias - mean * scale, x * scale + shift ((x - mean) * rstd * weight + bias gave
+    +-inf for an infinite weight where PyTorch's inf - inf gives NaN; fuzz 60720749's
+    sibling)."""
+    n, channels = input.shape[0], input.shape[1]
     grouped = input.reshape(n, groups, -1)
     mean = grouped.mean(2, keepdim=True)
     # corrected by the residuals' mean, a constant group's mean is its value exactly (sum / n can
@@ -27,7 +31,14 @@ def _normalise_groups(input, groups: int, eps: float):
     mean = mean + (grouped - mean).mean(2, keepdim=True).detach()
     centred = grouped - mean
     var = (centred * centred).mean(2, keepdim=True)
-    return (centred * (var + eps).rsqrt()).reshape(input.shape)
+    per_channel = (n, groups, channels // groups, 1)
+    scale = (var + eps).rsqrt().unsqueeze(2).expand(per_channel)
+    if weight is not None:
+        scale = scale * weight.reshape(1, groups, -1, 1)
+    shift = mean.unsqueeze(2) * scale
+    shift = bias.reshape(1, groups, -1, 1) - shift if bias is not None else -shift
+    x = input.reshape(n, groups, channels // groups, -1)
+    return (x * scale + shift).reshape(input.shape)
 
 
 def _affine(out, weight, bias):
@@ -69,7 +80,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         return _affine(input * 1, weight, bias)
     given = (input, weight)
     (input, weight, bias), half = widen_half(input, weight, bias)
-    result = narrow_half(_affine(_normalise_groups(input, num_groups, eps), weight, bias), half)
+    result = narrow_half(_normalise_groups(input, num_groups, eps, weight, bias), half)
     _core._guard_saved_version(result, *given)    # PyTorch's node saves input and weight
     return result
 
@@ -96,11 +107,14 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
     if running_mean is not None or running_var is not None:
         _update_running(input, running_mean, running_var, momentum, spatial)
-    # PyTorch's instance_norm is batch_norm over the (1, N * C, *spatial) regrouping: the one
-    # record (NativeBatchNormBackward0) with its numerics (float16 statistics rounded as its)
+    # PyTorch's instance_norm is batch_norm over the (1, N * C, *spatial) regrouping, with the
+    # weight and bias repeated per sample: the one record (NativeBatchNormBackward0) with its
+    # numerics (float16 statistics rounded as its; an infinite weight's NaNs where its
+    # x * alpha + beta has inf - inf, fuzz 60720749's sibling)
     grouped = input.reshape((1, input.shape[0] * channels) + tuple(input.shape[2:]))
-    out = batch_norm(grouped, None, None, None, None, True, 0.0, eps).reshape(input.shape)
-    return _affine(out, weight, bias)
+    n = input.shape[0]
+    weight, bias = (None if t is None else t.repeat(n) for t in (weight, bias))
+    return batch_norm(grouped, None, None, weight, bias, True, 0.0, eps).reshape(input.shape)
 
 
 def _update_running(input, running_mean, running_var, momentum, spatial) -> None:
