@@ -503,6 +503,12 @@ cdef object setitem_key_item(object item, list advanced):
     if isinstance(item, np.ndarray):
         if item.dtype.kind not in "biu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if item.dtype == np.uint8:
+            # a byte tensor is a mask, as x[mask] reads it (classify_array), not integer indices
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                          "torch.bool instead.", UserWarning, stacklevel=user_stacklevel())
+            advanced.append(BYTE_MASK)
+            return item.astype(NP_BOOL)
         if item.ndim == 0 and item.dtype.kind != "b":
             # a 0-d integer tensor indexes as the integer (a view, as x[i] reads it): PyTorch's
             # select, so `dC[ix] += v` writes the view back onto itself, not an index_put_
@@ -513,6 +519,9 @@ cdef object setitem_key_item(object item, list advanced):
     elif not (item is None or item is Ellipsis or isinstance(item, (int, slice, tuple))):
         raise bad_index_item_error(item)     # (numpy's own refusal spoke of numpy.newaxis)
     return item
+
+
+cdef object BYTE_MASK = object()        # setitem_key's note of a uint8 mask among `advanced`
 
 
 cdef object setitem_key(object key, list advanced):
@@ -544,11 +553,15 @@ cdef object expanded_like_torch(object V, tuple shape):
 
 cdef bint index_put_key(object nkey, object V):
     """Whether x[nkey] = V is PyTorch's index_put_ (which refuses a value of another dtype): a
-    key with an index array, except one boolean mask with a one-element value (masked_fill_,
-    which casts).  Python bools and None index like slices."""
-    if isinstance(nkey, np.ndarray):
-        return not (nkey.dtype.kind == "b" and V.size == 1)
-    return isinstance(nkey, tuple) and any(isinstance(k, np.ndarray) for k in nkey)
+    key with an index array, except a key whose one index array is a boolean mask, with a
+    one-element value (masked_fill_ on the view the rest of the key takes, which casts:
+    x[:, mask] = torch.tensor([9.0]) into float64).  Python bools and None index like slices."""
+    arrays = [nkey] if isinstance(nkey, np.ndarray) else (
+        [k for k in nkey if isinstance(k, np.ndarray)] if isinstance(nkey, tuple) else [])
+    if not arrays:
+        return False
+    return not (len(arrays) == 1 and arrays[0].dtype.kind == "b" and arrays[0].ndim > 0
+                and V.size == 1)        # (a 0-d bool tensor goes to index_put_)
 
 
 cdef object fit_value(object V, tuple target, bint advanced, object value):
@@ -693,6 +706,11 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     if recording:
         view_reads_base(self)
     nkey = setitem_key(key, advanced)
+    if any(a is BYTE_MASK for a in advanced) and not index_put_key(
+            nkey, (<TensorBase>value)._array if isinstance(value, TensorBase) else np.empty(1)):
+        # (PyTorch's masked_fill_ path of a one-element value refuses a byte mask)
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           "unsigned char")
     if not advanced:
         # PyTorch takes the view self[key] before its in-place checks: a key out of range is
         # its IndexError, not a leaf's refusal
