@@ -187,6 +187,10 @@ class _MapFetcher:
             if index_map is not None:
                 idx = index_map[idx]
             return [_wrap(a[idx]) for a in arrays]
+        if isinstance(index, np.ndarray):
+            # (the built-in samplers' batches are index arrays: a dataset gets Python ints and
+            # lists, as PyTorch's, not numpy.int64 — whose `i + 1.0` is a float64 scalar)
+            index = index.tolist()
         getitems = getattr(self.dataset, "__getitems__", None)
         if callable(getitems):
             return self.collate_fn(getitems(index))
