@@ -83,6 +83,34 @@ def _to_channels_last(t, layout):
     return t.permute(*order).contiguous().permute(*back)
 
 
+def suggests_channels_last(t) -> bool:
+    """PyTorch's ``t.suggest_memory_format() == torch.channels_last`` for a 4-D tensor: its strides
+    order the dims C, W, H, N from innermost out (size-1 dims free), and a layout that also reads
+    as row-major (N111, NC11 with C's stride equal to N's) falls back to row-major."""
+    if t.dim() != 4:
+        return False
+    shape, strides = tuple(t.shape), t.stride()
+    if strides[1] == 0:
+        return False
+    lowest = 0
+    for d in (1, 3, 2, 0):
+        if shape[d] == 0 or strides[d] < lowest:
+            return False
+        if d == 0 and lowest == strides[1]:
+            return False
+        lowest = strides[d] * (shape[d] if shape[d] > 1 else 1)
+    return True
+
+
+def follow_channels_last(out, *sources):
+    """`out` in channels_last when any 4-D source suggests that layout, as PyTorch allocates the
+    results of convolution (input or weight), pooling and interpolation (input) on the CPU; the
+    values are the same, but a later ``.view()`` succeeds or fails by this layout."""
+    if out.dim() == 4 and any(suggests_channels_last(s) for s in sources if s is not None):
+        return out.contiguous(memory_format=channels_last)
+    return out
+
+
 def install(tensor_cls) -> None:
     """Give the core's Tensor.contiguous / is_contiguous the layouts other than row-major (the
     default format stays on the compiled path, with no Python call)."""

@@ -50,3 +50,87 @@ def test_unchecked_is_available_then_set_device_raises_attribute_error():
     with pytest.raises(AttributeError, match="_cuda_setDevice"):
         if tg.cuda.is_available:
             tg.cuda.set_device(0)
+
+
+# -- channels_last results -------------------------------------------------------------------------
+# kiyeonj21/deep-learning-pytorch-tutorial's cnn1.py feeds `images.permute(0, 3, 1, 2)` (NHWC
+# numpy images, so a channels_last tensor) to Conv2d/MaxPool2d and then calls `x.view(-1, 6272)`.
+# PyTorch allocates the convolution's and pooling's results in the input's channels_last layout,
+# so that view raises; tapegrad returned row-major results and the view silently worked.
+
+import numpy as np  # noqa: E402
+
+LAYOUT_OPS = {
+    "conv2d": lambda T, x: T.nn.functional.conv2d(x, T.ones(2, 3, 3, 3, dtype=x.dtype), T.ones(2, dtype=x.dtype)),
+    "conv2d_depthwise": lambda T, x: T.nn.functional.conv2d(x, T.ones(3, 1, 3, 3, dtype=x.dtype), groups=3),
+    "conv2d_strided_padded": lambda T, x: T.nn.functional.conv2d(x, T.ones(4, 3, 3, 3, dtype=x.dtype),
+                                                                 stride=2, padding=1),
+    "conv_transpose2d": lambda T, x: T.nn.functional.conv_transpose2d(x, T.ones(3, 2, 2, 2, dtype=x.dtype),
+                                                                      stride=2),
+    "max_pool2d": lambda T, x: T.nn.functional.max_pool2d(x, 2),
+    "max_pool2d_indices": lambda T, x: T.nn.functional.max_pool2d(x, 2, return_indices=True)[1],
+    "avg_pool2d": lambda T, x: T.nn.functional.avg_pool2d(x, 2),
+    "adaptive_avg_pool2d": lambda T, x: T.nn.functional.adaptive_avg_pool2d(x, 2),
+    "adaptive_max_pool2d": lambda T, x: T.nn.functional.adaptive_max_pool2d(x, 3),
+    "interpolate_nearest": lambda T, x: T.nn.functional.interpolate(x, scale_factor=2),
+    "interpolate_bilinear": lambda T, x: T.nn.functional.interpolate(x, size=(5, 7), mode="bilinear"),
+}
+
+
+def _nhwc_input(T, dtype):
+    data = np.random.RandomState(0).rand(2, 6, 6, 3)
+    return T.tensor(data, dtype=dtype).permute(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUT_OPS))
+@pytest.mark.parametrize("layout", ["channels_last", "contiguous"])
+def test_result_layout_follows_input_as_torch(torch, name, layout):
+    results = []
+    for T in (tg, torch):
+        x = _nhwc_input(T, T.float64)
+        if layout == "contiguous":
+            x = x.contiguous()
+        out = LAYOUT_OPS[name](T, x)
+        results.append((out.detach().numpy().copy(), out.stride(),
+                        out.is_contiguous(), out.is_contiguous(memory_format=T.channels_last)))
+    (tv, ts, tc, tcl), (pv, ps, pc, pcl) = results
+    np.testing.assert_allclose(tv, pv, rtol=1e-12)
+    assert (ts, tc, tcl) == (ps, pc, pcl)
+
+
+def test_channels_last_weight_makes_conv_result_channels_last(torch):
+    strides = []
+    for T in (tg, torch):
+        w = T.ones(2, 3, 3, 3).contiguous(memory_format=T.channels_last)
+        strides.append(T.nn.functional.conv2d(T.ones(1, 3, 5, 5), w).stride())
+    assert strides[0] == strides[1]
+
+
+def test_view_of_channels_last_conv_output_raises_as_torch(torch):
+    for T in (tg, torch):
+        conv, pool = T.nn.Conv2d(3, 4, 3), T.nn.MaxPool2d(2)
+        y = pool(conv(_nhwc_input(T, T.float32)))
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            y.view(-1, 16)
+        assert y.reshape(2, -1).shape == (2, 16)
+
+
+def test_gradients_through_channels_last_conv_and_pool_match_torch(torch):
+    grads = []
+    for T in (tg, torch):
+        x = _nhwc_input(T, T.float64).requires_grad_()
+        w = T.tensor(np.random.RandomState(1).rand(4, 3, 3, 3), requires_grad=True)
+        y = T.nn.functional.max_pool2d(T.nn.functional.conv2d(x, w, padding=1), 2)
+        y = T.nn.functional.interpolate(y, scale_factor=2, mode="bilinear")
+        (y * T.arange(y.numel(), dtype=T.float64).reshape(y.shape)).sum().backward()
+        grads.append((x.grad.numpy().copy(), w.grad.numpy().copy()))
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_channels_last_conv_gradcheck():
+    x = _nhwc_input(tg, tg.float64)[:, :, :4, :4].contiguous(memory_format=tg.channels_last)
+    x.requires_grad_()
+    w = tg.tensor(np.random.RandomState(2).rand(2, 3, 2, 2), requires_grad=True)
+    assert tg.autograd.gradcheck(lambda a, b: tg.nn.functional.avg_pool2d(
+        tg.nn.functional.conv2d(a, b), 2, stride=1), (x, w))
