@@ -74,7 +74,35 @@ LAYOUT_OPS = {
     "adaptive_max_pool2d": lambda T, x: T.nn.functional.adaptive_max_pool2d(x, 3),
     "interpolate_nearest": lambda T, x: T.nn.functional.interpolate(x, scale_factor=2),
     "interpolate_bilinear": lambda T, x: T.nn.functional.interpolate(x, size=(5, 7), mode="bilinear"),
+    # siblings: the other ops whose CPU kernels allocate in the input's suggested layout
+    "pad_constant": lambda T, x: T.nn.functional.pad(x, (1, 2, 0, 1)),
+    "pad_reflect": lambda T, x: T.nn.functional.pad(x, (1, 1, 2, 2), mode="reflect"),
+    "pad_replicate": lambda T, x: T.nn.functional.pad(x, (1, 1, 1, 1), mode="replicate"),
+    "batch_norm_batch_stats": lambda T, x: T.nn.functional.batch_norm(x, None, None, training=True),
+    "batch_norm_module": lambda T, x: T.nn.BatchNorm2d(3, dtype=x.dtype)(x),
+    "group_norm": lambda T, x: T.nn.functional.group_norm(x, 3),
+    "pixel_unshuffle": lambda T, x: T.nn.functional.pixel_unshuffle(x, 2),
+    "channel_shuffle": lambda T, x: T.nn.functional.channel_shuffle(
+        T.cat([x, x], 1), 2),
+    "conv3d_float64": lambda T, x: T.nn.functional.conv3d(_ndhwc(T, x), T.ones(2, 3, 2, 2, 2, dtype=x.dtype)),
+    "conv3d_float32": lambda T, x: T.nn.functional.conv3d(_ndhwc(T, x).float(), T.ones(2, 3, 2, 2, 2)),
+    "conv_transpose3d_float64": lambda T, x: T.nn.functional.conv_transpose3d(
+        _ndhwc(T, x), T.ones(3, 2, 2, 2, 2, dtype=x.dtype)),
+    "conv_transpose3d_float32": lambda T, x: T.nn.functional.conv_transpose3d(
+        _ndhwc(T, x).float(), T.ones(3, 2, 2, 2, 2)),
+    "max_pool3d": lambda T, x: T.nn.functional.max_pool3d(_ndhwc(T, x), 2),
+    "max_pool3d_indices": lambda T, x: T.nn.functional.max_pool3d(_ndhwc(T, x), 2, return_indices=True)[1],
+    "avg_pool3d_stays_row_major": lambda T, x: T.nn.functional.avg_pool3d(_ndhwc(T, x), 2),
+    "interpolate_3d": lambda T, x: T.nn.functional.interpolate(_ndhwc(T, x), scale_factor=2),
 }
+
+
+def _ndhwc(T, x):
+    """A 5-D channels_last_3d tensor made from x (N, C, H, W) by the same permute idiom: when x is
+    row-major, the 5-D tensor is row-major too."""
+    if x.is_contiguous():
+        return x.unsqueeze(2).expand(-1, -1, 4, -1, -1).contiguous()
+    return x.permute(0, 2, 3, 1).unsqueeze(1).expand(-1, 4, -1, -1, -1).contiguous().permute(0, 4, 1, 2, 3)
 
 
 def _nhwc_input(T, dtype):
@@ -94,7 +122,7 @@ def test_result_layout_follows_input_as_torch(torch, name, layout):
         results.append((out.detach().numpy().copy(), out.stride(),
                         out.is_contiguous(), out.is_contiguous(memory_format=T.channels_last)))
     (tv, ts, tc, tcl), (pv, ps, pc, pcl) = results
-    np.testing.assert_allclose(tv, pv, rtol=1e-12)
+    np.testing.assert_allclose(tv, pv, rtol=1e-6)
     assert (ts, tc, tcl) == (ps, pc, pcl)
 
 

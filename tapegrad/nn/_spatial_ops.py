@@ -322,7 +322,11 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 def pad(input, pad, mode="constant", value=None):
     """torch.nn.functional.pad: 'constant' (the core op), and 'reflect', 'replicate', 'circular'
     as index selections along each padded dim (differentiable, gradients add up at the
-    repeated positions)."""
+    repeated positions); a channels_last input gives a channels_last result, as PyTorch's."""
+    return follow_channels_last(_padded(input, pad, mode, value), input)
+
+
+def _padded(input, pad, mode, value):
     if mode == "constant":
         return _core.NN_FUNCTIONS["pad"](input, pad, mode, value)
     _check_tensor(input)
