@@ -112,7 +112,8 @@ def follow_channels_last(out, *sources):
     and group norms on the CPU; the values are the same, but a later ``.view()`` succeeds or
     fails by this layout."""
     for s in sources:
-        if s is not None and s.dim() == out.dim():
+        # (a row-major source never suggests channels-last: the common case costs one check)
+        if s is not None and not s._array.flags.c_contiguous and s.dim() == out.dim():
             fmt = suggested_channels_last(s)
             if fmt is not None:
                 return out.contiguous(memory_format=fmt)
