@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
 import tapegrad as tg
@@ -58,7 +59,6 @@ def test_unchecked_is_available_then_set_device_raises_attribute_error():
 # PyTorch allocates the convolution's and pooling's results in the input's channels_last layout,
 # so that view raises; tapegrad returned row-major results and the view silently worked.
 
-import numpy as np  # noqa: E402
 
 LAYOUT_OPS = {
     "conv2d": lambda T, x: T.nn.functional.conv2d(x, T.ones(2, 3, 3, 3, dtype=x.dtype), T.ones(2, dtype=x.dtype)),
