@@ -83,6 +83,43 @@ def _to_channels_last(t, layout):
     return t.permute(*order).contiguous().permute(*back)
 
 
+def suggested_channels_last(t):
+    """The channels-last format PyTorch's ``t.suggest_memory_format()`` names for a 4-D or 5-D
+    tensor (channels_last, channels_last_3d), or None for row-major: the strides order the dims
+    channels innermost, then width, height (depth), batch (size-1 dims free), and a layout that
+    also reads as row-major (N111, NC11 with C's stride equal to N's) falls back to row-major."""
+    for fmt in (channels_last, channels_last_3d):
+        rank, inner_to_outer, _ = _CHANNELS_LAST[id(fmt)]
+        if t.dim() != rank:
+            continue
+        shape, strides = tuple(t.shape), t.stride()
+        if strides[1] == 0:
+            return None
+        lowest = 0
+        for d in inner_to_outer:
+            if shape[d] == 0 or strides[d] < lowest:
+                return None
+            if d == 0 and lowest == strides[1]:
+                return None
+            lowest = strides[d] * (shape[d] if shape[d] > 1 else 1)
+        return fmt
+    return None
+
+
+def follow_channels_last(out, *sources):
+    """`out` in the channels-last layout any source of its rank suggests, as PyTorch allocates
+    the results of convolution (input or weight), pooling, interpolation, padding and the batch
+    and group norms on the CPU; the values are the same, but a later ``.view()`` succeeds or
+    fails by this layout."""
+    for s in sources:
+        # (a row-major source never suggests channels-last: the common case costs one check)
+        if s is not None and not s._array.flags.c_contiguous and s.dim() == out.dim():
+            fmt = suggested_channels_last(s)
+            if fmt is not None:
+                return out.contiguous(memory_format=fmt)
+    return out
+
+
 def install(tensor_cls) -> None:
     """Give the core's Tensor.contiguous / is_contiguous the layouts other than row-major (the
     default format stays on the compiled path, with no Python call)."""

@@ -2,7 +2,8 @@
 
 Scripts probe it (`torch.cuda.is_available()`), seed it (`torch.cuda.manual_seed_all(0)`) and tidy
 it (`torch.cuda.empty_cache()`) whatever machine they run on, so those calls answer or do nothing
-exactly as they do in PyTorch's CPU build; the calls that need a GPU raise its AssertionError.
+exactly as they do in PyTorch's CPU build; the calls that need a GPU raise its AssertionError, or
+the AttributeError of its missing `torch._C` bindings where PyTorch calls one without initialising.
 """
 from __future__ import annotations
 
@@ -22,6 +23,33 @@ class AcceleratorError(RuntimeError):
 
 def _no_cuda():
     raise AssertionError(_NO_CUDA)
+
+
+# A few torch.cuda functions skip the lazy CUDA initialisation (and its AssertionError) and call a
+# binding of torch._C directly; the CPU build lacks those bindings, so the call fails with the
+# AttributeError Python raises for a missing module attribute.  Scripts see that error (and
+# `except AttributeError` catches it), so it is reproduced word for word.
+def _missing_binding(name: str):
+    raise AttributeError(f"module 'torch._C' has no attribute '{name}'")
+
+
+def _device_index(device, optional: bool = False):
+    """The CUDA ordinal named by `device` (an int, 'cuda:i' or a torch.device), as torch.cuda's
+    argument parsing reads it: a non-CUDA device is a ValueError, and so is a device without an
+    index unless `optional` (then None: the current device, which the caller never reaches)."""
+    from .._device import as_device
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
+    if isinstance(device, str) or type(device).__name__ == "device":
+        d = as_device(device)
+        if d.type != "cuda":
+            raise ValueError(f"Expected a cuda device, but got: {d}")
+        if d.index is not None:
+            return d.index
+        device = d
+    if optional and (device is None or getattr(device, "type", None) == "cuda"):
+        return None
+    raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{device}")
 
 
 def is_available() -> bool:
@@ -185,21 +213,94 @@ def current_stream(device=None):
 
 
 def set_device(device) -> None:
-    """Selecting a CUDA device: there is none (a non-CUDA device is a ValueError, as in PyTorch)."""
-    from .._device import as_device
-    if isinstance(device, int) and not isinstance(device, bool):
-        if device < 0:
-            return None     # PyTorch ignores negative ordinals
-        _no_cuda()
-    d = as_device(device)
-    if d.type != "cuda":
-        raise ValueError(f"Expected a cuda device, but got: {d}")
-    check_device(d)
+    """Selecting a CUDA device: a negative ordinal is ignored; any other raises the AttributeError of
+    PyTorch's CPU build (its `torch._C._cuda_setDevice` binding is absent); a non-CUDA device or one
+    without an index is a ValueError, as in PyTorch."""
+    if _device_index(device) >= 0:
+        _missing_binding("_cuda_setDevice")
 
 
+# The memory-statistics resets and the allocator snapshot also go straight to absent bindings.
 def reset_peak_memory_stats(device=None) -> None:
+    """Raise the AttributeError of PyTorch's CPU build (no `_cuda_resetPeakMemoryStats`)."""
+    _device_index(device, optional=True)
+    _missing_binding("_cuda_resetPeakMemoryStats")
+
+
+def reset_accumulated_memory_stats(device=None) -> None:
+    """Raise the AttributeError of PyTorch's CPU build (no `_cuda_resetAccumulatedMemoryStats`)."""
+    _device_index(device, optional=True)
+    _missing_binding("_cuda_resetAccumulatedMemoryStats")
+
+
+def reset_max_memory_allocated(device=None) -> None:
+    """Deprecated spelling of ``reset_peak_memory_stats`` (with PyTorch's FutureWarning)."""
+    import warnings
+    warnings.warn("torch.cuda.reset_max_memory_allocated now calls torch.cuda.reset_peak_memory_stats, "
+                  "which resets /all/ peak memory stats.", FutureWarning, stacklevel=2)
+    reset_peak_memory_stats(device)
+
+
+def reset_max_memory_cached(device=None) -> None:
+    """Deprecated spelling of ``reset_peak_memory_stats`` (with PyTorch's FutureWarning)."""
+    import warnings
+    warnings.warn("torch.cuda.reset_max_memory_cached now calls torch.cuda.reset_peak_memory_stats, "
+                  "which resets /all/ peak memory stats.", FutureWarning, stacklevel=2)
+    reset_peak_memory_stats(device)
+
+
+def memory_snapshot(*args, **kwargs):
+    """Raise the AttributeError of PyTorch's CPU build (no `_cuda_memorySnapshot`)."""
+    _missing_binding("_cuda_memorySnapshot")
+
+
+def memory_stats_as_nested_dict(device=None) -> dict:
+    """The allocator's statistics: none before CUDA is initialised, which it never is here."""
+    return {}
+
+
+def memory_stats(device=None):
+    """The allocator's statistics flattened into an OrderedDict: empty, as in PyTorch's CPU build."""
+    import collections
+    return collections.OrderedDict()
+
+
+def memory_summary(device=None, abbreviated: bool = False) -> str:
+    """PyTorch formats the allocator's statistics and, with none recorded (its CPU build), fails
+    looking up the first one with a KeyError; so does this (after the same device check)."""
+    _device_index(device, optional=True)
+    raise KeyError("allocated_bytes.all.current")
+
+
+def memory_cached(device=None) -> int:
+    """Deprecated name of ``memory_reserved`` (with PyTorch's FutureWarning): always 0."""
+    import warnings
+    warnings.warn("`torch.cuda.memory_cached` has been renamed to `torch.cuda.memory_reserved`",
+                  FutureWarning, stacklevel=2)
+    return memory_reserved(device)
+
+
+def max_memory_cached(device=None) -> int:
+    """Deprecated name of ``max_memory_reserved`` (with PyTorch's FutureWarning): always 0."""
+    import warnings
+    warnings.warn("`torch.cuda.max_memory_cached` has been renamed to `torch.cuda.max_memory_reserved`",
+                  FutureWarning, stacklevel=2)
+    return max_memory_reserved(device)
+
+
+def set_per_process_memory_fraction(fraction, device=None) -> None:
     """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
+
+
+def list_gpu_processes(device=None) -> str:
+    """PyTorch's answer when the NVML bindings (pynvml) are absent, as they are here."""
+    return "pynvml module not found, please install nvidia-ml-py"
+
+
+def utilization(device=None) -> int:
+    """GPU utilisation needs the NVML bindings: PyTorch's ModuleNotFoundError when they are absent."""
+    raise ModuleNotFoundError("nvidia-ml-py does not seem to be installed or it can't be imported.")
 
 
 class _CudaTypedTensorMeta(_legacy.TypedTensorMeta):

@@ -12,6 +12,7 @@ from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from .. import _core
+from .._memory_format import follow_channels_last
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -45,7 +46,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if training and input.numel() and (running_mean is not None or running_var is not None):
         # (an empty batch leaves the running statistics as they are, as PyTorch's kernel does)
         _update_running(running_mean, running_var, mean, var, count, momentum)
-    return out
+    return follow_channels_last(out, input)       # (PyTorch keeps a channels_last layout)
 
 
 def _update_running(running_mean, running_var, mean, var, count, momentum):

@@ -36,6 +36,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .. import _core
+from .._memory_format import follow_channels_last
 from ..autograd.function import Function, KernelFunction
 from ..tensor import Tensor
 
@@ -743,7 +744,7 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
         geom = Geometry(spatial, out_sp, kernel, stride, pads[0] + pads[1], dilation, groups)
     out = (_Conv.apply(input, weight, geom, bias) if bias is not None
            else _Conv.apply(input, weight, geom))
-    return out.squeeze(0) if unbatched else out
+    return out.squeeze(0) if unbatched else follow_channels_last(out, input, weight)
 
 
 @empty_batch_safe(1)
@@ -813,7 +814,7 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
                         (padding[0], padding[0], padding[1], padding[1]), dilation, groups)
     out = (_ConvInputGrad.apply(input, weight, geom, N, bias) if bias is not None
            else _ConvInputGrad.apply(input, weight, geom, N))
-    return out.squeeze(0) if unbatched else out
+    return out.squeeze(0) if unbatched else follow_channels_last(out, input, weight)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import _core
+from .._memory_format import follow_channels_last
 from .._half_precision import narrow_half, widen_half
 from ..grad_mode import no_grad
 from ._batch_norm import batch_norm
@@ -82,7 +83,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     (input, weight, bias), half = widen_half(input, weight, bias)
     result = narrow_half(_normalise_groups(input, num_groups, eps, weight, bias), half)
     _core._guard_saved_version(result, *given)    # PyTorch's node saves input and weight
-    return result
+    return follow_channels_last(result, given[0])  # (PyTorch keeps a channels_last layout)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,

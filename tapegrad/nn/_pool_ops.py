@@ -17,6 +17,7 @@ import numpy as np
 from .. import _core
 from .. import cat as _cat
 from .. import where as _where
+from .._memory_format import follow_channels_last
 from ..autograd.function import Function, KernelFunction
 from ._conv_ops import (Geometry, _check_tensor, _compiled, _Fold, _Gather, _geom_tuple,
                         _out_size, _padded, _ScatterAdd, _tuple, _Unfold, _windows, _wrap, col2im,
@@ -143,7 +144,17 @@ def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode
     result = _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
                           return_indices)
     _core._guard_saved_version(result, input)     # PyTorch's node saves self: a write raises
-    return result
+    return _in_input_layout(result, input, nd)
+
+
+def _in_input_layout(result, input, nd):
+    """PyTorch pools a channels_last (N, C, H, W) input into channels_last results (the indices
+    too), so a later .view() of them fails as it fails there."""
+    if nd != 2:
+        return result
+    if isinstance(result, tuple):
+        return tuple(follow_channels_last(r, input) for r in result)
+    return follow_channels_last(result, input)
 
 
 def _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
@@ -357,7 +368,7 @@ def _avg_pool(input, nd, name, kernel_size, stride, padding, ceil_mode, count_in
     result = _avg_pool_of(input, nd, name, kernel_size, stride, padding, ceil_mode,
                           count_include_pad, divisor_override)
     _core._guard_saved_version(result, input)     # PyTorch's node saves self: a write raises
-    return result
+    return _in_input_layout(result, input, nd)
 
 
 def _avg_pool_of(input, nd, name, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -516,16 +527,18 @@ def adaptive_avg_pool2d(input, output_size):
     if Ho == 1 and Wo == 1:
         # PyTorch's global average: one mean over both dims (its MeanBackward1, its rounding)
         return input.mean((-1, -2), keepdim=True)
-    return refuse_empty_backward(input, _window_average(_window_average(input, -1, Wo), -2, Ho),
-                                 "avg", 2)
+    return _in_input_layout(refuse_empty_backward(
+        input, _window_average(_window_average(input, -1, Wo), -2, Ho), "avg", 2), input, 2)
 
 
 def _adaptive_max(input, output_size, return_indices, nd, name):
     result = _adaptive_max_of(input, output_size, return_indices, nd, name)
     _core._guard_saved_version(result, input)     # PyTorch's node saves self: a write raises
     if isinstance(result, tuple):
-        return (refuse_empty_backward(input, result[0], "max", nd),) + tuple(result[1:])
-    return refuse_empty_backward(input, result, "max", nd)
+        result = (refuse_empty_backward(input, result[0], "max", nd),) + tuple(result[1:])
+    else:
+        result = refuse_empty_backward(input, result, "max", nd)
+    return _in_input_layout(result, input, nd)
 
 
 def _adaptive_max_of(input, output_size, return_indices, nd, name):

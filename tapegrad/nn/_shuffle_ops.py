@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tapegrad as _tg
 
+from .._memory_format import follow_channels_last
+
 
 def _check_rank(input, name: str, factor_name: str, factor: int) -> None:
     if input.dim() < 3:
@@ -25,7 +27,8 @@ def pixel_shuffle(input, upscale_factor: int):
     nb = len(batch)
     x = input.reshape(*batch, c // (r * r), r, r, h, w)
     order = list(range(nb)) + [nb, nb + 3, nb + 1, nb + 4, nb + 2]
-    return x.permute(*order).reshape(*batch, c // (r * r), h * r, w * r)
+    return follow_channels_last(x.permute(*order).reshape(*batch, c // (r * r), h * r, w * r),
+                                input)
 
 
 def pixel_unshuffle(input, downscale_factor: int):
@@ -41,7 +44,8 @@ def pixel_unshuffle(input, downscale_factor: int):
     nb = len(batch)
     x = input.reshape(*batch, c, h // r, r, w // r, r)
     order = list(range(nb)) + [nb, nb + 2, nb + 4, nb + 1, nb + 3]
-    return x.permute(*order).reshape(*batch, c * r * r, h // r, w // r)
+    return follow_channels_last(x.permute(*order).reshape(*batch, c * r * r, h // r, w // r),
+                                input)
 
 
 def channel_shuffle(input, groups: int):
@@ -57,7 +61,7 @@ def channel_shuffle(input, groups: int):
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
                            f"and {groups} groups.")
     x = input.reshape(n, groups, c // groups, *rest)
-    return x.transpose(1, 2).reshape(n, c, *rest)
+    return follow_channels_last(x.transpose(1, 2).reshape(n, c, *rest), input)
 
 
 def bilinear(input1, input2, weight, bias=None):

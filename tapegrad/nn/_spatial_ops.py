@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from .. import _core
+from .._memory_format import follow_channels_last
 from ._conv_ops import _check_tensor, _wrap
 from ._pool_ops import _shape_along, adaptive_avg_pool1d, adaptive_avg_pool2d
 
@@ -206,7 +207,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         else:
             lo, hi, w_lo, w_hi = _linear_taps(s, n, f, bool(align_corners))
             out = _taps_along(out, dim, [(lo, w_lo), (hi, w_hi)])
-    return out
+    return follow_channels_last(out, input)    # PyTorch's kernels keep a channels_last layout
 
 
 # -- padding modes ---------------------------------------------------------------------------------
@@ -321,7 +322,11 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 def pad(input, pad, mode="constant", value=None):
     """torch.nn.functional.pad: 'constant' (the core op), and 'reflect', 'replicate', 'circular'
     as index selections along each padded dim (differentiable, gradients add up at the
-    repeated positions)."""
+    repeated positions); a channels_last input gives a channels_last result, as PyTorch's."""
+    return follow_channels_last(_padded(input, pad, mode, value), input)
+
+
+def _padded(input, pad, mode, value):
     if mode == "constant":
         return _core.NN_FUNCTIONS["pad"](input, pad, mode, value)
     _check_tensor(input)

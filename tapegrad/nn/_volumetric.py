@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 
 from .. import _core
+from .._memory_format import follow_channels_last
 from .. import stack as _stack
 from ._conv_ops import (_check_tensor, _conv_arguments, _conv_checks, _out_size,
                         _transposed_weight_check, _tuple, _weight_rows_check, empty_input_output)
@@ -56,6 +57,12 @@ def _pad_depth(x, before, after, value=0.0):
 
 
 # -- convolution ------------------------------------------------------------------------------------
+
+def _conv3d_layout(out, input):
+    """PyTorch's float32 3-d convolutions (its oneDNN kernels) follow a channels_last_3d input;
+    its other dtypes (the slow kernels) and the weight's layout give row-major results."""
+    return follow_channels_last(out, input) if out._array.dtype == np.float32 else out
+
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d cross-correlation over (N, C, D, H, W) (or unbatched (C, D, H, W)) input with weight
@@ -92,7 +99,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     y = conv2d(planes, w2, bias, (sh, sw), (pads[1][0], pads[2][0]), (dh, dw), G)
     Ho, Wo = y.shape[2], y.shape[3]
     out = y.reshape(N, Do, O, Ho, Wo).permute(0, 2, 1, 3, 4).contiguous()
-    return out.squeeze(0) if unbatched else out
+    return out.squeeze(0) if unbatched else _conv3d_layout(out, input)
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
@@ -163,7 +170,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if bias is not None:
         out = out + bias.reshape(1, O, 1, 1, 1)
     out = out.contiguous()
-    return out.squeeze(0) if unbatched else out
+    return out.squeeze(0) if unbatched else _conv3d_layout(out, input)
 
 
 # -- pooling ----------------------------------------------------------------------------------------
@@ -224,7 +231,7 @@ def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return
     Do, after, starts = _depth_window_geometry(D, k, s, p, d, ceil_mode)
     padded = _pad_depth(planes, p, after, float("-inf"))
     values, tap = _depth_taps(padded, k, starts, s, Do).max(2)
-    out = values.squeeze(0) if unbatched else values
+    out = values.squeeze(0) if unbatched else follow_channels_last(values, input)
     if not return_indices:
         return out
     # The chosen depth of each output and the 2-d pool's index in that plane.
@@ -232,7 +239,7 @@ def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return
     depth = np.clip(depth, 0, D - 1)
     in_plane = np.take_along_axis(plane_idx._array.reshape(N, C, D, Ho, Wo), depth, 2)
     index = _wrap((depth * (H * W) + in_plane).astype(np.int64))
-    return out, (index.squeeze(0) if unbatched else index)
+    return out, (index.squeeze(0) if unbatched else follow_channels_last(index, input))
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
