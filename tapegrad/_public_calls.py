@@ -52,6 +52,11 @@ def _is_op(name: str, fn) -> bool:
 
 
 def _takes_out(fn) -> bool:
+    code = getattr(fn, "__code__", None)
+    if code is not None and not hasattr(fn, "__wrapped__") and not hasattr(fn, "__signature__"):
+        # (a plain or Cython function: its parameter names, without inspect.signature's cost,
+        # a fifth of import time when every public function is asked)
+        return "out" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     try:
         return "out" in inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -77,7 +82,7 @@ def public_call(name: str, fn, out_arg: bool = False):
             setattr(call, attr, value)
     call.__wrapped__ = fn
     if out_arg:
-        _add_out_to_signature(call, fn)
+        # (its signature, with out=, is made on first request: _signature_with_out)
         return call     # (pickled by the name its namespace exports it under: _pickle_names)
     # pickled by name as the function was: where its declared (module, qualname) held the
     # function (F.gelu's tapegrad._ops_unary.gelu), it holds the entry, once, at import
@@ -89,15 +94,17 @@ def public_call(name: str, fn, out_arg: bool = False):
     return call
 
 
-def _add_out_to_signature(call, fn) -> None:
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return
+def _signature_with_out(call):
+    """The signature of an entry that takes out=: its function's, with PyTorch's keyword-only
+    ``out`` (before a **kwargs); made when inspect.signature first asks (out_arg_call.h)."""
+    sig = inspect.signature(call.__wrapped__)
     params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
     tail = [p for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD]
     out_param = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)
-    call.__signature__ = sig.replace(parameters=params + [out_param] + tail)
+    return sig.replace(parameters=params + [out_param] + tail)
+
+
+_core._set_out_signature_hook(_signature_with_out)
 
 
 def install(namespace: dict, out_functions=(), prefix: str = "") -> None:

@@ -1036,6 +1036,7 @@ def _write_out(str name, out, tuple operands, fn, dict kwargs or None):
 
 cdef extern from "out_arg_call.h":
     object tg_out_arg_type(object slow_call)
+    object tg_out_arg_set_signature_hook(object hook)
     int tg_out_arg_set_meta(object tensor_cls, object parameter_cls, object entry) except -1
     int tg_out_arg_set_capture_route(object route) except -1
     object tg_out_arg_capture_route()
@@ -1063,6 +1064,12 @@ def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
 # call; its attributes: __out_arg_of__ (the function: what replay's routes map back to), name,
 # dtype_from_out (the function computes in out's dtype: factories, sums), and a __dict__.
 WithOut = tg_out_arg_type(_call_with_out)
+
+
+def _set_out_signature_hook(hook):
+    """hook(entry) -> the inspect.Signature of a WithOut entry that takes out= (computed on its
+    first inspect.signature, out_arg_call.h)."""
+    return tg_out_arg_set_signature_hook(hook)
 
 
 def _set_public_call_meta(tensor_cls, parameter_cls, entry):

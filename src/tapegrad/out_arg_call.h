@@ -606,8 +606,65 @@ static PyMemberDef tg_out_arg_members[] = {
     {NULL, 0, 0, 0, NULL}
 };
 
+/* (entry) -> its inspect.Signature with PyTorch's keyword-only out=: computed on the first
+ * inspect.signature(entry), not when the entry is made (an inspect.signature per out= function
+ * was a tenth of `import tapegrad`).  Set by tapegrad/_public_calls.py. */
+static PyObject *tg_out_arg_signature_hook = NULL;
+
+static PyObject *
+tg_out_arg_set_signature_hook(PyObject *hook)
+{
+    Py_INCREF(hook);
+    Py_XSETREF(tg_out_arg_signature_hook, hook);
+    Py_RETURN_NONE;
+}
+
+/* __signature__: the one set (or computed before), else, for an entry that takes out=, the
+ * hook's; an entry without out= has none (inspect then follows __wrapped__). */
+static PyObject *
+tg_out_arg_get_signature(TgOutArg *self, void *Py_UNUSED(closure))
+{
+    PyObject *dict = PyObject_GenericGetDict((PyObject *)self, NULL), *sig;
+    if (dict == NULL)
+        return NULL;
+    sig = PyDict_GetItemString(dict, "__signature__");
+    if (sig != NULL) {
+        Py_INCREF(sig);
+    } else if (self->takes_out && tg_out_arg_signature_hook != NULL) {
+        sig = PyObject_CallOneArg(tg_out_arg_signature_hook, (PyObject *)self);
+        if (sig != NULL && PyDict_SetItemString(dict, "__signature__", sig) < 0)
+            Py_CLEAR(sig);
+    } else {
+        PyErr_SetString(PyExc_AttributeError, "__signature__");
+    }
+    Py_DECREF(dict);
+    return sig;
+}
+
+static int
+tg_out_arg_set_signature(TgOutArg *self, PyObject *value, void *Py_UNUSED(closure))
+{
+    PyObject *dict = PyObject_GenericGetDict((PyObject *)self, NULL);
+    int rc;
+    if (dict == NULL)
+        return -1;
+    if (value == NULL) {
+        rc = PyDict_DelItemString(dict, "__signature__");
+        if (rc < 0 && PyErr_ExceptionMatches(PyExc_KeyError)) {
+            PyErr_Clear();
+            rc = 0;
+        }
+    } else {
+        rc = PyDict_SetItemString(dict, "__signature__", value);
+    }
+    Py_DECREF(dict);
+    return rc;
+}
+
 static PyGetSetDef tg_out_arg_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"__signature__", (getter)tg_out_arg_get_signature, (setter)tg_out_arg_set_signature, NULL,
+     NULL},
     {NULL, NULL, NULL, NULL, NULL}
 };
 
