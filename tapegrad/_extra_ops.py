@@ -1193,10 +1193,7 @@ def can_cast(from_, to):
             raise TypeError(f"can_cast(): argument '{'from_' if position == 1 else 'to'}' "
                             f"(position {position}) must be torch.dtype, not "
                             f"{_type_name(arg)}")
-    # PyTorch orders the kinds bool < integer (signed or not) < float < complex and refuses
-    # only a cast down that order; any width within a kind is allowed
-    rank = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
-    return rank[np.dtype(from_.np_dtype).kind] <= rank[np.dtype(to.np_dtype).kind]
+    return _core.can_cast_np(from_.np_dtype, to.np_dtype)
 
 
 def _triangle_indices(row, col, offset, upper: bool, fn: str, dtype):

@@ -81,7 +81,7 @@ def _write_back(self, result, op=None):
     if result is NotImplemented:
         return NotImplemented
     res_dt, own_dt = result._array.dtype, self._array.dtype
-    if res_dt != own_dt and not np.can_cast(res_dt, own_dt, "same_kind"):
+    if res_dt != own_dt and not _core.can_cast_np(res_dt, own_dt):
         from ._ops_inplace import output_type_name
         own = (_core.scalar_type_name_of(own_dt) if op is None else
                output_type_name(*op, own_dt))

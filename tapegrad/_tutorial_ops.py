@@ -5,8 +5,9 @@ against PyTorch 2.13.  Composed from recorded ops where a gradient flows, comput
 where the result is an integer or index tensor (which never requires grad).
 
 `register` (called from tapegrad/__init__.py) adds the functions to the tapegrad namespace and
-the methods to Tensor; `div` replaces the compiled one there, which takes no `rounding_mode`,
-and hands every call without one straight back to it (with one, to tapegrad.divide).
+the methods to Tensor; `div` and `Tensor.div_` replace the compiled ones there, which take no
+`rounding_mode`, and hand every call without one straight back to them (with one, to
+tapegrad.divide and Tensor.divide_).
 """
 from __future__ import annotations
 
@@ -549,5 +550,13 @@ def register(namespace: dict, tensor_cls) -> None:
         if not has_member(tensor_cls, name):
             setattr(tensor_cls, name, method)
     namespace["div"] = div
+    compiled_div_ = tensor_cls.div_
+
+    def div_(self, other, *, rounding_mode=None):
+        """In-place div; with ``rounding_mode`` it is divide_'s (one rounding rule for both)."""
+        if rounding_mode is None:
+            return compiled_div_(self, other)
+        return self.divide_(other, rounding_mode=rounding_mode)
+    tensor_cls.div_ = div_
     from ._public_calls import method_entry     # (the method: div without its out=)
     tensor_cls.div = method_entry("div", div, refuses_out=True)

@@ -258,6 +258,15 @@ cdef inline str scalar_type_name(object np_dt):
     return SCALAR_TYPE_NAMES.get(np_dt.name, np_dt.name)
 
 
+cdef bint torch_castable(object src, object dst) except -1:
+    """PyTorch's canCast: whether an op's result of numpy dtype `src` may be written into a tensor
+    of dtype `dst` (in-place ops, out=).  Only a cast down the kinds bool < integer < floating <
+    complex is refused, and a non-bool into bool; any width and signedness within a kind passes
+    (int64 into uint8 wraps, where numpy's "same_kind" would refuse it)."""
+    cdef int cs = np_category(src.num), cd = np_category(dst.num)
+    return cs <= cd
+
+
 cdef inline bint barebones_unsigned(object d) noexcept:
     """uint16, uint32, uint64: dtypes PyTorch promotes with no other integer or bool dtype."""
     return d.num == cnp.NPY_UINT16 or d.num == cnp.NPY_UINT32 or d.num == cnp.NPY_UINT64

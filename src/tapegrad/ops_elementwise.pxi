@@ -286,6 +286,21 @@ cdef object binary_forward(int op, object a, object b):
     raise AssertionError(f"binary_forward: unknown op {op}")
 
 
+cdef object integer_power(object A, object B):
+    """Integer base to a tensor of integer exponents, as PyTorch's powi: an exponent below zero
+    gives 0, except for base 1 (1) and base -1 (-1 or 1 by the exponent's parity).  numpy refuses
+    negative integer exponents outright; PyTorch refuses only a Python number exponent (that
+    path never comes here)."""
+    negative = B < 0
+    if not negative.any():
+        return nd(A ** B)
+    out = np.asarray(A ** np.where(negative, 0, B))
+    odd = (B % 2) != 0
+    reciprocal = np.where(A == 1, 1, np.where(A == -1, np.where(odd, -1, 1), 0))
+    np.copyto(out, reciprocal, where=negative, casting="unsafe")
+    return nd(out)
+
+
 cdef inline bint is_float_num(int t) noexcept:
     return t == cnp.NPY_FLOAT32 or t == cnp.NPY_FLOAT64
 
@@ -495,8 +510,11 @@ cdef object binary_general(int op, object a, object b):
     cdef bint in_c = out is not None
     if out is None:
         with IeeeResults():                              # IEEE results (inf, nan) as PyTorch gives
-            out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
-                                    (OP_DIV if op == OP_RDIV else op), A, B))
+            if kop == TG_POW and b_tensor and np.result_type(A, B).kind in "iu":
+                out = integer_power(A, B)
+            else:
+                out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
+                                        (OP_DIV if op == OP_RDIV else op), A, B))
     if a_tensor and b_tensor and not (cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A)
                                       and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>B)):
         out = iterator_layout(out, A, B)

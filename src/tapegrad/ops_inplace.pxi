@@ -116,7 +116,7 @@ cdef int check_result(TensorBase t, object value) except -1:
     if value.shape != A.shape:
         raise RuntimeError(f"output with shape {list(A.shape)} doesn't match the broadcast shape "
                            f"{list(value.shape)}")
-    if not np.can_cast(value.dtype, A.dtype, "same_kind"):
+    if not torch_castable(value.dtype, A.dtype):
         raise RuntimeError(f"result type {scalar_type_name(value.dtype)} can't be cast to the "
                            f"desired output type {scalar_type_name(A.dtype)}")
     writable(A)
@@ -926,7 +926,7 @@ cdef int store_out(TensorBase o, object res, str name, tuple operands, object kw
     refused cast names o's dtype as output_type_name says."""
     R = (<TensorBase>res)._array
     A = o._array
-    cdef bint castable = np.can_cast(R.dtype, A.dtype, "same_kind")
+    cdef bint castable = torch_castable(R.dtype, A.dtype)
     # PyTorch checks an exact op's out dtype first, unless the op promoted its input (clamp of
     # an int64 tensor to 0.5: its cast check speaks first)
     if rule is not None and R.dtype != A.dtype and (castable or not promoted_input(operands, R)):
