@@ -761,6 +761,12 @@ def divide(input, other, *, rounding_mode=None):
     _check_tensor(input, "divide")
     if rounding_mode is None:
         return input.div(other)
+    if rounding_mode in ("floor", "trunc"):
+        promoted = _core.result_type(input, other)
+        if promoted.is_complex:         # (no complex kernel: rounding a complex is undefined)
+            raise NotImplementedError(
+                f"\"div_{rounding_mode}_cpu\" not implemented for "
+                f"'{_core.scalar_type_name_of(promoted.np_dtype)}'")
     if rounding_mode == "floor":
         if _records(input, *([other] if isinstance(other, TensorBase) else [])):
             # floor_divide records no derivative; PyTorch's floor mode has a zero gradient,
@@ -1099,18 +1105,20 @@ def _xlog(input, other, _name):
         "Tensor input, Tensor other, *, Tensor out = None",
         "Number self, Tensor other, *, Tensor out = None",
         "Tensor input, Number other, *, Tensor out = None"))
+    from . import get_default_dtype, result_type
+    # PyTorch's promotion, taken before a number becomes a tensor: a 0-d operand or a number
+    # (numpy's float64 included) does not widen the other operand
+    dtype = result_type(input, other)
+    dtype = dtype if dtype.is_floating_point else get_default_dtype()
     if not isinstance(input, TensorBase):
-        input = tensor(input, dtype=other.dtype if other.is_floating_point() else None)
+        input = tensor(input, dtype=dtype if isinstance(input, (float, np.floating)) else None)
     if not isinstance(other, TensorBase):
-        other = tensor(other, dtype=input.dtype if input.is_floating_point() else None)
+        other = tensor(other, dtype=dtype if isinstance(other, (float, np.floating)) else None)
     for t in (input, other):
         if t._array.dtype.kind == "c":          # (a cast would drop the imaginary part)
             raise NotImplementedError(f'"{_name}_cpu" not implemented for '
                                       f"'{_dtype_name(t._array)}'")
     _check_broadcast(input, other)
-    from . import get_default_dtype, result_type
-    dtype = result_type(input, other)       # PyTorch's promotion (a 0-d operand does not widen)
-    dtype = dtype if dtype.is_floating_point else get_default_dtype()
     input, other = (t if t.dtype == dtype else t.to(dtype) for t in (input, other))
     from ._extra_functions import Xlogy, Xlog1py
     op = Xlogy if _name == "xlogy" else Xlog1py     # (its logarithm and its gradients)

@@ -22,13 +22,10 @@ TensorBase = _core.TensorBase
 
 
 def _result_dtype(input, other) -> np.dtype:
-    """Arithmetic promotion's dtype for input and other (one may be a Python number); bool with a
-    Python int is int64, as in PyTorch."""
-    from .grad_mode import no_grad
-    with no_grad():
-        dt = (input * 0 + other * 0)._array.dtype
-    both_tensors = isinstance(input, TensorBase) and isinstance(other, TensorBase)
-    return np.dtype(np.int64) if dt.kind == "b" and not both_tensors else dt
+    """PyTorch's promotion of input and other (one may be a number): a zero-dim tensor or a
+    number only decides the dtype from a higher category (int8 << bool tensor is int8, a bool
+    tensor << 2 is int64)."""
+    return np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
 
 
 def _takes(other) -> bool:
@@ -61,7 +58,8 @@ def _shift(input, other, left: bool, name: str):
         out = np.where(valid, np.left_shift(a, amount), 0)
     else:
         out = np.where(valid, np.right_shift(a, amount), np.where(a < 0, -1, 0))
-    return _core.wrap_array(np.ascontiguousarray(np.asarray(out, dtype=dt)), False)
+    # (np.array, not ascontiguousarray, which would make a zero-dim result 1-dim)
+    return _core.wrap_array(np.array(out, dtype=dt, order="C"), False)
 
 
 def bitwise_left_shift(input, other):

@@ -318,7 +318,11 @@ def copysign(input, other):
         "Tensor input, Tensor other, *, Tensor out = None",
         "Tensor input, Number other, *, Tensor out = None"))
     # (the dtype of the two operands promoted, as a binary op: copysign(int, float64) is float64)
-    x = input.to(_floating_result_type(input, other))
+    dtype = _floating_result_type(input, other)
+    if dtype.is_complex:                # (no complex kernel: a cast would drop the imaginary part)
+        raise NotImplementedError(f"\"copysign_cpu\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
+    x = input.to(dtype)
     if not isinstance(other, _core.TensorBase):
         other = _wrap(np.asarray(other, dtype=np.float64))
     result = _Copysign.apply(x, other)
@@ -396,7 +400,9 @@ def _integer_pair(name, fn, input, other):
     b = other._array if isinstance(other, _core.TensorBase) else np.asarray(other)
     if input._array.dtype.kind not in "iub" or b.dtype.kind not in "iub":
         raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_label(input, b)}\'')
-    return _wrap(np.asarray(fn(input._array, b)))
+    # PyTorch's promotion, not numpy's: a zero-dim operand does not widen a dimensioned one
+    dt = np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
+    return _wrap(np.asarray(fn(input._array.astype(dt, copy=False), b.astype(dt, copy=False))))
 
 
 def _dtype_label(input, other_array) -> str:

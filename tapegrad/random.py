@@ -343,6 +343,14 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     sparse_factory_layout(layout, "rand", "uniform_")
     shape = _shape_of(size, kwargs.pop("size", None), "rand")
     _no_extra(kwargs, "rand")
+    requested = _np_dtype(_out_dtype(out, dtype, "rand"))
+    if requested is not None and requested.kind == "c":
+        # PyTorch's complex uniform: real and imaginary parts independent, each in [0, 1)
+        _check_factory(requested, requires_grad, device)
+        part = np.dtype(np.float64 if requested == np.complex128 else np.float32)
+        pairs = _uniform01(_numpy_rng(generator, "rand"), tuple(shape) + (2,), part)
+        return _finish((pairs[..., 0] + 1j * pairs[..., 1]).astype(requested), requires_grad,
+                       out)
     dt = _float_dtype(_out_dtype(out, dtype, "rand"), "check_uniform_bounds")
     _check_factory(dt, requires_grad, device)
     return _finish(_uniform01(_numpy_rng(generator, "rand"), shape, dt), requires_grad, out)

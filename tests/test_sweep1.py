@@ -103,3 +103,84 @@ def test_div_in_place_rounding_mode_refuses_what_torch_refuses():
             lib.tensor([5, 4]).div_(lib.tensor([2.5, 2.]), rounding_mode="floor")
         with pytest.raises(RuntimeError, match="rounding_mode"):
             lib.tensor([5., 4.]).div_(2, rounding_mode="round")
+
+
+# -- promotion: a zero-dim tensor or a number does not widen a dimensioned operand --------------
+
+@pytest.mark.parametrize("case", [
+    lambda T: T.gcd(T.tensor([4, 6], dtype=T.int8), T.tensor(2)),
+    lambda T: T.gcd(T.tensor(4, dtype=T.int16), T.tensor([6, 9], dtype=T.uint8)),
+    lambda T: T.lcm(T.tensor([4, 6], dtype=T.int8), T.tensor(3, dtype=T.int64)),
+    lambda T: T.tensor([3, -2], dtype=T.int8) << T.tensor([True, False]),
+    lambda T: T.tensor([True, False]) << T.tensor([1, 2], dtype=T.int16),
+    lambda T: T.bitwise_right_shift(T.tensor([-8, 8], dtype=T.int32), T.tensor(True)),
+    lambda T: T.tensor(3) << 1,                                   # stays zero-dim
+    lambda T: T.tensor(-8, dtype=T.int8) >> np.int64(2),
+    lambda T: T.add(T.tensor([1, 2], dtype=T.int8), T.tensor([True, False]), alpha=2),
+    lambda T: T.add(T.tensor([1, 2], dtype=T.uint8), T.tensor(True), alpha=3),
+    lambda T: T.tensor([1, 2], dtype=T.int16).add(T.tensor([True, True]), alpha=-1),
+    lambda T: T.xlogy(T.tensor([1, 2]), np.float64(2.0)),
+    lambda T: T.xlogy(np.float64(3.0), T.tensor([1, 2], dtype=T.int32)),
+    lambda T: T.div(T.tensor([7, -7], dtype=T.int8), np.int64(2), rounding_mode="trunc"),
+    lambda T: T.tensor([True, False]) ** True,
+    lambda T: T.tensor([True, False]) ** False,
+])
+def test_promotion_of_zero_dim_and_number_operands(case):
+    same(case(tapegrad), case(torch))
+
+
+@pytest.mark.parametrize("other", [np.int64(3), np.uint8(3), np.int32(-1)])
+def test_result_type_numpy_integer_scalar_is_an_integer(other):
+    for dt in ("int8", "uint8", "int32", "bool", "float16"):
+        assert str(tapegrad.result_type(tapegrad.ones(2, dtype=getattr(tapegrad, dt)), other)) == \
+            str(torch.result_type(torch.ones(2, dtype=getattr(torch, dt)), other))
+
+
+# -- ops without a complex (or bool) kernel refuse it instead of dropping the imaginary part ---
+
+@pytest.mark.parametrize("case", [
+    lambda T: T.atan2(T.ones(2), T.ones(2, dtype=T.complex64)),
+    lambda T: T.atan2(T.ones(2, dtype=T.complex64), T.ones(2)),
+    lambda T: T.fmod(T.ones(2), T.ones(2, dtype=T.complex64)),
+    lambda T: T.remainder(T.ones(2, dtype=T.complex128), T.ones(2)),
+    lambda T: T.ones(2, dtype=T.complex64) // 2,
+    lambda T: T.copysign(T.ones(2), T.ones(2, dtype=T.complex64)),
+    lambda T: T.copysign(T.ones(2, dtype=T.complex64), T.ones(2)),
+    lambda T: T.div(T.ones(2, dtype=T.complex64), 2, rounding_mode="trunc"),
+    lambda T: T.div(T.ones(2, dtype=T.int64), T.ones(2, dtype=T.complex64), rounding_mode="floor"),
+    lambda T: T.clamp(T.ones(2), min=T.ones(2, dtype=T.complex128)),
+    lambda T: T.clamp(T.ones(2, dtype=T.int64), max=T.ones(2, dtype=T.complex64)),
+    lambda T: T.tensor([True]) ** T.tensor([True]),
+    lambda T: T.tensor([True, False]) << T.tensor([True, True]),
+])
+def test_no_complex_or_bool_kernel_raises(case):
+    with pytest.raises(NotImplementedError) as theirs:
+        case(torch)
+    with pytest.raises(NotImplementedError, match=str(theirs.value).split("\n")[0]):
+        case(tapegrad)
+
+
+# -- factories -----------------------------------------------------------------------------------
+
+def test_rand_complex_has_uniform_real_and_imaginary_parts():
+    for dt, part in (("complex64", np.float32), ("complex128", np.float64)):
+        z = tapegrad.rand(1000, dtype=getattr(tapegrad, dt))
+        assert str(z.dtype) == f"torch.{dt}" and tuple(z.shape) == (1000,)
+        for values in (z.numpy().real, z.numpy().imag):
+            assert values.dtype == part and values.min() >= 0 and values.max() < 1
+            assert 0.4 < values.mean() < 0.6
+        like = tapegrad.rand_like(z)
+        assert str(like.dtype) == f"torch.{dt}"
+
+
+def test_eye_takes_an_integer_tensor_size():
+    same(tapegrad.eye(tapegrad.tensor(2)), torch.eye(torch.tensor(2)))
+    same(tapegrad.eye(2, tapegrad.tensor([3])), torch.eye(2, torch.tensor([3])))
+    for lib in (tapegrad, torch):
+        with pytest.raises(TypeError):
+            lib.eye(lib.tensor(2.0))
+
+
+def test_full_numpy_bool_fill_is_a_float_as_in_torch():
+    same(tapegrad.full((2,), np.bool_(True)), torch.full((2,), np.bool_(True)))
+    same(tapegrad.full((2,), True), torch.full((2,), True))

@@ -225,13 +225,19 @@ cdef inline int np_category(int type_num) noexcept:
 
 
 cdef inline int scalar_category(object s) noexcept:
-    """Category of a Python scalar operand (bool is tested first: it is a subclass of int)."""
+    """Category of a Python scalar operand (bool is tested first: it is a subclass of int).  A
+    numpy integer scalar is an integer to PyTorch too; numpy's bool_ and complex scalars it reads
+    as floating numbers (the float category is kept for them here)."""
     if isinstance(s, bool):
         return CAT_BOOL
     if isinstance(s, int):
         return CAT_INT
+    if isinstance(s, float):
+        return CAT_FLOAT
     if isinstance(s, complex):
         return CAT_COMPLEX
+    if isinstance(s, np.integer):
+        return CAT_INT
     return CAT_FLOAT
 
 

@@ -238,6 +238,10 @@ cdef object binary_math(int op, object a, object b, str name):
         raise TypeError(f"atan2(): argument 'other' (position 2) must be Tensor, not "
                         f"{type_name(b)}")
     dt = result_dtype(a, b)
+    if dt.kind == "c":      # (PyTorch has none of these kernels for complex; a cast would drop
+                            # the imaginary part)
+        raise NotImplementedError(f"\"{'div_floor' if op == OP_FLOOR_DIVIDE else name}_cpu\" "
+                                  f"not implemented for '{scalar_type_name(dt)}'")
     if op == OP_ATAN2 and dt.kind != "f":
         dt = DEFAULT_FLOAT
     a = wrapped_int(a, dt)              # (PyTorch's wrapped number: uint8 % 300 is uint8 % 44)
