@@ -184,3 +184,34 @@ def test_eye_takes_an_integer_tensor_size():
 def test_full_numpy_bool_fill_is_a_float_as_in_torch():
     same(tapegrad.full((2,), np.bool_(True)), torch.full((2,), np.bool_(True)))
     same(tapegrad.full((2,), True), torch.full((2,), True))
+
+
+# -- out= that is also an input of an elementwise op is never resized --------------------------
+
+@pytest.mark.parametrize("case", [
+    lambda T, x: T.mul(x, T.ones(2, 2), out=x),
+    lambda T, x: T.maximum(T.ones(3, 2), x, out=x),
+    lambda T, x: T.add(x, T.ones(2, 2), alpha=2, out=x),
+    lambda T, x: T.where(T.ones(2, 2) > 0, x, T.zeros(2, 2), out=x),
+    lambda T, x: T.clamp(x, T.zeros(2, 2), out=x),
+    lambda T, x: T.addcmul(x, x, T.ones(2, 2), out=x),
+    lambda T, x: T.lerp(x, T.ones(2, 2), 0.5, out=x),
+])
+def test_out_aliasing_an_elementwise_input_is_not_resized(case):
+    for lib in (tapegrad, torch):
+        x = lib.ones(2)
+        with pytest.raises(RuntimeError, match=r"output with shape \[2\] doesn't match the "
+                                               r"broadcast shape"):
+            case(lib, x)
+        assert tuple(x.shape) == (2,)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_out_resized_where_torch_resizes():
+    # an out that is not an input is resized
+    same(*[lib.mul(lib.ones(2, 2, 3), 2, out=lib.ones(2, 3)) for lib in (tapegrad, torch)])
+    # a reduction's out is resized even when it is the input (PyTorch then reads the resized
+    # memory, so only the shape is compared)
+    shapes = [tuple(lib.sum(x, 0, out=x).shape) for lib in (tapegrad, torch)
+              for x in [lib.ones(2, 3)]]
+    assert shapes[0] == shapes[1] == (3,)

@@ -918,6 +918,19 @@ cdef bint promoted_input(tuple operands, object R):
     return False
 
 
+cdef bint elementwise_input(TensorBase o, tuple operands, tuple result_shape) except -1:
+    """Whether out tensor `o` is itself one of the tensor operands of an elementwise op, whose
+    result shape is the operands' broadcast shape (maximum(x, y, out=x)): a reduction's or a
+    product's out is resized as any other."""
+    shapes = [(<TensorBase>a)._array.shape for a in operands if isinstance(a, TensorBase)]
+    if not any(a is o for a in operands):
+        return False
+    try:
+        return np.broadcast_shapes(*shapes) == result_shape
+    except ValueError:
+        return False
+
+
 cdef int store_out(TensorBase o, object res, str name, tuple operands, object kwargs,
                    object rule=None) except -1:
     """Write result `res` (a tensor) of op `name` on `operands` into out tensor `o`: cast to o's
@@ -938,6 +951,11 @@ cdef int store_out(TensorBase o, object res, str name, tuple operands, object kw
         raise RuntimeError(f"result type {scalar_type_name(R.dtype)} can't be cast to the desired "
                            f"output type {output_type_name(name, operands, kwargs, A.dtype)}")
     if A.shape != R.shape:
+        if elementwise_input(o, operands, R.shape):
+            # PyTorch's TensorIterator never resizes an out that is also an input (it would be
+            # read while resized): the in-place ops' broadcast error instead
+            raise RuntimeError(f"output with shape {list(A.shape)} doesn't match the broadcast "
+                               f"shape {list(R.shape)}")
         template = out_resize_warning.get(name, RESIZED)
         if A.size and template is not None:
             warnings.warn(template.format(
