@@ -750,7 +750,7 @@ def _number_first(input, other) -> bool:
     """Whether an alias of div / mul / sub got (Number, Tensor), which PyTorch's aliases take as
     div / mul / sub do (true_divide(2.0, x) is div(2.0, x))."""
     return (isinstance(other, TensorBase) and not isinstance(input, TensorBase)
-            and isinstance(input, (int, float, bool, np.number, np.bool_)))
+            and isinstance(input, (int, float, bool, complex, np.number, np.bool_)))
 
 
 def divide(input, other, *, rounding_mode=None):
@@ -758,12 +758,19 @@ def divide(input, other, *, rounding_mode=None):
     keep an integer result, as PyTorch's div)."""
     if rounding_mode is None and _number_first(input, other):
         return _core.div(input, other)
+    if _number_first(input, other):
+        # a number dividend (div(1.5, t, rounding_mode=...)): as a zero-dim tensor of the
+        # promoted dtype, which gives the number's promotion to any other operand; an int wraps
+        # into a narrower integer dtype as PyTorch's wrapped numbers do (300 into int8 is 44)
+        promoted = np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
+        input = _wrap(np.asarray(input).astype(promoted))
     _check_tensor(input, "divide")
     if rounding_mode is None:
         return input.div(other)
     if rounding_mode in ("floor", "trunc"):
         promoted = _core.result_type(input, other)
-        if promoted.is_complex:         # (no complex kernel: rounding a complex is undefined)
+        # (no complex kernel: rounding a complex is undefined; none for bool either)
+        if promoted.is_complex or promoted.np_dtype == np.bool_:
             raise NotImplementedError(
                 f"\"div_{rounding_mode}_cpu\" not implemented for "
                 f"'{_core.scalar_type_name_of(promoted.np_dtype)}'")
@@ -796,7 +803,7 @@ def true_divide(input, other):
     if _number_first(input, other):
         return _core.div(input, other)
     _check_tensor(input, "true_divide")
-    if not isinstance(other, (TensorBase, int, float, np.generic, np.ndarray)):
+    if not isinstance(other, (TensorBase, int, float, complex, np.generic, np.ndarray)):
         # PyTorch names true_divide (not div) for an operand neither tensor nor number
         raise TypeError(f"true_divide() received an invalid combination of arguments - got "
                         f"({_type_name(input)}, {_type_name(other)}), but expected one of:\n"
@@ -1067,11 +1074,17 @@ def logaddexp(input, other):
     infinities give themselves."""
     _check_tensor(input, "logaddexp")
     _check_tensor(other, "logaddexp", "other", 2)
-    for t in (input, other):
-        if t._array.dtype.kind not in "fc":
-            raise NotImplementedError(f'"logaddexp_cpu" not implemented for '
-                                      f"'{_dtype_name(t._array)}'")
-    if input.is_complex() or other.is_complex():
+    from . import float16, float32, result_type
+    # PyTorch's kernel runs in the operands' promoted dtype (int8 with float16 is float16; a
+    # zero-dim complex128 does not widen a complex64 tensor), float16 in float32 arithmetic
+    dtype = result_type(input, other)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise NotImplementedError(f'"logaddexp_cpu" not implemented for '
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
+    if dtype == float16:
+        return logaddexp(input.to(float32), other.to(float32)).to(float16)
+    input, other = input.to(dtype), other.to(dtype)
+    if input.is_complex():
         # log(exp(a) + exp(b)) as the logsumexp of the pair (shifted by the larger real part)
         from . import broadcast_tensors, stack
         from ._complex import dispatch

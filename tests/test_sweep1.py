@@ -215,3 +215,37 @@ def test_out_resized_where_torch_resizes():
     shapes = [tuple(lib.sum(x, 0, out=x).shape) for lib in (tapegrad, torch)
               for x in [lib.ones(2, 3)]]
     assert shapes[0] == shapes[1] == (3,)
+
+
+# -- logaddexp, true_divide and div(rounding_mode) take PyTorch's operand forms ---------------
+
+@pytest.mark.parametrize("case", [
+    lambda T: T.logaddexp(T.tensor([3, -2], dtype=T.int8), T.tensor([0.5, 1.0], dtype=T.float16)),
+    lambda T: T.logaddexp(T.tensor(1, dtype=T.int64), T.tensor([0.5, 1.0], dtype=T.float16)),
+    lambda T: T.logaddexp(T.tensor([1.0, 2.0]), T.tensor(1 + 1j, dtype=T.complex128)),
+    lambda T: T.logaddexp(T.tensor([3.0, 5.0], dtype=T.float16), T.tensor([0.5, 5.0], dtype=T.float16)),
+    lambda T: T.true_divide(T.tensor([3, -2], dtype=T.int8), 1 + 1j),
+    lambda T: T.true_divide(2j, T.tensor([3.0, -2.0])),
+    lambda T: T.div(1.5, T.tensor([1, 2], dtype=T.int8), rounding_mode="floor"),
+    lambda T: T.div(7, T.tensor([2, -2], dtype=T.int8), rounding_mode="floor"),
+    lambda T: T.div(-7, T.tensor([2, -2], dtype=T.int16), rounding_mode="trunc"),
+    lambda T: T.div(300, T.tensor([1, 2], dtype=T.int8), rounding_mode="trunc"),
+    lambda T: T.div(7.5, T.tensor([2.0, -2.0], dtype=T.float64), rounding_mode="trunc"),
+])
+def test_operand_forms_of_logaddexp_and_divisions(case):
+    ours, theirs = case(tapegrad), case(torch)
+    assert str(ours.dtype) == str(theirs.dtype) and tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-3)
+
+
+@pytest.mark.parametrize("case", [
+    lambda T: T.logaddexp(T.tensor([1], dtype=T.int8), T.tensor([1], dtype=T.int8)),
+    lambda T: T.div(T.tensor([True]), T.tensor([True]), rounding_mode="floor"),
+    lambda T: T.div(True, T.tensor([True]), rounding_mode="trunc"),
+    lambda T: T.tensor([True]).div_(True, rounding_mode="trunc"),
+])
+def test_operand_forms_without_a_kernel_raise(case):
+    with pytest.raises(NotImplementedError) as theirs:
+        case(torch)
+    with pytest.raises(NotImplementedError, match=str(theirs.value)):
+        case(tapegrad)
