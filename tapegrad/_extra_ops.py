@@ -791,7 +791,10 @@ def divide(input, other, *, rounding_mode=None):
         quotient = input.div(other)
         return quotient.trunc() if quotient.is_floating_point() else quotient
     # integers: exact truncating division (float division would round above 2**53)
-    a, b = np.broadcast_arrays(input._array, np.asarray(other_arr))
+    # both operands in the result dtype first, as PyTorch's kernel reads them (a zero-dim int8
+    # -2 divides a uint8 tensor as 254)
+    a, b = np.broadcast_arrays(input._array.astype(out_dtype, copy=False),
+                               np.asarray(other_arr).astype(out_dtype))
     if (b == 0).any():
         raise RuntimeError("ZeroDivisionError")
     floor = a // b

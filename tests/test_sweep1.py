@@ -231,6 +231,11 @@ def test_out_resized_where_torch_resizes():
     lambda T: T.div(-7, T.tensor([2, -2], dtype=T.int16), rounding_mode="trunc"),
     lambda T: T.div(300, T.tensor([1, 2], dtype=T.int8), rounding_mode="trunc"),
     lambda T: T.div(7.5, T.tensor([2.0, -2.0], dtype=T.float64), rounding_mode="trunc"),
+    lambda T: T.div(T.tensor([3, 2, 0, 5], dtype=T.uint8), T.tensor(-2, dtype=T.int8),
+                    rounding_mode="trunc"),
+    lambda T: T.div(T.tensor([200, 7], dtype=T.uint8), -2, rounding_mode="trunc"),
+    lambda T: T.div(T.tensor([-100, 7], dtype=T.int8), T.tensor(300, dtype=T.int64),
+                    rounding_mode="trunc"),
 ])
 def test_operand_forms_of_logaddexp_and_divisions(case):
     ours, theirs = case(tapegrad), case(torch)
