@@ -316,7 +316,7 @@ def copysign(input, other):
     from ._extra_ops import _check_tensor_or_number
     _check_tensor_or_number("copysign", (input, other), (
         "Tensor input, Tensor other, *, Tensor out = None",
-        "Tensor input, Number other, *, Tensor out = None"))
+        "Tensor input, Number other, *, Tensor out = None"), first_is_tensor=True)
     # (the dtype of the two operands promoted, as a binary op: copysign(int, float64) is float64)
     dtype = _floating_result_type(input, other)
     if dtype.is_complex:                # (no complex kernel: a cast would drop the imaginary part)
@@ -402,6 +402,8 @@ def _integer_pair(name, fn, input, other):
         raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_label(input, b)}\'')
     # PyTorch's promotion, not numpy's: a zero-dim operand does not widen a dimensioned one
     dt = np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
+    if dt.kind == "b":
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'Bool\'')
     return _wrap(np.asarray(fn(input._array.astype(dt, copy=False), b.astype(dt, copy=False))))
 
 

@@ -1,5 +1,7 @@
 """Regressions found by differential sweeps of argument forms against PyTorch (in-place dtype
 rules, integer powers, div_'s rounding_mode, out= aliasing an input), each checked against torch."""
+import re
+
 import numpy as np
 import pytest
 
@@ -253,4 +255,26 @@ def test_operand_forms_without_a_kernel_raise(case):
     with pytest.raises(NotImplementedError) as theirs:
         case(torch)
     with pytest.raises(NotImplementedError, match=str(theirs.value)):
+        case(tapegrad)
+
+
+# -- exception types PyTorch raises for these operand forms ------------------------------------
+
+@pytest.mark.parametrize("case, error", [
+    (lambda T: T.copysign(2, T.tensor([3, -2], dtype=T.int8)), TypeError),
+    (lambda T: T.copysign(1j, T.tensor([3.0])), TypeError),
+    (lambda T: T.gcd(T.tensor([True]), T.tensor([True])), NotImplementedError),
+    (lambda T: T.lcm(T.tensor([True]), T.tensor(False)), NotImplementedError),
+    (lambda T: T.tensor([3, -2], dtype=T.int8) // 1j, NotImplementedError),
+    (lambda T: T.tensor([3.0]) % 1j, NotImplementedError),
+    (lambda T: 1j % T.tensor([3, -2]), NotImplementedError),
+    (lambda T: T.fmod(T.tensor([3, -2]), 2j), NotImplementedError),
+    (lambda T: T.remainder(T.tensor([3.0], dtype=T.float64), 1j), NotImplementedError),
+    (lambda T: T.tensor([2], dtype=T.uint8) ** -3, RuntimeError),
+    (lambda T: T.tensor([2], dtype=T.uint8) ** 300, RuntimeError),
+])
+def test_exception_types_of_operand_forms(case, error):
+    with pytest.raises(error) as theirs:
+        case(torch)
+    with pytest.raises(error, match=re.escape(str(theirs.value).split("\n")[0])):
         case(tapegrad)

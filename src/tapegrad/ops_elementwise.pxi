@@ -505,6 +505,8 @@ cdef object binary_general(int op, object a, object b):
             # A Python int is PyTorch's wrapped number: cast to dt unchecked (uint8 + 300 is
             # uint8 + 44), except a tensor's power, whose exponent is checked
             if op == OP_POW and not b_tensor:
+                if isinstance(b, (int, np.integer)) and b < 0:     # (checked before the range)
+                    raise RuntimeError("Integers to negative integer powers are not allowed.")
                 scalar_to_dtype(b, dt)
             else:
                 a = wrapped_int(a, dt)

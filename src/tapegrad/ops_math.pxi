@@ -229,6 +229,12 @@ cdef object integer_division(object ufunc, object A, object B):
 cdef object binary_math(int op, object a, object b, str name):
     """Forward and record of atan2 / fmod / remainder / floor_divide (a or b may be a number)."""
     cdef Record* r
+    for number, tensor in ((a, b), (b, a)):
+        # a complex number with a tensor: PyTorch's promotion to complex, then its missing kernel
+        if isinstance(number, (complex, np.complexfloating)) and isinstance(tensor, TensorBase):
+            raise NotImplementedError(
+                f"\"{'div_floor' if op == OP_FLOOR_DIVIDE else name}_cpu\" not implemented for "
+                f"'{scalar_type_name(result_dtype(tensor, complex(number)))}'")
     a = as_operand(a)
     b = as_operand(b)
     if a is NotImplemented or b is NotImplemented:
