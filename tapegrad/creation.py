@@ -590,8 +590,11 @@ def _in_layout_of(result: Tensor, input: Tensor, memory_format) -> Tensor:
 
 
 def _keyword_size(size: tuple, kw_size, fn: str) -> tuple:
-    """The shape given positionally (zeros(2, 3), zeros((2, 3))) or as size=(2, 3)."""
+    """The shape given positionally (zeros(2, 3), zeros((2, 3))) or as size=(2, 3); none at all
+    is PyTorch's missing-argument TypeError (a 0-d tensor is zeros(()))."""
     if kw_size is None:
+        if not size:
+            raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
         return size
     if size:
         raise TypeError(f"{fn}() got multiple values for argument 'size'")
@@ -608,7 +611,7 @@ def zeros(*size, dtype=None, layout=None, device=None, requires_grad: bool = Fal
     Parameters
     ----------
     *size : int, or one sequence of ints
-        The shape: ``zeros(2, 3)`` or ``zeros((2, 3))``; ``zeros()`` is a 0-d tensor. It may
+        The shape: ``zeros(2, 3)`` or ``zeros((2, 3))``; ``zeros(())`` is a 0-d tensor. It may
         instead be given as the keyword ``size=(2, 3)``.
     dtype : tapegrad.dtype, optional
         Default: the default float dtype (float32, see ``set_default_dtype``).

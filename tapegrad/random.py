@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _core
 from ._device import check_unpinned
+from ._extra_ops import _check_tensor
 from ._device import as_device, check_device
 from ._layout import sparse_factory_layout
 from .creation import (_default_float, _SCALAR_NAMES, _broadcast_shapes,
@@ -549,6 +550,7 @@ def rand_like(input, *, dtype=None, layout=None, device=None,
               pin_memory: bool = False, requires_grad: bool = False,
               memory_format=None, generator=None) -> Tensor:
     """rand() with input's shape (and dtype, unless given)."""
+    _check_tensor(input, "rand_like")
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "rand_like", "empty_strided")
     return _in_layout_of(rand(tuple(input.shape), dtype=dtype or input.dtype, device=device,
@@ -560,6 +562,7 @@ def randn_like(input, *, dtype=None, layout=None, device=None,
                pin_memory: bool = False, requires_grad: bool = False,
                memory_format=None, generator=None) -> Tensor:
     """randn() with input's shape (and dtype, unless given)."""
+    _check_tensor(input, "randn_like")
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "randn_like", "empty_strided")
     return _in_layout_of(randn(tuple(input.shape), dtype=dtype or input.dtype, device=device,
@@ -572,6 +575,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
                  requires_grad: bool = False, memory_format=None, generator=None) -> Tensor:
     """randint_like(input, high) or randint_like(input, low, high): randint() with input's shape
     (and dtype, unless given)."""
+    _check_tensor(input, "randint_like")
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "randint_like", "empty_strided")
     if high is None:

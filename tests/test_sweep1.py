@@ -278,3 +278,20 @@ def test_exception_types_of_operand_forms(case, error):
         case(torch)
     with pytest.raises(error, match=re.escape(str(theirs.value).split("\n")[0])):
         case(tapegrad)
+
+
+@pytest.mark.parametrize("case", [
+    lambda T: T.zeros(), lambda T: T.ones(), lambda T: T.empty(), lambda T: T.zeros(size=None),
+    lambda T: T.rand_like([1, 2]), lambda T: T.randn_like(3.0), lambda T: T.randint_like([1], 5),
+])
+def test_factory_argument_type_errors(case):
+    with pytest.raises(TypeError):
+        case(torch)
+    with pytest.raises(TypeError):
+        case(tapegrad)
+
+
+def test_factory_without_a_size_names_the_missing_argument():
+    for fn in ("zeros", "ones", "empty"):
+        with pytest.raises(TypeError, match='missing 1 required positional arguments: "size"'):
+            getattr(tapegrad, fn)()
