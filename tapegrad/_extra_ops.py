@@ -1424,6 +1424,16 @@ _NO_IN_PLACE_DERIVATIVE = {"asinh": "asinh", "arcsinh": "asinh", "acosh": "acosh
                            "arccosh": "acosh", "atanh": "atanh", "arctanh": "atanh"}
 
 
+# In-place forms of binary ops whose operand is checked (shape, then cast of the promoted dtype)
+# before the op runs, as PyTorch's TensorIterator does (comparisons and fills cast their operand
+# instead, so they are not listed)
+_BINARY_IN_PLACE = frozenset("""
+bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift remainder fmod hypot
+atan2 arctan2 divide true_divide floor_divide copysign logaddexp logaddexp2 xlogy fmax fmin
+nextafter ldexp gcd lcm
+""".split())
+
+
 def _in_place(name: str):
     """Tensor.<name>_: the out-of-place result written into self with copy_, so the project's
     in-place rules (leaf, view, version counter) apply.  When the op records (self or a tensor
@@ -1432,6 +1442,9 @@ def _in_place(name: str):
     backward, and copy_ is about to overwrite self."""
     def apply(self, args, kwargs):
         _core._fresh_for_write(self)
+        if name in _BINARY_IN_PLACE and (args or "other" in kwargs):
+            from ._shift_ops import check_in_place_operand
+            check_in_place_operand(self, args[0] if args else kwargs["other"])
         # (an operand that requires grad makes the op record too, and it may save self; under
         # no_grad, where optimizers make these calls, nothing records and nothing is scanned)
         records = is_grad_enabled() and (self.requires_grad or any(

@@ -72,6 +72,25 @@ def bitwise_right_shift(input, other):
     return _shift(input, other, False, "bitwise_right_shift")
 
 
+def check_in_place_operand(self, other) -> None:
+    """PyTorch's checks of `self.<op>_(other)` for a binary op, made (as its TensorIterator makes
+    them) before the kernel is looked up: other must broadcast to self's shape, and the operands'
+    promoted dtype must cast to self's (`int_tensor &= float_tensor` is the cast error, not the
+    missing float kernel's)."""
+    if not isinstance(other, (TensorBase, bool, int, float, complex, np.generic)):
+        return
+    if isinstance(other, TensorBase) and other._array.shape != self._array.shape:
+        shape = np.broadcast_shapes(self._array.shape, other._array.shape)
+        if shape != self._array.shape:
+            raise RuntimeError(f"output with shape {list(self._array.shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
+    promoted = np.dtype(_core.np_dtype_of(_core.result_type(self, other)))
+    if not _core.can_cast_np(promoted, self._array.dtype):
+        raise RuntimeError(f"result type {_core.scalar_type_name_of(promoted)} can't be cast to "
+                           f"the desired output type "
+                           f"{_core.scalar_type_name_of(self._array.dtype)}")
+
+
 def _write_back(self, result, op=None):
     """self's values replaced by result's, refused as PyTorch when result's type does not
     cast to self's dtype (`t &= long_tensor` on a bool t).  `op`: (name, operands, kwargs) of
@@ -110,26 +129,31 @@ def _operator(fn):
 
 @_operator
 def _iand(self, other):
+    check_in_place_operand(self, other)
     return _write_back(self, self & other)
 
 
 @_operator
 def _ior(self, other):
+    check_in_place_operand(self, other)
     return _write_back(self, self | other)
 
 
 @_operator
 def _ixor(self, other):
+    check_in_place_operand(self, other)
     return _write_back(self, self ^ other)
 
 
 @_operator
 def _ilshift(self, other):
+    check_in_place_operand(self, other)
     return _write_back(self, bitwise_left_shift(self, other))
 
 
 @_operator
 def _irshift(self, other):
+    check_in_place_operand(self, other)
     return _write_back(self, bitwise_right_shift(self, other))
 
 

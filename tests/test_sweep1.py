@@ -295,3 +295,23 @@ def test_factory_without_a_size_names_the_missing_argument():
     for fn in ("zeros", "ones", "empty"):
         with pytest.raises(TypeError, match='missing 1 required positional arguments: "size"'):
             getattr(tapegrad, fn)()
+
+
+# -- in-place binary ops check the operand (shape, then cast) before the kernel ----------------
+
+@pytest.mark.parametrize("case", [
+    lambda T: T.tensor([1, 2]).__iand__(T.tensor([1.5, 2.0])),
+    lambda T: T.tensor([1, 2]).__ior__(1.5),
+    lambda T: T.tensor([1.0, 2.0]).__ixor__(T.ones(3, 2)),
+    lambda T: T.tensor([1.0, 2.0]).__ilshift__(1j),
+    lambda T: T.tensor([1.0, 2.0]).bitwise_and_(T.tensor([1, 2])),
+    lambda T: T.tensor([1.0, 2.0]).remainder_(T.tensor([1j, 2j])),
+    lambda T: T.tensor([1.0, 2.0]).fmod_(T.ones(2, 2)),
+    lambda T: T.tensor([1, 2]).hypot_(T.tensor([1j, 2j])),
+    lambda T: T.tensor([1.0, 2.0]).divide_(T.tensor([1j, 2j]), rounding_mode="floor"),
+])
+def test_in_place_operand_checked_before_the_kernel(case):
+    with pytest.raises(RuntimeError) as theirs:
+        case(torch)
+    with pytest.raises(RuntimeError, match=re.escape(str(theirs.value).split("\n")[0])):
+        case(tapegrad)
