@@ -315,3 +315,33 @@ def test_in_place_operand_checked_before_the_kernel(case):
         case(torch)
     with pytest.raises(RuntimeError, match=re.escape(str(theirs.value).split("\n")[0])):
         case(tapegrad)
+
+
+# -- fills with a zero-dim tensor value --------------------------------------------------------
+
+@pytest.mark.parametrize("value", [lambda T: T.tensor(7), lambda T: T.tensor(True),
+                                   lambda T: T.tensor(2.5, dtype=T.float64)])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "uint8", "float16"])
+def test_index_fill_casts_a_zero_dim_value_of_another_dtype(value, dtype):
+    def run(lib):
+        s = lib.tensor([[1, 0, 3], [4, 5, 0]], dtype=getattr(lib, dtype))
+        s.index_fill_(1, lib.tensor([2, 0]), value(lib))
+        return s, lib.index_fill(s, 0, lib.tensor([1]), value(lib))
+    for ours, theirs in zip(run(tapegrad), run(torch)):
+        same(ours, theirs)
+
+
+def test_index_fill_value_gradient_through_the_cast(gradcheck):
+    v = tapegrad.tensor(2.0, dtype=tapegrad.float64, requires_grad=True)
+    out = tapegrad.index_fill(tapegrad.zeros(2, 3), 1, tapegrad.tensor([2, 0]), v)
+    out.sum().backward()
+    assert v.grad.item() == 4.0
+    assert str(out.dtype) == "torch.float32"
+
+
+def test_masked_setitem_refuses_a_complex_zero_dim_value_for_a_real_tensor():
+    for lib in (tapegrad, torch):
+        s = lib.tensor([[1.0, 0.0, 3.0], [4.0, 5.0, 0.0]])
+        with pytest.raises(RuntimeError, match="value cannot be converted to type float"):
+            s[s > 1] = lib.tensor(1j)
+        assert s.tolist() == [[1.0, 0.0, 3.0], [4.0, 5.0, 0.0]]

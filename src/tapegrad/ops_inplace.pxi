@@ -733,6 +733,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
             # one mask and a one-element value: PyTorch's masked_fill_, which reads the value
             # before writing and checks no overlap (x[x > 0] = x[0:1]; fuzz seed 50002974)
             V = V.copy()
+            if V.dtype.kind == "c" and A.dtype.kind != "c" and np.any(V.imag != 0):
+                # (its value is a number then: a complex one is refused for a real target, not
+                # cut to its real part)
+                raise RuntimeError(f"value cannot be converted to type "
+                                   f"{C_TYPE_NAMES.get(A.dtype.name, A.dtype.name)} "
+                                   "without overflow")
     given = V
     V = fit_value(V, np.shape(T), bool(advanced), value)
     if check_overlap and not advanced and isinstance(T, np.ndarray):
