@@ -1442,9 +1442,6 @@ def _in_place(name: str):
     backward, and copy_ is about to overwrite self."""
     def apply(self, args, kwargs):
         _core._fresh_for_write(self)
-        if name in _BINARY_IN_PLACE and (args or "other" in kwargs):
-            from ._shift_ops import check_in_place_operand
-            check_in_place_operand(self, args[0] if args else kwargs["other"])
         # (an operand that requires grad makes the op record too, and it may save self; under
         # no_grad, where optimizers make these calls, nothing records and nothing is scanned)
         records = is_grad_enabled() and (self.requires_grad or any(
@@ -1453,6 +1450,9 @@ def _in_place(name: str):
         source = _core._in_place_operand(self) if records else self
         try:
             with _leaf_error_first(self):
+                if name in _BINARY_IN_PLACE and (args or "other" in kwargs):
+                    from ._shift_ops import check_in_place_operand
+                    check_in_place_operand(self, args[0] if args else kwargs["other"])
                 result = getattr(source, name)(*args, **kwargs)
         except TypeError as error:      # (its argument errors: PyTorch's, under this name)
             if str(error).startswith(name + "()"):

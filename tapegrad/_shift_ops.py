@@ -80,6 +80,8 @@ def check_in_place_operand(self, other) -> None:
     if not isinstance(other, (TensorBase, bool, int, float, complex, np.generic)):
         return
     if isinstance(other, TensorBase) and other._array.shape != self._array.shape:
+        from ._extra_ops import _broadcast_shapes
+        _broadcast_shapes(self._array.shape, other._array.shape)   # (PyTorch's error if not)
         shape = np.broadcast_shapes(self._array.shape, other._array.shape)
         if shape != self._array.shape:
             raise RuntimeError(f"output with shape {list(self._array.shape)} doesn't match the "

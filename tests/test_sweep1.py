@@ -345,3 +345,28 @@ def test_masked_setitem_refuses_a_complex_zero_dim_value_for_a_real_tensor():
         with pytest.raises(RuntimeError, match="value cannot be converted to type float"):
             s[s > 1] = lib.tensor(1j)
         assert s.tolist() == [[1.0, 0.0, 3.0], [4.0, 5.0, 0.0]]
+
+
+# -- norm(p='nuc') is the nuclear norm (it raised NotImplementedError) --------------------------
+
+@pytest.mark.parametrize("case", [
+    lambda T, x: x.norm("nuc"),
+    lambda T, x: T.norm(x, "nuc", keepdim=True),
+    lambda T, x: T.norm(x.reshape(2, 1, 3).expand(2, 2, 3), p="nuc", dim=(0, 2)),
+    lambda T, x: x.norm("nuc", dtype=T.float64),
+])
+def test_norm_nuclear(case):
+    values = [[3.0, -1.0, 2.0], [0.5, 4.0, -2.0]]
+    ours, theirs = case(tapegrad, tapegrad.tensor(values)), case(torch, torch.tensor(values))
+    assert str(ours.dtype) == str(theirs.dtype) and tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5)
+
+
+def test_norm_nuclear_refuses_what_torch_refuses():
+    for lib in (tapegrad, torch):
+        with pytest.raises(RuntimeError, match="dim must be a 2-tuple"):
+            lib.norm(lib.ones(2, 3, 4), "nuc")
+
+
+def test_norm_nuclear_gradient(gradcheck):
+    gradcheck(lambda x: x.norm("nuc"), [[3.0, -1.0, 2.0], [0.5, 4.0, -2.0]])
