@@ -761,7 +761,7 @@ def _number_first(input, other) -> bool:
     """Whether an alias of div / mul / sub got (Number, Tensor), which PyTorch's aliases take as
     div / mul / sub do (true_divide(2.0, x) is div(2.0, x))."""
     return (isinstance(other, TensorBase) and not isinstance(input, TensorBase)
-            and isinstance(input, (int, float, bool, np.number, np.bool_)))
+            and isinstance(input, (int, float, bool, complex, np.number, np.bool_)))
 
 
 def divide(input, other, *, rounding_mode=None):
@@ -769,9 +769,22 @@ def divide(input, other, *, rounding_mode=None):
     keep an integer result, as PyTorch's div)."""
     if rounding_mode is None and _number_first(input, other):
         return _core.div(input, other)
+    if _number_first(input, other):
+        # a number dividend (div(1.5, t, rounding_mode=...)): as a zero-dim tensor of the
+        # promoted dtype, which gives the number's promotion to any other operand; an int wraps
+        # into a narrower integer dtype as PyTorch's wrapped numbers do (300 into int8 is 44)
+        promoted = np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
+        input = _wrap(np.asarray(input).astype(promoted))
     _check_tensor(input, "divide")
     if rounding_mode is None:
         return input.div(other)
+    if rounding_mode in ("floor", "trunc"):
+        promoted = _core.result_type(input, other)
+        # (no complex kernel: rounding a complex is undefined; none for bool either)
+        if promoted.is_complex or promoted.np_dtype == np.bool_:
+            raise NotImplementedError(
+                f"\"div_{rounding_mode}_cpu\" not implemented for "
+                f"'{_core.scalar_type_name_of(promoted.np_dtype)}'")
     if rounding_mode == "floor":
         if _records(input, *([other] if isinstance(other, TensorBase) else [])):
             # floor_divide records no derivative; PyTorch's floor mode has a zero gradient,
@@ -789,7 +802,10 @@ def divide(input, other, *, rounding_mode=None):
         quotient = input.div(other)
         return quotient.trunc() if quotient.is_floating_point() else quotient
     # integers: exact truncating division (float division would round above 2**53)
-    a, b = np.broadcast_arrays(input._array, np.asarray(other_arr))
+    # both operands in the result dtype first, as PyTorch's kernel reads them (a zero-dim int8
+    # -2 divides a uint8 tensor as 254)
+    a, b = np.broadcast_arrays(input._array.astype(out_dtype, copy=False),
+                               np.asarray(other_arr).astype(out_dtype))
     if (b == 0).any():
         raise RuntimeError("ZeroDivisionError")
     floor = a // b
@@ -801,7 +817,7 @@ def true_divide(input, other):
     if _number_first(input, other):
         return _core.div(input, other)
     _check_tensor(input, "true_divide")
-    if not isinstance(other, (TensorBase, int, float, np.generic, np.ndarray)):
+    if not isinstance(other, (TensorBase, int, float, complex, np.generic, np.ndarray)):
         # PyTorch names true_divide (not div) for an operand neither tensor nor number
         raise TypeError(f"true_divide() received an invalid combination of arguments - got "
                         f"({_type_name(input)}, {_type_name(other)}), but expected one of:\n"
@@ -1072,11 +1088,17 @@ def logaddexp(input, other):
     infinities give themselves."""
     _check_tensor(input, "logaddexp")
     _check_tensor(other, "logaddexp", "other", 2)
-    for t in (input, other):
-        if t._array.dtype.kind not in "fc":
-            raise NotImplementedError(f'"logaddexp_cpu" not implemented for '
-                                      f"'{_dtype_name(t._array)}'")
-    if input.is_complex() or other.is_complex():
+    from . import float16, float32, result_type
+    # PyTorch's kernel runs in the operands' promoted dtype (int8 with float16 is float16; a
+    # zero-dim complex128 does not widen a complex64 tensor), float16 in float32 arithmetic
+    dtype = result_type(input, other)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise NotImplementedError(f'"logaddexp_cpu" not implemented for '
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
+    if dtype == float16:
+        return logaddexp(input.to(float32), other.to(float32)).to(float16)
+    input, other = input.to(dtype), other.to(dtype)
+    if input.is_complex():
         # log(exp(a) + exp(b)) as the logsumexp of the pair (shifted by the larger real part)
         from . import broadcast_tensors, stack
         from ._complex import dispatch
@@ -1110,18 +1132,20 @@ def _xlog(input, other, _name):
         "Tensor input, Tensor other, *, Tensor out = None",
         "Number self, Tensor other, *, Tensor out = None",
         "Tensor input, Number other, *, Tensor out = None"))
+    from . import get_default_dtype, result_type
+    # PyTorch's promotion, taken before a number becomes a tensor: a 0-d operand or a number
+    # (numpy's float64 included) does not widen the other operand
+    dtype = result_type(input, other)
+    dtype = dtype if dtype.is_floating_point else get_default_dtype()
     if not isinstance(input, TensorBase):
-        input = tensor(input, dtype=other.dtype if other.is_floating_point() else None)
+        input = tensor(input, dtype=dtype if isinstance(input, (float, np.floating)) else None)
     if not isinstance(other, TensorBase):
-        other = tensor(other, dtype=input.dtype if input.is_floating_point() else None)
+        other = tensor(other, dtype=dtype if isinstance(other, (float, np.floating)) else None)
     for t in (input, other):
         if t._array.dtype.kind == "c":          # (a cast would drop the imaginary part)
             raise NotImplementedError(f'"{_name}_cpu" not implemented for '
                                       f"'{_dtype_name(t._array)}'")
     _check_broadcast(input, other)
-    from . import get_default_dtype, result_type
-    dtype = result_type(input, other)       # PyTorch's promotion (a 0-d operand does not widen)
-    dtype = dtype if dtype.is_floating_point else get_default_dtype()
     input, other = (t if t.dtype == dtype else t.to(dtype) for t in (input, other))
     from ._extra_functions import Xlogy, Xlog1py
     op = Xlogy if _name == "xlogy" else Xlog1py     # (its logarithm and its gradients)
@@ -1215,10 +1239,7 @@ def can_cast(from_, to):
             raise TypeError(f"can_cast(): argument '{'from_' if position == 1 else 'to'}' "
                             f"(position {position}) must be torch.dtype, not "
                             f"{_type_name(arg)}")
-    # PyTorch orders the kinds bool < integer (signed or not) < float < complex and refuses
-    # only a cast down that order; any width within a kind is allowed
-    rank = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
-    return rank[np.dtype(from_.np_dtype).kind] <= rank[np.dtype(to.np_dtype).kind]
+    return _core.can_cast_np(from_.np_dtype, to.np_dtype)
 
 
 def _triangle_indices(row, col, offset, upper: bool, fn: str, dtype):
@@ -1430,6 +1451,14 @@ _NO_IN_PLACE_DERIVATIVE = {"asinh": "asinh", "arcsinh": "asinh", "acosh": "acosh
 # (its value is read as a number) and ldexp (self.mul_ of a fresh power of two)
 _NO_OVERLAP_CHECK = frozenset(("addmm", "addbmm", "baddbmm", "addmv", "addr", "masked_fill",
                                "ldexp"))
+# In-place forms of binary ops whose operand is checked (shape, then cast of the promoted dtype)
+# before the op runs, as PyTorch's TensorIterator does (comparisons and fills cast their operand
+# instead, so they are not listed)
+_BINARY_IN_PLACE = frozenset("""
+bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift remainder fmod hypot
+atan2 arctan2 divide true_divide floor_divide copysign logaddexp logaddexp2 xlogy fmax fmin
+nextafter ldexp gcd lcm
+""".split())
 
 
 def _in_place(name: str):
@@ -1448,6 +1477,9 @@ def _in_place(name: str):
         source = _core._in_place_operand(self) if records else self
         try:
             with _leaf_error_first(self):
+                if name in _BINARY_IN_PLACE and (args or "other" in kwargs):
+                    from ._shift_ops import check_in_place_operand
+                    check_in_place_operand(self, args[0] if args else kwargs["other"])
                 result = getattr(source, name)(*args, **kwargs)
                 # (after the call: PyTorch's argument errors come first)
                 if name not in _NO_OVERLAP_CHECK:

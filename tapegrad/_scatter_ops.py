@@ -478,6 +478,13 @@ def index_fill(input, dim, index, value):
     dim, key = _index_dim_key(input, dim, index, "index_fill", wrap=True, error=IndexError)
     if isinstance(value, _FILL_NUMBER_TYPES):
         value = _fill_number(input, value)
+    elif value._array.dtype != input._array.dtype:
+        # PyTorch fills with the value tensor's number in input's dtype (an int64 7 into a
+        # float32 input); the cast is recorded, so a value's gradient still flows
+        if value._array.dtype.kind == "c" and input._array.dtype.kind != "c":
+            raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is "
+                               "not supported")
+        value = value.to(input.dtype)
     if key:
         # Each slice is filled once however often index names it: a tensor value's gradient
         # sums each filled position once.

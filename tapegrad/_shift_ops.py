@@ -22,13 +22,10 @@ TensorBase = _core.TensorBase
 
 
 def _result_dtype(input, other) -> np.dtype:
-    """Arithmetic promotion's dtype for input and other (one may be a Python number); bool with a
-    Python int is int64, as in PyTorch."""
-    from .grad_mode import no_grad
-    with no_grad():
-        dt = (input * 0 + other * 0)._array.dtype
-    both_tensors = isinstance(input, TensorBase) and isinstance(other, TensorBase)
-    return np.dtype(np.int64) if dt.kind == "b" and not both_tensors else dt
+    """PyTorch's promotion of input and other (one may be a number): a zero-dim tensor or a
+    number only decides the dtype from a higher category (int8 << bool tensor is int8, a bool
+    tensor << 2 is int64)."""
+    return np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
 
 
 def _takes(other) -> bool:
@@ -61,7 +58,8 @@ def _shift(input, other, left: bool, name: str):
         out = np.where(valid, np.left_shift(a, amount), 0)
     else:
         out = np.where(valid, np.right_shift(a, amount), np.where(a < 0, -1, 0))
-    return _core.wrap_array(np.ascontiguousarray(np.asarray(out, dtype=dt)), False)
+    # (np.array, not ascontiguousarray, which would make a zero-dim result 1-dim)
+    return _core.wrap_array(np.array(out, dtype=dt, order="C"), False)
 
 
 def bitwise_left_shift(input, other):
@@ -74,6 +72,27 @@ def bitwise_right_shift(input, other):
     return _shift(input, other, False, "bitwise_right_shift")
 
 
+def check_in_place_operand(self, other) -> None:
+    """PyTorch's checks of `self.<op>_(other)` for a binary op, made (as its TensorIterator makes
+    them) before the kernel is looked up: other must broadcast to self's shape, and the operands'
+    promoted dtype must cast to self's (`int_tensor &= float_tensor` is the cast error, not the
+    missing float kernel's)."""
+    if not isinstance(other, (TensorBase, bool, int, float, complex, np.generic)):
+        return
+    if isinstance(other, TensorBase) and other._array.shape != self._array.shape:
+        from ._extra_ops import _broadcast_shapes
+        _broadcast_shapes(self._array.shape, other._array.shape)   # (PyTorch's error if not)
+        shape = np.broadcast_shapes(self._array.shape, other._array.shape)
+        if shape != self._array.shape:
+            raise RuntimeError(f"output with shape {list(self._array.shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
+    promoted = np.dtype(_core.np_dtype_of(_core.result_type(self, other)))
+    if not _core.can_cast_np(promoted, self._array.dtype):
+        raise RuntimeError(f"result type {_core.scalar_type_name_of(promoted)} can't be cast to "
+                           f"the desired output type "
+                           f"{_core.scalar_type_name_of(self._array.dtype)}")
+
+
 def _write_back(self, result, op=None):
     """self's values replaced by result's, refused as PyTorch when result's type does not
     cast to self's dtype (`t &= long_tensor` on a bool t).  `op`: (name, operands, kwargs) of
@@ -81,7 +100,7 @@ def _write_back(self, result, op=None):
     if result is NotImplemented:
         return NotImplemented
     res_dt, own_dt = result._array.dtype, self._array.dtype
-    if res_dt != own_dt and not np.can_cast(res_dt, own_dt, "same_kind"):
+    if res_dt != own_dt and not _core.can_cast_np(res_dt, own_dt):
         from ._ops_inplace import output_type_name
         own = (_core.scalar_type_name_of(own_dt) if op is None else
                output_type_name(*op, own_dt))
@@ -112,26 +131,31 @@ def _operator(fn):
 
 @_operator
 def _iand(self, other):
+    check_in_place_operand(self, other)
     return _write_back(self, self & other)
 
 
 @_operator
 def _ior(self, other):
+    check_in_place_operand(self, other)
     return _write_back(self, self | other)
 
 
 @_operator
 def _ixor(self, other):
+    check_in_place_operand(self, other)
     return _write_back(self, self ^ other)
 
 
 @_operator
 def _ilshift(self, other):
+    check_in_place_operand(self, other)
     return _write_back(self, bitwise_left_shift(self, other))
 
 
 @_operator
 def _irshift(self, other):
+    check_in_place_operand(self, other)
     return _write_back(self, bitwise_right_shift(self, other))
 
 

@@ -5,8 +5,9 @@ against PyTorch 2.13.  Composed from recorded ops where a gradient flows, comput
 where the result is an integer or index tensor (which never requires grad).
 
 `register` (called from tapegrad/__init__.py) adds the functions to the tapegrad namespace and
-the methods to Tensor; `div` replaces the compiled one there, which takes no `rounding_mode`,
-and hands every call without one straight back to it (with one, to tapegrad.divide).
+the methods to Tensor; `div` and `Tensor.div_` replace the compiled ones there, which take no
+`rounding_mode`, and hand every call without one straight back to them (with one, to
+tapegrad.divide and Tensor.divide_).
 """
 from __future__ import annotations
 
@@ -319,10 +320,14 @@ def copysign(input, other):
     from ._extra_ops import _check_tensor_or_number, _check_broadcast
     _check_tensor_or_number("copysign", (input, other), (
         "Tensor input, Tensor other, *, Tensor out = None",
-        "Tensor input, Number other, *, Tensor out = None"))
+        "Tensor input, Number other, *, Tensor out = None"), first_is_tensor=True)
     _check_broadcast(input, other)      # (PyTorch's RuntimeError, not numpy's ValueError)
     # (the dtype of the two operands promoted, as a binary op: copysign(int, float64) is float64)
-    x = input.to(_floating_result_type(input, other))
+    dtype = _floating_result_type(input, other)
+    if dtype.is_complex:                # (no complex kernel: a cast would drop the imaginary part)
+        raise NotImplementedError(f"\"copysign_cpu\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
+    x = input.to(dtype)
     if not isinstance(other, _core.TensorBase):
         other = _wrap(np.asarray(other, dtype=np.float64))
     result = _Copysign.apply(x, other)
@@ -403,7 +408,11 @@ def _integer_pair(name, fn, input, other):
     b = other._array if isinstance(other, _core.TensorBase) else np.asarray(other)
     if input._array.dtype.kind not in "iub" or b.dtype.kind not in "iub":
         raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_label(input, b)}\'')
-    return _wrap(np.asarray(fn(input._array, b)))
+    # PyTorch's promotion, not numpy's: a zero-dim operand does not widen a dimensioned one
+    dt = np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
+    if dt.kind == "b":
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'Bool\'')
+    return _wrap(np.asarray(fn(input._array.astype(dt, copy=False), b.astype(dt, copy=False))))
 
 
 def _dtype_label(input, other_array) -> str:
@@ -557,5 +566,13 @@ def register(namespace: dict, tensor_cls) -> None:
         if not has_member(tensor_cls, name):
             setattr(tensor_cls, name, method)
     namespace["div"] = div
+    compiled_div_ = tensor_cls.div_
+
+    def div_(self, other, *, rounding_mode=None):
+        """In-place div; with ``rounding_mode`` it is divide_'s (one rounding rule for both)."""
+        if rounding_mode is None:
+            return compiled_div_(self, other)
+        return self.divide_(other, rounding_mode=rounding_mode)
+    tensor_cls.div_ = div_
     from ._public_calls import method_entry     # (the method: div without its out=)
     tensor_cls.div = method_entry("div", div, refuses_out=True)

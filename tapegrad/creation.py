@@ -590,8 +590,11 @@ def _in_layout_of(result: Tensor, input: Tensor, memory_format) -> Tensor:
 
 
 def _keyword_size(size: tuple, kw_size, fn: str) -> tuple:
-    """The shape given positionally (zeros(2, 3), zeros((2, 3))) or as size=(2, 3)."""
+    """The shape given positionally (zeros(2, 3), zeros((2, 3))) or as size=(2, 3); none at all
+    is PyTorch's missing-argument TypeError (a 0-d tensor is zeros(()))."""
     if kw_size is None:
+        if not size:
+            raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
         return size
     if size:
         raise TypeError(f"{fn}() got multiple values for argument 'size'")
@@ -608,7 +611,7 @@ def zeros(*size, dtype=None, layout=None, device=None, requires_grad: bool = Fal
     Parameters
     ----------
     *size : int, or one sequence of ints
-        The shape: ``zeros(2, 3)`` or ``zeros((2, 3))``; ``zeros()`` is a 0-d tensor. It may
+        The shape: ``zeros(2, 3)`` or ``zeros((2, 3))``; ``zeros(())`` is a 0-d tensor. It may
         instead be given as the keyword ``size=(2, 3)``.
     dtype : tapegrad.dtype, optional
         Default: the default float dtype (float32, see ``set_default_dtype``).
@@ -678,9 +681,11 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, layout=No
     """
     _check_placement("full", device, pin_memory)
     sparse_factory_layout(layout, "full", "full")
+    numpy_bool = isinstance(fill_value, np.bool_)   # (PyTorch's parser reads it as a float)
     fill_value = _number_argument(fill_value, "full")
     if dtype is None:                   # inferred as a tapegrad dtype: _filled checks `dtype=`
         dtype = _core.np_dtype_to_dtype(
+            _default_float() if numpy_bool else
             np.dtype(np.bool_) if isinstance(fill_value, bool) else
             np.dtype(np.int64) if isinstance(fill_value, int) else
             _default_complex() if isinstance(fill_value, complex) else _default_float())
@@ -1010,11 +1015,20 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     return _make(values.astype(dt), requires_grad)
 
 
+def _integer_tensor_scalar(x) -> bool:
+    """Whether x is a one-element tensor of an integer dtype (not bool), which PyTorch's argument
+    parser reads as an int."""
+    return (isinstance(x, _core.TensorBase) and x._array.size == 1
+            and x._array.dtype.kind in "iu")
+
+
 def eye(n, m=None, dtype=None, requires_grad: bool = False, *, layout=None, device=None,
         pin_memory: bool = False) -> Tensor:
     """The n x m (default n x n) identity matrix, float32 by default."""
     _check_placement("eye", device, pin_memory)
     sparse_factory_layout(layout, "eye", "eye.m_out")
+    # PyTorch's int parser also takes a one-element integer tensor (eye(t.size(0)) in traced code)
+    n, m = (int(x) if _integer_tensor_scalar(x) else x for x in (n, m))
     if not is_int(n):
         raise TypeError(f"eye(): argument 'n' (position 1) must be int, not {_type_name(n)}")
     if m is not None and not is_int(m):

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _core
 from ._device import check_unpinned
+from ._extra_ops import _check_tensor
 from ._device import as_device, check_device
 from ._layout import sparse_factory_layout
 from .creation import (_default_float, _SCALAR_NAMES, _broadcast_shapes,
@@ -343,6 +344,14 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     sparse_factory_layout(layout, "rand", "uniform_")
     shape = _shape_of(size, kwargs.pop("size", None), "rand")
     _no_extra(kwargs, "rand")
+    requested = _np_dtype(_out_dtype(out, dtype, "rand"))
+    if requested is not None and requested.kind == "c":
+        # PyTorch's complex uniform: real and imaginary parts independent, each in [0, 1)
+        _check_factory(requested, requires_grad, device)
+        part = np.dtype(np.float64 if requested == np.complex128 else np.float32)
+        pairs = _uniform01(_numpy_rng(generator, "rand"), tuple(shape) + (2,), part)
+        return _finish((pairs[..., 0] + 1j * pairs[..., 1]).astype(requested), requires_grad,
+                       out)
     dt = _float_dtype(_out_dtype(out, dtype, "rand"), "check_uniform_bounds")
     _check_factory(dt, requires_grad, device)
     return _finish(_uniform01(_numpy_rng(generator, "rand"), shape, dt), requires_grad, out)
@@ -541,6 +550,7 @@ def rand_like(input, *, dtype=None, layout=None, device=None,
               pin_memory: bool = False, requires_grad: bool = False,
               memory_format=None, generator=None) -> Tensor:
     """rand() with input's shape (and dtype, unless given)."""
+    _check_tensor(input, "rand_like")
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "rand_like", "empty_strided")
     return _in_layout_of(rand(tuple(input.shape), dtype=dtype or input.dtype, device=device,
@@ -552,6 +562,7 @@ def randn_like(input, *, dtype=None, layout=None, device=None,
                pin_memory: bool = False, requires_grad: bool = False,
                memory_format=None, generator=None) -> Tensor:
     """randn() with input's shape (and dtype, unless given)."""
+    _check_tensor(input, "randn_like")
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "randn_like", "empty_strided")
     return _in_layout_of(randn(tuple(input.shape), dtype=dtype or input.dtype, device=device,
@@ -564,6 +575,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
                  requires_grad: bool = False, memory_format=None, generator=None) -> Tensor:
     """randint_like(input, high) or randint_like(input, low, high): randint() with input's shape
     (and dtype, unless given)."""
+    _check_tensor(input, "randint_like")
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "randint_like", "empty_strided")
     if high is None:

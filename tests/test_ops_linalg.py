@@ -246,7 +246,7 @@ def test_backward_twice_raises_and_retain_graph_accumulates():
 # -- bad input ------------------------------------------------------------------------------------
 
 def z(*shape, dtype=tg.float32):
-    return tg.zeros(*shape, dtype=dtype)
+    return tg.zeros(shape, dtype=dtype)     # (a tuple: z() is a 0-d tensor; zeros() raises)
 
 
 BAD = [

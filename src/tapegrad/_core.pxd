@@ -778,6 +778,7 @@ cdef object (*GRAPH_ENGINE_RUN)(tuple outputs, list grads, bint retain_graph, tu
 cdef int OP_AS_STRIDED
 
 cdef str scalar_type_name(object np_dt)
+cdef bint torch_castable(object src, object dst) except -1
 
 cdef dict SCALAR_TYPE_NAMES
 

@@ -225,13 +225,19 @@ cdef inline int np_category(int type_num) noexcept:
 
 
 cdef inline int scalar_category(object s) noexcept:
-    """Category of a Python scalar operand (bool is tested first: it is a subclass of int)."""
+    """Category of a Python scalar operand (bool is tested first: it is a subclass of int).  A
+    numpy integer scalar is an integer to PyTorch too; numpy's bool_ and complex scalars it reads
+    as floating numbers (the float category is kept for them here)."""
     if isinstance(s, bool):
         return CAT_BOOL
     if isinstance(s, int):
         return CAT_INT
+    if isinstance(s, float):
+        return CAT_FLOAT
     if isinstance(s, complex):
         return CAT_COMPLEX
+    if isinstance(s, np.integer):
+        return CAT_INT
     return CAT_FLOAT
 
 
@@ -256,6 +262,15 @@ SCALAR_TYPE_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble",
 
 cdef inline str scalar_type_name(object np_dt):
     return SCALAR_TYPE_NAMES.get(np_dt.name, np_dt.name)
+
+
+cdef bint torch_castable(object src, object dst) except -1:
+    """PyTorch's canCast: whether an op's result of numpy dtype `src` may be written into a tensor
+    of dtype `dst` (in-place ops, out=).  Only a cast down the kinds bool < integer < floating <
+    complex is refused, and a non-bool into bool; any width and signedness within a kind passes
+    (int64 into uint8 wraps, where numpy's "same_kind" would refuse it)."""
+    cdef int cs = np_category(src.num), cd = np_category(dst.num)
+    return cs <= cd
 
 
 cdef inline bint barebones_unsigned(object d) noexcept:

@@ -143,7 +143,8 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
     if x is not NotImplemented:
         # PyTorch's alpha_check against the result dtype (an integer result never silently
         # becomes a float one because alpha is a float)
-        kind = result_dtype(x, y).kind
+        R = result_dtype(x, y)
+        kind = R.kind
         if isinstance(alpha, (bool, np.bool_)):
             if kind != "b":
                 raise RuntimeError("Boolean alpha only supported for Boolean results.")
@@ -156,6 +157,10 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
         if kind == "b":
             # a bool result: alpha * b is b where alpha is non-zero, else all False
             return b if alpha else (b * False if isinstance(b, TensorBase) else False)
+        if isinstance(b, TensorBase) and (<TensorBase>b)._array.dtype == NP_BOOL:
+            # bool * alpha would be int64 and widen the sum (int8 + 2 * bool is int8): scale
+            # in the result dtype (a bool tensor has no gradient to keep)
+            b = wrap((<TensorBase>b)._array.astype(R))
     if alpha == 1:
         return b
     return b * alpha
@@ -284,6 +289,30 @@ cdef object binary_forward(int op, object a, object b):
         except ValueError as e:                         # numpy: integers to negative powers
             raise RuntimeError(str(e)) from None
     raise AssertionError(f"binary_forward: unknown op {op}")
+
+
+cdef object bool_power(object A, object B, bint exponent_tensor):
+    """A bool tensor to a bool power: PyTorch has no pow kernel for bool tensor exponents, and a
+    Python bool exponent keeps the bool dtype (x ** True is x, x ** False all True), where numpy
+    would give int8."""
+    if exponent_tensor:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    return nd(np.array(A, dtype=np.bool_) if B else np.ones(np.shape(A), dtype=np.bool_))
+
+
+cdef object integer_power(object A, object B):
+    """Integer base to a tensor of integer exponents, as PyTorch's powi: an exponent below zero
+    gives 0, except for base 1 (1) and base -1 (-1 or 1 by the exponent's parity).  numpy refuses
+    negative integer exponents outright; PyTorch refuses only a Python number exponent (that
+    path never comes here)."""
+    negative = B < 0
+    if not negative.any():
+        return nd(A ** B)
+    out = np.asarray(A ** np.where(negative, 0, B))
+    odd = (B % 2) != 0
+    reciprocal = np.where(A == 1, 1, np.where(A == -1, np.where(odd, -1, 1), 0))
+    np.copyto(out, reciprocal, where=negative, casting="unsafe")
+    return nd(out)
 
 
 cdef inline bint is_float_num(int t) noexcept:
@@ -476,6 +505,8 @@ cdef object binary_general(int op, object a, object b):
             # A Python int is PyTorch's wrapped number: cast to dt unchecked (uint8 + 300 is
             # uint8 + 44), except a tensor's power, whose exponent is checked
             if op == OP_POW and not b_tensor:
+                if isinstance(b, (int, np.integer)) and b < 0:     # (checked before the range)
+                    raise RuntimeError("Integers to negative integer powers are not allowed.")
                 scalar_to_dtype(b, dt)
             else:
                 a = wrapped_int(a, dt)
@@ -495,8 +526,13 @@ cdef object binary_general(int op, object a, object b):
     cdef bint in_c = out is not None
     if out is None:
         with IeeeResults():                              # IEEE results (inf, nan) as PyTorch gives
-            out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
-                                    (OP_DIV if op == OP_RDIV else op), A, B))
+            if kop == TG_POW and np.result_type(A, B).kind == "b":
+                out = bool_power(A, B, b_tensor)
+            elif kop == TG_POW and b_tensor and np.result_type(A, B).kind in "iu":
+                out = integer_power(A, B)
+            else:
+                out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
+                                        (OP_DIV if op == OP_RDIV else op), A, B))
     if a_tensor and b_tensor and not (cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A)
                                       and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>B)):
         out = iterator_layout(out, A, B)

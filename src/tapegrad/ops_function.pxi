@@ -841,6 +841,11 @@ def scalar_type_name_of(object np_dt):
     return scalar_type_name(np.dtype(np_dt))
 
 
+def can_cast_np(object src, object dst):
+    """PyTorch's canCast for numpy dtypes (torch_castable), for the Python modules."""
+    return torch_castable(np.dtype(src), np.dtype(dst))
+
+
 def c_type_name_of(object np_dt):
     """The C++ type name PyTorch's messages give a numpy dtype ("float", "c10::complex<float>")."""
     name = np.dtype(np_dt).name

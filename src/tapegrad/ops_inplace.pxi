@@ -116,7 +116,7 @@ cdef int check_result(TensorBase t, object value) except -1:
     if value.shape != A.shape:
         raise RuntimeError(f"output with shape {list(A.shape)} doesn't match the broadcast shape "
                            f"{list(value.shape)}")
-    if not np.can_cast(value.dtype, A.dtype, "same_kind"):
+    if not torch_castable(value.dtype, A.dtype):
         raise RuntimeError(f"result type {scalar_type_name(value.dtype)} can't be cast to the "
                            f"desired output type {scalar_type_name(A.dtype)}")
     writable(A)
@@ -764,6 +764,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
             # one mask and a one-element value: PyTorch's masked_fill_, which reads the value
             # before writing and checks no overlap (x[x > 0] = x[0:1]; fuzz seed 50002974)
             V = V.copy()
+            if V.dtype.kind == "c" and A.dtype.kind != "c" and np.any(V.imag != 0):
+                # (its value is a number then: a complex one is refused for a real target, not
+                # cut to its real part)
+                raise RuntimeError(f"value cannot be converted to type "
+                                   f"{C_TYPE_NAMES.get(A.dtype.name, A.dtype.name)} "
+                                   "without overflow")
     given = V
     V = fit_value(V, np.shape(T), bool(advanced), value)
     if check_overlap and not advanced and isinstance(T, np.ndarray):
@@ -949,6 +955,19 @@ cdef bint promoted_input(tuple operands, object R):
     return False
 
 
+cdef bint elementwise_input(TensorBase o, tuple operands, tuple result_shape) except -1:
+    """Whether out tensor `o` is itself one of the tensor operands of an elementwise op, whose
+    result shape is the operands' broadcast shape (maximum(x, y, out=x)): a reduction's or a
+    product's out is resized as any other."""
+    shapes = [(<TensorBase>a)._array.shape for a in operands if isinstance(a, TensorBase)]
+    if not any(a is o for a in operands):
+        return False
+    try:
+        return np.broadcast_shapes(*shapes) == result_shape
+    except ValueError:
+        return False
+
+
 cdef int store_out(TensorBase o, object res, str name, tuple operands, object kwargs,
                    object rule=None) except -1:
     """Write result `res` (a tensor) of op `name` on `operands` into out tensor `o`: cast to o's
@@ -957,7 +976,7 @@ cdef int store_out(TensorBase o, object res, str name, tuple operands, object kw
     refused cast names o's dtype as output_type_name says."""
     R = (<TensorBase>res)._array
     A = o._array
-    cdef bint castable = np.can_cast(R.dtype, A.dtype, "same_kind")
+    cdef bint castable = torch_castable(R.dtype, A.dtype)
     # PyTorch checks an exact op's out dtype first, unless the op promoted its input (clamp of
     # an int64 tensor to 0.5: its cast check speaks first)
     if rule is not None and R.dtype != A.dtype and (castable or not promoted_input(operands, R)):
@@ -969,6 +988,11 @@ cdef int store_out(TensorBase o, object res, str name, tuple operands, object kw
         raise RuntimeError(f"result type {scalar_type_name(R.dtype)} can't be cast to the desired "
                            f"output type {output_type_name(name, operands, kwargs, A.dtype)}")
     if A.shape != R.shape:
+        if elementwise_input(o, operands, R.shape):
+            # PyTorch's TensorIterator never resizes an out that is also an input (it would be
+            # read while resized): the in-place ops' broadcast error instead
+            raise RuntimeError(f"output with shape {list(A.shape)} doesn't match the broadcast "
+                               f"shape {list(R.shape)}")
         template = out_resize_warning.get(name, RESIZED)
         if A.size and template is not None:
             warnings.warn(template.format(

@@ -229,6 +229,12 @@ cdef object integer_division(object ufunc, object A, object B):
 cdef object binary_math(int op, object a, object b, str name):
     """Forward and record of atan2 / fmod / remainder / floor_divide (a or b may be a number)."""
     cdef Record* r
+    for number, tensor in ((a, b), (b, a)):
+        # a complex number with a tensor: PyTorch's promotion to complex, then its missing kernel
+        if isinstance(number, (complex, np.complexfloating)) and isinstance(tensor, TensorBase):
+            raise NotImplementedError(
+                f"\"{'div_floor' if op == OP_FLOOR_DIVIDE else name}_cpu\" not implemented for "
+                f"'{scalar_type_name(result_dtype(tensor, complex(number)))}'")
     a = as_operand(a)
     b = as_operand(b)
     if a is NotImplemented or b is NotImplemented:
@@ -238,6 +244,10 @@ cdef object binary_math(int op, object a, object b, str name):
         raise TypeError(f"atan2(): argument 'other' (position 2) must be Tensor, not "
                         f"{type_name(b)}")
     dt = result_dtype(a, b)
+    if dt.kind == "c":      # (PyTorch has none of these kernels for complex; a cast would drop
+                            # the imaginary part)
+        raise NotImplementedError(f"\"{'div_floor' if op == OP_FLOOR_DIVIDE else name}_cpu\" "
+                                  f"not implemented for '{scalar_type_name(dt)}'")
     if op == OP_ATAN2 and dt.kind != "f":
         dt = DEFAULT_FLOAT
     a = wrapped_int(a, dt)              # (PyTorch's wrapped number: uint8 % 300 is uint8 % 44)

@@ -927,7 +927,11 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     cdef tuple axes = reduction_axes(dim, ndim, "norm", False)
     if isinstance(p, str):
         if p == "nuc":
-            raise NotImplementedError("norm(p='nuc') (the nuclear norm) is not supported")
+            # the nuclear norm is linalg.matrix_norm's (singular values, with their gradient);
+            # without dim, over every dim, which only a matrix has two of (as PyTorch)
+            from tapegrad.linalg import matrix_norm
+            return matrix_norm(input, "nuc", tuple(range(ndim)) if dim is None else dim,
+                               keepdim, dtype=dtype)
         pv = 2.0
     elif p is None:
         pv = 2.0

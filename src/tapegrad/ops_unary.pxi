@@ -693,6 +693,12 @@ cdef object clamp_op(TensorBase input, object lo, object hi, int variant):
     cdef Record* r
     if dtype_kind(<cnp.ndarray>input._array) == c'c':
         return complex_call("refuse", ("clamp", input))
+    for bound, kernel in ((lo, "maximum"), (hi, "minimum")):
+        # a complex tensor bound: PyTorch's maximum/minimum kernels have no complex type (a
+        # promotion to complex would return a complex clamp of a real input)
+        if isinstance(bound, TensorBase) and dtype_kind(<cnp.ndarray>(<TensorBase>bound)._array) == c'c':
+            raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for "
+                                      f"'{scalar_type_name((<TensorBase>bound)._array.dtype)}'")
     lo2 = number_or_tensor(real_clamp_bound(lo, input, variant))
     hi2 = number_or_tensor(real_clamp_bound(hi, input, variant))
     name, sigs = clamp_signature(variant)
