@@ -231,6 +231,9 @@ _LAZY = _lazy.table({
     "utils": (),
     "xpu": (),
 })
+# PyTorch also makes its private compiler front end an attribute on first use: scripts write
+# `@torch._dynamo.disable` or `torch._dynamo.config.suppress_errors = True` without importing it.
+_LAZY["_dynamo"] = ("_dynamo", None)
 
 
 # PyTorch's deprecated build flags: each warns and answers from the torch.backends function it
