@@ -1,15 +1,9 @@
-"""torch._dynamo.config: the settings scripts assign before calling torch.compile.
-
-Their values are PyTorch's defaults and are kept as set, so a script that reads a setting back
-sees what it wrote; tapegrad's replay (tapegrad/replay.py) captures every distinct signature and
-falls back to eager by itself, so none of them changes what it computes.  As in PyTorch, reading
-or assigning a setting that does not exist raises AttributeError ("... does not exist"): a typo
-in a script's settings is not silently ignored.
-"""
+"""torch._dynamo.config: the settings scripts assign before calling torch.compile
+(``suppress_errors``, ``cache_size_limit``).  Kept as set; they change nothing tapegrad computes
+(tapegrad/_config_settings.py)."""
 from __future__ import annotations
 
-import sys
-import types
+from .._config_settings import install
 
 # name -> PyTorch's default (torch 2.13).
 _DEFAULTS = {
@@ -35,19 +29,4 @@ _DEFAULTS = {
     "compiled_autograd": False,
 }
 
-
-class _ConfigModule(types.ModuleType):
-    """A module whose attributes are exactly the settings above."""
-
-    def __getattr__(self, name):
-        # Reached only for names the module does not hold.
-        raise AttributeError(f"{self.__name__.replace('tapegrad', 'torch', 1)}.{name} does not exist")
-
-    def __setattr__(self, name, value):
-        if name not in _DEFAULTS and not name.startswith("__"):
-            raise AttributeError(f"{self.__name__.replace('tapegrad', 'torch', 1)}.{name} does not exist")
-        super().__setattr__(name, value)
-
-
-globals().update(_DEFAULTS)
-sys.modules[__name__].__class__ = _ConfigModule
+install(__name__, _DEFAULTS)
