@@ -231,6 +231,11 @@ _LAZY = _lazy.table({
     "utils": (),
     "xpu": (),
 })
+# PyTorch also makes its private compiler modules attributes on first use: scripts write
+# `@torch._dynamo.disable` or `torch._inductor.config.coordinate_descent_tuning = True` without
+# importing them.
+_LAZY["_dynamo"] = ("_dynamo", None)
+_LAZY["_inductor"] = ("_inductor", None)
 
 
 # PyTorch's deprecated build flags: each warns and answers from the torch.backends function it
