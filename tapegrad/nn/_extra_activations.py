@@ -52,11 +52,32 @@ def _piecewise(passes, input, other, backward: str):
     return _piecewise_where(passes, input, other, backward)
 
 
+def _integer_limits(dtype, min_val, max_val):
+    """hardtanh's limits for an integer input: PyTorch converts them to the input's type
+    (truncating, so relu6 of an int64 tensor stays int64 and hardtanh(x, -0.5, 2.5) clamps to
+    [0, 2]); a float limit would otherwise promote the result to float32 and clamp to -0.5."""
+    if dtype == _tg.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    info = _tg.iinfo(dtype)
+    limits = [int(min_val), int(max_val)]
+    if info.min == 0 and limits[0] < 0:
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    for value in limits:
+        if not info.min <= value <= info.max:
+            c_type = str(dtype).split(".")[-1] + "_t"
+            raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+    return limits
+
+
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
     # PyTorch's backward passes the gradient except at or beyond the bounds (NaN passes).
     """Elementwise ``clamp(x, min_val, max_val)`` (default -1, 1), with PyTorch's zero gradient at
     the bounds.
     """
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if not (input.is_floating_point() or input.is_complex()):
+        min_val, max_val = _integer_limits(input.dtype, min_val, max_val)
     with _tg.no_grad():
         # the clamped value keeps a zero's sign (relu6(-0.0) is -0.0) and NaN, as PyTorch's
         clamped = _tg.clamp(input.detach(), min_val, max_val)
