@@ -46,3 +46,38 @@ def test_hardtanh_limits_torch_rejects(dtype, limits, error):
 def test_hardtanh_of_uint8_with_a_limit_that_truncates_to_zero():
     x = INTS.astype("uint8")
     assert F.hardtanh(tg.tensor(x), -0.9, 2.0).tolist() == TF.hardtanh(torch.tensor(x), -0.9, 2.0).tolist()
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "bool"])
+@pytest.mark.parametrize("call", [
+    lambda F, x: F.hardsigmoid(x), lambda F, x: F.hardswish(x), lambda F, x: F.celu(x),
+    lambda F, x: F.mish(x), lambda F, x: F.logsigmoid(x), lambda F, x: F.hardshrink(x),
+    lambda F, x: F.softshrink(x), lambda F, x: F.glu(x),
+])
+def test_float_only_activations_reject_integers(dtype, call):
+    # before: computed in float32 (hardshrink: in the integer type) where PyTorch raises
+    with pytest.raises(NotImplementedError):
+        call(TF, torch.tensor(INTS.astype(dtype)))
+    with pytest.raises(NotImplementedError, match="not implemented for"):
+        call(F, tg.tensor(INTS.astype(dtype)))
+
+
+def test_threshold_of_bool_raises_and_of_ints_computes():
+    with pytest.raises(NotImplementedError):
+        TF.threshold(torch.tensor(INTS > 0), 0, 1)
+    with pytest.raises(NotImplementedError, match="'Bool'"):
+        F.threshold(tg.tensor(INTS > 0), 0, 1)
+    assert F.threshold(tg.tensor(INTS), 1, 9).tolist() == TF.threshold(torch.tensor(INTS), 1, 9).tolist()
+
+
+@pytest.mark.parametrize("x_dtype, w_dtype, error", [
+    ("float32", "float64", RuntimeError), ("float64", "float32", RuntimeError),
+    ("int64", "int64", NotImplementedError)])
+def test_prelu_does_not_promote(x_dtype, w_dtype, error):
+    # SILENT before: a float32 input with a float64 weight gave float32, PyTorch raises
+    x = INTS.astype(x_dtype)
+    w = np.array([0.25]).astype(w_dtype)
+    with pytest.raises(error):
+        TF.prelu(torch.tensor(x), torch.tensor(w))
+    with pytest.raises(error):
+        F.prelu(tg.tensor(x), tg.tensor(w))

@@ -29,6 +29,17 @@ def _operand(input, inplace: bool):
     return _core._overlap_operand(input) if inplace else input
 
 
+def _dtype_name(input) -> str:
+    return _core.scalar_type_name_of(input._array.dtype)
+
+
+def _require_floating(input, kernel: str) -> None:
+    """PyTorch has these activations' kernels for floating types only: an integer, bool or
+    complex input raises there instead of being computed in float32 here."""
+    if isinstance(input, _core.TensorBase) and not input.is_floating_point():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(input)}'")
+
+
 def _finish(input, out, inplace: bool):
     # In-place variants write the result back into the caller's tensor, as PyTorch's do.
     if inplace:
@@ -103,6 +114,7 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):
     """Elementwise ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    _require_floating(input, "elu_cpu")
     x = _operand(input, inplace)
     return _finish(input, _compiled("elu")(x / alpha, alpha=1.0) * alpha, inplace)
 
@@ -110,6 +122,7 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):
 @recording_inplace
 def mish(input, inplace: bool = False):
     """Elementwise ``x * tanh(softplus(x))``."""
+    _require_floating(input, "mish_cpu")
     return _finish(input, input * _tg.tanh(_compiled("softplus")(input)), inplace)
 
 
@@ -117,6 +130,7 @@ def mish(input, inplace: bool = False):
 def hardswish(input, inplace: bool = False):
     # Gradient x/3 + 1/2 strictly inside (-3, 3), 0 at -3 and 1 at 3, as PyTorch 2.13 gives.
     """Elementwise ``x * clamp(x + 3, 0, 6) / 6``."""
+    _require_floating(input, "hardswish_cpu")
     # input * 0 keeps the sign PyTorch's x * clamp(x + 3, 0, 6) / 6 gives below -3: -0.0.
     zero = input * 0.0
     # the middle piece reads input clamped to [-3, 3]: the same values where it is taken, and
@@ -129,6 +143,7 @@ def hardswish(input, inplace: bool = False):
 
 def hardsigmoid(input, inplace: bool = False):
     """Elementwise ``clamp(x / 6 + 1 / 2, 0, 1)``."""
+    _require_floating(input, "hardsigmoid_cpu")
     # PyTorch's gradient is 1/6 strictly inside (-3, 3), 0 elsewhere and at NaN
     inside = (input > -3.0) & (input < 3.0)
     linear = _operand(input, inplace) / 6.0 + 0.5
@@ -142,6 +157,7 @@ def logsigmoid(input):
     # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), written as two branches that each only
     # see their own half of the inputs, so neither overflows and each carries the exact slope.
     """Elementwise ``log(sigmoid(x))``, computed stably as ``-softplus(-x)``."""
+    _require_floating(input, "log_sigmoid_cpu")
     zero = _tg.zeros(input.shape, dtype=input.dtype)     # (row-major: PyTorch's result is)
     negative = input < 0
     x_neg = _tg.where(negative, input, zero)
@@ -164,6 +180,8 @@ def tanhshrink(input):
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
     """Elementwise ``x`` where ``x > threshold``, else ``value``."""
+    if input.dtype == _tg.bool:     # (PyTorch's kernel takes every other type)
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
     # PyTorch replaces x <= threshold: NaN is kept, with its gradient
     out = _piecewise(~(input <= threshold), _operand(input, inplace), _tg.full_like(input, value),
                      "threshold")
@@ -179,6 +197,7 @@ def _check_lambd(input, lambd: float) -> None:
 
 def hardshrink(input, lambd: float = 0.5):
     """Elementwise ``x`` where ``|x| > lambd`` (default 0.5), else 0."""
+    _require_floating(input, "hardshrink_cpu")
     _check_lambd(input, lambd)
     # PyTorch zeroes -lambd <= x <= lambd: NaN is kept, with its gradient
     dead = (input >= -lambd) & (input <= lambd)
@@ -187,6 +206,7 @@ def hardshrink(input, lambd: float = 0.5):
 
 def softshrink(input, lambd: float = 0.5):
     """Elementwise ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+    _require_floating(input, "softshrink_check")
     _check_lambd(input, lambd)
     # PyTorch zeroes -lambd <= x <= lambd and shifts the rest towards 0: NaN is kept
     dead = (input >= -lambd) & (input <= lambd)
@@ -198,6 +218,11 @@ def softshrink(input, lambd: float = 0.5):
 
 def prelu(input, weight):
     """x if x > 0 else weight * x, with one weight per channel (dim 1) or one shared weight."""
+    if input.dtype != weight.dtype:
+        # (no promotion: a float64 weight does not make a float32 input's result float64)
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_dtype_name(input)} and "
+                           f"{_dtype_name(weight)}")
+    _require_floating(input, "prelu_cpu")
     if weight.dim() > 1:
         raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
                            f"ndim = {weight.dim()}")
@@ -257,6 +282,7 @@ def glu(input, dim: int = -1):
     """Gated linear unit: split ``input`` in two halves ``a, b`` along ``dim`` (even size) and return
     ``a * sigmoid(b)``; the result has half the size along ``dim``.
     """
+    _require_floating(input, "glu_cpu")
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     size = input.shape[dim]
