@@ -162,3 +162,18 @@ def test_layer_norm_mixed_float16_gradients_keep_float32_parameters():
         grads.append((str(X.grad.dtype), str(W.grad.dtype), W.grad.numpy()))
     assert grads[0][:2] == grads[1][:2] == ("torch.float16", "torch.float32")
     np.testing.assert_allclose(grads[1][2], grads[0][2], atol=2e-2)
+
+
+@pytest.mark.parametrize("weight_dtype, psw_dtype", [
+    ("float32", "float64"), ("float64", "float32"), ("int64", "float32"), ("float32", "int64")])
+def test_embedding_bag_weight_dtypes_must_agree(weight_dtype, psw_dtype):
+    # SILENT before: float32 weight with float64 per_sample_weights gave float64 bags
+    def call(lib):
+        return lib.nn.functional.embedding_bag(
+            lib.tensor([[1, 2], [0, 3]]), lib.ones(4, 3, dtype=getattr(lib, weight_dtype)),
+            per_sample_weights=lib.ones(2, 2, dtype=getattr(lib, psw_dtype)), mode="sum")
+    with pytest.raises(RuntimeError) as expected:
+        call(torch)
+    with pytest.raises(RuntimeError) as got:
+        call(tg)
+    assert str(got.value) == str(expected.value)
