@@ -177,3 +177,61 @@ def test_embedding_bag_weight_dtypes_must_agree(weight_dtype, psw_dtype):
     with pytest.raises(RuntimeError) as got:
         call(tg)
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("q_dtype, mask_dtype", [
+    ("float64", "float32"), ("float16", "float32"), ("float64", "float16"), ("float32", "float64"),
+    ("float32", "int64")])
+def test_sdpa_takes_a_float32_mask_for_any_query(q_dtype, mask_dtype):
+    # PyTorch's "bool or float" means float32; the result keeps the query's dtype
+    rng = np.random.default_rng(1)
+    q, m = rng.standard_normal((2, 4, 3)), rng.standard_normal((4, 4))
+
+    def call(lib):
+        Q = lib.tensor(q, dtype=getattr(lib, q_dtype))
+        return lib.nn.functional.scaled_dot_product_attention(
+            Q, Q, Q, attn_mask=lib.tensor(m, dtype=getattr(lib, mask_dtype)))
+    try:
+        expected = call(torch)
+    except RuntimeError:
+        with pytest.raises(RuntimeError, match="Expected attn_mask dtype"):
+            call(tg)
+        return
+    got = call(tg)
+    assert str(got.dtype) == str(expected.dtype)
+    np.testing.assert_allclose(got.double().numpy(), expected.double().numpy(), atol=1e-2)
+
+
+@pytest.mark.parametrize("a, b", [("int64", "float32"), ("int64", "float64"), ("int64", "float16"),
+                                  ("int64", "int64"), ("bool", "bool")])
+def test_cosine_similarity_of_integers_takes_the_common_float_dtype(a, b):
+    x, y = np.array([[1, 2, 3], [0, 1, 1]]), np.array([[2, 1, 3], [1, 1, 0]])
+
+    def call(lib):
+        return lib.nn.functional.cosine_similarity(lib.tensor(x).to(getattr(lib, a)),
+                                                   lib.tensor(y).to(getattr(lib, b)))
+    try:
+        expected = call(torch)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=str(e)):
+            call(tg)
+        return
+    got = call(tg)
+    assert str(got.dtype) == str(expected.dtype)
+    np.testing.assert_allclose(got.double().numpy(), expected.double().numpy(), rtol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "bool"])
+def test_unfold_and_fold_dtypes(dtype):
+    # before: integers were unfolded and folded (summed) where PyTorch raises; bool is allowed
+    x = np.array([[[[1, 0, 1], [0, 0, 1]]]]).astype(dtype)
+    for fn in (lambda lib, t: lib.nn.functional.unfold(t, 2),
+               lambda lib, t: lib.nn.functional.fold(t[..., :2].reshape(1, 4, 1), (2, 2), 2)):
+        try:
+            expected = fn(torch, torch.tensor(x))
+        except NotImplementedError:
+            with pytest.raises(NotImplementedError, match="not implemented for"):
+                fn(tg, tg.tensor(x))
+            continue
+        got = fn(tg, tg.tensor(x))
+        assert str(got.dtype) == str(expected.dtype) and got.tolist() == expected.tolist()

@@ -838,6 +838,13 @@ def _fold_args(kernel_size, dilation, padding, stride):
             _tuple(padding, 2, "padding", "fold"), _tuple(stride, 2, "stride", "fold"))
 
 
+def _require_floating_blocks(input, kernel: str) -> None:
+    # PyTorch's im2col/col2im kernels exist for floating, complex and bool types only
+    if not (input.is_floating_point() or input.is_complex() or input.dtype == _core.bool_):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(input._array.dtype)}'")
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding local blocks of a (N, C, H, W) input as columns (N, C*kh*kw, L) (im2col)."""
     _check_tensor(input)
@@ -848,6 +855,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
                              f"[{-max(input.dim(), 1)}, {max(input.dim(), 1) - 1}], but got 2)")
         raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
                                   f"(got {input.dim()}D)")
+    _require_floating_blocks(input, "im2col_out_cpu")
     unbatched = input.dim() == 3
     x = input.unsqueeze(0) if unbatched else input
     H, W = x.shape[2:]
@@ -876,6 +884,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
                            f"batch size and non-zero dimensions for input, but got: "
                            f"{list(input.shape)}")
+    _require_floating_blocks(input, "col2im_out_cpu")
     unbatched = input.dim() == 2
     cols = input.unsqueeze(0) if unbatched else input
     K = kernel[0] * kernel[1]

@@ -15,8 +15,8 @@ def check_parameter_dtypes(input, *parameters) -> bool:
     """Raise PyTorch's RuntimeError unless the parameters (None skipped) suit input; return
     whether the call is mixed (float16 input, float32 parameters: the result stays float16)."""
     given = [p for p in parameters if p is not None]
-    if all(p.dtype == input.dtype for p in given):
-        return False
+    if all(p.dtype == input.dtype for p in given) or not input.is_floating_point():
+        return False        # (an integer input meets the kernel's own NotImplementedError)
     if given[0].dtype == input.dtype:
         # (the first parameter fixes the kernel's type; a later one must follow it)
         other = next(p for p in given if p.dtype != input.dtype)
