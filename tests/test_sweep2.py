@@ -235,3 +235,31 @@ def test_unfold_and_fold_dtypes(dtype):
             continue
         got = fn(tg, tg.tensor(x))
         assert str(got.dtype) == str(expected.dtype) and got.tolist() == expected.tolist()
+
+
+_AA_X = np.random.default_rng(11).standard_normal((2, 2, 13, 9))
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("kw", [dict(size=(5, 4)), dict(size=(1, 1)), dict(size=(20, 17)),
+                                dict(scale_factor=(0.5, 0.25)), dict(scale_factor=0.37,
+                                                                     recompute_scale_factor=True),
+                                dict(size=(4, 3), align_corners=True)])
+def test_interpolate_antialias_matches_torch(mode, kw):
+    # was NotImplementedError
+    results = []
+    for lib in (torch, tg):
+        x = lib.tensor(_AA_X, requires_grad=True)
+        y = lib.nn.functional.interpolate(x, mode=mode, antialias=True, **kw)
+        weights = lib.arange(y.numel(), dtype=y.dtype).reshape(y.shape).sin()
+        g, = lib.autograd.grad((y * weights).sum(), x)
+        results.append((tuple(y.shape), y.detach().numpy(), g.numpy()))
+    assert results[0][0] == results[1][0]
+    np.testing.assert_allclose(results[1][1], results[0][1], atol=1e-12)
+    np.testing.assert_allclose(results[1][2], results[0][2], atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_interpolate_antialias_finite_differences(gradcheck, mode):
+    gradcheck(lambda x: tg.nn.functional.interpolate(x, size=(3, 4), mode=mode, antialias=True)
+              * tg.arange(12.0).reshape(3, 4).cos(), _AA_X[:1, :1, :7, :9])
