@@ -263,3 +263,29 @@ def test_interpolate_antialias_matches_torch(mode, kw):
 def test_interpolate_antialias_finite_differences(gradcheck, mode):
     gradcheck(lambda x: tg.nn.functional.interpolate(x, size=(3, 4), mode=mode, antialias=True)
               * tg.arange(12.0).reshape(3, 4).cos(), _AA_X[:1, :1, :7, :9])
+
+
+@pytest.mark.parametrize("call", [
+    lambda F, lib: F.interpolate(lib.ones(1, 1, 4, 4), size=3.0),                  # float size
+    lambda F, lib: F.interpolate(lib.ones(1, 1, 4, 4), size=(3, 2.0)),
+    lambda F, lib: F.interpolate(lib.ones(1, 1, 4, 4), size=3, recompute_scale_factor=True),
+    lambda F, lib: F.pad(lib.ones(1, 2, 3), (1, 1), mode="reflect", value=1.0),
+    lambda F, lib: F.local_response_norm(lib.ones(1, 2, 3, 3), 0),
+    lambda F, lib: F.local_response_norm(lib.ones(1, 2, 3), -1),
+    lambda F, lib: F.unfold(lib.ones(1, 1, 2, 2, 2), 2),
+    lambda F, lib: F.conv_transpose2d(lib.ones(1, 1, 3, 3), lib.ones(1, 1, 2, 2), padding="same"),
+    # (int32 indices were read as indices; PyTorch refuses them)
+    lambda F, lib: F.max_unpool1d(lib.ones(1, 1, 2), lib.zeros(1, 1, 2, dtype=lib.int32), 2),
+])
+def test_argument_errors_have_torch_types(call):
+    with pytest.raises(Exception) as expected:
+        call(TF, torch)
+    with pytest.raises(Exception) as got:
+        call(F, tg)
+    assert type(got.value) is type(expected.value), (got.value, expected.value)
+
+
+def test_interpolate_takes_integer_tensor_sizes():
+    x = np.ones((1, 1, 4, 4))
+    got = F.interpolate(tg.tensor(x), size=[tg.tensor(3), 2])
+    assert tuple(got.shape) == tuple(TF.interpolate(torch.tensor(x), size=[torch.tensor(3), 2]).shape)

@@ -762,6 +762,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation,
                        nd):
+    if isinstance(padding, str):    # ('same' and 'valid' are convolution-only forms)
+        raise TypeError(f"conv_transpose{nd}d(): argument 'padding' must be tuple of ints, not "
+                        f"str")
     stride = _tuple(stride, nd, "stride")
     dilation = _tuple(dilation, nd, "dilation")
     padding = _tuple(padding, nd, "padding")
@@ -853,8 +856,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
         if input.dim() < 3:
             raise IndexError(f"Dimension out of range (expected to be in range of "
                              f"[{-max(input.dim(), 1)}, {max(input.dim(), 1) - 1}], but got 2)")
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
-                                  f"(got {input.dim()}D)")
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
+                           f"and other non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
     _require_floating_blocks(input, "im2col_out_cpu")
     unbatched = input.dim() == 3
     x = input.unsqueeze(0) if unbatched else input

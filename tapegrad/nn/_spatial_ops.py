@@ -57,11 +57,30 @@ def _interp_kernel_checks(input, mode, out_sp):
                               f"'{_core.scalar_type_name_of(input._array.dtype)}'")
 
 
+def _is_integer(value) -> bool:
+    if isinstance(value, _core.TensorBase):
+        return not (value.is_floating_point() or value.is_complex())
+    return isinstance(value, (int, np.integer))
+
+
+def _check_size_types(size) -> None:
+    """PyTorch takes integer sizes only: a float size is refused, not truncated."""
+    if isinstance(size, (list, tuple)):
+        if not all(_is_integer(s) for s in size):
+            raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                            "Tuple[int, int, int], but got size with types "
+                            f"{[type(s) for s in size]}")
+    elif isinstance(size, bool) or not _is_integer(size):
+        raise TypeError(f"interpolate() received an invalid combination of arguments: size must "
+                        f"be an int or a tuple of ints, not {type(size).__name__}")
+
+
 def _interp_sizes(x, nd, size, scale_factor):
     spatial = tuple(x.shape[2:])
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
+        _check_size_types(size)
         out = tuple(int(s) for s in size) if isinstance(size, (list, tuple)) else (int(size),) * nd
         if len(out) != nd:
             raise ValueError(f"Input and output must have the same number of spatial dimensions,"
@@ -206,6 +225,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
     nd = input.dim() - 2
+    if size is not None and scale_factor is None and recompute_scale_factor:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
     out_sp, scales = _interp_sizes(input, nd, size, scale_factor)
     if recompute_scale_factor:
         scales = (None,) * nd
@@ -391,7 +412,7 @@ def _padded(input, pad, mode, value):
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     if value is not None and value != 0:
-        raise ValueError(f"Padding mode \"{mode}\"\" doesn't take in value argument")
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     if mode == "circular":
         out_shape = _circular_checks(tuple(input.shape), pad, n_dims)
         if 0 in out_shape:
