@@ -289,3 +289,16 @@ def test_interpolate_takes_integer_tensor_sizes():
     x = np.ones((1, 1, 4, 4))
     got = F.interpolate(tg.tensor(x), size=[tg.tensor(3), 2])
     assert tuple(got.shape) == tuple(TF.interpolate(torch.tensor(x), size=[torch.tensor(3), 2]).shape)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_shrink_negative_lambda(dtype):
+    x = np.array([-2.0, 0.5, 0.0])
+    # hardshrink keeps every value (it raised here); softshrink names the dtype's own range
+    assert F.hardshrink(tg.tensor(x, dtype=getattr(tg, dtype)), -1.0).tolist() == \
+        TF.hardshrink(torch.tensor(x, dtype=getattr(torch, dtype)), -1.0).tolist()
+    with pytest.raises(RuntimeError) as expected:
+        TF.softshrink(torch.tensor(x, dtype=getattr(torch, dtype)), -1.0)
+    with pytest.raises(RuntimeError) as got:
+        F.softshrink(tg.tensor(x, dtype=getattr(tg, dtype)), -1.0)
+    assert str(got.value) == str(expected.value)

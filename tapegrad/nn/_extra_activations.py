@@ -190,15 +190,16 @@ def threshold(input, threshold: float, value: float, inplace: bool = False):
 
 def _check_lambd(input, lambd: float) -> None:
     if lambd < 0:
-        kind = {"float32": "Float", "float64": "Double"}.get(str(input.dtype).split(".")[-1], "Float")
-        raise RuntimeError(f"lambda must be in range [0, 3.40282e+38] for input dtype {kind}, "
-                           f"but found {lambd:g}")
+        # (the range is the input dtype's: [0, 65504] for float16, [0, 1.79769e+308] for float64)
+        top = float(_tg.finfo(input.dtype if input.is_floating_point() else _tg.float32).max)
+        raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype "
+                           f"{_dtype_name(input)}, but found {lambd:g}")
 
 
 def hardshrink(input, lambd: float = 0.5):
     """Elementwise ``x`` where ``|x| > lambd`` (default 0.5), else 0."""
     _require_floating(input, "hardshrink_cpu")
-    _check_lambd(input, lambd)
+    # (no lambda check: PyTorch's hardshrink keeps every value for a negative lambd)
     # PyTorch zeroes -lambd <= x <= lambd: NaN is kept, with its gradient
     dead = (input >= -lambd) & (input <= lambd)
     return _piecewise(~dead, input, _tg.zeros_like(input), "hardshrink")
