@@ -1830,8 +1830,9 @@ def _p_batch_norm(L, a, w, b, no_weight=False):
     # proper Tensor but got None", so that term is checked against finite differences only.)
     F2 = L.nn.functional
     c = L.tensor(np.linspace(-1.0, 1.5, 12).reshape(3, 2, 2), dtype=L.float64)
-    rm = L.tensor([0.25, -0.5], dtype=L.float64)
-    rv = L.tensor([1.5, 0.75], dtype=L.float64)
+    # (running statistics in the input's dtype: PyTorch refuses float64 ones for float32 input)
+    rm = L.tensor([0.25, -0.5], dtype=a.dtype)
+    rv = L.tensor([1.5, 0.75], dtype=a.dtype)
     return ((F2.batch_norm(a * a, None, None, w, b, True) ** 3).sum()
             + (F2.batch_norm(a, rm, rv, w, None, False) * c).sum()
             + ((F2.batch_norm(a, None, None, None, b, True, eps=0.5) * c * c).sum() if no_weight

@@ -386,7 +386,8 @@ def test_batch_norm_functional_matches_torch(torch):
 
 def test_batchnorm2d_normalises_each_channel():
     bn = nn.BatchNorm2d(2)
-    x = tg.tensor(_x(8, 2, 3, 3) * 5 + 3)
+    # (float32 like the layer's parameters: PyTorch refuses a float64 input for them)
+    x = tg.tensor(_x(8, 2, 3, 3) * 5 + 3, dtype=tg.float32)
     y = bn(x).detach().numpy()
     np.testing.assert_allclose(y.mean(axis=(0, 2, 3)), 0, atol=1e-6)
     np.testing.assert_allclose(y.var(axis=(0, 2, 3)), 1, rtol=1e-3)

@@ -1621,10 +1621,13 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
     if A.dtype.kind != "f":
         raise NotImplementedError(f'"LayerNormKernelImpl" not implemented for '
                                   f"'{nn_scalar_name(A.dtype)}'")
-    for p in (w, b):
-        if p is not None and p.dtype != A.dtype:
-            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of "
-                               f"{nn_scalar_name(A.dtype)}")
+    param_dtype = A.dtype
+    if (w is not None and w.dtype != A.dtype) or (b is not None and b.dtype != A.dtype):
+        # PyTorch's rule, shared with the other normalisations: no promotion, and the one mixed
+        # form (float16 input, float32 parameters) keeps float32 parameters and gradients
+        from tapegrad.nn._norm_dtypes import check_parameter_dtypes
+        check_parameter_dtypes(input, weight, bias)
+        param_dtype = NP_FLOAT32
     N = 1
     for s in norm_shape:
         N *= s
@@ -1653,7 +1656,7 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
         keep(&r.saved[1], rstd)
         if wc is not None:
             save_value(r, 2, wc, weight)
-        keep(&r.aux, (A.shape, norm_shape, M, N, A.dtype, A.dtype, float(eps)))
+        keep(&r.aux, (A.shape, norm_shape, M, N, A.dtype, param_dtype, float(eps)))
     return res
 
 

@@ -64,7 +64,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, "
                            f"but got query.dim: {query.dim()} key.dim: {key.dim()} and "
                            f"value.dim: {value.dim()} instead.")
-    if attn_mask is not None and attn_mask.dtype.name != "bool" \
+    # (PyTorch's "float" is float32: a float32 mask is taken for any query, read in its dtype)
+    if attn_mask is not None and attn_mask.dtype.name not in ("bool", "float32") \
             and attn_mask.dtype != query.dtype:
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
                            f"dtype, but got attn_mask.dtype: {_c_name(attn_mask)} and  "
@@ -104,7 +105,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if attn_mask.dtype.name == "bool":
             bias = _bias(attn_mask._array, query._array.dtype)
         else:
-            bias = attn_mask
+            bias = attn_mask if attn_mask.dtype == query.dtype else attn_mask.to(query.dtype)
     if dropout_p == 0.0 and _fusable(query, key, value, bias):
         return _core._capture_op_call(_FusedAttention.apply,
                                       (query, key, value, bias, float(scale_factor)), {})

@@ -12,6 +12,7 @@ from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from .. import _core
+from ._norm_dtypes import check_parameter_dtypes
 from .._memory_format import follow_channels_last
 
 
@@ -41,6 +42,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean must be defined in evaluation mode")
+    check_parameter_dtypes(input, weight, bias, running_mean, running_var)
     out, mean, var = _core._native_batch_norm(input, weight, bias, running_mean, running_var,
                                               bool(training), float(eps))
     if training and input.numel() and (running_mean is not None or running_var is not None):

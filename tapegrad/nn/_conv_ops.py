@@ -762,6 +762,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation,
                        nd):
+    if isinstance(padding, str):    # ('same' and 'valid' are convolution-only forms)
+        raise TypeError(f"conv_transpose{nd}d(): argument 'padding' must be tuple of ints, not "
+                        f"str")
     stride = _tuple(stride, nd, "stride")
     dilation = _tuple(dilation, nd, "dilation")
     padding = _tuple(padding, nd, "padding")
@@ -838,6 +841,13 @@ def _fold_args(kernel_size, dilation, padding, stride):
             _tuple(padding, 2, "padding", "fold"), _tuple(stride, 2, "stride", "fold"))
 
 
+def _require_floating_blocks(input, kernel: str) -> None:
+    # PyTorch's im2col/col2im kernels exist for floating, complex and bool types only
+    if not (input.is_floating_point() or input.is_complex() or input.dtype == _core.bool_):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(input._array.dtype)}'")
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding local blocks of a (N, C, H, W) input as columns (N, C*kh*kw, L) (im2col)."""
     _check_tensor(input)
@@ -846,8 +856,10 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
         if input.dim() < 3:
             raise IndexError(f"Dimension out of range (expected to be in range of "
                              f"[{-max(input.dim(), 1)}, {max(input.dim(), 1) - 1}], but got 2)")
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
-                                  f"(got {input.dim()}D)")
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
+                           f"and other non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
+    _require_floating_blocks(input, "im2col_out_cpu")
     unbatched = input.dim() == 3
     x = input.unsqueeze(0) if unbatched else input
     H, W = x.shape[2:]
@@ -876,6 +888,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
                            f"batch size and non-zero dimensions for input, but got: "
                            f"{list(input.shape)}")
+    _require_floating_blocks(input, "col2im_out_cpu")
     unbatched = input.dim() == 2
     cols = input.unsqueeze(0) if unbatched else input
     K = kernel[0] * kernel[1]

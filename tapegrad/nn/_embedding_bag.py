@@ -51,6 +51,26 @@ def _bags(input, offsets, include_last_offset: bool):
     return input[:used] if used != length else input, bag_of, n_bags
 
 
+def _legacy_type(t) -> str:
+    return f"torch.{_core.scalar_type_name_of(t._array.dtype)}Tensor"
+
+
+def _check_weight_dtypes(weight, per_sample_weights) -> None:
+    """PyTorch's kernel takes a floating weight and per-sample weights of the same dtype: a
+    mix would otherwise promote the bags to the wider type."""
+    if not weight.is_floating_point():
+        raise RuntimeError("Expected tensor for argument #1 'weight' to have one of the following "
+                           f"scalar types: Half, BFloat16, Float, Double; but got "
+                           f"{_legacy_type(weight)} instead (while checking arguments for "
+                           "embedding_bag)")
+    if per_sample_weights is not None and per_sample_weights.dtype != weight.dtype:
+        raise RuntimeError("Expected tensor for argument #1 'weight' to have the same type as "
+                           "tensor for argument #1 'per_sample_weights'; but type "
+                           f"{_legacy_type(weight)} does not equal "
+                           f"{_legacy_type(per_sample_weights)} (while checking arguments for "
+                           "embedding_bag)")
+
+
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float = 2,
                   scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
                   per_sample_weights=None, include_last_offset: bool = False, padding_idx=None):
@@ -77,6 +97,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
                                  (6, "sparse", sparse),
                                  (8, "include_last_offset", include_last_offset)):
         _core.check_bool("embedding_bag", name, flag, position)
+    _check_weight_dtypes(weight, per_sample_weights)
     if scale_grad_by_freq:
         raise NotImplementedError("embedding_bag: scale_grad_by_freq=True is not supported by "
                                   "tapegrad")

@@ -29,6 +29,17 @@ def _operand(input, inplace: bool):
     return _core._overlap_operand(input) if inplace else input
 
 
+def _dtype_name(input) -> str:
+    return _core.scalar_type_name_of(input._array.dtype)
+
+
+def _require_floating(input, kernel: str) -> None:
+    """PyTorch has these activations' kernels for floating types only: an integer, bool or
+    complex input raises there instead of being computed in float32 here."""
+    if isinstance(input, _core.TensorBase) and not input.is_floating_point():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(input)}'")
+
+
 def _finish(input, out, inplace: bool):
     # In-place variants write the result back into the caller's tensor, as PyTorch's do.
     if inplace:
@@ -52,11 +63,32 @@ def _piecewise(passes, input, other, backward: str):
     return _piecewise_where(passes, input, other, backward)
 
 
+def _integer_limits(dtype, min_val, max_val):
+    """hardtanh's limits for an integer input: PyTorch converts them to the input's type
+    (truncating, so relu6 of an int64 tensor stays int64 and hardtanh(x, -0.5, 2.5) clamps to
+    [0, 2]); a float limit would otherwise promote the result to float32 and clamp to -0.5."""
+    if dtype == _tg.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    info = _tg.iinfo(dtype)
+    limits = [int(min_val), int(max_val)]
+    if info.min == 0 and limits[0] < 0:
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    for value in limits:
+        if not info.min <= value <= info.max:
+            c_type = str(dtype).split(".")[-1] + "_t"
+            raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+    return limits
+
+
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
     # PyTorch's backward passes the gradient except at or beyond the bounds (NaN passes).
     """Elementwise ``clamp(x, min_val, max_val)`` (default -1, 1), with PyTorch's zero gradient at
     the bounds.
     """
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if not (input.is_floating_point() or input.is_complex()):
+        min_val, max_val = _integer_limits(input.dtype, min_val, max_val)
     with _tg.no_grad():
         # the clamped value keeps a zero's sign (relu6(-0.0) is -0.0) and NaN, as PyTorch's
         clamped = _tg.clamp(input.detach(), min_val, max_val)
@@ -82,6 +114,7 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):
     """Elementwise ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    _require_floating(input, "elu_cpu")
     x = _operand(input, inplace)
     return _finish(input, _compiled("elu")(x / alpha, alpha=1.0) * alpha, inplace)
 
@@ -89,6 +122,7 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):
 @recording_inplace
 def mish(input, inplace: bool = False):
     """Elementwise ``x * tanh(softplus(x))``."""
+    _require_floating(input, "mish_cpu")
     return _finish(input, input * _tg.tanh(_compiled("softplus")(input)), inplace)
 
 
@@ -96,6 +130,7 @@ def mish(input, inplace: bool = False):
 def hardswish(input, inplace: bool = False):
     # Gradient x/3 + 1/2 strictly inside (-3, 3), 0 at -3 and 1 at 3, as PyTorch 2.13 gives.
     """Elementwise ``x * clamp(x + 3, 0, 6) / 6``."""
+    _require_floating(input, "hardswish_cpu")
     # input * 0 keeps the sign PyTorch's x * clamp(x + 3, 0, 6) / 6 gives below -3: -0.0.
     zero = input * 0.0
     # the middle piece reads input clamped to [-3, 3]: the same values where it is taken, and
@@ -108,6 +143,7 @@ def hardswish(input, inplace: bool = False):
 
 def hardsigmoid(input, inplace: bool = False):
     """Elementwise ``clamp(x / 6 + 1 / 2, 0, 1)``."""
+    _require_floating(input, "hardsigmoid_cpu")
     # PyTorch's gradient is 1/6 strictly inside (-3, 3), 0 elsewhere and at NaN
     inside = (input > -3.0) & (input < 3.0)
     linear = _operand(input, inplace) / 6.0 + 0.5
@@ -121,6 +157,7 @@ def logsigmoid(input):
     # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), written as two branches that each only
     # see their own half of the inputs, so neither overflows and each carries the exact slope.
     """Elementwise ``log(sigmoid(x))``, computed stably as ``-softplus(-x)``."""
+    _require_floating(input, "log_sigmoid_cpu")
     zero = _tg.zeros(input.shape, dtype=input.dtype)     # (row-major: PyTorch's result is)
     negative = input < 0
     x_neg = _tg.where(negative, input, zero)
@@ -143,6 +180,8 @@ def tanhshrink(input):
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
     """Elementwise ``x`` where ``x > threshold``, else ``value``."""
+    if input.dtype == _tg.bool:     # (PyTorch's kernel takes every other type)
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
     # PyTorch replaces x <= threshold: NaN is kept, with its gradient
     out = _piecewise(~(input <= threshold), _operand(input, inplace), _tg.full_like(input, value),
                      "threshold")
@@ -151,14 +190,16 @@ def threshold(input, threshold: float, value: float, inplace: bool = False):
 
 def _check_lambd(input, lambd: float) -> None:
     if lambd < 0:
-        kind = {"float32": "Float", "float64": "Double"}.get(str(input.dtype).split(".")[-1], "Float")
-        raise RuntimeError(f"lambda must be in range [0, 3.40282e+38] for input dtype {kind}, "
-                           f"but found {lambd:g}")
+        # (the range is the input dtype's: [0, 65504] for float16, [0, 1.79769e+308] for float64)
+        top = float(_tg.finfo(input.dtype if input.is_floating_point() else _tg.float32).max)
+        raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype "
+                           f"{_dtype_name(input)}, but found {lambd:g}")
 
 
 def hardshrink(input, lambd: float = 0.5):
     """Elementwise ``x`` where ``|x| > lambd`` (default 0.5), else 0."""
-    _check_lambd(input, lambd)
+    _require_floating(input, "hardshrink_cpu")
+    # (no lambda check: PyTorch's hardshrink keeps every value for a negative lambd)
     # PyTorch zeroes -lambd <= x <= lambd: NaN is kept, with its gradient
     dead = (input >= -lambd) & (input <= lambd)
     return _piecewise(~dead, input, _tg.zeros_like(input), "hardshrink")
@@ -166,6 +207,7 @@ def hardshrink(input, lambd: float = 0.5):
 
 def softshrink(input, lambd: float = 0.5):
     """Elementwise ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+    _require_floating(input, "softshrink_check")
     _check_lambd(input, lambd)
     # PyTorch zeroes -lambd <= x <= lambd and shifts the rest towards 0: NaN is kept
     dead = (input >= -lambd) & (input <= lambd)
@@ -177,6 +219,11 @@ def softshrink(input, lambd: float = 0.5):
 
 def prelu(input, weight):
     """x if x > 0 else weight * x, with one weight per channel (dim 1) or one shared weight."""
+    if input.dtype != weight.dtype:
+        # (no promotion: a float64 weight does not make a float32 input's result float64)
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_dtype_name(input)} and "
+                           f"{_dtype_name(weight)}")
+    _require_floating(input, "prelu_cpu")
     if weight.dim() > 1:
         raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
                            f"ndim = {weight.dim()}")
@@ -236,6 +283,7 @@ def glu(input, dim: int = -1):
     """Gated linear unit: split ``input`` in two halves ``a, b`` along ``dim`` (even size) and return
     ``a * sigmoid(b)``; the result has half the size along ``dim``.
     """
+    _require_floating(input, "glu_cpu")
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     size = input.shape[dim]

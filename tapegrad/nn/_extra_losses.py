@@ -91,6 +91,13 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     except ValueError:
         raise RuntimeError(f"The size of tensor a ({tuple(x1.shape)}) must match the size of "
                            f"tensor b ({tuple(x2.shape)})") from None
+    common = _tg.promote_types(x1.dtype, x2.dtype)
+    if not (common.is_floating_point or common.is_complex):
+        # (integers meet a float in its dtype: cosine_similarity(int64, float32) is float32)
+        holder = x1 if x1.dtype == common else x2
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{_core.scalar_type_name_of(holder._array.dtype)}")
+    x1, x2 = (x if x.dtype == common else x.to(common) for x in (x1, x2))
     (x1, x2), half = widen_half(x1.expand(shape), x2.expand(shape))
     n1 = _tg.clamp(x1.norm(2, dim, keepdim=True), min=eps)
     n2 = _tg.clamp(x2.norm(2, dim, keepdim=True), min=eps)

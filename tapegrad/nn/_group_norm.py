@@ -15,6 +15,7 @@ from .._memory_format import follow_channels_last
 from .._half_precision import narrow_half, widen_half
 from ..grad_mode import no_grad
 from ._batch_norm import batch_norm
+from ._norm_dtypes import check_parameter_dtypes
 
 
 def _normalise_groups(input, groups: int, eps: float, weight, bias):
@@ -77,11 +78,13 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
                          f"size {grouping}")
     if not input.is_floating_point():
         raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    # (a float16 input with float32 weight and bias gives float16, as PyTorch's mixed kernel)
+    mixed = check_parameter_dtypes(input, weight, bias)
     if input.numel() == 0:
         return _affine(input * 1, weight, bias)
     given = (input, weight)
     (input, weight, bias), half = widen_half(input, weight, bias)
-    result = narrow_half(_normalise_groups(input, num_groups, eps, weight, bias), half)
+    result = narrow_half(_normalise_groups(input, num_groups, eps, weight, bias), half or mixed)
     _core._guard_saved_version(result, *given)    # PyTorch's node saves input and weight
     return follow_channels_last(result, given[0])  # (PyTorch keeps a channels_last layout)
 
@@ -95,7 +98,13 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         raise ValueError(f"Expected 2D or higher input (got {input.dim()}D input)")
     # (PyTorch passes it on as its builtin instance_norm's 6th argument)
     _core.check_bool("instance_norm", "use_input_stats", use_input_stats, 6)
+    # PyTorch checks weight and bias only: running statistics of another dtype are read as the
+    # kernel's parameter type
+    mixed = check_parameter_dtypes(input, weight, bias)
     if not use_input_stats:
+        kernel_dtype = _core.float32 if mixed else input.dtype
+        running_mean, running_var = (t if t is None or t.dtype == kernel_dtype
+                                     else t.to(kernel_dtype) for t in (running_mean, running_var))
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     spatial = math.prod(input.shape[2:])     # (from the shape: N * C may be 0)
     if spatial == 1:

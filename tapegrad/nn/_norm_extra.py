@@ -60,6 +60,10 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
         # (PyTorch's message carries the run of spaces of its source line.)
         raise ValueError(f"Expected 3D or higher dimensionality                          "
                          f"input (got {input.dim()} dimensions)")
+    if size <= 0:
+        # (PyTorch averages the squares with avg_pool2d on 3-D input, avg_pool3d beyond)
+        window = f"kH: {size} kW: 1" if input.dim() == 3 else f"kT: {size} kH: 1 kW: 1"
+        raise RuntimeError(f"kernel size should be greater than zero, but got {window}")
     if input.numel() == 0:
         return input
     channels = input.shape[1]

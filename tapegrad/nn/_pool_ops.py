@@ -615,6 +615,10 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     kernel = _tuple(kernel_size, nd, "kernel_size", "pooling")
     stride = kernel if stride is None else _tuple(stride, nd, "stride", "pooling")
     padding = _tuple(padding, nd, "padding", "pooling")
+    if indices.dtype != _core.int64:
+        # (no int32 indices: PyTorch's kernel refuses them rather than reading them)
+        raise RuntimeError(f"elements in indices should be type int64 but got: "
+                           f"{_core.scalar_type_name_of(indices._array.dtype)}")
     if tuple(indices.shape) != tuple(input.shape):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
                            f"({list(input.shape)}) but got indices tensor with shape: "

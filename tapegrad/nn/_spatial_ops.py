@@ -57,11 +57,30 @@ def _interp_kernel_checks(input, mode, out_sp):
                               f"'{_core.scalar_type_name_of(input._array.dtype)}'")
 
 
+def _is_integer(value) -> bool:
+    if isinstance(value, _core.TensorBase):
+        return not (value.is_floating_point() or value.is_complex())
+    return isinstance(value, (int, np.integer))
+
+
+def _check_size_types(size) -> None:
+    """PyTorch takes integer sizes only: a float size is refused, not truncated."""
+    if isinstance(size, (list, tuple)):
+        if not all(_is_integer(s) for s in size):
+            raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                            "Tuple[int, int, int], but got size with types "
+                            f"{[type(s) for s in size]}")
+    elif isinstance(size, bool) or not _is_integer(size):
+        raise TypeError(f"interpolate() received an invalid combination of arguments: size must "
+                        f"be an int or a tuple of ints, not {type(size).__name__}")
+
+
 def _interp_sizes(x, nd, size, scale_factor):
     spatial = tuple(x.shape[2:])
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
+        _check_size_types(size)
         out = tuple(int(s) for s in size) if isinstance(size, (list, tuple)) else (int(size),) * nd
         if len(out) != nd:
             raise ValueError(f"Input and output must have the same number of spatial dimensions,"
@@ -131,6 +150,46 @@ def _cubic_taps(size, n, scale, align_corners):
     return list(zip(taps, weights))
 
 
+def _antialias_filter(bicubic: bool):
+    """PyTorch's antialiasing filters (PIL's): the triangle, or the cubic kernel with A = -0.5."""
+    if not bicubic:
+        return lambda d: np.maximum(1.0 - np.abs(d), 0.0)
+    a = -0.5
+
+    def cubic(d):
+        d = np.abs(d)
+        near = ((a + 2) * d - (a + 3)) * d * d + 1
+        far = (((d - 5) * d + 8) * d - 4) * a
+        return np.where(d < 1, near, np.where(d < 2, far, 0.0))
+    return cubic
+
+
+def _antialias_taps(size, n, scale, align_corners, bicubic: bool):
+    """Per output position along one axis: PyTorch's antialiased taps. When downsampling by
+    step s > 1 the filter is stretched by s (its support covers every source position the
+    output stands for), so each output averages a window instead of sampling two or four
+    points; the weights are normalised to sum to 1. Windows differ in width: the shorter
+    ones are padded with zero-weight taps at their first position."""
+    step = _source_scale(size, n, scale, align_corners)
+    half_width = 2.0 if bicubic else 1.0
+    stretch = step if step >= 1.0 else 1.0
+    support = half_width * stretch
+    centers = step * (np.arange(n, dtype=np.float64) + 0.5)
+    # (C casts of the window ends: truncation toward zero)
+    first = np.maximum((centers - support + 0.5).astype(np.int64), 0)
+    stop = np.minimum((centers + support + 0.5).astype(np.int64), size)
+    kernel = _antialias_filter(bicubic)
+    indices, weights = [], []
+    for j in range(int((stop - first).max())):
+        index = first + j
+        inside = index < stop
+        indices.append(np.where(inside, index, first))
+        weights.append(np.where(inside, kernel((index - centers + 0.5) / stretch), 0.0))
+    total = np.sum(weights, axis=0)
+    total[total == 0] = 1.0
+    return [(index, w / total) for index, w in zip(indices, weights)]
+
+
 def _taps_along(x, dim, taps):
     """Interpolation of x along `dim` as PyTorch computes it: sum of w * x[index] over the taps
     (index, w), each tap one index_select, so a NaN or inf reaches only the outputs (and its
@@ -166,6 +225,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
     nd = input.dim() - 2
+    if size is not None and scale_factor is None and recompute_scale_factor:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
     out_sp, scales = _interp_sizes(input, nd, size, scale_factor)
     if recompute_scale_factor:
         scales = (None,) * nd
@@ -177,8 +238,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError("Lanczos mode does not support align_corners=True")
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
-    if antialias:
-        raise NotImplementedError("tapegrad's interpolate does not support antialias=True")
+    if mode == "lanczos" and nd == 2:
+        raise NotImplementedError("tapegrad's interpolate does not support mode='lanczos'")
     want = _INTERP_DIMS.get(mode, 0)
     if want == 0 or nd not in (1, 2, 3) or (mode == "bicubic" and nd != 2):
         raise NotImplementedError(
@@ -199,7 +260,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     out = input
     for axis, (s, n, f) in enumerate(zip(spatial, out_sp, scales)):
         dim = 2 + axis
-        if mode in ("nearest", "nearest-exact"):
+        if antialias:
+            out = _taps_along(out, dim, _antialias_taps(s, n, f, bool(align_corners),
+                                                        mode == "bicubic"))
+        elif mode in ("nearest", "nearest-exact"):
             idx = _nearest_index(s, n, f, mode == "nearest-exact")
             out = out.index_select(dim, _wrap(idx))
         elif mode == "bicubic":
@@ -348,7 +412,7 @@ def _padded(input, pad, mode, value):
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     if value is not None and value != 0:
-        raise ValueError(f"Padding mode \"{mode}\"\" doesn't take in value argument")
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     if mode == "circular":
         out_shape = _circular_checks(tuple(input.shape), pad, n_dims)
         if 0 in out_shape:
