@@ -75,8 +75,8 @@ fft_fftfreq fft_rfftfreq
 
 # The ops whose out PyTorch refuses in any dtype but the result's (where the others cast a
 # result into any out of the same kind), with PyTorch's message for each (read from torch 2.13's
-# errors; placeholders: {out} / {result} name dtypes as ScalarType does, "Float", and {out_c} /
-# {result_c} as C does, "float").  Applied to each result of a tuple-returning op (max's values
+# errors; placeholders: {out} / {result} name dtypes as ScalarType does, "Float", {out_c} /
+# {result_c} as C does, "float", and {name} the op).  Applied to each result of a tuple-returning op (max's values
 # and indices), by the core's write_out.
 _EXPECTED = "Expected out tensor to have dtype {result_c}, but got {out_c} instead"
 _FOUND = "Found dtype {out} but expected {result}"
@@ -98,43 +98,34 @@ EXACT_OUT_DTYPE = {
                        linalg_householder_product""".split(), _EXPECTED),
     **dict.fromkeys(("cummax", "cummin", "logcumsumexp"), _SCALAR_TYPE),
     "where": "Expected out type to be {result} but got {out}",
-    "amax": "Expected the dtype for input and out to match, but got {result} for input's dtype "
-            "and {out} for out's dtype.",
-    "amin": "Expected the dtype for input and out to match, but got {result} for input's dtype "
-            "and {out} for out's dtype.",
+    **dict.fromkeys(("amax", "amin"), "Expected the dtype for input and out to match, but got "
+                    "{result} for input's dtype and {out} for out's dtype."),
     "linalg_norm": "linalg.norm expected out tensor dtype {result} but got: {out}",
-    "linalg_matrix_norm": "linalg.matrix_norm expected out tensor dtype {result} but got: {out}",
-    "nuclear_norm": "linalg.matrix_norm expected out tensor dtype {result} but got: {out}",
-    "linalg_multi_dot": "multi_dot(): expected out tensor to have dtype {result_c} but got {out_c}",
-    "chain_matmul": "multi_dot(): expected out tensor to have dtype {result_c} but got {out_c}",
-    "dot": "result dtype {out} does not match input dtype {result}",
-    "vdot": "result dtype {out} does not match input dtype {result}",
-    "index_select": "index_select(): self and result must have the same scalar type",
-    "masked_select": "masked_select(): self and result must have the same scalar type",
-    "all": "all only supports bool tensor for result, got: {out}",
-    "any": "any only supports bool tensor for result, got: {out}",
+    **dict.fromkeys(("linalg_matrix_norm", "nuclear_norm"),
+                    "linalg.matrix_norm expected out tensor dtype {result} but got: {out}"),
+    **dict.fromkeys(("linalg_multi_dot", "chain_matmul"),
+                    "multi_dot(): expected out tensor to have dtype {result_c} but got {out_c}"),
+    **dict.fromkeys(("dot", "vdot"), "result dtype {out} does not match input dtype {result}"),
+    **dict.fromkeys(("index_select", "masked_select"),
+                    "{name}(): self and result must have the same scalar type"),
+    **dict.fromkeys(("all", "any"), "{name} only supports bool tensor for result, got: {out}"),
     "nan_to_num": "nan_to_num: dtype of out: {out} should be same as input: {result}",
-    "signbit": "signbit does not support non-boolean outputs.",
-    "isneginf": "isneginf does not support non-boolean outputs.",
-    "isposinf": "isposinf does not support non-boolean outputs.",
+    **dict.fromkeys(("signbit", "isneginf", "isposinf"),
+                    "{name} does not support non-boolean outputs."),
     "take": "take(): self and out expected to have the same dtype, but got self.dtype = {result} "
             "and out.dtype = {out}",
     "kthvalue": "output values must be of same type as input",
-    "quantile": "quantile() out tensor must be same dtype as the input tensor",
-    "nanquantile": "quantile() out tensor must be same dtype as the input tensor",
-    "complex": "Expected object of scalar type {result} but got scalar type {out} for argument "
-               "'out'",
-    "polar": "Expected object of scalar type {result} but got scalar type {out} for argument "
-             "'out'",
-    "tensordot": "tensordot: Expected the output tensor to have dtype {result}, but got an output "
-                 "tensor with dtype {out}",
-    "inner": "tensordot: Expected the output tensor to have dtype {result}, but got an output "
-             "tensor with dtype {out}",
+    **dict.fromkeys(("quantile", "nanquantile"),
+                    "quantile() out tensor must be same dtype as the input tensor"),
+    **dict.fromkeys(("complex", "polar"), "Expected object of scalar type {result} but got scalar "
+                    "type {out} for argument 'out'"),
+    **dict.fromkeys(("tensordot", "inner"), "tensordot: Expected the output tensor to have dtype "
+                    "{result}, but got an output tensor with dtype {out}"),
     "histc": "torch.histogram: input tensor and hist tensor should have the same dtype, but got "
              "input {result_c} and hist {out_c}",
     "heaviside": "heaviside is not yet implemented for tensors with different dtypes.",
-    "mode": ("expected scalar type '{result}' but got '{out}' for values output",
-             "expected scalar type '{result}' but got '{out}' for indices output"),
+    "mode": tuple(f"expected scalar type '{{result}}' but got '{{out}}' for {which} output"
+                  for which in ("values", "indices")),
     **dict.fromkeys(("median", "nanmedian"), (
         "Expected tensor for 'values' to have the same type as tensor for argument #2 'self'; but "
         "type torch.{out}Tensor does not equal torch.{result}Tensor (while checking arguments "

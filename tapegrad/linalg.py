@@ -649,16 +649,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if x._array.dtype.kind != "c":                      # complex: the norm of the moduli
         _check_float(x, "linalg.vector_norm")
     if dtype is not None:
-        # PyTorch's checks: a float or complex dtype that x's converts to without narrowing
-        if not (dtype.is_floating_point or dtype.is_complex):
-            raise RuntimeError("linalg.vector_norm: dtype should be floating point or complex, "
-                               f"but got {_core.scalar_type_name_of(dtype.np_dtype)}")
-        from . import promote_types
-        if promote_types(x.dtype, dtype) != dtype:
-            raise RuntimeError(
-                "linalg.vector_norm: the dtype of the input "
-                f"({_core.scalar_type_name_of(x._array.dtype)}) should be convertible without "
-                f"narrowing to the specified dtype ({_core.scalar_type_name_of(dtype.np_dtype)})")
+        _core._norm_dtype(x._array.dtype, dtype)    # (PyTorch's checks, torch.norm's too)
         x = x.to(dtype)
     if isinstance(ord, str):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not str")

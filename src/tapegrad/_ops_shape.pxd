@@ -129,3 +129,5 @@ cdef inline str overlapping_write_message():
 # np.take_along_axis for int64 positions shaped as A but along axis (ops_index.pxi): max/min(dim),
 # the values of sort/topk, gather.
 cdef object values_at_positions(object A, object idx, int axis)
+
+cdef object byte_mask_as_bool(object arr, int stacklevel)

@@ -35,13 +35,19 @@ cdef str NON_TUPLE_WARNING = (
 cdef str BAD_INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
 
 
+cdef object byte_mask_as_bool(object arr, int stacklevel):
+    """A uint8 index array as the bool mask PyTorch reads it as (x[mask] and x[mask] = v alike),
+    with its deprecation warning."""
+    warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                  "torch.bool instead.", UserWarning, stacklevel=stacklevel)
+    return arr.astype(NP_BOOL)
+
+
 cdef object classify_array(object arr, list kinds):
     """An index array (from a tensor or ndarray): append its kind, return its numpy form."""
     k = arr.dtype.kind
     if arr.dtype == np.uint8:
-        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
-                      "torch.bool instead.", UserWarning, stacklevel=3)
-        arr = arr.astype(NP_BOOL)
+        arr = byte_mask_as_bool(arr, 3)
         k = "b"
     if k == "b":
         if arr.ndim == 0:

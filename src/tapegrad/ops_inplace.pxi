@@ -505,10 +505,8 @@ cdef object setitem_key_item(object item, list advanced):
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if item.dtype == np.uint8:
             # a byte tensor is a mask, as x[mask] reads it (classify_array), not integer indices
-            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
-                          "torch.bool instead.", UserWarning, stacklevel=user_stacklevel())
             advanced.append(BYTE_MASK)
-            return item.astype(NP_BOOL)
+            return byte_mask_as_bool(item, user_stacklevel())
         if item.ndim == 0 and item.dtype.kind != "b":
             # a 0-d integer tensor indexes as the integer (a view, as x[i] reads it): PyTorch's
             # select, so `dC[ix] += v` writes the view back onto itself, not an index_put_
@@ -706,7 +704,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     if recording:
         view_reads_base(self)
     nkey = setitem_key(key, advanced)
-    if any(a is BYTE_MASK for a in advanced) and not index_put_key(
+    if BYTE_MASK in advanced and not index_put_key(
             nkey, (<TensorBase>value)._array if isinstance(value, TensorBase) else np.empty(1)):
         # (PyTorch's masked_fill_ path of a one-element value refuses a byte mask)
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
@@ -925,7 +923,7 @@ cpdef str output_type_name(str name, tuple operands, object kwargs, object np_dt
 # The ops whose out= PyTorch refuses in any dtype but the result's, even where the cast is "same
 # kind" (torch.abs(x64, out=f32), torch.max(x, 1, out=...), the products, linalg ...): name ->
 # PyTorch's message, a format string of {out} / {result} (ScalarType names: Float) and {out_c} /
-# {result_c} (C type names: float), or a tuple of them, one per result.
+# {result_c} (C type names: float) and {name}, or a tuple of them, one per result.
 # tapegrad/_out_arg.py's EXACT_OUT_DTYPE, set at import.
 cdef dict exact_out_dtype = {}
 # How an out of another shape (not empty) is resized: name -> PyTorch's warning for that op, a
@@ -981,7 +979,7 @@ cdef int store_out(TensorBase o, object res, str name, tuple operands, object kw
     # an int64 tensor to 0.5: its cast check speaks first)
     if rule is not None and R.dtype != A.dtype and (castable or not promoted_input(operands, R)):
         raise RuntimeError(rule.format(
-            out=scalar_type_name(A.dtype), result=scalar_type_name(R.dtype),
+            name=name, out=scalar_type_name(A.dtype), result=scalar_type_name(R.dtype),
             out_c=C_TYPE_NAMES.get(A.dtype.name, A.dtype.name),
             result_c=C_TYPE_NAMES.get(R.dtype.name, R.dtype.name)))
     if not castable:

@@ -892,6 +892,22 @@ cdef object vjp_norm(Record* r, object g):
 OP_NORM = register_op("LinalgVectorNormBackward0", vjp_norm)
 
 
+def _norm_dtype(object input_dtype, object dtype):
+    """The numpy dtype a vector norm of an input of numpy dtype `input_dtype` computes in for
+    its `dtype=` argument, by PyTorch's checks (torch.norm's and linalg.vector_norm's): a float or
+    complex dtype the input's converts to without narrowing."""
+    wanted = to_np_dtype(dtype, "norm")
+    if wanted.kind not in "fc":
+        raise RuntimeError("linalg.vector_norm: dtype should be floating point or complex, "
+                           f"but got {scalar_type_name(wanted)}")
+    if np.promote_types(input_dtype, wanted) != wanted:
+        raise RuntimeError(
+            f"linalg.vector_norm: the dtype of the input ({scalar_type_name(input_dtype)}) should "
+            f"be convertible without narrowing to the specified dtype "
+            f"({scalar_type_name(wanted)})")
+    return wanted
+
+
 def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     """Vector p-norm over all elements or `dim` (int or tuple): p = 2 ('fro', the default), 1,
     inf, -inf, 0 (count of non-zeros) or any other number.  Gradient 0 at the zero vector."""
@@ -905,18 +921,7 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {scalar_type_name(A.dtype)}")
     if dtype is not None:
-        # PyTorch's checks (vector_norm's): a float or complex dtype A's converts to without
-        # narrowing
-        wanted = to_np_dtype(dtype, "norm")
-        if wanted.kind not in "fc":
-            raise RuntimeError("linalg.vector_norm: dtype should be floating point or complex, "
-                               f"but got {scalar_type_name(wanted)}")
-        if np.promote_types(A.dtype, wanted) != wanted:
-            raise RuntimeError(
-                f"linalg.vector_norm: the dtype of the input ({scalar_type_name(A.dtype)}) should "
-                f"be convertible without narrowing to the specified dtype "
-                f"({scalar_type_name(wanted)})")
-        A = A.astype(wanted)
+        A = A.astype(_norm_dtype(A.dtype, dtype))
     cdef int ndim = A.ndim
     if isinstance(p, str):          # (PyTorch's matrix-norm checks come before the dims')
         if p not in ("fro", "nuc"):
