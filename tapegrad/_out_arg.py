@@ -147,7 +147,14 @@ OUT_RESIZE_WARNING = {
     **dict.fromkeys("empty eye full linspace logspace ones zeros range".split()),
     **dict.fromkeys(("arange", "fft_fftfreq", "fft_rfftfreq"), _RANGE_RESIZED),
 }
-_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING)
+
+# The ops whose refusal of an out their result cannot be cast to (a float result into an int64
+# out) is not TensorIterator's RuntimeError "result type Float can't be cast to the desired
+# output type Long": PyTorch's joins all go through cat's check, a TypeError in cat's words.
+UNCASTABLE_OUT = dict.fromkeys(
+    "cat concat concatenate stack hstack vstack dstack column_stack row_stack".split(),
+    (TypeError, "torch.cat(): input types can't be cast to the desired output type {out}"))
+_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT)
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

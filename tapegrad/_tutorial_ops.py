@@ -34,7 +34,17 @@ def div(input, other, *, rounding_mode=None):
 
 def stride(self, dim=None):
     """The step in elements between neighbours along each dim (a tuple), or along ``dim``."""
-    steps = tuple(s // self._array.itemsize for s in self._array.strides)
+    array = self._array
+    if array.size == 0 and not any(array.strides):
+        # numpy gives a new empty array zero strides; PyTorch's are the row-major ones, each
+        # dim counted as at least 1 (zeros(0, 16).stride() is (16, 1))
+        steps, step = [], 1
+        for size in reversed(array.shape):
+            steps.append(step)
+            step *= max(size, 1)
+        steps = tuple(reversed(steps))
+    else:
+        steps = tuple(s // array.itemsize for s in array.strides)
     if dim is None:
         return steps
     if not steps:

@@ -930,6 +930,10 @@ cdef dict exact_out_dtype = {}
 # format string of {shape} {numel} {n} {result_shape} {result_tuple}, or None for no warning (the
 # factories); any other op warns with RESIZED.  tapegrad/_out_arg.py's OUT_RESIZE_WARNING.
 cdef dict out_resize_warning = {}
+# The ops that refuse an out their result cannot be cast to with another exception than
+# TensorIterator's RuntimeError: name -> (exception type, format string of {out}).
+# tapegrad/_out_arg.py's UNCASTABLE_OUT.
+cdef dict uncastable_out = {}
 cdef str RESIZED = (
     "An output with one or more elements was resized since it had shape {shape}, which does not "
     "match the required output shape {result_shape}. This behavior is deprecated, and in a future "
@@ -938,10 +942,11 @@ cdef str RESIZED = (
     "t.resize_(0).")
 
 
-def _set_out_rules(dict exact_dtype, dict resize_warning):
-    global exact_out_dtype, out_resize_warning
+def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable):
+    global exact_out_dtype, out_resize_warning, uncastable_out
     exact_out_dtype = exact_dtype
     out_resize_warning = resize_warning
+    uncastable_out = uncastable
 
 
 cdef bint promoted_input(tuple operands, object R):
@@ -983,6 +988,10 @@ cdef int store_out(TensorBase o, object res, str name, tuple operands, object kw
             out_c=C_TYPE_NAMES.get(A.dtype.name, A.dtype.name),
             result_c=C_TYPE_NAMES.get(R.dtype.name, R.dtype.name)))
     if not castable:
+        refusal = uncastable_out.get(name)
+        if refusal is not None:
+            raise (<tuple>refusal)[0]((<str>(<tuple>refusal)[1]).format(
+                out=scalar_type_name(A.dtype)))
         raise RuntimeError(f"result type {scalar_type_name(R.dtype)} can't be cast to the desired "
                            f"output type {output_type_name(name, operands, kwargs, A.dtype)}")
     if A.shape != R.shape:
