@@ -263,13 +263,16 @@ def argument_error(fn, name: str, error, args: tuple, kwargs: dict):
     return None
 
 
+# The messages below are matched by pattern text: `re` compiles each on first use and keeps it in
+# its cache (compiling them at import took a tenth of tapegrad's own import time, for error paths).
+
 # What Python and Cython say of a call that does not fit a function's parameters.
-_UNFIT_CALL = re.compile(r"[\w.]+\(\) (got an unexpected keyword argument|missing \d+ required|"
-                         r"takes (exactly|at least|at most|from|no keyword|\d+ positional)|"
-                         r"got multiple values for argument|got some positional-only)")
+_UNFIT_CALL = (r"[\w.]+\(\) (got an unexpected keyword argument|missing \d+ required|"
+               r"takes (exactly|at least|at most|from|no keyword|\d+ positional)|"
+               r"got multiple values for argument|got some positional-only)")
 
 # What Cython says of an argument of the wrong type for a typed parameter (None included).
-_WRONG_TYPE = re.compile(r"Argument '(\w+)' has incorrect type \(expected ([\w.]+), got (\w+)\)$")
+_WRONG_TYPE = r"Argument '(\w+)' has incorrect type \(expected ([\w.]+), got (\w+)\)$"
 
 
 def _wrong_type_error(entry, name: str, parameter: str, expected: str, got: str, args: tuple,
@@ -346,8 +349,8 @@ def _position_of(entry, name: str, argument: str):
 # PyTorch's parser's messages that say how the call gave its arguments: "mul(): argument 'other'
 # (position 2) must be ..." (no position for a keyword), "sum() received an invalid combination of
 # arguments - got (Tensor, str), but expected ...".
-_POSITIONED = re.compile(r"(\w+)\(\): argument '(\w+)'( \(position (\d+)\))? must be ")
-_GOT = re.compile(r"(\w+)\(\) received an invalid combination of arguments - got \(([^)]*)\)")
+_POSITIONED = r"(\w+)\(\): argument '(\w+)'( \(position (\d+)\))? must be "
+_GOT = r"(\w+)\(\) received an invalid combination of arguments - got \(([^)]*)\)"
 
 
 def _counted_as_called(message: str, entry, name: str, args: tuple, kwargs: dict, method: bool):
@@ -357,7 +360,7 @@ def _counted_as_called(message: str, entry, name: str, args: tuple, kwargs: dict
     and the call's own arguments in "got" (a method's without self).  One op serves
     tapegrad.mul(t, y) and t.mul(y), so its messages cannot know; a position said more than one
     off the call's is another argument's, and stands (None: the message stands)."""
-    found = _POSITIONED.match(message)
+    found = re.match(_POSITIONED, message)
     if found is not None and found.group(1) == name:
         argument, said = found.group(2), found.group(4)
         if argument in kwargs:
@@ -374,7 +377,7 @@ def _counted_as_called(message: str, entry, name: str, args: tuple, kwargs: dict
             return None
         rest = found.end(3) if said is not None else found.end(2) + 1
         return f"{message[:found.end(2) + 1]} (position {wanted}){message[rest:]}"
-    found = _GOT.match(message)
+    found = re.match(_GOT, message)
     if found is None or found.group(1) != name:
         return None
     from .tensor import arguments_got
@@ -392,10 +395,10 @@ def _reworded(entry, name: str, error, args: tuple, kwargs: dict, method: bool):
     parameter's refusal (Cython's "Argument 'input' has incorrect type") PyTorch's "must be";
     the op's own parser messages, the call's count of its arguments."""
     message = str(error)
-    wrong_type = _WRONG_TYPE.match(message)
+    wrong_type = re.match(_WRONG_TYPE, message)
     if wrong_type is not None:
         return _wrong_type_error(entry, name, *wrong_type.groups(), args, kwargs, method)
-    if _UNFIT_CALL.match(message) is None:
+    if re.match(_UNFIT_CALL, message) is None:
         counted = _counted_as_called(message, entry, name, args, kwargs, method)
         return None if counted is None else TypeError(counted)
     probe, names = _binding_probe(entry, name)

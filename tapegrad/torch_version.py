@@ -15,14 +15,15 @@ from collections.abc import Iterable
 __all__ = ["TorchVersion"]
 
 # PEP 440's public grammar (epoch, release, pre, post, dev) and local label, case-insensitive,
-# with the spellings the PEP normalises ("alpha" is "a", "-1" is ".post1", "_" is ".").
-_PEP440 = re.compile(
+# with the spellings the PEP normalises ("alpha" is "a", "-1" is ".post1", "_" is ".").  Matched
+# by pattern text: `re` compiles it on the first comparison, not at tapegrad's import.
+_PEP440 = (
     r"""\s*v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)
     (?:[-_.]?(?P<pre_l>alpha|beta|preview|pre|rc|a|b|c)[-_.]?(?P<pre_n>\d+)?)?
     (?:-(?P<post_implicit>\d+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n>\d+)?)?
     (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d+)?)?
-    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?\s*""",
-    re.VERBOSE | re.IGNORECASE)
+    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?\s*""")
+_PEP440_FLAGS = re.VERBOSE | re.IGNORECASE
 _PRE_LETTER = {"alpha": "a", "a": "a", "beta": "b", "b": "b", "c": "rc", "pre": "rc",
                "preview": "rc", "rc": "rc"}
 
@@ -35,7 +36,7 @@ def _sort_key(text: str) -> tuple:
     """A tuple that orders as PEP 440 orders the version `text` (trailing zeros of the release
     ignored; a dev release before its pre-releases, those before the release, that before its
     post-releases; a local label after the same version without one)."""
-    m = _PEP440.fullmatch(text)
+    m = re.fullmatch(_PEP440, text, _PEP440_FLAGS)
     if m is None:
         raise _NotAVersion(text)
     release = [int(part) for part in m["release"].split(".")]
