@@ -163,7 +163,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def _refuse_if_complex(name, input) -> None:
-    """PyTorch's error for an op that orders values (sort, topk) on a complex tensor."""
+    """PyTorch's error for an op it does not implement for complex tensors (sort, topk, unique,
+    signbit ...: _complex._REFUSED)."""
     if input._array.dtype.kind == "c":
         from ._complex import refuse
         refuse(name, input)
@@ -489,6 +490,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     for name, flag in (("sorted", sorted), ("return_inverse", return_inverse),
                        ("return_counts", return_counts)):
         _core.check_bool("_unique2" if dim is None else "unique_dim", name, flag)
+    _refuse_if_complex("unique" if dim is None else "unique_dim", input)
     arr = input._array
     if dim is None:
         values, inverse, counts = np.unique(arr.reshape(-1), return_inverse=True,
@@ -1170,6 +1172,7 @@ def sgn(input):
 def signbit(input):
     """True where the sign bit is set (including -0.0)."""
     _check_tensor(input, "signbit")
+    _refuse_if_complex("signbit", input)
     return _wrap(np.signbit(input._array))
 
 
@@ -1178,6 +1181,15 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     _check_tensor(input, "nan_to_num")
     if input._array.dtype.kind not in "fc":
         return input.clone()
+    if input._array.dtype.kind == "c":
+        from .grad_mode import is_grad_enabled
+        if input.requires_grad and is_grad_enabled():
+            raise RuntimeError("nan_to_num does not support automatic differentiation for "
+                               "outputs with complex dtype.")
+        # each part on its own, as PyTorch's kernel does
+        from . import complex as make_complex
+        return make_complex(nan_to_num(input.real, nan, posinf, neginf),
+                            nan_to_num(input.imag, nan, posinf, neginf))
     from . import where
     info = np.finfo(input._array.dtype)
     posinf = float(info.max) if posinf is None else posinf

@@ -54,6 +54,8 @@ def fmax(input, other):
     """The elementwise maximum that ignores NaN (NaN only where both are NaN); the gradient
     goes to input where input >= other or other is NaN, to other elsewhere."""
     _require_tensor_pair("fmax", input, other)
+    _complex.refuse_if_complex("fmax", input)
+    _complex.refuse_if_complex("fmax", other)
     take_input = _core.logical_or(_core.ge(input, other), other.isnan())
     return _core.where(take_input, input, other)
 
@@ -61,6 +63,8 @@ def fmax(input, other):
 def fmin(input, other):
     """The elementwise minimum that ignores NaN (NaN only where both are NaN)."""
     _require_tensor_pair("fmin", input, other)
+    _complex.refuse_if_complex("fmin", input)
+    _complex.refuse_if_complex("fmin", other)
     take_input = _core.logical_or(_core.le(input, other), other.isnan())
     return _core.where(take_input, input, other)
 

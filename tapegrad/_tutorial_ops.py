@@ -15,8 +15,8 @@ import numpy as np
 
 from . import _core
 from ._class_members import has_member
-from ._extra_ops import (_check_broadcast, _check_tensor, _check_unique_dim_of_empty, _dim, _wrap,
-                         divide, register_family)
+from ._extra_ops import (_check_broadcast, _check_tensor, _check_unique_dim_of_empty, _dim,
+                         _refuse_if_complex, _wrap, divide, register_family)
 
 _core_div = _core.div
 
@@ -151,6 +151,8 @@ def atleast_3d(*tensors):
 
 def dist(input, other, p=2):
     """The ``p``-norm of ``input - other`` (broadcast, flattened): a 0-d tensor."""
+    _check_tensor(input, "dist")
+    _check_tensor(other, "dist", "other", 2)
     from .linalg import vector_norm
     return vector_norm(_core.sub(input, other), ord=p)
 
@@ -531,6 +533,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     _check_tensor(input, "unique_consecutive")
     _core.check_bool("unique_consecutive", "return_inverse", return_inverse)
     _core.check_bool("unique_consecutive", "return_counts", return_counts)
+    _refuse_if_complex("unique", input)
     arr = input._array
     if dim is None:
         flat = arr.reshape(-1)

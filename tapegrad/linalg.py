@@ -1135,11 +1135,21 @@ def multi_dot(tensors):
     return result
 
 
+def _same_scalar_type(input, other) -> None:
+    """PyTorch's check of kernels that take no promotion (cross, cdist): other's dtype must be
+    input's."""
+    if input._array.dtype != other._array.dtype:
+        name = _core.scalar_type_name_of
+        raise RuntimeError(f"expected scalar type {name(input._array.dtype)} but found "
+                           f"{name(other._array.dtype)}")
+
+
 def cross(input, other, *, dim=-1):
     """The cross product of 3-vectors along dim, broadcasting the rest (torch.linalg.cross)."""
     from ._extra_ops import _check_tensor
     _check_tensor(input, "linalg_cross")
     _check_tensor(other, "linalg_cross", "other", 2)
+    _same_scalar_type(input, other)
     if input.ndim != other.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
     if input.shape[dim] != 3 or other.shape[dim] != 3:

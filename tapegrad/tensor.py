@@ -337,10 +337,23 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
 
     def __float__(self) -> float:
         _warn_scalar_of_grad_tensor(self)
-        return float(self._scalar())
+        return float(self._real_scalar("double"))
 
     def __int__(self) -> int:
-        return int(self._scalar())
+        value = self._real_scalar("int64_t")
+        if isinstance(value, float) and value != value and self._array.dtype.kind == "c":
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
+        return int(value)
+
+    def _real_scalar(self, c_type: str):
+        """The one element as a real number: a complex one only when its imaginary part is 0
+        (PyTorch's conversion check, which words any other as an overflow of the C type)."""
+        value = self._scalar()
+        if isinstance(value, complex):
+            if value.imag != 0:
+                raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+            return value.real
+        return value
 
     def __complex__(self) -> complex:
         _warn_scalar_of_grad_tensor(self)

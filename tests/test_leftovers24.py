@@ -58,3 +58,78 @@ def test_join_casts_into_a_castable_out(name):
         assert out.dtype == lib.float16
     assert tg.cat([tg.tensor([1.25])] * 2, out=tg.empty(0, dtype=tg.float16)).tolist() == \
         torch.cat([torch.tensor([1.25])] * 2, out=torch.empty(0, dtype=torch.float16)).tolist()
+
+
+# -- found by session 24's sweeps of Python's number protocol and of complex inputs -------------
+
+def outcome(fn, lib):
+    try:
+        value = fn(lib)
+    except Exception as e:     # noqa: BLE001 (the type and words are what is compared)
+        return type(e).__name__, str(e).split("\n")[0]
+    if isinstance(value, (tg.Tensor, torch.Tensor)):
+        return str(value.dtype).split(".")[-1], repr(value.tolist())
+    return repr(value)
+
+
+PROTOCOL_CASES = {
+    "int of complex, zero imaginary part": lambda L: int(L.tensor(3 + 0j)),
+    "float of complex, zero imaginary part": lambda L: float(L.tensor(2.5 + 0j)),
+    "%-format of complex, zero imaginary part": lambda L: "%.2f %d" % (L.tensor(1.5 + 0j),
+                                                                       L.tensor(4 + 0j)),
+    "int of complex": lambda L: int(L.tensor(1 + 2j)),
+    "float of complex": lambda L: float(L.tensor(1 + 2j)),
+    "int of complex NaN": lambda L: int(L.tensor(complex(float("nan"), 0))),
+    "float of complex NaN": lambda L: float(L.tensor(complex(float("nan"), 0))),
+    "+bool tensor": lambda L: +L.tensor([True, False]),
+    "+int tensor": lambda L: +L.tensor([1, 2]),
+    "~complex tensor": lambda L: ~L.tensor([1j]),
+    "bitwise_not of complex": lambda L: L.bitwise_not(L.tensor([1j])),
+}
+
+
+@pytest.mark.parametrize("case", list(PROTOCOL_CASES))
+def test_number_protocol_as_pytorch(case):
+    fn = PROTOCOL_CASES[case]
+    assert outcome(fn, tg) == outcome(fn, torch)
+
+
+COMPLEX_CASES = {
+    "signbit": lambda L: L.signbit(L.tensor([1 - 1j])),
+    "unique": lambda L: L.unique(L.tensor([1j, 1j])),
+    "unique dim": lambda L: L.unique(L.tensor([1j, 1j]), dim=0),
+    "unique_consecutive": lambda L: L.unique_consecutive(L.tensor([1j, 1j])),
+    "fmax": lambda L: L.fmax(L.tensor([1j]), L.tensor([1.0])),
+    "fmin": lambda L: L.fmin(L.tensor([1.0]), L.tensor([1j])),
+    "maximum with a number": lambda L: L.maximum(L.tensor([1j]), 1.0),
+    "minimum of complex": lambda L: L.minimum(L.tensor([1j]), L.tensor([1j])),
+    "softmax": lambda L: L.softmax(L.tensor([[1j]]), 1),
+    "lerp end": lambda L: L.lerp(L.tensor([1j]), L.tensor([1.0]), 0.5),
+    "nan_to_num": lambda L: L.nan_to_num(L.tensor([1 + 1j, complex(float("nan"), 1),
+                                                   complex(float("inf"), float("nan"))])),
+    "nan_to_num given": lambda L: L.nan_to_num(
+        L.tensor([complex(float("nan"), float("-inf"))], dtype=L.complex128), nan=2.0,
+        posinf=3.0, neginf=-4.0),
+    "dist to a number": lambda L: L.dist(L.ones(2), 1.0),
+    "cross of two dtypes": lambda L: L.cross(L.ones(3), L.ones(3, dtype=L.float64), dim=0),
+    "linalg.cross of two dtypes": lambda L: L.linalg.cross(L.ones(3, dtype=L.int64),
+                                                           L.ones(3, dtype=L.int32)),
+    "cdist of two dtypes": lambda L: L.cdist(L.ones(1, 2), L.ones(1, 2, dtype=L.float64)),
+}
+
+
+@pytest.mark.parametrize("case", list(COMPLEX_CASES))
+def test_complex_and_mixed_dtype_inputs_as_pytorch(case):
+    fn = COMPLEX_CASES[case]
+    assert outcome(fn, tg) == outcome(fn, torch)
+
+
+def test_nan_to_num_of_complex_refuses_autograd_as_pytorch():
+    def call(lib):
+        return lib.nan_to_num(lib.tensor([1j], requires_grad=True))
+    assert outcome(call, tg) == outcome(call, torch)
+
+    def no_grad_call(lib):
+        with lib.no_grad():
+            return call(lib)
+    assert outcome(no_grad_call, tg) == outcome(no_grad_call, torch)

@@ -13,18 +13,13 @@
 from libc.stdint cimport int64_t
 
 
-cdef dict NN_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-                             "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                             "uint8": "Byte", "bool": "Bool"}
-
 cdef str NN_LEAF_INPLACE = ("a leaf Variable that requires grad is being used in an in-place "
                             "operation.")
 
 
 cdef str nn_scalar_name(object np_dt):
-    """PyTorch's scalar type name of a numpy dtype (Float, Long, ...)."""
-    name = np.dtype(np_dt).name
-    return NN_SCALAR_NAMES.get(name, name)
+    """PyTorch's scalar type name of a numpy dtype (Float, Long, ComplexFloat ...)."""
+    return scalar_type_name(np.dtype(np_dt))
 
 
 cdef str nn_size(tuple shape):

@@ -835,11 +835,11 @@ OP_MINIMUM = register_op("MinimumBackward0", vjp_maximum)
 cdef object maximum_op(int op, TensorBase input, object other):
     cdef Record* r
     cdef str name = "maximum" if op == OP_MAXIMUM else "minimum"
-    if is_complex_operand(input) or is_complex_operand(other):
-        return complex_call("refuse", (name, input))
-    if not isinstance(other, TensorBase):
+    if not isinstance(other, TensorBase):   # (PyTorch's parser speaks before its kernel)
         raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
                         f"{type_name(other)}")
+    if is_complex_operand(input) or is_complex_operand(other):
+        return complex_call("refuse", (name, input))
     dt = promote2(input, other)
     A = operand_value(input, dt)
     B = operand_value(other, dt)
@@ -1144,14 +1144,14 @@ def logical_not(TensorBase input):
 def bitwise_not(TensorBase input):
     """~input for integer tensors, logical not for bool tensors."""
     A = input._array
-    if A.dtype.kind == "f":
+    if A.dtype.kind in "fc":
         raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for "
                                   f"'{scalar_type_name(A.dtype)}'")
     return wrap(nd(np.invert(A)))                       # np.invert of bool is logical not
 
 
 def tensor_invert(TensorBase self):
-    if self._array.dtype.kind == "f":
+    if self._array.dtype.kind in "fc":
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
                         "tensors")
     return bitwise_not(self)

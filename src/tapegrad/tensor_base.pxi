@@ -771,6 +771,8 @@ cdef class TensorBase:
         return unary_op(OP_NEG, self)
 
     def __pos__(self):
+        if self._array.dtype.kind == "b":       # (torch.positive's refusal, as PyTorch's)
+            raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
         return self
 
     def __getitem__(self, key):

@@ -24,15 +24,9 @@ from .attention import check_cpu_backend
 _F = _core.NN_FUNCTIONS
 _T = _core.TORCH_FUNCTIONS
 
-# PyTorch's C++ spelling of dtypes in attention error messages.
-_C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-                 "int64": "long int", "int32": "int", "int16": "short int",
-                 "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
-
-
 def _c_name(t) -> str:
-    name = t._array.dtype.name
-    return _C_TYPE_NAMES.get(name, name)
+    """PyTorch's C++ spelling of t's dtype in its messages ("float", "c10::complex<float>")."""
+    return _core.c_type_name_of(t._array.dtype)
 
 
 def causal_mask_array(L: int, S: int) -> np.ndarray:

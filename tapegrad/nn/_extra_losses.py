@@ -127,6 +127,8 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
         if x.is_complex():
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
                                f"{_tg._core.scalar_type_name_of(x._array.dtype)}")
+    from ..linalg import _same_scalar_type
+    _same_scalar_type(x1, x2)
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError("X1 and X2 must have the same number of columns. "
                            f"X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
