@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from .. import _core
-from ..random import _numpy_rng
+from ..random import _check_float_input, _numpy_rng
 
 
 def _fill(tensor, values):
@@ -57,7 +57,7 @@ def _calculate_fan_in_and_fan_out(tensor):
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
-def _fan(tensor, mode: str) -> int:
+def _calculate_correct_fan(tensor, mode: str) -> int:
     mode = mode.lower()
     valid_modes = ["fan_in", "fan_out"]
     if mode not in valid_modes:
@@ -88,14 +88,28 @@ def _fill_drawn(tensor, draw):
     return tensor
 
 
+# PyTorch's initialisers fill through Tensor.uniform_ and normal_, whose kernels refuse
+# non-float tensors ("normal_kernel_cpu" not implemented for 'Long') and bad bounds: so do these.
+def _check_normal(tensor, std: float) -> None:
+    if tensor._array.size:              # (the kernel, and its dtype check, skip empties)
+        _check_float_input(tensor, "normal_kernel_cpu")
+    if not std >= 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
+
+
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     """Fill ``tensor`` in place with draws from U(a, b), without recording; returns it."""
+    _check_float_input(tensor, "check_uniform_bounds")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={float(a):g} > to={float(b):g}")
     gen = _numpy_rng(generator, "uniform_")
     return _fill_drawn(tensor, lambda n: gen.uniform(a, b, n))
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
     """Fill ``tensor`` in place with draws from N(mean, std**2), without recording; returns it."""
+    _check_normal(tensor, std)
     gen = _numpy_rng(generator, "normal_")
     return _fill_drawn(tensor, lambda n: gen.normal(mean, std, n))
 
@@ -141,7 +155,7 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in",
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
     bound = math.sqrt(3.0) * std
     return uniform_(tensor, -bound, bound, generator)
 
@@ -154,7 +168,7 @@ def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in",
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator)
 
 
@@ -165,6 +179,7 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
+    _check_normal(tensor, 1.0)
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     flat = _numpy_rng(generator, "orthogonal_").normal(0.0, 1.0, (rows, cols))
@@ -180,6 +195,7 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
 def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None):
     """Fill from N(mean, std^2) restricted to [a, b]: samples outside are drawn again."""
+    _check_normal(tensor, 1.0)
     gen = _numpy_rng(generator, "trunc_normal_")
     values = gen.normal(mean, std, tensor.numel())
     outside = (values < a) | (values > b)
