@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _core
 from ._class_members import has_member
+from .creation import has_numpy_strides
 from ._extra_ops import (_check_broadcast, _check_tensor, _check_unique_dim_of_empty, _dim,
                          _refuse_if_complex, _wrap, divide, register_family)
 
@@ -35,9 +36,10 @@ def div(input, other, *, rounding_mode=None):
 def stride(self, dim=None):
     """The step in elements between neighbours along each dim (a tuple), or along ``dim``."""
     array = self._array
-    if array.size == 0 and not any(array.strides):
+    if array.size == 0 and not any(array.strides) and not has_numpy_strides(array):
         # numpy gives a new empty array zero strides; PyTorch's are the row-major ones, each
-        # dim counted as at least 1 (zeros(0, 16).stride() is (16, 1))
+        # dim counted as at least 1 (zeros(0, 16).stride() is (16, 1)), but for a tensor read
+        # from an ndarray (creation.keep_numpy_strides)
         steps, step = [], 1
         for size in reversed(array.shape):
             steps.append(step)

@@ -6,6 +6,7 @@ from tapegrad._core import type_name as _type_name
 import math
 import sys
 import warnings
+import weakref
 
 import numpy as np
 
@@ -358,6 +359,8 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")
+    if isinstance(data, np.ndarray):
+        keep_numpy_strides(arr)
     return _make(arr, requires_grad)
 
 
@@ -510,7 +513,27 @@ def _shared_with_numpy(array) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {_type_name(array)})")
     _warn_if_read_only(array)
+    keep_numpy_strides(array)
     return _core.tensor_from_numpy(array)
+
+
+# Empty arrays whose strides a tensor reports as numpy gives them.  numpy gives a new empty array
+# zero strides, and PyTorch keeps them for a tensor read from an ndarray (from_numpy, as_tensor,
+# tensor), while its own empty tensors (factories, op results, reshapes) have row-major ones:
+# Tensor.stride() reports those for any other empty array with zero strides.
+# id -> array (ndarrays are unhashable, so no WeakSet).
+_NUMPY_EMPTY_ARRAYS: "weakref.WeakValueDictionary[int, np.ndarray]" = \
+    weakref.WeakValueDictionary()
+
+
+def keep_numpy_strides(array: np.ndarray) -> None:
+    if array.size == 0 and not any(array.strides):
+        _NUMPY_EMPTY_ARRAYS[id(array)] = array
+
+
+def has_numpy_strides(array: np.ndarray) -> bool:
+    """Whether a tensor on this (empty, zero-strided) array was read from an ndarray."""
+    return _NUMPY_EMPTY_ARRAYS.get(id(array)) is array
 
 
 # PyTorch warns once per program (TORCH_WARN_ONCE) when it wraps a read-only array in a tensor:

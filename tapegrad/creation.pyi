@@ -30,6 +30,8 @@ __all__ = [
     'from_numpy',
     'full',
     'full_like',
+    'has_numpy_strides',
+    'keep_numpy_strides',
     'linspace',
     'logspace',
     'ones',
@@ -57,6 +59,10 @@ def from_numpy(array: Any) -> _Tensor: ...
 def full(size: Any, fill_value: Any, dtype: Any = ..., requires_grad: _bool = ..., *, layout: Any = ..., device: Any = ..., pin_memory: _bool = ...) -> _Tensor: ...
 
 def full_like(input: _Tensor, fill_value: Any, dtype: Any = ..., *, layout: Any = ..., device: Any = ..., pin_memory: _bool = ..., requires_grad: _bool = ..., memory_format: Any = ...) -> _Tensor: ...
+
+def has_numpy_strides(array: Any) -> _bool: ...
+
+def keep_numpy_strides(array: Any) -> None: ...
 
 def linspace(start: Any, end: Any, steps: Any, dtype: Any = ..., requires_grad: _bool = ..., *, layout: Any = ..., device: Any = ..., pin_memory: _bool = ...) -> _Tensor: ...
 

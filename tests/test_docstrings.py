@@ -21,10 +21,9 @@ NAMESPACES = (
     "tapegrad.backends.cudnn", "tapegrad.backends.mps", "tapegrad.accelerator", "tapegrad.sparse",
 )
 
-# Compiled functions (tapegrad._core) whose docstring is only Cython's embedded signature: they
-# get real docstrings with the split of the core into several extension modules (issue 18, item
-# 2), which owns src/: exp, log, neg, pow, relu, tanh, Tensor.mul_, Tensor.div_.
-COMPILED_EXEMPT = 8
+# Compiled functions (the extension modules) whose docstring is only Cython's embedded
+# signature: none since session 24.
+COMPILED_EXEMPT = 0
 
 
 def _public_names(module):

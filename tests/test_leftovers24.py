@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tapegrad as tg
@@ -25,6 +26,18 @@ def test_new_empty_tensor_strides(shape, factory):
     assert mine.stride(-1) == theirs.stride(-1)
     assert mine.reshape(-1).stride() == theirs.reshape(-1).stride()
     assert mine.is_contiguous() == theirs.is_contiguous()
+
+
+@pytest.mark.parametrize("make", ["from_numpy", "as_tensor", "tensor", "tensor float32"])
+def test_empty_tensor_read_from_numpy_keeps_numpys_strides(make):
+    # (PyTorch keeps an ndarray's strides, numpy's zeros for an empty array; its own ops then
+    # give row-major ones)
+    def strides(lib):
+        array = np.zeros((0, 8))
+        t = (lib.tensor(array, dtype=lib.float32) if make == "tensor float32"
+             else getattr(lib, make)(array))
+        return t.stride(), (t * 2).stride()
+    assert strides(tg) == strides(torch)
 
 
 @pytest.mark.parametrize("key", [(slice(None), slice(0, 0)), (slice(0, 0),)])

@@ -695,9 +695,15 @@ cdef object unary_op(int op, TensorBase x):
 
 
 def exp(TensorBase input):
+    """e ** input, elementwise; integer and bool tensors give the default float dtype (its
+    gradient is exp(x) itself).  ``tapegrad.exp(tapegrad.tensor([0., 1.]))`` is
+    ``tensor([1.0000, 2.7183])``."""
     return unary_op(OP_EXP, input)
 
 def log(TensorBase input):
+    """The natural logarithm, elementwise: -inf at 0, nan below it; integer and bool tensors
+    give the default float dtype (gradient 1 / x).  ``tapegrad.log(tapegrad.tensor([1., 4.]))``
+    is ``tensor([0.0000, 1.3863])``."""
     return unary_op(OP_LOG, input)
 
 def tanh(TensorBase input):
@@ -705,9 +711,13 @@ def tanh(TensorBase input):
     return unary_op(OP_TANH, input)
 
 def relu(TensorBase input):
+    """max(input, 0), elementwise, in input's dtype (gradient 1 where x > 0, else 0).
+    ``tapegrad.relu(tapegrad.tensor([-1., 2.]))`` is ``tensor([0., 2.])``."""
     return unary_op(OP_RELU, input)
 
 def neg(TensorBase input):
+    """-input, elementwise, in input's dtype (bool tensors are refused, as PyTorch's).
+    ``tapegrad.neg(tapegrad.tensor([1, -2]))`` is ``tensor([-1,  2])``."""
     return unary_op(OP_NEG, input)
 
 # PyTorch's deprecated scalar-first forms (add(input, alpha, other)): see the module.
@@ -746,6 +756,10 @@ def div(input, other, *, out=None):
     return named_result(binary_op(OP_DIV, input, other), "div", input, other)
 
 def pow(input, exponent):
+    """input ** exponent, elementwise and broadcasting; either may be a number (the result's
+    dtype follows PyTorch's promotion: an int tensor to an int power stays int, a negative int
+    power of one raises).  ``tapegrad.pow(tapegrad.tensor([2., 3.]), 2)`` is
+    ``tensor([4., 9.])``."""
     return named_result(binary_op(OP_POW, input, exponent), "pow", input, exponent)
 
 

@@ -1196,6 +1196,9 @@ def sub_(TensorBase self, other, other_after_scale=SCALAR_FIRST_NOT_GIVEN, *, al
                         "sub_", self, other)
 
 def mul_(TensorBase self, other):
+    """self *= other, in place (other broadcast to self's shape; the product must cast to
+    self's dtype): returns self.  ``t = tapegrad.ones(2); t.mul_(3)`` makes t ``tensor([3.,
+    3.])``."""
     return named_result(inplace_binary(OP_MUL, self, other), "mul_", self, other)
 
 def div_(TensorBase self, other):
