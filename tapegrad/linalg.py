@@ -179,6 +179,9 @@ class _Inverse(Function):
         return -(inverse_t @ grad @ inverse_t)
 
 
+_torch_grad_fn_name(_Inverse, "LinalgInvExBackward0")
+
+
 def inv(A):
     """The inverse of each square matrix of A (torch.linalg.inv)."""
     A = _as_tensor(A, "linalg_inv")
@@ -201,6 +204,9 @@ class _Determinant(Function):
         A, _ = ctx.saved_tensors
         scale = (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1)
         return scale * _adjoint(inv(A))
+
+
+_torch_grad_fn_name(_Determinant, "LinalgDetBackward0")
 
 
 def det(A):
@@ -235,6 +241,9 @@ class _LogAbsDet(Function):
         return h.unsqueeze(-1).unsqueeze(-1) * _adjoint(inv(A))
 
 
+_torch_grad_fn_name(_LogAbsDet, "LinalgSlogdetBackward0")
+
+
 def slogdet(A):
     """(sign, log|det|) of each square matrix of A (torch.linalg.slogdet)."""
     A = _as_tensor(A, "linalg_slogdet")
@@ -267,6 +276,9 @@ class _Solve(Function):
         A, X = ctx.saved_tensors
         grad_B = solve(_adjoint(A), grad)
         return -(grad_B @ _adjoint(X)), grad_B
+
+
+_torch_grad_fn_name(_Solve, "LinalgSolveExBackward0")
 
 
 def _broadcast_batch(A, B):
@@ -357,6 +369,9 @@ class _Cholesky(Function):
         return _adjoint(L_inv) @ middle @ L_inv, None
 
 
+_torch_grad_fn_name(_Cholesky, "LinalgCholeskyExBackward0")
+
+
 def cholesky(A, *, upper=False):
     """The lower (or upper) Cholesky factor of each symmetric positive-definite matrix of A."""
     _core.check_bool("linalg_cholesky", "upper", upper)
@@ -430,6 +445,9 @@ class _Eigh(Function):
         gaps = values.unsqueeze(-2) - values.unsqueeze(-1) + identity
         core = core / gaps * (1 - identity) + identity * grad_values.unsqueeze(-2)
         return vectors @ core @ _adjoint(vectors), None
+
+
+_torch_grad_fn_name(_Eigh, "LinalgEighBackward0")
 
 
 def _check_phase_invariant(VhgV, name, what):
@@ -519,6 +537,9 @@ class _Eig(Function):
         return grad_A if ctx.factored_input.is_complex() else grad_A.real
 
 
+_torch_grad_fn_name(_Eig, "LinalgEigBackward0")
+
+
 def matrix_exp(A):
     """The matrix exponential of each square matrix of A (torch.linalg.matrix_exp)."""
     from ._more_math import matrix_exp as _matrix_exp
@@ -579,6 +600,9 @@ class _EuclideanNorm(Function):
         zero = out == 0
         safe = where(zero, 1 + zeros_like(out), out)
         return where(zero, zeros_like(x), x * (grad / safe)), None, None
+
+
+_torch_grad_fn_name(_EuclideanNorm, "LinalgVectorNormBackward0")
 
 
 def _with_reduced_dims(ctx, *tensors):
@@ -853,6 +877,9 @@ class _SVD(Function):
         return grad_A, None
 
 
+_torch_grad_fn_name(_SVD, "LinalgSvdBackward0")
+
+
 
 def _check_matrix(A, name):
     if A.ndim < 2:
@@ -996,6 +1023,9 @@ class _TriangularSolve(Function):
         T, X = ctx.saved_tensors
         grad_B = _TriangularSolve.apply(_adjoint(T), grad, not ctx.upper)
         return -(grad_B @ _adjoint(X)), grad_B, None
+
+
+_torch_grad_fn_name(_TriangularSolve, "LinalgSolveTriangularBackward0")
 
 
 def vecdot(x, y, *, dim=-1):
@@ -1217,6 +1247,9 @@ class _QR(Function):
                                    grad_R[..., :, :m])
         from . import cat
         return cat([grad_X, Q @ grad_R2], dim=-1), None
+
+
+_torch_grad_fn_name(_QR, "LinalgQrBackward0")
 
 
 def qr(A, mode="reduced"):

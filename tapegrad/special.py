@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ._extra_ops import _check_tensor, _wrap, _xlog
+from ._extra_functions import _torch_grad_fn_name
 from .autograd.function import Function
 from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lgamma, log1p,
                log_softmax, logit, logsumexp, mvlgamma, polygamma, round, sigmoid, sinc, softmax,
@@ -55,6 +56,9 @@ class _Entr(Function):
     def backward(ctx, grad):
         x, = ctx.saved_tensors
         return -(x.log() + 1) * grad
+
+
+_torch_grad_fn_name(_Entr, "SpecialEntrBackward0")
 
 
 def entr(input):

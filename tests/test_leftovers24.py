@@ -172,3 +172,31 @@ def test_init_refusals_and_helpers_as_pytorch(case):
         assert mine[0] == theirs[0]             # (drawn values differ: the dtype is compared)
     else:
         assert mine == theirs
+
+
+# -- grad_fn names: a tensor prints its node's name (grad_fn=<LinalgInvExBackward0>), so the
+# Functions behind PyTorch's built-in ops carry PyTorch's name, never the Function's own ----------
+
+_A = [[2.0, 0.5, 0.1], [0.5, 3.0, 0.2], [0.1, 0.2, 1.5]]
+GRAD_FN_CASES = {
+    "inverse": lambda L, A: L.inverse(A), "linalg.inv": lambda L, A: L.linalg.inv(A),
+    "det": lambda L, A: L.det(A), "slogdet": lambda L, A: L.linalg.slogdet(A).logabsdet,
+    "solve": lambda L, A: L.linalg.solve(A, A[:, :1]), "cholesky": lambda L, A: L.linalg.cholesky(A),
+    "eigh": lambda L, A: L.linalg.eigh(A)[0], "eigvals": lambda L, A: L.linalg.eigvals(A),
+    "svd": lambda L, A: L.linalg.svd(A)[1], "svdvals": lambda L, A: L.linalg.svdvals(A),
+    "qr": lambda L, A: L.linalg.qr(A)[1], "vector_norm": lambda L, A: L.linalg.vector_norm(A),
+    "linalg.norm": lambda L, A: L.linalg.norm(A), "Tensor.norm": lambda L, A: A.norm(),
+    "matrix_norm": lambda L, A: L.linalg.matrix_norm(A),
+    "solve_triangular": lambda L, A: L.linalg.solve_triangular(A.triu(), A, upper=True),
+    "special.entr": lambda L, A: L.special.entr(A),
+}
+
+
+@pytest.mark.parametrize("case", list(GRAD_FN_CASES))
+def test_grad_fn_names_of_linalg_and_special_ops(case):
+    names = []
+    for lib in (tg, torch):
+        A = lib.tensor(_A, requires_grad=True)
+        names.append(GRAD_FN_CASES[case](lib, A).grad_fn.name())
+    assert names[0] == names[1]
+    assert not names[0].startswith("_")
