@@ -57,9 +57,46 @@ class PackedSequence(_PackedSequenceBase):
         """The PackedSequence with its data cast to float32."""
         return self.to(_core.float32)
 
+    def half(self):
+        """The PackedSequence with its data cast to float16."""
+        return self.to(_core.float16)
+
+    def long(self):
+        """The PackedSequence with its data cast to int64."""
+        return self.to(_core.int64)
+
+    def int(self):
+        """The PackedSequence with its data cast to int32."""
+        return self.to(_core.int32)
+
+    def short(self):
+        """The PackedSequence with its data cast to int16."""
+        return self.to(_core.int16)
+
+    def char(self):
+        """The PackedSequence with its data cast to int8."""
+        return self.to(_core.int8)
+
+    def byte(self):
+        """The PackedSequence with its data cast to uint8."""
+        return self.to(_core.uint8)
+
     def cpu(self):
         """Self: the data is on the CPU."""
         return self
+
+    def cuda(self, *args, **kwargs):
+        """Moving to a GPU fails as ``Tensor.cuda`` does: there is no accelerator."""
+        return self.to(self.data.cuda(*args, **kwargs).device)
+
+    def pin_memory(self):
+        """Pinned memory needs an accelerator; fails as ``Tensor.pin_memory`` does."""
+        return type(self)(self.data.pin_memory(), self.batch_sizes, self.sorted_indices,
+                          self.unsorted_indices)
+
+    def is_pinned(self) -> bool:
+        """Whether the data sits in pinned memory (never, on the CPU)."""
+        return self.data.is_pinned()
 
     @property
     def is_cuda(self) -> bool:
@@ -80,7 +117,12 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
     """Pack a padded (T, B, *) batch ((B, T, *) with batch_first) given each sequence's length."""
     lengths = _lengths_array(lengths)
     if lengths.ndim != 1:
-        raise IndexError("index_select(): Index is supposed to be a vector")
+        # PyTorch sorts first when asked to, so a 2-D lengths fails in its index_select
+        # (IndexError); otherwise the packing kernel's own check speaks (RuntimeError).
+        if not enforce_sorted and lengths.ndim > 1:
+            raise IndexError("index_select(): Index is supposed to be a vector")
+        raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got "
+                           f"{lengths.ndim}D cpu Long tensor")
     if enforce_sorted:
         if np.any(lengths[:-1] < lengths[1:]):
             raise RuntimeError(
