@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .. import digamma, lgamma
+from .. import arange, digamma, lgamma, stack, where
 from ..tensor import Size
 from . import constraints
 from ._params import expand_params, standard_normal_like
@@ -79,6 +79,18 @@ class Gamma(ExponentialFamily):
         return lgamma(x + 1) + (x + 1) * (-y.reciprocal()).log()
 
 
+def _simplex_mode(concentration):
+    """The Dirichlet mode over the last dim, by PyTorch's rule: (c - 1)+ normalised; a row whose
+    concentrations are all below 1 (a density unbounded at every corner) puts its whole mass on
+    the argmax of the 0/0 row, which is its first entry. Beta's mode is this rule's first entry
+    for (concentration1, concentration0)."""
+    shifted = (concentration - 1).clamp(min=0.0)
+    mode = shifted / shifted.sum(-1, True)
+    all_below_one = (concentration < 1).all(-1, keepdim=True)
+    corner = (mode.argmax(-1, keepdim=True) == arange(concentration.shape[-1])).to(mode.dtype)
+    return where(all_below_one, corner, mode)
+
+
 class Dirichlet(ExponentialFamily):
     """Dirichlet(concentration): distributions over the simplex of the last dim's size."""
 
@@ -96,6 +108,10 @@ class Dirichlet(ExponentialFamily):
     @property
     def mean(self):
         return self.concentration / self.concentration.sum(-1, True)
+
+    @property
+    def mode(self):
+        return _simplex_mode(self.concentration)
 
     @property
     def variance(self):
@@ -164,7 +180,7 @@ class Beta(ExponentialFamily):
 
     @property
     def mode(self):
-        return (self.concentration1 - 1) / (self.concentration1 + self.concentration0 - 2)
+        return _simplex_mode(stack([self.concentration1, self.concentration0], -1))[..., 0]
 
     @property
     def variance(self):
