@@ -47,7 +47,8 @@ class Poisson(ExponentialFamily):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return xlogy(value, self.rate) - self.rate - lgamma(value + 1)
+        rate, value = broadcast_all(self.rate, value)
+        return xlogy(value, rate) - rate - lgamma(value + 1)
 
     @property
     def _natural_params(self):

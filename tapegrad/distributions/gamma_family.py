@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .. import arange, digamma, lgamma, stack, where
+from .. import arange, as_tensor, digamma, lgamma, stack, where, xlogy
 from ..tensor import Size
 from . import constraints
 from ._params import expand_params, standard_normal_like
@@ -55,10 +55,13 @@ class Gamma(ExponentialFamily):
         return value.clamp(min=_tiny(value))
 
     def log_prob(self, value):
+        # PyTorch reads the value in the parameters' dtype (a list, a float64 value of a
+        # float32 Gamma); xlogy makes 0 log 0 = 0, so concentration 1 has density rate at 0
+        value = as_tensor(value, dtype=self.rate.dtype)
         if self._validate_args:
             self._validate_sample(value)
         a, b = self.concentration, self.rate
-        return a * b.log() + (a - 1) * value.log() - b * value - lgamma(a)
+        return xlogy(a, b) + xlogy(a - 1, value) - b * value - lgamma(a)
 
     def cdf(self, value):
         if self._validate_args:
@@ -140,7 +143,8 @@ class Dirichlet(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         c = self.concentration
-        return ((c - 1) * value.log()).sum(-1) + lgamma(c.sum(-1)) - lgamma(c).sum(-1)
+        # xlogy: a concentration of 1 puts no weight on a zero coordinate (0 log 0 = 0)
+        return xlogy(c - 1, value).sum(-1) + lgamma(c.sum(-1)) - lgamma(c).sum(-1)
 
     def entropy(self):
         c = self.concentration
@@ -203,7 +207,9 @@ class Beta(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         a, b = self.concentration1, self.concentration0
-        return ((a - 1) * value.log() + (b - 1) * (-value).log1p()
+        # as PyTorch's Dirichlet of (value, 1 - value): xlogy keeps 0 log 0 = 0 at the ends
+        # and promotes a low-precision value to the parameters' dtype before the log
+        return (xlogy(a - 1, value) + xlogy(b - 1, 1.0 - value)
                 - (lgamma(a) + lgamma(b) - lgamma(a + b)))
 
     def entropy(self):
