@@ -164,3 +164,15 @@ def test_expanded_multivariate_normal_names_only_the_matrix_it_was_given():
         return repr(expanded).replace("torch.", "").replace("tapegrad.", ""), \
             _values(expanded.scale_tril).tolist()
     assert run(tg) == run(torch)
+
+
+def test_geometric_of_a_sure_success_is_impossible_past_zero_failures():
+    # SILENT before: clamped probs gave log_prob -36.04 (and gradient +1) where PyTorch gives -inf
+    def run(lib):
+        p = lib.tensor([1.0, 0.5, 1.0], dtype=lib.float64, requires_grad=True)
+        lp = lib.distributions.Geometric(p).log_prob(lib.tensor([1.0, 2.0, 0.0],
+                                                                dtype=lib.float64))
+        (grad,) = lib.autograd.grad(lp.sum(), p)
+        return _values(lp), _values(grad)
+    for got, expected in zip(run(tg), run(torch)):
+        np.testing.assert_array_equal(got, expected)
