@@ -1,5 +1,7 @@
 """Regressions found by differential sweeps of argument forms against PyTorch (sweep3):
 nn.utils.rnn, torch.distributions and the indexing functions."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -176,3 +178,100 @@ def test_geometric_of_a_sure_success_is_impossible_past_zero_failures():
         return _values(lp), _values(grad)
     for got, expected in zip(run(tg), run(torch)):
         np.testing.assert_array_equal(got, expected)
+
+
+# ---- indexing functions ------------------------------------------------------------------------
+
+def _raised(fn):
+    try:
+        out = fn()
+    except Exception as e:  # noqa: BLE001 - the type and words are what is compared
+        return type(e).__name__, str(e)
+    return "ok", tuple(out.shape), out.tolist()
+
+
+@pytest.mark.parametrize("call", [
+    lambda T, x, s: T.scatter_add(x, 0, T.tensor(0), s),
+    lambda T, x, s: T.scatter_reduce(x, 0, T.tensor(0), s, "prod"),
+    lambda T, x, s: T.scatter_reduce(x, 0, T.tensor(0), s, "mean"),
+    lambda T, x, s: x.index_add(0, T.tensor(0), s),
+    lambda T, x, s: x.index_reduce(0, T.tensor(0), s, "amax"),
+    lambda T, x, s: x.index_reduce(0, T.tensor([0]), s, "prod"),
+])
+def test_accumulating_writes_into_a_0d_tensor_stay_0d(call):
+    # SILENT before: numpy's ascontiguousarray turned the 0-d result into shape (1,)
+    def run(T):
+        x = T.tensor(1.5, requires_grad=True)
+        s = T.tensor(2.0, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # index_reduce's "in beta"
+            y = call(T, x, s)
+        grads = T.autograd.grad(y * 3, (x, s))
+        return tuple(y.shape), y.item(), [tuple(g.shape) for g in grads], [g.item() for g in grads]
+    assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.zeros(3, 4).index_add(0, T.tensor([0, 1]), T.ones(3, 4)),
+    lambda T: T.zeros(3, 4).index_add(1, T.tensor([0]), T.ones(4)),
+    lambda T: T.zeros(3, 4).index_add(0, T.tensor([[0]]), T.ones(1, 4)),
+    lambda T: T.zeros(3, 4).index_add(0, T.tensor([0.0]), T.ones(1, 4)),
+    lambda T: T.zeros(3, 4).index_add(0, T.tensor([0]), 2.0),
+    lambda T: T.zeros(3, 4).index_copy(0, T.tensor([0, 1]), T.ones(2, 5)),
+    lambda T: T.zeros(3, 4, 2).index_copy(1, T.tensor([0, 1]), T.ones(3, 2, 3)),
+    lambda T: T.tensor(1.0).index_copy(0, T.tensor([0]), T.tensor([2.0, 3.0])),
+    lambda T: T.tensor([1.0, 2.0]).index_copy(0, T.tensor([1]), T.tensor(5.0)),
+    lambda T: T.scatter_add(T.zeros(3, 4), 0, T.tensor([[0]]), T.ones(1, 1, dtype=T.float64)),
+    lambda T: T.scatter_reduce(T.zeros(2), 0, T.tensor([0]), T.ones(1, dtype=T.float64), "sum"),
+])
+def test_index_add_and_index_copy_check_their_arguments_as_pytorch(call):
+    assert _raised(lambda: call(tg)) == _raised(lambda: call(torch))
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")
+@pytest.mark.parametrize("call", [
+    # SILENT before: a float index was accepted, and bool and complex inputs reduced
+    lambda T: T.tensor([1.0]).index_reduce(0, T.tensor([0.0]), T.tensor([1.0]), "prod"),
+    lambda T: T.tensor([True]).index_reduce(0, T.tensor([0]), T.tensor([True]), "prod"),
+    lambda T: T.tensor([1j]).index_reduce(0, T.tensor([0]), T.tensor([1j]), "amax"),
+    lambda T: T.zeros(3, 4).index_reduce(0, T.tensor([5]), T.ones(1, 4), "prod"),
+    lambda T: T.zeros(3, 4).index_reduce(0, T.tensor([-1]), T.ones(1, 4), "amin"),
+    lambda T: T.zeros(3, 4).index_reduce(0, T.tensor([0, 1]), T.ones(2, 5), "prod"),
+    lambda T: T.zeros(3, 4).index_reduce(1, T.tensor([0]), T.ones(4), "mean"),
+    lambda T: T.zeros(3, 4).index_reduce(0, T.tensor([0, 1]), T.ones(3, 4), "prod"),
+    lambda T: T.zeros(3, 4).index_reduce(0, T.tensor([[0]]), T.ones(1, 4), "prod"),
+    lambda T: T.zeros(3, 4).index_reduce(0, T.tensor([0]), 2.0, "prod"),
+    lambda T: T.tensor([1.0]).index_reduce(0, T.tensor([0]), T.tensor([1.0], dtype=T.float64),
+                                           "prod"),
+    lambda T: T.tensor(1.0).index_reduce(0, T.tensor([0]), T.tensor([2.0]), "amax"),
+    lambda T: T.tensor([1.0, 2.0]).index_reduce(0, T.tensor([0]), T.tensor(2.0), "amax"),
+    lambda T: T.tensor([-7, 3]).index_reduce(0, T.tensor([0, 0]), T.tensor([1, 2]), "mean"),
+    lambda T: T.tensor([[1.0, 2.0], [3.0, 4.0]]).index_reduce(
+        1, T.tensor([1, 1, 0]), T.tensor([[5.0, 6.0, 7.0], [0.5, 2.0, 9.0]]), "amax",
+        include_self=False),
+])
+def test_index_reduce_checks_and_values_match_pytorch(call):
+    assert _raised(lambda: call(tg)) == _raised(lambda: call(torch))
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")
+def test_index_reduce_gradient_node_is_named_as_pytorch():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = x.index_reduce(0, tg.tensor([0]), tg.tensor([3.0]), "prod")
+    assert y.grad_fn.name() == "IndexReduceBackward0"
+
+
+def test_poisson_of_a_0d_rate_is_0d():
+    assert tg.poisson(tg.tensor(2.0)).shape == torch.poisson(torch.tensor(2.0)).shape
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin", "prod", "mean", "sum"])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_scatter_reduce_of_0d_tensors_differentiates(reduce, create_graph):
+    def run(T):
+        x = T.tensor(1.5, requires_grad=True)
+        s = T.tensor(1.5, requires_grad=True)
+        y = T.scatter_reduce(x, 0, T.tensor(0), s, reduce)
+        grads = T.autograd.grad(y * 3, (x, s), create_graph=create_graph)
+        return tuple(y.shape), y.item(), [(tuple(g.shape), g.item()) for g in grads]
+    assert run(tg) == run(torch)
