@@ -275,3 +275,34 @@ def test_scatter_reduce_of_0d_tensors_differentiates(reduce, create_graph):
         grads = T.autograd.grad(y * 3, (x, s), create_graph=create_graph)
         return tuple(y.shape), y.item(), [(tuple(g.shape), g.item()) for g in grads]
     assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("index", [[0, 0], [], [0], [1]])
+def test_index_select_of_a_0d_tensor_takes_one_index(index):
+    def run(T):
+        return _raised(lambda: T.tensor(3.0).index_select(0, T.tensor(index, dtype=T.int64)))
+    assert run(tg) == run(torch)
+
+
+# ---- fft of 0-d inputs and dim arguments (a sibling of the 0-d ascontiguousarray bug) ----------
+
+FFT_NAMES = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "fftn", "ifftn", "rfftn",
+             "irfftn", "rfft2", "hfftn", "ihfftn", "fftshift", "ifftshift"]
+
+
+@pytest.mark.parametrize("name", FFT_NAMES)
+@pytest.mark.parametrize("kwargs", [{}, {"dim": 0}, {"dim": -1}, {"dim": (0,)}, {"dim": ()}])
+def test_fft_of_a_0d_tensor_matches_pytorch(name, kwargs):
+    # SILENT before: fftn / ifftn / fft2(dim=()) of a 0-d tensor returned shape (1,)
+    def run(T):
+        return _raised(lambda: getattr(T.fft, name)(T.tensor(3.0), **kwargs))
+    assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft", "fft2", "rfftn", "irfftn", "hfft2", "fftshift"])
+@pytest.mark.parametrize("kwargs", [{"dim": ()}, {"dim": (0,)}, {"dim": 1.0}, {"dim": True}])
+def test_fft_dim_argument_forms_match_pytorch(name, kwargs):
+    def run(T):
+        out = _raised(lambda: getattr(T.fft, name)(T.ones(3, 4), **kwargs))
+        return out[:2] if out[0] == "ok" else out
+    assert run(tg) == run(torch)
