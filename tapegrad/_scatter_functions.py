@@ -100,7 +100,7 @@ def _reduce_values(x, key, src, reduce, include_self):
         count += 1
     count = np.maximum(count, 1)        # positions nothing lands on keep self (count 1)
     if reduce == "mean":
-        if out.dtype.kind == "f":
+        if out.dtype.kind in "fc":
             out = np.where(mask | include_self, out / count.astype(out.dtype), out)
         else:
             out = np.where(mask, np.floor_divide(out, count.astype(out.dtype)), out)

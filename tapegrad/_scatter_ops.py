@@ -225,6 +225,11 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         raise TypeError(f"scatter_reduce(): argument 'src' (position 3) must be Tensor, not "
                         f"{_core.type_name(src)}")
     _check_same_dtype(input, src)
+    kind = input._array.dtype.kind
+    if (kind == "b" and reduce == "mean") or (kind == "c" and reduce in ("amax", "amin")):
+        # PyTorch's kernels: no mean of bools, no ordering of complex numbers
+        raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not '
+                                  f"implemented for '{_type_name(input._array)}'")
     _, key, part = _scatter_key(input, dim, index, src, "scatter_reduce")
     from ._scatter_functions import scatter_reduce_apply
     return scatter_reduce_apply(input, key, part, reduce, include_self)

@@ -306,3 +306,38 @@ def test_fft_dim_argument_forms_match_pytorch(name, kwargs):
         out = _raised(lambda: getattr(T.fft, name)(T.ones(3, 4), **kwargs))
         return out[:2] if out[0] == "ok" else out
     assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.scatter_reduce(T.tensor([True, False]), 0, T.tensor([0, 0]),
+                               T.tensor([True, True]), "mean"),
+    lambda T: T.scatter_reduce(T.tensor([1j, 2]), 0, T.tensor([0, 0]), T.tensor([1j, 2]), "amax"),
+    lambda T: T.scatter_reduce(T.tensor([1j, 2]), 0, T.tensor([0, 0]), T.tensor([1j, 2]), "amin"),
+    lambda T: T.scatter_reduce(T.tensor([1j]), 0, T.tensor([0, 0]), T.tensor([1j, 2]), "mean"),
+    lambda T: T.scatter_reduce(T.tensor([1j]), 0, T.tensor([0, 0]), T.tensor([1j, 2]), "mean",
+                               include_self=False),
+    lambda T: T.unique(T.tensor([1j, 2, 1j])),
+    lambda T: T.unique(T.tensor([[1j, 2], [1j, 2]]), dim=0),
+    lambda T: T.unique_consecutive(T.tensor([1j, 1j, 2])),
+    lambda T: T.unique_consecutive(T.tensor([[1j, 2], [1j, 2]]), dim=0),
+    lambda T: T.topk(T.tensor([True, False]), 1),
+    lambda T: T.histogram(T.tensor([1.0, 2.0], dtype=T.float16), bins=2),
+    lambda T: T.histogram(T.tensor([1.0, 2.0], dtype=T.float16),
+                          bins=T.tensor([0.0, 1.0, 2.0], dtype=T.float16)).hist,
+    lambda T: T.searchsorted(T.tensor([False, True]), T.tensor([0.5, 2.0], dtype=T.float64)),
+    lambda T: T.bucketize(T.tensor([True, False]), T.tensor([0.5, 2.5])),
+    lambda T: T.bucketize(T.tensor([True, False]), T.tensor([False, True])),
+    lambda T: T.searchsorted(T.tensor([1.0, 2.0]), T.tensor([1j])),
+    lambda T: T.bucketize(T.tensor([1j]), T.tensor([1.0, 2.0])),
+])
+def test_dtype_support_of_reductions_and_searches_matches_pytorch(call):
+    # accepting what PyTorch refuses (bool mean, complex order, complex unique), and refusing
+    # what it takes (a bool sequence searched for float values)
+    def run(T):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = _raised(lambda: call(T))
+        if out[0] == "ok":
+            return out[:2] + (np.round(np.asarray(out[2], dtype=complex), 6).tolist(),)
+        return out
+    assert run(tg) == run(torch)
