@@ -341,3 +341,16 @@ def test_dtype_support_of_reductions_and_searches_matches_pytorch(call):
             return out[:2] + (np.round(np.asarray(out[2], dtype=complex), 6).tolist(),)
         return out
     assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("shape, batch_first", [((0, 2, 3), False), ((0, 3), False),
+                                                ((2, 0, 3), True), ((2, 0, 3), False)])
+def test_recurrent_layers_refuse_an_empty_sequence_as_pytorch(kind, shape, batch_first):
+    # before: an empty sequence returned an empty output and zero final states
+    def run(T):
+        T.manual_seed(0)
+        layer = getattr(T.nn, kind)(3, 4, batch_first=batch_first)
+        out = _raised(lambda: layer(T.zeros(*shape))[0])
+        return out[:2]
+    assert run(tg) == run(torch)

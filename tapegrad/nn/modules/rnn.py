@@ -467,6 +467,8 @@ class RNNBase(Module):
             batch_sizes = None
             batch = data.shape[1]
         state = self._initial_state(hx, data, batch, batched, is_lstm)
+        if not packed and data.shape[0] == 0:       # (PyTorch's kernel, after the hx checks)
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         if packed and sorted_indices is not None:
             state = [s.index_select(1, sorted_indices) for s in state]
 
