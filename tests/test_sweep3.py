@@ -354,3 +354,13 @@ def test_recurrent_layers_refuse_an_empty_sequence_as_pytorch(kind, shape, batch
         out = _raised(lambda: layer(T.zeros(*shape))[0])
         return out[:2]
     assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("kind", ["RNN", "GRU"])
+def test_packed_batch_checks_its_initial_state_by_size_as_pytorch(kind):
+    def run(T, rnn):
+        T.manual_seed(0)
+        layer = getattr(T.nn, kind)(3, 4)
+        packed = rnn.pack_sequence([T.ones(3, 3), T.ones(2, 3)])
+        return _raised(lambda: layer(packed, T.zeros(2, 4))[0].data)
+    assert run(tg, tg_rnn) == run(torch, torch_rnn)

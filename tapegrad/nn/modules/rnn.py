@@ -466,7 +466,7 @@ class RNNBase(Module):
                 data = data.transpose(0, 1)
             batch_sizes = None
             batch = data.shape[1]
-        state = self._initial_state(hx, data, batch, batched, is_lstm)
+        state = self._initial_state(hx, data, batch, batched, is_lstm, packed)
         if not packed and data.shape[0] == 0:       # (PyTorch's kernel, after the hx checks)
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         if packed and sorted_indices is not None:
@@ -519,13 +519,15 @@ class RNNBase(Module):
                 final = [s.squeeze(1) for s in final]
         return (output, tuple(final)) if is_lstm else (output, final[0])
 
-    def _initial_state(self, hx, data, batch, batched, is_lstm):
+    def _initial_state(self, hx, data, batch, batched, is_lstm, packed=False):
         shapes = self._state_shapes(batch)
         if hx is None:
             return [creation.zeros(*shape, dtype=data.dtype) for shape in shapes]
         parts = list(hx) if is_lstm else [hx]
         want = 3 if batched else 2
-        if is_lstm:
+        if packed:
+            pass        # PyTorch checks a packed batch's states by their sizes alone
+        elif is_lstm:
             if any(p.dim() != want for p in parts):
                 kind = "batched 3-D" if batched else "unbatched 2-D"
                 raise RuntimeError(f"For {kind} input, hx and cx should also be {want}-D but got "
