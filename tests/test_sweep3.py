@@ -103,9 +103,11 @@ def test_independent_of_no_reinterpreted_dims_keeps_the_base_support():
 
 
 @pytest.mark.parametrize("make, value", [
-    (lambda D, lib: D.Beta(lib.tensor([2.0, 1.0, 0.5]), lib.tensor([1.0, 0.5, 1.0])), [1.0, 0.0, 0.0]),
+    (lambda D, lib: D.Beta(lib.tensor([2.0, 1.0, 0.5]), lib.tensor([1.0, 0.5, 1.0])),
+     [1.0, 0.0, 0.0]),
     (lambda D, lib: D.Dirichlet(lib.tensor([[1.0, 2.0], [3.0, 1.0]])), [[0.0, 1.0], [1.0, 0.0]]),
-    (lambda D, lib: D.Gamma(lib.tensor([1.0, 1.0, 2.0]), lib.tensor([1.0, 3.0, 3.0])), [0.0, -1.0, 0.5]),
+    (lambda D, lib: D.Gamma(lib.tensor([1.0, 1.0, 2.0]), lib.tensor([1.0, 3.0, 3.0])),
+     [0.0, -1.0, 0.5]),
     (lambda D, lib: D.Chi2(lib.tensor([2.0, 4.0])), [0.0, 0.0]),
 ])
 def test_log_prob_at_a_boundary_with_concentration_one_matches_pytorch(make, value):
