@@ -366,3 +366,30 @@ def test_packed_batch_checks_its_initial_state_by_size_as_pytorch(kind):
         packed = rnn.pack_sequence([T.ones(3, 3), T.ones(2, 3)])
         return _raised(lambda: layer(packed, T.zeros(2, 4))[0].data)
     assert run(tg, tg_rnn) == run(torch, torch_rnn)
+
+
+@pytest.mark.parametrize("call", [
+    lambda T, rnn: rnn.PackedSequence((T.tensor([[1.0], [2.0], [3.0]]), T.tensor([2, 1]))),
+    lambda T, rnn: rnn.PackedSequence(T.tensor([[1.0], [2.0], [3.0]])),
+    lambda T, rnn: rnn.PackedSequence(T.tensor([[1.0], [2.0], [3.0]]), T.tensor([2, 1]),
+                                      T.tensor([1, 0])),
+    lambda T, rnn: rnn.pack_padded_sequence(T.zeros(2, 0), []),
+    lambda T, rnn: rnn.invert_permutation(T.tensor([2, 0, 1])),
+    lambda T, rnn: rnn.invert_permutation(None),
+])
+def test_packed_sequence_construction_matches_pytorch(call):
+    def run(T, rnn):
+        try:
+            out = call(T, rnn)
+        except Exception as e:  # noqa: BLE001 - the type and words are what is compared
+            return type(e).__name__, str(e)
+        if out is None:
+            return None
+        if isinstance(out, tuple):
+            return [None if x is None else x.tolist() for x in out]
+        return out.tolist()
+    assert run(tg, tg_rnn) == run(torch, torch_rnn)
+
+
+def test_rnn_utils_export_the_names_of_pytorch():
+    assert sorted(tg_rnn.__all__) == sorted(torch_rnn.__all__)

@@ -14,6 +14,9 @@ from ... import _core
 from ... import creation
 from ...tensor import Tensor
 
+__all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence",
+           "pad_sequence", "unpad_sequence", "pack_sequence", "unpack_sequence"]
+
 _cat = _core.TORCH_FUNCTIONS["cat"]
 _stack = _core.TORCH_FUNCTIONS["stack"]
 
@@ -21,7 +24,9 @@ _PackedSequenceBase = namedtuple("PackedSequence_",
                                  ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])
 
 
-def _invert_permutation(permutation):
+def invert_permutation(permutation):
+    """The inverse of a 1-D permutation tensor (None for None): converts a PackedSequence's
+    sorted_indices to its unsorted_indices and back."""
     if permutation is None:
         return None
     inverse = np.empty_like(permutation._array)
@@ -37,7 +42,17 @@ class PackedSequence(_PackedSequenceBase):
 
     def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
         if unsorted_indices is None:
-            unsorted_indices = _invert_permutation(sorted_indices)
+            unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None:
+            # PyTorch's other calling form: PackedSequence((data, batch_sizes), ...)
+            if not (isinstance(data, (list, tuple)) and len(data) == 2):
+                raise AssertionError("Expected data to be a list or tuple of length 2")
+            data, batch_sizes = data
+        elif batch_sizes.device.type != "cpu":
+            raise ValueError("batch_sizes should always be on CPU. Instances of PackedSequence "
+                             "should never be created manually. They should be instantiated by "
+                             "functions like pack_sequence and pack_padded_sequences in "
+                             "nn.utils.rnn.")
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs):
@@ -138,6 +153,8 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
         input = input.index_select(0 if batch_first else 1, sorted_indices)
     if batch_first:
         input = input.transpose(0, 1)
+    if input.numel() == 0:
+        raise RuntimeError("Cannot pack empty tensors.")
     steps, batch = input.shape[0], input.shape[1]
     if lengths.size != batch:
         raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
