@@ -393,3 +393,20 @@ def test_packed_sequence_construction_matches_pytorch(call):
 
 def test_rnn_utils_export_the_names_of_pytorch():
     assert sorted(tg_rnn.__all__) == sorted(torch_rnn.__all__)
+
+
+@pytest.mark.parametrize("make_args", [
+    lambda T, rnn: (rnn.pack_sequence([T.ones(2, 3, dtype=T.float64)]),),
+    lambda T, rnn: (rnn.pack_sequence([T.ones(2, 3, dtype=T.int64)]),),
+    lambda T, rnn: (rnn.pack_sequence([T.ones(2, 3)]), (T.zeros(1, 4), T.zeros(1, 4))),
+])
+def test_packed_lstm_errors_have_pytorch_types(make_args):
+    # PyTorch's LSTM runs no argument checks on a packed batch; its kernel raises instead
+    def run(T, rnn):
+        T.manual_seed(0)
+        try:
+            T.nn.LSTM(3, 4)(*make_args(T, rnn))
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            return type(e).__name__
+        return "ok"
+    assert run(tg, tg_rnn) == run(torch, torch_rnn)

@@ -440,6 +440,12 @@ class RNNBase(Module):
         if batch_sizes is not None and input.dim() != expected:
             raise RuntimeError(f"input must have {expected} dimensions, got {input.dim()}")
         w = self.weight_ih_l0
+        if input.dtype != w.dtype and self.mode == "LSTM" and batch_sizes is not None:
+            # PyTorch's LSTM skips its argument checks for a packed batch: its kernel's
+            # matmul refuses the mix
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                               f"{_core.scalar_type_name_of(input._array.dtype)} and "
+                               f"{_core.scalar_type_name_of(w._array.dtype)}")
         if input.dtype != w.dtype:
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
                              f"({w.dtype}). Convert input: input.to({w.dtype}), or convert "
@@ -526,7 +532,13 @@ class RNNBase(Module):
         parts = list(hx) if is_lstm else [hx]
         want = 3 if batched else 2
         if packed:
-            pass        # PyTorch checks a packed batch's states by their sizes alone
+            # PyTorch checks a packed batch's states by their sizes alone (an LSTM's not even
+            # those: its kernel reads dim 2 of each)
+            short = [p for p in parts if p.dim() < 3]
+            if is_lstm and short:
+                rank = short[0].dim()
+                raise IndexError(f"Dimension out of range (expected to be in range of "
+                                 f"[{-rank}, {rank - 1}], but got 2)")
         elif is_lstm:
             if any(p.dim() != want for p in parts):
                 kind = "batched 3-D" if batched else "unbatched 2-D"
