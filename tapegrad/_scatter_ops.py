@@ -378,13 +378,18 @@ def _index_dim_key(self, dim, index, fname: str, wrap: bool, error=RuntimeError,
     return dim, (slice(None),) * dim + (flat,)
 
 
-def _check_index_copy_source(self, source, dim, n_index):
-    """PyTorch's index_copy checks of source against self and the index count, in its order
-    and words (a 0-d source or self stands for one slice)."""
-    if not isinstance(source, TensorBase):
-        raise TypeError(f"index_copy(): argument 'source' (position 3) must be Tensor, not "
-                        f"{_core.type_name(source)}")
-    shape, sshape = self._array.shape, source._array.shape
+def _check_index_copy(self, dim, index, source):
+    """PyTorch's index_copy checks of the index, and of source against self and the index
+    count, in its order and words (a 0-d source or self stands for one slice)."""
+    for name, position, arg in (("index", 2, index), ("source", 3, source)):
+        if not isinstance(arg, TensorBase):
+            raise TypeError(f"index_copy(): argument '{name}' (position {position}) must be "
+                            f"Tensor, not {_core.type_name(arg)}")
+    dim = _norm_dim(dim, self.ndim)
+    idx, shape, sshape = index._array, self._array.shape, source._array.shape
+    if idx.ndim > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {idx.ndim})")
+    n_index = idx.size
     if not sshape and n_index != 1:
         raise IndexError(f"index_copy_(): When source is scalar, index should have one "
                          f"element (got {n_index})")
@@ -392,6 +397,13 @@ def _check_index_copy_source(self, source, dim, n_index):
         raise IndexError(f"index_copy_(): When source and destination are not scalars, "
                          f"their dimensionality must match. Source dimensionality "
                          f"({len(sshape)}), destination dimensionality ({len(shape)})")
+    if idx.dtype != np.int64:
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
+                           f"{_type_name(idx)}")
+    if source._array.dtype != self._array.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {_type_name(self._array)} and (source) "
+                           f"{_type_name(source._array)}")
     self_slice = shape[:dim] + shape[dim + 1:]
     source_slice = sshape[:dim] + sshape[dim + 1:]
     if self_slice != source_slice:
@@ -470,13 +482,9 @@ def index_add_(self, dim, index, source, *, alpha=1):
 @_numpy_dim_names
 def index_copy(input, dim, index, source):
     """input with source's slices written at index along dim."""
-    if isinstance(source, TensorBase) and source._array.dtype != input._array.dtype:
-        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
-                           f"but got (self) {_type_name(input._array)} and (source) "
-                           f"{_type_name(source._array)}")
+    _check_index_copy(input, dim, index, source)
     dim, key = _index_dim_key(input, dim, index, "index_copy", wrap=False, error=IndexError,
                               prefix="index_copy_(): ")
-    _check_index_copy_source(input, source, dim, index._array.size)
     return _overwrite(input, key, source)
 
 
@@ -519,6 +527,11 @@ def index_fill(input, dim, index, value):
     if isinstance(value, TensorBase) and value._array.ndim != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value._array.ndim} dimension(s).")
+    if isinstance(index, TensorBase):
+        if index._array.dtype != np.int64:
+            raise IndexError("index_fill_(): Expected dtype int64 for index.")
+        if index._array.ndim > 1:
+            raise RuntimeError("Index has to be a vector/scalar")
     dim, key = _index_dim_key(input, dim, index, "index_fill", wrap=True, error=IndexError)
     if isinstance(value, _FILL_NUMBER_TYPES):
         value = _fill_number(input, value)

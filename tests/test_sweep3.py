@@ -410,3 +410,31 @@ def test_packed_lstm_errors_have_pytorch_types(make_args):
             return type(e).__name__
         return "ok"
     assert run(tg, tg_rnn) == run(torch, torch_rnn)
+
+
+@pytest.mark.parametrize("indices, dim", [([[-1], [-3]], 1), ([[7, -7, 100]], 1),
+                                          ([[7, -7, 100]], 0), ([[3]], 1), ([[-1, 0, -2]], 0)])
+def test_take_along_dim_takes_indices_modulo_the_dim_size(indices, dim):
+    # before: a negative or past-the-end index raised where PyTorch wraps it
+    def run(T):
+        x = T.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        y = T.take_along_dim(x, T.tensor(indices), dim)
+        (grad,) = T.autograd.grad((y * T.arange(1.0, y.numel() + 1).reshape(y.shape)).sum(), x)
+        return y.tolist(), grad.tolist()
+    assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.take_along_dim(T.tensor([[1.0, 2.0]]), T.tensor([-1, 0])),
+    lambda T: T.take_along_dim(T.zeros(2, 0), T.tensor([[1]]), 1),
+    # SILENT before: int32 indices were accepted where PyTorch refuses them
+    lambda T: T.zeros(2, 3).index_fill(1, T.tensor([1], dtype=T.int32), 0.0),
+    lambda T: T.zeros(2, 3).index_fill(1, T.tensor([[1]]), 0.0),
+    lambda T: T.zeros(2, 3).index_fill(1, T.tensor([[1.0]]), 0.0),
+    lambda T: T.zeros(2, 3).index_copy(1, T.tensor([1], dtype=T.int32), T.ones(2, 1)),
+    lambda T: T.zeros(2, 3).index_copy(1, T.tensor([[1]]), T.ones(2, 1)),
+    lambda T: T.zeros(2, 3).index_copy(1, T.tensor([1, 0], dtype=T.int32), T.ones(2, 1)),
+    lambda T: T.zeros(2, 3).index_copy(1, T.tensor([1]), T.ones(2, 1, dtype=T.float64)),
+])
+def test_index_fill_index_copy_and_take_along_dim_check_indices_as_pytorch(call):
+    assert _raised(lambda: call(tg)) == _raised(lambda: call(torch))
