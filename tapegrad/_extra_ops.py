@@ -232,7 +232,9 @@ def bincount(input, weights=None, minlength=0):
 
 
 def _check_histogram_input(arr, kernel: str) -> None:
-    if arr.dtype.kind != "f":
+    # (PyTorch's histogramdd kernel is built for float and double only; histc and histogram
+    # with given edges also take half)
+    if arr.dtype.kind != "f" or (kernel == "histogramdd" and arr.dtype == np.float16):
         name = "Bool" if arr.dtype.kind == "b" else _dtype_name(arr)
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
 
@@ -482,6 +484,12 @@ def _check_unique_dim_of_empty(shape, axis):
                            "be applied ")
 
 
+def _refuse_complex_unique(arr, kernel: str) -> None:
+    """PyTorch's unique kernels are built for real numbers and bool only."""
+    if arr.dtype.kind == "c":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(arr)}\'')
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values (sorted; along `dim`, the distinct slices), optionally with the inverse
     indices and the counts.  NaNs are all distinct, as in PyTorch."""
@@ -492,6 +500,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         _core.check_bool("_unique2" if dim is None else "unique_dim", name, flag)
     _refuse_if_complex("unique" if dim is None else "unique_dim", input)
     arr = input._array
+    _refuse_complex_unique(arr, "unique" if dim is None else "unique_dim")
     if dim is None:
         values, inverse, counts = np.unique(arr.reshape(-1), return_inverse=True,
                                             return_counts=True, equal_nan=False)
@@ -606,6 +615,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     _core.check_bool("topk", "largest", largest)
     _core.check_bool("topk", "sorted", sorted)
     _refuse_if_complex("topk", input)
+    if input._array.dtype == np.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     if not hasattr(k, "__index__"):
         raise TypeError(f"topk(): argument 'k' must be int, not {_type_name(k)}")
     d = _dim(dim, input.ndim, "topk")

@@ -226,6 +226,12 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
                            f"number of dimensions, but got {input.ndim} dimensions for input, "
                            f"and {indices.ndim} dimensions for indices")
+    if indices.numel():
+        # PyTorch takes the indices along dim modulo its size: -1 is the last, and so is
+        # size - 1 + k * size
+        if input.shape[d] == 0:
+            raise RuntimeError("ZeroDivisionError")
+        indices = indices.remainder(input.shape[d])
     others_in = list(input.shape)
     others_ix = list(indices.shape)
     others_in[d] = others_ix[d] = 1

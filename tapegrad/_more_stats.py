@@ -429,8 +429,12 @@ def _binary_search(name: str, boundaries, values, out_int32: bool, right: bool, 
     if b.ndim == 0:
         raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
                            "dimension, but got 0 dimension")
-    if b.dtype == np.bool_ or v.dtype == np.bool_:
-        raise NotImplementedError(f"\"{name}_out_cpu\" not implemented for 'Bool'")
+    # PyTorch compares in the two dtypes' common type, with a kernel for real numbers only (its
+    # bucketize is its searchsorted, whose name the error carries)
+    common = np.result_type(b.dtype, v.dtype)
+    if common == np.bool_ or common.kind == "c":
+        raise NotImplementedError(f"\"searchsorted_out_cpu\" not implemented for "
+                                  f"'{_dtype_name(np.empty(0, common))}'")
     if b.ndim > 1:
         if values_is_scalar:
             raise RuntimeError(f"torch.searchsorted(): input value can be a scalar only when "

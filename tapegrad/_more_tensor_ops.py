@@ -150,24 +150,30 @@ _INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     """A copy of input where, along dim, slice index[i] is reduced (prod, mean, amax or amin)
     with source's slice i (with or without input's own value); differentiable as
-    scatter_reduce, which it is built on."""
+    scatter_reduce, whose reduction it shares."""
+    from ._scatter_ops import (_check_bounds, _check_index_func, _index_out_of_range_in_self,
+                               _positions_key)
     warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning,
                   stacklevel=2)
     _check_tensor(input, "index_reduce")
     if reduce not in _INDEX_REDUCTIONS:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
-    d = _dim(dim, input.dim())
-    if index.dim() > 1:
-        raise IndexError("index_reduce_(): Index is supposed to be a vector")
-    if index.numel() != (source.shape[d] if source.dim() else 1):
-        raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
-                           f"equal to source.size(dim): ({source.shape[d]}), for dim: {d}")
-    # scatter_reduce wants the index broadcast to source's shape along the other dims
-    shape = [1] * source.dim()
-    shape[d] = index.numel()
-    spread = _index_tensor(np.broadcast_to(index._array.reshape(shape), tuple(source.shape)))
-    return input.scatter_reduce(d, spread, source, reduce, include_self=include_self)
+    d = _check_index_func(input, dim, index, source, "index_reduce")
+    if input._array.dtype.kind in "bc":     # PyTorch's kernel is built for real numbers only
+        raise NotImplementedError(f'"index_func_" not implemented for '
+                                  f"'{_dtype_name(input._array)}'")
+    positions = _check_bounds(index._array.astype(np.int64).reshape(-1),
+                              input.shape[d] if input.dim() else 1, d, wrap=False,
+                              error=_index_out_of_range_in_self)
+    # the position each element of source lands on: its slice's index along d
+    along = [1] * source.dim()
+    if along:
+        along[d] = positions.size
+    spread = np.broadcast_to(positions.reshape(along), tuple(source.shape))
+    from ._scatter_functions import scatter_reduce_apply
+    key = _positions_key(input, d, spread)
+    return scatter_reduce_apply(input, key, source, reduce, include_self, index_reduce=True)
 
 
 # -- fill, zero, detach, splits ------------------------------------------------------------------

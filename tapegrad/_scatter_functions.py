@@ -16,7 +16,8 @@ from .autograd.function import Function
 
 
 def _wrap(arr):
-    return _core.wrap_array(np.ascontiguousarray(arr), False)
+    # asarray with order "C", not ascontiguousarray, which turns a 0-d result into shape (1,)
+    return _core.wrap_array(np.asarray(arr, order="C"), False)
 
 
 def _tensor_key(key):
@@ -99,7 +100,7 @@ def _reduce_values(x, key, src, reduce, include_self):
         count += 1
     count = np.maximum(count, 1)        # positions nothing lands on keep self (count 1)
     if reduce == "mean":
-        if out.dtype.kind == "f":
+        if out.dtype.kind in "fc":
             out = np.where(mask | include_self, out / count.astype(out.dtype), out)
         else:
             out = np.where(mask, np.floor_divide(out, count.astype(out.dtype)), out)
@@ -139,7 +140,7 @@ class ScatterReduce(Function):
             # share is then dropped below).
             x_hits = x == out
             src_hits = src == out[key]
-            ties = x_hits.astype(g.dtype)
+            ties = np.array(x_hits, dtype=g.dtype)     # (an array even when 0-d)
             np.add.at(ties, key, src_hits.astype(g.dtype))
             share = g / np.maximum(ties, 1)
             gx, gs = share * x_hits, share[key] * src_hits
@@ -166,7 +167,7 @@ def _recorded_grads(ctx, g, x, src, out):
     elif reduce in ("amax", "amin"):
         xa, sa = x._array, src._array
         x_hits, src_hits = xa == out, sa == out[key]
-        ties = x_hits.astype(g._array.dtype)
+        ties = np.array(x_hits, dtype=g._array.dtype)     # (an array even when 0-d)
         np.add.at(ties, key, src_hits)
         share = g / const(np.maximum(ties, 1))
         gx, gs = share * const(x_hits), share[at] * const(src_hits)
@@ -211,8 +212,17 @@ ScatterReduce._backward_cls.__name__ = "ScatterReduceBackward0"
 ScatterReduce._backward_cls.__qualname__ = "ScatterReduceBackward0"
 
 
-def scatter_reduce_apply(x, key, src, reduce, include_self):
-    return ScatterReduce.apply(x, src, key, reduce, include_self)
+class IndexReduce(ScatterReduce):
+    """index_reduce: the same reduction and derivatives, under PyTorch's name for its node."""
+
+
+IndexReduce._backward_cls.__name__ = IndexReduce._backward_cls.__qualname__ = \
+    "IndexReduceBackward0"
+
+
+def scatter_reduce_apply(x, key, src, reduce, include_self, index_reduce=False):
+    return (IndexReduce if index_reduce else ScatterReduce).apply(x, src, key, reduce,
+                                                                   include_self)
 
 
 class _NoDerivative(Function):

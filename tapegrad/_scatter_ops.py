@@ -59,8 +59,8 @@ def _check_bounds(idx: np.ndarray, size: int, dim: int, wrap: bool, prefix: str 
 
 
 def _wrap(arr) -> TensorBase:
-    arr = np.ascontiguousarray(arr)
-    return _core.wrap_array(arr, False)
+    # asarray with order "C", not ascontiguousarray, which turns a 0-d result into shape (1,)
+    return _core.wrap_array(np.asarray(arr, order="C"), False)
 
 
 # -- scatter --------------------------------------------------------------------------------------
@@ -95,19 +95,27 @@ def _scatter_key(self, dim: int, index, src, fname: str):
         raise RuntimeError(msg)
     flat = idx.astype(np.int64).reshape(ishape)
     _check_bounds(flat, sshape[dim], dim, wrap=False)
-    grids = np.indices(ishape, sparse=True)
-    key = tuple(flat if d == dim else grids[d] for d in range(len(ishape)))
-    if not shape:                       # a 0-d self: its one element
-        key = ()
+    key = _positions_key(self, dim, flat)
     src_part = None
     if src is not None:
         src_part = src if src._array.ndim == 0 else src[tuple(slice(0, n) for n in ishape)]
     return dim, key, src_part
 
 
-def _check_same_dtype(self, src, fname: str) -> None:
+def _positions_key(self, dim: int, positions: np.ndarray):
+    """The numpy key into self naming, for each element of an index-shaped array, the
+    position `positions` holds along dim and its own position along the other dims (a 0-d
+    self: its one element)."""
+    if not self._array.ndim:
+        return ()
+    grids = np.indices(positions.shape, sparse=True)
+    return tuple(positions if d == dim else grids[d] for d in range(positions.ndim))
+
+
+def _check_same_dtype(self, src) -> None:
     if src._array.dtype != self._array.dtype:
-        raise RuntimeError(f"{fname}(): Expected self.dtype to be equal to src.dtype")
+        # PyTorch names scatter() here for the whole family
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
 
 
 def _overwrite(self, key, value):
@@ -134,7 +142,7 @@ def _scatter_reduce_two(self, dim, index, src, reduce, fname):
                       "will be removed in a future PyTorch release. Use torch.scatter_reduce "
                       "instead for more reduction options.", UserWarning, stacklevel=3)
     if is_tensor:
-        _check_same_dtype(self, src, fname)
+        _check_same_dtype(self, src)
     dim, key, part = _scatter_key(self, dim, index, src if is_tensor else None, fname)
     out = self._array.copy()
     if key is not None:
@@ -158,7 +166,7 @@ def scatter(input, dim, index, src=None, reduce=None, *, value=None):
     if reduce is not None:
         return _scatter_reduce_two(input, dim, index, src, reduce, "scatter")
     if isinstance(src, TensorBase):
-        _check_same_dtype(input, src, "scatter")
+        _check_same_dtype(input, src)
         _, key, part = _scatter_key(input, dim, index, src, "scatter")
         return _overwrite(input, key, part)
     if not isinstance(src, numbers.Number):
@@ -184,7 +192,7 @@ def scatter_add(input, dim, index, src):
     if not isinstance(src, TensorBase):
         raise TypeError(f"scatter_add(): argument 'src' (position 3) must be Tensor, not "
                         f"{_core.type_name(src)}")
-    _check_same_dtype(input, src, "scatter_add")
+    _check_same_dtype(input, src)
     _, key, part = _scatter_key(input, dim, index, src, "scatter_add")
     from ._scatter_functions import accumulate
     return accumulate(input, key, part, "ScatterAddBackward0")
@@ -216,7 +224,12 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     if not isinstance(src, TensorBase):
         raise TypeError(f"scatter_reduce(): argument 'src' (position 3) must be Tensor, not "
                         f"{_core.type_name(src)}")
-    _check_same_dtype(input, src, "scatter_reduce")
+    _check_same_dtype(input, src)
+    kind = input._array.dtype.kind
+    if (kind == "b" and reduce == "mean") or (kind == "c" and reduce in ("amax", "amin")):
+        # PyTorch's kernels: no mean of bools, no ordering of complex numbers
+        raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not '
+                                  f"implemented for '{_type_name(input._array)}'")
     _, key, part = _scatter_key(input, dim, index, src, "scatter_reduce")
     from ._scatter_functions import scatter_reduce_apply
     return scatter_reduce_apply(input, key, part, reduce, include_self)
@@ -365,48 +378,91 @@ def _index_dim_key(self, dim, index, fname: str, wrap: bool, error=RuntimeError,
     return dim, (slice(None),) * dim + (flat,)
 
 
-def _check_source(self, source, dim, n_index, fname):
-    if not isinstance(source, TensorBase):
-        raise TypeError(f"{fname}(): argument 'source' (position 3) must be Tensor, not "
-                        f"{_core.type_name(source)}")
-    shape, sshape = self._array.shape, source._array.shape
-    if fname == "index_copy" and shape:
-        # PyTorch's index_copy checks the counts first, with IndexErrors
-        if not sshape and n_index != 1:
-            raise IndexError(f"index_copy_(): When source is scalar, index should have one "
-                             f"element (got {n_index})")
-        if sshape and len(sshape) != len(shape):
-            raise IndexError(f"index_copy_(): When source and destination are not scalars, "
-                             f"their dimensionality must match. Source dimensionality "
-                             f"({len(sshape)}), destination dimensionality ({len(shape)})")
-        if sshape and sshape[dim] != n_index:
-            raise IndexError(f"index_copy_(): Number of indices ({n_index}) should be equal to "
-                             f"source.size(dim) ({sshape[dim]})")
-    if shape:
-        fits = tuple(sshape) == shape[:dim] + (n_index,) + shape[dim + 1:]
-    else:       # a 0-d self: index_copy takes any one-element source, index_add a 0-d one
-        fits = source._array.size == n_index and (fname == "index_copy" or not sshape)
-    if not fits:
-        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
-                           f"specified dimension. Got self.shape = {list(shape)} "
-                           f"source.shape = {list(sshape)}")
+def _check_index_copy(self, dim, index, source):
+    """PyTorch's index_copy checks of the index, and of source against self and the index
+    count, in its order and words (a 0-d source or self stands for one slice)."""
+    for name, position, arg in (("index", 2, index), ("source", 3, source)):
+        if not isinstance(arg, TensorBase):
+            raise TypeError(f"index_copy(): argument '{name}' (position {position}) must be "
+                            f"Tensor, not {_core.type_name(arg)}")
+    dim = _norm_dim(dim, self.ndim)
+    idx, shape, sshape = index._array, self._array.shape, source._array.shape
+    if idx.ndim > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {idx.ndim})")
+    n_index = idx.size
+    if not sshape and n_index != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one "
+                         f"element (got {n_index})")
+    if shape and sshape and len(sshape) != len(shape):
+        raise IndexError(f"index_copy_(): When source and destination are not scalars, "
+                         f"their dimensionality must match. Source dimensionality "
+                         f"({len(sshape)}), destination dimensionality ({len(shape)})")
+    if idx.dtype != np.int64:
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
+                           f"{_type_name(idx)}")
+    if source._array.dtype != self._array.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {_type_name(self._array)} and (source) "
+                           f"{_type_name(source._array)}")
+    self_slice = shape[:dim] + shape[dim + 1:]
+    source_slice = sshape[:dim] + sshape[dim + 1:]
+    if self_slice != source_slice:
+        words = lambda sizes: " ".join(str(n) for n in sizes)     # noqa: E731 (C++'s vector <<)
+        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice "
+                           f"shapes. Destination slice shape: {words(self_slice)} at dimension "
+                           f"{dim} and source slice shape: {words(source_slice)} at dimension 0.")
+    if sshape and sshape[dim] != n_index:
+        raise IndexError(f"index_copy_(): Number of indices ({n_index}) should be equal to "
+                         f"source.size(dim) ({sshape[dim]})")
 
 
 def _index_out_of_range_in_self(_message):
     return IndexError("index out of range in self")
 
 
+def _check_index_func(self, dim, index, source, fname: str) -> int:
+    """PyTorch's checks shared by index_add and index_reduce (its index_func_meta_impl), in its
+    order and words; returns dim wrapped to self's rank."""
+    for name, position, arg in (("index", 2, index), ("source", 3, source)):
+        if not isinstance(arg, TensorBase):
+            raise TypeError(f"{fname}(): argument '{name}' (position {position}) must be "
+                            f"Tensor, not {_core.type_name(arg)}")
+    dim = _norm_dim(dim, self.ndim)
+    idx, shape, sshape = index._array, self._array.shape, source._array.shape
+    if idx.ndim > 1:
+        raise IndexError(f"{fname}_(): Index is supposed to be a vector, but got dim: "
+                         f"{idx.ndim} with type: {_type_name(idx)} and size: {list(idx.shape)}")
+    if idx.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"{fname}_(): Expected dtype int32/int64 for index but got: "
+                           f"{_type_name(idx)}")
+    if source._array.dtype != self._array.dtype:
+        raise RuntimeError(f"{fname}_(): self ({_type_name(self._array)}) and source "
+                           f"({_type_name(source._array)}) must have the same scalar type")
+    if dim != 0 and dim >= len(sshape):
+        raise RuntimeError(f"{fname}_(): Indexing dim {dim} is out of bounds of the source "
+                           f"tensor with dim {len(sshape)}")
+    slices = sshape[dim] if sshape else 1
+    if idx.size != slices:
+        raise RuntimeError(f"{fname}_(): Number of indices ({idx.size}) should be equal to "
+                           f"source.size(dim): ({slices}), for dim: {dim}")
+    # the shapes apart from dim; a 0-d self or source compares whole shapes
+    if shape and sshape:
+        shape, sshape = shape[:dim] + shape[dim + 1:], sshape[:dim] + sshape[dim + 1:]
+    if tuple(shape) != tuple(sshape):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(self._array.shape)} "
+                           f"source.shape = {list(source._array.shape)}")
+    return dim
+
+
 @_numpy_dim_names
 def index_add(input, dim, index, source, *, alpha=1):
     """input plus alpha * source's slices added at index along dim (repeats accumulate)."""
-    if isinstance(source, TensorBase) and source._array.dtype != input._array.dtype:
-        raise RuntimeError(f"index_add_(): self ({_type_name(input._array)}) and source "
-                           f"({_type_name(source._array)}) must have the same scalar type")
+    _check_index_func(input, dim, index, source, "index_add")
     # PyTorch's kernel for a self of at most one dim is index_select's loop, whose error is an
     # IndexError without the index (60634635); a wider self names it in a RuntimeError
     error = _index_out_of_range_in_self if input.ndim <= 1 else RuntimeError
     dim, key = _index_dim_key(input, dim, index, "index_add", wrap=False, error=error)
-    _check_source(input, source, dim, index._array.size, "index_add")
     if key is None:
         return input.clone()
     from ._scatter_functions import accumulate
@@ -426,13 +482,9 @@ def index_add_(self, dim, index, source, *, alpha=1):
 @_numpy_dim_names
 def index_copy(input, dim, index, source):
     """input with source's slices written at index along dim."""
-    if isinstance(source, TensorBase) and source._array.dtype != input._array.dtype:
-        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
-                           f"but got (self) {_type_name(input._array)} and (source) "
-                           f"{_type_name(source._array)}")
+    _check_index_copy(input, dim, index, source)
     dim, key = _index_dim_key(input, dim, index, "index_copy", wrap=False, error=IndexError,
                               prefix="index_copy_(): ")
-    _check_source(input, source, dim, index._array.size, "index_copy")
     return _overwrite(input, key, source)
 
 
@@ -475,6 +527,11 @@ def index_fill(input, dim, index, value):
     if isinstance(value, TensorBase) and value._array.ndim != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value._array.ndim} dimension(s).")
+    if isinstance(index, TensorBase):
+        if index._array.dtype != np.int64:
+            raise IndexError("index_fill_(): Expected dtype int64 for index.")
+        if index._array.ndim > 1:
+            raise RuntimeError("Index has to be a vector/scalar")
     dim, key = _index_dim_key(input, dim, index, "index_fill", wrap=True, error=IndexError)
     if isinstance(value, _FILL_NUMBER_TYPES):
         value = _fill_number(input, value)

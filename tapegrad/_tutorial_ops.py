@@ -537,6 +537,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     _core.check_bool("unique_consecutive", "return_counts", return_counts)
     _refuse_if_complex("unique", input)
     arr = input._array
+    from ._extra_ops import _refuse_complex_unique
+    _refuse_complex_unique(arr, "unique" if dim is None else "unique_dim")
     if dim is None:
         flat = arr.reshape(-1)
         starts = np.ones(flat.shape[0], dtype=bool)

@@ -88,9 +88,10 @@ def _shift(input, dim, sign: int):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{_type_name(input)}")
     dims = tuple(range(input.ndim)) if dim is None else \
-        ((dim,) if isinstance(dim, int) else tuple(dim))
-    if not dims:
-        return input.clone()
+        _dims_arg("fftshift" if sign > 0 else "ifftshift", dim)
+    if not dims:        # (a 0-d input, or dim=()): PyTorch's roll is given no shifts
+        raise RuntimeError("`shifts` required")
+    dims = tuple(_transform_dim(d, input.ndim) for d in dims)
     shifts = tuple(sign * (input.shape[d] // 2) for d in dims)
     return roll(input, shifts, dims)
 
@@ -198,7 +199,8 @@ class _Transform(Function):
         ctx.in_shape, ctx.in_dtype = x._array.shape, x._array.dtype
         transform = {"c2c": _c2c, "r2c": _r2c, "c2r": _c2r}[kind]
         out = transform(x._array, dims, sizes, forward, norm)
-        return _core.wrap_array(np.ascontiguousarray(out, dtype=out_dtype))
+        # (asarray with order "C": ascontiguousarray would make a 0-d result 1-d)
+        return _core.wrap_array(np.asarray(out, dtype=out_dtype, order="C"))
 
     @staticmethod
     def backward(ctx, g):
@@ -226,7 +228,7 @@ class _Transform(Function):
         grad = _resize(grad, dims, resized)
         if ctx.in_dtype.kind != "c":
             grad = grad.real
-        return (_core.wrap_array(np.ascontiguousarray(grad, dtype=ctx.in_dtype)),
+        return (_core.wrap_array(np.asarray(grad, dtype=ctx.in_dtype, order="C")),
                 None, None, None, None, None, None)
 
 
@@ -252,10 +254,40 @@ def _check_input(fn: str, input):
     _check_tensor(input, "fft_" + fn)
 
 
+_ONE_DIM_TRANSFORMS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
+
+
+def _transform_dim(dim, ndim: int) -> int:
+    """dim wrapped to the input's rank; PyTorch's transforms never wrap into a 0-d input."""
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return _core.normalize_dim(dim, ndim)
+
+
+def _dims_arg(fn: str, dim) -> tuple:
+    """An n-D transform's dim argument (an int or a sequence of ints) as a tuple, with the
+    TypeError of PyTorch's argument parser for anything else (a float, a bool)."""
+    is_int = lambda d: hasattr(d, "__index__") and not isinstance(d, (bool, np.bool_))  # noqa
+    if is_int(dim):
+        return (dim,)
+    if isinstance(dim, (tuple, list)) and all(is_int(d) for d in dim):
+        return tuple(dim)
+    raise TypeError(f"fft_{fn}(): argument 'dim' must be tuple of ints, not {_type_name(dim)}")
+
+
+def _check_some_axis(fn: str, dims) -> None:
+    """A one-sided transform needs a last axis to halve (PyTorch names its n-D form)."""
+    if not dims:
+        raise RuntimeError(f"{fn.replace('2', 'n')} must transform at least one axis")
+
+
 def _plan(fn: str, input, s, dim, default_dims):
     """The transform's dims (normalised, in order) and signal sizes (None entries: the input's
     size along that dim), as torch.fft's n / s and dim arguments give them."""
     ndim = input.ndim
+    if fn in _ONE_DIM_TRANSFORMS and dim is not None and (
+            isinstance(dim, (bool, np.bool_)) or not hasattr(dim, "__index__")):
+        raise TypeError(f"fft_{fn}(): argument 'dim' must be int, not {_type_name(dim)}")
     if dim is None:
         if s is not None:
             if len(s) > ndim:
@@ -265,8 +297,8 @@ def _plan(fn: str, input, s, dim, default_dims):
         else:
             dims = tuple(range(ndim)) if default_dims is None else default_dims
     else:
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    dims = tuple(_core.normalize_dim(d, ndim) for d in dims)
+        dims = _dims_arg(fn, dim)
+    dims = tuple(_transform_dim(d, ndim) for d in dims)
     if len(set(dims)) != len(dims):
         raise RuntimeError("FFT dims must be unique")
     if s is None:
@@ -319,6 +351,7 @@ def _r2c_call(fn, input, s, dim, norm, forward, default_dims):
     _check_input(fn, input)
     x = _real_input(fn, input)
     dims, sizes = _plan(fn, x, s, dim, default_dims)
+    _check_some_axis(fn, dims)
     sizes = [x.shape[d] if n is None else n for d, n in zip(dims, sizes)]
     _scale(norm, forward, 1)
     _core._complex_in_use()
@@ -330,6 +363,7 @@ def _r2c_call(fn, input, s, dim, norm, forward, default_dims):
 def _c2r_call(fn, input, s, dim, norm, forward, default_dims):
     _check_input(fn, input)
     dims, sizes = _plan(fn, input, s, dim, default_dims)
+    _check_some_axis(fn, dims)
     sizes = [input.shape[d] if n is None else n for d, n in zip(dims, sizes[:-1])] + \
         [2 * (input.shape[dims[-1]] - 1) if sizes[-1] is None else sizes[-1]]
     if sizes[-1] < 1:

@@ -693,8 +693,9 @@ def poisson(input, generator=None) -> Tensor:
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     rates = A.astype(np.float64)
     huge = rates > _POISSON_MAX_RATE
-    counts = _numpy_rng(generator, "poisson").poisson(np.where(huge, 0.0, rates)).astype(
-        np.float64)
+    # (asarray: for a 0-d rate numpy returns a Python int)
+    counts = np.asarray(_numpy_rng(generator, "poisson").poisson(np.where(huge, 0.0, rates)),
+                        dtype=np.float64)
     counts[huge] = rates[huge]          # past numpy's range the relative spread is below 1e-9
     return _maybe_zero_grad(counts.astype(A.dtype), input, "Poisson")
 

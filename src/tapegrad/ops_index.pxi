@@ -736,6 +736,9 @@ def index_select(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, axis=None):
         raise IndexError("index_select(): Index is supposed to be a vector")
     if I.dtype != NP_INT64 and I.dtype != np.int32:
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if A.ndim == 0 and I.size != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{I.size} value(s)")
     A1 = A.reshape(1) if A.ndim == 0 else A
     I1 = I.reshape(-1).astype(np.intp)
     size = A1.shape[d]

@@ -2,7 +2,7 @@
 probabilities train), moments, numpy-drawn samples."""
 from __future__ import annotations
 
-from .. import lgamma, xlogy
+from .. import arange, lgamma, xlogy
 from ..nn import functional as F
 from ..tensor import Size
 from . import constraints
@@ -47,7 +47,8 @@ class Poisson(ExponentialFamily):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return xlogy(value, self.rate) - self.rate - lgamma(value + 1)
+        rate, value = broadcast_all(self.rate, value)
+        return xlogy(value, rate) - rate - lgamma(value + 1)
 
     @property
     def _natural_params(self):
@@ -93,6 +94,26 @@ class Binomial(BinaryParameter, Distribution):
         """A Binomial with its parameters broadcast to ``batch_shape``."""
         name = "probs" if "probs" in self.__dict__ else "logits"
         return expand_params(self, Binomial, ("total_count", name), batch_shape, _instance)
+
+    has_enumerate_support = True
+
+    def enumerate_support(self, expand: bool = True):
+        """The counts 0..n along a new leading dim (one n shared by the whole batch)."""
+        count = int(self.total_count.max())
+        if not self.total_count.min() == count:
+            raise NotImplementedError(
+                "Inhomogeneous total count not supported by `enumerate_support`.")
+        values = arange(1 + count, dtype=self.probs.dtype)
+        values = values.view((-1,) + (1,) * len(self.batch_shape))
+        return values.expand((-1,) + tuple(self.batch_shape)) if expand else values
+
+    def entropy(self):
+        # the sum of -p log p over the support, so one n for the whole batch
+        count = int(self.total_count.max())
+        if not self.total_count.min() == count:
+            raise NotImplementedError("Inhomogeneous total count not supported by `entropy`.")
+        log_prob = self.log_prob(self.enumerate_support(False))
+        return -(log_prob.exp() * log_prob).sum(0)
 
     def sample(self, sample_shape=Size()):
         n, p = self.total_count._array.astype("int64"), self.probs._array

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .. import digamma, lgamma
+from .. import arange, as_tensor, digamma, lgamma, stack, where, xlogy
 from ..tensor import Size
 from . import constraints
 from ._params import expand_params, standard_normal_like
@@ -55,10 +55,13 @@ class Gamma(ExponentialFamily):
         return value.clamp(min=_tiny(value))
 
     def log_prob(self, value):
+        # PyTorch reads the value in the parameters' dtype (a list, a float64 value of a
+        # float32 Gamma); xlogy makes 0 log 0 = 0, so concentration 1 has density rate at 0
+        value = as_tensor(value, dtype=self.rate.dtype)
         if self._validate_args:
             self._validate_sample(value)
         a, b = self.concentration, self.rate
-        return a * b.log() + (a - 1) * value.log() - b * value - lgamma(a)
+        return xlogy(a, b) + xlogy(a - 1, value) - b * value - lgamma(a)
 
     def cdf(self, value):
         if self._validate_args:
@@ -79,6 +82,18 @@ class Gamma(ExponentialFamily):
         return lgamma(x + 1) + (x + 1) * (-y.reciprocal()).log()
 
 
+def _simplex_mode(concentration):
+    """The Dirichlet mode over the last dim, by PyTorch's rule: (c - 1)+ normalised; a row whose
+    concentrations are all below 1 (a density unbounded at every corner) puts its whole mass on
+    the argmax of the 0/0 row, which is its first entry. Beta's mode is this rule's first entry
+    for (concentration1, concentration0)."""
+    shifted = (concentration - 1).clamp(min=0.0)
+    mode = shifted / shifted.sum(-1, True)
+    all_below_one = (concentration < 1).all(-1, keepdim=True)
+    corner = (mode.argmax(-1, keepdim=True) == arange(concentration.shape[-1])).to(mode.dtype)
+    return where(all_below_one, corner, mode)
+
+
 class Dirichlet(ExponentialFamily):
     """Dirichlet(concentration): distributions over the simplex of the last dim's size."""
 
@@ -96,6 +111,10 @@ class Dirichlet(ExponentialFamily):
     @property
     def mean(self):
         return self.concentration / self.concentration.sum(-1, True)
+
+    @property
+    def mode(self):
+        return _simplex_mode(self.concentration)
 
     @property
     def variance(self):
@@ -124,7 +143,8 @@ class Dirichlet(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         c = self.concentration
-        return ((c - 1) * value.log()).sum(-1) + lgamma(c.sum(-1)) - lgamma(c).sum(-1)
+        # xlogy: a concentration of 1 puts no weight on a zero coordinate (0 log 0 = 0)
+        return xlogy(c - 1, value).sum(-1) + lgamma(c.sum(-1)) - lgamma(c).sum(-1)
 
     def entropy(self):
         c = self.concentration
@@ -164,7 +184,7 @@ class Beta(ExponentialFamily):
 
     @property
     def mode(self):
-        return (self.concentration1 - 1) / (self.concentration1 + self.concentration0 - 2)
+        return _simplex_mode(stack([self.concentration1, self.concentration0], -1))[..., 0]
 
     @property
     def variance(self):
@@ -187,7 +207,9 @@ class Beta(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         a, b = self.concentration1, self.concentration0
-        return ((a - 1) * value.log() + (b - 1) * (-value).log1p()
+        # as PyTorch's Dirichlet of (value, 1 - value): xlogy keeps 0 log 0 = 0 at the ends
+        # and promotes a low-precision value to the parameters' dtype before the log
+        return (xlogy(a - 1, value) + xlogy(b - 1, 1.0 - value)
                 - (lgamma(a) + lgamma(b) - lgamma(a + b)))
 
     def entropy(self):

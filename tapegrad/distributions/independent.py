@@ -47,7 +47,10 @@ class Independent(Distribution):
 
     @property
     def support(self):
-        return constraints.independent(self.base_dist.support, self.reinterpreted_batch_ndims)
+        support = self.base_dist.support
+        if self.reinterpreted_batch_ndims:
+            support = constraints.independent(support, self.reinterpreted_batch_ndims)
+        return support
 
     @property
     def mean(self):

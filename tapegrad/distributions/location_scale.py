@@ -9,7 +9,7 @@ from . import constraints
 from ._params import BinaryParameter, LocationScale, expand_params, set_probs_or_logits, uniform_like
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, clamp_probs
+from .utils import broadcast_all
 
 __all__ = ["Cauchy", "Exponential", "Geometric", "Laplace"]
 
@@ -188,7 +188,10 @@ class Geometric(BinaryParameter, Distribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        probs = clamp_probs(self.probs)
+        # Unclamped, as PyTorch: a sure success (p = 1) has log-probability 0 at k = 0 (0 * log 0
+        # is taken as 0) and -inf at k > 0.
+        value, probs = broadcast_all(value, self.probs)
+        probs = probs.masked_fill((probs == 1) & (value == 0), 0.0)
         return value * (-probs).log1p() + self.probs.log()
 
     def entropy(self):

@@ -52,12 +52,12 @@ class MultivariateNormal(Distribution):
                              "two-dimensional, with optional leading batch dimensions")
         batch = _batch_broadcast(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1]))
         event = tuple(loc.shape[-1:])
-        if covariance_matrix is not None:
-            self.covariance_matrix = covariance_matrix.expand(*(batch + (-1, -1)))
-        elif precision_matrix is not None:
-            self.precision_matrix = precision_matrix.expand(*(batch + (-1, -1)))
-        else:
-            self.scale_tril = scale_tril.expand(*(batch + (-1, -1)))
+        # the other two forms are derived lazily; expand copies only this one, so a repr
+        # names the parameter given, as PyTorch's
+        self._given_matrix = ("covariance_matrix" if covariance_matrix is not None else
+                              "precision_matrix" if precision_matrix is not None else
+                              "scale_tril")
+        setattr(self, self._given_matrix, matrix.expand(*(batch + (-1, -1))))
         self.loc = loc.expand(*(batch + (-1,)))
         super().__init__(Size(batch), Size(event), validate_args=validate_args)
 
@@ -92,10 +92,9 @@ class MultivariateNormal(Distribution):
         new = self._get_checked_instance(MultivariateNormal, _instance)
         batch = tuple(Size(batch_shape))
         new.loc = self.loc.expand(*(batch + tuple(self.event_shape)))
-        new.scale_tril = self.scale_tril.expand(*(batch + (-1, -1)))
-        for name in ("covariance_matrix", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(*(batch + (-1, -1))))
+        new._given_matrix = self._given_matrix
+        setattr(new, self._given_matrix,
+                getattr(self, self._given_matrix).expand(*(batch + (-1, -1))))
         Distribution.__init__(new, Size(batch), self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

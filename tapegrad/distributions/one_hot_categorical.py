@@ -51,7 +51,8 @@ class OneHotCategorical(CategoricalBacked):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return self._categorical.log_prob(value.argmax(-1))
+        # max, not argmax: a one-hot value may be a bool tensor, which argmax refuses
+        return self._categorical.log_prob(value.max(-1)[1])
 
     def entropy(self):
         return self._categorical.entropy()

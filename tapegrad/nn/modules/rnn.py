@@ -440,6 +440,12 @@ class RNNBase(Module):
         if batch_sizes is not None and input.dim() != expected:
             raise RuntimeError(f"input must have {expected} dimensions, got {input.dim()}")
         w = self.weight_ih_l0
+        if input.dtype != w.dtype and self.mode == "LSTM" and batch_sizes is not None:
+            # PyTorch's LSTM skips its argument checks for a packed batch: its kernel's
+            # matmul refuses the mix
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                               f"{_core.scalar_type_name_of(input._array.dtype)} and "
+                               f"{_core.scalar_type_name_of(w._array.dtype)}")
         if input.dtype != w.dtype:
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
                              f"({w.dtype}). Convert input: input.to({w.dtype}), or convert "
@@ -466,7 +472,9 @@ class RNNBase(Module):
                 data = data.transpose(0, 1)
             batch_sizes = None
             batch = data.shape[1]
-        state = self._initial_state(hx, data, batch, batched, is_lstm)
+        state = self._initial_state(hx, data, batch, batched, is_lstm, packed)
+        if not packed and data.shape[0] == 0:       # (PyTorch's kernel, after the hx checks)
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         if packed and sorted_indices is not None:
             state = [s.index_select(1, sorted_indices) for s in state]
 
@@ -517,13 +525,21 @@ class RNNBase(Module):
                 final = [s.squeeze(1) for s in final]
         return (output, tuple(final)) if is_lstm else (output, final[0])
 
-    def _initial_state(self, hx, data, batch, batched, is_lstm):
+    def _initial_state(self, hx, data, batch, batched, is_lstm, packed=False):
         shapes = self._state_shapes(batch)
         if hx is None:
             return [creation.zeros(*shape, dtype=data.dtype) for shape in shapes]
         parts = list(hx) if is_lstm else [hx]
         want = 3 if batched else 2
-        if is_lstm:
+        if packed:
+            # PyTorch checks a packed batch's states by their sizes alone (an LSTM's not even
+            # those: its kernel reads dim 2 of each)
+            short = [p for p in parts if p.dim() < 3]
+            if is_lstm and short:
+                rank = short[0].dim()
+                raise IndexError(f"Dimension out of range (expected to be in range of "
+                                 f"[{-rank}, {rank - 1}], but got 2)")
+        elif is_lstm:
             if any(p.dim() != want for p in parts):
                 kind = "batched 3-D" if batched else "unbatched 2-D"
                 raise RuntimeError(f"For {kind} input, hx and cx should also be {want}-D but got "

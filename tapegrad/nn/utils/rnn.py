@@ -14,6 +14,9 @@ from ... import _core
 from ... import creation
 from ...tensor import Tensor
 
+__all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence",
+           "pad_sequence", "unpad_sequence", "pack_sequence", "unpack_sequence"]
+
 _cat = _core.TORCH_FUNCTIONS["cat"]
 _stack = _core.TORCH_FUNCTIONS["stack"]
 
@@ -21,7 +24,9 @@ _PackedSequenceBase = namedtuple("PackedSequence_",
                                  ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])
 
 
-def _invert_permutation(permutation):
+def invert_permutation(permutation):
+    """The inverse of a 1-D permutation tensor (None for None): converts a PackedSequence's
+    sorted_indices to its unsorted_indices and back."""
     if permutation is None:
         return None
     inverse = np.empty_like(permutation._array)
@@ -37,7 +42,17 @@ class PackedSequence(_PackedSequenceBase):
 
     def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
         if unsorted_indices is None:
-            unsorted_indices = _invert_permutation(sorted_indices)
+            unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None:
+            # PyTorch's other calling form: PackedSequence((data, batch_sizes), ...)
+            if not (isinstance(data, (list, tuple)) and len(data) == 2):
+                raise AssertionError("Expected data to be a list or tuple of length 2")
+            data, batch_sizes = data
+        elif batch_sizes.device.type != "cpu":
+            raise ValueError("batch_sizes should always be on CPU. Instances of PackedSequence "
+                             "should never be created manually. They should be instantiated by "
+                             "functions like pack_sequence and pack_padded_sequences in "
+                             "nn.utils.rnn.")
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs):
@@ -57,9 +72,46 @@ class PackedSequence(_PackedSequenceBase):
         """The PackedSequence with its data cast to float32."""
         return self.to(_core.float32)
 
+    def half(self):
+        """The PackedSequence with its data cast to float16."""
+        return self.to(_core.float16)
+
+    def long(self):
+        """The PackedSequence with its data cast to int64."""
+        return self.to(_core.int64)
+
+    def int(self):
+        """The PackedSequence with its data cast to int32."""
+        return self.to(_core.int32)
+
+    def short(self):
+        """The PackedSequence with its data cast to int16."""
+        return self.to(_core.int16)
+
+    def char(self):
+        """The PackedSequence with its data cast to int8."""
+        return self.to(_core.int8)
+
+    def byte(self):
+        """The PackedSequence with its data cast to uint8."""
+        return self.to(_core.uint8)
+
     def cpu(self):
         """Self: the data is on the CPU."""
         return self
+
+    def cuda(self, *args, **kwargs):
+        """Moving to a GPU fails as ``Tensor.cuda`` does: there is no accelerator."""
+        return self.to(self.data.cuda(*args, **kwargs).device)
+
+    def pin_memory(self):
+        """Pinned memory needs an accelerator; fails as ``Tensor.pin_memory`` does."""
+        return type(self)(self.data.pin_memory(), self.batch_sizes, self.sorted_indices,
+                          self.unsorted_indices)
+
+    def is_pinned(self) -> bool:
+        """Whether the data sits in pinned memory (never, on the CPU)."""
+        return self.data.is_pinned()
 
     @property
     def is_cuda(self) -> bool:
@@ -80,7 +132,12 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
     """Pack a padded (T, B, *) batch ((B, T, *) with batch_first) given each sequence's length."""
     lengths = _lengths_array(lengths)
     if lengths.ndim != 1:
-        raise IndexError("index_select(): Index is supposed to be a vector")
+        # PyTorch sorts first when asked to, so a 2-D lengths fails in its index_select
+        # (IndexError); otherwise the packing kernel's own check speaks (RuntimeError).
+        if not enforce_sorted and lengths.ndim > 1:
+            raise IndexError("index_select(): Index is supposed to be a vector")
+        raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got "
+                           f"{lengths.ndim}D cpu Long tensor")
     if enforce_sorted:
         if np.any(lengths[:-1] < lengths[1:]):
             raise RuntimeError(
@@ -96,6 +153,8 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
         input = input.index_select(0 if batch_first else 1, sorted_indices)
     if batch_first:
         input = input.transpose(0, 1)
+    if input.numel() == 0:
+        raise RuntimeError("Cannot pack empty tensors.")
     steps, batch = input.shape[0], input.shape[1]
     if lengths.size != batch:
         raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
