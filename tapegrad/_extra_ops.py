@@ -484,12 +484,6 @@ def _check_unique_dim_of_empty(shape, axis):
                            "be applied ")
 
 
-def _refuse_complex_unique(arr, kernel: str) -> None:
-    """PyTorch's unique kernels are built for real numbers and bool only."""
-    if arr.dtype.kind == "c":
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(arr)}\'')
-
-
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values (sorted; along `dim`, the distinct slices), optionally with the inverse
     indices and the counts.  NaNs are all distinct, as in PyTorch."""
@@ -500,7 +494,6 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         _core.check_bool("_unique2" if dim is None else "unique_dim", name, flag)
     _refuse_if_complex("unique" if dim is None else "unique_dim", input)
     arr = input._array
-    _refuse_complex_unique(arr, "unique" if dim is None else "unique_dim")
     if dim is None:
         values, inverse, counts = np.unique(arr.reshape(-1), return_inverse=True,
                                             return_counts=True, equal_nan=False)

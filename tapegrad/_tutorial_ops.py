@@ -535,10 +535,9 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     _check_tensor(input, "unique_consecutive")
     _core.check_bool("unique_consecutive", "return_inverse", return_inverse)
     _core.check_bool("unique_consecutive", "return_counts", return_counts)
-    _refuse_if_complex("unique", input)
+    # (PyTorch's unique_consecutive takes its flat kernel for a 1-d input even given a dim)
+    _refuse_if_complex("unique_dim" if dim is not None and input.ndim > 1 else "unique", input)
     arr = input._array
-    from ._extra_ops import _refuse_complex_unique
-    _refuse_complex_unique(arr, "unique" if dim is None else "unique_dim")
     if dim is None:
         flat = arr.reshape(-1)
         starts = np.ones(flat.shape[0], dtype=bool)

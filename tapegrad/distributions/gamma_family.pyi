@@ -52,6 +52,7 @@ class Dirichlet(_ExponentialFamily):
     has_rsample: _bool
     def log_prob(self, value: Any) -> Any: ...
     mean: Any
+    mode: Any
     def rsample(self, sample_shape: Any = ...) -> Any: ...
     support: Any
     variance: Any
