@@ -499,6 +499,17 @@ def _is_set_to(self, tensor):
             a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
 
 
+def _as_subclass(self, cls):
+    """self as an instance of `cls` (a subclass of Tensor): a view of the same values that stays
+    in self's graph (an AliasBackward0 node when self requires grad), as PyTorch's."""
+    if not (isinstance(cls, type) and issubclass(cls, _core.TensorBase)):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
+                        "Tensor is not possible. Make sure your class inherits from Tensor.")
+    out = self[...]
+    out.__class__ = cls
+    return out
+
+
 def get_device(input) -> int:
     """The device ordinal of input: -1, the CPU's (as PyTorch answers for CPU tensors)."""
     _check_tensor(input, "get_device")
@@ -573,7 +584,7 @@ def register(namespace: dict, tensor_cls) -> None:
               "masked_scatter_": _masked_scatter_, "sum_to_size": _sum_to_size,
               "resize_": _resize_, "resize_as_": _resize_as_, "resize": _resize,
               "resize_as": _resize_as, "apply_": _apply_, "map_": _map_, "map2_": _map2_,
-              "dim_order": _dim_order, "is_set_to": _is_set_to,
+              "dim_order": _dim_order, "is_set_to": _is_set_to, "as_subclass": _as_subclass,
               "H": property(_H), "mH": property(_mH), "name": property(_name),
               "volatile": property(_volatile), "reinforce": _reinforce}
     for name, value in extras.items():

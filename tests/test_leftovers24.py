@@ -200,3 +200,19 @@ def test_grad_fn_names_of_linalg_and_special_ops(case):
         names.append(GRAD_FN_CASES[case](lib, A).grad_fn.name())
     assert names[0] == names[1]
     assert not names[0].startswith("_")
+
+
+def test_as_subclass_is_an_alias_in_the_graph_as_pytorch():
+    def run(lib):
+        class Marked(lib.Tensor):
+            pass
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * 2).as_subclass(Marked)
+        z = x.as_subclass(Marked)
+        (y * z).sum().backward()
+        plain = lib.ones(2)
+        alias = plain.as_subclass(Marked)
+        alias.add_(1)
+        return (type(y).__name__, y.grad_fn.name(), z.is_leaf, z.requires_grad, x.grad.tolist(),
+                plain.tolist(), outcome(lambda L: x.as_subclass(int), lib))
+    assert run(tg) == run(torch)
