@@ -32,10 +32,16 @@ def activation_in_graph(activation, input, args=(), kwargs=None):
     return _become_result(input, result)
 
 
+# PyTorch's node of a composed activation run in place, where it is not the out-of-place one
+# (which the adopted record already shows)
+_INPLACE_NODES = {"selu": "EluBackward1"}
+
+
 def recording_inplace(activation):
     """Wrap a composed `activation(input, ..., inplace=...)` so inplace=True works on a graph
     tensor."""
     position = list(inspect.signature(activation).parameters).index("inplace")
+    inplace_node = _INPLACE_NODES.get(activation.__name__)
 
     @functools.wraps(activation)
     def wrapper(input, *args, **kwargs):
@@ -49,6 +55,7 @@ def recording_inplace(activation):
             kwargs["inplace"] = False
         else:
             args = args[:position - 1] + (False,) + args[position:]
-        return activation_in_graph(activation, input, args, kwargs)
+        result = activation_in_graph(activation, input, args, kwargs)
+        return result if inplace_node is None else _core._present_node_as(result, inplace_node)
 
     return wrapper
