@@ -87,3 +87,32 @@ def test_inplace_activation_and_views_keep_their_own_names():
     xt = torch.tensor(DATA, requires_grad=True)
     xg = tg.tensor(DATA, requires_grad=True)
     assert tg.flip(xg, [1]).grad_fn.name() == torch.flip(xt, [1]).grad_fn.name()
+
+
+IMAGE = np.arange(32, dtype=np.float64).reshape(1, 2, 4, 4) / 7.0
+SPATIAL = [
+    ("nearest", lambda m, x: m.nn.functional.interpolate(x, scale_factor=2)),
+    ("nn.Upsample", lambda m, x: m.nn.Upsample(scale_factor=2)(x)),
+    ("bilinear", lambda m, x: m.nn.functional.interpolate(x, size=(6, 5), mode="bilinear")),
+    ("bilinear_ac", lambda m, x: m.nn.UpsamplingBilinear2d(scale_factor=2)(x)),
+    ("bicubic", lambda m, x: m.nn.functional.interpolate(x, scale_factor=1.5, mode="bicubic")),
+    ("linear", lambda m, x: m.nn.functional.interpolate(x[0], scale_factor=2, mode="linear")),
+    ("nearest1d", lambda m, x: m.nn.functional.interpolate(x[0], size=7)),
+    ("reflect", lambda m, x: m.nn.functional.pad(x, (1, 2, 2, 1), mode="reflect")),
+    ("replicate", lambda m, x: m.nn.functional.pad(x[0], (1, 2), mode="replicate")),
+    ("ReflectionPad2d", lambda m, x: m.nn.ReflectionPad2d(1)(x)),
+]
+
+
+@pytest.mark.parametrize("label,op", SPATIAL, ids=[c[0] for c in SPATIAL])
+def test_resampling_and_padding_grad_fn_names_match_pytorch(label, op):
+    torch = pytest.importorskip("torch")
+    xt = torch.tensor(IMAGE, requires_grad=True)
+    xg = tg.tensor(IMAGE, requires_grad=True)
+    yt, yg = op(torch, xt), op(tg, xg)
+    assert yg.grad_fn.name() == yt.grad_fn.name()
+    np.testing.assert_allclose(yg.detach().numpy(), yt.detach().numpy(), rtol=1e-12, atol=1e-12)
+    weights = np.linspace(0.5, 2.0, yt.numel()).reshape(tuple(yt.shape))
+    (yt * torch.tensor(weights)).sum().backward()
+    (yg * tg.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(xg.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-12)
