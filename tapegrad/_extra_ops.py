@@ -1031,11 +1031,13 @@ def lerp(input, end, weight):
         _core._scalar_to_dtype(weight, input._array.dtype)     # (PyTorch's overflow error)
     diff = end - input
     if not isinstance(weight, TensorBase):
-        return input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+        out = input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+        return _core._present_node_as(out, "LerpBackward0")     # (PyTorch's scalar-weight node)
     from . import where
     if weight.dtype != input.dtype:         # a 0-d weight of another dtype, read as a scalar
         weight = weight.to(input.dtype)
-    return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
+    out = where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
+    return _core._present_node_as(out, "LerpBackward1")
 
 
 def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
@@ -1048,7 +1050,8 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
     product = tensor1 * tensor2
-    return input + _result_scalar(value, input, product) * product
+    return _core._present_node_as(input + _result_scalar(value, input, product) * product,
+                                  "AddcmulBackward0")
 
 
 def _result_scalar(value, input, product):
@@ -1082,7 +1085,8 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            " release addcdiv will perform a true division of tensor1 and tensor2.")
     quotient = tensor1 / tensor2
-    return input + _result_scalar(value, input, quotient) * quotient
+    return _core._present_node_as(input + _result_scalar(value, input, quotient) * quotient,
+                                  "AddcdivBackward0")
 
 
 def logaddexp(input, other):

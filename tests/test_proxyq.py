@@ -40,6 +40,20 @@ CASES = [
     ("topk", lambda m, x: m.topk(x, 2)[0]),
     ("trace", lambda m, x: m.trace(x)),
     ("nan_to_num", lambda m, x: m.nan_to_num(x)),
+    ("threshold", lambda m, x: m.nn.functional.threshold(x, 0.3, -1.0)),
+    ("Threshold_inplace", lambda m, x: m.nn.Threshold(0.3, -1.0, inplace=True)(x * 1.0)),
+    ("hardshrink", lambda m, x: m.nn.functional.hardshrink(x)),
+    ("softshrink", lambda m, x: m.nn.functional.softshrink(x, 0.6)),
+    ("rad2deg", lambda m, x: m.rad2deg(x)),
+    ("deg2rad", lambda m, x: x.deg2rad()),
+    ("sinc", lambda m, x: m.sinc(x)),
+    ("lerp_scalar", lambda m, x: m.lerp(x, x * 3.0, 0.25)),
+    ("lerp_tensor", lambda m, x: m.lerp(x, x * 3.0, m.full_like(x, 0.75))),
+    ("addcmul", lambda m, x: m.addcmul(x, x, x * 2.0, value=0.5)),
+    ("addcdiv", lambda m, x: m.addcdiv(x, x, x * x + 1.0, value=2)),
+    ("addmm", lambda m, x: m.addmm(x[0, :2], x[:, :3], x[:, 1:].T, beta=0.5)),
+    ("addmv", lambda m, x: m.addmv(x[:, 0], x, x[0])),
+    ("baddbmm", lambda m, x: m.baddbmm(x[None, :, :2], x[None], x[None, :, :2].repeat(1, 2, 1))),
 ]
 
 DATA = np.array([[-4.0, -0.5, 0.25, 3.5], [7.0, -2.5, 1.5, -0.75]])

@@ -191,7 +191,7 @@ def threshold(input, threshold: float, value: float, inplace: bool = False):
     # PyTorch replaces x <= threshold: NaN is kept, with its gradient
     out = _piecewise(~(input <= threshold), _operand(input, inplace), _tg.full_like(input, value),
                      "threshold")
-    return _finish(input, out, inplace)
+    return _finish(input, out, inplace, "ThresholdBackward0", "ThresholdBackward1")
 
 
 def _check_lambd(input, lambd: float) -> None:
@@ -208,7 +208,8 @@ def hardshrink(input, lambd: float = 0.5):
     # (no lambda check: PyTorch's hardshrink keeps every value for a negative lambd)
     # PyTorch zeroes -lambd <= x <= lambd: NaN is kept, with its gradient
     dead = (input >= -lambd) & (input <= lambd)
-    return _piecewise(~dead, input, _tg.zeros_like(input), "hardshrink")
+    return _core._present_node_as(_piecewise(~dead, input, _tg.zeros_like(input), "hardshrink"),
+                                  "HardshrinkBackward0")
 
 
 def softshrink(input, lambd: float = 0.5):
@@ -220,7 +221,8 @@ def softshrink(input, lambd: float = 0.5):
     shifted = _tg.where(input > lambd, input - lambd, input + lambd)
     with _tg.no_grad():
         zero = input.detach() * 0.0     # (-0.0 below zero, as PyTorch's float32 kernel gives)
-    return _piecewise(~dead, shifted, zero, "softshrink")
+    return _core._present_node_as(_piecewise(~dead, shifted, zero, "softshrink"),
+                                  "SoftshrinkBackward0")
 
 
 def prelu(input, weight):
