@@ -590,7 +590,8 @@ def sort(input, dim=-1, descending=False, *, stable=False):
         return _core.return_types.sort((values.permute(*back), indices.permute(*back)))
     order = _sort_order(input._array.reshape(input._array.shape or (1,)), d, bool(descending))
     order = order.reshape(input._array.shape)
-    return _core.return_types.sort((values_at(input, d, order), _index_tensor(order)))
+    values = _core._present_node_as(values_at(input, d, order), "SortBackward0")
+    return _core.return_types.sort((values, _index_tensor(order)))
 
 
 @_sort_overloads
@@ -619,7 +620,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     order = _sort_order(arr, d, bool(largest))[(slice(None),) * d + (slice(0, k),)]
     if input.ndim == 0:         # PyTorch returns the element and index 0 for k = 0 and 1 alike
         order = np.zeros((), dtype=np.int64)
-    return _core.return_types.topk((values_at(input, d, order), _index_tensor(order)))
+    values = _core._present_node_as(values_at(input, d, order), "TopkBackward0")
+    return _core.return_types.topk((values, _index_tensor(order)))
 
 
 # -- cumulative sums and products ------------------------------------------------------------------
@@ -1035,11 +1037,13 @@ def lerp(input, end, weight):
         _core._scalar_to_dtype(weight, input._array.dtype)     # (PyTorch's overflow error)
     diff = end - input
     if not isinstance(weight, TensorBase):
-        return input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+        out = input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+        return _core._present_node_as(out, "LerpBackward0")     # (PyTorch's scalar-weight node)
     from . import where
     if weight.dtype != input.dtype:         # a 0-d weight of another dtype, read as a scalar
         weight = weight.to(input.dtype)
-    return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
+    out = where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
+    return _core._present_node_as(out, "LerpBackward1")
 
 
 def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
@@ -1052,7 +1056,8 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
     product = tensor1 * tensor2
-    return input + _result_scalar(value, input, product) * product
+    return _core._present_node_as(input + _result_scalar(value, input, product) * product,
+                                  "AddcmulBackward0")
 
 
 def _result_scalar(value, input, product):
@@ -1086,7 +1091,8 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            " release addcdiv will perform a true division of tensor1 and tensor2.")
     quotient = tensor1 / tensor2
-    return input + _result_scalar(value, input, quotient) * quotient
+    return _core._present_node_as(input + _result_scalar(value, input, quotient) * quotient,
+                                  "AddcdivBackward0")
 
 
 def logaddexp(input, other):
@@ -1204,7 +1210,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     # PyTorch's node saves the input (its gradient masks the non-finite positions): a write
     # into it makes backward raise; the wheres here keep only their masks
     _core._guard_saved_version(result, input)
-    return result
+    return _core._present_node_as(result, "NanToNumBackward0")
 
 
 @_numpy_dim_names
@@ -1567,7 +1573,7 @@ def flip(input, dims):
     for d in sorted(seen):
         n = input._array.shape[d]
         out = out.index_select(d, _index_tensor(np.arange(n - 1, -1, -1)))
-    return out
+    return _core._present_node_as(out, "FlipBackward0")
 
 
 def roll(input, shifts, dims=None):
@@ -1587,7 +1593,8 @@ def roll(input, shifts, dims=None):
         if input.ndim == 0:
             return input.clone()
         # (a copy, not a view of the flat roll: PyTorch's result is no view)
-        return roll(input.flatten(), shifts, 0).reshape(input.shape).clone()
+        flat = roll(input.flatten(), shifts, 0).reshape(input.shape).clone()
+        return _core._present_node_as(flat, "RollBackward0")
     dims = [dims] if isinstance(dims, (int, np.integer)) or _one_int_tensor(dims) else list(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
@@ -1604,7 +1611,7 @@ def roll(input, shifts, dims=None):
         if n == 0:
             continue
         out = out.index_select(d, _index_tensor((np.arange(n) - int(shift)) % n))
-    return out if out is not input else input.clone()
+    return _core._present_node_as(out if out is not input else input.clone(), "RollBackward0")
 
 
 def diag(input, diagonal=0):
@@ -1647,7 +1654,7 @@ def trace(input):
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
-    return _diagonal(input, 0).sum()
+    return _core._present_node_as(_diagonal(input, 0).sum(), "TraceBackward0")
 
 
 def meshgrid(*tensors, indexing=None):

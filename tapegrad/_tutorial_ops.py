@@ -305,13 +305,13 @@ _name_hypot_backward()
 def rad2deg(input):
     """Radians to degrees (integers give the default float dtype)."""
     result = _floating(input, "rad2deg") * (180.0 / np.pi)
-    return result
+    return _core._present_node_as(result, "Rad2DegBackward0")
 
 
 def deg2rad(input):
     """Degrees to radians (integers give the default float dtype)."""
     result = _floating(input, "deg2rad") * (np.pi / 180.0)
-    return result
+    return _core._present_node_as(result, "Deg2RadBackward0")
 
 
 def float_power(input, exponent):
@@ -364,16 +364,17 @@ def sinc(input):
     # PyTorch's node saves the input: a write into it makes backward raise (the records here
     # hold copies: the where's operand and the product)
     _core._guard_saved_version(result, x)
-    return result
+    return _core._present_node_as(result, "SincBackward0")
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec): all three of one dtype, as PyTorch (no promotion)."""
     _check_addmv(input, mat, vec)
     from .contractions import _scaled_sum, _in_float32_if_half
-    return _in_float32_if_half(
+    return _core._present_node_as(_in_float32_if_half(
         lambda i, m, v: _scaled_sum(i, _core.matmul(m, v), beta, alpha, drop_zero_alpha=True,
-                                    empty_sum=mat.shape[1] == 0), input, mat, vec)
+                                    empty_sum=mat.shape[1] == 0), input, mat, vec),
+        "AddmvBackward0")
 
 
 def _check_addmv(input, mat, vec) -> None:

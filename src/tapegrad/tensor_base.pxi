@@ -459,12 +459,15 @@ cdef object make_grad_fn(Py_ssize_t node):
     cdef int op = TAPE.recs[node].op
     if op == OP_FN_OUTPUT or op == OP_FUNCTION:
         return function_ctx_of(node)    # a custom Function's grad_fn is its ctx (ops_function)
-    cls = GRAD_FN_CLASSES.get(op)
+    # a composite op's own name for its last record (ops_function.pxi's _present_node_as)
+    name = (<object>TAPE.recs[node].extra).display_name if TAPE.recs[node].extra != NULL else None
+    key = op if name is None else name
+    cls = GRAD_FN_CLASSES.get(key)
     if cls is None:
         # Module "builtins", as PyTorch's C++ node classes: type(y.grad_fn) prints
         # <class 'SumBackward0'>.  Nothing pickles or imports these classes by module.
-        cls = type(OP_NAMES[op], (GradFn,), {"__module__": "builtins"})
-        GRAD_FN_CLASSES[op] = cls
+        cls = type(OP_NAMES[op] if name is None else name, (GradFn,), {"__module__": "builtins"})
+        GRAD_FN_CLASSES[key] = cls
     cdef GradFn fn = <GradFn>cls.__new__(cls)
     fn._node = node
     TAPE.recs[node].refcnt += 1

@@ -19,6 +19,11 @@ from .._shift_ops import _become_result
 from ..grad_mode import is_grad_enabled
 
 
+# PyTorch's node of an activation run in place on a graph tensor, where it is not the
+# out-of-place one (which the adopted record already shows): keyed by the activation's __name__
+_INPLACE_NODES = {"selu": "EluBackward1", "elu": "EluBackward1", "leaky_relu": "LeakyReluBackward1"}
+
+
 def activation_in_graph(activation, input, args=(), kwargs=None):
     """The in-place activation of `input` (which requires grad, grad mode on), where
     ``activation(x, *args, **kwargs)`` is its out-of-place call (inplace=False among the
@@ -29,7 +34,9 @@ def activation_in_graph(activation, input, args=(), kwargs=None):
     # input becomes the activation's output (its grad_fn, the output it saves), as the
     # in-place unary ops do; through a plain copy_ a second derivative reaching the saved
     # output would bypass input, and input's retained .grad would miss it
-    return _become_result(input, result)
+    result = _become_result(input, result)
+    inplace_node = _INPLACE_NODES.get(getattr(activation, "__name__", None))
+    return result if inplace_node is None else _core._present_node_as(result, inplace_node)
 
 
 def recording_inplace(activation):

@@ -271,7 +271,23 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         else:
             lo, hi, w_lo, w_hi = _linear_taps(s, n, f, bool(align_corners))
             out = _taps_along(out, dim, [(lo, w_lo), (hi, w_hi)])
+    node = _upsample_node(mode, nd, antialias)
+    if node is not None and out is not input:
+        out = _core._present_node_as(out, node)
     return follow_channels_last(out, input)    # PyTorch's kernels keep a channels_last layout
+
+
+def _upsample_node(mode, nd, antialias):
+    """PyTorch's grad_fn name for interpolate's kernel (the taps here are index_select / sums)."""
+    if antialias:
+        return f"_Upsample{'Bilinear' if mode == 'bilinear' else 'Bicubic'}2DAaBackward0"
+    if mode == "nearest":
+        return f"UpsampleNearest{nd}DBackward0"
+    if mode == "nearest-exact":
+        return f"UpsampleNearestExact{nd}DBackward0"
+    return {"linear": "UpsampleLinear1DBackward0", "bilinear": "UpsampleBilinear2DBackward0",
+            "bicubic": "UpsampleBicubic2DBackward0",
+            "trilinear": "UpsampleTrilinear3DBackward0"}.get(mode)
 
 
 # -- padding modes ---------------------------------------------------------------------------------
@@ -387,7 +403,12 @@ def pad(input, pad, mode="constant", value=None):
     """torch.nn.functional.pad: 'constant' (the core op), and 'reflect', 'replicate', 'circular'
     as index selections along each padded dim (differentiable, gradients add up at the
     repeated positions); a channels_last input gives a channels_last result, as PyTorch's."""
-    return follow_channels_last(_padded(input, pad, mode, value), input)
+    out = _padded(input, pad, mode, value)
+    if mode in ("reflect", "replicate") and out is not input:
+        # PyTorch's node for the whole pad (here index selections along each padded dim)
+        kind = "Reflection" if mode == "reflect" else "Replication"
+        out = _core._present_node_as(out, f"{kind}Pad{len(pad) // 2}DBackward0")
+    return follow_channels_last(out, input)
 
 
 def _padded(input, pad, mode, value):
