@@ -99,3 +99,49 @@ def test_custom_loss_with_legacy_flags_matches_torch(size_average, reduce):
     assert (gr, gw, ge) == (tr, tw, te)
     np.testing.assert_allclose(gv, tv, rtol=1e-12)
     np.testing.assert_allclose(ggr, tgr, rtol=1e-12)
+
+
+# -- the in-place error names a saved view of a parameter as PyTorch does -----------------------
+# A GAN script (yangyutu/PyTorch-Tutorial 406_GAN.py) steps one optimizer between two backwards
+# through the same graph: F.linear saved weight.t(), a view of the stepped weight.  PyTorch names
+# the view's regenerated node ("output 0 of AsStrided"); tapegrad named the linear's own.
+
+def _inplace_message(lib, build):
+    w = lib.ones(3, 2, requires_grad=True)
+    x = lib.ones(4, 3, requires_grad=True)
+    y = build(lib, x, w).sum()
+    with lib.no_grad():
+        w.add_(1)
+    try:
+        y.backward()
+    except RuntimeError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("build", [
+    lambda lib, x, w: lib.nn.functional.linear(x, w.t()),
+    lambda lib, x, w: lib.nn.functional.linear(x, w.t(), lib.ones(2)),
+    lambda lib, x, w: x @ w.t().t(),
+    lambda lib, x, w: x[:, :2] * w[0],
+    lambda lib, x, w: lib.mm(x, w),                 # the leaf itself: no node named
+    lambda lib, x, w: lib.exp(x @ w),               # nothing saved was written: no error
+], ids=["linear", "linear_bias", "double_t", "select", "mm_leaf", "unaffected"])
+def test_inplace_error_names_saved_views_as_torch(build):
+    assert _inplace_message(tg, build) == _inplace_message(torch, build)
+
+
+def test_optimizer_step_between_backwards_names_as_strided():
+    def run(lib):
+        lin = lib.nn.Linear(3, 1)
+        h = lib.nn.Linear(3, 3)(lib.ones(4, 3))
+        y = lib.sigmoid(lin(h)).sum()
+        opt = lib.optim.SGD(lin.parameters(), lr=0.1)
+        y.backward(retain_graph=True)
+        opt.step()
+        with pytest.raises(RuntimeError) as info:
+            y.backward()
+        return str(info.value)
+    expected = run(torch)
+    assert "which is output 0 of AsStrided" in expected
+    assert run(tg) == expected
